@@ -1,0 +1,214 @@
+// Package agenterr defines the single error type used across capstan's layers.
+//
+// Seed 000 describes an error hierarchy (ConfigurationError, LifecycleError,
+// LoopError, SdkBridgeError, CompletionError, PromptError, each an AgentError
+// with a code and a recoverable flag). capstan models that hierarchy as one
+// type, [Error], whose Layer field says which branch of the hierarchy an error
+// belongs to and whose Code is a stable, machine-readable identifier.
+//
+// Errors compare by code: errors.Is(err, agenterr.ErrPromptNotFound) is true
+// for any *Error in err's chain whose Code equals that sentinel's code, so
+// callers can match categories without caring about the message or the
+// wrapped cause.
+package agenterr
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Layer names the seed-000 layer an error belongs to.
+type Layer string
+
+// The layers of seed 000, plus the cross-cutting parts of capstan.
+const (
+	LayerConfiguration Layer = "configuration" // layer -1
+	LayerLifecycle     Layer = "lifecycle"     // layer 0
+	LayerLoop          Layer = "loop"          // layer 1
+	LayerSDKBridge     Layer = "sdk_bridge"    // layer 2
+	LayerCompletion    Layer = "completion"    // layer 3
+	LayerStep          Layer = "step"          // layer 3.5
+	LayerPrompt        Layer = "prompt"        // layer 4
+	LayerTool          Layer = "tool"
+	LayerSkill         Layer = "skill"
+	LayerSandbox       Layer = "sandbox"
+	LayerPipeline      Layer = "pipeline"
+	LayerInternal      Layer = "internal"
+)
+
+// Error is capstan's error type. It carries a stable Code, the Layer that
+// raised it, whether the failure is Recoverable (a retry or an alternative
+// path may succeed) and an optional wrapped cause.
+//
+// Optional location fields (File, Pointer, Line, Column) and Hint make
+// configuration errors actionable; they are empty for runtime errors.
+type Error struct {
+	Code        string
+	Layer       Layer
+	Recoverable bool
+	Message     string
+	File        string // file the problem is in, relative to the agent dir when possible
+	Pointer     string // JSON pointer inside File ("/runner/model"), when known
+	Line        int    // 1-based line in File, when known
+	Column      int    // 1-based column in File, when known
+	Hint        string // what the user can do about it
+	Err         error  // wrapped cause
+}
+
+// Error renders "CODE: message (file:line:col#/pointer): cause; hint: ...".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Code)
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if loc := e.Location(); loc != "" {
+		b.WriteString(" (")
+		b.WriteString(loc)
+		b.WriteString(")")
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.Hint != "" {
+		b.WriteString("; hint: ")
+		b.WriteString(e.Hint)
+	}
+	return b.String()
+}
+
+// Location renders the file position of the error, or "" when it has none.
+func (e *Error) Location() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ":%d", e.Column)
+		}
+	}
+	if e.Pointer != "" {
+		b.WriteString("#")
+		b.WriteString(e.Pointer)
+	}
+	return b.String()
+}
+
+// Unwrap returns the wrapped cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same Code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// New returns an error with the given code, layer and recoverability.
+func New(code string, layer Layer, recoverable bool, format string, args ...any) *Error {
+	return &Error{Code: code, Layer: layer, Recoverable: recoverable, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an error with the given code and layer wrapping cause.
+func Wrap(cause error, code string, layer Layer, recoverable bool, format string, args ...any) *Error {
+	e := New(code, layer, recoverable, format, args...)
+	e.Err = cause
+	return e
+}
+
+// From returns the first *Error in err's chain, or nil.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}
+
+// IsRecoverable reports whether err's first *Error is marked recoverable.
+// Errors that are not *Error are treated as not recoverable.
+func IsRecoverable(err error) bool {
+	e := From(err)
+	return e != nil && e.Recoverable
+}
+
+// CodeOf returns the code of err's first *Error, or "" when there is none.
+func CodeOf(err error) string {
+	if e := From(err); e != nil {
+		return e.Code
+	}
+	return ""
+}
+
+// sentinel builds a code-only *Error used as an errors.Is target.
+func sentinel(code string, layer Layer, recoverable bool) *Error {
+	return &Error{Code: code, Layer: layer, Recoverable: recoverable}
+}
+
+// Sentinels for errors.Is. Each names one branch of the seed-000 hierarchy.
+// Create real errors with New or Wrap and the matching Code* constant.
+var (
+	ErrConfigurationNotFound   = sentinel(CodeConfigurationNotFound, LayerConfiguration, false)
+	ErrConfigurationParse      = sentinel(CodeConfigurationParse, LayerConfiguration, false)
+	ErrConfigurationValidation = sentinel(CodeConfigurationValidation, LayerConfiguration, false)
+	ErrDependencyResolution    = sentinel(CodeDependencyResolution, LayerLifecycle, false)
+	ErrAlreadyStarted          = sentinel(CodeAlreadyStarted, LayerLifecycle, false)
+	ErrNotStarted              = sentinel(CodeNotStarted, LayerLifecycle, false)
+	ErrAlreadyStopped          = sentinel(CodeAlreadyStopped, LayerLifecycle, false)
+	ErrHardLimit               = sentinel(CodeHardLimit, LayerLoop, false)
+	ErrStepLoopLimit           = sentinel(CodeStepLoopLimit, LayerLoop, false)
+	ErrTimeBudget              = sentinel(CodeTimeBudget, LayerLoop, false)
+	ErrCanceled                = sentinel(CodeCanceled, LayerLoop, false)
+	ErrSdkConnection           = sentinel(CodeSdkConnection, LayerSDKBridge, true)
+	ErrSdkRateLimit            = sentinel(CodeSdkRateLimit, LayerSDKBridge, true)
+	ErrSdkSessionNotFound      = sentinel(CodeSdkSessionNotFound, LayerSDKBridge, true)
+	ErrSdkAuth                 = sentinel(CodeSdkAuth, LayerSDKBridge, false)
+	ErrSdkRequest              = sentinel(CodeSdkRequest, LayerSDKBridge, false)
+	ErrUnknownProvider         = sentinel(CodeUnknownProvider, LayerSDKBridge, false)
+	ErrScriptExhausted         = sentinel(CodeScriptExhausted, LayerSDKBridge, false)
+	ErrMaxTurns                = sentinel(CodeMaxTurns, LayerSDKBridge, true)
+	ErrCompletion              = sentinel(CodeCompletion, LayerCompletion, false)
+	ErrValidationExhausted     = sentinel(CodeValidationExhausted, LayerCompletion, false)
+	ErrPromptNotFound          = sentinel(CodePromptNotFound, LayerPrompt, false)
+	ErrPromptParse             = sentinel(CodePromptParse, LayerPrompt, false)
+	ErrToolDenied              = sentinel(CodeToolDenied, LayerTool, true)
+	ErrToolInput               = sentinel(CodeToolInput, LayerTool, true)
+	ErrPathEscape              = sentinel(CodePathEscape, LayerTool, true)
+	ErrSandboxUnavailable      = sentinel(CodeSandboxUnavailable, LayerSandbox, false)
+	ErrBudgetExceeded          = sentinel(CodeBudgetExceeded, LayerLoop, false)
+)
+
+// Stable error codes. They appear in CLI output, --json results and journals;
+// never change the meaning of an existing code.
+const (
+	CodeConfigurationNotFound   = "CONFIG_NOT_FOUND"
+	CodeConfigurationParse      = "CONFIG_PARSE"
+	CodeConfigurationValidation = "CONFIG_INVALID"
+	CodeDependencyResolution    = "DEPENDENCY_RESOLUTION"
+	CodeAlreadyStarted          = "ALREADY_STARTED"
+	CodeNotStarted              = "NOT_STARTED"
+	CodeAlreadyStopped          = "ALREADY_STOPPED"
+	CodeHardLimit               = "HARD_LIMIT"
+	CodeStepLoopLimit           = "STEP_LOOP_LIMIT"
+	CodeTimeBudget              = "TIME_BUDGET"
+	CodeCanceled                = "CANCELED"
+	CodeSdkConnection           = "SDK_CONNECTION"
+	CodeSdkRateLimit            = "SDK_RATE_LIMIT"
+	CodeSdkSessionNotFound      = "SDK_SESSION_NOT_FOUND"
+	CodeSdkAuth                 = "SDK_AUTH"
+	CodeSdkRequest              = "SDK_REQUEST"
+	CodeUnknownProvider         = "UNKNOWN_PROVIDER"
+	CodeScriptExhausted         = "SCRIPT_EXHAUSTED"
+	CodeMaxTurns                = "MAX_TURNS"
+	CodeCompletion              = "COMPLETION"
+	CodeValidationExhausted     = "VALIDATION_EXHAUSTED"
+	CodePromptNotFound          = "PROMPT_NOT_FOUND"
+	CodePromptParse             = "PROMPT_PARSE"
+	CodeToolDenied              = "TOOL_DENIED"
+	CodeToolInput               = "TOOL_INPUT"
+	CodePathEscape              = "PATH_ESCAPE"
+	CodeSandboxUnavailable      = "SANDBOX_UNAVAILABLE"
+	CodeBudgetExceeded          = "BUDGET_EXCEEDED"
+)

@@ -1,0 +1,84 @@
+// Command capstan runs autonomous LLM agents whose completion is verified,
+// not declared. See the README for the agent file formats and commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (DESIGN.md): 0 completed; 1 ran but did not complete; 2 usage or
+// configuration error; 3 provider or internal error.
+const (
+	exitOK           = 0
+	exitNotCompleted = 1
+	exitUsage        = 2
+	exitInternal     = 3
+)
+
+// exitError carries a process exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// withExit wraps err so main exits with code; a nil err stays nil unless
+// code is non-zero.
+func withExit(code int, err error) error {
+	if err == nil && code == exitOK {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "capstan",
+		Short:         "Run LLM agents whose completion is verified, not declared",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(subcommands()...)
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(execute(ctx, os.Args[1:]))
+}
+
+// execute runs the CLI with args and returns the process exit code.
+func execute(ctx context.Context, args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "capstan:", ee.err)
+		}
+		return ee.code
+	}
+	// cobra's own errors (unknown command, bad flag) are usage errors.
+	fmt.Fprintln(os.Stderr, "capstan:", err)
+	return exitUsage
+}

@@ -1,0 +1,286 @@
+// Package config is layer -1 of capstan (seed 000 "Configuration"): the
+// data model of an agent folder (agent.json, steps_registry.json), loading
+// (syntax only), validation (JSON Schema, semantics and cross-references)
+// and LoadAndValidate, which returns an *Agent that is valid by construction.
+package config
+
+import "encoding/json"
+
+// AgentFile is the agent definition's file name inside an agent folder.
+const AgentFile = "agent.json"
+
+// DefaultRegistryFile is steps_registry.json's default path in the folder.
+const DefaultRegistryFile = "steps_registry.json"
+
+// Definition is agent.json.
+type Definition struct {
+	Schema      string               `json:"$schema,omitempty"`
+	Version     string               `json:"version"`
+	Name        string               `json:"name"`
+	DisplayName string               `json:"displayName,omitempty"`
+	Description string               `json:"description"`
+	Parameters  map[string]Parameter `json:"parameters,omitempty"`
+	Runner      Runner               `json:"runner"`
+}
+
+// Parameter declares one agent parameter. Each becomes a CLI flag (Cli, by
+// default "--<name>") and the prompt variable {uv-<name>} (seed 000
+// "variable mapping").
+type Parameter struct {
+	Type        string           `json:"type"` // string | number | boolean
+	Description string           `json:"description,omitempty"`
+	Required    bool             `json:"required,omitempty"`
+	Default     json.RawMessage  `json:"default,omitempty"`
+	Cli         string           `json:"cli,omitempty"`
+	Validation  *ParamValidation `json:"validation,omitempty"`
+}
+
+// ParamValidation restricts a parameter's value.
+type ParamValidation struct {
+	Min     *float64 `json:"min,omitempty"`
+	Max     *float64 `json:"max,omitempty"`
+	Pattern string   `json:"pattern,omitempty"`
+	Enum    []string `json:"enum,omitempty"`
+}
+
+// Runner is agent.json's runner section.
+type Runner struct {
+	// Model is "provider:model"; --model overrides it.
+	Model            string     `json:"model,omitempty"`
+	BaseURL          string     `json:"baseUrl,omitempty"`
+	SystemPromptPath string     `json:"systemPromptPath,omitempty"`
+	Prompts          Prompts    `json:"prompts"`
+	Completion       Completion `json:"completion"`
+	Boundaries       Boundaries `json:"boundaries"`
+	Budgets          Budgets    `json:"budgets"`
+	Logging          Logging    `json:"logging"`
+	// Skills lists skill folders (relative to the agent dir) whose L1
+	// metadata goes into the system prompt (seed 001).
+	Skills []string `json:"skills,omitempty"`
+	// MCPServers declares MCP servers whose tools the model may call as
+	// mcp__<server>__<tool>.
+	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
+	// Pricing overrides the per-model price table (USD per million tokens).
+	Pricing map[string]Price `json:"pricing,omitempty"`
+}
+
+// Prompts locates prompt files.
+type Prompts struct {
+	// Registry is steps_registry.json's path (default "steps_registry.json").
+	Registry string `json:"registry,omitempty"`
+	// Base is the C3L root directory (default "prompts").
+	Base string `json:"base,omitempty"`
+	// FallbackDir is the global fallback directory of seed 002's fallback
+	// chain; "" disables that link of the chain.
+	FallbackDir string `json:"fallbackDir,omitempty"`
+}
+
+// Completion configures the agent-level CompletionHandler (layer 3).
+type Completion struct {
+	// Type is one of: iterationBudget, keyword, composite, stepFlow,
+	// structured, externalState, custom.
+	Type string `json:"type"`
+	// Name identifies this condition in a composite's getConditionStates.
+	Name          string `json:"name,omitempty"`
+	MaxIterations int    `json:"maxIterations,omitempty"`
+	Keyword       string `json:"keyword,omitempty"`
+	// Mode ("any" | "all") and Conditions configure a composite.
+	Mode       string       `json:"mode,omitempty"`
+	Conditions []Completion `json:"conditions,omitempty"`
+	// Validators names registry validators that must pass before a declared
+	// completion is accepted (external verification, seed 004).
+	Validators []string `json:"validators,omitempty"`
+	// Handler names a custom handler registered in Go (type "custom").
+	Handler string `json:"handler,omitempty"`
+	// Options are handler-specific settings (externalState: resource,
+	// number, state; structured: field paths).
+	Options map[string]json.RawMessage `json:"options,omitempty"`
+}
+
+// Boundaries says what the model may do.
+type Boundaries struct {
+	// AllowedTools lists tool patterns: "Read", "Bash(git log:*)", "mcp__srv__*",
+	// "*". Empty means every tool permitted by PermissionMode.
+	AllowedTools    []string `json:"allowedTools,omitempty"`
+	DisallowedTools []string `json:"disallowedTools,omitempty"`
+	// PermissionMode is default | acceptEdits | plan | bypassPermissions.
+	PermissionMode string `json:"permissionMode,omitempty"`
+	// MaxTurns bounds model turns per iteration (tool loop).
+	MaxTurns int      `json:"maxTurns,omitempty"`
+	Sandbox  *Sandbox `json:"sandbox,omitempty"`
+}
+
+// Sandbox configures sandboxing of the Bash tool and skill scripts.
+type Sandbox struct {
+	Enabled bool `json:"enabled"`
+	// Network allows network access from sandboxed commands.
+	Network bool `json:"network,omitempty"`
+	// AllowUnsandboxed runs commands unsandboxed where the kernel cannot
+	// sandbox (explicit opt-out).
+	AllowUnsandboxed bool `json:"allowUnsandboxed,omitempty"`
+}
+
+// Budgets bound a run.
+type Budgets struct {
+	MaxIterations  int     `json:"maxIterations,omitempty"`
+	TimeoutSeconds int     `json:"timeoutSeconds,omitempty"`
+	MaxTokens      int64   `json:"maxTokens,omitempty"`
+	MaxCostUSD     float64 `json:"maxCostUsd,omitempty"`
+}
+
+// Logging configures the journal.
+type Logging struct {
+	// Directory overrides where runs are written (default .capstan/runs
+	// under the work dir).
+	Directory string `json:"directory,omitempty"`
+}
+
+// MCPServer declares one MCP server.
+type MCPServer struct {
+	Command string            `json:"command,omitempty"` // stdio transport
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"` // streamable HTTP transport
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Price is USD per million tokens.
+type Price struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead,omitempty"`
+	CacheWrite float64 `json:"cacheWrite,omitempty"`
+}
+
+// Registry is steps_registry.json.
+type Registry struct {
+	Schema  string `json:"$schema,omitempty"`
+	AgentID string `json:"agentId"`
+	Version string `json:"version,omitempty"`
+	// C1 is the C3L category of step prompts (default "steps").
+	C1        string `json:"c1,omitempty"`
+	EntryStep string `json:"entryStep"`
+	// StepLoopLimit bounds consecutive runs of one step (seed 000
+	// STEP_LOOP_LIMIT, default 10).
+	StepLoopLimit      int                          `json:"stepLoopLimit,omitempty"`
+	Steps              map[string]Step              `json:"steps"`
+	CompletionPatterns map[string]CompletionPattern `json:"completionPatterns,omitempty"`
+	Validators         map[string]Validator         `json:"validators,omitempty"`
+}
+
+// Step is one step of the step machine.
+type Step struct {
+	StepID      string `json:"stepId"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Type is normal (default) | gateway | subStep.
+	Type string `json:"type,omitempty"`
+	// C2, C3, Edition, Adaptation locate the step's prompt:
+	// {base}/{c1}/{c2}/{c3}/f_{edition}[_{adaptation}].md.
+	C2         string `json:"c2"`
+	C3         string `json:"c3"`
+	Edition    string `json:"edition,omitempty"`
+	Adaptation string `json:"adaptation,omitempty"`
+	// Fallback is a prompt path (relative to the prompts base) tried when
+	// the C3L file is missing (seed 002 fallback chain).
+	Fallback string `json:"fallback,omitempty"`
+	// UVVariables lists the {uv-x} variables the prompt needs.
+	UVVariables []string `json:"uvVariables,omitempty"`
+
+	Check      *StepCheck   `json:"check,omitempty"`
+	Retry      *RetryPolicy `json:"retry,omitempty"`
+	Escalation *Escalation  `json:"escalation,omitempty"`
+	// SubSteps run in order as part of this step (sequential only).
+	SubSteps   []string `json:"subSteps,omitempty"`
+	Sequential *bool    `json:"sequential,omitempty"`
+
+	// CompletionConditions must all hold for a declared completion of this
+	// step to be accepted (seed 004).
+	CompletionConditions []CompletionCondition `json:"completionConditions,omitempty"`
+	OnFailure            *OnFailure            `json:"onFailure,omitempty"`
+	OutputSchemaRef      *SchemaRef            `json:"outputSchemaRef,omitempty"`
+	// Model overrides runner.model for this step.
+	Model string `json:"model,omitempty"`
+}
+
+// StepCheck decides a step's transition (seed 000 StepChecker).
+type StepCheck struct {
+	// Type is keyword | action | prompt.
+	Type string `json:"type"`
+	// Keywords pass a keyword check when one appears in the response text.
+	Keywords []string `json:"keywords,omitempty"`
+	// Actions pass an action check when these tools ran without error.
+	Actions []string `json:"actions,omitempty"`
+	// Prompt is the judging prompt of a prompt check (the model is asked to
+	// judge the response); a C3L-relative path or inline text.
+	Prompt string     `json:"prompt,omitempty"`
+	OnPass Transition `json:"onPass"`
+	OnFail Transition `json:"onFail"`
+}
+
+// Transition is where a check sends the machine.
+type Transition struct {
+	Next     string `json:"next,omitempty"`
+	Complete bool   `json:"complete,omitempty"`
+	// Retry re-runs the same step under the step's retry policy.
+	Retry bool `json:"retry,omitempty"`
+	// Escalate triggers the step's escalation.
+	Escalate bool `json:"escalate,omitempty"`
+}
+
+// RetryPolicy is seed 000's RetryPolicy.
+type RetryPolicy struct {
+	MaxRetries   *int   `json:"maxRetries,omitempty"`  // default 3
+	OnExhausted  string `json:"onExhausted,omitempty"` // error | fallback | skip
+	FallbackStep string `json:"fallbackStep,omitempty"`
+}
+
+// Escalation is seed 000's EscalationConfig.
+type Escalation struct {
+	EscalateTo         string `json:"escalateTo"`
+	NotificationMethod string `json:"notificationMethod,omitempty"` // in_agent | webhook | log
+	ReturnFlow         string `json:"returnFlow,omitempty"`         // resume | abort | restart
+	WebhookURL         string `json:"webhookUrl,omitempty"`
+	TimeoutSeconds     int    `json:"timeoutSeconds,omitempty"`
+	MaxAttempts        int    `json:"maxAttempts,omitempty"`
+}
+
+// CompletionCondition names a validator that must pass.
+type CompletionCondition struct {
+	Validator string                     `json:"validator"`
+	Params    map[string]json.RawMessage `json:"params,omitempty"`
+}
+
+// OnFailure says what happens when completion conditions fail.
+type OnFailure struct {
+	Action      string `json:"action"` // retry | abort | skip
+	MaxAttempts int    `json:"maxAttempts,omitempty"`
+}
+
+// SchemaRef points at a named schema in a schema file under schemas/.
+type SchemaRef struct {
+	File   string `json:"file"`
+	Schema string `json:"schema"`
+}
+
+// CompletionPattern is a failure pattern of seed 004: which retry prompt to
+// send and which params it needs.
+type CompletionPattern struct {
+	Description string   `json:"description,omitempty"`
+	Edition     string   `json:"edition"`
+	Adaptation  string   `json:"adaptation,omitempty"`
+	Params      []string `json:"params,omitempty"`
+}
+
+// Validator is seed 004's ValidatorDefinition.
+type Validator struct {
+	Type           string            `json:"type"` // command | file | custom
+	Command        string            `json:"command,omitempty"`
+	Path           string            `json:"path,omitempty"`    // file validators
+	Schema         *SchemaRef        `json:"schema,omitempty"`  // file validators: validate content
+	Handler        string            `json:"handler,omitempty"` // custom validators
+	SuccessWhen    string            `json:"successWhen,omitempty"`
+	FailurePattern string            `json:"failurePattern"`
+	ExtractParams  map[string]string `json:"extractParams,omitempty"`
+	TimeoutSeconds int               `json:"timeoutSeconds,omitempty"`
+}

@@ -1,0 +1,153 @@
+// Package llm is layer 2 of capstan (seed 000 "SDK Bridge"): the Bridge
+// interface the loop talks to, the message types of a chat transcript, the
+// Model interface of one API turn, and the provider registry.
+//
+// Providers register themselves like database/sql drivers (in an init
+// function of their package) and are chosen with a "provider:model" string,
+// e.g. "anthropic:claude-sonnet-4-5", "openai:gpt-4.1", "script:script.yaml",
+// "claude-code".
+package llm
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// Role is the author of a transcript message.
+type Role string
+
+// Transcript roles. Tool results travel in RoleTool messages; providers map
+// them to their wire format (Anthropic: a user message of tool_result
+// blocks; OpenAI: one "tool" message per result).
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one transcript entry.
+type Message struct {
+	Role        Role         `json:"role"`
+	Text        string       `json:"text,omitempty"`
+	ToolCalls   []ToolCall   `json:"tool_calls,omitempty"`
+	ToolResults []ToolResult `json:"tool_results,omitempty"`
+}
+
+// ToolCall is a model's request to run a tool.
+type ToolCall struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// ToolResult answers one ToolCall.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Name    string `json:"name,omitempty"`
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+}
+
+// Total is input + output + cache tokens.
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// Request is one model turn.
+type Request struct {
+	Model    string
+	System   string
+	Messages []Message
+	Tools    []tool.Spec
+	// OutputSchema, when set, asks the model for a final answer that is JSON
+	// matching this (self-contained) schema.
+	OutputSchema     json.RawMessage
+	OutputSchemaName string
+	MaxTokens        int
+}
+
+// Response is the model's answer to one Request.
+type Response struct {
+	Message          Message         // RoleAssistant: text and/or tool calls
+	StructuredOutput json.RawMessage // set when the provider returned schema-constrained JSON
+	StopReason       string          // "end_turn", "tool_use", "max_tokens", ...
+	Usage            Usage
+	Model            string
+}
+
+// Model is one chat turn against a model API. Providers that speak an HTTP
+// API (Anthropic, OpenAI) and the script provider implement Model; capstan's
+// shared tool loop turns a Model into a Bridge.
+type Model interface {
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// QueryOptions are the per-query options of seed 000's SdkBridge.query.
+type QueryOptions struct {
+	// SessionID continues that session; "" starts a new one (seed 000
+	// session contract).
+	SessionID      string
+	SystemPrompt   string
+	AllowedTools   []string // allowedTools patterns, e.g. "Read", "Bash(git log:*)"
+	PermissionMode string   // default | acceptEdits | plan | bypassPermissions
+	OutputSchema   json.RawMessage
+	OutputName     string
+	MaxTurns       int // model turns within this query; 0 = provider default
+}
+
+// ToolUse is one tool call made during a query, as seed 002's ToolUsage.
+type ToolUse struct {
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	Input      json.RawMessage `json:"input"`
+	Output     string          `json:"output"`
+	IsError    bool            `json:"is_error,omitempty"`
+	Denied     bool            `json:"denied,omitempty"`
+	DurationMs int64           `json:"duration_ms"`
+}
+
+// QueryResult is what one Bridge.Query produced.
+type QueryResult struct {
+	SessionID        string          `json:"session_id"`
+	Responses        []string        `json:"responses"` // assistant texts, in order
+	ToolUses         []ToolUse       `json:"tool_uses,omitempty"`
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	Usage            Usage           `json:"usage"`
+	CostUSD          float64         `json:"cost_usd,omitempty"`
+	Turns            int             `json:"turns"`
+	StopReason       string          `json:"stop_reason,omitempty"`
+	// SessionRenewed is true when the requested session was unknown to the
+	// backend and a new one was started (seed 002 reconnect).
+	SessionRenewed bool `json:"session_renewed,omitempty"`
+}
+
+// Bridge is seed 000's SdkBridge.
+//
+// Query sends prompt within the session named by opts.SessionID (or a new
+// one) and returns the session id to pass next time. SessionID returns the
+// id of the last query, or "" before any query. Errors are *agenterr.Error
+// with codes SDK_CONNECTION, SDK_RATE_LIMIT (both recoverable), SDK_AUTH,
+// SDK_REQUEST, MAX_TURNS or SCRIPT_EXHAUSTED.
+type Bridge interface {
+	Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error)
+	SessionID() string
+	Close() error
+}
