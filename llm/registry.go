@@ -43,26 +43,54 @@ type Config struct {
 	MaxTurns int
 }
 
-// Factory builds a Bridge for one provider.
+// Factory builds a Bridge for a provider that runs its own tool loop (the
+// Claude Code CLI).
 type Factory func(ctx context.Context, cfg Config) (Bridge, error)
+
+// ModelFactory builds a Model for a provider whose turns capstan drives
+// (Anthropic, OpenAI, script). Open wraps such a Model in capstan's shared
+// tool loop (NewToolLoop).
+type ModelFactory func(ctx context.Context, cfg Config) (Model, error)
+
+type provider struct {
+	bridge Factory
+	model  ModelFactory
+}
 
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
+	registry   = map[string]provider{}
 )
 
-// Register makes a provider available by name. It panics if name is empty,
-// f is nil or name is already registered, as database/sql.Register does.
+// Register makes a Bridge provider available by name. It panics if name is
+// empty, f is nil or name is already registered, as database/sql.Register
+// does.
 func Register(name string, f Factory) {
+	if f == nil {
+		panic("llm: Register with nil factory")
+	}
+	register(name, provider{bridge: f})
+}
+
+// RegisterModel makes a Model provider available by name; it panics like
+// Register.
+func RegisterModel(name string, f ModelFactory) {
+	if f == nil {
+		panic("llm: RegisterModel with nil factory")
+	}
+	register(name, provider{model: f})
+}
+
+func register(name string, p provider) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if name == "" || f == nil {
-		panic("llm: Register with empty name or nil factory")
+	if name == "" {
+		panic("llm: Register with empty name")
 	}
 	if _, dup := registry[name]; dup {
 		panic("llm: Register called twice for provider " + name)
 	}
-	registry[name] = f
+	registry[name] = p
 }
 
 // Providers lists the registered provider names, sorted.
@@ -85,22 +113,69 @@ func ParseSpec(spec string) (provider, model string) {
 	return provider, model
 }
 
-// Open builds the Bridge named by spec ("provider:model"). An unknown
-// provider is an UNKNOWN_PROVIDER error listing the known ones.
-func Open(ctx context.Context, spec string, cfg Config) (Bridge, error) {
-	provider, model := ParseSpec(spec)
+func lookup(spec string, cfg *Config) (provider, error) {
+	name, model := ParseSpec(spec)
 	registryMu.RLock()
-	f, ok := registry[provider]
+	p, ok := registry[name]
 	registryMu.RUnlock()
 	if !ok {
 		e := agenterr.New(agenterr.CodeUnknownProvider, agenterr.LayerSDKBridge, false,
-			"unknown model provider %q in %q", provider, spec)
+			"unknown model provider %q in %q", name, spec)
 		e.Hint = "use one of: " + strings.Join(Providers(), ", ") + " (as provider:model)"
-		return nil, e
+		return provider{}, e
 	}
-	cfg.Provider, cfg.Model = provider, model
+	cfg.Provider, cfg.Model = name, model
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	return f(ctx, cfg)
+	return p, nil
+}
+
+// Open builds the Bridge named by spec ("provider:model"). A Model provider
+// is wrapped in the shared tool loop. An unknown provider is an
+// UNKNOWN_PROVIDER error listing the known ones.
+func Open(ctx context.Context, spec string, cfg Config) (Bridge, error) {
+	p, err := lookup(spec, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p.bridge != nil {
+		return p.bridge(ctx, cfg)
+	}
+	m, err := p.model(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return NewToolLoop(m, cfg), nil
+}
+
+// OpenModel builds the Model named by spec, for callers that drive turns
+// themselves (the skill runtime, pipeline model stages). Bridge-only
+// providers (claude-code) return an UNKNOWN_PROVIDER error saying so.
+func OpenModel(ctx context.Context, spec string, cfg Config) (Model, error) {
+	p, err := lookup(spec, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p.model == nil {
+		e := agenterr.New(agenterr.CodeUnknownProvider, agenterr.LayerSDKBridge, false,
+			"provider %q runs its own tool loop and cannot be driven turn by turn", cfg.Provider)
+		e.Hint = "use a model provider here (" + strings.Join(ModelProviders(), ", ") + ")"
+		return nil, e
+	}
+	return p.model(ctx, cfg)
+}
+
+// ModelProviders lists the registered providers that OpenModel accepts.
+func ModelProviders() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	var names []string
+	for n, p := range registry {
+		if p.model != nil {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
 }

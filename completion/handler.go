@@ -1,0 +1,39 @@
+// Package completion is layer 3 of capstan (seed 000 "Completion", seed 004
+// "completion validation and partial retry"): CompletionHandler and its
+// implementations, validators that check the world, failure patterns and the
+// retry prompts they select.
+package completion
+
+import (
+	"context"
+
+	"github.com/capstan-dev/capstan/iteration"
+)
+
+// Context is what a handler sees when checking (seed 000 CompletionContext).
+type Context struct {
+	// Iteration is the 1-based iteration just finished (> 0).
+	Iteration int
+	// Summary is that iteration's summary.
+	Summary *iteration.Summary
+	// Summaries are all summaries so far, Summary last.
+	Summaries []iteration.Summary
+	// StepComplete is true when the step machine reached a completing
+	// transition this iteration.
+	StepComplete bool
+}
+
+// Result is the outcome of one check.
+type Result struct {
+	Complete bool   `json:"complete"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Handler is seed 000's CompletionHandler. Check evaluates the context and
+// updates the handler's state; IsComplete and Reason only read that state
+// and reflect the last Check. When IsComplete is true, Reason is non-empty.
+type Handler interface {
+	Check(ctx context.Context, c Context) (Result, error)
+	IsComplete() bool
+	Reason() string
+}

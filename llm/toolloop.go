@@ -1,0 +1,233 @@
+package llm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// DefaultMaxTurns bounds model turns per query when neither the query nor
+// the provider config sets a bound.
+const DefaultMaxTurns = 25
+
+// MaxToolOutput caps what one tool result may put into the transcript.
+const MaxToolOutput = 100 << 10
+
+// ToolLoop is capstan's shared tool loop: it turns a Model into a Bridge by
+// running model → tool calls → results → … → final answer, bounded by max
+// turns, with every call checked by the tool policy of the query and
+// journaled. Sessions are transcripts kept in memory and written to the
+// journal (session.messages events), so a run can be resumed from its
+// journal on every backend.
+type ToolLoop struct {
+	model Model
+	cfg   Config
+	tools map[string]tool.Tool
+	names []string
+
+	mu       sync.Mutex
+	sessions map[string][]Message
+	last     string
+}
+
+// NewToolLoop wraps m in the shared tool loop.
+func NewToolLoop(m Model, cfg Config) *ToolLoop {
+	if cfg.Events == nil {
+		cfg.Events = journal.Discard
+	}
+	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}}
+	for _, t := range cfg.Tools {
+		name := t.Spec().Name
+		l.tools[name] = t
+		l.names = append(l.names, name)
+	}
+	sort.Strings(l.names)
+	for id, msgs := range cfg.Transcripts {
+		l.sessions[id] = msgs
+	}
+	return l
+}
+
+// SessionID returns the session of the last query, or "".
+func (l *ToolLoop) SessionID() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// Transcript returns a copy of a session's messages.
+func (l *ToolLoop) Transcript(sessionID string) []Message {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Message(nil), l.sessions[sessionID]...)
+}
+
+// Close releases the model if it holds resources.
+func (l *ToolLoop) Close() error {
+	if c, ok := l.model.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// SessionMessagesEvent is the payload of a session.messages journal event:
+// the messages one query appended to a session.
+type SessionMessagesEvent struct {
+	SessionID string    `json:"session_id"`
+	Messages  []Message `json:"messages"`
+}
+
+// ModelTurnEvent is the payload of a model.turn journal event.
+type ModelTurnEvent struct {
+	Turn       int    `json:"turn"`
+	StopReason string `json:"stop_reason,omitempty"`
+	ToolCalls  int    `json:"tool_calls"`
+	Usage      Usage  `json:"usage"`
+	DurationMs int64  `json:"duration_ms"`
+}
+
+// Query implements Bridge.
+func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
+	if strings.TrimSpace(prompt) == "" {
+		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
+	}
+	res := &QueryResult{}
+	l.mu.Lock()
+	sid := opts.SessionID
+	history, known := l.sessions[sid]
+	if sid == "" || !known {
+		res.SessionRenewed = sid != ""
+		sid = newSessionID()
+		history = nil
+	}
+	l.mu.Unlock()
+
+	policy := tool.Policy{Allowed: opts.AllowedTools, Mode: opts.PermissionMode}
+	var specs []tool.Spec
+	for _, name := range l.names {
+		if t := l.tools[name]; policy.MayUse(t) {
+			specs = append(specs, t.Spec())
+		}
+	}
+	maxTurns := opts.MaxTurns
+	if maxTurns <= 0 {
+		maxTurns = l.cfg.MaxTurns
+	}
+	if maxTurns <= 0 {
+		maxTurns = DefaultMaxTurns
+	}
+
+	msgs := make([]Message, len(history), len(history)+8)
+	copy(msgs, history)
+	msgs = append(msgs, Message{Role: RoleUser, Text: prompt})
+	req := &Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: specs,
+		OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName}
+
+	for {
+		if res.Turns >= maxTurns {
+			l.commit(sid, msgs, len(history), res)
+			e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
+				"model used %d turns without a final answer", maxTurns)
+			e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
+			return res, e
+		}
+		res.Turns++
+		req.Messages = msgs
+		start := time.Now()
+		resp, err := l.model.Generate(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		res.Usage.Add(resp.Usage)
+		resp.Message.Role = RoleAssistant
+		msgs = append(msgs, resp.Message)
+		l.cfg.Events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
+			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})
+		if resp.Message.Text != "" {
+			res.Responses = append(res.Responses, resp.Message.Text)
+		}
+		res.StopReason = resp.StopReason
+		if len(resp.Message.ToolCalls) == 0 {
+			res.StructuredOutput = resp.StructuredOutput
+			break
+		}
+		results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
+		for _, call := range resp.Message.ToolCalls {
+			use := l.runTool(ctx, policy, call)
+			res.ToolUses = append(res.ToolUses, use)
+			results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
+		}
+		msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
+		if err := ctx.Err(); err != nil {
+			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+		}
+	}
+	l.commit(sid, msgs, len(history), res)
+	return res, nil
+}
+
+func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
+	l.mu.Lock()
+	l.sessions[sid] = msgs
+	l.last = sid
+	l.mu.Unlock()
+	res.SessionID = sid
+	l.cfg.Events.Emit(journal.SessionMessages, SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]})
+}
+
+// runTool executes one call under the policy; it never returns an error:
+// every failure becomes an error result the model can read.
+func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, call ToolCall) (use ToolUse) {
+	use = ToolUse{ID: call.ID, Name: call.Name, Input: call.Input}
+	if len(use.Input) == 0 {
+		use.Input = json.RawMessage("{}")
+	}
+	t, ok := l.tools[call.Name]
+	if !ok {
+		use.IsError = true
+		use.Output = fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(l.names, ", "))
+		l.cfg.Events.Emit(journal.ToolCall, use)
+		return use
+	}
+	if d := policy.Decide(t, use.Input); !d.Allowed {
+		use.IsError, use.Denied = true, true
+		use.Output = "permission denied: " + d.Reason
+		l.cfg.Events.Emit(journal.ToolDenied, use)
+		return use
+	}
+	start := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			use.IsError = true
+			use.Output = fmt.Sprintf("tool %s failed: internal error: %v", call.Name, r)
+		}
+		use.DurationMs = time.Since(start).Milliseconds()
+		l.cfg.Events.Emit(journal.ToolCall, use)
+	}()
+	out, err := t.Run(ctx, use.Input)
+	use.Output, use.IsError = out.Content, out.IsError
+	if err != nil {
+		use.IsError = true
+		use.Output = fmt.Sprintf("tool %s failed: %v", call.Name, err)
+	}
+	if len(use.Output) > MaxToolOutput {
+		use.Output = use.Output[:MaxToolOutput] + fmt.Sprintf("\n[output truncated: %d bytes total]", len(out.Content))
+	}
+	return use
+}
+
+func newSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "sess-" + hex.EncodeToString(b[:])
+}
