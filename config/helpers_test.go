@@ -51,10 +51,10 @@ func baseRegistry() map[string]any {
 				"onFailure":            map[string]any{"action": "retry", "maxAttempts": 2},
 				"outputSchemaRef":      map[string]any{"file": "review.schema.json", "schema": "review"},
 				"check": map[string]any{
-					"type":   "action",
+					"type":    "action",
 					"actions": []any{"Bash"},
-					"onPass": map[string]any{"complete": true},
-					"onFail": map[string]any{"escalate": true},
+					"onPass":  map[string]any{"complete": true},
+					"onFail":  map[string]any{"escalate": true},
 				},
 				"escalation": map[string]any{"escalateTo": "initial.main", "notificationMethod": "in_agent", "returnFlow": "resume"},
 			},
@@ -81,11 +81,11 @@ func writeAgent(t testing.TB, agent, registry any, extra map[string]string) stri
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"prompts/system.md":                        "You are a test agent.",
-		"prompts/steps/initial/main/f_default.md":  "Write about {uv-topic}.",
-		"prompts/steps/review/main/f_default.md":   "Review.",
-		"schemas/review.schema.json":               `{"review":{"type":"object"}}`,
-		"script.yaml":                              "turns:\n  - text: done\n",
+		"prompts/system.md":                       "You are a test agent.",
+		"prompts/steps/initial/main/f_default.md": "Write about {uv-topic}.",
+		"prompts/steps/review/main/f_default.md":  "Review.",
+		"schemas/review.schema.json":              `{"review":{"type":"object"}}`,
+		"script.yaml":                             "turns:\n  - text: done\n",
 	}
 	for k, v := range extra {
 		files[k] = v

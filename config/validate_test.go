@@ -180,7 +180,9 @@ func TestValidateProblems(t *testing.T) {
 			"AC-SCHEMA-TYPE", SeverityError, "agent.json", "/runner/budgets/maxIterations"},
 		{"missing required", func(a, r map[string]any, _ map[string]string) { delete(a, "version") },
 			"AC-SCHEMA-REQUIRED", SeverityError, "agent.json", "/version"},
-		{"bad enum", func(a, r map[string]any, _ map[string]string) { at(a, "runner", "boundaries")["permissionMode"] = "yolo" },
+		{"bad enum", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["permissionMode"] = "yolo"
+		},
 			"AC-SCHEMA-ENUM", SeverityError, "agent.json", "/runner/boundaries/permissionMode"},
 		{"negative budget", func(a, r map[string]any, _ map[string]string) { at(a, "runner", "budgets")["maxCostUsd"] = -1 },
 			"AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/budgets/maxCostUsd"},
@@ -326,7 +328,9 @@ func TestValidateProblems(t *testing.T) {
 			"AC-SYSTEM-PROMPT-MISSING", SeverityError, "agent.json", "/runner/systemPromptPath"},
 		{"system prompt escapes", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["systemPromptPath"] = "../secret.md" },
 			"AC-PATH-OUTSIDE", SeverityError, "agent.json", "/runner/systemPromptPath"},
-		{"prompts base missing", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["prompts"] = map[string]any{"base": "tmpl"} },
+		{"prompts base missing", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["prompts"] = map[string]any{"base": "tmpl"}
+		},
 			"AC-PROMPTS-DIR-MISSING", SeverityError, "agent.json", "/runner/prompts/base"},
 		{"skill missing", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["skills"] = []any{"skills/pdf"} },
 			"AC-SKILL-MISSING", SeverityError, "agent.json", "/runner/skills/0"},
@@ -369,7 +373,9 @@ func TestValidateProblems(t *testing.T) {
 		{"hard limit", func(a, r map[string]any, _ map[string]string) { at(a, "runner", "budgets")["maxIterations"] = 500 },
 			"AC-BUDGET-HARD-LIMIT", SeverityWarning, "agent.json", "/runner/budgets/maxIterations"},
 		// parameters
-		{"param name", func(a, r map[string]any, _ map[string]string) { at(a, "parameters")["Topic"] = map[string]any{"type": "string"} },
+		{"param name", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["Topic"] = map[string]any{"type": "string"}
+		},
 			"PA-NAME", SeverityError, "agent.json", "/parameters/Topic"},
 		{"cli syntax", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "topic")["cli"] = "-t" },
 			"PA-CLI-SYNTAX", SeverityError, "agent.json", "/parameters/topic/cli"},
@@ -378,7 +384,9 @@ func TestValidateProblems(t *testing.T) {
 		{"default flag duplicate", func(a, r map[string]any, _ map[string]string) {
 			at(a, "parameters")["top_ic"] = map[string]any{"type": "string", "cli": "--topic"}
 		}, "PA-CLI-DUPLICATE", SeverityError, "agent.json", "/parameters/topic"},
-		{"flag clash", func(a, r map[string]any, _ map[string]string) { at(a, "parameters")["model"] = map[string]any{"type": "string"} },
+		{"flag clash", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["model"] = map[string]any{"type": "string"}
+		},
 			"PA-CLI-RESERVED", SeverityError, "agent.json", "/parameters/model"},
 		{"flag clash via underscore", func(a, r map[string]any, _ map[string]string) {
 			at(a, "parameters")["max_iterations"] = map[string]any{"type": "number"}
