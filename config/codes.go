@@ -68,6 +68,7 @@ func Codes() []CodeInfo {
 		{"SR-ENTRY-STEP", e, "entryStep is not a step"},
 		{"SR-STEP-ID", e, "a step's stepId differs from its key"},
 		{"SR-STEP-PROMPT", e, "a prompt-running step has no c2/c3"},
+		{"SR-GATEWAY-CHECK", e, "a gateway step has no check to route by"},
 		{"SR-STEP-UNREACHABLE", w, "no transition from entryStep reaches a step"},
 		{"SR-MODEL-SYNTAX", e, "a step's model is not provider:model"},
 		{"SR-MODEL-PROVIDER", e, "a step's model names an unknown provider"},

@@ -40,6 +40,7 @@ func loadDefinition(dir string) (*Definition, error) {
 		e := agenterr.New(agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
 			"agent folder %q does not exist or is not a directory", dir)
 		e.Hint = "pass the folder that contains agent.json, or create one with `capstan init NAME`"
+		e.File = "."
 		if err != nil {
 			e.Err = err
 		}

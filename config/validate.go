@@ -555,6 +555,11 @@ func (c *checker) step(id, ptr string, st Step) {
 			"set c2 and c3: the prompt is {base}/{c1}/{c2}/{c3}/f_{edition}.md",
 			"step %q runs a prompt but has no c2/c3", id)
 	}
+	if st.Type == "gateway" && st.Check == nil {
+		c.report(s, "SR-GATEWAY-CHECK", SeverityError, ptr,
+			"add a check whose onPass/onFail route to the next steps",
+			"gateway step %q has no check; a gateway makes no model call and routes only by its check", id)
+	}
 	if st.Model != "" {
 		c.model(s, "SR", ptr+"/model", st.Model)
 	}

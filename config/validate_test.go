@@ -247,6 +247,10 @@ func TestValidateProblems(t *testing.T) {
 		}, "SR-STEP-UNREACHABLE", SeverityWarning, "steps_registry.json", "/steps/lonely"},
 		{"step without prompt", func(a, r map[string]any, _ map[string]string) { delete(at(r, "steps", "review.main"), "c2") },
 			"SR-STEP-PROMPT", SeverityError, "steps_registry.json", "/steps/review.main"},
+		{"gateway without check", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps")["route"] = map[string]any{"type": "gateway"}
+			at(r, "steps", "initial.main", "check", "onPass")["next"] = "route"
+		}, "SR-GATEWAY-CHECK", SeverityError, "steps_registry.json", "/steps/route"},
 		{"stepId mismatch", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["stepId"] = "other" },
 			"SR-STEP-ID", SeverityError, "steps_registry.json", "/steps/initial.main/stepId"},
 		{"unknown condition validator", func(a, r map[string]any, _ map[string]string) {
