@@ -178,6 +178,9 @@ var (
 	ErrPathEscape              = sentinel(CodePathEscape, LayerTool, true)
 	ErrSandboxUnavailable      = sentinel(CodeSandboxUnavailable, LayerSandbox, false)
 	ErrBudgetExceeded          = sentinel(CodeBudgetExceeded, LayerLoop, false)
+	ErrParamMissing            = sentinel(CodeParamMissing, LayerConfiguration, false)
+	ErrParamInvalid            = sentinel(CodeParamInvalid, LayerConfiguration, false)
+	ErrParamUnknown            = sentinel(CodeParamUnknown, LayerConfiguration, false)
 )
 
 // Stable error codes. They appear in CLI output, --json results and journals;
@@ -211,4 +214,8 @@ const (
 	CodePathEscape              = "PATH_ESCAPE"
 	CodeSandboxUnavailable      = "SANDBOX_UNAVAILABLE"
 	CodeBudgetExceeded          = "BUDGET_EXCEEDED"
+	// Parameter values given to a run (usage errors, exit 2).
+	CodeParamMissing = "PARAM_MISSING" // a required parameter's flag was not given
+	CodeParamInvalid = "PARAM_INVALID" // a value fails its type or validation
+	CodeParamUnknown = "PARAM_UNKNOWN" // a value for a parameter the agent does not declare
 )

@@ -8,6 +8,8 @@ func subcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newRunCmd(),
 		newResumeCmd(),
+		newValidateCmd(),
+		newInitCmd(),
 		newRunsCmd(),
 		newShowCmd(),
 	}
