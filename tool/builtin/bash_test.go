@@ -228,7 +228,9 @@ func TestBashTimeoutClamp(t *testing.T) {
 
 type runnerFunc func(context.Context, tool.CommandSpec) (tool.CommandResult, error)
 
-func (f runnerFunc) Run(ctx context.Context, s tool.CommandSpec) (tool.CommandResult, error) { return f(ctx, s) }
+func (f runnerFunc) Run(ctx context.Context, s tool.CommandSpec) (tool.CommandResult, error) {
+	return f(ctx, s)
+}
 
 func TestExecRunnerNilEnvIsEmpty(t *testing.T) {
 	t.Setenv("CAPSTAN_PARENT_VAR", "inherited")
