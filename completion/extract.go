@@ -306,7 +306,7 @@ var (
 
 func parseGoText(ls []string, acc *failures) {
 	start := len(acc.list)
-	running := ""                   // -v: test whose output follows
+	running := ""                    // -v: test whose output follows
 	pending := map[string][]string{} // -v: output seen before "--- FAIL"
 	buildOut := map[string][]string{}
 	header := ""

@@ -482,5 +482,3 @@ func BenchmarkGitStatusValidator(b *testing.B) {
 		}
 	}
 }
-
-
