@@ -118,7 +118,7 @@ func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, v
 		return RetryPrompt{}, &agenterr.Error{Code: agenterr.CodeCompletion, Layer: agenterr.LayerCompletion,
 			Message: fmt.Sprintf("validator %q failed with unknown pattern %q", vr.Validator, vr.Pattern),
 			File:    config.DefaultRegistryFile, Pointer: "/completionPatterns/" + vr.Pattern,
-			Hint:    "declare it under completionPatterns or use a built-in: " + strings.Join(builtinNames(), ", ")}
+			Hint: "declare it under completionPatterns or use a built-in: " + strings.Join(builtinNames(), ", ")}
 	}
 	edition := pat.Edition
 	if edition == "" {
