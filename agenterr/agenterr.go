@@ -181,6 +181,13 @@ var (
 	ErrParamMissing            = sentinel(CodeParamMissing, LayerConfiguration, false)
 	ErrParamInvalid            = sentinel(CodeParamInvalid, LayerConfiguration, false)
 	ErrParamUnknown            = sentinel(CodeParamUnknown, LayerConfiguration, false)
+	ErrValidator               = sentinel(CodeValidator, LayerCompletion, false)
+	ErrValidationAborted       = sentinel(CodeValidationAborted, LayerCompletion, false)
+	ErrExternalState           = sentinel(CodeExternalState, LayerCompletion, true)
+	ErrStepRetryExhausted      = sentinel(CodeStepRetryExhausted, LayerStep, false)
+	ErrStepAborted             = sentinel(CodeStepAborted, LayerStep, false)
+	ErrEscalation              = sentinel(CodeEscalation, LayerStep, false)
+	ErrStepJudge               = sentinel(CodeStepJudge, LayerStep, true)
 )
 
 // Stable error codes. They appear in CLI output, --json results and journals;
@@ -218,4 +225,21 @@ const (
 	CodeParamMissing = "PARAM_MISSING" // a required parameter's flag was not given
 	CodeParamInvalid = "PARAM_INVALID" // a value fails its type or validation
 	CodeParamUnknown = "PARAM_UNKNOWN" // a value for a parameter the agent does not declare
+	// CodeValidator: a completion validator could not run (unknown
+	// validator or extractor, command could not start, bad path).
+	CodeValidator = "VALIDATOR_ERROR"
+	// CodeValidationAborted: completion conditions failed and the step's
+	// onFailure action is "abort".
+	CodeValidationAborted = "VALIDATION_ABORTED"
+	// CodeExternalState: an external state query (gh) failed.
+	CodeExternalState = "EXTERNAL_STATE"
+	// CodeStepRetryExhausted: a step asked for more retries than its
+	// retry policy allows and onExhausted is "error".
+	CodeStepRetryExhausted = "STEP_RETRY_EXHAUSTED"
+	// CodeStepAborted: an escalation with returnFlow "abort" ended the run.
+	CodeStepAborted = "STEP_ABORTED"
+	// CodeEscalation: an escalation notification (webhook) failed.
+	CodeEscalation = "ESCALATION_FAILED"
+	// CodeStepJudge: a prompt-type step check could not get a verdict.
+	CodeStepJudge = "STEP_JUDGE"
 )
