@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"strings"
+
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -41,11 +43,10 @@ func NewResultError(err error) *ResultError {
 	if err == nil {
 		return nil
 	}
-	re := &ResultError{Message: err.Error()}
+	re := &ResultError{Code: "INTERNAL", Message: err.Error()}
 	if e := agenterr.From(err); e != nil {
 		re.Code, re.Recoverable = e.Code, e.Recoverable
-	} else {
-		re.Code = "INTERNAL"
+		re.Message = strings.TrimPrefix(re.Message, e.Code+": ")
 	}
 	return re
 }

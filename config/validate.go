@@ -38,6 +38,13 @@ type ValidateOptions struct {
 	// ReservedFlags are added to DefaultReservedFlags(): flags of `capstan
 	// run` that parameters must not reuse.
 	ReservedFlags []string
+	// Checks are further checks contributed by the layers above
+	// configuration (prompt files exist, retry prompts resolve, schema
+	// references resolve). Each returns problems whose File is agent.json or
+	// the registry file and whose Pointer locates them; Validate fills in
+	// the file name and line:col. dir is the agent folder ("" when file
+	// checks are skipped).
+	Checks []func(dir string, def *Definition, reg *Registry) []Problem
 }
 
 // DefaultReservedFlags returns the flags of `capstan run` that a
@@ -85,6 +92,15 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.agent()
 	c.parameters()
 	c.registry()
+	for _, check := range opts.Checks {
+		for _, p := range check(c.dir, def, reg) {
+			src := c.regSrc
+			if p.File == AgentFile {
+				src = c.agentSrc
+			}
+			c.add(src, p, false)
+		}
+	}
 	return NewValidationResult(c.problems...)
 }
 

@@ -136,7 +136,7 @@ func registerParamFlags(fs *pflag.FlagSet, def *config.Agent) map[string]string 
 	sort.Strings(names)
 	for _, name := range names {
 		p := def.Definition().Parameters[name]
-		flagName := strings.TrimPrefix(config.ParamFlag(name, p), "--")
+		flagName := strings.TrimPrefix(p.Flag(name), "--")
 		usage := p.Description
 		if p.Required {
 			usage += " (required)"
@@ -161,7 +161,7 @@ func registerParamFlags(fs *pflag.FlagSet, def *config.Agent) map[string]string 
 func paramFlagNames(def *config.Agent) []string {
 	var out []string
 	for name, p := range def.Definition().Parameters {
-		out = append(out, config.ParamFlag(name, p))
+		out = append(out, p.Flag(name))
 	}
 	sort.Strings(out)
 	return out

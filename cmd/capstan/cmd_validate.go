@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/agent"
 )
 
 // newValidateCmd builds `capstan validate DIR [--json]`.
@@ -63,11 +63,7 @@ in docs/configuration.md.`,
 // that need other layers (prompt files, retry prompts, schema refs) are
 // added here, so `capstan validate` and `capstan run` agree.
 func validateAgentDir(dir string) (config.ValidationResult, error) {
-	opts := config.ValidateOptions{}
-	if ps := llm.Providers(); len(ps) > 0 {
-		opts.Providers = ps
-	}
-	return config.Check(dir, opts), nil
+	return config.Check(dir, agent.ValidateOptions()), nil
 }
 
 func summary(dir string, res config.ValidationResult) string {
