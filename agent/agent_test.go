@@ -55,9 +55,9 @@ func basicAgent(t testing.TB, script string, extraParams string) string {
 }`,
 		"steps_registry.json": `{"agentId": "basic", "c1": "steps", "entryStep": "initial.work",
   "steps": {"initial.work": {"stepId": "initial.work", "c2": "initial", "c3": "work", "uvVariables": ["topic"]}}}`,
-		"prompts/system.md":                     "You work in {uv-workdir}.",
+		"prompts/system.md":                       "You work in {uv-workdir}.",
 		"prompts/steps/initial/work/f_default.md": "---\nstepId: initial.work\n---\nIteration {uv-iteration}: write notes about {uv-topic}. {uv-undefined_thing}",
-		"script.yaml": script,
+		"script.yaml":                             script,
 	})
 }
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/config"
 )
 
 // newValidateCmd builds `capstan validate DIR [--json]`.
