@@ -60,7 +60,7 @@ func slowAgent(t *testing.T) string {
   "runner": {"model": "script:script.yaml",
     "completion": {"type": "keyword", "keyword": "ALL_DONE"},
     "boundaries": {"allowedTools": ["Write", "Bash(sleep:*)"], "permissionMode": "acceptEdits"}}}`,
-		"steps_registry.json": `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"steps_registry.json":                  `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
 		"prompts/steps/work/main/f_default.md": "Iteration {uv-iteration} for {uv-who}.",
 		"script.yaml": `turns:
   - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
