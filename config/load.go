@@ -2,9 +2,9 @@ package config
 
 import (
 	"bytes"
-	"io"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
