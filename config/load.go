@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,36 +106,49 @@ func loadRegistry(dir string, def *Definition) (*Registry, error) {
 }
 
 // readConfigFile reads dir/rel, refusing non-regular and oversized files.
+// A leading UTF-8 byte order mark (written by some editors) is dropped.
 func readConfigFile(dir, rel string) ([]byte, error) {
 	p := filepath.Join(dir, filepath.FromSlash(rel))
 	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
+	tooBig := func() error {
 		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
 			"%s is not a regular file of at most %d bytes", rel, maxFileSize)
 		e.File = rel
 		e.Hint = "it must be a JSON file"
-		return nil, e
+		return e
 	}
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
-			"cannot read %s", rel)
-		e.File = rel
-		e.Hint = "check the file's permissions"
-		return nil, e
+	if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
+		return nil, tooBig()
 	}
-	return raw, nil
+	f, err := os.Open(p)
+	if err == nil {
+		defer f.Close()
+		var raw []byte
+		raw, err = io.ReadAll(io.LimitReader(f, maxFileSize+1))
+		if err == nil {
+			if len(raw) > maxFileSize {
+				return nil, tooBig()
+			}
+			return bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")), nil
+		}
+	}
+	e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+		"cannot read %s", rel)
+	e.File = rel
+	e.Hint = "check the file's permissions"
+	return nil, e
 }
 
 // decode checks src's syntax and decodes it into v. Type mismatches are
 // tolerated (the field keeps its zero value); Validate reports them against
 // the JSON Schema with their pointer.
 func decode(src *source, v any) error {
-	var probe any
-	if err := json.Unmarshal(src.raw, &probe); err != nil {
+	if !json.Valid(src.raw) {
+		var probe any
+		err := json.Unmarshal(src.raw, &probe)
 		off := 0
 		var se *json.SyntaxError
 		if errors.As(err, &se) {

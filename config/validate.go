@@ -87,6 +87,7 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	if c.regSrc == nil {
 		c.regSrc = c.synthesize(filepath.ToSlash(filepath.Clean(regFile)), reg)
 	}
+	c.stepIDs, c.validatorNames = sortedKeys(reg.Steps), sortedKeys(reg.Validators)
 	c.schema(AgentFile, "AC", c.agentSrc)
 	c.schema(DefaultRegistryFile, "SR", c.regSrc)
 	c.agent()
@@ -114,6 +115,8 @@ type checker struct {
 	synthetic        map[*source]bool
 	schemaErr        map[*source][]string // pointers with schema errors
 	problems         []Problem
+	stepIDs          []string // sorted keys of reg.Steps
+	validatorNames   []string // sorted keys of reg.Validators
 }
 
 func (c *checker) synthesize(file string, v any) *source {
@@ -383,7 +386,7 @@ func (c *checker) completion(ptr string, comp Completion) {
 	for i, v := range comp.Validators {
 		if _, ok := c.reg.Validators[v]; !ok {
 			c.report(a, "AC-COMPLETION-VALIDATOR", SeverityError, fmt.Sprintf("%s/validators/%d", ptr, i),
-				"define it under validators in "+c.regSrc.file+", or fix the name"+known(sortedKeys(c.reg.Validators)),
+				"define it under validators in "+c.regSrc.file+", or fix the name"+known(c.validatorNames),
 				"validator %q does not exist", v)
 		}
 	}
@@ -502,13 +505,13 @@ func (c *checker) registry() {
 	s := c.regSrc
 	if _, ok := r.Steps[r.EntryStep]; !ok {
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep",
-			"set entryStep to one of the step ids"+known(sortedKeys(r.Steps)),
+			"set entryStep to one of the step ids"+known(c.stepIDs),
 			"entryStep %q is not a step", r.EntryStep)
 	}
 	refs := map[string]bool{} // validators referenced
 	c.completionRefs(c.def.Runner.Completion, refs)
 	parents := map[string]bool{} // steps listed as subSteps
-	for _, id := range sortedKeys(r.Steps) {
+	for _, id := range c.stepIDs {
 		st := r.Steps[id]
 		ptr := joinPointer("steps", id)
 		c.step(id, ptr, st)
@@ -519,7 +522,7 @@ func (c *checker) registry() {
 			parents[sub] = true
 		}
 	}
-	for _, id := range sortedKeys(r.Steps) {
+	for _, id := range c.stepIDs {
 		if r.Steps[id].Type == "subStep" && !parents[id] {
 			c.reportKey(s, "SR-SUBSTEP-ORPHAN", SeverityWarning, joinPointer("steps", id),
 				"list it in a parent step's subSteps, or change its type",
@@ -528,7 +531,7 @@ func (c *checker) registry() {
 	}
 	c.subStepCycles()
 	usedPatterns := map[string]bool{}
-	for _, name := range sortedKeys(r.Validators) {
+	for _, name := range c.validatorNames {
 		v := r.Validators[name]
 		c.validator(name, v)
 		usedPatterns[v.FailurePattern] = true
@@ -560,7 +563,7 @@ func (c *checker) completionRefs(comp Completion, refs map[string]bool) {
 func (c *checker) step(id, ptr string, st Step) {
 	s := c.regSrc
 	steps := c.reg.Steps
-	stepHint := "use one of the step ids" + known(sortedKeys(steps))
+	stepHint := "use one of the step ids" + known(c.stepIDs)
 	if st.StepID != "" && st.StepID != id {
 		c.report(s, "SR-STEP-ID", SeverityError, ptr+"/stepId",
 			fmt.Sprintf("set stepId to %q or remove it", id),
@@ -691,7 +694,7 @@ func (c *checker) step(id, ptr string, st Step) {
 	for i, cc := range st.CompletionConditions {
 		if _, ok := c.reg.Validators[cc.Validator]; !ok {
 			c.report(s, "SR-CONDITION-VALIDATOR", SeverityError, fmt.Sprintf("%s/completionConditions/%d/validator", ptr, i),
-				"define it under validators, or fix the name"+known(sortedKeys(c.reg.Validators)),
+				"define it under validators, or fix the name"+known(c.validatorNames),
 				"validator %q does not exist", cc.Validator)
 		}
 	}
@@ -843,7 +846,7 @@ func (c *checker) subStepCycles() {
 		stack = stack[:len(stack)-1]
 		color[id] = black
 	}
-	for _, id := range sortedKeys(steps) {
+	for _, id := range c.stepIDs {
 		if color[id] == white {
 			visit(id)
 		}
@@ -880,7 +883,7 @@ func (c *checker) reachability() {
 			}
 		}
 	}
-	for _, id := range sortedKeys(steps) {
+	for _, id := range c.stepIDs {
 		if !seen[id] && steps[id].Type != "subStep" {
 			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, joinPointer("steps", id),
 				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps), or remove it",

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -627,6 +628,55 @@ func TestSymlinkEscapeOfPromptFiles(t *testing.T) {
 	}
 	p := findProblem(t, Check(dir, testOpts), "AC-PATH-OUTSIDE")
 	if p.Pointer != "/runner/systemPromptPath" || !strings.Contains(p.Message, "symbolic link") {
+		t.Fatalf("got %s", p)
+	}
+}
+
+func TestLoadAcceptsByteOrderMark(t *testing.T) {
+	dir := writeAgent(t, nil, baseRegistry(), nil)
+	b, _ := json.Marshal(baseAgent())
+	os.WriteFile(filepath.Join(dir, AgentFile), append([]byte("\xef\xbb\xbf"), b...), 0o644)
+	if r := Check(dir, testOpts); !r.Valid() {
+		t.Fatalf("BOM rejected:\n%s", dump(r))
+	}
+}
+
+func TestLoadRefusesHugeFiles(t *testing.T) {
+	dir := writeAgent(t, nil, baseRegistry(), nil)
+	f, _ := os.Create(filepath.Join(dir, AgentFile))
+	f.Truncate(maxFileSize + 1)
+	f.Close()
+	_, _, err := Load(dir)
+	if !errors.Is(err, agenterr.ErrConfigurationParse) || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("huge file: %v", err)
+	}
+}
+
+// Hostile nesting neither panics nor exhausts the stack.
+func TestDeepNesting(t *testing.T) {
+	deep := `{"version":"1.0.0","name":"demo","runner":{"completion":{"type":"stepFlow","options":{"x":` +
+		strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}}}}`
+	dir := writeAgent(t, deep, baseRegistry(), nil)
+	Check(dir, testOpts)
+	comp := `{"type":"stepFlow"}`
+	for i := 0; i < 200; i++ {
+		comp = `{"type":"composite","mode":"all","conditions":[` + comp + `]}`
+	}
+	dir = writeAgent(t, `{"version":"1.0.0","name":"demo","runner":{"completion":`+comp+`}}`, baseRegistry(), nil)
+	for _, p := range Check(dir, testOpts).Errors() {
+		if strings.HasPrefix(p.Code, "AC-") {
+			t.Fatalf("deep composite: %s", p)
+		}
+	}
+}
+
+// Integers too large for Go's int are schema errors, not silently zero.
+func TestHugeIntegersAreRejected(t *testing.T) {
+	a := baseAgent()
+	at(a, "runner", "budgets")["maxIterations"] = 1e20
+	dir := writeAgent(t, a, baseRegistry(), nil)
+	p := findProblem(t, Check(dir, testOpts), "AC-SCHEMA-VALUE")
+	if p.Pointer != "/runner/budgets/maxIterations" {
 		t.Fatalf("got %s", p)
 	}
 }
