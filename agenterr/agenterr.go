@@ -178,6 +178,8 @@ var (
 	ErrPathEscape              = sentinel(CodePathEscape, LayerTool, true)
 	ErrSandboxUnavailable      = sentinel(CodeSandboxUnavailable, LayerSandbox, false)
 	ErrBudgetExceeded          = sentinel(CodeBudgetExceeded, LayerLoop, false)
+	ErrSchemaResolution        = sentinel(CodeSchemaResolution, LayerCompletion, false)
+	ErrSchemaValidation        = sentinel(CodeSchemaValidation, LayerCompletion, true)
 )
 
 // Stable error codes. They appear in CLI output, --json results and journals;
@@ -211,4 +213,13 @@ const (
 	CodePathEscape              = "PATH_ESCAPE"
 	CodeSandboxUnavailable      = "SANDBOX_UNAVAILABLE"
 	CodeBudgetExceeded          = "BUDGET_EXCEEDED"
+	// CodeSchemaResolution: a structured-output schema cannot be resolved
+	// into one self-contained schema (missing file or name, dangling or
+	// cyclic $ref, conflicting allOf, path outside the schema directory) or
+	// cannot be compiled.
+	CodeSchemaResolution = "SCHEMA_RESOLUTION"
+	// CodeSchemaValidation: a value (a model's structured output) does not
+	// satisfy its schema. Recoverable: a retry prompt listing the problems
+	// may fix it.
+	CodeSchemaValidation = "SCHEMA_VALIDATION"
 )
