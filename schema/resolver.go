@@ -361,6 +361,11 @@ func (st *state) resolveObject(file string, o *object, loc string, depth int) (a
 		}
 		return mergeAll([]any{target, siblings}, file, loc)
 	}
+	for _, k := range [...]string{"$dynamicRef", "$recursiveRef"} {
+		if _, ok := o.get(k); ok {
+			return nil, hint(resErr(file, loc+"/"+k, "%s is not supported: structured output needs a finite, self-contained schema", k), "use a $ref to a JSON pointer instead")
+		}
+	}
 	out := newObject(o.len())
 	for _, k := range o.keys {
 		v := o.vals[k]

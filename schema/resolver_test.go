@@ -393,6 +393,7 @@ func TestDanglingRefs(t *testing.T) {
 	  "urn": {"$ref": "urn:example:x"},
 	  "notString": {"$ref": 5},
 	  "notSchema": {"$ref": "#/$defs/str"},
+	  "dynamic": {"$dynamicRef": "#meta"},
 	  "$defs": {"str": "I am a string"}
 	}`)
 	writeFile(t, dir, "other.json", `{"$defs": {}}`)
@@ -406,6 +407,7 @@ func TestDanglingRefs(t *testing.T) {
 		"urn":       {"/urn/$ref", "relative file reference"},
 		"notString": {"/notString/$ref", "must be a string"},
 		"notSchema": {"/$defs/str", "not a string"},
+		"dynamic":   {"/dynamic/$dynamicRef", "not supported"},
 	} {
 		_, err := r.Resolve("s.json", name)
 		e := wantSchemaErr(t, err)
