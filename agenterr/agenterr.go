@@ -188,6 +188,8 @@ var (
 	ErrStepAborted             = sentinel(CodeStepAborted, LayerStep, false)
 	ErrEscalation              = sentinel(CodeEscalation, LayerStep, false)
 	ErrStepJudge               = sentinel(CodeStepJudge, LayerStep, true)
+	ErrSchemaResolution        = sentinel(CodeSchemaResolution, LayerCompletion, false)
+	ErrSchemaValidation        = sentinel(CodeSchemaValidation, LayerCompletion, true)
 )
 
 // Stable error codes. They appear in CLI output, --json results and journals;
@@ -242,4 +244,13 @@ const (
 	CodeEscalation = "ESCALATION_FAILED"
 	// CodeStepJudge: a prompt-type step check could not get a verdict.
 	CodeStepJudge = "STEP_JUDGE"
+	// CodeSchemaResolution: a structured-output schema cannot be resolved
+	// into one self-contained schema (missing file or name, dangling or
+	// cyclic $ref, conflicting allOf, path outside the schema directory) or
+	// cannot be compiled.
+	CodeSchemaResolution = "SCHEMA_RESOLUTION"
+	// CodeSchemaValidation: a value (a model's structured output) does not
+	// satisfy its schema. Recoverable: a retry prompt listing the problems
+	// may fix it.
+	CodeSchemaValidation = "SCHEMA_VALIDATION"
 )
