@@ -112,7 +112,8 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	}
 	l.mu.Unlock()
 
-	policy := tool.Policy{Allowed: opts.AllowedTools, Mode: opts.PermissionMode}
+	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
+		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir}
 	var specs []tool.Spec
 	for _, name := range l.names {
 		if t := l.tools[name]; policy.MayUse(t) {
