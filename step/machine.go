@@ -85,9 +85,9 @@ type State struct {
 	// row it was entered (retries and sub-step moves excluded).
 	LastEntered string `json:"lastEntered"`
 	Consecutive int    `json:"consecutive"`
-	Retries     int  `json:"retries"`
-	Completed   bool `json:"completed,omitempty"`
-	Aborted     bool `json:"aborted,omitempty"`
+	Retries     int    `json:"retries"`
+	Completed   bool   `json:"completed,omitempty"`
+	Aborted     bool   `json:"aborted,omitempty"`
 	// Parent is set while the sub-steps of a parent step run.
 	Parent *ParentState `json:"parent,omitempty"`
 	// Return is set while an in_agent escalation's target step runs.
