@@ -81,6 +81,8 @@ type Agent struct {
 	events     *journal.Writer
 	prompts    *prompt.Resolver
 	completion completion.Handler
+	verifier   *completion.CompletionValidator
+	schemas    *schemas
 	bridge     llm.Bridge
 	flow       *flow
 	buildOrder []string
@@ -148,6 +150,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
 	a.prompts = newPromptResolver(def)
+	a.schemas = newSchemas(def.Dir())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
 	// 3. completion handler
 	if a.completion, err = a.buildCompletion(); err != nil {

@@ -25,12 +25,23 @@ func newPromptResolver(def *config.Agent) *prompt.Resolver {
 	})
 }
 
-// buildCompletion builds the layer-3 handler tree from runner.completion.
+// buildCompletion builds the layer-3 handler tree from runner.completion
+// and the CompletionValidator that verifies declared completions against
+// the registry's validators.
 func (a *Agent) buildCompletion() (completion.Handler, error) {
+	reg := a.def.Registry()
+	a.verifier = completion.NewCompletionValidator(completion.ValidatorConfig{
+		Validators: reg.Validators,
+		WorkDir:    a.workDir,
+		Schemas:    a.schemas,
+		Emitter:    a.events,
+		File:       registryFile(a.def.Definition()),
+	})
 	return completion.FromConfig(a.def.Definition().Runner.Completion, completion.Deps{
-		WorkDir: a.workDir,
-		Params:  a.vars,
-		File:    filepath.Join(a.def.Dir(), config.AgentFile),
+		Verifier: a.verifier,
+		WorkDir:  a.workDir,
+		Params:   a.vars,
+		File:     filepath.Join(a.def.Dir(), config.AgentFile),
 	})
 }
 

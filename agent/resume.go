@@ -23,11 +23,13 @@ func (a *Agent) restore(r *RunRecord) error {
 	}
 	a.rc.Iteration = len(a.rc.Summaries)
 	if n := len(a.rc.Summaries); n > 0 {
-		last := a.rc.Summaries[n-1]
-		a.rc.SessionID = last.SessionID
-		if last.StepID != "" {
-			a.flow.step = last.StepID
+		a.rc.SessionID = a.rc.Summaries[n-1].SessionID
+	}
+	if st := r.stepState; st != nil && a.rc.Iteration > 0 {
+		if err := a.flow.machine.Restore(st.State); err != nil {
+			return err
 		}
+		a.flow.pending = st.Pending
 	}
 	return nil
 }

@@ -158,3 +158,34 @@ func TestRunUsageErrors(t *testing.T) {
 		t.Fatalf("run DIR --help: exit %d: %s", code, out)
 	}
 }
+
+func TestHelloExampleRunsOffline(t *testing.T) {
+	wd := t.TempDir()
+	code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json is not one JSON object: %v\n%s", err, out)
+	}
+	for _, k := range []string{"success", "completionReason", "iterations", "runId", "sessionId", "usage", "durationMs"} {
+		if _, ok := res[k]; !ok {
+			t.Fatalf("--json lacks %s: %s", k, out)
+		}
+	}
+	if res["success"] != true || res["iterations"].(float64) != 2 {
+		t.Fatalf("result %s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(wd, "greeting.txt"))
+	if err != nil || string(b) != "Hello, world!\nHave a nice day.\n" {
+		t.Fatalf("greeting.txt = %q, %v", b, err)
+	}
+	if !strings.Contains(errOut, "COMPLETED") || !strings.Contains(errOut, "[iteration 1] step initial.greet") {
+		t.Fatalf("human summary on stderr:\n%s", errOut)
+	}
+	code, out, _ = captureConfigCLI(t, "show", res["runId"].(string), "--workdir", wd)
+	if code != 0 || !strings.Contains(out, "step.transition") || !strings.Contains(out, "Append a second line") {
+		t.Fatalf("show:\n%s", out)
+	}
+}
