@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
@@ -256,6 +257,8 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 		f.budget(id, st).Reset()
 	}
 	switch {
+	case ev.Completion.Complete && vr != nil && ev.Completion.Validation == nil:
+		return loop.Outcome{Complete: true, Reason: fmt.Sprintf("completion declared and verified by %s (step %s)", strings.Join(vr.Checked, ", "), id)}, nil
 	case ev.Completion.Complete:
 		return loop.Outcome{Complete: true, Reason: ev.Completion.Reason}, nil
 	case f.machine.Completed():

@@ -94,11 +94,23 @@ type Writer struct {
 }
 
 // Create makes .capstan/runs/<runID>/events.jsonl under workDir and returns a
-// Writer for it. It fails if the file already exists.
+// Writer for it. It fails if the file already exists. The .capstan folder
+// gets a .gitignore of "*" so journals never make a git work tree dirty
+// (the agent's own git-clean checks must not see them).
 func Create(workDir, runID string) (*Writer, error) {
 	dir := filepath.Join(workDir, RunsDir, runID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: create run dir: %w", err)
+	}
+	ignore := filepath.Join(workDir, filepath.Dir(RunsDir), ".gitignore")
+	if f, err := os.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+		_, werr := f.WriteString("# capstan run journals\n*\n")
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return nil, fmt.Errorf("journal: write %s: %w", ignore, werr)
+		}
 	}
 	path := filepath.Join(dir, FileName)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)

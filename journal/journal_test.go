@@ -2,6 +2,8 @@ package journal
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +41,26 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}
 	if !strings.Contains(string(ev[2].Data), "marshal_error") {
 		t.Fatalf("unmarshalable data: %s", ev[2].Data)
+	}
+}
+
+func TestCreateIgnoresJournalsInGit(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	b, err := os.ReadFile(filepath.Join(dir, ".capstan", ".gitignore"))
+	if err != nil || !strings.Contains(string(b), "\n*\n") {
+		t.Fatalf(".gitignore = %q, %v", b, err)
+	}
+	// A user's own .gitignore there is left alone.
+	os.WriteFile(filepath.Join(dir, ".capstan", ".gitignore"), []byte("mine\n"), 0o644)
+	w2, _ := Create(dir, "r2")
+	w2.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, ".capstan", ".gitignore")); string(b) != "mine\n" {
+		t.Fatalf("overwrote .gitignore: %q", b)
 	}
 }
 
