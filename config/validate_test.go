@@ -680,3 +680,21 @@ func TestHugeIntegersAreRejected(t *testing.T) {
 		t.Fatalf("got %s", p)
 	}
 }
+
+// 5.0 is an integer to JSON Schema; it must reach Go as 5, not as 0.
+func TestIntegralFloatsDecodeAsIntegers(t *testing.T) {
+	a := baseAgent()
+	at(a, "runner", "budgets")["maxIterations"] = json.Number("5.0")
+	at(a, "runner", "budgets")["timeoutSeconds"] = json.Number("1e2")
+	dir := writeAgent(t, a, baseRegistry(), nil)
+	ag, err := LoadAndValidate(dir, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := ag.Definition().Runner.Budgets; b.MaxIterations != 5 || b.TimeoutSeconds != 100 {
+		t.Fatalf("budgets %+v", b)
+	}
+	at(a, "runner", "budgets")["maxIterations"] = json.Number("5.5")
+	dir = writeAgent(t, a, baseRegistry(), nil)
+	findProblem(t, Check(dir, testOpts), "AC-SCHEMA-TYPE")
+}
