@@ -81,6 +81,7 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 		c.regSrc = c.synthesize(filepath.ToSlash(filepath.Clean(regFile)), reg)
 	}
 	c.stepIDs, c.validatorNames = sortedKeys(reg.Steps), sortedKeys(reg.Validators)
+	c.stepHint = "use one of the step ids" + known(c.stepIDs)
 	c.schema(AgentFile, "AC", c.agentSrc)
 	c.schema(DefaultRegistryFile, "SR", c.regSrc)
 	c.agent()
@@ -100,6 +101,7 @@ type checker struct {
 	schemaErr        map[*source][]string // pointers with schema errors
 	problems         []Problem
 	stepIDs          []string // sorted keys of reg.Steps
+	stepHint         string   // "use one of the step ids (known: …)"
 	validatorNames   []string // sorted keys of reg.Validators
 }
 
@@ -547,7 +549,7 @@ func (c *checker) completionRefs(comp Completion, refs map[string]bool) {
 func (c *checker) step(id, ptr string, st Step) {
 	s := c.regSrc
 	steps := c.reg.Steps
-	stepHint := "use one of the step ids" + known(c.stepIDs)
+	stepHint := c.stepHint
 	if st.StepID != "" && st.StepID != id {
 		c.report(s, "SR-STEP-ID", SeverityError, ptr+"/stepId",
 			fmt.Sprintf("set stepId to %q or remove it", id),

@@ -698,3 +698,22 @@ func TestIntegralFloatsDecodeAsIntegers(t *testing.T) {
 	dir = writeAgent(t, a, baseRegistry(), nil)
 	findProblem(t, Check(dir, testOpts), "AC-SCHEMA-TYPE")
 }
+
+// Step ids with "/" and "~" are escaped in pointers (RFC 6901) and still
+// located in the file.
+func TestPointerEscaping(t *testing.T) {
+	r := baseRegistry()
+	at(r, "steps", "initial.main", "check", "onPass")["next"] = "a/b~c"
+	at(r, "steps")["a/b~c"] = map[string]any{"c2": "x", "c3": "y", "check": map[string]any{
+		"type": "keyword", "keywords": []any{"K"}, "onPass": map[string]any{"next": "ghost"}, "onFail": map[string]any{"complete": true}}}
+	dir := writeAgent(t, baseAgent(), r, nil)
+	p := findProblem(t, Check(dir, testOpts), "SR-TRANSITION-TARGET")
+	if p.Pointer != "/steps/a~1b~0c/check/onPass/next" || p.Line == 0 {
+		t.Fatalf("got %s", p)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, DefaultRegistryFile))
+	line := strings.Split(string(raw), "\n")[p.Line-1]
+	if !strings.Contains(line, `"ghost"`) {
+		t.Fatalf("line %d is %q, want the ghost transition", p.Line, line)
+	}
+}
