@@ -428,12 +428,34 @@ func TestValidateProblems(t *testing.T) {
 		{"required uv from optional param", func(a, r map[string]any, _ map[string]string) {
 			at(a, "parameters", "topic")["required"] = false
 		}, "PA-UV-OPTIONAL", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
-		{"duplicate key", func(a, r map[string]any, _ map[string]string) {}, "", "", "", ""},
+		{"step model provider", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "review.main")["model"] = "gemini:pro" },
+			"SR-MODEL-PROVIDER", SeverityError, "steps_registry.json", "/steps/review.main/model"},
+		{"step script missing", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["model"] = "script:none.yaml"
+		},
+			"SR-MODEL-SCRIPT", SeverityError, "steps_registry.json", "/steps/review.main/model"},
+		{"registry missing required", func(a, r map[string]any, _ map[string]string) { delete(r, "entryStep") },
+			"SR-SCHEMA-REQUIRED", SeverityError, "steps_registry.json", "/entryStep"},
+		{"stepLoopLimit zero", func(a, r map[string]any, _ map[string]string) { r["stepLoopLimit"] = 0 },
+			"SR-SCHEMA-VALUE", SeverityError, "steps_registry.json", "/stepLoopLimit"},
+		{"fallbackDir missing", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["prompts"] = map[string]any{"fallbackDir": "common"}
+		}, "AC-PROMPTS-DIR-MISSING", SeverityError, "agent.json", "/runner/prompts/fallbackDir"},
+	}
+	// Codes exercised by other tests of this package.
+	covered := map[string]bool{
+		"CONFIG_NOT_FOUND": true, "CONFIG_PARSE": true, "CONFIG_INVALID": true, // TestLoad*, TestRegistryPathMustStayInside
+		"AC-DUPLICATE-KEY": true, "SR-DUPLICATE-KEY": true, // TestDuplicateKeyWarning
 	}
 	for _, tc := range cases {
-		if tc.code == "" {
-			continue
+		covered[tc.code] = true
+	}
+	for _, c := range Codes() {
+		if !covered[c.Code] {
+			t.Errorf("code %s has no test case", c.Code)
 		}
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, r := baseAgent(), baseRegistry()
 			files := map[string]string{
@@ -552,10 +574,16 @@ func TestUnknownKeySuggestionsAndPosition(t *testing.T) {
 
 func TestDuplicateKeyWarning(t *testing.T) {
 	agent := `{"version":"1.0.0","name":"demo","name":"demo","runner":{"completion":{"type":"stepFlow"}}}`
-	dir := writeAgent(t, agent, baseRegistry(), nil)
-	p := findProblem(t, Check(dir, ValidateOptions{}), "AC-DUPLICATE-KEY")
+	reg := "{\"entryStep\": \"a\",\n \"steps\": {\"a\": {\"c2\": \"x\", \"c3\": \"y\"},\n  \"a\": {\"c2\": \"x\", \"c3\": \"z\"}}}"
+	dir := writeAgent(t, agent, reg, nil)
+	res := Check(dir, ValidateOptions{})
+	p := findProblem(t, res, "AC-DUPLICATE-KEY")
 	if p.Severity != SeverityWarning || p.Pointer != "/name" || p.Line != 1 || p.Column != 34 {
 		t.Fatalf("duplicate key: %s", p)
+	}
+	p = findProblem(t, res, "SR-DUPLICATE-KEY")
+	if p.Pointer != "/steps/a" || p.Line != 3 || p.Column != 3 {
+		t.Fatalf("duplicate step: %s", p)
 	}
 }
 
