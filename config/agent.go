@@ -41,6 +41,36 @@ func LoadAndValidate(dir string, opts ValidateOptions) (*Agent, error) {
 	return &Agent{dir: abs, def: *def, reg: *reg, warnings: res.Warnings()}, nil
 }
 
+// NewAgent validates a definition built in Go (for embedding capstan as a
+// library) the way LoadAndValidate validates files: ApplyDefaults on copies
+// of def and reg, Validate, *ValidationError when invalid. dir is the agent
+// folder that relative paths (prompts, schemas, skills) are resolved
+// against; file checks are skipped when it is "". Problems carry no
+// line:col (there is no file).
+func NewAgent(dir string, def *Definition, reg *Registry, opts ValidateOptions) (*Agent, error) {
+	if def == nil || reg == nil {
+		return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"NewAgent needs a definition and a registry")
+	}
+	d, r := clone(*def), clone(*reg)
+	d.src, r.src = def.src, reg.src
+	ApplyDefaults(&d, &r)
+	if opts.Dir == "" {
+		opts.Dir = dir
+	}
+	res := Validate(&d, &r, opts)
+	if !res.Valid() {
+		return nil, newValidationError(res)
+	}
+	abs := dir
+	if dir != "" {
+		if a, err := filepath.Abs(dir); err == nil {
+			abs = a
+		}
+	}
+	return &Agent{dir: abs, def: d, reg: r, warnings: res.Warnings()}, nil
+}
+
 // Check is what `capstan validate` runs: Load, ApplyDefaults and Validate,
 // with load failures (missing file, broken JSON) reported as problems whose
 // code is CONFIG_NOT_FOUND, CONFIG_PARSE or CONFIG_INVALID.

@@ -745,3 +745,28 @@ func TestPointerEscaping(t *testing.T) {
 		t.Fatalf("line %d is %q, want the ghost transition", p.Line, line)
 	}
 }
+
+func TestNewAgentFromGo(t *testing.T) {
+	dir := writeAgent(t, baseAgent(), baseRegistry(), nil)
+	def, reg, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def.src, reg.src = nil, nil // as if built in Go
+	ag, err := NewAgent(dir, def, reg, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag.Registry().C1 != "steps" || reg.C1 != "" {
+		t.Fatal("defaults must apply to the Agent's copy, not the caller's registry")
+	}
+	reg.EntryStep = "ghost"
+	_, err = NewAgent(dir, def, reg, testOpts)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || findProblem(t, ve.Result, "SR-ENTRY-STEP").Line != 0 {
+		t.Fatalf("want SR-ENTRY-STEP without position, got %v", err)
+	}
+	if _, err := NewAgent(dir, nil, reg, testOpts); !errors.Is(err, agenterr.ErrConfigurationValidation) {
+		t.Fatalf("nil definition: %v", err)
+	}
+}
