@@ -105,8 +105,19 @@ type checker struct {
 	validatorNames   []string // sorted keys of reg.Validators
 }
 
+// synthesize makes a source for a definition built in Go. Go's zero
+// values mean "unset", so empty strings and zero numbers are dropped before
+// the schema sees them (a gateway step's c2 "" is absent, not a bad path
+// segment; a missing name is reported as missing).
 func (c *checker) synthesize(file string, v any) *source {
 	raw, err := json.Marshal(v)
+	var tree any
+	if err == nil {
+		err = json.Unmarshal(raw, &tree)
+	}
+	if err == nil {
+		raw, err = json.Marshal(pruneZero(tree))
+	}
 	if err != nil {
 		raw = []byte("{}")
 	}
@@ -764,7 +775,7 @@ func (c *checker) validator(name string, v Validator) {
 				"write \"empty\", \"exitCode:N\", \"contains:TEXT\" or \"matches:REGEXP\"", "%v", err)
 		}
 	}
-	if v.FailurePattern != "" {
+	if v.FailurePattern != "" || c.regSrc.has(ptr+"/failurePattern") { // absent: the schema reports it
 		pat, inRegistry := c.reg.CompletionPatterns[v.FailurePattern]
 		switch {
 		case inRegistry:
@@ -793,6 +804,12 @@ func (c *checker) validator(name string, v Validator) {
 			}
 		}
 	}
+}
+
+// has reports whether pointer exists in the file.
+func (s *source) has(pointer string) bool {
+	_, ok := s.index[pointer]
+	return ok
 }
 
 // subStepCycles reports every step that (transitively) contains itself
@@ -876,6 +893,32 @@ func (c *checker) reachability() {
 				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
 		}
 	}
+}
+
+func pruneZero(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch e := e.(type) {
+			case string:
+				if e == "" {
+					delete(x, k)
+					continue
+				}
+			case float64:
+				if e == 0 {
+					delete(x, k)
+					continue
+				}
+			}
+			x[k] = pruneZero(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = pruneZero(e)
+		}
+	}
+	return v
 }
 
 func nonBlank(xs []string) bool {

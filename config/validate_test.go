@@ -770,3 +770,23 @@ func TestNewAgentFromGo(t *testing.T) {
 		t.Fatalf("nil definition: %v", err)
 	}
 }
+
+func TestGoBuiltGatewayAndEmptyPattern(t *testing.T) {
+	def := &Definition{Version: "1.0.0", Name: "demo", Runner: Runner{Completion: Completion{Type: "stepFlow"}}}
+	reg := &Registry{EntryStep: "route", Steps: map[string]Step{
+		"route": {Type: "gateway", Check: &StepCheck{Type: "keyword", Keywords: []string{"A"},
+			OnPass: Transition{Next: "work"}, OnFail: Transition{Complete: true}}},
+		"work": {C2: "initial", C3: "main"},
+	}}
+	ApplyDefaults(def, reg)
+	if r := Validate(def, reg, ValidateOptions{}); !r.Valid() {
+		t.Fatalf("Go-built gateway agent:\n%s", dump(r))
+	}
+	reg.Validators = map[string]Validator{"v": {Type: "command", Command: "true"}}
+	findProblem(t, Validate(def, reg, ValidateOptions{}), "SR-SCHEMA-REQUIRED")
+	// An explicit empty failurePattern in a file is an error too.
+	r := baseRegistry()
+	at(r, "validators", "out-exists")["failurePattern"] = ""
+	dir := writeAgent(t, baseAgent(), r, nil)
+	findProblem(t, Check(dir, testOpts), "SR-PATTERN-UNKNOWN")
+}
