@@ -178,7 +178,8 @@ func (a *Agent) Params() []Param {
 // parameter name, as given on the command line) become prompt variables
 // keyed by parameter name without the "uv-" prefix ({uv-origin} ← "origin").
 // Defaults fill parameters not given; number and boolean values are
-// type-checked (booleans normalised to "true"/"false"); validation
+// type-checked (booleans normalised to "true"/"false", numbers trimmed of
+// surrounding spaces); validation
 // min/max/pattern/enum is applied. Optional parameters without value or
 // default are absent from the result.
 //
@@ -217,9 +218,12 @@ func (a *Agent) ResolveParams(values map[string]string) (map[string]string, erro
 			invalid = append(invalid, fmt.Sprintf("%s: %s", flag, msg))
 			continue
 		}
-		if p.Type == "boolean" {
+		switch p.Type {
+		case "boolean":
 			b, _ := strconv.ParseBool(v)
 			v = strconv.FormatBool(b)
+		case "number":
+			v = strings.TrimSpace(v)
 		}
 		out[name] = v
 	}
