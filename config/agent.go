@@ -179,9 +179,8 @@ func (a *Agent) Params() []Param {
 // keyed by parameter name without the "uv-" prefix ({uv-origin} ← "origin").
 // Defaults fill parameters not given; number and boolean values are
 // type-checked (booleans normalised to "true"/"false", numbers trimmed of
-// surrounding spaces); validation
-// min/max/pattern/enum is applied. Optional parameters without value or
-// default are absent from the result.
+// surrounding spaces); validation min/max/pattern/enum is applied. Optional
+// parameters without value or default are absent from the result.
 //
 // Errors are usage errors (exit 2) naming the flags: PARAM_MISSING when a
 // required parameter has no value (or an empty one), PARAM_INVALID when a
