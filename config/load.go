@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -168,16 +170,52 @@ func decode(src *source, v any) error {
 		e.Hint = "fix the JSON syntax at this position (missing comma or quote, trailing comma, comment?)"
 		return e
 	}
-	if err := json.Unmarshal(src.raw, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
-				"%s cannot be decoded", src.file)
-			e.File = src.file
-			return e
+	err := json.Unmarshal(src.raw, v)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		// JSON Schema counts 5.0 and 1e2 as integers, Go's decoder does
+		// not; rewrite integral numbers as integers and decode again, so a
+		// value the schema accepts is never silently zero. What still
+		// fails is a real type error, which the schema reports.
+		d := json.NewDecoder(bytes.NewReader(src.raw))
+		d.UseNumber()
+		var tree any
+		if d.Decode(&tree) == nil {
+			if b, merr := json.Marshal(integralNumbers(tree)); merr == nil {
+				err = json.Unmarshal(b, v)
+			}
 		}
 	}
+	if err != nil && !errors.As(err, &te) {
+		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+			"%s cannot be decoded", src.file)
+		e.File = src.file
+		return e
+	}
 	return nil
+}
+
+// integralNumbers rewrites json.Numbers with an integral value written as a
+// fraction or exponent ("5.0", "1e2") as plain integers.
+func integralNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = integralNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = integralNumbers(e)
+		}
+	case json.Number:
+		if strings.ContainsAny(string(x), ".eE") {
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err == nil && f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+				return json.Number(strconv.FormatInt(int64(f), 10))
+			}
+		}
+	}
+	return v
 }
 
 // insideDir returns "" when rel is a relative path that stays inside dir

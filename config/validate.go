@@ -88,6 +88,7 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 		c.regSrc = c.synthesize(filepath.ToSlash(filepath.Clean(regFile)), reg)
 	}
 	c.stepIDs, c.validatorNames = sortedKeys(reg.Steps), sortedKeys(reg.Validators)
+	c.stepHint = "use one of the step ids" + known(c.stepIDs)
 	c.schema(AgentFile, "AC", c.agentSrc)
 	c.schema(DefaultRegistryFile, "SR", c.regSrc)
 	c.agent()
@@ -116,11 +117,23 @@ type checker struct {
 	schemaErr        map[*source][]string // pointers with schema errors
 	problems         []Problem
 	stepIDs          []string // sorted keys of reg.Steps
+	stepHint         string   // "use one of the step ids (known: …)"
 	validatorNames   []string // sorted keys of reg.Validators
 }
 
+// synthesize makes a source for a definition built in Go. Go's zero
+// values mean "unset", so empty strings and zero numbers are dropped before
+// the schema sees them (a gateway step's c2 "" is absent, not a bad path
+// segment; a missing name is reported as missing).
 func (c *checker) synthesize(file string, v any) *source {
 	raw, err := json.Marshal(v)
+	var tree any
+	if err == nil {
+		err = json.Unmarshal(raw, &tree)
+	}
+	if err == nil {
+		raw, err = json.Marshal(pruneZero(tree))
+	}
 	if err != nil {
 		raw = []byte("{}")
 	}
@@ -563,7 +576,7 @@ func (c *checker) completionRefs(comp Completion, refs map[string]bool) {
 func (c *checker) step(id, ptr string, st Step) {
 	s := c.regSrc
 	steps := c.reg.Steps
-	stepHint := "use one of the step ids" + known(c.stepIDs)
+	stepHint := c.stepHint
 	if st.StepID != "" && st.StepID != id {
 		c.report(s, "SR-STEP-ID", SeverityError, ptr+"/stepId",
 			fmt.Sprintf("set stepId to %q or remove it", id),
@@ -778,7 +791,7 @@ func (c *checker) validator(name string, v Validator) {
 				"write \"empty\", \"exitCode:N\", \"contains:TEXT\" or \"matches:REGEXP\"", "%v", err)
 		}
 	}
-	if v.FailurePattern != "" {
+	if v.FailurePattern != "" || c.regSrc.has(ptr+"/failurePattern") { // absent: the schema reports it
 		pat, inRegistry := c.reg.CompletionPatterns[v.FailurePattern]
 		switch {
 		case inRegistry:
@@ -807,6 +820,12 @@ func (c *checker) validator(name string, v Validator) {
 			}
 		}
 	}
+}
+
+// has reports whether pointer exists in the file.
+func (s *source) has(pointer string) bool {
+	_, ok := s.index[pointer]
+	return ok
 }
 
 // subStepCycles reports every step that (transitively) contains itself
@@ -890,6 +909,32 @@ func (c *checker) reachability() {
 				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
 		}
 	}
+}
+
+func pruneZero(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch e := e.(type) {
+			case string:
+				if e == "" {
+					delete(x, k)
+					continue
+				}
+			case float64:
+				if e == 0 {
+					delete(x, k)
+					continue
+				}
+			}
+			x[k] = pruneZero(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = pruneZero(e)
+		}
+	}
+	return v
 }
 
 func nonBlank(xs []string) bool {
