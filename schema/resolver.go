@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/capstan-dev/capstan/agenterr"
 )
@@ -128,7 +129,9 @@ func (r *Resolver) load(rel string) (any, error) {
 		return nil, hint(wrap(resErr(rel, "", "cannot open schema directory %s", r.dir), err), "create the schema directory or fix its path")
 	}
 	defer root.Close()
-	f, err := root.Open(filepath.FromSlash(rel))
+	// O_NONBLOCK: opening a FIFO planted in place of a schema file must
+	// not block; it is then rejected as not a regular file.
+	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent" {
@@ -140,6 +143,9 @@ func (r *Resolver) load(rel string) (any, error) {
 		return nil, wrap(resErr(rel, "", "cannot read schema file"), err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, hint(resErr(rel, "", "schema file %s is not a regular file", rel), "point the reference at a .json file")
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
 		return nil, wrap(resErr(rel, "", "cannot read schema file"), err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -97,6 +98,9 @@ func instance(value any) (any, error) {
 	case []byte:
 		data = x
 	default:
+		if isGeneric(value, 0) {
+			return value, nil // already decoded JSON (encoding/json's generic form)
+		}
 		b, err := json.Marshal(value)
 		if err != nil {
 			return nil, err
@@ -104,6 +108,35 @@ func instance(value any) (any, error) {
 		data = b
 	}
 	return jsonschema.UnmarshalJSON(bytes.NewReader(data))
+}
+
+// isGeneric reports whether v is made only of the types encoding/json
+// decodes into (numbers as float64 or json.Number), with finite numbers.
+func isGeneric(v any, depth int) bool {
+	if depth > 1000 {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string, json.Number:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case []any:
+		for _, e := range x {
+			if !isGeneric(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !isGeneric(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // ValidationError lists why a value does not satisfy a schema.

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -27,6 +28,8 @@ func TestValidateProblems(t *testing.T) {
 		json.RawMessage(`{"status": "completed", "count": 2}`),
 		[]byte(`{"status": "in_progress", "count": 0, "items": [{"name": "a"}]}`),
 		map[string]any{"status": "completed", "count": 1},
+		map[string]any{"status": "completed", "count": json.Number("4"), "items": []any{map[string]any{"name": "x"}}},
+		map[string]any{"status": "completed", "count": float64(2)},
 		struct {
 			Status string `json:"status"`
 			Count  int    `json:"count"`
@@ -85,7 +88,9 @@ func TestValidateNotJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []any{json.RawMessage(`{"a":`), []byte("not json"), make(chan int)} {
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	for _, bad := range []any{json.RawMessage(`{"a":`), []byte("not json"), make(chan int), math.NaN(), map[string]any{"x": math.Inf(1)}, cyclic} {
 		err := v.Validate(bad)
 		if agenterr.CodeOf(err) != agenterr.CodeSchemaValidation || len(Problems(err)) != 1 {
 			t.Errorf("%v: %v %q", bad, err, Problems(err))
