@@ -88,7 +88,7 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if !st.Mode().IsRegular() {
 		return failure(inputErr(NameRead, "%s is not a regular file", in.FilePath)), nil
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := bufio.NewReaderSize(f, 16<<10)
 	head, _ := br.Peek(8000)
 	if isBinary(head) {
 		return tool.Result{Content: fmt.Sprintf("%s is a binary file (%d bytes); Read shows text files only.", in.FilePath, st.Size())}, nil
