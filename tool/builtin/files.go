@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -73,12 +74,8 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		return failure(err), nil
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
-	if err != nil {
-		return failure(osErr(in.FilePath, err)), nil
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	// Check the kind before opening: opening a FIFO would block.
+	st, err := root.Stat(rel)
 	if err != nil {
 		return failure(osErr(in.FilePath, err)), nil
 	}
@@ -86,7 +83,15 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		return failure(inputErr(NameRead, "%s is a directory; use Glob to list files", in.FilePath)), nil
 	}
 	if !st.Mode().IsRegular() {
-		return failure(inputErr(NameRead, "%s is not a regular file", in.FilePath)), nil
+		return failure(inputErr(NameRead, "%s is not a regular file (%s)", in.FilePath, st.Mode().Type())), nil
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return failure(osErr(in.FilePath, err)), nil
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return failure(inputErr(NameRead, "%s changed while being opened", in.FilePath)), nil
 	}
 	br := bufio.NewReaderSize(f, 16<<10)
 	head, _ := br.Peek(8000)
@@ -334,6 +339,9 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	}
 	if exists && st.IsDir() {
 		return failure(inputErr(NameEdit, "%s is a directory", in.FilePath)), nil
+	}
+	if exists && !st.Mode().IsRegular() {
+		return failure(inputErr(NameEdit, "%s is not a regular file (%s)", in.FilePath, st.Mode().Type())), nil
 	}
 	if oldS == "" {
 		if exists && st.Size() > 0 {

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/tool"
@@ -208,4 +210,32 @@ func TestEdit(t *testing.T) {
 	}
 	e.write("bin", "a\x00b")
 	mustFail(t, e.call("Edit", m{"file_path": "bin", "old_string": "a", "new_string": "c"}), "binary")
+}
+
+func TestSpecialFilesDoNotBlock(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "needle\n")
+	if err := syscall.Mkfifo(filepath.Join(e.work, "fifo"), 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	e.symlink("fifo", "fifo-link")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mustFail(t, e.call("Read", m{"file_path": "fifo"}), "not a regular file")
+		mustFail(t, e.call("Read", m{"file_path": "fifo-link"}), "not a regular file")
+		mustFail(t, e.call("Edit", m{"file_path": "fifo", "old_string": "a", "new_string": "b"}), "not a regular file")
+		mustFail(t, e.call("Write", m{"file_path": "fifo", "content": "x"}), "not a regular file")
+		if out := mustOK(t, e.call("Grep", m{"pattern": "needle"})); out != "a.txt" {
+			t.Errorf("grep: %q", out)
+		}
+		if out := mustOK(t, e.call("Grep", m{"pattern": "needle", "path": "fifo-link"})); out != "No files found" {
+			t.Errorf("grep fifo: %q", out)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a tool blocked on a FIFO")
+	}
 }

@@ -394,9 +394,13 @@ func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *r
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Check the kind before opening: opening a FIFO would block.
+	if st, err := fs.Stat(fsys, realPath); err != nil || !st.Mode().IsRegular() {
+		return nil // unreadable, special, or a link leading outside: skip
+	}
 	f, err := fsys.Open(realPath)
 	if err != nil {
-		return nil // unreadable or a link leading outside: skip
+		return nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
