@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -101,11 +103,13 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if st.Size() == 0 {
 		return tool.Result{Content: fmt.Sprintf("%s exists and is empty.", in.FilePath)}, nil
 	}
-	var out strings.Builder
+	var out []byte
+	var buf []byte
 	line := 0
 	more := false
 	for {
-		text, err := readLine(br, MaxLineLength)
+		var err error
+		buf, err = readLine(br, MaxLineLength, buf[:0])
 		if err == io.EOF {
 			break
 		}
@@ -120,8 +124,8 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 			more = true
 			break
 		}
-		fmt.Fprintf(&out, "%6d\t%s\n", line, text)
-		if out.Len() > t.ws.maxOut {
+		out = appendNumbered(out, line, buf)
+		if len(out) > t.ws.maxOut {
 			more = true
 			break
 		}
@@ -129,7 +133,7 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if line < offset {
 		return failure(inputErr(NameRead, "%s has %d lines; offset %d is past the end", in.FilePath, line, offset)), nil
 	}
-	s := out.String()
+	s := string(out)
 	if len(s) > t.ws.maxOut {
 		return tool.Result{Content: capOutput(s, t.ws.maxOut, "use offset and limit to read the rest")}, nil
 	}
@@ -139,36 +143,53 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	return tool.Result{Content: s}, nil
 }
 
-// readLine reads one line without its newline (and a trailing "\r"),
-// keeping at most max bytes of it. It returns io.EOF only when no bytes
-// were left.
-func readLine(br *bufio.Reader, max int) (string, error) {
-	var b []byte
-	cut := false
+// readLine appends one line to dst without its newline (and a trailing
+// "\r"), keeping at most max bytes of it and marking a cut. It returns
+// io.EOF only when no bytes were left.
+func readLine(br *bufio.Reader, max int, dst []byte) ([]byte, error) {
+	start := len(dst)
+	sawAny := false
 	for {
+		// Keep up to max+2 bytes: enough to tell a line of exactly max
+		// bytes ending in "\r\n" from a longer one.
 		chunk, err := br.ReadSlice('\n')
-		if len(b)+len(chunk) <= max+1 {
-			b = append(b, chunk...)
-		} else if !cut {
-			b = append(b, chunk[:max+1-len(b)]...)
-			cut = true
+		if len(chunk) > 0 {
+			sawAny = true
+		}
+		if room := max + 2 - (len(dst) - start); room > 0 {
+			dst = append(dst, chunk[:min(room, len(chunk))]...)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if err == io.EOF && len(b) == 0 {
-			return "", io.EOF
+		if err == io.EOF && !sawAny {
+			return dst, io.EOF
 		}
 		if err != nil && err != io.EOF {
-			return "", err
+			return dst, err
 		}
 		break
 	}
-	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-	if cut || len(s) > max {
-		s = s[:runeStart(s, min(len(s), max))] + " … [line cut]"
+	line := dst[start:]
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(line) > max {
+		keep := runeStart(string(line), max)
+		return append(dst[:start+keep], " … [line cut]"...), nil
 	}
-	return s, nil
+	return dst[:start+len(line)], nil
+}
+
+// appendNumbered appends "%6d\t<text>\n".
+func appendNumbered(dst []byte, n int, text []byte) []byte {
+	num := strconv.Itoa(n)
+	for i := len(num); i < 6; i++ {
+		dst = append(dst, ' ')
+	}
+	dst = append(dst, num...)
+	dst = append(dst, '\t')
+	dst = append(dst, text...)
+	return append(dst, '\n')
 }
 
 // ---- Write ----

@@ -1,7 +1,9 @@
 package builtin
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,5 +239,39 @@ func TestSpecialFilesDoNotBlock(t *testing.T) {
 	case <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("a tool blocked on a FIFO")
+	}
+}
+
+func TestReadLineBoundaries(t *testing.T) {
+	const max = 8
+	cases := map[string][]string{
+		"12345678\n":                        {"12345678"},
+		"12345678\r\n":                      {"12345678"},
+		"123456789\n":                       {"12345678 … [line cut]"},
+		"1234567\r\nx":                      {"1234567", "x"},
+		"ééééé\nb":                          {"éééé … [line cut]", "b"},
+		"":                                  {},
+		"no newline":                        {"no newli … [line cut]"},
+		"a\n\nb\n":                          {"a", "", "b"},
+		strings.Repeat("x", 100000) + "\ny": {"xxxxxxxx … [line cut]", "y"},
+	}
+	for in, want := range cases {
+		br := bufio.NewReaderSize(strings.NewReader(in), 16)
+		var got []string
+		var buf []byte
+		for {
+			var err error
+			buf, err = readLine(br, max, buf[:0])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(buf))
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+			t.Errorf("%.20q: got %q want %q", in, got, want)
+		}
 	}
 }

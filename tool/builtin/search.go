@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -418,10 +419,11 @@ func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *r
 	count, line := 0, 0
 	for sc.Scan() {
 		line++
-		text := strings.TrimSuffix(sc.Text(), "\r")
-		if !re.MatchString(text) {
+		raw := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		if !re.Match(raw) {
 			continue
 		}
+		text := string(raw)
 		count++
 		switch out.mode {
 		case grepFiles:
