@@ -254,6 +254,7 @@ func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
 	}
 	mode := fs.FileMode(0o644)
 	created := true
+	owner := (*syscall.Stat_t)(nil)
 	if st, err := root.Stat(rel); err == nil {
 		if st.IsDir() {
 			return false, inputErr(NameWrite, "%s is a directory", shown)
@@ -262,6 +263,7 @@ func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
 			return false, inputErr(NameWrite, "%s is not a regular file", shown)
 		}
 		mode, created = st.Mode().Perm(), false
+		owner, _ = st.Sys().(*syscall.Stat_t)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, osErr(shown, err)
 	}
@@ -273,7 +275,11 @@ func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, "."+filepath.Base(rel)+".capstan-"+hex.EncodeToString(rnd[:]))
+	name := filepath.Base(rel)
+	if len(name) > 100 {
+		name = name[:100] // keep the temporary name within NAME_MAX
+	}
+	tmp := filepath.Join(dir, "."+name+".capstan-"+hex.EncodeToString(rnd[:]))
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return false, osErr(shown, err)
@@ -288,6 +294,11 @@ func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
 	}
 	if err := f.Chmod(mode); err != nil {
 		return cleanup(err)
+	}
+	if owner != nil && (int(owner.Uid) != os.Geteuid() || int(owner.Gid) != os.Getegid()) {
+		// Keep the owner when allowed (capstan running as root); otherwise
+		// the file becomes capstan's, as with any editor that renames.
+		_ = f.Chown(int(owner.Uid), int(owner.Gid))
 	}
 	if err := f.Sync(); err != nil {
 		return cleanup(err)
@@ -388,6 +399,14 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	}
 	content := string(data)
 	n := strings.Count(content, oldS)
+	if n == 0 && strings.Contains(content, "\r\n") && strings.Contains(oldS, "\n") && !strings.Contains(oldS, "\r") {
+		// Read shows CRLF lines without their "\r"; match the text as the
+		// file stores it and keep its line endings.
+		crOld := strings.ReplaceAll(oldS, "\n", "\r\n")
+		if c := strings.Count(content, crOld); c > 0 {
+			oldS, newS, n = crOld, strings.ReplaceAll(strings.ReplaceAll(newS, "\r\n", "\n"), "\n", "\r\n"), c
+		}
+	}
 	switch {
 	case n == 0:
 		e := inputErr(NameEdit, "old_string was not found in %s", in.FilePath)

@@ -275,3 +275,39 @@ func TestReadLineBoundaries(t *testing.T) {
 		}
 	}
 }
+
+func TestEditCRLFFile(t *testing.T) {
+	e := newEnv(t)
+	e.write("w.txt", "line one\r\nline two\r\nline three\r\n")
+	// The model copies text as Read showed it: without "\r".
+	mustOK(t, e.call("Edit", m{"file_path": "w.txt", "old_string": "line one\nline two", "new_string": "first\nsecond"}))
+	if got, _ := e.read("w.txt"); got != "first\r\nsecond\r\nline three\r\n" {
+		t.Errorf("content %q", got)
+	}
+}
+
+func TestWriteLongName(t *testing.T) {
+	e := newEnv(t)
+	name := strings.Repeat("n", 250)
+	mustOK(t, e.call("Write", m{"file_path": name, "content": "x"}))
+	mustOK(t, e.call("Write", m{"file_path": name, "content": "y"}))
+	if got, _ := e.read(name); got != "y" {
+		t.Errorf("content %q", got)
+	}
+}
+
+func TestWriteKeepsOwnerWhenRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own files as another user")
+	}
+	e := newEnv(t)
+	p := e.write("owned.txt", "a")
+	if err := os.Chown(p, 12345, 23456); err != nil {
+		t.Skip(err)
+	}
+	mustOK(t, e.call("Write", m{"file_path": "owned.txt", "content": "b"}))
+	st, _ := os.Stat(p)
+	if s := st.Sys().(*syscall.Stat_t); s.Uid != 12345 || s.Gid != 23456 {
+		t.Errorf("owner %d:%d", s.Uid, s.Gid)
+	}
+}
