@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
@@ -96,7 +97,11 @@ type ModelTurnEvent struct {
 	DurationMs int64  `json:"duration_ms"`
 }
 
-// Query implements Bridge.
+// Query implements Bridge. When it fails after the model has been called,
+// the returned result is non-nil and holds what happened before the failure
+// (turns, usage, tool uses) so that budgets can count it; the session is
+// then left as it was, except after MAX_TURNS, where the transcript so far
+// is kept.
 func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
@@ -115,9 +120,11 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
 		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir}
 	var specs []tool.Spec
+	var offered []string
 	for _, name := range l.names {
 		if t := l.tools[name]; policy.MayUse(t) {
 			specs = append(specs, t.Spec())
+			offered = append(offered, name)
 		}
 	}
 	maxTurns := opts.MaxTurns
@@ -147,7 +154,7 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		start := time.Now()
 		resp, err := l.model.Generate(ctx, req)
 		if err != nil {
-			return nil, err
+			return res, err
 		}
 		res.Usage.Add(resp.Usage)
 		resp.Message.Role = RoleAssistant
@@ -164,13 +171,13 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		}
 		results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 		for _, call := range resp.Message.ToolCalls {
-			use := l.runTool(ctx, policy, call)
+			use := l.runTool(ctx, policy, offered, call)
 			res.ToolUses = append(res.ToolUses, use)
 			results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 		}
 		msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
 		if err := ctx.Err(); err != nil {
-			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+			return res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
 		}
 	}
 	l.commit(sid, msgs, len(history), res)
@@ -188,7 +195,7 @@ func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResul
 
 // runTool executes one call under the policy; it never returns an error:
 // every failure becomes an error result the model can read.
-func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, call ToolCall) (use ToolUse) {
+func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, offered []string, call ToolCall) (use ToolUse) {
 	use = ToolUse{ID: call.ID, Name: call.Name, Input: call.Input}
 	if len(use.Input) == 0 {
 		use.Input = json.RawMessage("{}")
@@ -196,7 +203,11 @@ func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, call ToolCal
 	t, ok := l.tools[call.Name]
 	if !ok {
 		use.IsError = true
-		use.Output = fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(l.names, ", "))
+		list := strings.Join(offered, ", ")
+		if list == "" {
+			list = "none"
+		}
+		use.Output = fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)
 		l.cfg.Events.Emit(journal.ToolCall, use)
 		return use
 	}
@@ -221,8 +232,12 @@ func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, call ToolCal
 		use.IsError = true
 		use.Output = fmt.Sprintf("tool %s failed: %v", call.Name, err)
 	}
-	if len(use.Output) > MaxToolOutput {
-		use.Output = use.Output[:MaxToolOutput] + fmt.Sprintf("\n[output truncated: %d bytes total]", len(out.Content))
+	if n := len(use.Output); n > MaxToolOutput {
+		cut := MaxToolOutput
+		for cut > 0 && !utf8.RuneStart(use.Output[cut]) {
+			cut--
+		}
+		use.Output = use.Output[:cut] + fmt.Sprintf("\n[output truncated: %d bytes total]", n)
 	}
 	return use
 }

@@ -152,6 +152,7 @@ func TestBashEnvironmentIsScrubbed(t *testing.T) {
 	t.Setenv("db_password", "pw-leak")
 	t.Setenv("PASSED_TOKEN", "passed-on-purpose")
 	t.Setenv("CAPSTAN_HARMLESS", "visible")
+	t.Setenv("DATABASE_URL", "postgres://app:pw-leak@db/x")
 	e := newEnv(t, func(c *Config) { c.Env = []string{"PASSED_TOKEN", "EXTRA=1", "NOT_SET_ANYWHERE"} })
 	out := mustOK(t, e.call("Bash", m{"command": "env"}))
 	if strings.Contains(out, "leak") {
@@ -248,13 +249,22 @@ func TestIsSecretNameAndBuildEnv(t *testing.T) {
 		"ANTHROPIC_API_KEY": true, "OPENAI_API_KEY": true, "GITHUB_TOKEN": true, "GH_TOKEN": true,
 		"AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "CLIENT_SECRET": true, "db_password": true,
 		"api_key": true, "TOKEN": true, "SLACK_APIKEY": true, "GOOGLE_APPLICATION_CREDENTIALS": true,
-		"PATH": false, "HOME": false, "TOKENIZERS_PARALLELISM": false, "GOFLAGS": false, "SECRETARY": false, "KEYBOARD": false,
+		"STRIPE_KEY": true, "NPM_CONFIG__AUTH": true,
+		"PATH": false, "HOME": false, "TOKENIZERS_PARALLELISM": false, "GOFLAGS": false, "SECRETARY": false, "KEYBOARD": false, "KEYS_DIR": false,
 	} {
 		if got := IsSecretName(name); got != want {
 			t.Errorf("IsSecretName(%s) = %v", name, got)
 		}
 	}
-	env := BuildEnv([]string{"A=1", "X_TOKEN=t", "B=2=3", "malformed", "=x", "K_API_KEY=k"}, []string{"X_TOKEN", "A=override", "C=new", "ABSENT"})
+	for v, want := range map[string]bool{
+		"postgres://app:hunter2@db:5432/x": true, "https://user:tok@github.com/o/r.git": true,
+		"https://github.com/o/r": false, "http://localhost:8080": false, "a:b@c": false, "mailto:x@y": false,
+	} {
+		if IsSecretValue(v) != want {
+			t.Errorf("IsSecretValue(%q) = %v", v, !want)
+		}
+	}
+	env := BuildEnv([]string{"DATABASE_URL=postgres://u:pw@h/db", "A=1", "X_TOKEN=t", "B=2=3", "malformed", "=x", "K_API_KEY=k"}, []string{"X_TOKEN", "A=override", "C=new", "ABSENT"})
 	if got := strings.Join(env, " "); got != "A=override B=2=3 C=new X_TOKEN=t" {
 		t.Errorf("BuildEnv = %s", got)
 	}

@@ -1,8 +1,11 @@
 package builtin
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +78,48 @@ func FuzzResolve(f *testing.F) {
 			if strings.Contains(res.Content, "TOP-SECRET") || strings.Contains(res.Content, "secret.txt") && !res.IsError {
 				t.Fatalf("%s(%q) reached outside: %s", tl.Spec().Name, p, res.Content)
 			}
+		}
+	})
+}
+
+// FuzzReadLine compares Read's line reader with a direct split of the input.
+func FuzzReadLine(f *testing.F) {
+	f.Add([]byte("a\nbb\r\nccc"), uint8(2), uint8(16))
+	f.Add([]byte("ééé\n"), uint8(3), uint8(16))
+	f.Add([]byte("\r\r\n\n"), uint8(1), uint8(16))
+	f.Fuzz(func(t *testing.T, data []byte, max8, size8 uint8) {
+		max := int(max8%64) + 1
+		size := int(size8%64) + 16
+		var want []string
+		rest := string(data)
+		for rest != "" {
+			line, tail, found := strings.Cut(rest, "\n")
+			if !found {
+				tail = ""
+			}
+			rest = tail
+			line = strings.TrimSuffix(line, "\r")
+			if len(line) > max {
+				line = line[:runeStart(line, max)] + " … [line cut]"
+			}
+			want = append(want, line)
+		}
+		br := bufio.NewReaderSize(bytes.NewReader(data), size)
+		var got []string
+		var buf []byte
+		for {
+			var err error
+			buf, err = readLine(br, max, buf[:0])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(buf))
+		}
+		if strings.Join(got, "\x00") != strings.Join(want, "\x00") || len(got) != len(want) {
+			t.Fatalf("max %d: got %q want %q", max, got, want)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -297,8 +298,9 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	}
 	fsys := root.FS()
 	out := &grepOutput{mode: mode, limit: limit, numbers: numbers, max: t.ws.maxOut}
+	bufs := &grepBuffers{reader: bufio.NewReaderSize(nil, 16<<10), line: make([]byte, 0, 16<<10)}
 	search := func(realPath, shownPath string) error {
-		return grepFile(ctx, fsys, realPath, shownPath, re, out)
+		return grepFile(ctx, fsys, realPath, shownPath, re, out, bufs)
 	}
 	if !st.IsDir() {
 		err = search(filepath.ToSlash(realBase), filepath.ToSlash(shown))
@@ -382,33 +384,46 @@ func (o *grepOutput) String() string {
 	return s
 }
 
+// grepBuffers are reused for every file of one Grep call.
+type grepBuffers struct {
+	reader *bufio.Reader
+	line   []byte
+}
+
 // grepFile searches one file and adds its results to out.
-func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *regexp.Regexp, out *grepOutput) error {
+func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *regexp.Regexp, out *grepOutput, bufs *grepBuffers) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Check the kind before opening: opening a FIFO would block.
+	if st, err := fs.Stat(fsys, realPath); err != nil || !st.Mode().IsRegular() {
+		return nil // unreadable, special, or a link leading outside: skip
+	}
 	f, err := fsys.Open(realPath)
 	if err != nil {
-		return nil // unreadable or a link leading outside: skip
+		return nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxGrepFileSize {
 		return nil
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := bufs.reader
+	br.Reset(f)
+	defer br.Reset(nil)
 	if head, _ := br.Peek(8000); isBinary(head) {
 		return nil
 	}
 	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	sc.Buffer(bufs.line[:0], 1<<20)
 	count, line := 0, 0
 	for sc.Scan() {
 		line++
-		text := strings.TrimSuffix(sc.Text(), "\r")
-		if !re.MatchString(text) {
+		raw := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		if !re.Match(raw) {
 			continue
 		}
+		text := string(raw)
 		count++
 		switch out.mode {
 		case grepFiles:
