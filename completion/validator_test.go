@@ -74,6 +74,7 @@ func TestGitCleanValidatorOnRealRepo(t *testing.T) {
 	}
 	write(t, dir, "main.go", "package main\n\nfunc main() {}\n")
 	write(t, dir, "notes <&>.md", "new\n")
+	write(t, dir, "café\t\"q\".txt", "quoted by git\n")
 	run(t, dir, "git", "mv", "old name.txt", "new name.txt")
 	r, err = v.Validate(context.Background(), conds)
 	if err != nil {
@@ -87,7 +88,7 @@ func TestGitCleanValidatorOnRealRepo(t *testing.T) {
 	if strings.Join(changed, "|") != "main.go|new name.txt" && strings.Join(changed, "|") != "new name.txt|main.go" {
 		t.Errorf("changedFiles = %q", changed)
 	}
-	if len(untracked) != 1 || untracked[0] != "notes <&>.md" {
+	if len(untracked) != 2 || untracked[0] != "café\t\"q\".txt" || untracked[1] != "notes <&>.md" {
 		t.Errorf("untrackedFiles = %q", untracked)
 	}
 }
@@ -571,4 +572,24 @@ func TestDeclaredWithRealValidator(t *testing.T) {
 	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/options/acceptUndeclared" {
 		t.Fatalf("acceptUndeclared without validators: %v", err)
 	}
+}
+
+// FuzzShellQuote checks with a real shell that a quoted value is one
+// literal word.
+func FuzzShellQuote(f *testing.F) {
+	for _, s := range []string{"$(id)", "`id`", "a'b", "'", `\`, "\n", "${HOME}", "-n", "a b", "*"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.ContainsRune(v, 0) {
+			return // cannot be passed to a process
+		}
+		out, err := exec.Command("sh", "-c", "printf '%s' "+ShellQuote(v)).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != v {
+			t.Fatalf("%q came back as %q", v, out)
+		}
+	})
 }

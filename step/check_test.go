@@ -166,3 +166,15 @@ func TestFindVerdict(t *testing.T) {
 		}
 	}
 }
+
+func FuzzFindVerdict(f *testing.F) {
+	f.Add(`{"pass": true, "reason": "ok"}`)
+	f.Add("```json\n{\"pass\":false}\n```")
+	f.Add(`{{{{"pass":true`)
+	f.Fuzz(func(t *testing.T, text string) {
+		v, ok := findVerdict(text)
+		if ok && !strings.Contains(text, `"pass"`) && !strings.Contains(text, `\u0070`) && !strings.Contains(strings.ToLower(text), "pass") {
+			t.Fatalf("verdict %+v from %q", v, text)
+		}
+	})
+}
