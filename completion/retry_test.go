@@ -292,6 +292,11 @@ func TestRenderTemplateValues(t *testing.T) {
 	if _, err := RenderTemplate("---\nparams: [\n---\nbody", nil); err == nil {
 		t.Fatal("bad frontmatter accepted")
 	}
+	// Values are data: mustaches inside a value are not evaluated again.
+	r, err = RenderTemplate(`{{a}}|{{#each l}}{{this}}{{/each}}`, map[string]any{"a": "{{b}} }} {{{c}}}", "b": "X", "l": []string{"{{b}}"}})
+	if err != nil || r.Text != "{{b}} }} {{{c}}}|{{b}}" {
+		t.Fatalf("%q %v", r.Text, err)
+	}
 	// Escaped mustaches stay literal.
 	r, err = RenderTemplate(`\{{x}} {{x}}`, map[string]any{"x": "<1>"})
 	if err != nil || r.Text != "{{x}} <1>" {

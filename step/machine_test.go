@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -532,5 +533,55 @@ func TestEvaluateKeywordPriority(t *testing.T) {
 	ev, err = m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s2), Outcome{Iteration: 2}, h2, completion.Context{Iteration: 2, Summary: s2})
 	if err != nil || !ev.StepComplete() || !h2.sawDone || !ev.Completion.Complete {
 		t.Fatalf("%+v %v", ev, err)
+	}
+}
+
+// The example registry of docs/steps.md is valid and behaves as described.
+func TestDocsExample(t *testing.T) {
+	b, err := os.ReadFile("../docs/steps.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "```json\n")
+	js, _, _ := strings.Cut(rest, "```")
+	m := machine(t, js, Options{})
+	checker := NewChecker(CheckerConfig{})
+	eval := func(text string, actions ...iteration.ActionResult) Evaluation {
+		t.Helper()
+		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{text}, ActionResults: actions}, Outcome{Iteration: 1}, nil, completion.Context{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	eval("PLAN_READY")
+	if cur(m) != "fix" {
+		t.Fatalf("at %s", cur(m))
+	}
+	eval("tried", iteration.ActionResult{Action: "Edit", Success: true}) // Bash missing → escalate to ask
+	if cur(m) != "ask" {
+		t.Fatalf("at %s", cur(m))
+	}
+	eval("UNBLOCKED") // resume: back to fix
+	if cur(m) != "fix" {
+		t.Fatalf("at %s", cur(m))
+	}
+	ev := eval("done", iteration.ActionResult{Action: "Edit", Success: true}, iteration.ActionResult{Action: "Bash", Success: true})
+	if !ev.StepComplete() || !m.Completed() || len(ev.Moves) != 2 {
+		t.Fatalf("gateway did not complete: %+v", ev.Moves)
+	}
+}
+
+func BenchmarkEvaluate(b *testing.B) {
+	reg := config.Registry{}
+	json.Unmarshal([]byte(linear), &reg)
+	checker := NewChecker(CheckerConfig{})
+	in := CheckInput{Responses: []string{"working on it", "PLANNED and BUILT? not yet"}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		m, _ := NewMachine(reg, Options{})
+		if _, err := m.Evaluate(ctx, checker, in, Outcome{Iteration: 1}, &completion.IterationBudget{Max: 5}, completion.Context{Iteration: 1}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
