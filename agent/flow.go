@@ -79,9 +79,9 @@ type StepStateEvent struct {
 const StepState = "step.state"
 
 func newFlow(a *Agent) (*flow, error) {
-	reg := a.def.Registry()
-	m, err := step.NewMachine(*reg, step.Options{AgentName: a.def.Definition().Name, RunID: a.runID, Emitter: a.events,
-		File: registryFile(a.def.Definition())})
+	reg := a.reg
+	m, err := step.NewMachine(*reg, step.Options{AgentName: a.spec.Name, RunID: a.runID, Emitter: a.events,
+		File: registryFile(a.spec)})
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func registryFile(d *config.Definition) string {
 
 // start resolves the system prompt.
 func (f *flow) start(ctx context.Context) error {
-	if f.a.def.Definition().Runner.SystemPromptPath == "" {
+	if f.a.spec.Runner.SystemPromptPath == "" {
 		return nil
 	}
 	res, err := f.a.prompts.ResolveSystem(ctx, f.variables(0, nil))
@@ -131,7 +131,7 @@ func (f *flow) close() {}
 // step_id, agent_name, workdir, previous_summary). Parameters win on a name
 // clash.
 func (f *flow) variables(n int, rc *loop.RuntimeContext) map[string]string {
-	d := f.a.def.Definition()
+	d := f.a.spec
 	v := make(map[string]string, len(f.a.vars)+7)
 	v["iteration"] = strconv.Itoa(n)
 	max := d.Runner.Budgets.MaxIterations
@@ -189,7 +189,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 }
 
 func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
-	b := f.a.def.Definition().Runner.Boundaries
+	b := f.a.spec.Runner.Boundaries
 	o := llm.QueryOptions{SystemPrompt: f.system, AllowedTools: b.AllowedTools, PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c, err := f.a.schemas.get(*ref)
@@ -263,7 +263,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 		return loop.Outcome{Complete: true, Reason: ev.Completion.Reason}, nil
 	case f.machine.Completed():
 		return loop.Outcome{Stop: true, CompletionReason: loop.ReasonAborted,
-			Reason: fmt.Sprintf("the step flow completed at %q but runner.completion (%s) is not satisfied; use completion type stepFlow to finish with the step flow", id, f.a.def.Definition().Runner.Completion.Type)}, nil
+			Reason: fmt.Sprintf("the step flow completed at %q but runner.completion (%s) is not satisfied; use completion type stepFlow to finish with the step flow", id, f.a.spec.Runner.Completion.Type)}, nil
 	}
 	return loop.Outcome{Reason: describeMoves(ev)}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -159,20 +160,22 @@ func (w *Writer) Emit(eventType string, data any) {
 	}
 	w.seq++
 	w.buf.Reset()
-	w.buf.WriteString(`{"seq":`)
-	w.buf.WriteString(fmt.Sprint(w.seq))
-	w.buf.WriteString(`,"time":`)
-	t, _ := w.now().UTC().MarshalJSON()
-	w.buf.Write(t)
-	w.buf.WriteString(`,"type":`)
-	writeJSONString(&w.buf, eventType)
+	b := w.buf.AvailableBuffer()
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, w.seq, 10)
+	b = append(b, `,"time":"`...)
+	b = w.now().UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","type":`...)
+	b = appendJSONString(b, eventType)
 	if w.iteration != 0 {
-		fmt.Fprintf(&w.buf, `,"iteration":%d`, w.iteration)
+		b = append(b, `,"iteration":`...)
+		b = strconv.AppendInt(b, int64(w.iteration), 10)
 	}
 	if w.step != "" {
-		w.buf.WriteString(`,"step":`)
-		writeJSONString(&w.buf, w.step)
+		b = append(b, `,"step":`...)
+		b = appendJSONString(b, w.step)
 	}
+	w.buf.Write(b)
 	if data != nil {
 		w.buf.WriteString(`,"data":`)
 		enc := json.NewEncoder(&w.buf)
@@ -211,9 +214,19 @@ func (w *Writer) Close() error {
 	return errors.Join(w.err, syncErr, closeErr)
 }
 
-func writeJSONString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s)
-	b.Write(q)
+// appendJSONString appends s as a JSON string. Plain ASCII (the common
+// case for event types and step ids) is copied as is; anything else goes
+// through encoding/json, which also replaces invalid UTF-8.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // ReadFile reads a journal. A final line cut short by a crash is ignored;

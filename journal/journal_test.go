@@ -44,6 +44,26 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}
 }
 
+func TestOddStringsRoundTrip(t *testing.T) {
+	w, _ := Create(t.TempDir(), "r")
+	odd := []string{"quote\"back\\slash", "tab\tnew\nline", "ünïcode ✓", "bad\xffutf8", "<html>&"}
+	for _, s := range odd {
+		w.SetPosition(3, s)
+		w.Emit(s, nil)
+	}
+	w.Close()
+	ev, err := ReadFile(w.Path())
+	if err != nil || len(ev) != len(odd) {
+		t.Fatalf("%v %d", err, len(ev))
+	}
+	for i, s := range odd {
+		want := strings.ToValidUTF8(s, "\uFFFD")
+		if ev[i].Type != want || ev[i].Step != want {
+			t.Fatalf("%q came back as %q / %q", s, ev[i].Type, ev[i].Step)
+		}
+	}
+}
+
 func TestCreateIgnoresJournalsInGit(t *testing.T) {
 	dir := t.TempDir()
 	w, err := Create(dir, "r1")

@@ -48,9 +48,9 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	}
 	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}}
 	for _, t := range cfg.Tools {
-		name := t.Spec().Name
-		l.tools[name] = t
-		l.names = append(l.names, name)
+		spec := t.Spec()
+		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
+		l.names = append(l.names, spec.Name)
 	}
 	sort.Strings(l.names)
 	for id, msgs := range cfg.Transcripts {
@@ -247,3 +247,12 @@ func newSessionID() string {
 	_, _ = rand.Read(b[:])
 	return "sess-" + hex.EncodeToString(b[:])
 }
+
+// specCached remembers a tool's Spec: the loop consults it for every call
+// and every query, and building it may be costly (schema compaction).
+type specCached struct {
+	tool.Tool
+	spec tool.Spec
+}
+
+func (c specCached) Spec() tool.Spec { return c.spec }
