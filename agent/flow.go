@@ -318,8 +318,8 @@ func (f *flow) retryCompletion(ctx context.Context, id string, st config.Step, s
 		return loop.Outcome{}, err
 	}
 	text := rp.Text
-	if sum := completion.FormatIterationSummary(s); sum != "" {
-		text += "\n\n" + sum
+	if note := declarationNote(s); note != "" {
+		text += "\n\n" + note
 	}
 	f.pending = &pendingPrompt{Text: text, Source: "retry:" + vr.Pattern + " (" + rp.Source + ")"}
 	f.a.events.Emit(journal.RetryPrompt, RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
@@ -379,3 +379,28 @@ func (f *flow) journalState() {
 
 // completionReason refines the loop's completion reason ("" keeps it).
 func (f *flow) completionReason(*loop.Result) string { return "" }
+
+// declarationNote is the part of seed 004's iteration summary a retry
+// prompt carries: what the model reported and declared last iteration, so
+// it sees the gap between its declaration and the world. The rest of the
+// summary (what was done) is already in the session transcript.
+func declarationNote(s *iteration.Summary) string {
+	d := completion.DetectDeclaration(s.StructuredOutput, nil, "", completion.DeclarationFields{})
+	if d.Status == "" && d.NextAction == "" {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Previous Iteration Decision (iteration %d)\n", s.Iteration)
+	if d.Status != "" {
+		fmt.Fprintf(&b, "**Reported Status**: %s\n", d.Status)
+	}
+	if d.NextAction != "" {
+		fmt.Fprintf(&b, "**Declared Next Action**: %s", d.NextAction)
+		if d.NextActionReason != "" {
+			fmt.Fprintf(&b, " (%s)", d.NextActionReason)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("The completion check above did not confirm that declaration.\n")
+	return b.String()
+}
