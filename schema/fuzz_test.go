@@ -43,6 +43,9 @@ func FuzzResolve(f *testing.F) {
 	f.Add(`{"a": {"allOf": [{"type": "string"}, {"$ref": "#/a"}]}}`, `{}`, "a.json", "#/a")
 	f.Add(`{"$defs": {"x": {"properties": {"p": {"$ref": "#/$defs/x"}}}}}`, `[]`, "a.json", "x")
 	f.Add(`{"a": {"$ref": "../etc/passwd"}}`, `{"x": true}`, "b.json", "x")
+	f.Add(`{"s": {"type": "object", "properties": {"l": {"type": "array", "items": {"$ref": "b.json#/$defs/i"}}, "c": {"anyOf": [{"properties": {"x": {"type": "string"}}}, {"type": "null"}]}}}}`,
+		`{"$defs": {"i": {"allOf": [{"type": "object", "properties": {"a": {"enum": [1, 2]}}, "required": ["a"]}, {"properties": {"a": {"enum": [2, 3]}, "b": {"type": ["integer", "string"]}}}], "description": "d"}}}`, "a.json", "s")
+	f.Add(`{"x": {"$ref": "b.json#/y", "properties": {"q": {"minimum": 3}}}}`, `{"y": {"type": "object", "properties": {"q": {"minimum": 1, "maximum": 9}}, "additionalProperties": {"type": "object"}}}`, "a.json", "#/x")
 	f.Fuzz(func(t *testing.T, a, b, file, name string) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "a.json"), []byte(a), 0o644); err != nil {
@@ -67,10 +70,87 @@ func FuzzResolve(f *testing.F) {
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("second resolution differs: %s %v", again, err)
 		}
-		if _, err := Compile(out); err != nil {
-			// Arbitrary input may be an invalid schema; Compile must only
-			// report it.
-			return
+		if msg := checkResolved(out); msg != "" {
+			t.Fatalf("%s in %s", msg, out)
 		}
+		// Resolution is a fixpoint: resolving the result again changes
+		// nothing.
+		if err := os.WriteFile(filepath.Join(dir, "out.json"), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, isObj := generic(t, out).(map[string]any); isObj {
+			again, err := NewResolver(dir).Resolve("out.json", "")
+			if err != nil || string(again) != string(out) {
+				t.Fatalf("not a fixpoint:\n%s\n%s %v", out, again, err)
+			}
+		}
+		// Arbitrary input may be an invalid schema; Compile must only
+		// report it.
+		_, _ = Compile(out)
 	})
+}
+
+// checkResolved returns a description of the first violation of the
+// resolver's output invariants in out, or "": no $ref, allOf or $defs at a
+// schema position, and additionalProperties or unevaluatedProperties on
+// every object schema.
+func checkResolved(out []byte) string {
+	v, err := decodeJSON(out)
+	if err != nil {
+		return "undecodable output: " + err.Error()
+	}
+	var walk func(v any, at string) string
+	walk = func(v any, at string) string {
+		s, ok := v.(*object)
+		if !ok {
+			return ""
+		}
+		for _, k := range []string{"$ref", "allOf", "$defs", "definitions"} {
+			if _, ok := s.get(k); ok {
+				return k + " left at " + at
+			}
+		}
+		if isObjectSchema(s) {
+			_, ap := s.get("additionalProperties")
+			_, up := s.get("unevaluatedProperties")
+			if !ap && !up {
+				return "object schema without additionalProperties at " + at
+			}
+		}
+		for _, k := range s.keys {
+			sub := s.vals[k]
+			switch {
+			case schemaKeywords[k]:
+				if a, ok := sub.([]any); ok {
+					for _, e := range a {
+						if m := walk(e, at+"/"+k); m != "" {
+							return m
+						}
+					}
+					continue
+				}
+				if m := walk(sub, at+"/"+k); m != "" {
+					return m
+				}
+			case schemaMapKeywords[k]:
+				if o, ok := sub.(*object); ok {
+					for _, pk := range o.keys {
+						if m := walk(o.vals[pk], at+"/"+k+"/"+pk); m != "" {
+							return m
+						}
+					}
+				}
+			case schemaArrayKeywords[k]:
+				if a, ok := sub.([]any); ok {
+					for _, e := range a {
+						if m := walk(e, at+"/"+k); m != "" {
+							return m
+						}
+					}
+				}
+			}
+		}
+		return ""
+	}
+	return walk(v, "")
 }
