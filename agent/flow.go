@@ -89,11 +89,13 @@ func newFlow(a *Agent) (*flow, error) {
 		fmtBudget: map[string]*completion.RetryBudget{}}
 	f.checker = step.NewChecker(step.CheckerConfig{
 		Judge: &step.BridgeJudge{Bridge: a.bridge},
+		// A prompt check's "prompt" is a file under the prompts base when
+		// one exists there, otherwise the criterion text itself.
 		ResolvePrompt: func(ctx context.Context, ref string) (string, error) {
-			res, err := a.prompts.Resolve(ctx, prompt.Ref{Path: ref}, a.vars)
-			if errors.Is(err, agenterr.ErrPromptNotFound) {
-				return ref, nil // inline criterion text
+			if _, ok := a.prompts.Exists(prompt.Ref{Path: ref}); !ok {
+				return ref, nil
 			}
+			res, err := a.prompts.Resolve(ctx, prompt.Ref{Path: ref}, a.vars)
 			return res.Text, err
 		},
 	})
