@@ -462,3 +462,43 @@ func TestOpenScriptWithBuiltinTools(t *testing.T) {
 		t.Error("SessionID mismatch")
 	}
 }
+
+func TestToolLoopConcurrentSessions(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("turns:\n")
+	for i := 0; i < 16; i++ {
+		b.WriteString("  - tool_calls: [{name: Glob, input: {pattern: \"*\"}}]\n  - text: answer\n")
+	}
+	f := newFixture(t, b.String())
+	// Turns are shared, so concurrent queries get an arbitrary mix of
+	// tool-call and text turns; every query must still end with its own
+	// session and a consistent transcript.
+	var wg sync.WaitGroup
+	results := make([]*llm.QueryResult, 8)
+	errs := make([]error, 8)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i], errs[i] = f.loop.Query(context.Background(), "concurrent", llm.QueryOptions{MaxTurns: 32})
+		}(i)
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("query %d: %v", i, errs[i])
+		}
+		if seen[r.SessionID] {
+			t.Fatalf("session %s shared", r.SessionID)
+		}
+		seen[r.SessionID] = true
+		tr := f.loop.Transcript(r.SessionID)
+		if tr[0].Text != "concurrent" || tr[len(tr)-1].Role != llm.RoleAssistant || len(tr[len(tr)-1].ToolCalls) != 0 {
+			t.Errorf("query %d transcript %+v", i, tr)
+		}
+	}
+	if got := llm.TranscriptsFromEvents(f.events("")); len(got) != 8 {
+		t.Errorf("journal rebuilt %d sessions", len(got))
+	}
+}
