@@ -502,3 +502,48 @@ func TestToolLoopConcurrentSessions(t *testing.T) {
 		t.Errorf("journal rebuilt %d sessions", len(got))
 	}
 }
+
+// sloppyModel returns tool calls without ids or with repeated ids, then a
+// nil response, as a buggy provider might.
+type sloppyModel struct{ n int }
+
+func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	m.n++
+	switch m.n {
+	case 1:
+		return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{
+			{Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
+			{ID: "dup", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
+			{ID: "dup", Name: "Glob"},
+		}}}, nil
+	case 2:
+		return &llm.Response{Message: llm.Message{Text: "done"}}, nil
+	}
+	return nil, nil
+}
+
+func TestToolLoopNormalizesCallIDs(t *testing.T) {
+	work := t.TempDir()
+	tools, _ := builtin.New(builtin.Config{WorkDir: work})
+	loop := llm.NewToolLoop(&sloppyModel{}, llm.Config{Tools: tools})
+	res, err := loop.Query(context.Background(), "go", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := loop.Transcript(res.SessionID)
+	calls, results := tr[1].ToolCalls, tr[2].ToolResults
+	seen := map[string]bool{}
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] || results[i].CallID != c.ID {
+			t.Fatalf("call %d id %q, result for %q", i, c.ID, results[i].CallID)
+		}
+		seen[c.ID] = true
+	}
+	if res.ToolUses[2].IsError != true || res.ToolUses[2].Output == "" {
+		// The third call has no input: Glob reports the missing pattern.
+		t.Errorf("third use %+v", res.ToolUses[2])
+	}
+	if _, err := loop.Query(context.Background(), "again", llm.QueryOptions{}); agenterr.CodeOf(err) != agenterr.CodeSdkRequest {
+		t.Errorf("nil response: %v", err)
+	}
+}
