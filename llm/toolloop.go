@@ -156,8 +156,22 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		if err != nil {
 			return res, err
 		}
+		if resp == nil {
+			return res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
+		}
 		res.Usage.Add(resp.Usage)
 		resp.Message.Role = RoleAssistant
+		// Every call needs an id its result can answer; give calls that
+		// lack one (or repeat one) a unique id before they enter the
+		// transcript.
+		ids := map[string]bool{}
+		for i := range resp.Message.ToolCalls {
+			c := &resp.Message.ToolCalls[i]
+			if c.ID == "" || ids[c.ID] {
+				c.ID = fmt.Sprintf("call_t%d_%d", res.Turns, i+1)
+			}
+			ids[c.ID] = true
+		}
 		msgs = append(msgs, resp.Message)
 		l.cfg.Events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
 			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})

@@ -462,3 +462,88 @@ func TestOpenScriptWithBuiltinTools(t *testing.T) {
 		t.Error("SessionID mismatch")
 	}
 }
+
+func TestToolLoopConcurrentSessions(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("turns:\n")
+	for i := 0; i < 16; i++ {
+		b.WriteString("  - tool_calls: [{name: Glob, input: {pattern: \"*\"}}]\n  - text: answer\n")
+	}
+	f := newFixture(t, b.String())
+	// Turns are shared, so concurrent queries get an arbitrary mix of
+	// tool-call and text turns; every query must still end with its own
+	// session and a consistent transcript.
+	var wg sync.WaitGroup
+	results := make([]*llm.QueryResult, 8)
+	errs := make([]error, 8)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i], errs[i] = f.loop.Query(context.Background(), "concurrent", llm.QueryOptions{MaxTurns: 32})
+		}(i)
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("query %d: %v", i, errs[i])
+		}
+		if seen[r.SessionID] {
+			t.Fatalf("session %s shared", r.SessionID)
+		}
+		seen[r.SessionID] = true
+		tr := f.loop.Transcript(r.SessionID)
+		if tr[0].Text != "concurrent" || tr[len(tr)-1].Role != llm.RoleAssistant || len(tr[len(tr)-1].ToolCalls) != 0 {
+			t.Errorf("query %d transcript %+v", i, tr)
+		}
+	}
+	if got := llm.TranscriptsFromEvents(f.events("")); len(got) != 8 {
+		t.Errorf("journal rebuilt %d sessions", len(got))
+	}
+}
+
+// sloppyModel returns tool calls without ids or with repeated ids, then a
+// nil response, as a buggy provider might.
+type sloppyModel struct{ n int }
+
+func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	m.n++
+	switch m.n {
+	case 1:
+		return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{
+			{Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
+			{ID: "dup", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
+			{ID: "dup", Name: "Glob"},
+		}}}, nil
+	case 2:
+		return &llm.Response{Message: llm.Message{Text: "done"}}, nil
+	}
+	return nil, nil
+}
+
+func TestToolLoopNormalizesCallIDs(t *testing.T) {
+	work := t.TempDir()
+	tools, _ := builtin.New(builtin.Config{WorkDir: work})
+	loop := llm.NewToolLoop(&sloppyModel{}, llm.Config{Tools: tools})
+	res, err := loop.Query(context.Background(), "go", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := loop.Transcript(res.SessionID)
+	calls, results := tr[1].ToolCalls, tr[2].ToolResults
+	seen := map[string]bool{}
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] || results[i].CallID != c.ID {
+			t.Fatalf("call %d id %q, result for %q", i, c.ID, results[i].CallID)
+		}
+		seen[c.ID] = true
+	}
+	if res.ToolUses[2].IsError != true || res.ToolUses[2].Output == "" {
+		// The third call has no input: Glob reports the missing pattern.
+		t.Errorf("third use %+v", res.ToolUses[2])
+	}
+	if _, err := loop.Query(context.Background(), "again", llm.QueryOptions{}); agenterr.CodeOf(err) != agenterr.CodeSdkRequest {
+		t.Errorf("nil response: %v", err)
+	}
+}

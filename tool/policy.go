@@ -260,9 +260,13 @@ func (p Policy) primaryArgument(name string, input json.RawMessage) *string {
 		rel := p.relPath(full)
 		return &rel
 	}
-	for _, key := range []string{"command", "file_path", "path"} {
+	if s, ok := str("command"); ok {
+		return &s
+	}
+	for _, key := range []string{"file_path", "path"} {
 		if s, ok := str(key); ok {
-			return &s
+			rel := p.relPath(s)
+			return &rel
 		}
 	}
 	return nil
@@ -402,8 +406,8 @@ var bashWrappers = map[string]bool{"sudo": true, "env": true, "command": true, "
 // pathRuleMatches matches a path argument (already made relative by
 // relPath) against a doublestar rule. "dir/**" also matches dir itself.
 func pathRuleMatches(rule, p string) bool {
-	if strings.HasPrefix(p, "/") {
-		return false // outside the work dir
+	if strings.HasPrefix(p, "/") || p == ".." || strings.HasPrefix(p, "../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+		return false // outside the work dir, or not cleaned
 	}
 	rule = strings.TrimPrefix(rule, "./")
 	if dir, ok := strings.CutSuffix(rule, "/**"); ok && p == dir {

@@ -120,6 +120,12 @@ func TestPolicyDecide(t *testing.T) {
 		{"glob rule whole tree", Policy{Allowed: []string{"Glob(src/**)"}}, tGlob, in("pattern", "**/*.go"), false},
 		{"glob rule escape", Policy{Allowed: []string{"Glob(src/**)"}}, tGlob, in("pattern", "src/../../*"), false},
 
+		// Other tools: file_path/path are paths, command is matched raw.
+		{"mcp path rule", Policy{Allowed: []string{"mcp__fs__read(src/**)"}}, fakeTool{"mcp__fs__read", KindRead}, in("path", "src/a"), true},
+		{"mcp path rule escape", Policy{Allowed: []string{"mcp__fs__read(src/**)"}}, fakeTool{"mcp__fs__read", KindRead}, in("path", "src/../../x"), false},
+		{"mcp file_path rule escape", Policy{Allowed: []string{"mcp__fs__read(src/**)"}}, fakeTool{"mcp__fs__read", KindRead}, in("file_path", "../src/x"), false},
+		{"mcp command rule dotdot", Policy{Allowed: []string{"mcp__sh__run(src/**)"}}, fakeTool{"mcp__sh__run", KindRead}, in("command", "src/../../x"), false},
+
 		// Disallowed wins.
 		{"deny name", Policy{Allowed: []string{"*"}, Disallowed: []string{"Bash"}}, tBash, bash("ls"), false},
 		{"deny glob", Policy{Allowed: []string{"*"}, Disallowed: []string{"mcp__*"}}, tMCP, nil, false},

@@ -340,3 +340,39 @@ func FuzzHeadTail(f *testing.F) {
 		}
 	})
 }
+
+func TestExecRunnerEscapedDescendantDoesNotHang(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	res, err := ExecRunner{}.Run(context.Background(), tool.CommandSpec{
+		Command: "setsid sleep 30 & echo $! > esc.pid; echo parent-done",
+		Dir:     dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "esc.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			defer syscall.Kill(pid, syscall.SIGKILL) // the process this test started
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Run waited %v for a process that left the group", d)
+	}
+	if !strings.Contains(res.Output, "parent-done") || res.ExitCode != 0 || res.TimedOut {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestExecRunnerFloodIsBounded(t *testing.T) {
+	res, err := ExecRunner{}.Run(context.Background(), tool.CommandSpec{
+		Command: "head -c 50000000 /dev/zero | tr '\\0' y; echo; echo END",
+		Dir:     t.TempDir(), Env: []string{"PATH=" + os.Getenv("PATH")}, MaxOutput: 4096, Timeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || res.TotalBytes != 50000005 || len(res.Output) > 4200 || !strings.HasSuffix(res.Output, "END\n") {
+		t.Errorf("truncated=%v total=%d len=%d tail=%q", res.Truncated, res.TotalBytes, len(res.Output), res.Output[len(res.Output)-20:])
+	}
+}
