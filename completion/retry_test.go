@@ -347,15 +347,18 @@ func TestFormatValidator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extract := func(text string) (any, error) {
+	// extract recovers the first JSON object of a text, the way
+	// schema.ExtractJSON does for capstan.
+	extract := func(text string) (json.RawMessage, bool) {
 		i := strings.IndexByte(text, '{')
 		if i < 0 {
-			return nil, errors.New("no JSON object in the text")
+			return nil, false
 		}
-		dec := json.NewDecoder(strings.NewReader(text[i:]))
-		dec.UseNumber()
-		var v any
-		return v, dec.Decode(&v)
+		var raw json.RawMessage
+		if json.NewDecoder(strings.NewReader(text[i:])).Decode(&raw) != nil {
+			return nil, false
+		}
+		return raw, true
 	}
 	fv := NewFormatValidator(FormatConfig{Extract: extract})
 	sum := func(so string, text ...string) *iteration.Summary {
@@ -382,6 +385,10 @@ func TestFormatValidator(t *testing.T) {
 	}
 	if r := fv.Validate(sum(`{broken`), schema); r.Valid || !strings.Contains(r.Error, "not valid JSON") {
 		t.Fatalf("broken structured output: %+v", r)
+	}
+	lines := NewFormatValidator(FormatConfig{Problems: func(err error) []string { return []string{"at /status: not allowed", "at (root): next_action missing"} }})
+	if r := lines.Validate(sum(`{"status":"done"}`), schema); r.Error != "at /status: not allowed\nat (root): next_action missing" {
+		t.Fatalf("problems: %q", r.Error)
 	}
 	bad := fv.Validate(sum(`{"status":"done"}`), schema)
 	prompt := FormatRetryPrompt(bad, json.RawMessage(`{"type":"object"}`))
