@@ -186,6 +186,7 @@ var (
 	ErrExternalState           = sentinel(CodeExternalState, LayerCompletion, true)
 	ErrStepRetryExhausted      = sentinel(CodeStepRetryExhausted, LayerStep, false)
 	ErrStepAborted             = sentinel(CodeStepAborted, LayerStep, false)
+	ErrStepFlowEnded           = sentinel(CodeStepFlowEnded, LayerStep, false)
 	ErrEscalation              = sentinel(CodeEscalation, LayerStep, false)
 	ErrStepJudge               = sentinel(CodeStepJudge, LayerStep, true)
 	ErrSchemaResolution        = sentinel(CodeSchemaResolution, LayerCompletion, false)
@@ -240,6 +241,9 @@ const (
 	CodeStepRetryExhausted = "STEP_RETRY_EXHAUSTED"
 	// CodeStepAborted: an escalation with returnFlow "abort" ended the run.
 	CodeStepAborted = "STEP_ABORTED"
+	// CodeStepFlowEnded: a transition was asked of a step machine whose
+	// flow already completed.
+	CodeStepFlowEnded = "STEP_FLOW_ENDED"
 	// CodeEscalation: an escalation notification (webhook) failed.
 	CodeEscalation = "ESCALATION_FAILED"
 	// CodeStepJudge: a prompt-type step check could not get a verdict.

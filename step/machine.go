@@ -98,6 +98,8 @@ type State struct {
 type ParentState struct {
 	Step  string `json:"step"`
 	Index int    `json:"index"`
+	// Retries counts the parent's own retries (re-runs of all sub-steps).
+	Retries int `json:"retries,omitempty"`
 }
 
 // ReturnState says where an in_agent escalation goes afterwards.
@@ -294,6 +296,13 @@ func (m *Machine) Completed() bool { return m.st.Completed }
 // Aborted reports whether an escalation aborted the run.
 func (m *Machine) Aborted() bool { return m.st.Aborted }
 
+// AbortError is the error a loop ends the run with after an escalation
+// aborted it (Aborted() is true): STEP_ABORTED, not recoverable.
+func (m *Machine) AbortError() error {
+	return agenterr.New(agenterr.CodeStepAborted, agenterr.LayerStep, false,
+		"escalation at step %q ended the run (returnFlow abort)", m.st.Current)
+}
+
 // Visits returns how many times each step was entered (a copy).
 func (m *Machine) Visits() map[string]int { return maps.Clone(m.st.Visits) }
 
@@ -382,9 +391,12 @@ func (m *Machine) enterStep(id string) {
 //     the parent passes, when one fails the parent fails, and the parent's
 //     check transitions apply.
 func (m *Machine) Transition(ctx context.Context, o Outcome) (Move, error) {
-	if m.IsTerminal() {
-		return Move{}, agenterr.New(agenterr.CodeStepLoopLimit, agenterr.LayerStep, false,
-			"step flow already ended at %q", m.st.Current)
+	if m.st.Aborted {
+		return Move{}, m.AbortError()
+	}
+	if m.st.Completed {
+		return Move{}, agenterr.New(agenterr.CodeStepFlowEnded, agenterr.LayerStep, false,
+			"step flow already completed at %q", m.st.Current)
 	}
 	from := m.st.Current
 	mv, err := m.transition(ctx, o)
@@ -425,7 +437,17 @@ func (m *Machine) transition(ctx context.Context, o Outcome) (Move, error) {
 		// The parent passes (all sub-steps passed) or fails (this one failed).
 		m.st.Parent = nil
 		m.st.Current = p.Step
-		return m.resolve(ctx, p.Step, parent, o)
+		m.st.Retries = p.Retries
+		mv, err := m.resolve(ctx, p.Step, parent, o)
+		if err == nil && !m.IsTerminal() && m.st.Current == p.Step && m.st.Parent == nil {
+			// The parent stays or retries: it runs its sub-steps again.
+			m.st.Parent = &ParentState{Step: p.Step, Retries: m.st.Retries}
+			m.st.Retries = 0
+			m.st.Current = parent.SubSteps[0]
+			m.st.Visits[m.st.Current]++
+			mv.To = m.st.Current
+		}
+		return mv, err
 	}
 	return m.resolve(ctx, cur, step, o)
 }

@@ -585,3 +585,45 @@ func BenchmarkEvaluate(b *testing.B) {
 		}
 	}
 }
+
+func TestParentRetryRerunsSubSteps(t *testing.T) {
+	js := strings.Replace(subSteps, `"onFail":{"next":"start"}}}`, `"onFail":{"retry":true}},"retry":{"maxRetries":1}}`, 1)
+	m := machine(t, js, Options{})
+	step(t, m, true) // → cook/prep
+	step(t, m, true) // prep → fry
+	mv := step(t, m, false)
+	if mv.Kind != MoveRetry || cur(m) != "prep" || m.Parent() != "cook" || mv.To != "prep" {
+		t.Fatalf("parent retry: %+v at %s", mv, cur(m))
+	}
+	step(t, m, true)
+	if _, err := m.Transition(ctx, Outcome{}); !errors.Is(err, agenterr.ErrStepRetryExhausted) {
+		t.Fatalf("parent retries exhausted: %v", err)
+	}
+	// A parent whose transition stays runs its sub-steps again.
+	js = strings.Replace(subSteps, `"onFail":{"next":"start"}}}`, `"onFail":{}}}`, 1)
+	m = machine(t, js, Options{})
+	step(t, m, true)
+	step(t, m, true)  // prep passes
+	step(t, m, false) // fry fails → parent fails → stays
+	if cur(m) != "prep" || m.Parent() != "cook" || m.Visits()["prep"] != 2 {
+		t.Fatalf("at %s, parent %q, visits %v", cur(m), m.Parent(), m.Visits())
+	}
+}
+
+func TestTransitionAfterEnd(t *testing.T) {
+	m := machine(t, linear, Options{})
+	step(t, m, true)
+	step(t, m, true)
+	if _, err := m.Transition(ctx, Outcome{}); !errors.Is(err, agenterr.ErrStepFlowEnded) {
+		t.Fatalf("after completion: %v", err)
+	}
+	m = machine(t, strings.Replace(escalation, "ESC", `{"escalateTo":"ops","notificationMethod":"log","returnFlow":"abort"}`, 1), Options{})
+	step(t, m, true)
+	step(t, m, false)
+	if !m.Aborted() || !errors.Is(m.AbortError(), agenterr.ErrStepAborted) {
+		t.Fatal("abort not reported")
+	}
+	if _, err := m.Transition(ctx, Outcome{}); !errors.Is(err, agenterr.ErrStepAborted) {
+		t.Fatalf("after abort: %v", err)
+	}
+}
