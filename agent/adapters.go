@@ -16,12 +16,15 @@ import (
 // RetryTemplateSource.
 type retryTemplates struct{ r *prompt.Resolver }
 
+// The completion layer asks for f_{edition}_{adaptation}.md and then for
+// f_{edition}.md itself, so a prompt-layer fallback from the first to the
+// second (reported as a warning) counts as "not found" here.
 func (t retryTemplates) ResolveRetry(ctx context.Context, c1, c2, c3, edition, adaptation string) (string, bool, error) {
 	rt, err := t.r.ResolveRetry(ctx, c1, c2, c3, edition, adaptation)
-	if err != nil {
+	if err != nil || !rt.Found || (adaptation != "" && len(rt.Warnings) > 0) {
 		return "", false, err
 	}
-	return rt.Text, rt.Found, nil
+	return rt.Text, true, nil
 }
 
 // schemas resolves outputSchemaRef and file-validator schema references
@@ -69,22 +72,3 @@ func (s *schemas) Schema(ref config.SchemaRef) (completion.SchemaValidator, erro
 	}
 	return c.validator, nil
 }
-
-// extractJSON recovers a JSON value from prose for the FormatValidator.
-func extractJSON(text string) (any, error) {
-	raw, ok := schema.ExtractJSON(text)
-	if !ok {
-		return nil, errNoJSON
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-type noJSONError struct{}
-
-func (noJSONError) Error() string { return "the response contains no JSON object" }
-
-var errNoJSON error = noJSONError{}

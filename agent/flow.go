@@ -17,6 +17,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/step"
 )
 
@@ -101,7 +102,7 @@ func newFlow(a *Agent) (*flow, error) {
 	})
 	f.retries = completion.NewRetryHandler(completion.RetryConfig{C1: reg.C1, Patterns: reg.CompletionPatterns,
 		Templates: retryTemplates{a.prompts}})
-	f.format = completion.NewFormatValidator(completion.FormatConfig{Extract: extractJSON})
+	f.format = completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON, Problems: schema.Problems})
 	return f, nil
 }
 
@@ -112,8 +113,13 @@ func registryFile(d *config.Definition) string {
 	return config.DefaultRegistryFile
 }
 
-// start resolves the system prompt.
+// start routes through an entry gateway and resolves the system prompt.
 func (f *flow) start(ctx context.Context) error {
+	if f.a.opts.Resume == nil {
+		if _, err := f.machine.RouteGateways(ctx, f.checker, step.CheckInput{}, 0); err != nil {
+			return err
+		}
+	}
 	if f.a.spec.Runner.SystemPromptPath == "" {
 		return nil
 	}
@@ -233,7 +239,8 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	}
 	f.a.events.Emit(journal.CompletionCheck, ev.Completion)
 	if f.machine.Aborted() {
-		return loop.Outcome{Stop: true, Reason: "escalation ended the run (returnFlow abort)", CompletionReason: loop.ReasonAborted}, nil
+		err := f.machine.AbortError()
+		return loop.Outcome{Stop: true, Err: err, Reason: err.Error(), CompletionReason: loop.ReasonAborted}, nil
 	}
 
 	// 3. Verification (seed 004): a declared completion counts only when
