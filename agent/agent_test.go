@@ -220,3 +220,36 @@ func TestBudgetStopsWithoutCompletion(t *testing.T) {
 		t.Fatalf("journal not closed by Stop: last event %s", events[len(events)-1].Type)
 	}
 }
+
+func TestDisallowedToolsAreNeverExecuted(t *testing.T) {
+	ctx := context.Background()
+	dir := basicAgent(t, `turns:
+  - tool_calls: [{name: Write, input: {file_path: forbidden.txt, content: "x"}}]
+  - text: "could not write; ALL_DONE"
+`, "")
+	// Everything is allowed except Write.
+	b, _ := os.ReadFile(filepath.Join(dir, "agent.json"))
+	s := strings.Replace(string(b), `"boundaries": {"allowedTools": ["Read", "Write"], "permissionMode": "acceptEdits"}`,
+		`"boundaries": {"allowedTools": ["*"], "disallowedTools": ["Write"], "permissionMode": "bypassPermissions"}`, 1)
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(s), 0o644)
+	wd := t.TempDir()
+	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	if !res.Success {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "forbidden.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a disallowed Write ran: %v", err)
+	}
+	rec, _ := LoadRun(res.RunID, res.Journal)
+	if len(rec.Iterations[0].Denied) != 1 || !strings.Contains(rec.Iterations[0].Denied[0].Output, "disallowedTools") {
+		t.Fatalf("denial not journaled: %+v", rec.Iterations[0].Denied)
+	}
+}

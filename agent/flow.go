@@ -198,7 +198,8 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 
 func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
 	b := f.a.spec.Runner.Boundaries
-	o := llm.QueryOptions{SystemPrompt: f.system, AllowedTools: b.AllowedTools, PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns}
+	o := llm.QueryOptions{SystemPrompt: f.system, AllowedTools: b.AllowedTools, DisallowedTools: b.DisallowedTools,
+		PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c, err := f.a.schemas.get(*ref)
 		if err != nil {

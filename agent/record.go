@@ -52,7 +52,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &RunRecord{ID: id, Journal: path, Sessions: map[string][]llm.Message{}}
+	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(events)}
 	var cur *IterationRecord
 	var tentative *StepStateEvent
 	at := func(n int) *IterationRecord {
@@ -117,12 +117,6 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				it := at(ev.Iteration)
 				it.Denied = append(it.Denied, u)
 			}
-		case journal.SessionMessages:
-			var m llm.SessionMessagesEvent
-			if err := decode(&m); err != nil {
-				return nil, err
-			}
-			rec.Sessions[m.SessionID] = append(rec.Sessions[m.SessionID], m.Messages...)
 		case journal.IterationEnd:
 			var e loop.IterationEvent
 			if err := decode(&e); err != nil {
