@@ -174,6 +174,11 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 
 func (a *Agent) buildJournal() error {
 	if r := a.opts.Resume; r != nil {
+		if r.Result != nil && r.Result.Success {
+			e := agenterr.New(agenterr.CodeAlreadyStopped, agenterr.LayerLifecycle, false, "run %s already completed", r.ID)
+			e.Hint = "start a new run with capstan run"
+			return e
+		}
 		w, err := journal.Append(r.Journal)
 		if err != nil {
 			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "reopen journal of run %s", r.ID)

@@ -253,3 +253,55 @@ func TestDisallowedToolsAreNeverExecuted(t *testing.T) {
 		t.Fatalf("denial not journaled: %+v", rec.Iterations[0].Denied)
 	}
 }
+
+func TestResumeContinuesTheSessionAndTheScript(t *testing.T) {
+	ctx := context.Background()
+	dir := basicAgent(t, `turns:
+  - text: "part one"
+  - expect: {prompt_contains: ["Iteration 2"]}
+    text: "part two, ALL_DONE"
+`, "")
+	def, wd := load(t, dir), t.TempDir()
+	// The first run stops at its iteration budget.
+	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	first := a.Stop()
+	if first.Success || first.CompletionReason != "max_iterations" {
+		t.Fatalf("%+v", first)
+	}
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Resuming continues in the same session with the next scripted turn.
+	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Run(ctx)
+	res := b.Stop()
+	if !res.Success || res.Iterations != 2 || res.RunID != first.RunID || res.SessionID != first.SessionID {
+		t.Fatalf("resumed %+v (first %+v)", res, first)
+	}
+	if res.Usage.OutputTokens <= first.Usage.OutputTokens {
+		t.Fatalf("usage did not carry over: %+v vs %+v", res.Usage, first.Usage)
+	}
+	// A completed run is not resumed again, and its journal is untouched.
+	before, _ := os.ReadFile(res.Journal)
+	rec2, _ := LoadRun(res.RunID, res.Journal)
+	if _, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec2}); !errors.Is(err, agenterr.ErrAlreadyStopped) {
+		t.Fatalf("resuming a completed run: %v", err)
+	}
+	if after, _ := os.ReadFile(res.Journal); string(after) != string(before) {
+		t.Fatal("refusing to resume wrote to the completed run's journal")
+	}
+}
