@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/step"
+)
+
+// TestMultiStepAgent drives a plan → gateway → sub-steps flow with a
+// model-judged check and a webhook escalation through the real agent.
+func TestMultiStepAgent(t *testing.T) {
+	var mu sync.Mutex
+	var posts []map[string]any
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		mu.Lock()
+		posts = append(posts, m)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "multi", "description": "multi-step",
+  "runner": {"model": "script:script.yaml", "completion": {"type": "stepFlow"},
+    "boundaries": {"permissionMode": "plan"}, "budgets": {"maxIterations": 10}}}`,
+		"steps_registry.json": `{"agentId": "multi", "entryStep": "plan",
+  "steps": {
+    "plan": {"stepId": "plan", "c2": "work", "c3": "plan",
+      "check": {"type": "prompt", "prompt": "The response is a numbered plan.",
+        "onPass": {"next": "route"}, "onFail": {"retry": true}}},
+    "route": {"stepId": "route", "type": "gateway", "c2": "work", "c3": "route",
+      "check": {"type": "keyword", "keywords": ["URGENT"], "onPass": {"next": "hotfix"}, "onFail": {"next": "build"}}},
+    "hotfix": {"stepId": "hotfix", "c2": "work", "c3": "hotfix"},
+    "build": {"stepId": "build", "c2": "work", "c3": "build", "subSteps": ["build.code", "build.test"],
+      "check": {"type": "keyword", "keywords": ["TESTS_DONE"], "onPass": {"complete": true}, "onFail": {"escalate": true}},
+      "escalation": {"escalateTo": "build", "notificationMethod": "webhook", "webhookUrl": "` + hook.URL + `", "returnFlow": "resume"}},
+    "build.code": {"stepId": "build.code", "type": "subStep", "c2": "work", "c3": "code",
+      "check": {"type": "keyword", "keywords": ["CODE_DONE"], "onPass": {"next": "build.test"}, "onFail": {"retry": true}}},
+    "build.test": {"stepId": "build.test", "type": "subStep", "c2": "work", "c3": "test",
+      "check": {"type": "keyword", "keywords": ["TESTS_DONE"], "onPass": {"next": "build"}, "onFail": {"next": "build"}}}
+  }}`,
+		"prompts/steps/work/plan/f_default.md":   "Write a numbered plan.",
+		"prompts/steps/work/route/f_default.md":  "(gateway: never sent)",
+		"prompts/steps/work/hotfix/f_default.md": "Hot fix.",
+		"prompts/steps/work/build/f_default.md":  "Build.",
+		"prompts/steps/work/code/f_default.md":   "Write the code.",
+		"prompts/steps/work/test/f_default.md":   "Test the code.",
+		"script.yaml": `turns:
+  - expect: {prompt_contains: ["Write a numbered plan."]}
+    text: "1. code 2. test"
+  - expect: {prompt_contains: ["The response is a numbered plan.", "1. code 2. test"]}
+    structured: {pass: true, reason: "it is numbered"}
+  - expect: {prompt_contains: ["Write the code."]}
+    text: "CODE_DONE"
+  - expect: {prompt_contains: ["Test the code."]}
+    text: "two tests fail"
+  - expect: {prompt_contains: ["Write the code."]}
+    text: "CODE_DONE again"
+  - expect: {prompt_contains: ["Test the code."]}
+    text: "TESTS_DONE"
+`,
+	})
+	ctx := context.Background()
+	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	events, _ := journal.ReadFile(res.Journal)
+	var path []string
+	for _, ev := range events {
+		if ev.Type == journal.StepTransition {
+			var mv step.Move
+			_ = json.Unmarshal(ev.Data, &mv)
+			path = append(path, mv.From+">"+mv.To+":"+mv.Kind)
+		}
+	}
+	if !res.Success || res.Iterations != 5 {
+		t.Fatalf("%+v %+v\ntransitions: %v", res, res.Error, path)
+	}
+	// plan passes the judged check, the gateway routes to build (no model
+	// call), the failing sub-step fails the parent, whose escalation posts
+	// the webhook and resumes it; the second pass completes the flow.
+	want := "plan>route:next route>build.code:next build.code>build.test:subStep build.test>build.code:resume build.code>build.test:subStep build.test>build:complete"
+	if got := strings.Join(path, " "); got != want {
+		t.Fatalf("transitions\n got %s\nwant %s", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(posts) != 1 || posts[0]["step"] != "build" || posts[0]["iteration"] != float64(3) || posts[0]["agent"] != "multi" {
+		t.Fatalf("webhook posts %v", posts)
+	}
+}
