@@ -17,11 +17,13 @@ import (
 // iteration, in addition to the agent's parameters.
 var BuiltinVariables = []string{"iteration", "max_iterations", "completion_keyword", "step_id", "agent_name", "workdir"}
 
-// Problem codes contributed by the layers above configuration.
+// Problem codes contributed by the layers above configuration (listed in
+// config.Codes and docs/configuration.md).
 const (
 	CodeStepPromptMissing  = "SR-STEP-PROMPT-MISSING"
 	CodeStepPromptInvalid  = "SR-STEP-PROMPT-INVALID"
 	CodeRetryPromptMissing = "SR-RETRY-PROMPT-MISSING"
+	CodeSchemaUnresolved   = "SR-SCHEMA-UNRESOLVED"
 )
 
 // ValidateOptions are the configuration checks of a full validation: the
@@ -57,9 +59,29 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 	}
 	sort.Strings(ids)
 	ctx := context.Background()
+	schemas := newSchemas(dir)
+	checkSchema := func(ref *config.SchemaRef, ptr, what string) {
+		if ref == nil || ref.File == "" {
+			return
+		}
+		if _, err := schemas.get(*ref); err != nil {
+			out = append(out, config.Problem{Code: CodeSchemaUnresolved, Severity: config.SeverityError, File: regFile,
+				Pointer: ptr, Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + err.Error(),
+				Hint: "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)"})
+		}
+	}
+	vnames := make([]string, 0, len(reg.Validators))
+	for name := range reg.Validators {
+		vnames = append(vnames, name)
+	}
+	sort.Strings(vnames)
+	for _, name := range vnames {
+		checkSchema(reg.Validators[name].Schema, "/validators/"+escapePointer(name)+"/schema", "validator "+name)
+	}
 	for _, id := range ids {
 		st := reg.Steps[id]
 		ptr := "/steps/" + escapePointer(id)
+		checkSchema(st.OutputSchemaRef, ptr+"/outputSchemaRef", "step "+id)
 		if st.Type != "gateway" {
 			ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
 			if _, err := r.Resolve(ctx, ref, nil); err != nil {

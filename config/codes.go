@@ -96,6 +96,13 @@ func Codes() []CodeInfo {
 		{"SR-SCHEMA-FILE", e, "an outputSchemaRef/schema file does not exist under schemas/"},
 		{"SR-PATH-OUTSIDE", e, "a path in the registry is absolute or leaves its folder"},
 		{"SR-IGNORED-FIELD", w, "a field that has no effect in its context"},
+
+		// Contributed by the layers above (ValidateOptions.Checks, see
+		// agent.ValidateOptions); tested there.
+		{"SR-STEP-PROMPT-MISSING", e, "a step's prompt file is not found through the fallback chain"},
+		{"SR-STEP-PROMPT-INVALID", e, "a step's prompt file cannot be used (broken frontmatter, empty, escapes)"},
+		{"SR-RETRY-PROMPT-MISSING", e, "a declared failure pattern used by a step has no retry prompt"},
+		{"SR-SCHEMA-UNRESOLVED", e, "an outputSchemaRef or validator schema does not resolve"},
 	}
 }
 

@@ -446,6 +446,8 @@ func TestValidateProblems(t *testing.T) {
 	covered := map[string]bool{
 		"CONFIG_NOT_FOUND": true, "CONFIG_PARSE": true, "CONFIG_INVALID": true, // TestLoad*, TestRegistryPathMustStayInside
 		"AC-DUPLICATE-KEY": true, "SR-DUPLICATE-KEY": true, // TestDuplicateKeyWarning
+		// Cross-layer codes: agent.TestCrossLayerChecks.
+		"SR-STEP-PROMPT-MISSING": true, "SR-STEP-PROMPT-INVALID": true, "SR-RETRY-PROMPT-MISSING": true, "SR-SCHEMA-UNRESOLVED": true,
 	}
 	for _, tc := range cases {
 		covered[tc.code] = true
