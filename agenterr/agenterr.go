@@ -178,6 +178,12 @@ var (
 	ErrPathEscape              = sentinel(CodePathEscape, LayerTool, true)
 	ErrSandboxUnavailable      = sentinel(CodeSandboxUnavailable, LayerSandbox, false)
 	ErrBudgetExceeded          = sentinel(CodeBudgetExceeded, LayerLoop, false)
+	ErrSandboxSetup            = sentinel(CodeSandboxSetup, LayerSandbox, false)
+	ErrSkillNotFound           = sentinel(CodeSkillNotFound, LayerSkill, false)
+	ErrSkillParse              = sentinel(CodeSkillParse, LayerSkill, false)
+	ErrSkillMissingReference   = sentinel(CodeSkillMissingReference, LayerSkill, true)
+	ErrSkillValidation         = sentinel(CodeSkillValidation, LayerSkill, true)
+	ErrSkillRepeatedFailure    = sentinel(CodeSkillRepeatedFailure, LayerSkill, true)
 )
 
 // Stable error codes. They appear in CLI output, --json results and journals;
@@ -211,4 +217,10 @@ const (
 	CodePathEscape              = "PATH_ESCAPE"
 	CodeSandboxUnavailable      = "SANDBOX_UNAVAILABLE"
 	CodeBudgetExceeded          = "BUDGET_EXCEEDED"
+	CodeSandboxSetup            = "SANDBOX_SETUP"           // the sandbox helper could not be prepared or started
+	CodeSkillNotFound           = "SKILL_NOT_FOUND"         // no skill with that id / no SKILL.md
+	CodeSkillParse              = "SKILL_PARSE"             // SKILL.md frontmatter cannot be parsed or lacks a description
+	CodeSkillMissingReference   = "SKILL_MISSING_REFERENCE" // SKILL.md refers to a file that does not exist
+	CodeSkillValidation         = "SKILL_VALIDATION"        // an expected output is missing or invalid
+	CodeSkillRepeatedFailure    = "SKILL_REPEATED_FAILURE"  // AttemptMemo refused to repeat a failed action
 )

@@ -1,0 +1,239 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+func TestMain(m *testing.M) {
+	Init()
+	os.Exit(m.Run())
+}
+
+var (
+	runnerOnce sync.Once
+	testRunner *Runner
+)
+
+// sharedRunner probes once for the whole test binary.
+func sharedRunner(t *testing.T) *Runner {
+	t.Helper()
+	runnerOnce.Do(func() { testRunner = New(context.Background(), Config{}) })
+	c := testRunner.Capabilities()
+	if !c.Namespaces || c.LandlockABI == 0 {
+		t.Skipf("sandbox unavailable here: %s (%s)", c.Reason, c.Hint)
+	}
+	return testRunner
+}
+
+// skillDir makes a skill root with a build/ directory and the given files.
+func skillDir(t *testing.T, files map[string]string) (root, build string) {
+	t.Helper()
+	root = t.TempDir()
+	build = filepath.Join(root, "build")
+	if err := os.Mkdir(build, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, build
+}
+
+func runIn(t *testing.T, root, build string, argv []string, mod func(*Spec)) Result {
+	t.Helper()
+	spec := Spec{Argv: argv, Dir: root, Writable: []string{build}, Timeout: 20 * time.Second}
+	if mod != nil {
+		mod(&spec)
+	}
+	res, err := sharedRunner(t).Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+func TestRunOK(t *testing.T) {
+	root, build := skillDir(t, map[string]string{"x.sh": "read line; echo \"got:$line pwd:$(pwd)\"; echo err >&2; echo hi > build/out.txt\n"})
+	res := runIn(t, root, build, []string{"bash", "x.sh"}, func(s *Spec) { s.Stdin = []byte("abc\n") })
+	if res.Status != StatusOK {
+		t.Fatalf("status %s reason %q stderr %q", res.Status, res.Reason, res.Stderr)
+	}
+	if got := strings.TrimSpace(string(res.Stdout)); got != "got:abc pwd:"+root {
+		t.Errorf("stdout %q", got)
+	}
+	if res.Stderr != "err" || res.StderrLines != 1 {
+		t.Errorf("stderr %q (%d lines)", res.Stderr, res.StderrLines)
+	}
+	if b, err := os.ReadFile(filepath.Join(build, "out.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("build/out.txt = %q, %v", b, err)
+	}
+	if !res.Sandboxed {
+		t.Error("not sandboxed")
+	}
+}
+
+func TestNetworkDenied(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("LEAK\n"))
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	// Sanity: the listener works from outside the sandbox.
+	if c, err := net.Dial("tcp", ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	} else {
+		c.Close()
+	}
+	script := fmt.Sprintf(`import socket, sys
+try:
+    s = socket.create_connection(("127.0.0.1", %d), timeout=3)
+    print(s.recv(10).decode())
+except OSError as e:
+    print("blocked:", e.errno, file=sys.stderr)
+    sys.exit(3)
+`, port)
+	root, build := skillDir(t, map[string]string{"net.py": script})
+	res := runIn(t, root, build, []string{"python3", "net.py"}, nil)
+	if res.Status != StatusExit || res.ExitCode != 3 || strings.Contains(string(res.Stdout), "LEAK") {
+		t.Fatalf("network not blocked: status %s exit %d stdout %q stderr %q", res.Status, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if !strings.Contains(res.Stderr, "blocked:") {
+		t.Errorf("stderr %q", res.Stderr)
+	}
+}
+
+func TestWriteOutsideBuildDenied(t *testing.T) {
+	root, build := skillDir(t, map[string]string{})
+	other := t.TempDir()
+	for _, target := range []string{filepath.Join(root, "evil.txt"), filepath.Join(other, "evil.txt"), "/tmp/capstan-sandbox-evil.txt"} {
+		res := runIn(t, root, build, []string{"bash", "-c", "echo x > " + target}, nil)
+		if res.Status != StatusExit {
+			t.Errorf("%s: status %s, want exit", target, res.Status)
+		}
+		if !strings.Contains(res.Stderr, "Permission denied") {
+			t.Errorf("%s: stderr %q", target, res.Stderr)
+		}
+		if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was written", target)
+		}
+	}
+}
+
+func TestReadOutsideRootDenied(t *testing.T) {
+	other := t.TempDir()
+	secret := filepath.Join(other, "secret.txt")
+	if err := os.WriteFile(secret, []byte("TOPSECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, build := skillDir(t, map[string]string{})
+	if err := os.Symlink(secret, filepath.Join(root, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{secret, "link.txt", "/root/.bashrc"} {
+		res := runIn(t, root, build, []string{"bash", "-c", "cat " + target}, nil)
+		if res.Status == StatusOK || strings.Contains(string(res.Stdout), "TOPSECRET") {
+			t.Errorf("%s readable: status %s stdout %q", target, res.Status, res.Stdout)
+		}
+	}
+}
+
+func TestForkBomb(t *testing.T) {
+	root, build := skillDir(t, map[string]string{"bomb.sh": "bomb() { bomb | bomb & }; bomb\nsleep 2\necho survived\n"})
+	res := runIn(t, root, build, []string{"bash", "bomb.sh"}, func(s *Spec) {
+		s.Limits.Processes = 32
+		s.Timeout = 10 * time.Second
+	})
+	if !strings.Contains(res.Stderr, "Resource temporarily unavailable") && res.Status != StatusTimeout {
+		t.Fatalf("fork bomb not limited: status %s stderr %q", res.Status, res.Stderr)
+	}
+}
+
+func TestCPUSpin(t *testing.T) {
+	root, build := skillDir(t, map[string]string{"spin.py": "while True:\n    pass\n"})
+	res := runIn(t, root, build, []string{"python3", "spin.py"}, func(s *Spec) { s.Limits.CPUSeconds = 1 })
+	if res.Status != StatusCPULimit {
+		t.Fatalf("status %s reason %q", res.Status, res.Reason)
+	}
+	if !strings.Contains(res.Reason, "CPU time limit") {
+		t.Errorf("reason %q", res.Reason)
+	}
+}
+
+func TestWallClockTimeout(t *testing.T) {
+	root, build := skillDir(t, map[string]string{})
+	res := runIn(t, root, build, []string{"bash", "-c", "(sleep 30; echo late) & sleep 30"}, func(s *Spec) { s.Timeout = 500 * time.Millisecond })
+	if res.Status != StatusTimeout || res.Duration > 5*time.Second {
+		t.Fatalf("status %s after %s", res.Status, res.Duration)
+	}
+}
+
+func TestMemoryHog(t *testing.T) {
+	root, build := skillDir(t, map[string]string{"hog.py": "b = bytearray(2 * 1024 * 1024 * 1024)\nprint('allocated')\n"})
+	res := runIn(t, root, build, []string{"python3", "hog.py"}, func(s *Spec) { s.Limits.AddressSpaceMB = 256 })
+	if res.Status != StatusMemoryLimit {
+		t.Fatalf("status %s reason %q stderr %q", res.Status, res.Reason, res.Stderr)
+	}
+	if strings.Contains(string(res.Stdout), "allocated") {
+		t.Error("allocation succeeded")
+	}
+}
+
+func TestOutputFlood(t *testing.T) {
+	root, build := skillDir(t, map[string]string{})
+	res := runIn(t, root, build, []string{"bash", "-c", "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, func(s *Spec) { s.MaxStdout = 64 << 10 })
+	if res.Status != StatusOutputLimit || !res.StdoutTruncated || len(res.Stdout) != 64<<10 {
+		t.Fatalf("status %s truncated %v len %d", res.Status, res.StdoutTruncated, len(res.Stdout))
+	}
+}
+
+func TestFileSizeLimit(t *testing.T) {
+	root, build := skillDir(t, map[string]string{})
+	res := runIn(t, root, build, []string{"bash", "-c", "head -c 3000000 /dev/zero > build/big.bin"}, func(s *Spec) { s.Limits.FileSizeMB = 1 })
+	if res.Status != StatusFileTooLarge {
+		t.Fatalf("status %s reason %q stderr %q", res.Status, res.Reason, res.Stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(build, "big.bin")); err == nil && fi.Size() > 1<<20 {
+		t.Errorf("file grew to %d bytes", fi.Size())
+	}
+}
+
+func TestUnavailableRefuses(t *testing.T) {
+	r := New(context.Background(), Config{Capabilities: &Capabilities{Reason: "test says no", Hint: "enable it"}})
+	_, err := r.Run(context.Background(), Spec{Argv: []string{"true"}, Dir: t.TempDir()})
+	if !errors.Is(err, agenterr.ErrSandboxUnavailable) {
+		t.Fatalf("err = %v, want SANDBOX_UNAVAILABLE", err)
+	}
+	if e := agenterr.From(err); e.Hint != "enable it" {
+		t.Errorf("hint %q", e.Hint)
+	}
+}
