@@ -140,6 +140,14 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 			hs.LandlockABI = 0
 		}
 	}
+	// A private, writable HOME and TMPDIR for this run only.
+	tmp, err := os.MkdirTemp("", "capstan-sbx-")
+	if err != nil {
+		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the run's temporary directory")
+	}
+	defer os.RemoveAll(tmp)
+	hs.Writable = append(hs.Writable, tmp)
+	hs.Env = append(hs.Env, "HOME="+tmp, "TMPDIR="+tmp)
 	specJSON, err := json.Marshal(hs)
 	if err != nil {
 		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "encode helper spec")
@@ -271,20 +279,6 @@ func (r *Runner) prepare(spec Spec) (helperSpec, error) {
 		hs.Writable = append(hs.Writable, w)
 	}
 	env := []string{"PATH=" + sandboxPATH, "LANG=C.UTF-8"}
-	if len(hs.Writable) > 0 {
-		home := filepath.Join(hs.Writable[0], ".home")
-		tmp := filepath.Join(hs.Writable[0], ".tmp")
-		for _, d := range []string{home, tmp} {
-			if err := os.MkdirAll(d, 0o777); err != nil {
-				return helperSpec{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create %s", d)
-			}
-			// Writable for the sandbox uid when capstan runs as root.
-			_ = os.Chmod(d, 0o777)
-		}
-		env = append(env, "HOME="+home, "TMPDIR="+tmp)
-	} else {
-		env = append(env, "HOME=/nonexistent")
-	}
 	for _, kv := range spec.Env {
 		if !strings.Contains(kv, "=") {
 			return helperSpec{}, bad("environment entry %q is not KEY=VALUE", kv)

@@ -91,8 +91,8 @@ type Spec struct {
 	// is read-only or invisible. Each must exist and must not be a symlink.
 	Writable []string
 	// Env adds KEY=VALUE entries to the minimal environment (PATH, LANG,
-	// HOME and TMPDIR are set by the runner; HOME and TMPDIR point into the
-	// first Writable directory).
+	// HOME and TMPDIR are set by the runner; HOME and TMPDIR are a private
+	// temporary directory removed after the run).
 	Env []string
 	// Stdin is fed to the program's standard input.
 	Stdin []byte

@@ -237,3 +237,19 @@ func TestUnavailableRefuses(t *testing.T) {
 		t.Errorf("hint %q", e.Hint)
 	}
 }
+
+func TestProbeReportsLandlock(t *testing.T) {
+	c := sharedRunner(t).Capabilities()
+	if c.LandlockABI < 1 || !c.Namespaces || c.Unavailable() != nil {
+		t.Errorf("%+v", c)
+	}
+}
+
+func TestSetupErrorIsClassified(t *testing.T) {
+	in := classifyInput{haveStatus: true, status: helperStatus{ExitCode: setupExit, Started: true}, stderr: setupMarker + "landlock: boom\n", limits: DefaultLimits}
+	var r Result
+	classify(&r, in)
+	if r.Status != StatusSandboxError || !strings.Contains(r.Reason, "landlock: boom") {
+		t.Errorf("%+v", r)
+	}
+}
