@@ -244,7 +244,7 @@ var scriptExts = map[string]bool{".py": true, ".sh": true, ".js": true, ".mjs": 
 
 // describeFile renders one file for the model: text content (a line
 // window), a script summary, or binary metadata.
-func (s *session) describeFile(full, rel string, offset, limit int) (map[string]any, string, error) {
+func describeFile(full, rel string, offset, limit int) (map[string]any, string, error) {
 	data, err := os.ReadFile(full)
 	if err != nil {
 		return nil, "", err
@@ -349,7 +349,7 @@ func (s *session) readOne(p string, offset, limit int) toolOutput {
 		}
 		return failure(s.missingErr(rel))
 	}
-	fields, content, err := s.describeFile(full, rel, offset, limit)
+	fields, content, err := describeFile(full, rel, offset, limit)
 	if err != nil {
 		return failure(agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSkill, true, "read %q", rel))
 	}
@@ -414,7 +414,7 @@ func (s *session) readGlob(pattern string) toolOutput {
 		if err != nil {
 			continue
 		}
-		fields, content, err := s.describeFile(full, rel, 0, 0)
+		fields, content, err := describeFile(full, rel, 0, 0)
 		if err != nil {
 			continue
 		}
