@@ -178,6 +178,16 @@ var (
 	ErrPathEscape              = sentinel(CodePathEscape, LayerTool, true)
 	ErrSandboxUnavailable      = sentinel(CodeSandboxUnavailable, LayerSandbox, false)
 	ErrBudgetExceeded          = sentinel(CodeBudgetExceeded, LayerLoop, false)
+	ErrParamMissing            = sentinel(CodeParamMissing, LayerConfiguration, false)
+	ErrParamInvalid            = sentinel(CodeParamInvalid, LayerConfiguration, false)
+	ErrParamUnknown            = sentinel(CodeParamUnknown, LayerConfiguration, false)
+	ErrValidator               = sentinel(CodeValidator, LayerCompletion, false)
+	ErrValidationAborted       = sentinel(CodeValidationAborted, LayerCompletion, false)
+	ErrExternalState           = sentinel(CodeExternalState, LayerCompletion, true)
+	ErrStepRetryExhausted      = sentinel(CodeStepRetryExhausted, LayerStep, false)
+	ErrStepAborted             = sentinel(CodeStepAborted, LayerStep, false)
+	ErrEscalation              = sentinel(CodeEscalation, LayerStep, false)
+	ErrStepJudge               = sentinel(CodeStepJudge, LayerStep, true)
 	ErrSandboxSetup            = sentinel(CodeSandboxSetup, LayerSandbox, false)
 	ErrSkillNotFound           = sentinel(CodeSkillNotFound, LayerSkill, false)
 	ErrSkillParse              = sentinel(CodeSkillParse, LayerSkill, false)
@@ -217,10 +227,31 @@ const (
 	CodePathEscape              = "PATH_ESCAPE"
 	CodeSandboxUnavailable      = "SANDBOX_UNAVAILABLE"
 	CodeBudgetExceeded          = "BUDGET_EXCEEDED"
-	CodeSandboxSetup            = "SANDBOX_SETUP"           // the sandbox helper could not be prepared or started
-	CodeSkillNotFound           = "SKILL_NOT_FOUND"         // no skill with that id / no SKILL.md
-	CodeSkillParse              = "SKILL_PARSE"             // SKILL.md frontmatter cannot be parsed or lacks a description
-	CodeSkillMissingReference   = "SKILL_MISSING_REFERENCE" // SKILL.md refers to a file that does not exist
-	CodeSkillValidation         = "SKILL_VALIDATION"        // an expected output is missing or invalid
-	CodeSkillRepeatedFailure    = "SKILL_REPEATED_FAILURE"  // AttemptMemo refused to repeat a failed action
+	// Parameter values given to a run (usage errors, exit 2).
+	CodeParamMissing = "PARAM_MISSING" // a required parameter's flag was not given
+	CodeParamInvalid = "PARAM_INVALID" // a value fails its type or validation
+	CodeParamUnknown = "PARAM_UNKNOWN" // a value for a parameter the agent does not declare
+	// CodeValidator: a completion validator could not run (unknown
+	// validator or extractor, command could not start, bad path).
+	CodeValidator = "VALIDATOR_ERROR"
+	// CodeValidationAborted: completion conditions failed and the step's
+	// onFailure action is "abort".
+	CodeValidationAborted = "VALIDATION_ABORTED"
+	// CodeExternalState: an external state query (gh) failed.
+	CodeExternalState = "EXTERNAL_STATE"
+	// CodeStepRetryExhausted: a step asked for more retries than its
+	// retry policy allows and onExhausted is "error".
+	CodeStepRetryExhausted = "STEP_RETRY_EXHAUSTED"
+	// CodeStepAborted: an escalation with returnFlow "abort" ended the run.
+	CodeStepAborted = "STEP_ABORTED"
+	// CodeEscalation: an escalation notification (webhook) failed.
+	CodeEscalation = "ESCALATION_FAILED"
+	// CodeStepJudge: a prompt-type step check could not get a verdict.
+	CodeStepJudge             = "STEP_JUDGE"
+	CodeSandboxSetup          = "SANDBOX_SETUP"           // the sandbox helper could not be prepared or started
+	CodeSkillNotFound         = "SKILL_NOT_FOUND"         // no skill with that id / no SKILL.md
+	CodeSkillParse            = "SKILL_PARSE"             // SKILL.md frontmatter cannot be parsed or lacks a description
+	CodeSkillMissingReference = "SKILL_MISSING_REFERENCE" // SKILL.md refers to a file that does not exist
+	CodeSkillValidation       = "SKILL_VALIDATION"        // an expected output is missing or invalid
+	CodeSkillRepeatedFailure  = "SKILL_REPEATED_FAILURE"  // AttemptMemo refused to repeat a failed action
 )

@@ -27,6 +27,14 @@ type Context struct {
 type Result struct {
 	Complete bool   `json:"complete"`
 	Reason   string `json:"reason,omitempty"`
+	// Declared is true when the model declared completion this iteration
+	// (structured output or completion keyword), whether or not the
+	// declaration was accepted.
+	Declared bool `json:"declared,omitempty"`
+	// Validation is set when a declared completion was checked against the
+	// world and failed: the loop sends the retry prompt for its pattern
+	// (seed 004 "declaration with unmet conditions is not completion").
+	Validation *ValidationResult `json:"validation,omitempty"`
 }
 
 // Handler is seed 000's CompletionHandler. Check evaluates the context and

@@ -21,6 +21,10 @@ type Definition struct {
 	Description string               `json:"description"`
 	Parameters  map[string]Parameter `json:"parameters,omitempty"`
 	Runner      Runner               `json:"runner"`
+
+	// src is the file this definition was loaded from (nil when built in
+	// Go); Validate uses it for JSON Schema checks and line:col.
+	src *source
 }
 
 // Parameter declares one agent parameter. Each becomes a CLI flag (Cli, by
@@ -166,6 +170,9 @@ type Registry struct {
 	Steps              map[string]Step              `json:"steps"`
 	CompletionPatterns map[string]CompletionPattern `json:"completionPatterns,omitempty"`
 	Validators         map[string]Validator         `json:"validators,omitempty"`
+
+	// src is the file this registry was loaded from (nil when built in Go).
+	src *source
 }
 
 // Step is one step of the step machine.

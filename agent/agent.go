@@ -1,0 +1,327 @@
+// Package agent is layer 0 of capstan (seed 000 "Lifecycle", seed 002
+// "AgentFactory"): it builds an agent's dependencies in the seed's order,
+// runs the loop, and reports an AgentResult. It is the public entry point
+// for embedding capstan in a Go program:
+//
+//	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+//	a, err := agent.Build(ctx, def, agent.BuildOptions{WorkDir: wd, Params: map[string]string{"name": "Ada"}})
+//	err = a.Start(ctx)
+//	_ = a.Run(ctx)
+//	res := a.Stop()
+//
+// The lifecycle is one way: Created → Started → Stopped. A second Start is
+// ALREADY_STARTED, Start after Stop is ALREADY_STOPPED, and an agent is not
+// reusable.
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/prompt"
+)
+
+// State is a lifecycle state.
+type State string
+
+// Lifecycle states (seed 000: Created → Started → Stopped, one way).
+const (
+	Created State = "created"
+	Started State = "started"
+	Stopped State = "stopped"
+)
+
+// BuildOptions configure Build.
+type BuildOptions struct {
+	// WorkDir is where the agent acts and where .capstan/runs is written
+	// (default: the current directory).
+	WorkDir string
+	// Model overrides runner.model ("provider:model").
+	Model string
+	// BaseURL overrides runner.baseUrl.
+	BaseURL string
+	// MaxIterations overrides runner.budgets.maxIterations when > 0.
+	MaxIterations int
+	// Observer receives progress callbacks.
+	Observer loop.Observer
+	// Getenv reads the environment (nil = os.Getenv).
+	Getenv func(string) string
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+	// Resume continues the run recorded in this journal instead of starting
+	// a new one.
+	Resume *RunRecord
+	// Params are raw parameter values keyed by parameter name, as given on
+	// the command line; they are type-checked and defaulted by the
+	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
+	// variables. A resumed run reuses the recorded values when Params is nil.
+	Params map[string]string
+}
+
+// Agent is a built agent.
+type Agent struct {
+	def  *config.Agent
+	opts BuildOptions
+
+	mu      sync.Mutex
+	state   State
+	runID   string
+	model   string
+	workDir string
+
+	events     *journal.Writer
+	prompts    *prompt.Resolver
+	completion completion.Handler
+	bridge     llm.Bridge
+	flow       *flow
+	buildOrder []string
+
+	params  map[string]string
+	vars    map[string]string
+	rc      *loop.RuntimeContext
+	result  *Result
+	started time.Time
+}
+
+// Build creates an agent's dependencies in seed 002's order — logger
+// (journal), prompt resolver, completion handler, SDK bridge (with its
+// tools), action system (step flow) — and returns it in state Created.
+// def must come from config.LoadAndValidate.
+func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
+	if def == nil {
+		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	wd := opts.WorkDir
+	if wd == "" {
+		wd = "."
+	}
+	wd, err := filepath.Abs(wd)
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "work dir")
+	}
+	if st, err := os.Stat(wd); err != nil || !st.IsDir() {
+		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "work dir %s is not a directory", wd)
+		e.Hint = "create it or pass an existing --workdir"
+		return nil, e
+	}
+	a := &Agent{def: def, opts: opts, state: Created, workDir: wd}
+	a.model = opts.Model
+	if a.model == "" {
+		a.model = def.Definition().Runner.Model
+	}
+	if a.model == "" {
+		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
+		e.Hint = "set runner.model in agent.json or pass --model provider:model (providers: " + joinNames(llm.Providers()) + ")"
+		return nil, e
+	}
+	params := opts.Params
+	if r := opts.Resume; r != nil && r.Start != nil && params == nil {
+		params = r.Start.Params
+	}
+	a.params = params
+	if a.vars, err = def.ResolveParams(params); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Agent, error) {
+		a.release()
+		return nil, err
+	}
+	// 1. logger
+	if err := a.buildJournal(); err != nil {
+		return fail(err)
+	}
+	a.buildOrder = append(a.buildOrder, "logger")
+	// 2. prompt resolver
+	a.prompts = newPromptResolver(def)
+	a.buildOrder = append(a.buildOrder, "promptResolver")
+	// 3. completion handler
+	if a.completion, err = a.buildCompletion(); err != nil {
+		return fail(err)
+	}
+	a.buildOrder = append(a.buildOrder, "completionHandler")
+	// 4. SDK bridge and its tools
+	if a.bridge, err = a.buildBridge(ctx); err != nil {
+		return fail(err)
+	}
+	a.buildOrder = append(a.buildOrder, "sdkBridge")
+	// 5. action system: the step flow
+	if a.flow, err = newFlow(a); err != nil {
+		return fail(err)
+	}
+	a.buildOrder = append(a.buildOrder, "actionSystem")
+	return a, nil
+}
+
+func (a *Agent) buildJournal() error {
+	if r := a.opts.Resume; r != nil {
+		w, err := journal.Append(r.Journal)
+		if err != nil {
+			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "reopen journal of run %s", r.ID)
+		}
+		a.events, a.runID = w, r.ID
+		return nil
+	}
+	a.runID = journal.NewRunID(a.opts.Now())
+	w, err := journal.Create(a.workDir, a.runID)
+	if err != nil {
+		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
+	}
+	a.events = w
+	return nil
+}
+
+// BuildOrder returns the order in which dependencies were built.
+func (a *Agent) BuildOrder() []string { return append([]string(nil), a.buildOrder...) }
+
+// RunID is the run's id (its journal is .capstan/runs/<id>/events.jsonl).
+func (a *Agent) RunID() string { return a.runID }
+
+// JournalPath is the run journal's path.
+func (a *Agent) JournalPath() string { return a.events.Path() }
+
+// State returns the lifecycle state.
+func (a *Agent) State() State {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state
+}
+
+// Start initializes the run: it resolves the system prompt, restores a
+// resumed run's state, and journals run.start. It may be called once.
+func (a *Agent) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch a.state {
+	case Started:
+		return agenterr.New(agenterr.CodeAlreadyStarted, agenterr.LayerLifecycle, false, "agent %s already started", a.def.Definition().Name)
+	case Stopped:
+		return agenterr.New(agenterr.CodeAlreadyStopped, agenterr.LayerLifecycle, false, "agent %s was stopped; build a new one", a.def.Definition().Name)
+	}
+	if err := a.flow.start(ctx); err != nil {
+		return err
+	}
+	a.rc = &loop.RuntimeContext{}
+	start := RunStartEvent{RunID: a.runID, Agent: a.def.Definition().Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params}
+	if r := a.opts.Resume; r != nil {
+		if err := a.restore(r); err != nil {
+			return err
+		}
+		start.Resumed, start.Iteration = true, a.rc.Iteration
+	}
+	for _, w := range a.def.Warnings() {
+		a.events.Emit(journal.Warning, map[string]string{"message": w.String()})
+	}
+	a.events.Emit(journal.RunStart, start)
+	a.events.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
+	a.state = Started
+	a.started = a.opts.Now()
+	return nil
+}
+
+// Run drives the loop to its end and returns the result. It requires
+// Started; call Stop afterwards to release resources.
+func (a *Agent) Run(ctx context.Context) *Result {
+	a.mu.Lock()
+	if a.state != Started || a.result != nil {
+		a.mu.Unlock()
+		err := agenterr.New(agenterr.CodeNotStarted, agenterr.LayerLifecycle, false, "Run needs a started agent that has not run yet")
+		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
+	}
+	a.mu.Unlock()
+	b := a.def.Definition().Runner.Budgets
+	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
+		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
+	if a.opts.MaxIterations > 0 {
+		budgets.MaxIterations = a.opts.MaxIterations
+	}
+	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.events, Observer: a.opts.Observer,
+		Budgets: budgets, Cost: a.costFunc(), Now: a.opts.Now})
+	if err != nil {
+		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
+	}
+	return a.finish(l.Run(ctx, a.rc))
+}
+
+func (a *Agent) finish(lr *loop.Result) *Result {
+	res := &Result{
+		Success: lr.Success, CompletionReason: lr.CompletionReason, Reason: lr.Reason,
+		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
+		Agent: a.def.Definition().Name, Model: a.model, StepID: a.flow.currentStep(),
+		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
+		Journal: a.events.Path(), Error: NewResultError(lr.Err),
+	}
+	if c := a.flow.completionReason(lr); c != "" {
+		res.CompletionReason = c
+	}
+	a.mu.Lock()
+	a.result = res
+	a.mu.Unlock()
+	return res
+}
+
+// Stop releases every resource, journals run.end and flushes the journal,
+// and returns the result. It is safe to call in any state and more than
+// once; an agent that never ran reports completionReason "aborted".
+func (a *Agent) Stop() *Result {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.state == Stopped {
+		return a.result
+	}
+	if a.result == nil {
+		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
+			Agent: a.def.Definition().Name, Model: a.model, Journal: a.events.Path()}
+	}
+	a.events.Emit(journal.RunEnd, a.result)
+	a.events.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})
+	if err := a.release(); err != nil && a.result.Error == nil {
+		a.result.Error = NewResultError(err)
+	}
+	a.state = Stopped
+	return a.result
+}
+
+// release closes the bridge and the journal.
+func (a *Agent) release() error {
+	var first error
+	if a.bridge != nil {
+		if err := a.bridge.Close(); err != nil {
+			first = err
+		}
+	}
+	if a.flow != nil {
+		a.flow.close()
+	}
+	if a.events != nil {
+		if err := a.events.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}

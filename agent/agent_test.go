@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
+	_ "github.com/capstan-dev/capstan/llm/script"
+)
+
+// writeAgent creates an agent folder from files (path → content) and
+// returns its directory.
+func writeAgent(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// basicAgent is a one-step agent completing on a keyword; script is the
+// script.yaml content.
+func basicAgent(t testing.TB, script string, extraParams string) string {
+	t.Helper()
+	params := `"topic": {"type": "string", "description": "what to write about", "default": "boats"}`
+	if extraParams != "" {
+		params += "," + extraParams
+	}
+	return writeAgent(t, map[string]string{
+		"agent.json": `{
+  "version": "1.0.0", "name": "basic", "description": "test agent",
+  "parameters": {` + params + `},
+  "runner": {
+    "model": "script:script.yaml",
+    "systemPromptPath": "prompts/system.md",
+    "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": ["Read", "Write"], "permissionMode": "acceptEdits"},
+    "budgets": {"maxIterations": 5}
+  }
+}`,
+		"steps_registry.json": `{"agentId": "basic", "c1": "steps", "entryStep": "initial.work",
+  "steps": {"initial.work": {"stepId": "initial.work", "c2": "initial", "c3": "work", "uvVariables": ["topic"]}}}`,
+		"prompts/system.md":                       "You work in {uv-workdir}.",
+		"prompts/steps/initial/work/f_default.md": "---\nstepId: initial.work\n---\nIteration {uv-iteration}: write notes about {uv-topic}. {uv-undefined_thing}",
+		"script.yaml":                             script,
+	})
+}
+
+const twoIterationScript = `turns:
+  - expect: {prompt_contains: ["Iteration 1: write notes about boats"]}
+    text: "writing"
+    tool_calls:
+      - name: Write
+        input: {file_path: notes.txt, content: "boats float\n"}
+  - text: "wrote notes.txt"
+  - expect: {prompt_contains: ["Iteration 2"]}
+    text: "checked, ALL_DONE"
+`
+
+func load(t testing.TB, dir string) *config.Agent {
+	t.Helper()
+	def, err := config.LoadAndValidate(dir, ValidateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
+}
+
+func TestLifecycleIsOneWayAndBuildFollowsSeedOrder(t *testing.T) {
+	ctx := context.Background()
+	def := load(t, basicAgent(t, twoIterationScript, ""))
+	a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := a.BuildOrder(), []string{"logger", "promptResolver", "completionHandler", "sdkBridge", "actionSystem"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("build order %v, want %v", got, want)
+	}
+	if a.State() != Created {
+		t.Fatalf("state %s", a.State())
+	}
+	if r := a.Run(ctx); r.Error == nil || r.Error.Code != agenterr.CodeNotStarted {
+		t.Fatalf("Run before Start: %+v", r)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); !errors.Is(err, agenterr.ErrAlreadyStarted) {
+		t.Fatalf("second Start: %v", err)
+	}
+	res := a.Run(ctx)
+	if !res.Success || res.Iterations != 2 || res.CompletionReason != "completed" {
+		t.Fatalf("result %+v", res)
+	}
+	stopped := a.Stop()
+	if a.State() != Stopped || stopped != a.Stop() {
+		t.Fatal("Stop is not idempotent")
+	}
+	if err := a.Start(ctx); !errors.Is(err, agenterr.ErrAlreadyStopped) {
+		t.Fatalf("Start after Stop: %v", err)
+	}
+}
+
+func TestRunMapsParametersAndJournalsEverything(t *testing.T) {
+	ctx := context.Background()
+	script := strings.Replace(twoIterationScript, "about boats", "about kites", 1)
+	def := load(t, basicAgent(t, script, ""))
+	wd := t.TempDir()
+	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, Params: map[string]string{"topic": "kites"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	if !res.Success {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(wd, "notes.txt")); err != nil || string(b) != "boats float\n" {
+		t.Fatalf("tool did not act: %q %v", b, err)
+	}
+	rec, err := LoadRun(res.RunID, res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Ended || rec.Result == nil || !rec.Result.Success || len(rec.Iterations) != 2 {
+		t.Fatalf("record %+v", rec)
+	}
+	it := rec.Iterations[0]
+	if !strings.Contains(it.Prompt, "write notes about kites") || it.PromptSource != filepath.Join("prompts", "steps", "initial", "work", "f_default.md") {
+		t.Fatalf("prompt %q from %q", it.Prompt, it.PromptSource)
+	}
+	if it.Query == nil || len(it.Query.ToolUses) != 1 || it.Query.ToolUses[0].Name != "Write" {
+		t.Fatalf("query %+v", it.Query)
+	}
+	// The undefined variable stays as-is and is warned about, never silently.
+	if !strings.Contains(it.Prompt, "{uv-undefined_thing}") || !strings.Contains(strings.Join(rec.Warnings, "\n"), "undefined_thing") {
+		t.Fatalf("undefined variable handling: %q warnings=%v", it.Prompt, rec.Warnings)
+	}
+	if rec.Start.Params["topic"] != "kites" {
+		t.Fatalf("params not journaled: %+v", rec.Start)
+	}
+	if len(rec.Sessions[res.SessionID]) == 0 {
+		t.Fatal("session transcript not journaled")
+	}
+}
+
+func TestMissingRequiredParameterIsAUsageError(t *testing.T) {
+	def := load(t, basicAgent(t, twoIterationScript, `"issue": {"type": "number", "description": "issue", "required": true}`))
+	_, err := Build(context.Background(), def, BuildOptions{WorkDir: t.TempDir()})
+	if !errors.Is(err, agenterr.ErrParamMissing) || !strings.Contains(err.Error(), "--issue") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestUnknownProviderListsKnownOnes(t *testing.T) {
+	def := load(t, basicAgent(t, twoIterationScript, ""))
+	_, err := Build(context.Background(), def, BuildOptions{WorkDir: t.TempDir(), Model: "nope:x"})
+	if !errors.Is(err, agenterr.ErrUnknownProvider) || !strings.Contains(err.Error(), "script") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestScriptRunningOutIsAProviderError(t *testing.T) {
+	ctx := context.Background()
+	def := load(t, basicAgent(t, "turns:\n  - text: nothing useful\n", ""))
+	a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	if res.Success || res.Error == nil || res.Error.Code != agenterr.CodeScriptExhausted || res.Iterations != 2 {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+}
+
+func TestBudgetStopsWithoutCompletion(t *testing.T) {
+	ctx := context.Background()
+	var sb strings.Builder
+	sb.WriteString("turns:\n")
+	for i := 0; i < 10; i++ {
+		fmt.Fprintf(&sb, "  - text: \"still working %d\"\n", i)
+	}
+	def := load(t, basicAgent(t, sb.String(), ""))
+	a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir(), MaxIterations: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	if res.Success || res.CompletionReason != "max_iterations" || res.Iterations != 3 || res.Error != nil {
+		t.Fatalf("%+v", res)
+	}
+	events, _ := journal.ReadFile(res.Journal)
+	if events[len(events)-1].Type != journal.LifecycleChange {
+		t.Fatalf("journal not closed by Stop: last event %s", events[len(events)-1].Type)
+	}
+}

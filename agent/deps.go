@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/builtin"
+
+	"github.com/capstan-dev/capstan/config"
+)
+
+// newPromptResolver builds the layer-4 resolver from runner.prompts.
+func newPromptResolver(def *config.Agent) *prompt.Resolver {
+	r := def.Definition().Runner
+	return prompt.New(prompt.Config{
+		AgentDir:    def.Dir(),
+		Base:        r.Prompts.Base,
+		C1:          def.Registry().C1,
+		FallbackDir: r.Prompts.FallbackDir,
+		SystemPath:  r.SystemPromptPath,
+	})
+}
+
+// buildCompletion builds the layer-3 handler tree from runner.completion.
+func (a *Agent) buildCompletion() (completion.Handler, error) {
+	return completion.FromConfig(a.def.Definition().Runner.Completion, completion.Deps{
+		WorkDir: a.workDir,
+		Params:  a.vars,
+		File:    filepath.Join(a.def.Dir(), config.AgentFile),
+	})
+}
+
+// buildTools makes the tools the model may call: the built-in file and
+// shell tools confined to the work dir.
+func (a *Agent) buildTools() ([]tool.Tool, error) {
+	return builtin.New(builtin.Config{WorkDir: a.workDir, Env: nil})
+}
+
+// buildBridge opens the model provider with the agent's tools.
+func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
+	tools, err := a.buildTools()
+	if err != nil {
+		return nil, err
+	}
+	r := a.def.Definition().Runner
+	baseURL := a.opts.BaseURL
+	if baseURL == "" {
+		baseURL = r.BaseURL
+	}
+	cfg := llm.Config{
+		BaseURL:  baseURL,
+		AgentDir: a.def.Dir(),
+		WorkDir:  a.workDir,
+		Tools:    tools,
+		Events:   a.events,
+		Getenv:   a.opts.Getenv,
+		MaxTurns: r.Boundaries.MaxTurns,
+	}
+	if rec := a.opts.Resume; rec != nil {
+		cfg.Transcripts = rec.Sessions
+	}
+	return llm.Open(ctx, a.model, cfg)
+}
+
+// costFunc prices usage with runner.pricing for the run's model, when the
+// agent declares a price for it.
+func (a *Agent) costFunc() func(llm.Usage) float64 {
+	_, model := llm.ParseSpec(a.model)
+	p, ok := a.def.Definition().Runner.Pricing[model]
+	if !ok {
+		return nil
+	}
+	return func(u llm.Usage) float64 {
+		return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+			float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
+	}
+}

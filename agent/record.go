@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/loop"
+)
+
+// RunRecord is one run as reconstructed from its journal. It is what
+// `capstan show` prints and what `capstan resume` continues from.
+type RunRecord struct {
+	ID         string                   `json:"runId"`
+	Journal    string                   `json:"journal"`
+	Start      *RunStartEvent           `json:"start,omitempty"`
+	Iterations []IterationRecord        `json:"iterations"`
+	Result     *Result                  `json:"result,omitempty"`
+	Warnings   []string                 `json:"warnings,omitempty"`
+	Errors     []loop.ErrorEvent        `json:"errors,omitempty"`
+	Sessions   map[string][]llm.Message `json:"-"`
+	// Ended is false when the journal has no run.end event: the run was
+	// killed or is still running.
+	Ended bool `json:"ended"`
+}
+
+// IterationRecord is one iteration of a RunRecord.
+type IterationRecord struct {
+	Iteration    int                `json:"iteration"`
+	Step         string             `json:"step,omitempty"`
+	PromptSource string             `json:"promptSource,omitempty"`
+	Prompt       string             `json:"prompt,omitempty"`
+	Query        *llm.QueryResult   `json:"query,omitempty"`
+	Denied       []llm.ToolUse      `json:"denied,omitempty"`
+	Events       []journal.Event    `json:"events,omitempty"` // validator, retry, step, completion events
+	Outcome      *loop.OutcomeEvent `json:"outcome,omitempty"`
+	Summary      *iteration.Summary `json:"-"`
+	Errors       []loop.ErrorEvent  `json:"errors,omitempty"`
+	// Finished is false for an iteration cut short (killed run).
+	Finished bool `json:"finished"`
+}
+
+// LoadRun reads a run journal into a RunRecord. It tolerates a journal cut
+// short by a killed process.
+func LoadRun(id, path string) (*RunRecord, error) {
+	events, err := journal.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rec := &RunRecord{ID: id, Journal: path, Sessions: map[string][]llm.Message{}}
+	var cur *IterationRecord
+	at := func(n int) *IterationRecord {
+		if cur == nil || cur.Iteration != n {
+			// A resumed run repeats an unfinished iteration number: replace it.
+			if k := len(rec.Iterations); k > 0 && rec.Iterations[k-1].Iteration == n && !rec.Iterations[k-1].Finished {
+				rec.Iterations = rec.Iterations[:k-1]
+			}
+			rec.Iterations = append(rec.Iterations, IterationRecord{Iteration: n})
+			cur = &rec.Iterations[len(rec.Iterations)-1]
+		}
+		return cur
+	}
+	for _, ev := range events {
+		decode := func(v any) error {
+			if len(ev.Data) == 0 {
+				return nil
+			}
+			if err := json.Unmarshal(ev.Data, v); err != nil {
+				return fmt.Errorf("journal %s: event %d (%s): %w", path, ev.Seq, ev.Type, err)
+			}
+			return nil
+		}
+		switch ev.Type {
+		case journal.RunStart:
+			var s RunStartEvent
+			if err := decode(&s); err != nil {
+				return nil, err
+			}
+			if rec.Start == nil {
+				rec.Start = &s
+			}
+			rec.Ended, rec.Result = false, nil
+		case journal.RunEnd:
+			var r Result
+			if err := decode(&r); err != nil {
+				return nil, err
+			}
+			rec.Result, rec.Ended = &r, true
+		case journal.IterationStart:
+			cur = nil
+			at(ev.Iteration)
+		case journal.PromptResolved:
+			var p loop.PromptEvent
+			if err := decode(&p); err != nil {
+				return nil, err
+			}
+			it := at(ev.Iteration)
+			it.Prompt, it.PromptSource, it.Step = p.Text, p.Source, ev.Step
+		case journal.QueryResult:
+			var q llm.QueryResult
+			if err := decode(&q); err != nil {
+				return nil, err
+			}
+			at(ev.Iteration).Query = &q
+		case journal.ToolDenied:
+			var u llm.ToolUse
+			if err := decode(&u); err != nil {
+				return nil, err
+			}
+			if ev.Iteration > 0 {
+				it := at(ev.Iteration)
+				it.Denied = append(it.Denied, u)
+			}
+		case journal.SessionMessages:
+			var m llm.SessionMessagesEvent
+			if err := decode(&m); err != nil {
+				return nil, err
+			}
+			rec.Sessions[m.SessionID] = append(rec.Sessions[m.SessionID], m.Messages...)
+		case journal.IterationEnd:
+			var e loop.IterationEvent
+			if err := decode(&e); err != nil {
+				return nil, err
+			}
+			it := at(ev.Iteration)
+			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, true
+		case journal.Error:
+			var e loop.ErrorEvent
+			if err := decode(&e); err != nil {
+				return nil, err
+			}
+			if ev.Iteration > 0 {
+				it := at(ev.Iteration)
+				it.Errors = append(it.Errors, e)
+			} else {
+				rec.Errors = append(rec.Errors, e)
+			}
+		case journal.Warning:
+			var w struct {
+				Message string `json:"message"`
+			}
+			_ = decode(&w)
+			rec.Warnings = append(rec.Warnings, w.Message)
+		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice:
+			if ev.Iteration > 0 {
+				it := at(ev.Iteration)
+				it.Events = append(it.Events, ev)
+			}
+		}
+	}
+	return rec, nil
+}
+
+// FinishedIterations counts iterations that ran to their end.
+func (r *RunRecord) FinishedIterations() int {
+	n := 0
+	for _, it := range r.Iterations {
+		if it.Finished {
+			n++
+		}
+	}
+	return n
+}

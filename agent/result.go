@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// Result is seed 000's AgentResult: how a run ended. It is what `capstan run
+// --json` prints and what the run.end journal event carries.
+type Result struct {
+	Success bool `json:"success"`
+	// CompletionReason is a stable token: completed, max_iterations,
+	// emergency_stop, time_budget, token_budget, cost_budget, canceled,
+	// aborted, validation_exhausted, step_loop_limit, error.
+	CompletionReason string `json:"completionReason"`
+	// Reason is the human explanation (the completion handler's reason, or
+	// what stopped the run).
+	Reason     string       `json:"reason,omitempty"`
+	Iterations int          `json:"iterations"`
+	SessionID  string       `json:"sessionId,omitempty"`
+	RunID      string       `json:"runId"`
+	Agent      string       `json:"agent"`
+	Model      string       `json:"model"`
+	StepID     string       `json:"stepId,omitempty"`
+	Usage      llm.Usage    `json:"usage"`
+	CostUSD    float64      `json:"cost"`
+	DurationMs int64        `json:"durationMs"`
+	Journal    string       `json:"journal,omitempty"`
+	Error      *ResultError `json:"error,omitempty"`
+}
+
+// ResultError is the error part of a Result.
+type ResultError struct {
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	Recoverable bool   `json:"recoverable"`
+}
+
+// NewResultError converts err into the Result form; nil stays nil.
+func NewResultError(err error) *ResultError {
+	if err == nil {
+		return nil
+	}
+	re := &ResultError{Code: "INTERNAL", Message: err.Error()}
+	if e := agenterr.From(err); e != nil {
+		re.Code, re.Recoverable = e.Code, e.Recoverable
+		re.Message = strings.TrimPrefix(re.Message, e.Code+": ")
+	}
+	return re
+}
+
+// RunStartEvent is the payload of the run.start journal event.
+type RunStartEvent struct {
+	RunID    string            `json:"runId"`
+	Agent    string            `json:"agent"`
+	AgentDir string            `json:"agentDir"`
+	WorkDir  string            `json:"workDir"`
+	Model    string            `json:"model"`
+	Params   map[string]string `json:"params,omitempty"`
+	Resumed  bool              `json:"resumed,omitempty"`
+	// Iteration is where a resumed run continues from.
+	Iteration int `json:"iteration,omitempty"`
+}

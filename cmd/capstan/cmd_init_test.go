@@ -1,0 +1,125 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/config"
+)
+
+func TestInitScaffold(t *testing.T) {
+	parent := t.TempDir()
+	code, out, stderr := captureConfigCLI(t, "init", "hello-agent", "--dir", parent)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	dir := filepath.Join(parent, "hello-agent")
+	if !strings.Contains(out, "created "+dir) {
+		t.Errorf("output: %s", out)
+	}
+	for _, f := range []string{"agent.json", "steps_registry.json", "prompts/system.md",
+		"prompts/steps/initial/main/f_default.md", "prompts/steps/initial/main/f_failed_file-missing.md", "script.yaml", "README.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	// The scaffold passes validation with no warnings, and its step prompt
+	// uses the parameter it declares.
+	res := config.Check(dir, config.ValidateOptions{Providers: []string{"script"}, Extractors: []string{}})
+	if len(res.Problems()) != 0 {
+		t.Fatalf("scaffold has problems: %v", res.Problems())
+	}
+	ag, err := config.LoadAndValidate(dir, config.ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag.Definition().Name != "hello-agent" || ag.Registry().AgentID != "hello-agent" {
+		t.Errorf("name not substituted")
+	}
+	prompt, _ := os.ReadFile(filepath.Join(dir, "prompts/steps/initial/main/f_default.md"))
+	vars, err := ag.ResolveParams(nil)
+	if err != nil || vars["topic"] == "" || !strings.Contains(string(prompt), "{uv-topic}") {
+		t.Errorf("prompt/parameter mismatch: %v %v", vars, err)
+	}
+	script, _ := os.ReadFile(filepath.Join(dir, "script.yaml"))
+	for _, want := range []string{"name: Write", "file_path: hello.txt", "TASK_COMPLETE"} {
+		if !strings.Contains(string(script), want) {
+			t.Errorf("script.yaml lacks %q", want)
+		}
+	}
+	// No temporary folder is left behind.
+	entries, _ := os.ReadDir(parent)
+	if len(entries) != 1 {
+		t.Errorf("parent holds %d entries, want only the agent folder", len(entries))
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o755 {
+		t.Errorf("folder mode %v", fi.Mode().Perm())
+	}
+}
+
+func TestInitRefusesToOverwrite(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "taken")
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644)
+	code, _, stderr := captureConfigCLI(t, "init", "taken", "--dir", parent)
+	if code != 2 || !strings.Contains(stderr, "already exists") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "keep.txt")); string(b) != "mine" {
+		t.Fatal("existing folder was touched")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "agent.json")); err == nil {
+		t.Fatal("init wrote into an existing folder")
+	}
+	// An empty existing folder, a file and a symlink of that name are refused too.
+	os.Mkdir(filepath.Join(parent, "empty"), 0o755)
+	os.WriteFile(filepath.Join(parent, "file"), nil, 0o644)
+	os.Symlink(t.TempDir(), filepath.Join(parent, "link"))
+	for _, name := range []string{"empty", "file", "link"} {
+		if code, _, _ := captureConfigCLI(t, "init", name, "--dir", parent); code != 2 {
+			t.Errorf("%s: exit %d, want 2", name, code)
+		}
+	}
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".init-") {
+			t.Errorf("temporary folder left behind: %s", e.Name())
+		}
+	}
+}
+
+func TestInitRejectsBadNames(t *testing.T) {
+	parent := t.TempDir()
+	for _, name := range []string{"../escape", "Upper", "a/b", "", "-flag", "1abc", ".hidden", strings.Repeat("a", 65), "x\"y", "a b"} {
+		code, _, _ := captureConfigCLI(t, "init", name, "--dir", parent)
+		if code != 2 {
+			t.Errorf("%q: exit %d, want 2", name, code)
+		}
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+		t.Fatalf("bad names wrote %d entries", len(entries))
+	}
+	if code, _, _ := captureConfigCLI(t, "init", "ok", "--dir", filepath.Join(parent, "missing")); code != 2 {
+		t.Fatalf("missing --dir: exit %d", code)
+	}
+}
+
+// A failure while writing leaves nothing behind: a read-only parent makes
+// MkdirTemp fail before anything is created.
+func TestInitReadOnlyParent(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores directory permissions")
+	}
+	parent := t.TempDir()
+	os.Chmod(parent, 0o555)
+	defer os.Chmod(parent, 0o755)
+	if code, _, _ := captureConfigCLI(t, "init", "demo", "--dir", parent); code != 3 {
+		t.Fatalf("exit %d, want 3 (file system failure)", code)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+		t.Fatalf("left %d entries behind", len(entries))
+	}
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
+)
+
+// runFlags are capstan's own flags of `run` and `resume`.
+type runFlags struct {
+	model         string
+	baseURL       string
+	workDir       string
+	maxIterations int
+	asJSON        bool
+	quiet         bool
+}
+
+func (f *runFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.model, "model", "", "model as provider:model (overrides runner.model)")
+	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider (e.g. an OpenAI-compatible server)")
+	fs.StringVar(&f.workDir, "workdir", ".", "directory the agent works in; runs are journaled under <workdir>/.capstan/runs")
+	fs.IntVar(&f.maxIterations, "max-iterations", 0, "override runner.budgets.maxIterations")
+	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+}
+
+func newRunCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "run DIR [--<parameter> VALUE ...] [flags]",
+		Short: "Run the agent defined in DIR until its completion is verified or a limit stops it",
+		Long: `Run the agent defined in DIR (agent.json, steps_registry.json, prompts/).
+
+Every parameter declared in agent.json becomes a flag (--<name> or its "cli"
+name) and the prompt variable {uv-<name>}. Run "capstan run DIR --help" to
+see an agent's parameter flags.
+
+Exit codes: 0 completed; 1 ran but did not complete (budget, limit, abort,
+validation exhausted); 2 usage or configuration error; 3 provider or internal error.`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAgent(cmd, args)
+		},
+	}
+}
+
+// agentDirArg finds DIR among raw args: the first argument that is neither
+// a flag nor the value of one of capstan's own value flags. Put DIR first
+// (capstan run DIR --name value) when passing parameter flags.
+func agentDirArg(args []string) (string, []string) {
+	valueFlags := map[string]bool{"--model": true, "--base-url": true, "--workdir": true, "--max-iterations": true}
+	without := func(i, n int) []string { return append(append([]string{}, args[:i]...), args[i+n:]...) }
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1], without(i, 2)
+			}
+			return "", args
+		case valueFlags[a]:
+			i++ // skip the flag's value
+		case !strings.HasPrefix(a, "-"):
+			return a, without(i, 1)
+		}
+	}
+	return "", args
+}
+
+func isHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
+			return true
+		}
+	}
+	return false
+}
+
+func runAgent(cmd *cobra.Command, args []string) error {
+	dir, rest := agentDirArg(args)
+	stderr := cmd.ErrOrStderr()
+	if dir == "" {
+		if isHelp(args) {
+			return cmd.Help()
+		}
+		return withExit(exitUsage, errors.New("run: missing agent directory (usage: capstan run DIR [--<parameter> VALUE ...])"))
+	}
+	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+	if err != nil {
+		printConfigError(stderr, err)
+		return withExit(exitUsage, nil)
+	}
+	var flags runFlags
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	flags.register(fs)
+	params := registerParamFlags(fs, def)
+	if isHelp(rest) {
+		fmt.Fprintf(cmd.OutOrStdout(), "Usage: capstan run %s [flags]\n\nAgent %s: %s\n\nFlags:\n%s", dir, def.Definition().Name, def.Definition().Description, fs.FlagUsages())
+		return nil
+	}
+	if err := fs.Parse(rest); err != nil {
+		return withExit(exitUsage, fmt.Errorf("run: %w (agent %s accepts: %s)", err, def.Definition().Name, strings.Join(paramFlagNames(def), " ")))
+	}
+	if fs.NArg() > 0 {
+		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
+	}
+	values := map[string]string{}
+	for name, flagName := range params {
+		if f := fs.Lookup(flagName); f != nil && f.Changed {
+			values[name] = f.Value.String()
+		}
+	}
+	return executeRun(cmd.Context(), cmd, def, flags, values, nil)
+}
+
+// registerParamFlags adds one flag per declared parameter and returns
+// parameter name → flag name.
+func registerParamFlags(fs *pflag.FlagSet, def *config.Agent) map[string]string {
+	out := map[string]string{}
+	names := make([]string, 0, len(def.Definition().Parameters))
+	for n := range def.Definition().Parameters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := def.Definition().Parameters[name]
+		flagName := strings.TrimPrefix(p.Flag(name), "--")
+		usage := p.Description
+		if p.Required {
+			usage += " (required)"
+		}
+		if len(p.Default) > 0 {
+			usage += " (default " + string(p.Default) + ")"
+		}
+		if fs.Lookup(flagName) != nil {
+			continue // validation rejects clashes; never shadow capstan's flags
+		}
+		if p.Type == "boolean" {
+			fs.String(flagName, "", usage)
+			fs.Lookup(flagName).NoOptDefVal = "true"
+		} else {
+			fs.String(flagName, "", usage)
+		}
+		out[name] = flagName
+	}
+	return out
+}
+
+func paramFlagNames(def *config.Agent) []string {
+	var out []string
+	for name, p := range def.Definition().Parameters {
+		out = append(out, p.Flag(name))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// executeRun builds, starts, runs and stops the agent, printing progress
+// and the result, and maps the outcome to an exit code.
+func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord) error {
+	stderr := cmd.ErrOrStderr()
+	var progress *progressPrinter
+	if !flags.quiet {
+		progress = newProgressPrinter(stderr)
+	}
+	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL,
+		MaxIterations: flags.maxIterations, Params: params, Resume: resume}
+	if progress != nil {
+		opts.Observer = progress
+	}
+	a, err := agent.Build(ctx, def, opts)
+	if err != nil {
+		return withExit(exitCodeFor(err), err)
+	}
+	if err := a.Start(ctx); err != nil {
+		a.Stop()
+		return withExit(exitCodeFor(err), err)
+	}
+	if progress != nil {
+		progress.begin(a.RunID(), def.Definition().Name)
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	if progress != nil {
+		progress.end()
+	}
+	printSummary(stderr, res)
+	if flags.asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+			return withExit(exitInternal, err)
+		}
+	}
+	return withExit(resultExitCode(res), nil)
+}
+
+// resultExitCode maps a finished run to the documented exit codes.
+func resultExitCode(res *agent.Result) int {
+	if res.Success {
+		return exitOK
+	}
+	if res.Error != nil {
+		switch {
+		case strings.HasPrefix(res.Error.Code, "SDK_"), res.Error.Code == agenterr.CodeUnknownProvider,
+			res.Error.Code == agenterr.CodeScriptExhausted, res.Error.Code == "INTERNAL",
+			res.Error.Code == agenterr.CodeDependencyResolution:
+			return exitInternal
+		case strings.HasPrefix(res.Error.Code, "CONFIG"), res.Error.Code == agenterr.CodePromptNotFound,
+			res.Error.Code == agenterr.CodePromptParse:
+			return exitUsage
+		}
+	}
+	return exitNotCompleted
+}
+
+// exitCodeFor maps an error raised before the loop ran.
+func exitCodeFor(err error) int {
+	e := agenterr.From(err)
+	if e == nil {
+		return exitInternal
+	}
+	switch e.Layer {
+	case agenterr.LayerConfiguration, agenterr.LayerPrompt:
+		return exitUsage
+	}
+	if e.Code == agenterr.CodeUnknownProvider && strings.Contains(e.Message, "unknown model provider") {
+		return exitUsage
+	}
+	return exitInternal
+}
+
+func printSummary(w io.Writer, r *agent.Result) {
+	status := "NOT COMPLETED"
+	if r.Success {
+		status = "COMPLETED"
+	}
+	fmt.Fprintf(w, "\n%s  %s — %s\n", status, r.CompletionReason, r.Reason)
+	fmt.Fprintf(w, "  agent %s  model %s  run %s\n", r.Agent, r.Model, r.RunID)
+	fmt.Fprintf(w, "  iterations %d  step %s  tokens in=%d out=%d cache=%d/%d  cost $%.4f  %.1fs\n",
+		r.Iterations, r.StepID, r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.CostUSD, float64(r.DurationMs)/1000)
+	if r.Error != nil {
+		fmt.Fprintf(w, "  error %s: %s (recoverable: %v)\n", r.Error.Code, r.Error.Message, r.Error.Recoverable)
+		if r.Error.Recoverable {
+			fmt.Fprintf(w, "  continue with: capstan resume %s\n", r.RunID)
+		}
+	}
+	fmt.Fprintf(w, "  journal %s  (capstan show %s)\n", r.Journal, r.RunID)
+}
+
+// printConfigError prints a configuration error with every problem.
+func printConfigError(w io.Writer, err error) {
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		for _, p := range ve.Problems() {
+			fmt.Fprintln(w, p.String())
+		}
+		fmt.Fprintf(w, "capstan: agent definition is invalid (%d errors); run capstan validate for details\n", len(ve.Result.Errors()))
+		return
+	}
+	fmt.Fprintln(w, "capstan:", err)
+}
+
+func newResumeCmd() *cobra.Command {
+	var flags runFlags
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue a run that stopped without completing (killed, budget, recoverable error) in the same session",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			run, err := journal.Find(flags.workDir, args[0])
+			if err != nil {
+				return withExit(exitUsage, err)
+			}
+			rec, err := agent.LoadRun(run.ID, run.Path)
+			if err != nil {
+				return withExit(exitInternal, err)
+			}
+			if rec.Start == nil {
+				return withExit(exitUsage, fmt.Errorf("resume: run %s has no run.start event", run.ID))
+			}
+			flags.workDir = rec.Start.WorkDir
+			def, err := config.LoadAndValidate(rec.Start.AgentDir, agent.ValidateOptions())
+			if err != nil {
+				printConfigError(cmd.ErrOrStderr(), err)
+				return withExit(exitUsage, nil)
+			}
+			if flags.model == "" {
+				flags.model = rec.Start.Model
+			}
+			return executeRun(cmd.Context(), cmd, def, flags, nil, rec)
+		},
+	}
+	flags.register(cmd.Flags())
+	return cmd
+}

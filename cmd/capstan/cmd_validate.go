@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/config"
+)
+
+// newValidateCmd builds `capstan validate DIR [--json]`.
+func newValidateCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate DIR",
+		Short: "Check an agent folder and list every problem",
+		Long: `Check an agent folder (agent.json, steps_registry.json and the files they
+reference) and print every problem at once, one a line:
+
+  file:line:col: severity CODE message (pointer) — hint
+
+Exit status: 0 valid (warnings are printed but allowed), 2 invalid.
+--json prints {"valid", "errors", "warnings"} instead. Codes are documented
+in docs/configuration.md.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			res, err := validateAgentDir(dir)
+			if err != nil {
+				return withExit(exitInternal, err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(res); err != nil {
+					return withExit(exitInternal, err)
+				}
+			} else {
+				for _, p := range res.Problems() {
+					if p.File != "" {
+						p.File = filepath.Join(dir, p.File)
+					}
+					fmt.Fprintln(out, p.String())
+				}
+				fmt.Fprintln(out, summary(dir, res))
+			}
+			if !res.Valid() {
+				return withExit(exitUsage, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// validateAgentDir runs every configuration check on the agent folder dir:
+// load, defaults, JSON Schema and cross-references (config.Check). Checks
+// that need other layers (prompt files, retry prompts, schema refs) are
+// added here, so `capstan validate` and `capstan run` agree.
+func validateAgentDir(dir string) (config.ValidationResult, error) {
+	return config.Check(dir, agent.ValidateOptions()), nil
+}
+
+func summary(dir string, res config.ValidationResult) string {
+	e, w := len(res.Errors()), len(res.Warnings())
+	if res.Valid() {
+		return fmt.Sprintf("%s: valid (%s)", dir, plural(w, "warning"))
+	}
+	return fmt.Sprintf("%s: invalid (%s, %s)", dir, plural(e, "error"), plural(w, "warning"))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

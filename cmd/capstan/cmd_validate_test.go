@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// captureConfigCLI runs execute(args) and returns its exit code, stdout and
+// stderr. It swaps os.Stdout/os.Stderr, so tests using it must not run in
+// parallel.
+func captureConfigCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	oldOut, oldErr := os.Stdout, os.Stderr
+	ro, wo, _ := os.Pipe()
+	re, we, _ := os.Pipe()
+	os.Stdout, os.Stderr = wo, we
+	outc, errc := make(chan string), make(chan string)
+	go func() { b, _ := io.ReadAll(ro); outc <- string(b) }()
+	go func() { b, _ := io.ReadAll(re); errc <- string(b) }()
+	code := execute(context.Background(), args)
+	wo.Close()
+	we.Close()
+	os.Stdout, os.Stderr = oldOut, oldErr
+	return code, <-outc, <-errc
+}
+
+func TestValidateScaffoldIsValid(t *testing.T) {
+	parent := t.TempDir()
+	if code, _, stderr := captureConfigCLI(t, "init", "demo", "--dir", parent); code != 0 {
+		t.Fatalf("init exit %d: %s", code, stderr)
+	}
+	code, out, _ := captureConfigCLI(t, "validate", filepath.Join(parent, "demo"))
+	if code != 0 || !strings.Contains(out, "valid (0 warnings)") {
+		t.Fatalf("validate exit %d:\n%s", code, out)
+	}
+}
+
+func TestValidateReportsProblemsAndExit2(t *testing.T) {
+	parent := t.TempDir()
+	captureConfigCLI(t, "init", "demo", "--dir", parent)
+	dir := filepath.Join(parent, "demo")
+	agent := filepath.Join(dir, "agent.json")
+	b, _ := os.ReadFile(agent)
+	s := strings.Replace(string(b), `"permissionMode": "acceptEdits"`, `"permissionMode": "accept", "allowedTool": []`, 1)
+	os.WriteFile(agent, []byte(s), 0o644)
+	reg := filepath.Join(dir, "steps_registry.json")
+	b, _ = os.ReadFile(reg)
+	os.WriteFile(reg, []byte(strings.Replace(string(b), `"entryStep": "initial.main"`, `"entryStep": "initial.mian"`, 1)), 0o644)
+
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2:\n%s", code, out)
+	}
+	for _, want := range []string{
+		filepath.Join(dir, "agent.json") + `:28:25: error AC-SCHEMA-ENUM "accept" is not allowed`,
+		`(/runner/boundaries/permissionMode) — `,
+		filepath.Join(dir, "agent.json") + `:28:35: warning AC-UNKNOWN-KEY unknown key "allowedTool"; did you mean "allowedTools"?`,
+		filepath.Join(dir, "steps_registry.json") + `:6:16: error SR-ENTRY-STEP entryStep "initial.mian" is not a step (/entryStep) — set entryStep to one of the step ids (known: initial.main)`,
+		dir + ": invalid (2 errors, 1 warning)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, _ = captureConfigCLI(t, "validate", "--json", dir)
+	if code != 2 {
+		t.Fatalf("--json exit %d", code)
+	}
+	var res struct {
+		Valid    bool
+		Errors   []map[string]any
+		Warnings []map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, out)
+	}
+	if res.Valid || len(res.Errors) != 2 || len(res.Warnings) != 1 || res.Errors[0]["line"] != 28.0 {
+		t.Fatalf("--json result: %+v", res)
+	}
+}
+
+func TestValidateWarningsOnlyExit0(t *testing.T) {
+	parent := t.TempDir()
+	captureConfigCLI(t, "init", "demo", "--dir", parent)
+	dir := filepath.Join(parent, "demo")
+	agent := filepath.Join(dir, "agent.json")
+	b, _ := os.ReadFile(agent)
+	os.WriteFile(agent, []byte(strings.Replace(string(b), `"version"`, `"colour": "blue", "version"`, 1)), 0o644)
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != 0 || !strings.Contains(out, "AC-UNKNOWN-KEY") || !strings.Contains(out, "valid (1 warning)") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestValidateLoadFailures(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != 2 || !strings.Contains(out, "error CONFIG_NOT_FOUND") || !strings.Contains(out, "capstan init") {
+		t.Fatalf("missing agent.json: exit %d\n%s", code, out)
+	}
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte("{\n  \"name\": \"x\",\n}\n"), 0o644)
+	code, out, _ = captureConfigCLI(t, "validate", dir)
+	if code != 2 || !strings.Contains(out, filepath.Join(dir, "agent.json")+":3:1: error CONFIG_PARSE") {
+		t.Fatalf("broken JSON: exit %d\n%s", code, out)
+	}
+	code, out, _ = captureConfigCLI(t, "validate", "--json", filepath.Join(dir, "missing"))
+	if code != 2 || !strings.Contains(out, `"code": "CONFIG_NOT_FOUND"`) {
+		t.Fatalf("missing dir --json: exit %d\n%s", code, out)
+	}
+	if code, _, _ := captureConfigCLI(t, "validate"); code != 2 {
+		t.Fatalf("no DIR: exit %d, want 2", code)
+	}
+}

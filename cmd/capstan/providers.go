@@ -1,0 +1,7 @@
+package main
+
+// Model providers compiled into the capstan binary. Each registers itself
+// with package llm when imported.
+import (
+	_ "github.com/capstan-dev/capstan/llm/script"
+)

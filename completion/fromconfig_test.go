@@ -1,0 +1,226 @@
+package completion
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+)
+
+func parseCompletion(t *testing.T, js string) config.Completion {
+	t.Helper()
+	var c config.Completion
+	if err := json.Unmarshal([]byte(js), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestFromConfigBuildsTree(t *testing.T) {
+	cfg := parseCompletion(t, `{"type":"composite","mode":"any","conditions":[
+		{"type":"keyword","name":"said-done","keyword":"TASK_COMPLETE"},
+		{"type":"iterationBudget","maxIterations":3},
+		{"type":"stepFlow"}]}`)
+	h, err := FromConfig(cfg, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := h.(*Composite)
+	if !ok {
+		t.Fatalf("got %T", h)
+	}
+	for i := 1; i <= 2; i++ {
+		if r, _ := h.Check(context.Background(), ctxAt(i, "working")); r.Complete {
+			t.Fatalf("complete at %d", i)
+		}
+	}
+	r, err := h.Check(context.Background(), ctxAt(3, "working"))
+	if err != nil || !r.Complete {
+		t.Fatalf("r=%+v err=%v", r, err)
+	}
+	states := c.ConditionStates()
+	if len(states) != 3 || states["said-done"] || !states["iterationBudget#1"] || states["stepFlow#2"] {
+		t.Fatalf("states = %v", states)
+	}
+}
+
+func TestFromConfigErrors(t *testing.T) {
+	cases := []struct {
+		js, pointer string
+	}{
+		{`{}`, "/runner/completion/type"},
+		{`{"type":"magic"}`, "/runner/completion/type"},
+		{`{"type":"iterationBudget"}`, "/runner/completion/maxIterations"},
+		{`{"type":"iterationBudget","maxIterations":-2}`, "/runner/completion/maxIterations"},
+		{`{"type":"keyword"}`, "/runner/completion/keyword"},
+		{`{"type":"composite","mode":"xor","conditions":[{"type":"stepFlow"}]}`, "/runner/completion/mode"},
+		{`{"type":"composite","mode":"all"}`, "/runner/completion/conditions"},
+		{`{"type":"composite","mode":"all","conditions":[{"type":"stepFlow"},{"type":"keyword"}]}`, "/runner/completion/conditions/1/keyword"},
+		{`{"type":"composite","mode":"all","conditions":[{"type":"stepFlow","name":"a"},{"type":"stepFlow","name":"a"}]}`, "/runner/completion/conditions/1/name"},
+		{`{"type":"structured","validators":["git-clean"]}`, "/runner/completion/validators"},
+		{`{"type":"structured","options":{"statusField":3}}`, "/runner/completion/options/statusField"},
+		{`{"type":"externalState"}`, "/runner/completion/options/number"},
+		{`{"type":"externalState","options":{"number":0}}`, "/runner/completion/options/number"},
+		{`{"type":"externalState","options":{"number":"${issue}"}}`, "/runner/completion/options/number"},
+		{`{"type":"externalState","options":{"number":"abc"}}`, "/runner/completion/options/number"},
+		{`{"type":"externalState","options":{"number":1,"resource":"discussion"}}`, "/runner/completion/options/resource"},
+		{`{"type":"custom","handler":"nope"}`, "/runner/completion/handler"},
+	}
+	for _, c := range cases {
+		_, err := FromConfig(parseCompletion(t, c.js), Deps{})
+		e := agenterr.From(err)
+		if e == nil || e.Code != agenterr.CodeConfigurationValidation {
+			t.Errorf("%s: err = %v, want CONFIG_INVALID", c.js, err)
+			continue
+		}
+		if e.Pointer != c.pointer || e.File != "agent.json" || e.Hint == "" {
+			t.Errorf("%s: pointer %q file %q hint %q; want pointer %q", c.js, e.Pointer, e.File, e.Hint, c.pointer)
+		}
+	}
+}
+
+func TestFromConfigExternalStateParams(t *testing.T) {
+	h, err := FromConfig(parseCompletion(t, `{"type":"externalState","options":{"number":"${issue}","repo":"o/r"}}`),
+		Deps{Params: map[string]string{"issue": "42"}, WorkDir: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := h.(*ExternalState)
+	if es.Number != 42 || es.Repo != "o/r" || es.WorkDir != "/w" {
+		t.Fatalf("got %+v", es)
+	}
+}
+
+func TestFromConfigStructured(t *testing.T) {
+	dir := t.TempDir()
+	h, err := FromConfig(parseCompletion(t, `{"type":"structured","keyword":"DONE","validators":["out.txt"]}`),
+		Deps{Verifier: fileVerifier{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Check(context.Background(), ctxAt(1, "DONE"))
+	if err != nil || r.Complete || r.Validation == nil {
+		t.Fatalf("declared without out.txt: %+v %v", r, err)
+	}
+	os.WriteFile(filepath.Join(dir, "out.txt"), nil, 0o644)
+	r, err = h.Check(context.Background(), ctxAt(2, "DONE"))
+	if err != nil || !r.Complete {
+		t.Fatalf("declared with out.txt: %+v %v", r, err)
+	}
+}
+
+func TestCustomHandlerRegistry(t *testing.T) {
+	RegisterHandler("test-phased", func(cfg config.Completion, deps Deps) (Handler, error) {
+		if cfg.MaxIterations < 0 {
+			return nil, errors.New("negative")
+		}
+		return &phased{}, nil
+	})
+	if !strings.Contains(strings.Join(CustomHandlers(), ","), "test-phased") {
+		t.Fatal("not listed")
+	}
+	h, err := FromConfig(config.Completion{Type: "custom", Handler: "test-phased"}, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		ProcessSignal(h, Signal{Type: SignalPhaseAdvance})
+	}
+	if r, _ := h.Check(context.Background(), ctxAt(1)); !r.Complete {
+		t.Fatal("custom phased handler did not complete after two phases")
+	}
+	_, err = FromConfig(config.Completion{Type: "custom", Handler: "test-phased", MaxIterations: -1}, Deps{})
+	if e := agenterr.From(err); e == nil || !strings.Contains(e.Message, "negative") {
+		t.Fatalf("factory error not reported: %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("duplicate registration did not panic")
+		}
+	}()
+	RegisterHandler("test-phased", func(config.Completion, Deps) (Handler, error) { return nil, nil })
+}
+
+// fakeGH writes a gh stand-in first on PATH; it records its arguments and
+// prints the state stored in a file, or fails when the file says "fail".
+func fakeGH(t *testing.T, state string) (dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	script := `#!/bin/sh
+echo "$@" > "` + dir + `/args"
+s=$(cat "` + dir + `/state")
+if [ "$s" = fail ]; then echo "HTTP 401: Bad credentials" >&2; exit 1; fi
+if [ "$s" = garbage ]; then echo "not json"; exit 0; fi
+printf '{"state":"%s"}\n' "$s"
+`
+	if err := os.WriteFile(filepath.Join(dir, "gh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setState(t, dir, state)
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return dir
+}
+
+func setState(t *testing.T, dir, s string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "state"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExternalStateWithGH(t *testing.T) {
+	dir := fakeGH(t, "OPEN")
+	h := &ExternalState{Number: 7, Repo: "acme/app", WorkDir: t.TempDir()}
+	r, err := h.Check(context.Background(), ctxAt(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, h, r)
+	if r.Complete || h.LastState() != "OPEN" {
+		t.Fatalf("open issue: %+v state %q", r, h.LastState())
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "args"))
+	if strings.TrimSpace(string(args)) != "issue view 7 --json state --repo acme/app" {
+		t.Fatalf("gh args = %q", args)
+	}
+	setState(t, dir, "CLOSED")
+	r, err = h.Check(context.Background(), ctxAt(2))
+	if err != nil || !r.Complete || !strings.Contains(r.Reason, "#7") {
+		t.Fatalf("closed issue: %+v %v", r, err)
+	}
+	checkInvariants(t, h, r)
+
+	setState(t, dir, "fail")
+	_, err = h.Check(context.Background(), ctxAt(3))
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeExternalState || !e.Recoverable || !strings.Contains(e.Message, "Bad credentials") {
+		t.Fatalf("gh failure: %v", err)
+	}
+	setState(t, dir, "garbage")
+	if _, err := h.Check(context.Background(), ctxAt(3)); !errors.Is(err, agenterr.ErrExternalState) {
+		t.Fatalf("garbage output: %v", err)
+	}
+
+	pr := &ExternalState{Resource: "pr", Number: 3}
+	setState(t, dir, "MERGED")
+	if r, err := pr.Check(context.Background(), ctxAt(1)); err != nil || !r.Complete {
+		t.Fatalf("merged pr: %+v %v", r, err)
+	}
+	args, _ = os.ReadFile(filepath.Join(dir, "args"))
+	if strings.TrimSpace(string(args)) != "pr view 3 --json state" {
+		t.Fatalf("gh args = %q", args)
+	}
+}
+
+func TestExternalStateMissingGH(t *testing.T) {
+	h := &ExternalState{Number: 1, GH: filepath.Join(t.TempDir(), "no-such-gh")}
+	_, err := h.Check(context.Background(), ctxAt(1))
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeExternalState || e.Hint == "" {
+		t.Fatalf("err = %v", err)
+	}
+}

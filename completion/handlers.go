@@ -1,0 +1,252 @@
+package completion
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// state is the shared bookkeeping of the built-in handlers: the result of
+// the last Check, plus a sticky forced completion (CompletionSignal
+// "complete").
+type state struct {
+	complete bool
+	reason   string
+	forced   bool
+}
+
+func (s *state) set(r Result) Result {
+	if s.forced {
+		r.Complete, r.Reason = true, s.reason
+	}
+	s.complete, s.reason = r.Complete, r.Reason
+	if !r.Complete {
+		s.reason = ""
+	}
+	return r
+}
+
+// IsComplete reports the outcome of the last Check (or a forced completion).
+func (s *state) IsComplete() bool { return s.complete }
+
+// Reason is why the handler is complete; "" when it is not.
+func (s *state) Reason() string {
+	if !s.complete {
+		return ""
+	}
+	return s.reason
+}
+
+// ForceComplete marks the handler complete regardless of later checks
+// (CompletionSignal "complete"). data, when not nil, is quoted in the reason.
+func (s *state) ForceComplete(data any) {
+	s.forced, s.complete = true, true
+	s.reason = "completion signalled"
+	if data != nil {
+		s.reason = fmt.Sprintf("completion signalled: %v", data)
+	}
+}
+
+// checkContext enforces the preconditions shared by every handler
+// (seed 000: context.iteration > 0).
+func checkContext(c Context, needSummary bool) error {
+	if c.Iteration <= 0 {
+		return agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+			"completion check needs iteration > 0, got %d", c.Iteration)
+	}
+	if needSummary && c.Summary == nil {
+		return agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+			"completion check at iteration %d has no iteration summary", c.Iteration)
+	}
+	return nil
+}
+
+// IterationBudget completes after exactly Max iterations (agent.json
+// completion type "iterationBudget"): Check with Iteration >= Max is
+// complete, anything earlier is not.
+type IterationBudget struct {
+	// Max is the number of iterations to run (> 0).
+	Max int
+	state
+}
+
+// Check implements Handler.
+func (h *IterationBudget) Check(_ context.Context, c Context) (Result, error) {
+	if err := checkContext(c, false); err != nil {
+		return Result{}, err
+	}
+	if h.Max <= 0 {
+		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+			"iteration budget needs maxIterations > 0, got %d", h.Max)
+	}
+	r := Result{}
+	if c.Iteration >= h.Max {
+		r = Result{Complete: true, Reason: fmt.Sprintf("iteration budget reached: %d of %d iterations", c.Iteration, h.Max)}
+	}
+	return h.set(r), nil
+}
+
+// Keyword completes when the model's own text of the iteration contains
+// Keyword (agent.json completion type "keyword"). Only assistant responses
+// count: a keyword that appears in tool output (a file the model read, a
+// command's stdout) is not a declaration by the model.
+type Keyword struct {
+	Keyword string
+	state
+}
+
+// Check implements Handler.
+func (h *Keyword) Check(_ context.Context, c Context) (Result, error) {
+	if err := checkContext(c, true); err != nil {
+		return Result{}, err
+	}
+	if h.Keyword == "" {
+		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+			"keyword completion needs a non-empty keyword")
+	}
+	r := Result{}
+	if containsKeyword(c.Summary.AssistantResponses, h.Keyword) {
+		r = Result{Complete: true, Declared: true, Reason: fmt.Sprintf("completion keyword %q found in the response", h.Keyword)}
+	}
+	return h.set(r), nil
+}
+
+func containsKeyword(responses []string, kw string) bool {
+	if kw == "" {
+		return false
+	}
+	for _, r := range responses {
+		if strings.Contains(r, kw) {
+			return true
+		}
+	}
+	return false
+}
+
+// StepFlow completes when the step machine reached a completing transition
+// (a check's onPass/onFail with "complete": true) in this iteration.
+type StepFlow struct {
+	state
+}
+
+// Check implements Handler.
+func (h *StepFlow) Check(_ context.Context, c Context) (Result, error) {
+	if err := checkContext(c, false); err != nil {
+		return Result{}, err
+	}
+	r := Result{}
+	if c.StepComplete {
+		step := ""
+		if c.Summary != nil && c.Summary.StepID != "" {
+			step = " at step " + c.Summary.StepID
+		}
+		r = Result{Complete: true, Reason: "step flow reached a completing transition" + step}
+	}
+	return h.set(r), nil
+}
+
+// Mode is how a Composite combines its conditions.
+type Mode string
+
+// Composite modes (seed 000 CompositeCompletionConfig).
+const (
+	ModeAny Mode = "any" // complete when one condition is complete (OR)
+	ModeAll Mode = "all" // complete when every condition is complete (AND)
+)
+
+// Condition is one named member of a Composite.
+type Condition struct {
+	Name    string
+	Handler Handler
+}
+
+// Composite combines conditions (agent.json completion type "composite").
+// Conditions are checked in order; in ModeAny the first complete condition
+// ends the evaluation (short circuit) and the rest are not checked. In
+// ModeAll every condition is checked each time.
+type Composite struct {
+	Mode       Mode
+	Conditions []Condition
+	state
+	states     map[string]bool
+	validation *ValidationResult
+}
+
+// Check implements Handler. A failed, declared completion of a member
+// (see Declared) is passed on in Result.Validation.
+func (h *Composite) Check(ctx context.Context, c Context) (Result, error) {
+	if err := checkContext(c, false); err != nil {
+		return Result{}, err
+	}
+	if h.Mode != ModeAny && h.Mode != ModeAll {
+		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+			"composite mode must be %q or %q, got %q", ModeAny, ModeAll, h.Mode)
+	}
+	if len(h.Conditions) == 0 {
+		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+			"composite completion has no conditions")
+	}
+	states := make(map[string]bool, len(h.Conditions))
+	for _, cond := range h.Conditions {
+		states[cond.Name] = false
+	}
+	var (
+		done     []string
+		declared bool
+		failure  *ValidationResult
+		result   Result
+	)
+	for _, cond := range h.Conditions {
+		r, err := cond.Handler.Check(ctx, c)
+		if err != nil {
+			return Result{}, fmt.Errorf("composite condition %q: %w", cond.Name, err)
+		}
+		states[cond.Name] = r.Complete
+		declared = declared || r.Declared
+		if failure == nil && r.Validation != nil {
+			failure = r.Validation
+		}
+		if r.Complete {
+			done = append(done, fmt.Sprintf("%s (%s)", cond.Name, r.Reason))
+			if h.Mode == ModeAny {
+				break
+			}
+		}
+	}
+	switch {
+	case h.Mode == ModeAny && len(done) > 0:
+		result = Result{Complete: true, Reason: "any: " + done[0]}
+	case h.Mode == ModeAll && len(done) == len(h.Conditions):
+		result = Result{Complete: true, Reason: "all: " + strings.Join(done, "; ")}
+	}
+	result.Declared = declared
+	if !result.Complete {
+		result.Validation = failure
+	}
+	h.states = states
+	h.validation = result.Validation
+	return h.set(result), nil
+}
+
+// ConditionStates returns each condition's state after the last Check
+// (seed 000 getConditionStates). Conditions skipped by ModeAny's short
+// circuit are false. The map is a copy.
+func (h *Composite) ConditionStates() map[string]bool {
+	out := make(map[string]bool, len(h.states))
+	for k, v := range h.states {
+		out[k] = v
+	}
+	return out
+}
+
+// AdvancePhase forwards the phase-advance signal to every member that is
+// PhaseAware.
+func (h *Composite) AdvancePhase() {
+	for _, c := range h.Conditions {
+		if p, ok := c.Handler.(PhaseAware); ok {
+			p.AdvancePhase()
+		}
+	}
+}

@@ -1,0 +1,31 @@
+package completion
+
+// ValidationResult is seed 004's CompletionValidationResult: whether the
+// conditions hold and, when one does not, the failure pattern of its
+// validator and the params extracted from the validator's output.
+type ValidationResult struct {
+	Valid bool `json:"valid"`
+	// Pattern is the failing validator's failurePattern.
+	Pattern string `json:"pattern,omitempty"`
+	// Params are the extracted params (extractParams) for the retry prompt.
+	Params map[string]any `json:"params,omitempty"`
+	// Validator names the failing validator.
+	Validator string `json:"validator,omitempty"`
+	// Output is the failing validator's raw outcome.
+	Output *ValidatorOutput `json:"output,omitempty"`
+	// Checked lists the validators that ran, in order, the failing one last.
+	Checked []string `json:"checked,omitempty"`
+}
+
+// ValidatorOutput is what one validator run produced.
+type ValidatorOutput struct {
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode int    `json:"exitCode"`
+	// Truncated is true when stdout or stderr exceeded the output cap; the
+	// kept text ends with a note saying how much was dropped.
+	Truncated bool `json:"truncated,omitempty"`
+	// TimedOut is true when the command was killed at its timeout.
+	TimedOut   bool  `json:"timedOut,omitempty"`
+	DurationMs int64 `json:"durationMs"`
+}

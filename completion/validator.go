@@ -1,0 +1,572 @@
+package completion
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
+)
+
+// Validator defaults.
+const (
+	DefaultValidatorTimeout = 300 * time.Second
+	DefaultOutputCap        = 1 << 20 // bytes kept per stream
+)
+
+// SchemaValidator validates a decoded JSON value against one schema.
+type SchemaValidator interface {
+	Validate(v any) error
+}
+
+// SchemaSource turns a schema reference of steps_registry.json into a
+// validator (the schema package's resolver, in capstan).
+type SchemaSource interface {
+	Schema(ref config.SchemaRef) (SchemaValidator, error)
+}
+
+// CustomRequest is what a custom validator is given.
+type CustomRequest struct {
+	WorkDir    string
+	Name       string
+	Definition config.Validator
+	// Params are the condition's params, decoded.
+	Params map[string]any
+}
+
+// CustomResult is what a custom validator reports. Output feeds the
+// extractors named in extractParams; Params are added to theirs.
+type CustomResult struct {
+	Valid  bool
+	Output ValidatorOutput
+	Params map[string]any
+}
+
+// CustomValidator is a validator written in Go (validator type "custom",
+// "handler": name).
+type CustomValidator interface {
+	Validate(ctx context.Context, req CustomRequest) (CustomResult, error)
+}
+
+var (
+	customValMu sync.RWMutex
+	customVals  = map[string]CustomValidator{}
+)
+
+// RegisterValidator makes a custom validator available under name (call
+// from init, like database/sql drivers). It panics on an empty name, a nil
+// validator or a duplicate name.
+func RegisterValidator(name string, v CustomValidator) {
+	customValMu.Lock()
+	defer customValMu.Unlock()
+	if name == "" || v == nil {
+		panic("completion: RegisterValidator needs a name and a validator")
+	}
+	if _, dup := customVals[name]; dup {
+		panic("completion: RegisterValidator called twice for " + name)
+	}
+	customVals[name] = v
+}
+
+// CustomValidators lists the registered custom validator names, sorted.
+func CustomValidators() []string {
+	customValMu.RLock()
+	defer customValMu.RUnlock()
+	names := make([]string, 0, len(customVals))
+	for n := range customVals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ValidatorConfig configures a CompletionValidator.
+type ValidatorConfig struct {
+	// Validators are steps_registry.json's validators.
+	Validators map[string]config.Validator
+	// WorkDir is where commands run and file paths are resolved.
+	WorkDir string
+	// Schemas resolves file validators' schema references; required only
+	// when a file validator names a schema.
+	Schemas SchemaSource
+	// DefaultTimeout bounds a command without timeoutSeconds (default 300 s).
+	DefaultTimeout time.Duration
+	// OutputCap is the number of bytes kept of each of stdout and stderr
+	// (default 1 MiB).
+	OutputCap int
+	// Emitter receives a validator.result event per validator run.
+	Emitter journal.Emitter
+	// File names steps_registry.json in errors.
+	File string
+}
+
+// CompletionValidator is seed 004's CompletionValidator: it checks the
+// world (commands, files, Go validators) and names the failure pattern of
+// the first condition that does not hold.
+type CompletionValidator struct {
+	cfg ValidatorConfig
+}
+
+// NewCompletionValidator returns a validator over cfg.Validators.
+func NewCompletionValidator(cfg ValidatorConfig) *CompletionValidator {
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = DefaultValidatorTimeout
+	}
+	if cfg.OutputCap <= 0 {
+		cfg.OutputCap = DefaultOutputCap
+	}
+	if cfg.Emitter == nil {
+		cfg.Emitter = journal.Discard
+	}
+	if cfg.File == "" {
+		cfg.File = config.DefaultRegistryFile
+	}
+	return &CompletionValidator{cfg: cfg}
+}
+
+// ValidatorEvent is the data of a validator.result journal event.
+type ValidatorEvent struct {
+	Validator  string `json:"validator"`
+	Type       string `json:"type"`
+	Valid      bool   `json:"valid"`
+	Pattern    string `json:"pattern,omitempty"`
+	ExitCode   int    `json:"exitCode"`
+	TimedOut   bool   `json:"timedOut,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// Validate runs conditions in order and stops at the first that fails
+// (seed 004 flow). The result names that validator's failurePattern and
+// carries the params its extractParams extract from its output. An error
+// means a validator could not be run at all (VALIDATOR_ERROR) or ctx ended.
+func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.CompletionCondition) (ValidationResult, error) {
+	res := ValidationResult{Valid: true}
+	for i, cond := range conditions {
+		def, ok := v.cfg.Validators[cond.Validator]
+		if !ok {
+			return ValidationResult{}, v.configErr("/validators/"+cond.Validator,
+				"declare it under \"validators\" in "+v.cfg.File,
+				"completion condition %d names unknown validator %q", i, cond.Validator)
+		}
+		params, err := decodeParams(cond.Params)
+		if err != nil {
+			return ValidationResult{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values",
+				"completion condition %d (%s): %v", i, cond.Validator, err)
+		}
+		res.Checked = append(res.Checked, cond.Validator)
+		out, valid, extra, err := v.run(ctx, cond.Validator, def, params)
+		if err != nil {
+			return ValidationResult{}, err
+		}
+		ev := ValidatorEvent{Validator: cond.Validator, Type: def.Type, Valid: valid, ExitCode: out.ExitCode,
+			TimedOut: out.TimedOut, Truncated: out.Truncated, DurationMs: out.DurationMs}
+		if !valid {
+			ev.Pattern = def.FailurePattern
+		}
+		v.cfg.Emitter.Emit(journal.ValidatorResult, ev)
+		if valid {
+			continue
+		}
+		p, err := v.extract(cond.Validator, def, out)
+		if err != nil {
+			return ValidationResult{}, err
+		}
+		for k, val := range extra {
+			if _, set := p[k]; !set {
+				p[k] = val
+			}
+		}
+		res.Valid, res.Pattern, res.Params, res.Validator = false, def.FailurePattern, p, cond.Validator
+		o := out
+		res.Output = &o
+		return res, nil
+	}
+	return res, nil
+}
+
+func (v *CompletionValidator) configErr(ptr, hint, format string, args ...any) error {
+	return &agenterr.Error{Code: agenterr.CodeValidator, Layer: agenterr.LayerCompletion,
+		Message: fmt.Sprintf(format, args...), File: v.cfg.File, Pointer: ptr, Hint: hint}
+}
+
+func (v *CompletionValidator) extract(name string, def config.Validator, out ValidatorOutput) (map[string]any, error) {
+	p := make(map[string]any, len(def.ExtractParams))
+	for param, ex := range def.ExtractParams {
+		f, ok := extractors[ex]
+		if !ok {
+			return nil, v.configErr("/validators/"+name+"/extractParams/"+param,
+				"use one of: "+strings.Join(Extractors(), ", "),
+				"validator %q: unknown extractor %q for param %q", name, ex, param)
+		}
+		p[param] = f(out)
+	}
+	return p, nil
+}
+
+// run executes one validator. extra are params the validator type adds
+// on its own (file: path; custom: whatever it returns).
+func (v *CompletionValidator) run(ctx context.Context, name string, def config.Validator, params map[string]any) (out ValidatorOutput, valid bool, extra map[string]any, err error) {
+	switch def.Type {
+	case "command":
+		return v.runCommand(ctx, name, def, params)
+	case "file":
+		return v.runFile(name, def, params)
+	case "custom":
+		cv, ok := lookupValidator(def.Handler)
+		if !ok {
+			return out, false, nil, v.configErr("/validators/"+name+"/handler",
+				"register it in Go with completion.RegisterValidator",
+				"validator %q: unknown custom validator %q", name, def.Handler)
+		}
+		start := time.Now()
+		r, err := cv.Validate(ctx, CustomRequest{WorkDir: v.cfg.WorkDir, Name: name, Definition: def, Params: params})
+		if err != nil {
+			return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+				"custom validator %q (%s)", name, def.Handler)
+		}
+		if r.Output.DurationMs == 0 {
+			r.Output.DurationMs = time.Since(start).Milliseconds()
+		}
+		return r.Output, r.Valid, r.Params, nil
+	default:
+		return out, false, nil, v.configErr("/validators/"+name+"/type", `use "command", "file" or "custom"`,
+			"validator %q: unknown type %q", name, def.Type)
+	}
+}
+
+func lookupValidator(name string) (CustomValidator, bool) {
+	customValMu.RLock()
+	defer customValMu.RUnlock()
+	cv, ok := customVals[name]
+	return cv, ok
+}
+
+func (v *CompletionValidator) runCommand(ctx context.Context, name string, def config.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
+	if strings.TrimSpace(def.Command) == "" {
+		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/command", "set the shell command to run",
+			"validator %q has no command", name)
+	}
+	when, err := ParseSuccessWhen(def.SuccessWhen)
+	if err != nil {
+		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/successWhen",
+			`use "empty", "exitCode:N", "contains:TEXT" or "matches:REGEXP"`, "validator %q: %v", name, err)
+	}
+	timeout := v.cfg.DefaultTimeout
+	if def.TimeoutSeconds > 0 {
+		timeout = time.Duration(def.TimeoutSeconds) * time.Second
+	}
+	command := Interpolate(def.Command, params)
+	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap})
+	if err != nil {
+		return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+			"validator %q could not run %q", name, command)
+	}
+	return out, when.Met(out), nil, nil
+}
+
+func (v *CompletionValidator) runFile(name string, def config.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
+	start := time.Now()
+	rel := InterpolatePlain(def.Path, params)
+	fail := func(format string, args ...any) (ValidatorOutput, bool, map[string]any, error) {
+		msg := fmt.Sprintf(format, args...)
+		return ValidatorOutput{Stderr: msg, ExitCode: 1, DurationMs: time.Since(start).Milliseconds()},
+			false, map[string]any{"path": rel, "error": msg}, nil
+	}
+	if rel == "" {
+		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/path", "set the file path, relative to the work dir",
+			"validator %q has no path", name)
+	}
+	full, err := confine(v.cfg.WorkDir, rel)
+	if err != nil {
+		return ValidatorOutput{}, false, nil, &agenterr.Error{Code: agenterr.CodePathEscape, Layer: agenterr.LayerCompletion,
+			Message: fmt.Sprintf("validator %q: path %q: %v", name, rel, err), File: v.cfg.File,
+			Pointer: "/validators/" + name + "/path", Hint: "file validators check files inside the work dir only"}
+	}
+	info, err := os.Stat(full)
+	if err != nil {
+		return fail("%s does not exist", rel)
+	}
+	if def.Schema == nil {
+		return ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
+	}
+	if info.IsDir() {
+		return fail("%s is a directory, not a document", rel)
+	}
+	if v.cfg.Schemas == nil {
+		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/schema", "build the validator with a SchemaSource",
+			"validator %q names a schema but no schema source is configured", name)
+	}
+	sv, err := v.cfg.Schemas.Schema(*def.Schema)
+	if err != nil {
+		return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+			"validator %q: schema %s#%s", name, def.Schema.File, def.Schema.Schema)
+	}
+	data, err := os.ReadFile(full)
+	if err != nil {
+		return fail("%s cannot be read: %v", rel, err)
+	}
+	var doc any
+	ext := strings.ToLower(filepath.Ext(rel))
+	if ext == ".yaml" || ext == ".yml" {
+		err = yaml.Unmarshal(data, &doc)
+	} else {
+		err = json.Unmarshal(data, &doc)
+	}
+	if err != nil {
+		return fail("%s is not valid %s: %v", rel, strings.TrimPrefix(ext, "."), err)
+	}
+	if err := sv.Validate(doc); err != nil {
+		return fail("%s does not match schema %s#%s: %v", rel, def.Schema.File, def.Schema.Schema, err)
+	}
+	return ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
+}
+
+// confine resolves rel inside dir, refusing absolute paths, ".." and
+// symlinks that lead outside dir.
+func confine(dir, rel string) (string, error) {
+	if filepath.IsAbs(rel) || !filepath.IsLocal(filepath.Clean(rel)) {
+		return "", errors.New("must be a relative path inside the work dir")
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	full := filepath.Join(root, rel)
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return full, nil // a missing file is a validation failure, not an escape
+		}
+		return "", err
+	}
+	if r, err := filepath.Rel(realRoot, real); err != nil || !filepath.IsLocal(r) {
+		return "", errors.New("resolves outside the work dir")
+	}
+	return full, nil
+}
+
+func decodeParams(raw map[string]json.RawMessage) (map[string]any, error) {
+	out := make(map[string]any, len(raw))
+	for k, r := range raw {
+		var v any
+		if err := json.Unmarshal(r, &v); err != nil {
+			return nil, fmt.Errorf("param %q: %v", k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// paramText renders a param value for a command or path: strings as they
+// are, other values as compact JSON.
+func paramText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}`)
+
+// Interpolate replaces ${key} in a shell command with the shell-quoted
+// value of params[key], so a value is always one literal word however it
+// is written ("$(rm -rf ~)" stays text). Placeholders without a param are
+// left for the shell (environment variables such as ${HOME}).
+func Interpolate(command string, params map[string]any) string {
+	return placeholder.ReplaceAllStringFunc(command, func(m string) string {
+		key := m[2 : len(m)-1]
+		v, ok := params[key]
+		if !ok {
+			return m
+		}
+		return ShellQuote(paramText(v))
+	})
+}
+
+// InterpolatePlain replaces ${key} with the param's text, unquoted (for
+// paths, which never reach a shell).
+func InterpolatePlain(s string, params map[string]any) string {
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		v, ok := params[m[2:len(m)-1]]
+		if !ok {
+			return m
+		}
+		return paramText(v)
+	})
+}
+
+// ShellQuote quotes s as one POSIX shell word.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// SuccessWhen is a parsed successWhen rule.
+type SuccessWhen struct {
+	// Kind is "empty", "exitCode", "contains" or "matches".
+	Kind     string
+	ExitCode int
+	Text     string
+	Regexp   *regexp.Regexp
+}
+
+// ParseSuccessWhen parses a validator's successWhen: "empty" (trimmed
+// stdout is empty and the exit code is 0), "exitCode:N", "contains:TEXT"
+// (stdout contains TEXT), "matches:REGEXP" (stdout matches, RE2 syntax).
+// "" means "exitCode:0".
+func ParseSuccessWhen(s string) (SuccessWhen, error) {
+	switch {
+	case s == "":
+		return SuccessWhen{Kind: "exitCode"}, nil
+	case s == "empty":
+		return SuccessWhen{Kind: "empty"}, nil
+	case strings.HasPrefix(s, "exitCode:"):
+		n, err := strconv.Atoi(strings.TrimSpace(s[len("exitCode:"):]))
+		if err != nil || n < 0 || n > 255 {
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: exit code must be an integer 0..255", s)
+		}
+		return SuccessWhen{Kind: "exitCode", ExitCode: n}, nil
+	case strings.HasPrefix(s, "contains:"):
+		t := s[len("contains:"):]
+		if t == "" {
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: contains needs text", s)
+		}
+		return SuccessWhen{Kind: "contains", Text: t}, nil
+	case strings.HasPrefix(s, "matches:"):
+		t := s[len("matches:"):]
+		if t == "" {
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: matches needs a regular expression", s)
+		}
+		re, err := regexp.Compile(t)
+		if err != nil {
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: %v", s, err)
+		}
+		return SuccessWhen{Kind: "matches", Text: t, Regexp: re}, nil
+	default:
+		return SuccessWhen{}, fmt.Errorf("successWhen %q: unknown rule", s)
+	}
+}
+
+// Met reports whether out satisfies the rule. A timed-out command never
+// does.
+func (w SuccessWhen) Met(out ValidatorOutput) bool {
+	if out.TimedOut {
+		return false
+	}
+	switch w.Kind {
+	case "empty":
+		return out.ExitCode == 0 && strings.TrimSpace(out.Stdout) == ""
+	case "exitCode":
+		return out.ExitCode == w.ExitCode
+	case "contains":
+		return strings.Contains(out.Stdout, w.Text)
+	case "matches":
+		return w.Regexp != nil && w.Regexp.MatchString(out.Stdout)
+	}
+	return false
+}
+
+// CommandSpec is one shell command to run for a validator.
+type CommandSpec struct {
+	Command   string
+	Dir       string
+	Timeout   time.Duration
+	OutputCap int
+}
+
+// RunCommand runs spec.Command with sh -c in spec.Dir, in its own process
+// group, keeping at most OutputCap bytes of each stream. At the timeout the
+// whole process group is killed and TimedOut is set; that is a result, not
+// an error. Errors are a command that could not start or a canceled ctx.
+func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) {
+	if spec.Timeout <= 0 {
+		spec.Timeout = DefaultValidatorTimeout
+	}
+	if spec.OutputCap <= 0 {
+		spec.OutputCap = DefaultOutputCap
+	}
+	tctx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, "sh", "-c", spec.Command)
+	cmd.Dir = spec.Dir
+	setProcessGroup(cmd)
+	cmd.Cancel = func() error { return killProcessGroup(cmd) }
+	cmd.WaitDelay = 2 * time.Second
+	stdout, stderr := &capWriter{limit: spec.OutputCap}, &capWriter{limit: spec.OutputCap}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	start := time.Now()
+	err := cmd.Run()
+	out := ValidatorOutput{
+		Stdout:     stdout.String(),
+		Stderr:     stderr.String(),
+		Truncated:  stdout.dropped > 0 || stderr.dropped > 0,
+		DurationMs: time.Since(start).Milliseconds(),
+	}
+	if ctx.Err() != nil {
+		return out, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerCompletion, false, "validator command canceled")
+	}
+	if cmd.ProcessState != nil {
+		out.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if tctx.Err() != nil {
+		out.TimedOut = true
+		out.Stderr += fmt.Sprintf("\n[capstan: command killed after timeout of %s]", spec.Timeout)
+		return out, nil
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
+		return out, err
+	}
+	return out, nil
+}
+
+// capWriter keeps the first limit bytes written and counts the rest.
+type capWriter struct {
+	buf     bytes.Buffer
+	limit   int
+	dropped int64
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	room := w.limit - w.buf.Len()
+	if room >= len(p) {
+		w.buf.Write(p)
+		return len(p), nil
+	}
+	if room > 0 {
+		w.buf.Write(p[:room])
+	}
+	w.dropped += int64(len(p) - max(room, 0))
+	return len(p), nil
+}
+
+func (w *capWriter) String() string {
+	if w.dropped == 0 {
+		return w.buf.String()
+	}
+	return fmt.Sprintf("%s\n[capstan: output truncated, %d bytes omitted]", w.buf.String(), w.dropped)
+}

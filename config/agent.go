@@ -1,0 +1,227 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// Agent is a loaded, defaulted and validated agent folder (seed 002
+// ValidatedDefinition). Only LoadAndValidate makes one, so an *Agent is
+// valid by construction; its accessors return copies, so it stays valid.
+type Agent struct {
+	dir      string
+	def      Definition
+	reg      Registry
+	warnings []Problem
+}
+
+// LoadAndValidate is seed 002's loadAndValidate: Load, ApplyDefaults,
+// Validate. Load errors are returned as they are (CONFIG_NOT_FOUND,
+// CONFIG_PARSE); validation errors as a *ValidationError (errors.Is
+// agenterr.ErrConfigurationValidation) listing every problem. Warnings are
+// kept on the Agent (Warnings) for the caller to log.
+func LoadAndValidate(dir string, opts ValidateOptions) (*Agent, error) {
+	def, reg, res, err := check(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Valid() {
+		return nil, newValidationError(res)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return &Agent{dir: abs, def: *def, reg: *reg, warnings: res.Warnings()}, nil
+}
+
+// Check is what `capstan validate` runs: Load, ApplyDefaults and Validate,
+// with load failures (missing file, broken JSON) reported as problems whose
+// code is CONFIG_NOT_FOUND, CONFIG_PARSE or CONFIG_INVALID.
+func Check(dir string, opts ValidateOptions) ValidationResult {
+	_, _, res, err := check(dir, opts)
+	if err != nil {
+		return NewValidationResult(ProblemFromError(err))
+	}
+	return res
+}
+
+func check(dir string, opts ValidateOptions) (*Definition, *Registry, ValidationResult, error) {
+	def, reg, err := Load(dir)
+	if err != nil {
+		return nil, nil, ValidationResult{}, err
+	}
+	ApplyDefaults(def, reg)
+	if opts.Dir == "" {
+		opts.Dir = dir
+	}
+	return def, reg, Validate(def, reg, opts), nil
+}
+
+// ProblemFromError turns an error into an error-severity Problem, keeping
+// the code, file, pointer, position and hint of an *agenterr.Error.
+func ProblemFromError(err error) Problem {
+	e := agenterr.From(err)
+	if e == nil {
+		return Problem{Code: agenterr.CodeConfigurationParse, Severity: SeverityError, Message: err.Error()}
+	}
+	msg := e.Message
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return Problem{Code: e.Code, Severity: SeverityError, File: e.File, Pointer: e.Pointer,
+		Line: e.Line, Column: e.Column, Message: msg, Hint: e.Hint}
+}
+
+// Dir returns the agent folder (absolute).
+func (a *Agent) Dir() string { return a.dir }
+
+// Definition returns a copy of the validated, defaulted agent.json.
+func (a *Agent) Definition() *Definition {
+	d := clone(a.def)
+	d.src = a.def.src
+	return &d
+}
+
+// Registry returns a copy of the validated, defaulted steps registry.
+func (a *Agent) Registry() *Registry {
+	r := clone(a.reg)
+	r.src = a.reg.src
+	return &r
+}
+
+// Warnings returns the validation warnings (unknown keys, unused
+// validators, …), for the caller to log.
+func (a *Agent) Warnings() []Problem { return slices.Clone(a.warnings) }
+
+// clone deep-copies a configuration value through its JSON form (all
+// configuration types round-trip exactly).
+func clone[T any](v T) T {
+	var out T
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		// Unreachable for validated configuration; keep the shallow copy.
+		return v
+	}
+	return out
+}
+
+// Param describes one parameter as a CLI flag, for `capstan run` to
+// register and document.
+type Param struct {
+	Name        string // parameter (and {uv-Name} variable) name
+	Flag        string // "--name"
+	Type        string // string | number | boolean
+	Description string
+	Required    bool
+	// Default is the default value as a CLI string; HasDefault says whether
+	// there is one.
+	Default    string
+	HasDefault bool
+}
+
+// Params lists the agent's parameters sorted by name.
+func (a *Agent) Params() []Param {
+	out := make([]Param, 0, len(a.def.Parameters))
+	for _, name := range sortedKeys(a.def.Parameters) {
+		p := a.def.Parameters[name]
+		d, msg := "", "absent"
+		if len(p.Default) > 0 && string(p.Default) != "null" {
+			d, msg = defaultString(p)
+		}
+		out = append(out, Param{Name: name, Flag: p.Flag(name), Type: p.Type, Description: p.Description,
+			Required: p.Required, Default: d, HasDefault: msg == ""})
+	}
+	return out
+}
+
+// ResolveParams implements seed 000's variable mapping: values (keyed by
+// parameter name, as given on the command line) become prompt variables
+// keyed by parameter name without the "uv-" prefix ({uv-origin} ← "origin").
+// Defaults fill parameters not given; number and boolean values are
+// type-checked (booleans normalised to "true"/"false"); validation
+// min/max/pattern/enum is applied. Optional parameters without value or
+// default are absent from the result.
+//
+// Errors are usage errors (exit 2) naming the flags: PARAM_MISSING when a
+// required parameter has no value (or an empty one), PARAM_INVALID when a
+// value fails its type or validation, PARAM_UNKNOWN for a name the agent
+// does not declare. All problems are reported together.
+func (a *Agent) ResolveParams(values map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	var missing, invalid, unknown []string
+	for _, name := range sortedKeys(values) {
+		if _, ok := a.def.Parameters[name]; !ok {
+			unknown = append(unknown, name)
+		}
+	}
+	for _, name := range sortedKeys(a.def.Parameters) {
+		p := a.def.Parameters[name]
+		flag := p.Flag(name)
+		v, given := values[name]
+		if !given {
+			if len(p.Default) > 0 && string(p.Default) != "null" {
+				d, _ := defaultString(p) // checked by Validate
+				out[name] = d
+				continue
+			}
+			if p.Required {
+				missing = append(missing, flag)
+			}
+			continue
+		}
+		if p.Required && strings.TrimSpace(v) == "" {
+			missing = append(missing, flag)
+			continue
+		}
+		if msg := checkParamValue(p, v); msg != "" {
+			invalid = append(invalid, fmt.Sprintf("%s: %s", flag, msg))
+			continue
+		}
+		if p.Type == "boolean" {
+			b, _ := strconv.ParseBool(v)
+			v = strconv.FormatBool(b)
+		}
+		out[name] = v
+	}
+	if len(missing)+len(invalid)+len(unknown) == 0 {
+		return out, nil
+	}
+	var parts []string
+	code := agenterr.CodeParamUnknown
+	if len(unknown) > 0 {
+		parts = append(parts, "unknown parameter(s) "+strings.Join(unknown, ", "))
+	}
+	if len(invalid) > 0 {
+		code = agenterr.CodeParamInvalid
+		parts = append(parts, "invalid value(s): "+strings.Join(invalid, "; "))
+	}
+	if len(missing) > 0 {
+		code = agenterr.CodeParamMissing
+		parts = append(parts, "missing required flag(s) "+strings.Join(missing, ", "))
+	}
+	e := agenterr.New(code, agenterr.LayerConfiguration, false, "%s", strings.Join(parts, "; "))
+	e.File = AgentFile
+	var flags []string
+	for _, p := range a.Params() {
+		desc := p.Flag + " (" + p.Type
+		if p.Required {
+			desc += ", required"
+		}
+		flags = append(flags, desc+")")
+	}
+	e.Hint = "this agent's flags: " + strings.Join(flags, ", ")
+	if len(flags) == 0 {
+		e.Hint = "this agent declares no parameters"
+	}
+	return nil, e
+}

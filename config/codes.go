@@ -1,0 +1,110 @@
+package config
+
+import "github.com/capstan-dev/capstan/agenterr"
+
+// CodeInfo documents one problem code of Validate.
+type CodeInfo struct {
+	Code     string
+	Severity Severity
+	Summary  string
+}
+
+// Codes lists every code a Problem can carry, in documentation order.
+// AC-* codes are about agent.json, SR-* about steps_registry.json, PA-*
+// about parameters and the {uv-x} variables they supply; CONFIG_* codes are
+// load failures reported by `capstan validate` as problems. Codes are
+// stable: their meaning never changes.
+func Codes() []CodeInfo {
+	e, w := SeverityError, SeverityWarning
+	return []CodeInfo{
+		{agenterr.CodeConfigurationNotFound, e, "agent.json or the steps registry does not exist"},
+		{agenterr.CodeConfigurationParse, e, "a file is not valid JSON (or not a readable regular file)"},
+		{agenterr.CodeConfigurationValidation, e, "runner.prompts.registry leaves the agent folder"},
+
+		{"AC-SCHEMA-TYPE", e, "agent.json: a value has the wrong JSON type"},
+		{"AC-SCHEMA-REQUIRED", e, "agent.json: a required key is missing"},
+		{"AC-SCHEMA-ENUM", e, "agent.json: a value is not one of the allowed values"},
+		{"AC-SCHEMA-VALUE", e, "agent.json: a value breaks a schema constraint (pattern, minimum, …)"},
+		{"AC-UNKNOWN-KEY", w, "agent.json: a key capstan does not know (ignored)"},
+		{"AC-DUPLICATE-KEY", w, "agent.json: a key appears twice in one object"},
+		{"AC-MODEL-SYNTAX", e, "runner.model is not provider:model"},
+		{"AC-MODEL-PROVIDER", e, "runner.model names a provider this binary does not have"},
+		{"AC-MODEL-SCRIPT", e, "the script file of a script:<file> model does not exist"},
+		{"AC-BASE-URL", e, "runner.baseUrl is not an absolute http(s) URL"},
+		{"AC-TOOL-PATTERN", e, "an allowedTools/disallowedTools pattern is malformed"},
+		{"AC-PATH-OUTSIDE", e, "a path in agent.json is absolute or leaves the agent folder"},
+		{"AC-SYSTEM-PROMPT-MISSING", e, "runner.systemPromptPath does not exist"},
+		{"AC-PROMPTS-DIR-MISSING", e, "the prompts base (or fallbackDir) folder does not exist"},
+		{"AC-SKILL-MISSING", e, "a runner.skills folder or its SKILL.md does not exist"},
+		{"AC-COMPLETION-MAX-ITERATIONS", e, "completion iterationBudget without maxIterations > 0"},
+		{"AC-COMPLETION-KEYWORD", e, "completion keyword without a keyword"},
+		{"AC-COMPLETION-MODE", e, "completion composite without mode"},
+		{"AC-COMPLETION-CONDITIONS", e, "completion composite without conditions"},
+		{"AC-COMPLETION-NAME", e, "two conditions of one composite have the same name"},
+		{"AC-COMPLETION-HANDLER", e, "completion custom without handler"},
+		{"AC-COMPLETION-VALIDATOR", e, "completion.validators names a validator that does not exist"},
+		{"AC-IGNORED-FIELD", w, "a completion field the completion type does not use"},
+		{"AC-MCP-TRANSPORT", e, "an MCP server sets both or neither of command and url"},
+		{"AC-BUDGET-HARD-LIMIT", w, "budgets.maxIterations exceeds the loop's hard limit (100)"},
+
+		{"PA-NAME", e, "a parameter name is not lowercase letters, digits, _ and -"},
+		{"PA-CLI-SYNTAX", e, "an explicit cli flag is not --lowercase-name"},
+		{"PA-CLI-DUPLICATE", e, "two parameters use the same flag"},
+		{"PA-CLI-RESERVED", e, "a parameter's flag clashes with a capstan run flag"},
+		{"PA-DEFAULT-TYPE", e, "a default does not match the parameter type"},
+		{"PA-DEFAULT-INVALID", e, "a default fails the parameter's validation"},
+		{"PA-REQUIRED-DEFAULT", w, "a required parameter has a default (never used)"},
+		{"PA-VALIDATION", e, "a validation rule is malformed or does not fit the type"},
+		{"PA-UV-UNSUPPLIED", e, "a step's uvVariables names a variable no parameter supplies"},
+		{"PA-UV-OPTIONAL", e, "a step needs a variable whose parameter is optional without default"},
+
+		{"SR-SCHEMA-TYPE", e, "steps registry: a value has the wrong JSON type"},
+		{"SR-SCHEMA-REQUIRED", e, "steps registry: a required key is missing"},
+		{"SR-SCHEMA-ENUM", e, "steps registry: a value is not one of the allowed values"},
+		{"SR-SCHEMA-VALUE", e, "steps registry: a value breaks a schema constraint (pattern, minimum, …)"},
+		{"SR-UNKNOWN-KEY", w, "steps registry: a key capstan does not know (ignored)"},
+		{"SR-DUPLICATE-KEY", w, "steps registry: a key appears twice in one object"},
+		{"SR-AGENT-ID", w, "agentId differs from agent.json name"},
+		{"SR-ENTRY-STEP", e, "entryStep is not a step"},
+		{"SR-STEP-ID", e, "a step's stepId differs from its key"},
+		{"SR-STEP-PROMPT", e, "a prompt-running step has no c2/c3"},
+		{"SR-GATEWAY-CHECK", e, "a gateway step has no check to route by"},
+		{"SR-STEP-UNREACHABLE", w, "no transition from entryStep reaches a step"},
+		{"SR-MODEL-SYNTAX", e, "a step's model is not provider:model"},
+		{"SR-MODEL-PROVIDER", e, "a step's model names an unknown provider"},
+		{"SR-MODEL-SCRIPT", e, "the script file of a step's script:<file> model does not exist"},
+		{"SR-CHECK-FIELD", e, "a check lacks the field its type needs (keywords, actions, prompt)"},
+		{"SR-TRANSITION-AMBIGUOUS", e, "onPass/onFail does not set exactly one of next, complete, retry, escalate"},
+		{"SR-TRANSITION-TARGET", e, "onPass/onFail.next is not a step"},
+		{"SR-TRANSITION-ESCALATE", e, "a transition escalates but the step has no escalation"},
+		{"SR-RETRY-FALLBACK", e, "onExhausted fallback without fallbackStep"},
+		{"SR-RETRY-FALLBACK-TARGET", e, "fallbackStep is not a step"},
+		{"SR-ESCALATE-TARGET", e, "escalateTo is not a step (notificationMethod in_agent)"},
+		{"SR-ESCALATE-WEBHOOK", e, "notificationMethod webhook without an http(s) webhookUrl"},
+		{"SR-SUBSTEP-MISSING", e, "a subSteps entry is not a step"},
+		{"SR-SUBSTEP-PARALLEL", e, "sequential is false (parallel sub-steps are out of scope)"},
+		{"SR-SUBSTEP-CYCLE", e, "a step contains itself through subSteps"},
+		{"SR-SUBSTEP-ORPHAN", w, "a step of type subStep is in no step's subSteps"},
+		{"SR-CONDITION-VALIDATOR", e, "a completionConditions validator does not exist"},
+		{"SR-VALIDATOR-FIELD", e, "a validator lacks the field its type needs (command, path, handler)"},
+		{"SR-VALIDATOR-UNUSED", w, "a validator is referenced nowhere, so it never runs"},
+		{"SR-SUCCESS-WHEN", e, "successWhen is not empty, exitCode:N, contains:TEXT or matches:REGEXP"},
+		{"SR-PATTERN-UNKNOWN", e, "a failurePattern is neither in completionPatterns nor built in"},
+		{"SR-PATTERN-PARAM", w, "a failure pattern's param is not extracted by a validator using it"},
+		{"SR-PATTERN-UNUSED", w, "a completion pattern is no validator's failurePattern"},
+		{"SR-EXTRACTOR-UNKNOWN", e, "an extractParams extractor does not exist"},
+		{"SR-SCHEMA-FILE", e, "an outputSchemaRef/schema file does not exist under schemas/"},
+		{"SR-PATH-OUTSIDE", e, "a path in the registry is absolute or leaves its folder"},
+		{"SR-IGNORED-FIELD", w, "a field that has no effect in its context"},
+	}
+}
+
+// IsKnownCode reports whether code is one of Codes().
+func IsKnownCode(code string) bool {
+	for _, c := range Codes() {
+		if c.Code == code {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,182 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func seedBytes(f *testing.F) {
+	a, _ := json.MarshalIndent(baseAgent(), "", "  ")
+	r, _ := json.MarshalIndent(baseRegistry(), "", "  ")
+	f.Add(a, r)
+	f.Add([]byte(`{}`), []byte(`{}`))
+	f.Add([]byte(`[]`), []byte(`null`))
+	f.Add([]byte(`{"runner":{"prompts":{"registry":"../../etc/passwd"}}}`), []byte(`{}`))
+	f.Add([]byte(`{"parameters":{"a":{"type":"number","default":"x","validation":{"pattern":"(["}}}}`), []byte(`{"steps":{"a":{"subSteps":["a"]}}}`))
+	f.Add([]byte(`{"runner":{"completion":{"type":"composite","conditions":[{"type":"composite","conditions":[{}]}]}}}`), []byte(`{"entryStep":1}`))
+	f.Add([]byte("{\"a\":\"\\ud800\",\"a\":1,\"\\u0061\":2}"), []byte(`{"steps":{"x~/y":{"check":{"onPass":{"next":"x~/y"}}}}}`))
+	f.Add([]byte(`{"name":`), []byte(``))
+}
+
+// checkProblems asserts what every validation result must satisfy.
+func checkProblems(t *testing.T, r ValidationResult) {
+	t.Helper()
+	if r.Valid() != (len(r.Errors()) == 0) {
+		t.Fatal("invariant valid == (len(errors) == 0) broken")
+	}
+	for _, p := range r.Problems() {
+		if p.Code == "" || p.File == "" || p.Message == "" {
+			t.Fatalf("problem without code, file or message: %+v", p)
+		}
+		if !IsKnownCode(p.Code) {
+			t.Fatalf("undocumented code %q: %s", p.Code, p)
+		}
+		if p.Severity != SeverityError && p.Severity != SeverityWarning {
+			t.Fatalf("bad severity: %+v", p)
+		}
+		if p.Line < 0 || p.Column < 0 || (p.Line == 0) != (p.Column == 0) {
+			t.Fatalf("bad position: %+v", p)
+		}
+	}
+}
+
+// FuzzLoad writes arbitrary bytes as agent.json and steps_registry.json
+// and runs the whole of `capstan validate` on them: it must never panic,
+// and every problem must carry a known code and a file.
+func FuzzLoad(f *testing.F) {
+	seedBytes(f)
+	dir := f.TempDir()
+	for _, p := range []string{"prompts/system.md", "schemas/review.schema.json", "script.yaml"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte("x"), 0o644)
+	}
+	f.Fuzz(func(t *testing.T, agent, registry []byte) {
+		if err := os.WriteFile(filepath.Join(dir, AgentFile), agent, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, DefaultRegistryFile), registry, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := Check(dir, testOpts)
+		checkProblems(t, r)
+		ag, err := LoadAndValidate(dir, testOpts)
+		if (err == nil) != r.Valid() {
+			t.Fatalf("LoadAndValidate (err %v) disagrees with Check (valid %v)", err, r.Valid())
+		}
+		if ag != nil {
+			// A valid agent resolves its own defaults without panicking.
+			vals := map[string]string{}
+			for _, p := range ag.Params() {
+				if p.Required {
+					vals[p.Name] = "1"
+				}
+			}
+			_, _ = ag.ResolveParams(vals)
+		}
+	})
+}
+
+// FuzzValidate runs Validate on arbitrary bytes in memory (no file
+// checks), which is fast enough to explore the semantic checks deeply.
+func FuzzValidate(f *testing.F) {
+	seedBytes(f)
+	f.Fuzz(func(t *testing.T, agent, registry []byte) {
+		as := newSource(AgentFile, agent)
+		rs := newSource(DefaultRegistryFile, registry)
+		var def Definition
+		var reg Registry
+		if decode(as, &def) != nil || decode(rs, &reg) != nil {
+			return
+		}
+		def.src, reg.src = as, rs
+		ApplyDefaults(&def, &reg)
+		r := Validate(&def, &reg, ValidateOptions{Providers: testOpts.Providers, Extractors: testOpts.Extractors})
+		checkProblems(t, r)
+		for _, p := range r.Problems() {
+			if p.Pointer != "" && p.Line == 0 {
+				t.Fatalf("problem with pointer but no position: %s", p)
+			}
+		}
+	})
+}
+
+// FuzzSourceIndex checks the JSON pointer index against encoding/json: for
+// valid JSON every indexed position starts the value it names.
+func FuzzSourceIndex(f *testing.F) {
+	f.Add([]byte(`{"a":[1,{"b":"c"}],"d~/e":null}`))
+	f.Add([]byte("{\n \"x\" : \"\\u00e9\\\"\" }"))
+	f.Add([]byte(`[[[]],{}]`))
+	f.Add([]byte(`"\ud83d\ude00"`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		s := newSource("f.json", raw)
+		for off := range []int{-1, 0, len(raw), len(raw) + 5} {
+			s.position(off)
+		}
+		if !json.Valid(raw) {
+			return
+		}
+		var root any
+		if err := json.Unmarshal(raw, &root); err != nil {
+			return
+		}
+		for ptr, sp := range s.index {
+			v, ok := resolvePointer(root, ptr)
+			if !ok {
+				t.Fatalf("index has %q, which does not resolve", ptr)
+			}
+			var dec any
+			d := json.NewDecoder(strings.NewReader(string(raw[sp.val:])))
+			if err := d.Decode(&dec); err != nil {
+				t.Fatalf("%q: no value at offset %d: %v", ptr, sp.val, err)
+			}
+			a, _ := json.Marshal(v)
+			b, _ := json.Marshal(dec)
+			if string(a) != string(b) && len(s.dups) == 0 {
+				t.Fatalf("%q: index points at %s, pointer resolves to %s", ptr, b, a)
+			}
+		}
+	})
+}
+
+func resolvePointer(v any, ptr string) (any, bool) {
+	if ptr == "" {
+		return v, true
+	}
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i := 0
+			for _, c := range tok {
+				i = i*10 + int(c-'0')
+			}
+			if i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func FuzzParseSuccessWhen(f *testing.F) {
+	for _, s := range []string{"", "empty", "exitCode:0", "contains:x", "matches:a+", "matches:(", "exitCode:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sw, err := ParseSuccessWhen(s)
+		if err == nil && sw.Kind == "matches" && sw.Regexp == nil {
+			t.Fatal("matches without regexp")
+		}
+	})
+}

@@ -1,0 +1,203 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// maxFileSize bounds agent.json and steps_registry.json; larger files are
+// refused before parsing.
+const maxFileSize = 8 << 20
+
+// Load reads dir/agent.json and the steps registry it names
+// (runner.prompts.registry, default steps_registry.json) and checks syntax
+// only (seed 002: load is syntactic, validate is semantic). Values of the
+// wrong type are left at their zero value here and reported by Validate.
+//
+// Errors: CONFIG_NOT_FOUND when a file is missing (hint: capstan init),
+// CONFIG_PARSE with file and line:col for broken JSON, CONFIG_INVALID when
+// the registry path leaves the agent folder.
+func Load(dir string) (*Definition, *Registry, error) {
+	def, err := loadDefinition(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := loadRegistry(dir, def)
+	if err != nil {
+		return nil, nil, err
+	}
+	return def, reg, nil
+}
+
+func loadDefinition(dir string) (*Definition, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		e := agenterr.New(agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
+			"agent folder %q does not exist or is not a directory", dir)
+		e.Hint = "pass the folder that contains agent.json, or create one with `capstan init NAME`"
+		e.File = "."
+		if err != nil {
+			e.Err = err
+		}
+		return nil, e
+	}
+	raw, err := readConfigFile(dir, AgentFile)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
+				"no %s in %s", AgentFile, dir)
+			e.File = AgentFile
+			e.Hint = "create an agent with `capstan init NAME`, or pass the folder that contains agent.json"
+			return nil, e
+		}
+		return nil, err
+	}
+	src := newSource(AgentFile, raw)
+	var def Definition
+	if err := decode(src, &def); err != nil {
+		return nil, err
+	}
+	src.dir = dir
+	def.src = src
+	return &def, nil
+}
+
+func loadRegistry(dir string, def *Definition) (*Registry, error) {
+	name := def.Runner.Prompts.Registry
+	ptr := "/runner/prompts/registry"
+	if name == "" {
+		name = DefaultRegistryFile
+	}
+	if msg := insideDir(dir, name); msg != "" {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"runner.prompts.registry %q %s", name, msg)
+		e.File, e.Pointer = AgentFile, ptr
+		e.Line, e.Column = def.src.locate(ptr, false)
+		e.Hint = "use a path relative to the agent folder, e.g. \"steps_registry.json\""
+		return nil, e
+	}
+	rel := filepath.ToSlash(filepath.Clean(name))
+	raw, err := readConfigFile(dir, rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
+				"steps registry %s does not exist", rel)
+			e.File = rel
+			e.Hint = "create it (see docs/configuration.md) or point runner.prompts.registry in agent.json at it"
+			return nil, e
+		}
+		return nil, err
+	}
+	src := newSource(rel, raw)
+	var reg Registry
+	if err := decode(src, &reg); err != nil {
+		return nil, err
+	}
+	src.dir = dir
+	reg.src = src
+	return &reg, nil
+}
+
+// readConfigFile reads dir/rel, refusing non-regular and oversized files.
+func readConfigFile(dir, rel string) ([]byte, error) {
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
+		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+			"%s is not a regular file of at most %d bytes", rel, maxFileSize)
+		e.File = rel
+		e.Hint = "it must be a JSON file"
+		return nil, e
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+			"cannot read %s", rel)
+		e.File = rel
+		e.Hint = "check the file's permissions"
+		return nil, e
+	}
+	return raw, nil
+}
+
+// decode checks src's syntax and decodes it into v. Type mismatches are
+// tolerated (the field keeps its zero value); Validate reports them against
+// the JSON Schema with their pointer.
+func decode(src *source, v any) error {
+	var probe any
+	if err := json.Unmarshal(src.raw, &probe); err != nil {
+		off := 0
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off = int(se.Offset)
+			// The offset is just past the offending byte; point at it,
+			// or past the last byte when the input ended too early.
+			if off > 0 && !strings.Contains(se.Error(), "end of JSON input") {
+				off--
+			}
+		} else {
+			off = len(src.raw)
+		}
+		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+			"%s is not valid JSON", src.file)
+		e.File = src.file
+		e.Line, e.Column = src.position(off)
+		e.Hint = "fix the JSON syntax at this position (missing comma or quote, trailing comma, comment?)"
+		return e
+	}
+	if err := json.Unmarshal(src.raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+				"%s cannot be decoded", src.file)
+			e.File = src.file
+			return e
+		}
+	}
+	return nil
+}
+
+// insideDir returns "" when rel is a relative path that stays inside dir
+// (also after resolving symlinks of the parts that exist), or a phrase
+// saying why it does not.
+func insideDir(dir, rel string) string {
+	if rel == "" {
+		return "is empty"
+	}
+	if strings.ContainsRune(rel, 0) {
+		return "contains a NUL byte"
+	}
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.VolumeName(rel) != "" {
+		return "is absolute; it must be relative to the agent folder"
+	}
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "leaves the agent folder"
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return ""
+	}
+	// Resolve the longest existing prefix of the path.
+	p := filepath.Join(root, clean)
+	for q := p; ; q = filepath.Dir(q) {
+		if resolved, err := filepath.EvalSymlinks(q); err == nil {
+			r, err := filepath.Rel(root, resolved)
+			if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+				return "leaves the agent folder through a symbolic link"
+			}
+			return ""
+		}
+		if q == root || q == filepath.Dir(q) {
+			return ""
+		}
+	}
+}

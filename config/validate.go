@@ -1,0 +1,911 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// ValidateOptions tells Validate what the running binary knows. A nil list
+// means "not known here": the corresponding check is skipped (documented
+// per field), never guessed.
+type ValidateOptions struct {
+	// Dir is the agent folder for file checks (systemPromptPath, prompts
+	// base, skills, schema files, script files). Default: the folder the
+	// definition was loaded from; when both are empty file checks are
+	// skipped.
+	Dir string
+	// Providers are the registered model providers (llm.Providers()). When
+	// non-nil, runner.model and step models must name one of them.
+	Providers []string
+	// BuiltinPatterns are failure patterns the completion layer defines
+	// itself; a validator's failurePattern must be one of them or a key of
+	// completionPatterns.
+	BuiltinPatterns []string
+	// Extractors are the known extractParams extractors. When non-nil, every
+	// extractor named in extractParams must be one of them.
+	Extractors []string
+	// BuiltinVariables are {uv-x} variables the runtime supplies itself
+	// (not parameters); uvVariables may name them without a parameter.
+	BuiltinVariables []string
+	// ReservedFlags are added to DefaultReservedFlags(): flags of `capstan
+	// run` that parameters must not reuse.
+	ReservedFlags []string
+	// Checks are further checks contributed by the layers above
+	// configuration (prompt files exist, retry prompts resolve, schema
+	// references resolve). Each returns problems whose File is agent.json or
+	// the registry file and whose Pointer locates them; Validate fills in
+	// the file name and line:col. dir is the agent folder ("" when file
+	// checks are skipped).
+	Checks []func(dir string, def *Definition, reg *Registry) []Problem
+}
+
+// DefaultReservedFlags returns the flags of `capstan run` that a
+// parameter's cli flag must not clash with.
+func DefaultReservedFlags() []string {
+	return []string{"--model", "--max-iterations", "--workdir", "--json", "--base-url", "--help", "--verbose"}
+}
+
+var (
+	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	cliFlagRE   = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
+	providerRE  = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+)
+
+// Validate checks def and reg against the JSON Schemas and for semantics
+// and cross-references, and reports every problem at once (seed 000
+// ConfigurationLoader.validate; it has no side effects). def and reg are
+// normally Load's results after ApplyDefaults; definitions built in Go are
+// validated too, without line:col.
+func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationResult {
+	if def == nil {
+		def = &Definition{}
+	}
+	if reg == nil {
+		reg = &Registry{}
+	}
+	c := &checker{opts: opts, def: def, reg: reg, schemaErr: map[*source][]string{}, synthetic: map[*source]bool{}}
+	c.dir = opts.Dir
+	c.agentSrc = def.src
+	if c.agentSrc == nil {
+		c.agentSrc = c.synthesize(AgentFile, def)
+	} else if c.dir == "" {
+		c.dir = def.src.dir
+	}
+	regFile := def.Runner.Prompts.Registry
+	if regFile == "" {
+		regFile = DefaultRegistryFile
+	}
+	c.regSrc = reg.src
+	if c.regSrc == nil {
+		c.regSrc = c.synthesize(filepath.ToSlash(filepath.Clean(regFile)), reg)
+	}
+	c.schema(AgentFile, "AC", c.agentSrc)
+	c.schema(DefaultRegistryFile, "SR", c.regSrc)
+	c.agent()
+	c.parameters()
+	c.registry()
+	for _, check := range opts.Checks {
+		for _, p := range check(c.dir, def, reg) {
+			src := c.regSrc
+			if p.File == AgentFile {
+				src = c.agentSrc
+			}
+			c.add(src, p, false)
+		}
+	}
+	return NewValidationResult(c.problems...)
+}
+
+// checker accumulates problems for one Validate call.
+type checker struct {
+	opts             ValidateOptions
+	dir              string
+	def              *Definition
+	reg              *Registry
+	agentSrc, regSrc *source
+	synthetic        map[*source]bool
+	schemaErr        map[*source][]string // pointers with schema errors
+	problems         []Problem
+}
+
+func (c *checker) synthesize(file string, v any) *source {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		raw = []byte("{}")
+	}
+	s := newSource(file, raw)
+	c.synthetic[s] = true
+	return s
+}
+
+// report records a problem unless a schema error already covers its
+// pointer (a value of the wrong type decodes as zero and would otherwise be
+// reported twice).
+func (c *checker) report(src *source, code string, sev Severity, ptr string, hint, format string, args ...any) {
+	for _, s := range c.schemaErr[src] {
+		if ptr == s || strings.HasPrefix(ptr, s+"/") {
+			return
+		}
+	}
+	c.add(src, Problem{Code: code, Severity: sev, Pointer: ptr, Hint: hint, Message: fmt.Sprintf(format, args...)}, false)
+}
+
+func (c *checker) add(src *source, p Problem, keyPos bool) {
+	p.File = src.file
+	if !c.synthetic[src] {
+		p.Line, p.Column = src.locate(p.Pointer, keyPos)
+	}
+	c.problems = append(c.problems, p)
+}
+
+// reportKey is report for problems about a member name (a map key).
+func (c *checker) reportKey(src *source, code string, sev Severity, ptr string, hint, format string, args ...any) {
+	c.add(src, Problem{Code: code, Severity: sev, Pointer: ptr, Hint: hint, Message: fmt.Sprintf(format, args...)}, true)
+}
+
+func (c *checker) schema(kindName, prefix string, src *source) {
+	for _, sp := range checkSchema(kindName, src) {
+		sev := SeverityError
+		if sp.code == "UNKNOWN-KEY" {
+			sev = SeverityWarning
+		} else {
+			c.schemaErr[src] = append(c.schemaErr[src], sp.pointer)
+		}
+		c.add(src, Problem{Code: prefix + "-" + sp.code, Severity: sev, Pointer: sp.pointer, Message: sp.message, Hint: sp.hint}, sp.keyPos)
+	}
+	for _, d := range src.dups {
+		p := Problem{Code: prefix + "-DUPLICATE-KEY", Severity: SeverityWarning, Pointer: d.pointer,
+			Message: "key appears more than once in the same object; only the last one counts",
+			Hint:    "remove or merge the duplicates"}
+		p.File = src.file
+		if !c.synthetic[src] {
+			p.Line, p.Column = src.position(d.offset)
+		}
+		c.problems = append(c.problems, p)
+	}
+}
+
+// ---- agent.json ----
+
+func (c *checker) agent() {
+	r := &c.def.Runner
+	a := c.agentSrc
+	if r.Model != "" {
+		c.model(a, "AC", "/runner/model", r.Model)
+	}
+	if r.BaseURL != "" {
+		if u, err := url.Parse(r.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			c.report(a, "AC-BASE-URL", SeverityError, "/runner/baseUrl",
+				"use an absolute http(s) URL such as \"http://localhost:11434/v1\"",
+				"baseUrl %q is not an absolute http(s) URL", r.BaseURL)
+		}
+	}
+	for _, list := range []struct {
+		key      string
+		patterns []string
+	}{{"allowedTools", r.Boundaries.AllowedTools}, {"disallowedTools", r.Boundaries.DisallowedTools}} {
+		for i, p := range list.patterns {
+			if err := tool.ValidatePattern(p); err != nil {
+				c.report(a, "AC-TOOL-PATTERN", SeverityError, joinPointer("runner", "boundaries", list.key, fmt.Sprint(i)),
+					"write a tool name (\"Read\"), a glob (\"mcp__github__*\") or a name with a rule (\"Bash(git log:*)\")",
+					"%v", err)
+			}
+		}
+	}
+	if r.SystemPromptPath != "" {
+		c.file(a, "AC", "/runner/systemPromptPath", r.SystemPromptPath, false, "AC-SYSTEM-PROMPT-MISSING",
+			"create the file or fix runner.systemPromptPath")
+	}
+	base := r.Prompts.Base
+	if base == "" {
+		base = "prompts"
+	}
+	c.file(a, "AC", "/runner/prompts/base", base, true, "AC-PROMPTS-DIR-MISSING",
+		"create the prompts folder (prompts/<c1>/<c2>/<c3>/f_<edition>.md) or fix runner.prompts.base")
+	if r.Prompts.FallbackDir != "" {
+		c.file(a, "AC", "/runner/prompts/fallbackDir", r.Prompts.FallbackDir, true, "AC-PROMPTS-DIR-MISSING",
+			"create the folder or remove runner.prompts.fallbackDir")
+	}
+	for i, s := range r.Skills {
+		ptr := joinPointer("runner", "skills", fmt.Sprint(i))
+		if c.file(a, "AC", ptr, s, true, "AC-SKILL-MISSING", "create the skill folder with a SKILL.md, or remove it from runner.skills") {
+			c.file(a, "AC", ptr, filepath.ToSlash(filepath.Join(s, "SKILL.md")), false, "AC-SKILL-MISSING",
+				"add SKILL.md (agentskills.io format) to the skill folder")
+		}
+	}
+	c.completion("/runner/completion", r.Completion)
+	for _, name := range sortedKeys(r.MCPServers) {
+		s := r.MCPServers[name]
+		if (s.Command == "") == (s.URL == "") {
+			c.report(a, "AC-MCP-TRANSPORT", SeverityError, joinPointer("runner", "mcpServers", name),
+				"set command (stdio server) or url (HTTP server), not both",
+				"MCP server %q needs exactly one of command and url", name)
+		}
+	}
+	if n := r.Budgets.MaxIterations; n > hardLimit {
+		c.report(a, "AC-BUDGET-HARD-LIMIT", SeverityWarning, "/runner/budgets/maxIterations",
+			fmt.Sprintf("use at most %d; the loop stops at its hard limit anyway", hardLimit),
+			"maxIterations %d exceeds the loop's hard limit of %d iterations", n, hardLimit)
+	}
+	if id := c.reg.AgentID; id != "" && id != c.def.Name {
+		c.report(c.regSrc, "SR-AGENT-ID", SeverityWarning, "/agentId",
+			fmt.Sprintf("set agentId to %q (agent.json name)", c.def.Name),
+			"agentId %q differs from agent.json name %q", id, c.def.Name)
+	}
+}
+
+// hardLimit is the loop's HARD_LIMIT (seed 002).
+const hardLimit = 100
+
+// model checks a provider:model spec.
+func (c *checker) model(src *source, prefix, ptr, spec string) {
+	provider, model, hasModel := strings.Cut(spec, ":")
+	if !providerRE.MatchString(provider) || (hasModel && strings.TrimSpace(model) == "") || strings.ContainsAny(spec, " \t\r\n") {
+		c.report(src, prefix+"-MODEL-SYNTAX", SeverityError, ptr,
+			"write provider:model, e.g. \"anthropic:claude-sonnet-4-5\", \"openai:gpt-4.1\", \"script:script.yaml\"",
+			"model %q is not provider:model", spec)
+		return
+	}
+	if c.opts.Providers != nil && !slices.Contains(c.opts.Providers, provider) {
+		known := slices.Sorted(slices.Values(c.opts.Providers))
+		c.report(src, prefix+"-MODEL-PROVIDER", SeverityError, ptr,
+			"use one of: "+strings.Join(known, ", "),
+			"unknown model provider %q", provider)
+		return
+	}
+	if provider == "script" {
+		file := model
+		if file == "" {
+			file = "script.yaml"
+		}
+		c.file(src, prefix, ptr, file, false, prefix+"-MODEL-SCRIPT", "create the script file (see docs/configuration.md) or fix the model")
+	}
+}
+
+// file checks that rel is inside the agent folder and exists (as a
+// directory when dir is set). It reports prefix-PATH-OUTSIDE or missing
+// and returns whether the path is usable.
+func (c *checker) file(src *source, prefix, ptr, rel string, dir bool, missingCode, hint string) bool {
+	if msg := lexicalInside(rel); msg != "" {
+		c.report(src, prefix+"-PATH-OUTSIDE", SeverityError, ptr,
+			"use a path relative to the agent folder that stays inside it", "path %q %s", rel, msg)
+		return false
+	}
+	if c.dir == "" {
+		return true
+	}
+	if msg := insideDir(c.dir, rel); msg != "" {
+		c.report(src, prefix+"-PATH-OUTSIDE", SeverityError, ptr,
+			"use a path relative to the agent folder that stays inside it", "path %q %s", rel, msg)
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(c.dir, filepath.FromSlash(rel)))
+	switch {
+	case err != nil:
+		c.report(src, missingCode, SeverityError, ptr, hint, "%s does not exist", rel)
+		return false
+	case dir && !fi.IsDir():
+		c.report(src, missingCode, SeverityError, ptr, hint, "%s is not a directory", rel)
+		return false
+	case !dir && !fi.Mode().IsRegular():
+		c.report(src, missingCode, SeverityError, ptr, hint, "%s is not a regular file", rel)
+		return false
+	}
+	return true
+}
+
+// lexicalInside is insideDir without the file system: "" when rel is
+// relative and does not climb out with "..".
+func lexicalInside(rel string) string {
+	if rel == "" {
+		return "is empty"
+	}
+	if strings.ContainsRune(rel, 0) {
+		return "contains a NUL byte"
+	}
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.VolumeName(rel) != "" {
+		return "is absolute; it must be relative"
+	}
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "leaves its folder (\"..\")"
+	}
+	return ""
+}
+
+func (c *checker) completion(ptr string, comp Completion) {
+	a := c.agentSrc
+	switch comp.Type {
+	case "iterationBudget":
+		if comp.MaxIterations <= 0 {
+			c.report(a, "AC-COMPLETION-MAX-ITERATIONS", SeverityError, ptr+"/maxIterations",
+				"set maxIterations to the number of iterations after which the run is complete",
+				"completion type iterationBudget needs maxIterations > 0")
+		}
+	case "keyword":
+		if strings.TrimSpace(comp.Keyword) == "" {
+			c.report(a, "AC-COMPLETION-KEYWORD", SeverityError, ptr+"/keyword",
+				"set keyword, e.g. \"TASK_COMPLETE\", and tell the model in its prompt to say it when done",
+				"completion type keyword needs a keyword")
+		}
+	case "composite":
+		if comp.Mode == "" {
+			c.report(a, "AC-COMPLETION-MODE", SeverityError, ptr+"/mode",
+				"set mode to \"any\" (one condition suffices) or \"all\" (every condition)",
+				"completion type composite needs mode any or all")
+		}
+		if len(comp.Conditions) == 0 {
+			c.report(a, "AC-COMPLETION-CONDITIONS", SeverityError, ptr+"/conditions",
+				"list at least one condition, e.g. [{\"type\":\"keyword\",\"keyword\":\"DONE\"}]",
+				"completion type composite needs at least one condition")
+		}
+		seen := map[string]bool{}
+		for i, sub := range comp.Conditions {
+			sp := fmt.Sprintf("%s/conditions/%d", ptr, i)
+			if sub.Name != "" {
+				if seen[sub.Name] {
+					c.report(a, "AC-COMPLETION-NAME", SeverityError, sp+"/name",
+						"give every condition of a composite its own name",
+						"condition name %q is used twice in this composite", sub.Name)
+				}
+				seen[sub.Name] = true
+			}
+			c.completion(sp, sub)
+		}
+	case "custom":
+		if strings.TrimSpace(comp.Handler) == "" {
+			c.report(a, "AC-COMPLETION-HANDLER", SeverityError, ptr+"/handler",
+				"set handler to the name the Go handler was registered under",
+				"completion type custom needs a handler")
+		}
+	}
+	ignored := func(set bool, field, usedBy string) {
+		if set {
+			c.report(a, "AC-IGNORED-FIELD", SeverityWarning, ptr+"/"+field,
+				"remove it, or change type to "+usedBy,
+				"%s is ignored by completion type %q (only %s uses it)", field, comp.Type, usedBy)
+		}
+	}
+	if comp.Type != "" {
+		ignored(comp.Keyword != "" && comp.Type != "keyword", "keyword", "keyword")
+		ignored(comp.Mode != "" && comp.Type != "composite", "mode", "composite")
+		ignored(len(comp.Conditions) > 0 && comp.Type != "composite", "conditions", "composite")
+		ignored(comp.Handler != "" && comp.Type != "custom", "handler", "custom")
+	}
+	for i, v := range comp.Validators {
+		if _, ok := c.reg.Validators[v]; !ok {
+			c.report(a, "AC-COMPLETION-VALIDATOR", SeverityError, fmt.Sprintf("%s/validators/%d", ptr, i),
+				"define it under validators in "+c.regSrc.file+", or fix the name"+known(sortedKeys(c.reg.Validators)),
+				"validator %q does not exist", v)
+		}
+	}
+}
+
+func known(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " (known: " + strings.Join(names, ", ") + ")"
+}
+
+// ---- parameters ----
+
+// Flag returns the CLI flag of the parameter called name: Cli when set,
+// otherwise "--" + name with underscores turned into dashes.
+func (p Parameter) Flag(name string) string {
+	if p.Cli != "" {
+		return p.Cli
+	}
+	return "--" + strings.ReplaceAll(name, "_", "-")
+}
+
+func (c *checker) parameters() {
+	a := c.agentSrc
+	reserved := append(DefaultReservedFlags(), c.opts.ReservedFlags...)
+	flags := map[string]string{}
+	for _, name := range sortedKeys(c.def.Parameters) {
+		p := c.def.Parameters[name]
+		ptr := joinPointer("parameters", name)
+		if !paramNameRE.MatchString(name) {
+			c.reportKey(a, "PA-NAME", SeverityError, ptr,
+				"use lowercase letters, digits, '_' and '-', starting with a letter (e.g. \"issue_number\")",
+				"parameter name %q is not allowed", name)
+		}
+		if p.Cli != "" && !cliFlagRE.MatchString(p.Cli) {
+			c.report(a, "PA-CLI-SYNTAX", SeverityError, ptr+"/cli",
+				"write \"--\" then lowercase letters, digits and dashes, e.g. \"--issue\"",
+				"cli flag %q is not a valid long flag", p.Cli)
+		}
+		flag := p.Flag(name)
+		if other, dup := flags[flag]; dup {
+			c.report(a, "PA-CLI-DUPLICATE", SeverityError, ptr,
+				"give one of them another cli flag",
+				"parameters %q and %q both use the flag %s", other, name, flag)
+		} else {
+			flags[flag] = name
+		}
+		if slices.Contains(reserved, flag) {
+			c.report(a, "PA-CLI-RESERVED", SeverityError, ptr,
+				"rename the parameter or set another cli flag; "+strings.Join(reserved, ", ")+" belong to capstan run",
+				"flag %s of parameter %q clashes with capstan run's own flag", flag, name)
+		}
+		c.paramValidation(ptr, p)
+		if len(p.Default) > 0 && string(p.Default) != "null" {
+			if p.Required {
+				c.report(a, "PA-REQUIRED-DEFAULT", SeverityWarning, ptr+"/default",
+					"remove the default, or set required to false",
+					"parameter %q is required, so its default is never used", name)
+			}
+			if v, msg := defaultString(p); msg != "" {
+				c.report(a, "PA-DEFAULT-TYPE", SeverityError, ptr+"/default",
+					fmt.Sprintf("write a %s value", p.Type), "default of %q %s", name, msg)
+			} else if msg := checkParamValue(p, v); msg != "" {
+				c.report(a, "PA-DEFAULT-INVALID", SeverityError, ptr+"/default",
+					"change the default or the validation", "default of %q: %s", name, msg)
+			}
+		}
+	}
+}
+
+func (c *checker) paramValidation(ptr string, p Parameter) {
+	v := p.Validation
+	if v == nil {
+		return
+	}
+	a := c.agentSrc
+	bad := func(field, hint, format string, args ...any) {
+		c.report(a, "PA-VALIDATION", SeverityError, ptr+"/validation/"+field, hint, format, args...)
+	}
+	if (v.Min != nil || v.Max != nil) && p.Type != "number" {
+		field := "min"
+		if v.Min == nil {
+			field = "max"
+		}
+		bad(field, "use min/max with type number only", "%s applies to number parameters, not %s", field, p.Type)
+	}
+	if v.Min != nil && v.Max != nil && *v.Min > *v.Max {
+		bad("min", "swap them", "min %v is greater than max %v", *v.Min, *v.Max)
+	}
+	if v.Pattern != "" {
+		if p.Type != "string" {
+			bad("pattern", "use pattern with type string only", "pattern applies to string parameters, not %s", p.Type)
+		} else if _, err := regexp.Compile(v.Pattern); err != nil {
+			bad("pattern", "write a Go (RE2) regular expression", "pattern %q does not compile: %v", v.Pattern, err)
+		}
+	}
+	if len(v.Enum) > 0 {
+		switch p.Type {
+		case "boolean":
+			bad("enum", "remove enum; a boolean is already true or false", "enum does not apply to boolean parameters")
+		case "number":
+			for i, e := range v.Enum {
+				if !isNumber(e) {
+					bad(fmt.Sprintf("enum/%d", i), "write numbers as strings, e.g. \"3\"", "enum value %q is not a number", e)
+				}
+			}
+		}
+	}
+}
+
+// ---- steps_registry.json ----
+
+func (c *checker) registry() {
+	r := c.reg
+	s := c.regSrc
+	if _, ok := r.Steps[r.EntryStep]; !ok {
+		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep",
+			"set entryStep to one of the step ids"+known(sortedKeys(r.Steps)),
+			"entryStep %q is not a step", r.EntryStep)
+	}
+	refs := map[string]bool{} // validators referenced
+	c.completionRefs(c.def.Runner.Completion, refs)
+	parents := map[string]bool{} // steps listed as subSteps
+	for _, id := range sortedKeys(r.Steps) {
+		st := r.Steps[id]
+		ptr := joinPointer("steps", id)
+		c.step(id, ptr, st)
+		for _, cc := range st.CompletionConditions {
+			refs[cc.Validator] = true
+		}
+		for _, sub := range st.SubSteps {
+			parents[sub] = true
+		}
+	}
+	for _, id := range sortedKeys(r.Steps) {
+		if r.Steps[id].Type == "subStep" && !parents[id] {
+			c.reportKey(s, "SR-SUBSTEP-ORPHAN", SeverityWarning, joinPointer("steps", id),
+				"list it in a parent step's subSteps, or change its type",
+				"step %q has type subStep but no step lists it in subSteps, so it never runs", id)
+		}
+	}
+	c.subStepCycles()
+	usedPatterns := map[string]bool{}
+	for _, name := range sortedKeys(r.Validators) {
+		v := r.Validators[name]
+		c.validator(name, v)
+		usedPatterns[v.FailurePattern] = true
+		if !refs[name] {
+			c.reportKey(s, "SR-VALIDATOR-UNUSED", SeverityWarning, joinPointer("validators", name),
+				"reference it from a step's completionConditions or runner.completion.validators, or remove it",
+				"validator %q is never used, so it never runs", name)
+		}
+	}
+	for _, name := range sortedKeys(r.CompletionPatterns) {
+		if !usedPatterns[name] {
+			c.reportKey(s, "SR-PATTERN-UNUSED", SeverityWarning, joinPointer("completionPatterns", name),
+				"name it as a validator's failurePattern, or remove it",
+				"completion pattern %q is not the failurePattern of any validator", name)
+		}
+	}
+	c.reachability()
+}
+
+func (c *checker) completionRefs(comp Completion, refs map[string]bool) {
+	for _, v := range comp.Validators {
+		refs[v] = true
+	}
+	for _, sub := range comp.Conditions {
+		c.completionRefs(sub, refs)
+	}
+}
+
+func (c *checker) step(id, ptr string, st Step) {
+	s := c.regSrc
+	steps := c.reg.Steps
+	stepHint := "use one of the step ids" + known(sortedKeys(steps))
+	if st.StepID != "" && st.StepID != id {
+		c.report(s, "SR-STEP-ID", SeverityError, ptr+"/stepId",
+			fmt.Sprintf("set stepId to %q or remove it", id),
+			"stepId %q differs from the step's key %q", st.StepID, id)
+	}
+	if st.Type != "gateway" && len(st.SubSteps) == 0 && (st.C2 == "" || st.C3 == "") {
+		c.report(s, "SR-STEP-PROMPT", SeverityError, ptr,
+			"set c2 and c3: the prompt is {base}/{c1}/{c2}/{c3}/f_{edition}.md",
+			"step %q runs a prompt but has no c2/c3", id)
+	}
+	if st.Type == "gateway" && st.Check == nil {
+		c.report(s, "SR-GATEWAY-CHECK", SeverityError, ptr,
+			"add a check whose onPass/onFail route to the next steps",
+			"gateway step %q has no check; a gateway makes no model call and routes only by its check", id)
+	}
+	if st.Model != "" {
+		c.model(s, "SR", ptr+"/model", st.Model)
+	}
+	if st.Fallback != "" {
+		if msg := lexicalInside(st.Fallback); msg != "" {
+			c.report(s, "SR-PATH-OUTSIDE", SeverityError, ptr+"/fallback",
+				"use a path relative to the prompts base that stays inside it", "fallback %q %s", st.Fallback, msg)
+		}
+	}
+	if ch := st.Check; ch != nil {
+		cp := ptr + "/check"
+		need := func(ok bool, field, format string) {
+			if !ok {
+				c.report(s, "SR-CHECK-FIELD", SeverityError, cp+"/"+field, "add "+field, format, ch.Type)
+			}
+		}
+		ignored := func(set bool, field, usedBy string) {
+			if set {
+				c.report(s, "SR-IGNORED-FIELD", SeverityWarning, cp+"/"+field, "remove it, or change type to "+usedBy,
+					"%s is ignored by a %s check", field, ch.Type)
+			}
+		}
+		switch ch.Type {
+		case "keyword":
+			need(nonBlank(ch.Keywords), "keywords", "a %s check needs at least one non-empty keyword")
+		case "action":
+			need(nonBlank(ch.Actions), "actions", "an %s check needs at least one tool name in actions")
+		case "prompt":
+			need(strings.TrimSpace(ch.Prompt) != "", "prompt", "a %s check needs the judging prompt")
+		}
+		if ch.Type != "" {
+			ignored(len(ch.Keywords) > 0 && ch.Type != "keyword", "keywords", "keyword")
+			ignored(len(ch.Actions) > 0 && ch.Type != "action", "actions", "action")
+			ignored(ch.Prompt != "" && ch.Type != "prompt", "prompt", "prompt")
+		}
+		for _, tr := range []struct {
+			key string
+			t   Transition
+		}{{"onPass", ch.OnPass}, {"onFail", ch.OnFail}} {
+			tp := cp + "/" + tr.key
+			n := 0
+			for _, b := range []bool{tr.t.Next != "", tr.t.Complete, tr.t.Retry, tr.t.Escalate} {
+				if b {
+					n++
+				}
+			}
+			if n != 1 {
+				c.report(s, "SR-TRANSITION-AMBIGUOUS", SeverityError, tp,
+					"set exactly one of next, complete, retry, escalate",
+					"%s sets %d of next/complete/retry/escalate; exactly one is required", tr.key, n)
+			}
+			if tr.t.Next != "" {
+				if _, ok := steps[tr.t.Next]; !ok {
+					c.report(s, "SR-TRANSITION-TARGET", SeverityError, tp+"/next", stepHint,
+						"%s.next %q is not a step", tr.key, tr.t.Next)
+				}
+			}
+			if tr.t.Escalate && st.Escalation == nil {
+				c.report(s, "SR-TRANSITION-ESCALATE", SeverityError, tp+"/escalate",
+					"add an escalation section to the step", "%s escalates but step %q has no escalation", tr.key, id)
+			}
+		}
+	}
+	if rp := st.Retry; rp != nil {
+		p := ptr + "/retry"
+		if rp.OnExhausted == "fallback" {
+			if rp.FallbackStep == "" {
+				c.report(s, "SR-RETRY-FALLBACK", SeverityError, p+"/fallbackStep",
+					"set fallbackStep to the step to run when retries are exhausted",
+					"onExhausted is fallback but fallbackStep is not set")
+			} else if _, ok := steps[rp.FallbackStep]; !ok {
+				c.report(s, "SR-RETRY-FALLBACK-TARGET", SeverityError, p+"/fallbackStep", stepHint,
+					"fallbackStep %q is not a step", rp.FallbackStep)
+			}
+		} else if rp.FallbackStep != "" {
+			c.report(s, "SR-IGNORED-FIELD", SeverityWarning, p+"/fallbackStep",
+				"set onExhausted to \"fallback\", or remove fallbackStep",
+				"fallbackStep is ignored unless onExhausted is fallback")
+		}
+	}
+	if es := st.Escalation; es != nil {
+		p := ptr + "/escalation"
+		switch es.NotificationMethod {
+		case "", "in_agent":
+			if _, ok := steps[es.EscalateTo]; !ok {
+				c.report(s, "SR-ESCALATE-TARGET", SeverityError, p+"/escalateTo", stepHint,
+					"escalateTo %q is not a step (notificationMethod in_agent jumps to a step)", es.EscalateTo)
+			}
+		case "webhook":
+			if u, err := url.Parse(es.WebhookURL); es.WebhookURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				c.report(s, "SR-ESCALATE-WEBHOOK", SeverityError, p+"/webhookUrl",
+					"set webhookUrl to an absolute http(s) URL",
+					"notificationMethod webhook needs an http(s) webhookUrl, got %q", es.WebhookURL)
+			}
+		}
+		if es.WebhookURL != "" && es.NotificationMethod != "webhook" {
+			c.report(s, "SR-IGNORED-FIELD", SeverityWarning, p+"/webhookUrl",
+				"set notificationMethod to \"webhook\", or remove webhookUrl",
+				"webhookUrl is ignored unless notificationMethod is webhook")
+		}
+	}
+	for i, sub := range st.SubSteps {
+		if _, ok := steps[sub]; !ok {
+			c.report(s, "SR-SUBSTEP-MISSING", SeverityError, fmt.Sprintf("%s/subSteps/%d", ptr, i), stepHint,
+				"sub-step %q is not a step", sub)
+		}
+	}
+	if st.Sequential != nil && !*st.Sequential {
+		c.report(s, "SR-SUBSTEP-PARALLEL", SeverityError, ptr+"/sequential",
+			"remove sequential or set it to true; run parallel work as separate agents",
+			"parallel sub-steps are out of scope; sub-steps always run in order")
+	}
+	for i, cc := range st.CompletionConditions {
+		if _, ok := c.reg.Validators[cc.Validator]; !ok {
+			c.report(s, "SR-CONDITION-VALIDATOR", SeverityError, fmt.Sprintf("%s/completionConditions/%d/validator", ptr, i),
+				"define it under validators, or fix the name"+known(sortedKeys(c.reg.Validators)),
+				"validator %q does not exist", cc.Validator)
+		}
+	}
+	if st.OnFailure != nil && len(st.CompletionConditions) == 0 {
+		c.report(s, "SR-IGNORED-FIELD", SeverityWarning, ptr+"/onFailure",
+			"add completionConditions, or remove onFailure",
+			"onFailure is ignored: the step has no completionConditions")
+	}
+	if ref := st.OutputSchemaRef; ref != nil {
+		c.schemaRef(ptr+"/outputSchemaRef", ref)
+	}
+	for i, uv := range st.UVVariables {
+		c.uvVariable(fmt.Sprintf("%s/uvVariables/%d", ptr, i), uv)
+	}
+}
+
+func (c *checker) schemaRef(ptr string, ref *SchemaRef) {
+	if ref.File == "" {
+		return // the schema reports the missing key
+	}
+	if msg := lexicalInside(ref.File); msg != "" {
+		c.report(c.regSrc, "SR-PATH-OUTSIDE", SeverityError, ptr+"/file",
+			"name a file inside the agent's schemas/ folder, e.g. \"issue.schema.json\"", "schema file %q %s", ref.File, msg)
+		return
+	}
+	c.file(c.regSrc, "SR", ptr+"/file", filepath.ToSlash(filepath.Join("schemas", ref.File)), false, "SR-SCHEMA-FILE",
+		"create the schema file under the agent's schemas/ folder, or fix the file name")
+}
+
+func (c *checker) uvVariable(ptr, uv string) {
+	s := c.regSrc
+	if p, ok := c.def.Parameters[uv]; ok {
+		if !p.Required && (len(p.Default) == 0 || string(p.Default) == "null") {
+			c.report(s, "PA-UV-OPTIONAL", SeverityError, ptr,
+				fmt.Sprintf("make parameter %q required or give it a default", uv),
+				"{uv-%s} is needed by this step but parameter %q is optional and has no default", uv, uv)
+		}
+		return
+	}
+	if slices.Contains(c.opts.BuiltinVariables, uv) {
+		return
+	}
+	hint := fmt.Sprintf("add parameter %q to agent.json (it supplies {uv-%s} from --%s)", uv, uv, strings.ReplaceAll(uv, "_", "-"))
+	if trimmed, ok := strings.CutPrefix(uv, "uv-"); ok {
+		if _, exists := c.def.Parameters[trimmed]; exists {
+			hint = fmt.Sprintf("write %q: uvVariables name variables without the uv- prefix", trimmed)
+		}
+	}
+	c.report(s, "PA-UV-UNSUPPLIED", SeverityError, ptr, hint, "no parameter supplies {uv-%s}", uv)
+}
+
+func (c *checker) validator(name string, v Validator) {
+	s := c.regSrc
+	ptr := joinPointer("validators", name)
+	switch v.Type {
+	case "command":
+		if strings.TrimSpace(v.Command) == "" {
+			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test ./...\"",
+				"a command validator needs command")
+		}
+	case "file":
+		if strings.TrimSpace(v.Path) == "" {
+			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/path", "add path, relative to the work dir",
+				"a file validator needs path")
+		} else if msg := lexicalInside(v.Path); msg != "" {
+			c.report(s, "SR-PATH-OUTSIDE", SeverityError, ptr+"/path",
+				"use a path relative to the work dir that stays inside it", "path %q %s", v.Path, msg)
+		}
+	case "custom":
+		if strings.TrimSpace(v.Handler) == "" {
+			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/handler",
+				"add handler: the name the Go validator was registered under", "a custom validator needs handler")
+		}
+	}
+	if v.Schema != nil {
+		c.schemaRef(ptr+"/schema", v.Schema)
+	}
+	if v.SuccessWhen != "" {
+		if _, err := ParseSuccessWhen(v.SuccessWhen); err != nil {
+			c.report(s, "SR-SUCCESS-WHEN", SeverityError, ptr+"/successWhen",
+				"write \"empty\", \"exitCode:N\", \"contains:TEXT\" or \"matches:REGEXP\"", "%v", err)
+		}
+	}
+	if v.FailurePattern != "" {
+		pat, inRegistry := c.reg.CompletionPatterns[v.FailurePattern]
+		switch {
+		case inRegistry:
+			for _, param := range pat.Params {
+				if _, ok := v.ExtractParams[param]; !ok {
+					c.report(s, "SR-PATTERN-PARAM", SeverityWarning, ptr+"/extractParams",
+						fmt.Sprintf("add %q to extractParams, or drop it from the pattern's params", param),
+						"failure pattern %q needs param %q but validator %q does not extract it; the retry prompt gets it empty",
+						v.FailurePattern, param, name)
+				}
+			}
+		case slices.Contains(c.opts.BuiltinPatterns, v.FailurePattern):
+		default:
+			c.report(s, "SR-PATTERN-UNKNOWN", SeverityError, ptr+"/failurePattern",
+				"define it under completionPatterns"+known(append(sortedKeys(c.reg.CompletionPatterns), c.opts.BuiltinPatterns...)),
+				"failure pattern %q does not exist", v.FailurePattern)
+		}
+	}
+	if c.opts.Extractors != nil {
+		for _, param := range sortedKeys(v.ExtractParams) {
+			ex := v.ExtractParams[param]
+			if !slices.Contains(c.opts.Extractors, ex) {
+				c.report(s, "SR-EXTRACTOR-UNKNOWN", SeverityError, ptr+"/extractParams/"+escapePointer(param),
+					"use one of: "+strings.Join(slices.Sorted(slices.Values(c.opts.Extractors)), ", "),
+					"unknown extractor %q", ex)
+			}
+		}
+	}
+}
+
+// subStepCycles reports every step that (transitively) contains itself
+// through subSteps.
+func (c *checker) subStepCycles() {
+	steps := c.reg.Steps
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	reported := map[string]bool{}
+	var stack []string
+	var visit func(id string)
+	visit = func(id string) {
+		color[id] = grey
+		stack = append(stack, id)
+		for _, sub := range steps[id].SubSteps {
+			if _, ok := steps[sub]; !ok {
+				continue
+			}
+			switch color[sub] {
+			case white:
+				visit(sub)
+			case grey:
+				i := slices.Index(stack, sub)
+				cycle := append(slices.Clone(stack[i:]), sub)
+				if !reported[sub] {
+					reported[sub] = true
+					c.report(c.regSrc, "SR-SUBSTEP-CYCLE", SeverityError, joinPointer("steps", sub, "subSteps"),
+						"break the cycle: a step cannot contain itself",
+						"sub-step cycle: %s", strings.Join(cycle, " → "))
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[id] = black
+	}
+	for _, id := range sortedKeys(steps) {
+		if color[id] == white {
+			visit(id)
+		}
+	}
+}
+
+// reachability warns about steps that no path from entryStep reaches.
+func (c *checker) reachability() {
+	steps := c.reg.Steps
+	if _, ok := steps[c.reg.EntryStep]; !ok {
+		return
+	}
+	seen := map[string]bool{c.reg.EntryStep: true}
+	queue := []string{c.reg.EntryStep}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		st := steps[id]
+		var next []string
+		if st.Check != nil {
+			next = append(next, st.Check.OnPass.Next, st.Check.OnFail.Next)
+		}
+		if st.Retry != nil {
+			next = append(next, st.Retry.FallbackStep)
+		}
+		if st.Escalation != nil && (st.Escalation.NotificationMethod == "" || st.Escalation.NotificationMethod == "in_agent") {
+			next = append(next, st.Escalation.EscalateTo)
+		}
+		next = append(next, st.SubSteps...)
+		for _, n := range next {
+			if _, ok := steps[n]; ok && !seen[n] {
+				seen[n] = true
+				queue = append(queue, n)
+			}
+		}
+	}
+	for _, id := range sortedKeys(steps) {
+		if !seen[id] && steps[id].Type != "subStep" {
+			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, joinPointer("steps", id),
+				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps), or remove it",
+				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
+		}
+	}
+}
+
+func nonBlank(xs []string) bool {
+	if len(xs) == 0 {
+		return false
+	}
+	for _, x := range xs {
+		if strings.TrimSpace(x) == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,632 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+var testOpts = ValidateOptions{
+	Providers:  []string{"anthropic", "openai", "script", "claude-code"},
+	Extractors: []string{"stderr", "stdout", "parseChangedFiles"},
+}
+
+func TestBaseFixtureIsValidWithoutWarnings(t *testing.T) {
+	dir := writeAgent(t, baseAgent(), baseRegistry(), nil)
+	r := Check(dir, testOpts)
+	if len(r.Problems()) != 0 {
+		t.Fatalf("base fixture has problems:\n%s", dump(r))
+	}
+	a, err := LoadAndValidate(dir, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(a.Dir()) {
+		t.Errorf("Dir %q is not absolute", a.Dir())
+	}
+	reg := a.Registry()
+	if reg.C1 != "steps" || reg.StepLoopLimit != 10 || reg.Steps["review.main"].StepID != "review.main" ||
+		reg.Steps["review.main"].Edition != "default" || reg.Steps["review.main"].Type != "normal" {
+		t.Errorf("defaults not applied: %+v", reg)
+	}
+	if *reg.Steps["initial.main"].Retry.MaxRetries != 2 {
+		t.Errorf("explicit maxRetries overwritten")
+	}
+	def := a.Definition()
+	if def.Runner.Prompts.Base != "prompts" || def.Runner.Prompts.Registry != "steps_registry.json" {
+		t.Errorf("prompt defaults not applied: %+v", def.Runner.Prompts)
+	}
+	// Accessors return copies: mutating one does not change the Agent.
+	def.Name = "changed"
+	reg.Steps["initial.main"] = Step{}
+	if a.Definition().Name != "demo" || a.Registry().Steps["initial.main"].C2 != "initial" {
+		t.Fatal("Agent accessors expose internal state")
+	}
+}
+
+func TestApplyDefaultsRetry(t *testing.T) {
+	reg := &Registry{Steps: map[string]Step{"a": {Retry: &RetryPolicy{}}}}
+	ApplyDefaults(nil, reg)
+	r := reg.Steps["a"].Retry
+	if r.MaxRetries == nil || *r.MaxRetries != 3 || r.OnExhausted != "error" {
+		t.Fatalf("retry defaults: %+v", r)
+	}
+	def := &Definition{}
+	ApplyDefaults(def, nil)
+	if def.Runner.Boundaries.PermissionMode != "default" {
+		t.Fatalf("permissionMode default: %q", def.Runner.Boundaries.PermissionMode)
+	}
+}
+
+func TestLoadMissingAgentJSON(t *testing.T) {
+	dir := writeAgent(t, nil, baseRegistry(), nil)
+	_, _, err := Load(dir)
+	if !errors.Is(err, agenterr.ErrConfigurationNotFound) {
+		t.Fatalf("want CONFIG_NOT_FOUND, got %v", err)
+	}
+	e := agenterr.From(err)
+	if e.File != "agent.json" || !strings.Contains(e.Hint, "capstan init") || e.Layer != agenterr.LayerConfiguration {
+		t.Fatalf("error lacks file/hint: %+v", e)
+	}
+	if _, _, err := Load(filepath.Join(dir, "nope")); !errors.Is(err, agenterr.ErrConfigurationNotFound) {
+		t.Fatalf("missing dir: %v", err)
+	}
+}
+
+func TestLoadMissingRegistry(t *testing.T) {
+	dir := writeAgent(t, baseAgent(), nil, nil)
+	_, _, err := Load(dir)
+	e := agenterr.From(err)
+	if !errors.Is(err, agenterr.ErrConfigurationNotFound) || e.File != "steps_registry.json" {
+		t.Fatalf("want CONFIG_NOT_FOUND for the registry, got %v", err)
+	}
+	a := baseAgent()
+	at(a, "runner")["prompts"] = map[string]any{"registry": "flows/reg.json"}
+	dir = writeAgent(t, a, nil, map[string]string{})
+	_, _, err = Load(dir)
+	if e := agenterr.From(err); e == nil || e.File != "flows/reg.json" {
+		t.Fatalf("custom registry path not used: %v", err)
+	}
+}
+
+func TestLoadParseErrorPositions(t *testing.T) {
+	cases := []struct {
+		name      string
+		agent     string
+		registry  string
+		file      string
+		line, col int
+	}{
+		{"missing comma", "{\n  \"version\": \"1.0.0\"\n  \"name\": \"x\"\n}", "{}", "agent.json", 3, 3},
+		{"trailing comma", "{\n  \"name\": \"x\",\n}", "{}", "agent.json", 3, 1},
+		{"unterminated", "{\"name\": \"x", "{}", "agent.json", 1, 12},
+		{"empty file", "", "{}", "agent.json", 1, 1},
+		{"comment", "{\n  // no comments in JSON\n}", "{}", "agent.json", 2, 3},
+		{"registry garbage", `{"version":"1.0.0","name":"x","runner":{"completion":{"type":"stepFlow"}}}`, "{\n\n   \"steps\": [1,,2]}", "steps_registry.json", 3, 16},
+		{"utf8 columns count characters", "{\"description\": \"日本語\" x}", "{}", "agent.json", 1, 23},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeAgent(t, tc.agent, tc.registry, nil)
+			_, _, err := Load(dir)
+			if !errors.Is(err, agenterr.ErrConfigurationParse) {
+				t.Fatalf("want CONFIG_PARSE, got %v", err)
+			}
+			e := agenterr.From(err)
+			if e.File != tc.file || e.Line != tc.line || e.Column != tc.col {
+				t.Fatalf("got %s:%d:%d, want %s:%d:%d (%v)", e.File, e.Line, e.Column, tc.file, tc.line, tc.col, err)
+			}
+			// validate reports the same as a problem.
+			p := findProblem(t, Check(dir, testOpts), agenterr.CodeConfigurationParse)
+			if p.Line != tc.line || p.Column != tc.col || p.Hint == "" {
+				t.Fatalf("problem %+v", p)
+			}
+		})
+	}
+}
+
+func TestRegistryPathMustStayInside(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "reg.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"../reg.json", "/etc/passwd", "a/../../reg.json", "link/reg.json"} {
+		a := baseAgent()
+		at(a, "runner")["prompts"] = map[string]any{"registry": p}
+		dir := writeAgent(t, a, baseRegistry(), nil)
+		if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Load(dir)
+		e := agenterr.From(err)
+		if !errors.Is(err, agenterr.ErrConfigurationValidation) || e.Pointer != "/runner/prompts/registry" || e.Line == 0 {
+			t.Fatalf("%s: want CONFIG_INVALID at /runner/prompts/registry, got %v", p, err)
+		}
+	}
+}
+
+func TestLoadRefusesNonRegularFiles(t *testing.T) {
+	dir := writeAgent(t, nil, baseRegistry(), nil)
+	if err := os.Mkdir(filepath.Join(dir, AgentFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(dir); !errors.Is(err, agenterr.ErrConfigurationParse) {
+		t.Fatalf("agent.json directory: %v", err)
+	}
+}
+
+// mutation cases: each breaks the base fixture in one way and names the
+// problem it must produce.
+func TestValidateProblems(t *testing.T) {
+	type mut func(a, r map[string]any, files map[string]string)
+	cases := []struct {
+		name     string
+		mutate   mut
+		code     string
+		severity Severity
+		file     string
+		pointer  string
+	}{
+		{"unknown key warning", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["modle"] = "x" },
+			"AC-UNKNOWN-KEY", SeverityWarning, "agent.json", "/runner/modle"},
+		{"unknown registry key", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main")["uvVariable"] = []any{}
+		}, "SR-UNKNOWN-KEY", SeverityWarning, "steps_registry.json", "/steps/initial.main/uvVariable"},
+		{"wrong type", func(a, r map[string]any, _ map[string]string) { at(a, "runner", "budgets")["maxIterations"] = "five" },
+			"AC-SCHEMA-TYPE", SeverityError, "agent.json", "/runner/budgets/maxIterations"},
+		{"missing required", func(a, r map[string]any, _ map[string]string) { delete(a, "version") },
+			"AC-SCHEMA-REQUIRED", SeverityError, "agent.json", "/version"},
+		{"bad enum", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["permissionMode"] = "yolo"
+		},
+			"AC-SCHEMA-ENUM", SeverityError, "agent.json", "/runner/boundaries/permissionMode"},
+		{"negative budget", func(a, r map[string]any, _ map[string]string) { at(a, "runner", "budgets")["maxCostUsd"] = -1 },
+			"AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/budgets/maxCostUsd"},
+		{"path segment traversal", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "review.main")["c3"] = "../../etc" },
+			"SR-SCHEMA-VALUE", SeverityError, "steps_registry.json", "/steps/review.main/c3"},
+		{"registry wrong type", func(a, r map[string]any, _ map[string]string) { r["steps"] = []any{} },
+			"SR-SCHEMA-TYPE", SeverityError, "steps_registry.json", "/steps"},
+		{"entry step missing", func(a, r map[string]any, _ map[string]string) { r["entryStep"] = "nope" },
+			"SR-ENTRY-STEP", SeverityError, "steps_registry.json", "/entryStep"},
+		{"transition to missing step", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main", "check", "onPass")["next"] = "ghost"
+		}, "SR-TRANSITION-TARGET", SeverityError, "steps_registry.json", "/steps/initial.main/check/onPass/next"},
+		{"transition with two actions", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main", "check", "onFail")["complete"] = true
+		}, "SR-TRANSITION-AMBIGUOUS", SeverityError, "steps_registry.json", "/steps/initial.main/check/onFail"},
+		{"empty transition", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main", "check")["onFail"] = map[string]any{}
+		}, "SR-TRANSITION-AMBIGUOUS", SeverityError, "steps_registry.json", "/steps/initial.main/check/onFail"},
+		{"escalate without escalation", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "steps", "review.main"), "escalation")
+		}, "SR-TRANSITION-ESCALATE", SeverityError, "steps_registry.json", "/steps/review.main/check/onFail/escalate"},
+		{"keyword check without keywords", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "steps", "initial.main", "check"), "keywords")
+		}, "SR-CHECK-FIELD", SeverityError, "steps_registry.json", "/steps/initial.main/check/keywords"},
+		{"fallback without fallbackStep", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "steps", "initial.main", "retry"), "fallbackStep")
+		}, "SR-RETRY-FALLBACK", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		{"fallbackStep missing", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main", "retry")["fallbackStep"] = "ghost"
+		}, "SR-RETRY-FALLBACK-TARGET", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		{"fallbackStep ignored", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main", "retry")["onExhausted"] = "skip"
+		}, "SR-IGNORED-FIELD", SeverityWarning, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		{"escalateTo missing", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main", "escalation")["escalateTo"] = "human"
+		}, "SR-ESCALATE-TARGET", SeverityError, "steps_registry.json", "/steps/review.main/escalation/escalateTo"},
+		{"webhook without url", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main", "escalation")["notificationMethod"] = "webhook"
+		}, "SR-ESCALATE-WEBHOOK", SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
+		{"webhook with file url", func(a, r map[string]any, _ map[string]string) {
+			e := at(r, "steps", "review.main", "escalation")
+			e["notificationMethod"], e["webhookUrl"] = "webhook", "file:///etc/passwd"
+		}, "SR-ESCALATE-WEBHOOK", SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
+		{"substep missing", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["subSteps"] = []any{"ghost"}
+		}, "SR-SUBSTEP-MISSING", SeverityError, "steps_registry.json", "/steps/review.main/subSteps/0"},
+		{"parallel substeps", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["sequential"] = false
+		}, "SR-SUBSTEP-PARALLEL", SeverityError, "steps_registry.json", "/steps/review.main/sequential"},
+		{"substep cycle", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["subSteps"] = []any{"initial.main"}
+			at(r, "steps", "initial.main")["subSteps"] = []any{"review.main"}
+		}, "SR-SUBSTEP-CYCLE", SeverityError, "steps_registry.json", "/steps/initial.main/subSteps"},
+		{"substep self cycle", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["subSteps"] = []any{"review.main"}
+		}, "SR-SUBSTEP-CYCLE", SeverityError, "steps_registry.json", "/steps/review.main/subSteps"},
+		{"orphan substep", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps")["part"] = map[string]any{"type": "subStep", "c2": "part", "c3": "main"}
+		}, "SR-SUBSTEP-ORPHAN", SeverityWarning, "steps_registry.json", "/steps/part"},
+		{"unreachable step", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps")["lonely"] = map[string]any{"c2": "lonely", "c3": "main"}
+		}, "SR-STEP-UNREACHABLE", SeverityWarning, "steps_registry.json", "/steps/lonely"},
+		{"step without prompt", func(a, r map[string]any, _ map[string]string) { delete(at(r, "steps", "review.main"), "c2") },
+			"SR-STEP-PROMPT", SeverityError, "steps_registry.json", "/steps/review.main"},
+		{"gateway without check", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps")["route"] = map[string]any{"type": "gateway"}
+			at(r, "steps", "initial.main", "check", "onPass")["next"] = "route"
+		}, "SR-GATEWAY-CHECK", SeverityError, "steps_registry.json", "/steps/route"},
+		{"stepId mismatch", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["stepId"] = "other" },
+			"SR-STEP-ID", SeverityError, "steps_registry.json", "/steps/initial.main/stepId"},
+		{"unknown condition validator", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["completionConditions"] = []any{map[string]any{"validator": "ghost"}}
+		}, "SR-CONDITION-VALIDATOR", SeverityError, "steps_registry.json", "/steps/review.main/completionConditions/0/validator"},
+		{"unknown completion validator", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "completion")["validators"] = []any{"ghost"}
+		}, "AC-COMPLETION-VALIDATOR", SeverityError, "agent.json", "/runner/completion/validators/0"},
+		{"unknown failure pattern", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["failurePattern"] = "ghost"
+		}, "SR-PATTERN-UNKNOWN", SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
+		{"unknown extractor", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass", "extractParams")["errorOutput"] = "parseMagic"
+		}, "SR-EXTRACTOR-UNKNOWN", SeverityError, "steps_registry.json", "/validators/tests-pass/extractParams/errorOutput"},
+		{"pattern param not extracted", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "validators", "tests-pass"), "extractParams")
+		}, "SR-PATTERN-PARAM", SeverityWarning, "steps_registry.json", "/validators/tests-pass/extractParams"},
+		{"unused validator", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators")["spare"] = map[string]any{"type": "command", "command": "true", "failurePattern": "test-failed"}
+		}, "SR-VALIDATOR-UNUSED", SeverityWarning, "steps_registry.json", "/validators/spare"},
+		{"unused pattern", func(a, r map[string]any, _ map[string]string) {
+			at(r, "completionPatterns")["spare"] = map[string]any{"edition": "failed"}
+		}, "SR-PATTERN-UNUSED", SeverityWarning, "steps_registry.json", "/completionPatterns/spare"},
+		{"command validator without command", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "validators", "tests-pass"), "command")
+		}, "SR-VALIDATOR-FIELD", SeverityError, "steps_registry.json", "/validators/tests-pass/command"},
+		{"file validator without path", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "validators", "out-exists"), "path")
+		}, "SR-VALIDATOR-FIELD", SeverityError, "steps_registry.json", "/validators/out-exists/path"},
+		{"custom validator without handler", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["type"] = "custom"
+		}, "SR-VALIDATOR-FIELD", SeverityError, "steps_registry.json", "/validators/out-exists/handler"},
+		{"file validator path escapes", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["path"] = "../../etc/passwd"
+		}, "SR-PATH-OUTSIDE", SeverityError, "steps_registry.json", "/validators/out-exists/path"},
+		{"bad successWhen", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass")["successWhen"] = "exitcode=0"
+		}, "SR-SUCCESS-WHEN", SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
+		{"successWhen regexp", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass")["successWhen"] = "matches:(unclosed"
+		}, "SR-SUCCESS-WHEN", SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
+		{"bad onFailure action", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main", "onFailure")["action"] = "panic"
+		}, "SR-SCHEMA-ENUM", SeverityError, "steps_registry.json", "/steps/review.main/onFailure/action"},
+		{"onFailure without conditions", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "steps", "review.main"), "completionConditions")
+		}, "SR-IGNORED-FIELD", SeverityWarning, "steps_registry.json", "/steps/review.main/onFailure"},
+		{"missing schema file", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main", "outputSchemaRef")["file"] = "nope.schema.json"
+		}, "SR-SCHEMA-FILE", SeverityError, "steps_registry.json", "/steps/review.main/outputSchemaRef/file"},
+		{"schema file escapes", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main", "outputSchemaRef")["file"] = "../agent.json"
+		}, "SR-PATH-OUTSIDE", SeverityError, "steps_registry.json", "/steps/review.main/outputSchemaRef/file"},
+		{"step fallback escapes", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["fallback"] = "/etc/passwd"
+		}, "SR-PATH-OUTSIDE", SeverityError, "steps_registry.json", "/steps/review.main/fallback"},
+		{"agentId mismatch", func(a, r map[string]any, _ map[string]string) { r["agentId"] = "other" },
+			"SR-AGENT-ID", SeverityWarning, "steps_registry.json", "/agentId"},
+		{"step model syntax", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "review.main")["model"] = "anthropic:" },
+			"SR-MODEL-SYNTAX", SeverityError, "steps_registry.json", "/steps/review.main/model"},
+		// agent.json semantics
+		{"model syntax", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["model"] = "Claude Sonnet" },
+			"AC-MODEL-SYNTAX", SeverityError, "agent.json", "/runner/model"},
+		{"unknown provider", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["model"] = "gemini:pro" },
+			"AC-MODEL-PROVIDER", SeverityError, "agent.json", "/runner/model"},
+		{"script file missing", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["model"] = "script:missing.yaml" },
+			"AC-MODEL-SCRIPT", SeverityError, "agent.json", "/runner/model"},
+		{"script file escapes", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["model"] = "script:../../x.yaml" },
+			"AC-PATH-OUTSIDE", SeverityError, "agent.json", "/runner/model"},
+		{"bad base url", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["baseUrl"] = "localhost:11434" },
+			"AC-BASE-URL", SeverityError, "agent.json", "/runner/baseUrl"},
+		{"bad tool pattern", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["allowedTools"] = []any{"Read", "Bash(git log:*"}
+		}, "AC-TOOL-PATTERN", SeverityError, "agent.json", "/runner/boundaries/allowedTools/1"},
+		{"bad disallowed pattern", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["disallowedTools"] = []any{"[", "Bash()"}
+		}, "AC-TOOL-PATTERN", SeverityError, "agent.json", "/runner/boundaries/disallowedTools/0"},
+		{"system prompt missing", func(a, r map[string]any, files map[string]string) { delete(files, "prompts/system.md") },
+			"AC-SYSTEM-PROMPT-MISSING", SeverityError, "agent.json", "/runner/systemPromptPath"},
+		{"system prompt escapes", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["systemPromptPath"] = "../secret.md" },
+			"AC-PATH-OUTSIDE", SeverityError, "agent.json", "/runner/systemPromptPath"},
+		{"prompts base missing", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["prompts"] = map[string]any{"base": "tmpl"}
+		},
+			"AC-PROMPTS-DIR-MISSING", SeverityError, "agent.json", "/runner/prompts/base"},
+		{"skill missing", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["skills"] = []any{"skills/pdf"} },
+			"AC-SKILL-MISSING", SeverityError, "agent.json", "/runner/skills/0"},
+		{"skill without SKILL.md", func(a, r map[string]any, files map[string]string) {
+			at(a, "runner")["skills"] = []any{"skills/pdf"}
+			files["skills/pdf/notes.txt"] = "x"
+		}, "AC-SKILL-MISSING", SeverityError, "agent.json", "/runner/skills/0"},
+		{"iterationBudget without max", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "iterationBudget"}
+		}, "AC-COMPLETION-MAX-ITERATIONS", SeverityError, "agent.json", "/runner/completion/maxIterations"},
+		{"keyword without keyword", func(a, r map[string]any, _ map[string]string) { delete(at(a, "runner", "completion"), "keyword") },
+			"AC-COMPLETION-KEYWORD", SeverityError, "agent.json", "/runner/completion/keyword"},
+		{"composite without mode", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "composite", "conditions": []any{map[string]any{"type": "stepFlow"}}}
+		}, "AC-COMPLETION-MODE", SeverityError, "agent.json", "/runner/completion/mode"},
+		{"composite without conditions", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "any"}
+		}, "AC-COMPLETION-CONDITIONS", SeverityError, "agent.json", "/runner/completion/conditions"},
+		{"nested composite checked", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "all", "conditions": []any{
+				map[string]any{"type": "stepFlow"},
+				map[string]any{"type": "composite", "mode": "any", "conditions": []any{map[string]any{"type": "keyword"}}},
+			}}
+		}, "AC-COMPLETION-KEYWORD", SeverityError, "agent.json", "/runner/completion/conditions/1/conditions/0/keyword"},
+		{"duplicate condition names", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "all", "conditions": []any{
+				map[string]any{"type": "stepFlow", "name": "x"},
+				map[string]any{"type": "iterationBudget", "maxIterations": 3, "name": "x"},
+			}}
+		}, "AC-COMPLETION-NAME", SeverityError, "agent.json", "/runner/completion/conditions/1/name"},
+		{"custom without handler", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "custom"}
+		}, "AC-COMPLETION-HANDLER", SeverityError, "agent.json", "/runner/completion/handler"},
+		{"ignored completion field", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "stepFlow", "keyword": "DONE"}
+		}, "AC-IGNORED-FIELD", SeverityWarning, "agent.json", "/runner/completion/keyword"},
+		{"mcp both transports", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["mcpServers"] = map[string]any{"gh": map[string]any{"command": "x", "url": "http://x"}}
+		}, "AC-MCP-TRANSPORT", SeverityError, "agent.json", "/runner/mcpServers/gh"},
+		{"hard limit", func(a, r map[string]any, _ map[string]string) { at(a, "runner", "budgets")["maxIterations"] = 500 },
+			"AC-BUDGET-HARD-LIMIT", SeverityWarning, "agent.json", "/runner/budgets/maxIterations"},
+		// parameters
+		{"param name", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["Topic"] = map[string]any{"type": "string"}
+		},
+			"PA-NAME", SeverityError, "agent.json", "/parameters/Topic"},
+		{"cli syntax", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "topic")["cli"] = "-t" },
+			"PA-CLI-SYNTAX", SeverityError, "agent.json", "/parameters/topic/cli"},
+		{"cli duplicate", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "count")["cli"] = "--topic" },
+			"PA-CLI-DUPLICATE", SeverityError, "agent.json", "/parameters/topic"},
+		{"default flag duplicate", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["top_ic"] = map[string]any{"type": "string", "cli": "--topic"}
+		}, "PA-CLI-DUPLICATE", SeverityError, "agent.json", "/parameters/topic"},
+		{"flag clash", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["model"] = map[string]any{"type": "string"}
+		},
+			"PA-CLI-RESERVED", SeverityError, "agent.json", "/parameters/model"},
+		{"flag clash via underscore", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["max_iterations"] = map[string]any{"type": "number"}
+		}, "PA-CLI-RESERVED", SeverityError, "agent.json", "/parameters/max_iterations"},
+		{"explicit cli clash", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "count")["cli"] = "--json" },
+			"PA-CLI-RESERVED", SeverityError, "agent.json", "/parameters/count"},
+		{"default type", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "count")["default"] = "three" },
+			"PA-DEFAULT-TYPE", SeverityError, "agent.json", "/parameters/count/default"},
+		{"default out of range", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "count")["default"] = 11 },
+			"PA-DEFAULT-INVALID", SeverityError, "agent.json", "/parameters/count/default"},
+		{"default pattern", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["mode"] = map[string]any{"type": "string", "default": "Fast", "validation": map[string]any{"pattern": "[a-z]+"}}
+		}, "PA-DEFAULT-INVALID", SeverityError, "agent.json", "/parameters/mode/default"},
+		{"default enum", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["mode"] = map[string]any{"type": "string", "default": "slow", "validation": map[string]any{"enum": []any{"fast"}}}
+		}, "PA-DEFAULT-INVALID", SeverityError, "agent.json", "/parameters/mode/default"},
+		{"required with default", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "topic")["default"] = "x" },
+			"PA-REQUIRED-DEFAULT", SeverityWarning, "agent.json", "/parameters/topic/default"},
+		{"bad pattern", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters", "topic")["validation"] = map[string]any{"pattern": "(["}
+		}, "PA-VALIDATION", SeverityError, "agent.json", "/parameters/topic/validation/pattern"},
+		{"min above max", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters", "count")["validation"] = map[string]any{"min": 5, "max": 1}
+		}, "PA-VALIDATION", SeverityError, "agent.json", "/parameters/count/validation/min"},
+		{"min on string", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters", "topic")["validation"] = map[string]any{"min": 5}
+		}, "PA-VALIDATION", SeverityError, "agent.json", "/parameters/topic/validation/min"},
+		{"uv without supplier", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main")["uvVariables"] = []any{"topic", "issue"}
+		}, "PA-UV-UNSUPPLIED", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/1"},
+		{"uv with prefix", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main")["uvVariables"] = []any{"uv-topic"}
+		}, "PA-UV-UNSUPPLIED", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
+		{"required uv from optional param", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters", "topic")["required"] = false
+		}, "PA-UV-OPTIONAL", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
+		{"duplicate key", func(a, r map[string]any, _ map[string]string) {}, "", "", "", ""},
+	}
+	for _, tc := range cases {
+		if tc.code == "" {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			a, r := baseAgent(), baseRegistry()
+			files := map[string]string{
+				"prompts/system.md": "You are a test agent.",
+			}
+			tc.mutate(a, r, files)
+			dir := writeAgent(t, a, r, nil)
+			if _, ok := files["prompts/system.md"]; !ok {
+				os.Remove(filepath.Join(dir, "prompts/system.md"))
+			}
+			for name, content := range files {
+				p := filepath.Join(dir, filepath.FromSlash(name))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				os.WriteFile(p, []byte(content), 0o644)
+			}
+			res := Check(dir, testOpts)
+			p := findProblem(t, res, tc.code)
+			if p.Severity != tc.severity || p.File != tc.file || p.Pointer != tc.pointer {
+				t.Fatalf("got %s, want severity %s file %s pointer %s\nall:\n%s", p, tc.severity, tc.file, tc.pointer, dump(res))
+			}
+			if p.Line == 0 || p.Column == 0 {
+				t.Errorf("problem has no line:col: %s", p)
+			}
+			if p.Hint == "" || p.Message == "" {
+				t.Errorf("problem lacks message or hint: %s", p)
+			}
+			if !IsKnownCode(p.Code) {
+				t.Errorf("code %s is not in Codes()", p.Code)
+			}
+			if tc.severity == SeverityWarning && !res.Valid() {
+				t.Errorf("a warning alone made the config invalid:\n%s", dump(res))
+			}
+			if tc.severity == SeverityError {
+				_, err := LoadAndValidate(dir, testOpts)
+				var ve *ValidationError
+				if !errors.As(err, &ve) || !errors.Is(err, agenterr.ErrConfigurationValidation) {
+					t.Fatalf("LoadAndValidate: want *ValidationError / CONFIG_INVALID, got %v", err)
+				}
+				if !strings.Contains(err.Error(), tc.code) || len(ve.Problems()) == 0 {
+					t.Errorf("error message does not list %s: %v", tc.code, err)
+				}
+				if agenterr.CodeOf(err) != agenterr.CodeConfigurationValidation {
+					t.Errorf("CodeOf = %q", agenterr.CodeOf(err))
+				}
+			}
+		})
+	}
+}
+
+// Semantic checks do not repeat what the schema already reported: a
+// wrong-typed entryStep is one SR-SCHEMA-TYPE, not also SR-ENTRY-STEP.
+func TestSchemaErrorsSuppressDuplicateSemanticErrors(t *testing.T) {
+	r := baseRegistry()
+	r["entryStep"] = 42
+	dir := writeAgent(t, baseAgent(), r, nil)
+	res := Check(dir, testOpts)
+	if len(res.Errors()) != 1 || res.Errors()[0].Code != "SR-SCHEMA-TYPE" {
+		t.Fatalf("want exactly SR-SCHEMA-TYPE:\n%s", dump(res))
+	}
+}
+
+// Every problem is reported at once, not just the first.
+func TestValidateReportsAllProblems(t *testing.T) {
+	a, r := baseAgent(), baseRegistry()
+	at(a, "runner")["model"] = "bad model"
+	at(a, "parameters")["json"] = map[string]any{"type": "boolean"}
+	r["entryStep"] = "nope"
+	at(r, "validators", "out-exists")["failurePattern"] = "ghost"
+	dir := writeAgent(t, a, r, nil)
+	res := Check(dir, testOpts)
+	for _, code := range []string{"AC-MODEL-SYNTAX", "PA-CLI-RESERVED", "SR-ENTRY-STEP", "SR-PATTERN-UNKNOWN"} {
+		findProblem(t, res, code)
+	}
+	// Sorted by file, then position.
+	ps := res.Problems()
+	for i := 1; i < len(ps); i++ {
+		if ps[i-1].File > ps[i].File || ps[i-1].File == ps[i].File && ps[i-1].Line > ps[i].Line {
+			t.Fatalf("problems not sorted:\n%s", dump(res))
+		}
+	}
+}
+
+func TestUnknownKeySuggestionsAndPosition(t *testing.T) {
+	agent := "{\n  \"version\": \"1.0.0\",\n  \"name\": \"demo\",\n  \"descripton\": \"typo\",\n  \"runner\": {\n    \"modle\": \"x\",\n    \"completion\": {\"type\": \"stepFlow\"},\n    \"zzz\": 1\n  }\n}\n"
+	dir := writeAgent(t, agent, baseRegistry(), nil)
+	res := Check(dir, ValidateOptions{})
+	want := map[string]struct {
+		line, col int
+		suggest   string
+	}{
+		"/descripton":   {4, 3, `did you mean "description"?`},
+		"/runner/modle": {6, 5, `did you mean "model"?`},
+		"/runner/zzz":   {8, 5, ""},
+	}
+	n := 0
+	for _, p := range res.Warnings() {
+		w, ok := want[p.Pointer]
+		if !ok || p.Code != "AC-UNKNOWN-KEY" {
+			continue
+		}
+		n++
+		if p.Line != w.line || p.Column != w.col {
+			t.Errorf("%s at %d:%d, want %d:%d", p.Pointer, p.Line, p.Column, w.line, w.col)
+		}
+		if w.suggest != "" && !strings.Contains(p.Message, w.suggest) {
+			t.Errorf("%s: message %q lacks %q", p.Pointer, p.Message, w.suggest)
+		}
+		if w.suggest == "" && (strings.Contains(p.Message, "did you mean") || !strings.Contains(p.Hint, "known keys")) {
+			t.Errorf("%s: unexpected suggestion or missing known keys: %s", p.Pointer, p)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("want 3 unknown-key warnings:\n%s", dump(res))
+	}
+}
+
+func TestDuplicateKeyWarning(t *testing.T) {
+	agent := `{"version":"1.0.0","name":"demo","name":"demo","runner":{"completion":{"type":"stepFlow"}}}`
+	dir := writeAgent(t, agent, baseRegistry(), nil)
+	p := findProblem(t, Check(dir, ValidateOptions{}), "AC-DUPLICATE-KEY")
+	if p.Severity != SeverityWarning || p.Pointer != "/name" || p.Line != 1 || p.Column != 34 {
+		t.Fatalf("duplicate key: %s", p)
+	}
+}
+
+func TestPositionsOfSchemaErrors(t *testing.T) {
+	reg := "{\n  \"entryStep\": \"a\",\n  \"steps\": {\n    \"a\": {\"c2\": \"x\", \"c3\": \"y\", \"type\": \"weird\"}\n  }\n}"
+	dir := writeAgent(t, baseAgent(), reg, nil)
+	p := findProblem(t, Check(dir, testOpts), "SR-SCHEMA-ENUM")
+	if p.Line != 4 || p.Column != 41 || p.Pointer != "/steps/a/type" {
+		t.Fatalf("got %s", p)
+	}
+	// A missing required key points at the object that lacks it.
+	reg = "{\n  \"steps\": {\"a\": {\"c2\": \"x\", \"c3\": \"y\"}}\n}"
+	dir = writeAgent(t, baseAgent(), reg, nil)
+	p = findProblem(t, Check(dir, testOpts), "SR-SCHEMA-REQUIRED")
+	if p.Line != 1 || p.Column != 1 || p.Pointer != "/entryStep" {
+		t.Fatalf("got %s", p)
+	}
+}
+
+func TestValidateGoBuiltDefinition(t *testing.T) {
+	def := &Definition{Version: "1.0.0", Name: "demo", Runner: Runner{
+		Completion: Completion{Type: "keyword"},
+		Boundaries: Boundaries{PermissionMode: "sometimes"},
+	}}
+	reg := &Registry{EntryStep: "a", Steps: map[string]Step{"a": {C2: "x", C3: "y"}}}
+	res := Validate(def, reg, ValidateOptions{})
+	findProblem(t, res, "AC-SCHEMA-ENUM")
+	p := findProblem(t, res, "AC-COMPLETION-KEYWORD")
+	if p.Line != 0 || p.File != "agent.json" {
+		t.Fatalf("Go-built definitions have no positions: %s", p)
+	}
+	if res.Valid() {
+		t.Fatal("invalid definition reported valid")
+	}
+	// nil inputs do not panic.
+	if Validate(nil, nil, ValidateOptions{}).Valid() {
+		t.Fatal("empty definition reported valid")
+	}
+}
+
+func TestProvidersNotCheckedWhenUnknown(t *testing.T) {
+	a := baseAgent()
+	at(a, "runner")["model"] = "gemini:pro"
+	dir := writeAgent(t, a, baseRegistry(), nil)
+	if res := Check(dir, ValidateOptions{Extractors: testOpts.Extractors}); !res.Valid() {
+		t.Fatalf("providers nil must skip the provider check:\n%s", dump(res))
+	}
+}
+
+func TestBuiltinPatternsAndVariables(t *testing.T) {
+	a, r := baseAgent(), baseRegistry()
+	at(r, "validators", "out-exists")["failurePattern"] = "git-dirty"
+	at(r, "steps", "initial.main")["uvVariables"] = []any{"topic", "iteration"}
+	delete(at(r, "completionPatterns"), "file-missing")
+	dir := writeAgent(t, a, r, nil)
+	res := Check(dir, ValidateOptions{BuiltinPatterns: []string{"git-dirty"}, BuiltinVariables: []string{"iteration"}})
+	if !res.Valid() {
+		t.Fatalf("builtins not honoured:\n%s", dump(res))
+	}
+}
+
+func TestSymlinkEscapeOfPromptFiles(t *testing.T) {
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "system.md"), []byte("x"), 0o644)
+	a := baseAgent()
+	at(a, "runner")["systemPromptPath"] = "ext/system.md"
+	dir := writeAgent(t, a, baseRegistry(), nil)
+	if err := os.Symlink(outside, filepath.Join(dir, "ext")); err != nil {
+		t.Fatal(err)
+	}
+	p := findProblem(t, Check(dir, testOpts), "AC-PATH-OUTSIDE")
+	if p.Pointer != "/runner/systemPromptPath" || !strings.Contains(p.Message, "symbolic link") {
+		t.Fatalf("got %s", p)
+	}
+}

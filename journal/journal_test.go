@@ -1,0 +1,157 @@
+package journal
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(RunStart, map[string]string{"agent": "a<b>&c"})
+	w.SetPosition(1, "initial.work")
+	w.Emit(PromptResolved, map[string]string{"text": "line1\nline2"})
+	w.Emit(Warning, func() {}) // cannot be marshalled: recorded, not dropped
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	ev, err := ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev) != 3 {
+		t.Fatalf("got %d events", len(ev))
+	}
+	if ev[0].Seq != 1 || ev[2].Seq != 3 || ev[1].Iteration != 1 || ev[1].Step != "initial.work" || ev[0].Iteration != 0 {
+		t.Fatalf("bad stamps: %+v", ev)
+	}
+	if !strings.Contains(string(ev[0].Data), "a<b>&c") {
+		t.Fatalf("HTML-escaped data: %s", ev[0].Data)
+	}
+	if !strings.Contains(string(ev[2].Data), "marshal_error") {
+		t.Fatalf("unmarshalable data: %s", ev[2].Data)
+	}
+}
+
+func TestCreateRefusesExistingRun(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, err := Create(dir, "r1"); err == nil {
+		t.Fatal("overwrote an existing journal")
+	}
+}
+
+func TestTornFinalLineIsIgnoredButCorruptionIsNot(t *testing.T) {
+	good := `{"seq":1,"time":"2026-01-01T00:00:00Z","type":"run.start"}` + "\n"
+	ev, err := Read(strings.NewReader(good+`{"seq":2,"time":"2026-01-01T00:0`), "j")
+	if err != nil || len(ev) != 1 {
+		t.Fatalf("torn tail: %v %d", err, len(ev))
+	}
+	_, err = Read(strings.NewReader(good+"garbage\n"+good), "j")
+	if err == nil || !strings.Contains(err.Error(), "j:2") {
+		t.Fatalf("corruption not reported with line: %v", err)
+	}
+}
+
+func TestAppendContinuesSequence(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := Create(dir, "r1")
+	w.Emit(RunStart, nil)
+	w.Emit(RunEnd, nil)
+	w.Close()
+	w2, err := Append(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.Emit(RunStart, nil)
+	w2.Close()
+	ev, _ := ReadFile(w.Path())
+	if len(ev) != 3 || ev[2].Seq != 3 {
+		t.Fatalf("%+v", ev)
+	}
+}
+
+func TestConcurrentEmitKeepsLinesWhole(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := Create(dir, "r1")
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				w.Emit(ToolCall, map[string]string{"output": strings.Repeat("x", 500)})
+			}
+		}()
+	}
+	wg.Wait()
+	w.Close()
+	ev, err := ReadFile(w.Path())
+	if err != nil || len(ev) != 800 {
+		t.Fatalf("%v %d", err, len(ev))
+	}
+	for i, e := range ev {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("seq %d at %d", e.Seq, i)
+		}
+	}
+}
+
+func TestListAndFind(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"20260101T000000Z-aaaaaa", "20260102T000000Z-bbbbbb"} {
+		w, _ := Create(dir, id)
+		w.Close()
+	}
+	runs, err := List(dir)
+	if err != nil || len(runs) != 2 || runs[0].ID != "20260102T000000Z-bbbbbb" {
+		t.Fatalf("%v %+v", err, runs)
+	}
+	if r, err := Find(dir, "20260101"); err != nil || r.ID != "20260101T000000Z-aaaaaa" {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if _, err := Find(dir, "2026"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Fatalf("ambiguous prefix: %v", err)
+	}
+	if _, err := Find(dir, "nope"); err == nil {
+		t.Fatal("found a missing run")
+	}
+	if runs, err := List(t.TempDir()); err != nil || runs != nil {
+		t.Fatalf("empty dir: %v %v", runs, err)
+	}
+}
+
+func TestNewRunIDIsSortableAndUnique(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	a, b := NewRunID(now), NewRunID(now)
+	if a == b || !strings.HasPrefix(a, "20261121T100000Z-") {
+		t.Fatalf("%s %s", a, b)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"time":"2026-01-01T00:00:00Z","type":"run.start","data":{"a":1}}` + "\n"))
+	f.Add([]byte("\n\n{\"seq\":"))
+	f.Add([]byte{0xff, '\n', '{'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ev, err := Read(bytes.NewReader(b), "fuzz")
+		if err == nil {
+			for _, e := range ev {
+				_ = e.Type
+			}
+		}
+	})
+}

@@ -1,0 +1,210 @@
+package script
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/llm"
+)
+
+func init() {
+	llm.RegisterModel("script", open)
+}
+
+// open is the "script" provider factory.
+func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
+	name := cfg.Model
+	if name == "" {
+		name = DefaultFile
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cfg.AgentDir, path)
+	}
+	s, err := Load(path, name)
+	if err != nil {
+		return nil, err
+	}
+	return New(s), nil
+}
+
+// Model replays a Script, one turn per Generate call. It is safe for
+// concurrent use; the turn cursor belongs to the Model, so two Models built
+// from the same Script replay it independently.
+type Model struct {
+	script *Script
+
+	mu    sync.Mutex
+	next  int // index of the next turn
+	calls int // tool call ids handed out
+}
+
+// New returns a Model that replays s from its first turn.
+func New(s *Script) *Model {
+	return &Model{script: s}
+}
+
+// Remaining reports how many turns have not been replayed yet.
+func (m *Model) Remaining() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.script.Turns) - m.next
+}
+
+// Generate implements llm.Model: it returns the next scripted turn.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "model call canceled")
+	}
+	m.mu.Lock()
+	if m.next >= len(m.script.Turns) {
+		n := len(m.script.Turns)
+		m.mu.Unlock()
+		e := agenterr.New(agenterr.CodeScriptExhausted, agenterr.LayerSDKBridge, false,
+			"script %s has %d turns and all were used; model call %d has no scripted reply", m.script.File, n, n+1)
+		e.File = m.script.File
+		e.Hint = "add turns to the script, or lower the number of iterations or tool turns the agent may take"
+		return nil, e
+	}
+	idx := m.next
+	t := m.script.Turns[idx]
+	m.next++
+	firstID := m.calls + 1
+	m.calls += len(t.ToolCalls)
+	m.mu.Unlock()
+
+	where := fmt.Sprintf("turn %d of %s", idx+1, m.script.File)
+	if len(t.PromptContains) > 0 {
+		prompt := lastUserText(req)
+		var missing []string
+		for _, want := range t.PromptContains {
+			if !strings.Contains(prompt, want) {
+				missing = append(missing, strconv.Quote(want))
+			}
+		}
+		if len(missing) > 0 {
+			e := agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false,
+				"%s expected the prompt to contain %s; prompt was %s", where, strings.Join(missing, ", "), excerpt(prompt, 300))
+			e.File, e.Line, e.Column = m.script.File, t.Line, t.Column
+			e.Hint = "the agent sent a different prompt than the script expects; check the prompt templates or the expect.prompt_contains list"
+			return nil, e
+		}
+	}
+	if t.Error != nil {
+		return nil, simulate(t.Error, where)
+	}
+
+	msg := llm.Message{Role: llm.RoleAssistant, Text: t.Text}
+	for i, c := range t.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{
+			ID:    "call_" + strconv.Itoa(firstID+i),
+			Name:  c.Name,
+			Input: append([]byte(nil), c.Input...),
+		})
+	}
+	resp := &llm.Response{Message: msg, Model: req.Model, StopReason: "end_turn"}
+	if resp.Model == "" {
+		resp.Model = "script"
+	}
+	if len(msg.ToolCalls) > 0 {
+		resp.StopReason = "tool_use"
+	}
+	if t.Structured != nil {
+		resp.StructuredOutput = append([]byte(nil), t.Structured...)
+		if resp.Message.Text == "" {
+			resp.Message.Text = string(t.Structured)
+		}
+	}
+	if t.Usage != nil {
+		resp.Usage = llm.Usage{InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
+			CacheReadTokens: t.Usage.CacheReadTokens, CacheWriteTokens: t.Usage.CacheWriteTokens}
+	} else {
+		resp.Usage = llm.Usage{InputTokens: EstimateTokens(requestChars(req)), OutputTokens: EstimateTokens(messageChars(resp.Message))}
+	}
+	return resp, nil
+}
+
+// simulate maps a scripted error onto the agenterr code a real provider
+// would return for that failure.
+func simulate(se *SimulatedError, where string) error {
+	msg := se.Message
+	if msg == "" {
+		msg = "simulated " + strings.ReplaceAll(se.Type, "_", " ") + " error"
+	}
+	msg += " (scripted, " + where + ")"
+	var e *agenterr.Error
+	switch se.Type {
+	case ErrorRateLimit:
+		e = agenterr.New(agenterr.CodeSdkRateLimit, agenterr.LayerSDKBridge, true, "%s", msg)
+		if se.RetryAfterSeconds > 0 {
+			e.Message += "; retry after " + strconv.FormatFloat(se.RetryAfterSeconds, 'f', -1, 64) + "s"
+		}
+	case ErrorOverloaded, ErrorServer, ErrorConnection:
+		e = agenterr.New(agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, true, "%s", msg)
+	case ErrorAuth:
+		e = agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false, "%s", msg)
+	case ErrorSessionNotFound:
+		e = agenterr.New(agenterr.CodeSdkSessionNotFound, agenterr.LayerSDKBridge, true, "%s", msg)
+	default:
+		// Parse rejects unknown types; reaching here means a Script was
+		// built by hand with a bad type.
+		e = agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "unknown simulated error type %q (%s)", se.Type, where)
+	}
+	return e
+}
+
+// lastUserText returns the text of the last user message in req.
+func lastUserText(req *llm.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == llm.RoleUser {
+			return req.Messages[i].Text
+		}
+	}
+	return ""
+}
+
+func excerpt(s string, n int) string {
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:n]) + fmt.Sprintf(" (%d bytes in all)", len(s))
+}
+
+// EstimateTokens estimates a token count from a character count (≈ 4
+// characters per token, at least 1 for non-empty text).
+func EstimateTokens(chars int) int64 {
+	if chars <= 0 {
+		return 0
+	}
+	return int64((chars + 3) / 4)
+}
+
+// requestChars counts the characters a request sends: system prompt,
+// transcript and tool descriptions.
+func requestChars(req *llm.Request) int {
+	n := len(req.System)
+	for _, m := range req.Messages {
+		n += messageChars(m)
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	n += len(req.OutputSchema)
+	return n
+}
+
+func messageChars(m llm.Message) int {
+	n := len(m.Text)
+	for _, c := range m.ToolCalls {
+		n += len(c.Name) + len(c.Input)
+	}
+	for _, r := range m.ToolResults {
+		n += len(r.Content)
+	}
+	return n
+}

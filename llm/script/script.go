@@ -1,0 +1,429 @@
+// Package script is capstan's offline model provider: it replays a YAML file
+// of scripted turns (text, tool calls, structured output, simulated errors)
+// behind the same llm.Model interface as the API providers. It makes agent
+// examples, tests and demos deterministic and runnable without a network or
+// an API key.
+//
+// Importing the package registers the provider "script": the spec
+// "script:<file>" names a file relative to the agent dir (absolute paths are
+// allowed) and a bare "script" means "script.yaml".
+//
+// The file format:
+//
+//	turns:                     # consumed in order, one per model call
+//	  - text: "I'll write the file."
+//	    tool_calls:
+//	      - name: Write
+//	        input: {file_path: hello.txt, content: "hi\n"}
+//	  - text: "Done. TASK_COMPLETE"
+//	    usage: {input_tokens: 120, output_tokens: 8}
+//	  - structured: {status: completed}
+//	  - expect: {prompt_contains: ["test-failed"]}
+//	    text: "fixing"
+//	  - error: {type: rate_limit, retry_after_seconds: 1, message: "slow down"}
+//
+// Every problem in the file (unknown keys, a tool call without a name, an
+// unknown error type) is reported when the file is loaded, with its
+// line:column, before any model call.
+package script
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// DefaultFile is the script file used by a bare "script" model spec.
+const DefaultFile = "script.yaml"
+
+// MaxFileSize bounds the size of a script file.
+const MaxFileSize = 8 << 20
+
+// MaxExpandedNodes bounds the number of YAML nodes a script may have once
+// its aliases are expanded.
+const MaxExpandedNodes = 1_000_000
+
+// Simulated error types accepted in a turn's error.type.
+const (
+	ErrorRateLimit       = "rate_limit"
+	ErrorOverloaded      = "overloaded"
+	ErrorConnection      = "connection"
+	ErrorAuth            = "auth"
+	ErrorSessionNotFound = "session_not_found"
+	ErrorServer          = "server"
+)
+
+// errorTypes lists the accepted simulated error types.
+var errorTypes = []string{ErrorRateLimit, ErrorOverloaded, ErrorConnection, ErrorAuth, ErrorSessionNotFound, ErrorServer}
+
+// Script is a parsed, validated script file.
+type Script struct {
+	// File is the name the script was loaded from (used in messages).
+	File  string
+	Turns []Turn
+}
+
+// Turn is one scripted model reply.
+type Turn struct {
+	Text      string
+	ToolCalls []ToolCall
+	// Structured is the JSON of the final answer's structured output, or nil.
+	Structured json.RawMessage
+	// Usage, when non-nil, is reported instead of an estimate.
+	Usage *Usage
+	// PromptContains are strings the last user message of the request must
+	// contain.
+	PromptContains []string
+	// Error, when non-nil, makes the call fail instead of replying.
+	Error *SimulatedError
+	// Line and Column locate the turn in File.
+	Line, Column int
+}
+
+// ToolCall is one scripted tool call.
+type ToolCall struct {
+	Name  string
+	Input json.RawMessage // a JSON object
+}
+
+// Usage is scripted token usage.
+type Usage struct {
+	InputTokens      int64 `yaml:"input_tokens"`
+	OutputTokens     int64 `yaml:"output_tokens"`
+	CacheReadTokens  int64 `yaml:"cache_read_tokens"`
+	CacheWriteTokens int64 `yaml:"cache_write_tokens"`
+}
+
+// SimulatedError is a scripted provider failure.
+type SimulatedError struct {
+	Type              string  `yaml:"type"`
+	RetryAfterSeconds float64 `yaml:"retry_after_seconds"`
+	Message           string  `yaml:"message"`
+}
+
+// The raw YAML shapes, decoded strictly (unknown keys are errors).
+type rawFile struct {
+	Turns []rawTurn `yaml:"turns"`
+}
+
+type rawTurn struct {
+	Text       *string         `yaml:"text"`
+	ToolCalls  []rawToolCall   `yaml:"tool_calls"`
+	Usage      *Usage          `yaml:"usage"`
+	Structured any             `yaml:"structured"`
+	Expect     *rawExpect      `yaml:"expect"`
+	Error      *SimulatedError `yaml:"error"`
+}
+
+type rawToolCall struct {
+	Name  string `yaml:"name"`
+	Input any    `yaml:"input"`
+}
+
+type rawExpect struct {
+	PromptContains []string `yaml:"prompt_contains"`
+}
+
+// Load reads and parses a script file. name is the path shown in messages.
+func Load(path, name string) (*Script, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
+			"script file not found")
+		e.File = name
+		e.Hint = "create the file or point --model script:<file> at an existing one (relative to the agent dir)"
+		return nil, e
+	}
+	if st.IsDir() {
+		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "script path is a directory")
+		e.File = name
+		e.Hint = "name a YAML file: --model script:<file>"
+		return nil, e
+	}
+	if st.Size() > MaxFileSize {
+		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+			"script file is %d bytes; the limit is %d", st.Size(), MaxFileSize)
+		e.File = name
+		return nil, e
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "cannot read script file")
+		e.File = name
+		return nil, e
+	}
+	return Parse(name, data)
+}
+
+// Parse parses and validates script YAML. name is used in messages.
+func Parse(name string, data []byte) (*Script, error) {
+	if len(data) > MaxFileSize {
+		return nil, parseErr(name, 0, 0, "script is %d bytes; the limit is %d", len(data), MaxFileSize)
+	}
+	tree, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, yamlErr(name, err)
+	}
+	// Aliases are expanded when decoding; refuse documents whose expansion
+	// would explode ("billion laughs") before decoding them.
+	sizes := map[string]int{}
+	for _, doc := range tree.Docs {
+		if n := expandedSize(doc, sizes); n > MaxExpandedNodes {
+			return nil, parseErr(name, 1, 1, "script expands to more than %d YAML nodes through aliases", MaxExpandedNodes)
+		}
+	}
+	var raw rawFile
+	if err := decodeStrict(data, &raw); err != nil {
+		return nil, yamlErr(name, err)
+	}
+	pos := func(p string, args ...any) (int, int) { return position(tree, fmt.Sprintf(p, args...)) }
+
+	if len(raw.Turns) == 0 {
+		return nil, parseErr(name, 1, 1, "script has no turns; expected a top-level \"turns:\" list")
+	}
+	s := &Script{File: name, Turns: make([]Turn, 0, len(raw.Turns))}
+	for i, rt := range raw.Turns {
+		line, col := pos("$.turns[%d]", i)
+		t := Turn{Line: line, Column: col}
+		n := i + 1
+		if rt.Text != nil {
+			t.Text = *rt.Text
+		}
+		if rt.Usage != nil {
+			u := *rt.Usage
+			if u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 {
+				l, c := pos("$.turns[%d].usage", i)
+				return nil, parseErr(name, l, c, "turn %d: usage token counts must not be negative", n)
+			}
+			t.Usage = &u
+		}
+		if rt.Expect != nil {
+			for _, want := range rt.Expect.PromptContains {
+				if want == "" {
+					l, c := pos("$.turns[%d].expect", i)
+					return nil, parseErr(name, l, c, "turn %d: expect.prompt_contains has an empty string", n)
+				}
+			}
+			t.PromptContains = rt.Expect.PromptContains
+		}
+		if rt.Error != nil {
+			l, c := pos("$.turns[%d].error", i)
+			if rt.Text != nil || len(rt.ToolCalls) > 0 || rt.Structured != nil || rt.Usage != nil {
+				return nil, parseErr(name, l, c, "turn %d: a turn with error cannot also reply (text, tool_calls, structured, usage)", n)
+			}
+			if !contains(errorTypes, rt.Error.Type) {
+				return nil, parseErr(name, l, c, "turn %d: unknown error type %q; expected one of %s", n, rt.Error.Type, strings.Join(errorTypes, ", "))
+			}
+			if rt.Error.RetryAfterSeconds < 0 {
+				return nil, parseErr(name, l, c, "turn %d: error.retry_after_seconds must not be negative", n)
+			}
+			e := *rt.Error
+			t.Error = &e
+			s.Turns = append(s.Turns, t)
+			continue
+		}
+		if rt.Text == nil && len(rt.ToolCalls) == 0 && rt.Structured == nil {
+			return nil, parseErr(name, line, col, "turn %d has no reply; give it text, tool_calls, structured or error", n)
+		}
+		if rt.Structured != nil {
+			if len(rt.ToolCalls) > 0 {
+				l, c := pos("$.turns[%d].structured", i)
+				return nil, parseErr(name, l, c, "turn %d: structured output is a final answer and cannot be combined with tool_calls", n)
+			}
+			js, err := toJSON(rt.Structured)
+			if err != nil {
+				l, c := pos("$.turns[%d].structured", i)
+				return nil, parseErr(name, l, c, "turn %d: structured is not representable as JSON: %v", n, err)
+			}
+			t.Structured = js
+		}
+		for j, rc := range rt.ToolCalls {
+			l, c := pos("$.turns[%d].tool_calls[%d]", i, j)
+			if strings.TrimSpace(rc.Name) == "" {
+				return nil, parseErr(name, l, c, "turn %d: tool call %d has no name", n, j+1)
+			}
+			input := json.RawMessage("{}")
+			if rc.Input != nil {
+				if _, ok := normalize(rc.Input).(map[string]any); !ok {
+					return nil, parseErr(name, l, c, "turn %d: tool call %d (%s): input must be a mapping", n, j+1, rc.Name)
+				}
+				js, err := toJSON(rc.Input)
+				if err != nil {
+					return nil, parseErr(name, l, c, "turn %d: tool call %d (%s): input is not representable as JSON: %v", n, j+1, rc.Name, err)
+				}
+				input = js
+			}
+			t.ToolCalls = append(t.ToolCalls, ToolCall{Name: rc.Name, Input: input})
+		}
+		s.Turns = append(s.Turns, t)
+	}
+	return s, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// toJSON converts a decoded YAML value to JSON.
+func toJSON(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(normalize(v))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// normalize turns YAML maps with non-string keys into JSON-compatible maps.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[k] = normalize(val)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[fmt.Sprint(k)] = normalize(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = normalize(val)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// decodeStrict decodes data into v, rejecting unknown keys. The YAML
+// decoder can panic on some malformed documents (found by FuzzScript, e.g.
+// a tag on a value of the wrong kind); such a panic becomes an error.
+func decodeStrict(data []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (decoder failure: %v)", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
+}
+
+// expandedSize counts the nodes of n with aliases expanded, saturating just
+// above MaxExpandedNodes. sizes maps anchor names to the expanded size of
+// their value, in document order, as the decoder resolves them.
+func expandedSize(n ast.Node, sizes map[string]int) int {
+	add := func(a, b int) int {
+		if a+b > MaxExpandedNodes {
+			return MaxExpandedNodes + 1
+		}
+		return a + b
+	}
+	switch x := n.(type) {
+	case nil:
+		return 0
+	case *ast.DocumentNode:
+		return expandedSize(x.Body, sizes)
+	case *ast.AnchorNode:
+		s := add(1, expandedSize(x.Value, sizes))
+		if x.Name != nil {
+			sizes[x.Name.String()] = s
+		}
+		return s
+	case *ast.AliasNode:
+		if x.Value != nil {
+			return add(1, sizes[x.Value.String()])
+		}
+		return 1
+	case *ast.TagNode:
+		return add(1, expandedSize(x.Value, sizes))
+	case *ast.MappingKeyNode:
+		return add(1, expandedSize(x.Value, sizes))
+	case *ast.MappingNode:
+		total := 1
+		for _, v := range x.Values {
+			total = add(total, expandedSize(v, sizes))
+		}
+		return total
+	case *ast.MappingValueNode:
+		return add(add(1, expandedSize(x.Key, sizes)), expandedSize(x.Value, sizes))
+	case *ast.SequenceNode:
+		total := 1
+		for _, v := range x.Values {
+			total = add(total, expandedSize(v, sizes))
+		}
+		return total
+	default:
+		return 1
+	}
+}
+
+// position returns the line and column of the node at a YAML path, or 0, 0.
+func position(tree *ast.File, path string) (int, int) {
+	if tree == nil {
+		return 0, 0
+	}
+	p, err := yaml.PathString(path)
+	if err != nil {
+		return 0, 0
+	}
+	node, err := p.FilterFile(tree)
+	if err != nil || node == nil {
+		return 0, 0
+	}
+	// A mapping's own token is its first ':'; point at its first key.
+	switch m := node.(type) {
+	case *ast.MappingNode:
+		if len(m.Values) > 0 && m.Values[0].Key != nil {
+			node = m.Values[0].Key
+		}
+	case *ast.MappingValueNode:
+		if m.Key != nil {
+			node = m.Key
+		}
+	}
+	tk := node.GetToken()
+	if tk == nil || tk.Position == nil {
+		return 0, 0
+	}
+	return tk.Position.Line, tk.Position.Column
+}
+
+func parseErr(name string, line, col int, format string, args ...any) error {
+	e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, format, args...)
+	e.File, e.Line, e.Column = name, line, col
+	e.Hint = "see docs/script-provider.md for the script format"
+	return e
+}
+
+// yamlErr converts a goccy/go-yaml error into a located CONFIG_PARSE error.
+func yamlErr(name string, err error) error {
+	e := agenterr.Wrap(nil, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "invalid script")
+	e.File = name
+	e.Hint = "see docs/script-provider.md for the script format"
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		e.Message = "invalid script: " + ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil {
+			e.Line, e.Column = tk.Position.Line, tk.Position.Column
+		}
+		return e
+	}
+	e.Message = "invalid script: " + err.Error()
+	return e
+}

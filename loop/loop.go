@@ -1,0 +1,356 @@
+// Package loop is layer 1 of capstan (seed 000 "Loop", seed 002 "Layer 1"):
+// it drives iterations — resolve the prompt, query the bridge, record the
+// IterationSummary, evaluate completion and steps, update the carry — until
+// the flow reports completion or a limit stops the run.
+//
+// The loop knows nothing about prompts, steps or validators: a Flow supplied
+// by the agent layer decides what each iteration sends and what its outcome
+// means. The loop owns the invariants: iteration starts at 0, one summary per
+// started iteration (summaries.len == iteration at the end), the HARD_LIMIT
+// of 100 iterations whatever the configuration says, the time, token and
+// cost budgets, cancellation, and session continuity.
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// HardLimit is the absolute iteration cap of seed 002, independent of any
+// configuration.
+const HardLimit = 100
+
+// Completion reasons reported in Result.CompletionReason.
+const (
+	ReasonCompleted     = "completed"      // the flow reported completion
+	ReasonEmergencyStop = "emergency_stop" // HardLimit reached
+	ReasonMaxIterations = "max_iterations" // budgets.maxIterations reached
+	ReasonTimeBudget    = "time_budget"    // budgets.timeoutSeconds elapsed
+	ReasonTokenBudget   = "token_budget"   // budgets.maxTokens exceeded
+	ReasonCostBudget    = "cost_budget"    // budgets.maxCostUsd exceeded
+	ReasonCanceled      = "canceled"       // the caller canceled (Ctrl-C)
+	ReasonAborted       = "aborted"        // the flow stopped the run without completion
+	ReasonError         = "error"          // an error ended the run
+)
+
+// RuntimeContext is seed 000's RuntimeContext.
+type RuntimeContext struct {
+	// SessionID is the session to continue; "" means a new session.
+	SessionID string
+	// Iteration counts started iterations (>= 0).
+	Iteration int
+	// Summaries holds one summary per started iteration.
+	Summaries []iteration.Summary
+	// Carry is what the previous iteration handed over.
+	Carry iteration.Carry
+}
+
+// Turn is what the flow wants sent in one iteration.
+type Turn struct {
+	StepID  string
+	Prompt  string
+	Source  string // where the prompt came from (file path, "retry:<pattern>", ...)
+	Options llm.QueryOptions
+}
+
+// Outcome is the flow's verdict on a finished iteration.
+type Outcome struct {
+	// Complete ends the run successfully with Reason.
+	Complete bool
+	// Stop ends the run without completion (Reason says why; Err, if set,
+	// is reported as the run's error).
+	Stop   bool
+	Reason string
+	Err    error
+	// CompletionReason overrides the reason token reported for a Stop
+	// (e.g. "validation_exhausted"); "" derives it from Err.
+	CompletionReason string
+}
+
+// Flow decides what each iteration sends and what it means.
+type Flow interface {
+	// Next returns the turn for the iteration rc.Iteration (already
+	// incremented, >= 1).
+	Next(ctx context.Context, rc *RuntimeContext) (Turn, error)
+	// After evaluates the finished iteration whose summary is the last of
+	// rc.Summaries.
+	After(ctx context.Context, rc *RuntimeContext, s *iteration.Summary) (Outcome, error)
+}
+
+// Observer is told about progress; all methods are optional no-ops when nil.
+type Observer interface {
+	IterationStarted(n int, step string)
+	IterationFinished(s *iteration.Summary, o Outcome, total llm.Usage, costUSD float64)
+}
+
+// Budgets bound a run; zero means unbounded (HardLimit always applies).
+type Budgets struct {
+	MaxIterations int
+	Timeout       time.Duration
+	MaxTokens     int64
+	MaxCostUSD    float64
+}
+
+// Config builds a Loop.
+type Config struct {
+	Bridge   llm.Bridge
+	Flow     Flow
+	Events   journal.Emitter // nil = journal.Discard
+	Observer Observer
+	Budgets  Budgets
+	// Cost estimates the USD cost of usage on the bridge's model; nil
+	// counts cost only from what the bridge reports.
+	Cost func(llm.Usage) float64
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// Loop is seed 000's Loop.
+type Loop struct {
+	cfg Config
+}
+
+// New returns a Loop. Bridge and Flow are required.
+func New(cfg Config) (*Loop, error) {
+	if cfg.Bridge == nil || cfg.Flow == nil {
+		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLoop, false, "loop needs a bridge and a flow")
+	}
+	if cfg.Events == nil {
+		cfg.Events = journal.Discard
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Loop{cfg: cfg}, nil
+}
+
+// Result is seed 000's AgentResult as the loop knows it; the agent layer
+// adds run identity.
+type Result struct {
+	Success          bool
+	CompletionReason string
+	Reason           string
+	Iterations       int
+	SessionID        string
+	Usage            llm.Usage
+	CostUSD          float64
+	Duration         time.Duration
+	Err              error
+	Summaries        []iteration.Summary
+}
+
+// IterationEvent is the payload of an iteration.end journal event.
+type IterationEvent struct {
+	Summary *iteration.Summary `json:"summary"`
+	Outcome OutcomeEvent       `json:"outcome"`
+}
+
+// OutcomeEvent is the journal form of an Outcome.
+type OutcomeEvent struct {
+	Complete bool   `json:"complete"`
+	Stop     bool   `json:"stop,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// QueryStartEvent is the payload of a query.start journal event.
+type QueryStartEvent struct {
+	SessionID string `json:"session_id,omitempty"`
+	Source    string `json:"source,omitempty"`
+}
+
+// PromptEvent is the payload of a prompt.resolved journal event.
+type PromptEvent struct {
+	Source string `json:"source,omitempty"`
+	Text   string `json:"text"`
+}
+
+// Run drives iterations until completion or a limit. rc.Iteration must be
+// 0 for a new run; a resumed run passes the restored context. Run always
+// returns a Result; its Success is true only when the flow reported
+// completion.
+func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
+	start := l.cfg.Now()
+	res := &Result{}
+	for _, s := range rc.Summaries {
+		res.Usage.Add(s.Usage)
+		res.CostUSD += s.CostUSD
+	}
+	if l.cfg.Budgets.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.cfg.Budgets.Timeout)
+		defer cancel()
+	}
+	finish := func(reason string, success bool, msg string, err error) *Result {
+		res.Success, res.CompletionReason, res.Reason, res.Err = success, reason, msg, err
+		res.Iterations = rc.Iteration
+		res.SessionID = rc.SessionID
+		res.Duration = l.cfg.Now().Sub(start)
+		res.Summaries = rc.Summaries
+		return res
+	}
+	for {
+		if r, stop := l.stopBeforeIteration(ctx, rc, res); stop {
+			return finish(r.CompletionReason, false, r.Reason, r.Err)
+		}
+		rc.Iteration++
+		s, outcome := l.iterate(ctx, rc)
+		rc.Summaries = append(rc.Summaries, *s)
+		summary := &rc.Summaries[len(rc.Summaries)-1]
+		rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
+		res.Usage.Add(s.Usage)
+		res.CostUSD += s.CostUSD
+		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: summary, Outcome: outcomeEvent(outcome)})
+		if l.cfg.Observer != nil {
+			l.cfg.Observer.IterationFinished(summary, outcome, res.Usage, res.CostUSD)
+		}
+		switch {
+		case outcome.Complete:
+			return finish(ReasonCompleted, true, outcome.Reason, nil)
+		case outcome.Stop:
+			reason := outcome.CompletionReason
+			switch {
+			case reason != "":
+			case outcome.Err != nil:
+				reason = reasonForError(ctx, outcome.Err)
+			default:
+				reason = ReasonAborted
+			}
+			return finish(reason, false, outcome.Reason, outcome.Err)
+		}
+	}
+}
+
+// stopBeforeIteration checks the limits that apply before a new iteration.
+func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res *Result) (*Result, bool) {
+	b := l.cfg.Budgets
+	switch {
+	case ctx.Err() != nil:
+		reason := reasonForError(ctx, ctx.Err())
+		return &Result{CompletionReason: reason, Reason: "stopped before iteration " + fmt.Sprint(rc.Iteration+1), Err: stopError(reason, ctx.Err())}, true
+	case rc.Iteration >= HardLimit:
+		return &Result{CompletionReason: ReasonEmergencyStop, Reason: fmt.Sprintf("Hard limit exceeded: %d", HardLimit),
+			Err: agenterr.New(agenterr.CodeHardLimit, agenterr.LayerLoop, false, "hard limit of %d iterations reached", HardLimit)}, true
+	case b.MaxIterations > 0 && rc.Iteration >= b.MaxIterations:
+		return &Result{CompletionReason: ReasonMaxIterations, Reason: fmt.Sprintf("reached budgets.maxIterations (%d) without completion", b.MaxIterations)}, true
+	case b.MaxTokens > 0 && res.Usage.Total() >= b.MaxTokens:
+		return &Result{CompletionReason: ReasonTokenBudget, Reason: fmt.Sprintf("used %d tokens, budget %d", res.Usage.Total(), b.MaxTokens),
+			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "token budget of %d exceeded", b.MaxTokens)}, true
+	case b.MaxCostUSD > 0 && res.CostUSD >= b.MaxCostUSD:
+		return &Result{CompletionReason: ReasonCostBudget, Reason: fmt.Sprintf("cost $%.4f, budget $%.4f", res.CostUSD, b.MaxCostUSD),
+			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "cost budget of $%.4f exceeded", b.MaxCostUSD)}, true
+	}
+	return nil, false
+}
+
+// iterate runs one iteration and always returns its summary.
+func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summary, Outcome) {
+	began := l.cfg.Now()
+	s := &iteration.Summary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: began,
+		AssistantResponses: []string{}, ToolsUsed: []iteration.ToolUsage{}, DetectedActions: []iteration.DetectedAction{}, Errors: []string{}}
+	fail := func(err error) (*iteration.Summary, Outcome) {
+		s.Errors = append(s.Errors, err.Error())
+		s.DurationMs = l.cfg.Now().Sub(began).Milliseconds()
+		l.cfg.Events.Emit(journal.Error, errorEvent(err))
+		return s, Outcome{Stop: true, Reason: err.Error(), Err: err}
+	}
+	if w, ok := l.cfg.Events.(interface{ SetPosition(int, string) }); ok {
+		w.SetPosition(rc.Iteration, "")
+	}
+	l.cfg.Events.Emit(journal.IterationStart, nil)
+	turn, err := l.cfg.Flow.Next(ctx, rc)
+	if err != nil {
+		return fail(err)
+	}
+	s.StepID, s.Prompt = turn.StepID, turn.Prompt
+	if w, ok := l.cfg.Events.(interface{ SetPosition(int, string) }); ok {
+		w.SetPosition(rc.Iteration, turn.StepID)
+	}
+	if l.cfg.Observer != nil {
+		l.cfg.Observer.IterationStarted(rc.Iteration, turn.StepID)
+	}
+	l.cfg.Events.Emit(journal.PromptResolved, PromptEvent{Source: turn.Source, Text: turn.Prompt})
+	opts := turn.Options
+	opts.SessionID = rc.SessionID
+	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: rc.SessionID, Source: turn.Source})
+	qr, err := l.cfg.Bridge.Query(ctx, turn.Prompt, opts)
+	if err != nil && errors.Is(err, agenterr.ErrSdkSessionNotFound) && opts.SessionID != "" {
+		// Seed 002 reconnect: the backend lost the session; start a new one once.
+		l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": opts.SessionID})
+		opts.SessionID = ""
+		qr, err = l.cfg.Bridge.Query(ctx, turn.Prompt, opts)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = stopError(reasonForError(ctx, ctx.Err()), err)
+		}
+		return fail(err)
+	}
+	if qr.SessionID != "" {
+		rc.SessionID = qr.SessionID
+	}
+	s.SessionID = rc.SessionID
+	s.AssistantResponses = append(s.AssistantResponses, qr.Responses...)
+	s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
+	s.StructuredOutput = qr.StructuredOutput
+	s.Usage = qr.Usage
+	s.CostUSD = qr.CostUSD
+	if s.CostUSD == 0 && l.cfg.Cost != nil {
+		s.CostUSD = l.cfg.Cost(qr.Usage)
+	}
+	for _, t := range qr.ToolUses {
+		s.DetectedActions = append(s.DetectedActions, iteration.DetectedAction{Type: "tool:" + t.Name})
+		s.ActionResults = append(s.ActionResults, iteration.ActionResult{Action: t.Name, Success: !t.IsError, Output: t.Output})
+	}
+	l.cfg.Events.Emit(journal.QueryResult, qr)
+	out, err := l.cfg.Flow.After(ctx, rc, s)
+	s.DurationMs = l.cfg.Now().Sub(began).Milliseconds()
+	if err != nil {
+		return fail(err)
+	}
+	return s, out
+}
+
+func outcomeEvent(o Outcome) OutcomeEvent {
+	e := OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}
+	if o.Err != nil {
+		e.Error = o.Err.Error()
+	}
+	return e
+}
+
+// ErrorEvent is the payload of an error journal event.
+type ErrorEvent struct {
+	Code        string `json:"code,omitempty"`
+	Message     string `json:"message"`
+	Recoverable bool   `json:"recoverable"`
+}
+
+func errorEvent(err error) ErrorEvent {
+	return ErrorEvent{Code: agenterr.CodeOf(err), Message: err.Error(), Recoverable: agenterr.IsRecoverable(err)}
+}
+
+// reasonForError maps a run-ending error to a completion reason.
+func reasonForError(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(err, agenterr.ErrTimeBudget), errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return ReasonTimeBudget
+	case errors.Is(err, agenterr.ErrCanceled), errors.Is(ctx.Err(), context.Canceled):
+		return ReasonCanceled
+	}
+	return ReasonError
+}
+
+func stopError(reason string, cause error) error {
+	if reason == ReasonTimeBudget {
+		return agenterr.Wrap(cause, agenterr.CodeTimeBudget, agenterr.LayerLoop, false, "time budget exhausted")
+	}
+	return agenterr.Wrap(cause, agenterr.CodeCanceled, agenterr.LayerLoop, false, "run canceled")
+}

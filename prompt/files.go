@@ -1,0 +1,216 @@
+package prompt
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// maxPromptBytes bounds the size of a prompt file. Larger files are almost
+// certainly a mistake (a log or a binary) and would be sent to a model.
+const maxPromptBytes = 4 << 20
+
+// cacheEntry is a parsed prompt file together with the identity of the file
+// it was read from (device, inode, size, modification time).
+type cacheEntry struct {
+	info os.FileInfo
+	tmpl *template
+}
+
+// fileCache caches parsed prompt files by absolute path. It is safe for
+// concurrent use.
+//
+// Every file is first read through an [os.Root] opened on the directory it
+// must stay in, which refuses ".." and symlinks that lead outside. A cache
+// hit is then validated with a plain stat of the same path: the entry is
+// used only when that stat names the very file (same device and inode, same
+// size and modification time) that was read through the root. So a hit can
+// only ever return content that was read legitimately, and a symlink
+// re-pointed elsewhere, or an edited file, is a miss that goes through the
+// root again.
+type fileCache struct {
+	mu      sync.RWMutex
+	entries map[string]cacheEntry
+}
+
+// errNotFound reports that a candidate file does not exist.
+var errNotFound = errors.New("not found")
+
+// load returns the parsed template at root/rel, where root lies in
+// agentDir. abs is filepath.Join(root, rel) and display the name used in
+// messages. It returns errNotFound when the file does not exist.
+func (c *fileCache) load(agentDir, root, rel, abs, display string) (*template, error) {
+	fi, err := os.Stat(abs)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, errNotFound
+		}
+		// The plain path may fail where the confined one would not (and
+		// vice versa); let the confined read decide and report.
+		fi = nil
+	}
+	if fi != nil {
+		c.mu.RLock()
+		e, ok := c.entries[abs]
+		c.mu.RUnlock()
+		if ok && sameFile(e.info, fi) {
+			return e.tmpl, nil
+		}
+	}
+	info, data, err := readConfined(agentDir, root, rel, display)
+	if err != nil {
+		return nil, err
+	}
+	t, err := parseTemplate(data, display)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = make(map[string]cacheEntry)
+	}
+	c.entries[abs] = cacheEntry{info: info, tmpl: t}
+	c.mu.Unlock()
+	return t, nil
+}
+
+// exists reports whether root/rel names a regular file reachable without
+// leaving root (which lies in agentDir).
+func exists(agentDir, root, rel, abs string) bool {
+	if _, err := os.Stat(abs); err != nil {
+		return false
+	}
+	r, err := openRoot(agentDir, root)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	fi, err := r.Stat(rel)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// sameFile reports whether a and b describe the same, unchanged file.
+func sameFile(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+func isNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// openRoot opens root, a directory inside agentDir, as an os.Root reached
+// through an os.Root on agentDir, so that root itself cannot be a symlink
+// leading out of the agent directory.
+func openRoot(agentDir, root string) (*os.Root, error) {
+	ar, err := os.OpenRoot(agentDir)
+	if err != nil || root == agentDir {
+		return ar, err
+	}
+	defer ar.Close()
+	rel, ok := within(agentDir, root)
+	if !ok {
+		return nil, &fs.PathError{Op: "openat", Path: root, Err: errors.New("path escapes from parent")}
+	}
+	return ar.OpenRoot(rel)
+}
+
+// readConfined reads root/rel through an os.Root, so that neither ".." nor
+// a symlink can take the read outside root (nor root outside agentDir).
+func readConfined(agentDir, root, rel, display string) (os.FileInfo, []byte, error) {
+	r, err := openRoot(agentDir, root)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, nil, errNotFound
+		}
+		if isEscape(err) {
+			return nil, nil, escapeError(display, root)
+		}
+		return nil, nil, readError(err, display)
+	}
+	defer r.Close()
+	f, err := r.Open(rel)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, nil, errNotFound
+		}
+		if isEscape(err) {
+			return nil, nil, escapeError(display, root)
+		}
+		return nil, nil, readError(err, display)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, readError(err, display)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, &agenterr.Error{
+			Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
+			Message: "prompt path is not a regular file", File: display,
+			Hint: "point the reference at a .md file",
+		}
+	}
+	if fi.Size() > maxPromptBytes {
+		return nil, nil, tooLarge(display)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxPromptBytes+1))
+	if err != nil {
+		return nil, nil, readError(err, display)
+	}
+	if len(data) > maxPromptBytes {
+		return nil, nil, tooLarge(display)
+	}
+	return fi, data, nil
+}
+
+// isEscape reports whether err is os.Root's refusal of a path that leaves
+// the root ("path escapes from parent").
+func isEscape(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err != nil && pe.Err.Error() == "path escapes from parent"
+	}
+	return false
+}
+
+func escapeError(display, root string) error {
+	return &agenterr.Error{
+		Code: agenterr.CodePathEscape, Layer: agenterr.LayerPrompt,
+		Message: fmt.Sprintf("prompt path leads outside %s (through \"..\" or a symlink)", root),
+		File:    display,
+		Hint:    "keep prompt files, and the targets of symlinks among them, inside the agent's prompt directory",
+	}
+}
+
+func readError(err error, display string) error {
+	return &agenterr.Error{
+		Code: agenterr.CodePromptNotFound, Layer: agenterr.LayerPrompt,
+		Message: "cannot read prompt file", File: display, Err: err,
+		Hint: "check the file's permissions",
+	}
+}
+
+func tooLarge(display string) error {
+	return &agenterr.Error{
+		Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
+		Message: fmt.Sprintf("prompt file is larger than %d bytes", maxPromptBytes), File: display,
+		Hint: "prompts are sent to the model on every iteration; keep them small",
+	}
+}
+
+// within reports whether the cleaned absolute path p is dir or inside dir,
+// and returns p relative to dir.
+func within(dir, p string) (string, bool) {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", false
+	}
+	return rel, true
+}

@@ -1,0 +1,332 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// state is the field after the parenthesised command name
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+// waitGone polls until pid is gone (the kill is synchronous, but reaping
+// by init is not).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if !alive(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d still running", pid)
+}
+
+func readPID(t *testing.T, e *env, name string) int {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if s, ok := e.read(name); ok && strings.TrimSpace(s) != "" {
+			pid, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no pid file %s", name)
+	return 0
+}
+
+func TestBashBasics(t *testing.T) {
+	e := newEnv(t)
+	out := mustOK(t, e.call("Bash", m{"command": "pwd; echo out; echo err >&2", "description": "print"}))
+	lines := strings.Split(out, "\n")
+	if len(lines) != 3 || lines[1] != "out" || lines[2] != "err" {
+		t.Errorf("output %q", out)
+	}
+	if real, _ := filepath.EvalSymlinks(e.work); lines[0] != real {
+		t.Errorf("pwd = %q, want %q", lines[0], real)
+	}
+	r := e.call("Bash", m{"command": "echo failing; exit 3"})
+	if !r.IsError || r.Content != "failing\n[exit status 3]" {
+		t.Errorf("exit status: %+v", r)
+	}
+	r = e.call("Bash", m{"command": "definitely-not-a-command-xyz"})
+	if !r.IsError || !strings.Contains(r.Content, "[exit status 127]") {
+		t.Errorf("missing command: %+v", r)
+	}
+	if out := mustOK(t, e.call("Bash", m{"command": "true"})); out != "(no output)" {
+		t.Errorf("empty output: %q", out)
+	}
+	// No stdin: cat returns at once.
+	if out := mustOK(t, e.call("Bash", m{"command": "cat; echo done"})); out != "done" {
+		t.Errorf("stdin: %q", out)
+	}
+	r = e.call("Bash", m{"command": "kill -TERM $$"})
+	if !r.IsError || !strings.Contains(r.Content, "killed by signal: terminated") {
+		t.Errorf("signal: %+v", r)
+	}
+	mustFail(t, e.call("Bash", m{"command": "  "}), "command is empty")
+	mustFail(t, e.call("Bash", m{"command": "ls", "timeout": -5}), "timeout must be a positive")
+	mustFail(t, e.call("Bash", m{"command": "ls", "run_in_background": true}), "unknown field")
+}
+
+func TestBashTimeoutKillsProcessGroup(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	r := e.call("Bash", m{"command": "sleep 30 & echo $! > bg.pid; sleep 30", "timeout": 300})
+	if !r.IsError || !strings.Contains(r.Content, "timed out after 300ms") {
+		t.Fatalf("result %+v", r)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	waitGone(t, readPID(t, e, "bg.pid"))
+}
+
+func TestBashBackgroundProcessesDoNotOutliveCommand(t *testing.T) {
+	e := newEnv(t)
+	// The sleeper keeps the output pipe open; the call must still return
+	// promptly and the sleeper must be gone.
+	out := mustOK(t, e.call("Bash", m{"command": "sleep 30 & echo $! > bg.pid; echo started"}))
+	if out != "started" {
+		t.Errorf("output %q", out)
+	}
+	waitGone(t, readPID(t, e, "bg.pid"))
+	// Same with the sleeper's output detached from the pipe.
+	mustOK(t, e.call("Bash", m{"command": "nohup sleep 30 >/dev/null 2>&1 & echo $! > bg2.pid"}))
+	waitGone(t, readPID(t, e, "bg2.pid"))
+}
+
+func TestBashCancelKillsProcessGroup(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.tools["Bash"].Run(ctx, []byte(`{"command":"sleep 30 & echo $! > bg.pid; sleep 30"}`))
+		done <- err
+	}()
+	pid := readPID(t, e, "bg.pid")
+	cancel()
+	select {
+	case err := <-done:
+		if agenterr.CodeOf(err) != agenterr.CodeCanceled {
+			t.Errorf("err = %v, want CANCELED", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	waitGone(t, pid)
+}
+
+func TestBashEnvironmentIsScrubbed(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-leak")
+	t.Setenv("OPENAI_API_KEY", "sk-openai-leak")
+	t.Setenv("GITHUB_TOKEN", "ghp-leak")
+	t.Setenv("MY_SECRET", "s3cret-leak")
+	t.Setenv("db_password", "pw-leak")
+	t.Setenv("PASSED_TOKEN", "passed-on-purpose")
+	t.Setenv("CAPSTAN_HARMLESS", "visible")
+	e := newEnv(t, func(c *Config) { c.Env = []string{"PASSED_TOKEN", "EXTRA=1", "NOT_SET_ANYWHERE"} })
+	out := mustOK(t, e.call("Bash", m{"command": "env"}))
+	if strings.Contains(out, "leak") {
+		t.Fatalf("a secret reached the command:\n%s", out)
+	}
+	for _, want := range []string{"PASSED_TOKEN=passed-on-purpose", "EXTRA=1", "CAPSTAN_HARMLESS=visible", "PATH="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("env lacks %s", want)
+		}
+	}
+	if strings.Contains(out, "NOT_SET_ANYWHERE") {
+		t.Error("an unset pass-through variable appeared")
+	}
+	// The variable must not be readable by any other route either.
+	if out := mustOK(t, e.call("Bash", m{"command": `echo "[${ANTHROPIC_API_KEY:-unset}]"; cat /proc/self/environ | tr '\0' '\n' | grep -c ANTHROPIC || true`})); out != "[unset]\n0" {
+		t.Errorf("ANTHROPIC_API_KEY visible: %q", out)
+	}
+}
+
+func TestBashOutputCapKeepsHeadAndTail(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxOutputBytes = 1000 })
+	r := e.call("Bash", m{"command": "echo FIRST; head -c 200000 /dev/zero | tr '\\0' x; echo; echo LAST"})
+	out := mustOK(t, r)
+	if len(out) > 1200 {
+		t.Errorf("output is %d bytes", len(out))
+	}
+	if !strings.HasPrefix(out, "FIRST\n") || !strings.HasSuffix(out, "LAST") || !strings.Contains(out, "bytes of output omitted") {
+		t.Errorf("output %q", out)
+	}
+}
+
+func TestBashTimeoutClamp(t *testing.T) {
+	var got tool.CommandSpec
+	rec := runnerFunc(func(_ context.Context, s tool.CommandSpec) (tool.CommandResult, error) {
+		got = s
+		return tool.CommandResult{Output: "ok\n"}, nil
+	})
+	t.Setenv("ANTHROPIC_API_KEY", "sk-leak")
+	e := newEnv(t, func(c *Config) { c.Runner = rec; c.BashTimeout = time.Hour; c.MaxOutputBytes = 777 })
+	e.call("Bash", m{"command": "x"})
+	if got.Timeout != MaxBashTimeout || got.MaxOutput != 777 || got.Command != "x" {
+		t.Errorf("spec %+v", got)
+	}
+	if real, _ := filepath.EvalSymlinks(e.work); got.Dir != real {
+		t.Errorf("dir %q", got.Dir)
+	}
+	for _, kv := range got.Env {
+		if strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") {
+			t.Error("runner received the API key")
+		}
+	}
+	out := mustOK(t, e.call("Bash", m{"command": "x", "timeout": 9e9}))
+	if got.Timeout != MaxBashTimeout || !strings.Contains(out, "exceeds the maximum") {
+		t.Errorf("clamp: %v %q", got.Timeout, out)
+	}
+	e.call("Bash", m{"command": "x", "timeout": 1500})
+	if got.Timeout != 1500*time.Millisecond {
+		t.Errorf("timeout = %v", got.Timeout)
+	}
+	e2 := newEnv(t, func(c *Config) { c.Runner = rec })
+	e2.call("Bash", m{"command": "x"})
+	if got.Timeout != DefaultBashTimeout {
+		t.Errorf("default timeout = %v", got.Timeout)
+	}
+	// A runner failure is a tool error, not a result.
+	failing := runnerFunc(func(context.Context, tool.CommandSpec) (tool.CommandResult, error) {
+		return tool.CommandResult{}, errors.New("sandbox unavailable")
+	})
+	e3 := newEnv(t, func(c *Config) { c.Runner = failing })
+	if _, err := e3.tools["Bash"].Run(context.Background(), []byte(`{"command":"ls"}`)); err == nil {
+		t.Error("runner error was swallowed")
+	}
+}
+
+type runnerFunc func(context.Context, tool.CommandSpec) (tool.CommandResult, error)
+
+func (f runnerFunc) Run(ctx context.Context, s tool.CommandSpec) (tool.CommandResult, error) {
+	return f(ctx, s)
+}
+
+func TestExecRunnerNilEnvIsEmpty(t *testing.T) {
+	t.Setenv("CAPSTAN_PARENT_VAR", "inherited")
+	res, err := ExecRunner{}.Run(context.Background(), tool.CommandSpec{Command: "env", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Output, "CAPSTAN_PARENT_VAR") {
+		t.Error("nil Env inherited the parent environment")
+	}
+}
+
+func TestIsSecretNameAndBuildEnv(t *testing.T) {
+	for name, want := range map[string]bool{
+		"ANTHROPIC_API_KEY": true, "OPENAI_API_KEY": true, "GITHUB_TOKEN": true, "GH_TOKEN": true,
+		"AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "CLIENT_SECRET": true, "db_password": true,
+		"api_key": true, "TOKEN": true, "SLACK_APIKEY": true, "GOOGLE_APPLICATION_CREDENTIALS": true,
+		"PATH": false, "HOME": false, "TOKENIZERS_PARALLELISM": false, "GOFLAGS": false, "SECRETARY": false, "KEYBOARD": false,
+	} {
+		if got := IsSecretName(name); got != want {
+			t.Errorf("IsSecretName(%s) = %v", name, got)
+		}
+	}
+	env := BuildEnv([]string{"A=1", "X_TOKEN=t", "B=2=3", "malformed", "=x", "K_API_KEY=k"}, []string{"X_TOKEN", "A=override", "C=new", "ABSENT"})
+	if got := strings.Join(env, " "); got != "A=override B=2=3 C=new X_TOKEN=t" {
+		t.Errorf("BuildEnv = %s", got)
+	}
+}
+
+func TestHeadTail(t *testing.T) {
+	cases := []struct {
+		max    int
+		chunks []string
+	}{
+		{10, []string{"hello"}},
+		{10, []string{"0123456789"}},
+		{10, []string{"0123456789", "A"}},
+		{10, []string{"0123456789ABCDEFGHIJ"}},
+		{10, []string{"01", "23", "45", "67", "89", "AB", "CD", "EF", "GH", "IJ", "KL"}},
+		{7, []string{strings.Repeat("z", 100), "end"}},
+		{1, []string{"abc"}},
+	}
+	for _, c := range cases {
+		h := newHeadTail(c.max)
+		all := strings.Join(c.chunks, "")
+		for _, ch := range c.chunks {
+			h.Write([]byte(ch))
+		}
+		out, trunc, total := h.result()
+		if total != int64(len(all)) || trunc != (len(all) > c.max) {
+			t.Errorf("%v: total %d trunc %v", c, total, trunc)
+		}
+		if !trunc {
+			if out != all {
+				t.Errorf("%v: %q", c, out)
+			}
+			continue
+		}
+		half := c.max / 2
+		wantHead, wantTail := all[:half], all[len(all)-(c.max-half):]
+		if !strings.HasPrefix(out, wantHead+"\n[... ") || !strings.HasSuffix(out, " ...]\n"+wantTail) {
+			t.Errorf("%v: %q (head %q tail %q)", c, out, wantHead, wantTail)
+		}
+		if !strings.Contains(out, fmt.Sprintf("[... %d bytes", len(all)-len(wantHead)-len(wantTail))) {
+			t.Errorf("%v: omitted count wrong: %q", c, out)
+		}
+	}
+}
+
+func FuzzHeadTail(f *testing.F) {
+	f.Add(10, []byte("0123456789ABCDEFGHIJ"), uint8(3))
+	f.Add(4, []byte("héllo wörld"), uint8(1))
+	f.Fuzz(func(t *testing.T, max int, data []byte, step uint8) {
+		if max <= 0 || max > 1<<16 || step == 0 {
+			return
+		}
+		h := newHeadTail(max)
+		for i := 0; i < len(data); i += int(step) {
+			h.Write(data[i:min(len(data), i+int(step))])
+		}
+		out, trunc, total := h.result()
+		if total != int64(len(data)) {
+			t.Fatalf("total %d", total)
+		}
+		if !trunc {
+			if out != string(data) {
+				t.Fatalf("untruncated output differs")
+			}
+			return
+		}
+		if len(out) > max+64 {
+			t.Fatalf("output %d bytes for max %d", len(out), max)
+		}
+		tail := string(data[len(data)-(max-max/2):])
+		if !strings.HasSuffix(string(data), tail) || !strings.HasPrefix(out, trimPartialRune(string(data[:max/2]))) {
+			t.Fatalf("head/tail wrong: %q", out)
+		}
+	})
+}

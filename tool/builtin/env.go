@@ -1,0 +1,76 @@
+package builtin
+
+import (
+	"os"
+	"sort"
+	"strings"
+)
+
+// secretSuffixes mark environment variables that hold credentials.
+var secretSuffixes = []string{"_API_KEY", "_APIKEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_KEY", "_PASSWORD", "_PASSWD", "_CREDENTIALS"}
+
+// secretNames are credential variables without a telling suffix.
+var secretNames = map[string]bool{
+	"API_KEY": true, "TOKEN": true, "SECRET": true, "PASSWORD": true,
+	"AWS_SECRET_ACCESS_KEY": true, "GOOGLE_APPLICATION_CREDENTIALS": true,
+}
+
+// IsSecretName reports whether an environment variable name looks like a
+// credential: it ends in _API_KEY, _APIKEY, _TOKEN, _SECRET, _SECRET_KEY,
+// _ACCESS_KEY, _PASSWORD, _PASSWD or _CREDENTIALS, or is one of API_KEY,
+// TOKEN, SECRET, PASSWORD, AWS_SECRET_ACCESS_KEY,
+// GOOGLE_APPLICATION_CREDENTIALS (case-insensitive).
+func IsSecretName(name string) bool {
+	n := strings.ToUpper(name)
+	if secretNames[n] {
+		return true
+	}
+	for _, s := range secretSuffixes {
+		if strings.HasSuffix(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// BuildEnv returns the environment for commands: environ without secrets
+// (IsSecretName), then the explicit entries of extra applied on top.
+// "KEY=value" sets a variable; a bare "KEY" copies KEY from environ (so a
+// secret can be passed on purpose). The result is sorted by name.
+func BuildEnv(environ, extra []string) []string {
+	vars := map[string]string{}
+	host := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		host[k] = v
+		if !IsSecretName(k) {
+			vars[k] = v
+		}
+	}
+	for _, kv := range extra {
+		k, v, ok := strings.Cut(kv, "=")
+		if k == "" {
+			continue
+		}
+		if !ok {
+			hv, present := host[k]
+			if !present {
+				hv, present = os.LookupEnv(k)
+			}
+			if !present {
+				continue
+			}
+			v = hv
+		}
+		vars[k] = v
+	}
+	out := make([]string, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,386 @@
+package builtin
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// ---- Read ----
+
+type readTool struct{ ws *workspace }
+
+type readInput struct {
+	FilePath string `json:"file_path"`
+	Offset   *int   `json:"offset"`
+	Limit    *int   `json:"limit"`
+}
+
+func (t *readTool) Kind() tool.Kind { return tool.KindRead }
+
+func (t *readTool) Spec() tool.Spec {
+	return spec(NameRead, "Reads a text file in the working directory. Returns its lines numbered like `cat -n` (line number, tab, text). "+
+		"By default up to 2000 lines from the start; use offset (1-based line number) and limit to read other parts of long files. "+
+		"Lines longer than 2000 characters are cut. Binary files are reported, not shown.", `{
+  "type": "object",
+  "properties": {
+    "file_path": {"type": "string", "description": "Path of the file, relative to the working directory (or absolute inside it)"},
+    "offset": {"type": "integer", "minimum": 1, "description": "Line number to start reading from (1-based)"},
+    "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read"}
+  },
+  "required": ["file_path"],
+  "additionalProperties": false
+}`)
+}
+
+func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, error) {
+	var in readInput
+	if err := decode(NameRead, input, &in, "file_path", "offset", "limit"); err != nil {
+		return failure(err), nil
+	}
+	offset, limit := 1, DefaultReadLimit
+	if in.Offset != nil {
+		if *in.Offset < 0 {
+			return failure(inputErr(NameRead, "offset must be a positive line number, got %d", *in.Offset)), nil
+		}
+		if *in.Offset > 0 {
+			offset = *in.Offset
+		}
+	}
+	if in.Limit != nil {
+		if *in.Limit <= 0 {
+			return failure(inputErr(NameRead, "limit must be positive, got %d", *in.Limit)), nil
+		}
+		limit = *in.Limit
+	}
+	rel, err := t.ws.resolve(in.FilePath)
+	if err != nil {
+		return failure(err), nil
+	}
+	root, err := t.ws.open()
+	if err != nil {
+		return failure(err), nil
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		return failure(osErr(in.FilePath, err)), nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return failure(osErr(in.FilePath, err)), nil
+	}
+	if st.IsDir() {
+		return failure(inputErr(NameRead, "%s is a directory; use Glob to list files", in.FilePath)), nil
+	}
+	if !st.Mode().IsRegular() {
+		return failure(inputErr(NameRead, "%s is not a regular file", in.FilePath)), nil
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, _ := br.Peek(8000)
+	if isBinary(head) {
+		return tool.Result{Content: fmt.Sprintf("%s is a binary file (%d bytes); Read shows text files only.", in.FilePath, st.Size())}, nil
+	}
+	if st.Size() == 0 {
+		return tool.Result{Content: fmt.Sprintf("%s exists and is empty.", in.FilePath)}, nil
+	}
+	var out strings.Builder
+	line := 0
+	more := false
+	for {
+		text, err := readLine(br, MaxLineLength)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return failure(osErr(in.FilePath, err)), nil
+		}
+		line++
+		if line < offset {
+			continue
+		}
+		if line >= offset+limit {
+			more = true
+			break
+		}
+		fmt.Fprintf(&out, "%6d\t%s\n", line, text)
+		if out.Len() > t.ws.maxOut {
+			more = true
+			break
+		}
+	}
+	if line < offset {
+		return failure(inputErr(NameRead, "%s has %d lines; offset %d is past the end", in.FilePath, line, offset)), nil
+	}
+	s := out.String()
+	if len(s) > t.ws.maxOut {
+		return tool.Result{Content: capOutput(s, t.ws.maxOut, "use offset and limit to read the rest")}, nil
+	}
+	if more {
+		s += fmt.Sprintf("[more lines follow; continue with offset %d]\n", offset+strings.Count(s, "\n"))
+	}
+	return tool.Result{Content: s}, nil
+}
+
+// readLine reads one line without its newline (and a trailing "\r"),
+// keeping at most max bytes of it. It returns io.EOF only when no bytes
+// were left.
+func readLine(br *bufio.Reader, max int) (string, error) {
+	var b []byte
+	cut := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(b)+len(chunk) <= max+1 {
+			b = append(b, chunk...)
+		} else if !cut {
+			b = append(b, chunk[:max+1-len(b)]...)
+			cut = true
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(b) == 0 {
+			return "", io.EOF
+		}
+		if err != nil && err != io.EOF {
+			return "", err
+		}
+		break
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if cut || len(s) > max {
+		s = s[:runeStart(s, min(len(s), max))] + " … [line cut]"
+	}
+	return s, nil
+}
+
+// ---- Write ----
+
+type writeTool struct{ ws *workspace }
+
+type writeInput struct {
+	FilePath string  `json:"file_path"`
+	Content  *string `json:"content"`
+}
+
+func (t *writeTool) Kind() tool.Kind { return tool.KindEdit }
+
+func (t *writeTool) Spec() tool.Spec {
+	return spec(NameWrite, "Writes a file in the working directory, replacing it if it exists and creating parent directories as needed. "+
+		"The write is atomic and keeps an existing file's permissions. Prefer Edit to change part of an existing file.", `{
+  "type": "object",
+  "properties": {
+    "file_path": {"type": "string", "description": "Path of the file, relative to the working directory (or absolute inside it)"},
+    "content": {"type": "string", "description": "The complete new content of the file"}
+  },
+  "required": ["file_path", "content"],
+  "additionalProperties": false
+}`)
+}
+
+func (t *writeTool) Run(_ context.Context, input json.RawMessage) (tool.Result, error) {
+	var in writeInput
+	if err := decode(NameWrite, input, &in, "file_path", "content"); err != nil {
+		return failure(err), nil
+	}
+	if in.Content == nil {
+		return failure(inputErr(NameWrite, "content is required (use \"\" for an empty file)")), nil
+	}
+	rel, err := t.ws.resolve(in.FilePath)
+	if err != nil {
+		return failure(err), nil
+	}
+	root, err := t.ws.open()
+	if err != nil {
+		return failure(err), nil
+	}
+	defer root.Close()
+	created, err := writeAtomic(root, rel, in.FilePath, []byte(*in.Content))
+	if err != nil {
+		return failure(err), nil
+	}
+	verb := "Updated"
+	if created {
+		verb = "Created"
+	}
+	return tool.Result{Content: fmt.Sprintf("%s %s (%d bytes).", verb, displayPath(rel), len(*in.Content))}, nil
+}
+
+// writeAtomic replaces rel with data through a temporary file in the same
+// directory and a rename, keeping an existing file's permission bits. A
+// failure leaves the old file as it was. It reports whether the file was
+// created.
+func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
+	if rel == "." {
+		return false, inputErr(NameWrite, "%s is the working directory itself, not a file", shown)
+	}
+	mode := fs.FileMode(0o644)
+	created := true
+	if st, err := root.Stat(rel); err == nil {
+		if st.IsDir() {
+			return false, inputErr(NameWrite, "%s is a directory", shown)
+		}
+		if !st.Mode().IsRegular() {
+			return false, inputErr(NameWrite, "%s is not a regular file", shown)
+		}
+		mode, created = st.Mode().Perm(), false
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, osErr(shown, err)
+	}
+	dir := filepath.Dir(rel)
+	if dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return false, osErr(shown, err)
+		}
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, "."+filepath.Base(rel)+".capstan-"+hex.EncodeToString(rnd[:]))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, osErr(shown, err)
+	}
+	cleanup := func(e error) (bool, error) {
+		f.Close()
+		_ = root.Remove(tmp)
+		return false, osErr(shown, e)
+	}
+	if _, err := f.Write(data); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Sync(); err != nil {
+		return cleanup(err)
+	}
+	if err := f.Close(); err != nil {
+		_ = root.Remove(tmp)
+		return false, osErr(shown, err)
+	}
+	if err := root.Rename(tmp, rel); err != nil {
+		_ = root.Remove(tmp)
+		return false, osErr(shown, err)
+	}
+	return created, nil
+}
+
+// ---- Edit ----
+
+type editTool struct{ ws *workspace }
+
+type editInput struct {
+	FilePath   string  `json:"file_path"`
+	OldString  *string `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll bool    `json:"replace_all"`
+}
+
+func (t *editTool) Kind() tool.Kind { return tool.KindEdit }
+
+func (t *editTool) Spec() tool.Spec {
+	return spec(NameEdit, "Replaces exact text in a file in the working directory. old_string must occur exactly once "+
+		"(include enough surrounding lines to make it unique) unless replace_all is true. Match the file's text exactly, "+
+		"including indentation, without the line-number prefix Read shows. An empty old_string creates a new file.", `{
+  "type": "object",
+  "properties": {
+    "file_path": {"type": "string", "description": "Path of the file, relative to the working directory (or absolute inside it)"},
+    "old_string": {"type": "string", "description": "The exact text to replace"},
+    "new_string": {"type": "string", "description": "The text to put in its place (must differ from old_string)"},
+    "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence of old_string"}
+  },
+  "required": ["file_path", "old_string", "new_string"],
+  "additionalProperties": false
+}`)
+}
+
+func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, error) {
+	var in editInput
+	if err := decode(NameEdit, input, &in, "file_path", "old_string", "new_string", "replace_all"); err != nil {
+		return failure(err), nil
+	}
+	if in.OldString == nil || in.NewString == nil {
+		return failure(inputErr(NameEdit, "old_string and new_string are required")), nil
+	}
+	oldS, newS := *in.OldString, *in.NewString
+	if oldS == newS {
+		return failure(inputErr(NameEdit, "old_string and new_string are identical; nothing to change")), nil
+	}
+	rel, err := t.ws.resolve(in.FilePath)
+	if err != nil {
+		return failure(err), nil
+	}
+	root, err := t.ws.open()
+	if err != nil {
+		return failure(err), nil
+	}
+	defer root.Close()
+	st, err := root.Stat(rel)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return failure(osErr(in.FilePath, err)), nil
+	}
+	if exists && st.IsDir() {
+		return failure(inputErr(NameEdit, "%s is a directory", in.FilePath)), nil
+	}
+	if oldS == "" {
+		if exists && st.Size() > 0 {
+			return failure(inputErr(NameEdit, "old_string is empty but %s already has content; give the text to replace, or use Write to replace the whole file", in.FilePath)), nil
+		}
+		if _, err := writeAtomic(root, rel, in.FilePath, []byte(newS)); err != nil {
+			return failure(err), nil
+		}
+		return tool.Result{Content: fmt.Sprintf("Created %s (%d bytes).", displayPath(rel), len(newS))}, nil
+	}
+	if !exists {
+		return failure(osErr(in.FilePath, fs.ErrNotExist)), nil
+	}
+	if st.Size() > MaxEditFileSize {
+		return failure(inputErr(NameEdit, "%s is %d bytes; Edit changes files up to %d bytes", in.FilePath, st.Size(), MaxEditFileSize)), nil
+	}
+	data, err := root.ReadFile(rel)
+	if err != nil {
+		return failure(osErr(in.FilePath, err)), nil
+	}
+	if isBinary(data[:min(len(data), 8000)]) {
+		return failure(inputErr(NameEdit, "%s is a binary file; Edit changes text files only", in.FilePath)), nil
+	}
+	content := string(data)
+	n := strings.Count(content, oldS)
+	switch {
+	case n == 0:
+		e := inputErr(NameEdit, "old_string was not found in %s", in.FilePath)
+		e.Hint = "Read the file and copy the text exactly, including whitespace and indentation"
+		return failure(e), nil
+	case n > 1 && !in.ReplaceAll:
+		e := inputErr(NameEdit, "old_string occurs %d times in %s", n, in.FilePath)
+		e.Hint = "add surrounding lines to make it unique, or set replace_all to true"
+		return failure(e), nil
+	}
+	firstLine := strings.Count(content[:strings.Index(content, oldS)], "\n") + 1
+	if in.ReplaceAll {
+		content = strings.ReplaceAll(content, oldS, newS)
+	} else {
+		content = strings.Replace(content, oldS, newS, 1)
+	}
+	if _, err := writeAtomic(root, rel, in.FilePath, []byte(content)); err != nil {
+		return failure(err), nil
+	}
+	plural := "replacement"
+	if n != 1 {
+		plural += "s"
+	}
+	return tool.Result{Content: fmt.Sprintf("Edited %s: %d %s (first at line %d).", displayPath(rel), n, plural, firstLine)}, nil
+}

@@ -1,0 +1,194 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// drainGrace is how long output is still read after the command and its
+// process group are gone, for a descendant that left the group and keeps
+// the output pipe open.
+const drainGrace = 500 * time.Millisecond
+
+// ExecRunner is the default tool.CommandRunner: it runs the command with
+// "bash -c" (or "sh -c" when bash is not installed) in a new process group,
+// with no stdin, stdout and stderr combined. When the command returns, times
+// out or ctx is canceled, the whole process group is killed, so no
+// background process it started outlives it. It does not sandbox.
+type ExecRunner struct{}
+
+// Shell returns the shell ExecRunner uses: bash when found in PATH, else sh.
+func Shell() string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		return p
+	}
+	if p, err := exec.LookPath("sh"); err == nil {
+		return p
+	}
+	return "/bin/sh"
+}
+
+// Run implements tool.CommandRunner. A nil spec.Env is an empty
+// environment, never the caller's.
+func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandResult, error) {
+	max := spec.MaxOutput
+	if max <= 0 {
+		max = DefaultMaxOutputBytes
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot create output pipe")
+	}
+	defer pr.Close()
+	cmd := exec.Command(Shell(), "-c", spec.Command)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot start command")
+	}
+	pw.Close()
+	pgid := cmd.Process.Pid
+
+	out := newHeadTail(max)
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(out, pr)
+		close(copied)
+	}()
+	waited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(waited)
+	}()
+
+	var expired <-chan time.Time
+	if spec.Timeout > 0 {
+		t := time.NewTimer(spec.Timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	res := tool.CommandResult{}
+	var runErr error
+	select {
+	case <-waited:
+	case <-expired:
+		res.TimedOut = true
+		killGroup(pgid)
+		<-waited
+	case <-ctx.Done():
+		killGroup(pgid)
+		<-waited
+		runErr = agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerTool, false, "command canceled")
+	}
+	// Background processes the command left behind share its group.
+	killGroup(pgid)
+	select {
+	case <-copied:
+	case <-time.After(drainGrace):
+		// A descendant escaped the group (setsid) and holds the pipe.
+		_ = pr.SetReadDeadline(time.Now())
+		<-copied
+	}
+	res.Duration = time.Since(start)
+	res.Output, res.Truncated, res.TotalBytes = out.result()
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.Signal = ws.Signal().String()
+	}
+	return res, runErr
+}
+
+func killGroup(pgid int) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+}
+
+// headTail keeps the first and last halves of a stream that may exceed max
+// bytes.
+type headTail struct {
+	max   int
+	split bool // head is final; later bytes go to tail
+	head  []byte
+	tail  []byte
+	total int64
+}
+
+func newHeadTail(max int) *headTail {
+	return &headTail{max: max}
+}
+
+func (h *headTail) Write(p []byte) (int, error) {
+	n := len(p)
+	h.total += int64(n)
+	half := h.max / 2
+	if !h.split {
+		// Until more than max bytes arrive everything fits in head.
+		take := min(h.max-len(h.head), len(p))
+		h.head = append(h.head, p[:take]...)
+		p = p[take:]
+		if len(p) == 0 {
+			return n, nil
+		}
+		// Overflow: keep the first half in head, move the rest to tail.
+		h.split = true
+		h.tail = append(h.tail, h.head[half:]...)
+		h.head = h.head[:half]
+	}
+	h.tail = append(h.tail, p...)
+	if keep := h.max - half; len(h.tail) > 2*keep {
+		h.tail = append(h.tail[:0], h.tail[len(h.tail)-keep:]...)
+	}
+	return n, nil
+}
+
+// result returns the kept output, whether bytes were dropped, and the total.
+func (h *headTail) result() (string, bool, int64) {
+	if h.total <= int64(h.max) {
+		return string(h.head) + string(h.tail), false, h.total
+	}
+	keep := h.max - h.max/2
+	tail := h.tail
+	if len(tail) > keep {
+		tail = tail[len(tail)-keep:]
+	}
+	head := trimPartialRune(string(h.head))
+	ts := string(tail)
+	i := 0
+	for i < len(ts) && i < 4 && !isRuneStartByte(ts[i]) {
+		i++
+	}
+	omitted := h.total - int64(len(head)) - int64(len(ts)-i)
+	return head + fmt.Sprintf("\n[... %d bytes of output omitted ...]\n", omitted) + ts[i:], true, h.total
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence at the end of s.
+func trimPartialRune(s string) string {
+	for j := 1; j <= utf8.UTFMax && j <= len(s); j++ {
+		if p := len(s) - j; utf8.RuneStart(s[p]) {
+			if utf8.FullRuneInString(s[p:]) {
+				return s
+			}
+			return s[:p]
+		}
+	}
+	return s
+}
+
+func isRuneStartByte(b byte) bool { return b&0xC0 != 0x80 }
