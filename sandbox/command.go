@@ -6,87 +6,95 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/tool"
 )
 
-// CommandSpec is one shell command of the built-in Bash tool.
-type CommandSpec struct {
-	Command   string        // run with bash -c
-	Dir       string        // working directory; the only writable directory
-	Env       []string      // extra KEY=VALUE entries
-	Timeout   time.Duration // wall-clock limit (default 2 minutes)
-	MaxOutput int           // cap on kept stdout (and on stderr), default 1 MiB
-}
-
-// CommandResult is the outcome of a CommandSpec.
-type CommandResult struct {
-	Stdout    string
-	Stderr    string
-	ExitCode  int
-	TimedOut  bool
-	Truncated bool
-	// Status and Reason classify the end of the run (see Status).
-	Status Status
-	Reason string
-}
-
-// CommandRunner runs Bash tool commands in the sandbox: network cut, writes
-// confined to Dir, rlimits applied. It has the shape of the Bash tool's
-// command-runner interface so that runner.boundaries.sandbox can plug it in.
+// CommandRunner is a tool.CommandRunner that runs the Bash tool's commands
+// in the sandbox: network cut, writes confined to the command's working
+// directory (the agent's work dir) plus a private HOME/TMPDIR, rlimits
+// applied, every process gone when Run returns. Plug it into the built-in
+// tools for runner.boundaries.sandbox.
 type CommandRunner struct {
 	// Runner is the sandbox to run in.
 	Runner *Runner
 	// Limits are the rlimits of every command (zero fields: defaults,
 	// except CPUSeconds, which follows the timeout).
 	Limits Limits
-	// ReadOnly lists extra paths commands may read.
+	// ReadOnly lists extra absolute paths commands may read (the system
+	// directories and the work dir are always readable).
 	ReadOnly []string
 }
 
-// Run runs spec.Command with bash -c in the sandbox.
-func (c *CommandRunner) Run(ctx context.Context, spec CommandSpec) (CommandResult, error) {
+var _ tool.CommandRunner = (*CommandRunner)(nil)
+
+// defaultCommandTimeout bounds a command whose spec has no timeout.
+const defaultCommandTimeout = 10 * time.Minute
+
+// Run runs spec.Command with bash -c in the sandbox. The environment is
+// spec.Env as given, except HOME and TMPDIR, which point to a private
+// temporary directory. A command that cannot start (sandbox unavailable,
+// bad directory) is an error; exit codes, signals and timeouts are in the
+// result.
+func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandResult, error) {
 	if c.Runner == nil {
-		return CommandResult{}, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
+		return tool.CommandResult{}, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
 	}
 	dir, err := filepath.Abs(spec.Dir)
 	if err != nil {
-		return CommandResult{}, err
+		return tool.CommandResult{}, err
 	}
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
-		return CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
+		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
-		timeout = 2 * time.Minute
+		timeout = defaultCommandTimeout
 	}
 	limits := c.Limits
 	if limits.CPUSeconds <= 0 {
 		limits.CPUSeconds = int(timeout/time.Second) + 1
 	}
-	max := spec.MaxOutput
-	if max <= 0 {
-		max = 1 << 20
+	maxOut := spec.MaxOutput
+	if maxOut <= 0 {
+		maxOut = 1 << 20
 	}
 	res, err := c.Runner.Run(ctx, Spec{
-		Argv:      []string{"bash", "-c", spec.Command},
-		Dir:       dir,
-		Writable:  []string{dir},
-		ReadOnly:  c.ReadOnly,
-		Env:       spec.Env,
-		Timeout:   timeout,
-		Limits:    limits,
-		MaxStdout: max,
-		MaxStderr: max,
+		Argv:           []string{"bash", "-c", spec.Command},
+		Dir:            dir,
+		Writable:       []string{dir},
+		ReadOnly:       c.ReadOnly,
+		Env:            spec.Env,
+		ReplaceEnv:     true,
+		Timeout:        timeout,
+		Limits:         limits,
+		MaxStdout:      maxOut,
+		CombinedOutput: true,
 	})
 	if err != nil {
-		return CommandResult{}, err
+		return tool.CommandResult{}, err
 	}
-	return CommandResult{
-		Stdout:    string(res.Stdout),
-		Stderr:    res.Stderr,
-		ExitCode:  res.ExitCode,
-		TimedOut:  res.Status == StatusTimeout,
-		Truncated: res.StdoutTruncated,
-		Status:    res.Status,
-		Reason:    res.Reason,
-	}, nil
+	if ctx.Err() != nil {
+		return tool.CommandResult{}, ctx.Err()
+	}
+	out := tool.CommandResult{
+		Output:     string(res.Stdout),
+		ExitCode:   res.ExitCode,
+		Signal:     res.Signal,
+		TimedOut:   res.Status == StatusTimeout,
+		Truncated:  res.StdoutTruncated,
+		TotalBytes: res.OutputBytes,
+		Duration:   res.Duration,
+	}
+	if res.Status == StatusTimeout || res.Status == StatusOutputLimit {
+		out.ExitCode = -1
+		if out.Signal == "" {
+			out.Signal = "SIGKILL"
+		}
+	}
+	if res.Status == StatusSandboxError || res.Status == StatusOutputLimit || res.Status == StatusCPULimit ||
+		res.Status == StatusFileTooLarge || res.Status == StatusMemoryLimit {
+		// The Bash tool shows Output to the model; say what the sandbox did.
+		out.Output += "\n[sandbox: " + res.Reason + "]"
+	}
+	return out, nil
 }

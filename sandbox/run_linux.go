@@ -178,7 +178,13 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	stdout := &cappedBuffer{max: maxOut, onOverflow: killGroup}
 	stderr := &cappedBuffer{max: maxErr}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	var combined *middleBuffer
+	if spec.CombinedOutput {
+		combined = &middleBuffer{max: maxOut, ceiling: combinedCeiling, onOverflow: killGroup}
+		cmd.Stdout, cmd.Stderr = combined, combined
+	} else {
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+	}
 	cmd.Cancel = func() error { killGroup(); return nil }
 	cmd.WaitDelay = 2 * time.Second
 
@@ -212,6 +218,15 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		StdoutTruncated: stdout.overflow,
 		Sandboxed:       sandboxed,
 		Isolation:       isolation(sandboxed, hs.LandlockABI),
+	}
+	if combined != nil {
+		res.Stdout = []byte(combined.String())
+		res.StdoutTruncated = combined.dropped > 0
+		res.OutputBytes = combined.total
+		stdout.overflow = combined.total > combined.ceiling
+		maxOut = combinedCeiling
+	} else {
+		res.OutputBytes = int64(stdout.buf.Len())
 	}
 	res.Stderr, res.StderrLines = summarizeLines(stderr.buf.String(), MaxStderrLines)
 	if stderr.overflow {
@@ -279,7 +294,13 @@ func (r *Runner) prepare(spec Spec) (helperSpec, error) {
 		hs.Writable = append(hs.Writable, w)
 	}
 	env := []string{"PATH=" + sandboxPATH, "LANG=C.UTF-8"}
+	if spec.ReplaceEnv {
+		env = nil
+	}
 	for _, kv := range spec.Env {
+		if k, _, _ := strings.Cut(kv, "="); k == "HOME" || k == "TMPDIR" {
+			continue // always the run's private directory
+		}
 		if !strings.Contains(kv, "=") {
 			return helperSpec{}, bad("environment entry %q is not KEY=VALUE", kv)
 		}

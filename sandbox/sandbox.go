@@ -33,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -92,8 +93,15 @@ type Spec struct {
 	Writable []string
 	// Env adds KEY=VALUE entries to the minimal environment (PATH, LANG,
 	// HOME and TMPDIR are set by the runner; HOME and TMPDIR are a private
-	// temporary directory removed after the run).
+	// temporary directory removed after the run and cannot be overridden).
 	Env []string
+	// ReplaceEnv makes Env the whole environment (except HOME and TMPDIR).
+	ReplaceEnv bool
+	// CombinedOutput sends stdout and stderr, interleaved as written, to
+	// Result.Stdout. Beyond MaxStdout bytes the middle is dropped (the run
+	// goes on); beyond 256 MiB in total the process tree is killed
+	// (StatusOutputLimit).
+	CombinedOutput bool
 	// Stdin is fed to the program's standard input.
 	Stdin []byte
 	// Timeout is the wall-clock limit; 0 means Limits.CPUSeconds + 5s. The
@@ -135,6 +143,9 @@ type Result struct {
 	Reason          string `json:"reason,omitempty"`
 	Stdout          []byte `json:"-"`
 	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
+	// OutputBytes is the size of stdout (of the combined output with
+	// CombinedOutput) before truncation.
+	OutputBytes int64 `json:"output_bytes"`
 	// Stderr is the summarized standard error: at most 512 lines (the first
 	// and last 256 when there were more, with a marker line between).
 	Stderr      string        `json:"stderr,omitempty"`
@@ -204,6 +215,59 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// combinedCeiling is the total combined output after which a run is killed.
+const combinedCeiling = 256 << 20
+
+// middleBuffer keeps the first and last max/2 bytes of what is written and
+// counts the rest; past ceiling bytes it calls onOverflow once.
+type middleBuffer struct {
+	mu         sync.Mutex
+	head, tail []byte
+	max        int
+	total      int64
+	dropped    int64
+	ceiling    int64
+	overflowed bool
+	onOverflow func()
+}
+
+func (m *middleBuffer) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.total += int64(len(p))
+	half := m.max / 2
+	rest := p
+	if room := half - len(m.head); room > 0 {
+		n := min(room, len(rest))
+		m.head = append(m.head, rest[:n]...)
+		rest = rest[n:]
+	}
+	if len(rest) > 0 {
+		m.tail = append(m.tail, rest...)
+		if over := len(m.tail) - (m.max - half); over > 0 {
+			m.dropped += int64(over)
+			m.tail = append(m.tail[:0], m.tail[over:]...)
+		}
+	}
+	if m.total > m.ceiling && !m.overflowed {
+		m.overflowed = true
+		if m.onOverflow != nil {
+			m.onOverflow()
+		}
+	}
+	return len(p), nil
+}
+
+// String renders head, a marker for the dropped middle, and tail.
+func (m *middleBuffer) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dropped == 0 {
+		return string(m.head) + string(m.tail)
+	}
+	return fmt.Sprintf("%s\n[… %d bytes omitted …]\n%s", m.head, m.dropped, m.tail)
 }
 
 // Config configures a Runner.

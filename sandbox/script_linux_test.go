@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/tool"
 )
 
 func TestRunScriptJSONAndArgs(t *testing.T) {
@@ -108,21 +109,26 @@ func TestRunScriptAdmission(t *testing.T) {
 func TestCommandRunner(t *testing.T) {
 	work := t.TempDir()
 	c := &CommandRunner{Runner: sharedRunner(t)}
-	res, err := c.Run(context.Background(), CommandSpec{Command: "echo hi > f.txt && cat f.txt && echo oops >&2; exit 4", Dir: work, Timeout: 10 * time.Second})
+	ctx := context.Background()
+	res, err := c.Run(ctx, tool.CommandSpec{Command: "echo hi > f.txt && cat f.txt && echo oops >&2; echo $HOME $FOO; exit 4", Dir: work, Env: []string{"FOO=bar", "HOME=/root", "PATH=/usr/bin:/bin"}, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode != 4 || res.Stdout != "hi\n" || res.Stderr != "oops" || res.Status != StatusExit {
+	if res.ExitCode != 4 || !strings.HasPrefix(res.Output, "hi\noops\n") || !strings.Contains(res.Output, " bar") || strings.Contains(res.Output, "/root") {
 		t.Errorf("%+v", res)
 	}
 	outside := t.TempDir()
-	res, err = c.Run(context.Background(), CommandSpec{Command: "echo x > " + filepath.Join(outside, "y"), Dir: work})
-	if err != nil || res.ExitCode == 0 {
+	res, err = c.Run(ctx, tool.CommandSpec{Command: "echo x > " + filepath.Join(outside, "y"), Dir: work, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil || res.ExitCode == 0 || !strings.Contains(res.Output, "Permission denied") {
 		t.Errorf("write outside Dir allowed: %+v %v", res, err)
 	}
-	res, err = c.Run(context.Background(), CommandSpec{Command: "sleep 20", Dir: work, Timeout: 300 * time.Millisecond})
-	if err != nil || !res.TimedOut {
+	res, err = c.Run(ctx, tool.CommandSpec{Command: "sleep 20", Dir: work, Timeout: 300 * time.Millisecond, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil || !res.TimedOut || res.ExitCode != -1 {
 		t.Errorf("timeout: %+v %v", res, err)
+	}
+	res, err = c.Run(ctx, tool.CommandSpec{Command: "seq 1 100000", Dir: work, MaxOutput: 1000, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil || !res.Truncated || !strings.HasPrefix(res.Output, "1\n2\n") || !strings.HasSuffix(res.Output, "100000\n") || res.TotalBytes < 500000 {
+		t.Errorf("truncation: %v %+v", err, res)
 	}
 	if entries, _ := os.ReadDir(work); len(entries) != 1 {
 		t.Errorf("work dir polluted: %v", entries)
