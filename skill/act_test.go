@@ -483,6 +483,11 @@ func TestActSecondRunCheaper(t *testing.T) {
 	if second.ExitReason != ExitUpToDate || len(second.Artifacts) != 2 {
 		t.Errorf("reason %s artifacts %+v", second.ExitReason, second.Artifacts)
 	}
+	// A different request does not get the earlier outputs for free.
+	other, err := New(Config{Model: &playModel{turns: happyTurns()[:1]}}).Run(context.Background(), sk, Input{Goal: "another goal", Expected: expectReport})
+	if err != nil || other.Completed || !strings.Contains(strings.Join(other.Validation.Outputs[0].Errors, " "), "stale") {
+		t.Fatalf("stale outputs accepted for a different goal: %v %+v", err, other.Validation)
+	}
 	// A change to the skill invalidates the record.
 	writeTree(t, sk.Root, map[string]string{"style.md": "# changed\n"})
 	third, err := New(Config{Model: &playModel{turns: happyTurns()}}).Run(context.Background(), sk, Input{Goal: "sprint report", Expected: expectReport})

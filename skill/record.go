@@ -73,8 +73,9 @@ func (s *session) upToDate() *ActResult {
 			return nil
 		}
 	}
-	val := s.validate()
-	if !val.OK {
+	s.reusing = true
+	if !s.validate().OK {
+		s.reusing = false
 		return nil
 	}
 	for i := range p.Artifacts {

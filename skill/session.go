@@ -53,6 +53,7 @@ type session struct {
 	cycle     bool
 
 	prior       *runRecord
+	reusing     bool // the run reuses an identical earlier run's outputs
 	scriptMemos map[string]scriptMemo
 	// baseline holds the hashes of files already in build/ at the start,
 	// so only files a script creates or changes become artifacts.
@@ -108,7 +109,7 @@ func newSession(rt *Runtime, sk *Skill, in Input) (*session, error) {
 		}
 		if b, err := os.ReadFile(p); err == nil {
 			rel, _ := filepath.Rel(build, p)
-			s.baseline[filepath.ToSlash(rel)] = hashBytes(b)
+			s.baseline[filepath.ToSlash(rel)] = fileStamp(p, b)
 		}
 		return nil
 	})
@@ -117,11 +118,23 @@ func newSession(rt *Runtime, sk *Skill, in Input) (*session, error) {
 
 func (s *session) now() time.Time { return s.rt.cfg.Now() }
 
-// validate checks every expected output.
+// validate checks every expected output. Unless the run is reusing an
+// identical earlier run's outputs, an output must also have been produced
+// (written, expanded or changed by a script) by this run: a leftover from
+// an earlier, different run does not count.
 func (s *session) validate() Validation {
 	v := Validation{OK: true, Outputs: []OutputCheck{}}
 	for _, e := range s.in.Expected {
 		oc := checkOutput(s.sk.Root, s.build, e)
+		if oc.Completeness && !s.reusing {
+			if full, err := s.resolveBuild(e.Path); err == nil {
+				rel, _ := filepath.Rel(s.build, full)
+				if s.artifacts[filepath.ToSlash(rel)] == nil {
+					oc.Completeness = false
+					oc.Errors = append([]string{"stale: build/" + e.Path + " exists from an earlier run but this run did not produce it"}, oc.Errors...)
+				}
+			}
+		}
 		if !oc.OK() {
 			v.OK = false
 		}

@@ -563,8 +563,8 @@ func resolveReferences(sk *Skill, warns []Warning) ([]Reference, []Warning) {
 	var refs []Reference
 	fileRel := path.Join(sk.ID, sk.File)
 	for _, c := range cands {
-		if c == sk.File {
-			continue
+		if c == sk.File || strings.HasPrefix(c, "build/") {
+			continue // outputs the skill produces, not files it provides
 		}
 		clean := path.Clean(c)
 		if strings.HasPrefix(clean, "../") || clean == ".." || strings.HasPrefix(clean, "/") {

@@ -304,6 +304,17 @@ func trailingPartial(b []byte) int {
 	return 0
 }
 
+// fileStamp identifies a file version by content hash and modification
+// time, so a script that rewrites a file with identical content still
+// counts as producing it.
+func fileStamp(p string, b []byte) string {
+	st := hashBytes(b)
+	if fi, err := os.Stat(p); err == nil {
+		st += "@" + fi.ModTime().UTC().Format(time.RFC3339Nano)
+	}
+	return st
+}
+
 // summarizeScript keeps a script's leading comments / docstring and its
 // usage lines: what a model needs to call it, not the code.
 func summarizeScript(src string) string {
@@ -903,8 +914,8 @@ func (s *session) syncBuild() []string {
 		if a := s.artifacts[rel]; a != nil && a.Hash == h {
 			return nil
 		}
-		if a := s.artifacts[rel]; a == nil && s.baseline[rel] == h {
-			return nil
+		if a := s.artifacts[rel]; a == nil && s.baseline[rel] == fileStamp(p, b) {
+			return nil // untouched since the run started
 		}
 		s.register(rel, int64(len(b)), h)
 		changed = append(changed, "build/"+rel)
