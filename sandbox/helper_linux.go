@@ -36,6 +36,7 @@ type helperSpec struct {
 	Writable    []string `json:"rw"`
 	Limits      Limits   `json:"limits"`
 	LandlockABI int      `json:"landlock_abi"`
+	Network     bool     `json:"network,omitempty"`
 }
 
 // helperStatus is what stage one reports on fd 3 about stage two.
@@ -161,6 +162,9 @@ func restrictLandlock(hs helperSpec) error {
 		abi = len(landlockConfigs)
 	}
 	cfg := landlockConfigs[abi-1]
+	if hs.Network {
+		cfg.HandledAccessNet = 0 // Config.Network: TCP stays allowed
+	}
 	var rules []landlock.Rule
 	for _, p := range hs.ReadOnly {
 		fi, err := os.Stat(p)

@@ -48,7 +48,7 @@ func probe(ctx context.Context, sandboxUID int) Capabilities {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", helperArg, "probe")
 	cmd.Env = []string{helperEnv + "=1"}
-	cmd.SysProcAttr = procAttr(true, sandboxUID, false)
+	cmd.SysProcAttr = procAttr(true, sandboxUID, false, false)
 	out, err := cmd.Output()
 	switch {
 	case err != nil && cmd.Process == nil:
@@ -88,12 +88,15 @@ func explainStartError(err error) (reason, hint string) {
 // kernel skips for root) with CAP_DAC_OVERRIDE inside the user namespace so
 // it can still read root-owned files that Landlock allows; a non-root
 // caller's program keeps its uid.
-func procAttr(namespaces bool, sandboxUID int, landlock bool) *syscall.SysProcAttr {
+func procAttr(namespaces bool, sandboxUID int, landlock, network bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if !namespaces {
 		return a
 	}
 	a.Cloneflags = nsFlags
+	if network {
+		a.Cloneflags &^= syscall.CLONE_NEWNET
+	}
 	uid, gid := os.Geteuid(), os.Getegid()
 	if uid == 0 {
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxUID, HostID: sandboxUID, Size: 1}}
@@ -157,7 +160,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, "/proc/self/exe", helperArg, "init", string(specJSON))
 	cmd.Env = []string{helperEnv + "=1"}
-	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.SandboxUID, hs.LandlockABI > 0)
+	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.SandboxUID, hs.LandlockABI > 0, r.cfg.Network)
 	cmd.Stdin = bytes.NewReader(spec.Stdin)
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
@@ -217,7 +220,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		Stdout:          stdout.buf.Bytes(),
 		StdoutTruncated: stdout.overflow,
 		Sandboxed:       sandboxed,
-		Isolation:       isolation(sandboxed, hs.LandlockABI),
+		Isolation:       isolation(sandboxed, hs.LandlockABI, r.cfg.Network),
 	}
 	if combined != nil {
 		res.Stdout = []byte(combined.String())
@@ -271,6 +274,7 @@ func (r *Runner) prepare(spec Spec) (helperSpec, error) {
 		Dir:         spec.Dir,
 		Limits:      spec.Limits.withDefaults(),
 		LandlockABI: r.caps.LandlockABI,
+		Network:     r.cfg.Network,
 	}
 	hs.ReadOnly = append(hs.ReadOnly, r.cfg.SystemPaths...)
 	hs.ReadOnly = append(hs.ReadOnly, spec.Dir)
@@ -342,10 +346,14 @@ func under(p string, roots []string) bool {
 	return false
 }
 
-func isolation(sandboxed bool, abi int) []string {
+func isolation(sandboxed bool, abi int, network bool) []string {
 	var iso []string
 	if sandboxed {
-		iso = append(iso, "userns", "netns", "pidns", "mountns", "ipcns", "utsns")
+		iso = append(iso, "userns")
+		if !network {
+			iso = append(iso, "netns")
+		}
+		iso = append(iso, "pidns", "mountns", "ipcns", "utsns")
 	}
 	if abi > 0 {
 		iso = append(iso, fmt.Sprintf("landlock:v%d", abi))

@@ -281,6 +281,10 @@ type Config struct {
 	SystemPaths []string
 	// Capabilities, when non-nil, is used instead of calling Probe.
 	Capabilities *Capabilities
+	// Network keeps network access (runner.boundaries.sandbox.network):
+	// no network namespace and no Landlock TCP rules. Files, processes and
+	// resources stay confined.
+	Network bool
 	// SandboxUID is the host uid sandboxed programs run as when capstan runs
 	// as root (default 65534, "nobody"), so that RLIMIT_NPROC applies. When
 	// capstan is not root, programs keep the caller's uid.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,7 +181,8 @@ func TestForkBomb(t *testing.T) {
 
 func TestCPUSpin(t *testing.T) {
 	root, build := skillDir(t, map[string]string{"spin.py": "while True:\n    pass\n"})
-	res := runIn(t, root, build, []string{"python3", "spin.py"}, func(s *Spec) { s.Limits.CPUSeconds = 1 })
+	// A generous wall clock: on a loaded machine CPU seconds accrue slowly.
+	res := runIn(t, root, build, []string{"python3", "spin.py"}, func(s *Spec) { s.Limits.CPUSeconds = 1; s.Timeout = 120 * time.Second })
 	if res.Status != StatusCPULimit {
 		t.Fatalf("status %s reason %q", res.Status, res.Reason)
 	}
@@ -251,5 +253,84 @@ func TestSetupErrorIsClassified(t *testing.T) {
 	classify(&r, in)
 	if r.Status != StatusSandboxError || !strings.Contains(r.Reason, "landlock: boom") {
 		t.Errorf("%+v", r)
+	}
+}
+
+func TestNetworkOptIn(t *testing.T) {
+	sharedRunner(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HELLO\n"))
+			c.Close()
+		}
+	}()
+	r := New(context.Background(), Config{Network: true, Capabilities: ptr(testRunner.Capabilities())})
+	root, build := skillDir(t, map[string]string{"net.py": fmt.Sprintf("import socket\ns = socket.create_connection(('127.0.0.1', %d), timeout=3)\nprint(s.recv(10).decode().strip())\n", ln.Addr().(*net.TCPAddr).Port)})
+	res, err := r.Run(context.Background(), Spec{Argv: []string{"python3", "net.py"}, Dir: root, Writable: []string{build}, Timeout: 20 * time.Second})
+	if err != nil || res.Status != StatusOK || strings.TrimSpace(string(res.Stdout)) != "HELLO" {
+		t.Fatalf("network opt-in: %v %s %q %q", err, res.Status, res.Stdout, res.Stderr)
+	}
+	for _, iso := range res.Isolation {
+		if iso == "netns" {
+			t.Error("netns listed although network is allowed")
+		}
+	}
+	// Files stay confined.
+	res, _ = r.Run(context.Background(), Spec{Argv: []string{"bash", "-c", "echo x > " + filepath.Join(root, "evil")}, Dir: root, Writable: []string{build}})
+	if res.Status == StatusOK {
+		t.Error("write outside build/ allowed with network opt-in")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestDegradedModeKeepsLandlockAndLimits(t *testing.T) {
+	caps := sharedRunner(t).Capabilities()
+	caps.Namespaces = false
+	caps.Reason = "simulated: user namespaces disabled"
+	r := New(context.Background(), Config{Capabilities: &caps, AllowUnsandboxed: true})
+	root, build := skillDir(t, map[string]string{})
+	res, err := r.Run(context.Background(), Spec{Argv: []string{"bash", "-c", "echo ok > build/x && echo x > evil"}, Dir: root, Writable: []string{build}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sandboxed || res.Status != StatusExit || !strings.Contains(res.Stderr, "Permission denied") {
+		t.Errorf("%+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(build, "x")); err != nil {
+		t.Error("build/x not written")
+	}
+	for _, iso := range res.Isolation {
+		if iso == "netns" || iso == "userns" {
+			t.Errorf("isolation %v claims namespaces", res.Isolation)
+		}
+	}
+	// Without the opt-out the same capabilities refuse.
+	r2 := New(context.Background(), Config{Capabilities: &caps})
+	if _, err := r2.Run(context.Background(), Spec{Argv: []string{"true"}, Dir: root}); !errors.Is(err, agenterr.ErrSandboxUnavailable) {
+		t.Errorf("err %v", err)
+	}
+}
+
+func TestExplainStartError(t *testing.T) {
+	for errno, want := range map[syscall.Errno]string{
+		syscall.ENOSPC: "max_user_namespaces",
+		syscall.EPERM:  "apparmor_restrict_unprivileged_userns",
+		syscall.EACCES: "unprivileged_userns_clone",
+		syscall.EINVAL: "CONFIG_USER_NS",
+	} {
+		reason, hint := explainStartError(&os.SyscallError{Syscall: "fork/exec", Err: errno})
+		if reason == "" || !strings.Contains(hint, want) || strings.Contains(reason, "no space left") && !strings.Contains(reason, "disabled") {
+			t.Errorf("%v: %q / %q", errno, reason, hint)
+		}
 	}
 }

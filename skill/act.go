@@ -144,6 +144,9 @@ type Evidence struct {
 	Disclosure   string   `json:"disclosure,omitempty"` // L2 / L3 when the call disclosed content
 	Cached       bool     `json:"cached,omitempty"`     // answered from the read cache or AttemptMemo
 	Error        string   `json:"error,omitempty"`
+	// Stderr is a script's standard error, summarized to at most 512
+	// lines (runScript only).
+	Stderr string `json:"stderr,omitempty"`
 }
 
 // Cost is the tokens and time one step used.
@@ -317,7 +320,7 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 			ev := Evidence{
 				Step: step, Seq: s.toolCalls, Tool: call.Name, OK: !out.isError, ReasonShort: reason,
 				InputsDigest: digest(call.Name, call.Input), Cost: cost, DiffSummary: out.diff,
-				FileIDs: out.files, Disclosure: out.level, Cached: out.cached, Error: out.errText,
+				FileIDs: out.files, Disclosure: out.level, Cached: out.cached, Error: out.errText, Stderr: out.stderr,
 			}
 			s.record(ev)
 			results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, Content: out.content, IsError: out.isError})

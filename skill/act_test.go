@@ -446,6 +446,9 @@ func TestActScriptsInSandbox(t *testing.T) {
 	if last.OK || !strings.Contains(last.Error, "retry of seed 001") {
 		t.Errorf("retry budget: %+v", last)
 	}
+	if ev := res.Evidence[1]; ev.Tool != "runScript" || ev.Stderr != "broken" {
+		t.Errorf("stderr not in the evidence: %+v", ev)
+	}
 	if res.Metrics.ScriptRuns != 3 {
 		t.Errorf("script runs %d", res.Metrics.ScriptRuns)
 	}
@@ -509,4 +512,85 @@ func hasUnmet(res *ActResult, kind string) bool {
 		}
 	}
 	return false
+}
+
+func TestActLongSkillMdDisclosedInParts(t *testing.T) {
+	dir := t.TempDir()
+	var body strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&body, "Instruction line %d with some words to make it longer.\n", i)
+	}
+	writeTree(t, dir, map[string]string{"big/SKILL.md": "---\nname: big\ndescription: Big one.\n---\n" + body.String()})
+	sk, warns, err := Load(filepath.Join(dir, "big"), "big")
+	if err != nil || !hasWarning(warns, WarnBodyLong) {
+		t.Fatal(err, warns)
+	}
+	m := &playModel{turns: []playTurn{
+		{text: "activate", calls: [][2]string{call("readSkillMd", `{}`)}},
+		{text: "more", calls: [][2]string{call("readFile", `{"path":"SKILL.md","offset":2500,"limit":10}`)}},
+	}}
+	res, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g", Expected: []Expected{{Path: "x.md"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.seen[1], `"truncated":true`) || !strings.Contains(m.seen[1], "Read more with readFile") || len(m.seen[1]) > 2*maxInjectChars {
+		t.Errorf("L2 not bounded: %d bytes", len(m.seen[1]))
+	}
+	if res.Metrics.Disclosure.L2Tokens > maxInjectChars/4+500 { // the first part plus the 10-line window
+		t.Errorf("L2 tokens %d", res.Metrics.Disclosure.L2Tokens)
+	}
+	if !strings.Contains(m.seen[2], "Instruction line 2497") || !strings.Contains(m.seen[2], "next_offset") {
+		t.Errorf("window read: %.300s", m.seen[2])
+	}
+}
+
+func TestActSchemaRefCannotLeaveSkill(t *testing.T) {
+	sk := exampleSkill(t)
+	outside := filepath.Join(t.TempDir(), "outside.schema.json")
+	os.WriteFile(outside, []byte(`{"type":"object"}`), 0o644)
+	rel, _ := filepath.Rel(filepath.Join(sk.Root, "schemas"), outside)
+	writeTree(t, sk.Root, map[string]string{
+		"schemas/evil.schema.json":  `{"$ref": "file://` + outside + `"}`,
+		"schemas/evil2.schema.json": `{"$ref": "` + filepath.ToSlash(rel) + `"}`,
+		"schemas/web.schema.json":   `{"$ref": "http://127.0.0.1:1/x.json"}`,
+	})
+	for _, name := range []string{"evil", "evil2", "web"} {
+		errs := validateAgainstSchema(sk.Root, "schemas/"+name+".schema.json", "x.json", []byte(`{}`))
+		if len(errs) == 0 || !strings.HasPrefix(errs[0], "schema:") {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	if errs := validateAgainstSchema(sk.Root, "../../etc/passwd", "x.json", []byte(`{}`)); len(errs) == 0 {
+		t.Error("schema path escape accepted")
+	}
+}
+
+func TestTemplateOutputCapped(t *testing.T) {
+	data := map[string]any{"a": make([]any, 200)}
+	_, err := ExpandTemplate(context.Background(), "t", `{{range .a}}{{range $.a}}{{range $.a}}XXXXXXXXXXXXXXXXXXXXXXXXXX{{end}}{{end}}{{end}}`, data)
+	if err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func FuzzReferences(f *testing.F) {
+	root := f.TempDir()
+	writeTree(f, root, map[string]string{"SKILL.md": "x", "a/b.md": "x", "scripts/run.py": "x"})
+	for _, s := range []string{"see [x](../../etc/passwd.md)", "`run.py` and A/B.MD", "[l](./a/b.md#frag)", "python scripts/run.py --x", "[x](/abs.md)", "..%2f..%2fx.md"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		sk := &Skill{ID: "s", Root: root, File: "SKILL.md", Body: body}
+		refs, _ := resolveReferences(sk, nil)
+		for _, r := range refs {
+			if strings.HasPrefix(r.Path, "../") || r.Path == ".." || strings.HasPrefix(r.Path, "/") {
+				t.Fatalf("reference %+v escapes", r)
+			}
+			if r.Exists {
+				if _, err := os.Stat(filepath.Join(root, r.Path)); err != nil {
+					t.Fatalf("reference %+v claims to exist", r)
+				}
+			}
+		}
+	})
 }

@@ -41,7 +41,8 @@ type toolOutput struct {
 	files   []string
 	level   string // "L2" / "L3" when content was disclosed
 	cached  bool
-	changed bool // the call made progress (new content, new artifact, new value)
+	changed bool   // the call made progress (new content, new artifact, new value)
+	stderr  string // a script's summarized stderr, for the evidence
 }
 
 func success(v map[string]any) toolOutput {
@@ -857,6 +858,7 @@ func (s *session) runScript(ctx context.Context, input json.RawMessage) toolOutp
 		b, _ := json.Marshal(fields)
 		out.content = string(b)
 		out.files = append([]string{rel}, changedFiles...)
+		out.stderr = sr.Stderr
 		return out
 	}
 	if sr.BuildBytes == 0 && len(changedFiles) == 0 {
@@ -867,6 +869,7 @@ func (s *session) runScript(ctx context.Context, input json.RawMessage) toolOutp
 	}
 	res := success(fields)
 	res.files = append([]string{rel}, changedFiles...)
+	res.stderr = sr.Stderr
 	res.changed = true
 	if len(changedFiles) > 0 {
 		res.diff = "script wrote " + strings.Join(changedFiles, ", ")
