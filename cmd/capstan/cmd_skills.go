@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -225,6 +226,11 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		return withExit(exitInternal, fmt.Errorf("skills run: journal: %w", err))
 	}
 	defer jw.Close()
+	absWork, _ := filepath.Abs(f.workDir)
+	// run.start / run.end in the agent's shapes, so `capstan runs` and
+	// `capstan show` list skill runs too.
+	jw.Emit(journal.RunStart, agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
+	started := time.Now()
 	rt := skill.New(skill.Config{Model: model, ModelName: f.model, Sandbox: sb, Events: jw, Seed: f.seed})
 	res, runErr := rt.Run(ctx, sk, skill.Input{
 		Goal: f.goal, Constraints: f.constraints, Inputs: inputs, Budgets: f.budgets,
@@ -233,6 +239,21 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if res == nil {
 		return withExit(exitCodeFor(runErr), fmt.Errorf("skills run: %w", runErr))
 	}
+	end := agent.Result{
+		Success: res.Completed && len(expects) > 0, CompletionReason: res.ExitReason, Iterations: res.Metrics.ModelTurns,
+		RunID: runID, Agent: "skill:" + sk.ID, Model: f.model, DurationMs: time.Since(started).Milliseconds(), Journal: jw.Path(),
+		Usage: llm.Usage{InputTokens: res.Metrics.InputTokens, OutputTokens: res.Metrics.OutputTokens},
+	}
+	if !end.Success {
+		end.Reason = "expected outputs not all produced and valid"
+		if len(expects) == 0 {
+			end.Reason = "no expected outputs to verify"
+		}
+	}
+	if res.Error != nil {
+		end.Error = &agent.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
+	}
+	jw.Emit(journal.RunEnd, end)
 	printActSummary(stderr, res, jw.Path())
 	if f.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {

@@ -67,10 +67,11 @@ func TestSkillsList(t *testing.T) {
 
 func TestSkillsRunExample(t *testing.T) {
 	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	workDir := t.TempDir()
 	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report for sprint 12",
 		"--input", `items=["login=done","search=doing","export=todo","billing=done"]`,
 		"--expect", "report.json:schemas/report.schema.json", "--expect", "summary.md",
-		"--model", "script:status-report.script.yaml", "--workdir", t.TempDir(), "--json"}
+		"--model", "script:status-report.script.yaml", "--workdir", workDir, "--json"}
 	if sandbox.Probe(t.Context()).Unavailable() != nil {
 		args = append(args, "--allow-unsandboxed")
 	}
@@ -94,6 +95,11 @@ func TestSkillsRunExample(t *testing.T) {
 	code, out, _ = captureConfigCLI(t, args...)
 	if code != 0 || !strings.Contains(out, `"exitReason": "up_to_date"`) {
 		t.Errorf("second run exit %d: %.300s", code, out)
+	}
+	// Both runs are in the journal, listed by `capstan runs`.
+	code, out, _ = captureConfigCLI(t, "runs", "--workdir", workDir, "--json")
+	if code != 0 || strings.Count(out, `"agent": "skill:status-report"`) != 2 || strings.Count(out, `"status": "completed"`) != 2 {
+		t.Errorf("runs: exit %d %s", code, out)
 	}
 }
 
