@@ -276,8 +276,9 @@ type Config struct {
 	// cannot create them (rlimits and Landlock, if available, still apply).
 	// The default refuses with SANDBOX_UNAVAILABLE.
 	AllowUnsandboxed bool
-	// SystemPaths overrides the read-only system directories (default
-	// /usr /bin /sbin /lib /lib32 /lib64 /etc).
+	// SystemPaths overrides the read-only system paths (default
+	// DefaultSystemPaths: /usr /bin /sbin /lib /lib32 /lib64 and a list of
+	// non-secret files and folders of /etc).
 	SystemPaths []string
 	// Capabilities, when non-nil, is used instead of calling Probe.
 	Capabilities *Capabilities
@@ -291,8 +292,21 @@ type Config struct {
 	SandboxUID int
 }
 
-// defaultSystemPaths are readable by every sandboxed program.
-var defaultSystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"}
+// DefaultSystemPaths are readable by every sandboxed program (missing ones
+// are skipped). /etc is not readable as a whole: it holds secrets
+// (shadow, private keys) that a root caller's sandbox could otherwise read;
+// only what interpreters and common tools need is listed.
+var DefaultSystemPaths = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
+	"/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/networks", "/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates",
+	"/etc/ca-certificates.conf", "/etc/pki/tls/certs", "/etc/alternatives", "/etc/mime.types", "/etc/magic",
+	"/etc/magic.mime", "/etc/os-release", "/etc/debian_version", "/etc/lsb-release", "/etc/inputrc",
+	"/etc/bash.bashrc", "/etc/profile", "/etc/profile.d", "/etc/environment", "/etc/locale.alias",
+	"/etc/locale.conf", "/etc/default/locale", "/etc/python3", "/etc/fonts", "/etc/mailcap", "/etc/papersize",
+	"/etc/gitconfig", "/etc/manpath.config",
+}
 
 // sandboxPATH is the PATH inside the sandbox, and where program names are
 // looked up.
@@ -314,7 +328,7 @@ func New(ctx context.Context, cfg Config) *Runner {
 		r.caps = Probe(ctx)
 	}
 	if r.cfg.SystemPaths == nil {
-		r.cfg.SystemPaths = defaultSystemPaths
+		r.cfg.SystemPaths = DefaultSystemPaths
 	}
 	if r.cfg.SandboxUID == 0 {
 		r.cfg.SandboxUID = 65534

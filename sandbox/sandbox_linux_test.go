@@ -160,7 +160,7 @@ func TestReadOutsideRootDenied(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(root, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []string{secret, "link.txt", "/root/.bashrc"} {
+	for _, target := range []string{secret, "link.txt", "/root/.bashrc", "/etc/shadow", "/etc/gshadow", "/proc/1/environ"} {
 		res := runIn(t, root, build, []string{"bash", "-c", "cat " + target}, nil)
 		if res.Status == StatusOK || strings.Contains(string(res.Stdout), "TOPSECRET") {
 			t.Errorf("%s readable: status %s stdout %q", target, res.Status, res.Stdout)

@@ -56,7 +56,7 @@ func (s *session) inputsHash() string {
 // its outputs are unchanged and still validate.
 func (s *session) upToDate() *ActResult {
 	p := s.prior
-	if p == nil || len(s.in.Expected) == 0 || p.SkillHash != s.sk.Hash() || p.InputsHash != s.inputsHash() {
+	if p == nil || len(s.in.Expected) == 0 || p.SkillHash != s.skillHash() || p.InputsHash != s.inputsHash() {
 		return nil
 	}
 	for _, e := range s.in.Expected {
@@ -91,7 +91,7 @@ func (s *session) upToDate() *ActResult {
 // saveRecord writes the record (temp file + rename). Outputs are recorded
 // only for a completed run.
 func (s *session) saveRecord(completed bool) {
-	r := runRecord{SkillHash: s.sk.Hash(), InputsHash: s.inputsHash(), Outputs: map[string]string{}, Scripts: map[string]scriptMemo{}}
+	r := runRecord{SkillHash: s.skillHash(), InputsHash: s.inputsHash(), Outputs: map[string]string{}, Scripts: map[string]scriptMemo{}}
 	if s.prior != nil && s.prior.Scripts != nil && s.prior.SkillHash == r.SkillHash {
 		for k, v := range s.prior.Scripts {
 			r.Scripts[k] = v

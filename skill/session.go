@@ -2,6 +2,7 @@ package skill
 
 import (
 	"context"
+	"html"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -53,7 +54,8 @@ type session struct {
 	cycle     bool
 
 	prior       *runRecord
-	reusing     bool // the run reuses an identical earlier run's outputs
+	reusing     bool   // the run reuses an identical earlier run's outputs
+	hash        string // the skill's content hash, computed once
 	scriptMemos map[string]scriptMemo
 	// baseline holds the hashes of files already in build/ at the start,
 	// so only files a script creates or changes become artifacts.
@@ -118,6 +120,15 @@ func newSession(rt *Runtime, sk *Skill, in Input) (*session, error) {
 
 func (s *session) now() time.Time { return s.rt.cfg.Now() }
 
+// skillHash is the skill's content hash, computed once per run (scripts
+// cannot change the skill: only build/ is writable).
+func (s *session) skillHash() string {
+	if s.hash == "" {
+		s.hash = s.sk.Hash()
+	}
+	return s.hash
+}
+
 // validate checks every expected output. Unless the run is reusing an
 // identical earlier run's outputs, an output must also have been produced
 // (written, expanded or changed by a script) by this run: a leftover from
@@ -160,7 +171,8 @@ func (s *session) systemPrompt() string {
 	b.WriteString("L3 (on demand): read referenced files with readRef/readFile and run scripts with runScript; scripts are run, not read — you get their JSON output.\n")
 	b.WriteString("Write outputs only under build/ with writeArtifact or templateExpand. The run ends by itself as soon as every expected output exists and validates; call finalize when you believe it does.\n")
 	b.WriteString("Every tool answers JSON with \"ok\". A failed action is remembered: repeating it with the same inputs is refused. Scripts get one retry after a failure (change the parameters or use another script). Missing files: generate the content yourself once, otherwise finalize and report.\n\n")
-	fmt.Fprintf(&b, "<skill>\n<name>%s</name>\n<description>%s</description>\n<id>%s</id>\n</skill>\n", s.sk.Name, s.sk.Description, s.sk.ID)
+	fmt.Fprintf(&b, "<skill>\n<name>%s</name>\n<description>%s</description>\n<id>%s</id>\n</skill>\n",
+		html.EscapeString(s.sk.Name), html.EscapeString(s.sk.Description), html.EscapeString(s.sk.ID))
 	return b.String()
 }
 

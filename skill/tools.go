@@ -883,7 +883,7 @@ func (s *session) reusableScript(key string) (scriptMemo, bool) {
 	if m, ok := s.scriptMemos[key]; ok {
 		return m, true
 	}
-	if s.in.Fresh || s.prior == nil || s.prior.SkillHash != s.sk.Hash() {
+	if s.in.Fresh || s.prior == nil || s.prior.SkillHash != s.skillHash() {
 		return scriptMemo{}, false
 	}
 	m, ok := s.prior.Scripts[key]
