@@ -3,6 +3,7 @@ package skill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -593,4 +594,71 @@ func FuzzReferences(f *testing.F) {
 			}
 		}
 	})
+}
+
+type failingModel struct {
+	inner *playModel
+	after int
+}
+
+func (f *failingModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if f.after == 0 {
+		return nil, agenterr.New(agenterr.CodeSdkRateLimit, agenterr.LayerSDKBridge, true, "slow down")
+	}
+	f.after--
+	return f.inner.Generate(ctx, req)
+}
+
+func TestActModelErrorKeepsEvidence(t *testing.T) {
+	sk := exampleSkill(t)
+	m := &failingModel{inner: &playModel{turns: happyTurns()}, after: 1}
+	res, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g", Expected: expectReport})
+	if !errors.Is(err, agenterr.ErrSdkRateLimit) {
+		t.Fatalf("err %v", err)
+	}
+	if res == nil || res.ExitReason != ExitModelError || res.Error == nil || res.Error.Code != agenterr.CodeSdkRateLimit || !res.Error.Recoverable {
+		t.Fatalf("%+v", res)
+	}
+	if len(res.Evidence) != 1 || res.Metrics.ModelTurns != 1 || res.Completed {
+		t.Errorf("evidence %d turns %d", len(res.Evidence), res.Metrics.ModelTurns)
+	}
+}
+
+func TestActFailedWriteLeavesNoPartialFile(t *testing.T) {
+	sk := exampleSkill(t)
+	os.MkdirAll(filepath.Join(sk.Root, "build", "report.json"), 0o755) // a directory where the file should go
+	m := &playModel{turns: []playTurn{{text: "w", calls: [][2]string{call("writeArtifact", `{"path":"report.json","json":`+reportJSON+`}`)}}}}
+	res, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g", Expected: expectReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.seen[1], `"ok":false`) || len(res.Artifacts) != 0 {
+		t.Errorf("write into a directory succeeded: %s", m.seen[1])
+	}
+	entries, _ := os.ReadDir(filepath.Join(sk.Root, "build"))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
+
+func TestActCanceled(t *testing.T) {
+	sk := exampleSkill(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := New(Config{Model: &playModel{turns: happyTurns()}}).Run(ctx, sk, Input{Goal: "g", Expected: expectReport})
+	if err != nil || res.ExitReason != ExitCanceled || res.Metrics.ModelTurns != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+func TestActBadExpectedPath(t *testing.T) {
+	sk := exampleSkill(t)
+	for _, p := range []string{"../x", "/etc/passwd", ""} {
+		_, err := New(Config{Model: &playModel{}}).Run(context.Background(), sk, Input{Goal: "g", Expected: []Expected{{Path: p}}})
+		if agenterr.CodeOf(err) != agenterr.CodeToolInput {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
 }

@@ -78,3 +78,26 @@ func TestCatalog(t *testing.T) {
 		t.Error("empty catalog should add nothing")
 	}
 }
+
+func TestCatalogConcurrentActivation(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: A.\n---\nbody\n"})
+	c, _ := NewCatalog([]string{dir}, CatalogConfig{})
+	act := c.Tools()[0]
+	done := make(chan string, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			r, _ := act.Run(context.Background(), json.RawMessage(`{"name":"a"}`))
+			done <- r.Content
+		}()
+	}
+	full := 0
+	for i := 0; i < 8; i++ {
+		if strings.Contains(<-done, "<skill_content") {
+			full++
+		}
+	}
+	if full != 1 {
+		t.Errorf("body disclosed %d times", full)
+	}
+}

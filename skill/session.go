@@ -2,9 +2,9 @@ package skill
 
 import (
 	"context"
-	"html"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"sort"
