@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -30,9 +31,42 @@ var _ tool.CommandRunner = (*CommandRunner)(nil)
 // defaultCommandTimeout bounds a command whose spec has no timeout.
 const defaultCommandTimeout = 10 * time.Minute
 
+// confinePATH drops PATH entries the sandbox cannot read (a pyenv shim
+// directory in the caller's home would shadow the system interpreter and
+// then fail with "Permission denied"); an empty result becomes the sandbox
+// PATH.
+func confinePATH(env, readable []string) []string {
+	out := make([]string, 0, len(env))
+	seen := false
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "PATH" {
+			out = append(out, kv)
+			continue
+		}
+		seen = true
+		var keep []string
+		for _, d := range filepath.SplitList(v) {
+			if filepath.IsAbs(d) && under(filepath.Clean(d), readable) {
+				keep = append(keep, d)
+			}
+		}
+		if len(keep) == 0 {
+			out = append(out, "PATH="+sandboxPATH)
+		} else {
+			out = append(out, "PATH="+strings.Join(keep, string(filepath.ListSeparator)))
+		}
+	}
+	if !seen {
+		out = append(out, "PATH="+sandboxPATH)
+	}
+	return out
+}
+
 // Run runs spec.Command with bash -c in the sandbox. The environment is
 // spec.Env as given, except HOME and TMPDIR, which point to a private
-// temporary directory. A command that cannot start (sandbox unavailable,
+// temporary directory, and PATH, from which directories the sandbox cannot
+// read are dropped. A command that cannot start (sandbox unavailable,
 // bad directory) is an error; exit codes, signals and timeouts are in the
 // result.
 func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandResult, error) {
@@ -58,12 +92,13 @@ func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.Co
 	if maxOut <= 0 {
 		maxOut = 1 << 20
 	}
+	readable := append(append([]string{dir}, c.Runner.cfg.SystemPaths...), c.ReadOnly...)
 	res, err := c.Runner.Run(ctx, Spec{
 		Argv:           []string{"bash", "-c", spec.Command},
 		Dir:            dir,
 		Writable:       []string{dir},
 		ReadOnly:       c.ReadOnly,
-		Env:            spec.Env,
+		Env:            confinePATH(spec.Env, readable),
 		ReplaceEnv:     true,
 		Timeout:        timeout,
 		Limits:         limits,

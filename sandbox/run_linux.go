@@ -337,15 +337,6 @@ func lookProgram(name string) (string, error) {
 	return "", e
 }
 
-func under(p string, roots []string) bool {
-	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 func isolation(sandboxed bool, abi int, network bool) []string {
 	var iso []string
 	if sandboxed {

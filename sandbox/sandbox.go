@@ -338,3 +338,13 @@ func New(ctx context.Context, cfg Config) *Runner {
 
 // Capabilities returns what the start-up probe found.
 func (r *Runner) Capabilities() Capabilities { return r.caps }
+
+// under reports whether p is one of roots or inside one of them.
+func under(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 func TestRunScriptJSONAndArgs(t *testing.T) {
@@ -132,5 +133,32 @@ func TestCommandRunner(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(work); len(entries) != 1 {
 		t.Errorf("work dir polluted: %v", entries)
+	}
+}
+
+// TestBashToolInSandbox plugs the CommandRunner into the built-in Bash tool.
+func TestBashToolInSandbox(t *testing.T) {
+	work := t.TempDir()
+	tools, err := builtin.New(builtin.Config{WorkDir: work, Runner: &CommandRunner{Runner: sharedRunner(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bash tool.Tool
+	for _, tl := range tools {
+		if tl.Spec().Name == builtin.NameBash {
+			bash = tl
+		}
+	}
+	t.Setenv("PATH", "/root/.pyenv/shims:"+filepath.Join(t.TempDir(), "bin")+":/usr/bin:/bin")
+	res, err := bash.Run(context.Background(), json.RawMessage(`{"command":"python3 -c 'print(6*7)' && echo hi > out.txt && cat out.txt"}`))
+	if err != nil || res.IsError || !strings.Contains(res.Content, "42") || !strings.Contains(res.Content, "hi") {
+		t.Fatalf("%v %+v", err, res)
+	}
+	res, err = bash.Run(context.Background(), json.RawMessage(`{"command":"cat /etc/shadow; echo x > /tmp/capstan-bash-escape"}`))
+	if err != nil || !strings.Contains(res.Content, "Permission denied") {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if _, err := os.Stat("/tmp/capstan-bash-escape"); err == nil {
+		t.Error("Bash wrote outside the work dir")
 	}
 }
