@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -132,4 +133,24 @@ func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.Co
 		out.Output += "\n[sandbox: " + res.Reason + "]"
 	}
 	return out, nil
+}
+
+// NewCommandRunner returns the Bash runner for an agent's
+// runner.boundaries.sandbox: nil (run unsandboxed, the default) when sb is
+// nil or not enabled. When sandboxing is enabled but the machine cannot do
+// it, it fails with SANDBOX_UNAVAILABLE — at build time, not at the first
+// command — unless sb.AllowUnsandboxed opts out.
+func NewCommandRunner(ctx context.Context, sb *config.Sandbox) (*CommandRunner, error) {
+	if sb == nil || !sb.Enabled {
+		return nil, nil
+	}
+	r := New(ctx, Config{Network: sb.Network, AllowUnsandboxed: sb.AllowUnsandboxed})
+	if err := r.Capabilities().Unavailable(); err != nil && !sb.AllowUnsandboxed {
+		if e := agenterr.From(err); e != nil {
+			e.Pointer = "/runner/boundaries/sandbox"
+			e.Hint += "; or set runner.boundaries.sandbox.allowUnsandboxed (explicit opt-out)"
+		}
+		return nil, err
+	}
+	return &CommandRunner{Runner: r}, nil
 }

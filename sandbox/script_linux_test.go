@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -160,5 +161,19 @@ func TestBashToolInSandbox(t *testing.T) {
 	}
 	if _, err := os.Stat("/tmp/capstan-bash-escape"); err == nil {
 		t.Error("Bash wrote outside the work dir")
+	}
+}
+
+func TestNewCommandRunnerFromConfig(t *testing.T) {
+	sharedRunner(t)
+	if r, err := NewCommandRunner(context.Background(), nil); r != nil || err != nil {
+		t.Errorf("nil config: %v %v", r, err)
+	}
+	if r, err := NewCommandRunner(context.Background(), &config.Sandbox{}); r != nil || err != nil {
+		t.Errorf("disabled: %v %v", r, err)
+	}
+	r, err := NewCommandRunner(context.Background(), &config.Sandbox{Enabled: true, Network: true})
+	if err != nil || r == nil || !r.Runner.cfg.Network {
+		t.Fatalf("enabled: %v %v", r, err)
 	}
 }
