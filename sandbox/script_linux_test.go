@@ -56,6 +56,10 @@ print(json.dumps({"argv": sys.argv[1:], "stdin": data}))
 		t.Errorf("raw output: err %v %+v", err, res)
 	}
 
+	if _, err := lookProgram("node"); err != nil {
+		t.Log("node not installed; skipping the .js case")
+		return
+	}
 	res, err = r.RunScript(ctx, ScriptSpec{Root: root, Path: "scripts/hello.js", Args: json.RawMessage(`{"argv":["n"]}`)})
 	if err != nil || res.Status != StatusOK || string(res.Output) != `{"js":["n"]}` {
 		t.Errorf("node: err %v status %s out %s stderr %q", err, res.Status, res.Output, res.Stderr)
