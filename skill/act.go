@@ -165,6 +165,9 @@ type Disclosure struct {
 	CacheHits int `json:"cache_hits"`
 	// TokensSaved estimates what those hits did not inject.
 	TokensSaved int `json:"tokens_saved"`
+	// Degraded counts reads answered with a summary because the token
+	// budget was low.
+	Degraded int `json:"degraded"`
 }
 
 // Metrics of an Act run (seed 001 §6).

@@ -662,3 +662,35 @@ func TestActBadExpectedPath(t *testing.T) {
 		}
 	}
 }
+
+func TestActDisclosureDegradesWhenBudgetLow(t *testing.T) {
+	sk := exampleSkill(t)
+	var big strings.Builder
+	for i := 0; i < 400; i++ {
+		fmt.Fprintf(&big, "## Section %d\n\nFirst sentence of section %d. More detail that is not needed.\n\n", i, i)
+	}
+	writeTree(t, sk.Root, map[string]string{"reference.md": big.String()})
+	m := &playModel{turns: []playTurn{
+		{text: "read", calls: [][2]string{call("readRef", `{"path":"reference.md"}`)}},
+		{text: "window", calls: [][2]string{call("readFile", `{"path":"reference.md","offset":0,"limit":5}`)}},
+	}}
+	res, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g", Expected: expectReport, Budgets: Budgets{TokenBudget: 8000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Metrics.Disclosure.Degraded != 1 || !strings.Contains(m.seen[1], "token budget low") {
+		t.Fatalf("not degraded: %+v %.300s", res.Metrics.Disclosure, m.seen[1])
+	}
+	if strings.Contains(m.seen[1], "More detail that is not needed") {
+		t.Error("full text sent despite the low budget")
+	}
+	if !strings.Contains(m.seen[2], "Section 0") || strings.Contains(m.seen[2], "unchanged") {
+		t.Errorf("windowed read after a degraded read: %.300s", m.seen[2])
+	}
+	// With the default budget the same read is complete.
+	m2 := &playModel{turns: []playTurn{{text: "read", calls: [][2]string{call("readRef", `{"path":"reference.md"}`)}}}}
+	res, _ = New(Config{Model: m2}).Run(context.Background(), sk, Input{Goal: "g", Expected: expectReport, Fresh: true})
+	if res.Metrics.Disclosure.Degraded != 0 || !strings.Contains(m2.seen[1], "More detail that is not needed") {
+		t.Errorf("degraded with a full budget")
+	}
+}

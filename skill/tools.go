@@ -189,8 +189,20 @@ func (s *session) inject(rel, level string, content string, fields map[string]an
 		s.metrics.Disclosure.TokensSaved += tokens
 		return map[string]any{"path": rel, "unchanged": true, "hash": h, "note": "identical to " + other + ", already read (hash " + h + ")"}, false
 	}
-	s.readCache[rel] = h
-	s.injected[h] = rel
+	// Disclosure degradation: when the content would take more than a
+	// quarter of the tokens left, send an extractive summary instead (and
+	// do not cache it as read, so a later windowed read is not refused).
+	left := s.budgets.TokenBudget - (s.usage.InputTokens + s.usage.OutputTokens)
+	if key := textKey(fields); key != "" && tokens > 200 && int64(tokens) > left/4 {
+		sum := Summarize(rel, content, 40)
+		fields[key] = sum
+		fields["degraded"] = fmt.Sprintf("token budget low (%d left): this is a summary of %d tokens of text; read parts with readFile offset/limit", max(left, 0), tokens)
+		s.metrics.Disclosure.Degraded++
+		tokens = EstimateTokens(sum)
+	} else {
+		s.readCache[rel] = h
+		s.injected[h] = rel
+	}
 	switch level {
 	case "L2":
 		s.metrics.Disclosure.L2Tokens += tokens
@@ -201,6 +213,18 @@ func (s *session) inject(rel, level string, content string, fields map[string]an
 	fields["path"] = rel
 	fields["hash"] = h
 	return fields, true
+}
+
+// textKey names the field holding disclosed text ("body" for SKILL.md,
+// "content" for text files), or "" for scripts and binaries.
+func textKey(fields map[string]any) string {
+	if _, ok := fields["body"]; ok {
+		return "body"
+	}
+	if fields["kind"] == "text" {
+		return "content"
+	}
+	return ""
 }
 
 func (s *session) readSkillMd(_ context.Context, _ json.RawMessage) toolOutput {
