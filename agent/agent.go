@@ -70,6 +70,8 @@ type BuildOptions struct {
 // Agent is a built agent.
 type Agent struct {
 	def  *config.Agent
+	spec *config.Definition // def.Definition(), copied once
+	reg  *config.Registry   // def.Registry(), copied once
 	opts BuildOptions
 
 	mu      sync.Mutex
@@ -81,6 +83,8 @@ type Agent struct {
 	events     *journal.Writer
 	prompts    *prompt.Resolver
 	completion completion.Handler
+	verifier   *completion.CompletionValidator
+	schemas    *schemas
 	bridge     llm.Bridge
 	flow       *flow
 	buildOrder []string
@@ -119,7 +123,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 		e.Hint = "create it or pass an existing --workdir"
 		return nil, e
 	}
-	a := &Agent{def: def, opts: opts, state: Created, workDir: wd}
+	a := &Agent{def: def, spec: def.Definition(), reg: def.Registry(), opts: opts, state: Created, workDir: wd}
 	a.model = opts.Model
 	if a.model == "" {
 		a.model = def.Definition().Runner.Model
@@ -148,6 +152,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
 	a.prompts = newPromptResolver(def)
+	a.schemas = newSchemas(def.Dir())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
 	// 3. completion handler
 	if a.completion, err = a.buildCompletion(); err != nil {
@@ -169,6 +174,11 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 
 func (a *Agent) buildJournal() error {
 	if r := a.opts.Resume; r != nil {
+		if r.Result != nil && r.Result.Success {
+			e := agenterr.New(agenterr.CodeAlreadyStopped, agenterr.LayerLifecycle, false, "run %s already completed", r.ID)
+			e.Hint = "start a new run with capstan run"
+			return e
+		}
 		w, err := journal.Append(r.Journal)
 		if err != nil {
 			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "reopen journal of run %s", r.ID)
@@ -208,15 +218,15 @@ func (a *Agent) Start(ctx context.Context) error {
 	defer a.mu.Unlock()
 	switch a.state {
 	case Started:
-		return agenterr.New(agenterr.CodeAlreadyStarted, agenterr.LayerLifecycle, false, "agent %s already started", a.def.Definition().Name)
+		return agenterr.New(agenterr.CodeAlreadyStarted, agenterr.LayerLifecycle, false, "agent %s already started", a.spec.Name)
 	case Stopped:
-		return agenterr.New(agenterr.CodeAlreadyStopped, agenterr.LayerLifecycle, false, "agent %s was stopped; build a new one", a.def.Definition().Name)
+		return agenterr.New(agenterr.CodeAlreadyStopped, agenterr.LayerLifecycle, false, "agent %s was stopped; build a new one", a.spec.Name)
 	}
 	if err := a.flow.start(ctx); err != nil {
 		return err
 	}
 	a.rc = &loop.RuntimeContext{}
-	start := RunStartEvent{RunID: a.runID, Agent: a.def.Definition().Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params}
+	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params}
 	if r := a.opts.Resume; r != nil {
 		if err := a.restore(r); err != nil {
 			return err
@@ -243,7 +253,7 @@ func (a *Agent) Run(ctx context.Context) *Result {
 		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
 	}
 	a.mu.Unlock()
-	b := a.def.Definition().Runner.Budgets
+	b := a.spec.Runner.Budgets
 	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
 		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
 	if a.opts.MaxIterations > 0 {
@@ -261,7 +271,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 	res := &Result{
 		Success: lr.Success, CompletionReason: lr.CompletionReason, Reason: lr.Reason,
 		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
-		Agent: a.def.Definition().Name, Model: a.model, StepID: a.flow.currentStep(),
+		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
 		Journal: a.events.Path(), Error: NewResultError(lr.Err),
 	}
@@ -285,7 +295,7 @@ func (a *Agent) Stop() *Result {
 	}
 	if a.result == nil {
 		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
-			Agent: a.def.Definition().Name, Model: a.model, Journal: a.events.Path()}
+			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path()}
 	}
 	a.events.Emit(journal.RunEnd, a.result)
 	a.events.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})

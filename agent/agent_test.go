@@ -220,3 +220,88 @@ func TestBudgetStopsWithoutCompletion(t *testing.T) {
 		t.Fatalf("journal not closed by Stop: last event %s", events[len(events)-1].Type)
 	}
 }
+
+func TestDisallowedToolsAreNeverExecuted(t *testing.T) {
+	ctx := context.Background()
+	dir := basicAgent(t, `turns:
+  - tool_calls: [{name: Write, input: {file_path: forbidden.txt, content: "x"}}]
+  - text: "could not write; ALL_DONE"
+`, "")
+	// Everything is allowed except Write.
+	b, _ := os.ReadFile(filepath.Join(dir, "agent.json"))
+	s := strings.Replace(string(b), `"boundaries": {"allowedTools": ["Read", "Write"], "permissionMode": "acceptEdits"}`,
+		`"boundaries": {"allowedTools": ["*"], "disallowedTools": ["Write"], "permissionMode": "bypassPermissions"}`, 1)
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(s), 0o644)
+	wd := t.TempDir()
+	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	if !res.Success {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "forbidden.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a disallowed Write ran: %v", err)
+	}
+	rec, _ := LoadRun(res.RunID, res.Journal)
+	if len(rec.Iterations[0].Denied) != 1 || !strings.Contains(rec.Iterations[0].Denied[0].Output, "disallowedTools") {
+		t.Fatalf("denial not journaled: %+v", rec.Iterations[0].Denied)
+	}
+}
+
+func TestResumeContinuesTheSessionAndTheScript(t *testing.T) {
+	ctx := context.Background()
+	dir := basicAgent(t, `turns:
+  - text: "part one"
+  - expect: {prompt_contains: ["Iteration 2"]}
+    text: "part two, ALL_DONE"
+`, "")
+	def, wd := load(t, dir), t.TempDir()
+	// The first run stops at its iteration budget.
+	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	first := a.Stop()
+	if first.Success || first.CompletionReason != "max_iterations" {
+		t.Fatalf("%+v", first)
+	}
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Resuming continues in the same session with the next scripted turn.
+	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Run(ctx)
+	res := b.Stop()
+	if !res.Success || res.Iterations != 2 || res.RunID != first.RunID || res.SessionID != first.SessionID {
+		t.Fatalf("resumed %+v (first %+v)", res, first)
+	}
+	if res.Usage.OutputTokens <= first.Usage.OutputTokens {
+		t.Fatalf("usage did not carry over: %+v vs %+v", res.Usage, first.Usage)
+	}
+	// A completed run is not resumed again, and its journal is untouched.
+	before, _ := os.ReadFile(res.Journal)
+	rec2, _ := LoadRun(res.RunID, res.Journal)
+	if _, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec2}); !errors.Is(err, agenterr.ErrAlreadyStopped) {
+		t.Fatalf("resuming a completed run: %v", err)
+	}
+	if after, _ := os.ReadFile(res.Journal); string(after) != string(before) {
+		t.Fatal("refusing to resume wrote to the completed run's journal")
+	}
+}

@@ -25,12 +25,23 @@ func newPromptResolver(def *config.Agent) *prompt.Resolver {
 	})
 }
 
-// buildCompletion builds the layer-3 handler tree from runner.completion.
+// buildCompletion builds the layer-3 handler tree from runner.completion
+// and the CompletionValidator that verifies declared completions against
+// the registry's validators.
 func (a *Agent) buildCompletion() (completion.Handler, error) {
-	return completion.FromConfig(a.def.Definition().Runner.Completion, completion.Deps{
-		WorkDir: a.workDir,
-		Params:  a.vars,
-		File:    filepath.Join(a.def.Dir(), config.AgentFile),
+	reg := a.reg
+	a.verifier = completion.NewCompletionValidator(completion.ValidatorConfig{
+		Validators: reg.Validators,
+		WorkDir:    a.workDir,
+		Schemas:    a.schemas,
+		Emitter:    a.events,
+		File:       registryFile(a.spec),
+	})
+	return completion.FromConfig(a.spec.Runner.Completion, completion.Deps{
+		Verifier: a.verifier,
+		WorkDir:  a.workDir,
+		Params:   a.vars,
+		File:     filepath.Join(a.def.Dir(), config.AgentFile),
 	})
 }
 
@@ -46,7 +57,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := a.def.Definition().Runner
+	r := a.spec.Runner
 	baseURL := a.opts.BaseURL
 	if baseURL == "" {
 		baseURL = r.BaseURL
@@ -70,7 +81,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 // agent declares a price for it.
 func (a *Agent) costFunc() func(llm.Usage) float64 {
 	_, model := llm.ParseSpec(a.model)
-	p, ok := a.def.Definition().Runner.Pricing[model]
+	p, ok := a.spec.Runner.Pricing[model]
 	if !ok {
 		return nil
 	}

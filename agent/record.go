@@ -24,6 +24,9 @@ type RunRecord struct {
 	// Ended is false when the journal has no run.end event: the run was
 	// killed or is still running.
 	Ended bool `json:"ended"`
+	// stepState is the step machine's state after the last finished
+	// iteration (for resume).
+	stepState *StepStateEvent
 }
 
 // IterationRecord is one iteration of a RunRecord.
@@ -49,8 +52,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &RunRecord{ID: id, Journal: path, Sessions: map[string][]llm.Message{}}
+	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(events)}
 	var cur *IterationRecord
+	var tentative *StepStateEvent
 	at := func(n int) *IterationRecord {
 		if cur == nil || cur.Iteration != n {
 			// A resumed run repeats an unfinished iteration number: replace it.
@@ -113,12 +117,6 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				it := at(ev.Iteration)
 				it.Denied = append(it.Denied, u)
 			}
-		case journal.SessionMessages:
-			var m llm.SessionMessagesEvent
-			if err := decode(&m); err != nil {
-				return nil, err
-			}
-			rec.Sessions[m.SessionID] = append(rec.Sessions[m.SessionID], m.Messages...)
 		case journal.IterationEnd:
 			var e loop.IterationEvent
 			if err := decode(&e); err != nil {
@@ -126,6 +124,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			it := at(ev.Iteration)
 			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, true
+			if tentative != nil {
+				rec.stepState, tentative = tentative, nil
+			}
 		case journal.Error:
 			var e loop.ErrorEvent
 			if err := decode(&e); err != nil {
@@ -143,6 +144,12 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			_ = decode(&w)
 			rec.Warnings = append(rec.Warnings, w.Message)
+		case StepState:
+			var st StepStateEvent
+			if err := decode(&st); err != nil {
+				return nil, err
+			}
+			tentative = &st // committed when the iteration ends
 		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice:
 			if ev.Iteration > 0 {
 				it := at(ev.Iteration)

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/iteration"
 )
 
@@ -9,11 +8,6 @@ import (
 // iteration's summary, the carry, the session and the step. An iteration
 // the run was killed in is run again.
 func (a *Agent) restore(r *RunRecord) error {
-	if r.Result != nil && r.Result.Success {
-		e := agenterr.New(agenterr.CodeAlreadyStopped, agenterr.LayerLifecycle, false, "run %s already completed", r.ID)
-		e.Hint = "start a new run with capstan run"
-		return e
-	}
 	for _, it := range r.Iterations {
 		if !it.Finished || it.Summary == nil {
 			break
@@ -23,11 +17,13 @@ func (a *Agent) restore(r *RunRecord) error {
 	}
 	a.rc.Iteration = len(a.rc.Summaries)
 	if n := len(a.rc.Summaries); n > 0 {
-		last := a.rc.Summaries[n-1]
-		a.rc.SessionID = last.SessionID
-		if last.StepID != "" {
-			a.flow.step = last.StepID
+		a.rc.SessionID = a.rc.Summaries[n-1].SessionID
+	}
+	if st := r.stepState; st != nil && a.rc.Iteration > 0 {
+		if err := a.flow.machine.Restore(st.State); err != nil {
+			return err
 		}
+		a.flow.pending = st.Pending
 	}
 	return nil
 }

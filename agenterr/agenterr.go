@@ -186,8 +186,11 @@ var (
 	ErrExternalState           = sentinel(CodeExternalState, LayerCompletion, true)
 	ErrStepRetryExhausted      = sentinel(CodeStepRetryExhausted, LayerStep, false)
 	ErrStepAborted             = sentinel(CodeStepAborted, LayerStep, false)
+	ErrStepFlowEnded           = sentinel(CodeStepFlowEnded, LayerStep, false)
 	ErrEscalation              = sentinel(CodeEscalation, LayerStep, false)
 	ErrStepJudge               = sentinel(CodeStepJudge, LayerStep, true)
+	ErrSchemaResolution        = sentinel(CodeSchemaResolution, LayerCompletion, false)
+	ErrSchemaValidation        = sentinel(CodeSchemaValidation, LayerCompletion, true)
 	ErrSandboxSetup            = sentinel(CodeSandboxSetup, LayerSandbox, false)
 	ErrSkillNotFound           = sentinel(CodeSkillNotFound, LayerSkill, false)
 	ErrSkillParse              = sentinel(CodeSkillParse, LayerSkill, false)
@@ -244,14 +247,36 @@ const (
 	CodeStepRetryExhausted = "STEP_RETRY_EXHAUSTED"
 	// CodeStepAborted: an escalation with returnFlow "abort" ended the run.
 	CodeStepAborted = "STEP_ABORTED"
+	// CodeStepFlowEnded: a transition was asked of a step machine whose
+	// flow already completed.
+	CodeStepFlowEnded = "STEP_FLOW_ENDED"
 	// CodeEscalation: an escalation notification (webhook) failed.
 	CodeEscalation = "ESCALATION_FAILED"
 	// CodeStepJudge: a prompt-type step check could not get a verdict.
-	CodeStepJudge             = "STEP_JUDGE"
-	CodeSandboxSetup          = "SANDBOX_SETUP"           // the sandbox helper could not be prepared or started
-	CodeSkillNotFound         = "SKILL_NOT_FOUND"         // no skill with that id / no SKILL.md
-	CodeSkillParse            = "SKILL_PARSE"             // SKILL.md frontmatter cannot be parsed or lacks a description
-	CodeSkillMissingReference = "SKILL_MISSING_REFERENCE" // SKILL.md refers to a file that does not exist
-	CodeSkillValidation       = "SKILL_VALIDATION"        // an expected output is missing or invalid
-	CodeSkillRepeatedFailure  = "SKILL_REPEATED_FAILURE"  // AttemptMemo refused to repeat a failed action
+	CodeStepJudge = "STEP_JUDGE"
+	// CodeSchemaResolution: a structured-output schema cannot be resolved
+	// into one self-contained schema (missing file or name, dangling or
+	// cyclic $ref, conflicting allOf, path outside the schema directory) or
+	// cannot be compiled.
+	CodeSchemaResolution = "SCHEMA_RESOLUTION"
+	// CodeSchemaValidation: a value (a model's structured output) does not
+	// satisfy its schema. Recoverable: a retry prompt listing the problems
+	// may fix it.
+	CodeSchemaValidation = "SCHEMA_VALIDATION"
+	// CodeSandboxSetup: the sandbox helper could not be prepared or started.
+	CodeSandboxSetup = "SANDBOX_SETUP"
+	// CodeSkillNotFound: no skill with that id or name, or no SKILL.md.
+	CodeSkillNotFound = "SKILL_NOT_FOUND"
+	// CodeSkillParse: a SKILL.md has no frontmatter, unparseable YAML or no
+	// description.
+	CodeSkillParse = "SKILL_PARSE"
+	// CodeSkillMissingReference: SKILL.md refers to a file the skill does
+	// not contain.
+	CodeSkillMissingReference = "SKILL_MISSING_REFERENCE"
+	// CodeSkillValidation: an expected output of a skill run is missing or
+	// invalid.
+	CodeSkillValidation = "SKILL_VALIDATION"
+	// CodeSkillRepeatedFailure: the AttemptMemo refused to repeat a failed
+	// action, or the script retry is used up.
+	CodeSkillRepeatedFailure = "SKILL_REPEATED_FAILURE"
 )

@@ -110,6 +110,12 @@ type Declared struct {
 	Conditions []config.CompletionCondition
 	// Verifier runs Conditions; required when Conditions is not empty.
 	Verifier Verifier
+	// AcceptUndeclared verifies Conditions on every check and completes
+	// when they hold even without a declaration (seed 004's
+	// IssueCompletionHandler rule: "return externalConditionsMet"). A
+	// declaration with unmet conditions still returns the failure. It
+	// needs Conditions; it costs a validator run per iteration.
+	AcceptUndeclared bool
 	state
 	last Declaration
 }
@@ -121,7 +127,7 @@ func (h *Declared) Check(ctx context.Context, c Context) (Result, error) {
 	}
 	d := DetectDeclaration(c.Summary.StructuredOutput, c.Summary.AssistantResponses, h.Keyword, h.Fields)
 	h.last = d
-	if !d.Declared {
+	if !d.Declared && !(h.AcceptUndeclared && len(h.Conditions) > 0) {
 		return h.set(Result{}), nil
 	}
 	if len(h.Conditions) == 0 {
@@ -137,11 +143,19 @@ func (h *Declared) Check(ctx context.Context, c Context) (Result, error) {
 		return Result{}, err
 	}
 	if !vr.Valid {
+		if !d.Declared {
+			// Not declared, not done: nothing to retry.
+			return h.set(Result{}), nil
+		}
 		return h.set(Result{Declared: true, Validation: &vr}), nil
 	}
 	names := make([]string, len(h.Conditions))
 	for i, c := range h.Conditions {
 		names[i] = c.Validator
+	}
+	if !d.Declared {
+		return h.set(Result{Complete: true,
+			Reason: "completion conditions hold (not declared): " + strings.Join(names, ", ")}), nil
 	}
 	return h.set(Result{Complete: true, Declared: true,
 		Reason: fmt.Sprintf("completion declared (%s) and verified: %s", d.Source, strings.Join(names, ", "))}), nil

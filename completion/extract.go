@@ -70,15 +70,17 @@ func porcelain(s string, keep func(xy string) bool) []string {
 			continue
 		}
 		xy, rest := l[:2], l[3:]
-		if !keep(xy) {
-			continue
+		if strings.Trim(xy, " MTADRCU?!") != "" || !keep(xy) {
+			continue // not a porcelain v1 status line
 		}
 		if strings.ContainsAny(xy, "RC") {
 			if _, to, ok := splitRename(rest); ok {
 				rest = to
 			}
 		}
-		out = append(out, unquoteGitPath(rest))
+		if p := unquoteGitPath(rest); p != "" {
+			out = append(out, p)
+		}
 	}
 	return out
 }

@@ -206,3 +206,32 @@ func FuzzParseTypeErrors(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParsePorcelain(f *testing.F) {
+	f.Add(" M a.go\nR  \"x y\" -> \"z\\303\\251\"\n?? \"q\\\"\"\n")
+	f.Add("R  a -> \n")
+	f.Add("?? \"\\\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range append(ParseChangedFiles(s), ParseUntrackedFiles(s)...) {
+			if p == "" && !strings.Contains(s, "->") {
+				t.Fatalf("empty path from %q", s)
+			}
+		}
+		ParseFormatOutput(s)
+	})
+}
+
+func FuzzDetectDeclaration(f *testing.F) {
+	f.Add(`{"status":"completed"}`, "TASK_COMPLETE", "TASK_COMPLETE")
+	f.Add(`{"next_action":{"action":"complete","reason":"x"}}`, "", "")
+	f.Add(`{"a":{"b":[1,{"c":null}]}}`, "x", "")
+	f.Fuzz(func(t *testing.T, so, text, kw string) {
+		d := DetectDeclaration([]byte(so), []string{text}, kw, DeclarationFields{Status: "a.b", NextAction: "next_action"})
+		if d.Declared && d.Source == "" {
+			t.Fatal("declared without a source")
+		}
+		if d.Source == "keyword" && (kw == "" || !strings.Contains(text, kw)) {
+			t.Fatalf("keyword declaration without the keyword: %q in %q", kw, text)
+		}
+	})
+}

@@ -24,9 +24,13 @@ type FormatResult struct {
 
 // FormatConfig configures a FormatValidator.
 type FormatConfig struct {
-	// Extract recovers a JSON value from prose (e.g. schema.ExtractJSON);
-	// nil means prose never passes.
-	Extract func(text string) (any, error)
+	// Extract recovers JSON text from prose (schema.ExtractJSON has this
+	// signature); nil means prose never passes.
+	Extract func(text string) (json.RawMessage, bool)
+	// Problems, when set, lists the problems inside a schema validation
+	// error one per line (schema.Problems); otherwise the error's text is
+	// used.
+	Problems func(err error) []string
 }
 
 // FormatValidator is seed 004's FormatValidator: it checks that the model's
@@ -66,17 +70,28 @@ func (f *FormatValidator) Validate(s *iteration.Summary, schema SchemaValidator)
 		if n := len(s.AssistantResponses); n > 0 {
 			text = s.AssistantResponses[n-1]
 		}
-		x, err := f.cfg.Extract(text)
-		if err != nil {
-			return FormatResult{Error: "the response has no structured output and no JSON could be recovered from its text: " + err.Error()}
+		raw, ok := f.cfg.Extract(text)
+		if !ok {
+			return FormatResult{Error: "the response has no structured output and no JSON could be recovered from its text"}
 		}
-		v, recovered = x, true
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return FormatResult{Error: "the JSON recovered from the response is not valid: " + err.Error()}
+		}
+		recovered = true
 	}
 	if schema == nil {
 		return FormatResult{Valid: true, Extracted: v, Recovered: recovered}
 	}
 	if err := schema.Validate(v); err != nil {
-		return FormatResult{Error: err.Error(), Extracted: v, Recovered: recovered}
+		msg := err.Error()
+		if f.cfg.Problems != nil {
+			if p := f.cfg.Problems(err); len(p) > 0 {
+				msg = strings.Join(p, "\n")
+			}
+		}
+		return FormatResult{Error: msg, Extracted: v, Recovered: recovered}
 	}
 	return FormatResult{Valid: true, Extracted: v, Recovered: recovered}
 }

@@ -112,9 +112,21 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		if h.Fields.NextAction, err = opts.str("nextActionField"); err != nil {
 			return nil, bad("options/nextActionField", "use a dot path such as \"next_action\"", "%v", err)
 		}
+		if h.AcceptUndeclared, err = opts.boolean("acceptUndeclared"); err != nil {
+			return nil, bad("options/acceptUndeclared", "use true or false", "%v", err)
+		}
+		if h.AcceptUndeclared && len(cfg.Validators) == 0 {
+			return nil, bad("options/acceptUndeclared", "name the validators to check in \"validators\"",
+				"acceptUndeclared needs validators")
+		}
+		known, canCheck := deps.Verifier.(interface{ Has(name string) bool })
 		for i, v := range cfg.Validators {
 			if v == "" {
 				return nil, bad(fmt.Sprintf("validators/%d", i), "name a validator of steps_registry.json", "empty validator name")
+			}
+			if canCheck && !known.Has(v) {
+				return nil, bad(fmt.Sprintf("validators/%d", i), "declare it under \"validators\" in steps_registry.json",
+					"validator %q is not declared", v)
 			}
 			h.Conditions = append(h.Conditions, config.CompletionCondition{Validator: v})
 		}
@@ -182,6 +194,18 @@ func (o options) str(key string) (string, error) {
 		return "", fmt.Errorf("option %q must be a string", key)
 	}
 	return o.expand(s)
+}
+
+func (o options) boolean(key string) (bool, error) {
+	raw, ok := o.raw[key]
+	if !ok {
+		return false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return false, fmt.Errorf("option %q must be true or false", key)
+	}
+	return b, nil
 }
 
 func (o options) integer(key string) (int, error) {

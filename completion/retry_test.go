@@ -292,6 +292,11 @@ func TestRenderTemplateValues(t *testing.T) {
 	if _, err := RenderTemplate("---\nparams: [\n---\nbody", nil); err == nil {
 		t.Fatal("bad frontmatter accepted")
 	}
+	// Values are data: mustaches inside a value are not evaluated again.
+	r, err = RenderTemplate(`{{a}}|{{#each l}}{{this}}{{/each}}`, map[string]any{"a": "{{b}} }} {{{c}}}", "b": "X", "l": []string{"{{b}}"}})
+	if err != nil || r.Text != "{{b}} }} {{{c}}}|{{b}}" {
+		t.Fatalf("%q %v", r.Text, err)
+	}
 	// Escaped mustaches stay literal.
 	r, err = RenderTemplate(`\{{x}} {{x}}`, map[string]any{"x": "<1>"})
 	if err != nil || r.Text != "{{x}} <1>" {
@@ -342,15 +347,18 @@ func TestFormatValidator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extract := func(text string) (any, error) {
+	// extract recovers the first JSON object of a text, the way
+	// schema.ExtractJSON does for capstan.
+	extract := func(text string) (json.RawMessage, bool) {
 		i := strings.IndexByte(text, '{')
 		if i < 0 {
-			return nil, errors.New("no JSON object in the text")
+			return nil, false
 		}
-		dec := json.NewDecoder(strings.NewReader(text[i:]))
-		dec.UseNumber()
-		var v any
-		return v, dec.Decode(&v)
+		var raw json.RawMessage
+		if json.NewDecoder(strings.NewReader(text[i:])).Decode(&raw) != nil {
+			return nil, false
+		}
+		return raw, true
 	}
 	fv := NewFormatValidator(FormatConfig{Extract: extract})
 	sum := func(so string, text ...string) *iteration.Summary {
@@ -377,6 +385,10 @@ func TestFormatValidator(t *testing.T) {
 	}
 	if r := fv.Validate(sum(`{broken`), schema); r.Valid || !strings.Contains(r.Error, "not valid JSON") {
 		t.Fatalf("broken structured output: %+v", r)
+	}
+	lines := NewFormatValidator(FormatConfig{Problems: func(err error) []string { return []string{"at /status: not allowed", "at (root): next_action missing"} }})
+	if r := lines.Validate(sum(`{"status":"done"}`), schema); r.Error != "at /status: not allowed\nat (root): next_action missing" {
+		t.Fatalf("problems: %q", r.Error)
 	}
 	bad := fv.Validate(sum(`{"status":"done"}`), schema)
 	prompt := FormatRetryPrompt(bad, json.RawMessage(`{"type":"object"}`))
@@ -430,6 +442,48 @@ func BenchmarkBuildRetryPrompt(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := h.BuildRetryPrompt(context.Background(), retryStep, vr); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Every built-in pattern gets a usable prompt without any template file:
+// the extracted facts (files, positions, messages) are in the text.
+func TestGenericPromptForEveryBuiltinPattern(t *testing.T) {
+	tsc := ParseTypeErrors(readOut(t, "tsc.txt"))
+	lint := ParseLintErrors(readOut(t, "golangci.txt"))
+	cases := []struct {
+		vr   ValidationResult
+		want []string
+	}{
+		{ValidationResult{Pattern: PatternTypeError, Validator: "typecheck", Params: map[string]any{"typeErrors": tsc, "errorOutput": ""}},
+			[]string{"src/index.ts:3:7: TS2322: Type 'string' is not assignable", "src/util.ts:10:15", "errorOutput\n\n(empty)"}},
+		{ValidationResult{Pattern: PatternLintError, Validator: "lint", Params: map[string]any{"lintErrors": lint}},
+			[]string{"main.go:10:2: ineffectual assignment to err (ineffassign)", "Error return value of `f.Close` is not checked (errcheck)"}},
+		{ValidationResult{Pattern: PatternFormatError, Validator: "fmt", Params: map[string]any{"unformattedFiles": []string{"a.go", "b.go"}, "errorOutput": "diff <a> & b\nline 2"}},
+			[]string{"- a.go\n- b.go", "```\ndiff <a> & b\nline 2\n```"}},
+		{ValidationResult{Pattern: PatternFileNotExists, Validator: "report", Params: map[string]any{"path": "out/r.json", "error": "out/r.json does not exist"}},
+			[]string{"out/r.json does not exist", "A required file is missing or invalid."}},
+		{ValidationResult{Pattern: PatternGitDirty, Validator: "git-clean", Params: map[string]any{"changedFiles": []string{}, "untrackedFiles": []string{"x"}, "exit": 1, "meta": map[string]any{"k": []int{1, 2}}}},
+			[]string{"changedFiles\n\n(none)", "untrackedFiles\n\n- x", "exit\n\n1", "\"k\": ["}},
+		{ValidationResult{Pattern: PatternTestFailed, Validator: "tests", Params: map[string]any{"failedTests": []TestFailure{}},
+			Output: &ValidatorOutput{Stdout: "FAIL <pkg>"}},
+			[]string{"failedTests\n\n(none)"}},
+		{ValidationResult{Pattern: PatternTestFailed, Validator: "tests", Output: &ValidatorOutput{Stdout: "FAIL <pkg>", Stderr: "exit 2"}},
+			[]string{"### output\n\n```\nFAIL <pkg>\nexit 2\n```"}},
+	}
+	h := NewRetryHandler(RetryConfig{})
+	for _, c := range cases {
+		p, err := h.BuildRetryPrompt(context.Background(), retryStep, c.vr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(p.Text, "Completion check failed: "+c.vr.Pattern) || !strings.Contains(p.Text, "`"+c.vr.Validator+"`") {
+			t.Errorf("%s: header missing:\n%s", c.vr.Pattern, p.Text)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(p.Text, w) {
+				t.Errorf("%s: lacks %q:\n%s", c.vr.Pattern, w, p.Text)
+			}
 		}
 	}
 }

@@ -139,6 +139,15 @@ func NewCompletionValidator(cfg ValidatorConfig) *CompletionValidator {
 	return &CompletionValidator{cfg: cfg}
 }
 
+// Has reports whether the registry declares a validator called name.
+func (v *CompletionValidator) Has(name string) bool {
+	_, ok := v.cfg.Validators[name]
+	return ok
+}
+
+// MaxFileSize bounds what a file validator reads to validate content.
+const MaxFileSize = 16 << 20
+
 // ValidatorEvent is the data of a validator.result journal event.
 type ValidatorEvent struct {
 	Validator  string `json:"validator"`
@@ -307,6 +316,12 @@ func (v *CompletionValidator) runFile(name string, def config.Validator, params 
 	}
 	if info.IsDir() {
 		return fail("%s is a directory, not a document", rel)
+	}
+	if !info.Mode().IsRegular() {
+		return fail("%s is not a regular file", rel)
+	}
+	if info.Size() > MaxFileSize {
+		return fail("%s is too large to validate (%d bytes, limit %d)", rel, info.Size(), MaxFileSize)
 	}
 	if v.cfg.Schemas == nil {
 		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/schema", "build the validator with a SchemaSource",

@@ -74,6 +74,7 @@ func TestGitCleanValidatorOnRealRepo(t *testing.T) {
 	}
 	write(t, dir, "main.go", "package main\n\nfunc main() {}\n")
 	write(t, dir, "notes <&>.md", "new\n")
+	write(t, dir, "café\t\"q\".txt", "quoted by git\n")
 	run(t, dir, "git", "mv", "old name.txt", "new name.txt")
 	r, err = v.Validate(context.Background(), conds)
 	if err != nil {
@@ -87,7 +88,7 @@ func TestGitCleanValidatorOnRealRepo(t *testing.T) {
 	if strings.Join(changed, "|") != "main.go|new name.txt" && strings.Join(changed, "|") != "new name.txt|main.go" {
 		t.Errorf("changedFiles = %q", changed)
 	}
-	if len(untracked) != 1 || untracked[0] != "notes <&>.md" {
+	if len(untracked) != 2 || untracked[0] != "café\t\"q\".txt" || untracked[1] != "notes <&>.md" {
 		t.Errorf("untrackedFiles = %q", untracked)
 	}
 }
@@ -481,4 +482,114 @@ func BenchmarkGitStatusValidator(b *testing.B) {
 			b.Fatal(r, err)
 		}
 	}
+}
+
+func TestFileValidatorRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "schemas/s.json", `{"any":{}}`)
+	if err := syscallMkfifo(filepath.Join(dir, "pipe.json")); err != nil {
+		t.Skip(err)
+	}
+	v := NewCompletionValidator(ValidatorConfig{WorkDir: dir, Schemas: jsonSchemas{filepath.Join(dir, "schemas")},
+		Validators: map[string]config.Validator{"f": {Type: "file", Path: "pipe.json", FailurePattern: "file-not-exists",
+			Schema: &config.SchemaRef{File: "s.json", Schema: "any"}}}})
+	done := make(chan ValidationResult, 1)
+	go func() {
+		r, _ := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "f"}})
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.Valid || !strings.Contains(r.Params["error"].(string), "not a regular file") {
+			t.Fatalf("%+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("file validator blocked on a FIFO the model created")
+	}
+}
+
+func TestRunCommandDetachedChildDoesNotHang(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid not installed")
+	}
+	// A child that leaves the process group and keeps stdout open must not
+	// keep the validator waiting beyond the pipe grace period.
+	start := time.Now()
+	out, err := RunCommand(context.Background(), CommandSpec{Command: "setsid sleep 8 & echo hi", Dir: t.TempDir(), Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Stdout, "hi") || time.Since(start) > 6*time.Second {
+		t.Fatalf("out %+v after %v", out, time.Since(start))
+	}
+}
+
+func TestDeclaredWithRealValidator(t *testing.T) {
+	dir := gitRepo(t)
+	v := NewCompletionValidator(ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
+	h, err := FromConfig(config.Completion{Type: TypeStructured, Keyword: "TASK_COMPLETE", Validators: []string{"git-clean"}},
+		Deps{Verifier: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "feature.go", "package main\n")
+	// The model declares completion with uncommitted work: not complete, and the loop gets git-dirty.
+	r, err := h.Check(context.Background(), ctxAt(1, "Implemented. TASK_COMPLETE"))
+	if err != nil || r.Complete || r.Validation == nil || r.Validation.Pattern != "git-dirty" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if u := r.Validation.Params["untrackedFiles"].([]string); len(u) != 1 || u[0] != "feature.go" {
+		t.Fatalf("untracked = %v", u)
+	}
+	run(t, dir, "git", "add", ".")
+	run(t, dir, "git", "commit", "-qm", "feature")
+	// Clean but not declared: not complete.
+	if r, _ := h.Check(context.Background(), ctxAt(2, "committed")); r.Complete {
+		t.Fatal("completed without a declaration")
+	}
+	if r, _ := h.Check(context.Background(), ctxAt(3, "TASK_COMPLETE")); !r.Complete {
+		t.Fatal("declared and clean but not complete")
+	}
+	// acceptUndeclared: conditions alone complete.
+	h, err = FromConfig(config.Completion{Type: TypeStructured, Validators: []string{"git-clean"},
+		Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, Deps{Verifier: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.Check(context.Background(), ctxAt(1, "just working")); err != nil || !r.Complete || r.Declared {
+		t.Fatalf("acceptUndeclared: %+v %v", r, err)
+	}
+	write(t, dir, "more.go", "package main\n")
+	if r, _ := h.Check(context.Background(), ctxAt(2, "just working")); r.Complete || r.Validation != nil {
+		t.Fatalf("undeclared and dirty: %+v (no retry without a declaration)", r)
+	}
+	// Validators unknown to the registry fail at build time.
+	_, err = FromConfig(config.Completion{Type: TypeStructured, Validators: []string{"git-clean", "lint-ok"}}, Deps{Verifier: v})
+	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/validators/1" {
+		t.Fatalf("unknown validator: %v", err)
+	}
+	_, err = FromConfig(config.Completion{Type: TypeStructured, Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, Deps{Verifier: v})
+	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/options/acceptUndeclared" {
+		t.Fatalf("acceptUndeclared without validators: %v", err)
+	}
+}
+
+// FuzzShellQuote checks with a real shell that a quoted value is one
+// literal word.
+func FuzzShellQuote(f *testing.F) {
+	for _, s := range []string{"$(id)", "`id`", "a'b", "'", `\`, "\n", "${HOME}", "-n", "a b", "*"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.ContainsRune(v, 0) {
+			return // cannot be passed to a process
+		}
+		out, err := exec.Command("sh", "-c", "printf '%s' "+ShellQuote(v)).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != v {
+			t.Fatalf("%q came back as %q", v, out)
+		}
+	})
 }

@@ -41,6 +41,36 @@ func LoadAndValidate(dir string, opts ValidateOptions) (*Agent, error) {
 	return &Agent{dir: abs, def: *def, reg: *reg, warnings: res.Warnings()}, nil
 }
 
+// NewAgent validates a definition built in Go (for embedding capstan as a
+// library) the way LoadAndValidate validates files: ApplyDefaults on copies
+// of def and reg, Validate, *ValidationError when invalid. dir is the agent
+// folder that relative paths (prompts, schemas, skills) are resolved
+// against; file checks are skipped when it is "". Problems carry no
+// line:col (there is no file).
+func NewAgent(dir string, def *Definition, reg *Registry, opts ValidateOptions) (*Agent, error) {
+	if def == nil || reg == nil {
+		return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"NewAgent needs a definition and a registry")
+	}
+	d, r := clone(*def), clone(*reg)
+	d.src, r.src = def.src, reg.src
+	ApplyDefaults(&d, &r)
+	if opts.Dir == "" {
+		opts.Dir = dir
+	}
+	res := Validate(&d, &r, opts)
+	if !res.Valid() {
+		return nil, newValidationError(res)
+	}
+	abs := dir
+	if dir != "" {
+		if a, err := filepath.Abs(dir); err == nil {
+			abs = a
+		}
+	}
+	return &Agent{dir: abs, def: d, reg: r, warnings: res.Warnings()}, nil
+}
+
 // Check is what `capstan validate` runs: Load, ApplyDefaults and Validate,
 // with load failures (missing file, broken JSON) reported as problems whose
 // code is CONFIG_NOT_FOUND, CONFIG_PARSE or CONFIG_INVALID.
@@ -148,9 +178,9 @@ func (a *Agent) Params() []Param {
 // parameter name, as given on the command line) become prompt variables
 // keyed by parameter name without the "uv-" prefix ({uv-origin} ← "origin").
 // Defaults fill parameters not given; number and boolean values are
-// type-checked (booleans normalised to "true"/"false"); validation
-// min/max/pattern/enum is applied. Optional parameters without value or
-// default are absent from the result.
+// type-checked (booleans normalised to "true"/"false", numbers trimmed of
+// surrounding spaces); validation min/max/pattern/enum is applied. Optional
+// parameters without value or default are absent from the result.
 //
 // Errors are usage errors (exit 2) naming the flags: PARAM_MISSING when a
 // required parameter has no value (or an empty one), PARAM_INVALID when a
@@ -187,9 +217,12 @@ func (a *Agent) ResolveParams(values map[string]string) (map[string]string, erro
 			invalid = append(invalid, fmt.Sprintf("%s: %s", flag, msg))
 			continue
 		}
-		if p.Type == "boolean" {
+		switch p.Type {
+		case "boolean":
 			b, _ := strconv.ParseBool(v)
 			v = strconv.FormatBool(b)
+		case "number":
+			v = strings.TrimSpace(v)
 		}
 		out[name] = v
 	}

@@ -180,3 +180,39 @@ func FuzzParseSuccessWhen(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResolveParams feeds arbitrary CLI values: never a panic, and every
+// value that is accepted satisfies its parameter's type and validation.
+func FuzzResolveParams(f *testing.F) {
+	f.Add("go tests", "3", "true", "high")
+	f.Add("", "NaN", "maybe", "mid")
+	f.Add("a\x00b", "1e308", "1", "low")
+	f.Add("x", "-0", "F", "")
+	a := baseAgent()
+	a["parameters"] = map[string]any{
+		"topic":   map[string]any{"type": "string", "required": true, "validation": map[string]any{"pattern": "[a-z ]+"}},
+		"count":   map[string]any{"type": "number", "default": 3, "validation": map[string]any{"min": 1, "max": 10}},
+		"dry_run": map[string]any{"type": "boolean", "default": false},
+		"level":   map[string]any{"type": "string", "validation": map[string]any{"enum": []any{"low", "high"}}},
+	}
+	dir := writeAgent(f, a, baseRegistry(), nil)
+	ag, err := LoadAndValidate(dir, testOpts)
+	if err != nil {
+		f.Fatal(err)
+	}
+	def := ag.Definition()
+	f.Fuzz(func(t *testing.T, topic, count, dry, level string) {
+		vars, err := ag.ResolveParams(map[string]string{"topic": topic, "count": count, "dry_run": dry, "level": level})
+		if err != nil {
+			return
+		}
+		for name, v := range vars {
+			if msg := checkParamValue(def.Parameters[name], v); msg != "" {
+				t.Fatalf("accepted %s=%q: %s", name, v, msg)
+			}
+		}
+		if vars["dry_run"] != "true" && vars["dry_run"] != "false" {
+			t.Fatalf("boolean not normalised: %q", vars["dry_run"])
+		}
+	})
+}

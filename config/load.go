@@ -1,11 +1,15 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -104,36 +108,49 @@ func loadRegistry(dir string, def *Definition) (*Registry, error) {
 }
 
 // readConfigFile reads dir/rel, refusing non-regular and oversized files.
+// A leading UTF-8 byte order mark (written by some editors) is dropped.
 func readConfigFile(dir, rel string) ([]byte, error) {
 	p := filepath.Join(dir, filepath.FromSlash(rel))
 	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
+	tooBig := func() error {
 		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
 			"%s is not a regular file of at most %d bytes", rel, maxFileSize)
 		e.File = rel
 		e.Hint = "it must be a JSON file"
-		return nil, e
+		return e
 	}
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
-			"cannot read %s", rel)
-		e.File = rel
-		e.Hint = "check the file's permissions"
-		return nil, e
+	if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
+		return nil, tooBig()
 	}
-	return raw, nil
+	f, err := os.Open(p)
+	if err == nil {
+		defer f.Close()
+		var raw []byte
+		raw, err = io.ReadAll(io.LimitReader(f, maxFileSize+1))
+		if err == nil {
+			if len(raw) > maxFileSize {
+				return nil, tooBig()
+			}
+			return bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")), nil
+		}
+	}
+	e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+		"cannot read %s", rel)
+	e.File = rel
+	e.Hint = "check the file's permissions"
+	return nil, e
 }
 
 // decode checks src's syntax and decodes it into v. Type mismatches are
 // tolerated (the field keeps its zero value); Validate reports them against
 // the JSON Schema with their pointer.
 func decode(src *source, v any) error {
-	var probe any
-	if err := json.Unmarshal(src.raw, &probe); err != nil {
+	if !json.Valid(src.raw) {
+		var probe any
+		err := json.Unmarshal(src.raw, &probe)
 		off := 0
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
@@ -153,16 +170,52 @@ func decode(src *source, v any) error {
 		e.Hint = "fix the JSON syntax at this position (missing comma or quote, trailing comma, comment?)"
 		return e
 	}
-	if err := json.Unmarshal(src.raw, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
-				"%s cannot be decoded", src.file)
-			e.File = src.file
-			return e
+	err := json.Unmarshal(src.raw, v)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		// JSON Schema counts 5.0 and 1e2 as integers, Go's decoder does
+		// not; rewrite integral numbers as integers and decode again, so a
+		// value the schema accepts is never silently zero. What still
+		// fails is a real type error, which the schema reports.
+		d := json.NewDecoder(bytes.NewReader(src.raw))
+		d.UseNumber()
+		var tree any
+		if d.Decode(&tree) == nil {
+			if b, merr := json.Marshal(integralNumbers(tree)); merr == nil {
+				err = json.Unmarshal(b, v)
+			}
 		}
 	}
+	if err != nil && !errors.As(err, &te) {
+		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
+			"%s cannot be decoded", src.file)
+		e.File = src.file
+		return e
+	}
 	return nil
+}
+
+// integralNumbers rewrites json.Numbers with an integral value written as a
+// fraction or exponent ("5.0", "1e2") as plain integers.
+func integralNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = integralNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = integralNumbers(e)
+		}
+	case json.Number:
+		if strings.ContainsAny(string(x), ".eE") {
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err == nil && f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+				return json.Number(strconv.FormatInt(int64(f), 10))
+			}
+		}
+	}
+	return v
 }
 
 // insideDir returns "" when rel is a relative path that stays inside dir

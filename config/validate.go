@@ -87,6 +87,8 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	if c.regSrc == nil {
 		c.regSrc = c.synthesize(filepath.ToSlash(filepath.Clean(regFile)), reg)
 	}
+	c.stepIDs, c.validatorNames = sortedKeys(reg.Steps), sortedKeys(reg.Validators)
+	c.stepHint = "use one of the step ids" + known(c.stepIDs)
 	c.schema(AgentFile, "AC", c.agentSrc)
 	c.schema(DefaultRegistryFile, "SR", c.regSrc)
 	c.agent()
@@ -114,10 +116,24 @@ type checker struct {
 	synthetic        map[*source]bool
 	schemaErr        map[*source][]string // pointers with schema errors
 	problems         []Problem
+	stepIDs          []string // sorted keys of reg.Steps
+	stepHint         string   // "use one of the step ids (known: …)"
+	validatorNames   []string // sorted keys of reg.Validators
 }
 
+// synthesize makes a source for a definition built in Go. Go's zero
+// values mean "unset", so empty strings and zero numbers are dropped before
+// the schema sees them (a gateway step's c2 "" is absent, not a bad path
+// segment; a missing name is reported as missing).
 func (c *checker) synthesize(file string, v any) *source {
 	raw, err := json.Marshal(v)
+	var tree any
+	if err == nil {
+		err = json.Unmarshal(raw, &tree)
+	}
+	if err == nil {
+		raw, err = json.Marshal(pruneZero(tree))
+	}
 	if err != nil {
 		raw = []byte("{}")
 	}
@@ -383,7 +399,7 @@ func (c *checker) completion(ptr string, comp Completion) {
 	for i, v := range comp.Validators {
 		if _, ok := c.reg.Validators[v]; !ok {
 			c.report(a, "AC-COMPLETION-VALIDATOR", SeverityError, fmt.Sprintf("%s/validators/%d", ptr, i),
-				"define it under validators in "+c.regSrc.file+", or fix the name"+known(sortedKeys(c.reg.Validators)),
+				"define it under validators in "+c.regSrc.file+", or fix the name"+known(c.validatorNames),
 				"validator %q does not exist", v)
 		}
 	}
@@ -502,13 +518,13 @@ func (c *checker) registry() {
 	s := c.regSrc
 	if _, ok := r.Steps[r.EntryStep]; !ok {
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep",
-			"set entryStep to one of the step ids"+known(sortedKeys(r.Steps)),
+			"set entryStep to one of the step ids"+known(c.stepIDs),
 			"entryStep %q is not a step", r.EntryStep)
 	}
 	refs := map[string]bool{} // validators referenced
 	c.completionRefs(c.def.Runner.Completion, refs)
 	parents := map[string]bool{} // steps listed as subSteps
-	for _, id := range sortedKeys(r.Steps) {
+	for _, id := range c.stepIDs {
 		st := r.Steps[id]
 		ptr := joinPointer("steps", id)
 		c.step(id, ptr, st)
@@ -519,7 +535,7 @@ func (c *checker) registry() {
 			parents[sub] = true
 		}
 	}
-	for _, id := range sortedKeys(r.Steps) {
+	for _, id := range c.stepIDs {
 		if r.Steps[id].Type == "subStep" && !parents[id] {
 			c.reportKey(s, "SR-SUBSTEP-ORPHAN", SeverityWarning, joinPointer("steps", id),
 				"list it in a parent step's subSteps, or change its type",
@@ -528,7 +544,7 @@ func (c *checker) registry() {
 	}
 	c.subStepCycles()
 	usedPatterns := map[string]bool{}
-	for _, name := range sortedKeys(r.Validators) {
+	for _, name := range c.validatorNames {
 		v := r.Validators[name]
 		c.validator(name, v)
 		usedPatterns[v.FailurePattern] = true
@@ -560,7 +576,7 @@ func (c *checker) completionRefs(comp Completion, refs map[string]bool) {
 func (c *checker) step(id, ptr string, st Step) {
 	s := c.regSrc
 	steps := c.reg.Steps
-	stepHint := "use one of the step ids" + known(sortedKeys(steps))
+	stepHint := c.stepHint
 	if st.StepID != "" && st.StepID != id {
 		c.report(s, "SR-STEP-ID", SeverityError, ptr+"/stepId",
 			fmt.Sprintf("set stepId to %q or remove it", id),
@@ -691,7 +707,7 @@ func (c *checker) step(id, ptr string, st Step) {
 	for i, cc := range st.CompletionConditions {
 		if _, ok := c.reg.Validators[cc.Validator]; !ok {
 			c.report(s, "SR-CONDITION-VALIDATOR", SeverityError, fmt.Sprintf("%s/completionConditions/%d/validator", ptr, i),
-				"define it under validators, or fix the name"+known(sortedKeys(c.reg.Validators)),
+				"define it under validators, or fix the name"+known(c.validatorNames),
 				"validator %q does not exist", cc.Validator)
 		}
 	}
@@ -775,7 +791,7 @@ func (c *checker) validator(name string, v Validator) {
 				"write \"empty\", \"exitCode:N\", \"contains:TEXT\" or \"matches:REGEXP\"", "%v", err)
 		}
 	}
-	if v.FailurePattern != "" {
+	if v.FailurePattern != "" || c.regSrc.has(ptr+"/failurePattern") { // absent: the schema reports it
 		pat, inRegistry := c.reg.CompletionPatterns[v.FailurePattern]
 		switch {
 		case inRegistry:
@@ -804,6 +820,12 @@ func (c *checker) validator(name string, v Validator) {
 			}
 		}
 	}
+}
+
+// has reports whether pointer exists in the file.
+func (s *source) has(pointer string) bool {
+	_, ok := s.index[pointer]
+	return ok
 }
 
 // subStepCycles reports every step that (transitively) contains itself
@@ -843,7 +865,7 @@ func (c *checker) subStepCycles() {
 		stack = stack[:len(stack)-1]
 		color[id] = black
 	}
-	for _, id := range sortedKeys(steps) {
+	for _, id := range c.stepIDs {
 		if color[id] == white {
 			visit(id)
 		}
@@ -880,13 +902,39 @@ func (c *checker) reachability() {
 			}
 		}
 	}
-	for _, id := range sortedKeys(steps) {
+	for _, id := range c.stepIDs {
 		if !seen[id] && steps[id].Type != "subStep" {
 			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, joinPointer("steps", id),
 				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps), or remove it",
 				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
 		}
 	}
+}
+
+func pruneZero(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch e := e.(type) {
+			case string:
+				if e == "" {
+					delete(x, k)
+					continue
+				}
+			case float64:
+				if e == 0 {
+					delete(x, k)
+					continue
+				}
+			}
+			x[k] = pruneZero(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = pruneZero(e)
+		}
+	}
+	return v
 }
 
 func nonBlank(xs []string) bool {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -427,12 +428,34 @@ func TestValidateProblems(t *testing.T) {
 		{"required uv from optional param", func(a, r map[string]any, _ map[string]string) {
 			at(a, "parameters", "topic")["required"] = false
 		}, "PA-UV-OPTIONAL", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
-		{"duplicate key", func(a, r map[string]any, _ map[string]string) {}, "", "", "", ""},
+		{"step model provider", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "review.main")["model"] = "gemini:pro" },
+			"SR-MODEL-PROVIDER", SeverityError, "steps_registry.json", "/steps/review.main/model"},
+		{"step script missing", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["model"] = "script:none.yaml"
+		},
+			"SR-MODEL-SCRIPT", SeverityError, "steps_registry.json", "/steps/review.main/model"},
+		{"registry missing required", func(a, r map[string]any, _ map[string]string) { delete(r, "entryStep") },
+			"SR-SCHEMA-REQUIRED", SeverityError, "steps_registry.json", "/entryStep"},
+		{"stepLoopLimit zero", func(a, r map[string]any, _ map[string]string) { r["stepLoopLimit"] = 0 },
+			"SR-SCHEMA-VALUE", SeverityError, "steps_registry.json", "/stepLoopLimit"},
+		{"fallbackDir missing", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["prompts"] = map[string]any{"fallbackDir": "common"}
+		}, "AC-PROMPTS-DIR-MISSING", SeverityError, "agent.json", "/runner/prompts/fallbackDir"},
+	}
+	// Codes exercised by other tests of this package.
+	covered := map[string]bool{
+		"CONFIG_NOT_FOUND": true, "CONFIG_PARSE": true, "CONFIG_INVALID": true, // TestLoad*, TestRegistryPathMustStayInside
+		"AC-DUPLICATE-KEY": true, "SR-DUPLICATE-KEY": true, // TestDuplicateKeyWarning
 	}
 	for _, tc := range cases {
-		if tc.code == "" {
-			continue
+		covered[tc.code] = true
+	}
+	for _, c := range Codes() {
+		if !covered[c.Code] {
+			t.Errorf("code %s has no test case", c.Code)
 		}
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, r := baseAgent(), baseRegistry()
 			files := map[string]string{
@@ -551,10 +574,16 @@ func TestUnknownKeySuggestionsAndPosition(t *testing.T) {
 
 func TestDuplicateKeyWarning(t *testing.T) {
 	agent := `{"version":"1.0.0","name":"demo","name":"demo","runner":{"completion":{"type":"stepFlow"}}}`
-	dir := writeAgent(t, agent, baseRegistry(), nil)
-	p := findProblem(t, Check(dir, ValidateOptions{}), "AC-DUPLICATE-KEY")
+	reg := "{\"entryStep\": \"a\",\n \"steps\": {\"a\": {\"c2\": \"x\", \"c3\": \"y\"},\n  \"a\": {\"c2\": \"x\", \"c3\": \"z\"}}}"
+	dir := writeAgent(t, agent, reg, nil)
+	res := Check(dir, ValidateOptions{})
+	p := findProblem(t, res, "AC-DUPLICATE-KEY")
 	if p.Severity != SeverityWarning || p.Pointer != "/name" || p.Line != 1 || p.Column != 34 {
 		t.Fatalf("duplicate key: %s", p)
+	}
+	p = findProblem(t, res, "SR-DUPLICATE-KEY")
+	if p.Pointer != "/steps/a" || p.Line != 3 || p.Column != 3 {
+		t.Fatalf("duplicate step: %s", p)
 	}
 }
 
@@ -629,4 +658,135 @@ func TestSymlinkEscapeOfPromptFiles(t *testing.T) {
 	if p.Pointer != "/runner/systemPromptPath" || !strings.Contains(p.Message, "symbolic link") {
 		t.Fatalf("got %s", p)
 	}
+}
+
+func TestLoadAcceptsByteOrderMark(t *testing.T) {
+	dir := writeAgent(t, nil, baseRegistry(), nil)
+	b, _ := json.Marshal(baseAgent())
+	os.WriteFile(filepath.Join(dir, AgentFile), append([]byte("\xef\xbb\xbf"), b...), 0o644)
+	if r := Check(dir, testOpts); !r.Valid() {
+		t.Fatalf("BOM rejected:\n%s", dump(r))
+	}
+}
+
+func TestLoadRefusesHugeFiles(t *testing.T) {
+	dir := writeAgent(t, nil, baseRegistry(), nil)
+	f, _ := os.Create(filepath.Join(dir, AgentFile))
+	f.Truncate(maxFileSize + 1)
+	f.Close()
+	_, _, err := Load(dir)
+	if !errors.Is(err, agenterr.ErrConfigurationParse) || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("huge file: %v", err)
+	}
+}
+
+// Hostile nesting neither panics nor exhausts the stack.
+func TestDeepNesting(t *testing.T) {
+	deep := `{"version":"1.0.0","name":"demo","runner":{"completion":{"type":"stepFlow","options":{"x":` +
+		strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}}}}`
+	dir := writeAgent(t, deep, baseRegistry(), nil)
+	Check(dir, testOpts)
+	comp := `{"type":"stepFlow"}`
+	for i := 0; i < 200; i++ {
+		comp = `{"type":"composite","mode":"all","conditions":[` + comp + `]}`
+	}
+	dir = writeAgent(t, `{"version":"1.0.0","name":"demo","runner":{"completion":`+comp+`}}`, baseRegistry(), nil)
+	for _, p := range Check(dir, testOpts).Errors() {
+		if strings.HasPrefix(p.Code, "AC-") {
+			t.Fatalf("deep composite: %s", p)
+		}
+	}
+}
+
+// Integers too large for Go's int are schema errors, not silently zero.
+func TestHugeIntegersAreRejected(t *testing.T) {
+	a := baseAgent()
+	at(a, "runner", "budgets")["maxIterations"] = 1e20
+	dir := writeAgent(t, a, baseRegistry(), nil)
+	p := findProblem(t, Check(dir, testOpts), "AC-SCHEMA-VALUE")
+	if p.Pointer != "/runner/budgets/maxIterations" {
+		t.Fatalf("got %s", p)
+	}
+}
+
+// 5.0 is an integer to JSON Schema; it must reach Go as 5, not as 0.
+func TestIntegralFloatsDecodeAsIntegers(t *testing.T) {
+	a := baseAgent()
+	at(a, "runner", "budgets")["maxIterations"] = json.Number("5.0")
+	at(a, "runner", "budgets")["timeoutSeconds"] = json.Number("1e2")
+	dir := writeAgent(t, a, baseRegistry(), nil)
+	ag, err := LoadAndValidate(dir, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := ag.Definition().Runner.Budgets; b.MaxIterations != 5 || b.TimeoutSeconds != 100 {
+		t.Fatalf("budgets %+v", b)
+	}
+	at(a, "runner", "budgets")["maxIterations"] = json.Number("5.5")
+	dir = writeAgent(t, a, baseRegistry(), nil)
+	findProblem(t, Check(dir, testOpts), "AC-SCHEMA-TYPE")
+}
+
+// Step ids with "/" and "~" are escaped in pointers (RFC 6901) and still
+// located in the file.
+func TestPointerEscaping(t *testing.T) {
+	r := baseRegistry()
+	at(r, "steps", "initial.main", "check", "onPass")["next"] = "a/b~c"
+	at(r, "steps")["a/b~c"] = map[string]any{"c2": "x", "c3": "y", "check": map[string]any{
+		"type": "keyword", "keywords": []any{"K"}, "onPass": map[string]any{"next": "ghost"}, "onFail": map[string]any{"complete": true}}}
+	dir := writeAgent(t, baseAgent(), r, nil)
+	p := findProblem(t, Check(dir, testOpts), "SR-TRANSITION-TARGET")
+	if p.Pointer != "/steps/a~1b~0c/check/onPass/next" || p.Line == 0 {
+		t.Fatalf("got %s", p)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, DefaultRegistryFile))
+	line := strings.Split(string(raw), "\n")[p.Line-1]
+	if !strings.Contains(line, `"ghost"`) {
+		t.Fatalf("line %d is %q, want the ghost transition", p.Line, line)
+	}
+}
+
+func TestNewAgentFromGo(t *testing.T) {
+	dir := writeAgent(t, baseAgent(), baseRegistry(), nil)
+	def, reg, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def.src, reg.src = nil, nil // as if built in Go
+	ag, err := NewAgent(dir, def, reg, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag.Registry().C1 != "steps" || reg.C1 != "" {
+		t.Fatal("defaults must apply to the Agent's copy, not the caller's registry")
+	}
+	reg.EntryStep = "ghost"
+	_, err = NewAgent(dir, def, reg, testOpts)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || findProblem(t, ve.Result, "SR-ENTRY-STEP").Line != 0 {
+		t.Fatalf("want SR-ENTRY-STEP without position, got %v", err)
+	}
+	if _, err := NewAgent(dir, nil, reg, testOpts); !errors.Is(err, agenterr.ErrConfigurationValidation) {
+		t.Fatalf("nil definition: %v", err)
+	}
+}
+
+func TestGoBuiltGatewayAndEmptyPattern(t *testing.T) {
+	def := &Definition{Version: "1.0.0", Name: "demo", Runner: Runner{Completion: Completion{Type: "stepFlow"}}}
+	reg := &Registry{EntryStep: "route", Steps: map[string]Step{
+		"route": {Type: "gateway", Check: &StepCheck{Type: "keyword", Keywords: []string{"A"},
+			OnPass: Transition{Next: "work"}, OnFail: Transition{Complete: true}}},
+		"work": {C2: "initial", C3: "main"},
+	}}
+	ApplyDefaults(def, reg)
+	if r := Validate(def, reg, ValidateOptions{}); !r.Valid() {
+		t.Fatalf("Go-built gateway agent:\n%s", dump(r))
+	}
+	reg.Validators = map[string]Validator{"v": {Type: "command", Command: "true"}}
+	findProblem(t, Validate(def, reg, ValidateOptions{}), "SR-SCHEMA-REQUIRED")
+	// An explicit empty failurePattern in a file is an error too.
+	r := baseRegistry()
+	at(r, "validators", "out-exists")["failurePattern"] = ""
+	dir := writeAgent(t, baseAgent(), r, nil)
+	findProblem(t, Check(dir, testOpts), "SR-PATTERN-UNKNOWN")
 }

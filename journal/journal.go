@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,11 +95,23 @@ type Writer struct {
 }
 
 // Create makes .capstan/runs/<runID>/events.jsonl under workDir and returns a
-// Writer for it. It fails if the file already exists.
+// Writer for it. It fails if the file already exists. The .capstan folder
+// gets a .gitignore of "*" so journals never make a git work tree dirty
+// (the agent's own git-clean checks must not see them).
 func Create(workDir, runID string) (*Writer, error) {
 	dir := filepath.Join(workDir, RunsDir, runID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: create run dir: %w", err)
+	}
+	ignore := filepath.Join(workDir, filepath.Dir(RunsDir), ".gitignore")
+	if f, err := os.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+		_, werr := f.WriteString("# capstan run journals\n*\n")
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return nil, fmt.Errorf("journal: write %s: %w", ignore, werr)
+		}
 	}
 	path := filepath.Join(dir, FileName)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
@@ -147,20 +160,22 @@ func (w *Writer) Emit(eventType string, data any) {
 	}
 	w.seq++
 	w.buf.Reset()
-	w.buf.WriteString(`{"seq":`)
-	w.buf.WriteString(fmt.Sprint(w.seq))
-	w.buf.WriteString(`,"time":`)
-	t, _ := w.now().UTC().MarshalJSON()
-	w.buf.Write(t)
-	w.buf.WriteString(`,"type":`)
-	writeJSONString(&w.buf, eventType)
+	b := w.buf.AvailableBuffer()
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, w.seq, 10)
+	b = append(b, `,"time":"`...)
+	b = w.now().UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","type":`...)
+	b = appendJSONString(b, eventType)
 	if w.iteration != 0 {
-		fmt.Fprintf(&w.buf, `,"iteration":%d`, w.iteration)
+		b = append(b, `,"iteration":`...)
+		b = strconv.AppendInt(b, int64(w.iteration), 10)
 	}
 	if w.step != "" {
-		w.buf.WriteString(`,"step":`)
-		writeJSONString(&w.buf, w.step)
+		b = append(b, `,"step":`...)
+		b = appendJSONString(b, w.step)
 	}
+	w.buf.Write(b)
 	if data != nil {
 		w.buf.WriteString(`,"data":`)
 		enc := json.NewEncoder(&w.buf)
@@ -199,9 +214,19 @@ func (w *Writer) Close() error {
 	return errors.Join(w.err, syncErr, closeErr)
 }
 
-func writeJSONString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s)
-	b.Write(q)
+// appendJSONString appends s as a JSON string. Plain ASCII (the common
+// case for event types and step ids) is copied as is; anything else goes
+// through encoding/json, which also replaces invalid UTF-8.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // ReadFile reads a journal. A final line cut short by a crash is ignored;

@@ -2,6 +2,8 @@ package journal
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +41,46 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}
 	if !strings.Contains(string(ev[2].Data), "marshal_error") {
 		t.Fatalf("unmarshalable data: %s", ev[2].Data)
+	}
+}
+
+func TestOddStringsRoundTrip(t *testing.T) {
+	w, _ := Create(t.TempDir(), "r")
+	odd := []string{"quote\"back\\slash", "tab\tnew\nline", "ünïcode ✓", "bad\xffutf8", "<html>&"}
+	for _, s := range odd {
+		w.SetPosition(3, s)
+		w.Emit(s, nil)
+	}
+	w.Close()
+	ev, err := ReadFile(w.Path())
+	if err != nil || len(ev) != len(odd) {
+		t.Fatalf("%v %d", err, len(ev))
+	}
+	for i, s := range odd {
+		want := strings.ToValidUTF8(s, "\uFFFD")
+		if ev[i].Type != want || ev[i].Step != want {
+			t.Fatalf("%q came back as %q / %q", s, ev[i].Type, ev[i].Step)
+		}
+	}
+}
+
+func TestCreateIgnoresJournalsInGit(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	b, err := os.ReadFile(filepath.Join(dir, ".capstan", ".gitignore"))
+	if err != nil || !strings.Contains(string(b), "\n*\n") {
+		t.Fatalf(".gitignore = %q, %v", b, err)
+	}
+	// A user's own .gitignore there is left alone.
+	os.WriteFile(filepath.Join(dir, ".capstan", ".gitignore"), []byte("mine\n"), 0o644)
+	w2, _ := Create(dir, "r2")
+	w2.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, ".capstan", ".gitignore")); string(b) != "mine\n" {
+		t.Fatalf("overwrote .gitignore: %q", b)
 	}
 }
 

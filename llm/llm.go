@@ -104,13 +104,16 @@ type Model interface {
 type QueryOptions struct {
 	// SessionID continues that session; "" starts a new one (seed 000
 	// session contract).
-	SessionID      string
-	SystemPrompt   string
-	AllowedTools   []string // allowedTools patterns, e.g. "Read", "Bash(git log:*)"
-	PermissionMode string   // default | acceptEdits | plan | bypassPermissions
-	OutputSchema   json.RawMessage
-	OutputName     string
-	MaxTurns       int // model turns within this query; 0 = provider default
+	SessionID    string
+	SystemPrompt string
+	AllowedTools []string // allowedTools patterns, e.g. "Read", "Bash(git log:*)"
+	// DisallowedTools are patterns that deny calls whatever else allows
+	// them (runner.boundaries.disallowedTools).
+	DisallowedTools []string
+	PermissionMode  string // default | acceptEdits | plan | bypassPermissions
+	OutputSchema    json.RawMessage
+	OutputName      string
+	MaxTurns        int // model turns within this query; 0 = provider default
 }
 
 // ToolUse is one tool call made during a query, as seed 002's ToolUsage.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
@@ -47,9 +48,9 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	}
 	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}}
 	for _, t := range cfg.Tools {
-		name := t.Spec().Name
-		l.tools[name] = t
-		l.names = append(l.names, name)
+		spec := t.Spec()
+		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
+		l.names = append(l.names, spec.Name)
 	}
 	sort.Strings(l.names)
 	for id, msgs := range cfg.Transcripts {
@@ -96,7 +97,11 @@ type ModelTurnEvent struct {
 	DurationMs int64  `json:"duration_ms"`
 }
 
-// Query implements Bridge.
+// Query implements Bridge. When it fails after the model has been called,
+// the returned result is non-nil and holds what happened before the failure
+// (turns, usage, tool uses) so that budgets can count it; the session is
+// then left as it was, except after MAX_TURNS, where the transcript so far
+// is kept.
 func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
@@ -112,11 +117,14 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	}
 	l.mu.Unlock()
 
-	policy := tool.Policy{Allowed: opts.AllowedTools, Mode: opts.PermissionMode}
+	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
+		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir}
 	var specs []tool.Spec
+	var offered []string
 	for _, name := range l.names {
 		if t := l.tools[name]; policy.MayUse(t) {
 			specs = append(specs, t.Spec())
+			offered = append(offered, name)
 		}
 	}
 	maxTurns := opts.MaxTurns
@@ -146,10 +154,24 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		start := time.Now()
 		resp, err := l.model.Generate(ctx, req)
 		if err != nil {
-			return nil, err
+			return res, err
+		}
+		if resp == nil {
+			return res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
 		}
 		res.Usage.Add(resp.Usage)
 		resp.Message.Role = RoleAssistant
+		// Every call needs an id its result can answer; give calls that
+		// lack one (or repeat one) a unique id before they enter the
+		// transcript.
+		ids := map[string]bool{}
+		for i := range resp.Message.ToolCalls {
+			c := &resp.Message.ToolCalls[i]
+			if c.ID == "" || ids[c.ID] {
+				c.ID = fmt.Sprintf("call_t%d_%d", res.Turns, i+1)
+			}
+			ids[c.ID] = true
+		}
 		msgs = append(msgs, resp.Message)
 		l.cfg.Events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
 			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})
@@ -163,13 +185,13 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		}
 		results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 		for _, call := range resp.Message.ToolCalls {
-			use := l.runTool(ctx, policy, call)
+			use := l.runTool(ctx, policy, offered, call)
 			res.ToolUses = append(res.ToolUses, use)
 			results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 		}
 		msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
 		if err := ctx.Err(); err != nil {
-			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+			return res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
 		}
 	}
 	l.commit(sid, msgs, len(history), res)
@@ -187,7 +209,7 @@ func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResul
 
 // runTool executes one call under the policy; it never returns an error:
 // every failure becomes an error result the model can read.
-func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, call ToolCall) (use ToolUse) {
+func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, offered []string, call ToolCall) (use ToolUse) {
 	use = ToolUse{ID: call.ID, Name: call.Name, Input: call.Input}
 	if len(use.Input) == 0 {
 		use.Input = json.RawMessage("{}")
@@ -195,7 +217,11 @@ func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, call ToolCal
 	t, ok := l.tools[call.Name]
 	if !ok {
 		use.IsError = true
-		use.Output = fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(l.names, ", "))
+		list := strings.Join(offered, ", ")
+		if list == "" {
+			list = "none"
+		}
+		use.Output = fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)
 		l.cfg.Events.Emit(journal.ToolCall, use)
 		return use
 	}
@@ -220,8 +246,12 @@ func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, call ToolCal
 		use.IsError = true
 		use.Output = fmt.Sprintf("tool %s failed: %v", call.Name, err)
 	}
-	if len(use.Output) > MaxToolOutput {
-		use.Output = use.Output[:MaxToolOutput] + fmt.Sprintf("\n[output truncated: %d bytes total]", len(out.Content))
+	if n := len(use.Output); n > MaxToolOutput {
+		cut := MaxToolOutput
+		for cut > 0 && !utf8.RuneStart(use.Output[cut]) {
+			cut--
+		}
+		use.Output = use.Output[:cut] + fmt.Sprintf("\n[output truncated: %d bytes total]", n)
 	}
 	return use
 }
@@ -231,3 +261,12 @@ func newSessionID() string {
 	_, _ = rand.Read(b[:])
 	return "sess-" + hex.EncodeToString(b[:])
 }
+
+// specCached remembers a tool's Spec: the loop consults it for every call
+// and every query, and building it may be costly (schema compaction).
+type specCached struct {
+	tool.Tool
+	spec tool.Spec
+}
+
+func (c specCached) Spec() tool.Spec { return c.spec }

@@ -135,7 +135,9 @@ func readConfined(agentDir, root, rel, display string) (os.FileInfo, []byte, err
 		return nil, nil, readError(err, display)
 	}
 	defer r.Close()
-	f, err := r.Open(rel)
+	// O_NONBLOCK: opening a FIFO planted in place of a prompt must not
+	// block; it is then rejected as not a regular file.
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if isNotExist(err) {
 			return nil, nil, errNotFound

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -41,6 +42,10 @@ func FuzzFrontmatter(f *testing.F) {
 		}
 		if tpl.frontmatter == nil && strings.TrimPrefix(string(data), "\uFEFF") != tpl.body {
 			t.Fatalf("no frontmatter but body %q differs from input", tpl.body)
+		}
+		// Frontmatter can always be journaled as JSON.
+		if _, err := json.Marshal(tpl.frontmatter); err != nil {
+			t.Fatalf("frontmatter %#v cannot be encoded as JSON: %v", tpl.frontmatter, err)
 		}
 		// Rendering with no variables reproduces the body exactly.
 		if out, _ := tpl.render(nil); out != tpl.body {

@@ -339,6 +339,14 @@ func (r *Resolver) render(t *template, abs string, vars map[string]string) Resol
 }
 
 func (r *Resolver) notFound(ref Ref, cands []candidate) error {
+	if ref.Path == "" {
+		if ref.C1 == "" {
+			ref.C1 = r.c1
+		}
+		if ref.Edition == "" {
+			ref.Edition = "default"
+		}
+	}
 	tried := make([]string, len(cands))
 	for i, c := range cands {
 		tried[i] = r.rel(c.abs)

@@ -21,9 +21,9 @@ const varPrefix = "{uv-"
 const maxFrontmatterNodes = 100_000
 
 // segment is one piece of a parsed template body: literal text, or a
-// variable placeholder when name is non-empty. raw holds the placeholder as
-// written ("{uv-name}") so it can be left in place when the variable is not
-// defined.
+// variable placeholder when name is non-empty. For a placeholder, lit holds
+// it as written ("{uv-name}") so it can be left in place when the variable
+// is not defined.
 type segment struct {
 	lit  string
 	name string
@@ -191,8 +191,8 @@ func parseTemplate(data []byte, file string) (*template, error) {
 	return t, nil
 }
 
-// lineEnd returns the index just past the line that starts at i, and the
-// line's content without its terminator.
+// lineAt returns the content of the line that starts at i, without its
+// terminator, and the index just past the line.
 func lineAt(s string, i int) (line string, next int) {
 	j := strings.IndexByte(s[i:], '\n')
 	if j < 0 {

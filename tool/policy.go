@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Permission modes, named as Claude Code names them.
@@ -27,9 +30,15 @@ var Modes = []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeBypassPermissio
 //     that command. For Bash, a prefix rule never matches a command that
 //     chains or redirects (";", "&&", "||", "|", "&", ">", "<", "`", "$(",
 //     newline), so "Bash(git log:*)" cannot be stretched into "git log; rm -rf".
-//     For file tools the rule is a glob over the path argument:
-//     "Edit(src/**)".
-//   - DisallowedTools always wins.
+//     For file tools the rule is a doublestar glob over the path argument,
+//     relative to the work dir: "Edit(src/**)", "Read(**/*.md)". A path that
+//     leaves the work dir ("../x") never matches a path rule. Rules are
+//     lexical: they do not follow symbolic links.
+//   - DisallowedTools always wins. A disallowed Bash rule is checked against
+//     every simple command of a chained line as well ("ls; rm -rf x" is
+//     denied by "Bash(rm:*)"); such deny rules are a convenience, not a
+//     security boundary — the sandbox is. A malformed disallowed pattern
+//     denies every tool its name part matches (fails closed).
 //   - If Allowed is non-empty, a call must match one of its patterns.
 //   - The mode then limits tool kinds: plan allows only read tools; default
 //     allows read tools, and edit or execute tools only when an allowed
@@ -42,12 +51,29 @@ type Policy struct {
 	Allowed    []string
 	Disallowed []string
 	Mode       string
+	// WorkDir, when set, is the directory path rules are relative to: an
+	// absolute path argument inside it is matched by its relative form.
+	// Without it an absolute path never matches a path rule.
+	WorkDir string
 }
 
 // Decision is the outcome of a policy check.
 type Decision struct {
 	Allowed bool
 	Reason  string // why a call was denied; "" when allowed
+}
+
+// ValidateMode reports whether m is a permission mode ("" means default).
+func ValidateMode(m string) error {
+	if m == "" {
+		return nil
+	}
+	for _, v := range Modes {
+		if m == v {
+			return nil
+		}
+	}
+	return fmt.Errorf("permissionMode %q is not one of %s", m, strings.Join(Modes, ", "))
 }
 
 // ValidatePattern reports whether p is a well-formed tool pattern.
@@ -64,6 +90,9 @@ func ValidatePattern(p string) error {
 	}
 	if hasRule && rule == "" {
 		return fmt.Errorf("tool pattern %q has an empty argument rule", p)
+	}
+	if hasRule && name != "Bash" && rule != "*" && !doublestar.ValidatePattern(strings.TrimPrefix(rule, "./")) {
+		return fmt.Errorf("tool pattern %q: bad path glob %q", p, rule)
 	}
 	return nil
 }
@@ -88,7 +117,14 @@ func splitPattern(p string) (name, rule string, hasRule bool, err error) {
 func (p Policy) MayUse(t Tool) bool {
 	name := t.Spec().Name
 	for _, pat := range p.Disallowed {
-		if n, _, hasRule, err := splitPattern(pat); err == nil && !hasRule && nameMatches(n, name) {
+		n, _, hasRule, err := splitPattern(pat)
+		if err != nil {
+			if nameMatches(malformedName(pat), name) {
+				return false
+			}
+			continue
+		}
+		if !hasRule && nameMatches(n, name) {
 			return false
 		}
 	}
@@ -111,16 +147,22 @@ func (p Policy) MayUse(t Tool) bool {
 // Decide checks one call of t with the given input.
 func (p Policy) Decide(t Tool, input json.RawMessage) Decision {
 	name := t.Spec().Name
-	arg := primaryArgument(name, input)
+	arg := p.primaryArgument(name, input)
 	for _, pat := range p.Disallowed {
-		if patternMatches(pat, name, arg) {
-			return Decision{Reason: fmt.Sprintf("%s is denied by disallowedTools pattern %q", name, pat)}
+		if _, _, _, err := splitPattern(pat); err != nil {
+			if nameMatches(malformedName(pat), name) {
+				return Decision{Reason: fmt.Sprintf("%s is denied by malformed disallowedTools pattern %q", name, pat)}
+			}
+			continue
+		}
+		if patternMatches(pat, name, arg, true) {
+			return Decision{Reason: fmt.Sprintf("%s%s is denied by disallowedTools pattern %q", name, describeArg(arg), pat)}
 		}
 	}
 	explicit := false
 	if len(p.Allowed) > 0 {
 		for _, pat := range p.Allowed {
-			if patternMatches(pat, name, arg) {
+			if patternMatches(pat, name, arg, false) {
 				explicit = true
 				break
 			}
@@ -163,21 +205,103 @@ func describeArg(arg *string) string {
 }
 
 // primaryArgument extracts the argument rules are matched against: Bash's
-// command, a file tool's path. nil when the tool has none.
-func primaryArgument(name string, input json.RawMessage) *string {
+// command; the path of Read, Write and Edit (file_path), Grep (path, default
+// the work dir) and Glob (path joined with the literal prefix of pattern);
+// for other tools the first string field of command, file_path, path. nil
+// when there is none. Paths are returned relative to the work dir, cleaned;
+// a path that cannot be made relative is returned as "/" + cleaned path so
+// that no relative rule matches it.
+func (p Policy) primaryArgument(name string, input json.RawMessage) *string {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(input, &fields) != nil {
 		return nil
 	}
-	for _, key := range []string{"command", "file_path", "path", "pattern"} {
-		if raw, ok := fields[key]; ok {
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				return &s
-			}
+	str := func(key string) (string, bool) {
+		raw, ok := fields[key]
+		if !ok {
+			return "", false
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	switch name {
+	case "Bash":
+		if s, ok := str("command"); ok {
+			return &s
+		}
+		return nil
+	case "Read", "Write", "Edit":
+		if s, ok := str("file_path"); ok {
+			rel := p.relPath(s)
+			return &rel
+		}
+		return nil
+	case "Grep":
+		dir, ok := str("path")
+		if !ok || dir == "" {
+			dir = "."
+		}
+		rel := p.relPath(dir)
+		return &rel
+	case "Glob":
+		dir, ok := str("path")
+		if !ok || dir == "" {
+			dir = "."
+		}
+		pattern, _ := str("pattern")
+		base, _ := doublestar.SplitPattern(filepath.ToSlash(pattern))
+		full := base
+		if !path.IsAbs(base) {
+			full = path.Join(filepath.ToSlash(dir), base)
+		}
+		rel := p.relPath(full)
+		return &rel
+	}
+	if s, ok := str("command"); ok {
+		return &s
+	}
+	for _, key := range []string{"file_path", "path"} {
+		if s, ok := str(key); ok {
+			rel := p.relPath(s)
+			return &rel
 		}
 	}
 	return nil
+}
+
+// relPath cleans a path argument relative to the work dir. Absolute paths
+// inside WorkDir become relative; other absolute paths and paths that
+// climb out with ".." are marked by a leading "/" (no rule matches them).
+func (p Policy) relPath(arg string) string {
+	arg = filepath.ToSlash(arg)
+	if path.IsAbs(arg) {
+		if p.WorkDir != "" {
+			if rel, err := filepath.Rel(p.WorkDir, filepath.FromSlash(arg)); err == nil {
+				rel = filepath.ToSlash(rel)
+				if rel != ".." && !strings.HasPrefix(rel, "../") {
+					return path.Clean(rel)
+				}
+			}
+		}
+		return path.Clean(arg)
+	}
+	c := path.Clean(arg)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "/" + c
+	}
+	return c
+}
+
+// malformedName is the tool-name part of a malformed pattern.
+func malformedName(p string) string {
+	p = strings.TrimSpace(p)
+	if i := strings.IndexAny(p, "()"); i >= 0 {
+		p = p[:i]
+	}
+	return strings.TrimSpace(p)
 }
 
 func nameMatches(pattern, name string) bool {
@@ -188,7 +312,9 @@ func nameMatches(pattern, name string) bool {
 	return err == nil && ok
 }
 
-func patternMatches(pattern, name string, arg *string) bool {
+// patternMatches reports whether a call of tool name with argument arg
+// matches pattern. deny selects the matching used for disallowedTools.
+func patternMatches(pattern, name string, arg *string, deny bool) bool {
 	n, rule, hasRule, err := splitPattern(pattern)
 	if err != nil || !nameMatches(n, name) {
 		return false
@@ -200,6 +326,9 @@ func patternMatches(pattern, name string, arg *string) bool {
 		return false
 	}
 	if name == "Bash" {
+		if deny {
+			return bashDenyMatches(rule, *arg)
+		}
 		return bashRuleMatches(rule, *arg)
 	}
 	return pathRuleMatches(rule, *arg)
@@ -215,19 +344,84 @@ func bashRuleMatches(rule, command string) bool {
 			return false
 		}
 	}
-	if prefix, ok := strings.CutSuffix(rule, ":*"); ok {
-		return command == prefix || strings.HasPrefix(command, prefix+" ")
-	}
-	return command == rule
+	return bashCommandMatches(rule, command)
 }
 
-func pathRuleMatches(rule, p string) bool {
-	p = strings.TrimPrefix(path.Clean("/"+p), "/")
-	rule = strings.TrimPrefix(rule, "./")
-	if strings.HasSuffix(rule, "/**") {
-		dir := strings.TrimSuffix(rule, "/**")
-		return p == dir || strings.HasPrefix(p, dir+"/")
+// bashCommandMatches matches one simple command against a rule: a
+// "prefix:*" rule matches the prefix alone or followed by a space; any other
+// rule matches the command exactly.
+func bashCommandMatches(rule, command string) bool {
+	command = strings.TrimSpace(command)
+	if prefix, ok := strings.CutSuffix(rule, ":*"); ok {
+		prefix = strings.TrimSpace(prefix)
+		return command == prefix || strings.HasPrefix(command, prefix+" ") || strings.HasPrefix(command, prefix+"\t")
 	}
-	ok, err := path.Match(rule, p)
+	return command == strings.TrimSpace(rule)
+}
+
+// bashSeparators split a command line into the simple commands a deny rule
+// is checked against.
+var bashSeparators = []string{"&&", "||", ";", "|", "&", "\n", "\r", "$(", "`", "(", ")", "{", "}"}
+
+// bashDenyMatches reports whether a deny rule matches the command line or
+// any simple command in it. Each simple command is also tried without
+// leading VAR=value assignments, without common wrappers (sudo, env,
+// command, exec, nohup, time, xargs) and with its program's directory
+// stripped ("/bin/rm" as "rm").
+func bashDenyMatches(rule, command string) bool {
+	if bashCommandMatches(rule, command) {
+		return true
+	}
+	segments := []string{command}
+	for _, sep := range bashSeparators {
+		var next []string
+		for _, seg := range segments {
+			next = append(next, strings.Split(seg, sep)...)
+		}
+		segments = next
+	}
+	for _, seg := range segments {
+		words := strings.Fields(seg)
+		for len(words) > 0 {
+			w := words[0]
+			if strings.Contains(w, "=") && !strings.HasPrefix(w, "=") || bashWrappers[w] || strings.HasPrefix(w, "-") || isNumber(w) {
+				words = words[1:]
+				continue
+			}
+			break
+		}
+		if len(words) == 0 {
+			continue
+		}
+		words[0] = path.Base(words[0])
+		if bashCommandMatches(rule, strings.Join(words, " ")) {
+			return true
+		}
+	}
+	return false
+}
+
+var bashWrappers = map[string]bool{"sudo": true, "env": true, "command": true, "exec": true, "nohup": true, "time": true, "xargs": true, "nice": true, "timeout": true}
+
+// pathRuleMatches matches a path argument (already made relative by
+// relPath) against a doublestar rule. "dir/**" also matches dir itself.
+func pathRuleMatches(rule, p string) bool {
+	if strings.HasPrefix(p, "/") || p == ".." || strings.HasPrefix(p, "../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+		return false // outside the work dir, or not cleaned
+	}
+	rule = strings.TrimPrefix(rule, "./")
+	if dir, ok := strings.CutSuffix(rule, "/**"); ok && p == dir {
+		return true
+	}
+	ok, err := doublestar.Match(rule, p)
 	return err == nil && ok
+}
+
+func isNumber(w string) bool {
+	for _, r := range w {
+		if (r < '0' || r > '9') && r != '.' {
+			return false
+		}
+	}
+	return w != ""
 }

@@ -10,12 +10,6 @@ import (
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
-// TestMain lets the sandbox re-execute this test binary as its helper.
-func TestMain(m *testing.M) {
-	sandbox.Init()
-	os.Exit(m.Run())
-}
-
 // copyDir copies the example skills into a temp dir so runs do not write
 // into the repository.
 func copyDir(t *testing.T, src string) string {

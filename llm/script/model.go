@@ -30,7 +30,23 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(s), nil
+	m := New(s)
+	// A resumed run continues the script where the run left off: every
+	// assistant message in the restored transcripts was one scripted turn.
+	// (Turns of a query that never finished were not journaled and are
+	// replayed, like the iteration they belonged to.)
+	for _, msgs := range cfg.Transcripts {
+		for _, msg := range msgs {
+			if msg.Role == llm.RoleAssistant {
+				m.next++
+				m.calls += len(msg.ToolCalls)
+			}
+		}
+	}
+	if m.next > len(s.Turns) {
+		m.next = len(s.Turns)
+	}
+	return m, nil
 }
 
 // Model replays a Script, one turn per Generate call. It is safe for

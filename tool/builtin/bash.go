@@ -62,7 +62,7 @@ func (t *bashTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 			note = fmt.Sprintf("[timeout %vms exceeds the maximum; using %s]\n", ms, MaxBashTimeout)
 			timeout = MaxBashTimeout
 		} else {
-			timeout = time.Duration(ms * float64(time.Millisecond))
+			timeout = max(time.Duration(ms*float64(time.Millisecond)), time.Millisecond)
 		}
 	}
 	res, err := t.runner.Run(ctx, tool.CommandSpec{

@@ -152,6 +152,7 @@ func TestBashEnvironmentIsScrubbed(t *testing.T) {
 	t.Setenv("db_password", "pw-leak")
 	t.Setenv("PASSED_TOKEN", "passed-on-purpose")
 	t.Setenv("CAPSTAN_HARMLESS", "visible")
+	t.Setenv("DATABASE_URL", "postgres://app:pw-leak@db/x")
 	e := newEnv(t, func(c *Config) { c.Env = []string{"PASSED_TOKEN", "EXTRA=1", "NOT_SET_ANYWHERE"} })
 	out := mustOK(t, e.call("Bash", m{"command": "env"}))
 	if strings.Contains(out, "leak") {
@@ -248,13 +249,22 @@ func TestIsSecretNameAndBuildEnv(t *testing.T) {
 		"ANTHROPIC_API_KEY": true, "OPENAI_API_KEY": true, "GITHUB_TOKEN": true, "GH_TOKEN": true,
 		"AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "CLIENT_SECRET": true, "db_password": true,
 		"api_key": true, "TOKEN": true, "SLACK_APIKEY": true, "GOOGLE_APPLICATION_CREDENTIALS": true,
-		"PATH": false, "HOME": false, "TOKENIZERS_PARALLELISM": false, "GOFLAGS": false, "SECRETARY": false, "KEYBOARD": false,
+		"STRIPE_KEY": true, "NPM_CONFIG__AUTH": true,
+		"PATH": false, "HOME": false, "TOKENIZERS_PARALLELISM": false, "GOFLAGS": false, "SECRETARY": false, "KEYBOARD": false, "KEYS_DIR": false,
 	} {
 		if got := IsSecretName(name); got != want {
 			t.Errorf("IsSecretName(%s) = %v", name, got)
 		}
 	}
-	env := BuildEnv([]string{"A=1", "X_TOKEN=t", "B=2=3", "malformed", "=x", "K_API_KEY=k"}, []string{"X_TOKEN", "A=override", "C=new", "ABSENT"})
+	for v, want := range map[string]bool{
+		"postgres://app:hunter2@db:5432/x": true, "https://user:tok@github.com/o/r.git": true,
+		"https://github.com/o/r": false, "http://localhost:8080": false, "a:b@c": false, "mailto:x@y": false,
+	} {
+		if IsSecretValue(v) != want {
+			t.Errorf("IsSecretValue(%q) = %v", v, !want)
+		}
+	}
+	env := BuildEnv([]string{"DATABASE_URL=postgres://u:pw@h/db", "A=1", "X_TOKEN=t", "B=2=3", "malformed", "=x", "K_API_KEY=k"}, []string{"X_TOKEN", "A=override", "C=new", "ABSENT"})
 	if got := strings.Join(env, " "); got != "A=override B=2=3 C=new X_TOKEN=t" {
 		t.Errorf("BuildEnv = %s", got)
 	}
@@ -329,4 +339,40 @@ func FuzzHeadTail(f *testing.F) {
 			t.Fatalf("head/tail wrong: %q", out)
 		}
 	})
+}
+
+func TestExecRunnerEscapedDescendantDoesNotHang(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	res, err := ExecRunner{}.Run(context.Background(), tool.CommandSpec{
+		Command: "setsid sleep 30 & echo $! > esc.pid; echo parent-done",
+		Dir:     dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "esc.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			defer syscall.Kill(pid, syscall.SIGKILL) // the process this test started
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Run waited %v for a process that left the group", d)
+	}
+	if !strings.Contains(res.Output, "parent-done") || res.ExitCode != 0 || res.TimedOut {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestExecRunnerFloodIsBounded(t *testing.T) {
+	res, err := ExecRunner{}.Run(context.Background(), tool.CommandSpec{
+		Command: "head -c 50000000 /dev/zero | tr '\\0' y; echo; echo END",
+		Dir:     t.TempDir(), Env: []string{"PATH=" + os.Getenv("PATH")}, MaxOutput: 4096, Timeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || res.TotalBytes != 50000005 || len(res.Output) > 4200 || !strings.HasSuffix(res.Output, "END\n") {
+		t.Errorf("truncated=%v total=%d len=%d tail=%q", res.Truncated, res.TotalBytes, len(res.Output), res.Output[len(res.Output)-20:])
+	}
 }

@@ -173,3 +173,70 @@ func TestGlobAndGrepStayInside(t *testing.T) {
 		mustFail(t, e.call("Grep", m{"pattern": "TOP", "path": p}), agenterr.CodePathEscape)
 	}
 }
+
+func TestRootRefusalIsPathEscape(t *testing.T) {
+	e := escapeFixture(t)
+	ws, err := newWorkspace(e.work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := ws.open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	_, err = root.Open("abs-dir-link/secret.txt")
+	if err == nil {
+		t.Fatal("os.Root followed a link outside")
+	}
+	if code := agenterr.CodeOf(osErr("abs-dir-link/secret.txt", err)); code != agenterr.CodePathEscape {
+		t.Errorf("code %s for %v", code, err)
+	}
+}
+
+// TestSwappedLinkRace swaps a directory for a link to the outside while
+// Read, Write and Grep run: whatever the interleaving, nothing outside is
+// read or written (os.Root re-checks every component at use).
+func TestSwappedLinkRace(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(e.work, "d")
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("harmless\n"), 0o644)
+	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		tmp := filepath.Join(e.work, "d-real")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Rename(dir, tmp)
+			os.Symlink(e.outside, dir)
+			os.Remove(dir)
+			os.Rename(tmp, dir)
+		}
+	}()
+	for i := 0; i < 300; i++ {
+		for _, r := range []tool.Result{
+			e.call("Read", m{"file_path": "d/secret.txt"}),
+			e.call("Grep", m{"pattern": "SECRET|harmless", "path": "d", "output_mode": "content"}),
+			e.call("Write", m{"file_path": "d/secret.txt", "content": "harmless\n"}),
+		} {
+			if strings.Contains(r.Content, "TOP-SECRET") {
+				close(stop)
+				t.Fatalf("iteration %d read outside: %s", i, r.Content)
+			}
+		}
+	}
+	close(stop)
+	<-swapped
+	if b, _ := os.ReadFile(filepath.Join(e.outside, "secret.txt")); string(b) != "TOP-SECRET\n" {
+		t.Fatalf("outside file overwritten: %q", b)
+	}
+	if entries, _ := os.ReadDir(e.outside); len(entries) != 1 {
+		t.Fatalf("outside dir has %d entries", len(entries))
+	}
+}

@@ -2,12 +2,13 @@ package builtin
 
 import (
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 )
 
 // secretSuffixes mark environment variables that hold credentials.
-var secretSuffixes = []string{"_API_KEY", "_APIKEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_ACCESS_KEY", "_PASSWORD", "_PASSWD", "_CREDENTIALS"}
+var secretSuffixes = []string{"_API_KEY", "_APIKEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_PASSWD", "_CREDENTIALS", "_AUTH"}
 
 // secretNames are credential variables without a telling suffix.
 var secretNames = map[string]bool{
@@ -16,10 +17,10 @@ var secretNames = map[string]bool{
 }
 
 // IsSecretName reports whether an environment variable name looks like a
-// credential: it ends in _API_KEY, _APIKEY, _TOKEN, _SECRET, _SECRET_KEY,
-// _ACCESS_KEY, _PASSWORD, _PASSWD or _CREDENTIALS, or is one of API_KEY,
-// TOKEN, SECRET, PASSWORD, AWS_SECRET_ACCESS_KEY,
-// GOOGLE_APPLICATION_CREDENTIALS (case-insensitive).
+// credential: it ends in _API_KEY, _APIKEY, _KEY, _TOKEN, _SECRET,
+// _PASSWORD, _PASSWD, _CREDENTIALS or _AUTH, or is one of API_KEY, TOKEN,
+// SECRET, PASSWORD, AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS
+// (case-insensitive).
 func IsSecretName(name string) bool {
 	n := strings.ToUpper(name)
 	if secretNames[n] {
@@ -33,8 +34,17 @@ func IsSecretName(name string) bool {
 	return false
 }
 
+// IsSecretValue reports whether a variable's value embeds a password in a
+// URL ("postgres://user:password@host/db").
+func IsSecretValue(v string) bool {
+	return urlPassword.MatchString(v)
+}
+
+var urlPassword = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s:]*:[^/@\s]+@`)
+
 // BuildEnv returns the environment for commands: environ without secrets
-// (IsSecretName), then the explicit entries of extra applied on top.
+// (IsSecretName, IsSecretValue), then the explicit entries of extra applied
+// on top.
 // "KEY=value" sets a variable; a bare "KEY" copies KEY from environ (so a
 // secret can be passed on purpose). The result is sorted by name.
 func BuildEnv(environ, extra []string) []string {
@@ -46,7 +56,7 @@ func BuildEnv(environ, extra []string) []string {
 			continue
 		}
 		host[k] = v
-		if !IsSecretName(k) {
+		if !IsSecretName(k) && !IsSecretValue(v) {
 			vars[k] = v
 		}
 	}

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,7 +13,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -73,12 +76,8 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		return failure(err), nil
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
-	if err != nil {
-		return failure(osErr(in.FilePath, err)), nil
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	// Check the kind before opening: opening a FIFO would block.
+	st, err := root.Stat(rel)
 	if err != nil {
 		return failure(osErr(in.FilePath, err)), nil
 	}
@@ -86,9 +85,17 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		return failure(inputErr(NameRead, "%s is a directory; use Glob to list files", in.FilePath)), nil
 	}
 	if !st.Mode().IsRegular() {
-		return failure(inputErr(NameRead, "%s is not a regular file", in.FilePath)), nil
+		return failure(inputErr(NameRead, "%s is not a regular file (%s)", in.FilePath, st.Mode().Type())), nil
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return failure(osErr(in.FilePath, err)), nil
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return failure(inputErr(NameRead, "%s changed while being opened", in.FilePath)), nil
+	}
+	br := bufio.NewReaderSize(f, 16<<10)
 	head, _ := br.Peek(8000)
 	if isBinary(head) {
 		return tool.Result{Content: fmt.Sprintf("%s is a binary file (%d bytes); Read shows text files only.", in.FilePath, st.Size())}, nil
@@ -96,11 +103,13 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if st.Size() == 0 {
 		return tool.Result{Content: fmt.Sprintf("%s exists and is empty.", in.FilePath)}, nil
 	}
-	var out strings.Builder
+	var out []byte
+	var buf []byte
 	line := 0
 	more := false
 	for {
-		text, err := readLine(br, MaxLineLength)
+		var err error
+		buf, err = readLine(br, MaxLineLength, buf[:0])
 		if err == io.EOF {
 			break
 		}
@@ -115,8 +124,8 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 			more = true
 			break
 		}
-		fmt.Fprintf(&out, "%6d\t%s\n", line, text)
-		if out.Len() > t.ws.maxOut {
+		out = appendNumbered(out, line, buf)
+		if len(out) > t.ws.maxOut {
 			more = true
 			break
 		}
@@ -124,7 +133,7 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if line < offset {
 		return failure(inputErr(NameRead, "%s has %d lines; offset %d is past the end", in.FilePath, line, offset)), nil
 	}
-	s := out.String()
+	s := string(out)
 	if len(s) > t.ws.maxOut {
 		return tool.Result{Content: capOutput(s, t.ws.maxOut, "use offset and limit to read the rest")}, nil
 	}
@@ -134,36 +143,53 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	return tool.Result{Content: s}, nil
 }
 
-// readLine reads one line without its newline (and a trailing "\r"),
-// keeping at most max bytes of it. It returns io.EOF only when no bytes
-// were left.
-func readLine(br *bufio.Reader, max int) (string, error) {
-	var b []byte
-	cut := false
+// readLine appends one line to dst without its newline (and a trailing
+// "\r"), keeping at most max bytes of it and marking a cut. It returns
+// io.EOF only when no bytes were left.
+func readLine(br *bufio.Reader, max int, dst []byte) ([]byte, error) {
+	start := len(dst)
+	sawAny := false
 	for {
+		// Keep up to max+2 bytes: enough to tell a line of exactly max
+		// bytes ending in "\r\n" from a longer one.
 		chunk, err := br.ReadSlice('\n')
-		if len(b)+len(chunk) <= max+1 {
-			b = append(b, chunk...)
-		} else if !cut {
-			b = append(b, chunk[:max+1-len(b)]...)
-			cut = true
+		if len(chunk) > 0 {
+			sawAny = true
+		}
+		if room := max + 2 - (len(dst) - start); room > 0 {
+			dst = append(dst, chunk[:min(room, len(chunk))]...)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if err == io.EOF && len(b) == 0 {
-			return "", io.EOF
+		if err == io.EOF && !sawAny {
+			return dst, io.EOF
 		}
 		if err != nil && err != io.EOF {
-			return "", err
+			return dst, err
 		}
 		break
 	}
-	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-	if cut || len(s) > max {
-		s = s[:runeStart(s, min(len(s), max))] + " … [line cut]"
+	line := dst[start:]
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(line) > max {
+		keep := runeStart(string(line), max)
+		return append(dst[:start+keep], " … [line cut]"...), nil
 	}
-	return s, nil
+	return dst[:start+len(line)], nil
+}
+
+// appendNumbered appends "%6d\t<text>\n".
+func appendNumbered(dst []byte, n int, text []byte) []byte {
+	num := strconv.Itoa(n)
+	for i := len(num); i < 6; i++ {
+		dst = append(dst, ' ')
+	}
+	dst = append(dst, num...)
+	dst = append(dst, '\t')
+	dst = append(dst, text...)
+	return append(dst, '\n')
 }
 
 // ---- Write ----
@@ -228,6 +254,7 @@ func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
 	}
 	mode := fs.FileMode(0o644)
 	created := true
+	owner := (*syscall.Stat_t)(nil)
 	if st, err := root.Stat(rel); err == nil {
 		if st.IsDir() {
 			return false, inputErr(NameWrite, "%s is a directory", shown)
@@ -236,6 +263,7 @@ func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
 			return false, inputErr(NameWrite, "%s is not a regular file", shown)
 		}
 		mode, created = st.Mode().Perm(), false
+		owner, _ = st.Sys().(*syscall.Stat_t)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, osErr(shown, err)
 	}
@@ -247,7 +275,11 @@ func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, "."+filepath.Base(rel)+".capstan-"+hex.EncodeToString(rnd[:]))
+	name := filepath.Base(rel)
+	if len(name) > 100 {
+		name = name[:100] // keep the temporary name within NAME_MAX
+	}
+	tmp := filepath.Join(dir, "."+name+".capstan-"+hex.EncodeToString(rnd[:]))
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return false, osErr(shown, err)
@@ -262,6 +294,11 @@ func writeAtomic(root *os.Root, rel, shown string, data []byte) (bool, error) {
 	}
 	if err := f.Chmod(mode); err != nil {
 		return cleanup(err)
+	}
+	if owner != nil && (int(owner.Uid) != os.Geteuid() || int(owner.Gid) != os.Getegid()) {
+		// Keep the owner when allowed (capstan running as root); otherwise
+		// the file becomes capstan's, as with any editor that renames.
+		_ = f.Chown(int(owner.Uid), int(owner.Gid))
 	}
 	if err := f.Sync(); err != nil {
 		return cleanup(err)
@@ -335,6 +372,9 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if exists && st.IsDir() {
 		return failure(inputErr(NameEdit, "%s is a directory", in.FilePath)), nil
 	}
+	if exists && !st.Mode().IsRegular() {
+		return failure(inputErr(NameEdit, "%s is not a regular file (%s)", in.FilePath, st.Mode().Type())), nil
+	}
 	if oldS == "" {
 		if exists && st.Size() > 0 {
 			return failure(inputErr(NameEdit, "old_string is empty but %s already has content; give the text to replace, or use Write to replace the whole file", in.FilePath)), nil
@@ -359,6 +399,14 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	}
 	content := string(data)
 	n := strings.Count(content, oldS)
+	if n == 0 && strings.Contains(content, "\r\n") && strings.Contains(oldS, "\n") && !strings.Contains(oldS, "\r") {
+		// Read shows CRLF lines without their "\r"; match the text as the
+		// file stores it and keep its line endings.
+		crOld := strings.ReplaceAll(oldS, "\n", "\r\n")
+		if c := strings.Count(content, crOld); c > 0 {
+			oldS, newS, n = crOld, strings.ReplaceAll(strings.ReplaceAll(newS, "\r\n", "\n"), "\n", "\r\n"), c
+		}
+	}
 	switch {
 	case n == 0:
 		e := inputErr(NameEdit, "old_string was not found in %s", in.FilePath)

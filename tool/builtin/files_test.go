@@ -1,11 +1,15 @@
 package builtin
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/tool"
@@ -208,4 +212,102 @@ func TestEdit(t *testing.T) {
 	}
 	e.write("bin", "a\x00b")
 	mustFail(t, e.call("Edit", m{"file_path": "bin", "old_string": "a", "new_string": "c"}), "binary")
+}
+
+func TestSpecialFilesDoNotBlock(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "needle\n")
+	if err := syscall.Mkfifo(filepath.Join(e.work, "fifo"), 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	e.symlink("fifo", "fifo-link")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mustFail(t, e.call("Read", m{"file_path": "fifo"}), "not a regular file")
+		mustFail(t, e.call("Read", m{"file_path": "fifo-link"}), "not a regular file")
+		mustFail(t, e.call("Edit", m{"file_path": "fifo", "old_string": "a", "new_string": "b"}), "not a regular file")
+		mustFail(t, e.call("Write", m{"file_path": "fifo", "content": "x"}), "not a regular file")
+		if out := mustOK(t, e.call("Grep", m{"pattern": "needle"})); out != "a.txt" {
+			t.Errorf("grep: %q", out)
+		}
+		if out := mustOK(t, e.call("Grep", m{"pattern": "needle", "path": "fifo-link"})); out != "No files found" {
+			t.Errorf("grep fifo: %q", out)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a tool blocked on a FIFO")
+	}
+}
+
+func TestReadLineBoundaries(t *testing.T) {
+	const max = 8
+	cases := map[string][]string{
+		"12345678\n":                        {"12345678"},
+		"12345678\r\n":                      {"12345678"},
+		"123456789\n":                       {"12345678 … [line cut]"},
+		"1234567\r\nx":                      {"1234567", "x"},
+		"ééééé\nb":                          {"éééé … [line cut]", "b"},
+		"":                                  {},
+		"no newline":                        {"no newli … [line cut]"},
+		"a\n\nb\n":                          {"a", "", "b"},
+		strings.Repeat("x", 100000) + "\ny": {"xxxxxxxx … [line cut]", "y"},
+	}
+	for in, want := range cases {
+		br := bufio.NewReaderSize(strings.NewReader(in), 16)
+		var got []string
+		var buf []byte
+		for {
+			var err error
+			buf, err = readLine(br, max, buf[:0])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(buf))
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+			t.Errorf("%.20q: got %q want %q", in, got, want)
+		}
+	}
+}
+
+func TestEditCRLFFile(t *testing.T) {
+	e := newEnv(t)
+	e.write("w.txt", "line one\r\nline two\r\nline three\r\n")
+	// The model copies text as Read showed it: without "\r".
+	mustOK(t, e.call("Edit", m{"file_path": "w.txt", "old_string": "line one\nline two", "new_string": "first\nsecond"}))
+	if got, _ := e.read("w.txt"); got != "first\r\nsecond\r\nline three\r\n" {
+		t.Errorf("content %q", got)
+	}
+}
+
+func TestWriteLongName(t *testing.T) {
+	e := newEnv(t)
+	name := strings.Repeat("n", 250)
+	mustOK(t, e.call("Write", m{"file_path": name, "content": "x"}))
+	mustOK(t, e.call("Write", m{"file_path": name, "content": "y"}))
+	if got, _ := e.read(name); got != "y" {
+		t.Errorf("content %q", got)
+	}
+}
+
+func TestWriteKeepsOwnerWhenRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own files as another user")
+	}
+	e := newEnv(t)
+	p := e.write("owned.txt", "a")
+	if err := os.Chown(p, 12345, 23456); err != nil {
+		t.Skip(err)
+	}
+	mustOK(t, e.call("Write", m{"file_path": "owned.txt", "content": "b"}))
+	st, _ := os.Stat(p)
+	if s := st.Sys().(*syscall.Stat_t); s.Uid != 12345 || s.Gid != 23456 {
+		t.Errorf("owner %d:%d", s.Uid, s.Gid)
+	}
 }

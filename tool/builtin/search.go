@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +28,9 @@ var skipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".capsta
 
 // MaxGrepFileSize is the largest file Grep searches.
 const MaxGrepFileSize = 16 << 20
+
+// MaxGrepContext bounds Grep's -A, -B and -C.
+const MaxGrepContext = 100
 
 // walkFiles calls fn for each non-directory entry below dir (a slash path
 // relative to the root of fsys), with its path relative to dir. It never
@@ -209,6 +214,9 @@ type grepInput struct {
 	CaseInsensitive bool   `json:"-i"`
 	LineNumbers     *bool  `json:"-n"`
 	HeadLimit       *int   `json:"head_limit"`
+	After           *int   `json:"-A"`
+	Before          *int   `json:"-B"`
+	Context         *int   `json:"-C"`
 }
 
 // Grep output modes.
@@ -223,7 +231,7 @@ func (t *grepTool) Kind() tool.Kind { return tool.KindRead }
 func (t *grepTool) Spec() tool.Spec {
 	return spec(NameGrep, "Searches file contents in the working directory with a regular expression (RE2 syntax, as Go's regexp). "+
 		"output_mode \"files_with_matches\" (default) lists matching files, \"content\" shows matching lines as path:line:text, "+
-		"\"count\" shows path:count. Filter files with glob (e.g. \"*.go\", \"**/*.{ts,tsx}\"). Binary files, .git and .capstan are skipped; "+
+		"\"count\" shows path:count. In content mode -A/-B/-C add context lines (path-line-text, groups separated by --). Filter files with glob (e.g. \"*.go\", \"**/*.{ts,tsx}\"). Binary files, .git and .capstan are skipped; "+
 		"symbolic links to directories are not followed.", `{
   "type": "object",
   "properties": {
@@ -233,6 +241,9 @@ func (t *grepTool) Spec() tool.Spec {
     "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "What to show (default files_with_matches)"},
     "-i": {"type": "boolean", "description": "Case-insensitive search"},
     "-n": {"type": "boolean", "description": "Show line numbers in content mode (default true)"},
+    "-A": {"type": "integer", "minimum": 0, "description": "Lines to show after each match (content mode)"},
+    "-B": {"type": "integer", "minimum": 0, "description": "Lines to show before each match (content mode)"},
+    "-C": {"type": "integer", "minimum": 0, "description": "Lines to show before and after each match (content mode)"},
     "head_limit": {"type": "integer", "minimum": 1, "description": "Show only the first N lines or entries"}
   },
   "required": ["pattern"],
@@ -242,7 +253,7 @@ func (t *grepTool) Spec() tool.Spec {
 
 func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (tool.Result, error) {
 	var in grepInput
-	if err := decode(NameGrep, input, &in, "pattern", "path", "glob", "output_mode", "-i", "-n", "head_limit"); err != nil {
+	if err := decode(NameGrep, input, &in, "pattern", "path", "glob", "output_mode", "-i", "-n", "-A", "-B", "-C", "head_limit"); err != nil {
 		return failure(err), nil
 	}
 	if in.Pattern == "" {
@@ -297,8 +308,25 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	}
 	fsys := root.FS()
 	out := &grepOutput{mode: mode, limit: limit, numbers: numbers, max: t.ws.maxOut}
+	for _, c := range []struct {
+		name string
+		v    *int
+		dst  []*int
+	}{{"-C", in.Context, []*int{&out.before, &out.after}}, {"-A", in.After, []*int{&out.after}}, {"-B", in.Before, []*int{&out.before}}} {
+		if c.v == nil {
+			continue
+		}
+		if *c.v < 0 || *c.v > MaxGrepContext {
+			return failure(inputErr(NameGrep, "%s must be between 0 and %d, got %d", c.name, MaxGrepContext, *c.v)), nil
+		}
+		for _, d := range c.dst {
+			*d = *c.v
+		}
+	}
+	out.contextGap = out.before > 0 || out.after > 0
+	bufs := &grepBuffers{reader: bufio.NewReaderSize(nil, 16<<10), line: make([]byte, 0, 16<<10)}
 	search := func(realPath, shownPath string) error {
-		return grepFile(ctx, fsys, realPath, shownPath, re, out)
+		return grepFile(ctx, fsys, realPath, shownPath, re, out, bufs)
 	}
 	if !st.IsDir() {
 		err = search(filepath.ToSlash(realBase), filepath.ToSlash(shown))
@@ -337,14 +365,17 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 
 // grepOutput collects Grep results up to head_limit and the output cap.
 type grepOutput struct {
-	mode      string
-	limit     int
-	numbers   bool
-	max       int
-	b         strings.Builder
-	entries   int
-	files     int
-	truncated bool
+	mode       string
+	before     int  // context lines before a match (content mode)
+	after      int  // context lines after a match
+	contextGap bool // print "--" between files' groups
+	limit      int
+	numbers    bool
+	max        int
+	b          strings.Builder
+	entries    int
+	files      int
+	truncated  bool
 }
 
 func (o *grepOutput) full() bool { return o.truncated }
@@ -382,49 +413,105 @@ func (o *grepOutput) String() string {
 	return s
 }
 
+// grepBuffers are reused for every file of one Grep call.
+type grepBuffers struct {
+	reader *bufio.Reader
+	line   []byte
+}
+
 // grepFile searches one file and adds its results to out.
-func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *regexp.Regexp, out *grepOutput) error {
+func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *regexp.Regexp, out *grepOutput, bufs *grepBuffers) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Check the kind before opening: opening a FIFO would block.
+	if st, err := fs.Stat(fsys, realPath); err != nil || !st.Mode().IsRegular() {
+		return nil // unreadable, special, or a link leading outside: skip
+	}
 	f, err := fsys.Open(realPath)
 	if err != nil {
-		return nil // unreadable or a link leading outside: skip
+		return nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxGrepFileSize {
 		return nil
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := bufs.reader
+	br.Reset(f)
+	defer br.Reset(nil)
 	if head, _ := br.Peek(8000); isBinary(head) {
 		return nil
 	}
 	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	count, line := 0, 0
+	sc.Buffer(bufs.line[:0], 1<<20)
+	shown := displayPath(shownPath)
+	format := func(n int, sep string, text string) string {
+		if len(text) > MaxLineLength {
+			text = text[:runeStart(text, MaxLineLength)] + " … [line cut]"
+		}
+		if out.numbers {
+			return shown + sep + strconv.Itoa(n) + sep + text
+		}
+		return shown + sep + text
+	}
+	type held struct {
+		n    int
+		text string
+	}
+	var before []held // the last out.before lines not yet printed
+	count, line, printed, afterLeft := 0, 0, 0, 0
+	emit := func(n int, sep, text string) bool {
+		if printed > 0 && n > printed+1 && (out.before > 0 || out.after > 0) {
+			if !out.add("--") {
+				return false
+			}
+		}
+		printed = n
+		return out.add(format(n, sep, text))
+	}
 	for sc.Scan() {
 		line++
-		text := strings.TrimSuffix(sc.Text(), "\r")
-		if !re.MatchString(text) {
+		raw := bytes.TrimSuffix(sc.Bytes(), []byte("\r"))
+		if !re.Match(raw) {
+			if out.mode != grepContent {
+				continue
+			}
+			if afterLeft > 0 {
+				afterLeft--
+				if !emit(line, "-", string(raw)) {
+					return nil
+				}
+			} else if out.before > 0 {
+				if len(before) == out.before {
+					before = before[1:]
+				}
+				before = append(before, held{line, string(raw)})
+			}
 			continue
 		}
 		count++
 		switch out.mode {
 		case grepFiles:
-			out.add(displayPath(shownPath))
+			out.add(shown)
 			return nil
 		case grepContent:
-			if len(text) > MaxLineLength {
-				text = text[:runeStart(text, MaxLineLength)] + " … [line cut]"
+			if out.contextGap && printed == 0 && out.entries > 0 {
+				// Separate this file's lines from the previous file's.
+				if !out.add("--") {
+					return nil
+				}
 			}
-			entry := displayPath(shownPath) + ":"
-			if out.numbers {
-				entry += fmt.Sprint(line) + ":"
+			for _, h := range before {
+				if h.n > printed && !emit(h.n, "-", h.text) {
+					return nil
+				}
 			}
-			if !out.add(entry + text) {
+			before = before[:0]
+			if !emit(line, ":", string(raw)) {
 				return nil
 			}
+			afterLeft = out.after
 		}
 	}
 	if out.mode == grepCount && count > 0 {

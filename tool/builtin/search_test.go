@@ -120,3 +120,32 @@ func TestGrepOutputCap(t *testing.T) {
 		t.Errorf("%d bytes: %q", len(out), out)
 	}
 }
+
+func TestGrepContext(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "1\n2\nHIT 3\n4\n5\n6\n7\nHIT 8\n9\n")
+	e.write("b.txt", "x\nHIT y\n")
+	cases := map[string]struct {
+		in   m
+		want string
+	}{
+		"-C1": {m{"pattern": "HIT", "output_mode": "content", "-C": 1},
+			"a.txt-2-2\na.txt:3:HIT 3\na.txt-4-4\n--\na.txt-7-7\na.txt:8:HIT 8\na.txt-9-9\n--\nb.txt-1-x\nb.txt:2:HIT y"},
+		"-A2 merges": {m{"pattern": "HIT", "output_mode": "content", "-A": 5, "path": "a.txt"},
+			"a.txt:3:HIT 3\na.txt-4-4\na.txt-5-5\na.txt-6-6\na.txt-7-7\na.txt:8:HIT 8\na.txt-9-9"},
+		"-B1 no numbers": {m{"pattern": "HIT", "output_mode": "content", "-B": 1, "-n": false, "path": "a.txt"},
+			"a.txt-2\na.txt:HIT 3\n--\na.txt-7\na.txt:HIT 8"},
+		"-C overridden by -A0": {m{"pattern": "HIT", "output_mode": "content", "-C": 1, "-A": 0, "path": "b.txt"},
+			"b.txt-1-x\nb.txt:2:HIT y"},
+		"context ignored in files mode": {m{"pattern": "HIT", "-C": 3}, "a.txt\nb.txt"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := mustOK(t, e.call("Grep", c.in)); got != c.want {
+				t.Errorf("got\n%s\nwant\n%s", got, c.want)
+			}
+		})
+	}
+	mustFail(t, e.call("Grep", m{"pattern": "x", "-C": -1}), "-C must be between")
+	mustFail(t, e.call("Grep", m{"pattern": "x", "-A": 1000}), "-A must be between")
+}

@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sync"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/schema"
+)
+
+// retryTemplates adapts the prompt resolver to completion's
+// RetryTemplateSource.
+type retryTemplates struct{ r *prompt.Resolver }
+
+// The completion layer asks for f_{edition}_{adaptation}.md and then for
+// f_{edition}.md itself, so a prompt-layer fallback from the first to the
+// second (reported as a warning) counts as "not found" here.
+func (t retryTemplates) ResolveRetry(ctx context.Context, c1, c2, c3, edition, adaptation string) (string, bool, error) {
+	rt, err := t.r.ResolveRetry(ctx, c1, c2, c3, edition, adaptation)
+	if err != nil || !rt.Found || (adaptation != "" && len(rt.Warnings) > 0) {
+		return "", false, err
+	}
+	return rt.Text, true, nil
+}
+
+// schemas resolves outputSchemaRef and file-validator schema references
+// under the agent's schemas/ folder, compiling each once.
+type schemas struct {
+	resolver *schema.Resolver
+	mu       sync.Mutex
+	compiled map[config.SchemaRef]*compiledSchema
+}
+
+type compiledSchema struct {
+	raw       json.RawMessage
+	validator *schema.Validator
+}
+
+func newSchemas(agentDir string) *schemas {
+	return &schemas{resolver: schema.NewResolver(filepath.Join(agentDir, "schemas")), compiled: map[config.SchemaRef]*compiledSchema{}}
+}
+
+// get resolves and compiles ref.
+func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.compiled[ref]; ok {
+		return c, nil
+	}
+	raw, err := s.resolver.Resolve(ref.File, ref.Schema)
+	if err != nil {
+		return nil, err
+	}
+	v, err := schema.Compile(raw)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiledSchema{raw: raw, validator: v}
+	s.compiled[ref] = c
+	return c, nil
+}
+
+// Schema implements completion.SchemaSource.
+func (s *schemas) Schema(ref config.SchemaRef) (completion.SchemaValidator, error) {
+	c, err := s.get(ref)
+	if err != nil {
+		return nil, err
+	}
+	return c.validator, nil
+}

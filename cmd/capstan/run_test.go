@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/sandbox"
+)
+
+// TestMain lets a test re-execute the test binary as the capstan CLI: with
+// CAPSTAN_TEST_CLI=1 the process runs execute(os.Args after "--") and exits.
+func TestMain(m *testing.M) {
+	sandbox.Init() // the sandbox re-executes this binary as its helper
+	if os.Getenv("CAPSTAN_TEST_CLI") == "1" {
+		args := os.Args
+		for i, a := range args {
+			if a == "--" {
+				args = args[i+1:]
+				break
+			}
+		}
+		os.Exit(execute(context.Background(), args))
+	}
+	os.Exit(m.Run())
+}
+
+// cliCommand returns the test binary set up to act as capstan with args.
+func cliCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "CAPSTAN_TEST_CLI=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// slowAgent finishes iteration 1, then runs a slow Bash command in
+// iteration 2, after which it finishes.
+func slowAgent(t *testing.T) string {
+	return writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "slow", "description": "gets killed",
+  "parameters": {"who": {"type": "string", "description": "who", "required": true}},
+  "runner": {"model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": ["Write", "Bash(sleep:*)"], "permissionMode": "acceptEdits"}}}`,
+		"steps_registry.json":                  `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Iteration {uv-iteration} for {uv-who}.",
+		"script.yaml": `turns:
+  - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
+  - text: "iteration one done"
+  - expect: {prompt_contains: ["Iteration 2 for Ada"]}
+    tool_calls: [{name: Bash, input: {command: "sleep 2"}}]
+  - text: "waited: ALL_DONE"
+`,
+	})
+}
+
+func TestKilledRunIsReadableAndResumable(t *testing.T) {
+	dir, wd := slowAgent(t), t.TempDir()
+	cmd := cliCommand("run", dir, "--who", "Ada", "--workdir", wd, "--quiet")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until iteration 2's model turn asked for the slow command.
+	var journalPath string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		matches, _ := filepath.Glob(filepath.Join(wd, ".capstan", "runs", "*", "events.jsonl"))
+		if len(matches) == 1 {
+			journalPath = matches[0]
+			b, _ := os.ReadFile(journalPath)
+			if strings.Contains(string(b), `"type":"model.turn","iteration":2`) {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if journalPath == "" {
+		t.Fatal("no journal appeared")
+	}
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	runID := filepath.Base(filepath.Dir(journalPath))
+
+	code, out, _ := captureConfigCLI(t, "show", runID, "--workdir", wd)
+	if code != 0 || !strings.Contains(out, "== iteration 2  step s  (cut short)") || !strings.Contains(out, "UNFINISHED") ||
+		!strings.Contains(out, "Iteration 1 for Ada") {
+		t.Fatalf("show after kill (exit %d):\n%s", code, out)
+	}
+	code, out, _ = captureConfigCLI(t, "runs", "--workdir", wd, "--json")
+	if code != 0 || !strings.Contains(out, `"status": "unfinished"`) {
+		t.Fatalf("runs after kill (exit %d):\n%s", code, out)
+	}
+
+	// The resumed run replays the killed iteration (its turns were never
+	// committed to the session) and then finishes, in the same session.
+	code, out, errOut := captureConfigCLI(t, "resume", runID, "--workdir", wd, "--json", "--quiet")
+	if code != 0 {
+		t.Fatalf("resume exit %d\n%s\n%s", code, out, errOut)
+	}
+	var res struct {
+		Success    bool   `json:"success"`
+		Iterations int    `json:"iterations"`
+		RunID      string `json:"runId"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("resume --json: %v\n%s", err, out)
+	}
+	if !res.Success || res.Iterations != 2 || res.RunID != runID {
+		t.Fatalf("resumed result %+v", res)
+	}
+	code, out, _ = captureConfigCLI(t, "show", runID, "--workdir", wd)
+	if code != 0 || !strings.Contains(out, "COMPLETED: completed") || strings.Contains(out, "(cut short)") {
+		t.Fatalf("show after resume:\n%s", out)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	dir := slowAgent(t)
+	code, _, errOut := captureConfigCLI(t, "run", dir, "--workdir", t.TempDir(), "--quiet")
+	if code != exitUsage || !strings.Contains(errOut, "--who") {
+		t.Fatalf("missing required parameter: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = captureConfigCLI(t, "run", dir, "--who", "x", "--bogus", "1", "--workdir", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "--bogus") || !strings.Contains(errOut, "--who") {
+		t.Fatalf("unknown flag: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = captureConfigCLI(t, "run", dir, "--who", "x", "--model", "nope:m", "--workdir", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "script") {
+		t.Fatalf("unknown provider: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = captureConfigCLI(t, "run", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "CONFIG_NOT_FOUND") {
+		t.Fatalf("missing agent.json: exit %d: %s", code, errOut)
+	}
+	code, out, _ := captureConfigCLI(t, "run", dir, "--help")
+	if code != 0 || !strings.Contains(out, "--who") {
+		t.Fatalf("run DIR --help: exit %d: %s", code, out)
+	}
+}
+
+func TestHelloExampleRunsOffline(t *testing.T) {
+	wd := t.TempDir()
+	code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json is not one JSON object: %v\n%s", err, out)
+	}
+	for _, k := range []string{"success", "completionReason", "iterations", "runId", "sessionId", "usage", "durationMs"} {
+		if _, ok := res[k]; !ok {
+			t.Fatalf("--json lacks %s: %s", k, out)
+		}
+	}
+	if res["success"] != true || res["iterations"].(float64) != 2 {
+		t.Fatalf("result %s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(wd, "greeting.txt"))
+	if err != nil || string(b) != "Hello, world!\nHave a nice day.\n" {
+		t.Fatalf("greeting.txt = %q, %v", b, err)
+	}
+	if !strings.Contains(errOut, "COMPLETED") || !strings.Contains(errOut, "[iteration 1] step initial.greet") {
+		t.Fatalf("human summary on stderr:\n%s", errOut)
+	}
+	code, out, _ = captureConfigCLI(t, "show", res["runId"].(string), "--workdir", wd)
+	if code != 0 || !strings.Contains(out, "step.transition") || !strings.Contains(out, "Append a second line") {
+		t.Fatalf("show:\n%s", out)
+	}
+}

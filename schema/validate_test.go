@@ -1,0 +1,183 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+func TestValidateProblems(t *testing.T) {
+	v, err := Compile(json.RawMessage(`{
+	  "type": "object",
+	  "properties": {
+	    "status": {"enum": ["completed", "in_progress"]},
+	    "count": {"type": "integer", "minimum": 0},
+	    "items": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}}
+	  },
+	  "required": ["status", "count"],
+	  "additionalProperties": false
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []any{
+		json.RawMessage(`{"status": "completed", "count": 2}`),
+		[]byte(`{"status": "in_progress", "count": 0, "items": [{"name": "a"}]}`),
+		map[string]any{"status": "completed", "count": 1},
+		map[string]any{"status": "completed", "count": json.Number("4"), "items": []any{map[string]any{"name": "x"}}},
+		map[string]any{"status": "completed", "count": float64(2)},
+		struct {
+			Status string `json:"status"`
+			Count  int    `json:"count"`
+		}{"completed", 3},
+	} {
+		if err := v.Validate(ok); err != nil {
+			t.Errorf("%v rejected: %v", ok, err)
+		}
+	}
+
+	err = v.Validate(json.RawMessage(`{"status": "done", "count": -1, "items": [{"name": "a"}, {"nam": "b"}], "extra": true}`))
+	if err == nil {
+		t.Fatal("invalid value accepted")
+	}
+	e := agenterr.From(err)
+	if e == nil || e.Code != agenterr.CodeSchemaValidation || !e.Recoverable || e.Layer != agenterr.LayerCompletion {
+		t.Fatalf("got %v", err)
+	}
+	if !errors.Is(err, agenterr.ErrSchemaValidation) {
+		t.Fatal("errors.Is ErrSchemaValidation")
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatal("no *ValidationError in the chain")
+	}
+	problems := ve.Problems()
+	joined := strings.Join(problems, "\n")
+	for _, want := range []string{"at /status:", "at /count:", "at /items/1:", "at (root):"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("problems lack %q:\n%s", want, joined)
+		}
+	}
+	if !strings.Contains(joined, "extra") || !strings.Contains(joined, "name") {
+		t.Errorf("problems should name the offending properties:\n%s", joined)
+	}
+	for _, p := range problems {
+		if !strings.HasPrefix(p, "at ") {
+			t.Errorf("problem %q lacks its location", p)
+		}
+	}
+	if !strings.Contains(err.Error(), "at /status:") {
+		t.Errorf("message does not list problems: %v", err)
+	}
+	// Problems returns a copy.
+	problems[0] = "changed"
+	if ve.Problems()[0] == "changed" {
+		t.Fatal("Problems exposes internal state")
+	}
+	if Problems(errors.New("other")) != nil {
+		t.Fatal("Problems of a foreign error")
+	}
+}
+
+func TestValidateNotJSON(t *testing.T) {
+	v, err := Compile(json.RawMessage(`{"type": "object"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	for _, bad := range []any{json.RawMessage(`{"a":`), []byte("not json"), make(chan int), math.NaN(), map[string]any{"x": math.Inf(1)}, cyclic} {
+		err := v.Validate(bad)
+		if agenterr.CodeOf(err) != agenterr.CodeSchemaValidation || len(Problems(err)) != 1 {
+			t.Errorf("%v: %v %q", bad, err, Problems(err))
+		}
+	}
+	if err := v.Validate(json.RawMessage(`"a string"`)); len(Problems(err)) == 0 {
+		t.Fatalf("a string passed an object schema: %v", err)
+	}
+}
+
+func TestValidateManyProblemsAreTruncatedInMessage(t *testing.T) {
+	v, err := Compile(json.RawMessage(`{"type": "array", "items": {"type": "string"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = v.Validate(json.RawMessage(`[1,2,3,4,5,6,7,8,9,10,11,12]`))
+	if n := len(Problems(err)); n != 12 {
+		t.Fatalf("want 12 problems, got %d", n)
+	}
+	if !strings.Contains(err.Error(), "and 4 more") {
+		t.Fatalf("message %v", err)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, raw := range []string{
+		`{`,
+		`{"type": 5}`,
+		`{"minimum": "x"}`,
+		`{"$ref": "file:///etc/passwd"}`,
+		`{"$ref": "https://example.com/schema.json"}`,
+		`{"$ref": "other.json"}`,
+		`{"pattern": "("}`,
+	} {
+		_, err := Compile(json.RawMessage(raw))
+		if agenterr.CodeOf(err) != agenterr.CodeSchemaResolution {
+			t.Errorf("%s: got %v", raw, err)
+		}
+	}
+	// Draft-07 schemas declaring their draft compile too.
+	if _, err := Compile(json.RawMessage(`{"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"a": {"type": "string"}}, "$ref": "#/definitions/a"}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExtractJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		ok             bool
+	}{
+		{"whole object", `  {"a": 1}  `, `{"a": 1}`, true},
+		{"whole array", "[1, 2]\n", `[1, 2]`, true},
+		{"fenced json", "Here you go:\n```json\n{\"status\": \"completed\"}\n```\nDone.", `{"status": "completed"}`, true},
+		{"fenced json after other fence", "```\nnot json\n```\n```json\n{\"b\": 2}\n```", `{"b": 2}`, true},
+		{"json tag preferred", "```\n{\"plain\": 1}\n```\n```json\n{\"tagged\": 1}\n```", `{"tagged": 1}`, true},
+		{"untagged fence", "Result:\n```\n{\"c\": 3}\n```", `{"c": 3}`, true},
+		{"tilde fence", "~~~json\n{\"d\": 4}\n~~~", `{"d": 4}`, true},
+		{"indented fence", "  ```JSON\n  {\"e\": 5}\n  ```", `{"e": 5}`, true},
+		{"unclosed fence", "```json\n{\"f\": 6}\n", `{"f": 6}`, true},
+		{"invalid fenced then prose object", "```json\n{broken\n```\nActually: {\"g\": 7}", `{"g": 7}`, true},
+		{"prose object", `I think the answer is {"status": "done", "n": {"x": 1}} as requested.`, `{"status": "done", "n": {"x": 1}}`, true},
+		{"braces in strings", `Output: {"msg": "use } and { freely", "q": "\"}"} end`, `{"msg": "use } and { freely", "q": "\"}"}`, true},
+		{"first parseable object", `{not json} then {"h": 8}`, `{"h": 8}`, true},
+		{"object inside broken one", `{"outer": oops {"inner": 1} }`, `{"inner": 1}`, true},
+		{"no json", "I could not finish the task.", "", false},
+		{"empty", "", "", false},
+		{"unbalanced", `{"a": 1`, "", false},
+		{"only whitespace fence", "```json\n\n```", "", false},
+		{"scalar whole text", "42", "42", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ExtractJSON(tc.in)
+			if ok != tc.ok || string(got) != tc.want {
+				t.Fatalf("got %q %v, want %q %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestExtractJSONAdversarialIsBounded(t *testing.T) {
+	// Many unmatched braces: bounded work, no match.
+	in := strings.Repeat("{", 200_000)
+	if _, ok := ExtractJSON(in); ok {
+		t.Fatal("matched unbalanced braces")
+	}
+	in = strings.Repeat(`{"a": `, 10_000) + "1" + strings.Repeat("}", 10_000)
+	if _, ok := ExtractJSON("prefix " + in); !ok {
+		t.Fatal("deeply nested object not recovered")
+	}
+}

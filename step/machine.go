@@ -1,0 +1,713 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
+)
+
+// Step types of a step's "type".
+const (
+	TypeNormal  = "normal"
+	TypeGateway = "gateway"
+	TypeSubStep = "subStep"
+)
+
+// DefaultLoopLimit is seed 000's STEP_LOOP_LIMIT.
+const DefaultLoopLimit = 10
+
+// DefaultMaxRetries is a retry policy's maxRetries when unset (seed 000).
+const DefaultMaxRetries = 3
+
+// Move kinds.
+const (
+	MoveNext     = "next"     // to check.onPass/onFail.next
+	MoveRetry    = "retry"    // the same step again, same prompt
+	MoveStay     = "stay"     // a step without check: no transition
+	MoveComplete = "complete" // a completing transition: the step flow is done
+	MoveFallback = "fallback" // retries exhausted, onExhausted fallback
+	MoveSkip     = "skip"     // retries exhausted, onExhausted skip (took onPass)
+	MoveEscalate = "escalate" // in_agent escalation: to escalateTo
+	MoveResume   = "resume"   // back to the escalating step
+	MoveRestart  = "restart"  // back to the entry step
+	MoveAbort    = "abort"    // escalation with returnFlow abort: the run ends
+	MoveSubStep  = "subStep"  // to the parent's next sub-step
+)
+
+// Options configure a Machine.
+type Options struct {
+	// AgentName and RunID identify the run in webhook escalations.
+	AgentName string
+	RunID     string
+	// Emitter receives step.transition and escalation events.
+	Emitter journal.Emitter
+	// Notifier delivers webhook escalations (default: a WebhookNotifier).
+	Notifier Notifier
+	// File names steps_registry.json in errors.
+	File string
+}
+
+// Outcome is the result of running the current step once.
+type Outcome struct {
+	// Passed is the step check's verdict.
+	Passed bool
+	// Reason explains it (journaled, sent with escalations).
+	Reason string
+	// Iteration is the loop iteration that ran the step.
+	Iteration int
+}
+
+// Move is one transition of the machine.
+type Move struct {
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Kind     string `json:"kind"`
+	Passed   bool   `json:"passed"`
+	Complete bool   `json:"complete,omitempty"`
+	Aborted  bool   `json:"aborted,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// State is the machine's full state; Snapshot and Restore move it in and
+// out (for resume). It marshals to JSON.
+type State struct {
+	Current string         `json:"current"`
+	Visits  map[string]int `json:"visits"`
+	// LastEntered is the step last entered through a transition (the
+	// parent, while sub-steps run); Consecutive counts how many times in a
+	// row it was entered (retries and sub-step moves excluded).
+	LastEntered string `json:"lastEntered"`
+	Consecutive int    `json:"consecutive"`
+	Retries     int    `json:"retries"`
+	Completed   bool   `json:"completed,omitempty"`
+	Aborted     bool   `json:"aborted,omitempty"`
+	// Parent is set while the sub-steps of a parent step run.
+	Parent *ParentState `json:"parent,omitempty"`
+	// Return is set while an in_agent escalation's target step runs.
+	Return *ReturnState `json:"return,omitempty"`
+}
+
+// ParentState tracks a parent step's sub-steps.
+type ParentState struct {
+	Step  string `json:"step"`
+	Index int    `json:"index"`
+	// Retries counts the parent's own retries (re-runs of all sub-steps).
+	Retries int `json:"retries,omitempty"`
+}
+
+// ReturnState says where an in_agent escalation goes afterwards.
+type ReturnState struct {
+	Flow   string `json:"flow"`   // resume | abort | restart
+	From   string `json:"from"`   // the escalating step
+	Target string `json:"target"` // the escalation step
+}
+
+// Machine is seed 002's StepMachine over steps_registry.json.
+type Machine struct {
+	reg   config.Registry
+	opts  Options
+	limit int
+	st    State
+}
+
+// NewMachine validates the registry's step graph and returns a machine at
+// its entry step (or the entry's first sub-step). Errors are CONFIG_INVALID
+// with the registry file and the pointer of the bad reference.
+func NewMachine(reg config.Registry, opts Options) (*Machine, error) {
+	if opts.Emitter == nil {
+		opts.Emitter = journal.Discard
+	}
+	if opts.Notifier == nil {
+		opts.Notifier = &WebhookNotifier{}
+	}
+	if opts.File == "" {
+		opts.File = config.DefaultRegistryFile
+	}
+	m := &Machine{reg: reg, opts: opts, limit: reg.StepLoopLimit}
+	if m.limit <= 0 {
+		m.limit = DefaultLoopLimit
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	m.st = State{Visits: map[string]int{}}
+	m.enterStep(reg.EntryStep)
+	return m, nil
+}
+
+func (m *Machine) bad(ptr, hint, format string, args ...any) error {
+	return &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
+		Message: fmt.Sprintf(format, args...), File: m.opts.File, Pointer: ptr, Hint: hint}
+}
+
+// validate checks every reference of the step graph (seed 000: a next
+// that names no step is a ConfigurationValidationError).
+func (m *Machine) validate() error {
+	if len(m.reg.Steps) == 0 {
+		return m.bad("/steps", "declare at least one step", "the registry has no steps")
+	}
+	if _, ok := m.reg.Steps[m.reg.EntryStep]; !ok {
+		return m.bad("/entryStep", "set entryStep to one of: "+strings.Join(m.ids(), ", "), "entryStep %q is not a step", m.reg.EntryStep)
+	}
+	if t := m.reg.Steps[m.reg.EntryStep].Type; t == TypeSubStep {
+		return m.bad("/entryStep", "start at a normal or gateway step", "entryStep %q is a subStep", m.reg.EntryStep)
+	}
+	ref := func(ptr, id string) error {
+		if _, ok := m.reg.Steps[id]; !ok {
+			return m.bad(ptr, "name one of: "+strings.Join(m.ids(), ", "), "%q is not a step", id)
+		}
+		return nil
+	}
+	parents := map[string]string{}
+	for _, id := range m.ids() {
+		s := m.reg.Steps[id]
+		p := "/steps/" + id
+		switch s.Type {
+		case "", TypeNormal, TypeSubStep:
+		case TypeGateway:
+			if s.Check == nil {
+				return m.bad(p+"/check", "a gateway routes by its check; add one", "gateway %q has no check", id)
+			}
+		default:
+			return m.bad(p+"/type", `use "normal", "gateway" or "subStep"`, "step %q has unknown type %q", id, s.Type)
+		}
+		if c := s.Check; c != nil {
+			for name, t := range map[string]config.Transition{"onPass": c.OnPass, "onFail": c.OnFail} {
+				if t.Next != "" {
+					if err := ref(p+"/check/"+name+"/next", t.Next); err != nil {
+						return err
+					}
+				}
+				if t.Escalate && s.Escalation == nil {
+					return m.bad(p+"/escalation", "add an escalation or remove \"escalate\"", "step %q escalates on %s but has no escalation", id, name)
+				}
+				if t.Retry && s.Type == TypeGateway {
+					return m.bad(p+"/check/"+name+"/retry", "a gateway makes no model call to retry", "gateway %q cannot retry", id)
+				}
+			}
+		}
+		if r := s.Retry; r != nil {
+			switch r.OnExhausted {
+			case "", "error", "skip":
+			case "fallback":
+				if r.FallbackStep == "" {
+					return m.bad(p+"/retry/fallbackStep", "name the step to go to when retries run out", "onExhausted fallback needs fallbackStep")
+				}
+				if err := ref(p+"/retry/fallbackStep", r.FallbackStep); err != nil {
+					return err
+				}
+			default:
+				return m.bad(p+"/retry/onExhausted", `use "error", "fallback" or "skip"`, "unknown onExhausted %q", r.OnExhausted)
+			}
+			if r.MaxRetries != nil && *r.MaxRetries < 0 {
+				return m.bad(p+"/retry/maxRetries", "use 0 or more", "maxRetries is negative")
+			}
+		}
+		if e := s.Escalation; e != nil {
+			method := e.NotificationMethod
+			switch method {
+			case "", "in_agent":
+				if err := ref(p+"/escalation/escalateTo", e.EscalateTo); err != nil {
+					return err
+				}
+			case "webhook":
+				if e.WebhookURL == "" {
+					return m.bad(p+"/escalation/webhookUrl", "set the URL to POST the escalation to", "webhook escalation needs webhookUrl")
+				}
+			case "log":
+			default:
+				return m.bad(p+"/escalation/notificationMethod", `use "in_agent", "webhook" or "log"`, "unknown notificationMethod %q", method)
+			}
+			switch e.ReturnFlow {
+			case "", "resume", "abort", "restart":
+			default:
+				return m.bad(p+"/escalation/returnFlow", `use "resume", "abort" or "restart"`, "unknown returnFlow %q", e.ReturnFlow)
+			}
+		}
+		for i, sub := range s.SubSteps {
+			sp := fmt.Sprintf("%s/subSteps/%d", p, i)
+			if err := ref(sp, sub); err != nil {
+				return err
+			}
+			if m.reg.Steps[sub].Type != TypeSubStep {
+				return m.bad(sp, `set "type": "subStep" on it`, "sub-step %q of %q is not of type subStep", sub, id)
+			}
+			if len(m.reg.Steps[sub].SubSteps) > 0 {
+				return m.bad(sp, "sub-steps do not nest", "sub-step %q has sub-steps of its own", sub)
+			}
+			if other, dup := parents[sub]; dup {
+				return m.bad(sp, "give each sub-step one parent", "sub-step %q belongs to %q and %q", sub, other, id)
+			}
+			parents[sub] = id
+		}
+		if s.Sequential != nil && !*s.Sequential {
+			return m.bad(p+"/sequential", "parallel sub-steps are out of scope; run several agents instead", "sequential must be true")
+		}
+	}
+	for _, id := range m.ids() {
+		if m.reg.Steps[id].Type == TypeSubStep && parents[id] == "" {
+			return m.bad("/steps/"+id+"/type", "list it in a parent's subSteps", "subStep %q has no parent", id)
+		}
+	}
+	return nil
+}
+
+func (m *Machine) ids() []string {
+	ids := make([]string, 0, len(m.reg.Steps))
+	for id := range m.reg.Steps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Current returns the current step's id and definition.
+func (m *Machine) Current() (string, config.Step) {
+	return m.st.Current, m.reg.Steps[m.st.Current]
+}
+
+// Parent returns the parent step whose sub-steps are running, or "".
+func (m *Machine) Parent() string {
+	if m.st.Parent == nil {
+		return ""
+	}
+	return m.st.Parent.Step
+}
+
+// IsGateway reports whether the current step is a gateway (routed without
+// a model call, see RouteGateways).
+func (m *Machine) IsGateway() bool {
+	return m.reg.Steps[m.st.Current].Type == TypeGateway && !m.IsTerminal()
+}
+
+// IsTerminal reports whether the step flow has ended: completed or aborted.
+func (m *Machine) IsTerminal() bool { return m.st.Completed || m.st.Aborted }
+
+// Completed reports whether a completing transition was taken.
+func (m *Machine) Completed() bool { return m.st.Completed }
+
+// Aborted reports whether an escalation aborted the run.
+func (m *Machine) Aborted() bool { return m.st.Aborted }
+
+// AbortError is the error a loop ends the run with after an escalation
+// aborted it (Aborted() is true): STEP_ABORTED, not recoverable.
+func (m *Machine) AbortError() error {
+	return agenterr.New(agenterr.CodeStepAborted, agenterr.LayerStep, false,
+		"escalation at step %q ended the run (returnFlow abort)", m.st.Current)
+}
+
+// Visits returns how many times each step was entered (a copy).
+func (m *Machine) Visits() map[string]int { return maps.Clone(m.st.Visits) }
+
+// Snapshot returns a copy of the machine's state.
+func (m *Machine) Snapshot() State {
+	s := m.st
+	s.Visits = maps.Clone(m.st.Visits)
+	if s.Parent != nil {
+		p := *s.Parent
+		s.Parent = &p
+	}
+	if s.Return != nil {
+		r := *s.Return
+		s.Return = &r
+	}
+	return s
+}
+
+// Restore replaces the machine's state with s (from Snapshot, possibly
+// through JSON). Steps s names must exist in the registry.
+func (m *Machine) Restore(s State) error {
+	check := func(what, id string) error {
+		if _, ok := m.reg.Steps[id]; !ok {
+			return agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerStep, false,
+				"restored step state names unknown %s %q (the registry changed since the snapshot)", what, id)
+		}
+		return nil
+	}
+	if err := check("current step", s.Current); err != nil {
+		return err
+	}
+	if s.Parent != nil {
+		if err := check("parent step", s.Parent.Step); err != nil {
+			return err
+		}
+		if n := len(m.reg.Steps[s.Parent.Step].SubSteps); s.Parent.Index < 0 || s.Parent.Index >= n {
+			return agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerStep, false,
+				"restored sub-step index %d out of range for %q", s.Parent.Index, s.Parent.Step)
+		}
+	}
+	if s.Return != nil {
+		if err := check("escalating step", s.Return.From); err != nil {
+			return err
+		}
+	}
+	m.st = s
+	m.st.Visits = maps.Clone(s.Visits)
+	if m.st.Visits == nil {
+		m.st.Visits = map[string]int{}
+	}
+	return nil
+}
+
+// enterStep makes id current, descending into its first sub-step when it
+// has sub-steps. It counts visits and consecutive runs.
+func (m *Machine) enterStep(id string) {
+	if id == m.st.LastEntered {
+		m.st.Consecutive++
+	} else {
+		m.st.Consecutive = 1
+	}
+	m.st.LastEntered = id
+	m.st.Current = id
+	m.st.Retries = 0
+	m.st.Visits[id]++
+	m.st.Parent = nil
+	if subs := m.reg.Steps[id].SubSteps; len(subs) > 0 {
+		m.st.Parent = &ParentState{Step: id}
+		m.st.Current = subs[0]
+		m.st.Visits[subs[0]]++
+	}
+}
+
+// Transition applies the outcome of running the current step once and
+// returns the move taken (seed 000 transition contract):
+//   - a check's onPass/onFail with "complete" completes the step flow;
+//     with "next" goes there (loops A→B→A are allowed and counted);
+//     with "retry" runs the same step again with the same prompt, under its
+//     retry policy (maxRetries default 3; when used up, onExhausted error →
+//     STEP_RETRY_EXHAUSTED, fallback → fallbackStep, skip → onPass);
+//     with "escalate" runs the step's escalation.
+//   - a step without check stays (the agent's completion handler decides).
+//   - entering the same step back to back more than stepLoopLimit times
+//     (retries excluded) is the LoopError STEP_LOOP_LIMIT.
+//   - a sub-step that passes moves to the next sub-step; when all passed
+//     the parent passes, when one fails the parent fails, and the parent's
+//     check transitions apply.
+func (m *Machine) Transition(ctx context.Context, o Outcome) (Move, error) {
+	if m.st.Aborted {
+		return Move{}, m.AbortError()
+	}
+	if m.st.Completed {
+		return Move{}, agenterr.New(agenterr.CodeStepFlowEnded, agenterr.LayerStep, false,
+			"step flow already completed at %q", m.st.Current)
+	}
+	from := m.st.Current
+	mv, err := m.transition(ctx, o)
+	if err != nil {
+		return Move{}, err
+	}
+	mv.From, mv.Passed, mv.Reason = from, o.Passed, o.Reason
+	if mv.To == "" {
+		mv.To = m.st.Current
+	}
+	m.opts.Emitter.Emit(journal.StepTransition, mv)
+	return mv, nil
+}
+
+func (m *Machine) transition(ctx context.Context, o Outcome) (Move, error) {
+	cur := m.st.Current
+	step := m.reg.Steps[cur]
+	if p := m.st.Parent; p != nil {
+		parent := m.reg.Steps[p.Step]
+		t, has := pick(step, o.Passed)
+		if has && t.Retry {
+			mv, handled, err := m.retry(cur, step)
+			if err != nil || handled {
+				return mv, err
+			}
+			// skip: the sub-step counts as passed
+			o.Passed = true
+		}
+		if o.Passed {
+			if p.Index+1 < len(parent.SubSteps) {
+				p.Index++
+				m.st.Current = parent.SubSteps[p.Index]
+				m.st.Retries = 0
+				m.st.Visits[m.st.Current]++
+				return Move{Kind: MoveSubStep}, nil
+			}
+		}
+		// The parent passes (all sub-steps passed) or fails (this one failed).
+		m.st.Parent = nil
+		m.st.Current = p.Step
+		m.st.Retries = p.Retries
+		mv, err := m.resolve(ctx, p.Step, parent, o)
+		if err == nil && !m.IsTerminal() && m.st.Current == p.Step && m.st.Parent == nil {
+			// The parent stays or retries: it runs its sub-steps again.
+			m.st.Parent = &ParentState{Step: p.Step, Retries: m.st.Retries}
+			m.st.Retries = 0
+			m.st.Current = parent.SubSteps[0]
+			m.st.Visits[m.st.Current]++
+			mv.To = m.st.Current
+		}
+		return mv, err
+	}
+	return m.resolve(ctx, cur, step, o)
+}
+
+// pick returns the transition of step's check for passed.
+func pick(s config.Step, passed bool) (config.Transition, bool) {
+	if s.Check == nil {
+		return config.Transition{}, false
+	}
+	if passed {
+		return s.Check.OnPass, true
+	}
+	return s.Check.OnFail, true
+}
+
+func (m *Machine) resolve(ctx context.Context, id string, s config.Step, o Outcome) (Move, error) {
+	t, has := pick(s, o.Passed)
+	if !has {
+		if len(s.SubSteps) > 0 {
+			// A parent without check runs its sub-steps again.
+			if err := m.enter(id); err != nil {
+				return Move{}, err
+			}
+		}
+		return Move{Kind: MoveStay}, nil
+	}
+	if t.Retry {
+		mv, handled, err := m.retry(id, s)
+		if err != nil || handled {
+			return mv, err
+		}
+		// onExhausted skip: take onPass.
+		t = s.Check.OnPass
+		if t.Retry {
+			return Move{}, m.bad("/steps/"+id+"/check/onPass", "onExhausted skip takes onPass, which must not retry",
+				"step %q: retries exhausted, skip would retry again", id)
+		}
+		mv, err = m.follow(ctx, id, s, t, o)
+		if mv.Kind == MoveNext {
+			mv.Kind = MoveSkip
+		}
+		return mv, err
+	}
+	return m.follow(ctx, id, s, t, o)
+}
+
+// follow takes a non-retry transition t out of step id.
+func (m *Machine) follow(ctx context.Context, id string, s config.Step, t config.Transition, o Outcome) (Move, error) {
+	if t.Complete {
+		m.st.Completed = true
+		m.st.Return = nil
+		return Move{Kind: MoveComplete, Complete: true}, nil
+	}
+	if r := m.st.Return; r != nil && r.Target == id && !t.Escalate {
+		// The in_agent escalation step has run: apply its return flow.
+		m.st.Return = nil
+		return m.applyReturn(r.Flow, r.From)
+	}
+	if t.Escalate {
+		return m.escalate(ctx, id, s, o)
+	}
+	if t.Next != "" {
+		if err := m.enter(t.Next); err != nil {
+			return Move{}, err
+		}
+		return Move{Kind: MoveNext}, nil
+	}
+	return Move{Kind: MoveStay}, nil
+}
+
+// enter moves to id through a transition, enforcing STEP_LOOP_LIMIT.
+func (m *Machine) enter(id string) error {
+	if _, ok := m.reg.Steps[id]; !ok {
+		return m.bad("/steps", "name an existing step", "transition to unknown step %q", id)
+	}
+	if id == m.st.LastEntered && m.st.Consecutive+1 > m.limit {
+		return agenterr.New(agenterr.CodeStepLoopLimit, agenterr.LayerLoop, false,
+			"step %q ran %d times in a row (stepLoopLimit %d)", id, m.st.Consecutive, m.limit)
+	}
+	m.enterStep(id)
+	return nil
+}
+
+// retry handles a retry transition. handled is false only when retries are
+// exhausted and onExhausted is skip (the caller takes onPass).
+func (m *Machine) retry(id string, s config.Step) (mv Move, handled bool, err error) {
+	max := DefaultMaxRetries
+	onExhausted, fallback := "error", ""
+	if r := s.Retry; r != nil {
+		if r.MaxRetries != nil {
+			max = *r.MaxRetries
+		}
+		if r.OnExhausted != "" {
+			onExhausted = r.OnExhausted
+		}
+		fallback = r.FallbackStep
+	}
+	if m.st.Retries < max {
+		m.st.Retries++
+		return Move{Kind: MoveRetry, To: id}, true, nil
+	}
+	switch onExhausted {
+	case "fallback":
+		m.st.Parent = nil
+		if err := m.enter(fallback); err != nil {
+			return Move{}, true, err
+		}
+		return Move{Kind: MoveFallback}, true, nil
+	case "skip":
+		m.st.Retries = 0
+		return Move{}, false, nil
+	default:
+		return Move{}, true, &agenterr.Error{Code: agenterr.CodeStepRetryExhausted, Layer: agenterr.LayerStep,
+			Message: fmt.Sprintf("step %q still fails after %d retries", id, max),
+			Hint:    "raise retry.maxRetries or set retry.onExhausted to fallback or skip"}
+	}
+}
+
+func (m *Machine) applyReturn(flow, from string) (Move, error) {
+	switch flow {
+	case "abort":
+		m.st.Aborted = true
+		return Move{Kind: MoveAbort, Aborted: true}, nil
+	case "restart":
+		if err := m.enter(m.reg.EntryStep); err != nil {
+			return Move{}, err
+		}
+		return Move{Kind: MoveRestart}, nil
+	default: // resume
+		if err := m.enter(from); err != nil {
+			return Move{}, err
+		}
+		return Move{Kind: MoveResume}, nil
+	}
+}
+
+// EscalationEvent is the data of an escalation journal event.
+type EscalationEvent struct {
+	Step       string `json:"step"`
+	EscalateTo string `json:"escalateTo"`
+	Method     string `json:"method"`
+	ReturnFlow string `json:"returnFlow"`
+	Reason     string `json:"reason,omitempty"`
+	Iteration  int    `json:"iteration,omitempty"`
+}
+
+func (m *Machine) escalate(ctx context.Context, id string, s config.Step, o Outcome) (Move, error) {
+	e := s.Escalation
+	method, flow := e.NotificationMethod, e.ReturnFlow
+	if method == "" {
+		method = "in_agent"
+	}
+	if flow == "" {
+		flow = "resume"
+	}
+	m.opts.Emitter.Emit(journal.EscalationNotice, EscalationEvent{Step: id, EscalateTo: e.EscalateTo, Method: method,
+		ReturnFlow: flow, Reason: o.Reason, Iteration: o.Iteration})
+	switch method {
+	case "in_agent":
+		m.st.Return = &ReturnState{Flow: flow, From: id, Target: e.EscalateTo}
+		if err := m.enter(e.EscalateTo); err != nil {
+			return Move{}, err
+		}
+		return Move{Kind: MoveEscalate}, nil
+	case "webhook":
+		n := Notification{Agent: m.opts.AgentName, RunID: m.opts.RunID, Step: id, EscalateTo: e.EscalateTo,
+			Reason: o.Reason, Iteration: o.Iteration}
+		if err := m.opts.Notifier.Notify(ctx, *e, n); err != nil {
+			return Move{}, err
+		}
+	}
+	// webhook and log: the notification is out; continue per returnFlow.
+	return m.applyReturn(flow, id)
+}
+
+// Evaluation is the result of Evaluate: the step check, the transitions
+// it caused (the step's own, then any gateway hops) and the agent's
+// completion check, in that order.
+type Evaluation struct {
+	Check      CheckResult       `json:"check"`
+	Moves      []Move            `json:"moves"`
+	Completion completion.Result `json:"completion"`
+}
+
+// StepComplete reports whether any move completed the step flow.
+func (e Evaluation) StepComplete() bool {
+	for _, mv := range e.Moves {
+		if mv.Complete {
+			return true
+		}
+	}
+	return false
+}
+
+// Evaluate is the loop's one call after an iteration ran the current step.
+// It honours seed 000's keyword priority contract: first the step check
+// (step keywords, which decide the transition), then the transition and
+// any gateways it leads to, then the agent's completion handler
+// (completion keywords, which decide the run). Both read the same response
+// independently, so a keyword present in both makes both react. h may be
+// nil (no completion check); cc.StepComplete is set from the moves.
+func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o Outcome, h completion.Handler, cc completion.Context) (Evaluation, error) {
+	var ev Evaluation
+	_, s := m.Current()
+	if s.Check != nil {
+		r, err := checker.Check(ctx, s.Check, in)
+		if err != nil {
+			return ev, err
+		}
+		ev.Check = r
+	} else {
+		ev.Check = CheckResult{Passed: true, Reason: "step has no check"}
+	}
+	o.Passed = ev.Check.Passed
+	if o.Reason == "" {
+		o.Reason = ev.Check.Reason
+	}
+	mv, err := m.Transition(ctx, o)
+	if err != nil {
+		return ev, err
+	}
+	ev.Moves = append(ev.Moves, mv)
+	hops, err := m.RouteGateways(ctx, checker, in, o.Iteration)
+	ev.Moves = append(ev.Moves, hops...)
+	if err != nil {
+		return ev, err
+	}
+	if h != nil {
+		cc.StepComplete = ev.StepComplete()
+		r, err := h.Check(ctx, cc)
+		if err != nil {
+			return ev, err
+		}
+		ev.Completion = r
+	}
+	return ev, nil
+}
+
+// RouteGateways routes through gateway steps without model calls: while
+// the current step is a gateway, its check is evaluated on in (the
+// previous iteration's response and actions) and its transition taken.
+// More hops than there are steps means gateways route in a cycle, which is
+// STEP_LOOP_LIMIT.
+func (m *Machine) RouteGateways(ctx context.Context, checker *Checker, in CheckInput, iteration int) ([]Move, error) {
+	var moves []Move
+	for hops := 0; m.IsGateway(); hops++ {
+		if hops > len(m.reg.Steps) {
+			return moves, agenterr.New(agenterr.CodeStepLoopLimit, agenterr.LayerLoop, false,
+				"gateways route in a cycle (at %q after %d hops)", m.st.Current, hops)
+		}
+		_, s := m.Current()
+		r, err := checker.Check(ctx, s.Check, in)
+		if err != nil {
+			return moves, err
+		}
+		mv, err := m.Transition(ctx, Outcome{Passed: r.Passed, Reason: r.Reason, Iteration: iteration})
+		if err != nil {
+			return moves, err
+		}
+		moves = append(moves, mv)
+	}
+	return moves, nil
+}

@@ -1,0 +1,20 @@
+package tool
+
+import "testing"
+
+// BenchmarkPolicyDecide measures one permission check of a Bash call
+// against a typical allow/deny list.
+func BenchmarkPolicyDecide(b *testing.B) {
+	p := Policy{
+		Allowed:    []string{"Read", "Glob", "Grep", "Edit(src/**)", "Bash(git log:*)", "Bash(go test:*)", "mcp__github__*"},
+		Disallowed: []string{"Bash(git push:*)", "Edit(src/secrets/**)"},
+		Mode:       ModeAcceptEdits,
+	}
+	in := bash("go test ./... -run TestX")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if !p.Decide(tBash, in).Allowed {
+			b.Fatal("denied")
+		}
+	}
+}
