@@ -73,6 +73,13 @@ func TestCatalog(t *testing.T) {
 			}
 		}
 	}
+	// runner.skills entries name skill folders; nested SKILL.md files inside
+	// a skill (templates of generated skills) are not skills.
+	writeTree(t, dir, map[string]string{"c/templates/inner/SKILL.md": "---\nname: inner\ndescription: not a skill\n---\n"})
+	single, _ := NewCatalog([]string{"c"}, CatalogConfig{BaseDir: dir})
+	if len(single.Skills()) != 1 || single.Skills()[0].Name != "gamma" {
+		t.Errorf("skill folder entry: %+v", single.Skills())
+	}
 	empty, _ := NewCatalog(nil, CatalogConfig{})
 	if empty.SystemPromptSection() != "" || empty.Tools() != nil {
 		t.Error("empty catalog should add nothing")

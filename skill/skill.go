@@ -465,10 +465,9 @@ func Discover(dir string) ([]Skill, []Warning) {
 		} else {
 			skills = append(skills, *sk)
 		}
-		if p != abs {
-			return filepath.SkipDir
-		}
-		return nil
+		// A skill's folder holds its resources, not more skills (also when
+		// DIR itself is a skill folder, as runner.skills entries are).
+		return filepath.SkipDir
 	})
 	sort.Slice(skills, func(i, j int) bool { return skills[i].ID < skills[j].ID })
 	return skills, warns
