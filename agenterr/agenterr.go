@@ -191,6 +191,12 @@ var (
 	ErrStepJudge               = sentinel(CodeStepJudge, LayerStep, true)
 	ErrSchemaResolution        = sentinel(CodeSchemaResolution, LayerCompletion, false)
 	ErrSchemaValidation        = sentinel(CodeSchemaValidation, LayerCompletion, true)
+	ErrSandboxSetup            = sentinel(CodeSandboxSetup, LayerSandbox, false)
+	ErrSkillNotFound           = sentinel(CodeSkillNotFound, LayerSkill, false)
+	ErrSkillParse              = sentinel(CodeSkillParse, LayerSkill, false)
+	ErrSkillMissingReference   = sentinel(CodeSkillMissingReference, LayerSkill, true)
+	ErrSkillValidation         = sentinel(CodeSkillValidation, LayerSkill, true)
+	ErrSkillRepeatedFailure    = sentinel(CodeSkillRepeatedFailure, LayerSkill, true)
 )
 
 // Stable error codes. They appear in CLI output, --json results and journals;
@@ -257,4 +263,20 @@ const (
 	// satisfy its schema. Recoverable: a retry prompt listing the problems
 	// may fix it.
 	CodeSchemaValidation = "SCHEMA_VALIDATION"
+	// CodeSandboxSetup: the sandbox helper could not be prepared or started.
+	CodeSandboxSetup = "SANDBOX_SETUP"
+	// CodeSkillNotFound: no skill with that id or name, or no SKILL.md.
+	CodeSkillNotFound = "SKILL_NOT_FOUND"
+	// CodeSkillParse: a SKILL.md has no frontmatter, unparseable YAML or no
+	// description.
+	CodeSkillParse = "SKILL_PARSE"
+	// CodeSkillMissingReference: SKILL.md refers to a file the skill does
+	// not contain.
+	CodeSkillMissingReference = "SKILL_MISSING_REFERENCE"
+	// CodeSkillValidation: an expected output of a skill run is missing or
+	// invalid.
+	CodeSkillValidation = "SKILL_VALIDATION"
+	// CodeSkillRepeatedFailure: the AttemptMemo refused to repeat a failed
+	// action, or the script retry is used up.
+	CodeSkillRepeatedFailure = "SKILL_REPEATED_FAILURE"
 )

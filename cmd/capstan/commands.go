@@ -12,5 +12,6 @@ func subcommands() []*cobra.Command {
 		newInitCmd(),
 		newRunsCmd(),
 		newShowCmd(),
+		newSkillsCmd(),
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // Exit codes (DESIGN.md): 0 completed; 1 ran but did not complete; 2 usage or
@@ -58,6 +60,9 @@ func newRootCmd() *cobra.Command {
 }
 
 func main() {
+	// A sandboxed skill script or command re-executes this binary as the
+	// sandbox helper; Init runs it and exits (it returns at once otherwise).
+	sandbox.Init()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(execute(ctx, os.Args[1:]))

@@ -10,11 +10,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // TestMain lets a test re-execute the test binary as the capstan CLI: with
 // CAPSTAN_TEST_CLI=1 the process runs execute(os.Args after "--") and exits.
 func TestMain(m *testing.M) {
+	sandbox.Init() // the sandbox re-executes this binary as its helper
 	if os.Getenv("CAPSTAN_TEST_CLI") == "1" {
 		args := os.Args
 		for i, a := range args {

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/skill"
+)
+
+// newSkillsCmd is "capstan skills": list and run Agent Skills.
+func newSkillsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "skills",
+		Short: "List Agent Skills in a folder, or run one with the SkillRuntime",
+	}
+	c.AddCommand(newSkillsListCmd(), newSkillsRunCmd())
+	return c
+}
+
+func newSkillsListCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list DIR",
+		Short: "List the skills (folders with a SKILL.md) under DIR, with warnings for format quirks",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return withExit(exitUsage, fmt.Errorf("skills list: %s is not a directory", dir))
+			}
+			skills, warns := skill.Discover(dir)
+			if asJSON {
+				if skills == nil {
+					skills = []skill.Skill{}
+				}
+				if warns == nil {
+					warns = []skill.Warning{}
+				}
+				return withExit(exitOK, writeJSON(cmd.OutOrStdout(), map[string]any{"skills": skills, "warnings": warns}))
+			}
+			printSkillList(cmd.OutOrStdout(), skills, warns)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print {skills, warnings} as JSON")
+	return c
+}
+
+func printSkillList(w io.Writer, skills []skill.Skill, warns []skill.Warning) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tTOKENS\tDESCRIPTION")
+	for _, s := range skills {
+		desc := strings.Join(strings.Fields(s.Description), " ")
+		if r := []rune(desc); len(r) > 70 {
+			desc = string(r[:69]) + "…"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.ID, s.Name, s.BodyTokens, desc)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d skill(s)", len(skills))
+	if len(warns) > 0 {
+		fmt.Fprintf(w, ", %d warning(s):\n", len(warns))
+		for _, wn := range warns {
+			prefix := "  warning "
+			if wn.Skipped {
+				prefix = "  skipped "
+			}
+			fmt.Fprintln(w, prefix+wn.String())
+		}
+		return
+	}
+	fmt.Fprintln(w)
+}
+
+type skillsRunFlags struct {
+	skillID, goal, model, baseURL, build, workDir string
+	inputs, expects, constraints                  []string
+	asJSON, fresh, allowUnsandboxed               bool
+	seed                                          int64
+	budgets                                       skill.Budgets
+}
+
+func newSkillsRunCmd() *cobra.Command {
+	var f skillsRunFlags
+	c := &cobra.Command{
+		Use:   "run DIR --skill ID --goal TEXT [--input k=v ...] [--expect PATH[:SCHEMA] ...] --model M",
+		Short: "Run one skill to validated outputs (seed 001 SkillRuntime)",
+		Long: `Run the skill ID found under DIR: the model chooses the actions (read SKILL.md,
+read references, expand templates, run scripts in the sandbox, write artifacts
+under build/), the runtime enforces budgets and validates.
+
+--input k=v     an input; v is parsed as JSON when it is JSON, else a string
+--expect P[:S]  an expected output build/P, validated against the JSON Schema
+                file S of the skill when given (repeatable)
+
+Exit codes: 0 every expected output exists and validates; 1 the run ended
+without that (budget, stall, violation, invalid output); 2 usage or skill
+errors; 3 model/provider or internal errors.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSkill(cmd.Context(), cmd, args[0], f)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.skillID, "skill", "", "skill id (folder path under DIR) or name")
+	fs.StringVar(&f.goal, "goal", "", "what the run must achieve")
+	fs.StringArrayVar(&f.inputs, "input", nil, "input as key=value (repeatable)")
+	fs.StringArrayVar(&f.expects, "expect", nil, "expected output PATH[:SCHEMA] under build/ (repeatable)")
+	fs.StringArrayVar(&f.constraints, "constraint", nil, "a constraint for the run (repeatable)")
+	fs.StringVar(&f.model, "model", os.Getenv("CAPSTAN_MODEL"), "model as provider:model (script:<file> is relative to DIR)")
+	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider")
+	fs.StringVar(&f.build, "build", "", "build directory (default <skill>/build)")
+	fs.StringVar(&f.workDir, "workdir", ".", "where the run journal is written (.capstan/runs/<id>)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the ActResult as JSON on stdout")
+	fs.BoolVar(&f.fresh, "fresh", false, "ignore the record of an identical earlier run")
+	fs.BoolVar(&f.allowUnsandboxed, "allow-unsandboxed", false, "run scripts without namespaces when the machine cannot create them")
+	fs.Int64Var(&f.seed, "seed", 0, "sampling seed to record (temperature is 0)")
+	fs.IntVar(&f.budgets.MaxToolCalls, "max-tool-calls", skill.DefaultBudgets.MaxToolCalls, "tool-call budget")
+	fs.Int64Var(&f.budgets.TimeBudgetMs, "time-budget-ms", skill.DefaultBudgets.TimeBudgetMs, "time budget in milliseconds")
+	fs.Int64Var(&f.budgets.TokenBudget, "token-budget", skill.DefaultBudgets.TokenBudget, "token budget")
+	fs.IntVar(&f.budgets.ScriptTimeoutS, "script-timeout", skill.DefaultBudgets.ScriptTimeoutS, "seconds per script")
+	fs.IntVar(&f.budgets.DiskWriteLimitMB, "disk-limit-mb", skill.DefaultBudgets.DiskWriteLimitMB, "disk write budget in MB")
+	return c
+}
+
+// parseInputs turns k=v flags into an inputs map.
+func parseInputs(kvs []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--input %q: want key=value", kv)
+		}
+		var parsed any
+		if json.Unmarshal([]byte(v), &parsed) == nil {
+			out[k] = parsed
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// parseExpects turns PATH[:SCHEMA] flags into expected outputs.
+func parseExpects(list []string) ([]skill.Expected, error) {
+	var out []skill.Expected
+	for _, e := range list {
+		p, schema, _ := strings.Cut(e, ":")
+		p = strings.TrimPrefix(strings.TrimSpace(p), "build/")
+		if p == "" || filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+			return nil, fmt.Errorf("--expect %q: want a path under build/, e.g. report.json:schemas/report.schema.json", e)
+		}
+		out = append(out, skill.Expected{Path: p, Schema: strings.TrimSpace(schema)})
+	}
+	return out, nil
+}
+
+func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFlags) error {
+	stderr := cmd.ErrOrStderr()
+	switch {
+	case f.skillID == "":
+		return withExit(exitUsage, errors.New("skills run: --skill is required"))
+	case strings.TrimSpace(f.goal) == "":
+		return withExit(exitUsage, errors.New("skills run: --goal is required"))
+	case f.model == "":
+		return withExit(exitUsage, errors.New("skills run: --model is required (e.g. script:run.yaml, anthropic:claude-sonnet-4-5); or set CAPSTAN_MODEL"))
+	}
+	inputs, err := parseInputs(f.inputs)
+	if err != nil {
+		return withExit(exitUsage, fmt.Errorf("skills run: %w", err))
+	}
+	expects, err := parseExpects(f.expects)
+	if err != nil {
+		return withExit(exitUsage, fmt.Errorf("skills run: %w", err))
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return withExit(exitUsage, fmt.Errorf("skills run: %s is not a directory", dir))
+	}
+	skills, warns := skill.Discover(dir)
+	sk, err := skill.Find(skills, f.skillID)
+	if err != nil {
+		for _, w := range warns {
+			if w.SkillID == f.skillID && w.Skipped {
+				err = fmt.Errorf("%w (%s)", err, w.String())
+			}
+		}
+		return withExit(exitUsage, fmt.Errorf("skills run: %w", err))
+	}
+	for _, w := range warns {
+		if w.SkillID == sk.ID {
+			fmt.Fprintln(stderr, "warning:", w.String())
+		}
+	}
+	absDir, _ := filepath.Abs(dir)
+	provider, modelName := llm.ParseSpec(f.model)
+	model, err := llm.OpenModel(ctx, f.model, llm.Config{Provider: provider, Model: modelName, AgentDir: absDir, BaseURL: f.baseURL})
+	if err != nil {
+		code := exitInternal
+		if e := agenterr.From(err); e != nil && (e.Code == agenterr.CodeUnknownProvider || e.Layer == agenterr.LayerConfiguration) {
+			code = exitUsage
+		}
+		return withExit(code, fmt.Errorf("skills run: %w", err))
+	}
+	sb := sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: f.allowUnsandboxed})
+	if err := sb.Capabilities().Unavailable(); err != nil {
+		fmt.Fprintln(stderr, "warning: scripts cannot run:", err)
+	}
+	runID := journal.NewRunID(time.Now())
+	jw, err := journal.Create(f.workDir, runID)
+	if err != nil {
+		return withExit(exitInternal, fmt.Errorf("skills run: journal: %w", err))
+	}
+	defer jw.Close()
+	absWork, _ := filepath.Abs(f.workDir)
+	// run.start / run.end in the agent's shapes, so `capstan runs` and
+	// `capstan show` list skill runs too.
+	jw.Emit(journal.RunStart, agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
+	started := time.Now()
+	rt := skill.New(skill.Config{Model: model, ModelName: f.model, Sandbox: sb, Events: jw, Seed: f.seed})
+	res, runErr := rt.Run(ctx, sk, skill.Input{
+		Goal: f.goal, Constraints: f.constraints, Inputs: inputs, Budgets: f.budgets,
+		Expected: expects, BuildDir: f.build, Fresh: f.fresh,
+	})
+	if res == nil {
+		return withExit(exitCodeFor(runErr), fmt.Errorf("skills run: %w", runErr))
+	}
+	end := agent.Result{
+		Success: res.Completed && len(expects) > 0, CompletionReason: res.ExitReason, Iterations: res.Metrics.ModelTurns,
+		RunID: runID, Agent: "skill:" + sk.ID, Model: f.model, DurationMs: time.Since(started).Milliseconds(), Journal: jw.Path(),
+		Usage: llm.Usage{InputTokens: res.Metrics.InputTokens, OutputTokens: res.Metrics.OutputTokens},
+	}
+	if !end.Success {
+		end.Reason = "expected outputs not all produced and valid"
+		if len(expects) == 0 {
+			end.Reason = "no expected outputs to verify"
+		}
+	}
+	if res.Error != nil {
+		end.Error = &agent.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
+	}
+	jw.Emit(journal.RunEnd, end)
+	printActSummary(stderr, res, jw.Path())
+	if f.asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+			return withExit(exitInternal, err)
+		}
+	}
+	switch {
+	case res.Completed && len(expects) > 0:
+		return nil
+	case runErr != nil:
+		return withExit(exitInternal, nil)
+	case res.Completed:
+		// Without expected outputs nothing was verified.
+		fmt.Fprintln(stderr, "note: no --expect given, so completion was declared, not verified")
+		return withExit(exitNotCompleted, nil)
+	}
+	return withExit(exitNotCompleted, nil)
+}
+
+func printActSummary(w io.Writer, r *skill.ActResult, journalPath string) {
+	status := "NOT COMPLETED"
+	if r.Completed {
+		status = "COMPLETED"
+	}
+	m := r.Metrics
+	fmt.Fprintf(w, "%s  skill %s — %s\n", status, r.Skill, r.ExitReason)
+	fmt.Fprintf(w, "  tokens %d (in %d, out %d)  tool calls %d  turns %d  %.1fs\n", m.Tokens, m.InputTokens, m.OutputTokens, m.ToolCalls, m.ModelTurns, float64(m.TimeMs)/1000)
+	fmt.Fprintf(w, "  disclosure L1 %d  L2 %d  L3 %d tokens (%d files, %d cache hits)  scripts %d run, %d reused\n",
+		m.Disclosure.L1Tokens, m.Disclosure.L2Tokens, m.Disclosure.L3Tokens, m.Disclosure.L3Files, m.Disclosure.CacheHits, m.ScriptRuns, m.ScriptReuses)
+	for _, a := range r.Artifacts {
+		fmt.Fprintf(w, "  artifact %s  build/%s  %d bytes\n", a.Handle, a.Path, a.Bytes)
+	}
+	for _, o := range r.Validation.Outputs {
+		mark := "ok"
+		if !o.OK() {
+			mark = "FAIL " + strings.Join(o.Errors, "; ")
+		}
+		fmt.Fprintf(w, "  expect build/%s: %s\n", o.Path, mark)
+	}
+	for _, u := range r.Unmet {
+		fmt.Fprintf(w, "  unmet %s %s: %s → %s\n", u.Kind, u.Path, u.Reason, u.Proposal)
+	}
+	if r.Error != nil {
+		fmt.Fprintf(w, "  error %s: %s\n", r.Error.Code, r.Error.Message)
+	}
+	fmt.Fprintf(w, "  journal %s\n", journalPath)
+}

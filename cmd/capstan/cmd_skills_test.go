@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/sandbox"
+)
+
+// copyDir copies the example skills into a temp dir so runs do not write
+// into the repository.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if fi.IsDir() {
+			if fi.Name() == "build" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestSkillsList(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	code, out, _ := captureConfigCLI(t, "skills", "list", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var got struct {
+		Skills []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"skills"`
+		Warnings []json.RawMessage `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Skills) != 1 || got.Skills[0].ID != "status-report" || len(got.Warnings) != 0 {
+		t.Fatalf("%v %s", err, out)
+	}
+	if code, _, _ := captureConfigCLI(t, "skills", "list", filepath.Join(dir, "nope")); code != exitUsage {
+		t.Errorf("missing dir exit %d", code)
+	}
+}
+
+func TestSkillsRunExample(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	workDir := t.TempDir()
+	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report for sprint 12",
+		"--input", `items=["login=done","search=doing","export=todo","billing=done"]`,
+		"--expect", "report.json:schemas/report.schema.json", "--expect", "summary.md",
+		"--model", "script:status-report.script.yaml", "--workdir", workDir, "--json"}
+	if sandbox.Probe(t.Context()).Unavailable() != nil {
+		args = append(args, "--allow-unsandboxed")
+	}
+	code, out, stderr := captureConfigCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var res struct {
+		Completed  bool
+		ExitReason string
+		Metrics    struct{ ToolCalls, ScriptRuns int }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.Completed || res.ExitReason != "validated" {
+		t.Fatalf("%v %s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "status-report", "build", "report.json"))
+	if err != nil || !strings.Contains(string(b), `"generated_by": "status-report"`) {
+		t.Errorf("report.json %s %v", b, err)
+	}
+	// The identical second run reuses the validated outputs.
+	code, out, _ = captureConfigCLI(t, args...)
+	if code != 0 || !strings.Contains(out, `"exitReason": "up_to_date"`) {
+		t.Errorf("second run exit %d: %.300s", code, out)
+	}
+	// Both runs are in the journal, listed by `capstan runs`.
+	code, out, _ = captureConfigCLI(t, "runs", "--workdir", workDir, "--json")
+	if code != 0 || strings.Count(out, `"agent": "skill:status-report"`) != 2 || strings.Count(out, `"status": "completed"`) != 2 {
+		t.Errorf("runs: exit %d %s", code, out)
+	}
+}
+
+func TestSkillsRunUsageErrors(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	for _, args := range [][]string{
+		{"skills", "run", dir, "--goal", "g", "--model", "script"},
+		{"skills", "run", dir, "--skill", "status-report", "--model", "script"},
+		{"skills", "run", dir, "--skill", "nope", "--goal", "g", "--model", "script"},
+		{"skills", "run", dir, "--skill", "status-report", "--goal", "g", "--model", "script", "--expect", "../x"},
+		{"skills", "run", dir, "--skill", "status-report", "--goal", "g", "--model", "script", "--input", "novalue"},
+		{"skills", "run", dir, "--skill", "status-report", "--goal", "g", "--model", "nosuchprovider:x"},
+	} {
+		if code, _, stderr := captureConfigCLI(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d (%s)", args[3:], code, stderr)
+		}
+	}
+	// A run that does not reach validated outputs exits 1.
+	code, _, stderr := captureConfigCLI(t, "skills", "run", dir, "--skill", "status-report", "--goal", "g",
+		"--model", "script:status-report.script.yaml", "--expect", "missing.json", "--max-tool-calls", "1", "--workdir", t.TempDir(), "--allow-unsandboxed")
+	if code != exitNotCompleted || !strings.Contains(stderr, "unmet") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}

@@ -1,0 +1,224 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// The helper is this same binary started as
+// "/proc/self/exe __capstan_sandbox__ <stage> [spec]" with helperEnv=1.
+const (
+	helperArg   = "__capstan_sandbox__"
+	helperEnv   = "CAPSTAN_SANDBOX_HELPER"
+	probeAnswer = "capstan-sandbox-ok"
+	// setupExit is the exit code of a helper whose setup failed; its stderr
+	// then starts with setupMarker.
+	setupExit   = 125
+	setupMarker = "SANDBOX_SETUP_ERROR: "
+)
+
+// helperSpec is what the parent tells the helper, as JSON in argv.
+type helperSpec struct {
+	Argv        []string `json:"argv"`
+	Env         []string `json:"env"`
+	Dir         string   `json:"dir"`
+	ReadOnly    []string `json:"ro"`
+	Writable    []string `json:"rw"`
+	Limits      Limits   `json:"limits"`
+	LandlockABI int      `json:"landlock_abi"`
+	Network     bool     `json:"network,omitempty"`
+}
+
+// helperStatus is what stage one reports on fd 3 about stage two.
+type helperStatus struct {
+	ExitCode int   `json:"exit_code"`
+	Signal   int   `json:"signal"`
+	CPUNanos int64 `json:"cpu_ns"`
+	Started  bool  `json:"started"`
+}
+
+// Init must be called first thing in main (and in TestMain) of every
+// program that uses a Runner. In a normal process it returns at once; in a
+// sandbox helper (the same binary re-executed by a Runner) it runs the
+// helper and exits, never returning.
+func Init() {
+	if len(os.Args) < 3 || os.Args[1] != helperArg || os.Getenv(helperEnv) != "1" {
+		return
+	}
+	switch os.Args[2] {
+	case "probe":
+		fmt.Println(probeAnswer)
+		os.Exit(0)
+	case "init":
+		os.Exit(stageOne(os.Args[3:]))
+	case "exec":
+		os.Exit(stageTwo(os.Args[3:]))
+	}
+	fmt.Fprintf(os.Stderr, "%sunknown helper stage %q\n", setupMarker, os.Args[2])
+	os.Exit(setupExit)
+}
+
+func setupFail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, setupMarker+format+"\n", args...)
+	return setupExit
+}
+
+// stageOne runs as PID 1 of the sandbox's PID namespace (when namespaces are
+// in use). It starts stage two, waits for it, and reports how it ended on
+// fd 3. Its own exit tears the namespace down.
+func stageOne(args []string) int {
+	status := os.NewFile(3, "status")
+	if status == nil {
+		return setupFail("stage one: no status pipe")
+	}
+	syscall.CloseOnExec(3)
+	if len(args) != 1 {
+		return setupFail("stage one: missing spec")
+	}
+	cmd := exec.Command("/proc/self/exe", helperArg, "exec", args[0])
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = []string{helperEnv + "=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var st helperStatus
+	if err := cmd.Start(); err != nil {
+		return setupFail("stage one: start: %v", err)
+	}
+	st.Started = true
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return setupFail("stage one: wait: %v", err)
+	}
+	ps := cmd.ProcessState
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		if ws.Signaled() {
+			st.Signal = int(ws.Signal())
+			st.ExitCode = -1
+		} else {
+			st.ExitCode = ws.ExitStatus()
+		}
+	}
+	st.CPUNanos = int64(ps.UserTime() + ps.SystemTime())
+	b, _ := json.Marshal(st)
+	if _, err := status.Write(b); err != nil {
+		return setupFail("stage one: report: %v", err)
+	}
+	status.Close()
+	return 0
+}
+
+// stageTwo confines itself (Landlock, no_new_privs, rlimits), changes to the
+// working directory and replaces itself with the target program.
+func stageTwo(args []string) int {
+	runtime.LockOSThread()
+	if len(args) != 1 {
+		return setupFail("stage two: missing spec")
+	}
+	var hs helperSpec
+	if err := json.Unmarshal([]byte(args[0]), &hs); err != nil {
+		return setupFail("stage two: bad spec: %v", err)
+	}
+	if len(hs.Argv) == 0 {
+		return setupFail("stage two: empty argv")
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return setupFail("prctl(no_new_privs): %v", err)
+	}
+	if hs.LandlockABI > 0 {
+		if err := restrictLandlock(hs); err != nil {
+			return setupFail("landlock: %v", err)
+		}
+	}
+	if err := os.Chdir(hs.Dir); err != nil {
+		return setupFail("chdir %s: %v", hs.Dir, err)
+	}
+	if err := setLimits(hs.Limits); err != nil {
+		return setupFail("rlimits: %v", err)
+	}
+	err := syscall.Exec(hs.Argv[0], hs.Argv, hs.Env)
+	return setupFail("exec %s: %v", hs.Argv[0], err)
+}
+
+// landlockConfigs indexes go-landlock's configurations by ABI version; the
+// sandbox uses the newest one the kernel supports, strictly (no silent
+// downgrade). V6 is the newest that adds restrictions the sandbox relies on
+// (signal and abstract-socket scoping); later versions only add logging
+// controls.
+var landlockConfigs = []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6}
+
+func restrictLandlock(hs helperSpec) error {
+	abi := hs.LandlockABI
+	if abi > len(landlockConfigs) {
+		abi = len(landlockConfigs)
+	}
+	cfg := landlockConfigs[abi-1]
+	if hs.Network {
+		cfg.HandledAccessNet = 0 // Config.Network: TCP stays allowed
+	}
+	var rules []landlock.Rule
+	for _, p := range hs.ReadOnly {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue // a missing optional system path
+		}
+		if fi.IsDir() {
+			rules = append(rules, landlock.RODirs(p))
+		} else {
+			rules = append(rules, landlock.ROFiles(p))
+		}
+	}
+	for _, p := range hs.Writable {
+		r := landlock.RWDirs(p)
+		if abi >= 2 {
+			r = r.WithRefer()
+		}
+		rules = append(rules, r)
+	}
+	devNull := landlock.RWFiles("/dev/null")
+	if abi >= 5 {
+		devNull = devNull.WithIoctlDev()
+	}
+	rules = append(rules, devNull,
+		landlock.ROFiles("/dev/zero", "/dev/urandom", "/dev/random").IgnoreIfMissing())
+	return cfg.Restrict(rules...)
+}
+
+func setLimits(l Limits) error {
+	const mb = 1 << 20
+	set := func(res int, cur, max uint64) error {
+		// syscall.Setrlimit (not unix.Setrlimit) so that syscall.Exec does
+		// not restore the NOFILE limit Go saw at start-up.
+		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: cur, Max: max}); err != nil {
+			return fmt.Errorf("setrlimit(%d): %w", res, err)
+		}
+		return nil
+	}
+	cpu := uint64(l.CPUSeconds)
+	for _, r := range []struct {
+		res      int
+		cur, max uint64
+	}{
+		// max = cur+1: SIGXCPU first (diagnosable), SIGKILL a second later.
+		{unix.RLIMIT_CPU, cpu, cpu + 1},
+		{unix.RLIMIT_FSIZE, uint64(l.FileSizeMB) * mb, uint64(l.FileSizeMB) * mb},
+		{unix.RLIMIT_NPROC, uint64(l.Processes), uint64(l.Processes)},
+		{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
+		{unix.RLIMIT_CORE, 0, 0},
+		{unix.RLIMIT_AS, uint64(l.AddressSpaceMB) * mb, uint64(l.AddressSpaceMB) * mb},
+	} {
+		if err := set(r.res, r.cur, r.max); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"runtime"
+)
+
+// Init is a no-op on systems other than Linux.
+func Init() {}
+
+// Probe reports that the sandbox needs Linux.
+func Probe(ctx context.Context) Capabilities {
+	return Capabilities{
+		Reason: "the sandbox needs Linux namespaces and Landlock; this is " + runtime.GOOS,
+		Hint:   "run capstan on Linux to execute skill scripts",
+	}
+}
+
+func probe(ctx context.Context, _ int) Capabilities { return Probe(ctx) }
+
+// Run refuses: there is no sandbox on this system.
+func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
+	return Result{}, r.caps.Unavailable()
+}

@@ -1,0 +1,433 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+const nsFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID |
+	syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+
+// Probe finds out what the machine allows: it starts this binary as a probe
+// helper in new namespaces (so [Init] must have been wired into main) and
+// reads the Landlock ABI version. It never fails; the answer says why
+// something is unavailable and what to change.
+func Probe(ctx context.Context) Capabilities {
+	return probe(ctx, 65534)
+}
+
+func probe(ctx context.Context, sandboxUID int) Capabilities {
+	var c Capabilities
+	if v, err := ll.LandlockGetABIVersion(); err == nil && v > 0 {
+		c.LandlockABI = v
+	}
+	if os.Getenv(helperEnv) != "" {
+		c.Reason = "already inside a sandbox helper"
+		c.Hint = "call sandbox.Init() first thing in main and TestMain"
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/proc/self/exe", helperArg, "probe")
+	cmd.Env = []string{helperEnv + "=1"}
+	cmd.SysProcAttr = procAttr(true, sandboxUID, false, false)
+	out, err := cmd.Output()
+	switch {
+	case err != nil && cmd.Process == nil:
+		c.Reason, c.Hint = explainStartError(err)
+	case err != nil || strings.TrimSpace(string(out)) != probeAnswer:
+		c.Reason = fmt.Sprintf("the sandbox helper did not answer (%v)", err)
+		c.Hint = "call sandbox.Init() first thing in main (and in TestMain for tests)"
+	default:
+		c.Namespaces = true
+	}
+	if c.Namespaces && c.LandlockABI == 0 {
+		c.Reason = "Landlock is not available (kernel < 5.13 or landlock missing from the lsm= boot list)"
+		c.Hint = "boot a kernel with CONFIG_SECURITY_LANDLOCK=y and landlock in lsm=, or opt out with AllowUnsandboxed"
+	}
+	return c
+}
+
+// explainStartError maps the errno of a failed clone to a reason and a hint.
+// A disabled user namespace shows up as the misleading ENOSPC.
+func explainStartError(err error) (reason, hint string) {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return "user namespaces are disabled or exhausted (ENOSPC from clone)",
+			"raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=15000), or opt out with AllowUnsandboxed"
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+		return "creating user namespaces is not permitted (" + err.Error() + ")",
+			"set kernel.unprivileged_userns_clone=1 (Debian) or kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu >= 23.10), allow unshare/clone in the container's seccomp profile, or opt out with AllowUnsandboxed"
+	case errors.Is(err, syscall.EINVAL):
+		return "the kernel does not support the required namespaces (" + err.Error() + ")",
+			"use a kernel built with CONFIG_USER_NS, CONFIG_NET_NS and CONFIG_PID_NS, or opt out with AllowUnsandboxed"
+	}
+	return "cannot start the sandbox helper: " + err.Error(), "check that /proc is mounted and the binary is executable, or opt out with AllowUnsandboxed"
+}
+
+// procAttr builds the clone attributes of a helper. With namespaces, a root
+// caller's program runs as sandboxUID (so RLIMIT_NPROC is enforced, which the
+// kernel skips for root) with CAP_DAC_OVERRIDE inside the user namespace so
+// it can still read root-owned files that Landlock allows; a non-root
+// caller's program keeps its uid.
+func procAttr(namespaces bool, sandboxUID int, landlock, network bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if !namespaces {
+		return a
+	}
+	a.Cloneflags = nsFlags
+	if network {
+		a.Cloneflags &^= syscall.CLONE_NEWNET
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	if uid == 0 {
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxUID, HostID: sandboxUID, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxUID, HostID: sandboxUID, Size: 1}}
+		a.GidMappingsEnableSetgroups = true
+		a.Credential = &syscall.Credential{Uid: uint32(sandboxUID), Gid: uint32(sandboxUID)}
+		if landlock {
+			a.AmbientCaps = []uintptr{unix.CAP_DAC_OVERRIDE}
+		}
+		return a
+	}
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	return a
+}
+
+// Run runs spec in the sandbox and waits for it. A program that fails,
+// times out or breaks a limit yields a Result with the matching Status; the
+// error is non-nil only when nothing could be run (bad spec, sandbox
+// unavailable without AllowUnsandboxed).
+func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
+	sandboxed := r.caps.Namespaces && r.caps.LandlockABI > 0
+	if !sandboxed && !r.cfg.AllowUnsandboxed {
+		return Result{}, r.caps.Unavailable()
+	}
+	hs, err := r.prepare(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	limits := hs.Limits
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = time.Duration(limits.CPUSeconds)*time.Second + 5*time.Second
+	}
+	maxOut, maxErr := spec.MaxStdout, spec.MaxStderr
+	if maxOut <= 0 {
+		maxOut = 1 << 20
+	}
+	if maxErr <= 0 {
+		maxErr = 256 << 10
+	}
+	if !sandboxed {
+		if r.caps.LandlockABI == 0 {
+			hs.LandlockABI = 0
+		}
+	}
+	// A private, writable HOME and TMPDIR for this run only.
+	tmp, err := os.MkdirTemp("", "capstan-sbx-")
+	if err != nil {
+		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the run's temporary directory")
+	}
+	defer os.RemoveAll(tmp)
+	hs.Writable = append(hs.Writable, tmp)
+	hs.Env = append(hs.Env, "HOME="+tmp, "TMPDIR="+tmp)
+	specJSON, err := json.Marshal(hs)
+	if err != nil {
+		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "encode helper spec")
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, "/proc/self/exe", helperArg, "init", string(specJSON))
+	cmd.Env = []string{helperEnv + "=1"}
+	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.SandboxUID, hs.LandlockABI > 0, r.cfg.Network)
+	cmd.Stdin = bytes.NewReader(spec.Stdin)
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "status pipe")
+	}
+	defer statusR.Close()
+	cmd.ExtraFiles = []*os.File{statusW}
+
+	var (
+		pidv          atomic.Int64
+		killRequested atomic.Bool
+	)
+	killGroup := func() {
+		killRequested.Store(true)
+		if pid := int(pidv.Load()); pid > 0 {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	stdout := &cappedBuffer{max: maxOut, onOverflow: killGroup}
+	stderr := &cappedBuffer{max: maxErr}
+	var combined *middleBuffer
+	if spec.CombinedOutput {
+		combined = &middleBuffer{max: maxOut, ceiling: combinedCeiling, onOverflow: killGroup}
+		cmd.Stdout, cmd.Stderr = combined, combined
+	} else {
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+	}
+	cmd.Cancel = func() error { killGroup(); return nil }
+	cmd.WaitDelay = 2 * time.Second
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		statusW.Close()
+		reason, hint := explainStartError(err)
+		e := agenterr.Wrap(err, agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false, "%s", reason)
+		e.Hint = hint
+		return Result{}, e
+	}
+	pid := cmd.Process.Pid
+	pidv.Store(int64(pid))
+	if killRequested.Load() { // overflowed before the pid was known
+		killGroup()
+	}
+	statusW.Close()
+	statusCh := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(statusR); statusCh <- b }()
+	waitErr := cmd.Wait()
+	// The group may hold orphans when there is no PID namespace.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	dur := time.Since(start)
+	var st helperStatus
+	statusBytes := <-statusCh
+	haveStatus := json.Unmarshal(statusBytes, &st) == nil && st.Started
+
+	res := Result{
+		Duration:        dur,
+		Stdout:          stdout.buf.Bytes(),
+		StdoutTruncated: stdout.overflow,
+		Sandboxed:       sandboxed,
+		Isolation:       isolation(sandboxed, hs.LandlockABI, r.cfg.Network),
+	}
+	if combined != nil {
+		res.Stdout = []byte(combined.String())
+		res.StdoutTruncated = combined.dropped > 0
+		res.OutputBytes = combined.total
+		stdout.overflow = combined.total > combined.ceiling
+		maxOut = combinedCeiling
+	} else {
+		res.OutputBytes = int64(stdout.buf.Len())
+	}
+	res.Stderr, res.StderrLines = summarizeLines(stderr.buf.String(), MaxStderrLines)
+	if stderr.overflow {
+		res.Stderr += "\n[stderr truncated]"
+	}
+	classify(&res, classifyInput{
+		timedOut:   runCtx.Err() != nil && ctx.Err() == nil,
+		canceled:   ctx.Err() != nil,
+		overflow:   stdout.overflow,
+		haveStatus: haveStatus,
+		status:     st,
+		waitErr:    waitErr,
+		limits:     limits,
+		timeout:    timeout,
+		maxStdout:  maxOut,
+		stderr:     stderr.buf.String(),
+	})
+	return res, nil
+}
+
+// prepare validates spec and turns it into the helper's spec.
+func (r *Runner) prepare(spec Spec) (helperSpec, error) {
+	bad := func(format string, args ...any) error {
+		return agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true, format, args...)
+	}
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return helperSpec{}, bad("empty command")
+	}
+	if !filepath.IsAbs(spec.Dir) {
+		return helperSpec{}, bad("working directory %q is not absolute", spec.Dir)
+	}
+	if fi, err := os.Stat(spec.Dir); err != nil || !fi.IsDir() {
+		return helperSpec{}, bad("working directory %q does not exist", spec.Dir)
+	}
+	prog, err := lookProgram(spec.Argv[0])
+	if err != nil {
+		return helperSpec{}, err
+	}
+	argv := append([]string{prog}, spec.Argv[1:]...)
+	hs := helperSpec{
+		Argv:        argv,
+		Dir:         spec.Dir,
+		Limits:      spec.Limits.withDefaults(),
+		LandlockABI: r.caps.LandlockABI,
+		Network:     r.cfg.Network,
+	}
+	hs.ReadOnly = append(hs.ReadOnly, r.cfg.SystemPaths...)
+	hs.ReadOnly = append(hs.ReadOnly, spec.Dir)
+	if !under(prog, r.cfg.SystemPaths) {
+		hs.ReadOnly = append(hs.ReadOnly, prog)
+	}
+	for _, p := range spec.ReadOnly {
+		if !filepath.IsAbs(p) {
+			return helperSpec{}, bad("read-only path %q is not absolute", p)
+		}
+		hs.ReadOnly = append(hs.ReadOnly, p)
+	}
+	for _, w := range spec.Writable {
+		if !filepath.IsAbs(w) {
+			return helperSpec{}, bad("writable directory %q is not absolute", w)
+		}
+		fi, err := os.Lstat(w)
+		if err != nil || !fi.IsDir() {
+			return helperSpec{}, bad("writable directory %q must be an existing directory, not a symlink", w)
+		}
+		hs.Writable = append(hs.Writable, w)
+	}
+	env := []string{"PATH=" + sandboxPATH, "LANG=C.UTF-8"}
+	if spec.ReplaceEnv {
+		env = nil
+	}
+	for _, kv := range spec.Env {
+		if k, _, _ := strings.Cut(kv, "="); k == "HOME" || k == "TMPDIR" {
+			continue // always the run's private directory
+		}
+		if !strings.Contains(kv, "=") {
+			return helperSpec{}, bad("environment entry %q is not KEY=VALUE", kv)
+		}
+		env = append(env, kv)
+	}
+	hs.Env = env
+	return hs, nil
+}
+
+// lookProgram resolves a program name in the sandbox PATH, or checks an
+// absolute path.
+func lookProgram(name string) (string, error) {
+	if filepath.IsAbs(name) {
+		if fi, err := os.Stat(name); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true, "program %q is not an executable file", name)
+		}
+		return name, nil
+	}
+	if strings.ContainsRune(name, '/') {
+		return "", agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true, "program %q must be a bare name or an absolute path", name)
+	}
+	for _, dir := range filepath.SplitList(sandboxPATH) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	e := agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true, "program %q not found in the sandbox PATH %s", name, sandboxPATH)
+	e.Hint = "install it in a system directory; the sandbox does not search the caller's PATH"
+	return "", e
+}
+
+func isolation(sandboxed bool, abi int, network bool) []string {
+	var iso []string
+	if sandboxed {
+		iso = append(iso, "userns")
+		if !network {
+			iso = append(iso, "netns")
+		}
+		iso = append(iso, "pidns", "mountns", "ipcns", "utsns")
+	}
+	if abi > 0 {
+		iso = append(iso, fmt.Sprintf("landlock:v%d", abi))
+	}
+	return append(iso, "rlimits", "no_new_privs")
+}
+
+type classifyInput struct {
+	timedOut, canceled, overflow, haveStatus bool
+	status                                   helperStatus
+	waitErr                                  error
+	limits                                   Limits
+	timeout                                  time.Duration
+	maxStdout                                int
+	stderr                                   string
+}
+
+func classify(res *Result, in classifyInput) {
+	st := in.status
+	if in.haveStatus {
+		res.ExitCode = st.ExitCode
+		res.CPUTime = time.Duration(st.CPUNanos)
+		if st.Signal != 0 {
+			res.Signal = unix.SignalName(syscall.Signal(st.Signal))
+		}
+	} else {
+		res.ExitCode = -1
+	}
+	cpuLimit := time.Duration(in.limits.CPUSeconds) * time.Second
+	switch {
+	case in.overflow:
+		res.Status = StatusOutputLimit
+		res.Reason = fmt.Sprintf("stdout exceeded %d bytes; the process tree was killed and the output truncated", in.maxStdout)
+	case in.timedOut:
+		res.Status = StatusTimeout
+		res.Reason = fmt.Sprintf("wall-clock limit of %s reached; the process tree was killed", in.timeout)
+	case in.canceled:
+		res.Status = StatusKilled
+		res.Reason = "the run was canceled; the process tree was killed"
+	case !in.haveStatus && strings.Contains(in.stderr, setupMarker):
+		res.Status = StatusSandboxError
+		res.Reason = "the sandbox could not be set up: " + firstLine(in.stderr[strings.Index(in.stderr, setupMarker)+len(setupMarker):])
+	case !in.haveStatus:
+		res.Status = StatusKilled
+		res.Reason = fmt.Sprintf("the sandbox helper ended without a report (%v)", in.waitErr)
+	case st.ExitCode == setupExit && strings.Contains(in.stderr, setupMarker):
+		res.Status = StatusSandboxError
+		res.Reason = "the sandbox could not be set up: " + firstLine(in.stderr[strings.Index(in.stderr, setupMarker)+len(setupMarker):])
+	case st.Signal == int(syscall.SIGXCPU) || (st.Signal == int(syscall.SIGKILL) && res.CPUTime >= cpuLimit) ||
+		(st.ExitCode == 128+int(syscall.SIGXCPU) && strings.Contains(in.stderr, "CPU time limit exceeded")):
+		res.Status = StatusCPULimit
+		res.Reason = fmt.Sprintf("CPU time limit of %ds reached (SIGXCPU/SIGKILL)", in.limits.CPUSeconds)
+	case st.Signal == int(syscall.SIGXFSZ) ||
+		(st.ExitCode == 128+int(syscall.SIGXFSZ) && strings.Contains(in.stderr, "File size limit exceeded")):
+		// The second form is a shell reporting that its child got SIGXFSZ.
+		res.Status = StatusFileTooLarge
+		res.Reason = fmt.Sprintf("file size limit of %d MiB reached (SIGXFSZ)", in.limits.FileSizeMB)
+	case st.Signal != 0:
+		res.Status = StatusKilled
+		res.Reason = "killed by " + res.Signal
+	case st.ExitCode == 0:
+		res.Status = StatusOK
+	case looksOutOfMemory(in.stderr):
+		res.Status = StatusMemoryLimit
+		res.Reason = fmt.Sprintf("exit code %d after an allocation was refused (address-space limit %d MiB)", st.ExitCode, in.limits.AddressSpaceMB)
+	default:
+		res.Status = StatusExit
+		res.Reason = fmt.Sprintf("exit code %d", st.ExitCode)
+	}
+}
+
+func looksOutOfMemory(stderr string) bool {
+	for _, m := range []string{"MemoryError", "Cannot allocate memory", "out of memory", "Out of memory", "bad_alloc", "heap out of memory", "Allocation failed"} {
+		if strings.Contains(stderr, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

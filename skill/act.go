@@ -1,0 +1,592 @@
+package skill
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// Budgets bound one Act run (seed 001 §5, §15).
+type Budgets struct {
+	MaxToolCalls     int   `json:"max_tool_calls"`
+	TimeBudgetMs     int64 `json:"time_budget_ms"`
+	TokenBudget      int64 `json:"token_budget"`
+	ScriptTimeoutS   int   `json:"script_timeout_s"`
+	DiskWriteLimitMB int   `json:"disk_write_limit_mb"`
+}
+
+// DefaultBudgets are the defaults of seed 001 §15.
+var DefaultBudgets = Budgets{MaxToolCalls: 24, TimeBudgetMs: 120000, TokenBudget: 60000, ScriptTimeoutS: 20, DiskWriteLimitMB: 50}
+
+func (b Budgets) withDefaults() Budgets {
+	d := DefaultBudgets
+	if b.MaxToolCalls <= 0 {
+		b.MaxToolCalls = d.MaxToolCalls
+	}
+	if b.TimeBudgetMs <= 0 {
+		b.TimeBudgetMs = d.TimeBudgetMs
+	}
+	if b.TokenBudget <= 0 {
+		b.TokenBudget = d.TokenBudget
+	}
+	if b.ScriptTimeoutS <= 0 {
+		b.ScriptTimeoutS = d.ScriptTimeoutS
+	}
+	if b.DiskWriteLimitMB <= 0 {
+		b.DiskWriteLimitMB = d.DiskWriteLimitMB
+	}
+	return b
+}
+
+// Input is what the Workflow hands the SkillRuntime (seed 001 §12).
+type Input struct {
+	Goal        string         `json:"goal"`
+	Constraints []string       `json:"constraints,omitempty"`
+	Inputs      map[string]any `json:"inputs,omitempty"`
+	Budgets     Budgets        `json:"budgets"`
+	// Expected lists the outputs that must exist and validate.
+	Expected []Expected `json:"expectedOutputs,omitempty"`
+	// BuildDir is where artifacts go (default <skill root>/build).
+	BuildDir string `json:"build_dir,omitempty"`
+	// Fresh ignores the record of a previous identical run: without it, a
+	// run whose skill, goal, inputs and expected outputs are unchanged and
+	// whose outputs still validate ends at once (exit reason "up_to_date").
+	Fresh bool `json:"fresh,omitempty"`
+}
+
+// Config configures a Runtime.
+type Config struct {
+	// Model plays the Decide step, one turn per iteration.
+	Model llm.Model
+	// ModelName is recorded in the result ("provider:model").
+	ModelName string
+	// Sandbox runs skill scripts. Nil makes runScript fail with
+	// SANDBOX_UNAVAILABLE (the rest of the tools still work).
+	Sandbox *sandbox.Runner
+	// Events receives the run's events (evidence every step).
+	Events journal.Emitter
+	// Seed is the fixed sampling seed recorded in the metrics (temperature
+	// is always 0); providers that accept a seed get it.
+	Seed int64
+	// MaxTokens bounds one model answer (default 4096).
+	MaxTokens int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Runtime runs skills (seed 001 SkillRuntime, Pure Act).
+type Runtime struct {
+	cfg Config
+}
+
+// New returns a Runtime.
+func New(cfg Config) *Runtime {
+	if cfg.Events == nil {
+		cfg.Events = journal.Discard
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 4096
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Runtime{cfg: cfg}
+}
+
+// Exit reasons of an Act run.
+const (
+	ExitValidated        = "validated"         // every expected output exists and validates
+	ExitUpToDate         = "up_to_date"        // an identical earlier run's outputs still validate
+	ExitFinalized        = "finalized"         // finalize called and everything validates
+	ExitModelStopped     = "model_stopped"     // the model answered without tool calls
+	ExitToolCallBudget   = "budget_tool_calls" // max_tool_calls reached
+	ExitTimeBudget       = "budget_time"       // time_budget_ms reached
+	ExitTokenBudget      = "budget_tokens"     // token_budget reached
+	ExitStalled          = "stalled"           // no progress after the one Micro-Reflect
+	ExitCycle            = "cycle"             // the same action repeated without effect
+	ExitSandboxViolation = "sandbox_violation" // a path or script tried to leave the skill / build
+	ExitCanceled         = "canceled"          // the context was canceled
+	ExitModelError       = "model_error"       // the model call failed
+)
+
+// Artifact is a file the run wrote under build/.
+type Artifact struct {
+	// Handle is "act.<artifact>@vN".
+	Handle  string `json:"handle"`
+	Path    string `json:"path"` // relative to the build directory
+	Version int    `json:"version"`
+	Bytes   int64  `json:"bytes"`
+	Hash    string `json:"hash"`
+}
+
+// Evidence is recorded for every tool call (seed 001 §6).
+type Evidence struct {
+	Step         int      `json:"step"`
+	Seq          int      `json:"seq"`
+	Tool         string   `json:"tool"`
+	OK           bool     `json:"ok"`
+	ReasonShort  string   `json:"reason_short"`
+	InputsDigest string   `json:"inputs_digest"`
+	Cost         Cost     `json:"cost"`
+	DiffSummary  string   `json:"diff_summary,omitempty"`
+	FileIDs      []string `json:"file_ids,omitempty"`
+	Disclosure   string   `json:"disclosure,omitempty"` // L2 / L3 when the call disclosed content
+	Cached       bool     `json:"cached,omitempty"`     // answered from the read cache or AttemptMemo
+	Error        string   `json:"error,omitempty"`
+	// Stderr is a script's standard error, summarized to at most 512
+	// lines (runScript only).
+	Stderr string `json:"stderr,omitempty"`
+}
+
+// Cost is the tokens and time one step used.
+type Cost struct {
+	Tokens int64 `json:"tokens"`
+	TimeMs int64 `json:"time_ms"`
+}
+
+// Disclosure counts what progressive disclosure injected, per level.
+type Disclosure struct {
+	L1Tokens int `json:"l1_tokens"`
+	L2Tokens int `json:"l2_tokens"`
+	L3Tokens int `json:"l3_tokens"`
+	L3Files  int `json:"l3_files"`
+	// CacheHits counts reads answered with "unchanged since last read".
+	CacheHits int `json:"cache_hits"`
+	// TokensSaved estimates what those hits did not inject.
+	TokensSaved int `json:"tokens_saved"`
+	// Degraded counts reads answered with a summary because the token
+	// budget was low.
+	Degraded int `json:"degraded"`
+}
+
+// Metrics of an Act run (seed 001 §6).
+type Metrics struct {
+	Tokens        int64      `json:"tokens"`
+	InputTokens   int64      `json:"input_tokens"`
+	OutputTokens  int64      `json:"output_tokens"`
+	TimeMs        int64      `json:"time_ms"`
+	ToolCalls     int        `json:"tool_calls"`
+	ModelTurns    int        `json:"model_turns"`
+	Disclosure    Disclosure `json:"disclosure"`
+	ScriptRuns    int        `json:"script_runs"`
+	ScriptReuses  int        `json:"script_reuses"`
+	MemoRefusals  int        `json:"memo_refusals"`
+	MicroReflects int        `json:"micro_reflects"`
+	DiskBytes     int64      `json:"disk_bytes"`
+	Temperature   float64    `json:"temperature"`
+	Seed          int64      `json:"seed"`
+	Model         string     `json:"model,omitempty"`
+}
+
+// Unmet is an expectation the run could not satisfy, with a proposal for
+// the Workflow (seed 001 §11, §12).
+type Unmet struct {
+	Kind     string `json:"kind"` // missing_output | invalid_output | missing_reference | budget | script_failure | sandbox_violation | stalled
+	Path     string `json:"path,omitempty"`
+	Reason   string `json:"reason"`
+	Proposal string `json:"proposal"`
+}
+
+// ActResult is the SkillRuntime's answer (seed 001 §12).
+type ActResult struct {
+	Skill            string     `json:"skill"`
+	Completed        bool       `json:"completed"`
+	ExitReason       string     `json:"exitReason"`
+	Artifacts        []Artifact `json:"artifacts"`
+	Validation       Validation `json:"validation"`
+	EvidenceSummary  []string   `json:"evidenceSummary"`
+	Evidence         []Evidence `json:"evidence"`
+	Metrics          Metrics    `json:"metrics"`
+	RemainingBudgets Budgets    `json:"remainingBudgets"`
+	Unmet            []Unmet    `json:"unmet"`
+	// Error is set when the run ended on a model or internal error.
+	Error *ErrorInfo `json:"error,omitempty"`
+}
+
+// ErrorInfo is a coded error in an ActResult.
+type ErrorInfo struct {
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	Recoverable bool   `json:"recoverable"`
+}
+
+// Journal event types of an Act run.
+const (
+	EventActStart    = "skill.act.start"
+	EventEvidence    = "skill.evidence"
+	EventReflect     = "skill.reflect"
+	EventActEnd      = "skill.act.end"
+	EventActUpToDate = "skill.act.up_to_date"
+)
+
+// Run drives the model through Acquire → Decide → Apply → Record →
+// Progress/Exit until the expected outputs validate or a budget, cycle or
+// sandbox violation stops it. The returned error is non-nil only for model
+// or internal failures; an unmet run is a result with Completed false.
+func (rt *Runtime) Run(ctx context.Context, sk *Skill, in Input) (*ActResult, error) {
+	if rt.cfg.Model == nil {
+		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerSkill, false, "skill runtime has no model")
+	}
+	s, err := newSession(rt, sk, in)
+	if err != nil {
+		return nil, err
+	}
+	rt.cfg.Events.Emit(EventActStart, map[string]any{"skill": sk.ID, "goal": in.Goal, "budgets": s.budgets, "expected": in.Expected, "model": rt.cfg.ModelName, "temperature": 0, "seed": rt.cfg.Seed})
+	if !in.Fresh {
+		if res := s.upToDate(); res != nil {
+			rt.cfg.Events.Emit(EventActUpToDate, map[string]any{"skill": sk.ID})
+			rt.cfg.Events.Emit(EventActEnd, res)
+			return res, nil
+		}
+	}
+	runCtx, cancel := context.WithTimeout(ctx, time.Duration(s.budgets.TimeBudgetMs)*time.Millisecond)
+	defer cancel()
+	res, err := s.loop(runCtx, ctx)
+	rt.cfg.Events.Emit(EventActEnd, res)
+	return res, err
+}
+
+func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
+	tools := s.tools()
+	specs := make([]tool.Spec, len(tools))
+	byName := map[string]*actTool{}
+	for i, t := range tools {
+		specs[i] = t.spec
+		byName[t.spec.Name] = t
+	}
+	system := s.systemPrompt()
+	s.metrics.Disclosure.L1Tokens = EstimateTokens(system)
+	msgs := []llm.Message{{Role: llm.RoleUser, Text: s.userPrompt()}}
+	noProgress := 0
+	for step := 1; ; step++ {
+		// Acquire: budgets left?
+		if reason := s.budgetExit(ctx, parent); reason != "" {
+			return s.finish(reason, nil), nil
+		}
+		// Decide: one model turn.
+		turnStart := s.now()
+		resp, err := s.rt.cfg.Model.Generate(ctx, &llm.Request{
+			Model: s.rt.cfg.ModelName, System: system, Messages: msgs, Tools: specs, MaxTokens: s.rt.cfg.MaxTokens,
+		})
+		if err != nil {
+			if reason := s.budgetExit(ctx, parent); reason != "" {
+				return s.finish(reason, nil), nil
+			}
+			return s.finish(ExitModelError, err), err
+		}
+		s.metrics.ModelTurns++
+		s.usage.Add(resp.Usage)
+		turnTokens := resp.Usage.InputTokens + resp.Usage.OutputTokens
+		msgs = append(msgs, resp.Message)
+		reason := reasonShort(resp.Message.Text)
+		calls := resp.Message.ToolCalls
+		if len(calls) == 0 {
+			// The model stopped. Completion is verified, not declared.
+			return s.finish(ExitModelStopped, nil), nil
+		}
+		// Apply + Record.
+		s.progress = false
+		results := make([]llm.ToolResult, 0, len(calls))
+		exit := ""
+		for i, call := range calls {
+			if s.toolCalls >= s.budgets.MaxToolCalls {
+				results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, IsError: true,
+					Content: errorContent(agenterr.CodeBudgetExceeded, "max_tool_calls reached; the run ends", "")})
+				exit = ExitToolCallBudget
+				continue
+			}
+			s.toolCalls++
+			callStart := s.now()
+			t := byName[call.Name]
+			var out toolOutput
+			if t == nil {
+				out = failure(agenterr.New(agenterr.CodeToolInput, agenterr.LayerSkill, true, "unknown tool %q", call.Name))
+			} else {
+				out = s.apply(ctx, t, call.Input)
+			}
+			cost := Cost{TimeMs: s.now().Sub(callStart).Milliseconds()}
+			if i == 0 {
+				cost.Tokens = turnTokens
+				cost.TimeMs += callStart.Sub(turnStart).Milliseconds()
+			}
+			ev := Evidence{
+				Step: step, Seq: s.toolCalls, Tool: call.Name, OK: !out.isError, ReasonShort: reason,
+				InputsDigest: digest(call.Name, call.Input), Cost: cost, DiffSummary: out.diff,
+				FileIDs: out.files, Disclosure: out.level, Cached: out.cached, Error: out.errText, Stderr: out.stderr,
+			}
+			s.record(ev)
+			results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, Content: out.content, IsError: out.isError})
+			if s.violation != "" || s.finalized {
+				break
+			}
+			if s.cycle {
+				exit = ExitCycle
+				break
+			}
+		}
+		// Answer every call, even those skipped after an early stop.
+		answered := map[string]bool{}
+		for _, r := range results {
+			answered[r.CallID] = true
+		}
+		for _, call := range calls {
+			if !answered[call.ID] {
+				results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: errorContent("SKIPPED", "not run: the run ended", "")})
+			}
+		}
+		// Progress/Exit.
+		switch {
+		case s.violation != "":
+			return s.finish(ExitSandboxViolation, nil), nil
+		case s.finalized:
+			return s.finish(ExitFinalized, nil), nil
+		case exit != "":
+			return s.finish(exit, nil), nil
+		}
+		if s.progress && len(s.in.Expected) > 0 && s.validate().OK {
+			return s.finish(ExitValidated, nil), nil
+		}
+		if s.progress {
+			noProgress = 0
+		} else {
+			noProgress++
+		}
+		if noProgress >= 2 {
+			if s.metrics.MicroReflects > 0 {
+				return s.finish(ExitStalled, nil), nil
+			}
+			// Micro-Reflect, once: a short re-plan note rides on the last
+			// tool result (providers need tool results to follow tool calls).
+			s.metrics.MicroReflects++
+			note := s.reflectNote()
+			s.rt.cfg.Events.Emit(EventReflect, map[string]any{"step": step, "note": note})
+			last := &results[len(results)-1]
+			last.Content += "\n\n[micro-reflect] " + note
+			noProgress = 0
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolResults: results})
+	}
+}
+
+// budgetExit returns the exit reason when a budget is spent or the caller
+// canceled.
+func (s *session) budgetExit(ctx, parent context.Context) string {
+	switch {
+	case parent.Err() != nil:
+		return ExitCanceled
+	case ctx.Err() != nil || s.now().Sub(s.start).Milliseconds() >= s.budgets.TimeBudgetMs:
+		return ExitTimeBudget
+	case s.usage.InputTokens+s.usage.OutputTokens >= s.budgets.TokenBudget:
+		return ExitTokenBudget
+	case s.toolCalls >= s.budgets.MaxToolCalls:
+		return ExitToolCallBudget
+	}
+	return ""
+}
+
+// finish validates, builds the ActResult and, when complete, records the
+// run so an identical later run can end at once.
+func (s *session) finish(reason string, err error) *ActResult {
+	val := s.validate()
+	completed := val.OK && (len(s.in.Expected) > 0 || reason == ExitFinalized || reason == ExitModelStopped) &&
+		reason != ExitSandboxViolation && err == nil
+	if reason == ExitModelStopped && completed && len(s.in.Expected) > 0 {
+		reason = ExitValidated
+	}
+	res := &ActResult{
+		Skill:      s.sk.ID,
+		Completed:  completed,
+		ExitReason: reason,
+		Validation: val,
+		Evidence:   s.evidence,
+	}
+	if res.Evidence == nil {
+		res.Evidence = []Evidence{}
+	}
+	res.Artifacts = s.artifactList()
+	res.EvidenceSummary = s.evidenceSummary()
+	s.metrics.Tokens = s.usage.InputTokens + s.usage.OutputTokens
+	s.metrics.InputTokens = s.usage.InputTokens
+	s.metrics.OutputTokens = s.usage.OutputTokens
+	s.metrics.TimeMs = s.now().Sub(s.start).Milliseconds()
+	s.metrics.ToolCalls = s.toolCalls
+	s.metrics.DiskBytes = s.diskWritten
+	res.Metrics = s.metrics
+	res.RemainingBudgets = s.remaining()
+	if err != nil {
+		res.Error = &ErrorInfo{Code: agenterr.CodeOf(err), Message: err.Error(), Recoverable: agenterr.IsRecoverable(err)}
+		if res.Error.Code == "" {
+			res.Error.Code = agenterr.CodeSdkRequest
+		}
+	}
+	res.Unmet = s.unmet(res, reason)
+	s.saveRecord(completed)
+	return res
+}
+
+func (s *session) remaining() Budgets {
+	r := s.budgets
+	r.MaxToolCalls = max(0, r.MaxToolCalls-s.toolCalls)
+	r.TimeBudgetMs = max(0, r.TimeBudgetMs-s.now().Sub(s.start).Milliseconds())
+	r.TokenBudget = max(0, r.TokenBudget-(s.usage.InputTokens+s.usage.OutputTokens))
+	r.DiskWriteLimitMB = max(0, r.DiskWriteLimitMB-int(s.diskWritten>>20))
+	return r
+}
+
+// unmet lists what the Workflow must deal with, each with a proposal.
+func (s *session) unmet(res *ActResult, reason string) []Unmet {
+	out := []Unmet{}
+	if res.Completed {
+		return out
+	}
+	for _, oc := range res.Validation.Outputs {
+		if oc.OK() {
+			continue
+		}
+		u := Unmet{Path: oc.Path, Reason: strings.Join(oc.Errors, "; ")}
+		if !oc.Completeness {
+			u.Kind = "missing_output"
+			u.Proposal = fmt.Sprintf("produce build/%s (writeArtifact or templateExpand with output)", oc.Path)
+		} else {
+			u.Kind = "invalid_output"
+			u.Proposal = fmt.Sprintf("fix build/%s so it passes validation: %s", oc.Path, firstOf(oc.Errors))
+		}
+		out = append(out, u)
+	}
+	missing := make([]string, 0, len(s.missing))
+	for p := range s.missing {
+		missing = append(missing, p)
+	}
+	sort.Strings(missing)
+	for _, p := range missing {
+		out = append(out, Unmet{Kind: "missing_reference", Path: p,
+			Reason:   "SKILL.md refers to " + p + " but the skill folder does not contain it",
+			Proposal: "add " + p + " to the skill, or pass its content as an input"})
+	}
+	switch reason {
+	case ExitToolCallBudget, ExitTimeBudget, ExitTokenBudget:
+		out = append(out, Unmet{Kind: "budget", Reason: "the run stopped: " + reason,
+			Proposal: "raise the budget or narrow the goal; remaining budgets are in remainingBudgets"})
+	case ExitStalled, ExitCycle:
+		out = append(out, Unmet{Kind: "stalled", Reason: "no progress after a micro-reflect (" + reason + ")",
+			Proposal: "give more specific inputs or constraints, or check that the skill's instructions can reach the expected outputs"})
+	case ExitSandboxViolation:
+		out = append(out, Unmet{Kind: "sandbox_violation", Reason: s.violation,
+			Proposal: "keep every path inside the skill folder and writes inside build/"})
+	}
+	if s.scriptFailures > 0 && len(res.Validation.Outputs) > 0 && !res.Validation.OK {
+		out = append(out, Unmet{Kind: "script_failure", Reason: s.lastScriptFailure,
+			Proposal: "check the script's arguments and dependencies (no network, no new packages in the sandbox)"})
+	}
+	if len(out) == 0 && len(s.in.Expected) == 0 {
+		out = append(out, Unmet{Kind: "missing_output", Reason: "no expected outputs were given and the run did not finalize",
+			Proposal: "pass expected outputs (--expect) so completion can be verified"})
+	}
+	return out
+}
+
+func firstOf(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func (s *session) evidenceSummary() []string {
+	out := make([]string, 0, len(s.evidence))
+	for _, e := range s.evidence {
+		line := fmt.Sprintf("#%d step %d %s", e.Seq, e.Step, e.Tool)
+		if e.OK {
+			line += " ok"
+		} else {
+			line += " failed: " + truncate(e.Error, 120)
+		}
+		if e.Disclosure != "" {
+			line += " [" + e.Disclosure + "]"
+		}
+		if e.Cached {
+			line += " (cached)"
+		}
+		if e.DiffSummary != "" {
+			line += " — " + truncate(e.DiffSummary, 120)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// reasonShort keeps at most five non-empty lines of the model's text.
+func reasonShort(text string) string {
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		lines = append(lines, truncate(l, 200))
+		if len(lines) == 5 {
+			break
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// digest is the inputs_digest of a call: a short hash of the tool name and
+// its canonical input.
+func digest(name string, input json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(canonicalJSON(input))
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// canonicalJSON re-encodes JSON with sorted keys so equal inputs hash alike.
+func canonicalJSON(b json.RawMessage) []byte {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+func hashBytes(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])[:16]
+}
+
+// errorContent renders a structured failure for the model.
+func errorContent(code, msg, hint string) string {
+	m := map[string]any{"ok": false, "error": map[string]any{"code": code, "message": msg}}
+	if hint != "" {
+		m["error"].(map[string]any)["hint"] = hint
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
