@@ -219,12 +219,12 @@ func TestRegisterRejects(t *testing.T) {
 	}
 	bad := []ReasoningAgent{
 		nil,
-		fn("a", nil, []string{"x.z"}, nil),     // duplicate
-		fn("", nil, []string{"x.z"}, nil),      // empty id
-		fn("b c", nil, []string{"x.z"}, nil),   // bad id
-		fn("b", nil, []string{"nons"}, nil),    // no namespace
-		fn("b", nil, []string{"x..y"}, nil),    // empty segment
-		fn("b", []string{"x.1"}, nil, nil),     // segment starts with digit
+		fn("a", nil, []string{"x.z"}, nil),   // duplicate
+		fn("", nil, []string{"x.z"}, nil),    // empty id
+		fn("b c", nil, []string{"x.z"}, nil), // bad id
+		fn("b", nil, []string{"nons"}, nil),  // no namespace
+		fn("b", nil, []string{"x..y"}, nil),  // empty segment
+		fn("b", []string{"x.1"}, nil, nil),   // segment starts with digit
 		fn("b", nil, []string{"x.y", "x.y"}, nil),
 		fn("b", nil, []string{"version.x"}, nil),
 	}
