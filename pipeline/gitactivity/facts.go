@@ -17,6 +17,9 @@ type Fact struct {
 	Value   float64  `json:"value"`
 	Source  string   `json:"source"`
 	Commits []string `json:"commits"`
+	// Window is the time range counted, on the commits and
+	// previous_commits facts.
+	Window *Window `json:"window,omitempty"`
 }
 
 // Fact kinds.
@@ -52,6 +55,7 @@ func Facts(cur []Commit, w Window, prev []Commit, pw Window) []Fact {
 	all := hashes(cur)
 	span := w.Since.UTC().Format("2006-01-02 15:04") + " to " + w.Until.UTC().Format("2006-01-02 15:04") + " UTC"
 	add(KindCommits, fmt.Sprintf("%d commits (no merges) from %s", len(cur), span), len(cur), all)
+	facts[0].Window = &w
 
 	type group struct {
 		name    string
@@ -117,6 +121,7 @@ func Facts(cur []Commit, w Window, prev []Commit, pw Window) []Fact {
 	}
 	pspan := pw.Since.UTC().Format("2006-01-02 15:04") + " to " + pw.Until.UTC().Format("2006-01-02 15:04") + " UTC"
 	add(KindPreviousCommits, fmt.Sprintf("%d commits (no merges) in the previous window, %s", len(prev), pspan), len(prev), hashes(prev))
+	facts[len(facts)-1].Window = &pw
 	return facts
 }
 
@@ -126,13 +131,14 @@ type area struct {
 	commits []string
 }
 
-// areas ranks top-level directories (or root files as "/") by file changes.
+// areas ranks top-level directories (root files count as "(root)") by
+// file changes.
 func areas(cur []Commit) []area {
 	idx := map[string]*area{}
 	for _, c := range cur {
 		seen := map[string]bool{}
 		for _, f := range c.Files {
-			name := "/"
+			name := "(root)"
 			if i := strings.Index(f.Path, "/"); i > 0 {
 				name = f.Path[:i+1]
 			}

@@ -19,10 +19,12 @@ type Step struct {
 	When    time.Time
 	Author  string // "Name <email>"
 	Message string
-	Files   map[string]string // path -> content to append ("" deletes nothing; use Delete)
-	Binary  map[string][]byte
-	Branch  string // commit on this branch (created from the current HEAD if missing)
-	Merge   string // merge this branch into main with --no-ff instead of committing files
+	Files   map[string]string // path -> content to append
+	// Overwrite replaces whole files (to produce deleted lines).
+	Overwrite map[string]string
+	Binary    map[string][]byte
+	Branch    string // commit on this branch (created from the current HEAD if missing)
+	Merge     string // merge this branch into main with --no-ff instead of committing files
 }
 
 // Steps is the standard history: one old commit, two in the previous
@@ -34,7 +36,7 @@ func Steps() []Step {
 		{When: d(8, 10), Author: "Bob Marley <bob@example.com>", Message: "feat: first parser", Files: map[string]string{"parser/parse.go": lines("p", 6)}},
 		{When: d(12, 15), Author: "Alice Liddell <alice@example.com>", Message: "fix: typo in parse", Files: map[string]string{"parser/parse.go": lines("q", 1)}},
 		{When: d(15, 9), Author: "Alice Liddell <alice@example.com>", Message: "feat(parser): add tokenizer", Files: map[string]string{"parser/lexer.go": lines("l", 10), "parser/lexer_test.go": lines("t", 5)}},
-		{When: d(16, 11), Author: "Bob Marley <bob@example.com>", Message: "fix: handle empty input", Files: map[string]string{"parser/lexer.go": lines("e", 2)}},
+		{When: d(16, 11), Author: "Bob Marley <bob@example.com>", Message: "fix: handle empty input", Overwrite: map[string]string{"parser/lexer.go": lines("l", 7) + lines("e", 2)}},
 		{When: d(17, 14), Author: "Alice Liddell <alice@example.com>", Message: "docs: describe usage", Files: map[string]string{"README.md": lines("r", 3)}},
 		{When: d(18, 8), Author: "Carol Danvers <carol@example.com>", Message: "Add CLI flags", Files: map[string]string{"cmd/main.go": lines("m", 4)}, Binary: map[string][]byte{"assets/logo.png": {0x89, 'P', 'N', 'G', 0, 1, 2, 0, 3}}},
 		{When: d(19, 10), Author: "Dave Grohl <dave@example.com>", Message: "test: cover lexer", Files: map[string]string{"parser/lexer_test.go": lines("c", 3)}, Branch: "topic"},
@@ -84,6 +86,11 @@ func Make(t testing.TB, dir string, steps []Step) string {
 		}
 		for p, content := range s.Files {
 			appendFile(t, filepath.Join(dir, p), []byte(content))
+		}
+		for p, content := range s.Overwrite {
+			if err := os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for p, content := range s.Binary {
 			appendFile(t, filepath.Join(dir, p), content)
