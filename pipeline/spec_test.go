@@ -75,7 +75,9 @@ stages:
 	model := &replyModel{replies: []llm.Response{text(`{"note":"two labels"}`)}}
 	m, err := s.Build(context.Background(), BuildOptions{Standard: testStandard, DefaultModel: model,
 		Funcs: map[string]func(context.Context, *AgentContext) error{
-			"labeler": func(_ context.Context, ac *AgentContext) error { return ac.Set("custom.labels", []string{ac.AgentID()}) },
+			"labeler": func(_ context.Context, ac *AgentContext) error {
+				return ac.Set("custom.labels", []string{ac.AgentID()})
+			},
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,10 +169,10 @@ stages:
 	}
 	// Resolution errors.
 	for src, want := range map[string]string{
-		"version: 1\nstages: [{id: nope}]\n": "unknown standard agent",
-		"version: 1\nstages: [{id: a, kind: func, use: missing, postconditions: [k.a]}]\n":    "unknown function",
-		"version: 1\nstages: [{id: a, kind: model, postconditions: [k.a]}]\n":                 "no model is configured",
-		"version: 1\nstages: [{id: a, kind: agent, dir: sub, postconditions: [k.a]}]\n":       "no agent runner",
+		"version: 1\nstages: [{id: nope}]\n":                                                   "unknown standard agent",
+		"version: 1\nstages: [{id: a, kind: func, use: missing, postconditions: [k.a]}]\n":     "unknown function",
+		"version: 1\nstages: [{id: a, kind: model, postconditions: [k.a]}]\n":                  "no model is configured",
+		"version: 1\nstages: [{id: a, kind: agent, dir: sub, postconditions: [k.a]}]\n":        "no agent runner",
 		"version: 1\nstages: [{id: a, kind: model, model: 'nope:x', postconditions: [k.a]}]\n": "UNKNOWN_PROVIDER",
 	} {
 		if _, err := buildSpec(t, src, BuildOptions{Funcs: f}); err == nil || !strings.Contains(err.Error(), want) {

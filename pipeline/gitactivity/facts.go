@@ -54,7 +54,7 @@ func Facts(cur []Commit, w Window, prev []Commit, pw Window) []Fact {
 	}
 	all := hashes(cur)
 	span := w.Since.UTC().Format("2006-01-02 15:04") + " to " + w.Until.UTC().Format("2006-01-02 15:04") + " UTC"
-	add(KindCommits, fmt.Sprintf("%d commits (no merges) from %s", len(cur), span), len(cur), all)
+	add(KindCommits, fmt.Sprintf("%s (no merges) from %s", Plural(len(cur), "commit"), span), len(cur), all)
 	facts[0].Window = &w
 
 	type group struct {
@@ -85,7 +85,7 @@ func Facts(cur []Commit, w Window, prev []Commit, pw Window) []Fact {
 	authors := groupBy(func(c Commit) (string, string) {
 		return strings.ToLower(c.Email), c.Author + " <" + c.Email + ">"
 	})
-	add(KindAuthors, fmt.Sprintf("%d authors", len(authors)), len(authors), all)
+	add(KindAuthors, Plural(len(authors), "author"), len(authors), all)
 
 	files := map[string]bool{}
 	var touching []string
@@ -107,22 +107,30 @@ func Facts(cur []Commit, w Window, prev []Commit, pw Window) []Fact {
 		added += c.Added()
 		deleted += c.Deleted()
 	}
-	add(KindFiles, fmt.Sprintf("%d distinct files changed", len(files)), len(files), touching)
-	add(KindLinesAdded, fmt.Sprintf("%d lines added", added), added, addHashes)
-	add(KindLinesDeleted, fmt.Sprintf("%d lines deleted", deleted), deleted, delHashes)
+	add(KindFiles, Plural(len(files), "distinct file")+" changed", len(files), touching)
+	add(KindLinesAdded, Plural(added, "line")+" added", added, addHashes)
+	add(KindLinesDeleted, Plural(deleted, "line")+" deleted", deleted, delHashes)
 	for _, g := range authors {
-		add(KindAuthorCommits, fmt.Sprintf("%s: %d commits", g.name, len(g.commits)), len(g.commits), g.commits)
+		add(KindAuthorCommits, g.name+": "+Plural(len(g.commits), "commit"), len(g.commits), g.commits)
 	}
 	for _, g := range groupBy(func(c Commit) (string, string) { return c.Type, c.Type }) {
-		add(KindTypeCommits, fmt.Sprintf("type %s: %d commits", g.name, len(g.commits)), len(g.commits), g.commits)
+		add(KindTypeCommits, "type "+g.name+": "+Plural(len(g.commits), "commit"), len(g.commits), g.commits)
 	}
 	for _, a := range areas(cur) {
-		add(KindAreaChanges, fmt.Sprintf("area %s: %d file changes", a.name, a.changes), a.changes, a.commits)
+		add(KindAreaChanges, "area "+a.name+": "+Plural(a.changes, "file change"), a.changes, a.commits)
 	}
 	pspan := pw.Since.UTC().Format("2006-01-02 15:04") + " to " + pw.Until.UTC().Format("2006-01-02 15:04") + " UTC"
-	add(KindPreviousCommits, fmt.Sprintf("%d commits (no merges) in the previous window, %s", len(prev), pspan), len(prev), hashes(prev))
+	add(KindPreviousCommits, Plural(len(prev), "commit")+" (no merges) in the previous window, "+pspan, len(prev), hashes(prev))
 	facts[len(facts)-1].Window = &pw
 	return facts
+}
+
+// Plural renders "1 commit" or "2 commits".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 type area struct {

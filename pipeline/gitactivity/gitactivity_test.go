@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/pipeline/internal/gitfixture"
+	"github.com/capstan-dev/capstan/pipeline/pipelinetest"
 )
 
 func TestParseSince(t *testing.T) {
@@ -143,8 +143,8 @@ func FuzzNumbers(f *testing.F) {
 
 // The facts of the fixture repository, checked against git's own counts.
 func TestLogAndFactsAgainstGit(t *testing.T) {
-	dir := gitfixture.Make(t, t.TempDir(), gitfixture.Steps())
-	now := gitfixture.Now()
+	dir := pipelinetest.MakeGitRepo(t, t.TempDir(), pipelinetest.GitSteps())
+	now := pipelinetest.Now()
 	w, _ := ParseSince("7d", now)
 	ctx := context.Background()
 	cur, err := Log(ctx, dir, w)
@@ -227,13 +227,13 @@ func TestLogErrors(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	w, _ := ParseSince("7d", gitfixture.Now())
+	w, _ := ParseSince("7d", pipelinetest.Now())
 	_, err := Log(context.Background(), t.TempDir(), w)
 	if !errors.Is(err, agenterr.ErrGit) || !strings.Contains(err.Error(), "not a git repository") {
 		t.Fatalf("err = %v", err)
 	}
 	// Empty repository: no commits, no error.
-	dir := gitfixture.Make(t, t.TempDir(), nil)
+	dir := pipelinetest.MakeGitRepo(t, t.TempDir(), nil)
 	cs, err := Log(context.Background(), dir, w)
 	if err != nil || len(cs) != 0 {
 		t.Fatalf("empty repo: %v %v", cs, err)

@@ -228,6 +228,14 @@ func byKind(facts []gitactivity.Fact) map[string][]gitactivity.Fact {
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
+// pl renders a fact value with its noun: "1 commit", "6 commits".
+func pl(v float64, noun string) string {
+	if v == 1 {
+		return "1 " + noun
+	}
+	return num(v) + " " + noun + "s"
+}
+
 // label is the subject of a per-author, per-type or per-area fact.
 func label(f gitactivity.Fact) string {
 	s := f.Content
@@ -333,7 +341,7 @@ func infer(_ context.Context, ac *pipeline.AgentContext) error {
 		add("No commits were made in the window", "count", h1, total)
 	} else {
 		authors := k[gitactivity.KindAuthors][0]
-		add(fmt.Sprintf("%s commits by %s authors were made in the window", num(total.Value), num(authors.Value)), "count", h1, total, authors)
+		add(fmt.Sprintf("%s by %s %s made in the window", pl(total.Value, "commit"), pl(authors.Value, "author"), map[bool]string{true: "was", false: "were"}[total.Value == 1]), "count", h1, total, authors)
 		if l := leaders(k[gitactivity.KindTypeCommits]); len(l) > 0 {
 			verb := "was the most common change type"
 			if len(l) > 1 {
@@ -350,11 +358,11 @@ func infer(_ context.Context, ac *pipeline.AgentContext) error {
 	}
 	switch {
 	case total.Value > prev.Value:
-		add(fmt.Sprintf("Activity rose from %s to %s commits compared with the previous window", num(prev.Value), num(total.Value)), "compare", h2, prev, total)
+		add(fmt.Sprintf("Activity rose from %s to %s compared with the previous window", num(prev.Value), pl(total.Value, "commit")), "compare", h2, prev, total)
 	case total.Value < prev.Value:
-		add(fmt.Sprintf("Activity fell from %s to %s commits compared with the previous window", num(prev.Value), num(total.Value)), "compare", h2, prev, total)
+		add(fmt.Sprintf("Activity fell from %s to %s compared with the previous window", num(prev.Value), pl(total.Value, "commit")), "compare", h2, prev, total)
 	default:
-		add(fmt.Sprintf("Activity was flat: %s commits in both windows", num(total.Value)), "compare", h2, prev, total)
+		add(fmt.Sprintf("Activity was flat: %s in both windows", pl(total.Value, "commit")), "compare", h2, prev, total)
 	}
 	if err := ac.Set(KeyConclusions, cs); err != nil {
 		return err
@@ -389,10 +397,10 @@ func RenderSummary(facts []gitactivity.Fact, cs []Conclusion) string {
 		b.WriteString("Development activity\n")
 	}
 	authors := k[gitactivity.KindAuthors][0]
-	fmt.Fprintf(&b, "- %s commits by %s authors%s\n", num(total.Value), num(authors.Value), cite(total, authors))
+	fmt.Fprintf(&b, "- %s by %s%s\n", pl(total.Value, "commit"), pl(authors.Value, "author"), cite(total, authors))
 	if total.Value > 0 {
 		files, add, del := k[gitactivity.KindFiles][0], k[gitactivity.KindLinesAdded][0], k[gitactivity.KindLinesDeleted][0]
-		fmt.Fprintf(&b, "- %s files changed, %s lines added, %s deleted%s\n", num(files.Value), num(add.Value), num(del.Value), cite(files, add, del))
+		fmt.Fprintf(&b, "- %s changed, %s added, %s deleted%s\n", pl(files.Value, "file"), pl(add.Value, "line"), num(del.Value), cite(files, add, del))
 		list := func(title string, fs []gitactivity.Fact) {
 			if len(fs) == 0 {
 				return
@@ -408,7 +416,7 @@ func RenderSummary(facts []gitactivity.Fact, cs []Conclusion) string {
 		list("Busiest areas (file changes)", k[gitactivity.KindAreaChanges])
 	}
 	prev := k[gitactivity.KindPreviousCommits][0]
-	fmt.Fprintf(&b, "- Previous window: %s commits%s\n", num(prev.Value), cite(prev))
+	fmt.Fprintf(&b, "- Previous window: %s%s\n", pl(prev.Value, "commit"), cite(prev))
 	if len(cs) > 0 {
 		b.WriteString("Conclusions:\n")
 		for _, c := range cs {

@@ -14,19 +14,19 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
 	"github.com/capstan-dev/capstan/pipeline/gitactivity"
-	"github.com/capstan-dev/capstan/pipeline/internal/gitfixture"
+	"github.com/capstan-dev/capstan/pipeline/pipelinetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func run(t *testing.T, cfg Config, request, since string, steps []gitfixture.Step) (*pipeline.AgentContext, error) {
+func run(t *testing.T, cfg Config, request, since string, steps []pipelinetest.Step) (*pipeline.AgentContext, error) {
 	t.Helper()
-	dir := gitfixture.Make(t, t.TempDir(), steps)
+	dir := pipelinetest.MakeGitRepo(t, t.TempDir(), steps)
 	m, err := NewManager(pipeline.Config{Options: pipeline.DefaultExecutionOptions()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := Input(request, dir, since, gitfixture.Now())
+	in, err := Input(request, dir, since, pipelinetest.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestSeedContracts(t *testing.T) {
 
 // The whole offline pipeline on a generated repository with fixed dates.
 func TestGoldenActivitySummary(t *testing.T) {
-	out, err := run(t, Config{}, "summarize development activity", "7d", gitfixture.Steps())
+	out, err := run(t, Config{}, "summarize development activity", "7d", pipelinetest.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestGoldenActivitySummary(t *testing.T) {
 }
 
 func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
-	out, err := run(t, Config{}, "what happened in the last 2 days?", "", gitfixture.Steps())
+	out, err := run(t, Config{}, "what happened in the last 2 days?", "", pipelinetest.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
 		t.Fatalf("window %v hours", got)
 	}
 	// A window with no commits still yields facts, conclusions and a summary.
-	out, err = run(t, Config{}, "summary", "2026-11-21", gitfixture.Steps())
+	out, err = run(t, Config{}, "summary", "2026-11-21", pipelinetest.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
 
 func TestNotARepository(t *testing.T) {
 	m, _ := NewManager(pipeline.Config{Options: pipeline.DefaultExecutionOptions()}, Config{})
-	in, _ := Input("summarize", t.TempDir(), "7d", gitfixture.Now())
+	in, _ := Input("summarize", t.TempDir(), "7d", pipelinetest.Now())
 	out, err := m.Execute(context.Background(), in)
 	if err == nil || !strings.Contains(err.Error(), "not a git repository") || out.String("metadata.status") != pipeline.PipelineStopped {
 		t.Fatalf("err = %v", err)
@@ -163,7 +163,7 @@ func TestModelNumbersCheckedAgainstFacts(t *testing.T) {
 			`{"id":"c3","description":"Bugs dominate","confidence":0.5,"evidence":["F99"]}],"inference_chain":[]}`,
 		Summarization: `{"summary":"6 commits by 4 authors [F1, F2]; 30 lines added [F4]; about 42 reviews."}`,
 	}}
-	out, err := run(t, Config{Model: m}, "summarize development activity", "7d", gitfixture.Steps())
+	out, err := run(t, Config{Model: m}, "summarize development activity", "7d", pipelinetest.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestModelOutputRejected(t *testing.T) {
 	m := &replyModel{answers: map[string]string{
 		IntentDetection: `{"intents":[{"type":"activity_summary","confidence":1.5}],"entities":{}}`,
 	}}
-	out, err := run(t, Config{Model: m}, "summarize", "7d", gitfixture.Steps())
+	out, err := run(t, Config{Model: m}, "summarize", "7d", pipelinetest.GitSteps())
 	if err == nil || !strings.Contains(err.Error(), "STAGE_OUTPUT") || out.Has(KeyIntents) {
 		t.Fatalf("err = %v", err)
 	}

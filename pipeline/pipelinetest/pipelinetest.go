@@ -1,6 +1,7 @@
-// Package gitfixture builds a small git repository with fixed authors and
-// timestamps for the pipeline's tests.
-package gitfixture
+// Package pipelinetest builds git repositories with fixed authors and
+// timestamps, for tests of pipelines that read git history (as
+// net/http/httptest does for HTTP).
+package pipelinetest
 
 import (
 	"os"
@@ -27,9 +28,9 @@ type Step struct {
 	Merge     string // merge this branch into main with --no-ff instead of committing files
 }
 
-// Steps is the standard history: one old commit, two in the previous
+// GitSteps is the standard history: one old commit, two in the previous
 // 7-day window, six non-merge commits and one merge in the current one.
-func Steps() []Step {
+func GitSteps() []Step {
 	d := func(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, time.UTC) }
 	return []Step{
 		{When: d(1, 9), Author: "Alice Liddell <alice@example.com>", Message: "chore: init module", Files: map[string]string{"go.mod": "module example.com/x\n"}},
@@ -54,8 +55,9 @@ func lines(prefix string, n int) string {
 	return b.String()
 }
 
-// Make creates the repository in dir from steps and returns dir.
-func Make(t testing.TB, dir string, steps []Step) string {
+// MakeGitRepo creates a repository in dir from steps and returns dir. It
+// skips the test when git is not installed.
+func MakeGitRepo(t testing.TB, dir string, steps []Step) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
