@@ -30,6 +30,9 @@ func (e *entry) hash() string {
 	return hex.EncodeToString(s[:])
 }
 
+// MaxValueSize bounds the JSON size of one value.
+const MaxValueSize = 16 << 20
+
 // newEntry marshals v (any JSON-compatible value, or json.RawMessage) into
 // an entry.
 func newEntry(v any) (*entry, error) {
@@ -45,6 +48,9 @@ func newEntry(v any) (*entry, error) {
 			return nil, fmt.Errorf("value is not JSON-compatible: %w", err)
 		}
 		raw = b
+	}
+	if len(raw) > MaxValueSize {
+		return nil, fmt.Errorf("value is %d bytes of JSON, more than the %d allowed", len(raw), MaxValueSize)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {

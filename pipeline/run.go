@@ -613,6 +613,13 @@ func (ex *execution) finish(t0 time.Time) board {
 		order[ex.plan.defs[idx].id] = i
 	}
 	sort.SliceStable(ex.runs, func(a, c int) bool { return order[ex.runs[a].AgentID] < order[ex.runs[c].AgentID] })
+	sort.SliceStable(ex.writes, func(a, c int) bool {
+		wa, wc := ex.writes[a], ex.writes[c]
+		if !wa.Time.Equal(wc.Time) {
+			return wa.Time.Before(wc.Time)
+		}
+		return order[wa.AgentID] < order[wc.AgentID]
+	})
 	put(KeyAgentRuns, ex.runs)
 	put(KeyWrites, orEmpty(ex.writes))
 	put(KeyViolations, orEmpty(ex.violations))

@@ -178,12 +178,16 @@ func safe(v any) any {
 	return v
 }
 
+// jsonHelper renders a value as indented JSON, without HTML escaping.
 func jsonHelper(v any) raymond.SafeString {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return raymond.SafeString(fmt.Sprint(v))
 	}
-	return raymond.SafeString(b)
+	return raymond.SafeString(strings.TrimRight(b.String(), "\n"))
 }
 
 func parseTemplate(id, what, src string) (*raymond.Template, error) {

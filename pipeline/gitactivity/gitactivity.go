@@ -115,13 +115,12 @@ func (c Commit) Deleted() int {
 	return n
 }
 
-// Record and field separators of the log format.
-const (
-	recSep   = "\x1e"
-	fieldSep = "\x1f"
-	// LogFormat is the --format given to git log.
-	LogFormat = "%x1e%H%x1f%an%x1f%ae%x1f%aI%x1f%cI%x1f%s"
-)
+// LogFormat is the --format given to git log: one header line per commit
+// that starts with a NUL byte and separates its fields with NUL bytes. Git
+// identities and subjects cannot contain NUL or newlines, and --numstat
+// lines contain no NUL (unusual paths are C-quoted), so any author name or
+// subject parses unambiguously.
+const LogFormat = "%x00%H%x00%an%x00%ae%x00%aI%x00%cI%x00%s"
 
 // LogArgs returns the git arguments Log uses for repo and w (exported so
 // users can see exactly what ran, and tests can compare with git).
@@ -184,42 +183,50 @@ func run(ctx context.Context, args ...string) ([]byte, error) {
 // ParseLog parses the output of git log with LogFormat and --numstat.
 func ParseLog(data []byte) ([]Commit, error) {
 	var commits []Commit
-	recs := strings.Split(string(data), recSep)
-	if strings.TrimSpace(recs[0]) != "" {
-		return nil, errors.New("git log output does not start with a commit header")
-	}
-	for _, rec := range recs[1:] {
-		header, body, _ := strings.Cut(rec, "\n")
-		f := strings.Split(header, fieldSep)
-		if len(f) != 6 {
-			return nil, fmt.Errorf("commit header has %d fields, want 6: %.80q", len(f), header)
-		}
-		c := Commit{Hash: f[0], Author: f[1], Email: f[2], Subject: f[5], Files: []FileChange{}}
-		if !hashRe.MatchString(c.Hash) {
-			return nil, fmt.Errorf("bad commit hash %.80q", c.Hash)
-		}
-		var err error
-		if c.AuthorTime, err = time.Parse(time.RFC3339, f[3]); err != nil {
-			return nil, fmt.Errorf("commit %s: author date: %w", c.Hash, err)
-		}
-		if c.CommitTime, err = time.Parse(time.RFC3339, f[4]); err != nil {
-			return nil, fmt.Errorf("commit %s: committer date: %w", c.Hash, err)
-		}
-		c.AuthorTime, c.CommitTime = c.AuthorTime.UTC(), c.CommitTime.UTC()
-		c.Type, c.Conventional = CommitType(c.Subject)
-		for _, line := range strings.Split(body, "\n") {
-			if line == "" {
-				continue
-			}
-			fc, err := parseNumstat(line)
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "\x00") {
+			c, err := parseHeader(line[1:])
 			if err != nil {
-				return nil, fmt.Errorf("commit %s: %w", c.Hash, err)
+				return nil, err
 			}
-			c.Files = append(c.Files, fc)
+			commits = append(commits, c)
+			continue
 		}
-		commits = append(commits, c)
+		if line == "" {
+			continue
+		}
+		if len(commits) == 0 {
+			return nil, errors.New("git log output does not start with a commit header")
+		}
+		c := &commits[len(commits)-1]
+		fc, err := parseNumstat(line)
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", c.Hash, err)
+		}
+		c.Files = append(c.Files, fc)
 	}
 	return commits, nil
+}
+
+func parseHeader(header string) (Commit, error) {
+	f := strings.Split(header, "\x00")
+	if len(f) != 6 {
+		return Commit{}, fmt.Errorf("commit header has %d fields, want 6: %.80q", len(f), header)
+	}
+	c := Commit{Hash: f[0], Author: f[1], Email: f[2], Subject: f[5], Files: []FileChange{}}
+	if !hashRe.MatchString(c.Hash) {
+		return Commit{}, fmt.Errorf("bad commit hash %.80q", c.Hash)
+	}
+	var err error
+	if c.AuthorTime, err = time.Parse(time.RFC3339, f[3]); err != nil {
+		return Commit{}, fmt.Errorf("commit %s: author date: %w", c.Hash, err)
+	}
+	if c.CommitTime, err = time.Parse(time.RFC3339, f[4]); err != nil {
+		return Commit{}, fmt.Errorf("commit %s: committer date: %w", c.Hash, err)
+	}
+	c.AuthorTime, c.CommitTime = c.AuthorTime.UTC(), c.CommitTime.UTC()
+	c.Type, c.Conventional = CommitType(c.Subject)
+	return c, nil
 }
 
 var hashRe = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
@@ -239,6 +246,9 @@ func parseNumstat(line string) (FileChange, error) {
 			return FileChange{}, fmt.Errorf("bad numstat counts %.80q", line)
 		}
 		fc.Added, fc.Deleted = a, d
+	}
+	if strings.ContainsRune(parts[2], 0) {
+		return FileChange{}, fmt.Errorf("NUL in numstat path")
 	}
 	if strings.HasPrefix(fc.Path, `"`) {
 		p, err := strconv.Unquote(fc.Path)

@@ -66,26 +66,27 @@ func TestCommitType(t *testing.T) {
 
 func TestParseLog(t *testing.T) {
 	h := strings.Repeat("a", 40)
-	out := "\x1e" + h + "\x1fAnn\x1fann@x\x1f2026-11-20T10:00:00+02:00\x1f2026-11-20T10:00:00+02:00\x1ffix: x\n\n" +
+	out := "\x00" + h + "\x00Ann\x1e\x1f\tTab\x00ann@x\x002026-11-20T10:00:00+02:00\x002026-11-20T10:00:00+02:00\x00fix: x\x1e\t|\n\n" +
 		"3\t1\ta.go\n-\t-\tlogo.png\n1\t0\t\"d/caf\\303\\251 \\\"q\\\".md\"\n" +
-		"\x1e" + strings.Repeat("b", 40) + "\x1fBo\x1fbo@x\x1f2026-11-19T10:00:00Z\x1f2026-11-19T10:00:00Z\x1fempty\n"
+		"\x00" + strings.Repeat("b", 40) + "\x00Bo\x00bo@x\x002026-11-19T10:00:00Z\x002026-11-19T10:00:00Z\x00empty\n"
 	cs, err := ParseLog([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cs) != 2 || cs[0].Added() != 4 || cs[0].Deleted() != 1 || !cs[0].Files[1].Binary ||
 		cs[0].Files[2].Path != `d/café "q".md` || cs[0].CommitTime.Location() != time.UTC || cs[0].CommitTime.Hour() != 8 ||
-		len(cs[1].Files) != 0 || cs[0].Type != "fix" {
+		len(cs[1].Files) != 0 || cs[0].Type != "fix" || cs[0].Author != "Ann\x1e\x1f\tTab" || cs[0].Subject != "fix: x\x1e\t|" {
 		t.Fatalf("%+v", cs)
 	}
 	for _, bad := range []string{
 		"garbage",
-		"\x1eshort",
-		"\x1e" + h + "\x1fA\x1fa\x1fnot-a-date\x1f2026-11-19T10:00:00Z\x1fs\n",
-		"\x1e" + h + "\x1fA\x1fa\x1f2026-11-19T10:00:00Z\x1f2026-11-19T10:00:00Z\x1fs\n\nx\ty\tz\n",
-		"\x1e" + h + "\x1fA\x1fa\x1f2026-11-19T10:00:00Z\x1f2026-11-19T10:00:00Z\x1fs\n\n1\t2\t\n",
-		"\x1e" + h + "\x1fA\x1fa\x1f2026-11-19T10:00:00Z\x1f2026-11-19T10:00:00Z\x1fs\n\n1\t2\t\"unterminated\n",
-		"\x1eZZZZ\x1fA\x1fa\x1f2026-11-19T10:00:00Z\x1f2026-11-19T10:00:00Z\x1fs\n",
+		"\x00short",
+		"\x00" + h + "\x00A\x00a\x00not-a-date\x002026-11-19T10:00:00Z\x00s\n",
+		"\x00" + h + "\x00A\x00a\x002026-11-19T10:00:00Z\x002026-11-19T10:00:00Z\x00s\n\nx\ty\tz\n",
+		"\x00" + h + "\x00A\x00a\x002026-11-19T10:00:00Z\x002026-11-19T10:00:00Z\x00s\n\n1\t2\t\n",
+		"\x00" + h + "\x00A\x00a\x002026-11-19T10:00:00Z\x002026-11-19T10:00:00Z\x00s\n\n1\t2\t\"unterminated\n",
+		"\x00ZZZZ\x00A\x00a\x002026-11-19T10:00:00Z\x002026-11-19T10:00:00Z\x00s\n",
+		"\x00" + h + "\x00A\x00a\x002026-11-19T10:00:00Z\x002026-11-19T10:00:00Z\x00s\x00extra\n",
 	} {
 		if _, err := ParseLog([]byte(bad)); err == nil {
 			t.Errorf("accepted %q", bad)
@@ -95,9 +96,9 @@ func TestParseLog(t *testing.T) {
 
 func FuzzParseLog(f *testing.F) {
 	h := strings.Repeat("c", 40)
-	f.Add([]byte("\x1e" + h + "\x1fA\x1fa@x\x1f2026-11-19T10:00:00Z\x1f2026-11-19T10:00:00Z\x1fs\n\n1\t2\tp\n-\t-\tb\n"))
+	f.Add([]byte("\x00" + h + "\x00A\x00a@x\x002026-11-19T10:00:00Z\x002026-11-19T10:00:00Z\x00s\n\n1\t2\tp\n-\t-\tb\n"))
 	f.Add([]byte(""))
-	f.Add([]byte("\x1e\x1f\x1f\x1f\x1f\x1f\n\t\t\n"))
+	f.Add([]byte("\x00\x00\x00\x00\x00\x00\n\t\t\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cs, err := ParseLog(data)
 		if err != nil {
@@ -241,5 +242,30 @@ func TestLogErrors(t *testing.T) {
 	// A repo path that looks like an option is still a path.
 	if _, err := Log(context.Background(), "--output=/tmp/x", w); err == nil {
 		t.Fatal("option-like repo accepted")
+	}
+}
+
+// Hostile names, subjects and paths from a real repository parse exactly.
+func TestLogHostileContent(t *testing.T) {
+	when := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	steps := []pipelinetest.Step{{When: when, Author: "Eve \x1f|Tab <eve@example.com>", Message: "feat: \x1e sep\tand tab --format=%H $(rm -rf /)",
+		Files: map[string]string{"we\"ird\nname.txt": "a\n", "-rf": "b\nc\n", "dir/émoji 🎉.md": "d\n"}}}
+	dir := pipelinetest.MakeGitRepo(t, t.TempDir(), steps)
+	w, _ := ParseSince("7d", pipelinetest.Now())
+	cs, err := Log(context.Background(), dir, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 {
+		t.Fatalf("%d commits", len(cs))
+	}
+	c := cs[0]
+	paths := map[string]int{}
+	for _, f := range c.Files {
+		paths[f.Path] = f.Added
+	}
+	if c.Author != "Eve \x1f|Tab" || c.Subject != "feat: \x1e sep\tand tab --format=%H $(rm -rf /)" || c.Type != "feat" ||
+		paths["we\"ird\nname.txt"] != 1 || paths["-rf"] != 2 || paths["dir/émoji 🎉.md"] != 1 || c.Added() != 4 {
+		t.Fatalf("%+v", c)
 	}
 }
