@@ -463,8 +463,10 @@ func dedupViolations(vs []Violation) []Violation {
 	return out
 }
 
-// sleepBackoff waits before retry number attempt; false if ctx ended.
-func sleepBackoff(ctx context.Context, r RetryPolicy, attempt int) bool {
+// backoffDelay is the wait before retry number attempt (1-based):
+// Backoff·2^(attempt-1) capped at MaxBackoff, scaled into [50%, 100%] by
+// jitter in [0, 1].
+func backoffDelay(r RetryPolicy, attempt int, jitter float64) time.Duration {
 	base := r.Backoff
 	if base == 0 {
 		base = DefaultBackoff
@@ -478,8 +480,12 @@ func sleepBackoff(ctx context.Context, r RetryPolicy, attempt int) bool {
 		d *= 2
 	}
 	d = min(d, limit)
-	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-	t := time.NewTimer(d)
+	return d/2 + time.Duration(float64(d/2)*jitter)
+}
+
+// sleepBackoff waits before retry number attempt; false if ctx ended.
+func sleepBackoff(ctx context.Context, r RetryPolicy, attempt int) bool {
+	t := time.NewTimer(backoffDelay(r, attempt, rand.Float64()))
 	defer t.Stop()
 	select {
 	case <-t.C:

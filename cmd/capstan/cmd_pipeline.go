@@ -39,6 +39,7 @@ func newPipelineCmd(deps pipelineDeps) *cobra.Command {
 type pipelineRunFlags struct {
 	repo, since, model, file, now string
 	json, continueOnViolation     bool
+	inputs                        map[string]string
 }
 
 func newPipelineRunCmd(deps pipelineDeps) *cobra.Command {
@@ -68,6 +69,7 @@ Exit codes: 0 ok; 1 a violation or failed stage stopped the pipeline;
 	fl.StringVar(&f.now, "now", "", "the current time, RFC 3339 (for reproducible output; default: the clock)")
 	fl.BoolVar(&f.json, "json", false, "print the whole AgentContext as JSON")
 	fl.BoolVar(&f.continueOnViolation, "continue-on-violation", false, "report violations and go on instead of stopping")
+	fl.StringToStringVar(&f.inputs, "input", nil, "extra input.NAME=VALUE for pipeline files that declare more inputs (repeatable)")
 	return cmd
 }
 
@@ -90,7 +92,15 @@ func newPipelineCheckCmd(deps pipelineDeps) *cobra.Command {
 			if err != nil {
 				return withExit(exitUsage, err)
 			}
-			plan, err := mgr.Compile(standardInputs()...)
+			spec, err := pipeline.LoadSpec(args[0])
+			if err != nil {
+				return withExit(exitUsage, err)
+			}
+			inputs := []string{pipeline.KeySessionID, pipeline.KeyTraceID}
+			for _, in := range spec.Inputs {
+				inputs = append(inputs, pipeline.NamespaceInput+"."+in)
+			}
+			plan, err := mgr.Compile(inputs...)
 			if err != nil {
 				return withExit(exitUsage, err)
 			}
@@ -104,10 +114,6 @@ func newPipelineCheckCmd(deps pipelineDeps) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&model, "model", "", "provider:model for model stages")
 	return cmd
-}
-
-func standardInputs() []string {
-	return []string{standard.KeyRequest, standard.KeyRepo, standard.KeySince, standard.KeyNow}
 }
 
 func openPipelineModel(ctx context.Context, spec, base string) (llm.Model, error) {
@@ -166,6 +172,14 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	in, err := standard.Input(request, f.repo, f.since, now)
 	if err != nil {
 		return withExit(exitUsage, fmt.Errorf("--since: %w", err))
+	}
+	for name, v := range f.inputs {
+		if in.Has(pipeline.NamespaceInput + "." + name) {
+			return withExit(exitUsage, fmt.Errorf("--input %s: set by the command itself; use its own flag", name))
+		}
+		if err := in.SetInput(name, v); err != nil {
+			return withExit(exitUsage, fmt.Errorf("--input %s: %w", name, err))
+		}
 	}
 	var model llm.Model
 	if f.model != "" {

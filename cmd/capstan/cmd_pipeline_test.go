@@ -23,6 +23,7 @@ type pipelineTestModel struct{}
 func (pipelineTestModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
 	answers := map[string]string{
 		"empty_stage": `{"x": []}`,
+		"topic_stage": `{"x": ["ok"]}`,
 	}
 	a, ok := answers[req.OutputSchemaName]
 	if !ok {
@@ -153,6 +154,7 @@ func TestPipelineRunExitCodes(t *testing.T) {
 	}
 	cycle := write("cycle.yaml", "version: 1\nstages:\n  - id: summarization\n  - id: a\n    kind: model\n    preconditions: [k.b]\n    postconditions: [k.a]\n  - id: b\n    kind: model\n    preconditions: [k.a]\n    postconditions: [k.b]\n")
 	empty := write("empty.yaml", "version: 1\nstages:\n  - id: empty_stage\n    kind: model\n    preconditions: [input.request]\n    postconditions: [custom.x]\n  - id: after\n    kind: model\n    preconditions: [custom.x]\n    postconditions: [custom.y]\n")
+	topic := write("topic.yaml", "version: 1\ninputs: [request, topic]\nstages:\n  - id: topic_stage\n    kind: model\n    preconditions: [input.topic]\n    postconditions: [custom.x]\n")
 	cases := []struct {
 		name string
 		args []string
@@ -171,6 +173,9 @@ func TestPipelineRunExitCodes(t *testing.T) {
 		{"violation stops", []string{"--repo", repo, "--file", empty, "--model", "pipeline-cli-test", "x"}, exitNotCompleted,
 			"CONTRACT_VIOLATION: pipeline stopped: agent empty_stage: postcondition validation failed: custom.x is empty"},
 		{"missing file", []string{"--repo", repo, "--file", filepath.Join(dir, "nope.yaml"), "x"}, exitUsage, "CONFIG_NOT_FOUND"},
+		{"missing input", []string{"--repo", repo, "--file", topic, "--model", "pipeline-cli-test", "x"}, exitUsage, "precondition input.topic is produced by no earlier stage or input"},
+		{"input overrides", []string{"--repo", repo, "--input", "repo=/", "x"}, exitUsage, "--input repo: set by the command itself"},
+		{"bad input name", []string{"--repo", repo, "--input", "a b=1", "x"}, exitUsage, "--input a b"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,6 +184,11 @@ func TestPipelineRunExitCodes(t *testing.T) {
 				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant %q", code, tc.code, errOut, tc.want)
 			}
 		})
+	}
+	// The declared extra input, given with --input.
+	if code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--now", fixedNow, "--repo", repo, "--file", topic,
+		"--model", "pipeline-cli-test", "--input", "topic=go", "--json", "x"); code != exitOK || !strings.Contains(out, `"topic": "go"`) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	// Continuing past the violation: exit 0, the violation and the skipped
 	// dependent reported on stderr and in the JSON.
