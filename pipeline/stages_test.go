@@ -194,3 +194,19 @@ func TestExtractJSON(t *testing.T) {
 		}
 	}
 }
+
+func FuzzExtractJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, "```json\n{\"b\":2}\n```", "x {", "{{{}}}", `{"a":"}"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		raw := ExtractJSON(s)
+		if raw == nil {
+			return
+		}
+		var v map[string]any
+		if err := json.Unmarshal(raw, &v); err != nil || !strings.Contains(s, string(raw)) {
+			t.Fatalf("%q -> %q (%v)", s, raw, err)
+		}
+	})
+}

@@ -269,3 +269,19 @@ func TestLogHostileContent(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+func FuzzParseSince(f *testing.F) {
+	for _, s := range []string{"7d", "2w", "36h", "2026-11-01", "2026-11-20T10:00:00Z", "9999d", "x"} {
+		f.Add(s)
+	}
+	now := pipelinetest.Now()
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := ParseSince(s, now)
+		if err != nil {
+			return
+		}
+		if !w.Since.Before(w.Until) || !w.Until.Equal(now) || now.Sub(w.Since) > 20*365*24*time.Hour {
+			t.Fatalf("%q -> %v", s, w)
+		}
+	})
+}

@@ -215,3 +215,20 @@ func TestWindowFromText(t *testing.T) {
 		}
 	}
 }
+
+func FuzzWindowFromText(f *testing.F) {
+	for _, s := range []string{"last 3 days", "since 2026-11-01", "past week", "yesterday"} {
+		f.Add(s)
+	}
+	now := pipelinetest.Now()
+	f.Fuzz(func(t *testing.T, s string) {
+		w := WindowFromText(s)
+		if w == "" {
+			return
+		}
+		// Whatever the request says, the result is a --since value or a date ParseSince judges.
+		if _, err := gitactivity.ParseSince(w, now); err != nil && !strings.Contains(w, "-") && w != "0d" && w != "0h" && w != "0w" {
+			t.Fatalf("%q -> %q: %v", s, w, err)
+		}
+	})
+}
