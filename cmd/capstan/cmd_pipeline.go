@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
 	"github.com/capstan-dev/capstan/pipeline/gitactivity"
@@ -38,6 +39,7 @@ func newPipelineCmd(deps pipelineDeps) *cobra.Command {
 
 type pipelineRunFlags struct {
 	repo, since, model, file, now string
+	journalDir                    string
 	json, continueOnViolation     bool
 	inputs                        map[string]string
 }
@@ -69,6 +71,7 @@ Exit codes: 0 ok; 1 a violation or failed stage stopped the pipeline;
 	fl.StringVar(&f.now, "now", "", "the current time, RFC 3339 (for reproducible output; default: the clock)")
 	fl.BoolVar(&f.json, "json", false, "print the whole AgentContext as JSON")
 	fl.BoolVar(&f.continueOnViolation, "continue-on-violation", false, "report violations and go on instead of stopping")
+	fl.StringVar(&f.journalDir, "journal-dir", "", "write the run journal to DIR/.capstan/runs/<run-id>/events.jsonl")
 	fl.StringToStringVar(&f.inputs, "input", nil, "extra input.NAME=VALUE for pipeline files that declare more inputs (repeatable)")
 	return cmd
 }
@@ -88,7 +91,7 @@ func newPipelineCheckCmd(deps pipelineDeps) *cobra.Command {
 					return err
 				}
 			}
-			mgr, err := buildPipeline(ctx, args[0], m, deps, false)
+			mgr, err := buildPipeline(ctx, args[0], m, deps, false, nil)
 			if err != nil {
 				return withExit(exitUsage, err)
 			}
@@ -133,12 +136,12 @@ func openPipelineModel(ctx context.Context, spec, base string) (llm.Model, error
 
 // buildPipeline builds the manager from file, or the standard pipeline;
 // continueOnViolation turns FailOnViolation off.
-func buildPipeline(ctx context.Context, file string, model llm.Model, deps pipelineDeps, continueOnViolation bool) (*pipeline.Manager, error) {
+func buildPipeline(ctx context.Context, file string, model llm.Model, deps pipelineDeps, continueOnViolation bool, events journal.Emitter) (*pipeline.Manager, error) {
 	scfg := standard.Config{Model: model}
 	if file == "" {
 		opts := pipeline.DefaultExecutionOptions()
 		opts.FailOnViolation = !continueOnViolation
-		return standard.NewManager(pipeline.Config{Options: opts}, scfg)
+		return standard.NewManager(pipeline.Config{Options: opts, Events: events}, scfg)
 	}
 	spec, err := pipeline.LoadSpec(file)
 	if err != nil {
@@ -148,6 +151,7 @@ func buildPipeline(ctx context.Context, file string, model llm.Model, deps pipel
 		spec.Options.FailOnViolation = false
 	}
 	return spec.Build(ctx, pipeline.BuildOptions{
+		Config:       pipeline.Config{Events: events},
 		Standard:     func(id string) (pipeline.ReasoningAgent, error) { return standard.Agent(id, scfg) },
 		DefaultModel: model,
 		Runner:       deps.Runner,
@@ -187,11 +191,30 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 			return err
 		}
 	}
-	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation)
+	var events journal.Emitter = journal.Discard
+	if f.journalDir != "" {
+		jw, err := journal.Create(f.journalDir, journal.NewRunID(time.Now()))
+		if err != nil {
+			return withExit(exitUsage, err)
+		}
+		defer jw.Close()
+		events = jw
+		fmt.Fprintf(stderr, "journal: %s\n", jw.Path())
+		jw.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": request, "repo": f.repo, "file": f.file, "model": f.model})
+	}
+	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation, events)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
 	out, runErr := mgr.Execute(ctx, in)
+	end := map[string]any{"success": runErr == nil}
+	if runErr != nil {
+		end["error"] = runErr.Error()
+	}
+	if out != nil {
+		end["status"] = out.String("metadata.status")
+	}
+	events.Emit(journal.RunEnd, end)
 	if out == nil { // compile error: nothing ran
 		return withExit(exitUsage, runErr)
 	}

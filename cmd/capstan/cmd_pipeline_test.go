@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/pipeline"
 	"github.com/capstan-dev/capstan/pipeline/pipelinetest"
 )
 
@@ -184,6 +186,19 @@ func TestPipelineRunExitCodes(t *testing.T) {
 				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant %q", code, tc.code, errOut, tc.want)
 			}
 		})
+	}
+	// The journal records the run and every stage.
+	jdir := t.TempDir()
+	if code, _, errOut := runPipelineCLI(t, "pipeline", "run", "--now", fixedNow, "--repo", repo, "--journal-dir", jdir, "x"); code != exitOK {
+		t.Fatalf("journal run: exit %d %s", code, errOut)
+	}
+	runs, err := journal.List(jdir)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("journal runs %v %v", runs, err)
+	}
+	evs, err := journal.ReadFile(filepath.Join(jdir, journal.RunsDir, runs[0].ID, journal.FileName))
+	if err != nil || len(evs) != 10 || evs[0].Type != journal.RunStart || evs[1].Type != pipeline.EventStage || evs[9].Type != journal.RunEnd {
+		t.Fatalf("journal events %d %v", len(evs), err)
 	}
 	// The declared extra input, given with --input.
 	if code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--now", fixedNow, "--repo", repo, "--file", topic,
