@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -228,11 +229,39 @@ func TestPipelineExamples(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, _, errOut = runPipelineCLI(t, "pipeline", "check", "../../examples/pipeline/with-model-stage.yaml")
-	if code != exitUsage || !strings.Contains(errOut, "stage highlights is a model stage but no model is configured (../../examples/pipeline/with-model-stage.yaml:30:9)") {
+	if code != exitUsage || !strings.Contains(errOut, "stage highlights is a model stage but no model is configured (../../examples/pipeline/with-model-stage.yaml:") {
 		t.Fatalf("check without model: exit %d %s", code, errOut)
 	}
 	code, out, errOut = runPipelineCLI(t, "pipeline", "check", "--model", "pipeline-cli-test", "../../examples/pipeline/with-model-stage.yaml")
 	if code != exitOK || !strings.Contains(out, "ok, 9 stages") {
 		t.Fatalf("check with model: exit %d %s %s", code, out, errOut)
+	}
+}
+
+// With the script provider linked in (as the capstan binary does), the
+// scripted model's unbacked number is flagged.
+func TestPipelineScriptedModel(t *testing.T) {
+	if !slices.Contains(llm.ModelProviders(), "script") {
+		t.Skip("script provider not linked into this build")
+	}
+	repo := pipelinetest.MakeGitRepo(t, t.TempDir(), pipelinetest.GitSteps())
+	wd, _ := os.Getwd()
+	script := filepath.Join(wd, "../../examples/pipeline/standard.script.yaml")
+	code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--now", fixedNow, "--repo", repo, "--model", "script:"+script, "summarize development activity")
+	if code != exitOK || !strings.HasPrefix(out, "Development continued in the window [F1]; the team also closed about 12345 tickets.") ||
+		!strings.Contains(errOut, "validation: number not backed by a cited fact: summary: 12345") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+func TestPipelineExampleWithModelStage(t *testing.T) {
+	if !slices.Contains(llm.ModelProviders(), "script") {
+		t.Skip("script provider not linked into this build")
+	}
+	repo := pipelinetest.MakeGitRepo(t, t.TempDir(), pipelinetest.GitSteps())
+	code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--json", "--now", fixedNow, "--repo", repo,
+		"--file", "../../examples/pipeline/with-model-stage.yaml", "--model", "script:with-model-stage.script.yaml", "summarize development activity")
+	if code != exitOK || !strings.Contains(out, `"text": "Commits in the window"`) || !strings.Contains(errOut, "summary: 12345") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
