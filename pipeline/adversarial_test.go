@@ -126,3 +126,18 @@ func TestConcurrentExecutionsRandomDAG(t *testing.T) {
 		}
 	}
 }
+
+func TestZeroAgentContext(t *testing.T) {
+	var ac AgentContext
+	if err := ac.Set("k.v", 1); err != nil || !ac.Has("k.v") {
+		t.Fatal(err)
+	}
+	var in AgentContext
+	if err := in.SetInput("request", "x"); err != nil || in.String("input.request") != "x" {
+		t.Fatal(err)
+	}
+	out, err := New(Config{}).Execute(context.Background(), &in)
+	if err != nil || out.String("input.request") != "x" {
+		t.Fatal(err)
+	}
+}

@@ -151,6 +151,9 @@ func (c *AgentContext) SetInput(name string, v any) error {
 		return agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerPipeline, false, "input %s", key)
 	}
 	c.mu.Lock()
+	if c.delta == nil {
+		c.delta = map[string]*entry{}
+	}
 	c.delta[key] = e
 	c.mu.Unlock()
 	return nil
@@ -181,6 +184,9 @@ func (c *AgentContext) Set(key string, v any) error {
 	e, err := newEntry(v)
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerPipeline, false, "set %s", key)
+	}
+	if c.delta == nil { // the zero AgentContext is an empty unscoped context
+		c.delta = map[string]*entry{}
 	}
 	c.delta[key] = e
 	return nil

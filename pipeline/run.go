@@ -340,15 +340,18 @@ func (ex *execution) runStage(ctx context.Context, i int, snap board) (o outcome
 			switch {
 			case canceled:
 				o.status = StatusCanceled
-			case len(o.violations) > 0:
+			case o.err == nil: // postconditions broken: keep what it wrote, report the rest
 				o.status = StatusViolated
 			default:
 				o.status = StatusFailed
 			}
+			if o.status != StatusViolated {
+				o.writes = nil // a failed or canceled stage leaves nothing behind
+			}
 			return o
 		}
 		if !sleepBackoff(ctx, retry, attempt) {
-			o.status = StatusCanceled
+			o.status, o.writes = StatusCanceled, nil
 			return o
 		}
 	}

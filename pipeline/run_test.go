@@ -110,3 +110,24 @@ func TestBackoffGrowsAndIsBounded(t *testing.T) {
 		t.Fatal("canceled sleep reported success")
 	}
 }
+
+// A stage that fails leaves none of its writes behind, even in warn mode.
+func TestFailedStageWritesDiscarded(t *testing.T) {
+	m := newM(t, AgentExecutionOptions{ValidateContract: true},
+		fn("half", nil, []string{"k.a", "k.b"}, func(_ context.Context, ac *AgentContext) error {
+			if err := ac.Set("k.a", 1); err != nil {
+				return err
+			}
+			return errors.New("disk full")
+		}))
+	out, err := m.Execute(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Has("k.a") {
+		t.Fatal("partial write of a failed stage was kept")
+	}
+	if ws := decode[[]WriteRecord](t, out, KeyWrites); len(ws) != 0 {
+		t.Fatalf("audit lists writes of a failed stage: %+v", ws)
+	}
+}
