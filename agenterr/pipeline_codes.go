@@ -27,6 +27,9 @@ const (
 	// CodeStageOutput: a model or agent stage returned output that does not
 	// match the stage's JSON schema.
 	CodeStageOutput = "STAGE_OUTPUT"
+	// CodeContextValue: a value given to AgentContext.Set or SetInput is not
+	// JSON-compatible or is too large, or an input name is malformed.
+	CodeContextValue = "CONTEXT_VALUE"
 	// CodeGit: running git failed (not a repository, bad revision, git
 	// missing).
 	CodeGit = "GIT"
@@ -43,4 +46,5 @@ var (
 	ErrStagePanic         = sentinel(CodeStagePanic, LayerPipeline, false)
 	ErrStageOutput        = sentinel(CodeStageOutput, LayerPipeline, true)
 	ErrGit                = sentinel(CodeGit, LayerPipeline, false)
+	ErrContextValue       = sentinel(CodeContextValue, LayerPipeline, false)
 )

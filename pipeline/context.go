@@ -144,11 +144,11 @@ func (c *AgentContext) SetInput(name string, v any) error {
 	}
 	key := NamespaceInput + "." + name
 	if err := CheckKey(key); err != nil {
-		return agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerPipeline, false, "bad input name")
+		return agenterr.Wrap(err, agenterr.CodeContextValue, agenterr.LayerPipeline, false, "bad input name")
 	}
 	e, err := newEntry(v)
 	if err != nil {
-		return agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerPipeline, false, "input %s", key)
+		return agenterr.Wrap(err, agenterr.CodeContextValue, agenterr.LayerPipeline, false, "input %s", key)
 	}
 	c.mu.Lock()
 	if c.delta == nil {
@@ -183,7 +183,7 @@ func (c *AgentContext) Set(key string, v any) error {
 	}
 	e, err := newEntry(v)
 	if err != nil {
-		return agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerPipeline, false, "set %s", key)
+		return agenterr.Wrap(err, agenterr.CodeContextValue, agenterr.LayerPipeline, false, "set %s", key)
 	}
 	if c.delta == nil { // the zero AgentContext is an empty unscoped context
 		c.delta = map[string]*entry{}
