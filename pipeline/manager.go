@@ -51,7 +51,12 @@ type Manager struct {
 	cfg    Config
 	stages []*stageDef
 	byID   map[string]int
+	// plans caches compiled plans by input key set; registration clears it.
+	plans map[string]*Plan
 }
+
+// maxCachedPlans bounds Manager.plans.
+const maxCachedPlans = 16
 
 // New returns an empty Manager.
 func New(cfg Config) *Manager {
@@ -104,6 +109,7 @@ func (m *Manager) RegisterStage(agent ReasoningAgent, sc StageConfig) error {
 	}
 	m.byID[d.id] = len(m.stages)
 	m.stages = append(m.stages, d)
+	m.plans = nil
 	return nil
 }
 

@@ -132,10 +132,6 @@ type execution struct {
 // NAMESPACE_VIOLATION, STAGE_FAILED, STAGE_TIMEOUT or STAGE_PANIC error.
 // Otherwise violations are only reported and the error is nil.
 func (m *Manager) Execute(ctx context.Context, in *AgentContext) (*AgentContext, error) {
-	m.mu.Lock()
-	defs := append([]*stageDef(nil), m.stages...)
-	cfg := m.cfg
-	m.mu.Unlock()
 	if in == nil {
 		in = NewAgentContext("", "")
 	}
@@ -144,9 +140,26 @@ func (m *Manager) Execute(ctx context.Context, in *AgentContext) (*AgentContext,
 	for k := range start {
 		inputKeys = append(inputKeys, k)
 	}
-	plan, err := compile(defs, cfg.Keys, inputKeys)
-	if err != nil {
-		return nil, err
+	sort.Strings(inputKeys)
+	cacheKey := strings.Join(inputKeys, "\x00")
+	m.mu.Lock()
+	defs := append([]*stageDef(nil), m.stages...)
+	cfg := m.cfg
+	plan := m.plans[cacheKey]
+	m.mu.Unlock()
+	if plan == nil {
+		var err error
+		if plan, err = compile(defs, cfg.Keys, inputKeys); err != nil {
+			return nil, err
+		}
+		m.mu.Lock()
+		if len(m.stages) == len(defs) { // nothing registered meanwhile
+			if m.plans == nil || len(m.plans) >= maxCachedPlans {
+				m.plans = map[string]*Plan{}
+			}
+			m.plans[cacheKey] = plan
+		}
+		m.mu.Unlock()
 	}
 	ex := &execution{m: m, cfg: cfg, plan: plan, board: start, contrib: map[string]map[int]*entry{}}
 	t0 := cfg.Now()

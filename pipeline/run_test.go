@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,5 +130,56 @@ func TestFailedStageWritesDiscarded(t *testing.T) {
 	}
 	if ws := decode[[]WriteRecord](t, out, KeyWrites); len(ws) != 0 {
 		t.Fatalf("audit lists writes of a failed stage: %+v", ws)
+	}
+}
+
+func TestMergeReducerAndMisfit(t *testing.T) {
+	m := NewReasoningManager(Config{Options: DefaultExecutionOptions(), Keys: []KeySpec{
+		{Name: "k.obj", Type: TypeObject, Reducer: ReduceMerge},
+		{Name: "k.any", Reducer: ReduceAppend},
+	}})
+	_ = m.RegisterAgent(fn("first", nil, []string{"k.obj", "k.any"}, setAll(map[string]any{"k.obj": map[string]any{"a": 1, "b": 1}, "k.any": []int{1}})))
+	_ = m.RegisterAgent(fn("second", nil, []string{"k.obj", "k.any"}, setAll(map[string]any{"k.obj": map[string]any{"b": 2, "c": 2}, "k.any": "not an array"})))
+	if got := m.Stages(); len(got) != 2 || got[0] != "first" {
+		t.Fatalf("stages %v", got)
+	}
+	out, err := m.Execute(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decode[map[string]int](t, out, "k.obj"); got["a"] != 1 || got["b"] != 2 || got["c"] != 2 {
+		t.Fatalf("merged %v", got)
+	}
+	warns := decode[[]string](t, out, KeyWarnings)
+	if len(warns) != 1 || !strings.Contains(warns[0], "append reducer needs arrays") {
+		t.Fatalf("warnings %v", warns)
+	}
+	// A reducer that does not fit the key's type is a compile error.
+	m2 := New(Config{Keys: []KeySpec{{Name: "k.s", Type: TypeString, Reducer: ReduceAppend}, {Name: "k.t", Type: "list"}, {Name: "k.r", Reducer: "sum"}}})
+	_ = m2.RegisterAgent(fn("w", nil, []string{"k.s"}, nil))
+	_, err = m2.Compile()
+	if err == nil || !strings.Contains(err.Error(), "reducer append does not fit type string") || !strings.Contains(err.Error(), `unknown type "list"`) || !strings.Contains(err.Error(), `unknown reducer "sum"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The compiled plan is cached per input key set and dropped on registration.
+func TestPlanCacheInvalidation(t *testing.T) {
+	m := newM(t, DefaultExecutionOptions(), fn("a", nil, []string{"k.a"}, setAll(map[string]any{"k.a": 1})))
+	if _, err := m.Execute(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.RegisterAgent(fn("b", []string{"k.a"}, []string{"k.b"}, setAll(map[string]any{"k.b": 2})))
+	out, err := m.Execute(context.Background(), nil)
+	if err != nil || !out.Has("k.b") {
+		t.Fatalf("new stage did not run: %v", err)
+	}
+	// A different input key set compiles separately: input.x now satisfies c.
+	_ = m.RegisterAgent(fn("c", []string{"input.x"}, []string{"k.c"}, setAll(map[string]any{"k.c": 3})))
+	if _, err := m.Execute(context.Background(), nil); agenterr.CodeOf(err) != agenterr.CodePipelineCompile {
+		t.Fatalf("err = %v", err)
+	}
+	if out, err := m.Execute(context.Background(), input(t, "x", "1")); err != nil || !out.Has("k.c") {
+		t.Fatalf("err = %v", err)
 	}
 }
