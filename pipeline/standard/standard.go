@@ -173,9 +173,9 @@ type Config struct {
 	MaxTokens int
 }
 
-// Input builds the pipeline input: the request, the repository, the
-// window start ("7d", "2w", "YYYY-MM-DD"; "" = from the request, else 7d)
-// and the clock.
+// Input builds the pipeline input: input.request, input.repo, input.since
+// (the window start: "7d", "2w", "YYYY-MM-DD"; "" leaves it out, and the
+// request or the 7-day default decides) and input.now (RFC 3339).
 func Input(request, repo, since string, now time.Time) (*pipeline.AgentContext, error) {
 	ac := pipeline.NewAgentContext("", "")
 	if since != "" {
@@ -184,6 +184,9 @@ func Input(request, repo, since string, now time.Time) (*pipeline.AgentContext, 
 		}
 	}
 	for k, v := range map[string]string{"request": request, "repo": repo, "since": since, "now": now.UTC().Format(time.RFC3339)} {
+		if v == "" && k == "since" { // absent: the request or the 7-day default decides
+			continue
+		}
 		if err := ac.SetInput(k, v); err != nil {
 			return nil, err
 		}
