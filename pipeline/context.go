@@ -173,7 +173,7 @@ func (c *AgentContext) Set(key string, v any) error {
 	defer c.mu.Unlock()
 	if c.sc != nil && !c.sc.writable[key] {
 		v := Violation{AgentID: c.sc.agentID, Kind: ViolationNamespace, Key: key,
-			Message: namespaceMessage(c.sc.agentID, key)}
+			Message: namespaceMessage(key)}
 		c.sc.rejected = append(c.sc.rejected, v)
 		return v.err()
 	}
@@ -338,7 +338,8 @@ func (c *AgentContext) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// namespaceMessage words a namespace violation as seed 003 does.
-func namespaceMessage(agentID, key string) string {
-	return fmt.Sprintf("namespace violation: agent wrote to unauthorized key %s (agent %s)", key, agentID)
+// namespaceMessage words a namespace violation as seed 003 does; the
+// violation's AgentID (and the error's "agent <id>:" prefix) name the agent.
+func namespaceMessage(key string) string {
+	return "namespace violation: agent wrote to unauthorized key " + key
 }

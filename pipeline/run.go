@@ -461,7 +461,7 @@ func collectWrites(id string, actx, res *AgentContext, view board, writable map[
 	for _, k := range keys {
 		if !writable[k] {
 			delete(writes, k)
-			viol = append(viol, Violation{AgentID: id, Kind: ViolationNamespace, Key: k, Message: namespaceMessage(id, k)})
+			viol = append(viol, Violation{AgentID: id, Kind: ViolationNamespace, Key: k, Message: namespaceMessage(k)})
 		}
 	}
 	return writes, dedupViolations(viol)
@@ -533,8 +533,8 @@ func (ex *execution) record(o outcome) {
 			if red := ex.plan.rules[k].spec.Reducer; red != ReduceNone {
 				merged, err := ex.reduce(k, red, o.idx, e)
 				if err != nil {
-					ex.warnings = append(ex.warnings, fmt.Sprintf("agent %s: %s: %v; value kept as written", d.id, k, err))
-					merged = e
+					ex.warnings = append(ex.warnings, fmt.Sprintf("agent %s: %s: %v; contribution dropped", d.id, k, err))
+					continue
 				}
 				e = merged
 			}
@@ -583,6 +583,12 @@ func (ex *execution) record(o outcome) {
 // reduce folds stage idx's contribution into key's combined value, in
 // stage order.
 func (ex *execution) reduce(key string, red Reducer, idx int, e *entry) (*entry, error) {
+	switch {
+	case red == ReduceAppend && e.kind != TypeArray:
+		return nil, fmt.Errorf("append reducer needs arrays, got %s", kindName(e))
+	case red == ReduceMerge && e.kind != TypeObject:
+		return nil, fmt.Errorf("merge reducer needs objects, got %s", kindName(e))
+	}
 	if ex.contrib[key] == nil {
 		ex.contrib[key] = map[int]*entry{}
 	}
@@ -598,7 +604,7 @@ func (ex *execution) reduce(key string, red Reducer, idx int, e *entry) (*entry,
 		for _, i := range idxs {
 			var part []json.RawMessage
 			if err := json.Unmarshal(ex.contrib[key][i].raw, &part); err != nil {
-				return nil, fmt.Errorf("append reducer needs arrays")
+				return nil, err
 			}
 			all = append(all, part...)
 		}
@@ -610,8 +616,8 @@ func (ex *execution) reduce(key string, red Reducer, idx int, e *entry) (*entry,
 		all := map[string]json.RawMessage{}
 		for _, i := range idxs {
 			var part map[string]json.RawMessage
-			if err := json.Unmarshal(ex.contrib[key][i].raw, &part); err != nil || part == nil {
-				return nil, fmt.Errorf("merge reducer needs objects")
+			if err := json.Unmarshal(ex.contrib[key][i].raw, &part); err != nil {
+				return nil, err
 			}
 			for k, v := range part {
 				all[k] = v
@@ -619,6 +625,13 @@ func (ex *execution) reduce(key string, red Reducer, idx int, e *entry) (*entry,
 		}
 		return newEntry(all)
 	}
+}
+
+func kindName(e *entry) string {
+	if e.null {
+		return "nil"
+	}
+	return string(e.kind)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

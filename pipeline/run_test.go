@@ -151,8 +151,11 @@ func TestMergeReducerAndMisfit(t *testing.T) {
 		t.Fatalf("merged %v", got)
 	}
 	warns := decode[[]string](t, out, KeyWarnings)
-	if len(warns) != 1 || !strings.Contains(warns[0], "append reducer needs arrays") {
+	if len(warns) != 1 || !strings.Contains(warns[0], "agent second: k.any: append reducer needs arrays, got string; contribution dropped") {
 		t.Fatalf("warnings %v", warns)
+	}
+	if got := decode[[]int](t, out, "k.any"); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("k.any = %v", got)
 	}
 	// A reducer that does not fit the key's type is a compile error.
 	m2 := New(Config{Keys: []KeySpec{{Name: "k.s", Type: TypeString, Reducer: ReduceAppend}, {Name: "k.t", Type: "list"}, {Name: "k.r", Reducer: "sum"}}})
