@@ -150,6 +150,10 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 	if len(data) > MaxSpecSize {
 		return nil, specErr(file, 0, 0, "", "pipeline file is larger than %d bytes", MaxSpecSize)
 	}
+	astFile := parseAST(data)
+	if n := expandedSize(astFile); n > MaxSpecNodes {
+		return nil, specErr(file, 0, 0, "remove deep alias nesting", "pipeline file expands to more than %d YAML nodes (aliases included)", MaxSpecNodes)
+	}
 	var raw rawSpec
 	if err := decodeYAML(data, &raw); err != nil {
 		line, col := 0, 0
@@ -159,7 +163,6 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 		}
 		return nil, specErr(file, line, col, "see docs/pipeline.md for the pipeline file format", "%s", firstLine(ye, err))
 	}
-	astFile := parseAST(data)
 	pos := func(path string) (l, c int) {
 		if astFile == nil {
 			return 0, 0
@@ -329,6 +332,66 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 		s.Stages = append(s.Stages, st)
 	}
 	return s, nil
+}
+
+// MaxSpecNodes bounds the YAML nodes of a pipeline file once its aliases
+// are expanded, so that an alias bomb ("billion laughs") is refused before
+// decoding.
+const MaxSpecNodes = 100_000
+
+// expandedSize counts the nodes of f with aliases expanded, without
+// expanding them: each anchor's size is computed once.
+func expandedSize(f *ast.File) int {
+	if f == nil {
+		return 0
+	}
+	anchors := map[string]int{}
+	var size func(n ast.Node) int
+	size = func(n ast.Node) int {
+		total := 1
+		switch x := n.(type) {
+		case nil:
+			return 0
+		case *ast.DocumentNode:
+			total += size(x.Body)
+		case *ast.MappingNode:
+			for _, v := range x.Values {
+				total += size(v)
+			}
+		case *ast.MappingValueNode:
+			total += size(x.Key) + size(x.Value)
+		case *ast.MappingKeyNode:
+			total += size(x.Value)
+		case *ast.SequenceNode:
+			for _, v := range x.Values {
+				total += size(v)
+			}
+		case *ast.TagNode:
+			total += size(x.Value)
+		case *ast.AnchorNode:
+			v := size(x.Value)
+			if x.Name != nil {
+				anchors[x.Name.String()] = v
+			}
+			total += v
+		case *ast.AliasNode:
+			if x.Value != nil {
+				total += anchors[x.Value.String()]
+			}
+		}
+		if total > MaxSpecNodes { // saturate: the answer is already "too big"
+			return MaxSpecNodes + 1
+		}
+		return total
+	}
+	n := 0
+	for _, d := range f.Docs {
+		n += size(d)
+		if n > MaxSpecNodes {
+			return n
+		}
+	}
+	return n
 }
 
 // parseAST parses data for error positions; nil when the parser fails.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,4 +251,29 @@ func FuzzPipelineYAML(f *testing.F) {
 			t.Fatalf("uncoded build error %v", err)
 		}
 	})
+}
+
+// An alias bomb inside a free-form field is refused before decoding.
+func TestSpecAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nkeys:\n  - name: k.a\n    schema:\n      x0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&b, "      x%d: &a%d [", i, i)
+		for j := 0; j < 9; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*a%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("stages: [{id: a}]\n")
+	_, err := ParseSpec("bomb.yaml", []byte(b.String()))
+	if agenterr.CodeOf(err) != agenterr.CodePipelineSpec || !strings.Contains(err.Error(), "expands to more than") {
+		t.Fatalf("err = %v", err)
+	}
+	// Ordinary aliases are fine.
+	if _, err := ParseSpec("ok.yaml", []byte("version: 1\nstages:\n  - &s {id: a, kind: func, postconditions: [k.a]}\n  - {id: b, kind: func, postconditions: &p [k.b]}\n  - {id: c, kind: func, preconditions: *p, postconditions: [k.c]}\n")); err != nil {
+		t.Fatal(err)
+	}
 }
