@@ -13,5 +13,6 @@ func subcommands() []*cobra.Command {
 		newRunsCmd(),
 		newShowCmd(),
 		newSkillsCmd(),
+		newPipelineCmd(pipelineDeps{}),
 	}
 }

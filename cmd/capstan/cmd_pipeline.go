@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/pipeline"
+	"github.com/capstan-dev/capstan/pipeline/gitactivity"
+	"github.com/capstan-dev/capstan/pipeline/standard"
+)
+
+// pipelineDeps are what the pipeline command needs from the rest of
+// capstan: an agent runner for stages of kind agent (nil = such stages are
+// a configuration error).
+type pipelineDeps struct {
+	Runner pipeline.AgentRunner
+}
+
+func newPipelineCmd(deps pipelineDeps) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pipeline",
+		Short: "Run a contract-checked reasoning pipeline (seed 003)",
+	}
+	cmd.AddCommand(newPipelineRunCmd(deps), newPipelineCheckCmd(deps))
+	return cmd
+}
+
+type pipelineRunFlags struct {
+	repo, since, model, file, now string
+	journalDir                    string
+	json, continueOnViolation     bool
+	inputs                        map[string]string
+}
+
+func newPipelineRunCmd(deps pipelineDeps) *cobra.Command {
+	var f pipelineRunFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] \"request\"",
+		Short: "Summarize a git repository's development activity with fact-checked numbers",
+		Long: `Runs the reasoning pipeline on a local git repository: intent detection,
+reasoning structure, retrieval planning, git retrieval, fact synthesis,
+inference, summarization and validation. Every number in the summary comes
+from a fact that cites commit hashes. Without --file the standard pipeline
+runs; --file runs a pipeline declared in YAML (see docs/pipeline.md).
+
+Exit codes: 0 ok; 1 a violation or failed stage stopped the pipeline;
+2 usage or configuration error (including pipeline compile errors);
+3 provider or internal error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPipeline(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), deps, f, strings.Join(args, " "))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.repo, "repo", ".", "git repository to read")
+	fl.StringVar(&f.since, "since", "", "window start: 7d, 2w, 36h, YYYY-MM-DD or RFC 3339 (default: from the request, else 7d)")
+	fl.StringVar(&f.model, "model", "", "provider:model for intent detection, inference, summarization and model stages (default: rule-based)")
+	fl.StringVar(&f.file, "file", "", "pipeline YAML file (default: the standard pipeline)")
+	fl.StringVar(&f.now, "now", "", "the current time, RFC 3339 (for reproducible output; default: the clock)")
+	fl.BoolVar(&f.json, "json", false, "print the whole AgentContext as JSON")
+	fl.BoolVar(&f.continueOnViolation, "continue-on-violation", false, "report violations and go on instead of stopping")
+	fl.StringVar(&f.journalDir, "journal-dir", "", "write the run journal to DIR/.capstan/runs/<run-id>/events.jsonl")
+	fl.StringToStringVar(&f.inputs, "input", nil, "extra input.NAME=VALUE for pipeline files that declare more inputs (repeatable)")
+	return cmd
+}
+
+func newPipelineCheckCmd(deps pipelineDeps) *cobra.Command {
+	var model string
+	cmd := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Check a pipeline file (key flow, cycles, concurrent writers) without running it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			var m llm.Model
+			if model != "" {
+				var err error
+				if m, err = openPipelineModel(ctx, model, args[0]); err != nil {
+					return err
+				}
+			}
+			mgr, err := buildPipeline(ctx, args[0], m, deps, false, nil)
+			if err != nil {
+				return withExit(exitUsage, err)
+			}
+			spec, err := pipeline.LoadSpec(args[0])
+			if err != nil {
+				return withExit(exitUsage, err)
+			}
+			inputs := []string{pipeline.KeySessionID, pipeline.KeyTraceID}
+			for _, in := range spec.Inputs {
+				inputs = append(inputs, pipeline.NamespaceInput+"."+in)
+			}
+			plan, err := mgr.Compile(inputs...)
+			if err != nil {
+				return withExit(exitUsage, err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s: ok, %d stages\n", args[0], len(plan.Stages))
+			for i, level := range plan.Levels {
+				fmt.Fprintf(out, "  level %d: %s\n", i+1, strings.Join(level, ", "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&model, "model", "", "provider:model for model stages")
+	return cmd
+}
+
+func openPipelineModel(ctx context.Context, spec, base string) (llm.Model, error) {
+	dir, _ := os.Getwd()
+	if base != "" {
+		dir = filepath.Dir(base)
+	}
+	m, err := llm.OpenModel(ctx, spec, llm.Config{AgentDir: dir, WorkDir: dir})
+	if err != nil {
+		if agenterr.CodeOf(err) == agenterr.CodeUnknownProvider {
+			return nil, withExit(exitUsage, err)
+		}
+		return nil, withExit(exitInternal, err)
+	}
+	return m, nil
+}
+
+// buildPipeline builds the manager from file, or the standard pipeline;
+// continueOnViolation turns FailOnViolation off.
+func buildPipeline(ctx context.Context, file string, model llm.Model, deps pipelineDeps, continueOnViolation bool, events journal.Emitter) (*pipeline.Manager, error) {
+	scfg := standard.Config{Model: model}
+	if file == "" {
+		opts := pipeline.DefaultExecutionOptions()
+		opts.FailOnViolation = !continueOnViolation
+		return standard.NewManager(pipeline.Config{Options: opts, Events: events}, scfg)
+	}
+	spec, err := pipeline.LoadSpec(file)
+	if err != nil {
+		return nil, err
+	}
+	if continueOnViolation {
+		spec.Options.FailOnViolation = false
+	}
+	return spec.Build(ctx, pipeline.BuildOptions{
+		Config:       pipeline.Config{Events: events},
+		Standard:     func(id string) (pipeline.ReasoningAgent, error) { return standard.Agent(id, scfg) },
+		DefaultModel: model,
+		Runner:       deps.Runner,
+	})
+}
+
+func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDeps, f pipelineRunFlags, request string) error {
+	if strings.TrimSpace(request) == "" {
+		return withExit(exitUsage, errors.New("pipeline run: the request is empty"))
+	}
+	now := time.Now().UTC()
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339, f.now)
+		if err != nil {
+			return withExit(exitUsage, fmt.Errorf("--now %q: want an RFC 3339 time like 2026-11-21T12:00:00Z", f.now))
+		}
+		now = t.UTC()
+	}
+	if err := gitactivity.CheckRepo(ctx, f.repo); err != nil {
+		return withExit(exitUsage, err)
+	}
+	in, err := standard.Input(request, f.repo, f.since, now)
+	if err != nil {
+		return withExit(exitUsage, fmt.Errorf("--since: %w", err))
+	}
+	for name, v := range f.inputs {
+		if in.Has(pipeline.NamespaceInput + "." + name) {
+			return withExit(exitUsage, fmt.Errorf("--input %s: set by the command itself; use its own flag", name))
+		}
+		if err := in.SetInput(name, v); err != nil {
+			return withExit(exitUsage, fmt.Errorf("--input %s: %w", name, err))
+		}
+	}
+	var model llm.Model
+	if f.model != "" {
+		if model, err = openPipelineModel(ctx, f.model, f.file); err != nil {
+			return err
+		}
+	}
+	var events journal.Emitter = journal.Discard
+	if f.journalDir != "" {
+		jw, err := journal.Create(f.journalDir, journal.NewRunID(time.Now()))
+		if err != nil {
+			return withExit(exitUsage, err)
+		}
+		defer jw.Close()
+		events = jw
+		fmt.Fprintf(stderr, "journal: %s\n", jw.Path())
+		jw.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": request, "repo": f.repo, "file": f.file, "model": f.model})
+	}
+	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation, events)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	out, runErr := mgr.Execute(ctx, in)
+	end := map[string]any{"success": runErr == nil}
+	if runErr != nil {
+		end["error"] = runErr.Error()
+	}
+	if out != nil {
+		end["status"] = out.String("metadata.status")
+	}
+	events.Emit(journal.RunEnd, end)
+	if out == nil { // compile error: nothing ran
+		return withExit(exitUsage, runErr)
+	}
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return withExit(exitInternal, err)
+		}
+	} else {
+		printPipelineResult(stdout, out)
+	}
+	printPipelineDiagnostics(stderr, out)
+	if runErr != nil {
+		switch agenterr.CodeOf(runErr) {
+		case agenterr.CodeContractViolation, agenterr.CodeNamespaceViolation, agenterr.CodeStageFailed,
+			agenterr.CodeStageTimeout, agenterr.CodeStagePanic, agenterr.CodeStageOutput, agenterr.CodeCanceled, agenterr.CodeGit:
+			return withExit(exitNotCompleted, runErr)
+		}
+		return withExit(exitInternal, runErr)
+	}
+	return nil
+}
+
+// printPipelineResult writes the summary and the facts it cites.
+func printPipelineResult(w io.Writer, out *pipeline.AgentContext) {
+	if s := out.String(standard.KeySummary); s != "" {
+		fmt.Fprintln(w, s)
+	} else {
+		fmt.Fprintln(w, "(no summary: the pipeline did not produce reasoning.summary)")
+	}
+	var facts []gitactivity.Fact
+	if out.Decode(standard.KeyFacts, &facts) == nil && len(facts) > 0 {
+		fmt.Fprintln(w, "\nFacts:")
+		for _, f := range facts {
+			fmt.Fprintf(w, "  %-4s %s", f.ID, f.Content)
+			if len(f.Commits) > 0 {
+				short := make([]string, 0, 6)
+				for i, h := range f.Commits {
+					if i == 6 {
+						short = append(short, fmt.Sprintf("+%d more", len(f.Commits)-6))
+						break
+					}
+					short = append(short, h[:min(10, len(h))])
+				}
+				fmt.Fprintf(w, " (%s)", strings.Join(short, " "))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// printPipelineDiagnostics reports violations, stage errors, warnings and
+// failed validation checks on stderr.
+func printPipelineDiagnostics(w io.Writer, out *pipeline.AgentContext) {
+	var vs []pipeline.Violation
+	if out.Decode(pipeline.KeyViolations, &vs) == nil {
+		for _, v := range vs {
+			fmt.Fprintf(w, "violation: agent %s: %s\n", v.AgentID, v.Message)
+		}
+	}
+	var errs []pipeline.StageError
+	if out.Decode(pipeline.KeyErrors, &errs) == nil {
+		for _, e := range errs {
+			if e.Final {
+				fmt.Fprintf(w, "stage error: %s\n", e.Message)
+			}
+		}
+	}
+	var warns []string
+	if out.Decode(pipeline.KeyWarnings, &warns) == nil {
+		for _, s := range warns {
+			fmt.Fprintf(w, "warning: %s\n", s)
+		}
+	}
+	var reps []standard.ValidationReport
+	if out.Decode(standard.KeyValidationReport, &reps) == nil {
+		for _, r := range reps {
+			for _, v := range r.Violations {
+				fmt.Fprintf(w, "validation: %s\n", v)
+			}
+		}
+	}
+}

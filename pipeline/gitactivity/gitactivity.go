@@ -1,0 +1,309 @@
+// Package gitactivity reads the commit history of a local git repository
+// with the git command line and turns it into facts that cite commit
+// hashes: commits, authors, files and lines changed in a time window, by
+// type of change.
+//
+// The type of a commit is its conventional-commit type ("feat(api): ..." →
+// feat) when the subject starts with one of feat, fix, docs, style,
+// refactor, perf, test, build, ci, chore, revert. Otherwise a heuristic
+// looks at the first word of the subject (after an "area:" prefix):
+// fix/fixes/bug/hotfix/correct/repair/resolve → fix; add/implement/
+// introduce/create/support/enable/feature/new → feat; doc/docs/document/
+// readme → docs; test/tests → test; refactor/rename/move/clean/cleanup/
+// simplify/extract/reorganize/remove/delete/drop → refactor; perf/optimize/
+// speed → perf; bump/upgrade/release/update/chore/ci/build → chore;
+// revert → revert. If no word matches, a subject containing "fix" or "bug"
+// is fix, else "other".
+package gitactivity
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// Window is a time range [Since, Until] on committer time, in UTC.
+type Window struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+}
+
+// Previous returns the window of the same length that ends where w starts.
+func (w Window) Previous() Window {
+	return Window{Since: w.Since.Add(-w.Until.Sub(w.Since)), Until: w.Since}
+}
+
+// String renders the window as "2026-11-14T09:00:00Z..2026-11-21T09:00:00Z".
+func (w Window) String() string {
+	return w.Since.UTC().Format(time.RFC3339) + ".." + w.Until.UTC().Format(time.RFC3339)
+}
+
+var relRe = regexp.MustCompile(`^(\d{1,4})([hdw])$`)
+
+// ParseSince turns "7d", "2w", "36h", "YYYY-MM-DD" (midnight UTC) or an
+// RFC 3339 time into the window from that moment to now. The start must be
+// before now and at most 20 years back.
+func ParseSince(s string, now time.Time) (Window, error) {
+	s = strings.TrimSpace(s)
+	now = now.UTC()
+	var since time.Time
+	if m := relRe.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		unit := map[string]time.Duration{"h": time.Hour, "d": 24 * time.Hour, "w": 7 * 24 * time.Hour}[m[2]]
+		since = now.Add(-time.Duration(n) * unit)
+	} else if t, err := time.Parse("2006-01-02", s); err == nil {
+		since = t.UTC()
+	} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+		since = t.UTC()
+	} else {
+		return Window{}, fmt.Errorf("since %q: want a duration like 7d, 2w or 36h, a date YYYY-MM-DD, or an RFC 3339 time", s)
+	}
+	if !since.Before(now) {
+		return Window{}, fmt.Errorf("since %q: %s is not before now (%s)", s, since.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	if now.Sub(since) > 20*365*24*time.Hour {
+		return Window{}, fmt.Errorf("since %q: more than 20 years back", s)
+	}
+	return Window{Since: since, Until: now}, nil
+}
+
+// FileChange is one file of a commit, from git's --numstat.
+type FileChange struct {
+	Path    string `json:"path"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+	Binary  bool   `json:"binary,omitempty"`
+}
+
+// Commit is one non-merge commit.
+type Commit struct {
+	Hash         string       `json:"hash"`
+	Author       string       `json:"author"`
+	Email        string       `json:"email"`
+	AuthorTime   time.Time    `json:"author_time"`
+	CommitTime   time.Time    `json:"commit_time"`
+	Subject      string       `json:"subject"`
+	Type         string       `json:"type"`
+	Conventional bool         `json:"conventional"`
+	Files        []FileChange `json:"files"`
+}
+
+// Added is the number of lines the commit added.
+func (c Commit) Added() int {
+	n := 0
+	for _, f := range c.Files {
+		n += f.Added
+	}
+	return n
+}
+
+// Deleted is the number of lines the commit deleted.
+func (c Commit) Deleted() int {
+	n := 0
+	for _, f := range c.Files {
+		n += f.Deleted
+	}
+	return n
+}
+
+// LogFormat is the --format given to git log: one header line per commit
+// that starts with a NUL byte and separates its fields with NUL bytes. Git
+// identities and subjects cannot contain NUL or newlines, and --numstat
+// lines contain no NUL (unusual paths are C-quoted), so any author name or
+// subject parses unambiguously.
+const LogFormat = "%x00%H%x00%an%x00%ae%x00%aI%x00%cI%x00%s"
+
+// LogArgs returns the git arguments Log uses for repo and w (exported so
+// users can see exactly what ran, and tests can compare with git).
+func LogArgs(repo string, w Window) []string {
+	return []string{
+		"-c", "core.quotePath=false", "-c", "log.showSignature=false", "-c", "color.ui=false",
+		"-C", repo, "log", "--no-merges", "--no-renames", "--numstat", "--no-ext-diff", "--no-textconv",
+		"--format=" + LogFormat,
+		"--since=" + w.Since.UTC().Format(time.RFC3339),
+		"--until=" + w.Until.UTC().Format(time.RFC3339),
+	}
+}
+
+// CheckRepo fails with a GIT error unless repo is inside a git work tree
+// (or is a bare repository).
+func CheckRepo(ctx context.Context, repo string) error {
+	if _, err := run(ctx, "-C", repo, "rev-parse", "--git-dir"); err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, false, "%s is not a git repository", repo)
+		e.Hint = "pass --repo with the path of a local git repository"
+		return e
+	}
+	return nil
+}
+
+// Log runs git log on repo for the window and parses its output. A
+// repository without commits yields no commits.
+func Log(ctx context.Context, repo string, w Window) ([]Commit, error) {
+	if err := CheckRepo(ctx, repo); err != nil {
+		return nil, err
+	}
+	if _, err := run(ctx, "-C", repo, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
+		return nil, nil // no commits yet
+	}
+	out, err := run(ctx, LogArgs(repo, w)...)
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, true, "git log in %s", repo)
+	}
+	return ParseLog(out)
+}
+
+func run(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 500 {
+			msg = msg[:500]
+		}
+		if msg != "" {
+			return nil, fmt.Errorf("%w: %s", err, msg)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// ParseLog parses the output of git log with LogFormat and --numstat.
+func ParseLog(data []byte) ([]Commit, error) {
+	var commits []Commit
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "\x00") {
+			c, err := parseHeader(line[1:])
+			if err != nil {
+				return nil, err
+			}
+			commits = append(commits, c)
+			continue
+		}
+		if line == "" {
+			continue
+		}
+		if len(commits) == 0 {
+			return nil, errors.New("git log output does not start with a commit header")
+		}
+		c := &commits[len(commits)-1]
+		fc, err := parseNumstat(line)
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", c.Hash, err)
+		}
+		c.Files = append(c.Files, fc)
+	}
+	return commits, nil
+}
+
+func parseHeader(header string) (Commit, error) {
+	f := strings.Split(header, "\x00")
+	if len(f) != 6 {
+		return Commit{}, fmt.Errorf("commit header has %d fields, want 6: %.80q", len(f), header)
+	}
+	c := Commit{Hash: f[0], Author: f[1], Email: f[2], Subject: f[5], Files: []FileChange{}}
+	if !hashRe.MatchString(c.Hash) {
+		return Commit{}, fmt.Errorf("bad commit hash %.80q", c.Hash)
+	}
+	var err error
+	if c.AuthorTime, err = time.Parse(time.RFC3339, f[3]); err != nil {
+		return Commit{}, fmt.Errorf("commit %s: author date: %w", c.Hash, err)
+	}
+	if c.CommitTime, err = time.Parse(time.RFC3339, f[4]); err != nil {
+		return Commit{}, fmt.Errorf("commit %s: committer date: %w", c.Hash, err)
+	}
+	c.AuthorTime, c.CommitTime = c.AuthorTime.UTC(), c.CommitTime.UTC()
+	c.Type, c.Conventional = CommitType(c.Subject)
+	return c, nil
+}
+
+var hashRe = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+func parseNumstat(line string) (FileChange, error) {
+	parts := strings.SplitN(line, "\t", 3)
+	if len(parts) != 3 || parts[2] == "" {
+		return FileChange{}, fmt.Errorf("bad numstat line %.80q", line)
+	}
+	fc := FileChange{Path: parts[2]}
+	if parts[0] == "-" && parts[1] == "-" {
+		fc.Binary = true
+	} else {
+		a, err1 := strconv.Atoi(parts[0])
+		d, err2 := strconv.Atoi(parts[1])
+		if err1 != nil || err2 != nil || a < 0 || d < 0 {
+			return FileChange{}, fmt.Errorf("bad numstat counts %.80q", line)
+		}
+		fc.Added, fc.Deleted = a, d
+	}
+	if strings.ContainsRune(parts[2], 0) {
+		return FileChange{}, fmt.Errorf("NUL in numstat path")
+	}
+	if strings.HasPrefix(fc.Path, `"`) {
+		p, err := strconv.Unquote(fc.Path)
+		if err != nil {
+			return FileChange{}, fmt.Errorf("bad quoted path %.80q", fc.Path)
+		}
+		fc.Path = p
+	}
+	return fc, nil
+}
+
+var conventionalRe = regexp.MustCompile(`^([A-Za-z]+)(\([^)]*\))?!?: `)
+
+var conventionalTypes = map[string]bool{
+	"feat": true, "fix": true, "docs": true, "style": true, "refactor": true, "perf": true,
+	"test": true, "build": true, "ci": true, "chore": true, "revert": true,
+}
+
+var heuristicWords = map[string]string{
+	"fix": "fix", "fixes": "fix", "fixed": "fix", "bug": "fix", "bugfix": "fix", "hotfix": "fix",
+	"correct": "fix", "repair": "fix", "resolve": "fix",
+	"add": "feat", "adds": "feat", "added": "feat", "implement": "feat", "implements": "feat",
+	"introduce": "feat", "create": "feat", "support": "feat", "enable": "feat", "feature": "feat", "new": "feat",
+	"doc": "docs", "docs": "docs", "document": "docs", "readme": "docs",
+	"test": "test", "tests": "test",
+	"refactor": "refactor", "rename": "refactor", "move": "refactor", "clean": "refactor", "cleanup": "refactor",
+	"simplify": "refactor", "extract": "refactor", "reorganize": "refactor", "remove": "refactor",
+	"delete": "refactor", "drop": "refactor",
+	"perf": "perf", "optimize": "perf", "speed": "perf",
+	"bump": "chore", "upgrade": "chore", "release": "chore", "update": "chore", "chore": "chore",
+	"ci": "chore", "build": "chore",
+	"revert": "revert",
+}
+
+// CommitType classifies a subject line; conventional reports whether it
+// came from a conventional-commit prefix rather than the heuristic.
+func CommitType(subject string) (typ string, conventional bool) {
+	s := strings.TrimSpace(subject)
+	if m := conventionalRe.FindStringSubmatch(s); m != nil {
+		t := strings.ToLower(m[1])
+		if conventionalTypes[t] {
+			return t, true
+		}
+	}
+	// Drop an "area:" or "area/sub:" prefix.
+	if i := strings.Index(s, ": "); i > 0 && !strings.ContainsAny(s[:i], " \t") {
+		s = s[i+2:]
+	}
+	first := strings.ToLower(strings.Trim(strings.SplitN(s+" ", " ", 2)[0], ".,:;!()[]\"'`"))
+	if t, ok := heuristicWords[first]; ok {
+		return t, false
+	}
+	low := strings.ToLower(s)
+	if strings.Contains(low, "fix") || strings.Contains(low, "bug") {
+		return "fix", false
+	}
+	return "other", false
+}

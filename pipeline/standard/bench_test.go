@@ -1,0 +1,29 @@
+package standard
+
+import (
+	"context"
+	"testing"
+
+	"github.com/capstan-dev/capstan/pipeline"
+	"github.com/capstan-dev/capstan/pipeline/pipelinetest"
+)
+
+// BenchmarkStandardPipeline runs the whole offline pipeline (two git log
+// calls included) on the fixture repository.
+func BenchmarkStandardPipeline(b *testing.B) {
+	dir := pipelinetest.MakeGitRepo(b, b.TempDir(), pipelinetest.GitSteps())
+	m, err := NewManager(pipeline.Config{Options: pipeline.DefaultExecutionOptions()}, Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := Input("summarize development activity", dir, "7d", pipelinetest.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Execute(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
