@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/capstan-dev/capstan/agent"
+)
 
 // subcommands lists capstan's top-level commands. Each lives in its own
 // cmd_<name>.go file.
@@ -13,6 +17,6 @@ func subcommands() []*cobra.Command {
 		newRunsCmd(),
 		newShowCmd(),
 		newSkillsCmd(),
-		newPipelineCmd(pipelineDeps{}),
+		newPipelineCmd(pipelineDeps{Runner: agent.DirRunner{}}),
 	}
 }

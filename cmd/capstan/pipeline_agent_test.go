@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// A pipeline stage of kind agent runs a real capstan agent; its structured
+// result fills the stage's postconditions.
+func TestPipelineAgentStageRunsACapstanAgent(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"p.yaml": `version: 1
+inputs: [request]
+stages:
+  - id: writer
+    kind: agent
+    dir: agents/writer
+    params: {topic: "{{input.request}}"}
+    preconditions: [input.request]
+    postconditions: [custom.headline]
+`,
+		"agents/writer/agent.json": `{"version": "1.0.0", "name": "writer", "description": "writes a headline",
+  "parameters": {"topic": {"type": "string", "description": "topic", "required": true}},
+  "runner": {"model": "script:script.yaml", "completion": {"type": "iterationBudget", "maxIterations": 1}}}`,
+		"agents/writer/steps_registry.json": `{"agentId": "writer", "entryStep": "w", "steps": {"w": {"stepId": "w", "c2": "work", "c3": "w",
+  "uvVariables": ["topic"], "outputSchemaRef": {"file": "out.schema.json", "schema": "headline"}}}}`,
+		"agents/writer/schemas/out.schema.json":           `{"headline": {"type": "object", "properties": {"headline": {"type": "string"}}, "required": ["headline"]}}`,
+		"agents/writer/prompts/steps/work/w/f_default.md": "Write a headline about {uv-topic}.",
+		"agents/writer/script.yaml": `turns:
+  - expect: {prompt_contains: ["Write a headline about kites."]}
+    structured: {headline: "Kites fly higher than ever"}
+`,
+	})
+	t.Chdir(dir) // agent stages act and journal in the current directory
+	if out, err := exec.Command("git", "init", "-q").CombinedOutput(); err != nil {
+		t.Skipf("git init: %v %s", err, out) // pipeline run reads --repo (default .)
+	}
+	code, out, errOut := captureConfigCLI(t, "pipeline", "run", "--file", "p.yaml", "--json", "kites")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var ctx map[string]any
+	if err := json.Unmarshal([]byte(out), &ctx); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Kites fly higher than ever") {
+		t.Fatalf("the agent's structured result did not fill custom.headline:\n%s", out)
+	}
+	// The agent's own run is journaled and readable.
+	code, out, _ = captureConfigCLI(t, "runs", "--json")
+	if code != 0 || !strings.Contains(out, `"agent": "writer"`) || !strings.Contains(out, `"status": "completed"`) {
+		t.Fatalf("runs:\n%s", out)
+	}
+}
