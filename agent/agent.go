@@ -89,11 +89,13 @@ type Agent struct {
 	flow       *flow
 	buildOrder []string
 
-	params  map[string]string
-	vars    map[string]string
-	rc      *loop.RuntimeContext
-	result  *Result
-	started time.Time
+	params map[string]string
+	// skillsPrompt is the L1 section of runner.skills for the system prompt.
+	skillsPrompt string
+	vars         map[string]string
+	rc           *loop.RuntimeContext
+	result       *Result
+	started      time.Time
 }
 
 // Build creates an agent's dependencies in seed 002's order — logger

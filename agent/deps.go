@@ -4,9 +4,13 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 
@@ -46,14 +50,44 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 }
 
 // buildTools makes the tools the model may call: the built-in file and
-// shell tools confined to the work dir.
-func (a *Agent) buildTools() ([]tool.Tool, error) {
-	return builtin.New(builtin.Config{WorkDir: a.workDir, Env: nil})
+// shell tools confined to the work dir (Bash sandboxed when
+// runner.boundaries.sandbox is enabled), and the tools of runner.skills.
+func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
+	b := a.spec.Runner.Boundaries
+	cfg := builtin.Config{WorkDir: a.workDir}
+	if b.Sandbox != nil && b.Sandbox.Enabled {
+		r, err := sandbox.NewCommandRunner(ctx, b.Sandbox)
+		if err != nil {
+			if e := agenterr.From(err); e != nil && e.File == "" {
+				e.File = filepath.Join(a.def.Dir(), config.AgentFile)
+			}
+			return nil, err
+		}
+		cfg.Runner = r
+	}
+	tools, err := builtin.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.spec.Runner.Skills) == 0 {
+		return tools, nil
+	}
+	// Skill scripts always run sandboxed; a machine that cannot sandbox
+	// answers run_skill_script with SANDBOX_UNAVAILABLE unless the agent
+	// opted out explicitly.
+	allow := b.Sandbox != nil && b.Sandbox.AllowUnsandboxed
+	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(),
+		Sandbox: sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: allow})})
+	for _, w := range warns {
+		a.events.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
+	}
+	a.skillsPrompt = cat.SystemPromptSection()
+	return append(tools, cat.Tools()...), nil
 }
 
 // buildBridge opens the model provider with the agent's tools.
 func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
-	tools, err := a.buildTools()
+	tools, err := a.buildTools(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -120,15 +120,20 @@ func (f *flow) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if f.a.spec.Runner.SystemPromptPath == "" {
-		return nil
+	if f.a.spec.Runner.SystemPromptPath != "" {
+		res, err := f.a.prompts.ResolveSystem(ctx, f.variables(0, nil))
+		if err != nil {
+			return err
+		}
+		f.warn(res.Warnings)
+		f.system = res.Text
 	}
-	res, err := f.a.prompts.ResolveSystem(ctx, f.variables(0, nil))
-	if err != nil {
-		return err
+	if s := f.a.skillsPrompt; s != "" {
+		if f.system != "" {
+			f.system += "\n\n"
+		}
+		f.system += s
 	}
-	f.warn(res.Warnings)
-	f.system = res.Text
 	return nil
 }
 

@@ -35,7 +35,7 @@ func Codes() []CodeInfo {
 		{"AC-PATH-OUTSIDE", e, "a path in agent.json is absolute or leaves the agent folder"},
 		{"AC-SYSTEM-PROMPT-MISSING", e, "runner.systemPromptPath does not exist"},
 		{"AC-PROMPTS-DIR-MISSING", e, "the prompts base (or fallbackDir) folder does not exist"},
-		{"AC-SKILL-MISSING", e, "a runner.skills folder or its SKILL.md does not exist"},
+		{"AC-SKILL-MISSING", e, "a runner.skills folder does not exist or holds no SKILL.md"},
 		{"AC-COMPLETION-MAX-ITERATIONS", e, "completion iterationBudget without maxIterations > 0"},
 		{"AC-COMPLETION-KEYWORD", e, "completion keyword without a keyword"},
 		{"AC-COMPLETION-MODE", e, "completion composite without mode"},

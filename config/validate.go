@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -232,9 +233,10 @@ func (c *checker) agent() {
 	}
 	for i, s := range r.Skills {
 		ptr := joinPointer("runner", "skills", fmt.Sprint(i))
-		if c.file(a, "AC", ptr, s, true, "AC-SKILL-MISSING", "create the skill folder with a SKILL.md, or remove it from runner.skills") {
-			c.file(a, "AC", ptr, filepath.ToSlash(filepath.Join(s, "SKILL.md")), false, "AC-SKILL-MISSING",
-				"add SKILL.md (agentskills.io format) to the skill folder")
+		if c.file(a, "AC", ptr, s, true, "AC-SKILL-MISSING", "create the skill folder with a SKILL.md, or remove it from runner.skills") &&
+			c.dir != "" && !holdsSkill(filepath.Join(c.dir, s)) {
+			c.report(a, "AC-SKILL-MISSING", SeverityError, ptr, "add SKILL.md (agentskills.io format) to the skill folder, or list a folder of skill folders",
+				"%s has no SKILL.md, neither itself nor in a skill folder below it", s)
 		}
 	}
 	c.completion("/runner/completion", r.Completion)
@@ -956,4 +958,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// holdsSkill reports whether dir is a skill folder (it has a SKILL.md) or
+// a folder of skill folders (one of its sub-folders, at any depth, has one),
+// as runner.skills accepts both.
+func holdsSkill(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && d.Name() == "SKILL.md" {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }
