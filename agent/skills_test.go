@@ -42,7 +42,7 @@ func TestAgentUsesDeclaredSkills(t *testing.T) {
 		"agent.json": `{"version": "1.0.0", "name": "skilled", "description": "uses a skill",
   "runner": {"model": "script:script.yaml", "skills": ["skills"],
     "completion": {"type": "keyword", "keyword": "DONE"}, "boundaries": {"permissionMode": "plan"}}}`,
-		"steps_registry.json": `{"agentId": "skilled", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "w", "c3": "s"}}}`,
+		"steps_registry.json":            `{"agentId": "skilled", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "w", "c3": "s"}}}`,
 		"prompts/steps/w/s/f_default.md": "Write a haiku the way the team likes it.",
 		"skills/haiku/SKILL.md":          "---\nname: haiku\ndescription: House rules for haiku. Use when asked for a haiku.\n---\nCount syllables 5-7-5. See [style](style.md).\n",
 		"skills/haiku/style.md":          "Always mention the sea.\n",
