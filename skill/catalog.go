@@ -130,6 +130,7 @@ type catalogTool struct {
 
 // Spec describes the tool.
 func (t *catalogTool) Spec() tool.Spec { return t.spec }
+
 // Kind classifies the tool for permission modes.
 func (t *catalogTool) Kind() tool.Kind { return t.kind }
 
