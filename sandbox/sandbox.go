@@ -199,6 +199,7 @@ type cappedBuffer struct {
 	onOverflow func()
 }
 
+// Write keeps what fits and reports overflow; it never fails.
 func (c *cappedBuffer) Write(p []byte) (int, error) {
 	room := c.max - c.buf.Len()
 	if room >= len(p) {
@@ -233,6 +234,7 @@ type middleBuffer struct {
 	onOverflow func()
 }
 
+// Write records p, keeping the head and the tail.
 func (m *middleBuffer) Write(p []byte) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -334,3 +334,20 @@ func TestExplainStartError(t *testing.T) {
 		}
 	}
 }
+
+func TestNoProcessOutlivesRun(t *testing.T) {
+	root, build := skillDir(t, map[string]string{})
+	marker := fmt.Sprintf("%d", 4000+time.Now().UnixNano()%1000)
+	res := runIn(t, root, build, []string{"bash", "-c", "setsid sleep " + marker + " & (sleep " + marker + " &) ; nohup sleep " + marker + " >/dev/null 2>&1 & echo started"}, nil)
+	if res.Status != StatusOK || strings.TrimSpace(string(res.Stdout)) != "started" {
+		t.Fatalf("%s %q %q", res.Status, res.Stdout, res.Stderr)
+	}
+	time.Sleep(200 * time.Millisecond)
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), "sleep\x00"+marker) {
+			t.Errorf("process %s survived the run", p)
+		}
+	}
+}

@@ -694,3 +694,78 @@ func TestActDisclosureDegradesWhenBudgetLow(t *testing.T) {
 		t.Errorf("degraded with a full budget")
 	}
 }
+
+// TestActAdversarialScripts checks the structured failure the model gets
+// for scripts that break the sandbox rules.
+func TestActAdversarialScripts(t *testing.T) {
+	r := testSandbox()
+	if r == nil {
+		t.Skip("no sandbox on this machine")
+	}
+	outside := t.TempDir()
+	cases := []struct {
+		name, script, wantStatus, wantText string
+		budgets                            Budgets
+	}{
+		// Landlock refuses the connect (EACCES) or the empty network
+		// namespace has no route (ENETUNREACH).
+		{"network", "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=2)\n", "exit", "Permission denied|Network is unreachable", Budgets{}},
+		{"write-outside", "open('" + filepath.Join(outside, "x") + "', 'w').write('x')\n", "exit", "Permission denied", Budgets{}},
+		{"write-skill-root", "open('evil.txt', 'w').write('x')\n", "exit", "Permission denied", Budgets{}},
+		// script_timeout_s is both the CPU and the wall-clock limit: on a
+		// busy machine the wall clock may end the spin first.
+		{"cpu-spin", "while True:\n    pass\n", "cpu_limit|timeout", "CPU time limit|wall-clock limit", Budgets{ScriptTimeoutS: 1, TimeBudgetMs: 300000}},
+		{"memory-hog", "b = bytearray(4 * 1024 * 1024 * 1024)\n", "memory_limit", "address-space limit", Budgets{}},
+		{"flood", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", "output_limit", "stdout exceeded", Budgets{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sk := exampleSkill(t)
+			writeTree(t, sk.Root, map[string]string{"scripts/bad.py": c.script})
+			m := &playModel{turns: []playTurn{{text: "run", calls: [][2]string{call("runScript", `{"path":"scripts/bad.py"}`)}}}}
+			res, err := New(Config{Model: m, Sandbox: r}).Run(context.Background(), sk, Input{Goal: "g", Expected: expectReport, Budgets: c.budgets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				OK     bool   `json:"ok"`
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+				Stderr string `json:"stderr"`
+			}
+			if err := json.Unmarshal([]byte(strings.TrimSpace(m.seen[1])), &got); err != nil {
+				t.Fatalf("answer not JSON: %v %.300s", err, m.seen[1])
+			}
+			if got.OK || !oneOf(got.Status, c.wantStatus) || !containsOneOf(got.Reason+got.Stderr, c.wantText) {
+				t.Errorf("model saw %+v", got)
+			}
+			if res.Evidence[0].OK || res.Evidence[0].Tool != "runScript" {
+				t.Errorf("evidence %+v", res.Evidence[0])
+			}
+			if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
+				t.Error("wrote outside")
+			}
+			if _, err := os.Stat(filepath.Join(sk.Root, "evil.txt")); err == nil {
+				t.Error("wrote into the skill root")
+			}
+		})
+	}
+}
+
+func oneOf(s, alternatives string) bool {
+	for _, a := range strings.Split(alternatives, "|") {
+		if s == a {
+			return true
+		}
+	}
+	return false
+}
+
+func containsOneOf(s, alternatives string) bool {
+	for _, a := range strings.Split(alternatives, "|") {
+		if strings.Contains(s, a) {
+			return true
+		}
+	}
+	return false
+}

@@ -128,7 +128,10 @@ type catalogTool struct {
 	run  func(ctx context.Context, input json.RawMessage) (string, error)
 }
 
+// Spec describes the tool.
 func (t *catalogTool) Spec() tool.Spec { return t.spec }
+
+// Kind classifies the tool for permission modes.
 func (t *catalogTool) Kind() tool.Kind { return t.kind }
 
 // Run executes the call; failures are error results with a coded message.

@@ -106,6 +106,7 @@ const (
 	WarnMetadataNotStrings = "metadata_not_strings"
 )
 
+// String renders "file:line:col: code: message".
 func (w Warning) String() string {
 	loc := w.File
 	if w.Line > 0 {
@@ -139,6 +140,7 @@ type ParseError struct {
 	Msg          string
 }
 
+// Error renders "line:col: message".
 func (e *ParseError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Msg)

@@ -560,6 +560,7 @@ type capWriter struct {
 	max int
 }
 
+// Write appends p or fails when the cap would be exceeded.
 func (c *capWriter) Write(p []byte) (int, error) {
 	if c.buf.Len()+len(p) > c.max {
 		return 0, fmt.Errorf("template output exceeds %d bytes", c.max)

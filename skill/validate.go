@@ -166,6 +166,7 @@ func decodeDoc(name string, data []byte) (any, error) {
 // schema's $ref cannot read other files.
 type rootLoader struct{ root string }
 
+// Load reads a file:// schema URL inside the skill root.
 func (l rootLoader) Load(u string) (any, error) {
 	pu, err := url.Parse(u)
 	if err != nil || pu.Scheme != "file" {

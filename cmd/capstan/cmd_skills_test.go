@@ -118,3 +118,20 @@ func TestSkillsRunUsageErrors(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+func FuzzSkillsFlags(f *testing.F) {
+	for _, s := range []string{"report.json:schemas/r.json", "build/a.md", "../x", "/abs", "a:b:c", "k=v", `items=["a","b"]`, "=v", "k="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if exp, err := parseExpects([]string{s}); err == nil {
+			p := exp[0].Path
+			if p == "" || filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+				t.Fatalf("accepted %q as %q", s, p)
+			}
+		}
+		if in, err := parseInputs([]string{s}); err == nil && len(in) != 1 {
+			t.Fatalf("%q gave %d inputs", s, len(in))
+		}
+	})
+}
