@@ -186,7 +186,7 @@ func writeOpenAIReply(w http.ResponseWriter, s *Server, req Request, rp Reply, r
 		u.OutputTokens = estimate(n)
 	}
 	usage := map[string]any{"prompt_tokens": u.InputTokens + u.CacheReadTokens, "completion_tokens": u.OutputTokens,
-		"total_tokens": u.InputTokens + u.CacheReadTokens + u.OutputTokens,
+		"total_tokens":          u.InputTokens + u.CacheReadTokens + u.OutputTokens,
 		"prompt_tokens_details": map[string]int64{"cached_tokens": u.CacheReadTokens}}
 	type call struct{ id, name, args string }
 	var calls []call
@@ -220,7 +220,7 @@ func writeOpenAIReply(w http.ResponseWriter, s *Server, req Request, rp Reply, r
 		}
 		writeJSON(w, map[string]any{"id": id, "object": "chat.completion", "created": created, "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
-			"usage": usage}, rp.Fault)
+			"usage":   usage}, rp.Fault)
 		return
 	}
 	e := startSSE(w, OpenAI, rp.Fault)
