@@ -8,6 +8,7 @@ package retry
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -103,12 +104,12 @@ func RetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	}
 	if v := h.Get("retry-after-ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
+			return clamp(ms * float64(time.Millisecond)), true
 		}
 	}
 	if v := h.Get("retry-after"); v != "" {
 		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-			return time.Duration(s * float64(time.Second)), true
+			return clamp(s * float64(time.Second)), true
 		}
 		if t, err := http.ParseTime(v); err == nil {
 			d := t.Sub(now)
@@ -119,4 +120,14 @@ func RetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// clamp converts nanoseconds to a Duration without overflowing: anything
+// beyond the representable range (a hostile "retry-after: 1e300") becomes
+// the maximum, which Delay then ignores as too long.
+func clamp(ns float64) time.Duration {
+	if ns >= math.MaxInt64 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ns)
 }
