@@ -78,6 +78,9 @@ type Fault struct {
 	// ErrorEventAfter, when > 0, sends an SSE error event (of Type, default
 	// overloaded_error) after that many stream events and ends the stream.
 	ErrorEventAfter int
+	// MalformedAfter, when > 0, sends a data line that is not JSON after
+	// that many stream events and ends the stream.
+	MalformedAfter int
 }
 
 // Reply is one scripted model answer.
@@ -467,6 +470,14 @@ func (e *sse) event(name string, data any) error {
 			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": e.fault.Code}})
 			fmt.Fprintf(e.w, "data: %s\n\n", b)
 		}
+		e.f.Flush()
+		return errAborted
+	}
+	if e.fault != nil && e.fault.MalformedAfter > 0 && e.n >= e.fault.MalformedAfter {
+		if name != "" {
+			fmt.Fprintf(e.w, "event: %s\n", name)
+		}
+		fmt.Fprint(e.w, "data: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": {oops\n\n")
 		e.f.Flush()
 		return errAborted
 	}

@@ -285,6 +285,7 @@ func TestFaultsMapToCodes(t *testing.T) {
 		{"dropped stream", fakellm.Fault{CutAfter: 3}, agenterr.CodeSdkConnection, true, 4},
 		{"stream error event", fakellm.Fault{ErrorEventAfter: 2}, agenterr.CodeSdkConnection, true, 4},
 		{"stream rate limit event", fakellm.Fault{ErrorEventAfter: 1, Type: "rate_limit_error"}, agenterr.CodeSdkRateLimit, true, 4},
+		{"malformed stream line", fakellm.Fault{MalformedAfter: 2}, agenterr.CodeSdkConnection, true, 4},
 		{"auth", fakellm.Fault{Status: 401}, agenterr.CodeSdkAuth, false, 1},
 		{"forbidden", fakellm.Fault{Status: 403}, agenterr.CodeSdkAuth, false, 1},
 		{"bad request", fakellm.Fault{Status: 400, Message: "max_tokens: too large"}, agenterr.CodeSdkRequest, false, 1},

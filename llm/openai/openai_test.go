@@ -164,6 +164,7 @@ func TestFaultsMapToCodes(t *testing.T) {
 		{"overloaded", fakellm.Fault{Status: 503}, agenterr.CodeSdkConnection, true, 4},
 		{"dropped stream", fakellm.Fault{CutAfter: 2}, agenterr.CodeSdkConnection, true, 4},
 		{"stream error", fakellm.Fault{ErrorEventAfter: 1, Type: "server_error"}, agenterr.CodeSdkConnection, true, 4},
+		{"malformed stream line", fakellm.Fault{MalformedAfter: 2}, agenterr.CodeSdkConnection, true, 4},
 		{"auth", fakellm.Fault{Status: 401, Code: "invalid_api_key"}, agenterr.CodeSdkAuth, false, 1},
 		{"bad request", fakellm.Fault{Status: 400}, agenterr.CodeSdkRequest, false, 1},
 		{"not found", fakellm.Fault{Status: 404, Code: "model_not_found"}, agenterr.CodeSdkRequest, false, 1},
