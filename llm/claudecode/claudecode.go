@@ -49,6 +49,9 @@ const (
 // listed problems).
 const CodeStructuredOutput = "SCHEMA_VALIDATION"
 
+// EventProcess is the journal event type of a started CLI process.
+const EventProcess = "claude_code.process"
+
 // passEnv are variables forwarded to the CLI from Config.Getenv when set
 // there (on top of the process environment).
 var passEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
@@ -287,7 +290,7 @@ func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, 
 		e.Hint = InstallHint
 		return nil, e
 	}
-	b.cfg.Events.Emit(journal.QueryStart, map[string]any{"provider": "claude-code", "pid": cmd.Process.Pid, "resume": resume})
+	b.cfg.Events.Emit(EventProcess, map[string]any{"pid": cmd.Process.Pid, "resume": resume, "args": len(cmd.Args) - 1})
 
 	// Cancellation kills the whole process group: SIGTERM, then SIGKILL.
 	done := make(chan struct{})
