@@ -33,6 +33,7 @@ const (
 	QueryStart       = "query.start"
 	QueryResult      = "query.result"
 	ModelTurn        = "model.turn"
+	ModelRetry       = "model.retry" // a provider retries a failed API call
 	SessionMessages  = "session.messages"
 	ToolCall         = "tool.call"
 	ToolDenied       = "tool.denied"

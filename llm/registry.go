@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -41,6 +42,10 @@ type Config struct {
 	Getenv func(string) string
 	// MaxTurns bounds model turns per query when QueryOptions.MaxTurns is 0.
 	MaxTurns int
+	// MCPServers are the agent's MCP servers (runner.mcpServers). Providers
+	// that run their own tool loop (claude-code) hand them to the backend;
+	// for the others their tools arrive in Tools (see tool/mcp).
+	MCPServers map[string]config.MCPServer
 }
 
 // Factory builds a Bridge for a provider that runs its own tool loop (the

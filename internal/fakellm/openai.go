@@ -1,0 +1,262 @@
+package fakellm
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+type oToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type oMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []oToolCall     `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type oRequest struct {
+	Model    string     `json:"model"`
+	Messages []oMessage `json:"messages"`
+	Tools    []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+}
+
+// contentText renders OpenAI content: a string, null, or text parts.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("content must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// decodeOpenAI parses and validates a Chat Completions request.
+func decodeOpenAI(body []byte) (Request, bool, error) {
+	var or oRequest
+	if err := json.Unmarshal(body, &or); err != nil {
+		return Request{}, false, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	req := Request{Dialect: OpenAI, Model: or.Model, Stream: or.Stream, Body: body}
+	includeUsage := or.StreamOptions != nil && or.StreamOptions.IncludeUsage
+	if or.Model == "" {
+		return req, false, fmt.Errorf("you must provide a model parameter")
+	}
+	for _, t := range or.Tools {
+		if t.Type != "function" || t.Function.Name == "" {
+			return req, false, fmt.Errorf("tools: each tool needs type function and a function name")
+		}
+		req.Tools = append(req.Tools, t.Function.Name)
+	}
+	if rf := or.ResponseFormat; rf != nil && rf.Type == "json_schema" {
+		if rf.JSONSchema == nil || rf.JSONSchema.Name == "" || len(rf.JSONSchema.Schema) == 0 {
+			return req, false, fmt.Errorf("response_format.json_schema: name and schema are required")
+		}
+		req.HasOutputSchema = true
+	}
+	if len(or.Messages) == 0 {
+		return req, false, fmt.Errorf("messages: must contain at least one message")
+	}
+	pending := map[string]bool{}
+	var lastResults []string
+	for i, m := range or.Messages {
+		text, err := contentText(m.Content)
+		if err != nil {
+			return req, false, fmt.Errorf("messages[%d]: %v", i, err)
+		}
+		if m.Role != "tool" && len(pending) > 0 {
+			return req, false, fmt.Errorf("messages[%d]: an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'", i)
+		}
+		switch m.Role {
+		case "system", "developer":
+			req.System += text
+			continue
+		case "user":
+			req.LastUserText = text
+			lastResults = nil
+		case "assistant":
+			for _, tc := range m.ToolCalls {
+				if tc.ID == "" || tc.Function.Name == "" {
+					return req, false, fmt.Errorf("messages[%d].tool_calls: id and function.name are required", i)
+				}
+				if !json.Valid([]byte(tc.Function.Arguments)) {
+					return req, false, fmt.Errorf("messages[%d].tool_calls: function.arguments must be a JSON string", i)
+				}
+				pending[tc.ID] = true
+			}
+			lastResults = nil
+		case "tool":
+			if !pending[m.ToolCallID] {
+				return req, false, fmt.Errorf("messages[%d]: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (tool_call_id %q)", i, m.ToolCallID)
+			}
+			delete(pending, m.ToolCallID)
+			req.ToolResults++
+			lastResults = append(lastResults, text)
+		default:
+			return req, false, fmt.Errorf("messages[%d].role: unknown role %q", i, m.Role)
+		}
+		req.Messages++
+	}
+	if len(pending) > 0 {
+		return req, false, fmt.Errorf("an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'")
+	}
+	req.LastToolResults = lastResults
+	return req, includeUsage, nil
+}
+
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, body []byte) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		s.fail(w, r, body, Request{}, http.StatusNotFound, "", "unknown_url", fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if s.opts.APIKey != "" && bearer(r) != s.opts.APIKey {
+		s.fail(w, r, body, Request{}, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided")
+		return
+	}
+	req, includeUsage, err := decodeOpenAI(body)
+	if err != nil {
+		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
+		return
+	}
+	rp, err := s.reply(req)
+	if err != nil {
+		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
+		return
+	}
+	if !wait(r.Context(), s.opts.Delay+rp.Delay) {
+		s.record(r, body, req, 499)
+		return
+	}
+	if s.applyFault(w, r, body, req, rp.Fault) {
+		return
+	}
+	s.record(r, body, req, http.StatusOK)
+	writeOpenAIReply(w, s, req, rp, len(body), includeUsage)
+}
+
+func writeOpenAIReply(w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int, includeUsage bool) {
+	u := rp.Usage
+	if u.InputTokens == 0 {
+		u.InputTokens = estimate(reqBytes)
+	}
+	text := rp.replyText()
+	if u.OutputTokens == 0 {
+		n := len(text)
+		for _, c := range rp.ToolCalls {
+			n += len(c.Name) + len(c.Input)
+		}
+		u.OutputTokens = estimate(n)
+	}
+	usage := map[string]any{"prompt_tokens": u.InputTokens + u.CacheReadTokens, "completion_tokens": u.OutputTokens,
+		"total_tokens":          u.InputTokens + u.CacheReadTokens + u.OutputTokens,
+		"prompt_tokens_details": map[string]int64{"cached_tokens": u.CacheReadTokens}}
+	type call struct{ id, name, args string }
+	var calls []call
+	for _, c := range rp.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = s.nextID("call_")
+		}
+		calls = append(calls, call{id, c.Name, string(inputOrEmpty(c.Input))})
+	}
+	finish := rp.StopReason
+	if finish == "" {
+		finish = "stop"
+		if len(calls) > 0 {
+			finish = "tool_calls"
+		}
+	}
+	id := s.nextID("chatcmpl-")
+	created := time.Now().Unix()
+	if !req.Stream {
+		msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+		if text != "" {
+			msg["content"] = text
+		}
+		if len(calls) > 0 {
+			var tcs []map[string]any
+			for _, c := range calls {
+				tcs = append(tcs, map[string]any{"id": c.id, "type": "function", "function": map[string]string{"name": c.name, "arguments": c.args}})
+			}
+			msg["tool_calls"] = tcs
+		}
+		writeJSON(w, map[string]any{"id": id, "object": "chat.completion", "created": created, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
+			"usage":   usage}, rp.Fault)
+		return
+	}
+	e := startSSE(w, OpenAI, rp.Fault)
+	chunk := func(delta map[string]any, fin any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fin, "logprobs": nil}}}
+	}
+	var chunks []map[string]any
+	chunks = append(chunks, chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	if text != "" {
+		for _, frag := range splitHalf(text) {
+			chunks = append(chunks, chunk(map[string]any{"content": frag}, nil))
+		}
+	}
+	for i, c := range calls {
+		chunks = append(chunks, chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.id, "type": "function",
+			"function": map[string]string{"name": c.name, "arguments": ""}}}}, nil))
+		for _, frag := range splitHalf(c.args) {
+			chunks = append(chunks, chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i,
+				"function": map[string]string{"arguments": frag}}}}, nil))
+		}
+	}
+	chunks = append(chunks, chunk(map[string]any{}, finish))
+	if includeUsage {
+		chunks = append(chunks, map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model,
+			"choices": []any{}, "usage": usage})
+	}
+	for _, c := range chunks {
+		if e.event("", c) != nil {
+			return
+		}
+	}
+	if e.fault != nil && e.fault.CutAfter > 0 && e.n >= e.fault.CutAfter {
+		e.f.Flush()
+		panic(http.ErrAbortHandler)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	e.f.Flush()
+}

@@ -1,0 +1,485 @@
+// Package anthropic is capstan's Anthropic Messages API provider, built on
+// the official github.com/anthropics/anthropic-sdk-go client.
+//
+// It implements llm.Model (one streamed API turn) and registers itself as
+// the "anthropic" provider, so "anthropic:claude-sonnet-5" opened with
+// llm.Open runs in capstan's shared tool loop with the built-in tools.
+//
+// Importing the package for its side effect is enough:
+//
+//	import _ "github.com/capstan-dev/capstan/llm/anthropic"
+//
+// The stable prefix of every request (the system prompt and the tool
+// definitions) is marked for prompt caching. Retries are owned here, not by
+// the SDK (whose own retries are disabled): see Config.Retry.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
+)
+
+// Defaults.
+const (
+	DefaultModel     = "claude-sonnet-5"
+	DefaultBaseURL   = "https://api.anthropic.com/"
+	DefaultMaxTokens = 8192
+	// EnvAPIKey and EnvBaseURL are read through llm.Config.Getenv.
+	EnvAPIKey  = "ANTHROPIC_API_KEY"
+	EnvBaseURL = "ANTHROPIC_BASE_URL"
+)
+
+func init() {
+	llm.RegisterModel("anthropic", func(ctx context.Context, c llm.Config) (llm.Model, error) {
+		return New(FromLLM(c))
+	})
+}
+
+// Config configures a Model.
+type Config struct {
+	// APIKey is sent as x-api-key; required.
+	APIKey string
+	// BaseURL of the API ("" = DefaultBaseURL).
+	BaseURL string
+	// Model id ("" = DefaultModel); llm.Request.Model overrides it.
+	Model string
+	// MaxTokens per turn when the request does not set one (0 =
+	// DefaultMaxTokens).
+	MaxTokens int
+	// HTTPClient (nil = http.DefaultClient).
+	HTTPClient *http.Client
+	// Retry bounds retries of 429, 529, 5xx and dropped streams.
+	Retry retry.Policy
+	// DisablePromptCache drops the cache_control markers.
+	DisablePromptCache bool
+	// Events receives model.retry events (nil = discard).
+	Events journal.Emitter
+}
+
+// FromLLM builds a Config from the provider config llm.Open passes:
+// BaseURL from cfg.BaseURL, else ANTHROPIC_BASE_URL; the key from
+// ANTHROPIC_API_KEY, read only through cfg.Getenv.
+func FromLLM(c llm.Config) Config {
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = envGetter()
+	}
+	base := c.BaseURL
+	if base == "" {
+		base = getenv(EnvBaseURL)
+	}
+	return Config{APIKey: getenv(EnvAPIKey), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Events: c.Events}
+}
+
+// Model is an llm.Model speaking the Anthropic Messages API.
+type Model struct {
+	cfg    Config
+	client sdk.Client
+}
+
+// New builds a Model. A missing API key is an SDK_AUTH error.
+func New(cfg Config) (*Model, error) {
+	if strings.TrimSpace(cfg.APIKey) == "" {
+		e := agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false, "no Anthropic API key: %s is not set", EnvAPIKey)
+		e.Hint = "export " + EnvAPIKey + "=sk-ant-... (or pick another provider with --model)"
+		return nil, e
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.Model == "" {
+		cfg.Model = DefaultModel
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.Events == nil {
+		cfg.Events = journal.Discard
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	client := sdk.NewClient(
+		option.WithoutEnvironmentDefaults(), // never read keys or URLs from the process env behind Config's back
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0), // capstan owns the retry policy
+	)
+	return &Model{cfg: cfg, client: client}, nil
+}
+
+// RetryEvent is the payload of a model.retry journal event.
+type RetryEvent struct {
+	Provider string `json:"provider"`
+	Attempt  int    `json:"attempt"` // the attempt that failed, 1-based
+	DelayMs  int64  `json:"delay_ms"`
+	Code     string `json:"code"`
+	Status   int    `json:"status,omitempty"`
+	Message  string `json:"message"`
+}
+
+// Generate implements llm.Model: one streamed turn, retried per
+// Config.Retry.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	attempts := m.cfg.Retry.Attempts()
+	for attempt := 1; ; attempt++ {
+		resp, f := m.once(ctx, params, attempt)
+		if f == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "anthropic: request canceled")
+		}
+		if !f.retryable || attempt >= attempts {
+			return nil, f.final(attempt)
+		}
+		d := m.cfg.Retry.Delay(attempt, f.retryAfter, f.hasRetryAfter)
+		m.cfg.Events.Emit(journal.ModelRetry, RetryEvent{Provider: "anthropic", Attempt: attempt, DelayMs: d.Milliseconds(),
+			Code: f.code, Status: f.status, Message: f.msg})
+		if err := m.cfg.Retry.Wait(ctx, d); err != nil {
+			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "anthropic: request canceled while waiting to retry")
+		}
+	}
+}
+
+// failure is a classified failed attempt.
+type failure struct {
+	code          string
+	status        int
+	msg           string
+	retryable     bool
+	retryAfter    time.Duration
+	hasRetryAfter bool
+}
+
+func (f *failure) final(attempts int) *agenterr.Error {
+	recoverable := f.code == agenterr.CodeSdkRateLimit || f.code == agenterr.CodeSdkConnection
+	msg := "anthropic: " + f.msg
+	if f.retryable {
+		msg += fmt.Sprintf(" (gave up after %d attempts)", attempts)
+	}
+	e := agenterr.New(f.code, agenterr.LayerSDKBridge, recoverable, "%s", msg)
+	switch f.code {
+	case agenterr.CodeSdkAuth:
+		e.Hint = "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway)"
+	case agenterr.CodeSdkRateLimit:
+		e.Hint = "the API is rate limiting this key; wait and resume the run, or lower concurrency"
+	case agenterr.CodeSdkConnection:
+		e.Hint = "the API or the network is failing; resume the run later"
+	}
+	return e
+}
+
+// once runs one streamed attempt.
+func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int) (*llm.Response, *failure) {
+	stream := m.client.Messages.NewStreaming(ctx, params,
+		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
+	defer stream.Close()
+	var acc sdk.Message
+	stopped := false
+	for stream.Next() {
+		ev := stream.Current()
+		if err := acc.Accumulate(ev); err != nil {
+			return nil, &failure{code: agenterr.CodeSdkConnection, msg: "malformed stream: " + m.redact(err.Error()), retryable: true}
+		}
+		if ev.Type == "message_stop" {
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, m.classify(err)
+	}
+	if !stopped {
+		return nil, &failure{code: agenterr.CodeSdkConnection, msg: "stream ended before message_stop (dropped connection)", retryable: true}
+	}
+	return toResponse(&acc, len(params.OutputConfig.Format.Schema) > 0), nil
+}
+
+// classify maps an SDK or transport error to a failure. Messages are built
+// from the status and the API's error body only, never from the request,
+// and any occurrence of the key is redacted.
+func (m *Model) classify(err error) *failure {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		typ, msg := apiErrorBody(apiErr.RawJSON())
+		if typ == "" {
+			typ = string(apiErr.Type())
+		}
+		f := &failure{status: apiErr.StatusCode}
+		if apiErr.Response != nil {
+			f.retryAfter, f.hasRetryAfter = retry.RetryAfter(apiErr.Response.Header, time.Now())
+		}
+		status := apiErr.StatusCode
+		if status == http.StatusOK { // an error event inside a 200 stream
+			status = statusOfType(typ)
+			f.status = 0
+		}
+		switch {
+		case status == http.StatusTooManyRequests:
+			f.code, f.retryable = agenterr.CodeSdkRateLimit, true
+		case status == http.StatusUnauthorized || status == http.StatusForbidden:
+			f.code = agenterr.CodeSdkAuth
+		case status == 529 || status >= 500 || status == http.StatusRequestTimeout || status == http.StatusConflict:
+			f.code, f.retryable = agenterr.CodeSdkConnection, true
+		default:
+			f.code = agenterr.CodeSdkRequest
+		}
+		if apiErr.Response != nil {
+			switch apiErr.Response.Header.Get("x-should-retry") {
+			case "false":
+				f.retryable = false
+			case "true":
+				f.retryable = true
+			}
+		}
+		desc := fmt.Sprintf("HTTP %d", apiErr.StatusCode)
+		if apiErr.StatusCode == http.StatusOK {
+			desc = "stream error event"
+		}
+		if typ != "" {
+			desc += " " + typ
+		}
+		if msg != "" {
+			desc += ": " + msg
+		}
+		if apiErr.RequestID != "" {
+			desc += " (request " + apiErr.RequestID + ")"
+		}
+		f.msg = m.redact(desc)
+		return f
+	}
+	return &failure{code: agenterr.CodeSdkConnection, msg: m.redact("connection failed: " + err.Error()), retryable: true}
+}
+
+func (m *Model) redact(s string) string {
+	if k := m.cfg.APIKey; len(k) >= 4 {
+		s = strings.ReplaceAll(s, k, "[REDACTED]")
+	}
+	return s
+}
+
+func statusOfType(typ string) int {
+	switch typ {
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "overloaded_error":
+		return 529
+	case "api_error":
+		return http.StatusInternalServerError
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "permission_error", "billing_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	}
+	return http.StatusBadRequest
+}
+
+func apiErrorBody(raw string) (typ, msg string) {
+	var body struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(raw), &body) == nil {
+		return body.Error.Type, body.Error.Message
+	}
+	return "", ""
+}
+
+func toResponse(msg *sdk.Message, structured bool) *llm.Response {
+	resp := &llm.Response{StopReason: string(msg.StopReason), Model: string(msg.Model),
+		Usage: llm.Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens,
+			CacheReadTokens: msg.Usage.CacheReadInputTokens, CacheWriteTokens: msg.Usage.CacheCreationInputTokens}}
+	resp.Message.Role = llm.RoleAssistant
+	var text strings.Builder
+	firstText := ""
+	seenText := false
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			if !seenText {
+				firstText, seenText = b.Text, true
+			}
+			text.WriteString(b.Text)
+		case "tool_use":
+			in := b.Input
+			if len(in) == 0 {
+				in = json.RawMessage(`{}`)
+			}
+			resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)})
+		}
+	}
+	resp.Message.Text = text.String()
+	if structured && len(resp.Message.ToolCalls) == 0 && seenText {
+		if s := strings.TrimSpace(firstText); json.Valid([]byte(s)) {
+			resp.StructuredOutput = json.RawMessage(s)
+		}
+	}
+	return resp
+}
+
+// params maps an llm.Request to the Messages API.
+func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
+	model := req.Model
+	if model == "" {
+		model = m.cfg.Model
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = m.cfg.MaxTokens
+	}
+	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(maxTokens)}
+	if req.System != "" {
+		sys := sdk.TextBlockParam{Text: req.System}
+		if !m.cfg.DisablePromptCache {
+			sys.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
+		p.System = []sdk.TextBlockParam{sys}
+	}
+	for i, spec := range req.Tools {
+		schema, err := inputSchema(spec.InputSchema)
+		if err != nil {
+			return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
+		}
+		t := sdk.ToolParam{Name: spec.Name, InputSchema: schema}
+		if spec.Description != "" {
+			t.Description = sdk.String(spec.Description)
+		}
+		if i == len(req.Tools)-1 && !m.cfg.DisablePromptCache {
+			t.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &t})
+	}
+	if len(req.OutputSchema) > 0 {
+		var schema map[string]any
+		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
+			return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "output schema is not a JSON object")
+		}
+		p.OutputConfig = sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: schema}}
+	}
+	msgs, err := wireMessages(req.Messages)
+	if err != nil {
+		return p, err
+	}
+	p.Messages = msgs
+	return p, nil
+}
+
+// inputSchema converts a tool's JSON Schema to the SDK's parameter.
+func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
+	var s sdk.ToolInputSchemaParam
+	if len(raw) == 0 {
+		return s, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return s, err
+	}
+	if t, ok := m["type"]; ok && t != "object" {
+		return s, fmt.Errorf("input schema type must be object, got %v", t)
+	}
+	s.Properties = m["properties"]
+	if req, ok := m["required"].([]any); ok {
+		for _, r := range req {
+			if name, ok := r.(string); ok {
+				s.Required = append(s.Required, name)
+			}
+		}
+	}
+	for k, v := range m {
+		switch k {
+		case "type", "properties", "required":
+		default:
+			if s.ExtraFields == nil {
+				s.ExtraFields = map[string]any{}
+			}
+			s.ExtraFields[k] = v
+		}
+	}
+	return s, nil
+}
+
+// wireMessages maps the transcript to alternating user/assistant messages:
+// tool results become tool_result blocks of a user message, and adjacent
+// messages of the same wire role are merged (tool results first), so a
+// transcript that stopped after tool results and continues with a new
+// prompt is still a valid request.
+func wireMessages(msgs []llm.Message) ([]sdk.MessageParam, error) {
+	var out []sdk.MessageParam
+	push := func(role sdk.MessageParamRole, blocks []sdk.ContentBlockParamUnion) {
+		if len(blocks) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			return
+		}
+		out = append(out, sdk.MessageParam{Role: role, Content: blocks})
+	}
+	for _, msg := range msgs {
+		switch msg.Role {
+		case llm.RoleUser:
+			var bs []sdk.ContentBlockParamUnion
+			for _, r := range msg.ToolResults {
+				bs = append(bs, sdk.NewToolResultBlock(r.CallID, r.Content, r.IsError))
+			}
+			if msg.Text != "" {
+				bs = append(bs, sdk.NewTextBlock(msg.Text))
+			}
+			push(sdk.MessageParamRoleUser, bs)
+		case llm.RoleTool:
+			var bs []sdk.ContentBlockParamUnion
+			for _, r := range msg.ToolResults {
+				bs = append(bs, sdk.NewToolResultBlock(r.CallID, r.Content, r.IsError))
+			}
+			push(sdk.MessageParamRoleUser, bs)
+		case llm.RoleAssistant:
+			var bs []sdk.ContentBlockParamUnion
+			if msg.Text != "" {
+				bs = append(bs, sdk.NewTextBlock(msg.Text))
+			}
+			for _, c := range msg.ToolCalls {
+				in := c.Input
+				if len(in) == 0 {
+					in = json.RawMessage(`{}`)
+				}
+				bs = append(bs, sdk.NewToolUseBlock(c.ID, in, c.Name))
+			}
+			push(sdk.MessageParamRoleAssistant, bs)
+		default:
+			return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "transcript has a message with unknown role %q", msg.Role)
+		}
+	}
+	if len(out) == 0 || out[0].Role != sdk.MessageParamRoleUser {
+		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "transcript must start with a user message")
+	}
+	return out, nil
+}
+
+// envGetter is the process environment, used when llm.Config.Getenv is nil
+// (its documented default).
+func envGetter() func(string) string { return os.Getenv }

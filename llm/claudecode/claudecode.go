@@ -1,0 +1,701 @@
+// Package claudecode drives the Claude Code CLI (`claude`) as a capstan
+// model backend. The CLI runs its own tool loop; capstan starts it once per
+// query in headless stream-json mode, sends the prompt as a stream-json
+// user message, and reads the NDJSON frames it prints:
+//
+//	claude -p --output-format stream-json --verbose --input-format stream-json \
+//	  [--resume ID] [--model M] [--json-schema S] [--allowedTools ...] \
+//	  [--disallowedTools ...] [--permission-mode M] [--max-turns N] \
+//	  [--mcp-config JSON] [--append-system-prompt S]
+//
+// It registers the "claude-code" provider: spec "claude-code" or
+// "claude-code:<model>".
+package claudecode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// Environment variables the driver reads through Config.Getenv.
+const (
+	// EnvBinary names the claude executable to run instead of "claude" on
+	// PATH.
+	EnvBinary = "CAPSTAN_CLAUDE_PATH"
+	// InstallHint tells the user how to get the CLI.
+	InstallHint = "install Claude Code with `npm install -g @anthropic-ai/claude-code` (or set " + EnvBinary + " to the claude binary)"
+)
+
+// CodeStructuredOutput is the code of a missing or schema-invalid
+// structured answer. It is the same stable code as the completion layer's
+// schema validation errors, so callers can treat both alike (retry with the
+// listed problems).
+const CodeStructuredOutput = "SCHEMA_VALIDATION"
+
+// EventProcess is the journal event type of a started CLI process.
+const EventProcess = "claude_code.process"
+
+// passEnv are variables forwarded to the CLI from Config.Getenv when set
+// there (on top of the process environment).
+var passEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
+	"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+	"DISABLE_NON_ESSENTIAL_MODEL_CALLS", "HOME", "PATH"}
+
+// secretEnv are variables whose values are redacted from error messages.
+var secretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
+
+func init() {
+	llm.Register("claude-code", func(ctx context.Context, c llm.Config) (llm.Bridge, error) {
+		return New(Config{Model: c.Model, WorkDir: c.WorkDir, Getenv: c.Getenv, Events: c.Events,
+			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers})
+	})
+}
+
+// Config configures a Bridge.
+type Config struct {
+	// Binary is the claude executable ("" = Getenv(EnvBinary), else
+	// "claude" looked up on Getenv("PATH")).
+	Binary string
+	// Model is passed as --model when set.
+	Model string
+	// WorkDir is the CLI's working directory ("" = current).
+	WorkDir string
+	// Getenv reads the environment (nil = os.Getenv). Variables in
+	// passEnv set here are passed to the CLI.
+	Getenv func(string) string
+	// Env adds KEY=VALUE entries to the CLI's environment.
+	Env []string
+	// Events receives journal events (nil = discard).
+	Events journal.Emitter
+	// MaxTurns is --max-turns when QueryOptions.MaxTurns is 0.
+	MaxTurns int
+	// DisallowedTools is passed as --disallowedTools.
+	DisallowedTools []string
+	// MCPServers are handed to the CLI with --mcp-config.
+	MCPServers map[string]config.MCPServer
+	// KillGrace is how long a cancelled CLI gets between SIGTERM and
+	// SIGKILL (0 = 2s).
+	KillGrace time.Duration
+}
+
+// Bridge is an llm.Bridge over the claude CLI. It is safe for concurrent
+// use; each Query runs its own CLI process.
+type Bridge struct {
+	cfg    Config
+	binary string
+	mcp    string
+
+	mu   sync.Mutex
+	last string
+}
+
+// New resolves the claude binary and returns a Bridge. A missing binary is
+// an SDK_CONNECTION error with the install hint.
+func New(cfg Config) (*Bridge, error) {
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Events == nil {
+		cfg.Events = journal.Discard
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = 2 * time.Second
+	}
+	bin, err := findBinary(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bridge{cfg: cfg, binary: bin}
+	if len(cfg.MCPServers) > 0 {
+		j, err := MCPConfigJSON(cfg.MCPServers)
+		if err != nil {
+			return nil, err
+		}
+		b.mcp = j
+	}
+	return b, nil
+}
+
+func findBinary(cfg Config) (string, error) {
+	name := cfg.Binary
+	if name == "" {
+		name = cfg.Getenv(EnvBinary)
+	}
+	if name == "" {
+		name = "claude"
+	}
+	missing := func(cause error) error {
+		e := agenterr.Wrap(cause, agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, false, "claude CLI not found (%s)", name)
+		e.Hint = InstallHint
+		return e
+	}
+	if strings.ContainsRune(name, filepath.Separator) {
+		if st, err := os.Stat(name); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			if err == nil {
+				err = errors.New("not an executable file")
+			}
+			return "", missing(err)
+		}
+		return name, nil
+	}
+	for _, dir := range filepath.SplitList(cfg.Getenv("PATH")) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", missing(exec.ErrNotFound)
+}
+
+// MCPConfigJSON renders MCP servers in the CLI's --mcp-config format.
+func MCPConfigJSON(servers map[string]config.MCPServer) (string, error) {
+	out := map[string]any{}
+	for name, s := range servers {
+		switch {
+		case s.Command != "":
+			e := map[string]any{"type": "stdio", "command": s.Command}
+			if len(s.Args) > 0 {
+				e["args"] = s.Args
+			}
+			if len(s.Env) > 0 {
+				e["env"] = s.Env
+			}
+			out[name] = e
+		case s.URL != "":
+			e := map[string]any{"type": "http", "url": s.URL}
+			if len(s.Headers) > 0 {
+				e["headers"] = s.Headers
+			}
+			out[name] = e
+		default:
+			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"MCP server %q has neither command nor url", name)
+			e.Pointer = "/runner/mcpServers/" + name
+			e.Hint = "give it a command (stdio) or a url (streamable HTTP)"
+			return "", e
+		}
+	}
+	b, err := json.Marshal(map[string]any{"mcpServers": out})
+	return string(b), err
+}
+
+// SessionID returns the session of the last query.
+func (b *Bridge) SessionID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
+}
+
+// Close implements llm.Bridge; queries hold no state between calls.
+func (b *Bridge) Close() error { return nil }
+
+// Args returns the CLI arguments for a query (without the binary).
+func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
+	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}
+	if resume != "" {
+		args = append(args, "--resume", resume)
+	}
+	if b.cfg.Model != "" {
+		args = append(args, "--model", b.cfg.Model)
+	}
+	if len(opts.OutputSchema) > 0 {
+		args = append(args, "--json-schema", string(opts.OutputSchema))
+	}
+	if len(opts.AllowedTools) > 0 {
+		args = append(args, "--allowedTools", strings.Join(opts.AllowedTools, ","))
+	}
+	if len(b.cfg.DisallowedTools) > 0 {
+		args = append(args, "--disallowedTools", strings.Join(b.cfg.DisallowedTools, ","))
+	}
+	if opts.PermissionMode != "" {
+		args = append(args, "--permission-mode", opts.PermissionMode)
+	}
+	maxTurns := opts.MaxTurns
+	if maxTurns <= 0 {
+		maxTurns = b.cfg.MaxTurns
+	}
+	if maxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(maxTurns))
+	}
+	if b.mcp != "" {
+		args = append(args, "--mcp-config", b.mcp)
+	}
+	if opts.SystemPrompt != "" {
+		args = append(args, "--append-system-prompt", opts.SystemPrompt)
+	}
+	return args
+}
+
+// Query implements llm.Bridge. A resume of a session the CLI does not know
+// is retried once as a new session, with SessionRenewed set (seed 002
+// reconnect).
+func (b *Bridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*llm.QueryResult, error) {
+	if strings.TrimSpace(prompt) == "" {
+		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
+	}
+	res, err := b.run(ctx, prompt, opts, opts.SessionID)
+	if err != nil && opts.SessionID != "" && errors.Is(err, agenterr.ErrSdkSessionNotFound) {
+		b.cfg.Events.Emit(journal.Warning, map[string]string{"message": "claude-code session " + opts.SessionID + " not found; starting a new session"})
+		res, err = b.run(ctx, prompt, opts, "")
+		if res != nil {
+			res.SessionRenewed = true
+		}
+	}
+	if res != nil && res.SessionID != "" {
+		b.mu.Lock()
+		b.last = res.SessionID
+		b.mu.Unlock()
+	}
+	return res, err
+}
+
+// run is one CLI process.
+func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, resume string) (*llm.QueryResult, error) {
+	cmd := exec.Command(b.binary, b.Args(opts, resume)...)
+	cmd.Dir = b.cfg.WorkDir
+	cmd.Env = b.env()
+	setProcessGroup(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, false, "claude: stdin pipe")
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, false, "claude: stdout pipe")
+	}
+	stderr := &tailBuffer{max: 16 << 10}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, false, "claude CLI could not start")
+		e.Hint = InstallHint
+		return nil, e
+	}
+	b.cfg.Events.Emit(EventProcess, map[string]any{"pid": cmd.Process.Pid, "resume": resume, "args": len(cmd.Args) - 1})
+
+	// Cancellation kills the whole process group: SIGTERM, then SIGKILL.
+	done := make(chan struct{})
+	var killed sync.WaitGroup
+	killed.Add(1)
+	go func() {
+		defer killed.Done()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			signalGroup(cmd, false)
+			t := time.NewTimer(b.cfg.KillGrace)
+			defer t.Stop()
+			select {
+			case <-done:
+				signalGroup(cmd, true) // children left behind
+			case <-t.C:
+				signalGroup(cmd, true)
+			}
+		}
+	}()
+
+	msg, _ := json.Marshal(map[string]any{"type": "user", "session_id": resume,
+		"message": map[string]any{"role": "user", "content": prompt}, "parent_tool_use_id": nil})
+	_, werr := stdin.Write(append(msg, '\n'))
+
+	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events}
+	readErr := st.read(stdout, func() { _ = stdin.Close() })
+	_ = stdin.Close()
+	// Drain whatever is left so the process can exit.
+	_, _ = io.Copy(io.Discard, stdout)
+	waitErr := cmd.Wait()
+	close(done)
+	killed.Wait()
+
+	if ctx.Err() != nil {
+		return nil, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "claude-code query canceled")
+	}
+	if st.result == nil {
+		return nil, b.noResult(resume, stderr.String(), readErr, werr, waitErr)
+	}
+	if err := b.resultError(st); err != nil {
+		return st.res, err
+	}
+	if len(opts.OutputSchema) > 0 {
+		if err := structured(st, opts.OutputSchema); err != nil {
+			return st.res, err
+		}
+	}
+	return st.res, nil
+}
+
+func (b *Bridge) env() []string {
+	env := os.Environ()
+	for _, k := range passEnv {
+		if v := b.cfg.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	env = append(env, "CLAUDE_CODE_ENTRYPOINT=sdk-capstan")
+	return append(env, b.cfg.Env...)
+}
+
+func (b *Bridge) redact(s string) string {
+	for _, k := range secretEnv {
+		if v := b.cfg.Getenv(k); len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[REDACTED]")
+		}
+		if v := os.Getenv(k); len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+// noResult explains a CLI that ended without a result frame.
+func (b *Bridge) noResult(resume, stderr string, readErr, writeErr, waitErr error) error {
+	tail := strings.TrimSpace(b.redact(stderr))
+	if resume != "" && sessionMissing(tail) {
+		return agenterr.New(agenterr.CodeSdkSessionNotFound, agenterr.LayerSDKBridge, true, "claude-code has no session %s", resume)
+	}
+	var why []string
+	if waitErr != nil {
+		why = append(why, waitErr.Error())
+	}
+	if readErr != nil && !errors.Is(readErr, io.EOF) {
+		why = append(why, "reading output: "+readErr.Error())
+	}
+	if writeErr != nil {
+		why = append(why, "writing prompt: "+writeErr.Error())
+	}
+	if tail != "" {
+		why = append(why, "stderr: "+lastLines(tail, 5))
+	}
+	e := agenterr.New(agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, true, "claude CLI ended without a result: %s", strings.Join(why, "; "))
+	e.Hint = "run the same claude command by hand to see the problem; check the CLI is logged in or ANTHROPIC_API_KEY is set"
+	return e
+}
+
+func sessionMissing(s string) bool {
+	s = strings.ToLower(s)
+	return strings.Contains(s, "no conversation found") || strings.Contains(s, "session not found") ||
+		(strings.Contains(s, "session") && strings.Contains(s, "not found"))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// resultError maps an error result frame to a coded error.
+func (b *Bridge) resultError(st *state) error {
+	r := st.result
+	if !r.IsError && !strings.HasPrefix(r.Subtype, "error") {
+		return nil
+	}
+	text := b.redact(strings.TrimSpace(r.Result))
+	if text == "" && len(r.Errors) > 0 {
+		text = b.redact(string(r.Errors))
+	}
+	if st.requested != "" && sessionMissing(text) {
+		return agenterr.New(agenterr.CodeSdkSessionNotFound, agenterr.LayerSDKBridge, true, "claude-code has no session %s", st.requested)
+	}
+	mk := func(code string, recoverable bool, hint, format string, args ...any) error {
+		e := agenterr.New(code, agenterr.LayerSDKBridge, recoverable, format, args...)
+		e.Hint = hint
+		return e
+	}
+	switch r.Subtype {
+	case "error_max_turns":
+		return mk(agenterr.CodeMaxTurns, true, "raise runner.boundaries.maxTurns or give the model a narrower task",
+			"claude-code used its %d turns without a final answer", r.NumTurns)
+	case "error_max_budget_usd":
+		return mk(agenterr.CodeBudgetExceeded, false, "raise the budget or narrow the task", "claude-code reached its cost budget ($%.4f)", r.TotalCostUSD)
+	case "error_max_structured_output_retries":
+		return mk(CodeStructuredOutput, true, "check the output schema is satisfiable", "claude-code could not produce output matching the schema: %s", text)
+	}
+	status := r.APIErrorStatus
+	kind := st.apiError
+	switch {
+	case status == 429 || kind == "rate_limit":
+		return mk(agenterr.CodeSdkRateLimit, true, "the API is rate limiting this account; wait and resume the run", "claude-code hit a rate limit: %s", text)
+	case status == 401 || status == 403 || kind == "authentication_failed" || kind == "billing_error":
+		return mk(agenterr.CodeSdkAuth, false, "log in with `claude` or set ANTHROPIC_API_KEY", "claude-code authentication failed: %s", text)
+	case status == 529 || status >= 500 || kind == "overloaded" || kind == "server_error":
+		return mk(agenterr.CodeSdkConnection, true, "the API is failing; resume the run later", "claude-code API error: %s", text)
+	case status >= 400 || kind == "invalid_request" || kind == "model_not_found":
+		return mk(agenterr.CodeSdkRequest, false, "check --model and the request options", "claude-code request rejected: %s", text)
+	case r.Subtype == "error_during_execution":
+		return mk(agenterr.CodeSdkConnection, true, "see the CLI's error above; resume the run to retry", "claude-code failed during execution: %s", text)
+	}
+	return mk(agenterr.CodeSdkRequest, false, "", "claude-code returned an error (%s): %s", r.Subtype, text)
+}
+
+// state accumulates one query's frames.
+type state struct {
+	res       *llm.QueryResult
+	uses      map[string]int // tool_use id → index in res.ToolUses
+	started   map[string]time.Time
+	requested string
+	result    *Frame
+	apiError  string
+	events    journal.Emitter
+	turns     int
+}
+
+func (st *state) read(r io.Reader, onResult func()) error {
+	lr := newLineReader(r, MaxLineBytes)
+	st.started = map[string]time.Time{}
+	for {
+		line, err := lr.next()
+		if err != nil {
+			return err
+		}
+		f, perr := ParseFrame(line)
+		if perr != nil {
+			st.events.Emit(journal.Warning, map[string]string{"message": "claude-code: unparseable output line skipped: " + perr.Error()})
+			continue
+		}
+		st.frame(&f)
+		if f.Type == "result" {
+			onResult()
+		}
+	}
+}
+
+func (st *state) frame(f *Frame) {
+	if f.SessionID != "" {
+		if st.res.SessionID == "" || f.Type == "system" && f.Subtype == "init" {
+			st.res.SessionID = f.SessionID
+		}
+	}
+	switch f.Type {
+	case "system":
+		switch f.Subtype {
+		case "init":
+			if st.requested != "" && f.SessionID != "" && f.SessionID != st.requested {
+				st.res.SessionRenewed = true
+			}
+		case "api_retry":
+			st.events.Emit(journal.ModelRetry, map[string]any{"provider": "claude-code", "attempt": f.Attempt,
+				"max_retries": f.MaxRetries, "delay_ms": f.RetryDelayMs, "status": f.ErrorStatus})
+		}
+	case "assistant":
+		if f.Error != "" {
+			st.apiError = f.Error
+		}
+		m, err := parseMessage(f.Message)
+		if err != nil {
+			return
+		}
+		st.turns++
+		calls := 0
+		for _, b := range m.Content {
+			switch b.Type {
+			case "text":
+				if f.ParentToolUseID == nil && b.Text != "" {
+					st.res.Responses = append(st.res.Responses, b.Text)
+				}
+			case "tool_use":
+				in := b.Input
+				if len(in) == 0 {
+					in = json.RawMessage(`{}`)
+				}
+				st.uses[b.ID] = len(st.res.ToolUses)
+				st.started[b.ID] = time.Now()
+				st.res.ToolUses = append(st.res.ToolUses, llm.ToolUse{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)})
+				calls++
+			}
+		}
+		ev := llm.ModelTurnEvent{Turn: st.turns, ToolCalls: calls}
+		if m.Usage != nil {
+			ev.Usage = llm.Usage{InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens,
+				CacheReadTokens: m.Usage.CacheReadInputTokens, CacheWriteTokens: m.Usage.CacheCreationInputTokens}
+		}
+		st.events.Emit(journal.ModelTurn, ev)
+	case "user":
+		m, err := parseMessage(f.Message)
+		if err != nil {
+			return
+		}
+		for _, b := range m.Content {
+			if b.Type != "tool_result" {
+				continue
+			}
+			i, ok := st.uses[b.ToolUseID]
+			if !ok {
+				continue
+			}
+			u := &st.res.ToolUses[i]
+			u.Output = resultText(b.Content)
+			u.IsError = b.IsError
+			if t, ok := st.started[b.ToolUseID]; ok {
+				u.DurationMs = time.Since(t).Milliseconds()
+			}
+			if u.IsError && strings.Contains(strings.ToLower(u.Output), "permission") {
+				u.Denied = true
+			}
+			typ := journal.ToolCall
+			if u.Denied {
+				typ = journal.ToolDenied
+			}
+			st.events.Emit(typ, *u)
+		}
+	case "result":
+		r := *f
+		st.result = &r
+		st.res.Turns = f.NumTurns
+		st.res.CostUSD = f.TotalCostUSD
+		st.res.StopReason = f.StopReason
+		if f.Usage != nil {
+			st.res.Usage = llm.Usage{InputTokens: f.Usage.InputTokens, OutputTokens: f.Usage.OutputTokens,
+				CacheReadTokens: f.Usage.CacheReadInputTokens, CacheWriteTokens: f.Usage.CacheCreationInputTokens}
+		}
+		for _, d := range f.PermissionDenials {
+			if i, ok := st.uses[d.ToolUseID]; ok {
+				st.res.ToolUses[i].Denied, st.res.ToolUses[i].IsError = true, true
+			}
+		}
+		if len(f.StructuredOutput) > 0 && string(f.StructuredOutput) != "null" {
+			st.res.StructuredOutput = append(json.RawMessage(nil), f.StructuredOutput...)
+		}
+		if f.Result != "" && !f.IsError && (len(st.res.Responses) == 0 || st.res.Responses[len(st.res.Responses)-1] != f.Result) {
+			st.res.Responses = append(st.res.Responses, f.Result)
+		}
+	}
+}
+
+// structured validates the structured answer against schema, recovering it
+// from the result text when the CLI did not report structured_output.
+func structured(st *state, schema json.RawMessage) error {
+	sch, err := compileSchema(schema)
+	if err != nil {
+		return agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "output schema does not compile")
+	}
+	candidates := []json.RawMessage{}
+	if len(st.res.StructuredOutput) > 0 {
+		candidates = append(candidates, st.res.StructuredOutput)
+	}
+	if st.result != nil {
+		candidates = append(candidates, ExtractJSON(st.result.Result)...)
+	}
+	var lastErr error
+	for _, c := range candidates {
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(c))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if err := sch.Validate(v); err != nil {
+			lastErr = err
+			continue
+		}
+		st.res.StructuredOutput = c
+		return nil
+	}
+	st.res.StructuredOutput = nil
+	msg := "claude-code returned no structured output"
+	if lastErr != nil {
+		msg = "claude-code structured output does not match the schema: " + lastErr.Error()
+	}
+	e := agenterr.New(CodeStructuredOutput, agenterr.LayerSDKBridge, true, "%s", msg)
+	e.Hint = "the model must answer with JSON matching the output schema; a retry usually fixes this"
+	return e
+}
+
+func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	const url = "mem://capstan/output.schema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// ExtractJSON finds JSON objects in a model's text answer, most likely
+// first: the whole text, then ```json fenced blocks, then the span from the
+// first '{' to the last '}'.
+func ExtractJSON(text string) []json.RawMessage {
+	var out []json.RawMessage
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if s != "" && json.Valid([]byte(s)) {
+			for _, o := range out {
+				if string(o) == s {
+					return
+				}
+			}
+			out = append(out, json.RawMessage(s))
+		}
+	}
+	add(text)
+	rest := text
+	for {
+		i := strings.Index(rest, "```")
+		if i < 0 {
+			break
+		}
+		rest = rest[i+3:]
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			break
+		}
+		body := rest[nl+1:]
+		j := strings.Index(body, "```")
+		if j < 0 {
+			break
+		}
+		add(body[:j])
+		rest = body[j+3:]
+	}
+	if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
+		add(text[i : j+1])
+	}
+	return out
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+var _ llm.Bridge = (*Bridge)(nil)

@@ -1,0 +1,146 @@
+// Command fakeclaude imitates the claude CLI's headless stream-json mode
+// for the claudecode driver's tests. FAKE_CLAUDE_SCENARIO picks the
+// behaviour; FAKE_CLAUDE_LOG, when set, receives the argv and the stdin
+// lines as JSON.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+func emit(v map[string]any) {
+	b, _ := json.Marshal(v)
+	os.Stdout.Write(append(b, '\n'))
+}
+
+func flag(name string) (string, bool) {
+	for i, a := range os.Args {
+		if a == name && i+1 < len(os.Args) {
+			return os.Args[i+1], true
+		}
+	}
+	return "", false
+}
+
+func main() {
+	in := bufio.NewReader(os.Stdin)
+	line, _ := in.ReadString('\n')
+	if p := os.Getenv("FAKE_CLAUDE_LOG"); p != "" {
+		b, _ := json.Marshal(map[string]any{"args": os.Args[1:], "stdin": line, "env_key": os.Getenv("ANTHROPIC_API_KEY"), "pwd": must(os.Getwd())})
+		_ = os.WriteFile(p, b, 0o644)
+	}
+	var msg struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	}
+	_ = json.Unmarshal([]byte(line), &msg)
+	prompt := msg.Message.Content
+	sid := "sess-new-1"
+	resume, resumed := flag("--resume")
+	scenario := os.Getenv("FAKE_CLAUDE_SCENARIO")
+	switch {
+	case resumed && scenario == "unknown-session":
+		fmt.Fprintf(os.Stderr, "Error: No conversation found with session ID: %s\n", resume)
+		os.Exit(1)
+	case resumed && scenario == "renew":
+		sid = "sess-renewed-2"
+	case resumed:
+		sid = resume
+	}
+	emit(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "cwd": must(os.Getwd()), "model": "claude-fake",
+		"tools": []string{"Read", "Bash"}, "mcp_servers": []any{}, "permissionMode": "default", "apiKeySource": "ANTHROPIC_API_KEY",
+		"claude_code_version": "9.9.9", "future_field": map[string]any{"x": 1}, "uuid": "u1"})
+	asst := func(content ...map[string]any) {
+		emit(map[string]any{"type": "assistant", "session_id": sid, "uuid": "u", "parent_tool_use_id": nil,
+			"message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-fake", "content": content,
+				"stop_reason": nil, "usage": map[string]any{"input_tokens": 10, "output_tokens": 5}}})
+	}
+	result := func(extra map[string]any) {
+		r := map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": "Done.", "num_turns": 2,
+			"duration_ms": 12, "duration_api_ms": 10, "total_cost_usd": 0.0123, "session_id": sid, "uuid": "u9",
+			"usage":      map[string]any{"input_tokens": 40, "output_tokens": 55, "cache_creation_input_tokens": 7, "cache_read_input_tokens": 100},
+			"modelUsage": map[string]any{}, "permission_denials": []any{}, "stop_reason": "end_turn", "terminal_reason": "completed"}
+		for k, v := range extra {
+			r[k] = v
+		}
+		emit(r)
+	}
+	switch scenario {
+	case "hang":
+		cmd := exec.Command("sleep", "300")
+		_ = cmd.Start()
+		if p := os.Getenv("FAKE_CLAUDE_CHILD"); p != "" {
+			_ = os.WriteFile(p, []byte(fmt.Sprint(cmd.Process.Pid)), 0o644)
+		}
+		_ = cmd.Wait()
+		return
+	case "crash":
+		fmt.Fprintln(os.Stderr, "fatal: something broke with key "+os.Getenv("ANTHROPIC_API_KEY"))
+		os.Exit(2)
+	case "rate-limit":
+		emit(map[string]any{"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 2, "retry_delay_ms": 500, "error_status": 429, "session_id": sid})
+		emit(map[string]any{"type": "assistant", "session_id": sid, "error": "rate_limit", "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "API Error: 429 rate limited"}}}})
+		result(map[string]any{"is_error": true, "result": "API Error: 429 {\"type\":\"error\"}", "api_error_status": 429})
+		os.Exit(1)
+	case "max-turns":
+		result(map[string]any{"subtype": "error_max_turns", "is_error": true, "result": "", "num_turns": 3, "terminal_reason": "max_turns"})
+		os.Exit(1)
+	case "auth":
+		result(map[string]any{"is_error": true, "result": "Invalid API key · Please run /login", "api_error_status": 401})
+		os.Exit(1)
+	case "long":
+		big := strings.Repeat("x", 2<<20)
+		asst(map[string]any{"type": "tool_use", "id": "toolu_big", "name": "Read", "input": map[string]any{"file_path": "big.txt"}})
+		emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+			"message":         map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_big", "content": big}}},
+			"tool_use_result": map[string]any{"file": map[string]any{"content": big}}})
+		asst(map[string]any{"type": "text", "text": "read " + fmt.Sprint(len(big)) + " bytes"})
+		result(nil)
+		return
+	case "structured":
+		asst(map[string]any{"type": "text", "text": "here"})
+		result(map[string]any{"structured_output": map[string]any{"status": "completed", "count": 3}})
+		return
+	case "structured-in-text":
+		result(map[string]any{"result": "Sure! Here it is:\n```json\n{\"status\": \"completed\", \"count\": 4}\n```\n"})
+		return
+	case "structured-invalid":
+		result(map[string]any{"structured_output": map[string]any{"status": 7}, "result": "no json here"})
+		return
+	}
+	// default: a tool call, its result, a denied call, then the final text.
+	emit(map[string]any{"type": "stream_event", "event": map[string]any{"type": "ping"}, "session_id": sid})
+	emit(map[string]any{"type": "telemetry_from_the_future", "session_id": sid, "payload": []int{1, 2}})
+	fmt.Println("this line is not json")
+	asst(map[string]any{"type": "text", "text": "Reading the file."},
+		map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": map[string]any{"file_path": "/w/a.txt"}})
+	emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1",
+			"content": []any{map[string]any{"type": "text", "text": "hello from a.txt"}}}}}})
+	asst(map[string]any{"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": map[string]any{"command": "rm -rf /"}})
+	emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_2",
+			"content": "Claude requested permissions to use Bash, but you haven't granted it yet.", "is_error": true}}}})
+	asst(map[string]any{"type": "text", "text": "You said: " + prompt})
+	result(map[string]any{"result": "You said: " + prompt, "permission_denials": []any{map[string]any{"tool_name": "Bash", "tool_use_id": "toolu_2", "tool_input": map[string]any{"command": "rm -rf /"}}}})
+	// Like the real CLI in stream-json input mode: wait for stdin to close.
+	deadline := time.After(10 * time.Second)
+	eof := make(chan struct{})
+	go func() { _, _ = in.ReadString(0); close(eof) }()
+	select {
+	case <-eof:
+	case <-deadline:
+		fmt.Fprintln(os.Stderr, "stdin was never closed")
+		os.Exit(3)
+	}
+}
+
+func must(s string, _ error) string { return s }

@@ -1,0 +1,431 @@
+// Package openai is capstan's OpenAI Chat Completions provider, built on the
+// official github.com/openai/openai-go/v3 client.
+//
+// It implements llm.Model (one streamed turn) and registers itself as the
+// "openai" provider, so "openai:gpt-4.1" opened with llm.Open runs in
+// capstan's shared tool loop. With a base URL (Config.BaseURL, --base-url or
+// OPENAI_BASE_URL) it serves any Chat Completions server: Ollama, vLLM,
+// llama.cpp server, LM Studio, OpenRouter; the API key is then optional.
+//
+//	import _ "github.com/capstan-dev/capstan/llm/openai"
+//
+// Retries are owned here, not by the SDK (whose own retries are disabled):
+// see Config.Retry. A 429 whose code is insufficient_quota is not retried.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
+)
+
+// Defaults.
+const (
+	DefaultModel   = "gpt-4.1"
+	DefaultBaseURL = "https://api.openai.com/v1/"
+	// EnvAPIKey and EnvBaseURL are read through llm.Config.Getenv.
+	EnvAPIKey  = "OPENAI_API_KEY"
+	EnvBaseURL = "OPENAI_BASE_URL"
+)
+
+func init() {
+	llm.RegisterModel("openai", func(ctx context.Context, c llm.Config) (llm.Model, error) {
+		return New(FromLLM(c))
+	})
+}
+
+// Config configures a Model.
+type Config struct {
+	// APIKey is sent as a bearer token; required unless BaseURL is set
+	// (local servers usually need none).
+	APIKey string
+	// BaseURL of the API including /v1 ("" = DefaultBaseURL).
+	BaseURL string
+	// Model id ("" = DefaultModel); llm.Request.Model overrides it.
+	Model string
+	// MaxTokens caps completion tokens per turn (0 = server default).
+	MaxTokens int
+	// HTTPClient (nil = http.DefaultClient).
+	HTTPClient *http.Client
+	// Retry bounds retries of 429 (except insufficient_quota), 5xx and
+	// dropped streams.
+	Retry retry.Policy
+	// Events receives model.retry events (nil = discard).
+	Events journal.Emitter
+}
+
+// FromLLM builds a Config from the provider config llm.Open passes:
+// BaseURL from cfg.BaseURL, else OPENAI_BASE_URL; the key from
+// OPENAI_API_KEY, read only through cfg.Getenv.
+func FromLLM(c llm.Config) Config {
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	base := c.BaseURL
+	if base == "" {
+		base = getenv(EnvBaseURL)
+	}
+	return Config{APIKey: getenv(EnvAPIKey), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Events: c.Events}
+}
+
+// Model is an llm.Model speaking OpenAI Chat Completions.
+type Model struct {
+	cfg    Config
+	client sdk.Client
+}
+
+// New builds a Model. A missing key without a base URL is SDK_AUTH.
+func New(cfg Config) (*Model, error) {
+	if strings.TrimSpace(cfg.APIKey) == "" && cfg.BaseURL == "" {
+		e := agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false, "no OpenAI API key: %s is not set", EnvAPIKey)
+		e.Hint = "export " + EnvAPIKey + "=sk-...; for a local server (Ollama, vLLM, llama.cpp, LM Studio) set --base-url or " + EnvBaseURL + " instead"
+		return nil, e
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.Model == "" {
+		cfg.Model = DefaultModel
+	}
+	if cfg.Events == nil {
+		cfg.Events = journal.Discard
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithAPIKey(cfg.APIKey), // overrides a process OPENAI_API_KEY: keys come only from Config
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0), // capstan owns the retry policy
+		// The SDK also reads OPENAI_ORG_ID / OPENAI_PROJECT_ID / custom
+		// headers from the process environment; drop them so a request
+		// carries only what Config says.
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
+	}
+	if cfg.APIKey == "" {
+		opts = append(opts, option.WithHeaderDel("Authorization"))
+	}
+	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+}
+
+// RetryEvent is the payload of a model.retry journal event.
+type RetryEvent struct {
+	Provider string `json:"provider"`
+	Attempt  int    `json:"attempt"`
+	DelayMs  int64  `json:"delay_ms"`
+	Code     string `json:"code"`
+	Status   int    `json:"status,omitempty"`
+	Message  string `json:"message"`
+}
+
+// Generate implements llm.Model: one streamed turn, retried per
+// Config.Retry.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	attempts := m.cfg.Retry.Attempts()
+	for attempt := 1; ; attempt++ {
+		resp, f := m.once(ctx, params, len(req.OutputSchema) > 0, attempt)
+		if f == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "openai: request canceled")
+		}
+		if !f.retryable || attempt >= attempts {
+			return nil, f.final(attempt)
+		}
+		d := m.cfg.Retry.Delay(attempt, f.retryAfter, f.hasRetryAfter)
+		m.cfg.Events.Emit(journal.ModelRetry, RetryEvent{Provider: "openai", Attempt: attempt, DelayMs: d.Milliseconds(),
+			Code: f.code, Status: f.status, Message: f.msg})
+		if err := m.cfg.Retry.Wait(ctx, d); err != nil {
+			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "openai: request canceled while waiting to retry")
+		}
+	}
+}
+
+type failure struct {
+	code          string
+	status        int
+	msg           string
+	retryable     bool
+	recoverable   bool
+	retryAfter    time.Duration
+	hasRetryAfter bool
+	hint          string
+}
+
+func (f *failure) final(attempts int) *agenterr.Error {
+	msg := "openai: " + f.msg
+	if f.retryable {
+		msg += fmt.Sprintf(" (gave up after %d attempts)", attempts)
+	}
+	e := agenterr.New(f.code, agenterr.LayerSDKBridge, f.recoverable, "%s", msg)
+	e.Hint = f.hint
+	if e.Hint == "" {
+		switch f.code {
+		case agenterr.CodeSdkAuth:
+			e.Hint = "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway or local server)"
+		case agenterr.CodeSdkRateLimit:
+			e.Hint = "the API is rate limiting this key; wait and resume the run, or lower concurrency"
+		case agenterr.CodeSdkConnection:
+			e.Hint = "the API or the network is failing (is the local server running?); resume the run later"
+		}
+	}
+	return e
+}
+
+func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int) (*llm.Response, *failure) {
+	stream := m.client.Chat.Completions.NewStreaming(ctx, params,
+		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
+	defer stream.Close()
+	var acc sdk.ChatCompletionAccumulator
+	finished := false
+	for stream.Next() {
+		chunk := stream.Current()
+		acc.AddChunk(chunk)
+		for _, c := range chunk.Choices {
+			if c.FinishReason != "" {
+				finished = true
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, m.classify(err)
+	}
+	if !finished {
+		return nil, &failure{code: agenterr.CodeSdkConnection, msg: "stream ended without a finish_reason (dropped connection)", retryable: true, recoverable: true}
+	}
+	return toResponse(&acc.ChatCompletion, structured), nil
+}
+
+func (m *Model) classify(err error) *failure {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		f := &failure{status: apiErr.StatusCode}
+		if apiErr.Response != nil {
+			f.retryAfter, f.hasRetryAfter = retry.RetryAfter(apiErr.Response.Header, time.Now())
+		}
+		s := apiErr.StatusCode
+		switch {
+		case s == http.StatusTooManyRequests && apiErr.Code == "insufficient_quota":
+			f.code = agenterr.CodeSdkRateLimit
+			f.hint = "the account has no quota left: check billing; retrying will not help"
+		case s == http.StatusTooManyRequests:
+			f.code, f.retryable, f.recoverable = agenterr.CodeSdkRateLimit, true, true
+		case s == http.StatusUnauthorized || s == http.StatusForbidden:
+			f.code = agenterr.CodeSdkAuth
+		case s >= 500 || s == http.StatusRequestTimeout || s == http.StatusConflict:
+			f.code, f.retryable, f.recoverable = agenterr.CodeSdkConnection, true, true
+		default:
+			f.code = agenterr.CodeSdkRequest
+		}
+		if apiErr.Response != nil {
+			switch apiErr.Response.Header.Get("x-should-retry") {
+			case "false":
+				f.retryable = false
+			case "true":
+				f.retryable = f.code != agenterr.CodeSdkRateLimit || apiErr.Code != "insufficient_quota"
+			}
+		}
+		desc := fmt.Sprintf("HTTP %d", s)
+		if apiErr.Type != "" {
+			desc += " " + apiErr.Type
+		}
+		if apiErr.Code != "" {
+			desc += " (" + apiErr.Code + ")"
+		}
+		if apiErr.Message != "" {
+			desc += ": " + apiErr.Message
+		}
+		f.msg = m.redact(desc)
+		return f
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+				Code    any    `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(se.Event.Data, &body)
+		code := fmt.Sprint(body.Error.Code)
+		f := &failure{code: agenterr.CodeSdkConnection, retryable: true, recoverable: true,
+			msg: m.redact("stream error: " + strings.TrimSpace(body.Error.Type+" "+body.Error.Message))}
+		switch {
+		case code == "insufficient_quota":
+			f.code, f.retryable, f.recoverable = agenterr.CodeSdkRateLimit, false, false
+		case code == "rate_limit_exceeded" || strings.Contains(body.Error.Type, "rate_limit"):
+			f.code = agenterr.CodeSdkRateLimit
+		}
+		return f
+	}
+	return &failure{code: agenterr.CodeSdkConnection, msg: m.redact("connection failed: " + err.Error()), retryable: true, recoverable: true}
+}
+
+func (m *Model) redact(s string) string {
+	if k := m.cfg.APIKey; len(k) >= 4 {
+		s = strings.ReplaceAll(s, k, "[REDACTED]")
+	}
+	return s
+}
+
+// stopReasons maps finish_reason to capstan's (Anthropic-style) vocabulary.
+var stopReasons = map[string]string{"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
+	"length": "max_tokens", "content_filter": "refusal"}
+
+func toResponse(c *sdk.ChatCompletion, structured bool) *llm.Response {
+	resp := &llm.Response{Model: c.Model}
+	resp.Message.Role = llm.RoleAssistant
+	cached := c.Usage.PromptTokensDetails.CachedTokens
+	resp.Usage = llm.Usage{InputTokens: c.Usage.PromptTokens - cached, OutputTokens: c.Usage.CompletionTokens, CacheReadTokens: cached}
+	if len(c.Choices) == 0 {
+		resp.StopReason = "end_turn"
+		return resp
+	}
+	ch := c.Choices[0]
+	resp.StopReason = string(ch.FinishReason)
+	if r, ok := stopReasons[resp.StopReason]; ok {
+		resp.StopReason = r
+	}
+	resp.Message.Text = ch.Message.Content
+	if ch.Message.Refusal != "" {
+		resp.Message.Text = ch.Message.Refusal
+		resp.StopReason = "refusal"
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		args := strings.TrimSpace(tc.Function.Arguments)
+		if args == "" {
+			args = "{}"
+		}
+		resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
+	}
+	if structured && len(resp.Message.ToolCalls) == 0 && ch.Message.Refusal == "" {
+		if s := strings.TrimSpace(ch.Message.Content); s != "" && json.Valid([]byte(s)) {
+			resp.StructuredOutput = json.RawMessage(s)
+		}
+	}
+	return resp
+}
+
+func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
+	model := req.Model
+	if model == "" {
+		model = m.cfg.Model
+	}
+	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(model),
+		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = m.cfg.MaxTokens
+	}
+	if maxTokens > 0 {
+		p.MaxCompletionTokens = sdk.Int(int64(maxTokens))
+	}
+	for _, spec := range req.Tools {
+		var params map[string]any
+		if len(spec.InputSchema) > 0 {
+			if err := json.Unmarshal(spec.InputSchema, &params); err != nil {
+				return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
+			}
+		}
+		if params == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		fn := shared.FunctionDefinitionParam{Name: spec.Name, Parameters: shared.FunctionParameters(params)}
+		if spec.Description != "" {
+			fn.Description = sdk.String(spec.Description)
+		}
+		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(fn))
+	}
+	if len(req.OutputSchema) > 0 {
+		var schema map[string]any
+		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
+			return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "output schema is not a JSON object")
+		}
+		name := schemaName(req.OutputSchemaName)
+		p.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: name, Strict: sdk.Bool(true), Schema: schema}}}
+	}
+	if req.System != "" {
+		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
+	}
+	for _, msg := range req.Messages {
+		switch msg.Role {
+		case llm.RoleUser, llm.RoleTool:
+			for _, r := range msg.ToolResults {
+				content := r.Content
+				if r.IsError && !strings.HasPrefix(content, "Error") {
+					content = "Error: " + content
+				}
+				p.Messages = append(p.Messages, sdk.ToolMessage(content, r.CallID))
+			}
+			if msg.Text != "" {
+				p.Messages = append(p.Messages, sdk.UserMessage(msg.Text))
+			}
+		case llm.RoleAssistant:
+			if msg.Text == "" && len(msg.ToolCalls) == 0 {
+				continue
+			}
+			a := sdk.ChatCompletionAssistantMessageParam{}
+			if msg.Text != "" {
+				a.Content.OfString = sdk.String(msg.Text)
+			}
+			for _, c := range msg.ToolCalls {
+				args := string(c.Input)
+				if strings.TrimSpace(args) == "" {
+					args = "{}"
+				}
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID: c.ID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args}}})
+			}
+			p.Messages = append(p.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		default:
+			return p, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "transcript has a message with unknown role %q", msg.Role)
+		}
+	}
+	return p, nil
+}
+
+// schemaName makes a response_format name: [a-zA-Z0-9_-], at most 64.
+func schemaName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+		if b.Len() >= 64 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "output"
+	}
+	return b.String()
+}

@@ -1,0 +1,87 @@
+package pricing_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/pricing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+
+func TestCostOfKnownModels(t *testing.T) {
+	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 2_000_000, CacheWriteTokens: 400_000}
+	for model, want := range map[string]float64{
+		// 1M in ×2 + 0.1M out ×10 + 2M read ×0.20 + 0.4M write ×2.50
+		"claude-sonnet-5":            2 + 1 + 0.4 + 1,
+		"anthropic:claude-sonnet-5":  2 + 1 + 0.4 + 1,
+		"claude-sonnet-4-5-20250929": 3 + 1.5 + 0.6 + 1.5,
+		"claude-opus-5-5[1m]":        4 + 2 + 0.4 + 2,
+		"openai/gpt-4o-2024-08-06":   2.5 + 1 + 2.5,
+		"GPT-6-Luna":                 0.1 + 0.05 + 0.02 + 0.05,
+	} {
+		got, ok := pricing.Cost(model, u)
+		if !ok || !near(got, want) {
+			t.Errorf("%s: cost = %v (%v), want %v", model, got, ok, want)
+		}
+	}
+}
+
+func TestUnknownModelIsZeroNotError(t *testing.T) {
+	got, ok := pricing.Cost("llama3.1:8b", llm.Usage{InputTokens: 5000, OutputTokens: 5000})
+	if ok || got != 0 {
+		t.Fatalf("cost = %v, %v", got, ok)
+	}
+	if got, ok := pricing.Cost("", llm.Usage{}); ok || got != 0 {
+		t.Fatalf("empty model: %v %v", got, ok)
+	}
+}
+
+func TestOverridesReplaceAndExtend(t *testing.T) {
+	tab := pricing.New(map[string]config.Price{
+		"llama3.1:8b":                 {Input: 0, Output: 0},
+		"claude-sonnet-5":             {Input: 1, Output: 1},
+		"My-Gateway/Model-X-20250101": {Input: 10, Output: 20},
+	})
+	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
+	if got, ok := tab.Cost("llama3.1:8b", u); !ok || got != 0 {
+		t.Errorf("local model: %v %v", got, ok)
+	}
+	if got, _ := tab.Cost("claude-sonnet-5", u); got != 2 {
+		t.Errorf("override not applied: %v", got)
+	}
+	if got, ok := tab.Cost("model-x", u); !ok || got != 30 {
+		t.Errorf("normalized override: %v %v", got, ok)
+	}
+	// The default table is untouched by overrides.
+	if got, _ := pricing.Cost("claude-sonnet-5", u); got != 12 {
+		t.Errorf("default table changed: %v", got)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"claude-haiku-4-5-20251001": "claude-haiku-4-5",
+		"gpt-4o-mini-2024-07-18":    "gpt-4o-mini",
+		" OpenAI:GPT-4.1 ":          "gpt-4.1",
+		"claude-opus-5-5[1m]":       "claude-opus-5-5",
+		"gpt-5":                     "gpt-5",
+	} {
+		if got := pricing.Normalize(in); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzCost(f *testing.F) {
+	f.Add("claude-sonnet-5", int64(10), int64(5))
+	f.Add("x:y/z[1m]-20250101", int64(-1), int64(1<<40))
+	f.Fuzz(func(t *testing.T, model string, in, out int64) {
+		usd, ok := pricing.Cost(model, llm.Usage{InputTokens: in, OutputTokens: out})
+		if !ok && usd != 0 {
+			t.Fatalf("unknown model with cost %v", usd)
+		}
+	})
+}

@@ -1,0 +1,316 @@
+// Package mcp connects to the Model Context Protocol servers an agent
+// declares (runner.mcpServers) and offers their tools to the model as
+// capstan tools named mcp__<server>__<tool>, governed by the same
+// tool.Policy as the built-in tools (Kind execute: a remote tool's
+// read-only claim is not trusted).
+//
+// Stdio servers (command/args/env) are started as child processes;
+// streamable HTTP servers (url/headers) are reached over HTTP. Built on
+// github.com/modelcontextprotocol/go-sdk.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// Prefix starts every MCP tool name.
+const Prefix = "mcp__"
+
+// Options tune Connect.
+type Options struct {
+	// HTTPClient reaches streamable HTTP servers (nil = http.DefaultClient).
+	HTTPClient *http.Client
+	// Transports, when set for a server name, replace the transport built
+	// from its config (in-memory servers, tests, embedding).
+	Transports map[string]sdk.Transport
+	// WorkDir is the working directory of stdio servers ("" = current).
+	WorkDir string
+	// ConnectTimeout bounds connecting and listing tools per server
+	// (0 = 30s).
+	ConnectTimeout time.Duration
+}
+
+// Set is a group of connected MCP servers and their tools.
+type Set struct {
+	mu       sync.Mutex
+	sessions map[string]*sdk.ClientSession
+	tools    []tool.Tool
+}
+
+// Connect connects to every server and lists its tools. On any failure
+// the servers already started are shut down and the error names the
+// server (File agent.json, Pointer /runner/mcpServers/<name>).
+func Connect(ctx context.Context, servers map[string]config.MCPServer) (*Set, error) {
+	return ConnectWith(ctx, servers, Options{})
+}
+
+// ConnectWith is Connect with options.
+func ConnectWith(ctx context.Context, servers map[string]config.MCPServer, opts Options) (*Set, error) {
+	s := &Set{sessions: map[string]*sdk.ClientSession{}}
+	names := make([]string, 0, len(servers)+len(opts.Transports))
+	seen := map[string]bool{}
+	for n := range servers {
+		names, seen[n] = append(names, n), true
+	}
+	for n := range opts.Transports {
+		if !seen[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	timeout := opts.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "capstan", Version: "1"}, nil)
+	for _, name := range names {
+		if err := s.connect(ctx, client, name, servers[name], opts, timeout); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func serverError(name, format string, args ...any) *agenterr.Error {
+	e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerTool, false, "MCP server %q: "+format, append([]any{name}, args...)...)
+	e.File = config.AgentFile
+	e.Pointer = "/runner/mcpServers/" + name
+	return e
+}
+
+func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg config.MCPServer, opts Options, timeout time.Duration) error {
+	if !validName.MatchString(name) || strings.Contains(name, "__") {
+		e := serverError(name, "invalid server name")
+		e.Hint = "use letters, digits, '-' and single '_' (tools are named mcp__<server>__<tool>)"
+		return e
+	}
+	t, err := transport(name, cfg, opts)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cs, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		e := serverError(name, "cannot connect")
+		e.Err = err
+		e.Hint = "check the server's command or url; run it by hand to see its error"
+		return e
+	}
+	s.mu.Lock()
+	s.sessions[name] = cs
+	s.mu.Unlock()
+	for rt, err := range cs.Tools(cctx, nil) {
+		if err != nil {
+			e := serverError(name, "cannot list tools")
+			e.Err = err
+			return e
+		}
+		s.tools = append(s.tools, newRemote(name, rt, cs))
+	}
+	return nil
+}
+
+func transport(name string, cfg config.MCPServer, opts Options) (sdk.Transport, error) {
+	if t, ok := opts.Transports[name]; ok {
+		return t, nil
+	}
+	switch {
+	case cfg.Command != "" && cfg.URL != "":
+		e := serverError(name, "has both command and url")
+		e.Hint = "keep command (stdio) or url (streamable HTTP), not both"
+		return nil, e
+	case cfg.Command != "":
+		cmd := exec.Command(cfg.Command, cfg.Args...)
+		cmd.Dir = opts.WorkDir
+		cmd.Env = os.Environ()
+		for k, v := range cfg.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	case cfg.URL != "":
+		hc := opts.HTTPClient
+		if hc == nil {
+			hc = http.DefaultClient
+		}
+		if len(cfg.Headers) > 0 {
+			base := hc.Transport
+			if base == nil {
+				base = http.DefaultTransport
+			}
+			c := *hc
+			c.Transport = headerTransport{base: base, headers: cfg.Headers}
+			hc = &c
+		}
+		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc, MaxRetries: 1}, nil
+	}
+	e := serverError(name, "has neither command nor url")
+	e.Hint = "give it a command (stdio) or a url (streamable HTTP)"
+	return nil, e
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// Tools returns the servers' tools, sorted by name.
+func (s *Set) Tools() []tool.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]tool.Tool(nil), s.tools...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
+	return out
+}
+
+// Servers lists the connected server names.
+func (s *Set) Servers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n []string
+	for k := range s.sessions {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Close shuts every server down (stdio servers are terminated).
+func (s *Set) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	sessions := s.sessions
+	s.sessions = map[string]*sdk.ClientSession{}
+	s.mu.Unlock()
+	var errs []error
+	for name, cs := range sessions {
+		if err := cs.Close(); err != nil && !isClosedErr(err) {
+			errs = append(errs, fmt.Errorf("MCP server %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isClosedErr(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "closed") || strings.Contains(s, "signal: terminated") || strings.Contains(s, "signal: killed")
+}
+
+// remote is one MCP tool as a capstan tool.
+type remote struct {
+	spec tool.Spec
+	name string // the tool's name on its server
+	cs   *sdk.ClientSession
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// ToolName is the capstan name of a server's tool: mcp__<server>__<tool>,
+// with characters model APIs reject replaced by '_', at most 64 bytes.
+func ToolName(server, name string) string {
+	n := Prefix + server + "__" + unsafeChars.ReplaceAllString(name, "_")
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
+}
+
+func newRemote(server string, t *sdk.Tool, cs *sdk.ClientSession) *remote {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil || len(schema) == 0 || string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	return &remote{spec: tool.Spec{Name: ToolName(server, t.Name), Description: desc, InputSchema: schema}, name: t.Name, cs: cs}
+}
+
+// Spec implements tool.Tool.
+func (r *remote) Spec() tool.Spec { return r.spec }
+
+// Kind implements tool.Tool: MCP tools reach outside the work dir.
+func (r *remote) Kind() tool.Kind { return tool.KindExecute }
+
+// Run calls the tool on its server. A tool-level failure is an error
+// result the model reads; a protocol failure is returned as an error.
+func (r *remote) Run(ctx context.Context, input json.RawMessage) (tool.Result, error) {
+	var args map[string]any
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &args); err != nil {
+			return tool.Result{Content: "input must be a JSON object: " + err.Error(), IsError: true}, nil
+		}
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := r.cs.CallTool(ctx, &sdk.CallToolParams{Name: r.name, Arguments: args})
+	if err != nil {
+		return tool.Result{}, err
+	}
+	return tool.Result{Content: render(res), IsError: res.IsError}, nil
+}
+
+// render turns a tool result into text for the model.
+func render(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		switch v := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, v.Text)
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *sdk.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s]", v.URI))
+		case *sdk.EmbeddedResource:
+			if v.Resource != nil && v.Resource.Text != "" {
+				parts = append(parts, v.Resource.Text)
+			} else if v.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s]", v.Resource.URI))
+			}
+		default:
+			if b, err := c.MarshalJSON(); err == nil {
+				parts = append(parts, string(b))
+			}
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	return strings.Join(parts, "\n")
+}

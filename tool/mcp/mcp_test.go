@@ -1,0 +1,264 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/anthropic"
+	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/mcp"
+)
+
+type addIn struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+// calcServer is a real go-sdk server with an "add" tool, a failing tool
+// and a tool whose name needs sanitising.
+func calcServer(calls *atomic.Int64) *sdk.Server {
+	s := sdk.NewServer(&sdk.Implementation{Name: "calc", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "adds a and b"}, func(ctx context.Context, req *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, any, error) {
+		calls.Add(1)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprint(in.A + in.B)}}}, nil, nil
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "fail"}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		return nil, nil, fmt.Errorf("disk on fire")
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: "files.list", Description: "lists"}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "a"}, &sdk.ImageContent{MIMEType: "image/png", Data: []byte{1, 2}}}}, nil, nil
+	})
+	return s
+}
+
+func inMemory(t *testing.T, calls *atomic.Int64) sdk.Transport {
+	t.Helper()
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := calcServer(calls).Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	return ct
+}
+
+func find(tools []tool.Tool, name string) tool.Tool {
+	for _, t := range tools {
+		if t.Spec().Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func TestInMemoryServerToolsAndCalls(t *testing.T) {
+	var calls atomic.Int64
+	set, err := mcp.ConnectWith(context.Background(), nil, mcp.Options{Transports: map[string]sdk.Transport{"calc": inMemory(t, &calls)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	tools := set.Tools()
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Spec().Name)
+		if tl.Kind() != tool.KindExecute {
+			t.Errorf("%s kind = %s", tl.Spec().Name, tl.Kind())
+		}
+	}
+	if strings.Join(names, ",") != "mcp__calc__add,mcp__calc__fail,mcp__calc__files_list" {
+		t.Fatalf("tools = %v", names)
+	}
+	add := find(tools, "mcp__calc__add")
+	var schema map[string]any
+	if err := json.Unmarshal(add.Spec().InputSchema, &schema); err != nil || schema["type"] != "object" || schema["properties"] == nil {
+		t.Fatalf("schema = %s", add.Spec().InputSchema)
+	}
+	res, err := add.Run(context.Background(), json.RawMessage(`{"a":40,"b":2}`))
+	if err != nil || res.Content != "42" || res.IsError {
+		t.Fatalf("add = %+v, %v", res, err)
+	}
+	res, err = find(tools, "mcp__calc__fail").Run(context.Background(), json.RawMessage(`{}`))
+	if err != nil || !res.IsError || !strings.Contains(res.Content, "disk on fire") {
+		t.Fatalf("fail = %+v, %v", res, err)
+	}
+	res, err = find(tools, "mcp__calc__files_list").Run(context.Background(), nil)
+	if err != nil || res.Content != "a\n[image image/png, 2 bytes]" {
+		t.Fatalf("files.list = %+v, %v", res, err)
+	}
+	res, err = add.Run(context.Background(), json.RawMessage(`[1,2]`))
+	if err != nil || !res.IsError {
+		t.Fatalf("non-object input = %+v, %v", res, err)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("add ran %d times", calls.Load())
+	}
+}
+
+func TestPolicyGovernsMCPTools(t *testing.T) {
+	var calls atomic.Int64
+	set, err := mcp.ConnectWith(context.Background(), nil, mcp.Options{Transports: map[string]sdk.Transport{"calc": inMemory(t, &calls)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	add := find(set.Tools(), "mcp__calc__add")
+	in := json.RawMessage(`{"a":1,"b":1}`)
+	for _, tc := range []struct {
+		p    tool.Policy
+		want bool
+	}{
+		{tool.Policy{}, false},
+		{tool.Policy{Mode: tool.ModePlan, Allowed: []string{"mcp__calc__*"}}, false},
+		{tool.Policy{Allowed: []string{"mcp__calc__*"}}, true},
+		{tool.Policy{Allowed: []string{"mcp__calc__add"}}, true},
+		{tool.Policy{Allowed: []string{"mcp__other__*"}}, false},
+		{tool.Policy{Mode: tool.ModeBypassPermissions, Disallowed: []string{"mcp__calc__add"}}, false},
+	} {
+		if got := tc.p.Decide(add, in).Allowed; got != tc.want {
+			t.Errorf("%+v: allowed = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestToolLoopCallsMCPToolThroughARealClient(t *testing.T) {
+	var calls atomic.Int64
+	set, err := mcp.ConnectWith(context.Background(), nil, mcp.Options{Transports: map[string]sdk.Transport{"calc": inMemory(t, &calls)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		if len(r.LastToolResults) > 0 {
+			return fakellm.Reply{Text: "sum=" + r.LastToolResults[0]}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "mcp__calc__add", Input: json.RawMessage(`{"a":20,"b":22}`)}}}
+	}})
+	m, err := anthropic.New(anthropic.Config{APIKey: "k-test", BaseURL: srv.URL, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := llm.NewToolLoop(m, llm.Config{Tools: set.Tools()})
+	res, err := loop.Query(context.Background(), "add", llm.QueryOptions{AllowedTools: []string{"mcp__calc__*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Responses[len(res.Responses)-1] != "sum=42" || calls.Load() != 1 {
+		t.Fatalf("res = %+v", res)
+	}
+	// Without the allow pattern the call is denied and never reaches the server.
+	res, err = loop.Query(context.Background(), "add", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 || len(srv.Requests()[2].Request.Tools) != 0 {
+		t.Fatalf("denied tool was offered or ran: calls=%d tools=%v", calls.Load(), srv.Requests()[2].Request.Tools)
+	}
+}
+
+func TestStreamableHTTPServerWithHeaders(t *testing.T) {
+	var calls atomic.Int64
+	server := calcServer(&calls)
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil)
+	var badAuth atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			badAuth.Add(1)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	set, err := mcp.ConnectWith(context.Background(), map[string]config.MCPServer{
+		"web": {URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer tok"}},
+	}, mcp.Options{HTTPClient: ts.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := find(set.Tools(), "mcp__web__add").Run(context.Background(), json.RawMessage(`{"a":2,"b":3}`))
+	if err != nil || res.Content != "5" {
+		t.Fatalf("add = %+v, %v", res, err)
+	}
+	if err := set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if badAuth.Load() != 0 {
+		t.Fatalf("%d requests without the configured header", badAuth.Load())
+	}
+	// Without the header the connection fails with a coded, located error.
+	_, err = mcp.ConnectWith(context.Background(), map[string]config.MCPServer{"web": {URL: ts.URL}}, mcp.Options{HTTPClient: ts.Client()})
+	e := agenterr.From(err)
+	if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/web" || e.Hint == "" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStdioServerBuiltByTheTest(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "stdioserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/stdioserver").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	work := filepath.Join(t.TempDir(), "workdir-x")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set, err := mcp.ConnectWith(context.Background(), map[string]config.MCPServer{
+		"greeter": {Command: bin, Env: map[string]string{"GREETING": "Hej"}},
+	}, mcp.Options{WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Servers(); len(got) != 1 || got[0] != "greeter" {
+		t.Fatalf("servers = %v", got)
+	}
+	res, err := find(set.Tools(), "mcp__greeter__greet").Run(context.Background(), json.RawMessage(`{"name":"Ada"}`))
+	if err != nil || res.Content != "Hej, Ada from workdir-x" {
+		t.Fatalf("greet = %+v, %v", res, err)
+	}
+	if err := set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := find(set.Tools(), "mcp__greeter__greet").Run(context.Background(), json.RawMessage(`{"name":"x"}`)); err == nil {
+		t.Fatal("call after Close succeeded")
+	}
+}
+
+func TestBadServerConfigs(t *testing.T) {
+	for name, cfg := range map[string]config.MCPServer{
+		"empty":     {},
+		"both":      {Command: "x", URL: "http://127.0.0.1:1"},
+		"bad__name": {Command: "x"},
+		"missing":   {Command: filepath.Join(t.TempDir(), "no-such-server")},
+	} {
+		_, err := mcp.Connect(context.Background(), map[string]config.MCPServer{name: cfg})
+		e := agenterr.From(err)
+		if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/"+name || e.File != config.AgentFile {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+func TestToolNameSanitised(t *testing.T) {
+	if got := mcp.ToolName("s", "a.b/c d"); got != "mcp__s__a_b_c_d" {
+		t.Fatal(got)
+	}
+	if got := mcp.ToolName("s", strings.Repeat("x", 100)); len(got) != 64 {
+		t.Fatal(len(got))
+	}
+}
