@@ -28,6 +28,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/tool/mcp"
 )
 
 // State is a lifecycle state.
@@ -86,6 +87,7 @@ type Agent struct {
 	verifier   *completion.CompletionValidator
 	schemas    *schemas
 	bridge     llm.Bridge
+	mcp        *mcp.Set // MCP servers capstan connected (nil when none)
 	flow       *flow
 	buildOrder []string
 
@@ -313,6 +315,11 @@ func (a *Agent) release() error {
 	var first error
 	if a.bridge != nil {
 		if err := a.bridge.Close(); err != nil {
+			first = err
+		}
+	}
+	if a.mcp != nil {
+		if err := a.mcp.Close(); err != nil && first == nil {
 			first = err
 		}
 	}

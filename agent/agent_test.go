@@ -305,3 +305,34 @@ func TestResumeContinuesTheSessionAndTheScript(t *testing.T) {
 		t.Fatal("refusing to resume wrote to the completed run's journal")
 	}
 }
+
+func TestPricingAndCostBudget(t *testing.T) {
+	ctx := context.Background()
+	dir := basicAgent(t, `turns:
+  - text: "one"
+    usage: {input_tokens: 1000, output_tokens: 10}
+  - text: "two"
+    usage: {input_tokens: 1000, output_tokens: 10}
+`, "")
+	b, _ := os.ReadFile(filepath.Join(dir, "agent.json"))
+	s := strings.Replace(string(b), `"budgets": {"maxIterations": 5}`,
+		`"budgets": {"maxIterations": 5, "maxCostUsd": 0.0015}, "pricing": {"script.yaml": {"input": 1.0, "output": 5.0}}`, 1)
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(s), 0o644)
+	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	// 1000 input at $1/M + 10 output at $5/M = $0.00105 per iteration: the
+	// second iteration crosses $0.0015 and the run stops before a third.
+	if res.Success || res.CompletionReason != "cost_budget" || res.Iterations != 2 {
+		t.Fatalf("%+v", res)
+	}
+	if res.CostUSD < 0.0020 || res.CostUSD > 0.0022 {
+		t.Fatalf("cost %.6f, want 0.0021", res.CostUSD)
+	}
+}

@@ -3,16 +3,19 @@ package agent
 import (
 	"context"
 	"path/filepath"
+	"slices"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/pricing"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
+	"github.com/capstan-dev/capstan/tool/mcp"
 
 	"github.com/capstan-dev/capstan/config"
 )
@@ -85,13 +88,29 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	return append(tools, cat.Tools()...), nil
 }
 
-// buildBridge opens the model provider with the agent's tools.
+// buildBridge opens the model provider with the agent's tools. MCP
+// servers (runner.mcpServers) are connected by capstan for the providers
+// whose tool loop capstan runs, and handed to a provider that runs its own
+// (the Claude Code CLI, through --mcp-config).
 func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	tools, err := a.buildTools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	r := a.spec.Runner
+	provider, _ := llm.ParseSpec(a.model)
+	ownLoop := !slices.Contains(llm.ModelProviders(), provider)
+	if len(r.MCPServers) > 0 && !ownLoop {
+		set, err := mcp.Connect(ctx, r.MCPServers)
+		if err != nil {
+			if e := agenterr.From(err); e != nil && e.File == "" {
+				e.File = filepath.Join(a.def.Dir(), config.AgentFile)
+			}
+			return nil, err
+		}
+		a.mcp = set
+		tools = append(tools, set.Tools()...)
+	}
 	baseURL := a.opts.BaseURL
 	if baseURL == "" {
 		baseURL = r.BaseURL
@@ -105,22 +124,26 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		Getenv:   a.opts.Getenv,
 		MaxTurns: r.Boundaries.MaxTurns,
 	}
+	if ownLoop {
+		cfg.MCPServers = r.MCPServers
+	}
 	if rec := a.opts.Resume; rec != nil {
 		cfg.Transcripts = rec.Sessions
 	}
 	return llm.Open(ctx, a.model, cfg)
 }
 
-// costFunc prices usage with runner.pricing for the run's model, when the
-// agent declares a price for it.
+// costFunc prices usage for the run's model with the built-in price table
+// and the agent's runner.pricing overrides. A model with no known price
+// costs 0 (the provider's own figure, when it reports one, still counts).
 func (a *Agent) costFunc() func(llm.Usage) float64 {
 	_, model := llm.ParseSpec(a.model)
-	p, ok := a.spec.Runner.Pricing[model]
-	if !ok {
+	table := pricing.New(a.spec.Runner.Pricing)
+	if _, ok := table.Lookup(model); !ok {
 		return nil
 	}
 	return func(u llm.Usage) float64 {
-		return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
-			float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
+		usd, _ := table.Cost(model, u)
+		return usd
 	}
 }
