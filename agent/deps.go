@@ -58,6 +58,7 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
 	cfg := builtin.Config{WorkDir: a.workDir}
+	var boxed *sandbox.Runner
 	if b.Sandbox != nil && b.Sandbox.Enabled {
 		r, err := sandbox.NewCommandRunner(ctx, b.Sandbox)
 		if err != nil {
@@ -66,7 +67,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 			}
 			return nil, err
 		}
-		cfg.Runner = r
+		cfg.Runner, boxed = r, r.Runner
 	}
 	tools, err := builtin.New(cfg)
 	if err != nil {
@@ -78,9 +79,11 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	// Skill scripts always run sandboxed; a machine that cannot sandbox
 	// answers run_skill_script with SANDBOX_UNAVAILABLE unless the agent
 	// opted out explicitly.
-	allow := b.Sandbox != nil && b.Sandbox.AllowUnsandboxed
-	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(),
-		Sandbox: sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: allow})})
+	if boxed == nil {
+		allow := b.Sandbox != nil && b.Sandbox.AllowUnsandboxed
+		boxed = sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: allow})
+	}
+	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), Sandbox: boxed})
 	for _, w := range warns {
 		a.events.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
 	}
