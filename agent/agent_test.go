@@ -72,6 +72,21 @@ const twoIterationScript = `turns:
     text: "checked, ALL_DONE"
 `
 
+// runToEnd builds, starts, runs and stops an agent and returns its result.
+func runToEnd(t testing.TB, def *config.Agent, opts BuildOptions) *Result {
+	t.Helper()
+	ctx := context.Background()
+	a, err := Build(ctx, def, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	return a.Stop()
+}
+
 func load(t testing.TB, dir string) *config.Agent {
 	t.Helper()
 	def, err := config.LoadAndValidate(dir, ValidateOptions())
@@ -117,19 +132,10 @@ func TestLifecycleIsOneWayAndBuildFollowsSeedOrder(t *testing.T) {
 }
 
 func TestRunMapsParametersAndJournalsEverything(t *testing.T) {
-	ctx := context.Background()
 	script := strings.Replace(twoIterationScript, "about boats", "about kites", 1)
 	def := load(t, basicAgent(t, script, ""))
 	wd := t.TempDir()
-	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, Params: map[string]string{"topic": "kites"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Params: map[string]string{"topic": "kites"}})
 	if !res.Success {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}
@@ -179,39 +185,21 @@ func TestUnknownProviderListsKnownOnes(t *testing.T) {
 }
 
 func TestScriptRunningOutIsAProviderError(t *testing.T) {
-	ctx := context.Background()
 	def := load(t, basicAgent(t, "turns:\n  - text: nothing useful\n", ""))
-	a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	res := runToEnd(t, def, BuildOptions{WorkDir: t.TempDir()})
 	if res.Success || res.Error == nil || res.Error.Code != agenterr.CodeScriptExhausted || res.Iterations != 2 {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}
 }
 
 func TestBudgetStopsWithoutCompletion(t *testing.T) {
-	ctx := context.Background()
 	var sb strings.Builder
 	sb.WriteString("turns:\n")
 	for i := 0; i < 10; i++ {
 		fmt.Fprintf(&sb, "  - text: \"still working %d\"\n", i)
 	}
 	def := load(t, basicAgent(t, sb.String(), ""))
-	a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir(), MaxIterations: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	res := runToEnd(t, def, BuildOptions{WorkDir: t.TempDir(), MaxIterations: 3})
 	if res.Success || res.CompletionReason != "max_iterations" || res.Iterations != 3 || res.Error != nil {
 		t.Fatalf("%+v", res)
 	}
@@ -222,7 +210,6 @@ func TestBudgetStopsWithoutCompletion(t *testing.T) {
 }
 
 func TestDisallowedToolsAreNeverExecuted(t *testing.T) {
-	ctx := context.Background()
 	dir := basicAgent(t, `turns:
   - tool_calls: [{name: Write, input: {file_path: forbidden.txt, content: "x"}}]
   - text: "could not write; ALL_DONE"
@@ -233,15 +220,7 @@ func TestDisallowedToolsAreNeverExecuted(t *testing.T) {
 		`"boundaries": {"allowedTools": ["*"], "disallowedTools": ["Write"], "permissionMode": "bypassPermissions"}`, 1)
 	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(s), 0o644)
 	wd := t.TempDir()
-	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: wd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd})
 	if !res.Success {
 		t.Fatalf("%+v", res)
 	}
@@ -307,7 +286,6 @@ func TestResumeContinuesTheSessionAndTheScript(t *testing.T) {
 }
 
 func TestPricingAndCostBudget(t *testing.T) {
-	ctx := context.Background()
 	dir := basicAgent(t, `turns:
   - text: "one"
     usage: {input_tokens: 1000, output_tokens: 10}
@@ -318,15 +296,7 @@ func TestPricingAndCostBudget(t *testing.T) {
 	s := strings.Replace(string(b), `"budgets": {"maxIterations": 5}`,
 		`"budgets": {"maxIterations": 5, "maxCostUsd": 0.0015}, "pricing": {"script.yaml": {"input": 1.0, "output": 5.0}}`, 1)
 	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(s), 0o644)
-	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
 	// 1000 input at $1/M + 10 output at $5/M = $0.00105 per iteration: the
 	// second iteration crosses $0.0015 and the run stops before a third.
 	if res.Success || res.CompletionReason != "cost_budget" || res.Iterations != 2 {

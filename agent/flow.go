@@ -400,22 +400,9 @@ func (f *flow) completionReason(*loop.Result) string { return "" }
 // it sees the gap between its declaration and the world. The rest of the
 // summary (what was done) is already in the session transcript.
 func declarationNote(s *iteration.Summary) string {
-	d := completion.DetectDeclaration(s.StructuredOutput, nil, "", completion.DeclarationFields{})
-	if d.Status == "" && d.NextAction == "" {
+	d := completion.FormatDeclaration(s)
+	if d == "" {
 		return ""
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "### Previous Iteration Decision (iteration %d)\n", s.Iteration)
-	if d.Status != "" {
-		fmt.Fprintf(&b, "**Reported Status**: %s\n", d.Status)
-	}
-	if d.NextAction != "" {
-		fmt.Fprintf(&b, "**Declared Next Action**: %s", d.NextAction)
-		if d.NextActionReason != "" {
-			fmt.Fprintf(&b, " (%s)", d.NextActionReason)
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("The completion check above did not confirm that declaration.\n")
-	return b.String()
+	return fmt.Sprintf("### Previous Iteration Decision (iteration %d)\n%sThe completion check above did not confirm that declaration.\n", s.Iteration, d)
 }

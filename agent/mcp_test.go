@@ -45,16 +45,7 @@ func TestAgentCallsMCPTools(t *testing.T) {
   - text: "2 + 3 = 5. DONE"
 `,
 	})
-	ctx := context.Background()
-	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
 	if !res.Success {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}

@@ -97,17 +97,8 @@ func TestSandboxedBash(t *testing.T) {
   - text: DONE
 `,
 	})
-	ctx := context.Background()
 	wd := t.TempDir()
-	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: wd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd})
 	if !res.Success {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -70,16 +69,7 @@ func TestMultiStepAgent(t *testing.T) {
     text: "TESTS_DONE"
 `,
 	})
-	ctx := context.Background()
-	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
 	events, _ := journal.ReadFile(res.Journal)
 	var path []string
 	for _, ev := range events {

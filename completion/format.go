@@ -120,6 +120,30 @@ func FormatRetryPrompt(r FormatResult, schema json.RawMessage) string {
 	return b.String()
 }
 
+// FormatDeclaration renders what the model reported and declared in s's
+// structured output ("**Reported Status**: …" and "**Declared Next
+// Action**: … (reason)" lines), or "" when it declared nothing. It is the
+// decision part of FormatIterationSummary, which a retry prompt carries on
+// its own.
+func FormatDeclaration(s *iteration.Summary) string {
+	if s == nil {
+		return ""
+	}
+	d := DetectDeclaration(s.StructuredOutput, nil, "", DeclarationFields{})
+	var b strings.Builder
+	if d.Status != "" {
+		fmt.Fprintf(&b, "**Reported Status**: %s\n", d.Status)
+	}
+	if d.NextAction != "" {
+		fmt.Fprintf(&b, "**Declared Next Action**: %s", d.NextAction)
+		if d.NextActionReason != "" {
+			fmt.Fprintf(&b, " (%s)", d.NextActionReason)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 // FormatIterationSummary renders seed 004's summary of the previous
 // iteration for the next prompt: the model's reported status and declared
 // next action (so it sees its own declaration), then what was done.
@@ -129,19 +153,9 @@ func FormatIterationSummary(s *iteration.Summary) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Previous Iteration Summary (Iteration %d)\n", s.Iteration)
-	d := DetectDeclaration(s.StructuredOutput, nil, "", DeclarationFields{})
-	if d.Status != "" || d.NextAction != "" {
+	if decision := FormatDeclaration(s); decision != "" {
 		b.WriteString("\n### Previous Iteration Decision\n")
-		if d.Status != "" {
-			fmt.Fprintf(&b, "**Reported Status**: %s\n", d.Status)
-		}
-		if d.NextAction != "" {
-			fmt.Fprintf(&b, "**Declared Next Action**: %s", d.NextAction)
-			if d.NextActionReason != "" {
-				fmt.Fprintf(&b, " (%s)", d.NextActionReason)
-			}
-			b.WriteString("\n")
-		}
+		b.WriteString(decision)
 	}
 	b.WriteString("\n### What was done:\n")
 	wrote := false
