@@ -39,7 +39,7 @@ type IterationRecord struct {
 	Denied       []llm.ToolUse      `json:"denied,omitempty"`
 	Events       []journal.Event    `json:"events,omitempty"` // validator, retry, step, completion events
 	Outcome      *loop.OutcomeEvent `json:"outcome,omitempty"`
-	Summary      *iteration.Summary `json:"-"`
+	Summary      *iteration.Summary `json:"summary,omitempty"`
 	Errors       []loop.ErrorEvent  `json:"errors,omitempty"`
 	// Finished is false for an iteration cut short (killed run).
 	Finished bool `json:"finished"`

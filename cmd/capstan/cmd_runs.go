@@ -158,8 +158,12 @@ func printRun(w io.Writer, rec *agent.RunRecord) {
 			if len(q.StructuredOutput) > 0 {
 				fmt.Fprintf(w, "-- structured output\n%s\n", indent(string(q.StructuredOutput)))
 			}
-			fmt.Fprintf(w, "-- usage in=%d out=%d cache_read=%d cache_write=%d turns=%d\n",
-				q.Usage.InputTokens, q.Usage.OutputTokens, q.Usage.CacheReadTokens, q.Usage.CacheWriteTokens, q.Turns)
+			cost := q.CostUSD
+			if it.Summary != nil {
+				cost = it.Summary.CostUSD
+			}
+			fmt.Fprintf(w, "-- usage in=%d out=%d cache_read=%d cache_write=%d turns=%d cost=$%.4f\n",
+				q.Usage.InputTokens, q.Usage.OutputTokens, q.Usage.CacheReadTokens, q.Usage.CacheWriteTokens, q.Turns, cost)
 		}
 		for _, ev := range it.Events {
 			fmt.Fprintf(w, "-- %s %s\n", ev.Type, truncate(string(ev.Data), 600))

@@ -63,9 +63,20 @@ func main() {
 	// A sandboxed skill script or command re-executes this binary as the
 	// sandbox helper; Init runs it and exits (it returns at once otherwise).
 	sandbox.Init()
+	os.Exit(runMain(os.Args[1:]))
+}
+
+// runMain runs the CLI as a process does: the first Ctrl-C (SIGINT) or
+// SIGTERM cancels the run, which stops cleanly with its journal intact; a
+// second one kills the process at once.
+func runMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(execute(ctx, os.Args[1:]))
+	go func() {
+		<-ctx.Done()
+		stop() // restore the default: the next signal terminates
+	}()
+	return execute(ctx, args)
 }
 
 // execute runs the CLI with args and returns the process exit code.

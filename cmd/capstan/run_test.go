@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 				break
 			}
 		}
-		os.Exit(execute(context.Background(), args))
+		os.Exit(runMain(args))
 	}
 	os.Exit(m.Run())
 }
@@ -189,5 +189,66 @@ func TestHelloExampleRunsOffline(t *testing.T) {
 	code, out, _ = captureConfigCLI(t, "show", res["runId"].(string), "--workdir", wd)
 	if code != 0 || !strings.Contains(out, "step.transition") || !strings.Contains(out, "Append a second line") {
 		t.Fatalf("show:\n%s", out)
+	}
+}
+
+// capstan init scaffolds an agent that validate accepts and run completes
+// offline.
+func TestInitThenValidateThenRun(t *testing.T) {
+	parent := t.TempDir()
+	code, _, errOut := captureConfigCLI(t, "init", "my-agent", "--dir", parent)
+	if code != 0 {
+		t.Fatalf("init exit %d: %s", code, errOut)
+	}
+	dir := filepath.Join(parent, "my-agent")
+	if code, out, _ := captureConfigCLI(t, "validate", dir); code != 0 {
+		t.Fatalf("validate exit %d:\n%s", code, out)
+	}
+	wd := t.TempDir()
+	code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd, "--json", "--quiet")
+	if code != 0 || !strings.Contains(out, `"success": true`) {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// Ctrl-C (SIGINT) stops a run cleanly: exit 1, completionReason canceled,
+// and a journal that ends with run.end.
+func TestInterruptStopsCleanly(t *testing.T) {
+	dir, wd := slowAgent(t), t.TempDir()
+	cmd := cliCommand("run", dir, "--who", "Ada", "--workdir", wd, "--quiet", "--json")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		matches, _ := filepath.Glob(filepath.Join(wd, ".capstan", "runs", "*", "events.jsonl"))
+		if len(matches) == 1 {
+			if b, _ := os.ReadFile(matches[0]); strings.Contains(string(b), `"type":"model.turn","iteration":2`) {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitNotCompleted {
+		t.Fatalf("exit: %v\n%s", err, stdout.String())
+	}
+	var res struct {
+		CompletionReason string `json:"completionReason"`
+		Journal          string `json:"journal"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil || res.CompletionReason != "canceled" {
+		t.Fatalf("result %v %s", err, stdout.String())
+	}
+	b, _ := os.ReadFile(res.Journal)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if !strings.Contains(strings.Join(lines[len(lines)-2:], "\n"), `"type":"run.end"`) {
+		t.Fatalf("journal does not end with run.end:\n%s", strings.Join(lines[len(lines)-3:], "\n"))
 	}
 }
