@@ -209,39 +209,43 @@ func (b *Bridge) SessionID() string {
 // Close implements llm.Bridge; queries hold no state between calls.
 func (b *Bridge) Close() error { return nil }
 
-// Args returns the CLI arguments for a query (without the binary).
+// Args returns the CLI arguments for a query (without the binary). Every
+// value that comes from configuration or a model is passed in the
+// "--flag=value" form, so a value starting with "-" (a hostile model name
+// or system prompt) can never be read as a flag of its own.
 func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}
+	add := func(flag, value string) { args = append(args, flag+"="+value) }
 	if resume != "" {
-		args = append(args, "--resume", resume)
+		add("--resume", resume)
 	}
 	if b.cfg.Model != "" {
-		args = append(args, "--model", b.cfg.Model)
+		add("--model", b.cfg.Model)
 	}
 	if len(opts.OutputSchema) > 0 {
-		args = append(args, "--json-schema", string(opts.OutputSchema))
+		add("--json-schema", string(opts.OutputSchema))
 	}
 	if len(opts.AllowedTools) > 0 {
-		args = append(args, "--allowedTools", strings.Join(opts.AllowedTools, ","))
+		add("--allowedTools", strings.Join(opts.AllowedTools, ","))
 	}
 	if len(b.cfg.DisallowedTools) > 0 {
-		args = append(args, "--disallowedTools", strings.Join(b.cfg.DisallowedTools, ","))
+		add("--disallowedTools", strings.Join(b.cfg.DisallowedTools, ","))
 	}
 	if opts.PermissionMode != "" {
-		args = append(args, "--permission-mode", opts.PermissionMode)
+		add("--permission-mode", opts.PermissionMode)
 	}
 	maxTurns := opts.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = b.cfg.MaxTurns
 	}
 	if maxTurns > 0 {
-		args = append(args, "--max-turns", strconv.Itoa(maxTurns))
+		add("--max-turns", strconv.Itoa(maxTurns))
 	}
 	if b.mcp != "" {
-		args = append(args, "--mcp-config", b.mcp)
+		add("--mcp-config", b.mcp)
 	}
 	if opts.SystemPrompt != "" {
-		args = append(args, "--append-system-prompt", opts.SystemPrompt)
+		add("--append-system-prompt", opts.SystemPrompt)
 	}
 	return args
 }

@@ -318,11 +318,7 @@ func toResponse(c *sdk.ChatCompletion, structured bool) *llm.Response {
 		resp.StopReason = "refusal"
 	}
 	for _, tc := range ch.Message.ToolCalls {
-		args := strings.TrimSpace(tc.Function.Arguments)
-		if args == "" {
-			args = "{}"
-		}
-		resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
+		resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
 	}
 	if structured && len(resp.Message.ToolCalls) == 0 && ch.Message.Refusal == "" {
 		if s := strings.TrimSpace(ch.Message.Content); s != "" && json.Valid([]byte(s)) {
@@ -428,4 +424,20 @@ func schemaName(s string) string {
 		return "output"
 	}
 	return b.String()
+}
+
+// toolInput turns a model's arguments string into the call's input. Models
+// (local ones especially) sometimes emit arguments that are not JSON; they
+// are kept as a JSON string so the transcript and the journal stay valid
+// JSON and the tool answers with an input error the model can correct.
+func toolInput(args string) json.RawMessage {
+	args = strings.TrimSpace(args)
+	if args == "" {
+		return json.RawMessage(`{}`)
+	}
+	if json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	b, _ := json.Marshal(args)
+	return b
 }

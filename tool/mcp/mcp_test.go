@@ -262,3 +262,45 @@ func TestToolNameSanitised(t *testing.T) {
 		t.Fatal(len(got))
 	}
 }
+
+func TestCollidingToolNamesStayDistinct(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "dup", Version: "1"}, nil)
+	for _, n := range []string{"a.b", "a_b", "a b"} {
+		n := n
+		sdk.AddTool(srv, &sdk.Tool{Name: n}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: n}}}, nil, nil
+		})
+	}
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	set, err := mcp.ConnectWith(context.Background(), nil, mcp.Options{Transports: map[string]sdk.Transport{"dup": ct}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	seen := map[string]string{}
+	for _, tl := range set.Tools() {
+		res, err := tl.Run(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, ok := seen[tl.Spec().Name]; ok {
+			t.Fatalf("%s names both %s and %s", tl.Spec().Name, prev, res.Content)
+		}
+		seen[tl.Spec().Name] = res.Content
+	}
+	if len(seen) != 3 {
+		t.Fatalf("tools = %v", seen)
+	}
+	remotes := map[string]bool{}
+	for _, v := range seen {
+		remotes[v] = true
+	}
+	if len(remotes) != 3 {
+		t.Fatalf("a remote tool is unreachable: %v", seen)
+	}
+}

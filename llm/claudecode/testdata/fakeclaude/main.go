@@ -21,6 +21,9 @@ func emit(v map[string]any) {
 
 func flag(name string) (string, bool) {
 	for i, a := range os.Args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v, true
+		}
 		if a == name && i+1 < len(os.Args) {
 			return os.Args[i+1], true
 		}
