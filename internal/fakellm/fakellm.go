@@ -89,6 +89,11 @@ type Reply struct {
 	Text string
 	// ToolCalls are tool calls after the text.
 	ToolCalls []ToolCall
+	// Thinking, when set, starts an Anthropic reply with a thinking block
+	// (with a signature). The fake then requires that block to come back
+	// first and unchanged in the assistant message that carries the reply's
+	// tool calls, as the real API does; the OpenAI dialect ignores it.
+	Thinking string
 	// Structured is a structured-output answer: the JSON is sent as the
 	// text of the first text block (Anthropic output_config.format) or as
 	// message.content (OpenAI response_format json_schema).
@@ -182,6 +187,7 @@ type Server struct {
 	memSrv  *http.Server
 
 	mu       sync.Mutex
+	thinking map[string]string // tool_use id → signature of its thinking block
 	next     int
 	requests []Recorded
 	seq      int

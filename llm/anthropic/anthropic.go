@@ -316,6 +316,7 @@ func toResponse(msg *sdk.Message, structured bool) *llm.Response {
 			CacheReadTokens: msg.Usage.CacheReadInputTokens, CacheWriteTokens: msg.Usage.CacheCreationInputTokens}}
 	resp.Message.Role = llm.RoleAssistant
 	var text strings.Builder
+	var reasoning []reasoningBlock
 	firstText := ""
 	seenText := false
 	for _, b := range msg.Content {
@@ -331,7 +332,14 @@ func toResponse(msg *sdk.Message, structured bool) *llm.Response {
 				in = json.RawMessage(`{}`)
 			}
 			resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)})
+		case "thinking":
+			reasoning = append(reasoning, reasoningBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			reasoning = append(reasoning, reasoningBlock{Type: b.Type, Data: b.Data})
 		}
+	}
+	if len(reasoning) > 0 {
+		resp.Message.Reasoning, _ = json.Marshal(reasoning)
 	}
 	resp.Message.Text = text.String()
 	if structured && len(resp.Message.ToolCalls) == 0 && seenText {
@@ -458,7 +466,9 @@ func wireMessages(msgs []llm.Message) ([]sdk.MessageParam, error) {
 			}
 			push(sdk.MessageParamRoleUser, bs)
 		case llm.RoleAssistant:
-			var bs []sdk.ContentBlockParamUnion
+			// Thinking blocks go back first and verbatim: the API rejects
+			// a tool-use continuation whose thinking was dropped.
+			bs := reasoningParams(msg.Reasoning)
 			if msg.Text != "" {
 				bs = append(bs, sdk.NewTextBlock(msg.Text))
 			}
@@ -483,3 +493,34 @@ func wireMessages(msgs []llm.Message) ([]sdk.MessageParam, error) {
 // envGetter is the process environment, used when llm.Config.Getenv is nil
 // (its documented default).
 func envGetter() func(string) string { return os.Getenv }
+
+// reasoningBlock is one thinking or redacted_thinking block as kept in
+// llm.Message.Reasoning.
+type reasoningBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// reasoningParams rebuilds the thinking blocks of an assistant message.
+// Reasoning that is not ours (another provider's, or corrupt) is ignored.
+func reasoningParams(raw json.RawMessage) []sdk.ContentBlockParamUnion {
+	if len(raw) == 0 {
+		return nil
+	}
+	var rs []reasoningBlock
+	if json.Unmarshal(raw, &rs) != nil {
+		return nil
+	}
+	var out []sdk.ContentBlockParamUnion
+	for _, r := range rs {
+		switch {
+		case r.Type == "thinking" && r.Signature != "":
+			out = append(out, sdk.NewThinkingBlock(r.Signature, r.Thinking))
+		case r.Type == "redacted_thinking" && r.Data != "":
+			out = append(out, sdk.NewRedactedThinkingBlock(r.Data))
+		}
+	}
+	return out
+}

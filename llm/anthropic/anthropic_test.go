@@ -432,3 +432,63 @@ func TestKeyNeverLeaksIntoErrorsOrJournal(t *testing.T) {
 		}
 	}
 }
+
+func TestThinkingBlocksAreEchoedBackAndSurviveResume(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("forty-two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		if len(r.LastToolResults) > 0 {
+			return fakellm.Reply{Text: "It says " + r.LastToolResults[0]}
+		}
+		return fakellm.Reply{Thinking: "I should read the notes first.", ToolCalls: []fakellm.ToolCall{{Name: "Read", Input: json.RawMessage(`{"file_path":"notes.txt"}`)}}}
+	}})
+	w, err := journal.Create(dir, "think")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := llm.NewToolLoop(newModel(t, srv, nil, nil), llm.Config{Tools: []tool.Tool{readTool{dir}}, Events: w})
+	res, err := loop.Query(context.Background(), "read notes", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err) // the fake answers 400 if the thinking block was dropped
+	}
+	if got := res.Responses[len(res.Responses)-1]; got != "It says forty-two" {
+		t.Fatalf("final = %q", got)
+	}
+	for _, r := range res.Responses {
+		if strings.Contains(r, "read the notes first") {
+			t.Fatal("thinking text leaked into the responses")
+		}
+	}
+	// Resume from the journal in a new bridge: the thinking block must
+	// still be sent back.
+	_ = w.Close()
+	evs, err := journal.ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	transcripts := map[string][]llm.Message{}
+	for _, ev := range evs {
+		if ev.Type != journal.SessionMessages {
+			continue
+		}
+		var sm llm.SessionMessagesEvent
+		if err := json.Unmarshal(ev.Data, &sm); err != nil {
+			t.Fatal(err)
+		}
+		transcripts[sm.SessionID] = append(transcripts[sm.SessionID], sm.Messages...)
+	}
+	loop2 := llm.NewToolLoop(newModel(t, srv, nil, nil), llm.Config{Tools: []tool.Tool{readTool{dir}}, Transcripts: transcripts})
+	res2, err := loop2.Query(context.Background(), "and once more", llm.QueryOptions{SessionID: res.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.SessionRenewed || res2.SessionID != res.SessionID {
+		t.Fatalf("resume lost the session: %+v", res2)
+	}
+	last := srv.Requests()[len(srv.Requests())-1]
+	if !strings.Contains(string(last.Body), `"signature":"sig_`) {
+		t.Fatalf("resumed request lacks the thinking block: %s", last.Body)
+	}
+}
