@@ -40,8 +40,9 @@ const (
 	DefaultBaseURL   = "https://api.anthropic.com/"
 	DefaultMaxTokens = 8192
 	// EnvAPIKey and EnvBaseURL are read through llm.Config.Getenv.
-	EnvAPIKey  = "ANTHROPIC_API_KEY"
-	EnvBaseURL = "ANTHROPIC_BASE_URL"
+	EnvAPIKey    = "ANTHROPIC_API_KEY"
+	EnvAuthToken = "ANTHROPIC_AUTH_TOKEN"
+	EnvBaseURL   = "ANTHROPIC_BASE_URL"
 )
 
 func init() {
@@ -52,8 +53,12 @@ func init() {
 
 // Config configures a Model.
 type Config struct {
-	// APIKey is sent as x-api-key; required.
+	// APIKey is sent as x-api-key. One of APIKey and AuthToken is
+	// required.
 	APIKey string
+	// AuthToken is sent as "Authorization: Bearer" (LLM gateways) when
+	// APIKey is empty.
+	AuthToken string
 	// BaseURL of the API ("" = DefaultBaseURL).
 	BaseURL string
 	// Model id ("" = DefaultModel); llm.Request.Model overrides it.
@@ -83,7 +88,7 @@ func FromLLM(c llm.Config) Config {
 	if base == "" {
 		base = getenv(EnvBaseURL)
 	}
-	return Config{APIKey: getenv(EnvAPIKey), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Events: c.Events}
+	return Config{APIKey: getenv(EnvAPIKey), AuthToken: getenv(EnvAuthToken), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Events: c.Events}
 }
 
 // Model is an llm.Model speaking the Anthropic Messages API.
@@ -94,9 +99,9 @@ type Model struct {
 
 // New builds a Model. A missing API key is an SDK_AUTH error.
 func New(cfg Config) (*Model, error) {
-	if strings.TrimSpace(cfg.APIKey) == "" {
+	if strings.TrimSpace(cfg.APIKey) == "" && strings.TrimSpace(cfg.AuthToken) == "" {
 		e := agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false, "no Anthropic API key: %s is not set", EnvAPIKey)
-		e.Hint = "export " + EnvAPIKey + "=sk-ant-... (or pick another provider with --model)"
+		e.Hint = "export " + EnvAPIKey + "=sk-ant-... (or " + EnvAuthToken + " for a gateway, or pick another provider with --model)"
 		return nil, e
 	}
 	if cfg.BaseURL == "" {
@@ -115,10 +120,14 @@ func New(cfg Config) (*Model, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	auth := option.WithAPIKey(cfg.APIKey)
+	if cfg.APIKey == "" {
+		auth = option.WithAuthToken(cfg.AuthToken)
+	}
 	client := sdk.NewClient(
 		option.WithoutEnvironmentDefaults(), // never read keys or URLs from the process env behind Config's back
 		option.WithBaseURL(cfg.BaseURL),
-		option.WithAPIKey(cfg.APIKey),
+		auth,
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0), // capstan owns the retry policy
 	)
@@ -273,8 +282,10 @@ func (m *Model) classify(err error) *failure {
 }
 
 func (m *Model) redact(s string) string {
-	if k := m.cfg.APIKey; len(k) >= 4 {
-		s = strings.ReplaceAll(s, k, "[REDACTED]")
+	for _, k := range []string{m.cfg.APIKey, m.cfg.AuthToken} {
+		if len(k) >= 4 {
+			s = strings.ReplaceAll(s, k, "[REDACTED]")
+		}
 	}
 	return s
 }

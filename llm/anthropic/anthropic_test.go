@@ -492,3 +492,20 @@ func TestThinkingBlocksAreEchoedBackAndSurviveResume(t *testing.T) {
 		t.Fatalf("resumed request lacks the thinking block: %s", last.Body)
 	}
 }
+
+func TestAuthTokenForGateways(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: "gw-token-123", Replies: []fakellm.Reply{{Text: "via gateway"}}})
+	env := map[string]string{"ANTHROPIC_AUTH_TOKEN": "gw-token-123", "ANTHROPIC_BASE_URL": srv.URL}
+	b, err := llm.Open(context.Background(), "anthropic:m", llm.Config{HTTPClient: srv.Client(), Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Query(context.Background(), "hi", llm.QueryOptions{})
+	if err != nil || res.Responses[0] != "via gateway" {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	h := srv.Requests()[0].Header
+	if h.Get("Authorization") != "REDACTED" || h.Get("X-Api-Key") != "" {
+		t.Fatalf("headers = %v", h)
+	}
+}
