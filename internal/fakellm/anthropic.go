@@ -114,11 +114,27 @@ func decodeAnthropic(body []byte, countOnly bool) (Request, error) {
 		return req, fmt.Errorf("messages: at least one message is required")
 	}
 	var pendingUses map[string]bool
+	turn := 0 // position among user/assistant messages
+	last := ""
 	for i, m := range ar.Messages {
+		if m.Role == "system" {
+			// Mid-conversation system messages (the Claude Code CLI sends
+			// its environment this way) take no part in alternation.
+			bs, err := blocks(m.Content)
+			if err != nil {
+				return req, fmt.Errorf("messages.%d.content: %v", i, err)
+			}
+			for _, b := range bs {
+				req.System += b.Text
+			}
+			continue
+		}
 		want := "user"
-		if i%2 == 1 {
+		if turn%2 == 1 {
 			want = "assistant"
 		}
+		turn++
+		last = m.Role
 		if m.Role != want {
 			return req, fmt.Errorf("messages.%d.role: roles must alternate starting with user; got %q", i, m.Role)
 		}
@@ -165,7 +181,11 @@ func decodeAnthropic(body []byte, countOnly bool) (Request, error) {
 		req.LastUserText = text.String()
 		req.LastToolResults = results
 	}
-	if ar.Messages[len(ar.Messages)-1].Role != "user" {
+	if turn == 0 {
+		return req, fmt.Errorf("messages: at least one user message is required")
+	}
+	req.Messages = turn
+	if last != "user" {
 		return req, fmt.Errorf("messages: the last message must be a user message (assistant prefill is not supported by this model)")
 	}
 	return req, nil

@@ -321,7 +321,8 @@ func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, 
 		"message": map[string]any{"role": "user", "content": prompt}, "parent_tool_use_id": nil})
 	_, werr := stdin.Write(append(msg, '\n'))
 
-	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events}
+	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events,
+		abort: func() { signalGroup(cmd, true) }}
 	readErr := st.read(stdout, func() { _ = stdin.Close() })
 	_ = stdin.Close()
 	// Drain whatever is left so the process can exit.
@@ -332,6 +333,9 @@ func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, 
 
 	if ctx.Err() != nil {
 		return nil, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "claude-code query canceled")
+	}
+	if st.aborted != nil {
+		return nil, st.aborted
 	}
 	if st.result == nil {
 		return nil, b.noResult(resume, stderr.String(), readErr, werr, waitErr)
@@ -462,7 +466,15 @@ type state struct {
 	apiError  string
 	events    journal.Emitter
 	turns     int
+	// abort kills the CLI; aborted is the error that made us do it.
+	abort   func()
+	aborted error
 }
+
+// authRetryLimit is how many api_retry frames for a rejected key (401/403)
+// the driver lets the CLI make before stopping it: the CLI retries them
+// for minutes, but a rejected API key does not heal.
+const authRetryLimit = 2
 
 func (st *state) read(r io.Reader, onResult func()) error {
 	lr := newLineReader(r, MaxLineBytes)
@@ -500,6 +512,14 @@ func (st *state) frame(f *Frame) {
 		case "api_retry":
 			st.events.Emit(journal.ModelRetry, map[string]any{"provider": "claude-code", "attempt": f.Attempt,
 				"max_retries": f.MaxRetries, "delay_ms": f.RetryDelayMs, "status": f.ErrorStatus})
+			authFail := f.ErrorStatus == 401 || f.ErrorStatus == 403 || f.Error == "authentication_failed" || f.Error == "billing_error"
+			if authFail && f.Attempt >= authRetryLimit && st.aborted == nil && st.abort != nil {
+				e := agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false,
+					"claude-code: the API rejected the credentials (HTTP %d, %d attempts)", f.ErrorStatus, f.Attempt)
+				e.Hint = "log in with `claude` or set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a gateway)"
+				st.aborted = e
+				st.abort()
+			}
 		}
 	case "assistant":
 		if f.Error != "" {

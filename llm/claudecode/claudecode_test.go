@@ -256,6 +256,7 @@ func TestErrorResultsMapToCodes(t *testing.T) {
 		{"rate-limit", agenterr.CodeSdkRateLimit, true},
 		{"max-turns", agenterr.CodeMaxTurns, true},
 		{"auth", agenterr.CodeSdkAuth, false},
+		{"auth-retry", agenterr.CodeSdkAuth, false},
 		{"crash", agenterr.CodeSdkConnection, true},
 	}
 	for _, tc := range cases {
