@@ -128,16 +128,6 @@ func New(cfg Config) (*Model, error) {
 	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
 }
 
-// RetryEvent is the payload of a model.retry journal event.
-type RetryEvent struct {
-	Provider string `json:"provider"`
-	Attempt  int    `json:"attempt"`
-	DelayMs  int64  `json:"delay_ms"`
-	Code     string `json:"code"`
-	Status   int    `json:"status,omitempty"`
-	Message  string `json:"message"`
-}
-
 // Generate implements llm.Model: one streamed turn, retried per
 // Config.Retry.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -158,7 +148,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 			return nil, f.final(attempt)
 		}
 		d := m.cfg.Retry.Delay(attempt, f.retryAfter, f.hasRetryAfter)
-		m.cfg.Events.Emit(journal.ModelRetry, RetryEvent{Provider: "openai", Attempt: attempt, DelayMs: d.Milliseconds(),
+		m.cfg.Events.Emit(journal.ModelRetry, retry.Event{Provider: "openai", Attempt: attempt, DelayMs: d.Milliseconds(),
 			Code: f.code, Status: f.status, Message: f.msg})
 		if err := m.cfg.Retry.Wait(ctx, d); err != nil {
 			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "openai: request canceled while waiting to retry")
