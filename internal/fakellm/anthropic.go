@@ -233,7 +233,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	s.record(r, body, req, http.StatusOK)
-	writeAnthropicReply(w, s, req, rp, len(body))
+	writeAnthropicReply(r, w, s, req, rp, len(body))
 }
 
 func anthropicUsage(rp Reply, reqBytes int) map[string]int64 {
@@ -288,7 +288,7 @@ func (s *Server) checkThinking(body []byte) error {
 	return nil
 }
 
-func writeAnthropicReply(w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int) {
+func writeAnthropicReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int) {
 	var content []map[string]any
 	sig := ""
 	if rp.Thinking != "" {
@@ -330,7 +330,7 @@ func writeAnthropicReply(w http.ResponseWriter, s *Server, req Request, rp Reply
 			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage}, rp.Fault)
 		return
 	}
-	e := startSSE(w, Anthropic, rp.Fault)
+	e := startSSE(r, w, Anthropic, rp)
 	startUsage := map[string]int64{"input_tokens": usage["input_tokens"], "output_tokens": 1,
 		"cache_creation_input_tokens": usage["cache_creation_input_tokens"], "cache_read_input_tokens": usage["cache_read_input_tokens"]}
 	steps := []struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -507,5 +508,52 @@ func TestAuthTokenForGateways(t *testing.T) {
 	h := srv.Requests()[0].Header
 	if h.Get("Authorization") != "REDACTED" || h.Get("X-Api-Key") != "" {
 		t.Fatalf("headers = %v", h)
+	}
+}
+
+func TestCancelAfterStreamStarted(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "a slow, slow answer", EventDelay: time.Minute}}})
+	m := newModel(t, srv, &sleeps{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := m.Generate(ctx, userReq("x"))
+	if !errors.Is(err, agenterr.ErrCanceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatal("cancel did not interrupt the stream")
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("a cancelled stream was retried: %d requests", n)
+	}
+}
+
+func TestConcurrentTurnsShareOneModel(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Text: "echo " + r.LastUserText}
+	}})
+	m := newModel(t, srv, nil, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			p := fmt.Sprintf("prompt-%d", i)
+			resp, err := m.Generate(context.Background(), userReq(p))
+			if err != nil {
+				errs <- err
+				return
+			}
+			if resp.Message.Text != "echo "+p {
+				errs <- fmt.Errorf("crossed answers: %q for %q", resp.Message.Text, p)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

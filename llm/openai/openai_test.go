@@ -298,3 +298,16 @@ func TestInvalidToolArgumentsBecomeAnInputErrorNotACrash(t *testing.T) {
 		t.Fatalf("journal unreadable: %v", err)
 	}
 }
+
+func TestCancelAfterStreamStarted(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "a slow, slow answer", EventDelay: time.Minute}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	_, err := newModel(t, srv, testKey, &sleeps{}, nil).Generate(ctx, userReq("x"))
+	if !errors.Is(err, agenterr.ErrCanceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("a cancelled stream was retried: %d requests", n)
+	}
+}
