@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -231,9 +232,21 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 	if err != nil || res.Content != "Hej, Ada from workdir-x" {
 		t.Fatalf("greet = %+v, %v", res, err)
 	}
-	if err := set.Close(); err != nil {
-		t.Fatal(err)
+	// A server that dies mid-call fails the call; it does not hang it.
+	done := make(chan error, 1)
+	go func() {
+		_, err := find(set.Tools(), "mcp__greeter__die").Run(context.Background(), json.RawMessage(`{}`))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("call to a dead server succeeded")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("call to a dying server hangs")
 	}
+	_ = set.Close()
 	if _, err := find(set.Tools(), "mcp__greeter__greet").Run(context.Background(), json.RawMessage(`{"name":"x"}`)); err == nil {
 		t.Fatal("call after Close succeeded")
 	}
@@ -302,5 +315,33 @@ func TestCollidingToolNamesStayDistinct(t *testing.T) {
 	}
 	if len(remotes) != 3 {
 		t.Fatalf("a remote tool is unreachable: %v", seen)
+	}
+}
+
+func TestHangingToolHonoursCancellation(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "slow", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	set, err := mcp.ConnectWith(context.Background(), nil, mcp.Options{Transports: map[string]sdk.Transport{"slow": ct}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := find(set.Tools(), "mcp__slow__wait").Run(ctx, json.RawMessage(`{}`)); err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("cancellation did not reach the call")
 	}
 }
