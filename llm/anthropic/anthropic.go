@@ -343,7 +343,7 @@ func toResponse(msg *sdk.Message, structured bool) *llm.Response {
 		resp.Message.Reasoning, _ = json.Marshal(reasoning)
 	}
 	resp.Message.Text = text.String()
-	if structured && len(resp.Message.ToolCalls) == 0 && seenText {
+	if structured && len(resp.Message.ToolCalls) == 0 && seenText && resp.StopReason != "refusal" {
 		if s := strings.TrimSpace(firstText); json.Valid([]byte(s)) {
 			resp.StructuredOutput = json.RawMessage(s)
 		}

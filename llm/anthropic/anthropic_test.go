@@ -557,3 +557,18 @@ func TestConcurrentTurnsShareOneModel(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestRefusalIsNotStructuredOutput(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{
+		{Text: `{"status":"completed"}`, StopReason: "refusal"},
+	}})
+	req := userReq("x")
+	req.OutputSchema = json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"],"additionalProperties":false}`)
+	resp, err := newModel(t, srv, nil, nil).Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StopReason != "refusal" || resp.StructuredOutput != nil {
+		t.Fatalf("a refusal was taken as a structured answer: %+v", resp)
+	}
+}
