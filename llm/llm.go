@@ -33,6 +33,12 @@ type Message struct {
 	Text        string       `json:"text,omitempty"`
 	ToolCalls   []ToolCall   `json:"tool_calls,omitempty"`
 	ToolResults []ToolResult `json:"tool_results,omitempty"`
+	// Reasoning holds an assistant message's reasoning blocks that must be
+	// sent back verbatim in later turns (Anthropic thinking and
+	// redacted_thinking blocks with their signatures). It is opaque to
+	// everything but the provider that produced it; other providers ignore
+	// it.
+	Reasoning json.RawMessage `json:"reasoning,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool.

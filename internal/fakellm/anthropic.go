@@ -15,6 +15,8 @@ type aBlock struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
 }
 
 type aMessage struct {
@@ -112,11 +114,27 @@ func decodeAnthropic(body []byte, countOnly bool) (Request, error) {
 		return req, fmt.Errorf("messages: at least one message is required")
 	}
 	var pendingUses map[string]bool
+	turn := 0 // position among user/assistant messages
+	last := ""
 	for i, m := range ar.Messages {
+		if m.Role == "system" {
+			// Mid-conversation system messages (the Claude Code CLI sends
+			// its environment this way) take no part in alternation.
+			bs, err := blocks(m.Content)
+			if err != nil {
+				return req, fmt.Errorf("messages.%d.content: %v", i, err)
+			}
+			for _, b := range bs {
+				req.System += b.Text
+			}
+			continue
+		}
 		want := "user"
-		if i%2 == 1 {
+		if turn%2 == 1 {
 			want = "assistant"
 		}
+		turn++
+		last = m.Role
 		if m.Role != want {
 			return req, fmt.Errorf("messages.%d.role: roles must alternate starting with user; got %q", i, m.Role)
 		}
@@ -163,7 +181,11 @@ func decodeAnthropic(body []byte, countOnly bool) (Request, error) {
 		req.LastUserText = text.String()
 		req.LastToolResults = results
 	}
-	if ar.Messages[len(ar.Messages)-1].Role != "user" {
+	if turn == 0 {
+		return req, fmt.Errorf("messages: at least one user message is required")
+	}
+	req.Messages = turn
+	if last != "user" {
 		return req, fmt.Errorf("messages: the last message must be a user message (assistant prefill is not supported by this model)")
 	}
 	return req, nil
@@ -189,6 +211,10 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
 		return
 	}
+	if err := s.checkThinking(body); err != nil {
+		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
+		return
+	}
 	if countOnly {
 		s.record(r, body, req, http.StatusOK)
 		writeJSON(w, map[string]int64{"input_tokens": estimate(len(body))}, nil)
@@ -207,7 +233,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	s.record(r, body, req, http.StatusOK)
-	writeAnthropicReply(w, s, req, rp, len(body))
+	writeAnthropicReply(r, w, s, req, rp, len(body))
 }
 
 func anthropicUsage(rp Reply, reqBytes int) map[string]int64 {
@@ -226,8 +252,49 @@ func anthropicUsage(rp Reply, reqBytes int) map[string]int64 {
 		"cache_creation_input_tokens": u.CacheWriteTokens, "cache_read_input_tokens": u.CacheReadTokens}
 }
 
-func writeAnthropicReply(w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int) {
+// checkThinking enforces that thinking blocks issued with tool calls come
+// back first and unchanged in the assistant message holding those calls.
+func (s *Server) checkThinking(body []byte) error {
+	s.mu.Lock()
+	issued := len(s.thinking) > 0
+	s.mu.Unlock()
+	if !issued {
+		return nil
+	}
+	var ar aRequest
+	if json.Unmarshal(body, &ar) != nil {
+		return nil
+	}
+	for i, m := range ar.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		bs, err := blocks(m.Content)
+		if err != nil {
+			continue
+		}
+		for _, b := range bs {
+			if b.Type != "tool_use" {
+				continue
+			}
+			s.mu.Lock()
+			sig, ok := s.thinking[b.ID]
+			s.mu.Unlock()
+			if ok && (bs[0].Type != "thinking" || bs[0].Signature != sig) {
+				return fmt.Errorf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)", i, bs[0].Type)
+			}
+		}
+	}
+	return nil
+}
+
+func writeAnthropicReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int) {
 	var content []map[string]any
+	sig := ""
+	if rp.Thinking != "" {
+		sig = s.nextID("sig_")
+		content = append(content, map[string]any{"type": "thinking", "thinking": rp.Thinking, "signature": sig})
+	}
 	if t := rp.replyText(); t != "" {
 		content = append(content, map[string]any{"type": "text", "text": t})
 	}
@@ -237,6 +304,14 @@ func writeAnthropicReply(w http.ResponseWriter, s *Server, req Request, rp Reply
 			id = s.nextID("toolu_")
 		}
 		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": inputOrEmpty(c.Input)})
+		if sig != "" {
+			s.mu.Lock()
+			if s.thinking == nil {
+				s.thinking = map[string]string{}
+			}
+			s.thinking[id] = sig
+			s.mu.Unlock()
+		}
 	}
 	if content == nil {
 		content = []map[string]any{}
@@ -255,7 +330,7 @@ func writeAnthropicReply(w http.ResponseWriter, s *Server, req Request, rp Reply
 			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage}, rp.Fault)
 		return
 	}
-	e := startSSE(w, Anthropic, rp.Fault)
+	e := startSSE(r, w, Anthropic, rp)
 	startUsage := map[string]int64{"input_tokens": usage["input_tokens"], "output_tokens": 1,
 		"cache_creation_input_tokens": usage["cache_creation_input_tokens"], "cache_read_input_tokens": usage["cache_read_input_tokens"]}
 	steps := []struct {
@@ -271,6 +346,12 @@ func writeAnthropicReply(w http.ResponseWriter, s *Server, req Request, rp Reply
 	}
 	for i, b := range content {
 		switch b["type"] {
+		case "thinking":
+			add("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			for _, frag := range splitHalf(b["thinking"].(string)) {
+				add("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": frag}})
+			}
+			add("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
 		case "text":
 			add("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
 			if i == 0 {

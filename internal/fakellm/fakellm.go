@@ -89,6 +89,11 @@ type Reply struct {
 	Text string
 	// ToolCalls are tool calls after the text.
 	ToolCalls []ToolCall
+	// Thinking, when set, starts an Anthropic reply with a thinking block
+	// (with a signature). The fake then requires that block to come back
+	// first and unchanged in the assistant message that carries the reply's
+	// tool calls, as the real API does; the OpenAI dialect ignores it.
+	Thinking string
 	// Structured is a structured-output answer: the JSON is sent as the
 	// text of the first text block (Anthropic output_config.format) or as
 	// message.content (OpenAI response_format json_schema).
@@ -100,6 +105,9 @@ type Reply struct {
 	Usage Usage
 	// Delay waits before the first byte (cancelled with the request).
 	Delay time.Duration
+	// EventDelay waits before each stream event after the first (a slow
+	// stream; cancelled with the request).
+	EventDelay time.Duration
 	// Fault, when set, makes the reply fail.
 	Fault *Fault
 }
@@ -182,6 +190,7 @@ type Server struct {
 	memSrv  *http.Server
 
 	mu       sync.Mutex
+	thinking map[string]string // tool_use id → signature of its thinking block
 	next     int
 	requests []Recorded
 	seq      int
@@ -436,6 +445,8 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, body []byte,
 
 // sse writes server-sent events, counting them for cut and error faults.
 type sse struct {
+	ctx     context.Context
+	delay   time.Duration
 	w       http.ResponseWriter
 	f       http.Flusher
 	n       int
@@ -447,6 +458,9 @@ type sse struct {
 var errAborted = fmt.Errorf("fakellm: stream aborted by fault")
 
 func (e *sse) event(name string, data any) error {
+	if e.n > 0 && !wait(e.ctx, e.delay) {
+		return errAborted
+	}
 	if e.fault != nil && e.fault.CutAfter > 0 && e.n >= e.fault.CutAfter {
 		e.f.Flush()
 		// Abort the handler: the server closes the connection without
@@ -495,12 +509,12 @@ func (e *sse) event(name string, data any) error {
 	return nil
 }
 
-func startSSE(w http.ResponseWriter, d Dialect, f *Fault) *sse {
+func startSSE(r *http.Request, w http.ResponseWriter, d Dialect, rp Reply) *sse {
 	w.Header().Set("content-type", "text/event-stream")
 	w.Header().Set("cache-control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
-	return &sse{w: w, f: fl, fault: f, dialect: d}
+	return &sse{ctx: r.Context(), delay: rp.EventDelay, w: w, f: fl, fault: rp.Fault, dialect: d}
 }
 
 // writeJSON writes a 200 JSON body, or half of it and a cut when the fault

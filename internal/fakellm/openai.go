@@ -169,10 +169,10 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, body []byte
 		return
 	}
 	s.record(r, body, req, http.StatusOK)
-	writeOpenAIReply(w, s, req, rp, len(body), includeUsage)
+	writeOpenAIReply(r, w, s, req, rp, len(body), includeUsage)
 }
 
-func writeOpenAIReply(w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int, includeUsage bool) {
+func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int, includeUsage bool) {
 	u := rp.Usage
 	if u.InputTokens == 0 {
 		u.InputTokens = estimate(reqBytes)
@@ -223,7 +223,7 @@ func writeOpenAIReply(w http.ResponseWriter, s *Server, req Request, rp Reply, r
 			"usage":   usage}, rp.Fault)
 		return
 	}
-	e := startSSE(w, OpenAI, rp.Fault)
+	e := startSSE(r, w, OpenAI, rp)
 	chunk := func(delta map[string]any, fin any) map[string]any {
 		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fin, "logprobs": nil}}}

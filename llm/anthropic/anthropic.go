@@ -40,8 +40,9 @@ const (
 	DefaultBaseURL   = "https://api.anthropic.com/"
 	DefaultMaxTokens = 8192
 	// EnvAPIKey and EnvBaseURL are read through llm.Config.Getenv.
-	EnvAPIKey  = "ANTHROPIC_API_KEY"
-	EnvBaseURL = "ANTHROPIC_BASE_URL"
+	EnvAPIKey    = "ANTHROPIC_API_KEY"
+	EnvAuthToken = "ANTHROPIC_AUTH_TOKEN"
+	EnvBaseURL   = "ANTHROPIC_BASE_URL"
 )
 
 func init() {
@@ -52,8 +53,12 @@ func init() {
 
 // Config configures a Model.
 type Config struct {
-	// APIKey is sent as x-api-key; required.
+	// APIKey is sent as x-api-key. One of APIKey and AuthToken is
+	// required.
 	APIKey string
+	// AuthToken is sent as "Authorization: Bearer" (LLM gateways) when
+	// APIKey is empty.
+	AuthToken string
 	// BaseURL of the API ("" = DefaultBaseURL).
 	BaseURL string
 	// Model id ("" = DefaultModel); llm.Request.Model overrides it.
@@ -83,7 +88,7 @@ func FromLLM(c llm.Config) Config {
 	if base == "" {
 		base = getenv(EnvBaseURL)
 	}
-	return Config{APIKey: getenv(EnvAPIKey), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Events: c.Events}
+	return Config{APIKey: getenv(EnvAPIKey), AuthToken: getenv(EnvAuthToken), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Events: c.Events}
 }
 
 // Model is an llm.Model speaking the Anthropic Messages API.
@@ -94,9 +99,9 @@ type Model struct {
 
 // New builds a Model. A missing API key is an SDK_AUTH error.
 func New(cfg Config) (*Model, error) {
-	if strings.TrimSpace(cfg.APIKey) == "" {
+	if strings.TrimSpace(cfg.APIKey) == "" && strings.TrimSpace(cfg.AuthToken) == "" {
 		e := agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false, "no Anthropic API key: %s is not set", EnvAPIKey)
-		e.Hint = "export " + EnvAPIKey + "=sk-ant-... (or pick another provider with --model)"
+		e.Hint = "export " + EnvAPIKey + "=sk-ant-... (or " + EnvAuthToken + " for a gateway, or pick another provider with --model)"
 		return nil, e
 	}
 	if cfg.BaseURL == "" {
@@ -115,24 +120,18 @@ func New(cfg Config) (*Model, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	auth := option.WithAPIKey(cfg.APIKey)
+	if cfg.APIKey == "" {
+		auth = option.WithAuthToken(cfg.AuthToken)
+	}
 	client := sdk.NewClient(
 		option.WithoutEnvironmentDefaults(), // never read keys or URLs from the process env behind Config's back
 		option.WithBaseURL(cfg.BaseURL),
-		option.WithAPIKey(cfg.APIKey),
+		auth,
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0), // capstan owns the retry policy
 	)
 	return &Model{cfg: cfg, client: client}, nil
-}
-
-// RetryEvent is the payload of a model.retry journal event.
-type RetryEvent struct {
-	Provider string `json:"provider"`
-	Attempt  int    `json:"attempt"` // the attempt that failed, 1-based
-	DelayMs  int64  `json:"delay_ms"`
-	Code     string `json:"code"`
-	Status   int    `json:"status,omitempty"`
-	Message  string `json:"message"`
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
@@ -155,7 +154,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 			return nil, f.final(attempt)
 		}
 		d := m.cfg.Retry.Delay(attempt, f.retryAfter, f.hasRetryAfter)
-		m.cfg.Events.Emit(journal.ModelRetry, RetryEvent{Provider: "anthropic", Attempt: attempt, DelayMs: d.Milliseconds(),
+		m.cfg.Events.Emit(journal.ModelRetry, retry.Event{Provider: "anthropic", Attempt: attempt, DelayMs: d.Milliseconds(),
 			Code: f.code, Status: f.status, Message: f.msg})
 		if err := m.cfg.Retry.Wait(ctx, d); err != nil {
 			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "anthropic: request canceled while waiting to retry")
@@ -273,8 +272,10 @@ func (m *Model) classify(err error) *failure {
 }
 
 func (m *Model) redact(s string) string {
-	if k := m.cfg.APIKey; len(k) >= 4 {
-		s = strings.ReplaceAll(s, k, "[REDACTED]")
+	for _, k := range []string{m.cfg.APIKey, m.cfg.AuthToken} {
+		if len(k) >= 4 {
+			s = strings.ReplaceAll(s, k, "[REDACTED]")
+		}
 	}
 	return s
 }
@@ -316,6 +317,7 @@ func toResponse(msg *sdk.Message, structured bool) *llm.Response {
 			CacheReadTokens: msg.Usage.CacheReadInputTokens, CacheWriteTokens: msg.Usage.CacheCreationInputTokens}}
 	resp.Message.Role = llm.RoleAssistant
 	var text strings.Builder
+	var reasoning []reasoningBlock
 	firstText := ""
 	seenText := false
 	for _, b := range msg.Content {
@@ -331,10 +333,17 @@ func toResponse(msg *sdk.Message, structured bool) *llm.Response {
 				in = json.RawMessage(`{}`)
 			}
 			resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)})
+		case "thinking":
+			reasoning = append(reasoning, reasoningBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			reasoning = append(reasoning, reasoningBlock{Type: b.Type, Data: b.Data})
 		}
 	}
+	if len(reasoning) > 0 {
+		resp.Message.Reasoning, _ = json.Marshal(reasoning)
+	}
 	resp.Message.Text = text.String()
-	if structured && len(resp.Message.ToolCalls) == 0 && seenText {
+	if structured && len(resp.Message.ToolCalls) == 0 && seenText && resp.StopReason != "refusal" {
 		if s := strings.TrimSpace(firstText); json.Valid([]byte(s)) {
 			resp.StructuredOutput = json.RawMessage(s)
 		}
@@ -458,7 +467,9 @@ func wireMessages(msgs []llm.Message) ([]sdk.MessageParam, error) {
 			}
 			push(sdk.MessageParamRoleUser, bs)
 		case llm.RoleAssistant:
-			var bs []sdk.ContentBlockParamUnion
+			// Thinking blocks go back first and verbatim: the API rejects
+			// a tool-use continuation whose thinking was dropped.
+			bs := reasoningParams(msg.Reasoning)
 			if msg.Text != "" {
 				bs = append(bs, sdk.NewTextBlock(msg.Text))
 			}
@@ -483,3 +494,34 @@ func wireMessages(msgs []llm.Message) ([]sdk.MessageParam, error) {
 // envGetter is the process environment, used when llm.Config.Getenv is nil
 // (its documented default).
 func envGetter() func(string) string { return os.Getenv }
+
+// reasoningBlock is one thinking or redacted_thinking block as kept in
+// llm.Message.Reasoning.
+type reasoningBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// reasoningParams rebuilds the thinking blocks of an assistant message.
+// Reasoning that is not ours (another provider's, or corrupt) is ignored.
+func reasoningParams(raw json.RawMessage) []sdk.ContentBlockParamUnion {
+	if len(raw) == 0 {
+		return nil
+	}
+	var rs []reasoningBlock
+	if json.Unmarshal(raw, &rs) != nil {
+		return nil
+	}
+	var out []sdk.ContentBlockParamUnion
+	for _, r := range rs {
+		switch {
+		case r.Type == "thinking" && r.Signature != "":
+			out = append(out, sdk.NewThinkingBlock(r.Signature, r.Thinking))
+		case r.Type == "redacted_thinking" && r.Data != "":
+			out = append(out, sdk.NewRedactedThinkingBlock(r.Data))
+		}
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -430,5 +431,144 @@ func TestKeyNeverLeaksIntoErrorsOrJournal(t *testing.T) {
 				t.Fatalf("recorded header %s leaks the key", k)
 			}
 		}
+	}
+}
+
+func TestThinkingBlocksAreEchoedBackAndSurviveResume(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("forty-two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		if len(r.LastToolResults) > 0 {
+			return fakellm.Reply{Text: "It says " + r.LastToolResults[0]}
+		}
+		return fakellm.Reply{Thinking: "I should read the notes first.", ToolCalls: []fakellm.ToolCall{{Name: "Read", Input: json.RawMessage(`{"file_path":"notes.txt"}`)}}}
+	}})
+	w, err := journal.Create(dir, "think")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := llm.NewToolLoop(newModel(t, srv, nil, nil), llm.Config{Tools: []tool.Tool{readTool{dir}}, Events: w})
+	res, err := loop.Query(context.Background(), "read notes", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err) // the fake answers 400 if the thinking block was dropped
+	}
+	if got := res.Responses[len(res.Responses)-1]; got != "It says forty-two" {
+		t.Fatalf("final = %q", got)
+	}
+	for _, r := range res.Responses {
+		if strings.Contains(r, "read the notes first") {
+			t.Fatal("thinking text leaked into the responses")
+		}
+	}
+	// Resume from the journal in a new bridge: the thinking block must
+	// still be sent back.
+	_ = w.Close()
+	evs, err := journal.ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	transcripts := map[string][]llm.Message{}
+	for _, ev := range evs {
+		if ev.Type != journal.SessionMessages {
+			continue
+		}
+		var sm llm.SessionMessagesEvent
+		if err := json.Unmarshal(ev.Data, &sm); err != nil {
+			t.Fatal(err)
+		}
+		transcripts[sm.SessionID] = append(transcripts[sm.SessionID], sm.Messages...)
+	}
+	loop2 := llm.NewToolLoop(newModel(t, srv, nil, nil), llm.Config{Tools: []tool.Tool{readTool{dir}}, Transcripts: transcripts})
+	res2, err := loop2.Query(context.Background(), "and once more", llm.QueryOptions{SessionID: res.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.SessionRenewed || res2.SessionID != res.SessionID {
+		t.Fatalf("resume lost the session: %+v", res2)
+	}
+	last := srv.Requests()[len(srv.Requests())-1]
+	if !strings.Contains(string(last.Body), `"signature":"sig_`) {
+		t.Fatalf("resumed request lacks the thinking block: %s", last.Body)
+	}
+}
+
+func TestAuthTokenForGateways(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: "gw-token-123", Replies: []fakellm.Reply{{Text: "via gateway"}}})
+	env := map[string]string{"ANTHROPIC_AUTH_TOKEN": "gw-token-123", "ANTHROPIC_BASE_URL": srv.URL}
+	b, err := llm.Open(context.Background(), "anthropic:m", llm.Config{HTTPClient: srv.Client(), Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Query(context.Background(), "hi", llm.QueryOptions{})
+	if err != nil || res.Responses[0] != "via gateway" {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	h := srv.Requests()[0].Header
+	if h.Get("Authorization") != "REDACTED" || h.Get("X-Api-Key") != "" {
+		t.Fatalf("headers = %v", h)
+	}
+}
+
+func TestCancelAfterStreamStarted(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "a slow, slow answer", EventDelay: time.Minute}}})
+	m := newModel(t, srv, &sleeps{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := m.Generate(ctx, userReq("x"))
+	if !errors.Is(err, agenterr.ErrCanceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatal("cancel did not interrupt the stream")
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("a cancelled stream was retried: %d requests", n)
+	}
+}
+
+func TestConcurrentTurnsShareOneModel(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Text: "echo " + r.LastUserText}
+	}})
+	m := newModel(t, srv, nil, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			p := fmt.Sprintf("prompt-%d", i)
+			resp, err := m.Generate(context.Background(), userReq(p))
+			if err != nil {
+				errs <- err
+				return
+			}
+			if resp.Message.Text != "echo "+p {
+				errs <- fmt.Errorf("crossed answers: %q for %q", resp.Message.Text, p)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestRefusalIsNotStructuredOutput(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{
+		{Text: `{"status":"completed"}`, StopReason: "refusal"},
+	}})
+	req := userReq("x")
+	req.OutputSchema = json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"],"additionalProperties":false}`)
+	resp, err := newModel(t, srv, nil, nil).Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StopReason != "refusal" || resp.StructuredOutput != nil {
+		t.Fatalf("a refusal was taken as a structured answer: %+v", resp)
 	}
 }

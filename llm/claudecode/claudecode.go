@@ -209,39 +209,43 @@ func (b *Bridge) SessionID() string {
 // Close implements llm.Bridge; queries hold no state between calls.
 func (b *Bridge) Close() error { return nil }
 
-// Args returns the CLI arguments for a query (without the binary).
+// Args returns the CLI arguments for a query (without the binary). Every
+// value that comes from configuration or a model is passed in the
+// "--flag=value" form, so a value starting with "-" (a hostile model name
+// or system prompt) can never be read as a flag of its own.
 func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}
+	add := func(flag, value string) { args = append(args, flag+"="+value) }
 	if resume != "" {
-		args = append(args, "--resume", resume)
+		add("--resume", resume)
 	}
 	if b.cfg.Model != "" {
-		args = append(args, "--model", b.cfg.Model)
+		add("--model", b.cfg.Model)
 	}
 	if len(opts.OutputSchema) > 0 {
-		args = append(args, "--json-schema", string(opts.OutputSchema))
+		add("--json-schema", string(opts.OutputSchema))
 	}
 	if len(opts.AllowedTools) > 0 {
-		args = append(args, "--allowedTools", strings.Join(opts.AllowedTools, ","))
+		add("--allowedTools", strings.Join(opts.AllowedTools, ","))
 	}
 	if len(b.cfg.DisallowedTools) > 0 {
-		args = append(args, "--disallowedTools", strings.Join(b.cfg.DisallowedTools, ","))
+		add("--disallowedTools", strings.Join(b.cfg.DisallowedTools, ","))
 	}
 	if opts.PermissionMode != "" {
-		args = append(args, "--permission-mode", opts.PermissionMode)
+		add("--permission-mode", opts.PermissionMode)
 	}
 	maxTurns := opts.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = b.cfg.MaxTurns
 	}
 	if maxTurns > 0 {
-		args = append(args, "--max-turns", strconv.Itoa(maxTurns))
+		add("--max-turns", strconv.Itoa(maxTurns))
 	}
 	if b.mcp != "" {
-		args = append(args, "--mcp-config", b.mcp)
+		add("--mcp-config", b.mcp)
 	}
 	if opts.SystemPrompt != "" {
-		args = append(args, "--append-system-prompt", opts.SystemPrompt)
+		add("--append-system-prompt", opts.SystemPrompt)
 	}
 	return args
 }
@@ -317,7 +321,8 @@ func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, 
 		"message": map[string]any{"role": "user", "content": prompt}, "parent_tool_use_id": nil})
 	_, werr := stdin.Write(append(msg, '\n'))
 
-	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events}
+	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events,
+		abort: func() { signalGroup(cmd, true) }}
 	readErr := st.read(stdout, func() { _ = stdin.Close() })
 	_ = stdin.Close()
 	// Drain whatever is left so the process can exit.
@@ -328,6 +333,9 @@ func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, 
 
 	if ctx.Err() != nil {
 		return nil, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "claude-code query canceled")
+	}
+	if st.aborted != nil {
+		return nil, st.aborted
 	}
 	if st.result == nil {
 		return nil, b.noResult(resume, stderr.String(), readErr, werr, waitErr)
@@ -458,7 +466,15 @@ type state struct {
 	apiError  string
 	events    journal.Emitter
 	turns     int
+	// abort kills the CLI; aborted is the error that made us do it.
+	abort   func()
+	aborted error
 }
+
+// authRetryLimit is how many api_retry frames for a rejected key (401/403)
+// the driver lets the CLI make before stopping it: the CLI retries them
+// for minutes, but a rejected API key does not heal.
+const authRetryLimit = 2
 
 func (st *state) read(r io.Reader, onResult func()) error {
 	lr := newLineReader(r, MaxLineBytes)
@@ -496,6 +512,14 @@ func (st *state) frame(f *Frame) {
 		case "api_retry":
 			st.events.Emit(journal.ModelRetry, map[string]any{"provider": "claude-code", "attempt": f.Attempt,
 				"max_retries": f.MaxRetries, "delay_ms": f.RetryDelayMs, "status": f.ErrorStatus})
+			authFail := f.ErrorStatus == 401 || f.ErrorStatus == 403 || f.Error == "authentication_failed" || f.Error == "billing_error"
+			if authFail && f.Attempt >= authRetryLimit && st.aborted == nil && st.abort != nil {
+				e := agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false,
+					"claude-code: the API rejected the credentials (HTTP %d, %d attempts)", f.ErrorStatus, f.Attempt)
+				e.Hint = "log in with `claude` or set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a gateway)"
+				st.aborted = e
+				st.abort()
+			}
 		}
 	case "assistant":
 		if f.Error != "" {

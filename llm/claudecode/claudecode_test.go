@@ -105,6 +105,11 @@ func readLog(t *testing.T, p string) fakeLog {
 }
 
 func flagValue(args []string, name string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v, true
+		}
+	}
 	i := slices.Index(args, name)
 	if i < 0 || i+1 >= len(args) {
 		return "", false
@@ -251,6 +256,7 @@ func TestErrorResultsMapToCodes(t *testing.T) {
 		{"rate-limit", agenterr.CodeSdkRateLimit, true},
 		{"max-turns", agenterr.CodeMaxTurns, true},
 		{"auth", agenterr.CodeSdkAuth, false},
+		{"auth-retry", agenterr.CodeSdkAuth, false},
 		{"crash", agenterr.CodeSdkConnection, true},
 	}
 	for _, tc := range cases {
@@ -409,5 +415,31 @@ func TestMCPConfigRejectsEmptyServer(t *testing.T) {
 	e := agenterr.From(err)
 	if e == nil || e.Pointer != "/runner/mcpServers/x" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestHostileValuesCannotBecomeFlags(t *testing.T) {
+	b, logPath := newBridge(t, "", nil, func(c *claudecode.Config) { c.Model = "--dangerously-skip-permissions" })
+	_, err := b.Query(context.Background(), "--permission-mode bypassPermissions\n\"; rm -rf /", llm.QueryOptions{
+		SystemPrompt: "--permission-mode=bypassPermissions", AllowedTools: []string{"-x", "Bash(rm -rf /:*)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := readLog(t, logPath)
+	for _, a := range l.Args {
+		switch {
+		case a == "--dangerously-skip-permissions", a == "--permission-mode=bypassPermissions", a == "-x", a == "bypassPermissions":
+			t.Fatalf("a configured value became a flag: %q in %q", a, l.Args)
+		}
+	}
+	if v, _ := flagValue(l.Args, "--model"); v != "--dangerously-skip-permissions" {
+		t.Fatalf("--model = %q", v)
+	}
+	if v, _ := flagValue(l.Args, "--append-system-prompt"); v != "--permission-mode=bypassPermissions" {
+		t.Fatalf("--append-system-prompt = %q", v)
+	}
+	var in struct{ Message struct{ Content string } }
+	if err := json.Unmarshal([]byte(l.Stdin), &in); err != nil || in.Message.Content != "--permission-mode bypassPermissions\n\"; rm -rf /" {
+		t.Fatalf("prompt not passed verbatim on stdin: %q", l.Stdin)
 	}
 }

@@ -2,15 +2,111 @@ package claudecode_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
+
+func realCLI(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("claude")
+	if err != nil {
+		t.Skip("claude CLI not on PATH; install it with `npm install -g @anthropic-ai/claude-code` to run this test")
+	}
+	return bin
+}
+
+func realEnv(t *testing.T, srv *fakellm.Server) func(string) string {
+	home := t.TempDir()
+	env := map[string]string{
+		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key", "CLAUDE_CONFIG_DIR": home, "HOME": home,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_NON_ESSENTIAL_MODEL_CALLS": "1",
+	}
+	return func(k string) string { return env[k] }
+}
+
+func dumpOnError(t *testing.T, srv *fakellm.Server, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for i, r := range srv.Requests() {
+		t.Logf("request %d: %s %s -> %d\n%.2000s", i, r.Method, r.Path, r.Status, r.Body)
+	}
+	t.Fatalf("%v (fake saw %d requests)", err, len(srv.Requests()))
+}
+
+// TestRealCLIToolUseAndStructuredOutput drives the real CLI through a tool
+// call (its own Read tool on a file of the work dir) and a --json-schema
+// answer, against fakellm.
+func TestRealCLIToolUseAndStructuredOutput(t *testing.T) {
+	bin := realCLI(t)
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("the code is 4711\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		structuredTool := ""
+		for _, n := range r.Tools {
+			if strings.Contains(strings.ToLower(n), "structured") {
+				structuredTool = n
+			}
+		}
+		switch {
+		case len(r.LastToolResults) > 0 && structuredTool != "" && strings.Contains(strings.Join(r.LastToolResults, " "), "4711"):
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: structuredTool, Input: json.RawMessage(`{"code":"4711"}`)}}}
+		case len(r.LastToolResults) > 0:
+			return fakellm.Reply{Text: "The notes say: " + strings.Join(r.LastToolResults, " ")}
+		case strings.Contains(r.LastUserText, "READ-NOTES"):
+			return fakellm.Reply{Text: "Reading.", ToolCalls: []fakellm.ToolCall{{Name: "Read",
+				Input: json.RawMessage(`{"file_path":` + strconv.Quote(filepath.Join(work, "notes.txt")) + `}`)}}}
+		}
+		return fakellm.Reply{Text: "ok"}
+	}})
+	b, err := claudecode.New(claudecode.Config{Binary: bin, WorkDir: work, Model: "claude-sonnet-5", Getenv: realEnv(t, srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := b.Query(ctx, "READ-NOTES: what is the code?", llm.QueryOptions{MaxTurns: 4, AllowedTools: []string{"Read"}, PermissionMode: "default"})
+	dumpOnError(t, srv, err)
+	if len(res.ToolUses) != 1 || res.ToolUses[0].Name != "Read" || !strings.Contains(res.ToolUses[0].Output, "4711") {
+		t.Fatalf("tool uses = %+v", res.ToolUses)
+	}
+	if !strings.Contains(strings.Join(res.Responses, "\n"), "4711") {
+		t.Fatalf("responses = %q", res.Responses)
+	}
+	sid := res.SessionID
+
+	schema := json.RawMessage(`{"type":"object","properties":{"code":{"type":"string"}},"required":["code"],"additionalProperties":false}`)
+	res, err = b.Query(ctx, "READ-NOTES again and report the code", llm.QueryOptions{SessionID: sid, MaxTurns: 6,
+		AllowedTools: []string{"Read"}, OutputSchema: schema})
+	dumpOnError(t, srv, err)
+	var out struct{ Code string }
+	if err := json.Unmarshal(res.StructuredOutput, &out); err != nil || out.Code != "4711" {
+		t.Fatalf("structured = %s (%v)", res.StructuredOutput, err)
+	}
+	if res.SessionID != sid || res.SessionRenewed {
+		t.Fatalf("resume: session %q renewed=%v, want %q", res.SessionID, res.SessionRenewed, sid)
+	}
+	// An unknown session is renewed once, with the real CLI too.
+	res, err = b.Query(ctx, "hello", llm.QueryOptions{SessionID: "00000000-0000-4000-8000-000000000000", MaxTurns: 1})
+	dumpOnError(t, srv, err)
+	if !res.SessionRenewed || res.SessionID == "" || res.SessionID == "00000000-0000-4000-8000-000000000000" {
+		t.Fatalf("unknown session not renewed: %+v", res)
+	}
+}
 
 // TestRealCLIAgainstFakeAnthropic drives the real claude CLI, when it is
 // installed, against fakellm's Anthropic server over loopback: no network
@@ -40,9 +136,43 @@ func TestRealCLIAgainstFakeAnthropic(t *testing.T) {
 	defer cancel()
 	res, err := b.Query(ctx, "Reply with the word for PING-7.", llm.QueryOptions{MaxTurns: 1, PermissionMode: "plan"})
 	if err != nil {
+		for i, r := range srv.Requests() {
+			t.Logf("request %d: %s %s -> %d\n%.3000s", i, r.Method, r.Path, r.Status, r.Body)
+		}
 		t.Fatalf("%v (fake saw %d requests)", err, len(srv.Requests()))
 	}
 	if res.SessionID == "" || !strings.Contains(strings.Join(res.Responses, "\n"), "PONG-7") {
 		t.Fatalf("result = %+v", res)
+	}
+}
+
+// TestRealCLIErrorsAreCoded checks the driver's error mapping on the real
+// CLI's error frames: a rejected key and a rate limit.
+func TestRealCLIErrorsAreCoded(t *testing.T) {
+	bin := realCLI(t)
+	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: "another-key"})
+	b, err := claudecode.New(claudecode.Config{Binary: bin, WorkDir: t.TempDir(), Getenv: realEnv(t, srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = b.Query(ctx, "hi", llm.QueryOptions{MaxTurns: 1})
+	if agenterr.CodeOf(err) != agenterr.CodeSdkAuth || strings.Contains(err.Error(), "test-key") {
+		t.Fatalf("err = %v", err)
+	}
+
+	srv = fakellm.NewAnthropic(t, fakellm.Options{Respond: func(fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Fault: &fakellm.Fault{Status: 429, RetryAfter: "0", Message: "slow down"}}
+	}})
+	env := realEnv(t, srv)
+	b, err = claudecode.New(claudecode.Config{Binary: bin, WorkDir: t.TempDir(),
+		Getenv: env, Env: []string{"CLAUDE_CODE_MAX_RETRIES=0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Query(ctx, "hi", llm.QueryOptions{MaxTurns: 1})
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeSdkRateLimit || !e.Recoverable {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -128,16 +128,6 @@ func New(cfg Config) (*Model, error) {
 	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
 }
 
-// RetryEvent is the payload of a model.retry journal event.
-type RetryEvent struct {
-	Provider string `json:"provider"`
-	Attempt  int    `json:"attempt"`
-	DelayMs  int64  `json:"delay_ms"`
-	Code     string `json:"code"`
-	Status   int    `json:"status,omitempty"`
-	Message  string `json:"message"`
-}
-
 // Generate implements llm.Model: one streamed turn, retried per
 // Config.Retry.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -158,7 +148,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 			return nil, f.final(attempt)
 		}
 		d := m.cfg.Retry.Delay(attempt, f.retryAfter, f.hasRetryAfter)
-		m.cfg.Events.Emit(journal.ModelRetry, RetryEvent{Provider: "openai", Attempt: attempt, DelayMs: d.Milliseconds(),
+		m.cfg.Events.Emit(journal.ModelRetry, retry.Event{Provider: "openai", Attempt: attempt, DelayMs: d.Milliseconds(),
 			Code: f.code, Status: f.status, Message: f.msg})
 		if err := m.cfg.Retry.Wait(ctx, d); err != nil {
 			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "openai: request canceled while waiting to retry")
@@ -318,11 +308,7 @@ func toResponse(c *sdk.ChatCompletion, structured bool) *llm.Response {
 		resp.StopReason = "refusal"
 	}
 	for _, tc := range ch.Message.ToolCalls {
-		args := strings.TrimSpace(tc.Function.Arguments)
-		if args == "" {
-			args = "{}"
-		}
-		resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(args)})
+		resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
 	}
 	if structured && len(resp.Message.ToolCalls) == 0 && ch.Message.Refusal == "" {
 		if s := strings.TrimSpace(ch.Message.Content); s != "" && json.Valid([]byte(s)) {
@@ -428,4 +414,20 @@ func schemaName(s string) string {
 		return "output"
 	}
 	return b.String()
+}
+
+// toolInput turns a model's arguments string into the call's input. Models
+// (local ones especially) sometimes emit arguments that are not JSON; they
+// are kept as a JSON string so the transcript and the journal stay valid
+// JSON and the tool answers with an input error the model can correct.
+func toolInput(args string) json.RawMessage {
+	args = strings.TrimSpace(args)
+	if args == "" {
+		return json.RawMessage(`{}`)
+	}
+	if json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	b, _ := json.Marshal(args)
+	return b
 }

@@ -266,3 +266,48 @@ func TestKeyNeverLeaksIntoErrorsOrJournal(t *testing.T) {
 		}
 	}
 }
+
+func TestInvalidToolArgumentsBecomeAnInputErrorNotACrash(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		if len(r.LastToolResults) > 0 {
+			return fakellm.Reply{Text: "tool said: " + r.LastToolResults[0]}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "Echo", Input: json.RawMessage(`{"text": "unterminated`)}}}
+	}})
+	w, err := journal.Create(t.TempDir(), "bad-args")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := llm.NewToolLoop(newModel(t, srv, testKey, nil, nil), llm.Config{Tools: []tool.Tool{echoTool{}}, Events: w})
+	res, err := loop.Query(context.Background(), "echo", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolUses) != 1 || !res.ToolUses[0].IsError || !json.Valid(res.ToolUses[0].Input) {
+		t.Fatalf("tool use = %+v", res.ToolUses)
+	}
+	if !strings.HasPrefix(res.Responses[0], "tool said: Error:") {
+		t.Fatalf("the model was not told about the bad input: %q", res.Responses)
+	}
+	if err := w.Err(); err != nil {
+		t.Fatalf("journal write failed: %v", err)
+	}
+	_ = w.Close()
+	evs, err := journal.ReadFile(w.Path())
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("journal unreadable: %v", err)
+	}
+}
+
+func TestCancelAfterStreamStarted(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "a slow, slow answer", EventDelay: time.Minute}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	_, err := newModel(t, srv, testKey, &sleeps{}, nil).Generate(ctx, userReq("x"))
+	if !errors.Is(err, agenterr.ErrCanceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("a cancelled stream was retried: %d requests", n)
+	}
+}

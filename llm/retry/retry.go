@@ -24,6 +24,17 @@ const (
 	MaxRetryAfter = 60 * time.Second
 )
 
+// Event is the payload of a model.retry journal event, emitted before
+// each retry.
+type Event struct {
+	Provider string `json:"provider"`
+	Attempt  int    `json:"attempt"` // the attempt that failed, 1-based
+	DelayMs  int64  `json:"delay_ms"`
+	Code     string `json:"code"`
+	Status   int    `json:"status,omitempty"`
+	Message  string `json:"message"`
+}
+
 // Policy bounds retries. The zero Policy uses the defaults.
 type Policy struct {
 	// MaxAttempts is the total number of attempts, the first included

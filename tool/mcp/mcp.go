@@ -120,13 +120,27 @@ func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg 
 	s.mu.Lock()
 	s.sessions[name] = cs
 	s.mu.Unlock()
+	taken := map[string]bool{}
 	for rt, err := range cs.Tools(cctx, nil) {
 		if err != nil {
 			e := serverError(name, "cannot list tools")
 			e.Err = err
 			return e
 		}
-		s.tools = append(s.tools, newRemote(name, rt, cs))
+		r := newRemote(name, rt, cs)
+		// Two remote names may sanitise to the same capstan name
+		// ("a.b" and "a_b"); later ones get a numeric suffix so
+		// neither shadows the other.
+		base := r.spec.Name
+		for i := 2; taken[r.spec.Name]; i++ {
+			suffix := fmt.Sprintf("_%d", i)
+			if len(base)+len(suffix) > 64 {
+				base = base[:64-len(suffix)]
+			}
+			r.spec.Name = base + suffix
+		}
+		taken[r.spec.Name] = true
+		s.tools = append(s.tools, r)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -231,9 +232,21 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 	if err != nil || res.Content != "Hej, Ada from workdir-x" {
 		t.Fatalf("greet = %+v, %v", res, err)
 	}
-	if err := set.Close(); err != nil {
-		t.Fatal(err)
+	// A server that dies mid-call fails the call; it does not hang it.
+	done := make(chan error, 1)
+	go func() {
+		_, err := find(set.Tools(), "mcp__greeter__die").Run(context.Background(), json.RawMessage(`{}`))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("call to a dead server succeeded")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("call to a dying server hangs")
 	}
+	_ = set.Close()
 	if _, err := find(set.Tools(), "mcp__greeter__greet").Run(context.Background(), json.RawMessage(`{"name":"x"}`)); err == nil {
 		t.Fatal("call after Close succeeded")
 	}
@@ -260,5 +273,75 @@ func TestToolNameSanitised(t *testing.T) {
 	}
 	if got := mcp.ToolName("s", strings.Repeat("x", 100)); len(got) != 64 {
 		t.Fatal(len(got))
+	}
+}
+
+func TestCollidingToolNamesStayDistinct(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "dup", Version: "1"}, nil)
+	for _, n := range []string{"a.b", "a_b", "a b"} {
+		n := n
+		sdk.AddTool(srv, &sdk.Tool{Name: n}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: n}}}, nil, nil
+		})
+	}
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	set, err := mcp.ConnectWith(context.Background(), nil, mcp.Options{Transports: map[string]sdk.Transport{"dup": ct}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	seen := map[string]string{}
+	for _, tl := range set.Tools() {
+		res, err := tl.Run(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, ok := seen[tl.Spec().Name]; ok {
+			t.Fatalf("%s names both %s and %s", tl.Spec().Name, prev, res.Content)
+		}
+		seen[tl.Spec().Name] = res.Content
+	}
+	if len(seen) != 3 {
+		t.Fatalf("tools = %v", seen)
+	}
+	remotes := map[string]bool{}
+	for _, v := range seen {
+		remotes[v] = true
+	}
+	if len(remotes) != 3 {
+		t.Fatalf("a remote tool is unreachable: %v", seen)
+	}
+}
+
+func TestHangingToolHonoursCancellation(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "slow", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	set, err := mcp.ConnectWith(context.Background(), nil, mcp.Options{Transports: map[string]sdk.Transport{"slow": ct}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := find(set.Tools(), "mcp__slow__wait").Run(ctx, json.RawMessage(`{}`)); err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("cancellation did not reach the call")
 	}
 }

@@ -21,6 +21,9 @@ func emit(v map[string]any) {
 
 func flag(name string) (string, bool) {
 	for i, a := range os.Args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v, true
+		}
 		if a == name && i+1 < len(os.Args) {
 			return os.Args[i+1], true
 		}
@@ -81,6 +84,15 @@ func main() {
 		}
 		_ = cmd.Wait()
 		return
+	case "auth-retry":
+		// Like the real CLI with a rejected key: api_retry frames with
+		// growing delays, for minutes.
+		for i := 1; i <= 10; i++ {
+			emit(map[string]any{"type": "system", "subtype": "api_retry", "attempt": i, "max_retries": 10, "retry_delay_ms": 500 << i,
+				"error_status": 401, "error": "authentication_failed", "session_id": sid})
+			time.Sleep(time.Duration(500<<i) * time.Millisecond)
+		}
+		os.Exit(1)
 	case "crash":
 		fmt.Fprintln(os.Stderr, "fatal: something broke with key "+os.Getenv("ANTHROPIC_API_KEY"))
 		os.Exit(2)
