@@ -104,7 +104,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	provider, _ := llm.ParseSpec(a.model)
 	ownLoop := !slices.Contains(llm.ModelProviders(), provider)
 	if len(r.MCPServers) > 0 && !ownLoop {
-		set, err := mcp.Connect(ctx, r.MCPServers)
+		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir})
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
 				e.File = filepath.Join(a.def.Dir(), config.AgentFile)

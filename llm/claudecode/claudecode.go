@@ -43,12 +43,6 @@ const (
 	InstallHint = "install Claude Code with `npm install -g @anthropic-ai/claude-code` (or set " + EnvBinary + " to the claude binary)"
 )
 
-// CodeStructuredOutput is the code of a missing or schema-invalid
-// structured answer. It is the same stable code as the completion layer's
-// schema validation errors, so callers can treat both alike (retry with the
-// listed problems).
-const CodeStructuredOutput = "SCHEMA_VALIDATION"
-
 // EventProcess is the journal event type of a started CLI process.
 const EventProcess = "claude_code.process"
 
@@ -228,8 +222,8 @@ func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
 	if len(opts.AllowedTools) > 0 {
 		add("--allowedTools", strings.Join(opts.AllowedTools, ","))
 	}
-	if len(b.cfg.DisallowedTools) > 0 {
-		add("--disallowedTools", strings.Join(b.cfg.DisallowedTools, ","))
+	if deny := append(append([]string(nil), b.cfg.DisallowedTools...), opts.DisallowedTools...); len(deny) > 0 {
+		add("--disallowedTools", strings.Join(deny, ","))
 	}
 	if opts.PermissionMode != "" {
 		add("--permission-mode", opts.PermissionMode)
@@ -437,7 +431,7 @@ func (b *Bridge) resultError(st *state) error {
 	case "error_max_budget_usd":
 		return mk(agenterr.CodeBudgetExceeded, false, "raise the budget or narrow the task", "claude-code reached its cost budget ($%.4f)", r.TotalCostUSD)
 	case "error_max_structured_output_retries":
-		return mk(CodeStructuredOutput, true, "check the output schema is satisfiable", "claude-code could not produce output matching the schema: %s", text)
+		return mk(agenterr.CodeSchemaValidation, true, "check the output schema is satisfiable", "claude-code could not produce output matching the schema: %s", text)
 	}
 	status := r.APIErrorStatus
 	kind := st.apiError
@@ -639,7 +633,7 @@ func structured(st *state, schema json.RawMessage) error {
 	if lastErr != nil {
 		msg = "claude-code structured output does not match the schema: " + lastErr.Error()
 	}
-	e := agenterr.New(CodeStructuredOutput, agenterr.LayerSDKBridge, true, "%s", msg)
+	e := agenterr.New(agenterr.CodeSchemaValidation, agenterr.LayerSDKBridge, true, "%s", msg)
 	e.Hint = "the model must answer with JSON matching the output schema; a retry usually fixes this"
 	return e
 }

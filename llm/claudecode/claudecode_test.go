@@ -125,7 +125,7 @@ func TestQueryCollectsTextToolsUsageAndSession(t *testing.T) {
 		c.DisallowedTools = []string{"WebFetch"}
 	})
 	res, err := b.Query(context.Background(), "fix the bug", llm.QueryOptions{SystemPrompt: "Be careful.",
-		AllowedTools: []string{"Read", "Bash(git log:*)"}, PermissionMode: "acceptEdits", MaxTurns: 7})
+		AllowedTools: []string{"Read", "Bash(git log:*)"}, DisallowedTools: []string{"Bash(rm:*)"}, PermissionMode: "acceptEdits", MaxTurns: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestQueryCollectsTextToolsUsageAndSession(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{"--output-format": "stream-json", "--input-format": "stream-json",
-		"--model": "claude-opus-x", "--allowedTools": "Read,Bash(git log:*)", "--disallowedTools": "WebFetch",
+		"--model": "claude-opus-x", "--allowedTools": "Read,Bash(git log:*)", "--disallowedTools": "WebFetch,Bash(rm:*)",
 		"--permission-mode": "acceptEdits", "--max-turns": "7", "--append-system-prompt": "Be careful."} {
 		if got, _ := flagValue(l.Args, name); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)
@@ -291,7 +291,7 @@ func TestStructuredOutput(t *testing.T) {
 	}{
 		{"structured", 3, ""},
 		{"structured-in-text", 4, ""},
-		{"structured-invalid", 0, claudecode.CodeStructuredOutput},
+		{"structured-invalid", 0, agenterr.CodeSchemaValidation},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			b, logPath := newBridge(t, tc.scenario, nil, nil)
