@@ -88,6 +88,13 @@ type Request struct {
 	OutputSchema     json.RawMessage
 	OutputSchemaName string
 	MaxTokens        int
+	// Temperature, when set, is the sampling temperature (seed 001 asks
+	// for 0 for skills). nil leaves the provider's default.
+	Temperature *float64
+	// Seed, when set, asks for deterministic sampling where the provider
+	// supports it (OpenAI-compatible servers); providers without seeds
+	// ignore it.
+	Seed *int64
 }
 
 // Response is the model's answer to one Request.

@@ -76,8 +76,10 @@ type Config struct {
 	Sandbox *sandbox.Runner
 	// Events receives the run's events (evidence every step).
 	Events journal.Emitter
-	// Seed is the fixed sampling seed recorded in the metrics (temperature
-	// is always 0); providers that accept a seed get it.
+	// Seed is the fixed sampling seed (seed 001 §15): every model turn is
+	// requested at temperature 0 with this seed; providers that support
+	// seeds (OpenAI-compatible) send it, the others ignore it. It is also
+	// recorded in the metrics.
 	Seed int64
 	// MaxTokens bounds one model answer (default 4096).
 	MaxTokens int
@@ -276,8 +278,10 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 		}
 		// Decide: one model turn.
 		turnStart := s.now()
+		temperature, seed := 0.0, s.rt.cfg.Seed
 		resp, err := s.rt.cfg.Model.Generate(ctx, &llm.Request{
 			Model: s.rt.cfg.ModelName, System: system, Messages: msgs, Tools: specs, MaxTokens: s.rt.cfg.MaxTokens,
+			Temperature: &temperature, Seed: &seed, // seed 001 §15
 		})
 		if err != nil {
 			if reason := s.budgetExit(ctx, parent); reason != "" {

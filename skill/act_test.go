@@ -24,6 +24,8 @@ type playModel struct {
 	turns []playTurn
 	i     int
 	seen  []string // the text of the last message of every request
+	// sampling records each request's temperature and seed ("unset" when nil).
+	sampling []string
 }
 
 type playTurn struct {
@@ -50,6 +52,11 @@ func (m *playModel) Generate(_ context.Context, req *llm.Request) (*llm.Response
 		b.WriteString("\n")
 	}
 	m.seen = append(m.seen, b.String())
+	smp := "unset"
+	if req.Temperature != nil && req.Seed != nil {
+		smp = fmt.Sprintf("t=%g seed=%d", *req.Temperature, *req.Seed)
+	}
+	m.sampling = append(m.sampling, smp)
 	if m.i >= len(m.turns) {
 		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: "nothing more to do"},
 			Usage: llm.Usage{InputTokens: int64(in / 4), OutputTokens: 5}, StopReason: "end_turn"}, nil
@@ -140,6 +147,13 @@ func TestActComponentSkillMdValidateWrite(t *testing.T) {
 	ev := &memEvents{}
 	m := &playModel{turns: happyTurns()}
 	res, err := New(Config{Model: m, Events: ev, Seed: 7}).Run(context.Background(), sk, Input{Goal: "sprint report", Expected: expectReport})
+	// Seed 001 §15: every model turn is sampled at temperature 0 with the
+	// fixed seed.
+	for i, smp := range m.sampling {
+		if smp != "t=0 seed=7" {
+			t.Fatalf("turn %d sampled with %s", i+1, smp)
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

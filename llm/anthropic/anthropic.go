@@ -362,6 +362,9 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 		maxTokens = m.cfg.MaxTokens
 	}
 	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(maxTokens)}
+	if req.Temperature != nil {
+		p.Temperature = sdk.Float(*req.Temperature)
+	}
 	if req.System != "" {
 		sys := sdk.TextBlockParam{Text: req.System}
 		if !m.cfg.DisablePromptCache {

@@ -572,3 +572,24 @@ func TestRefusalIsNotStructuredOutput(t *testing.T) {
 		t.Fatalf("a refusal was taken as a structured answer: %+v", resp)
 	}
 }
+
+func TestTemperatureReachesTheWire(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: testKey, Replies: []fakellm.Reply{{Text: "a"}, {Text: "b"}}})
+	m := newModel(t, srv, nil, nil)
+	temp, seed := 0.0, int64(42)
+	req := userReq("hi")
+	req.Temperature, req.Seed = &temp, &seed // the Messages API has no seed: ignored
+	if _, err := m.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(context.Background(), userReq("again")); err != nil {
+		t.Fatal(err)
+	}
+	set, unset := string(srv.Requests()[0].Body), string(srv.Requests()[1].Body)
+	if !strings.Contains(set, `"temperature":0`) || strings.Contains(set, `"seed"`) {
+		t.Fatalf("request: %s", set)
+	}
+	if strings.Contains(unset, `"temperature"`) {
+		t.Fatalf("default overridden: %s", unset)
+	}
+}

@@ -332,6 +332,12 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 	if maxTokens > 0 {
 		p.MaxCompletionTokens = sdk.Int(int64(maxTokens))
 	}
+	if req.Temperature != nil {
+		p.Temperature = sdk.Float(*req.Temperature)
+	}
+	if req.Seed != nil {
+		p.Seed = sdk.Int(*req.Seed)
+	}
 	for _, spec := range req.Tools {
 		var params map[string]any
 		if len(spec.InputSchema) > 0 {

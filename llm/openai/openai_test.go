@@ -311,3 +311,24 @@ func TestCancelAfterStreamStarted(t *testing.T) {
 		t.Fatalf("a cancelled stream was retried: %d requests", n)
 	}
 }
+
+func TestTemperatureAndSeedReachTheWire(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{APIKey: testKey, Replies: []fakellm.Reply{{Text: "a"}, {Text: "b"}}})
+	m := newModel(t, srv, testKey, nil, nil)
+	temp, seed := 0.0, int64(42)
+	req := userReq("hi")
+	req.Temperature, req.Seed = &temp, &seed
+	if _, err := m.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(context.Background(), userReq("again")); err != nil {
+		t.Fatal(err)
+	}
+	set, unset := string(srv.Requests()[0].Body), string(srv.Requests()[1].Body)
+	if !strings.Contains(set, `"temperature":0`) || !strings.Contains(set, `"seed":42`) {
+		t.Fatalf("temperature/seed not sent: %s", set)
+	}
+	if strings.Contains(unset, `"temperature"`) || strings.Contains(unset, `"seed"`) {
+		t.Fatalf("defaults overridden: %s", unset)
+	}
+}
