@@ -100,8 +100,8 @@ func FuzzResolveInside(f *testing.F) {
 }
 
 func TestConfinePATH(t *testing.T) {
-	env := confinePATH([]string{"A=1", "PATH=/root/.pyenv/shims:/usr/local/bin:relative:/work/x/bin:/usr/bin"}, []string{"/usr", "/work/x"})
-	if strings.Join(env, " ") != "A=1 PATH=/usr/local/bin:/work/x/bin:/usr/bin" {
+	env := confinePATH([]string{"A=1", "PATH=/home/dev/.pyenv/shims:/usr/local/bin:relative:/opt/x/bin:/usr/bin"}, []string{"/usr", "/opt/x"})
+	if strings.Join(env, " ") != "A=1 PATH=/usr/local/bin:/opt/x/bin:/usr/bin" {
 		t.Errorf("%v", env)
 	}
 	if env := confinePATH([]string{"PATH=/home/u/bin"}, []string{"/usr"}); env[0] != "PATH="+sandboxPATH {
