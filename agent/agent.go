@@ -81,15 +81,17 @@ type Agent struct {
 	model   string
 	workDir string
 
-	events     *journal.Writer
-	prompts    *prompt.Resolver
-	completion completion.Handler
-	verifier   *completion.CompletionValidator
-	schemas    *schemas
-	bridge     llm.Bridge
-	mcp        *mcp.Set // MCP servers capstan connected (nil when none)
-	flow       *flow
-	buildOrder []string
+	events      *journal.Writer
+	prompts     *prompt.Resolver
+	completion  completion.Handler
+	verifier    *completion.CompletionValidator
+	schemas     *schemas
+	bridge      llm.Bridge
+	bridgeCfg   llm.Config            // how bridges are opened (tools, journal, transcripts)
+	stepBridges map[string]llm.Bridge // bridges of steps' own models, by spec
+	mcp         *mcp.Set              // MCP servers capstan connected (nil when none)
+	flow        *flow
+	buildOrder  []string
 
 	params map[string]string
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
@@ -264,7 +266,7 @@ func (a *Agent) Run(ctx context.Context) *Result {
 		budgets.MaxIterations = a.opts.MaxIterations
 	}
 	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.events, Observer: a.opts.Observer,
-		Budgets: budgets, Cost: a.costFunc(), Now: a.opts.Now})
+		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
 	}
@@ -315,6 +317,11 @@ func (a *Agent) release() error {
 	var first error
 	if a.bridge != nil {
 		if err := a.bridge.Close(); err != nil {
+			first = err
+		}
+	}
+	for _, b := range a.stepBridges {
+		if err := b.Close(); err != nil && first == nil {
 			first = err
 		}
 	}

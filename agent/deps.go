@@ -92,18 +92,21 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 }
 
 // buildBridge opens the model provider with the agent's tools. MCP
-// servers (runner.mcpServers) are connected by capstan for the providers
-// whose tool loop capstan runs, and handed to a provider that runs its own
-// (the Claude Code CLI, through --mcp-config).
+// servers (runner.mcpServers) are connected by capstan when any model of
+// the run (runner.model or a step's model) is one whose tool loop capstan
+// runs, and handed to providers that run their own (the Claude Code CLI,
+// through --mcp-config).
 func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	tools, err := a.buildTools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	r := a.spec.Runner
-	provider, _ := llm.ParseSpec(a.model)
-	ownLoop := !slices.Contains(llm.ModelProviders(), provider)
-	if len(r.MCPServers) > 0 && !ownLoop {
+	needMCP := false
+	for _, spec := range a.models() {
+		needMCP = needMCP || !runsOwnToolLoop(spec)
+	}
+	if len(r.MCPServers) > 0 && needMCP {
 		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir})
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
@@ -118,7 +121,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	if baseURL == "" {
 		baseURL = r.BaseURL
 	}
-	cfg := llm.Config{
+	a.bridgeCfg = llm.Config{
 		BaseURL:  baseURL,
 		AgentDir: a.def.Dir(),
 		WorkDir:  a.workDir,
@@ -127,20 +130,64 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		Getenv:   a.opts.Getenv,
 		MaxTurns: r.Boundaries.MaxTurns,
 	}
-	if ownLoop {
-		cfg.MCPServers = r.MCPServers
-	}
 	if rec := a.opts.Resume; rec != nil {
-		cfg.Transcripts = rec.Sessions
+		a.bridgeCfg.Transcripts = rec.Sessions
 	}
-	return llm.Open(ctx, a.model, cfg)
+	return a.openBridge(ctx, a.model)
 }
 
-// costFunc prices usage for the run's model with the built-in price table
-// and the agent's runner.pricing overrides. A model with no known price
-// costs 0 (the provider's own figure, when it reports one, still counts).
-func (a *Agent) costFunc() func(llm.Usage) float64 {
-	_, model := llm.ParseSpec(a.model)
+// openBridge opens the provider of spec with the agent's bridge config.
+func (a *Agent) openBridge(ctx context.Context, spec string) (llm.Bridge, error) {
+	cfg := a.bridgeCfg
+	if runsOwnToolLoop(spec) {
+		cfg.MCPServers = a.spec.Runner.MCPServers
+	}
+	return llm.Open(ctx, spec, cfg)
+}
+
+// stepBridge returns the bridge of a step's own model (steps.<id>.model),
+// opening it on first use. The run's model is served by the main bridge.
+func (a *Agent) stepBridge(ctx context.Context, spec string) (llm.Bridge, error) {
+	if spec == "" || spec == a.model {
+		return nil, nil
+	}
+	if b, ok := a.stepBridges[spec]; ok {
+		return b, nil
+	}
+	b, err := a.openBridge(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if a.stepBridges == nil {
+		a.stepBridges = map[string]llm.Bridge{}
+	}
+	a.stepBridges[spec] = b
+	return b, nil
+}
+
+// models lists the run's model and every distinct step model.
+func (a *Agent) models() []string {
+	out := []string{a.model}
+	for _, st := range a.reg.Steps {
+		if st.Model != "" && !slices.Contains(out, st.Model) {
+			out = append(out, st.Model)
+		}
+	}
+	return out
+}
+
+// runsOwnToolLoop reports whether spec's provider runs its own tool loop
+// (a Bridge provider such as claude-code) rather than capstan's.
+func runsOwnToolLoop(spec string) bool {
+	provider, _ := llm.ParseSpec(spec)
+	return !slices.Contains(llm.ModelProviders(), provider)
+}
+
+// costFunc prices usage for the model of spec with the built-in price
+// table and the agent's runner.pricing overrides. A model with no known
+// price costs 0 (the provider's own figure, when it reports one, counts).
+func (a *Agent) costFunc(spec string) func(llm.Usage) float64 {
+	_, model := llm.ParseSpec(spec)
 	table := pricing.New(a.spec.Runner.Pricing)
 	if _, ok := table.Lookup(model); !ok {
 		return nil

@@ -44,7 +44,10 @@ type flow struct {
 	budgets   map[string]*completion.RetryBudget // per step: completion attempts
 	fmtBudget map[string]*completion.RetryBudget // per step: format attempts
 	// pending is the retry prompt for the next iteration ("" = step prompt).
-	pending       *pendingPrompt
+	pending *pendingPrompt
+	// sessions are the sessions of steps' own models, by model spec (the
+	// run's model keeps its session in the loop's RuntimeContext).
+	sessions      map[string]string
 	stopReason    string
 	lastStepState step.State
 }
@@ -87,7 +90,7 @@ func newFlow(a *Agent) (*flow, error) {
 		return nil, err
 	}
 	f := &flow{a: a, machine: m, verifier: a.verifier, budgets: map[string]*completion.RetryBudget{},
-		fmtBudget: map[string]*completion.RetryBudget{}}
+		fmtBudget: map[string]*completion.RetryBudget{}, sessions: map[string]string{}}
 	f.checker = step.NewChecker(step.CheckerConfig{
 		Judge: &step.BridgeJudge{Bridge: a.bridge},
 		// A prompt check's "prompt" is a file under the prompts base when
@@ -188,9 +191,17 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	if err != nil {
 		return loop.Turn{}, err
 	}
+	turn := loop.Turn{StepID: id, Options: opts}
+	// A step with a model of its own talks to that model, in its own session.
+	if b, err := f.a.stepBridge(ctx, st.Model); err != nil {
+		return loop.Turn{}, err
+	} else if b != nil {
+		turn.Bridge, turn.SessionID, turn.Cost = b, f.sessions[st.Model], f.a.costFunc(st.Model)
+	}
 	if p := f.pending; p != nil {
 		f.pending = nil
-		return loop.Turn{StepID: id, Prompt: p.Text, Source: p.Source, Options: opts}, nil
+		turn.Prompt, turn.Source = p.Text, p.Source
+		return turn, nil
 	}
 	res, err := f.a.prompts.Resolve(ctx, prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback},
 		f.variables(rc.Iteration, rc))
@@ -198,7 +209,8 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 		return loop.Turn{}, err
 	}
 	f.warn(res.Warnings)
-	return loop.Turn{StepID: id, Prompt: res.Text, Source: f.rel(res.Path), Options: opts}, nil
+	turn.Prompt, turn.Source = res.Text, f.rel(res.Path)
+	return turn, nil
 }
 
 func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
@@ -226,6 +238,9 @@ func (f *flow) rel(p string) string {
 func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.Summary) (loop.Outcome, error) {
 	defer f.journalState()
 	id, st := f.machine.Current()
+	if st.Model != "" && st.Model != f.a.model {
+		f.sessions[st.Model] = s.SessionID
+	}
 
 	// 1. Format (seed 004 FormatValidator): the output must have the step's
 	// schema before anything reads it.

@@ -16,8 +16,14 @@ func (a *Agent) restore(r *RunRecord) error {
 		a.rc.Carry = iteration.UpdateCarry(a.rc.Carry, it.Summary)
 	}
 	a.rc.Iteration = len(a.rc.Summaries)
-	if n := len(a.rc.Summaries); n > 0 {
-		a.rc.SessionID = a.rc.Summaries[n-1].SessionID
+	// Each model continues its own session: the run's model in the loop's
+	// context, steps' own models in the flow.
+	for _, s := range a.rc.Summaries {
+		if m := a.reg.Steps[s.StepID].Model; m != "" && m != a.model {
+			a.flow.sessions[m] = s.SessionID
+		} else {
+			a.rc.SessionID = s.SessionID
+		}
 	}
 	if st := r.stepState; st != nil && a.rc.Iteration > 0 {
 		if err := a.flow.machine.Restore(st.State); err != nil {

@@ -95,3 +95,49 @@ func TestMultiStepAgent(t *testing.T) {
 		t.Fatalf("webhook posts %v", posts)
 	}
 }
+
+// A step with a model of its own (steps.<id>.model) talks to that model in
+// its own session; the run's model keeps its session across the detour.
+func TestStepModelHasItsOwnBridgeAndSession(t *testing.T) {
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "two-models", "description": "writer and reviewer",
+  "runner": {"model": "script:writer.yaml", "completion": {"type": "keyword", "keyword": "SHIP_IT"},
+    "pricing": {"reviewer.yaml": {"input": 1000000, "output": 0}}}}`,
+		"steps_registry.json": `{"agentId": "two-models", "entryStep": "write", "steps": {
+    "write": {"stepId": "write", "c2": "w", "c3": "write",
+      "check": {"type": "keyword", "keywords": ["DRAFTED"], "onPass": {"next": "review"}, "onFail": {"retry": true}}},
+    "review": {"stepId": "review", "c2": "w", "c3": "review", "model": "script:reviewer.yaml",
+      "check": {"type": "keyword", "keywords": ["APPROVED"], "onPass": {"next": "write"}, "onFail": {"retry": true}}}}}`,
+		"prompts/steps/w/write/f_default.md":  "Write or finish the draft.",
+		"prompts/steps/w/review/f_default.md": "Review the draft.",
+		"writer.yaml": `turns:
+  - text: "DRAFTED"
+  - text: "final: SHIP_IT"
+`,
+		"reviewer.yaml": `turns:
+  - expect: {prompt_contains: ["Review the draft."]}
+    text: "APPROVED"
+    usage: {input_tokens: 3, output_tokens: 1}
+`,
+	})
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
+	if !res.Success || res.Iterations != 3 {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+	rec, err := LoadRun(res.RunID, res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, s2, s3 := rec.Iterations[0].Summary, rec.Iterations[1].Summary, rec.Iterations[2].Summary
+	if s1.SessionID == "" || s1.SessionID != s3.SessionID || s2.SessionID == s1.SessionID || res.SessionID != s1.SessionID {
+		t.Fatalf("sessions: write %s, review %s, write %s, run %s", s1.SessionID, s2.SessionID, s3.SessionID, res.SessionID)
+	}
+	// The reviewer's session holds only its own exchange, and its turn is
+	// priced with the reviewer's price.
+	if n := len(rec.Sessions[s2.SessionID]); n != 2 {
+		t.Fatalf("reviewer session has %d messages", n)
+	}
+	if s2.CostUSD != 3 || s1.CostUSD != 0 {
+		t.Fatalf("costs: writer %v, reviewer %v", s1.CostUSD, s2.CostUSD)
+	}
+}

@@ -58,6 +58,13 @@ type Turn struct {
 	Prompt  string
 	Source  string // where the prompt came from (file path, "retry:<pattern>", ...)
 	Options llm.QueryOptions
+	// Bridge, when set, sends this turn to another bridge than the loop's
+	// (a step with a model of its own) in the session SessionID ("" = new);
+	// the run's own session (RuntimeContext.SessionID) is left as it is.
+	Bridge    llm.Bridge
+	SessionID string
+	// Cost prices this turn's usage when Bridge is set (nil = Config.Cost).
+	Cost func(llm.Usage) float64
 }
 
 // Outcome is the flow's verdict on a finished iteration.
@@ -277,15 +284,22 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 		l.cfg.Observer.IterationStarted(rc.Iteration, turn.StepID)
 	}
 	l.cfg.Events.Emit(journal.PromptResolved, PromptEvent{Source: turn.Source, Text: turn.Prompt})
+	bridge, own, cost := l.cfg.Bridge, true, l.cfg.Cost
 	opts := turn.Options
 	opts.SessionID = rc.SessionID
-	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: rc.SessionID, Source: turn.Source})
-	qr, err := l.cfg.Bridge.Query(ctx, turn.Prompt, opts)
+	if turn.Bridge != nil {
+		bridge, own, opts.SessionID = turn.Bridge, false, turn.SessionID
+		if turn.Cost != nil {
+			cost = turn.Cost
+		}
+	}
+	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: opts.SessionID, Source: turn.Source})
+	qr, err := bridge.Query(ctx, turn.Prompt, opts)
 	if err != nil && errors.Is(err, agenterr.ErrSdkSessionNotFound) && opts.SessionID != "" {
 		// Seed 002 reconnect: the backend lost the session; start a new one once.
 		l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": opts.SessionID})
 		opts.SessionID = ""
-		qr, err = l.cfg.Bridge.Query(ctx, turn.Prompt, opts)
+		qr, err = bridge.Query(ctx, turn.Prompt, opts)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -293,17 +307,20 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 		}
 		return fail(err)
 	}
+	s.SessionID = opts.SessionID
 	if qr.SessionID != "" {
-		rc.SessionID = qr.SessionID
+		s.SessionID = qr.SessionID
 	}
-	s.SessionID = rc.SessionID
+	if own {
+		rc.SessionID = s.SessionID
+	}
 	s.AssistantResponses = append(s.AssistantResponses, qr.Responses...)
 	s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
 	s.StructuredOutput = qr.StructuredOutput
 	s.Usage = qr.Usage
 	s.CostUSD = qr.CostUSD
-	if s.CostUSD == 0 && l.cfg.Cost != nil {
-		s.CostUSD = l.cfg.Cost(qr.Usage)
+	if s.CostUSD == 0 && cost != nil {
+		s.CostUSD = cost(qr.Usage)
 	}
 	for _, t := range qr.ToolUses {
 		s.DetectedActions = append(s.DetectedActions, iteration.DetectedAction{Type: "tool:" + t.Name})
