@@ -57,7 +57,6 @@ type Runner struct {
 	Completion       Completion `json:"completion"`
 	Boundaries       Boundaries `json:"boundaries"`
 	Budgets          Budgets    `json:"budgets"`
-	Logging          Logging    `json:"logging"`
 	// Skills lists skill folders (relative to the agent dir) whose L1
 	// metadata goes into the system prompt (seed 001).
 	Skills []string `json:"skills,omitempty"`
@@ -130,13 +129,6 @@ type Budgets struct {
 	TimeoutSeconds int     `json:"timeoutSeconds,omitempty"`
 	MaxTokens      int64   `json:"maxTokens,omitempty"`
 	MaxCostUSD     float64 `json:"maxCostUsd,omitempty"`
-}
-
-// Logging configures the journal.
-type Logging struct {
-	// Directory overrides where runs are written (default .capstan/runs
-	// under the work dir).
-	Directory string `json:"directory,omitempty"`
 }
 
 // MCPServer declares one MCP server.
