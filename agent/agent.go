@@ -149,6 +149,12 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	}
 	fail := func(err error) (*Agent, error) {
 		a.release()
+		// A new run that could not be built never started: leave no empty
+		// run behind for `capstan runs` to list. (A resumed run's journal
+		// is kept untouched.)
+		if opts.Resume == nil && a.events != nil {
+			_ = os.RemoveAll(filepath.Dir(a.events.Path()))
+		}
 		return nil, err
 	}
 	// 1. logger

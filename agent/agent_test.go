@@ -306,3 +306,16 @@ func TestPricingAndCostBudget(t *testing.T) {
 		t.Fatalf("cost %.6f, want 0.0021", res.CostUSD)
 	}
 }
+
+func TestFailedBuildLeavesNoRunBehind(t *testing.T) {
+	def := load(t, basicAgent(t, twoIterationScript, ""))
+	wd := t.TempDir()
+	// The script file is missing: the bridge cannot be built.
+	os.Remove(filepath.Join(def.Dir(), "script.yaml"))
+	if _, err := Build(context.Background(), def, BuildOptions{WorkDir: wd}); err == nil {
+		t.Fatal("built without a script")
+	}
+	if runs, _ := journal.List(wd); len(runs) != 0 {
+		t.Fatalf("a failed build left runs behind: %+v", runs)
+	}
+}
