@@ -141,57 +141,22 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	if err != nil {
 		return nil, err
 	}
-	attempts := m.cfg.Retry.Attempts()
-	for attempt := 1; ; attempt++ {
-		resp, f := m.once(ctx, params, attempt)
-		if f == nil {
-			return resp, nil
-		}
-		if ctx.Err() != nil {
-			return nil, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "anthropic: request canceled")
-		}
-		if !f.retryable || attempt >= attempts {
-			return nil, f.final(attempt)
-		}
-		d := m.cfg.Retry.Delay(attempt, f.retryAfter, f.hasRetryAfter)
-		m.cfg.Events.Emit(journal.ModelRetry, retry.Event{Provider: "anthropic", Attempt: attempt, DelayMs: d.Milliseconds(),
-			Code: f.code, Status: f.status, Message: f.msg})
-		if err := m.cfg.Retry.Wait(ctx, d); err != nil {
-			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "anthropic: request canceled while waiting to retry")
-		}
-	}
+	return retry.Do(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *retry.Failure) {
+		return m.once(ctx, params, attempt)
+	})
 }
 
-// failure is a classified failed attempt.
-type failure struct {
-	code          string
-	status        int
-	msg           string
-	retryable     bool
-	retryAfter    time.Duration
-	hasRetryAfter bool
-}
-
-func (f *failure) final(attempts int) *agenterr.Error {
-	recoverable := f.code == agenterr.CodeSdkRateLimit || f.code == agenterr.CodeSdkConnection
-	msg := "anthropic: " + f.msg
-	if f.retryable {
-		msg += fmt.Sprintf(" (gave up after %d attempts)", attempts)
-	}
-	e := agenterr.New(f.code, agenterr.LayerSDKBridge, recoverable, "%s", msg)
-	switch f.code {
-	case agenterr.CodeSdkAuth:
-		e.Hint = "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway)"
-	case agenterr.CodeSdkRateLimit:
-		e.Hint = "the API is rate limiting this key; wait and resume the run, or lower concurrency"
-	case agenterr.CodeSdkConnection:
-		e.Hint = "the API or the network is failing; resume the run later"
-	}
-	return e
+// call describes this provider's API calls for retry.Do.
+func (m *Model) call() retry.Call {
+	return retry.Call{Provider: "anthropic", Events: m.cfg.Events, Hints: map[string]string{
+		agenterr.CodeSdkAuth:       "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway)",
+		agenterr.CodeSdkRateLimit:  "the API is rate limiting this key; wait and resume the run, or lower concurrency",
+		agenterr.CodeSdkConnection: "the API or the network is failing; resume the run later",
+	}}
 }
 
 // once runs one streamed attempt.
-func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int) (*llm.Response, *failure) {
+func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int) (*llm.Response, *retry.Failure) {
 	stream := m.client.Messages.NewStreaming(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
@@ -200,7 +165,7 @@ func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt i
 	for stream.Next() {
 		ev := stream.Current()
 		if err := acc.Accumulate(ev); err != nil {
-			return nil, &failure{code: agenterr.CodeSdkConnection, msg: "malformed stream: " + m.redact(err.Error()), retryable: true}
+			return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "malformed stream: " + m.redact(err.Error()), Retryable: true}
 		}
 		if ev.Type == "message_stop" {
 			stopped = true
@@ -210,7 +175,7 @@ func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt i
 		return nil, m.classify(err)
 	}
 	if !stopped {
-		return nil, &failure{code: agenterr.CodeSdkConnection, msg: "stream ended before message_stop (dropped connection)", retryable: true}
+		return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "stream ended before message_stop (dropped connection)", Retryable: true}
 	}
 	return toResponse(&acc, len(params.OutputConfig.Format.Schema) > 0), nil
 }
@@ -218,38 +183,38 @@ func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt i
 // classify maps an SDK or transport error to a failure. Messages are built
 // from the status and the API's error body only, never from the request,
 // and any occurrence of the key is redacted.
-func (m *Model) classify(err error) *failure {
+func (m *Model) classify(err error) *retry.Failure {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		typ, msg := apiErrorBody(apiErr.RawJSON())
 		if typ == "" {
 			typ = string(apiErr.Type())
 		}
-		f := &failure{status: apiErr.StatusCode}
+		f := &retry.Failure{Status: apiErr.StatusCode}
 		if apiErr.Response != nil {
-			f.retryAfter, f.hasRetryAfter = retry.RetryAfter(apiErr.Response.Header, time.Now())
+			f.RetryAfter, f.HasRetryAfter = retry.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		status := apiErr.StatusCode
 		if status == http.StatusOK { // an error event inside a 200 stream
 			status = statusOfType(typ)
-			f.status = 0
+			f.Status = 0
 		}
 		switch {
 		case status == http.StatusTooManyRequests:
-			f.code, f.retryable = agenterr.CodeSdkRateLimit, true
+			f.Code, f.Retryable = agenterr.CodeSdkRateLimit, true
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
-			f.code = agenterr.CodeSdkAuth
+			f.Code = agenterr.CodeSdkAuth
 		case status == 529 || status >= 500 || status == http.StatusRequestTimeout || status == http.StatusConflict:
-			f.code, f.retryable = agenterr.CodeSdkConnection, true
+			f.Code, f.Retryable = agenterr.CodeSdkConnection, true
 		default:
-			f.code = agenterr.CodeSdkRequest
+			f.Code = agenterr.CodeSdkRequest
 		}
 		if apiErr.Response != nil {
 			switch apiErr.Response.Header.Get("x-should-retry") {
 			case "false":
-				f.retryable = false
+				f.Retryable = false
 			case "true":
-				f.retryable = true
+				f.Retryable = true
 			}
 		}
 		desc := fmt.Sprintf("HTTP %d", apiErr.StatusCode)
@@ -265,10 +230,10 @@ func (m *Model) classify(err error) *failure {
 		if apiErr.RequestID != "" {
 			desc += " (request " + apiErr.RequestID + ")"
 		}
-		f.msg = m.redact(desc)
+		f.Message = m.redact(desc)
 		return f
 	}
-	return &failure{code: agenterr.CodeSdkConnection, msg: m.redact("connection failed: " + err.Error()), retryable: true}
+	return &retry.Failure{Code: agenterr.CodeSdkConnection, Message: m.redact("connection failed: " + err.Error()), Retryable: true}
 }
 
 func (m *Model) redact(s string) string {

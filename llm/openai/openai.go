@@ -135,59 +135,22 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	if err != nil {
 		return nil, err
 	}
-	attempts := m.cfg.Retry.Attempts()
-	for attempt := 1; ; attempt++ {
-		resp, f := m.once(ctx, params, len(req.OutputSchema) > 0, attempt)
-		if f == nil {
-			return resp, nil
-		}
-		if ctx.Err() != nil {
-			return nil, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "openai: request canceled")
-		}
-		if !f.retryable || attempt >= attempts {
-			return nil, f.final(attempt)
-		}
-		d := m.cfg.Retry.Delay(attempt, f.retryAfter, f.hasRetryAfter)
-		m.cfg.Events.Emit(journal.ModelRetry, retry.Event{Provider: "openai", Attempt: attempt, DelayMs: d.Milliseconds(),
-			Code: f.code, Status: f.status, Message: f.msg})
-		if err := m.cfg.Retry.Wait(ctx, d); err != nil {
-			return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "openai: request canceled while waiting to retry")
-		}
-	}
+	structured := len(req.OutputSchema) > 0
+	return retry.Do(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *retry.Failure) {
+		return m.once(ctx, params, structured, attempt)
+	})
 }
 
-type failure struct {
-	code          string
-	status        int
-	msg           string
-	retryable     bool
-	recoverable   bool
-	retryAfter    time.Duration
-	hasRetryAfter bool
-	hint          string
+// call describes this provider's API calls for retry.Do.
+func (m *Model) call() retry.Call {
+	return retry.Call{Provider: "openai", Events: m.cfg.Events, Hints: map[string]string{
+		agenterr.CodeSdkAuth:       "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway or local server)",
+		agenterr.CodeSdkRateLimit:  "the API is rate limiting this key; wait and resume the run, or lower concurrency",
+		agenterr.CodeSdkConnection: "the API or the network is failing (is the local server running?); resume the run later",
+	}}
 }
 
-func (f *failure) final(attempts int) *agenterr.Error {
-	msg := "openai: " + f.msg
-	if f.retryable {
-		msg += fmt.Sprintf(" (gave up after %d attempts)", attempts)
-	}
-	e := agenterr.New(f.code, agenterr.LayerSDKBridge, f.recoverable, "%s", msg)
-	e.Hint = f.hint
-	if e.Hint == "" {
-		switch f.code {
-		case agenterr.CodeSdkAuth:
-			e.Hint = "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway or local server)"
-		case agenterr.CodeSdkRateLimit:
-			e.Hint = "the API is rate limiting this key; wait and resume the run, or lower concurrency"
-		case agenterr.CodeSdkConnection:
-			e.Hint = "the API or the network is failing (is the local server running?); resume the run later"
-		}
-	}
-	return e
-}
-
-func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int) (*llm.Response, *failure) {
+func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int) (*llm.Response, *retry.Failure) {
 	stream := m.client.Chat.Completions.NewStreaming(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
@@ -206,38 +169,38 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 		return nil, m.classify(err)
 	}
 	if !finished {
-		return nil, &failure{code: agenterr.CodeSdkConnection, msg: "stream ended without a finish_reason (dropped connection)", retryable: true, recoverable: true}
+		return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "stream ended without a finish_reason (dropped connection)", Retryable: true}
 	}
 	return toResponse(&acc.ChatCompletion, structured), nil
 }
 
-func (m *Model) classify(err error) *failure {
+func (m *Model) classify(err error) *retry.Failure {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		f := &failure{status: apiErr.StatusCode}
+		f := &retry.Failure{Status: apiErr.StatusCode}
 		if apiErr.Response != nil {
-			f.retryAfter, f.hasRetryAfter = retry.RetryAfter(apiErr.Response.Header, time.Now())
+			f.RetryAfter, f.HasRetryAfter = retry.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		s := apiErr.StatusCode
 		switch {
 		case s == http.StatusTooManyRequests && apiErr.Code == "insufficient_quota":
-			f.code = agenterr.CodeSdkRateLimit
-			f.hint = "the account has no quota left: check billing; retrying will not help"
+			f.Code, f.Permanent = agenterr.CodeSdkRateLimit, true
+			f.Hint = "the account has no quota left: check billing; retrying will not help"
 		case s == http.StatusTooManyRequests:
-			f.code, f.retryable, f.recoverable = agenterr.CodeSdkRateLimit, true, true
+			f.Code, f.Retryable = agenterr.CodeSdkRateLimit, true
 		case s == http.StatusUnauthorized || s == http.StatusForbidden:
-			f.code = agenterr.CodeSdkAuth
+			f.Code = agenterr.CodeSdkAuth
 		case s >= 500 || s == http.StatusRequestTimeout || s == http.StatusConflict:
-			f.code, f.retryable, f.recoverable = agenterr.CodeSdkConnection, true, true
+			f.Code, f.Retryable = agenterr.CodeSdkConnection, true
 		default:
-			f.code = agenterr.CodeSdkRequest
+			f.Code = agenterr.CodeSdkRequest
 		}
 		if apiErr.Response != nil {
 			switch apiErr.Response.Header.Get("x-should-retry") {
 			case "false":
-				f.retryable = false
+				f.Retryable = false
 			case "true":
-				f.retryable = f.code != agenterr.CodeSdkRateLimit || apiErr.Code != "insufficient_quota"
+				f.Retryable = f.Code != agenterr.CodeSdkRateLimit || apiErr.Code != "insufficient_quota"
 			}
 		}
 		desc := fmt.Sprintf("HTTP %d", s)
@@ -250,7 +213,7 @@ func (m *Model) classify(err error) *failure {
 		if apiErr.Message != "" {
 			desc += ": " + apiErr.Message
 		}
-		f.msg = m.redact(desc)
+		f.Message = m.redact(desc)
 		return f
 	}
 	var se *ssestream.StreamError
@@ -264,17 +227,17 @@ func (m *Model) classify(err error) *failure {
 		}
 		_ = json.Unmarshal(se.Event.Data, &body)
 		code := fmt.Sprint(body.Error.Code)
-		f := &failure{code: agenterr.CodeSdkConnection, retryable: true, recoverable: true,
-			msg: m.redact("stream error: " + strings.TrimSpace(body.Error.Type+" "+body.Error.Message))}
+		f := &retry.Failure{Code: agenterr.CodeSdkConnection, Retryable: true,
+			Message: m.redact("stream error: " + strings.TrimSpace(body.Error.Type+" "+body.Error.Message))}
 		switch {
 		case code == "insufficient_quota":
-			f.code, f.retryable, f.recoverable = agenterr.CodeSdkRateLimit, false, false
+			f.Code, f.Retryable, f.Permanent = agenterr.CodeSdkRateLimit, false, true
 		case code == "rate_limit_exceeded" || strings.Contains(body.Error.Type, "rate_limit"):
-			f.code = agenterr.CodeSdkRateLimit
+			f.Code = agenterr.CodeSdkRateLimit
 		}
 		return f
 	}
-	return &failure{code: agenterr.CodeSdkConnection, msg: m.redact("connection failed: " + err.Error()), retryable: true, recoverable: true}
+	return &retry.Failure{Code: agenterr.CodeSdkConnection, Message: m.redact("connection failed: " + err.Error()), Retryable: true}
 }
 
 func (m *Model) redact(s string) string {

@@ -1,0 +1,92 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+)
+
+// Failure is one failed attempt of an API call, classified by its
+// provider.
+type Failure struct {
+	// Code is the agenterr code of the final error (SDK_RATE_LIMIT,
+	// SDK_CONNECTION, SDK_AUTH, SDK_REQUEST, …).
+	Code string
+	// Status is the HTTP status, 0 when there is none.
+	Status int
+	// Message describes the failure; it must already be redacted.
+	Message string
+	// Retryable is true when another attempt may succeed.
+	Retryable bool
+	// Permanent makes the final error non-recoverable whatever its code
+	// (OpenAI's insufficient_quota is a 429 that waiting will not fix).
+	Permanent bool
+	// RetryAfter is the server's requested wait, when HasRetryAfter.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	// Hint replaces the call's hint for Code when set.
+	Hint string
+}
+
+// Recoverable reports whether the final error is recoverable: rate limits
+// and connection failures are (resume the run later), unless Permanent.
+func (f *Failure) Recoverable() bool {
+	return !f.Permanent && (f.Code == agenterr.CodeSdkRateLimit || f.Code == agenterr.CodeSdkConnection)
+}
+
+// Call describes a provider's API call for Do.
+type Call struct {
+	// Provider names the provider in messages and events ("anthropic").
+	Provider string
+	// Events receives a model.retry event before each retry (nil = none).
+	Events journal.Emitter
+	// Hints are the hints of the final error by code, unless the failure
+	// carries its own.
+	Hints map[string]string
+}
+
+// Err is the final error of f after attempts attempts.
+func (f *Failure) Err(c Call, attempts int) *agenterr.Error {
+	msg := c.Provider + ": " + f.Message
+	if f.Retryable {
+		msg += fmt.Sprintf(" (gave up after %d attempts)", attempts)
+	}
+	e := agenterr.New(f.Code, agenterr.LayerSDKBridge, f.Recoverable(), "%s", msg)
+	e.Hint = f.Hint
+	if e.Hint == "" {
+		e.Hint = c.Hints[f.Code]
+	}
+	return e
+}
+
+// Do runs attempt (numbered from 1) until it succeeds, fails with a
+// failure that is not retryable, or the policy's attempts are used,
+// waiting between attempts as the policy says (honouring the server's
+// retry-after). Cancellation is a CANCELED error.
+func Do[T any](ctx context.Context, p Policy, c Call, attempt func(n int) (T, *Failure)) (T, error) {
+	var zero T
+	max := p.Attempts()
+	for n := 1; ; n++ {
+		v, f := attempt(n)
+		if f == nil {
+			return v, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return zero, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "%s: request canceled", c.Provider)
+		}
+		if !f.Retryable || n >= max {
+			return zero, f.Err(c, n)
+		}
+		d := p.Delay(n, f.RetryAfter, f.HasRetryAfter)
+		if c.Events != nil {
+			c.Events.Emit(journal.ModelRetry, Event{Provider: c.Provider, Attempt: n, DelayMs: d.Milliseconds(),
+				Code: f.Code, Status: f.Status, Message: f.Message})
+		}
+		if err := p.Wait(ctx, d); err != nil {
+			return zero, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "%s: request canceled while waiting to retry", c.Provider)
+		}
+	}
+}
