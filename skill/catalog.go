@@ -276,23 +276,7 @@ func (c *Catalog) runScript(ctx context.Context, input json.RawMessage) (string,
 	if err != nil {
 		return "", err
 	}
-	fields := map[string]any{"script": sr.Script, "status": sr.Status, "exit_code": sr.ExitCode}
-	if sr.Reason != "" {
-		fields["reason"] = sr.Reason
-	}
-	if sr.Output != nil {
-		fields["output"] = sr.Output
-	}
-	if sr.RawOutput != "" {
-		fields["raw_output"] = truncate(sr.RawOutput, maxRawOutput)
-	}
-	if sr.Note != "" {
-		fields["note"] = sr.Note
-	}
-	if sr.Stderr != "" {
-		fields["stderr"] = truncate(sr.Stderr, 2000)
-	}
-	b, _ := json.Marshal(fields)
+	b, _ := json.Marshal(scriptFields(sr.Script, &sr))
 	if sr.Status != sandbox.StatusOK {
 		e := agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true, "%s", b)
 		return "", e

@@ -847,24 +847,9 @@ func (s *session) runScript(ctx context.Context, input json.RawMessage) toolOutp
 	s.metrics.ScriptRuns++
 	s.diskWritten += max(0, sr.BuildBytes)
 	changedFiles := s.syncBuild()
-	fields := map[string]any{
-		"script": rel, "status": sr.Status, "exit_code": sr.ExitCode, "sandboxed": sr.Sandboxed,
-		"duration_ms": sr.Duration.Milliseconds(), "build_files_changed": changedFiles,
-	}
-	if sr.Reason != "" {
-		fields["reason"] = sr.Reason
-	}
-	if sr.Output != nil {
-		fields["output"] = sr.Output
-	}
-	if sr.RawOutput != "" {
-		fields["raw_output"] = truncate(sr.RawOutput, maxRawOutput)
-	}
-	if sr.Note != "" {
-		fields["note"] = sr.Note
-	}
+	fields := scriptFields(rel, &sr)
+	fields["sandboxed"], fields["duration_ms"], fields["build_files_changed"] = sr.Sandboxed, sr.Duration.Milliseconds(), changedFiles
 	if sr.Stderr != "" {
-		fields["stderr"] = truncate(sr.Stderr, 2000)
 		fields["stderr_lines"] = sr.StderrLines
 	}
 	if s.diskWritten > int64(s.budgets.DiskWriteLimitMB)<<20 {
@@ -1218,4 +1203,27 @@ func (s *session) buildState(json.RawMessage) string {
 		parts = append(parts, a.Path+"="+a.Hash)
 	}
 	return hashBytes([]byte(strings.Join(parts, ";")))
+}
+
+// scriptFields is what the model is told about a script run: its status,
+// exit code, failure reason, parsed JSON output (or capped raw output), the
+// runner's note and capped stderr.
+func scriptFields(script string, sr *sandbox.ScriptResult) map[string]any {
+	fields := map[string]any{"script": script, "status": sr.Status, "exit_code": sr.ExitCode}
+	if sr.Reason != "" {
+		fields["reason"] = sr.Reason
+	}
+	if sr.Output != nil {
+		fields["output"] = sr.Output
+	}
+	if sr.RawOutput != "" {
+		fields["raw_output"] = truncate(sr.RawOutput, maxRawOutput)
+	}
+	if sr.Note != "" {
+		fields["note"] = sr.Note
+	}
+	if sr.Stderr != "" {
+		fields["stderr"] = truncate(sr.Stderr, 2000)
+	}
+	return fields
 }
