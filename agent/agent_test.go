@@ -200,7 +200,7 @@ func TestBudgetStopsWithoutCompletion(t *testing.T) {
 	}
 	def := load(t, basicAgent(t, sb.String(), ""))
 	res := runToEnd(t, def, BuildOptions{WorkDir: t.TempDir(), MaxIterations: 3})
-	if res.Success || res.CompletionReason != "max_iterations" || res.Iterations != 3 || res.Error != nil {
+	if res.Success || res.CompletionReason != "max_iterations" || res.Iterations != 3 || res.Error == nil || res.Error.Code != "BUDGET_EXCEEDED" {
 		t.Fatalf("%+v", res)
 	}
 	events, _ := journal.ReadFile(res.Journal)

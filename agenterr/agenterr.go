@@ -178,6 +178,7 @@ var (
 	ErrPathEscape              = sentinel(CodePathEscape, LayerTool, true)
 	ErrSandboxUnavailable      = sentinel(CodeSandboxUnavailable, LayerSandbox, false)
 	ErrBudgetExceeded          = sentinel(CodeBudgetExceeded, LayerLoop, false)
+	ErrAborted                 = sentinel(CodeAborted, LayerLoop, false)
 	ErrParamMissing            = sentinel(CodeParamMissing, LayerConfiguration, false)
 	ErrParamInvalid            = sentinel(CodeParamInvalid, LayerConfiguration, false)
 	ErrParamUnknown            = sentinel(CodeParamUnknown, LayerConfiguration, false)
@@ -230,6 +231,9 @@ const (
 	CodePathEscape              = "PATH_ESCAPE"
 	CodeSandboxUnavailable      = "SANDBOX_UNAVAILABLE"
 	CodeBudgetExceeded          = "BUDGET_EXCEEDED"
+	// CodeAborted: the flow ended the run without completion and without a
+	// more specific error.
+	CodeAborted = "ABORTED"
 	// Parameter values given to a run (usage errors, exit 2).
 	CodeParamMissing = "PARAM_MISSING" // a required parameter's flag was not given
 	CodeParamInvalid = "PARAM_INVALID" // a value fails its type or validation

@@ -182,7 +182,8 @@ type PromptEvent struct {
 // Run drives iterations until completion or a limit. rc.Iteration must be
 // 0 for a new run; a resumed run passes the restored context. Run always
 // returns a Result; its Success is true only when the flow reported
-// completion.
+// completion, and otherwise its Err is set (seed 000 Loop.run
+// postcondition).
 func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 	start := l.cfg.Now()
 	res := &Result{}
@@ -222,13 +223,16 @@ func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 		case outcome.Complete:
 			return finish(ReasonCompleted, true, outcome.Reason, nil)
 		case outcome.Stop:
+			if outcome.Err == nil {
+				// Seed 000 Loop.run: success, or an error is set.
+				outcome.Err = agenterr.New(agenterr.CodeAborted, agenterr.LayerLoop, false, "%s", outcome.Reason)
+			}
 			reason := outcome.CompletionReason
-			switch {
-			case reason != "":
-			case outcome.Err != nil:
+			if reason == "" {
 				reason = reasonForError(ctx, outcome.Err)
-			default:
-				reason = ReasonAborted
+				if reason == ReasonError && agenterr.CodeOf(outcome.Err) == agenterr.CodeAborted {
+					reason = ReasonAborted
+				}
 			}
 			return finish(reason, false, outcome.Reason, outcome.Err)
 		}
@@ -246,7 +250,9 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 		return &Result{CompletionReason: ReasonEmergencyStop, Reason: fmt.Sprintf("Hard limit exceeded: %d", HardLimit),
 			Err: agenterr.New(agenterr.CodeHardLimit, agenterr.LayerLoop, false, "hard limit of %d iterations reached", HardLimit)}, true
 	case b.MaxIterations > 0 && rc.Iteration >= b.MaxIterations:
-		return &Result{CompletionReason: ReasonMaxIterations, Reason: fmt.Sprintf("reached budgets.maxIterations (%d) without completion", b.MaxIterations)}, true
+		e := agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, true, "iteration budget of %d used without completion", b.MaxIterations)
+		e.Hint = "resume the run with a larger --max-iterations, or check why the completion condition is not met"
+		return &Result{CompletionReason: ReasonMaxIterations, Reason: fmt.Sprintf("reached budgets.maxIterations (%d) without completion", b.MaxIterations), Err: e}, true
 	case b.MaxTokens > 0 && res.Usage.Total() >= b.MaxTokens:
 		return &Result{CompletionReason: ReasonTokenBudget, Reason: fmt.Sprintf("used %d tokens, budget %d", res.Usage.Total(), b.MaxTokens),
 			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "token budget of %d exceeded", b.MaxTokens)}, true

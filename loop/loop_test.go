@@ -74,6 +74,10 @@ func checkInvariant(t *testing.T, rc *RuntimeContext, res *Result) {
 			t.Fatalf("summary %d has iteration %d", i, s.Iteration)
 		}
 	}
+	// Seed 000 Loop.run: success, or an error is set.
+	if res.Success == (res.Err != nil) {
+		t.Fatalf("success=%v with err=%v", res.Success, res.Err)
+	}
 }
 
 func TestCompletesWhenFlowSaysSo(t *testing.T) {
@@ -129,6 +133,9 @@ func TestMaxIterationsBudget(t *testing.T) {
 	checkInvariant(t, rc, res)
 	if res.Success || res.CompletionReason != ReasonMaxIterations || res.Iterations != 4 {
 		t.Fatalf("got %+v", res)
+	}
+	if !errors.Is(res.Err, agenterr.ErrBudgetExceeded) || !agenterr.IsRecoverable(res.Err) {
+		t.Fatalf("err = %v (a larger budget on resume can still complete: recoverable)", res.Err)
 	}
 }
 

@@ -171,6 +171,11 @@ func paramFlagNames(def *config.Agent) []string {
 // and the result, and maps the outcome to an exit code.
 func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord) error {
 	stderr := cmd.ErrOrStderr()
+	// Seed 002 loadAndValidate: configuration warnings are logged, not
+	// swallowed (they are also in the journal).
+	for _, w := range def.Warnings() {
+		fmt.Fprintln(stderr, w.String())
+	}
 	var progress *progressPrinter
 	if !flags.quiet {
 		progress = newProgressPrinter(stderr)
