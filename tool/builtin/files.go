@@ -67,11 +67,7 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		}
 		limit = *in.Limit
 	}
-	rel, err := t.ws.resolve(in.FilePath)
-	if err != nil {
-		return failure(err), nil
-	}
-	root, err := t.ws.open()
+	root, rel, err := t.ws.openPath(in.FilePath)
 	if err != nil {
 		return failure(err), nil
 	}
@@ -224,11 +220,7 @@ func (t *writeTool) Run(_ context.Context, input json.RawMessage) (tool.Result, 
 	if in.Content == nil {
 		return failure(inputErr(NameWrite, "content is required (use \"\" for an empty file)")), nil
 	}
-	rel, err := t.ws.resolve(in.FilePath)
-	if err != nil {
-		return failure(err), nil
-	}
-	root, err := t.ws.open()
+	root, rel, err := t.ws.openPath(in.FilePath)
 	if err != nil {
 		return failure(err), nil
 	}
@@ -355,11 +347,7 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if oldS == newS {
 		return failure(inputErr(NameEdit, "old_string and new_string are identical; nothing to change")), nil
 	}
-	rel, err := t.ws.resolve(in.FilePath)
-	if err != nil {
-		return failure(err), nil
-	}
-	root, err := t.ws.open()
+	root, rel, err := t.ws.openPath(in.FilePath)
 	if err != nil {
 		return failure(err), nil
 	}

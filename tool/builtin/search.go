@@ -137,11 +137,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	// Walk from the pattern's literal prefix, through its real location.
 	static, rest := doublestar.SplitPattern(pattern)
 	shownDir := path.Join(filepath.ToSlash(baseRel), static)
-	realDir, err := t.ws.resolve(shownDir)
-	if err != nil {
-		return failure(err), nil
-	}
-	root, err := t.ws.open()
+	root, realDir, err := t.ws.openPath(shownDir)
 	if err != nil {
 		return failure(err), nil
 	}
@@ -293,11 +289,7 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	if err != nil {
 		return failure(err), nil
 	}
-	realBase, err := t.ws.resolve(base)
-	if err != nil {
-		return failure(err), nil
-	}
-	root, err := t.ws.open()
+	root, realBase, err := t.ws.openPath(base)
 	if err != nil {
 		return failure(err), nil
 	}

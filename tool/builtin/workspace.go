@@ -54,6 +54,19 @@ func (w *workspace) open() (*os.Root, error) {
 	return r, nil
 }
 
+// openPath resolves p (see resolve) and opens the work dir as an os.Root
+// for operating on it: the pair every file tool starts with. The caller
+// closes the root.
+func (w *workspace) openPath(p string) (root *os.Root, rel string, err error) {
+	if rel, err = w.resolve(p); err != nil {
+		return nil, "", err
+	}
+	if root, err = w.open(); err != nil {
+		return nil, "", err
+	}
+	return root, rel, nil
+}
+
 func escapeErr(p, format string, args ...any) *agenterr.Error {
 	e := agenterr.New(agenterr.CodePathEscape, agenterr.LayerTool, true, "%s: "+format, append([]any{p}, args...)...)
 	e.Hint = "use a path inside the working directory"
