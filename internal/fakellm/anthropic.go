@@ -220,20 +220,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		writeJSON(w, map[string]int64{"input_tokens": estimate(len(body))}, nil)
 		return
 	}
-	rp, err := s.reply(req)
-	if err != nil {
-		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
-		return
-	}
-	if !wait(r.Context(), s.opts.Delay+rp.Delay) {
-		s.record(r, body, req, 499)
-		return
-	}
-	if s.applyFault(w, r, body, req, rp.Fault) {
-		return
-	}
-	s.record(r, body, req, http.StatusOK)
-	writeAnthropicReply(r, w, s, req, rp, len(body))
+	s.answer(w, r, body, req, func(rp Reply) { writeAnthropicReply(r, w, s, req, rp, len(body)) })
 }
 
 func anthropicUsage(rp Reply, reqBytes int) map[string]int64 {

@@ -623,3 +623,23 @@ type pipeAddr struct{}
 
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "fakellm.invalid:80" }
+
+// answer answers a decoded request the same way for every wire format: the
+// next reply (or a 400 when there is none), its delay (499 when the client
+// gave up), its fault, or else the reply itself written by write.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, body []byte, req Request, write func(Reply)) {
+	rp, err := s.reply(req)
+	if err != nil {
+		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
+		return
+	}
+	if !wait(r.Context(), s.opts.Delay+rp.Delay) {
+		s.record(r, body, req, 499)
+		return
+	}
+	if s.applyFault(w, r, body, req, rp.Fault) {
+		return
+	}
+	s.record(r, body, req, http.StatusOK)
+	write(rp)
+}

@@ -156,20 +156,7 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, body []byte
 		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
 		return
 	}
-	rp, err := s.reply(req)
-	if err != nil {
-		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
-		return
-	}
-	if !wait(r.Context(), s.opts.Delay+rp.Delay) {
-		s.record(r, body, req, 499)
-		return
-	}
-	if s.applyFault(w, r, body, req, rp.Fault) {
-		return
-	}
-	s.record(r, body, req, http.StatusOK)
-	writeOpenAIReply(r, w, s, req, rp, len(body), includeUsage)
+	s.answer(w, r, body, req, func(rp Reply) { writeOpenAIReply(r, w, s, req, rp, len(body), includeUsage) })
 }
 
 func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int, includeUsage bool) {
