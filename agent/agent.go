@@ -18,6 +18,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +137,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	}
 	if a.model == "" {
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
-		e.Hint = "set runner.model in agent.json or pass --model provider:model (providers: " + joinNames(llm.Providers()) + ")"
+		e.Hint = "set runner.model in agent.json or pass --model provider:model (providers: " + strings.Join(llm.Providers(), ", ") + ")"
 		return nil, e
 	}
 	params := opts.Params
@@ -163,7 +164,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	}
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
-	a.prompts = newPromptResolver(def)
+	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
 	a.schemas = newSchemas(def.Dir())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
 	// 3. completion handler
@@ -287,9 +288,6 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
 		Journal: a.events.Path(), Error: NewResultError(lr.Err),
 	}
-	if c := a.flow.completionReason(lr); c != "" {
-		res.CompletionReason = c
-	}
 	a.mu.Lock()
 	a.result = res
 	a.mu.Unlock()
@@ -336,24 +334,10 @@ func (a *Agent) release() error {
 			first = err
 		}
 	}
-	if a.flow != nil {
-		a.flow.close()
-	}
 	if a.events != nil {
 		if err := a.events.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
-}
-
-func joinNames(names []string) string {
-	out := ""
-	for i, n := range names {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
 }

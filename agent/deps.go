@@ -20,13 +20,14 @@ import (
 	"github.com/capstan-dev/capstan/config"
 )
 
-// newPromptResolver builds the layer-4 resolver from runner.prompts.
-func newPromptResolver(def *config.Agent) *prompt.Resolver {
-	r := def.Definition().Runner
+// newPromptResolver builds the layer-4 resolver of the agent in dir from
+// runner.prompts and the registry's c1.
+func newPromptResolver(dir string, def *config.Definition, reg *config.Registry) *prompt.Resolver {
+	r := def.Runner
 	return prompt.New(prompt.Config{
-		AgentDir:    def.Dir(),
+		AgentDir:    dir,
 		Base:        r.Prompts.Base,
-		C1:          def.Registry().C1,
+		C1:          reg.C1,
 		FallbackDir: r.Prompts.FallbackDir,
 		SystemPath:  r.SystemPromptPath,
 	})

@@ -38,7 +38,6 @@ type flow struct {
 	system    string
 	machine   *step.Machine
 	checker   *step.Checker
-	verifier  *completion.CompletionValidator
 	retries   *completion.RetryHandler
 	format    *completion.FormatValidator
 	budgets   map[string]*completion.RetryBudget // per step: completion attempts
@@ -47,9 +46,7 @@ type flow struct {
 	pending *pendingPrompt
 	// sessions are the sessions of steps' own models, by model spec (the
 	// run's model keeps its session in the loop's RuntimeContext).
-	sessions      map[string]string
-	stopReason    string
-	lastStepState step.State
+	sessions map[string]string
 }
 
 // pendingPrompt is a retry prompt waiting for the next iteration.
@@ -89,7 +86,7 @@ func newFlow(a *Agent) (*flow, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &flow{a: a, machine: m, verifier: a.verifier, budgets: map[string]*completion.RetryBudget{},
+	f := &flow{a: a, machine: m, budgets: map[string]*completion.RetryBudget{},
 		fmtBudget: map[string]*completion.RetryBudget{}, sessions: map[string]string{}}
 	f.checker = step.NewChecker(step.CheckerConfig{
 		Judge: &step.BridgeJudge{Bridge: a.bridge},
@@ -139,8 +136,6 @@ func (f *flow) start(ctx context.Context) error {
 	}
 	return nil
 }
-
-func (f *flow) close() {}
 
 // variables are the {uv-x} values of an iteration: the agent's parameters
 // plus the runtime channel (iteration, max_iterations, completion_keyword,
@@ -269,7 +264,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	declared := ev.Completion.Complete || ev.Completion.Declared || ev.StepComplete()
 	vr := ev.Completion.Validation
 	if declared && vr == nil && len(st.CompletionConditions) > 0 {
-		res, err := f.verifier.Validate(ctx, st.CompletionConditions)
+		res, err := f.a.verifier.Validate(ctx, st.CompletionConditions)
 		if err != nil {
 			return loop.Outcome{}, err
 		}
@@ -403,12 +398,8 @@ func describeMoves(ev step.Evaluation) string {
 }
 
 func (f *flow) journalState() {
-	f.lastStepState = f.machine.Snapshot()
-	f.a.events.Emit(StepState, StepStateEvent{State: f.lastStepState, Pending: f.pending})
+	f.a.events.Emit(StepState, StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
 }
-
-// completionReason refines the loop's completion reason ("" keeps it).
-func (f *flow) completionReason(*loop.Result) string { return "" }
 
 // declarationNote is the part of seed 004's iteration summary a retry
 // prompt carries: what the model reported and declared last iteration, so

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
@@ -46,12 +47,8 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 	if dir == "" || reg == nil {
 		return nil
 	}
-	r := prompt.New(prompt.Config{AgentDir: dir, Base: def.Runner.Prompts.Base, C1: reg.C1,
-		FallbackDir: def.Runner.Prompts.FallbackDir, SystemPath: def.Runner.SystemPromptPath})
-	regFile := def.Runner.Prompts.Registry
-	if regFile == "" {
-		regFile = config.DefaultRegistryFile
-	}
+	r := newPromptResolver(dir, def, reg)
+	regFile := registryFile(def)
 	var out []config.Problem
 	ids := make([]string, 0, len(reg.Steps))
 	for id := range reg.Steps {
@@ -76,11 +73,11 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 	}
 	sort.Strings(vnames)
 	for _, name := range vnames {
-		checkSchema(reg.Validators[name].Schema, "/validators/"+escapePointer(name)+"/schema", "validator "+name)
+		checkSchema(reg.Validators[name].Schema, config.JoinPointer("validators", name, "schema"), "validator "+name)
 	}
 	for _, id := range ids {
 		st := reg.Steps[id]
-		ptr := "/steps/" + escapePointer(id)
+		ptr := config.JoinPointer("steps", id)
 		checkSchema(st.OutputSchemaRef, ptr+"/outputSchemaRef", "step "+id)
 		if st.Type != "gateway" {
 			ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
@@ -110,32 +107,15 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 			if err != nil {
 				msg += ": " + err.Error()
 			} else {
-				msg += " (tried " + joinNames(rt.Tried) + ")"
+				msg += " (tried " + strings.Join(rt.Tried, ", ") + ")"
 			}
 			out = append(out, config.Problem{Code: CodeRetryPromptMissing, Severity: config.SeverityError, File: regFile,
-				Pointer: ptr + "/completionConditions/" + itoa(i), Message: msg,
-				Hint: "create the retry prompt file, or use a built-in pattern (" + joinNames(builtinPatternNames()) + ") whose generic prompt needs no file"})
+				Pointer: ptr + "/completionConditions/" + strconv.Itoa(i), Message: msg,
+				Hint: "create the retry prompt file, or use a built-in pattern (" + strings.Join(builtinPatternNames(), ", ") + ") whose generic prompt needs no file"})
 		}
 	}
 	return out
 }
-
-func escapePointer(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '~':
-			out = append(out, '~', '0')
-		case '/':
-			out = append(out, '~', '1')
-		default:
-			out = append(out, s[i])
-		}
-	}
-	return string(out)
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 func builtinPatternNames() []string {
 	names := make([]string, 0, 6)

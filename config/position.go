@@ -257,8 +257,9 @@ func escapePointer(tok string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }
 
-// joinPointer builds a JSON pointer from unescaped tokens.
-func joinPointer(tokens ...string) string {
+// JoinPointer builds a JSON pointer (RFC 6901) from unescaped tokens, as
+// Problem.Pointer holds it: JoinPointer("steps", "a/b") is "/steps/a~1b".
+func JoinPointer(tokens ...string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')

@@ -97,7 +97,7 @@ func checkSchema(kindName string, src *source) []schemaProblem {
 
 // describe maps one leaf validation error to problems.
 func (cs *compiledSchema) describe(e *jsonschema.ValidationError) []schemaProblem {
-	ptr := joinPointer(e.InstanceLocation...)
+	ptr := JoinPointer(e.InstanceLocation...)
 	node := cs.node(e.SchemaURL)
 	hint := description(node)
 	switch k := e.ErrorKind.(type) {

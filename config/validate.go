@@ -211,7 +211,7 @@ func (c *checker) agent() {
 	}{{"allowedTools", r.Boundaries.AllowedTools}, {"disallowedTools", r.Boundaries.DisallowedTools}} {
 		for i, p := range list.patterns {
 			if err := tool.ValidatePattern(p); err != nil {
-				c.report(a, "AC-TOOL-PATTERN", SeverityError, joinPointer("runner", "boundaries", list.key, fmt.Sprint(i)),
+				c.report(a, "AC-TOOL-PATTERN", SeverityError, JoinPointer("runner", "boundaries", list.key, fmt.Sprint(i)),
 					"write a tool name (\"Read\"), a glob (\"mcp__github__*\") or a name with a rule (\"Bash(git log:*)\")",
 					"%v", err)
 			}
@@ -232,7 +232,7 @@ func (c *checker) agent() {
 			"create the folder or remove runner.prompts.fallbackDir")
 	}
 	for i, s := range r.Skills {
-		ptr := joinPointer("runner", "skills", fmt.Sprint(i))
+		ptr := JoinPointer("runner", "skills", fmt.Sprint(i))
 		if c.file(a, "AC", ptr, s, true, "AC-SKILL-MISSING", "create the skill folder with a SKILL.md, or remove it from runner.skills") &&
 			c.dir != "" && !holdsSkill(filepath.Join(c.dir, s)) {
 			c.report(a, "AC-SKILL-MISSING", SeverityError, ptr, "add SKILL.md (agentskills.io format) to the skill folder, or list a folder of skill folders",
@@ -243,7 +243,7 @@ func (c *checker) agent() {
 	for _, name := range sortedKeys(r.MCPServers) {
 		s := r.MCPServers[name]
 		if (s.Command == "") == (s.URL == "") {
-			c.report(a, "AC-MCP-TRANSPORT", SeverityError, joinPointer("runner", "mcpServers", name),
+			c.report(a, "AC-MCP-TRANSPORT", SeverityError, JoinPointer("runner", "mcpServers", name),
 				"set command (stdio server) or url (HTTP server), not both",
 				"MCP server %q needs exactly one of command and url", name)
 		}
@@ -431,7 +431,7 @@ func (c *checker) parameters() {
 	flags := map[string]string{}
 	for _, name := range sortedKeys(c.def.Parameters) {
 		p := c.def.Parameters[name]
-		ptr := joinPointer("parameters", name)
+		ptr := JoinPointer("parameters", name)
 		if !paramNameRE.MatchString(name) {
 			c.reportKey(a, "PA-NAME", SeverityError, ptr,
 				"use lowercase letters, digits, '_' and '-', starting with a letter (e.g. \"issue_number\")",
@@ -528,7 +528,7 @@ func (c *checker) registry() {
 	parents := map[string]bool{} // steps listed as subSteps
 	for _, id := range c.stepIDs {
 		st := r.Steps[id]
-		ptr := joinPointer("steps", id)
+		ptr := JoinPointer("steps", id)
 		c.step(id, ptr, st)
 		for _, cc := range st.CompletionConditions {
 			refs[cc.Validator] = true
@@ -539,7 +539,7 @@ func (c *checker) registry() {
 	}
 	for _, id := range c.stepIDs {
 		if r.Steps[id].Type == "subStep" && !parents[id] {
-			c.reportKey(s, "SR-SUBSTEP-ORPHAN", SeverityWarning, joinPointer("steps", id),
+			c.reportKey(s, "SR-SUBSTEP-ORPHAN", SeverityWarning, JoinPointer("steps", id),
 				"list it in a parent step's subSteps, or change its type",
 				"step %q has type subStep but no step lists it in subSteps, so it never runs", id)
 		}
@@ -551,14 +551,14 @@ func (c *checker) registry() {
 		c.validator(name, v)
 		usedPatterns[v.FailurePattern] = true
 		if !refs[name] {
-			c.reportKey(s, "SR-VALIDATOR-UNUSED", SeverityWarning, joinPointer("validators", name),
+			c.reportKey(s, "SR-VALIDATOR-UNUSED", SeverityWarning, JoinPointer("validators", name),
 				"reference it from a step's completionConditions or runner.completion.validators, or remove it",
 				"validator %q is never used, so it never runs", name)
 		}
 	}
 	for _, name := range sortedKeys(r.CompletionPatterns) {
 		if !usedPatterns[name] {
-			c.reportKey(s, "SR-PATTERN-UNUSED", SeverityWarning, joinPointer("completionPatterns", name),
+			c.reportKey(s, "SR-PATTERN-UNUSED", SeverityWarning, JoinPointer("completionPatterns", name),
 				"name it as a validator's failurePattern, or remove it",
 				"completion pattern %q is not the failurePattern of any validator", name)
 		}
@@ -763,7 +763,7 @@ func (c *checker) uvVariable(ptr, uv string) {
 
 func (c *checker) validator(name string, v Validator) {
 	s := c.regSrc
-	ptr := joinPointer("validators", name)
+	ptr := JoinPointer("validators", name)
 	switch v.Type {
 	case "command":
 		if strings.TrimSpace(v.Command) == "" {
@@ -858,7 +858,7 @@ func (c *checker) subStepCycles() {
 				cycle := append(slices.Clone(stack[i:]), sub)
 				if !reported[sub] {
 					reported[sub] = true
-					c.report(c.regSrc, "SR-SUBSTEP-CYCLE", SeverityError, joinPointer("steps", sub, "subSteps"),
+					c.report(c.regSrc, "SR-SUBSTEP-CYCLE", SeverityError, JoinPointer("steps", sub, "subSteps"),
 						"break the cycle: a step cannot contain itself",
 						"sub-step cycle: %s", strings.Join(cycle, " → "))
 				}
@@ -906,7 +906,7 @@ func (c *checker) reachability() {
 	}
 	for _, id := range c.stepIDs {
 		if !seen[id] && steps[id].Type != "subStep" {
-			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, joinPointer("steps", id),
+			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, JoinPointer("steps", id),
 				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps), or remove it",
 				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -101,17 +100,18 @@ func runAgent(cmd *cobra.Command, args []string) error {
 		printConfigError(stderr, err)
 		return withExit(exitUsage, nil)
 	}
+	spec := def.Definition()
 	var flags runFlags
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	flags.register(fs)
 	params := registerParamFlags(fs, def)
 	if isHelp(rest) {
-		fmt.Fprintf(cmd.OutOrStdout(), "Usage: capstan run %s [flags]\n\nAgent %s: %s\n\nFlags:\n%s", dir, def.Definition().Name, def.Definition().Description, fs.FlagUsages())
+		fmt.Fprintf(cmd.OutOrStdout(), "Usage: capstan run %s [flags]\n\nAgent %s: %s\n\nFlags:\n%s", dir, spec.Name, spec.Description, fs.FlagUsages())
 		return nil
 	}
 	if err := fs.Parse(rest); err != nil {
-		return withExit(exitUsage, fmt.Errorf("run: %w (agent %s accepts: %s)", err, def.Definition().Name, strings.Join(paramFlagNames(def), " ")))
+		return withExit(exitUsage, fmt.Errorf("run: %w (agent %s accepts: %s)", err, spec.Name, strings.Join(paramFlagNames(def), " ")))
 	}
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
@@ -129,41 +129,32 @@ func runAgent(cmd *cobra.Command, args []string) error {
 // parameter name → flag name.
 func registerParamFlags(fs *pflag.FlagSet, def *config.Agent) map[string]string {
 	out := map[string]string{}
-	names := make([]string, 0, len(def.Definition().Parameters))
-	for n := range def.Definition().Parameters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		p := def.Definition().Parameters[name]
-		flagName := strings.TrimPrefix(p.Flag(name), "--")
+	for _, p := range def.Params() {
+		flagName := strings.TrimPrefix(p.Flag, "--")
+		if fs.Lookup(flagName) != nil {
+			continue // validation rejects clashes; never shadow capstan's flags
+		}
 		usage := p.Description
 		if p.Required {
 			usage += " (required)"
 		}
-		if len(p.Default) > 0 {
-			usage += " (default " + string(p.Default) + ")"
+		if p.HasDefault {
+			usage += " (default " + p.Default + ")"
 		}
-		if fs.Lookup(flagName) != nil {
-			continue // validation rejects clashes; never shadow capstan's flags
-		}
+		fs.String(flagName, "", usage)
 		if p.Type == "boolean" {
-			fs.String(flagName, "", usage)
 			fs.Lookup(flagName).NoOptDefVal = "true"
-		} else {
-			fs.String(flagName, "", usage)
 		}
-		out[name] = flagName
+		out[p.Name] = flagName
 	}
 	return out
 }
 
 func paramFlagNames(def *config.Agent) []string {
 	var out []string
-	for name, p := range def.Definition().Parameters {
-		out = append(out, p.Flag(name))
+	for _, p := range def.Params() {
+		out = append(out, p.Flag)
 	}
-	sort.Strings(out)
 	return out
 }
 
