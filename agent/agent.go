@@ -90,7 +90,8 @@ type Agent struct {
 	bridge      llm.Bridge
 	bridgeCfg   llm.Config            // how bridges are opened (tools, journal, transcripts)
 	stepBridges map[string]llm.Bridge // bridges of steps' own models, by spec
-	mcp         *mcp.Set              // MCP servers capstan connected (nil when none)
+	stepCosts   map[string]func(llm.Usage) float64
+	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
 	flow        *flow
 	buildOrder  []string
 

@@ -160,9 +160,9 @@ func (a *Agent) stepBridge(ctx context.Context, spec string) (llm.Bridge, error)
 		return nil, err
 	}
 	if a.stepBridges == nil {
-		a.stepBridges = map[string]llm.Bridge{}
+		a.stepBridges, a.stepCosts = map[string]llm.Bridge{}, map[string]func(llm.Usage) float64{}
 	}
-	a.stepBridges[spec] = b
+	a.stepBridges[spec], a.stepCosts[spec] = b, a.costFunc(spec)
 	return b, nil
 }
 

@@ -191,7 +191,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	if b, err := f.a.stepBridge(ctx, st.Model); err != nil {
 		return loop.Turn{}, err
 	} else if b != nil {
-		turn.Bridge, turn.SessionID, turn.Cost = b, f.sessions[st.Model], f.a.costFunc(st.Model)
+		turn.Bridge, turn.SessionID, turn.Cost = b, f.sessions[st.Model], f.a.stepCosts[st.Model]
 	}
 	if p := f.pending; p != nil {
 		f.pending = nil
