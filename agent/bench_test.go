@@ -50,7 +50,7 @@ func BenchmarkIteration(b *testing.B) {
 		bytes += ms1.TotalAlloc - ms0.TotalAlloc
 		mallocs += ms1.Mallocs - ms0.Mallocs
 		res := a.Stop()
-		if res.Iterations != iterationsPerRun || res.Error != nil {
+		if res.Iterations != iterationsPerRun || res.CompletionReason != "max_iterations" {
 			b.Fatalf("%+v", res)
 		}
 	}
