@@ -6,17 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"syscall"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
 
 // The helper is this same binary started as
-// "/proc/self/exe __capstan_sandbox__ <stage> [spec]" with helperEnv=1.
+// "/proc/self/exe __capstan_sandbox__ <stage>" with helperEnv=1. Stage one
+// gets the status pipe on fd 3 and the spec pipe on fd 4; it hands the spec
+// pipe to stage two, where it is fd 3.
 const (
 	helperArg   = "__capstan_sandbox__"
 	helperEnv   = "CAPSTAN_SANDBOX_HELPER"
@@ -60,9 +65,9 @@ func Init() {
 		fmt.Println(probeAnswer)
 		os.Exit(0)
 	case "init":
-		os.Exit(stageOne(os.Args[3:]))
+		os.Exit(stageOne())
 	case "exec":
-		os.Exit(stageTwo(os.Args[3:]))
+		os.Exit(stageTwo())
 	}
 	fmt.Fprintf(os.Stderr, "%sunknown helper stage %q\n", setupMarker, os.Args[2])
 	os.Exit(setupExit)
@@ -76,23 +81,24 @@ func setupFail(format string, args ...any) int {
 // stageOne runs as PID 1 of the sandbox's PID namespace (when namespaces are
 // in use). It starts stage two, waits for it, and reports how it ended on
 // fd 3. Its own exit tears the namespace down.
-func stageOne(args []string) int {
+func stageOne() int {
 	status := os.NewFile(3, "status")
-	if status == nil {
-		return setupFail("stage one: no status pipe")
+	spec := os.NewFile(4, "spec")
+	if status == nil || spec == nil {
+		return setupFail("stage one: no status or spec pipe")
 	}
 	syscall.CloseOnExec(3)
-	if len(args) != 1 {
-		return setupFail("stage one: missing spec")
-	}
-	cmd := exec.Command("/proc/self/exe", helperArg, "exec", args[0])
+	syscall.CloseOnExec(4)
+	cmd := exec.Command("/proc/self/exe", helperArg, "exec")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{spec}
 	cmd.Env = []string{helperEnv + "=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var st helperStatus
 	if err := cmd.Start(); err != nil {
 		return setupFail("stage one: start: %v", err)
 	}
+	spec.Close()
 	st.Started = true
 	err := cmd.Wait()
 	var ee *exec.ExitError
@@ -119,13 +125,19 @@ func stageOne(args []string) int {
 
 // stageTwo confines itself (Landlock, no_new_privs, rlimits), changes to the
 // working directory and replaces itself with the target program.
-func stageTwo(args []string) int {
+func stageTwo() int {
 	runtime.LockOSThread()
-	if len(args) != 1 {
-		return setupFail("stage two: missing spec")
+	specFile := os.NewFile(3, "spec")
+	if specFile == nil {
+		return setupFail("stage two: no spec pipe")
+	}
+	specJSON, err := io.ReadAll(specFile)
+	specFile.Close()
+	if err != nil {
+		return setupFail("stage two: read spec: %v", err)
 	}
 	var hs helperSpec
-	if err := json.Unmarshal([]byte(args[0]), &hs); err != nil {
+	if err := json.Unmarshal(specJSON, &hs); err != nil {
 		return setupFail("stage two: bad spec: %v", err)
 	}
 	if len(hs.Argv) == 0 {
@@ -142,11 +154,32 @@ func stageTwo(args []string) int {
 	if err := os.Chdir(hs.Dir); err != nil {
 		return setupFail("chdir %s: %v", hs.Dir, err)
 	}
+	// Everything execve needs is built before the limits go on: once
+	// RLIMIT_AS is set, a process whose address space is already larger
+	// (a race-enabled binary reserves terabytes of shadow memory) cannot
+	// map a single new page, so nothing may allocate between setLimits and
+	// execve. syscall.Exec allocates its C strings, hence the raw call.
+	path, err := syscall.BytePtrFromString(hs.Argv[0])
+	if err != nil {
+		return setupFail("exec %s: %v", hs.Argv[0], err)
+	}
+	argv, err := syscall.SlicePtrFromStrings(hs.Argv)
+	if err != nil {
+		return setupFail("exec %s: argv: %v", hs.Argv[0], err)
+	}
+	envv, err := syscall.SlicePtrFromStrings(hs.Env)
+	if err != nil {
+		return setupFail("exec %s: env: %v", hs.Argv[0], err)
+	}
+	debug.SetGCPercent(-1)
 	if err := setLimits(hs.Limits); err != nil {
 		return setupFail("rlimits: %v", err)
 	}
-	err := syscall.Exec(hs.Argv[0], hs.Argv, hs.Env)
-	return setupFail("exec %s: %v", hs.Argv[0], err)
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE,
+		uintptr(unsafe.Pointer(path)),
+		uintptr(unsafe.Pointer(&argv[0])),
+		uintptr(unsafe.Pointer(&envv[0])))
+	return setupFail("exec %s: %v", hs.Argv[0], errno)
 }
 
 // landlockConfigs indexes go-landlock's configurations by ABI version; the
@@ -196,8 +229,8 @@ func restrictLandlock(hs helperSpec) error {
 func setLimits(l Limits) error {
 	const mb = 1 << 20
 	set := func(res int, cur, max uint64) error {
-		// syscall.Setrlimit (not unix.Setrlimit) so that syscall.Exec does
-		// not restore the NOFILE limit Go saw at start-up.
+		// syscall.Setrlimit, not unix.Setrlimit, keeps the runtime's own
+		// record of the NOFILE limit in step with the one set here.
 		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: cur, Max: max}); err != nil {
 			return fmt.Errorf("setrlimit(%d): %w", res, err)
 		}

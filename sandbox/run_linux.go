@@ -158,7 +158,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, "/proc/self/exe", helperArg, "init", string(specJSON))
+	cmd := exec.CommandContext(runCtx, "/proc/self/exe", helperArg, "init")
 	cmd.Env = []string{helperEnv + "=1"}
 	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.SandboxUID, hs.LandlockABI > 0, r.cfg.Network)
 	cmd.Stdin = bytes.NewReader(spec.Stdin)
@@ -167,7 +167,15 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "status pipe")
 	}
 	defer statusR.Close()
-	cmd.ExtraFiles = []*os.File{statusW}
+	// The spec travels on a pipe, not in argv, so that its size is bound
+	// only by the target's own execve limits (checked in prepare).
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		statusW.Close()
+		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "spec pipe")
+	}
+	defer specW.Close()
+	cmd.ExtraFiles = []*os.File{statusW, specR}
 
 	var (
 		pidv          atomic.Int64
@@ -192,7 +200,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	cmd.WaitDelay = 2 * time.Second
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	specR.Close()
+	if err != nil {
 		statusW.Close()
 		reason, hint := explainStartError(err)
 		e := agenterr.Wrap(err, agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false, "%s", reason)
@@ -205,6 +215,12 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		killGroup()
 	}
 	statusW.Close()
+	go func() {
+		// A helper that dies before reading closes the pipe; the write then
+		// fails with EPIPE and the exit status tells the story.
+		_, _ = specW.Write(specJSON)
+		specW.Close()
+	}()
 	statusCh := make(chan []byte, 1)
 	go func() { b, _ := io.ReadAll(statusR); statusCh <- b }()
 	waitErr := cmd.Wait()
@@ -311,7 +327,62 @@ func (r *Runner) prepare(spec Spec) (helperSpec, error) {
 		env = append(env, kv)
 	}
 	hs.Env = env
+	if err := checkExecSize(hs.Argv, env); err != nil {
+		return helperSpec{}, err
+	}
 	return hs, nil
+}
+
+// maxArgStrlen is the kernel's limit on one argv or environment string
+// (MAX_ARG_STRLEN, 32 pages), terminating NUL included.
+const maxArgStrlen = 32 * 4096
+
+// checkExecSize refuses, before anything starts, a command that execve
+// would reject with E2BIG: one string over MAX_ARG_STRLEN, or argv and
+// environment together over a quarter of the stack limit (the kernel's
+// rule; the HOME and TMPDIR entries added later are allowed for).
+func checkExecSize(argv, env []string) error {
+	const slack = 1024
+	total := slack
+	for i, a := range argv {
+		if len(a)+1 > maxArgStrlen {
+			return agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true,
+				"argument %d is %d bytes; the kernel's limit for one argument is %d — write the text to a file and pass its path", i, len(a), maxArgStrlen-1)
+		}
+		total += len(a) + 1 + 8
+	}
+	for _, kv := range env {
+		if len(kv)+1 > maxArgStrlen {
+			k, _, _ := strings.Cut(kv, "=")
+			return agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true,
+				"environment variable %s is %d bytes; the kernel's limit for one entry is %d — write the value to a file and pass its path", k, len(kv), maxArgStrlen-1)
+		}
+		total += len(kv) + 1 + 8
+	}
+	if limit := execTotalLimit(); total > limit {
+		return agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true,
+			"arguments and environment total %d bytes, over the %d the kernel accepts — pass large data in a file", total, limit)
+	}
+	return nil
+}
+
+// execTotalLimit is the kernel's cap on argv plus environment: a quarter of
+// the stack limit, at least 128 KiB, at most three quarters of the default
+// 8 MiB stack when the stack is unlimited.
+func execTotalLimit() int {
+	var rl syscall.Rlimit
+	stack := uint64(8 << 20)
+	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &rl); err == nil {
+		stack = rl.Cur
+	}
+	limit := stack / 4
+	if max := uint64(6 << 20); limit > max {
+		limit = max
+	}
+	if limit < maxArgStrlen {
+		limit = maxArgStrlen
+	}
+	return int(limit)
 }
 
 // lookProgram resolves a program name in the sandbox PATH, or checks an

@@ -351,3 +351,60 @@ func TestNoProcessOutlivesRun(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeEnvUnderAddressSpaceLimit is the regression test for a helper
+// that died with "fatal error: runtime: out of memory" in CI: under -race the
+// helper's address space is already far above RLIMIT_AS, so any allocation
+// between setting the limits and execve (syscall.Exec builds C strings) had
+// to map a page and could not. A large environment makes that allocation
+// certain; the helper must still exec the target.
+func TestLargeEnvUnderAddressSpaceLimit(t *testing.T) {
+	root, build := skillDir(t, map[string]string{"x.sh": "echo \"${#BIG_0} ${#BIG_99}\"\n"})
+	big := strings.Repeat("x", 8<<10)
+	var env []string
+	for i := 0; i < 100; i++ {
+		env = append(env, fmt.Sprintf("BIG_%d=%s", i, big))
+	}
+	for i := 0; i < 5; i++ {
+		res := runIn(t, root, build, []string{"bash", "x.sh"}, func(s *Spec) {
+			s.Env = env
+			s.Limits.AddressSpaceMB = 256
+		})
+		if res.Status != StatusOK {
+			t.Fatalf("run %d: status %s reason %q stderr %q", i, res.Status, res.Reason, res.Stderr)
+		}
+		if got := strings.TrimSpace(string(res.Stdout)); got != "8192 8192" {
+			t.Fatalf("run %d: stdout %q", i, got)
+		}
+	}
+}
+
+// TestOversizedArgumentIsAToolInputError: what execve would refuse with
+// E2BIG is refused before the helper starts, with a message the model can
+// act on.
+func TestOversizedArgumentIsAToolInputError(t *testing.T) {
+	r := sharedRunner(t)
+	root, build := skillDir(t, nil)
+	for name, mod := range map[string]func(*Spec){
+		"argument": func(s *Spec) { s.Argv = []string{"bash", "-c", "true #" + strings.Repeat("y", maxArgStrlen)} },
+		"env":      func(s *Spec) { s.Env = []string{"HUGE=" + strings.Repeat("y", maxArgStrlen)} },
+		"total": func(s *Spec) {
+			for i := 0; i < execTotalLimit()/(64<<10)+1; i++ {
+				s.Env = append(s.Env, fmt.Sprintf("V%d=%s", i, strings.Repeat("z", 64<<10)))
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			spec := Spec{Argv: []string{"true"}, Dir: root, Writable: []string{build}, Timeout: 5 * time.Second}
+			mod(&spec)
+			_, err := r.Run(context.Background(), spec)
+			var ae *agenterr.Error
+			if !errors.As(err, &ae) || ae.Code != agenterr.CodeToolInput || !ae.Recoverable {
+				t.Fatalf("err = %v, want a recoverable %s", err, agenterr.CodeToolInput)
+			}
+			if !strings.Contains(err.Error(), "file") {
+				t.Errorf("message gives no way out: %v", err)
+			}
+		})
+	}
+}
