@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -115,13 +116,20 @@ func TestFromConfigStructured(t *testing.T) {
 	}
 }
 
-func TestCustomHandlerRegistry(t *testing.T) {
+// registerPhased registers the test handler once per test binary, so the
+// test also passes with -count=N (the registry refuses a second
+// registration, which is the point of it).
+var registerPhased = sync.OnceFunc(func() {
 	RegisterHandler("test-phased", func(cfg config.Completion, deps Deps) (Handler, error) {
 		if cfg.MaxIterations < 0 {
 			return nil, errors.New("negative")
 		}
 		return &phased{}, nil
 	})
+})
+
+func TestCustomHandlerRegistry(t *testing.T) {
+	registerPhased()
 	if !strings.Contains(strings.Join(CustomHandlers(), ","), "test-phased") {
 		t.Fatal("not listed")
 	}
