@@ -416,8 +416,12 @@ func (wordCount) Validate(_ context.Context, req CustomRequest) (CustomResult, e
 	return CustomResult{Valid: n >= min, Output: ValidatorOutput{Stdout: string(b)}, Params: map[string]any{"words": n}}, nil
 }
 
+// registerWordCount registers the test validator once per test binary
+// (-count=N safe; a second registration panics by design).
+var registerWordCount = sync.OnceFunc(func() { RegisterValidator("test-wordcount", wordCount{}) })
+
 func TestCustomValidator(t *testing.T) {
-	RegisterValidator("test-wordcount", wordCount{})
+	registerWordCount()
 	dir := t.TempDir()
 	write(t, dir, "essay.txt", "one two three")
 	var events recorder
