@@ -102,6 +102,10 @@ type ModelTurnEvent struct {
 // (turns, usage, tool uses) so that budgets can count it; the session is
 // then left as it was, except after MAX_TURNS, where the transcript so far
 // is kept.
+//
+// A StreamSink in ctx (WithStreamSink) is told about every tool call the
+// loop handles, denied and unknown ones included: ToolStart before the
+// policy check, ToolEnd with the outcome.
 func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
@@ -140,6 +144,9 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	msgs = append(msgs, Message{Role: RoleUser, Text: prompt})
 	req := &Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: specs,
 		OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName}
+	// The model streams its text to the sink itself (it reads the same
+	// context); the loop reports the tool calls it runs.
+	sink := StreamSinkFrom(ctx)
 
 	for {
 		if res.Turns >= maxTurns {
@@ -185,7 +192,13 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		}
 		results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 		for _, call := range resp.Message.ToolCalls {
+			if sink != nil {
+				sink.ToolStart(call)
+			}
 			use := l.runTool(ctx, policy, offered, call)
+			if sink != nil {
+				sink.ToolEnd(use)
+			}
 			res.ToolUses = append(res.ToolUses, use)
 			results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/llm"
@@ -12,37 +13,66 @@ import (
 )
 
 // progressPrinter shows run progress on stderr: a live status line on a
-// terminal, one plain line per iteration otherwise (CI logs).
+// terminal, one plain line per iteration otherwise (CI logs). With
+// streaming on it is also the run's llm.StreamSink (see stream.go): the
+// model's text as it arrives and one line per tool call start and end,
+// printed around the status line.
 type progressPrinter struct {
-	w    io.Writer
-	tty  bool
-	step string
+	mu       sync.Mutex
+	w        io.Writer
+	tty      bool
+	progress bool // iteration lines and the status line
+	stream   bool // model text and tool lines
+
+	iteration int
+	step      string
+	// status is the live status line on screen ("" = none shown); midText
+	// is true when streamed text left the cursor mid-line.
+	status  string
+	midText bool
+	redact  *redactor
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return &progressPrinter{w: w, tty: tty}
+	return &progressPrinter{w: w, tty: isTerminal(w), progress: true}
 }
 
 func (p *progressPrinter) begin(runID, agentName string) {
+	if !p.progress {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "capstan: running %s (run %s)\n", agentName, runID)
 }
 
 // IterationStarted implements loop.Observer.
 func (p *progressPrinter) IterationStarted(n int, step string) {
-	p.step = step
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K[iteration %d] step %s: waiting for the model…", n, step)
-	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.iteration, p.step = n, step
+	p.endText()
+	p.showStatus("waiting for the model…")
 }
 
 // IterationFinished implements loop.Observer.
 func (p *progressPrinter) IterationFinished(s *iteration.Summary, o loop.Outcome, total llm.Usage, cost float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endText()
+	if !p.progress {
+		return
+	}
 	check := "continue"
 	switch {
 	case o.Complete:
@@ -54,14 +84,59 @@ func (p *progressPrinter) IterationFinished(s *iteration.Summary, o loop.Outcome
 		check += ": " + firstLine(o.Reason, 80)
 	}
 	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, s.StepID, len(s.ToolsUsed), total.Total(), cost, check)
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
-		return
-	}
+	p.clearStatus()
 	fmt.Fprintln(p.w, line)
 }
 
-func (p *progressPrinter) end() {}
+func (p *progressPrinter) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endText()
+	p.clearStatus()
+}
+
+// showStatus puts the live status line of the current iteration on a
+// terminal; elsewhere it does nothing.
+func (p *progressPrinter) showStatus(what string) {
+	if !p.tty || !p.progress || p.iteration == 0 {
+		return
+	}
+	p.status = fmt.Sprintf("[iteration %d] step %s: %s", p.iteration, p.step, what)
+	fmt.Fprintf(p.w, "\r\033[K%s", p.status)
+}
+
+// clearStatus removes the status line so that a full line can take its
+// place.
+func (p *progressPrinter) clearStatus() {
+	if p.status != "" {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.status = ""
+	}
+}
+
+// endText ends streamed text: what the redactor held back is printed, and
+// the line is finished so that the next line starts at column 0.
+func (p *progressPrinter) endText() {
+	if p.redact != nil {
+		if rest := p.redact.flush(); rest != "" {
+			p.writeText(rest)
+		}
+	}
+	if p.midText {
+		fmt.Fprintln(p.w)
+		p.midText = false
+	}
+}
+
+// writeText prints streamed text in place of the status line.
+func (p *progressPrinter) writeText(s string) {
+	if s == "" {
+		return
+	}
+	p.clearStatus()
+	fmt.Fprint(p.w, s)
+	p.midText = !strings.HasSuffix(s, "\n")
+}
 
 func firstLine(s string, n int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

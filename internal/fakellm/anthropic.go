@@ -344,7 +344,7 @@ func writeAnthropicReply(r *http.Request, w http.ResponseWriter, s *Server, req 
 			if i == 0 {
 				add("ping", map[string]any{"type": "ping"})
 			}
-			for _, frag := range splitHalf(b["text"].(string)) {
+			for _, frag := range splitText(b["text"].(string), rp.ChunkSize) {
 				add("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": frag}})
 			}
 		case "tool_use":

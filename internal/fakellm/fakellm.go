@@ -98,6 +98,9 @@ type Reply struct {
 	// text of the first text block (Anthropic output_config.format) or as
 	// message.content (OpenAI response_format json_schema).
 	Structured json.RawMessage
+	// ChunkSize, when > 0, streams the text in fragments of at most this
+	// many bytes (cut on rune boundaries); 0 streams it in two halves.
+	ChunkSize int
 	// StopReason overrides the stop reason ("" = tool_use/tool_calls when
 	// there are tool calls, else end_turn/stop).
 	StopReason string
@@ -562,6 +565,32 @@ func splitHalf(s string) []string {
 		i++
 	}
 	return []string{s[:i], s[i:]}
+}
+
+// splitText fragments a reply's text for streaming (see Reply.ChunkSize).
+func splitText(s string, size int) []string {
+	if size <= 0 {
+		return splitHalf(s)
+	}
+	var out []string
+	for len(s) > size {
+		i := size
+		for i > 0 && !utf8Start(s[i]) {
+			i--
+		}
+		if i == 0 { // a rune longer than size: keep it whole
+			i = size
+			for i < len(s) && !utf8Start(s[i]) {
+				i++
+			}
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	if s != "" || len(out) == 0 {
+		out = append(out, s)
+	}
+	return out
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

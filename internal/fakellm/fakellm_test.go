@@ -167,3 +167,21 @@ func FuzzDecodeOpenAI(f *testing.F) {
 		}
 	})
 }
+
+func TestSplitTextChunkSize(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		size int
+		want []string
+	}{
+		{"abcdefg", 3, []string{"abc", "def", "g"}},
+		{"ab世界", 3, []string{"ab", "世", "界"}},
+		{"世", 1, []string{"世"}},
+		{"abcd", 0, []string{"ab", "cd"}},
+	} {
+		got := splitText(tc.s, tc.size)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("splitText(%q, %d) = %q, want %q", tc.s, tc.size, got, tc.want)
+		}
+	}
+}

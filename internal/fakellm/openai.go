@@ -218,7 +218,7 @@ func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Req
 	var chunks []map[string]any
 	chunks = append(chunks, chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	if text != "" {
-		for _, frag := range splitHalf(text) {
+		for _, frag := range splitText(text, rp.ChunkSize) {
 			chunks = append(chunks, chunk(map[string]any{"content": frag}, nil))
 		}
 	}

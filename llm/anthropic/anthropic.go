@@ -135,14 +135,17 @@ func New(cfg Config) (*Model, error) {
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
-// Config.Retry.
+// Config.Retry. A StreamSink in ctx receives the text_delta events of text
+// blocks as they arrive (thinking is not streamed); an attempt that fails
+// after streaming text tells the sink TextDiscarded before it is retried.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	params, err := m.params(req)
 	if err != nil {
 		return nil, err
 	}
+	sink := llm.StreamSinkFrom(ctx)
 	return retry.Do(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *retry.Failure) {
-		return m.once(ctx, params, attempt)
+		return m.once(ctx, params, attempt, sink)
 	})
 }
 
@@ -155,11 +158,19 @@ func (m *Model) call() retry.Call {
 	}}
 }
 
-// once runs one streamed attempt.
-func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int) (*llm.Response, *retry.Failure) {
+// once runs one streamed attempt, passing text deltas to sink (nil = none).
+func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink) (resp *llm.Response, fail *retry.Failure) {
 	stream := m.client.Messages.NewStreaming(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
+	streamed := false
+	if sink != nil {
+		defer func() {
+			if fail != nil && streamed {
+				sink.TextDiscarded(fail.Message)
+			}
+		}()
+	}
 	var acc sdk.Message
 	stopped := false
 	for stream.Next() {
@@ -167,8 +178,14 @@ func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt i
 		if err := acc.Accumulate(ev); err != nil {
 			return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "malformed stream: " + m.redact(err.Error()), Retryable: true}
 		}
-		if ev.Type == "message_stop" {
+		switch ev.Type {
+		case "message_stop":
 			stopped = true
+		case "content_block_delta":
+			if sink != nil && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
+				sink.TextDelta(ev.Delta.Text)
+				streamed = true
+			}
 		}
 	}
 	if err := stream.Err(); err != nil {

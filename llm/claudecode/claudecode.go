@@ -6,7 +6,15 @@
 //	claude -p --output-format stream-json --verbose --input-format stream-json \
 //	  [--resume ID] [--model M] [--json-schema S] [--allowedTools ...] \
 //	  [--disallowedTools ...] [--permission-mode M] [--max-turns N] \
-//	  [--mcp-config JSON] [--append-system-prompt S]
+//	  [--mcp-config JSON] [--append-system-prompt S] [--include-partial-messages]
+//
+// With a llm.StreamSink in the query's context the driver adds
+// --include-partial-messages and passes the text deltas of the CLI's
+// stream_event frames to the sink; without partial messages (an older CLI)
+// each assistant frame's text goes to the sink whole as the frame arrives.
+// Tool calls reach the sink as their tool_use and tool_result frames
+// arrive. Text of sub-agents (frames with a parent_tool_use_id) is not
+// streamed; their tool calls are, like the ToolUses of the result.
 //
 // It registers the "claude-code" provider: spec "claude-code" or
 // "claude-code:<model>".
@@ -17,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -269,7 +278,12 @@ func (b *Bridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions
 
 // run is one CLI process.
 func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, resume string) (*llm.QueryResult, error) {
-	cmd := exec.Command(b.binary, b.Args(opts, resume)...)
+	sink := llm.StreamSinkFrom(ctx)
+	args := b.Args(opts, resume)
+	if sink != nil {
+		args = append(args, "--include-partial-messages")
+	}
+	cmd := exec.Command(b.binary, args...)
 	cmd.Dir = b.cfg.WorkDir
 	cmd.Env = b.env()
 	setProcessGroup(cmd)
@@ -316,8 +330,12 @@ func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, 
 	_, werr := stdin.Write(append(msg, '\n'))
 
 	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events,
-		abort: func() { signalGroup(cmd, true) }}
+		abort: func() { signalGroup(cmd, true) }, sink: sink}
 	readErr := st.read(stdout, func() { _ = stdin.Close() })
+	if st.partialText {
+		// Deltas of a message whose assistant frame never came.
+		st.sink.TextDiscarded("claude CLI output ended in the middle of a message")
+	}
 	_ = stdin.Close()
 	// Drain whatever is left so the process can exit.
 	_, _ = io.Copy(io.Discard, stdout)
@@ -463,6 +481,11 @@ type state struct {
 	// abort kills the CLI; aborted is the error that made us do it.
 	abort   func()
 	aborted error
+	// sink receives text and tool calls live (nil = none); partialText
+	// is true while stream_event text deltas have been passed on whose
+	// assistant frame has not arrived yet.
+	sink        llm.StreamSink
+	partialText bool
 }
 
 // authRetryLimit is how many api_retry frames for a rejected key (401/403)
@@ -504,6 +527,10 @@ func (st *state) frame(f *Frame) {
 				st.res.SessionRenewed = true
 			}
 		case "api_retry":
+			if st.partialText {
+				st.partialText = false
+				st.sink.TextDiscarded(fmt.Sprintf("claude-code is retrying the API call (attempt %d, HTTP %d)", f.Attempt, f.ErrorStatus))
+			}
 			st.events.Emit(journal.ModelRetry, map[string]any{"provider": "claude-code", "attempt": f.Attempt,
 				"max_retries": f.MaxRetries, "delay_ms": f.RetryDelayMs, "status": f.ErrorStatus})
 			authFail := f.ErrorStatus == 401 || f.ErrorStatus == 403 || f.Error == "authentication_failed" || f.Error == "billing_error"
@@ -525,11 +552,18 @@ func (st *state) frame(f *Frame) {
 		}
 		st.turns++
 		calls := 0
+		// The text of this frame was streamed already when partial
+		// messages delivered it; otherwise it is streamed now, whole.
+		streamed := st.partialText
 		for _, b := range m.Content {
 			switch b.Type {
 			case "text":
 				if f.ParentToolUseID == nil && b.Text != "" {
 					st.res.Responses = append(st.res.Responses, b.Text)
+					if st.sink != nil && !streamed {
+						st.sink.TextDelta(b.Text)
+					}
+					st.partialText = false
 				}
 			case "tool_use":
 				in := b.Input
@@ -538,7 +572,11 @@ func (st *state) frame(f *Frame) {
 				}
 				st.uses[b.ID] = len(st.res.ToolUses)
 				st.started[b.ID] = time.Now()
-				st.res.ToolUses = append(st.res.ToolUses, llm.ToolUse{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)})
+				use := llm.ToolUse{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)}
+				st.res.ToolUses = append(st.res.ToolUses, use)
+				if st.sink != nil {
+					st.sink.ToolStart(llm.ToolCall{ID: use.ID, Name: use.Name, Input: use.Input})
+				}
 				calls++
 			}
 		}
@@ -575,6 +613,16 @@ func (st *state) frame(f *Frame) {
 				typ = journal.ToolDenied
 			}
 			st.events.Emit(typ, *u)
+			if st.sink != nil {
+				st.sink.ToolEnd(*u)
+			}
+		}
+	case "stream_event":
+		if st.sink != nil && f.ParentToolUseID == nil {
+			if text := textDelta(f.Event); text != "" {
+				st.sink.TextDelta(text)
+				st.partialText = true
+			}
 		}
 	case "result":
 		r := *f
@@ -598,6 +646,25 @@ func (st *state) frame(f *Frame) {
 			st.res.Responses = append(st.res.Responses, f.Result)
 		}
 	}
+}
+
+// textDelta returns the text of a stream_event's content_block_delta of
+// type text_delta, or "".
+func textDelta(ev json.RawMessage) string {
+	if len(ev) == 0 {
+		return ""
+	}
+	var e struct {
+		Type  string `json:"type"`
+		Delta struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"delta"`
+	}
+	if json.Unmarshal(ev, &e) != nil || e.Type != "content_block_delta" || e.Delta.Type != "text_delta" {
+		return ""
+	}
+	return e.Delta.Text
 }
 
 // structured validates the structured answer against schema, recovering it

@@ -13,12 +13,15 @@ import (
 // typed; every field this driver does not know is kept in Extra, and the
 // whole line in Raw, so newer CLI versions lose nothing.
 type Frame struct {
-	Type            string          `json:"type"`
-	Subtype         string          `json:"subtype,omitempty"`
-	SessionID       string          `json:"session_id,omitempty"`
-	UUID            string          `json:"uuid,omitempty"`
-	Model           string          `json:"model,omitempty"`
-	Message         json.RawMessage `json:"message,omitempty"`
+	Type      string          `json:"type"`
+	Subtype   string          `json:"subtype,omitempty"`
+	SessionID string          `json:"session_id,omitempty"`
+	UUID      string          `json:"uuid,omitempty"`
+	Model     string          `json:"model,omitempty"`
+	Message   json.RawMessage `json:"message,omitempty"`
+	// Event is a stream_event frame's API stream event (partial
+	// messages), kept raw.
+	Event           json.RawMessage `json:"event,omitempty"`
 	ParentToolUseID *string         `json:"parent_tool_use_id,omitempty"`
 	// Error is an assistant frame's API error kind (rate_limit,
 	// overloaded, authentication_failed, ...).
@@ -93,6 +96,9 @@ func ParseFrame(line []byte) (Frame, error) {
 		switch k {
 		case "message":
 			f.Message = raw
+			continue
+		case "event":
+			f.Event = raw
 			continue
 		case "structured_output":
 			f.StructuredOutput = raw

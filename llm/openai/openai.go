@@ -129,15 +129,19 @@ func New(cfg Config) (*Model, error) {
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
-// Config.Retry.
+// Config.Retry. A StreamSink in ctx receives the choices[0].delta.content
+// fragments as they arrive (refusals and tool-call arguments are not
+// streamed); an attempt that fails after streaming text tells the sink
+// TextDiscarded before it is retried.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	params, err := m.params(req)
 	if err != nil {
 		return nil, err
 	}
 	structured := len(req.OutputSchema) > 0
+	sink := llm.StreamSinkFrom(ctx)
 	return retry.Do(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *retry.Failure) {
-		return m.once(ctx, params, structured, attempt)
+		return m.once(ctx, params, structured, attempt, sink)
 	})
 }
 
@@ -150,10 +154,19 @@ func (m *Model) call() retry.Call {
 	}}
 }
 
-func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int) (*llm.Response, *retry.Failure) {
+// once runs one streamed attempt, passing text deltas to sink (nil = none).
+func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int, sink llm.StreamSink) (resp *llm.Response, fail *retry.Failure) {
 	stream := m.client.Chat.Completions.NewStreaming(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
+	streamed := false
+	if sink != nil {
+		defer func() {
+			if fail != nil && streamed {
+				sink.TextDiscarded(fail.Message)
+			}
+		}()
+	}
 	var acc sdk.ChatCompletionAccumulator
 	finished := false
 	for stream.Next() {
@@ -162,6 +175,11 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 		for _, c := range chunk.Choices {
 			if c.FinishReason != "" {
 				finished = true
+			}
+			// toResponse answers with choice 0; stream the same text.
+			if sink != nil && c.Index == 0 && c.Delta.Content != "" {
+				sink.TextDelta(c.Delta.Content)
+				streamed = true
 			}
 		}
 	}

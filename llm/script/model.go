@@ -72,7 +72,9 @@ func (m *Model) Remaining() int {
 	return len(m.script.Turns) - m.next
 }
 
-// Generate implements llm.Model: it returns the next scripted turn.
+// Generate implements llm.Model: it returns the next scripted turn. A
+// StreamSink in ctx receives the turn's text (for a structured answer without
+// text, the JSON) as one delta.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "model call canceled")
@@ -135,6 +137,10 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		if resp.Message.Text == "" {
 			resp.Message.Text = string(t.Structured)
 		}
+	}
+	// A script turn arrives whole: its text is one delta.
+	if sink := llm.StreamSinkFrom(ctx); sink != nil && resp.Message.Text != "" {
+		sink.TextDelta(resp.Message.Text)
 	}
 	if t.Usage != nil {
 		resp.Usage = llm.Usage{InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -123,6 +124,37 @@ func main() {
 		return
 	case "structured-in-text":
 		result(map[string]any{"result": "Sure! Here it is:\n```json\n{\"status\": \"completed\", \"count\": 4}\n```\n"})
+		return
+	case "stream":
+		// Partial messages (stream_event frames) only when asked for, as
+		// the real CLI does; the second text is cut by an API retry and
+		// sent again from its beginning.
+		partial := slices.Contains(os.Args[1:], "--include-partial-messages")
+		deltas := func(parts ...string) {
+			if !partial {
+				return
+			}
+			emit(map[string]any{"type": "stream_event", "session_id": sid, "parent_tool_use_id": nil,
+				"event": map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}})
+			for _, p := range parts {
+				emit(map[string]any{"type": "stream_event", "session_id": sid, "parent_tool_use_id": nil,
+					"event": map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": p}}})
+			}
+		}
+		deltas("Let me ", "look.")
+		asst(map[string]any{"type": "text", "text": "Let me look."})
+		asst(map[string]any{"type": "tool_use", "id": "toolu_s1", "name": "Bash", "input": map[string]any{"command": "go test ./..."}})
+		emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_s1",
+				"content": "FAIL", "is_error": true}}}})
+		// A sub-agent's text is not streamed.
+		emit(map[string]any{"type": "stream_event", "session_id": sid, "parent_tool_use_id": "toolu_x",
+			"event": map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": "SUBAGENT"}}})
+		deltas("Tests fa")
+		emit(map[string]any{"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 3, "retry_delay_ms": 1, "error_status": 529, "session_id": sid})
+		deltas("Tests ", "fail.")
+		asst(map[string]any{"type": "text", "text": "Tests fail."})
+		result(map[string]any{"result": "Tests fail."})
 		return
 	case "structured-invalid":
 		result(map[string]any{"structured_output": map[string]any{"status": 7}, "result": "no json here"})

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/tool/builtin"
+)
+
+// Limits of the one-line tool summaries.
+const (
+	maxToolInput  = 80 // runes of a tool call's input shown on its → line
+	maxToolStatus = 60 // runes of an error shown on a ← line
+)
+
+// enableStream makes p the run's stream sink: text is printed as it
+// arrives, and every value of a secret-looking variable of environ (API
+// keys, tokens; see builtin.IsSecretName) is replaced by [REDACTED] in
+// everything printed.
+func (p *progressPrinter) enableStream(environ []string) {
+	p.stream = true
+	p.redact = newRedactor(environ)
+}
+
+// TextDelta implements llm.StreamSink.
+func (p *progressPrinter) TextDelta(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writeText(p.redact.push(text))
+}
+
+// TextDiscarded implements llm.StreamSink: the break is marked on its own
+// line, and the retried text starts on the next one.
+func (p *progressPrinter) TextDiscarded(reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.redact.drop()
+	p.endText()
+	p.clearStatus()
+	fmt.Fprintf(p.w, "  ⟲ stream interrupted (%s); the text above is discarded, the model's answer starts again\n",
+		shorten(p.redact.all(reason), maxToolStatus))
+}
+
+// ToolStart implements llm.StreamSink: "  → Bash  go test ./...".
+func (p *progressPrinter) ToolStart(call llm.ToolCall) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endText()
+	p.clearStatus()
+	line := "  → " + call.Name
+	if in := shorten(p.redact.all(toolInputSummary(call.Input)), maxToolInput); in != "" {
+		line += "  " + in
+	}
+	fmt.Fprintln(p.w, line)
+	p.showStatus("running " + call.Name + "…")
+}
+
+// ToolEnd implements llm.StreamSink: "  ← Bash  exit 1 (0.8s)", or
+// "  ✗ Write  denied: …" for a call the policy refused. Tool output is never
+// printed, only a short status.
+func (p *progressPrinter) ToolEnd(use llm.ToolUse) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endText()
+	p.clearStatus()
+	status := shorten(p.redact.all(toolStatus(use)), maxToolStatus)
+	if use.Denied {
+		// A denied call never ran: no duration.
+		fmt.Fprintf(p.w, "  ✗ %s  %s\n", use.Name, status)
+	} else {
+		fmt.Fprintf(p.w, "  ← %s  %s (%.1fs)\n", use.Name, status, float64(use.DurationMs)/1000)
+	}
+	p.showStatus("waiting for the model…")
+}
+
+// toolInputSummary renders a call's input on one line: the most telling
+// field of the built-in tools (the command, the path, the pattern) when
+// there is one, else the compact JSON.
+func toolInputSummary(in json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(in, &m) == nil {
+		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "skill", "description"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				return s
+			}
+		}
+		if len(m) == 0 {
+			return ""
+		}
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, in) != nil {
+		return string(in)
+	}
+	return b.String()
+}
+
+var bashMarker = regexp.MustCompile(`\[(exit status \d+|command timed out[^\]]*|command killed by signal: [^\]]+)\]\s*$`)
+
+// toolStatus is the short outcome of a tool call: "ok", "exit 1",
+// "denied: …", or the first line of an error.
+func toolStatus(use llm.ToolUse) string {
+	switch {
+	case use.Denied:
+		return "denied: " + strings.TrimPrefix(use.Output, "permission denied: ")
+	case !use.IsError:
+		lines := strings.Count(strings.TrimRight(use.Output, "\n"), "\n") + 1
+		if strings.TrimSpace(use.Output) == "" {
+			return "ok"
+		}
+		n := fmt.Sprintf("%d lines", lines)
+		if lines == 1 {
+			n = "1 line"
+		}
+		if use.Name == "Bash" {
+			return "exit 0, " + n
+		}
+		return "ok, " + n
+	}
+	if m := bashMarker.FindStringSubmatch(use.Output); m != nil {
+		s := strings.Replace(m[1], "exit status ", "exit ", 1)
+		if i := strings.Index(s, ";"); i >= 0 {
+			s = s[:i]
+		}
+		return strings.TrimPrefix(s, "command ")
+	}
+	if use.Name == "Bash" {
+		return "error"
+	}
+	return "error: " + use.Output
+}
+
+// shorten puts s on one line (whitespace runs become one space) and caps
+// it at n runes.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// redactor replaces secret values in streamed text. Text arrives in
+// fragments that may split a secret, so the longest tail that could begin
+// one is held back until the next fragment (or flush) decides.
+type redactor struct {
+	secrets []string
+	pending string
+}
+
+const redacted = "[REDACTED]"
+
+func newRedactor(environ []string) *redactor {
+	r := &redactor{}
+	seen := map[string]bool{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || len(v) < 8 || seen[v] || !(builtin.IsSecretName(k) || builtin.IsSecretValue(v)) {
+			continue
+		}
+		seen[v] = true
+		r.secrets = append(r.secrets, v)
+	}
+	// Longest first, so a secret containing another is replaced whole.
+	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+	return r
+}
+
+// all redacts a complete string.
+func (r *redactor) all(s string) string {
+	for _, v := range r.secrets {
+		s = strings.ReplaceAll(s, v, redacted)
+	}
+	return s
+}
+
+// push takes the next fragment and returns what may be printed now.
+func (r *redactor) push(s string) string {
+	buf := r.all(r.pending + s)
+	hold := 0
+	for _, v := range r.secrets {
+		for n := min(len(v)-1, len(buf)); n > hold; n-- {
+			if strings.HasSuffix(buf, v[:n]) {
+				hold = n
+				break
+			}
+		}
+	}
+	r.pending = buf[len(buf)-hold:]
+	return buf[:len(buf)-hold]
+}
+
+// flush returns the held-back tail: the text has ended, so it is no
+// secret.
+func (r *redactor) flush() string {
+	s := r.pending
+	r.pending = ""
+	return s
+}
+
+// drop forgets the held-back tail (its text was discarded).
+func (r *redactor) drop() { r.pending = "" }
+
+// processEnviron is the environment whose secrets the stream redacts.
+func processEnviron() []string { return os.Environ() }

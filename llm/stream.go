@@ -1,0 +1,57 @@
+package llm
+
+import "context"
+
+// StreamSink receives a query's work while it happens: the assistant's text
+// as the provider receives it and each tool call as it starts and ends. A
+// sink travels in the request's context (WithStreamSink); a context without
+// one costs the providers and the tool loop nothing beyond one lookup.
+//
+// What a sink sees is a live view, not the record: the QueryResult and the
+// journal stay the source of truth. Structured-output answers are streamed
+// like any other text (the JSON as it arrives), on every provider.
+//
+// Methods are called from the goroutine running the query, in order. A
+// Bridge whose queries run concurrently (several queries sharing one
+// context) may call them concurrently, so a sink that is shared that way
+// must lock. Methods must return quickly: the provider is reading the
+// stream while they run.
+type StreamSink interface {
+	// TextDelta receives the next fragment of the assistant's text. The
+	// fragments of one model turn concatenate to the turn's text, unless
+	// TextDiscarded intervenes. Fragment boundaries are the provider's
+	// (they may split words, but never a UTF-8 sequence).
+	TextDelta(text string)
+	// TextDiscarded reports that the text delivered since the current model
+	// turn began is not part of the answer: the turn's stream failed part
+	// way (a dropped connection, an error event, cancellation) for the
+	// given reason. When the provider retries the turn, the retry's text
+	// follows from its beginning, so a display should mark the break
+	// rather than let the two attempts run together.
+	TextDiscarded(reason string)
+	// ToolStart reports a tool call about to run (or about to be denied).
+	ToolStart(call ToolCall)
+	// ToolEnd reports how the call ended; use.Denied marks a call the
+	// tool policy refused (use.Output then holds the reason), use.IsError
+	// a call that ran and failed. Every ToolStart is followed by exactly
+	// one ToolEnd for the same call ID, unless the query is cut short.
+	ToolEnd(use ToolUse)
+}
+
+type streamSinkKey struct{}
+
+// WithStreamSink returns a context that carries sink to the providers and
+// the tool loop of queries made with it. A nil sink returns ctx unchanged.
+func WithStreamSink(ctx context.Context, sink StreamSink) context.Context {
+	if sink == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, streamSinkKey{}, sink)
+}
+
+// StreamSinkFrom returns the sink carried by ctx, or nil. Providers call it
+// once per model turn and skip all streaming work when it is nil.
+func StreamSinkFrom(ctx context.Context) StreamSink {
+	s, _ := ctx.Value(streamSinkKey{}).(StreamSink)
+	return s
+}
