@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
@@ -30,6 +32,7 @@ import (
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/tool/mcp"
+	"github.com/capstan-dev/capstan/tracing"
 )
 
 // State is a lifecycle state.
@@ -67,6 +70,11 @@ type BuildOptions struct {
 	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
 	// variables. A resumed run reuses the recorded values when Params is nil.
 	Params map[string]string
+	// TracerProvider, when set, turns the run's journal events into
+	// OpenTelemetry spans (package tracing); the run span is a child of
+	// the span in Build's ctx, if any. nil = no tracing, and no cost.
+	// Flushing and shutting the provider down is the caller's job.
+	TracerProvider trace.TracerProvider
 }
 
 // Agent is a built agent.
@@ -83,6 +91,8 @@ type Agent struct {
 	workDir string
 
 	events      *journal.Writer
+	emit        journal.Emitter  // events, or the tracing tee in front of it
+	tracer      *tracing.Emitter // nil without a TracerProvider
 	prompts     *prompt.Resolver
 	completion  completion.Handler
 	verifier    *completion.CompletionValidator
@@ -162,6 +172,12 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	// 1. logger
 	if err := a.buildJournal(); err != nil {
 		return fail(err)
+	}
+	a.emit = a.events
+	if opts.TracerProvider != nil {
+		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
+			Next: a.events, Secrets: tracing.SecretValues(os.Environ()), Now: opts.Now})
+		a.emit = a.tracer
 	}
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
@@ -248,10 +264,10 @@ func (a *Agent) Start(ctx context.Context) error {
 		start.Resumed, start.Iteration = true, a.rc.Iteration
 	}
 	for _, w := range a.def.Warnings() {
-		a.events.Emit(journal.Warning, map[string]string{"message": w.String()})
+		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
 	}
-	a.events.Emit(journal.RunStart, start)
-	a.events.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
+	a.emit.Emit(journal.RunStart, start)
+	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()
 	return nil
@@ -273,7 +289,7 @@ func (a *Agent) Run(ctx context.Context) *Result {
 	if a.opts.MaxIterations > 0 {
 		budgets.MaxIterations = a.opts.MaxIterations
 	}
-	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.events, Observer: a.opts.Observer,
+	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit, Observer: a.opts.Observer,
 		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
@@ -308,8 +324,8 @@ func (a *Agent) Stop() *Result {
 		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
 			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path()}
 	}
-	a.events.Emit(journal.RunEnd, a.result)
-	a.events.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})
+	a.emit.Emit(journal.RunEnd, a.result)
+	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})
 	if err := a.release(); err != nil && a.result.Error == nil {
 		a.result.Error = NewResultError(err)
 	}
@@ -334,6 +350,9 @@ func (a *Agent) release() error {
 		if err := a.mcp.Close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if a.tracer != nil {
+		a.tracer.Close()
 	}
 	if a.events != nil {
 		if err := a.events.Close(); err != nil && first == nil {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // BenchmarkIteration measures one agent iteration end to end: prompt
@@ -17,7 +20,24 @@ import (
 // Run is timed and counted (building the agent — reading the script,
 // creating the journal — is excluded), and the per-iteration figures are
 // reported as ns/iter, B/iter and allocs/iter.
-func BenchmarkIteration(b *testing.B) {
+func BenchmarkIteration(b *testing.B) { benchmarkIteration(b, nil) }
+
+// BenchmarkIterationTraced is BenchmarkIteration with tracing on: the
+// journal events also become spans, through the SDK's batch span processor
+// to an exporter that drops them (what is measured is capstan's mapping
+// and the SDK's span bookkeeping, not a network).
+func BenchmarkIterationTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	benchmarkIteration(b, tp)
+}
+
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+func benchmarkIteration(b *testing.B, tp trace.TracerProvider) {
 	const iterationsPerRun = 50
 	var sb strings.Builder
 	sb.WriteString("turns:\n")
@@ -33,7 +53,7 @@ func BenchmarkIteration(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		a, err := Build(ctx, def, BuildOptions{WorkDir: b.TempDir(), MaxIterations: iterationsPerRun})
+		a, err := Build(ctx, def, BuildOptions{WorkDir: b.TempDir(), MaxIterations: iterationsPerRun, TracerProvider: tp})
 		if err != nil {
 			b.Fatal(err)
 		}

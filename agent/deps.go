@@ -42,7 +42,7 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 		Validators: reg.Validators,
 		WorkDir:    a.workDir,
 		Schemas:    a.schemas,
-		Emitter:    a.events,
+		Emitter:    a.emit,
 		File:       registryFile(a.spec),
 	})
 	return completion.FromConfig(a.spec.Runner.Completion, completion.Deps{
@@ -86,7 +86,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	}
 	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), Sandbox: boxed})
 	for _, w := range warns {
-		a.events.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
+		a.emit.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
 	}
 	a.skillsPrompt = cat.SystemPromptSection()
 	return append(tools, cat.Tools()...), nil
@@ -127,7 +127,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		AgentDir: a.def.Dir(),
 		WorkDir:  a.workDir,
 		Tools:    tools,
-		Events:   a.events,
+		Events:   a.emit,
 		Getenv:   a.opts.Getenv,
 		MaxTurns: r.Boundaries.MaxTurns,
 	}

@@ -81,7 +81,7 @@ const StepState = "step.state"
 
 func newFlow(a *Agent) (*flow, error) {
 	reg := a.reg
-	m, err := step.NewMachine(*reg, step.Options{AgentName: a.spec.Name, RunID: a.runID, Emitter: a.events,
+	m, err := step.NewMachine(*reg, step.Options{AgentName: a.spec.Name, RunID: a.runID, Emitter: a.emit,
 		File: registryFile(a.spec)})
 	if err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func (f *flow) variables(n int, rc *loop.RuntimeContext) map[string]string {
 
 func (f *flow) warn(ws []string) {
 	for _, w := range ws {
-		f.a.events.Emit(journal.Warning, map[string]string{"message": w})
+		f.a.emit.Emit(journal.Warning, map[string]string{"message": w})
 	}
 }
 
@@ -191,7 +191,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	if b, err := f.a.stepBridge(ctx, st.Model); err != nil {
 		return loop.Turn{}, err
 	} else if b != nil {
-		turn.Bridge, turn.SessionID, turn.Cost = b, f.sessions[st.Model], f.a.stepCosts[st.Model]
+		turn.Bridge, turn.SessionID, turn.Cost, turn.Model = b, f.sessions[st.Model], f.a.stepCosts[st.Model], st.Model
 	}
 	if p := f.pending; p != nil {
 		f.pending = nil
@@ -253,7 +253,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	if err != nil {
 		return f.stepError(err)
 	}
-	f.a.events.Emit(journal.CompletionCheck, ev.Completion)
+	f.a.emit.Emit(journal.CompletionCheck, ev.Completion)
 	if f.machine.Aborted() {
 		err := f.machine.AbortError()
 		return loop.Outcome{Stop: true, Err: err, Reason: err.Error(), CompletionReason: loop.ReasonAborted}, nil
@@ -320,7 +320,7 @@ func (f *flow) checkFormat(ctx context.Context, id string, st config.Step, ref c
 	}
 	text := completion.FormatRetryPrompt(r, c.raw)
 	f.pending = &pendingPrompt{Text: text, Source: "format-retry:" + ref.File + "#" + ref.Schema}
-	f.a.events.Emit(journal.RetryPrompt, RetryPromptEvent{Kind: "format", Step: id, Source: f.pending.Source,
+	f.a.emit.Emit(journal.RetryPrompt, RetryPromptEvent{Kind: "format", Step: id, Source: f.pending.Source,
 		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{r.Error}})
 	return loop.Outcome{Reason: "output format invalid: " + r.Error + "; format retry scheduled"}, true, nil
 }
@@ -347,7 +347,7 @@ func (f *flow) retryCompletion(ctx context.Context, id string, st config.Step, s
 		text += "\n\n" + note
 	}
 	f.pending = &pendingPrompt{Text: text, Source: "retry:" + vr.Pattern + " (" + rp.Source + ")"}
-	f.a.events.Emit(journal.RetryPrompt, RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
+	f.a.emit.Emit(journal.RetryPrompt, RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
 		Params: vr.Params, Source: rp.Source, Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: rp.Warnings})
 	return loop.Outcome{Reason: fmt.Sprintf("completion declared but %s failed: pattern %s; retry %d/%d", vr.Validator, vr.Pattern, d.Attempt, d.MaxAttempts-1)}, nil
 }
@@ -398,7 +398,7 @@ func describeMoves(ev step.Evaluation) string {
 }
 
 func (f *flow) journalState() {
-	f.a.events.Emit(StepState, StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
+	f.a.emit.Emit(StepState, StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
 }
 
 // declarationNote is the part of seed 004's iteration summary a retry

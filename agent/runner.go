@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
@@ -20,6 +22,9 @@ type DirRunner struct {
 	Model string
 	// Events, when set, receives a pointer to each agent run's journal.
 	Events journal.Emitter
+	// TracerProvider, when set, traces each agent run (BuildOptions.TracerProvider),
+	// as a child of the span in RunAgent's ctx.
+	TracerProvider trace.TracerProvider
 }
 
 // AgentRunEvent is what DirRunner emits for each agent it ran.
@@ -38,7 +43,7 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 	if err != nil {
 		return nil, err
 	}
-	a, err := Build(ctx, def, BuildOptions{WorkDir: r.WorkDir, Model: r.Model, Params: params})
+	a, err := Build(ctx, def, BuildOptions{WorkDir: r.WorkDir, Model: r.Model, Params: params, TracerProvider: r.TracerProvider})
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,9 @@ type Turn struct {
 	SessionID string
 	// Cost prices this turn's usage when Bridge is set (nil = Config.Cost).
 	Cost func(llm.Usage) float64
+	// Model names Bridge's model ("provider:model") for the journal; ""
+	// when the turn uses the run's own model.
+	Model string
 }
 
 // Outcome is the flow's verdict on a finished iteration.
@@ -171,6 +174,9 @@ type OutcomeEvent struct {
 type QueryStartEvent struct {
 	SessionID string `json:"session_id,omitempty"`
 	Source    string `json:"source,omitempty"`
+	// Model is set when the query goes to a step's own model
+	// ("provider:model"); absent for the run's model.
+	Model string `json:"model,omitempty"`
 }
 
 // PromptEvent is the payload of a prompt.resolved journal event.
@@ -290,16 +296,16 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 		l.cfg.Observer.IterationStarted(rc.Iteration, turn.StepID)
 	}
 	l.cfg.Events.Emit(journal.PromptResolved, PromptEvent{Source: turn.Source, Text: turn.Prompt})
-	bridge, own, cost := l.cfg.Bridge, true, l.cfg.Cost
+	bridge, own, cost, model := l.cfg.Bridge, true, l.cfg.Cost, ""
 	opts := turn.Options
 	opts.SessionID = rc.SessionID
 	if turn.Bridge != nil {
-		bridge, own, opts.SessionID = turn.Bridge, false, turn.SessionID
+		bridge, own, opts.SessionID, model = turn.Bridge, false, turn.SessionID, turn.Model
 		if turn.Cost != nil {
 			cost = turn.Cost
 		}
 	}
-	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: opts.SessionID, Source: turn.Source})
+	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: opts.SessionID, Source: turn.Source, Model: model})
 	qr, err := bridge.Query(ctx, turn.Prompt, opts)
 	if err != nil && errors.Is(err, agenterr.ErrSdkSessionNotFound) && opts.SessionID != "" {
 		// Seed 002 reconnect: the backend lost the session; start a new one once.

@@ -13,12 +13,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
 	"github.com/capstan-dev/capstan/pipeline/gitactivity"
 	"github.com/capstan-dev/capstan/pipeline/standard"
+	"github.com/capstan-dev/capstan/tracing"
 )
 
 // pipelineDeps are what the pipeline command needs from the rest of
@@ -200,7 +202,18 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		defer jw.Close()
 		events = jw
 		fmt.Fprintf(stderr, "journal: %s\n", jw.Path())
-		jw.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": request, "repo": f.repo, "file": f.file, "model": f.model})
+	}
+	ctx, tr := startTracing(ctx, stderr)
+	defer tr.stop(ctx)
+	events = tr.emitter(ctx, events)
+	events.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": request, "repo": f.repo, "file": f.file, "model": f.model})
+	if te, ok := events.(*tracing.Emitter); ok {
+		// Agent stages run inside the pipeline's span.
+		ctx = te.RunContext(ctx)
+		if r, ok := deps.Runner.(agent.DirRunner); ok {
+			r.TracerProvider = tr.provider()
+			deps.Runner = r
+		}
 	}
 	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation, events)
 	if err != nil {

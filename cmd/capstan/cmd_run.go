@@ -195,8 +195,10 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 		progress.enableStream(processEnviron())
 		ctx = llm.WithStreamSink(ctx, progress)
 	}
+	ctx, tr := startTracing(ctx, stderr)
+	defer tr.stop(ctx)
 	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL,
-		MaxIterations: flags.maxIterations, Params: params, Resume: resume}
+		MaxIterations: flags.maxIterations, Params: params, Resume: resume, TracerProvider: tr.provider()}
 	if progress != nil {
 		opts.Observer = progress
 	}

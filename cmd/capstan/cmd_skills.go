@@ -226,12 +226,15 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		return withExit(exitInternal, fmt.Errorf("skills run: journal: %w", err))
 	}
 	defer jw.Close()
+	ctx, tr := startTracing(ctx, stderr)
+	defer tr.stop(ctx)
+	events := tr.emitter(ctx, jw)
 	absWork, _ := filepath.Abs(f.workDir)
 	// run.start / run.end in the agent's shapes, so `capstan runs` and
 	// `capstan show` list skill runs too.
-	jw.Emit(journal.RunStart, agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
+	events.Emit(journal.RunStart, agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
 	started := time.Now()
-	rt := skill.New(skill.Config{Model: model, ModelName: f.model, Sandbox: sb, Events: jw, Seed: f.seed})
+	rt := skill.New(skill.Config{Model: model, ModelName: f.model, Sandbox: sb, Events: events, Seed: f.seed})
 	res, runErr := rt.Run(ctx, sk, skill.Input{
 		Goal: f.goal, Constraints: f.constraints, Inputs: inputs, Budgets: f.budgets,
 		Expected: expects, BuildDir: f.build, Fresh: f.fresh,
@@ -253,7 +256,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if res.Error != nil {
 		end.Error = &agent.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
 	}
-	jw.Emit(journal.RunEnd, end)
+	events.Emit(journal.RunEnd, end)
 	printActSummary(stderr, res, jw.Path())
 	if f.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {

@@ -1,0 +1,707 @@
+// Package tracing turns capstan's run journal into OpenTelemetry spans.
+//
+// An Emitter sits between the layers that emit journal events and the
+// journal writer: it forwards every event to the writer unchanged and
+// builds a span tree from the same events — one capstan.run span per run,
+// a child per iteration, a "chat <model>" span per query (OpenTelemetry
+// GenAI semantic conventions), an "execute_tool <name>" span per tool call,
+// a "validator <name>" span per completion validator, and span events for
+// model turns, model retries, retry prompts, step transitions, completion
+// checks and warnings.
+//
+// Spans carry names, ids, counts, sizes, durations and outcomes only.
+// Prompts, responses, tool inputs and outputs, parameter values and error
+// messages are never put in span attributes (error messages can quote a
+// prompt); warning messages, the one free text exported, have every
+// configured secret value replaced.
+//
+// The mapping reads event payloads through their journal (JSON) form, so it
+// accepts the typed values capstan's layers emit and any value that
+// marshals to the documented journal fields (docs/journal.md).
+package tracing
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/step"
+)
+
+// ScopeName is the instrumentation scope of capstan's spans.
+const ScopeName = "github.com/capstan-dev/capstan/tracing"
+
+// Span names that do not carry a model, tool or validator name.
+const (
+	SpanRun       = "capstan.run"
+	SpanIteration = "capstan.iteration"
+)
+
+// Event types of other layers that the Emitter maps (their packages import
+// this one's dependents, so the names are repeated here).
+const (
+	pipelineStage     = "pipeline.stage"
+	pipelineViolation = "pipeline.violation"
+)
+
+// maxWarning bounds the length of an exported warning message.
+const maxWarning = 256
+
+// Config configures an Emitter.
+type Config struct {
+	// Provider supplies the tracer. Required.
+	Provider trace.TracerProvider
+	// Parent is the context the run span is a child of: a remote W3C
+	// traceparent or a caller's span (nil = a new trace).
+	Parent context.Context
+	// Next receives every event unchanged (nil = journal.Discard).
+	Next journal.Emitter
+	// Secrets are values that must never be exported; they are replaced
+	// in the free text that is (warning messages). See SecretValues.
+	Secrets []string
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// open is a started span and the context that carries it.
+type open struct {
+	span trace.Span
+	ctx  context.Context
+}
+
+func (o *open) end(opts ...trace.SpanEndOption) {
+	if o.span != nil {
+		o.span.End(opts...)
+	}
+	*o = open{}
+}
+
+// Emitter is a journal.Emitter that tees: every event goes to Config.Next
+// unchanged, and the run's events become spans. It is safe for concurrent
+// use.
+type Emitter struct {
+	next   journal.Emitter
+	tracer trace.Tracer
+	parent context.Context
+	redact *strings.Replacer
+	now    func() time.Time
+
+	mu        sync.Mutex
+	iteration int
+	step      string
+	provider  string // the run model's provider ("anthropic")
+	model     string // the run model's name ("claude-sonnet-4-5")
+	run       open
+	iter      open
+	query     open
+	closed    bool
+}
+
+// New returns an Emitter for one run.
+func New(cfg Config) *Emitter {
+	e := &Emitter{next: cfg.Next, parent: cfg.Parent, now: cfg.Now}
+	if e.next == nil {
+		e.next = journal.Discard
+	}
+	if e.parent == nil {
+		e.parent = context.Background()
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	e.tracer = cfg.Provider.Tracer(ScopeName)
+	var pairs []string
+	for _, s := range cfg.Secrets {
+		if s != "" {
+			pairs = append(pairs, s, "[redacted]")
+		}
+	}
+	if len(pairs) > 0 {
+		e.redact = strings.NewReplacer(pairs...)
+	}
+	return e
+}
+
+// SetPosition forwards the run position to Next (the journal stamps it on
+// events) and labels the open iteration span with the step.
+func (e *Emitter) SetPosition(iteration int, stepID string) {
+	if w, ok := e.next.(interface{ SetPosition(int, string) }); ok {
+		w.SetPosition(iteration, stepID)
+	}
+	e.mu.Lock()
+	e.iteration, e.step = iteration, stepID
+	if e.iter.span != nil && stepID != "" {
+		e.iter.span.SetAttributes(attribute.String(AttrStep, stepID))
+	}
+	e.mu.Unlock()
+}
+
+// RunContext returns ctx carrying the open run span (ctx itself when no
+// run span is open), so that work the run starts — a pipeline's agent
+// stages — is traced inside it.
+func (e *Emitter) RunContext(ctx context.Context) context.Context {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.run.span == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, e.run.span)
+}
+
+// Close ends every span still open (a run that never journaled run.end).
+// Later events are forwarded but no longer traced.
+func (e *Emitter) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.endAll(e.now())
+	e.closed = true
+}
+
+// Emit forwards the event to Next, then maps it to spans.
+func (e *Emitter) Emit(eventType string, data any) {
+	e.next.Emit(eventType, data)
+	switch eventType {
+	case journal.PromptResolved, journal.SessionMessages, journal.LifecycleChange, "step.state":
+		return // content or resume state: never traced
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	now := e.now()
+	switch eventType {
+	case journal.RunStart:
+		e.runStart(data, now)
+	case journal.RunEnd:
+		e.runEnd(data, now)
+	case journal.IterationStart:
+		e.iterationStart(now)
+	case journal.IterationEnd:
+		e.iterationEnd(data, now)
+	case journal.QueryStart:
+		e.queryStart(data, now)
+	case journal.QueryResult:
+		e.queryResult(data, now)
+	case journal.ModelTurn:
+		e.modelTurn(data, now)
+	case journal.ModelRetry:
+		e.modelRetry(data, now)
+	case journal.ToolCall, journal.ToolDenied:
+		e.toolCall(eventType, data, now)
+	case journal.ValidatorResult:
+		e.validator(data, now)
+	case journal.RetryPrompt:
+		e.retryPrompt(data, now)
+	case journal.StepTransition:
+		e.stepTransition(data, now)
+	case journal.CompletionCheck:
+		e.completionCheck(data, now)
+	case journal.EscalationNotice:
+		e.escalation(data, now)
+	case journal.Warning:
+		e.warning(data, now)
+	case journal.Error:
+		e.error(data, now)
+	case pipelineStage:
+		e.pipelineStage(data, now)
+	case pipelineViolation:
+		e.pipelineViolation(data, now)
+	}
+}
+
+// decode reads an event payload as T: directly when it is a T or *T,
+// otherwise through its journal (JSON) form.
+func decode[T any](data any) (T, bool) {
+	var v T
+	switch d := data.(type) {
+	case T:
+		return d, true
+	case *T:
+		if d == nil {
+			return v, false
+		}
+		return *d, true
+	case nil:
+		return v, false
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return v, false
+	}
+	return v, json.Unmarshal(b, &v) == nil
+}
+
+// innermost is the context of the deepest open span.
+func (e *Emitter) innermost() context.Context {
+	switch {
+	case e.query.span != nil:
+		return e.query.ctx
+	case e.iter.span != nil:
+		return e.iter.ctx
+	case e.run.span != nil:
+		return e.run.ctx
+	}
+	return e.parent
+}
+
+func (e *Emitter) innermostSpan() trace.Span {
+	return trace.SpanFromContext(e.innermost())
+}
+
+func (e *Emitter) start(parent context.Context, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) open {
+	ctx, span := e.tracer.Start(parent, name, trace.WithTimestamp(at), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return open{span: span, ctx: ctx}
+}
+
+func (e *Emitter) endAll(now time.Time) {
+	e.query.end(trace.WithTimestamp(now))
+	e.iter.end(trace.WithTimestamp(now))
+	e.run.end(trace.WithTimestamp(now))
+}
+
+// splitModel splits "provider:model".
+func splitModel(spec string) (provider, model string) {
+	if p, m, ok := strings.Cut(spec, ":"); ok {
+		return p, m
+	}
+	return "", spec
+}
+
+// runStartEvent holds the run.start fields that are traced (agent runs,
+// skill runs and pipeline runs all journal one).
+type runStartEvent struct {
+	RunID     string `json:"runId"`
+	Agent     string `json:"agent"`
+	Model     string `json:"model"`
+	Resumed   bool   `json:"resumed"`
+	Iteration int    `json:"iteration"`
+	Command   string `json:"command"`
+}
+
+func (e *Emitter) runStart(data any, now time.Time) {
+	ev, _ := decode[runStartEvent](data)
+	e.endAll(now) // a second run.start (should not happen) starts afresh
+	e.provider, e.model = splitModel(ev.Model)
+	attrs := []attribute.KeyValue{}
+	if ev.RunID != "" {
+		attrs = append(attrs, attribute.String(AttrRunID, ev.RunID))
+	}
+	if ev.Agent != "" {
+		attrs = append(attrs, attribute.String(AttrAgentName, ev.Agent), attribute.String(AttrGenAIAgentName, ev.Agent))
+	}
+	if ev.Command != "" {
+		attrs = append(attrs, attribute.String(AttrCommand, ev.Command))
+	}
+	if ev.Model != "" {
+		attrs = append(attrs, attribute.String(AttrModel, ev.Model), attribute.String(AttrGenAIRequestModel, e.model))
+		if e.provider != "" {
+			attrs = append(attrs, attribute.String(AttrGenAIProviderName, e.provider))
+		}
+	}
+	if ev.Resumed {
+		attrs = append(attrs, attribute.Bool(AttrResumed, true), attribute.Int(AttrResumedFrom, ev.Iteration))
+	}
+	e.run = e.start(e.parent, SpanRun, trace.SpanKindInternal, now, attrs...)
+}
+
+// runEndEvent holds the traced fields of run.end (an agent Result, or a
+// pipeline run's summary).
+type runEndEvent struct {
+	Success          bool      `json:"success"`
+	CompletionReason string    `json:"completionReason"`
+	Iterations       int       `json:"iterations"`
+	Usage            llm.Usage `json:"usage"`
+	CostUSD          float64   `json:"cost"`
+	Status           string    `json:"status"`
+	Error            json.RawMessage
+}
+
+func (e *Emitter) runEnd(data any, now time.Time) {
+	if e.run.span == nil {
+		e.endAll(now)
+		return
+	}
+	ev, ok := decode[runEndEvent](data)
+	if ok {
+		s := e.run.span
+		attrs := []attribute.KeyValue{attribute.Bool(AttrSuccess, ev.Success)}
+		if ev.CompletionReason != "" {
+			attrs = append(attrs, attribute.String(AttrCompletionReason, ev.CompletionReason),
+				attribute.Int(AttrIterations, ev.Iterations),
+				attribute.Int64(AttrGenAIInputTokens, ev.Usage.InputTokens),
+				attribute.Int64(AttrGenAIOutputTokens, ev.Usage.OutputTokens),
+				attribute.Int64(AttrCacheReadTokens, ev.Usage.CacheReadTokens),
+				attribute.Int64(AttrCacheWriteTokens, ev.Usage.CacheWriteTokens),
+				attribute.Float64(AttrCostUSD, ev.CostUSD))
+		}
+		if ev.Status != "" {
+			attrs = append(attrs, attribute.String(AttrPipelineStatus, ev.Status))
+		}
+		s.SetAttributes(attrs...)
+		if code, recoverable, isErr := codedError(ev.Error); isErr {
+			setError(s, code, recoverable)
+		} else if ev.Success {
+			s.SetStatus(codes.Ok, "")
+		} else {
+			s.SetStatus(codes.Error, ev.CompletionReason)
+		}
+	}
+	e.endAll(now)
+}
+
+// codedError reads the error of a run.end: an object {code, recoverable}
+// (agent Result) or a bare message (pipeline run), which is not exported.
+func codedError(raw json.RawMessage) (code string, recoverable, isErr bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, false
+	}
+	var ce struct {
+		Code        string `json:"code"`
+		Recoverable bool   `json:"recoverable"`
+	}
+	if json.Unmarshal(raw, &ce) == nil && ce.Code != "" {
+		return ce.Code, ce.Recoverable, true
+	}
+	return "ERROR", false, true
+}
+
+// setError marks s failed with a coded error. The code is the description:
+// the message stays in the journal.
+func setError(s trace.Span, code string, recoverable bool) {
+	s.SetStatus(codes.Error, code)
+	s.SetAttributes(attribute.String(AttrErrorType, code), attribute.Bool(AttrErrorRecoverable, recoverable))
+}
+
+func (e *Emitter) iterationStart(now time.Time) {
+	e.query.end(trace.WithTimestamp(now))
+	e.iter.end(trace.WithTimestamp(now))
+	parent := e.parent
+	if e.run.span != nil {
+		parent = e.run.ctx
+	}
+	attrs := []attribute.KeyValue{attribute.Int(AttrIteration, e.iteration)}
+	if e.step != "" {
+		attrs = append(attrs, attribute.String(AttrStep, e.step))
+	}
+	e.iter = e.start(parent, SpanIteration, trace.SpanKindInternal, now, attrs...)
+}
+
+func (e *Emitter) iterationEnd(data any, now time.Time) {
+	e.query.end(trace.WithTimestamp(now))
+	if e.iter.span == nil {
+		return
+	}
+	if ev, ok := decode[loop.IterationEvent](data); ok {
+		attrs := []attribute.KeyValue{attribute.Bool(AttrOutcomeComplete, ev.Outcome.Complete), attribute.Bool(AttrOutcomeStop, ev.Outcome.Stop)}
+		if s := ev.Summary; s != nil {
+			attrs = append(attrs,
+				attribute.Int64(AttrGenAIInputTokens, s.Usage.InputTokens),
+				attribute.Int64(AttrGenAIOutputTokens, s.Usage.OutputTokens),
+				attribute.Float64(AttrCostUSD, s.CostUSD),
+				attribute.Int(AttrToolCalls, len(s.ToolsUsed)))
+			if s.StepID != "" {
+				attrs = append(attrs, attribute.String(AttrStep, s.StepID))
+			}
+		}
+		e.iter.span.SetAttributes(attrs...)
+	}
+	e.iter.end(trace.WithTimestamp(now))
+}
+
+func (e *Emitter) queryStart(data any, now time.Time) {
+	e.query.end(trace.WithTimestamp(now))
+	ev, _ := decode[loop.QueryStartEvent](data)
+	provider, model := e.provider, e.model
+	if ev.Model != "" {
+		provider, model = splitModel(ev.Model)
+	}
+	parent := e.innermost()
+	name := "chat"
+	if model != "" {
+		name += " " + model
+	}
+	attrs := []attribute.KeyValue{attribute.String(AttrGenAIOperationName, "chat")}
+	if provider != "" {
+		attrs = append(attrs, attribute.String(AttrGenAIProviderName, provider), attribute.String(AttrGenAISystem, provider))
+	}
+	if model != "" {
+		attrs = append(attrs, attribute.String(AttrGenAIRequestModel, model))
+	}
+	if ev.SessionID != "" {
+		attrs = append(attrs, attribute.String(AttrGenAIConversationID, ev.SessionID))
+	}
+	if ev.Source != "" {
+		attrs = append(attrs, attribute.String(AttrPromptSource, ev.Source))
+	}
+	e.query = e.start(parent, name, trace.SpanKindClient, now, attrs...)
+}
+
+func (e *Emitter) queryResult(data any, now time.Time) {
+	if e.query.span == nil {
+		return
+	}
+	if qr, ok := decode[llm.QueryResult](data); ok {
+		n := 0
+		for _, r := range qr.Responses {
+			n += len(r)
+		}
+		attrs := []attribute.KeyValue{
+			attribute.Int64(AttrGenAIInputTokens, qr.Usage.InputTokens),
+			attribute.Int64(AttrGenAIOutputTokens, qr.Usage.OutputTokens),
+			attribute.Int64(AttrCacheReadTokens, qr.Usage.CacheReadTokens),
+			attribute.Int64(AttrCacheWriteTokens, qr.Usage.CacheWriteTokens),
+			attribute.Int(AttrTurns, qr.Turns),
+			attribute.Int(AttrToolCalls, len(qr.ToolUses)),
+			attribute.Int(AttrResponseBytes, n),
+			attribute.Int(AttrStructuredOutputBytes, len(qr.StructuredOutput)),
+		}
+		if qr.SessionID != "" {
+			attrs = append(attrs, attribute.String(AttrGenAIConversationID, qr.SessionID))
+		}
+		if qr.StopReason != "" {
+			attrs = append(attrs, attribute.StringSlice(AttrGenAIFinishReasons, []string{qr.StopReason}))
+		}
+		if qr.CostUSD != 0 {
+			attrs = append(attrs, attribute.Float64(AttrCostUSD, qr.CostUSD))
+		}
+		if qr.SessionRenewed {
+			attrs = append(attrs, attribute.Bool(AttrSessionRenewed, true))
+		}
+		e.query.span.SetAttributes(attrs...)
+	}
+	e.query.end(trace.WithTimestamp(now))
+}
+
+func (e *Emitter) modelTurn(data any, now time.Time) {
+	ev, ok := decode[llm.ModelTurnEvent](data)
+	if !ok {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.Int(AttrTurn, ev.Turn), attribute.Int(AttrToolCalls, ev.ToolCalls),
+		attribute.Int64(AttrGenAIInputTokens, ev.Usage.InputTokens), attribute.Int64(AttrGenAIOutputTokens, ev.Usage.OutputTokens),
+		attribute.Int64(AttrDurationMs, ev.DurationMs)}
+	if ev.StopReason != "" {
+		attrs = append(attrs, attribute.StringSlice(AttrGenAIFinishReasons, []string{ev.StopReason}))
+	}
+	e.innermostSpan().AddEvent(journal.ModelTurn, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+}
+
+func (e *Emitter) modelRetry(data any, now time.Time) {
+	ev, ok := decode[retry.Event](data)
+	if !ok {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String(AttrGenAIProviderName, ev.Provider), attribute.Int(AttrAttempt, ev.Attempt),
+		attribute.Int64(AttrDelayMs, ev.DelayMs), attribute.String(AttrErrorType, ev.Code)}
+	if ev.Status != 0 {
+		attrs = append(attrs, attribute.Int(AttrHTTPStatus, ev.Status))
+	}
+	e.innermostSpan().AddEvent(journal.ModelRetry, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+}
+
+func (e *Emitter) toolCall(eventType string, data any, now time.Time) {
+	use, ok := decode[llm.ToolUse](data)
+	if !ok {
+		return
+	}
+	denied := use.Denied || eventType == journal.ToolDenied
+	began := now.Add(-time.Duration(use.DurationMs) * time.Millisecond)
+	attrs := []attribute.KeyValue{attribute.String(AttrGenAIOperationName, "execute_tool"),
+		attribute.String(AttrGenAIToolName, use.Name), attribute.String(AttrGenAIToolType, "function"),
+		attribute.Int(AttrToolInputBytes, len(use.Input)), attribute.Int(AttrToolOutputBytes, len(use.Output)),
+		attribute.Bool(AttrToolIsError, use.IsError), attribute.Bool(AttrToolDenied, denied)}
+	if use.ID != "" {
+		attrs = append(attrs, attribute.String(AttrGenAIToolCallID, use.ID))
+	}
+	sp := e.start(e.innermost(), "execute_tool "+use.Name, trace.SpanKindInternal, began, attrs...)
+	switch {
+	case denied:
+		sp.span.SetStatus(codes.Error, "denied")
+		sp.span.SetAttributes(attribute.String(AttrErrorType, "tool_denied"))
+	case use.IsError:
+		sp.span.SetStatus(codes.Error, "tool error")
+		sp.span.SetAttributes(attribute.String(AttrErrorType, "tool_error"))
+	}
+	sp.end(trace.WithTimestamp(now))
+}
+
+func (e *Emitter) validator(data any, now time.Time) {
+	ev, ok := decode[completion.ValidatorEvent](data)
+	if !ok {
+		return
+	}
+	began := now.Add(-time.Duration(ev.DurationMs) * time.Millisecond)
+	attrs := []attribute.KeyValue{attribute.String(AttrValidatorName, ev.Validator), attribute.String(AttrValidatorType, ev.Type),
+		attribute.Bool(AttrValidatorValid, ev.Valid), attribute.Int(AttrExitCode, ev.ExitCode)}
+	if ev.Pattern != "" {
+		attrs = append(attrs, attribute.String(AttrPattern, ev.Pattern))
+	}
+	if ev.TimedOut {
+		attrs = append(attrs, attribute.Bool(AttrTimedOut, true))
+	}
+	if ev.Truncated {
+		attrs = append(attrs, attribute.Bool(AttrTruncated, true))
+	}
+	sp := e.start(e.innermost(), "validator "+ev.Validator, trace.SpanKindInternal, began, attrs...)
+	if !ev.Valid {
+		desc := "invalid"
+		if ev.Pattern != "" {
+			desc += ": " + ev.Pattern
+		}
+		sp.span.SetStatus(codes.Error, desc)
+	}
+	sp.end(trace.WithTimestamp(now))
+}
+
+// retryPromptEvent holds the traced fields of retry.prompt (never its text
+// or params).
+type retryPromptEvent struct {
+	Kind      string `json:"kind"`
+	Step      string `json:"step"`
+	Pattern   string `json:"pattern"`
+	Validator string `json:"validator"`
+	Source    string `json:"source"`
+	Attempt   int    `json:"attempt"`
+	Max       int    `json:"maxAttempts"`
+	Text      string `json:"text"`
+}
+
+func (e *Emitter) retryPrompt(data any, now time.Time) {
+	ev, ok := decode[retryPromptEvent](data)
+	if !ok {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String(AttrRetryKind, ev.Kind), attribute.String(AttrStep, ev.Step),
+		attribute.Int(AttrAttempt, ev.Attempt), attribute.Int(AttrMaxAttempts, ev.Max), attribute.Int(AttrPromptBytes, len(ev.Text))}
+	if ev.Pattern != "" {
+		attrs = append(attrs, attribute.String(AttrPattern, ev.Pattern))
+	}
+	if ev.Validator != "" {
+		attrs = append(attrs, attribute.String(AttrValidatorName, ev.Validator))
+	}
+	if ev.Source != "" {
+		attrs = append(attrs, attribute.String(AttrPromptSource, ev.Source))
+	}
+	e.innermostSpan().AddEvent(journal.RetryPrompt, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+}
+
+func (e *Emitter) stepTransition(data any, now time.Time) {
+	mv, ok := decode[step.Move](data)
+	if !ok {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String(AttrStepFrom, mv.From), attribute.String(AttrStepTo, mv.To),
+		attribute.String(AttrStepKind, mv.Kind), attribute.Bool(AttrStepPassed, mv.Passed)}
+	if mv.Complete {
+		attrs = append(attrs, attribute.Bool(AttrOutcomeComplete, true))
+	}
+	if mv.Aborted {
+		attrs = append(attrs, attribute.Bool(AttrStepAborted, true))
+	}
+	e.innermostSpan().AddEvent(journal.StepTransition, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+}
+
+func (e *Emitter) completionCheck(data any, now time.Time) {
+	r, ok := decode[completion.Result](data)
+	if !ok {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.Bool(AttrOutcomeComplete, r.Complete), attribute.Bool(AttrDeclared, r.Declared)}
+	if v := r.Validation; v != nil {
+		attrs = append(attrs, attribute.String(AttrValidatorName, v.Validator), attribute.String(AttrPattern, v.Pattern))
+	}
+	e.innermostSpan().AddEvent(journal.CompletionCheck, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+}
+
+func (e *Emitter) escalation(data any, now time.Time) {
+	ev, ok := decode[step.EscalationEvent](data)
+	if !ok {
+		return
+	}
+	e.innermostSpan().AddEvent(journal.EscalationNotice, trace.WithTimestamp(now), trace.WithAttributes(
+		attribute.String(AttrStep, ev.Step), attribute.String(AttrEscalateTo, ev.EscalateTo), attribute.String(AttrEscalationMethod, ev.Method)))
+}
+
+func (e *Emitter) warning(data any, now time.Time) {
+	ev, _ := decode[map[string]any](data)
+	msg, _ := ev["message"].(string)
+	if e.redact != nil {
+		msg = e.redact.Replace(msg)
+	}
+	if len(msg) > maxWarning {
+		cut := maxWarning
+		for cut > 0 && msg[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	e.innermostSpan().AddEvent(journal.Warning, trace.WithTimestamp(now), trace.WithAttributes(attribute.String(AttrWarningMessage, msg)))
+}
+
+// error marks the open query (or the iteration) failed and the iteration
+// with it. The message is not exported: errors can quote prompts.
+func (e *Emitter) error(data any, now time.Time) {
+	ev, _ := decode[loop.ErrorEvent](data)
+	code := ev.Code
+	if code == "" {
+		code = "ERROR"
+	}
+	s := e.innermostSpan()
+	s.AddEvent("exception", trace.WithTimestamp(now), trace.WithAttributes(
+		attribute.String(AttrExceptionType, code), attribute.Bool(AttrErrorRecoverable, ev.Recoverable)))
+	setError(s, code, ev.Recoverable)
+	if e.query.span != nil {
+		e.query.end(trace.WithTimestamp(now))
+		if e.iter.span != nil {
+			setError(e.iter.span, code, ev.Recoverable)
+		}
+	}
+}
+
+// stageEvent holds the traced fields of pipeline.stage.
+type stageEvent struct {
+	AgentID     string   `json:"agent_id"`
+	Status      string   `json:"status"`
+	Attempts    int      `json:"attempts"`
+	KeysWritten []string `json:"keys_written"`
+	DurationMs  int64    `json:"duration_ms"`
+	Error       string   `json:"error"`
+}
+
+func (e *Emitter) pipelineStage(data any, now time.Time) {
+	ev, ok := decode[stageEvent](data)
+	if !ok {
+		return
+	}
+	began := now.Add(-time.Duration(ev.DurationMs) * time.Millisecond)
+	sp := e.start(e.innermost(), "pipeline.stage "+ev.AgentID, trace.SpanKindInternal, began,
+		attribute.String(AttrStageAgent, ev.AgentID), attribute.String(AttrStageStatus, ev.Status),
+		attribute.Int(AttrAttempt, ev.Attempts), attribute.Int(AttrStageKeysWritten, len(ev.KeysWritten)))
+	if ev.Error != "" || (ev.Status != "" && ev.Status != "succeeded" && ev.Status != "skipped") {
+		sp.span.SetStatus(codes.Error, ev.Status)
+	}
+	sp.end(trace.WithTimestamp(now))
+}
+
+func (e *Emitter) pipelineViolation(data any, now time.Time) {
+	ev, _ := decode[map[string]any](data)
+	attrs := []attribute.KeyValue{}
+	for _, k := range []string{"agent_id", "kind", "key", "code"} {
+		if v, ok := ev[k].(string); ok {
+			attrs = append(attrs, attribute.String("capstan.pipeline.violation."+k, v))
+		}
+	}
+	e.innermostSpan().AddEvent(pipelineViolation, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+}

@@ -1,0 +1,289 @@
+package tracing
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/step"
+)
+
+// recorder is a journal.Emitter that keeps what it was given.
+type recorder struct {
+	events    []string
+	data      []any
+	positions []string
+}
+
+func (r *recorder) Emit(t string, d any) { r.events = append(r.events, t); r.data = append(r.data, d) }
+func (r *recorder) SetPosition(i int, s string) {
+	r.positions = append(r.positions, fmt.Sprintf("%d/%s", i, s))
+}
+
+const secret = "sk-test-DO-NOT-EXPORT-1234567890"
+
+// clock advances one second per reading.
+func clock() func() time.Time {
+	t := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	return func() time.Time { t = t.Add(time.Second); return t }
+}
+
+func newTraced(t *testing.T) (*Emitter, *tracetest.SpanRecorder, *recorder) {
+	t.Helper()
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	next := &recorder{}
+	return New(Config{Provider: tp, Next: next, Secrets: []string{secret}, Now: clock()}), sr, next
+}
+
+// runStart mimics agent.RunStartEvent (this package cannot import agent).
+type runStart struct {
+	RunID  string            `json:"runId"`
+	Agent  string            `json:"agent"`
+	Model  string            `json:"model"`
+	Params map[string]string `json:"params"`
+}
+
+// emitRun plays the events of a two-tool iteration that ends the run with
+// err (nil = completed).
+func emitRun(e *Emitter, runErr map[string]any) {
+	e.Emit(journal.Warning, map[string]string{"message": "config warning before the run"})
+	e.Emit(journal.RunStart, runStart{RunID: "r1", Agent: "hello", Model: "anthropic:claude-x", Params: map[string]string{"token": secret}})
+	e.SetPosition(1, "")
+	e.Emit(journal.IterationStart, nil)
+	e.SetPosition(1, "greet")
+	e.Emit(journal.PromptResolved, loop.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
+	e.Emit(journal.QueryStart, loop.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
+	e.Emit(journal.ModelRetry, retry.Event{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
+	e.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
+	e.Emit(journal.ToolCall, llm.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
+	e.Emit(journal.ToolDenied, llm.ToolUse{ID: "c2", Name: "Bash", Input: json.RawMessage(`{}`), Output: "permission denied", IsError: true, Denied: true})
+	e.Emit(journal.SessionMessages, llm.SessionMessagesEvent{SessionID: "s1"})
+	e.Emit(journal.QueryResult, &llm.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
+		ToolUses: []llm.ToolUse{{Name: "Write"}, {Name: "Bash"}}})
+	e.Emit(journal.ValidatorResult, completion.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
+	e.Emit(journal.CompletionCheck, completion.Result{Declared: true, Validation: &completion.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
+	e.Emit(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}})
+	e.Emit(journal.StepTransition, step.Move{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
+	e.Emit(journal.Warning, map[string]string{"message": "undefined variable; value was " + secret})
+	e.Emit(journal.IterationEnd, loop.IterationEvent{Summary: &iteration.Summary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
+	end := map[string]any{"success": runErr == nil, "completionReason": "completed", "iterations": 1, "runId": "r1",
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}, "cost": 0.25, "reason": "done " + secret}
+	if runErr != nil {
+		end["completionReason"] = "max_iterations"
+		end["error"] = runErr
+	}
+	e.Emit(journal.RunEnd, end)
+	e.Emit(journal.LifecycleChange, map[string]string{"state": "stopped"})
+}
+
+func byName(spans []sdktrace.ReadOnlySpan) map[string]sdktrace.ReadOnlySpan {
+	m := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		m[s.Name()] = s
+	}
+	return m
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func TestSpanTree(t *testing.T) {
+	e, sr, _ := newTraced(t)
+	emitRun(e, nil)
+	spans := sr.Ended()
+	got := byName(spans)
+	want := []string{SpanRun, SpanIteration, "chat claude-x", "execute_tool Write", "execute_tool Bash", "validator tests"}
+	if len(spans) != len(want) {
+		t.Fatalf("%d spans, want %d: %v", len(spans), len(want), got)
+	}
+	parent := map[string]string{SpanIteration: SpanRun, "chat claude-x": SpanIteration, "execute_tool Write": "chat claude-x",
+		"execute_tool Bash": "chat claude-x", "validator tests": SpanIteration}
+	for _, name := range want {
+		s, ok := got[name]
+		if !ok {
+			t.Fatalf("no span %q", name)
+		}
+		if p := parent[name]; p != "" && s.Parent().SpanID() != got[p].SpanContext().SpanID() {
+			t.Errorf("%s: parent is not %s", name, p)
+		}
+		if s.SpanContext().TraceID() != got[SpanRun].SpanContext().TraceID() {
+			t.Errorf("%s: other trace", name)
+		}
+	}
+	if got[SpanRun].Parent().IsValid() {
+		t.Error("run span has a parent without a Parent context")
+	}
+
+	run := attrs(got[SpanRun])
+	for k, v := range map[attribute.Key]any{AttrRunID: "r1", AttrAgentName: "hello", AttrModel: "anthropic:claude-x", AttrGenAIRequestModel: "claude-x",
+		AttrGenAIProviderName: "anthropic", AttrSuccess: true, AttrCompletionReason: "completed", AttrIterations: int64(1),
+		AttrGenAIInputTokens: int64(10), AttrGenAIOutputTokens: int64(5), AttrCostUSD: 0.25} {
+		if run[k].AsInterface() != v {
+			t.Errorf("run %s = %v, want %v", k, run[k].AsInterface(), v)
+		}
+	}
+	if got[SpanRun].Status().Code != codes.Ok {
+		t.Errorf("run status %v", got[SpanRun].Status())
+	}
+	if it := attrs(got[SpanIteration]); it[AttrIteration].AsInt64() != 1 || it[AttrStep].AsString() != "greet" {
+		t.Errorf("iteration attrs %v", it)
+	}
+
+	q := got["chat claude-x"]
+	qa := attrs(q)
+	for k, v := range map[attribute.Key]any{AttrGenAIOperationName: "chat", AttrGenAIProviderName: "anthropic", AttrGenAISystem: "anthropic",
+		AttrGenAIRequestModel: "claude-x", AttrGenAIInputTokens: int64(10), AttrGenAIOutputTokens: int64(5), AttrToolCalls: int64(2),
+		AttrGenAIConversationID: "s1", AttrResponseBytes: int64(len("done " + secret))} {
+		if qa[k].AsInterface() != v {
+			t.Errorf("query %s = %v, want %v", k, qa[k].AsInterface(), v)
+		}
+	}
+	var evNames []string
+	for _, ev := range q.Events() {
+		evNames = append(evNames, ev.Name)
+	}
+	if strings.Join(evNames, ",") != "model.retry,model.turn" {
+		t.Errorf("query events %v", evNames)
+	}
+
+	w := got["execute_tool Write"]
+	wa := attrs(w)
+	if wa[AttrGenAIToolName].AsString() != "Write" || wa[AttrGenAIToolCallID].AsString() != "c1" || wa[AttrGenAIOperationName].AsString() != "execute_tool" {
+		t.Errorf("tool attrs %v", wa)
+	}
+	if d := w.EndTime().Sub(w.StartTime()); d != 250*time.Millisecond {
+		t.Errorf("tool span lasts %v, want its duration_ms", d)
+	}
+	if w.Status().Code != codes.Unset {
+		t.Errorf("successful tool status %v", w.Status())
+	}
+	if b := got["execute_tool Bash"]; b.Status().Code != codes.Error || !attrs(b)[AttrToolDenied].AsBool() {
+		t.Errorf("denied tool: status %v attrs %v", b.Status(), attrs(b))
+	}
+	v := got["validator tests"]
+	if v.Status().Code != codes.Error || attrs(v)[AttrPattern].AsString() != "test-failed" || v.EndTime().Sub(v.StartTime()) != 2*time.Second {
+		t.Errorf("validator: status %v attrs %v", v.Status(), attrs(v))
+	}
+	evNames = nil
+	for _, ev := range got[SpanIteration].Events() {
+		evNames = append(evNames, ev.Name)
+	}
+	if strings.Join(evNames, ",") != "completion.check,retry.prompt,step.transition,warning" {
+		t.Errorf("iteration events %v", evNames)
+	}
+}
+
+func TestRunErrorStatus(t *testing.T) {
+	e, sr, _ := newTraced(t)
+	emitRun(e, map[string]any{"code": "BUDGET_EXCEEDED", "message": "budget used: " + secret, "recoverable": true})
+	run := byName(sr.Ended())[SpanRun]
+	a := attrs(run)
+	if run.Status().Code != codes.Error || run.Status().Description != "BUDGET_EXCEEDED" ||
+		a[AttrErrorType].AsString() != "BUDGET_EXCEEDED" || !a[AttrErrorRecoverable].AsBool() || a[AttrSuccess].AsBool() {
+		t.Fatalf("status %v attrs %v", run.Status(), a)
+	}
+}
+
+func TestErrorEventEndsQueryWithCode(t *testing.T) {
+	e, sr, _ := newTraced(t)
+	e.Emit(journal.RunStart, runStart{RunID: "r1", Model: "script:s.yaml"})
+	e.Emit(journal.IterationStart, nil)
+	e.Emit(journal.QueryStart, loop.QueryStartEvent{Model: "openai:gpt-x"})
+	e.Emit(journal.Error, loop.ErrorEvent{Code: "SDK_AUTH", Message: "prompt was " + secret, Recoverable: false})
+	e.Emit(journal.IterationEnd, loop.IterationEvent{Outcome: loop.OutcomeEvent{Stop: true}})
+	got := byName(sr.Ended())
+	q, ok := got["chat gpt-x"]
+	if !ok {
+		t.Fatalf("no query span named after the step model: %v", got)
+	}
+	if q.Status().Code != codes.Error || q.Status().Description != "SDK_AUTH" || attrs(q)[AttrErrorType].AsString() != "SDK_AUTH" {
+		t.Errorf("query status %v attrs %v", q.Status(), attrs(q))
+	}
+	if it := got[SpanIteration]; it.Status().Code != codes.Error {
+		t.Errorf("iteration status %v", it.Status())
+	}
+	e.Close()
+	if _, ok := byName(sr.Ended())[SpanRun]; !ok {
+		t.Error("Close did not end the open run span")
+	}
+	assertNoSecret(t, sr.Ended())
+}
+
+// TestForwardsUnchanged: the journal gets every event, with the very value
+// emitted, and the run position.
+func TestForwardsUnchanged(t *testing.T) {
+	e, _, next := newTraced(t)
+	emitRun(e, nil)
+	if len(next.events) != 19 || next.events[0] != journal.Warning || next.events[18] != journal.LifecycleChange {
+		t.Fatalf("forwarded %d events: %v", len(next.events), next.events)
+	}
+	if _, ok := next.data[10].(*llm.QueryResult); !ok {
+		t.Errorf("query.result forwarded as %T", next.data[10])
+	}
+	if strings.Join(next.positions, " ") != "1/ 1/greet" {
+		t.Errorf("positions %v", next.positions)
+	}
+}
+
+// TestNothingSensitiveExported: prompts, responses, tool input and output,
+// params, error messages and retry texts stay out of spans; the one free
+// text exported (warnings) has secrets redacted.
+func TestNothingSensitiveExported(t *testing.T) {
+	e, sr, _ := newTraced(t)
+	emitRun(e, map[string]any{"code": "X", "message": secret})
+	assertNoSecret(t, sr.Ended())
+	var warned bool
+	for _, s := range sr.Ended() {
+		for _, ev := range s.Events() {
+			if ev.Name == journal.Warning {
+				for _, kv := range ev.Attributes {
+					if strings.Contains(kv.Value.Emit(), "[redacted]") {
+						warned = true
+					}
+				}
+			}
+		}
+	}
+	if !warned {
+		t.Error("the warning with a secret was not exported redacted")
+	}
+}
+
+func assertNoSecret(t *testing.T, spans []sdktrace.ReadOnlySpan) {
+	t.Helper()
+	for _, s := range spans {
+		b, _ := json.Marshal(tracetest.SpanStubFromReadOnlySpan(s))
+		for _, bad := range []string{secret, "prompt text", "wrote ", "done "} {
+			if strings.Contains(string(b), bad) {
+				t.Errorf("span %s exports %q: %s", s.Name(), bad, b)
+			}
+		}
+	}
+}
+
+func TestSecretValues(t *testing.T) {
+	got := SecretValues([]string{"ANTHROPIC_API_KEY=sk-ant-0123456789", "GITHUB_TOKEN=ghp_abcdefgh", "HOME=/home/someone-long",
+		"SHORT_TOKEN=abc", "OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=abcdef123", "broken"})
+	if strings.Join(got, " ") != "sk-ant-0123456789 ghp_abcdefgh x-honeycomb-team=abcdef123" {
+		t.Fatalf("%q", got)
+	}
+}
