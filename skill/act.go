@@ -236,6 +236,12 @@ const (
 // Progress/Exit until the expected outputs validate or a budget, cycle or
 // sandbox violation stops it. The returned error is non-nil only for model
 // or internal failures; an unmet run is a result with Completed false.
+//
+// An llm.StreamSink in ctx (llm.WithStreamSink) gets the model's text from
+// the provider and, from the runtime, a ToolStart and a ToolEnd for every
+// tool call the model asks for; a call refused without running (the
+// AttemptMemo, a budget, a call after the one that ended the run) ends
+// Denied.
 func (rt *Runtime) Run(ctx context.Context, sk *Skill, in Input) (*ActResult, error) {
 	if rt.cfg.Model == nil {
 		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerSkill, false, "skill runtime has no model")
@@ -270,6 +276,9 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 	system := s.systemPrompt()
 	s.metrics.Disclosure.L1Tokens = EstimateTokens(system)
 	msgs := []llm.Message{{Role: llm.RoleUser, Text: s.userPrompt()}}
+	// The model streams its text to a sink in ctx itself; the loop reports
+	// the tool calls it handles (see llm.StreamSink).
+	sink := llm.StreamSinkFrom(ctx)
 	noProgress := 0
 	for step := 1; ; step++ {
 		// Acquire: budgets left?
@@ -304,9 +313,15 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 		results := make([]llm.ToolResult, 0, len(calls))
 		exit := ""
 		for i, call := range calls {
+			if sink != nil {
+				sink.ToolStart(call)
+			}
 			if s.toolCalls >= s.budgets.MaxToolCalls {
-				results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, IsError: true,
-					Content: errorContent(agenterr.CodeBudgetExceeded, "max_tool_calls reached; the run ends", "")})
+				content := errorContent(agenterr.CodeBudgetExceeded, "max_tool_calls reached; the run ends", "")
+				results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: content})
+				if sink != nil {
+					sink.ToolEnd(refusedUse(call, content))
+				}
 				exit = ExitToolCallBudget
 				continue
 			}
@@ -319,7 +334,8 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 			} else {
 				out = s.apply(ctx, t, call.Input)
 			}
-			cost := Cost{TimeMs: s.now().Sub(callStart).Milliseconds()}
+			callMs := s.now().Sub(callStart).Milliseconds()
+			cost := Cost{TimeMs: callMs}
 			if i == 0 {
 				cost.Tokens = turnTokens
 				cost.TimeMs += callStart.Sub(turnStart).Milliseconds()
@@ -331,6 +347,14 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 			}
 			s.record(ev)
 			results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, Content: out.content, IsError: out.isError})
+			if sink != nil {
+				if out.refused {
+					sink.ToolEnd(refusedUse(call, out.content))
+				} else {
+					sink.ToolEnd(llm.ToolUse{ID: call.ID, Name: call.Name, Input: inputOrEmpty(call.Input),
+						Output: out.content, IsError: out.isError, DurationMs: callMs})
+				}
+			}
 			if s.violation != "" || s.finalized {
 				break
 			}
@@ -346,7 +370,12 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 		}
 		for _, call := range calls {
 			if !answered[call.ID] {
-				results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: errorContent("SKIPPED", "not run: the run ended", "")})
+				content := errorContent("SKIPPED", "not run: the run ended", "")
+				results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: content})
+				if sink != nil {
+					sink.ToolStart(call)
+					sink.ToolEnd(refusedUse(call, content))
+				}
 			}
 		}
 		// Progress/Exit.
@@ -381,6 +410,22 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 		}
 		msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolResults: results})
 	}
+}
+
+// refusedUse is what a stream sink is told about a call the runtime
+// refused without running it (AttemptMemo, a budget, the run's end):
+// Denied and IsError, with the answer the model gets as the output.
+func refusedUse(call llm.ToolCall, content string) llm.ToolUse {
+	return llm.ToolUse{ID: call.ID, Name: call.Name, Input: inputOrEmpty(call.Input), Output: content, IsError: true, Denied: true}
+}
+
+// inputOrEmpty is a call's input, "{}" when the model sent none (as the
+// shared tool loop reports it).
+func inputOrEmpty(in json.RawMessage) json.RawMessage {
+	if len(in) == 0 {
+		return json.RawMessage("{}")
+	}
+	return in
 }
 
 // budgetExit returns the exit reason when a budget is spent or the caller

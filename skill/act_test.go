@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -444,9 +445,17 @@ func TestActScriptsInSandbox(t *testing.T) {
 		{text: "retry with params", calls: [][2]string{call("runScript", `{"path":"scripts/fail.sh","args":{"argv":["x"]}}`)}},
 		{text: "third", calls: [][2]string{call("runScript", `{"path":"scripts/stats.py","args":{"argv":["c=done"]}}`)}},
 	}}
-	res, err := New(Config{Model: m, Sandbox: r}).Run(context.Background(), sk, Input{Goal: "g", Expected: expectReport})
+	rec := &streamtest.Recorder{}
+	res, err := New(Config{Model: m, Sandbox: r}).Run(llm.WithStreamSink(context.Background(), rec), sk, Input{Goal: "g", Expected: expectReport})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A stream sink sees the memo's refusal and the used-up retry as
+	// refused calls, the script's own failures as errors.
+	if got, want := strings.Join(rec.Outline(), " "),
+		"start:runScript end:runScript start:runScript end:runScript!error start:runScript end:runScript!denied "+
+			"start:runScript end:runScript!error start:runScript end:runScript!denied"; got != want {
+		t.Errorf("stream outline\n got %s\nwant %s", got, want)
 	}
 	if !strings.Contains(m.seen[1], `"done_ratio":0.5`) {
 		t.Errorf("script output: %s", m.seen[1])

@@ -239,7 +239,7 @@ func (s *session) apply(ctx context.Context, t *actTool, input json.RawMessage) 
 			"refused: this exact action already failed (%s)", prev)
 		e.Hint = "change the inputs or choose another action"
 		out := failure(e)
-		out.cached = true
+		out.cached, out.refused = true, true
 		return out
 	}
 	out := t.run(s, ctx, input)

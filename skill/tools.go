@@ -41,6 +41,7 @@ type toolOutput struct {
 	files   []string
 	level   string // "L2" / "L3" when content was disclosed
 	cached  bool
+	refused bool   // the runtime refused the call without running it (AttemptMemo, retry budget)
 	changed bool   // the call made progress (new content, new artifact, new value)
 	stderr  string // a script's summarized stderr, for the evidence
 }
@@ -815,7 +816,9 @@ func (s *session) runScript(ctx context.Context, input json.RawMessage) toolOutp
 	if s.scriptFailures >= 2 {
 		e := agenterr.New(agenterr.CodeSkillRepeatedFailure, agenterr.LayerSkill, true, "scripts failed twice; the one retry of seed 001 §8 is used up")
 		e.Hint = "produce the output without scripts, or finalize and report"
-		return failure(e)
+		out := failure(e)
+		out.refused = true
+		return out
 	}
 	memoKey := hashBytes(append(append([]byte(rel+"\x00"), src...), canonicalJSON(in.Args)...))
 	if m, ok := s.reusableScript(memoKey); ok {

@@ -14,7 +14,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
 )
 
 // runFlags are capstan's own flags of `run` and `resume`.
@@ -25,11 +24,7 @@ type runFlags struct {
 	maxIterations int
 	asJSON        bool
 	quiet         bool
-	// stream shows the model's text and tool calls live on stderr;
-	// streamSet records an explicit --stream / --stream=false (the default
-	// is on when stderr is a terminal).
-	stream    bool
-	streamSet bool
+	stream        streamFlag
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -39,16 +34,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxIterations, "max-iterations", 0, "override runner.budgets.maxIterations")
 	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
-	fs.BoolVar(&f.stream, "stream", false, "show the model's text and tool calls live on stderr (default: on when stderr is a terminal and not --quiet; --stream=false turns it off)")
-}
-
-// streaming decides --stream: an explicit flag wins; otherwise it is on
-// when stderr is a terminal and progress output is not --quiet.
-func (f *runFlags) streaming(stderr io.Writer) bool {
-	if f.streamSet {
-		return f.stream
-	}
-	return !f.quiet && isTerminal(stderr)
+	f.stream.register(fs, " and not --quiet")
 }
 
 func newRunCmd() *cobra.Command {
@@ -132,7 +118,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
 	}
-	flags.streamSet = fs.Changed("stream")
+	flags.stream.set = fs.Changed("stream")
 	values := map[string]string{}
 	for name, flagName := range params {
 		if f := fs.Lookup(flagName); f != nil && f.Changed {
@@ -184,16 +170,14 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, w.String())
 	}
+	streaming := flags.stream.enabled(stderr, flags.quiet)
 	var progress *progressPrinter
-	if !flags.quiet || flags.streaming(stderr) {
+	if !flags.quiet || streaming {
 		progress = newProgressPrinter(stderr)
 		progress.progress = !flags.quiet
 	}
-	if progress != nil && flags.streaming(stderr) {
-		// The sink travels in the context to the providers and the tool
-		// loop; stdout stays reserved for --json.
-		progress.enableStream(processEnviron())
-		ctx = llm.WithStreamSink(ctx, progress)
+	if streaming {
+		ctx = progress.streamTo(ctx)
 	}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
@@ -312,7 +296,7 @@ func newResumeCmd() *cobra.Command {
 				return withExit(exitUsage, fmt.Errorf("resume: run %s has no run.start event", run.ID))
 			}
 			flags.workDir = rec.Start.WorkDir
-			flags.streamSet = cmd.Flags().Changed("stream")
+			flags.stream.set = cmd.Flags().Changed("stream")
 			def, err := config.LoadAndValidate(rec.Start.AgentDir, agent.ValidateOptions())
 			if err != nil {
 				printConfigError(cmd.ErrOrStderr(), err)

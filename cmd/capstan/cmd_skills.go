@@ -93,6 +93,7 @@ type skillsRunFlags struct {
 	asJSON, fresh, allowUnsandboxed               bool
 	seed                                          int64
 	budgets                                       skill.Budgets
+	stream                                        streamFlag
 }
 
 func newSkillsRunCmd() *cobra.Command {
@@ -107,12 +108,14 @@ under build/), the runtime enforces budgets and validates.
 --input k=v     an input; v is parsed as JSON when it is JSON, else a string
 --expect P[:S]  an expected output build/P, validated against the JSON Schema
                 file S of the skill when given (repeatable)
+--stream        show the model's text and each tool call live on stderr
 
 Exit codes: 0 every expected output exists and validates; 1 the run ended
 without that (budget, stall, violation, invalid output); 2 usage or skill
 errors; 3 model/provider or internal errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.stream.set = cmd.Flags().Changed("stream")
 			return runSkill(cmd.Context(), cmd, args[0], f)
 		},
 	}
@@ -127,6 +130,7 @@ errors; 3 model/provider or internal errors.`,
 	fs.StringVar(&f.build, "build", "", "build directory (default <skill>/build)")
 	fs.StringVar(&f.workDir, "workdir", ".", "where the run journal is written (.capstan/runs/<id>)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the ActResult as JSON on stdout")
+	f.stream.register(fs, "")
 	fs.BoolVar(&f.fresh, "fresh", false, "ignore the record of an identical earlier run")
 	fs.BoolVar(&f.allowUnsandboxed, "allow-unsandboxed", false, "run scripts without namespaces when the machine cannot create them")
 	fs.Int64Var(&f.seed, "seed", 0, "sampling seed to record (temperature is 0)")
@@ -226,6 +230,13 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		return withExit(exitInternal, fmt.Errorf("skills run: journal: %w", err))
 	}
 	defer jw.Close()
+	var progress *progressPrinter
+	if f.stream.enabled(stderr, false) {
+		// Only the stream: a skill run has no iterations to report.
+		progress = newProgressPrinter(stderr)
+		progress.progress = false
+		ctx = progress.streamTo(ctx)
+	}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
 	events := tr.emitter(ctx, jw)
@@ -239,6 +250,9 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		Goal: f.goal, Constraints: f.constraints, Inputs: inputs, Budgets: f.budgets,
 		Expected: expects, BuildDir: f.build, Fresh: f.fresh,
 	})
+	if progress != nil {
+		progress.end()
+	}
 	if res == nil {
 		return withExit(exitCodeFor(runErr), fmt.Errorf("skills run: %w", runErr))
 	}

@@ -97,6 +97,46 @@ func TestSkillsRunExample(t *testing.T) {
 	}
 }
 
+func TestSkillsRunStream(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report for sprint 12",
+		"--input", `items=["login=done","search=doing","export=todo","billing=done"]`,
+		"--expect", "report.json:schemas/report.schema.json", "--expect", "summary.md",
+		"--model", "script:status-report.script.yaml", "--workdir", t.TempDir(), "--fresh", "--json"}
+	if sandbox.Probe(t.Context()).Unavailable() != nil {
+		args = append(args, "--allow-unsandboxed")
+	}
+	res, errOut := runStreamed(t, append(args, "--stream")...)
+	if res["exitReason"] != "validated" {
+		t.Fatalf("exit reason %v", res["exitReason"])
+	}
+	inOrder(t, errOut,
+		"Load the skill instructions first.\n",
+		"  → readSkillMd\n",
+		"  ← readSkillMd  ok",
+		"Count the items with the bundled script.\n",
+		"  → runScript  scripts/stats.py\n",
+		"  ← runScript  ok",
+		"Write the report and expand the summary template with the same data.\n",
+		"  → writeArtifact  report.json\n",
+		"  ← writeArtifact  ok",
+		"  → templateExpand  templates/summary.md.tmpl\n",
+		"  ← templateExpand  ok",
+		"COMPLETED  skill status-report")
+	if n, m := strings.Count(errOut, "  → "), strings.Count(errOut, "  ← "); n != 4 || m != 4 {
+		t.Errorf("%d → and %d ← lines, want one each per tool call (4):\n%s", n, m, errOut)
+	}
+
+	// Off a terminal the stream is off by default, and --stream=false
+	// keeps it off.
+	for _, extra := range [][]string{nil, {"--stream=false"}} {
+		code, _, errOut := captureConfigCLI(t, append(args, extra...)...)
+		if code != 0 || strings.Contains(errOut, "  → ") || strings.Contains(errOut, "Load the skill instructions") {
+			t.Errorf("%v: exit %d, streamed:\n%s", extra, code, errOut)
+		}
+	}
+}
+
 func TestSkillsRunUsageErrors(t *testing.T) {
 	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
 	for _, args := range [][]string{

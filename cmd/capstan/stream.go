@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spf13/pflag"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -19,6 +23,36 @@ const (
 	maxToolInput  = 80 // runes of a tool call's input shown on its → line
 	maxToolStatus = 60 // runes of an error shown on a ← line
 )
+
+// streamFlag is the --stream flag of run, resume and skills run.
+type streamFlag struct {
+	on  bool
+	set bool // --stream or --stream=false was given
+}
+
+// register adds --stream to fs; cond adds to the default's condition
+// (" and not --quiet").
+func (f *streamFlag) register(fs *pflag.FlagSet, cond string) {
+	fs.BoolVar(&f.on, "stream", false, "show the model's text and tool calls live on stderr (default: on when stderr is a terminal"+cond+"; --stream=false turns it off)")
+}
+
+// enabled decides --stream: an explicit flag wins; otherwise it is on when
+// stderr is a terminal and progress output is not quiet.
+func (f streamFlag) enabled(stderr io.Writer, quiet bool) bool {
+	if f.set {
+		return f.on
+	}
+	return !quiet && isTerminal(stderr)
+}
+
+// streamTo makes p the stream sink of the queries made with the returned
+// context (the providers and the tool loops read it there); stdout stays
+// reserved for --json. The values of the process's secret-looking
+// variables are redacted (see enableStream).
+func (p *progressPrinter) streamTo(ctx context.Context) context.Context {
+	p.enableStream(processEnviron())
+	return llm.WithStreamSink(ctx, p)
+}
 
 // enableStream makes p the run's stream sink: text is printed as it
 // arrives, and every value of a secret-looking variable of environ (API
@@ -86,7 +120,7 @@ func (p *progressPrinter) ToolEnd(use llm.ToolUse) {
 func toolInputSummary(in json.RawMessage) string {
 	var m map[string]any
 	if json.Unmarshal(in, &m) == nil {
-		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "skill", "description"} {
+		for _, k := range []string{"command", "file_path", "path", "template", "pattern", "url", "query", "skill", "description"} {
 			if s, ok := m[k].(string); ok && s != "" {
 				return s
 			}
@@ -107,7 +141,13 @@ var bashMarker = regexp.MustCompile(`\[(exit status \d+|command timed out[^\]]*|
 // toolStatus is the short outcome of a tool call: "ok", "exit 1",
 // "denied: …", or the first line of an error.
 func toolStatus(use llm.ToolUse) string {
+	msg := ""
+	if use.IsError {
+		msg = errorMessage(use.Output)
+	}
 	switch {
+	case use.Denied && msg != "":
+		return "denied: " + msg
 	case use.Denied:
 		return "denied: " + strings.TrimPrefix(use.Output, "permission denied: ")
 	case !use.IsError:
@@ -134,7 +174,27 @@ func toolStatus(use llm.ToolUse) string {
 	if use.Name == "Bash" {
 		return "error"
 	}
+	if msg != "" {
+		return "error: " + msg
+	}
 	return "error: " + use.Output
+}
+
+// errorMessage is the message of a structured failure, the answer a skill
+// tool gives the model ({"ok": false, "error": {"code": …, "message": …}}),
+// or "" when out is not one.
+func errorMessage(out string) string {
+	var v struct {
+		OK    *bool `json:"ok"`
+		Error struct{ Code, Message string }
+	}
+	if json.Unmarshal([]byte(out), &v) != nil || v.OK == nil || *v.OK || v.Error.Code == "" {
+		return ""
+	}
+	if v.Error.Message == "" {
+		return v.Error.Code
+	}
+	return v.Error.Message
 }
 
 // shorten puts s on one line (whitespace runs become one space) and caps

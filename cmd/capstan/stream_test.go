@@ -22,18 +22,30 @@ func inOrder(t *testing.T, s string, want ...string) {
 	}
 }
 
-func TestRunStreamWritesTextAndToolLinesToStderr(t *testing.T) {
-	wd := t.TempDir()
-	code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "--stream", "--json")
+// runStreamed runs the CLI with args (a --stream --json run), which must
+// exit 0 with nothing but one JSON object on stdout; it returns that object
+// and stderr.
+func runStreamed(t *testing.T, args ...string) (map[string]any, string) {
+	t.Helper()
+	code, out, errOut := captureConfigCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	var res map[string]any
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res["success"] != true {
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("stdout is not just the JSON result (%v):\n%s", err, out)
 	}
-	if strings.Contains(out, "greeting file") || strings.Contains(out, "→") {
+	if strings.Contains(out, "→") || strings.Contains(out, "←") {
 		t.Fatalf("streamed output on stdout:\n%s", out)
+	}
+	return res, errOut
+}
+
+func TestRunStreamWritesTextAndToolLinesToStderr(t *testing.T) {
+	wd := t.TempDir()
+	res, errOut := runStreamed(t, "run", "../../examples/hello", "--workdir", wd, "--stream", "--json")
+	if res["success"] != true {
+		t.Fatalf("result %v", res)
 	}
 	inOrder(t, errOut,
 		"I'll write the greeting file.\n",
@@ -172,5 +184,30 @@ func TestStreamPrinterToolLines(t *testing.T) {
 		if lines[i] != want {
 			t.Errorf("line %d = %q, want %q", i, lines[i], want)
 		}
+	}
+}
+
+// Skill tools answer with structured JSON; a failure shows its message.
+func TestStreamPrinterSkillToolAnswers(t *testing.T) {
+	p, buf := streamPrinter()
+	p.ToolStart(llm.ToolCall{ID: "c1", Name: "readFile", Input: json.RawMessage(`{"path":"nope.md"}`)})
+	p.ToolEnd(llm.ToolUse{ID: "c1", Name: "readFile", IsError: true,
+		Output: `{"error":{"code":"TOOL_INPUT","hint":"use listFiles","message":"no file \"nope.md\" in the skill"},"ok":false}`})
+	p.ToolStart(llm.ToolCall{ID: "c2", Name: "readFile", Input: json.RawMessage(`{"path":"nope.md"}`)})
+	p.ToolEnd(llm.ToolUse{ID: "c2", Name: "readFile", IsError: true, Denied: true,
+		Output: `{"error":{"code":"SKILL_REPEATED_FAILURE","message":"refused: this exact action already failed"},"ok":false}`})
+	p.ToolStart(llm.ToolCall{ID: "c3", Name: "templateExpand", Input: json.RawMessage(`{"template":"t.tmpl","output":"o.md"}`)})
+	p.ToolEnd(llm.ToolUse{ID: "c3", Name: "templateExpand", Output: `{"ok":true,"path":"o.md"}`})
+	p.end()
+	want := []string{
+		"  → readFile  nope.md",
+		`  ← readFile  error: no file "nope.md" in the skill (0.0s)`,
+		"  → readFile  nope.md",
+		"  ✗ readFile  denied: refused: this exact action already failed",
+		"  → templateExpand  t.tmpl",
+		"  ← templateExpand  ok, 1 line (0.0s)",
+	}
+	if got := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("printed:\n%s\nwant:\n%s", buf.String(), strings.Join(want, "\n"))
 	}
 }
