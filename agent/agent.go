@@ -125,6 +125,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
+	spanClock := opts.Now // nil lets the tracing SDK stamp spans itself
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -176,7 +177,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	a.emit = a.events
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: a.events, Secrets: tracing.SecretValues(os.Environ()), Now: opts.Now})
+			Next: a.events, Secrets: tracing.SecretValues(os.Environ()), Now: spanClock})
 		a.emit = a.tracer
 	}
 	a.buildOrder = append(a.buildOrder, "logger")

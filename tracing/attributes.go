@@ -78,6 +78,11 @@ const (
 	AttrEscalationMethod = "capstan.escalation.method"
 	AttrWarningMessage   = "capstan.warning.message"
 
+	AttrSkillStep       = "capstan.skill.step"
+	AttrSkillTokens     = "capstan.skill.tokens"
+	AttrSkillCached     = "capstan.skill.cached"
+	AttrSkillDisclosure = "capstan.skill.disclosure"
+
 	AttrStageAgent       = "capstan.pipeline.stage.agent"
 	AttrStageStatus      = "capstan.pipeline.stage.status"
 	AttrStageKeysWritten = "capstan.pipeline.stage.keys_written"

@@ -15,9 +15,11 @@
 // prompt); warning messages, the one free text exported, have every
 // configured secret value replaced.
 //
-// The mapping reads event payloads through their journal (JSON) form, so it
-// accepts the typed values capstan's layers emit and any value that
-// marshals to the documented journal fields (docs/journal.md).
+// The mapping matches the typed values capstan's layers emit directly and
+// reads any other value through its journal (JSON) form, so it also
+// accepts values that marshal to the documented journal fields
+// (docs/journal.md). Events that come once per run or per pipeline stage
+// are read through JSON; none that comes every iteration is.
 package tracing
 
 import (
@@ -36,6 +38,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/step"
 )
 
@@ -106,6 +109,15 @@ type Emitter struct {
 	iter      open
 	query     open
 	closed    bool
+
+	// Scratch space reused under mu: the SDK copies attributes and does
+	// not keep options, so one buffer each serves every span and event.
+	realClock bool // Config.Now was nil: the SDK's clock is the same
+	buf       []attribute.KeyValue
+	sopts     []trace.SpanStartOption
+	eopts     []trace.EventOption
+	names     map[string]string // span names by prefix+name, built once
+	finish    map[string]attribute.KeyValue
 }
 
 // New returns an Emitter for one run.
@@ -119,6 +131,7 @@ func New(cfg Config) *Emitter {
 	}
 	if e.now == nil {
 		e.now = time.Now
+		e.realClock = true
 	}
 	e.tracer = cfg.Provider.Tracer(ScopeName)
 	var pairs []string
@@ -142,7 +155,7 @@ func (e *Emitter) SetPosition(iteration int, stepID string) {
 	e.mu.Lock()
 	e.iteration, e.step = iteration, stepID
 	if e.iter.span != nil && stepID != "" {
-		e.iter.span.SetAttributes(attribute.String(AttrStep, stepID))
+		e.setAttrs(e.iter.span, append(e.buf[:0], attribute.String(AttrStep, stepID)))
 	}
 	e.mu.Unlock()
 }
@@ -214,6 +227,8 @@ func (e *Emitter) Emit(eventType string, data any) {
 		e.warning(data, now)
 	case journal.Error:
 		e.error(data, now)
+	case skill.EventEvidence:
+		e.skillEvidence(data, now)
 	case pipelineStage:
 		e.pipelineStage(data, now)
 	case pipelineViolation:
@@ -224,24 +239,67 @@ func (e *Emitter) Emit(eventType string, data any) {
 // decode reads an event payload as T: directly when it is a T or *T,
 // otherwise through its journal (JSON) form.
 func decode[T any](data any) (T, bool) {
-	var v T
 	switch d := data.(type) {
 	case T:
 		return d, true
 	case *T:
-		if d == nil {
-			return v, false
+		if d != nil {
+			return *d, true
 		}
-		return *d, true
+		var zero T
+		return zero, false
 	case nil:
-		return v, false
+		var zero T
+		return zero, false
 	}
+	return decodeJSON[T](data)
+}
+
+// decodeJSON is decode's slow path, apart so that the fast path does not
+// allocate the value the JSON decoder writes into.
+func decodeJSON[T any](data any) (T, bool) {
+	var v T
 	b, err := json.Marshal(data)
 	if err != nil {
 		return v, false
 	}
 	return v, json.Unmarshal(b, &v) == nil
 }
+
+// spanName is prefix+name, allocated once per distinct name (tool and
+// validator names repeat every iteration).
+func (e *Emitter) spanName(prefix, name string) string {
+	if n, ok := e.names[prefix+name]; ok { // the key is not allocated
+		return n
+	}
+	n := prefix + name
+	if e.names == nil {
+		e.names = map[string]string{}
+	}
+	if len(e.names) < maxNames {
+		e.names[n] = n
+	}
+	return n
+}
+
+// finishReasons is the gen_ai.response.finish_reasons attribute of one
+// stop reason, built once per distinct reason (a slice value allocates).
+func (e *Emitter) finishReasons(reason string) attribute.KeyValue {
+	if kv, ok := e.finish[reason]; ok {
+		return kv
+	}
+	kv := attribute.StringSlice(AttrGenAIFinishReasons, []string{reason})
+	if e.finish == nil {
+		e.finish = map[string]attribute.KeyValue{}
+	}
+	if len(e.finish) < maxNames {
+		e.finish[reason] = kv
+	}
+	return kv
+}
+
+// maxNames bounds the span-name and finish-reason caches.
+const maxNames = 256
 
 // innermost is the context of the deepest open span.
 func (e *Emitter) innermost() context.Context {
@@ -260,15 +318,51 @@ func (e *Emitter) innermostSpan() trace.Span {
 	return trace.SpanFromContext(e.innermost())
 }
 
-func (e *Emitter) start(parent context.Context, name string, kind trace.SpanKind, at time.Time, attrs ...attribute.KeyValue) open {
-	ctx, span := e.tracer.Start(parent, name, trace.WithTimestamp(at), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+// start starts a span at time at. With the real clock a span that starts
+// now is stamped by the SDK itself (the same instant, without boxing a
+// timestamp option per span); a back-dated one (which must then be ended
+// with an explicit time too), or any span under a test clock, gets at
+// explicitly. attrs is copied by the SDK, so it may be (and usually is)
+// the Emitter's scratch buffer.
+func (e *Emitter) start(parent context.Context, name string, kind trace.SpanKind, at time.Time, backdated bool, attrs []attribute.KeyValue) open {
+	e.sopts = append(e.sopts[:0], trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	if !e.realClock || backdated {
+		e.sopts = append(e.sopts, trace.WithTimestamp(at))
+	}
+	ctx, span := e.tracer.Start(parent, name, e.sopts...)
+	e.buf = attrs[:0]
 	return open{span: span, ctx: ctx}
 }
 
+// endAt is the end option of a span ending now: none with the real clock
+// (the SDK stamps it), the test clock's time otherwise.
+func (e *Emitter) endAt(now time.Time) []trace.SpanEndOption {
+	if e.realClock {
+		return nil
+	}
+	return []trace.SpanEndOption{trace.WithTimestamp(now)}
+}
+
+// event adds a span event at now with attrs (copied by the SDK).
+func (e *Emitter) event(s trace.Span, name string, now time.Time, attrs []attribute.KeyValue) {
+	e.eopts = append(e.eopts[:0], trace.WithAttributes(attrs...))
+	if !e.realClock {
+		e.eopts = append(e.eopts, trace.WithTimestamp(now))
+	}
+	s.AddEvent(name, e.eopts...)
+	e.buf = attrs[:0]
+}
+
+// setAttrs sets attrs (copied by the SDK) on s.
+func (e *Emitter) setAttrs(s trace.Span, attrs []attribute.KeyValue) {
+	s.SetAttributes(attrs...)
+	e.buf = attrs[:0]
+}
+
 func (e *Emitter) endAll(now time.Time) {
-	e.query.end(trace.WithTimestamp(now))
-	e.iter.end(trace.WithTimestamp(now))
-	e.run.end(trace.WithTimestamp(now))
+	e.query.end(e.endAt(now)...)
+	e.iter.end(e.endAt(now)...)
+	e.run.end(e.endAt(now)...)
 }
 
 // splitModel splits "provider:model".
@@ -294,7 +388,7 @@ func (e *Emitter) runStart(data any, now time.Time) {
 	ev, _ := decode[runStartEvent](data)
 	e.endAll(now) // a second run.start (should not happen) starts afresh
 	e.provider, e.model = splitModel(ev.Model)
-	attrs := []attribute.KeyValue{}
+	attrs := e.buf[:0]
 	if ev.RunID != "" {
 		attrs = append(attrs, attribute.String(AttrRunID, ev.RunID))
 	}
@@ -313,7 +407,7 @@ func (e *Emitter) runStart(data any, now time.Time) {
 	if ev.Resumed {
 		attrs = append(attrs, attribute.Bool(AttrResumed, true), attribute.Int(AttrResumedFrom, ev.Iteration))
 	}
-	e.run = e.start(e.parent, SpanRun, trace.SpanKindInternal, now, attrs...)
+	e.run = e.start(e.parent, SpanRun, trace.SpanKindInternal, now, false, attrs)
 }
 
 // runEndEvent holds the traced fields of run.end (an agent Result, or a
@@ -326,6 +420,7 @@ type runEndEvent struct {
 	CostUSD          float64   `json:"cost"`
 	Status           string    `json:"status"`
 	Error            json.RawMessage
+	ErrorCode        string `json:"errorCode"` // a pipeline run's error code
 }
 
 func (e *Emitter) runEnd(data any, now time.Time) {
@@ -336,7 +431,7 @@ func (e *Emitter) runEnd(data any, now time.Time) {
 	ev, ok := decode[runEndEvent](data)
 	if ok {
 		s := e.run.span
-		attrs := []attribute.KeyValue{attribute.Bool(AttrSuccess, ev.Success)}
+		attrs := append(e.buf[:0], attribute.Bool(AttrSuccess, ev.Success))
 		if ev.CompletionReason != "" {
 			attrs = append(attrs, attribute.String(AttrCompletionReason, ev.CompletionReason),
 				attribute.Int(AttrIterations, ev.Iterations),
@@ -349,8 +444,11 @@ func (e *Emitter) runEnd(data any, now time.Time) {
 		if ev.Status != "" {
 			attrs = append(attrs, attribute.String(AttrPipelineStatus, ev.Status))
 		}
-		s.SetAttributes(attrs...)
+		e.setAttrs(s, attrs)
 		if code, recoverable, isErr := codedError(ev.Error); isErr {
+			if code == "ERROR" && ev.ErrorCode != "" {
+				code = ev.ErrorCode
+			}
 			setError(s, code, recoverable)
 		} else if ev.Success {
 			s.SetStatus(codes.Ok, "")
@@ -385,26 +483,26 @@ func setError(s trace.Span, code string, recoverable bool) {
 }
 
 func (e *Emitter) iterationStart(now time.Time) {
-	e.query.end(trace.WithTimestamp(now))
-	e.iter.end(trace.WithTimestamp(now))
+	e.query.end(e.endAt(now)...)
+	e.iter.end(e.endAt(now)...)
 	parent := e.parent
 	if e.run.span != nil {
 		parent = e.run.ctx
 	}
-	attrs := []attribute.KeyValue{attribute.Int(AttrIteration, e.iteration)}
+	attrs := append(e.buf[:0], attribute.Int(AttrIteration, e.iteration))
 	if e.step != "" {
 		attrs = append(attrs, attribute.String(AttrStep, e.step))
 	}
-	e.iter = e.start(parent, SpanIteration, trace.SpanKindInternal, now, attrs...)
+	e.iter = e.start(parent, SpanIteration, trace.SpanKindInternal, now, false, attrs)
 }
 
 func (e *Emitter) iterationEnd(data any, now time.Time) {
-	e.query.end(trace.WithTimestamp(now))
+	e.query.end(e.endAt(now)...)
 	if e.iter.span == nil {
 		return
 	}
 	if ev, ok := decode[loop.IterationEvent](data); ok {
-		attrs := []attribute.KeyValue{attribute.Bool(AttrOutcomeComplete, ev.Outcome.Complete), attribute.Bool(AttrOutcomeStop, ev.Outcome.Stop)}
+		attrs := append(e.buf[:0], attribute.Bool(AttrOutcomeComplete, ev.Outcome.Complete), attribute.Bool(AttrOutcomeStop, ev.Outcome.Stop))
 		if s := ev.Summary; s != nil {
 			attrs = append(attrs,
 				attribute.Int64(AttrGenAIInputTokens, s.Usage.InputTokens),
@@ -415,13 +513,13 @@ func (e *Emitter) iterationEnd(data any, now time.Time) {
 				attrs = append(attrs, attribute.String(AttrStep, s.StepID))
 			}
 		}
-		e.iter.span.SetAttributes(attrs...)
+		e.setAttrs(e.iter.span, attrs)
 	}
-	e.iter.end(trace.WithTimestamp(now))
+	e.iter.end(e.endAt(now)...)
 }
 
 func (e *Emitter) queryStart(data any, now time.Time) {
-	e.query.end(trace.WithTimestamp(now))
+	e.query.end(e.endAt(now)...)
 	ev, _ := decode[loop.QueryStartEvent](data)
 	provider, model := e.provider, e.model
 	if ev.Model != "" {
@@ -430,9 +528,9 @@ func (e *Emitter) queryStart(data any, now time.Time) {
 	parent := e.innermost()
 	name := "chat"
 	if model != "" {
-		name += " " + model
+		name = e.spanName("chat ", model)
 	}
-	attrs := []attribute.KeyValue{attribute.String(AttrGenAIOperationName, "chat")}
+	attrs := append(e.buf[:0], attribute.String(AttrGenAIOperationName, "chat"))
 	if provider != "" {
 		attrs = append(attrs, attribute.String(AttrGenAIProviderName, provider), attribute.String(AttrGenAISystem, provider))
 	}
@@ -445,7 +543,7 @@ func (e *Emitter) queryStart(data any, now time.Time) {
 	if ev.Source != "" {
 		attrs = append(attrs, attribute.String(AttrPromptSource, ev.Source))
 	}
-	e.query = e.start(parent, name, trace.SpanKindClient, now, attrs...)
+	e.query = e.start(parent, name, trace.SpanKindClient, now, false, attrs)
 }
 
 func (e *Emitter) queryResult(data any, now time.Time) {
@@ -457,8 +555,7 @@ func (e *Emitter) queryResult(data any, now time.Time) {
 		for _, r := range qr.Responses {
 			n += len(r)
 		}
-		attrs := []attribute.KeyValue{
-			attribute.Int64(AttrGenAIInputTokens, qr.Usage.InputTokens),
+		attrs := append(e.buf[:0], attribute.Int64(AttrGenAIInputTokens, qr.Usage.InputTokens),
 			attribute.Int64(AttrGenAIOutputTokens, qr.Usage.OutputTokens),
 			attribute.Int64(AttrCacheReadTokens, qr.Usage.CacheReadTokens),
 			attribute.Int64(AttrCacheWriteTokens, qr.Usage.CacheWriteTokens),
@@ -466,12 +563,12 @@ func (e *Emitter) queryResult(data any, now time.Time) {
 			attribute.Int(AttrToolCalls, len(qr.ToolUses)),
 			attribute.Int(AttrResponseBytes, n),
 			attribute.Int(AttrStructuredOutputBytes, len(qr.StructuredOutput)),
-		}
+		)
 		if qr.SessionID != "" {
 			attrs = append(attrs, attribute.String(AttrGenAIConversationID, qr.SessionID))
 		}
 		if qr.StopReason != "" {
-			attrs = append(attrs, attribute.StringSlice(AttrGenAIFinishReasons, []string{qr.StopReason}))
+			attrs = append(attrs, e.finishReasons(qr.StopReason))
 		}
 		if qr.CostUSD != 0 {
 			attrs = append(attrs, attribute.Float64(AttrCostUSD, qr.CostUSD))
@@ -479,9 +576,9 @@ func (e *Emitter) queryResult(data any, now time.Time) {
 		if qr.SessionRenewed {
 			attrs = append(attrs, attribute.Bool(AttrSessionRenewed, true))
 		}
-		e.query.span.SetAttributes(attrs...)
+		e.setAttrs(e.query.span, attrs)
 	}
-	e.query.end(trace.WithTimestamp(now))
+	e.query.end(e.endAt(now)...)
 }
 
 func (e *Emitter) modelTurn(data any, now time.Time) {
@@ -489,13 +586,13 @@ func (e *Emitter) modelTurn(data any, now time.Time) {
 	if !ok {
 		return
 	}
-	attrs := []attribute.KeyValue{attribute.Int(AttrTurn, ev.Turn), attribute.Int(AttrToolCalls, ev.ToolCalls),
+	attrs := append(e.buf[:0], attribute.Int(AttrTurn, ev.Turn), attribute.Int(AttrToolCalls, ev.ToolCalls),
 		attribute.Int64(AttrGenAIInputTokens, ev.Usage.InputTokens), attribute.Int64(AttrGenAIOutputTokens, ev.Usage.OutputTokens),
-		attribute.Int64(AttrDurationMs, ev.DurationMs)}
+		attribute.Int64(AttrDurationMs, ev.DurationMs))
 	if ev.StopReason != "" {
-		attrs = append(attrs, attribute.StringSlice(AttrGenAIFinishReasons, []string{ev.StopReason}))
+		attrs = append(attrs, e.finishReasons(ev.StopReason))
 	}
-	e.innermostSpan().AddEvent(journal.ModelTurn, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+	e.event(e.innermostSpan(), journal.ModelTurn, now, attrs)
 }
 
 func (e *Emitter) modelRetry(data any, now time.Time) {
@@ -503,12 +600,12 @@ func (e *Emitter) modelRetry(data any, now time.Time) {
 	if !ok {
 		return
 	}
-	attrs := []attribute.KeyValue{attribute.String(AttrGenAIProviderName, ev.Provider), attribute.Int(AttrAttempt, ev.Attempt),
-		attribute.Int64(AttrDelayMs, ev.DelayMs), attribute.String(AttrErrorType, ev.Code)}
+	attrs := append(e.buf[:0], attribute.String(AttrGenAIProviderName, ev.Provider), attribute.Int(AttrAttempt, ev.Attempt),
+		attribute.Int64(AttrDelayMs, ev.DelayMs), attribute.String(AttrErrorType, ev.Code))
 	if ev.Status != 0 {
 		attrs = append(attrs, attribute.Int(AttrHTTPStatus, ev.Status))
 	}
-	e.innermostSpan().AddEvent(journal.ModelRetry, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+	e.event(e.innermostSpan(), journal.ModelRetry, now, attrs)
 }
 
 func (e *Emitter) toolCall(eventType string, data any, now time.Time) {
@@ -518,14 +615,14 @@ func (e *Emitter) toolCall(eventType string, data any, now time.Time) {
 	}
 	denied := use.Denied || eventType == journal.ToolDenied
 	began := now.Add(-time.Duration(use.DurationMs) * time.Millisecond)
-	attrs := []attribute.KeyValue{attribute.String(AttrGenAIOperationName, "execute_tool"),
+	attrs := append(e.buf[:0], attribute.String(AttrGenAIOperationName, "execute_tool"),
 		attribute.String(AttrGenAIToolName, use.Name), attribute.String(AttrGenAIToolType, "function"),
 		attribute.Int(AttrToolInputBytes, len(use.Input)), attribute.Int(AttrToolOutputBytes, len(use.Output)),
-		attribute.Bool(AttrToolIsError, use.IsError), attribute.Bool(AttrToolDenied, denied)}
+		attribute.Bool(AttrToolIsError, use.IsError), attribute.Bool(AttrToolDenied, denied))
 	if use.ID != "" {
 		attrs = append(attrs, attribute.String(AttrGenAIToolCallID, use.ID))
 	}
-	sp := e.start(e.innermost(), "execute_tool "+use.Name, trace.SpanKindInternal, began, attrs...)
+	sp := e.start(e.innermost(), e.spanName("execute_tool ", use.Name), trace.SpanKindInternal, began, true, attrs)
 	switch {
 	case denied:
 		sp.span.SetStatus(codes.Error, "denied")
@@ -534,7 +631,7 @@ func (e *Emitter) toolCall(eventType string, data any, now time.Time) {
 		sp.span.SetStatus(codes.Error, "tool error")
 		sp.span.SetAttributes(attribute.String(AttrErrorType, "tool_error"))
 	}
-	sp.end(trace.WithTimestamp(now))
+	sp.end(trace.WithTimestamp(now)) // explicit: the start was back-dated
 }
 
 func (e *Emitter) validator(data any, now time.Time) {
@@ -543,8 +640,8 @@ func (e *Emitter) validator(data any, now time.Time) {
 		return
 	}
 	began := now.Add(-time.Duration(ev.DurationMs) * time.Millisecond)
-	attrs := []attribute.KeyValue{attribute.String(AttrValidatorName, ev.Validator), attribute.String(AttrValidatorType, ev.Type),
-		attribute.Bool(AttrValidatorValid, ev.Valid), attribute.Int(AttrExitCode, ev.ExitCode)}
+	attrs := append(e.buf[:0], attribute.String(AttrValidatorName, ev.Validator), attribute.String(AttrValidatorType, ev.Type),
+		attribute.Bool(AttrValidatorValid, ev.Valid), attribute.Int(AttrExitCode, ev.ExitCode))
 	if ev.Pattern != "" {
 		attrs = append(attrs, attribute.String(AttrPattern, ev.Pattern))
 	}
@@ -554,7 +651,7 @@ func (e *Emitter) validator(data any, now time.Time) {
 	if ev.Truncated {
 		attrs = append(attrs, attribute.Bool(AttrTruncated, true))
 	}
-	sp := e.start(e.innermost(), "validator "+ev.Validator, trace.SpanKindInternal, began, attrs...)
+	sp := e.start(e.innermost(), e.spanName("validator ", ev.Validator), trace.SpanKindInternal, began, true, attrs)
 	if !ev.Valid {
 		desc := "invalid"
 		if ev.Pattern != "" {
@@ -562,7 +659,33 @@ func (e *Emitter) validator(data any, now time.Time) {
 		}
 		sp.span.SetStatus(codes.Error, desc)
 	}
-	sp.end(trace.WithTimestamp(now))
+	sp.end(trace.WithTimestamp(now)) // explicit: the start was back-dated
+}
+
+// skillEvidence maps one tool call of a skill's Act loop (capstan skills
+// run) to an execute_tool span. Its reason, inputs digest, diff, files and
+// errors are not exported.
+func (e *Emitter) skillEvidence(data any, now time.Time) {
+	ev, ok := decode[skill.Evidence](data)
+	if !ok {
+		return
+	}
+	began := now.Add(-time.Duration(ev.Cost.TimeMs) * time.Millisecond)
+	attrs := append(e.buf[:0], attribute.String(AttrGenAIOperationName, "execute_tool"),
+		attribute.String(AttrGenAIToolName, ev.Tool), attribute.String(AttrGenAIToolType, "function"),
+		attribute.Bool(AttrToolIsError, !ev.OK), attribute.Int(AttrSkillStep, ev.Step), attribute.Int64(AttrSkillTokens, ev.Cost.Tokens))
+	if ev.Cached {
+		attrs = append(attrs, attribute.Bool(AttrSkillCached, true))
+	}
+	if ev.Disclosure != "" {
+		attrs = append(attrs, attribute.String(AttrSkillDisclosure, ev.Disclosure))
+	}
+	sp := e.start(e.innermost(), e.spanName("execute_tool ", ev.Tool), trace.SpanKindInternal, began, true, attrs)
+	if !ev.OK {
+		sp.span.SetStatus(codes.Error, "tool error")
+		sp.span.SetAttributes(attribute.String(AttrErrorType, "tool_error"))
+	}
+	sp.end(trace.WithTimestamp(now)) // explicit: the start was back-dated
 }
 
 // retryPromptEvent holds the traced fields of retry.prompt (never its text
@@ -583,8 +706,8 @@ func (e *Emitter) retryPrompt(data any, now time.Time) {
 	if !ok {
 		return
 	}
-	attrs := []attribute.KeyValue{attribute.String(AttrRetryKind, ev.Kind), attribute.String(AttrStep, ev.Step),
-		attribute.Int(AttrAttempt, ev.Attempt), attribute.Int(AttrMaxAttempts, ev.Max), attribute.Int(AttrPromptBytes, len(ev.Text))}
+	attrs := append(e.buf[:0], attribute.String(AttrRetryKind, ev.Kind), attribute.String(AttrStep, ev.Step),
+		attribute.Int(AttrAttempt, ev.Attempt), attribute.Int(AttrMaxAttempts, ev.Max), attribute.Int(AttrPromptBytes, len(ev.Text)))
 	if ev.Pattern != "" {
 		attrs = append(attrs, attribute.String(AttrPattern, ev.Pattern))
 	}
@@ -594,7 +717,7 @@ func (e *Emitter) retryPrompt(data any, now time.Time) {
 	if ev.Source != "" {
 		attrs = append(attrs, attribute.String(AttrPromptSource, ev.Source))
 	}
-	e.innermostSpan().AddEvent(journal.RetryPrompt, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+	e.event(e.innermostSpan(), journal.RetryPrompt, now, attrs)
 }
 
 func (e *Emitter) stepTransition(data any, now time.Time) {
@@ -602,15 +725,15 @@ func (e *Emitter) stepTransition(data any, now time.Time) {
 	if !ok {
 		return
 	}
-	attrs := []attribute.KeyValue{attribute.String(AttrStepFrom, mv.From), attribute.String(AttrStepTo, mv.To),
-		attribute.String(AttrStepKind, mv.Kind), attribute.Bool(AttrStepPassed, mv.Passed)}
+	attrs := append(e.buf[:0], attribute.String(AttrStepFrom, mv.From), attribute.String(AttrStepTo, mv.To),
+		attribute.String(AttrStepKind, mv.Kind), attribute.Bool(AttrStepPassed, mv.Passed))
 	if mv.Complete {
 		attrs = append(attrs, attribute.Bool(AttrOutcomeComplete, true))
 	}
 	if mv.Aborted {
 		attrs = append(attrs, attribute.Bool(AttrStepAborted, true))
 	}
-	e.innermostSpan().AddEvent(journal.StepTransition, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+	e.event(e.innermostSpan(), journal.StepTransition, now, attrs)
 }
 
 func (e *Emitter) completionCheck(data any, now time.Time) {
@@ -618,11 +741,11 @@ func (e *Emitter) completionCheck(data any, now time.Time) {
 	if !ok {
 		return
 	}
-	attrs := []attribute.KeyValue{attribute.Bool(AttrOutcomeComplete, r.Complete), attribute.Bool(AttrDeclared, r.Declared)}
+	attrs := append(e.buf[:0], attribute.Bool(AttrOutcomeComplete, r.Complete), attribute.Bool(AttrDeclared, r.Declared))
 	if v := r.Validation; v != nil {
 		attrs = append(attrs, attribute.String(AttrValidatorName, v.Validator), attribute.String(AttrPattern, v.Pattern))
 	}
-	e.innermostSpan().AddEvent(journal.CompletionCheck, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+	e.event(e.innermostSpan(), journal.CompletionCheck, now, attrs)
 }
 
 func (e *Emitter) escalation(data any, now time.Time) {
@@ -630,13 +753,28 @@ func (e *Emitter) escalation(data any, now time.Time) {
 	if !ok {
 		return
 	}
-	e.innermostSpan().AddEvent(journal.EscalationNotice, trace.WithTimestamp(now), trace.WithAttributes(
+	e.event(e.innermostSpan(), journal.EscalationNotice, now, append(e.buf[:0],
 		attribute.String(AttrStep, ev.Step), attribute.String(AttrEscalateTo, ev.EscalateTo), attribute.String(AttrEscalationMethod, ev.Method)))
 }
 
+// warningMessage is the message of a warning event: capstan's layers emit
+// map[string]string, matched without a JSON round trip.
+func warningMessage(data any) string {
+	switch d := data.(type) {
+	case map[string]string:
+		return d["message"]
+	case map[string]any:
+		msg, _ := d["message"].(string)
+		return msg
+	}
+	ev, _ := decode[struct {
+		Message string `json:"message"`
+	}](data)
+	return ev.Message
+}
+
 func (e *Emitter) warning(data any, now time.Time) {
-	ev, _ := decode[map[string]any](data)
-	msg, _ := ev["message"].(string)
+	msg := warningMessage(data)
 	if e.redact != nil {
 		msg = e.redact.Replace(msg)
 	}
@@ -647,7 +785,7 @@ func (e *Emitter) warning(data any, now time.Time) {
 		}
 		msg = msg[:cut] + "…"
 	}
-	e.innermostSpan().AddEvent(journal.Warning, trace.WithTimestamp(now), trace.WithAttributes(attribute.String(AttrWarningMessage, msg)))
+	e.event(e.innermostSpan(), journal.Warning, now, append(e.buf[:0], attribute.String(AttrWarningMessage, msg)))
 }
 
 // error marks the open query (or the iteration) failed and the iteration
@@ -659,24 +797,25 @@ func (e *Emitter) error(data any, now time.Time) {
 		code = "ERROR"
 	}
 	s := e.innermostSpan()
-	s.AddEvent("exception", trace.WithTimestamp(now), trace.WithAttributes(
+	e.event(s, "exception", now, append(e.buf[:0],
 		attribute.String(AttrExceptionType, code), attribute.Bool(AttrErrorRecoverable, ev.Recoverable)))
 	setError(s, code, ev.Recoverable)
 	if e.query.span != nil {
-		e.query.end(trace.WithTimestamp(now))
+		e.query.end(e.endAt(now)...)
 		if e.iter.span != nil {
 			setError(e.iter.span, code, ev.Recoverable)
 		}
 	}
 }
 
-// stageEvent holds the traced fields of pipeline.stage.
+// stageEvent holds the traced fields of pipeline.stage (once per stage, so
+// read through JSON). duration_ms has a fractional part.
 type stageEvent struct {
 	AgentID     string   `json:"agent_id"`
 	Status      string   `json:"status"`
 	Attempts    int      `json:"attempts"`
 	KeysWritten []string `json:"keys_written"`
-	DurationMs  int64    `json:"duration_ms"`
+	DurationMs  float64  `json:"duration_ms"`
 	Error       string   `json:"error"`
 }
 
@@ -685,23 +824,23 @@ func (e *Emitter) pipelineStage(data any, now time.Time) {
 	if !ok {
 		return
 	}
-	began := now.Add(-time.Duration(ev.DurationMs) * time.Millisecond)
-	sp := e.start(e.innermost(), "pipeline.stage "+ev.AgentID, trace.SpanKindInternal, began,
+	began := now.Add(-time.Duration(ev.DurationMs * float64(time.Millisecond)))
+	sp := e.start(e.innermost(), "pipeline.stage "+ev.AgentID, trace.SpanKindInternal, began, true, append(e.buf[:0],
 		attribute.String(AttrStageAgent, ev.AgentID), attribute.String(AttrStageStatus, ev.Status),
-		attribute.Int(AttrAttempt, ev.Attempts), attribute.Int(AttrStageKeysWritten, len(ev.KeysWritten)))
+		attribute.Int(AttrAttempt, ev.Attempts), attribute.Int(AttrStageKeysWritten, len(ev.KeysWritten))))
 	if ev.Error != "" || (ev.Status != "" && ev.Status != "succeeded" && ev.Status != "skipped") {
 		sp.span.SetStatus(codes.Error, ev.Status)
 	}
-	sp.end(trace.WithTimestamp(now))
+	sp.end(trace.WithTimestamp(now)) // explicit: the start was back-dated
 }
 
 func (e *Emitter) pipelineViolation(data any, now time.Time) {
 	ev, _ := decode[map[string]any](data)
-	attrs := []attribute.KeyValue{}
+	attrs := e.buf[:0]
 	for _, k := range []string{"agent_id", "kind", "key", "code"} {
 		if v, ok := ev[k].(string); ok {
 			attrs = append(attrs, attribute.String("capstan.pipeline.violation."+k, v))
 		}
 	}
-	e.innermostSpan().AddEvent(pipelineViolation, trace.WithTimestamp(now), trace.WithAttributes(attrs...))
+	e.event(e.innermostSpan(), pipelineViolation, now, attrs)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/step"
 )
 
@@ -285,5 +286,118 @@ func TestSecretValues(t *testing.T) {
 		"SHORT_TOKEN=abc", "OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=abcdef123", "broken"})
 	if strings.Join(got, " ") != "sk-ant-0123456789 ghp_abcdefgh x-honeycomb-team=abcdef123" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// spanContent is what a span exports, timestamps and ids aside.
+func spanContent(s sdktrace.ReadOnlySpan) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s parent=%v status=%v attrs=%v\n", s.Name(), s.Parent().IsValid(), s.Status(), s.Attributes())
+	for _, ev := range s.Events() {
+		fmt.Fprintf(&b, "  event %s %v\n", ev.Name, ev.Attributes)
+	}
+	return b.String()
+}
+
+// With the real clock the SDK stamps spans that start or end now; the
+// spans, their attributes (built in a reused buffer) and events are the
+// same as under a test clock, and every time is set and in order.
+func TestRealClockSameSpans(t *testing.T) {
+	var contents [2][]string
+	for i, now := range []func() time.Time{clock(), nil} {
+		sr := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+		before := time.Now()
+		emitRun(New(Config{Provider: tp, Secrets: []string{secret}, Now: now}), nil)
+		after := time.Now()
+		for _, s := range sr.Ended() {
+			contents[i] = append(contents[i], spanContent(s))
+			if now != nil {
+				continue
+			}
+			if s.EndTime().Before(s.StartTime()) || s.EndTime().Before(before) || s.EndTime().After(after) {
+				t.Errorf("%s: %v .. %v, run %v .. %v", s.Name(), s.StartTime(), s.EndTime(), before, after)
+			}
+			for _, ev := range s.Events() {
+				if ev.Time.Before(before) || ev.Time.After(after) {
+					t.Errorf("%s: event %s at %v", s.Name(), ev.Name, ev.Time)
+				}
+			}
+		}
+		got := byName(sr.Ended())
+		if d := got["execute_tool Write"].EndTime().Sub(got["execute_tool Write"].StartTime()); d != 250*time.Millisecond {
+			t.Errorf("clock %d: tool span lasts %v, want the journaled 250ms", i, d)
+		}
+		if d := got["validator tests"].EndTime().Sub(got["validator tests"].StartTime()); d != 2*time.Second {
+			t.Errorf("clock %d: validator span lasts %v, want the journaled 2s", i, d)
+		}
+	}
+	if a, b := strings.Join(contents[0], ""), strings.Join(contents[1], ""); a != b {
+		t.Fatalf("test clock:\n%s\nreal clock:\n%s", a, b)
+	}
+}
+
+// pipeline.stage carries a fractional duration_ms; the stage span is
+// back-dated by it.
+func TestPipelineStageSpan(t *testing.T) {
+	e, sr, _ := newTraced(t)
+	e.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "the request " + secret})
+	e.Emit("pipeline.stage", map[string]any{"agent_id": "a", "status": "succeeded", "attempts": 1, "keys_written": []string{"k.a", "k.b"}, "duration_ms": 12.5})
+	e.Emit("pipeline.stage", map[string]any{"agent_id": "b", "status": "violated", "attempts": 2, "duration_ms": 0.25, "error": "custom.x is empty: " + secret})
+	e.Emit("pipeline.violation", map[string]any{"agent_id": "b", "kind": "postcondition", "key": "custom.x", "message": secret})
+	e.Emit(journal.RunEnd, map[string]any{"success": false, "status": "stopped", "error": "CONTRACT_VIOLATION: " + secret, "errorCode": "CONTRACT_VIOLATION"})
+	got := byName(sr.Ended())
+	if run := got[SpanRun]; run == nil || run.Status().Code != codes.Error || run.Status().Description != "CONTRACT_VIOLATION" ||
+		attrs(run)[AttrErrorType].AsString() != "CONTRACT_VIOLATION" || attrs(run)[AttrPipelineStatus].AsString() != "stopped" {
+		t.Errorf("pipeline run span %v", run)
+	}
+	a, b := got["pipeline.stage a"], got["pipeline.stage b"]
+	if a == nil || b == nil {
+		t.Fatalf("stage spans %v", got)
+	}
+	if d := a.EndTime().Sub(a.StartTime()); d != 12500*time.Microsecond {
+		t.Errorf("stage a lasts %v", d)
+	}
+	if aa := attrs(a); aa[AttrStageKeysWritten].AsInt64() != 2 || aa[AttrAttempt].AsInt64() != 1 || a.Status().Code == codes.Error {
+		t.Errorf("stage a %v %v", aa, a.Status())
+	}
+	if b.Status().Code != codes.Error || b.Status().Description != "violated" {
+		t.Errorf("stage b status %v", b.Status())
+	}
+	for _, s := range sr.Ended() {
+		if strings.Contains(spanContent(s), secret) {
+			t.Errorf("exported: %s", spanContent(s))
+		}
+	}
+}
+
+// A skill run's tool calls (skill.evidence) become execute_tool spans,
+// back-dated by their time, without their reasons, digests or errors.
+func TestSkillEvidenceSpans(t *testing.T) {
+	e, sr, _ := newTraced(t)
+	e.Emit(journal.RunStart, runStart{RunID: "r1", Agent: "skill:s", Model: "script:x.yaml"})
+	e.Emit(skill.EventEvidence, skill.Evidence{Step: 1, Seq: 1, Tool: "readSkillMd", OK: true, ReasonShort: "read " + secret,
+		InputsDigest: "sha256:" + secret, Cost: skill.Cost{Tokens: 120, TimeMs: 40}, Disclosure: "L2"})
+	e.Emit(skill.EventEvidence, &skill.Evidence{Step: 2, Seq: 2, Tool: "runScript", OK: false, Error: "exit 1: " + secret,
+		Stderr: secret, DiffSummary: secret, FileIDs: []string{secret}, Cached: true})
+	e.Emit(journal.RunEnd, map[string]any{"success": true, "completionReason": "validated"})
+	got := byName(sr.Ended())
+	read, run := got["execute_tool readSkillMd"], got["execute_tool runScript"]
+	if read == nil || run == nil || read.Parent().SpanID() != got[SpanRun].SpanContext().SpanID() {
+		t.Fatalf("spans %v", got)
+	}
+	if d := read.EndTime().Sub(read.StartTime()); d != 40*time.Millisecond {
+		t.Errorf("readSkillMd lasts %v", d)
+	}
+	if a := attrs(read); a[AttrSkillStep].AsInt64() != 1 || a[AttrSkillTokens].AsInt64() != 120 || a[AttrSkillDisclosure].AsString() != "L2" || read.Status().Code == codes.Error {
+		t.Errorf("readSkillMd %v %v", a, read.Status())
+	}
+	if a := attrs(run); run.Status().Code != codes.Error || a[AttrErrorType].AsString() != "tool_error" || !a[AttrSkillCached].AsBool() {
+		t.Errorf("runScript %v %v", a, run.Status())
+	}
+	for _, s := range sr.Ended() {
+		if strings.Contains(spanContent(s), secret) {
+			t.Errorf("exported: %s", spanContent(s))
+		}
 	}
 }

@@ -223,6 +223,9 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	end := map[string]any{"success": runErr == nil}
 	if runErr != nil {
 		end["error"] = runErr.Error()
+		if code := agenterr.CodeOf(runErr); code != "" {
+			end["errorCode"] = code // what tracing exports (never the message)
+		}
 	}
 	if out != nil {
 		end["status"] = out.String("metadata.status")

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync"
 
+	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/journal"
@@ -25,7 +29,9 @@ type commandTracing struct {
 // warning, and the command runs without tracing: observability never stops
 // a run.
 func startTracing(ctx context.Context, stderr io.Writer) (context.Context, *commandTracing) {
-	t, err := otelenv.Setup(ctx, otelenv.Options{Getenv: os.Getenv, Console: stderr})
+	otelLogOnce.Do(func() { otel.SetLogger(logr.New(&otelLogSink{w: os.Stderr})) })
+	t, err := otelenv.Setup(ctx, otelenv.Options{Getenv: os.Getenv, Console: stderr,
+		Warn: func(msg string) { fmt.Fprintln(stderr, "capstan: warning: tracing:", msg) }})
 	if err != nil {
 		fmt.Fprintln(stderr, "capstan: warning: tracing off:", err)
 		return ctx, &commandTracing{}
@@ -62,4 +68,37 @@ func (c *commandTracing) stop(ctx context.Context) {
 	if err := c.t.Shutdown(ctx); err != nil {
 		fmt.Fprintln(c.stderr, "capstan: warning: tracing:", err)
 	}
+}
+
+// otelLogOnce installs the SDK's logger once per process; it writes to the
+// process's stderr, which is the command's stderr outside tests.
+var otelLogOnce sync.Once
+
+// otelLogSink is the OpenTelemetry SDK's logger in capstan: errors become
+// one warning line each, without the key/value pairs the SDK attaches
+// (they can hold the raw OTEL_EXPORTER_OTLP_HEADERS entry, an API key).
+// The SDK's complaints about the endpoint and header variables are dropped:
+// otelenv parses those itself and has already warned.
+type otelLogSink struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *otelLogSink) Init(logr.RuntimeInfo)          {}
+func (s *otelLogSink) Enabled(int) bool               { return false }
+func (s *otelLogSink) Info(int, string, ...any)       {}
+func (s *otelLogSink) WithValues(...any) logr.LogSink { return s }
+func (s *otelLogSink) WithName(string) logr.LogSink   { return s }
+func (s *otelLogSink) Error(err error, msg string, _ ...any) {
+	switch msg {
+	case "parse headers", "escape header value", "parse url", "otlptrace: parse endpoint url":
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	line := "capstan: warning: tracing: " + msg
+	if err != nil {
+		line += ": " + err.Error()
+	}
+	fmt.Fprintln(s.w, strings.TrimSpace(line))
 }

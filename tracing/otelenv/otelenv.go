@@ -4,13 +4,18 @@
 //
 //	OTEL_TRACES_EXPORTER                otlp (default when an endpoint is set), console, none
 //	OTEL_EXPORTER_OTLP_ENDPOINT         base URL; spans go to <base>/v1/traces
-//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  full URL for spans (wins over the base)
+//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  full URL for spans, used as is (wins over the base)
 //	OTEL_EXPORTER_OTLP_HEADERS          k=v,k2=v2 sent with every export
+//	OTEL_EXPORTER_OTLP_TRACES_HEADERS   the same, for spans only (wins over the above)
 //	OTEL_EXPORTER_OTLP_PROTOCOL         only http/protobuf is supported
 //	OTEL_SERVICE_NAME                   service.name (default capstan)
 //	OTEL_RESOURCE_ATTRIBUTES            extra resource attributes
 //	OTEL_SDK_DISABLED=true              tracing off
 //	TRACEPARENT, TRACESTATE             W3C trace context the run joins
+//
+// These are read through Options.Getenv and handed to the exporter
+// explicitly; the exporter reads the remaining OTLP settings (timeout,
+// compression, certificates) from the process environment itself.
 //
 // Tracing is off unless OTEL_TRACES_EXPORTER or an OTLP endpoint is set.
 // Exporting never fails or stalls a run: spans are exported in the
@@ -31,7 +36,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -55,6 +59,11 @@ type Options struct {
 	ServiceVersion string
 	// ShutdownTimeout bounds Shutdown's flush (0 = DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// Warn receives problems that do not turn tracing off — a malformed
+	// header entry (skipped), an invalid TRACEPARENT (a new trace is
+	// started) — one message each, never quoting a header value (nil =
+	// discard).
+	Warn func(string)
 }
 
 // Tracing is tracing set up for one command.
@@ -62,7 +71,7 @@ type Tracing struct {
 	provider *sdktrace.TracerProvider
 	exporter *quietExporter
 	console  *deferredWriter
-	parent   propagation.MapCarrier
+	parent   trace.SpanContext
 	timeout  time.Duration
 	once     sync.Once
 	err      error
@@ -87,7 +96,11 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 	case strings.Contains(kind, ","):
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%s: capstan supports one exporter (otlp, console or none)", kind)
 	}
-	t := &Tracing{timeout: opts.ShutdownTimeout, parent: propagation.MapCarrier{}}
+	warn := opts.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	t := &Tracing{timeout: opts.ShutdownTimeout}
 	if t.timeout <= 0 {
 		t.timeout = DefaultShutdownTimeout
 	}
@@ -101,12 +114,36 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 		if proto != "" && proto != "http/protobuf" {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported: capstan exports OTLP over http/protobuf only (unset it, and point the endpoint at the collector's HTTP port, usually 4318)", proto)
 		}
-		// The exporter reads the endpoint, headers, timeout, compression
-		// and TLS settings from the same environment variables itself.
-		// Its retries are bounded so that an unreachable endpoint costs
-		// at most the shutdown timeout.
-		e, err := otlptracehttp.New(ctx, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
-			Enabled: true, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: t.timeout}))
+		// The endpoint and headers are resolved here, from Getenv, and
+		// given explicitly (they win over the exporter's own reading of
+		// the process environment). Retries are bounded so that an
+		// unreachable endpoint costs at most the shutdown timeout.
+		xopts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
+			Enabled: true, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: t.timeout})}
+		u, note, err := tracesURL(env)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			warn(note)
+		}
+		if u != "" {
+			xopts = append(xopts, otlptracehttp.WithEndpointURL(u))
+		}
+		name := "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+		hv := env(name)
+		if hv == "" {
+			name = "OTEL_EXPORTER_OTLP_HEADERS"
+			hv = env(name)
+		}
+		if hv != "" {
+			h, problems := parseKeyValues(name, hv)
+			for _, p := range problems {
+				warn(p)
+			}
+			xopts = append(xopts, otlptracehttp.WithHeaders(h))
+		}
+		e, err := otlptracehttp.New(ctx, xopts...)
 		if err != nil {
 			return nil, fmt.Errorf("OTLP exporter: %w", err)
 		}
@@ -125,19 +162,19 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%s is not supported: use otlp, console or none", kind)
 	}
 	t.exporter = &quietExporter{SpanExporter: exp}
-	// Defaults first: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
 	res, err := resource.New(ctx, resource.WithTelemetrySDK(),
-		resource.WithAttributes(serviceAttrs(opts.ServiceVersion)...), resource.WithFromEnv())
+		resource.WithAttributes(resourceAttrs(env, opts.ServiceVersion, warn)...))
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("resource: %w", err)
 	}
 	t.provider = sdktrace.NewTracerProvider(sdktrace.WithResource(res),
 		sdktrace.WithBatcher(t.exporter))
 	if tp := env("TRACEPARENT"); tp != "" {
-		t.parent["traceparent"] = tp
-		if ts := env("TRACESTATE"); ts != "" {
-			t.parent["tracestate"] = ts
+		sc, err := parseTraceparent(tp, env("TRACESTATE"))
+		if err != nil {
+			warn(err.Error())
 		}
+		t.parent = sc
 	}
 	return t, nil
 }
@@ -145,13 +182,13 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 // Provider is the tracer provider spans are made with.
 func (t *Tracing) Provider() trace.TracerProvider { return t.provider }
 
-// Context returns ctx joined to the TRACEPARENT trace, when one was given
-// (an invalid traceparent is ignored, as the W3C spec says).
+// Context returns ctx joined to the TRACEPARENT trace, when a valid one
+// was given (an invalid one was reported to Options.Warn by Setup).
 func (t *Tracing) Context(ctx context.Context) context.Context {
-	if len(t.parent) == 0 {
+	if !t.parent.IsValid() {
 		return ctx
 	}
-	return propagation.TraceContext{}.Extract(ctx, t.parent)
+	return trace.ContextWithRemoteSpanContext(ctx, t.parent)
 }
 
 // Shutdown flushes the spans and stops the exporter, waiting at most the
@@ -178,10 +215,29 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	return t.err
 }
 
-func serviceAttrs(version string) []attribute.KeyValue {
-	out := []attribute.KeyValue{attribute.String("service.name", DefaultServiceName)}
+// resourceAttrs are the resource attributes: capstan's defaults, then
+// OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME, each winning over the
+// ones before (the OpenTelemetry specification's order).
+func resourceAttrs(env func(string) string, version string, warn func(string)) []attribute.KeyValue {
+	m := map[string]string{"service.name": DefaultServiceName}
 	if version != "" {
-		out = append(out, attribute.String("service.version", version))
+		m["service.version"] = version
+	}
+	if v := env("OTEL_RESOURCE_ATTRIBUTES"); v != "" {
+		kv, problems := parseKeyValues("OTEL_RESOURCE_ATTRIBUTES", v)
+		for _, p := range problems {
+			warn(p)
+		}
+		for k, v := range kv {
+			m[k] = v
+		}
+	}
+	if v := env("OTEL_SERVICE_NAME"); v != "" {
+		m["service.name"] = v
+	}
+	out := make([]attribute.KeyValue, 0, len(m))
+	for k, v := range m {
+		out = append(out, attribute.String(k, v))
 	}
 	return out
 }
