@@ -300,6 +300,8 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 		}
 		s.metrics.ModelTurns++
 		s.usage.Add(resp.Usage)
+		s.rt.cfg.Events.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: step, StopReason: resp.StopReason,
+			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: s.now().Sub(turnStart).Milliseconds()})
 		turnTokens := resp.Usage.InputTokens + resp.Usage.OutputTokens
 		msgs = append(msgs, resp.Message)
 		reason := reasonShort(resp.Message.Text)

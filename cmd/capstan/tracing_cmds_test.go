@@ -226,6 +226,25 @@ func TestSkillsRunTraced(t *testing.T) {
 	if strings.Join(steps, ",") != "1,2,3,3" {
 		t.Errorf("tool spans' steps %v, want the model turns 1,2,3,3", steps)
 	}
+	// Each of the Act loop's model turns is a span event with its usage,
+	// as in an agent run.
+	var turns []string
+	for _, ev := range run.Events {
+		if ev.Name != "model.turn" {
+			continue
+		}
+		a := map[string]any{}
+		for _, kv := range ev.Attributes {
+			a[kv.Key] = kv.Value.GetIntValue()
+		}
+		if a["gen_ai.usage.input_tokens"].(int64) <= 0 {
+			t.Errorf("model.turn without usage: %v", a)
+		}
+		turns = append(turns, fmt.Sprint(a["capstan.turn"], "/", a["capstan.tool_calls"]))
+	}
+	if strings.Join(turns, ",") != "1/1,2/1,3/2" {
+		t.Errorf("model.turn events (turn/tool calls) %v, want 1/1,2/1,3/2", turns)
+	}
 	// Not the goal, the inputs, the script's arguments, the files written
 	// or the skill's own text.
 	sink.noneExported(t, testAPIKey, "Status report for sprint", "login=done", "billing", "Sprint 12 status", "generated_by",
