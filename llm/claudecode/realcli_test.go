@@ -13,6 +13,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
@@ -174,5 +175,66 @@ func TestRealCLIErrorsAreCoded(t *testing.T) {
 	_, err = b.Query(ctx, "hi", llm.QueryOptions{MaxTurns: 1})
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeSdkRateLimit || !e.Recoverable {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestRealCLIStreamsTextAndTools checks the live view against the real CLI:
+// with a sink in the context the driver asks for partial messages, and the
+// CLI's stream_event frames arrive as text fragments that join to the
+// answer, with its Read tool call bracketed by ToolStart/ToolEnd.
+func TestRealCLIStreamsTextAndTools(t *testing.T) {
+	bin := realCLI(t)
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("the code is 4711\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const answer = "The notes say the code is 4711, and nothing else of interest."
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		switch {
+		case len(r.LastToolResults) > 0:
+			return fakellm.Reply{Text: answer, ChunkSize: 7}
+		case strings.Contains(r.LastUserText, "READ-NOTES"):
+			return fakellm.Reply{Text: "Reading.", ToolCalls: []fakellm.ToolCall{{Name: "Read",
+				Input: json.RawMessage(`{"file_path":` + strconv.Quote(filepath.Join(work, "notes.txt")) + `}`)}}}
+		}
+		return fakellm.Reply{Text: "ok"}
+	}})
+	b, err := claudecode.New(claudecode.Config{Binary: bin, WorkDir: work, Model: "claude-sonnet-5", Getenv: realEnv(t, srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rec := &streamtest.Recorder{}
+	res, err := b.Query(llm.WithStreamSink(ctx, rec), "READ-NOTES: what is the code?",
+		llm.QueryOptions{MaxTurns: 4, AllowedTools: []string{"Read"}, PermissionMode: "default"})
+	dumpOnError(t, srv, err)
+	var text strings.Builder
+	fragments := 0
+	var outline []string
+	for _, ev := range rec.Events() {
+		switch ev.Kind {
+		case "text":
+			text.WriteString(ev.Text)
+			fragments++
+		case "start":
+			outline = append(outline, "start "+ev.Call.Name)
+		case "end":
+			outline = append(outline, "end "+ev.Use.Name)
+			if !strings.Contains(ev.Use.Output, "4711") || ev.Use.IsError {
+				t.Errorf("ToolEnd = %+v", ev.Use)
+			}
+		case "discard":
+			t.Errorf("unexpected discard: %s", ev.Text)
+		}
+	}
+	if strings.Join(outline, ",") != "start Read,end Read" {
+		t.Errorf("tool outline %v", outline)
+	}
+	if !strings.Contains(text.String(), answer) || fragments < 3 {
+		t.Errorf("streamed %d fragments %q, want the answer in pieces", fragments, text.String())
+	}
+	if got := strings.Join(res.Responses, "\n"); !strings.Contains(got, answer) {
+		t.Errorf("responses %q", got)
 	}
 }
