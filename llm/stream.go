@@ -49,6 +49,15 @@ func WithStreamSink(ctx context.Context, sink StreamSink) context.Context {
 	return context.WithValue(ctx, streamSinkKey{}, sink)
 }
 
+// WithoutStreamSink returns a context whose queries report to no sink, for
+// model calls that are not the agent's work, such as a step check's judge.
+func WithoutStreamSink(ctx context.Context) context.Context {
+	if StreamSinkFrom(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, streamSinkKey{}, StreamSink(nil))
+}
+
 // StreamSinkFrom returns the sink carried by ctx, or nil. Providers call it
 // once per model turn and skip all streaming work when it is nil.
 func StreamSinkFrom(ctx context.Context) StreamSink {

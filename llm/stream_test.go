@@ -92,3 +92,14 @@ func TestToolLoopWithoutSink(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 }
+
+func TestWithoutStreamSink(t *testing.T) {
+	ctx := context.Background()
+	if llm.WithoutStreamSink(ctx) != ctx {
+		t.Fatal("a context without a sink changed")
+	}
+	ctx = llm.WithStreamSink(ctx, &streamtest.Recorder{})
+	if llm.StreamSinkFrom(llm.WithoutStreamSink(ctx)) != nil {
+		t.Fatal("sink still found")
+	}
+}

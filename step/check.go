@@ -186,8 +186,10 @@ type BridgeJudge struct {
 }
 
 // Judge implements Judge. A verdict that cannot be read is a recoverable
-// STEP_JUDGE error.
+// STEP_JUDGE error. The judging query is not shown in a live view
+// (llm.StreamSink): its verdict is not the agent's answer.
 func (j *BridgeJudge) Judge(ctx context.Context, prompt, response string) (bool, string, error) {
+	ctx = llm.WithoutStreamSink(ctx)
 	turns := j.MaxTurns
 	if turns <= 0 {
 		turns = 2

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -177,4 +178,27 @@ func FuzzFindVerdict(f *testing.F) {
 			t.Fatalf("verdict %+v from %q", v, text)
 		}
 	})
+}
+
+// sinkSpy answers a verdict and notes whether its context carried a live
+// view (llm.StreamSink).
+type sinkSpy struct{ sawSink bool }
+
+func (s *sinkSpy) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	s.sawSink = s.sawSink || llm.StreamSinkFrom(ctx) != nil
+	return &llm.Response{Message: llm.Message{Text: `{"pass": true, "reason": "ok"}`}, StopReason: "end_turn"}, nil
+}
+
+// TestJudgeIsNotStreamed: the judge's verdict is not the agent's answer, so
+// a live view on the run's context does not see the judging query.
+func TestJudgeIsNotStreamed(t *testing.T) {
+	spy := &sinkSpy{}
+	j := &BridgeJudge{Bridge: llm.NewToolLoop(spy, llm.Config{})}
+	rec := &streamtest.Recorder{}
+	if pass, _, err := j.Judge(llm.WithStreamSink(ctx, rec), "c", "r"); err != nil || !pass {
+		t.Fatalf("%v %v", pass, err)
+	}
+	if spy.sawSink || len(rec.Events()) != 0 {
+		t.Fatalf("judge streamed: sink seen %v, events %v", spy.sawSink, rec.Events())
+	}
 }
