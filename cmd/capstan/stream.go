@@ -71,14 +71,15 @@ func (p *progressPrinter) TextDelta(text string) {
 }
 
 // TextDiscarded implements llm.StreamSink: the break is marked on its own
-// line, and the retried text starts on the next one.
+// line; a retried answer, if the provider retries, starts on the next one.
+// The notice does not promise a retry: the failure may also end the query.
 func (p *progressPrinter) TextDiscarded(reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.redact.drop()
 	p.endText()
 	p.clearStatus()
-	fmt.Fprintf(p.w, "  ⟲ stream interrupted (%s); the text above is discarded, the model's answer starts again\n",
+	fmt.Fprintf(p.w, "  ⟲ stream interrupted (%s); the text above is discarded\n",
 		shorten(p.redact.all(reason), maxToolStatus))
 }
 
