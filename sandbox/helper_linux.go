@@ -171,6 +171,9 @@ func stageTwo() int {
 	if err != nil {
 		return setupFail("exec %s: env: %v", hs.Argv[0], err)
 	}
+	// The failure report is formatted now too: after the limits, even fmt
+	// could not allocate.
+	failPrefix := []byte(setupMarker + "exec " + hs.Argv[0] + ": ")
 	debug.SetGCPercent(-1)
 	if err := setLimits(hs.Limits); err != nil {
 		return setupFail("rlimits: %v", err)
@@ -179,7 +182,41 @@ func stageTwo() int {
 		uintptr(unsafe.Pointer(path)),
 		uintptr(unsafe.Pointer(&argv[0])),
 		uintptr(unsafe.Pointer(&envv[0])))
-	return setupFail("exec %s: %v", hs.Argv[0], errno)
+	rawWrite(2, failPrefix)
+	rawWrite(2, errnoText(errno))
+	rawWrite(2, newline)
+	return setupExit
+}
+
+var newline = []byte("\n")
+
+// errnoTexts holds the messages of the errors execve reports, converted
+// once at start-up so that reporting one allocates nothing.
+var errnoTexts = func() map[syscall.Errno][]byte {
+	m := map[syscall.Errno][]byte{}
+	for _, e := range []syscall.Errno{syscall.E2BIG, syscall.EACCES, syscall.EAGAIN, syscall.EFAULT, syscall.EINVAL,
+		syscall.EIO, syscall.EISDIR, syscall.ELIBBAD, syscall.ELOOP, syscall.EMFILE, syscall.ENAMETOOLONG,
+		syscall.ENFILE, syscall.ENOENT, syscall.ENOEXEC, syscall.ENOMEM, syscall.ENOTDIR, syscall.EPERM, syscall.ETXTBSY} {
+		m[e] = []byte(e.Error())
+	}
+	return m
+}()
+
+var unknownErrno = []byte("execve failed")
+
+// errnoText is errno's message without allocating.
+func errnoText(errno syscall.Errno) []byte {
+	if b, ok := errnoTexts[errno]; ok {
+		return b
+	}
+	return unknownErrno
+}
+
+// rawWrite writes b to fd with the bare system call (no allocation).
+func rawWrite(fd int, b []byte) {
+	if len(b) > 0 {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	}
 }
 
 // landlockConfigs indexes go-landlock's configurations by ABI version; the

@@ -408,3 +408,21 @@ func TestOversizedArgumentIsAToolInputError(t *testing.T) {
 		})
 	}
 }
+
+// TestExecFailureAfterLimitsIsReported: when execve itself fails (here a
+// file with the exec bit that is no program), the helper reports it as a
+// setup error without allocating under the address-space limit.
+func TestExecFailureAfterLimitsIsReported(t *testing.T) {
+	root, build := skillDir(t, nil)
+	bad := filepath.Join(root, "not-a-program")
+	if err := os.WriteFile(bad, []byte{0, 1, 2, 3, 'x'}, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := runIn(t, root, build, []string{bad}, func(s *Spec) { s.Limits.AddressSpaceMB = 256 })
+	if res.Status != StatusSandboxError || !strings.Contains(res.Reason, "exec "+bad+": ") {
+		t.Fatalf("status %s reason %q stderr %q", res.Status, res.Reason, res.Stderr)
+	}
+	if !strings.Contains(res.Reason, "exec format error") && !strings.Contains(res.Reason, "permission denied") {
+		t.Errorf("reason %q names no execve error", res.Reason)
+	}
+}
