@@ -10,8 +10,14 @@
 //
 // With a llm.StreamSink in the query's context the driver adds
 // --include-partial-messages and passes the text deltas of the CLI's
-// stream_event frames to the sink; without partial messages (an older CLI)
-// each assistant frame's text goes to the sink whole as the frame arrives.
+// stream_event frames to the sink. A CLI too old to know that option
+// rejects it on stderr ("error: unknown option '--include-partial-messages'")
+// and exits before printing any frame; when a query fails that way the
+// driver runs it once more without the option and remembers, for the rest
+// of the Bridge's life, that this CLI lacks it, so later queries do not ask
+// for it. Any other failure is reported as before. Without partial messages
+// each assistant frame's text goes to the sink whole as the frame arrives;
+// the same holds for an assistant frame no deltas came for.
 // Tool calls reach the sink as their tool_use and tool_result frames
 // arrive. Text of sub-agents (frames with a parent_tool_use_id) is not
 // streamed; their tool calls are, like the ToolUses of the result.
@@ -33,6 +39,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -107,6 +114,10 @@ type Bridge struct {
 
 	mu   sync.Mutex
 	last string
+
+	// noPartial is set once the CLI has rejected
+	// --include-partial-messages as an unknown option.
+	noPartial atomic.Bool
 }
 
 // New resolves the claude binary and returns a Bridge. A missing binary is
@@ -276,12 +287,37 @@ func (b *Bridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions
 	return res, err
 }
 
-// run is one CLI process.
+// partialFlag asks the CLI for stream_event frames.
+const partialFlag = "--include-partial-messages"
+
+// run runs the query in one CLI process, or in two when the CLI turns out
+// not to know partialFlag: it then runs again without it.
 func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, resume string) (*llm.QueryResult, error) {
 	sink := llm.StreamSinkFrom(ctx)
+	partial := sink != nil && !b.noPartial.Load()
+	res, err := b.runOnce(ctx, prompt, opts, resume, sink, partial)
+	var unsupported *partialUnsupported
+	if errors.As(err, &unsupported) {
+		b.noPartial.Store(true)
+		b.cfg.Events.Emit(journal.Warning, map[string]string{"message": "the claude CLI does not know " + partialFlag +
+			"; its text is streamed a whole message at a time (update the CLI for live text)"})
+		res, err = b.runOnce(ctx, prompt, opts, resume, sink, false)
+	}
+	return res, err
+}
+
+// partialUnsupported is runOnce's error when the CLI rejected partialFlag
+// as an unknown option before printing any frame.
+type partialUnsupported struct{ err error }
+
+func (e *partialUnsupported) Error() string { return e.err.Error() }
+func (e *partialUnsupported) Unwrap() error { return e.err }
+
+// runOnce is one CLI process; partial adds partialFlag.
+func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptions, resume string, sink llm.StreamSink, partial bool) (*llm.QueryResult, error) {
 	args := b.Args(opts, resume)
-	if sink != nil {
-		args = append(args, "--include-partial-messages")
+	if partial {
+		args = append(args, partialFlag)
 	}
 	cmd := exec.Command(b.binary, args...)
 	cmd.Dir = b.cfg.WorkDir
@@ -350,7 +386,11 @@ func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, 
 		return nil, st.aborted
 	}
 	if st.result == nil {
-		return nil, b.noResult(resume, stderr.String(), readErr, werr, waitErr)
+		err := b.noResult(resume, stderr.String(), readErr, werr, waitErr)
+		if partial && st.frames == 0 && unknownOption(stderr.String(), partialFlag) {
+			return nil, &partialUnsupported{err}
+		}
+		return nil, err
 	}
 	if err := b.resultError(st); err != nil {
 		return st.res, err
@@ -408,6 +448,34 @@ func (b *Bridge) noResult(resume, stderr string, readErr, writeErr, waitErr erro
 	e := agenterr.New(agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, true, "claude CLI ended without a result: %s", strings.Join(why, "; "))
 	e.Hint = "run the same claude command by hand to see the problem; check the CLI is logged in or ANTHROPIC_API_KEY is set"
 	return e
+}
+
+// unknownOption reports whether a CLI's stderr says it does not know the
+// option flag: a line that says "unknown option" and names flag exactly
+// (commander prints "error: unknown option '--flag'", and may suggest a
+// known option on the next line, which must not count).
+func unknownOption(stderr, flag string) bool {
+	flag = strings.ToLower(flag)
+	for _, line := range strings.Split(strings.ToLower(stderr), "\n") {
+		if !strings.Contains(line, "unknown option") {
+			continue
+		}
+		for rest := line; ; {
+			i := strings.Index(rest, flag)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(flag):]
+			if rest == "" || !isOptionChar(rest[0]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isOptionChar(c byte) bool {
+	return c == '-' || c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 }
 
 func sessionMissing(s string) bool {
@@ -486,6 +554,8 @@ type state struct {
 	// assistant frame has not arrived yet.
 	sink        llm.StreamSink
 	partialText bool
+	// frames counts the frames parsed so far.
+	frames int
 }
 
 // authRetryLimit is how many api_retry frames for a rejected key (401/403)
@@ -506,6 +576,7 @@ func (st *state) read(r io.Reader, onResult func()) error {
 			st.events.Emit(journal.Warning, map[string]string{"message": "claude-code: unparseable output line skipped: " + perr.Error()})
 			continue
 		}
+		st.frames++
 		st.frame(&f)
 		if f.Type == "result" {
 			onResult()

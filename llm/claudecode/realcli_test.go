@@ -238,3 +238,35 @@ func TestRealCLIStreamsTextAndTools(t *testing.T) {
 		t.Errorf("responses %q", got)
 	}
 }
+
+// TestRealCLISyntheticErrorTextWhole checks the whole-frame path against
+// the real CLI: with partial messages on, the text the CLI makes up for a
+// failed API call ("API Error: ...") comes as an assistant frame with no
+// stream_event deltas, and reaches the sink whole.
+func TestRealCLISyntheticErrorTextWhole(t *testing.T) {
+	bin := realCLI(t)
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Fault: &fakellm.Fault{Status: 429, RetryAfter: "0", Message: "slow down"}}
+	}})
+	b, err := claudecode.New(claudecode.Config{Binary: bin, WorkDir: t.TempDir(),
+		Getenv: realEnv(t, srv), Env: []string{"CLAUDE_CODE_MAX_RETRIES=0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rec := &streamtest.Recorder{}
+	_, err = b.Query(llm.WithStreamSink(ctx, rec), "hi", llm.QueryOptions{MaxTurns: 1})
+	if agenterr.CodeOf(err) != agenterr.CodeSdkRateLimit {
+		t.Fatalf("err = %v", err)
+	}
+	texts := rec.Texts()
+	if len(texts) != 1 || !strings.Contains(texts[0], "API Error") {
+		t.Fatalf("sink texts %q, want the CLI's API error text in one piece", texts)
+	}
+	for _, ev := range rec.Events() {
+		if ev.Kind != "text" {
+			t.Errorf("unexpected sink event %+v", ev)
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Command fakeclaude imitates the claude CLI's headless stream-json mode
 // for the claudecode driver's tests. FAKE_CLAUDE_SCENARIO picks the
 // behaviour; FAKE_CLAUDE_LOG, when set, receives the argv and the stdin
-// lines as JSON.
+// lines as JSON; FAKE_CLAUDE_CALLS, when set, gets one line of JSON argv
+// appended per run, written first thing.
 package main
 
 import (
@@ -33,6 +34,37 @@ func flag(name string) (string, bool) {
 }
 
 func main() {
+	if p := os.Getenv("FAKE_CLAUDE_CALLS"); p != "" {
+		b, _ := json.Marshal(os.Args[1:])
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = f.Write(append(b, '\n'))
+			_ = f.Close()
+		}
+	}
+	scenario := os.Getenv("FAKE_CLAUDE_SCENARIO")
+	// Option errors come from the CLI's argument parser (commander), on
+	// stderr with exit status 1, before stdin is read or a frame printed.
+	switch scenario {
+	case "old-cli":
+		// A CLI from before --include-partial-messages; without the
+		// option it behaves like "stream".
+		if slices.Contains(os.Args[1:], "--include-partial-messages") {
+			fmt.Fprintln(os.Stderr, "error: unknown option '--include-partial-messages'")
+			os.Exit(1)
+		}
+		scenario = "stream"
+	case "other-unknown-option":
+		// Another option is unknown; commander's suggestion names
+		// --include-partial-messages on the next line.
+		fmt.Fprintln(os.Stderr, "error: unknown option '--include-partial'\n(Did you mean --include-partial-messages?)")
+		os.Exit(1)
+	case "unknown-option-after-frames":
+		// Not an argument error: the message comes after output started.
+		emit(map[string]any{"type": "system", "subtype": "init", "session_id": "sess-new-1"})
+		fmt.Fprintln(os.Stderr, "error: unknown option '--include-partial-messages'")
+		os.Exit(1)
+	}
 	in := bufio.NewReader(os.Stdin)
 	line, _ := in.ReadString('\n')
 	if p := os.Getenv("FAKE_CLAUDE_LOG"); p != "" {
@@ -48,7 +80,6 @@ func main() {
 	prompt := msg.Message.Content
 	sid := "sess-new-1"
 	resume, resumed := flag("--resume")
-	scenario := os.Getenv("FAKE_CLAUDE_SCENARIO")
 	switch {
 	case resumed && scenario == "unknown-session":
 		fmt.Fprintf(os.Stderr, "Error: No conversation found with session ID: %s\n", resume)
