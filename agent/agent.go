@@ -31,6 +31,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 )
@@ -177,7 +178,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	a.emit = a.events
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: a.events, Secrets: tracing.SecretValues(os.Environ()), Now: spanClock})
+			Next: a.events, Secrets: builtin.SecretValues(os.Environ()), Now: spanClock})
 		a.emit = a.tracer
 	}
 	a.buildOrder = append(a.buildOrder, "logger")

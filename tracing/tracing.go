@@ -71,7 +71,8 @@ type Config struct {
 	// Next receives every event unchanged (nil = journal.Discard).
 	Next journal.Emitter
 	// Secrets are values that must never be exported; they are replaced
-	// in the free text that is (warning messages). See SecretValues.
+	// in the free text that is (warning messages). Use
+	// builtin.SecretValues, which lists them longest first.
 	Secrets []string
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
@@ -172,11 +173,16 @@ func (e *Emitter) RunContext(ctx context.Context) context.Context {
 	return trace.ContextWithSpan(ctx, e.run.span)
 }
 
-// Close ends every span still open (a run that never journaled run.end).
-// Later events are forwarded but no longer traced.
+// Close ends every span still open. A run span still open here belongs to
+// a run that never journaled run.end (it stopped on an early error or a
+// panic), so it ends with status Error. Later events are forwarded but no
+// longer traced. Close is idempotent.
 func (e *Emitter) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.run.span != nil {
+		e.run.span.SetStatus(codes.Error, "ended without run.end")
+	}
 	e.endAll(e.now())
 	e.closed = true
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -220,19 +219,7 @@ type redactor struct {
 const redacted = "[REDACTED]"
 
 func newRedactor(environ []string) *redactor {
-	r := &redactor{}
-	seen := map[string]bool{}
-	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || len(v) < 8 || seen[v] || !(builtin.IsSecretName(k) || builtin.IsSecretValue(v)) {
-			continue
-		}
-		seen[v] = true
-		r.secrets = append(r.secrets, v)
-	}
-	// Longest first, so a secret containing another is replaced whole.
-	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
-	return r
+	return &redactor{secrets: builtin.SecretValues(environ)}
 }
 
 // all redacts a complete string.

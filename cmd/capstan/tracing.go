@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/tracing/otelenv"
 )
@@ -22,6 +23,9 @@ import (
 type commandTracing struct {
 	t      *otelenv.Tracing
 	stderr io.Writer
+	// tees are the emitters made by emitter; stop closes them, so a run
+	// that ends before journaling run.end still exports ended spans.
+	tees []*tracing.Emitter
 }
 
 // startTracing sets tracing up from the environment and returns ctx joined
@@ -55,8 +59,10 @@ func (c *commandTracing) emitter(ctx context.Context, next journal.Emitter) jour
 	if c.t == nil {
 		return next
 	}
-	return tracing.New(tracing.Config{Provider: c.t.Provider(), Parent: context.WithoutCancel(ctx), Next: next,
-		Secrets: tracing.SecretValues(os.Environ())})
+	tee := tracing.New(tracing.Config{Provider: c.t.Provider(), Parent: context.WithoutCancel(ctx), Next: next,
+		Secrets: builtin.SecretValues(os.Environ())})
+	c.tees = append(c.tees, tee)
+	return tee
 }
 
 // stop flushes the spans (bounded by otelenv.DefaultShutdownTimeout) and
@@ -64,6 +70,9 @@ func (c *commandTracing) emitter(ctx context.Context, next journal.Emitter) jour
 func (c *commandTracing) stop(ctx context.Context) {
 	if c.t == nil {
 		return
+	}
+	for _, tee := range c.tees {
+		tee.Close()
 	}
 	if err := c.t.Shutdown(ctx); err != nil {
 		fmt.Fprintln(c.stderr, "capstan: warning: tracing:", err)

@@ -321,3 +321,33 @@ func TestInterruptedRunExportsSpans(t *testing.T) {
 	}
 	t.Logf("run %v %v; iteration %v; query %v", run.Status, ra, last.Status, qs[0].Status)
 }
+
+// TestSkillsRunEarlyErrorEndsRunSpan: a skills run that stops on bad input
+// after its run.start (here a skill whose build/ is a file, refused before
+// the Act loop starts) never journals run.end; its run span is still ended
+// and exported, with status Error.
+func TestSkillsRunEarlyErrorEndsRunSpan(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	if err := os.WriteFile(filepath.Join(dir, "status-report", "build"), []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report",
+		"--expect", "summary.md",
+		"--model", "script:status-report.script.yaml", "--workdir", t.TempDir()}
+	if sandbox.Probe(t.Context()).Unavailable() != nil {
+		args = append(args, "--allow-unsandboxed")
+	}
+	sink, url := newOTLPSink(t)
+	code, _, stderr := runTracedCLI(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + url}, args...)
+	if code == 0 {
+		t.Fatalf("exit 0 with a missing schema\n%s", stderr)
+	}
+	tr := buildTree(sink.take())
+	if len(tr.roots) != 1 || tr.roots[0].Name != "capstan.run" {
+		t.Fatalf("roots %v (stderr %s)", names(tr.roots), stderr)
+	}
+	run := tr.roots[0]
+	if run.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || run.EndTimeUnixNano < run.StartTimeUnixNano {
+		t.Errorf("run span status %v, start %d end %d", run.Status, run.StartTimeUnixNano, run.EndTimeUnixNano)
+	}
+}
