@@ -55,19 +55,10 @@ type pendingPrompt struct {
 	Source string `json:"source"`
 }
 
-// RetryPromptEvent is the payload of a retry.prompt journal event.
-type RetryPromptEvent struct {
-	Kind      string         `json:"kind"` // "completion" or "format"
-	Step      string         `json:"step"`
-	Pattern   string         `json:"pattern,omitempty"`
-	Validator string         `json:"validator,omitempty"`
-	Params    map[string]any `json:"params,omitempty"`
-	Source    string         `json:"source"`
-	Attempt   int            `json:"attempt"`
-	Max       int            `json:"maxAttempts"`
-	Text      string         `json:"text"`
-	Warnings  []string       `json:"warnings,omitempty"`
-}
+// RetryPromptEvent is the payload of a retry.prompt journal event; the type
+// lives in completion so that journal consumers below the agent layer
+// (tracing) can match it without a JSON round trip.
+type RetryPromptEvent = completion.RetryPromptEvent
 
 // StepStateEvent is the payload of a step.state journal event: the step
 // machine's state after an iteration, for resume.

@@ -694,21 +694,8 @@ func (e *Emitter) skillEvidence(data any, now time.Time) {
 	sp.end(trace.WithTimestamp(now)) // explicit: the start was back-dated
 }
 
-// retryPromptEvent holds the traced fields of retry.prompt (never its text
-// or params).
-type retryPromptEvent struct {
-	Kind      string `json:"kind"`
-	Step      string `json:"step"`
-	Pattern   string `json:"pattern"`
-	Validator string `json:"validator"`
-	Source    string `json:"source"`
-	Attempt   int    `json:"attempt"`
-	Max       int    `json:"maxAttempts"`
-	Text      string `json:"text"`
-}
-
 func (e *Emitter) retryPrompt(data any, now time.Time) {
-	ev, ok := decode[retryPromptEvent](data)
+	ev, ok := decode[completion.RetryPromptEvent](data)
 	if !ok {
 		return
 	}
