@@ -48,6 +48,15 @@ type ToolCall struct {
 	Input json.RawMessage `json:"input"`
 }
 
+// InputOrEmpty is the call's input, or an empty JSON object when the model
+// sent none (the form tools, journals and wire formats expect).
+func (c ToolCall) InputOrEmpty() json.RawMessage {
+	if len(c.Input) == 0 {
+		return json.RawMessage("{}")
+	}
+	return c.Input
+}
+
 // ToolResult answers one ToolCall.
 type ToolResult struct {
 	CallID  string `json:"call_id"`

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -223,10 +222,7 @@ func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResul
 // runTool executes one call under the policy; it never returns an error:
 // every failure becomes an error result the model can read.
 func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, offered []string, call ToolCall) (use ToolUse) {
-	use = ToolUse{ID: call.ID, Name: call.Name, Input: call.Input}
-	if len(use.Input) == 0 {
-		use.Input = json.RawMessage("{}")
-	}
+	use = ToolUse{ID: call.ID, Name: call.Name, Input: call.InputOrEmpty()}
 	t, ok := l.tools[call.Name]
 	if !ok {
 		use.IsError = true

@@ -353,7 +353,7 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 				if out.refused {
 					sink.ToolEnd(refusedUse(call, out.content))
 				} else {
-					sink.ToolEnd(llm.ToolUse{ID: call.ID, Name: call.Name, Input: inputOrEmpty(call.Input),
+					sink.ToolEnd(llm.ToolUse{ID: call.ID, Name: call.Name, Input: call.InputOrEmpty(),
 						Output: out.content, IsError: out.isError, DurationMs: callMs})
 				}
 			}
@@ -418,16 +418,7 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 // refused without running it (AttemptMemo, a budget, the run's end):
 // Denied and IsError, with the answer the model gets as the output.
 func refusedUse(call llm.ToolCall, content string) llm.ToolUse {
-	return llm.ToolUse{ID: call.ID, Name: call.Name, Input: inputOrEmpty(call.Input), Output: content, IsError: true, Denied: true}
-}
-
-// inputOrEmpty is a call's input, "{}" when the model sent none (as the
-// shared tool loop reports it).
-func inputOrEmpty(in json.RawMessage) json.RawMessage {
-	if len(in) == 0 {
-		return json.RawMessage("{}")
-	}
-	return in
+	return llm.ToolUse{ID: call.ID, Name: call.Name, Input: call.InputOrEmpty(), Output: content, IsError: true, Denied: true}
 }
 
 // budgetExit returns the exit reason when a budget is spent or the caller
