@@ -118,7 +118,6 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
 	}
-	flags.stream.set = fs.Changed("stream")
 	values := map[string]string{}
 	for name, flagName := range params {
 		if f := fs.Lookup(flagName); f != nil && f.Changed {
@@ -296,7 +295,6 @@ func newResumeCmd() *cobra.Command {
 				return withExit(exitUsage, fmt.Errorf("resume: run %s has no run.start event", run.ID))
 			}
 			flags.workDir = rec.Start.WorkDir
-			flags.stream.set = cmd.Flags().Changed("stream")
 			def, err := config.LoadAndValidate(rec.Start.AgentDir, agent.ValidateOptions())
 			if err != nil {
 				printConfigError(cmd.ErrOrStderr(), err)

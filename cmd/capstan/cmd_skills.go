@@ -115,7 +115,6 @@ without that (budget, stall, violation, invalid output); 2 usage or skill
 errors; 3 model/provider or internal errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f.stream.set = cmd.Flags().Changed("stream")
 			return runSkill(cmd.Context(), cmd, args[0], f)
 		},
 	}

@@ -25,20 +25,22 @@ const (
 
 // streamFlag is the --stream flag of run, resume and skills run.
 type streamFlag struct {
-	on  bool
-	set bool // --stream or --stream=false was given
+	on bool
+	fs *pflag.FlagSet // the set it was registered in, to tell a given flag from the default
 }
 
 // register adds --stream to fs; cond adds to the default's condition
 // (" and not --quiet").
 func (f *streamFlag) register(fs *pflag.FlagSet, cond string) {
+	f.fs = fs
 	fs.BoolVar(&f.on, "stream", false, "show the model's text and tool calls live on stderr (default: on when stderr is a terminal"+cond+"; --stream=false turns it off)")
 }
 
-// enabled decides --stream: an explicit flag wins; otherwise it is on when
-// stderr is a terminal and progress output is not quiet.
+// enabled decides --stream: an explicit --stream or --stream=false wins;
+// otherwise it is on when stderr is a terminal and progress output is not
+// quiet.
 func (f streamFlag) enabled(stderr io.Writer, quiet bool) bool {
-	if f.set {
+	if f.fs != nil && f.fs.Changed("stream") {
 		return f.on
 	}
 	return !quiet && isTerminal(stderr)
