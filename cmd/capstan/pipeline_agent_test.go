@@ -10,7 +10,7 @@ import (
 // A pipeline stage of kind agent runs a real capstan agent; its structured
 // result fills the stage's postconditions.
 func TestPipelineAgentStageRunsACapstanAgent(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := writeFiles(t, withWriterAgent("kites", "Kites fly higher than ever", map[string]string{
 		"p.yaml": `version: 1
 inputs: [request]
 stages:
@@ -21,18 +21,7 @@ stages:
     preconditions: [input.request]
     postconditions: [custom.headline]
 `,
-		"agents/writer/agent.json": `{"version": "1.0.0", "name": "writer", "description": "writes a headline",
-  "parameters": {"topic": {"type": "string", "description": "topic", "required": true}},
-  "runner": {"model": "script:script.yaml", "completion": {"type": "iterationBudget", "maxIterations": 1}}}`,
-		"agents/writer/steps_registry.json": `{"agentId": "writer", "entryStep": "w", "steps": {"w": {"stepId": "w", "c2": "work", "c3": "w",
-  "uvVariables": ["topic"], "outputSchemaRef": {"file": "out.schema.json", "schema": "headline"}}}}`,
-		"agents/writer/schemas/out.schema.json":           `{"headline": {"type": "object", "properties": {"headline": {"type": "string"}}, "required": ["headline"]}}`,
-		"agents/writer/prompts/steps/work/w/f_default.md": "Write a headline about {uv-topic}.",
-		"agents/writer/script.yaml": `turns:
-  - expect: {prompt_contains: ["Write a headline about kites."]}
-    structured: {headline: "Kites fly higher than ever"}
-`,
-	})
+	}))
 	t.Chdir(dir) // agent stages act and journal in the current directory
 	if out, err := exec.Command("git", "init", "-q").CombinedOutput(); err != nil {
 		t.Skipf("git init: %v %s", err, out) // pipeline run reads --repo (default .)
@@ -53,4 +42,22 @@ stages:
 	if code != 0 || !strings.Contains(out, `"agent": "writer"`) || !strings.Contains(out, `"status": "completed"`) {
 		t.Fatalf("runs:\n%s", out)
 	}
+}
+
+// withWriterAgent adds to files the "writer" agent under agents/writer: one
+// step that asks for a headline about its topic parameter and is answered,
+// by the script provider, with the given headline as structured output
+// (checked against the step's schema). The script expects the prompt to
+// name topic.
+func withWriterAgent(topic, headline string, files map[string]string) map[string]string {
+	files["agents/writer/agent.json"] = `{"version": "1.0.0", "name": "writer", "description": "writes a headline",
+  "parameters": {"topic": {"type": "string", "description": "topic", "required": true}},
+  "runner": {"model": "script:script.yaml", "completion": {"type": "iterationBudget", "maxIterations": 1}}}`
+	files["agents/writer/steps_registry.json"] = `{"agentId": "writer", "entryStep": "w", "steps": {"w": {"stepId": "w", "c2": "work", "c3": "w",
+  "uvVariables": ["topic"], "outputSchemaRef": {"file": "out.schema.json", "schema": "headline"}}}}`
+	files["agents/writer/schemas/out.schema.json"] = `{"headline": {"type": "object", "properties": {"headline": {"type": "string"}}, "required": ["headline"]}}`
+	files["agents/writer/prompts/steps/work/w/f_default.md"] = "Write a headline about {uv-topic}."
+	files["agents/writer/script.yaml"] = "turns:\n  - expect: {prompt_contains: [\"Write a headline about " + topic + ".\"]}\n" +
+		"    structured: {headline: \"" + headline + "\"}\n"
+	return files
 }

@@ -211,13 +211,12 @@ func TestInitThenValidateThenRun(t *testing.T) {
 	}
 }
 
-// Ctrl-C (SIGINT) stops a run cleanly: exit 1, completionReason canceled,
-// and a journal that ends with run.end.
-func TestInterruptStopsCleanly(t *testing.T) {
-	dir, wd := slowAgent(t), t.TempDir()
-	cmd := cliCommand("run", dir, "--who", "Ada", "--workdir", wd, "--quiet", "--json")
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
+// interruptInIteration2 starts cmd (a run of slowAgent in wd), sends it
+// Ctrl-C (SIGINT) once iteration 2's model has asked for the slow command,
+// and fails the test unless the run exits with exitNotCompleted; output
+// gives what to show when it does not.
+func interruptInIteration2(t *testing.T, cmd *exec.Cmd, wd string, output func() string) {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +236,18 @@ func TestInterruptStopsCleanly(t *testing.T) {
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != exitNotCompleted {
-		t.Fatalf("exit: %v\n%s", err, stdout.String())
+		t.Fatalf("exit: %v\n%s", err, output())
 	}
+}
+
+// Ctrl-C (SIGINT) stops a run cleanly: exit 1, completionReason canceled,
+// and a journal that ends with run.end.
+func TestInterruptStopsCleanly(t *testing.T) {
+	dir, wd := slowAgent(t), t.TempDir()
+	cmd := cliCommand("run", dir, "--who", "Ada", "--workdir", wd, "--quiet", "--json")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	interruptInIteration2(t, cmd, wd, stdout.String)
 	var res struct {
 		CompletionReason string `json:"completionReason"`
 		Journal          string `json:"journal"`

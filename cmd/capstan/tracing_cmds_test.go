@@ -8,9 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
@@ -46,7 +44,7 @@ func names(spans []*tracepb.Span) []string {
 // with its own run), a model stage whose output violates its postcondition
 // and a stage that depends on it.
 func tracedPipelineDir(t *testing.T) string {
-	dir := writeFiles(t, map[string]string{
+	dir := writeFiles(t, withWriterAgent("zeppelins-request-text", "Zeppelins-headline-content", map[string]string{
 		"p.yaml": `version: 1
 inputs: [request]
 stages:
@@ -65,18 +63,7 @@ stages:
     preconditions: [custom.x]
     postconditions: [custom.y]
 `,
-		"agents/writer/agent.json": `{"version": "1.0.0", "name": "writer", "description": "writes a headline",
-  "parameters": {"topic": {"type": "string", "description": "topic", "required": true}},
-  "runner": {"model": "script:script.yaml", "completion": {"type": "iterationBudget", "maxIterations": 1}}}`,
-		"agents/writer/steps_registry.json": `{"agentId": "writer", "entryStep": "w", "steps": {"w": {"stepId": "w", "c2": "work", "c3": "w",
-  "uvVariables": ["topic"], "outputSchemaRef": {"file": "out.schema.json", "schema": "headline"}}}}`,
-		"agents/writer/schemas/out.schema.json":           `{"headline": {"type": "object", "properties": {"headline": {"type": "string"}}, "required": ["headline"]}}`,
-		"agents/writer/prompts/steps/work/w/f_default.md": "Write a headline about {uv-topic}.",
-		"agents/writer/script.yaml": `turns:
-  - expect: {prompt_contains: ["Write a headline about zeppelins-request-text."]}
-    structured: {headline: "Zeppelins-headline-content"}
-`,
-	})
+	}))
 	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
 		t.Skipf("git init: %v %s", err, out)
 	}
@@ -269,28 +256,7 @@ func TestInterruptedRunExportsSpans(t *testing.T) {
 	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+url)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Wait until iteration 2's model asked for the slow command.
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		matches, _ := filepath.Glob(filepath.Join(wd, ".capstan", "runs", "*", "events.jsonl"))
-		if len(matches) == 1 {
-			if b, _ := os.ReadFile(matches[0]); strings.Contains(string(b), `"type":"model.turn","iteration":2`) {
-				break
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != exitNotCompleted {
-		t.Fatalf("exit: %v\n%s", err, stderr.String())
-	}
+	interruptInIteration2(t, cmd, wd, stderr.String)
 	if strings.Contains(stderr.String(), "warning: tracing") {
 		t.Errorf("tracing warned:\n%s", stderr.String())
 	}
