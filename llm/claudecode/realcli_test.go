@@ -36,6 +36,23 @@ func realEnv(t *testing.T, srv *fakellm.Server) func(string) string {
 	return func(k string) string { return env[k] }
 }
 
+// notesDir is a work dir holding notes.txt, which says the code is 4711.
+func notesDir(t *testing.T) string {
+	t.Helper()
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("the code is 4711\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return work
+}
+
+// readNotesReply is the fake model's turn that reads notesDir's notes.txt
+// with the CLI's own Read tool.
+func readNotesReply(work string) fakellm.Reply {
+	return fakellm.Reply{Text: "Reading.", ToolCalls: []fakellm.ToolCall{{Name: "Read",
+		Input: json.RawMessage(`{"file_path":` + strconv.Quote(filepath.Join(work, "notes.txt")) + `}`)}}}
+}
+
 func dumpOnError(t *testing.T, srv *fakellm.Server, err error) {
 	t.Helper()
 	if err == nil {
@@ -52,10 +69,7 @@ func dumpOnError(t *testing.T, srv *fakellm.Server, err error) {
 // answer, against fakellm.
 func TestRealCLIToolUseAndStructuredOutput(t *testing.T) {
 	bin := realCLI(t)
-	work := t.TempDir()
-	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("the code is 4711\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	work := notesDir(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		structuredTool := ""
 		for _, n := range r.Tools {
@@ -69,8 +83,7 @@ func TestRealCLIToolUseAndStructuredOutput(t *testing.T) {
 		case len(r.LastToolResults) > 0:
 			return fakellm.Reply{Text: "The notes say: " + strings.Join(r.LastToolResults, " ")}
 		case strings.Contains(r.LastUserText, "READ-NOTES"):
-			return fakellm.Reply{Text: "Reading.", ToolCalls: []fakellm.ToolCall{{Name: "Read",
-				Input: json.RawMessage(`{"file_path":` + strconv.Quote(filepath.Join(work, "notes.txt")) + `}`)}}}
+			return readNotesReply(work)
 		}
 		return fakellm.Reply{Text: "ok"}
 	}})
@@ -184,18 +197,14 @@ func TestRealCLIErrorsAreCoded(t *testing.T) {
 // answer, with its Read tool call bracketed by ToolStart/ToolEnd.
 func TestRealCLIStreamsTextAndTools(t *testing.T) {
 	bin := realCLI(t)
-	work := t.TempDir()
-	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("the code is 4711\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	work := notesDir(t)
 	const answer = "The notes say the code is 4711, and nothing else of interest."
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		switch {
 		case len(r.LastToolResults) > 0:
 			return fakellm.Reply{Text: answer, ChunkSize: 7}
 		case strings.Contains(r.LastUserText, "READ-NOTES"):
-			return fakellm.Reply{Text: "Reading.", ToolCalls: []fakellm.ToolCall{{Name: "Read",
-				Input: json.RawMessage(`{"file_path":` + strconv.Quote(filepath.Join(work, "notes.txt")) + `}`)}}}
+			return readNotesReply(work)
 		}
 		return fakellm.Reply{Text: "ok"}
 	}})
