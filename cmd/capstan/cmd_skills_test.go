@@ -62,13 +62,7 @@ func TestSkillsList(t *testing.T) {
 func TestSkillsRunExample(t *testing.T) {
 	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
 	workDir := t.TempDir()
-	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report for sprint 12",
-		"--input", `items=["login=done","search=doing","export=todo","billing=done"]`,
-		"--expect", "report.json:schemas/report.schema.json", "--expect", "summary.md",
-		"--model", "script:status-report.script.yaml", "--workdir", workDir, "--json"}
-	if sandbox.Probe(t.Context()).Unavailable() != nil {
-		args = append(args, "--allow-unsandboxed")
-	}
+	args := exampleSkillArgs(t, dir, workDir, "--json")
 	code, out, stderr := captureConfigCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -99,13 +93,7 @@ func TestSkillsRunExample(t *testing.T) {
 
 func TestSkillsRunStream(t *testing.T) {
 	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
-	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report for sprint 12",
-		"--input", `items=["login=done","search=doing","export=todo","billing=done"]`,
-		"--expect", "report.json:schemas/report.schema.json", "--expect", "summary.md",
-		"--model", "script:status-report.script.yaml", "--workdir", t.TempDir(), "--fresh", "--json"}
-	if sandbox.Probe(t.Context()).Unavailable() != nil {
-		args = append(args, "--allow-unsandboxed")
-	}
+	args := exampleSkillArgs(t, dir, t.TempDir(), "--fresh", "--json")
 	res, errOut := runStreamed(t, append(args, "--stream")...)
 	if res["exitReason"] != "validated" {
 		t.Fatalf("exit reason %v", res["exitReason"])
@@ -174,4 +162,19 @@ func FuzzSkillsFlags(f *testing.F) {
 			t.Fatalf("%q gave %d inputs", s, len(in))
 		}
 	})
+}
+
+// exampleSkillArgs are the README's `capstan skills run` arguments for the
+// example skill copied to dir, working in workDir, then extra; on a machine
+// that cannot sandbox, scripts run unsandboxed (opted into explicitly).
+func exampleSkillArgs(t *testing.T, dir, workDir string, extra ...string) []string {
+	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report for sprint 12",
+		"--input", `items=["login=done","search=doing","export=todo","billing=done"]`,
+		"--expect", "report.json:schemas/report.schema.json", "--expect", "summary.md",
+		"--model", "script:status-report.script.yaml", "--workdir", workDir}
+	args = append(args, extra...)
+	if sandbox.Probe(t.Context()).Unavailable() != nil {
+		args = append(args, "--allow-unsandboxed")
+	}
+	return args
 }

@@ -172,13 +172,7 @@ func TestPipelineRunTraced(t *testing.T) {
 func TestSkillsRunTraced(t *testing.T) {
 	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
 	workDir := t.TempDir()
-	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report for sprint 12",
-		"--input", `items=["login=done","search=doing","export=todo","billing=done"]`,
-		"--expect", "report.json:schemas/report.schema.json", "--expect", "summary.md",
-		"--model", "script:status-report.script.yaml", "--workdir", workDir}
-	if sandbox.Probe(t.Context()).Unavailable() != nil {
-		args = append(args, "--allow-unsandboxed")
-	}
+	args := exampleSkillArgs(t, dir, workDir)
 	sink, url := newOTLPSink(t)
 	code, _, stderr := runTracedCLI(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + url, "ANTHROPIC_API_KEY=" + testAPIKey}, args...)
 	if code != 0 {
