@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
@@ -109,12 +108,12 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	if strings.TrimSpace(prompt) == "" {
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
 	}
-	res := &QueryResult{}
 	l.mu.Lock()
 	sid := opts.SessionID
 	history, known := l.sessions[sid]
+	renewed := false
 	if sid == "" || !known {
-		res.SessionRenewed = sid != ""
+		renewed = sid != ""
 		sid = newSessionID()
 		history = nil
 	}
@@ -134,36 +133,124 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	if maxTurns <= 0 {
 		maxTurns = l.cfg.MaxTurns
 	}
-	if maxTurns <= 0 {
-		maxTurns = DefaultMaxTurns
-	}
 
 	msgs := make([]Message, len(history), len(history)+8)
 	copy(msgs, history)
 	msgs = append(msgs, Message{Role: RoleUser, Text: prompt})
-	req := &Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: specs,
-		OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName}
+	lp := Loop{
+		Model: l.model,
+		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: specs,
+			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
+		Tools: l.tools, Offered: offered, MaxTurns: maxTurns, Events: l.cfg.Events,
+		Middleware: []tool.Middleware{JournalTools(l.cfg.Events), tool.Enforce(policy)},
+	}
+	msgs, res, err := lp.Run(ctx, msgs)
+	if res != nil {
+		res.SessionRenewed = renewed
+	}
+	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
+		l.commit(sid, msgs, len(history), res)
+	}
+	return res, err
+}
+
+func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
+	l.mu.Lock()
+	l.sessions[sid] = msgs
+	l.last = sid
+	l.mu.Unlock()
+	res.SessionID = sid
+	l.cfg.Events.Emit(journal.SessionMessages, SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]})
+}
+
+// Loop is one run of capstan's tool loop over a transcript: model turn →
+// tool calls → results → … → a turn without tool calls. Agent runs (through
+// ToolLoop), the skill runtime and pipeline model stages all run their
+// model turns with it, so each gets the same hardening: a bound on turns,
+// unique call ids, every call answered, large results truncated, panicking
+// tools contained, denied calls journaled, tool calls streamed, and
+// cancellation honoured between turns.
+//
+// Each call passes a middleware chain: streaming (ToolStart/ToolEnd to the
+// StreamSink in ctx, outermost), the caller's Middleware in order (ToolLoop
+// gives JournalTools and the query's tool.Enforce policy), an answer naming
+// the offered tools for an unknown tool, truncation to MaxToolOutput, and
+// finally tool.Invoke.
+type Loop struct {
+	// Model plays the turns.
+	Model Model
+	// Request is the template of every turn (model name, system prompt,
+	// tool specs, output schema, sampling); the loop sets Messages.
+	Request Request
+	// Tools are the callable tools by name; Offered lists the names the
+	// model was told about, for the answer to a call of an unknown tool.
+	Tools   map[string]tool.Tool
+	Offered []string
+	// Middleware wraps each call inside streaming and outside truncation:
+	// journaling, a permission policy, a runtime's budgets and evidence.
+	Middleware []tool.Middleware
+	// MaxTurns bounds the model turns of one Run (0 = DefaultMaxTurns).
+	// Exceeding it is a recoverable MAX_TURNS error.
+	MaxTurns int
+	// Events receives a model.turn event per turn (nil = none).
+	Events journal.Emitter
+	// BeforeTurn, when set, is called before each model turn (turn counts
+	// from 1); returning false ends the Run without error.
+	BeforeTurn func(ctx context.Context, turn int) bool
+	// OnResponse, when set, sees each model answer before its tool calls
+	// run.
+	OnResponse func(turn int, resp *Response)
+	// AfterTools, when set, sees each turn's tool results before they enter
+	// the transcript and may change their content; returning true ends the
+	// Run without error (the results are still appended, so the transcript
+	// stays well formed).
+	AfterTools func(turn int, results []ToolResult) bool
+}
+
+// Run continues the conversation msgs (which ends with a user message) and
+// returns the grown transcript and what happened. On an error after the
+// model was called, the result is non-nil and counts what happened before
+// it; after MAX_TURNS the transcript so far is returned as well.
+func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResult, error) {
+	events := lp.Events
+	if events == nil {
+		events = journal.Discard
+	}
+	maxTurns := lp.MaxTurns
+	if maxTurns <= 0 {
+		maxTurns = DefaultMaxTurns
+	}
+	mw := make([]tool.Middleware, 0, len(lp.Middleware)+3)
 	// The model streams its text to the sink itself (it reads the same
 	// context); the loop reports the tool calls it runs.
-	sink := StreamSinkFrom(ctx)
+	if sink := StreamSinkFrom(ctx); sink != nil {
+		mw = append(mw, StreamTools(sink))
+	}
+	mw = append(mw, lp.Middleware...)
+	mw = append(mw, knownTools(lp.Offered), tool.Truncate(MaxToolOutput))
+	handle := tool.Chain(tool.Invoke, mw...)
 
+	res := &QueryResult{}
+	req := lp.Request
 	for {
+		if lp.BeforeTurn != nil && !lp.BeforeTurn(ctx, res.Turns+1) {
+			return msgs, res, nil
+		}
 		if res.Turns >= maxTurns {
-			l.commit(sid, msgs, len(history), res)
 			e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
 				"model used %d turns without a final answer", maxTurns)
 			e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
-			return res, e
+			return msgs, res, e
 		}
 		res.Turns++
 		req.Messages = msgs
 		start := time.Now()
-		resp, err := l.model.Generate(ctx, req)
+		resp, err := lp.Model.Generate(ctx, &req)
 		if err != nil {
-			return res, err
+			return msgs, res, err
 		}
 		if resp == nil {
-			return res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
+			return msgs, res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
 		}
 		res.Usage.Add(resp.Usage)
 		resp.Message.Role = RoleAssistant
@@ -179,90 +266,90 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 			ids[c.ID] = true
 		}
 		msgs = append(msgs, resp.Message)
-		l.cfg.Events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
+		events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
 			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})
 		if resp.Message.Text != "" {
 			res.Responses = append(res.Responses, resp.Message.Text)
 		}
 		res.StopReason = resp.StopReason
+		if lp.OnResponse != nil {
+			lp.OnResponse(res.Turns, resp)
+		}
 		if len(resp.Message.ToolCalls) == 0 {
 			res.StructuredOutput = resp.StructuredOutput
-			break
+			return msgs, res, nil
 		}
 		results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
-		for _, call := range resp.Message.ToolCalls {
-			if sink != nil {
-				sink.ToolStart(call)
-			}
-			use := l.runTool(ctx, policy, offered, call)
-			if sink != nil {
-				sink.ToolEnd(use)
-			}
+		for _, c := range resp.Message.ToolCalls {
+			call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
+			use := useOf(call, handle(ctx, call))
 			res.ToolUses = append(res.ToolUses, use)
 			results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 		}
+		stop := lp.AfterTools != nil && lp.AfterTools(res.Turns, results)
 		msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
+		if stop {
+			return msgs, res, nil
+		}
 		if err := ctx.Err(); err != nil {
-			return res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+			return msgs, res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
 		}
 	}
-	l.commit(sid, msgs, len(history), res)
-	return res, nil
 }
 
-func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
-	l.mu.Lock()
-	l.sessions[sid] = msgs
-	l.last = sid
-	l.mu.Unlock()
-	res.SessionID = sid
-	l.cfg.Events.Emit(journal.SessionMessages, SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]})
+// useOf is the record of a handled call.
+func useOf(call tool.Call, out tool.Outcome) ToolUse {
+	return ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content,
+		IsError: out.IsError, Denied: out.Denied, DurationMs: out.Duration.Milliseconds()}
 }
 
-// runTool executes one call under the policy; it never returns an error:
-// every failure becomes an error result the model can read.
-func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, offered []string, call ToolCall) (use ToolUse) {
-	use = ToolUse{ID: call.ID, Name: call.Name, Input: call.InputOrEmpty()}
-	t, ok := l.tools[call.Name]
-	if !ok {
-		use.IsError = true
-		list := strings.Join(offered, ", ")
-		if list == "" {
-			list = "none"
+// JournalTools is tool middleware that journals every call as it ends: a
+// tool.denied event for a call refused without running, a tool.call event
+// (a ToolUse) for every other, unknown tools and failures included.
+func JournalTools(events journal.Emitter) tool.Middleware {
+	return func(next tool.Handler) tool.Handler {
+		return func(ctx context.Context, call tool.Call) tool.Outcome {
+			out := next(ctx, call)
+			typ := journal.ToolCall
+			if out.Denied {
+				typ = journal.ToolDenied
+			}
+			events.Emit(typ, useOf(call, out))
+			return out
 		}
-		use.Output = fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)
-		l.cfg.Events.Emit(journal.ToolCall, use)
-		return use
 	}
-	if d := policy.Decide(t, use.Input); !d.Allowed {
-		use.IsError, use.Denied = true, true
-		use.Output = "permission denied: " + d.Reason
-		l.cfg.Events.Emit(journal.ToolDenied, use)
-		return use
-	}
-	start := time.Now()
-	defer func() {
-		if r := recover(); r != nil {
-			use.IsError = true
-			use.Output = fmt.Sprintf("tool %s failed: internal error: %v", call.Name, r)
+}
+
+// StreamTools is tool middleware that reports every call to sink: ToolStart
+// before anything else runs (a policy check included), ToolEnd with the
+// outcome.
+func StreamTools(sink StreamSink) tool.Middleware {
+	return func(next tool.Handler) tool.Handler {
+		return func(ctx context.Context, call tool.Call) tool.Outcome {
+			sink.ToolStart(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
+			out := next(ctx, call)
+			sink.ToolEnd(useOf(call, out))
+			return out
 		}
-		use.DurationMs = time.Since(start).Milliseconds()
-		l.cfg.Events.Emit(journal.ToolCall, use)
-	}()
-	out, err := t.Run(ctx, use.Input)
-	use.Output, use.IsError = out.Content, out.IsError
-	if err != nil {
-		use.IsError = true
-		use.Output = fmt.Sprintf("tool %s failed: %v", call.Name, err)
 	}
-	if n := len(use.Output); n > MaxToolOutput {
-		cut := MaxToolOutput
-		for cut > 0 && !utf8.RuneStart(use.Output[cut]) {
-			cut--
+}
+
+// knownTools answers a call of a tool that does not exist with the list of
+// the tools offered, so the model can correct its choice.
+func knownTools(offered []string) tool.Middleware {
+	return func(next tool.Handler) tool.Handler {
+		return func(ctx context.Context, call tool.Call) tool.Outcome {
+			if call.Tool != nil {
+				return next(ctx, call)
+			}
+			list := strings.Join(offered, ", ")
+			if list == "" {
+				list = "none"
+			}
+			return tool.Outcome{Result: tool.Result{IsError: true,
+				Content: fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)}}
 		}
-		use.Output = use.Output[:cut] + fmt.Sprintf("\n[output truncated: %d bytes total]", n)
 	}
-	return use
 }
 
 func newSessionID() string {

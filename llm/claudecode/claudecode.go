@@ -48,6 +48,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // Environment variables the driver reads through Config.Getenv.
@@ -776,17 +777,8 @@ func structured(st *state, schema json.RawMessage) error {
 	return e
 }
 
-func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	const url = "mem://capstan/output.schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	return schema.CompileSource(schema.Source{Raw: raw, URL: "mem://capstan/output.schema.json"})
 }
 
 // ExtractJSON finds JSON objects in a model's text answer, most likely
