@@ -33,6 +33,8 @@ type ToolLoop struct {
 	cfg   Config
 	tools map[string]tool.Tool
 	names []string
+	// journal is the tool-call journaling middleware of every query.
+	journal tool.Middleware
 
 	mu       sync.Mutex
 	sessions map[string][]Message
@@ -44,7 +46,8 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}}
+	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{},
+		journal: JournalTools(cfg.Events)}
 	for _, t := range cfg.Tools {
 		spec := t.Spec()
 		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
@@ -121,12 +124,10 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 
 	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
 		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir}
-	var specs []tool.Spec
-	var offered []string
+	specs := make([]tool.Spec, 0, len(l.names))
 	for _, name := range l.names {
 		if t := l.tools[name]; policy.MayUse(t) {
 			specs = append(specs, t.Spec())
-			offered = append(offered, name)
 		}
 	}
 	maxTurns := opts.MaxTurns
@@ -141,8 +142,8 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		Model: l.model,
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: specs,
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
-		Tools: l.tools, Offered: offered, MaxTurns: maxTurns, Events: l.cfg.Events,
-		Middleware: []tool.Middleware{JournalTools(l.cfg.Events), tool.Enforce(policy)},
+		Tools: l.tools, MaxTurns: maxTurns, Events: l.cfg.Events,
+		Middleware: []tool.Middleware{l.journal, tool.Enforce(policy)},
 	}
 	msgs, res, err := lp.Run(ctx, msgs)
 	if res != nil {
@@ -182,10 +183,9 @@ type Loop struct {
 	// Request is the template of every turn (model name, system prompt,
 	// tool specs, output schema, sampling); the loop sets Messages.
 	Request Request
-	// Tools are the callable tools by name; Offered lists the names the
-	// model was told about, for the answer to a call of an unknown tool.
-	Tools   map[string]tool.Tool
-	Offered []string
+	// Tools are the callable tools by name. A call of another name is
+	// answered with the names in Request.Tools (the tools offered).
+	Tools map[string]tool.Tool
 	// Middleware wraps each call inside streaming and outside truncation:
 	// journaling, a permission policy, a runtime's budgets and evidence.
 	Middleware []tool.Middleware
@@ -194,17 +194,23 @@ type Loop struct {
 	MaxTurns int
 	// Events receives a model.turn event per turn (nil = none).
 	Events journal.Emitter
-	// BeforeTurn, when set, is called before each model turn (turn counts
-	// from 1); returning false ends the Run without error.
-	BeforeTurn func(ctx context.Context, turn int) bool
-	// OnResponse, when set, sees each model answer before its tool calls
-	// run.
-	OnResponse func(turn int, resp *Response)
-	// AfterTools, when set, sees each turn's tool results before they enter
-	// the transcript and may change their content; returning true ends the
-	// Run without error (the results are still appended, so the transcript
+	// Hooks, when set, lets a runtime steer the turns (budgets, exit
+	// decisions).
+	Hooks Hooks
+}
+
+// Hooks lets the runtime that owns a Loop steer it between turns.
+type Hooks interface {
+	// BeforeTurn is called before each model turn (turn counts from 1);
+	// returning false ends the Run without error.
+	BeforeTurn(ctx context.Context, turn int) bool
+	// OnResponse sees each model answer before its tool calls run.
+	OnResponse(turn int, resp *Response)
+	// AfterTools sees each turn's tool results before they enter the
+	// transcript and may change their content; returning true ends the Run
+	// without error (the results are still appended, so the transcript
 	// stays well formed).
-	AfterTools func(turn int, results []ToolResult) bool
+	AfterTools(turn int, results []ToolResult) bool
 }
 
 // Run continues the conversation msgs (which ends with a user message) and
@@ -220,20 +226,11 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 	if maxTurns <= 0 {
 		maxTurns = DefaultMaxTurns
 	}
-	mw := make([]tool.Middleware, 0, len(lp.Middleware)+3)
-	// The model streams its text to the sink itself (it reads the same
-	// context); the loop reports the tool calls it runs.
-	if sink := StreamSinkFrom(ctx); sink != nil {
-		mw = append(mw, StreamTools(sink))
-	}
-	mw = append(mw, lp.Middleware...)
-	mw = append(mw, knownTools(lp.Offered), tool.Truncate(MaxToolOutput))
-	handle := tool.Chain(tool.Invoke, mw...)
-
+	var handle tool.Handler // built at the first tool call
 	res := &QueryResult{}
 	req := lp.Request
 	for {
-		if lp.BeforeTurn != nil && !lp.BeforeTurn(ctx, res.Turns+1) {
+		if lp.Hooks != nil && !lp.Hooks.BeforeTurn(ctx, res.Turns+1) {
 			return msgs, res, nil
 		}
 		if res.Turns >= maxTurns {
@@ -272,12 +269,15 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 			res.Responses = append(res.Responses, resp.Message.Text)
 		}
 		res.StopReason = resp.StopReason
-		if lp.OnResponse != nil {
-			lp.OnResponse(res.Turns, resp)
+		if lp.Hooks != nil {
+			lp.Hooks.OnResponse(res.Turns, resp)
 		}
 		if len(resp.Message.ToolCalls) == 0 {
 			res.StructuredOutput = resp.StructuredOutput
 			return msgs, res, nil
+		}
+		if handle == nil {
+			handle = lp.handler(ctx)
 		}
 		results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 		for _, c := range resp.Message.ToolCalls {
@@ -286,7 +286,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 			res.ToolUses = append(res.ToolUses, use)
 			results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 		}
-		stop := lp.AfterTools != nil && lp.AfterTools(res.Turns, results)
+		stop := lp.Hooks != nil && lp.Hooks.AfterTools(res.Turns, results)
 		msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
 		if stop {
 			return msgs, res, nil
@@ -295,6 +295,26 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 			return msgs, res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
 		}
 	}
+}
+
+// invokeTruncated runs a tool and truncates its result: the end of every
+// Loop's chain.
+var invokeTruncated = tool.Truncate(MaxToolOutput)(tool.Invoke)
+
+// handler builds the middleware chain of one Run.
+func (lp *Loop) handler(ctx context.Context) tool.Handler {
+	h := knownTools(lp.Request.Tools, invokeTruncated)
+	for i := len(lp.Middleware) - 1; i >= 0; i-- {
+		if lp.Middleware[i] != nil {
+			h = lp.Middleware[i](h)
+		}
+	}
+	// The model streams its text to the sink itself (it reads the same
+	// context); the loop reports the tool calls it runs.
+	if sink := StreamSinkFrom(ctx); sink != nil {
+		h = StreamTools(sink)(h)
+	}
+	return h
 }
 
 // useOf is the record of a handled call.
@@ -335,20 +355,23 @@ func StreamTools(sink StreamSink) tool.Middleware {
 }
 
 // knownTools answers a call of a tool that does not exist with the list of
-// the tools offered, so the model can correct its choice.
-func knownTools(offered []string) tool.Middleware {
-	return func(next tool.Handler) tool.Handler {
-		return func(ctx context.Context, call tool.Call) tool.Outcome {
-			if call.Tool != nil {
-				return next(ctx, call)
-			}
-			list := strings.Join(offered, ", ")
-			if list == "" {
-				list = "none"
-			}
-			return tool.Outcome{Result: tool.Result{IsError: true,
-				Content: fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)}}
+// the tools offered, so the model can correct its choice, and passes the
+// others to next.
+func knownTools(offered []tool.Spec, next tool.Handler) tool.Handler {
+	return func(ctx context.Context, call tool.Call) tool.Outcome {
+		if call.Tool != nil {
+			return next(ctx, call)
 		}
+		names := make([]string, len(offered))
+		for i, s := range offered {
+			names[i] = s.Name
+		}
+		list := strings.Join(names, ", ")
+		if list == "" {
+			list = "none"
+		}
+		return tool.Outcome{Result: tool.Result{IsError: true,
+			Content: fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)}}
 	}
 }
 

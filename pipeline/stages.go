@@ -13,6 +13,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // Contract is the part of a stage's definition shared by the model and
@@ -226,18 +227,12 @@ func (s *outputStage) render(ac *AgentContext, tpl *raymond.Template) (string, e
 	return b.String(), nil
 }
 
-// ExtractJSON returns the first JSON object in text: the whole text, a
-// fenced ```json block, or the first {...} that decodes.
-func ExtractJSON(text string) json.RawMessage {
-	t := strings.TrimSpace(text)
-	for i := 0; i < len(t); i++ {
-		if t[i] != '{' {
-			continue
-		}
-		dec := json.NewDecoder(strings.NewReader(t[i:]))
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err == nil {
-			return raw
+// firstObject returns the first JSON object schema.JSONCandidates finds
+// in a model's answer, or nil.
+func firstObject(text string) json.RawMessage {
+	for _, c := range schema.JSONCandidates(text) {
+		if c[0] == '{' {
+			return c
 		}
 	}
 	return nil
@@ -316,7 +311,7 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 		ac.AddUsage(resp.Usage)
 		out := resp.StructuredOutput
 		if len(bytes.TrimSpace(out)) == 0 {
-			out = ExtractJSON(resp.Message.Text)
+			out = firstObject(resp.Message.Text)
 		}
 		if last = s.fill(ac, out); last == nil {
 			return ac, nil

@@ -174,6 +174,23 @@ func TestExtractJSON(t *testing.T) {
 	}
 }
 
+// JSONCandidates lists what ExtractJSON considers, most likely first,
+// without repeats, so a caller can take the first that passes its own test.
+func TestJSONCandidates(t *testing.T) {
+	text := "Plan:\n```\n[1, 2]\n```\n```json\n{\"a\": 1}\n```\nSo the answer is {\"a\": 1} or {\"b\": {\"c\": 2}}."
+	var got []string
+	for _, c := range JSONCandidates(text) {
+		got = append(got, string(c))
+	}
+	want := []string{`{"a": 1}`, `[1, 2]`, `{"b": {"c": 2}}`, `{"c": 2}`}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if JSONCandidates("no json here") != nil {
+		t.Fatal("candidates in plain prose")
+	}
+}
+
 func TestExtractJSONAdversarialIsBounded(t *testing.T) {
 	// Many unmatched braces: bounded work, no match.
 	in := strings.Repeat("{", 200_000)

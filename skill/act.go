@@ -273,77 +273,26 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 	tools := s.tools()
 	specs := make([]tool.Spec, len(tools))
 	byName := make(map[string]tool.Tool, len(tools))
-	offered := make([]string, len(tools))
+	adapted := make([]sessionTool, len(tools))
 	for i, t := range tools {
 		specs[i] = t.spec
-		byName[t.spec.Name] = sessionTool{s: s, t: t}
-		offered[i] = t.spec.Name
+		adapted[i] = sessionTool{s: s, t: t}
+		byName[t.spec.Name] = &adapted[i]
 	}
+	s.parent = parent
 	system := s.systemPrompt()
 	s.metrics.Disclosure.L1Tokens = EstimateTokens(system)
 	temperature, seed := 0.0, s.rt.cfg.Seed
-	noProgress := 0
 	lp := llm.Loop{
 		Model: s.rt.cfg.Model,
 		Request: llm.Request{Model: s.rt.cfg.ModelName, System: system, Tools: specs, MaxTokens: s.rt.cfg.MaxTokens,
 			Temperature: &temperature, Seed: &seed}, // seed 001 §15
-		Tools: byName, Offered: offered, Events: s.rt.cfg.Events,
-		Middleware: []tool.Middleware{s.guard(offered)},
+		Tools: byName, Events: s.rt.cfg.Events,
+		Middleware: []tool.Middleware{s.guard(specs)},
 		// Every turn but the last makes at least one counted call, so the
 		// tool-call budget bounds the turns; this is the backstop.
 		MaxTurns: s.budgets.MaxToolCalls + 1,
-		BeforeTurn: func(ctx context.Context, turn int) bool {
-			// Acquire: budgets left?
-			if reason := s.budgetExit(ctx, parent); reason != "" {
-				s.exit = reason
-				return false
-			}
-			s.step, s.turnStart = turn, s.now()
-			return true
-		},
-		OnResponse: func(_ int, resp *llm.Response) {
-			s.metrics.ModelTurns++
-			s.usage.Add(resp.Usage)
-			s.turnTokens = resp.Usage.InputTokens + resp.Usage.OutputTokens
-			s.reason = reasonShort(resp.Message.Text)
-			s.turnCalls = 0
-			s.progress = false
-		},
-		AfterTools: func(step int, results []llm.ToolResult) bool {
-			// Progress/Exit.
-			switch {
-			case s.violation != "":
-				s.exit = ExitSandboxViolation
-			case s.finalized:
-				s.exit = ExitFinalized
-			case s.exit == "" && s.progress && len(s.in.Expected) > 0 && s.validate().OK:
-				s.exit = ExitValidated
-			}
-			if s.exit != "" {
-				return true
-			}
-			if s.progress {
-				noProgress = 0
-			} else {
-				noProgress++
-			}
-			if noProgress >= 2 {
-				if s.metrics.MicroReflects > 0 {
-					s.exit = ExitStalled
-					return true
-				}
-				// Micro-Reflect, once: a short re-plan note rides on the
-				// last tool result (providers need tool results to follow
-				// tool calls).
-				s.metrics.MicroReflects++
-				note := s.reflectNote()
-				s.rt.cfg.Events.Emit(EventReflect, map[string]any{"step": step, "note": note})
-				last := &results[len(results)-1]
-				last.Content += "\n\n[micro-reflect] " + note
-				noProgress = 0
-			}
-			return false
-		},
+		Hooks:    s,
 	}
 	_, _, err := lp.Run(ctx, []llm.Message{{Role: llm.RoleUser, Text: s.userPrompt()}})
 	if err != nil {
@@ -359,6 +308,63 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 	return s.finish(s.exit, nil), nil
 }
 
+// BeforeTurn is Acquire: are budgets left? (llm.Hooks; the caller's end
+// is a cancellation, the loop's own context also ends with the time
+// budget.)
+func (s *session) BeforeTurn(ctx context.Context, turn int) bool {
+	if reason := s.budgetExit(ctx, s.parent); reason != "" {
+		s.exit = reason
+		return false
+	}
+	s.step, s.turnStart = turn, s.now()
+	return true
+}
+
+// OnResponse accounts for the Decide turn before its calls are applied.
+func (s *session) OnResponse(_ int, resp *llm.Response) {
+	s.metrics.ModelTurns++
+	s.usage.Add(resp.Usage)
+	s.turnTokens = resp.Usage.InputTokens + resp.Usage.OutputTokens
+	s.reason = reasonShort(resp.Message.Text)
+	s.turnCalls = 0
+	s.progress = false
+}
+
+// AfterTools is Progress/Exit.
+func (s *session) AfterTools(step int, results []llm.ToolResult) bool {
+	switch {
+	case s.violation != "":
+		s.exit = ExitSandboxViolation
+	case s.finalized:
+		s.exit = ExitFinalized
+	case s.exit == "" && s.progress && len(s.in.Expected) > 0 && s.validate().OK:
+		s.exit = ExitValidated
+	}
+	if s.exit != "" {
+		return true
+	}
+	if s.progress {
+		s.noProgress = 0
+	} else {
+		s.noProgress++
+	}
+	if s.noProgress >= 2 {
+		if s.metrics.MicroReflects > 0 {
+			s.exit = ExitStalled
+			return true
+		}
+		// Micro-Reflect, once: a short re-plan note rides on the last tool
+		// result (providers need tool results to follow tool calls).
+		s.metrics.MicroReflects++
+		note := s.reflectNote()
+		s.rt.cfg.Events.Emit(EventReflect, map[string]any{"step": step, "note": note})
+		last := &results[len(results)-1]
+		last.Content += "\n\n[micro-reflect] " + note
+		s.noProgress = 0
+	}
+	return false
+}
+
 // sessionTool is one Act tool as a tool.Tool of the session, so that the
 // shared tool loop can run it. It leaves the call's full output (evidence
 // details) in the session for the guard.
@@ -367,13 +373,13 @@ type sessionTool struct {
 	t *actTool
 }
 
-func (st sessionTool) Spec() tool.Spec { return st.t.spec }
-func (st sessionTool) Kind() tool.Kind { return st.t.kind }
+func (st *sessionTool) Spec() tool.Spec { return st.t.spec }
+func (st *sessionTool) Kind() tool.Kind { return st.t.kind }
 
 // Run applies the call with the AttemptMemo and cycle guards.
-func (st sessionTool) Run(ctx context.Context, input json.RawMessage) (tool.Result, error) {
+func (st *sessionTool) Run(ctx context.Context, input json.RawMessage) (tool.Result, error) {
 	out := st.s.apply(ctx, st.t, input)
-	st.s.out = &out
+	st.s.out, st.s.ran = out, true
 	return tool.Result{Content: out.content, IsError: out.isError}, nil
 }
 
@@ -381,7 +387,7 @@ func (st sessionTool) Run(ctx context.Context, input json.RawMessage) (tool.Resu
 // once the run has ended or the tool-call budget is spent (journaled as
 // tool.denied), answers unknown tools, and records the evidence of every
 // call it lets through.
-func (s *session) guard(offered []string) tool.Middleware {
+func (s *session) guard(offered []tool.Spec) tool.Middleware {
 	return func(next tool.Handler) tool.Handler {
 		return func(ctx context.Context, call tool.Call) tool.Outcome {
 			if s.ended {
@@ -398,14 +404,18 @@ func (s *session) guard(offered []string) tool.Middleware {
 			var res tool.Outcome
 			if call.Tool == nil {
 				e := agenterr.New(agenterr.CodeToolInput, agenterr.LayerSkill, true, "unknown tool %q", call.Name)
-				e.Hint = "call one of: " + strings.Join(offered, ", ")
+				names := make([]string, len(offered))
+				for i, sp := range offered {
+					names[i] = sp.Name
+				}
+				e.Hint = "call one of: " + strings.Join(names, ", ")
 				out = failure(e)
 				res.Content, res.IsError = out.content, true
 			} else {
-				s.out = nil
+				s.ran = false
 				res = next(ctx, call)
-				if s.out != nil {
-					out = *s.out
+				if s.ran {
+					out = s.out
 				} else {
 					// The tool did not return (it panicked): the loop's
 					// answer is the evidence.

@@ -56,6 +56,7 @@ type session struct {
 	// The Act loop's state: the exit reason once decided, whether the run
 	// has ended (later calls of the turn are skipped), the current step
 	// (model turn) and what the guard needs for each call's evidence.
+	parent     context.Context // the caller's context, for budgetExit
 	exit       string
 	ended      bool
 	step       int
@@ -63,9 +64,11 @@ type session struct {
 	turnTokens int64
 	turnCalls  int
 	reason     string
+	noProgress int // steps in a row without progress
 	// out is the full output of the call the guard let through, left by
-	// sessionTool.Run (calls run one at a time).
-	out *toolOutput
+	// sessionTool.Run (calls run one at a time); ran says Run returned.
+	out toolOutput
+	ran bool
 
 	prior       *runRecord
 	reusing     bool   // the run reuses an identical earlier run's outputs
