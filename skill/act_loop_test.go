@@ -7,29 +7,13 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/llmtest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
 
 // The Act loop runs on the shared tool loop, so it has the loop's
 // hardening. These tests fail on the Act runtime's former private loop.
-
-// recordingModel answers with fixed responses and keeps every request's
-// messages.
-type recordingModel struct {
-	replies []*llm.Response
-	seen    [][]llm.Message
-}
-
-func (m *recordingModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
-	m.seen = append(m.seen, append([]llm.Message(nil), req.Messages...))
-	if len(m.replies) == 0 {
-		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: "done"}, StopReason: "end_turn"}, nil
-	}
-	r := m.replies[0]
-	m.replies = m.replies[1:]
-	return r, nil
-}
 
 func toolTurn(calls ...llm.ToolCall) *llm.Response {
 	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}, StopReason: "tool_use"}
@@ -40,7 +24,7 @@ func toolTurn(calls ...llm.ToolCall) *llm.Response {
 // transcript whose results do not pair up with the calls.
 func TestActCallIDsAreUnique(t *testing.T) {
 	sk := exampleSkill(t)
-	m := &recordingModel{replies: []*llm.Response{toolTurn(
+	m := &llmtest.Replay{Replies: []*llm.Response{toolTurn(
 		llm.ToolCall{ID: "same", Name: "blackboardPut", Input: json.RawMessage(`{"key":"a","value":1}`)},
 		llm.ToolCall{ID: "same", Name: "blackboardPut", Input: json.RawMessage(`{"key":"b","value":2}`)},
 		llm.ToolCall{Name: "blackboardGet", Input: json.RawMessage(`{"key":"a"}`)},
@@ -48,10 +32,10 @@ func TestActCallIDsAreUnique(t *testing.T) {
 	if _, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.seen) != 2 {
-		t.Fatalf("%d requests", len(m.seen))
+	if len(m.Seen) != 2 {
+		t.Fatalf("%d requests", len(m.Seen))
 	}
-	msgs := m.seen[1]
+	msgs := m.Seen[1]
 	calls, results := msgs[len(msgs)-2].ToolCalls, msgs[len(msgs)-1].ToolResults
 	if len(calls) != 3 || len(results) != 3 {
 		t.Fatalf("%d calls, %d results", len(calls), len(results))
@@ -71,26 +55,21 @@ func TestActLargeResultTruncated(t *testing.T) {
 	sk := exampleSkill(t)
 	key := strings.Repeat("k", llm.MaxToolOutput+1000) // blackboardPut echoes its key
 	in, _ := json.Marshal(map[string]any{"key": key, "value": 1})
-	m := &recordingModel{replies: []*llm.Response{toolTurn(llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: in})}}
+	m := &llmtest.Replay{Replies: []*llm.Response{toolTurn(llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: in})}}
 	if _, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g"}); err != nil {
 		t.Fatal(err)
 	}
-	msgs := m.seen[1]
+	msgs := m.Seen[1]
 	got := msgs[len(msgs)-1].ToolResults[0].Content
 	if len(got) > llm.MaxToolOutput+100 || !strings.Contains(got, "[output truncated:") {
 		t.Fatalf("result of %d bytes, ends %q", len(got), got[max(0, len(got)-60):])
 	}
 }
 
-// nilModel answers a turn with neither a response nor an error.
-type nilModel struct{}
-
-func (nilModel) Generate(context.Context, *llm.Request) (*llm.Response, error) { return nil, nil }
-
 // A model that returns no response and no error ends the run with a coded
 // model error instead of crashing the process.
 func TestActNilResponseIsModelError(t *testing.T) {
-	res, err := New(Config{Model: nilModel{}}).Run(context.Background(), exampleSkill(t), Input{Goal: "g"})
+	res, err := New(Config{Model: &llmtest.Replay{Replies: []*llm.Response{nil}}}).Run(context.Background(), exampleSkill(t), Input{Goal: "g"})
 	if agenterr.CodeOf(err) != agenterr.CodeSdkRequest || res == nil || res.ExitReason != ExitModelError ||
 		res.Error == nil || res.Error.Code != agenterr.CodeSdkRequest {
 		t.Fatalf("err %v, result %+v", err, res)
@@ -110,7 +89,7 @@ func (e *typedEvents) Emit(t string, d any) { e.types, e.data = append(e.types, 
 // accounts for every call the model made.
 func TestActRefusedCallsJournaled(t *testing.T) {
 	sk := exampleSkill(t)
-	m := &recordingModel{replies: []*llm.Response{toolTurn(
+	m := &llmtest.Replay{Replies: []*llm.Response{toolTurn(
 		llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: json.RawMessage(`{"key":"a","value":1}`)},
 		llm.ToolCall{ID: "c2", Name: "blackboardPut", Input: json.RawMessage(`{"key":"b","value":2}`)},
 	), toolTurn(
@@ -133,7 +112,7 @@ func TestActRefusedCallsJournaled(t *testing.T) {
 	}
 
 	// After finalize, the rest of the turn is skipped, and journaled so.
-	m = &recordingModel{replies: []*llm.Response{toolTurn(
+	m = &llmtest.Replay{Replies: []*llm.Response{toolTurn(
 		llm.ToolCall{ID: "c1", Name: "finalize", Input: json.RawMessage(`{}`)},
 		llm.ToolCall{ID: "c2", Name: "blackboardGet", Input: json.RawMessage(`{}`)},
 	)}}
