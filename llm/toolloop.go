@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,10 +23,10 @@ const DefaultMaxTurns = 25
 // MaxToolOutput caps what one tool result may put into the transcript.
 const MaxToolOutput = 100 << 10
 
-// ToolLoop is capstan's shared tool loop: it turns a Model into a Bridge by
-// running model → tool calls → results → … → final answer, bounded by max
-// turns, with every call checked by the tool policy of the query and
-// journaled. Sessions are transcripts kept in memory and written to the
+// ToolLoop turns a Model into a Bridge: each query runs the shared tool
+// loop (Loop: model → tool calls → results → … → final answer, bounded by
+// max turns) with the query's tool policy (tool.Enforce) and journaling
+// (JournalTools) as tool-call middleware. Sessions are transcripts kept in memory and written to the
 // journal (session.messages events), so a run can be resumed from its
 // journal on every backend.
 type ToolLoop struct {
@@ -36,7 +37,10 @@ type ToolLoop struct {
 	// journal is the tool-call journaling middleware of every query.
 	journal tool.Middleware
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// chain is what the last policy queried with decided; an agent
+	// queries with the same policy every iteration.
+	chain    policyChain
 	sessions map[string][]Message
 	last     string
 }
@@ -124,12 +128,7 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 
 	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
 		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir}
-	specs := make([]tool.Spec, 0, len(l.names))
-	for _, name := range l.names {
-		if t := l.tools[name]; policy.MayUse(t) {
-			specs = append(specs, t.Spec())
-		}
-	}
+	chain := l.chainFor(policy)
 	maxTurns := opts.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = l.cfg.MaxTurns
@@ -140,10 +139,10 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	msgs = append(msgs, Message{Role: RoleUser, Text: prompt})
 	lp := Loop{
 		Model: l.model,
-		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: specs,
+		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
 		Tools: l.tools, MaxTurns: maxTurns, Events: l.cfg.Events,
-		Middleware: []tool.Middleware{l.journal, tool.Enforce(policy)},
+		Middleware: chain.mw,
 	}
 	msgs, res, err := lp.Run(ctx, msgs)
 	if res != nil {
@@ -153,6 +152,39 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		l.commit(sid, msgs, len(history), res)
 	}
 	return res, err
+}
+
+// policyChain is what a query policy decides for every query that uses
+// it: the tools offered and the tool-call middleware.
+type policyChain struct {
+	policy tool.Policy
+	specs  []tool.Spec // the tools the policy lets the model use, by name
+	mw     []tool.Middleware
+}
+
+// chainFor returns the offered tools and the tool-call middleware
+// (journaling, then the policy) of a query with policy p. They are worked
+// out once per distinct policy in a row, so queries that repeat their
+// options (an agent's iterations) allocate nothing for them.
+func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.chain; c.mw != nil && c.policy.Mode == p.Mode && c.policy.WorkDir == p.WorkDir &&
+		slices.Equal(c.policy.Allowed, p.Allowed) && slices.Equal(c.policy.Disallowed, p.Disallowed) {
+		return c
+	}
+	// The policy keeps its own copy of the patterns: a caller that reuses
+	// its slices cannot change a cached policy.
+	p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
+	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)},
+		specs: make([]tool.Spec, 0, len(l.names))}
+	for _, name := range l.names {
+		if t := l.tools[name]; p.MayUse(t) {
+			c.specs = append(c.specs, t.Spec())
+		}
+	}
+	l.chain = c
+	return c
 }
 
 func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -545,5 +546,31 @@ func TestToolLoopNormalizesCallIDs(t *testing.T) {
 	}
 	if _, err := loop.Query(context.Background(), "again", llm.QueryOptions{}); agenterr.CodeOf(err) != agenterr.CodeSdkRequest {
 		t.Errorf("nil response: %v", err)
+	}
+}
+
+// Each query is checked by its own policy, also when the loop reuses the
+// middleware of an earlier query with the same options, and when the
+// caller changes its pattern slice in place between queries.
+func TestToolLoopPolicyPerQuery(t *testing.T) {
+	write := `  - tool_calls:
+      - {name: Write, input: {file_path: w.txt, content: x}}
+  - text: done
+`
+	f := newFixture(t, "turns:\n"+strings.Repeat(write, 5))
+	allowed := []string{"Read", "Write"}
+	var outcomes []bool
+	for i, mode := range []string{tool.ModePlan, tool.ModeAcceptEdits, tool.ModePlan, tool.ModeDefault, tool.ModeDefault} {
+		if i == 4 {
+			allowed[1] = "Glob" // the same slice, changed in place
+		}
+		res, err := f.loop.Query(context.Background(), "write", llm.QueryOptions{PermissionMode: mode, AllowedTools: allowed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcomes = append(outcomes, res.ToolUses[0].Denied)
+	}
+	if want := []bool{true, false, true, false, true}; !slices.Equal(outcomes, want) {
+		t.Fatalf("denied per query %v, want %v", outcomes, want)
 	}
 }
