@@ -183,6 +183,9 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 			c.specs = append(c.specs, t.Spec())
 		}
 	}
+	// Queries share the list; clipped, an append to one query's
+	// Request.Tools copies instead of writing into the others'.
+	c.specs = slices.Clip(c.specs)
 	l.chain = c
 	return c
 }
@@ -291,6 +294,10 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 			c := &resp.Message.ToolCalls[i]
 			if c.ID == "" || ids[c.ID] {
 				c.ID = fmt.Sprintf("call_t%d_%d", res.Turns, i+1)
+				// The model may have used that id for an earlier call.
+				for n := 2; ids[c.ID]; n++ {
+					c.ID = fmt.Sprintf("call_t%d_%d_%d", res.Turns, i+1, n)
+				}
 			}
 			ids[c.ID] = true
 		}

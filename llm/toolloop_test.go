@@ -504,8 +504,9 @@ func TestToolLoopConcurrentSessions(t *testing.T) {
 	}
 }
 
-// sloppyModel returns tool calls without ids or with repeated ids, then a
-// nil response, as a buggy provider might.
+// sloppyModel returns tool calls without ids, with repeated ids or with
+// the id the loop would give a call without one, then a nil response, as a
+// buggy (or hostile) provider might.
 type sloppyModel struct{ n int }
 
 func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
@@ -513,6 +514,7 @@ func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, er
 	switch m.n {
 	case 1:
 		return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{
+			{ID: "call_t1_2", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{ID: "dup", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{ID: "dup", Name: "Glob"},
@@ -540,9 +542,9 @@ func TestToolLoopNormalizesCallIDs(t *testing.T) {
 		}
 		seen[c.ID] = true
 	}
-	if res.ToolUses[2].IsError != true || res.ToolUses[2].Output == "" {
-		// The third call has no input: Glob reports the missing pattern.
-		t.Errorf("third use %+v", res.ToolUses[2])
+	if res.ToolUses[3].IsError != true || res.ToolUses[3].Output == "" {
+		// The last call has no input: Glob reports the missing pattern.
+		t.Errorf("last use %+v", res.ToolUses[3])
 	}
 	if _, err := loop.Query(context.Background(), "again", llm.QueryOptions{}); agenterr.CodeOf(err) != agenterr.CodeSdkRequest {
 		t.Errorf("nil response: %v", err)
