@@ -30,6 +30,7 @@ func newPromptResolver(dir string, def *config.Definition, reg *config.Registry)
 		C1:          reg.C1,
 		FallbackDir: r.Prompts.FallbackDir,
 		SystemPath:  r.SystemPromptPath,
+		FS:          def.FS(),
 	})
 }
 
@@ -125,6 +126,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	a.bridgeCfg = llm.Config{
 		BaseURL:  baseURL,
 		AgentDir: a.def.Dir(),
+		AgentFS:  a.def.FS(),
 		WorkDir:  a.workDir,
 		Tools:    tools,
 		Events:   a.emit,

@@ -3,6 +3,7 @@ package script
 import (
 	"context"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,11 +23,18 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 	if name == "" {
 		name = DefaultFile
 	}
-	path := name
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(cfg.AgentDir, path)
+	var s *Script
+	var err error
+	if cfg.AgentFS != nil && !filepath.IsAbs(name) {
+		// The script file is part of the pinned agent definition.
+		s, err = LoadFS(cfg.AgentFS, path.Clean(filepath.ToSlash(name)), name)
+	} else {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cfg.AgentDir, p)
+		}
+		s, err = Load(p, name)
 	}
-	s, err := Load(path, name)
 	if err != nil {
 		return nil, err
 	}
