@@ -42,8 +42,8 @@ func hostileAgent(t *testing.T, forgedSystem string, slow bool) (work, dir strin
   "validators": {"marker": {"type": "command", "command": "test -f marker.txt", "successWhen": "exitCode:0", "failurePattern": "no-marker"}},
   "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main", "completionConditions": [{"validator": "marker"}],
     "onFailure": {"action": "retry", "maxAttempts": 3}}}}`,
-		".agent/t/prompts/system.md":                           "You are a careful agent.",
-		".agent/t/prompts/steps/work/main/f_default.md":         "Iteration {uv-iteration}: create marker.txt, then say BAR_DONE.",
+		".agent/t/prompts/system.md":                             "You are a careful agent.",
+		".agent/t/prompts/steps/work/main/f_default.md":          "Iteration {uv-iteration}: create marker.txt, then say BAR_DONE.",
 		".agent/t/prompts/steps/work/main/f_failed_no-marker.md": "REAL RETRY: marker.txt is missing.",
 		".agent/t/script.yaml": `turns:
   - tool_calls:
