@@ -1,6 +1,7 @@
 package definition
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -168,7 +169,8 @@ func (b *builder) Open(name string) (fs.File, error) {
 			return nil, err
 		}
 	}
-	return newSnapshot(b.dir, map[string][]byte{name: b.files[name]}).Open(name)
+	data := b.files[name]
+	return &openFile{e: &entry{name: name, data: data}, r: bytes.NewReader(data)}, nil
 }
 
 // read reads root/rel into files[name], bounded.
