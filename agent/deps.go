@@ -85,7 +85,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		allow := b.Sandbox != nil && b.Sandbox.AllowUnsandboxed
 		boxed = sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: allow})
 	}
-	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), Sandbox: boxed})
+	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), FS: a.def.FS(), Sandbox: boxed})
 	for _, w := range warns {
 		a.emit.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
 	}
