@@ -197,11 +197,16 @@ func (s *Snapshot) ReadFile(name string) ([]byte, error) {
 
 // Stat implements fs.StatFS.
 func (s *Snapshot) Stat(name string) (fs.FileInfo, error) {
-	f, err := s.Open(name)
-	if err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: name, Err: err.(*fs.PathError).Err}
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrInvalid}
 	}
-	return f.Stat()
+	if e := s.files[name]; e != nil {
+		return fileInfo{name: path.Base(name), size: int64(len(e.data))}, nil
+	}
+	if _, ok := s.dirs[name]; ok {
+		return fileInfo{name: path.Base(name), dir: true}, nil
+	}
+	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 }
 
 // ReadDir implements fs.ReadDirFS.

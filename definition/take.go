@@ -197,10 +197,12 @@ func (b *builder) read(root *os.Root, rel, name string) error {
 	if len(b.files) >= MaxFiles {
 		return tooLarge("", "the agent definition has more than %d files", MaxFiles)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
+	// Read into a buffer of the file's size: one allocation per file.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileBytes+1)); err != nil {
 		return err
 	}
+	data := buf.Bytes()
 	if len(data) > MaxFileBytes {
 		return tooLarge(name, "%s has more than %d bytes", name, MaxFileBytes)
 	}
