@@ -314,3 +314,32 @@ func TestValidateJSONPrintsDefinitionDigest(t *testing.T) {
 		t.Fatalf("run digest %s, validate digest %s", res.DefinitionDigest, v.Digest)
 	}
 }
+
+// The hint of a refused resume works: --reload-definition continues a run
+// whose snapshot is gone, with the folder's current files, and journals the
+// digest the run had recorded.
+func TestResumeReloadDefinitionWithoutSnapshot(t *testing.T) {
+	work, dir := hostileAgent(t, "FORGED SYSTEM", true)
+	runID := killAfterEdits(t, work, dir)
+	run, _ := journal.Find(work, runID)
+	snaps, _ := filepath.Glob(filepath.Join(filepath.Dir(run.Path), "definition-*.tar"))
+	for _, p := range snaps {
+		os.Remove(p)
+	}
+	code, _, errOut := captureConfigCLI(t, "resume", runID, "--workdir", work, "--quiet")
+	if code != exitUsage || !strings.Contains(errOut, "DEFINITION_SNAPSHOT_MISSING") || !strings.Contains(errOut, "--reload-definition") {
+		t.Fatalf("missing snapshot: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut := captureConfigCLI(t, "resume", runID, "--workdir", work, "--json", "--quiet", "--reload-definition")
+	if code != 0 || !strings.Contains(errOut, "DEFINITION_SNAPSHOT_MISSING") {
+		t.Fatalf("reload exit %d\n%s\n%s", code, out, errOut)
+	}
+	rec, err := agent.LoadRun(run.ID, run.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, now := rec.Definitions[0], rec.Definition()
+	if now.Resume == nil || !now.Resume.Reloaded || now.Resume.RecordedDigest != first.Digest || decodeResult(t, out).DefinitionDigest != now.Digest {
+		t.Fatalf("reload not journaled: %+v", now)
+	}
+}
