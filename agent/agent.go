@@ -3,7 +3,7 @@
 // runs the loop, and reports an AgentResult. It is the public entry point
 // for embedding capstan in a Go program:
 //
-//	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+//	def, err := agent.LoadPinned(dir) // or config.LoadAndValidate(dir, agent.ValidateOptions()), unpinned
 //	a, err := agent.Build(ctx, def, agent.BuildOptions{WorkDir: wd, Params: map[string]string{"name": "Ada"}})
 //	err = a.Start(ctx)
 //	_ = a.Run(ctx)
@@ -128,7 +128,9 @@ type Agent struct {
 // Build creates an agent's dependencies in seed 002's order — logger
 // (journal), prompt resolver, completion handler, SDK bridge (with its
 // tools), action system (step flow) — and returns it in state Created.
-// def must come from config.LoadAndValidate.
+// def must come from LoadPinned or config.LoadAndValidate(FS); when it was
+// loaded from a definition.Snapshot, the run keeps that snapshot with its
+// journal and records its digests in run.start.
 func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
 	if def == nil {
 		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")

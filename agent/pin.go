@@ -4,8 +4,22 @@ import (
 	"path/filepath"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 )
+
+// LoadPinned reads the agent folder dir once into a definition snapshot
+// (with the script files of models, such as a --model override) and loads
+// and validates the agent from it (config.LoadAndValidateFS with
+// ValidateOptions). A run built from the result reads nothing of dir
+// afterwards and records the snapshot with its digests.
+func LoadPinned(dir string, models ...string) (*config.Agent, error) {
+	snap, err := definition.Take(dir, definition.Options{Models: models})
+	if err != nil {
+		return nil, err
+	}
+	return config.LoadAndValidateFS(snap, dir, ValidateOptions())
+}
 
 // pinDefinition stores the pinned definition the agent was loaded from
 // (a definition.Snapshot behind config.Agent.FS) with the run record, next

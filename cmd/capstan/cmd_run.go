@@ -98,7 +98,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 		}
 		return withExit(exitUsage, errors.New("run: missing agent directory (usage: capstan run DIR [--<parameter> VALUE ...])"))
 	}
-	def, _, err := loadPinned(dir, modelArg(rest))
+	def, err := agent.LoadPinned(dir, modelArg(rest))
 	if err != nil {
 		printConfigError(stderr, err)
 		return withExit(exitUsage, nil)
@@ -286,7 +286,18 @@ func newResumeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run that stopped without completing (killed, budget, recoverable error) in the same session",
-		Args:  cobra.ExactArgs(1),
+		Long: `Continue a run that stopped without completing (killed, budget, recoverable
+error) in the same session, work dir, parameters and model.
+
+The run continues with the agent definition it recorded when it started
+(agent.json, registry, prompts, schemas, script, SKILL.md files), checked
+against the digest in its journal. Files of the agent folder that changed
+since are listed (added / removed / modified) and ignored; pass
+--reload-definition to continue with the folder's current files instead.
+Both choices are journaled. A run whose recorded definition is missing
+(DEFINITION_SNAPSHOT_MISSING) or does not match its digest
+(DEFINITION_SNAPSHOT_MISMATCH) is refused unless --reload-definition is given.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run, err := journal.Find(flags.workDir, args[0])
 			if err != nil {

@@ -13,21 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 )
 
-// loadPinned takes a snapshot of the agent folder dir (with the script
-// files of models, such as a --model override) and loads and validates the
-// agent from it, so the run reads nothing of dir afterwards.
-func loadPinned(dir string, models ...string) (*config.Agent, *definition.Snapshot, error) {
-	snap, err := definition.Take(dir, definition.Options{Models: models})
-	if err != nil {
-		return nil, nil, err
-	}
-	def, err := config.LoadAndValidateFS(snap, dir, agent.ValidateOptions())
-	if err != nil {
-		return nil, nil, err
-	}
-	return def, snap, nil
-}
-
 // modelArg returns the value of --model among raw `run` arguments ("" when
 // absent), so its script file can be pinned with the definition before the
 // agent's own flags are known.

@@ -343,3 +343,19 @@ func TestResumeReloadDefinitionWithoutSnapshot(t *testing.T) {
 		t.Fatalf("reload not journaled: %+v", now)
 	}
 }
+
+// A run resumes from its record even when the agent folder is gone.
+func TestResumeWithoutAgentFolder(t *testing.T) {
+	work, dir := hostileAgent(t, "FORGED SYSTEM", true)
+	runID := killAfterEdits(t, work, dir)
+	if err := os.RemoveAll(filepath.Join(work, ".agent")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := captureConfigCLI(t, "resume", runID, "--workdir", work, "--json", "--quiet")
+	if code != 0 || !strings.Contains(errOut, "cannot be read now") || !strings.Contains(errOut, "continuing with the recorded definition") {
+		t.Fatalf("resume exit %d\n%s\n%s", code, out, errOut)
+	}
+	if res := decodeResult(t, out); !res.Success || res.Iterations != 3 {
+		t.Fatalf("result %+v", res)
+	}
+}
