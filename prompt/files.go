@@ -76,6 +76,12 @@ func (c *fileCache) load(agentDir, root, rel, abs, display string) (*template, e
 	if err != nil {
 		return nil, err
 	}
+	return c.store(abs, info, data, display)
+}
+
+// store parses data, read from the file info describes, and caches it
+// under abs.
+func (c *fileCache) store(abs string, info os.FileInfo, data []byte, display string) (*template, error) {
 	t, err := parseTemplate(data, display)
 	if err != nil {
 		return nil, err
@@ -119,17 +125,7 @@ func (c *fileCache) loadFS(agentDir, abs, display string) (*template, error) {
 	if err != nil {
 		return nil, readError(err, display)
 	}
-	t, err := parseTemplate(data, display)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.entries == nil {
-		c.entries = make(map[string]cacheEntry)
-	}
-	c.entries[abs] = cacheEntry{info: fi, tmpl: t}
-	c.mu.Unlock()
-	return t, nil
+	return c.store(abs, fi, data, display)
 }
 
 // fsPath turns abs, a path inside agentDir, into a path of the cache's
