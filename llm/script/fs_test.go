@@ -26,6 +26,14 @@ func TestScriptFileFromPinnedDefinition(t *testing.T) {
 	if err != nil || resp.Message.Text != "pinned" {
 		t.Fatalf("%v %v", resp, err)
 	}
+	// An absolute path inside the agent folder is pinned too.
+	m, err = llm.OpenModel(ctx, "script:"+filepath.Join(dir, "script.yaml"), llm.Config{AgentDir: dir, AgentFS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := m.Generate(ctx, userReq("x")); err != nil || resp.Message.Text != "pinned" {
+		t.Fatalf("absolute path: %v %v", resp, err)
+	}
 	_, err = llm.OpenModel(ctx, "script:other.yaml", llm.Config{AgentDir: dir, AgentFS: fsys})
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationNotFound || e.File != "other.yaml" {
 		t.Fatalf("file outside the pinned definition: %v", err)

@@ -3,6 +3,7 @@ package script
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -25,9 +26,9 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 	}
 	var s *Script
 	var err error
-	if cfg.AgentFS != nil && !filepath.IsAbs(name) {
+	if rel, ok := inAgentDir(cfg.AgentDir, name); ok && cfg.AgentFS != nil {
 		// The script file is part of the pinned agent definition.
-		s, err = LoadFS(cfg.AgentFS, path.Clean(filepath.ToSlash(name)), name)
+		s, err = LoadFS(cfg.AgentFS, rel, name)
 	} else {
 		p := name
 		if !filepath.IsAbs(p) {
@@ -55,6 +56,22 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 		m.next = len(s.Turns)
 	}
 	return m, nil
+}
+
+// inAgentDir returns the script file name as a path inside the agent
+// folder dir (name is relative to it, or absolute), and whether it is one.
+func inAgentDir(dir, name string) (string, bool) {
+	if filepath.IsAbs(name) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", false
+		}
+		if name, err = filepath.Rel(abs, name); err != nil {
+			return "", false
+		}
+	}
+	rel := path.Clean(filepath.ToSlash(name))
+	return rel, filepath.IsLocal(name) && fs.ValidPath(rel)
 }
 
 // Model replays a Script, one turn per Generate call. It is safe for
