@@ -240,8 +240,16 @@ func TestTakeReportsLoaderErrors(t *testing.T) {
 		t.Fatalf("missing folder: %v", err)
 	}
 	dir := t.TempDir()
-	write(t, dir, map[string]string{"agent.json": "{"})
+	if err := syscall.Mkfifo(filepath.Join(dir, "agent.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err := Take(dir, Options{})
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationParse || !strings.Contains(e.Message, "not a regular file") {
+		t.Fatalf("agent.json is a FIFO: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "agent.json"))
+	write(t, dir, map[string]string{"agent.json": "{"})
+	_, err = Take(dir, Options{})
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationParse || e.File != "agent.json" {
 		t.Fatalf("broken agent.json: %v", err)
 	}

@@ -162,6 +162,11 @@ func (b *builder) Open(name string) (fs.File, error) {
 	}
 	if _, ok := b.files[name]; !ok {
 		if err := b.read(root, name, name); err != nil {
+			var nr *notRegular
+			if errors.As(err, &nr) {
+				// Let the loader see what it is and report it.
+				return statOnly{nr.info}, nil
+			}
 			var ae *agenterr.Error
 			if errors.As(err, &ae) && b.err == nil {
 				b.err = err
@@ -189,7 +194,7 @@ func (b *builder) read(root *os.Root, rel, name string) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		return &notRegular{info: fi}
 	}
 	if fi.Size() > MaxFileBytes {
 		return tooLarge(name, "%s is %d bytes; a file of an agent definition may have at most %d", name, fi.Size(), MaxFileBytes)
@@ -228,8 +233,9 @@ func (b *builder) single(p string) error {
 		return err
 	}
 	err = b.read(root, rel, rel)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil // validation reports missing files
+	var nr *notRegular
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.As(err, &nr) {
+		return nil // validation reports missing files and FIFOs
 	}
 	return err
 }
@@ -290,12 +296,28 @@ func (b *builder) tree(p string, keep func(name string) bool) error {
 			return nil // FIFOs, sockets, devices
 		}
 		err = b.read(root, p, name)
-		if errors.Is(err, fs.ErrNotExist) {
+		var nr *notRegular
+		if errors.Is(err, fs.ErrNotExist) || errors.As(err, &nr) {
 			return nil
 		}
 		return err
 	})
 }
+
+// notRegular is read's answer for a FIFO, socket or device: not part of a
+// definition.
+type notRegular struct{ info fs.FileInfo }
+
+func (e *notRegular) Error() string { return e.info.Name() + " is not a regular file" }
+
+// statOnly is an open special file that can only be described.
+type statOnly struct{ info fs.FileInfo }
+
+func (f statOnly) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f statOnly) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: f.info.Name(), Err: fs.ErrInvalid}
+}
+func (f statOnly) Close() error { return nil }
 
 // isEscape reports whether err is os.Root's refusal of a path that leaves
 // the root.
