@@ -92,12 +92,9 @@ func orNone(s string) string {
 
 // printDefinitions prints, for `capstan show`, the digest of the definition
 // a run started with and, for each resume, which definition it continued
-// with.
+// with. A run that recorded no definition (a skill run, or one recorded
+// before definitions were pinned) prints nothing.
 func printDefinitions(w io.Writer, recs []*definition.Record) {
-	if len(recs) == 0 {
-		fmt.Fprintln(w, "definition not pinned (recorded without a snapshot)")
-		return
-	}
 	for i, d := range recs {
 		r := d.Resume
 		switch {
