@@ -359,3 +359,26 @@ func TestResumeWithoutAgentFolder(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 }
+
+// validate reads the folder the way run does, so it reports what would stop
+// a run from pinning its definition.
+func TestValidateReportsSnapshotProblems(t *testing.T) {
+	parent := t.TempDir()
+	captureConfigCLI(t, "init", "demo", "--dir", parent)
+	dir := filepath.Join(parent, "demo")
+	if err := os.Symlink("../agent.json", filepath.Join(dir, "prompts", "leak.md")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, "error PATH_ESCAPE") || !strings.Contains(out, "prompts/leak.md") {
+		t.Fatalf("escaping link: exit %d\n%s", code, out)
+	}
+	os.Remove(filepath.Join(dir, "prompts", "leak.md"))
+	if err := os.WriteFile(filepath.Join(dir, "prompts", "data.md"), make([]byte, 9<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = captureConfigCLI(t, "validate", dir, "--json")
+	if code != exitUsage || !strings.Contains(out, `"code": "DEFINITION_TOO_LARGE"`) || strings.Contains(out, "definitionDigest") {
+		t.Fatalf("oversized file: exit %d\n%s", code, out)
+	}
+}
