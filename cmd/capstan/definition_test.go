@@ -125,21 +125,21 @@ func killDuring(t *testing.T, args []string, wd string, until func(journal strin
 		t.Fatal(err)
 	}
 	var path string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	reached := false
+	for deadline := time.Now().Add(20 * time.Second); !reached && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		matches, _ := filepath.Glob(filepath.Join(wd, ".capstan", "runs", "*", journal.FileName))
 		if len(matches) == 1 {
 			path = matches[0]
-			if b, _ := os.ReadFile(path); until(string(b)) {
-				break
-			}
+			b, _ := os.ReadFile(path)
+			reached = until(string(b))
 		}
 	}
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if path == "" {
-		t.Fatal("no journal appeared")
+	if !reached {
+		t.Fatalf("the run never reached the point to kill it (journal %q)", path)
 	}
 	return filepath.Base(filepath.Dir(path))
 }
