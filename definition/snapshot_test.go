@@ -36,7 +36,9 @@ var agentFiles = map[string]string{
   "runner": {"model": "script:s/one.yaml", "systemPromptPath": "sys.md", "skills": ["skills"],
     "prompts": {"registry": "reg.json", "fallbackDir": "fb"},
     "completion": {"type": "keyword", "keyword": "X"}}}`,
-	"reg.json":                        `{"entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "a", "c3": "b", "model": "script:two.yaml"}}}`,
+	"reg.json":                        `{"entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "a", "c3": "b", "model": "script:two.yaml", "fallback": "../shared/generic.md"}}}`,
+	"shared/generic.md":               "a step's fallback prompt",
+	"shared/unused.md":                "not part of the definition",
 	"prompts/steps/a/b/f_default.md":  "step",
 	"fb/f_default.md":                 "fallback",
 	"sys.md":                          "system",
@@ -65,7 +67,7 @@ func TestTakeReadsEveryDefinitionFileAndNothingElse(t *testing.T) {
 		got = append(got, f.Path)
 	}
 	want := []string{"agent.json", "fb/f_default.md", "prompts/steps/a/b/f_default.md", "prompts/steps/a/b/f_other.md",
-		"reg.json", "s/one.yaml", "schemas/nested/more.schema.json", "schemas/out.schema.json", "skills/x/SKILL.md", "sys.md",
+		"reg.json", "s/one.yaml", "schemas/nested/more.schema.json", "schemas/out.schema.json", "shared/generic.md", "skills/x/SKILL.md", "sys.md",
 		"three.yaml", "two.yaml"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("files\n got %v\nwant %v", got, want)

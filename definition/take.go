@@ -27,7 +27,8 @@ type Options struct {
 
 // Take reads the agent folder dir once and returns its snapshot: the
 // configuration files (agent.json and the steps registry), every file
-// under the prompt base and the fallback directory, the system prompt, the
+// under the prompt base and the fallback directory, steps' fallback
+// prompts, the system prompt, the
 // files under schemas/, the script files of script models (runner.model,
 // steps' models, opts.Models) and the SKILL.md files of runner.skills.
 //
@@ -78,9 +79,18 @@ func Take(dir string, opts Options) (*Snapshot, error) {
 	models := append([]string{r.Model}, opts.Models...)
 	for _, st := range reg.Steps {
 		models = append(models, st.Model)
+		if st.Fallback != "" {
+			// A step's fallback prompt is relative to the prompt base and
+			// may lie anywhere in the agent folder.
+			f := st.Fallback
+			if !filepath.IsAbs(f) {
+				f = filepath.Join(r.Prompts.Base, f)
+			}
+			singles = append(singles, f)
+		}
 	}
 	for _, m := range models {
-		if file, ok := ScriptFile(m); ok {
+		if file, ok := scriptFile(m); ok {
 			singles = append(singles, file)
 		}
 	}
@@ -92,10 +102,10 @@ func Take(dir string, opts Options) (*Snapshot, error) {
 	return newSnapshot(abs, b.files), nil
 }
 
-// ScriptFile returns the script file of a "script:<file>" model spec
-// (script.yaml when <file> is empty) and whether spec names the script
-// provider.
-func ScriptFile(spec string) (string, bool) {
+// scriptFile returns the script file of a "script:<file>" model spec
+// (script.yaml, the script provider's default, when <file> is empty) and
+// whether spec names the script provider.
+func scriptFile(spec string) (string, bool) {
 	provider, model := llm.ParseSpec(spec)
 	if provider != "script" {
 		return "", false
