@@ -3,9 +3,8 @@
 // Take reads every file of an agent folder that the run depends on —
 // agent.json, the steps registry, the prompt templates (prompt base,
 // fallback directory, steps' fallbacks, system prompt), the JSON Schemas
-// under schemas/, the
-// script files of script models and the SKILL.md files of declared skills —
-// once, into memory. The resulting Snapshot is an [io/fs.FS]: the
+// under schemas/, the script files of script models and the SKILL.md files
+// of declared skills — once, into memory. The resulting Snapshot is an [io/fs.FS]: the
 // configuration loader, the prompt and schema resolvers, the skill catalog
 // and the script provider read through it for the whole run, so an edit of
 // the folder after the start (by the model, with Bash or Write) changes
