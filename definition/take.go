@@ -28,9 +28,9 @@ type Options struct {
 // Take reads the agent folder dir once and returns its snapshot: the
 // configuration files (agent.json and the steps registry), every file
 // under the prompt base and the fallback directory, steps' fallback
-// prompts, the system prompt, the
-// files under schemas/, the script files of script models (runner.model,
-// steps' models, opts.Models) and the SKILL.md files of runner.skills.
+// prompts, the system prompt, the files under schemas/, the script files
+// of script models (runner.model, steps' models, opts.Models) and the
+// SKILL.md files of runner.skills.
 //
 // Each tree is read through an os.Root opened on it, so neither ".." nor a
 // symbolic link can take a read outside it: such a link is refused with
