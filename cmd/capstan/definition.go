@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
@@ -67,7 +66,7 @@ func resumeDefinition(w io.Writer, run journal.Run, rec *agent.RunRecord, reload
 		return def, res, err
 	}
 	if cerr != nil {
-		res.Problem = agenterr.CodeOf(cerr) + ": " + cerr.Error()
+		res.Problem = cerr.Error()
 		fmt.Fprintf(w, "resume: the agent folder %s cannot be read now (%v); continuing with the recorded definition %s\n", dir, cerr, pinned.Digest())
 	} else if res.Changes = pinned.Diff(current); len(res.Changes) > 0 {
 		fmt.Fprintf(w, "resume: the agent folder %s differs from the definition recorded with run %s; continuing with the recorded definition %s (pass --reload-definition to use the current files):\n", dir, run.ID, pinned.Digest())

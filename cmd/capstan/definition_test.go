@@ -355,8 +355,16 @@ func TestResumeWithoutAgentFolder(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "cannot be read now") || !strings.Contains(errOut, "continuing with the recorded definition") {
 		t.Fatalf("resume exit %d\n%s\n%s", code, out, errOut)
 	}
-	if res := decodeResult(t, out); !res.Success || res.Iterations != 3 {
+	res := decodeResult(t, out)
+	if !res.Success || res.Iterations != 3 {
 		t.Fatalf("result %+v", res)
+	}
+	rec, err := agent.LoadRun(res.RunID, res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rec.Definition().Resume; r == nil || r.Reloaded || !strings.HasPrefix(r.Problem, "CONFIG_NOT_FOUND: agent folder") {
+		t.Fatalf("journaled resume %+v", r)
 	}
 }
 
