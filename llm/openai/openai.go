@@ -22,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -89,6 +90,11 @@ func FromLLM(c llm.Config) Config {
 type Model struct {
 	cfg    Config
 	client sdk.Client
+
+	// schemas remembers converted tool input schemas by their JSON, so a
+	// turn does not parse every tool's schema again.
+	schemasMu sync.Mutex
+	schemas   map[string]shared.FunctionParameters
 }
 
 // New builds a Model. A missing key without a base URL is SDK_AUTH.
@@ -125,7 +131,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.APIKey == "" {
 		opts = append(opts, option.WithHeaderDel("Authorization"))
 	}
-	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+	return &Model{cfg: cfg, client: sdk.NewClient(opts...), schemas: map[string]shared.FunctionParameters{}}, nil
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
@@ -169,9 +175,11 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 	}
 	var acc sdk.ChatCompletionAccumulator
 	finished := false
+	var cacheWrites int64 // the accumulator drops prompt_tokens_details.cache_write_tokens
 	for stream.Next() {
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
+		cacheWrites += chunk.Usage.PromptTokensDetails.CacheWriteTokens
 		for _, c := range chunk.Choices {
 			if c.FinishReason != "" {
 				finished = true
@@ -189,6 +197,7 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 	if !finished {
 		return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "stream ended without a finish_reason (dropped connection)", Retryable: true}
 	}
+	acc.Usage.PromptTokensDetails.CacheWriteTokens = cacheWrites
 	return toResponse(&acc.ChatCompletion, structured), nil
 }
 
@@ -269,11 +278,19 @@ func (m *Model) redact(s string) string {
 var stopReasons = map[string]string{"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
 	"length": "max_tokens", "content_filter": "refusal"}
 
+// usage splits prompt_tokens, which includes the cached tokens and the
+// tokens written to the cache (models with explicit cache writes), into
+// capstan's uncached / cache-read / cache-write figures.
+func usage(u sdk.CompletionUsage) llm.Usage {
+	read, write := u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens
+	return llm.Usage{InputTokens: max(0, u.PromptTokens-read-write), OutputTokens: u.CompletionTokens,
+		CacheReadTokens: read, CacheWriteTokens: write}
+}
+
 func toResponse(c *sdk.ChatCompletion, structured bool) *llm.Response {
 	resp := &llm.Response{Model: c.Model}
 	resp.Message.Role = llm.RoleAssistant
-	cached := c.Usage.PromptTokensDetails.CachedTokens
-	resp.Usage = llm.Usage{InputTokens: c.Usage.PromptTokens - cached, OutputTokens: c.Usage.CompletionTokens, CacheReadTokens: cached}
+	resp.Usage = usage(c.Usage)
 	if len(c.Choices) == 0 {
 		resp.StopReason = "end_turn"
 		return resp
@@ -320,16 +337,11 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 		p.Seed = sdk.Int(*req.Seed)
 	}
 	for _, spec := range req.Tools {
-		var params map[string]any
-		if len(spec.InputSchema) > 0 {
-			if err := json.Unmarshal(spec.InputSchema, &params); err != nil {
-				return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
-			}
+		params, err := m.parameters(spec.InputSchema)
+		if err != nil {
+			return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
 		}
-		if params == nil {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		fn := shared.FunctionDefinitionParam{Name: spec.Name, Parameters: shared.FunctionParameters(params)}
+		fn := shared.FunctionDefinitionParam{Name: spec.Name, Parameters: params}
 		if spec.Description != "" {
 			fn.Description = sdk.String(spec.Description)
 		}
@@ -382,6 +394,30 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 		}
 	}
 	return p, nil
+}
+
+// parameters converts a tool's JSON Schema to function parameters,
+// remembering the result: tool definitions do not change during a run, and
+// every turn sends them all.
+func (m *Model) parameters(raw json.RawMessage) (shared.FunctionParameters, error) {
+	m.schemasMu.Lock()
+	params, ok := m.schemas[string(raw)]
+	m.schemasMu.Unlock()
+	if ok {
+		return params, nil
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &params); err != nil {
+			return nil, err
+		}
+	}
+	if params == nil {
+		params = shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+	}
+	m.schemasMu.Lock()
+	m.schemas[string(raw)] = params
+	m.schemasMu.Unlock()
+	return params, nil
 }
 
 // schemaName makes a response_format name: [a-zA-Z0-9_-], at most 64.
