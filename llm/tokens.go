@@ -25,3 +25,16 @@ func (m Message) Size() int {
 
 // SpecSize is the number of bytes a tool definition puts into a request.
 func SpecSize(s tool.Spec) int { return len(s.Name) + len(s.Description) + len(s.InputSchema) }
+
+// RequestSize is the number of bytes req puts into the model's input:
+// system prompt, tool definitions, output schema and transcript.
+func RequestSize(req *Request) int {
+	n := len(req.System) + len(req.OutputSchema)
+	for _, t := range req.Tools {
+		n += SpecSize(t)
+	}
+	for _, m := range req.Messages {
+		n += m.Size()
+	}
+	return n
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,7 +38,11 @@ type ToolLoop struct {
 
 	mu       sync.Mutex
 	sessions map[string][]Message
-	last     string
+	// busy marks sessions a query is extending: the query appends to the
+	// session's own slice, so a second concurrent query on the same
+	// session must work on a copy.
+	busy map[string]bool
+	last string
 }
 
 // NewToolLoop wraps m in the shared tool loop.
@@ -45,7 +50,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}}
+	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}, busy: map[string]bool{}}
 	for _, t := range cfg.Tools {
 		spec := t.Spec()
 		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
@@ -53,7 +58,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	}
 	sort.Strings(l.names)
 	for id, msgs := range cfg.Transcripts {
-		l.sessions[id] = msgs
+		l.sessions[id] = slices.Clip(msgs) // appending must not write into the caller's array
 	}
 	return l
 }
@@ -81,10 +86,12 @@ func (l *ToolLoop) Close() error {
 }
 
 // SessionMessagesEvent is the payload of a session.messages journal event:
-// the messages one query appended to a session.
+// the messages one query appended to a session, or, when Replace is set,
+// the session's whole transcript after the query compacted it.
 type SessionMessagesEvent struct {
 	SessionID string    `json:"session_id"`
 	Messages  []Message `json:"messages"`
+	Replace   bool      `json:"replace,omitempty"`
 }
 
 // ModelTurnEvent is the payload of a model.turn journal event.
@@ -118,6 +125,20 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		sid = newSessionID()
 		history = nil
 	}
+	// The query appends to the session's slice in place (amortized growth,
+	// no copy of the transcript per query); the session keeps its old
+	// length until commit, so a failed query leaves it as it was.
+	msgs := history
+	if l.busy[sid] {
+		msgs = slices.Clone(history)
+	} else {
+		l.busy[sid] = true
+		defer func() {
+			l.mu.Lock()
+			delete(l.busy, sid)
+			l.mu.Unlock()
+		}()
+	}
 	l.mu.Unlock()
 
 	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
@@ -138,9 +159,9 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		maxTurns = DefaultMaxTurns
 	}
 
-	msgs := make([]Message, len(history), len(history)+8)
-	copy(msgs, history)
-	msgs = append(msgs, Message{Role: RoleUser, Text: prompt})
+	prior := len(history) // messages the session had; -1 once compaction replaced them
+	query := len(msgs)    // index of this query's prompt
+	msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
 	req := &Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: specs,
 		OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName}
 	// The model streams its text to the sink itself (it reads the same
@@ -149,14 +170,28 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 
 	for {
 		if res.Turns >= maxTurns {
-			l.commit(sid, msgs, len(history), res)
+			l.commit(sid, msgs, prior, res)
 			e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
 				"model used %d turns without a final answer", maxTurns)
 			e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
 			return res, e
 		}
-		res.Turns++
 		req.Messages = msgs
+		if cm := l.cfg.Context; cm != nil {
+			fit, err := cm.Fit(ctx, req, query)
+			res.Usage.Add(fit.Usage)
+			if err != nil {
+				return res, err
+			}
+			if fit.Compaction != nil {
+				query -= len(msgs) - len(fit.Messages)
+				msgs, prior = fit.Messages, -1
+				req.Messages = msgs
+				fit.Compaction.SessionID = sid
+				l.cfg.Events.Emit(journal.ContextCompacted, fit.Compaction)
+			}
+		}
+		res.Turns++
 		start := time.Now()
 		resp, err := l.model.Generate(ctx, req)
 		if err != nil {
@@ -164,6 +199,9 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		}
 		if resp == nil {
 			return res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
+		}
+		if cm := l.cfg.Context; cm != nil {
+			cm.Observe(req, resp.Usage.Input())
 		}
 		res.Usage.Add(resp.Usage)
 		resp.Message.Role = RoleAssistant
@@ -206,17 +244,24 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 			return res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
 		}
 	}
-	l.commit(sid, msgs, len(history), res)
+	l.commit(sid, msgs, prior, res)
 	return res, nil
 }
 
+// commit makes msgs the session's transcript and journals what changed:
+// the messages after the first prior ones, or (prior < 0, after
+// compaction) the whole transcript.
 func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
 	l.mu.Lock()
 	l.sessions[sid] = msgs
 	l.last = sid
 	l.mu.Unlock()
 	res.SessionID = sid
-	l.cfg.Events.Emit(journal.SessionMessages, SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]})
+	ev := SessionMessagesEvent{SessionID: sid, Messages: msgs, Replace: true}
+	if prior >= 0 {
+		ev = SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]}
+	}
+	l.cfg.Events.Emit(journal.SessionMessages, ev)
 }
 
 // runTool executes one call under the policy; it never returns an error:
