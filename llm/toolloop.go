@@ -42,7 +42,9 @@ type ToolLoop struct {
 	// session's own slice, so a second concurrent query on the same
 	// session must work on a copy.
 	busy map[string]bool
-	last string
+	// offers remembers the tools each policy offers (see offer).
+	offers map[string]offering
+	last   string
 }
 
 // NewToolLoop wraps m in the shared tool loop.
@@ -50,7 +52,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}, busy: map[string]bool{}}
+	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}, busy: map[string]bool{}, offers: map[string]offering{}}
 	for _, t := range cfg.Tools {
 		spec := t.Spec()
 		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
@@ -143,14 +145,7 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 
 	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
 		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir}
-	var specs []tool.Spec
-	var offered []string
-	for _, name := range l.names {
-		if t := l.tools[name]; policy.MayUse(t) {
-			specs = append(specs, t.Spec())
-			offered = append(offered, name)
-		}
-	}
+	specs, offered := l.offer(policy)
 	maxTurns := opts.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = l.cfg.MaxTurns
@@ -262,6 +257,35 @@ func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResul
 		ev = SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]}
 	}
 	l.cfg.Events.Emit(journal.SessionMessages, ev)
+}
+
+// offering is the tools a policy lets the model see.
+type offering struct {
+	specs []tool.Spec
+	names []string
+}
+
+// offer returns the tools policy may use, in name order. Queries of a run
+// repeat the same few policies, so the answer is remembered per policy
+// instead of matching every pattern against every tool on each query.
+func (l *ToolLoop) offer(policy tool.Policy) ([]tool.Spec, []string) {
+	key := policy.Mode + "\x00" + strings.Join(policy.Allowed, "\x01") + "\x00" + strings.Join(policy.Disallowed, "\x01")
+	l.mu.Lock()
+	o, ok := l.offers[key]
+	l.mu.Unlock()
+	if ok {
+		return o.specs, o.names
+	}
+	for _, name := range l.names {
+		if t := l.tools[name]; policy.MayUse(t) {
+			o.specs = append(o.specs, t.Spec())
+			o.names = append(o.names, name)
+		}
+	}
+	l.mu.Lock()
+	l.offers[key] = o
+	l.mu.Unlock()
+	return o.specs, o.names
 }
 
 // runTool executes one call under the policy; it never returns an error:

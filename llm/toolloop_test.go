@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -546,4 +548,75 @@ func TestToolLoopNormalizesCallIDs(t *testing.T) {
 	if _, err := loop.Query(context.Background(), "again", llm.QueryOptions{}); agenterr.CodeOf(err) != agenterr.CodeSdkRequest {
 		t.Errorf("nil response: %v", err)
 	}
+}
+
+// kindCounter counts how often the policy asks for its kind.
+type kindCounter struct {
+	testTool
+	n *atomic.Int64
+}
+
+func (k kindCounter) Kind() tool.Kind { k.n.Add(1); return tool.KindRead }
+
+func TestToolLoopMatchesPatternsOncePerPolicy(t *testing.T) {
+	s, err := script.Parse("s.yaml", []byte("turns:\n  - text: a\n  - text: b\n  - text: c\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	tools := []tool.Tool{kindCounter{testTool{name: "A"}, &n}, kindCounter{testTool{name: "B"}, &n}}
+	loop := llm.NewToolLoop(script.New(s), llm.Config{Tools: tools})
+	opts := llm.QueryOptions{AllowedTools: []string{"A", "B(x)"}}
+	for i := 0; i < 2; i++ {
+		if _, err := loop.Query(context.Background(), "go", opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := n.Load(); got != 2 {
+		t.Fatalf("the policy was evaluated %d times for 2 tools over 2 queries with the same patterns, want 2", got)
+	}
+	// Another policy is evaluated afresh.
+	if _, err := loop.Query(context.Background(), "go", llm.QueryOptions{AllowedTools: []string{"A"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 3 {
+		t.Fatalf("a new policy evaluated %d tools, want 1", got-2)
+	}
+}
+
+// TestToolLoopConcurrentQueriesOfOneSession: queries extend the session's
+// transcript in place; two at once on the same session must not write
+// into each other's messages.
+func TestToolLoopConcurrentQueriesOfOneSession(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("turns:\n")
+	for i := 0; i < 41; i++ {
+		b.WriteString("  - text: answer\n")
+	}
+	s, err := script.Parse("s.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := llm.NewToolLoop(script.New(s), llm.Config{})
+	first, err := loop.Query(context.Background(), "start", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			res, err := loop.Query(context.Background(), fmt.Sprintf("prompt %d", i), llm.QueryOptions{SessionID: first.SessionID})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			tr := loop.Transcript(res.SessionID)
+			if len(tr) < 4 || tr[len(tr)-2].Text != fmt.Sprintf("prompt %d", i) || tr[0].Text != "start" {
+				t.Errorf("query %d: transcript ends with %q", i, tr[len(tr)-2].Text)
+			}
+		}(i)
+	}
+	wg.Wait()
 }
