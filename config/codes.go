@@ -33,6 +33,7 @@ func Codes() []CodeInfo {
 		{"AC-BASE-URL", e, "runner.baseUrl is not an absolute http(s) URL"},
 		{"AC-TOOL-PATTERN", e, "an allowedTools/disallowedTools pattern is malformed"},
 		{"AC-COMPACTION-TARGET", e, "runner.compaction.target is not below its threshold"},
+		{"AC-COMPACTION-IGNORED", w, "runner.contextWindow / runner.compaction set for the claude-code backend, which compacts by itself"},
 		{"AC-PATH-OUTSIDE", e, "a path in agent.json is absolute or leaves the agent folder"},
 		{"AC-SYSTEM-PROMPT-MISSING", e, "runner.systemPromptPath does not exist"},
 		{"AC-PROMPTS-DIR-MISSING", e, "the prompts base (or fallbackDir) folder does not exist"},

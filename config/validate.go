@@ -248,6 +248,15 @@ func (c *checker) agent() {
 				"MCP server %q needs exactly one of command and url", name)
 		}
 	}
+	if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && (r.ContextWindow > 0 || r.Compaction != nil) {
+		ptr := "/runner/compaction"
+		if r.Compaction == nil {
+			ptr = "/runner/contextWindow"
+		}
+		c.report(a, "AC-COMPACTION-IGNORED", SeverityWarning, ptr,
+			"remove it; the Claude Code CLI manages its own context (see CLAUDE_CODE_AUTO_COMPACT_WINDOW in its documentation)",
+			"runner.contextWindow and runner.compaction do not apply to the claude-code backend, which runs its own tool loop and compacts by itself")
+	}
 	if cp := r.Compaction; cp != nil {
 		if cp.SummaryModel != "" {
 			c.model(a, "AC", "/runner/compaction/summaryModel", cp.SummaryModel)

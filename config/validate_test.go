@@ -329,6 +329,10 @@ func TestValidateProblems(t *testing.T) {
 		{"compaction summary model syntax", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["compaction"] = map[string]any{"summaryModel": "anthropic:"}
 		}, "AC-MODEL-SYNTAX", SeverityError, "agent.json", "/runner/compaction/summaryModel"},
+		{"compaction with claude-code", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["model"] = "claude-code"
+			at(a, "runner")["contextWindow"] = 200000
+		}, "AC-COMPACTION-IGNORED", SeverityWarning, "agent.json", "/runner/contextWindow"},
 		{"context window too small", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["contextWindow"] = 100 },
 			"AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/contextWindow"},
 		{"bad tool pattern", func(a, r map[string]any, _ map[string]string) {
