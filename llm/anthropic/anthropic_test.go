@@ -599,3 +599,37 @@ func TestTemperatureReachesTheWire(t *testing.T) {
 		t.Fatalf("default overridden: %s", unset)
 	}
 }
+
+// TestCacheReadSurvivesATurnOfManyParallelToolCalls: a turn with 25
+// parallel tool calls adds 50 blocks, beyond the API's 20-block lookback;
+// the marker on the previous turn's newest message still lets the next
+// request read everything the previous one wrote.
+func TestCacheReadSurvivesATurnOfManyParallelToolCalls(t *testing.T) {
+	var calls []fakellm.ToolCall
+	for i := 0; i < 25; i++ {
+		calls = append(calls, fakellm.ToolCall{ID: fmt.Sprintf("toolu_%02d", i), Name: "Read", Input: json.RawMessage(`{"file_path":"a.txt"}`)})
+	}
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{{ToolCalls: calls}, {Text: "done"}}})
+	m := newModel(t, srv, nil, nil)
+	req := userReq(strings.Repeat("Read the files and summarize them. ", 200)) // above the minimum cacheable length
+	first, err := m.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := llm.Message{Role: llm.RoleTool}
+	for _, c := range first.Message.ToolCalls {
+		results.ToolResults = append(results.ToolResults, llm.ToolResult{CallID: c.ID, Name: c.Name, Content: "file contents"})
+	}
+	req.Messages = append(req.Messages, first.Message, results)
+	second, err := m.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Usage.CacheWriteTokens == 0 || second.Usage.CacheReadTokens < first.Usage.CacheWriteTokens {
+		t.Fatalf("first turn wrote %d tokens, second read %d: the second request missed the cache",
+			first.Usage.CacheWriteTokens, second.Usage.CacheReadTokens)
+	}
+	if n := strings.Count(string(srv.Requests()[1].Body), `"cache_control"`); n > fakellm.MaxCacheBreakpoints {
+		t.Fatalf("%d cache markers", n)
+	}
+}

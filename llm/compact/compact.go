@@ -95,6 +95,9 @@ func Factory(o Options) func(ctx context.Context, cfg llm.Config, m llm.Model) (
 		if o.SummaryModel != "" && !o.Disabled {
 			sc := cfg
 			sc.Context, sc.NewContext = nil, nil
+			if provider, _ := llm.ParseSpec(o.SummaryModel); provider != cfg.Provider {
+				sc.BaseURL = "" // the run's base URL belongs to the run's provider
+			}
 			s, err := llm.OpenModel(ctx, o.SummaryModel, sc)
 			if err != nil {
 				return nil, fmt.Errorf("open runner.compaction.summaryModel %q: %w", o.SummaryModel, err)

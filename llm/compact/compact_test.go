@@ -167,3 +167,22 @@ func TestObservedCountsCalibrateEstimates(t *testing.T) {
 		t.Fatalf("calibrated estimate should exceed the threshold: %+v %v", fit.Compaction, err)
 	}
 }
+
+func TestFactoryUsesTheTableOrTheConfiguredWindow(t *testing.T) {
+	ctx := context.Background()
+	m := &summarizer{text: "s"}
+	if cm, err := compact.Factory(compact.Options{})(ctx, llm.Config{Provider: "openai", Model: "llama3.1:8b"}, m); err != nil || cm != nil {
+		t.Fatalf("unknown window: %v %v", cm, err)
+	}
+	if cm, err := compact.Factory(compact.Options{})(ctx, llm.Config{Provider: "anthropic", Model: "claude-haiku-4-5"}, m); err != nil || cm == nil {
+		t.Fatalf("known model: %v %v", cm, err)
+	}
+	if cm, err := compact.Factory(compact.Options{Window: 8192})(ctx, llm.Config{Provider: "openai", Model: "llama3.1:8b"}, m); err != nil || cm == nil {
+		t.Fatalf("configured window: %v %v", cm, err)
+	}
+	_, err := compact.Factory(compact.Options{Window: 8192, SummaryModel: "nosuch:model"})(ctx, llm.Config{Provider: "openai", Model: "x"}, m)
+	var e *agenterr.Error
+	if !errors.As(err, &e) || e.Code != agenterr.CodeUnknownProvider || !strings.Contains(err.Error(), "summaryModel") {
+		t.Fatalf("bad summary model: %v", err)
+	}
+}
