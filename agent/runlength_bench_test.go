@@ -7,10 +7,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 )
+
+// textTurnsAgent is the basic agent with a script of n text turns.
+func textTurnsAgent(b *testing.B, n int) *config.Agent {
+	var sb strings.Builder
+	sb.WriteString("turns:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, "  - text: \"working on part %d of the notes\"\n", i)
+	}
+	return load(b, basicAgent(b, sb.String(), ""))
+}
 
 // allocAtStart records the bytes allocated so far when each iteration
 // starts.
@@ -32,13 +43,7 @@ func (o *allocAtStart) IterationFinished(*iteration.Summary, loop.Outcome, llm.U
 // session; it should stay within 10 % of the early one.
 func BenchmarkIterationByRunLength(b *testing.B) {
 	const iterationsPerRun = 99
-	var sb strings.Builder
-	sb.WriteString("turns:\n")
-	for i := 0; i < iterationsPerRun; i++ {
-		fmt.Fprintf(&sb, "  - text: \"working on part %d of the notes\"\n", i)
-	}
-	dir := basicAgent(b, sb.String(), "")
-	def := load(b, dir)
+	def := textTurnsAgent(b, iterationsPerRun)
 	ctx := context.Background()
 	var early, late uint64
 	for i := 0; i < b.N; i++ {

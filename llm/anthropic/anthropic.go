@@ -26,7 +26,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -101,10 +100,8 @@ type Model struct {
 	cfg    Config
 	client sdk.Client
 
-	// schemas remembers converted tool input schemas by their JSON, so a
-	// turn does not parse every tool's schema again.
-	schemasMu sync.Mutex
-	schemas   map[string]sdk.ToolInputSchemaParam
+	// schemas remembers converted tool input schemas.
+	schemas llm.SchemaCache[sdk.ToolInputSchemaParam]
 }
 
 // New builds a Model. A missing API key is an SDK_AUTH error.
@@ -141,7 +138,7 @@ func New(cfg Config) (*Model, error) {
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0), // capstan owns the retry policy
 	)
-	return &Model{cfg: cfg, client: client, schemas: map[string]sdk.ToolInputSchemaParam{}}, nil
+	return &Model{cfg: cfg, client: client}, nil
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
@@ -373,7 +370,7 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	}
 	prefix := 0 // bytes of the prompt so far, to weigh markers against the minimum
 	for i, spec := range req.Tools {
-		schema, err := m.inputSchema(spec.InputSchema)
+		schema, err := m.schemas.Get(spec.InputSchema, inputSchema)
 		if err != nil {
 			return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
 		}
@@ -431,26 +428,6 @@ func markLastBlock(msg sdk.MessageParam) {
 			return
 		}
 	}
-}
-
-// inputSchema converts a tool's JSON Schema to the SDK's parameter,
-// remembering the result: tool definitions do not change during a run,
-// and every turn sends them all.
-func (m *Model) inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
-	m.schemasMu.Lock()
-	s, ok := m.schemas[string(raw)]
-	m.schemasMu.Unlock()
-	if ok {
-		return s, nil
-	}
-	s, err := inputSchema(raw)
-	if err != nil {
-		return s, err
-	}
-	m.schemasMu.Lock()
-	m.schemas[string(raw)] = s
-	m.schemasMu.Unlock()
-	return s, nil
 }
 
 // inputSchema converts a tool's JSON Schema to the SDK's parameter.

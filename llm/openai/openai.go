@@ -22,7 +22,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -91,10 +90,8 @@ type Model struct {
 	cfg    Config
 	client sdk.Client
 
-	// schemas remembers converted tool input schemas by their JSON, so a
-	// turn does not parse every tool's schema again.
-	schemasMu sync.Mutex
-	schemas   map[string]shared.FunctionParameters
+	// schemas remembers converted tool input schemas.
+	schemas llm.SchemaCache[shared.FunctionParameters]
 }
 
 // New builds a Model. A missing key without a base URL is SDK_AUTH.
@@ -131,7 +128,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.APIKey == "" {
 		opts = append(opts, option.WithHeaderDel("Authorization"))
 	}
-	return &Model{cfg: cfg, client: sdk.NewClient(opts...), schemas: map[string]shared.FunctionParameters{}}, nil
+	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
@@ -337,7 +334,7 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 		p.Seed = sdk.Int(*req.Seed)
 	}
 	for _, spec := range req.Tools {
-		params, err := m.parameters(spec.InputSchema)
+		params, err := m.schemas.Get(spec.InputSchema, parameters)
 		if err != nil {
 			return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
 		}
@@ -396,16 +393,9 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 	return p, nil
 }
 
-// parameters converts a tool's JSON Schema to function parameters,
-// remembering the result: tool definitions do not change during a run, and
-// every turn sends them all.
-func (m *Model) parameters(raw json.RawMessage) (shared.FunctionParameters, error) {
-	m.schemasMu.Lock()
-	params, ok := m.schemas[string(raw)]
-	m.schemasMu.Unlock()
-	if ok {
-		return params, nil
-	}
+// parameters converts a tool's JSON Schema to function parameters.
+func parameters(raw json.RawMessage) (shared.FunctionParameters, error) {
+	var params shared.FunctionParameters
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &params); err != nil {
 			return nil, err
@@ -414,9 +404,6 @@ func (m *Model) parameters(raw json.RawMessage) (shared.FunctionParameters, erro
 	if params == nil {
 		params = shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
 	}
-	m.schemasMu.Lock()
-	m.schemas[string(raw)] = params
-	m.schemasMu.Unlock()
 	return params, nil
 }
 
