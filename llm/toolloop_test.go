@@ -586,7 +586,7 @@ func TestToolLoopMatchesPatternsOncePerPolicy(t *testing.T) {
 
 // TestToolLoopConcurrentQueriesOfOneSession: queries extend the session's
 // transcript in place; two at once on the same session must not write
-// into each other's messages.
+// into each other's messages (run with -race).
 func TestToolLoopConcurrentQueriesOfOneSession(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("turns:\n")
@@ -597,7 +597,8 @@ func TestToolLoopConcurrentQueriesOfOneSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := llm.NewToolLoop(script.New(s), llm.Config{})
+	events := &eventLog{}
+	loop := llm.NewToolLoop(script.New(s), llm.Config{Events: events})
 	first, err := loop.Query(context.Background(), "start", llm.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -607,16 +608,41 @@ func TestToolLoopConcurrentQueriesOfOneSession(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			res, err := loop.Query(context.Background(), fmt.Sprintf("prompt %d", i), llm.QueryOptions{SessionID: first.SessionID})
-			if err != nil {
+			if _, err := loop.Query(context.Background(), fmt.Sprintf("prompt %d", i), llm.QueryOptions{SessionID: first.SessionID}); err != nil {
 				t.Error(err)
-				return
-			}
-			tr := loop.Transcript(res.SessionID)
-			if len(tr) < 4 || tr[len(tr)-2].Text != fmt.Sprintf("prompt %d", i) || tr[0].Text != "start" {
-				t.Errorf("query %d: transcript ends with %q", i, tr[len(tr)-2].Text)
 			}
 		}(i)
 	}
 	wg.Wait()
+	// Every query journaled its own prompt and answer, once.
+	seen := map[string]bool{}
+	for _, raw := range events.sessionMessages[1:] {
+		var ev llm.SessionMessagesEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if len(ev.Messages) != 2 || seen[ev.Messages[0].Text] || ev.Messages[1].Text != "answer" {
+			t.Fatalf("query journaled %+v", ev.Messages)
+		}
+		seen[ev.Messages[0].Text] = true
+	}
+	if len(seen) != 40 {
+		t.Fatalf("%d queries journaled", len(seen))
+	}
+}
+
+// eventLog keeps the session.messages events, encoded when emitted.
+type eventLog struct {
+	mu              sync.Mutex
+	sessionMessages []json.RawMessage
+}
+
+func (e *eventLog) Emit(typ string, data any) {
+	if typ != journal.SessionMessages {
+		return
+	}
+	b, _ := json.Marshal(data)
+	e.mu.Lock()
+	e.sessionMessages = append(e.sessionMessages, b)
+	e.mu.Unlock()
 }
