@@ -84,8 +84,8 @@ type Compaction struct {
 	Threshold float64 `json:"threshold,omitempty"`
 	Target    float64 `json:"target,omitempty"`
 	// KeepToolResults is how many of the newest tool results stay
-	// verbatim (0 = 3).
-	KeepToolResults int `json:"keepToolResults,omitempty"`
+	// verbatim (nil = 3; 0 = none).
+	KeepToolResults *int `json:"keepToolResults,omitempty"`
 	// SummaryModel ("provider:model") summarizes older turns ("" = the
 	// run's model).
 	SummaryModel string `json:"summaryModel,omitempty"`

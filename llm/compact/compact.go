@@ -71,7 +71,12 @@ func FromConfig(window int64, c *config.Compaction) Options {
 	if c != nil {
 		o.Disabled = c.Enabled != nil && !*c.Enabled
 		o.Threshold, o.Target = c.Threshold, c.Target
-		o.KeepToolResults = c.KeepToolResults
+		if k := c.KeepToolResults; k != nil {
+			o.KeepToolResults = *k
+			if *k == 0 {
+				o.KeepToolResults = -1 // none
+			}
+		}
 		o.SummaryModel = c.SummaryModel
 	}
 	return o
