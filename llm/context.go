@@ -10,7 +10,10 @@ type ContextManager interface {
 	// session's whole transcript, and req.Messages[query] is the prompt of
 	// the current query. It returns the transcript to send: unchanged, or
 	// compacted (Compaction set), in which case the tool loop keeps the
-	// compacted transcript as the session's. An error with code
+	// compacted transcript as the session's. A compacted transcript ends
+	// with the current query's messages (as many as req.Messages[query:],
+	// tool results possibly stubbed), so the tool loop can find the
+	// query's prompt again. An error with code
 	// CONTEXT_OVERFLOW means the request cannot be made to fit; the tool
 	// loop then sends nothing.
 	Fit(ctx context.Context, req *Request, query int) (Fitted, error)

@@ -216,17 +216,22 @@ func (m *Manager) overflow(tokens int64, why string) error {
 }
 
 // stub replaces tool results, oldest first, by stubs until enough returns
-// true, keeping the newest keep results verbatim. msgs is not modified:
-// changed messages are copies.
+// true, keeping the newest keep results verbatim, and always the results
+// the model has not seen yet (a tool message at the end). msgs is not
+// modified: changed messages are copies.
 func stub(msgs []llm.Message, keep int, enough func(saved int) bool, ev *llm.CompactionEvent) []llm.Message {
+	seen := len(msgs)
+	if seen > 0 && msgs[seen-1].Role == llm.RoleTool {
+		seen--
+	}
 	total := 0
-	for _, msg := range msgs {
+	for _, msg := range msgs[:seen] {
 		total += len(msg.ToolResults)
 	}
 	stubbable := total - max(keep, 0)
 	out := msgs
 	copied := false
-	for i := 0; i < len(msgs) && stubbable > 0; i++ {
+	for i := 0; i < seen && stubbable > 0; i++ {
 		for j, r := range msgs[i].ToolResults {
 			if stubbable == 0 {
 				break

@@ -210,3 +210,16 @@ func TestKeepingNoToolResultsStubsTheNewestToo(t *testing.T) {
 		t.Fatalf("stubbed %v, want all 10", fit.Compaction.StubbedCalls)
 	}
 }
+
+func TestResultsTheModelHasNotSeenAreNeverStubbed(t *testing.T) {
+	msgs := transcript(10, 4000)
+	last := msgs[len(msgs)-2] // the last query's tool results, as if the answer were not in yet
+	msgs = msgs[:len(msgs)-1]
+	fit, err := compact.New(10_000, &summarizer{text: "s"}, "m", compact.Options{KeepToolResults: -1}).Fit(context.Background(), &llm.Request{Messages: msgs}, len(msgs)-3)
+	if err != nil || fit.Compaction == nil {
+		t.Fatalf("%+v %v", fit.Compaction, err)
+	}
+	if got := fit.Messages[len(fit.Messages)-1].ToolResults[0].Content; got != last.ToolResults[0].Content {
+		t.Fatalf("the newest, unseen tool result was stubbed: %.80q", got)
+	}
+}
