@@ -215,7 +215,7 @@ func TestResultsTheModelHasNotSeenAreNeverStubbed(t *testing.T) {
 	msgs := transcript(10, 4000)
 	last := msgs[len(msgs)-2] // the last query's tool results, as if the answer were not in yet
 	msgs = msgs[:len(msgs)-1]
-	fit, err := compact.New(10_000, &summarizer{text: "s"}, "m", compact.Options{KeepToolResults: -1}).Fit(context.Background(), &llm.Request{Messages: msgs}, len(msgs)-3)
+	fit, err := compact.New(10_000, &summarizer{text: "s"}, "m", compact.Options{KeepToolResults: -1, Target: 0.01}).Fit(context.Background(), &llm.Request{Messages: msgs}, len(msgs)-3)
 	if err != nil || fit.Compaction == nil {
 		t.Fatalf("%+v %v", fit.Compaction, err)
 	}
