@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template/parse"
+
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 )
 
 // ErrLimit is returned (wrapped) when expansion exceeds its budget.
@@ -221,7 +223,7 @@ func (s *state) conditional(dot any, b *parse.BranchNode, with bool) error {
 	if err != nil {
 		return err
 	}
-	if truth(v) {
+	if jsonvalue.Truthy(v) {
 		if with {
 			dot = v
 		}
@@ -508,7 +510,7 @@ func (s *state) call(name string, args []any) (any, error) {
 			return nil, s.errorf("%s takes at least one argument", name)
 		}
 		for _, a := range args[:len(args)-1] {
-			if truth(a) == (name == "or") {
+			if jsonvalue.Truthy(a) == (name == "or") {
 				return a, nil
 			}
 		}
@@ -517,7 +519,7 @@ func (s *state) call(name string, args []any) (any, error) {
 		if err := need(1); err != nil {
 			return nil, err
 		}
-		return !truth(args[0]), nil
+		return !jsonvalue.Truthy(args[0]), nil
 	case "eq":
 		if len(args) < 2 {
 			return nil, s.errorf("eq takes at least two arguments")
@@ -662,26 +664,6 @@ func (s *state) compare(a, b any) (int, error) {
 		}
 	}
 	return 0, s.errorf("can't order %s and %s", kind(a), kind(b))
-}
-
-// truth is text/template's: false, 0, nil and empty strings, lists and
-// objects are false.
-func truth(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
 }
 
 // printValue prints like text/template: nil is "<no value>", numbers in

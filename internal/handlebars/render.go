@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 )
 
 // Default bounds of Render.
@@ -125,12 +127,12 @@ func (r *renderer) block(b *block) error {
 	v := r.value(b.arg)
 	switch b.name {
 	case blockIf, blockUnless:
-		if Truthy(v) == (b.name == blockIf) {
+		if jsonvalue.Truthy(v) == (b.name == blockIf) {
 			return r.nodes(b.body)
 		}
 		return r.nodes(b.inverse)
 	case blockWith:
-		if !Truthy(v) {
+		if !jsonvalue.Truthy(v) {
 			return r.nodes(b.inverse)
 		}
 		return r.scoped(frame{v: v}, b.body)
@@ -275,26 +277,6 @@ func index(v, key any) any {
 		}
 	}
 	return nil
-}
-
-// Truthy is Handlebars' truth: nil, false, "", 0 and empty lists and
-// objects are false.
-func Truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case float64:
-		return x != 0
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	}
-	return true
 }
 
 // Format prints a value as prompt text: strings verbatim, lists

@@ -23,3 +23,24 @@ func Normalize(v any) any {
 	}
 	return out
 }
+
+// Truthy is the truth both template languages share for JSON values: nil,
+// false, "", 0 and empty lists and objects are false; anything else is
+// true.
+func Truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case float64:
+		return x != 0
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
