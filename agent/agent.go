@@ -29,6 +29,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -48,15 +49,22 @@ const (
 
 // BuildOptions configure Build.
 type BuildOptions struct {
-	// WorkDir is where the agent acts and where .capstan/runs is written
-	// (default: the current directory).
+	// WorkDir is where the agent acts (default: the current directory).
 	WorkDir string
+	// Store keeps the run journal (zero = journal.OpenStore(Getenv): the
+	// user's state directory, outside the work dir).
+	Store journal.Store
 	// Model overrides runner.model ("provider:model").
 	Model string
 	// BaseURL overrides runner.baseUrl.
 	BaseURL string
 	// MaxIterations overrides runner.budgets.maxIterations when > 0.
 	MaxIterations int
+	// Timeouts override runner.requests' timeouts field by field (zero
+	// fields keep them).
+	Timeouts retry.Timeouts
+	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
+	MaxRetryAfter time.Duration
 	// Observer receives progress callbacks.
 	Observer loop.Observer
 	// Getenv reads the environment (nil = os.Getenv).
@@ -218,8 +226,15 @@ func (a *Agent) buildJournal() error {
 		a.events, a.runID = w, r.ID
 		return nil
 	}
+	store := a.opts.Store
+	if store.Dir == "" {
+		var err error
+		if store, err = journal.OpenStore(a.opts.Getenv); err != nil {
+			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
+		}
+	}
 	a.runID = journal.NewRunID(a.opts.Now())
-	w, err := journal.Create(a.workDir, a.runID)
+	w, err := store.Create(a.workDir, a.runID)
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
 	}
@@ -230,7 +245,7 @@ func (a *Agent) buildJournal() error {
 // BuildOrder returns the order in which dependencies were built.
 func (a *Agent) BuildOrder() []string { return append([]string(nil), a.buildOrder...) }
 
-// RunID is the run's id (its journal is .capstan/runs/<id>/events.jsonl).
+// RunID is the run's id (its journal is <state dir>/runs/<work dir key>/<id>/events.jsonl).
 func (a *Agent) RunID() string { return a.runID }
 
 // JournalPath is the run journal's path.
@@ -258,7 +273,9 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	a.rc = &loop.RuntimeContext{}
-	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params}
+	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
+		Options: &RunOptions{BaseURL: a.bridgeCfg.BaseURL, Endpoint: Endpoint(a.model, a.bridgeCfg.BaseURL, a.opts.Getenv),
+			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter}}
 	if r := a.opts.Resume; r != nil {
 		if err := a.restore(r); err != nil {
 			return err

@@ -315,7 +315,11 @@ func TestFailedBuildLeavesNoRunBehind(t *testing.T) {
 	if _, err := Build(context.Background(), def, BuildOptions{WorkDir: wd}); err == nil {
 		t.Fatal("built without a script")
 	}
-	if runs, _ := journal.List(wd); len(runs) != 0 {
-		t.Fatalf("a failed build left runs behind: %+v", runs)
+	store := journal.Store{Dir: t.TempDir()}
+	if _, err := Build(context.Background(), def, BuildOptions{WorkDir: wd, Store: store}); err == nil {
+		t.Fatal("built without a script")
+	}
+	if runs, err := store.List(wd); err != nil || len(runs) != 0 {
+		t.Fatalf("a failed build left runs behind: %+v %v", runs, err)
 	}
 }

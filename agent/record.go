@@ -24,6 +24,9 @@ type RunRecord struct {
 	// Ended is false when the journal has no run.end event: the run was
 	// killed or is still running.
 	Ended bool `json:"ended"`
+	// Integrity is what reading the journal found: a torn last line,
+	// damaged lines, breaks in the hash chain.
+	Integrity journal.Integrity `json:"integrity"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -48,11 +51,11 @@ type IterationRecord struct {
 // LoadRun reads a run journal into a RunRecord. It tolerates a journal cut
 // short by a killed process.
 func LoadRun(id, path string) (*RunRecord, error) {
-	events, err := journal.ReadFile(path)
+	events, integrity, err := journal.ReadChecked(path)
 	if err != nil {
 		return nil, err
 	}
-	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(events)}
+	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(events), Integrity: integrity}
 	var cur *IterationRecord
 	var tentative *StepStateEvent
 	at := func(n int) *IterationRecord {

@@ -15,7 +15,15 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.Init() // sandboxed commands re-execute the test binary as their helper
-	os.Exit(m.Run())
+	// Run journals go to a temporary state dir, never the user's home.
+	state, err := os.MkdirTemp("", "capstan-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(journal.EnvStateDir, state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 func toolCalls(t *testing.T, path string) []llm.ToolUse {
