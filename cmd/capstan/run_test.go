@@ -41,14 +41,20 @@ func TestMain(m *testing.M) {
 	os.Exit(runMain(args))
 }
 
-// runJournals returns the journal paths of wd's runs in the test state dir.
-func runJournals(t testing.TB, wd string) []string {
+// testStore is the test state dir's store (TestMain sets it).
+func testStore(t testing.TB) journal.Store {
 	t.Helper()
 	store, err := journal.OpenStore(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := store.List(wd)
+	return store
+}
+
+// runJournals returns the journal paths of wd's runs in the test state dir.
+func runJournals(t testing.TB, wd string) []string {
+	t.Helper()
+	runs, err := testStore(t).List(wd)
 	if err != nil {
 		t.Fatal(err)
 	}
