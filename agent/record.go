@@ -27,6 +27,10 @@ type RunRecord struct {
 	// Integrity is what reading the journal found: a torn last line,
 	// damaged lines, breaks in the hash chain.
 	Integrity journal.Integrity `json:"integrity"`
+	// UnrecordedUsage is the usage of model turns in iterations that never
+	// ended (killed): billed, but in no iteration summary. Resume counts
+	// it in the run's usage and budgets.
+	UnrecordedUsage llm.Usage `json:"unrecordedUsage,omitzero"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -55,9 +59,10 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(events), Integrity: integrity}
+	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(committedMessages(events)), Integrity: integrity}
 	var cur *IterationRecord
 	var tentative *StepStateEvent
+	var pending llm.Usage // model turns of the iteration attempt under way
 	at := func(n int) *IterationRecord {
 		if cur == nil || cur.Iteration != n {
 			// A resumed run repeats an unfinished iteration number: replace it.
@@ -80,7 +85,14 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			return nil
 		}
 		switch ev.Type {
+		case journal.ModelTurn:
+			var mt llm.ModelTurnEvent
+			if ev.Iteration > 0 && decode(&mt) == nil {
+				pending.Add(mt.Usage)
+			}
 		case journal.RunStart:
+			rec.UnrecordedUsage.Add(pending)
+			pending = llm.Usage{}
 			var s RunStartEvent
 			if err := decode(&s); err != nil {
 				return nil, err
@@ -96,6 +108,8 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			rec.Result, rec.Ended = &r, true
 		case journal.IterationStart:
+			rec.UnrecordedUsage.Add(pending)
+			pending = llm.Usage{}
 			cur = nil
 			at(ev.Iteration)
 		case journal.PromptResolved:
@@ -125,9 +139,12 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			if err := decode(&e); err != nil {
 				return nil, err
 			}
+			pending = llm.Usage{} // in the summary
 			it := at(ev.Iteration)
-			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, true
-			if tentative != nil {
+			// An unanswered iteration never reached the model: it is not
+			// counted, and resume runs it again under its number.
+			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, !e.Outcome.Unanswered
+			if tentative != nil && it.Finished {
 				rec.stepState, tentative = tentative, nil
 			}
 		case journal.Error:
@@ -160,7 +177,30 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 		}
 	}
+	rec.UnrecordedUsage.Add(pending)
 	return rec, nil
+}
+
+// committedMessages returns the session.messages events of iterations
+// that reached iteration.end (and those outside any iteration). An
+// iteration killed after its query journaled its messages but before it
+// ended runs again on resume, so its messages must not be in the session
+// twice.
+func committedMessages(events []journal.Event) []journal.Event {
+	var out, pending []journal.Event
+	for _, ev := range events {
+		switch {
+		case ev.Type == journal.IterationStart || ev.Type == journal.RunStart:
+			pending = nil
+		case ev.Type == journal.IterationEnd:
+			out, pending = append(out, pending...), nil
+		case ev.Type == journal.SessionMessages && ev.Iteration > 0:
+			pending = append(pending, ev)
+		case ev.Type == journal.SessionMessages:
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // FinishedIterations counts iterations that ran to their end.

@@ -50,6 +50,11 @@ type RuntimeContext struct {
 	Summaries []iteration.Summary
 	// Carry is what the previous iteration handed over.
 	Carry iteration.Carry
+	// Unrecorded is the usage (and its cost) of model turns of iterations
+	// that never ended — a resumed run's killed iterations — which no
+	// summary holds; it counts in the result and the budgets.
+	Unrecorded        llm.Usage
+	UnrecordedCostUSD float64
 }
 
 // Turn is what the flow wants sent in one iteration.
@@ -82,6 +87,10 @@ type Outcome struct {
 	// CompletionReason overrides the reason token reported for a Stop
 	// (e.g. "validation_exhausted"); "" derives it from Err.
 	CompletionReason string
+	// Unanswered is set by the loop when the iteration stopped before any
+	// model turn completed (its query failed, e.g. the provider was down):
+	// it does not count against budgets.maxIterations.
+	Unanswered bool
 }
 
 // Flow decides what each iteration sends and what it means.
@@ -168,6 +177,9 @@ type OutcomeEvent struct {
 	Stop     bool   `json:"stop,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Unanswered marks an iteration that never got a model turn; it is
+	// not counted, and resume runs it again under the same number.
+	Unanswered bool `json:"unanswered,omitempty"`
 }
 
 // QueryStartEvent is the payload of a query.start journal event.
@@ -192,7 +204,7 @@ type PromptEvent struct {
 // postcondition).
 func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 	start := l.cfg.Now()
-	res := &Result{}
+	res := &Result{Usage: rc.Unrecorded, CostUSD: rc.UnrecordedCostUSD}
 	for _, s := range rc.Summaries {
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
@@ -216,6 +228,13 @@ func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 		}
 		rc.Iteration++
 		s, outcome := l.iterate(ctx, rc)
+		if outcome.Unanswered {
+			// Never reached the model: journaled, but not counted.
+			l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(outcome)})
+			rc.Iteration--
+			reason := reasonForError(ctx, outcome.Err)
+			return finish(reason, false, outcome.Reason, outcome.Err)
+		}
 		rc.Summaries = append(rc.Summaries, *s)
 		summary := &rc.Summaries[len(rc.Summaries)-1]
 		rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
@@ -317,6 +336,17 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 		if ctx.Err() != nil {
 			err = stopError(reasonForError(ctx, ctx.Err()), err)
 		}
+		if !answered(qr) {
+			s, out := fail(err)
+			out.Unanswered = true
+			return s, out
+		}
+		// Turns that completed before the failure were billed: count them.
+		s.Usage, s.CostUSD = qr.Usage, qr.CostUSD
+		if s.CostUSD == 0 && cost != nil {
+			s.CostUSD = cost(qr.Usage)
+		}
+		s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
 		return fail(err)
 	}
 	s.SessionID = opts.SessionID
@@ -347,8 +377,15 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 	return s, out
 }
 
+// answered reports whether a failed query got at least one model turn
+// back: billed usage, a response or a tool call. (qr.Turns counts the
+// failed attempt too.)
+func answered(qr *llm.QueryResult) bool {
+	return qr != nil && (qr.Usage != llm.Usage{} || len(qr.Responses) > 0 || len(qr.ToolUses) > 0)
+}
+
 func outcomeEvent(o Outcome) OutcomeEvent {
-	e := OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}
+	e := OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason, Unanswered: o.Unanswered}
 	if o.Err != nil {
 		e.Error = o.Err.Error()
 	}
