@@ -341,35 +341,61 @@ func (a *Agent) Stop() *Result {
 	}
 	if a.result == nil {
 		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
-			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path()}
+			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(),
+			Error: NewResultError(agenterr.New(agenterr.CodeAborted, agenterr.LayerLifecycle, false, "stopped before running"))}
 	}
+	// MCP servers that stopped during the run: restarted, or their tools
+	// failed (the model saw the errors).
+	a.result.Warnings = append(a.result.Warnings, a.mcp.Notes()...)
+	// Models and MCP servers close before run.end, so the journal says how
+	// that went.
+	a.noteStopError(a.closeModels())
 	a.emit.Emit(journal.RunEnd, a.result)
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})
-	if err := a.release(); err != nil && a.result.Error == nil {
-		a.result.Error = NewResultError(err)
-	}
+	a.noteStopError(a.release())
 	a.state = Stopped
 	return a.result
 }
 
-// release closes the bridge and the journal.
-func (a *Agent) release() error {
+// noteStopError records a failure to release a resource at the end of a
+// run. A completed run stays a success without an error (success implies
+// no error): the failure becomes a warning of the result. Otherwise it is
+// the run's error unless it already has one.
+func (a *Agent) noteStopError(err error) {
+	switch {
+	case err == nil:
+	case a.result.Success:
+		a.result.Warnings = append(a.result.Warnings, "after the run completed: "+err.Error())
+	case a.result.Error == nil:
+		a.result.Error = NewResultError(err)
+	}
+}
+
+// closeModels closes the bridges and the MCP servers (once).
+func (a *Agent) closeModels() error {
 	var first error
 	if a.bridge != nil {
-		if err := a.bridge.Close(); err != nil {
-			first = err
-		}
+		first = a.bridge.Close()
+		a.bridge = nil
 	}
 	for _, b := range a.stepBridges {
 		if err := b.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
+	a.stepBridges = nil
 	if a.mcp != nil {
 		if err := a.mcp.Close(); err != nil && first == nil {
 			first = err
 		}
+		a.mcp = nil
 	}
+	return first
+}
+
+// release closes every resource: models, MCP servers, tracer and journal.
+func (a *Agent) release() error {
+	first := a.closeModels()
 	if a.tracer != nil {
 		a.tracer.Close()
 	}

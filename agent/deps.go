@@ -110,7 +110,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		needMCP = needMCP || !runsOwnToolLoop(spec)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
-		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir})
+		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit})
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
 				e.File = filepath.Join(a.def.Dir(), config.AgentFile)

@@ -139,11 +139,14 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			if err := decode(&e); err != nil {
 				return nil, err
 			}
-			pending = llm.Usage{} // in the summary
 			it := at(ev.Iteration)
-			// An unanswered iteration never reached the model: it is not
-			// counted, and resume runs it again under its number.
-			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, !e.Outcome.Unanswered
+			// An iteration whose query did not finish is not counted, and
+			// resume runs it again under its number; its billed turns stay
+			// pending like a killed iteration's.
+			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, !e.Outcome.Redo
+			if it.Finished {
+				pending = llm.Usage{} // in the summary
+			}
 			if tentative != nil && it.Finished {
 				rec.stepState, tentative = tentative, nil
 			}

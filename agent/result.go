@@ -19,18 +19,23 @@ type Result struct {
 	CompletionReason string `json:"completionReason"`
 	// Reason is the human explanation (the completion handler's reason, or
 	// what stopped the run).
-	Reason     string       `json:"reason,omitempty"`
-	Iterations int          `json:"iterations"`
-	SessionID  string       `json:"sessionId,omitempty"`
-	RunID      string       `json:"runId"`
-	Agent      string       `json:"agent"`
-	Model      string       `json:"model"`
-	StepID     string       `json:"stepId,omitempty"`
-	Usage      llm.Usage    `json:"usage"`
-	CostUSD    float64      `json:"cost"`
-	DurationMs int64        `json:"durationMs"`
-	Journal    string       `json:"journal,omitempty"`
-	Error      *ResultError `json:"error,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Iterations int       `json:"iterations"`
+	SessionID  string    `json:"sessionId,omitempty"`
+	RunID      string    `json:"runId"`
+	Agent      string    `json:"agent"`
+	Model      string    `json:"model"`
+	StepID     string    `json:"stepId,omitempty"`
+	Usage      llm.Usage `json:"usage"`
+	CostUSD    float64   `json:"cost"`
+	DurationMs int64     `json:"durationMs"`
+	Journal    string    `json:"journal,omitempty"`
+	// Error is why the run did not complete; never set when Success is.
+	Error *ResultError `json:"error,omitempty"`
+	// Warnings are problems that did not change the outcome, such as an
+	// MCP server that failed while being shut down after the run
+	// completed.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ResultError is the error part of a Result.

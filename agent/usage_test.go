@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,21 +10,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 )
 
-// runOnce builds, starts and runs an agent to its result.
-func runOnce(t *testing.T, dir string, opts BuildOptions) *Result {
-	t.Helper()
-	ctx := context.Background()
-	a, err := Build(ctx, load(t, dir), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	return a.Stop()
-}
-
 // resumeOnce resumes the run res from its journal.
 func resumeOnce(t *testing.T, dir string, res *Result, opts BuildOptions) *Result {
 	t.Helper()
@@ -34,7 +18,7 @@ func resumeOnce(t *testing.T, dir string, res *Result, opts BuildOptions) *Resul
 		t.Fatal(err)
 	}
 	opts.Resume = rec
-	return runOnce(t, dir, opts)
+	return runToEnd(t, load(t, dir), opts)
 }
 
 // Turns that completed inside an iteration whose query then failed were
@@ -46,7 +30,7 @@ func TestUsageOfAFailedIterationCounts(t *testing.T) {
     usage: {input_tokens: 100, output_tokens: 20}
   - error: {type: connection, message: "stream dropped"}
 `, "")
-	res := runOnce(t, dir, BuildOptions{WorkDir: t.TempDir()})
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
 	if res.Success || res.Error == nil || res.Error.Code != agenterr.CodeSdkConnection || !res.Error.Recoverable {
 		t.Fatalf("%+v", res)
 	}
@@ -71,7 +55,7 @@ func TestIterationThatNeverReachedTheModelIsNotCounted(t *testing.T) {
 	dir := basicAgent(t, "turns:\n  - error: {type: overloaded, message: \"down\"}\n", "")
 	os.WriteFile(filepath.Join(dir, "ok.yaml"), []byte("turns:\n  - text: \"ALL_DONE\"\n"), 0o644)
 	wd := t.TempDir()
-	res := runOnce(t, dir, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
 	for attempt := 0; attempt < 3; attempt++ {
 		if res.Error == nil || res.Error.Code != agenterr.CodeSdkConnection || res.Iterations != 0 {
 			t.Fatalf("attempt %d: %+v %+v", attempt, res, res.Error)
@@ -94,7 +78,7 @@ func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
     usage: {input_tokens: 10, output_tokens: 1}
 `, "")
 	wd := t.TempDir()
-	first := runOnce(t, dir, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	first := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
 	// What a kill inside iteration 2 leaves: its start and a billed turn.
 	w, err := journal.Append(first.Journal)
 	if err != nil {

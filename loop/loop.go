@@ -87,10 +87,13 @@ type Outcome struct {
 	// CompletionReason overrides the reason token reported for a Stop
 	// (e.g. "validation_exhausted"); "" derives it from Err.
 	CompletionReason string
-	// Unanswered is set by the loop when the iteration stopped before any
-	// model turn completed (its query failed, e.g. the provider was down):
-	// it does not count against budgets.maxIterations.
-	Unanswered bool
+	// Redo is set by the loop when the iteration's query did not finish:
+	// it failed before any model turn completed (the provider was down),
+	// or the run was canceled or ran out of time during it. Such an
+	// iteration does not count against budgets.maxIterations, and resume
+	// runs it again under its number; the usage of its completed turns
+	// still counts.
+	Redo bool
 }
 
 // Flow decides what each iteration sends and what it means.
@@ -177,9 +180,9 @@ type OutcomeEvent struct {
 	Stop     bool   `json:"stop,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	Error    string `json:"error,omitempty"`
-	// Unanswered marks an iteration that never got a model turn; it is
-	// not counted, and resume runs it again under the same number.
-	Unanswered bool `json:"unanswered,omitempty"`
+	// Redo marks an iteration whose query did not finish (see
+	// Outcome.Redo): not counted; resume runs it again under its number.
+	Redo bool `json:"redo,omitempty"`
 }
 
 // QueryStartEvent is the payload of a query.start journal event.
@@ -228,8 +231,11 @@ func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 		}
 		rc.Iteration++
 		s, outcome := l.iterate(ctx, rc)
-		if outcome.Unanswered {
-			// Never reached the model: journaled, but not counted.
+		if outcome.Redo {
+			// Its query did not finish: journaled, its billed turns
+			// counted, but the iteration is not.
+			res.Usage.Add(s.Usage)
+			res.CostUSD += s.CostUSD
 			l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(outcome)})
 			rc.Iteration--
 			reason := reasonForError(ctx, outcome.Err)
@@ -270,7 +276,7 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 	switch {
 	case ctx.Err() != nil:
 		reason := reasonForError(ctx, ctx.Err())
-		return &Result{CompletionReason: reason, Reason: "stopped before iteration " + fmt.Sprint(rc.Iteration+1), Err: stopError(reason, ctx.Err())}, true
+		return &Result{CompletionReason: reason, Reason: "stopped before iteration " + fmt.Sprint(rc.Iteration+1), Err: stopError(reason)}, true
 	case rc.Iteration >= HardLimit:
 		return &Result{CompletionReason: ReasonEmergencyStop, Reason: fmt.Sprintf("Hard limit exceeded: %d", HardLimit),
 			Err: agenterr.New(agenterr.CodeHardLimit, agenterr.LayerLoop, false, "hard limit of %d iterations reached", HardLimit)}, true
@@ -333,21 +339,21 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 		qr, err = bridge.Query(ctx, turn.Prompt, opts)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			err = stopError(reasonForError(ctx, ctx.Err()), err)
+		interrupted := ctx.Err() != nil
+		if interrupted {
+			err = stopError(reasonForError(ctx, ctx.Err()))
 		}
-		if !answered(qr) {
-			s, out := fail(err)
-			out.Unanswered = true
-			return s, out
+		if qr != nil {
+			// Turns that completed before the failure were billed: count them.
+			s.Usage, s.CostUSD = qr.Usage, qr.CostUSD
+			if s.CostUSD == 0 && cost != nil {
+				s.CostUSD = cost(qr.Usage)
+			}
+			s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
 		}
-		// Turns that completed before the failure were billed: count them.
-		s.Usage, s.CostUSD = qr.Usage, qr.CostUSD
-		if s.CostUSD == 0 && cost != nil {
-			s.CostUSD = cost(qr.Usage)
-		}
-		s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
-		return fail(err)
+		s, out := fail(err)
+		out.Redo = interrupted || !answered(qr)
+		return s, out
 	}
 	s.SessionID = opts.SessionID
 	if qr.SessionID != "" {
@@ -385,7 +391,7 @@ func answered(qr *llm.QueryResult) bool {
 }
 
 func outcomeEvent(o Outcome) OutcomeEvent {
-	e := OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason, Unanswered: o.Unanswered}
+	e := OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason, Redo: o.Redo}
 	if o.Err != nil {
 		e.Error = o.Err.Error()
 	}
@@ -414,9 +420,11 @@ func reasonForError(ctx context.Context, err error) string {
 	return ReasonError
 }
 
-func stopError(reason string, cause error) error {
+func stopError(reason string) error {
+	// One line that says what happened: the cancellation's own chain
+	// ("query canceled: context canceled") adds nothing.
 	if reason == ReasonTimeBudget {
-		return agenterr.Wrap(cause, agenterr.CodeTimeBudget, agenterr.LayerLoop, false, "time budget exhausted")
+		return agenterr.New(agenterr.CodeTimeBudget, agenterr.LayerLoop, false, "time budget exhausted (runner.budgets.timeoutSeconds)")
 	}
-	return agenterr.Wrap(cause, agenterr.CodeCanceled, agenterr.LayerLoop, false, "run canceled")
+	return agenterr.New(agenterr.CodeCanceled, agenterr.LayerLoop, true, "run canceled (interrupted); its journal is complete up to here")
 }

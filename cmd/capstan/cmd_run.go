@@ -261,7 +261,11 @@ func printSummary(w io.Writer, r *agent.Result) {
 	if r.Success {
 		status = "COMPLETED"
 	}
-	fmt.Fprintf(w, "\n%s  %s — %s\n", status, r.CompletionReason, r.Reason)
+	if r.Error != nil && r.Reason == r.Error.Code+": "+r.Error.Message {
+		fmt.Fprintf(w, "\n%s  %s\n", status, r.CompletionReason) // the error line below says why
+	} else {
+		fmt.Fprintf(w, "\n%s  %s — %s\n", status, r.CompletionReason, r.Reason)
+	}
 	fmt.Fprintf(w, "  agent %s  model %s  run %s\n", r.Agent, r.Model, r.RunID)
 	fmt.Fprintf(w, "  iterations %d  step %s  tokens in=%d out=%d cache=%d/%d  cost $%.4f  %.1fs\n",
 		r.Iterations, r.StepID, r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.CostUSD, float64(r.DurationMs)/1000)
@@ -273,6 +277,9 @@ func printSummary(w io.Writer, r *agent.Result) {
 		if r.Error.Recoverable {
 			fmt.Fprintf(w, "  continue with: capstan resume %s\n", r.RunID)
 		}
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
 	fmt.Fprintf(w, "  journal %s  (capstan show %s)\n", r.Journal, r.RunID)
 }

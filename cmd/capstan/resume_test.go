@@ -177,3 +177,33 @@ func TestTamperedJournalIsReportedAndNotResumed(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
 }
+
+// Ctrl-C prints one clear line about the cancellation (not the chain of
+// wrapped cancellations) and how to continue; the printed resume command
+// finishes the run.
+func TestInterruptPrintsOneClearLine(t *testing.T) {
+	dir, wd := slowAgent(t), t.TempDir()
+	cmd := cliCommand("run", dir, "--who", "Ada", "--workdir", wd)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	interruptInIteration2(t, cmd, wd, stderr.String)
+	var errorLines []string
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "context canceled") || strings.Count(line, "CANCELED") > 1 {
+			t.Fatalf("a chain of cancellations: %q", line)
+		}
+		if strings.Contains(line, "error CANCELED") {
+			errorLines = append(errorLines, line)
+		}
+	}
+	if len(errorLines) != 1 || !strings.Contains(errorLines[0], "error CANCELED: run canceled (interrupted)") {
+		t.Fatalf("error lines %q in:\n%s", errorLines, stderr.String())
+	}
+	m := continueHint.FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no resume hint:\n%s", stderr.String())
+	}
+	if code, _, errOut := pasted(t, t.TempDir(), nil, m[1]); code != 0 || !strings.Contains(errOut, "COMPLETED") {
+		t.Fatalf("%s: exit %d\n%s\nrun:\n%s", m[1], code, errOut, stderr.String())
+	}
+}
