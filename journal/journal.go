@@ -113,7 +113,8 @@ type Writer struct {
 	now       func() time.Time
 	err       error
 	path      string
-	prev      string // chain hash of the last line written
+	prev      [32]byte // chain hash (hex) of the last line written
+	prevLen   int      // bytes of prev in use (len(Genesis) for a new journal)
 }
 
 // Create makes <dir>/.capstan/runs/<runID>/events.jsonl and returns a Writer
@@ -148,7 +149,9 @@ func CreateFile(path string, dirPerm os.FileMode) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: create %s: %w", path, err)
 	}
-	return &Writer{f: f, now: time.Now, path: path, prev: Genesis}, nil
+	w := &Writer{f: f, now: time.Now, path: path}
+	w.setPrev(Genesis)
+	return w, nil
 }
 
 // TornSuffix names the side file next to a journal that keeps the bytes
@@ -189,7 +192,8 @@ func Append(path string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
-	w := &Writer{f: f, now: time.Now, path: path, prev: in.last}
+	w := &Writer{f: f, now: time.Now, path: path}
+	w.setPrev(in.last)
 	if n := len(events); n > 0 {
 		w.seq = events[n-1].Seq
 	}
@@ -235,6 +239,9 @@ func cutTornTail(path string, size int64) (*RepairEvent, error) {
 	return &RepairEvent{Offset: size, Bytes: n, SideFile: filepath.Base(side)}, nil
 }
 
+// setPrev sets the chain hash the next event carries.
+func (w *Writer) setPrev(h string) { w.prevLen = copy(w.prev[:], h) }
+
 // Path is the journal file's path.
 func (w *Writer) Path() string { return w.path }
 
@@ -272,7 +279,7 @@ func (w *Writer) Emit(eventType string, data any) {
 		b = appendJSONString(b, w.step)
 	}
 	b = append(b, `,"prev":"`...)
-	b = append(b, w.prev...)
+	b = append(b, w.prev[:w.prevLen]...)
 	b = append(b, '"')
 	w.buf.Write(b)
 	if data != nil {
@@ -292,7 +299,8 @@ func (w *Writer) Emit(eventType string, data any) {
 	if _, err := w.f.Write(line); err != nil && w.err == nil {
 		w.err = fmt.Errorf("journal: write %s: %w", w.path, err)
 	}
-	w.prev = LineHash(line[:len(line)-1])
+	sum := sha256.Sum256(line[:len(line)-1])
+	w.prevLen = hex.Encode(w.prev[:], sum[:16])
 }
 
 // Err returns the first write error, if any.
