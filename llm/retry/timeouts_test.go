@@ -168,3 +168,40 @@ func TestTimeoutsDefaultsAndOverride(t *testing.T) {
 		t.Fatal("base client modified")
 	}
 }
+
+// A retry-after over 60 s is waited out up to the ceiling; past the
+// ceiling the call stops at once with the recoverable error and a hint
+// saying when to resume.
+func TestLongRetryAfterAgainstFakeServers(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.name, func(t *testing.T) {
+			srv := fakellm.Start(p.dialect, fakellm.Options{Replies: []fakellm.Reply{
+				{Fault: &fakellm.Fault{Status: 429, RetryAfter: "90"}},
+				{Text: "after the wait"},
+				{Fault: &fakellm.Fault{Status: 429, RetryAfter: "7200"}},
+			}})
+			defer srv.Close()
+			var waits []time.Duration
+			pol := retry.Policy{Sleep: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
+			var m llm.Model
+			switch p.dialect {
+			case fakellm.Anthropic:
+				m, _ = anthropic.New(anthropic.Config{APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client(), Retry: pol})
+			default:
+				m, _ = openai.New(openai.Config{APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client(), Retry: pol})
+			}
+			resp, err := ask(m)
+			if err != nil || resp.Message.Text != "after the wait" || len(waits) != 1 || waits[0] != 90*time.Second {
+				t.Fatalf("%v %v waits=%v", err, resp, waits)
+			}
+			_, err = ask(m)
+			e := agenterr.From(err)
+			if e == nil || e.Code != agenterr.CodeSdkRateLimit || !e.Recoverable || !strings.Contains(e.Hint, "resume the run after ") || len(waits) != 1 {
+				t.Fatalf("%v hint=%q waits=%v", err, e.Hint, waits)
+			}
+			if n := len(srv.Requests()); n != 3 {
+				t.Fatalf("%d requests: the over-long wait was retried", n)
+			}
+		})
+	}
+}
