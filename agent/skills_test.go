@@ -8,22 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Init() // sandboxed commands re-execute the test binary as their helper
-	// Run journals go to a temporary state dir, never the user's home.
-	state, err := os.MkdirTemp("", "capstan-state-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv(journal.EnvStateDir, state)
-	code := m.Run()
-	os.RemoveAll(state)
-	os.Exit(code)
+	sandbox.Init()            // sandboxed commands re-execute the test binary as their helper
+	os.Exit(statetest.Run(m)) // run journals go to a temporary state dir
 }
 
 func toolCalls(t *testing.T, path string) []llm.ToolUse {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -20,16 +21,9 @@ import (
 func TestMain(m *testing.M) {
 	sandbox.Init() // the sandbox re-executes this binary as its helper
 	if os.Getenv("CAPSTAN_TEST_CLI") != "1" {
-		// Run journals go to a temporary state dir, never the user's home;
-		// CLI subprocesses inherit it.
-		state, err := os.MkdirTemp("", "capstan-state-")
-		if err != nil {
-			panic(err)
-		}
-		os.Setenv(journal.EnvStateDir, state)
-		code := m.Run()
-		os.RemoveAll(state)
-		os.Exit(code)
+		// Run journals go to a temporary state dir, never the user's
+		// home; CLI subprocesses inherit it.
+		os.Exit(statetest.Run(m))
 	}
 	args := os.Args
 	for i, a := range args {
