@@ -115,6 +115,8 @@ type Agent struct {
 	buildOrder  []string
 
 	params map[string]string
+	// warnings are journaled at start and reported in the result.
+	warnings []string
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
 	skillsPrompt string
 	vars         map[string]string
@@ -233,6 +235,10 @@ func (a *Agent) buildJournal() error {
 			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
 		}
 	}
+	if rel, err := filepath.Rel(a.workDir, store.Dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		a.warnings = append(a.warnings, "the state directory "+store.Dir+" is inside the work dir: the agent's file tools can reach its run journals; set "+
+			journal.EnvStateDir+" to a directory outside "+a.workDir)
+	}
 	a.runID = journal.NewRunID(a.opts.Now())
 	w, err := store.Create(a.workDir, a.runID)
 	if err != nil {
@@ -285,6 +291,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	for _, w := range a.def.Warnings() {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
 	}
+	for _, w := range a.warnings {
+		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+	}
 	a.emit.Emit(journal.RunStart, start)
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
 	a.state = Started
@@ -322,7 +331,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
-		Journal: a.events.Path(), Error: NewResultError(lr.Err),
+		Journal: a.events.Path(), Error: NewResultError(lr.Err), Warnings: append([]string(nil), a.warnings...),
 	}
 	a.mu.Lock()
 	a.result = res

@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -98,5 +99,19 @@ func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
 	res := resumeOnce(t, dir, first, BuildOptions{WorkDir: wd, MaxIterations: 2})
 	if !res.Success || res.Usage.InputTokens != 520 || res.Usage.OutputTokens != 52 {
 		t.Fatalf("resumed usage %+v, want 520/52: %+v", res.Usage, res)
+	}
+}
+
+// A state directory inside the work dir (capstan run in $HOME) is within
+// the reach of the agent's file tools: the run says so.
+func TestStateDirInsideTheWorkDirIsWarned(t *testing.T) {
+	wd := t.TempDir()
+	res := runToEnd(t, load(t, basicAgent(t, "turns:\n  - text: ALL_DONE\n", "")),
+		BuildOptions{WorkDir: wd, Store: journal.Store{Dir: filepath.Join(wd, ".local", "state", "capstan")}})
+	if !res.Success || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "inside the work dir") {
+		t.Fatalf("%+v", res.Warnings)
+	}
+	if res := runToEnd(t, load(t, basicAgent(t, "turns:\n  - text: ALL_DONE\n", "")), BuildOptions{WorkDir: t.TempDir()}); len(res.Warnings) != 0 {
+		t.Fatalf("warned with the state dir elsewhere: %q", res.Warnings)
 	}
 }
