@@ -16,6 +16,8 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
+
+	"github.com/capstan-dev/capstan/procguard"
 )
 
 // The helper is this same binary started as
@@ -57,6 +59,7 @@ type helperStatus struct {
 // sandbox helper (the same binary re-executed by a Runner) it runs the
 // helper and exits, never returning.
 func Init() {
+	procguard.Init() // the supervisor of unsandboxed commands, same binary
 	if len(os.Args) < 3 || os.Args[1] != helperArg || os.Getenv(helperEnv) != "1" {
 		return
 	}

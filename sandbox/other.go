@@ -5,10 +5,12 @@ package sandbox
 import (
 	"context"
 	"runtime"
+
+	"github.com/capstan-dev/capstan/procguard"
 )
 
 // Init is a no-op on systems other than Linux.
-func Init() {}
+func Init() { procguard.Init() }
 
 // Probe reports that the sandbox needs Linux.
 func Probe(ctx context.Context) Capabilities {

@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Exit codes (DESIGN.md): 0 completed; 1 ran but did not complete; 2 usage or
@@ -63,7 +65,20 @@ func main() {
 	// A sandboxed skill script or command re-executes this binary as the
 	// sandbox helper; Init runs it and exits (it returns at once otherwise).
 	sandbox.Init()
+	protectProcess()
 	os.Exit(runMain(os.Args[1:]))
+}
+
+// protectProcess keeps capstan's secrets and descriptors away from the
+// commands it runs for the model: secret values are wiped from the
+// environment block that /proc/<pid>/environ shows (capstan keeps its own
+// copy), the process becomes non-dumpable (its /proc/<pid>/mem and environ
+// close to children of the same user), CAP_SYS_PTRACE leaves the bounding
+// set, and inherited descriptors above 2 become close-on-exec.
+func protectProcess() {
+	if _, err := procguard.Protect(builtin.IsSecret); err != nil {
+		fmt.Fprintln(os.Stderr, "capstan: warning: process protection incomplete:", err)
+	}
 }
 
 // runMain runs the CLI as a process does: the first Ctrl-C (SIGINT) or

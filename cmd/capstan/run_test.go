@@ -19,6 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	sandbox.Init() // the sandbox re-executes this binary as its helper
 	if os.Getenv("CAPSTAN_TEST_CLI") == "1" {
+		protectProcess()
 		args := os.Args
 		for i, a := range args {
 			if a == "--" {

@@ -28,6 +28,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Prefix starts every MCP tool name.
@@ -45,6 +46,10 @@ type Options struct {
 	// ConnectTimeout bounds connecting and listing tools per server
 	// (0 = 30s).
 	ConnectTimeout time.Duration
+	// Env is the allow-list of variables stdio servers get besides the
+	// minimal base (runner.boundaries.env; see builtin.BuildEnv); a
+	// server's own env entries are added on top.
+	Env []string
 }
 
 // Set is a group of connected MCP servers and their tools.
@@ -157,7 +162,7 @@ func transport(name string, cfg config.MCPServer, opts Options) (sdk.Transport, 
 	case cfg.Command != "":
 		cmd := exec.Command(cfg.Command, cfg.Args...)
 		cmd.Dir = opts.WorkDir
-		cmd.Env = os.Environ()
+		cmd.Env = builtin.BuildEnv(os.Environ(), opts.Env)
 		for k, v := range cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -200,7 +205,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (s *Set) Tools() []tool.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append([]tool.Tool(nil), s.tools...)
+	// A server that echoes a secret value (its environment, a config
+	// file) has it replaced before the model or the journal sees it.
+	out := builtin.RedactTools(s.tools)
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
 	return out
 }
