@@ -6,11 +6,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/mailgun/raymond/v2"
 	"github.com/mailgun/raymond/v2/ast"
 	"github.com/mailgun/raymond/v2/lexer"
 	"github.com/mailgun/raymond/v2/parser"
+
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
 // textHelper is the helper every plain {{path}} is routed through; it
@@ -104,7 +105,7 @@ func splitFrontmatter(src string) (body string, params []string, err error) {
 	var fm struct {
 		Params []string `yaml:"params"`
 	}
-	if err := yaml.Unmarshal([]byte(rest[:end]), &fm); err != nil {
+	if err := yamlsafe.Unmarshal([]byte(rest[:end]), &fm); err != nil {
 		return "", nil, fmt.Errorf("frontmatter: %v", err)
 	}
 	body = rest[end:]

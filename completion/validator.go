@@ -16,10 +16,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -347,7 +346,7 @@ func (v *CompletionValidator) runFile(name string, def config.Validator, params 
 	var doc any
 	ext := strings.ToLower(filepath.Ext(rel))
 	if ext == ".yaml" || ext == ".yml" {
-		err = yaml.Unmarshal(data, &doc)
+		err = yamlsafe.Unmarshal(data, &doc)
 	} else {
 		err = json.Unmarshal(data, &doc)
 	}

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -23,6 +24,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
 // Limits of the format (agentskills.io specification) that produce warnings.
@@ -243,13 +245,13 @@ func parseYAML(yml string) (map[string]any, bool, error) {
 	if strings.TrimSpace(yml) == "" {
 		return raw, false, nil
 	}
-	err := yaml.Unmarshal([]byte(yml), &raw)
+	err := yamlsafe.Unmarshal([]byte(yml), &raw)
 	if err == nil {
 		return raw, false, nil
 	}
 	if fixed, ok := quoteColonValues(yml); ok {
 		retry := map[string]any{}
-		if yaml.Unmarshal([]byte(fixed), &retry) == nil {
+		if yamlsafe.Unmarshal([]byte(fixed), &retry) == nil {
 			return retry, true, nil
 		}
 	}
@@ -327,9 +329,14 @@ func Load(root, id string) (*Skill, []Warning, error) {
 	if id == "" {
 		id = filepath.Base(abs)
 	}
-	data, err := os.ReadFile(filepath.Join(abs, file))
+	data, err := readCapped(filepath.Join(abs, file), MaxSkillFileBytes)
 	if err != nil {
-		return nil, nil, agenterr.Wrap(err, agenterr.CodeSkillNotFound, agenterr.LayerSkill, false, "read %s", file)
+		e := agenterr.Wrap(err, agenterr.CodeSkillParse, agenterr.LayerSkill, false, "read %s", file)
+		e.File = path.Join(id, file)
+		if errors.Is(err, errTooLarge) {
+			e.Hint = fmt.Sprintf("keep SKILL.md under %d MiB: move long reference text into files the skill links to", MaxSkillFileBytes>>20)
+		}
+		return nil, nil, e
 	}
 	fm, body, perr := Parse(data)
 	fileRel := path.Join(id, file)
@@ -639,4 +646,28 @@ func matchBase(files map[string]bool, p string) string {
 		}
 	}
 	return found
+}
+
+// MaxSkillFileBytes bounds SKILL.md, as prompt files are bounded: its
+// metadata goes into every system prompt and its body into the context.
+const MaxSkillFileBytes = 4 << 20
+
+var errTooLarge = errors.New("file too large")
+
+// readCapped reads the file at p, refusing (without reading it all) one
+// larger than max bytes.
+func readCapped(p string, max int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, max)
+	}
+	return data, nil
 }
