@@ -20,8 +20,6 @@ func Probe(ctx context.Context) Capabilities {
 	}
 }
 
-func probe(ctx context.Context, _ int) Capabilities { return Probe(ctx) }
-
 // Run refuses: there is no sandbox on this system.
 func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	return Result{}, r.caps.Unavailable()

@@ -48,6 +48,9 @@ type ScriptSpec struct {
 	Limits Limits
 	// MaxStdout caps the kept standard output (default 1 MiB).
 	MaxStdout int
+	// WriteLimitMB bounds what the script may add to build/ (and its
+	// private HOME/TMPDIR) while it runs; see Spec.WriteLimitMB.
+	WriteLimitMB int
 }
 
 // ScriptResult is a Result plus the parsed output of a script.
@@ -118,13 +121,14 @@ func (r *Runner) RunScript(ctx context.Context, spec ScriptSpec) (ScriptResult, 
 	rel, _ := filepath.Rel(root, script)
 	before := dirSize(build)
 	res, err := r.Run(ctx, Spec{
-		Argv:      append([]string{interp, rel}, argv...),
-		Dir:       root,
-		Writable:  []string{build},
-		Stdin:     stdin,
-		Timeout:   spec.Timeout,
-		Limits:    limits,
-		MaxStdout: spec.MaxStdout,
+		Argv:         append([]string{interp, rel}, argv...),
+		Dir:          root,
+		Writable:     []string{build},
+		Stdin:        stdin,
+		Timeout:      spec.Timeout,
+		Limits:       limits,
+		MaxStdout:    spec.MaxStdout,
+		WriteLimitMB: spec.WriteLimitMB,
 	})
 	if err != nil {
 		return ScriptResult{}, err
