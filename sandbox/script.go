@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/tool"
 )
 
 // Interpreters maps the script extensions the sandbox accepts to the program
@@ -200,25 +201,10 @@ func ResolveInside(root, rel string) (string, error) {
 	if !within(root, p) {
 		return "", escape("path %q leaves the skill root", rel)
 	}
-	// Resolve symlinks on the longest existing prefix.
-	existing := p
-	var rest []string
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		rest = append([]string{filepath.Base(existing)}, rest...)
-		existing = parent
-	}
-	resolved, err := filepath.EvalSymlinks(existing)
+	full, err := tool.EvalSymlinksPrefix(p)
 	if err != nil {
 		return "", escape("path %q: %v", rel, err)
 	}
-	full := filepath.Join(append([]string{resolved}, rest...)...)
 	if !within(root, full) {
 		return "", escape("path %q resolves outside the skill root (symlink)", rel)
 	}

@@ -1,27 +1,22 @@
 package skill
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
 // TestSkillFrontmatterMergeBombIsRefused: SKILL.md frontmatter with 40
 // levels of merge keys fails to load with a coded error instead of hanging
 // skills list, skills run, validate and run.
 func TestSkillFrontmatterMergeBombIsRefused(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("---\nname: bomb\ndescription: merges\nx:\n  b0: &b0 {x0: 1}\n")
-	for i := 1; i <= 40; i++ {
-		fmt.Fprintf(&b, "  b%d: &b%d {<<: [*b%d, *b%d], x%d: 1}\n", i, i, i-1, i-1, i)
-	}
-	b.WriteString("---\nbody\n")
+	bomb := "  " + strings.ReplaceAll(strings.TrimSuffix(yamlsafe.MergeBomb(40), "\n"), "\n", "\n  ")
 	dir := filepath.Join(t.TempDir(), "bomb")
-	writeTree(t, dir, map[string]string{"SKILL.md": b.String()})
+	writeTree(t, dir, map[string]string{"SKILL.md": "---\nname: bomb\ndescription: merges\nx:\n" + bomb + "\n---\nbody\n"})
 	_, _, err := Load(dir, "")
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeSkillParse || !strings.Contains(err.Error(), "nodes") {
 		t.Fatalf("err = %v", err)

@@ -319,7 +319,27 @@ func (p Policy) resolveRel(rel string) string {
 		return rel // no work dir to resolve against: the lexical answer
 	}
 	full := filepath.Join(root, filepath.FromSlash(rel))
-	existing, rest := full, []string(nil)
+	resolved, err := EvalSymlinksPrefix(full)
+	if err != nil {
+		return "/" + filepath.ToSlash(full) // dangling or looping link
+	}
+	out, err := filepath.Rel(root, resolved)
+	if err != nil {
+		return "/" + filepath.ToSlash(resolved)
+	}
+	out = filepath.ToSlash(out)
+	if out == ".." || strings.HasPrefix(out, "../") {
+		return "/" + filepath.ToSlash(resolved)
+	}
+	return path.Clean(out)
+}
+
+// EvalSymlinksPrefix resolves the symlinks of the absolute path p on its
+// longest existing prefix and appends the rest unchanged, so a path that
+// does not exist yet resolves through its deepest existing parent. It
+// fails on a dangling or looping link in the existing part.
+func EvalSymlinksPrefix(p string) (string, error) {
+	existing, rest := p, []string(nil)
 	for {
 		if _, err := os.Lstat(existing); err == nil {
 			break
@@ -333,18 +353,9 @@ func (p Policy) resolveRel(rel string) string {
 	}
 	resolved, err := filepath.EvalSymlinks(existing)
 	if err != nil {
-		return "/" + filepath.ToSlash(full) // dangling or looping link
+		return "", err
 	}
-	resolved = filepath.Join(append([]string{resolved}, rest...)...)
-	out, err := filepath.Rel(root, resolved)
-	if err != nil {
-		return "/" + filepath.ToSlash(resolved)
-	}
-	out = filepath.ToSlash(out)
-	if out == ".." || strings.HasPrefix(out, "../") {
-		return "/" + filepath.ToSlash(resolved)
-	}
-	return path.Clean(out)
+	return filepath.Join(append([]string{resolved}, rest...)...), nil
 }
 
 // malformedName is the tool-name part of a malformed pattern.

@@ -8,6 +8,7 @@ package yamlsafe
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -107,4 +108,17 @@ func expandedSize(n ast.Node, sizes map[string]int) int {
 	default:
 		return 1
 	}
+}
+
+// MergeBomb returns levels lines of YAML in which each anchor merges two
+// copies of the previous one ("bN: &bN {<<: [*bN-1, *bN-1], xN: 1}"): a
+// kilobyte whose naive decoding takes 2^levels steps. Tests of every YAML
+// reader use it.
+func MergeBomb(levels int) string {
+	var b strings.Builder
+	b.WriteString("b0: &b0 {x0: 1}\n")
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, "b%d: &b%d {<<: [*b%d, *b%d], x%d: 1}\n", i, i, i-1, i-1, i)
+	}
+	return b.String()
 }
