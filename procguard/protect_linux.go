@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // Report says what Protect did.
@@ -137,8 +138,15 @@ func environRange() (uint64, uint64, error) {
 // non-dumpable flag keeps a root child out of /proc/<pid>/mem too. A
 // non-root process cannot change the set and needs not: its children get
 // no capabilities from exec (file capabilities aside).
+//
+// The bounding set belongs to each thread, and Go starts a child from
+// whichever thread runs the goroutine, so the drop is done on every thread
+// of the process (psx: AllThreadsSyscall without cgo, signals with it).
 func dropBoundingPtrace() error {
-	err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_PTRACE, 0, 0, 0)
+	var err error
+	if _, _, errno := psx.Syscall3(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, unix.CAP_SYS_PTRACE, 0); errno != 0 {
+		err = errno
+	}
 	if err == nil || os.Geteuid() != 0 {
 		return nil
 	}
