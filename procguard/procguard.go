@@ -5,10 +5,11 @@
 // [Protect], called once at start-up, wipes the values of secret
 // variables from the process's initial environment block (what
 // /proc/<pid>/environ shows; Go keeps its own copy, so os.Getenv still
-// works), marks the process non-dumpable (so /proc/<pid>/mem and environ
-// are closed to same-uid processes), drops CAP_SYS_PTRACE from the
-// capability bounding set (so children of a root capstan cannot override
-// that), and marks every inherited descriptor above 2 close-on-exec (so no
+// works; the kernel may still let a same-uid process read that block, so
+// the values must go), marks the process non-dumpable (so /proc/<pid>/mem,
+// which holds Go's copy, is closed to same-uid processes), drops
+// CAP_SYS_PTRACE from the capability bounding set of every thread (so
+// children of a root capstan cannot override that), and marks every inherited descriptor above 2 close-on-exec (so no
 // child inherits one by accident).
 //
 // [Command] runs a program under a supervisor: this binary re-executed as

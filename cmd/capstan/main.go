@@ -72,9 +72,9 @@ func main() {
 // protectProcess keeps capstan's secrets and descriptors away from the
 // commands it runs for the model: secret values are wiped from the
 // environment block that /proc/<pid>/environ shows (capstan keeps its own
-// copy), the process becomes non-dumpable (its /proc/<pid>/mem and environ
-// close to children of the same user), CAP_SYS_PTRACE leaves the bounding
-// set, and inherited descriptors above 2 become close-on-exec.
+// copy), the process becomes non-dumpable (its /proc/<pid>/mem closes to
+// children of the same user), CAP_SYS_PTRACE leaves the bounding set, and
+// inherited descriptors above 2 become close-on-exec.
 func protectProcess() {
 	if _, err := procguard.Protect(builtin.IsSecret); err != nil {
 		fmt.Fprintln(os.Stderr, "capstan: warning: process protection incomplete:", err)
