@@ -234,8 +234,29 @@ func killChildren() {
 	}
 }
 
-// children lists the pids whose parent is pid, from /proc/<pid>/stat.
+// children lists the pids whose parent is pid: from the children files
+// of its threads, or a scan of /proc on kernels without them.
 func children(pid int) []int {
+	base := "/proc/" + strconv.Itoa(pid) + "/task"
+	if tasks, err := os.ReadDir(base); err == nil {
+		var out []int
+		found := false
+		for _, t := range tasks {
+			b, err := os.ReadFile(base + "/" + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			found = true
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					out = append(out, c)
+				}
+			}
+		}
+		if found {
+			return out
+		}
+	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
