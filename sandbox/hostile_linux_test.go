@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,6 +57,9 @@ func TestInheritedFDDoesNotReachProgram(t *testing.T) {
 // abstract socket cannot be connected to.
 func TestUnixSocketsUnreachable(t *testing.T) {
 	needPython(t)
+	if socketFilter() == nil {
+		t.Skip("no seccomp filter for " + runtime.GOARCH + ": UNIX sockets are not blocked on this architecture (see docs/sandbox.md)")
+	}
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
