@@ -57,3 +57,9 @@ func (s *Supervised) Kill() {}
 
 // Status is empty on systems other than Linux.
 func (s *Supervised) Status() Status { return Status{} }
+
+// AdoptOrphans does nothing on systems other than Linux.
+func AdoptOrphans() error { return nil }
+
+// KillChildren does nothing on systems other than Linux.
+func KillChildren() {}

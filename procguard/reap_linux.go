@@ -306,3 +306,16 @@ func lookPath(prog string, env []string) string {
 	}
 	return prog
 }
+
+// AdoptOrphans makes this process a child subreaper: a process its
+// children leave behind (a validator's or an MCP server's background job,
+// even one that called setsid) is re-parented to it instead of to init, so
+// KillChildren can end it.
+func AdoptOrphans() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// KillChildren kills and reaps every remaining child of this process,
+// adopted orphans included, until none is left. Call it when the work is
+// done, just before exiting.
+func KillChildren() { reapAll() }

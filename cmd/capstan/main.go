@@ -65,8 +65,21 @@ func main() {
 	// A sandboxed skill script or command re-executes this binary as the
 	// sandbox helper; Init runs it and exits (it returns at once otherwise).
 	sandbox.Init()
+	os.Exit(runProcess(os.Args[1:]))
+}
+
+// runProcess runs the CLI as the capstan process: protected from the
+// commands it starts, and leaving none of their processes behind — every
+// process a command orphaned (validators, MCP servers, even after setsid)
+// was adopted by capstan and is killed before it exits.
+func runProcess(args []string) int {
 	protectProcess()
-	os.Exit(runMain(os.Args[1:]))
+	if err := procguard.AdoptOrphans(); err != nil {
+		fmt.Fprintln(os.Stderr, "capstan: warning: cannot adopt orphaned processes:", err)
+	}
+	code := runMain(args)
+	procguard.KillChildren()
+	return code
 }
 
 // protectProcess keeps capstan's secrets and descriptors away from the

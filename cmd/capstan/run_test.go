@@ -19,7 +19,6 @@ import (
 func TestMain(m *testing.M) {
 	sandbox.Init() // the sandbox re-executes this binary as its helper
 	if os.Getenv("CAPSTAN_TEST_CLI") == "1" {
-		protectProcess()
 		args := os.Args
 		for i, a := range args {
 			if a == "--" {
@@ -27,7 +26,7 @@ func TestMain(m *testing.M) {
 				break
 			}
 		}
-		os.Exit(runMain(args))
+		os.Exit(runProcess(args))
 	}
 	os.Exit(m.Run())
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -88,4 +91,38 @@ func reverse(s string) string {
 		b[i], b[j] = b[j], b[i]
 	}
 	return string(b)
+}
+
+// TestRunLeavesNoProcessBehind: a validator command that starts a setsid
+// background job (outside any process group capstan kills) does not leave
+// it running after `capstan run` exits.
+func TestRunLeavesNoProcessBehind(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "orphan", "description": "leaves a job behind",
+  "runner": {"model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "ALL_DONE", "validators": ["spawn"]}}}`,
+		"steps_registry.json": `{"agentId": "orphan", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main", "completionConditions": [{"validator": "spawn"}]}},
+  "validators": {"spawn": {"type": "command", "command": "setsid -f sh -c 'echo $$ > orphan.pid; exec sleep 300'; while [ ! -s orphan.pid ]; do sleep 0.01; done", "successWhen": "exitCode:0", "failurePattern": "test-failed"}}}`,
+		"prompts/steps/work/main/f_default.md": "Do it.",
+		"script.yaml":                          "turns:\n  - text: \"ALL_DONE\"\n",
+	})
+	wd := t.TempDir()
+	out, err := cliCommand("run", dir, "--workdir", wd).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(wd, "orphan.pid"))
+	if err != nil {
+		t.Fatalf("the validator did not run: %v\n%s", err, out)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !strings.Contains(string(st), ") Z") {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // the process this test caused
+			t.Fatalf("the validator's setsid job %d outlived capstan run", pid)
+		}
+	}
 }
