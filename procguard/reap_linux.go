@@ -229,14 +229,14 @@ func reapAll() {
 
 // killChildren sends SIGKILL to every child of this process.
 func killChildren() {
-	for _, pid := range children(os.Getpid()) {
+	for _, pid := range Children(os.Getpid()) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
-// children lists the pids whose parent is pid: from the children files
+// Children lists the pids whose parent is pid: from the children files
 // of its threads, or a scan of /proc on kernels without them.
-func children(pid int) []int {
+func Children(pid int) []int {
 	base := "/proc/" + strconv.Itoa(pid) + "/task"
 	if tasks, err := os.ReadDir(base); err == nil {
 		var out []int

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/capstan-dev/capstan/procguard"
 )
 
 // watchInterval is how often the watchdog samples the process tree and the
@@ -142,49 +144,11 @@ func runnableNanos(pid int) int64 {
 	return on + wait
 }
 
-// processTree lists pid and all its descendants, from the children files
-// of /proc (every thread's), or a scan of /proc where those do not exist.
+// processTree lists pid and all its descendants.
 func processTree(pid int) []int {
-	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"); err != nil {
-		return scanTree(pid)
-	}
 	out := []int{pid}
 	for i := 0; i < len(out); i++ {
-		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(out[i]) + "/task")
-		for _, t := range tasks {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(out[i]) + "/task/" + t.Name() + "/children")
-			if err != nil {
-				continue
-			}
-			for _, f := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(f); err == nil {
-					out = append(out, c)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// scanTree finds the descendants of pid from the parent pids of every
-// process in /proc.
-func scanTree(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	kids := map[int][]int{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if f := statFields(p); len(f) > 1 {
-			if pp, err := strconv.Atoi(f[1]); err == nil {
-				kids[pp] = append(kids[pp], p)
-			}
-		}
-	}
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, kids[out[i]]...)
+		out = append(out, procguard.Children(out[i])...)
 	}
 	return out
 }
