@@ -48,6 +48,7 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 		Schemas:    a.schemas,
 		Emitter:    a.emit,
 		File:       registryFile(a.spec),
+		Env:        a.spec.Runner.Boundaries.Env,
 	})
 	return completion.FromConfig(a.spec.Runner.Completion, completion.Deps{
 		Verifier: a.verifier,
@@ -62,7 +63,7 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 // runner.boundaries.sandbox is enabled), and the tools of runner.skills.
 func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
-	cfg := builtin.Config{WorkDir: a.workDir}
+	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env}
 	var boxed *sandbox.Runner
 	if b.Sandbox != nil && b.Sandbox.Enabled {
 		r, err := sandbox.NewCommandRunner(ctx, b.Sandbox)
@@ -93,7 +94,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		a.emit.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
 	}
 	a.skillsPrompt = cat.SystemPromptSection()
-	return append(tools, cat.Tools()...), nil
+	return append(tools, builtin.RedactTools(cat.Tools())...), nil
 }
 
 // buildBridge opens the model provider with the agent's tools. MCP
@@ -112,7 +113,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		needMCP = needMCP || !runsOwnToolLoop(spec)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
-		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit})
+		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env})
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
 				e.File = filepath.Join(a.def.Dir(), config.AgentFile)

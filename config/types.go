@@ -137,6 +137,12 @@ type Boundaries struct {
 	// MaxTurns bounds model turns per iteration (tool loop).
 	MaxTurns int      `json:"maxTurns,omitempty"`
 	Sandbox  *Sandbox `json:"sandbox,omitempty"`
+	// Env is the allow-list of environment variables passed to Bash,
+	// validator commands and MCP servers on top of the minimal base
+	// (PATH, HOME, LANG, …): "NAME" copies NAME from capstan's environment
+	// (secrets included, on purpose), "PREFIX*" copies the non-secret
+	// variables starting with PREFIX, "NAME=value" sets one.
+	Env []string `json:"env,omitempty"`
 }
 
 // Sandbox configures sandboxing of the Bash tool and skill scripts.

@@ -248,7 +248,9 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	// `capstan show` list skill runs too.
 	events.Emit(journal.RunStart, agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
 	started := time.Now()
-	rt := skill.New(skill.Config{Model: model, ModelName: f.model, Sandbox: sb, Events: events, Seed: f.seed})
+	// The request carries the provider's own model name ("gpt-4o"), never
+	// the "provider:model" spec the user typed.
+	rt := skill.New(skill.Config{Model: model, ModelName: modelName, Sandbox: sb, Events: events, Seed: f.seed})
 	res, runErr := rt.Run(ctx, sk, skill.Input{
 		Goal: f.goal, Constraints: f.constraints, Inputs: inputs, Budgets: f.budgets,
 		Expected: expects, BuildDir: f.build, Fresh: f.fresh,

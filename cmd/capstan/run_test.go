@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 			break
 		}
 	}
-	os.Exit(runMain(args))
+	os.Exit(runProcess(args))
 }
 
 // testStore is the test state dir's store (TestMain sets it).

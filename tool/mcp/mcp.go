@@ -31,6 +31,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Prefix starts every MCP tool name.
@@ -51,6 +52,10 @@ type Options struct {
 	// Events receives a warning event when a server stops during the run
 	// and is restarted, or cannot be (nil = none).
 	Events journal.Emitter
+	// Env is the allow-list of variables stdio servers get besides the
+	// minimal base (runner.boundaries.env; see builtin.BuildEnv); a
+	// server's own env entries are added on top.
+	Env []string
 }
 
 // Set is a group of connected MCP servers and their tools.
@@ -181,7 +186,7 @@ func transport(name string, cfg config.MCPServer, opts Options) (sdk.Transport, 
 	case cfg.Command != "":
 		cmd := exec.Command(cfg.Command, cfg.Args...)
 		cmd.Dir = opts.WorkDir
-		cmd.Env = os.Environ()
+		cmd.Env = builtin.BuildEnv(os.Environ(), opts.Env)
 		for k, v := range cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -224,7 +229,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (s *Set) Tools() []tool.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append([]tool.Tool(nil), s.tools...)
+	// A server that echoes a secret value (its environment, a config
+	// file) has it replaced before the model or the journal sees it.
+	out := builtin.RedactTools(s.tools)
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
 	return out
 }

@@ -219,9 +219,11 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("MCP_TEST_API_KEY", "sk-mcp-secret-0123456789")
+	t.Setenv("MCP_UNLISTED", "not-for-servers")
 	set, err := mcp.ConnectWith(context.Background(), map[string]config.MCPServer{
 		"greeter": {Command: bin, Env: map[string]string{"GREETING": "Hej"}},
-	}, mcp.Options{WorkDir: work})
+	}, mcp.Options{WorkDir: work, Env: []string{"MCP_TEST_API_KEY"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +233,13 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 	res, err := find(set.Tools(), "mcp__greeter__greet").Run(context.Background(), json.RawMessage(`{"name":"Ada"}`))
 	if err != nil || res.Content != "Hej, Ada from workdir-x" {
 		t.Fatalf("greet = %+v, %v", res, err)
+	}
+	// The server gets the minimal base plus the allow-list; a secret it
+	// was given on purpose and echoes back is redacted in the result.
+	res, err = find(set.Tools(), "mcp__greeter__env").Run(context.Background(), json.RawMessage(`{}`))
+	if err != nil || !strings.Contains(res.Content, "MCP_TEST_API_KEY=[REDACTED]") || strings.Contains(res.Content, "sk-mcp-secret") ||
+		strings.Contains(res.Content, "MCP_UNLISTED") || !strings.Contains(res.Content, "GREETING=Hej") {
+		t.Fatalf("env = %+v, %v", res, err)
 	}
 	// A server that dies mid-call fails the call with an error the model
 	// reads, without hanging; it is restarted once, so its tools work
