@@ -46,7 +46,7 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 		File:       registryFile(a.spec),
 	})
 	return completion.FromConfig(a.spec.Runner.Completion, completion.Deps{
-		Verifier: a.verifier,
+		HasValidator: a.verifier.Has,
 		WorkDir:  a.workDir,
 		Params:   a.vars,
 		File:     filepath.Join(a.def.Dir(), config.AgentFile),

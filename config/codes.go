@@ -43,7 +43,7 @@ func Codes() []CodeInfo {
 		{"AC-COMPLETION-NAME", e, "two conditions of one composite have the same name"},
 		{"AC-COMPLETION-HANDLER", e, "completion custom without handler"},
 		{"AC-COMPLETION-VALIDATOR", e, "completion.validators names a validator that does not exist"},
-		{"AC-IGNORED-FIELD", w, "a completion field the completion type does not use"},
+		{"AC-IGNORED-FIELD", e, "a completion field the completion type does not use"},
 		{"AC-MCP-TRANSPORT", e, "an MCP server sets both or neither of command and url"},
 		{"AC-BUDGET-HARD-LIMIT", w, "budgets.maxIterations exceeds the loop's hard limit (100)"},
 

@@ -385,15 +385,17 @@ func (c *checker) completion(ptr string, comp Completion) {
 				"completion type custom needs a handler")
 		}
 	}
+	// A field the type does not read would be silently ignored: an error,
+	// so that every accepted field acts.
 	ignored := func(set bool, field, usedBy string) {
 		if set {
-			c.report(a, "AC-IGNORED-FIELD", SeverityWarning, ptr+"/"+field,
+			c.report(a, "AC-IGNORED-FIELD", SeverityError, ptr+"/"+field,
 				"remove it, or change type to "+usedBy,
-				"%s is ignored by completion type %q (only %s uses it)", field, comp.Type, usedBy)
+				"%s has no effect with completion type %q (only %s uses it)", field, comp.Type, usedBy)
 		}
 	}
 	if comp.Type != "" {
-		ignored(comp.Keyword != "" && comp.Type != "keyword", "keyword", "keyword")
+		ignored(comp.Keyword != "" && comp.Type != "keyword" && comp.Type != "structured", "keyword", "keyword or structured")
 		ignored(comp.Mode != "" && comp.Type != "composite", "mode", "composite")
 		ignored(len(comp.Conditions) > 0 && comp.Type != "composite", "conditions", "composite")
 		ignored(comp.Handler != "" && comp.Type != "custom", "handler", "custom")
@@ -713,10 +715,10 @@ func (c *checker) step(id, ptr string, st Step) {
 				"validator %q does not exist", cc.Validator)
 		}
 	}
-	if st.OnFailure != nil && len(st.CompletionConditions) == 0 {
+	if st.OnFailure != nil && len(st.CompletionConditions) == 0 && len(c.def.Runner.Completion.Validators) == 0 {
 		c.report(s, "SR-IGNORED-FIELD", SeverityWarning, ptr+"/onFailure",
-			"add completionConditions, or remove onFailure",
-			"onFailure is ignored: the step has no completionConditions")
+			"add completionConditions (or runner.completion.validators), or remove onFailure",
+			"onFailure is ignored: the step has no completionConditions and runner.completion has no validators")
 	}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c.schemaRef(ptr+"/outputSchemaRef", ref)
@@ -796,7 +798,7 @@ func (c *checker) validator(name string, v Validator) {
 	if v.FailurePattern != "" || c.regSrc.has(ptr+"/failurePattern") { // absent: the schema reports it
 		pat, inRegistry := c.reg.CompletionPatterns[v.FailurePattern]
 		switch {
-		case inRegistry:
+		case inRegistry && v.Type != "custom": // a Go validator returns its own params
 			for _, param := range pat.Params {
 				if _, ok := v.ExtractParams[param]; !ok {
 					c.report(s, "SR-PATTERN-PARAM", SeverityWarning, ptr+"/extractParams",
@@ -805,7 +807,7 @@ func (c *checker) validator(name string, v Validator) {
 						v.FailurePattern, param, name)
 				}
 			}
-		case slices.Contains(c.opts.BuiltinPatterns, v.FailurePattern):
+		case inRegistry, slices.Contains(c.opts.BuiltinPatterns, v.FailurePattern):
 		default:
 			c.report(s, "SR-PATTERN-UNKNOWN", SeverityError, ptr+"/failurePattern",
 				"define it under completionPatterns"+known(append(sortedKeys(c.reg.CompletionPatterns), c.opts.BuiltinPatterns...)),

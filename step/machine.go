@@ -321,6 +321,27 @@ func (m *Machine) Snapshot() State {
 	return s
 }
 
+// Fork returns a tentative copy of the machine whose transitions report
+// to em instead of the machine's own emitter. The verdict of an iteration
+// evaluates the step check on a fork and, once it decided that the
+// iteration stands, makes the fork's state the machine's with Commit; a
+// fork that is dropped leaves the machine untouched, so nothing is ever
+// rolled back. em nil drops the fork's events.
+func (m *Machine) Fork(em journal.Emitter) *Machine {
+	if em == nil {
+		em = journal.Discard
+	}
+	f := *m
+	f.opts.Emitter = em
+	f.st = m.Snapshot()
+	return &f
+}
+
+// Commit makes the state of f, a Fork of m, the state of m.
+func (m *Machine) Commit(f *Machine) {
+	m.st = f.st
+}
+
 // Restore replaces the machine's state with s (from Snapshot, possibly
 // through JSON). Steps s names must exist in the registry.
 func (m *Machine) Restore(s State) error {
