@@ -47,9 +47,9 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 	})
 	return completion.FromConfig(a.spec.Runner.Completion, completion.Deps{
 		HasValidator: a.verifier.Has,
-		WorkDir:  a.workDir,
-		Params:   a.vars,
-		File:     filepath.Join(a.def.Dir(), config.AgentFile),
+		WorkDir:      a.workDir,
+		Params:       a.vars,
+		File:         filepath.Join(a.def.Dir(), config.AgentFile),
 	})
 }
 

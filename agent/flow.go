@@ -30,11 +30,11 @@ const (
 // it against the world, sending only the failure pattern's retry prompt
 // when the world disagrees (seed 004).
 type flow struct {
-	a         *Agent
-	system    string
-	machine   *step.Machine
-	checker   *step.Checker
-	verdict   *verdict.Stage
+	a       *Agent
+	system  string
+	machine *step.Machine
+	checker *step.Checker
+	verdict *verdict.Stage
 	// pending is the retry prompt for the next iteration ("" = step prompt).
 	pending *pendingPrompt
 	// sessions are the sessions of steps' own models, by model spec (the
@@ -252,4 +252,3 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 func (f *flow) journalState() {
 	f.a.emit.Emit(StepState, StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
 }
-
