@@ -22,10 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -46,44 +43,12 @@ const (
 	Stopped State = "stopped"
 )
 
-// BuildOptions configure Build.
-type BuildOptions struct {
-	// WorkDir is where the agent acts and where .capstan/runs is written
-	// (default: the current directory).
-	WorkDir string
-	// Model overrides runner.model ("provider:model").
-	Model string
-	// BaseURL overrides runner.baseUrl.
-	BaseURL string
-	// MaxIterations overrides runner.budgets.maxIterations when > 0.
-	MaxIterations int
-	// Observer receives progress callbacks.
-	Observer loop.Observer
-	// Getenv reads the environment (nil = os.Getenv).
-	Getenv func(string) string
-	// Now is the clock (nil = time.Now).
-	Now func() time.Time
-	// Resume continues the run recorded in this journal instead of starting
-	// a new one.
-	Resume *RunRecord
-	// Params are raw parameter values keyed by parameter name, as given on
-	// the command line; they are type-checked and defaulted by the
-	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
-	// variables. A resumed run reuses the recorded values when Params is nil.
-	Params map[string]string
-	// TracerProvider, when set, turns the run's journal events into
-	// OpenTelemetry spans (package tracing); the run span is a child of
-	// the span in Build's ctx, if any. nil = no tracing, and no cost.
-	// Flushing and shutting the provider down is the caller's job.
-	TracerProvider trace.TracerProvider
-}
-
 // Agent is a built agent.
 type Agent struct {
 	def  *config.Agent
 	spec *config.Definition // def.Definition(), copied once
 	reg  *config.Registry   // def.Registry(), copied once
-	opts BuildOptions
+	opts Config
 
 	mu      sync.Mutex
 	state   State
@@ -95,8 +60,7 @@ type Agent struct {
 	emit        journal.Emitter  // events, or the tracing tee in front of it
 	tracer      *tracing.Emitter // nil without a TracerProvider
 	prompts     *prompt.Resolver
-	completion  completion.Handler
-	verifier    *completion.CompletionValidator
+	rt          *compiled // completion handler, verifier, step machine
 	schemas     *schemas
 	bridge      llm.Bridge
 	bridgeCfg   llm.Config            // how bridges are opened (tools, journal, transcripts)
@@ -115,13 +79,29 @@ type Agent struct {
 	started      time.Time
 }
 
-// Build creates an agent's dependencies in seed 002's order — logger
+// Build is New with def as cfg.Agent: it builds the agent of a loaded
+// agent folder (config.LoadAndValidate) with the Go values in opts.
+func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
+	opts.Agent = def
+	return New(ctx, opts)
+}
+
+// New creates an agent's dependencies in seed 002's order — logger
 // (journal), prompt resolver, completion handler, SDK bridge (with its
 // tools), action system (step flow) — and returns it in state Created.
-// def must come from config.LoadAndValidate.
-func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
+// The configuration's rules are checked by the same code `capstan validate`
+// runs (see ValidateOptions), so an agent that validates also builds.
+func New(ctx context.Context, cfg Config) (*Agent, error) {
+	opts := cfg
+	def := cfg.Agent
 	if def == nil {
 		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
+	}
+	if opts.Bridge != nil && len(opts.Tools) > 0 {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"Config.Tools cannot be given with Config.Bridge: a bridge brings its own tools")
+		e.Hint = "give the tools to the bridge you build, or set Config.Model instead of Config.Bridge"
+		return nil, e
 	}
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
@@ -147,6 +127,9 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	a.model = opts.Model
 	if a.model == "" {
 		a.model = def.Definition().Runner.Model
+	}
+	if a.model == "" && opts.Bridge != nil {
+		a.model = "custom"
 	}
 	if a.model == "" {
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
@@ -186,8 +169,9 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
 	a.schemas = newSchemas(def.Dir())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
-	// 3. completion handler
-	if a.completion, err = a.buildCompletion(); err != nil {
+	// 3. completion handler, validators and step machine: the part of the
+	// agent its files decide (the same code validate runs)
+	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}); err != nil {
 		return fail(err)
 	}
 	a.buildOrder = append(a.buildOrder, "completionHandler")

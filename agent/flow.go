@@ -65,11 +65,8 @@ const StepState = "step.state"
 
 func newFlow(a *Agent) (*flow, error) {
 	reg := a.reg
-	m, err := step.NewMachine(*reg, step.Options{AgentName: a.spec.Name, RunID: a.runID, Emitter: a.emit,
-		File: registryFile(a.spec)})
-	if err != nil {
-		return nil, err
-	}
+	m := a.rt.machine
+	var err error
 	f := &flow{a: a, machine: m, sessions: map[string]string{}}
 	f.checker = step.NewChecker(step.CheckerConfig{
 		Judge: &step.BridgeJudge{Bridge: a.bridge},
@@ -86,8 +83,8 @@ func newFlow(a *Agent) (*flow, error) {
 	f.verdict, err = verdict.New(verdict.Config{
 		Machine:    m,
 		Checker:    f.checker,
-		Handler:    a.completion,
-		Verifier:   a.verifier,
+		Handler:    a.rt.completion,
+		Verifier:   a.rt.verifier,
 		Validators: a.spec.Runner.Completion.Validators,
 		Format:     completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON, Problems: schema.Problems}),
 		Schemas:    a.schemas,
@@ -244,7 +241,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	case verdict.Stop:
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason
 	case verdict.Retry:
-		f.pending = &pendingPrompt{Text: v.Retry.Text, Source: v.Retry.Source}
+		f.pending = &pendingPrompt{Text: v.Retry.Text, Source: v.PromptSource()}
 	}
 	return out, nil
 }

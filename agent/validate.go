@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/prompt"
 )
@@ -38,8 +39,45 @@ func ValidateOptions() config.ValidateOptions {
 		BuiltinPatterns:  builtinPatternNames(),
 		Extractors:       completion.Extractors(),
 		BuiltinVariables: BuiltinVariables,
-		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts},
+		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts, checkBuild},
 	}
+}
+
+// checkBuild runs compile, the code New uses to turn the files into the
+// completion handler, validators and step machine, and reports its errors
+// as problems: what validate accepts, New builds. Parameters are taken at
+// their defaults (a required one without default as "1"), since validate
+// runs without parameter values.
+func checkBuild(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+	if reg == nil {
+		return nil
+	}
+	vars := map[string]string{}
+	for name, p := range def.Parameters {
+		vars[name] = "1"
+		if p.Default != nil {
+			vars[name] = strings.Trim(string(p.Default), `"`)
+		}
+	}
+	_, err := compile("", def, reg, Config{}, runtimeEnv{workDir: dir, vars: vars, emit: journal.Discard})
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	out := make([]config.Problem, 0, len(errs))
+	for _, e := range errs {
+		p := config.ProblemFromError(e)
+		if p.File == "" {
+			p.File = config.AgentFile
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // checkPrompts resolves every step prompt and every declared retry prompt.

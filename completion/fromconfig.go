@@ -3,6 +3,8 @@ package completion
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -143,6 +145,9 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		return c, nil
 	case TypeStructured:
 		h := &Declared{Keyword: cfg.Keyword}
+		if k := opts.unknown("statusField", "nextActionField", "acceptUndeclared"); k != "" {
+			return nil, bad("options/"+k, "use statusField, nextActionField or acceptUndeclared", "structured completion has no option %q", k)
+		}
 		var err error
 		if h.Fields.Status, err = opts.str("statusField"); err != nil {
 			return nil, bad("options/statusField", "use a dot path such as \"status\"", "%v", err)
@@ -156,6 +161,9 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		return h, nil
 	case TypeExternalState:
 		h := &ExternalState{WorkDir: deps.WorkDir}
+		if k := opts.unknown("resource", "number", "repo", "state"); k != "" {
+			return nil, bad("options/"+k, "use resource, number, repo or state", "externalState completion has no option %q", k)
+		}
 		var err error
 		if h.Resource, err = opts.str("resource"); err != nil {
 			return nil, bad("options/resource", `use "issue" or "pr"`, "%v", err)
@@ -204,6 +212,22 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 type options struct {
 	raw    map[string]json.RawMessage
 	params map[string]string
+}
+
+// unknown returns an option key that is not one of known ("" when all
+// are known), the first in sorted order.
+func (o options) unknown(known ...string) string {
+	keys := make([]string, 0, len(o.raw))
+	for k := range o.raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(known, k) {
+			return k
+		}
+	}
+	return ""
 }
 
 func (o options) str(key string) (string, error) {

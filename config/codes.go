@@ -95,7 +95,7 @@ func Codes() []CodeInfo {
 		{"SR-EXTRACTOR-UNKNOWN", e, "an extractParams extractor does not exist"},
 		{"SR-SCHEMA-FILE", e, "an outputSchemaRef/schema file does not exist under schemas/"},
 		{"SR-PATH-OUTSIDE", e, "a path in the registry is absolute or leaves its folder"},
-		{"SR-IGNORED-FIELD", w, "a field that has no effect in its context"},
+		{"SR-IGNORED-FIELD", e, "a field that has no effect in its context"},
 
 		// Contributed by the layers above (ValidateOptions.Checks, see
 		// agent.ValidateOptions); tested there.

@@ -97,6 +97,9 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.registry()
 	for _, check := range opts.Checks {
 		for _, p := range check(c.dir, def, reg) {
+			if c.reported(p) {
+				continue // the same place already has a problem: one cause, one report
+			}
 			src := c.regSrc
 			if p.File == AgentFile {
 				src = c.agentSrc
@@ -105,6 +108,20 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 		}
 	}
 	return NewValidationResult(c.problems...)
+}
+
+// reported reports whether an error at p's place (or above or below it)
+// is already reported.
+func (c *checker) reported(p Problem) bool {
+	for _, q := range c.problems {
+		if q.Severity != SeverityError || q.File != p.File {
+			continue
+		}
+		if q.Pointer == p.Pointer || p.Pointer != "" && strings.HasPrefix(p.Pointer, q.Pointer+"/") || strings.HasPrefix(q.Pointer, p.Pointer+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // checker accumulates problems for one Validate call.
@@ -399,6 +416,13 @@ func (c *checker) completion(ptr string, comp Completion) {
 		ignored(comp.Mode != "" && comp.Type != "composite", "mode", "composite")
 		ignored(len(comp.Conditions) > 0 && comp.Type != "composite", "conditions", "composite")
 		ignored(comp.Handler != "" && comp.Type != "custom", "handler", "custom")
+		ignored(comp.MaxIterations != 0 && comp.Type != "iterationBudget", "maxIterations", "iterationBudget")
+		ignored(len(comp.Options) > 0 && comp.Type != "structured" && comp.Type != "externalState" && comp.Type != "custom",
+			"options", "structured, externalState or custom")
+	}
+	if comp.Name != "" && ptr == "/runner/completion" {
+		c.report(a, "AC-IGNORED-FIELD", SeverityError, ptr+"/name", "remove it; name labels a condition inside a composite",
+			"name has no effect on the top-level completion")
 	}
 	for i, v := range comp.Validators {
 		if _, ok := c.reg.Validators[v]; !ok {
@@ -614,8 +638,8 @@ func (c *checker) step(id, ptr string, st Step) {
 		}
 		ignored := func(set bool, field, usedBy string) {
 			if set {
-				c.report(s, "SR-IGNORED-FIELD", SeverityWarning, cp+"/"+field, "remove it, or change type to "+usedBy,
-					"%s is ignored by a %s check", field, ch.Type)
+				c.report(s, "SR-IGNORED-FIELD", SeverityError, cp+"/"+field, "remove it, or change type to "+usedBy,
+					"%s has no effect on a %s check", field, ch.Type)
 			}
 		}
 		switch ch.Type {
@@ -671,9 +695,9 @@ func (c *checker) step(id, ptr string, st Step) {
 					"fallbackStep %q is not a step", rp.FallbackStep)
 			}
 		} else if rp.FallbackStep != "" {
-			c.report(s, "SR-IGNORED-FIELD", SeverityWarning, p+"/fallbackStep",
+			c.report(s, "SR-IGNORED-FIELD", SeverityError, p+"/fallbackStep",
 				"set onExhausted to \"fallback\", or remove fallbackStep",
-				"fallbackStep is ignored unless onExhausted is fallback")
+				"fallbackStep has no effect unless onExhausted is fallback")
 		}
 	}
 	if es := st.Escalation; es != nil {
@@ -692,9 +716,9 @@ func (c *checker) step(id, ptr string, st Step) {
 			}
 		}
 		if es.WebhookURL != "" && es.NotificationMethod != "webhook" {
-			c.report(s, "SR-IGNORED-FIELD", SeverityWarning, p+"/webhookUrl",
+			c.report(s, "SR-IGNORED-FIELD", SeverityError, p+"/webhookUrl",
 				"set notificationMethod to \"webhook\", or remove webhookUrl",
-				"webhookUrl is ignored unless notificationMethod is webhook")
+				"webhookUrl has no effect unless notificationMethod is webhook")
 		}
 	}
 	for i, sub := range st.SubSteps {
@@ -715,10 +739,12 @@ func (c *checker) step(id, ptr string, st Step) {
 				"validator %q does not exist", cc.Validator)
 		}
 	}
-	if st.OnFailure != nil && len(st.CompletionConditions) == 0 && len(c.def.Runner.Completion.Validators) == 0 {
-		c.report(s, "SR-IGNORED-FIELD", SeverityWarning, ptr+"/onFailure",
-			"add completionConditions (or runner.completion.validators), or remove onFailure",
-			"onFailure is ignored: the step has no completionConditions and runner.completion has no validators")
+	// onFailure bounds completion attempts (step conditions and the run's
+	// validators) and format retries (outputSchemaRef).
+	if st.OnFailure != nil && len(st.CompletionConditions) == 0 && len(c.def.Runner.Completion.Validators) == 0 && st.OutputSchemaRef == nil {
+		c.report(s, "SR-IGNORED-FIELD", SeverityError, ptr+"/onFailure",
+			"add completionConditions (or runner.completion.validators, or an outputSchemaRef), or remove onFailure",
+			"onFailure has no effect: the step has no completionConditions, no outputSchemaRef, and runner.completion has no validators")
 	}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c.schemaRef(ptr+"/outputSchemaRef", ref)

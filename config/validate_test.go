@@ -216,7 +216,7 @@ func TestValidateProblems(t *testing.T) {
 		}, "SR-RETRY-FALLBACK-TARGET", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
 		{"fallbackStep ignored", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "initial.main", "retry")["onExhausted"] = "skip"
-		}, "SR-IGNORED-FIELD", SeverityWarning, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		}, "SR-IGNORED-FIELD", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
 		{"escalateTo missing", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main", "escalation")["escalateTo"] = "human"
 		}, "SR-ESCALATE-TARGET", SeverityError, "steps_registry.json", "/steps/review.main/escalation/escalateTo"},
@@ -299,7 +299,8 @@ func TestValidateProblems(t *testing.T) {
 		{"onFailure without conditions", func(a, r map[string]any, _ map[string]string) {
 			delete(at(r, "steps", "review.main"), "completionConditions")
 			delete(at(a, "runner", "completion"), "validators")
-		}, "SR-IGNORED-FIELD", SeverityWarning, "steps_registry.json", "/steps/review.main/onFailure"},
+			delete(at(r, "steps", "review.main"), "outputSchemaRef")
+		}, "SR-IGNORED-FIELD", SeverityError, "steps_registry.json", "/steps/review.main/onFailure"},
 		{"missing schema file", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main", "outputSchemaRef")["file"] = "nope.schema.json"
 		}, "SR-SCHEMA-FILE", SeverityError, "steps_registry.json", "/steps/review.main/outputSchemaRef/file"},
@@ -373,6 +374,15 @@ func TestValidateProblems(t *testing.T) {
 		{"ignored completion field", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "stepFlow", "keyword": "DONE"}
 		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/keyword"},
+		{"maxIterations on keyword", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "keyword", "keyword": "DONE", "maxIterations": 3}
+		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/maxIterations"},
+		{"options on stepFlow", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "stepFlow", "options": map[string]any{"x": 1}}
+		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/options"},
+		{"top-level name", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "stepFlow", "name": "x"}
+		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/name"},
 		{"mcp both transports", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["mcpServers"] = map[string]any{"gh": map[string]any{"command": "x", "url": "http://x"}}
 		}, "AC-MCP-TRANSPORT", SeverityError, "agent.json", "/runner/mcpServers/gh"},

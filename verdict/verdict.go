@@ -132,6 +132,20 @@ type Verdict struct {
 	Validation *completion.ValidationResult `json:"validation,omitempty"`
 }
 
+// PromptSource says where the next iteration's prompt comes from, for the
+// journal's prompt.resolved and query.start events: "retry:<pattern>
+// (<retry prompt file>)" or "format-retry:<schema>"; "" when the verdict
+// is not a retry.
+func (v Verdict) PromptSource() string {
+	switch {
+	case v.Retry == nil:
+		return ""
+	case v.Retry.Kind == "completion":
+		return "retry:" + v.Retry.Pattern + " (" + v.Retry.Source + ")"
+	}
+	return v.Retry.Source
+}
+
 // CheckEvent is the payload of the completion.check journal event: the
 // completion handler's claim and what verification made of it. Its JSON is
 // a superset of completion.Result's (older journals decode into it).
@@ -374,7 +388,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *itera
 	}
 	v.Action = Retry
 	v.Retry = &completion.RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
-		Params: vr.Params, Source: "retry:" + vr.Pattern + " (" + rp.Source + ")", Attempt: d.Attempt, Max: d.MaxAttempts,
+		Params: vr.Params, Source: rp.Source, Attempt: d.Attempt, Max: d.MaxAttempts,
 		Text: text, Warnings: rp.Warnings}
 	claim := "completion claimed"
 	if v.Completion.Reason != "" {

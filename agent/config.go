@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// Config is everything an agent is built from. Agent — the validated
+// definition, from config.LoadAndValidate (an agent folder) or
+// config.NewAgent (Go values) — is required; every other field is a Go
+// value that adds to it or overrides it.
+type Config struct {
+	// Agent is the validated agent definition.
+	Agent *config.Agent
+	// WorkDir is where the agent acts and where .capstan/runs is written
+	// (default: the current directory).
+	WorkDir string
+	// Model overrides runner.model ("provider:model").
+	Model string
+	// BaseURL overrides runner.baseUrl.
+	BaseURL string
+	// Bridge, when set, is the model the run talks to instead of the
+	// provider of runner.model; the agent closes it on Stop. A bridge
+	// brings its own tools, so Tools must be empty.
+	Bridge llm.Bridge
+	// Tools are custom Go tools the model may call, next to the built-in
+	// ones and those of runner.skills and runner.mcpServers. They are
+	// subject to runner.boundaries (allowedTools, disallowedTools) like
+	// every tool.
+	Tools []tool.Tool
+	// Validators are this agent's Go validators by handler name: a
+	// registry validator {"type": "custom", "handler": NAME} runs
+	// Validators[NAME] (before the ones registered with
+	// completion.RegisterValidator).
+	Validators map[string]completion.CustomValidator
+	// CompletionHandlers are this agent's custom completion handlers by
+	// name: runner.completion {"type": "custom", "handler": NAME} uses
+	// CompletionHandlers[NAME] (before completion.RegisterHandler's).
+	CompletionHandlers map[string]completion.HandlerFactory
+	// MaxIterations overrides runner.budgets.maxIterations when > 0.
+	MaxIterations int
+	// Params are raw parameter values keyed by parameter name, as given on
+	// the command line; they are type-checked and defaulted by the
+	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
+	// variables. A resumed run reuses the recorded values when Params is nil.
+	Params map[string]string
+	// Resume continues the run recorded in this journal instead of starting
+	// a new one.
+	Resume *RunRecord
+	// Observer receives progress callbacks.
+	Observer loop.Observer
+	// TracerProvider, when set, turns the run's journal events into
+	// OpenTelemetry spans (package tracing); the run span is a child of
+	// the span in New's ctx, if any. nil = no tracing, and no cost.
+	// Flushing and shutting the provider down is the caller's job.
+	TracerProvider trace.TracerProvider
+	// Getenv reads the environment (nil = os.Getenv).
+	Getenv func(string) string
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// BuildOptions is the Config of Build (whose Agent field Build sets).
+type BuildOptions = Config
