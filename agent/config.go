@@ -69,3 +69,16 @@ type Config struct {
 
 // BuildOptions is the Config of Build (whose Agent field Build sets).
 type BuildOptions = Config
+
+// Load is the agent-folder way to fill a Config: it loads and validates
+// the folder dir (with cfg's Go validators and completion handlers known,
+// see ValidateOptionsFor) and returns cfg with Agent set. Problems come back
+// all at once as a *config.ValidationError.
+func Load(dir string, cfg Config) (Config, error) {
+	def, err := config.LoadAndValidate(dir, ValidateOptionsFor(cfg))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Agent = def
+	return cfg, nil
+}

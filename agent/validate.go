@@ -33,7 +33,15 @@ const (
 // knows, plus the cross-layer checks (every step prompt resolves and
 // parses, every declared failure pattern has a retry prompt). `capstan
 // validate` and `capstan run` both use it, so they agree.
-func ValidateOptions() config.ValidateOptions {
+func ValidateOptions() config.ValidateOptions { return ValidateOptionsFor(Config{}) }
+
+// ValidateOptionsFor is ValidateOptions for an agent built with cfg: its
+// Go validators and completion handlers (cfg.Validators,
+// cfg.CompletionHandlers) count as known.
+func ValidateOptionsFor(cfg Config) config.ValidateOptions {
+	checkBuild := func(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+		return checkBuild(dir, def, reg, cfg)
+	}
 	return config.ValidateOptions{
 		Providers:        llm.Providers(),
 		BuiltinPatterns:  builtinPatternNames(),
@@ -48,7 +56,7 @@ func ValidateOptions() config.ValidateOptions {
 // as problems: what validate accepts, New builds. Parameters are taken at
 // their defaults (a required one without default as "1"), since validate
 // runs without parameter values.
-func checkBuild(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Config) []config.Problem {
 	if reg == nil {
 		return nil
 	}
@@ -59,7 +67,7 @@ func checkBuild(dir string, def *config.Definition, reg *config.Registry) []conf
 			vars[name] = strings.Trim(string(p.Default), `"`)
 		}
 	}
-	_, err := compile("", def, reg, Config{}, runtimeEnv{workDir: dir, vars: vars, emit: journal.Discard})
+	_, err := compile("", def, reg, cfg, runtimeEnv{workDir: dir, vars: vars, emit: journal.Discard})
 	if err == nil {
 		return nil
 	}
