@@ -219,9 +219,9 @@ func TestStepCompletionSettings(t *testing.T) {
 	kw := `{"type": "keyword", "keyword": "DONE"}`
 	cases := []struct {
 		name, step, script string
-		success              bool
-		reason               string
-		retries              int
+		success            bool
+		reason             string
+		retries            int
 	}{
 		{"no conditions: the claim completes", ``, liarScript, true, loop.ReasonCompleted, 0},
 		{"completionConditions verify", `"completionConditions": [{"validator": "out-exists"}]`, honestScript, true, loop.ReasonCompleted, 0},
