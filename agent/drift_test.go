@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/capstan-dev/capstan/config"
@@ -107,5 +108,24 @@ func TestIgnoredKeysChangeNothing(t *testing.T) {
 	r2, e2 := story(noisy)
 	if r1 != r2 || !slices.Equal(e1, e2) {
 		t.Fatalf("ignored keys changed the run:\n%s %v\n%s %v", r1, e1, r2, e2)
+	}
+}
+
+// TestReadmeEmbeddingIsTheExample: the README's embedding program is
+// Example_embedding, so the README shows code that runs.
+func TestReadmeEmbeddingIsTheExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("example_embedding_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	body := s[strings.Index(s, "// shout is a custom Go tool"):strings.Index(s, "\t// Output:")]
+	body = strings.Replace(body, "func Example_embedding() {", "func main() {", 1)
+	if !strings.Contains(string(readme), body) {
+		t.Fatal("README.md's Embedding program differs from Example_embedding in agent/example_embedding_test.go")
 	}
 }
