@@ -24,6 +24,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
@@ -57,7 +58,7 @@ type Agent struct {
 	workDir string
 
 	events      *journal.Writer
-	emit        journal.Emitter  // events, or the tracing tee in front of it
+	emit        *event.Stream    // the run's one event stream: journal, tracing, Config.Events
 	tracer      *tracing.Emitter // nil without a TracerProvider
 	prompts     *prompt.Resolver
 	rt          *compiled // completion handler, verifier, step machine
@@ -158,12 +159,13 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := a.buildJournal(); err != nil {
 		return fail(err)
 	}
-	a.emit = a.events
+	consumers := []event.Consumer{journalConsumer{a.events}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: a.events, Secrets: builtin.SecretValues(os.Environ()), Now: spanClock})
-		a.emit = a.tracer
+			Next: journal.Discard, Secrets: builtin.SecretValues(os.Environ()), Now: spanClock})
+		consumers = append(consumers, &tracingConsumer{t: a.tracer})
 	}
+	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
 	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
@@ -275,7 +277,10 @@ func (a *Agent) Run(ctx context.Context) *Result {
 	if a.opts.MaxIterations > 0 {
 		budgets.MaxIterations = a.opts.MaxIterations
 	}
-	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit, Observer: a.opts.Observer,
+	if sink := a.emit.ModelOutput(); sink != nil {
+		ctx = llm.WithStreamSink(ctx, sink)
+	}
+	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
 		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
@@ -346,4 +351,28 @@ func (a *Agent) release() error {
 		}
 	}
 	return first
+}
+
+// journalConsumer writes the run's events to its journal; model-output
+// events are not journaled (the journal has the finished turns).
+type journalConsumer struct{ w *journal.Writer }
+
+func (c journalConsumer) Consume(e event.Event) {
+	c.w.SetPosition(e.Iteration, e.Step)
+	c.w.Emit(e.Type, e.Data)
+}
+
+// tracingConsumer turns the run's events into OpenTelemetry spans.
+type tracingConsumer struct {
+	t         *tracing.Emitter
+	iteration int
+	step      string
+}
+
+func (c *tracingConsumer) Consume(e event.Event) {
+	if e.Iteration != c.iteration || e.Step != c.step {
+		c.iteration, c.step = e.Iteration, e.Step
+		c.t.SetPosition(e.Iteration, e.Step)
+	}
+	c.t.Emit(e.Type, e.Data)
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -54,8 +54,10 @@ type Config struct {
 	// Resume continues the run recorded in this journal instead of starting
 	// a new one.
 	Resume *RunRecord
-	// Observer receives progress callbacks.
-	Observer loop.Observer
+	// Events consume the run's event stream (package event), after the
+	// journal and tracing, in order: the progress line, --stream output and
+	// an embedder's own consumers are all Events.
+	Events []event.Consumer
 	// TracerProvider, when set, turns the run's journal events into
 	// OpenTelemetry spans (package tracing); the run span is a child of
 	// the span in New's ctx, if any. nil = no tracing, and no cost.

@@ -13,6 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -176,14 +177,14 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 		progress.progress = !flags.quiet
 	}
 	if streaming {
-		ctx = progress.streamTo(ctx)
+		progress.enableStream(processEnviron())
 	}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
 	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL,
 		MaxIterations: flags.maxIterations, Params: params, Resume: resume, TracerProvider: tr.provider()}
 	if progress != nil {
-		opts.Observer = progress
+		opts.Events = []event.Consumer{progress}
 	}
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
