@@ -16,7 +16,7 @@ type recorder struct {
 	output bool
 }
 
-func (r *recorder) Consume(e event.Event) { r.events = append(r.events, e) }
+func (r *recorder) Consume(e event.Event)  { r.events = append(r.events, e) }
 func (r *recorder) WantsModelOutput() bool { return r.output }
 
 // TestEventsConsumerSeesWhatTheJournalRecords: a Config.Events consumer
