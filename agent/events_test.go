@@ -56,12 +56,12 @@ func TestEventsConsumerSeesWhatTheJournalRecords(t *testing.T) {
 		var checks, ends int
 		for _, e := range streamed {
 			switch d := e.Data.(type) {
-			case verdict.CheckEvent:
+			case *verdict.CheckEvent:
 				checks++
 				if d.Verdict != verdict.Retry && d.Verdict != verdict.Stop {
 					t.Errorf("check verdict %s", d.Verdict)
 				}
-			case loop.IterationEvent:
+			case *loop.IterationEvent:
 				ends++
 			}
 		}

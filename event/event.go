@@ -32,7 +32,8 @@ type Event struct {
 	Step string
 	// Time is when the Stream received the event.
 	Time time.Time
-	// Data is the typed payload (nil for some types).
+	// Data is the typed payload (nil for some types). Emitters may reuse a
+	// payload after Consume returns: a consumer copies what it keeps.
 	Data any
 }
 

@@ -120,8 +120,12 @@ type Config struct {
 
 // Loop is seed 000's Loop.
 type Loop struct {
-	cfg   Config
-	start IterationStartEvent // reused: iteration.start allocates nothing
+	cfg Config
+	// Event payloads, reused from iteration to iteration so that emitting
+	// allocates nothing (consumers copy what they keep).
+	start  IterationStartEvent
+	prompt PromptEvent
+	end    IterationEvent
 }
 
 // New returns a Loop. Bridge and Flow are required.
@@ -237,8 +241,8 @@ func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 		rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
-		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: summary, Outcome: outcomeEvent(outcome),
-			RunUsage: res.Usage, RunCostUSD: res.CostUSD})
+		l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
+		l.cfg.Events.Emit(journal.IterationEnd, &l.end)
 		switch {
 		case outcome.Complete:
 			return finish(ReasonCompleted, true, outcome.Reason, nil)
@@ -301,7 +305,8 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 		return fail(err)
 	}
 	s.StepID, s.Prompt = turn.StepID, turn.Prompt
-	l.cfg.Events.Emit(journal.PromptResolved, PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID})
+	l.prompt = PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
+	l.cfg.Events.Emit(journal.PromptResolved, &l.prompt)
 	bridge, own, cost, model := l.cfg.Bridge, true, l.cfg.Cost, ""
 	opts := turn.Options
 	opts.SessionID = rc.SessionID

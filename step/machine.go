@@ -321,20 +321,25 @@ func (m *Machine) Snapshot() State {
 	return s
 }
 
-// Fork returns a tentative copy of the machine whose transitions report
-// to em instead of the machine's own emitter. The verdict of an iteration
-// evaluates the step check on a fork and, once it decided that the
-// iteration stands, makes the fork's state the machine's with Commit; a
-// fork that is dropped leaves the machine untouched, so nothing is ever
-// rolled back. em nil drops the fork's events.
-func (m *Machine) Fork(em journal.Emitter) *Machine {
+// Fork makes f a tentative copy of the machine whose transitions report
+// to em instead of the machine's own emitter, and returns f (a new machine
+// when f is nil; a caller that forks every iteration passes the same f
+// again, so forking allocates nothing but the copied state). The verdict
+// of an iteration evaluates the step check on a fork and, once it decided
+// that the iteration stands, makes the fork's state the machine's with
+// Commit; a fork that is dropped leaves the machine untouched, so nothing
+// is ever rolled back. em nil drops the fork's events.
+func (m *Machine) Fork(f *Machine, em journal.Emitter) *Machine {
 	if em == nil {
 		em = journal.Discard
 	}
-	f := *m
+	if f == nil {
+		f = &Machine{}
+	}
+	*f = *m
 	f.opts.Emitter = em
 	f.st = m.Snapshot()
-	return &f
+	return f
 }
 
 // Commit makes the state of f, a Fork of m, the state of m.

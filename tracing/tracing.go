@@ -732,7 +732,7 @@ func (e *Emitter) stepTransition(data any, now time.Time) {
 
 func (e *Emitter) completionCheck(data any, now time.Time) {
 	var r completion.Result
-	if ev, ok := data.(verdict.CheckEvent); ok { // what the verdict stage emits
+	if ev, ok := data.(*verdict.CheckEvent); ok { // what the verdict stage emits
 		r = ev.Result
 	} else if r, ok = decode[completion.Result](data); !ok {
 		return

@@ -165,6 +165,8 @@ type Stage struct {
 	attempts  map[string]*completion.RetryBudget // per step: completion attempts
 	fmtBudget map[string]*completion.RetryBudget // per step: format attempts
 	buf       buffer
+	fork      *step.Machine // reused by every Decide
+	check     CheckEvent    // the completion.check payload, reused
 }
 
 // New returns a Stage. Machine, Checker, Handler and Retries are required;
@@ -201,7 +203,8 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 
 	// 2. Step check and transition, on a fork of the machine.
 	s.buf.reset()
-	fork := s.cfg.Machine.Fork(&s.buf)
+	s.fork = s.cfg.Machine.Fork(s.fork, &s.buf)
+	fork := s.fork
 	ev, err := fork.Evaluate(ctx, s.cfg.Checker, step.InputFromSummary(in.Summary), step.Outcome{Iteration: in.Iteration}, nil, completion.Context{})
 	v.Check, v.Moves = ev.Check, ev.Moves
 	if err != nil {
@@ -312,14 +315,14 @@ func (s *Stage) emitCheck(v Verdict) {
 	r := v.Completion
 	r.Complete = v.Action == Complete
 	r.Reason = v.Reason
-	ev := CheckEvent{Result: r, Verdict: v.Action}
+	s.check = CheckEvent{Result: r, Verdict: v.Action}
 	if vr := v.Validation; vr != nil {
-		ev.Verified = vr.Checked
+		s.check.Verified = vr.Checked
 		if !vr.Valid {
-			ev.Validation = vr
+			s.check.Validation = vr
 		}
 	}
-	s.cfg.Events.Emit(journal.CompletionCheck, ev)
+	s.cfg.Events.Emit(journal.CompletionCheck, &s.check)
 }
 
 // format checks the structured output against the step's schema; done is

@@ -64,7 +64,7 @@ func (p *progressPrinter) Consume(e event.Event) {
 	case journal.PromptResolved:
 		p.iterationStarted(e.Iteration, e.Step)
 	case journal.IterationEnd:
-		if it, ok := e.Data.(loop.IterationEvent); ok {
+		if it, ok := e.Data.(*loop.IterationEvent); ok {
 			p.iterationFinished(it)
 		}
 	case event.TextDelta:
@@ -90,7 +90,7 @@ func (p *progressPrinter) iterationStarted(n int, step string) {
 	p.showStatus("waiting for the model…")
 }
 
-func (p *progressPrinter) iterationFinished(it loop.IterationEvent) {
+func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.endText()
