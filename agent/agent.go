@@ -3,11 +3,15 @@
 // runs the loop, and reports an AgentResult. It is the public entry point
 // for embedding capstan in a Go program:
 //
-//	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
-//	a, err := agent.Build(ctx, def, agent.BuildOptions{WorkDir: wd, Params: map[string]string{"name": "Ada"}})
+//	cfg, err := agent.Load(dir, agent.Config{WorkDir: wd, Params: map[string]string{"name": "Ada"},
+//		Tools: myTools, Validators: myValidators, Events: []event.Consumer{myConsumer}})
+//	a, err := agent.New(ctx, cfg)
 //	err = a.Start(ctx)
 //	_ = a.Run(ctx)
-//	res := a.Stop()
+//	res := a.Stop() // res.Err() keeps the error chain
+//
+// Each iteration's outcome is decided by the verdict stage (package
+// verdict); the run's events flow through one stream (package event).
 //
 // The lifecycle is one way: Created → Started → Stopped. A second Start is
 // ALREADY_STARTED, Start after Stop is ALREADY_STOPPED, and an agent is not
@@ -159,7 +163,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := a.buildJournal(); err != nil {
 		return fail(err)
 	}
-	consumers := []event.Consumer{journalConsumer{a.events}}
+	consumers := []event.Consumer{&journalConsumer{w: a.events}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
 			Next: journal.Discard, Secrets: builtin.SecretValues(os.Environ()), Now: spanClock})
@@ -353,12 +357,19 @@ func (a *Agent) release() error {
 	return first
 }
 
-// journalConsumer writes the run's events to its journal; model-output
-// events are not journaled (the journal has the finished turns).
-type journalConsumer struct{ w *journal.Writer }
+// journalConsumer writes the run's events to its journal (model-output
+// events never reach it: the journal has the finished turns).
+type journalConsumer struct {
+	w         *journal.Writer
+	iteration int
+	step      string
+}
 
-func (c journalConsumer) Consume(e event.Event) {
-	c.w.SetPosition(e.Iteration, e.Step)
+func (c *journalConsumer) Consume(e event.Event) {
+	if e.Iteration != c.iteration || e.Step != c.step {
+		c.iteration, c.step = e.Iteration, e.Step
+		c.w.SetPosition(e.Iteration, e.Step)
+	}
 	c.w.Emit(e.Type, e.Data)
 }
 

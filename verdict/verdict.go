@@ -255,7 +255,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 				s.emitCheck(v)
 				return v, nil
 			}
-			return s.retry(ctx, id, st, in.Summary, vr, v)
+			return s.retry(ctx, id, st, in.Summary, vr, v, fork)
 		}
 		s.budget(s.attempts, id, st).Reset()
 	}
@@ -364,8 +364,9 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 }
 
 // retry applies the step's onFailure after a failed verification. The
-// fork is dropped: the step stays where it was.
-func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *iteration.Summary, vr completion.ValidationResult, v Verdict) (Verdict, error) {
+// fork is dropped — the step stays where it was — unless onFailure is skip,
+// which lets the iteration stand.
+func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *iteration.Summary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
 	d, err := s.budget(s.attempts, id, st).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
@@ -376,6 +377,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *itera
 		return v, nil
 	}
 	if d.Action == completion.ActionSkip {
+		s.commit(fork)
 		v.Action = Complete
 		v.Reason = fmt.Sprintf("%s; %s failed (%s) but onFailure is skip", v.Completion.Reason, vr.Validator, vr.Pattern)
 		s.emitCheck(v)
