@@ -20,6 +20,7 @@ package agent
 
 import (
 	"context"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -263,6 +264,40 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.state = Started
 	a.started = a.opts.Now()
 	return nil
+}
+
+// Events runs the agent like Run and yields its events as they happen,
+// each while the run waits for the loop body (so a payload may be read but
+// must be copied to be kept). When the run did not complete, the last pair
+// is a zero Event with the run's error. Breaking out of the loop cancels
+// the run. Call Stop afterwards for the Result.
+func (a *Agent) Events(ctx context.Context) iter.Seq2[event.Event, error] {
+	return func(yield func(event.Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		events, ack := make(chan event.Event), make(chan struct{})
+		unsubscribe := a.emit.Subscribe(event.ConsumerFunc(func(e event.Event) {
+			events <- e
+			<-ack
+		}))
+		done := make(chan *Result, 1)
+		go func() {
+			defer close(events)
+			defer unsubscribe()
+			done <- a.Run(ctx)
+		}()
+		open := true
+		for e := range events {
+			if open && !yield(e, nil) {
+				open = false
+				cancel()
+			}
+			ack <- struct{}{}
+		}
+		if res := <-done; open && res.Err() != nil {
+			yield(event.Event{}, res.Err())
+		}
+	}
 }
 
 // Run drives the loop to its end and returns the result. It requires

@@ -1,9 +1,13 @@
 package agent
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/loop"
@@ -81,4 +85,54 @@ func runJournal(t *testing.T, res *Result) ([]journal.Event, error) {
 		t.Fatal(err)
 	}
 	return events, nil
+}
+
+// TestAgentEventsIterates: ranging over Agent.Events runs the agent and
+// sees its events in order, then the run's error; breaking out cancels
+// the run.
+func TestAgentEventsIterates(t *testing.T) {
+	ctx := context.Background()
+	newAgent := func(script string) *Agent {
+		cfg, err := Load(verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", script), goValues(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.WorkDir = t.TempDir()
+		a, err := New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := newAgent(liarScript)
+	var types []string
+	var last error
+	for e, err := range a.Events(ctx) {
+		if err != nil {
+			last = err
+			continue
+		}
+		types = append(types, e.Type)
+	}
+	res := a.Stop()
+	if !errors.Is(last, agenterr.ErrValidationExhausted) || res.CompletionReason != ReasonValidationExhausted {
+		t.Fatalf("last error %v, result %+v", last, res)
+	}
+	if types[0] != journal.IterationStart || types[len(types)-1] != journal.IterationEnd || slices.Index(types, journal.CompletionCheck) < 0 {
+		t.Fatalf("events %v", types)
+	}
+
+	// Breaking out after the first iteration ends the run there.
+	a = newAgent(liarScript)
+	for e := range a.Events(ctx) {
+		if e.Type == journal.IterationEnd {
+			break
+		}
+	}
+	if res := a.Stop(); res.Success || res.Iterations != 1 || res.CompletionReason != "canceled" {
+		t.Fatalf("after break: %+v", res)
+	}
 }

@@ -130,10 +130,46 @@ func (s *Stream) Emit(typ string, data any) {
 	}
 }
 
+// Subscribe adds c to the consumers, after the others, until the returned
+// function is called.
+func (s *Stream) Subscribe(c Consumer) (unsubscribe func()) {
+	sub := &subscription{c}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.consumers = append(s.consumers[:len(s.consumers):len(s.consumers)], sub)
+	if m, ok := c.(ModelOutputConsumer); ok && m.WantsModelOutput() {
+		s.output = append(s.output[:len(s.output):len(s.output)], sub)
+	}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.consumers = without(s.consumers, sub)
+		s.output = without(s.output, sub)
+	}
+}
+
+// subscription gives a subscribed consumer an identity (a ConsumerFunc is
+// not comparable).
+type subscription struct{ c Consumer }
+
+func (s *subscription) Consume(e Event) { s.c.Consume(e) }
+
+func without(cs []Consumer, sub *subscription) []Consumer {
+	out := make([]Consumer, 0, len(cs))
+	for _, x := range cs {
+		if x != Consumer(sub) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // ModelOutput returns an llm.StreamSink that turns the model's streamed
 // work into model-output events, or nil when no consumer wants them (so
 // that providers do not stream for nobody).
 func (s *Stream) ModelOutput() llm.StreamSink {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.output) == 0 {
 		return nil
 	}
