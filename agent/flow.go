@@ -24,11 +24,10 @@ const (
 )
 
 // flow is the agent's loop.Flow. Each iteration it resolves the current
-// step's prompt (or the pending retry prompt), and afterwards it checks the
-// response's format, evaluates the step check and transition, asks the
-// completion handler, and — when the model declared completion — verifies
-// it against the world, sending only the failure pattern's retry prompt
-// when the world disagrees (seed 004).
+// step's prompt (or the pending retry prompt); afterwards the verdict stage
+// decides what the iteration means (format, step check, completion,
+// verification), and the flow keeps the retry prompt it chose for the next
+// iteration (seed 004).
 type flow struct {
 	a       *Agent
 	system  string

@@ -136,8 +136,21 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 					Pointer: ptr, Message: "step " + id + ": " + err.Error(), Hint: hint})
 			}
 		}
+		// Every validator that can fail in this step needs its pattern's
+		// retry prompt: the step's completionConditions and the run's
+		// runner.completion.validators (which verify every step).
+		type use struct{ validator, file, ptr string }
+		var uses []use
 		for i, cond := range st.CompletionConditions {
-			v, ok := reg.Validators[cond.Validator]
+			uses = append(uses, use{cond.Validator, regFile, ptr + "/completionConditions/" + strconv.Itoa(i)})
+		}
+		if st.Type != "gateway" {
+			for i, name := range def.Runner.Completion.Validators {
+				uses = append(uses, use{name, config.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i)})
+			}
+		}
+		for _, u := range uses {
+			v, ok := reg.Validators[u.validator]
 			if !ok {
 				continue // reported by config
 			}
@@ -155,8 +168,8 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 			} else {
 				msg += " (tried " + strings.Join(rt.Tried, ", ") + ")"
 			}
-			out = append(out, config.Problem{Code: CodeRetryPromptMissing, Severity: config.SeverityError, File: regFile,
-				Pointer: ptr + "/completionConditions/" + strconv.Itoa(i), Message: msg,
+			out = append(out, config.Problem{Code: CodeRetryPromptMissing, Severity: config.SeverityError, File: u.file,
+				Pointer: u.ptr, Message: msg,
 				Hint: "create the retry prompt file, or use a built-in pattern (" + strings.Join(builtinPatternNames(), ", ") + ") whose generic prompt needs no file"})
 		}
 	}

@@ -349,3 +349,20 @@ func eventsOf[T any](t *testing.T, events []journal.Event, typ string) []T {
 	}
 	return out
 }
+
+// TestRunValidatorsNeedTheirRetryPrompts: a runner.completion validator
+// can fail in any step, so validate asks every step for its failure
+// pattern's retry prompt, as it does for completionConditions.
+func TestRunValidatorsNeedTheirRetryPrompts(t *testing.T) {
+	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", liarScript)
+	if err := os.Remove(filepath.Join(dir, "prompts/steps/s/main/f_failed_out-missing.md")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range config.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
+		if p.Code == CodeRetryPromptMissing && p.File == config.AgentFile && p.Pointer == "/runner/completion/validators/0" &&
+			strings.Contains(p.Message, "step s.main") {
+			return
+		}
+	}
+	t.Fatal("no SR-RETRY-PROMPT-MISSING for the run's validator")
+}
