@@ -366,3 +366,19 @@ func TestRunValidatorsNeedTheirRetryPrompts(t *testing.T) {
 	}
 	t.Fatal("no SR-RETRY-PROMPT-MISSING for the run's validator")
 }
+
+// TestValidateReportsOneCauseOnce: the builder run by validate finds what
+// the configuration rules found too; the problem is reported once, with
+// the rule's specific code.
+func TestValidateReportsOneCauseOnce(t *testing.T) {
+	dir := verdictAgent(t, `{"type": "composite", "conditions": [{"type": "stepFlow"}]}`, "", liarScript)
+	var at []string
+	for _, p := range config.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
+		if strings.HasPrefix(p.Pointer, "/runner/completion") {
+			at = append(at, p.Code+" "+p.Pointer)
+		}
+	}
+	if len(at) != 1 || at[0] != "AC-COMPLETION-MODE /runner/completion/mode" {
+		t.Fatalf("problems %v", at)
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/capstan-dev/capstan/agenterr"
 	"io/fs"
 	"net/url"
 	"os"
@@ -97,8 +98,8 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.registry()
 	for _, check := range opts.Checks {
 		for _, p := range check(c.dir, def, reg) {
-			if c.reported(p) {
-				continue // the same place already has a problem: one cause, one report
+			if p.Code == agenterr.CodeConfigurationValidation && c.reported(p) {
+				continue // a builder's error where a rule above already reported one: one cause, one report
 			}
 			src := c.regSrc
 			if p.File == AgentFile {
