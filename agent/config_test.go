@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -71,5 +73,39 @@ func TestConfigToolsMustNotShadowBuiltins(t *testing.T) {
 	_, err = New(context.Background(), cfg)
 	if e := agenterr.From(err); e == nil || !strings.Contains(e.Message, `"Write" already exists`) {
 		t.Fatalf("shadowing Write: %v", err)
+	}
+}
+
+// brokenValidator cannot run at all.
+type brokenValidator struct{}
+
+type probeError struct{ probe string }
+
+func (e *probeError) Error() string { return "probe " + e.probe + " unreachable" }
+
+func (brokenValidator) Validate(context.Context, completion.CustomRequest) (completion.CustomResult, error) {
+	return completion.CustomResult{}, &probeError{"db"}
+}
+
+// TestResultErrorKeepsItsChain: the run's error unwraps to what caused it,
+// so errors.As finds a Go validator's own error type, and errors.Is the
+// capstan code.
+func TestResultErrorKeepsItsChain(t *testing.T) {
+	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["counted"]}`, "", liarScript)
+	cfg, err := Load(dir, Config{Validators: map[string]completion.CustomValidator{"counting": brokenValidator{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir = t.TempDir()
+	res := runToEnd(t, cfg.Agent, cfg)
+	var pe *probeError
+	if !errors.As(res.Err(), &pe) || pe.probe != "db" || !errors.Is(res.Err(), agenterr.ErrValidator) {
+		t.Fatalf("error %v (%T)", res.Err(), res.Err())
+	}
+	// After a JSON round trip the code still matches.
+	var back Result
+	b, _ := json.Marshal(res)
+	if err := json.Unmarshal(b, &back); err != nil || !errors.Is(back.Err(), agenterr.ErrValidator) {
+		t.Fatalf("round trip: %v %v", back.Err(), err)
 	}
 }
