@@ -18,7 +18,9 @@
 // Only when the verdict lets the iteration stand is the fork's step
 // transition committed to the machine; a failed verification leaves the
 // step where it was and sends the failure pattern's retry prompt. Nothing is
-// ever rolled back.
+// ever rolled back. (A webhook escalation that the step check triggers is
+// delivered while the fork is evaluated: a notification cannot wait for a
+// verdict that may never commit it, and is journaled only if it commits.)
 //
 // The stage reads nothing but its Input and its configuration and reaches
 // the world only through the completion.Verifier (validators), the step
