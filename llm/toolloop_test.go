@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -503,8 +504,9 @@ func TestToolLoopConcurrentSessions(t *testing.T) {
 	}
 }
 
-// sloppyModel returns tool calls without ids or with repeated ids, then a
-// nil response, as a buggy provider might.
+// sloppyModel returns tool calls without ids, with repeated ids or with
+// the id the loop would give a call without one, then a nil response, as a
+// buggy (or hostile) provider might.
 type sloppyModel struct{ n int }
 
 func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
@@ -512,6 +514,7 @@ func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, er
 	switch m.n {
 	case 1:
 		return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{
+			{ID: "call_t1_2", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{ID: "dup", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{ID: "dup", Name: "Glob"},
@@ -539,11 +542,37 @@ func TestToolLoopNormalizesCallIDs(t *testing.T) {
 		}
 		seen[c.ID] = true
 	}
-	if res.ToolUses[2].IsError != true || res.ToolUses[2].Output == "" {
-		// The third call has no input: Glob reports the missing pattern.
-		t.Errorf("third use %+v", res.ToolUses[2])
+	if res.ToolUses[3].IsError != true || res.ToolUses[3].Output == "" {
+		// The last call has no input: Glob reports the missing pattern.
+		t.Errorf("last use %+v", res.ToolUses[3])
 	}
 	if _, err := loop.Query(context.Background(), "again", llm.QueryOptions{}); agenterr.CodeOf(err) != agenterr.CodeSdkRequest {
 		t.Errorf("nil response: %v", err)
+	}
+}
+
+// Each query is checked by its own policy, also when the loop reuses the
+// middleware of an earlier query with the same options, and when the
+// caller changes its pattern slice in place between queries.
+func TestToolLoopPolicyPerQuery(t *testing.T) {
+	write := `  - tool_calls:
+      - {name: Write, input: {file_path: w.txt, content: x}}
+  - text: done
+`
+	f := newFixture(t, "turns:\n"+strings.Repeat(write, 5))
+	allowed := []string{"Read", "Write"}
+	var outcomes []bool
+	for i, mode := range []string{tool.ModePlan, tool.ModeAcceptEdits, tool.ModePlan, tool.ModeDefault, tool.ModeDefault} {
+		if i == 4 {
+			allowed[1] = "Glob" // the same slice, changed in place
+		}
+		res, err := f.loop.Query(context.Background(), "write", llm.QueryOptions{PermissionMode: mode, AllowedTools: allowed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcomes = append(outcomes, res.ToolUses[0].Denied)
+	}
+	if want := []bool{true, false, true, false, true}; !slices.Equal(outcomes, want) {
+		t.Fatalf("denied per query %v, want %v", outcomes, want)
 	}
 }

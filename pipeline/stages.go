@@ -13,6 +13,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // Contract is the part of a stage's definition shared by the model and
@@ -226,18 +227,12 @@ func (s *outputStage) render(ac *AgentContext, tpl *raymond.Template) (string, e
 	return b.String(), nil
 }
 
-// ExtractJSON returns the first JSON object in text: the whole text, a
-// fenced ```json block, or the first {...} that decodes.
-func ExtractJSON(text string) json.RawMessage {
-	t := strings.TrimSpace(text)
-	for i := 0; i < len(t); i++ {
-		if t[i] != '{' {
-			continue
-		}
-		dec := json.NewDecoder(strings.NewReader(t[i:]))
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err == nil {
-			return raw
+// firstObject returns the first JSON object schema.JSONCandidates finds
+// in a model's answer, or nil.
+func firstObject(text string) json.RawMessage {
+	for _, c := range schema.JSONCandidates(text) {
+		if c[0] == '{' {
+			return c
 		}
 	}
 	return nil
@@ -305,18 +300,25 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 	case retries < 0:
 		retries = 0
 	}
+	// The stage offers no tools; a model that calls one anyway is told so
+	// by the tool loop and gets one more turn to answer.
+	lp := llm.Loop{Model: s.cfg.Model, MaxTurns: 2, Request: llm.Request{Model: s.cfg.ModelName, System: s.cfg.System,
+		OutputSchema: s.raw, OutputSchemaName: s.c.ID, MaxTokens: s.cfg.MaxTokens}}
 	msgs := []llm.Message{{Role: llm.RoleUser, Text: prompt}}
 	var last error
-	for turn := 0; turn <= retries; turn++ {
-		resp, err := s.cfg.Model.Generate(ctx, &llm.Request{Model: s.cfg.ModelName, System: s.cfg.System,
-			Messages: msgs, OutputSchema: s.raw, OutputSchemaName: s.c.ID, MaxTokens: s.cfg.MaxTokens})
+	for attempt := 0; attempt <= retries; attempt++ {
+		var res *llm.QueryResult
+		msgs, res, err = lp.Run(ctx, msgs)
+		if res != nil {
+			ac.AddUsage(res.Usage)
+		}
 		if err != nil {
 			return nil, err
 		}
-		ac.AddUsage(resp.Usage)
-		out := resp.StructuredOutput
+		answer := &msgs[len(msgs)-1] // the final assistant message
+		out := res.StructuredOutput
 		if len(bytes.TrimSpace(out)) == 0 {
-			out = ExtractJSON(resp.Message.Text)
+			out = firstObject(answer.Text)
 		}
 		if last = s.fill(ac, out); last == nil {
 			return ac, nil
@@ -324,13 +326,13 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 		if agenterr.CodeOf(last) == agenterr.CodeNamespaceViolation {
 			return nil, last
 		}
-		answer := resp.Message.Text
-		if answer == "" {
-			answer = string(out)
+		if answer.Text == "" {
+			// A structured answer without text: the transcript must
+			// still say what was answered.
+			answer.Text = string(out)
 		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: answer},
-			llm.Message{Role: llm.RoleUser, Text: "Your answer was rejected: " + last.Error() +
-				"\nReply again with one JSON object matching the schema, and nothing else."})
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: "Your answer was rejected: " + last.Error() +
+			"\nReply again with one JSON object matching the schema, and nothing else."})
 	}
 	e := agenterr.Wrap(last, agenterr.CodeStageOutput, agenterr.LayerPipeline, true, "stage %s: model output rejected", s.c.ID)
 	e.Hint = "the model's answer must be one JSON object matching the stage's output schema"

@@ -16,10 +16,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/sandbox"
+	jschema "github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -777,16 +777,7 @@ func (s *session) validateTool(_ context.Context, input json.RawMessage) toolOut
 }
 
 func validateInline(schemaRaw []byte, name string, data []byte) []string {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaRaw))
-	if err != nil {
-		return []string{"schema: " + err.Error()}
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(rootLoader{root: "/nonexistent-inline-schema"})
-	if err := c.AddResource("inline.json", doc); err != nil {
-		return []string{"schema: " + err.Error()}
-	}
-	sch, err := c.Compile("inline.json")
+	sch, err := jschema.CompileSource(jschema.Source{Raw: schemaRaw, URL: "mem:///inline.schema.json"})
 	if err != nil {
 		return []string{"schema: " + err.Error()}
 	}
