@@ -123,7 +123,7 @@ func TestReadmeEmbeddingIsTheExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(src)
-	body := s[strings.Index(s, "// shout is a custom Go tool"):strings.Index(s, "\t// Output:")]
+	body := s[strings.Index(s, "// shoutInput is the input"):strings.Index(s, "\t// Output:")]
 	body = strings.Replace(body, "func Example_embedding() {", "func main() {", 1)
 	if !strings.Contains(string(readme), body) {
 		t.Fatal("README.md's Embedding program differs from Example_embedding in agent/example_embedding_test.go")

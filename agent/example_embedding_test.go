@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,23 +16,16 @@ import (
 	"github.com/capstan-dev/capstan/tool"
 )
 
+// shoutInput is the input of the custom Go tool "shout"; its JSON Schema
+// is inferred from the type.
+type shoutInput struct {
+	Text string `json:"text" jsonschema:"the text to shout"`
+}
+
 // shout is a custom Go tool: it upper-cases its input.
-type shout struct{}
-
-func (shout) Spec() tool.Spec {
-	return tool.Spec{Name: "shout", Description: "Upper-case a text.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}
-}
-
-func (shout) Kind() tool.Kind { return tool.KindRead }
-
-func (shout) Run(_ context.Context, input json.RawMessage) (tool.Result, error) {
-	var in struct{ Text string }
-	if err := json.Unmarshal(input, &in); err != nil {
-		return tool.Result{Content: "input must be {\"text\": ...}", IsError: true}, nil
-	}
-	return tool.Result{Content: strings.ToUpper(in.Text)}, nil
-}
+var shout = tool.Func("shout", "Upper-case a text.", func(_ context.Context, in shoutInput) (string, error) {
+	return strings.ToUpper(in.Text), nil
+}).WithKind(tool.KindRead)
 
 // loudFile is a custom Go validator: greeting.txt must exist and be all
 // upper case.
@@ -69,7 +61,7 @@ func Example_embedding() {
 	}
 
 	cfg := agent.Config{
-		Tools:      []tool.Tool{shout{}},
+		Tools:      []tool.Tool{shout},
 		Validators: map[string]completion.CustomValidator{"loud-file": loudFile{}},
 		Params:     map[string]string{"who": "Ada"},
 	}
