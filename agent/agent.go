@@ -5,7 +5,7 @@
 //
 //	cfg, err := agent.Load(dir, agent.Config{WorkDir: wd, Params: map[string]string{"name": "Ada"},
 //		Tools: myTools, Validators: myValidators, Events: []event.Consumer{myConsumer}})
-//	a, err := agent.New(ctx, cfg)
+//	a, err := agent.New(ctx, cfg) // cfg.Agent: the folder, pinned (see Load)
 //	err = a.Start(ctx)
 //	_ = a.Run(ctx)
 //	res := a.Stop() // res.Err() keeps the error chain
@@ -29,6 +29,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -77,6 +78,10 @@ type Agent struct {
 	buildOrder  []string
 
 	params map[string]string
+	// definition is the pinned snapshot def was loaded from (nil when it
+	// was read from disk) and snapshotRecord what run.start says about it.
+	definition     *definition.Snapshot
+	snapshotRecord *definition.Record
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
 	skillsPrompt string
 	vars         map[string]string
@@ -97,6 +102,9 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 // tools), action system (step flow) — and returns it in state Created.
 // The configuration's rules are checked by the same code `capstan validate`
 // runs (see ValidateOptions), so an agent that validates also builds.
+// cfg.Agent must come from Load, LoadPinned or config.LoadAndValidate(FS);
+// when it was loaded from a definition.Snapshot, the run keeps that
+// snapshot with its journal and records its digests in run.start.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
 	opts := cfg
 	def := cfg.Agent
@@ -164,6 +172,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := a.buildJournal(); err != nil {
 		return fail(err)
 	}
+	if err := a.pinDefinition(); err != nil {
+		return fail(err)
+	}
 	consumers := []event.Consumer{&journalConsumer{w: a.events}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
@@ -174,7 +185,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
 	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
-	a.schemas = newSchemas(def.Dir())
+	a.schemas = newSchemas(def.Dir(), def.FS())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
@@ -249,7 +260,8 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	a.rc = &loop.RuntimeContext{}
-	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params}
+	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
+		Definition: a.snapshotRecord}
 	if r := a.opts.Resume; r != nil {
 		if err := a.restore(r); err != nil {
 			return err
@@ -333,7 +345,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
-		Journal: a.events.Path(), Error: NewResultError(lr.Err),
+		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
 	}
 	a.mu.Lock()
 	a.result = res
@@ -352,7 +364,7 @@ func (a *Agent) Stop() *Result {
 	}
 	if a.result == nil {
 		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
-			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path()}
+			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest()}
 	}
 	a.emit.Emit(journal.RunEnd, a.result)
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
@@ -54,6 +55,11 @@ type Config struct {
 	// Resume continues the run recorded in this journal instead of starting
 	// a new one.
 	Resume *RunRecord
+	// DefinitionResume says, for a resumed run, how the definition it uses
+	// relates to the recorded one; it is journaled in run.start with the
+	// definition's digests. The definition itself is the one Agent was
+	// loaded from (config.LoadAndValidateFS with a definition.Snapshot).
+	DefinitionResume *definition.Resume
 	// Events consume the run's event stream (package event), after the
 	// journal and tracing, in order: the progress line, --stream output and
 	// an embedder's own consumers are all Events.
@@ -72,12 +78,18 @@ type Config struct {
 // BuildOptions is the Config of Build (whose Agent field Build sets).
 type BuildOptions = Config
 
-// Load is the agent-folder way to fill a Config: it loads and validates
-// the folder dir (with cfg's Go validators and completion handlers known,
-// see ValidateOptionsFor) and returns cfg with Agent set. Problems come back
-// all at once as a *config.ValidationError.
+// Load is the agent-folder way to fill a Config: it reads the folder dir
+// once into a pinned definition snapshot (as LoadPinned does, with the
+// script file of cfg.Model when it names one), loads and validates it with
+// cfg's Go validators and completion handlers known (ValidateOptionsFor),
+// and returns cfg with Agent set. Problems come back all at once as a
+// *config.ValidationError.
 func Load(dir string, cfg Config) (Config, error) {
-	def, err := config.LoadAndValidate(dir, ValidateOptionsFor(cfg))
+	var models []string
+	if cfg.Model != "" {
+		models = append(models, cfg.Model)
+	}
+	def, err := loadPinned(dir, ValidateOptionsFor(cfg), models)
 	if err != nil {
 		return cfg, err
 	}

@@ -29,6 +29,7 @@ func newPromptResolver(dir string, def *config.Definition, reg *config.Registry)
 		C1:          reg.C1,
 		FallbackDir: r.Prompts.FallbackDir,
 		SystemPath:  r.SystemPromptPath,
+		FS:          def.FS(),
 	})
 }
 
@@ -75,7 +76,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		allow := b.Sandbox != nil && b.Sandbox.AllowUnsandboxed
 		boxed = sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: allow})
 	}
-	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), Sandbox: boxed})
+	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), FS: a.def.FS(), Sandbox: boxed})
 	for _, w := range warns {
 		a.emit.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
 	}
@@ -119,6 +120,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	a.bridgeCfg = llm.Config{
 		BaseURL:  baseURL,
 		AgentDir: a.def.Dir(),
+		AgentFS:  a.def.FS(),
 		WorkDir:  a.workDir,
 		Tools:    tools,
 		Events:   a.emit,

@@ -20,6 +20,8 @@ func Codes() []CodeInfo {
 		{agenterr.CodeConfigurationNotFound, e, "agent.json or the steps registry does not exist"},
 		{agenterr.CodeConfigurationParse, e, "a file is not valid JSON (or not a readable regular file)"},
 		{agenterr.CodeConfigurationValidation, e, "runner.prompts.registry leaves the agent folder"},
+		{agenterr.CodeDefinitionTooLarge, e, "the agent definition exceeds the bounds of a snapshot (file size, total size, file count)"},
+		{agenterr.CodePathEscape, e, "a file of the agent definition leads out of its folder through a symbolic link"},
 
 		{"AC-SCHEMA-TYPE", e, "agent.json: a value has the wrong JSON type"},
 		{"AC-SCHEMA-REQUIRED", e, "agent.json: a required key is missing"},

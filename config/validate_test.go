@@ -459,6 +459,8 @@ func TestValidateProblems(t *testing.T) {
 		"AC-DUPLICATE-KEY": true, "SR-DUPLICATE-KEY": true, // TestDuplicateKeyWarning
 		// Cross-layer codes: agent.TestCrossLayerChecks.
 		"SR-STEP-PROMPT-MISSING": true, "SR-STEP-PROMPT-INVALID": true, "SR-RETRY-PROMPT-MISSING": true, "SR-SCHEMA-UNRESOLVED": true,
+		// Definition snapshot codes: definition.TestTakeBounds, TestTakeRefusesEscapingLinks…, main.TestValidateReportsSnapshotProblems.
+		"DEFINITION_TOO_LARGE": true, "PATH_ESCAPE": true,
 	}
 	for _, tc := range cases {
 		covered[tc.code] = true

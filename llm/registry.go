@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"io/fs"
 	"net/http"
 	"sort"
 	"strings"
@@ -24,6 +25,10 @@ type Config struct {
 	// AgentDir is the agent definition folder; relative provider arguments
 	// (the script provider's file) resolve against it.
 	AgentDir string
+	// AgentFS, when set, holds the agent definition's files (a pinned
+	// snapshot, paths relative to AgentDir); relative provider arguments
+	// are read from it instead of the disk.
+	AgentFS fs.FS
 	// WorkDir is where the agent acts; file tools are confined to it.
 	WorkDir string
 	// Tools are the tools the model may call (built-in and MCP). Whether a

@@ -129,6 +129,7 @@ func printRun(w io.Writer, rec *agent.RunRecord) {
 			fmt.Fprintf(w, "params %v\n", s.Params)
 		}
 	}
+	printDefinitions(w, rec.Definitions)
 	for _, it := range rec.Iterations {
 		fmt.Fprintf(w, "\n== iteration %d", it.Iteration)
 		if it.Step != "" {

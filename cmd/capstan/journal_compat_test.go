@@ -16,7 +16,8 @@ import (
 // is a run recorded by capstan before the verdict stage and the event
 // stream (a declared completion whose validator failed, then the iteration
 // budget). It still shows, and resumes to completion with the pending
-// retry prompt.
+// retry prompt (with --reload-definition: it recorded no definition
+// snapshot).
 func TestRunsRecordedBeforeTheVerdictStageShowAndResume(t *testing.T) {
 	const runID = "20261124T213825Z-ae5985"
 	root := t.TempDir()
@@ -41,7 +42,7 @@ func TestRunsRecordedBeforeTheVerdictStageShowAndResume(t *testing.T) {
 	if code != 0 || !strings.Contains(out+errOut, "out-missing") || !strings.Contains(out+errOut, "max_iterations") {
 		t.Fatalf("show: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, errOut = captureConfigCLI(t, "resume", runID, "--workdir", work, "--max-iterations", "3", "--json", "--quiet")
+	code, out, errOut = captureConfigCLI(t, "resume", runID, "--workdir", work, "--reload-definition", "--max-iterations", "3", "--json", "--quiet")
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -3,6 +3,8 @@ package script
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,11 +24,18 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 	if name == "" {
 		name = DefaultFile
 	}
-	path := name
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(cfg.AgentDir, path)
+	var s *Script
+	var err error
+	if rel, ok := inAgentDir(cfg.AgentDir, name); ok && cfg.AgentFS != nil {
+		// The script file is part of the pinned agent definition.
+		s, err = LoadFS(cfg.AgentFS, rel, name)
+	} else {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cfg.AgentDir, p)
+		}
+		s, err = Load(p, name)
 	}
-	s, err := Load(path, name)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +56,22 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 		m.next = len(s.Turns)
 	}
 	return m, nil
+}
+
+// inAgentDir returns the script file name as a path inside the agent
+// folder dir (name is relative to it, or absolute), and whether it is one.
+func inAgentDir(dir, name string) (string, bool) {
+	if filepath.IsAbs(name) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", false
+		}
+		if name, err = filepath.Rel(abs, name); err != nil {
+			return "", false
+		}
+	}
+	rel := path.Clean(filepath.ToSlash(name))
+	return rel, filepath.IsLocal(name) && fs.ValidPath(rel)
 }
 
 // Model replays a Script, one turn per Generate call. It is safe for
