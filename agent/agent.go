@@ -175,11 +175,11 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := a.pinDefinition(); err != nil {
 		return fail(err)
 	}
-	consumers := []event.Consumer{&journalConsumer{w: a.events}}
+	consumers := []event.Consumer{&emitterConsumer{e: a.events}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
 			Next: journal.Discard, Secrets: builtin.SecretValues(os.Environ()), Now: spanClock})
-		consumers = append(consumers, &tracingConsumer{t: a.tracer})
+		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
 	a.buildOrder = append(a.buildOrder, "logger")
@@ -404,33 +404,23 @@ func (a *Agent) release() error {
 	return first
 }
 
-// journalConsumer writes the run's events to its journal (model-output
-// events never reach it: the journal has the finished turns).
-type journalConsumer struct {
-	w         *journal.Writer
+// emitterConsumer feeds an emitter that stamps the run's position itself
+// — the journal writer, the OpenTelemetry tracer — from the event stream,
+// moving its position only when the stream's moves. (Model-output events
+// never reach it: the journal has the finished turns.)
+type emitterConsumer struct {
+	e interface {
+		journal.Emitter
+		SetPosition(iteration int, step string)
+	}
 	iteration int
 	step      string
 }
 
-func (c *journalConsumer) Consume(e event.Event) {
+func (c *emitterConsumer) Consume(e event.Event) {
 	if e.Iteration != c.iteration || e.Step != c.step {
 		c.iteration, c.step = e.Iteration, e.Step
-		c.w.SetPosition(e.Iteration, e.Step)
+		c.e.SetPosition(e.Iteration, e.Step)
 	}
-	c.w.Emit(e.Type, e.Data)
-}
-
-// tracingConsumer turns the run's events into OpenTelemetry spans.
-type tracingConsumer struct {
-	t         *tracing.Emitter
-	iteration int
-	step      string
-}
-
-func (c *tracingConsumer) Consume(e event.Event) {
-	if e.Iteration != c.iteration || e.Step != c.step {
-		c.iteration, c.step = e.Iteration, e.Step
-		c.t.SetPosition(e.Iteration, e.Step)
-	}
-	c.t.Emit(e.Type, e.Data)
+	c.e.Emit(e.Type, e.Data)
 }
