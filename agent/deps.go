@@ -8,6 +8,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/llm/pricing"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -126,6 +127,8 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		Events:   a.emit,
 		Getenv:   a.opts.Getenv,
 		MaxTurns: r.Boundaries.MaxTurns,
+		// Keeps long sessions within the model's context window.
+		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
 	}
 	if rec := a.opts.Resume; rec != nil {
 		a.bridgeCfg.Transcripts = rec.Sessions

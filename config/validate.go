@@ -267,6 +267,29 @@ func (c *checker) agent() {
 				"MCP server %q needs exactly one of command and url", name)
 		}
 	}
+	if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && (r.ContextWindow > 0 || r.Compaction != nil) {
+		ptr := "/runner/compaction"
+		if r.Compaction == nil {
+			ptr = "/runner/contextWindow"
+		}
+		c.report(a, "AC-COMPACTION-IGNORED", SeverityWarning, ptr,
+			"remove it; the Claude Code CLI manages its own context (see CLAUDE_CODE_AUTO_COMPACT_WINDOW in its documentation)",
+			"runner.contextWindow and runner.compaction do not apply to the claude-code backend, which runs its own tool loop and compacts by itself")
+	}
+	if cp := r.Compaction; cp != nil {
+		if cp.SummaryModel != "" {
+			c.model(a, "AC", "/runner/compaction/summaryModel", cp.SummaryModel)
+		}
+		threshold, target := cp.Threshold, cp.Target
+		if threshold == 0 {
+			threshold = 0.75
+		}
+		if target != 0 && target >= threshold {
+			c.report(a, "AC-COMPACTION-TARGET", SeverityError, "/runner/compaction/target",
+				fmt.Sprintf("use a target below the threshold (%g), e.g. %g", threshold, threshold/2),
+				"compaction target %g is not below the threshold %g: compaction would not shrink the request", target, threshold)
+		}
+	}
 	if n := r.Budgets.MaxIterations; n > hardLimit {
 		c.report(a, "AC-BUDGET-HARD-LIMIT", SeverityWarning, "/runner/budgets/maxIterations",
 			fmt.Sprintf("use at most %d; the loop stops at its hard limit anyway", hardLimit),

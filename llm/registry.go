@@ -51,6 +51,13 @@ type Config struct {
 	// that run their own tool loop (claude-code) hand them to the backend;
 	// for the others their tools arrive in Tools (see tool/mcp).
 	MCPServers map[string]config.MCPServer
+	// Context, when set, keeps the tool loop's requests within the model's
+	// context window (NewToolLoop); nil sends transcripts as they are.
+	Context ContextManager
+	// NewContext, when set and Context is nil, builds the Context of a
+	// tool loop that Open creates, for the model it opened (llm/compact's
+	// Factory); nil = none.
+	NewContext func(ctx context.Context, cfg Config, m Model) (ContextManager, error)
 }
 
 // Factory builds a Bridge for a provider that runs its own tool loop (the
@@ -155,6 +162,11 @@ func Open(ctx context.Context, spec string, cfg Config) (Bridge, error) {
 	m, err := p.model(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Context == nil && cfg.NewContext != nil {
+		if cfg.Context, err = cfg.NewContext(ctx, cfg, m); err != nil {
+			return nil, err
+		}
 	}
 	return NewToolLoop(m, cfg), nil
 }

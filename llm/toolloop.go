@@ -42,7 +42,11 @@ type ToolLoop struct {
 	// queries with the same policy every iteration.
 	chain    policyChain
 	sessions map[string][]Message
-	last     string
+	// busy marks sessions a query is extending: the query appends to the
+	// session's own slice, so a second concurrent query on the same
+	// session must work on a copy.
+	busy map[string]bool
+	last string
 }
 
 // NewToolLoop wraps m in the shared tool loop.
@@ -51,7 +55,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 		cfg.Events = journal.Discard
 	}
 	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{},
-		journal: JournalTools(cfg.Events)}
+		busy: map[string]bool{}, journal: JournalTools(cfg.Events)}
 	for _, t := range cfg.Tools {
 		spec := t.Spec()
 		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
@@ -87,10 +91,12 @@ func (l *ToolLoop) Close() error {
 }
 
 // SessionMessagesEvent is the payload of a session.messages journal event:
-// the messages one query appended to a session.
+// the messages one query appended to a session, or, when Replace is set,
+// the session's whole transcript after the query compacted it.
 type SessionMessagesEvent struct {
 	SessionID string    `json:"session_id"`
 	Messages  []Message `json:"messages"`
+	Replace   bool      `json:"replace,omitempty"`
 }
 
 // ModelTurnEvent is the payload of a model.turn journal event.
@@ -124,6 +130,20 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		sid = newSessionID()
 		history = nil
 	}
+	// The query appends to the session's slice in place (amortized growth,
+	// no copy of the transcript per query); the session keeps its old
+	// length until commit, so a failed query leaves it as it was.
+	msgs := history
+	if l.busy[sid] {
+		msgs = slices.Clone(history)
+	} else {
+		l.busy[sid] = true
+		defer func() {
+			l.mu.Lock()
+			delete(l.busy, sid)
+			l.mu.Unlock()
+		}()
+	}
 	l.mu.Unlock()
 
 	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
@@ -134,22 +154,26 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		maxTurns = l.cfg.MaxTurns
 	}
 
-	msgs := make([]Message, len(history), len(history)+8)
-	copy(msgs, history)
-	msgs = append(msgs, Message{Role: RoleUser, Text: prompt})
+	query := len(msgs) // index of this query's prompt
+	msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
 	lp := Loop{
 		Model: l.model,
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
 		Tools: l.tools, MaxTurns: maxTurns, Events: l.cfg.Events,
 		Middleware: chain.mw,
+		Context:    l.cfg.Context, Query: query, SessionID: sid,
 	}
 	msgs, res, err := lp.Run(ctx, msgs)
 	if res != nil {
 		res.SessionRenewed = renewed
 	}
 	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
-		l.commit(sid, msgs, len(history), res)
+		prior := len(history) // messages the session had; -1 once compaction replaced them
+		if lp.Compacted {
+			prior = -1
+		}
+		l.commit(sid, msgs, prior, res)
 	}
 	return res, err
 }
@@ -190,13 +214,20 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	return c
 }
 
+// commit makes msgs the session's transcript and journals what changed:
+// the messages after the first prior ones, or (prior < 0, after
+// compaction) the whole transcript.
 func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
 	l.mu.Lock()
 	l.sessions[sid] = msgs
 	l.last = sid
 	l.mu.Unlock()
 	res.SessionID = sid
-	l.cfg.Events.Emit(journal.SessionMessages, SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]})
+	ev := SessionMessagesEvent{SessionID: sid, Messages: msgs, Replace: true}
+	if prior >= 0 {
+		ev = SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]}
+	}
+	l.cfg.Events.Emit(journal.SessionMessages, ev)
 }
 
 // Loop is one run of capstan's tool loop over a transcript: model turn →
@@ -232,6 +263,16 @@ type Loop struct {
 	// Hooks, when set, lets a runtime steer the turns (budgets, exit
 	// decisions).
 	Hooks Hooks
+	// Context, when set, fits every request into the model's context
+	// window before it is sent (compaction); msgs[Query] is the prompt of
+	// the current query, which it never compacts away. Compactions are
+	// journaled as context.compacted events of session SessionID.
+	Context   ContextManager
+	Query     int
+	SessionID string
+	// Compacted reports, after Run, that the context manager replaced the
+	// transcript's earlier messages (so the whole transcript is new).
+	Compacted bool
 }
 
 // Hooks lets the runtime that owns a Loop steer it between turns.
@@ -274,8 +315,22 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 			e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
 			return msgs, res, e
 		}
-		res.Turns++
 		req.Messages = msgs
+		if lp.Context != nil {
+			fit, err := lp.Context.Fit(ctx, &req, lp.Query)
+			res.Usage.Add(fit.Usage)
+			if err != nil {
+				return msgs, res, err
+			}
+			if fit.Compaction != nil {
+				lp.Query -= len(msgs) - len(fit.Messages)
+				msgs, lp.Compacted = fit.Messages, true
+				req.Messages = msgs
+				fit.Compaction.SessionID = lp.SessionID
+				events.Emit(journal.ContextCompacted, fit.Compaction)
+			}
+		}
+		res.Turns++
 		start := time.Now()
 		resp, err := lp.Model.Generate(ctx, &req)
 		if err != nil {
@@ -283,6 +338,9 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 		}
 		if resp == nil {
 			return msgs, res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
+		}
+		if lp.Context != nil {
+			lp.Context.Observe(&req, resp.Usage.Input())
 		}
 		res.Usage.Add(resp.Usage)
 		resp.Message.Role = RoleAssistant

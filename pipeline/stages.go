@@ -8,10 +8,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mailgun/raymond/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/handlebars"
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
 )
@@ -135,8 +136,7 @@ func (s *outputStage) fill(ac *AgentContext, out json.RawMessage) error {
 }
 
 // templateData exposes the stage's readable keys as nested maps
-// ({{input.request}}, {{reasoning.intents}}); strings are marked safe so
-// Handlebars does not HTML-escape prompts.
+// ({{input.request}}, {{reasoning.intents}}) as JSON-shaped values.
 func templateData(ac *AgentContext, c Contract) map[string]any {
 	data := map[string]any{}
 	keys := ac.Keys()
@@ -158,53 +158,50 @@ func templateData(ac *AgentContext, c Contract) map[string]any {
 			m = map[string]any{}
 			data[ns] = m
 		}
-		m[localName(k)] = safe(v)
+		m[localName(k)] = v
 	}
-	return data
-}
-
-func safe(v any) any {
-	switch x := v.(type) {
-	case string:
-		return raymond.SafeString(x)
-	case []any:
-		for i := range x {
-			x[i] = safe(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = safe(x[k])
-		}
-	}
-	return v
+	out, _ := jsonvalue.Normalize(data).(map[string]any)
+	return out
 }
 
 // jsonHelper renders a value as indented JSON, without HTML escaping.
-func jsonHelper(v any) raymond.SafeString {
+func jsonHelper(v any) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return raymond.SafeString(fmt.Sprint(v))
+		return fmt.Sprint(v)
 	}
-	return raymond.SafeString(strings.TrimRight(b.String(), "\n"))
+	return strings.TrimRight(b.String(), "\n")
 }
 
-func parseTemplate(id, what, src string) (*raymond.Template, error) {
-	tpl, err := raymond.Parse(src)
+// templateHelpers are the value helpers pipeline templates may call.
+var templateHelpers = map[string]handlebars.Helper{"json": jsonHelper}
+
+// Bounds of one pipeline template's rendering.
+const (
+	templateMaxOutput = 1 << 20
+	templateMaxSteps  = 200_000
+)
+
+func parseTemplate(id, what, src string) (*handlebars.Template, error) {
+	tpl, err := handlebars.Parse(src, templateHelpers)
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %s template: %w", id, what, err)
 	}
-	tpl.RegisterHelper("json", jsonHelper)
 	return tpl, nil
 }
 
+func renderTemplate(ctx context.Context, tpl *handlebars.Template, data map[string]any) (string, error) {
+	return tpl.Render(ctx, data, handlebars.Limits{MaxOutput: templateMaxOutput, MaxSteps: templateMaxSteps})
+}
+
 // render executes tpl, or builds the default prompt when tpl is nil.
-func (s *outputStage) render(ac *AgentContext, tpl *raymond.Template) (string, error) {
+func (s *outputStage) render(ctx context.Context, ac *AgentContext, tpl *handlebars.Template) (string, error) {
 	data := templateData(ac, s.c)
 	if tpl != nil {
-		out, err := tpl.Exec(data)
+		out, err := renderTemplate(ctx, tpl, data)
 		if err != nil {
 			return "", fmt.Errorf("stage %s: render prompt: %w", s.c.ID, err)
 		}
@@ -263,7 +260,7 @@ type ModelStageConfig struct {
 type ModelStage struct {
 	*outputStage
 	cfg ModelStageConfig
-	tpl *raymond.Template
+	tpl *handlebars.Template
 }
 
 // NewModelStage checks cfg (id, keys, template, schema) and returns the
@@ -289,7 +286,7 @@ func NewModelStage(cfg ModelStageConfig) (*ModelStage, error) {
 // check its JSON against the schema (telling it what was wrong, up to
 // SchemaRetries more turns), and write the postconditions.
 func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentContext, error) {
-	prompt, err := s.render(ac, s.tpl)
+	prompt, err := s.render(ctx, ac, s.tpl)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +362,7 @@ type AgentStageConfig struct {
 type AgentStage struct {
 	*outputStage
 	cfg    AgentStageConfig
-	params map[string]*raymond.Template
+	params map[string]*handlebars.Template
 }
 
 // NewAgentStage checks cfg and returns the stage.
@@ -380,7 +377,7 @@ func NewAgentStage(cfg AgentStageConfig) (*AgentStage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &AgentStage{outputStage: base, cfg: cfg, params: map[string]*raymond.Template{}}
+	s := &AgentStage{outputStage: base, cfg: cfg, params: map[string]*handlebars.Template{}}
 	for name, src := range cfg.Params {
 		if s.params[name], err = parseTemplate(cfg.ID, "param "+name, src); err != nil {
 			return nil, err
@@ -395,7 +392,7 @@ func (s *AgentStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 	data := templateData(ac, s.c)
 	params := make(map[string]string, len(s.params))
 	for name, tpl := range s.params {
-		v, err := tpl.Exec(data)
+		v, err := renderTemplate(ctx, tpl, data)
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: param %s: %w", s.c.ID, name, err)
 		}

@@ -163,8 +163,8 @@ func printRun(w io.Writer, rec *agent.RunRecord) {
 			if it.Summary != nil {
 				cost = it.Summary.CostUSD
 			}
-			fmt.Fprintf(w, "-- usage in=%d out=%d cache_read=%d cache_write=%d turns=%d cost=$%.4f\n",
-				q.Usage.InputTokens, q.Usage.OutputTokens, q.Usage.CacheReadTokens, q.Usage.CacheWriteTokens, q.Turns, cost)
+			fmt.Fprintf(w, "-- usage input uncached=%d cache_write=%d cache_read=%d  out=%d turns=%d cost=$%.4f\n",
+				q.Usage.InputTokens, q.Usage.CacheWriteTokens, q.Usage.CacheReadTokens, q.Usage.OutputTokens, q.Turns, cost)
 		}
 		for _, ev := range it.Events {
 			fmt.Fprintf(w, "-- %s %s\n", ev.Type, truncate(string(ev.Data), 600))
@@ -193,7 +193,8 @@ func printRun(w io.Writer, rec *agent.RunRecord) {
 			status = "COMPLETED"
 		}
 		fmt.Fprintf(w, "%s: %s — %s\n", status, r.CompletionReason, r.Reason)
-		fmt.Fprintf(w, "iterations %d  tokens in=%d out=%d  cost $%.4f  %dms\n", r.Iterations, r.Usage.InputTokens, r.Usage.OutputTokens, r.CostUSD, r.DurationMs)
+		fmt.Fprintf(w, "iterations %d  input uncached=%d cache_write=%d cache_read=%d  out=%d  cost $%.4f  %dms\n", r.Iterations,
+			r.Usage.InputTokens, r.Usage.CacheWriteTokens, r.Usage.CacheReadTokens, r.Usage.OutputTokens, r.CostUSD, r.DurationMs)
 		if r.Error != nil {
 			fmt.Fprintf(w, "error %s: %s (recoverable=%v)\n", r.Error.Code, r.Error.Message, r.Error.Recoverable)
 		}
