@@ -9,7 +9,9 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -20,9 +22,11 @@ import (
 type Config struct {
 	// Agent is the validated agent definition.
 	Agent *config.Agent
-	// WorkDir is where the agent acts and where .capstan/runs is written
-	// (default: the current directory).
+	// WorkDir is where the agent acts (default: the current directory).
 	WorkDir string
+	// Store keeps the run journal (zero = journal.OpenStore(Getenv): the
+	// user's state directory, outside the work dir).
+	Store journal.Store
 	// Model overrides runner.model ("provider:model").
 	Model string
 	// BaseURL overrides runner.baseUrl.
@@ -47,6 +51,11 @@ type Config struct {
 	CompletionHandlers map[string]completion.HandlerFactory
 	// MaxIterations overrides runner.budgets.maxIterations when > 0.
 	MaxIterations int
+	// Timeouts override runner.requests' timeouts field by field (zero
+	// fields keep them).
+	Timeouts retry.Timeouts
+	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
+	MaxRetryAfter time.Duration
 	// Params are raw parameter values keyed by parameter name, as given on
 	// the command line; they are type-checked and defaulted by the
 	// definition (seed 000 variable mapping) and become {uv-<name>} prompt

@@ -4,12 +4,14 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/llm/pricing"
+	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
@@ -104,7 +106,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		needMCP = needMCP || !runsOwnToolLoop(spec)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
-		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir})
+		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit})
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
 				e.File = filepath.Join(a.def.Dir(), config.AgentFile)
@@ -129,12 +131,26 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		MaxTurns: r.Boundaries.MaxTurns,
 		// Keeps long sessions within the model's context window.
 		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
+		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts),
+		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
+	}
+	if a.opts.MaxRetryAfter > 0 {
+		a.bridgeCfg.Retry.MaxRetryAfter = a.opts.MaxRetryAfter
 	}
 	if rec := a.opts.Resume; rec != nil {
 		a.bridgeCfg.Transcripts = rec.Sessions
 	}
 	return a.openBridge(ctx, a.model)
 }
+
+// requestTimeouts converts runner.requests' timeouts.
+func requestTimeouts(r config.Requests) retry.Timeouts {
+	return retry.Timeouts{Connect: seconds(r.ConnectTimeoutSeconds), FirstByte: seconds(r.FirstByteTimeoutSeconds),
+		StreamIdle: seconds(r.StreamIdleTimeoutSeconds)}
+}
+
+// seconds converts a configured number of seconds.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // openBridge opens the provider of spec with the agent's bridge config.
 func (a *Agent) openBridge(ctx context.Context, spec string) (llm.Bridge, error) {

@@ -127,7 +127,7 @@ errors; 3 model/provider or internal errors.`,
 	fs.StringVar(&f.model, "model", os.Getenv("CAPSTAN_MODEL"), "model as provider:model (script:<file> is relative to DIR)")
 	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider")
 	fs.StringVar(&f.build, "build", "", "build directory (default <skill>/build)")
-	fs.StringVar(&f.workDir, "workdir", ".", "where the run journal is written (.capstan/runs/<id>)")
+	fs.StringVar(&f.workDir, "workdir", ".", "the work dir the skill acts in (its run journal goes to the state directory, see docs/journal.md)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the ActResult as JSON on stdout")
 	f.stream.register(fs, "")
 	fs.BoolVar(&f.fresh, "fresh", false, "ignore the record of an identical earlier run")
@@ -223,8 +223,12 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if err := sb.Capabilities().Unavailable(); err != nil {
 		fmt.Fprintln(stderr, "warning: scripts cannot run:", err)
 	}
+	store, err := runStore()
+	if err != nil {
+		return err
+	}
 	runID := journal.NewRunID(time.Now())
-	jw, err := journal.Create(f.workDir, runID)
+	jw, err := store.Create(f.workDir, runID)
 	if err != nil {
 		return withExit(exitInternal, fmt.Errorf("skills run: journal: %w", err))
 	}
