@@ -82,3 +82,12 @@ func (s *schemas) Schema(ref config.SchemaRef) (completion.SchemaValidator, erro
 	}
 	return c.validator, nil
 }
+
+// OutputSchema implements verdict.Schemas.
+func (s *schemas) OutputSchema(ref config.SchemaRef) (json.RawMessage, completion.SchemaValidator, error) {
+	c, err := s.get(ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.raw, c.validator, nil
+}

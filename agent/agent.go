@@ -3,11 +3,15 @@
 // runs the loop, and reports an AgentResult. It is the public entry point
 // for embedding capstan in a Go program:
 //
-//	def, err := agent.LoadPinned(dir) // or config.LoadAndValidate(dir, agent.ValidateOptions()), unpinned
-//	a, err := agent.Build(ctx, def, agent.BuildOptions{WorkDir: wd, Params: map[string]string{"name": "Ada"}})
+//	cfg, err := agent.Load(dir, agent.Config{WorkDir: wd, Params: map[string]string{"name": "Ada"},
+//		Tools: myTools, Validators: myValidators, Events: []event.Consumer{myConsumer}})
+//	a, err := agent.New(ctx, cfg) // cfg.Agent: the folder, pinned (see Load)
 //	err = a.Start(ctx)
 //	_ = a.Run(ctx)
-//	res := a.Stop()
+//	res := a.Stop() // res.Err() keeps the error chain
+//
+// Each iteration's outcome is decided by the verdict stage (package
+// verdict); the run's events flow through one stream (package event).
 //
 // The lifecycle is one way: Created → Started → Stopped. A second Start is
 // ALREADY_STARTED, Start after Stop is ALREADY_STOPPED, and an agent is not
@@ -16,21 +20,19 @@ package agent
 
 import (
 	"context"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -48,56 +50,12 @@ const (
 	Stopped State = "stopped"
 )
 
-// BuildOptions configure Build.
-type BuildOptions struct {
-	// WorkDir is where the agent acts (default: the current directory).
-	WorkDir string
-	// Store keeps the run journal (zero = journal.OpenStore(Getenv): the
-	// user's state directory, outside the work dir).
-	Store journal.Store
-	// Model overrides runner.model ("provider:model").
-	Model string
-	// BaseURL overrides runner.baseUrl.
-	BaseURL string
-	// MaxIterations overrides runner.budgets.maxIterations when > 0.
-	MaxIterations int
-	// Timeouts override runner.requests' timeouts field by field (zero
-	// fields keep them).
-	Timeouts retry.Timeouts
-	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
-	MaxRetryAfter time.Duration
-	// Observer receives progress callbacks.
-	Observer loop.Observer
-	// Getenv reads the environment (nil = os.Getenv).
-	Getenv func(string) string
-	// Now is the clock (nil = time.Now).
-	Now func() time.Time
-	// Resume continues the run recorded in this journal instead of starting
-	// a new one.
-	Resume *RunRecord
-	// Params are raw parameter values keyed by parameter name, as given on
-	// the command line; they are type-checked and defaulted by the
-	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
-	// variables. A resumed run reuses the recorded values when Params is nil.
-	Params map[string]string
-	// DefinitionResume says, for a resumed run, how the definition it uses
-	// relates to the recorded one; it is journaled in run.start with the
-	// definition's digests. The definition itself is the one def was
-	// loaded from (config.LoadAndValidateFS with a definition.Snapshot).
-	DefinitionResume *definition.Resume
-	// TracerProvider, when set, turns the run's journal events into
-	// OpenTelemetry spans (package tracing); the run span is a child of
-	// the span in Build's ctx, if any. nil = no tracing, and no cost.
-	// Flushing and shutting the provider down is the caller's job.
-	TracerProvider trace.TracerProvider
-}
-
 // Agent is a built agent.
 type Agent struct {
 	def  *config.Agent
 	spec *config.Definition // def.Definition(), copied once
 	reg  *config.Registry   // def.Registry(), copied once
-	opts BuildOptions
+	opts Config
 
 	mu      sync.Mutex
 	state   State
@@ -106,11 +64,10 @@ type Agent struct {
 	workDir string
 
 	events      *journal.Writer
-	emit        journal.Emitter  // events, or the tracing tee in front of it
+	emit        *event.Stream    // the run's one event stream: journal, tracing, Config.Events
 	tracer      *tracing.Emitter // nil without a TracerProvider
 	prompts     *prompt.Resolver
-	completion  completion.Handler
-	verifier    *completion.CompletionValidator
+	rt          *compiled // completion handler, verifier, step machine
 	schemas     *schemas
 	bridge      llm.Bridge
 	bridgeCfg   llm.Config            // how bridges are opened (tools, journal, transcripts)
@@ -135,15 +92,32 @@ type Agent struct {
 	started      time.Time
 }
 
-// Build creates an agent's dependencies in seed 002's order — logger
+// Build is New with def as cfg.Agent: it builds the agent of a loaded
+// agent folder (config.LoadAndValidate) with the Go values in opts.
+func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
+	opts.Agent = def
+	return New(ctx, opts)
+}
+
+// New creates an agent's dependencies in seed 002's order — logger
 // (journal), prompt resolver, completion handler, SDK bridge (with its
 // tools), action system (step flow) — and returns it in state Created.
-// def must come from LoadPinned or config.LoadAndValidate(FS); when it was
-// loaded from a definition.Snapshot, the run keeps that snapshot with its
-// journal and records its digests in run.start.
-func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
+// The configuration's rules are checked by the same code `capstan validate`
+// runs (see ValidateOptions), so an agent that validates also builds.
+// cfg.Agent must come from Load, LoadPinned or config.LoadAndValidate(FS);
+// when it was loaded from a definition.Snapshot, the run keeps that
+// snapshot with its journal and records its digests in run.start.
+func New(ctx context.Context, cfg Config) (*Agent, error) {
+	opts := cfg
+	def := cfg.Agent
 	if def == nil {
 		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
+	}
+	if opts.Bridge != nil && len(opts.Tools) > 0 {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"Config.Tools cannot be given with Config.Bridge: a bridge brings its own tools")
+		e.Hint = "give the tools to the bridge you build, or set Config.Model instead of Config.Bridge"
+		return nil, e
 	}
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
@@ -169,6 +143,9 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	a.model = opts.Model
 	if a.model == "" {
 		a.model = def.Definition().Runner.Model
+	}
+	if a.model == "" && opts.Bridge != nil {
+		a.model = "custom"
 	}
 	if a.model == "" {
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
@@ -200,19 +177,21 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	if err := a.pinDefinition(); err != nil {
 		return fail(err)
 	}
-	a.emit = a.events
+	consumers := []event.Consumer{&emitterConsumer{e: a.events}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: a.events, Secrets: builtin.SecretValues(os.Environ()), Now: spanClock})
-		a.emit = a.tracer
+			Next: journal.Discard, Secrets: builtin.SecretValues(os.Environ()), Now: spanClock})
+		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
+	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
 	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
 	a.schemas = newSchemas(def.Dir(), def.FS())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
-	// 3. completion handler
-	if a.completion, err = a.buildCompletion(); err != nil {
+	// 3. completion handler, validators and step machine: the part of the
+	// agent its files decide (the same code validate runs)
+	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}); err != nil {
 		return fail(err)
 	}
 	a.buildOrder = append(a.buildOrder, "completionHandler")
@@ -317,6 +296,40 @@ func (a *Agent) Start(ctx context.Context) error {
 	return nil
 }
 
+// Events runs the agent like Run and yields its events as they happen,
+// each while the run waits for the loop body (so a payload may be read but
+// must be copied to be kept). When the run did not complete, the last pair
+// is a zero Event with the run's error. Breaking out of the loop cancels
+// the run. Call Stop afterwards for the Result.
+func (a *Agent) Events(ctx context.Context) iter.Seq2[event.Event, error] {
+	return func(yield func(event.Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		events, ack := make(chan event.Event), make(chan struct{})
+		unsubscribe := a.emit.Subscribe(event.ConsumerFunc(func(e event.Event) {
+			events <- e
+			<-ack
+		}))
+		done := make(chan *Result, 1)
+		go func() {
+			defer close(events)
+			defer unsubscribe()
+			done <- a.Run(ctx)
+		}()
+		open := true
+		for e := range events {
+			if open && !yield(e, nil) {
+				open = false
+				cancel()
+			}
+			ack <- struct{}{}
+		}
+		if res := <-done; open && res.Err() != nil {
+			yield(event.Event{}, res.Err())
+		}
+	}
+}
+
 // Run drives the loop to its end and returns the result. It requires
 // Started; call Stop afterwards to release resources.
 func (a *Agent) Run(ctx context.Context) *Result {
@@ -333,7 +346,10 @@ func (a *Agent) Run(ctx context.Context) *Result {
 	if a.opts.MaxIterations > 0 {
 		budgets.MaxIterations = a.opts.MaxIterations
 	}
-	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit, Observer: a.opts.Observer,
+	if sink := a.emit.ModelOutput(); sink != nil {
+		ctx = llm.WithStreamSink(ctx, sink)
+	}
+	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
 		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
@@ -431,4 +447,25 @@ func (a *Agent) release() error {
 		}
 	}
 	return first
+}
+
+// emitterConsumer feeds an emitter that stamps the run's position itself
+// — the journal writer, the OpenTelemetry tracer — from the event stream,
+// moving its position only when the stream's moves. (Model-output events
+// never reach it: the journal has the finished turns.)
+type emitterConsumer struct {
+	e interface {
+		journal.Emitter
+		SetPosition(iteration int, step string)
+	}
+	iteration int
+	step      string
+}
+
+func (c *emitterConsumer) Consume(e event.Event) {
+	if e.Iteration != c.iteration || e.Step != c.step {
+		c.iteration, c.step = e.Iteration, e.Step
+		c.e.SetPosition(e.Iteration, e.Step)
+	}
+	c.e.Emit(e.Type, e.Data)
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/compact"
@@ -37,27 +36,6 @@ func newPromptResolver(dir string, def *config.Definition, reg *config.Registry)
 	})
 }
 
-// buildCompletion builds the layer-3 handler tree from runner.completion
-// and the CompletionValidator that verifies declared completions against
-// the registry's validators.
-func (a *Agent) buildCompletion() (completion.Handler, error) {
-	reg := a.reg
-	a.verifier = completion.NewCompletionValidator(completion.ValidatorConfig{
-		Validators: reg.Validators,
-		WorkDir:    a.workDir,
-		Schemas:    a.schemas,
-		Emitter:    a.emit,
-		File:       registryFile(a.spec),
-		Env:        a.spec.Runner.Boundaries.Env,
-	})
-	return completion.FromConfig(a.spec.Runner.Completion, completion.Deps{
-		Verifier: a.verifier,
-		WorkDir:  a.workDir,
-		Params:   a.vars,
-		File:     filepath.Join(a.def.Dir(), config.AgentFile),
-	})
-}
-
 // buildTools makes the tools the model may call: the built-in file and
 // shell tools confined to the work dir (Bash sandboxed when
 // runner.boundaries.sandbox is enabled), and the tools of runner.skills.
@@ -78,6 +56,18 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	tools, err := builtin.New(cfg)
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range a.opts.Tools {
+		name := t.Spec().Name
+		for _, have := range tools {
+			if have.Spec().Name == name {
+				e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerTool, false,
+					"Config.Tools: a tool named %q already exists", name)
+				e.Hint = "give the custom tool another name"
+				return nil, e
+			}
+		}
+		tools = append(tools, t)
 	}
 	if len(a.spec.Runner.Skills) == 0 {
 		return tools, nil
@@ -103,6 +93,9 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 // runs, and handed to providers that run their own (the Claude Code CLI,
 // through --mcp-config).
 func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
+	if a.opts.Bridge != nil {
+		return a.opts.Bridge, nil
+	}
 	tools, err := a.buildTools(ctx)
 	if err != nil {
 		return nil, err

@@ -14,11 +14,15 @@ import (
 // ValidateOptions). A run built from the result reads nothing of dir
 // afterwards and records the snapshot with its digests.
 func LoadPinned(dir string, models ...string) (*config.Agent, error) {
+	return loadPinned(dir, ValidateOptions(), models)
+}
+
+func loadPinned(dir string, opts config.ValidateOptions, models []string) (*config.Agent, error) {
 	snap, err := definition.Take(dir, definition.Options{Models: models})
 	if err != nil {
 		return nil, err
 	}
-	return config.LoadAndValidateFS(snap, dir, ValidateOptions())
+	return config.LoadAndValidateFS(snap, dir, opts)
 }
 
 // pinDefinition stores the pinned definition the agent was loaded from

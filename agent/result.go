@@ -42,13 +42,51 @@ type Result struct {
 	DefinitionDigest string `json:"definitionDigest,omitempty"`
 }
 
-// ResultError is the error part of a Result.
+// Err returns the error the run ended with, with its chain (errors.Is
+// and errors.As see the validator failure, the provider error, …), or nil
+// for a completed run. A Result read back from JSON has no chain; its Err
+// is the ResultError itself.
+func (r *Result) Err() error {
+	if r == nil || r.Error == nil {
+		return nil
+	}
+	return r.Error
+}
+
+// ResultError is the error part of a Result. It is an error whose Unwrap
+// returns the original error (when the Result was made by a run, not read
+// from JSON).
 type ResultError struct {
 	Code        string `json:"code"`
 	Message     string `json:"message"`
 	Recoverable bool   `json:"recoverable"`
 	// Hint says what to do about it, when capstan knows.
 	Hint string `json:"hint,omitempty"`
+	err  error
+}
+
+// Error implements error.
+func (e *ResultError) Error() string {
+	if e == nil {
+		return ""
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Unwrap returns the error the ResultError was made from (nil after a
+// JSON round trip).
+func (e *ResultError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.err
+}
+
+// Is matches agenterr sentinels and *agenterr.Error values by code, also
+// after a JSON round trip.
+func (e *ResultError) Is(target error) bool {
+	t, ok := target.(*agenterr.Error)
+	return ok && e != nil && t.Code == e.Code
 }
 
 // NewResultError converts err into the Result form; nil stays nil.
@@ -56,7 +94,7 @@ func NewResultError(err error) *ResultError {
 	if err == nil {
 		return nil
 	}
-	re := &ResultError{Code: "INTERNAL", Message: err.Error()}
+	re := &ResultError{Code: "INTERNAL", Message: err.Error(), err: err}
 	if e := agenterr.From(err); e != nil {
 		re.Code, re.Recoverable, re.Hint = e.Code, e.Recoverable, e.Hint
 		re.Message = strings.TrimPrefix(re.Message, e.Code+": ")

@@ -8,9 +8,8 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
-	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/journal"
 )
 
 // textTurnsAgent is the basic agent with a script of n text turns.
@@ -24,16 +23,17 @@ func textTurnsAgent(b *testing.B, n int) *config.Agent {
 }
 
 // allocAtStart records the bytes allocated so far when each iteration
-// starts.
+// starts (an event consumer of the run's iteration.start events).
 type allocAtStart struct{ total []uint64 }
 
-func (o *allocAtStart) IterationStarted(int, string) {
+func (o *allocAtStart) Consume(e event.Event) {
+	if e.Type != journal.IterationStart {
+		return
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	o.total = append(o.total, ms.TotalAlloc)
 }
-
-func (o *allocAtStart) IterationFinished(*iteration.Summary, loop.Outcome, llm.Usage, float64) {}
 
 // BenchmarkIterationByRunLength measures whether an iteration costs more
 // the longer the run: one op is a run of 99 iterations (the loop's hard
@@ -48,7 +48,7 @@ func BenchmarkIterationByRunLength(b *testing.B) {
 	var early, late uint64
 	for i := 0; i < b.N; i++ {
 		obs := &allocAtStart{}
-		a, err := Build(ctx, def, BuildOptions{WorkDir: b.TempDir(), MaxIterations: iterationsPerRun, Observer: obs})
+		a, err := Build(ctx, def, BuildOptions{WorkDir: b.TempDir(), MaxIterations: iterationsPerRun, Events: []event.Consumer{obs}})
 		if err != nil {
 			b.Fatal(err)
 		}

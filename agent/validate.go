@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/prompt"
 )
@@ -32,14 +33,59 @@ const (
 // knows, plus the cross-layer checks (every step prompt resolves and
 // parses, every declared failure pattern has a retry prompt). `capstan
 // validate` and `capstan run` both use it, so they agree.
-func ValidateOptions() config.ValidateOptions {
+func ValidateOptions() config.ValidateOptions { return ValidateOptionsFor(Config{}) }
+
+// ValidateOptionsFor is ValidateOptions for an agent built with cfg: its
+// Go validators and completion handlers (cfg.Validators,
+// cfg.CompletionHandlers) count as known.
+func ValidateOptionsFor(cfg Config) config.ValidateOptions {
+	checkBuild := func(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+		return checkBuild(dir, def, reg, cfg)
+	}
 	return config.ValidateOptions{
 		Providers:        llm.Providers(),
 		BuiltinPatterns:  builtinPatternNames(),
 		Extractors:       completion.Extractors(),
 		BuiltinVariables: BuiltinVariables,
-		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts, checkModelScripts, checkRetrySyntax},
+		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts, checkModelScripts, checkRetrySyntax, checkBuild},
 	}
+}
+
+// checkBuild runs compile, the code New uses to turn the files into the
+// completion handler, validators and step machine, and reports its errors
+// as problems: what validate accepts, New builds. Parameters are taken at
+// their defaults (a required one without default as "1"), since validate
+// runs without parameter values.
+func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Config) []config.Problem {
+	if reg == nil {
+		return nil
+	}
+	vars := map[string]string{}
+	for name, p := range def.Parameters {
+		vars[name] = "1"
+		if p.Default != nil {
+			vars[name] = strings.Trim(string(p.Default), `"`)
+		}
+	}
+	_, err := compile("", def, reg, cfg, runtimeEnv{workDir: dir, vars: vars, emit: journal.Discard})
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	out := make([]config.Problem, 0, len(errs))
+	for _, e := range errs {
+		p := config.ProblemFromError(e)
+		if p.File == "" {
+			p.File = config.AgentFile
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // checkPrompts resolves every step prompt and every declared retry prompt.
@@ -90,8 +136,21 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 					Pointer: ptr, Message: "step " + id + ": " + err.Error(), Hint: hint})
 			}
 		}
+		// Every validator that can fail in this step needs its pattern's
+		// retry prompt: the step's completionConditions and the run's
+		// runner.completion.validators (which verify every step).
+		type use struct{ validator, file, ptr string }
+		var uses []use
 		for i, cond := range st.CompletionConditions {
-			v, ok := reg.Validators[cond.Validator]
+			uses = append(uses, use{cond.Validator, regFile, ptr + "/completionConditions/" + strconv.Itoa(i)})
+		}
+		if st.Type != "gateway" {
+			for i, name := range def.Runner.Completion.Validators {
+				uses = append(uses, use{name, config.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i)})
+			}
+		}
+		for _, u := range uses {
+			v, ok := reg.Validators[u.validator]
 			if !ok {
 				continue // reported by config
 			}
@@ -109,8 +168,8 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 			} else {
 				msg += " (tried " + strings.Join(rt.Tried, ", ") + ")"
 			}
-			out = append(out, config.Problem{Code: CodeRetryPromptMissing, Severity: config.SeverityError, File: regFile,
-				Pointer: ptr + "/completionConditions/" + strconv.Itoa(i), Message: msg,
+			out = append(out, config.Problem{Code: CodeRetryPromptMissing, Severity: config.SeverityError, File: u.file,
+				Pointer: u.ptr, Message: msg,
 				Hint: "create the retry prompt file, or use a built-in pattern (" + strings.Join(builtinPatternNames(), ", ") + ") whose generic prompt needs no file"})
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 )
 
@@ -95,70 +94,49 @@ func lookupPath(v any, path string) any {
 	return v
 }
 
-// Declared is seed 004's "AI declaration + external verification" handler
-// (agent.json completion type "structured"). A declaration alone is not
-// completion: when the model declares completion, Conditions are verified
-// and only a passing verification completes. A declaration with unmet
-// conditions returns the failure in Result.Validation so the loop sends the
-// failure pattern's retry prompt.
+// Declared reads the model's declaration of completion (agent.json
+// completion type "structured"): status "completed" or next_action
+// "complete" in the structured output, or Keyword in the response. A
+// declaration is a claim, not completion: the run's verdict stage verifies
+// it with the run's validators before the run completes, and sends the
+// failure pattern's retry prompt when the world disagrees.
 type Declared struct {
 	// Keyword, when set, is also accepted as a declaration.
 	Keyword string
 	// Fields locate status and next_action in the structured output.
 	Fields DeclarationFields
-	// Conditions must all pass (in order) for a declaration to count.
-	Conditions []config.CompletionCondition
-	// Verifier runs Conditions; required when Conditions is not empty.
-	Verifier Verifier
-	// AcceptUndeclared verifies Conditions on every check and completes
-	// when they hold even without a declaration (seed 004's
-	// IssueCompletionHandler rule: "return externalConditionsMet"). A
-	// declaration with unmet conditions still returns the failure. It
-	// needs Conditions; it costs a validator run per iteration.
+	// AcceptUndeclared asks the verdict stage to verify the run's
+	// validators on every iteration and to complete when they hold even
+	// without a declaration (seed 004's IssueCompletionHandler rule:
+	// "return externalConditionsMet"). It costs a validator run per
+	// iteration; FromConfig accepts it only together with validators.
 	AcceptUndeclared bool
 	state
 	last Declaration
 }
 
-// Check implements Handler.
-func (h *Declared) Check(ctx context.Context, c Context) (Result, error) {
+// VerifyEveryIteration implements EveryIterationVerifier.
+func (h *Declared) VerifyEveryIteration() bool { return h.AcceptUndeclared }
+
+// EveryIterationVerifier is implemented by handlers that want the run's
+// validators checked on every iteration, completing the run when they hold
+// even if nothing was declared.
+type EveryIterationVerifier interface {
+	VerifyEveryIteration() bool
+}
+
+// Check implements Handler: a declaration is Complete and Declared (and
+// still subject to verification by the verdict stage).
+func (h *Declared) Check(_ context.Context, c Context) (Result, error) {
 	if err := checkContext(c, true); err != nil {
 		return Result{}, err
 	}
 	d := DetectDeclaration(c.Summary.StructuredOutput, c.Summary.AssistantResponses, h.Keyword, h.Fields)
 	h.last = d
-	if !d.Declared && !(h.AcceptUndeclared && len(h.Conditions) > 0) {
+	if !d.Declared {
 		return h.set(Result{}), nil
 	}
-	if len(h.Conditions) == 0 {
-		return h.set(Result{Complete: true, Declared: true,
-			Reason: fmt.Sprintf("completion declared (%s); no verification configured", d.Source)}), nil
-	}
-	if h.Verifier == nil {
-		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
-			"declared completion has %d conditions but no verifier", len(h.Conditions))
-	}
-	vr, err := h.Verifier.Validate(ctx, h.Conditions)
-	if err != nil {
-		return Result{}, err
-	}
-	if !vr.Valid {
-		if !d.Declared {
-			// Not declared, not done: nothing to retry.
-			return h.set(Result{}), nil
-		}
-		return h.set(Result{Declared: true, Validation: &vr}), nil
-	}
-	names := make([]string, len(h.Conditions))
-	for i, c := range h.Conditions {
-		names[i] = c.Validator
-	}
-	if !d.Declared {
-		return h.set(Result{Complete: true,
-			Reason: "completion conditions hold (not declared): " + strings.Join(names, ", ")}), nil
-	}
-	return h.set(Result{Complete: true, Declared: true,
-		Reason: fmt.Sprintf("completion declared (%s) and verified: %s", d.Source, strings.Join(names, ", "))}), nil
+	return h.set(Result{Complete: true, Declared: true, Reason: fmt.Sprintf("completion declared (%s)", d.Source)}), nil
 }
 
 // LastDeclaration is the declaration seen by the last Check.

@@ -3,6 +3,8 @@ package completion
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -29,9 +31,12 @@ func Types() []string {
 
 // Deps are what FromConfig needs beyond the configuration itself.
 type Deps struct {
-	// Verifier runs registry validators for "structured" completions that
-	// name validators.
-	Verifier Verifier
+	// HasValidator reports whether a validator name is declared (the
+	// registry's validators); nil accepts every name.
+	HasValidator func(name string) bool
+	// Handlers are custom completion handlers of this agent by name; they
+	// win over the ones registered with RegisterHandler.
+	Handlers map[string]HandlerFactory
 	// WorkDir is where external commands (gh) run.
 	WorkDir string
 	// Params are the agent's parameter values; "${name}" in string options
@@ -44,11 +49,38 @@ type Deps struct {
 // FromConfig builds the handler tree of agent.json's runner.completion.
 // Errors are CONFIG_INVALID with the file, the JSON pointer of the bad
 // entry and a hint.
+//
+// Handlers only say whether the model declared or reached completion;
+// runner.completion.validators, whatever the type, are run by the verdict
+// stage (package verdict) before the run completes.
 func FromConfig(cfg config.Completion, deps Deps) (Handler, error) {
 	if deps.File == "" {
 		deps.File = config.AgentFile
 	}
-	return build(cfg, deps, "/runner/completion")
+	const ptr = "/runner/completion"
+	for i, v := range cfg.Validators {
+		if v == "" {
+			return nil, configErr(deps.File, fmt.Sprintf("%s/validators/%d", ptr, i), "name a validator of steps_registry.json", "empty validator name")
+		}
+		if deps.HasValidator != nil && !deps.HasValidator(v) {
+			return nil, configErr(deps.File, fmt.Sprintf("%s/validators/%d", ptr, i), "declare it under \"validators\" in steps_registry.json",
+				"validator %q is not declared", v)
+		}
+	}
+	h, err := build(cfg, deps, ptr)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := h.(EveryIterationVerifier); ok && v.VerifyEveryIteration() && len(cfg.Validators) == 0 {
+		return nil, configErr(deps.File, ptr+"/options/acceptUndeclared", "name the validators to check in \"validators\"",
+			"acceptUndeclared needs validators")
+	}
+	return h, nil
+}
+
+func configErr(file, ptr, hint, format string, args ...any) error {
+	return &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
+		Message: fmt.Sprintf(format, args...), File: file, Pointer: ptr, Hint: hint}
 }
 
 func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
@@ -57,8 +89,7 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		if field != "" {
 			p += "/" + field
 		}
-		return &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
-			Message: fmt.Sprintf(format, args...), File: deps.File, Pointer: p, Hint: hint}
+		return configErr(deps.File, p, hint, format, args...)
 	}
 	opts := options{raw: cfg.Options, params: deps.Params}
 	switch cfg.Type {
@@ -87,7 +118,16 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		c := &Composite{Mode: mode}
 		seen := map[string]int{}
 		for i, sub := range cfg.Conditions {
-			h, err := build(sub, deps, fmt.Sprintf("%s/conditions/%d", ptr, i))
+			sp := fmt.Sprintf("conditions/%d", i)
+			if len(sub.Validators) > 0 {
+				return nil, bad(sp+"/validators", "list the validators on the composite itself (runner.completion.validators): they verify whatever completes the run",
+					"a composite condition cannot have validators of its own")
+			}
+			if _, set := sub.Options["acceptUndeclared"]; set {
+				return nil, bad(sp+"/options/acceptUndeclared", "set acceptUndeclared on a top-level structured completion",
+					"acceptUndeclared is not supported inside a composite")
+			}
+			h, err := build(sub, deps, ptr+"/"+sp)
 			if err != nil {
 				return nil, err
 			}
@@ -104,7 +144,10 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		}
 		return c, nil
 	case TypeStructured:
-		h := &Declared{Keyword: cfg.Keyword, Verifier: deps.Verifier}
+		h := &Declared{Keyword: cfg.Keyword}
+		if k := opts.unknown("statusField", "nextActionField", "acceptUndeclared"); k != "" {
+			return nil, bad("options/"+k, "use statusField, nextActionField or acceptUndeclared", "structured completion has no option %q", k)
+		}
 		var err error
 		if h.Fields.Status, err = opts.str("statusField"); err != nil {
 			return nil, bad("options/statusField", "use a dot path such as \"status\"", "%v", err)
@@ -115,28 +158,12 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		if h.AcceptUndeclared, err = opts.boolean("acceptUndeclared"); err != nil {
 			return nil, bad("options/acceptUndeclared", "use true or false", "%v", err)
 		}
-		if h.AcceptUndeclared && len(cfg.Validators) == 0 {
-			return nil, bad("options/acceptUndeclared", "name the validators to check in \"validators\"",
-				"acceptUndeclared needs validators")
-		}
-		known, canCheck := deps.Verifier.(interface{ Has(name string) bool })
-		for i, v := range cfg.Validators {
-			if v == "" {
-				return nil, bad(fmt.Sprintf("validators/%d", i), "name a validator of steps_registry.json", "empty validator name")
-			}
-			if canCheck && !known.Has(v) {
-				return nil, bad(fmt.Sprintf("validators/%d", i), "declare it under \"validators\" in steps_registry.json",
-					"validator %q is not declared", v)
-			}
-			h.Conditions = append(h.Conditions, config.CompletionCondition{Validator: v})
-		}
-		if len(h.Conditions) > 0 && deps.Verifier == nil {
-			return nil, bad("validators", "build the completion handler with a Verifier (the registry's validators)",
-				"structured completion names validators but no verifier is available")
-		}
 		return h, nil
 	case TypeExternalState:
 		h := &ExternalState{WorkDir: deps.WorkDir}
+		if k := opts.unknown("resource", "number", "repo", "state"); k != "" {
+			return nil, bad("options/"+k, "use resource, number, repo or state", "externalState completion has no option %q", k)
+		}
 		var err error
 		if h.Resource, err = opts.str("resource"); err != nil {
 			return nil, bad("options/resource", `use "issue" or "pr"`, "%v", err)
@@ -158,9 +185,12 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		}
 		return h, nil
 	case TypeCustom:
-		f, ok := lookupHandler(cfg.Handler)
+		f, ok := deps.Handlers[cfg.Handler]
 		if !ok {
-			return nil, bad("handler", "register it in Go with completion.RegisterHandler; registered: "+strings.Join(CustomHandlers(), ", "),
+			f, ok = lookupHandler(cfg.Handler)
+		}
+		if !ok {
+			return nil, bad("handler", "give it to the agent in Go (agent.Config.CompletionHandlers) or register it with completion.RegisterHandler; known: "+strings.Join(CustomHandlers(), ", "),
 				"unknown custom completion handler %q", cfg.Handler)
 		}
 		h, err := f(cfg, deps)
@@ -182,6 +212,22 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 type options struct {
 	raw    map[string]json.RawMessage
 	params map[string]string
+}
+
+// unknown returns an option key that is not one of known ("" when all
+// are known), the first in sorted order.
+func (o options) unknown(known ...string) string {
+	keys := make([]string, 0, len(o.raw))
+	for k := range o.raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(known, k) {
+			return k
+		}
+	}
+	return ""
 }
 
 func (o options) str(key string) (string, error) {

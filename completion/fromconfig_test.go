@@ -64,7 +64,6 @@ func TestFromConfigErrors(t *testing.T) {
 		{`{"type":"composite","mode":"all"}`, "/runner/completion/conditions"},
 		{`{"type":"composite","mode":"all","conditions":[{"type":"stepFlow"},{"type":"keyword"}]}`, "/runner/completion/conditions/1/keyword"},
 		{`{"type":"composite","mode":"all","conditions":[{"type":"stepFlow","name":"a"},{"type":"stepFlow","name":"a"}]}`, "/runner/completion/conditions/1/name"},
-		{`{"type":"structured","validators":["git-clean"]}`, "/runner/completion/validators"},
 		{`{"type":"structured","options":{"statusField":3}}`, "/runner/completion/options/statusField"},
 		{`{"type":"externalState"}`, "/runner/completion/options/number"},
 		{`{"type":"externalState","options":{"number":0}}`, "/runner/completion/options/number"},
@@ -99,20 +98,63 @@ func TestFromConfigExternalStateParams(t *testing.T) {
 }
 
 func TestFromConfigStructured(t *testing.T) {
-	dir := t.TempDir()
 	h, err := FromConfig(parseCompletion(t, `{"type":"structured","keyword":"DONE","validators":["out.txt"]}`),
-		Deps{Verifier: fileVerifier{dir}})
+		Deps{HasValidator: func(n string) bool { return n == "out.txt" }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The handler reports the claim; verification is the verdict stage's.
 	r, err := h.Check(context.Background(), ctxAt(1, "DONE"))
-	if err != nil || r.Complete || r.Validation == nil {
-		t.Fatalf("declared without out.txt: %+v %v", r, err)
+	if err != nil || !r.Complete || !r.Declared || r.Validation != nil {
+		t.Fatalf("declared: %+v %v", r, err)
 	}
-	os.WriteFile(filepath.Join(dir, "out.txt"), nil, 0o644)
-	r, err = h.Check(context.Background(), ctxAt(2, "DONE"))
-	if err != nil || !r.Complete {
-		t.Fatalf("declared with out.txt: %+v %v", r, err)
+	if r, _ := h.Check(context.Background(), ctxAt(2, "working")); r.Complete || r.Declared {
+		t.Fatalf("undeclared: %+v", r)
+	}
+}
+
+func TestFromConfigValidatorsOnEveryType(t *testing.T) {
+	has := func(n string) bool { return n == "tests-pass" }
+	for _, js := range []string{
+		`{"type":"keyword","keyword":"K","validators":["nope"]}`,
+		`{"type":"iterationBudget","maxIterations":2,"validators":["nope"]}`,
+		`{"type":"stepFlow","validators":["nope"]}`,
+		`{"type":"structured","validators":["nope"]}`,
+		`{"type":"composite","mode":"any","conditions":[{"type":"stepFlow"}],"validators":["nope"]}`,
+	} {
+		_, err := FromConfig(parseCompletion(t, js), Deps{HasValidator: has})
+		if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/validators/0" {
+			t.Errorf("%s: unknown validator not rejected: %v", js, err)
+		}
+	}
+	// Validators inside a composite condition would verify only part of a
+	// claim: rejected, with the place to put them.
+	_, err := FromConfig(parseCompletion(t, `{"type":"composite","mode":"any","conditions":[{"type":"keyword","keyword":"K","validators":["tests-pass"]}]}`), Deps{HasValidator: has})
+	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/conditions/0/validators" {
+		t.Fatalf("condition validators: %v", err)
+	}
+	_, err = FromConfig(parseCompletion(t, `{"type":"composite","mode":"any","conditions":[{"type":"structured","options":{"acceptUndeclared":true}}],"validators":["tests-pass"]}`), Deps{HasValidator: has})
+	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/conditions/0/options/acceptUndeclared" {
+		t.Fatalf("condition acceptUndeclared: %v", err)
+	}
+	_, err = FromConfig(config.Completion{Type: TypeStructured, Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, Deps{HasValidator: has})
+	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/options/acceptUndeclared" {
+		t.Fatalf("acceptUndeclared without validators: %v", err)
+	}
+}
+
+func TestFromConfigPerAgentHandler(t *testing.T) {
+	made := 0
+	deps := Deps{Handlers: map[string]HandlerFactory{"mine": func(config.Completion, Deps) (Handler, error) {
+		made++
+		return &StepFlow{}, nil
+	}}}
+	if _, err := FromConfig(config.Completion{Type: TypeCustom, Handler: "mine"}, deps); err != nil || made != 1 {
+		t.Fatalf("per-agent handler: made %d, %v", made, err)
+	}
+	// Another agent does not see it.
+	if _, err := FromConfig(config.Completion{Type: TypeCustom, Handler: "mine"}, Deps{}); err == nil {
+		t.Fatal("a per-agent handler leaked into the global registry")
 	}
 }
 

@@ -31,9 +31,10 @@ type Result struct {
 	// (structured output or completion keyword), whether or not the
 	// declaration was accepted.
 	Declared bool `json:"declared,omitempty"`
-	// Validation is set when a declared completion was checked against the
-	// world and failed: the loop sends the retry prompt for its pattern
-	// (seed 004 "declaration with unmet conditions is not completion").
+	// Validation is set by the verdict stage when the run's validators
+	// checked a completion against the world and one failed (handlers
+	// themselves never verify). Journals written before the verdict stage
+	// carry it from the structured handler.
 	Validation *ValidationResult `json:"validation,omitempty"`
 }
 

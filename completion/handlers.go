@@ -170,12 +170,11 @@ type Composite struct {
 	Mode       Mode
 	Conditions []Condition
 	state
-	states     map[string]bool
-	validation *ValidationResult
+	states map[string]bool
 }
 
-// Check implements Handler. A failed, declared completion of a member
-// (see Declared) is passed on in Result.Validation.
+// Check implements Handler. The result is Declared when any member saw a
+// declaration.
 func (h *Composite) Check(ctx context.Context, c Context) (Result, error) {
 	if err := checkContext(c, false); err != nil {
 		return Result{}, err
@@ -195,7 +194,6 @@ func (h *Composite) Check(ctx context.Context, c Context) (Result, error) {
 	var (
 		done     []string
 		declared bool
-		failure  *ValidationResult
 		result   Result
 	)
 	for _, cond := range h.Conditions {
@@ -205,9 +203,6 @@ func (h *Composite) Check(ctx context.Context, c Context) (Result, error) {
 		}
 		states[cond.Name] = r.Complete
 		declared = declared || r.Declared
-		if failure == nil && r.Validation != nil {
-			failure = r.Validation
-		}
 		if r.Complete {
 			done = append(done, fmt.Sprintf("%s (%s)", cond.Name, r.Reason))
 			if h.Mode == ModeAny {
@@ -222,11 +217,7 @@ func (h *Composite) Check(ctx context.Context, c Context) (Result, error) {
 		result = Result{Complete: true, Reason: "all: " + strings.Join(done, "; ")}
 	}
 	result.Declared = declared
-	if !result.Complete {
-		result.Validation = failure
-	}
 	h.states = states
-	h.validation = result.Validation
 	return h.set(result), nil
 }
 

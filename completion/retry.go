@@ -376,8 +376,12 @@ func (b *RetryBudget) Next(vr ValidationResult) (Decision, error) {
 		return d, nil
 	}
 	if b.failures >= b.max {
+		attempts := "attempts"
+		if b.failures == 1 {
+			attempts = "attempt"
+		}
 		return d, agenterr.New(agenterr.CodeValidationExhausted, agenterr.LayerCompletion, false,
-			"completion check %q still fails (pattern %q) after %d attempts", vr.Validator, vr.Pattern, b.failures)
+			"completion check %q still fails (pattern %q) after %d %s", vr.Validator, vr.Pattern, b.failures, attempts)
 	}
 	return d, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -116,6 +117,10 @@ type ValidatorConfig struct {
 	// Env is the allow-list of variables commands get besides the minimal
 	// base (runner.boundaries.env; see builtin.BuildEnv).
 	Env []string
+	// Custom are this agent's Go validators by handler name (validator
+	// type "custom"); they win over the ones registered with
+	// RegisterValidator.
+	Custom map[string]CustomValidator
 }
 
 // CompletionValidator is seed 004's CompletionValidator: it checks the
@@ -165,11 +170,16 @@ type ValidatorEvent struct {
 
 // Validate runs conditions in order and stops at the first that fails
 // (seed 004 flow). The result names that validator's failurePattern and
-// carries the params its extractParams extract from its output. An error
-// means a validator could not be run at all (VALIDATOR_ERROR) or ctx ended.
+// carries the params its extractParams extract from its output. A
+// validator named twice runs once (the first condition naming it counts).
+// An error means a validator could not be run at all (VALIDATOR_ERROR) or
+// ctx ended.
 func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.CompletionCondition) (ValidationResult, error) {
 	res := ValidationResult{Valid: true}
 	for i, cond := range conditions {
+		if slices.Contains(res.Checked, cond.Validator) {
+			continue
+		}
 		def, ok := v.cfg.Validators[cond.Validator]
 		if !ok {
 			return ValidationResult{}, v.configErr("/validators/"+cond.Validator,
@@ -240,10 +250,13 @@ func (v *CompletionValidator) run(ctx context.Context, name string, def config.V
 	case "file":
 		return v.runFile(name, def, params)
 	case "custom":
-		cv, ok := lookupValidator(def.Handler)
+		cv, ok := v.cfg.Custom[def.Handler]
+		if !ok {
+			cv, ok = lookupValidator(def.Handler)
+		}
 		if !ok {
 			return out, false, nil, v.configErr("/validators/"+name+"/handler",
-				"register it in Go with completion.RegisterValidator",
+				"give it to the agent in Go (agent.Config.Validators) or register it with completion.RegisterValidator",
 				"validator %q: unknown custom validator %q", name, def.Handler)
 		}
 		start := time.Now()

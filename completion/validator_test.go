@@ -528,56 +528,6 @@ func TestRunCommandDetachedChildDoesNotHang(t *testing.T) {
 	}
 }
 
-func TestDeclaredWithRealValidator(t *testing.T) {
-	dir := gitRepo(t)
-	v := NewCompletionValidator(ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
-	h, err := FromConfig(config.Completion{Type: TypeStructured, Keyword: "TASK_COMPLETE", Validators: []string{"git-clean"}},
-		Deps{Verifier: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, dir, "feature.go", "package main\n")
-	// The model declares completion with uncommitted work: not complete, and the loop gets git-dirty.
-	r, err := h.Check(context.Background(), ctxAt(1, "Implemented. TASK_COMPLETE"))
-	if err != nil || r.Complete || r.Validation == nil || r.Validation.Pattern != "git-dirty" {
-		t.Fatalf("%+v %v", r, err)
-	}
-	if u := r.Validation.Params["untrackedFiles"].([]string); len(u) != 1 || u[0] != "feature.go" {
-		t.Fatalf("untracked = %v", u)
-	}
-	run(t, dir, "git", "add", ".")
-	run(t, dir, "git", "commit", "-qm", "feature")
-	// Clean but not declared: not complete.
-	if r, _ := h.Check(context.Background(), ctxAt(2, "committed")); r.Complete {
-		t.Fatal("completed without a declaration")
-	}
-	if r, _ := h.Check(context.Background(), ctxAt(3, "TASK_COMPLETE")); !r.Complete {
-		t.Fatal("declared and clean but not complete")
-	}
-	// acceptUndeclared: conditions alone complete.
-	h, err = FromConfig(config.Completion{Type: TypeStructured, Validators: []string{"git-clean"},
-		Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, Deps{Verifier: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err := h.Check(context.Background(), ctxAt(1, "just working")); err != nil || !r.Complete || r.Declared {
-		t.Fatalf("acceptUndeclared: %+v %v", r, err)
-	}
-	write(t, dir, "more.go", "package main\n")
-	if r, _ := h.Check(context.Background(), ctxAt(2, "just working")); r.Complete || r.Validation != nil {
-		t.Fatalf("undeclared and dirty: %+v (no retry without a declaration)", r)
-	}
-	// Validators unknown to the registry fail at build time.
-	_, err = FromConfig(config.Completion{Type: TypeStructured, Validators: []string{"git-clean", "lint-ok"}}, Deps{Verifier: v})
-	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/validators/1" {
-		t.Fatalf("unknown validator: %v", err)
-	}
-	_, err = FromConfig(config.Completion{Type: TypeStructured, Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, Deps{Verifier: v})
-	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/options/acceptUndeclared" {
-		t.Fatalf("acceptUndeclared without validators: %v", err)
-	}
-}
-
 // FuzzShellQuote checks with a real shell that a quoted value is one
 // literal word.
 func FuzzShellQuote(f *testing.F) {

@@ -47,7 +47,7 @@ func Codes() []CodeInfo {
 		{"AC-COMPLETION-NAME", e, "two conditions of one composite have the same name"},
 		{"AC-COMPLETION-HANDLER", e, "completion custom without handler"},
 		{"AC-COMPLETION-VALIDATOR", e, "completion.validators names a validator that does not exist"},
-		{"AC-IGNORED-FIELD", w, "a completion field the completion type does not use"},
+		{"AC-IGNORED-FIELD", e, "a completion field the completion type does not use"},
 		{"AC-MCP-TRANSPORT", e, "an MCP server sets both or neither of command and url"},
 		{"AC-BUDGET-HARD-LIMIT", w, "budgets.maxIterations exceeds the loop's hard limit (100)"},
 
@@ -99,7 +99,7 @@ func Codes() []CodeInfo {
 		{"SR-EXTRACTOR-UNKNOWN", e, "an extractParams extractor does not exist"},
 		{"SR-SCHEMA-FILE", e, "an outputSchemaRef/schema file does not exist under schemas/"},
 		{"SR-PATH-OUTSIDE", e, "a path in the registry is absolute or leaves its folder"},
-		{"SR-IGNORED-FIELD", w, "a field that has no effect in its context"},
+		{"SR-IGNORED-FIELD", e, "a field that has no effect in its context"},
 
 		// Contributed by the layers above (ValidateOptions.Checks, see
 		// agent.ValidateOptions); tested there.

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/capstan-dev/capstan/agenterr"
 	"io/fs"
 	"net/url"
 	"os"
@@ -98,6 +99,9 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.registry()
 	for _, check := range opts.Checks {
 		for _, p := range check(c.dir, def, reg) {
+			if p.Code == agenterr.CodeConfigurationValidation && c.reported(p) {
+				continue // a builder's error where a rule above already reported one: one cause, one report
+			}
 			src := c.regSrc
 			if p.File == AgentFile {
 				src = c.agentSrc
@@ -106,6 +110,20 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 		}
 	}
 	return NewValidationResult(c.problems...)
+}
+
+// reported reports whether an error at p's place (or above or below it)
+// is already reported.
+func (c *checker) reported(p Problem) bool {
+	for _, q := range c.problems {
+		if q.Severity != SeverityError || q.File != p.File {
+			continue
+		}
+		if q.Pointer == p.Pointer || p.Pointer != "" && strings.HasPrefix(p.Pointer, q.Pointer+"/") || strings.HasPrefix(q.Pointer, p.Pointer+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // checker accumulates problems for one Validate call.
@@ -416,18 +434,27 @@ func (c *checker) completion(ptr string, comp Completion) {
 				"completion type custom needs a handler")
 		}
 	}
+	// A field the type does not read would be silently ignored: an error,
+	// so that every accepted field acts.
 	ignored := func(set bool, field, usedBy string) {
 		if set {
-			c.report(a, "AC-IGNORED-FIELD", SeverityWarning, ptr+"/"+field,
+			c.report(a, "AC-IGNORED-FIELD", SeverityError, ptr+"/"+field,
 				"remove it, or change type to "+usedBy,
-				"%s is ignored by completion type %q (only %s uses it)", field, comp.Type, usedBy)
+				"%s has no effect with completion type %q (only %s uses it)", field, comp.Type, usedBy)
 		}
 	}
 	if comp.Type != "" {
-		ignored(comp.Keyword != "" && comp.Type != "keyword", "keyword", "keyword")
+		ignored(comp.Keyword != "" && comp.Type != "keyword" && comp.Type != "structured", "keyword", "keyword or structured")
 		ignored(comp.Mode != "" && comp.Type != "composite", "mode", "composite")
 		ignored(len(comp.Conditions) > 0 && comp.Type != "composite", "conditions", "composite")
 		ignored(comp.Handler != "" && comp.Type != "custom", "handler", "custom")
+		ignored(comp.MaxIterations != 0 && comp.Type != "iterationBudget", "maxIterations", "iterationBudget")
+		ignored(len(comp.Options) > 0 && comp.Type != "structured" && comp.Type != "externalState" && comp.Type != "custom",
+			"options", "structured, externalState or custom")
+	}
+	if comp.Name != "" && ptr == "/runner/completion" {
+		c.report(a, "AC-IGNORED-FIELD", SeverityError, ptr+"/name", "remove it; name labels a condition inside a composite",
+			"name has no effect on the top-level completion")
 	}
 	for i, v := range comp.Validators {
 		if _, ok := c.reg.Validators[v]; !ok {
@@ -643,8 +670,8 @@ func (c *checker) step(id, ptr string, st Step) {
 		}
 		ignored := func(set bool, field, usedBy string) {
 			if set {
-				c.report(s, "SR-IGNORED-FIELD", SeverityWarning, cp+"/"+field, "remove it, or change type to "+usedBy,
-					"%s is ignored by a %s check", field, ch.Type)
+				c.report(s, "SR-IGNORED-FIELD", SeverityError, cp+"/"+field, "remove it, or change type to "+usedBy,
+					"%s has no effect on a %s check", field, ch.Type)
 			}
 		}
 		switch ch.Type {
@@ -700,9 +727,9 @@ func (c *checker) step(id, ptr string, st Step) {
 					"fallbackStep %q is not a step", rp.FallbackStep)
 			}
 		} else if rp.FallbackStep != "" {
-			c.report(s, "SR-IGNORED-FIELD", SeverityWarning, p+"/fallbackStep",
+			c.report(s, "SR-IGNORED-FIELD", SeverityError, p+"/fallbackStep",
 				"set onExhausted to \"fallback\", or remove fallbackStep",
-				"fallbackStep is ignored unless onExhausted is fallback")
+				"fallbackStep has no effect unless onExhausted is fallback")
 		}
 	}
 	if es := st.Escalation; es != nil {
@@ -721,9 +748,9 @@ func (c *checker) step(id, ptr string, st Step) {
 			}
 		}
 		if es.WebhookURL != "" && es.NotificationMethod != "webhook" {
-			c.report(s, "SR-IGNORED-FIELD", SeverityWarning, p+"/webhookUrl",
+			c.report(s, "SR-IGNORED-FIELD", SeverityError, p+"/webhookUrl",
 				"set notificationMethod to \"webhook\", or remove webhookUrl",
-				"webhookUrl is ignored unless notificationMethod is webhook")
+				"webhookUrl has no effect unless notificationMethod is webhook")
 		}
 	}
 	for i, sub := range st.SubSteps {
@@ -744,10 +771,12 @@ func (c *checker) step(id, ptr string, st Step) {
 				"validator %q does not exist", cc.Validator)
 		}
 	}
-	if st.OnFailure != nil && len(st.CompletionConditions) == 0 {
-		c.report(s, "SR-IGNORED-FIELD", SeverityWarning, ptr+"/onFailure",
-			"add completionConditions, or remove onFailure",
-			"onFailure is ignored: the step has no completionConditions")
+	// onFailure bounds completion attempts (step conditions and the run's
+	// validators) and format retries (outputSchemaRef).
+	if st.OnFailure != nil && len(st.CompletionConditions) == 0 && len(c.def.Runner.Completion.Validators) == 0 && st.OutputSchemaRef == nil {
+		c.report(s, "SR-IGNORED-FIELD", SeverityError, ptr+"/onFailure",
+			"add completionConditions (or runner.completion.validators, or an outputSchemaRef), or remove onFailure",
+			"onFailure has no effect: the step has no completionConditions, no outputSchemaRef, and runner.completion has no validators")
 	}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c.schemaRef(ptr+"/outputSchemaRef", ref)
@@ -827,7 +856,7 @@ func (c *checker) validator(name string, v Validator) {
 	if v.FailurePattern != "" || c.regSrc.has(ptr+"/failurePattern") { // absent: the schema reports it
 		pat, inRegistry := c.reg.CompletionPatterns[v.FailurePattern]
 		switch {
-		case inRegistry:
+		case inRegistry && v.Type != "custom": // a Go validator returns its own params
 			for _, param := range pat.Params {
 				if _, ok := v.ExtractParams[param]; !ok {
 					c.report(s, "SR-PATTERN-PARAM", SeverityWarning, ptr+"/extractParams",
@@ -836,7 +865,7 @@ func (c *checker) validator(name string, v Validator) {
 						v.FailurePattern, param, name)
 				}
 			}
-		case slices.Contains(c.opts.BuiltinPatterns, v.FailurePattern):
+		case inRegistry, slices.Contains(c.opts.BuiltinPatterns, v.FailurePattern):
 		default:
 			c.report(s, "SR-PATTERN-UNKNOWN", SeverityError, ptr+"/failurePattern",
 				"define it under completionPatterns"+known(append(sortedKeys(c.reg.CompletionPatterns), c.opts.BuiltinPatterns...)),

@@ -216,7 +216,7 @@ func TestValidateProblems(t *testing.T) {
 		}, "SR-RETRY-FALLBACK-TARGET", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
 		{"fallbackStep ignored", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "initial.main", "retry")["onExhausted"] = "skip"
-		}, "SR-IGNORED-FIELD", SeverityWarning, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		}, "SR-IGNORED-FIELD", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
 		{"escalateTo missing", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main", "escalation")["escalateTo"] = "human"
 		}, "SR-ESCALATE-TARGET", SeverityError, "steps_registry.json", "/steps/review.main/escalation/escalateTo"},
@@ -298,7 +298,9 @@ func TestValidateProblems(t *testing.T) {
 		}, "SR-SCHEMA-ENUM", SeverityError, "steps_registry.json", "/steps/review.main/onFailure/action"},
 		{"onFailure without conditions", func(a, r map[string]any, _ map[string]string) {
 			delete(at(r, "steps", "review.main"), "completionConditions")
-		}, "SR-IGNORED-FIELD", SeverityWarning, "steps_registry.json", "/steps/review.main/onFailure"},
+			delete(at(a, "runner", "completion"), "validators")
+			delete(at(r, "steps", "review.main"), "outputSchemaRef")
+		}, "SR-IGNORED-FIELD", SeverityError, "steps_registry.json", "/steps/review.main/onFailure"},
 		{"missing schema file", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main", "outputSchemaRef")["file"] = "nope.schema.json"
 		}, "SR-SCHEMA-FILE", SeverityError, "steps_registry.json", "/steps/review.main/outputSchemaRef/file"},
@@ -383,7 +385,16 @@ func TestValidateProblems(t *testing.T) {
 		}, "AC-COMPLETION-HANDLER", SeverityError, "agent.json", "/runner/completion/handler"},
 		{"ignored completion field", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "stepFlow", "keyword": "DONE"}
-		}, "AC-IGNORED-FIELD", SeverityWarning, "agent.json", "/runner/completion/keyword"},
+		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/keyword"},
+		{"maxIterations on keyword", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "keyword", "keyword": "DONE", "maxIterations": 3}
+		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/maxIterations"},
+		{"options on stepFlow", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "stepFlow", "options": map[string]any{"x": 1}}
+		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/options"},
+		{"top-level name", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "stepFlow", "name": "x"}
+		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/name"},
 		{"mcp both transports", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["mcpServers"] = map[string]any{"gh": map[string]any{"command": "x", "url": "http://x"}}
 		}, "AC-MCP-TRANSPORT", SeverityError, "agent.json", "/runner/mcpServers/gh"},
@@ -805,4 +816,22 @@ func TestGoBuiltGatewayAndEmptyPattern(t *testing.T) {
 	at(r, "validators", "out-exists")["failurePattern"] = ""
 	dir := writeAgent(t, baseAgent(), r, nil)
 	findProblem(t, Check(dir, testOpts), "SR-PATTERN-UNKNOWN")
+}
+
+// TestNoFalseWarnings: a keyword on a structured completion is read (a
+// second way to declare), and a Go validator returns its own params, so
+// neither is reported.
+func TestNoFalseWarnings(t *testing.T) {
+	a, r := baseAgent(), baseRegistry()
+	at(a, "runner")["completion"] = map[string]any{"type": "structured", "keyword": "DONE", "validators": []any{"out-exists"}}
+	r["completionPatterns"].(map[string]any)["custom-failed"] = map[string]any{"description": "x", "edition": "failed", "adaptation": "custom", "params": []any{"detail"}}
+	r["validators"].(map[string]any)["mine"] = map[string]any{"type": "custom", "handler": "mine", "failurePattern": "custom-failed"}
+	at(r, "steps", "review.main")["completionConditions"] = []any{map[string]any{"validator": "mine"}}
+	dir := writeAgent(t, a, r, nil)
+	os.WriteFile(filepath.Join(dir, "prompts/system.md"), []byte("You are a test agent."), 0o644)
+	for _, p := range Check(dir, testOpts).Problems() {
+		if p.Code == "AC-IGNORED-FIELD" || p.Code == "SR-PATTERN-PARAM" {
+			t.Errorf("false problem: %s", p)
+		}
+	}
 }

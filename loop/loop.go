@@ -106,12 +106,6 @@ type Flow interface {
 	After(ctx context.Context, rc *RuntimeContext, s *iteration.Summary) (Outcome, error)
 }
 
-// Observer is told about progress; all methods are optional no-ops when nil.
-type Observer interface {
-	IterationStarted(n int, step string)
-	IterationFinished(s *iteration.Summary, o Outcome, total llm.Usage, costUSD float64)
-}
-
 // Budgets bound a run; zero means unbounded (HardLimit always applies).
 type Budgets struct {
 	MaxIterations int
@@ -122,11 +116,13 @@ type Budgets struct {
 
 // Config builds a Loop.
 type Config struct {
-	Bridge   llm.Bridge
-	Flow     Flow
-	Events   journal.Emitter // nil = journal.Discard
-	Observer Observer
-	Budgets  Budgets
+	Bridge llm.Bridge
+	Flow   Flow
+	// Events receives the loop's events (iteration.start, prompt.resolved,
+	// query.start, query.result, iteration.end, error); their payloads
+	// carry the run's position (event.Positioner). nil = journal.Discard.
+	Events  journal.Emitter
+	Budgets Budgets
 	// Cost estimates the USD cost of usage on the bridge's model; nil
 	// counts cost only from what the bridge reports.
 	Cost func(llm.Usage) float64
@@ -137,6 +133,11 @@ type Config struct {
 // Loop is seed 000's Loop.
 type Loop struct {
 	cfg Config
+	// Event payloads, reused from iteration to iteration so that emitting
+	// allocates nothing (consumers copy what they keep).
+	start  IterationStartEvent
+	prompt PromptEvent
+	end    IterationEvent
 }
 
 // New returns a Loop. Bridge and Flow are required.
@@ -168,10 +169,23 @@ type Result struct {
 	Summaries        []iteration.Summary
 }
 
+// IterationStartEvent is the payload of an iteration.start event; it moves
+// the run's position to the new iteration (the step is not known yet).
+type IterationStartEvent struct {
+	Iteration int `json:"iteration"`
+}
+
+// Position implements event.Positioner.
+func (e IterationStartEvent) Position() (int, string) { return e.Iteration, "" }
+
 // IterationEvent is the payload of an iteration.end journal event.
 type IterationEvent struct {
 	Summary *iteration.Summary `json:"summary"`
 	Outcome OutcomeEvent       `json:"outcome"`
+	// RunUsage and RunCostUSD are the run's totals after the iteration
+	// (resumed iterations included).
+	RunUsage   llm.Usage `json:"runUsage"`
+	RunCostUSD float64   `json:"runCost"`
 }
 
 // OutcomeEvent is the journal form of an Outcome.
@@ -194,11 +208,17 @@ type QueryStartEvent struct {
 	Model string `json:"model,omitempty"`
 }
 
-// PromptEvent is the payload of a prompt.resolved journal event.
+// PromptEvent is the payload of a prompt.resolved journal event; it moves
+// the run's position to the iteration's step.
 type PromptEvent struct {
-	Source string `json:"source,omitempty"`
-	Text   string `json:"text"`
+	Source    string `json:"source,omitempty"`
+	Text      string `json:"text"`
+	Iteration int    `json:"-"`
+	Step      string `json:"-"`
 }
+
+// Position implements event.Positioner.
+func (e PromptEvent) Position() (int, string) { return e.Iteration, e.Step }
 
 // Run drives iterations until completion or a limit. rc.Iteration must be
 // 0 for a new run; a resumed run passes the restored context. Run always
@@ -246,10 +266,8 @@ func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 		rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
-		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: summary, Outcome: outcomeEvent(outcome)})
-		if l.cfg.Observer != nil {
-			l.cfg.Observer.IterationFinished(summary, outcome, res.Usage, res.CostUSD)
-		}
+		l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
+		l.cfg.Events.Emit(journal.IterationEnd, &l.end)
 		switch {
 		case outcome.Complete:
 			return finish(ReasonCompleted, true, outcome.Reason, nil)
@@ -305,22 +323,15 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 		l.cfg.Events.Emit(journal.Error, errorEvent(err))
 		return s, Outcome{Stop: true, Reason: err.Error(), Err: err}
 	}
-	if w, ok := l.cfg.Events.(interface{ SetPosition(int, string) }); ok {
-		w.SetPosition(rc.Iteration, "")
-	}
-	l.cfg.Events.Emit(journal.IterationStart, nil)
+	l.start.Iteration = rc.Iteration
+	l.cfg.Events.Emit(journal.IterationStart, &l.start)
 	turn, err := l.cfg.Flow.Next(ctx, rc)
 	if err != nil {
 		return fail(err)
 	}
 	s.StepID, s.Prompt = turn.StepID, turn.Prompt
-	if w, ok := l.cfg.Events.(interface{ SetPosition(int, string) }); ok {
-		w.SetPosition(rc.Iteration, turn.StepID)
-	}
-	if l.cfg.Observer != nil {
-		l.cfg.Observer.IterationStarted(rc.Iteration, turn.StepID)
-	}
-	l.cfg.Events.Emit(journal.PromptResolved, PromptEvent{Source: turn.Source, Text: turn.Prompt})
+	l.prompt = PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
+	l.cfg.Events.Emit(journal.PromptResolved, &l.prompt)
 	bridge, own, cost, model := l.cfg.Bridge, true, l.cfg.Cost, ""
 	opts := turn.Options
 	opts.SessionID = rc.SessionID

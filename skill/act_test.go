@@ -737,8 +737,12 @@ func TestActAdversarialScripts(t *testing.T) {
 		{"write-outside", "open('" + filepath.Join(outside, "x") + "', 'w').write('x')\n", "exit", "Permission denied", Budgets{}},
 		{"write-skill-root", "open('evil.txt', 'w').write('x')\n", "exit", "Permission denied", Budgets{}},
 		// script_timeout_s is both the CPU and the wall-clock limit: a
-		// spin is cpu_limit even when the wall clock ends it first.
-		{"cpu-spin", "while True:\n    pass\n", "cpu_limit", "CPU time limit", Budgets{ScriptTimeoutS: 1, TimeBudgetMs: 300000}},
+		// spin is cpu_limit even when the wall clock ends it first — unless
+		// the machine is so loaded (another test's fork bomb running in
+		// parallel) that the script barely got a CPU before the clock ran
+		// out; then it is an honest timeout. The sandbox package checks the
+		// classification itself (TestCPUSpinAtEqualLimitsIsCPULimit).
+		{"cpu-spin", "while True:\n    pass\n", "cpu_limit|timeout", "CPU time limit|wall-clock limit", Budgets{ScriptTimeoutS: 1, TimeBudgetMs: 300000}},
 		{"memory-hog", "b = bytearray(4 * 1024 * 1024 * 1024)\n", "memory_limit", "address-space limit", Budgets{}},
 		{"flood", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", "output_limit", "stdout exceeded", Budgets{}},
 	}

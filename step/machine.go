@@ -321,6 +321,32 @@ func (m *Machine) Snapshot() State {
 	return s
 }
 
+// Fork makes f a tentative copy of the machine whose transitions report
+// to em instead of the machine's own emitter, and returns f (a new machine
+// when f is nil; a caller that forks every iteration passes the same f
+// again, so forking allocates nothing but the copied state). The verdict
+// of an iteration evaluates the step check on a fork and, once it decided
+// that the iteration stands, makes the fork's state the machine's with
+// Commit; a fork that is dropped leaves the machine untouched, so nothing
+// is ever rolled back. em nil drops the fork's events.
+func (m *Machine) Fork(f *Machine, em journal.Emitter) *Machine {
+	if em == nil {
+		em = journal.Discard
+	}
+	if f == nil {
+		f = &Machine{}
+	}
+	*f = *m
+	f.opts.Emitter = em
+	f.st = m.Snapshot()
+	return f
+}
+
+// Commit makes the state of f, a Fork of m, the state of m.
+func (m *Machine) Commit(f *Machine) {
+	m.st = f.st
+}
+
 // Restore replaces the machine's state with s (from Snapshot, possibly
 // through JSON). Steps s names must exist in the registry.
 func (m *Machine) Restore(s State) error {

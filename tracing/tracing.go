@@ -40,6 +40,7 @@ import (
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 // ScopeName is the instrumentation scope of capstan's spans.
@@ -730,8 +731,10 @@ func (e *Emitter) stepTransition(data any, now time.Time) {
 }
 
 func (e *Emitter) completionCheck(data any, now time.Time) {
-	r, ok := decode[completion.Result](data)
-	if !ok {
+	var r completion.Result
+	if ev, ok := data.(*verdict.CheckEvent); ok { // what the verdict stage emits
+		r = ev.Result
+	} else if r, ok = decode[completion.Result](data); !ok {
 		return
 	}
 	attrs := append(e.buf[:0], attribute.Bool(AttrOutcomeComplete, r.Complete), attribute.Bool(AttrDeclared, r.Declared))

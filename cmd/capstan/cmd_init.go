@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/schemas"
 )
 
@@ -43,12 +44,21 @@ half-written.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "created %s\n\n", target)
-			fmt.Fprintf(out, "next:\n  capstan validate %s\n  capstan run %s --workdir /tmp/%s-work\n", target, target, args[0])
+			fmt.Fprint(out, nextCommands(target, args[0]))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&parent, "dir", ".", "folder in which to create the agent folder")
 	return cmd
+}
+
+// nextCommands are the commands init suggests: validate the new agent,
+// then run it offline in a fresh work dir next to it. They work as printed
+// from the directory init ran in.
+func nextCommands(target, name string) string {
+	work := completion.ShellQuote(target + "-work")
+	return fmt.Sprintf("next:\n  capstan validate %s\n  mkdir -p %s && capstan run %s --workdir %s\n",
+		completion.ShellQuote(target), work, completion.ShellQuote(target), work)
 }
 
 // scaffoldAgent writes a new agent folder parent/name and returns its path.
@@ -164,7 +174,8 @@ func scaffoldFiles(name string) []scaffoldFile {
       "c2": "initial",
       "c3": "main",
       "edition": "default",
-      "uvVariables": ["topic"]
+      "uvVariables": ["topic"],
+      "onFailure": { "action": "retry", "maxAttempts": 1 }
     }
   },
   "completionPatterns": {
@@ -221,11 +232,17 @@ A capstan agent scaffolded by ` + "`capstan init {{name}}`" + `.
 | script.yaml | scripted replies of the ` + "`script`" + ` model, for offline runs |
 
 Completion is verified, not declared: the run completes when the reply contains
-TASK_COMPLETE *and* the ` + "`hello-exists`" + ` validator finds hello.txt.
+TASK_COMPLETE *and* the ` + "`hello-exists`" + ` validator (listed in
+runner.completion.validators) finds hello.txt. A reply that says TASK_COMPLETE
+without writing the file ends the run as ` + "`validation_exhausted`" + ` (exit 1):
+the step's ` + "`onFailure.maxAttempts`" + ` is 1. Raise it to give the model more
+attempts; each failed attempt then gets the retry prompt
+f_failed_file-missing.md in the same session.
 
     capstan validate .
-    capstan run . --workdir /tmp/{{name}}-work --topic "Go"
-    capstan run . --model anthropic:claude-sonnet-4-5 --workdir /tmp/{{name}}-work
+    mkdir -p ../{{name}}-work
+    capstan run . --workdir ../{{name}}-work --topic "Go"
+    capstan run . --model anthropic:claude-sonnet-4-5 --workdir ../{{name}}-work
 
 The schemas referenced by ` + "`$schema`" + ` give editors autocomplete; field reference:
 docs/configuration.md in the capstan repository.

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 )
 
@@ -121,5 +124,66 @@ func TestInitReadOnlyParent(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 		t.Fatalf("left %d entries behind", len(entries))
+	}
+}
+
+// capstanOnPath puts a `capstan` command on PATH that is this test binary
+// acting as the CLI, so printed commands can be run exactly as printed.
+func capstanOnPath(t *testing.T) []string {
+	t.Helper()
+	bin := t.TempDir()
+	shim := "#!/bin/sh\nCAPSTAN_TEST_CLI=1 exec " + completion.ShellQuote(os.Args[0]) + " -test.run='^$' -- \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "capstan"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// TestInitNextCommandsWork runs the scaffold's printed next: commands as
+// printed, then the liar and the honest scripts: completion is verified.
+func TestInitNextCommandsWork(t *testing.T) {
+	env := capstanOnPath(t)
+	parent := t.TempDir()
+	sh := func(line string) (int, string) {
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = parent, env
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	code, out := sh("capstan init liar")
+	if code != 0 {
+		t.Fatalf("init: exit %d: %s", code, out)
+	}
+	_, next, ok := strings.Cut(out, "next:\n")
+	if !ok {
+		t.Fatalf("no next: in %s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(next), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("next commands: %q", lines)
+	}
+	for _, line := range lines {
+		if code, out := sh(strings.TrimSpace(line)); code != 0 {
+			t.Fatalf("%s: exit %d\n%s", line, code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(parent, "liar-work", "hello.txt")); err != nil {
+		t.Fatalf("the scripted run did not write hello.txt: %v", err)
+	}
+
+	// A model that only says it is done does not complete.
+	if err := os.WriteFile(filepath.Join(parent, "liar", "script.yaml"), []byte("turns:\n  - text: \"TASK_COMPLETE\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out = sh(`capstan run liar --json --workdir "$(mktemp -d)"`)
+	if code != exitNotCompleted || !strings.Contains(out, `"completionReason": "validation_exhausted"`) || !strings.Contains(out, `"success": false`) {
+		t.Fatalf("liar: exit %d\n%s", code, out)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm/retry"
 )
 
@@ -187,7 +188,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 		progress.progress = !flags.quiet
 	}
 	if streaming {
-		ctx = progress.streamTo(ctx)
+		progress.enableStream(processEnviron())
 	}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
@@ -195,7 +196,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 		MaxIterations: flags.maxIterations, Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter,
 		Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin}
 	if progress != nil {
-		opts.Observer = progress
+		opts.Events = []event.Consumer{progress}
 	}
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
@@ -222,39 +223,46 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	return withExit(resultExitCode(res), nil)
 }
 
-// resultExitCode maps a finished run to the documented exit codes.
+// resultExitCode maps a finished run to the documented exit codes: 0
+// completed; otherwise the class of the error's code (a configuration or
+// provider error ends a run too), and 1 for every way a run can end
+// without completing.
 func resultExitCode(res *agent.Result) int {
 	if res.Success {
 		return exitOK
 	}
 	if res.Error != nil {
-		switch {
-		case strings.HasPrefix(res.Error.Code, "SDK_"), res.Error.Code == agenterr.CodeUnknownProvider,
-			res.Error.Code == agenterr.CodeScriptExhausted, res.Error.Code == "INTERNAL",
-			res.Error.Code == agenterr.CodeDependencyResolution:
-			return exitInternal
-		case strings.HasPrefix(res.Error.Code, "CONFIG"), res.Error.Code == agenterr.CodePromptNotFound,
-			res.Error.Code == agenterr.CodePromptParse:
-			return exitUsage
+		if code := exitForCode(res.Error.Code); code != exitOK {
+			return code
 		}
 	}
 	return exitNotCompleted
 }
 
-// exitCodeFor maps an error raised before the loop ran.
+// exitCodeFor maps an error raised before the loop ran: its code's class,
+// or 3 (internal) for an error without a usage code.
 func exitCodeFor(err error) int {
-	e := agenterr.From(err)
-	if e == nil {
-		return exitInternal
-	}
-	switch e.Layer {
-	case agenterr.LayerConfiguration, agenterr.LayerPrompt:
-		return exitUsage
-	}
-	if e.Code == agenterr.CodeUnknownProvider && strings.Contains(e.Message, "unknown model provider") {
-		return exitUsage
+	if code := exitForCode(agenterr.CodeOf(err)); code != exitOK {
+		return code
 	}
 	return exitInternal
+}
+
+// exitForCode is the exit code an error code stands for: 2 for a usage or
+// configuration mistake, 3 for a provider or internal failure, 0 for codes
+// that are outcomes of a run (budgets, limits, validation, abort), which
+// the caller maps.
+func exitForCode(code string) int {
+	switch code {
+	case agenterr.CodeConfigurationNotFound, agenterr.CodeConfigurationParse, agenterr.CodeConfigurationValidation,
+		agenterr.CodePromptNotFound, agenterr.CodePromptParse, agenterr.CodeUnknownProvider,
+		agenterr.CodeParamMissing, agenterr.CodeParamInvalid, agenterr.CodeParamUnknown:
+		return exitUsage
+	case agenterr.CodeSdkConnection, agenterr.CodeSdkRateLimit, agenterr.CodeSdkSessionNotFound, agenterr.CodeSdkAuth,
+		agenterr.CodeSdkRequest, agenterr.CodeScriptExhausted, agenterr.CodeDependencyResolution, "", "INTERNAL":
+		return exitInternal
+	}
+	return exitOK
 }
 
 func printSummary(w io.Writer, r *agent.Result) {

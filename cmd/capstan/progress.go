@@ -7,7 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 )
@@ -56,8 +57,32 @@ func (p *progressPrinter) begin(runID, agentName string) {
 	fmt.Fprintf(p.w, "capstan: running %s (run %s)\n", agentName, runID)
 }
 
-// IterationStarted implements loop.Observer.
-func (p *progressPrinter) IterationStarted(n int, step string) {
+// Consume implements event.Consumer: the progress line and --stream
+// output follow the run's event stream.
+func (p *progressPrinter) Consume(e event.Event) {
+	switch e.Type {
+	case journal.PromptResolved:
+		p.iterationStarted(e.Iteration, e.Step)
+	case journal.IterationEnd:
+		if it, ok := e.Data.(*loop.IterationEvent); ok {
+			p.iterationFinished(it)
+		}
+	case event.TextDelta:
+		p.TextDelta(e.Data.(string))
+	case event.TextDiscarded:
+		p.TextDiscarded(e.Data.(string))
+	case event.ToolStart:
+		p.ToolStart(e.Data.(llm.ToolCall))
+	case event.ToolEnd:
+		p.ToolEnd(e.Data.(llm.ToolUse))
+	}
+}
+
+// WantsModelOutput implements event.ModelOutputConsumer: the model's text
+// and tool calls are wanted with --stream.
+func (p *progressPrinter) WantsModelOutput() bool { return p.stream }
+
+func (p *progressPrinter) iterationStarted(n int, step string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.iteration, p.step = n, step
@@ -65,14 +90,14 @@ func (p *progressPrinter) IterationStarted(n int, step string) {
 	p.showStatus("waiting for the model…")
 }
 
-// IterationFinished implements loop.Observer.
-func (p *progressPrinter) IterationFinished(s *iteration.Summary, o loop.Outcome, total llm.Usage, cost float64) {
+func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.endText()
 	if !p.progress {
 		return
 	}
+	o, s := it.Outcome, it.Summary
 	check := "continue"
 	switch {
 	case o.Complete:
@@ -83,7 +108,7 @@ func (p *progressPrinter) IterationFinished(s *iteration.Summary, o loop.Outcome
 	if o.Reason != "" {
 		check += ": " + firstLine(o.Reason, 80)
 	}
-	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, s.StepID, len(s.ToolsUsed), total.Total(), cost, check)
+	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, s.StepID, len(s.ToolsUsed), it.RunUsage.Total(), it.RunCostUSD, check)
 	p.clearStatus()
 	fmt.Fprintln(p.w, line)
 }

@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// Config is everything an agent is built from. Agent — the validated
+// definition, from config.LoadAndValidate (an agent folder) or
+// config.NewAgent (Go values) — is required; every other field is a Go
+// value that adds to it or overrides it.
+type Config struct {
+	// Agent is the validated agent definition.
+	Agent *config.Agent
+	// WorkDir is where the agent acts (default: the current directory).
+	WorkDir string
+	// Store keeps the run journal (zero = journal.OpenStore(Getenv): the
+	// user's state directory, outside the work dir).
+	Store journal.Store
+	// Model overrides runner.model ("provider:model").
+	Model string
+	// BaseURL overrides runner.baseUrl.
+	BaseURL string
+	// Bridge, when set, is the model the run talks to instead of the
+	// provider of runner.model; the agent closes it on Stop. A bridge
+	// brings its own tools, so Tools must be empty.
+	Bridge llm.Bridge
+	// Tools are custom Go tools the model may call, next to the built-in
+	// ones and those of runner.skills and runner.mcpServers. They are
+	// subject to runner.boundaries (allowedTools, disallowedTools) like
+	// every tool.
+	Tools []tool.Tool
+	// Validators are this agent's Go validators by handler name: a
+	// registry validator {"type": "custom", "handler": NAME} runs
+	// Validators[NAME] (before the ones registered with
+	// completion.RegisterValidator).
+	Validators map[string]completion.CustomValidator
+	// CompletionHandlers are this agent's custom completion handlers by
+	// name: runner.completion {"type": "custom", "handler": NAME} uses
+	// CompletionHandlers[NAME] (before completion.RegisterHandler's).
+	CompletionHandlers map[string]completion.HandlerFactory
+	// MaxIterations overrides runner.budgets.maxIterations when > 0.
+	MaxIterations int
+	// Timeouts override runner.requests' timeouts field by field (zero
+	// fields keep them).
+	Timeouts retry.Timeouts
+	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
+	MaxRetryAfter time.Duration
+	// Params are raw parameter values keyed by parameter name, as given on
+	// the command line; they are type-checked and defaulted by the
+	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
+	// variables. A resumed run reuses the recorded values when Params is nil.
+	Params map[string]string
+	// Resume continues the run recorded in this journal instead of starting
+	// a new one.
+	Resume *RunRecord
+	// DefinitionResume says, for a resumed run, how the definition it uses
+	// relates to the recorded one; it is journaled in run.start with the
+	// definition's digests. The definition itself is the one Agent was
+	// loaded from (config.LoadAndValidateFS with a definition.Snapshot).
+	DefinitionResume *definition.Resume
+	// Events consume the run's event stream (package event), after the
+	// journal and tracing, in order: the progress line, --stream output and
+	// an embedder's own consumers are all Events.
+	Events []event.Consumer
+	// TracerProvider, when set, turns the run's journal events into
+	// OpenTelemetry spans (package tracing); the run span is a child of
+	// the span in New's ctx, if any. nil = no tracing, and no cost.
+	// Flushing and shutting the provider down is the caller's job.
+	TracerProvider trace.TracerProvider
+	// Getenv reads the environment (nil = os.Getenv).
+	Getenv func(string) string
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// BuildOptions is the Config of Build (whose Agent field Build sets).
+type BuildOptions = Config
+
+// Load is the agent-folder way to fill a Config: it reads the folder dir
+// once into a pinned definition snapshot (as LoadPinned does, with the
+// script file of cfg.Model when it names one), loads and validates it with
+// cfg's Go validators and completion handlers known (ValidateOptionsFor),
+// and returns cfg with Agent set. Problems come back all at once as a
+// *config.ValidationError.
+func Load(dir string, cfg Config) (Config, error) {
+	var models []string
+	if cfg.Model != "" {
+		models = append(models, cfg.Model)
+	}
+	def, err := loadPinned(dir, ValidateOptionsFor(cfg), models)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Agent = def
+	return cfg, nil
+}

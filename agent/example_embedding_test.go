@@ -1,0 +1,106 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	_ "github.com/capstan-dev/capstan/llm/script" // the offline script provider
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// shoutInput is the input of the custom Go tool "shout"; its JSON Schema
+// is inferred from the type.
+type shoutInput struct {
+	Text string `json:"text" jsonschema:"the text to shout"`
+}
+
+// shout is a custom Go tool: it upper-cases its input.
+var shout = tool.Func("shout", "Upper-case a text.", func(_ context.Context, in shoutInput) (string, error) {
+	return strings.ToUpper(in.Text), nil
+}).WithKind(tool.KindRead)
+
+// loudFile is a custom Go validator: greeting.txt must exist and be all
+// upper case.
+type loudFile struct{}
+
+func (loudFile) Validate(_ context.Context, req completion.CustomRequest) (completion.CustomResult, error) {
+	b, err := os.ReadFile(filepath.Join(req.WorkDir, "greeting.txt"))
+	if err != nil || strings.ToUpper(string(b)) != string(b) {
+		return completion.CustomResult{Output: completion.ValidatorOutput{Stderr: "greeting.txt is missing or not loud", ExitCode: 1}}, nil
+	}
+	return completion.CustomResult{Valid: true}, nil
+}
+
+// An agent built from Go values: the definition, a custom tool and a
+// custom validator are Go values; the step prompt and the scripted model
+// replies are the only files. The model says DONE; capstan completes the
+// run only when the Go validator agrees.
+func Example_embedding() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "greeter")
+	defer os.RemoveAll(dir)
+	files := map[string]string{
+		"prompts/steps/greet/main/f_default.md": "Shout a greeting to {uv-who} with the shout tool, write it to greeting.txt, then say DONE.\n",
+		"script.yaml": `turns:
+  - tool_calls: [{name: shout, input: {text: "hello ada"}}]
+  - tool_calls: [{name: Write, input: {file_path: greeting.txt, content: "HELLO ADA"}}]
+  - text: DONE
+`,
+	}
+	for name, content := range files {
+		_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
+	}
+
+	cfg := agent.Config{
+		Tools:      []tool.Tool{shout},
+		Validators: map[string]completion.CustomValidator{"loud-file": loudFile{}},
+		Params:     map[string]string{"who": "Ada"},
+	}
+	def := &config.Definition{Version: "1.0.0", Name: "greeter", Description: "greets loudly",
+		Parameters: map[string]config.Parameter{"who": {Type: "string", Required: true}},
+		Runner: config.Runner{
+			Model:      "script:script.yaml",
+			Completion: config.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
+			Boundaries: config.Boundaries{AllowedTools: []string{"shout", "Write"}, PermissionMode: "acceptEdits"},
+			Budgets:    config.Budgets{MaxIterations: 3},
+		}}
+	reg := &config.Registry{AgentID: "greeter", C1: "steps", EntryStep: "greet.main",
+		Steps: map[string]config.Step{"greet.main": {StepID: "greet.main", C2: "greet", C3: "main", UVVariables: []string{"who"}}},
+		Validators: map[string]config.Validator{
+			"loud": {Type: "custom", Handler: "loud-file", FailurePattern: "file-not-exists"}},
+	}
+	var err error
+	if cfg.Agent, err = config.NewAgent(dir, def, reg, agent.ValidateOptionsFor(cfg)); err != nil {
+		fmt.Println(err) // every problem, located
+		return
+	}
+	cfg.WorkDir, _ = os.MkdirTemp("", "greeter-work")
+	defer os.RemoveAll(cfg.WorkDir)
+
+	a, err := agent.New(ctx, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := a.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	a.Run(ctx)
+	res := a.Stop()
+	fmt.Println(res.Success, res.CompletionReason, res.Reason)
+	if err := res.Err(); errors.Is(err, agenterr.ErrValidationExhausted) {
+		fmt.Println("the model said DONE but the greeting is not loud")
+	}
+	// Output:
+	// true completed completion keyword "DONE" found in the response; verified by loud
+}

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/step"
+)
+
+// compiled is what an agent's files decide before anything is opened: the
+// completion handler, the validators that verify it and the step machine.
+// compile makes it, for New and for `capstan validate` alike.
+type compiled struct {
+	completion completion.Handler
+	verifier   *completion.CompletionValidator
+	machine    *step.Machine
+}
+
+// runtimeEnv is what compile needs beyond the configuration.
+type runtimeEnv struct {
+	workDir string
+	vars    map[string]string // parameter values, for ${param} in options
+	emit    journal.Emitter
+	runID   string
+	schemas completion.SchemaSource
+}
+
+// compile turns a definition into its runtime objects. Every problem it
+// finds is returned at once (errors.Join of located CONFIG_INVALID
+// errors); File is relative to the agent folder dir.
+func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Config, env runtimeEnv) (*compiled, error) {
+	regFile := registryFile(spec)
+	rt := &compiled{}
+	var errs []error
+	rt.verifier = completion.NewCompletionValidator(completion.ValidatorConfig{
+		Validators: reg.Validators,
+		WorkDir:    env.workDir,
+		Schemas:    env.schemas,
+		Emitter:    env.emit,
+		File:       regFile,
+		Custom:     cfg.Validators,
+		Env:        spec.Runner.Boundaries.Env,
+	})
+	names := make([]string, 0, len(reg.Validators))
+	for name := range reg.Validators {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := reg.Validators[name]
+		if v.Type != "custom" || v.Handler == "" {
+			continue
+		}
+		if _, ok := cfg.Validators[v.Handler]; ok || slices.Contains(completion.CustomValidators(), v.Handler) {
+			continue
+		}
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"validator %q: no Go validator %q", name, v.Handler)
+		e.File, e.Pointer = regFile, config.JoinPointer("validators", name, "handler")
+		e.Hint = "give it to the agent in Go (agent.Config.Validators) or register it with completion.RegisterValidator"
+		errs = append(errs, e)
+	}
+	h, err := completion.FromConfig(spec.Runner.Completion, completion.Deps{
+		HasValidator: rt.verifier.Has,
+		Handlers:     cfg.CompletionHandlers,
+		WorkDir:      env.workDir,
+		Params:       env.vars,
+		File:         config.AgentFile,
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	rt.completion = h
+	m, err := step.NewMachine(*reg, step.Options{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	rt.machine = m
+	if len(errs) > 0 {
+		return nil, withAgentDir(dir, errs)
+	}
+	return rt, nil
+}
+
+// withAgentDir joins errs, their files made absolute under dir so that a
+// build error names the file to open; validate reports them relative.
+func withAgentDir(dir string, errs []error) error {
+	if dir != "" {
+		for _, err := range errs {
+			if e := agenterr.From(err); e != nil && e.File != "" && !filepath.IsAbs(e.File) {
+				e.File = filepath.Join(dir, e.File)
+			}
+		}
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,184 @@
+// Package event is the one event stream of a capstan run. Every layer
+// reports what happens (run start, prompt, query, tool call, validator
+// result, verdict, retry prompt, step transition, model text as it
+// streams, run end) into a Stream, which stamps each event with the run's
+// position and time and hands it, in order, to its consumers: the journal
+// writer, OpenTelemetry tracing, the progress line, --stream output and an
+// embedder's own consumers.
+//
+// The layers below the agent emit through the journal.Emitter interface
+// (Emit(type, data)), which a Stream implements; the model's streamed text
+// reaches it as an llm.StreamSink. Payloads are the typed values of the
+// layer that emitted them (loop.IterationEvent, verdict.CheckEvent,
+// completion.RetryPromptEvent, step.Move, …); the journal's JSON is their
+// encoding.
+package event
+
+import (
+	"sync"
+	"time"
+
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// Event is one thing that happened in a run.
+type Event struct {
+	// Type is a journal event type (journal.RunStart, journal.ToolCall, …)
+	// or one of the model-output types below.
+	Type string
+	// Iteration is the 1-based iteration the event belongs to (0 = none).
+	Iteration int
+	// Step is the step that iteration runs ("" = not known yet).
+	Step string
+	// Time is when the Stream received the event.
+	Time time.Time
+	// Data is the typed payload (nil for some types). Emitters may reuse a
+	// payload after Consume returns: a consumer copies what it keeps.
+	Data any
+}
+
+// Model-output event types: the model's work while a query runs. They are
+// delivered only to consumers that ask for them (ModelOutputConsumer) and
+// are not journaled (the journal has the finished turns).
+const (
+	TextDelta     = "model.text"      // Data: string, the next fragment of the assistant's text
+	TextDiscarded = "model.discarded" // Data: string, why the text since the turn began is void
+	ToolStart     = "model.tool.start"
+	ToolEnd       = "model.tool.end"
+)
+
+// IsModelOutput reports whether typ is a model-output event type.
+func IsModelOutput(typ string) bool {
+	switch typ {
+	case TextDelta, TextDiscarded, ToolStart, ToolEnd:
+		return true
+	}
+	return false
+}
+
+// Consumer receives a run's events, one at a time and in order. Consume
+// must not block for long: the run waits for it.
+type Consumer interface {
+	Consume(Event)
+}
+
+// ConsumerFunc adapts a function to Consumer.
+type ConsumerFunc func(Event)
+
+// Consume implements Consumer.
+func (f ConsumerFunc) Consume(e Event) { f(e) }
+
+// ModelOutputConsumer is a Consumer that wants the model-output events
+// (TextDelta, TextDiscarded, ToolStart, ToolEnd) too. Asking for them makes
+// providers stream; without such a consumer they are never produced.
+type ModelOutputConsumer interface {
+	Consumer
+	WantsModelOutput() bool
+}
+
+// Positioner is implemented by payloads that move the run's position:
+// the event carrying it and every later one are stamped with it.
+type Positioner interface {
+	Position() (iteration int, step string)
+}
+
+// Stream stamps events and hands them to its consumers. It is safe for
+// concurrent use; consumers are called one event at a time.
+type Stream struct {
+	mu        sync.Mutex
+	consumers []Consumer
+	output    []Consumer // the ModelOutputConsumers that want model output
+	iteration int
+	step      string
+	now       func() time.Time
+}
+
+// NewStream returns a Stream delivering to consumers in the given order.
+// now is the clock (nil = time.Now).
+func NewStream(now func() time.Time, consumers ...Consumer) *Stream {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Stream{now: now}
+	for _, c := range consumers {
+		if c == nil {
+			continue
+		}
+		s.consumers = append(s.consumers, c)
+		if m, ok := c.(ModelOutputConsumer); ok && m.WantsModelOutput() {
+			s.output = append(s.output, c)
+		}
+	}
+	return s
+}
+
+// Emit implements journal.Emitter: it delivers an event of type typ with
+// data to every consumer.
+func (s *Stream) Emit(typ string, data any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := data.(Positioner); ok {
+		s.iteration, s.step = p.Position()
+	}
+	e := Event{Type: typ, Iteration: s.iteration, Step: s.step, Time: s.now(), Data: data}
+	to := s.consumers
+	if IsModelOutput(typ) {
+		to = s.output
+	}
+	for _, c := range to {
+		c.Consume(e)
+	}
+}
+
+// Subscribe adds c to the consumers, after the others, until the returned
+// function is called.
+func (s *Stream) Subscribe(c Consumer) (unsubscribe func()) {
+	sub := &subscription{c}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.consumers = append(s.consumers[:len(s.consumers):len(s.consumers)], sub)
+	if m, ok := c.(ModelOutputConsumer); ok && m.WantsModelOutput() {
+		s.output = append(s.output[:len(s.output):len(s.output)], sub)
+	}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.consumers = without(s.consumers, sub)
+		s.output = without(s.output, sub)
+	}
+}
+
+// subscription gives a subscribed consumer an identity (a ConsumerFunc is
+// not comparable).
+type subscription struct{ c Consumer }
+
+func (s *subscription) Consume(e Event) { s.c.Consume(e) }
+
+func without(cs []Consumer, sub *subscription) []Consumer {
+	out := make([]Consumer, 0, len(cs))
+	for _, x := range cs {
+		if x != Consumer(sub) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// ModelOutput returns an llm.StreamSink that turns the model's streamed
+// work into model-output events, or nil when no consumer wants them (so
+// that providers do not stream for nobody).
+func (s *Stream) ModelOutput() llm.StreamSink {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.output) == 0 {
+		return nil
+	}
+	return sink{s}
+}
+
+type sink struct{ s *Stream }
+
+func (k sink) TextDelta(text string)       { k.s.Emit(TextDelta, text) }
+func (k sink) TextDiscarded(reason string) { k.s.Emit(TextDiscarded, reason) }
+func (k sink) ToolStart(call llm.ToolCall) { k.s.Emit(ToolStart, call) }
+func (k sink) ToolEnd(use llm.ToolUse)     { k.s.Emit(ToolEnd, use) }

@@ -1,0 +1,484 @@
+// Package verdict decides, once per iteration, what a finished iteration
+// means for the run: complete, retry with a targeted prompt, continue with
+// the step's prompt, or stop with a reason and an error.
+//
+// The decision is made in one place, in one order:
+//
+//  1. format: a step with an outputSchemaRef must answer in that schema;
+//  2. step check: the step's check is evaluated and its transition taken on
+//     a fork of the step machine;
+//  3. completion: the completion handler says whether the model declared or
+//     reached completion (keyword, structured declaration, budget, step flow,
+//     composite, external state, custom);
+//  4. verification: whatever claims completion is checked against the world
+//     by the run's validators (runner.completion.validators, whatever the
+//     completion type, plus the step's completionConditions, each validator
+//     at most once).
+//
+// Only when the verdict lets the iteration stand is the fork's step
+// transition committed to the machine; a failed verification leaves the
+// step where it was and sends the failure pattern's retry prompt. Nothing is
+// ever rolled back. (A webhook escalation that the step check triggers is
+// delivered while the fork is evaluated: a notification cannot wait for a
+// verdict that may never commit it, and is journaled only if it commits.)
+//
+// The stage reads nothing but its Input and its configuration and reaches
+// the world only through the completion.Verifier (validators), the step
+// check's Judge and the completion handler, so a caller can run the same
+// decision anywhere the iteration's summary is available.
+package verdict
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/step"
+)
+
+// Action is what a verdict tells the loop to do next.
+type Action string
+
+// Actions of a Verdict.
+const (
+	// Continue runs the next iteration with the (possibly new) current
+	// step's prompt.
+	Continue Action = "continue"
+	// Retry runs the next iteration with Verdict.Retry's prompt.
+	Retry Action = "retry"
+	// Complete ends the run successfully.
+	Complete Action = "complete"
+	// Stop ends the run without completion.
+	Stop Action = "stop"
+)
+
+// Completion reasons a verdict adds to the loop's.
+const (
+	ReasonValidationExhausted = "validation_exhausted" // onFailure attempts used up
+	ReasonStepLoopLimit       = "step_loop_limit"      // STEP_LOOP_LIMIT
+	ReasonAborted             = "aborted"              // onFailure abort, escalation abort, step flow ended
+)
+
+// Schemas resolves a step's outputSchemaRef to its raw schema (shown to the
+// model in a format retry) and its compiled validator.
+type Schemas interface {
+	OutputSchema(ref config.SchemaRef) (json.RawMessage, completion.SchemaValidator, error)
+}
+
+// Config configures a Stage.
+type Config struct {
+	// Machine is the run's step machine; the stage commits transitions to
+	// it.
+	Machine *step.Machine
+	// Checker evaluates step checks.
+	Checker *step.Checker
+	// Handler is the run's completion handler.
+	Handler completion.Handler
+	// Verifier runs validators.
+	Verifier completion.Verifier
+	// Validators are runner.completion.validators: they verify every
+	// completion, whatever the completion type.
+	Validators []string
+	// Format checks structured output against a step's schema.
+	Format *completion.FormatValidator
+	// Schemas resolves outputSchemaRef (required when a step has one).
+	Schemas Schemas
+	// Retries builds the failure patterns' retry prompts.
+	Retries *completion.RetryHandler
+	// Events receives completion.check, retry.prompt and the committed
+	// step.transition and escalation events (nil = dropped).
+	Events journal.Emitter
+	// CompletionType names runner.completion.type in messages.
+	CompletionType string
+}
+
+// Input is what the stage decides on: the finished iteration.
+type Input struct {
+	// Iteration is the 1-based number of the iteration.
+	Iteration int
+	// Summary is its summary. A format check that recovered JSON from prose
+	// stores it in Summary.StructuredOutput.
+	Summary *iteration.Summary
+	// Summaries are all summaries so far, Summary last.
+	Summaries []iteration.Summary
+}
+
+// Verdict is the stage's decision on one iteration.
+type Verdict struct {
+	Action Action `json:"action"`
+	// Reason says why, in words (progress line, iteration.end, Result).
+	Reason string `json:"reason,omitempty"`
+	// CompletionReason is the run's reason token for Stop; "" lets the
+	// loop derive it from Err.
+	CompletionReason string `json:"completionReason,omitempty"`
+	// Err is the error a Stop ends the run with (it keeps its chain).
+	Err error `json:"-"`
+	// Step is the step that ran in the iteration.
+	Step string `json:"step"`
+	// Retry is the prompt of the next iteration when Action is Retry.
+	Retry *completion.RetryPromptEvent `json:"retry,omitempty"`
+	// Check and Moves are the step check and the transitions it caused
+	// (committed unless Action is Retry).
+	Check step.CheckResult `json:"check"`
+	Moves []step.Move      `json:"moves,omitempty"`
+	// Completion is the completion handler's result.
+	Completion completion.Result `json:"completion"`
+	// Validation is the verification, when validators ran.
+	Validation *completion.ValidationResult `json:"validation,omitempty"`
+}
+
+// PromptSource says where the next iteration's prompt comes from, for the
+// journal's prompt.resolved and query.start events: "retry:<pattern>
+// (<retry prompt file>)" or "format-retry:<schema>"; "" when the verdict
+// is not a retry.
+func (v Verdict) PromptSource() string {
+	switch {
+	case v.Retry == nil:
+		return ""
+	case v.Retry.Kind == "completion":
+		return "retry:" + v.Retry.Pattern + " (" + v.Retry.Source + ")"
+	}
+	return v.Retry.Source
+}
+
+// CheckEvent is the payload of the completion.check journal event: the
+// completion handler's claim and what verification made of it. Its JSON is
+// a superset of completion.Result's (older journals decode into it).
+type CheckEvent struct {
+	completion.Result
+	// Verdict is the iteration's Action.
+	Verdict Action `json:"verdict,omitempty"`
+	// Verified lists the validators that ran this iteration, in order.
+	Verified []string `json:"verified,omitempty"`
+}
+
+// Stage is the verdict stage of one run. It keeps the per-step attempt
+// counts of onFailure and of format retries; it is not safe for concurrent
+// use.
+type Stage struct {
+	cfg       Config
+	attempts  map[string]*completion.RetryBudget // per step: completion attempts
+	fmtBudget map[string]*completion.RetryBudget // per step: format attempts
+	buf       buffer
+	fork      *step.Machine // reused by every Decide
+	check     CheckEvent    // the completion.check payload, reused
+}
+
+// New returns a Stage. Machine, Checker, Handler and Retries are required;
+// Verifier is required when any validator is configured.
+func New(cfg Config) (*Stage, error) {
+	if cfg.Machine == nil || cfg.Checker == nil || cfg.Handler == nil || cfg.Retries == nil {
+		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+			"verdict stage needs a step machine, a step checker, a completion handler and a retry handler")
+	}
+	if cfg.Events == nil {
+		cfg.Events = journal.Discard
+	}
+	if cfg.Format == nil {
+		cfg.Format = completion.NewFormatValidator(completion.FormatConfig{})
+	}
+	return &Stage{cfg: cfg, attempts: map[string]*completion.RetryBudget{}, fmtBudget: map[string]*completion.RetryBudget{}}, nil
+}
+
+// Decide runs format check → step check → completion → verification on
+// the finished iteration and returns the verdict. An error means the stage
+// could not decide (a validator could not run, a prompt did not resolve);
+// the loop ends the run with it.
+func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
+	id, st := s.cfg.Machine.Current()
+	v := Verdict{Step: id}
+
+	// 1. Format: the output must have the step's schema before anything
+	// reads it.
+	if ref := st.OutputSchemaRef; ref != nil {
+		if done, err := s.format(id, st, *ref, in.Summary, &v); done || err != nil {
+			return v, err
+		}
+	}
+
+	// 2. Step check and transition, on a fork of the machine.
+	s.buf.reset()
+	s.fork = s.cfg.Machine.Fork(s.fork, &s.buf)
+	fork := s.fork
+	ev, err := fork.Evaluate(ctx, s.cfg.Checker, step.InputFromSummary(in.Summary), step.Outcome{Iteration: in.Iteration}, nil, completion.Context{})
+	v.Check, v.Moves = ev.Check, ev.Moves
+	if err != nil {
+		s.buf.flush(s.cfg.Events)
+		return stepError(v, err)
+	}
+	if fork.Aborted() {
+		s.commit(fork)
+		err := fork.AbortError()
+		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonAborted
+		s.emitCheck(v)
+		return v, nil
+	}
+	stepDone := ev.StepComplete()
+
+	// 3. Completion: what does the model (or the budget, or the world)
+	// claim?
+	cr, err := s.cfg.Handler.Check(ctx, completion.Context{Iteration: in.Iteration, Summary: in.Summary,
+		Summaries: in.Summaries, StepComplete: stepDone})
+	if err != nil {
+		return v, err
+	}
+	v.Completion = cr
+
+	// 4. Verification of whatever claims completion.
+	claimed := cr.Complete || cr.Declared || stepDone
+	everyIteration := false
+	if e, ok := s.cfg.Handler.(completion.EveryIterationVerifier); ok {
+		everyIteration = e.VerifyEveryIteration()
+	}
+	conds := s.conditions(st)
+	if len(conds) > 0 && (claimed || everyIteration) {
+		if s.cfg.Verifier == nil {
+			return v, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+				"validators are configured but the verdict stage has no verifier")
+		}
+		vr, err := s.cfg.Verifier.Validate(ctx, conds)
+		if err != nil {
+			return v, err
+		}
+		v.Validation = &vr
+		if !vr.Valid {
+			if !claimed {
+				// Verified on every iteration, nothing declared, not done:
+				// nothing to retry.
+				s.commit(fork)
+				v.Action, v.Reason = Continue, describeMoves(ev, cr)
+				s.emitCheck(v)
+				return v, nil
+			}
+			return s.retry(ctx, id, st, in.Summary, vr, v, fork)
+		}
+		s.budget(s.attempts, id, st).Reset()
+	}
+
+	s.commit(fork)
+	verified := ""
+	if v.Validation != nil {
+		verified = "; verified by " + strings.Join(v.Validation.Checked, ", ")
+	}
+	switch {
+	case cr.Complete:
+		v.Action, v.Reason = Complete, cr.Reason+verified
+	case everyIteration && v.Validation != nil:
+		v.Action, v.Reason = Complete, "completion conditions hold (not declared)"+verified
+	case fork.Completed():
+		err := agenterr.New(agenterr.CodeAborted, agenterr.LayerCompletion, false,
+			"the step flow completed at %q but runner.completion (%s) is not satisfied", id, s.cfg.CompletionType)
+		err.Hint = "use completion type stepFlow to finish with the step flow, or make the final step declare completion"
+		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Message, ReasonAborted
+	default:
+		v.Action, v.Reason = Continue, describeMoves(ev, cr)
+	}
+	s.emitCheck(v)
+	return v, nil
+}
+
+// conditions are the step's completionConditions followed by the run's
+// validators, each validator once (the first naming it, with its params).
+func (s *Stage) conditions(st config.Step) []config.CompletionCondition {
+	if len(s.cfg.Validators) == 0 {
+		return st.CompletionConditions
+	}
+	out := make([]config.CompletionCondition, 0, len(st.CompletionConditions)+len(s.cfg.Validators))
+	seen := make(map[string]bool, cap(out))
+	for _, c := range st.CompletionConditions {
+		if !seen[c.Validator] {
+			seen[c.Validator] = true
+			out = append(out, c)
+		}
+	}
+	for _, name := range s.cfg.Validators {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, config.CompletionCondition{Validator: name})
+		}
+	}
+	return out
+}
+
+// commit makes the fork's state the machine's and journals its moves.
+func (s *Stage) commit(fork *step.Machine) {
+	s.cfg.Machine.Commit(fork)
+	s.buf.flush(s.cfg.Events)
+}
+
+func (s *Stage) emitCheck(v Verdict) {
+	r := v.Completion
+	r.Complete = v.Action == Complete
+	r.Reason = v.Reason
+	s.check = CheckEvent{Result: r, Verdict: v.Action}
+	if vr := v.Validation; vr != nil {
+		s.check.Verified = vr.Checked
+		if !vr.Valid {
+			s.check.Validation = vr
+		}
+	}
+	s.cfg.Events.Emit(journal.CompletionCheck, &s.check)
+}
+
+// format checks the structured output against the step's schema; done is
+// true when the verdict is made (a format retry or a stop).
+func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *iteration.Summary, v *Verdict) (bool, error) {
+	if s.cfg.Schemas == nil {
+		return true, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+			"step %q has an outputSchemaRef but the verdict stage has no schemas", id)
+	}
+	raw, sv, err := s.cfg.Schemas.OutputSchema(ref)
+	if err != nil {
+		return true, err
+	}
+	r := s.cfg.Format.Validate(sum, sv)
+	if r.Valid {
+		s.budget(s.fmtBudget, id, st).Reset()
+		if r.Recovered && r.Extracted != nil {
+			// The JSON came from prose: hand it on as the structured output.
+			if out, err := json.Marshal(r.Extracted); err == nil {
+				sum.StructuredOutput = out
+			}
+		}
+		return false, nil
+	}
+	d, err := s.budget(s.fmtBudget, id, st).Next(completion.ValidationResult{Validator: "format", Pattern: "format-invalid"})
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeSchemaValidation, agenterr.LayerCompletion, false,
+			"step %q: the model's output still does not match schema %s#%s", id, ref.File, ref.Schema)
+		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, e, e.Error(), ReasonValidationExhausted
+		return true, nil
+	}
+	text := completion.FormatRetryPrompt(r, raw)
+	v.Retry = &completion.RetryPromptEvent{Kind: "format", Step: id, Source: "format-retry:" + ref.File + "#" + ref.Schema,
+		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{r.Error}}
+	v.Action = Retry
+	v.Reason = fmt.Sprintf("output format invalid: %s; attempt %d of %d failed, format retry sent", r.Error, d.Attempt, d.MaxAttempts)
+	s.cfg.Events.Emit(journal.RetryPrompt, *v.Retry)
+	return true, nil
+}
+
+// retry applies the step's onFailure after a failed verification. The
+// fork is dropped — the step stays where it was — unless onFailure is skip,
+// which lets the iteration stand.
+func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *iteration.Summary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
+	d, err := s.budget(s.attempts, id, st).Next(vr)
+	if err != nil {
+		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
+		if errors.Is(err, agenterr.ErrValidationAborted) {
+			v.CompletionReason = ReasonAborted
+		}
+		s.emitCheck(v)
+		return v, nil
+	}
+	if d.Action == completion.ActionSkip {
+		s.commit(fork)
+		v.Action = Complete
+		v.Reason = fmt.Sprintf("%s; %s failed (%s) but onFailure is skip", v.Completion.Reason, vr.Validator, vr.Pattern)
+		s.emitCheck(v)
+		return v, nil
+	}
+	rp, err := s.cfg.Retries.BuildRetryPrompt(ctx, st, vr)
+	if err != nil {
+		return v, err
+	}
+	text := rp.Text
+	if note := declarationNote(sum); note != "" {
+		text += "\n\n" + note
+	}
+	v.Action = Retry
+	v.Retry = &completion.RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
+		Params: vr.Params, Source: rp.Source, Attempt: d.Attempt, Max: d.MaxAttempts,
+		Text: text, Warnings: rp.Warnings}
+	claim := "completion claimed"
+	if v.Completion.Reason != "" {
+		claim = v.Completion.Reason
+	}
+	v.Reason = fmt.Sprintf("%s, but %s failed (pattern %s); attempt %d of %d failed, retry prompt sent",
+		claim, vr.Validator, vr.Pattern, d.Attempt, d.MaxAttempts)
+	s.emitCheck(v)
+	s.cfg.Events.Emit(journal.RetryPrompt, *v.Retry)
+	return v, nil
+}
+
+func (s *Stage) budget(m map[string]*completion.RetryBudget, id string, st config.Step) *completion.RetryBudget {
+	if b, ok := m[id]; ok {
+		return b
+	}
+	b, err := completion.NewRetryBudget(st.OnFailure)
+	if err != nil { // rejected by validation; the default budget is the safe reading
+		b, _ = completion.NewRetryBudget(nil)
+	}
+	m[id] = b
+	return b
+}
+
+// stepError turns a step-machine error into the verdict.
+func stepError(v Verdict, err error) (Verdict, error) {
+	if errors.Is(err, agenterr.ErrStepLoopLimit) {
+		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonStepLoopLimit
+		return v, nil
+	}
+	if e := agenterr.From(err); e != nil && e.Layer == agenterr.LayerStep {
+		v.Action, v.Err, v.Reason = Stop, err, err.Error()
+		return v, nil
+	}
+	return v, err
+}
+
+func describeMoves(ev step.Evaluation, cr completion.Result) string {
+	if len(ev.Moves) == 0 {
+		return cr.Reason
+	}
+	last := ev.Moves[len(ev.Moves)-1]
+	switch last.Kind {
+	case step.MoveStay:
+		return cr.Reason
+	case step.MoveRetry:
+		return fmt.Sprintf("step %s check failed (%s); retrying the step", last.From, ev.Check.Reason)
+	}
+	return fmt.Sprintf("step %s → %s (%s)", ev.Moves[0].From, last.To, last.Kind)
+}
+
+// declarationNote is the part of the iteration summary a retry prompt
+// carries: what the model reported and declared last iteration, so it sees
+// the gap between its declaration and the world. The rest of the summary
+// (what was done) is already in the session transcript.
+func declarationNote(s *iteration.Summary) string {
+	d := completion.FormatDeclaration(s)
+	if d == "" {
+		return ""
+	}
+	return fmt.Sprintf("### Previous Iteration Decision (iteration %d)\n%sThe completion check above did not confirm that declaration.\n", s.Iteration, d)
+}
+
+// buffer holds a fork's events until the fork is committed.
+type buffer struct {
+	events []bufferedEvent
+}
+
+type bufferedEvent struct {
+	typ  string
+	data any
+}
+
+// Emit implements journal.Emitter.
+func (b *buffer) Emit(eventType string, data any) {
+	b.events = append(b.events, bufferedEvent{eventType, data})
+}
+
+func (b *buffer) reset() { b.events = b.events[:0] }
+
+func (b *buffer) flush(to journal.Emitter) {
+	for _, e := range b.events {
+		to.Emit(e.typ, e.data)
+	}
+	b.reset()
+}
