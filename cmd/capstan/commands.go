@@ -18,5 +18,6 @@ func subcommands() []*cobra.Command {
 		newShowCmd(),
 		newSkillsCmd(),
 		newPipelineCmd(pipelineDeps{Runner: agent.DirRunner{}}),
+		newVersionCmd(),
 	}
 }

@@ -54,7 +54,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "Run LLM agents whose completion is verified, not declared",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       currentVersion().Version,
 	}
+	root.SetVersionTemplate(versionTemplate())
 	root.AddCommand(subcommands()...)
 	return root
 }
