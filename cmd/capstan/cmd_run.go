@@ -279,9 +279,10 @@ func printConfigError(w io.Writer, err error) {
 func newResumeCmd() *cobra.Command {
 	var flags runFlags
 	cmd := &cobra.Command{
-		Use:   "resume RUN",
-		Short: "Continue a run that stopped without completing (killed, budget, recoverable error) in the same session",
-		Args:  cobra.ExactArgs(1),
+		Use:               "resume RUN",
+		Short:             "Continue a run that stopped without completing (killed, budget, recoverable error) in the same session",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRunIDs(&flags.workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run, err := journal.Find(flags.workDir, args[0])
 			if err != nil {

@@ -18,6 +18,7 @@ func subcommands() []*cobra.Command {
 		newShowCmd(),
 		newSkillsCmd(),
 		newPipelineCmd(pipelineDeps{Runner: agent.DirRunner{}}),
+		newReportCmd(),
 		newVersionCmd(),
 	}
 }
