@@ -33,7 +33,7 @@ type pipelineDeps struct {
 func newPipelineCmd(deps pipelineDeps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pipeline",
-		Short: "Run a contract-checked reasoning pipeline (seed 003)",
+		Short: "Run a contract-checked reasoning pipeline (a git-activity summary whose numbers cite commits)",
 	}
 	cmd.AddCommand(newPipelineRunCmd(deps), newPipelineCheckCmd(deps))
 	return cmd

@@ -100,7 +100,7 @@ func newSkillsRunCmd() *cobra.Command {
 	var f skillsRunFlags
 	c := &cobra.Command{
 		Use:   "run DIR --skill ID --goal TEXT [--input k=v ...] [--expect PATH[:SCHEMA] ...] --model M",
-		Short: "Run one skill to validated outputs (seed 001 SkillRuntime)",
+		Short: "Run one skill until its expected outputs exist and validate",
 		Long: `Run the skill ID found under DIR: the model chooses the actions (read SKILL.md,
 read references, expand templates, run scripts in the sandbox, write artifacts
 under build/), the runtime enforces budgets and validates.
