@@ -129,7 +129,11 @@ func openPipelineModel(ctx context.Context, spec, base string) (llm.Model, error
 	if base != "" {
 		dir = filepath.Dir(base)
 	}
-	m, err := llm.OpenModel(ctx, spec, llm.Config{AgentDir: dir, WorkDir: dir})
+	uc, err := loadUserConfig()
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	m, err := llm.OpenModel(ctx, spec, llm.Config{AgentDir: dir, WorkDir: dir, BaseURL: uc.baseURLFor(spec)})
 	if err != nil {
 		if agenterr.CodeOf(err) == agenterr.CodeUnknownProvider {
 			return nil, withExit(exitUsage, err)

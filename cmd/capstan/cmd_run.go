@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -151,8 +150,8 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
 	}
-	if flags.model == "" {
-		flags.model = os.Getenv("CAPSTAN_MODEL")
+	if err := applyUserDefaults(&flags, def); err != nil {
+		return withExit(exitUsage, err)
 	}
 	values := map[string]string{}
 	for name, flagName := range params {

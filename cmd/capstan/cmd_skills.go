@@ -175,13 +175,23 @@ func parseExpects(list []string) ([]skill.Expected, error) {
 
 func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFlags) error {
 	stderr := cmd.ErrOrStderr()
+	uc, err := loadUserConfig()
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	if f.model == "" {
+		f.model = uc.DefaultModel
+	}
+	if f.baseURL == "" {
+		f.baseURL = uc.baseURLFor(f.model)
+	}
 	switch {
 	case f.skillID == "":
 		return withExit(exitUsage, errors.New("skills run: --skill is required"))
 	case strings.TrimSpace(f.goal) == "":
 		return withExit(exitUsage, errors.New("skills run: --goal is required"))
 	case f.model == "":
-		return withExit(exitUsage, errors.New("skills run: --model is required (e.g. script:run.yaml, anthropic:claude-sonnet-4-5); or set CAPSTAN_MODEL"))
+		return withExit(exitUsage, errors.New("skills run: --model is required (e.g. script:run.yaml, anthropic:claude-sonnet-4-5); or set CAPSTAN_MODEL, or default_model in the user config"))
 	}
 	inputs, err := parseInputs(f.inputs)
 	if err != nil {

@@ -19,6 +19,7 @@ func subcommands() []*cobra.Command {
 		newSkillsCmd(),
 		newPipelineCmd(pipelineDeps{Runner: agent.DirRunner{}}),
 		newReportCmd(),
+		newDoctorCmd(),
 		newVersionCmd(),
 	}
 }
