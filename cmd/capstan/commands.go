@@ -20,6 +20,7 @@ func subcommands() []*cobra.Command {
 		newPipelineCmd(pipelineDeps{Runner: agent.DirRunner{}}),
 		newReportCmd(),
 		newDoctorCmd(),
+		newMCPCmd(),
 		newVersionCmd(),
 	}
 }
