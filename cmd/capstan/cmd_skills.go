@@ -103,7 +103,8 @@ func newSkillsRunCmd() *cobra.Command {
 		Short: "Run one skill until its expected outputs exist and validate",
 		Long: `Run the skill ID found under DIR: the model chooses the actions (read SKILL.md,
 read references, expand templates, run scripts in the sandbox, write artifacts
-under build/), the runtime enforces budgets and validates.
+under <workdir>/build/ unless --build says otherwise), the runtime enforces
+budgets and validates. The skill's own folder is only read.
 
 --input k=v     an input; v is parsed as JSON when it is JSON, else a string
 --expect P[:S]  an expected output build/P, validated against the JSON Schema
@@ -126,8 +127,8 @@ errors; 3 model/provider or internal errors.`,
 	fs.StringArrayVar(&f.constraints, "constraint", nil, "a constraint for the run (repeatable)")
 	fs.StringVar(&f.model, "model", os.Getenv("CAPSTAN_MODEL"), "model as provider:model (script:<file> is relative to DIR)")
 	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider")
-	fs.StringVar(&f.build, "build", "", "build directory (default <skill>/build)")
-	fs.StringVar(&f.workDir, "workdir", ".", "where the run journal is written (.capstan/runs/<id>)")
+	fs.StringVar(&f.build, "build", "", "build directory the skill writes its artifacts to (default <workdir>/build, never the skill's own folder)")
+	fs.StringVar(&f.workDir, "workdir", ".", "where the run works: artifacts go to <workdir>/build and the journal to <workdir>/.capstan/runs/<id>")
 	fs.BoolVar(&f.asJSON, "json", false, "print the ActResult as JSON on stdout")
 	f.stream.register(fs, "")
 	fs.BoolVar(&f.fresh, "fresh", false, "ignore the record of an identical earlier run")
@@ -218,6 +219,10 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		if w.SkillID == sk.ID {
 			fmt.Fprintln(stderr, "warning:", w.String())
 		}
+	}
+	if f.build == "" {
+		// Artifacts belong to the work, not to the skill's source folder.
+		f.build = filepath.Join(f.workDir, "build")
 	}
 	absDir, _ := filepath.Abs(dir)
 	provider, modelName := llm.ParseSpec(f.model)
