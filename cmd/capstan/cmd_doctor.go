@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/claudecode"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -175,7 +176,7 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 // its version; required only when the default model is claude-code.
 func claudeCheck(ctx context.Context, env doctorEnv, required bool) doctorCheck {
 	c := doctorCheck{Name: "claude CLI", Hint: "npm install -g @anthropic-ai/claude-code (needed only for claude-code models)"}
-	path := env.getenv("CAPSTAN_CLAUDE_PATH")
+	path := env.getenv(claudecode.EnvBinary)
 	if path == "" {
 		p, err := env.lookPath("claude")
 		if err != nil {

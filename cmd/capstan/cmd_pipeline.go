@@ -70,7 +70,7 @@ time window the request states in words capstan cannot read);
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.repo, "repo", ".", "git repository to read")
-	fl.StringVar(&f.since, "since", "", "window start: 7d, 2w, 36h, YYYY-MM-DD or RFC 3339 (default: from the request, else 7d)")
+	fl.StringVar(&f.since, "since", "", "window start: 36h, 7d, 2w, 3m (months), 1y, YYYY-MM-DD or RFC 3339 (default: from the request, else 7d)")
 	fl.StringVar(&f.model, "model", "", "provider:model for intent detection, inference, summarization and model stages (default: rule-based)")
 	fl.StringVar(&f.file, "file", "", "pipeline YAML file (default: the standard pipeline)")
 	fl.StringVar(&f.now, "now", "", "the current time, RFC 3339 (for reproducible output; default: the clock)")
