@@ -1,7 +1,6 @@
 package runreport
 
 import (
-	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -114,14 +113,7 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 	return p.err
 }
 
-func metaLine(it Iteration) string {
-	parts := []string{}
-	if d := it.Duration(); d > 0 {
-		parts = append(parts, FormatDuration(d))
-	}
-	parts = append(parts, usageText(it.Usage), fmt.Sprintf("$%.4f", it.CostUSD))
-	return "<sub>" + strings.Join(parts, " · ") + "</sub>"
-}
+func metaLine(it Iteration) string { return "<sub>" + metaText(it) + "</sub>" }
 
 func mdMark(e Entry) string {
 	switch e.Kind {

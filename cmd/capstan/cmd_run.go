@@ -204,6 +204,10 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, w.String())
 	}
+	def, err := withUserPricing(def)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}

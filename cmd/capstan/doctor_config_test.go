@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -180,5 +182,45 @@ func TestUserConfigBaseURLReachesProvider(t *testing.T) {
 	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q", "--model", "openai:gpt-test", "--json")
 	if hits.Load() == 0 || code == 0 {
 		t.Fatalf("the configured base URL was not used (exit %d, %d requests):\n%s", code, hits.Load(), errOut)
+	}
+}
+
+// pricing prices a model for every agent; an agent's own runner.pricing
+// for the same model wins.
+func TestUserConfigPricing(t *testing.T) {
+	writeUserConfig(t, "pricing:\n  script.yaml: {input: 1000, output: 0}\n")
+	// costPerInputToken runs dir and returns cost / input tokens × 1e6.
+	costPerInputToken := func(dir string) float64 {
+		t.Helper()
+		code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", t.TempDir(), "-q", "--json")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+		var res struct {
+			Cost  float64 `json:"cost"`
+			Usage struct {
+				InputTokens int64 `json:"input_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Usage.InputTokens == 0 {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return math.Round(res.Cost / float64(res.Usage.InputTokens) * 1e6)
+	}
+	if got := costPerInputToken("../../examples/hello"); got != 1000 {
+		t.Fatalf("$%v per million input tokens, want the user config's 1000", got)
+	}
+	dir := filepath.Join(t.TempDir(), "hello")
+	exec.Command("cp", "-R", "../../examples/hello", dir).Run()
+	p := filepath.Join(dir, "agent.json")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(b), `"runner": {`, `"runner": {"pricing": {"script.yaml": {"input": 2000, "output": 0}},`, 1)), 0o644)
+	if got := costPerInputToken(dir); got != 2000 {
+		t.Fatalf("$%v per million input tokens, want agent.json's own 2000", got)
+	}
+	writeUserConfig(t, "pricing:\n  m: {input: -1, output: 2}\n")
+	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
+	if code != exitUsage || !strings.Contains(errOut, "pricing.m.input: -1 is not a price") {
+		t.Fatalf("negative price: exit %d\n%s", code, errOut)
 	}
 }

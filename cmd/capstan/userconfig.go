@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm"
@@ -24,16 +27,21 @@ import (
 //	default_model: anthropic:claude-sonnet-4-5
 //	base_urls:
 //	  openai: http://localhost:11434/v1
+//	pricing:
+//	  my-finetune: {input: 3, output: 15}
 //
 // Precedence, first wins: the command-line flag, the environment
 // (CAPSTAN_MODEL; OPENAI_BASE_URL, ANTHROPIC_BASE_URL), the agent's
-// agent.json (runner.model, runner.baseUrl), this file.
+// agent.json (runner.model, runner.baseUrl, runner.pricing), this file.
 type userConfig struct {
 	// DefaultModel is the model of an agent whose agent.json names none,
 	// and of `skills run` without --model.
 	DefaultModel string `yaml:"default_model"`
 	// BaseURLs are API base URLs per provider (anthropic, openai).
 	BaseURLs map[string]string `yaml:"base_urls"`
+	// Pricing adds or replaces model prices (USD per million tokens) for
+	// every agent; an agent's runner.pricing entry for the same model wins.
+	Pricing map[string]config.Price `yaml:"pricing"`
 
 	path string
 }
@@ -72,11 +80,11 @@ func loadUserConfig() (*userConfig, error) {
 	}
 	if err := yaml.UnmarshalWithOptions(data, uc, yaml.Strict()); err != nil {
 		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "user config %s: %s", path, yaml.FormatError(err, false, true))
-		e.Hint = "known keys: default_model, base_urls (see docs/cli.md#user-config)"
+		e.Hint = "known keys: default_model, base_urls, pricing (see docs/cli.md#user-config)"
 		return nil, e
 	}
 	if uc.DefaultModel != "" {
-		if provider, _ := llm.ParseSpec(uc.DefaultModel); !knownProvider(provider) {
+		if provider, _ := llm.ParseSpec(uc.DefaultModel); !slices.Contains(llm.Providers(), provider) {
 			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"user config %s: default_model %q: unknown provider %q", path, uc.DefaultModel, provider)
 			e.Hint = "write provider:model with one of: " + strings.Join(llm.Providers(), ", ")
@@ -86,32 +94,41 @@ func loadUserConfig() (*userConfig, error) {
 	for provider, u := range uc.BaseURLs {
 		if _, ok := baseURLEnv[provider]; !ok {
 			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-				"user config %s: base_urls.%s: only %s have a base URL", path, provider, strings.Join(sortedKeys(baseURLEnv), " and "))
+				"user config %s: base_urls.%s: only %s have a base URL", path, provider, strings.Join(slices.Sorted(maps.Keys(baseURLEnv)), " and "))
 		}
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"user config %s: base_urls.%s: %q is not an http(s) URL", path, provider, u)
 		}
 	}
+	for model, p := range uc.Pricing {
+		for name, v := range map[string]float64{"input": p.Input, "output": p.Output, "cacheRead": p.CacheRead, "cacheWrite": p.CacheWrite} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+					"user config %s: pricing.%s.%s: %v is not a price (USD per million tokens, ≥ 0)", path, model, name, v)
+			}
+		}
+	}
 	return uc, nil
 }
 
-func knownProvider(p string) bool {
-	for _, known := range llm.Providers() {
-		if known == p {
-			return true
+// withUserPricing returns def with the user config's prices added to
+// runner.pricing for the models agent.json does not price itself.
+func withUserPricing(def *config.Agent) (*config.Agent, error) {
+	uc, err := loadUserConfig()
+	if err != nil || len(uc.Pricing) == 0 {
+		return def, err
+	}
+	d := def.Definition()
+	if d.Runner.Pricing == nil {
+		d.Runner.Pricing = map[string]config.Price{}
+	}
+	for model, p := range uc.Pricing {
+		if _, ok := d.Runner.Pricing[model]; !ok {
+			d.Runner.Pricing[model] = p
 		}
 	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return config.NewAgent(def.Dir(), d, def.Registry(), agent.ValidateOptions())
 }
 
 // applyUserDefaults fills what the flags, the environment and agent.json
@@ -162,8 +179,11 @@ func describeUserConfig() (string, error) {
 	if uc.DefaultModel != "" {
 		parts = append(parts, "default_model "+uc.DefaultModel)
 	}
-	for _, p := range sortedKeys(uc.BaseURLs) {
+	for _, p := range slices.Sorted(maps.Keys(uc.BaseURLs)) {
 		parts = append(parts, "base_urls."+p)
+	}
+	if len(uc.Pricing) > 0 {
+		parts = append(parts, fmt.Sprintf("pricing for %d model(s)", len(uc.Pricing)))
 	}
 	return strings.Join(parts, ", "), nil
 }
