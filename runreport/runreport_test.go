@@ -187,6 +187,18 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	}
 }
 
+// Terminal control sequences the model printed are shown, not obeyed.
+func TestTextNeutralisesTerminalControls(t *testing.T) {
+	r := sampleRun(t, "done\x1b]0;pwned\x07\x1b[2J\u009b31m")
+	var b bytes.Buffer
+	if err := WriteText(&b, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "\x1b\x07\u009b") || !strings.Contains(b.String(), `done\u001b]0;pwned\u0007\u001b[2J\u009b31m`) {
+		t.Fatalf("control characters reached the output:\n%q", b.String())
+	}
+}
+
 // A killed run: no run.end, the last iteration cut short.
 func TestUnfinishedRun(t *testing.T) {
 	r := build(t,

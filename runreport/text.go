@@ -258,10 +258,34 @@ type printer struct {
 	err error
 }
 
+// f writes like fmt.Fprintf with terminal control characters made
+// visible: what the model or a tool printed cannot move the cursor, clear
+// the screen or retitle the terminal of whoever reads the account.
 func (p *printer) f(format string, args ...any) {
 	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
+		_, p.err = io.WriteString(p.w, visibleControls(fmt.Sprintf(format, args...)))
 	}
+}
+
+// visibleControls replaces C0 and C1 control characters other than
+// newline and tab with their \u escapes.
+func visibleControls(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f))
 }
 
 func (p *printer) block(s, prefix string) {
