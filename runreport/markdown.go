@@ -53,7 +53,7 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 				p.f("- prompt: `%s` (the retry prompt of iteration %d)\n", mdCode(it.PromptSource), it.N-1)
 			} else {
 				p.f("- prompt: `%s`", mdCode(it.PromptSource))
-				p.details("prompt", it.Prompt)
+				p.details("prompt", clip(it.Prompt, opts.Full))
 			}
 		}
 		for _, e := range it.Entries {
@@ -81,7 +81,11 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 				if summary == "" {
 					summary = "details"
 				}
-				p.details(summary, e.Detail)
+				detail := e.Detail
+				if e.Kind != KindRetry {
+					detail = clip(detail, opts.Full) // a PR comment has a size limit
+				}
+				p.details(summary, detail)
 			}
 		}
 		if v := it.Verdict; v != nil && v.Result != "" {
