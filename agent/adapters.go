@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"path/filepath"
 	"sync"
 
@@ -40,8 +41,17 @@ type compiledSchema struct {
 	validator *schema.Validator
 }
 
-func newSchemas(agentDir string) *schemas {
-	return &schemas{resolver: schema.NewResolver(filepath.Join(agentDir, "schemas")), compiled: map[config.SchemaRef]*compiledSchema{}}
+// newSchemas reads the schema files from fsys (a pinned definition, see
+// config.Definition.FS) or, when it is nil, from agentDir on disk.
+func newSchemas(agentDir string, fsys fs.FS) *schemas {
+	dir := filepath.Join(agentDir, "schemas")
+	r := schema.NewResolver(dir)
+	if fsys != nil {
+		if sub, err := fs.Sub(fsys, "schemas"); err == nil {
+			r = schema.NewResolverFS(sub, dir)
+		}
+	}
+	return &schemas{resolver: r, compiled: map[config.SchemaRef]*compiledSchema{}}
 }
 
 // get resolves and compiles ref.

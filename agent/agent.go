@@ -3,7 +3,7 @@
 // runs the loop, and reports an AgentResult. It is the public entry point
 // for embedding capstan in a Go program:
 //
-//	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+//	def, err := agent.LoadPinned(dir) // or config.LoadAndValidate(dir, agent.ValidateOptions()), unpinned
 //	a, err := agent.Build(ctx, def, agent.BuildOptions{WorkDir: wd, Params: map[string]string{"name": "Ada"}})
 //	err = a.Start(ctx)
 //	_ = a.Run(ctx)
@@ -27,6 +27,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
@@ -71,6 +72,11 @@ type BuildOptions struct {
 	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
 	// variables. A resumed run reuses the recorded values when Params is nil.
 	Params map[string]string
+	// DefinitionResume says, for a resumed run, how the definition it uses
+	// relates to the recorded one; it is journaled in run.start with the
+	// definition's digests. The definition itself is the one def was
+	// loaded from (config.LoadAndValidateFS with a definition.Snapshot).
+	DefinitionResume *definition.Resume
 	// TracerProvider, when set, turns the run's journal events into
 	// OpenTelemetry spans (package tracing); the run span is a child of
 	// the span in Build's ctx, if any. nil = no tracing, and no cost.
@@ -107,6 +113,10 @@ type Agent struct {
 	buildOrder  []string
 
 	params map[string]string
+	// definition is the pinned snapshot def was loaded from (nil when it
+	// was read from disk) and snapshotRecord what run.start says about it.
+	definition     *definition.Snapshot
+	snapshotRecord *definition.Record
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
 	skillsPrompt string
 	vars         map[string]string
@@ -118,7 +128,9 @@ type Agent struct {
 // Build creates an agent's dependencies in seed 002's order — logger
 // (journal), prompt resolver, completion handler, SDK bridge (with its
 // tools), action system (step flow) — and returns it in state Created.
-// def must come from config.LoadAndValidate.
+// def must come from LoadPinned or config.LoadAndValidate(FS); when it was
+// loaded from a definition.Snapshot, the run keeps that snapshot with its
+// journal and records its digests in run.start.
 func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
 	if def == nil {
 		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
@@ -175,6 +187,9 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	if err := a.buildJournal(); err != nil {
 		return fail(err)
 	}
+	if err := a.pinDefinition(); err != nil {
+		return fail(err)
+	}
 	a.emit = a.events
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
@@ -184,7 +199,7 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
 	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
-	a.schemas = newSchemas(def.Dir())
+	a.schemas = newSchemas(def.Dir(), def.FS())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
 	// 3. completion handler
 	if a.completion, err = a.buildCompletion(); err != nil {
@@ -258,7 +273,8 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	a.rc = &loop.RuntimeContext{}
-	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params}
+	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
+		Definition: a.snapshotRecord}
 	if r := a.opts.Resume; r != nil {
 		if err := a.restore(r); err != nil {
 			return err
@@ -305,7 +321,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
-		Journal: a.events.Path(), Error: NewResultError(lr.Err),
+		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
 	}
 	a.mu.Lock()
 	a.result = res
@@ -324,7 +340,7 @@ func (a *Agent) Stop() *Result {
 	}
 	if a.result == nil {
 		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
-			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path()}
+			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest()}
 	}
 	a.emit.Emit(journal.RunEnd, a.result)
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})

@@ -2,9 +2,7 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,13 +37,7 @@ func (discardExporter) Shutdown(context.Context) error                          
 
 func benchmarkIteration(b *testing.B, tp trace.TracerProvider) {
 	const iterationsPerRun = 50
-	var sb strings.Builder
-	sb.WriteString("turns:\n")
-	for i := 0; i < iterationsPerRun; i++ {
-		fmt.Fprintf(&sb, "  - text: \"working on part %d of the notes\"\n", i)
-	}
-	dir := basicAgent(b, sb.String(), "")
-	def := load(b, dir)
+	def := textTurnsAgent(b, iterationsPerRun)
 	ctx := context.Background()
 	var elapsed time.Duration
 	var bytes, mallocs uint64

@@ -9,6 +9,7 @@ import (
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/llm/pricing"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -30,6 +31,7 @@ func newPromptResolver(dir string, def *config.Definition, reg *config.Registry)
 		C1:          reg.C1,
 		FallbackDir: r.Prompts.FallbackDir,
 		SystemPath:  r.SystemPromptPath,
+		FS:          def.FS(),
 	})
 }
 
@@ -84,7 +86,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		allow := b.Sandbox != nil && b.Sandbox.AllowUnsandboxed
 		boxed = sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: allow})
 	}
-	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), Sandbox: boxed})
+	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), FS: a.def.FS(), Sandbox: boxed})
 	for _, w := range warns {
 		a.emit.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
 	}
@@ -125,11 +127,14 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	a.bridgeCfg = llm.Config{
 		BaseURL:  baseURL,
 		AgentDir: a.def.Dir(),
+		AgentFS:  a.def.FS(),
 		WorkDir:  a.workDir,
 		Tools:    tools,
 		Events:   a.emit,
 		Getenv:   a.opts.Getenv,
 		MaxTurns: r.Boundaries.MaxTurns,
+		// Keeps long sessions within the model's context window.
+		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
 	}
 	if rec := a.opts.Resume; rec != nil {
 		a.bridgeCfg.Transcripts = rec.Sessions

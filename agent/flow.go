@@ -196,6 +196,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	}
 	f.warn(res.Warnings)
 	turn.Prompt, turn.Source = res.Text, f.rel(res.Path)
+	turn.Options.Instructions = true // context compaction keeps the step's prompt
 	return turn, nil
 }
 

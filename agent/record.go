@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -24,6 +25,10 @@ type RunRecord struct {
 	// Ended is false when the journal has no run.end event: the run was
 	// killed or is still running.
 	Ended bool `json:"ended"`
+	// Definitions are the definition records of the run's run.start events
+	// that have one, in order: the first is the definition the run started
+	// with, the last the one it used most recently (a resume may reload).
+	Definitions []*definition.Record `json:"definitions,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -84,6 +89,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			if rec.Start == nil {
 				rec.Start = &s
+			}
+			if s.Definition != nil {
+				rec.Definitions = append(rec.Definitions, s.Definition)
 			}
 			rec.Ended, rec.Result = false, nil
 		case journal.RunEnd:
@@ -150,7 +158,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				return nil, err
 			}
 			tentative = &st // committed when the iteration ends
-		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice:
+		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, journal.ContextCompacted:
 			if ev.Iteration > 0 {
 				it := at(ev.Iteration)
 				it.Events = append(it.Events, ev)
@@ -158,6 +166,15 @@ func LoadRun(id, path string) (*RunRecord, error) {
 		}
 	}
 	return rec, nil
+}
+
+// Definition is the record of the definition the run used most recently
+// (what resume continues with), or nil when the run recorded none.
+func (r *RunRecord) Definition() *definition.Record {
+	if len(r.Definitions) == 0 {
+		return nil
+	}
+	return r.Definitions[len(r.Definitions)-1]
 }
 
 // FinishedIterations counts iterations that ran to their end.

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -29,6 +30,9 @@ type Result struct {
 	DurationMs int64        `json:"durationMs"`
 	Journal    string       `json:"journal,omitempty"`
 	Error      *ResultError `json:"error,omitempty"`
+	// DefinitionDigest is the digest of the pinned agent definition the
+	// run used (see package definition); "" when it was read from disk.
+	DefinitionDigest string `json:"definitionDigest,omitempty"`
 }
 
 // ResultError is the error part of a Result.
@@ -62,4 +66,8 @@ type RunStartEvent struct {
 	Resumed  bool              `json:"resumed,omitempty"`
 	// Iteration is where a resumed run continues from.
 	Iteration int `json:"iteration,omitempty"`
+	// Definition is the digest of the pinned agent definition (per file and
+	// overall), the file of the run record that holds it and, for a resumed
+	// run, how it relates to the recorded one.
+	Definition *definition.Record `json:"definition,omitempty"`
 }

@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -39,7 +38,7 @@ type AgentRunEvent struct {
 // completed run without structured output is a STAGE-style error too, since
 // the caller asked for a structured result.
 func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]string) (json.RawMessage, error) {
-	def, err := config.LoadAndValidate(dir, ValidateOptions())
+	def, err := LoadPinned(dir, r.Model)
 	if err != nil {
 		return nil, err
 	}

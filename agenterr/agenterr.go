@@ -231,6 +231,10 @@ const (
 	CodePathEscape              = "PATH_ESCAPE"
 	CodeSandboxUnavailable      = "SANDBOX_UNAVAILABLE"
 	CodeBudgetExceeded          = "BUDGET_EXCEEDED"
+	// CodeContextOverflow: a request would not fit in the model's context
+	// window (and compaction is off or could not make it fit); nothing was
+	// sent.
+	CodeContextOverflow = "CONTEXT_OVERFLOW"
 	// CodeAborted: the flow ended the run without completion and without a
 	// more specific error.
 	CodeAborted = "ABORTED"

@@ -3,6 +3,7 @@ package completion
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/handlebars"
 )
 
 // Built-in failure pattern names (seed 004). They are usable in a
@@ -147,11 +149,17 @@ func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, v
 				continue
 			}
 			src := c3lPath(h.cfg.C1, step.C2, step.C3, edition, adaptation)
-			r, err := RenderTemplate(text, data)
+			r, err := renderTemplate(ctx, text, data)
+			if err != nil && ctx.Err() != nil {
+				return RetryPrompt{}, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerCompletion, false, "retry prompt canceled")
+			}
 			if err != nil {
+				hint := "fix the Handlebars syntax ({{param}}, {{#each list}}…{{/each}}, {{#if x}}…{{else}}…{{/if}})"
+				if errors.Is(err, handlebars.ErrLimit) {
+					hint = "the template renders too much: loop over fewer lists, or nest fewer {{#each}} blocks"
+				}
 				return RetryPrompt{}, &agenterr.Error{Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
-					Message: "retry template: " + err.Error(), File: src,
-					Hint: "fix the Handlebars syntax ({{param}}, {{#each list}}…{{/each}}, {{#if x}}…{{else}}…{{/if}})", Err: err}
+					Message: "retry template: " + err.Error(), File: src, Hint: hint, Err: err}
 			}
 			return RetryPrompt{Text: r.Text, Pattern: vr.Pattern, Source: src, Warnings: templateWarnings(r, data, vr.Pattern, src)}, nil
 		}

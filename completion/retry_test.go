@@ -487,3 +487,41 @@ func TestGenericPromptForEveryBuiltinPattern(t *testing.T) {
 		}
 	}
 }
+
+// ParseTemplate checks syntax only and reports the line and column in the
+// file, frontmatter included.
+func TestParseTemplate(t *testing.T) {
+	if err := ParseTemplate(testFailedTemplate); err != nil {
+		t.Fatal(err)
+	}
+	err := ParseTemplate("---\nparams: [failedTests]\n---\n## Tests\n\n{{#each failedTests}}\n- {{this.name}}\n")
+	if err == nil || err.Error() != "line 6:1: {{#each failedTests}} is never closed" {
+		t.Fatalf("err = %v", err)
+	}
+	if err := ParseTemplate("{{#if x}}a{{/each}}"); err == nil || !strings.Contains(err.Error(), "line 1:11: {{/each}} does not close {{#if x}}") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := ParseTemplate("---\nparams: [\n---\n"); err == nil || !strings.Contains(err.Error(), "frontmatter") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A retry template that multiplies its output (nested {{#each}} over a
+// long list of failures) stops at its budget with PROMPT_PARSE and a hint,
+// instead of building an unbounded prompt.
+func TestRetryTemplateBounded(t *testing.T) {
+	base := t.TempDir()
+	write(t, base, "steps/retry/issue/f_failed_test-failed.md",
+		"{{#each failedTests}}{{#each ../failedTests}}{{#each ../../failedTests}}{{this.error}}{{/each}}{{/each}}{{/each}}")
+	vr := testFailure()
+	var many []TestFailure
+	for i := 0; i < 300; i++ {
+		many = append(many, TestFailure{Name: fmt.Sprint(i), Error: "boom"})
+	}
+	vr.Params["failedTests"] = many
+	_, err := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}}).BuildRetryPrompt(context.Background(), retryStep, vr)
+	e := agenterr.From(err)
+	if e == nil || e.Code != agenterr.CodePromptParse || !strings.Contains(e.Message, "exceeds its budget") || !strings.Contains(e.Hint, "renders too much") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,7 +28,13 @@ type Agent struct {
 // agenterr.ErrConfigurationValidation) listing every problem. Warnings are
 // kept on the Agent (Warnings) for the caller to log.
 func LoadAndValidate(dir string, opts ValidateOptions) (*Agent, error) {
-	def, reg, res, err := check(dir, opts)
+	return LoadAndValidateFS(nil, dir, opts)
+}
+
+// LoadAndValidateFS is LoadAndValidate reading the agent's files from fsys
+// (see LoadFS); file checks of Validate look in fsys too.
+func LoadAndValidateFS(fsys fs.FS, dir string, opts ValidateOptions) (*Agent, error) {
+	def, reg, res, err := check(fsys, dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +82,20 @@ func NewAgent(dir string, def *Definition, reg *Registry, opts ValidateOptions) 
 // with load failures (missing file, broken JSON) reported as problems whose
 // code is CONFIG_NOT_FOUND, CONFIG_PARSE or CONFIG_INVALID.
 func Check(dir string, opts ValidateOptions) ValidationResult {
-	_, _, res, err := check(dir, opts)
+	return CheckFS(nil, dir, opts)
+}
+
+// CheckFS is Check reading the agent's files from fsys (see LoadFS).
+func CheckFS(fsys fs.FS, dir string, opts ValidateOptions) ValidationResult {
+	_, _, res, err := check(fsys, dir, opts)
 	if err != nil {
 		return NewValidationResult(ProblemFromError(err))
 	}
 	return res
 }
 
-func check(dir string, opts ValidateOptions) (*Definition, *Registry, ValidationResult, error) {
-	def, reg, err := Load(dir)
+func check(fsys fs.FS, dir string, opts ValidateOptions) (*Definition, *Registry, ValidationResult, error) {
+	def, reg, err := LoadFS(fsys, dir)
 	if err != nil {
 		return nil, nil, ValidationResult{}, err
 	}
@@ -111,6 +123,10 @@ func ProblemFromError(err error) Problem {
 
 // Dir returns the agent folder (absolute).
 func (a *Agent) Dir() string { return a.dir }
+
+// FS returns the files the agent was loaded from by LoadAndValidateFS (a
+// pinned definition snapshot), or nil when it was read from disk.
+func (a *Agent) FS() fs.FS { return a.def.FS() }
 
 // Definition returns a copy of the validated, defaulted agent.json.
 func (a *Agent) Definition() *Definition {

@@ -20,6 +20,8 @@ func Codes() []CodeInfo {
 		{agenterr.CodeConfigurationNotFound, e, "agent.json or the steps registry does not exist"},
 		{agenterr.CodeConfigurationParse, e, "a file is not valid JSON (or not a readable regular file)"},
 		{agenterr.CodeConfigurationValidation, e, "runner.prompts.registry leaves the agent folder"},
+		{agenterr.CodeDefinitionTooLarge, e, "the agent definition exceeds the bounds of a snapshot (file size, total size, file count)"},
+		{agenterr.CodePathEscape, e, "a file of the agent definition leads out of its folder through a symbolic link"},
 
 		{"AC-SCHEMA-TYPE", e, "agent.json: a value has the wrong JSON type"},
 		{"AC-SCHEMA-REQUIRED", e, "agent.json: a required key is missing"},
@@ -32,6 +34,8 @@ func Codes() []CodeInfo {
 		{"AC-MODEL-SCRIPT", e, "the script file of a script:<file> model does not exist"},
 		{"AC-BASE-URL", e, "runner.baseUrl is not an absolute http(s) URL"},
 		{"AC-TOOL-PATTERN", e, "an allowedTools/disallowedTools pattern is malformed"},
+		{"AC-COMPACTION-TARGET", e, "runner.compaction.target is not below its threshold"},
+		{"AC-COMPACTION-IGNORED", w, "runner.contextWindow / runner.compaction set for the claude-code backend, which compacts by itself"},
 		{"AC-PATH-OUTSIDE", e, "a path in agent.json is absolute or leaves the agent folder"},
 		{"AC-SYSTEM-PROMPT-MISSING", e, "runner.systemPromptPath does not exist"},
 		{"AC-PROMPTS-DIR-MISSING", e, "the prompts base (or fallbackDir) folder does not exist"},

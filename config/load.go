@@ -28,19 +28,46 @@ const maxFileSize = 8 << 20
 // CONFIG_PARSE with file and line:col for broken JSON, CONFIG_INVALID when
 // the registry path leaves the agent folder.
 func Load(dir string) (*Definition, *Registry, error) {
-	def, err := loadDefinition(dir)
+	return LoadFS(nil, dir)
+}
+
+// LoadFS is Load reading the agent's files from fsys (paths relative to the
+// agent folder, such as a pinned definition snapshot) instead of the disk.
+// dir is still the agent folder that relative paths and messages refer to.
+// A nil fsys reads dir from disk. The returned definition remembers fsys
+// (Definition.FS), so the layers above read prompts, schemas and scripts
+// from the same files.
+func LoadFS(fsys fs.FS, dir string) (*Definition, *Registry, error) {
+	def, err := loadDefinition(fsys, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, err := loadRegistry(dir, def)
+	reg, err := loadRegistry(fsys, dir, def)
 	if err != nil {
 		return nil, nil, err
 	}
 	return def, reg, nil
 }
 
-func loadDefinition(dir string) (*Definition, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+// FS returns the file system the definition was loaded from by LoadFS (a
+// pinned snapshot of the agent folder), or nil when it was read from disk or
+// built in Go.
+func (d *Definition) FS() fs.FS {
+	if d == nil || d.src == nil {
+		return nil
+	}
+	return d.src.fsys
+}
+
+func loadDefinition(fsys fs.FS, dir string) (*Definition, error) {
+	var fi fs.FileInfo
+	var err error
+	if fsys != nil {
+		fi, err = fs.Stat(fsys, ".")
+	} else {
+		fi, err = os.Stat(dir)
+	}
+	if err != nil || !fi.IsDir() {
 		e := agenterr.New(agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
 			"agent folder %q does not exist or is not a directory", dir)
 		e.Hint = "pass the folder that contains agent.json, or create one with `capstan init NAME`"
@@ -50,7 +77,7 @@ func loadDefinition(dir string) (*Definition, error) {
 		}
 		return nil, e
 	}
-	raw, err := readConfigFile(dir, AgentFile)
+	raw, err := readConfigFile(fsys, dir, AgentFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
@@ -66,18 +93,22 @@ func loadDefinition(dir string) (*Definition, error) {
 	if err := decode(src, &def); err != nil {
 		return nil, err
 	}
-	src.dir = dir
+	src.dir, src.fsys = dir, fsys
 	def.src = src
 	return &def, nil
 }
 
-func loadRegistry(dir string, def *Definition) (*Registry, error) {
+func loadRegistry(fsys fs.FS, dir string, def *Definition) (*Registry, error) {
 	name := def.Runner.Prompts.Registry
 	ptr := "/runner/prompts/registry"
 	if name == "" {
 		name = DefaultRegistryFile
 	}
-	if msg := insideDir(dir, name); msg != "" {
+	msg := lexicalInside(name)
+	if msg == "" && fsys == nil {
+		msg = insideDir(dir, name)
+	}
+	if msg != "" {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 			"runner.prompts.registry %q %s", name, msg)
 		e.File, e.Pointer = AgentFile, ptr
@@ -86,7 +117,7 @@ func loadRegistry(dir string, def *Definition) (*Registry, error) {
 		return nil, e
 	}
 	rel := filepath.ToSlash(filepath.Clean(name))
-	raw, err := readConfigFile(dir, rel)
+	raw, err := readConfigFile(fsys, dir, rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
@@ -102,16 +133,19 @@ func loadRegistry(dir string, def *Definition) (*Registry, error) {
 	if err := decode(src, &reg); err != nil {
 		return nil, err
 	}
-	src.dir = dir
+	src.dir, src.fsys = dir, fsys
 	reg.src = src
 	return &reg, nil
 }
 
-// readConfigFile reads dir/rel, refusing non-regular and oversized files.
-// A leading UTF-8 byte order mark (written by some editors) is dropped.
-func readConfigFile(dir, rel string) ([]byte, error) {
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	fi, err := os.Stat(p)
+// readConfigFile reads rel from fsys (nil: from the folder dir on disk),
+// refusing non-regular and oversized files. A leading UTF-8 byte order mark
+// (written by some editors) is dropped.
+func readConfigFile(fsys fs.FS, dir, rel string) ([]byte, error) {
+	if fsys == nil {
+		fsys = os.DirFS(dir)
+	}
+	fi, err := fs.Stat(fsys, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +159,7 @@ func readConfigFile(dir, rel string) ([]byte, error) {
 	if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
 		return nil, tooBig()
 	}
-	f, err := os.Open(p)
+	f, err := fsys.Open(rel)
 	if err == nil {
 		defer f.Close()
 		var raw []byte

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"io/fs"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,6 +13,7 @@ import (
 type source struct {
 	file  string // path relative to the agent folder, e.g. "agent.json"
 	dir   string // the agent folder it was loaded from ("" when built in Go)
+	fsys  fs.FS  // the files it was loaded from (LoadFS), nil for the disk
 	raw   []byte
 	index map[string]span // JSON pointer → positions
 	dups  []duplicateKey  // keys that appear twice in one object

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/schemas"
 )
 
@@ -39,11 +40,7 @@ var compiledSchemas = sync.OnceValues(func() (map[string]*compiledSchema, error)
 		if err != nil {
 			return nil, fmt.Errorf("embedded schema %s: %w", s.url, err)
 		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(s.url, doc); err != nil {
-			return nil, fmt.Errorf("embedded schema %s: %w", s.url, err)
-		}
-		sch, err := c.Compile(s.url)
+		sch, err := schema.CompileSource(schema.Source{Raw: s.doc, URL: s.url})
 		if err != nil {
 			return nil, fmt.Errorf("embedded schema %s: %w", s.url, err)
 		}

@@ -65,6 +65,30 @@ type Runner struct {
 	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
 	// Pricing overrides the per-model price table (USD per million tokens).
 	Pricing map[string]Price `json:"pricing,omitempty"`
+	// ContextWindow overrides the model's context window in tokens (the
+	// built-in table knows the Anthropic and OpenAI models; local servers
+	// need it set).
+	ContextWindow int64 `json:"contextWindow,omitempty"`
+	// Compaction configures how long sessions are kept within the context
+	// window (nil = on, with the defaults).
+	Compaction *Compaction `json:"compaction,omitempty"`
+}
+
+// Compaction is runner.compaction.
+type Compaction struct {
+	// Enabled turns compaction on or off (nil = on). Off, a request that
+	// would exceed the window fails with CONTEXT_OVERFLOW.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Threshold is the share of the window at which compaction starts
+	// (0 = 0.75); Target the share it compacts down to (0 = 0.5).
+	Threshold float64 `json:"threshold,omitempty"`
+	Target    float64 `json:"target,omitempty"`
+	// KeepToolResults is how many of the newest tool results stay
+	// verbatim (nil = 3; 0 = none).
+	KeepToolResults *int `json:"keepToolResults,omitempty"`
+	// SummaryModel ("provider:model") summarizes older turns ("" = the
+	// run's model).
+	SummaryModel string `json:"summaryModel,omitempty"`
 }
 
 // Prompts locates prompt files.

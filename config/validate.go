@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -234,7 +235,7 @@ func (c *checker) agent() {
 	for i, s := range r.Skills {
 		ptr := JoinPointer("runner", "skills", fmt.Sprint(i))
 		if c.file(a, "AC", ptr, s, true, "AC-SKILL-MISSING", "create the skill folder with a SKILL.md, or remove it from runner.skills") &&
-			c.dir != "" && !holdsSkill(filepath.Join(c.dir, s)) {
+			(c.dir != "" || c.def.FS() != nil) && !holdsSkill(c.def.FS(), c.dir, s) {
 			c.report(a, "AC-SKILL-MISSING", SeverityError, ptr, "add SKILL.md (agentskills.io format) to the skill folder, or list a folder of skill folders",
 				"%s has no SKILL.md, neither itself nor in a skill folder below it", s)
 		}
@@ -246,6 +247,29 @@ func (c *checker) agent() {
 			c.report(a, "AC-MCP-TRANSPORT", SeverityError, JoinPointer("runner", "mcpServers", name),
 				"set command (stdio server) or url (HTTP server), not both",
 				"MCP server %q needs exactly one of command and url", name)
+		}
+	}
+	if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && (r.ContextWindow > 0 || r.Compaction != nil) {
+		ptr := "/runner/compaction"
+		if r.Compaction == nil {
+			ptr = "/runner/contextWindow"
+		}
+		c.report(a, "AC-COMPACTION-IGNORED", SeverityWarning, ptr,
+			"remove it; the Claude Code CLI manages its own context (see CLAUDE_CODE_AUTO_COMPACT_WINDOW in its documentation)",
+			"runner.contextWindow and runner.compaction do not apply to the claude-code backend, which runs its own tool loop and compacts by itself")
+	}
+	if cp := r.Compaction; cp != nil {
+		if cp.SummaryModel != "" {
+			c.model(a, "AC", "/runner/compaction/summaryModel", cp.SummaryModel)
+		}
+		threshold, target := cp.Threshold, cp.Target
+		if threshold == 0 {
+			threshold = 0.75
+		}
+		if target != 0 && target >= threshold {
+			c.report(a, "AC-COMPACTION-TARGET", SeverityError, "/runner/compaction/target",
+				fmt.Sprintf("use a target below the threshold (%g), e.g. %g", threshold, threshold/2),
+				"compaction target %g is not below the threshold %g: compaction would not shrink the request", target, threshold)
 		}
 	}
 	if n := r.Budgets.MaxIterations; n > hardLimit {
@@ -297,15 +321,22 @@ func (c *checker) file(src *source, prefix, ptr, rel string, dir bool, missingCo
 			"use a path relative to the agent folder that stays inside it", "path %q %s", rel, msg)
 		return false
 	}
-	if c.dir == "" {
-		return true
+	var fi fs.FileInfo
+	var err error
+	if fsys := c.def.FS(); fsys != nil {
+		// A pinned snapshot holds only files inside the agent folder.
+		fi, err = fs.Stat(fsys, path.Clean(filepath.ToSlash(rel)))
+	} else {
+		if c.dir == "" {
+			return true
+		}
+		if msg := insideDir(c.dir, rel); msg != "" {
+			c.report(src, prefix+"-PATH-OUTSIDE", SeverityError, ptr,
+				"use a path relative to the agent folder that stays inside it", "path %q %s", rel, msg)
+			return false
+		}
+		fi, err = os.Stat(filepath.Join(c.dir, filepath.FromSlash(rel)))
 	}
-	if msg := insideDir(c.dir, rel); msg != "" {
-		c.report(src, prefix+"-PATH-OUTSIDE", SeverityError, ptr,
-			"use a path relative to the agent folder that stays inside it", "path %q %s", rel, msg)
-		return false
-	}
-	fi, err := os.Stat(filepath.Join(c.dir, filepath.FromSlash(rel)))
 	switch {
 	case err != nil:
 		c.report(src, missingCode, SeverityError, ptr, hint, "%s does not exist", rel)
@@ -960,18 +991,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// holdsSkill reports whether dir is a skill folder (it has a SKILL.md) or
-// a folder of skill folders (one of its sub-folders, at any depth, has one),
-// as runner.skills accepts both.
-func holdsSkill(dir string) bool {
+// holdsSkill reports whether rel, a folder of the agent in dir (or in
+// fsys, when the definition was loaded from one), is a skill folder (it has
+// a SKILL.md) or a folder of skill folders (one of its sub-folders, at any
+// depth, has one), as runner.skills accepts both.
+func holdsSkill(fsys fs.FS, dir, rel string) bool {
+	if fsys == nil {
+		fsys = os.DirFS(dir)
+	}
 	found := false
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = fs.WalkDir(fsys, path.Clean(filepath.ToSlash(rel)), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || found {
-			return filepath.SkipDir
+			return fs.SkipDir
 		}
 		if !d.IsDir() && d.Name() == "SKILL.md" {
 			found = true
-			return filepath.SkipAll
+			return fs.SkipAll
 		}
 		return nil
 	})

@@ -323,6 +323,18 @@ func TestValidateProblems(t *testing.T) {
 			"AC-PATH-OUTSIDE", SeverityError, "agent.json", "/runner/model"},
 		{"bad base url", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["baseUrl"] = "localhost:11434" },
 			"AC-BASE-URL", SeverityError, "agent.json", "/runner/baseUrl"},
+		{"compaction target not below threshold", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["compaction"] = map[string]any{"threshold": 0.6, "target": 0.7}
+		}, "AC-COMPACTION-TARGET", SeverityError, "agent.json", "/runner/compaction/target"},
+		{"compaction summary model syntax", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["compaction"] = map[string]any{"summaryModel": "anthropic:"}
+		}, "AC-MODEL-SYNTAX", SeverityError, "agent.json", "/runner/compaction/summaryModel"},
+		{"compaction with claude-code", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["model"] = "claude-code"
+			at(a, "runner")["contextWindow"] = 200000
+		}, "AC-COMPACTION-IGNORED", SeverityWarning, "agent.json", "/runner/contextWindow"},
+		{"context window too small", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["contextWindow"] = 100 },
+			"AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/contextWindow"},
 		{"bad tool pattern", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["allowedTools"] = []any{"Read", "Bash(git log:*"}
 		}, "AC-TOOL-PATTERN", SeverityError, "agent.json", "/runner/boundaries/allowedTools/1"},
@@ -448,6 +460,8 @@ func TestValidateProblems(t *testing.T) {
 		"AC-DUPLICATE-KEY": true, "SR-DUPLICATE-KEY": true, // TestDuplicateKeyWarning
 		// Cross-layer codes: agent.TestCrossLayerChecks.
 		"SR-STEP-PROMPT-MISSING": true, "SR-STEP-PROMPT-INVALID": true, "SR-RETRY-PROMPT-MISSING": true, "SR-SCHEMA-UNRESOLVED": true,
+		// Definition snapshot codes: definition.TestTakeBounds, TestTakeRefusesEscapingLinks…, main.TestValidateReportsSnapshotProblems.
+		"DEFINITION_TOO_LARGE": true, "PATH_ESCAPE": true,
 	}
 	for _, tc := range cases {
 		covered[tc.code] = true

@@ -35,6 +35,7 @@ const (
 	ModelTurn        = "model.turn"
 	ModelRetry       = "model.retry" // a provider retries a failed API call
 	SessionMessages  = "session.messages"
+	ContextCompacted = "context.compacted" // older turns were stubbed or summarized to fit the context window
 	ToolCall         = "tool.call"
 	ToolDenied       = "tool.denied"
 	ValidatorResult  = "validator.result"

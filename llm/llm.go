@@ -39,6 +39,10 @@ type Message struct {
 	// everything but the provider that produced it; other providers ignore
 	// it.
 	Reasoning json.RawMessage `json:"reasoning,omitempty"`
+	// Pinned marks a user prompt that holds the current step's
+	// instructions (QueryOptions.Instructions): context compaction keeps
+	// the newest pinned message verbatim.
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool.
@@ -65,7 +69,12 @@ type ToolResult struct {
 	IsError bool   `json:"is_error,omitempty"`
 }
 
-// Usage counts tokens.
+// Usage counts tokens. Input is split the way the providers bill it:
+// InputTokens is the input billed at the full rate (not read from and not
+// written to the prompt cache), CacheReadTokens was read from the cache
+// (billed at a discount) and CacheWriteTokens was written to it (billed at
+// a premium where the provider charges for writes). The whole input of a
+// request is the sum of the three.
 type Usage struct {
 	InputTokens      int64 `json:"input_tokens"`
 	OutputTokens     int64 `json:"output_tokens"`
@@ -80,6 +89,10 @@ func (u *Usage) Add(o Usage) {
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
 }
+
+// Input is the whole input: uncached, cache-read and cache-written
+// tokens.
+func (u Usage) Input() int64 { return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens }
 
 // Total is input + output + cache tokens.
 func (u Usage) Total() int64 {
@@ -104,6 +117,11 @@ type Request struct {
 	// supports it (OpenAI-compatible servers); providers without seeds
 	// ignore it.
 	Seed *int64
+	// Summary marks a request that asks for a summary of older turns
+	// (context compaction, llm/compact). API providers send it like any
+	// other; the script provider answers it itself instead of using up a
+	// scripted turn, since scripts describe the agent's turns.
+	Summary bool
 }
 
 // Response is the model's answer to one Request.
@@ -136,6 +154,10 @@ type QueryOptions struct {
 	OutputSchema    json.RawMessage
 	OutputName      string
 	MaxTurns        int // model turns within this query; 0 = provider default
+	// Instructions marks the prompt as the current step's instructions
+	// (not a retry prompt): context compaction never removes the newest
+	// such prompt of a session.
+	Instructions bool
 }
 
 // ToolUse is one tool call made during a query, as seed 002's ToolUsage.

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"io/fs"
 	"net/http"
 	"sort"
 	"strings"
@@ -24,6 +25,10 @@ type Config struct {
 	// AgentDir is the agent definition folder; relative provider arguments
 	// (the script provider's file) resolve against it.
 	AgentDir string
+	// AgentFS, when set, holds the agent definition's files (a pinned
+	// snapshot, paths relative to AgentDir); relative provider arguments
+	// are read from it instead of the disk.
+	AgentFS fs.FS
 	// WorkDir is where the agent acts; file tools are confined to it.
 	WorkDir string
 	// Tools are the tools the model may call (built-in and MCP). Whether a
@@ -46,6 +51,13 @@ type Config struct {
 	// that run their own tool loop (claude-code) hand them to the backend;
 	// for the others their tools arrive in Tools (see tool/mcp).
 	MCPServers map[string]config.MCPServer
+	// Context, when set, keeps the tool loop's requests within the model's
+	// context window (NewToolLoop); nil sends transcripts as they are.
+	Context ContextManager
+	// NewContext, when set and Context is nil, builds the Context of a
+	// tool loop that Open creates, for the model it opened (llm/compact's
+	// Factory); nil = none.
+	NewContext func(ctx context.Context, cfg Config, m Model) (ContextManager, error)
 }
 
 // Factory builds a Bridge for a provider that runs its own tool loop (the
@@ -150,6 +162,11 @@ func Open(ctx context.Context, spec string, cfg Config) (Bridge, error) {
 	m, err := p.model(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Context == nil && cfg.NewContext != nil {
+		if cfg.Context, err = cfg.NewContext(ctx, cfg, m); err != nil {
+			return nil, err
+		}
 	}
 	return NewToolLoop(m, cfg), nil
 }

@@ -5,11 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
@@ -23,10 +23,10 @@ const DefaultMaxTurns = 25
 // MaxToolOutput caps what one tool result may put into the transcript.
 const MaxToolOutput = 100 << 10
 
-// ToolLoop is capstan's shared tool loop: it turns a Model into a Bridge by
-// running model → tool calls → results → … → final answer, bounded by max
-// turns, with every call checked by the tool policy of the query and
-// journaled. Sessions are transcripts kept in memory and written to the
+// ToolLoop turns a Model into a Bridge: each query runs the shared tool
+// loop (Loop: model → tool calls → results → … → final answer, bounded by
+// max turns) with the query's tool policy (tool.Enforce) and journaling
+// (JournalTools) as tool-call middleware. Sessions are transcripts kept in memory and written to the
 // journal (session.messages events), so a run can be resumed from its
 // journal on every backend.
 type ToolLoop struct {
@@ -34,10 +34,19 @@ type ToolLoop struct {
 	cfg   Config
 	tools map[string]tool.Tool
 	names []string
+	// journal is the tool-call journaling middleware of every query.
+	journal tool.Middleware
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// chain is what the last policy queried with decided; an agent
+	// queries with the same policy every iteration.
+	chain    policyChain
 	sessions map[string][]Message
-	last     string
+	// busy marks sessions a query is extending: the query appends to the
+	// session's own slice, so a second concurrent query on the same
+	// session must work on a copy.
+	busy map[string]bool
+	last string
 }
 
 // NewToolLoop wraps m in the shared tool loop.
@@ -45,7 +54,8 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{}}
+	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{},
+		busy: map[string]bool{}, journal: JournalTools(cfg.Events)}
 	for _, t := range cfg.Tools {
 		spec := t.Spec()
 		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
@@ -81,10 +91,12 @@ func (l *ToolLoop) Close() error {
 }
 
 // SessionMessagesEvent is the payload of a session.messages journal event:
-// the messages one query appended to a session.
+// the messages one query appended to a session, or, when Replace is set,
+// the session's whole transcript after the query compacted it.
 type SessionMessagesEvent struct {
 	SessionID string    `json:"session_id"`
 	Messages  []Message `json:"messages"`
+	Replace   bool      `json:"replace,omitempty"`
 }
 
 // ModelTurnEvent is the payload of a model.turn journal event.
@@ -109,61 +121,226 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	if strings.TrimSpace(prompt) == "" {
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
 	}
-	res := &QueryResult{}
 	l.mu.Lock()
 	sid := opts.SessionID
 	history, known := l.sessions[sid]
+	renewed := false
 	if sid == "" || !known {
-		res.SessionRenewed = sid != ""
+		renewed = sid != ""
 		sid = newSessionID()
 		history = nil
+	}
+	// The query appends to the session's slice in place (amortized growth,
+	// no copy of the transcript per query); the session keeps its old
+	// length until commit, so a failed query leaves it as it was.
+	msgs := history
+	if l.busy[sid] {
+		msgs = slices.Clone(history)
+	} else {
+		l.busy[sid] = true
+		defer func() {
+			l.mu.Lock()
+			delete(l.busy, sid)
+			l.mu.Unlock()
+		}()
 	}
 	l.mu.Unlock()
 
 	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
 		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir}
-	var specs []tool.Spec
-	var offered []string
-	for _, name := range l.names {
-		if t := l.tools[name]; policy.MayUse(t) {
-			specs = append(specs, t.Spec())
-			offered = append(offered, name)
-		}
-	}
+	chain := l.chainFor(policy)
 	maxTurns := opts.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = l.cfg.MaxTurns
 	}
+
+	query := len(msgs) // index of this query's prompt
+	msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
+	lp := Loop{
+		Model: l.model,
+		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
+			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
+		Tools: l.tools, MaxTurns: maxTurns, Events: l.cfg.Events,
+		Middleware: chain.mw,
+		Context:    l.cfg.Context, Query: query, SessionID: sid,
+	}
+	msgs, res, err := lp.Run(ctx, msgs)
+	if res != nil {
+		res.SessionRenewed = renewed
+	}
+	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
+		prior := len(history) // messages the session had; -1 once compaction replaced them
+		if lp.Compacted {
+			prior = -1
+		}
+		l.commit(sid, msgs, prior, res)
+	}
+	return res, err
+}
+
+// policyChain is what a query policy decides for every query that uses
+// it: the tools offered and the tool-call middleware.
+type policyChain struct {
+	policy tool.Policy
+	specs  []tool.Spec // the tools the policy lets the model use, by name
+	mw     []tool.Middleware
+}
+
+// chainFor returns the offered tools and the tool-call middleware
+// (journaling, then the policy) of a query with policy p. They are worked
+// out once per distinct policy in a row, so queries that repeat their
+// options (an agent's iterations) allocate nothing for them.
+func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.chain; c.mw != nil && c.policy.Mode == p.Mode && c.policy.WorkDir == p.WorkDir &&
+		slices.Equal(c.policy.Allowed, p.Allowed) && slices.Equal(c.policy.Disallowed, p.Disallowed) {
+		return c
+	}
+	// The policy keeps its own copy of the patterns: a caller that reuses
+	// its slices cannot change a cached policy.
+	p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
+	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)},
+		specs: make([]tool.Spec, 0, len(l.names))}
+	for _, name := range l.names {
+		if t := l.tools[name]; p.MayUse(t) {
+			c.specs = append(c.specs, t.Spec())
+		}
+	}
+	// Queries share the list; clipped, an append to one query's
+	// Request.Tools copies instead of writing into the others'.
+	c.specs = slices.Clip(c.specs)
+	l.chain = c
+	return c
+}
+
+// commit makes msgs the session's transcript and journals what changed:
+// the messages after the first prior ones, or (prior < 0, after
+// compaction) the whole transcript.
+func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
+	l.mu.Lock()
+	l.sessions[sid] = msgs
+	l.last = sid
+	l.mu.Unlock()
+	res.SessionID = sid
+	ev := SessionMessagesEvent{SessionID: sid, Messages: msgs, Replace: true}
+	if prior >= 0 {
+		ev = SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]}
+	}
+	l.cfg.Events.Emit(journal.SessionMessages, ev)
+}
+
+// Loop is one run of capstan's tool loop over a transcript: model turn →
+// tool calls → results → … → a turn without tool calls. Agent runs (through
+// ToolLoop), the skill runtime and pipeline model stages all run their
+// model turns with it, so each gets the same hardening: a bound on turns,
+// unique call ids, every call answered, large results truncated, panicking
+// tools contained, denied calls journaled, tool calls streamed, and
+// cancellation honoured between turns.
+//
+// Each call passes a middleware chain: streaming (ToolStart/ToolEnd to the
+// StreamSink in ctx, outermost), the caller's Middleware in order (ToolLoop
+// gives JournalTools and the query's tool.Enforce policy), an answer naming
+// the offered tools for an unknown tool, truncation to MaxToolOutput, and
+// finally tool.Invoke.
+type Loop struct {
+	// Model plays the turns.
+	Model Model
+	// Request is the template of every turn (model name, system prompt,
+	// tool specs, output schema, sampling); the loop sets Messages.
+	Request Request
+	// Tools are the callable tools by name. A call of another name is
+	// answered with the names in Request.Tools (the tools offered).
+	Tools map[string]tool.Tool
+	// Middleware wraps each call inside streaming and outside truncation:
+	// journaling, a permission policy, a runtime's budgets and evidence.
+	Middleware []tool.Middleware
+	// MaxTurns bounds the model turns of one Run (0 = DefaultMaxTurns).
+	// Exceeding it is a recoverable MAX_TURNS error.
+	MaxTurns int
+	// Events receives a model.turn event per turn (nil = none).
+	Events journal.Emitter
+	// Hooks, when set, lets a runtime steer the turns (budgets, exit
+	// decisions).
+	Hooks Hooks
+	// Context, when set, fits every request into the model's context
+	// window before it is sent (compaction); msgs[Query] is the prompt of
+	// the current query, which it never compacts away. Compactions are
+	// journaled as context.compacted events of session SessionID.
+	Context   ContextManager
+	Query     int
+	SessionID string
+	// Compacted reports, after Run, that the context manager replaced the
+	// transcript's earlier messages (so the whole transcript is new).
+	Compacted bool
+}
+
+// Hooks lets the runtime that owns a Loop steer it between turns.
+type Hooks interface {
+	// BeforeTurn is called before each model turn (turn counts from 1);
+	// returning false ends the Run without error.
+	BeforeTurn(ctx context.Context, turn int) bool
+	// OnResponse sees each model answer before its tool calls run.
+	OnResponse(turn int, resp *Response)
+	// AfterTools sees each turn's tool results before they enter the
+	// transcript and may change their content; returning true ends the Run
+	// without error (the results are still appended, so the transcript
+	// stays well formed).
+	AfterTools(turn int, results []ToolResult) bool
+}
+
+// Run continues the conversation msgs (which ends with a user message) and
+// returns the grown transcript and what happened. On an error after the
+// model was called, the result is non-nil and counts what happened before
+// it; after MAX_TURNS the transcript so far is returned as well.
+func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResult, error) {
+	events := lp.Events
+	if events == nil {
+		events = journal.Discard
+	}
+	maxTurns := lp.MaxTurns
 	if maxTurns <= 0 {
 		maxTurns = DefaultMaxTurns
 	}
-
-	msgs := make([]Message, len(history), len(history)+8)
-	copy(msgs, history)
-	msgs = append(msgs, Message{Role: RoleUser, Text: prompt})
-	req := &Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: specs,
-		OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName}
-	// The model streams its text to the sink itself (it reads the same
-	// context); the loop reports the tool calls it runs.
-	sink := StreamSinkFrom(ctx)
-
+	var handle tool.Handler // built at the first tool call
+	res := &QueryResult{}
+	req := lp.Request
 	for {
+		if lp.Hooks != nil && !lp.Hooks.BeforeTurn(ctx, res.Turns+1) {
+			return msgs, res, nil
+		}
 		if res.Turns >= maxTurns {
-			l.commit(sid, msgs, len(history), res)
 			e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
 				"model used %d turns without a final answer", maxTurns)
 			e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
-			return res, e
+			return msgs, res, e
+		}
+		req.Messages = msgs
+		if lp.Context != nil {
+			fit, err := lp.Context.Fit(ctx, &req, lp.Query)
+			res.Usage.Add(fit.Usage)
+			if err != nil {
+				return msgs, res, err
+			}
+			if fit.Compaction != nil {
+				lp.Query -= len(msgs) - len(fit.Messages)
+				msgs, lp.Compacted = fit.Messages, true
+				req.Messages = msgs
+				fit.Compaction.SessionID = lp.SessionID
+				events.Emit(journal.ContextCompacted, fit.Compaction)
+			}
 		}
 		res.Turns++
-		req.Messages = msgs
 		start := time.Now()
-		resp, err := l.model.Generate(ctx, req)
+		resp, err := lp.Model.Generate(ctx, &req)
 		if err != nil {
-			return res, err
+			return msgs, res, err
 		}
 		if resp == nil {
-			return res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
+			return msgs, res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
+		}
+		if lp.Context != nil {
+			lp.Context.Observe(&req, resp.Usage.Input())
 		}
 		res.Usage.Add(resp.Usage)
 		resp.Message.Role = RoleAssistant
@@ -175,94 +352,124 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 			c := &resp.Message.ToolCalls[i]
 			if c.ID == "" || ids[c.ID] {
 				c.ID = fmt.Sprintf("call_t%d_%d", res.Turns, i+1)
+				// The model may have used that id for an earlier call.
+				for n := 2; ids[c.ID]; n++ {
+					c.ID = fmt.Sprintf("call_t%d_%d_%d", res.Turns, i+1, n)
+				}
 			}
 			ids[c.ID] = true
 		}
 		msgs = append(msgs, resp.Message)
-		l.cfg.Events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
+		events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
 			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})
 		if resp.Message.Text != "" {
 			res.Responses = append(res.Responses, resp.Message.Text)
 		}
 		res.StopReason = resp.StopReason
+		if lp.Hooks != nil {
+			lp.Hooks.OnResponse(res.Turns, resp)
+		}
 		if len(resp.Message.ToolCalls) == 0 {
 			res.StructuredOutput = resp.StructuredOutput
-			break
+			return msgs, res, nil
+		}
+		if handle == nil {
+			handle = lp.handler(ctx)
 		}
 		results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
-		for _, call := range resp.Message.ToolCalls {
-			if sink != nil {
-				sink.ToolStart(call)
-			}
-			use := l.runTool(ctx, policy, offered, call)
-			if sink != nil {
-				sink.ToolEnd(use)
-			}
+		for _, c := range resp.Message.ToolCalls {
+			call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
+			use := useOf(call, handle(ctx, call))
 			res.ToolUses = append(res.ToolUses, use)
 			results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 		}
+		stop := lp.Hooks != nil && lp.Hooks.AfterTools(res.Turns, results)
 		msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
+		if stop {
+			return msgs, res, nil
+		}
 		if err := ctx.Err(); err != nil {
-			return res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+			return msgs, res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
 		}
 	}
-	l.commit(sid, msgs, len(history), res)
-	return res, nil
 }
 
-func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
-	l.mu.Lock()
-	l.sessions[sid] = msgs
-	l.last = sid
-	l.mu.Unlock()
-	res.SessionID = sid
-	l.cfg.Events.Emit(journal.SessionMessages, SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]})
+// invokeTruncated runs a tool and truncates its result: the end of every
+// Loop's chain.
+var invokeTruncated = tool.Truncate(MaxToolOutput)(tool.Invoke)
+
+// handler builds the middleware chain of one Run.
+func (lp *Loop) handler(ctx context.Context) tool.Handler {
+	h := knownTools(lp.Request.Tools, invokeTruncated)
+	for i := len(lp.Middleware) - 1; i >= 0; i-- {
+		if lp.Middleware[i] != nil {
+			h = lp.Middleware[i](h)
+		}
+	}
+	// The model streams its text to the sink itself (it reads the same
+	// context); the loop reports the tool calls it runs.
+	if sink := StreamSinkFrom(ctx); sink != nil {
+		h = StreamTools(sink)(h)
+	}
+	return h
 }
 
-// runTool executes one call under the policy; it never returns an error:
-// every failure becomes an error result the model can read.
-func (l *ToolLoop) runTool(ctx context.Context, policy tool.Policy, offered []string, call ToolCall) (use ToolUse) {
-	use = ToolUse{ID: call.ID, Name: call.Name, Input: call.InputOrEmpty()}
-	t, ok := l.tools[call.Name]
-	if !ok {
-		use.IsError = true
-		list := strings.Join(offered, ", ")
+// useOf is the record of a handled call.
+func useOf(call tool.Call, out tool.Outcome) ToolUse {
+	return ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content,
+		IsError: out.IsError, Denied: out.Denied, DurationMs: out.Duration.Milliseconds()}
+}
+
+// JournalTools is tool middleware that journals every call as it ends: a
+// tool.denied event for a call refused without running, a tool.call event
+// (a ToolUse) for every other, unknown tools and failures included.
+func JournalTools(events journal.Emitter) tool.Middleware {
+	return func(next tool.Handler) tool.Handler {
+		return func(ctx context.Context, call tool.Call) tool.Outcome {
+			out := next(ctx, call)
+			typ := journal.ToolCall
+			if out.Denied {
+				typ = journal.ToolDenied
+			}
+			events.Emit(typ, useOf(call, out))
+			return out
+		}
+	}
+}
+
+// StreamTools is tool middleware that reports every call to sink: ToolStart
+// before anything else runs (a policy check included), ToolEnd with the
+// outcome.
+func StreamTools(sink StreamSink) tool.Middleware {
+	return func(next tool.Handler) tool.Handler {
+		return func(ctx context.Context, call tool.Call) tool.Outcome {
+			sink.ToolStart(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
+			out := next(ctx, call)
+			sink.ToolEnd(useOf(call, out))
+			return out
+		}
+	}
+}
+
+// knownTools answers a call of a tool that does not exist with the list of
+// the tools offered, so the model can correct its choice, and passes the
+// others to next.
+func knownTools(offered []tool.Spec, next tool.Handler) tool.Handler {
+	return func(ctx context.Context, call tool.Call) tool.Outcome {
+		if call.Tool != nil {
+			return next(ctx, call)
+		}
+		names := make([]string, len(offered))
+		for i, s := range offered {
+			names[i] = s.Name
+		}
+		list := strings.Join(names, ", ")
 		if list == "" {
 			list = "none"
 		}
-		use.Output = fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)
-		l.cfg.Events.Emit(journal.ToolCall, use)
-		return use
+		return tool.Outcome{Result: tool.Result{IsError: true,
+			Content: fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)}}
 	}
-	if d := policy.Decide(t, use.Input); !d.Allowed {
-		use.IsError, use.Denied = true, true
-		use.Output = "permission denied: " + d.Reason
-		l.cfg.Events.Emit(journal.ToolDenied, use)
-		return use
-	}
-	start := time.Now()
-	defer func() {
-		if r := recover(); r != nil {
-			use.IsError = true
-			use.Output = fmt.Sprintf("tool %s failed: internal error: %v", call.Name, r)
-		}
-		use.DurationMs = time.Since(start).Milliseconds()
-		l.cfg.Events.Emit(journal.ToolCall, use)
-	}()
-	out, err := t.Run(ctx, use.Input)
-	use.Output, use.IsError = out.Content, out.IsError
-	if err != nil {
-		use.IsError = true
-		use.Output = fmt.Sprintf("tool %s failed: %v", call.Name, err)
-	}
-	if n := len(use.Output); n > MaxToolOutput {
-		cut := MaxToolOutput
-		for cut > 0 && !utf8.RuneStart(use.Output[cut]) {
-			cut--
-		}
-		use.Output = use.Output[:cut] + fmt.Sprintf("\n[output truncated: %d bytes total]", n)
-	}
-	return use
 }
 
 func newSessionID() string {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -503,8 +506,9 @@ func TestToolLoopConcurrentSessions(t *testing.T) {
 	}
 }
 
-// sloppyModel returns tool calls without ids or with repeated ids, then a
-// nil response, as a buggy provider might.
+// sloppyModel returns tool calls without ids, with repeated ids or with
+// the id the loop would give a call without one, then a nil response, as a
+// buggy (or hostile) provider might.
 type sloppyModel struct{ n int }
 
 func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
@@ -512,6 +516,7 @@ func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, er
 	switch m.n {
 	case 1:
 		return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{
+			{ID: "call_t1_2", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{ID: "dup", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{ID: "dup", Name: "Glob"},
@@ -539,11 +544,134 @@ func TestToolLoopNormalizesCallIDs(t *testing.T) {
 		}
 		seen[c.ID] = true
 	}
-	if res.ToolUses[2].IsError != true || res.ToolUses[2].Output == "" {
-		// The third call has no input: Glob reports the missing pattern.
-		t.Errorf("third use %+v", res.ToolUses[2])
+	if res.ToolUses[3].IsError != true || res.ToolUses[3].Output == "" {
+		// The last call has no input: Glob reports the missing pattern.
+		t.Errorf("last use %+v", res.ToolUses[3])
 	}
 	if _, err := loop.Query(context.Background(), "again", llm.QueryOptions{}); agenterr.CodeOf(err) != agenterr.CodeSdkRequest {
 		t.Errorf("nil response: %v", err)
 	}
+}
+
+// Each query is checked by its own policy, also when the loop reuses the
+// middleware of an earlier query with the same options, and when the
+// caller changes its pattern slice in place between queries.
+func TestToolLoopPolicyPerQuery(t *testing.T) {
+	write := `  - tool_calls:
+      - {name: Write, input: {file_path: w.txt, content: x}}
+  - text: done
+`
+	f := newFixture(t, "turns:\n"+strings.Repeat(write, 5))
+	allowed := []string{"Read", "Write"}
+	var outcomes []bool
+	for i, mode := range []string{tool.ModePlan, tool.ModeAcceptEdits, tool.ModePlan, tool.ModeDefault, tool.ModeDefault} {
+		if i == 4 {
+			allowed[1] = "Glob" // the same slice, changed in place
+		}
+		res, err := f.loop.Query(context.Background(), "write", llm.QueryOptions{PermissionMode: mode, AllowedTools: allowed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcomes = append(outcomes, res.ToolUses[0].Denied)
+	}
+	if want := []bool{true, false, true, false, true}; !slices.Equal(outcomes, want) {
+		t.Fatalf("denied per query %v, want %v", outcomes, want)
+	}
+}
+
+// kindCounter counts how often the policy asks for its kind.
+type kindCounter struct {
+	testTool
+	n *atomic.Int64
+}
+
+func (k kindCounter) Kind() tool.Kind { k.n.Add(1); return tool.KindRead }
+
+func TestToolLoopMatchesPatternsOncePerPolicy(t *testing.T) {
+	s, err := script.Parse("s.yaml", []byte("turns:\n  - text: a\n  - text: b\n  - text: c\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	tools := []tool.Tool{kindCounter{testTool{name: "A"}, &n}, kindCounter{testTool{name: "B"}, &n}}
+	loop := llm.NewToolLoop(script.New(s), llm.Config{Tools: tools})
+	opts := llm.QueryOptions{AllowedTools: []string{"A", "B(x)"}}
+	for i := 0; i < 2; i++ {
+		if _, err := loop.Query(context.Background(), "go", opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := n.Load(); got != 2 {
+		t.Fatalf("the policy was evaluated %d times for 2 tools over 2 queries with the same patterns, want 2", got)
+	}
+	// Another policy is evaluated afresh.
+	if _, err := loop.Query(context.Background(), "go", llm.QueryOptions{AllowedTools: []string{"A"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 3 {
+		t.Fatalf("a new policy evaluated %d tools, want 1", got-2)
+	}
+}
+
+// TestToolLoopConcurrentQueriesOfOneSession: queries extend the session's
+// transcript in place; two at once on the same session must not write
+// into each other's messages (run with -race).
+func TestToolLoopConcurrentQueriesOfOneSession(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("turns:\n")
+	for i := 0; i < 41; i++ {
+		b.WriteString("  - text: answer\n")
+	}
+	s, err := script.Parse("s.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &eventLog{}
+	loop := llm.NewToolLoop(script.New(s), llm.Config{Events: events})
+	first, err := loop.Query(context.Background(), "start", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if _, err := loop.Query(context.Background(), fmt.Sprintf("prompt %d", i), llm.QueryOptions{SessionID: first.SessionID}); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	// Every query journaled its own prompt and answer, once.
+	seen := map[string]bool{}
+	for _, raw := range events.sessionMessages[1:] {
+		var ev llm.SessionMessagesEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if len(ev.Messages) != 2 || seen[ev.Messages[0].Text] || ev.Messages[1].Text != "answer" {
+			t.Fatalf("query journaled %+v", ev.Messages)
+		}
+		seen[ev.Messages[0].Text] = true
+	}
+	if len(seen) != 40 {
+		t.Fatalf("%d queries journaled", len(seen))
+	}
+}
+
+// eventLog keeps the session.messages events, encoded when emitted.
+type eventLog struct {
+	mu              sync.Mutex
+	sessionMessages []json.RawMessage
+}
+
+func (e *eventLog) Emit(typ string, data any) {
+	if typ != journal.SessionMessages {
+		return
+	}
+	b, _ := json.Marshal(data)
+	e.mu.Lock()
+	e.sessionMessages = append(e.sessionMessages, b)
+	e.mu.Unlock()
 }

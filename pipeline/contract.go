@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // keyRule is the compiled check of one key.
@@ -24,20 +26,7 @@ func compileKeySchema(spec KeySpec) (*jsonschema.Schema, error) {
 
 // compileSchema compiles a self-contained JSON Schema document.
 func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("schema %s is not JSON: %w", name, err)
-	}
-	c := jsonschema.NewCompiler()
-	url := "mem:///" + name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("schema %s: %w", name, err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, fmt.Errorf("schema %s: %w", name, err)
-	}
-	return s, nil
+	return schema.CompileSource(schema.Source{Raw: raw, URL: "mem:///" + name + ".json"})
 }
 
 // validateAgainst checks raw JSON against a compiled schema.

@@ -8,11 +8,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mailgun/raymond/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/handlebars"
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // Contract is the part of a stage's definition shared by the model and
@@ -134,8 +136,7 @@ func (s *outputStage) fill(ac *AgentContext, out json.RawMessage) error {
 }
 
 // templateData exposes the stage's readable keys as nested maps
-// ({{input.request}}, {{reasoning.intents}}); strings are marked safe so
-// Handlebars does not HTML-escape prompts.
+// ({{input.request}}, {{reasoning.intents}}) as JSON-shaped values.
 func templateData(ac *AgentContext, c Contract) map[string]any {
 	data := map[string]any{}
 	keys := ac.Keys()
@@ -157,53 +158,50 @@ func templateData(ac *AgentContext, c Contract) map[string]any {
 			m = map[string]any{}
 			data[ns] = m
 		}
-		m[localName(k)] = safe(v)
+		m[localName(k)] = v
 	}
-	return data
-}
-
-func safe(v any) any {
-	switch x := v.(type) {
-	case string:
-		return raymond.SafeString(x)
-	case []any:
-		for i := range x {
-			x[i] = safe(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = safe(x[k])
-		}
-	}
-	return v
+	out, _ := jsonvalue.Normalize(data).(map[string]any)
+	return out
 }
 
 // jsonHelper renders a value as indented JSON, without HTML escaping.
-func jsonHelper(v any) raymond.SafeString {
+func jsonHelper(v any) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return raymond.SafeString(fmt.Sprint(v))
+		return fmt.Sprint(v)
 	}
-	return raymond.SafeString(strings.TrimRight(b.String(), "\n"))
+	return strings.TrimRight(b.String(), "\n")
 }
 
-func parseTemplate(id, what, src string) (*raymond.Template, error) {
-	tpl, err := raymond.Parse(src)
+// templateHelpers are the value helpers pipeline templates may call.
+var templateHelpers = map[string]handlebars.Helper{"json": jsonHelper}
+
+// Bounds of one pipeline template's rendering.
+const (
+	templateMaxOutput = 1 << 20
+	templateMaxSteps  = 200_000
+)
+
+func parseTemplate(id, what, src string) (*handlebars.Template, error) {
+	tpl, err := handlebars.Parse(src, templateHelpers)
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %s template: %w", id, what, err)
 	}
-	tpl.RegisterHelper("json", jsonHelper)
 	return tpl, nil
 }
 
+func renderTemplate(ctx context.Context, tpl *handlebars.Template, data map[string]any) (string, error) {
+	return tpl.Render(ctx, data, handlebars.Limits{MaxOutput: templateMaxOutput, MaxSteps: templateMaxSteps})
+}
+
 // render executes tpl, or builds the default prompt when tpl is nil.
-func (s *outputStage) render(ac *AgentContext, tpl *raymond.Template) (string, error) {
+func (s *outputStage) render(ctx context.Context, ac *AgentContext, tpl *handlebars.Template) (string, error) {
 	data := templateData(ac, s.c)
 	if tpl != nil {
-		out, err := tpl.Exec(data)
+		out, err := renderTemplate(ctx, tpl, data)
 		if err != nil {
 			return "", fmt.Errorf("stage %s: render prompt: %w", s.c.ID, err)
 		}
@@ -226,18 +224,12 @@ func (s *outputStage) render(ac *AgentContext, tpl *raymond.Template) (string, e
 	return b.String(), nil
 }
 
-// ExtractJSON returns the first JSON object in text: the whole text, a
-// fenced ```json block, or the first {...} that decodes.
-func ExtractJSON(text string) json.RawMessage {
-	t := strings.TrimSpace(text)
-	for i := 0; i < len(t); i++ {
-		if t[i] != '{' {
-			continue
-		}
-		dec := json.NewDecoder(strings.NewReader(t[i:]))
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err == nil {
-			return raw
+// firstObject returns the first JSON object schema.JSONCandidates finds
+// in a model's answer, or nil.
+func firstObject(text string) json.RawMessage {
+	for _, c := range schema.JSONCandidates(text) {
+		if c[0] == '{' {
+			return c
 		}
 	}
 	return nil
@@ -268,7 +260,7 @@ type ModelStageConfig struct {
 type ModelStage struct {
 	*outputStage
 	cfg ModelStageConfig
-	tpl *raymond.Template
+	tpl *handlebars.Template
 }
 
 // NewModelStage checks cfg (id, keys, template, schema) and returns the
@@ -294,7 +286,7 @@ func NewModelStage(cfg ModelStageConfig) (*ModelStage, error) {
 // check its JSON against the schema (telling it what was wrong, up to
 // SchemaRetries more turns), and write the postconditions.
 func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentContext, error) {
-	prompt, err := s.render(ac, s.tpl)
+	prompt, err := s.render(ctx, ac, s.tpl)
 	if err != nil {
 		return nil, err
 	}
@@ -305,18 +297,25 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 	case retries < 0:
 		retries = 0
 	}
+	// The stage offers no tools; a model that calls one anyway is told so
+	// by the tool loop and gets one more turn to answer.
+	lp := llm.Loop{Model: s.cfg.Model, MaxTurns: 2, Request: llm.Request{Model: s.cfg.ModelName, System: s.cfg.System,
+		OutputSchema: s.raw, OutputSchemaName: s.c.ID, MaxTokens: s.cfg.MaxTokens}}
 	msgs := []llm.Message{{Role: llm.RoleUser, Text: prompt}}
 	var last error
-	for turn := 0; turn <= retries; turn++ {
-		resp, err := s.cfg.Model.Generate(ctx, &llm.Request{Model: s.cfg.ModelName, System: s.cfg.System,
-			Messages: msgs, OutputSchema: s.raw, OutputSchemaName: s.c.ID, MaxTokens: s.cfg.MaxTokens})
+	for attempt := 0; attempt <= retries; attempt++ {
+		var res *llm.QueryResult
+		msgs, res, err = lp.Run(ctx, msgs)
+		if res != nil {
+			ac.AddUsage(res.Usage)
+		}
 		if err != nil {
 			return nil, err
 		}
-		ac.AddUsage(resp.Usage)
-		out := resp.StructuredOutput
+		answer := &msgs[len(msgs)-1] // the final assistant message
+		out := res.StructuredOutput
 		if len(bytes.TrimSpace(out)) == 0 {
-			out = ExtractJSON(resp.Message.Text)
+			out = firstObject(answer.Text)
 		}
 		if last = s.fill(ac, out); last == nil {
 			return ac, nil
@@ -324,13 +323,13 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 		if agenterr.CodeOf(last) == agenterr.CodeNamespaceViolation {
 			return nil, last
 		}
-		answer := resp.Message.Text
-		if answer == "" {
-			answer = string(out)
+		if answer.Text == "" {
+			// A structured answer without text: the transcript must
+			// still say what was answered.
+			answer.Text = string(out)
 		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: answer},
-			llm.Message{Role: llm.RoleUser, Text: "Your answer was rejected: " + last.Error() +
-				"\nReply again with one JSON object matching the schema, and nothing else."})
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: "Your answer was rejected: " + last.Error() +
+			"\nReply again with one JSON object matching the schema, and nothing else."})
 	}
 	e := agenterr.Wrap(last, agenterr.CodeStageOutput, agenterr.LayerPipeline, true, "stage %s: model output rejected", s.c.ID)
 	e.Hint = "the model's answer must be one JSON object matching the stage's output schema"
@@ -363,7 +362,7 @@ type AgentStageConfig struct {
 type AgentStage struct {
 	*outputStage
 	cfg    AgentStageConfig
-	params map[string]*raymond.Template
+	params map[string]*handlebars.Template
 }
 
 // NewAgentStage checks cfg and returns the stage.
@@ -378,7 +377,7 @@ func NewAgentStage(cfg AgentStageConfig) (*AgentStage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &AgentStage{outputStage: base, cfg: cfg, params: map[string]*raymond.Template{}}
+	s := &AgentStage{outputStage: base, cfg: cfg, params: map[string]*handlebars.Template{}}
 	for name, src := range cfg.Params {
 		if s.params[name], err = parseTemplate(cfg.ID, "param "+name, src); err != nil {
 			return nil, err
@@ -393,7 +392,7 @@ func (s *AgentStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 	data := templateData(ac, s.c)
 	params := make(map[string]string, len(s.params))
 	for name, tpl := range s.params {
-		v, err := tpl.Exec(data)
+		v, err := renderTemplate(ctx, tpl, data)
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: param %s: %w", s.c.ID, name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // benchPrompt is a ~2 KB prompt with frontmatter and 5 variables.
@@ -29,7 +30,12 @@ var benchVars = map[string]string{
 func BenchmarkResolve(b *testing.B) {
 	dir := b.TempDir()
 	write(b, dir, "prompts/steps/initial/issue/f_default.md", benchPrompt())
-	r := New(Config{AgentDir: dir})
+	benchmarkCachedResolve(b, New(Config{AgentDir: dir}))
+}
+
+// benchmarkCachedResolve measures r's resolution of the bench prompt once
+// it is cached.
+func benchmarkCachedResolve(b *testing.B, r *Resolver) {
 	ctx := context.Background()
 	ref := Ref{C2: "initial", C3: "issue"}
 	if _, err := r.Resolve(ctx, ref, benchVars); err != nil {
@@ -42,6 +48,13 @@ func BenchmarkResolve(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkResolvePinned is BenchmarkResolve with the prompts read from a
+// pinned definition (Config.FS): a cache hit needs no stat of the file.
+func BenchmarkResolvePinned(b *testing.B) {
+	fsys := fstest.MapFS{"prompts/steps/initial/issue/f_default.md": {Data: []byte(benchPrompt())}}
+	benchmarkCachedResolve(b, New(Config{AgentDir: b.TempDir(), FS: fsys}))
 }
 
 // BenchmarkResolveUncached measures a resolution that reads and parses the

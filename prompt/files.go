@@ -27,15 +27,20 @@ type cacheEntry struct {
 // fileCache caches parsed prompt files by absolute path. It is safe for
 // concurrent use.
 //
-// Every file is first read through an [os.Root] opened on the directory it
-// must stay in, which refuses ".." and symlinks that lead outside. A cache
-// hit is then validated with a plain stat of the same path: the entry is
-// used only when that stat names the very file (same device and inode, same
-// size and modification time) that was read through the root. So a hit can
-// only ever return content that was read legitimately, and a symlink
-// re-pointed elsewhere, or an edited file, is a miss that goes through the
-// root again.
+// With fsys set (a pinned definition snapshot, which never changes), a file
+// is read from fsys once and every later lookup is a hit: an edit of the
+// agent folder on disk cannot change a prompt of the running agent.
+//
+// Without fsys, every file is first read through an [os.Root] opened on the
+// directory it must stay in, which refuses ".." and symlinks that lead
+// outside. A cache hit is then validated with a plain stat of the same path:
+// the entry is used only when that stat names the very file (same device
+// and inode, same size and modification time) that was read through the
+// root. So a hit can only ever return content that was read legitimately,
+// and a symlink re-pointed elsewhere, or an edited file, is a miss that goes
+// through the root again.
 type fileCache struct {
+	fsys    fs.FS
 	mu      sync.RWMutex
 	entries map[string]cacheEntry
 }
@@ -47,6 +52,9 @@ var errNotFound = errors.New("not found")
 // agentDir. abs is filepath.Join(root, rel) and display the name used in
 // messages. It returns errNotFound when the file does not exist.
 func (c *fileCache) load(agentDir, root, rel, abs, display string) (*template, error) {
+	if c.fsys != nil {
+		return c.loadFS(agentDir, abs, display)
+	}
 	fi, err := os.Stat(abs)
 	if err != nil {
 		if isNotExist(err) {
@@ -68,6 +76,12 @@ func (c *fileCache) load(agentDir, root, rel, abs, display string) (*template, e
 	if err != nil {
 		return nil, err
 	}
+	return c.store(abs, info, data, display)
+}
+
+// store parses data, read from the file info describes, and caches it
+// under abs.
+func (c *fileCache) store(abs string, info os.FileInfo, data []byte, display string) (*template, error) {
 	t, err := parseTemplate(data, display)
 	if err != nil {
 		return nil, err
@@ -81,9 +95,62 @@ func (c *fileCache) load(agentDir, root, rel, abs, display string) (*template, e
 	return t, nil
 }
 
+// loadFS is load for a cache over a pinned file system: the file
+// agentDir-relative path of abs is read and parsed once.
+func (c *fileCache) loadFS(agentDir, abs, display string) (*template, error) {
+	c.mu.RLock()
+	e, ok := c.entries[abs]
+	c.mu.RUnlock()
+	if ok {
+		return e.tmpl, nil
+	}
+	name, ok := fsPath(agentDir, abs)
+	if !ok {
+		return nil, errNotFound
+	}
+	fi, err := fs.Stat(c.fsys, name)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, errNotFound
+		}
+		return nil, readError(err, display)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(display)
+	}
+	if fi.Size() > maxPromptBytes {
+		return nil, tooLarge(display)
+	}
+	data, err := fs.ReadFile(c.fsys, name)
+	if err != nil {
+		return nil, readError(err, display)
+	}
+	return c.store(abs, fi, data, display)
+}
+
+// fsPath turns abs, a path inside agentDir, into a path of the cache's
+// file system.
+func fsPath(agentDir, abs string) (string, bool) {
+	rel, ok := within(agentDir, abs)
+	if !ok {
+		return "", false
+	}
+	name := filepath.ToSlash(rel)
+	return name, fs.ValidPath(name)
+}
+
 // exists reports whether root/rel names a regular file reachable without
-// leaving root (which lies in agentDir).
-func exists(agentDir, root, rel, abs string) bool {
+// leaving root (which lies in agentDir); with a pinned file system, whether
+// that holds the file.
+func (c *fileCache) exists(agentDir, root, rel, abs string) bool {
+	if c.fsys != nil {
+		name, ok := fsPath(agentDir, abs)
+		if !ok {
+			return false
+		}
+		fi, err := fs.Stat(c.fsys, name)
+		return err == nil && fi.Mode().IsRegular()
+	}
 	if _, err := os.Stat(abs); err != nil {
 		return false
 	}
@@ -153,11 +220,7 @@ func readConfined(agentDir, root, rel, display string) (os.FileInfo, []byte, err
 		return nil, nil, readError(err, display)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, &agenterr.Error{
-			Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
-			Message: "prompt path is not a regular file", File: display,
-			Hint: "point the reference at a .md file",
-		}
+		return nil, nil, notRegular(display)
 	}
 	if fi.Size() > maxPromptBytes {
 		return nil, nil, tooLarge(display)
@@ -188,6 +251,14 @@ func escapeError(display, root string) error {
 		Message: fmt.Sprintf("prompt path leads outside %s (through \"..\" or a symlink)", root),
 		File:    display,
 		Hint:    "keep prompt files, and the targets of symlinks among them, inside the agent's prompt directory",
+	}
+}
+
+func notRegular(display string) error {
+	return &agenterr.Error{
+		Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
+		Message: "prompt path is not a regular file", File: display,
+		Hint: "point the reference at a .md file",
 	}
 }
 

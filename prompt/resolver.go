@@ -22,6 +22,7 @@ package prompt
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,11 @@ type Config struct {
 	FallbackDir string
 	// SystemPath is the system prompt file (agent.json systemPromptPath).
 	SystemPath string
+	// FS, when set, holds the agent's files (paths relative to AgentDir,
+	// such as a pinned definition snapshot) and every prompt is read from
+	// it instead of the disk. Its content must not change: a file is read
+	// and parsed once and served from the cache afterwards.
+	FS fs.FS
 }
 
 // Ref references a prompt: either a C3L reference (C2 and C3 set, C1,
@@ -112,7 +118,7 @@ type Resolver struct {
 // fallback directory outside the agent directory) are reported by every
 // resolution, so New itself cannot fail.
 func New(cfg Config) *Resolver {
-	r := &Resolver{c1: cfg.C1}
+	r := &Resolver{c1: cfg.C1, cache: fileCache{fsys: cfg.FS}}
 	if r.c1 == "" {
 		r.c1 = "steps"
 	}
@@ -404,7 +410,7 @@ func (r *Resolver) Exists(ref Ref) (path string, ok bool) {
 	}
 	for _, c := range cands {
 		rel, ok := within(c.root, c.abs)
-		if ok && exists(r.agentDir, c.root, rel, c.abs) {
+		if ok && r.cache.exists(r.agentDir, c.root, rel, c.abs) {
 			return c.abs, true
 		}
 	}

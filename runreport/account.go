@@ -85,6 +85,7 @@ const (
 	KindRetry      = "retry"       // the retry prompt chosen for a failure pattern
 	KindError      = "error"
 	KindWarning    = "warning"
+	KindCompaction = "compaction" // the transcript was shortened to fit the context window
 )
 
 // Entry is one thing that happened, in journal order.
@@ -511,6 +512,27 @@ func (b *builder) add(ev journal.Event) error {
 		b.entry(Entry{Kind: KindRetry, Time: ev.Time, Title: rt.Summary(), Detail: s.Text})
 	case journal.Error:
 		return b.errorEntry(ev, decode)
+	case journal.ContextCompacted:
+		var s struct {
+			Window             int64    `json:"window"`
+			TokensBefore       int64    `json:"tokens_before"`
+			TokensAfter        int64    `json:"tokens_after"`
+			StubbedCalls       []string `json:"stubbed_calls"`
+			SummarizedMessages int      `json:"summarized_messages"`
+			SummaryModel       string   `json:"summary_model"`
+			Summary            string   `json:"summary"`
+		}
+		if err := decode(&s); err != nil {
+			return err
+		}
+		title := fmt.Sprintf("context compacted: ~%d → ~%d tokens (window %d)", s.TokensBefore, s.TokensAfter, s.Window)
+		if n := len(s.StubbedCalls); n > 0 {
+			title += fmt.Sprintf(", %d tool outputs stubbed", n)
+		}
+		if s.SummarizedMessages > 0 {
+			title += fmt.Sprintf(", %d messages summarized by %s", s.SummarizedMessages, s.SummaryModel)
+		}
+		b.entry(Entry{Kind: KindCompaction, Time: ev.Time, Title: title, Detail: s.Summary, OK: true})
 	case journal.EscalationNotice:
 		b.entry(Entry{Kind: KindWarning, Time: ev.Time, Title: "escalation", Detail: compactJSON(ev.Data)})
 	case journal.IterationEnd:

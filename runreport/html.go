@@ -2,7 +2,7 @@ package runreport
 
 import (
 	"fmt"
-	"html/template"
+	"html"
 	"io"
 	"strings"
 	"time"
@@ -19,7 +19,7 @@ func WriteHTML(w io.Writer, r *Run, opts Options) error {
 	if err != nil {
 		return err
 	}
-	return pageTemplate.Execute(w, newPage(r, its, opts))
+	return writePage(w, newPage(r, its, opts))
 }
 
 type page struct {
@@ -257,16 +257,8 @@ func newChart(its []Iteration) chart {
 	return c
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="capstan report">
-<title>{{.Title}} · {{.Status}} · capstan run {{.Run.ID}}</title>
-<style>
-:root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#57606a;--line:#d0d7de;--bg:#f6f8fa}
+// pageStyle is the page's only style sheet, inline.
+const pageStyle = `:root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#57606a;--line:#d0d7de;--bg:#f6f8fa}
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2328;background:#fff}
 main{max-width:1100px;margin:0 auto;padding:24px}
@@ -303,43 +295,120 @@ summary{cursor:pointer;color:var(--mute);font-size:12px}
 pre{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px;overflow:auto;max-height:420px;margin:4px 0;font-size:12px;white-space:pre-wrap;word-break:break-word}
 .verdict-line{margin:6px 0 0 130px}
 footer{margin-top:28px;color:var(--mute);font-size:12px}
-</style>
-</head>
-<body>
-<main>
-<h1>{{.Title}} <span class="status {{.StatusTone}}">{{.Status}}</span></h1>
-{{if .Reason}}<p class="reason">{{.Reason}}</p>{{end}}
-{{if .Error}}<p class="reason error">{{.Error}}</p>{{end}}
-<dl class="facts">{{range .Facts}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
+`
 
-<h2>Tokens and cost per {{if .Run.Skill}}turn{{else}}iteration{{end}}</h2>
-<svg class="chart" role="img" aria-label="tokens and cost per iteration" width="{{.Chart.Width}}" height="{{.Chart.Height}}" viewBox="0 0 {{.Chart.Width}} {{.Chart.Height}}">
-<line x1="0" x2="{{.Chart.Width}}" y1="{{.Chart.BaseY}}" y2="{{.Chart.BaseY}}" stroke="#d0d7de"/>
-{{range .Chart.Bars}}<g><title>{{.Title}}</title><rect class="in" x="{{.X}}" y="{{.InY}}" width="{{.W}}" height="{{.InH}}"/><rect class="out" x="{{.X}}" y="{{.OutY}}" width="{{.W}}" height="{{.OutH}}"/><text x="{{.LabelX}}" y="{{$.Chart.Height | printf "%d"}}" dy="-6" text-anchor="middle">{{.Label}}</text></g>
-{{end}}{{if .Chart.CostLine}}<polyline class="cost" points="{{.Chart.CostLine}}"/>{{range .Chart.Bars}}<circle class="dot" cx="{{.CostX}}" cy="{{.CostY}}" r="3"/>{{end}}{{end}}
-</svg>
-<div class="legend"><span><i style="background:#8cb4e8"></i>input tokens</span><span><i style="background:#0969da"></i>output tokens</span><span><i style="background:#9a6700"></i>cost (max {{.Chart.MaxCost}})</span><span>tallest bar: {{.Chart.MaxTokens}} tokens</span></div>
+// writePage writes the page. It escapes every text with html.EscapeString
+// instead of using html/template: the template engine looks methods up by
+// name at run time, which keeps every exported method of every type in the
+// binary (see internal/bench's footprint test).
+func writePage(w io.Writer, p page) error {
+	var b strings.Builder
+	e := html.EscapeString
+	b.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+	b.WriteString("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n")
+	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"capstan report\">\n")
+	fmt.Fprintf(&b, "<title>%s · %s · capstan run %s</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", e(p.Title), e(p.Status), e(p.Run.ID), pageStyle)
+	fmt.Fprintf(&b, "<h1>%s <span class=\"status %s\">%s</span></h1>\n", e(p.Title), p.StatusTone, e(p.Status))
+	if p.Reason != "" {
+		fmt.Fprintf(&b, "<p class=\"reason\">%s</p>\n", e(p.Reason))
+	}
+	if p.Error != "" {
+		fmt.Fprintf(&b, "<p class=\"reason error\">%s</p>\n", e(p.Error))
+	}
+	b.WriteString("<dl class=\"facts\">")
+	for _, f := range p.Facts {
+		fmt.Fprintf(&b, "<dt>%s</dt><dd>%s</dd>", e(f[0]), e(f[1]))
+	}
+	b.WriteString("</dl>\n")
 
-<h2>Timeline</h2>
-<ol class="timeline">
-{{range .Rows}}<li class="timeline-row" id="iteration-{{.N}}" data-iteration="{{.N}}">
-<div class="row-head">
-<div><span class="n">{{$.Label}} {{.N}}</span>{{if .Step}}<span class="step">{{.Step}}</span>{{end}}</div>
-<div class="track"><div class="bar" style="left:{{.Left}}%;width:{{.Width}}%"></div></div>
-<div class="verdict {{.VerdictTone}}">{{with .Verdict}}{{.Result}}{{else}}{{if not .Finished}}cut short{{end}}{{end}}</div>
-<div class="meta">{{.Meta}}</div>
-</div>
-{{if or .Prompt .PromptSource}}{{if .PromptIsRetry}}<details class="prompt"><summary>prompt: {{.PromptSource}} (the retry prompt of the iteration before)</summary><pre>{{.Prompt}}</pre></details>{{else}}<details class="prompt"><summary>prompt: {{.PromptSource}}</summary><pre>{{.Prompt}}</pre></details>{{end}}{{end}}
-<ol class="steps">
-{{range .Items}}<li class="entry kind-{{.Kind}}"><span class="at">{{.At}}</span><span class="mark tone-{{.Tone}}">{{.Mark}}</span>{{if eq .Kind "text"}}<span class="text">{{.Detail}}</span>{{else}}<span class="title">{{.Title}}</span>{{if .Dur}}<span class="dur">{{.Dur}}</span>{{end}}{{if .Detail}}<details><summary>{{.Summary}}</summary><pre>{{.Detail}}</pre></details>{{end}}{{end}}</li>
-{{end}}</ol>
-{{with .Verdict}}{{if .Result}}<p class="verdict-line">Verdict: <b>{{.Result}}</b>{{if .Reason}} — {{.Reason}}{{end}}</p>{{end}}{{end}}
-</li>
-{{end}}</ol>
-{{if .Artifacts}}<h2>Artifacts</h2><ul>{{range .Artifacts}}<li><code>{{.Path}}</code> {{.Handle}} · {{.Bytes}} bytes</li>{{end}}</ul>{{end}}
-{{if .Warnings}}<h2>Warnings</h2><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
-<footer>capstan run {{.Run.ID}} · generated by <code>capstan report</code> from the run journal</footer>
-</main>
-</body>
-</html>
-`))
+	unit := "iteration"
+	if p.Run.Skill != "" {
+		unit = "turn"
+	}
+	c := p.Chart
+	fmt.Fprintf(&b, "\n<h2>Tokens and cost per %s</h2>\n", unit)
+	fmt.Fprintf(&b, "<svg class=\"chart\" role=\"img\" aria-label=\"tokens and cost per %s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", unit, c.Width, c.Height, c.Width, c.Height)
+	fmt.Fprintf(&b, "<line x1=\"0\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#d0d7de\"/>\n", c.Width, c.BaseY, c.BaseY)
+	for _, br := range c.Bars {
+		fmt.Fprintf(&b, "<g><title>%s</title><rect class=\"in\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/><rect class=\"out\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/><text x=\"%d\" y=\"%d\" dy=\"-6\" text-anchor=\"middle\">%s</text></g>\n",
+			e(br.Title), br.X, br.InY, br.W, br.InH, br.X, br.OutY, br.W, br.OutH, br.LabelX, c.Height, e(br.Label))
+	}
+	if c.CostLine != "" {
+		fmt.Fprintf(&b, "<polyline class=\"cost\" points=\"%s\"/>", e(c.CostLine))
+		for _, br := range c.Bars {
+			fmt.Fprintf(&b, "<circle class=\"dot\" cx=\"%d\" cy=\"%d\" r=\"3\"/>", br.CostX, br.CostY)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("</svg>\n")
+	fmt.Fprintf(&b, "<div class=\"legend\"><span><i style=\"background:#8cb4e8\"></i>input tokens</span><span><i style=\"background:#0969da\"></i>output tokens</span><span><i style=\"background:#9a6700\"></i>cost (max %s)</span><span>tallest bar: %d tokens</span></div>\n", e(c.MaxCost), c.MaxTokens)
+
+	b.WriteString("\n<h2>Timeline</h2>\n<ol class=\"timeline\">\n")
+	for _, rw := range p.Rows {
+		fmt.Fprintf(&b, "<li class=\"timeline-row\" id=\"iteration-%d\" data-iteration=\"%d\">\n<div class=\"row-head\">\n", rw.N, rw.N)
+		fmt.Fprintf(&b, "<div><span class=\"n\">%s %d</span>", e(p.Label), rw.N)
+		if rw.Step != "" {
+			fmt.Fprintf(&b, "<span class=\"step\">%s</span>", e(rw.Step))
+		}
+		b.WriteString("</div>\n")
+		fmt.Fprintf(&b, "<div class=\"track\"><div class=\"bar\" style=\"left:%g%%;width:%g%%\"></div></div>\n", rw.Left, rw.Width)
+		verdict := ""
+		switch {
+		case rw.Verdict != nil:
+			verdict = rw.Verdict.Result
+		case !rw.Finished:
+			verdict = "cut short"
+		}
+		fmt.Fprintf(&b, "<div class=\"verdict %s\">%s</div>\n<div class=\"meta\">%s</div>\n</div>\n", rw.VerdictTone, e(verdict), e(rw.Meta))
+		if rw.Prompt != "" || rw.PromptSource != "" {
+			note := ""
+			if rw.PromptIsRetry {
+				note = " (the retry prompt of the iteration before)"
+			}
+			fmt.Fprintf(&b, "<details class=\"prompt\"><summary>prompt: %s%s</summary><pre>%s</pre></details>\n", e(rw.PromptSource), note, e(rw.Prompt))
+		}
+		b.WriteString("<ol class=\"steps\">\n")
+		for _, in := range rw.Items {
+			fmt.Fprintf(&b, "<li class=\"entry kind-%s\"><span class=\"at\">%s</span><span class=\"mark tone-%s\">%s</span>", e(in.Kind), e(in.At), in.Tone, e(in.Mark))
+			if in.Kind == KindText {
+				fmt.Fprintf(&b, "<span class=\"text\">%s</span>", e(in.Detail))
+			} else {
+				fmt.Fprintf(&b, "<span class=\"title\">%s</span>", e(in.Title))
+				if in.Dur != "" {
+					fmt.Fprintf(&b, "<span class=\"dur\">%s</span>", e(in.Dur))
+				}
+				if in.Detail != "" {
+					fmt.Fprintf(&b, "<details><summary>%s</summary><pre>%s</pre></details>", e(in.Summary), e(in.Detail))
+				}
+			}
+			b.WriteString("</li>\n")
+		}
+		b.WriteString("</ol>\n")
+		if v := rw.Verdict; v != nil && v.Result != "" {
+			fmt.Fprintf(&b, "<p class=\"verdict-line\">Verdict: <b>%s</b>", e(v.Result))
+			if v.Reason != "" {
+				fmt.Fprintf(&b, " — %s", e(v.Reason))
+			}
+			b.WriteString("</p>\n")
+		}
+		b.WriteString("</li>\n")
+	}
+	b.WriteString("</ol>\n")
+	if len(p.Artifacts) > 0 {
+		b.WriteString("<h2>Artifacts</h2><ul>")
+		for _, a := range p.Artifacts {
+			fmt.Fprintf(&b, "<li><code>%s</code> %s · %d bytes</li>", e(a.Path), e(a.Handle), a.Bytes)
+		}
+		b.WriteString("</ul>\n")
+	}
+	if len(p.Warnings) > 0 {
+		b.WriteString("<h2>Warnings</h2><ul>")
+		for _, warn := range p.Warnings {
+			fmt.Fprintf(&b, "<li>%s</li>", e(warn))
+		}
+		b.WriteString("</ul>\n")
+	}
+	fmt.Fprintf(&b, "<footer>capstan run %s · generated by <code>capstan report</code> from the run journal</footer>\n</main>\n</body>\n</html>\n", e(p.Run.ID))
+	_, err := io.WriteString(w, b.String())
+	return err
+}

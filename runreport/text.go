@@ -220,6 +220,8 @@ func mark(e Entry) string {
 		return "→"
 	case KindError:
 		return "error"
+	case KindCompaction:
+		return "context:"
 	}
 	return e.Kind + ":"
 }

@@ -18,23 +18,56 @@ const maxCandidates = 64
 //  3. the first balanced {…} object that parses, matching braces outside
 //     JSON strings.
 //
-// It returns the JSON text as found and true, or nil and false.
+// It returns the JSON text as found and true, or nil and false. It is
+// capstan's one JSON-from-prose extractor: completion's format check,
+// pipeline model stages and the claude-code provider all use it (the
+// latter two through [JSONCandidates]).
 func ExtractJSON(text string) (json.RawMessage, bool) {
+	var first json.RawMessage
+	candidates(text, func(c json.RawMessage) bool {
+		first = c
+		return false
+	})
+	return first, first != nil
+}
+
+// JSONCandidates returns every JSON value [ExtractJSON] would consider, in
+// the order it considers them and without duplicates: the first is what
+// ExtractJSON returns. A caller with a further test (a schema, "must be an
+// object") takes the first candidate that passes it.
+func JSONCandidates(text string) []json.RawMessage {
+	var out []json.RawMessage
+	candidates(text, func(c json.RawMessage) bool {
+		for _, o := range out {
+			if string(o) == string(c) {
+				return true
+			}
+		}
+		out = append(out, c)
+		return true
+	})
+	return out
+}
+
+// candidates calls yield with each JSON value found in text, most likely
+// first, until yield returns false.
+func candidates(text string, yield func(json.RawMessage) bool) {
 	if t := strings.TrimSpace(text); t != "" && json.Valid([]byte(t)) {
-		return json.RawMessage(t), true
+		if !yield(json.RawMessage(t)) {
+			return
+		}
 	}
 	blocks := fencedBlocks(text)
-	for _, b := range blocks {
-		if b.json && json.Valid([]byte(b.body)) {
-			return json.RawMessage(b.body), true
+	for _, tagged := range []bool{true, false} {
+		for _, b := range blocks {
+			if b.json == tagged && json.Valid([]byte(b.body)) {
+				if !yield(json.RawMessage(b.body)) {
+					return
+				}
+			}
 		}
 	}
-	for _, b := range blocks {
-		if !b.json && json.Valid([]byte(b.body)) {
-			return json.RawMessage(b.body), true
-		}
-	}
-	return firstObject(text)
+	objects(text, yield)
 }
 
 type fenced struct {
@@ -88,24 +121,24 @@ func fenceOf(l string) string {
 	return l[:n]
 }
 
-// firstObject finds the first balanced {…} in text that is valid JSON.
-func firstObject(text string) (json.RawMessage, bool) {
+// objects yields the balanced {…} spans of text that are valid JSON, in
+// order, trying at most maxCandidates opening braces.
+func objects(text string, yield func(json.RawMessage) bool) {
 	start := 0
 	for tries := 0; tries < maxCandidates; tries++ {
 		i := strings.IndexByte(text[start:], '{')
 		if i < 0 {
-			return nil, false
+			return
 		}
 		i += start
 		if end, ok := matchBrace(text, i); ok {
 			cand := text[i : end+1]
-			if json.Valid([]byte(cand)) {
-				return json.RawMessage(cand), true
+			if json.Valid([]byte(cand)) && !yield(json.RawMessage(cand)) {
+				return
 			}
 		}
 		start = i + 1
 	}
-	return nil, false
 }
 
 // matchBrace returns the index of the "}" that closes the "{" at text[i],

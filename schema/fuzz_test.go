@@ -34,6 +34,20 @@ func FuzzExtractJSON(f *testing.F) {
 		if !strings.Contains(text, string(out)) {
 			t.Fatalf("returned %q, which is not part of the text", out)
 		}
+		all := JSONCandidates(text)
+		if len(all) == 0 || string(all[0]) != string(out) {
+			t.Fatalf("ExtractJSON %q is not the first of the candidates %q", out, all)
+		}
+		for i, c := range all {
+			if !json.Valid(c) || !strings.Contains(text, string(c)) {
+				t.Fatalf("candidate %q is not JSON from the text", c)
+			}
+			for _, d := range all[:i] {
+				if string(c) == string(d) {
+					t.Fatalf("candidate %q repeated", c)
+				}
+			}
+		}
 	})
 }
 

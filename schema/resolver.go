@@ -42,7 +42,8 @@ const maxNodes = 500_000
 // It caches parsed files and resolved schemas for its lifetime and is safe
 // for concurrent use; create a new Resolver to pick up edited files.
 type Resolver struct {
-	dir string
+	dir  string
+	fsys fs.FS // when set, the schema files are read from it, not from dir
 
 	mu       sync.Mutex
 	files    map[string]any                // slash path relative to dir → parsed file
@@ -52,6 +53,15 @@ type Resolver struct {
 // NewResolver returns a Resolver for the schema files under dir.
 func NewResolver(dir string) *Resolver {
 	return &Resolver{dir: dir, files: map[string]any{}, resolved: map[[2]string]json.RawMessage{}}
+}
+
+// NewResolverFS returns a Resolver for the schema files in fsys (paths
+// relative to the schema directory, such as a sub-tree of a pinned agent
+// definition snapshot). dir is the schema directory named in messages.
+func NewResolverFS(fsys fs.FS, dir string) *Resolver {
+	r := NewResolver(dir)
+	r.fsys = fsys
+	return r
 }
 
 // Dir returns the directory the Resolver reads from.
@@ -124,15 +134,11 @@ func (r *Resolver) load(rel string) (any, error) {
 	if ok {
 		return doc, nil
 	}
-	root, err := os.OpenRoot(r.dir)
+	f, err := r.open(rel)
 	if err != nil {
-		return nil, hint(wrap(resErr(rel, "", "cannot open schema directory %s", r.dir), err), "create the schema directory or fix its path")
-	}
-	defer root.Close()
-	// O_NONBLOCK: opening a FIFO planted in place of a schema file must
-	// not block; it is then rejected as not a regular file.
-	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
+		if errors.Is(err, errNoDir) {
+			return nil, hint(wrap(resErr(rel, "", "cannot open schema directory %s", r.dir), err), "create the schema directory or fix its path")
+		}
 		var pe *fs.PathError
 		if errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent" {
 			return nil, hint(resErr(rel, "", "schema file %s leads outside the schema directory (through a symlink)", rel), "keep schema files inside "+r.dir)
@@ -169,6 +175,26 @@ func (r *Resolver) load(rel string) (any, error) {
 	r.files[rel] = doc
 	r.mu.Unlock()
 	return doc, nil
+}
+
+// errNoDir marks a schema directory that cannot be opened.
+var errNoDir = errors.New("schema directory cannot be opened")
+
+// open opens the schema file rel: from the resolver's file system, or
+// through an os.Root on its directory so that neither ".." nor symlinks
+// lead outside it.
+func (r *Resolver) open(rel string) (fs.File, error) {
+	if r.fsys != nil {
+		return r.fsys.Open(rel)
+	}
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoDir, err)
+	}
+	defer root.Close()
+	// O_NONBLOCK: opening a FIFO planted in place of a schema file must
+	// not block; it is then rejected as not a regular file.
+	return root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // lineCol converts a byte offset into a 1-based line and column.

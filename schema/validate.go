@@ -38,20 +38,97 @@ type Validator struct {
 // is read from disk or the network. An invalid schema is a
 // SCHEMA_RESOLUTION error.
 func Compile(raw json.RawMessage) (*Validator, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, wrap(resErr("", "", "schema is not valid JSON"), err)
+	sch, err := CompileSource(Source{Raw: raw})
+	var se *SourceError
+	if errors.As(err, &se) {
+		switch se.Stage {
+		case "json":
+			return nil, wrap(resErr("", "", "schema is not valid JSON"), se.Err)
+		case "load":
+			return nil, wrap(resErr("", "", "cannot load schema"), se.Err)
+		default:
+			return nil, hint(wrap(resErr("", "", "invalid schema"), se.Err), "the schema must be a valid, self-contained JSON Schema; resolve it with schema.Resolver first")
+		}
+	}
+	return &Validator{sch: sch}, nil
+}
+
+// Source is a JSON Schema document to compile with [CompileSource].
+type Source struct {
+	// Raw is the document. When nil, the document at URL is read through
+	// Loader.
+	Raw []byte
+	// URL names the document and is the base of its relative references
+	// ("" = an internal name that is never fetched).
+	URL string
+	// Loader reads the documents that references point at. Nil means none
+	// is read: a reference to another document is an error, and nothing is
+	// read from disk or the network (the JSON Schema meta-schemas are
+	// built in).
+	Loader jsonschema.URLLoader
+}
+
+// SourceError is a failure of [CompileSource]: Stage is "json" (Raw is not
+// JSON), "load" (the document cannot be registered) or "compile" (it is
+// not a valid schema, or a reference cannot be resolved).
+type SourceError struct {
+	Stage string
+	URL   string
+	Err   error
+}
+
+func (e *SourceError) Error() string {
+	switch e.Stage {
+	case "json":
+		return fmt.Sprintf("schema %s is not JSON: %v", e.URL, e.Err)
+	default:
+		return fmt.Sprintf("schema %s: %v", e.URL, e.Err)
+	}
+}
+
+// Unwrap returns the underlying error.
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// CompileSource is capstan's one way to compile a JSON Schema with the
+// validator library: every package that needs a compiled
+// *jsonschema.Schema (configuration files, skill schemas, pipeline
+// contracts, provider output checks, [Compile]) calls it, so the default
+// draft (2020-12), the refusal to read referenced documents unless a
+// Loader is given, and the errors are the same everywhere.
+func CompileSource(src Source) (*jsonschema.Schema, error) {
+	url := src.URL
+	if url == "" {
+		url = schemaURL
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, wrap(resErr("", "", "cannot load schema"), err)
+	if src.Loader != nil {
+		c.UseLoader(src.Loader)
+	} else {
+		c.UseLoader(noLoader{})
 	}
-	sch, err := c.Compile(schemaURL)
+	if src.Raw != nil {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(src.Raw))
+		if err != nil {
+			return nil, &SourceError{Stage: "json", URL: url, Err: err}
+		}
+		if err := c.AddResource(url, doc); err != nil {
+			return nil, &SourceError{Stage: "load", URL: url, Err: err}
+		}
+	}
+	sch, err := c.Compile(url)
 	if err != nil {
-		return nil, hint(wrap(resErr("", "", "invalid schema"), err), "the schema must be a valid, self-contained JSON Schema; resolve it with schema.Resolver first")
+		return nil, &SourceError{Stage: "compile", URL: url, Err: err}
 	}
-	return &Validator{sch: sch}, nil
+	return sch, nil
+}
+
+// noLoader refuses every document: a compiled schema must be
+// self-contained unless its caller says where references may be read.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("references to other documents are not loaded (%s); make the schema self-contained", url)
 }
 
 // Validate validates v. v may be a json.RawMessage or []byte holding JSON

@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
 )
@@ -170,6 +174,23 @@ func TestExtractJSON(t *testing.T) {
 	}
 }
 
+// JSONCandidates lists what ExtractJSON considers, most likely first,
+// without repeats, so a caller can take the first that passes its own test.
+func TestJSONCandidates(t *testing.T) {
+	text := "Plan:\n```\n[1, 2]\n```\n```json\n{\"a\": 1}\n```\nSo the answer is {\"a\": 1} or {\"b\": {\"c\": 2}}."
+	var got []string
+	for _, c := range JSONCandidates(text) {
+		got = append(got, string(c))
+	}
+	want := []string{`{"a": 1}`, `[1, 2]`, `{"b": {"c": 2}}`, `{"c": 2}`}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if JSONCandidates("no json here") != nil {
+		t.Fatal("candidates in plain prose")
+	}
+}
+
 func TestExtractJSONAdversarialIsBounded(t *testing.T) {
 	// Many unmatched braces: bounded work, no match.
 	in := strings.Repeat("{", 200_000)
@@ -179,5 +200,38 @@ func TestExtractJSONAdversarialIsBounded(t *testing.T) {
 	in = strings.Repeat(`{"a": `, 10_000) + "1" + strings.Repeat("}", 10_000)
 	if _, ok := ExtractJSON("prefix " + in); !ok {
 		t.Fatal("deeply nested object not recovered")
+	}
+}
+
+// A compiled schema never reads the documents its references point at:
+// Compile is given schemas that name files, and must not open them.
+func TestCompileReadsNoReferencedFile(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "secret.schema.json")
+	if err := os.WriteFile(target, []byte(`{"type":"string"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw := `{"type":"object","properties":{"a":{"$ref":"file://` + filepath.ToSlash(target) + `"}}}`
+	_, err := Compile(json.RawMessage(raw))
+	if agenterr.CodeOf(err) != agenterr.CodeSchemaResolution || !strings.Contains(err.Error(), "not loaded") {
+		t.Fatalf("err %v", err)
+	}
+	// A caller that names a loader gets its references resolved by it.
+	sch, err := CompileSource(Source{Raw: []byte(raw), Loader: jsonschema.FileLoader{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(map[string]any{"a": 1.0}); err == nil {
+		t.Fatal("the referenced schema was not applied")
+	}
+}
+
+func TestCompileSourceErrors(t *testing.T) {
+	for raw, stage := range map[string]string{`{"type":`: "json", `{"type":"nope"}`: "compile", `{"$ref":"other.json"}`: "compile"} {
+		_, err := CompileSource(Source{Raw: []byte(raw), URL: "mem:///x.json"})
+		var se *SourceError
+		if !errors.As(err, &se) || se.Stage != stage || !strings.Contains(err.Error(), "mem:///x.json") {
+			t.Errorf("%s: %v, want stage %s", raw, err, stage)
+		}
 	}
 }

@@ -265,160 +265,191 @@ func (rt *Runtime) Run(ctx context.Context, sk *Skill, in Input) (*ActResult, er
 	return res, err
 }
 
+// loop runs the Act steps on llm.Loop, the tool loop agent runs use: one
+// model turn per step (Decide), each tool call through the session's guard
+// middleware (budget, AttemptMemo, evidence: Apply + Record), and the
+// Progress/Exit decision after each turn's results.
 func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 	tools := s.tools()
 	specs := make([]tool.Spec, len(tools))
-	byName := map[string]*actTool{}
+	byName := make(map[string]tool.Tool, len(tools))
+	adapted := make([]sessionTool, len(tools))
 	for i, t := range tools {
 		specs[i] = t.spec
-		byName[t.spec.Name] = t
+		adapted[i] = sessionTool{s: s, t: t}
+		byName[t.spec.Name] = &adapted[i]
 	}
+	s.parent = parent
 	system := s.systemPrompt()
 	s.metrics.Disclosure.L1Tokens = EstimateTokens(system)
-	msgs := []llm.Message{{Role: llm.RoleUser, Text: s.userPrompt()}}
-	// The model streams its text to a sink in ctx itself; the loop reports
-	// the tool calls it handles (see llm.StreamSink).
-	sink := llm.StreamSinkFrom(ctx)
-	noProgress := 0
-	for step := 1; ; step++ {
-		// Acquire: budgets left?
+	temperature, seed := 0.0, s.rt.cfg.Seed
+	lp := llm.Loop{
+		Model: s.rt.cfg.Model,
+		Request: llm.Request{Model: s.rt.cfg.ModelName, System: system, Tools: specs, MaxTokens: s.rt.cfg.MaxTokens,
+			Temperature: &temperature, Seed: &seed}, // seed 001 §15
+		Tools: byName, Events: s.rt.cfg.Events,
+		Middleware: []tool.Middleware{s.guard(specs)},
+		// Every turn but the last makes at least one counted call, so the
+		// tool-call budget bounds the turns; this is the backstop.
+		MaxTurns: s.budgets.MaxToolCalls + 1,
+		Hooks:    s,
+	}
+	_, _, err := lp.Run(ctx, []llm.Message{{Role: llm.RoleUser, Text: s.userPrompt()}})
+	if err != nil {
 		if reason := s.budgetExit(ctx, parent); reason != "" {
 			return s.finish(reason, nil), nil
 		}
-		// Decide: one model turn.
-		turnStart := s.now()
-		temperature, seed := 0.0, s.rt.cfg.Seed
-		resp, err := s.rt.cfg.Model.Generate(ctx, &llm.Request{
-			Model: s.rt.cfg.ModelName, System: system, Messages: msgs, Tools: specs, MaxTokens: s.rt.cfg.MaxTokens,
-			Temperature: &temperature, Seed: &seed, // seed 001 §15
-		})
-		if err != nil {
-			if reason := s.budgetExit(ctx, parent); reason != "" {
-				return s.finish(reason, nil), nil
-			}
-			return s.finish(ExitModelError, err), err
+		return s.finish(ExitModelError, err), err
+	}
+	if s.exit == "" {
+		// The model stopped. Completion is verified, not declared.
+		s.exit = ExitModelStopped
+	}
+	return s.finish(s.exit, nil), nil
+}
+
+// BeforeTurn is Acquire: are budgets left? (llm.Hooks; the caller's end
+// is a cancellation, the loop's own context also ends with the time
+// budget.)
+func (s *session) BeforeTurn(ctx context.Context, turn int) bool {
+	if reason := s.budgetExit(ctx, s.parent); reason != "" {
+		s.exit = reason
+		return false
+	}
+	s.step, s.turnStart = turn, s.now()
+	return true
+}
+
+// OnResponse accounts for the Decide turn before its calls are applied.
+func (s *session) OnResponse(_ int, resp *llm.Response) {
+	s.metrics.ModelTurns++
+	s.usage.Add(resp.Usage)
+	s.turnTokens = resp.Usage.InputTokens + resp.Usage.OutputTokens
+	s.reason = reasonShort(resp.Message.Text)
+	s.turnCalls = 0
+	s.progress = false
+}
+
+// AfterTools is Progress/Exit.
+func (s *session) AfterTools(step int, results []llm.ToolResult) bool {
+	switch {
+	case s.violation != "":
+		s.exit = ExitSandboxViolation
+	case s.finalized:
+		s.exit = ExitFinalized
+	case s.exit == "" && s.progress && len(s.in.Expected) > 0 && s.validate().OK:
+		s.exit = ExitValidated
+	}
+	if s.exit != "" {
+		return true
+	}
+	if s.progress {
+		s.noProgress = 0
+	} else {
+		s.noProgress++
+	}
+	if s.noProgress >= 2 {
+		if s.metrics.MicroReflects > 0 {
+			s.exit = ExitStalled
+			return true
 		}
-		s.metrics.ModelTurns++
-		s.usage.Add(resp.Usage)
-		s.rt.cfg.Events.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: step, StopReason: resp.StopReason,
-			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: s.now().Sub(turnStart).Milliseconds()})
-		turnTokens := resp.Usage.InputTokens + resp.Usage.OutputTokens
-		msgs = append(msgs, resp.Message)
-		reason := reasonShort(resp.Message.Text)
-		calls := resp.Message.ToolCalls
-		if len(calls) == 0 {
-			// The model stopped. Completion is verified, not declared.
-			return s.finish(ExitModelStopped, nil), nil
-		}
-		// Apply + Record.
-		s.progress = false
-		results := make([]llm.ToolResult, 0, len(calls))
-		exit := ""
-		for i, call := range calls {
-			if sink != nil {
-				sink.ToolStart(call)
+		// Micro-Reflect, once: a short re-plan note rides on the last tool
+		// result (providers need tool results to follow tool calls).
+		s.metrics.MicroReflects++
+		note := s.reflectNote()
+		s.rt.cfg.Events.Emit(EventReflect, map[string]any{"step": step, "note": note})
+		last := &results[len(results)-1]
+		last.Content += "\n\n[micro-reflect] " + note
+		s.noProgress = 0
+	}
+	return false
+}
+
+// sessionTool is one Act tool as a tool.Tool of the session, so that the
+// shared tool loop can run it. It leaves the call's full output (evidence
+// details) in the session for the guard.
+type sessionTool struct {
+	s *session
+	t *actTool
+}
+
+func (st *sessionTool) Spec() tool.Spec { return st.t.spec }
+func (st *sessionTool) Kind() tool.Kind { return st.t.kind }
+
+// Run applies the call with the AttemptMemo and cycle guards.
+func (st *sessionTool) Run(ctx context.Context, input json.RawMessage) (tool.Result, error) {
+	out := st.s.apply(ctx, st.t, input)
+	st.s.out, st.s.ran = out, true
+	return tool.Result{Content: out.content, IsError: out.isError}, nil
+}
+
+// guard is the session's tool middleware (Apply + Record): it refuses calls
+// once the run has ended or the tool-call budget is spent (journaled as
+// tool.denied), answers unknown tools, and records the evidence of every
+// call it lets through.
+func (s *session) guard(offered []tool.Spec) tool.Middleware {
+	return func(next tool.Handler) tool.Handler {
+		return func(ctx context.Context, call tool.Call) tool.Outcome {
+			if s.ended {
+				return s.deny(call, errorContent("SKIPPED", "not run: the run ended", ""))
 			}
 			if s.toolCalls >= s.budgets.MaxToolCalls {
-				content := errorContent(agenterr.CodeBudgetExceeded, "max_tool_calls reached; the run ends", "")
-				results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: content})
-				if sink != nil {
-					sink.ToolEnd(refusedUse(call, content))
-				}
-				exit = ExitToolCallBudget
-				continue
+				s.exit = ExitToolCallBudget
+				return s.deny(call, errorContent(agenterr.CodeBudgetExceeded, "max_tool_calls reached; the run ends", ""))
 			}
 			s.toolCalls++
+			s.turnCalls++
 			callStart := s.now()
-			t := byName[call.Name]
 			var out toolOutput
-			if t == nil {
-				out = failure(agenterr.New(agenterr.CodeToolInput, agenterr.LayerSkill, true, "unknown tool %q", call.Name))
+			var res tool.Outcome
+			if call.Tool == nil {
+				e := agenterr.New(agenterr.CodeToolInput, agenterr.LayerSkill, true, "unknown tool %q", call.Name)
+				names := make([]string, len(offered))
+				for i, sp := range offered {
+					names[i] = sp.Name
+				}
+				e.Hint = "call one of: " + strings.Join(names, ", ")
+				out = failure(e)
+				res.Content, res.IsError = out.content, true
 			} else {
-				out = s.apply(ctx, t, call.Input)
+				s.ran = false
+				res = next(ctx, call)
+				if s.ran {
+					out = s.out
+				} else {
+					// The tool did not return (it panicked): the loop's
+					// answer is the evidence.
+					out = toolOutput{content: res.Content, isError: true, errText: res.Content}
+				}
+				res.Denied = out.refused
 			}
-			callMs := s.now().Sub(callStart).Milliseconds()
-			cost := Cost{TimeMs: callMs}
-			if i == 0 {
-				cost.Tokens = turnTokens
-				cost.TimeMs += callStart.Sub(turnStart).Milliseconds()
+			cost := Cost{TimeMs: s.now().Sub(callStart).Milliseconds()}
+			if s.turnCalls == 1 {
+				cost.Tokens = s.turnTokens
+				cost.TimeMs += callStart.Sub(s.turnStart).Milliseconds()
 			}
-			ev := Evidence{
-				Step: step, Seq: s.toolCalls, Tool: call.Name, OK: !out.isError, ReasonShort: reason,
+			s.record(Evidence{
+				Step: s.step, Seq: s.toolCalls, Tool: call.Name, OK: !out.isError, ReasonShort: s.reason,
 				InputsDigest: digest(call.Name, call.Input), Cost: cost, DiffSummary: out.diff,
 				FileIDs: out.files, Disclosure: out.level, Cached: out.cached, Error: out.errText, Stderr: out.stderr,
+			})
+			switch {
+			case s.violation != "" || s.finalized:
+				s.ended = true
+			case s.cycle:
+				s.exit, s.ended = ExitCycle, true
 			}
-			s.record(ev)
-			results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, Content: out.content, IsError: out.isError})
-			if sink != nil {
-				if out.refused {
-					sink.ToolEnd(refusedUse(call, out.content))
-				} else {
-					sink.ToolEnd(llm.ToolUse{ID: call.ID, Name: call.Name, Input: call.InputOrEmpty(),
-						Output: out.content, IsError: out.isError, DurationMs: callMs})
-				}
-			}
-			if s.violation != "" || s.finalized {
-				break
-			}
-			if s.cycle {
-				exit = ExitCycle
-				break
-			}
+			return res
 		}
-		// Answer every call, even those skipped after an early stop.
-		answered := map[string]bool{}
-		for _, r := range results {
-			answered[r.CallID] = true
-		}
-		for _, call := range calls {
-			if !answered[call.ID] {
-				content := errorContent("SKIPPED", "not run: the run ended", "")
-				results = append(results, llm.ToolResult{CallID: call.ID, Name: call.Name, IsError: true, Content: content})
-				if sink != nil {
-					sink.ToolStart(call)
-					sink.ToolEnd(refusedUse(call, content))
-				}
-			}
-		}
-		// Progress/Exit.
-		switch {
-		case s.violation != "":
-			return s.finish(ExitSandboxViolation, nil), nil
-		case s.finalized:
-			return s.finish(ExitFinalized, nil), nil
-		case exit != "":
-			return s.finish(exit, nil), nil
-		}
-		if s.progress && len(s.in.Expected) > 0 && s.validate().OK {
-			return s.finish(ExitValidated, nil), nil
-		}
-		if s.progress {
-			noProgress = 0
-		} else {
-			noProgress++
-		}
-		if noProgress >= 2 {
-			if s.metrics.MicroReflects > 0 {
-				return s.finish(ExitStalled, nil), nil
-			}
-			// Micro-Reflect, once: a short re-plan note rides on the last
-			// tool result (providers need tool results to follow tool calls).
-			s.metrics.MicroReflects++
-			note := s.reflectNote()
-			s.rt.cfg.Events.Emit(EventReflect, map[string]any{"step": step, "note": note})
-			last := &results[len(results)-1]
-			last.Content += "\n\n[micro-reflect] " + note
-			noProgress = 0
-		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolResults: results})
 	}
 }
 
-// refusedUse is what a stream sink is told about a call the runtime
-// refused without running it (AttemptMemo, a budget, the run's end):
-// Denied and IsError, with the answer the model gets as the output.
-func refusedUse(call llm.ToolCall, content string) llm.ToolUse {
-	return llm.ToolUse{ID: call.ID, Name: call.Name, Input: call.InputOrEmpty(), Output: content, IsError: true, Denied: true}
+// deny answers a call the runtime refuses without running it and journals
+// the refusal (it has no evidence: nothing ran).
+func (s *session) deny(call tool.Call, content string) tool.Outcome {
+	s.rt.cfg.Events.Emit(journal.ToolDenied, llm.ToolUse{ID: call.ID, Name: call.Name, Input: call.Input,
+		Output: content, IsError: true, Denied: true})
+	return tool.Denial(content)
 }
 
 // budgetExit returns the exit reason when a budget is spent or the caller

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -791,4 +792,40 @@ func containsOneOf(s, alternatives string) bool {
 		}
 	}
 	return false
+}
+
+// A template the model wrote itself (writeArtifact into build/, then
+// templateExpand) cannot crash capstan or keep running: a doubling loop
+// stops at the 1 MiB cap, nested ranges at the step budget, and both come
+// back as tool errors while the run goes on.
+func TestActModelWrittenTemplatesBounded(t *testing.T) {
+	sk := exampleSkill(t)
+	doubling := `{{$s := \"xxxxxxxxxxxxxxxx\"}}{{range 64}}{{$s = printf \"%s%s\" $s $s}}{{end}}{{$s}}`
+	nested := `{{range 100000}}{{range 100000}}{{range 100000}}{{end}}{{end}}{{end}}`
+	m := &playModel{turns: []playTurn{
+		{text: "write", calls: [][2]string{
+			call("writeArtifact", `{"path":"double.tmpl","content":"`+doubling+`"}`),
+			call("writeArtifact", `{"path":"nested.tmpl","content":"`+nested+`"}`)}},
+		{text: "expand doubling", calls: [][2]string{call("templateExpand", `{"template":"build/double.tmpl","output":"big.md"}`)}},
+		{text: "expand nested", calls: [][2]string{call("templateExpand", `{"template":"build/nested.tmpl"}`)}},
+	}}
+	before := runtime.NumGoroutine()
+	_, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g", Expected: expectReport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.seen[1], `"ok":true`) {
+		t.Fatalf("templates not written: %.300s", m.seen[1])
+	}
+	for i, want := range []string{"larger than 1048576 bytes", "more than 1000000 steps"} {
+		if got := m.seen[2+i]; !strings.Contains(got, `"ok":false`) || !strings.Contains(got, want) {
+			t.Errorf("expansion %d: want %q in %.400s", i, want, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sk.Root, "build", "big.md")); err == nil {
+		t.Error("an over-budget expansion left its output")
+	}
+	if after := runtime.NumGoroutine(); after > before+1 {
+		t.Errorf("goroutines %d → %d: an expansion is still running", before, after)
+	}
 }

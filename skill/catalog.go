@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,6 +22,11 @@ import (
 type CatalogConfig struct {
 	// BaseDir resolves relative skill folders (the agent directory).
 	BaseDir string
+	// FS, when set, is the pinned definition of the agent in BaseDir
+	// (paths relative to it): the skills' SKILL.md files are read from it,
+	// so their names, descriptions and instructions are those the run
+	// started with. Their other files are read from disk.
+	FS fs.FS
 	// Sandbox runs skill scripts; nil disables run_skill_script's effect
 	// (it answers SANDBOX_UNAVAILABLE).
 	Sandbox *sandbox.Runner
@@ -47,11 +53,12 @@ type Catalog struct {
 func NewCatalog(dirs []string, cfg CatalogConfig) (*Catalog, []Warning) {
 	c := &Catalog{cfg: cfg, byName: map[string]*Skill{}, active: map[string]string{}}
 	var warns []Warning
+	files := pinnedSkillFiles(cfg.FS, cfg.BaseDir)
 	for _, d := range dirs {
 		if !filepath.IsAbs(d) && cfg.BaseDir != "" {
 			d = filepath.Join(cfg.BaseDir, d)
 		}
-		found, ws := Discover(d)
+		found, ws := discover(d, files)
 		warns = append(warns, ws...)
 		for _, sk := range found {
 			if prev := c.byName[sk.Name]; prev != nil {

@@ -53,6 +53,23 @@ type session struct {
 	finalized bool
 	cycle     bool
 
+	// The Act loop's state: the exit reason once decided, whether the run
+	// has ended (later calls of the turn are skipped), the current step
+	// (model turn) and what the guard needs for each call's evidence.
+	parent     context.Context // the caller's context, for budgetExit
+	exit       string
+	ended      bool
+	step       int
+	turnStart  time.Time
+	turnTokens int64
+	turnCalls  int
+	reason     string
+	noProgress int // steps in a row without progress
+	// out is the full output of the call the guard let through, left by
+	// sessionTool.Run (calls run one at a time); ran says Run returned.
+	out toolOutput
+	ran bool
+
 	prior       *runRecord
 	reusing     bool   // the run reuses an identical earlier run's outputs
 	hash        string // the skill's content hash, computed once

@@ -304,6 +304,65 @@ func EstimateTokens(s string) int {
 // SKILL_PARSE or SKILL_NOT_FOUND with the file position; quirks are
 // returned as warnings.
 func Load(root, id string) (*Skill, []Warning, error) {
+	return load(root, id, skillFiles{})
+}
+
+// skillFiles reads SKILL.md files from the disk or, with fsys set, from a
+// pinned agent definition (paths relative to dir, the agent folder), so
+// that a skill's instructions are those the run started with. A skill's
+// other files (resources, scripts) are always on disk.
+type skillFiles struct {
+	fsys fs.FS
+	dir  string // absolute, symlinks resolved
+}
+
+// pinnedSkillFiles reads SKILL.md files from fsys, the pinned definition
+// of the agent in dir; a nil fsys reads the disk.
+func pinnedSkillFiles(fsys fs.FS, dir string) skillFiles {
+	if fsys == nil {
+		return skillFiles{}
+	}
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = r
+		}
+	}
+	return skillFiles{fsys: fsys, dir: abs}
+}
+
+// name turns the absolute path p into a path of fsys.
+func (f skillFiles) name(p string) (string, error) {
+	rel, err := filepath.Rel(f.dir, p)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+func (f skillFiles) stat(p string) (fs.FileInfo, error) {
+	if f.fsys == nil {
+		return os.Stat(p)
+	}
+	name, err := f.name(p)
+	if err != nil {
+		return nil, err
+	}
+	return fs.Stat(f.fsys, name)
+}
+
+func (f skillFiles) read(p string) ([]byte, error) {
+	if f.fsys == nil {
+		return os.ReadFile(p)
+	}
+	name, err := f.name(p)
+	if err != nil {
+		return nil, err
+	}
+	return fs.ReadFile(f.fsys, name)
+}
+
+func load(root, id string, files skillFiles) (*Skill, []Warning, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, nil, err
@@ -313,7 +372,7 @@ func Load(root, id string) (*Skill, []Warning, error) {
 	}
 	file := ""
 	for _, name := range []string{"SKILL.md", "skill.md"} {
-		if fi, err := os.Stat(filepath.Join(abs, name)); err == nil && fi.Mode().IsRegular() {
+		if fi, err := files.stat(filepath.Join(abs, name)); err == nil && fi.Mode().IsRegular() {
 			file = name
 			break
 		}
@@ -327,7 +386,7 @@ func Load(root, id string) (*Skill, []Warning, error) {
 	if id == "" {
 		id = filepath.Base(abs)
 	}
-	data, err := os.ReadFile(filepath.Join(abs, file))
+	data, err := files.read(filepath.Join(abs, file))
 	if err != nil {
 		return nil, nil, agenterr.Wrap(err, agenterr.CodeSkillNotFound, agenterr.LayerSkill, false, "read %s", file)
 	}
@@ -404,6 +463,10 @@ func Load(root, id string) (*Skill, []Warning, error) {
 // skills, and bounds depth and folder count. Unusable skills are skipped
 // with a warning; the rest load with warnings for their quirks.
 func Discover(dir string) ([]Skill, []Warning) {
+	return discover(dir, skillFiles{})
+}
+
+func discover(dir string, files skillFiles) ([]Skill, []Warning) {
 	var skills []Skill
 	var warns []Warning
 	abs, err := filepath.Abs(dir)
@@ -442,7 +505,7 @@ func Discover(dir string) ([]Skill, []Warning) {
 		}
 		hasSkill := false
 		for _, name := range []string{"SKILL.md", "skill.md"} {
-			if fi, err := os.Stat(filepath.Join(p, name)); err == nil && fi.Mode().IsRegular() {
+			if fi, err := files.stat(filepath.Join(p, name)); err == nil && fi.Mode().IsRegular() {
 				hasSkill = true
 			}
 		}
@@ -453,7 +516,7 @@ func Discover(dir string) ([]Skill, []Warning) {
 		if id == "." {
 			id = filepath.Base(abs)
 		}
-		sk, ws, err := Load(p, id)
+		sk, ws, err := load(p, id, files)
 		warns = append(warns, ws...)
 		if err != nil {
 			w := Warning{SkillID: id, File: path.Join(id, "SKILL.md"), Message: err.Error(), Skipped: true, Code: WarnSkippedParse}

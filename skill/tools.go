@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,15 +12,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/template"
 	"time"
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/gotmpl"
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/sandbox"
+	jschema "github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -530,64 +532,16 @@ func (s *session) listFiles(_ context.Context, input json.RawMessage) toolOutput
 	return success(map[string]any{"files": list, "total": total, "truncated": total > len(list)})
 }
 
-// templateFuncs are the functions templates may call. text/template is
-// used (not Handlebars) because skills are Go-native here and it fails
-// loudly on missing keys (missingkey=error).
-var templateFuncs = template.FuncMap{
-	"upper": strings.ToUpper,
-	"lower": strings.ToLower,
-	"join": func(sep string, v []any) string {
-		parts := make([]string, len(v))
-		for i, x := range v {
-			parts[i] = fmt.Sprint(x)
-		}
-		return strings.Join(parts, sep)
-	},
-	"json": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
-	},
-	"default": func(d, v any) any {
-		if v == nil || v == "" {
-			return d
-		}
-		return v
-	},
-}
+// templateSteps bounds the work of one templateExpand call (nodes and
+// loop items), so nested ranges stop long before the timeout.
+const templateSteps = 1_000_000
 
-// capWriter fails once more than max bytes are written.
-type capWriter struct {
-	buf bytes.Buffer
-	max int
-}
-
-// Write appends p or fails when the cap would be exceeded.
-func (c *capWriter) Write(p []byte) (int, error) {
-	if c.buf.Len()+len(p) > c.max {
-		return 0, fmt.Errorf("template output exceeds %d bytes", c.max)
-	}
-	return c.buf.Write(p)
-}
-
-// ExpandTemplate renders a Go text/template with data, failing on missing
-// keys and on output larger than 1 MiB.
+// ExpandTemplate renders a Go text/template with JSON data, failing on
+// missing keys, on output (or any string built on the way) larger than
+// 1 MiB, on more than a million evaluation steps and when ctx ends. It runs
+// in the caller's goroutine: when it returns, the expansion has stopped.
 func ExpandTemplate(ctx context.Context, name, text string, data any) (string, error) {
-	t, err := template.New(name).Option("missingkey=error").Funcs(templateFuncs).Parse(text)
-	if err != nil {
-		return "", err
-	}
-	w := &capWriter{max: maxTemplateBytes}
-	done := make(chan error, 1)
-	go func() { done <- t.Execute(w, data) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return "", err
-		}
-		return w.buf.String(), nil
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
+	return gotmpl.Expand(ctx, name, text, jsonvalue.Normalize(data), gotmpl.Limits{MaxOutput: maxTemplateBytes, MaxSteps: templateSteps})
 }
 
 func (s *session) templateExpand(ctx context.Context, input json.RawMessage) toolOutput {
@@ -618,7 +572,14 @@ func (s *session) templateExpand(ctx context.Context, input json.RawMessage) too
 	text, err := ExpandTemplate(tctx, rel, string(src), data)
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSkill, true, "template %q", rel)
-		e.Hint = "pass data with every field the template uses"
+		switch {
+		case errors.Is(err, gotmpl.ErrLimit):
+			e.Hint = "the template produces too much: expand less (fewer nested ranges, no growing strings), at most 1 MiB"
+		case tctx.Err() != nil:
+			e.Hint = "the template took longer than 5 s: expand less"
+		default:
+			e.Hint = "pass data with every field the template uses"
+		}
 		return failure(e)
 	}
 	if in.Output == "" {
@@ -777,16 +738,7 @@ func (s *session) validateTool(_ context.Context, input json.RawMessage) toolOut
 }
 
 func validateInline(schemaRaw []byte, name string, data []byte) []string {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaRaw))
-	if err != nil {
-		return []string{"schema: " + err.Error()}
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(rootLoader{root: "/nonexistent-inline-schema"})
-	if err := c.AddResource("inline.json", doc); err != nil {
-		return []string{"schema: " + err.Error()}
-	}
-	sch, err := c.Compile("inline.json")
+	sch, err := jschema.CompileSource(jschema.Source{Raw: schemaRaw, URL: "mem:///inline.schema.json"})
 	if err != nil {
 		return []string{"schema: " + err.Error()}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/sandbox"
+	jschema "github.com/capstan-dev/capstan/schema"
 )
 
 // Expected is one entry of expectedOutputs: a file the run must produce
@@ -200,9 +201,7 @@ func compileSchema(skillRoot, schemaRel string) (*jsonschema.Schema, error) {
 		e.Hint = "list the skill's files; schemas are usually *.schema.json"
 		return nil, e
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(rootLoader{root: skillRoot})
-	return c.Compile("file://" + filepath.ToSlash(p))
+	return jschema.CompileSource(jschema.Source{URL: "file://" + filepath.ToSlash(p), Loader: rootLoader{root: skillRoot}})
 }
 
 // validateAgainstSchema returns the schema violations of data (file name

@@ -4,6 +4,11 @@
 // A Tool is named as Claude Code names its tools (Read, Write, Edit, Bash,
 // Glob, Grep; MCP tools as mcp__<server>__<tool>) so that allowedTools and
 // permissionMode mean the same on every backend.
+//
+// Func makes a Tool from a Go function with a typed input, inferring the
+// input schema from the Go type. Every call a tool loop handles passes a
+// chain of Middleware (Enforce for the permission policy, Truncate for
+// large results, journaling and streaming in package llm) ending in Invoke.
 package tool
 
 import (

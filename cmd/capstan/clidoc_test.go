@@ -36,7 +36,7 @@ func docSection(doc, path string) (string, bool) {
 	return "", false
 }
 
-var envName = regexp.MustCompile(`^(CAPSTAN|ANTHROPIC|OPENAI|OTEL|CLAUDE|XDG)_[A-Z0-9_]+$`)
+var envName = regexp.MustCompile(`^(CAPSTAN|ANTHROPIC|OPENAI|OTEL|CLAUDE|XDG)_[A-Z0-9_]*[A-Z0-9]$`)
 
 // docs/cli.md lists every command with each of its flags, the exit codes,
 // and every environment variable the code reads.

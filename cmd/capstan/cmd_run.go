@@ -13,6 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -129,7 +130,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 		}
 		return withExit(exitUsage, errors.New("run: missing agent directory (usage: capstan run DIR [--<parameter> VALUE ...])"))
 	}
-	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
 		printConfigError(stderr, err)
 		return withExit(exitUsage, nil)
@@ -159,7 +160,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 			values[name] = f.Value.String()
 		}
 	}
-	return executeRun(cmd.Context(), cmd, def, flags, values, nil)
+	return executeRun(cmd.Context(), cmd, def, flags, values, nil, nil)
 }
 
 // registerParamFlags adds one flag per declared parameter and returns
@@ -197,7 +198,7 @@ func paramFlagNames(def *config.Agent) []string {
 
 // executeRun builds, starts, runs and stops the agent, printing progress
 // and the result, and maps the outcome to an exit code.
-func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord) error {
+func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *definition.Resume) error {
 	stderr := cmd.ErrOrStderr()
 	// Seed 002 loadAndValidate: configuration warnings are logged, not
 	// swallowed (they are also in the journal).
@@ -226,7 +227,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
 	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL,
-		MaxIterations: flags.maxIterations, Params: params, Resume: resume, TracerProvider: tr.provider()}
+		MaxIterations: flags.maxIterations, Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin}
 	if progress != nil {
 		opts.Observer = progress
 	}
@@ -307,6 +308,9 @@ func printSummary(w io.Writer, r *agent.Result) {
 			fmt.Fprintf(w, "  continue with: capstan resume %s\n", r.RunID)
 		}
 	}
+	if r.DefinitionDigest != "" {
+		fmt.Fprintf(w, "  definition %s\n", r.DefinitionDigest)
+	}
 	fmt.Fprintf(w, "  journal %s  (capstan show %s)\n", r.Journal, r.RunID)
 }
 
@@ -325,9 +329,21 @@ func printConfigError(w io.Writer, err error) {
 
 func newResumeCmd() *cobra.Command {
 	var flags runFlags
+	var reload bool
 	cmd := &cobra.Command{
-		Use:               "resume RUN",
-		Short:             "Continue a run that stopped without completing (killed, budget, recoverable error) in the same session",
+		Use:   "resume RUN",
+		Short: "Continue a run that stopped without completing (killed, budget, recoverable error) in the same session",
+		Long: `Continue a run that stopped without completing (killed, budget, recoverable
+error) in the same session, work dir, parameters and model.
+
+The run continues with the agent definition it recorded when it started
+(agent.json, registry, prompts, schemas, script, SKILL.md files), checked
+against the digest in its journal. Files of the agent folder that changed
+since are listed (added / removed / modified) and ignored; pass
+--reload-definition to continue with the folder's current files instead.
+Both choices are journaled. A run whose recorded definition is missing
+(DEFINITION_SNAPSHOT_MISSING) or does not match its digest
+(DEFINITION_SNAPSHOT_MISMATCH) is refused unless --reload-definition is given.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(&flags.workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -343,7 +359,7 @@ func newResumeCmd() *cobra.Command {
 				return withExit(exitUsage, fmt.Errorf("resume: run %s has no run.start event", run.ID))
 			}
 			flags.workDir = rec.Start.WorkDir
-			def, err := config.LoadAndValidate(rec.Start.AgentDir, agent.ValidateOptions())
+			def, pin, err := resumeDefinition(cmd.ErrOrStderr(), run, rec, reload, flags.model)
 			if err != nil {
 				printConfigError(cmd.ErrOrStderr(), err)
 				return withExit(exitUsage, nil)
@@ -351,9 +367,10 @@ func newResumeCmd() *cobra.Command {
 			if flags.model == "" {
 				flags.model = rec.Start.Model
 			}
-			return executeRun(cmd.Context(), cmd, def, flags, nil, rec)
+			return executeRun(cmd.Context(), cmd, def, flags, nil, rec, pin)
 		},
 	}
 	flags.register(cmd.Flags())
+	cmd.Flags().BoolVar(&reload, "reload-definition", false, "continue with the agent folder's current files instead of the definition recorded with the run (journaled with both digests)")
 	return cmd
 }

@@ -121,7 +121,19 @@ writes the same account as one self-contained HTML page.`,
 				}
 				return writeJSON(cmd.OutOrStdout(), rec)
 			}
-			return view.write(cmd.OutOrStdout(), run)
+			if err := view.write(cmd.OutOrStdout(), run); err != nil {
+				return err
+			}
+			if view.format == "text" {
+				// The definition the run was pinned to, and on resume
+				// whether the agent folder had changed.
+				rec, err := agent.LoadRun(run.ID, run.Path)
+				if err != nil {
+					return withExit(exitInternal, err)
+				}
+				printDefinitions(cmd.OutOrStdout(), rec.Definitions)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&workDir, "workdir", ".", "work dir whose .capstan/runs holds the run")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/definition"
 )
 
 // newValidateCmd builds `capstan validate DIR [--json]`.
@@ -28,7 +29,7 @@ in docs/configuration.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			res, err := validateAgentDir(dir)
+			res, digest, err := validateAgentDir(dir)
 			if err != nil {
 				return withExit(exitInternal, err)
 			}
@@ -36,7 +37,7 @@ in docs/configuration.md.`,
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := enc.Encode(validateJSON{Valid: res.Valid(), Errors: res.Errors(), Warnings: res.Warnings(), DefinitionDigest: digest}); err != nil {
 					return withExit(exitInternal, err)
 				}
 			} else {
@@ -47,6 +48,9 @@ in docs/configuration.md.`,
 					fmt.Fprintln(out, p.String())
 				}
 				fmt.Fprintln(out, summary(dir, res))
+				if digest != "" {
+					fmt.Fprintf(out, "definition %s\n", digest)
+				}
 			}
 			if !res.Valid() {
 				return withExit(exitUsage, nil)
@@ -61,9 +65,26 @@ in docs/configuration.md.`,
 // validateAgentDir runs every configuration check on the agent folder dir:
 // load, defaults, JSON Schema and cross-references (config.Check). Checks
 // that need other layers (prompt files, retry prompts, schema refs) are
-// added here, so `capstan validate` and `capstan run` agree.
-func validateAgentDir(dir string) (config.ValidationResult, error) {
-	return config.Check(dir, agent.ValidateOptions()), nil
+// added here, so `capstan validate` and `capstan run` agree. Like `run`, it
+// reads the folder once into a definition snapshot and checks that; the
+// snapshot's digest is returned ("" when the folder cannot be read), the
+// same digest a run of this folder records.
+func validateAgentDir(dir string) (config.ValidationResult, string, error) {
+	snap, err := definition.Take(dir, definition.Options{})
+	if err != nil {
+		return config.NewValidationResult(config.ProblemFromError(err)), "", nil
+	}
+	return config.CheckFS(snap, dir, agent.ValidateOptions()), snap.Digest(), nil
+}
+
+// validateJSON is what `capstan validate --json` prints: the validation
+// result ({"valid", "errors", "warnings"}, as config.ValidationResult
+// renders it) and the definition digest.
+type validateJSON struct {
+	Valid            bool             `json:"valid"`
+	Errors           []config.Problem `json:"errors"`
+	Warnings         []config.Problem `json:"warnings"`
+	DefinitionDigest string           `json:"definitionDigest,omitempty"`
 }
 
 func summary(dir string, res config.ValidationResult) string {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -93,12 +92,4 @@ func newVersionCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the version as JSON")
 	return cmd
-}
-
-// versionTemplate makes `capstan --version` print what `capstan version`
-// prints.
-func versionTemplate() string {
-	var b strings.Builder
-	currentVersion().print(&b)
-	return b.String()
 }

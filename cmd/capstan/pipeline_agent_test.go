@@ -42,6 +42,16 @@ stages:
 	if code != 0 || !strings.Contains(out, `"agent": "writer"`) || !strings.Contains(out, `"status": "completed"`) {
 		t.Fatalf("runs:\n%s", out)
 	}
+	// It ran with its definition pinned, as `capstan run` does.
+	var runs []struct {
+		RunID string `json:"runId"`
+	}
+	if err := json.Unmarshal([]byte(out), &runs); err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v\n%s", err, out)
+	}
+	if code, out, _ = captureConfigCLI(t, "show", runs[0].RunID); code != 0 || !strings.Contains(out, "definition sha256:") {
+		t.Fatalf("show:\n%s", out)
+	}
 }
 
 // withWriterAgent adds to files the "writer" agent under agents/writer: one

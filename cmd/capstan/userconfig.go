@@ -131,6 +131,25 @@ func withUserPricing(def *config.Agent) (*config.Agent, error) {
 	return config.NewAgent(def.Dir(), d, def.Registry(), agent.ValidateOptions())
 }
 
+// loadPinnedWithDefaults pins the agent folder with the script file of the
+// model the run will use: the --model flag, else CAPSTAN_MODEL, else — when
+// agent.json names no model — the user config's default_model.
+func loadPinnedWithDefaults(dir, flagModel string) (*config.Agent, error) {
+	model := flagModel
+	if model == "" {
+		model = os.Getenv("CAPSTAN_MODEL")
+	}
+	def, err := agent.LoadPinned(dir, model)
+	if err != nil || model != "" || def.Definition().Runner.Model != "" {
+		return def, err
+	}
+	uc, err := loadUserConfig()
+	if err != nil || uc.DefaultModel == "" {
+		return def, err
+	}
+	return agent.LoadPinned(dir, uc.DefaultModel)
+}
+
 // applyUserDefaults fills what the flags, the environment and agent.json
 // left open: the model (flag > CAPSTAN_MODEL > runner.model > default_model)
 // and the base URL (flag > <PROVIDER>_BASE_URL > runner.baseUrl > base_urls).

@@ -220,13 +220,25 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		writeJSON(w, map[string]int64{"input_tokens": estimate(len(body))}, nil)
 		return
 	}
-	s.answer(w, r, body, req, func(rp Reply) { writeAnthropicReply(r, w, s, req, rp, len(body)) })
+	cu, commit, err := s.cache.anthropic(body, s.opts.CacheMinTokens)
+	if err != nil {
+		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
+		return
+	}
+	if win := s.opts.ContextWindow; win > 0 && cu.Total > win {
+		s.fail(w, r, body, req, http.StatusBadRequest, "", "", fmt.Sprintf("prompt is too long: %d tokens > %d maximum", cu.Total, win))
+		return
+	}
+	s.answer(w, r, body, req, func(rp Reply) {
+		commit()
+		writeAnthropicReply(r, w, s, req, rp, cu)
+	})
 }
 
-func anthropicUsage(rp Reply, reqBytes int) map[string]int64 {
+func anthropicUsage(rp Reply, cu cacheUsage) map[string]int64 {
 	u := rp.Usage
-	if u.InputTokens == 0 {
-		u.InputTokens = estimate(reqBytes)
+	if u.InputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
+		u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens = cu.Uncached(), cu.Read, cu.Write
 	}
 	if u.OutputTokens == 0 {
 		n := len(rp.replyText())
@@ -275,7 +287,7 @@ func (s *Server) checkThinking(body []byte) error {
 	return nil
 }
 
-func writeAnthropicReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int) {
+func writeAnthropicReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, cu cacheUsage) {
 	var content []map[string]any
 	sig := ""
 	if rp.Thinking != "" {
@@ -310,7 +322,7 @@ func writeAnthropicReply(r *http.Request, w http.ResponseWriter, s *Server, req 
 			stop = "tool_use"
 		}
 	}
-	usage := anthropicUsage(rp, reqBytes)
+	usage := anthropicUsage(rp, cu)
 	msgID := s.nextID("msg_")
 	if !req.Stream {
 		writeJSON(w, map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": req.Model,

@@ -45,8 +45,12 @@ type ToolCall struct {
 	Input json.RawMessage // JSON object; nil = {}
 }
 
-// Usage is the token usage a reply reports. Zero fields are estimated
-// (about four characters per token) from the request and reply sizes.
+// Usage is the token usage a reply reports. When all three input fields
+// are zero they are computed from the request (about four bytes per token)
+// with the prompt-cache accounting of the dialect: Anthropic cache_control
+// breakpoints, OpenAI automatic prefix caching. InputTokens is the input
+// billed at the full rate (Anthropic input_tokens; OpenAI prompt_tokens
+// minus cached_tokens).
 type Usage struct {
 	InputTokens      int64
 	OutputTokens     int64
@@ -179,6 +183,14 @@ type Options struct {
 	InMemory bool
 	// NoRecord disables request recording (long benchmarks).
 	NoRecord bool
+	// CacheMinTokens overrides the minimum cacheable prefix of Anthropic
+	// prompt caching (0 = the model's published minimum, pricing.LimitsOf).
+	CacheMinTokens int64
+	// ContextWindow, when > 0, is the model's context window in tokens: a
+	// request whose input is larger is answered with the dialect's 400
+	// ("prompt is too long" / context_length_exceeded), as the real APIs
+	// do.
+	ContextWindow int64
 }
 
 // Server is a running fake API.
@@ -194,6 +206,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	thinking map[string]string // tool_use id → signature of its thinking block
+	cache    promptCache
 	next     int
 	requests []Recorded
 	seq      int

@@ -156,13 +156,22 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, body []byte
 		s.fail(w, r, body, req, http.StatusBadRequest, "", "", err.Error())
 		return
 	}
-	s.answer(w, r, body, req, func(rp Reply) { writeOpenAIReply(r, w, s, req, rp, len(body), includeUsage) })
+	cu, commit := s.cache.openAI(body)
+	if win := s.opts.ContextWindow; win > 0 && cu.Total > win {
+		s.fail(w, r, body, req, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded",
+			fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", win, cu.Total))
+		return
+	}
+	s.answer(w, r, body, req, func(rp Reply) {
+		commit()
+		writeOpenAIReply(r, w, s, req, rp, cu, includeUsage)
+	})
 }
 
-func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, reqBytes int, includeUsage bool) {
+func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, cu cacheUsage, includeUsage bool) {
 	u := rp.Usage
-	if u.InputTokens == 0 {
-		u.InputTokens = estimate(reqBytes)
+	if u.InputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
+		u.InputTokens, u.CacheReadTokens = cu.Uncached(), cu.Read
 	}
 	text := rp.replyText()
 	if u.OutputTokens == 0 {
@@ -172,9 +181,15 @@ func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Req
 		}
 		u.OutputTokens = estimate(n)
 	}
-	usage := map[string]any{"prompt_tokens": u.InputTokens + u.CacheReadTokens, "completion_tokens": u.OutputTokens,
-		"total_tokens":          u.InputTokens + u.CacheReadTokens + u.OutputTokens,
-		"prompt_tokens_details": map[string]int64{"cached_tokens": u.CacheReadTokens}}
+	// prompt_tokens includes the cached tokens and, on models that bill
+	// cache writes, the tokens written.
+	prompt := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+	details := map[string]int64{"cached_tokens": u.CacheReadTokens}
+	if u.CacheWriteTokens > 0 {
+		details["cache_write_tokens"] = u.CacheWriteTokens
+	}
+	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": u.OutputTokens,
+		"total_tokens": prompt + u.OutputTokens, "prompt_tokens_details": details}
 	type call struct{ id, name, args string }
 	var calls []call
 	for _, c := range rp.ToolCalls {

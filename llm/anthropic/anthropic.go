@@ -9,8 +9,11 @@
 //
 //	import _ "github.com/capstan-dev/capstan/llm/anthropic"
 //
-// The stable prefix of every request (the system prompt and the tool
-// definitions) is marked for prompt caching. Retries are owned here, not by
+// Every request is marked for prompt caching with rolling breakpoints: on
+// the tool definitions, the system prompt, the newest message and the
+// newest message of the previous turn, so each request reads everything the
+// previous one sent from the cache and pays the full rate only for what is
+// new (see Model.params). Retries are owned here, not by
 // the SDK (whose own retries are disabled): see Config.Retry.
 package anthropic
 
@@ -31,6 +34,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/pricing"
 	"github.com/capstan-dev/capstan/llm/retry"
 )
 
@@ -95,6 +99,9 @@ func FromLLM(c llm.Config) Config {
 type Model struct {
 	cfg    Config
 	client sdk.Client
+
+	// schemas remembers converted tool input schemas.
+	schemas llm.SchemaCache[sdk.ToolInputSchemaParam]
 }
 
 // New builds a Model. A missing API key is an SDK_AUTH error.
@@ -334,6 +341,16 @@ func toResponse(msg *sdk.Message, structured bool) *llm.Response {
 }
 
 // params maps an llm.Request to the Messages API.
+//
+// Prompt caching: the API caches the prompt prefix up to each block marked
+// cache_control (at most four per request) and a later request reads the
+// longest prefix an earlier one wrote, checking each marker and the 20
+// blocks before it. params marks the last tool definition and the system
+// prompt (stable for the whole run), the last block of the newest message
+// (written now, read by the next turn) and the last block of the newest
+// message of the previous turn (read now, even when this turn added more
+// than 20 blocks). A marker whose prefix is shorter than the model's
+// minimum cacheable length would be ignored by the API, so it is left out.
 func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	model := req.Model
 	if model == "" {
@@ -343,30 +360,37 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if maxTokens <= 0 {
 		maxTokens = m.cfg.MaxTokens
 	}
+	limits, _ := pricing.LimitsOf(model)
+	cacheable := func(prefixBytes int) bool {
+		return !m.cfg.DisablePromptCache && llm.EstimateTokens(prefixBytes) >= limits.MinCacheable
+	}
 	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(maxTokens)}
 	if req.Temperature != nil {
 		p.Temperature = sdk.Float(*req.Temperature)
 	}
-	if req.System != "" {
-		sys := sdk.TextBlockParam{Text: req.System}
-		if !m.cfg.DisablePromptCache {
-			sys.CacheControl = sdk.NewCacheControlEphemeralParam()
-		}
-		p.System = []sdk.TextBlockParam{sys}
-	}
+	prefix := 0 // bytes of the prompt so far, to weigh markers against the minimum
 	for i, spec := range req.Tools {
-		schema, err := inputSchema(spec.InputSchema)
+		schema, err := m.schemas.Get(spec.InputSchema, inputSchema)
 		if err != nil {
 			return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
 		}
+		prefix += llm.SpecSize(spec)
 		t := sdk.ToolParam{Name: spec.Name, InputSchema: schema}
 		if spec.Description != "" {
 			t.Description = sdk.String(spec.Description)
 		}
-		if i == len(req.Tools)-1 && !m.cfg.DisablePromptCache {
+		if i == len(req.Tools)-1 && cacheable(prefix) {
 			t.CacheControl = sdk.NewCacheControlEphemeralParam()
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &t})
+	}
+	if req.System != "" {
+		prefix += len(req.System)
+		sys := sdk.TextBlockParam{Text: req.System}
+		if cacheable(prefix) {
+			sys.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
+		p.System = []sdk.TextBlockParam{sys}
 	}
 	if len(req.OutputSchema) > 0 {
 		var schema map[string]any
@@ -375,12 +399,35 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 		}
 		p.OutputConfig = sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: schema}}
 	}
-	msgs, err := wireMessages(req.Messages)
+	msgs, sizes, err := wireMessages(req.Messages)
 	if err != nil {
 		return p, err
 	}
+	// Prefix bytes up to the end of each wire message.
+	for i := range sizes {
+		prefix += sizes[i]
+		sizes[i] = prefix
+	}
+	// The newest message, and the newest message of the previous turn
+	// (user messages alternate with assistant ones, so two back).
+	for _, i := range []int{len(msgs) - 3, len(msgs) - 1} {
+		if i >= 0 && cacheable(sizes[i]) {
+			markLastBlock(msgs[i])
+		}
+	}
 	p.Messages = msgs
 	return p, nil
+}
+
+// markLastBlock puts a cache marker on the last block of msg that can
+// carry one (thinking blocks cannot).
+func markLastBlock(msg sdk.MessageParam) {
+	for j := len(msg.Content) - 1; j >= 0; j-- {
+		if cc := msg.Content[j].GetCacheControl(); cc != nil {
+			*cc = sdk.NewCacheControlEphemeralParam()
+			return
+		}
+	}
 }
 
 // inputSchema converts a tool's JSON Schema to the SDK's parameter.
@@ -421,20 +468,26 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 // tool results become tool_result blocks of a user message, and adjacent
 // messages of the same wire role are merged (tool results first), so a
 // transcript that stopped after tool results and continues with a new
-// prompt is still a valid request.
-func wireMessages(msgs []llm.Message) ([]sdk.MessageParam, error) {
-	var out []sdk.MessageParam
+// prompt is still a valid request. sizes[i] is the content size in bytes
+// of out[i] (llm.Message.Size of the messages it holds).
+func wireMessages(msgs []llm.Message) (out []sdk.MessageParam, sizes []int, err error) {
+	out = make([]sdk.MessageParam, 0, len(msgs))
+	sizes = make([]int, 0, len(msgs))
+	size := 0
 	push := func(role sdk.MessageParamRole, blocks []sdk.ContentBlockParamUnion) {
 		if len(blocks) == 0 {
 			return
 		}
 		if n := len(out); n > 0 && out[n-1].Role == role {
 			out[n-1].Content = append(out[n-1].Content, blocks...)
+			sizes[n-1] += size
 			return
 		}
 		out = append(out, sdk.MessageParam{Role: role, Content: blocks})
+		sizes = append(sizes, size)
 	}
 	for _, msg := range msgs {
+		size = msg.Size()
 		switch msg.Role {
 		case llm.RoleUser:
 			var bs []sdk.ContentBlockParamUnion
@@ -467,13 +520,13 @@ func wireMessages(msgs []llm.Message) ([]sdk.MessageParam, error) {
 			}
 			push(sdk.MessageParamRoleAssistant, bs)
 		default:
-			return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "transcript has a message with unknown role %q", msg.Role)
+			return nil, nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "transcript has a message with unknown role %q", msg.Role)
 		}
 	}
 	if len(out) == 0 || out[0].Role != sdk.MessageParamRoleUser {
-		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "transcript must start with a user message")
+		return nil, nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "transcript must start with a user message")
 	}
-	return out, nil
+	return out, sizes, nil
 }
 
 // envGetter is the process environment, used when llm.Config.Getenv is nil

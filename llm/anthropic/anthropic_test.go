@@ -66,6 +66,7 @@ func TestTextTurnStreamsAndCachesPrefix(t *testing.T) {
 	}})
 	m := newModel(t, srv, nil, nil)
 	req := userReq("hi")
+	req.System = strings.Repeat("Be terse. ", 500) // above the 1,024-token minimum cacheable prefix
 	req.Tools = []tool.Spec{
 		{Name: "A", Description: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}},"required":["x"],"additionalProperties":false}`)},
 		{Name: "B", Description: "b", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -108,8 +109,13 @@ func TestTextTurnStreamsAndCachesPrefix(t *testing.T) {
 	if len(body.System) != 1 || body.System[0].CacheControl == nil || body.System[0].CacheControl.Type != "ephemeral" {
 		t.Errorf("system prompt not cached: %s", r.Body)
 	}
-	if len(body.Tools) != 2 || body.Tools[0].CacheControl != nil || body.Tools[1].CacheControl == nil {
-		t.Errorf("cache_control must be on the last tool only: %s", r.Body)
+	// The two tool definitions alone are far below the minimum cacheable
+	// prefix: a marker there would be ignored by the API.
+	if len(body.Tools) != 2 || body.Tools[0].CacheControl != nil || body.Tools[1].CacheControl != nil {
+		t.Errorf("tools below the minimum cacheable length must not be marked: %s", r.Body)
+	}
+	if got := strings.Count(string(r.Body), `"cache_control"`); got != 2 {
+		t.Errorf("want markers on the system prompt and the newest message, got %d: %s", got, r.Body)
 	}
 	if body.Tools[0].InputSchema["additionalProperties"] != false || body.Tools[0].InputSchema["required"] == nil {
 		t.Errorf("input schema lost fields: %v", body.Tools[0].InputSchema)
@@ -591,5 +597,39 @@ func TestTemperatureReachesTheWire(t *testing.T) {
 	}
 	if strings.Contains(unset, `"temperature"`) {
 		t.Fatalf("default overridden: %s", unset)
+	}
+}
+
+// TestCacheReadSurvivesATurnOfManyParallelToolCalls: a turn with 25
+// parallel tool calls adds 50 blocks, beyond the API's 20-block lookback;
+// the marker on the previous turn's newest message still lets the next
+// request read everything the previous one wrote.
+func TestCacheReadSurvivesATurnOfManyParallelToolCalls(t *testing.T) {
+	var calls []fakellm.ToolCall
+	for i := 0; i < 25; i++ {
+		calls = append(calls, fakellm.ToolCall{ID: fmt.Sprintf("toolu_%02d", i), Name: "Read", Input: json.RawMessage(`{"file_path":"a.txt"}`)})
+	}
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{{ToolCalls: calls}, {Text: "done"}}})
+	m := newModel(t, srv, nil, nil)
+	req := userReq(strings.Repeat("Read the files and summarize them. ", 200)) // above the minimum cacheable length
+	first, err := m.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := llm.Message{Role: llm.RoleTool}
+	for _, c := range first.Message.ToolCalls {
+		results.ToolResults = append(results.ToolResults, llm.ToolResult{CallID: c.ID, Name: c.Name, Content: "file contents"})
+	}
+	req.Messages = append(req.Messages, first.Message, results)
+	second, err := m.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Usage.CacheWriteTokens == 0 || second.Usage.CacheReadTokens < first.Usage.CacheWriteTokens {
+		t.Fatalf("first turn wrote %d tokens, second read %d: the second request missed the cache",
+			first.Usage.CacheWriteTokens, second.Usage.CacheReadTokens)
+	}
+	if n := strings.Count(string(srv.Requests()[1].Body), `"cache_control"`); n > fakellm.MaxCacheBreakpoints {
+		t.Fatalf("%d cache markers", n)
 	}
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // Environment variables the driver reads through Config.Getenv.
@@ -738,10 +739,10 @@ func textDelta(ev json.RawMessage) string {
 	return e.Delta.Text
 }
 
-// structured validates the structured answer against schema, recovering it
+// structured validates the structured answer against outputSchema, recovering it
 // from the result text when the CLI did not report structured_output.
-func structured(st *state, schema json.RawMessage) error {
-	sch, err := compileSchema(schema)
+func structured(st *state, outputSchema json.RawMessage) error {
+	sch, err := compileSchema(outputSchema)
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "output schema does not compile")
 	}
@@ -750,7 +751,7 @@ func structured(st *state, schema json.RawMessage) error {
 		candidates = append(candidates, st.res.StructuredOutput)
 	}
 	if st.result != nil {
-		candidates = append(candidates, ExtractJSON(st.result.Result)...)
+		candidates = append(candidates, schema.JSONCandidates(st.result.Result)...)
 	}
 	var lastErr error
 	for _, c := range candidates {
@@ -776,59 +777,8 @@ func structured(st *state, schema json.RawMessage) error {
 	return e
 }
 
-func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	const url = "mem://capstan/output.schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
-
-// ExtractJSON finds JSON objects in a model's text answer, most likely
-// first: the whole text, then ```json fenced blocks, then the span from the
-// first '{' to the last '}'.
-func ExtractJSON(text string) []json.RawMessage {
-	var out []json.RawMessage
-	add := func(s string) {
-		s = strings.TrimSpace(s)
-		if s != "" && json.Valid([]byte(s)) {
-			for _, o := range out {
-				if string(o) == s {
-					return
-				}
-			}
-			out = append(out, json.RawMessage(s))
-		}
-	}
-	add(text)
-	rest := text
-	for {
-		i := strings.Index(rest, "```")
-		if i < 0 {
-			break
-		}
-		rest = rest[i+3:]
-		nl := strings.IndexByte(rest, '\n')
-		if nl < 0 {
-			break
-		}
-		body := rest[nl+1:]
-		j := strings.Index(body, "```")
-		if j < 0 {
-			break
-		}
-		add(body[:j])
-		rest = body[j+3:]
-	}
-	if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
-		add(text[i : j+1])
-	}
-	return out
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	return schema.CompileSource(schema.Source{Raw: raw, URL: "mem://capstan/output.schema.json"})
 }
 
 // tailBuffer keeps the last max bytes written to it.

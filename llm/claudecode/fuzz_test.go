@@ -79,19 +79,6 @@ func FuzzLineReader(f *testing.F) {
 	})
 }
 
-func FuzzExtractJSON(f *testing.F) {
-	f.Add("```json\n{\"a\":1}\n```")
-	f.Add("text {\"a\": {\"b\": 2}} more")
-	f.Add("```\n```\n{")
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, j := range ExtractJSON(s) {
-			if !json.Valid(j) {
-				t.Fatalf("invalid JSON extracted: %q", j)
-			}
-		}
-	})
-}
-
 type nopEmitter struct{}
 
 func (nopEmitter) Emit(string, any) {}

@@ -89,6 +89,9 @@ func FromLLM(c llm.Config) Config {
 type Model struct {
 	cfg    Config
 	client sdk.Client
+
+	// schemas remembers converted tool input schemas.
+	schemas llm.SchemaCache[shared.FunctionParameters]
 }
 
 // New builds a Model. A missing key without a base URL is SDK_AUTH.
@@ -169,9 +172,11 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 	}
 	var acc sdk.ChatCompletionAccumulator
 	finished := false
+	var cacheWrites int64 // the accumulator drops prompt_tokens_details.cache_write_tokens
 	for stream.Next() {
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
+		cacheWrites += chunk.Usage.PromptTokensDetails.CacheWriteTokens
 		for _, c := range chunk.Choices {
 			if c.FinishReason != "" {
 				finished = true
@@ -189,6 +194,7 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 	if !finished {
 		return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "stream ended without a finish_reason (dropped connection)", Retryable: true}
 	}
+	acc.Usage.PromptTokensDetails.CacheWriteTokens = cacheWrites
 	return toResponse(&acc.ChatCompletion, structured), nil
 }
 
@@ -269,11 +275,19 @@ func (m *Model) redact(s string) string {
 var stopReasons = map[string]string{"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
 	"length": "max_tokens", "content_filter": "refusal"}
 
+// usage splits prompt_tokens, which includes the cached tokens and the
+// tokens written to the cache (models with explicit cache writes), into
+// capstan's uncached / cache-read / cache-write figures.
+func usage(u sdk.CompletionUsage) llm.Usage {
+	read, write := u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens
+	return llm.Usage{InputTokens: max(0, u.PromptTokens-read-write), OutputTokens: u.CompletionTokens,
+		CacheReadTokens: read, CacheWriteTokens: write}
+}
+
 func toResponse(c *sdk.ChatCompletion, structured bool) *llm.Response {
 	resp := &llm.Response{Model: c.Model}
 	resp.Message.Role = llm.RoleAssistant
-	cached := c.Usage.PromptTokensDetails.CachedTokens
-	resp.Usage = llm.Usage{InputTokens: c.Usage.PromptTokens - cached, OutputTokens: c.Usage.CompletionTokens, CacheReadTokens: cached}
+	resp.Usage = usage(c.Usage)
 	if len(c.Choices) == 0 {
 		resp.StopReason = "end_turn"
 		return resp
@@ -320,16 +334,11 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 		p.Seed = sdk.Int(*req.Seed)
 	}
 	for _, spec := range req.Tools {
-		var params map[string]any
-		if len(spec.InputSchema) > 0 {
-			if err := json.Unmarshal(spec.InputSchema, &params); err != nil {
-				return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
-			}
+		params, err := m.schemas.Get(spec.InputSchema, parameters)
+		if err != nil {
+			return p, agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "tool %s has an invalid input schema", spec.Name)
 		}
-		if params == nil {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		fn := shared.FunctionDefinitionParam{Name: spec.Name, Parameters: shared.FunctionParameters(params)}
+		fn := shared.FunctionDefinitionParam{Name: spec.Name, Parameters: params}
 		if spec.Description != "" {
 			fn.Description = sdk.String(spec.Description)
 		}
@@ -382,6 +391,20 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 		}
 	}
 	return p, nil
+}
+
+// parameters converts a tool's JSON Schema to function parameters.
+func parameters(raw json.RawMessage) (shared.FunctionParameters, error) {
+	var params shared.FunctionParameters
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &params); err != nil {
+			return nil, err
+		}
+	}
+	if params == nil {
+		params = shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+	}
+	return params, nil
 }
 
 // schemaName makes a response_format name: [a-zA-Z0-9_-], at most 64.

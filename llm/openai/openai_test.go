@@ -58,7 +58,7 @@ func userReq(text string) *llm.Request {
 
 func TestTextTurnWithCachedUsage(t *testing.T) {
 	srv := fakellm.NewOpenAI(t, fakellm.Options{APIKey: testKey, Replies: []fakellm.Reply{
-		{Text: "héllo wörld", Usage: fakellm.Usage{InputTokens: 30, OutputTokens: 4, CacheReadTokens: 70}},
+		{Text: "héllo wörld", Usage: fakellm.Usage{InputTokens: 30, OutputTokens: 4, CacheReadTokens: 70, CacheWriteTokens: 20}},
 	}})
 	resp, err := newModel(t, srv, testKey, nil, nil).Generate(context.Background(), userReq("hi"))
 	if err != nil {
@@ -67,7 +67,9 @@ func TestTextTurnWithCachedUsage(t *testing.T) {
 	if resp.Message.Text != "héllo wörld" || resp.StopReason != "end_turn" {
 		t.Fatalf("resp = %+v", resp)
 	}
-	if want := (llm.Usage{InputTokens: 30, OutputTokens: 4, CacheReadTokens: 70}); resp.Usage != want {
+	// prompt_tokens (120) includes the cached and the written tokens; only
+	// the rest is billed at the full input rate.
+	if want := (llm.Usage{InputTokens: 30, OutputTokens: 4, CacheReadTokens: 70, CacheWriteTokens: 20}); resp.Usage != want {
 		t.Fatalf("usage = %+v, want %+v", resp.Usage, want)
 	}
 	r := srv.Requests()[0]
@@ -331,4 +333,66 @@ func TestTemperatureAndSeedReachTheWire(t *testing.T) {
 	if strings.Contains(unset, `"temperature"`) || strings.Contains(unset, `"seed"`) {
 		t.Fatalf("defaults overridden: %s", unset)
 	}
+}
+
+// TestConsecutiveRequestsShareAByteIdenticalPrefix: automatic prefix
+// caching needs every request to start with exactly the bytes of the
+// previous one (tools in the same order, the same system prompt, earlier
+// messages unchanged), across the turns of a query and across queries of a
+// session.
+func TestConsecutiveRequestsShareAByteIdenticalPrefix(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		if len(r.LastToolResults) > 0 {
+			return fakellm.Reply{Text: "done"}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "Echo", Input: json.RawMessage(`{"text":"x","b":1,"a":2}`)}}}
+	}})
+	env := map[string]string{"OPENAI_BASE_URL": srv.URL}
+	b, err := llm.Open(context.Background(), "openai:gpt-4.1", llm.Config{Tools: []tool.Tool{echoTool{}, upperTool{}},
+		HTTPClient: srv.Client(), Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := ""
+	for _, prompt := range []string{"first", "second"} {
+		res, err := b.Query(context.Background(), prompt, llm.QueryOptions{SessionID: session, SystemPrompt: "be brief"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		session = res.SessionID
+	}
+	type prompt struct {
+		Tools    json.RawMessage   `json:"tools"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i := 1; i < len(reqs); i++ {
+		var prev, cur prompt
+		if err := json.Unmarshal(reqs[i-1].Body, &prev); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(reqs[i].Body, &cur); err != nil {
+			t.Fatal(err)
+		}
+		if string(prev.Tools) != string(cur.Tools) {
+			t.Errorf("request %d: tools changed:\n%s\n%s", i+1, prev.Tools, cur.Tools)
+		}
+		if len(cur.Messages) <= len(prev.Messages) {
+			t.Fatalf("request %d has %d messages, previous %d", i+1, len(cur.Messages), len(prev.Messages))
+		}
+		for j, m := range prev.Messages {
+			if string(m) != string(cur.Messages[j]) {
+				t.Errorf("request %d: message %d changed:\n%s\n%s", i+1, j, m, cur.Messages[j])
+			}
+		}
+	}
+}
+
+type upperTool struct{ echoTool }
+
+func (upperTool) Spec() tool.Spec {
+	return tool.Spec{Name: "Upper", Description: "upper-cases text", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
 }

@@ -125,15 +125,22 @@ func (t Table) Lookup(model string) (Price, bool) {
 	return p, ok
 }
 
-// Cost is the USD cost of u on model. known is false (and usd 0) when the
-// table has no price for the model.
+// Cost is the USD cost of u on model: uncached input, output, cache reads
+// and cache writes each at their own rate. A price without a cache-write
+// rate bills written tokens as plain input (providers that charge nothing
+// extra for writes report them inside the input). known is false (and usd
+// 0) when the table has no price for the model.
 func (t Table) Cost(model string, u llm.Usage) (usd float64, known bool) {
 	p, ok := t.Lookup(model)
 	if !ok {
 		return 0, false
 	}
+	write := p.CacheWrite
+	if write == 0 {
+		write = p.Input
+	}
 	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6, true
+		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*write) / 1e6, true
 }
 
 // Cost prices u on model with the built-in table.

@@ -19,7 +19,7 @@ func TestCostOfKnownModels(t *testing.T) {
 		"anthropic:claude-sonnet-5":  2 + 1 + 0.4 + 1,
 		"claude-sonnet-4-5-20250929": 3 + 1.5 + 0.6 + 1.5,
 		"claude-opus-5-5[1m]":        4 + 2 + 0.4 + 2,
-		"openai/gpt-4o-2024-08-06":   2.5 + 1 + 2.5,
+		"openai/gpt-4o-2024-08-06":   2.5 + 1 + 2.5 + 1, // writes without a write rate cost plain input
 		"GPT-6-Luna":                 0.1 + 0.05 + 0.02 + 0.05,
 	} {
 		got, ok := pricing.Cost(model, u)
@@ -84,4 +84,15 @@ func FuzzCost(f *testing.F) {
 			t.Fatalf("unknown model with cost %v", usd)
 		}
 	})
+}
+
+func TestLimitsOfKnownAndUnknownModels(t *testing.T) {
+	l, ok := pricing.LimitsOf("anthropic:claude-haiku-4-5-20251001")
+	if !ok || l.ContextWindow != 200_000 || l.MinCacheable != 4096 {
+		t.Fatalf("haiku 4.5 = %+v %v", l, ok)
+	}
+	l, ok = pricing.LimitsOf("llama3.1:8b")
+	if ok || l.ContextWindow != 0 || l.MinCacheable != pricing.DefaultMinCacheable {
+		t.Fatalf("unknown model = %+v %v", l, ok)
+	}
 }

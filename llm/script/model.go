@@ -3,6 +3,8 @@ package script
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,11 +24,18 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 	if name == "" {
 		name = DefaultFile
 	}
-	path := name
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(cfg.AgentDir, path)
+	var s *Script
+	var err error
+	if rel, ok := inAgentDir(cfg.AgentDir, name); ok && cfg.AgentFS != nil {
+		// The script file is part of the pinned agent definition.
+		s, err = LoadFS(cfg.AgentFS, rel, name)
+	} else {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cfg.AgentDir, p)
+		}
+		s, err = Load(p, name)
 	}
-	s, err := Load(path, name)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +56,22 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 		m.next = len(s.Turns)
 	}
 	return m, nil
+}
+
+// inAgentDir returns the script file name as a path inside the agent
+// folder dir (name is relative to it, or absolute), and whether it is one.
+func inAgentDir(dir, name string) (string, bool) {
+	if filepath.IsAbs(name) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", false
+		}
+		if name, err = filepath.Rel(abs, name); err != nil {
+			return "", false
+		}
+	}
+	rel := path.Clean(filepath.ToSlash(name))
+	return rel, filepath.IsLocal(name) && fs.ValidPath(rel)
 }
 
 // Model replays a Script, one turn per Generate call. It is safe for
@@ -78,6 +103,9 @@ func (m *Model) Remaining() int {
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "model call canceled")
+	}
+	if req.Summary {
+		return summary(req), nil
 	}
 	m.mu.Lock()
 	if m.next >= len(m.script.Turns) {
@@ -146,9 +174,20 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		resp.Usage = llm.Usage{InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
 			CacheReadTokens: t.Usage.CacheReadTokens, CacheWriteTokens: t.Usage.CacheWriteTokens}
 	} else {
-		resp.Usage = llm.Usage{InputTokens: EstimateTokens(requestChars(req)), OutputTokens: EstimateTokens(messageChars(resp.Message))}
+		resp.Usage = llm.Usage{InputTokens: EstimateTokens(llm.RequestSize(req)), OutputTokens: EstimateTokens(resp.Message.Size())}
 	}
 	return resp, nil
+}
+
+// summary answers a context-compaction summary request without a
+// scripted turn: a deterministic digest of what it was asked to condense.
+func summary(req *llm.Request) *llm.Response {
+	in := lastUserText(req)
+	text := fmt.Sprintf("Summary written by the script provider of %d bytes of earlier turns. They ended with: %s",
+		len(in), excerpt(in[max(0, len(in)-300):], 300))
+	msg := llm.Message{Role: llm.RoleAssistant, Text: text}
+	return &llm.Response{Message: msg, Model: "script", StopReason: "end_turn",
+		Usage: llm.Usage{InputTokens: EstimateTokens(llm.RequestSize(req)), OutputTokens: EstimateTokens(msg.Size())}}
 }
 
 // simulate maps a scripted error onto the agenterr code a real provider
@@ -199,34 +238,4 @@ func excerpt(s string, n int) string {
 
 // EstimateTokens estimates a token count from a character count (≈ 4
 // characters per token, at least 1 for non-empty text).
-func EstimateTokens(chars int) int64 {
-	if chars <= 0 {
-		return 0
-	}
-	return int64((chars + 3) / 4)
-}
-
-// requestChars counts the characters a request sends: system prompt,
-// transcript and tool descriptions.
-func requestChars(req *llm.Request) int {
-	n := len(req.System)
-	for _, m := range req.Messages {
-		n += messageChars(m)
-	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
-	}
-	n += len(req.OutputSchema)
-	return n
-}
-
-func messageChars(m llm.Message) int {
-	n := len(m.Text)
-	for _, c := range m.ToolCalls {
-		n += len(c.Name) + len(c.Input)
-	}
-	for _, r := range m.ToolResults {
-		n += len(r.Content)
-	}
-	return n
-}
+func EstimateTokens(chars int) int64 { return llm.EstimateTokens(chars) }

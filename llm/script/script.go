@@ -31,7 +31,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -134,7 +136,13 @@ type rawExpect struct {
 
 // Load reads and parses a script file. name is the path shown in messages.
 func Load(path, name string) (*Script, error) {
-	st, err := os.Stat(path)
+	return LoadFS(os.DirFS(filepath.Dir(path)), filepath.Base(path), name)
+}
+
+// LoadFS reads and parses the script file p of fsys (such as a pinned agent
+// definition snapshot). name is the path shown in messages.
+func LoadFS(fsys fs.FS, p, name string) (*Script, error) {
+	st, err := fs.Stat(fsys, p)
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
 			"script file not found")
@@ -154,7 +162,7 @@ func Load(path, name string) (*Script, error) {
 		e.File = name
 		return nil, e
 	}
-	data, err := os.ReadFile(path)
+	data, err := fs.ReadFile(fsys, p)
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "cannot read script file")
 		e.File = name

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -109,13 +110,23 @@ func New(cfg Config) ([]tool.Tool, error) {
 	return []tool.Tool{&readTool{ws}, &writeTool{ws}, &editTool{ws}, bash, &globTool{ws}, &grepTool{ws}}, nil
 }
 
+// specs caches the built specs: every agent of a process shares one copy
+// of each description and compacted schema instead of building its own.
+var specs sync.Map // name + "\x00" + description + "\x00" + schema → tool.Spec
+
 // spec builds a tool.Spec; schema is the JSON Schema of the input object.
+// The Spec is shared: callers must not modify its InputSchema.
 func spec(name, description, schema string) tool.Spec {
+	key := name + "\x00" + description + "\x00" + schema
+	if s, ok := specs.Load(key); ok {
+		return s.(tool.Spec)
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, []byte(schema)); err != nil {
 		panic("builtin: bad schema for " + name + ": " + err.Error())
 	}
-	return tool.Spec{Name: name, Description: description, InputSchema: buf.Bytes()}
+	s, _ := specs.LoadOrStore(key, tool.Spec{Name: name, Description: description, InputSchema: buf.Bytes()})
+	return s.(tool.Spec)
 }
 
 // decode parses a tool input strictly: unknown fields are errors, so a model

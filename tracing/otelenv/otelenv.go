@@ -13,9 +13,13 @@
 //	OTEL_SDK_DISABLED=true              tracing off
 //	TRACEPARENT, TRACESTATE             W3C trace context the run joins
 //
-// These are read through Options.Getenv and handed to the exporter
-// explicitly; the exporter reads the remaining OTLP settings (timeout,
-// compression, certificates) from the process environment itself.
+//	OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT            per request, in ms (default 10000)
+//	OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION        gzip or none
+//	OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE        CA file (PEM) for https
+//	OTEL_EXPORTER_OTLP_[TRACES_]CLIENT_CERTIFICATE client certificate and key (PEM), together
+//	OTEL_EXPORTER_OTLP_[TRACES_]CLIENT_KEY
+//
+// All of them are read through Options.Getenv.
 //
 // Tracing is off unless OTEL_TRACES_EXPORTER or an OTLP endpoint is set.
 // Exporting never fails or stalls a run: spans are exported in the
@@ -34,7 +38,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -114,12 +118,8 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 		if proto != "" && proto != "http/protobuf" {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported: capstan exports OTLP over http/protobuf only (unset it, and point the endpoint at the collector's HTTP port, usually 4318)", proto)
 		}
-		// The endpoint and headers are resolved here, from Getenv, and
-		// given explicitly (they win over the exporter's own reading of
-		// the process environment). Retries are bounded so that an
-		// unreachable endpoint costs at most the shutdown timeout.
-		xopts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
-			Enabled: true, InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: t.timeout})}
+		// Every setting is read through Getenv. Retries are bounded so
+		// that an unreachable endpoint costs at most the shutdown timeout.
 		u, note, err := tracesURL(env)
 		if err != nil {
 			return nil, err
@@ -127,9 +127,7 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 		if note != "" {
 			warn(note)
 		}
-		if u != "" {
-			xopts = append(xopts, otlptracehttp.WithEndpointURL(u))
-		}
+		var headers map[string]string
 		name := "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
 		hv := env(name)
 		if hv == "" {
@@ -141,9 +139,13 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 			for _, p := range problems {
 				warn(p)
 			}
-			xopts = append(xopts, otlptracehttp.WithHeaders(h))
+			headers = h
 		}
-		e, err := otlptracehttp.New(ctx, xopts...)
+		client, err := newHTTPClient(env, u, headers, t.timeout)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP exporter: %w", err)
+		}
+		e, err := otlptrace.New(ctx, client)
 		if err != nil {
 			return nil, fmt.Errorf("OTLP exporter: %w", err)
 		}

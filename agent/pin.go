@@ -1,0 +1,48 @@
+package agent
+
+import (
+	"path/filepath"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/definition"
+)
+
+// LoadPinned reads the agent folder dir once into a definition snapshot
+// (with the script files of models, such as a --model override) and loads
+// and validates the agent from it (config.LoadAndValidateFS with
+// ValidateOptions). A run built from the result reads nothing of dir
+// afterwards and records the snapshot with its digests.
+func LoadPinned(dir string, models ...string) (*config.Agent, error) {
+	snap, err := definition.Take(dir, definition.Options{Models: models})
+	if err != nil {
+		return nil, err
+	}
+	return config.LoadAndValidateFS(snap, dir, ValidateOptions())
+}
+
+// pinDefinition stores the pinned definition the agent was loaded from
+// (a definition.Snapshot behind config.Agent.FS) with the run record, next
+// to the journal, and prepares what run.start records about it. An agent
+// loaded from disk has nothing to pin.
+func (a *Agent) pinDefinition() error {
+	snap, ok := a.def.FS().(*definition.Snapshot)
+	if !ok {
+		return nil
+	}
+	if _, err := snap.Save(filepath.Dir(a.events.Path())); err != nil {
+		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "store the agent definition with run %s", a.runID)
+	}
+	a.definition = snap
+	a.snapshotRecord = snap.Record()
+	a.snapshotRecord.Resume = a.opts.DefinitionResume
+	return nil
+}
+
+// definitionDigest is the digest of the pinned definition, "" when none.
+func (a *Agent) definitionDigest() string {
+	if a.definition == nil {
+		return ""
+	}
+	return a.definition.Digest()
+}

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/llm"
+	_ "github.com/capstan-dev/capstan/llm/script" // the example's own provider, for validation
+)
+
+// blockingModel is an in-process model whose every call blocks until its
+// context ends (a model call that is still thinking); arrived counts the
+// calls that reached it.
+type blockingModel struct{ arrived *atomic.Int64 }
+
+func (m blockingModel) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	m.arrived.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+var parkArrived atomic.Int64
+
+func init() {
+	llm.RegisterModel("parkbench", func(context.Context, llm.Config) (llm.Model, error) {
+		return blockingModel{&parkArrived}, nil
+	})
+}
+
+// BenchmarkParkedAgents parks n agents (agent.Build, Start and Run with
+// the journal on) in a model call that blocks, and reports heap + stack in
+// use and goroutines per agent once all have arrived — everything the
+// agent holds, from before Build. The floor, measured in the
+// same run, is n goroutines blocked in the same model call without an
+// agent around it. One measurement per op; run with -benchtime 1x.
+//
+//	go test ./internal/bench -run XXX -bench ParkedAgents -benchtime 1x
+func BenchmarkParkedAgents(b *testing.B) {
+	dir := filepath.Join(moduleRoot(b), "examples", "hello")
+	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("agent/%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				parkAgents(b, def, n)
+			}
+		})
+		b.Run(fmt.Sprintf("floor/%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				parkCalls(b, n)
+			}
+		})
+	}
+}
+
+func memNow() (uint64, int) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse + ms.StackInuse, runtime.NumGoroutine()
+}
+
+func waitArrived(b *testing.B, want int64) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for parkArrived.Load() < want {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d calls arrived", parkArrived.Load(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func report(b *testing.B, n int, mem0 uint64, g0 int) {
+	mem1, g1 := memNow()
+	b.ReportMetric(float64(int64(mem1)-int64(mem0))/float64(n), "B/agent")
+	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/agent")
+}
+
+func parkAgents(b *testing.B, def *config.Agent, n int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	root := b.TempDir()
+	parkArrived.Store(0)
+	mem0, g0 := memNow()
+	agents := make([]*agent.Agent, n)
+	for i := range agents {
+		work := filepath.Join(root, fmt.Sprint(i))
+		if err := os.Mkdir(work, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		a, err := agent.Build(ctx, def, agent.BuildOptions{WorkDir: work, Model: "parkbench:m", MaxIterations: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := a.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		agents[i] = a
+	}
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.Run(ctx) }()
+	}
+	waitArrived(b, int64(n))
+	report(b, n, mem0, g0)
+	cancel()
+	wg.Wait()
+	for _, a := range agents {
+		a.Stop()
+	}
+}
+
+func parkCalls(b *testing.B, n int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := blockingModel{&parkArrived}
+	parkArrived.Store(0)
+	mem0, g0 := memNow()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = m.Generate(ctx, &llm.Request{})
+		}()
+	}
+	waitArrived(b, int64(n))
+	report(b, n, mem0, g0)
+	cancel()
+	wg.Wait()
+}

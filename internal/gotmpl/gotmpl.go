@@ -1,0 +1,702 @@
+// Package gotmpl expands Go text/template syntax over JSON data with a
+// bounded evaluator. Templates are parsed by text/template/parse (the
+// standard grammar: actions, pipelines, variables, if/else, range with
+// else/break/continue, with, define/template/block, comments, trim
+// markers); evaluation is this package's own and walks only JSON-shaped
+// values (map[string]any, []any, string, float64, bool, nil).
+//
+// The evaluator exists because the templates come from the model (a skill
+// run may write one with writeArtifact and expand it): every step, every
+// loop item and every byte produced counts against a budget, every string
+// a function builds is capped, nested {{template}} calls are limited, and
+// the context is checked inside loops, so a doubling loop or a nested
+// range stops with an error in the calling goroutine instead of exhausting
+// memory or spinning on after a timeout. It also never looks a method up
+// by name through reflection, which keeps the linker's dead-method
+// elimination on.
+package gotmpl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template/parse"
+
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
+)
+
+// ErrLimit is returned (wrapped) when expansion exceeds its budget.
+var ErrLimit = errors.New("template exceeds its budget")
+
+// Limits bound one Expand call; zero fields take the defaults.
+type Limits struct {
+	// MaxOutput caps the expanded text and every string built on the way
+	// (bytes; default 1 MiB).
+	MaxOutput int
+	// MaxSteps caps the work: one step per node and per loop item
+	// (default 1,000,000).
+	MaxSteps int
+}
+
+// widthPattern finds the widths and precisions of printf verbs.
+var widthPattern = regexp.MustCompile(`%[-+# 0]*[0-9]+|\.[0-9]+`)
+
+// maxDepth bounds nested {{template}} calls.
+const maxDepth = 100
+
+// Functions are the functions templates may call: upper lower join json
+// default, and text/template's and or not eq ne lt le gt ge len index
+// print printf println.
+var Functions = []string{"upper", "lower", "join", "json", "default",
+	"and", "or", "not", "eq", "ne", "lt", "le", "gt", "ge", "len", "index", "print", "printf", "println"}
+
+// Parse parses a template; errors carry text/template's "name:line:col"
+// position.
+func Parse(name, text string) (map[string]*parse.Tree, error) {
+	funcs := map[string]any{}
+	for _, f := range Functions {
+		funcs[f] = true
+	}
+	trees, err := parse.Parse(name, text, "{{", "}}", funcs)
+	if err != nil {
+		return nil, err
+	}
+	return trees, nil
+}
+
+// Expand parses text and expands it with data (JSON-shaped). A missing
+// map key is an error, as with text/template's missingkey=error.
+func Expand(ctx context.Context, name, text string, data any, lim Limits) (string, error) {
+	trees, err := Parse(name, text)
+	if err != nil {
+		return "", err
+	}
+	if lim.MaxOutput <= 0 {
+		lim.MaxOutput = 1 << 20
+	}
+	if lim.MaxSteps <= 0 {
+		lim.MaxSteps = 1_000_000
+	}
+	root := trees[name]
+	if root == nil || root.Root == nil {
+		return "", nil
+	}
+	st := &state{ctx: ctx, trees: trees, root: root, lim: lim, vars: []variable{{"$", data}}}
+	if err := st.walk(data, root.Root); err != nil {
+		var c control
+		if errors.As(err, &c) {
+			return "", fmt.Errorf("%s: {{break}} or {{continue}} outside {{range}}", name)
+		}
+		return "", err
+	}
+	return st.out.String(), nil
+}
+
+type variable struct {
+	name  string
+	value any
+}
+
+type state struct {
+	ctx   context.Context
+	trees map[string]*parse.Tree
+	root  *parse.Tree
+	lim   Limits
+	out   strings.Builder
+	vars  []variable
+	steps int
+	depth int
+	node  parse.Node
+}
+
+// control carries {{break}} and {{continue}} up to their range.
+type control struct{ brk bool }
+
+func (control) Error() string { return "break/continue" }
+
+func (s *state) errorf(format string, args ...any) error {
+	loc := ""
+	if s.node != nil {
+		l, c := s.root.ErrorContext(s.node)
+		loc = fmt.Sprintf("%s: at <%s>: ", l, c)
+	}
+	return fmt.Errorf("%s%s", loc, fmt.Sprintf(format, args...))
+}
+
+func (s *state) step() error {
+	s.steps++
+	if s.steps > s.lim.MaxSteps {
+		return fmt.Errorf("%w: more than %d steps", ErrLimit, s.lim.MaxSteps)
+	}
+	if s.steps&1023 == 0 {
+		return s.ctx.Err()
+	}
+	return nil
+}
+
+func (s *state) write(str string) error {
+	if s.out.Len()+len(str) > s.lim.MaxOutput {
+		return fmt.Errorf("%w: output larger than %d bytes", ErrLimit, s.lim.MaxOutput)
+	}
+	s.out.WriteString(str)
+	return nil
+}
+
+// capped fails when a string built by a function is over the output cap.
+func (s *state) capped(str string) (any, error) {
+	if len(str) > s.lim.MaxOutput {
+		return nil, fmt.Errorf("%w: a value larger than %d bytes", ErrLimit, s.lim.MaxOutput)
+	}
+	return str, nil
+}
+
+func (s *state) walk(dot any, n parse.Node) error {
+	if err := s.step(); err != nil {
+		return err
+	}
+	s.node = n
+	switch n := n.(type) {
+	case *parse.ListNode:
+		for _, c := range n.Nodes {
+			if err := s.walk(dot, c); err != nil {
+				return err
+			}
+		}
+	case *parse.TextNode:
+		return s.write(string(n.Text))
+	case *parse.CommentNode:
+	case *parse.ActionNode:
+		v, err := s.pipeline(dot, n.Pipe)
+		if err != nil {
+			return err
+		}
+		if len(n.Pipe.Decl) == 0 {
+			return s.write(printValue(v))
+		}
+	case *parse.IfNode:
+		return s.conditional(dot, &n.BranchNode, false)
+	case *parse.WithNode:
+		return s.conditional(dot, &n.BranchNode, true)
+	case *parse.RangeNode:
+		return s.rangeNode(dot, n)
+	case *parse.TemplateNode:
+		t := s.trees[n.Name]
+		if t == nil {
+			return s.errorf("no template %q", n.Name)
+		}
+		var v any
+		if n.Pipe != nil {
+			var err error
+			if v, err = s.pipeline(dot, n.Pipe); err != nil {
+				return err
+			}
+		}
+		if s.depth >= maxDepth {
+			return fmt.Errorf("%w: {{template}} nested more than %d deep", ErrLimit, maxDepth)
+		}
+		s.depth++
+		saved := s.vars
+		s.vars = []variable{{"$", v}}
+		err := s.walk(v, t.Root)
+		s.vars = saved
+		s.depth--
+		return err
+	case *parse.BreakNode:
+		return control{brk: true}
+	case *parse.ContinueNode:
+		return control{}
+	default:
+		return s.errorf("unsupported template node %s", n)
+	}
+	return nil
+}
+
+func (s *state) conditional(dot any, b *parse.BranchNode, with bool) error {
+	mark := len(s.vars)
+	defer func() { s.vars = s.vars[:mark] }()
+	v, err := s.pipeline(dot, b.Pipe)
+	if err != nil {
+		return err
+	}
+	if jsonvalue.Truthy(v) {
+		if with {
+			dot = v
+		}
+		return s.walk(dot, b.List)
+	}
+	if b.ElseList != nil {
+		return s.walk(dot, b.ElseList)
+	}
+	return nil
+}
+
+func (s *state) rangeNode(dot any, r *parse.RangeNode) error {
+	mark := len(s.vars)
+	defer func() { s.vars = s.vars[:mark] }()
+	v, err := s.pipeline(dot, r.Pipe)
+	if err != nil {
+		return err
+	}
+	one := func(k, elem any) error {
+		if err := s.step(); err != nil {
+			return err
+		}
+		switch len(r.Pipe.Decl) {
+		case 1:
+			s.vars[len(s.vars)-1].value = elem
+		case 2:
+			s.vars[len(s.vars)-2].value = k
+			s.vars[len(s.vars)-1].value = elem
+		}
+		inner := len(s.vars)
+		err := s.walk(elem, r.List)
+		s.vars = s.vars[:inner]
+		var c control
+		if errors.As(err, &c) && !c.brk {
+			return nil // {{continue}}
+		}
+		return err
+	}
+	n := 0
+	var loopErr error
+	switch x := v.(type) {
+	case []any:
+		n = len(x)
+		for i, e := range x {
+			if loopErr = one(float64(i), e); loopErr != nil {
+				break
+			}
+		}
+	case map[string]any:
+		n = len(x)
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if loopErr = one(k, x[k]); loopErr != nil {
+				break
+			}
+		}
+	case float64:
+		if x != float64(int(x)) || x < 0 {
+			return s.errorf("range over %v: not a whole number", x)
+		}
+		n = int(x)
+		for i := 0; i < n; i++ {
+			if loopErr = one(float64(i), float64(i)); loopErr != nil {
+				break
+			}
+		}
+	case nil:
+	default:
+		return s.errorf("range can't iterate over %s", printValue(v))
+	}
+	var c control
+	if loopErr != nil && !(errors.As(loopErr, &c) && c.brk) {
+		return loopErr
+	}
+	if n == 0 && r.ElseList != nil {
+		return s.walk(dot, r.ElseList)
+	}
+	return nil
+}
+
+func (s *state) pipeline(dot any, p *parse.PipeNode) (any, error) {
+	if p == nil {
+		return nil, nil
+	}
+	var v any
+	var have bool
+	for _, c := range p.Cmds {
+		var err error
+		var final []any
+		if have {
+			final = []any{v}
+		}
+		if v, err = s.command(dot, c, final); err != nil {
+			return nil, err
+		}
+		have = true
+	}
+	for _, d := range p.Decl {
+		if p.IsAssign {
+			if err := s.setVar(d.Ident[0], v); err != nil {
+				return nil, err
+			}
+		} else {
+			s.vars = append(s.vars, variable{d.Ident[0], v})
+		}
+	}
+	return v, nil
+}
+
+func (s *state) setVar(name string, v any) error {
+	for i := len(s.vars) - 1; i >= 0; i-- {
+		if s.vars[i].name == name {
+			s.vars[i].value = v
+			return nil
+		}
+	}
+	return s.errorf("undefined variable %s", name)
+}
+
+func (s *state) varValue(name string) (any, error) {
+	for i := len(s.vars) - 1; i >= 0; i-- {
+		if s.vars[i].name == name {
+			return s.vars[i].value, nil
+		}
+	}
+	return nil, s.errorf("undefined variable %s", name)
+}
+
+func (s *state) command(dot any, c *parse.CommandNode, final []any) (any, error) {
+	if err := s.step(); err != nil {
+		return nil, err
+	}
+	first := c.Args[0]
+	if id, ok := first.(*parse.IdentifierNode); ok {
+		args := make([]any, 0, len(c.Args))
+		for _, a := range c.Args[1:] {
+			v, err := s.arg(dot, a)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, v)
+		}
+		return s.call(id.Ident, append(args, final...))
+	}
+	if len(c.Args) > 1 || final != nil {
+		return nil, s.errorf("can't give arguments to a non-function %s", first)
+	}
+	return s.arg(dot, first)
+}
+
+func (s *state) arg(dot any, n parse.Node) (any, error) {
+	switch n := n.(type) {
+	case *parse.DotNode:
+		return dot, nil
+	case *parse.NilNode:
+		return nil, nil
+	case *parse.BoolNode:
+		return n.True, nil
+	case *parse.StringNode:
+		return n.Text, nil
+	case *parse.NumberNode:
+		switch {
+		case n.IsInt:
+			return float64(n.Int64), nil
+		case n.IsUint:
+			return float64(n.Uint64), nil
+		case n.IsFloat:
+			return n.Float64, nil
+		}
+		return nil, s.errorf("unsupported number %s", n.Text)
+	case *parse.FieldNode:
+		return s.fields(dot, n.Ident)
+	case *parse.VariableNode:
+		v, err := s.varValue(n.Ident[0])
+		if err != nil {
+			return nil, err
+		}
+		return s.fields(v, n.Ident[1:])
+	case *parse.ChainNode:
+		v, err := s.arg(dot, n.Node)
+		if err != nil {
+			return nil, err
+		}
+		return s.fields(v, n.Field)
+	case *parse.PipeNode:
+		mark := len(s.vars)
+		v, err := s.pipeline(dot, n)
+		s.vars = s.vars[:mark]
+		return v, err
+	case *parse.IdentifierNode:
+		return s.call(n.Ident, nil)
+	}
+	return nil, s.errorf("unsupported argument %s", n)
+}
+
+// fields walks .a.b.c; a missing key is an error (missingkey=error).
+func (s *state) fields(v any, names []string) (any, error) {
+	for _, name := range names {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, s.errorf("can't evaluate field %s in %s", name, kind(v))
+		}
+		if v, ok = m[name]; !ok {
+			return nil, s.errorf("map has no entry for key %q", name)
+		}
+	}
+	return v, nil
+}
+
+func kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "a null value"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func (s *state) call(name string, args []any) (any, error) {
+	need := func(n int) error {
+		if len(args) != n {
+			return s.errorf("%s takes %d argument(s), got %d", name, n, len(args))
+		}
+		return nil
+	}
+	switch name {
+	case "upper", "lower":
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		if name == "upper" {
+			return s.capped(strings.ToUpper(printValue(args[0])))
+		}
+		return s.capped(strings.ToLower(printValue(args[0])))
+	case "join":
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		list, ok := args[1].([]any)
+		if !ok {
+			return nil, s.errorf("join: the second argument is %s, not a list", kind(args[1]))
+		}
+		sep := printValue(args[0])
+		size := 0
+		parts := make([]string, len(list))
+		for i, x := range list {
+			parts[i] = printValue(x)
+			size += len(parts[i]) + len(sep)
+			if size > s.lim.MaxOutput {
+				return s.capped(strings.Repeat(" ", size))
+			}
+		}
+		return strings.Join(parts, sep), nil
+	case "json":
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(args[0])
+		if err != nil {
+			return nil, s.errorf("json: %v", err)
+		}
+		return s.capped(string(b))
+	case "default":
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		if args[1] == nil || args[1] == "" {
+			return args[0], nil
+		}
+		return args[1], nil
+	case "and", "or":
+		if len(args) == 0 {
+			return nil, s.errorf("%s takes at least one argument", name)
+		}
+		for _, a := range args[:len(args)-1] {
+			if jsonvalue.Truthy(a) == (name == "or") {
+				return a, nil
+			}
+		}
+		return args[len(args)-1], nil
+	case "not":
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		return !jsonvalue.Truthy(args[0]), nil
+	case "eq":
+		if len(args) < 2 {
+			return nil, s.errorf("eq takes at least two arguments")
+		}
+		for _, b := range args[1:] {
+			if eq, err := s.equal(args[0], b); err != nil || eq {
+				return eq, err
+			}
+		}
+		return false, nil
+	case "ne":
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		eq, err := s.equal(args[0], args[1])
+		return !eq, err
+	case "lt", "le", "gt", "ge":
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		c, err := s.compare(args[0], args[1])
+		if err != nil {
+			return nil, err
+		}
+		return map[string]bool{"lt": c < 0, "le": c <= 0, "gt": c > 0, "ge": c >= 0}[name], nil
+	case "len":
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		switch x := args[0].(type) {
+		case string:
+			return float64(len(x)), nil
+		case []any:
+			return float64(len(x)), nil
+		case map[string]any:
+			return float64(len(x)), nil
+		}
+		return nil, s.errorf("len of %s", kind(args[0]))
+	case "index":
+		if len(args) == 0 {
+			return nil, s.errorf("index takes a value and keys")
+		}
+		v := args[0]
+		for _, k := range args[1:] {
+			switch c := v.(type) {
+			case map[string]any:
+				key, ok := k.(string)
+				if !ok {
+					return nil, s.errorf("index of an object with %s", kind(k))
+				}
+				v = c[key]
+			case []any:
+				f, ok := k.(float64)
+				if !ok || f != float64(int(f)) || f < 0 || int(f) >= len(c) {
+					return nil, s.errorf("index %s out of range for a list of %d", printValue(k), len(c))
+				}
+				v = c[int(f)]
+			default:
+				return nil, s.errorf("can't index %s", kind(v))
+			}
+		}
+		return v, nil
+	case "print", "println":
+		parts := make([]string, len(args))
+		for i, a := range args {
+			parts[i] = printValue(a)
+		}
+		sep := ""
+		if name == "println" {
+			sep = " "
+		}
+		out := strings.Join(parts, sep)
+		if name == "println" {
+			out += "\n"
+		}
+		return s.capped(out)
+	case "printf":
+		if len(args) == 0 {
+			return nil, s.errorf("printf takes a format")
+		}
+		format, ok := args[0].(string)
+		if !ok {
+			return nil, s.errorf("printf: the format is %s, not a string", kind(args[0]))
+		}
+		size := len(format)
+		for _, a := range args[1:] {
+			size += len(printValue(a))
+		}
+		// Widths and precisions ({{printf "%900000000d" 1}}) count too.
+		for _, m := range widthPattern.FindAllString(format, -1) {
+			digits := strings.TrimLeft(m, "%-+# 0.")
+			n, err := strconv.Atoi(digits)
+			if digits != "" && err != nil || n > s.lim.MaxOutput {
+				return nil, fmt.Errorf("%w: printf width %s", ErrLimit, m)
+			}
+			size += n
+		}
+		if size > s.lim.MaxOutput {
+			return s.capped(strings.Repeat(" ", size))
+		}
+		fargs := make([]any, len(args)-1)
+		for i, a := range args[1:] {
+			if f, ok := a.(float64); ok {
+				a = number(f)
+			}
+			fargs[i] = a
+		}
+		out := fmt.Sprintf(format, fargs...)
+		return s.capped(out)
+	}
+	return nil, s.errorf("function %q not defined", name)
+}
+
+func (s *state) equal(a, b any) (bool, error) {
+	switch a.(type) {
+	case nil:
+		return b == nil, nil
+	case string, float64, bool:
+		switch b.(type) {
+		case nil, string, float64, bool:
+			return a == b, nil
+		}
+	}
+	return false, s.errorf("can't compare %s with %s", kind(a), kind(b))
+}
+
+func (s *state) compare(a, b any) (int, error) {
+	switch x := a.(type) {
+	case float64:
+		if y, ok := b.(float64); ok {
+			switch {
+			case x < y:
+				return -1, nil
+			case x > y:
+				return 1, nil
+			}
+			return 0, nil
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y), nil
+		}
+	}
+	return 0, s.errorf("can't order %s and %s", kind(a), kind(b))
+}
+
+// printValue prints like text/template: nil is "<no value>", numbers in
+// their shortest form, lists and objects in fmt's notation.
+func printValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "<no value>"
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// number is a JSON number in printf: whole numbers print with integer
+// verbs (%d, %x, %c …), every number with float verbs.
+type number float64
+
+// Format implements fmt.Formatter.
+func (n number) Format(f fmt.State, verb rune) {
+	switch verb {
+	case 'd', 'b', 'o', 'O', 'x', 'X', 'c', 'q', 'U':
+		if float64(n) == float64(int64(n)) {
+			fmt.Fprintf(f, fmt.FormatString(f, verb), int64(n))
+			return
+		}
+	case 'v', 's':
+		fmt.Fprint(f, printValue(float64(n)))
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), float64(n))
+}

@@ -1,0 +1,368 @@
+// Package compact keeps a tool loop's transcript within the model's
+// context window. It implements llm.ContextManager.
+//
+// Before every model turn the Manager estimates the tokens of the request
+// about to be sent (about four bytes a token, calibrated with the input
+// the provider reported for earlier requests). Below Threshold × window
+// nothing changes. Above it the Manager compacts, down to Target × window
+// so that it does not have to compact again on the next turn (and the
+// provider's prompt cache stays valid in between):
+//
+//  1. Older tool results are replaced by short stubs that name the call
+//     whose full output the run journal keeps (tool.call events); the
+//     newest KeepToolResults results stay verbatim.
+//  2. When that is not enough, every message before the current query is
+//     summarized by a model (the same one, or Options.SummaryModel) into
+//     one carry message.
+//
+// The current query's prompt (the retry prompt or the step's prompt) and
+// the newest prompt marked as the step's instructions (llm.Message.Pinned)
+// are never removed. When the request still does not fit, or compaction is
+// off, Fit fails with CONTEXT_OVERFLOW before anything is sent.
+package compact
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/pricing"
+)
+
+// Defaults of Options.
+const (
+	DefaultThreshold       = 0.75
+	DefaultTarget          = 0.5
+	DefaultKeepToolResults = 3
+	// summaryMaxTokens bounds the summary's length.
+	summaryMaxTokens = 2048
+	// stubPrefix starts every stub, so a stub is never stubbed again.
+	stubPrefix = "[compacted: "
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Window is the context window in tokens (0 = the model's, from
+	// pricing.LimitsOf).
+	Window int64
+	// Disabled turns compaction off: a request that would exceed the
+	// window fails with CONTEXT_OVERFLOW instead.
+	Disabled bool
+	// Threshold is the share of the window above which the transcript is
+	// compacted (0 = DefaultThreshold); Target the share it is compacted
+	// down to (0 = DefaultTarget). 0 < Target < Threshold ≤ 1.
+	Threshold, Target float64
+	// KeepToolResults is how many of the newest tool results stay
+	// verbatim (0 = DefaultKeepToolResults; negative = none).
+	KeepToolResults int
+	// SummaryModel is the "provider:model" that writes summaries ("" =
+	// the model of the tool loop).
+	SummaryModel string
+}
+
+// FromConfig reads agent.json's runner.contextWindow and
+// runner.compaction.
+func FromConfig(window int64, c *config.Compaction) Options {
+	o := Options{Window: window}
+	if c != nil {
+		o.Disabled = c.Enabled != nil && !*c.Enabled
+		o.Threshold, o.Target = c.Threshold, c.Target
+		if k := c.KeepToolResults; k != nil {
+			o.KeepToolResults = *k
+			if *k == 0 {
+				o.KeepToolResults = -1 // none
+			}
+		}
+		o.SummaryModel = c.SummaryModel
+	}
+	return o
+}
+
+// Factory returns an llm.Config.NewContext function: it builds a Manager
+// for each tool loop llm.Open creates. A model whose window is neither
+// configured nor in the table gets no Manager (nothing can be counted
+// against an unknown window).
+func Factory(o Options) func(ctx context.Context, cfg llm.Config, m llm.Model) (llm.ContextManager, error) {
+	return func(ctx context.Context, cfg llm.Config, m llm.Model) (llm.ContextManager, error) {
+		window := o.Window
+		if window == 0 {
+			limits, _ := pricing.LimitsOf(cfg.Model)
+			window = limits.ContextWindow
+		}
+		if window == 0 {
+			return nil, nil
+		}
+		summarizer, model := m, cfg.Model
+		if o.SummaryModel != "" && !o.Disabled {
+			sc := cfg
+			sc.Context, sc.NewContext = nil, nil
+			if provider, _ := llm.ParseSpec(o.SummaryModel); provider != cfg.Provider {
+				sc.BaseURL = "" // the run's base URL belongs to the run's provider
+			}
+			s, err := llm.OpenModel(ctx, o.SummaryModel, sc)
+			if err != nil {
+				return nil, fmt.Errorf("open runner.compaction.summaryModel %q: %w", o.SummaryModel, err)
+			}
+			_, model = llm.ParseSpec(o.SummaryModel)
+			summarizer = s
+		}
+		return New(window, summarizer, model, o), nil
+	}
+}
+
+// Manager is an llm.ContextManager.
+type Manager struct {
+	window            int64
+	threshold, target float64
+	keep              int
+	disabled          bool
+	summarizer        llm.Model
+	summaryModel      string
+
+	mu sync.Mutex
+	// scale calibrates byte estimates: the provider's count divided by
+	// the estimate of the last request it counted (never below 1).
+	scale float64
+}
+
+// New builds a Manager for a window of window tokens; summarizer (the
+// model named summaryModel) writes summaries.
+func New(window int64, summarizer llm.Model, summaryModel string, o Options) *Manager {
+	m := &Manager{window: window, threshold: o.Threshold, target: o.Target, keep: o.KeepToolResults,
+		disabled: o.Disabled, summarizer: summarizer, summaryModel: summaryModel, scale: 1}
+	if m.threshold == 0 {
+		m.threshold = DefaultThreshold
+	}
+	if m.target == 0 {
+		m.target = min(DefaultTarget, m.threshold/2)
+	}
+	if m.keep == 0 {
+		m.keep = DefaultKeepToolResults
+	}
+	return m
+}
+
+// Observe implements llm.ContextManager: it calibrates estimates with the
+// provider's count.
+func (m *Manager) Observe(req *llm.Request, inputTokens int64) {
+	est := llm.EstimateTokens(llm.RequestSize(req))
+	if inputTokens <= 0 || est <= 0 {
+		return
+	}
+	m.mu.Lock()
+	m.scale = max(1, float64(inputTokens)/float64(est))
+	m.mu.Unlock()
+}
+
+// tokens estimates the tokens of bytes prompt bytes.
+func (m *Manager) tokens(bytes int) int64 {
+	m.mu.Lock()
+	s := m.scale
+	m.mu.Unlock()
+	return int64(float64(llm.EstimateTokens(bytes)) * s)
+}
+
+// Fit implements llm.ContextManager.
+func (m *Manager) Fit(ctx context.Context, req *llm.Request, query int) (llm.Fitted, error) {
+	msgs := req.Messages
+	size := llm.RequestSize(req)
+	fixed := size - messagesBytes(msgs) // system prompt, tools, output schema
+	before := m.tokens(size)
+	if float64(before) <= m.threshold*float64(m.window) || (m.disabled && before <= m.window) {
+		return llm.Fitted{Messages: msgs}, nil
+	}
+	if m.disabled {
+		return llm.Fitted{}, m.overflow(before, "compaction is off (runner.compaction.enabled is false)")
+	}
+	goal := int64(m.target * float64(m.window))
+	ev := &llm.CompactionEvent{Window: m.window, TokensBefore: before}
+
+	out := stub(msgs, m.keep, func(saved int) bool {
+		size -= saved
+		return m.tokens(size) <= goal
+	}, ev)
+	var usage llm.Usage
+	if m.tokens(size) > goal && query > 0 {
+		var err error
+		out, usage, err = m.summarize(ctx, req, out, query, ev)
+		if err != nil {
+			return llm.Fitted{Usage: usage}, err
+		}
+		size = fixed + messagesBytes(out)
+	}
+	if len(ev.StubbedCalls) == 0 && ev.SummarizedMessages == 0 {
+		if before > m.window {
+			return llm.Fitted{}, m.overflow(before, "nothing older than the current query is left to compact")
+		}
+		return llm.Fitted{Messages: msgs}, nil
+	}
+	ev.TokensAfter = m.tokens(size)
+	ev.Usage = usage
+	if ev.TokensAfter > m.window {
+		return llm.Fitted{Usage: usage}, m.overflow(ev.TokensAfter, "even after compaction, the current step's prompt and this query's turns do not fit")
+	}
+	return llm.Fitted{Messages: out, Compaction: ev, Usage: usage}, nil
+}
+
+func (m *Manager) overflow(tokens int64, why string) error {
+	e := agenterr.New(agenterr.CodeContextOverflow, agenterr.LayerSDKBridge, false,
+		"the request would be about %d tokens, more than the model's context window of %d tokens; %s; nothing was sent", tokens, m.window, why)
+	e.Hint = "turn compaction on (runner.compaction.enabled), set runner.contextWindow to the model's real window, or give the model smaller tool outputs"
+	return e
+}
+
+// stub replaces tool results, oldest first, by stubs until enough returns
+// true, keeping the newest keep results verbatim, and always the results
+// the model has not seen yet (a tool message at the end). msgs is not
+// modified: changed messages are copies.
+func stub(msgs []llm.Message, keep int, enough func(saved int) bool, ev *llm.CompactionEvent) []llm.Message {
+	seen := len(msgs)
+	if seen > 0 && msgs[seen-1].Role == llm.RoleTool {
+		seen--
+	}
+	total := 0
+	for _, msg := range msgs[:seen] {
+		total += len(msg.ToolResults)
+	}
+	stubbable := total - max(keep, 0)
+	out := msgs
+	copied := false
+	for i := 0; i < seen && stubbable > 0; i++ {
+		for j, r := range msgs[i].ToolResults {
+			if stubbable == 0 {
+				break
+			}
+			stubbable--
+			text := stubText(r)
+			if strings.HasPrefix(r.Content, stubPrefix) || len(text) >= len(r.Content) {
+				continue
+			}
+			if !copied {
+				out, copied = append([]llm.Message(nil), msgs...), true
+			}
+			if &out[i].ToolResults[0] == &msgs[i].ToolResults[0] {
+				out[i].ToolResults = append([]llm.ToolResult(nil), msgs[i].ToolResults...)
+			}
+			out[i].ToolResults[j].Content = text
+			ev.StubbedCalls = append(ev.StubbedCalls, r.CallID)
+			ev.StubbedBytes += len(r.Content)
+			if enough(len(r.Content) - len(text)) {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// stubText is the deterministic stand-in of a tool result.
+func stubText(r llm.ToolResult) string {
+	name := r.Name
+	if name == "" {
+		name = "a tool"
+	}
+	return fmt.Sprintf("%sthe %d-byte output of %s (call %s) was removed to keep this conversation within the context window; the run journal keeps it in full (tool.call event of call %s, shown by capstan show)]",
+		stubPrefix, len(r.Content), name, r.CallID, r.CallID)
+}
+
+// summarize replaces msgs[:query] by the newest pinned prompt among them
+// and one carry message summarizing the rest.
+func (m *Manager) summarize(ctx context.Context, req *llm.Request, msgs []llm.Message, query int, ev *llm.CompactionEvent) ([]llm.Message, llm.Usage, error) {
+	pinned := -1
+	for i := query - 1; i >= 0; i-- {
+		if msgs[i].Pinned && msgs[i].Role == llm.RoleUser {
+			pinned = i
+			break
+		}
+	}
+	older := make([]llm.Message, 0, query)
+	for i, msg := range msgs[:query] {
+		if i != pinned {
+			older = append(older, msg)
+		}
+	}
+	if len(older) == 0 {
+		return msgs, llm.Usage{}, nil
+	}
+	sreq := &llm.Request{Model: m.summaryModel, System: summarySystem, MaxTokens: summaryMaxTokens, Summary: true,
+		Messages: []llm.Message{{Role: llm.RoleUser, Text: render(older, int(m.window/2)*llm.BytesPerToken)}}}
+	resp, err := m.summarizer.Generate(ctx, sreq)
+	if err != nil {
+		return nil, llm.Usage{}, fmt.Errorf("summarize older turns to fit the context window: %w", err)
+	}
+	summary := strings.TrimSpace(resp.Message.Text)
+	if summary == "" {
+		return nil, resp.Usage, agenterr.New(agenterr.CodeContextOverflow, agenterr.LayerSDKBridge, false,
+			"the summary model returned no text, so older turns could not be compacted; nothing was sent")
+	}
+	out := make([]llm.Message, 0, len(msgs)-query+2)
+	if pinned >= 0 {
+		out = append(out, msgs[pinned])
+	}
+	out = append(out, llm.Message{Role: llm.RoleUser, Text: carryHeader + summary})
+	out = append(out, msgs[query:]...)
+	ev.SummarizedMessages = len(older)
+	ev.SummaryModel = m.summaryModel
+	ev.Summary = summary
+	return out, resp.Usage, nil
+}
+
+const summarySystem = "You condense the earlier part of an agent's working session so that the agent can continue " +
+	"without it. Write a concise summary in plain text: what the task is, what was done and found (files, commands, " +
+	"results, errors), what was tried and failed, and what remains. Keep exact names, paths and error messages. " +
+	"Do not invent anything."
+
+const carryHeader = "Summary of the earlier part of this session (older turns were compacted to stay within the " +
+	"model's context window; the run journal keeps them in full):\n\n"
+
+// render writes messages as plain text for the summarizer, each tool
+// result and text cut to a few KB, the whole to at most limit bytes (the
+// newest part kept).
+func render(msgs []llm.Message, limit int) string {
+	const perPart = 4 << 10
+	var b strings.Builder
+	for _, msg := range msgs {
+		switch msg.Role {
+		case llm.RoleUser:
+			fmt.Fprintf(&b, "USER:\n%s\n\n", cut(msg.Text, perPart))
+		case llm.RoleAssistant:
+			if msg.Text != "" {
+				fmt.Fprintf(&b, "ASSISTANT:\n%s\n", cut(msg.Text, perPart))
+			}
+			for _, c := range msg.ToolCalls {
+				fmt.Fprintf(&b, "ASSISTANT called %s %s\n", c.Name, cut(string(c.Input), 512))
+			}
+			b.WriteString("\n")
+		}
+		for _, r := range msg.ToolResults {
+			status := "result"
+			if r.IsError {
+				status = "error"
+			}
+			fmt.Fprintf(&b, "TOOL %s %s (call %s):\n%s\n\n", r.Name, status, r.CallID, cut(r.Content, perPart))
+		}
+	}
+	s := b.String()
+	if limit > 0 && len(s) > limit {
+		s = "[earliest part left out]\n" + s[len(s)-limit:]
+	}
+	return s
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf(" [… %d more bytes]", len(s)-n)
+}
+
+func messagesBytes(msgs []llm.Message) int {
+	n := 0
+	for _, msg := range msgs {
+		n += msg.Size()
+	}
+	return n
+}
