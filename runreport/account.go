@@ -509,7 +509,12 @@ func (b *builder) add(ev journal.Event) error {
 		}
 		v := b.verdict()
 		v.Retry, v.Pattern = rt, s.Pattern
-		b.entry(Entry{Kind: KindRetry, Time: ev.Time, Title: rt.Summary(), Detail: s.Text})
+		detail := s.Text
+		if rt.Params != "" {
+			// What the validator's extractors pulled out and the prompt used.
+			detail = "extracted " + rt.Params + "\n\n" + detail
+		}
+		b.entry(Entry{Kind: KindRetry, Time: ev.Time, Title: rt.Summary(), Detail: detail})
 	case journal.Error:
 		return b.errorEntry(ev, decode)
 	case journal.ContextCompacted:

@@ -53,7 +53,7 @@ func sampleRun(t *testing.T, text string) *Run {
 		ev{journal.QueryResult, 1, m{"responses": []string{"Reading a.go first.", text}}},
 		ev{journal.CompletionCheck, 1, m{"complete": true, "declared": true, "reason": "declared"}},
 		ev{journal.ValidatorResult, 1, m{"validator": "tests-pass", "type": "command", "valid": false, "pattern": "test-failed", "exitCode": 1, "durationMs": 464}},
-		ev{journal.RetryPrompt, 1, m{"pattern": "test-failed", "validator": "tests-pass", "attempt": 1, "maxAttempts": 3, "text": "The tests still fail: TestAdd."}},
+		ev{journal.RetryPrompt, 1, m{"pattern": "test-failed", "validator": "tests-pass", "attempt": 1, "maxAttempts": 3, "text": "The tests still fail: TestAdd.", "params": m{"failedTests": []string{"TestAdd"}}}},
 		ev{journal.IterationEnd, 1, m{"summary": m{"usage": m{"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 5}, "costUsd": 0.25}, "outcome": m{"complete": false, "reason": "tests-pass failed: pattern test-failed"}}},
 		ev{journal.IterationStart, 2, nil},
 		ev{journal.PromptResolved, 2, m{"source": "retry:test-failed", "text": "The tests still fail: TestAdd."}},
@@ -74,7 +74,7 @@ func TestTextIsChronological(t *testing.T) {
 	out := b.String()
 	order := []string{"prompt   prompts/steps/initial/fix/f_default.md", "model: Reading a.go first.", `tool ✓ Read {"file_path":"a.go"}  (12ms)`,
 		"model: The bug is in Add.", "completion: completion declared", "check ✗ tests-pass (command) failed: pattern test-failed, exit 1 in 464ms",
-		"↩ retry prompt 1/3 for pattern test-failed (tests-pass)", "The tests still fail: TestAdd.", "verdict  continue — tests-pass failed",
+		"↩ retry prompt 1/3 for pattern test-failed (tests-pass)", `extracted {"failedTests":["TestAdd"]}`, "The tests still fail: TestAdd.", "verdict  continue — tests-pass failed",
 		"── iteration 2", "prompt   retry:test-failed (the retry prompt of iteration 1)", "model: Fixed.", "check ✓ tests-pass", "verdict  complete",
 		"COMPLETED  completed — verified by tests-pass", "iterations 2  tokens in 30 out 6  cost $0.7500  1.9s"}
 	at := 0
