@@ -30,6 +30,7 @@ import (
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -49,15 +50,22 @@ const (
 
 // BuildOptions configure Build.
 type BuildOptions struct {
-	// WorkDir is where the agent acts and where .capstan/runs is written
-	// (default: the current directory).
+	// WorkDir is where the agent acts (default: the current directory).
 	WorkDir string
+	// Store keeps the run journal (zero = journal.OpenStore(Getenv): the
+	// user's state directory, outside the work dir).
+	Store journal.Store
 	// Model overrides runner.model ("provider:model").
 	Model string
 	// BaseURL overrides runner.baseUrl.
 	BaseURL string
 	// MaxIterations overrides runner.budgets.maxIterations when > 0.
 	MaxIterations int
+	// Timeouts override runner.requests' timeouts field by field (zero
+	// fields keep them).
+	Timeouts retry.Timeouts
+	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
+	MaxRetryAfter time.Duration
 	// Observer receives progress callbacks.
 	Observer loop.Observer
 	// Getenv reads the environment (nil = os.Getenv).
@@ -117,6 +125,8 @@ type Agent struct {
 	// was read from disk) and snapshotRecord what run.start says about it.
 	definition     *definition.Snapshot
 	snapshotRecord *definition.Record
+	// warnings are journaled at start and reported in the result.
+	warnings []string
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
 	skillsPrompt string
 	vars         map[string]string
@@ -233,8 +243,19 @@ func (a *Agent) buildJournal() error {
 		a.events, a.runID = w, r.ID
 		return nil
 	}
+	store := a.opts.Store
+	if store.Dir == "" {
+		var err error
+		if store, err = journal.OpenStore(a.opts.Getenv); err != nil {
+			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
+		}
+	}
+	if rel, err := filepath.Rel(a.workDir, store.Dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		a.warnings = append(a.warnings, "the state directory "+store.Dir+" is inside the work dir: the agent's file tools can reach its run journals; set "+
+			journal.EnvStateDir+" to a directory outside "+a.workDir)
+	}
 	a.runID = journal.NewRunID(a.opts.Now())
-	w, err := journal.Create(a.workDir, a.runID)
+	w, err := store.Create(a.workDir, a.runID)
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
 	}
@@ -245,7 +266,7 @@ func (a *Agent) buildJournal() error {
 // BuildOrder returns the order in which dependencies were built.
 func (a *Agent) BuildOrder() []string { return append([]string(nil), a.buildOrder...) }
 
-// RunID is the run's id (its journal is .capstan/runs/<id>/events.jsonl).
+// RunID is the run's id (its journal is <state dir>/runs/<work dir key>/<id>/events.jsonl).
 func (a *Agent) RunID() string { return a.runID }
 
 // JournalPath is the run journal's path.
@@ -274,7 +295,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	a.rc = &loop.RuntimeContext{}
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
-		Definition: a.snapshotRecord}
+		Definition: a.snapshotRecord,
+		Options: &RunOptions{BaseURL: a.bridgeCfg.BaseURL, Endpoint: Endpoint(a.model, a.bridgeCfg.BaseURL, a.opts.Getenv),
+			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter}}
 	if r := a.opts.Resume; r != nil {
 		if err := a.restore(r); err != nil {
 			return err
@@ -283,6 +306,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	for _, w := range a.def.Warnings() {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
+	}
+	for _, w := range a.warnings {
+		a.emit.Emit(journal.Warning, map[string]string{"message": w})
 	}
 	a.emit.Emit(journal.RunStart, start)
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
@@ -322,6 +348,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
+		Warnings: append([]string(nil), a.warnings...),
 	}
 	a.mu.Lock()
 	a.result = res
@@ -340,35 +367,61 @@ func (a *Agent) Stop() *Result {
 	}
 	if a.result == nil {
 		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
-			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest()}
+			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest(),
+			Error: NewResultError(agenterr.New(agenterr.CodeAborted, agenterr.LayerLifecycle, false, "stopped before running"))}
 	}
+	// MCP servers that stopped during the run: restarted, or their tools
+	// failed (the model saw the errors).
+	a.result.Warnings = append(a.result.Warnings, a.mcp.Notes()...)
+	// Models and MCP servers close before run.end, so the journal says how
+	// that went.
+	a.noteStopError(a.closeModels())
 	a.emit.Emit(journal.RunEnd, a.result)
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})
-	if err := a.release(); err != nil && a.result.Error == nil {
-		a.result.Error = NewResultError(err)
-	}
+	a.noteStopError(a.release())
 	a.state = Stopped
 	return a.result
 }
 
-// release closes the bridge and the journal.
-func (a *Agent) release() error {
+// noteStopError records a failure to release a resource at the end of a
+// run. A completed run stays a success without an error (success implies
+// no error): the failure becomes a warning of the result. Otherwise it is
+// the run's error unless it already has one.
+func (a *Agent) noteStopError(err error) {
+	switch {
+	case err == nil:
+	case a.result.Success:
+		a.result.Warnings = append(a.result.Warnings, "after the run completed: "+err.Error())
+	case a.result.Error == nil:
+		a.result.Error = NewResultError(err)
+	}
+}
+
+// closeModels closes the bridges and the MCP servers (once).
+func (a *Agent) closeModels() error {
 	var first error
 	if a.bridge != nil {
-		if err := a.bridge.Close(); err != nil {
-			first = err
-		}
+		first = a.bridge.Close()
+		a.bridge = nil
 	}
 	for _, b := range a.stepBridges {
 		if err := b.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
+	a.stepBridges = nil
 	if a.mcp != nil {
 		if err := a.mcp.Close(); err != nil && first == nil {
 			first = err
 		}
+		a.mcp = nil
 	}
+	return first
+}
+
+// release closes every resource: models, MCP servers, tracer and journal.
+func (a *Agent) release() error {
+	first := a.closeModels()
 	if a.tracer != nil {
 		a.tracer.Close()
 	}

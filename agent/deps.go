@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
@@ -11,6 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/llm/pricing"
+	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
@@ -46,6 +48,7 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 		Schemas:    a.schemas,
 		Emitter:    a.emit,
 		File:       registryFile(a.spec),
+		Env:        a.spec.Runner.Boundaries.Env,
 	})
 	return completion.FromConfig(a.spec.Runner.Completion, completion.Deps{
 		Verifier: a.verifier,
@@ -60,7 +63,7 @@ func (a *Agent) buildCompletion() (completion.Handler, error) {
 // runner.boundaries.sandbox is enabled), and the tools of runner.skills.
 func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
-	cfg := builtin.Config{WorkDir: a.workDir}
+	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env}
 	var boxed *sandbox.Runner
 	if b.Sandbox != nil && b.Sandbox.Enabled {
 		r, err := sandbox.NewCommandRunner(ctx, b.Sandbox)
@@ -91,7 +94,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		a.emit.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
 	}
 	a.skillsPrompt = cat.SystemPromptSection()
-	return append(tools, cat.Tools()...), nil
+	return append(tools, builtin.RedactTools(cat.Tools())...), nil
 }
 
 // buildBridge opens the model provider with the agent's tools. MCP
@@ -110,7 +113,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		needMCP = needMCP || !runsOwnToolLoop(spec)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
-		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir})
+		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env})
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
 				e.File = filepath.Join(a.def.Dir(), config.AgentFile)
@@ -135,12 +138,26 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		MaxTurns: r.Boundaries.MaxTurns,
 		// Keeps long sessions within the model's context window.
 		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
+		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts),
+		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
+	}
+	if a.opts.MaxRetryAfter > 0 {
+		a.bridgeCfg.Retry.MaxRetryAfter = a.opts.MaxRetryAfter
 	}
 	if rec := a.opts.Resume; rec != nil {
 		a.bridgeCfg.Transcripts = rec.Sessions
 	}
 	return a.openBridge(ctx, a.model)
 }
+
+// requestTimeouts converts runner.requests' timeouts.
+func requestTimeouts(r config.Requests) retry.Timeouts {
+	return retry.Timeouts{Connect: seconds(r.ConnectTimeoutSeconds), FirstByte: seconds(r.FirstByteTimeoutSeconds),
+		StreamIdle: seconds(r.StreamIdleTimeoutSeconds)}
+}
+
+// seconds converts a configured number of seconds.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // openBridge opens the provider of spec with the agent's bridge config.
 func (a *Agent) openBridge(ctx context.Context, spec string) (llm.Bridge, error) {

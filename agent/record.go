@@ -29,6 +29,13 @@ type RunRecord struct {
 	// that have one, in order: the first is the definition the run started
 	// with, the last the one it used most recently (a resume may reload).
 	Definitions []*definition.Record `json:"definitions,omitempty"`
+	// Integrity is what reading the journal found: a torn last line,
+	// damaged lines, breaks in the hash chain.
+	Integrity journal.Integrity `json:"integrity"`
+	// UnrecordedUsage is the usage of model turns in iterations that never
+	// ended (killed): billed, but in no iteration summary. Resume counts
+	// it in the run's usage and budgets.
+	UnrecordedUsage llm.Usage `json:"unrecordedUsage,omitzero"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -53,13 +60,14 @@ type IterationRecord struct {
 // LoadRun reads a run journal into a RunRecord. It tolerates a journal cut
 // short by a killed process.
 func LoadRun(id, path string) (*RunRecord, error) {
-	events, err := journal.ReadFile(path)
+	events, integrity, err := journal.ReadChecked(path)
 	if err != nil {
 		return nil, err
 	}
-	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(events)}
+	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(committedMessages(events)), Integrity: integrity}
 	var cur *IterationRecord
 	var tentative *StepStateEvent
+	var pending llm.Usage // model turns of the iteration attempt under way
 	at := func(n int) *IterationRecord {
 		if cur == nil || cur.Iteration != n {
 			// A resumed run repeats an unfinished iteration number: replace it.
@@ -82,7 +90,14 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			return nil
 		}
 		switch ev.Type {
+		case journal.ModelTurn:
+			var mt llm.ModelTurnEvent
+			if ev.Iteration > 0 && decode(&mt) == nil {
+				pending.Add(mt.Usage)
+			}
 		case journal.RunStart:
+			rec.UnrecordedUsage.Add(pending)
+			pending = llm.Usage{}
 			var s RunStartEvent
 			if err := decode(&s); err != nil {
 				return nil, err
@@ -101,6 +116,8 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			rec.Result, rec.Ended = &r, true
 		case journal.IterationStart:
+			rec.UnrecordedUsage.Add(pending)
+			pending = llm.Usage{}
 			cur = nil
 			at(ev.Iteration)
 		case journal.PromptResolved:
@@ -131,8 +148,14 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				return nil, err
 			}
 			it := at(ev.Iteration)
-			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, true
-			if tentative != nil {
+			// An iteration whose query did not finish is not counted, and
+			// resume runs it again under its number; its billed turns stay
+			// pending like a killed iteration's.
+			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, !e.Outcome.Redo
+			if it.Finished {
+				pending = llm.Usage{} // in the summary
+			}
+			if tentative != nil && it.Finished {
 				rec.stepState, tentative = tentative, nil
 			}
 		case journal.Error:
@@ -165,6 +188,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 		}
 	}
+	rec.UnrecordedUsage.Add(pending)
 	return rec, nil
 }
 
@@ -175,6 +199,28 @@ func (r *RunRecord) Definition() *definition.Record {
 		return nil
 	}
 	return r.Definitions[len(r.Definitions)-1]
+}
+
+// committedMessages returns the session.messages events of iterations
+// that reached iteration.end (and those outside any iteration). An
+// iteration killed after its query journaled its messages but before it
+// ended runs again on resume, so its messages must not be in the session
+// twice.
+func committedMessages(events []journal.Event) []journal.Event {
+	var out, pending []journal.Event
+	for _, ev := range events {
+		switch {
+		case ev.Type == journal.IterationStart || ev.Type == journal.RunStart:
+			pending = nil
+		case ev.Type == journal.IterationEnd:
+			out, pending = append(out, pending...), nil
+		case ev.Type == journal.SessionMessages && ev.Iteration > 0:
+			pending = append(pending, ev)
+		case ev.Type == journal.SessionMessages:
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // FinishedIterations counts iterations that ran to their end.

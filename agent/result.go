@@ -2,10 +2,12 @@ package agent
 
 import (
 	"strings"
+	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/retry"
 )
 
 // Result is seed 000's AgentResult: how a run ended. It is what `capstan run
@@ -18,18 +20,23 @@ type Result struct {
 	CompletionReason string `json:"completionReason"`
 	// Reason is the human explanation (the completion handler's reason, or
 	// what stopped the run).
-	Reason     string       `json:"reason,omitempty"`
-	Iterations int          `json:"iterations"`
-	SessionID  string       `json:"sessionId,omitempty"`
-	RunID      string       `json:"runId"`
-	Agent      string       `json:"agent"`
-	Model      string       `json:"model"`
-	StepID     string       `json:"stepId,omitempty"`
-	Usage      llm.Usage    `json:"usage"`
-	CostUSD    float64      `json:"cost"`
-	DurationMs int64        `json:"durationMs"`
-	Journal    string       `json:"journal,omitempty"`
-	Error      *ResultError `json:"error,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Iterations int       `json:"iterations"`
+	SessionID  string    `json:"sessionId,omitempty"`
+	RunID      string    `json:"runId"`
+	Agent      string    `json:"agent"`
+	Model      string    `json:"model"`
+	StepID     string    `json:"stepId,omitempty"`
+	Usage      llm.Usage `json:"usage"`
+	CostUSD    float64   `json:"cost"`
+	DurationMs int64     `json:"durationMs"`
+	Journal    string    `json:"journal,omitempty"`
+	// Error is why the run did not complete; never set when Success is.
+	Error *ResultError `json:"error,omitempty"`
+	// Warnings are problems that did not change the outcome, such as an
+	// MCP server that failed while being shut down after the run
+	// completed.
+	Warnings []string `json:"warnings,omitempty"`
 	// DefinitionDigest is the digest of the pinned agent definition the
 	// run used (see package definition); "" when it was read from disk.
 	DefinitionDigest string `json:"definitionDigest,omitempty"`
@@ -40,6 +47,8 @@ type ResultError struct {
 	Code        string `json:"code"`
 	Message     string `json:"message"`
 	Recoverable bool   `json:"recoverable"`
+	// Hint says what to do about it, when capstan knows.
+	Hint string `json:"hint,omitempty"`
 }
 
 // NewResultError converts err into the Result form; nil stays nil.
@@ -49,7 +58,7 @@ func NewResultError(err error) *ResultError {
 	}
 	re := &ResultError{Code: "INTERNAL", Message: err.Error()}
 	if e := agenterr.From(err); e != nil {
-		re.Code, re.Recoverable = e.Code, e.Recoverable
+		re.Code, re.Recoverable, re.Hint = e.Code, e.Recoverable, e.Hint
 		re.Message = strings.TrimPrefix(re.Message, e.Code+": ")
 	}
 	return re
@@ -70,4 +79,46 @@ type RunStartEvent struct {
 	// overall), the file of the run record that holds it and, for a resumed
 	// run, how it relates to the recorded one.
 	Definition *definition.Record `json:"definition,omitempty"`
+	// Options are the run's options that do not come from the agent
+	// definition; resume reuses them. Absent in runs recorded before
+	// capstan recorded them.
+	Options *RunOptions `json:"options,omitempty"`
+}
+
+// RunOptions are the options a run was started with beyond its agent
+// definition, model, parameters and work dir.
+type RunOptions struct {
+	// BaseURL is --base-url or runner.baseUrl ("" = the provider's own
+	// setting).
+	BaseURL string `json:"baseUrl,omitempty"`
+	// Endpoint is where the run's model sent its requests: BaseURL, else
+	// the provider's base-URL environment variable; "" = the provider's
+	// public endpoint. Resume refuses to send the transcript elsewhere
+	// unless told to explicitly.
+	Endpoint string `json:"endpoint,omitempty"`
+	// MaxIterations is --max-iterations (0 = agent.json's budget).
+	MaxIterations int `json:"maxIterations,omitempty"`
+	// Timeouts and MaxRetryAfter are the --*-timeout and --max-retry-after
+	// flags (0 = agent.json's runner.requests or the default).
+	Timeouts      retry.Timeouts `json:"timeouts,omitzero"`
+	MaxRetryAfter time.Duration  `json:"maxRetryAfter,omitempty"`
+}
+
+// endpointEnv is, per provider, the environment variable that sets its
+// base URL when neither --base-url nor runner.baseUrl does.
+var endpointEnv = map[string]string{"anthropic": "ANTHROPIC_BASE_URL", "claude-code": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+
+// Endpoint is where the model of spec sends its requests given baseURL
+// (--base-url or runner.baseUrl): baseURL, else the provider's base-URL
+// environment variable read through getenv; "" means the provider's
+// public endpoint.
+func Endpoint(spec, baseURL string, getenv func(string) string) string {
+	if baseURL != "" {
+		return baseURL
+	}
+	provider, _ := llm.ParseSpec(spec)
+	if env := endpointEnv[provider]; env != "" && getenv != nil {
+		return getenv(env)
+	}
+	return ""
 }

@@ -16,6 +16,10 @@ func (a *Agent) restore(r *RunRecord) error {
 		a.rc.Carry = iteration.UpdateCarry(a.rc.Carry, it.Summary)
 	}
 	a.rc.Iteration = len(a.rc.Summaries)
+	a.rc.Unrecorded = r.UnrecordedUsage
+	if cost := a.costFunc(a.model); cost != nil {
+		a.rc.UnrecordedCostUSD = cost(r.UnrecordedUsage)
+	}
 	// Each model continues its own session: the run's model in the loop's
 	// context, steps' own models in the flow.
 	for _, s := range a.rc.Summaries {

@@ -8,14 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Init() // sandboxed commands re-execute the test binary as their helper
-	os.Exit(m.Run())
+	sandbox.Init()            // sandboxed commands re-execute the test binary as their helper
+	os.Exit(statetest.Run(m)) // run journals go to a temporary state dir
 }
 
 func toolCalls(t *testing.T, path string) []llm.ToolUse {

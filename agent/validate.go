@@ -38,7 +38,7 @@ func ValidateOptions() config.ValidateOptions {
 		BuiltinPatterns:  builtinPatternNames(),
 		Extractors:       completion.Extractors(),
 		BuiltinVariables: BuiltinVariables,
-		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts},
+		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts, checkModelScripts, checkRetrySyntax},
 	}
 }
 

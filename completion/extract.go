@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
 // Extractor turns a validator's output into one retry-prompt param
@@ -446,7 +446,7 @@ func parseTAP(ls []string, acc *failures) {
 			}
 			i = j
 			var diag map[string]any
-			if yaml.Unmarshal([]byte(strings.Join(block, "\n")), &diag) == nil {
+			if yamlsafe.Unmarshal([]byte(strings.Join(block, "\n")), &diag) == nil {
 				if e, ok := diag["error"]; ok && e != nil {
 					msg = paramText(e)
 				}

@@ -161,6 +161,13 @@ func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, v
 				return RetryPrompt{}, &agenterr.Error{Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
 					Message: "retry template: " + err.Error(), File: src, Hint: hint, Err: err}
 			}
+			if strings.TrimSpace(r.Text) == "" {
+				// An empty prompt would reach the provider as a request
+				// error; it is the template's fault, so say so here.
+				return RetryPrompt{}, &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerCompletion,
+					Message: fmt.Sprintf("retry template for failure pattern %q renders empty with the params of this failure", vr.Pattern), File: src,
+					Hint: "give the template text outside {{#if}}/{{#each}} blocks, or an {{else}} branch, so every failure gets a prompt"}
+			}
 			return RetryPrompt{Text: r.Text, Pattern: vr.Pattern, Source: src, Warnings: templateWarnings(r, data, vr.Pattern, src)}, nil
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
-	"github.com/goccy/go-yaml"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
 // RenderedTemplate is the result of RenderTemplate.
@@ -112,7 +112,7 @@ func splitFrontmatter(src string) (body string, params []string, skippedLines in
 	var fm struct {
 		Params []string `yaml:"params"`
 	}
-	if err := yaml.Unmarshal([]byte(rest[:end]), &fm); err != nil {
+	if err := yamlsafe.Unmarshal([]byte(rest[:end]), &fm); err != nil {
 		return "", nil, 0, fmt.Errorf("frontmatter: %v", err)
 	}
 	body = rest[end:]

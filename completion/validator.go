@@ -16,11 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Validator defaults.
@@ -113,6 +113,9 @@ type ValidatorConfig struct {
 	Emitter journal.Emitter
 	// File names steps_registry.json in errors.
 	File string
+	// Env is the allow-list of variables commands get besides the minimal
+	// base (runner.boundaries.env; see builtin.BuildEnv).
+	Env []string
 }
 
 // CompletionValidator is seed 004's CompletionValidator: it checks the
@@ -281,12 +284,16 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def c
 		timeout = time.Duration(def.TimeoutSeconds) * time.Second
 	}
 	command := Interpolate(def.Command, params)
-	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap})
+	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: v.cfg.Env})
 	if err != nil {
 		return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 			"validator %q could not run %q", name, command)
 	}
-	return out, when.Met(out), nil, nil
+	met := when.Met(out)
+	// The output goes to the journal and into retry prompts: no secret
+	// value in it.
+	out.Stdout, out.Stderr = builtin.RedactSecrets(out.Stdout), builtin.RedactSecrets(out.Stderr)
+	return out, met, nil, nil
 }
 
 func (v *CompletionValidator) runFile(name string, def config.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
@@ -339,7 +346,7 @@ func (v *CompletionValidator) runFile(name string, def config.Validator, params 
 	var doc any
 	ext := strings.ToLower(filepath.Ext(rel))
 	if ext == ".yaml" || ext == ".yml" {
-		err = yaml.Unmarshal(data, &doc)
+		err = yamlsafe.Unmarshal(data, &doc)
 	} else {
 		err = json.Unmarshal(data, &doc)
 	}
@@ -511,6 +518,9 @@ type CommandSpec struct {
 	Dir       string
 	Timeout   time.Duration
 	OutputCap int
+	// Env is the allow-list on top of the minimal base environment (see
+	// builtin.BuildEnv); commands never get capstan's whole environment.
+	Env []string
 }
 
 // RunCommand runs spec.Command with sh -c in spec.Dir, in its own process
@@ -528,6 +538,7 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	defer cancel()
 	cmd := exec.CommandContext(tctx, "sh", "-c", spec.Command)
 	cmd.Dir = spec.Dir
+	cmd.Env = builtin.BuildEnv(os.Environ(), spec.Env)
 	setProcessGroup(cmd)
 	cmd.Cancel = func() error { return killProcessGroup(cmd) }
 	cmd.WaitDelay = 2 * time.Second

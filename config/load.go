@@ -182,6 +182,9 @@ func readConfigFile(fsys fs.FS, dir, rel string) ([]byte, error) {
 // tolerated (the field keeps its zero value); Validate reports them against
 // the JSON Schema with their pointer.
 func decode(src *source, v any) error {
+	if err := checkUTF8(src); err != nil {
+		return err
+	}
 	if !json.Valid(src.raw) {
 		var probe any
 		err := json.Unmarshal(src.raw, &probe)

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // source is the raw text of one configuration file with an index from JSON
@@ -18,7 +17,14 @@ type source struct {
 	index map[string]span // JSON pointer → positions
 	dups  []duplicateKey  // keys that appear twice in one object
 	lines []int           // byte offsets where lines start
+	// runeMarks[k] is the number of characters in raw[:k*runeMarkStep],
+	// built on the first position call so that each lookup counts at most
+	// runeMarkStep bytes, even on a minified file that is one long line.
+	runeMarks []int
 }
+
+// runeMarkStep is the byte distance between two entries of runeMarks.
+const runeMarkStep = 512
 
 // span locates one JSON value: key is the offset of its member name (or -1
 // for array elements and the root), val the offset of the value itself.
@@ -49,7 +55,9 @@ func newSource(file string, raw []byte) *source {
 }
 
 // position returns the 1-based line and column of byte offset off; columns
-// count characters (UTF-8 runes), as editors do.
+// count characters (UTF-8 runes), as editors do. Each call costs at most
+// a binary search and runeMarkStep bytes of counting, so reporting one
+// problem per value of a large minified file stays linear.
 func (s *source) position(off int) (line, col int) {
 	if off < 0 {
 		return 0, 0
@@ -67,7 +75,34 @@ func (s *source) position(off int) (line, col int) {
 			hi = mid - 1
 		}
 	}
-	return lo + 1, utf8.RuneCount(s.raw[s.lines[lo]:off]) + 1
+	return lo + 1, s.runesBefore(off) - s.runesBefore(s.lines[lo]) + 1
+}
+
+// runesBefore is the number of characters in raw[:off]: the characters
+// start bytes (every byte that is not a UTF-8 continuation byte), which is
+// what utf8.RuneCount counts on valid UTF-8.
+func (s *source) runesBefore(off int) int {
+	if s.runeMarks == nil {
+		s.runeMarks = make([]int, 1, len(s.raw)/runeMarkStep+1)
+		n := 0
+		for i := 0; i+runeMarkStep <= len(s.raw); i += runeMarkStep {
+			n += runeStarts(s.raw[i : i+runeMarkStep])
+			s.runeMarks = append(s.runeMarks, n)
+		}
+	}
+	k := off / runeMarkStep
+	return s.runeMarks[k] + runeStarts(s.raw[k*runeMarkStep:off])
+}
+
+// runeStarts counts the bytes of b that start a UTF-8 character.
+func runeStarts(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c&0xC0 != 0x80 {
+			n++
+		}
+	}
+	return n
 }
 
 // locate returns the line and column for pointer: the member name when the

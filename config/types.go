@@ -57,6 +57,8 @@ type Runner struct {
 	Completion       Completion `json:"completion"`
 	Boundaries       Boundaries `json:"boundaries"`
 	Budgets          Budgets    `json:"budgets"`
+	// Requests bound each model request of the HTTP providers.
+	Requests Requests `json:"requests"`
 	// Skills lists skill folders (relative to the agent dir) whose L1
 	// metadata goes into the system prompt (seed 001).
 	Skills []string `json:"skills,omitempty"`
@@ -135,6 +137,12 @@ type Boundaries struct {
 	// MaxTurns bounds model turns per iteration (tool loop).
 	MaxTurns int      `json:"maxTurns,omitempty"`
 	Sandbox  *Sandbox `json:"sandbox,omitempty"`
+	// Env is the allow-list of environment variables passed to Bash,
+	// validator commands and MCP servers on top of the minimal base
+	// (PATH, HOME, LANG, …): "NAME" copies NAME from capstan's environment
+	// (secrets included, on purpose), "PREFIX*" copies the non-secret
+	// variables starting with PREFIX, "NAME=value" sets one.
+	Env []string `json:"env,omitempty"`
 }
 
 // Sandbox configures sandboxing of the Bash tool and skill scripts.
@@ -153,6 +161,21 @@ type Budgets struct {
 	TimeoutSeconds int     `json:"timeoutSeconds,omitempty"`
 	MaxTokens      int64   `json:"maxTokens,omitempty"`
 	MaxCostUSD     float64 `json:"maxCostUsd,omitempty"`
+}
+
+// Requests bound each model request of the HTTP providers (anthropic,
+// openai). 0 = capstan's default; the matching --*-timeout and
+// --max-retry-after flags override them.
+type Requests struct {
+	// ConnectTimeoutSeconds bounds opening the connection.
+	ConnectTimeoutSeconds float64 `json:"connectTimeoutSeconds,omitempty"`
+	// FirstByteTimeoutSeconds bounds the wait for the response headers.
+	FirstByteTimeoutSeconds float64 `json:"firstByteTimeoutSeconds,omitempty"`
+	// StreamIdleTimeoutSeconds bounds a silence inside the response stream.
+	StreamIdleTimeoutSeconds float64 `json:"streamIdleTimeoutSeconds,omitempty"`
+	// MaxRetryAfterSeconds is the longest retry-after a server may ask
+	// capstan to wait; a longer one ends the run with a recoverable error.
+	MaxRetryAfterSeconds float64 `json:"maxRetryAfterSeconds,omitempty"`
 }
 
 // MCPServer declares one MCP server.

@@ -1,13 +1,16 @@
 // Package journal writes and reads capstan's run journal: an append-only
-// JSON Lines file, .capstan/runs/<run-id>/events.jsonl under the work dir,
-// one event per line, each written with a single write(2) as it happens so a
-// run killed at any point leaves every finished event readable.
+// JSON Lines file, <state dir>/runs/<work dir key>/<run-id>/events.jsonl
+// (see Store), one event per line, each written with a single write(2) as
+// it happens so a run killed at any point leaves every finished event
+// readable. Each event carries the hash of the line before it ("prev"), so
+// an edited, inserted or deleted line breaks the chain and readers report
+// it.
 package journal
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,9 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -46,16 +47,32 @@ const (
 	Error            = "error"
 	LifecycleChange  = "lifecycle"
 	EscalationNotice = "escalation"
+	// Repaired is written when a journal is reopened after a kill left a
+	// line cut short: the cut bytes were moved to a side file (RepairEvent).
+	Repaired = "journal.repaired"
 )
 
 // Event is one journal line.
 type Event struct {
-	Seq       int64           `json:"seq"`
-	Time      time.Time       `json:"time"`
-	Type      string          `json:"type"`
-	Iteration int             `json:"iteration,omitempty"`
-	Step      string          `json:"step,omitempty"`
-	Data      json.RawMessage `json:"data,omitempty"`
+	Seq       int64     `json:"seq"`
+	Time      time.Time `json:"time"`
+	Type      string    `json:"type"`
+	Iteration int       `json:"iteration,omitempty"`
+	Step      string    `json:"step,omitempty"`
+	// Prev is the hash of the line before this one (Genesis for the first
+	// line); empty in journals written before capstan chained its events.
+	Prev string          `json:"prev,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Genesis is the prev of a journal's first event.
+const Genesis = "0"
+
+// LineHash is the chain hash of one journal line (without its newline):
+// the first 128 bits of its SHA-256, in hex.
+func LineHash(line []byte) string {
+	sum := sha256.Sum256(line)
+	return hex.EncodeToString(sum[:16])
 }
 
 // Emitter receives events. *Writer implements it; Discard drops them.
@@ -70,7 +87,10 @@ func (discard) Emit(string, any) {}
 // Discard is an Emitter that drops every event.
 var Discard Emitter = discard{}
 
-// RunsDir is the directory, relative to a work dir, that holds run journals.
+// RunsDir is the directory, relative to a work dir, where capstan versions
+// before the state directory kept run journals (and where an explicit
+// journal dir such as `pipeline run --journal-dir` keeps them). Runs found
+// there are still listed, shown and resumed.
 const RunsDir = ".capstan/runs"
 
 // FileName is the journal file inside a run directory.
@@ -94,18 +114,20 @@ type Writer struct {
 	now       func() time.Time
 	err       error
 	path      string
+	prev      [32]byte // chain hash (hex) of the last line written
+	prevLen   int      // bytes of prev in use (len(Genesis) for a new journal)
 }
 
-// Create makes .capstan/runs/<runID>/events.jsonl under workDir and returns a
-// Writer for it. It fails if the file already exists. The .capstan folder
-// gets a .gitignore of "*" so journals never make a git work tree dirty
-// (the agent's own git-clean checks must not see them).
-func Create(workDir, runID string) (*Writer, error) {
-	dir := filepath.Join(workDir, RunsDir, runID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// Create makes <dir>/.capstan/runs/<runID>/events.jsonl and returns a Writer
+// for it. It fails if the file already exists. The .capstan folder gets a
+// .gitignore of "*" so journals never make a git work tree dirty. capstan
+// run keeps its journals in a Store instead; Create is for an explicit
+// journal dir (pipeline run --journal-dir) and tests.
+func Create(dir, runID string) (*Writer, error) {
+	ignore := filepath.Join(dir, filepath.Dir(RunsDir), ".gitignore")
+	if err := os.MkdirAll(filepath.Dir(ignore), 0o755); err != nil {
 		return nil, fmt.Errorf("journal: create run dir: %w", err)
 	}
-	ignore := filepath.Join(workDir, filepath.Dir(RunsDir), ".gitignore")
 	if f, err := os.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
 		_, werr := f.WriteString("# capstan run journals\n*\n")
 		if cerr := f.Close(); werr == nil {
@@ -115,31 +137,111 @@ func Create(workDir, runID string) (*Writer, error) {
 			return nil, fmt.Errorf("journal: write %s: %w", ignore, werr)
 		}
 	}
-	path := filepath.Join(dir, FileName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	return CreateFile(filepath.Join(dir, RunsDir, runID, FileName), 0o755)
+}
+
+// CreateFile creates a new, empty journal at path (its directory is made
+// with dirPerm) and returns a Writer for it. It fails if the file exists.
+func CreateFile(path string, dirPerm os.FileMode) (*Writer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+		return nil, fmt.Errorf("journal: create run dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal: create %s: %w", path, err)
 	}
-	return &Writer{f: f, now: time.Now, path: path}, nil
+	w := &Writer{f: f, now: time.Now, path: path}
+	w.setPrev(Genesis)
+	return w, nil
 }
 
-// Append opens an existing journal for appending (used by resume). The
-// sequence continues after the last readable event.
+// TornSuffix names the side file next to a journal that keeps the bytes
+// Append cut from a torn final line (events.jsonl.torn).
+const TornSuffix = ".torn"
+
+// RepairEvent is the payload of a journal.repaired event.
+type RepairEvent struct {
+	// Offset is where the torn line started; Bytes how many bytes were cut.
+	Offset int64 `json:"offset"`
+	Bytes  int64 `json:"bytes"`
+	// SideFile is the file the cut bytes were appended to.
+	SideFile string `json:"sideFile"`
+}
+
+// Append opens an existing journal for appending (used by resume). A final
+// line cut short by a kill is repaired first: its bytes are appended to the
+// side file <path>.torn, the journal is truncated to its last whole line,
+// and a journal.repaired event records the cut. The sequence and the hash
+// chain continue after the last whole event. A journal whose chain is
+// broken, or with an unreadable line before its end, is not appended to:
+// extending it would make a forged or damaged record look continuous.
 func Append(path string) (*Writer, error) {
-	events, err := ReadFile(path)
+	events, in, err := ReadChecked(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err := in.Err(); err != nil {
+		return nil, fmt.Errorf("journal: %s: %w", path, err)
+	}
+	var repair *RepairEvent
+	if in.TornTail != nil {
+		if repair, err = cutTornTail(path, in.Size); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
 	w := &Writer{f: f, now: time.Now, path: path}
+	w.setPrev(in.last)
 	if n := len(events); n > 0 {
 		w.seq = events[n-1].Seq
 	}
+	if repair != nil {
+		w.Emit(Repaired, repair)
+	}
 	return w, nil
 }
+
+// cutTornTail moves the bytes of path after size into the side file and
+// truncates path to size. The side file is synced before the journal is
+// cut, so the bytes are never lost.
+func cutTornTail(path string, size int64) (*RepairEvent, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal: repair %s: %w", path, err)
+	}
+	defer f.Close()
+	side := path + TornSuffix
+	sf, err := os.OpenFile(side, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: repair %s: %w", path, err)
+	}
+	n, err := io.Copy(sf, io.NewSectionReader(f, size, 1<<62))
+	if err == nil {
+		_, err = sf.Write([]byte{'\n'})
+	}
+	if err == nil {
+		err = sf.Sync()
+	}
+	if cerr := sf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: repair %s: keep torn line in %s: %w", path, side, err)
+	}
+	if err := f.Truncate(size); err != nil {
+		return nil, fmt.Errorf("journal: repair %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("journal: repair %s: %w", path, err)
+	}
+	return &RepairEvent{Offset: size, Bytes: n, SideFile: filepath.Base(side)}, nil
+}
+
+// setPrev sets the chain hash the next event carries.
+func (w *Writer) setPrev(h string) { w.prevLen = copy(w.prev[:], h) }
 
 // Path is the journal file's path.
 func (w *Writer) Path() string { return w.path }
@@ -177,6 +279,9 @@ func (w *Writer) Emit(eventType string, data any) {
 		b = append(b, `,"step":`...)
 		b = appendJSONString(b, w.step)
 	}
+	b = append(b, `,"prev":"`...)
+	b = append(b, w.prev[:w.prevLen]...)
+	b = append(b, '"')
 	w.buf.Write(b)
 	if data != nil {
 		w.buf.WriteString(`,"data":`)
@@ -191,9 +296,12 @@ func (w *Writer) Emit(eventType string, data any) {
 		}
 	}
 	w.buf.WriteString("}\n")
-	if _, err := w.f.Write(w.buf.Bytes()); err != nil && w.err == nil {
+	line := w.buf.Bytes()
+	if _, err := w.f.Write(line); err != nil && w.err == nil {
 		w.err = fmt.Errorf("journal: write %s: %w", w.path, err)
 	}
+	sum := sha256.Sum256(line[:len(line)-1])
+	w.prevLen = hex.Encode(w.prev[:], sum[:16])
 }
 
 // Err returns the first write error, if any.
@@ -229,105 +337,4 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
-}
-
-// ReadFile reads a journal. A final line cut short by a crash is ignored;
-// a malformed line elsewhere is an error naming its line number.
-func ReadFile(path string) ([]Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	defer f.Close()
-	return Read(f, path)
-}
-
-// Read parses journal lines from r; name is used in error messages.
-func Read(r io.Reader, name string) ([]Event, error) {
-	br := bufio.NewReaderSize(r, 64*1024)
-	var events []Event
-	line := 0
-	for {
-		raw, err := br.ReadBytes('\n')
-		if len(raw) > 0 {
-			line++
-			complete := raw[len(raw)-1] == '\n'
-			trimmed := bytes.TrimSpace(raw)
-			if len(trimmed) > 0 {
-				var ev Event
-				if uerr := json.Unmarshal(trimmed, &ev); uerr != nil {
-					if !complete && err == io.EOF {
-						break // torn final write
-					}
-					return events, fmt.Errorf("journal: %s:%d: malformed event: %w", name, line, uerr)
-				}
-				events = append(events, ev)
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return events, fmt.Errorf("journal: read %s: %w", name, err)
-		}
-	}
-	return events, nil
-}
-
-// Run describes one run directory found under a work dir.
-type Run struct {
-	ID      string
-	Path    string // journal file
-	Started time.Time
-}
-
-// List returns the runs under workDir, newest first.
-func List(workDir string) ([]Run, error) {
-	base := filepath.Join(workDir, RunsDir)
-	entries, err := os.ReadDir(base)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("journal: list %s: %w", base, err)
-	}
-	var runs []Run
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		p := filepath.Join(base, e.Name(), FileName)
-		st, err := os.Stat(p)
-		if err != nil {
-			continue
-		}
-		runs = append(runs, Run{ID: e.Name(), Path: p, Started: st.ModTime()})
-	}
-	sort.Slice(runs, func(i, j int) bool { return runs[i].ID > runs[j].ID })
-	return runs, nil
-}
-
-// Find resolves a run id (or a unique prefix of one) under workDir.
-func Find(workDir, id string) (Run, error) {
-	runs, err := List(workDir)
-	if err != nil {
-		return Run{}, err
-	}
-	var match []Run
-	for _, r := range runs {
-		if r.ID == id {
-			return r, nil
-		}
-		if strings.HasPrefix(r.ID, id) {
-			match = append(match, r)
-		}
-	}
-	switch len(match) {
-	case 1:
-		return match[0], nil
-	case 0:
-		return Run{}, fmt.Errorf("journal: no run %q under %s", id, filepath.Join(workDir, RunsDir))
-	default:
-		return Run{}, fmt.Errorf("journal: run id %q is ambiguous (%d runs match)", id, len(match))
-	}
 }

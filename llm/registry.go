@@ -11,6 +11,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -42,6 +43,11 @@ type Config struct {
 	Transcripts map[string][]Message
 	// HTTPClient is used by HTTP providers (nil = http.DefaultClient).
 	HTTPClient *http.Client
+	// Timeouts bound each request of HTTP providers (zero fields =
+	// defaults, see retry.Timeouts).
+	Timeouts retry.Timeouts
+	// Retry is the retry policy of HTTP providers (zero = defaults).
+	Retry retry.Policy
 	// Getenv reads environment variables (nil = os.Getenv). API keys come
 	// only from here, never from files or the journal.
 	Getenv func(string) string

@@ -50,6 +50,11 @@ type RuntimeContext struct {
 	Summaries []iteration.Summary
 	// Carry is what the previous iteration handed over.
 	Carry iteration.Carry
+	// Unrecorded is the usage (and its cost) of model turns of iterations
+	// that never ended — a resumed run's killed iterations — which no
+	// summary holds; it counts in the result and the budgets.
+	Unrecorded        llm.Usage
+	UnrecordedCostUSD float64
 }
 
 // Turn is what the flow wants sent in one iteration.
@@ -82,6 +87,13 @@ type Outcome struct {
 	// CompletionReason overrides the reason token reported for a Stop
 	// (e.g. "validation_exhausted"); "" derives it from Err.
 	CompletionReason string
+	// Redo is set by the loop when the iteration's query did not finish:
+	// it failed before any model turn completed (the provider was down),
+	// or the run was canceled or ran out of time during it. Such an
+	// iteration does not count against budgets.maxIterations, and resume
+	// runs it again under its number; the usage of its completed turns
+	// still counts.
+	Redo bool
 }
 
 // Flow decides what each iteration sends and what it means.
@@ -168,6 +180,9 @@ type OutcomeEvent struct {
 	Stop     bool   `json:"stop,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Redo marks an iteration whose query did not finish (see
+	// Outcome.Redo): not counted; resume runs it again under its number.
+	Redo bool `json:"redo,omitempty"`
 }
 
 // QueryStartEvent is the payload of a query.start journal event.
@@ -192,7 +207,7 @@ type PromptEvent struct {
 // postcondition).
 func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 	start := l.cfg.Now()
-	res := &Result{}
+	res := &Result{Usage: rc.Unrecorded, CostUSD: rc.UnrecordedCostUSD}
 	for _, s := range rc.Summaries {
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
@@ -216,6 +231,16 @@ func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 		}
 		rc.Iteration++
 		s, outcome := l.iterate(ctx, rc)
+		if outcome.Redo {
+			// Its query did not finish: journaled, its billed turns
+			// counted, but the iteration is not.
+			res.Usage.Add(s.Usage)
+			res.CostUSD += s.CostUSD
+			l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(outcome)})
+			rc.Iteration--
+			reason := reasonForError(ctx, outcome.Err)
+			return finish(reason, false, outcome.Reason, outcome.Err)
+		}
 		rc.Summaries = append(rc.Summaries, *s)
 		summary := &rc.Summaries[len(rc.Summaries)-1]
 		rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
@@ -251,7 +276,7 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 	switch {
 	case ctx.Err() != nil:
 		reason := reasonForError(ctx, ctx.Err())
-		return &Result{CompletionReason: reason, Reason: "stopped before iteration " + fmt.Sprint(rc.Iteration+1), Err: stopError(reason, ctx.Err())}, true
+		return &Result{CompletionReason: reason, Reason: "stopped before iteration " + fmt.Sprint(rc.Iteration+1), Err: stopError(reason)}, true
 	case rc.Iteration >= HardLimit:
 		return &Result{CompletionReason: ReasonEmergencyStop, Reason: fmt.Sprintf("Hard limit exceeded: %d", HardLimit),
 			Err: agenterr.New(agenterr.CodeHardLimit, agenterr.LayerLoop, false, "hard limit of %d iterations reached", HardLimit)}, true
@@ -314,10 +339,21 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 		qr, err = bridge.Query(ctx, turn.Prompt, opts)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			err = stopError(reasonForError(ctx, ctx.Err()), err)
+		interrupted := ctx.Err() != nil
+		if interrupted {
+			err = stopError(reasonForError(ctx, ctx.Err()))
 		}
-		return fail(err)
+		if qr != nil {
+			// Turns that completed before the failure were billed: count them.
+			s.Usage, s.CostUSD = qr.Usage, qr.CostUSD
+			if s.CostUSD == 0 && cost != nil {
+				s.CostUSD = cost(qr.Usage)
+			}
+			s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
+		}
+		s, out := fail(err)
+		out.Redo = interrupted || !answered(qr)
+		return s, out
 	}
 	s.SessionID = opts.SessionID
 	if qr.SessionID != "" {
@@ -347,8 +383,15 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 	return s, out
 }
 
+// answered reports whether a failed query got at least one model turn
+// back: billed usage, a response or a tool call. (qr.Turns counts the
+// failed attempt too.)
+func answered(qr *llm.QueryResult) bool {
+	return qr != nil && (qr.Usage != llm.Usage{} || len(qr.Responses) > 0 || len(qr.ToolUses) > 0)
+}
+
 func outcomeEvent(o Outcome) OutcomeEvent {
-	e := OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}
+	e := OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason, Redo: o.Redo}
 	if o.Err != nil {
 		e.Error = o.Err.Error()
 	}
@@ -377,9 +420,11 @@ func reasonForError(ctx context.Context, err error) string {
 	return ReasonError
 }
 
-func stopError(reason string, cause error) error {
+func stopError(reason string) error {
+	// One line that says what happened: the cancellation's own chain
+	// ("query canceled: context canceled") adds nothing.
 	if reason == ReasonTimeBudget {
-		return agenterr.Wrap(cause, agenterr.CodeTimeBudget, agenterr.LayerLoop, false, "time budget exhausted")
+		return agenterr.New(agenterr.CodeTimeBudget, agenterr.LayerLoop, false, "time budget exhausted (runner.budgets.timeoutSeconds)")
 	}
-	return agenterr.Wrap(cause, agenterr.CodeCanceled, agenterr.LayerLoop, false, "run canceled")
+	return agenterr.New(agenterr.CodeCanceled, agenterr.LayerLoop, true, "run canceled (interrupted); its journal is complete up to here")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -414,7 +415,7 @@ func decodeYAML(data []byte, v any) (err error) {
 			err = fmt.Errorf("the YAML parser failed on this input (%v)", p)
 		}
 	}()
-	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
+	return yamlsafe.Unmarshal(data, v, yaml.Strict())
 }
 
 func firstLine(ye yaml.Error, err error) string {

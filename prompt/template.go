@@ -10,6 +10,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
 // varPrefix opens a prompt variable placeholder: {uv-name}.
@@ -243,7 +244,7 @@ func decodeFrontmatter(src, file string) (map[string]any, error) {
 		return fm, nil
 	}
 	var v any
-	if err := yaml.Unmarshal([]byte(src), &v); err != nil {
+	if err := yamlsafe.Unmarshal([]byte(src), &v); err != nil {
 		e := &agenterr.Error{
 			Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
 			Message: "invalid YAML frontmatter", File: file, Err: err,

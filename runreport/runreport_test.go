@@ -271,7 +271,7 @@ func FuzzBuild(f *testing.F) {
 {"seq":2,"type":"model.turn","iteration":1,"data":{"turn":1}}
 {"seq":3,"type":"tool.call","iteration":1,"data":{"name":"Read","input":{}}}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		events, err := journal.Read(strings.NewReader(s), "fuzz")
+		events, _, err := journal.Read(strings.NewReader(s), "fuzz")
 		if err != nil {
 			return
 		}

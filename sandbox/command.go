@@ -128,7 +128,7 @@ func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.Co
 		}
 	}
 	if res.Status == StatusSandboxError || res.Status == StatusOutputLimit || res.Status == StatusCPULimit ||
-		res.Status == StatusFileTooLarge || res.Status == StatusMemoryLimit {
+		res.Status == StatusFileTooLarge || res.Status == StatusMemoryLimit || res.Status == StatusProcessLimit {
 		// The Bash tool shows Output to the model; say what the sandbox did.
 		out.Output += "\n[sandbox: " + res.Reason + "]"
 	}

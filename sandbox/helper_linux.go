@@ -16,6 +16,8 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
+
+	"github.com/capstan-dev/capstan/procguard"
 )
 
 // The helper is this same binary started as
@@ -57,6 +59,7 @@ type helperStatus struct {
 // sandbox helper (the same binary re-executed by a Runner) it runs the
 // helper and exits, never returning.
 func Init() {
+	procguard.Init() // the supervisor of unsandboxed commands, same binary
 	if len(os.Args) < 3 || os.Args[1] != helperArg || os.Getenv(helperEnv) != "1" {
 		return
 	}
@@ -143,6 +146,9 @@ func stageTwo() int {
 	if len(hs.Argv) == 0 {
 		return setupFail("stage two: empty argv")
 	}
+	if err := closeInheritedFDs(); err != nil {
+		return setupFail("close inherited descriptors: %v", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return setupFail("prctl(no_new_privs): %v", err)
 	}
@@ -154,6 +160,10 @@ func stageTwo() int {
 	if err := os.Chdir(hs.Dir); err != nil {
 		return setupFail("chdir %s: %v", hs.Dir, err)
 	}
+	if err := dropCapabilities(); err != nil {
+		return setupFail("drop capabilities: %v", err)
+	}
+	filter := socketFilter()
 	// Everything execve needs is built before the limits go on: once
 	// RLIMIT_AS is set, a process whose address space is already larger
 	// (a race-enabled binary reserves terabytes of shadow memory) cannot
@@ -175,6 +185,9 @@ func stageTwo() int {
 	// could not allocate.
 	failPrefix := []byte(setupMarker + "exec " + hs.Argv[0] + ": ")
 	debug.SetGCPercent(-1)
+	if err := installFilter(filter); err != nil {
+		return setupFail("seccomp: %v", err)
+	}
 	if err := setLimits(hs.Limits); err != nil {
 		return setupFail("rlimits: %v", err)
 	}

@@ -5,10 +5,12 @@ package sandbox
 import (
 	"context"
 	"runtime"
+
+	"github.com/capstan-dev/capstan/procguard"
 )
 
 // Init is a no-op on systems other than Linux.
-func Init() {}
+func Init() { procguard.Init() }
 
 // Probe reports that the sandbox needs Linux.
 func Probe(ctx context.Context) Capabilities {
@@ -17,8 +19,6 @@ func Probe(ctx context.Context) Capabilities {
 		Hint:   "run capstan on Linux to execute skill scripts",
 	}
 }
-
-func probe(ctx context.Context, _ int) Capabilities { return Probe(ctx) }
 
 // Run refuses: there is no sandbox on this system.
 func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {

@@ -31,10 +31,6 @@ const nsFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEW
 // reads the Landlock ABI version. It never fails; the answer says why
 // something is unavailable and what to change.
 func Probe(ctx context.Context) Capabilities {
-	return probe(ctx, 65534)
-}
-
-func probe(ctx context.Context, sandboxUID int) Capabilities {
 	var c Capabilities
 	if v, err := ll.LandlockGetABIVersion(); err == nil && v > 0 {
 		c.LandlockABI = v
@@ -48,7 +44,7 @@ func probe(ctx context.Context, sandboxUID int) Capabilities {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", helperArg, "probe")
 	cmd.Env = []string{helperEnv + "=1"}
-	cmd.SysProcAttr = procAttr(true, sandboxUID, false, false)
+	cmd.SysProcAttr = procAttr(true, false)
 	out, err := cmd.Output()
 	switch {
 	case err != nil && cmd.Process == nil:
@@ -83,12 +79,12 @@ func explainStartError(err error) (reason, hint string) {
 	return "cannot start the sandbox helper: " + err.Error(), "check that /proc is mounted and the binary is executable, or opt out with AllowUnsandboxed"
 }
 
-// procAttr builds the clone attributes of a helper. With namespaces, a root
-// caller's program runs as sandboxUID (so RLIMIT_NPROC is enforced, which the
-// kernel skips for root) with CAP_DAC_OVERRIDE inside the user namespace so
-// it can still read root-owned files that Landlock allows; a non-root
-// caller's program keeps its uid.
-func procAttr(namespaces bool, sandboxUID int, landlock, network bool) *syscall.SysProcAttr {
+// procAttr builds the clone attributes of a helper. The program keeps the
+// caller's uid, mapped to itself in the user namespace: a root caller's
+// program is uid 0 there, so it owns the root-owned files it may write,
+// and stage two drops every capability before exec, so that ownership is
+// all it has (RLIMIT_NPROC applies: it is counted per user namespace).
+func procAttr(namespaces bool, network bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if !namespaces {
 		return a
@@ -98,16 +94,6 @@ func procAttr(namespaces bool, sandboxUID int, landlock, network bool) *syscall.
 		a.Cloneflags &^= syscall.CLONE_NEWNET
 	}
 	uid, gid := os.Geteuid(), os.Getegid()
-	if uid == 0 {
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxUID, HostID: sandboxUID, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: sandboxUID, HostID: sandboxUID, Size: 1}}
-		a.GidMappingsEnableSetgroups = true
-		a.Credential = &syscall.Credential{Uid: uint32(sandboxUID), Gid: uint32(sandboxUID)}
-		if landlock {
-			a.AmbientCaps = []uintptr{unix.CAP_DAC_OVERRIDE}
-		}
-		return a
-	}
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	return a
@@ -151,6 +137,14 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	defer os.RemoveAll(tmp)
 	hs.Writable = append(hs.Writable, tmp)
 	hs.Env = append(hs.Env, "HOME="+tmp, "TMPDIR="+tmp)
+	writeLimit := int64(spec.WriteLimitMB) << 20
+	if spec.WriteLimitMB > 0 && spec.WriteLimitMB < hs.Limits.FileSizeMB {
+		hs.Limits.FileSizeMB = spec.WriteLimitMB
+	}
+	var writeBase int64
+	if writeLimit > 0 {
+		writeBase = dirsSize(hs.Writable)
+	}
 	specJSON, err := json.Marshal(hs)
 	if err != nil {
 		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "encode helper spec")
@@ -160,7 +154,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, "/proc/self/exe", helperArg, "init")
 	cmd.Env = []string{helperEnv + "=1"}
-	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.SandboxUID, hs.LandlockABI > 0, r.cfg.Network)
+	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.Network)
 	cmd.Stdin = bytes.NewReader(spec.Stdin)
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
@@ -215,6 +209,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		killGroup()
 	}
 	statusW.Close()
+	wd := startWatchdog(pid, limits.Processes, int64(limits.MemoryMB)<<20, writeLimit, hs.Writable, writeBase, killGroup)
 	go func() {
 		// A helper that dies before reading closes the pipe; the write then
 		// fails with EPIPE and the exit status tells the story.
@@ -224,8 +219,12 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	statusCh := make(chan []byte, 1)
 	go func() { b, _ := io.ReadAll(statusR); statusCh <- b }()
 	waitErr := cmd.Wait()
+	wd.stop()
 	// The group may hold orphans when there is no PID namespace.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if wd.diskExceeded.Load() {
+		removeWrittenSince(hs.Writable, start)
+	}
 	dur := time.Since(start)
 	var st helperStatus
 	statusBytes := <-statusCh
@@ -262,6 +261,13 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		timeout:    timeout,
 		maxStdout:  maxOut,
 		stderr:     stderr.buf.String(),
+		memory:     wd.memExceeded.Load(),
+		disk:       wd.diskExceeded.Load(),
+		treeCPU:    wd.cpu(),
+		busy:       wd.busy.Load(),
+		busyOver:   time.Duration(wd.busyOver.Load()),
+		processes:  wd.procsExceeded.Load(),
+		writeLimit: spec.WriteLimitMB,
 	})
 	return res, nil
 }
@@ -420,7 +426,11 @@ func isolation(sandboxed bool, abi int, network bool) []string {
 	if abi > 0 {
 		iso = append(iso, fmt.Sprintf("landlock:v%d", abi))
 	}
-	return append(iso, "rlimits", "no_new_privs")
+	iso = append(iso, "rlimits", "no_new_privs", "no_capabilities", "close_on_exec")
+	if socketFilter() != nil {
+		iso = append(iso, "seccomp:no_unix_sockets")
+	}
+	return iso
 }
 
 type classifyInput struct {
@@ -431,6 +441,14 @@ type classifyInput struct {
 	timeout                                  time.Duration
 	maxStdout                                int
 	stderr                                   string
+	// memory and disk are set when the watchdog killed the tree.
+	memory, disk, processes bool
+	// treeCPU is the CPU time the tree had used when last sampled; busy
+	// the per-mille share of busyOver its processes were on or waiting
+	// for a CPU.
+	treeCPU, busyOver time.Duration
+	busy              int64
+	writeLimit        int
 }
 
 func classify(res *Result, in classifyInput) {
@@ -443,12 +461,30 @@ func classify(res *Result, in classifyInput) {
 		}
 	} else {
 		res.ExitCode = -1
+		res.CPUTime = in.treeCPU
 	}
 	cpuLimit := time.Duration(in.limits.CPUSeconds) * time.Second
 	switch {
 	case in.overflow:
 		res.Status = StatusOutputLimit
 		res.Reason = fmt.Sprintf("stdout exceeded %d bytes; the process tree was killed and the output truncated", in.maxStdout)
+	case in.memory:
+		res.Status = StatusMemoryLimit
+		res.Reason = fmt.Sprintf("the process tree used more than %d MiB of memory; it was killed", in.limits.MemoryMB)
+	case in.processes:
+		res.Status = StatusProcessLimit
+		res.Reason = fmt.Sprintf("the process tree grew past %d processes; it was killed", in.limits.Processes)
+	case in.disk:
+		res.Status = StatusDiskLimit
+		res.Reason = fmt.Sprintf("writes exceeded the %d MiB budget; the process tree was killed and the files it wrote were removed", in.writeLimit)
+	case in.timedOut && cpuLimit <= in.timeout && (in.treeCPU >= cpuLimit*9/10 || (in.busy >= 900 && in.busyOver >= in.timeout/2)):
+		// The CPU limit is not above the wall limit (skill scripts: both
+		// are script_timeout_s). A program that computed the whole time —
+		// on a CPU or waiting for one on a busy machine — is stopped by
+		// the clock at or before RLIMIT_CPU; it ran out of CPU, not of
+		// things to wait for.
+		res.Status = StatusCPULimit
+		res.Reason = fmt.Sprintf("CPU time limit of %ds reached: the process tree computed for the whole %s wall-clock limit; it was killed", in.limits.CPUSeconds, in.timeout)
 	case in.timedOut:
 		res.Status = StatusTimeout
 		res.Reason = fmt.Sprintf("wall-clock limit of %s reached; the process tree was killed", in.timeout)

@@ -52,10 +52,14 @@ type Limits struct {
 	FileSizeMB int `json:"file_size_mb,omitempty"`
 	// OpenFiles is RLIMIT_NOFILE.
 	OpenFiles int `json:"open_files,omitempty"`
+	// MemoryMB bounds the resident memory of the whole process tree,
+	// summed over its processes and sampled every 50 ms; the tree is
+	// killed when it is exceeded (StatusMemoryLimit).
+	MemoryMB int `json:"memory_mb,omitempty"`
 }
 
 // DefaultLimits are the limits used for zero Limits fields.
-var DefaultLimits = Limits{CPUSeconds: 20, AddressSpaceMB: 1024, Processes: 64, FileSizeMB: 50, OpenFiles: 256}
+var DefaultLimits = Limits{CPUSeconds: 20, AddressSpaceMB: 1024, Processes: 64, FileSizeMB: 50, OpenFiles: 256, MemoryMB: 1024}
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -73,6 +77,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.OpenFiles <= 0 {
 		l.OpenFiles = d.OpenFiles
+	}
+	if l.MemoryMB <= 0 {
+		l.MemoryMB = d.MemoryMB
 	}
 	return l
 }
@@ -109,6 +116,13 @@ type Spec struct {
 	Timeout time.Duration
 	// Limits are the rlimits of the run.
 	Limits Limits
+	// WriteLimitMB, when > 0, bounds the bytes the run adds to its
+	// writable directories (its private HOME/TMPDIR included), checked
+	// every 50 ms while it runs: past it the tree is killed, the files
+	// written during the run are removed and the status is
+	// StatusDiskLimit. RLIMIT_FSIZE is lowered to it as well, so no single
+	// file grows past it.
+	WriteLimitMB int
 	// MaxStdout and MaxStderr cap the bytes kept from each stream (defaults
 	// 1 MiB and 256 KiB). A program that prints more than MaxStdout is killed
 	// and the run ends with StatusOutputLimit.
@@ -124,8 +138,10 @@ const (
 	StatusOK           Status = "ok"             // exit code 0
 	StatusExit         Status = "exit"           // non-zero exit code
 	StatusTimeout      Status = "timeout"        // wall-clock limit reached, process tree killed
-	StatusCPULimit     Status = "cpu_limit"      // RLIMIT_CPU reached (SIGXCPU / SIGKILL)
-	StatusMemoryLimit  Status = "memory_limit"   // allocation refused under RLIMIT_AS
+	StatusCPULimit     Status = "cpu_limit"      // RLIMIT_CPU reached (SIGXCPU / SIGKILL), or the wall limit reached while the tree used its whole CPU allowance
+	StatusMemoryLimit  Status = "memory_limit"   // tree over Limits.MemoryMB, or an allocation refused under RLIMIT_AS
+	StatusDiskLimit    Status = "disk_limit"     // writes over Spec.WriteLimitMB; tree killed, its files removed
+	StatusProcessLimit Status = "process_limit"  // more processes than Limits.Processes; tree killed
 	StatusFileTooLarge Status = "file_too_large" // RLIMIT_FSIZE reached (SIGXFSZ)
 	StatusOutputLimit  Status = "output_limit"   // printed more than MaxStdout, killed
 	StatusKilled       Status = "killed"         // ended by another signal
@@ -288,10 +304,6 @@ type Config struct {
 	// no network namespace and no Landlock TCP rules. Files, processes and
 	// resources stay confined.
 	Network bool
-	// SandboxUID is the host uid sandboxed programs run as when capstan runs
-	// as root (default 65534, "nobody"), so that RLIMIT_NPROC applies. When
-	// capstan is not root, programs keep the caller's uid.
-	SandboxUID int
 }
 
 // DefaultSystemPaths are readable by every sandboxed program (missing ones
@@ -331,9 +343,6 @@ func New(ctx context.Context, cfg Config) *Runner {
 	}
 	if r.cfg.SystemPaths == nil {
 		r.cfg.SystemPaths = DefaultSystemPaths
-	}
-	if r.cfg.SandboxUID == 0 {
-		r.cfg.SandboxUID = 65534
 	}
 	return r
 }

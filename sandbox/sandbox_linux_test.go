@@ -174,7 +174,7 @@ func TestForkBomb(t *testing.T) {
 		s.Limits.Processes = 32
 		s.Timeout = 10 * time.Second
 	})
-	if !strings.Contains(res.Stderr, "Resource temporarily unavailable") && res.Status != StatusTimeout {
+	if !strings.Contains(res.Stderr, "Resource temporarily unavailable") && res.Status != StatusProcessLimit {
 		t.Fatalf("fork bomb not limited: status %s stderr %q", res.Status, res.Stderr)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/tool"
 )
 
 // Interpreters maps the script extensions the sandbox accepts to the program
@@ -48,6 +49,9 @@ type ScriptSpec struct {
 	Limits Limits
 	// MaxStdout caps the kept standard output (default 1 MiB).
 	MaxStdout int
+	// WriteLimitMB bounds what the script may add to build/ (and its
+	// private HOME/TMPDIR) while it runs; see Spec.WriteLimitMB.
+	WriteLimitMB int
 }
 
 // ScriptResult is a Result plus the parsed output of a script.
@@ -118,13 +122,14 @@ func (r *Runner) RunScript(ctx context.Context, spec ScriptSpec) (ScriptResult, 
 	rel, _ := filepath.Rel(root, script)
 	before := dirSize(build)
 	res, err := r.Run(ctx, Spec{
-		Argv:      append([]string{interp, rel}, argv...),
-		Dir:       root,
-		Writable:  []string{build},
-		Stdin:     stdin,
-		Timeout:   spec.Timeout,
-		Limits:    limits,
-		MaxStdout: spec.MaxStdout,
+		Argv:         append([]string{interp, rel}, argv...),
+		Dir:          root,
+		Writable:     []string{build},
+		Stdin:        stdin,
+		Timeout:      spec.Timeout,
+		Limits:       limits,
+		MaxStdout:    spec.MaxStdout,
+		WriteLimitMB: spec.WriteLimitMB,
 	})
 	if err != nil {
 		return ScriptResult{}, err
@@ -196,25 +201,10 @@ func ResolveInside(root, rel string) (string, error) {
 	if !within(root, p) {
 		return "", escape("path %q leaves the skill root", rel)
 	}
-	// Resolve symlinks on the longest existing prefix.
-	existing := p
-	var rest []string
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		rest = append([]string{filepath.Base(existing)}, rest...)
-		existing = parent
-	}
-	resolved, err := filepath.EvalSymlinks(existing)
+	full, err := tool.EvalSymlinksPrefix(p)
 	if err != nil {
 		return "", escape("path %q: %v", rel, err)
 	}
-	full := filepath.Join(append([]string{resolved}, rest...)...)
 	if !within(root, full) {
 		return "", escape("path %q resolves outside the skill root (symlink)", rel)
 	}

@@ -736,9 +736,9 @@ func TestActAdversarialScripts(t *testing.T) {
 		{"network", "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=2)\n", "exit", "Permission denied|Network is unreachable", Budgets{}},
 		{"write-outside", "open('" + filepath.Join(outside, "x") + "', 'w').write('x')\n", "exit", "Permission denied", Budgets{}},
 		{"write-skill-root", "open('evil.txt', 'w').write('x')\n", "exit", "Permission denied", Budgets{}},
-		// script_timeout_s is both the CPU and the wall-clock limit: on a
-		// busy machine the wall clock may end the spin first.
-		{"cpu-spin", "while True:\n    pass\n", "cpu_limit|timeout", "CPU time limit|wall-clock limit", Budgets{ScriptTimeoutS: 1, TimeBudgetMs: 300000}},
+		// script_timeout_s is both the CPU and the wall-clock limit: a
+		// spin is cpu_limit even when the wall clock ends it first.
+		{"cpu-spin", "while True:\n    pass\n", "cpu_limit", "CPU time limit", Budgets{ScriptTimeoutS: 1, TimeBudgetMs: 300000}},
 		{"memory-hog", "b = bytearray(4 * 1024 * 1024 * 1024)\n", "memory_limit", "address-space limit", Budgets{}},
 		{"flood", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", "output_limit", "stdout exceeded", Budgets{}},
 	}

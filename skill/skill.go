@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -23,6 +24,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
 // Limits of the format (agentskills.io specification) that produce warnings.
@@ -243,13 +245,13 @@ func parseYAML(yml string) (map[string]any, bool, error) {
 	if strings.TrimSpace(yml) == "" {
 		return raw, false, nil
 	}
-	err := yaml.Unmarshal([]byte(yml), &raw)
+	err := yamlsafe.Unmarshal([]byte(yml), &raw)
 	if err == nil {
 		return raw, false, nil
 	}
 	if fixed, ok := quoteColonValues(yml); ok {
 		retry := map[string]any{}
-		if yaml.Unmarshal([]byte(fixed), &retry) == nil {
+		if yamlsafe.Unmarshal([]byte(fixed), &retry) == nil {
 			return retry, true, nil
 		}
 	}
@@ -351,15 +353,33 @@ func (f skillFiles) stat(p string) (fs.FileInfo, error) {
 	return fs.Stat(f.fsys, name)
 }
 
-func (f skillFiles) read(p string) ([]byte, error) {
+// read reads the file p, refusing one larger than max bytes (errTooLarge).
+func (f skillFiles) read(p string, max int64) ([]byte, error) {
+	var r io.ReadCloser
 	if f.fsys == nil {
-		return os.ReadFile(p)
+		file, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		r = file
+	} else {
+		name, err := f.name(p)
+		if err != nil {
+			return nil, err
+		}
+		if r, err = f.fsys.Open(name); err != nil {
+			return nil, err
+		}
 	}
-	name, err := f.name(p)
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, err
 	}
-	return fs.ReadFile(f.fsys, name)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, max)
+	}
+	return data, nil
 }
 
 func load(root, id string, files skillFiles) (*Skill, []Warning, error) {
@@ -386,9 +406,14 @@ func load(root, id string, files skillFiles) (*Skill, []Warning, error) {
 	if id == "" {
 		id = filepath.Base(abs)
 	}
-	data, err := files.read(filepath.Join(abs, file))
+	data, err := files.read(filepath.Join(abs, file), MaxSkillFileBytes)
 	if err != nil {
-		return nil, nil, agenterr.Wrap(err, agenterr.CodeSkillNotFound, agenterr.LayerSkill, false, "read %s", file)
+		e := agenterr.Wrap(err, agenterr.CodeSkillParse, agenterr.LayerSkill, false, "read %s", file)
+		e.File = path.Join(id, file)
+		if errors.Is(err, errTooLarge) {
+			e.Hint = fmt.Sprintf("keep SKILL.md under %d MiB: move long reference text into files the skill links to", MaxSkillFileBytes>>20)
+		}
+		return nil, nil, e
 	}
 	fm, body, perr := Parse(data)
 	fileRel := path.Join(id, file)
@@ -703,3 +728,9 @@ func matchBase(files map[string]bool, p string) string {
 	}
 	return found
 }
+
+// MaxSkillFileBytes bounds SKILL.md, as prompt files are bounded: its
+// metadata goes into every system prompt and its body into the context.
+const MaxSkillFileBytes = 4 << 20
+
+var errTooLarge = errors.New("file too large")

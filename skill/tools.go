@@ -792,6 +792,8 @@ func (s *session) runScript(ctx context.Context, input json.RawMessage) toolOutp
 		Root: s.sk.Root, Build: s.build, Path: rel, Args: in.Args,
 		Timeout: time.Duration(s.budgets.ScriptTimeoutS) * time.Second,
 		Limits:  sandbox.Limits{CPUSeconds: s.budgets.ScriptTimeoutS, FileSizeMB: remainingMB},
+		// Writes stop at the remaining budget while the script runs.
+		WriteLimitMB: remainingMB,
 	})
 	if err != nil {
 		if agenterr.CodeOf(err) == agenterr.CodePathEscape {

@@ -11,10 +11,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/sandbox"
 	jschema "github.com/capstan-dev/capstan/schema"
 )
@@ -150,7 +150,7 @@ func decodeDoc(name string, data []byte) (any, error) {
 	lower := strings.ToLower(name)
 	if strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml") {
 		var v any
-		if err := yaml.Unmarshal(data, &v); err != nil {
+		if err := yamlsafe.Unmarshal(data, &v); err != nil {
 			return nil, err
 		}
 		// Round-trip through JSON so numbers and maps have JSON types.

@@ -3,6 +3,7 @@ package tool
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -272,10 +273,24 @@ func (p Policy) primaryArgument(name string, input json.RawMessage) *string {
 	return nil
 }
 
-// relPath cleans a path argument relative to the work dir. Absolute paths
-// inside WorkDir become relative; other absolute paths and paths that
-// climb out with ".." are marked by a leading "/" (no rule matches them).
+// relPath makes a path argument relative to the work dir, cleaned, with
+// every symlink inside the work dir resolved, so that a rule matches the
+// file a tool will really touch: with Read(public/**), a link
+// public/l -> ../private/x is private/x and is not allowed. Other absolute
+// paths, paths that climb out with "..", links that lead outside, and
+// dangling or looping links are marked by a leading "/" (no rule matches
+// them).
 func (p Policy) relPath(arg string) string {
+	rel := p.lexicalRel(arg)
+	if p.WorkDir == "" || strings.HasPrefix(rel, "/") {
+		return rel
+	}
+	return p.resolveRel(rel)
+}
+
+// lexicalRel cleans a path argument relative to the work dir without
+// looking at the file system.
+func (p Policy) lexicalRel(arg string) string {
 	arg = filepath.ToSlash(arg)
 	if path.IsAbs(arg) {
 		if p.WorkDir != "" {
@@ -293,6 +308,54 @@ func (p Policy) relPath(arg string) string {
 		return "/" + c
 	}
 	return c
+}
+
+// resolveRel resolves the symlinks of rel (relative to the work dir) on its
+// longest existing prefix and returns the result relative to the resolved
+// work dir.
+func (p Policy) resolveRel(rel string) string {
+	root, err := filepath.EvalSymlinks(p.WorkDir)
+	if err != nil {
+		return rel // no work dir to resolve against: the lexical answer
+	}
+	full := filepath.Join(root, filepath.FromSlash(rel))
+	resolved, err := EvalSymlinksPrefix(full)
+	if err != nil {
+		return "/" + filepath.ToSlash(full) // dangling or looping link
+	}
+	out, err := filepath.Rel(root, resolved)
+	if err != nil {
+		return "/" + filepath.ToSlash(resolved)
+	}
+	out = filepath.ToSlash(out)
+	if out == ".." || strings.HasPrefix(out, "../") {
+		return "/" + filepath.ToSlash(resolved)
+	}
+	return path.Clean(out)
+}
+
+// EvalSymlinksPrefix resolves the symlinks of the absolute path p on its
+// longest existing prefix and appends the rest unchanged, so a path that
+// does not exist yet resolves through its deepest existing parent. It
+// fails on a dangling or looping link in the existing part.
+func EvalSymlinksPrefix(p string) (string, error) {
+	existing, rest := p, []string(nil)
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		rest = append([]string{filepath.Base(existing)}, rest...)
+		existing = parent
+	}
+	resolved, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(append([]string{resolved}, rest...)...), nil
 }
 
 // malformedName is the tool-name part of a malformed pattern.

@@ -27,13 +27,13 @@ func (f *reportFlags) register(fs *pflag.FlagSet, defaultFormat string) {
 	fs.BoolVar(&f.full, "full", false, "show prompts and tool outputs whole instead of their first lines")
 }
 
-// write renders the run journal in the chosen format.
-func (f *reportFlags) write(w io.Writer, run journal.Run) error {
+// write renders the journal at path of run id in the chosen format.
+func (f *reportFlags) write(w io.Writer, id, path string) error {
 	render, err := f.renderer()
 	if err != nil {
 		return err
 	}
-	acct, err := runreport.Load(run.ID, run.Path)
+	acct, err := runreport.Load(id, path)
 	if err != nil {
 		return withExit(exitInternal, err)
 	}
@@ -76,33 +76,42 @@ the current directory; -o - writes to stdout.`,
 			if html {
 				view.format = "html"
 			}
-			run, err := journal.Find(workDir, args[0])
+			rec, err := loadRun(workDir, args[0])
 			if err != nil {
-				return withExit(exitUsage, err)
+				return err
 			}
 			var buf bytes.Buffer
-			if err := view.write(&buf, run); err != nil {
+			if err := view.write(&buf, rec.ID, rec.Journal); err != nil {
 				return err
 			}
 			if output == "-" {
-				_, err := cmd.OutOrStdout().Write(buf.Bytes())
-				return err
+				if _, err := cmd.OutOrStdout().Write(buf.Bytes()); err != nil {
+					return withExit(exitInternal, err)
+				}
+				if err := journalProblem(rec); err != nil {
+					return withExit(exitInternal, err)
+				}
+				return nil
 			}
 			if output == "" {
 				ext := map[string]string{"html": ".html", "md": ".md", "markdown": ".md"}[view.format]
 				if ext == "" {
 					ext = ".txt"
 				}
-				output = "report-" + run.ID + ext
+				output = "report-" + rec.ID + ext
 			}
 			if err := writeFileAtomic(output, buf.Bytes()); err != nil {
 				return withExit(exitInternal, err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", output)
+			// A forged or damaged journal is reported, never as a clean one.
+			if err := journalProblem(rec); err != nil {
+				return withExit(exitInternal, err)
+			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&workDir, "workdir", ".", "work dir whose .capstan/runs holds the run")
+	cmd.Flags().StringVar(&workDir, "workdir", ".", "also find runs an older capstan kept under <workdir>/.capstan/runs")
 	cmd.Flags().BoolVar(&html, "html", false, "write HTML (same as --format html)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write (default report-<run-id>.<ext>; - for stdout)")
 	view.register(cmd.Flags(), "html")
@@ -134,20 +143,33 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// completeRunIDs completes the run IDs recorded under *workDir (newest
-// first), for shell completion of show, report and resume.
+// completeRunIDs completes run IDs (newest first) for shell completion of
+// show, report and resume: the runs of *workDir first, then every other
+// run in the state directory.
 func completeRunIDs(workDir *string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		runs, err := journal.List(*workDir)
+		store, err := runStore()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		ids := make([]string, 0, len(runs))
-		for _, r := range runs { // journal.List is newest first
-			ids = append(ids, r.ID)
+		var ids []string
+		seen := map[string]bool{}
+		add := func(runs []journal.Run) {
+			for _, r := range runs {
+				if !seen[r.ID] {
+					seen[r.ID] = true
+					ids = append(ids, r.ID)
+				}
+			}
+		}
+		if runs, err := store.List(*workDir); err == nil {
+			add(runs)
+		}
+		if runs, err := store.ListAll(); err == nil {
+			add(runs)
 		}
 		return ids, cobra.ShellCompDirectiveNoFileComp
 	}

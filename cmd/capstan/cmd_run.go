@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -14,7 +17,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm/retry"
 )
 
 // runFlags are capstan's own flags of `run` and `resume`.
@@ -23,6 +26,8 @@ type runFlags struct {
 	baseURL       string
 	workDir       string
 	maxIterations int
+	timeouts      retry.Timeouts
+	maxRetryAfter time.Duration
 	asJSON        bool
 	quiet         bool
 	stream        streamFlag
@@ -31,8 +36,12 @@ type runFlags struct {
 func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "model as provider:model (overrides runner.model)")
 	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider (e.g. an OpenAI-compatible server)")
-	fs.StringVar(&f.workDir, "workdir", ".", "directory the agent works in; runs are journaled under <workdir>/.capstan/runs")
+	fs.StringVar(&f.workDir, "workdir", ".", "directory the agent works in (journals go to the state directory, see capstan runs --help)")
 	fs.IntVar(&f.maxIterations, "max-iterations", 0, "override runner.budgets.maxIterations")
+	fs.DurationVar(&f.timeouts.Connect, "connect-timeout", 0, "time to open a connection to the model API (overrides runner.requests; default 10s)")
+	fs.DurationVar(&f.timeouts.FirstByte, "first-byte-timeout", 0, "time from sending a model request to its response headers (default 2m)")
+	fs.DurationVar(&f.timeouts.StreamIdle, "stream-idle-timeout", 0, "longest silence inside a model response stream (default 1m30s)")
+	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
 	f.stream.register(fs, " and not --quiet")
@@ -106,7 +115,8 @@ func agentDirArg(args []string) (string, []string) {
 // takes its value as the next argument.
 func isValueFlag(a string) bool {
 	switch a {
-	case "--model", "--base-url", "--workdir", "--max-iterations":
+	case "--model", "--base-url", "--workdir", "--max-iterations",
+		"--connect-timeout", "--first-byte-timeout", "--stream-idle-timeout", "--max-retry-after":
 		return true
 	}
 	return false
@@ -227,7 +237,8 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
 	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL,
-		MaxIterations: flags.maxIterations, Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin}
+		MaxIterations: flags.maxIterations, Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter,
+		Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin}
 	if progress != nil {
 		opts.Observer = progress
 	}
@@ -298,15 +309,25 @@ func printSummary(w io.Writer, r *agent.Result) {
 	if r.Success {
 		status = "COMPLETED"
 	}
-	fmt.Fprintf(w, "\n%s  %s — %s\n", status, r.CompletionReason, r.Reason)
+	if r.Error != nil && r.Reason == r.Error.Code+": "+r.Error.Message {
+		fmt.Fprintf(w, "\n%s  %s\n", status, r.CompletionReason) // the error line below says why
+	} else {
+		fmt.Fprintf(w, "\n%s  %s — %s\n", status, r.CompletionReason, r.Reason)
+	}
 	fmt.Fprintf(w, "  agent %s  model %s  run %s\n", r.Agent, r.Model, r.RunID)
 	fmt.Fprintf(w, "  iterations %d  step %s  tokens in=%d out=%d cache=%d/%d  cost $%.4f  %.1fs\n",
 		r.Iterations, r.StepID, r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.CostUSD, float64(r.DurationMs)/1000)
 	if r.Error != nil {
 		fmt.Fprintf(w, "  error %s: %s (recoverable: %v)\n", r.Error.Code, r.Error.Message, r.Error.Recoverable)
+		if r.Error.Hint != "" {
+			fmt.Fprintf(w, "  hint: %s\n", r.Error.Hint)
+		}
 		if r.Error.Recoverable {
 			fmt.Fprintf(w, "  continue with: capstan resume %s\n", r.RunID)
 		}
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
 	if r.DefinitionDigest != "" {
 		fmt.Fprintf(w, "  definition %s\n", r.DefinitionDigest)
@@ -333,8 +354,13 @@ func newResumeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run that stopped without completing (killed, budget, recoverable error) in the same session",
-		Long: `Continue a run that stopped without completing (killed, budget, recoverable
-error) in the same session, work dir, parameters and model.
+		Long: `Continue a run that stopped without completing, found by its id (or a unique
+prefix) from any directory. The run continues in its own work dir with the
+options it was started with — model, base URL (the endpoint), parameters,
+--max-iterations, request timeouts — unless a flag given here overrides one.
+The transcript is never sent to a different endpoint without --base-url or
+--model saying so. A journal whose hash chain is broken, or that has an
+unreadable line, is not resumed.
 
 The run continues with the agent definition it recorded when it started
 (agent.json, registry, prompts, schemas, script, SKILL.md files), checked
@@ -347,30 +373,89 @@ Both choices are journaled. A run whose recorded definition is missing
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(&flags.workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			run, err := journal.Find(flags.workDir, args[0])
+			rec, err := loadRun(flags.workDir, args[0])
 			if err != nil {
-				return withExit(exitUsage, err)
+				return err
 			}
-			rec, err := agent.LoadRun(run.ID, run.Path)
-			if err != nil {
-				return withExit(exitInternal, err)
+			if err := journalProblem(rec); err != nil {
+				return withExit(exitInternal, fmt.Errorf("resume: %w; it is not resumed (start a new run with capstan run)", err))
 			}
 			if rec.Start == nil {
-				return withExit(exitUsage, fmt.Errorf("resume: run %s has no run.start event", run.ID))
+				return withExit(exitUsage, fmt.Errorf("resume: %w", errNotStarted(rec)))
 			}
-			flags.workDir = rec.Start.WorkDir
-			def, pin, err := resumeDefinition(cmd.ErrOrStderr(), run, rec, reload, flags.model)
+			def, pin, err := resumeDefinition(cmd.ErrOrStderr(), rec, reload, flags.model)
 			if err != nil {
 				printConfigError(cmd.ErrOrStderr(), err)
 				return withExit(exitUsage, nil)
 			}
-			if flags.model == "" {
-				flags.model = rec.Start.Model
+			if err := resumeOptions(cmd.Flags(), &flags, rec, def, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			return executeRun(cmd.Context(), cmd, def, flags, nil, rec, pin)
 		},
 	}
 	flags.register(cmd.Flags())
 	cmd.Flags().BoolVar(&reload, "reload-definition", false, "continue with the agent folder's current files instead of the definition recorded with the run (journaled with both digests)")
+	cmd.Flags().Lookup("workdir").Usage = "also find runs an older capstan kept under <workdir>/.capstan/runs (the run continues in its own work dir)"
 	return cmd
+}
+
+// resumeOptions fills the flags not given on the command line from the
+// options rec was started with, and checks that the transcript goes where
+// the run was talking unless a flag says otherwise.
+func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def *config.Agent, stderr io.Writer) error {
+	start := rec.Start
+	if fs.Changed("workdir") {
+		given, err := filepath.Abs(flags.workDir)
+		if err != nil {
+			return withExit(exitUsage, err)
+		}
+		if given != start.WorkDir {
+			return withExit(exitUsage, fmt.Errorf("resume: run %s works in %s, not %s; it continues there (--workdir only finds runs an older capstan kept under <workdir>/.capstan/runs)", rec.ID, start.WorkDir, given))
+		}
+	}
+	flags.workDir = start.WorkDir
+	if !fs.Changed("model") {
+		flags.model = start.Model
+	}
+	opts := start.Options
+	if opts == nil {
+		if !fs.Changed("base-url") {
+			fmt.Fprintf(stderr, "resume: run %s was recorded by a capstan that did not record its endpoint; continuing against %s (pass --base-url to choose)\n",
+				rec.ID, endpointName(agent.Endpoint(flags.model, def.Definition().Runner.BaseURL, os.Getenv)))
+		}
+		return nil
+	}
+	if !fs.Changed("max-iterations") {
+		flags.maxIterations = opts.MaxIterations
+	}
+	flags.timeouts = opts.Timeouts.Override(flags.timeouts)
+	if !fs.Changed("max-retry-after") {
+		flags.maxRetryAfter = opts.MaxRetryAfter
+	}
+	if !fs.Changed("base-url") {
+		flags.baseURL = opts.BaseURL
+	}
+	now := agent.Endpoint(flags.model, flags.baseURL, os.Getenv)
+	if now == opts.Endpoint {
+		return nil
+	}
+	if fs.Changed("base-url") || fs.Changed("model") {
+		fmt.Fprintf(stderr, "resume: run %s talked to %s; continuing against %s as the flags ask\n", rec.ID, endpointName(opts.Endpoint), endpointName(now))
+		return nil
+	}
+	e := fmt.Errorf("resume: run %s talked to %s, but its provider's environment now points to %s; resume will not send the transcript and key elsewhere silently", rec.ID, endpointName(opts.Endpoint), endpointName(now))
+	hint := "pass --base-url " + opts.Endpoint + " to continue where it was talking, or --base-url " + now + " to move it"
+	if opts.Endpoint == "" {
+		hint = "unset the provider's base-URL variable to continue where it was talking, or pass --base-url " + now + " to move it"
+	}
+	return withExit(exitUsage, fmt.Errorf("%w (%s)", e, hint))
+}
+
+// endpointName names an endpoint for messages.
+func endpointName(e string) string {
+	if e == "" {
+		return "the provider's public endpoint"
+	}
+	return e
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -21,18 +23,81 @@ type runSummary struct {
 	Iterations int     `json:"iterations"`
 	Cost       float64 `json:"cost"`
 	Tokens     int64   `json:"tokens"`
+	WorkDir    string  `json:"workDir,omitempty"`
 	Journal    string  `json:"journal"`
+}
+
+// runStore is where run journals are kept: the user's state directory
+// (CAPSTAN_STATE_DIR, else $XDG_STATE_HOME/capstan, else
+// ~/.local/state/capstan).
+func runStore() (journal.Store, error) {
+	s, err := journal.OpenStore(os.Getenv)
+	if err != nil {
+		return s, withExit(exitUsage, err)
+	}
+	return s, nil
+}
+
+// loadRun finds RUN (an id or a unique prefix) from any directory — workDir
+// also finds the runs an older capstan kept under <workDir>/.capstan/runs —
+// and reads its journal.
+func loadRun(workDir, id string) (*agent.RunRecord, error) {
+	store, err := runStore()
+	if err != nil {
+		return nil, err
+	}
+	run, err := store.Find(workDir, id)
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	rec, err := agent.LoadRun(run.ID, run.Path)
+	if err != nil {
+		return nil, withExit(exitInternal, err)
+	}
+	return rec, nil
+}
+
+// journalProblem is the error for a journal that cannot be trusted (broken
+// hash chain, unreadable lines), nil otherwise.
+func journalProblem(rec *agent.RunRecord) error {
+	if err := rec.Integrity.Err(); err != nil {
+		return fmt.Errorf("run %s: journal %s: %w", rec.ID, rec.Journal, err)
+	}
+	return nil
+}
+
+// errNotStarted explains a journal with no run.start event.
+func errNotStarted(rec *agent.RunRecord) error {
+	if rec.Integrity.Lines == 0 {
+		return fmt.Errorf("run %s was stopped before it started (its journal %s is empty): there is nothing to resume; start the agent again with capstan run", rec.ID, rec.Journal)
+	}
+	return fmt.Errorf("run %s has no run.start event in %s: there is nothing to resume; start the agent again with capstan run", rec.ID, rec.Journal)
 }
 
 func newRunsCmd() *cobra.Command {
 	var workDir string
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List past runs recorded under the work dir",
-		Args:  cobra.NoArgs,
+		Short: "List past runs of the work dir (or of every work dir with --all)",
+		Long: `List past runs, newest first, with their status: completed, not completed,
+unfinished (killed or still running), empty (stopped before it started),
+damaged (a line cannot be read) or tampered (the journal's hash chain is
+broken). Journals live in the state directory (CAPSTAN_STATE_DIR, else
+$XDG_STATE_HOME/capstan, else ~/.local/state/capstan); runs an older capstan
+kept under <workdir>/.capstan/runs are listed too.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			runs, err := journal.List(workDir)
+			store, err := runStore()
+			if err != nil {
+				return err
+			}
+			var runs []journal.Run
+			if all {
+				runs, err = store.ListAll()
+			} else {
+				runs, err = store.List(workDir)
+			}
 			if err != nil {
 				return withExit(exitInternal, err)
 			}
@@ -45,33 +110,53 @@ func newRunsCmd() *cobra.Command {
 				return writeJSON(out, rows)
 			}
 			if len(rows) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "no runs under %s\n", workDir)
+				if all {
+					fmt.Fprintf(cmd.ErrOrStderr(), "no runs in %s\n", store.Dir)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "no runs of work dir %s (every work dir: capstan runs --all)\n", workDir)
+				}
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tAGENT\tSTATUS\tREASON\tITER\tTOKENS\tCOST")
+			header := "RUN\tAGENT\tSTATUS\tREASON\tITER\tTOKENS\tCOST"
+			if all {
+				header += "\tWORKDIR"
+			}
+			fmt.Fprintln(tw, header)
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f\n", r.RunID, r.Agent, r.Status, r.Reason, r.Iterations, r.Tokens, r.Cost)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f", r.RunID, r.Agent, r.Status, r.Reason, r.Iterations, r.Tokens, r.Cost)
+				if all {
+					fmt.Fprintf(tw, "\t%s", r.WorkDir)
+				}
+				fmt.Fprintln(tw)
 			}
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&workDir, "workdir", ".", "work dir whose .capstan/runs to list")
+	cmd.Flags().StringVar(&workDir, "workdir", ".", "work dir whose runs to list")
+	cmd.Flags().BoolVar(&all, "all", false, "list the runs of every work dir")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func summarizeRun(r journal.Run) runSummary {
-	s := runSummary{RunID: r.ID, Journal: r.Path, Status: "unreadable"}
+	s := runSummary{RunID: r.ID, Journal: r.Path, WorkDir: r.WorkDir, Status: "unreadable"}
 	rec, err := agent.LoadRun(r.ID, r.Path)
 	if err != nil {
 		return s
 	}
 	if rec.Start != nil {
 		s.Agent = rec.Start.Agent
+		s.WorkDir = rec.Start.WorkDir
 	}
 	s.Iterations = len(rec.Iterations)
 	switch {
+	case errors.Is(rec.Integrity.Err(), journal.ErrBrokenChain):
+		s.Status = "tampered"
+	case rec.Integrity.Err() != nil:
+		s.Status = "damaged"
+	case rec.Start == nil && rec.Result == nil:
+		s.Status = "empty"
 	case rec.Result == nil:
 		s.Status = "unfinished"
 	case rec.Result.Success:
@@ -98,7 +183,7 @@ func newShowCmd() *cobra.Command {
 	var view reportFlags
 	cmd := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Show one run as a chronological account: per iteration the prompt, the model's text and tool calls in order, the verdict, tokens and cost",
+		Short: "Show one run (found by id from any directory) as a chronological account: per iteration the prompt, the model's text and tool calls in order, the verdict, tokens and cost",
 		Long: `Show one run as a chronological account. Per iteration: where the prompt
 came from, the model's text and its tool calls in the order they happened
 (with offsets and durations), the completion check, each validator's result
@@ -110,33 +195,36 @@ writes the same account as one self-contained HTML page.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(&workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			run, err := journal.Find(workDir, args[0])
+			rec, err := loadRun(workDir, args[0])
 			if err != nil {
-				return withExit(exitUsage, err)
-			}
-			if asJSON {
-				rec, err := agent.LoadRun(run.ID, run.Path)
-				if err != nil {
-					return withExit(exitInternal, err)
-				}
-				return writeJSON(cmd.OutOrStdout(), rec)
-			}
-			if err := view.write(cmd.OutOrStdout(), run); err != nil {
 				return err
 			}
-			if view.format == "text" {
-				// The definition the run was pinned to, and on resume
-				// whether the agent folder had changed.
-				rec, err := agent.LoadRun(run.ID, run.Path)
-				if err != nil {
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if err := writeJSON(out, rec); err != nil {
 					return withExit(exitInternal, err)
 				}
-				printDefinitions(cmd.OutOrStdout(), rec.Definitions)
+			} else {
+				for _, note := range rec.Integrity.Notes() {
+					fmt.Fprintf(out, "journal: %s\n", note)
+				}
+				if err := view.write(out, rec.ID, rec.Journal); err != nil {
+					return err
+				}
+				if view.format == "text" {
+					// The definition the run was pinned to, and on resume
+					// whether the agent folder had changed.
+					printDefinitions(out, rec.Definitions)
+				}
+			}
+			// A forged or damaged record is shown, but never as a clean one.
+			if err := journalProblem(rec); err != nil {
+				return withExit(exitInternal, err)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&workDir, "workdir", ".", "work dir whose .capstan/runs holds the run")
+	cmd.Flags().StringVar(&workDir, "workdir", ".", "also find runs an older capstan kept under <workdir>/.capstan/runs")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run record as JSON")
 	view.register(cmd.Flags(), "text")
 	return cmd

@@ -128,7 +128,7 @@ errors; 3 model/provider or internal errors.`,
 	fs.StringVar(&f.model, "model", os.Getenv("CAPSTAN_MODEL"), "model as provider:model (script:<file> is relative to DIR)")
 	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider")
 	fs.StringVar(&f.build, "build", "", "build directory the skill writes its artifacts to (default <workdir>/build, never the skill's own folder)")
-	fs.StringVar(&f.workDir, "workdir", ".", "where the run works: artifacts go to <workdir>/build and the journal to <workdir>/.capstan/runs/<id>")
+	fs.StringVar(&f.workDir, "workdir", ".", "the work dir the skill acts in: artifacts go to <workdir>/build (its run journal goes to the state directory, see docs/journal.md)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the ActResult as JSON on stdout")
 	f.stream.register(fs, "")
 	fs.BoolVar(&f.fresh, "fresh", false, "ignore the record of an identical earlier run")
@@ -238,8 +238,12 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if err := sb.Capabilities().Unavailable(); err != nil {
 		fmt.Fprintln(stderr, "warning: scripts cannot run:", err)
 	}
+	store, err := runStore()
+	if err != nil {
+		return err
+	}
 	runID := journal.NewRunID(time.Now())
-	jw, err := journal.Create(f.workDir, runID)
+	jw, err := store.Create(f.workDir, runID)
 	if err != nil {
 		return withExit(exitInternal, fmt.Errorf("skills run: journal: %w", err))
 	}
@@ -259,7 +263,9 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	// `capstan show` list skill runs too.
 	events.Emit(journal.RunStart, agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
 	started := time.Now()
-	rt := skill.New(skill.Config{Model: model, ModelName: f.model, Sandbox: sb, Events: events, Seed: f.seed})
+	// The request carries the provider's own model name ("gpt-4o"), never
+	// the "provider:model" spec the user typed.
+	rt := skill.New(skill.Config{Model: model, ModelName: modelName, Sandbox: sb, Events: events, Seed: f.seed})
 	res, runErr := rt.Run(ctx, sk, skill.Input{
 		Goal: f.goal, Constraints: f.constraints, Inputs: inputs, Budgets: f.budgets,
 		Expected: expects, BuildDir: f.build, Fresh: f.fresh,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -181,4 +182,28 @@ func exampleSkillArgs(t *testing.T, dir, workDir string, extra ...string) []stri
 		args = append(args, "--allow-unsandboxed")
 	}
 	return args
+}
+
+// TestSkillsRunSendsBareModelName: `--model openai:NAME` puts NAME, not
+// "openai:NAME", in the request the provider receives.
+func TestSkillsRunSendsBareModelName(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "nothing to do"}}})
+	t.Setenv("OPENAI_API_KEY", "sk-test-model-name")
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	args := exampleSkillArgs(t, dir, t.TempDir(), "--json", "--fresh")
+	for i, a := range args {
+		if a == "script:status-report.script.yaml" {
+			args[i] = "openai:gpt-test-model"
+		}
+	}
+	captureConfigCLI(t, append(args, "--base-url", srv.URL)...)
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no request reached the fake OpenAI server")
+	}
+	for _, r := range reqs {
+		if r.Request.Model != "gpt-test-model" {
+			t.Errorf("model on the wire = %q, want %q", r.Request.Model, "gpt-test-model")
+		}
+	}
 }

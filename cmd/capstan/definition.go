@@ -9,7 +9,6 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
-	"github.com/capstan-dev/capstan/journal"
 )
 
 // modelArg returns the value of --model among raw `run` arguments ("" when
@@ -35,14 +34,14 @@ func modelArg(args []string) string {
 // match its digest); the agent folder on disk is compared with it and every
 // difference is printed to w. With reload, the folder's current files are
 // used instead.
-func resumeDefinition(w io.Writer, run journal.Run, rec *agent.RunRecord, reload bool, model string) (*config.Agent, *definition.Resume, error) {
+func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model string) (*config.Agent, *definition.Resume, error) {
 	recorded := rec.Definition()
 	dir := rec.Start.AgentDir
 	res := &definition.Resume{Reloaded: reload}
 	if recorded != nil {
 		res.RecordedDigest = recorded.Digest
 	}
-	pinned, perr := definition.Open(filepath.Dir(run.Path), recorded, dir)
+	pinned, perr := definition.Open(filepath.Dir(rec.Journal), recorded, dir)
 	if perr != nil && !reload {
 		return nil, nil, perr
 	}
@@ -69,7 +68,7 @@ func resumeDefinition(w io.Writer, run journal.Run, rec *agent.RunRecord, reload
 		res.Problem = cerr.Error()
 		fmt.Fprintf(w, "resume: the agent folder %s cannot be read now (%v); continuing with the recorded definition %s\n", dir, cerr, pinned.Digest())
 	} else if res.Changes = pinned.Diff(current); len(res.Changes) > 0 {
-		fmt.Fprintf(w, "resume: the agent folder %s differs from the definition recorded with run %s; continuing with the recorded definition %s (pass --reload-definition to use the current files):\n", dir, run.ID, pinned.Digest())
+		fmt.Fprintf(w, "resume: the agent folder %s differs from the definition recorded with run %s; continuing with the recorded definition %s (pass --reload-definition to use the current files):\n", dir, rec.ID, pinned.Digest())
 		printChanges(w, res.Changes)
 	}
 	def, err := config.LoadAndValidateFS(pinned, dir, agent.ValidateOptions())

@@ -124,10 +124,18 @@ func killDuring(t *testing.T, args []string, wd string, until func(journal strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	store, err := journal.OpenStore(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := store.WorkDirRuns(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var path string
 	reached := false
 	for deadline := time.Now().Add(20 * time.Second); !reached && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		matches, _ := filepath.Glob(filepath.Join(wd, ".capstan", "runs", "*", journal.FileName))
+		matches, _ := filepath.Glob(filepath.Join(runs, "*", journal.FileName))
 		if len(matches) == 1 {
 			path = matches[0]
 			b, _ := os.ReadFile(path)
@@ -161,10 +169,7 @@ func TestKilledRunResumesWithRecordedDefinition(t *testing.T) {
 	// The forged system prompt does not even parse: loading it would fail.
 	work, dir := hostileAgent(t, "---\nbroken: [\n---\nFORGED", true)
 	runID := killAfterEdits(t, work, dir)
-	run, err := journal.Find(work, runID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := findRun(t, work, runID)
 	snaps, _ := filepath.Glob(filepath.Join(filepath.Dir(run.Path), "definition-*.tar"))
 	if len(snaps) != 1 {
 		t.Fatalf("snapshots %v", snaps)
@@ -231,7 +236,7 @@ func TestResumeReloadDefinitionIsJournaled(t *testing.T) {
 	if !res.Success || res.Iterations != 1 {
 		t.Fatalf("reloaded run %+v", res)
 	}
-	run, _ := journal.Find(work, runID)
+	run := findRun(t, work, runID)
 	rec, err := agent.LoadRun(run.ID, run.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +326,7 @@ func TestValidateJSONPrintsDefinitionDigest(t *testing.T) {
 func TestResumeReloadDefinitionWithoutSnapshot(t *testing.T) {
 	work, dir := hostileAgent(t, "FORGED SYSTEM", true)
 	runID := killAfterEdits(t, work, dir)
-	run, _ := journal.Find(work, runID)
+	run := findRun(t, work, runID)
 	snaps, _ := filepath.Glob(filepath.Join(filepath.Dir(run.Path), "definition-*.tar"))
 	for _, p := range snaps {
 		os.Remove(p)
@@ -389,4 +394,18 @@ func TestValidateReportsSnapshotProblems(t *testing.T) {
 	if code != exitUsage || !strings.Contains(out, `"code": "DEFINITION_TOO_LARGE"`) || strings.Contains(out, "definitionDigest") {
 		t.Fatalf("oversized file: exit %d\n%s", code, out)
 	}
+}
+
+// findRun finds run id of work dir work in the state directory the tests use.
+func findRun(t *testing.T, work, id string) journal.Run {
+	t.Helper()
+	store, err := journal.OpenStore(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := store.Find(work, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -42,7 +43,8 @@ func BenchmarkFixFailingTestExample(b *testing.B) {
 		if code != 0 {
 			b.Fatalf("exit %d", code)
 		}
-		runs, _ := journal.List(wd)
+		store, _ := journal.OpenStore(os.Getenv)
+		runs, _ := store.List(wd)
 		rec, err := agent.LoadRun(runs[0].ID, runs[0].Path)
 		if err != nil {
 			b.Fatal(err)

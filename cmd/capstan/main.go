@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Exit codes (DESIGN.md): 0 completed; 1 ran but did not complete; 2 usage or
@@ -76,7 +78,33 @@ func main() {
 	// A sandboxed skill script or command re-executes this binary as the
 	// sandbox helper; Init runs it and exits (it returns at once otherwise).
 	sandbox.Init()
-	os.Exit(runMain(os.Args[1:]))
+	os.Exit(runProcess(os.Args[1:]))
+}
+
+// runProcess runs the CLI as the capstan process: protected from the
+// commands it starts, and leaving none of their processes behind — every
+// process a command orphaned (validators, MCP servers, even after setsid)
+// was adopted by capstan and is killed before it exits.
+func runProcess(args []string) int {
+	protectProcess()
+	if err := procguard.AdoptOrphans(); err != nil {
+		fmt.Fprintln(os.Stderr, "capstan: warning: cannot adopt orphaned processes:", err)
+	}
+	code := runMain(args)
+	procguard.KillChildren()
+	return code
+}
+
+// protectProcess keeps capstan's secrets and descriptors away from the
+// commands it runs for the model: secret values are wiped from the
+// environment block that /proc/<pid>/environ shows (capstan keeps its own
+// copy), the process becomes non-dumpable (its /proc/<pid>/mem closes to
+// children of the same user), CAP_SYS_PTRACE leaves the bounding set, and
+// inherited descriptors above 2 become close-on-exec.
+func protectProcess() {
+	if _, err := procguard.Protect(builtin.IsSecret); err != nil {
+		fmt.Fprintln(os.Stderr, "capstan: warning: process protection incomplete:", err)
+	}
 }
 
 // runMain runs the CLI as a process does: the first Ctrl-C (SIGINT) or

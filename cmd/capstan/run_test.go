@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -18,17 +20,43 @@ import (
 // CAPSTAN_TEST_CLI=1 the process runs execute(os.Args after "--") and exits.
 func TestMain(m *testing.M) {
 	sandbox.Init() // the sandbox re-executes this binary as its helper
-	if os.Getenv("CAPSTAN_TEST_CLI") == "1" {
-		args := os.Args
-		for i, a := range args {
-			if a == "--" {
-				args = args[i+1:]
-				break
-			}
-		}
-		os.Exit(runMain(args))
+	if os.Getenv("CAPSTAN_TEST_CLI") != "1" {
+		// Run journals go to a temporary state dir, never the user's
+		// home; CLI subprocesses inherit it.
+		os.Exit(statetest.Run(m))
 	}
-	os.Exit(m.Run())
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Exit(runProcess(args))
+}
+
+// testStore is the test state dir's store (TestMain sets it).
+func testStore(t testing.TB) journal.Store {
+	t.Helper()
+	store, err := journal.OpenStore(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// runJournals returns the journal paths of wd's runs in the test state dir.
+func runJournals(t testing.TB, wd string) []string {
+	t.Helper()
+	runs, err := testStore(t).List(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range runs {
+		paths = append(paths, r.Path)
+	}
+	return paths
 }
 
 // cliCommand returns the test binary set up to act as capstan with args.
@@ -85,7 +113,7 @@ func TestKilledRunIsReadableAndResumable(t *testing.T) {
 	var journalPath string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		matches, _ := filepath.Glob(filepath.Join(wd, ".capstan", "runs", "*", "events.jsonl"))
+		matches := runJournals(t, wd)
 		if len(matches) == 1 {
 			journalPath = matches[0]
 			b, _ := os.ReadFile(journalPath)
@@ -222,7 +250,7 @@ func interruptInIteration2(t *testing.T, cmd *exec.Cmd, wd string, output func()
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		matches, _ := filepath.Glob(filepath.Join(wd, ".capstan", "runs", "*", "events.jsonl"))
+		matches := runJournals(t, wd)
 		if len(matches) == 1 {
 			if b, _ := os.ReadFile(matches[0]); strings.Contains(string(b), `"type":"model.turn","iteration":2`) {
 				break

@@ -264,7 +264,7 @@ func TestTracedFailureAndResume(t *testing.T) {
 		t.Errorf("failed run attributes %v", a)
 	}
 
-	code, _, stderr = runTracedCLI(t, env, "resume", res.RunID, "--workdir", wd, "--quiet")
+	code, _, stderr = runTracedCLI(t, env, "resume", res.RunID, "--max-iterations", "2", "--quiet")
 	if code != 0 {
 		t.Fatalf("resume exit %d\n%s", code, stderr)
 	}
@@ -347,7 +347,7 @@ func TestJournalSameWithTracing(t *testing.T) {
 
 func readJournal(t *testing.T, wd string) string {
 	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(wd, ".capstan", "runs", "*", "events.jsonl"))
+	m := runJournals(t, wd)
 	if len(m) != 1 {
 		t.Fatalf("%d journals in %s", len(m), wd)
 	}
@@ -364,7 +364,7 @@ var runIDPattern = regexp.MustCompile(`\d{8}T\d{6}Z-[0-9a-f]{6}`)
 // durations, run and session ids.
 func normalizeJournal(t *testing.T, text string) string {
 	t.Helper()
-	volatile := map[string]bool{"time": true, "duration_ms": true, "durationMs": true, "session_id": true, "sessionId": true, "timestamp": true}
+	volatile := map[string]bool{"time": true, "prev": true, "journal": true, "duration_ms": true, "durationMs": true, "session_id": true, "sessionId": true, "timestamp": true}
 	var scrub func(v any) any
 	scrub = func(v any) any {
 		switch x := v.(type) {

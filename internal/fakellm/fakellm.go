@@ -85,6 +85,11 @@ type Fault struct {
 	// MalformedAfter, when > 0, sends a data line that is not JSON after
 	// that many stream events and ends the stream.
 	MalformedAfter int
+	// StallAfter, when > 0, stops sending after that many stream events
+	// and holds the connection open, silent, until the client gives up (a
+	// server that stalls mid-stream). A server that stalls before the
+	// response headers is Reply.Delay.
+	StallAfter int
 }
 
 // Reply is one scripted model answer.
@@ -475,6 +480,11 @@ var errAborted = fmt.Errorf("fakellm: stream aborted by fault")
 
 func (e *sse) event(name string, data any) error {
 	if e.n > 0 && !wait(e.ctx, e.delay) {
+		return errAborted
+	}
+	if e.fault != nil && e.fault.StallAfter > 0 && e.n >= e.fault.StallAfter {
+		e.f.Flush()
+		<-e.ctx.Done()
 		return errAborted
 	}
 	if e.fault != nil && e.fault.CutAfter > 0 && e.n >= e.fault.CutAfter {

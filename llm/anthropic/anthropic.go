@@ -70,8 +70,13 @@ type Config struct {
 	// MaxTokens per turn when the request does not set one (0 =
 	// DefaultMaxTokens).
 	MaxTokens int
-	// HTTPClient (nil = http.DefaultClient).
+	// HTTPClient (nil = http.DefaultClient); Timeouts are enforced on top
+	// of it.
 	HTTPClient *http.Client
+	// Timeouts bound connecting, waiting for the response headers and
+	// silences in the stream (zero fields = retry's defaults); a request
+	// that runs over is retried like a dropped connection.
+	Timeouts retry.Timeouts
 	// Retry bounds retries of 429, 529, 5xx and dropped streams.
 	Retry retry.Policy
 	// DisablePromptCache drops the cache_control markers.
@@ -92,7 +97,7 @@ func FromLLM(c llm.Config) Config {
 	if base == "" {
 		base = getenv(EnvBaseURL)
 	}
-	return Config{APIKey: getenv(EnvAPIKey), AuthToken: getenv(EnvAuthToken), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Events: c.Events}
+	return Config{APIKey: getenv(EnvAPIKey), AuthToken: getenv(EnvAuthToken), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Timeouts: c.Timeouts, Retry: c.Retry, Events: c.Events}
 }
 
 // Model is an llm.Model speaking the Anthropic Messages API.
@@ -123,10 +128,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc := cfg.Timeouts.Client(cfg.HTTPClient)
 	auth := option.WithAPIKey(cfg.APIKey)
 	if cfg.APIKey == "" {
 		auth = option.WithAuthToken(cfg.AuthToken)

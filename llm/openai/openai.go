@@ -61,8 +61,13 @@ type Config struct {
 	Model string
 	// MaxTokens caps completion tokens per turn (0 = server default).
 	MaxTokens int
-	// HTTPClient (nil = http.DefaultClient).
+	// HTTPClient (nil = http.DefaultClient); Timeouts are enforced on top
+	// of it.
 	HTTPClient *http.Client
+	// Timeouts bound connecting, waiting for the response headers and
+	// silences in the stream (zero fields = retry's defaults); a request
+	// that runs over is retried like a dropped connection.
+	Timeouts retry.Timeouts
 	// Retry bounds retries of 429 (except insufficient_quota), 5xx and
 	// dropped streams.
 	Retry retry.Policy
@@ -82,7 +87,7 @@ func FromLLM(c llm.Config) Config {
 	if base == "" {
 		base = getenv(EnvBaseURL)
 	}
-	return Config{APIKey: getenv(EnvAPIKey), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Events: c.Events}
+	return Config{APIKey: getenv(EnvAPIKey), BaseURL: base, Model: c.Model, HTTPClient: c.HTTPClient, Timeouts: c.Timeouts, Retry: c.Retry, Events: c.Events}
 }
 
 // Model is an llm.Model speaking OpenAI Chat Completions.
@@ -110,10 +115,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc := cfg.Timeouts.Client(cfg.HTTPClient)
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey), // overrides a process OPENAI_API_KEY: keys come only from Config

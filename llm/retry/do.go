@@ -62,6 +62,22 @@ func (f *Failure) Err(c Call, attempts int) *agenterr.Error {
 	return e
 }
 
+// tooLong is the final error of a failure whose retry-after is over the
+// ceiling: recoverable (unless permanent), with a hint saying when the
+// server will take requests again.
+func (f *Failure) tooLong(c Call, attempts int, ceiling time.Duration, now time.Time) *agenterr.Error {
+	msg := fmt.Sprintf("%s: %s (the server asked to retry after %s, more than the %s capstan waits; stopped after %d attempts)",
+		c.Provider, f.Message, f.RetryAfter.Round(time.Second), ceiling, attempts)
+	e := agenterr.New(f.Code, agenterr.LayerSDKBridge, !f.Permanent, "%s", msg)
+	if f.RetryAfter < 100*365*24*time.Hour {
+		at := now.Add(f.RetryAfter).UTC().Format(time.RFC3339)
+		e.Hint = "resume the run after " + at + " (the server's retry-after), or raise runner.requests.maxRetryAfterSeconds / --max-retry-after to wait inside the run"
+	} else {
+		e.Hint = "the server's retry-after is unbounded; check the provider's status before resuming"
+	}
+	return e
+}
+
 // Do runs attempt (numbered from 1) until it succeeds, fails with a
 // failure that is not retryable, or the policy's attempts are used,
 // waiting between attempts as the policy says (honouring the server's
@@ -79,6 +95,9 @@ func Do[T any](ctx context.Context, p Policy, c Call, attempt func(n int) (T, *F
 		}
 		if !f.Retryable || n >= max {
 			return zero, f.Err(c, n)
+		}
+		if ceiling := p.RetryAfterCeiling(); f.HasRetryAfter && f.RetryAfter > ceiling {
+			return zero, f.tooLong(c, n, ceiling, p.now())
 		}
 		d := p.Delay(n, f.RetryAfter, f.HasRetryAfter)
 		if c.Events != nil {

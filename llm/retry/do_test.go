@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,36 @@ func TestDo(t *testing.T) {
 		_, err := Do(context.Background(), p, Call{Provider: "x"}, fail(Failure{Code: agenterr.CodeSdkAuth}))
 		if !errors.Is(err, agenterr.ErrSdkAuth) || agenterr.IsRecoverable(err) {
 			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("retry-after over 60s is waited out up to the ceiling", func(t *testing.T) {
+		waits = nil
+		q := p
+		q.MaxRetryAfter = 2 * time.Minute
+		v, err := Do(context.Background(), q, Call{Provider: "x"}, func(n int) (string, *Failure) {
+			if n == 1 {
+				return "", &Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, RetryAfter: 90 * time.Second, HasRetryAfter: true}
+			}
+			return "ok", nil
+		})
+		if err != nil || v != "ok" || len(waits) != 1 || waits[0] != 90*time.Second {
+			t.Fatalf("%q %v waits=%v", v, err, waits)
+		}
+	})
+	t.Run("retry-after over the ceiling stops, recoverable, saying when to resume", func(t *testing.T) {
+		waits = nil
+		q := p
+		q.Now = func() time.Time { return time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC) }
+		calls := 0
+		_, err := Do(context.Background(), q, Call{Provider: "x", Hints: hints}, func(int) (string, *Failure) {
+			calls++
+			return "", &Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "HTTP 429", RetryAfter: 2 * time.Hour, HasRetryAfter: true}
+		})
+		e := agenterr.From(err)
+		if calls != 1 || len(waits) != 0 || e == nil || !e.Recoverable || e.Code != agenterr.CodeSdkRateLimit ||
+			!strings.Contains(e.Hint, "resume the run after 2026-11-25T00:00:00Z") ||
+			!strings.Contains(e.Message, "retry after 2h0m0s, more than the 5m0s capstan waits") {
+			t.Fatalf("calls=%d waits=%v %+v", calls, waits, e)
 		}
 	})
 	t.Run("cancel while waiting", func(t *testing.T) {

@@ -20,8 +20,10 @@ const (
 	DefaultMaxAttempts = 4
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 8 * time.Second
-	// MaxRetryAfter caps how long a server's retry-after may make us wait.
-	MaxRetryAfter = 60 * time.Second
+	// DefaultMaxRetryAfter is the longest retry-after capstan waits out
+	// by default; a server that asks for longer ends the call with a
+	// recoverable error that says when to resume.
+	DefaultMaxRetryAfter = 5 * time.Minute
 )
 
 // Event is the payload of a model.retry journal event, emitted before
@@ -44,11 +46,23 @@ type Policy struct {
 	// retry up to MaxDelay (0 = DefaultMaxDelay).
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
+	// MaxRetryAfter is the longest server-requested wait honoured (0 =
+	// DefaultMaxRetryAfter).
+	MaxRetryAfter time.Duration
 	// Sleep waits d or until ctx ends (nil = a timer); tests inject a
 	// recorder.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Rand returns a number in [0,1) for jitter (nil = math/rand/v2).
 	Rand func() float64
+	// Now is the clock for hints (nil = time.Now).
+	Now func() time.Time
+}
+
+func (p Policy) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
 }
 
 // Attempts is the effective maximum number of attempts.
@@ -59,12 +73,21 @@ func (p Policy) Attempts() int {
 	return p.MaxAttempts
 }
 
+// RetryAfterCeiling is the effective MaxRetryAfter.
+func (p Policy) RetryAfterCeiling() time.Duration {
+	if p.MaxRetryAfter <= 0 {
+		return DefaultMaxRetryAfter
+	}
+	return p.MaxRetryAfter
+}
+
 // Delay is the wait before retry number n (1 = the first retry). A
-// server-provided retryAfter in [0, MaxRetryAfter] is used as is (a server
-// that says "retry after 0" means now); otherwise the delay is
-// BaseDelay·2^(n-1), capped at MaxDelay, minus up to 25% jitter.
+// server-provided retryAfter is used as is (a server that says "retry
+// after 0" means now; Do stops before a wait over the ceiling); otherwise
+// the delay is BaseDelay·2^(n-1), capped at MaxDelay, minus up to 25%
+// jitter.
 func (p Policy) Delay(n int, retryAfter time.Duration, hasRetryAfter bool) time.Duration {
-	if hasRetryAfter && retryAfter >= 0 && retryAfter <= MaxRetryAfter {
+	if hasRetryAfter && retryAfter >= 0 {
 		return retryAfter
 	}
 	base, maxD := p.BaseDelay, p.MaxDelay
@@ -135,7 +158,7 @@ func RetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 
 // clamp converts nanoseconds to a Duration without overflowing: anything
 // beyond the representable range (a hostile "retry-after: 1e300") becomes
-// the maximum, which Delay then ignores as too long.
+// the maximum, which is over any ceiling.
 func clamp(ns float64) time.Duration {
 	if ns >= math.MaxInt64 {
 		return time.Duration(math.MaxInt64)

@@ -41,6 +41,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
 // DefaultFile is the script file used by a bare "script" model spec.
@@ -51,7 +52,7 @@ const MaxFileSize = 8 << 20
 
 // MaxExpandedNodes bounds the number of YAML nodes a script may have once
 // its aliases are expanded.
-const MaxExpandedNodes = 1_000_000
+const MaxExpandedNodes = yamlsafe.MaxNodes
 
 // Simulated error types accepted in a turn's error.type.
 const (
@@ -182,11 +183,8 @@ func Parse(name string, data []byte) (*Script, error) {
 	}
 	// Aliases are expanded when decoding; refuse documents whose expansion
 	// would explode ("billion laughs") before decoding them.
-	sizes := map[string]int{}
-	for _, doc := range tree.Docs {
-		if n := expandedSize(doc, sizes); n > MaxExpandedNodes {
-			return nil, parseErr(name, 1, 1, "script expands to more than %d YAML nodes through aliases", MaxExpandedNodes)
-		}
+	if err := yamlsafe.CheckTree(tree); err != nil {
+		return nil, parseErr(name, 1, 1, "script expands to more than %d YAML nodes through aliases", MaxExpandedNodes)
 	}
 	var raw rawFile
 	if err := decodeStrict(data, &raw); err != nil {
@@ -330,55 +328,6 @@ func decodeStrict(data []byte, v any) (err error) {
 		}
 	}()
 	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
-}
-
-// expandedSize counts the nodes of n with aliases expanded, saturating just
-// above MaxExpandedNodes. sizes maps anchor names to the expanded size of
-// their value, in document order, as the decoder resolves them.
-func expandedSize(n ast.Node, sizes map[string]int) int {
-	add := func(a, b int) int {
-		if a+b > MaxExpandedNodes {
-			return MaxExpandedNodes + 1
-		}
-		return a + b
-	}
-	switch x := n.(type) {
-	case nil:
-		return 0
-	case *ast.DocumentNode:
-		return expandedSize(x.Body, sizes)
-	case *ast.AnchorNode:
-		s := add(1, expandedSize(x.Value, sizes))
-		if x.Name != nil {
-			sizes[x.Name.String()] = s
-		}
-		return s
-	case *ast.AliasNode:
-		if x.Value != nil {
-			return add(1, sizes[x.Value.String()])
-		}
-		return 1
-	case *ast.TagNode:
-		return add(1, expandedSize(x.Value, sizes))
-	case *ast.MappingKeyNode:
-		return add(1, expandedSize(x.Value, sizes))
-	case *ast.MappingNode:
-		total := 1
-		for _, v := range x.Values {
-			total = add(total, expandedSize(v, sizes))
-		}
-		return total
-	case *ast.MappingValueNode:
-		return add(add(1, expandedSize(x.Key, sizes)), expandedSize(x.Value, sizes))
-	case *ast.SequenceNode:
-		total := 1
-		for _, v := range x.Values {
-			total = add(total, expandedSize(v, sizes))
-		}
-		return total
-	default:
-		return 1
-	}
 }
 
 // position returns the line and column of the node at a YAML path, or 0, 0.

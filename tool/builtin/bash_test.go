@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -152,19 +153,33 @@ func TestBashEnvironmentIsScrubbed(t *testing.T) {
 	t.Setenv("db_password", "pw-leak")
 	t.Setenv("PASSED_TOKEN", "passed-on-purpose")
 	t.Setenv("CAPSTAN_HARMLESS", "visible")
+	t.Setenv("CAPSTAN_UNLISTED", "not-passed")
 	t.Setenv("DATABASE_URL", "postgres://app:pw-leak@db/x")
-	e := newEnv(t, func(c *Config) { c.Env = []string{"PASSED_TOKEN", "EXTRA=1", "NOT_SET_ANYWHERE"} })
+	// Names outside the old suffix rules (issue: GH_PAT, SECRET_KEY_BASE,
+	// OPENAI_API_KEY_2).
+	t.Setenv("GH_PAT", "pat-leak")
+	t.Setenv("SECRET_KEY_BASE", "base-leak")
+	t.Setenv("OPENAI_API_KEY_2", "sk-2-leak")
+	t.Setenv("CAPSTAN_GLOB_TOKEN", "glob-leak")
+	e := newEnv(t, func(c *Config) {
+		c.Env = []string{"PASSED_TOKEN", "EXTRA=1", "NOT_SET_ANYWHERE", "CAPSTAN_H*", "CAPSTAN_GLOB*"}
+	})
 	out := mustOK(t, e.call("Bash", m{"command": "env"}))
 	if strings.Contains(out, "leak") {
 		t.Fatalf("a secret reached the command:\n%s", out)
 	}
-	for _, want := range []string{"PASSED_TOKEN=passed-on-purpose", "EXTRA=1", "CAPSTAN_HARMLESS=visible", "PATH="} {
+	// A secret passed on purpose reaches the command, but its value is
+	// redacted in the result like every secret value.
+	for _, want := range []string{"PASSED_TOKEN=" + Redacted, "EXTRA=1", "CAPSTAN_HARMLESS=visible", "PATH="} {
 		if !strings.Contains(out, want) {
 			t.Errorf("env lacks %s", want)
 		}
 	}
 	if strings.Contains(out, "NOT_SET_ANYWHERE") {
 		t.Error("an unset pass-through variable appeared")
+	}
+	if strings.Contains(out, "CAPSTAN_UNLISTED") {
+		t.Error("a variable outside the base and the allow-list reached the command")
 	}
 	// The variable must not be readable by any other route either.
 	if out := mustOK(t, e.call("Bash", m{"command": `echo "[${ANTHROPIC_API_KEY:-unset}]"; cat /proc/self/environ | tr '\0' '\n' | grep -c ANTHROPIC || true`})); out != "[unset]\n0" {
@@ -249,7 +264,7 @@ func TestIsSecretNameAndBuildEnv(t *testing.T) {
 		"ANTHROPIC_API_KEY": true, "OPENAI_API_KEY": true, "GITHUB_TOKEN": true, "GH_TOKEN": true,
 		"AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "CLIENT_SECRET": true, "db_password": true,
 		"api_key": true, "TOKEN": true, "SLACK_APIKEY": true, "GOOGLE_APPLICATION_CREDENTIALS": true,
-		"STRIPE_KEY": true, "NPM_CONFIG__AUTH": true, "OTEL_EXPORTER_OTLP_HEADERS": true, "OTEL_EXPORTER_OTLP_TRACES_HEADERS": true,
+		"STRIPE_KEY": true, "NPM_CONFIG__AUTH": true, "GH_PAT": true, "SECRET_KEY_BASE": true, "OPENAI_API_KEY_2": true, "SSH_AUTH_SOCK": true, "OTEL_EXPORTER_OTLP_HEADERS": true, "OTEL_EXPORTER_OTLP_TRACES_HEADERS": true,
 		"PATH": false, "HOME": false, "TOKENIZERS_PARALLELISM": false, "GOFLAGS": false, "SECRETARY": false, "KEYBOARD": false, "KEYS_DIR": false,
 	} {
 		if got := IsSecretName(name); got != want {
@@ -264,8 +279,8 @@ func TestIsSecretNameAndBuildEnv(t *testing.T) {
 			t.Errorf("IsSecretValue(%q) = %v", v, !want)
 		}
 	}
-	env := BuildEnv([]string{"DATABASE_URL=postgres://u:pw@h/db", "A=1", "X_TOKEN=t", "B=2=3", "malformed", "=x", "K_API_KEY=k"}, []string{"X_TOKEN", "A=override", "C=new", "ABSENT"})
-	if got := strings.Join(env, " "); got != "A=override B=2=3 C=new X_TOKEN=t" {
+	env := BuildEnv([]string{"DATABASE_URL=postgres://u:pw@h/db", "A=1", "X_TOKEN=t", "B=2=3", "malformed", "=x", "K_API_KEY=k", "PATH=/bin", "LC_ALL=C", "HOME=postgres://u:pw@h/x"}, []string{"X_TOKEN", "A=override", "C=new", "ABSENT"})
+	if got := strings.Join(env, " "); got != "A=override C=new LC_ALL=C PATH=/bin X_TOKEN=t" {
 		t.Errorf("BuildEnv = %s", got)
 	}
 }
@@ -405,5 +420,74 @@ func TestSecretValues(t *testing.T) {
 	env := BuildEnv([]string{"OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=abcdef123", "PATH=/bin"}, nil)
 	if strings.Join(env, " ") != "PATH=/bin" {
 		t.Errorf("BuildEnv kept the OTLP headers: %v", env)
+	}
+}
+
+// TestExecRunnerKillsSetsidDescendants: a descendant that left the
+// process group and session (setsid) is gone when the command returns and
+// when the command times out.
+func TestExecRunnerKillsSetsidDescendants(t *testing.T) {
+	if !procguard.Available() {
+		t.Fatal("procguard.Init was not called in TestMain")
+	}
+	for _, tc := range []struct {
+		name    string
+		command string
+		timeout time.Duration
+	}{
+		{"returns", "setsid -f sh -c 'echo $$ > esc.pid; exec sleep 300'; while [ ! -s esc.pid ]; do sleep 0.01; done; echo parent-done", 20 * time.Second},
+		{"times out", "setsid -f sh -c 'echo $$ > esc.pid; exec sleep 300'; while [ ! -s esc.pid ]; do sleep 0.01; done; echo parent-done; sleep 300", 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			res, err := ExecRunner{}.Run(context.Background(), tool.CommandSpec{
+				Command: tc.command, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Timeout: tc.timeout,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "esc.pid"))
+			if err != nil {
+				t.Fatalf("no pid file: %v (%+v)", err, res)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL) // the process this test started
+				t.Fatalf("setsid descendant %d outlived the command (%+v)", pid, res)
+			}
+			if !strings.Contains(res.Output, "parent-done") {
+				t.Errorf("output %q", res.Output)
+			}
+		})
+	}
+}
+
+// TestToolResultsAreRedactedByValue: a secret value that a tool reads from
+// a file or a command prints is replaced in the result, whatever the route.
+func TestToolResultsAreRedactedByValue(t *testing.T) {
+	t.Setenv("DEPLOY_TOKEN", "dt-0123456789-secret")
+	t.Setenv("DATABASE_URL", "postgres://app:db-pass-98765@db/x")
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.work, ".env"), []byte("DEPLOY_TOKEN=dt-0123456789-secret\npw=db-pass-98765\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		tool string
+		in   m
+	}{
+		{"Read", m{"file_path": ".env"}},
+		{"Grep", m{"pattern": "secret", "path": ".", "output_mode": "content", "glob": ".env"}},
+		{"Bash", m{"command": "cat .env; printf 'dt-0123456789-%s\\n' secret"}},
+	} {
+		out := e.call(call.tool, call.in).Content
+		if strings.Contains(out, "dt-0123456789-secret") || strings.Contains(out, "db-pass-98765") {
+			t.Errorf("%s leaked a secret value: %q", call.tool, out)
+		}
+		if !strings.Contains(out, Redacted) {
+			t.Errorf("%s: no redaction marker in %q", call.tool, out)
+		}
 	}
 }

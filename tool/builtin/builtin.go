@@ -78,10 +78,11 @@ type Config struct {
 	// BashTimeout is the default Bash timeout (0 = DefaultBashTimeout; at
 	// most MaxBashTimeout).
 	BashTimeout time.Duration
-	// Env lists variables passed to Bash commands in addition to the
-	// scrubbed environment: "KEY=value" sets a value, a bare "KEY" passes
-	// the variable from capstan's own environment. Secrets (see
-	// IsSecretName) reach commands only this way.
+	// Env is the allow-list of variables passed to Bash commands besides
+	// the minimal base (see BuildEnv): "KEY=value" sets a value, a bare
+	// "KEY" passes the variable from capstan's own environment, "PREFIX*"
+	// passes the non-secret variables starting with PREFIX. Secrets (see
+	// IsSecretName) reach commands only by name.
 	Env []string
 }
 
@@ -107,7 +108,9 @@ func New(cfg Config) ([]tool.Tool, error) {
 		timeout = MaxBashTimeout
 	}
 	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, env: BuildEnv(os.Environ(), cfg.Env)}
-	return []tool.Tool{&readTool{ws}, &writeTool{ws}, &editTool{ws}, bash, &globTool{ws}, &grepTool{ws}}, nil
+	// A secret value a tool reads (a .env file, a command's output) is
+	// replaced before the model or the journal sees it.
+	return RedactTools([]tool.Tool{&readTool{ws}, &writeTool{ws}, &editTool{ws}, bash, &globTool{ws}, &grepTool{ws}}), nil
 }
 
 // specs caches the built specs: every agent of a process shares one copy

@@ -1,38 +1,55 @@
 package builtin
 
 import (
+	"github.com/capstan-dev/capstan/tool"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
 
-// secretSuffixes mark environment variables that hold credentials.
-var secretSuffixes = []string{"_API_KEY", "_APIKEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_PASSWD", "_CREDENTIALS", "_AUTH", "_HEADERS"}
-
-// secretNames are credential variables without a telling suffix.
-var secretNames = map[string]bool{
-	"API_KEY": true, "TOKEN": true, "SECRET": true, "PASSWORD": true,
-	"AWS_SECRET_ACCESS_KEY": true, "GOOGLE_APPLICATION_CREDENTIALS": true,
+// secretWords mark environment variables that hold credentials when they
+// appear as a whole "_"-separated word of the name: OPENAI_API_KEY_2,
+// SECRET_KEY_BASE, GH_PAT, SSH_AUTH_SOCK, OTEL_EXPORTER_OTLP_HEADERS.
+var secretWords = map[string]bool{
+	"KEY": true, "APIKEY": true, "TOKEN": true, "SECRET": true, "PASSWORD": true, "PASSWD": true,
+	"PASS": true, "PAT": true, "CREDENTIAL": true, "CREDENTIALS": true, "AUTH": true, "HEADERS": true,
+	"PRIVATE": true, "COOKIE": true, "SIGNATURE": true,
 }
 
+// SecretVarsEnv names the variable in which a user lists further secret
+// variables, comma-separated ("CAPSTAN_SECRET_VARS=DATABASE_URL,SENTRY_DSN").
+const SecretVarsEnv = "CAPSTAN_SECRET_VARS"
+
 // IsSecretName reports whether an environment variable name looks like a
-// credential: it ends in _API_KEY, _APIKEY, _KEY, _TOKEN, _SECRET,
-// _PASSWORD, _PASSWD, _CREDENTIALS, _AUTH or _HEADERS (request headers such
-// as OTEL_EXPORTER_OTLP_HEADERS carry API keys), or is one of API_KEY, TOKEN,
-// SECRET, PASSWORD, AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS
-// (case-insensitive).
+// credential: one of its "_"-separated words (case-insensitive) is KEY,
+// APIKEY, TOKEN, SECRET, PASSWORD, PASSWD, PASS, PAT, CREDENTIAL(S), AUTH,
+// HEADERS (request headers such as OTEL_EXPORTER_OTLP_HEADERS carry API
+// keys), PRIVATE, COOKIE or SIGNATURE, it ends in _APIKEY, or the user
+// listed it in CAPSTAN_SECRET_VARS.
 func IsSecretName(name string) bool {
 	n := strings.ToUpper(name)
-	if secretNames[n] {
+	for _, w := range strings.Split(n, "_") {
+		if secretWords[w] {
+			return true
+		}
+	}
+	if strings.HasSuffix(n, "APIKEY") || strings.HasSuffix(n, "API_KEY") {
 		return true
 	}
-	for _, s := range secretSuffixes {
-		if strings.HasSuffix(n, s) {
+	for _, listed := range strings.Split(os.Getenv(SecretVarsEnv), ",") {
+		if l := strings.TrimSpace(listed); l != "" && strings.EqualFold(l, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// IsSecret reports whether the variable name=value holds a secret, by its
+// name (IsSecretName) or its value (IsSecretValue).
+func IsSecret(name, value string) bool {
+	return IsSecretName(name) || IsSecretValue(value)
 }
 
 // IsSecretValue reports whether a variable's value embeds a password in a
@@ -89,12 +106,25 @@ func SecretValues(environ []string) []string {
 	return out
 }
 
-// BuildEnv returns the environment for commands: environ without secrets
-// (IsSecretName, IsSecretValue), then the explicit entries of extra applied
-// on top.
-// "KEY=value" sets a variable; a bare "KEY" copies KEY from environ (so a
-// secret can be passed on purpose). The result is sorted by name.
-func BuildEnv(environ, extra []string) []string {
+// BaseEnv lists the variables every command gets from capstan's own
+// environment (besides LC_* locale variables): what shells, compilers and
+// test runners need to work, and nothing that identifies a service or an
+// account. Everything else reaches a command only through an allow-list
+// (runner.boundaries.env).
+var BaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR"}
+
+// BuildEnv returns the environment for commands the model runs (Bash,
+// validators, MCP servers): the BaseEnv variables and LC_* of environ that
+// are not secrets, plus the entries of allow:
+//
+//   - "NAME" copies NAME from environ, secret or not (the way to hand a
+//     command GH_TOKEN on purpose);
+//   - "PREFIX*" copies every variable whose name starts with PREFIX,
+//     except secrets (list those by name);
+//   - "NAME=value" sets NAME.
+//
+// The result is sorted by name.
+func BuildEnv(environ, allow []string) []string {
 	vars := map[string]string{}
 	host := map[string]string{}
 	for _, kv := range environ {
@@ -103,31 +133,63 @@ func BuildEnv(environ, extra []string) []string {
 			continue
 		}
 		host[k] = v
-		if !IsSecretName(k) && !IsSecretValue(v) {
+		if (slices.Contains(BaseEnv, k) || strings.HasPrefix(k, "LC_")) && !IsSecret(k, v) {
 			vars[k] = v
 		}
 	}
-	for _, kv := range extra {
+	for _, kv := range allow {
 		k, v, ok := strings.Cut(kv, "=")
-		if k == "" {
-			continue
-		}
-		if !ok {
-			hv, present := host[k]
-			if !present {
-				hv, present = os.LookupEnv(k)
+		switch {
+		case k == "":
+		case ok:
+			vars[k] = v
+		case strings.HasSuffix(k, "*"):
+			prefix := strings.TrimSuffix(k, "*")
+			for hk, hv := range host {
+				if strings.HasPrefix(hk, prefix) && !IsSecret(hk, hv) {
+					vars[hk] = hv
+				}
 			}
-			if !present {
-				continue
+		default:
+			if hv, present := host[k]; present {
+				vars[k] = hv
 			}
-			v = hv
 		}
-		vars[k] = v
 	}
 	out := make([]string, 0, len(vars))
 	for k, v := range vars {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Redacted is what RedactSecrets puts in place of a secret value.
+const Redacted = "[REDACTED]"
+
+// RedactSecrets replaces every secret value of capstan's environment
+// (SecretValues of os.Environ, so the name patterns, URL passwords and
+// CAPSTAN_SECRET_VARS) in s with [REDACTED]. Tool results, MCP results and
+// validator output pass through it before the model, the journal or a
+// transcript sees them.
+func RedactSecrets(s string) string {
+	if s == "" {
+		return s
+	}
+	for _, v := range SecretValues(os.Environ()) {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	return s
+}
+
+// RedactTools wraps each tool so that its results pass through
+// RedactSecrets.
+func RedactTools(tools []tool.Tool) []tool.Tool {
+	out := make([]tool.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = tool.Redacting(t, RedactSecrets)
+	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -21,9 +22,12 @@ const drainGrace = 500 * time.Millisecond
 
 // ExecRunner is the default tool.CommandRunner: it runs the command with
 // "bash -c" (or "sh -c" when bash is not installed) in a new process group,
-// with no stdin, stdout and stderr combined. When the command returns, times
-// out or ctx is canceled, the whole process group is killed, so no
-// background process it started outlives it. It does not sandbox.
+// with no stdin, stdout and stderr combined. When the program called
+// sandbox.Init (or procguard.Init) in main, the command runs under a
+// supervisor that is its child subreaper: when the command returns, times
+// out or ctx is canceled, every process it started is killed, even one that
+// left the process group with setsid. Without Init, the process group is
+// killed, which a setsid descendant escapes. It does not sandbox.
 type ExecRunner struct{}
 
 // Shell returns the shell ExecRunner uses: bash when found in PATH, else sh.
@@ -37,6 +41,10 @@ func Shell() string {
 	return "/bin/sh"
 }
 
+// stopGrace is how long a supervisor may take to kill the command's tree
+// after Stop before its process group is killed outright.
+const stopGrace = 2 * time.Second
+
 // Run implements tool.CommandRunner. A nil spec.Env is an empty
 // environment, never the caller's.
 func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandResult, error) {
@@ -49,16 +57,35 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot create output pipe")
 	}
 	defer pr.Close()
-	cmd := exec.Command(Shell(), "-c", spec.Command)
-	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	if cmd.Env == nil {
-		cmd.Env = []string{}
+	env := spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	var (
+		cmd *exec.Cmd
+		sup *procguard.Supervised
+	)
+	if procguard.Available() {
+		sup, err = procguard.Command(procguard.Spec{Argv: []string{Shell(), "-c", spec.Command}, Env: env, Dir: spec.Dir})
+		if err != nil {
+			pw.Close()
+			return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot prepare command")
+		}
+		cmd = sup.Cmd
+	} else {
+		cmd = exec.Command(Shell(), "-c", spec.Command)
+		cmd.Dir = spec.Dir
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if sup != nil {
+		err = sup.Start()
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		pw.Close()
 		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot start command")
 	}
@@ -76,6 +103,20 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 		_ = cmd.Wait()
 		close(waited)
 	}()
+	// stop ends the command and everything it started: the supervisor
+	// kills the tree itself; the group kill is the fallback.
+	stop := func() {
+		if sup != nil {
+			sup.Stop()
+			select {
+			case <-waited:
+				return
+			case <-time.After(stopGrace):
+			}
+		}
+		killGroup(pgid)
+		<-waited
+	}
 
 	var expired <-chan time.Time
 	if spec.Timeout > 0 {
@@ -89,11 +130,9 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 	case <-waited:
 	case <-expired:
 		res.TimedOut = true
-		killGroup(pgid)
-		<-waited
+		stop()
 	case <-ctx.Done():
-		killGroup(pgid)
-		<-waited
+		stop()
 		runErr = agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerTool, false, "command canceled")
 	}
 	// Background processes the command left behind share its group.
@@ -110,6 +149,17 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.Signal = ws.Signal().String()
+	}
+	if sup != nil {
+		if st := sup.Status(); st.Started {
+			res.ExitCode = st.ExitCode
+			res.Signal = ""
+			if st.Signal != 0 {
+				res.Signal = syscall.Signal(st.Signal).String()
+			}
+		} else if st.Error != "" {
+			res.Output += "\n[" + st.Error + "]"
+		}
 	}
 	return res, runErr
 }

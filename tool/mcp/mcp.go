@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,13 +22,16 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Prefix starts every MCP tool name.
@@ -45,13 +49,35 @@ type Options struct {
 	// ConnectTimeout bounds connecting and listing tools per server
 	// (0 = 30s).
 	ConnectTimeout time.Duration
+	// Events receives a warning event when a server stops during the run
+	// and is restarted, or cannot be (nil = none).
+	Events journal.Emitter
+	// Env is the allow-list of variables stdio servers get besides the
+	// minimal base (runner.boundaries.env; see builtin.BuildEnv); a
+	// server's own env entries are added on top.
+	Env []string
 }
 
 // Set is a group of connected MCP servers and their tools.
 type Set struct {
 	mu       sync.Mutex
 	sessions map[string]*sdk.ClientSession
+	servers  map[string]*server
 	tools    []tool.Tool
+	client   *sdk.Client
+	opts     Options
+	timeout  time.Duration
+	closed   bool
+	notes    []string
+}
+
+// server is one connected server: its session is replaced when a server
+// that stopped during the run is restarted (once).
+type server struct {
+	name      string
+	cfg       config.MCPServer
+	cs        *sdk.ClientSession // nil once it stopped and could not be restarted
+	restarted bool
 }
 
 // Connect connects to every server and lists its tools. On any failure
@@ -63,7 +89,7 @@ func Connect(ctx context.Context, servers map[string]config.MCPServer) (*Set, er
 
 // ConnectWith is Connect with options.
 func ConnectWith(ctx context.Context, servers map[string]config.MCPServer, opts Options) (*Set, error) {
-	s := &Set{sessions: map[string]*sdk.ClientSession{}}
+	s := &Set{sessions: map[string]*sdk.ClientSession{}, servers: map[string]*server{}, opts: opts}
 	names := make([]string, 0, len(servers)+len(opts.Transports))
 	seen := map[string]bool{}
 	for n := range servers {
@@ -79,9 +105,10 @@ func ConnectWith(ctx context.Context, servers map[string]config.MCPServer, opts 
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "capstan", Version: "1"}, nil)
+	s.timeout = timeout
+	s.client = sdk.NewClient(&sdk.Implementation{Name: "capstan", Version: "1"}, nil)
 	for _, name := range names {
-		if err := s.connect(ctx, client, name, servers[name], opts, timeout); err != nil {
+		if err := s.connect(ctx, s.client, name, servers[name], opts, timeout); err != nil {
 			_ = s.Close()
 			return nil, err
 		}
@@ -117,8 +144,10 @@ func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg 
 		e.Hint = "check the server's command or url; run it by hand to see its error"
 		return e
 	}
+	srv := &server{name: name, cfg: cfg, cs: cs}
 	s.mu.Lock()
 	s.sessions[name] = cs
+	s.servers[name] = srv
 	s.mu.Unlock()
 	taken := map[string]bool{}
 	for rt, err := range cs.Tools(cctx, nil) {
@@ -127,7 +156,7 @@ func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg 
 			e.Err = err
 			return e
 		}
-		r := newRemote(name, rt, cs)
+		r := newRemote(name, rt, s, srv)
 		// Two remote names may sanitise to the same capstan name
 		// ("a.b" and "a_b"); later ones get a numeric suffix so
 		// neither shadows the other.
@@ -157,7 +186,7 @@ func transport(name string, cfg config.MCPServer, opts Options) (sdk.Transport, 
 	case cfg.Command != "":
 		cmd := exec.Command(cfg.Command, cfg.Args...)
 		cmd.Dir = opts.WorkDir
-		cmd.Env = os.Environ()
+		cmd.Env = builtin.BuildEnv(os.Environ(), opts.Env)
 		for k, v := range cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -200,7 +229,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (s *Set) Tools() []tool.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append([]tool.Tool(nil), s.tools...)
+	// A server that echoes a secret value (its environment, a config
+	// file) has it replaced before the model or the journal sees it.
+	out := builtin.RedactTools(s.tools)
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
 	return out
 }
@@ -225,6 +256,7 @@ func (s *Set) Close() error {
 	s.mu.Lock()
 	sessions := s.sessions
 	s.sessions = map[string]*sdk.ClientSession{}
+	s.closed = true
 	s.mu.Unlock()
 	var errs []error
 	for name, cs := range sessions {
@@ -240,11 +272,99 @@ func isClosedErr(err error) bool {
 	return strings.Contains(s, "closed") || strings.Contains(s, "signal: terminated") || strings.Contains(s, "signal: killed")
 }
 
+// Notes says, one sentence per event, which servers stopped during the
+// run and whether they were restarted; the run's result carries them.
+func (s *Set) Notes() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.notes...)
+}
+
+// session is srv's live session; an error once the set is closed or the
+// server stopped and could not be restarted.
+func (s *Set) session(srv *server) (*sdk.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("MCP server %s: %w", srv.name, sdk.ErrConnectionClosed)
+	}
+	if srv.cs == nil {
+		return nil, nil
+	}
+	return srv.cs, nil
+}
+
+// recover handles srv's session failed stopping: the first time, the
+// server is restarted; after that (or if the restart fails) its tools stay
+// unavailable. It returns what the model is told.
+func (s *Set) recover(ctx context.Context, srv *server, failed *sdk.ClientSession, cause error) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if srv.cs != failed {
+		if srv.cs == nil {
+			return "it could not be restarted; its tools are unavailable for the rest of the run"
+		}
+		return "it was restarted; its tools can be called again"
+	}
+	_ = failed.Close()
+	delete(s.sessions, srv.name)
+	note := ""
+	switch {
+	case s.closed:
+		srv.cs = nil
+		return "the run is ending"
+	case srv.restarted:
+		srv.cs = nil
+		note = fmt.Sprintf("MCP server %s stopped again (%v) after its restart; it was not restarted twice and its tools failed with an error for the rest of the run", srv.name, cause)
+	default:
+		srv.restarted = true
+		cs, err := s.restart(ctx, srv)
+		if err != nil {
+			srv.cs = nil
+			note = fmt.Sprintf("MCP server %s stopped during the run (%v) and could not be restarted (%v); its tools failed with an error for the rest of the run", srv.name, cause, err)
+		} else {
+			srv.cs = cs
+			s.sessions[srv.name] = cs
+			note = fmt.Sprintf("MCP server %s stopped during the run (%v) and was restarted once", srv.name, cause)
+		}
+	}
+	s.notes = append(s.notes, note)
+	if s.opts.Events != nil {
+		s.opts.Events.Emit(journal.Warning, map[string]string{"message": note})
+	}
+	if srv.cs != nil {
+		return "it was restarted; its tools can be called again"
+	}
+	return "it could not be restarted; its tools are unavailable for the rest of the run"
+}
+
+// restart connects to srv again with its configuration.
+func (s *Set) restart(ctx context.Context, srv *server) (*sdk.ClientSession, error) {
+	t, err := transport(srv.name, srv.cfg, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	return s.client.Connect(cctx, t, nil)
+}
+
+// stopped reports whether a call failed because the server's connection
+// ended (the process exited or crashed), not with a protocol error.
+func stopped(err error) bool {
+	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // remote is one MCP tool as a capstan tool.
 type remote struct {
 	spec tool.Spec
 	name string // the tool's name on its server
-	cs   *sdk.ClientSession
+	set  *Set
+	srv  *server
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -259,7 +379,7 @@ func ToolName(server, name string) string {
 	return n
 }
 
-func newRemote(server string, t *sdk.Tool, cs *sdk.ClientSession) *remote {
+func newRemote(server string, t *sdk.Tool, set *Set, srv *server) *remote {
 	schema, err := json.Marshal(t.InputSchema)
 	if err != nil || len(schema) == 0 || string(schema) == "null" {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -268,7 +388,7 @@ func newRemote(server string, t *sdk.Tool, cs *sdk.ClientSession) *remote {
 	if desc == "" {
 		desc = t.Title
 	}
-	return &remote{spec: tool.Spec{Name: ToolName(server, t.Name), Description: desc, InputSchema: schema}, name: t.Name, cs: cs}
+	return &remote{spec: tool.Spec{Name: ToolName(server, t.Name), Description: desc, InputSchema: schema}, name: t.Name, set: set, srv: srv}
 }
 
 // Spec implements tool.Tool.
@@ -289,7 +409,20 @@ func (r *remote) Run(ctx context.Context, input json.RawMessage) (tool.Result, e
 	if args == nil {
 		args = map[string]any{}
 	}
-	res, err := r.cs.CallTool(ctx, &sdk.CallToolParams{Name: r.name, Arguments: args})
+	cs, err := r.set.session(r.srv)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	if cs == nil {
+		return tool.Result{IsError: true, Content: fmt.Sprintf("MCP server %s stopped earlier in the run and could not be restarted; its tools are unavailable", r.srv.name)}, nil
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: r.name, Arguments: args})
+	if err != nil && ctx.Err() == nil && stopped(err) {
+		// The server stopped (crashed, exited) during the call. The call
+		// is not repeated: it may be what stopped the server.
+		what := r.set.recover(ctx, r.srv, cs, err)
+		return tool.Result{IsError: true, Content: fmt.Sprintf("MCP server %s stopped during this call (%v); %s", r.srv.name, err, what)}, nil
+	}
 	if err != nil {
 		return tool.Result{}, err
 	}

@@ -219,9 +219,11 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("MCP_TEST_API_KEY", "sk-mcp-secret-0123456789")
+	t.Setenv("MCP_UNLISTED", "not-for-servers")
 	set, err := mcp.ConnectWith(context.Background(), map[string]config.MCPServer{
 		"greeter": {Command: bin, Env: map[string]string{"GREETING": "Hej"}},
-	}, mcp.Options{WorkDir: work})
+	}, mcp.Options{WorkDir: work, Env: []string{"MCP_TEST_API_KEY"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,19 +234,48 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 	if err != nil || res.Content != "Hej, Ada from workdir-x" {
 		t.Fatalf("greet = %+v, %v", res, err)
 	}
-	// A server that dies mid-call fails the call; it does not hang it.
-	done := make(chan error, 1)
-	go func() {
-		_, err := find(set.Tools(), "mcp__greeter__die").Run(context.Background(), json.RawMessage(`{}`))
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("call to a dead server succeeded")
+	// The server gets the minimal base plus the allow-list; a secret it
+	// was given on purpose and echoes back is redacted in the result.
+	res, err = find(set.Tools(), "mcp__greeter__env").Run(context.Background(), json.RawMessage(`{}`))
+	if err != nil || !strings.Contains(res.Content, "MCP_TEST_API_KEY=[REDACTED]") || strings.Contains(res.Content, "sk-mcp-secret") ||
+		strings.Contains(res.Content, "MCP_UNLISTED") || !strings.Contains(res.Content, "GREETING=Hej") {
+		t.Fatalf("env = %+v, %v", res, err)
+	}
+	// A server that dies mid-call fails the call with an error the model
+	// reads, without hanging; it is restarted once, so its tools work
+	// again; a second crash leaves its tools failing; Notes say which.
+	die := func() tool.Result {
+		t.Helper()
+		done := make(chan tool.Result, 1)
+		go func() {
+			res, err := find(set.Tools(), "mcp__greeter__die").Run(context.Background(), json.RawMessage(`{}`))
+			if err != nil {
+				t.Errorf("a crash is a Go error, not a result the model sees: %v", err)
+			}
+			done <- res
+		}()
+		select {
+		case res := <-done:
+			return res
+		case <-time.After(20 * time.Second):
+			t.Fatal("call to a dying server hangs")
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("call to a dying server hangs")
+		return tool.Result{}
+	}
+	if res := die(); !res.IsError || !strings.Contains(res.Content, "stopped during this call") || !strings.Contains(res.Content, "was restarted") {
+		t.Fatalf("first crash: %+v", res)
+	}
+	if res, err := find(set.Tools(), "mcp__greeter__greet").Run(context.Background(), json.RawMessage(`{"name":"Bo"}`)); err != nil || res.Content != "Hej, Bo from workdir-x" {
+		t.Fatalf("greet after the restart = %+v, %v", res, err)
+	}
+	if res := die(); !res.IsError || !strings.Contains(res.Content, "unavailable") {
+		t.Fatalf("second crash: %+v", res)
+	}
+	if res, err := find(set.Tools(), "mcp__greeter__greet").Run(context.Background(), json.RawMessage(`{"name":"Bo"}`)); err != nil || !res.IsError || !strings.Contains(res.Content, "could not be restarted") {
+		t.Fatalf("greet after the second crash = %+v, %v", res, err)
+	}
+	if notes := set.Notes(); len(notes) != 2 || !strings.Contains(notes[0], "was restarted once") || !strings.Contains(notes[1], "not restarted twice") {
+		t.Fatalf("notes %q", notes)
 	}
 	_ = set.Close()
 	if _, err := find(set.Tools(), "mcp__greeter__greet").Run(context.Background(), json.RawMessage(`{"name":"x"}`)); err == nil {

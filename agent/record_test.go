@@ -1,0 +1,54 @@
+package agent
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/loop"
+)
+
+// An iteration killed after its query journaled the session's new
+// messages, but before iteration.end, runs again on resume: its messages
+// are not part of the restored session (else the transcript would hold
+// them twice and a scripted run would skip a turn).
+func TestResumeSessionLeavesOutMessagesOfUnfinishedIterations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := journal.CreateFile(path, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := func(text string) llm.SessionMessagesEvent {
+		return llm.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{
+			{Role: llm.RoleUser, Text: "prompt " + text}, {Role: llm.RoleAssistant, Text: text}}}
+	}
+	w.Emit(journal.RunStart, RunStartEvent{RunID: "r"})
+	w.SetPosition(1, "s")
+	w.Emit(journal.IterationStart, nil)
+	w.Emit(journal.SessionMessages, msgs("one"))
+	w.Emit(journal.IterationEnd, loop.IterationEvent{})
+	w.SetPosition(2, "s")
+	w.Emit(journal.IterationStart, nil)
+	w.Emit(journal.SessionMessages, msgs("two, killed before it ended"))
+	// resumed: iteration 2 again, this time to its end
+	w.SetPosition(0, "")
+	w.Emit(journal.RunStart, RunStartEvent{RunID: "r", Resumed: true})
+	w.SetPosition(2, "s")
+	w.Emit(journal.IterationStart, nil)
+	w.Emit(journal.SessionMessages, msgs("two"))
+	w.Emit(journal.IterationEnd, loop.IterationEvent{})
+	w.SetPosition(3, "s")
+	w.Emit(journal.IterationStart, nil)
+	w.Emit(journal.SessionMessages, msgs("three, killed"))
+	w.Close()
+
+	rec, err := LoadRun("r", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rec.Sessions["s1"]
+	if len(got) != 4 || got[1].Text != "one" || got[3].Text != "two" {
+		t.Fatalf("restored session: %+v", got)
+	}
+}

@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// resumeOnce resumes the run res from its journal.
+func resumeOnce(t *testing.T, dir string, res *Result, opts BuildOptions) *Result {
+	t.Helper()
+	rec, err := LoadRun(res.RunID, res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Resume = rec
+	return runToEnd(t, load(t, dir), opts)
+}
+
+// Turns that completed inside an iteration whose query then failed were
+// billed: they count in the iteration's summary, the result and the
+// budgets.
+func TestUsageOfAFailedIterationCounts(t *testing.T) {
+	dir := basicAgent(t, `turns:
+  - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
+    usage: {input_tokens: 100, output_tokens: 20}
+  - error: {type: connection, message: "stream dropped"}
+`, "")
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: t.TempDir()})
+	if res.Success || res.Error == nil || res.Error.Code != agenterr.CodeSdkConnection || !res.Error.Recoverable {
+		t.Fatalf("%+v", res)
+	}
+	if res.Usage.InputTokens != 100 || res.Usage.OutputTokens != 20 || res.Iterations != 1 {
+		t.Fatalf("result usage %+v over %d iterations, want 100/20 over 1", res.Usage, res.Iterations)
+	}
+	rec, err := LoadRun(res.RunID, res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rec.Iterations[0].Summary; s == nil || s.Usage.InputTokens != 100 || len(s.ToolsUsed) != 1 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+// An iteration whose query failed before any model turn (the provider
+// was down) does not use the iteration budget: resuming while the
+// provider is still down fails the same way every time, never with
+// BUDGET_EXCEEDED, and once it is back the run finishes within the
+// budget.
+func TestIterationThatNeverReachedTheModelIsNotCounted(t *testing.T) {
+	dir := basicAgent(t, "turns:\n  - error: {type: overloaded, message: \"down\"}\n", "")
+	os.WriteFile(filepath.Join(dir, "ok.yaml"), []byte("turns:\n  - text: \"ALL_DONE\"\n"), 0o644)
+	wd := t.TempDir()
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
+	for attempt := 0; attempt < 3; attempt++ {
+		if res.Error == nil || res.Error.Code != agenterr.CodeSdkConnection || res.Iterations != 0 {
+			t.Fatalf("attempt %d: %+v %+v", attempt, res, res.Error)
+		}
+		res = resumeOnce(t, dir, res, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	}
+	res = resumeOnce(t, dir, res, BuildOptions{WorkDir: wd, MaxIterations: 1, Model: "script:ok.yaml"})
+	if !res.Success || res.Iterations != 1 || res.Error != nil {
+		t.Fatalf("after the provider came back: %+v %+v", res, res.Error)
+	}
+}
+
+// Model turns of an iteration the run was killed in are in no summary;
+// the resumed run still counts them.
+func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
+	dir := basicAgent(t, `turns:
+  - text: "one"
+    usage: {input_tokens: 10, output_tokens: 1}
+  - text: "two ALL_DONE"
+    usage: {input_tokens: 10, output_tokens: 1}
+`, "")
+	wd := t.TempDir()
+	first := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
+	// What a kill inside iteration 2 leaves: its start and a billed turn.
+	w, err := journal.Append(first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetPosition(2, "initial.work")
+	w.Emit(journal.IterationStart, nil)
+	w.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
+	w.Close()
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.UnrecordedUsage.InputTokens != 500 || rec.UnrecordedUsage.OutputTokens != 50 {
+		t.Fatalf("unrecorded %+v", rec.UnrecordedUsage)
+	}
+	res := resumeOnce(t, dir, first, BuildOptions{WorkDir: wd, MaxIterations: 2})
+	if !res.Success || res.Usage.InputTokens != 520 || res.Usage.OutputTokens != 52 {
+		t.Fatalf("resumed usage %+v, want 520/52: %+v", res.Usage, res)
+	}
+}
+
+// A state directory inside the work dir (capstan run in $HOME) is within
+// the reach of the agent's file tools: the run says so.
+func TestStateDirInsideTheWorkDirIsWarned(t *testing.T) {
+	wd := t.TempDir()
+	res := runToEnd(t, load(t, basicAgent(t, "turns:\n  - text: ALL_DONE\n", "")),
+		BuildOptions{WorkDir: wd, Store: journal.Store{Dir: filepath.Join(wd, ".local", "state", "capstan")}})
+	if !res.Success || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "inside the work dir") {
+		t.Fatalf("%+v", res.Warnings)
+	}
+	if res := runToEnd(t, load(t, basicAgent(t, "turns:\n  - text: ALL_DONE\n", "")), BuildOptions{WorkDir: t.TempDir()}); len(res.Warnings) != 0 {
+		t.Fatalf("warned with the state dir elsewhere: %q", res.Warnings)
+	}
+}

@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/llm/script"
+)
+
+// Codes of the syntax checks `capstan validate` runs on files that other
+// layers parse only at run time.
+const (
+	CodeModelScriptInvalid = "AG-MODEL-SCRIPT-INVALID"
+	CodeRetryPromptInvalid = "SR-RETRY-PROMPT-INVALID"
+)
+
+// retryTemplateSyntax reports a retry template that cannot be rendered:
+// the one place validate checks retry-template syntax.
+func retryTemplateSyntax(text string) error {
+	_, err := completion.RenderTemplate(text, nil)
+	return err
+}
+
+// checkRetrySyntax parses every retry template a declared failure pattern
+// can resolve to (for each step's c2/c3), so a Handlebars syntax error is
+// reported by validate instead of when the validator first fails.
+func checkRetrySyntax(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+	if dir == "" || reg == nil || len(reg.CompletionPatterns) == 0 {
+		return nil
+	}
+	r := newPromptResolver(dir, def, reg)
+	ctx := context.Background()
+	ids := make([]string, 0, len(reg.Steps))
+	for id := range reg.Steps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	names := make([]string, 0, len(reg.CompletionPatterns))
+	for n := range reg.CompletionPatterns {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []config.Problem
+	seen := map[string]bool{}
+	for _, name := range names {
+		pat := reg.CompletionPatterns[name]
+		for _, id := range ids {
+			st := reg.Steps[id]
+			rt, err := r.ResolveRetry(ctx, reg.C1, st.C2, st.C3, pat.Edition, pat.Adaptation)
+			if err != nil || !rt.Found || seen[rt.Path] {
+				continue // resolution problems are checkPrompts' to report
+			}
+			seen[rt.Path] = true
+			if serr := retryTemplateSyntax(rt.Text); serr != nil {
+				out = append(out, config.Problem{Code: CodeRetryPromptInvalid, Severity: config.SeverityError, File: registryFile(def),
+					Pointer: config.JoinPointer("completionPatterns", name),
+					Message: "retry prompt " + rt.Path + " for failure pattern " + name + ": " + firstLine(serr.Error()),
+					Hint:    "fix the Handlebars syntax ({{param}}, {{#each list}}…{{/each}}, {{#if x}}…{{else}}…{{/if}})"})
+			}
+		}
+	}
+	return out
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// checkModelScripts parses every script: model file (runner.model and the
+// steps' models) the way the script provider will, so a YAML or script
+// error is reported by validate instead of at the first model call.
+func checkModelScripts(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+	if dir == "" || def == nil {
+		return nil
+	}
+	type use struct{ file, pointer, spec string }
+	uses := []use{{config.AgentFile, "/runner/model", def.Runner.Model}}
+	if reg != nil {
+		ids := make([]string, 0, len(reg.Steps))
+		for id := range reg.Steps {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			uses = append(uses, use{registryFile(def), config.JoinPointer("steps", id, "model"), reg.Steps[id].Model})
+		}
+	}
+	var out []config.Problem
+	seen := map[string]bool{}
+	for _, u := range uses {
+		provider, file, _ := strings.Cut(u.spec, ":")
+		if provider != "script" {
+			continue
+		}
+		if file == "" {
+			file = "script.yaml"
+		}
+		p := filepath.Join(dir, filepath.FromSlash(file))
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || seen[p] {
+			continue // a missing file is reported by config; one report per file
+		}
+		seen[p] = true
+		if _, err := script.Load(p, file); err != nil {
+			msg := err.Error()
+			if e := agenterr.From(err); e != nil && e.Line > 0 {
+				msg = e.Error()
+			}
+			out = append(out, config.Problem{Code: CodeModelScriptInvalid, Severity: config.SeverityError, File: u.file,
+				Pointer: u.pointer, Message: "script " + file + ": " + msg,
+				Hint: "fix the script file (see docs/script-provider.md)"})
+		}
+	}
+	return out
+}

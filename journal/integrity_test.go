@@ -1,0 +1,186 @@
+package journal
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeRun writes n events to a new store journal and returns its path.
+func writeRun(t *testing.T, n int) string {
+	t.Helper()
+	w, err := Store{Dir: t.TempDir()}.Create(t.TempDir(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		w.Emit(ToolCall, map[string]any{"i": i, "output": strings.Repeat("y", 100)})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return w.Path()
+}
+
+func mustRead(t *testing.T, path string) ([]Event, Integrity) {
+	t.Helper()
+	ev, in, err := ReadChecked(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev, in
+}
+
+func TestChainHoldsForWrittenAndAppendedEvents(t *testing.T) {
+	path := writeRun(t, 3)
+	w, err := Append(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(RunEnd, nil)
+	w.Close()
+	ev, in := mustRead(t, path)
+	if len(ev) != 4 || in.Err() != nil || in.Unchained != 0 || len(in.Notes()) != 0 {
+		t.Fatalf("%d events, %+v", len(ev), in)
+	}
+	if ev[0].Prev != Genesis || ev[3].Prev == "" {
+		t.Fatalf("prev fields: %q %q", ev[0].Prev, ev[3].Prev)
+	}
+}
+
+func TestChainReportsEditsInsertionsAndDeletions(t *testing.T) {
+	path := writeRun(t, 4)
+	orig, _ := os.ReadFile(path)
+	lines := bytes.SplitAfter(orig, []byte("\n"))
+	cases := map[string][]byte{
+		"edit":   bytes.Replace(orig, []byte(`"i":2`), []byte(`"i":9`), 1),
+		"delete": bytes.Join([][]byte{lines[0], lines[2], lines[3]}, nil),
+		"insert": bytes.Join([][]byte{lines[0], lines[1], lines[1], lines[2], lines[3]}, nil),
+		"strip":  bytes.ReplaceAll(orig, []byte(`"prev":"`), []byte(`"note":"`)),
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(path, body, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, in := mustRead(t, path)
+			if !errors.Is(in.Err(), ErrBrokenChain) || len(in.Notes()) == 0 {
+				t.Fatalf("%s not detected: %+v", name, in)
+			}
+			if _, err := Append(path); !errors.Is(err, ErrBrokenChain) {
+				t.Fatalf("appended to a broken journal: %v", err)
+			}
+		})
+	}
+}
+
+func TestUnchainedEventsAreAcceptedOnlyInLegacyLocation(t *testing.T) {
+	old := `{"seq":1,"time":"2026-01-01T00:00:00Z","type":"run.start"}` + "\n" +
+		`{"seq":2,"time":"2026-01-01T00:00:01Z","type":"iteration.start","iteration":1}` + "\n"
+	legacy := filepath.Join(t.TempDir(), RunsDir, "r1", FileName)
+	os.MkdirAll(filepath.Dir(legacy), 0o755)
+	os.WriteFile(legacy, []byte(old), 0o644)
+	if _, in := mustRead(t, legacy); in.Err() != nil || in.Unchained != 2 {
+		t.Fatalf("legacy journal: %+v", in)
+	}
+	// Resuming it chains the new events onto the old ones.
+	w, err := Append(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(RunStart, nil)
+	w.Close()
+	if ev, in := mustRead(t, legacy); in.Err() != nil || len(ev) != 3 || ev[2].Prev == "" {
+		t.Fatalf("resumed legacy journal: %+v %+v", in, ev)
+	}
+	state := filepath.Join(t.TempDir(), "runs", "wd-1", "r1", FileName)
+	os.MkdirAll(filepath.Dir(state), 0o700)
+	os.WriteFile(state, []byte(old), 0o600)
+	if _, in := mustRead(t, state); !errors.Is(in.Err(), ErrBrokenChain) {
+		t.Fatalf("an unchained journal in the state dir passed: %+v", in)
+	}
+}
+
+func TestTornTailIsReportedAndRepairedIntoSideFile(t *testing.T) {
+	path := writeRun(t, 2)
+	torn := []byte(`{"seq":3,"time":"2026-01-01T00:00:00Z","type":"model.turn","prev":"abc","data":{"text":"` + strings.Repeat("z", 5000))
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(torn)
+	f.Close()
+	ev, in := mustRead(t, path)
+	if len(ev) != 2 || in.TornTail == nil || in.TornTail.Bytes != len(torn) || in.Err() != nil {
+		t.Fatalf("torn tail: %d events %+v", len(ev), in)
+	}
+	if notes := in.Notes(); len(notes) != 1 || !strings.Contains(notes[0], "cut short") {
+		t.Fatalf("notes %q", notes)
+	}
+	w, err := Append(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(RunEnd, nil)
+	w.Close()
+	side, err := os.ReadFile(path + TornSuffix)
+	if err != nil || !bytes.Equal(side, append(torn, '\n')) {
+		t.Fatalf("side file kept %d bytes (%v), want %d", len(side), err, len(torn)+1)
+	}
+	ev, in = mustRead(t, path)
+	if in.Err() != nil || in.TornTail != nil || len(in.Damaged) != 0 || len(ev) != 4 {
+		t.Fatalf("after repair: %d events %+v", len(ev), in)
+	}
+	if ev[2].Type != Repaired || ev[2].Seq != 3 || !strings.Contains(string(ev[2].Data), `"bytes":5`) || ev[3].Seq != 4 {
+		t.Fatalf("repair event: %+v", ev[2:])
+	}
+	// A second repair appends to the same side file.
+	f, _ = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write([]byte(`{"seq":5`))
+	f.Close()
+	w, err = Append(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if side, _ := os.ReadFile(path + TornSuffix); !bytes.HasSuffix(side, []byte("\n{\"seq\":5\n")) {
+		t.Fatalf("second cut: %q", side[len(side)-20:])
+	}
+}
+
+// A journal that an older capstan resumed after a torn write has the torn
+// bytes and the next whole event on one line: the event is recovered.
+func TestOldTornThenAppendedLineIsRecovered(t *testing.T) {
+	good := `{"seq":1,"time":"2026-01-01T00:00:00Z","type":"run.start"}` + "\n"
+	poisoned := `{"seq":2,"time":"2026-01-01T00:0` + `{"seq":2,"time":"2026-01-01T00:00:05Z","type":"run.start","data":{"resumed":true}}` + "\n"
+	ev, in, err := Read(strings.NewReader(good+poisoned+good), "j")
+	if err != nil || len(ev) != 3 || ev[1].Type != RunStart || in.Err() != nil {
+		t.Fatalf("%v %d %+v", err, len(ev), in)
+	}
+	if len(in.Damaged) != 1 || !in.Damaged[0].Recovered || in.Damaged[0].Line != 2 || in.Damaged[0].Bytes != 32 {
+		t.Fatalf("damage: %+v", in.Damaged)
+	}
+	// A line with no whole event in it is skipped and makes the journal
+	// unfit to continue.
+	ev, in, err = Read(strings.NewReader(good+"garbage\n"+good), "j")
+	if err != nil || len(ev) != 2 || !errors.Is(in.Err(), ErrDamaged) || !strings.Contains(in.Err().Error(), "line 2") {
+		t.Fatalf("%v %d %v", err, len(ev), in.Err())
+	}
+}
+
+func TestEmptyJournalReadsAsNoEvents(t *testing.T) {
+	path := writeRun(t, 0)
+	ev, in := mustRead(t, path)
+	if len(ev) != 0 || in.Err() != nil || in.Size != 0 {
+		t.Fatalf("%d %+v", len(ev), in)
+	}
+	w, err := Append(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(RunStart, nil)
+	w.Close()
+	if ev, in := mustRead(t, path); len(ev) != 1 || ev[0].Prev != Genesis || in.Err() != nil {
+		t.Fatalf("%+v %+v", ev, in)
+	}
+}

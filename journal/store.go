@@ -1,0 +1,280 @@
+package journal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// EnvStateDir is the environment variable that chooses capstan's state
+// directory (where run journals are kept). Unset, it is
+// $XDG_STATE_HOME/capstan, or ~/.local/state/capstan.
+const EnvStateDir = "CAPSTAN_STATE_DIR"
+
+// workDirFile, in a work dir's folder of the store, holds the work dir's
+// absolute path.
+const workDirFile = "workdir"
+
+// StateDir returns capstan's state directory as getenv (nil = os.Getenv)
+// configures it.
+func StateDir(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if d := getenv(EnvStateDir); d != "" {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return "", fmt.Errorf("journal: %s: %w", EnvStateDir, err)
+		}
+		return abs, nil
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "capstan"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("journal: no state directory: set %s or HOME: %w", EnvStateDir, err)
+		}
+	}
+	return filepath.Join(home, ".local", "state", "capstan"), nil
+}
+
+// Store keeps run journals outside the work dir, where the agent's tools
+// (confined to the work dir) cannot edit or erase them:
+// <Dir>/runs/<work dir key>/<run-id>/events.jsonl. The key is the work
+// dir's base name and a hash of its absolute path.
+type Store struct {
+	// Dir is the state directory.
+	Dir string
+}
+
+// OpenStore returns the Store in the state directory getenv configures.
+func OpenStore(getenv func(string) string) (Store, error) {
+	dir, err := StateDir(getenv)
+	if err != nil {
+		return Store{}, err
+	}
+	return Store{Dir: dir}, nil
+}
+
+// Run is one recorded run.
+type Run struct {
+	ID string
+	// Path is the journal file.
+	Path string
+	// WorkDir is the work dir the run worked in ("" when unknown).
+	WorkDir string
+	// Legacy is true for a run kept under <workdir>/.capstan/runs (capstan
+	// versions before the state directory, or an explicit journal dir).
+	Legacy  bool
+	Started time.Time
+}
+
+// runsRoot is where the store keeps every work dir's runs.
+func (s Store) runsRoot() string { return filepath.Join(s.Dir, "runs") }
+
+// WorkDirRuns is the store's folder for workDir's runs.
+func (s Store) WorkDirRuns(workDir string) (string, error) {
+	abs, err := filepath.Abs(workDir)
+	if err != nil {
+		return "", fmt.Errorf("journal: work dir: %w", err)
+	}
+	sum := sha256.Sum256([]byte(abs))
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, filepath.Base(abs))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return filepath.Join(s.runsRoot(), strings.TrimLeft(name, ".")+"-"+hex.EncodeToString(sum[:6])), nil
+}
+
+// Create makes a new journal for runID of a run in workDir and returns a
+// Writer for it. Folders are private to the user (0700).
+func (s Store) Create(workDir, runID string) (*Writer, error) {
+	if strings.ContainsAny(runID, `/\`) || runID == "" || runID == "." || runID == ".." {
+		return nil, fmt.Errorf("journal: invalid run id %q", runID)
+	}
+	dir, err := s.WorkDirRuns(workDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: create %s: %w", dir, err)
+	}
+	abs, _ := filepath.Abs(workDir)
+	marker := filepath.Join(dir, workDirFile)
+	if b, err := os.ReadFile(marker); err != nil || string(b) != abs+"\n" {
+		if err := writeFileAtomic(marker, []byte(abs+"\n")); err != nil {
+			return nil, err
+		}
+	}
+	return CreateFile(filepath.Join(dir, runID, FileName), 0o700)
+}
+
+// writeFileAtomic replaces path with data through a temporary file, so a
+// kill never leaves it half written.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// List returns workDir's runs, newest first: those in the store and those
+// an older capstan kept under <workDir>/.capstan/runs.
+func (s Store) List(workDir string) ([]Run, error) {
+	abs, err := filepath.Abs(workDir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: work dir: %w", err)
+	}
+	dir, err := s.WorkDirRuns(abs)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := listDir(dir, abs, false)
+	if err != nil {
+		return nil, err
+	}
+	legacy, err := listDir(filepath.Join(abs, RunsDir), abs, true)
+	if err != nil {
+		return nil, err
+	}
+	return sortRuns(append(runs, legacy...)), nil
+}
+
+// ListAll returns the runs of every work dir in the store, newest first.
+func (s Store) ListAll() ([]Run, error) {
+	entries, err := os.ReadDir(s.runsRoot())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: list %s: %w", s.runsRoot(), err)
+	}
+	var runs []Run
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(s.runsRoot(), e.Name())
+		wd := ""
+		if b, err := os.ReadFile(filepath.Join(dir, workDirFile)); err == nil {
+			wd = strings.TrimSuffix(string(b), "\n")
+		}
+		more, err := listDir(dir, wd, false)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, more...)
+	}
+	return sortRuns(runs), nil
+}
+
+// Find resolves a run id, or a unique prefix of one, among every run in
+// the store and the legacy runs under workDir ("" = none), so a run is
+// found from any directory.
+func (s Store) Find(workDir, id string) (Run, error) {
+	if id == "" {
+		return Run{}, errors.New("journal: empty run id")
+	}
+	runs, err := s.ListAll()
+	if err != nil {
+		return Run{}, err
+	}
+	if workDir != "" {
+		abs, err := filepath.Abs(workDir)
+		if err != nil {
+			return Run{}, fmt.Errorf("journal: work dir: %w", err)
+		}
+		legacy, err := listDir(filepath.Join(abs, RunsDir), abs, true)
+		if err != nil {
+			return Run{}, err
+		}
+		runs = append(runs, legacy...)
+	}
+	var match []Run
+	for _, r := range runs {
+		if r.ID == id {
+			return r, nil
+		}
+		if strings.HasPrefix(r.ID, id) {
+			match = append(match, r)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		where := s.runsRoot()
+		if workDir != "" {
+			where += " or " + filepath.Join(workDir, RunsDir)
+		}
+		return Run{}, fmt.Errorf("journal: no run %q in %s (list runs with: capstan runs --all)", id, where)
+	default:
+		ids := make([]string, 0, len(match))
+		for _, r := range match {
+			ids = append(ids, r.ID)
+		}
+		return Run{}, fmt.Errorf("journal: run id %q is ambiguous: %s", id, strings.Join(ids, ", "))
+	}
+}
+
+// listDir lists the run folders in dir (missing = none).
+func listDir(dir, workDir string, legacy bool) ([]Run, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: list %s: %w", dir, err)
+	}
+	var runs []Run
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name(), FileName)
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		runs = append(runs, Run{ID: e.Name(), Path: p, WorkDir: workDir, Legacy: legacy, Started: st.ModTime()})
+	}
+	return runs, nil
+}
+
+func sortRuns(runs []Run) []Run {
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].ID > runs[j].ID })
+	return runs
+}
+
+// List returns the runs kept under <dir>/.capstan/runs (see RunsDir),
+// newest first.
+func List(dir string) ([]Run, error) {
+	runs, err := listDir(filepath.Join(dir, RunsDir), dir, true)
+	return sortRuns(runs), err
+}
