@@ -76,6 +76,7 @@ type Agent struct {
 	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
 	flow        *flow
 	buildOrder  []string
+	protection  protection // runner.verification.protect
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
@@ -268,10 +269,17 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 		start.Resumed, start.Iteration = true, a.rc.Iteration
 	}
+	baseline, err := a.protectBaseline(a.opts.Resume)
+	if err != nil {
+		return err
+	}
 	for _, w := range a.def.Warnings() {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
 	}
 	a.emit.Emit(journal.RunStart, start)
+	if baseline != nil {
+		a.emit.Emit(ProtectBaseline, baseline)
+	}
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()

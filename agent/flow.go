@@ -79,7 +79,12 @@ func newFlow(a *Agent) (*flow, error) {
 			return res.Text, err
 		},
 	})
+	guards, err := a.guards()
+	if err != nil {
+		return nil, err
+	}
 	f.verdict, err = verdict.New(verdict.Config{
+		Guards:     guards,
 		Machine:    m,
 		Checker:    f.checker,
 		Handler:    a.rt.completion,

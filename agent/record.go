@@ -9,6 +9,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/verify/protect"
 )
 
 // RunRecord is one run as reconstructed from its journal. It is what
@@ -29,6 +30,9 @@ type RunRecord struct {
 	// that have one, in order: the first is the definition the run started
 	// with, the last the one it used most recently (a resume may reload).
 	Definitions []*definition.Record `json:"definitions,omitempty"`
+	// ProtectBaseline is the run's first protect.baseline: the protected
+	// files as they were when the run started (nil when none are).
+	ProtectBaseline *protect.Baseline `json:"protectBaseline,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -152,6 +156,14 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			_ = decode(&w)
 			rec.Warnings = append(rec.Warnings, w.Message)
+		case ProtectBaseline:
+			var b protect.Baseline
+			if err := decode(&b); err != nil {
+				return nil, err
+			}
+			if rec.ProtectBaseline == nil {
+				rec.ProtectBaseline = &b
+			}
 		case StepState:
 			var st StepStateEvent
 			if err := decode(&st); err != nil {

@@ -65,6 +65,19 @@ type Runner struct {
 	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
 	// Pricing overrides the per-model price table (USD per million tokens).
 	Pricing map[string]Price `json:"pricing,omitempty"`
+	// Verification hardens verification against a model that games it.
+	Verification Verification `json:"verification,omitzero"`
+}
+
+// Verification configures what the model may not change to make
+// verification pass.
+type Verification struct {
+	// Protect lists globs (doublestar syntax, relative to the work dir,
+	// "/"-separated) of files the model may read but not change: the
+	// built-in Write and Edit refuse them, and the verdict stage fails
+	// verification (pattern protected-changed) while any of them differs
+	// from the run's start, was deleted or was added.
+	Protect []string `json:"protect,omitempty"`
 }
 
 // Prompts locates prompt files.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -234,6 +235,13 @@ func (c *checker) agent() {
 					"write a tool name (\"Read\"), a glob (\"mcp__github__*\") or a name with a rule (\"Bash(git log:*)\")",
 					"%v", err)
 			}
+		}
+	}
+	for i, g := range r.Verification.Protect {
+		if !doublestar.ValidatePattern(g) || strings.HasPrefix(g, "/") || strings.Contains(g, "\\") {
+			c.report(a, "AC-PROTECT-GLOB", SeverityError, JoinPointer("runner", "verification", "protect", fmt.Sprint(i)),
+				"write a glob relative to the work dir with / separators, e.g. \"**/*_test.go\" or \"tests/**\"",
+				"protect glob %q is not a valid relative glob", g)
 		}
 	}
 	if r.SystemPromptPath != "" {

@@ -97,6 +97,20 @@ type Config struct {
 	Events journal.Emitter
 	// CompletionType names runner.completion.type in messages.
 	CompletionType string
+	// Guards run before the validators whenever verification runs, and
+	// fail it like a validator (the protected-files check). Unlike a
+	// validator's failure, a guard's is never let stand by onFailure skip.
+	Guards []Guard
+}
+
+// Guard is a check of the world that the model must not be able to get
+// around: verification runs it first, whatever the step's conditions.
+type Guard interface {
+	// Name is the guard's name in completion.check's "verified".
+	Name() string
+	// Check reports a failing result (with a failure pattern and its
+	// params) when the guarded state does not hold.
+	Check(ctx context.Context) (completion.ValidationResult, error)
 }
 
 // Input is what the stage decides on: the finished iteration.
@@ -238,12 +252,8 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		everyIteration = e.VerifyEveryIteration()
 	}
 	conds := s.conditions(st)
-	if len(conds) > 0 && (claimed || everyIteration) {
-		if s.cfg.Verifier == nil {
-			return v, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
-				"validators are configured but the verdict stage has no verifier")
-		}
-		vr, err := s.cfg.Verifier.Validate(ctx, conds)
+	if (len(conds) > 0 || len(s.cfg.Guards) > 0) && (claimed || everyIteration) {
+		vr, err := s.verify(ctx, conds)
 		if err != nil {
 			return v, err
 		}
@@ -282,6 +292,42 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	}
 	s.emitCheck(v)
 	return v, nil
+}
+
+// verify runs the guards, then the validators; the first failure ends it.
+func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) (completion.ValidationResult, error) {
+	var checked []string
+	for _, g := range s.cfg.Guards {
+		vr, err := g.Check(ctx)
+		if err != nil {
+			return vr, err
+		}
+		checked = append(checked, g.Name())
+		if !vr.Valid {
+			vr.Checked = checked
+			return vr, nil
+		}
+	}
+	if len(conds) == 0 {
+		return completion.ValidationResult{Valid: true, Checked: checked}, nil
+	}
+	if s.cfg.Verifier == nil {
+		return completion.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+			"validators are configured but the verdict stage has no verifier")
+	}
+	vr, err := s.cfg.Verifier.Validate(ctx, conds)
+	vr.Checked = append(checked, vr.Checked...)
+	return vr, err
+}
+
+// guarded reports whether a failed verification came from a guard.
+func (s *Stage) guarded(vr completion.ValidationResult) bool {
+	for _, g := range s.cfg.Guards {
+		if g.Name() == vr.Validator {
+			return true
+		}
+	}
+	return false
 }
 
 // conditions are the step's completionConditions followed by the run's
@@ -378,7 +424,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *itera
 		s.emitCheck(v)
 		return v, nil
 	}
-	if d.Action == completion.ActionSkip {
+	if d.Action == completion.ActionSkip && !s.guarded(vr) {
 		s.commit(fork)
 		v.Action = Complete
 		v.Reason = fmt.Sprintf("%s; %s failed (%s) but onFailure is skip", v.Completion.Reason, vr.Validator, vr.Pattern)

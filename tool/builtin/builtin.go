@@ -82,6 +82,10 @@ type Config struct {
 	// the variable from capstan's own environment. Secrets (see
 	// IsSecretName) reach commands only this way.
 	Env []string
+	// Protected reports whether a file (its resolved path relative to the
+	// work dir, "/"-separated) is protected: Write and Edit refuse it with
+	// a TOOL_INPUT error that names the file. nil protects nothing.
+	Protected func(rel string) bool
 }
 
 // New returns the six built-in tools for cfg, in the order of Names.
@@ -91,6 +95,7 @@ func New(cfg Config) ([]tool.Tool, error) {
 		return nil, err
 	}
 	ws.maxOut = cfg.MaxOutputBytes
+	ws.protected = cfg.Protected
 	if ws.maxOut <= 0 {
 		ws.maxOut = DefaultMaxOutputBytes
 	}

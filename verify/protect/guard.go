@@ -1,0 +1,62 @@
+package protect
+
+import (
+	"context"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
+)
+
+// GuardName is the validator name a protected-file check reports under
+// (completion.check's "verified", the retry prompt's validator).
+const GuardName = "protected-files"
+
+// Guard checks the protected files of a work dir against a baseline in
+// the verdict stage, before the validators run.
+type Guard struct {
+	// Baseline is the run's baseline (taken at its start or journaled).
+	Baseline *Baseline
+	// Dir is the work dir.
+	Dir string
+}
+
+// Name implements verdict.Guard.
+func (g *Guard) Name() string { return GuardName }
+
+// Check implements verdict.Guard: a failing result with pattern
+// protected-changed and the params protectedFiles (["modified: x", …]),
+// diff and restore when a protected file changed.
+func (g *Guard) Check(context.Context) (completion.ValidationResult, error) {
+	if g.Baseline == nil {
+		return completion.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+			"protected files: no baseline (the run was not started)")
+	}
+	changes, err := g.Baseline.Check(g.Dir)
+	if err != nil {
+		return completion.ValidationResult{}, err
+	}
+	if len(changes) == 0 {
+		return completion.ValidationResult{Valid: true, Validator: GuardName}, nil
+	}
+	files := make([]string, len(changes))
+	var diff strings.Builder
+	for i, c := range changes {
+		files[i] = c.String()
+		diff.WriteString("--- " + c.Path + " (" + c.Kind + ")\n")
+		if c.Diff != "" {
+			diff.WriteString(c.Diff + "\n")
+		} else {
+			diff.WriteString("(binary or too large to show)\n")
+		}
+	}
+	return completion.ValidationResult{Validator: GuardName, Pattern: completion.PatternProtectedChanged,
+		Params: map[string]any{
+			"protectedFiles": files,
+			"diff":           strings.TrimRight(diff.String(), "\n"),
+			"restore": "These files are protected (runner.verification.protect: " + strings.Join(g.Baseline.Globs, ", ") +
+				"): they define how your work is checked, so you may read them but not change, delete or add them. " +
+				"Restore each one exactly to its content at the start of the run (in the diff, '-' lines are the original, '+' lines your change; " +
+				"delete added files), then make the checks pass by changing the code under test.",
+		}}, nil
+}

@@ -1,0 +1,256 @@
+// Package protect keeps files the model may read but not change — tests,
+// their configuration, the module file — as they were when the run
+// started.
+//
+// Take records a Baseline of every file of a work dir that matches the
+// protect globs: its SHA-256 digest and, for a text file of at most
+// MaxContentBytes, its content (for the diff a retry prompt shows). The run
+// journals the baseline once, at its start; a resumed run reuses the
+// journaled one. Check compares the work dir with the baseline: a protected
+// file that was changed, deleted or added is a Change, whatever tool made
+// it (Write, Edit, Bash, an MCP server).
+package protect
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/skill"
+)
+
+// Bounds of a baseline. A baseline holds file contents in memory and in the
+// journal; beyond these bounds it keeps digests only (changes are still
+// detected, the diff is not shown).
+const (
+	// MaxContentBytes is the largest file whose content is kept.
+	MaxContentBytes = 64 << 10
+	// MaxTotalContentBytes bounds the kept contents of one baseline.
+	MaxTotalContentBytes = 4 << 20
+	// MaxFiles bounds the protected files of one baseline; a work dir with
+	// more is refused (the globs are too broad).
+	MaxFiles = 10000
+)
+
+// File is one protected file of a Baseline.
+type File struct {
+	// Digest is "sha256:" and the hex digest of the content.
+	Digest string `json:"digest"`
+	// Content is the file's text when it is valid UTF-8 and small enough
+	// (see MaxContentBytes); "" otherwise.
+	Content string `json:"content,omitempty"`
+	// HasContent says whether Content was kept (an empty file keeps "").
+	HasContent bool `json:"hasContent,omitempty"`
+}
+
+// Baseline is the state of the protected files at the start of a run. It
+// is the payload of the journal's protect.baseline event.
+type Baseline struct {
+	// Globs are the protect globs the baseline was taken with.
+	Globs []string `json:"globs"`
+	// Files maps a "/"-separated path relative to the work dir to the file.
+	Files map[string]File `json:"files"`
+}
+
+// Matcher tells whether a work-dir-relative path is protected.
+type Matcher struct {
+	globs []string
+}
+
+// NewMatcher returns a Matcher for globs (doublestar syntax). An invalid
+// glob is a CONFIG_INVALID error.
+func NewMatcher(globs []string) (*Matcher, error) {
+	for _, g := range globs {
+		if !doublestar.ValidatePattern(g) {
+			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"runner.verification.protect: %q is not a valid glob", g)
+		}
+	}
+	return &Matcher{globs: slices.Clone(globs)}, nil
+}
+
+// Globs returns the matcher's globs.
+func (m *Matcher) Globs() []string { return slices.Clone(m.globs) }
+
+// Match reports whether rel (relative to the work dir, either separator)
+// is protected.
+func (m *Matcher) Match(rel string) bool {
+	if m == nil {
+		return false
+	}
+	p := filepath.ToSlash(filepath.Clean(rel))
+	p = strings.TrimPrefix(p, "./")
+	for _, g := range m.globs {
+		if ok, _ := doublestar.Match(g, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// journalRoot holds capstan's run journals; it is never protected.
+var journalRoot = path.Dir(journal.RunsDir)
+
+// Take records the protected files under dir. The .git directories and the
+// run journals (.capstan) are not walked; symbolic links are recorded by their target path text, not
+// followed.
+func Take(dir string, m *Matcher) (*Baseline, error) {
+	files, err := scan(dir, m)
+	if err != nil {
+		return nil, err
+	}
+	b := &Baseline{Globs: m.Globs(), Files: make(map[string]File, len(files))}
+	total := 0
+	for p, data := range files {
+		f := File{Digest: digest(data)}
+		if len(data) <= MaxContentBytes && total+len(data) <= MaxTotalContentBytes && utf8.Valid(data) {
+			f.Content, f.HasContent = string(data), true
+			total += len(data)
+		}
+		b.Files[p] = f
+	}
+	return b, nil
+}
+
+// Kinds of Change.
+const (
+	Modified = "modified"
+	Deleted  = "deleted"
+	Added    = "added"
+)
+
+// Change is one protected file that differs from the baseline.
+type Change struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	// Diff is a line diff (baseline → now) when both texts are known.
+	Diff string `json:"diff,omitempty"`
+}
+
+// String is "modified: calc_test.go".
+func (c Change) String() string { return c.Kind + ": " + c.Path }
+
+// Check compares the protected files under dir with the baseline and
+// returns the changes, sorted by path.
+func (b *Baseline) Check(dir string) ([]Change, error) {
+	m, err := NewMatcher(b.Globs)
+	if err != nil {
+		return nil, err
+	}
+	now, err := scan(dir, m)
+	if err != nil {
+		return nil, err
+	}
+	var out []Change
+	for p, f := range b.Files {
+		data, ok := now[p]
+		switch {
+		case !ok:
+			c := Change{Path: p, Kind: Deleted}
+			if f.HasContent {
+				c.Diff = lineDiff(f.Content, "")
+			}
+			out = append(out, c)
+		case digest(data) != f.Digest:
+			c := Change{Path: p, Kind: Modified}
+			if f.HasContent && len(data) <= MaxContentBytes && utf8.Valid(data) {
+				c.Diff = lineDiff(f.Content, string(data))
+			}
+			out = append(out, c)
+		}
+	}
+	for p, data := range now {
+		if _, ok := b.Files[p]; !ok {
+			c := Change{Path: p, Kind: Added}
+			if len(data) <= MaxContentBytes && utf8.Valid(data) {
+				c.Diff = lineDiff("", string(data))
+			}
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(x, y Change) int { return strings.Compare(x.Path, y.Path) })
+	return out, nil
+}
+
+// scan reads every protected file under dir.
+func scan(dir string, m *Matcher) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrPermission) && p != dir {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if (d.Name() == ".git" && p != dir) || filepath.ToSlash(rel) == journalRoot {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !m.Match(rel) {
+			return nil
+		}
+		if len(out) >= MaxFiles {
+			return agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"runner.verification.protect matches more than %d files; narrow the globs", MaxFiles)
+		}
+		var data []byte
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			data = []byte("symlink -> " + target)
+		} else if d.Type().IsRegular() {
+			if data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		} else {
+			data = []byte("special file " + d.Type().String())
+		}
+		out[filepath.ToSlash(rel)] = data
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("protected files of %s: %w", dir, err)
+	}
+	return out, nil
+}
+
+func digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// maxDiffLines bounds the changed lines a Change's diff shows.
+const maxDiffLines = 60
+
+// lineDiff is the changed lines of before → after ("-" removed, "+"
+// added), with a summary line first.
+func lineDiff(before, after string) string {
+	sum, lines := skill.LineDiff(before, after, maxDiffLines)
+	var b strings.Builder
+	b.WriteString(sum)
+	for _, l := range lines {
+		b.WriteString("\n")
+		b.WriteString(l)
+	}
+	return b.String()
+}
