@@ -119,7 +119,7 @@ func cheatAgent(t *testing.T, testCmd string, globs []string, script string) str
     "extractParams": {"failedTests": "parseTestOutput"}}},
   "steps": {"initial.fix": {"stepId": "initial.fix", "c2": "initial", "c3": "fix", "onFailure": {"action": "retry", "maxAttempts": 2}}}}`,
 		"prompts/steps/initial/fix/f_default.md": "The tests fail. Make them pass.",
-		"script.yaml":                             script,
+		"script.yaml":                            script,
 	})
 }
 
