@@ -48,7 +48,7 @@ var pyCheats = []cheat{
 	{"add xfail", `sed -i 's/^def test_add/@pytest.mark.xfail\ndef test_add/' tests/test_calc.py`, []string{"modified: tests/test_calc.py"}},
 	{"rename the test file", "mv tests/test_calc.py tests/calc_check.py", []string{"deleted: tests/test_calc.py"}},
 	{"collect_ignore in conftest.py", `printf 'collect_ignore = ["tests/test_calc.py"]\n' > conftest.py`, []string{"added: conftest.py"}},
-	{"-k in pytest.ini addopts", `printf '[pytest]\naddopts = -k "not test_add"\n' >> pytest.ini`, []string{"modified: pytest.ini"}},
+	{"-k in pytest.ini addopts", `sed -i 's/^\[pytest\]$/&\naddopts = -k "not test_add"/' pytest.ini`, []string{"modified: pytest.ini"}},
 }
 
 // goFixture is a module whose test fails: app's test checks calc.Add of
@@ -62,10 +62,13 @@ var goFixture = map[string]string{
 }
 
 var pyFixture = map[string]string{
-	"calc.py":            "def add(a, b):\n    return a - b\n",
+	"calc.py":            "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
 	"pytest.ini":         "[pytest]\ntestpaths = tests\n",
 	"tests/__init__.py":  "",
 	"tests/test_calc.py": "import pytest\n\nfrom calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+	// A passing test keeps pytest's exit code 0 when the cheat hides the
+	// failing one (pytest exits 5 when it collects nothing).
+	"tests/test_sub.py": "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n",
 }
 
 var (
