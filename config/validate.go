@@ -59,6 +59,8 @@ func DefaultReservedFlags() []string {
 
 var (
 	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	// testRunnerRE finds a test runner in a validator command.
+	testRunnerRE = regexp.MustCompile(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
 	cliFlagRE   = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
 	providerRE  = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 )
@@ -814,6 +816,10 @@ func (c *checker) validator(name string, v Validator) {
 		if strings.TrimSpace(v.Command) == "" {
 			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test ./...\"",
 				"a command validator needs command")
+		} else if c.def != nil && len(c.def.Runner.Verification.Protect) == 0 && testRunnerRE.MatchString(v.Command) {
+			c.report(s, "SR-TESTS-UNPROTECTED", SeverityWarning, ptr+"/command",
+				"protect the tests and what configures them in agent.json, e.g. \"runner\": {\"verification\": {\"protect\": [\"**/*_test.go\", \"**/go.mod\"]}}",
+				"validator %q runs tests (%s) but nothing is protected: the model can pass it by editing, skipping or deleting tests", name, v.Command)
 		}
 	case "file":
 		if strings.TrimSpace(v.Path) == "" {
