@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -273,5 +274,59 @@ func TestProtectedRunCompletesWhenTheCodeIsFixed(t *testing.T) {
 	b := rec.ProtectBaseline
 	if b == nil || b.Files["app_test.go"].Digest == "" || b.Files["go.mod"].Digest == "" || b.Files["calc/go.mod"].Digest == "" || len(b.Files) != 3 {
 		t.Fatalf("baseline %+v", b)
+	}
+}
+
+// A resumed run checks against the baseline its journal recorded at the
+// start, not the files as the first part of the run left them.
+func TestResumeKeepsTheProtectedBaseline(t *testing.T) {
+	needTools(t, "git", "go", "sed")
+	ctx := context.Background()
+	script := `turns:
+  - tool_calls:
+      - name: Bash
+        input: {command: "sed -i 's/!= 5/!= -1/' app_test.go"}
+  - text: "Working on it."
+  - text: "Tests pass now. TASK_DONE"
+  - text: "TASK_DONE"
+`
+	def, wd := load(t, cheatAgent(t, "go test ./...", goProtect, script)), gitFixture(t, goFixture)
+	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	first := a.Stop()
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil || first.CompletionReason != "max_iterations" || rec.ProtectBaseline == nil {
+		t.Fatalf("%+v %v", first, err)
+	}
+	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Run(ctx)
+	res := b.Stop()
+	if res.Success {
+		t.Fatalf("the resumed run took the changed test as its baseline: %+v", res)
+	}
+	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != completion.PatternProtectedChanged {
+		t.Fatalf("retry patterns %v", patterns)
+	}
+	events, _ := journal.ReadFile(res.Journal)
+	n := 0
+	for _, ev := range events {
+		if ev.Type == ProtectBaseline {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d protect.baseline events, want the first run's only", n)
 	}
 }

@@ -130,6 +130,7 @@ func printRun(w io.Writer, rec *agent.RunRecord) {
 		}
 	}
 	printDefinitions(w, rec.Definitions)
+	printProtected(w, rec.ProtectBaseline)
 	for _, it := range rec.Iterations {
 		fmt.Fprintf(w, "\n== iteration %d", it.Iteration)
 		if it.Step != "" {

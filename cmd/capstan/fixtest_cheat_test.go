@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -85,6 +86,12 @@ func TestFixFailingTestExampleCatchesTestsEditedThroughBash(t *testing.T) {
 	if len(texts) == 0 || !strings.Contains(texts[0], "- modified: calc_test.go") || !strings.Contains(texts[0], "-\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)") ||
 		!strings.HasPrefix(texts[0], "## The tests were changed") {
 		t.Fatalf("retry prompt:\n%s", strings.Join(texts, "\n---\n"))
+	}
+	// show prints the baseline and the failed check.
+	code, out, errOut = captureConfigCLI(t, "show", res.RunID, "--workdir", wd)
+	if code != 0 || !strings.Contains(out, "protected (**/*_test.go, **/go.mod, **/go.sum): 2 files at the start") ||
+		!regexp.MustCompile(`sha256:[0-9a-f]{64}  calc_test.go`).MatchString(out) || !strings.Contains(out, `"pattern":"protected-changed"`) {
+		t.Fatalf("show: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
 

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/capstan-dev/capstan/verify/protect"
+)
+
+// printProtected prints the baseline of the run's protected files: the
+// globs and each file's digest when the run started.
+func printProtected(w io.Writer, b *protect.Baseline) {
+	if b == nil {
+		return
+	}
+	fmt.Fprintf(w, "protected (%s): %d files at the start\n", strings.Join(b.Globs, ", "), len(b.Files))
+	paths := make([]string, 0, len(b.Files))
+	for p := range b.Files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		fmt.Fprintf(w, "   %s  %s\n", b.Files[p].Digest, p)
+	}
+}
