@@ -354,6 +354,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
+		CannotComplete: a.flow.cannotComplete,
 	}
 	a.mu.Lock()
 	a.result = res

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // The cheat corpus: scripted models that make the tests pass without
@@ -328,5 +329,57 @@ func TestResumeKeepsTheProtectedBaseline(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d protect.baseline events, want the first run's only", n)
+	}
+}
+
+// The honest way out: a model that says the task cannot be done as
+// specified ends the run with its own completion reason and explanation,
+// instead of retrying toward a cheat.
+func TestCannotCompleteEndsTheRunWithTheModelsExplanation(t *testing.T) {
+	needTools(t, "git", "go")
+	script := `turns:
+  - tool_calls:
+      - name: Bash
+        input: {command: "go test ./..."}
+  - text: "Add(2, 3) fails.\nCANNOT_COMPLETE: the module example.com/calc is vendored by the task and may not be changed\ncalc/calc.go: return a - b\napp_test.go: want 5"
+`
+	res := runToEnd(t, load(t, cheatAgent(t, "go test ./...", goProtect, script)), BuildOptions{WorkDir: gitFixture(t, goFixture)})
+	d := res.CannotComplete
+	if res.Success || res.CompletionReason != ReasonCannotComplete || res.Iterations != 1 || d == nil ||
+		d.Reason != "the module example.com/calc is vendored by the task and may not be changed" ||
+		d.Evidence != "calc/calc.go: return a - b\napp_test.go: want 5" || d.Iteration != 1 {
+		t.Fatalf("result %+v, declaration %+v", res, d)
+	}
+	if res.Error == nil || !strings.Contains(res.Error.Message, "cannot be done as specified: the module") {
+		t.Fatalf("error %+v", res.Error)
+	}
+	// The run record (capstan show) has it too.
+	rec, err := LoadRun(res.RunID, res.Journal)
+	if err != nil || rec.Result == nil || rec.Result.CannotComplete == nil || rec.Result.CannotComplete.Reason != d.Reason {
+		t.Fatalf("run record: %+v %v", rec.Result, err)
+	}
+}
+
+// When the same failure repeats, the retry prompt offers the way out.
+func TestRepeatedFailureOffersTheWayOut(t *testing.T) {
+	needTools(t, "git", "go")
+	script := `turns:
+  - text: "TASK_DONE"
+  - text: "TASK_DONE"
+  - text: "TASK_DONE"
+`
+	dir := cheatAgent(t, "go test ./...", goProtect, script)
+	reg := filepath.Join(dir, "steps_registry.json")
+	b, _ := os.ReadFile(reg)
+	if err := os.WriteFile(reg, []byte(strings.Replace(string(b), `"maxAttempts": 2`, `"maxAttempts": 3`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: gitFixture(t, goFixture)})
+	patterns, texts := retryPatterns(t, res)
+	if len(texts) != 2 || patterns[0] != "test-failed" || patterns[1] != "test-failed" {
+		t.Fatalf("retries %v", patterns)
+	}
+	if strings.Contains(texts[0], honest.Marker) || !strings.Contains(texts[1], honest.RetryNote) {
+		t.Fatalf("retry prompts:\n%s\n---\n%s", texts[0], texts[1])
 	}
 }

@@ -198,6 +198,7 @@ func printRun(w io.Writer, rec *agent.RunRecord) {
 		if r.Error != nil {
 			fmt.Fprintf(w, "error %s: %s (recoverable=%v)\n", r.Error.Code, r.Error.Message, r.Error.Recoverable)
 		}
+		printCannotComplete(w, r.CannotComplete)
 	} else {
 		fmt.Fprintf(w, "UNFINISHED: the journal has no run.end event (the run was killed or is still running); %d iterations finished\n", rec.FinishedIterations())
 	}

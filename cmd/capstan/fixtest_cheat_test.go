@@ -87,6 +87,11 @@ func TestFixFailingTestExampleCatchesTestsEditedThroughBash(t *testing.T) {
 		!strings.HasPrefix(texts[0], "## The tests were changed") {
 		t.Fatalf("retry prompt:\n%s", strings.Join(texts, "\n---\n"))
 	}
+	// The same failure again: the retry prompt offers the honest way out.
+	if len(texts) < 2 || strings.Contains(texts[0], "### If the task cannot be done as specified") ||
+		!strings.Contains(texts[1], "### If the task cannot be done as specified") {
+		t.Fatalf("retry prompts:\n%s", strings.Join(texts, "\n---\n"))
+	}
 	// show prints the baseline and the failed check.
 	code, out, errOut = captureConfigCLI(t, "show", res.RunID, "--workdir", wd)
 	if code != 0 || !strings.Contains(out, "protected (**/*_test.go, **/go.mod, **/go.sum): 2 files at the start") ||
@@ -114,4 +119,30 @@ func retryEvents(t *testing.T, path string) (patterns, sources, texts []string) 
 		patterns, sources, texts = append(patterns, rp.Pattern), append(sources, rp.Source), append(texts, rp.Text)
 	}
 	return patterns, sources, texts
+}
+
+// A model that declares the task cannot be done as specified ends the run
+// with exit code 4, and show prints its reason and evidence.
+func TestRunExitsFourWhenTheModelCannotComplete(t *testing.T) {
+	wd := prepareFixture(t)
+	script := `turns:
+  - text: "CANNOT_COMPLETE: TestAddZero expects Add(0, 7) == 7 but the issue says Add must subtract\ncalc_test.go:13: want 7"
+`
+	code, out, errOut := captureConfigCLI(t, "run", cheatingExample(t, script, false), "--workdir", wd, "--json", "--quiet")
+	if code != exitCannotComplete {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var res agent.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.CompletionReason != "cannot_complete" || res.CannotComplete == nil || res.CannotComplete.Evidence != "calc_test.go:13: want 7" {
+		t.Fatalf("result %+v", res)
+	}
+	code, out, errOut = captureConfigCLI(t, "show", res.RunID, "--workdir", wd)
+	if code != 0 || !strings.Contains(out, "NOT COMPLETED: cannot_complete") ||
+		!strings.Contains(out, "the model declared in iteration 1 that the task cannot be done as specified:\n   TestAddZero expects") ||
+		!strings.Contains(out, "evidence:\n   calc_test.go:13: want 7") {
+		t.Fatalf("show: exit %d\n%s\n%s", code, out, errOut)
+	}
 }

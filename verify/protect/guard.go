@@ -6,6 +6,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // GuardName is the validator name a protected-file check reports under
@@ -57,6 +58,7 @@ func (g *Guard) Check(context.Context) (completion.ValidationResult, error) {
 			"restore": "These files are protected (runner.verification.protect: " + strings.Join(g.Baseline.Globs, ", ") +
 				"): they define how your work is checked, so you may read them but not change, delete or add them. " +
 				"Restore each one exactly to its content at the start of the run (in the diff, '-' lines are the original, '+' lines your change; " +
-				"delete added files), then make the checks pass by changing the code under test.",
+				"delete added files), then make the checks pass by changing the code under test. " +
+				"If the task cannot be done without changing them, say so: end your answer with a line starting " + honest.Marker + " and your reason, then your evidence.",
 		}}, nil
 }

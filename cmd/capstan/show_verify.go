@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capstan-dev/capstan/verify/honest"
 	"github.com/capstan-dev/capstan/verify/protect"
 )
 
@@ -23,5 +24,17 @@ func printProtected(w io.Writer, b *protect.Baseline) {
 	slices.Sort(paths)
 	for _, p := range paths {
 		fmt.Fprintf(w, "   %s  %s\n", b.Files[p].Digest, p)
+	}
+}
+
+// printCannotComplete prints the model's declaration that the task cannot
+// be done as specified.
+func printCannotComplete(w io.Writer, d *honest.Declaration) {
+	if d == nil {
+		return
+	}
+	fmt.Fprintf(w, "the model declared in iteration %d that the task cannot be done as specified:\n%s\n", d.Iteration, indent(d.Reason))
+	if d.Evidence != "" {
+		fmt.Fprintf(w, "evidence:\n%s\n", indent(d.Evidence))
 	}
 }
