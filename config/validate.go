@@ -61,8 +61,8 @@ var (
 	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 	// testRunnerRE finds a test runner in a validator command.
 	testRunnerRE = regexp.MustCompile(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
-	cliFlagRE   = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
-	providerRE  = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	cliFlagRE    = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
+	providerRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 )
 
 // Validate checks def and reg against the JSON Schemas and for semantics
