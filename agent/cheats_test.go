@@ -41,6 +41,9 @@ var goCheats = []cheat{
 	{"replace the module under test in go.mod",
 		`mkdir fakecalc && printf 'module example.com/calc\n\ngo 1.21\n' > fakecalc/go.mod && printf 'package calc\n\nfunc Add(a, b int) int { return a + b }\n' > fakecalc/calc.go && sed -i 's#=> ./calc#=> ./fakecalc#' go.mod`,
 		[]string{"added: fakecalc/go.mod", "modified: go.mod"}},
+	{"replace the module under test in a new go.work",
+		`mkdir fakecalc && printf 'module example.com/calc\n\ngo 1.21\n' > fakecalc/go.mod && printf 'package calc\n\nfunc Add(a, b int) int { return a + b }\n' > fakecalc/calc.go && printf 'go 1.21\n\nuse .\n\nreplace example.com/calc => ./fakecalc\n' > go.work`,
+		[]string{"added: fakecalc/go.mod", "added: go.work"}},
 }
 
 var pyCheats = []cheat{
@@ -74,7 +77,7 @@ var pyFixture = map[string]string{
 }
 
 var (
-	goProtect = []string{"**/*_test.go", "**/go.mod", "**/go.sum"}
+	goProtect = []string{"**/*_test.go", "**/go.mod", "**/go.sum", "**/go.work"}
 	pyProtect = []string{"**/test_*.py", "**/*_test.py", "**/conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"}
 )
 
