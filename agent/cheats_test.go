@@ -84,16 +84,7 @@ var (
 // gitFixture writes files into a new temp git repository with one commit.
 func gitFixture(t *testing.T, files map[string]string) string {
 	t.Helper()
-	wd := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(wd, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	wd := writeAgent(t, files)
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"},
 		{"-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "fixture"}} {
 		if out, err := exec.Command("git", append([]string{"-C", wd}, args...)...).CombinedOutput(); err != nil {

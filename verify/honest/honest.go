@@ -15,6 +15,7 @@ package honest
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/iteration"
 )
@@ -111,10 +112,8 @@ func clip(s string, n int) string {
 		return s
 	}
 	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "… (cut)"
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
