@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -113,11 +114,11 @@ func Take(dir string, m *Matcher) (*Baseline, error) {
 	}
 	b := &Baseline{Globs: m.Globs(), Files: make(map[string]File, len(files))}
 	total := 0
-	for p, data := range files {
-		f := File{Digest: digest(data)}
-		if len(data) <= MaxContentBytes && total+len(data) <= MaxTotalContentBytes && utf8.Valid(data) {
-			f.Content, f.HasContent = string(data), true
-			total += len(data)
+	for p, e := range files {
+		f := File{Digest: e.digest}
+		if e.text() && total+len(e.data) <= MaxTotalContentBytes {
+			f.Content, f.HasContent = string(e.data), true
+			total += len(e.data)
 		}
 		b.Files[p] = f
 	}
@@ -155,7 +156,7 @@ func (b *Baseline) Check(dir string) ([]Change, error) {
 	}
 	var out []Change
 	for p, f := range b.Files {
-		data, ok := now[p]
+		e, ok := now[p]
 		switch {
 		case !ok:
 			c := Change{Path: p, Kind: Deleted}
@@ -163,19 +164,19 @@ func (b *Baseline) Check(dir string) ([]Change, error) {
 				c.Diff = lineDiff(f.Content, "")
 			}
 			out = append(out, c)
-		case digest(data) != f.Digest:
+		case e.digest != f.Digest:
 			c := Change{Path: p, Kind: Modified}
-			if f.HasContent && len(data) <= MaxContentBytes && utf8.Valid(data) {
-				c.Diff = lineDiff(f.Content, string(data))
+			if f.HasContent && e.text() {
+				c.Diff = lineDiff(f.Content, string(e.data))
 			}
 			out = append(out, c)
 		}
 	}
-	for p, data := range now {
+	for p, e := range now {
 		if _, ok := b.Files[p]; !ok {
 			c := Change{Path: p, Kind: Added}
-			if len(data) <= MaxContentBytes && utf8.Valid(data) {
-				c.Diff = lineDiff("", string(data))
+			if e.text() {
+				c.Diff = lineDiff("", string(e.data))
 			}
 			out = append(out, c)
 		}
@@ -184,9 +185,20 @@ func (b *Baseline) Check(dir string) ([]Change, error) {
 	return out, nil
 }
 
+// entry is one protected file as scan found it: its digest and, when it
+// has at most MaxContentBytes, its bytes (a larger file is hashed as a
+// stream, never held in memory).
+type entry struct {
+	digest string
+	data   []byte // nil when larger than MaxContentBytes
+}
+
+// text reports whether the file's content can be kept and diffed.
+func (e entry) text() bool { return e.data != nil && utf8.Valid(e.data) }
+
 // scan reads every protected file under dir.
-func scan(dir string, m *Matcher) (map[string][]byte, error) {
-	out := map[string][]byte{}
+func scan(dir string, m *Matcher) (map[string]entry, error) {
+	out := map[string]entry{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrPermission) && p != dir {
@@ -211,21 +223,22 @@ func scan(dir string, m *Matcher) (map[string][]byte, error) {
 			return agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"runner.verification.protect matches more than %d files; narrow the globs", MaxFiles)
 		}
-		var data []byte
-		if d.Type()&fs.ModeSymlink != 0 {
+		var e entry
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			data = []byte("symlink -> " + target)
-		} else if d.Type().IsRegular() {
-			if data, err = os.ReadFile(p); err != nil {
+			e = newEntry([]byte("symlink -> " + target))
+		case d.Type().IsRegular():
+			if e, err = readEntry(p); err != nil {
 				return err
 			}
-		} else {
-			data = []byte("special file " + d.Type().String())
+		default:
+			e = newEntry([]byte("special file " + d.Type().String()))
 		}
-		out[filepath.ToSlash(rel)] = data
+		out[filepath.ToSlash(rel)] = e
 		return nil
 	})
 	if err != nil {
@@ -234,9 +247,39 @@ func scan(dir string, m *Matcher) (map[string][]byte, error) {
 	return out, nil
 }
 
-func digest(data []byte) string {
+func newEntry(data []byte) entry {
 	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return entry{digest: "sha256:" + hex.EncodeToString(sum[:]), data: data}
+}
+
+// readEntry reads a regular file: whole when small, hashed as a stream
+// otherwise (a huge file cannot exhaust memory).
+func readEntry(p string) (entry, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return entry{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return entry{}, err
+	}
+	// One byte more than the size (at most MaxContentBytes) tells a file
+	// that is larger, or grew since Stat, from one that fits.
+	buf := make([]byte, min(st.Size(), MaxContentBytes)+1)
+	n, err := io.ReadFull(f, buf)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return newEntry(buf[:n]), nil
+	case err != nil:
+		return entry{}, err
+	}
+	h := sha256.New()
+	h.Write(buf)
+	if _, err := io.Copy(h, f); err != nil {
+		return entry{}, err
+	}
+	return entry{digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // maxDiffLines bounds the changed lines a Change's diff shows.

@@ -2,6 +2,8 @@ package protect
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,5 +118,26 @@ func TestMatcher(t *testing.T) {
 	var none *Matcher
 	if none.Match("a_test.go") {
 		t.Error("nil matcher protects")
+	}
+}
+
+// A file larger than MaxContentBytes is hashed as a stream: its digest is
+// the whole file's, its content is not kept, and a change is still found.
+func TestLargeFilesAreHashedNotKept(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("x", MaxContentBytes+10)
+	write(t, dir, "big_test.go", big)
+	m, _ := NewMatcher([]string{"*_test.go"})
+	b, err := Take(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(big))
+	if f := b.Files["big_test.go"]; f.HasContent || f.Digest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Fatalf("%+v", f)
+	}
+	write(t, dir, "big_test.go", big[:len(big)-1]+"y")
+	if ch, err := b.Check(dir); err != nil || len(ch) != 1 || ch[0].Kind != Modified || ch[0].Diff != "" {
+		t.Fatalf("%+v %v", ch, err)
 	}
 }
