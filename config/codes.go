@@ -91,6 +91,7 @@ func Codes() []CodeInfo {
 		{"SR-CONDITION-VALIDATOR", e, "a completionConditions validator does not exist"},
 		{"SR-VALIDATOR-FIELD", e, "a validator lacks the field its type needs (command, path, handler)"},
 		{"SR-VALIDATOR-UNUSED", w, "a validator is referenced nowhere, so it never runs"},
+		{"SR-PROTECT-GLOB", e, "a step's protect glob is malformed or not relative"},
 		{"SR-TESTS-UNPROTECTED", w, "a command validator runs tests but runner.verification.protect is empty"},
 		{"SR-SUCCESS-WHEN", e, "successWhen is not empty, exitCode:N, contains:TEXT or matches:REGEXP"},
 		{"SR-PATTERN-UNKNOWN", e, "a failurePattern is neither in completionPatterns nor built in"},

@@ -213,6 +213,10 @@ type Step struct {
 	OutputSchemaRef      *SchemaRef            `json:"outputSchemaRef,omitempty"`
 	// Model overrides runner.model for this step.
 	Model string `json:"model,omitempty"`
+	// Protect lists globs (as runner.verification.protect) of files the
+	// model may not change while this step runs, compared with their
+	// state when the step was entered.
+	Protect []string `json:"protect,omitempty"`
 }
 
 // StepCheck decides a step's transition (seed 000 StepChecker).

@@ -275,6 +275,9 @@ func TestValidateProblems(t *testing.T) {
 		{"tests unprotected", func(a, r map[string]any, _ map[string]string) {
 			delete(at(a, "runner"), "verification")
 		}, "SR-TESTS-UNPROTECTED", SeverityWarning, "steps_registry.json", "/validators/tests-pass/command"},
+		{"bad step protect glob", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main")["protect"] = []any{"tests/**", "C:\\tests"}
+		}, "SR-PROTECT-GLOB", SeverityError, "steps_registry.json", "/steps/initial.main/protect/1"},
 		{"unused pattern", func(a, r map[string]any, _ map[string]string) {
 			at(r, "completionPatterns")["spare"] = map[string]any{"edition": "failed"}
 		}, "SR-PATTERN-UNUSED", SeverityWarning, "steps_registry.json", "/completionPatterns/spare"},
