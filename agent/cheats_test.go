@@ -377,3 +377,59 @@ func TestRepeatedFailureOffersTheWayOut(t *testing.T) {
 		t.Fatalf("retry prompts:\n%s\n---\n%s", texts[0], texts[1])
 	}
 }
+
+// A step's protect globs hold while the step runs, against the files as
+// they were when the step was entered: a test written in an earlier step
+// is part of the baseline, and Write may change it there but not here.
+func TestStepProtectHoldsFromTheStepsEntry(t *testing.T) {
+	needTools(t, "git", "go", "sed")
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "steps", "description": "write tests, then fix",
+  "runner": {"model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "TASK_DONE", "validators": ["tests-pass"]},
+    "boundaries": {"allowedTools": ["Read", "Write", "Bash"], "permissionMode": "acceptEdits"},
+    "budgets": {"maxIterations": 4}}}`,
+		"steps_registry.json": `{"agentId": "steps", "c1": "steps", "entryStep": "write",
+  "validators": {"tests-pass": {"type": "command", "command": "go test ./...", "failurePattern": "test-failed"}},
+  "steps": {
+    "write": {"stepId": "write", "c2": "work", "c3": "write",
+      "check": {"type": "keyword", "keywords": ["TESTS_WRITTEN"], "onPass": {"next": "fix"}, "onFail": {"retry": true}}},
+    "fix": {"stepId": "fix", "c2": "work", "c3": "fix", "protect": ["**/*_test.go"],
+      "onFailure": {"action": "retry", "maxAttempts": 2}}}}`,
+		"prompts/steps/work/write/f_default.md": "Write a test.",
+		"prompts/steps/work/fix/f_default.md":   "Fix the code.",
+		"script.yaml": `turns:
+  - tool_calls:
+      - name: Write
+        input: {file_path: extra_test.go, content: "package app\n\nimport \"testing\"\n\nfunc TestExtra(t *testing.T) {}\n"}
+  - text: "TESTS_WRITTEN"
+  - tool_calls:
+      - name: Write
+        input: {file_path: extra_test.go, content: "package app\n"}
+  - tool_calls:
+      - name: Bash
+        input: {command: "sed -i 's/!= 5/!= -1/' app_test.go"}
+  - text: "TASK_DONE"
+  - text: "TASK_DONE"
+`,
+	})
+	wd := gitFixture(t, goFixture)
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd})
+	if res.Success || res.CompletionReason != ReasonValidationExhausted {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+	patterns, texts := retryPatterns(t, res)
+	if len(patterns) != 1 || patterns[0] != completion.PatternProtectedChanged ||
+		!strings.Contains(texts[0], "- modified: app_test.go") || strings.Contains(texts[0], "extra_test.go") {
+		t.Fatalf("retries %v:\n%s", patterns, strings.Join(texts, "\n---\n"))
+	}
+	// Written in the first step, refused in the second.
+	if b, _ := os.ReadFile(filepath.Join(wd, "extra_test.go")); !strings.Contains(string(b), "TestExtra") {
+		t.Fatalf("extra_test.go: %q", b)
+	}
+	rec, err := LoadRun(res.RunID, res.Journal)
+	if err != nil || rec.ProtectBaseline != nil || rec.StepBaseline == nil || rec.StepBaseline.Step != "fix" ||
+		rec.StepBaseline.Files["extra_test.go"].Digest == "" {
+		t.Fatalf("baselines %+v %+v %v", rec.ProtectBaseline, rec.StepBaseline, err)
+	}
+}

@@ -183,6 +183,9 @@ func (f *flow) currentStep() string {
 // Next implements loop.Flow.
 func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, error) {
 	id, st := f.machine.Current()
+	if err := f.a.enterStep(id); err != nil {
+		return loop.Turn{}, err
+	}
 	opts, err := f.queryOptions(st)
 	if err != nil {
 		return loop.Turn{}, err

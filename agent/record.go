@@ -33,6 +33,9 @@ type RunRecord struct {
 	// ProtectBaseline is the run's first protect.baseline: the protected
 	// files as they were when the run started (nil when none are).
 	ProtectBaseline *protect.Baseline `json:"protectBaseline,omitempty"`
+	// StepBaseline is the last step baseline (protect.baseline with a
+	// step), kept for resume.
+	StepBaseline *protect.Baseline `json:"stepBaseline,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -161,7 +164,10 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			if err := decode(&b); err != nil {
 				return nil, err
 			}
-			if rec.ProtectBaseline == nil {
+			switch {
+			case b.Step != "":
+				rec.StepBaseline = &b
+			case rec.ProtectBaseline == nil:
 				rec.ProtectBaseline = &b
 			}
 		case StepState:

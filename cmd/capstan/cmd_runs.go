@@ -131,6 +131,7 @@ func printRun(w io.Writer, rec *agent.RunRecord) {
 	}
 	printDefinitions(w, rec.Definitions)
 	printProtected(w, rec.ProtectBaseline)
+	printProtected(w, rec.StepBaseline)
 	for _, it := range rec.Iterations {
 		fmt.Fprintf(w, "\n== iteration %d", it.Iteration)
 		if it.Step != "" {

@@ -10,13 +10,17 @@ import (
 	"github.com/capstan-dev/capstan/verify/protect"
 )
 
-// printProtected prints the baseline of the run's protected files: the
-// globs and each file's digest when the run started.
+// printProtected prints a baseline of protected files: the globs and each
+// file's digest when the run started (or the step was entered).
 func printProtected(w io.Writer, b *protect.Baseline) {
 	if b == nil {
 		return
 	}
-	fmt.Fprintf(w, "protected (%s): %d files at the start\n", strings.Join(b.Globs, ", "), len(b.Files))
+	if b.Step != "" {
+		fmt.Fprintf(w, "protected in step %s (%s): %d files when it was entered\n", b.Step, strings.Join(b.Globs, ", "), len(b.Files))
+	} else {
+		fmt.Fprintf(w, "protected (%s): %d files at the start\n", strings.Join(b.Globs, ", "), len(b.Files))
+	}
 	paths := make([]string, 0, len(b.Files))
 	for p := range b.Files {
 		paths = append(paths, p)

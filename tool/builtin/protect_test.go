@@ -31,7 +31,7 @@ func TestWriteAndEditRefuseProtectedFiles(t *testing.T) {
 		{NameEdit, m{"file_path": "new_test.go", "old_string": "", "new_string": "package calc\n"}},
 	} {
 		msg := mustFail(t, e.call(c.tool, c.input), "TOOL_INPUT")
-		if !strings.Contains(msg, "is protected (runner.verification.protect)") || !strings.Contains(msg, c.input["file_path"].(string)) {
+		if !strings.Contains(msg, "is protected (verification protect globs)") || !strings.Contains(msg, c.input["file_path"].(string)) {
 			t.Errorf("%s %v: %s", c.tool, c.input, msg)
 		}
 	}

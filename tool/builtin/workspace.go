@@ -30,7 +30,7 @@ func (w *workspace) refuseProtected(tool, rel, shown string) error {
 		return nil
 	}
 	e := agenterr.New(agenterr.CodeToolInput, agenterr.LayerTool, true,
-		"%s: %s is protected (runner.verification.protect); you may read it but not change it", tool, shown)
+		"%s: %s is protected (verification protect globs); you may read it but not change it", tool, shown)
 	e.Hint = "change the code under test instead; if the task cannot be done without changing this file, end your answer with a line starting CANNOT_COMPLETE: and your reason"
 	return e
 }

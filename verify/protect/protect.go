@@ -59,6 +59,10 @@ type File struct {
 // Baseline is the state of the protected files at the start of a run. It
 // is the payload of the journal's protect.baseline event.
 type Baseline struct {
+	// Step is the step whose protect globs these are, taken when the step
+	// was entered; "" for runner.verification.protect, taken when the run
+	// started.
+	Step string `json:"step,omitempty"`
 	// Globs are the protect globs the baseline was taken with.
 	Globs []string `json:"globs"`
 	// Files maps a "/"-separated path relative to the work dir to the file.

@@ -81,8 +81,22 @@ func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
 	if files, _ := vr.Params["protectedFiles"].([]string); len(files) != 4 || !strings.Contains(vr.Params["diff"].(string), "(binary or too large to show)") {
 		t.Fatalf("params %+v", vr.Params)
 	}
-	if _, err := (&Guard{Dir: dir}).Check(context.Background()); agenterr.CodeOf(err) != agenterr.CodeDependencyResolution {
-		t.Fatalf("guard without baseline: %v", err)
+	// A step baseline adds its own changes; a file in both is named once.
+	write(t, dir, "a.go", "package a // step\n")
+	sm, _ := NewMatcher([]string{"*.go"})
+	sb, err := Take(dir, sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "a.go", "package a // changed in the step\n")
+	g.Step = sb
+	vr, err = g.Check(context.Background())
+	if files, _ := vr.Params["protectedFiles"].([]string); err != nil || len(files) != 5 || files[0] != "modified: a.go" ||
+		!strings.Contains(vr.Params["restore"].(string), "(**/*_test.go, go.mod, *.go)") {
+		t.Fatalf("with a step baseline: %+v %v", vr.Params, err)
+	}
+	if vr, err := (&Guard{Dir: dir}).Check(context.Background()); err != nil || !vr.Valid {
+		t.Fatalf("guard without baselines: %+v %v", vr, err)
 	}
 }
 
