@@ -76,6 +76,7 @@ type Agent struct {
 	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
 	flow        *flow
 	buildOrder  []string
+	protection  protection // runner.verification.protect
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
@@ -283,6 +284,10 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 		start.Resumed, start.Iteration = true, a.rc.Iteration
 	}
+	baseline, err := a.protectBaseline(a.opts.Resume)
+	if err != nil {
+		return err
+	}
 	for _, w := range a.def.Warnings() {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
 	}
@@ -290,6 +295,9 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w})
 	}
 	a.emit.Emit(journal.RunStart, start)
+	if baseline != nil {
+		a.emit.Emit(ProtectBaseline, baseline)
+	}
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()
@@ -364,7 +372,8 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
-		Warnings: append([]string(nil), a.warnings...),
+		Warnings:       append([]string(nil), a.warnings...),
+		CannotComplete: a.flow.cannotComplete,
 	}
 	a.mu.Lock()
 	a.result = res

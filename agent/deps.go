@@ -41,7 +41,11 @@ func newPromptResolver(dir string, def *config.Definition, reg *config.Registry)
 // runner.boundaries.sandbox is enabled), and the tools of runner.skills.
 func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
-	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env}
+	protected, err := a.protectedFunc()
+	if err != nil {
+		return nil, err
+	}
+	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env, Protected: protected}
 	var boxed *sandbox.Runner
 	if b.Sandbox != nil && b.Sandbox.Enabled {
 		r, err := sandbox.NewCommandRunner(ctx, b.Sandbox)

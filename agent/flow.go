@@ -15,12 +15,14 @@ import (
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // Completion reasons the verdict stage adds to the loop's.
 const (
 	ReasonValidationExhausted = verdict.ReasonValidationExhausted // onFailure attempts used up
 	ReasonStepLoopLimit       = verdict.ReasonStepLoopLimit       // STEP_LOOP_LIMIT
+	ReasonCannotComplete      = verdict.ReasonCannotComplete      // the model declared the task cannot be done
 )
 
 // flow is the agent's loop.Flow. Each iteration it resolves the current
@@ -39,6 +41,8 @@ type flow struct {
 	// sessions are the sessions of steps' own models, by model spec (the
 	// run's model keeps its session in the loop's RuntimeContext).
 	sessions map[string]string
+	// cannotComplete is the model's declaration that ended the run.
+	cannotComplete *honest.Declaration
 }
 
 // pendingPrompt is a retry prompt waiting for the next iteration.
@@ -79,7 +83,12 @@ func newFlow(a *Agent) (*flow, error) {
 			return res.Text, err
 		},
 	})
+	guards, err := a.guards()
+	if err != nil {
+		return nil, err
+	}
 	f.verdict, err = verdict.New(verdict.Config{
+		Guards:     guards,
 		Machine:    m,
 		Checker:    f.checker,
 		Handler:    a.rt.completion,
@@ -174,6 +183,9 @@ func (f *flow) currentStep() string {
 // Next implements loop.Flow.
 func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, error) {
 	id, st := f.machine.Current()
+	if err := f.a.enterStep(id); err != nil {
+		return loop.Turn{}, err
+	}
 	opts, err := f.queryOptions(st)
 	if err != nil {
 		return loop.Turn{}, err
@@ -240,6 +252,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 		out.Complete = true
 	case verdict.Stop:
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason
+		f.cannotComplete = v.CannotComplete
 	case verdict.Retry:
 		f.pending = &pendingPrompt{Text: v.Retry.Text, Source: v.PromptSource()}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/verify/protect"
 )
 
 // RunRecord is one run as reconstructed from its journal. It is what
@@ -36,6 +37,12 @@ type RunRecord struct {
 	// ended (killed): billed, but in no iteration summary. Resume counts
 	// it in the run's usage and budgets.
 	UnrecordedUsage llm.Usage `json:"unrecordedUsage,omitzero"`
+	// ProtectBaseline is the run's first protect.baseline: the protected
+	// files as they were when the run started (nil when none are).
+	ProtectBaseline *protect.Baseline `json:"protectBaseline,omitempty"`
+	// StepBaseline is the last step baseline (protect.baseline with a
+	// step), kept for resume.
+	StepBaseline *protect.Baseline `json:"stepBaseline,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -175,6 +182,17 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			_ = decode(&w)
 			rec.Warnings = append(rec.Warnings, w.Message)
+		case ProtectBaseline:
+			var b protect.Baseline
+			if err := decode(&b); err != nil {
+				return nil, err
+			}
+			switch {
+			case b.Step != "":
+				rec.StepBaseline = &b
+			case rec.ProtectBaseline == nil:
+				rec.ProtectBaseline = &b
+			}
 		case StepState:
 			var st StepStateEvent
 			if err := decode(&st); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // Result is seed 000's AgentResult: how a run ended. It is what `capstan run
@@ -16,7 +17,8 @@ type Result struct {
 	Success bool `json:"success"`
 	// CompletionReason is a stable token: completed, max_iterations,
 	// emergency_stop, time_budget, token_budget, cost_budget, canceled,
-	// aborted, validation_exhausted, step_loop_limit, error.
+	// aborted, validation_exhausted, step_loop_limit, cannot_complete,
+	// error.
 	CompletionReason string `json:"completionReason"`
 	// Reason is the human explanation (the completion handler's reason, or
 	// what stopped the run).
@@ -40,6 +42,10 @@ type Result struct {
 	// DefinitionDigest is the digest of the pinned agent definition the
 	// run used (see package definition); "" when it was read from disk.
 	DefinitionDigest string `json:"definitionDigest,omitempty"`
+	// CannotComplete is the model's declaration that the task cannot be
+	// done as specified, with its reason and evidence (CompletionReason
+	// cannot_complete).
+	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
 }
 
 // Err returns the error the run ended with, with its chain (errors.Is

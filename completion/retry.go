@@ -24,9 +24,12 @@ const (
 	PatternLintError     = "lint-error"
 	PatternFormatError   = "format-error"
 	PatternFileNotExists = "file-not-exists"
+	// PatternProtectedChanged fails verification while a protected file
+	// (runner.verification.protect) differs from the run's start.
+	PatternProtectedChanged = "protected-changed"
 )
 
-// BuiltinPatterns returns the six failure patterns of seed 004, each with
+// BuiltinPatterns returns the failure patterns of seed 004 and protected-changed, each with
 // edition "failed", adaptation = its name, and the params its retry prompt
 // uses. The map is a fresh copy.
 func BuiltinPatterns() map[string]config.CompletionPattern {
@@ -40,6 +43,8 @@ func BuiltinPatterns() map[string]config.CompletionPattern {
 		PatternLintError:     p("linter reports problems", "lintErrors", "errorOutput"),
 		PatternFormatError:   p("files are not formatted", "unformattedFiles", "errorOutput"),
 		PatternFileNotExists: p("a required file is missing or invalid", "path", "error"),
+		PatternProtectedChanged: p("protected files (tests and what configures them) were changed, deleted or added",
+			"protectedFiles", "diff", "restore"),
 	}
 	for name, v := range m {
 		v.Adaptation = name

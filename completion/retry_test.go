@@ -182,6 +182,7 @@ func TestBuiltinPatterns(t *testing.T) {
 		"git-dirty": {"changedFiles", "untrackedFiles"}, "test-failed": {"failedTests", "errorOutput"},
 		"type-error": {"typeErrors", "errorOutput"}, "lint-error": {"lintErrors", "errorOutput"},
 		"format-error": {"unformattedFiles", "errorOutput"}, "file-not-exists": {"path", "error"},
+		"protected-changed": {"protectedFiles", "diff", "restore"},
 	}
 	got := BuiltinPatterns()
 	if len(got) != len(want) {

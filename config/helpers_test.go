@@ -23,8 +23,9 @@ func baseAgent() map[string]any {
 			"completion": map[string]any{
 				"type": "keyword", "keyword": "TASK_COMPLETE", "validators": []any{"out-exists"},
 			},
-			"boundaries": map[string]any{"allowedTools": []any{"Read", "Write", "Bash(git log:*)"}, "permissionMode": "acceptEdits"},
-			"budgets":    map[string]any{"maxIterations": 5},
+			"boundaries":   map[string]any{"allowedTools": []any{"Read", "Write", "Bash(git log:*)"}, "permissionMode": "acceptEdits"},
+			"budgets":      map[string]any{"maxIterations": 5},
+			"verification": map[string]any{"protect": []any{"**/*_test.go"}},
 		},
 	}
 }

@@ -74,6 +74,8 @@ type Runner struct {
 	// Compaction configures how long sessions are kept within the context
 	// window (nil = on, with the defaults).
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Verification hardens verification against a model that games it.
+	Verification Verification `json:"verification,omitzero"`
 }
 
 // Compaction is runner.compaction.
@@ -91,6 +93,17 @@ type Compaction struct {
 	// SummaryModel ("provider:model") summarizes older turns ("" = the
 	// run's model).
 	SummaryModel string `json:"summaryModel,omitempty"`
+}
+
+// Verification configures what the model may not change to make
+// verification pass.
+type Verification struct {
+	// Protect lists globs (doublestar syntax, relative to the work dir,
+	// "/"-separated) of files the model may read but not change: the
+	// built-in Write and Edit refuse them, and the verdict stage fails
+	// verification (pattern protected-changed) while any of them differs
+	// from the run's start, was deleted or was added.
+	Protect []string `json:"protect,omitempty"`
 }
 
 // Prompts locates prompt files.
@@ -247,6 +260,10 @@ type Step struct {
 	OutputSchemaRef      *SchemaRef            `json:"outputSchemaRef,omitempty"`
 	// Model overrides runner.model for this step.
 	Model string `json:"model,omitempty"`
+	// Protect lists globs (as runner.verification.protect) of files the
+	// model may not change while this step runs, compared with their
+	// state when the step was entered.
+	Protect []string `json:"protect,omitempty"`
 }
 
 // StepCheck decides a step's transition (seed 000 StepChecker).

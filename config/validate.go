@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -58,8 +59,10 @@ func DefaultReservedFlags() []string {
 
 var (
 	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-	cliFlagRE   = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
-	providerRE  = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	// testRunnerRE finds a test runner in a validator command.
+	testRunnerRE = regexp.MustCompile(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
+	cliFlagRE    = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
+	providerRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 )
 
 // Validate checks def and reg against the JSON Schemas and for semantics
@@ -236,6 +239,7 @@ func (c *checker) agent() {
 			}
 		}
 	}
+	c.protectGlobs(a, "AC-PROTECT-GLOB", "/runner/verification/protect", r.Verification.Protect)
 	if r.SystemPromptPath != "" {
 		c.file(a, "AC", "/runner/systemPromptPath", r.SystemPromptPath, false, "AC-SYSTEM-PROMPT-MISSING",
 			"create the file or fix runner.systemPromptPath")
@@ -633,8 +637,33 @@ func (c *checker) completionRefs(comp Completion, refs map[string]bool) {
 	}
 }
 
+// protectsAnything reports whether the agent or any step protects files.
+func (c *checker) protectsAnything() bool {
+	if len(c.def.Runner.Verification.Protect) > 0 {
+		return true
+	}
+	for _, st := range c.reg.Steps {
+		if len(st.Protect) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// protectGlobs checks protect globs: valid, relative, "/"-separated.
+func (c *checker) protectGlobs(src *source, code, ptr string, globs []string) {
+	for i, g := range globs {
+		if !doublestar.ValidatePattern(g) || strings.HasPrefix(g, "/") || strings.Contains(g, "\\") {
+			c.report(src, code, SeverityError, ptr+"/"+fmt.Sprint(i),
+				"write a glob relative to the work dir with / separators, e.g. \"**/*_test.go\" or \"tests/**\"",
+				"protect glob %q is not a valid relative glob", g)
+		}
+	}
+}
+
 func (c *checker) step(id, ptr string, st Step) {
 	s := c.regSrc
+	c.protectGlobs(s, "SR-PROTECT-GLOB", ptr+"/protect", st.Protect)
 	steps := c.reg.Steps
 	stepHint := c.stepHint
 	if st.StepID != "" && st.StepID != id {
@@ -829,6 +858,10 @@ func (c *checker) validator(name string, v Validator) {
 		if strings.TrimSpace(v.Command) == "" {
 			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test ./...\"",
 				"a command validator needs command")
+		} else if c.def != nil && !c.protectsAnything() && testRunnerRE.MatchString(v.Command) {
+			c.report(s, "SR-TESTS-UNPROTECTED", SeverityWarning, ptr+"/command",
+				"protect the tests and what configures them in agent.json, e.g. \"runner\": {\"verification\": {\"protect\": [\"**/*_test.go\", \"**/go.mod\"]}}",
+				"validator %q runs tests (%s) but nothing is protected: the model can pass it by editing, skipping or deleting tests", name, v.Command)
 		}
 	case "file":
 		if strings.TrimSpace(v.Path) == "" {

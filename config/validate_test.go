@@ -272,6 +272,12 @@ func TestValidateProblems(t *testing.T) {
 		{"unused validator", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators")["spare"] = map[string]any{"type": "command", "command": "true", "failurePattern": "test-failed"}
 		}, "SR-VALIDATOR-UNUSED", SeverityWarning, "steps_registry.json", "/validators/spare"},
+		{"tests unprotected", func(a, r map[string]any, _ map[string]string) {
+			delete(at(a, "runner"), "verification")
+		}, "SR-TESTS-UNPROTECTED", SeverityWarning, "steps_registry.json", "/validators/tests-pass/command"},
+		{"bad step protect glob", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main")["protect"] = []any{"tests/**", "C:\\tests"}
+		}, "SR-PROTECT-GLOB", SeverityError, "steps_registry.json", "/steps/initial.main/protect/1"},
 		{"unused pattern", func(a, r map[string]any, _ map[string]string) {
 			at(r, "completionPatterns")["spare"] = map[string]any{"edition": "failed"}
 		}, "SR-PATTERN-UNUSED", SeverityWarning, "steps_registry.json", "/completionPatterns/spare"},
@@ -340,6 +346,12 @@ func TestValidateProblems(t *testing.T) {
 		{"bad tool pattern", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["allowedTools"] = []any{"Read", "Bash(git log:*"}
 		}, "AC-TOOL-PATTERN", SeverityError, "agent.json", "/runner/boundaries/allowedTools/1"},
+		{"bad protect glob", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "verification")["protect"] = []any{"tests/[ab", "**/*_test.go"}
+		}, "AC-PROTECT-GLOB", SeverityError, "agent.json", "/runner/verification/protect/0"},
+		{"absolute protect glob", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "verification")["protect"] = []any{"**/*_test.go", "/etc/*"}
+		}, "AC-PROTECT-GLOB", SeverityError, "agent.json", "/runner/verification/protect/1"},
 		{"bad disallowed pattern", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["disallowedTools"] = []any{"[", "Bash()"}
 		}, "AC-TOOL-PATTERN", SeverityError, "agent.json", "/runner/boundaries/disallowedTools/0"},

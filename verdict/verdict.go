@@ -4,16 +4,19 @@
 //
 // The decision is made in one place, in one order:
 //
+//  0. the honest way out: a model that declares the task cannot be done as
+//     specified (package honest) stops the run (cannot_complete);
 //  1. format: a step with an outputSchemaRef must answer in that schema;
 //  2. step check: the step's check is evaluated and its transition taken on
 //     a fork of the step machine;
 //  3. completion: the completion handler says whether the model declared or
 //     reached completion (keyword, structured declaration, budget, step flow,
 //     composite, external state, custom);
-//  4. verification: whatever claims completion is checked against the world
-//     by the run's validators (runner.completion.validators, whatever the
-//     completion type, plus the step's completionConditions, each validator
-//     at most once).
+//  4. verification: whatever claims completion is checked against the world,
+//     first by the guards (protected files unchanged), then by the run's
+//     validators (runner.completion.validators, whatever the completion
+//     type, plus the step's completionConditions, each validator at most
+//     once).
 //
 // Only when the verdict lets the iteration stand is the fork's step
 // transition committed to the machine; a failed verification leaves the
@@ -23,8 +26,8 @@
 // verdict that may never commit it, and is journaled only if it commits.)
 //
 // The stage reads nothing but its Input and its configuration and reaches
-// the world only through the completion.Verifier (validators), the step
-// check's Judge and the completion handler, so a caller can run the same
+// the world only through the guards, the completion.Verifier (validators),
+// the step check's Judge and the completion handler, so a caller can run the same
 // decision anywhere the iteration's summary is available.
 package verdict
 
@@ -41,6 +44,7 @@ import (
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // Action is what a verdict tells the loop to do next.
@@ -64,6 +68,9 @@ const (
 	ReasonValidationExhausted = "validation_exhausted" // onFailure attempts used up
 	ReasonStepLoopLimit       = "step_loop_limit"      // STEP_LOOP_LIMIT
 	ReasonAborted             = "aborted"              // onFailure abort, escalation abort, step flow ended
+	// ReasonCannotComplete: the model declared that the task cannot be
+	// done as specified (package honest).
+	ReasonCannotComplete = "cannot_complete"
 )
 
 // Schemas resolves a step's outputSchemaRef to its raw schema (shown to the
@@ -97,6 +104,20 @@ type Config struct {
 	Events journal.Emitter
 	// CompletionType names runner.completion.type in messages.
 	CompletionType string
+	// Guards run before the validators whenever verification runs, and
+	// fail it like a validator (the protected-files check). Unlike a
+	// validator's failure, a guard's is never let stand by onFailure skip.
+	Guards []Guard
+}
+
+// Guard is a check of the world that the model must not be able to get
+// around: verification runs it first, whatever the step's conditions.
+type Guard interface {
+	// Name is the guard's name in completion.check's "verified".
+	Name() string
+	// Check reports a failing result (with a failure pattern and its
+	// params) when the guarded state does not hold.
+	Check(ctx context.Context) (completion.ValidationResult, error)
 }
 
 // Input is what the stage decides on: the finished iteration.
@@ -132,6 +153,9 @@ type Verdict struct {
 	Completion completion.Result `json:"completion"`
 	// Validation is the verification, when validators ran.
 	Validation *completion.ValidationResult `json:"validation,omitempty"`
+	// CannotComplete is the model's declaration that the task cannot be
+	// done as specified (Action is Stop).
+	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
 }
 
 // PromptSource says where the next iteration's prompt comes from, for the
@@ -169,6 +193,8 @@ type Stage struct {
 	buf       buffer
 	fork      *step.Machine // reused by every Decide
 	check     CheckEvent    // the completion.check payload, reused
+	// lastPattern is, per step, the failure pattern of the last retry.
+	lastPattern map[string]string
 }
 
 // New returns a Stage. Machine, Checker, Handler and Retries are required;
@@ -184,7 +210,8 @@ func New(cfg Config) (*Stage, error) {
 	if cfg.Format == nil {
 		cfg.Format = completion.NewFormatValidator(completion.FormatConfig{})
 	}
-	return &Stage{cfg: cfg, attempts: map[string]*completion.RetryBudget{}, fmtBudget: map[string]*completion.RetryBudget{}}, nil
+	return &Stage{cfg: cfg, attempts: map[string]*completion.RetryBudget{}, fmtBudget: map[string]*completion.RetryBudget{},
+		lastPattern: map[string]string{}}, nil
 }
 
 // Decide runs format check → step check → completion → verification on
@@ -194,6 +221,12 @@ func New(cfg Config) (*Stage, error) {
 func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	id, st := s.cfg.Machine.Current()
 	v := Verdict{Step: id}
+
+	// 0. The honest way out: a model that says the task cannot be done as
+	// specified ends the run, before anything checks its output.
+	if d, ok := honest.Find(in.Summary); ok {
+		return s.cannotComplete(v, d), nil
+	}
 
 	// 1. Format: the output must have the step's schema before anything
 	// reads it.
@@ -238,12 +271,8 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		everyIteration = e.VerifyEveryIteration()
 	}
 	conds := s.conditions(st)
-	if len(conds) > 0 && (claimed || everyIteration) {
-		if s.cfg.Verifier == nil {
-			return v, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
-				"validators are configured but the verdict stage has no verifier")
-		}
-		vr, err := s.cfg.Verifier.Validate(ctx, conds)
+	if (len(conds) > 0 || len(s.cfg.Guards) > 0) && (claimed || everyIteration) {
+		vr, err := s.verify(ctx, conds)
 		if err != nil {
 			return v, err
 		}
@@ -282,6 +311,56 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	}
 	s.emitCheck(v)
 	return v, nil
+}
+
+// cannotComplete stops the run on the model's declaration.
+func (s *Stage) cannotComplete(v Verdict, d honest.Declaration) Verdict {
+	reason := d.Reason
+	if reason == "" {
+		reason = "(the model gave no reason)"
+	}
+	err := agenterr.New(agenterr.CodeAborted, agenterr.LayerCompletion, false,
+		"the model declared that the task cannot be done as specified: %s", reason)
+	err.Hint = "read its evidence (Result.cannotComplete, capstan show); fix the task, its tests or its prompt, then run again"
+	v.Action, v.Err, v.Reason, v.CompletionReason, v.CannotComplete = Stop, err, err.Message, ReasonCannotComplete, &d
+	s.emitCheck(v)
+	return v
+}
+
+// verify runs the guards, then the validators; the first failure ends it.
+func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) (completion.ValidationResult, error) {
+	var checked []string
+	for _, g := range s.cfg.Guards {
+		vr, err := g.Check(ctx)
+		if err != nil {
+			return vr, err
+		}
+		checked = append(checked, g.Name())
+		if !vr.Valid {
+			vr.Checked = checked
+			return vr, nil
+		}
+	}
+	if len(conds) == 0 {
+		return completion.ValidationResult{Valid: true, Checked: checked}, nil
+	}
+	if s.cfg.Verifier == nil {
+		return completion.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+			"validators are configured but the verdict stage has no verifier")
+	}
+	vr, err := s.cfg.Verifier.Validate(ctx, conds)
+	vr.Checked = append(checked, vr.Checked...)
+	return vr, err
+}
+
+// guarded reports whether a failed verification came from a guard.
+func (s *Stage) guarded(vr completion.ValidationResult) bool {
+	for _, g := range s.cfg.Guards {
+		if g.Name() == vr.Validator {
+			return true
+		}
+	}
+	return false
 }
 
 // conditions are the step's completionConditions followed by the run's
@@ -378,7 +457,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *itera
 		s.emitCheck(v)
 		return v, nil
 	}
-	if d.Action == completion.ActionSkip {
+	if d.Action == completion.ActionSkip && !s.guarded(vr) {
 		s.commit(fork)
 		v.Action = Complete
 		v.Reason = fmt.Sprintf("%s; %s failed (%s) but onFailure is skip", v.Completion.Reason, vr.Validator, vr.Pattern)
@@ -393,6 +472,10 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *itera
 	if note := declarationNote(sum); note != "" {
 		text += "\n\n" + note
 	}
+	if s.lastPattern[id] == vr.Pattern {
+		text += "\n\n" + honest.RetryNote
+	}
+	s.lastPattern[id] = vr.Pattern
 	v.Action = Retry
 	v.Retry = &completion.RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
 		Params: vr.Params, Source: rp.Source, Attempt: d.Attempt, Max: d.MaxAttempts,

@@ -157,6 +157,9 @@ func scaffoldFiles(name string) []scaffoldFile {
     },
     "budgets": {
       "maxIterations": 3
+    },
+    "verification": {
+      "protect": ["**/*_test.go", "**/test_*.py", "**/*_test.py", "**/conftest.py", "**/*.test.js", "**/*.test.ts"]
     }
   }
 }
@@ -238,6 +241,10 @@ without writing the file ends the run as ` + "`validation_exhausted`" + ` (exit 
 the step's ` + "`onFailure.maxAttempts`" + ` is 1. Raise it to give the model more
 attempts; each failed attempt then gets the retry prompt
 f_failed_file-missing.md in the same session.
+
+Tests in the working directory are protected (` + "`runner.verification.protect`" + `):
+the model may read them but not change, delete or add them, so it cannot make
+a test validator pass by editing the tests. Adjust the globs to your project.
 
     capstan validate .
     mkdir -p ../{{name}}-work

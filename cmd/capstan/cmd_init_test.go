@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,10 @@ func TestInitScaffold(t *testing.T) {
 	}
 	if ag.Definition().Name != "hello-agent" || ag.Registry().AgentID != "hello-agent" {
 		t.Errorf("name not substituted")
+	}
+	// Tests in the work dir are protected from the model.
+	if p := ag.Definition().Runner.Verification.Protect; !slices.Contains(p, "**/*_test.go") || !slices.Contains(p, "**/test_*.py") {
+		t.Errorf("scaffold protects %v", p)
 	}
 	prompt, _ := os.ReadFile(filepath.Join(dir, "prompts/steps/initial/main/f_default.md"))
 	vars, err := ag.ResolveParams(nil)

@@ -63,7 +63,9 @@ The model is --model, else $CAPSTAN_MODEL, else the agent's runner.model,
 else default_model in the user config file.
 
 Exit codes: 0 completed; 1 ran but did not complete (budget, limit, abort,
-validation exhausted); 2 usage or configuration error; 3 provider or internal error.`,
+validation exhausted); 2 usage or configuration error; 3 provider or internal
+error; 4 the model declared that the task cannot be done as specified (its
+reason and evidence are in the result and in "capstan show").`,
 		DisableFlagParsing: true,
 		ValidArgsFunction:  completeRunArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -272,11 +274,15 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 
 // resultExitCode maps a finished run to the documented exit codes: 0
 // completed; otherwise the class of the error's code (a configuration or
-// provider error ends a run too), and 1 for every way a run can end
+// provider error ends a run too), 4 when the model declared that the task
+// cannot be done as specified, and 1 for every other way a run can end
 // without completing.
 func resultExitCode(res *agent.Result) int {
 	if res.Success {
 		return exitOK
+	}
+	if res.CompletionReason == agent.ReasonCannotComplete {
+		return exitCannotComplete
 	}
 	if res.Error != nil {
 		if code := exitForCode(res.Error.Code); code != exitOK {

@@ -215,6 +215,13 @@ writes the same account as one self-contained HTML page.`,
 					// The definition the run was pinned to, and on resume
 					// whether the agent folder had changed.
 					printDefinitions(out, rec.Definitions)
+					// The protected files' digests the verdict checks against,
+					// and the model's own "cannot be done" declaration.
+					printProtected(out, rec.ProtectBaseline)
+					printProtected(out, rec.StepBaseline)
+					if r := rec.Result; r != nil {
+						printCannotComplete(out, r.CannotComplete)
+					}
 				}
 			}
 			// A forged or damaged record is shown, but never as a clean one.

@@ -38,7 +38,7 @@ func TestFixFailingTestExampleVerifiesAndRetriesByPattern(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	if !res.Success || res.Iterations != 3 || !strings.Contains(res.Reason, "verified by tests-pass, git-clean") {
+	if !res.Success || res.Iterations != 3 || !strings.Contains(res.Reason, "verified by protected-files, tests-pass, git-clean") {
 		t.Fatalf("result %+v", res)
 	}
 	// The world agrees: tests pass and git is clean.

@@ -18,12 +18,14 @@ import (
 )
 
 // Exit codes (DESIGN.md): 0 completed; 1 ran but did not complete; 2 usage or
-// configuration error; 3 provider or internal error.
+// configuration error; 3 provider or internal error; 4 (run) the model
+// declared that the task cannot be done as specified.
 const (
-	exitOK           = 0
-	exitNotCompleted = 1
-	exitUsage        = 2
-	exitInternal     = 3
+	exitOK             = 0
+	exitNotCompleted   = 1
+	exitUsage          = 2
+	exitInternal       = 3
+	exitCannotComplete = 4
 )
 
 // exitError carries a process exit code out of a command.

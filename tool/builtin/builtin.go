@@ -84,6 +84,10 @@ type Config struct {
 	// passes the non-secret variables starting with PREFIX. Secrets (see
 	// IsSecretName) reach commands only by name.
 	Env []string
+	// Protected reports whether a file (its resolved path relative to the
+	// work dir, "/"-separated) is protected: Write and Edit refuse it with
+	// a TOOL_INPUT error that names the file. nil protects nothing.
+	Protected func(rel string) bool
 }
 
 // New returns the six built-in tools for cfg, in the order of Names.
@@ -93,6 +97,7 @@ func New(cfg Config) ([]tool.Tool, error) {
 		return nil, err
 	}
 	ws.maxOut = cfg.MaxOutputBytes
+	ws.protected = cfg.Protected
 	if ws.maxOut <= 0 {
 		ws.maxOut = DefaultMaxOutputBytes
 	}

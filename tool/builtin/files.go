@@ -225,6 +225,9 @@ func (t *writeTool) Run(_ context.Context, input json.RawMessage) (tool.Result, 
 		return failure(err), nil
 	}
 	defer root.Close()
+	if err := t.ws.refuseProtected(NameWrite, rel, in.FilePath); err != nil {
+		return failure(err), nil
+	}
 	created, err := writeAtomic(root, rel, in.FilePath, []byte(*in.Content))
 	if err != nil {
 		return failure(err), nil
@@ -352,6 +355,9 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		return failure(err), nil
 	}
 	defer root.Close()
+	if err := t.ws.refuseProtected(NameEdit, rel, in.FilePath); err != nil {
+		return failure(err), nil
+	}
 	st, err := root.Stat(rel)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

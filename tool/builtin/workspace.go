@@ -19,6 +19,20 @@ type workspace struct {
 	root   string // absolute, symbolic links evaluated
 	alias  string // absolute as configured (may differ from root through links)
 	maxOut int
+	// protected reports protected files (nil: none).
+	protected func(rel string) bool
+}
+
+// refuseProtected is the error Write and Edit give for a protected file
+// (rel is the resolved path); nil when rel may be changed.
+func (w *workspace) refuseProtected(tool, rel, shown string) error {
+	if w.protected == nil || !w.protected(filepath.ToSlash(rel)) {
+		return nil
+	}
+	e := agenterr.New(agenterr.CodeToolInput, agenterr.LayerTool, true,
+		"%s: %s is protected (verification protect globs); you may read it but not change it", tool, shown)
+	e.Hint = "change the code under test instead; if the task cannot be done without changing this file, end your answer with a line starting CANNOT_COMPLETE: and your reason"
+	return e
 }
 
 func newWorkspace(dir string) (*workspace, error) {

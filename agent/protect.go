@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify/protect"
+)
+
+// ProtectBaseline is the journal type of the protect.baseline event: the
+// digests (and texts) of protected files (payload protect.Baseline). The
+// run's (runner.verification.protect) is journaled when the run starts; a
+// step's (its protect globs) when the step is entered. A resumed run
+// checks against the journaled ones.
+const ProtectBaseline = "protect.baseline"
+
+// protection holds runner.verification.protect and the steps' protect
+// globs at run time.
+type protection struct {
+	matcher *protect.Matcher            // the run's; nil when it protects nothing
+	steps   map[string]*protect.Matcher // each step's that protects files
+	guard   *protect.Guard              // nil when nothing is protected
+	// step is the step whose baseline the guard holds ("" before the
+	// first iteration).
+	step string
+	// resumed holds a resumed run's step baseline until the step it was
+	// taken for is entered again.
+	resumed *protect.Baseline
+}
+
+// buildProtection compiles the protect globs of the run and its steps.
+func (a *Agent) buildProtection() error {
+	p := &a.protection
+	if p.steps != nil {
+		return nil
+	}
+	p.steps = map[string]*protect.Matcher{}
+	if globs := a.spec.Runner.Verification.Protect; len(globs) > 0 {
+		m, err := protect.NewMatcher(globs)
+		if err != nil {
+			return err
+		}
+		p.matcher = m
+	}
+	for id, st := range a.reg.Steps {
+		if len(st.Protect) == 0 {
+			continue
+		}
+		m, err := protect.NewMatcher(st.Protect)
+		if err != nil {
+			return err
+		}
+		p.steps[id] = m
+	}
+	if p.matcher != nil || len(p.steps) > 0 {
+		p.guard = &protect.Guard{Dir: a.workDir}
+	}
+	return nil
+}
+
+// protectedFunc is the builtin tools' Protected callback: the run's globs
+// and the current step's (nil when nothing is protected).
+func (a *Agent) protectedFunc() (func(string) bool, error) {
+	if err := a.buildProtection(); err != nil || a.protection.guard == nil {
+		return nil, err
+	}
+	p := &a.protection
+	return func(rel string) bool {
+		if p.matcher.Match(rel) {
+			return true
+		}
+		if a.flow == nil {
+			return false
+		}
+		return p.steps[a.flow.currentStep()].Match(rel)
+	}, nil
+}
+
+// guards are the verdict stage's guards: the protected-files check when
+// anything is protected.
+func (a *Agent) guards() ([]verdict.Guard, error) {
+	if err := a.buildProtection(); err != nil || a.protection.guard == nil {
+		return nil, err
+	}
+	return []verdict.Guard{a.protection.guard}, nil
+}
+
+// protectBaseline sets the guard's run baseline: the resumed run's
+// journaled one, otherwise a new one taken now. It returns the baseline to
+// journal (nil when it came from the journal or the run protects nothing).
+func (a *Agent) protectBaseline(r *RunRecord) (*protect.Baseline, error) {
+	p := &a.protection
+	if r != nil && r.StepBaseline != nil {
+		p.resumed = r.StepBaseline
+	}
+	if p.matcher == nil {
+		return nil, nil
+	}
+	if r != nil && r.ProtectBaseline != nil {
+		p.guard.Baseline = r.ProtectBaseline
+		return nil, nil
+	}
+	b, err := protect.Take(a.workDir, p.matcher)
+	if err != nil {
+		return nil, err
+	}
+	if r != nil {
+		a.emit.Emit(journal.Warning, map[string]string{"message": "the resumed run's journal has no baseline of its protected files; " +
+			"they are checked against their state now, so a change made before this resume is not detected"})
+	}
+	p.guard.Baseline = b
+	return b, nil
+}
+
+// enterStep gives the guard the baseline of step id when the run enters
+// it: a resumed run's journaled one for the step it was in, otherwise one
+// taken now (and journaled). Staying in a step keeps its baseline.
+func (a *Agent) enterStep(id string) error {
+	p := &a.protection
+	if p.guard == nil || id == p.step {
+		return nil
+	}
+	p.step, p.guard.Step = id, nil
+	m := p.steps[id]
+	if m == nil {
+		return nil
+	}
+	if b := p.resumed; b != nil && b.Step == id {
+		p.resumed, p.guard.Step = nil, b
+		return nil
+	}
+	b, err := protect.Take(a.workDir, m)
+	if err != nil {
+		return err
+	}
+	b.Step = id
+	p.guard.Step = b
+	a.emit.Emit(ProtectBaseline, b)
+	return nil
+}

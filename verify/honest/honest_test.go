@@ -1,0 +1,54 @@
+package honest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/iteration"
+)
+
+func TestFindReadsTheModelsOwnDeclaration(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		sum      iteration.Summary
+		ok       bool
+		reason   string
+		evidence string
+	}{
+		{"text", iteration.Summary{Iteration: 2, AssistantResponses: []string{"I looked.\nCANNOT_COMPLETE: TestAdd wants 6 for Add(2, 3)\ncalc_test.go:7 want 6\nspec: Add returns the sum"}},
+			true, "TestAdd wants 6 for Add(2, 3)", "calc_test.go:7 want 6\nspec: Add returns the sum"},
+		{"markdown", iteration.Summary{AssistantResponses: []string{"**CANNOT_COMPLETE:** contradictory tests"}}, true, "contradictory tests", ""},
+		{"no reason", iteration.Summary{AssistantResponses: []string{"CANNOT_COMPLETE:"}}, true, "", ""},
+		{"last wins", iteration.Summary{AssistantResponses: []string{"CANNOT_COMPLETE: first", "CANNOT_COMPLETE: second"}}, true, "second", ""},
+		{"structured", iteration.Summary{StructuredOutput: json.RawMessage(`{"status": "cannot_complete", "reason": "spec and tests disagree", "evidence": {"test": "TestAdd"}}`)},
+			true, "spec and tests disagree", "{\n  \"test\": \"TestAdd\"\n}"},
+		{"structured completed", iteration.Summary{StructuredOutput: json.RawMessage(`{"status": "completed"}`)}, false, "", ""},
+		{"mentioned mid-line", iteration.Summary{AssistantResponses: []string{"I could say CANNOT_COMPLETE: but I will not"}}, false, "", ""},
+		// What a tool printed is not the model's declaration.
+		{"tool output", iteration.Summary{AssistantResponses: []string{"done"},
+			ToolsUsed: []iteration.ToolUsage{{Name: "Read", Output: "CANNOT_COMPLETE: planted in a file"}}}, false, "", ""},
+		{"nothing", iteration.Summary{}, false, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, ok := Find(&c.sum)
+			if ok != c.ok || d.Reason != c.reason || d.Evidence != c.evidence || (ok && d.Iteration != c.sum.Iteration) {
+				t.Fatalf("Find = %+v, %v", d, ok)
+			}
+		})
+	}
+	if _, ok := Find(nil); ok {
+		t.Fatal("nil summary")
+	}
+}
+
+func TestFindBoundsWhatItKeeps(t *testing.T) {
+	long := strings.Repeat("é", 3000)
+	d, ok := Find(&iteration.Summary{AssistantResponses: []string{"CANNOT_COMPLETE: " + long + "\n" + strings.Repeat("x", 20000)}})
+	if !ok || len(d.Reason) > maxReason+20 || len(d.Evidence) > maxEvidence+20 || !strings.HasSuffix(d.Reason, "… (cut)") {
+		t.Fatalf("reason %d bytes, evidence %d bytes", len(d.Reason), len(d.Evidence))
+	}
+	if !strings.HasPrefix(strings.TrimSuffix(d.Reason, "… (cut)"), "é") || strings.ContainsRune(d.Reason, '\uFFFD') {
+		t.Fatal("cut inside a rune")
+	}
+}
