@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -133,6 +134,10 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		Events:   a.emit,
 		Getenv:   a.opts.Getenv,
 		MaxTurns: r.Boundaries.MaxTurns,
+		// The model's answers carry no secret value into the transcript,
+		// the journal or the next request (the same list the tool results
+		// are redacted with).
+		Redact: builtin.SecretRedactor(os.Environ()),
 		// Keeps long sessions within the model's context window.
 		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts),

@@ -53,6 +53,11 @@ type Config struct {
 	Getenv func(string) string
 	// MaxTurns bounds model turns per query when QueryOptions.MaxTurns is 0.
 	MaxTurns int
+	// Redact replaces secret values in what the model writes (its text,
+	// tool-call inputs, structured output; for claude-code also the tool
+	// results it reports) before a transcript, the journal or a later
+	// request sees it. nil = nothing to redact.
+	Redact Redactor
 	// MCPServers are the agent's MCP servers (runner.mcpServers). Providers
 	// that run their own tool loop (claude-code) hand them to the backend;
 	// for the others their tools arrive in Tools (see tool/mcp).

@@ -161,8 +161,8 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
 		Tools: l.tools, MaxTurns: maxTurns, Events: l.cfg.Events,
-		Middleware: chain.mw,
-		Context:    l.cfg.Context, Query: query, SessionID: sid,
+		Middleware: chain.mw, Redact: l.cfg.Redact,
+		Context: l.cfg.Context, Query: query, SessionID: sid,
 	}
 	msgs, res, err := lp.Run(ctx, msgs)
 	if res != nil {
@@ -255,6 +255,10 @@ type Loop struct {
 	// Middleware wraps each call inside streaming and outside truncation:
 	// journaling, a permission policy, a runtime's budgets and evidence.
 	Middleware []tool.Middleware
+	// Redact, when set, replaces secret values in every model answer
+	// (Redactor.Response) before the transcript, the journal, the hooks
+	// or the result see it, so the next request carries no secret either.
+	Redact Redactor
 	// MaxTurns bounds the model turns of one Run (0 = DefaultMaxTurns).
 	// Exceeding it is a recoverable MAX_TURNS error.
 	MaxTurns int
@@ -344,6 +348,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 		}
 		res.Usage.Add(resp.Usage)
 		resp.Message.Role = RoleAssistant
+		lp.Redact.Response(resp)
 		// Every call needs an id its result can answer; give calls that
 		// lack one (or repeat one) a unique id before they enter the
 		// transcript.

@@ -28,16 +28,26 @@ func BenchmarkToolLoopTurn(b *testing.B) {
         input: {file_path: out/result.txt%s}
   - text: "done TASK_COMPLETE"
 `
-	for _, c := range []struct{ name, tool, extra, journal string }{
-		{"tool=Write/journal=discard", "Write", `, content: "benchmark payload\n"`, "discard"},
-		{"tool=Write/journal=file", "Write", `, content: "benchmark payload\n"`, "file"},
-		{"tool=Read/journal=file", "Read", "", "file"},
+	for _, c := range []struct {
+		name, tool, extra, journal string
+		secrets                    bool
+	}{
+		{"tool=Write/journal=discard", "Write", `, content: "benchmark payload\n"`, "discard", false},
+		{"tool=Write/journal=file", "Write", `, content: "benchmark payload\n"`, "file", false},
+		{"tool=Read/journal=file", "Read", "", "file", false},
+		// Three secret values to look for in every answer (none occurs).
+		{"tool=Write/journal=discard/secrets=3", "Write", `, content: "benchmark payload\n"`, "discard", true},
 	} {
 		s, err := script.Parse("bench.yaml", []byte(fmt.Sprintf(src, c.tool, c.extra)))
 		if err != nil {
 			b.Fatal(err)
 		}
 		mode := c.journal
+		var redact llm.Redactor
+		if c.secrets {
+			redact = builtin.SecretRedactor([]string{"A_API_KEY=sk-bench-0123456789", "GH_TOKEN=ghp_bench0123456789",
+				"DATABASE_URL=postgres://u:bench-password@db/x"})
+		}
 		b.Run(c.name, func(b *testing.B) {
 			work := b.TempDir()
 			tools, err := builtin.New(builtin.Config{WorkDir: work})
@@ -65,7 +75,7 @@ func BenchmarkToolLoopTurn(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				loop := llm.NewToolLoop(script.New(s), llm.Config{WorkDir: work, Tools: tools, Events: events})
+				loop := llm.NewToolLoop(script.New(s), llm.Config{WorkDir: work, Tools: tools, Events: events, Redact: redact})
 				res, err := loop.Query(ctx, fmt.Sprintf("write the result, attempt %d", i), opts)
 				if err != nil || res.Turns != 2 {
 					b.Fatalf("%v %+v", err, res)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Contract is the part of a stage's definition shared by the model and
@@ -261,6 +263,9 @@ type ModelStage struct {
 	*outputStage
 	cfg ModelStageConfig
 	tpl *handlebars.Template
+	// redact replaces the values of capstan's secret variables in the
+	// model's answers (builtin.SecretRedactor).
+	redact llm.Redactor
 }
 
 // NewModelStage checks cfg (id, keys, template, schema) and returns the
@@ -273,7 +278,7 @@ func NewModelStage(cfg ModelStageConfig) (*ModelStage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ModelStage{outputStage: base, cfg: cfg}
+	s := &ModelStage{outputStage: base, cfg: cfg, redact: builtin.SecretRedactor(os.Environ())}
 	if cfg.Prompt != "" {
 		if s.tpl, err = parseTemplate(cfg.ID, "prompt", cfg.Prompt); err != nil {
 			return nil, err
@@ -299,7 +304,7 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 	}
 	// The stage offers no tools; a model that calls one anyway is told so
 	// by the tool loop and gets one more turn to answer.
-	lp := llm.Loop{Model: s.cfg.Model, MaxTurns: 2, Request: llm.Request{Model: s.cfg.ModelName, System: s.cfg.System,
+	lp := llm.Loop{Model: s.cfg.Model, MaxTurns: 2, Redact: s.redact, Request: llm.Request{Model: s.cfg.ModelName, System: s.cfg.System,
 		OutputSchema: s.raw, OutputSchemaName: s.c.ID, MaxTokens: s.cfg.MaxTokens}}
 	msgs := []llm.Message{{Role: llm.RoleUser, Text: prompt}}
 	var last error

@@ -61,3 +61,22 @@ func TestModelStageNilResponse(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// A model that knows a key (the stage's environment holds it) and writes
+// it into its answer leaves [REDACTED] in the stage's postconditions.
+func TestModelStageRedactsSecretsInTheAnswer(t *testing.T) {
+	const key = "sk-stage-0123456789"
+	t.Setenv("STAGE_TEST_API_KEY", key)
+	answer := text(`{"intents":[{"type":"` + key + `","confidence":0.5}],"entities":{"k":"` + key + `"}}`)
+	m := &llmtest.Replay{Replies: []*llm.Response{&answer}}
+	out, err := intentStage(t, m, "").Execute(context.Background(), input(t, "request", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(out)
+	var intents []map[string]any
+	_ = out.Decode("reasoning.intents", &intents)
+	if strings.Contains(string(b), key) || len(intents) != 1 || intents[0]["type"] != "[REDACTED]" {
+		t.Fatalf("the key reached the stage output: %s (intents %v)", b, intents)
+	}
+}

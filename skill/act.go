@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Budgets bound one Act run (seed 001 §5, §15).
@@ -90,6 +92,9 @@ type Config struct {
 // Runtime runs skills (seed 001 SkillRuntime, Pure Act).
 type Runtime struct {
 	cfg Config
+	// redact replaces the values of capstan's secret variables in the
+	// model's answers (builtin.SecretRedactor).
+	redact llm.Redactor
 }
 
 // New returns a Runtime.
@@ -103,7 +108,7 @@ func New(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runtime{cfg: cfg}
+	return &Runtime{cfg: cfg, redact: builtin.SecretRedactor(os.Environ())}
 }
 
 // Exit reasons of an Act run.
@@ -289,6 +294,7 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 			Temperature: &temperature, Seed: &seed}, // seed 001 §15
 		Tools: byName, Events: s.rt.cfg.Events,
 		Middleware: []tool.Middleware{s.guard(specs)},
+		Redact:     s.rt.redact,
 		// Every turn but the last makes at least one counted call, so the
 		// tool-call budget bounds the turns; this is the backstop.
 		MaxTurns: s.budgets.MaxToolCalls + 1,

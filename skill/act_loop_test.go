@@ -133,3 +133,26 @@ func TestActRefusedCallsJournaled(t *testing.T) {
 		t.Errorf("%d tool.denied events, want 1: %v", n, ev.types)
 	}
 }
+
+// A model that knows a key (capstan's environment holds it) writes it in
+// its text and a tool input: the events and the next request carry
+// [REDACTED] instead.
+func TestActRedactsSecretsTheModelWrites(t *testing.T) {
+	const key = "sk-skill-0123456789"
+	t.Setenv("SKILL_TEST_API_KEY", key)
+	turn := toolTurn(llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: json.RawMessage(`{"key":"` + key + `","value":"` + key + `"}`)})
+	turn.Message.Text = "the key is " + key
+	m := &llmtest.Replay{Replies: []*llm.Response{turn}}
+	ev := &typedEvents{}
+	if _, err := New(Config{Model: m, Events: ev}).Run(context.Background(), exampleSkill(t), Input{Goal: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Seen) != 2 {
+		t.Fatalf("%d requests", len(m.Seen))
+	}
+	sent, _ := json.Marshal(m.Seen[1])
+	events, _ := json.Marshal(ev.data)
+	if strings.Contains(string(sent), key) || !strings.Contains(string(sent), "the key is [REDACTED]") || strings.Contains(string(events), key) {
+		t.Fatalf("the key reached the next request or the events:\n%s\n%s", sent, events)
+	}
+}

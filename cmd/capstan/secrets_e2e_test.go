@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // TestRunKeepsKeysFromBash reproduces the issue's attack through the real
@@ -117,5 +122,67 @@ func TestRunLeavesNoProcessBehind(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL) // the process this test caused
 			t.Fatalf("the validator's setsid job %d outlived capstan run", pid)
 		}
+	}
+}
+
+// TestRunRedactsSecretsTheModelEchoes: a model that learned a key (from a
+// pasted prompt, a file it read) echoes it in its text and in a Write
+// input. The journal, `capstan show` and the file written carry
+// [REDACTED] instead; the journal's session transcript, which later
+// requests and resume are built from, holds no trace of the value.
+func TestRunRedactsSecretsTheModelEchoes(t *testing.T) {
+	const key = "sk-echo-e2e-0123456789abcdef"
+	t.Setenv("ECHO_E2E_API_KEY", key)
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "echo", "description": "echoes a key",
+  "runner": {"model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": ["Write"], "permissionMode": "acceptEdits"}}}`,
+		"steps_registry.json":                  `{"agentId": "echo", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Write the key down.",
+		"script.yaml": "turns:\n  - text: \"the key is " + key + "\"\n    tool_calls: [{name: Write, input: {file_path: key.txt, content: \"" + key + "\"}}]\n" +
+			"  - text: \"still " + key + "\"\n  - text: \"ALL_DONE " + key + "\"\n",
+	})
+	wd := t.TempDir()
+	code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd, "--json", "--quiet")
+	if code != 0 {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out+errOut, key) {
+		t.Errorf("run output holds the key:\n%s\n%s", out, errOut)
+	}
+	var res struct {
+		RunID string `json:"runId"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.RunID == "" {
+		t.Fatalf("no run id (%v):\n%s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(wd, "key.txt")); err != nil || string(b) != builtin.Redacted {
+		t.Errorf("key.txt = %q, %v; want %q", b, err, builtin.Redacted)
+	}
+	journals := runJournals(t, wd)
+	if len(journals) != 1 {
+		t.Fatalf("journals: %v", journals)
+	}
+	b, err := os.ReadFile(journals[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), key) || !strings.Contains(string(b), "the key is "+builtin.Redacted) {
+		t.Errorf("journal holds the key or lacks the redacted text:\n%s", b)
+	}
+	events, err := journal.ReadFile(journals[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, msgs := range llm.TranscriptsFromEvents(events) {
+		m, _ := json.Marshal(msgs)
+		if strings.Contains(string(m), key) || !strings.Contains(string(m), builtin.Redacted) {
+			t.Errorf("session %s transcript holds the key or no redaction: %s", id, m)
+		}
+	}
+	code, out, _ = captureConfigCLI(t, "show", res.RunID, "--workdir", wd)
+	if code != 0 || strings.Contains(out, key) || !strings.Contains(out, builtin.Redacted) {
+		t.Errorf("show (exit %d) holds the key or no redaction:\n%s", code, out)
 	}
 }

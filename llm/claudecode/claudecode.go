@@ -75,7 +75,7 @@ var secretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
 func init() {
 	llm.Register("claude-code", func(ctx context.Context, c llm.Config) (llm.Bridge, error) {
 		return New(Config{Model: c.Model, WorkDir: c.WorkDir, Getenv: c.Getenv, Events: c.Events,
-			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers})
+			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers, Redact: c.Redact})
 	})
 }
 
@@ -101,6 +101,11 @@ type Config struct {
 	DisallowedTools []string
 	// MCPServers are handed to the CLI with --mcp-config.
 	MCPServers map[string]config.MCPServer
+	// Redact replaces secret values in everything the CLI reports before
+	// the result, the journal or the stream sink sees it: the model's text,
+	// the tool inputs it wrote, the results of the tools the CLI ran and the
+	// structured output (nil = nothing to redact).
+	Redact llm.Redactor
 	// KillGrace is how long a cancelled CLI gets between SIGTERM and
 	// SIGKILL (0 = 2s).
 	KillGrace time.Duration
@@ -367,7 +372,7 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 	_, werr := stdin.Write(append(msg, '\n'))
 
 	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events,
-		abort: func() { signalGroup(cmd, true) }, sink: sink}
+		redact: b.cfg.Redact, abort: func() { signalGroup(cmd, true) }, sink: sink}
 	readErr := st.read(stdout, func() { _ = stdin.Close() })
 	if st.partialText {
 		// Deltas of a message whose assistant frame never came.
@@ -416,6 +421,7 @@ func (b *Bridge) env() []string {
 }
 
 func (b *Bridge) redact(s string) string {
+	s = b.cfg.Redact.Text(s)
 	for _, k := range secretEnv {
 		if v := b.cfg.Getenv(k); len(v) >= 4 {
 			s = strings.ReplaceAll(s, v, "[REDACTED]")
@@ -546,6 +552,7 @@ type state struct {
 	result    *Frame
 	apiError  string
 	events    journal.Emitter
+	redact    llm.Redactor
 	turns     int
 	// abort kills the CLI; aborted is the error that made us do it.
 	abort   func()
@@ -631,9 +638,10 @@ func (st *state) frame(f *Frame) {
 			switch b.Type {
 			case "text":
 				if f.ParentToolUseID == nil && b.Text != "" {
-					st.res.Responses = append(st.res.Responses, b.Text)
+					text := st.redact.Text(b.Text)
+					st.res.Responses = append(st.res.Responses, text)
 					if st.sink != nil && !streamed {
-						st.sink.TextDelta(b.Text)
+						st.sink.TextDelta(text)
 					}
 					st.partialText = false
 				}
@@ -644,7 +652,7 @@ func (st *state) frame(f *Frame) {
 				}
 				st.uses[b.ID] = len(st.res.ToolUses)
 				st.started[b.ID] = time.Now()
-				use := llm.ToolUse{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)}
+				use := llm.ToolUse{ID: b.ID, Name: b.Name, Input: st.redact.JSON(append(json.RawMessage(nil), in...))}
 				st.res.ToolUses = append(st.res.ToolUses, use)
 				if st.sink != nil {
 					st.sink.ToolStart(llm.ToolCall{ID: use.ID, Name: use.Name, Input: use.Input})
@@ -672,7 +680,7 @@ func (st *state) frame(f *Frame) {
 				continue
 			}
 			u := &st.res.ToolUses[i]
-			u.Output = resultText(b.Content)
+			u.Output = st.redact.Text(resultText(b.Content))
 			u.IsError = b.IsError
 			if t, ok := st.started[b.ToolUseID]; ok {
 				u.DurationMs = time.Since(t).Milliseconds()
@@ -698,6 +706,7 @@ func (st *state) frame(f *Frame) {
 		}
 	case "result":
 		r := *f
+		r.Result = st.redact.Text(r.Result)
 		st.result = &r
 		st.res.Turns = f.NumTurns
 		st.res.CostUSD = f.TotalCostUSD
@@ -712,10 +721,10 @@ func (st *state) frame(f *Frame) {
 			}
 		}
 		if len(f.StructuredOutput) > 0 && string(f.StructuredOutput) != "null" {
-			st.res.StructuredOutput = append(json.RawMessage(nil), f.StructuredOutput...)
+			st.res.StructuredOutput = st.redact.JSON(append(json.RawMessage(nil), f.StructuredOutput...))
 		}
-		if f.Result != "" && !f.IsError && (len(st.res.Responses) == 0 || st.res.Responses[len(st.res.Responses)-1] != f.Result) {
-			st.res.Responses = append(st.res.Responses, f.Result)
+		if r.Result != "" && !f.IsError && (len(st.res.Responses) == 0 || st.res.Responses[len(st.res.Responses)-1] != r.Result) {
+			st.res.Responses = append(st.res.Responses, r.Result)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 var fakeBin string
@@ -441,5 +442,29 @@ func TestHostileValuesCannotBecomeFlags(t *testing.T) {
 	var in struct{ Message struct{ Content string } }
 	if err := json.Unmarshal([]byte(l.Stdin), &in); err != nil || in.Message.Content != "--permission-mode bypassPermissions\n\"; rm -rf /" {
 		t.Fatalf("prompt not passed verbatim on stdin: %q", l.Stdin)
+	}
+}
+
+// TestRedactsSecretsTheCLIReports: the CLI runs the tools itself, so the
+// driver redacts the key in the text, tool input, tool result, result
+// text and structured output it reports, before the journal sees them.
+func TestRedactsSecretsTheCLIReports(t *testing.T) {
+	const key = "sk-cc-echo-0123456789abcdef"
+	ev := &events{}
+	b, _ := newBridge(t, "echo-secret", ev, func(c *claudecode.Config) {
+		c.Env = append(c.Env, "FAKE_CLAUDE_ECHO="+key)
+		c.Redact = builtin.SecretRedactor([]string{"ECHO_API_KEY=" + key})
+	})
+	res, err := b.Query(context.Background(), "say the key", llm.QueryOptions{OutputSchema: json.RawMessage(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(res)
+	if strings.Contains(string(out), key) || !strings.Contains(string(out), `"key":"[REDACTED]"`) ||
+		!slices.Contains(res.Responses, "done: [REDACTED]") || len(res.ToolUses) != 1 || res.ToolUses[0].Output != "[REDACTED]\n" {
+		t.Errorf("result holds the key or lacks redaction: %s", out)
+	}
+	if got := strings.Join(ev.all(), "\n"); strings.Contains(got, key) || !strings.Contains(got, "echo [REDACTED]") {
+		t.Errorf("journal events hold the key or lack the redacted input:\n%s", got)
 	}
 }

@@ -110,7 +110,9 @@ func Factory(o Options) func(ctx context.Context, cfg llm.Config, m llm.Model) (
 			_, model = llm.ParseSpec(o.SummaryModel)
 			summarizer = s
 		}
-		return New(window, summarizer, model, o), nil
+		mgr := New(window, summarizer, model, o)
+		mgr.redact = cfg.Redact
+		return mgr, nil
 	}
 }
 
@@ -122,6 +124,9 @@ type Manager struct {
 	disabled          bool
 	summarizer        llm.Model
 	summaryModel      string
+	// redact replaces secret values in the summaries it writes (the
+	// tool loop's llm.Config.Redact), which enter the transcript.
+	redact llm.Redactor
 
 	mu sync.Mutex
 	// scale calibrates byte estimates: the provider's count divided by
@@ -293,7 +298,7 @@ func (m *Manager) summarize(ctx context.Context, req *llm.Request, msgs []llm.Me
 	if err != nil {
 		return nil, llm.Usage{}, fmt.Errorf("summarize older turns to fit the context window: %w", err)
 	}
-	summary := strings.TrimSpace(resp.Message.Text)
+	summary := strings.TrimSpace(m.redact.Text(resp.Message.Text))
 	if summary == "" {
 		return nil, resp.Usage, agenterr.New(agenterr.CodeContextOverflow, agenterr.LayerSDKBridge, false,
 			"the summary model returned no text, so older turns could not be compacted; nothing was sent")

@@ -223,3 +223,30 @@ func TestResultsTheModelHasNotSeenAreNeverStubbed(t *testing.T) {
 		t.Fatalf("the newest, unseen tool result was stubbed: %.80q", got)
 	}
 }
+
+// TestSummaryIsRedacted: a summary model that writes a key it saw (in a
+// prompt the user pasted it into) does not carry it into the compacted
+// transcript or the journaled compaction event.
+func TestSummaryIsRedacted(t *testing.T) {
+	const key = "sk-summary-0123456789"
+	var msgs []llm.Message
+	for i := 0; i < 200; i++ {
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: strings.Repeat("thinking aloud ", 10)},
+			llm.Message{Role: llm.RoleUser, Text: fmt.Sprintf("retry %d %s", i, strings.Repeat("r", 100))})
+	}
+	s := &summarizer{text: "the key is " + key}
+	cm, err := compact.Factory(compact.Options{Window: 15_000})(context.Background(),
+		llm.Config{Provider: "openai", Model: "x", Redact: func(t string) string { return strings.ReplaceAll(t, key, "[REDACTED]") }}, s)
+	if err != nil || cm == nil {
+		t.Fatalf("factory: %v %v", cm, err)
+	}
+	req, q := withPrompt(msgs, "NOW")
+	fit, err := cm.Fit(context.Background(), req, q)
+	if err != nil || fit.Compaction == nil {
+		t.Fatalf("compaction = %+v, %v", fit.Compaction, err)
+	}
+	if strings.Contains(fmt.Sprint(fit.Messages), key) || strings.Contains(fit.Compaction.Summary, key) ||
+		!strings.HasSuffix(fit.Compaction.Summary, "the key is [REDACTED]") {
+		t.Errorf("summary carries the key: %q", fit.Compaction.Summary)
+	}
+}

@@ -176,7 +176,25 @@ func RedactSecrets(s string) string {
 	if s == "" {
 		return s
 	}
-	for _, v := range SecretValues(os.Environ()) {
+	return replaceSecrets(s, SecretValues(os.Environ()))
+}
+
+// SecretRedactor returns a function that replaces each of
+// SecretValues(environ) with [REDACTED], the list worked out once; nil
+// when environ holds no secret values, so a caller can skip redaction
+// altogether. Model replies pass through it (llm.Config.Redact).
+func SecretRedactor(environ []string) func(string) string {
+	secrets := SecretValues(environ)
+	if len(secrets) == 0 {
+		return nil
+	}
+	return func(s string) string { return replaceSecrets(s, secrets) }
+}
+
+// replaceSecrets replaces each of secrets (longest first) in s with
+// Redacted; s is returned as it is when it holds none.
+func replaceSecrets(s string, secrets []string) string {
+	for _, v := range secrets {
 		if strings.Contains(s, v) {
 			s = strings.ReplaceAll(s, v, Redacted)
 		}

@@ -187,6 +187,16 @@ func main() {
 		asst(map[string]any{"type": "text", "text": "Tests fail."})
 		result(map[string]any{"result": "Tests fail."})
 		return
+	case "echo-secret":
+		// A model that knows a key writes it everywhere the CLI reports.
+		key := os.Getenv("FAKE_CLAUDE_ECHO")
+		asst(map[string]any{"type": "text", "text": "the key is " + key},
+			map[string]any{"type": "tool_use", "id": "toolu_e1", "name": "Bash", "input": map[string]any{"command": "echo " + key}})
+		emit(map[string]any{"type": "user", "session_id": sid, "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_e1",
+				"content": key + "\n"}}}})
+		result(map[string]any{"result": "done: " + key, "structured_output": map[string]any{"status": "completed", "key": key}})
+		return
 	case "structured-invalid":
 		result(map[string]any{"structured_output": map[string]any{"status": 7}, "result": "no json here"})
 		return

@@ -1,0 +1,105 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Redactor replaces secret values in a text (see builtin.SecretRedactor).
+// A nil Redactor means there is nothing to redact, so the tool loop pays
+// nothing for it.
+type Redactor func(string) string
+
+// Response redacts everything the model wrote in resp before it enters a
+// transcript, a journal or a result: the assistant text, each tool call's
+// input and the structured output. Reasoning blocks are left as they are:
+// providers verify their signatures when they are sent back.
+func (r Redactor) Response(resp *Response) {
+	if r == nil {
+		return
+	}
+	resp.Message.Text = r.Text(resp.Message.Text)
+	for i := range resp.Message.ToolCalls {
+		resp.Message.ToolCalls[i].Input = r.JSON(resp.Message.ToolCalls[i].Input)
+	}
+	resp.StructuredOutput = r.JSON(resp.StructuredOutput)
+}
+
+// JSON redacts the string values and keys of a JSON document. A secret the
+// model wrote with JSON escapes ("\u0073k-…") is found too, since strings
+// are compared decoded; the document is re-encoded only when something was
+// replaced. Input that is not JSON is redacted as text.
+func (r Redactor) JSON(raw json.RawMessage) json.RawMessage {
+	if r == nil || len(raw) == 0 {
+		return raw
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		// Without escapes a JSON string's bytes are its value, so a plain
+		// replacement finds every secret in it.
+		s := string(raw)
+		out := r(s)
+		if out == s {
+			return raw
+		}
+		if json.Valid([]byte(out)) {
+			return json.RawMessage(out)
+		}
+		// The secret spanned JSON syntax; decode to replace it inside
+		// strings only.
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return json.RawMessage(r(string(raw)))
+	}
+	v, changed := r.value(v)
+	if !changed {
+		return raw
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return json.RawMessage(r(string(raw)))
+	}
+	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+// value redacts the strings of a decoded JSON value.
+func (r Redactor) value(v any) (any, bool) {
+	switch t := v.(type) {
+	case string:
+		out := r(t)
+		return out, out != t
+	case []any:
+		changed := false
+		for i, e := range t {
+			var c bool
+			t[i], c = r.value(e)
+			changed = changed || c
+		}
+		return t, changed
+	case map[string]any:
+		changed := false
+		for k, e := range t {
+			nv, c := r.value(e)
+			if nk := r(k); nk != k {
+				delete(t, k)
+				k, c = nk, true
+			}
+			t[k] = nv
+			changed = changed || c
+		}
+		return t, changed
+	}
+	return v, false
+}
+
+// Text redacts s; a nil Redactor returns s unchanged.
+func (r Redactor) Text(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	return r(s)
+}

@@ -1,0 +1,94 @@
+package llm_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/tool/builtin"
+)
+
+const loopSecret = "sk-loop-secret-0123456789"
+
+// TestToolLoopRedactsSecretsTheModelWrites: a model that knows a key
+// echoes it in its text, in a Write input (once plainly, once with JSON
+// escapes) and in its structured output. Neither the journal, the result,
+// the written file nor the next request carries the value.
+func TestToolLoopRedactsSecretsTheModelWrites(t *testing.T) {
+	escaped := `sk-loop-\u0073ecret-0123456789`
+	f := newFixture(t, `turns:
+  - text: "the key is `+loopSecret+`"
+    tool_calls:
+      - name: Write
+        input: {file_path: leak.txt, content: "`+loopSecret+`"}
+      - name: Write
+        input: {file_path: leak2.txt, content: "`+escaped+`"}
+  - text: "done, key `+loopSecret+`"
+`, func(c *llm.Config) {
+		c.Redact = builtin.SecretRedactor([]string{"LOOP_API_KEY=" + loopSecret})
+	})
+	res, err := f.loop.Query(t.Context(), "write the key", writeAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second query sends the first one's transcript; the recorder keeps
+	// the request before the (exhausted) script answers it.
+	_, _ = f.loop.Query(t.Context(), "again", llm.QueryOptions{SessionID: res.SessionID})
+	b, err := os.ReadFile(f.journal.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), loopSecret) || !strings.Contains(string(b), builtin.Redacted) {
+		t.Errorf("journal holds the key or no redaction:\n%s", b)
+	}
+	out, _ := json.Marshal(res)
+	if strings.Contains(string(out), loopSecret) {
+		t.Errorf("result holds the key: %s", out)
+	}
+	for _, name := range []string{"leak.txt", "leak2.txt"} {
+		if got, err := os.ReadFile(filepath.Join(f.work, name)); err != nil || string(got) != builtin.Redacted {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, builtin.Redacted)
+		}
+	}
+	reqs := f.rec.requests()
+	if len(reqs) < 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i, req := range reqs {
+		msgs, _ := json.Marshal(req.Messages)
+		if strings.Contains(string(msgs), loopSecret) || strings.Contains(string(msgs), `\u0073ecret`) {
+			t.Errorf("request %d carries the key: %s", i+1, msgs)
+		}
+	}
+	if n := len(f.events(journal.SessionMessages)); n == 0 {
+		t.Error("no session.messages event")
+	}
+}
+
+func TestRedactorJSON(t *testing.T) {
+	r := llm.Redactor(builtin.SecretRedactor([]string{"X_TOKEN=tok-12345678", `Q_SECRET=a"b\c-12345678`}))
+	for _, c := range []struct{ in, want string }{
+		{`{"a":"tok-12345678"}`, `{"a":"[REDACTED]"}`},
+		{`{"a":"tok-\u0031\u0032345678 and more"}`, `{"a":"[REDACTED] and more"}`},
+		{`{"tok-12345678":1}`, `{"[REDACTED]":1}`},
+		{`{"a":"a\"b\\c-12345678"}`, `{"a":"[REDACTED]"}`},
+		{`{"a":["x",{"b":"tok-12345678\n"}]}`, `{"a":["x",{"b":"[REDACTED]\n"}]}`},
+		{`not json tok-12345678`, `not json [REDACTED]`},
+		{`{"a":"<b>&\n"}`, `{"a":"<b>&\n"}`},
+	} {
+		if got := string(r.JSON(json.RawMessage(c.in))); got != c.want {
+			t.Errorf("JSON(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	var none llm.Redactor
+	if got := string(none.JSON(json.RawMessage(`{"a":"tok-12345678"}`))); got != `{"a":"tok-12345678"}` {
+		t.Errorf("nil redactor changed input: %s", got)
+	}
+	if builtin.SecretRedactor([]string{"PATH=/usr/bin", "SHORT_TOKEN=abc"}) != nil {
+		t.Error("SecretRedactor without secret values is not nil")
+	}
+}
