@@ -92,6 +92,12 @@ func stageOne() int {
 	}
 	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
+	// The parent moves this process into the run's pids cgroup before it
+	// writes the spec: stage two is forked only once the spec (or the end
+	// of the pipe) is there, so no process of the run starts outside it.
+	if err := waitReadable(4); err != nil {
+		return setupFail("stage one: wait for the spec: %v", err)
+	}
 	cmd := exec.Command("/proc/self/exe", helperArg, "exec")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{spec}
@@ -124,6 +130,16 @@ func stageOne() int {
 	}
 	status.Close()
 	return 0
+}
+
+// waitReadable blocks until fd has data or its writer closed it.
+func waitReadable(fd int) error {
+	for {
+		_, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1)
+		if err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // stageTwo confines itself (Landlock, no_new_privs, rlimits), changes to the

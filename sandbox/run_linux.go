@@ -193,10 +193,16 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	cmd.Cancel = func() error { killGroup(); return nil }
 	cmd.WaitDelay = 2 * time.Second
 
+	// The whole tree goes into a pids cgroup when one can be made: the
+	// kernel then refuses the fork past the limit whatever the uid.
+	cg, _ := newPidsCgroup(limits.Processes + helperTasks)
 	start := time.Now()
 	err = cmd.Start()
 	specR.Close()
 	if err != nil {
+		if cg != nil {
+			cg.remove()
+		}
 		statusW.Close()
 		reason, hint := explainStartError(err)
 		e := agenterr.Wrap(err, agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false, "%s", reason)
@@ -209,7 +215,18 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		killGroup()
 	}
 	statusW.Close()
-	wd := startWatchdog(pid, limits.Processes, int64(limits.MemoryMB)<<20, writeLimit, hs.Writable, writeBase, killGroup)
+	// The helper starts nothing before the spec arrives, so joining it
+	// here, before the spec is written, leaves no fork outside the cgroup.
+	if cg != nil {
+		if err := cg.join(pid); err != nil {
+			cg.remove()
+			cg = nil
+		}
+	}
+	// Without a cgroup, only the watchdog bounds a root caller's tree
+	// (the kernel exempts uid 0 from RLIMIT_NPROC): it counts often.
+	fastProcs := cg == nil && os.Geteuid() == 0
+	wd := startWatchdog(pid, limits.Processes, int64(limits.MemoryMB)<<20, writeLimit, hs.Writable, writeBase, killGroup, cg, fastProcs)
 	go func() {
 		// A helper that dies before reading closes the pipe; the write then
 		// fails with EPIPE and the exit status tells the story.
@@ -222,6 +239,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	wd.stop()
 	// The group may hold orphans when there is no PID namespace.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	if cg != nil {
+		cg.remove()
+	}
 	if wd.diskExceeded.Load() {
 		removeWrittenSince(hs.Writable, start)
 	}

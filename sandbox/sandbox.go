@@ -46,7 +46,8 @@ type Limits struct {
 	// AddressSpaceMB is RLIMIT_AS, the cgroup-free memory limit. Runtimes
 	// that reserve large virtual ranges (node) need more; see ScriptSpec.
 	AddressSpaceMB int `json:"address_space_mb,omitempty"`
-	// Processes is RLIMIT_NPROC (threads count too): the fork-bomb guard.
+	// Processes bounds the tasks (threads count too) of the tree: pids.max of
+	// its pids cgroup when one can be made, else RLIMIT_NPROC and a watchdog.
 	Processes int `json:"processes,omitempty"`
 	// FileSizeMB is RLIMIT_FSIZE, the largest file the program may write.
 	FileSizeMB int `json:"file_size_mb,omitempty"`

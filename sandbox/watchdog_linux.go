@@ -18,6 +18,11 @@ import (
 // writable directories.
 const watchInterval = 50 * time.Millisecond
 
+// fastProcInterval is how often the process count is sampled when nothing
+// else bounds it: a root caller (exempt from RLIMIT_NPROC) for whom no pids
+// cgroup could be made.
+const fastProcInterval = 2 * time.Millisecond
+
 // clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat.
 const clockTicks = 100
 
@@ -36,6 +41,9 @@ type watchdog struct {
 	dirs       []string
 	base       int64
 	kill       func()
+	// cg, when set, holds the tree; a fork it refused at pids.max counts
+	// as the tree growing past the limit.
+	cg *pidsCgroup
 
 	memExceeded   atomic.Bool
 	diskExceeded  atomic.Bool
@@ -53,12 +61,45 @@ type watchdog struct {
 	wg       sync.WaitGroup
 }
 
-// startWatchdog samples the tree rooted at pid until stop.
-func startWatchdog(pid, maxProcs int, memLimit, writeLimit int64, dirs []string, base int64, kill func()) *watchdog {
-	w := &watchdog{root: pid, maxProcs: maxProcs, memLimit: memLimit, writeLimit: writeLimit, dirs: dirs, base: base, kill: kill, done: make(chan struct{})}
+// startWatchdog samples the tree rooted at pid until stop. fastProcs adds
+// a sampler of the process count every fastProcInterval.
+func startWatchdog(pid, maxProcs int, memLimit, writeLimit int64, dirs []string, base int64, kill func(), cg *pidsCgroup, fastProcs bool) *watchdog {
+	w := &watchdog{root: pid, maxProcs: maxProcs, memLimit: memLimit, writeLimit: writeLimit, dirs: dirs, base: base, kill: kill, cg: cg, done: make(chan struct{})}
 	w.wg.Add(1)
 	go w.loop()
+	if fastProcs && maxProcs > 0 {
+		w.wg.Add(1)
+		go w.procLoop()
+	}
 	return w
+}
+
+// procLoop checks only the process count, often.
+func (w *watchdog) procLoop() {
+	defer w.wg.Done()
+	t := time.NewTicker(fastProcInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+		}
+		w.checkProcs(len(processTree(w.root)))
+	}
+}
+
+// checkProcs kills the tree the first time it has more than maxProcs
+// processes below the helper, or its cgroup refused a fork.
+func (w *watchdog) checkProcs(tree int) {
+	// The helper at the root is not the program's; everything below it is.
+	over := w.maxProcs > 0 && tree-1 > w.maxProcs
+	if !over && w.cg != nil && w.cg.refused() > 0 {
+		over = true
+	}
+	if over && !w.procsExceeded.Swap(true) {
+		w.kill()
+	}
 }
 
 func (w *watchdog) loop() {
@@ -92,12 +133,7 @@ func (w *watchdog) loop() {
 				w.busyOver.Store(int64(span))
 			}
 		}
-		// The helper at the root is not the program's; everything below
-		// it is. RLIMIT_NPROC does the same for non-root callers, but the
-		// kernel exempts uid 0 from it whatever the namespace.
-		if w.maxProcs > 0 && len(tree)-1 > w.maxProcs && !w.procsExceeded.Swap(true) {
-			w.kill()
-		}
+		w.checkProcs(len(tree))
 		if rss > w.peakMem.Load() {
 			w.peakMem.Store(rss)
 		}
@@ -115,10 +151,14 @@ func (w *watchdog) loop() {
 	}
 }
 
-// stop ends the sampling and waits for the goroutine.
+// stop ends the sampling and waits for the goroutines. A fork the cgroup
+// refused after the last sample still counts.
 func (w *watchdog) stop() {
 	close(w.done)
 	w.wg.Wait()
+	if w.cg != nil && w.cg.refused() > 0 {
+		w.procsExceeded.Store(true)
+	}
 }
 
 // cpu is the largest CPU time of the tree seen while it ran.

@@ -1,0 +1,181 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperTasks is what a run's pids cgroup allows above Limits.Processes:
+// the threads of the helper that waits for the program (a Go process).
+const helperTasks = 16
+
+// pidsCgroup is the pids cgroup that holds one run's whole process tree:
+// the kernel refuses a fork past pids.max with EAGAIN, whatever the uid,
+// so a fork bomb cannot outrun a sampler.
+type pidsCgroup struct {
+	dir string
+}
+
+// cgroupRoots are where the cgroup hierarchies are mounted.
+var (
+	cgroupV2Roots = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
+	cgroupV1Root  = "/sys/fs/cgroup/pids"
+)
+
+// newPidsCgroup creates a pids cgroup for one run with pids.max = max
+// tasks, below capstan's own cgroup: on cgroup v2 when that cgroup
+// delegates the pids controller to its children, else on a writable
+// cgroup v1 pids hierarchy. It returns nil and the reason when neither
+// is possible.
+func newPidsCgroup(max int) (*pidsCgroup, error) {
+	v2, v1, err := ownCgroups()
+	if err != nil {
+		return nil, err
+	}
+	var reasons []string
+	if v2 != "" {
+		for _, root := range cgroupV2Roots {
+			if !isFS(root, unix.CGROUP2_SUPER_MAGIC) {
+				continue
+			}
+			parent := filepath.Join(root, v2)
+			ctl, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
+			if err != nil || !hasWord(string(ctl), "pids") {
+				reasons = append(reasons, "cgroup v2: "+parent+" does not delegate the pids controller")
+				break
+			}
+			cg, err := makePidsCgroup(parent, max)
+			if err == nil {
+				return cg, nil
+			}
+			reasons = append(reasons, "cgroup v2: "+err.Error())
+			break
+		}
+	}
+	if v1 != "" && isFS(cgroupV1Root, unix.CGROUP_SUPER_MAGIC) {
+		cg, err := makePidsCgroup(filepath.Join(cgroupV1Root, v1), max)
+		if err == nil {
+			return cg, nil
+		}
+		reasons = append(reasons, "cgroup v1: "+err.Error())
+	}
+	if len(reasons) == 0 {
+		reasons = append(reasons, "no pids cgroup hierarchy is mounted")
+	}
+	return nil, errors.New(strings.Join(reasons, "; "))
+}
+
+// ownCgroups reads capstan's cgroup paths from /proc/self/cgroup: the
+// unified (v2) one and the v1 pids one, "" when absent.
+func ownCgroups() (v2, v1 string, err error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return "", "", fmt.Errorf("read own cgroup: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			v2 = parts[2]
+		case hasWord(strings.ReplaceAll(parts[1], ",", " "), "pids"):
+			v1 = parts[2]
+		}
+	}
+	return v2, v1, sc.Err()
+}
+
+func isFS(path string, magic int64) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && int64(st.Type) == magic
+}
+
+func hasWord(s, w string) bool {
+	for _, f := range strings.Fields(s) {
+		if f == w {
+			return true
+		}
+	}
+	return false
+}
+
+// makePidsCgroup creates a uniquely named child of parent with pids.max set.
+func makePidsCgroup(parent string, max int) (*pidsCgroup, error) {
+	dir, err := os.MkdirTemp(parent, "capstan-sbx-")
+	if err != nil {
+		return nil, fmt.Errorf("create a child of %s: %w", parent, err)
+	}
+	cg := &pidsCgroup{dir: dir}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
+		cg.remove()
+		return nil, fmt.Errorf("set pids.max in %s: %w", dir, err)
+	}
+	return cg, nil
+}
+
+// join moves pid into the cgroup. Its later children are born there.
+func (c *pidsCgroup) join(pid int) error {
+	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		return fmt.Errorf("move pid %d into %s: %w", pid, c.dir, err)
+	}
+	return nil
+}
+
+// refused is how many forks the kernel refused because the cgroup was at
+// pids.max (the "max" count of pids.events).
+func (c *pidsCgroup) refused() int64 {
+	b, err := os.ReadFile(filepath.Join(c.dir, "pids.events"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "max "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// remove kills whatever is left in the cgroup and deletes it. A cgroup
+// can only be removed once its last task has been reaped, so it retries
+// for up to two seconds.
+func (c *pidsCgroup) remove() {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		c.killAll()
+		err := syscall.Rmdir(c.dir)
+		if err == nil || errors.Is(err, syscall.ENOENT) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// killAll sends SIGKILL to every task in the cgroup.
+func (c *pidsCgroup) killAll() {
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
