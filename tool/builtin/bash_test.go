@@ -34,30 +34,33 @@ func alive(pid int) bool {
 	return true
 }
 
+// pollWait bounds waitGone and readPID: generous, since on a loaded CI
+// machine under -race starting a shell can take seconds; a passing test
+// returns as soon as its condition holds.
+const pollWait = 20 * time.Second
+
 // waitGone polls until pid is gone (the kill is synchronous, but reaping
 // by init is not).
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(pollWait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if !alive(pid) {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("process %d still running", pid)
 }
 
 func readPID(t *testing.T, e *env, name string) int {
 	t.Helper()
-	for i := 0; i < 200; i++ {
-		if s, ok := e.read(name); ok && strings.TrimSpace(s) != "" {
+	for deadline := time.Now().Add(pollWait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if s, ok := e.read(name); ok && strings.HasSuffix(s, "\n") {
 			pid, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return pid
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("no pid file %s", name)
 	return 0
