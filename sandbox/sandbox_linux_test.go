@@ -168,8 +168,14 @@ func TestReadOutsideRootDenied(t *testing.T) {
 	}
 }
 
+// TestForkBomb: a program that multiplies itself is stopped at the process
+// limit. The bomb doubles at each of 6 levels (about 250 processes at
+// most), far past the limit of 32 yet bounded: when capstan runs as root,
+// RLIMIT_NPROC does not apply and only the watchdog stops the tree, and an
+// unbounded bomb on a loaded machine could grow until other tests (and
+// other processes of the machine) cannot fork.
 func TestForkBomb(t *testing.T) {
-	root, build := skillDir(t, map[string]string{"bomb.sh": "bomb() { bomb | bomb & }; bomb\nsleep 2\necho survived\n"})
+	root, build := skillDir(t, map[string]string{"bomb.sh": "bomb() { if [ \"$1\" -gt 0 ]; then bomb $(($1-1)) & bomb $(($1-1)) & fi; sleep 5; }\nbomb 6\necho survived\n"})
 	res := runIn(t, root, build, []string{"bash", "bomb.sh"}, func(s *Spec) {
 		s.Limits.Processes = 32
 		s.Timeout = 10 * time.Second
