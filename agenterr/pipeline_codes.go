@@ -33,6 +33,9 @@ const (
 	// CodeGit: running git failed (not a repository, bad revision, git
 	// missing).
 	CodeGit = "GIT"
+	// CodePipelineValidation: the pipeline ran, but its validation stage
+	// found a number no cited fact backs, or a conclusion without evidence.
+	CodePipelineValidation = "PIPELINE_VALIDATION"
 )
 
 // Sentinels for the pipeline codes, for errors.Is.
@@ -47,4 +50,5 @@ var (
 	ErrStageOutput        = sentinel(CodeStageOutput, LayerPipeline, true)
 	ErrGit                = sentinel(CodeGit, LayerPipeline, false)
 	ErrContextValue       = sentinel(CodeContextValue, LayerPipeline, false)
+	ErrPipelineValidation = sentinel(CodePipelineValidation, LayerPipeline, false)
 )

@@ -468,7 +468,7 @@ func TestActScriptsInSandbox(t *testing.T) {
 		t.Errorf("memo: %s", m.seen[3])
 	}
 	last := res.Evidence[len(res.Evidence)-1]
-	if last.OK || !strings.Contains(last.Error, "retry of seed 001") {
+	if last.OK || !strings.Contains(last.Error, "the one retry after a script failure is used up") {
 		t.Errorf("retry budget: %+v", last)
 	}
 	if ev := res.Evidence[1]; ev.Tool != "runScript" || ev.Stderr != "broken" {

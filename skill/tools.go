@@ -766,7 +766,7 @@ func (s *session) runScript(ctx context.Context, input json.RawMessage) toolOutp
 		return failure(s.missingErr(rel))
 	}
 	if s.scriptFailures >= 2 {
-		e := agenterr.New(agenterr.CodeSkillRepeatedFailure, agenterr.LayerSkill, true, "scripts failed twice; the one retry of seed 001 §8 is used up")
+		e := agenterr.New(agenterr.CodeSkillRepeatedFailure, agenterr.LayerSkill, true, "scripts failed twice; the one retry after a script failure is used up")
 		e.Hint = "produce the output without scripts, or finalize and report"
 		out := failure(e)
 		out.refused = true

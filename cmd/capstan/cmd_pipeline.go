@@ -33,7 +33,7 @@ type pipelineDeps struct {
 func newPipelineCmd(deps pipelineDeps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pipeline",
-		Short: "Run a contract-checked reasoning pipeline (seed 003)",
+		Short: "Run a contract-checked reasoning pipeline (a git-activity summary whose numbers cite commits)",
 	}
 	cmd.AddCommand(newPipelineRunCmd(deps), newPipelineCheckCmd(deps))
 	return cmd
@@ -57,8 +57,11 @@ inference, summarization and validation. Every number in the summary comes
 from a fact that cites commit hashes. Without --file the standard pipeline
 runs; --file runs a pipeline declared in YAML (see docs/pipeline.md).
 
-Exit codes: 0 ok; 1 a violation or failed stage stopped the pipeline;
-2 usage or configuration error (including pipeline compile errors);
+Exit codes: 0 ok and every number in the summary is backed by a cited
+fact; 1 a violation or failed stage stopped the pipeline, or the validation
+stage failed (a number no fact backs, a conclusion without evidence);
+2 usage or configuration error (including pipeline compile errors and a
+time window the request states in words capstan cannot read);
 3 provider or internal error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,7 +70,7 @@ Exit codes: 0 ok; 1 a violation or failed stage stopped the pipeline;
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.repo, "repo", ".", "git repository to read")
-	fl.StringVar(&f.since, "since", "", "window start: 7d, 2w, 36h, YYYY-MM-DD or RFC 3339 (default: from the request, else 7d)")
+	fl.StringVar(&f.since, "since", "", "window start: 36h, 7d, 2w, 3m (months), 1y, YYYY-MM-DD or RFC 3339 (default: from the request, else 7d)")
 	fl.StringVar(&f.model, "model", "", "provider:model for intent detection, inference, summarization and model stages (default: rule-based)")
 	fl.StringVar(&f.file, "file", "", "pipeline YAML file (default: the standard pipeline)")
 	fl.StringVar(&f.now, "now", "", "the current time, RFC 3339 (for reproducible output; default: the clock)")
@@ -126,7 +129,11 @@ func openPipelineModel(ctx context.Context, spec, base string) (llm.Model, error
 	if base != "" {
 		dir = filepath.Dir(base)
 	}
-	m, err := llm.OpenModel(ctx, spec, llm.Config{AgentDir: dir, WorkDir: dir})
+	uc, err := loadUserConfig()
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	m, err := llm.OpenModel(ctx, spec, llm.Config{AgentDir: dir, WorkDir: dir, BaseURL: uc.baseURLFor(spec)})
 	if err != nil {
 		if agenterr.CodeOf(err) == agenterr.CodeUnknownProvider {
 			return nil, withExit(exitUsage, err)
@@ -177,7 +184,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	}
 	in, err := standard.Input(request, f.repo, f.since, now)
 	if err != nil {
-		return withExit(exitUsage, fmt.Errorf("--since: %w", err))
+		return withExit(exitUsage, err)
 	}
 	for name, v := range f.inputs {
 		if in.Has(pipeline.NamespaceInput + "." + name) {
@@ -244,15 +251,42 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		printPipelineResult(stdout, out)
 	}
 	printPipelineDiagnostics(stderr, out)
+	if runErr == nil {
+		runErr = validationFailure(out)
+	}
 	if runErr != nil {
 		switch agenterr.CodeOf(runErr) {
 		case agenterr.CodeContractViolation, agenterr.CodeNamespaceViolation, agenterr.CodeStageFailed,
-			agenterr.CodeStageTimeout, agenterr.CodeStagePanic, agenterr.CodeStageOutput, agenterr.CodeCanceled, agenterr.CodeGit:
+			agenterr.CodeStageTimeout, agenterr.CodeStagePanic, agenterr.CodeStageOutput, agenterr.CodeCanceled, agenterr.CodeGit,
+			agenterr.CodePipelineValidation:
 			return withExit(exitNotCompleted, runErr)
 		}
 		return withExit(exitInternal, runErr)
 	}
 	return nil
+}
+
+// validationFailure turns a failed validation report into an error: the
+// summary was printed, but a number in it is not backed by a fact, so the
+// run must not pass as a success in a script or CI job.
+func validationFailure(out *pipeline.AgentContext) error {
+	var reps []standard.ValidationReport
+	if out.Decode(standard.KeyValidationReport, &reps) != nil {
+		return nil
+	}
+	failed := 0
+	for _, r := range reps {
+		if !r.Passed {
+			failed += len(r.Violations)
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	e := agenterr.New(agenterr.CodePipelineValidation, agenterr.LayerPipeline, false,
+		"validation failed: %d problem(s) in the summary (listed above as validation: ...)", failed)
+	e.Hint = "every number in the summary must equal a fact it cites; see the Facts list"
+	return e
 }
 
 // printPipelineResult writes the summary and the facts it cites.

@@ -165,7 +165,8 @@ func TestPipelineRunExitCodes(t *testing.T) {
 		want string
 	}{
 		{"not a repo", []string{"--repo", dir, "x"}, exitUsage, "not a git repository"},
-		{"bad since", []string{"--repo", repo, "--since", "soon", "x"}, exitUsage, "want a duration like 7d"},
+		{"bad since", []string{"--repo", repo, "--since", "soon", "x"}, exitUsage, "want a relative window like 36h, 7d, 2w, 3m (months) or 1y"},
+		{"unreadable time phrase", []string{"--repo", repo, "summarize the last two fortnights"}, exitUsage, "pass --since"},
 		{"bad now", []string{"--repo", repo, "--now", "noon", "x"}, exitUsage, "RFC 3339"},
 		{"empty request", []string{"--repo", repo, " "}, exitUsage, "request is empty"},
 		{"no request", []string{"--repo", repo}, exitUsage, "requires at least 1 arg"},
@@ -239,7 +240,7 @@ func TestPipelineExamples(t *testing.T) {
 }
 
 // With the script provider linked in (as the capstan binary does), the
-// scripted model's unbacked number is flagged.
+// scripted model's unbacked number is flagged and fails the run (exit 1).
 func TestPipelineScriptedModel(t *testing.T) {
 	if !slices.Contains(llm.ModelProviders(), "script") {
 		t.Skip("script provider not linked into this build")
@@ -248,8 +249,9 @@ func TestPipelineScriptedModel(t *testing.T) {
 	wd, _ := os.Getwd()
 	script := filepath.Join(wd, "../../examples/pipeline/standard.script.yaml")
 	code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--now", fixedNow, "--repo", repo, "--model", "script:"+script, "summarize development activity")
-	if code != exitOK || !strings.HasPrefix(out, "Development continued in the window [F1]; the team also closed about 12345 tickets.") ||
-		!strings.Contains(errOut, "validation: number not backed by a cited fact: summary: 12345") {
+	if code != exitNotCompleted || !strings.HasPrefix(out, "Development continued in the window [F1]; the team also closed about 12345 tickets.") ||
+		!strings.Contains(errOut, "validation: number not backed by a cited fact: summary: 12345") ||
+		!strings.Contains(errOut, "PIPELINE_VALIDATION: validation failed: 1 problem(s)") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
@@ -261,7 +263,7 @@ func TestPipelineExampleWithModelStage(t *testing.T) {
 	repo := pipelinetest.MakeGitRepo(t, t.TempDir(), pipelinetest.GitSteps())
 	code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--json", "--now", fixedNow, "--repo", repo,
 		"--file", "../../examples/pipeline/with-model-stage.yaml", "--model", "script:with-model-stage.script.yaml", "summarize development activity")
-	if code != exitOK || !strings.Contains(out, `"text": "Commits in the window"`) || !strings.Contains(errOut, "summary: 12345") {
+	if code != exitNotCompleted || !strings.Contains(out, `"text": "Commits in the window"`) || !strings.Contains(errOut, "summary: 12345") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }

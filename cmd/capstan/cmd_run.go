@@ -49,31 +49,44 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 }
 
 func newRunCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "run DIR [--<parameter> VALUE ...] [flags]",
 		Short: "Run the agent defined in DIR until its completion is verified or a limit stops it",
 		Long: `Run the agent defined in DIR (agent.json, steps_registry.json, prompts/).
 
 Every parameter declared in agent.json becomes a flag (--<name> or its "cli"
 name) and the prompt variable {uv-<name>}. Run "capstan run DIR --help" to
-see an agent's parameter flags.
+see an agent's parameter flags with the flags below. Flags may come before
+or after DIR.
+
+The model is --model, else $CAPSTAN_MODEL, else the agent's runner.model,
+else default_model in the user config file.
 
 Exit codes: 0 completed; 1 ran but did not complete (budget, limit, abort,
 validation exhausted); 2 usage or configuration error; 3 provider or internal error.`,
 		DisableFlagParsing: true,
+		ValidArgsFunction:  completeRunArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAgent(cmd, args)
 		},
 	}
+	// Parsed by runAgent once DIR is known; registered here so that
+	// `capstan run --help` lists them.
+	var shown runFlags
+	shown.register(cmd.Flags())
+	return cmd
 }
 
-// agentDirArg finds DIR among raw args: the first argument that is neither
-// a flag nor the value of one of capstan's own value flags. Put DIR first
-// (capstan run DIR --name value) when passing parameter flags.
+// agentDirArg finds DIR among raw args and returns it with the other
+// args. Flags may come before DIR: capstan's own value flags take their
+// value, and of the remaining words the first that is an agent folder (it
+// holds agent.json) is DIR, so "run --name bob examples/hello" reads DIR
+// as examples/hello. Without such a folder, the first word is DIR (and
+// loading it reports what is wrong). Put DIR first when a parameter's
+// value is itself an agent folder.
 func agentDirArg(args []string) (string, []string) {
-	valueFlags := map[string]bool{"--model": true, "--base-url": true, "--workdir": true, "--max-iterations": true,
-		"--connect-timeout": true, "--first-byte-timeout": true, "--stream-idle-timeout": true, "--max-retry-after": true}
 	without := func(i, n int) []string { return append(append([]string{}, args[:i]...), args[i+n:]...) }
+	first := -1
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -82,13 +95,32 @@ func agentDirArg(args []string) (string, []string) {
 				return args[i+1], without(i, 2)
 			}
 			return "", args
-		case valueFlags[a]:
+		case isValueFlag(a):
 			i++ // skip the flag's value
 		case !strings.HasPrefix(a, "-"):
-			return a, without(i, 1)
+			if isAgentDir(a) {
+				return a, without(i, 1)
+			}
+			if first < 0 {
+				first = i
+			}
 		}
 	}
+	if first >= 0 {
+		return args[first], without(first, 1)
+	}
 	return "", args
+}
+
+// isValueFlag reports whether a is one of capstan's own flags of run that
+// takes its value as the next argument.
+func isValueFlag(a string) bool {
+	switch a {
+	case "--model", "--base-url", "--workdir", "--max-iterations",
+		"--connect-timeout", "--first-byte-timeout", "--stream-idle-timeout", "--max-retry-after":
+		return true
+	}
+	return false
 }
 
 func isHelp(args []string) bool {
@@ -109,7 +141,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 		}
 		return withExit(exitUsage, errors.New("run: missing agent directory (usage: capstan run DIR [--<parameter> VALUE ...])"))
 	}
-	def, err := agent.LoadPinned(dir, modelArg(rest))
+	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
 		printConfigError(stderr, err)
 		return withExit(exitUsage, nil)
@@ -129,6 +161,9 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
+	}
+	if err := applyUserDefaults(&flags, def); err != nil {
+		return withExit(exitUsage, err)
 	}
 	values := map[string]string{}
 	for name, flagName := range params {
@@ -181,6 +216,16 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, w.String())
 	}
+	def, err := withUserPricing(def)
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
+		return withExit(exitUsage, err)
+	}
+	if !flags.quiet {
+		announceWorkDir(stderr, flags.workDir)
+	}
 	streaming := flags.stream.enabled(stderr, flags.quiet)
 	var progress *progressPrinter
 	if !flags.quiet || streaming {
@@ -214,7 +259,9 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if progress != nil {
 		progress.end()
 	}
-	printSummary(stderr, res)
+	if !flags.quiet {
+		printSummary(stderr, res)
+	}
 	if flags.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
 			return withExit(exitInternal, err)
@@ -331,7 +378,8 @@ since are listed (added / removed / modified) and ignored; pass
 Both choices are journaled. A run whose recorded definition is missing
 (DEFINITION_SNAPSHOT_MISSING) or does not match its digest
 (DEFINITION_SNAPSHOT_MISMATCH) is refused unless --reload-definition is given.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRunIDs(&flags.workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rec, err := loadRun(flags.workDir, args[0])
 			if err != nil {

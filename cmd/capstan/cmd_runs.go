@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -181,24 +180,42 @@ func writeJSON(w io.Writer, v any) error {
 func newShowCmd() *cobra.Command {
 	var workDir string
 	var asJSON bool
+	var view reportFlags
 	cmd := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Show one run (found by id from any directory): iterations, prompts, responses, tools, checks, usage and how it ended",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show one run (found by id from any directory) as a chronological account: per iteration the prompt, the model's text and tool calls in order, the verdict, tokens and cost",
+		Long: `Show one run as a chronological account. Per iteration: where the prompt
+came from, the model's text and its tool calls in the order they happened
+(with offsets and durations), the completion check, each validator's result
+and failure pattern, the retry prompt sent next, the verdict, tokens and cost.
+
+--format md writes GitHub Markdown for a pull request comment or a CI job
+summary (for example >> "$GITHUB_STEP_SUMMARY"). capstan report RUN --html
+writes the same account as one self-contained HTML page.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRunIDs(&workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rec, err := loadRun(workDir, args[0])
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
 			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), rec); err != nil {
+				if err := writeJSON(out, rec); err != nil {
 					return withExit(exitInternal, err)
 				}
 			} else {
 				for _, note := range rec.Integrity.Notes() {
-					fmt.Fprintf(cmd.OutOrStdout(), "journal: %s\n", note)
+					fmt.Fprintf(out, "journal: %s\n", note)
 				}
-				printRun(cmd.OutOrStdout(), rec)
+				if err := view.write(out, rec.ID, rec.Journal); err != nil {
+					return err
+				}
+				if view.format == "text" {
+					// The definition the run was pinned to, and on resume
+					// whether the agent folder had changed.
+					printDefinitions(out, rec.Definitions)
+				}
 			}
 			// A forged or damaged record is shown, but never as a clean one.
 			if err := journalProblem(rec); err != nil {
@@ -208,99 +225,7 @@ func newShowCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&workDir, "workdir", ".", "also find runs an older capstan kept under <workdir>/.capstan/runs")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run record as JSON")
+	view.register(cmd.Flags(), "text")
 	return cmd
-}
-
-func printRun(w io.Writer, rec *agent.RunRecord) {
-	fmt.Fprintf(w, "run %s\n", rec.ID)
-	if s := rec.Start; s != nil {
-		fmt.Fprintf(w, "agent %s (%s)  model %s  workdir %s\n", s.Agent, s.AgentDir, s.Model, s.WorkDir)
-		if len(s.Params) > 0 {
-			fmt.Fprintf(w, "params %v\n", s.Params)
-		}
-	}
-	printDefinitions(w, rec.Definitions)
-	for _, it := range rec.Iterations {
-		fmt.Fprintf(w, "\n== iteration %d", it.Iteration)
-		if it.Step != "" {
-			fmt.Fprintf(w, "  step %s", it.Step)
-		}
-		if !it.Finished {
-			fmt.Fprint(w, "  (cut short)")
-		}
-		fmt.Fprintln(w)
-		if it.Prompt != "" {
-			fmt.Fprintf(w, "-- prompt (%s)\n%s\n", it.PromptSource, indent(it.Prompt))
-		}
-		if q := it.Query; q != nil {
-			for _, u := range q.ToolUses {
-				status := "ok"
-				switch {
-				case u.Denied:
-					status = "DENIED"
-				case u.IsError:
-					status = "error"
-				}
-				fmt.Fprintf(w, "-- tool %s %s [%s]\n%s\n", u.Name, truncate(string(u.Input), 200), status, indent(truncate(u.Output, 400)))
-			}
-			for _, r := range q.Responses {
-				fmt.Fprintf(w, "-- response\n%s\n", indent(r))
-			}
-			if len(q.StructuredOutput) > 0 {
-				fmt.Fprintf(w, "-- structured output\n%s\n", indent(string(q.StructuredOutput)))
-			}
-			cost := q.CostUSD
-			if it.Summary != nil {
-				cost = it.Summary.CostUSD
-			}
-			fmt.Fprintf(w, "-- usage input uncached=%d cache_write=%d cache_read=%d  out=%d turns=%d cost=$%.4f\n",
-				q.Usage.InputTokens, q.Usage.CacheWriteTokens, q.Usage.CacheReadTokens, q.Usage.OutputTokens, q.Turns, cost)
-		}
-		for _, ev := range it.Events {
-			fmt.Fprintf(w, "-- %s %s\n", ev.Type, truncate(string(ev.Data), 600))
-		}
-		for _, e := range it.Errors {
-			fmt.Fprintf(w, "-- error %s: %s\n", e.Code, e.Message)
-		}
-		if o := it.Outcome; o != nil {
-			switch {
-			case o.Complete:
-				fmt.Fprintf(w, "-- outcome: complete (%s)\n", o.Reason)
-			case o.Stop:
-				fmt.Fprintf(w, "-- outcome: stopped (%s)\n", o.Reason)
-			default:
-				fmt.Fprintf(w, "-- outcome: continue %s\n", o.Reason)
-			}
-		}
-	}
-	fmt.Fprintln(w)
-	for _, warn := range rec.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
-	}
-	if r := rec.Result; r != nil {
-		status := "NOT COMPLETED"
-		if r.Success {
-			status = "COMPLETED"
-		}
-		fmt.Fprintf(w, "%s: %s — %s\n", status, r.CompletionReason, r.Reason)
-		fmt.Fprintf(w, "iterations %d  input uncached=%d cache_write=%d cache_read=%d  out=%d  cost $%.4f  %dms\n", r.Iterations,
-			r.Usage.InputTokens, r.Usage.CacheWriteTokens, r.Usage.CacheReadTokens, r.Usage.OutputTokens, r.CostUSD, r.DurationMs)
-		if r.Error != nil {
-			fmt.Fprintf(w, "error %s: %s (recoverable=%v)\n", r.Error.Code, r.Error.Message, r.Error.Recoverable)
-		}
-	} else {
-		fmt.Fprintf(w, "UNFINISHED: the journal has no run.end event (the run was killed or is still running); %d iterations finished\n", rec.FinishedIterations())
-	}
-}
-
-func indent(s string) string {
-	return "   " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n   ")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
 }

@@ -100,10 +100,11 @@ func newSkillsRunCmd() *cobra.Command {
 	var f skillsRunFlags
 	c := &cobra.Command{
 		Use:   "run DIR --skill ID --goal TEXT [--input k=v ...] [--expect PATH[:SCHEMA] ...] --model M",
-		Short: "Run one skill to validated outputs (seed 001 SkillRuntime)",
+		Short: "Run one skill until its expected outputs exist and validate",
 		Long: `Run the skill ID found under DIR: the model chooses the actions (read SKILL.md,
 read references, expand templates, run scripts in the sandbox, write artifacts
-under build/), the runtime enforces budgets and validates.
+under <workdir>/build/ unless --build says otherwise), the runtime enforces
+budgets and validates. The skill's own folder is only read.
 
 --input k=v     an input; v is parsed as JSON when it is JSON, else a string
 --expect P[:S]  an expected output build/P, validated against the JSON Schema
@@ -126,8 +127,8 @@ errors; 3 model/provider or internal errors.`,
 	fs.StringArrayVar(&f.constraints, "constraint", nil, "a constraint for the run (repeatable)")
 	fs.StringVar(&f.model, "model", os.Getenv("CAPSTAN_MODEL"), "model as provider:model (script:<file> is relative to DIR)")
 	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider")
-	fs.StringVar(&f.build, "build", "", "build directory (default <skill>/build)")
-	fs.StringVar(&f.workDir, "workdir", ".", "the work dir the skill acts in (its run journal goes to the state directory, see docs/journal.md)")
+	fs.StringVar(&f.build, "build", "", "build directory the skill writes its artifacts to (default <workdir>/build, never the skill's own folder)")
+	fs.StringVar(&f.workDir, "workdir", ".", "the work dir the skill acts in: artifacts go to <workdir>/build (its run journal goes to the state directory, see docs/journal.md)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the ActResult as JSON on stdout")
 	f.stream.register(fs, "")
 	fs.BoolVar(&f.fresh, "fresh", false, "ignore the record of an identical earlier run")
@@ -175,13 +176,23 @@ func parseExpects(list []string) ([]skill.Expected, error) {
 
 func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFlags) error {
 	stderr := cmd.ErrOrStderr()
+	uc, err := loadUserConfig()
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	if f.model == "" {
+		f.model = uc.DefaultModel
+	}
+	if f.baseURL == "" {
+		f.baseURL = uc.baseURLFor(f.model)
+	}
 	switch {
 	case f.skillID == "":
 		return withExit(exitUsage, errors.New("skills run: --skill is required"))
 	case strings.TrimSpace(f.goal) == "":
 		return withExit(exitUsage, errors.New("skills run: --goal is required"))
 	case f.model == "":
-		return withExit(exitUsage, errors.New("skills run: --model is required (e.g. script:run.yaml, anthropic:claude-sonnet-4-5); or set CAPSTAN_MODEL"))
+		return withExit(exitUsage, errors.New("skills run: --model is required (e.g. script:run.yaml, anthropic:claude-sonnet-4-5); or set CAPSTAN_MODEL, or default_model in the user config"))
 	}
 	inputs, err := parseInputs(f.inputs)
 	if err != nil {
@@ -208,6 +219,10 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		if w.SkillID == sk.ID {
 			fmt.Fprintln(stderr, "warning:", w.String())
 		}
+	}
+	if f.build == "" {
+		// Artifacts belong to the work, not to the skill's source folder.
+		f.build = filepath.Join(f.workDir, "build")
 	}
 	absDir, _ := filepath.Abs(dir)
 	provider, modelName := llm.ParseSpec(f.model)

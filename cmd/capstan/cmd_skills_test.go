@@ -76,9 +76,13 @@ func TestSkillsRunExample(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.Completed || res.ExitReason != "validated" {
 		t.Fatalf("%v %s", err, out)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "status-report", "build", "report.json"))
+	// Artifacts go to the work dir, never into the skill's own folder.
+	b, err := os.ReadFile(filepath.Join(workDir, "build", "report.json"))
 	if err != nil || !strings.Contains(string(b), `"generated_by": "status-report"`) {
 		t.Errorf("report.json %s %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "status-report", "build")); err == nil {
+		t.Error("the skill run wrote into the skill's folder")
 	}
 	// The identical second run reuses the validated outputs.
 	code, out, _ = captureConfigCLI(t, args...)

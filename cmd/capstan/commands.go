@@ -18,5 +18,9 @@ func subcommands() []*cobra.Command {
 		newShowCmd(),
 		newSkillsCmd(),
 		newPipelineCmd(pipelineDeps{Runner: agent.DirRunner{}}),
+		newReportCmd(),
+		newDoctorCmd(),
+		newMCPCmd(),
+		newVersionCmd(),
 	}
 }

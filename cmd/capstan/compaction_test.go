@@ -56,7 +56,7 @@ func TestLongRunCompactsWithinTheWindowAndShowsIt(t *testing.T) {
 		t.Fatalf("result %+v (%v)\n%s", res, err, out)
 	}
 	code, out, _ = captureConfigCLI(t, "show", res.RunID, "--workdir", wd)
-	if code != 0 || !strings.Contains(out, "-- context.compacted") || !strings.Contains(out, "input uncached=") ||
+	if code != 0 || !strings.Contains(out, "context: context compacted: ~") || !strings.Contains(out, "tool outputs stubbed") || !strings.Contains(out, "tokens in ") ||
 		!strings.Contains(out, "COMPLETED") {
 		t.Fatalf("show (exit %d) lacks the compaction or the usage split:\n%.3000s", code, out)
 	}

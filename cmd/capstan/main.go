@@ -51,12 +51,25 @@ func withExit(code int, err error) error {
 }
 
 func newRootCmd() *cobra.Command {
+	var showVersion bool
 	root := &cobra.Command{
 		Use:           "capstan",
 		Short:         "Run LLM agents whose completion is verified, not declared",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		// --version prints what `capstan version` prints. (cobra's own
+		// Version field renders through text/template, which would keep
+		// every exported method of every type in the binary.)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				currentVersion().print(cmd.OutOrStdout())
+				return nil
+			}
+			return cmd.Help()
+		},
 	}
+	root.Flags().BoolVar(&showVersion, "version", false, "print the version (as capstan version does)")
 	root.AddCommand(subcommands()...)
 	return root
 }

@@ -133,7 +133,7 @@ func TestKilledRunIsReadableAndResumable(t *testing.T) {
 	runID := filepath.Base(filepath.Dir(journalPath))
 
 	code, out, _ := captureConfigCLI(t, "show", runID, "--workdir", wd)
-	if code != 0 || !strings.Contains(out, "== iteration 2  step s  (cut short)") || !strings.Contains(out, "UNFINISHED") ||
+	if code != 0 || !strings.Contains(out, "── iteration 2 · step s") || !strings.Contains(out, "(cut short: the run stopped during this iteration)") || !strings.Contains(out, "UNFINISHED") ||
 		!strings.Contains(out, "Iteration 1 for Ada") {
 		t.Fatalf("show after kill (exit %d):\n%s", code, out)
 	}
@@ -160,7 +160,7 @@ func TestKilledRunIsReadableAndResumable(t *testing.T) {
 		t.Fatalf("resumed result %+v", res)
 	}
 	code, out, _ = captureConfigCLI(t, "show", runID, "--workdir", wd)
-	if code != 0 || !strings.Contains(out, "COMPLETED: completed") || strings.Contains(out, "(cut short)") {
+	if code != 0 || !strings.Contains(out, "COMPLETED  completed") || strings.Contains(out, "(cut short") {
 		t.Fatalf("show after resume:\n%s", out)
 	}
 }
@@ -215,7 +215,7 @@ func TestHelloExampleRunsOffline(t *testing.T) {
 		t.Fatalf("human summary on stderr:\n%s", errOut)
 	}
 	code, out, _ = captureConfigCLI(t, "show", res["runId"].(string), "--workdir", wd)
-	if code != 0 || !strings.Contains(out, "step.transition") || !strings.Contains(out, "Append a second line") {
+	if code != 0 || !strings.Contains(out, "→ step initial.greet → continuation.greet (next)") || !strings.Contains(out, "Append a second line") {
 		t.Fatalf("show:\n%s", out)
 	}
 }

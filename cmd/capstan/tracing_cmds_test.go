@@ -283,17 +283,18 @@ func TestInterruptedRunExportsSpans(t *testing.T) {
 }
 
 // TestSkillsRunEarlyErrorEndsRunSpan: a skills run that stops on bad input
-// after its run.start (here a skill whose build/ is a file, refused before
+// after its run.start (here a work dir whose build/ is a file, refused before
 // the Act loop starts) never journals run.end; its run span is still ended
 // and exported, with status Error.
 func TestSkillsRunEarlyErrorEndsRunSpan(t *testing.T) {
 	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
-	if err := os.WriteFile(filepath.Join(dir, "status-report", "build"), []byte("not a folder"), 0o644); err != nil {
+	workDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(workDir, "build"), []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"skills", "run", dir, "--skill", "status-report", "--goal", "Status report",
 		"--expect", "summary.md",
-		"--model", "script:status-report.script.yaml", "--workdir", t.TempDir()}
+		"--model", "script:status-report.script.yaml", "--workdir", workDir}
 	if sandbox.Probe(t.Context()).Unavailable() != nil {
 		args = append(args, "--allow-unsandboxed")
 	}

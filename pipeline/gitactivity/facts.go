@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Fact is one number about the history, with the commits that back it.
@@ -201,11 +203,17 @@ var (
 )
 
 // Numbers lists the numbers stated in text, ignoring dates, times, commit
-// hashes, fact ids (F3) and email addresses.
+// hashes, fact ids (F3), email addresses and identifiers: a word that
+// starts with a letter or underscore (bob42, http3, v1.2) or contains a
+// slash (src/v2, http3/) names something, it does not state a number.
 func Numbers(text string) []Number {
-	clean := ignoreRe.ReplaceAllStringFunc(text, func(s string) string {
-		// Keep hex-looking words that are plain numbers: "42" contains no letter.
-		return strings.Repeat(" ", len(s))
+	blank := func(s string) string { return strings.Repeat(" ", len(s)) }
+	clean := ignoreRe.ReplaceAllStringFunc(text, blank)
+	clean = wordRe.ReplaceAllStringFunc(clean, func(w string) string {
+		if isIdentifier(strings.Trim(w, identifierTrim)) {
+			return blank(w)
+		}
+		return w
 	})
 	var out []Number
 	for _, m := range numberRe.FindAllString(clean, -1) {
@@ -221,6 +229,25 @@ func Numbers(text string) []Number {
 		out = append(out, Number{Text: m, Value: v, Decimals: dec})
 	}
 	return out
+}
+
+// wordRe splits text into whitespace-separated words.
+var wordRe = regexp.MustCompile(`\S+`)
+
+// identifierTrim is the punctuation around a word that is not part of it.
+const identifierTrim = ".,;:!?()[]{}<>\"'`*"
+
+// isIdentifier reports whether a word with digits names something (a
+// user, a folder, a version) rather than stating a number.
+func isIdentifier(w string) bool {
+	if !strings.ContainsAny(w, "0123456789") {
+		return false
+	}
+	if strings.Contains(w, "/") && strings.IndexFunc(w, unicode.IsLetter) >= 0 {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(w)
+	return r == '_' || unicode.IsLetter(r)
 }
 
 // Backed reports whether n equals one of values at n's precision.

@@ -47,30 +47,41 @@ func (w Window) String() string {
 	return w.Since.UTC().Format(time.RFC3339) + ".." + w.Until.UTC().Format(time.RFC3339)
 }
 
-var relRe = regexp.MustCompile(`^(\d{1,4})([hdw])$`)
+var relRe = regexp.MustCompile(`^(\d{1,4})([hdwmy])$`)
 
-// ParseSince turns "7d", "2w", "36h", "YYYY-MM-DD" (midnight UTC) or an
-// RFC 3339 time into the window from that moment to now. The start must be
-// before now and at most 20 years back.
+// ParseSince turns a relative window ("36h", "7d", "2w", "3m" for three
+// calendar months, "1y" for one calendar year), "YYYY-MM-DD" (midnight UTC)
+// or an RFC 3339 time into the window from that moment to now. The start
+// must be before now and at most 20 years back.
 func ParseSince(s string, now time.Time) (Window, error) {
 	s = strings.TrimSpace(s)
 	now = now.UTC()
 	var since time.Time
 	if m := relRe.FindStringSubmatch(s); m != nil {
 		n, _ := strconv.Atoi(m[1])
-		unit := map[string]time.Duration{"h": time.Hour, "d": 24 * time.Hour, "w": 7 * 24 * time.Hour}[m[2]]
-		since = now.Add(-time.Duration(n) * unit)
+		switch m[2] {
+		case "h":
+			since = now.Add(-time.Duration(n) * time.Hour)
+		case "d":
+			since = now.AddDate(0, 0, -n)
+		case "w":
+			since = now.AddDate(0, 0, -7*n)
+		case "m":
+			since = now.AddDate(0, -n, 0)
+		case "y":
+			since = now.AddDate(-n, 0, 0)
+		}
 	} else if t, err := time.Parse("2006-01-02", s); err == nil {
 		since = t.UTC()
 	} else if t, err := time.Parse(time.RFC3339, s); err == nil {
 		since = t.UTC()
 	} else {
-		return Window{}, fmt.Errorf("since %q: want a duration like 7d, 2w or 36h, a date YYYY-MM-DD, or an RFC 3339 time", s)
+		return Window{}, fmt.Errorf("since %q: want a relative window like 36h, 7d, 2w, 3m (months) or 1y, a date YYYY-MM-DD, or an RFC 3339 time", s)
 	}
 	if !since.Before(now) {
 		return Window{}, fmt.Errorf("since %q: %s is not before now (%s)", s, since.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
-	if now.Sub(since) > 20*365*24*time.Hour {
+	if now.AddDate(-20, 0, 0).After(since) {
 		return Window{}, fmt.Errorf("since %q: more than 20 years back", s)
 	}
 	return Window{Since: since, Until: now}, nil
@@ -116,11 +127,13 @@ func (c Commit) Deleted() int {
 }
 
 // LogFormat is the --format given to git log: one header line per commit
-// that starts with a NUL byte and separates its fields with NUL bytes. Git
+// that starts with a NUL byte and separates its fields with NUL bytes. The
+// author name and email are the ones .mailmap maps them to (%aN, %aE), so
+// one person committing under several identities counts once. Git
 // identities and subjects cannot contain NUL or newlines, and --numstat
 // lines contain no NUL (unusual paths are C-quoted), so any author name or
 // subject parses unambiguously.
-const LogFormat = "%x00%H%x00%an%x00%ae%x00%aI%x00%cI%x00%s"
+const LogFormat = "%x00%H%x00%aN%x00%aE%x00%aI%x00%cI%x00%s"
 
 // LogArgs returns the git arguments Log uses for repo and w (exported so
 // users can see exactly what ran, and tests can compare with git).
@@ -146,7 +159,11 @@ func CheckRepo(ctx context.Context, repo string) error {
 }
 
 // Log runs git log on repo for the window and parses its output. A
-// repository without commits yields no commits.
+// repository without commits yields no commits. In a shallow clone the
+// window must end after its oldest commit: git shows that boundary commit
+// as adding every file of the tree, and the commits before it are missing,
+// so a window that reaches it fails with a GIT error instead of counting
+// wrong numbers.
 func Log(ctx context.Context, repo string, w Window) ([]Commit, error) {
 	if err := CheckRepo(ctx, repo); err != nil {
 		return nil, err
@@ -154,11 +171,50 @@ func Log(ctx context.Context, repo string, w Window) ([]Commit, error) {
 	if _, err := run(ctx, "-C", repo, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
 		return nil, nil // no commits yet
 	}
+	if err := checkShallow(ctx, repo, w); err != nil {
+		return nil, err
+	}
 	out, err := run(ctx, LogArgs(repo, w)...)
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, true, "git log in %s", repo)
 	}
 	return ParseLog(out)
+}
+
+// checkShallow refuses a window that reaches the history cut of a shallow
+// clone: the boundary commits (those whose parents were not fetched) must
+// all be older than the window's start.
+func checkShallow(ctx context.Context, repo string, w Window) error {
+	out, err := run(ctx, "-C", repo, "rev-parse", "--is-shallow-repository")
+	if err != nil || strings.TrimSpace(string(out)) != "true" {
+		return nil
+	}
+	path, err := run(ctx, "-C", repo, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
+	if err != nil {
+		return agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, false, "%s is a shallow clone whose history cut cannot be read", repo)
+	}
+	data, err := os.ReadFile(strings.TrimSpace(string(path)))
+	if err != nil {
+		return agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, false, "%s is a shallow clone whose history cut cannot be read", repo)
+	}
+	for _, h := range strings.Fields(string(data)) {
+		if !hashRe.MatchString(h) {
+			continue
+		}
+		ct, err := run(ctx, "-C", repo, "show", "-s", "--format=%cI", h)
+		if err != nil {
+			continue // a boundary commit no longer reachable
+		}
+		t, err := time.Parse(time.RFC3339, strings.TrimSpace(string(ct)))
+		if err != nil || !t.Before(w.Since) {
+			e := agenterr.New(agenterr.CodeGit, agenterr.LayerPipeline, false,
+				"%s is a shallow clone and the window %s reaches its history cut at commit %.12s: commits before it are missing and git counts that commit as adding the whole tree",
+				repo, w, h)
+			e.Hint = "fetch the full history with `git fetch --unshallow` (actions/checkout: `fetch-depth: 0`), or choose a later --since"
+			return e
+		}
+	}
+	return nil
 }
 
 func run(ctx context.Context, args ...string) ([]byte, error) {

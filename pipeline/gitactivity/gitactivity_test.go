@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +23,8 @@ func TestParseSince(t *testing.T) {
 		"2026-11-01":           time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
 		"2026-11-20T10:00:00Z": time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC),
 		" 7d ":                 now.AddDate(0, 0, -7),
+		"3m":                   time.Date(2026, 8, 21, 12, 0, 0, 0, time.UTC),
+		"1y":                   time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC),
 	}
 	for in, want := range good {
 		w, err := ParseSince(in, now)
@@ -29,7 +32,7 @@ func TestParseSince(t *testing.T) {
 			t.Errorf("%q: %v %v", in, w, err)
 		}
 	}
-	for _, bad := range []string{"", "7", "d", "7y", "-7d", "0d", "2027-01-01", "yesterday", "99999d", "1900-01-01", "7d; rm -rf /", "--all"} {
+	for _, bad := range []string{"", "7", "d", "-7d", "0d", "2027-01-01", "yesterday", "99999d", "1900-01-01", "7d; rm -rf /", "--all"} {
 		if _, err := ParseSince(bad, now); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -128,6 +131,19 @@ func TestNumbers(t *testing.T) {
 	}
 	if !Backed(got[2], []float64{1234}) || Backed(got[3], []float64{2.4, 3}) || !Backed(got[3], []float64{2.49}) {
 		t.Fatal("Backed")
+	}
+}
+
+// Digits inside names (an author bob42, a folder http3/, a version v1.2)
+// are not numbers the text states; numbers next to them still are.
+func TestNumbersIgnoreIdentifiers(t *testing.T) {
+	got := Numbers("bob42 <bob42@example.com>: 3 commits; area http3/: 5 file changes; src/v2 and v1.2 and _x9, then (7) and 12%.")
+	var vals []string
+	for _, n := range got {
+		vals = append(vals, n.Text)
+	}
+	if strings.Join(vals, " ") != "3 5 7 12" {
+		t.Fatalf("numbers = %v", vals)
 	}
 }
 
@@ -284,4 +300,54 @@ func FuzzParseSince(f *testing.F) {
 			t.Fatalf("%q -> %v", s, w)
 		}
 	})
+}
+
+// .mailmap maps two identities of one person to one author.
+func TestLogHonoursMailmap(t *testing.T) {
+	d := func(day int) time.Time { return time.Date(2026, 11, day, 10, 0, 0, 0, time.UTC) }
+	dir := pipelinetest.MakeGitRepo(t, t.TempDir(), []pipelinetest.Step{
+		{When: d(1), Author: "A <a@example.com>", Message: "init", Files: map[string]string{".mailmap": "Bob Marley <bob@example.com> <bob@old.example.com>\n"}},
+		{When: d(18), Author: "Bob Marley <bob@example.com>", Message: "one", Files: map[string]string{"a": "1\n"}},
+		{When: d(19), Author: "bobby <bob@old.example.com>", Message: "two", Files: map[string]string{"a": "2\n"}},
+	})
+	w, _ := ParseSince("7d", pipelinetest.Now())
+	cur, err := Log(context.Background(), dir, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := Facts(cur, w, nil, w.Previous())
+	for _, f := range facts {
+		if f.Kind == KindAuthors && f.Value != 1 {
+			t.Fatalf("authors = %v, want 1 (mailmap)", f.Value)
+		}
+		if f.Kind == KindAuthorCommits && f.Content != "Bob Marley <bob@example.com>: 2 commits" {
+			t.Fatalf("author fact %q", f.Content)
+		}
+	}
+}
+
+// A shallow clone whose history cut lies inside the window is refused; a
+// window after the cut is counted.
+func TestLogShallowClone(t *testing.T) {
+	d := func(day int) time.Time { return time.Date(2026, 11, day, 10, 0, 0, 0, time.UTC) }
+	src := pipelinetest.MakeGitRepo(t, t.TempDir(), []pipelinetest.Step{
+		{When: d(1), Author: "A <a@example.com>", Message: "big tree", Files: map[string]string{"big": strings.Repeat("x\n", 500)}},
+		{When: d(10), Author: "A <a@example.com>", Message: "two", Files: map[string]string{"a": "1\n"}},
+		{When: d(19), Author: "A <a@example.com>", Message: "three", Files: map[string]string{"a": "2\n"}},
+	})
+	clone := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", "--depth=2", "file://"+src, clone).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	now := pipelinetest.Now()
+	w, _ := ParseSince("14d", now) // reaches the cut at day 10
+	_, err := Log(context.Background(), clone, w)
+	if !errors.Is(err, agenterr.ErrGit) || !strings.Contains(err.Error(), "shallow clone") || !strings.Contains(err.Error(), "git fetch --unshallow") {
+		t.Fatalf("err = %v", err)
+	}
+	w, _ = ParseSince("7d", now) // after the cut
+	cs, err := Log(context.Background(), clone, w)
+	if err != nil || len(cs) != 1 || cs[0].Added() != 1 {
+		t.Fatalf("commits %+v, err %v", cs, err)
+	}
 }

@@ -9,7 +9,7 @@ const modelSystem = "You are one stage of a reasoning pipeline that analyses the
 
 const intentPrompt = `Detect the intents of this request about a git repository, with a confidence between 0 and 1 each.
 Known intent types: activity_summary, query_commits, query_authors, query_changes (use another short snake_case type if none fits).
-Entities: if the request names a time window, set entities.time_window to "Nd" (days), "Nw" (weeks), "Nh" (hours) or "YYYY-MM-DD"; otherwise return an empty entities object.
+Entities: if the request names a time window, set entities.time_window to "Nd" (days), "Nw" (weeks), "Nh" (hours), "Nm" (calendar months), "Ny" (years) or "YYYY-MM-DD"; otherwise return an empty entities object.
 
 Request: {{input.request}}
 

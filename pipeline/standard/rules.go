@@ -28,31 +28,48 @@ var intentWords = map[string][]string{
 }
 
 var (
-	wordRe   = regexp.MustCompile(`[a-z]+`)
-	lastNRe  = regexp.MustCompile(`\b(?:last|past)\s+(\d{1,3})\s+(hour|day|week)s?\b`)
-	lastOne  = regexp.MustCompile(`\b(?:last|past|this)\s+(day|week|fortnight)\b`)
+	wordRe = regexp.MustCompile(`[a-z]+`)
+	// lastNRe: "last 3 days", "past two weeks", "the last 6 months".
+	lastNRe = regexp.MustCompile(`\b(?:last|past|previous)\s+(\d{1,3}|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(hour|day|week|month|year)s?\b`)
+	// lastOne: "last week", "this month", "past year".
+	lastOne  = regexp.MustCompile(`\b(?:last|past|this|previous)\s+(day|week|fortnight|month|quarter|year)\b`)
 	sinceDay = regexp.MustCompile(`\bsince\s+(\d{4}-\d{2}-\d{2})\b`)
+	// timeWords mark a request that talks about a time window.
+	timeWords = regexp.MustCompile(`\b(?:hours?|days?|weeks?|fortnights?|months?|quarters?|years?|yesterday|today|since|ago)\b`)
 )
 
+var numberWords = map[string]string{"a": "1", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+	"seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12"}
+
 // WindowFromText finds a time window in a request ("last 3 days", "past
-// week", "since 2026-11-01", "yesterday") and returns it as a --since
-// value ("3d", "7d", "2026-11-01"), or "".
-func WindowFromText(text string) string {
+// two weeks", "last month", "since 2026-11-01", "yesterday") and returns
+// it as a --since value ("3d", "2w", "1m", "2026-11-01"); "" when the
+// request names no window. A request that speaks of a time window in words
+// it does not understand ("two weeks", "since Monday") is an error, never a
+// silent default.
+func WindowFromText(text string) (string, error) {
 	t := strings.ToLower(text)
 	if m := lastNRe.FindStringSubmatch(t); m != nil {
-		return m[1] + map[string]string{"hour": "h", "day": "d", "week": "w"}[m[2]]
+		n := m[1]
+		if w, ok := numberWords[n]; ok {
+			n = w
+		}
+		return n + map[string]string{"hour": "h", "day": "d", "week": "w", "month": "m", "year": "y"}[m[2]], nil
 	}
 	if m := lastOne.FindStringSubmatch(t); m != nil {
-		return map[string]string{"day": "1d", "week": "7d", "fortnight": "14d"}[m[1]]
+		return map[string]string{"day": "1d", "week": "7d", "fortnight": "14d", "month": "1m", "quarter": "3m", "year": "1y"}[m[1]], nil
 	}
 	if m := sinceDay.FindStringSubmatch(t); m != nil {
-		return m[1]
+		return m[1], nil
 	}
 	switch {
 	case strings.Contains(t, "yesterday"), strings.Contains(t, "today"):
-		return "1d"
+		return "1d", nil
 	}
-	return ""
+	if m := timeWords.FindString(t); m != "" {
+		return "", fmt.Errorf("the request speaks of a time window (%q) in words capstan does not understand: say \"last 3 days\", \"past 2 weeks\", \"last month\" or \"since YYYY-MM-DD\", or pass --since (e.g. 14d, 3m, 1y)", m)
+	}
+	return "", nil
 }
 
 // detectIntents scores intents by keywords in input.request.
@@ -83,8 +100,14 @@ func detectIntents(_ context.Context, ac *pipeline.AgentContext) error {
 		intents = []Intent{{Type: IntentActivitySummary, Confidence: 0.3}}
 	}
 	entities := map[string]any{}
-	if w := WindowFromText(req); w != "" {
-		entities["time_window"] = w
+	if ac.String(KeySince) == "" {
+		w, err := WindowFromText(req)
+		if err != nil {
+			return err
+		}
+		if w != "" {
+			entities["time_window"] = w
+		}
 	}
 	if err := ac.Set(KeyIntents, intents); err != nil {
 		return err

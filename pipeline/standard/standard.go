@@ -174,14 +174,18 @@ type Config struct {
 }
 
 // Input builds the pipeline input: input.request, input.repo, input.since
-// (the window start: "7d", "2w", "YYYY-MM-DD"; "" leaves it out, and the
-// request or the 7-day default decides) and input.now (RFC 3339).
+// (the window start: "7d", "2w", "3m", "1y", "YYYY-MM-DD"; "" leaves it
+// out, and the request or the 7-day default decides) and input.now
+// (RFC 3339). Without since, a request whose time window cannot be read is
+// an error here, before anything runs.
 func Input(request, repo, since string, now time.Time) (*pipeline.AgentContext, error) {
 	ac := pipeline.NewAgentContext("", "")
 	if since != "" {
 		if _, err := gitactivity.ParseSince(since, now); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--since: %w", err)
 		}
+	} else if _, err := WindowFromText(request); err != nil {
+		return nil, err
 	}
 	for k, v := range map[string]string{"request": request, "repo": repo, "since": since, "now": now.UTC().Format(time.RFC3339)} {
 		if v == "" && k == "since" { // absent: the request or the 7-day default decides
@@ -201,11 +205,11 @@ func Agent(id string, cfg Config) (pipeline.ReasoningAgent, error) {
 		if cfg.Model != nil {
 			return modelIntent(cfg)
 		}
-		return fa(IntentDetection, nil, []string{KeyIntents, KeyEntities}, nil, detectIntents), nil
+		return fa(IntentDetection, nil, []string{KeyIntents, KeyEntities}, []string{KeySince}, detectIntents), nil
 	case ReasoningStructure:
 		return fa(ReasoningStructure, []string{KeyIntents}, []string{KeyHypotheses}, nil, buildHypotheses), nil
 	case RetrievalPlanner:
-		return fa(RetrievalPlanner, []string{KeyIntents, KeyHypotheses}, []string{KeyPlans, KeyQueries}, []string{KeyEntities}, planRetrieval), nil
+		return fa(RetrievalPlanner, []string{KeyIntents, KeyHypotheses}, []string{KeyPlans, KeyQueries}, []string{KeyEntities, KeySince}, planRetrieval), nil
 	case RetrievalExecutor:
 		return fa(RetrievalExecutor, []string{KeyQueries}, []string{KeyArtifacts}, nil, executeRetrieval), nil
 	case ContextSynthesizer:

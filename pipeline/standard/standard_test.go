@@ -200,19 +200,40 @@ func TestModelOutputRejected(t *testing.T) {
 
 func TestWindowFromText(t *testing.T) {
 	cases := map[string]string{
-		"last 3 days":          "3d",
-		"Past 2 weeks please":  "2w",
-		"in the last 12 hours": "12h",
-		"this week":            "7d",
-		"since 2026-11-01":     "2026-11-01",
-		"yesterday":            "1d",
-		"everything":           "",
-		"last 9999 days":       "",
+		"last 3 days":              "3d",
+		"Past 2 weeks please":      "2w",
+		"in the last 12 hours":     "12h",
+		"this week":                "7d",
+		"since 2026-11-01":         "2026-11-01",
+		"yesterday":                "1d",
+		"everything":               "",
+		"what happened last month": "1m",
+		"the past two weeks":       "2w",
+		"last 6 months":            "6m",
+		"this year":                "1y",
+		"last quarter":             "3m",
 	}
 	for in, want := range cases {
-		if got := WindowFromText(in); got != want {
-			t.Errorf("%q -> %q want %q", in, got, want)
+		if got, err := WindowFromText(in); got != want || err != nil {
+			t.Errorf("%q -> %q, %v; want %q", in, got, err, want)
 		}
+	}
+	// Time words it cannot read are an error, never the 7-day default.
+	for _, in := range []string{"two weeks", "last 9999 days", "since Monday", "a few days ago", "over the summer months"} {
+		if got, err := WindowFromText(in); err == nil {
+			t.Errorf("%q -> %q, want an error", in, got)
+		}
+	}
+}
+
+// The command's input refuses an unreadable time phrase before running,
+// unless --since decides the window.
+func TestInputRefusesUnknownTimePhrase(t *testing.T) {
+	if _, err := Input("summarize the last two fortnights", ".", "", pipelinetest.Now()); err == nil || !strings.Contains(err.Error(), "pass --since") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Input("summarize the last two fortnights", ".", "1y", pipelinetest.Now()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -222,12 +243,12 @@ func FuzzWindowFromText(f *testing.F) {
 	}
 	now := pipelinetest.Now()
 	f.Fuzz(func(t *testing.T, s string) {
-		w := WindowFromText(s)
-		if w == "" {
+		w, err := WindowFromText(s)
+		if w == "" || err != nil {
 			return
 		}
 		// Whatever the request says, the result is a --since value or a date ParseSince judges.
-		if _, err := gitactivity.ParseSince(w, now); err != nil && !strings.Contains(w, "-") && w != "0d" && w != "0h" && w != "0w" {
+		if _, err := gitactivity.ParseSince(w, now); err != nil && !strings.Contains(w, "-") && w[0] != '0' {
 			t.Fatalf("%q -> %q: %v", s, w, err)
 		}
 	})

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// docSection returns the part of doc under the "## " heading that names
+// "`<path>`", up to the next "## " heading.
+func docSection(doc, path string) (string, bool) {
+	lines := strings.Split(doc, "\n")
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "## ") || !strings.Contains(line, "`"+path+"`") {
+			continue
+		}
+		end := len(lines)
+		for j := i + 1; j < len(lines); j++ {
+			if strings.HasPrefix(lines[j], "## ") {
+				end = j
+				break
+			}
+		}
+		return strings.Join(lines[i:end], "\n"), true
+	}
+	return "", false
+}
+
+var envName = regexp.MustCompile(`^(CAPSTAN|ANTHROPIC|OPENAI|OTEL|CLAUDE|XDG)_[A-Z0-9_]*[A-Z0-9]$`)
+
+// docs/cli.md lists every command with each of its flags, the exit codes,
+// and every environment variable the code reads.
+func TestCLIReferenceIsComplete(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	walkCommands(newRootCmd(), func(c *cobra.Command) {
+		if c.Hidden || !c.HasParent() {
+			return
+		}
+		path := c.CommandPath()
+		if c.HasSubCommands() {
+			if !strings.Contains(doc, path+" ") {
+				t.Errorf("docs/cli.md does not mention %q", path)
+			}
+			return
+		}
+		sec, ok := docSection(doc, path)
+		if !ok {
+			t.Errorf("docs/cli.md has no section for `%s`", path)
+			return
+		}
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" {
+				return
+			}
+			if !strings.Contains(sec, "--"+f.Name) {
+				t.Errorf("docs/cli.md section of %s lacks --%s", path, f.Name)
+			}
+			if f.Shorthand != "" && !strings.Contains(sec, "-"+f.Shorthand) {
+				t.Errorf("docs/cli.md section of %s lacks -%s", path, f.Shorthand)
+			}
+		})
+	})
+	for _, code := range []string{"| `0` |", "| `1` |", "| `2` |", "| `3` |"} {
+		if !strings.Contains(doc, code) {
+			t.Errorf("docs/cli.md lacks exit code row %s", code)
+		}
+	}
+
+	fset := token.NewFileSet()
+	filepath.WalkDir(filepath.Join("..", ".."), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() && strings.HasPrefix(d.Name(), ".") && d.Name() != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || strings.Contains(p, "testdata") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if s, err := strconv.Unquote(lit.Value); err == nil && envName.MatchString(s) && !strings.Contains(doc, "`"+s+"`") {
+					t.Errorf("%s: environment variable %s is not in docs/cli.md", fset.Position(lit.Pos()), s)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+}

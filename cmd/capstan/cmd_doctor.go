@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/claudecode"
+	"github.com/capstan-dev/capstan/sandbox"
+)
+
+// Check statuses of `capstan doctor`.
+const (
+	checkOK   = "ok"
+	checkWarn = "warn" // optional: some features will not work
+	checkFail = "fail" // required: capstan cannot do its job
+)
+
+// doctorCheck is one line of `capstan doctor`.
+type doctorCheck struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+// doctorEnv is what the checks read, so tests can give them a different
+// world.
+type doctorEnv struct {
+	getenv   func(string) string
+	lookPath func(string) (string, error)
+	probe    func(context.Context) sandbox.Capabilities
+}
+
+func newDoctorCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check this machine: API keys (never printed), the claude CLI, sandbox support, git, script interpreters, the user config",
+		Long: `Check what capstan needs on this machine and say how to fix what is missing:
+API keys per provider (only whether they are set, never their values), the
+claude CLI and its version, sandbox support (user namespaces, Landlock ABI,
+cgroup v2 delegation), git, the interpreters skill scripts run with
+(python3, node, bash), and the user config file.
+
+Exit codes: 0 nothing required is missing; 1 something required is missing
+(git; the key of the provider your default model uses); 2 usage error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env := doctorEnv{getenv: os.Getenv, lookPath: exec.LookPath, probe: sandbox.Probe}
+			checks := runDoctor(cmd.Context(), env)
+			failed := 0
+			for _, c := range checks {
+				if c.Status == checkFail {
+					failed++
+				}
+			}
+			if asJSON {
+				if err := writeJSON(cmd.OutOrStdout(), checks); err != nil {
+					return withExit(exitInternal, err)
+				}
+			} else {
+				printDoctor(cmd.OutOrStdout(), checks)
+			}
+			if failed > 0 {
+				return withExit(exitNotCompleted, fmt.Errorf("doctor: %d required check(s) failed", failed))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	return cmd
+}
+
+func printDoctor(w io.Writer, checks []doctorCheck) {
+	mark := map[string]string{checkOK: "ok  ", checkWarn: "warn", checkFail: "FAIL"}
+	for _, c := range checks {
+		fmt.Fprintf(w, "%s  %-22s %s\n", mark[c.Status], c.Name, c.Detail)
+		if c.Hint != "" && c.Status != checkOK {
+			fmt.Fprintf(w, "      %-22s → %s\n", "", c.Hint)
+		}
+	}
+}
+
+// runDoctor runs every check.
+func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
+	var checks []doctorCheck
+	add := func(c doctorCheck) { checks = append(checks, c) }
+
+	// The model the user would run by default, to know which key is required.
+	defaultModel := env.getenv("CAPSTAN_MODEL")
+	ucLine, ucErr := describeUserConfig()
+	if ucErr != nil {
+		add(doctorCheck{Name: "user config", Status: checkFail, Detail: ucErr.Error(), Hint: "fix or remove the file"})
+	} else {
+		add(doctorCheck{Name: "user config", Status: checkOK, Detail: ucLine})
+		if defaultModel == "" {
+			if uc, err := loadUserConfig(); err == nil {
+				defaultModel = uc.DefaultModel
+			}
+		}
+	}
+	defaultProvider, _ := llm.ParseSpec(defaultModel)
+	if defaultModel != "" {
+		add(doctorCheck{Name: "default model", Status: checkOK, Detail: defaultModel})
+	}
+
+	for _, k := range []struct{ provider, vars, hint string }{
+		{"anthropic", "ANTHROPIC_API_KEY", "export ANTHROPIC_API_KEY=... (from console.anthropic.com) to use anthropic:<model>"},
+		{"openai", "OPENAI_API_KEY", "export OPENAI_API_KEY=... to use openai:<model> (a local OpenAI-compatible server may not need one)"},
+	} {
+		c := doctorCheck{Name: k.provider + " key", Hint: k.hint}
+		if env.getenv(k.vars) != "" {
+			c.Status, c.Detail = checkOK, k.vars+" is set"
+		} else {
+			c.Status, c.Detail = checkWarn, k.vars+" is not set"
+			if defaultProvider == k.provider {
+				c.Status = checkFail
+				c.Detail += " (your default model " + defaultModel + " needs it)"
+			}
+		}
+		if u := env.getenv(baseURLEnv[k.provider]); u != "" {
+			c.Detail += "; " + baseURLEnv[k.provider] + "=" + redactURL(u)
+		}
+		add(c)
+	}
+
+	add(claudeCheck(ctx, env, defaultProvider == "claude-code"))
+
+	caps := env.probe(ctx)
+	ns := doctorCheck{Name: "sandbox namespaces", Status: checkOK, Detail: "user, network, PID, mount, IPC and UTS namespaces available"}
+	if !caps.Namespaces {
+		ns.Status, ns.Detail, ns.Hint = checkWarn, "unavailable: "+caps.Reason+" (skill scripts and sandboxed commands cannot run)", caps.Hint
+		if ns.Hint == "" {
+			ns.Hint = "run on Linux with unprivileged user namespaces, or pass --allow-unsandboxed to skills run"
+		}
+	}
+	add(ns)
+	ll := doctorCheck{Name: "landlock", Status: checkOK, Detail: fmt.Sprintf("ABI %d", caps.LandlockABI)}
+	if caps.LandlockABI == 0 {
+		ll.Status, ll.Detail, ll.Hint = checkWarn, "unavailable (file access of sandboxed scripts is confined by mount namespaces only)", "a Linux kernel ≥ 5.13 with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list"
+	}
+	add(ll)
+	add(cgroupCheck())
+
+	if p, err := env.lookPath("git"); err == nil {
+		add(doctorCheck{Name: "git", Status: checkOK, Detail: firstLine(commandOutput(ctx, p, "--version"), 120) + " (" + p + ")"})
+	} else {
+		add(doctorCheck{Name: "git", Status: checkFail, Detail: "not found on PATH (git validators, the pipeline and the examples need it)", Hint: "install git (Debian/Ubuntu: apt-get install git; macOS: xcode-select --install)"})
+	}
+	for _, in := range []struct{ name, pkg string }{{"python3", "python3"}, {"node", "nodejs"}, {"bash", "bash"}} {
+		c := doctorCheck{Name: in.name}
+		if p, err := env.lookPath(in.name); err == nil {
+			c.Status, c.Detail = checkOK, firstLine(commandOutput(ctx, p, "--version"), 120)+" ("+p+")"
+		} else {
+			c.Status, c.Detail = checkWarn, "not found on PATH (skill scripts written in it cannot run)"
+			c.Hint = "install " + in.pkg
+		}
+		add(c)
+	}
+	return checks
+}
+
+// claudeCheck finds the claude CLI (CAPSTAN_CLAUDE_PATH, else PATH) and
+// its version; required only when the default model is claude-code.
+func claudeCheck(ctx context.Context, env doctorEnv, required bool) doctorCheck {
+	c := doctorCheck{Name: "claude CLI", Hint: "npm install -g @anthropic-ai/claude-code (needed only for claude-code models)"}
+	path := env.getenv(claudecode.EnvBinary)
+	if path == "" {
+		p, err := env.lookPath("claude")
+		if err != nil {
+			c.Status, c.Detail = checkWarn, "not found on PATH"
+			if required {
+				c.Status = checkFail
+			}
+			return c
+		}
+		path = p
+	}
+	v := firstLine(commandOutput(ctx, path, "--version"), 120)
+	if v == "" {
+		c.Status, c.Detail = checkWarn, path+" did not report a version"
+		if required {
+			c.Status = checkFail
+		}
+		return c
+	}
+	c.Status, c.Detail = checkOK, v+" ("+path+")"
+	return c
+}
+
+// cgroupCheck reports whether this process may create cgroups of its own
+// (cgroup v2 delegation). capstan's sandbox limits memory and processes
+// with rlimits and does not need it; it is informational.
+func cgroupCheck() doctorCheck {
+	c := doctorCheck{Name: "cgroup delegation", Status: checkOK}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		c.Detail = "no cgroup v2 hierarchy (not needed: sandbox limits use rlimits)"
+		return c
+	}
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		c.Detail = "cgroup v2; own cgroup unknown (not needed: sandbox limits use rlimits)"
+		return c
+	}
+	defer f.Close()
+	own := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "0::"); ok {
+			own = rest
+		}
+	}
+	dir := filepath.Join("/sys/fs/cgroup", own)
+	if unix.Access(dir, unix.W_OK) == nil {
+		c.Detail = "cgroup v2, delegated (" + dir + " is writable)"
+	} else {
+		c.Detail = "cgroup v2, not delegated (not needed: sandbox limits use rlimits)"
+	}
+	return c
+}
+
+// commandOutput runs a short version query with a time limit.
+func commandOutput(ctx context.Context, path string, args ...string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// redactURL drops a password from a URL before it is printed.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/runreport"
+)
+
+// reportFlags choose how `show` and `report` render a run.
+type reportFlags struct {
+	format    string
+	iteration int
+	full      bool
+}
+
+func (f *reportFlags) register(fs *pflag.FlagSet, defaultFormat string) {
+	fs.StringVar(&f.format, "format", defaultFormat, "text, md (GitHub Markdown) or html (one self-contained page)")
+	fs.IntVar(&f.iteration, "iteration", 0, "show only iteration N")
+	fs.BoolVar(&f.full, "full", false, "show prompts and tool outputs whole instead of their first lines")
+}
+
+// write renders the journal at path of run id in the chosen format.
+func (f *reportFlags) write(w io.Writer, id, path string) error {
+	render, err := f.renderer()
+	if err != nil {
+		return err
+	}
+	acct, err := runreport.Load(id, path)
+	if err != nil {
+		return withExit(exitInternal, err)
+	}
+	if err := render(w, acct, runreport.Options{Iteration: f.iteration, Full: f.full}); err != nil {
+		return withExit(exitUsage, err)
+	}
+	return nil
+}
+
+func (f *reportFlags) renderer() (func(io.Writer, *runreport.Run, runreport.Options) error, error) {
+	switch f.format {
+	case "text":
+		return runreport.WriteText, nil
+	case "md", "markdown":
+		return runreport.WriteMarkdown, nil
+	case "html":
+		return runreport.WriteHTML, nil
+	}
+	return nil, withExit(exitUsage, fmt.Errorf("--format %q: want text, md or html", f.format))
+}
+
+func newReportCmd() *cobra.Command {
+	var workDir, output string
+	var html bool
+	var view reportFlags
+	cmd := &cobra.Command{
+		Use:   "report RUN [--html] [-o FILE]",
+		Short: "Write one run as a self-contained HTML page (timeline, tool calls, validator results, retry prompts, tokens and cost)",
+		Long: `Write one run as a report file. With --html (the default format) the
+report is one self-contained HTML page: a timeline with one row per
+iteration whose prompt, model text, tool calls, validator results and retry
+prompt expand in place, and tokens and cost per iteration as a small chart.
+The page loads nothing from the network and runs no script.
+
+The file is written whole or not at all. Default: report-<run-id>.html in
+the current directory; -o - writes to stdout.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRunIDs(&workDir),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if html {
+				view.format = "html"
+			}
+			rec, err := loadRun(workDir, args[0])
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			if err := view.write(&buf, rec.ID, rec.Journal); err != nil {
+				return err
+			}
+			if output == "-" {
+				if _, err := cmd.OutOrStdout().Write(buf.Bytes()); err != nil {
+					return withExit(exitInternal, err)
+				}
+				if err := journalProblem(rec); err != nil {
+					return withExit(exitInternal, err)
+				}
+				return nil
+			}
+			if output == "" {
+				ext := map[string]string{"html": ".html", "md": ".md", "markdown": ".md"}[view.format]
+				if ext == "" {
+					ext = ".txt"
+				}
+				output = "report-" + rec.ID + ext
+			}
+			if err := writeFileAtomic(output, buf.Bytes()); err != nil {
+				return withExit(exitInternal, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", output)
+			// A forged or damaged journal is reported, never as a clean one.
+			if err := journalProblem(rec); err != nil {
+				return withExit(exitInternal, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&workDir, "workdir", ".", "also find runs an older capstan kept under <workdir>/.capstan/runs")
+	cmd.Flags().BoolVar(&html, "html", false, "write HTML (same as --format html)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write (default report-<run-id>.<ext>; - for stdout)")
+	view.register(cmd.Flags(), "html")
+	return cmd
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames
+// it into place, so path is never left half-written.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// completeRunIDs completes run IDs (newest first) for shell completion of
+// show, report and resume: the runs of *workDir first, then every other
+// run in the state directory.
+func completeRunIDs(workDir *string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		store, err := runStore()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var ids []string
+		seen := map[string]bool{}
+		add := func(runs []journal.Run) {
+			for _, r := range runs {
+				if !seen[r.ID] {
+					seen[r.ID] = true
+					ids = append(ids, r.ID)
+				}
+			}
+		}
+		if runs, err := store.List(*workDir); err == nil {
+			add(runs)
+		}
+		if runs, err := store.ListAll(); err == nil {
+			add(runs)
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/capstan-dev/capstan/sandbox"
+)
+
+func fakeDoctorEnv(vars map[string]string, missing ...string) doctorEnv {
+	return doctorEnv{
+		getenv: func(k string) string { return vars[k] },
+		lookPath: func(name string) (string, error) {
+			for _, m := range missing {
+				if m == name {
+					return "", errors.New("not found")
+				}
+			}
+			return exec.LookPath(name)
+		},
+		probe: func(context.Context) sandbox.Capabilities {
+			return sandbox.Capabilities{Reason: "user namespaces are disabled", Hint: "sysctl kernel.unprivileged_userns_clone=1"}
+		},
+	}
+}
+
+func findCheck(t *testing.T, checks []doctorCheck, name string) doctorCheck {
+	t.Helper()
+	for _, c := range checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %q in %+v", name, checks)
+	return doctorCheck{}
+}
+
+func TestDoctorNeverPrintsKeysAndFailsOnWhatIsRequired(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	const secret = "sk-ant-doctor-SECRET-0123456789"
+	checks := runDoctor(context.Background(), fakeDoctorEnv(map[string]string{
+		"ANTHROPIC_API_KEY": secret, "OPENAI_BASE_URL": "https://user:pa55word@llm.example.com/v1", "CAPSTAN_MODEL": "openai:gpt-5",
+	}, "git", "claude"))
+	var all strings.Builder
+	printDoctor(&all, checks)
+	if strings.Contains(all.String(), secret) || strings.Contains(all.String(), "pa55word") {
+		t.Fatalf("a secret was printed:\n%s", all.String())
+	}
+	if c := findCheck(t, checks, "anthropic key"); c.Status != checkOK || c.Detail != "ANTHROPIC_API_KEY is set" {
+		t.Fatalf("anthropic: %+v", c)
+	}
+	// The default model is openai's, so its key is required.
+	if c := findCheck(t, checks, "openai key"); c.Status != checkFail || !strings.Contains(c.Detail, "your default model openai:gpt-5 needs it") {
+		t.Fatalf("openai: %+v", c)
+	}
+	if c := findCheck(t, checks, "git"); c.Status != checkFail || !strings.Contains(c.Hint, "apt-get install git") {
+		t.Fatalf("git: %+v", c)
+	}
+	if c := findCheck(t, checks, "claude CLI"); c.Status != checkWarn {
+		t.Fatalf("claude is optional unless the default model uses it: %+v", c)
+	}
+	if c := findCheck(t, checks, "sandbox namespaces"); c.Status != checkWarn || c.Hint != "sysctl kernel.unprivileged_userns_clone=1" {
+		t.Fatalf("sandbox: %+v", c)
+	}
+}
+
+// The real command on this machine: exit 1 exactly when something
+// required is missing.
+func TestDoctorExitCode(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("CAPSTAN_MODEL", "")
+	code, out, _ := captureConfigCLI(t, "doctor")
+	wantFail := false
+	if _, err := exec.LookPath("git"); err != nil {
+		wantFail = true
+	}
+	if (code == exitNotCompleted) != wantFail || (code != 0 && code != exitNotCompleted) || !strings.Contains(out, "sandbox namespaces") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	t.Setenv("PATH", t.TempDir()) // no git, no interpreters
+	code, out, errOut := captureConfigCLI(t, "doctor")
+	if code != exitNotCompleted || !strings.Contains(out, "FAIL  git") || !strings.Contains(errOut, "1 required check(s) failed") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// copyHelloWithoutModel copies examples/hello and drops its runner.model.
+func copyHelloWithoutModel(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "hello")
+	if out, err := exec.Command("cp", "-R", "../../examples/hello", dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	p := filepath.Join(dir, "agent.json")
+	b, _ := os.ReadFile(p)
+	s := strings.Replace(string(b), `"model": "script:script.yaml",`, "", 1)
+	if s == string(b) {
+		t.Fatal("hello's agent.json no longer names script:script.yaml")
+	}
+	os.WriteFile(p, []byte(s), 0o644)
+	return dir
+}
+
+func writeUserConfig(t *testing.T, content string) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Setenv("CAPSTAN_MODEL", "")
+	p := filepath.Join(home, "capstan", "config.yaml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// default_model runs an agent whose agent.json names no model; agent.json,
+// CAPSTAN_MODEL and --model each win over it.
+func TestUserConfigDefaultModelAndPrecedence(t *testing.T) {
+	dir := copyHelloWithoutModel(t)
+	code, _, errOut := captureConfigCLI(t, "run", dir, "--workdir", t.TempDir(), "-q")
+	if code == 0 || !strings.Contains(errOut, "no model") {
+		t.Fatalf("without any model: exit %d\n%s", code, errOut)
+	}
+	writeUserConfig(t, "default_model: script:script.yaml\n")
+	if code, _, errOut := captureConfigCLI(t, "run", dir, "--workdir", t.TempDir(), "-q"); code != 0 {
+		t.Fatalf("default_model not used: exit %d\n%s", code, errOut)
+	}
+	t.Setenv("CAPSTAN_MODEL", "script:from-env.yaml")
+	if code, _, errOut := captureConfigCLI(t, "run", dir, "--workdir", t.TempDir(), "-q"); code == 0 || !strings.Contains(errOut, "from-env.yaml") {
+		t.Fatalf("CAPSTAN_MODEL does not win over the user config: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := captureConfigCLI(t, "run", dir, "--workdir", t.TempDir(), "-q", "--model", "script:script.yaml"); code != 0 {
+		t.Fatalf("--model does not win: exit %d\n%s", code, errOut)
+	}
+	// agent.json's runner.model wins over the user config.
+	writeUserConfig(t, "default_model: script:from-config.yaml\n")
+	if code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q"); code != 0 {
+		t.Fatalf("the user config overrode runner.model: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestUserConfigErrors(t *testing.T) {
+	for content, want := range map[string]string{
+		"default_model: script:x.yaml\nmodel_default: x\n": "unknown field \"model_default\"",
+		"default_model: nosuch:model\n":                    `unknown provider "nosuch"`,
+		"base_urls:\n  openai: ftp://x\n":                  `base_urls.openai: "ftp://x" is not an http(s) URL`,
+		"base_urls:\n  claude-code: http://x\n":            "base_urls.claude-code: only anthropic and openai have a base URL",
+	} {
+		p := writeUserConfig(t, content)
+		code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
+		if code != exitUsage || !strings.Contains(errOut, p) || !strings.Contains(errOut, want) {
+			t.Errorf("%q: exit %d\n%s", content, code, errOut)
+		}
+	}
+}
+
+// base_urls reaches the provider when neither --base-url, the
+// environment nor agent.json sets one.
+func TestUserConfigBaseURLReachesProvider(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":{"message":"from the user-config server","type":"invalid_request_error"}}`))
+	}))
+	defer srv.Close()
+	writeUserConfig(t, "base_urls:\n  openai: "+srv.URL+"/v1\n")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q", "--model", "openai:gpt-test", "--json")
+	if hits.Load() == 0 || code == 0 {
+		t.Fatalf("the configured base URL was not used (exit %d, %d requests):\n%s", code, hits.Load(), errOut)
+	}
+}
+
+// pricing prices a model for every agent; an agent's own runner.pricing
+// for the same model wins.
+func TestUserConfigPricing(t *testing.T) {
+	writeUserConfig(t, "pricing:\n  script.yaml: {input: 1000, output: 0}\n")
+	// costPerInputToken runs dir and returns cost / input tokens × 1e6.
+	costPerInputToken := func(dir string) float64 {
+		t.Helper()
+		code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", t.TempDir(), "-q", "--json")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+		var res struct {
+			Cost  float64 `json:"cost"`
+			Usage struct {
+				InputTokens int64 `json:"input_tokens"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Usage.InputTokens == 0 {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return math.Round(res.Cost / float64(res.Usage.InputTokens) * 1e6)
+	}
+	if got := costPerInputToken("../../examples/hello"); got != 1000 {
+		t.Fatalf("$%v per million input tokens, want the user config's 1000", got)
+	}
+	dir := filepath.Join(t.TempDir(), "hello")
+	exec.Command("cp", "-R", "../../examples/hello", dir).Run()
+	p := filepath.Join(dir, "agent.json")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(b), `"runner": {`, `"runner": {"pricing": {"script.yaml": {"input": 2000, "output": 0}},`, 1)), 0o644)
+	if got := costPerInputToken(dir); got != 2000 {
+		t.Fatalf("$%v per million input tokens, want agent.json's own 2000", got)
+	}
+	writeUserConfig(t, "pricing:\n  m: {input: -1, output: 2}\n")
+	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
+	if code != exitUsage || !strings.Contains(errOut, "pricing.m.input: -1 is not a price") {
+		t.Fatalf("negative price: exit %d\n%s", code, errOut)
+	}
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+)
+
+// isAgentDir reports whether dir holds an agent definition.
+func isAgentDir(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "agent.json"))
+	return err == nil && !fi.IsDir()
+}
+
+// completeRunArgs completes `capstan run`: agent folders for DIR, then
+// capstan's own flags and the agent's parameter flags.
+func completeRunArgs(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	dir, _ := agentDirArg(args)
+	if len(args) > 0 && isValueFlag(args[len(args)-1]) {
+		if args[len(args)-1] == "--workdir" {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if !strings.HasPrefix(toComplete, "-") {
+		if dir == "" {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	var flags runFlags
+	flags.register(fs)
+	if dir != "" {
+		if def, err := config.LoadAndValidate(dir, agent.ValidateOptions()); err == nil {
+			registerParamFlags(fs, def)
+		}
+	}
+	var out []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		name := "--" + f.Name
+		if strings.HasPrefix(name, toComplete) {
+			out = append(out, name+"\t"+f.Usage)
+		}
+	})
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// gitCommand matches a command line that runs git.
+var gitCommand = regexp.MustCompile(`(^|[;&|(]\s*)git(\s|$)`)
+
+// checkGitWorkDir refuses to run an agent whose validators run git in a
+// work dir that is not inside a git work tree: git would fail there, and
+// every verdict that reads it would be wrong.
+func checkGitWorkDir(ctx context.Context, def *config.Agent, workDir string) error {
+	var names []string
+	for name, v := range def.Registry().Validators {
+		if v.Type == "command" && gitCommand.MatchString(strings.TrimSpace(v.Command)) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	out, err := exec.CommandContext(ctx, "git", "-C", workDir, "rev-parse", "--is-inside-work-tree").Output()
+	if err == nil && strings.TrimSpace(string(out)) == "true" {
+		return nil
+	}
+	abs, _ := filepath.Abs(workDir)
+	e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+		"work dir %s is not a git repository, but the agent's validator(s) %s run git there", abs, strings.Join(names, ", "))
+	e.Hint = fmt.Sprintf("pass --workdir with a git repository, or make this one: git -C %s init", shellQuote(abs))
+	return e
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// announceWorkDir says where the agent will act, before anything runs.
+func announceWorkDir(w io.Writer, workDir string) {
+	abs, err := filepath.Abs(workDir)
+	if err != nil {
+		abs = workDir
+	}
+	fmt.Fprintf(w, "work dir %s\n", abs)
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/config"
+)
+
+// Flags may come before DIR: a parameter flag's value is not taken for
+// the agent folder.
+func TestRunFlagsBeforeDir(t *testing.T) {
+	// The example's script expects "world", so the scripted model rejects
+	// the prompt, quoting it: that shows the parameter reached the prompt.
+	code, out, errOut := captureConfigCLI(t, "run", "--name", "bob", "--workdir", t.TempDir(), "--json", "-q", "../../examples/hello")
+	if code != exitInternal || !strings.Contains(out, "Hello, bob!") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	dir, rest := agentDirArg([]string{"--name", "bob", "../../examples/hello", "--stream"})
+	if dir != "../../examples/hello" || strings.Join(rest, " ") != "--name bob --stream" {
+		t.Fatalf("agentDirArg = %q %q", dir, rest)
+	}
+}
+
+// `capstan run --help` lists capstan's own flags without DIR; with DIR it
+// adds the agent's parameter flags.
+func TestRunHelpListsCommonFlags(t *testing.T) {
+	code, out, _ := captureConfigCLI(t, "run", "--help")
+	for _, want := range []string{"--model", "--workdir", "--json", "--stream", "-q, --quiet", "--max-iterations", "--base-url", "CAPSTAN_MODEL"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("run --help lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = captureConfigCLI(t, "run", "../../examples/hello", "--help")
+	if code != 0 || !strings.Contains(out, "--name string") || !strings.Contains(out, "Who to greet") || !strings.Contains(out, "--workdir") {
+		t.Fatalf("run DIR --help:\n%s", out)
+	}
+}
+
+// Shell completion offers the agent's parameter flags once DIR is known,
+// and run IDs for show, report and resume.
+func TestCompletion(t *testing.T) {
+	code, out, _ := captureConfigCLI(t, "__complete", "run", "../../examples/hello", "--")
+	if code != 0 || !strings.Contains(out, "--name\tWho to greet") || !strings.Contains(out, "--workdir\t") {
+		t.Fatalf("run flag completion:\n%s", out)
+	}
+	wd := t.TempDir()
+	code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "-q", "--json")
+	var res struct{ RunID string }
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.RunID == "" {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, cmd := range []string{"show", "report", "resume"} {
+		code, out, _ = captureConfigCLI(t, "__complete", cmd, "--workdir", wd, "")
+		if code != 0 || !strings.Contains(out, res.RunID) {
+			t.Fatalf("%s completion:\n%s", cmd, out)
+		}
+	}
+}
+
+// The work dir is printed before the run; -q prints no summary block.
+func TestRunAnnouncesWorkDirAndQuietIsQuiet(t *testing.T) {
+	wd := t.TempDir()
+	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "--stream=false")
+	abs, _ := filepath.Abs(wd)
+	if code != 0 || !strings.HasPrefix(errOut, "work dir "+abs+"\n") || !strings.Contains(errOut, "COMPLETED") {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
+	if code != 0 || out != "" || errOut != "" {
+		t.Fatalf("-q printed (exit %d):\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
+
+// An agent whose validators run git refuses a work dir that is not a git
+// repository, and the hint it prints works.
+func TestGitValidatorsNeedAGitWorkDir(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	wd := t.TempDir()
+	code, _, errOut := captureConfigCLI(t, "run", "../../examples/fix-failing-test", "--workdir", wd, "-q")
+	if code != exitUsage || !strings.Contains(errOut, "is not a git repository, but the agent's validator(s) git-clean run git there") {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	_, hint, ok := strings.Cut(errOut, "git -C ")
+	if !ok {
+		t.Fatalf("no hint:\n%s", errOut)
+	}
+	hint = strings.TrimSpace(strings.SplitN(hint, "\n", 2)[0])
+	if out, err := exec.Command("sh", "-c", "git -C "+hint).CombinedOutput(); err != nil {
+		t.Fatalf("hint %q: %v\n%s", hint, err, out)
+	}
+	if err := checkGitWorkDir(t.Context(), mustLoad(t, "../../examples/fix-failing-test"), wd); err != nil {
+		t.Fatalf("after the hint: %v", err)
+	}
+}
+
+// CAPSTAN_MODEL picks the model when --model is not given.
+func TestRunReadsCapstanModel(t *testing.T) {
+	t.Setenv("CAPSTAN_MODEL", "script:no-such-script.yaml")
+	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
+	if code == 0 || !strings.Contains(errOut, "no-such-script.yaml") {
+		t.Fatalf("exit %d, CAPSTAN_MODEL not used:\n%s", code, errOut)
+	}
+	code, _, errOut = captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q", "--model", "script:script.yaml")
+	if code != 0 {
+		t.Fatalf("--model does not win over CAPSTAN_MODEL (exit %d):\n%s", code, errOut)
+	}
+}
+
+func mustLoad(t *testing.T, dir string) *config.Agent {
+	t.Helper()
+	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
+}

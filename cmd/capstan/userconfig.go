@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// userConfig is the user's own defaults, from
+// $XDG_CONFIG_HOME/capstan/config.yaml (~/.config/capstan/config.yaml when
+// XDG_CONFIG_HOME is unset):
+//
+//	default_model: anthropic:claude-sonnet-4-5
+//	base_urls:
+//	  openai: http://localhost:11434/v1
+//	pricing:
+//	  my-finetune: {input: 3, output: 15}
+//
+// Precedence, first wins: the command-line flag, the environment
+// (CAPSTAN_MODEL; OPENAI_BASE_URL, ANTHROPIC_BASE_URL), the agent's
+// agent.json (runner.model, runner.baseUrl, runner.pricing), this file.
+type userConfig struct {
+	// DefaultModel is the model of an agent whose agent.json names none,
+	// and of `skills run` without --model.
+	DefaultModel string `yaml:"default_model"`
+	// BaseURLs are API base URLs per provider (anthropic, openai).
+	BaseURLs map[string]string `yaml:"base_urls"`
+	// Pricing adds or replaces model prices (USD per million tokens) for
+	// every agent; an agent's runner.pricing entry for the same model wins.
+	Pricing map[string]config.Price `yaml:"pricing"`
+
+	path string
+}
+
+// baseURLEnv is the environment variable that sets each provider's base
+// URL, which wins over the user config.
+var baseURLEnv = map[string]string{"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+
+// userConfigPath is where the user config file lives.
+func userConfigPath() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "capstan", "config.yaml")
+}
+
+// loadUserConfig reads the user config; a missing file is an empty config,
+// a malformed one a configuration error naming the file and line.
+func loadUserConfig() (*userConfig, error) {
+	path := userConfigPath()
+	uc := &userConfig{path: path}
+	if path == "" {
+		return uc, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return uc, nil
+	}
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "user config %s", path)
+	}
+	if err := yaml.UnmarshalWithOptions(data, uc, yaml.Strict()); err != nil {
+		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "user config %s: %s", path, yaml.FormatError(err, false, true))
+		e.Hint = "known keys: default_model, base_urls, pricing (see docs/cli.md#user-config)"
+		return nil, e
+	}
+	if uc.DefaultModel != "" {
+		if provider, _ := llm.ParseSpec(uc.DefaultModel); !slices.Contains(llm.Providers(), provider) {
+			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"user config %s: default_model %q: unknown provider %q", path, uc.DefaultModel, provider)
+			e.Hint = "write provider:model with one of: " + strings.Join(llm.Providers(), ", ")
+			return nil, e
+		}
+	}
+	for provider, u := range uc.BaseURLs {
+		if _, ok := baseURLEnv[provider]; !ok {
+			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"user config %s: base_urls.%s: only %s have a base URL", path, provider, strings.Join(slices.Sorted(maps.Keys(baseURLEnv)), " and "))
+		}
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"user config %s: base_urls.%s: %q is not an http(s) URL", path, provider, u)
+		}
+	}
+	for model, p := range uc.Pricing {
+		for name, v := range map[string]float64{"input": p.Input, "output": p.Output, "cacheRead": p.CacheRead, "cacheWrite": p.CacheWrite} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+					"user config %s: pricing.%s.%s: %v is not a price (USD per million tokens, ≥ 0)", path, model, name, v)
+			}
+		}
+	}
+	return uc, nil
+}
+
+// withUserPricing returns def with the user config's prices added to
+// runner.pricing for the models agent.json does not price itself.
+func withUserPricing(def *config.Agent) (*config.Agent, error) {
+	uc, err := loadUserConfig()
+	if err != nil || len(uc.Pricing) == 0 {
+		return def, err
+	}
+	d := def.Definition()
+	if d.Runner.Pricing == nil {
+		d.Runner.Pricing = map[string]config.Price{}
+	}
+	for model, p := range uc.Pricing {
+		if _, ok := d.Runner.Pricing[model]; !ok {
+			d.Runner.Pricing[model] = p
+		}
+	}
+	return config.NewAgent(def.Dir(), d, def.Registry(), agent.ValidateOptions())
+}
+
+// loadPinnedWithDefaults pins the agent folder with the script file of the
+// model the run will use: the --model flag, else CAPSTAN_MODEL, else — when
+// agent.json names no model — the user config's default_model.
+func loadPinnedWithDefaults(dir, flagModel string) (*config.Agent, error) {
+	model := flagModel
+	if model == "" {
+		model = os.Getenv("CAPSTAN_MODEL")
+	}
+	def, err := agent.LoadPinned(dir, model)
+	if err != nil || model != "" || def.Definition().Runner.Model != "" {
+		return def, err
+	}
+	uc, err := loadUserConfig()
+	if err != nil || uc.DefaultModel == "" {
+		return def, err
+	}
+	return agent.LoadPinned(dir, uc.DefaultModel)
+}
+
+// applyUserDefaults fills what the flags, the environment and agent.json
+// left open: the model (flag > CAPSTAN_MODEL > runner.model > default_model)
+// and the base URL (flag > <PROVIDER>_BASE_URL > runner.baseUrl > base_urls).
+func applyUserDefaults(flags *runFlags, def *config.Agent) error {
+	if flags.model == "" {
+		flags.model = os.Getenv("CAPSTAN_MODEL")
+	}
+	runner := def.Definition().Runner
+	uc, err := loadUserConfig()
+	if err != nil {
+		return err
+	}
+	if flags.model == "" && runner.Model == "" {
+		flags.model = uc.DefaultModel
+	}
+	model := flags.model
+	if model == "" {
+		model = runner.Model
+	}
+	if flags.baseURL == "" && runner.BaseURL == "" {
+		flags.baseURL = uc.baseURLFor(model)
+	}
+	return nil
+}
+
+// baseURLFor is the user config's base URL for model's provider, unless
+// the provider's environment variable sets one.
+func (uc *userConfig) baseURLFor(model string) string {
+	provider, _ := llm.ParseSpec(model)
+	if env, ok := baseURLEnv[provider]; !ok || os.Getenv(env) != "" {
+		return ""
+	}
+	return uc.BaseURLs[provider]
+}
+
+// describeUserConfig is one line for `capstan doctor`.
+func describeUserConfig() (string, error) {
+	uc, err := loadUserConfig()
+	if err != nil {
+		return "", err
+	}
+	if _, statErr := os.Stat(uc.path); statErr != nil {
+		return fmt.Sprintf("none at %s (optional)", uc.path), nil
+	}
+	parts := []string{uc.path}
+	if uc.DefaultModel != "" {
+		parts = append(parts, "default_model "+uc.DefaultModel)
+	}
+	for _, p := range slices.Sorted(maps.Keys(uc.BaseURLs)) {
+		parts = append(parts, "base_urls."+p)
+	}
+	if len(uc.Pricing) > 0 {
+		parts = append(parts, fmt.Sprintf("pricing for %d model(s)", len(uc.Pricing)))
+	}
+	return strings.Join(parts, ", "), nil
+}

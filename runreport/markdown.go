@@ -1,0 +1,182 @@
+package runreport
+
+import (
+	"io"
+	"regexp"
+	"strings"
+)
+
+// WriteMarkdown writes the account as GitHub-flavoured Markdown, for a
+// pull request comment or a CI job summary ($GITHUB_STEP_SUMMARY). Long
+// texts (prompts, tool outputs, retry prompts) fold into <details>. Text
+// the model or a tool produced is escaped or fenced, so it cannot break
+// the page's structure.
+func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
+	its, err := r.Select(opts)
+	if err != nil {
+		return err
+	}
+	p := &printer{w: w}
+	icon := map[string]string{"COMPLETED": "✅", "NOT COMPLETED": "❌", "UNFINISHED": "⏸️"}[r.Status()]
+	name := r.Agent
+	if r.Skill != "" {
+		name = "skill " + r.Skill
+	}
+	p.f("### %s %s: %s\n\n", icon, mdText(name), r.Status())
+	p.f("| run | model | iterations | tokens | cost | duration |\n|---|---|---|---|---|---|\n")
+	if o := r.Outcome; o != nil {
+		p.f("| `%s` | `%s` | %d | %s | $%.4f | %s |\n\n", mdCode(r.ID), mdCode(r.Model), o.Iterations, usageText(o.Usage), o.CostUSD, FormatDuration(o.Duration))
+		if o.Reason != "" {
+			p.f("**%s** — %s\n\n", mdText(o.CompletionReason), mdText(o.Reason))
+		}
+		if o.ErrorCode != "" || o.ErrorMessage != "" {
+			p.f("**Error** `%s`: %s\n\n", mdCode(o.ErrorCode), mdText(o.ErrorMessage))
+		}
+	} else {
+		p.f("| `%s` | `%s` | %d | | | |\n\n", mdCode(r.ID), mdCode(r.Model), len(r.Iterations))
+	}
+	label := "Iteration"
+	if r.Skill != "" {
+		label = "Turn"
+	}
+	for _, it := range its {
+		p.f("#### %s %d", label, it.N)
+		if it.Step != "" {
+			p.f(" · step `%s`", mdCode(it.Step))
+		}
+		if v := it.Verdict; v != nil && v.Result != "" {
+			p.f(" · %s", v.Result)
+		}
+		p.f("\n\n")
+		if it.PromptSource != "" || it.Prompt != "" {
+			if r.retryBefore(it) != nil {
+				p.f("- prompt: `%s` (the retry prompt of iteration %d)\n", mdCode(it.PromptSource), it.N-1)
+			} else {
+				p.f("- prompt: `%s`", mdCode(it.PromptSource))
+				p.details("prompt", clip(it.Prompt, opts.Full))
+			}
+		}
+		for _, e := range it.Entries {
+			at := ""
+			if !e.Time.IsZero() && !it.Started.IsZero() {
+				at = "`+" + FormatDuration(e.Time.Sub(it.Started)) + "` "
+			}
+			switch e.Kind {
+			case KindText:
+				p.f("- %s**model:** %s\n", at, strings.ReplaceAll(mdText(strings.TrimSpace(e.Detail)), "\n", "<br>"))
+			default:
+				title := mdText(e.Title)
+				if e.Kind == KindTool || e.Kind == KindDenied {
+					title = "`" + mdCode(e.Title) + "`"
+				}
+				p.f("- %s%s %s%s", at, mdMark(e), title, durationSuffix(e.Duration))
+				if d := strings.TrimSpace(e.Detail); e.Kind != KindTool && len(d) <= 200 && !strings.Contains(d, "\n") {
+					if d != "" {
+						p.f(" — %s", mdText(d))
+					}
+					p.f("\n")
+					continue
+				}
+				summary := map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason"}[e.Kind]
+				if summary == "" {
+					summary = "details"
+				}
+				detail := e.Detail
+				if e.Kind != KindRetry {
+					detail = clip(detail, opts.Full) // a PR comment has a size limit
+				}
+				p.details(summary, detail)
+			}
+		}
+		if v := it.Verdict; v != nil && v.Result != "" {
+			p.f("\n**Verdict:** %s", v.Result)
+			if v.Reason != "" {
+				p.f(" — %s", mdText(v.Reason))
+			}
+			p.f("\n")
+		}
+		p.f("\n%s", metaLine(it))
+		if !it.Finished {
+			p.f(" · cut short")
+		}
+		p.f("\n\n")
+	}
+	if len(r.Artifacts) > 0 {
+		p.f("**Artifacts:** ")
+		for i, a := range r.Artifacts {
+			if i > 0 {
+				p.f(", ")
+			}
+			p.f("`%s` (%d bytes)", mdCode(a.Path), a.Bytes)
+		}
+		p.f("\n\n")
+	}
+	for _, warn := range r.Warnings {
+		p.f("> warning: %s\n", mdText(warn))
+	}
+	return p.err
+}
+
+func metaLine(it Iteration) string { return "<sub>" + metaText(it) + "</sub>" }
+
+func mdMark(e Entry) string {
+	switch e.Kind {
+	case KindTool:
+		if e.OK {
+			return "🔧"
+		}
+		return "🔧 ❌"
+	case KindDenied:
+		return "⛔ denied"
+	case KindValidator:
+		if e.OK {
+			return "✅"
+		}
+		return "❌"
+	case KindCheck:
+		return "🏁"
+	case KindRetry:
+		return "↩️"
+	case KindTransition:
+		return "➡️"
+	case KindError:
+		return "⚠️ error"
+	}
+	return "•"
+}
+
+// details writes s folded under summary, in a fence longer than any run of
+// backticks in s.
+func (p *printer) details(summary, s string) {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		p.f("\n")
+		return
+	}
+	fence := "```"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	p.f("\n  <details><summary>%s</summary>\n\n  %s\n  %s\n  %s\n\n  </details>\n", summary, fence, strings.ReplaceAll(s, "\n", "\n  "), fence)
+}
+
+var mdSpecial = regexp.MustCompile("[\\\\`*_{}\\[\\]<>#|!~]")
+
+// mdText escapes text so Markdown and HTML in it show literally.
+func mdText(s string) string {
+	s = strings.ReplaceAll(s, "&", "&amp;")
+	return mdSpecial.ReplaceAllStringFunc(s, func(c string) string {
+		switch c {
+		case "<":
+			return "&lt;"
+		case ">":
+			return "&gt;"
+		}
+		return "\\" + c
+	})
+}
+
+// mdCode makes s safe inside a one-backtick code span.
+func mdCode(s string) string {
+	return strings.NewReplacer("`", "'", "\n", " ").Replace(s)
+}
