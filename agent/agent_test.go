@@ -75,6 +75,12 @@ const twoIterationScript = `turns:
 // runToEnd builds, starts, runs and stops an agent and returns its result.
 func runToEnd(t testing.TB, def *config.Agent, opts BuildOptions) *Result {
 	t.Helper()
+	if opts.Store.Dir == "" && opts.Getenv != nil {
+		// A test's own Getenv (API keys from a map) has no state dir and
+		// would send the journal to the real ~/.local/state/capstan; keep
+		// it in the test binary's temporary state dir (TestMain).
+		opts.Store = journal.Store{Dir: os.Getenv(journal.EnvStateDir)}
+	}
 	ctx := context.Background()
 	a, err := Build(ctx, def, opts)
 	if err != nil {

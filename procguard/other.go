@@ -52,9 +52,6 @@ func (s *Supervised) Start() error { return os.ErrInvalid }
 // Stop does nothing on systems other than Linux.
 func (s *Supervised) Stop() {}
 
-// Kill does nothing on systems other than Linux.
-func (s *Supervised) Kill() {}
-
 // Status is empty on systems other than Linux.
 func (s *Supervised) Status() Status { return Status{} }
 

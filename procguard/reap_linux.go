@@ -136,14 +136,6 @@ func (s *Supervised) Stop() {
 	}
 }
 
-// Kill kills the supervisor's process group at once (the fallback when it
-// does not answer Stop).
-func (s *Supervised) Kill() {
-	if p := s.Cmd.Process; p != nil {
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
-	}
-}
-
 // Status returns how the program ended; call it after Cmd.Wait.
 func (s *Supervised) Status() Status { return <-s.status }
 

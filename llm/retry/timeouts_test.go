@@ -31,8 +31,11 @@ func (r *retries) Emit(typ string, data any) {
 	}
 }
 
-// short timeouts so a stall is noticed in milliseconds.
-var short = retry.Timeouts{Connect: 200 * time.Millisecond, FirstByte: 300 * time.Millisecond, StreamIdle: 300 * time.Millisecond}
+// short timeouts so a stall is noticed in a second, not minutes. They must
+// stay well above what a healthy loopback answer can take on a loaded CI
+// machine under -race: the attempt that should succeed is held to them too.
+// FirstByte counts from the start of the request, so it exceeds Connect.
+var short = retry.Timeouts{Connect: time.Second, FirstByte: 2 * time.Second, StreamIdle: time.Second}
 
 // instant retries without waiting.
 var instant = retry.Policy{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
@@ -138,16 +141,19 @@ func TestConnectTimeout(t *testing.T) {
 }
 
 // A slow but steady stream is not cut: the idle timeout counts silence,
-// not the length of the answer.
+// not the length of the answer. The stream (24 events 50ms apart) lasts
+// more than twice the idle timeout, which is ten times the gap between
+// events, so a scheduling hiccup on a loaded machine does not cut it.
 func TestSteadySlowStreamIsNotCut(t *testing.T) {
+	text := strings.Repeat("x", 24)
 	srv := fakellm.Start(fakellm.Anthropic, fakellm.Options{Replies: []fakellm.Reply{
-		{Text: strings.Repeat("x", 12), ChunkSize: 1, EventDelay: 60 * time.Millisecond},
+		{Text: text, ChunkSize: 1, EventDelay: 50 * time.Millisecond},
 	}})
 	defer srv.Close()
 	ev := &retries{}
-	to := retry.Timeouts{StreamIdle: 250 * time.Millisecond}
+	to := retry.Timeouts{StreamIdle: 500 * time.Millisecond}
 	resp, err := ask(providers[0].open(t, srv.URL, srv.Client(), to, ev))
-	if err != nil || resp.Message.Text != strings.Repeat("x", 12) || len(ev.ev) != 0 {
+	if err != nil || resp.Message.Text != text || len(ev.ev) != 0 {
 		t.Fatalf("%v %+v retries=%v", err, resp, ev.ev)
 	}
 }
