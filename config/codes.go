@@ -36,6 +36,7 @@ func Codes() []CodeInfo {
 		{"AC-TOOL-PATTERN", e, "an allowedTools/disallowedTools pattern is malformed"},
 		{"AC-COMPACTION-TARGET", e, "runner.compaction.target is not below its threshold"},
 		{"AC-COMPACTION-IGNORED", w, "runner.contextWindow / runner.compaction set for the claude-code backend, which compacts by itself"},
+		{"AC-REQUESTS-IGNORED", w, "runner.requests set for the claude-code backend, whose CLI makes its own requests"},
 		{"AC-PROTECT-GLOB", e, "a runner.verification.protect glob is malformed or not relative"},
 		{"AC-PATH-OUTSIDE", e, "a path in agent.json is absolute or leaves the agent folder"},
 		{"AC-SYSTEM-PROMPT-MISSING", e, "runner.systemPromptPath does not exist"},

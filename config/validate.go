@@ -280,6 +280,11 @@ func (c *checker) agent() {
 			"remove it; the Claude Code CLI manages its own context (see CLAUDE_CODE_AUTO_COMPACT_WINDOW in its documentation)",
 			"runner.contextWindow and runner.compaction do not apply to the claude-code backend, which runs its own tool loop and compacts by itself")
 	}
+	if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && r.Requests != (Requests{}) {
+		c.report(a, "AC-REQUESTS-IGNORED", SeverityWarning, "/runner/requests",
+			"remove it, or run an API provider (--model anthropic:… / openai:…) where it applies",
+			"runner.requests (request timeouts, retry-after ceiling) does not apply to the claude-code backend: the Claude Code CLI makes its own requests")
+	}
 	if cp := r.Compaction; cp != nil {
 		if cp.SummaryModel != "" {
 			c.model(a, "AC", "/runner/compaction/summaryModel", cp.SummaryModel)

@@ -341,6 +341,10 @@ func TestValidateProblems(t *testing.T) {
 			at(a, "runner")["model"] = "claude-code"
 			at(a, "runner")["contextWindow"] = 200000
 		}, "AC-COMPACTION-IGNORED", SeverityWarning, "agent.json", "/runner/contextWindow"},
+		{"request timeouts with claude-code", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["model"] = "claude-code"
+			at(a, "runner")["requests"] = map[string]any{"connectTimeoutSeconds": 5}
+		}, "AC-REQUESTS-IGNORED", SeverityWarning, "agent.json", "/runner/requests"},
 		{"context window too small", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["contextWindow"] = 100 },
 			"AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/contextWindow"},
 		{"bad tool pattern", func(a, r map[string]any, _ map[string]string) {
