@@ -179,3 +179,19 @@ func (c *pidsCgroup) killAll() {
 		}
 	}
 }
+
+// ProcessBound says how the sandbox bounds the processes of a run's tree on
+// this machine, found the way a run finds it: by creating (and removing) a
+// pids cgroup. kernel is false when only the watchdog bounds it — a root
+// caller without a pids cgroup, whom the kernel exempts from RLIMIT_NPROC.
+func ProcessBound() (how string, kernel bool) {
+	cg, err := newPidsCgroup(1)
+	if err == nil {
+		cg.remove()
+		return "a pids cgroup per run (" + filepath.Dir(cg.dir) + ")", true
+	}
+	if os.Geteuid() != 0 {
+		return "RLIMIT_NPROC (no pids cgroup: " + err.Error() + ")", true
+	}
+	return "only a 2 ms watchdog: running as root without a pids cgroup (" + err.Error() + ")", false
+}

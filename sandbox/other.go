@@ -24,3 +24,8 @@ func Probe(ctx context.Context) Capabilities {
 func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	return Result{}, r.caps.Unavailable()
 }
+
+// ProcessBound reports that there is no sandbox on this system.
+func ProcessBound() (how string, kernel bool) {
+	return "no sandbox on " + runtime.GOOS, false
+}

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
@@ -51,7 +48,7 @@ func newDoctorCmd() *cobra.Command {
 		Long: `Check what capstan needs on this machine and say how to fix what is missing:
 API keys per provider (only whether they are set, never their values), the
 claude CLI and its version, sandbox support (user namespaces, Landlock ABI,
-cgroup v2 delegation), git, the interpreters skill scripts run with
+how the number of a script's processes is bounded), git, the interpreters skill scripts run with
 (python3, node, bash), and the user config file.
 
 Exit codes: 0 nothing required is missing; 1 something required is missing
@@ -200,33 +197,15 @@ func claudeCheck(ctx context.Context, env doctorEnv, required bool) doctorCheck 
 	return c
 }
 
-// cgroupCheck reports whether this process may create cgroups of its own
-// (cgroup v2 delegation). capstan's sandbox limits memory and processes
-// with rlimits and does not need it; it is informational.
+// cgroupCheck reports how the sandbox bounds the number of processes a
+// script may start (sandbox.ProcessBound, which tries what a run does). It
+// warns when only the watchdog stands between a fork bomb and the machine.
 func cgroupCheck() doctorCheck {
-	c := doctorCheck{Name: "cgroup delegation", Status: checkOK}
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
-		c.Detail = "no cgroup v2 hierarchy (not needed: sandbox limits use rlimits)"
-		return c
-	}
-	f, err := os.Open("/proc/self/cgroup")
-	if err != nil {
-		c.Detail = "cgroup v2; own cgroup unknown (not needed: sandbox limits use rlimits)"
-		return c
-	}
-	defer f.Close()
-	own := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "0::"); ok {
-			own = rest
-		}
-	}
-	dir := filepath.Join("/sys/fs/cgroup", own)
-	if unix.Access(dir, unix.W_OK) == nil {
-		c.Detail = "cgroup v2, delegated (" + dir + " is writable)"
-	} else {
-		c.Detail = "cgroup v2, not delegated (not needed: sandbox limits use rlimits)"
+	how, kernel := sandbox.ProcessBound()
+	c := doctorCheck{Name: "process limit", Status: checkOK, Detail: how}
+	if !kernel {
+		c.Status = checkWarn
+		c.Hint = "run capstan as a non-root user, or where it may create a pids cgroup (cgroup v2 with the pids controller delegated, or a writable /sys/fs/cgroup/pids)"
 	}
 	return c
 }
