@@ -98,8 +98,9 @@ func newFlow(a *Agent) (*flow, error) {
 		Schemas:    a.schemas,
 		Retries: completion.NewRetryHandler(completion.RetryConfig{C1: reg.C1, Patterns: reg.CompletionPatterns,
 			Templates: retryTemplates{a.prompts}}),
-		Events:         a.emit,
-		CompletionType: a.spec.Runner.Completion.Type,
+		Events:          a.emit,
+		CompletionType:  a.spec.Runner.Completion.Type,
+		ValidationSteps: reg.ValidationSteps,
 	})
 	if err != nil {
 		return nil, err
@@ -202,8 +203,18 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 		turn.Prompt, turn.Source = p.Text, p.Source
 		return turn, nil
 	}
-	res, err := f.a.prompts.Resolve(ctx, prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback},
-		f.variables(rc.Iteration, rc))
+	vars := f.variables(rc.Iteration, rc)
+	// Inputs from earlier steps' outputs; a parameter of the same name wins.
+	inputs, err := f.machine.Inputs(id)
+	if err != nil {
+		return loop.Turn{}, err
+	}
+	for k, val := range inputs {
+		if _, isParam := f.a.vars[k]; !isParam {
+			vars[k] = val
+		}
+	}
+	res, err := f.a.prompts.Resolve(ctx, prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}, vars)
 	if err != nil {
 		return loop.Turn{}, err
 	}

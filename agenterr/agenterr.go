@@ -190,6 +190,8 @@ var (
 	ErrStepFlowEnded           = sentinel(CodeStepFlowEnded, LayerStep, false)
 	ErrEscalation              = sentinel(CodeEscalation, LayerStep, false)
 	ErrStepJudge               = sentinel(CodeStepJudge, LayerStep, true)
+	ErrStepIntent              = sentinel(CodeStepIntent, LayerStep, false)
+	ErrStepRoute               = sentinel(CodeStepRoute, LayerStep, false)
 	ErrSchemaResolution        = sentinel(CodeSchemaResolution, LayerCompletion, false)
 	ErrSchemaValidation        = sentinel(CodeSchemaValidation, LayerCompletion, true)
 	ErrSandboxSetup            = sentinel(CodeSandboxSetup, LayerSandbox, false)
@@ -262,6 +264,13 @@ const (
 	CodeEscalation = "ESCALATION_FAILED"
 	// CodeStepJudge: a prompt-type step check could not get a verdict.
 	CodeStepJudge = "STEP_JUDGE"
+	// CodeStepIntent: a step routed by its structuredGate gave no intent
+	// it allows (and failFast is on).
+	CodeStepIntent = "STEP_INTENT"
+	// CodeStepRoute: an intent has nowhere to go (a jump to an unknown
+	// step, closing from a step that is not a closure step, a transition
+	// that the registry does not define).
+	CodeStepRoute = "STEP_ROUTE"
 	// CodeSchemaResolution: a structured-output schema cannot be resolved
 	// into one self-contained schema (missing file or name, dangling or
 	// cyclic $ref, conflicting allOf, path outside the schema directory) or

@@ -104,6 +104,19 @@ func Codes() []CodeInfo {
 		{"SR-SCHEMA-FILE", e, "an outputSchemaRef/schema file does not exist under schemas/"},
 		{"SR-PATH-OUTSIDE", e, "a path in the registry is absolute or leaves its folder"},
 		{"SR-IGNORED-FIELD", e, "a field that has no effect in its context"},
+		{"SR-INERT-FIELD", w, "a field accepted for compatibility that has no effect (targetMode, fallbackIntent with failFast, …)"},
+		{"SR-GATE-CHECK", e, "a step routes both by a check and by a structuredGate, or a gateway/subStep has a structuredGate"},
+		{"SR-GATE-SCHEMA", e, "a step with a structuredGate has no outputSchemaRef"},
+		{"SR-GATE-FIELD", e, "a structuredGate lacks intentField, a #/ intentSchemaRef, allowedIntents, or the targetField a jump needs"},
+		{"SR-GATE-INTENT", e, "an allowed or fallback intent is not allowed for the step's kind (or not in allowedIntents)"},
+		{"SR-GATE-MISSING", e, "in a registry routed by intent, a flow step has neither structuredGate nor check"},
+		{"SR-TRANSITION-INTENT", e, "a transitions key is not an intent, or transitions without a structuredGate"},
+		{"SR-TRANSITION-TERMINAL", e, "a null (terminal) target for an intent other than closing, or closing with a target"},
+		{"SR-TRANSITION-MISSING", e, "an allowed intent that needs a transition (handoff, escalate, next without continuation step) has none"},
+		{"SR-TRANSITION-CONDITION", e, "a conditional transition names no handoff value, or lacks targets"},
+		{"SR-INPUT-FROM", e, "a step input's from is not <stepId>.<key> of a step routed by a structuredGate"},
+		{"SR-VALIDATION-STEP", w, "a validationSteps entry verifies no closure step, so its conditions never run"},
+		{"SR-VALIDATION-DUPLICATE", e, "a step has completionConditions and a validationSteps entry"},
 
 		// Contributed by the layers above (ValidateOptions.Checks, see
 		// agent.ValidateOptions); tested there.
@@ -111,6 +124,7 @@ func Codes() []CodeInfo {
 		{"SR-STEP-PROMPT-INVALID", e, "a step's prompt file cannot be used (broken frontmatter, empty, escapes)"},
 		{"SR-RETRY-PROMPT-MISSING", e, "a declared failure pattern used by a step has no retry prompt"},
 		{"SR-SCHEMA-UNRESOLVED", e, "an outputSchemaRef or validator schema does not resolve"},
+		{"SR-GATE-ENUM", e, "the enum at a structuredGate's intentSchemaRef is not exactly its allowedIntents"},
 	}
 }
 

@@ -222,6 +222,9 @@ type Registry struct {
 	Steps              map[string]Step              `json:"steps"`
 	CompletionPatterns map[string]CompletionPattern `json:"completionPatterns,omitempty"`
 	Validators         map[string]Validator         `json:"validators,omitempty"`
+	// ValidationSteps verify closure steps, keyed by the id of the step
+	// they verify (intent routing).
+	ValidationSteps map[string]ValidationStep `json:"validationSteps,omitempty"`
 
 	// src is the file this registry was loaded from (nil when built in Go).
 	src *source
@@ -264,6 +267,18 @@ type Step struct {
 	// model may not change while this step runs, compared with their
 	// state when the step was entered.
 	Protect []string `json:"protect,omitempty"`
+
+	// StepKind is work | verification | closure (default: implied by c2,
+	// see Kind). Only a closure step's closing completes a routed flow.
+	StepKind string `json:"stepKind,omitempty"`
+	// StructuredGate routes the step by the intent in its structured
+	// output (instead of a check).
+	StructuredGate *StructuredGate `json:"structuredGate,omitempty"`
+	// Transitions map an intent to the next step.
+	Transitions map[string]IntentTransition `json:"transitions,omitempty"`
+	// Inputs fill prompt variables from earlier steps' outputs, keyed by
+	// an input name.
+	Inputs map[string]InputSpec `json:"inputs,omitempty"`
 }
 
 // StepCheck decides a step's transition (seed 000 StepChecker).

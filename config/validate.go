@@ -612,6 +612,7 @@ func (c *checker) registry() {
 		}
 	}
 	c.subStepCycles()
+	c.validationSteps(refs)
 	usedPatterns := map[string]bool{}
 	for _, name := range c.validatorNames {
 		v := r.Validators[name]
@@ -807,7 +808,7 @@ func (c *checker) step(id, ptr string, st Step) {
 	}
 	// onFailure bounds completion attempts (step conditions and the run's
 	// validators) and format retries (outputSchemaRef).
-	if st.OnFailure != nil && len(st.CompletionConditions) == 0 && len(c.def.Runner.Completion.Validators) == 0 && st.OutputSchemaRef == nil {
+	if st.OnFailure != nil && len(c.reg.VerificationOf(id, st).Conditions) == 0 && len(c.def.Runner.Completion.Validators) == 0 && st.OutputSchemaRef == nil {
 		c.report(s, "SR-IGNORED-FIELD", SeverityError, ptr+"/onFailure",
 			"add completionConditions (or runner.completion.validators, or an outputSchemaRef), or remove onFailure",
 			"onFailure has no effect: the step has no completionConditions, no outputSchemaRef, and runner.completion has no validators")
@@ -816,8 +817,22 @@ func (c *checker) step(id, ptr string, st Step) {
 		c.schemaRef(ptr+"/outputSchemaRef", ref)
 	}
 	for i, uv := range st.UVVariables {
+		if st.suppliesInput(uv) {
+			continue
+		}
 		c.uvVariable(fmt.Sprintf("%s/uvVariables/%d", ptr, i), uv)
 	}
+	c.flowStep(id, ptr, st)
+}
+
+// suppliesInput reports whether one of the step's inputs fills {uv-name}.
+func (st Step) suppliesInput(name string) bool {
+	for in, spec := range st.Inputs {
+		if spec.Variable(in) == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) schemaRef(ptr string, ref *SchemaRef) {
@@ -983,19 +998,7 @@ func (c *checker) reachability() {
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
-		st := steps[id]
-		var next []string
-		if st.Check != nil {
-			next = append(next, st.Check.OnPass.Next, st.Check.OnFail.Next)
-		}
-		if st.Retry != nil {
-			next = append(next, st.Retry.FallbackStep)
-		}
-		if st.Escalation != nil && (st.Escalation.NotificationMethod == "" || st.Escalation.NotificationMethod == "in_agent") {
-			next = append(next, st.Escalation.EscalateTo)
-		}
-		next = append(next, st.SubSteps...)
-		for _, n := range next {
+		for _, n := range c.reg.RouteTargets(id) {
 			if _, ok := steps[n]; ok && !seen[n] {
 				seen[n] = true
 				queue = append(queue, n)
@@ -1005,7 +1008,7 @@ func (c *checker) reachability() {
 	for _, id := range c.stepIDs {
 		if !seen[id] && steps[id].Type != "subStep" {
 			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, JoinPointer("steps", id),
-				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps), or remove it",
+				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps, transitions), or remove it",
 				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
 		}
 	}

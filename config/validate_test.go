@@ -490,6 +490,11 @@ func TestValidateProblems(t *testing.T) {
 		// Definition snapshot codes: definition.TestTakeBounds, TestTakeRefusesEscapingLinks…, main.TestValidateReportsSnapshotProblems.
 		"DEFINITION_TOO_LARGE": true, "PATH_ESCAPE": true,
 	}
+	// Intent-routing codes: TestFlowValidation; SR-GATE-ENUM (cross-layer): agent.TestFlowValidateEnum.
+	covered["SR-GATE-ENUM"] = true
+	for _, tc := range flowCases() {
+		covered[tc.code] = true
+	}
 	for _, tc := range cases {
 		covered[tc.code] = true
 	}

@@ -34,6 +34,9 @@ type CheckInput struct {
 	// ActionResults are the outcomes of the iteration's actions (tool
 	// calls). Action checks read only these.
 	ActionResults []iteration.ActionResult
+	// Structured is the iteration's structured output; a step's
+	// structuredGate reads its intent only from it.
+	Structured json.RawMessage
 }
 
 // InputFromSummary builds a CheckInput from an iteration summary. When the
@@ -43,7 +46,7 @@ func InputFromSummary(s *iteration.Summary) CheckInput {
 	if s == nil {
 		return CheckInput{}
 	}
-	in := CheckInput{Responses: s.AssistantResponses, ActionResults: s.ActionResults}
+	in := CheckInput{Responses: s.AssistantResponses, ActionResults: s.ActionResults, Structured: s.StructuredOutput}
 	if len(in.ActionResults) == 0 {
 		for _, t := range s.ToolsUsed {
 			in.ActionResults = append(in.ActionResults, iteration.ActionResult{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -73,6 +74,8 @@ type Move struct {
 	Complete bool   `json:"complete,omitempty"`
 	Aborted  bool   `json:"aborted,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Intent is the intent a step routed by its structuredGate emitted.
+	Intent string `json:"intent,omitempty"`
 }
 
 // State is the machine's full state; Snapshot and Restore move it in and
@@ -92,6 +95,10 @@ type State struct {
 	Parent *ParentState `json:"parent,omitempty"`
 	// Return is set while an in_agent escalation's target step runs.
 	Return *ReturnState `json:"return,omitempty"`
+	// Outputs are, per step routed by intent, the top-level values of its
+	// last structured output and its handoff values (step inputs read
+	// them).
+	Outputs map[string]map[string]any `json:"outputs,omitempty"`
 }
 
 // ParentState tracks a parent step's sub-steps.
@@ -247,6 +254,23 @@ func (m *Machine) validate() error {
 			}
 			parents[sub] = id
 		}
+		if s.StructuredGate != nil {
+			if s.Check != nil {
+				return m.bad(p+"/check", "route the step either by its check or by its structuredGate, not both",
+					"step %q has both a check and a structuredGate", id)
+			}
+			if s.Type == TypeGateway || s.Type == TypeSubStep {
+				return m.bad(p+"/structuredGate", "a step routed by intent runs its own prompt; make it a normal step",
+					"%s step %q cannot route by a structuredGate", s.Type, id)
+			}
+			for _, intent := range sortedKeys(s.Transitions) {
+				for _, t := range s.Transitions[intent].Steps() {
+					if err := ref(p+"/transitions/"+intent, t); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		if s.Sequential != nil && !*s.Sequential {
 			return m.bad(p+"/sequential", "parallel sub-steps are out of scope; run several agents instead", "sequential must be true")
 		}
@@ -257,6 +281,21 @@ func (m *Machine) validate() error {
 		}
 	}
 	return nil
+}
+
+func sortedKeys[V any](mp map[string]V) []string {
+	return slices.Sorted(maps.Keys(mp))
+}
+
+// intentReason describes an interpretation for the journal.
+func intentReason(in Interpretation) string {
+	r := "intent " + in.Intent
+	if in.Fallback {
+		r += " (fallback: " + in.Reason + ")"
+	} else if in.Reason != "" {
+		r += ": " + in.Reason
+	}
+	return r
 }
 
 func (m *Machine) ids() []string {
@@ -317,6 +356,10 @@ func (m *Machine) Snapshot() State {
 	if s.Return != nil {
 		r := *s.Return
 		s.Return = &r
+	}
+	if s.Outputs != nil {
+		// The inner maps are never changed in place (record replaces them).
+		s.Outputs = maps.Clone(s.Outputs)
 	}
 	return s
 }
@@ -656,6 +699,8 @@ type Evaluation struct {
 	Check      CheckResult       `json:"check"`
 	Moves      []Move            `json:"moves"`
 	Completion completion.Result `json:"completion"`
+	// Intent is what the step's structuredGate read (routed steps only).
+	Intent *Interpretation `json:"intent,omitempty"`
 }
 
 // StepComplete reports whether any move completed the step flow.
@@ -676,8 +721,38 @@ func (e Evaluation) StepComplete() bool {
 // independently, so a keyword present in both makes both react. h may be
 // nil (no completion check); cc.StepComplete is set from the moves.
 func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o Outcome, h completion.Handler, cc completion.Context) (Evaluation, error) {
+	ctxInput := in
 	var ev Evaluation
-	_, s := m.Current()
+	id, s := m.Current()
+	if g := s.StructuredGate; g != nil && !m.IsTerminal() {
+		in, err := Interpret(id, g, ctxInput.Structured)
+		if err != nil {
+			return ev, err
+		}
+		ev.Intent = &in
+		ev.Check = CheckResult{Type: "intent", Passed: in.Intent != config.IntentAbort && !in.Fallback,
+			Reason: intentReason(in)}
+		m.record(id, ctxInput.Structured, in.Handoff)
+		mv, err := m.route(id, s, in)
+		if err != nil {
+			return ev, err
+		}
+		mv.From, mv.Passed, mv.Reason = id, ev.Check.Passed, ev.Check.Reason
+		if mv.To == "" {
+			mv.To = m.st.Current
+		}
+		m.opts.Emitter.Emit(journal.StepTransition, mv)
+		ev.Moves = append(ev.Moves, mv)
+		if h != nil {
+			cc.StepComplete = ev.StepComplete()
+			r, err := h.Check(ctx, cc)
+			if err != nil {
+				return ev, err
+			}
+			ev.Completion = r
+		}
+		return ev, nil
+	}
 	if s.Check != nil {
 		r, err := checker.Check(ctx, s.Check, in)
 		if err != nil {

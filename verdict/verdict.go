@@ -108,6 +108,10 @@ type Config struct {
 	// fail it like a validator (the protected-files check). Unlike a
 	// validator's failure, a guard's is never let stand by onFailure skip.
 	Guards []Guard
+	// ValidationSteps are the registry's validationSteps: the conditions,
+	// onFailure and retry-prompt location of the closure steps they are
+	// keyed by.
+	ValidationSteps map[string]config.ValidationStep
 }
 
 // Guard is a check of the world that the model must not be able to get
@@ -246,6 +250,12 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		s.buf.flush(s.cfg.Events)
 		return stepError(v, err)
 	}
+	routed := ev.Intent != nil
+	if routed && ev.Intent.Intent == config.IntentAbort {
+		s.commit(fork)
+		return s.cannotComplete(v, honest.Declaration{Iteration: in.Iteration, Reason: ev.Intent.Reason,
+			Evidence: fmt.Sprintf("step %s emitted intent abort", id)}), nil
+	}
 	if fork.Aborted() {
 		s.commit(fork)
 		err := fork.AbortError()
@@ -264,13 +274,18 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	}
 	v.Completion = cr
 
-	// 4. Verification of whatever claims completion.
+	// 4. Verification of whatever claims completion. In a flow routed by
+	// intent only a closure step's closing claims it.
 	claimed := cr.Complete || cr.Declared || stepDone
 	everyIteration := false
 	if e, ok := s.cfg.Handler.(completion.EveryIterationVerifier); ok {
 		everyIteration = e.VerifyEveryIteration()
 	}
-	conds := s.conditions(st)
+	if routed {
+		claimed, everyIteration = stepDone, false
+	}
+	ver := (&config.Registry{ValidationSteps: s.cfg.ValidationSteps}).VerificationOf(id, st)
+	conds := s.conditions(ver.Conditions)
 	if (len(conds) > 0 || len(s.cfg.Guards) > 0) && (claimed || everyIteration) {
 		vr, err := s.verify(ctx, conds)
 		if err != nil {
@@ -286,9 +301,13 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 				s.emitCheck(v)
 				return v, nil
 			}
-			return s.retry(ctx, id, st, in.Summary, vr, v, fork)
+			claim := cr.Reason
+			if routed {
+				claim = fmt.Sprintf("closure step %s emitted closing", id)
+			}
+			return s.retry(ctx, id, st, ver, claim, in.Summary, vr, v, fork)
 		}
-		s.budget(s.attempts, id, st).Reset()
+		s.budget(s.attempts, id, ver.OnFailure).Reset()
 	}
 
 	s.commit(fork)
@@ -297,6 +316,18 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		verified = "; verified by " + strings.Join(v.Validation.Checked, ", ")
 	}
 	switch {
+	case routed && fork.Completed():
+		v.Action, v.Reason = Complete, fmt.Sprintf("closure step %s emitted closing%s", id, verified)
+	case routed && cr.Complete && !cr.Declared:
+		err := agenterr.New(agenterr.CodeAborted, agenterr.LayerCompletion, false,
+			"%s ended the run at step %q before a closure step emitted closing", s.handlerName(cr), id)
+		err.Hint = "a flow routed by intent completes only when its closure step emits closing; hand off to the closure step before the budget ends"
+		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Message, ReasonAborted
+	case routed:
+		v.Action, v.Reason = Continue, describeMoves(ev, cr)
+		if cr.Complete || cr.Declared {
+			v.Reason += "; the declared completion does not count: only a closure step's closing completes this flow"
+		}
 	case cr.Complete:
 		v.Action, v.Reason = Complete, cr.Reason+verified
 	case everyIteration && v.Validation != nil:
@@ -363,15 +394,24 @@ func (s *Stage) guarded(vr completion.ValidationResult) bool {
 	return false
 }
 
-// conditions are the step's completionConditions followed by the run's
-// validators, each validator once (the first naming it, with its params).
-func (s *Stage) conditions(st config.Step) []config.CompletionCondition {
-	if len(s.cfg.Validators) == 0 {
-		return st.CompletionConditions
+// handlerName names the completion handler in messages.
+func (s *Stage) handlerName(cr completion.Result) string {
+	if s.cfg.CompletionType != "" {
+		return fmt.Sprintf("the %s completion (%s)", s.cfg.CompletionType, cr.Reason)
 	}
-	out := make([]config.CompletionCondition, 0, len(st.CompletionConditions)+len(s.cfg.Validators))
+	return "the completion handler (" + cr.Reason + ")"
+}
+
+// conditions are the step's conditions (its completionConditions or its
+// validation step's validationConditions) followed by the run's
+// validators, each validator once (the first naming it, with its params).
+func (s *Stage) conditions(step []config.CompletionCondition) []config.CompletionCondition {
+	if len(s.cfg.Validators) == 0 {
+		return step
+	}
+	out := make([]config.CompletionCondition, 0, len(step)+len(s.cfg.Validators))
 	seen := make(map[string]bool, cap(out))
-	for _, c := range st.CompletionConditions {
+	for _, c := range step {
 		if !seen[c.Validator] {
 			seen[c.Validator] = true
 			out = append(out, c)
@@ -419,7 +459,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 	}
 	r := s.cfg.Format.Validate(sum, sv)
 	if r.Valid {
-		s.budget(s.fmtBudget, id, st).Reset()
+		s.budget(s.fmtBudget, id, st.OnFailure).Reset()
 		if r.Recovered && r.Extracted != nil {
 			// The JSON came from prose: hand it on as the structured output.
 			if out, err := json.Marshal(r.Extracted); err == nil {
@@ -428,7 +468,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 		}
 		return false, nil
 	}
-	d, err := s.budget(s.fmtBudget, id, st).Next(completion.ValidationResult{Validator: "format", Pattern: "format-invalid"})
+	d, err := s.budget(s.fmtBudget, id, st.OnFailure).Next(completion.ValidationResult{Validator: "format", Pattern: "format-invalid"})
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeSchemaValidation, agenterr.LayerCompletion, false,
 			"step %q: the model's output still does not match schema %s#%s", id, ref.File, ref.Schema)
@@ -447,8 +487,8 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 // retry applies the step's onFailure after a failed verification. The
 // fork is dropped — the step stays where it was — unless onFailure is skip,
 // which lets the iteration stand.
-func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *iteration.Summary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
-	d, err := s.budget(s.attempts, id, st).Next(vr)
+func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *iteration.Summary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
+	d, err := s.budget(s.attempts, id, ver.OnFailure).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
 		if errors.Is(err, agenterr.ErrValidationAborted) {
@@ -460,10 +500,13 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *itera
 	if d.Action == completion.ActionSkip && !s.guarded(vr) {
 		s.commit(fork)
 		v.Action = Complete
-		v.Reason = fmt.Sprintf("%s; %s failed (%s) but onFailure is skip", v.Completion.Reason, vr.Validator, vr.Pattern)
+		v.Reason = fmt.Sprintf("%s; %s failed (%s) but onFailure is skip", claim, vr.Validator, vr.Pattern)
 		s.emitCheck(v)
 		return v, nil
 	}
+	// The retry prompts live where the step's verification says (a
+	// validation step's c2/c3, e.g. retry/issue).
+	st.C2, st.C3 = ver.C2, ver.C3
 	rp, err := s.cfg.Retries.BuildRetryPrompt(ctx, st, vr)
 	if err != nil {
 		return v, err
@@ -480,9 +523,8 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *itera
 	v.Retry = &completion.RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
 		Params: vr.Params, Source: rp.Source, Attempt: d.Attempt, Max: d.MaxAttempts,
 		Text: text, Warnings: rp.Warnings}
-	claim := "completion claimed"
-	if v.Completion.Reason != "" {
-		claim = v.Completion.Reason
+	if claim == "" {
+		claim = "completion claimed"
 	}
 	v.Reason = fmt.Sprintf("%s, but %s failed (pattern %s); attempt %d of %d failed, retry prompt sent",
 		claim, vr.Validator, vr.Pattern, d.Attempt, d.MaxAttempts)
@@ -491,11 +533,11 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, sum *itera
 	return v, nil
 }
 
-func (s *Stage) budget(m map[string]*completion.RetryBudget, id string, st config.Step) *completion.RetryBudget {
+func (s *Stage) budget(m map[string]*completion.RetryBudget, id string, onFailure *config.OnFailure) *completion.RetryBudget {
 	if b, ok := m[id]; ok {
 		return b
 	}
-	b, err := completion.NewRetryBudget(st.OnFailure)
+	b, err := completion.NewRetryBudget(onFailure)
 	if err != nil { // rejected by validation; the default budget is the safe reading
 		b, _ = completion.NewRetryBudget(nil)
 	}
