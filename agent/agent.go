@@ -374,6 +374,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
 		Warnings:       append([]string(nil), a.warnings...),
 		CannotComplete: a.flow.cannotComplete,
+		Verdict:        a.flow.closureVerdict,
 	}
 	a.mu.Lock()
 	a.result = res

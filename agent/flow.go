@@ -43,6 +43,9 @@ type flow struct {
 	sessions map[string]string
 	// cannotComplete is the model's declaration that ended the run.
 	cannotComplete *honest.Declaration
+	// closureVerdict is the closure step's verdict of a run completed by
+	// closing.
+	closureVerdict string
 }
 
 // pendingPrompt is a retry prompt waiting for the next iteration.
@@ -261,6 +264,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	switch v.Action {
 	case verdict.Complete:
 		out.Complete = true
+		f.closureVerdict = v.ClosureVerdict
 	case verdict.Stop:
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason
 		f.cannotComplete = v.CannotComplete

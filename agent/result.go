@@ -46,6 +46,10 @@ type Result struct {
 	// done as specified, with its reason and evidence (CompletionReason
 	// cannot_complete).
 	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
+	// Verdict is the "verdict" string of the closure step's final answer
+	// when a flow routed by intent completed by that step's verified
+	// closing (e.g. "approved"); "" otherwise.
+	Verdict string `json:"verdict,omitempty"`
 }
 
 // Err returns the error the run ended with, with its chain (errors.Is

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // BuiltinVariables are the {uv-x} variables the runtime supplies in every
@@ -26,6 +29,7 @@ const (
 	CodeStepPromptInvalid  = "SR-STEP-PROMPT-INVALID"
 	CodeRetryPromptMissing = "SR-RETRY-PROMPT-MISSING"
 	CodeSchemaUnresolved   = "SR-SCHEMA-UNRESOLVED"
+	CodeGateEnum           = "SR-GATE-ENUM"
 )
 
 // ValidateOptions are the configuration checks of a full validation: the
@@ -125,6 +129,10 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 		st := reg.Steps[id]
 		ptr := config.JoinPointer("steps", id)
 		checkSchema(st.OutputSchemaRef, ptr+"/outputSchemaRef", "step "+id)
+		if p, bad := checkIntentEnum(schemas, id, st); bad {
+			p.File = regFile
+			out = append(out, p)
+		}
 		if st.Type != "gateway" {
 			ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
 			if _, err := r.Resolve(ctx, ref, nil); err != nil {
@@ -141,8 +149,13 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 		// runner.completion.validators (which verify every step).
 		type use struct{ validator, file, ptr string }
 		var uses []use
-		for i, cond := range st.CompletionConditions {
-			uses = append(uses, use{cond.Validator, regFile, ptr + "/completionConditions/" + strconv.Itoa(i)})
+		ver := reg.VerificationOf(id, st)
+		condPtr := ptr + "/completionConditions/"
+		if len(st.CompletionConditions) == 0 && len(ver.Conditions) > 0 {
+			condPtr = config.JoinPointer("validationSteps", id, "validationConditions") + "/"
+		}
+		for i, cond := range ver.Conditions {
+			uses = append(uses, use{cond.Validator, regFile, condPtr + strconv.Itoa(i)})
 		}
 		if st.Type != "gateway" {
 			for i, name := range def.Runner.Completion.Validators {
@@ -158,7 +171,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 			if !declared {
 				continue // built-in patterns fall back to the generic retry prompt
 			}
-			rt, err := r.ResolveRetry(ctx, reg.C1, st.C2, st.C3, pat.Edition, pat.Adaptation)
+			rt, err := r.ResolveRetry(ctx, reg.C1, ver.C2, ver.C3, pat.Edition, pat.Adaptation)
 			if err == nil && rt.Found {
 				continue
 			}
@@ -183,4 +196,50 @@ func builtinPatternNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// checkIntentEnum checks that the enum at a routed step's intentSchemaRef,
+// in its resolved output schema, lists exactly its allowedIntents: the
+// schema the model answers in and the intents the step accepts must not
+// drift apart.
+func checkIntentEnum(schemas *schemas, id string, st config.Step) (config.Problem, bool) {
+	g, ref := st.StructuredGate, st.OutputSchemaRef
+	if g == nil || ref == nil || ref.File == "" || !strings.HasPrefix(g.IntentSchemaRef, "#/") {
+		return config.Problem{}, false // reported by config
+	}
+	c, err := schemas.get(*ref)
+	if err != nil {
+		return config.Problem{}, false // SR-SCHEMA-UNRESOLVED
+	}
+	p := config.Problem{Code: CodeGateEnum, Severity: config.SeverityError,
+		Pointer: config.JoinPointer("steps", id, "structuredGate", "intentSchemaRef")}
+	enum, found := schema.EnumAt(c.raw, g.IntentSchemaRef)
+	if !found {
+		p.Message = fmt.Sprintf("step %s: intentSchemaRef %s reaches no enum in schema %s#%s", id, g.IntentSchemaRef, ref.File, ref.Schema)
+		p.Hint = "point intentSchemaRef at the intent property (with an enum) of the step's own schema, e.g. #/properties/next_action/properties/action"
+		return p, true
+	}
+	var missing, extra []string
+	for _, in := range g.AllowedIntents {
+		if !slices.Contains(enum, in) {
+			missing = append(missing, in)
+		}
+	}
+	for _, e := range enum {
+		if !slices.Contains(g.AllowedIntents, e) {
+			extra = append(extra, e)
+		}
+	}
+	if len(missing) == 0 && len(extra) == 0 {
+		return config.Problem{}, false
+	}
+	p.Message = fmt.Sprintf("step %s: the schema's intent enum %v is not allowedIntents %v", id, enum, g.AllowedIntents)
+	if len(missing) > 0 {
+		p.Message += fmt.Sprintf("; not in the schema: %v", missing)
+	}
+	if len(extra) > 0 {
+		p.Message += fmt.Sprintf("; not allowed: %v", extra)
+	}
+	p.Hint = "make the enum in " + ref.File + " and structuredGate.allowedIntents list the same intents"
+	return p, true
 }

@@ -166,9 +166,9 @@ func (c *checker) transitions(id, ptr string, st Step, handoffKeys map[string]bo
 			continue
 		}
 		switch intent {
-		case IntentRepeat, IntentJump, IntentAbort:
+		case IntentJump, IntentAbort:
 			c.report(s, "SR-INERT-FIELD", SeverityWarning, p,
-				"remove it: repeat always runs the step again, jump goes to the answer's target, abort ends the run",
+				"remove it: jump goes to the answer's target, abort ends the run",
 				"transitions.%s has no effect", intent)
 			continue
 		}

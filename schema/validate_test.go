@@ -235,3 +235,25 @@ func TestCompileSourceErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestEnumAt(t *testing.T) {
+	s := json.RawMessage(`{"type":"object","properties":{"next_action":{"properties":{"action":{"enum":["next","repeat",3]}}}},
+		"allOf":[{"properties":{"verdict":{"const":"ok"}}}],"a/b":{"enum":["x"]}}`)
+	for _, tc := range []struct {
+		ptr  string
+		want string
+		ok   bool
+	}{
+		{"#/properties/next_action/properties/action", "next,repeat", true},
+		{"#/properties/verdict", "ok", true},
+		{"#/a~1b", "x", true},
+		{"#/properties/next_action", "", false},
+		{"#/properties/ghost", "", false},
+		{"properties", "", false},
+	} {
+		got, ok := EnumAt(s, tc.ptr)
+		if ok != tc.ok || strings.Join(got, ",") != tc.want {
+			t.Errorf("%s: %v %v, want %q %v", tc.ptr, got, ok, tc.want, tc.ok)
+		}
+	}
+}

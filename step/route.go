@@ -31,7 +31,7 @@ func (m *Machine) routeErr(id, hint, format string, args ...any) error {
 // structuredGate read it from the structured output). Rules:
 //   - closing completes the flow; only a closure step may emit it.
 //   - abort ends the flow without completion (the model gives up).
-//   - repeat runs the step again.
+//   - repeat runs the step again (or goes to transitions.repeat when set).
 //   - jump goes to the step named at targetField (any step of the
 //     registry but a sub-step).
 //   - next, handoff, escalate follow transitions.<intent>: a target, or a
@@ -65,7 +65,19 @@ func (m *Machine) route(id string, s config.Step, in Interpretation) (Move, erro
 		mv.Kind, mv.Aborted = MoveAbort, true
 		return mv, nil
 	case config.IntentRepeat:
-		if err := m.enterRouted(id); err != nil {
+		target := id
+		if _, ok := s.Transitions[config.IntentRepeat]; ok {
+			t, terminal, err := m.transitionTarget(id, s, in)
+			if err != nil {
+				return Move{}, err
+			}
+			if terminal {
+				return Move{}, m.routeErr(id, "only closing may end the flow; name the step to repeat with",
+					"transitions.repeat is null (terminal), which only closing may be")
+			}
+			target = t
+		}
+		if err := m.enterRouted(target); err != nil {
 			return Move{}, err
 		}
 		mv.Kind = MoveRepeat

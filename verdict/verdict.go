@@ -160,6 +160,10 @@ type Verdict struct {
 	// CannotComplete is the model's declaration that the task cannot be
 	// done as specified (Action is Stop).
 	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
+	// ClosureVerdict is the "verdict" string of the closure step's answer
+	// when its verified closing completed the run (e.g. "approved"), for a
+	// caller that routes by it.
+	ClosureVerdict string `json:"closureVerdict,omitempty"`
 }
 
 // PromptSource says where the next iteration's prompt comes from, for the
@@ -185,6 +189,8 @@ type CheckEvent struct {
 	Verdict Action `json:"verdict,omitempty"`
 	// Verified lists the validators that ran this iteration, in order.
 	Verified []string `json:"verified,omitempty"`
+	// ClosureVerdict is the closure step's "verdict" (see Verdict).
+	ClosureVerdict string `json:"closureVerdict,omitempty"`
 }
 
 // Stage is the verdict stage of one run. It keeps the per-step attempt
@@ -318,6 +324,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	switch {
 	case routed && fork.Completed():
 		v.Action, v.Reason = Complete, fmt.Sprintf("closure step %s emitted closing%s", id, verified)
+		v.ClosureVerdict = closureVerdict(in.Summary)
 	case routed && cr.Complete && !cr.Declared:
 		err := agenterr.New(agenterr.CodeAborted, agenterr.LayerCompletion, false,
 			"%s ended the run at step %q before a closure step emitted closing", s.handlerName(cr), id)
@@ -394,6 +401,23 @@ func (s *Stage) guarded(vr completion.ValidationResult) bool {
 	return false
 }
 
+// closureVerdict is the "verdict" string of a closure step's answer.
+func closureVerdict(sum *iteration.Summary) string {
+	if sum == nil || len(sum.StructuredOutput) == 0 {
+		return ""
+	}
+	var out struct {
+		Verdict any `json:"verdict"`
+	}
+	if json.Unmarshal(sum.StructuredOutput, &out) != nil {
+		return ""
+	}
+	if s, ok := out.Verdict.(string); ok {
+		return s
+	}
+	return ""
+}
+
 // handlerName names the completion handler in messages.
 func (s *Stage) handlerName(cr completion.Result) string {
 	if s.cfg.CompletionType != "" {
@@ -436,7 +460,7 @@ func (s *Stage) emitCheck(v Verdict) {
 	r := v.Completion
 	r.Complete = v.Action == Complete
 	r.Reason = v.Reason
-	s.check = CheckEvent{Result: r, Verdict: v.Action}
+	s.check = CheckEvent{Result: r, Verdict: v.Action, ClosureVerdict: v.ClosureVerdict}
 	if vr := v.Validation; vr != nil {
 		s.check.Verified = vr.Checked
 		if !vr.Valid {

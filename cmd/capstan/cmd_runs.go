@@ -221,6 +221,9 @@ writes the same account as one self-contained HTML page.`,
 					printProtected(out, rec.StepBaseline)
 					if r := rec.Result; r != nil {
 						printCannotComplete(out, r.CannotComplete)
+						if r.Verdict != "" {
+							fmt.Fprintf(out, "closure verdict: %s\n", r.Verdict)
+						}
 					}
 				}
 			}
