@@ -58,7 +58,9 @@ type flowCase struct {
 }
 
 func flowCases() []flowCase {
-	step := func(r map[string]any, keys ...string) map[string]any { return at(r, append([]string{"steps"}, keys...)...) }
+	step := func(r map[string]any, keys ...string) map[string]any {
+		return at(r, append([]string{"steps"}, keys...)...)
+	}
 	return []flowCase{
 		{"check and gate", func(r map[string]any) {
 			step(r, "initial.main")["check"] = map[string]any{"type": "keyword", "keywords": []any{"X"},
