@@ -18,6 +18,11 @@
 //     type, plus the step's completionConditions, each validator at most
 //     once).
 //
+// In a flow routed by intent (steps with a structuredGate) only a closure
+// step's closing claims completion, verified by its validation step; the
+// completion handler's claims do not complete such a run, and the abort
+// intent stops it like the honest way out (cannot_complete).
+//
 // Only when the verdict lets the iteration stand is the fork's step
 // transition committed to the machine; a failed verification leaves the
 // step where it was and sends the failure pattern's retry prompt. Nothing is
