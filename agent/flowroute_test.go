@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -483,5 +485,23 @@ func TestFlowValidateEnum(t *testing.T) {
 	}
 	if !found || res.Valid() {
 		t.Fatalf("no SR-GATE-ENUM:\n%v", res.Problems())
+	}
+
+	// A validation step's declared pattern without a retry prompt file
+	// gets the generic prompt: a warning, not an error.
+	dir = iteratorAgent(t, `{"type": "stepFlow"}`, "turns:\n  - text: x\n")
+	if err := os.Remove(filepath.Join(dir, "prompts/steps/retry/issue/f_failed_git-dirty.md")); err != nil {
+		t.Fatal(err)
+	}
+	res = config.Check(dir, ValidateOptions())
+	found = false
+	for _, p := range res.Problems() {
+		if p.Code == CodeRetryPromptGeneric {
+			found = p.Pointer == "/validationSteps/closure.polling/validationConditions/0" && p.Severity == config.SeverityWarning &&
+				strings.Contains(p.Hint, "prompts/steps/retry/issue/f_failed_git-dirty.md")
+		}
+	}
+	if !found || !res.Valid() {
+		t.Fatalf("no SR-RETRY-PROMPT-GENERIC warning:\n%v", res.Problems())
 	}
 }

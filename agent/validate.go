@@ -30,6 +30,7 @@ const (
 	CodeRetryPromptMissing = "SR-RETRY-PROMPT-MISSING"
 	CodeSchemaUnresolved   = "SR-SCHEMA-UNRESOLVED"
 	CodeGateEnum           = "SR-GATE-ENUM"
+	CodeRetryPromptGeneric = "SR-RETRY-PROMPT-GENERIC"
 )
 
 // ValidateOptions are the configuration checks of a full validation: the
@@ -147,19 +148,24 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 		// Every validator that can fail in this step needs its pattern's
 		// retry prompt: the step's completionConditions and the run's
 		// runner.completion.validators (which verify every step).
-		type use struct{ validator, file, ptr string }
+		type use struct {
+			validator, file, ptr string
+			// generic: a missing retry prompt falls back to the built-in
+			// generic one (validation steps, as in climpt's format).
+			generic bool
+		}
 		var uses []use
 		ver := reg.VerificationOf(id, st)
-		condPtr := ptr + "/completionConditions/"
+		condPtr, generic := ptr+"/completionConditions/", false
 		if len(st.CompletionConditions) == 0 && len(ver.Conditions) > 0 {
-			condPtr = config.JoinPointer("validationSteps", id, "validationConditions") + "/"
+			condPtr, generic = config.JoinPointer("validationSteps", id, "validationConditions")+"/", true
 		}
 		for i, cond := range ver.Conditions {
-			uses = append(uses, use{cond.Validator, regFile, condPtr + strconv.Itoa(i)})
+			uses = append(uses, use{cond.Validator, regFile, condPtr + strconv.Itoa(i), generic})
 		}
 		if st.Type != "gateway" {
 			for i, name := range def.Runner.Completion.Validators {
-				uses = append(uses, use{name, config.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i)})
+				uses = append(uses, use{name, config.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i), false})
 			}
 		}
 		for _, u := range uses {
@@ -180,6 +186,12 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 				msg += ": " + err.Error()
 			} else {
 				msg += " (tried " + strings.Join(rt.Tried, ", ") + ")"
+			}
+			if u.generic && err == nil && len(rt.Tried) > 0 {
+				out = append(out, config.Problem{Code: CodeRetryPromptGeneric, Severity: config.SeverityWarning, File: u.file,
+					Pointer: u.ptr, Message: msg + "; the built-in generic retry prompt (pattern, validator and every param) is sent instead",
+					Hint: "create " + rt.Tried[0] + " to send your own retry prompt"})
+				continue
 			}
 			out = append(out, config.Problem{Code: CodeRetryPromptMissing, Severity: config.SeverityError, File: u.file,
 				Pointer: u.ptr, Message: msg,

@@ -490,8 +490,8 @@ func TestValidateProblems(t *testing.T) {
 		// Definition snapshot codes: definition.TestTakeBounds, TestTakeRefusesEscapingLinks…, main.TestValidateReportsSnapshotProblems.
 		"DEFINITION_TOO_LARGE": true, "PATH_ESCAPE": true,
 	}
-	// Intent-routing codes: TestFlowValidation; SR-GATE-ENUM (cross-layer): agent.TestFlowValidateEnum.
-	covered["SR-GATE-ENUM"] = true
+	// Intent-routing codes: TestFlowValidation; SR-GATE-ENUM and SR-RETRY-PROMPT-GENERIC (cross-layer): agent.TestFlowValidateEnum.
+	covered["SR-GATE-ENUM"], covered["SR-RETRY-PROMPT-GENERIC"] = true, true
 	for _, tc := range flowCases() {
 		covered[tc.code] = true
 	}
