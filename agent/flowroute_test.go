@@ -416,15 +416,31 @@ func TestClimptAbortIsCannotComplete(t *testing.T) {
 	}
 }
 
-// An answer without a readable intent ends the run with STEP_INTENT
-// (failFast, the default); with failFast false the fallback intent routes.
+// An answer without a readable intent (failFast, the default) gets a
+// format retry naming the intent field and its values, under the step's
+// onFailure attempts, then ends the run with STEP_INTENT; with failFast
+// false the fallback intent routes.
 func TestClimptIntentFailFastAndFallback(t *testing.T) {
 	reg, schemas := oneStepFlow(nil)
 	script := `turns:
   - structured: {status: "working"}
+  - expect: {prompt_contains: ["no value at next_action.action", "one of [next handoff]"]}
+    structured: {next_action: {action: handoff}}
+  - expect: {prompt_contains: ["Step closure.work."]}
+    structured: {next_action: {action: closing}}
 `
 	res := runToEnd(t, load(t, routedAgent(t, reg, schemas, nil, script)), BuildOptions{WorkDir: t.TempDir()})
-	if res.Success || res.Error == nil || res.Error.Code != agenterr.CodeStepIntent || res.Iterations != 1 {
+	if !res.Success || res.Iterations != 3 {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+	script = `turns:
+  - structured: {status: "working"}
+  - structured: {status: "still working"}
+  - structured: {status: "working hard"}
+`
+	res = runToEnd(t, load(t, routedAgent(t, reg, schemas, nil, script)), BuildOptions{WorkDir: t.TempDir()})
+	if res.Success || res.Error == nil || res.Error.Code != agenterr.CodeStepIntent || res.Iterations != 3 ||
+		res.CompletionReason != verdict.ReasonValidationExhausted {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}
 
@@ -444,6 +460,7 @@ func TestClimptIntentFailFastAndFallback(t *testing.T) {
 // "closing" or a status the schema allows does not route.
 func TestClimptIntentNotFromProse(t *testing.T) {
 	reg, schemas := oneStepFlow(nil)
+	reg["steps"].(map[string]any)["initial.work"].(map[string]any)["onFailure"] = map[string]any{"action": "retry", "maxAttempts": 1}
 	script := `turns:
   - text: "All done. next_action: handoff. closing"
     structured: {status: "completed"}

@@ -46,7 +46,8 @@ type Interpretation struct {
 // through the step's gate: the value at intentField (case-insensitive; the
 // aliases continue/pass → next, retry/wait/fail → repeat, done/finished →
 // closing), which must be one of allowedIntents. When it is missing or not
-// allowed, failFast (the default) is the error STEP_INTENT;
+// allowed, failFast (the default) is the error STEP_INTENT (the verdict
+// stage answers it with a format retry);
 // without failFast the fallbackIntent is used (else next when allowed, else
 // the first allowed intent). The intent is never read from prose.
 func Interpret(id string, g *config.StructuredGate, output json.RawMessage) (Interpretation, error) {

@@ -205,9 +205,12 @@ type Stage struct {
 	cfg       Config
 	attempts  map[string]*completion.RetryBudget // per step: completion attempts
 	fmtBudget map[string]*completion.RetryBudget // per step: format attempts
-	buf       buffer
-	fork      *step.Machine // reused by every Decide
-	check     CheckEvent    // the completion.check payload, reused
+	// intents counts, per step, consecutive answers without a readable
+	// intent (routed steps).
+	intents map[string]*completion.RetryBudget
+	buf     buffer
+	fork    *step.Machine // reused by every Decide
+	check   CheckEvent    // the completion.check payload, reused
 	// lastPattern is, per step, the failure pattern of the last retry.
 	lastPattern map[string]string
 }
@@ -226,7 +229,7 @@ func New(cfg Config) (*Stage, error) {
 		cfg.Format = completion.NewFormatValidator(completion.FormatConfig{})
 	}
 	return &Stage{cfg: cfg, attempts: map[string]*completion.RetryBudget{}, fmtBudget: map[string]*completion.RetryBudget{},
-		lastPattern: map[string]string{}}, nil
+		intents: map[string]*completion.RetryBudget{}, lastPattern: map[string]string{}}, nil
 }
 
 // Decide runs format check → step check → completion → verification on
@@ -257,9 +260,15 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	fork := s.fork
 	ev, err := fork.Evaluate(ctx, s.cfg.Checker, step.InputFromSummary(in.Summary), step.Outcome{Iteration: in.Iteration}, nil, completion.Context{})
 	v.Check, v.Moves = ev.Check, ev.Moves
+	if err != nil && errors.Is(err, agenterr.ErrStepIntent) && st.StructuredGate != nil {
+		return s.intentRetry(id, st, err, v)
+	}
 	if err != nil {
 		s.buf.flush(s.cfg.Events)
 		return stepError(v, err)
+	}
+	if st.StructuredGate != nil {
+		s.budget(s.intents, id, st.OnFailure).Reset()
 	}
 	routed := ev.Intent != nil
 	if routed && ev.Intent.Intent == config.IntentAbort {
@@ -353,6 +362,39 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		v.Action, v.Reason = Continue, describeMoves(ev, cr)
 	}
 	s.emitCheck(v)
+	return v, nil
+}
+
+// intentRetry answers a routed step's answer without a readable intent
+// (failFast): the same step runs again with a prompt that names the
+// problem and the schema, under the step's onFailure attempts; then the
+// run stops with STEP_INTENT. The fork is dropped.
+func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (Verdict, error) {
+	s.buf.reset()
+	d, err := s.budget(s.intents, id, st.OnFailure).Next(completion.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
+	if err != nil {
+		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, cause, cause.Error(), ReasonValidationExhausted
+		s.emitCheck(v)
+		return v, nil
+	}
+	var raw json.RawMessage
+	if ref := st.OutputSchemaRef; ref != nil && s.cfg.Schemas != nil {
+		raw, _, _ = s.cfg.Schemas.OutputSchema(*ref)
+	}
+	problem := cause.Error()
+	if e := agenterr.From(cause); e != nil {
+		problem = e.Message
+		if e.Hint != "" {
+			problem += "\n" + e.Hint
+		}
+	}
+	text := completion.FormatRetryPrompt(completion.FormatResult{Error: problem}, raw)
+	v.Retry = &completion.RetryPromptEvent{Kind: "format", Step: id, Source: "intent-retry:" + id,
+		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{problem}}
+	v.Action = Retry
+	v.Reason = fmt.Sprintf("no readable intent (%s); attempt %d of %d failed, format retry sent", problem, d.Attempt, d.MaxAttempts)
+	s.emitCheck(v)
+	s.cfg.Events.Emit(journal.RetryPrompt, *v.Retry)
 	return v, nil
 }
 
