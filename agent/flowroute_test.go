@@ -522,3 +522,34 @@ func TestFlowValidateEnum(t *testing.T) {
 		t.Fatalf("no SR-RETRY-PROMPT-GENERIC warning:\n%v", res.Problems())
 	}
 }
+
+// The closure step's validation step honours onFailure: retry until
+// maxAttempts closings failed (validation_exhausted), or skip (the closing
+// stands although the condition fails).
+func TestClimptClosureOnFailure(t *testing.T) {
+	for _, tc := range []struct {
+		onFailure map[string]any
+		success   bool
+		reason    string
+		iters     int
+	}{
+		{map[string]any{"action": "retry", "maxAttempts": 2}, false, ReasonValidationExhausted, 3},
+		{map[string]any{"action": "skip"}, true, "completed", 2},
+		{map[string]any{"action": "abort"}, false, verdict.ReasonAborted, 2},
+	} {
+		reg, schemas := oneStepFlow(nil)
+		reg["validators"] = map[string]any{"out-exists": map[string]any{"type": "file", "path": "out.txt", "failurePattern": "file-not-exists"}}
+		reg["validationSteps"] = map[string]any{"closure.work": map[string]any{"c2": "retry", "c3": "work",
+			"validationConditions": []any{map[string]any{"validator": "out-exists"}}, "onFailure": tc.onFailure}}
+		script := `turns:
+  - structured: {next_action: {action: handoff}}
+  - structured: {next_action: {action: closing}}
+  - expect: {prompt_contains: ["file-not-exists", "out.txt"]}
+    structured: {next_action: {action: closing}}
+`
+		res := runToEnd(t, load(t, routedAgent(t, reg, schemas, nil, script)), BuildOptions{WorkDir: t.TempDir()})
+		if res.Success != tc.success || res.CompletionReason != tc.reason || res.Iterations != tc.iters {
+			t.Errorf("%v: %+v %+v", tc.onFailure, res, res.Error)
+		}
+	}
+}
