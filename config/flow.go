@@ -162,7 +162,8 @@ func (t IntentTransition) Steps() []string {
 // InputSpec fills a prompt variable of a step from a value an earlier step
 // produced: From is "<stepId>.<key>" (a top-level key of that step's
 // structured output or one of its handoff values); the variable is
-// {uv-<stepId with . as _>_<key>}.
+// {uv-<stepId with . as _>_<key>}. Without From the variable is the
+// input's name and takes Default.
 type InputSpec struct {
 	From string `json:"from,omitempty"`
 	// Required (default true) makes a missing value an error; otherwise

@@ -31,6 +31,11 @@ func (c *checker) flowStep(id, ptr string, st Step) {
 		p := JoinPointer("steps", id, "inputs", name, "from")
 		from, _, ok := in.Source()
 		switch {
+		case in.From == "":
+			if len(in.Default) == 0 || string(in.Default) == "null" {
+				c.report(s, "SR-INPUT-FROM", SeverityError, JoinPointer("steps", id, "inputs", name),
+					`add from ("<stepId>.<key>"), or a default`, "input %q has neither from nor a default, so it never has a value", name)
+			}
 		case !ok:
 			c.report(s, "SR-INPUT-FROM", SeverityError, p, `write from as "<stepId>.<key>", e.g. "initial.issue.summary"`,
 				"input %q: from %q is not <stepId>.<key>", name, in.From)

@@ -130,6 +130,9 @@ func flowCases() []flowCase {
 		{"input from nothing", func(r map[string]any) {
 			step(r, "continuation.main", "inputs")["plan"] = map[string]any{"from": "summary"}
 		}, "SR-INPUT-FROM", SeverityError, "/steps/continuation.main/inputs/plan/from"},
+		{"input without from or default", func(r map[string]any) {
+			step(r, "continuation.main", "inputs")["plan"] = map[string]any{"required": false}
+		}, "SR-INPUT-FROM", SeverityError, "/steps/continuation.main/inputs/plan"},
 		{"input from unknown step", func(r map[string]any) {
 			step(r, "continuation.main", "inputs")["plan"] = map[string]any{"from": "initial.ghost.summary"}
 		}, "SR-INPUT-FROM", SeverityError, "/steps/continuation.main/inputs/plan/from"},

@@ -234,10 +234,10 @@ func (m *Machine) Inputs(id string) (map[string]string, error) {
 	for _, name := range names {
 		spec := s.Inputs[name]
 		from, key, ok := spec.Source()
-		if !ok {
+		if !ok && spec.From != "" {
 			return nil, m.routeErr(id, `write from as "<stepId>.<key>"`, "input %q: from %q names no step and key", name, spec.From)
 		}
-		v, found := m.st.Outputs[from][key]
+		v, found := m.st.Outputs[from][key] // no from: only the default
 		switch {
 		case found && v != nil:
 			out[spec.Variable(name)] = handoffText(v)

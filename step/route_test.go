@@ -235,10 +235,10 @@ func TestInputsFromOutputs(t *testing.T) {
 	no := false
 	a := reg.Steps["initial.a"]
 	a.Inputs = map[string]config.InputSpec{"x": {From: "closure.a.x", Required: &no, Default: json.RawMessage(`"none"`)},
-		"y": {From: "closure.a.y", Required: &no}}
+		"y": {From: "closure.a.y", Required: &no}, "mode": {Default: json.RawMessage(`"fast"`)}}
 	reg.Steps["initial.a"] = a
 	m3, _ := NewMachine(reg, Options{})
-	if got, err := m3.Inputs("initial.a"); err != nil || len(got) != 1 || got["closure_a_x"] != "none" {
+	if got, err := m3.Inputs("initial.a"); err != nil || len(got) != 2 || got["closure_a_x"] != "none" || got["mode"] != "fast" {
 		t.Fatalf("optional inputs: %v %v", got, err)
 	}
 }
