@@ -719,39 +719,14 @@ func (e Evaluation) StepComplete() bool {
 // any gateways it leads to, then the agent's completion handler
 // (completion keywords, which decide the run). Both read the same response
 // independently, so a keyword present in both makes both react. h may be
-// nil (no completion check); cc.StepComplete is set from the moves.
+// nil (no completion check); cc.StepComplete is set from the moves. A step
+// with a structuredGate is routed by the intent of its structured answer
+// instead of a check (see route).
 func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o Outcome, h completion.Handler, cc completion.Context) (Evaluation, error) {
-	ctxInput := in
 	var ev Evaluation
 	id, s := m.Current()
-	if g := s.StructuredGate; g != nil && !m.IsTerminal() {
-		in, err := Interpret(id, g, ctxInput.Structured)
-		if err != nil {
-			return ev, err
-		}
-		ev.Intent = &in
-		ev.Check = CheckResult{Type: "intent", Passed: in.Intent != config.IntentAbort && !in.Fallback,
-			Reason: intentReason(in)}
-		m.record(id, ctxInput.Structured, in.Handoff)
-		mv, err := m.route(id, s, in)
-		if err != nil {
-			return ev, err
-		}
-		mv.From, mv.Passed, mv.Reason = id, ev.Check.Passed, ev.Check.Reason
-		if mv.To == "" {
-			mv.To = m.st.Current
-		}
-		m.opts.Emitter.Emit(journal.StepTransition, mv)
-		ev.Moves = append(ev.Moves, mv)
-		if h != nil {
-			cc.StepComplete = ev.StepComplete()
-			r, err := h.Check(ctx, cc)
-			if err != nil {
-				return ev, err
-			}
-			ev.Completion = r
-		}
-		return ev, nil
+	if s.StructuredGate != nil && !m.IsTerminal() {
+		return m.evaluateRouted(ctx, id, s, in, h, cc)
 	}
 	if s.Check != nil {
 		r, err := checker.Check(ctx, s.Check, in)
@@ -776,6 +751,39 @@ func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput,
 	if err != nil {
 		return ev, err
 	}
+	if h != nil {
+		cc.StepComplete = ev.StepComplete()
+		r, err := h.Check(ctx, cc)
+		if err != nil {
+			return ev, err
+		}
+		ev.Completion = r
+	}
+	return ev, nil
+}
+
+// evaluateRouted is Evaluate for a step routed by its structuredGate: the
+// intent read from the structured output (never the text) takes the
+// transition; the step's answer is recorded for later steps' inputs.
+func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, in CheckInput, h completion.Handler, cc completion.Context) (Evaluation, error) {
+	var ev Evaluation
+	it, err := Interpret(id, s.StructuredGate, in.Structured)
+	if err != nil {
+		return ev, err
+	}
+	ev.Intent = &it
+	ev.Check = CheckResult{Type: "intent", Passed: it.Intent != config.IntentAbort && !it.Fallback, Reason: intentReason(it)}
+	m.record(id, in.Structured, it.Handoff)
+	mv, err := m.route(id, s, it)
+	if err != nil {
+		return ev, err
+	}
+	mv.From, mv.Passed, mv.Reason = id, ev.Check.Passed, ev.Check.Reason
+	if mv.To == "" {
+		mv.To = m.st.Current
+	}
+	m.opts.Emitter.Emit(journal.StepTransition, mv)
+	ev.Moves = append(ev.Moves, mv)
 	if h != nil {
 		cc.StepComplete = ev.StepComplete()
 		r, err := h.Check(ctx, cc)
