@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -551,5 +552,68 @@ func TestClimptClosureOnFailure(t *testing.T) {
 		if res.Success != tc.success || res.CompletionReason != tc.reason || res.Iterations != tc.iters {
 			t.Errorf("%v: %+v %+v", tc.onFailure, res, res.Error)
 		}
+	}
+}
+
+// A resumed routed run continues at its step with the answers it had
+// kept: a later step's input still has the value an earlier step handed
+// off before the run stopped.
+func TestClimptResumeKeepsInputs(t *testing.T) {
+	in := func(xs ...string) []string { return xs }
+	reg := map[string]any{
+		"agentId": "res", "c1": "steps", "entryStep": "initial.a",
+		"steps": map[string]any{
+			"initial.a": flowStepDef("initial.a", "", "flow.schema.json", in("next", "repeat"),
+				map[string]any{"next": to("continuation.a")}, map[string]any{"gate": map[string]any{"handoffFields": []any{"summary"}}}),
+			"continuation.a": flowStepDef("continuation.a", "", "flow.schema.json", in("next", "handoff"),
+				map[string]any{"next": to("continuation.a"), "handoff": to("closure.a")},
+				map[string]any{"uvVariables": []any{"initial_a_summary"},
+					"inputs": map[string]any{"plan": map[string]any{"from": "initial.a.summary"}}}),
+			"closure.a": flowStepDef("closure.a", "", "flow.schema.json", in("closing", "repeat"), map[string]any{"closing": to(nil)}, nil),
+		},
+	}
+	schemas := map[string]any{
+		"initial.a":      stepSchema(in("next", "repeat"), nil),
+		"continuation.a": stepSchema(in("next", "handoff"), nil),
+		"closure.a":      stepSchema(in("closing", "repeat"), nil),
+	}
+	prompts := map[string]string{"prompts/steps/continuation/a/f_default.md": "The plan: {uv-initial_a_summary}"}
+	script := `turns:
+  - structured: {summary: "rename the flag", next_action: {action: next}}
+  - expect: {prompt_contains: ["The plan: rename the flag"]}
+    structured: {next_action: {action: next}}
+  - expect: {prompt_contains: ["The plan: rename the flag"]}
+    structured: {next_action: {action: handoff}}
+  - structured: {next_action: {action: closing}}
+`
+	ctx := context.Background()
+	def, wd := load(t, routedAgent(t, reg, schemas, prompts, script)), t.TempDir()
+	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	first := a.Stop()
+	if first.Success || first.StepID != "continuation.a" {
+		t.Fatalf("%+v", first)
+	}
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Run(ctx)
+	res := b.Stop()
+	if !res.Success || res.Iterations != 4 || res.StepID != "closure.a" {
+		t.Fatalf("resumed %+v %+v", res, res.Error)
 	}
 }
