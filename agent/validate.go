@@ -125,7 +125,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 		st := reg.Steps[id]
 		ptr := config.JoinPointer("steps", id)
 		checkSchema(st.OutputSchemaRef, ptr+"/outputSchemaRef", "step "+id)
-		if st.Type != "gateway" {
+		if st.Type != "gateway" && st.Runner == nil {
 			ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
 			if _, err := r.Resolve(ctx, ref, nil); err != nil {
 				code, hint := CodeStepPromptInvalid, "fix the prompt file"

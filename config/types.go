@@ -76,6 +76,8 @@ type Runner struct {
 	Compaction *Compaction `json:"compaction,omitempty"`
 	// Verification hardens verification against a model that games it.
 	Verification Verification `json:"verification,omitzero"`
+	// Integrations connects the run to outside systems (GitHub).
+	Integrations Integrations `json:"integrations,omitzero"`
 }
 
 // Compaction is runner.compaction.
@@ -264,6 +266,12 @@ type Step struct {
 	// model may not change while this step runs, compared with their
 	// state when the step was entered.
 	Protect []string `json:"protect,omitempty"`
+	// StepKind is work | verification | closure ("" = work): a closure
+	// step is where the run's outside effects (GitHub) belong.
+	StepKind string `json:"stepKind,omitempty"`
+	// Runner makes the step a subprocess step: capstan runs the command
+	// instead of calling the model.
+	Runner *StepRunner `json:"runner,omitempty"`
 }
 
 // StepCheck decides a step's transition (seed 000 StepChecker).
