@@ -31,6 +31,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
@@ -90,7 +91,9 @@ type Agent struct {
 	vars         map[string]string
 	rc           *loop.RuntimeContext
 	result       *Result
-	started      time.Time
+	// github is what runner.integrations.github did after completion.
+	github  *GitHubOutcome
+	started time.Time
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
@@ -362,7 +365,15 @@ func (a *Agent) Run(ctx context.Context) *Result {
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
 	}
-	return a.finish(l.Run(ctx, a.rc))
+	lr := l.Run(ctx, a.rc)
+	if lr.Success {
+		var last *iteration.Summary
+		if n := len(lr.Summaries); n > 0 {
+			last = &lr.Summaries[n-1]
+		}
+		a.github = a.applyGitHub(ctx, last)
+	}
+	return a.finish(lr)
 }
 
 func (a *Agent) finish(lr *loop.Result) *Result {
@@ -374,6 +385,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
 		Warnings:       append([]string(nil), a.warnings...),
 		CannotComplete: a.flow.cannotComplete,
+		GitHub:         a.github,
 	}
 	a.mu.Lock()
 	a.result = res

@@ -202,8 +202,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 		turn.Prompt, turn.Source = p.Text, p.Source
 		return turn, nil
 	}
-	res, err := f.a.prompts.Resolve(ctx, prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback},
-		f.variables(rc.Iteration, rc))
+	res, err := f.a.prompts.Resolve(ctx, f.closureRef(st), f.variables(rc.Iteration, rc))
 	if err != nil {
 		return loop.Turn{}, err
 	}
@@ -216,7 +215,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
 	b := f.a.spec.Runner.Boundaries
 	o := llm.QueryOptions{SystemPrompt: f.system, AllowedTools: b.AllowedTools, DisallowedTools: b.DisallowedTools,
-		PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns}
+		PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns, Boundary: boundaryRule(st, f.a.spec.Runner.Integrations.GitHub)}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c, err := f.a.schemas.get(*ref)
 		if err != nil {
