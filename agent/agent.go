@@ -151,6 +151,10 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.model == "" && opts.Bridge != nil {
 		a.model = "custom"
 	}
+	if a.model == "" && subprocessOnly(a.reg) {
+		// Every step runs a command: the run needs no model.
+		a.model, a.opts.Bridge = SubprocessTool, noModel{}
+	}
 	if a.model == "" {
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
 		e.Hint = "set runner.model in agent.json or pass --model provider:model (providers: " + strings.Join(llm.Providers(), ", ") + ")"

@@ -191,6 +191,17 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 		return loop.Turn{}, err
 	}
 	turn := loop.Turn{StepID: id, Options: opts}
+	// A subprocess step runs its command instead of a model.
+	if st.Runner != nil {
+		b, err := f.a.newSubprocess(id, st)
+		if err != nil {
+			return loop.Turn{}, err
+		}
+		f.pending = nil // a retry prompt means nothing to a command: it runs again as it is
+		turn.Bridge, turn.Model, turn.Cost = b, SubprocessTool, func(llm.Usage) float64 { return 0 }
+		turn.Prompt, turn.Source = b.display(), SubprocessTool
+		return turn, nil
+	}
 	// A step with a model of its own talks to that model, in its own session.
 	if b, err := f.a.stepBridge(ctx, st.Model); err != nil {
 		return loop.Turn{}, err
@@ -249,6 +260,9 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	switch v.Action {
 	case verdict.Complete:
 		out.Complete = true
+		if err := subprocessFailure(f.a.runID, s.StepID, st, s); err != nil {
+			out = loop.Outcome{Stop: true, Reason: err.Error(), Err: err}
+		}
 	case verdict.Stop:
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason
 		f.cannotComplete = v.CannotComplete

@@ -262,6 +262,10 @@ const (
 	CodeEscalation = "ESCALATION_FAILED"
 	// CodeStepJudge: a prompt-type step check could not get a verdict.
 	CodeStepJudge = "STEP_JUDGE"
+	// CodeStepSubprocess: a subprocess step's command failed (non-zero
+	// exit status, timeout) where its success would have completed the
+	// run. Recoverable: resume runs the step again.
+	CodeStepSubprocess = "STEP_SUBPROCESS"
 	// CodeSchemaResolution: a structured-output schema cannot be resolved
 	// into one self-contained schema (missing file or name, dangling or
 	// cyclic $ref, conflicting allOf, path outside the schema directory) or
