@@ -12,6 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -36,6 +37,7 @@ type subprocessBridge struct {
 	workDir string
 	env     []string // runner.boundaries.env (see builtin.BuildEnv)
 	timeout time.Duration
+	emit    journal.Emitter // receives the run as a tool.call event
 }
 
 // subprocessInput is the tool-use input journaled for a subprocess run.
@@ -75,7 +77,7 @@ func (a *Agent) newSubprocess(id string, st config.Step) (*subprocessBridge, err
 	if r.Timeout > 0 {
 		timeout = time.Duration(r.Timeout) * time.Millisecond
 	}
-	return &subprocessBridge{argv: argv, workDir: a.workDir, env: a.spec.Runner.Boundaries.Env, timeout: timeout}, nil
+	return &subprocessBridge{argv: argv, workDir: a.workDir, env: a.spec.Runner.Boundaries.Env, timeout: timeout, emit: a.emit}, nil
 }
 
 // display is the command line as the journal and `capstan show` print it.
@@ -112,6 +114,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 	input, _ := json.Marshal(subprocessInput{Command: b.argv[0], Args: b.argv[1:], TimeoutMs: b.timeout.Milliseconds()})
 	use := llm.ToolUse{ID: "subprocess", Name: SubprocessTool, Input: input, DurationMs: out.DurationMs,
 		Output: subprocessReport(out), IsError: out.ExitCode != 0 || out.TimedOut}
+	b.emit.Emit(journal.ToolCall, use)
 	res := &llm.QueryResult{Responses: []string{}, ToolUses: []llm.ToolUse{use}, StopReason: fmt.Sprintf("exit %d", out.ExitCode)}
 	if out.TimedOut {
 		res.StopReason = "timeout"

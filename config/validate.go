@@ -248,8 +248,10 @@ func (c *checker) agent() {
 	if base == "" {
 		base = "prompts"
 	}
-	c.file(a, "AC", "/runner/prompts/base", base, true, "AC-PROMPTS-DIR-MISSING",
-		"create the prompts folder (prompts/<c1>/<c2>/<c3>/f_<edition>.md) or fix runner.prompts.base")
+	if c.agentSrc.has("/runner/prompts/base") || !c.reg.commandsOnly() {
+		c.file(a, "AC", "/runner/prompts/base", base, true, "AC-PROMPTS-DIR-MISSING",
+			"create the prompts folder (prompts/<c1>/<c2>/<c3>/f_<edition>.md) or fix runner.prompts.base")
+	}
 	if r.Prompts.FallbackDir != "" {
 		c.file(a, "AC", "/runner/prompts/fallbackDir", r.Prompts.FallbackDir, true, "AC-PROMPTS-DIR-MISSING",
 			"create the folder or remove runner.prompts.fallbackDir")

@@ -101,3 +101,17 @@ func (c *checker) stepRunner(id, ptr string, st Step) {
 		}
 	}
 }
+
+// commandsOnly reports whether every step is a subprocess step: such an
+// agent sends no prompts (and needs no prompts folder or model).
+func (r *Registry) commandsOnly() bool {
+	if len(r.Steps) == 0 {
+		return false
+	}
+	for _, st := range r.Steps {
+		if st.Runner == nil {
+			return false
+		}
+	}
+	return true
+}
