@@ -36,6 +36,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
@@ -92,8 +93,11 @@ type Agent struct {
 	rc           *loop.RuntimeContext
 	result       *Result
 	// github is what runner.integrations.github did after completion.
-	github  *GitHubOutcome
-	started time.Time
+	github *GitHubOutcome
+	// subprocessSandbox runs subprocess steps' commands when
+	// runner.boundaries.sandbox is enabled (built at the first one).
+	subprocessSandbox *sandbox.CommandRunner
+	started           time.Time
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded

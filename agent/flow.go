@@ -193,7 +193,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	turn := loop.Turn{StepID: id, Options: opts}
 	// A subprocess step runs its command instead of a model.
 	if st.Runner != nil {
-		b, err := f.a.newSubprocess(id, st)
+		b, err := f.a.newSubprocess(ctx, id, st)
 		if err != nil {
 			return loop.Turn{}, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -14,6 +15,9 @@ import (
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // SubprocessTool is the name a subprocess step's command carries in the
@@ -38,6 +42,9 @@ type subprocessBridge struct {
 	env     []string // runner.boundaries.env (see builtin.BuildEnv)
 	timeout time.Duration
 	emit    journal.Emitter // receives the run as a tool.call event
+	// sandbox runs the command when runner.boundaries.sandbox is enabled
+	// (nil: unsandboxed, like validator commands).
+	sandbox *sandbox.CommandRunner
 }
 
 // subprocessInput is the tool-use input journaled for a subprocess run.
@@ -51,7 +58,7 @@ type subprocessInput struct {
 // values: ${context.NAME} in the command or an argument is replaced by
 // parameter NAME's value. A name without a value is a CONFIG_INVALID error
 // located at the argument.
-func (a *Agent) newSubprocess(id string, st config.Step) (*subprocessBridge, error) {
+func (a *Agent) newSubprocess(ctx context.Context, id string, st config.Step) (*subprocessBridge, error) {
 	r := st.Runner
 	value := func(name string) (string, bool) {
 		v, ok := a.vars[name]
@@ -77,7 +84,18 @@ func (a *Agent) newSubprocess(id string, st config.Step) (*subprocessBridge, err
 	if r.Timeout > 0 {
 		timeout = time.Duration(r.Timeout) * time.Millisecond
 	}
-	return &subprocessBridge{argv: argv, workDir: a.workDir, env: a.spec.Runner.Boundaries.Env, timeout: timeout, emit: a.emit}, nil
+	b := &subprocessBridge{argv: argv, workDir: a.workDir, env: a.spec.Runner.Boundaries.Env, timeout: timeout, emit: a.emit}
+	if sb := a.spec.Runner.Boundaries.Sandbox; sb != nil && sb.Enabled {
+		if a.subprocessSandbox == nil {
+			r, err := sandbox.NewCommandRunner(ctx, sb)
+			if err != nil {
+				return nil, err
+			}
+			a.subprocessSandbox = r
+		}
+		b.sandbox = a.subprocessSandbox
+	}
+	return b, nil
 }
 
 // display is the command line as the journal and `capstan show` print it.
@@ -95,8 +113,8 @@ func (b *subprocessBridge) display() string {
 // plainWord is an argument the shell reads as itself.
 var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:=@%+,-]+$`)
 
-// Query implements llm.Bridge: it runs the command (no shell) and reports
-// its outcome. Only a canceled ctx is an error; a failing command is a
+// Query implements llm.Bridge: it runs the command (no shell; in the
+// sandbox when the agent enables it) and reports its outcome. Only a canceled ctx is an error; a failing command is a
 // result whose tool use is an error.
 func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptions) (*llm.QueryResult, error) {
 	q := make([]string, len(b.argv))
@@ -106,10 +124,21 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 	// completion.RunCommand is the one implementation of running a command
 	// for capstan (environment policy, process group, timeout, output
 	// caps); the arguments are quoted so the shell passes them unchanged.
-	out, err := completion.RunCommand(ctx, completion.CommandSpec{Command: "exec " + strings.Join(q, " "), Dir: b.workDir,
-		Timeout: b.timeout, Env: b.env})
-	if err != nil {
-		return nil, err
+	var out completion.ValidatorOutput
+	if b.sandbox != nil {
+		res, stderr, err := b.sandbox.RunArgv(ctx, b.argv, tool.CommandSpec{Dir: b.workDir, Timeout: b.timeout,
+			Env: builtin.BuildEnv(os.Environ(), b.env)})
+		if err != nil {
+			return nil, err
+		}
+		out = completion.ValidatorOutput{Stdout: res.Output, Stderr: stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+			Truncated: res.Truncated, DurationMs: res.Duration.Milliseconds()}
+	} else {
+		var err error
+		if out, err = completion.RunCommand(ctx, completion.CommandSpec{Command: "exec " + strings.Join(q, " "), Dir: b.workDir,
+			Timeout: b.timeout, Env: b.env}); err != nil {
+			return nil, err
+		}
 	}
 	input, _ := json.Marshal(subprocessInput{Command: b.argv[0], Args: b.argv[1:], TimeoutMs: b.timeout.Milliseconds()})
 	use := llm.ToolUse{ID: "subprocess", Name: SubprocessTool, Input: input, DurationMs: out.DurationMs,

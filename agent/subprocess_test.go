@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // mergeScript is a merger-like command: it reads the verdict file, prints
@@ -149,5 +153,45 @@ func TestSubprocessStepAfterModelStep(t *testing.T) {
 	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: work, Params: map[string]string{"pr": "9"}})
 	if !res.Success || res.Iterations != 2 || res.StepID != "merge" {
 		t.Fatalf("result: success=%v iterations=%d step=%s err=%+v", res.Success, res.Iterations, res.StepID, res.Error)
+	}
+}
+
+// With runner.boundaries.sandbox enabled the command runs in the sandbox:
+// it may write the work dir but not outside it, and its stdout stays
+// apart from stderr.
+func TestSubprocessStepSandboxed(t *testing.T) {
+	if c := sandbox.New(context.Background(), sandbox.Config{}).Capabilities(); c.Unavailable() != nil {
+		t.Skipf("sandbox unavailable here: %s", c.Reason)
+	}
+	outside := t.TempDir()
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "boxed", "description": "sandboxed command",
+  "runner": {"completion": {"type": "iterationBudget", "maxIterations": 1},
+    "boundaries": {"sandbox": {"enabled": true}}}}`,
+		"steps_registry.json": `{"agentId": "boxed", "entryStep": "run",
+  "steps": {"run": {"stepId": "run", "runner": {"command": "sh", "args": ["-c",
+    "touch inside.txt; touch ` + outside + `/escaped.txt 2>/dev/null && w=yes || w=no; echo note >&2; echo \"{\\\"outsideWrite\\\": \\\"$w\\\"}\""]}}}}`,
+	})
+	work := t.TempDir()
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: work})
+	if !res.Success {
+		t.Fatalf("run: %+v", res.Error)
+	}
+	events, _ := journal.ReadFile(res.Journal)
+	for _, ev := range events {
+		if ev.Type == journal.IterationEnd {
+			var end loop.IterationEvent
+			_ = json.Unmarshal(ev.Data, &end)
+			var so map[string]string
+			if json.Unmarshal(end.Summary.StructuredOutput, &so) != nil || so["outsideWrite"] != "no" {
+				t.Fatalf("structured output %s", end.Summary.StructuredOutput)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "inside.txt")); err != nil {
+		t.Fatal("the command could not write its work dir:", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped.txt")); err == nil {
+		t.Fatal("the command wrote outside the work dir")
 	}
 }
