@@ -21,8 +21,8 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/llm/claudecode"
+	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
