@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,14 @@ import (
 // GitHubCall is the journal type of a github.call event: one gh call capstan
 // made to apply runner.integrations.github after the run completed.
 const GitHubCall = "github.call"
+
+// issueNumber and repoName are what the issue and repository parameters
+// must look like before they reach gh's command line (a value such as
+// "--repo=x" must not become a flag).
+var (
+	issueNumber = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
+	repoName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$`)
+)
 
 // ghTimeout bounds one gh call.
 const ghTimeout = 30 * time.Second
@@ -124,9 +133,13 @@ func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHu
 	if !g.On() {
 		return nil
 	}
-	out := &GitHubOutcome{Issue: strings.TrimSpace(a.vars[config.IssueParam])}
-	if out.Issue == "" {
+	out := &GitHubOutcome{Issue: strings.TrimPrefix(strings.TrimSpace(a.vars[config.IssueParam]), "#")}
+	switch {
+	case out.Issue == "":
 		out.Skipped = "the run has no issue parameter value"
+		return a.noteGitHub(out)
+	case !issueNumber.MatchString(out.Issue):
+		out.Skipped = fmt.Sprintf("issue %q is not an issue number", out.Issue)
 		return a.noteGitHub(out)
 	}
 	var so closureOutput
@@ -165,6 +178,10 @@ func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHu
 		}
 	}
 	repo := strings.TrimSpace(a.vars["repository"])
+	if repo != "" && !repoName.MatchString(repo) {
+		out.Skipped = fmt.Sprintf("repository %q is not OWNER/NAME", repo)
+		return a.noteGitHub(out)
+	}
 	withRepo := func(args ...string) []string {
 		if repo != "" {
 			args = append(args, "--repo", repo)

@@ -299,3 +299,25 @@ func mustRead(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// The issue parameter reaches gh only as an issue number: a value that
+// could be read as a flag is refused, with a warning.
+func TestGitHubIssueMustBeANumber(t *testing.T) {
+	log := recordingGH(t)
+	dir := githubAgent(t, `{"enabled": true, "defaultClosureAction": "close"}`, `{summary: "TASK_COMPLETE"}`)
+	a := mustRead(t, filepath.Join(dir, "agent.json"))
+	if err := os.WriteFile(filepath.Join(dir, "agent.json"), []byte(strings.Replace(a, `"type": "number"`, `"type": "string"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir2 := strings.Replace(mustRead(t, filepath.Join(dir, "script.yaml")), "Fix issue #7.", "Fix issue #--repo=evil/x.", 1)
+	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(dir2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: t.TempDir(), Params: map[string]string{"issue": "--repo=evil/x"}})
+	if !res.Success || res.GitHub == nil || res.GitHub.Skipped == "" || len(res.GitHub.Calls) != 0 {
+		t.Fatalf("success=%v github=%+v", res.Success, res.GitHub)
+	}
+	if calls := ghCalls(t, log); len(calls) != 0 {
+		t.Fatalf("gh called: %q", calls)
+	}
+}
