@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/capstan-dev/capstan/completion"
@@ -227,6 +228,11 @@ func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
 	b := f.a.spec.Runner.Boundaries
 	o := llm.QueryOptions{SystemPrompt: f.system, AllowedTools: b.AllowedTools, DisallowedTools: b.DisallowedTools,
 		PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns, Boundary: boundaryRule(st, f.a.spec.Runner.Integrations.GitHub)}
+	// The read-only GitHub tool comes with the integration, whatever
+	// allowedTools lists (as the model cannot change GitHub with it).
+	if len(o.AllowedTools) > 0 && f.a.spec.Runner.Integrations.GitHub.On() {
+		o.AllowedTools = append(slices.Clone(o.AllowedTools), GitHubReadTool)
+	}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c, err := f.a.schemas.get(*ref)
 		if err != nil {

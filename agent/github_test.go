@@ -321,3 +321,57 @@ func TestGitHubIssueMustBeANumber(t *testing.T) {
 		t.Fatalf("gh called: %q", calls)
 	}
 }
+
+// With the integration on, the model gets github_read even when
+// allowedTools does not name it: read operations run gh, anything else is
+// an error result, and nothing it can ask changes GitHub.
+func TestGitHubReadTool(t *testing.T) {
+	log := recordingGH(t)
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "reader", "description": "reads an issue",
+  "parameters": {"issue": {"type": "number", "required": true}},
+  "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "DONE"},
+    "boundaries": {"allowedTools": ["Read"]},
+    "integrations": {"github": {"enabled": true, "defaultClosureAction": "label-only"}}}}`,
+		"steps_registry.json": `{"agentId": "reader", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "initial", "c3": "s"}}}`,
+		"prompts/steps/initial/s/f_default.md": "Read issue {uv-issue}.",
+		"script.yaml": `turns:
+  - tool_calls:
+      - name: github_read
+        input: {operation: issue_view, number: 7}
+      - name: github_read
+        input: {operation: issue_list, state: all, label: bug, limit: 5}
+      - name: github_read
+        input: {operation: issue_close, number: 7}
+      - name: github_read
+        input: {operation: issue_list, label: "--repo=evil/x"}
+  - text: DONE
+`,
+	})
+	res, events := runGitHub(t, dir)
+	if !res.Success {
+		t.Fatalf("run: %+v", res.Error)
+	}
+	want := "issue|view|7|--json|number,title,body,labels,state,assignees,milestone,comments|\n" +
+		"issue|list|--json|number,title,labels,state|--state=all|--label=bug|--limit=5|"
+	if got := strings.Join(ghCalls(t, log), "\n"); got != want {
+		t.Fatalf("gh calls:\n%s\nwant:\n%s", got, want)
+	}
+	var errs []string
+	for _, ev := range events {
+		if ev.Type == journal.ToolCall {
+			var c struct {
+				Name    string `json:"name"`
+				Output  string `json:"output"`
+				IsError bool   `json:"is_error"`
+			}
+			_ = json.Unmarshal(ev.Data, &c)
+			if c.IsError {
+				errs = append(errs, c.Output)
+			}
+		}
+	}
+	if len(errs) != 2 || !strings.Contains(errs[0], `unknown operation "issue_close"`) || !strings.Contains(errs[1], "plain label name") {
+		t.Fatalf("error results: %q", errs)
+	}
+}
