@@ -333,7 +333,7 @@ func TestGitHubReadTool(t *testing.T) {
   "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "DONE"},
     "boundaries": {"allowedTools": ["Read"]},
     "integrations": {"github": {"enabled": true, "defaultClosureAction": "label-only"}}}}`,
-		"steps_registry.json": `{"agentId": "reader", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "initial", "c3": "s"}}}`,
+		"steps_registry.json":                  `{"agentId": "reader", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "initial", "c3": "s"}}}`,
 		"prompts/steps/initial/s/f_default.md": "Read issue {uv-issue}.",
 		"script.yaml": `turns:
   - tool_calls:
