@@ -13,12 +13,13 @@ import (
 
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/prompt"
 )
 
 // GitHubCall is the journal type of a github.call event: one gh call capstan
 // made to apply runner.integrations.github after the run completed.
-const GitHubCall = "github.call"
+const GitHubCall = journal.GitHubCall
 
 // issueNumber and repoName are what the issue and repository parameters
 // must look like before they reach gh's command line (a value such as

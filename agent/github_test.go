@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/runreport"
 )
 
 // recordingGH puts a gh script first on PATH that appends its arguments (joined
@@ -373,5 +374,26 @@ func TestGitHubReadTool(t *testing.T) {
 	}
 	if len(errs) != 2 || !strings.Contains(errs[0], `unknown operation "issue_close"`) || !strings.Contains(errs[1], "plain label name") {
 		t.Fatalf("error results: %q", errs)
+	}
+}
+
+// capstan show lists the gh calls with the run's last iteration.
+func TestGitHubCallsAreShown(t *testing.T) {
+	recordingGH(t)
+	res, events := runGitHub(t, githubAgent(t, `{"enabled": true, "defaultClosureAction": "label-and-close", "labels": {"completion": {"add": ["done"]}}}`,
+		`{summary: "TASK_COMPLETE"}`))
+	run, err := runreport.Build(res.RunID, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := run.Iterations[len(run.Iterations)-1]
+	var titles []string
+	for _, e := range last.Entries {
+		if strings.HasPrefix(e.Title, "gh ") && e.OK {
+			titles = append(titles, e.Title)
+		}
+	}
+	if strings.Join(titles, "; ") != "gh issue edit 7 --add-label done (after completion); gh issue close 7 (after completion)" {
+		t.Fatalf("entries: %q", titles)
 	}
 }
