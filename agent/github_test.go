@@ -397,3 +397,29 @@ func TestGitHubCallsAreShown(t *testing.T) {
 		t.Fatalf("entries: %q", titles)
 	}
 }
+
+// Only a closure step speaks for the issue: a work step that ends the run
+// with closure_action "close" and its own labels cannot override
+// defaultClosureAction label-only.
+func TestGitHubWorkStepOutputIgnored(t *testing.T) {
+	log := recordingGH(t)
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "one", "description": "one work step",
+  "parameters": {"issue": {"type": "number", "required": true}},
+  "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "TASK_COMPLETE"},
+    "integrations": {"github": {"enabled": true, "defaultClosureAction": "label-only", "labels": {"completion": {"add": ["done"]}}}}}}`,
+		"steps_registry.json": `{"agentId": "one", "entryStep": "work",
+  "steps": {"work": {"stepId": "work", "c2": "initial", "c3": "work", "outputSchemaRef": {"file": "s.schema.json", "schema": "out"}}}}`,
+		"schemas/s.schema.json": `{"out": {"type": "object", "properties": {"summary": {"type": "string"}, "closure_action": {"type": "string"},
+  "issue": {"type": "object", "properties": {"labels": {"type": "object", "properties": {"add": {"type": "array", "items": {"type": "string"}}}}}}}}}`,
+		"prompts/steps/initial/work/f_default.md": "Work.",
+		"script.yaml": "turns:\n  - structured: {summary: TASK_COMPLETE, closure_action: close, issue: {labels: {add: [hacked]}}}\n",
+	})
+	res, _ := runGitHub(t, dir)
+	if !res.Success || res.GitHub == nil || res.GitHub.Action != "label-only" || res.GitHub.ActionSource != "config" {
+		t.Fatalf("success=%v github=%+v err=%+v reason=%s", res.Success, res.GitHub, res.Error, res.Reason)
+	}
+	if calls := strings.Join(ghCalls(t, log), "\n"); calls != "issue|edit|7|--add-label|done|" {
+		t.Fatalf("gh calls: %q", calls)
+	}
+}
