@@ -15,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // GitHubCall is the journal type of a github.call event: one gh call capstan
@@ -234,7 +235,7 @@ func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool 
 	start := time.Now()
 	err := cmd.Run()
 	ev := GitHubCallEvent{Args: args, DurationMs: time.Since(start).Milliseconds(),
-		Output: strings.TrimSpace(strings.TrimSpace(stdout.String()) + "\n" + strings.TrimSpace(stderr.String()))}
+		Output: builtin.RedactSecrets(strings.TrimSpace(strings.TrimSpace(stdout.String()) + "\n" + strings.TrimSpace(stderr.String())))}
 	if cmd.ProcessState != nil {
 		ev.ExitCode = cmd.ProcessState.ExitCode()
 	}
