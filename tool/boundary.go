@@ -1,6 +1,9 @@
 package tool
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // boundaryCommands are shell commands that change GitHub state in ways a
 // run must leave to its end (closing, deleting, transferring or reopening
@@ -33,6 +36,10 @@ var boundaryCommands = []*regexp.Regexp{
 // the command at run time; the sandbox's network isolation is the
 // boundary that holds against that.
 func BoundaryCommand(command string) (matched string, ok bool) {
+	// Every rule needs one of these words; most commands have none.
+	if !strings.Contains(command, "gh") && !strings.Contains(command, "api.github.com") && !strings.Contains(command, "closed") {
+		return "", false
+	}
 	for _, re := range boundaryCommands {
 		if m := re.FindString(command); m != "" {
 			return m, true

@@ -57,8 +57,17 @@ func FuzzBoundaryCommand(f *testing.F) {
 	f.Add("gh issue close 1")
 	f.Add("curl api.github.com")
 	f.Fuzz(func(t *testing.T, s string) {
-		if m, ok := BoundaryCommand(s); ok && !strings.Contains(s, m) {
+		m, ok := BoundaryCommand(s)
+		if ok && !strings.Contains(s, m) {
 			t.Fatalf("match %q not in %q", m, s)
+		}
+		// The word prefilter never hides a match of the rules.
+		any := false
+		for _, re := range boundaryCommands {
+			any = any || re.MatchString(s)
+		}
+		if any != ok {
+			t.Fatalf("rules match %v, BoundaryCommand %v for %q", any, ok, s)
 		}
 	})
 }
