@@ -31,10 +31,12 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
@@ -90,7 +92,12 @@ type Agent struct {
 	vars         map[string]string
 	rc           *loop.RuntimeContext
 	result       *Result
-	started      time.Time
+	// github is what runner.integrations.github did after completion.
+	github *GitHubOutcome
+	// subprocessSandbox runs subprocess steps' commands when
+	// runner.boundaries.sandbox is enabled (built at the first one).
+	subprocessSandbox *sandbox.CommandRunner
+	started           time.Time
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
@@ -147,6 +154,10 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	if a.model == "" && opts.Bridge != nil {
 		a.model = "custom"
+	}
+	if a.model == "" && subprocessOnly(a.reg) {
+		// Every step runs a command: the run needs no model.
+		a.model, a.opts.Bridge = SubprocessTool, noModel{}
 	}
 	if a.model == "" {
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
@@ -362,7 +373,15 @@ func (a *Agent) Run(ctx context.Context) *Result {
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
 	}
-	return a.finish(l.Run(ctx, a.rc))
+	lr := l.Run(ctx, a.rc)
+	if lr.Success {
+		var last *iteration.Summary
+		if n := len(lr.Summaries); n > 0 {
+			last = &lr.Summaries[n-1]
+		}
+		a.github = a.applyGitHub(ctx, last)
+	}
+	return a.finish(lr)
 }
 
 func (a *Agent) finish(lr *loop.Result) *Result {
@@ -375,6 +394,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Warnings:       append([]string(nil), a.warnings...),
 		CannotComplete: a.flow.cannotComplete,
 		Verdict:        a.flow.closureVerdict,
+		GitHub:         a.github,
 	}
 	a.mu.Lock()
 	a.result = res

@@ -62,6 +62,9 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.spec.Runner.Integrations.GitHub.On() {
+		tools = append(tools, builtin.RedactTools([]tool.Tool{githubReadTool(a.workDir)})...)
+	}
 	for _, t := range a.opts.Tools {
 		name := t.Spec().Name
 		for _, have := range tools {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/capstan-dev/capstan/completion"
@@ -195,6 +196,17 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 		return loop.Turn{}, err
 	}
 	turn := loop.Turn{StepID: id, Options: opts}
+	// A subprocess step runs its command instead of a model.
+	if st.Runner != nil {
+		b, err := f.a.newSubprocess(ctx, id, st)
+		if err != nil {
+			return loop.Turn{}, err
+		}
+		f.pending = nil // a retry prompt means nothing to a command: it runs again as it is
+		turn.Bridge, turn.Model, turn.Cost = b, SubprocessTool, func(llm.Usage) float64 { return 0 }
+		turn.Prompt, turn.Source = b.display(), SubprocessTool
+		return turn, nil
+	}
 	// A step with a model of its own talks to that model, in its own session.
 	if b, err := f.a.stepBridge(ctx, st.Model); err != nil {
 		return loop.Turn{}, err
@@ -217,7 +229,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 			vars[k] = val
 		}
 	}
-	res, err := f.a.prompts.Resolve(ctx, prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}, vars)
+	res, err := f.a.prompts.Resolve(ctx, f.closureRef(st), vars)
 	if err != nil {
 		return loop.Turn{}, err
 	}
@@ -230,7 +242,12 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
 	b := f.a.spec.Runner.Boundaries
 	o := llm.QueryOptions{SystemPrompt: f.system, AllowedTools: b.AllowedTools, DisallowedTools: b.DisallowedTools,
-		PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns}
+		PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns, Boundary: boundaryRule(st, f.a.spec.Runner.Integrations.GitHub)}
+	// The read-only GitHub tool comes with the integration, whatever
+	// allowedTools lists (as the model cannot change GitHub with it).
+	if len(o.AllowedTools) > 0 && f.a.spec.Runner.Integrations.GitHub.On() {
+		o.AllowedTools = append(slices.Clone(o.AllowedTools), GitHubReadTool)
+	}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c, err := f.a.schemas.get(*ref)
 		if err != nil {
@@ -265,6 +282,9 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	case verdict.Complete:
 		out.Complete = true
 		f.closureVerdict = v.ClosureVerdict
+		if err := subprocessFailure(f.a.runID, s.StepID, st, s); err != nil {
+			out = loop.Outcome{Stop: true, Reason: err.Error(), Err: err}
+		}
 	case verdict.Stop:
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason
 		f.cannotComplete = v.CannotComplete

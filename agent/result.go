@@ -50,6 +50,11 @@ type Result struct {
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.
 	Verdict string `json:"verdict,omitempty"`
+	// GitHub is what runner.integrations.github did to the run's issue
+	// after it completed (nil when the integration is off or the run did
+	// not complete). A failed gh call leaves the run completed; GitHub.OK
+	// is false and Warnings say what failed.
+	GitHub *GitHubOutcome `json:"github,omitempty"`
 }
 
 // Err returns the error the run ended with, with its chain (errors.Is

@@ -134,7 +134,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 			p.File = regFile
 			out = append(out, p)
 		}
-		if st.Type != "gateway" {
+		if st.Type != "gateway" && st.Runner == nil {
 			ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
 			if _, err := r.Resolve(ctx, ref, nil); err != nil {
 				code, hint := CodeStepPromptInvalid, "fix the prompt file"

@@ -271,6 +271,10 @@ const (
 	// step, closing from a step that is not a closure step, a transition
 	// that the registry does not define).
 	CodeStepRoute = "STEP_ROUTE"
+	// CodeStepSubprocess: a subprocess step's command failed (non-zero
+	// exit status, timeout) where its success would have completed the
+	// run. Recoverable: resume runs the step again.
+	CodeStepSubprocess = "STEP_SUBPROCESS"
 	// CodeSchemaResolution: a structured-output schema cannot be resolved
 	// into one self-contained schema (missing file or name, dangling or
 	// cyclic $ref, conflicting allOf, path outside the schema directory) or

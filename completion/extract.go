@@ -21,24 +21,59 @@ var extractors = map[string]Extractor{
 	"parseTypeErrors":     func(o ValidatorOutput) any { return ParseTypeErrors(joinStreams(o)) },
 	"parseLintErrors":     func(o ValidatorOutput) any { return ParseLintErrors(joinStreams(o)) },
 	"parseFormatOutput":   func(o ValidatorOutput) any { return ParseFormatOutput(joinStreams(o)) },
+	"parseStagedFiles":    func(o ValidatorOutput) any { return ParseStagedFiles(o.Stdout) },
+	"parseUnstagedFiles":  func(o ValidatorOutput) any { return ParseUnstagedFiles(o.Stdout) },
+	"extractFiles":        func(o ValidatorOutput) any { return ExtractFiles(joinStreams(o)) },
+	"generateDiff":        func(o ValidatorOutput) any { return GenerateDiff(joinStreams(o)) },
+	"parseBranchName":     func(o ValidatorOutput) any { return ParseBranchName(joinStreams(o)) },
+	"parseRemoteStatus":   func(o ValidatorOutput) any { return ParseRemoteStatus(o) },
+	"parseMergeStatus":    func(o ValidatorOutput) any { return ParseMergeStatus(o) },
+	"errorOutput":         func(o ValidatorOutput) any { return ErrorOutput(o) },
 	"stdout":              func(o ValidatorOutput) any { return o.Stdout },
 	"stderr":              func(o ValidatorOutput) any { return o.Stderr },
 	"output":              func(o ValidatorOutput) any { return joinStreams(o) },
 	"exitCode":            func(o ValidatorOutput) any { return o.ExitCode },
 }
 
-// Extractors lists the extractor names extractParams accepts, sorted.
+// extractorAliases are the other names climpt agents use for extractors:
+// each is the extractor it names, under a shorter spelling.
+var extractorAliases = map[string]string{
+	"failedTests": "parseTestOutput",
+	"errors":      "parseTypeErrors",
+	"files":       "extractFiles",
+	"lintErrors":  "parseLintErrors",
+	"lintFiles":   "extractFiles",
+	"formatFiles": "parseFormatOutput",
+	"diff":        "generateDiff",
+}
+
+// Extractors lists the extractor names extractParams accepts (aliases
+// included), sorted.
 func Extractors() []string {
-	names := make([]string, 0, len(extractors))
+	names := make([]string, 0, len(extractors)+len(extractorAliases))
 	for n := range extractors {
+		names = append(names, n)
+	}
+	for n := range extractorAliases {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
 }
 
-// Extract applies the named extractor; ok is false for an unknown name.
+// ExtractorAlias returns the extractor an alias stands for ("failedTests"
+// → "parseTestOutput"); ok is false when name is not an alias.
+func ExtractorAlias(name string) (target string, ok bool) {
+	target, ok = extractorAliases[name]
+	return target, ok
+}
+
+// Extract applies the named extractor (or alias); ok is false for an
+// unknown name.
 func Extract(name string, out ValidatorOutput) (v any, ok bool) {
+	if target, alias := extractorAliases[name]; alias {
+		name = target
+	}
 	f, ok := extractors[name]
 	if !ok {
 		return nil, false

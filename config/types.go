@@ -76,6 +76,8 @@ type Runner struct {
 	Compaction *Compaction `json:"compaction,omitempty"`
 	// Verification hardens verification against a model that games it.
 	Verification Verification `json:"verification,omitzero"`
+	// Integrations connects the run to outside systems (GitHub).
+	Integrations Integrations `json:"integrations,omitzero"`
 }
 
 // Compaction is runner.compaction.
@@ -279,6 +281,9 @@ type Step struct {
 	// Inputs fill prompt variables from earlier steps' outputs, keyed by
 	// an input name.
 	Inputs map[string]InputSpec `json:"inputs,omitempty"`
+	// Runner makes the step a subprocess step: capstan runs the command
+	// instead of calling the model.
+	Runner *StepRunner `json:"runner,omitempty"`
 }
 
 // StepCheck decides a step's transition (seed 000 StepChecker).

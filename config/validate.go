@@ -248,8 +248,10 @@ func (c *checker) agent() {
 	if base == "" {
 		base = "prompts"
 	}
-	c.file(a, "AC", "/runner/prompts/base", base, true, "AC-PROMPTS-DIR-MISSING",
-		"create the prompts folder (prompts/<c1>/<c2>/<c3>/f_<edition>.md) or fix runner.prompts.base")
+	if c.agentSrc.has("/runner/prompts/base") || !c.reg.commandsOnly() {
+		c.file(a, "AC", "/runner/prompts/base", base, true, "AC-PROMPTS-DIR-MISSING",
+			"create the prompts folder (prompts/<c1>/<c2>/<c3>/f_<edition>.md) or fix runner.prompts.base")
+	}
 	if r.Prompts.FallbackDir != "" {
 		c.file(a, "AC", "/runner/prompts/fallbackDir", r.Prompts.FallbackDir, true, "AC-PROMPTS-DIR-MISSING",
 			"create the folder or remove runner.prompts.fallbackDir")
@@ -263,6 +265,7 @@ func (c *checker) agent() {
 		}
 	}
 	c.completion("/runner/completion", r.Completion)
+	c.integrations()
 	for _, name := range sortedKeys(r.MCPServers) {
 		s := r.MCPServers[name]
 		if (s.Command == "") == (s.URL == "") {
@@ -677,7 +680,8 @@ func (c *checker) step(id, ptr string, st Step) {
 			fmt.Sprintf("set stepId to %q or remove it", id),
 			"stepId %q differs from the step's key %q", st.StepID, id)
 	}
-	if st.Type != "gateway" && len(st.SubSteps) == 0 && (st.C2 == "" || st.C3 == "") {
+	c.stepRunner(id, ptr, st)
+	if st.Type != "gateway" && st.Runner == nil && len(st.SubSteps) == 0 && (st.C2 == "" || st.C3 == "") {
 		c.report(s, "SR-STEP-PROMPT", SeverityError, ptr,
 			"set c2 and c3: the prompt is {base}/{c1}/{c2}/{c3}/f_{edition}.md",
 			"step %q runs a prompt but has no c2/c3", id)

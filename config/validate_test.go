@@ -477,6 +477,45 @@ func TestValidateProblems(t *testing.T) {
 			"SR-SCHEMA-REQUIRED", SeverityError, "steps_registry.json", "/entryStep"},
 		{"stepLoopLimit zero", func(a, r map[string]any, _ map[string]string) { r["stepLoopLimit"] = 0 },
 			"SR-SCHEMA-VALUE", SeverityError, "steps_registry.json", "/stepLoopLimit"},
+		{"github disabled with a closure action", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["integrations"] = map[string]any{"github": map[string]any{"enabled": false, "defaultClosureAction": "label-only"}}
+		}, "AC-GITHUB-DISABLED", SeverityWarning, "agent.json", "/runner/integrations/github/enabled"},
+		{"github without an issue parameter", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["integrations"] = map[string]any{"github": map[string]any{"enabled": true}}
+		}, "AC-GITHUB-NO-ISSUE", SeverityWarning, "agent.json", "/runner/integrations/github"},
+		{"github named labels", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["issue"] = map[string]any{"type": "number", "required": true}
+			at(a, "runner")["integrations"] = map[string]any{"github": map[string]any{"enabled": true,
+				"labels": map[string]any{"inProgress": "in-progress", "blocked": "blocked", "completion": map[string]any{"add": []any{"done"}}}}}
+		}, "AC-GITHUB-LABELS-INERT", SeverityWarning, "agent.json", "/runner/integrations/github/labels/blocked"},
+		{"github label of the wrong type", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["integrations"] = map[string]any{"github": map[string]any{"enabled": true, "labels": map[string]any{"blocked": 3}}}
+		}, "AC-SCHEMA-TYPE", SeverityError, "agent.json", "/runner/integrations/github/labels/blocked"},
+		{"bad closure action", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["integrations"] = map[string]any{"github": map[string]any{"enabled": true, "defaultClosureAction": "delete"}}
+		}, "AC-SCHEMA-ENUM", SeverityError, "agent.json", "/runner/integrations/github/defaultClosureAction"},
+		{"subprocess step without command", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["runner"] = map[string]any{"command": " "}
+		}, "SR-RUNNER-COMMAND", SeverityError, "steps_registry.json", "/steps/review.main/runner/command"},
+		{"subprocess gateway", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["type"] = "gateway"
+			at(r, "steps", "review.main")["check"] = map[string]any{"type": "keyword", "keywords": []any{"X"},
+				"onPass": map[string]any{"complete": true}, "onFail": map[string]any{"complete": true}}
+			at(r, "steps", "review.main")["runner"] = map[string]any{"command": "true"}
+		}, "SR-RUNNER-GATEWAY", SeverityError, "steps_registry.json", "/steps/review.main/type"},
+		{"subprocess step with a model", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["runner"] = map[string]any{"command": "true"}
+			at(r, "steps", "review.main")["model"] = "script:script.yaml"
+		}, "SR-IGNORED-FIELD", SeverityError, "steps_registry.json", "/steps/review.main/model"},
+		{"subprocess context names no parameter", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["runner"] = map[string]any{"command": "./merge.sh", "args": []any{"--pr", "${context.pr}"}}
+		}, "SR-RUNNER-CONTEXT", SeverityError, "steps_registry.json", "/steps/review.main/runner/args/1"},
+		{"subprocess context optional", func(a, r map[string]any, _ map[string]string) {
+			at(a, "parameters")["branch"] = map[string]any{"type": "string"}
+			at(r, "steps", "review.main")["runner"] = map[string]any{"command": "./merge.sh", "args": []any{"--branch=${context.branch}"}}
+		}, "SR-RUNNER-CONTEXT-OPTIONAL", SeverityWarning, "steps_registry.json", "/steps/review.main/runner/args/0"},
+		{"bad step kind", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "review.main")["stepKind"] = "final" },
+			"SR-SCHEMA-ENUM", SeverityError, "steps_registry.json", "/steps/review.main/stepKind"},
 		{"fallbackDir missing", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["prompts"] = map[string]any{"fallbackDir": "common"}
 		}, "AC-PROMPTS-DIR-MISSING", SeverityError, "agent.json", "/runner/prompts/fallbackDir"},

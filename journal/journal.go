@@ -47,6 +47,9 @@ const (
 	Error            = "error"
 	LifecycleChange  = "lifecycle"
 	EscalationNotice = "escalation"
+	// GitHubCall is one gh call capstan made after the run completed to
+	// apply runner.integrations.github.
+	GitHubCall = "github.call"
 	// Repaired is written when a journal is reopened after a kill left a
 	// line cut short: the cut bytes were moved to a side file (RepairEvent).
 	Repaired = "journal.repaired"

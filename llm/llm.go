@@ -154,6 +154,10 @@ type QueryOptions struct {
 	OutputSchema    json.RawMessage
 	OutputName      string
 	MaxTurns        int // model turns within this query; 0 = provider default
+	// Boundary, when set, refuses Bash commands that perform GitHub
+	// boundary actions (tool.BoundaryCommand); the text says why the
+	// step may not (tool.Policy.Boundary).
+	Boundary string
 	// Instructions marks the prompt as the current step's instructions
 	// (not a retry prompt): context compaction never removes the newest
 	// such prompt of a session.

@@ -147,7 +147,7 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	l.mu.Unlock()
 
 	policy := tool.Policy{Allowed: opts.AllowedTools, Disallowed: opts.DisallowedTools,
-		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir}
+		Mode: opts.PermissionMode, WorkDir: l.cfg.WorkDir, Boundary: opts.Boundary}
 	chain := l.chainFor(policy)
 	maxTurns := opts.MaxTurns
 	if maxTurns <= 0 {
@@ -193,7 +193,7 @@ type policyChain struct {
 func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c := l.chain; c.mw != nil && c.policy.Mode == p.Mode && c.policy.WorkDir == p.WorkDir &&
+	if c := l.chain; c.mw != nil && c.policy.Mode == p.Mode && c.policy.WorkDir == p.WorkDir && c.policy.Boundary == p.Boundary &&
 		slices.Equal(c.policy.Allowed, p.Allowed) && slices.Equal(c.policy.Disallowed, p.Disallowed) {
 		return c
 	}

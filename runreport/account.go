@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/journal"
@@ -320,6 +321,26 @@ func (b *builder) add(ev journal.Event) error {
 		} else {
 			r.Warnings = append(r.Warnings, string(ev.Data))
 		}
+		return nil
+	case journal.GitHubCall:
+		// After the run completed: shown with its last iteration.
+		var s struct {
+			Args       []string `json:"args"`
+			ExitCode   int      `json:"exitCode"`
+			Output     string   `json:"output"`
+			Error      string   `json:"error"`
+			DurationMs int64    `json:"durationMs"`
+		}
+		if err := decode(&s); err != nil || len(r.Iterations) == 0 {
+			return err
+		}
+		last := &r.Iterations[len(r.Iterations)-1]
+		detail := s.Output
+		if s.Error != "" {
+			detail = strings.TrimSpace(s.Error + "\n" + s.Output)
+		}
+		last.Entries = append(last.Entries, Entry{Kind: KindTool, Time: ev.Time, Title: "gh " + strings.Join(s.Args, " ") + " (after completion)",
+			Detail: detail, Duration: time.Duration(s.DurationMs) * time.Millisecond, OK: s.Error == "" && s.ExitCode == 0})
 		return nil
 	case journal.LifecycleChange, journal.QueryStart:
 		return nil

@@ -71,15 +71,27 @@ func confinePATH(env, readable []string) []string {
 // bad directory) is an error; exit codes, signals and timeouts are in the
 // result.
 func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandResult, error) {
+	out, _, err := c.run(ctx, []string{"bash", "-c", spec.Command}, spec, true)
+	return out, err
+}
+
+// RunArgv runs argv (no shell) in the sandbox like Run, but keeps stdout
+// (the result's Output) apart from stderr (returned summarized, as
+// Result.Stderr). Subprocess steps run their command with it.
+func (c *CommandRunner) RunArgv(ctx context.Context, argv []string, spec tool.CommandSpec) (tool.CommandResult, string, error) {
+	return c.run(ctx, argv, spec, false)
+}
+
+func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.CommandSpec, combined bool) (tool.CommandResult, string, error) {
 	if c.Runner == nil {
-		return tool.CommandResult{}, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
+		return tool.CommandResult{}, "", agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
 	}
 	dir, err := filepath.Abs(spec.Dir)
 	if err != nil {
-		return tool.CommandResult{}, err
+		return tool.CommandResult{}, "", err
 	}
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
-		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
+		return tool.CommandResult{}, "", agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -95,7 +107,7 @@ func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.Co
 	}
 	readable := append(append([]string{dir}, c.Runner.cfg.SystemPaths...), c.ReadOnly...)
 	res, err := c.Runner.Run(ctx, Spec{
-		Argv:           []string{"bash", "-c", spec.Command},
+		Argv:           argv,
 		Dir:            dir,
 		Writable:       []string{dir},
 		ReadOnly:       c.ReadOnly,
@@ -104,13 +116,13 @@ func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.Co
 		Timeout:        timeout,
 		Limits:         limits,
 		MaxStdout:      maxOut,
-		CombinedOutput: true,
+		CombinedOutput: combined,
 	})
 	if err != nil {
-		return tool.CommandResult{}, err
+		return tool.CommandResult{}, "", err
 	}
 	if ctx.Err() != nil {
-		return tool.CommandResult{}, ctx.Err()
+		return tool.CommandResult{}, "", ctx.Err()
 	}
 	out := tool.CommandResult{
 		Output:     string(res.Stdout),
@@ -127,12 +139,18 @@ func (c *CommandRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.Co
 			out.Signal = "SIGKILL"
 		}
 	}
+	stderr := res.Stderr
 	if res.Status == StatusSandboxError || res.Status == StatusOutputLimit || res.Status == StatusCPULimit ||
 		res.Status == StatusFileTooLarge || res.Status == StatusMemoryLimit || res.Status == StatusProcessLimit {
-		// The Bash tool shows Output to the model; say what the sandbox did.
-		out.Output += "\n[sandbox: " + res.Reason + "]"
+		// The Bash tool shows Output to the model; say what the sandbox did
+		// (with separate streams, on stderr: stdout stays the program's).
+		if combined {
+			out.Output += "\n[sandbox: " + res.Reason + "]"
+		} else {
+			stderr += "\n[sandbox: " + res.Reason + "]"
+		}
 	}
-	return out, nil
+	return out, stderr, nil
 }
 
 // NewCommandRunner returns the Bash runner for an agent's

@@ -56,6 +56,10 @@ type Policy struct {
 	// absolute path argument inside it is matched by its relative form.
 	// Without it an absolute path never matches a path rule.
 	WorkDir string
+	// Boundary, when set, refuses Bash commands that perform GitHub
+	// boundary actions (see BoundaryCommand) whatever else allows them;
+	// its text ends the refusal and says why the step may not.
+	Boundary string
 }
 
 // Decision is the outcome of a policy check.
@@ -158,6 +162,11 @@ func (p Policy) Decide(t Tool, input json.RawMessage) Decision {
 		}
 		if patternMatches(pat, name, arg, true) {
 			return Decision{Reason: fmt.Sprintf("%s%s is denied by disallowedTools pattern %q", name, describeArg(arg), pat)}
+		}
+	}
+	if p.Boundary != "" && name == "Bash" && arg != nil {
+		if m, ok := BoundaryCommand(*arg); ok {
+			return Decision{Reason: fmt.Sprintf("%q is a GitHub boundary action (closing, merging, releasing or calling the GitHub API): %s", m, p.Boundary)}
 		}
 	}
 	explicit := false

@@ -18,3 +18,22 @@ func BenchmarkPolicyDecide(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPolicyDecideBoundary is BenchmarkPolicyDecide in a work step,
+// where every Bash command is also matched against the GitHub boundary
+// commands.
+func BenchmarkPolicyDecideBoundary(b *testing.B) {
+	p := Policy{
+		Allowed:    []string{"Read", "Glob", "Grep", "Edit(src/**)", "Bash(git log:*)", "Bash(go test:*)", "mcp__github__*"},
+		Disallowed: []string{"Bash(git push:*)", "Edit(src/secrets/**)"},
+		Mode:       ModeAcceptEdits,
+		Boundary:   "a work step may not change issues",
+	}
+	in := bash("go test ./... -run TestX")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if !p.Decide(tBash, in).Allowed {
+			b.Fatal("denied")
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -338,6 +339,15 @@ func printSummary(w io.Writer, r *agent.Result) {
 		}
 		if r.Error.Recoverable {
 			fmt.Fprintf(w, "  continue with: capstan resume %s\n", r.RunID)
+		}
+	}
+	if g := r.GitHub; g != nil {
+		for _, c := range g.Calls {
+			outcome := "done"
+			if c.Error != "" {
+				outcome = "FAILED (exit " + strconv.Itoa(c.ExitCode) + ")"
+			}
+			fmt.Fprintf(w, "  github: gh %s — %s\n", strings.Join(c.Args, " "), outcome)
 		}
 	}
 	for _, warn := range r.Warnings {

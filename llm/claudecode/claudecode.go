@@ -49,6 +49,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
+	"github.com/capstan-dev/capstan/tool"
 )
 
 // Environment variables the driver reads through Config.Getenv.
@@ -248,7 +249,11 @@ func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
 	if len(opts.AllowedTools) > 0 {
 		add("--allowedTools", strings.Join(opts.AllowedTools, ","))
 	}
-	if deny := append(append([]string(nil), b.cfg.DisallowedTools...), opts.DisallowedTools...); len(deny) > 0 {
+	deny := append(append([]string(nil), b.cfg.DisallowedTools...), opts.DisallowedTools...)
+	if opts.Boundary != "" {
+		deny = append(deny, tool.BoundaryDenyPatterns()...)
+	}
+	if len(deny) > 0 {
 		add("--disallowedTools", strings.Join(deny, ","))
 	}
 	if opts.PermissionMode != "" {

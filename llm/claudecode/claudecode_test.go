@@ -22,6 +22,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
+	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
@@ -466,5 +467,20 @@ func TestRedactsSecretsTheCLIReports(t *testing.T) {
 	}
 	if got := strings.Join(ev.all(), "\n"); strings.Contains(got, key) || !strings.Contains(got, "echo [REDACTED]") {
 		t.Errorf("journal events hold the key or lack the redacted input:\n%s", got)
+	}
+}
+
+// A query with a boundary rule passes the GitHub boundary commands to the
+// CLI as --disallowedTools, after the agent's own deny patterns.
+func TestArgsBoundaryDeniesGitHubCommands(t *testing.T) {
+	b, _ := newBridge(t, "ok", nil, func(c *claudecode.Config) { c.DisallowedTools = []string{"WebFetch"} })
+	args := b.Args(llm.QueryOptions{Boundary: "a work step may not", DisallowedTools: []string{"Bash(rm:*)"}}, "")
+	got, _ := flagValue(args, "--disallowedTools")
+	want := "WebFetch,Bash(rm:*)," + strings.Join(tool.BoundaryDenyPatterns(), ",")
+	if got != want {
+		t.Fatalf("--disallowedTools = %q, want %q", got, want)
+	}
+	if got, _ := flagValue(b.Args(llm.QueryOptions{}, ""), "--disallowedTools"); got != "WebFetch" {
+		t.Fatalf("without a boundary: %q", got)
 	}
 }

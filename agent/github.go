@@ -1,0 +1,275 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/tool/builtin"
+)
+
+// GitHubCall is the journal type of a github.call event: one gh call capstan
+// made to apply runner.integrations.github after the run completed.
+const GitHubCall = journal.GitHubCall
+
+// issueNumber and repoName are what the issue and repository parameters
+// must look like before they reach gh's command line (a value such as
+// "--repo=x" must not become a flag).
+var (
+	issueNumber = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
+	repoName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$`)
+)
+
+// ghTimeout bounds one gh call.
+const ghTimeout = 30 * time.Second
+
+// GitHubCallEvent is the payload of a github.call event and one entry of
+// GitHubOutcome.Calls.
+type GitHubCallEvent struct {
+	// Args are gh's arguments ("issue", "edit", "12", "--add-label", …).
+	Args     []string `json:"args"`
+	ExitCode int      `json:"exitCode"`
+	// Output is what gh printed (stdout, then stderr), trimmed.
+	Output     string `json:"output,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// GitHubOutcome is what runner.integrations.github did after the run
+// completed: the closure action applied to the issue, where the action
+// came from, the labels changed and every gh call with its result.
+type GitHubOutcome struct {
+	Issue string `json:"issue,omitempty"`
+	// Action is close | label-only | label-and-close, or "" when nothing
+	// was to be done (Skipped says why).
+	Action string `json:"action,omitempty"`
+	// ActionSource is output (the closing step's closure_action), config
+	// (defaultClosureAction) or default.
+	ActionSource string            `json:"actionSource,omitempty"`
+	AddLabels    []string          `json:"addLabels,omitempty"`
+	RemoveLabels []string          `json:"removeLabels,omitempty"`
+	Calls        []GitHubCallEvent `json:"calls,omitempty"`
+	// OK is true when every call succeeded (and at least one was made).
+	OK      bool   `json:"ok"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// boundaryRule is the tool-policy text (llm.QueryOptions.Boundary) of a
+// step: why it may not run GitHub boundary commands, or "" when it may.
+// Work and verification steps never may; a closure step may unless capstan
+// itself applies the closure (runner.integrations.github enabled), so the
+// model cannot pre-empt defaultClosureAction (close an issue that is to
+// stay open).
+func boundaryRule(st config.Step, g *config.GitHub) string {
+	switch kind := st.Kind(); {
+	case kind != config.KindClosure:
+		return "a " + kind + " step may not change issues, pull requests or releases; that belongs to the run's closure"
+	case g.On():
+		return "capstan applies the closure action (runner.integrations.github) itself once the run has completed; " +
+			"say what should happen in your answer's closure_action and issue.labels instead"
+	}
+	return ""
+}
+
+// closureRef is the prompt of step st: for a closure step of an agent
+// whose GitHub integration is enabled with a defaultClosureAction other
+// than close, the edition with that adaptation (f_default_label-only.md)
+// when it exists. When it does not, the step's own prompt is used and a
+// warning says so.
+func (f *flow) closureRef(st config.Step) prompt.Ref {
+	ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
+	g := f.a.spec.Runner.Integrations.GitHub
+	if st.Kind() != config.KindClosure || !g.On() || g.DefaultClosureAction == "" || g.DefaultClosureAction == config.ClosureClose {
+		return ref
+	}
+	adapted := ref
+	adapted.Adaptation, adapted.Fallback = g.DefaultClosureAction, ""
+	if _, ok := f.a.prompts.Exists(adapted); ok {
+		return adapted
+	}
+	f.warn([]string{fmt.Sprintf("step %s: no closure prompt for defaultClosureAction %s (f_%s_%s.md under %s/%s); using the step's own prompt",
+		st.StepID, g.DefaultClosureAction, editionOf(st), g.DefaultClosureAction, st.C2, st.C3)})
+	return ref
+}
+
+func editionOf(st config.Step) string {
+	if st.Edition == "" {
+		return "default"
+	}
+	return st.Edition
+}
+
+// closureOutput is what a closing step's structured output may say about
+// the issue.
+type closureOutput struct {
+	ClosureAction json.RawMessage `json:"closure_action"`
+	Issue         struct {
+		Labels struct {
+			Add    []string `json:"add"`
+			Remove []string `json:"remove"`
+		} `json:"labels"`
+	} `json:"issue"`
+}
+
+// applyGitHub applies runner.integrations.github to the run's issue after
+// a verified completion, journals each gh call and returns what happened
+// (nil when the integration is off). The closure action is the closing
+// step's closure_action (only a closure step's output counts), else
+// defaultClosureAction, else close for an agent whose completion follows
+// the issue's state, else none. label-only and label-and-close apply
+// labels.completion together with the output's issue.labels; close and
+// label-and-close close the issue, after the labels and only when they
+// were applied.
+func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHubOutcome {
+	g := a.spec.Runner.Integrations.GitHub
+	if !g.On() {
+		return nil
+	}
+	out := &GitHubOutcome{Issue: strings.TrimPrefix(strings.TrimSpace(a.vars[config.IssueParam]), "#")}
+	switch {
+	case out.Issue == "":
+		out.Skipped = "the run has no issue parameter value"
+		return a.noteGitHub(out)
+	case !issueNumber.MatchString(out.Issue):
+		out.Skipped = fmt.Sprintf("issue %q is not an issue number", out.Issue)
+		return a.noteGitHub(out)
+	}
+	var so closureOutput
+	fromClosure := false
+	if last != nil {
+		if st, ok := a.reg.Steps[last.StepID]; ok && st.Kind() == config.KindClosure && len(last.StructuredOutput) > 0 {
+			fromClosure = json.Unmarshal(last.StructuredOutput, &so) == nil
+		}
+	}
+	if fromClosure && len(so.ClosureAction) > 0 {
+		var action string
+		if json.Unmarshal(so.ClosureAction, &action) == nil && slices.Contains(config.ClosureActions, action) {
+			out.Action, out.ActionSource = action, "output"
+		} else {
+			a.warnings = append(a.warnings, "the closing step's closure_action "+string(so.ClosureAction)+" is not one of "+
+				strings.Join(config.ClosureActions, ", ")+"; ignored")
+		}
+	}
+	switch {
+	case out.Action != "":
+	case g.DefaultClosureAction != "":
+		out.Action, out.ActionSource = g.DefaultClosureAction, "config"
+	case a.spec.FollowsIssue():
+		out.Action, out.ActionSource = config.ClosureClose, "default"
+	default:
+		out.Skipped = "no closure action: neither the closing step's closure_action nor defaultClosureAction is set, and the completion does not follow the issue"
+		return a.noteGitHub(out)
+	}
+	if out.Action != config.ClosureClose {
+		if c := g.Labels.Completion; c != nil {
+			out.AddLabels, out.RemoveLabels = c.Add, c.Remove
+		}
+		if fromClosure {
+			out.AddLabels = union(out.AddLabels, so.Issue.Labels.Add)
+			out.RemoveLabels = union(out.RemoveLabels, so.Issue.Labels.Remove)
+		}
+	}
+	repo := strings.TrimSpace(a.vars["repository"])
+	if repo != "" && !repoName.MatchString(repo) {
+		out.Skipped = fmt.Sprintf("repository %q is not OWNER/NAME", repo)
+		return a.noteGitHub(out)
+	}
+	withRepo := func(args ...string) []string {
+		if repo != "" {
+			args = append(args, "--repo", repo)
+		}
+		return args
+	}
+	out.OK = true
+	if len(out.AddLabels) > 0 || len(out.RemoveLabels) > 0 {
+		args := []string{"issue", "edit", out.Issue}
+		if len(out.AddLabels) > 0 {
+			args = append(args, "--add-label", strings.Join(out.AddLabels, ","))
+		}
+		if len(out.RemoveLabels) > 0 {
+			args = append(args, "--remove-label", strings.Join(out.RemoveLabels, ","))
+		}
+		out.OK = a.gh(ctx, out, withRepo(args...))
+	}
+	if out.Action != config.ClosureLabelOnly {
+		if out.OK {
+			out.OK = a.gh(ctx, out, withRepo("issue", "close", out.Issue))
+		} else {
+			a.warnings = append(a.warnings, "GitHub: issue "+out.Issue+" was not closed because its labels could not be changed")
+		}
+	}
+	if len(out.Calls) == 0 {
+		out.OK = false
+		out.Skipped = "closure action " + out.Action + " with no labels to change"
+	}
+	return a.noteGitHub(out)
+}
+
+// noteGitHub journals a skipped integration as a warning.
+func (a *Agent) noteGitHub(out *GitHubOutcome) *GitHubOutcome {
+	if out.Skipped != "" {
+		a.warnings = append(a.warnings, "GitHub: nothing done to the issue: "+out.Skipped)
+	}
+	return out
+}
+
+// gh runs one gh call in the work dir, journals it and records it in out;
+// a failure becomes a warning of the result.
+func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ghTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "gh", args...)
+	cmd.Dir = a.workDir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	ev := GitHubCallEvent{Args: args, DurationMs: time.Since(start).Milliseconds(),
+		Output: builtin.RedactSecrets(strings.TrimSpace(strings.TrimSpace(stdout.String()) + "\n" + strings.TrimSpace(stderr.String())))}
+	if cmd.ProcessState != nil {
+		ev.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if err != nil {
+		ev.Error = err.Error()
+		if ctx.Err() != nil {
+			ev.Error = fmt.Sprintf("gh did not answer within %s", ghTimeout)
+		}
+		if ev.ExitCode == 0 {
+			ev.ExitCode = -1
+		}
+	}
+	out.Calls = append(out.Calls, ev)
+	a.emit.Emit(GitHubCall, ev)
+	if err != nil {
+		msg := ev.Error
+		if ev.Output != "" {
+			msg += ": " + ev.Output
+		}
+		a.warnings = append(a.warnings, "GitHub: gh "+strings.Join(args, " ")+" failed ("+msg+
+			"); install the GitHub CLI and run `gh auth login`, or fix the issue number")
+		return false
+	}
+	return true
+}
+
+// union returns a followed by the members of b it lacks, without
+// duplicates or empty names.
+func union(a, b []string) []string {
+	var out []string
+	for _, s := range append(slices.Clone(a), b...) {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package tool
+
+import (
+	"regexp"
+	"strings"
+)
+
+// boundaryCommands are shell commands that change GitHub state in ways a
+// run must leave to its end (closing, deleting, transferring or reopening
+// issues; closing, merging or readying pull requests; creating or editing
+// releases), any direct GitHub API call (which can do all of that), and
+// HTTP clients or JSON payloads aimed at the API. The list is the one
+// climpt blocks.
+var boundaryCommands = []*regexp.Regexp{
+	regexp.MustCompile(`\bgh\s+issue\s+close\b`),
+	regexp.MustCompile(`\bgh\s+issue\s+delete\b`),
+	regexp.MustCompile(`\bgh\s+issue\s+transfer\b`),
+	regexp.MustCompile(`\bgh\s+issue\s+edit\s+.*--state\s+closed`),
+	regexp.MustCompile(`\bgh\s+issue\s+reopen\b`),
+	regexp.MustCompile(`\bgh\s+pr\s+close\b`),
+	regexp.MustCompile(`\bgh\s+pr\s+merge\b`),
+	regexp.MustCompile(`\bgh\s+pr\s+ready\b`),
+	regexp.MustCompile(`\bgh\s+release\s+create\b`),
+	regexp.MustCompile(`\bgh\s+release\s+edit\b`),
+	regexp.MustCompile(`\bgh\s+api\b`),
+	regexp.MustCompile(`\b(?:curl|wget|python[23]?|node|ruby|perl|deno)\b.*api\.github\.com`),
+	regexp.MustCompile(`"state"\s*:\s*"closed"`),
+	regexp.MustCompile(`'state'\s*:\s*'closed'`),
+}
+
+// BoundaryCommand reports whether the shell command line performs a
+// GitHub boundary action, and the text that matched ("gh issue close").
+// It looks at the whole line, so chaining ("true && gh pr merge 1"),
+// wrappers and paths ("/usr/bin/gh pr merge") do not hide one. Like any
+// list of forbidden commands it can be evaded by a program that builds
+// the command at run time; the sandbox's network isolation is the
+// boundary that holds against that.
+func BoundaryCommand(command string) (matched string, ok bool) {
+	// Every rule needs one of these words; most commands have none.
+	if !strings.Contains(command, "gh") && !strings.Contains(command, "api.github.com") && !strings.Contains(command, "closed") {
+		return "", false
+	}
+	for _, re := range boundaryCommands {
+		if m := re.FindString(command); m != "" {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// BoundaryDenyPatterns are the boundary commands as Bash prefix patterns,
+// for backends that enforce tool patterns themselves (the Claude Code
+// CLI's --disallowedTools). They cover the gh subcommands; the HTTP-client
+// and payload rules have no pattern form.
+func BoundaryDenyPatterns() []string {
+	return []string{
+		"Bash(gh issue close:*)", "Bash(gh issue delete:*)", "Bash(gh issue transfer:*)", "Bash(gh issue reopen:*)",
+		"Bash(gh pr close:*)", "Bash(gh pr merge:*)", "Bash(gh pr ready:*)",
+		"Bash(gh release create:*)", "Bash(gh release edit:*)", "Bash(gh api:*)",
+	}
+}
