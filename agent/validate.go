@@ -102,7 +102,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 	}
 	sort.Strings(ids)
 	ctx := context.Background()
-	schemas := newSchemas(dir, def.FS())
+	schemas := newSchemas(dir, def.Runner.SchemasDir, def.FS())
 	checkSchema := func(ref *config.SchemaRef, ptr, what string) {
 		if ref == nil || ref.File == "" {
 			return

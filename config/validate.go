@@ -58,7 +58,7 @@ func DefaultReservedFlags() []string {
 }
 
 var (
-	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	paramNameRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
 	// testRunnerRE finds a test runner in a validator command.
 	testRunnerRE = regexp.MustCompile(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
 	cliFlagRE    = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
@@ -102,6 +102,11 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.registry()
 	for _, check := range opts.Checks {
 		for _, p := range check(c.dir, def, reg) {
+			if p.File == AgentFile {
+				p.Pointer = c.agentSrc.aliases.actual(p.Pointer)
+			} else {
+				p.Pointer = c.regSrc.aliases.actual(p.Pointer)
+			}
 			if p.Code == agenterr.CodeConfigurationValidation && c.reported(p) {
 				continue // a builder's error where a rule above already reported one: one cause, one report
 			}
@@ -169,6 +174,7 @@ func (c *checker) synthesize(file string, v any) *source {
 // pointer (a value of the wrong type decodes as zero and would otherwise be
 // reported twice).
 func (c *checker) report(src *source, code string, sev Severity, ptr string, hint, format string, args ...any) {
+	ptr = src.aliases.actual(ptr)
 	for _, s := range c.schemaErr[src] {
 		if ptr == s || strings.HasPrefix(ptr, s+"/") {
 			return
@@ -178,6 +184,7 @@ func (c *checker) report(src *source, code string, sev Severity, ptr string, hin
 }
 
 func (c *checker) add(src *source, p Problem, keyPos bool) {
+	p.Pointer = src.aliases.actual(p.Pointer)
 	p.File = src.file
 	if !c.synthetic[src] {
 		p.Line, p.Column = src.locate(p.Pointer, keyPos)
@@ -484,12 +491,13 @@ func known(names []string) string {
 // ---- parameters ----
 
 // Flag returns the CLI flag of the parameter called name: Cli when set,
-// otherwise "--" + name with underscores turned into dashes.
+// otherwise "--" + name with underscores turned into dashes and camelCase
+// into kebab-case ("iterateMax" → "--iterate-max").
 func (p Parameter) Flag(name string) string {
 	if p.Cli != "" {
 		return p.Cli
 	}
-	return "--" + strings.ReplaceAll(name, "_", "-")
+	return "--" + kebab(name)
 }
 
 func (c *checker) parameters() {
@@ -501,7 +509,7 @@ func (c *checker) parameters() {
 		ptr := JoinPointer("parameters", name)
 		if !paramNameRE.MatchString(name) {
 			c.reportKey(a, "PA-NAME", SeverityError, ptr,
-				"use lowercase letters, digits, '_' and '-', starting with a letter (e.g. \"issue_number\")",
+				"use letters, digits, '_' and '-', starting with a letter (e.g. \"issue_number\" or \"issueNumber\")",
 				"parameter name %q is not allowed", name)
 		}
 		if p.Cli != "" && !cliFlagRE.MatchString(p.Cli) {
@@ -829,8 +837,12 @@ func (c *checker) schemaRef(ptr string, ref *SchemaRef) {
 			"name a file inside the agent's schemas/ folder, e.g. \"issue.schema.json\"", "schema file %q %s", ref.File, msg)
 		return
 	}
-	c.file(c.regSrc, "SR", ptr+"/file", filepath.ToSlash(filepath.Join("schemas", ref.File)), false, "SR-SCHEMA-FILE",
-		"create the schema file under the agent's schemas/ folder, or fix the file name")
+	dir := c.def.Runner.SchemasDir
+	if dir == "" {
+		dir = DefaultSchemasDir
+	}
+	c.file(c.regSrc, "SR", ptr+"/file", filepath.ToSlash(filepath.Join(dir, ref.File)), false, "SR-SCHEMA-FILE",
+		"create the schema file under the agent's "+dir+"/ folder, or fix the file name")
 }
 
 func (c *checker) uvVariable(ptr, uv string) {

@@ -418,9 +418,9 @@ func TestValidateProblems(t *testing.T) {
 			"AC-BUDGET-HARD-LIMIT", SeverityWarning, "agent.json", "/runner/budgets/maxIterations"},
 		// parameters
 		{"param name", func(a, r map[string]any, _ map[string]string) {
-			at(a, "parameters")["Topic"] = map[string]any{"type": "string"}
+			at(a, "parameters")["my topic"] = map[string]any{"type": "string"}
 		},
-			"PA-NAME", SeverityError, "agent.json", "/parameters/Topic"},
+			"PA-NAME", SeverityError, "agent.json", "/parameters/my topic"},
 		{"cli syntax", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "topic")["cli"] = "-t" },
 			"PA-CLI-SYNTAX", SeverityError, "agent.json", "/parameters/topic/cli"},
 		{"cli duplicate", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "count")["cli"] = "--topic" },
