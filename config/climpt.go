@@ -346,9 +346,11 @@ func normalizeRegistry(def *Definition, reg *Registry) {
 		reg.CompletionPatterns[name] = p
 		al.set(JoinPointer("completionPatterns", name), JoinPointer("failurePatterns", name))
 	}
+	// climpt takes the mapping's entry before entryStep.
 	vt := VerdictType(def)
-	if target, ok := reg.EntryStepMapping[vt]; ok && vt != "" {
-		fillString(al, &reg.EntryStep, target, "/entryStep", JoinPointer("entryStepMapping", vt))
+	if target, ok := reg.EntryStepMapping[vt]; ok && vt != "" && target != "" {
+		reg.EntryStep = target
+		al.set("/entryStep", JoinPointer("entryStepMapping", vt))
 	}
 	if v := def.Runner.Verdict; v != nil && v.Type == VerdictDetectGraph {
 		fillString(al, &reg.EntryStep, v.Config.EntryStep, "/entryStep", "")

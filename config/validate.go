@@ -98,6 +98,7 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.schema(AgentFile, "AC", c.agentSrc)
 	c.schema(DefaultRegistryFile, "SR", c.regSrc)
 	c.agent()
+	c.climpt()
 	c.parameters()
 	c.registry()
 	for _, check := range opts.Checks {
@@ -117,6 +118,7 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 			c.add(src, p, false)
 		}
 	}
+	c.demoteUnreachable()
 	return NewValidationResult(c.problems...)
 }
 
@@ -465,8 +467,8 @@ func (c *checker) completion(ptr string, comp Completion) {
 		ignored(len(comp.Conditions) > 0 && comp.Type != "composite", "conditions", "composite")
 		ignored(comp.Handler != "" && comp.Type != "custom", "handler", "custom")
 		ignored(comp.MaxIterations != 0 && comp.Type != "iterationBudget", "maxIterations", "iterationBudget")
-		ignored(len(comp.Options) > 0 && comp.Type != "structured" && comp.Type != "externalState" && comp.Type != "custom",
-			"options", "structured, externalState or custom")
+		ignored(len(comp.Options) > 0 && comp.Type != "structured" && comp.Type != "externalState" && comp.Type != "custom" && comp.Type != "signal",
+			"options", "structured, externalState, signal or custom")
 	}
 	if comp.Name != "" && ptr == "/runner/completion" {
 		c.report(a, "AC-IGNORED-FIELD", SeverityError, ptr+"/name", "remove it; name labels a condition inside a composite",
@@ -593,7 +595,11 @@ func (c *checker) paramValidation(ptr string, p Parameter) {
 func (c *checker) registry() {
 	r := c.reg
 	s := c.regSrc
-	if _, ok := r.Steps[r.EntryStep]; !ok {
+	if vt := VerdictType(c.def); r.EntryStep == "" && len(r.EntryStepMapping) > 0 {
+		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStepMapping",
+			fmt.Sprintf("add \"%s\": \"<step id>\" to entryStepMapping, or set entryStep", vt),
+			"entryStepMapping has no entry for the agent's verdict type %q and entryStep is not set", vt)
+	} else if _, ok := r.Steps[r.EntryStep]; !ok {
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep",
 			"set entryStep to one of the step ids"+known(c.stepIDs),
 			"entryStep %q is not a step", r.EntryStep)
@@ -986,38 +992,14 @@ func (c *checker) subStepCycles() {
 
 // reachability warns about steps that no path from entryStep reaches.
 func (c *checker) reachability() {
-	steps := c.reg.Steps
-	if _, ok := steps[c.reg.EntryStep]; !ok {
+	seen := Reachable(c.reg)
+	if seen == nil {
 		return
 	}
-	seen := map[string]bool{c.reg.EntryStep: true}
-	queue := []string{c.reg.EntryStep}
-	for len(queue) > 0 {
-		id := queue[0]
-		queue = queue[1:]
-		st := steps[id]
-		var next []string
-		if st.Check != nil {
-			next = append(next, st.Check.OnPass.Next, st.Check.OnFail.Next)
-		}
-		if st.Retry != nil {
-			next = append(next, st.Retry.FallbackStep)
-		}
-		if st.Escalation != nil && (st.Escalation.NotificationMethod == "" || st.Escalation.NotificationMethod == "in_agent") {
-			next = append(next, st.Escalation.EscalateTo)
-		}
-		next = append(next, st.SubSteps...)
-		for _, n := range next {
-			if _, ok := steps[n]; ok && !seen[n] {
-				seen[n] = true
-				queue = append(queue, n)
-			}
-		}
-	}
 	for _, id := range c.stepIDs {
-		if !seen[id] && steps[id].Type != "subStep" {
+		if !seen[id] && c.reg.Steps[id].Type != "subStep" {
 			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, JoinPointer("steps", id),
-				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps), or remove it",
+				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps, transitions, entryStepMapping), or remove it",
 				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
 		}
 	}
