@@ -17,7 +17,8 @@ import (
 
 // BuiltinVariables are the {uv-x} variables the runtime supplies in every
 // iteration, in addition to the agent's parameters.
-var BuiltinVariables = []string{"iteration", "max_iterations", "completion_keyword", "step_id", "agent_name", "workdir"}
+var BuiltinVariables = []string{"iteration", "max_iterations", "completion_keyword", "step_id", "agent_name", "workdir",
+	"completed_iterations", "remaining", "previous_summary"}
 
 // Problem codes contributed by the layers above configuration (listed in
 // config.Codes and docs/configuration.md).

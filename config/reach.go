@@ -12,7 +12,8 @@ import (
 // escalations, sub-steps, and climpt's routing (transitions' target,
 // targets and fallback; a step allowed to "jump" reaches every step, its
 // target being the model's choice; initial.X reaches continuation.X, the
-// route climpt takes when a step has no transition). It returns nil when
+// route climpt takes for "next" when a step has no transition for it). It
+// returns nil when
 // the entry step is not a step. The runtime builds only these steps and
 // Validate reports problems of the others as warnings.
 func Reachable(reg *Registry) map[string]bool {
@@ -45,7 +46,7 @@ func Reachable(reg *Registry) map[string]bool {
 			next = append(next, sortedKeys(reg.Steps)...)
 		}
 		next = append(next, r.targets...)
-		if rest, ok := strings.CutPrefix(id, "initial."); ok {
+		if rest, ok := strings.CutPrefix(id, "initial."); ok && !r.hasNext {
 			next = append(next, "continuation."+rest)
 		}
 		for _, n := range next {
@@ -62,6 +63,7 @@ func Reachable(reg *Registry) map[string]bool {
 type route struct {
 	targets []string
 	jump    bool
+	hasNext bool // a transition for the "next" intent
 }
 
 // climptRoutes reads climpt's transitions and structuredGate of every
@@ -89,6 +91,9 @@ func climptRoutes(reg *Registry) map[string]route {
 			r := out[id]
 			var transitions map[string]json.RawMessage
 			_ = json.Unmarshal(fields["transitions"], &transitions)
+			if _, ok := transitions["next"]; ok {
+				r.hasNext = true
+			}
 			for _, raw := range transitions {
 				var t struct {
 					Target   *string           `json:"target"`
