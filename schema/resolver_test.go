@@ -623,7 +623,7 @@ func TestConditionalsKeepMeaning(t *testing.T) {
 		{"double", `{"status": "blocked", "reason": "x"}`, true},
 		{"double", `{"status": "blocked"}`, false}, // breaks the first then
 		{"double", `{"status": "done", "pr": 7}`, true},
-		{"double", `{"status": "done"}`, false},          // breaks the second then
+		{"double", `{"status": "done"}`, false},             // breaks the second then
 		{"double", `{"status": "working", "pr": 3}`, false}, // breaks the second else
 		{"double", `{"status": "working"}`, true},
 	}
