@@ -855,9 +855,9 @@ func (c *checker) uvVariable(ptr, uv string) {
 	s := c.regSrc
 	if p, ok := c.def.Parameters[uv]; ok {
 		if !p.Required && (len(p.Default) == 0 || string(p.Default) == "null") {
-			c.report(s, "PA-UV-OPTIONAL", SeverityError, ptr,
+			c.report(s, "PA-UV-OPTIONAL", SeverityWarning, ptr,
 				fmt.Sprintf("make parameter %q required or give it a default", uv),
-				"{uv-%s} is needed by this step but parameter %q is optional and has no default", uv, uv)
+				"{uv-%s} is needed by this step but parameter %q is optional and has no default: a run must pass %s (PARAM_MISSING otherwise)", uv, uv, p.Flag(uv))
 		}
 		return
 	}

@@ -466,7 +466,7 @@ func TestValidateProblems(t *testing.T) {
 		}, "PA-UV-UNSUPPLIED", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
 		{"required uv from optional param", func(a, r map[string]any, _ map[string]string) {
 			at(a, "parameters", "topic")["required"] = false
-		}, "PA-UV-OPTIONAL", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
+		}, "PA-UV-OPTIONAL", SeverityWarning, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
 		{"step model provider", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "review.main")["model"] = "gemini:pro" },
 			"SR-MODEL-PROVIDER", SeverityError, "steps_registry.json", "/steps/review.main/model"},
 		{"step script missing", func(a, r map[string]any, _ map[string]string) {
