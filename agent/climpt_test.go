@@ -88,3 +88,23 @@ func TestClimptMissingParamNamesStep(t *testing.T) {
 		t.Fatalf("with --project-id: %+v (%v)", res, res.Err())
 	}
 }
+
+// TestSignalCompletionIsVerified: climpt's detect:structured (completion
+// type signal) ends the run on the signal block, and the run's validators
+// still decide: a model that only signals is refuted, one that does the
+// work completes, verified.
+func TestSignalCompletionIsVerified(t *testing.T) {
+	js := `{"type": "signal", "options": {"signalType": "task_done", "requiredFields": ["summary"]}, "validators": ["out-exists"]}`
+	signal := `"DONE\n` + "```task_done\\n{\\\"summary\\\": \\\"wrote out.txt\\\"}\\n```" + `\n"`
+	liar := "turns:\n  - text: " + signal + "\n  - text: " + signal + "\n  - text: " + signal + "\n"
+	honest := "turns:\n  - text: \"writing\"\n    tool_calls:\n      - name: Write\n        input: {file_path: out.txt, content: \"x\\n\"}\n  - text: " + signal + "\n"
+	onFailure := `"onFailure": {"action": "retry", "maxAttempts": 2}`
+	res, _ := runVerdict(t, verdictAgent(t, js, onFailure, liar), nil)
+	if res.Success || res.CompletionReason != ReasonValidationExhausted {
+		t.Fatalf("liar: %+v", res)
+	}
+	res, _ = runVerdict(t, verdictAgent(t, js, onFailure, honest), nil)
+	if !res.Success || !strings.Contains(res.Reason, "verified by out-exists") {
+		t.Fatalf("honest: %+v", res)
+	}
+}
