@@ -129,7 +129,11 @@ const (
 	StandardPathTemplateNoAdaptation = "{c1}/{c2}/{c3}/f_{edition}.md"
 )
 
-// ClimptModel turns climpt's defaultModel ("sonnet") into capstan's model
+// climptModels are the model names climpt accepts (runner.flow.defaultModel,
+// a step's model).
+var climptModels = []string{"sonnet", "opus", "haiku"}
+
+// ClimptModel turns climpt's model name ("sonnet") into capstan's model
 // spec ("claude-code:sonnet").
 func ClimptModel(name string) string { return "claude-code:" + name }
 
@@ -332,7 +336,8 @@ func verdictCompletion(v Verdict, params map[string]Parameter, ptr, vptr string,
 // normalizeRegistry fills capstan's fields of reg from climpt's spellings:
 // failurePatterns into completionPatterns, the entry step from
 // entryStepMapping (or detect:graph's config.entryStep), step type
-// "prompt" as "normal".
+// "prompt" as "normal", a step model "sonnet" / "opus" / "haiku" as
+// "claude-code:<name>".
 func normalizeRegistry(def *Definition, reg *Registry) {
 	al := aliases{}
 	for _, name := range sortedKeys(reg.FailurePatterns) {
@@ -358,8 +363,11 @@ func normalizeRegistry(def *Definition, reg *Registry) {
 	for id, st := range reg.Steps {
 		if st.Type == "prompt" {
 			st.Type = DefaultStepType
-			reg.Steps[id] = st
 		}
+		if slices.Contains(climptModels, st.Model) {
+			st.Model = ClimptModel(st.Model)
+		}
+		reg.Steps[id] = st
 	}
 	if reg.src != nil {
 		reg.src.aliases = al

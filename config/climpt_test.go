@@ -150,6 +150,7 @@ func TestClimptSpellings(t *testing.T) {
 		flow["prompts"] = map[string]any{"registry": "reg/steps.json", "fallbackDir": "shared"}
 		r := climptRegistry()
 		at(r, "steps", "initial.main")["outputSchemaRef"] = map[string]any{"file": "main.schema.json", "schema": "main"}
+		at(r, "steps", "initial.main")["model"] = "opus"
 		dir := writeAgent(t, a, nil, map[string]string{
 			"reg/steps.json":             mustJSON(t, r),
 			"contracts/main.schema.json": `{"main": {"type": "object"}}`,
@@ -163,6 +164,9 @@ func TestClimptSpellings(t *testing.T) {
 		if run.SystemPromptPath != "prompts/system.md" || run.Prompts.Registry != "reg/steps.json" || run.Prompts.FallbackDir != "shared" ||
 			run.SchemasDir != "contracts" || run.Model != "claude-code:haiku" {
 			t.Fatalf("runner %+v", run)
+		}
+		if m := ag.Registry().Steps["initial.main"].Model; m != "claude-code:opus" {
+			t.Errorf("step model %q", m)
 		}
 	})
 	problem := func(t *testing.T, a, r map[string]any, extra map[string]string, code, ptr string) Problem {
