@@ -185,7 +185,17 @@ func (c *checker) climptRegistry() {
 				"prompt path template %q is not capstan's fixed layout %q", k.val, k.want)
 		}
 	}
+	var doc struct {
+		Steps map[string]map[string]json.RawMessage `json:"steps"`
+	}
+	_ = json.Unmarshal(c.regSrc.raw, &doc)
 	for _, id := range c.stepIDs {
+		for _, k := range []string{"condition", "priority"} {
+			if _, ok := doc.Steps[id][k]; ok {
+				c.report(s, "SR-CLIMPT-INERT", SeverityWarning, JoinPointer("steps", id, k), "remove it; entryStepMapping and transitions decide which step runs",
+					"a step's %s is read by neither climpt's runner nor capstan", k)
+			}
+		}
 		if u := r.Steps[id].UsesStdin; u != nil && *u {
 			c.report(s, "SR-STDIN-UNSUPPORTED", SeverityError, JoinPointer("steps", id, "usesStdin"),
 				"set usesStdin to false and pass the text as a parameter ({uv-NAME}) instead",

@@ -82,6 +82,7 @@ func Codes() []CodeInfo {
 		{"SR-SPELLING-CONFLICT", e, "a failure pattern is defined differently under failurePatterns and completionPatterns"},
 		{"SR-PATH-TEMPLATE", e, "pathTemplate / pathTemplateNoAdaptation is not capstan's fixed prompt layout"},
 		{"SR-STDIN-UNSUPPORTED", e, "a step sets usesStdin: true"},
+		{"SR-CLIMPT-INERT", w, "a climpt step field no runner reads (condition, priority)"},
 		{"SR-STEP-ID", e, "a step's stepId differs from its key"},
 		{"SR-STEP-PROMPT", e, "a prompt-running step has no c2/c3"},
 		{"SR-GATEWAY-CHECK", e, "a gateway step has no check to route by"},

@@ -125,10 +125,30 @@ func climptRoutes(reg *Registry) map[string]route {
 	return out
 }
 
+// reachable reports whether the step a registry pointer (/steps/<id>/…)
+// lies in can be entered (true when unknown).
+func (c *checker) reachable(ptr string) bool {
+	rest, ok := strings.CutPrefix(ptr, "/steps/")
+	if !ok {
+		return true
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	seen := c.reachableSteps()
+	return seen == nil || seen[unescapePointer(id)]
+}
+
+// reachableSteps is Reachable(c.reg), computed once per Validate.
+func (c *checker) reachableSteps() map[string]bool {
+	if !c.reachDone {
+		c.reach, c.reachDone = Reachable(c.reg), true
+	}
+	return c.reach
+}
+
 // demoteUnreachable turns the errors about steps no run can enter into
 // warnings that say so: a folder with dead steps still runs.
 func (c *checker) demoteUnreachable() {
-	seen := Reachable(c.reg)
+	seen := c.reachableSteps()
 	if seen == nil {
 		return
 	}

@@ -146,9 +146,11 @@ type checker struct {
 	synthetic        map[*source]bool
 	schemaErr        map[*source][]string // pointers with schema errors
 	problems         []Problem
-	stepIDs          []string // sorted keys of reg.Steps
-	stepHint         string   // "use one of the step ids (known: …)"
-	validatorNames   []string // sorted keys of reg.Validators
+	stepIDs          []string        // sorted keys of reg.Steps
+	stepHint         string          // "use one of the step ids (known: …)"
+	validatorNames   []string        // sorted keys of reg.Validators
+	reach            map[string]bool // Reachable(reg), see reachableSteps
+	reachDone        bool
 }
 
 // synthesize makes a source for a definition built in Go. Go's zero
@@ -855,9 +857,13 @@ func (c *checker) uvVariable(ptr, uv string) {
 	s := c.regSrc
 	if p, ok := c.def.Parameters[uv]; ok {
 		if !p.Required && (len(p.Default) == 0 || string(p.Default) == "null") {
+			then := fmt.Sprintf("a run must pass %s (PARAM_MISSING otherwise)", p.Flag(uv))
+			if !c.reachable(ptr) {
+				then = "the step cannot be reached from the entry step, so runs do not need it"
+			}
 			c.report(s, "PA-UV-OPTIONAL", SeverityWarning, ptr,
 				fmt.Sprintf("make parameter %q required or give it a default", uv),
-				"{uv-%s} is needed by this step but parameter %q is optional and has no default: a run must pass %s (PARAM_MISSING otherwise)", uv, uv, p.Flag(uv))
+				"{uv-%s} is needed by this step but parameter %q is optional and has no default: %s", uv, uv, then)
 		}
 		return
 	}
@@ -992,7 +998,7 @@ func (c *checker) subStepCycles() {
 
 // reachability warns about steps that no path from entryStep reaches.
 func (c *checker) reachability() {
-	seen := Reachable(c.reg)
+	seen := c.reachableSteps()
 	if seen == nil {
 		return
 	}

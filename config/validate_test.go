@@ -516,6 +516,8 @@ func TestValidateProblems(t *testing.T) {
 			"SR-PATH-TEMPLATE", SeverityError, "steps_registry.json", "/pathTemplate"},
 		{"climpt stdin", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["usesStdin"] = true },
 			"SR-STDIN-UNSUPPORTED", SeverityError, "steps_registry.json", "/steps/initial.main/usesStdin"},
+		{"climpt step priority", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["priority"] = 3 },
+			"SR-CLIMPT-INERT", SeverityWarning, "steps_registry.json", "/steps/initial.main/priority"},
 	}
 	// Codes exercised by other tests of this package.
 	covered := map[string]bool{
