@@ -221,7 +221,7 @@ func normalizeDefinition(d *Definition) {
 	}
 	if v := r.Verdict; v != nil && v.Type != "" {
 		comp := verdictCompletion(*v, d.Parameters, "/runner/completion", "/runner/verdict", al)
-		if r.Completion.Type == "" || reflect.DeepEqual(r.Completion, comp) {
+		if r.Completion.Type == "" || sameJSON(r.Completion, comp) {
 			r.Completion = comp
 		} else {
 			// Both spellings, different meanings: Validate reports the
@@ -342,7 +342,7 @@ func normalizeRegistry(def *Definition, reg *Registry) {
 	al := aliases{}
 	for _, name := range sortedKeys(reg.FailurePatterns) {
 		p := reg.FailurePatterns[name]
-		if have, ok := reg.CompletionPatterns[name]; ok && !reflect.DeepEqual(have, p) {
+		if have, ok := reg.CompletionPatterns[name]; ok && !sameJSON(have, p) {
 			continue // Validate reports the conflict
 		}
 		if reg.CompletionPatterns == nil {
@@ -392,4 +392,23 @@ func kebab(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// sameJSON reports whether a and b have the same JSON value (raw options
+// compare by value, not by spelling).
+func sameJSON(a, b any) bool {
+	norm := func(v any) (any, bool) {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, false
+		}
+		var out any
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, false
+		}
+		return out, true
+	}
+	x, ok1 := norm(a)
+	y, ok2 := norm(b)
+	return ok1 && ok2 && reflect.DeepEqual(x, y)
 }

@@ -77,7 +77,7 @@ func TestClimptVerdictTypes(t *testing.T) {
 		{"detect:keyword default", `{"type": "detect:keyword"}`, Completion{Type: "keyword", Keyword: DefaultVerdictKeyword}, 0},
 		{"detect:structured names", `{"type": "detect:structured", "config": {"signalType": "sig", "requiredFields": ["summary"]}}`,
 			Completion{Type: "signal", Options: opts("signalType", `"sig"`, "requiredFields", `["summary"]`)}, 0},
-		{"detect:structured values", `{"type": "detect:structured", "config": {"signalType": "sig", "requiredFields": {"result": "complete"}}}`,
+		{"detect:structured values", `{"type": "detect:structured", "config": {"signalType": "sig", "requiredFields": { "result" :  "complete" }}}`,
 			Completion{Type: "signal", Options: opts("signalType", `"sig"`, "requiredFields", `{"result": "complete"}`)}, 0},
 		{"detect:graph", `{"type": "detect:graph", "config": {"maxIterations": 12, "entryStep": "initial.main"}}`, Completion{Type: "stepFlow"}, 12},
 		{"poll:state", `{"type": "poll:state", "config": {"maxIterations": 9}}`,
@@ -116,6 +116,15 @@ func TestClimptVerdictTypes(t *testing.T) {
 			reg := a.Registry()
 			if reg.EntryStep != "initial.main" || reg.Steps["initial.main"].Type != DefaultStepType {
 				t.Errorf("entry %q, step type %q", reg.EntryStep, reg.Steps["initial.main"].Type)
+			}
+			// The mapping is idempotent: the validated copy validates again
+			// (both spellings now set, agreeing) to the same completion.
+			again, err := NewAgent(dir, a.Definition(), a.Registry(), testOpts)
+			if err != nil {
+				t.Fatalf("re-validating the copy: %v", err)
+			}
+			if !equalCompletion(t, again.Definition().Runner.Completion, tc.want) {
+				t.Errorf("copy: completion %s", show(again.Definition().Runner.Completion))
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 )
@@ -52,7 +51,7 @@ func (c *checker) climpt() {
 		}
 	}
 	if v := r.Verdict; v != nil && v.Type != "" {
-		if want := verdictCompletion(*v, c.def.Parameters, "", "", nil); !reflect.DeepEqual(want, r.Completion) {
+		if want := verdictCompletion(*v, c.def.Parameters, "", "", nil); !sameJSON(want, r.Completion) {
 			c.report(a, "AC-SPELLING-CONFLICT", SeverityError, "/runner/verdict",
 				"keep runner.verdict or runner.completion, not both",
 				"runner.verdict (%s) and runner.completion (%s) are both set and mean different completions", v.Type, r.Completion.Type)
@@ -203,7 +202,7 @@ func (c *checker) climptRegistry() {
 		}
 	}
 	for _, name := range sortedKeys(r.FailurePatterns) {
-		if have, ok := r.CompletionPatterns[name]; ok && !reflect.DeepEqual(have, r.FailurePatterns[name]) {
+		if have, ok := r.CompletionPatterns[name]; ok && !sameJSON(have, r.FailurePatterns[name]) {
 			c.report(s, "SR-SPELLING-CONFLICT", SeverityError, JoinPointer("failurePatterns", name),
 				"keep the pattern under one of failurePatterns and completionPatterns",
 				"failure pattern %q is defined differently under failurePatterns and completionPatterns", name)
