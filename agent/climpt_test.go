@@ -22,7 +22,7 @@ func (b *systemRecorder) Query(ctx context.Context, prompt string, opts llm.Quer
 
 // TestClimptFormatAgentRuns: an agent folder in climpt's format
 // (runner.flow, runner.verdict, entryStepMapping, failurePatterns, camelCase
-// parameters, step type "prompt", a dead entry of another verdict type)
+// parameters, step type "prompt", a retired step no entry reaches)
 // runs: the system prompt named by runner.flow.systemPromptPath reaches
 // every request, count:iteration ends the run after maxIterations, the
 // registry comes from runner.flow.prompts.registry, schemas from

@@ -122,14 +122,14 @@ func ProblemFromError(err error) Problem {
 }
 
 // neededParams maps each parameter named in the uvVariables of a step a
-// run can enter (Reachable) to the first such step: an optional parameter
-// without default that such a step needs must be given (validate warns
-// PA-UV-OPTIONAL).
+// run can enter from its entry step to the first such step: an optional
+// parameter without default that such a step needs must be given (validate
+// warns PA-UV-OPTIONAL).
 func (a *Agent) neededParams() map[string]string {
 	out := map[string]string{}
-	seen := Reachable(&a.reg)
+	seen := ReachableFrom(&a.reg, a.reg.EntryStep)
 	for _, id := range sortedKeys(a.reg.Steps) {
-		if seen != nil && !seen[id] {
+		if !seen[id] {
 			continue
 		}
 		for _, uv := range a.reg.Steps[id].UVVariables {

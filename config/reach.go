@@ -8,7 +8,8 @@ import (
 )
 
 // Reachable returns the steps a run of reg can enter, starting from its
-// entry step: through check transitions, retry fallbacks, in-agent
+// entry steps (entryStep and every entryStepMapping target: a run of
+// another verdict type starts there): through check transitions, retry fallbacks, in-agent
 // escalations, sub-steps, and climpt's routing (transitions' target,
 // targets and fallback; a step allowed to "jump" reaches every step, its
 // target being the model's choice; initial.X reaches continuation.X, the
@@ -23,9 +24,21 @@ func Reachable(reg *Registry) map[string]bool {
 	if _, ok := reg.Steps[reg.EntryStep]; !ok {
 		return nil
 	}
+	return ReachableFrom(reg, append([]string{reg.EntryStep}, EntrySteps(reg)...)...)
+}
+
+// ReachableFrom is Reachable starting from the given steps only (a run of
+// the agent's own verdict type starts at reg.EntryStep).
+func ReachableFrom(reg *Registry, entries ...string) map[string]bool {
 	routes := climptRoutes(reg)
-	seen := map[string]bool{reg.EntryStep: true}
-	queue := []string{reg.EntryStep}
+	seen := map[string]bool{}
+	var queue []string
+	for _, e := range entries {
+		if _, ok := reg.Steps[e]; ok && !seen[e] {
+			seen[e] = true
+			queue = append(queue, e)
+		}
+	}
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
@@ -57,6 +70,32 @@ func Reachable(reg *Registry) map[string]bool {
 		}
 	}
 	return seen
+}
+
+// EntrySteps lists the entryStepMapping targets of reg, sorted by verdict
+// type, without repeats.
+func EntrySteps(reg *Registry) []string {
+	var out []string
+	for _, k := range sortedKeys(reg.EntryStepMapping) {
+		if t := reg.EntryStepMapping[k]; t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// entryNames describes the entry steps of reg for messages.
+func entryNames(reg *Registry) string {
+	names := []string{reg.EntryStep}
+	for _, e := range EntrySteps(reg) {
+		if !slices.Contains(names, e) {
+			names = append(names, e)
+		}
+	}
+	if len(names) == 1 {
+		return fmt.Sprintf("the entry step %q", names[0])
+	}
+	return fmt.Sprintf("any entry step (%s)", strings.Join(names, ", "))
 }
 
 // route is what climpt's routing fields of one step lead to.
@@ -125,16 +164,18 @@ func climptRoutes(reg *Registry) map[string]route {
 	return out
 }
 
-// reachable reports whether the step a registry pointer (/steps/<id>/…)
-// lies in can be entered (true when unknown).
-func (c *checker) reachable(ptr string) bool {
+// runReaches reports whether a run from the entry step enters the step a
+// registry pointer (/steps/<id>/…) lies in (true when unknown).
+func (c *checker) runReaches(ptr string) bool {
 	rest, ok := strings.CutPrefix(ptr, "/steps/")
-	if !ok {
+	if !ok || c.reachableSteps() == nil {
 		return true
 	}
 	id, _, _ := strings.Cut(rest, "/")
-	seen := c.reachableSteps()
-	return seen == nil || seen[unescapePointer(id)]
+	if c.runReach == nil {
+		c.runReach = ReachableFrom(c.reg, c.reg.EntryStep)
+	}
+	return c.runReach[unescapePointer(id)]
 }
 
 // reachableSteps is Reachable(c.reg), computed once per Validate.
@@ -166,7 +207,7 @@ func (c *checker) demoteUnreachable() {
 			continue
 		}
 		p.Severity = SeverityWarning
-		p.Message = fmt.Sprintf("step %q cannot be reached from the entry step %q, so this does not stop a run: %s", id, c.reg.EntryStep, p.Message)
+		p.Message = fmt.Sprintf("step %q cannot be reached from %s, so this does not stop a run: %s", id, entryNames(c.reg), p.Message)
 		c.problems[i] = p
 	}
 }

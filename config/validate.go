@@ -151,6 +151,7 @@ type checker struct {
 	validatorNames   []string        // sorted keys of reg.Validators
 	reach            map[string]bool // Reachable(reg), see reachableSteps
 	reachDone        bool
+	runReach         map[string]bool // ReachableFrom(reg, entryStep)
 }
 
 // synthesize makes a source for a definition built in Go. Go's zero
@@ -858,8 +859,8 @@ func (c *checker) uvVariable(ptr, uv string) {
 	if p, ok := c.def.Parameters[uv]; ok {
 		if !p.Required && (len(p.Default) == 0 || string(p.Default) == "null") {
 			then := fmt.Sprintf("a run must pass %s (PARAM_MISSING otherwise)", p.Flag(uv))
-			if !c.reachable(ptr) {
-				then = "the step cannot be reached from the entry step, so runs do not need it"
+			if !c.runReaches(ptr) {
+				then = fmt.Sprintf("a run from the entry step %q does not reach the step, so it does not need %s", c.reg.EntryStep, p.Flag(uv))
 			}
 			c.report(s, "PA-UV-OPTIONAL", SeverityWarning, ptr,
 				fmt.Sprintf("make parameter %q required or give it a default", uv),
@@ -1006,7 +1007,7 @@ func (c *checker) reachability() {
 		if !seen[id] && c.reg.Steps[id].Type != "subStep" {
 			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, JoinPointer("steps", id),
 				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps, transitions, entryStepMapping), or remove it",
-				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
+				"step %q cannot be reached from %s", id, entryNames(c.reg))
 		}
 	}
 }
