@@ -127,9 +127,9 @@ func ProblemFromError(err error) Problem {
 // warns PA-UV-OPTIONAL).
 func (a *Agent) neededParams() map[string]string {
 	out := map[string]string{}
-	seen := ReachableFrom(&a.reg, a.reg.EntryStep)
+	seen := Reachable(&a.reg)
 	for _, id := range sortedKeys(a.reg.Steps) {
-		if !seen[id] {
+		if seen != nil && !seen[id] {
 			continue
 		}
 		for _, uv := range a.reg.Steps[id].UVVariables {

@@ -306,7 +306,18 @@ func TestUnreachableStepErrorsAreWarnings(t *testing.T) {
 	steps["continuation.main"] = map[string]any{"c2": "continuation", "c3": "main", "uvVariables": []any{"ghost"}}
 	steps["closure.main"] = map[string]any{"c2": "closure", "c3": "main"}
 	steps["dead.main"] = map[string]any{"c2": "dead", "c3": "main", "uvVariables": []any{"phantom"}}
+	steps["initial.other"] = map[string]any{"c2": "initial", "c3": "other", "uvVariables": []any{"spectre"}}
+	at(r, "entryStepMapping")["poll:state"] = "initial.other"
 	res := Check(writeAgent(t, climptAgent(map[string]any{"type": "count:iteration"}), r, nil), testOpts)
+	other := findProblem(t, res, "PA-UV-UNSUPPLIED")
+	for _, p := range res.Problems() {
+		if p.Code == "PA-UV-UNSUPPLIED" && strings.Contains(p.Pointer, "initial.other") {
+			other = p
+		}
+	}
+	if other.Severity != SeverityWarning || !strings.Contains(other.Message, `step "initial.other" is reached only from the entry of verdict type poll:state`) {
+		t.Fatalf("other verdict type's entry: %s\n%s", other, dump(res))
+	}
 	var live, dead *Problem
 	for _, p := range res.Problems() {
 		if p.Code == "PA-UV-UNSUPPLIED" {

@@ -8,8 +8,8 @@ import (
 )
 
 // Reachable returns the steps a run of reg can enter, starting from its
-// entry steps (entryStep and every entryStepMapping target: a run of
-// another verdict type starts there): through check transitions, retry fallbacks, in-agent
+// entry step (the entryStepMapping target of the agent's verdict type, or
+// entryStep): through check transitions, retry fallbacks, in-agent
 // escalations, sub-steps, and climpt's routing (transitions' target,
 // targets and fallback; a step allowed to "jump" reaches every step, its
 // target being the model's choice; initial.X reaches continuation.X, the
@@ -24,11 +24,10 @@ func Reachable(reg *Registry) map[string]bool {
 	if _, ok := reg.Steps[reg.EntryStep]; !ok {
 		return nil
 	}
-	return ReachableFrom(reg, append([]string{reg.EntryStep}, EntrySteps(reg)...)...)
+	return ReachableFrom(reg, reg.EntryStep)
 }
 
-// ReachableFrom is Reachable starting from the given steps only (a run of
-// the agent's own verdict type starts at reg.EntryStep).
+// ReachableFrom is Reachable starting from the given steps.
 func ReachableFrom(reg *Registry, entries ...string) map[string]bool {
 	routes := climptRoutes(reg)
 	seen := map[string]bool{}
@@ -72,30 +71,28 @@ func ReachableFrom(reg *Registry, entries ...string) map[string]bool {
 	return seen
 }
 
-// EntrySteps lists the entryStepMapping targets of reg, sorted by verdict
-// type, without repeats.
-func EntrySteps(reg *Registry) []string {
-	var out []string
-	for _, k := range sortedKeys(reg.EntryStepMapping) {
-		if t := reg.EntryStepMapping[k]; t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
+// unreachableWhy says why step id (not in Reachable) does not run: it
+// is reached only from the entry of another verdict type, or from no entry
+// at all.
+func (c *checker) unreachableWhy(id string) string {
+	if c.otherEntries == nil {
+		c.otherEntries = map[string]string{}
+		for _, vt := range sortedKeys(c.reg.EntryStepMapping) {
+			t := c.reg.EntryStepMapping[vt]
+			if _, ok := c.reg.Steps[t]; !ok || t == c.reg.EntryStep {
+				continue
+			}
+			for s := range ReachableFrom(c.reg, t) {
+				if _, seen := c.otherEntries[s]; !seen {
+					c.otherEntries[s] = vt
+				}
+			}
 		}
 	}
-	return out
-}
-
-// entryNames describes the entry steps of reg for messages.
-func entryNames(reg *Registry) string {
-	names := []string{reg.EntryStep}
-	for _, e := range EntrySteps(reg) {
-		if !slices.Contains(names, e) {
-			names = append(names, e)
-		}
+	if vt, ok := c.otherEntries[id]; ok {
+		return fmt.Sprintf("step %q is reached only from the entry of verdict type %s (entryStepMapping), not from this agent's entry step %q", id, vt, c.reg.EntryStep)
 	}
-	if len(names) == 1 {
-		return fmt.Sprintf("the entry step %q", names[0])
-	}
-	return fmt.Sprintf("any entry step (%s)", strings.Join(names, ", "))
+	return fmt.Sprintf("step %q cannot be reached from the entry step %q", id, c.reg.EntryStep)
 }
 
 // route is what climpt's routing fields of one step lead to.
@@ -172,10 +169,7 @@ func (c *checker) runReaches(ptr string) bool {
 		return true
 	}
 	id, _, _ := strings.Cut(rest, "/")
-	if c.runReach == nil {
-		c.runReach = ReachableFrom(c.reg, c.reg.EntryStep)
-	}
-	return c.runReach[unescapePointer(id)]
+	return c.reachableSteps()[unescapePointer(id)]
 }
 
 // reachableSteps is Reachable(c.reg), computed once per Validate.
@@ -207,7 +201,7 @@ func (c *checker) demoteUnreachable() {
 			continue
 		}
 		p.Severity = SeverityWarning
-		p.Message = fmt.Sprintf("step %q cannot be reached from %s, so this does not stop a run: %s", id, entryNames(c.reg), p.Message)
+		p.Message = fmt.Sprintf("%s, so this does not stop a run: %s", c.unreachableWhy(id), p.Message)
 		c.problems[i] = p
 	}
 }

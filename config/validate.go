@@ -151,7 +151,7 @@ type checker struct {
 	validatorNames   []string        // sorted keys of reg.Validators
 	reach            map[string]bool // Reachable(reg), see reachableSteps
 	reachDone        bool
-	runReach         map[string]bool // ReachableFrom(reg, entryStep)
+	otherEntries     map[string]string // step → verdict type whose entry reaches it, see unreachableWhy
 }
 
 // synthesize makes a source for a definition built in Go. Go's zero
@@ -860,7 +860,7 @@ func (c *checker) uvVariable(ptr, uv string) {
 		if !p.Required && (len(p.Default) == 0 || string(p.Default) == "null") {
 			then := fmt.Sprintf("a run must pass %s (PARAM_MISSING otherwise)", p.Flag(uv))
 			if !c.runReaches(ptr) {
-				then = fmt.Sprintf("a run from the entry step %q does not reach the step, so it does not need %s", c.reg.EntryStep, p.Flag(uv))
+				then = fmt.Sprintf("runs from the entry step %q do not reach the step, so they do not need %s", c.reg.EntryStep, p.Flag(uv))
 			}
 			c.report(s, "PA-UV-OPTIONAL", SeverityWarning, ptr,
 				fmt.Sprintf("make parameter %q required or give it a default", uv),
@@ -1007,7 +1007,7 @@ func (c *checker) reachability() {
 		if !seen[id] && c.reg.Steps[id].Type != "subStep" {
 			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, JoinPointer("steps", id),
 				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps, transitions, entryStepMapping), or remove it",
-				"step %q cannot be reached from %s", id, entryNames(c.reg))
+				"%s", c.unreachableWhy(id))
 		}
 	}
 }
