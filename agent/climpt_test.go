@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -106,5 +107,35 @@ func TestSignalCompletionIsVerified(t *testing.T) {
 	res, _ = runVerdict(t, verdictAgent(t, js, onFailure, honest), nil)
 	if !res.Success || !strings.Contains(res.Reason, "verified by out-exists") {
 		t.Fatalf("honest: %+v", res)
+	}
+}
+
+// TestClimptSchemaConditionalFires: the output schema's if/then (two
+// conditionals in one allOf) is enforced at run time: an answer with status
+// "blocked" but no reason is rejected, and the retry prompt names the
+// missing property (the script's second turn expects it).
+func TestClimptSchemaConditionalFires(t *testing.T) {
+	dir := filepath.Join("testdata", "climpt-work")
+	cfg, err := Load(dir, Config{Model: "script:script-blocked.yaml", Params: map[string]string{"issueNumber": "42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir = t.TempDir()
+	res := runToEnd(t, cfg.Agent, cfg)
+	if !res.Success || res.Iterations != 2 {
+		t.Fatalf("result %+v (error %v)", res, res.Err())
+	}
+	events, err := journal.ReadFile(res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range events {
+		if strings.Contains(string(e.Data), "missing property 'reason'") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no journal event reports the broken then (missing property 'reason')")
 	}
 }
