@@ -225,6 +225,10 @@ func TestClimptSpellings(t *testing.T) {
 		a := climptAgent(map[string]any{"type": "detect:graph", "config": map[string]any{"registryPath": "other.json"}})
 		problem(t, a, climptRegistry(), nil, "AC-VERDICT-FIELD", "/runner/verdict/config/registryPath")
 	})
+	t.Run("count beyond the hard limit", func(t *testing.T) {
+		a := climptAgent(map[string]any{"type": "count:iteration", "config": map[string]any{"maxIterations": 500}})
+		problem(t, a, climptRegistry(), nil, "AC-BUDGET-HARD-LIMIT", "/runner/verdict/config/maxIterations")
+	})
 	t.Run("verdict field of another type", func(t *testing.T) {
 		a := climptAgent(map[string]any{"type": "count:iteration", "config": map[string]any{"maxIterations": 2, "verdictKeyword": "X"}})
 		problem(t, a, climptRegistry(), nil, "AC-CLIMPT-INERT", "/runner/verdict/config/verdictKeyword")

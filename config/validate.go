@@ -417,6 +417,10 @@ func (c *checker) completion(ptr string, comp Completion) {
 			c.report(a, "AC-COMPLETION-MAX-ITERATIONS", SeverityError, ptr+"/maxIterations",
 				"set maxIterations to the number of iterations after which the run is complete",
 				"completion type iterationBudget needs maxIterations > 0")
+		} else if comp.MaxIterations > hardLimit {
+			c.report(a, "AC-BUDGET-HARD-LIMIT", SeverityWarning, ptr+"/maxIterations",
+				fmt.Sprintf("use at most %d", hardLimit),
+				"an iteration budget of %d is never reached: the loop stops at its hard limit of %d iterations, ending the run as max_iterations", comp.MaxIterations, hardLimit)
 		}
 	case "keyword":
 		if strings.TrimSpace(comp.Keyword) == "" {
