@@ -74,7 +74,48 @@ func (c *checker) climpt() {
 				Hint:    "move what you need into agent.json, or remove config.json"})
 		}
 	}
+	c.climptSandbox()
 	c.climptRegistry()
+}
+
+// climptSandbox checks climpt's spellings inside runner.boundaries.sandbox,
+// read from the file (capstan's Sandbox has no field for them).
+func (c *checker) climptSandbox() {
+	var doc struct {
+		Runner struct {
+			Boundaries struct {
+				Sandbox map[string]json.RawMessage `json:"sandbox"`
+			} `json:"boundaries"`
+		} `json:"runner"`
+	}
+	if json.Unmarshal(c.agentSrc.raw, &doc) != nil {
+		return
+	}
+	sb := doc.Runner.Boundaries.Sandbox
+	a := c.agentSrc
+	const ptr = "/runner/boundaries/sandbox"
+	var network struct {
+		Mode string `json:"mode"`
+	}
+	if raw, ok := sb["network"]; ok && json.Unmarshal(raw, &network) == nil && network.Mode != "none" {
+		c.report(a, "AC-SANDBOX-UNSUPPORTED", SeverityError, ptr+"/network",
+			`write "network": true (every domain, unfiltered) or "network": false (none)`,
+			"network mode %q limits the sandbox's network to domains, which capstan's sandbox cannot do", network.Mode)
+	}
+	if _, ok := sb["filesystem"]; ok {
+		c.report(a, "AC-SANDBOX-UNSUPPORTED", SeverityError, ptr+"/filesystem",
+			"remove it; sandboxed commands write inside the work dir (--workdir)",
+			"capstan's sandbox cannot make further paths writable")
+	}
+	if _, ok := sb["excludedCommands"]; ok {
+		c.report(a, "AC-SANDBOX-UNSUPPORTED", SeverityError, ptr+"/excludedCommands",
+			`remove it, or set "enabled": false to run every command unsandboxed`,
+			"capstan's sandbox runs every command sandboxed; it cannot exempt some")
+	}
+	if _, ok := sb["allowUnsandboxedCommands"]; ok {
+		c.report(a, "AC-CLIMPT-INERT", SeverityWarning, ptr+"/allowUnsandboxedCommands", "remove it",
+			"the model cannot ask capstan to run a command outside the sandbox; allowUnsandboxed (commands run unsandboxed where the kernel cannot sandbox) is a different setting")
+	}
 }
 
 // verdict checks a climpt runner.verdict (or one composite condition).

@@ -56,6 +56,7 @@ func Codes() []CodeInfo {
 		{"AC-CLIMPT-INERT", w, "a climpt setting capstan does not act on (actions, execution, logging, config.json, …)"},
 		{"AC-VERDICT-UNSUPPORTED", e, "a climpt verdict setting that cannot work in capstan (meta:custom module, poll:state resource other than an issue, nested meta:*)"},
 		{"AC-VERDICT-ISSUE-PARAM", e, "poll:state names an issue parameter that does not exist"},
+		{"AC-SANDBOX-UNSUPPORTED", e, "climpt's sandbox settings capstan's sandbox cannot enforce (network domains, extra writable paths, exempt commands)"},
 		{"AC-VERDICT-FIELD", e, "a climpt verdict lacks a field its type needs, or detect:graph names another registry"},
 
 		{"PA-NAME", e, "a parameter name is not lowercase letters, digits, _ and -"},

@@ -514,6 +514,9 @@ func TestValidateProblems(t *testing.T) {
 		}, "SR-SPELLING-CONFLICT", SeverityError, "steps_registry.json", "/failurePatterns/dup"},
 		{"climpt path template", func(a, r map[string]any, _ map[string]string) { r["pathTemplate"] = "{c2}/{c3}.md" },
 			"SR-PATH-TEMPLATE", SeverityError, "steps_registry.json", "/pathTemplate"},
+		{"climpt sandbox network", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"enabled": true, "network": map[string]any{"mode": "trusted", "trustedDomains": []any{"api.anthropic.com"}}}
+		}, "AC-SANDBOX-UNSUPPORTED", SeverityError, "agent.json", "/runner/boundaries/sandbox/network"},
 		{"climpt stdin", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["usesStdin"] = true },
 			"SR-STDIN-UNSUPPORTED", SeverityError, "steps_registry.json", "/steps/initial.main/usesStdin"},
 		{"climpt step priority", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["priority"] = 3 },
