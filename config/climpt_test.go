@@ -268,6 +268,20 @@ func TestClimptSpellings(t *testing.T) {
 		if e := ag.Registry().EntryStep; e != "initial.poll" {
 			t.Errorf("entry %q, want initial.poll", e)
 		}
+		at(r, "entryStepMapping")["poll:state"] = "initial.nope"
+		res := Check(writeAgent(t, climptAgent(map[string]any{"type": "poll:state"}), r, nil), testOpts)
+		n := 0
+		for _, p := range res.Problems() {
+			if p.Code == "SR-ENTRY-STEP" {
+				n++
+				if p.Pointer != "/entryStepMapping/poll:state" || !strings.Contains(p.Message, `entryStepMapping["poll:state"] "initial.nope" is not a step`) {
+					t.Errorf("%s", p)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d SR-ENTRY-STEP problems, want 1:\n%s", n, dump(res))
+		}
 		delete(at(r, "entryStepMapping"), "poll:state")
 		problem(t, climptAgent(map[string]any{"type": "poll:state"}), r, nil, "SR-ENTRY-STEP", "/entryStepMapping")
 	})

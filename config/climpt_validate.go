@@ -257,7 +257,7 @@ func (c *checker) climptRegistry() {
 				"key entries by verdict type: "+strings.Join(sortedKeys(types), ", "),
 				"%q is not a verdict type, so this entry is never used", key)
 		}
-		if _, ok := r.Steps[r.EntryStepMapping[key]]; !ok {
+		if _, ok := r.Steps[r.EntryStepMapping[key]]; !ok && r.EntryStepMapping[key] != r.EntryStep { // the entry itself: reported as entryStep
 			c.report(s, "SR-ENTRY-STEP", SeverityError, ptr, c.stepHint,
 				"entryStepMapping[%q] %q is not a step", key, r.EntryStepMapping[key])
 		}

@@ -607,9 +607,12 @@ func (c *checker) registry() {
 			fmt.Sprintf("add \"%s\": \"<step id>\" to entryStepMapping, or set entryStep", vt),
 			"entryStepMapping has no entry for the agent's verdict type %q and entryStep is not set", vt)
 	} else if _, ok := r.Steps[r.EntryStep]; !ok {
+		what, hint := "entryStep", "set entryStep to one of the step ids"
+		if vt != "" && r.EntryStepMapping[vt] == r.EntryStep {
+			what, hint = fmt.Sprintf("entryStepMapping[%q]", vt), "name one of the step ids"
+		}
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep",
-			"set entryStep to one of the step ids"+known(c.stepIDs),
-			"entryStep %q is not a step", r.EntryStep)
+			hint+known(c.stepIDs), "%s %q is not a step", what, r.EntryStep)
 	}
 	refs := map[string]bool{} // validators referenced
 	c.completionRefs(c.def.Runner.Completion, refs)
