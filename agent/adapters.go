@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"sync"
 
@@ -43,11 +44,14 @@ type compiledSchema struct {
 
 // newSchemas reads the schema files from fsys (a pinned definition, see
 // config.Definition.FS) or, when it is nil, from agentDir on disk.
-func newSchemas(agentDir string, fsys fs.FS) *schemas {
-	dir := filepath.Join(agentDir, "schemas")
+func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
+	if schemasDir == "" {
+		schemasDir = config.DefaultSchemasDir
+	}
+	dir := filepath.Join(agentDir, filepath.FromSlash(schemasDir))
 	r := schema.NewResolver(dir)
 	if fsys != nil {
-		if sub, err := fs.Sub(fsys, "schemas"); err == nil {
+		if sub, err := fs.Sub(fsys, path.Clean(filepath.ToSlash(schemasDir))); err == nil {
 			r = schema.NewResolverFS(sub, dir)
 		}
 	}

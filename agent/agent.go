@@ -199,7 +199,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
 	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
-	a.schemas = newSchemas(def.Dir(), def.FS())
+	a.schemas = newSchemas(def.Dir(), a.spec.Runner.SchemasDir, def.FS())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)

@@ -19,9 +19,10 @@ import (
 // examples) and of this package's tests that validates also builds.
 func TestWhatValidatesBuilds(t *testing.T) {
 	dirs := map[string]string{
-		"basic":      basicAgent(t, "turns:\n  - text: ALL_DONE\n", ""),
-		"structured": structuredAgent(t, "turns:\n  - text: x\n"),
-		"cross":      crossLayerAgent(t),
+		"basic":       basicAgent(t, "turns:\n  - text: ALL_DONE\n", ""),
+		"structured":  structuredAgent(t, "turns:\n  - text: x\n"),
+		"cross":       crossLayerAgent(t),
+		"climpt-work": filepath.Join("testdata", "climpt-work"),
 	}
 	for _, ct := range completionTypes {
 		dirs["verdict-"+ct.typ] = verdictAgent(t, ct.js, ct.step, liarScript)
@@ -36,6 +37,8 @@ func TestWhatValidatesBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakeGH(t)
+	// Values of required parameters without default.
+	params := map[string]map[string]string{"climpt-work": {"issueNumber": "1"}}
 	ctx := context.Background()
 	built := 0
 	for name, dir := range dirs {
@@ -50,6 +53,7 @@ func TestWhatValidatesBuilds(t *testing.T) {
 			continue
 		}
 		cfg.WorkDir = t.TempDir()
+		cfg.Params = params[name]
 		a, err := New(ctx, cfg)
 		if err != nil {
 			t.Errorf("%s: validates but does not build: %v", name, err)

@@ -144,9 +144,12 @@ func (f *flow) start(ctx context.Context) error {
 }
 
 // variables are the {uv-x} values of an iteration: the agent's parameters
-// plus the runtime channel (iteration, max_iterations, completion_keyword,
-// step_id, agent_name, workdir, previous_summary). Parameters win on a name
-// clash.
+// plus the runtime channel (iteration, completed_iterations, max_iterations,
+// remaining, completion_keyword, step_id, agent_name, workdir,
+// previous_summary). max_iterations is the smallest of the iteration
+// budget, an iterationBudget completion's count and the loop's hard limit;
+// remaining counts the iterations left including this one. Parameters win
+// on a name clash.
 func (f *flow) variables(n int, rc *loop.RuntimeContext) map[string]string {
 	d := f.a.spec
 	v := make(map[string]string, len(f.a.vars)+7)
@@ -158,7 +161,20 @@ func (f *flow) variables(n int, rc *loop.RuntimeContext) map[string]string {
 	if max <= 0 || max > loop.HardLimit {
 		max = loop.HardLimit
 	}
+	if c := d.Runner.Completion; c.Type == completion.TypeIterationBudget && c.MaxIterations > 0 && c.MaxIterations < max {
+		max = c.MaxIterations
+	}
 	v["max_iterations"] = strconv.Itoa(max)
+	done := 0
+	if n > 1 {
+		done = n - 1
+	}
+	v["completed_iterations"] = strconv.Itoa(done)
+	left := max - done
+	if left < 0 {
+		left = 0
+	}
+	v["remaining"] = strconv.Itoa(left)
 	v["completion_keyword"] = d.Runner.Completion.Keyword
 	v["step_id"] = f.currentStep()
 	v["agent_name"] = d.Name

@@ -77,7 +77,9 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		errs = append(errs, err)
 	}
 	rt.completion = h
-	m, err := step.NewMachine(*reg, step.Options{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
+	// Only the steps a run can enter are built: validate reports the
+	// problems of the others as warnings, so they must not stop the run.
+	m, err := step.NewMachine(reachableOnly(reg), step.Options{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -102,4 +104,22 @@ func withAgentDir(dir string, errs []error) error {
 		return errs[0]
 	}
 	return errors.Join(errs...)
+}
+
+// reachableOnly returns reg without the steps no run can enter from its
+// entry step (config.Reachable); reg itself when all are reachable or the
+// entry is unknown (NewMachine then reports it).
+func reachableOnly(reg *config.Registry) config.Registry {
+	seen := config.Reachable(reg)
+	if seen == nil || len(seen) == len(reg.Steps) {
+		return *reg
+	}
+	out := *reg
+	out.Steps = make(map[string]config.Step, len(seen))
+	for id, st := range reg.Steps {
+		if seen[id] {
+			out.Steps[id] = st
+		}
+	}
+	return out
 }

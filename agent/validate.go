@@ -20,7 +20,8 @@ import (
 
 // BuiltinVariables are the {uv-x} variables the runtime supplies in every
 // iteration, in addition to the agent's parameters.
-var BuiltinVariables = []string{"iteration", "max_iterations", "completion_keyword", "step_id", "agent_name", "workdir"}
+var BuiltinVariables = []string{"iteration", "max_iterations", "completion_keyword", "step_id", "agent_name", "workdir",
+	"completed_iterations", "remaining", "previous_summary"}
 
 // Problem codes contributed by the layers above configuration (listed in
 // config.Codes and docs/configuration.md).
@@ -107,7 +108,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 	}
 	sort.Strings(ids)
 	ctx := context.Background()
-	schemas := newSchemas(dir, def.FS())
+	schemas := newSchemas(dir, def.Runner.SchemasDir, def.FS())
 	checkSchema := func(ref *config.SchemaRef, ptr, what string) {
 		if ref == nil || ref.File == "" {
 			return

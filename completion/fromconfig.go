@@ -20,13 +20,14 @@ const (
 	TypeStepFlow        = "stepFlow"
 	TypeStructured      = "structured"
 	TypeExternalState   = "externalState"
+	TypeSignal          = "signal"
 	TypeCustom          = "custom"
 )
 
 // Types lists the completion types FromConfig accepts.
 func Types() []string {
 	return []string{TypeIterationBudget, TypeKeyword, TypeComposite, TypeStepFlow,
-		TypeStructured, TypeExternalState, TypeCustom}
+		TypeStructured, TypeExternalState, TypeSignal, TypeCustom}
 }
 
 // Deps are what FromConfig needs beyond the configuration itself.
@@ -182,6 +183,32 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 		}
 		if h.State, err = opts.str("state"); err != nil {
 			return nil, bad("options/state", `use a gh state such as "CLOSED"`, "%v", err)
+		}
+		return h, nil
+	case TypeSignal:
+		if k := opts.unknown("signalType", "requiredFields"); k != "" {
+			return nil, bad("options/"+k, "use signalType or requiredFields", "signal completion has no option %q", k)
+		}
+		h := &FenceSignal{}
+		var err error
+		if h.SignalType, err = opts.str("signalType"); err != nil || h.SignalType == "" {
+			if err == nil {
+				err = fmt.Errorf("option \"signalType\" is missing")
+			}
+			return nil, bad("options/signalType", "set signalType to the fence tag the model writes, e.g. \"task-complete\"", "%v", err)
+		}
+		if raw, ok := cfg.Options["requiredFields"]; ok {
+			var names []string
+			var values map[string]any
+			switch {
+			case json.Unmarshal(raw, &names) == nil:
+				h.Names = names
+			case json.Unmarshal(raw, &values) == nil:
+				h.Values = values
+			default:
+				return nil, bad("options/requiredFields", `list field names (["summary"]) or give values to match ({"result": "complete"})`,
+					"requiredFields must be an array of names or an object")
+			}
 		}
 		return h, nil
 	case TypeCustom:

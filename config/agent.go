@@ -121,6 +121,26 @@ func ProblemFromError(err error) Problem {
 		Line: e.Line, Column: e.Column, Message: msg, Hint: e.Hint}
 }
 
+// neededParams maps each parameter named in the uvVariables of a step a
+// run can enter from its entry step to the first such step: an optional
+// parameter without default that such a step needs must be given (validate
+// warns PA-UV-OPTIONAL).
+func (a *Agent) neededParams() map[string]string {
+	out := map[string]string{}
+	seen := Reachable(&a.reg)
+	for _, id := range sortedKeys(a.reg.Steps) {
+		if seen != nil && !seen[id] {
+			continue
+		}
+		for _, uv := range a.reg.Steps[id].UVVariables {
+			if _, ok := a.def.Parameters[uv]; ok && out[uv] == "" {
+				out[uv] = id
+			}
+		}
+	}
+	return out
+}
+
 // Dir returns the agent folder (absolute).
 func (a *Agent) Dir() string { return a.dir }
 
@@ -210,10 +230,12 @@ func (a *Agent) ResolveParams(values map[string]string) (map[string]string, erro
 			unknown = append(unknown, name)
 		}
 	}
+	needed := a.neededParams()
 	for _, name := range sortedKeys(a.def.Parameters) {
 		p := a.def.Parameters[name]
 		flag := p.Flag(name)
 		v, given := values[name]
+		required := p.Required || needed[name] != ""
 		if !given {
 			if len(p.Default) > 0 && string(p.Default) != "null" {
 				d, _ := defaultString(p) // checked by Validate
@@ -222,10 +244,12 @@ func (a *Agent) ResolveParams(values map[string]string) (map[string]string, erro
 			}
 			if p.Required {
 				missing = append(missing, flag)
+			} else if step := needed[name]; step != "" {
+				missing = append(missing, fmt.Sprintf("%s (step %s uses {uv-%s})", flag, step, name))
 			}
 			continue
 		}
-		if p.Required && strings.TrimSpace(v) == "" {
+		if required && strings.TrimSpace(v) == "" {
 			missing = append(missing, flag)
 			continue
 		}

@@ -8,6 +8,7 @@ const (
 	DefaultMaxRetries     = 3
 	DefaultPermissionMode = "default"
 	DefaultPromptsBase    = "prompts"
+	DefaultSchemasDir     = "schemas"
 	DefaultStepType       = "normal"
 	DefaultOnExhausted    = "error"
 )
@@ -17,8 +18,17 @@ const (
 // retry maxRetries 3 and onExhausted "error" (when retry is set without
 // them), permissionMode
 // "default", prompts base "prompts", step type "normal", stepId = the
-// step's key. Either argument may be nil.
+// step's key. climpt's spellings (runner.flow, runner.verdict,
+// failurePatterns, entryStepMapping, step type "prompt") are first copied
+// into the fields they mean (see docs/climpt.md). Either argument may be
+// nil.
 func ApplyDefaults(def *Definition, reg *Registry) {
+	if def != nil {
+		normalizeDefinition(def)
+	}
+	if def != nil && reg != nil {
+		normalizeRegistry(def, reg)
+	}
 	if def != nil {
 		p := &def.Runner.Prompts
 		if p.Registry == "" {
@@ -26,6 +36,9 @@ func ApplyDefaults(def *Definition, reg *Registry) {
 		}
 		if p.Base == "" {
 			p.Base = DefaultPromptsBase
+		}
+		if def.Runner.SchemasDir == "" {
+			def.Runner.SchemasDir = DefaultSchemasDir
 		}
 		if def.Runner.Boundaries.PermissionMode == "" {
 			def.Runner.Boundaries.PermissionMode = DefaultPermissionMode

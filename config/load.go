@@ -101,6 +101,9 @@ func loadDefinition(fsys fs.FS, dir string) (*Definition, error) {
 func loadRegistry(fsys fs.FS, dir string, def *Definition) (*Registry, error) {
 	name := def.Runner.Prompts.Registry
 	ptr := "/runner/prompts/registry"
+	if f := def.Runner.Flow; name == "" && f != nil && f.Prompts != nil && f.Prompts.Registry != "" {
+		name, ptr = f.Prompts.Registry, "/runner/flow/prompts/registry"
+	}
 	if name == "" {
 		name = DefaultRegistryFile
 	}

@@ -21,6 +21,9 @@ type source struct {
 	// built on the first position call so that each lookup counts at most
 	// runeMarkStep bytes, even on a minified file that is one long line.
 	runeMarks []int
+	// aliases maps capstan's pointers to the climpt spelling the value
+	// was taken from (set by ApplyDefaults).
+	aliases aliases
 }
 
 // runeMarkStep is the byte distance between two entries of runeMarks.

@@ -78,6 +78,20 @@ type Runner struct {
 	Verification Verification `json:"verification,omitzero"`
 	// Integrations connects the run to outside systems (GitHub).
 	Integrations Integrations `json:"integrations,omitzero"`
+	// SchemasDir is the folder of the output schemas, relative to the agent
+	// folder (default "schemas").
+	SchemasDir string `json:"schemasDir,omitempty"`
+
+	// Flow and Verdict are climpt's spellings of the fields above
+	// (runner.flow.*, runner.verdict); ApplyDefaults copies what they mean
+	// into SystemPromptPath, Prompts, Model, SchemasDir, Completion and
+	// Budgets. Actions, Execution and Logging are climpt sections capstan
+	// does not act on; Validate warns about them (see docs/climpt.md).
+	Flow      *Flow           `json:"flow,omitempty"`
+	Verdict   *Verdict        `json:"verdict,omitempty"`
+	Actions   json.RawMessage `json:"actions,omitempty"`
+	Execution json.RawMessage `json:"execution,omitempty"`
+	Logging   json.RawMessage `json:"logging,omitempty"`
 }
 
 // Compaction is runner.compaction.
@@ -228,6 +242,20 @@ type Registry struct {
 	// they verify (intent routing).
 	ValidationSteps map[string]ValidationStep `json:"validationSteps,omitempty"`
 
+	// EntryStepMapping is climpt's entry step per verdict type
+	// ("poll:state": "initial.polling"); ApplyDefaults sets EntryStep from
+	// the entry of the agent's runner.verdict.type when EntryStep is unset.
+	EntryStepMapping map[string]string `json:"entryStepMapping,omitempty"`
+	// FailurePatterns is climpt's name of CompletionPatterns; ApplyDefaults
+	// merges it into CompletionPatterns.
+	FailurePatterns map[string]CompletionPattern `json:"failurePatterns,omitempty"`
+	// PathTemplate and PathTemplateNoAdaptation are climpt's prompt path
+	// templates; capstan's layout is fixed, so only its own layout
+	// ({c1}/{c2}/{c3}/f_{edition}_{adaptation}.md and
+	// {c1}/{c2}/{c3}/f_{edition}.md) is accepted.
+	PathTemplate             string `json:"pathTemplate,omitempty"`
+	PathTemplateNoAdaptation string `json:"pathTemplateNoAdaptation,omitempty"`
+
 	// src is the file this registry was loaded from (nil when built in Go).
 	src *source
 }
@@ -237,7 +265,8 @@ type Step struct {
 	StepID      string `json:"stepId"`
 	Name        string `json:"name,omitempty"`
 	Description string `json:"description,omitempty"`
-	// Type is normal (default) | gateway | subStep.
+	// Type is normal (default) | gateway | subStep; climpt's "prompt"
+	// means normal.
 	Type string `json:"type,omitempty"`
 	// C2, C3, Edition, Adaptation locate the step's prompt:
 	// {base}/{c1}/{c2}/{c3}/f_{edition}[_{adaptation}].md.
@@ -284,6 +313,9 @@ type Step struct {
 	// Runner makes the step a subprocess step: capstan runs the command
 	// instead of calling the model.
 	Runner *StepRunner `json:"runner,omitempty"`
+	// UsesStdin is climpt's flag for prompts that read standard input
+	// ({input_text}); capstan accepts only false.
+	UsesStdin *bool `json:"usesStdin,omitempty"`
 }
 
 // StepCheck decides a step's transition (seed 000 StepChecker).

@@ -58,7 +58,7 @@ func DefaultReservedFlags() []string {
 }
 
 var (
-	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	paramNameRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
 	// testRunnerRE finds a test runner in a validator command.
 	testRunnerRE = regexp.MustCompile(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
 	cliFlagRE    = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
@@ -98,10 +98,16 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.schema(AgentFile, "AC", c.agentSrc)
 	c.schema(DefaultRegistryFile, "SR", c.regSrc)
 	c.agent()
+	c.climpt()
 	c.parameters()
 	c.registry()
 	for _, check := range opts.Checks {
 		for _, p := range check(c.dir, def, reg) {
+			if p.File == AgentFile {
+				p.Pointer = c.agentSrc.aliases.actual(p.Pointer)
+			} else {
+				p.Pointer = c.regSrc.aliases.actual(p.Pointer)
+			}
 			if p.Code == agenterr.CodeConfigurationValidation && c.reported(p) {
 				continue // a builder's error where a rule above already reported one: one cause, one report
 			}
@@ -112,6 +118,7 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 			c.add(src, p, false)
 		}
 	}
+	c.demoteUnreachable()
 	return NewValidationResult(c.problems...)
 }
 
@@ -139,9 +146,12 @@ type checker struct {
 	synthetic        map[*source]bool
 	schemaErr        map[*source][]string // pointers with schema errors
 	problems         []Problem
-	stepIDs          []string // sorted keys of reg.Steps
-	stepHint         string   // "use one of the step ids (known: …)"
-	validatorNames   []string // sorted keys of reg.Validators
+	stepIDs          []string        // sorted keys of reg.Steps
+	stepHint         string          // "use one of the step ids (known: …)"
+	validatorNames   []string        // sorted keys of reg.Validators
+	reach            map[string]bool // Reachable(reg), see reachableSteps
+	reachDone        bool
+	otherEntries     map[string]string // step → verdict type whose entry reaches it, see unreachableWhy
 }
 
 // synthesize makes a source for a definition built in Go. Go's zero
@@ -169,6 +179,7 @@ func (c *checker) synthesize(file string, v any) *source {
 // pointer (a value of the wrong type decodes as zero and would otherwise be
 // reported twice).
 func (c *checker) report(src *source, code string, sev Severity, ptr string, hint, format string, args ...any) {
+	ptr = src.aliases.actual(ptr)
 	for _, s := range c.schemaErr[src] {
 		if ptr == s || strings.HasPrefix(ptr, s+"/") {
 			return
@@ -178,6 +189,7 @@ func (c *checker) report(src *source, code string, sev Severity, ptr string, hin
 }
 
 func (c *checker) add(src *source, p Problem, keyPos bool) {
+	p.Pointer = src.aliases.actual(p.Pointer)
 	p.File = src.file
 	if !c.synthetic[src] {
 		p.Line, p.Column = src.locate(p.Pointer, keyPos)
@@ -408,6 +420,10 @@ func (c *checker) completion(ptr string, comp Completion) {
 			c.report(a, "AC-COMPLETION-MAX-ITERATIONS", SeverityError, ptr+"/maxIterations",
 				"set maxIterations to the number of iterations after which the run is complete",
 				"completion type iterationBudget needs maxIterations > 0")
+		} else if comp.MaxIterations > hardLimit {
+			c.report(a, "AC-BUDGET-HARD-LIMIT", SeverityWarning, ptr+"/maxIterations",
+				fmt.Sprintf("use at most %d", hardLimit),
+				"an iteration budget of %d is never reached: the loop stops at its hard limit of %d iterations, ending the run as max_iterations", comp.MaxIterations, hardLimit)
 		}
 	case "keyword":
 		if strings.TrimSpace(comp.Keyword) == "" {
@@ -461,8 +477,8 @@ func (c *checker) completion(ptr string, comp Completion) {
 		ignored(len(comp.Conditions) > 0 && comp.Type != "composite", "conditions", "composite")
 		ignored(comp.Handler != "" && comp.Type != "custom", "handler", "custom")
 		ignored(comp.MaxIterations != 0 && comp.Type != "iterationBudget", "maxIterations", "iterationBudget")
-		ignored(len(comp.Options) > 0 && comp.Type != "structured" && comp.Type != "externalState" && comp.Type != "custom",
-			"options", "structured, externalState or custom")
+		ignored(len(comp.Options) > 0 && comp.Type != "structured" && comp.Type != "externalState" && comp.Type != "custom" && comp.Type != "signal",
+			"options", "structured, externalState, signal or custom")
 	}
 	if comp.Name != "" && ptr == "/runner/completion" {
 		c.report(a, "AC-IGNORED-FIELD", SeverityError, ptr+"/name", "remove it; name labels a condition inside a composite",
@@ -487,12 +503,13 @@ func known(names []string) string {
 // ---- parameters ----
 
 // Flag returns the CLI flag of the parameter called name: Cli when set,
-// otherwise "--" + name with underscores turned into dashes.
+// otherwise "--" + name with underscores turned into dashes and camelCase
+// into kebab-case ("iterateMax" → "--iterate-max").
 func (p Parameter) Flag(name string) string {
 	if p.Cli != "" {
 		return p.Cli
 	}
-	return "--" + strings.ReplaceAll(name, "_", "-")
+	return "--" + kebab(name)
 }
 
 func (c *checker) parameters() {
@@ -504,7 +521,7 @@ func (c *checker) parameters() {
 		ptr := JoinPointer("parameters", name)
 		if !paramNameRE.MatchString(name) {
 			c.reportKey(a, "PA-NAME", SeverityError, ptr,
-				"use lowercase letters, digits, '_' and '-', starting with a letter (e.g. \"issue_number\")",
+				"use letters, digits, '_' and '-', starting with a letter (e.g. \"issue_number\" or \"issueNumber\")",
 				"parameter name %q is not allowed", name)
 		}
 		if p.Cli != "" && !cliFlagRE.MatchString(p.Cli) {
@@ -588,10 +605,17 @@ func (c *checker) paramValidation(ptr string, p Parameter) {
 func (c *checker) registry() {
 	r := c.reg
 	s := c.regSrc
-	if _, ok := r.Steps[r.EntryStep]; !ok {
+	if vt := VerdictType(c.def); r.EntryStep == "" && len(r.EntryStepMapping) > 0 {
+		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStepMapping",
+			fmt.Sprintf("add \"%s\": \"<step id>\" to entryStepMapping, or set entryStep", vt),
+			"entryStepMapping has no entry for the agent's verdict type %q and entryStep is not set", vt)
+	} else if _, ok := r.Steps[r.EntryStep]; !ok {
+		what, hint := "entryStep", "set entryStep to one of the step ids"
+		if vt != "" && r.EntryStepMapping[vt] == r.EntryStep {
+			what, hint = fmt.Sprintf("entryStepMapping[%q]", vt), "name one of the step ids"
+		}
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep",
-			"set entryStep to one of the step ids"+known(c.stepIDs),
-			"entryStep %q is not a step", r.EntryStep)
+			hint+known(c.stepIDs), "%s %q is not a step", what, r.EntryStep)
 	}
 	refs := map[string]bool{} // validators referenced
 	c.completionRefs(c.def.Runner.Completion, refs)
@@ -623,7 +647,7 @@ func (c *checker) registry() {
 		usedPatterns[v.FailurePattern] = true
 		if !refs[name] {
 			c.reportKey(s, "SR-VALIDATOR-UNUSED", SeverityWarning, JoinPointer("validators", name),
-				"reference it from a step's completionConditions or runner.completion.validators, or remove it",
+				"reference it from a step's completionConditions, a validation step's validationConditions or runner.completion.validators, or remove it",
 				"validator %q is never used, so it never runs", name)
 		}
 	}
@@ -848,17 +872,25 @@ func (c *checker) schemaRef(ptr string, ref *SchemaRef) {
 			"name a file inside the agent's schemas/ folder, e.g. \"issue.schema.json\"", "schema file %q %s", ref.File, msg)
 		return
 	}
-	c.file(c.regSrc, "SR", ptr+"/file", filepath.ToSlash(filepath.Join("schemas", ref.File)), false, "SR-SCHEMA-FILE",
-		"create the schema file under the agent's schemas/ folder, or fix the file name")
+	dir := c.def.Runner.SchemasDir
+	if dir == "" {
+		dir = DefaultSchemasDir
+	}
+	c.file(c.regSrc, "SR", ptr+"/file", filepath.ToSlash(filepath.Join(dir, ref.File)), false, "SR-SCHEMA-FILE",
+		"create the schema file under the agent's "+dir+"/ folder, or fix the file name")
 }
 
 func (c *checker) uvVariable(ptr, uv string) {
 	s := c.regSrc
 	if p, ok := c.def.Parameters[uv]; ok {
 		if !p.Required && (len(p.Default) == 0 || string(p.Default) == "null") {
-			c.report(s, "PA-UV-OPTIONAL", SeverityError, ptr,
+			then := fmt.Sprintf("a run must pass %s (PARAM_MISSING otherwise)", p.Flag(uv))
+			if !c.runReaches(ptr) {
+				then = fmt.Sprintf("runs from the entry step %q do not reach the step, so they do not need %s", c.reg.EntryStep, p.Flag(uv))
+			}
+			c.report(s, "PA-UV-OPTIONAL", SeverityWarning, ptr,
 				fmt.Sprintf("make parameter %q required or give it a default", uv),
-				"{uv-%s} is needed by this step but parameter %q is optional and has no default", uv, uv)
+				"{uv-%s} is needed by this step but parameter %q is optional and has no default: %s", uv, uv, then)
 		}
 		return
 	}
@@ -993,27 +1025,15 @@ func (c *checker) subStepCycles() {
 
 // reachability warns about steps that no path from entryStep reaches.
 func (c *checker) reachability() {
-	steps := c.reg.Steps
-	if _, ok := steps[c.reg.EntryStep]; !ok {
+	seen := c.reachableSteps()
+	if seen == nil {
 		return
 	}
-	seen := map[string]bool{c.reg.EntryStep: true}
-	queue := []string{c.reg.EntryStep}
-	for len(queue) > 0 {
-		id := queue[0]
-		queue = queue[1:]
-		for _, n := range c.reg.RouteTargets(id) {
-			if _, ok := steps[n]; ok && !seen[n] {
-				seen[n] = true
-				queue = append(queue, n)
-			}
-		}
-	}
 	for _, id := range c.stepIDs {
-		if !seen[id] && steps[id].Type != "subStep" {
+		if !seen[id] && c.reg.Steps[id].Type != "subStep" {
 			c.reportKey(c.regSrc, "SR-STEP-UNREACHABLE", SeverityWarning, JoinPointer("steps", id),
-				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps, transitions), or remove it",
-				"step %q cannot be reached from entryStep %q", id, c.reg.EntryStep)
+				"add a transition to it (check.onPass/onFail.next, fallbackStep, escalateTo, subSteps, transitions, entryStepMapping), or remove it",
+				"%s", c.unreachableWhy(id))
 		}
 	}
 }

@@ -418,9 +418,9 @@ func TestValidateProblems(t *testing.T) {
 			"AC-BUDGET-HARD-LIMIT", SeverityWarning, "agent.json", "/runner/budgets/maxIterations"},
 		// parameters
 		{"param name", func(a, r map[string]any, _ map[string]string) {
-			at(a, "parameters")["Topic"] = map[string]any{"type": "string"}
+			at(a, "parameters")["my topic"] = map[string]any{"type": "string"}
 		},
-			"PA-NAME", SeverityError, "agent.json", "/parameters/Topic"},
+			"PA-NAME", SeverityError, "agent.json", "/parameters/my topic"},
 		{"cli syntax", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "topic")["cli"] = "-t" },
 			"PA-CLI-SYNTAX", SeverityError, "agent.json", "/parameters/topic/cli"},
 		{"cli duplicate", func(a, r map[string]any, _ map[string]string) { at(a, "parameters", "count")["cli"] = "--topic" },
@@ -466,7 +466,7 @@ func TestValidateProblems(t *testing.T) {
 		}, "PA-UV-UNSUPPLIED", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
 		{"required uv from optional param", func(a, r map[string]any, _ map[string]string) {
 			at(a, "parameters", "topic")["required"] = false
-		}, "PA-UV-OPTIONAL", SeverityError, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
+		}, "PA-UV-OPTIONAL", SeverityWarning, "steps_registry.json", "/steps/initial.main/uvVariables/0"},
 		{"step model provider", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "review.main")["model"] = "gemini:pro" },
 			"SR-MODEL-PROVIDER", SeverityError, "steps_registry.json", "/steps/review.main/model"},
 		{"step script missing", func(a, r map[string]any, _ map[string]string) {
@@ -519,6 +519,47 @@ func TestValidateProblems(t *testing.T) {
 		{"fallbackDir missing", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["prompts"] = map[string]any{"fallbackDir": "common"}
 		}, "AC-PROMPTS-DIR-MISSING", SeverityError, "agent.json", "/runner/prompts/fallbackDir"},
+		// climpt spellings
+		{"climpt spelling conflict", func(a, r map[string]any, f map[string]string) {
+			at(a, "runner")["flow"] = map[string]any{"systemPromptPath": "prompts/other.md"}
+			f["prompts/other.md"] = "Other."
+		}, "AC-SPELLING-CONFLICT", SeverityError, "agent.json", "/runner/flow/systemPromptPath"},
+		{"climpt logging inert", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["logging"] = map[string]any{"directory": "logs", "format": "jsonl"}
+		}, "AC-CLIMPT-INERT", SeverityWarning, "agent.json", "/runner/logging"},
+		{"climpt meta:custom", func(a, r map[string]any, _ map[string]string) {
+			delete(at(a, "runner"), "completion")
+			at(a, "runner")["verdict"] = map[string]any{"type": "meta:custom", "config": map[string]any{"handlerPath": "./verdict.ts"}}
+		}, "AC-VERDICT-UNSUPPORTED", SeverityError, "agent.json", "/runner/verdict/config/handlerPath"},
+		{"climpt poll:state without issue", func(a, r map[string]any, _ map[string]string) {
+			delete(at(a, "runner"), "completion")
+			at(a, "runner")["verdict"] = map[string]any{"type": "poll:state", "config": map[string]any{"issueParam": "num"}}
+		}, "AC-VERDICT-ISSUE-PARAM", SeverityError, "agent.json", "/runner/verdict/config/issueParam"},
+		{"climpt detect:structured without signalType", func(a, r map[string]any, _ map[string]string) {
+			delete(at(a, "runner"), "completion")
+			at(a, "runner")["verdict"] = map[string]any{"type": "detect:structured", "config": map[string]any{"requiredFields": []any{"x"}}}
+		}, "AC-VERDICT-FIELD", SeverityError, "agent.json", "/runner/verdict/config/signalType"},
+		{"climpt entry overridden", func(a, r map[string]any, _ map[string]string) {
+			delete(at(a, "runner"), "completion")
+			at(a, "runner")["verdict"] = map[string]any{"type": "count:iteration", "config": map[string]any{"maxIterations": 2}}
+			r["entryStepMapping"] = map[string]any{"count:iteration": "review.main"}
+		}, "SR-ENTRY-STEP-OVERRIDDEN", SeverityWarning, "steps_registry.json", "/entryStepMapping/count:iteration"},
+		{"climpt entry mapping key", func(a, r map[string]any, _ map[string]string) {
+			r["entryStepMapping"] = map[string]any{"poll": "initial.main"}
+		}, "SR-ENTRY-MAPPING-KEY", SeverityWarning, "steps_registry.json", "/entryStepMapping/poll"},
+		{"climpt failure pattern conflict", func(a, r map[string]any, _ map[string]string) {
+			r["completionPatterns"] = map[string]any{"dup": map[string]any{"edition": "a"}}
+			r["failurePatterns"] = map[string]any{"dup": map[string]any{"edition": "b"}}
+		}, "SR-SPELLING-CONFLICT", SeverityError, "steps_registry.json", "/failurePatterns/dup"},
+		{"climpt path template", func(a, r map[string]any, _ map[string]string) { r["pathTemplate"] = "{c2}/{c3}.md" },
+			"SR-PATH-TEMPLATE", SeverityError, "steps_registry.json", "/pathTemplate"},
+		{"climpt sandbox network", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"enabled": true, "network": map[string]any{"mode": "trusted", "trustedDomains": []any{"api.anthropic.com"}}}
+		}, "AC-SANDBOX-UNSUPPORTED", SeverityError, "agent.json", "/runner/boundaries/sandbox/network"},
+		{"climpt stdin", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["usesStdin"] = true },
+			"SR-STDIN-UNSUPPORTED", SeverityError, "steps_registry.json", "/steps/initial.main/usesStdin"},
+		{"climpt step priority", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["priority"] = 3 },
+			"SR-CLIMPT-INERT", SeverityWarning, "steps_registry.json", "/steps/initial.main/priority"},
 	}
 	// Codes exercised by other tests of this package.
 	covered := map[string]bool{

@@ -58,7 +58,7 @@ func Take(dir string, opts Options) (*Snapshot, error) {
 	}
 	config.ApplyDefaults(def, reg)
 	r := def.Runner
-	trees := []string{r.Prompts.Base, "schemas"}
+	trees := []string{r.Prompts.Base, r.SchemasDir}
 	if r.Prompts.FallbackDir != "" {
 		trees = append(trees, r.Prompts.FallbackDir)
 	}

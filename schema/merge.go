@@ -28,9 +28,13 @@ var (
 )
 
 // mergeAll merges resolved allOf members, in order, into one schema. A
-// member true is ignored; a member false makes the result false.
+// member true is ignored; a member false makes the result false. The
+// conditionals of the members (if/then/else) are not merged keyword by
+// keyword, which would pair one member's "if" with another's "then": when
+// more than one member has one, each stays whole in the result's allOf.
 func mergeAll(members []any, file, loc string) (any, error) {
 	out := newObject(8)
+	var conds []any
 	for _, m := range members {
 		switch x := m.(type) {
 		case bool:
@@ -38,14 +42,51 @@ func mergeAll(members []any, file, loc string) (any, error) {
 				return false, nil
 			}
 		case *object:
-			if err := mergeInto(out, x, file, loc); err != nil {
+			rest, cond := splitConditional(x)
+			if cond != nil {
+				conds = append(conds, cond)
+			}
+			if err := mergeInto(out, rest, file, loc); err != nil {
 				return nil, err
 			}
 		default:
 			return nil, resErr(file, loc+"/allOf", "allOf member is a %s, not a schema", kindOf(m))
 		}
 	}
+	switch {
+	case len(conds) == 1:
+		c := conds[0].(*object)
+		for _, k := range c.keys {
+			out.set(k, c.vals[k])
+		}
+	case len(conds) > 1:
+		all := conds
+		if prev, ok := out.get("allOf"); ok {
+			if a, isArr := prev.([]any); isArr {
+				all = append(append([]any(nil), a...), conds...)
+			}
+		}
+		out.set("allOf", all)
+	}
 	return out, nil
+}
+
+// splitConditional returns s without if/then/else and, when s has an
+// "if", those three keywords as a schema of their own (nil otherwise).
+func splitConditional(s *object) (*object, *object) {
+	if _, ok := s.get("if"); !ok {
+		return s, nil
+	}
+	rest, cond := newObject(s.len()), newObject(3)
+	for _, k := range s.keys {
+		switch k {
+		case "if", "then", "else":
+			cond.set(k, s.vals[k])
+		default:
+			rest.set(k, s.vals[k])
+		}
+	}
+	return rest, cond
 }
 
 // mergeInto merges schema b into a.

@@ -325,6 +325,11 @@ var (
 		"propertyNames": true, "not": true, "if": true, "then": true, "else": true,
 		"contentSchema": true,
 	}
+	// partialKeywords hold subschemas that constrain part of an instance
+	// alongside the schema they sit in.
+	partialKeywords = map[string]bool{
+		"if": true, "then": true, "else": true, "not": true, "dependentSchemas": true,
+	}
 	schemaMapKeywords = map[string]bool{
 		"properties": true, "patternProperties": true, "dependentSchemas": true,
 	}
@@ -579,7 +584,11 @@ func isObjectSchema(s *object) bool {
 
 // addAdditionalProperties adds additionalProperties:false to every object
 // schema in the resolved tree v that sets neither additionalProperties nor
-// unevaluatedProperties.
+// unevaluatedProperties. Conditional and negated subschemas (if, then,
+// else, not, dependentSchemas) are left alone: they describe a part of the
+// instance, not its whole shape, so closing them would change what they
+// mean (an "if" naming one property would never match an answer that has
+// others, and its "then" would never be enforced).
 func addAdditionalProperties(v any, depth int) {
 	s, ok := v.(*object)
 	if !ok || depth > 2*maxDepth {
@@ -588,6 +597,8 @@ func addAdditionalProperties(v any, depth int) {
 	for _, k := range s.keys {
 		sub := s.vals[k]
 		switch {
+		case partialKeywords[k]:
+			continue
 		case schemaKeywords[k]:
 			if a, isArr := sub.([]any); isArr {
 				for _, e := range a {

@@ -270,13 +270,20 @@ func TestAdditionalPropertiesEverywhere(t *testing.T) {
 					walk(e, fmt.Sprintf("%s/%s/%d", at, k, i))
 				}
 			case "enum", "const", "required":
+			case "if", "then", "else", "not":
+				// partial subschemas stay open (TestConditionalsKeepMeaning)
+				if sm, ok := sub.(map[string]any); ok {
+					if _, ap := sm["additionalProperties"]; ap {
+						t.Errorf("%s/%s was closed with additionalProperties", at, k)
+					}
+				}
 			default:
 				walk(sub, at+"/"+k)
 			}
 		}
 	}
 	walk(root, "")
-	if count < 14 {
+	if count < 12 {
 		t.Fatalf("walked only %d object schemas: %s", count, got)
 	}
 	props := root["properties"].(map[string]any)
@@ -578,4 +585,63 @@ func TestBigSchemas(t *testing.T) {
 	writeFile(t, dir, "deep.json", `{"d": `+deep+`}`)
 	_, err = NewResolver(dir).Resolve("deep.json", "d")
 	wantSchemaErr(t, err)
+}
+
+// TestConditionalsKeepMeaning: resolving (additionalProperties:false added
+// to object schemas, allOf merged) keeps if/then/else working: an answer
+// that breaks a "then" is rejected, and two conditionals in one allOf are
+// both kept and both enforced.
+func TestConditionalsKeepMeaning(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "s.json", `{
+	  "$defs": {
+	    "base": {"type": "object", "properties": {"status": {"type": "string"}, "reason": {"type": "string"}, "pr": {"type": "integer"}},
+	             "required": ["status"]}
+	  },
+	  "single": {
+	    "allOf": [{"$ref": "#/$defs/base"}],
+	    "if": {"properties": {"status": {"const": "blocked"}}},
+	    "then": {"required": ["reason"]}
+	  },
+	  "double": {
+	    "allOf": [
+	      {"$ref": "#/$defs/base"},
+	      {"if": {"properties": {"status": {"const": "blocked"}}}, "then": {"required": ["reason"]}},
+	      {"if": {"properties": {"status": {"const": "done"}}}, "then": {"required": ["pr"]}, "else": {"properties": {"pr": {"maximum": 0}}}}
+	    ]
+	  }
+	}`)
+	r := NewResolver(dir)
+	cases := []struct {
+		schema, answer string
+		ok             bool
+	}{
+		{"single", `{"status": "blocked", "reason": "waiting"}`, true},
+		{"single", `{"status": "blocked"}`, false}, // breaks then
+		{"single", `{"status": "working"}`, true},
+		{"single", `{"status": "working", "extra": 1}`, false}, // still closed
+		{"double", `{"status": "blocked", "reason": "x"}`, true},
+		{"double", `{"status": "blocked"}`, false}, // breaks the first then
+		{"double", `{"status": "done", "pr": 7}`, true},
+		{"double", `{"status": "done"}`, false},             // breaks the second then
+		{"double", `{"status": "working", "pr": 3}`, false}, // breaks the second else
+		{"double", `{"status": "working"}`, true},
+	}
+	for _, c := range cases {
+		raw, err := r.Resolve("s.json", c.schema)
+		if err != nil {
+			t.Fatalf("%s: %v", c.schema, err)
+		}
+		v, err := Compile(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", c.schema, err)
+		}
+		var answer any
+		if err := json.Unmarshal([]byte(c.answer), &answer); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Validate(answer); (err == nil) != c.ok {
+			t.Errorf("%s %s: valid=%v, want %v (err %v)", c.schema, c.answer, err == nil, c.ok, err)
+		}
+	}
 }

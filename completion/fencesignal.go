@@ -1,0 +1,105 @@
+package completion
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// FenceSignal completes when the model's own text of the iteration holds a
+// fenced block tagged SignalType (```<SignalType>, a JSON object inside)
+// that carries the required fields: every name of Names present (not
+// null), every key of Values equal to its value (agent.json completion type
+// "signal", climpt's verdict detect:structured). Only assistant responses
+// count, as for Keyword: a block in a file the model read is not a
+// declaration. A block whose JSON does not parse, or lacks a required
+// field, does not complete the run.
+type FenceSignal struct {
+	SignalType string
+	Names      []string
+	Values     map[string]any
+	state
+}
+
+// Check implements Handler.
+func (h *FenceSignal) Check(_ context.Context, c Context) (Result, error) {
+	if err := checkContext(c, true); err != nil {
+		return Result{}, err
+	}
+	if h.SignalType == "" {
+		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+			"signal completion needs a non-empty signalType")
+	}
+	r := Result{}
+	for _, text := range c.Summary.AssistantResponses {
+		for _, block := range fencedBlocks(text, h.SignalType) {
+			var obj map[string]any
+			if json.Unmarshal([]byte(block), &obj) != nil || obj == nil {
+				continue
+			}
+			if missing := h.missing(obj); missing != "" {
+				r = Result{Declared: true, Reason: fmt.Sprintf("signal %q lacks %s", h.SignalType, missing)}
+				continue
+			}
+			return h.set(Result{Complete: true, Declared: true, Reason: fmt.Sprintf("signal %q with its required fields found in the response", h.SignalType)}), nil
+		}
+	}
+	if r.Declared {
+		// A declaration that does not hold is not a completion; the
+		// reason stays for the journal.
+		h.set(Result{})
+		return r, nil
+	}
+	return h.set(r), nil
+}
+
+// missing describes the first required field obj lacks, or "".
+func (h *FenceSignal) missing(obj map[string]any) string {
+	for _, n := range h.Names {
+		if v, ok := obj[n]; !ok || v == nil {
+			return fmt.Sprintf("field %q", n)
+		}
+	}
+	keys := make([]string, 0, len(h.Values))
+	for k := range h.Values {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !reflect.DeepEqual(obj[k], h.Values[k]) {
+			return fmt.Sprintf("field %q = %v", k, h.Values[k])
+		}
+	}
+	return ""
+}
+
+// fencedBlocks returns the bodies of the ``` blocks of text whose info
+// string is exactly tag.
+func fencedBlocks(text, tag string) []string {
+	var out []string
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(l, "```") || strings.TrimSpace(strings.TrimPrefix(l, "```")) != tag {
+			continue
+		}
+		var body []string
+		j := i + 1
+		for ; j < len(lines); j++ {
+			if strings.HasPrefix(strings.TrimSpace(lines[j]), "```") {
+				break
+			}
+			body = append(body, lines[j])
+		}
+		if j < len(lines) { // closed block only
+			out = append(out, strings.Join(body, "\n"))
+		}
+		i = j
+	}
+	return out
+}
