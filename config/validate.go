@@ -863,7 +863,7 @@ func (c *checker) validator(name string, v Validator) {
 		if strings.TrimSpace(v.Command) == "" {
 			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test ./...\"",
 				"a command validator needs command")
-		} else if c.def != nil && !c.protectsAnything() && testRunnerRE.MatchString(v.Command) {
+		} else if c.def != nil && !c.protectsAnything() && RunsTests(v.Command) {
 			c.report(s, "SR-TESTS-UNPROTECTED", SeverityWarning, ptr+"/command",
 				"protect the tests and what configures them in agent.json, e.g. \"runner\": {\"verification\": {\"protect\": [\"**/*_test.go\", \"**/go.mod\"]}}",
 				"validator %q runs tests (%s) but nothing is protected: the model can pass it by editing, skipping or deleting tests", name, v.Command)
@@ -1079,3 +1079,7 @@ func holdsSkill(fsys fs.FS, dir, rel string) bool {
 	})
 	return found
 }
+
+// RunsTests reports whether a validator command runs a test runner (go
+// test, pytest, unittest, jest, vitest, cargo test, npm test, …).
+func RunsTests(command string) bool { return testRunnerRE.MatchString(command) }

@@ -16,7 +16,8 @@
 //     first by the guards (protected files unchanged), then by the run's
 //     validators (runner.completion.validators, whatever the completion
 //     type, plus the step's completionConditions, each validator at most
-//     once).
+//     once), then by the output guards on what the validators printed (no
+//     test lost against the run's start).
 //
 // Only when the verdict lets the iteration stand is the fork's step
 // transition committed to the machine; a failed verification leaves the
@@ -108,6 +109,10 @@ type Config struct {
 	// fail it like a validator (the protected-files check). Unlike a
 	// validator's failure, a guard's is never let stand by onFailure skip.
 	Guards []Guard
+	// OutputGuards run after the validators passed, on what they printed
+	// (no lost tests), and fail verification like a guard: never let
+	// stand by onFailure skip.
+	OutputGuards []OutputGuard
 }
 
 // Guard is a check of the world that the model must not be able to get
@@ -118,6 +123,16 @@ type Guard interface {
 	// Check reports a failing result (with a failure pattern and its
 	// params) when the guarded state does not hold.
 	Check(ctx context.Context) (completion.ValidationResult, error)
+}
+
+// OutputGuard is a check of what the validators printed: verification
+// runs it once every validator passed, on their runs.
+type OutputGuard interface {
+	// Name is the guard's name in completion.check's "verified".
+	Name() string
+	// CheckOutputs reports a failing result (with a failure pattern and
+	// its params) when the runs break the guard's rule.
+	CheckOutputs(ctx context.Context, runs []completion.ValidatorRun) (completion.ValidationResult, error)
 }
 
 // Input is what the stage decides on: the finished iteration.
@@ -350,12 +365,31 @@ func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) 
 	}
 	vr, err := s.cfg.Verifier.Validate(ctx, conds)
 	vr.Checked = append(checked, vr.Checked...)
-	return vr, err
+	if err != nil || !vr.Valid {
+		return vr, err
+	}
+	for _, g := range s.cfg.OutputGuards {
+		r, err := g.CheckOutputs(ctx, vr.Runs)
+		if err != nil {
+			return r, err
+		}
+		vr.Checked = append(vr.Checked, g.Name())
+		if !r.Valid {
+			r.Checked, r.Runs = vr.Checked, vr.Runs
+			return r, nil
+		}
+	}
+	return vr, nil
 }
 
 // guarded reports whether a failed verification came from a guard.
 func (s *Stage) guarded(vr completion.ValidationResult) bool {
 	for _, g := range s.cfg.Guards {
+		if g.Name() == vr.Validator {
+			return true
+		}
+	}
+	for _, g := range s.cfg.OutputGuards {
 		if g.Name() == vr.Validator {
 			return true
 		}
