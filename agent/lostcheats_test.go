@@ -37,7 +37,7 @@ var goHelperFixture = withFiles(goFixture, map[string]string{
 	"app_test.go": "package app\n\nimport (\n\t\"testing\"\n\n\t\"example.com/app/internal/testutil\"\n\t\"example.com/calc\"\n)\n\n" +
 		"func TestAdd(t *testing.T) {\n\ttestutil.Setup(t)\n\tif got := calc.Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n",
 	"internal/testutil/testutil.go": "// Package testutil holds test helpers.\npackage testutil\n\nimport \"testing\"\n\n// Setup prepares a test.\nfunc Setup(t testing.TB) {\n\tt.Helper()\n}\n",
-	"other_test.go": "package app\n\nimport \"testing\"\n\nfunc TestApp(t *testing.T) {}\n",
+	"other_test.go":                 "package app\n\nimport \"testing\"\n\nfunc TestApp(t *testing.T) {}\n",
 })
 
 // pyHelperFixture is pyFixture whose failing test calls a helper module
