@@ -72,7 +72,9 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 				continue
 			}
 			switch o, listed := cur[t.Name]; {
-			case !listed && now.PerTest:
+			// The same command listed every test before: a test it does
+			// not list now is gone, whatever a summary line claims.
+			case !listed && (now.PerTest || b.Run.PerTest):
 				l.Disappeared = append(l.Disappeared, t.Name)
 			case listed && o == Skipped:
 				l.Skipped = append(l.Skipped, t.Name)
