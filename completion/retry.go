@@ -52,11 +52,11 @@ func BuiltinPatterns() map[string]config.CompletionPattern {
 		PatternProtectedChanged: p("protected files (tests and what configures them) were changed, deleted or added",
 			"protectedFiles", "diff", "restore"),
 		PatternTestsNoneRun: p("the test command ran no test at all (before the first iteration it ran some)",
-			"testCommand", "baselineCount", "restore"),
+			"testCommand", "baselineCount", "currentCount", "restore"),
 		PatternTestsDisappeared: p("tests that ran before the first iteration no longer run",
 			"disappearedTests", "testCommand", "baselineCount", "currentCount", "restore"),
 		PatternTestsSkipped: p("tests that ran before the first iteration are skipped now",
-			"skippedTests", "testCommand", "restore"),
+			"skippedTests", "testCommand", "baselineCount", "currentCount", "restore"),
 		PatternTestsCountDropped: p("fewer tests run than before the first iteration",
 			"testCommand", "baselineCount", "currentCount", "restore"),
 	}

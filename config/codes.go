@@ -96,6 +96,7 @@ func Codes() []CodeInfo {
 		{"SR-VALIDATOR-UNUSED", w, "a validator is referenced nowhere, so it never runs"},
 		{"SR-PROTECT-GLOB", e, "a step's protect glob is malformed or not relative"},
 		{"SR-TESTS-UNPROTECTED", w, "a command validator runs tests but runner.verification.protect is empty"},
+		{"SR-TESTS-NOT-VERBOSE", w, "a command validator runs go test, pytest, unittest, jest or vitest without the flag that lists each test"},
 		{"SR-SUCCESS-WHEN", e, "successWhen is not empty, exitCode:N, contains:TEXT or matches:REGEXP"},
 		{"SR-PATTERN-UNKNOWN", e, "a failurePattern is neither in completionPatterns nor built in"},
 		{"SR-PATTERN-PARAM", w, "a failure pattern's param is not extracted by a validator using it"},

@@ -868,6 +868,11 @@ func (c *checker) validator(name string, v Validator) {
 				"protect the tests and what configures them in agent.json, e.g. \"runner\": {\"verification\": {\"protect\": [\"**/*_test.go\", \"**/go.mod\"]}}",
 				"validator %q runs tests (%s) but nothing is protected: the model can pass it by editing, skipping or deleting tests", name, v.Command)
 		}
+		if fixed, runner := VerboseTestCommand(v.Command); fixed != "" {
+			c.report(s, "SR-TESTS-NOT-VERBOSE", SeverityWarning, ptr+"/command",
+				"set \"command\": "+jsonText(fixed),
+				"validator %q runs %s without listing each test: capstan cannot tell which tests were lost or skipped since the run started, only that fewer or none ran", name, runner)
+		}
 	case "file":
 		if strings.TrimSpace(v.Path) == "" {
 			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/path", "add path, relative to the work dir",
@@ -1083,3 +1088,51 @@ func holdsSkill(fsys fs.FS, dir, rel string) bool {
 // RunsTests reports whether a validator command runs a test runner (go
 // test, pytest, unittest, jest, vitest, cargo test, npm test, …).
 func RunsTests(command string) bool { return testRunnerRE.MatchString(command) }
+
+// verboseFlags are, per test runner that capstan reads, the pattern that
+// finds it in a command, the flags that make it list each test, and the
+// flag to add.
+var verboseFlags = []struct {
+	runner string
+	find   *regexp.Regexp
+	has    *regexp.Regexp
+	add    string
+}{
+	{"go test", regexp.MustCompile(`\bgo test\b`), regexp.MustCompile(`(^|\s)-(test\.)?(v|json)(=true)?(\s|$)`), " -v"},
+	{"pytest", regexp.MustCompile(`\bpytest\b`), regexp.MustCompile(`(^|\s)(-v+|--verbose)(\s|$)`), " -v"},
+	{"unittest", regexp.MustCompile(`\bunittest\b`), regexp.MustCompile(`(^|\s)(-v|--verbose)(\s|$)`), " -v"},
+	{"jest", regexp.MustCompile(`\bjest\b`), regexp.MustCompile(`(^|\s)--verbose(=true)?(\s|$)`), " --verbose"},
+	{"vitest", regexp.MustCompile(`\bvitest( run)?\b`), regexp.MustCompile(`--reporter[= ]verbose\b`), " --reporter=verbose"},
+}
+
+// VerboseTestCommand returns command with the flag that makes its test
+// runner list each test (go test -v, pytest -v, python -m unittest -v,
+// jest --verbose, vitest --reporter=verbose), and the runner's name; ""
+// when command runs none of them or already lists each test.
+func VerboseTestCommand(command string) (fixed, runner string) {
+	for _, f := range verboseFlags {
+		loc := f.find.FindStringIndex(command)
+		if loc == nil {
+			continue
+		}
+		rest := command[loc[1]:]
+		quiet := f.runner == "pytest" && pytestQuiet.MatchString(rest)
+		if f.has.MatchString(rest) && !quiet {
+			return "", ""
+		}
+		if quiet { // -q takes back a -v
+			rest = pytestQuiet.ReplaceAllString(rest, "$1")
+		}
+		return command[:loc[1]] + f.add + rest, f.runner
+	}
+	return "", ""
+}
+
+// pytestQuiet finds pytest's -q, which cancels a -v.
+var pytestQuiet = regexp.MustCompile(`\s-q+(\s|$)`)
+
+// jsonText is s as a JSON string, for hints to paste into a JSON file.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
