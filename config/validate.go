@@ -861,7 +861,7 @@ func (c *checker) validator(name string, v Validator) {
 	switch v.Type {
 	case "command":
 		if strings.TrimSpace(v.Command) == "" {
-			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test ./...\"",
+			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test -v ./...\"",
 				"a command validator needs command")
 		} else if c.def != nil && !c.protectsAnything() && RunsTests(v.Command) {
 			c.report(s, "SR-TESTS-UNPROTECTED", SeverityWarning, ptr+"/command",

@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
 // Run is the account of one run.
@@ -490,6 +492,12 @@ func (b *builder) add(ev journal.Event) error {
 			Duration: time.Duration(s.DurationMs) * time.Millisecond}
 		b.verdict().Validators = append(b.verdict().Validators, v)
 		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: v.Summary(), OK: v.Valid})
+	case testrun.EventCompare:
+		var c testrun.Comparison
+		if err := decode(&c); err != nil {
+			return err
+		}
+		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: CompareSummary(c), Detail: compareDetail(c), OK: c.Loss == nil})
 	case journal.RetryPrompt:
 		var s struct {
 			Pattern     string          `json:"pattern"`
@@ -667,6 +675,38 @@ func (v ValidatorResult) Summary() string {
 		s += " in " + FormatDuration(v.Duration)
 	}
 	return s
+}
+
+// CompareSummary is one line: "no lost tests in tests-pass: 2 ran (1
+// passed, 1 failed), 0 skipped" or "… lost: pattern tests-disappeared".
+func CompareSummary(c testrun.Comparison) string {
+	s := fmt.Sprintf("no lost tests in %s: ", c.Validator)
+	if !c.Parsed {
+		s += "no test run in its output"
+	} else {
+		s += fmt.Sprintf("%d ran (%d passed, %d failed), %d skipped", c.Passed+c.Failed, c.Passed, c.Failed, c.Skipped)
+	}
+	if c.Loss != nil {
+		s += "; lost: pattern " + c.Loss.Pattern
+		if c.Loss.BaselineRan >= 0 {
+			s += fmt.Sprintf(" (%d ran before the first iteration)", c.Loss.BaselineRan)
+		}
+	}
+	return s
+}
+
+func compareDetail(c testrun.Comparison) string {
+	if c.Loss == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range c.Loss.Disappeared {
+		b.WriteString("disappeared: " + t + "\n")
+	}
+	for _, t := range c.Loss.Skipped {
+		b.WriteString("skipped now: " + t + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // Summary is one line: "retry 1/4 for pattern test-failed (tests-pass)".
