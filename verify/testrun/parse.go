@@ -209,9 +209,12 @@ func parseGoText(ls []string) (part, bool) {
 		if strings.HasPrefix(strings.TrimSpace(l), `{"`) {
 			continue // go test -json
 		}
-		if goRunLine.MatchString(l) {
+		if strings.HasPrefix(l, "=== RUN") && goRunLine.MatchString(l) {
 			verbose = true
 			continue
+		}
+		if !strings.Contains(l, "--- ") && !strings.Contains(l, "\t") {
+			continue // neither a test result nor a package line
 		}
 		if m := goResult.FindStringSubmatch(l); m != nil {
 			o := map[string]Outcome{"PASS": Passed, "FAIL": Failed, "SKIP": Skipped}[m[1]]
@@ -264,6 +267,9 @@ func parsePytest(ls []string) (part, bool) {
 	deselected := 0
 	for _, l := range ls {
 		t := strings.TrimSpace(l)
+		if !strings.Contains(t, "::") && !strings.Contains(t, " in ") {
+			continue
+		}
 		if m := pytestVerbose.FindStringSubmatch(t); m != nil {
 			listed = true
 			p.tests = append(p.tests, Test{Name: m[1], Outcome: pytestOutcome[m[2]]})
@@ -349,6 +355,9 @@ func parseUnittest(ls []string) (part, bool) {
 	head := ""
 	for i, l := range ls {
 		t := strings.TrimRight(l, " ")
+		if !strings.Contains(t, " ... ") && !strings.HasSuffix(t, ")") && !strings.HasPrefix(t, "Ran ") {
+			continue
+		}
 		if m := unittestLine.FindStringSubmatch(t); m != nil {
 			p.tests = append(p.tests, Test{Name: unittestName(m[1], m[2]), Outcome: unittestOutcome(m[3])})
 			head = ""
@@ -419,6 +428,9 @@ func parseJest(ls []string) (part, bool) {
 	var describe []level
 	listed, summary := false, false
 	for _, l := range ls {
+		if file == "" && !strings.HasPrefix(l, "PASS") && !strings.HasPrefix(l, "FAIL") && !strings.Contains(l, "Tests:") {
+			continue
+		}
 		if m := jestFile.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, " ") {
 			file, describe = m[2], describe[:0]
 			continue
@@ -489,6 +501,9 @@ func parseVitest(ls []string) (part, bool) {
 	total := 0
 	for _, l := range ls {
 		t := strings.TrimSpace(l)
+		if !strings.Contains(t, " > ") && !strings.HasPrefix(t, "Tests") {
+			continue
+		}
 		if m := vitestSummary.FindStringSubmatch(t); m != nil {
 			summary = true
 			total, _ = strconv.Atoi(m[2])
@@ -538,6 +553,9 @@ func parseCargo(ls []string) (part, bool) {
 	target := ""
 	total := 0
 	for _, l := range ls {
+		if !strings.HasPrefix(l, "test ") && !strings.Contains(l, "Running ") && !strings.Contains(l, "Doc-tests ") {
+			continue
+		}
 		if m := cargoRunning.FindStringSubmatch(l); m != nil {
 			target = m[1] + m[2]
 			continue
