@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -153,4 +154,59 @@ func TestCheatCorpusLostTestsPython(t *testing.T) {
 		t.Skip("python3 -m pytest does not run")
 	}
 	runLostCorpus(t, pyLostCheats)
+}
+
+// A resumed run compares with the test baseline its journal recorded at
+// the start, not with the tests as the first part of the run left them.
+func TestResumeKeepsTheTestBaseline(t *testing.T) {
+	needTools(t, "git", "go")
+	ctx := context.Background()
+	script := `turns:
+  - tool_calls:
+      - name: Bash
+        input: {command: "rm app_test.go"}
+  - text: "Working on it."
+  - text: "Tests pass now. TASK_DONE"
+  - text: "TASK_DONE"
+`
+	def, wd := load(t, cheatAgent(t, "go test -v ./...", nil, script)), gitFixture(t, goHelperFixture)
+	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Run(ctx)
+	first := a.Stop()
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil || first.CompletionReason != "max_iterations" || rec.TestBaselines["tests-pass"] == nil ||
+		rec.TestBaselines["tests-pass"].Run.Outcomes()["example.com/app.TestAdd"] != testrun.Failed {
+		t.Fatalf("%+v %+v %v", first, rec.TestBaselines, err)
+	}
+	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Run(ctx)
+	res := b.Stop()
+	if res.Success {
+		t.Fatalf("the resumed run took the tests left after the cheat as its baseline: %+v", res)
+	}
+	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != completion.PatternTestsDisappeared {
+		t.Fatalf("retry patterns %v", patterns)
+	}
+	events, _ := journal.ReadFile(res.Journal)
+	n := 0
+	for _, ev := range events {
+		if ev.Type == testrun.EventBaseline {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d tests.baseline events, want the first run's only", n)
+	}
 }
