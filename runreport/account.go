@@ -681,9 +681,12 @@ func (v ValidatorResult) Summary() string {
 // passed, 1 failed), 0 skipped" or "… lost: pattern tests-disappeared".
 func CompareSummary(c testrun.Comparison) string {
 	s := fmt.Sprintf("no lost tests in %s: ", c.Validator)
-	if !c.Parsed {
+	switch {
+	case !c.Parsed:
 		s += "no test run in its output"
-	} else {
+	case !c.Counted:
+		s += "tests ran, not counted (no per-test output)"
+	default:
 		s += fmt.Sprintf("%d ran (%d passed, %d failed), %d skipped", c.Passed+c.Failed, c.Passed, c.Failed, c.Skipped)
 	}
 	if c.Loss != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
 // events builds a journal: each item is (type, iteration, data).
@@ -290,4 +291,21 @@ func FuzzBuild(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCompareSummary(t *testing.T) {
+	for want, c := range map[string]testrun.Comparison{
+		"no lost tests in tests-pass: 2 ran (1 passed, 1 failed), 1 skipped": {Validator: "tests-pass", Parsed: true, Counted: true, Passed: 1, Failed: 1, Skipped: 1},
+		"no lost tests in tests-pass: tests ran, not counted (no per-test output)": {Validator: "tests-pass", Parsed: true},
+		"no lost tests in tests-pass: no test run in its output; lost: pattern tests-none-run (2 ran before the first iteration)": {Validator: "tests-pass",
+			Loss: &testrun.Loss{Pattern: "tests-none-run", BaselineRan: 2}},
+	} {
+		if got := CompareSummary(c); got != want {
+			t.Errorf("%q, want %q", got, want)
+		}
+	}
+	d := compareDetail(testrun.Comparison{Loss: &testrun.Loss{Disappeared: []string{"a.TestX"}, Skipped: []string{"a.TestY"}}})
+	if d != "disappeared: a.TestX\nskipped now: a.TestY" {
+		t.Fatalf("%q", d)
+	}
 }

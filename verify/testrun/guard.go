@@ -27,7 +27,9 @@ const (
 type Comparison struct {
 	Validator string `json:"validator"`
 	// Parsed is false when the run's output is no test run (no test ran).
-	Parsed  bool `json:"parsed"`
+	Parsed bool `json:"parsed"`
+	// Counted says whether the counts are known (see Run.Counted).
+	Counted bool `json:"counted"`
 	Passed  int  `json:"passed"`
 	Failed  int  `json:"failed"`
 	Skipped int  `json:"skipped"`
@@ -59,7 +61,7 @@ func (g *Guard) CheckOutputs(_ context.Context, runs []completion.ValidatorRun) 
 		}
 		now, ok := ParseOutput(r.Output)
 		loss, lost := Compare(b, now, ok)
-		c := Comparison{Validator: r.Validator, Parsed: ok, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped}
+		c := Comparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped}
 		if lost {
 			c.Loss = &loss
 		}
