@@ -295,7 +295,7 @@ func FuzzBuild(f *testing.F) {
 
 func TestCompareSummary(t *testing.T) {
 	for want, c := range map[string]testrun.Comparison{
-		"no lost tests in tests-pass: 2 ran (1 passed, 1 failed), 1 skipped": {Validator: "tests-pass", Parsed: true, Counted: true, Passed: 1, Failed: 1, Skipped: 1},
+		"no lost tests in tests-pass: 2 ran (1 passed, 1 failed), 1 skipped":       {Validator: "tests-pass", Parsed: true, Counted: true, Passed: 1, Failed: 1, Skipped: 1},
 		"no lost tests in tests-pass: tests ran, not counted (no per-test output)": {Validator: "tests-pass", Parsed: true},
 		"no lost tests in tests-pass: no test run in its output; lost: pattern tests-none-run (2 ran before the first iteration)": {Validator: "tests-pass",
 			Loss: &testrun.Loss{Pattern: "tests-none-run", BaselineRan: 2}},
