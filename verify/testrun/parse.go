@@ -127,10 +127,20 @@ func Parse(output string) (Run, bool) {
 		}
 	}
 	// Listed tests count once each, whatever their runner printed as a
-	// summary (a forged summary line cannot add to them).
+	// summary (a forged summary line cannot add to them); skipped tests a
+	// runner does not list (vitest) count from its summary.
 	for _, p := range parts {
 		if !p.perTest {
 			continue
+		}
+		listedSkips := 0
+		for _, t := range p.tests {
+			if t.Outcome == Skipped {
+				listedSkips++
+			}
+		}
+		if p.counted && p.skipped > listedSkips {
+			r.Skipped += p.skipped - listedSkips
 		}
 		for _, t := range p.tests {
 			if seen[t.Name] < 0 {
@@ -535,7 +545,15 @@ func parseVitest(ls []string) (part, bool) {
 		return p, false
 	}
 	p.counted = true
-	p.perTest = len(p.tests) > 0 && countOf(p.tests) == total
+	// The verbose reporter lists every test that ran; vitest 1 leaves the
+	// skipped ones out (the summary counts them).
+	ran := 0
+	for _, t := range p.tests {
+		if t.Outcome != Skipped {
+			ran++
+		}
+	}
+	p.perTest = len(p.tests) > 0 && ran == p.passed+p.failed && total == p.passed+p.failed+p.skipped
 	return p, true
 }
 
