@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -208,5 +210,31 @@ func TestResumeKeepsTheTestBaseline(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d tests.baseline events, want the first run's only", n)
+	}
+}
+
+// runner.verification.testBaseline false turns the check off: a task
+// that removes tests can complete, and no baseline run is taken.
+func TestTestBaselineOff(t *testing.T) {
+	needTools(t, "git", "go")
+	dir := cheatAgent(t, "go test -v ./...", nil, cheatScript("rm other_test.go"))
+	p := filepath.Join(dir, "agent.json")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"verification": {"protect": []}`, `"verification": {"protect": [], "testBaseline": false}`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture := withFiles(goHelperFixture, map[string]string{"calc/calc.go": "// Package calc adds.\npackage calc\n\n// Add returns a+b.\nfunc Add(a, b int) int { return a + b }\n"})
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: gitFixture(t, fixture)})
+	if !res.Success || strings.Contains(res.Reason, "no-lost-tests") {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+	rec, err := LoadRun(res.RunID, res.Journal)
+	if err != nil || rec.TestBaselines != nil {
+		t.Fatalf("%+v %v", rec.TestBaselines, err)
+	}
+	// On (the default), the same run fails: TestApp disappeared.
+	res = runToEnd(t, load(t, cheatAgent(t, "go test -v ./...", nil, cheatScript("rm other_test.go"))), BuildOptions{WorkDir: gitFixture(t, fixture)})
+	if patterns, _ := retryPatterns(t, res); res.Success || len(patterns) == 0 || patterns[0] != completion.PatternTestsDisappeared {
+		t.Fatalf("%+v %v", res, patterns)
 	}
 }

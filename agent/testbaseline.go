@@ -43,9 +43,10 @@ func (a *Agent) testConditions() []config.CompletionCondition {
 }
 
 // outputGuards are the verdict stage's output guards: no lost tests when
-// a validator runs tests. Its baselines are set by testBaselines.
+// a validator runs tests (unless runner.verification.testBaseline is
+// false). Its baselines are set by testBaselines.
 func (a *Agent) outputGuards() []verdict.OutputGuard {
-	if len(a.testConditions()) == 0 {
+	if !a.spec.Runner.Verification.TestBaselineOn() || len(a.testConditions()) == 0 {
 		return nil
 	}
 	a.testGuard = &testrun.Guard{Baselines: map[string]*testrun.Baseline{}, Events: a.emit}

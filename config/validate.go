@@ -868,7 +868,7 @@ func (c *checker) validator(name string, v Validator) {
 				"protect the tests and what configures them in agent.json, e.g. \"runner\": {\"verification\": {\"protect\": [\"**/*_test.go\", \"**/go.mod\"]}}",
 				"validator %q runs tests (%s) but nothing is protected: the model can pass it by editing, skipping or deleting tests", name, v.Command)
 		}
-		if fixed, runner := VerboseTestCommand(v.Command); fixed != "" {
+		if fixed, runner := VerboseTestCommand(v.Command); fixed != "" && (c.def == nil || c.def.Runner.Verification.TestBaselineOn()) {
 			c.report(s, "SR-TESTS-NOT-VERBOSE", SeverityWarning, ptr+"/command",
 				"set \"command\": "+jsonText(fixed),
 				"validator %q runs %s without listing each test: capstan cannot tell which tests were lost or skipped since the run started, only that fewer or none ran", name, runner)

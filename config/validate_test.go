@@ -877,3 +877,14 @@ func TestVerboseTestCommand(t *testing.T) {
 		}
 	}
 }
+
+// With runner.verification.testBaseline false nothing compares the test
+// runs, so a test command without per-test output is no problem.
+func TestTestBaselineOffSilencesNotVerbose(t *testing.T) {
+	a, r := baseAgent(), baseRegistry()
+	at(r, "validators", "tests-pass")["command"] = "go test ./..."
+	at(a, "runner", "verification")["testBaseline"] = false
+	if res := Check(writeAgent(t, a, r, nil), testOpts); len(res.Problems()) != 0 {
+		t.Fatalf("problems:\n%s", dump(res))
+	}
+}
