@@ -243,12 +243,6 @@ func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond conf
 	return ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out}, err
 }
 
-// Definition returns the declaration of the validator called name.
-func (v *CompletionValidator) Definition(name string) (config.Validator, bool) {
-	d, ok := v.cfg.Validators[name]
-	return d, ok
-}
-
 func (v *CompletionValidator) configErr(ptr, hint, format string, args ...any) error {
 	return &agenterr.Error{Code: agenterr.CodeValidator, Layer: agenterr.LayerCompletion,
 		Message: fmt.Sprintf(format, args...), File: v.cfg.File, Pointer: ptr, Hint: hint}

@@ -130,3 +130,31 @@ func TestOutputGuardRunsAfterTheValidators(t *testing.T) {
 		t.Fatalf("%+v %v", d, err)
 	}
 }
+
+// idle is an output guard with nothing to check.
+type idle struct{}
+
+func (idle) Name() string { return "idle" }
+
+func (idle) CheckOutputs(context.Context, []completion.ValidatorRun) (completion.ValidationResult, error) {
+	return completion.ValidationResult{Valid: true}, nil
+}
+
+// An output guard that had nothing to check is not listed as verified.
+func TestIdleOutputGuardIsNotListed(t *testing.T) {
+	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{"work": {StepID: "work", C2: "work", C3: "main"}}}
+	m, err := step.NewMachine(reg, step.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
+		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+		Verifier: &runs{out: "--- PASS: TestAdd (0.00s)\n"}, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{idle{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Decide(context.Background(), verdict.Input{Iteration: 1, Summary: summary(1, "DONE", "")})
+	if err != nil || d.Action != verdict.Complete || !strings.HasSuffix(d.Reason, "verified by tests") {
+		t.Fatalf("%+v %v", d, err)
+	}
+}

@@ -131,7 +131,9 @@ type OutputGuard interface {
 	// Name is the guard's name in completion.check's "verified".
 	Name() string
 	// CheckOutputs reports a failing result (with a failure pattern and
-	// its params) when the runs break the guard's rule.
+	// its params) when the runs break the guard's rule. A passing result
+	// with no Validator means it had nothing to check in these runs (it is
+	// then not listed in "verified").
 	CheckOutputs(ctx context.Context, runs []completion.ValidatorRun) (completion.ValidationResult, error)
 }
 
@@ -373,7 +375,9 @@ func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) 
 		if err != nil {
 			return r, err
 		}
-		vr.Checked = append(vr.Checked, g.Name())
+		if r.Validator != "" || !r.Valid {
+			vr.Checked = append(vr.Checked, g.Name())
+		}
 		if !r.Valid {
 			r.Checked, r.Runs = vr.Checked, vr.Runs
 			return r, nil

@@ -52,13 +52,16 @@ func (g *Guard) Name() string { return GuardName }
 // CheckOutputs implements verdict.OutputGuard: the first run that lost
 // tests against its baseline fails, with the pattern of the rule it broke
 // and the params disappearedTests, skippedTests, baselineCount,
-// currentCount, testCommand and restore.
+// currentCount, testCommand and restore. When no run has a baseline the
+// result passes with no Validator (nothing was checked).
 func (g *Guard) CheckOutputs(_ context.Context, runs []completion.ValidatorRun) (completion.ValidationResult, error) {
+	compared := false
 	for _, r := range runs {
 		b := g.Baselines[r.Validator]
 		if b == nil || !b.Parsed {
 			continue
 		}
+		compared = true
 		now, ok := ParseOutput(r.Output)
 		loss, lost := Compare(b, now, ok)
 		c := Comparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped}
@@ -72,6 +75,9 @@ func (g *Guard) CheckOutputs(_ context.Context, runs []completion.ValidatorRun) 
 			continue
 		}
 		return completion.ValidationResult{Validator: GuardName, Pattern: loss.Pattern, Params: params(loss, b, r)}, nil
+	}
+	if !compared {
+		return completion.ValidationResult{Valid: true}, nil
 	}
 	return completion.ValidationResult{Valid: true, Validator: GuardName}, nil
 }
