@@ -238,3 +238,34 @@ func TestTestBaselineOff(t *testing.T) {
 		t.Fatalf("%+v %v", res, patterns)
 	}
 }
+
+// The tests-* patterns are overridable like the others: a retry template
+// named after the pattern gets its params.
+func TestLostTestsRetryTemplate(t *testing.T) {
+	needTools(t, "git", "go")
+	dir := cheatAgent(t, "go test -v ./...", nil, cheatScript("rm app_test.go"))
+	tmpl := "These tests no longer run:\n{{#each disappearedTests}}\n- {{this}}\n{{/each}}\nPut them back ({{baselineCount}} ran, now {{currentCount}}).\n"
+	if err := os.WriteFile(filepath.Join(dir, "prompts/steps/initial/fix/f_failed_tests-disappeared.md"), []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: gitFixture(t, goHelperFixture)})
+	events, err := journal.ReadFile(res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.Type != journal.RetryPrompt {
+			continue
+		}
+		var rp RetryPromptEvent
+		if err := json.Unmarshal(ev.Data, &rp); err != nil {
+			t.Fatal(err)
+		}
+		if rp.Source != "steps/initial/fix/f_failed_tests-disappeared.md" ||
+			!strings.HasPrefix(rp.Text, "These tests no longer run:\n- example.com/app.TestAdd\nPut them back (2 ran, now 1).") {
+			t.Fatalf("%+v", rp)
+		}
+		return
+	}
+	t.Fatalf("no retry prompt: %+v", res)
+}
