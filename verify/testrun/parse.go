@@ -262,8 +262,9 @@ func parseGoText(ls []string) (part, bool) {
 var (
 	// -v: "tests/test_x.py::test_a PASSED   [ 11%]"
 	pytestVerbose = regexp.MustCompile(`^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b`)
-	// -rA short summary: "PASSED tests/test_x.py::test_a", "FAILED id - msg"
-	pytestShort = regexp.MustCompile(`^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::\S+)`)
+	// -rA short summary: "PASSED tests/test_x.py::test_a", "FAILED id - msg";
+	// pytest-xdist with -v: "[gw0] [ 50%] PASSED tests/test_x.py::test_a"
+	pytestShort = regexp.MustCompile(`^(?:\[gw\d+\] \[\s*\d+%\] )?(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)`)
 	// "==== 1 failed, 5 passed, 2 skipped in 0.02s ====", "no tests ran in 0.01s"
 	pytestSummary = regexp.MustCompile(`^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran) in [\d.]+s`)
 	pytestCount   = regexp.MustCompile(`(\d+) (\w+)`)
@@ -287,8 +288,8 @@ func parsePytest(ls []string) (part, bool) {
 		}
 		if m := pytestShort.FindStringSubmatch(t); m != nil {
 			p.tests = append(p.tests, Test{Name: m[2], Outcome: pytestOutcome[m[1]]})
-			if m[1] == "PASSED" {
-				listed = true // -rA lists the passing tests too
+			if m[1] == "PASSED" || strings.HasPrefix(t, "[gw") {
+				listed = true // -rA and xdist list the passing tests too
 			}
 			continue
 		}

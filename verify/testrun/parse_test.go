@@ -99,3 +99,13 @@ func TestParseListAndSummaryDisagree(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// pytest-xdist's -v lines name each test after the worker and progress.
+func TestParsePytestXdist(t *testing.T) {
+	out := "[gw0] [ 33%] PASSED tests/test_a.py::test_a \n[gw1] [ 66%] SKIPPED tests/test_a.py::test_b \n" +
+		"[gw0] [100%] FAILED tests/test_a.py::test_c \n==== 1 failed, 1 passed, 1 skipped in 0.52s ====\n"
+	r, ok := Parse(out)
+	if !ok || !r.PerTest || r.Passed != 1 || r.Failed != 1 || r.Skipped != 1 || r.Outcomes()["tests/test_a.py::test_b"] != Skipped {
+		t.Fatalf("%v %+v", ok, r)
+	}
+}
