@@ -871,7 +871,7 @@ func (c *checker) validator(name string, v Validator) {
 		if fixed, runner := VerboseTestCommand(v.Command); fixed != "" && (c.def == nil || c.def.Runner.Verification.TestBaselineOn()) {
 			c.report(s, "SR-TESTS-NOT-VERBOSE", SeverityWarning, ptr+"/command",
 				"set \"command\": "+jsonText(fixed),
-				"validator %q runs %s without listing each test: capstan cannot tell which tests were lost or skipped since the run started, only that fewer or none ran", name, runner)
+				"validator %q runs %s without listing each test: capstan cannot tell which tests were lost or skipped since the run started, %s", name, runner, knownWithout(runner))
 		}
 	case "file":
 		if strings.TrimSpace(v.Path) == "" {
@@ -1126,6 +1126,15 @@ func VerboseTestCommand(command string) (fixed, runner string) {
 		return command[:loc[1]] + f.add + rest, f.runner
 	}
 	return "", ""
+}
+
+// knownWithout says what the no-lost-tests check still knows of a runner
+// that does not list each test.
+func knownWithout(runner string) string {
+	if runner == "go test" {
+		return "only whether any test ran"
+	}
+	return "only whether fewer or no tests ran"
 }
 
 // pytestQuiet finds pytest's -q, which cancels a -v.
