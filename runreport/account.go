@@ -35,6 +35,9 @@ type Run struct {
 	Goal       string      `json:"goal,omitempty"`
 	Iterations []Iteration `json:"iterations"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	// TestBaselines are the test validators' runs before the first
+	// iteration (tests.baseline), what no-lost-tests compares with.
+	TestBaselines []testrun.Baseline `json:"testBaselines,omitempty"`
 	// Outcome is how the run ended; nil when the journal has no run.end
 	// event (the run was killed or is still running).
 	Outcome *Outcome `json:"outcome,omitempty"`
@@ -322,6 +325,13 @@ func (b *builder) add(ev journal.Event) error {
 		} else {
 			r.Warnings = append(r.Warnings, string(ev.Data))
 		}
+		return nil
+	case testrun.EventBaseline:
+		var bl testrun.Baseline
+		if err := decode(&bl); err != nil {
+			return err
+		}
+		r.TestBaselines = append(r.TestBaselines, bl)
 		return nil
 	case journal.LifecycleChange, journal.QueryStart:
 		return nil
@@ -675,6 +685,21 @@ func (v ValidatorResult) Summary() string {
 		s += " in " + FormatDuration(v.Duration)
 	}
 	return s
+}
+
+// BaselineSummary is one line: "tests-pass (go test -v ./...) before the
+// first iteration: 2 ran (0 passed, 2 failed), 0 skipped, exit 1".
+func BaselineSummary(b testrun.Baseline) string {
+	s := fmt.Sprintf("%s (%s) before the first iteration: ", b.Validator, b.Command)
+	switch {
+	case !b.Parsed:
+		return s + fmt.Sprintf("no test run capstan reads in its output, exit %d; lost tests not checked", b.ExitCode)
+	case !b.Run.Counted:
+		s += "tests ran, not counted (no per-test output)"
+	default:
+		s += fmt.Sprintf("%d ran (%d passed, %d failed), %d skipped", b.Run.Ran(), b.Run.Passed, b.Run.Failed, b.Run.Skipped)
+	}
+	return s + fmt.Sprintf(", exit %d", b.ExitCode)
 }
 
 // CompareSummary is one line: "no lost tests in tests-pass: 2 ran (1

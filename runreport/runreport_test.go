@@ -309,3 +309,40 @@ func TestCompareSummary(t *testing.T) {
 		t.Fatalf("%q", d)
 	}
 }
+
+// The test baselines and comparisons of no-lost-tests are in the account
+// in every format; test names the model's code printed stay inert.
+func TestNoLostTestsInTheAccount(t *testing.T) {
+	base := testrun.Baseline{Validator: "tests-pass", Command: "go test -v ./...", ExitCode: 1, Parsed: true,
+		Run: testrun.Run{Counted: true, PerTest: true, Failed: 1, Tests: []testrun.Test{{Name: "app.TestAdd\x1b[2J<b>", Outcome: testrun.Failed}}}}
+	r := build(t,
+		ev{journal.RunStart, 0, m{"agent": "fixer"}},
+		ev{testrun.EventBaseline, 0, base},
+		ev{journal.IterationStart, 1, nil},
+		ev{journal.CompletionCheck, 1, m{"complete": true, "declared": true, "reason": "declared"}},
+		ev{testrun.EventCompare, 1, testrun.Comparison{Validator: "tests-pass", Parsed: true, Counted: true,
+			Loss: &testrun.Loss{Pattern: "tests-none-run", BaselineRan: 1}}},
+		ev{journal.IterationEnd, 1, m{"outcome": m{"complete": false}}},
+	)
+	if len(r.TestBaselines) != 1 || r.TestBaselines[0].Run.Tests[0].Outcome != testrun.Failed {
+		t.Fatalf("%+v", r.TestBaselines)
+	}
+	var text, md, html bytes.Buffer
+	if err := WriteText(&text, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	line := "tests-pass (go test -v ./...) before the first iteration: 1 ran (0 passed, 1 failed), 0 skipped, exit 1"
+	if !strings.Contains(text.String(), "tests "+line+"\n   failed   app.TestAdd\\u001b[2J<b>") ||
+		!strings.Contains(text.String(), "no lost tests in tests-pass: 0 ran (0 passed, 0 failed), 0 skipped; lost: pattern tests-none-run") {
+		t.Fatalf("text:\n%s", text.String())
+	}
+	if !strings.Contains(md.String(), "> tests "+line) || !strings.Contains(html.String(), "<li>"+line+"</li>") {
+		t.Fatalf("md:\n%s\nhtml:\n%s", md.String(), html.String())
+	}
+}

@@ -219,7 +219,6 @@ writes the same account as one self-contained HTML page.`,
 					// and the model's own "cannot be done" declaration.
 					printProtected(out, rec.ProtectBaseline)
 					printProtected(out, rec.StepBaseline)
-					printTestBaselines(out, rec.TestBaselines)
 					if r := rec.Result; r != nil {
 						printCannotComplete(out, r.CannotComplete)
 					}

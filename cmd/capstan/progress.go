@@ -11,6 +11,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
@@ -126,14 +127,7 @@ func (p *progressPrinter) testBaseline(b *testrun.Baseline) {
 	if !p.progress {
 		return
 	}
-	what := "no test run capstan reads in its output; lost tests not checked"
-	switch {
-	case b.Parsed && b.Run.Counted:
-		what = fmt.Sprintf("%d tests ran (%d passed, %d failed), %d skipped", b.Run.Ran(), b.Run.Passed, b.Run.Failed, b.Run.Skipped)
-	case b.Parsed:
-		what = "tests ran, not counted (no per-test output)"
-	}
-	fmt.Fprintf(p.w, "[before iteration 1] %s: %s\n", b.Validator, what)
+	fmt.Fprintf(p.w, "tests %s\n", runreport.BaselineSummary(*b))
 }
 
 func (p *progressPrinter) end() {

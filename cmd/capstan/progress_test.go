@@ -12,15 +12,15 @@ func TestProgressPrintsTestBaselines(t *testing.T) {
 	var buf bytes.Buffer
 	p := newProgressPrinter(&buf)
 	for _, b := range []*testrun.Baseline{
-		{Validator: "tests-pass", Parsed: true, Run: testrun.Run{Counted: true, Passed: 1, Failed: 2, Skipped: 1}},
-		{Validator: "go-plain", Parsed: true},
-		{Validator: "make-test"},
+		{Validator: "tests-pass", Command: "go test -v ./...", ExitCode: 1, Parsed: true, Run: testrun.Run{Counted: true, Passed: 1, Failed: 2, Skipped: 1}},
+		{Validator: "go-plain", Command: "go test ./...", Parsed: true},
+		{Validator: "make-test", Command: "make test", ExitCode: 2},
 	} {
 		p.Consume(event.Event{Type: testrun.EventBaseline, Data: b})
 	}
-	want := "[before iteration 1] tests-pass: 3 tests ran (1 passed, 2 failed), 1 skipped\n" +
-		"[before iteration 1] go-plain: tests ran, not counted (no per-test output)\n" +
-		"[before iteration 1] make-test: no test run capstan reads in its output; lost tests not checked\n"
+	want := "tests tests-pass (go test -v ./...) before the first iteration: 3 ran (1 passed, 2 failed), 1 skipped, exit 1\n" +
+		"tests go-plain (go test ./...) before the first iteration: tests ran, not counted (no per-test output), exit 0\n" +
+		"tests make-test (make test) before the first iteration: no test run capstan reads in its output, exit 2; lost tests not checked\n"
 	if buf.String() != want {
 		t.Fatalf("%q", buf.String())
 	}

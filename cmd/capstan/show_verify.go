@@ -8,34 +8,7 @@ import (
 
 	"github.com/capstan-dev/capstan/verify/honest"
 	"github.com/capstan-dev/capstan/verify/protect"
-	"github.com/capstan-dev/capstan/verify/testrun"
 )
-
-// printTestBaselines prints each test validator's run before the first
-// iteration: what no-lost-tests compares the later runs with.
-func printTestBaselines(w io.Writer, bs map[string]*testrun.Baseline) {
-	names := make([]string, 0, len(bs))
-	for n := range bs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		b := bs[n]
-		switch {
-		case !b.Parsed:
-			fmt.Fprintf(w, "tests before the first iteration (%s: %s): no test run capstan reads, exit %d; lost tests not checked\n", n, b.Command, b.ExitCode)
-			continue
-		case !b.Run.Counted:
-			fmt.Fprintf(w, "tests before the first iteration (%s: %s): tests ran, not counted (no per-test output), exit %d\n", n, b.Command, b.ExitCode)
-		default:
-			fmt.Fprintf(w, "tests before the first iteration (%s: %s): %d ran (%d passed, %d failed), %d skipped, exit %d\n",
-				n, b.Command, b.Run.Ran(), b.Run.Passed, b.Run.Failed, b.Run.Skipped, b.ExitCode)
-		}
-		for _, t := range b.Run.Tests {
-			fmt.Fprintf(w, "   %-7s  %s\n", t.Outcome, t.Name)
-		}
-	}
-}
 
 // printProtected prints a baseline of protected files: the globs and each
 // file's digest when the run started (or the step was entered).
