@@ -40,6 +40,7 @@ import (
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
+	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
 // State is a lifecycle state.
@@ -78,7 +79,8 @@ type Agent struct {
 	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
 	flow        *flow
 	buildOrder  []string
-	protection  protection // runner.verification.protect
+	protection  protection     // runner.verification.protect
+	testGuard   *testrun.Guard // no lost tests; nil when no validator runs tests
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
@@ -299,6 +301,10 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	testBaselines, testWarnings, err := a.testBaselines(ctx, a.opts.Resume)
+	if err != nil {
+		return err
+	}
 	for _, w := range a.def.Warnings() {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
 	}
@@ -309,6 +315,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	if baseline != nil {
 		a.emit.Emit(ProtectBaseline, baseline)
 	}
+	a.emitTestBaselines(testBaselines, testWarnings)
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()

@@ -92,14 +92,15 @@ func newFlow(a *Agent) (*flow, error) {
 		return nil, err
 	}
 	f.verdict, err = verdict.New(verdict.Config{
-		Guards:     guards,
-		Machine:    m,
-		Checker:    f.checker,
-		Handler:    a.rt.completion,
-		Verifier:   a.rt.verifier,
-		Validators: a.spec.Runner.Completion.Validators,
-		Format:     completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON, Problems: schema.Problems}),
-		Schemas:    a.schemas,
+		Guards:       guards,
+		OutputGuards: a.outputGuards(),
+		Machine:      m,
+		Checker:      f.checker,
+		Handler:      a.rt.completion,
+		Verifier:     a.rt.verifier,
+		Validators:   a.spec.Runner.Completion.Validators,
+		Format:       completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON, Problems: schema.Problems}),
+		Schemas:      a.schemas,
 		Retries: completion.NewRetryHandler(completion.RetryConfig{C1: reg.C1, Patterns: reg.CompletionPatterns,
 			Templates: retryTemplates{a.prompts}}),
 		Events:          a.emit,

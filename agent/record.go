@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/verify/protect"
+	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
 // RunRecord is one run as reconstructed from its journal. It is what
@@ -43,6 +44,10 @@ type RunRecord struct {
 	// StepBaseline is the last step baseline (protect.baseline with a
 	// step), kept for resume.
 	StepBaseline *protect.Baseline `json:"stepBaseline,omitempty"`
+	// TestBaselines are the test validators' runs before the first
+	// iteration (tests.baseline), by validator: what no-lost-tests
+	// compares with, kept for resume.
+	TestBaselines map[string]*testrun.Baseline `json:"testBaselines,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -193,13 +198,24 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			case rec.ProtectBaseline == nil:
 				rec.ProtectBaseline = &b
 			}
+		case testrun.EventBaseline:
+			var b testrun.Baseline
+			if err := decode(&b); err != nil {
+				return nil, err
+			}
+			if rec.TestBaselines == nil {
+				rec.TestBaselines = map[string]*testrun.Baseline{}
+			}
+			if rec.TestBaselines[b.Validator] == nil {
+				rec.TestBaselines[b.Validator] = &b
+			}
 		case StepState:
 			var st StepStateEvent
 			if err := decode(&st); err != nil {
 				return nil, err
 			}
 			tentative = &st // committed when the iteration ends
-		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, journal.ContextCompacted:
+		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, journal.ContextCompacted, testrun.EventCompare:
 			if ev.Iteration > 0 {
 				it := at(ev.Iteration)
 				it.Events = append(it.Events, ev)

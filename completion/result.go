@@ -15,6 +15,17 @@ type ValidationResult struct {
 	Output *ValidatorOutput `json:"output,omitempty"`
 	// Checked lists the validators that ran, in order, the failing one last.
 	Checked []string `json:"checked,omitempty"`
+	// Runs are the command validators that ran, with their output, in
+	// order (for checks of what they printed, such as no lost tests).
+	Runs []ValidatorRun `json:"-"`
+}
+
+// ValidatorRun is one command validator's run.
+type ValidatorRun struct {
+	// Validator is its name, Command the command as it ran.
+	Validator string
+	Command   string
+	Output    ValidatorOutput
 }
 
 // ValidatorOutput is what one validator run produced.

@@ -27,9 +27,15 @@ const (
 	// PatternProtectedChanged fails verification while a protected file
 	// (runner.verification.protect) differs from the run's start.
 	PatternProtectedChanged = "protected-changed"
+	// The no-lost-tests rules: a test validator's run compared with its
+	// run before the first iteration (package testrun).
+	PatternTestsNoneRun      = "tests-none-run"      // the run executed no test
+	PatternTestsDisappeared  = "tests-disappeared"   // a test that ran is gone
+	PatternTestsSkipped      = "tests-skipped"       // a test that ran is skipped now
+	PatternTestsCountDropped = "tests-count-dropped" // fewer tests ran
 )
 
-// BuiltinPatterns returns the failure patterns of seed 004 and protected-changed, each with
+// BuiltinPatterns returns the built-in failure patterns, each with
 // edition "failed", adaptation = its name, and the params its retry prompt
 // uses. The map is a fresh copy.
 func BuiltinPatterns() map[string]config.CompletionPattern {
@@ -45,6 +51,14 @@ func BuiltinPatterns() map[string]config.CompletionPattern {
 		PatternFileNotExists: p("a required file is missing or invalid", "path", "error"),
 		PatternProtectedChanged: p("protected files (tests and what configures them) were changed, deleted or added",
 			"protectedFiles", "diff", "restore"),
+		PatternTestsNoneRun: p("the test command ran no test at all (before the first iteration it ran some)",
+			"testCommand", "baselineCount", "currentCount", "restore"),
+		PatternTestsDisappeared: p("tests that ran before the first iteration no longer run",
+			"disappearedTests", "testCommand", "baselineCount", "currentCount", "restore"),
+		PatternTestsSkipped: p("tests that ran before the first iteration are skipped now",
+			"skippedTests", "testCommand", "baselineCount", "currentCount", "restore"),
+		PatternTestsCountDropped: p("fewer tests run than before the first iteration",
+			"testCommand", "baselineCount", "currentCount", "restore"),
 	}
 	for name, v := range m {
 		v.Adaptation = name

@@ -196,6 +196,9 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.
 		if err != nil {
 			return ValidationResult{}, err
 		}
+		if def.Type == "command" {
+			res.Runs = append(res.Runs, ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out})
+		}
 		ev := ValidatorEvent{Validator: cond.Validator, Type: def.Type, Valid: valid, ExitCode: out.ExitCode,
 			TimedOut: out.TimedOut, Truncated: out.Truncated, DurationMs: out.DurationMs}
 		if !valid {
@@ -220,6 +223,24 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.
 		return res, nil
 	}
 	return res, nil
+}
+
+// RunCommandValidator runs the command of a command validator once, as
+// Validate would (same work dir, environment, timeout, output cap and
+// redaction), without judging or journaling it: for a baseline taken
+// before the first iteration.
+func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond config.CompletionCondition) (ValidatorRun, error) {
+	def, ok := v.cfg.Validators[cond.Validator]
+	if !ok || def.Type != "command" {
+		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "name a command validator declared under \"validators\" in "+v.cfg.File,
+			"%q is not a command validator", cond.Validator)
+	}
+	params, err := decodeParams(cond.Params)
+	if err != nil {
+		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values", "%s: %v", cond.Validator, err)
+	}
+	out, _, _, err := v.runCommand(ctx, cond.Validator, def, params)
+	return ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out}, err
 }
 
 func (v *CompletionValidator) configErr(ptr, hint, format string, args ...any) error {

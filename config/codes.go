@@ -115,6 +115,7 @@ func Codes() []CodeInfo {
 		{"SR-RUNNER-CONTEXT", e, "a subprocess step's ${context.NAME} names no parameter"},
 		{"SR-RUNNER-CONTEXT-OPTIONAL", w, "a subprocess step's ${context.NAME} names an optional parameter without default"},
 		{"SR-TESTS-UNPROTECTED", w, "a command validator runs tests but runner.verification.protect is empty"},
+		{"SR-TESTS-NOT-VERBOSE", w, "a command validator runs go test, pytest, unittest, jest or vitest without the flag that lists each test"},
 		{"SR-SUCCESS-WHEN", e, "successWhen is not empty, exitCode:N, contains:TEXT or matches:REGEXP"},
 		{"SR-PATTERN-UNKNOWN", e, "a failurePattern is neither in completionPatterns nor built in"},
 		{"SR-PATTERN-PARAM", w, "a failure pattern's param is not extracted by a validator using it"},

@@ -66,7 +66,7 @@ func baseRegistry() map[string]any {
 		},
 		"validators": map[string]any{
 			"tests-pass": map[string]any{
-				"type": "command", "command": "go test ./...", "successWhen": "exitCode:0",
+				"type": "command", "command": "go test -v ./...", "successWhen": "exitCode:0",
 				"failurePattern": "test-failed", "extractParams": map[string]any{"errorOutput": "stderr"},
 			},
 			"out-exists": map[string]any{"type": "file", "path": "out.txt", "failurePattern": "file-missing"},

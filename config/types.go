@@ -120,7 +120,17 @@ type Verification struct {
 	// verification (pattern protected-changed) while any of them differs
 	// from the run's start, was deleted or was added.
 	Protect []string `json:"protect,omitempty"`
+	// TestBaseline, on by default, runs each command validator that runs
+	// tests once before the first iteration and fails verification when a
+	// later run lost tests against it (no test ran, a test disappeared or
+	// is skipped, fewer tests ran). false turns both off, for tasks that
+	// remove tests.
+	TestBaseline *bool `json:"testBaseline,omitempty"`
 }
+
+// TestBaselineOn reports whether the no-lost-tests check runs (the
+// default).
+func (v Verification) TestBaselineOn() bool { return v.TestBaseline == nil || *v.TestBaseline }
 
 // Prompts locates prompt files.
 type Prompts struct {

@@ -912,12 +912,17 @@ func (c *checker) validator(name string, v Validator) {
 	switch v.Type {
 	case "command":
 		if strings.TrimSpace(v.Command) == "" {
-			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test ./...\"",
+			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test -v ./...\"",
 				"a command validator needs command")
-		} else if c.def != nil && !c.protectsAnything() && testRunnerRE.MatchString(v.Command) {
+		} else if c.def != nil && !c.protectsAnything() && RunsTests(v.Command) {
 			c.report(s, "SR-TESTS-UNPROTECTED", SeverityWarning, ptr+"/command",
 				"protect the tests and what configures them in agent.json, e.g. \"runner\": {\"verification\": {\"protect\": [\"**/*_test.go\", \"**/go.mod\"]}}",
 				"validator %q runs tests (%s) but nothing is protected: the model can pass it by editing, skipping or deleting tests", name, v.Command)
+		}
+		if fixed, runner := VerboseTestCommand(v.Command); fixed != "" && (c.def == nil || c.def.Runner.Verification.TestBaselineOn()) {
+			c.report(s, "SR-TESTS-NOT-VERBOSE", SeverityWarning, ptr+"/command",
+				"set \"command\": "+jsonText(fixed),
+				"validator %q runs %s without listing each test: capstan cannot tell which tests were lost or skipped since the run started, %s", name, runner, knownWithout(runner))
 		}
 	case "file":
 		if strings.TrimSpace(v.Path) == "" {
@@ -1105,4 +1110,65 @@ func holdsSkill(fsys fs.FS, dir, rel string) bool {
 		return nil
 	})
 	return found
+}
+
+// RunsTests reports whether a validator command runs a test runner (go
+// test, pytest, unittest, jest, vitest, cargo test, npm test, …).
+func RunsTests(command string) bool { return testRunnerRE.MatchString(command) }
+
+// verboseFlags are, per test runner that capstan reads, the pattern that
+// finds it in a command, the flags that make it list each test, and the
+// flag to add.
+var verboseFlags = []struct {
+	runner string
+	find   *regexp.Regexp
+	has    *regexp.Regexp
+	add    string
+}{
+	{"go test", regexp.MustCompile(`\bgo test\b`), regexp.MustCompile(`(^|\s)-(test\.)?(v|json)(=true)?(\s|$)`), " -v"},
+	{"pytest", regexp.MustCompile(`\bpytest\b`), regexp.MustCompile(`(^|\s)(-v+|--verbose)(\s|$)`), " -v"},
+	{"unittest", regexp.MustCompile(`\bunittest\b`), regexp.MustCompile(`(^|\s)(-v|--verbose)(\s|$)`), " -v"},
+	{"jest", regexp.MustCompile(`\bjest\b`), regexp.MustCompile(`(^|\s)--verbose(=true)?(\s|$)`), " --verbose"},
+	{"vitest", regexp.MustCompile(`\bvitest( run)?\b`), regexp.MustCompile(`--reporter[= ]verbose\b`), " --reporter=verbose"},
+}
+
+// VerboseTestCommand returns command with the flag that makes its test
+// runner list each test (go test -v, pytest -v, python -m unittest -v,
+// jest --verbose, vitest --reporter=verbose), and the runner's name; ""
+// when command runs none of them or already lists each test.
+func VerboseTestCommand(command string) (fixed, runner string) {
+	for _, f := range verboseFlags {
+		loc := f.find.FindStringIndex(command)
+		if loc == nil {
+			continue
+		}
+		rest := command[loc[1]:]
+		quiet := f.runner == "pytest" && pytestQuiet.MatchString(rest)
+		if f.has.MatchString(rest) && !quiet {
+			return "", ""
+		}
+		if quiet { // -q takes back a -v
+			rest = pytestQuiet.ReplaceAllString(rest, "$1")
+		}
+		return command[:loc[1]] + f.add + rest, f.runner
+	}
+	return "", ""
+}
+
+// knownWithout says what the no-lost-tests check still knows of a runner
+// that does not list each test.
+func knownWithout(runner string) string {
+	if runner == "go test" {
+		return "only whether any test ran"
+	}
+	return "only whether fewer or no tests ran"
+}
+
+// pytestQuiet finds pytest's -q, which cancels a -v.
+var pytestQuiet = regexp.MustCompile(`\s-q+(\s|$)`)
+
+// jsonText is s as a JSON string, for hints to paste into a JSON file.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

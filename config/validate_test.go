@@ -275,6 +275,9 @@ func TestValidateProblems(t *testing.T) {
 		{"tests unprotected", func(a, r map[string]any, _ map[string]string) {
 			delete(at(a, "runner"), "verification")
 		}, "SR-TESTS-UNPROTECTED", SeverityWarning, "steps_registry.json", "/validators/tests-pass/command"},
+		{"tests not verbose", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass")["command"] = "go test ./..."
+		}, "SR-TESTS-NOT-VERBOSE", SeverityWarning, "steps_registry.json", "/validators/tests-pass/command"},
 		{"bad step protect glob", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "initial.main")["protect"] = []any{"tests/**", "C:\\tests"}
 		}, "SR-PROTECT-GLOB", SeverityError, "steps_registry.json", "/steps/initial.main/protect/1"},
@@ -934,5 +937,39 @@ func TestNoFalseWarnings(t *testing.T) {
 		if p.Code == "AC-IGNORED-FIELD" || p.Code == "SR-PATTERN-PARAM" {
 			t.Errorf("false problem: %s", p)
 		}
+	}
+}
+
+func TestVerboseTestCommand(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"go test ./...":                     "go test -v ./...",
+		"go test -race ./...":               "go test -v -race ./...",
+		"go test -v ./...":                  "",
+		"go test -json ./...":               "",
+		"go test -vet=off ./...":            "go test -v -vet=off ./...",
+		"python3 -m pytest -q":              "python3 -m pytest -v",
+		"python3 -m pytest -q tests/":       "python3 -m pytest -v tests/",
+		"pytest -v":                         "",
+		"python -m unittest discover":       "python -m unittest -v discover",
+		"npx jest":                          "npx jest --verbose",
+		"npx vitest run":                    "npx vitest run --reporter=verbose",
+		"npx vitest run --reporter=verbose": "",
+		"cargo test":                        "",
+		"make test":                         "",
+	} {
+		if got, _ := VerboseTestCommand(cmd); got != want {
+			t.Errorf("%q: %q, want %q", cmd, got, want)
+		}
+	}
+}
+
+// With runner.verification.testBaseline false nothing compares the test
+// runs, so a test command without per-test output is no problem.
+func TestTestBaselineOffSilencesNotVerbose(t *testing.T) {
+	a, r := baseAgent(), baseRegistry()
+	at(r, "validators", "tests-pass")["command"] = "go test ./..."
+	at(a, "runner", "verification")["testBaseline"] = false
+	if res := Check(writeAgent(t, a, r, nil), testOpts); len(res.Problems()) != 0 {
+		t.Fatalf("problems:\n%s", dump(res))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
 // Run is the account of one run.
@@ -34,6 +35,9 @@ type Run struct {
 	Goal       string      `json:"goal,omitempty"`
 	Iterations []Iteration `json:"iterations"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	// TestBaselines are the test validators' runs before the first
+	// iteration (tests.baseline), what no-lost-tests compares with.
+	TestBaselines []testrun.Baseline `json:"testBaselines,omitempty"`
 	// Outcome is how the run ended; nil when the journal has no run.end
 	// event (the run was killed or is still running).
 	Outcome *Outcome `json:"outcome,omitempty"`
@@ -342,6 +346,13 @@ func (b *builder) add(ev journal.Event) error {
 		last.Entries = append(last.Entries, Entry{Kind: KindTool, Time: ev.Time, Title: "gh " + strings.Join(s.Args, " ") + " (after completion)",
 			Detail: detail, Duration: time.Duration(s.DurationMs) * time.Millisecond, OK: s.Error == "" && s.ExitCode == 0})
 		return nil
+	case testrun.EventBaseline:
+		var bl testrun.Baseline
+		if err := decode(&bl); err != nil {
+			return err
+		}
+		r.TestBaselines = append(r.TestBaselines, bl)
+		return nil
 	case journal.LifecycleChange, journal.QueryStart:
 		return nil
 	}
@@ -511,6 +522,12 @@ func (b *builder) add(ev journal.Event) error {
 			Duration: time.Duration(s.DurationMs) * time.Millisecond}
 		b.verdict().Validators = append(b.verdict().Validators, v)
 		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: v.Summary(), OK: v.Valid})
+	case testrun.EventCompare:
+		var c testrun.Comparison
+		if err := decode(&c); err != nil {
+			return err
+		}
+		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: CompareSummary(c), Detail: compareDetail(c), OK: c.Loss == nil})
 	case journal.RetryPrompt:
 		var s struct {
 			Pattern     string          `json:"pattern"`
@@ -688,6 +705,56 @@ func (v ValidatorResult) Summary() string {
 		s += " in " + FormatDuration(v.Duration)
 	}
 	return s
+}
+
+// BaselineSummary is one line: "tests-pass (go test -v ./...) before the
+// first iteration: 2 ran (0 passed, 2 failed), 0 skipped, exit 1".
+func BaselineSummary(b testrun.Baseline) string {
+	s := fmt.Sprintf("%s (%s) before the first iteration: ", b.Validator, b.Command)
+	switch {
+	case !b.Parsed:
+		return s + fmt.Sprintf("no test run capstan reads in its output, exit %d; lost tests not checked", b.ExitCode)
+	case !b.Run.Counted:
+		s += "tests ran, not counted (no per-test output)"
+	default:
+		s += fmt.Sprintf("%d ran (%d passed, %d failed), %d skipped", b.Run.Ran(), b.Run.Passed, b.Run.Failed, b.Run.Skipped)
+	}
+	return s + fmt.Sprintf(", exit %d", b.ExitCode)
+}
+
+// CompareSummary is one line: "no lost tests in tests-pass: 2 ran (1
+// passed, 1 failed), 0 skipped" or "… lost: pattern tests-disappeared".
+func CompareSummary(c testrun.Comparison) string {
+	s := fmt.Sprintf("no lost tests in %s: ", c.Validator)
+	switch {
+	case !c.Parsed:
+		s += "no test run in its output"
+	case !c.Counted:
+		s += "tests ran, not counted (no per-test output)"
+	default:
+		s += fmt.Sprintf("%d ran (%d passed, %d failed), %d skipped", c.Passed+c.Failed, c.Passed, c.Failed, c.Skipped)
+	}
+	if c.Loss != nil {
+		s += "; lost: pattern " + c.Loss.Pattern
+		if c.Loss.BaselineRan >= 0 {
+			s += fmt.Sprintf(" (%d ran before the first iteration)", c.Loss.BaselineRan)
+		}
+	}
+	return s
+}
+
+func compareDetail(c testrun.Comparison) string {
+	if c.Loss == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range c.Loss.Disappeared {
+		b.WriteString("disappeared: " + t + "\n")
+	}
+	for _, t := range c.Loss.Skipped {
+		b.WriteString("skipped now: " + t + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // Summary is one line: "retry 1/4 for pattern test-failed (tests-pass)".

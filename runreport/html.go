@@ -401,6 +401,13 @@ func writePage(w io.Writer, p page) error {
 		}
 		b.WriteString("</ul>\n")
 	}
+	if len(p.Run.TestBaselines) > 0 {
+		b.WriteString("<h2>Tests before the first iteration</h2><ul>")
+		for _, bl := range p.Run.TestBaselines {
+			fmt.Fprintf(&b, "<li>%s</li>", e(BaselineSummary(bl)))
+		}
+		b.WriteString("</ul>\n")
+	}
 	if len(p.Warnings) > 0 {
 		b.WriteString("<h2>Warnings</h2><ul>")
 		for _, warn := range p.Warnings {

@@ -111,6 +111,9 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 		}
 		p.f("\n\n")
 	}
+	for _, b := range r.TestBaselines {
+		p.f("> tests %s\n", mdText(BaselineSummary(b)))
+	}
 	for _, warn := range r.Warnings {
 		p.f("> warning: %s\n", mdText(warn))
 	}

@@ -129,6 +129,12 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 		}
 	}
 	p.f("\n")
+	for _, b := range r.TestBaselines {
+		p.f("tests %s\n", BaselineSummary(b))
+		for _, t := range b.Run.Tests {
+			p.f("   %-7s  %s\n", t.Outcome, t.Name)
+		}
+	}
 	for _, warn := range r.Warnings {
 		p.f("warning: %s\n", warn)
 	}

@@ -2,6 +2,8 @@ package verdict_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/capstan-dev/capstan/completion"
@@ -72,5 +74,87 @@ func TestCannotCompleteStopsBeforeTheFormatCheck(t *testing.T) {
 	}
 	if id, _ := m.Current(); id != "finish" {
 		t.Fatalf("step %s", id)
+	}
+}
+
+// runs is a verifier whose validator passes and prints out.
+type runs struct{ out string }
+
+func (r *runs) Validate(_ context.Context, conds []config.CompletionCondition) (completion.ValidationResult, error) {
+	return completion.ValidationResult{Valid: true, Checked: []string{conds[0].Validator},
+		Runs: []completion.ValidatorRun{{Validator: conds[0].Validator, Command: "go test -v ./...", Output: completion.ValidatorOutput{Stdout: r.out}}}}, nil
+}
+
+// lost fails when the test validator printed no test result.
+type lost struct{ seen []completion.ValidatorRun }
+
+func (l *lost) Name() string { return "lost" }
+
+func (l *lost) CheckOutputs(_ context.Context, rs []completion.ValidatorRun) (completion.ValidationResult, error) {
+	l.seen = rs
+	for _, r := range rs {
+		if !strings.Contains(r.Output.Stdout, "--- PASS") {
+			return completion.ValidationResult{Validator: "lost", Pattern: completion.PatternTestsNoneRun}, nil
+		}
+	}
+	return completion.ValidationResult{Valid: true, Validator: "lost"}, nil
+}
+
+// An output guard reads what the validators printed once they passed, and
+// like a guard its failure is never let stand by onFailure skip.
+func TestOutputGuardRunsAfterTheValidators(t *testing.T) {
+	ctx := context.Background()
+	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
+		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
+	}}
+	m, err := step.NewMachine(reg, step.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &runs{out: "ok  \texample.com/app\t0.001s\n"}
+	g := &lost{}
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
+		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+		Verifier: v, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Decide(ctx, verdict.Input{Iteration: 1, Summary: summary(1, "DONE", "")})
+	if err != nil || d.Action != verdict.Retry || d.Retry.Pattern != completion.PatternTestsNoneRun ||
+		!slices.Equal(d.Validation.Checked, []string{"tests", "lost"}) || len(g.seen) != 1 || g.seen[0].Validator != "tests" {
+		t.Fatalf("%+v %v %+v", d, err, g.seen)
+	}
+	v.out = "--- PASS: TestAdd (0.00s)\nok  \texample.com/app\t0.001s\n"
+	d, err = s.Decide(ctx, verdict.Input{Iteration: 2, Summary: summary(2, "DONE", "")})
+	if err != nil || d.Action != verdict.Complete || !strings.HasSuffix(d.Reason, "verified by tests, lost") {
+		t.Fatalf("%+v %v", d, err)
+	}
+}
+
+// idle is an output guard with nothing to check.
+type idle struct{}
+
+func (idle) Name() string { return "idle" }
+
+func (idle) CheckOutputs(context.Context, []completion.ValidatorRun) (completion.ValidationResult, error) {
+	return completion.ValidationResult{Valid: true}, nil
+}
+
+// An output guard that had nothing to check is not listed as verified.
+func TestIdleOutputGuardIsNotListed(t *testing.T) {
+	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{"work": {StepID: "work", C2: "work", C3: "main"}}}
+	m, err := step.NewMachine(reg, step.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
+		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+		Verifier: &runs{out: "--- PASS: TestAdd (0.00s)\n"}, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{idle{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Decide(context.Background(), verdict.Input{Iteration: 1, Summary: summary(1, "DONE", "")})
+	if err != nil || d.Action != verdict.Complete || !strings.HasSuffix(d.Reason, "verified by tests") {
+		t.Fatalf("%+v %v", d, err)
 	}
 }

@@ -16,7 +16,8 @@
 //     first by the guards (protected files unchanged), then by the run's
 //     validators (runner.completion.validators, whatever the completion
 //     type, plus the step's completionConditions, each validator at most
-//     once).
+//     once), then by the output guards on what the validators printed (no
+//     test lost against the run's start).
 //
 // In a flow routed by intent (steps with a structuredGate) only a closure
 // step's closing claims completion, verified by its validation step; the
@@ -117,6 +118,10 @@ type Config struct {
 	// onFailure and retry-prompt location of the closure steps they are
 	// keyed by.
 	ValidationSteps map[string]config.ValidationStep
+	// OutputGuards run after the validators passed, on what they printed
+	// (no lost tests), and fail verification like a guard: never let
+	// stand by onFailure skip.
+	OutputGuards []OutputGuard
 }
 
 // Guard is a check of the world that the model must not be able to get
@@ -127,6 +132,18 @@ type Guard interface {
 	// Check reports a failing result (with a failure pattern and its
 	// params) when the guarded state does not hold.
 	Check(ctx context.Context) (completion.ValidationResult, error)
+}
+
+// OutputGuard is a check of what the validators printed: verification
+// runs it once every validator passed, on their runs.
+type OutputGuard interface {
+	// Name is the guard's name in completion.check's "verified".
+	Name() string
+	// CheckOutputs reports a failing result (with a failure pattern and
+	// its params) when the runs break the guard's rule. A passing result
+	// with no Validator means it had nothing to check in these runs (it is
+	// then not listed in "verified").
+	CheckOutputs(ctx context.Context, runs []completion.ValidatorRun) (completion.ValidationResult, error)
 }
 
 // Input is what the stage decides on: the finished iteration.
@@ -435,12 +452,33 @@ func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) 
 	}
 	vr, err := s.cfg.Verifier.Validate(ctx, conds)
 	vr.Checked = append(checked, vr.Checked...)
-	return vr, err
+	if err != nil || !vr.Valid {
+		return vr, err
+	}
+	for _, g := range s.cfg.OutputGuards {
+		r, err := g.CheckOutputs(ctx, vr.Runs)
+		if err != nil {
+			return r, err
+		}
+		if r.Validator != "" || !r.Valid {
+			vr.Checked = append(vr.Checked, g.Name())
+		}
+		if !r.Valid {
+			r.Checked, r.Runs = vr.Checked, vr.Runs
+			return r, nil
+		}
+	}
+	return vr, nil
 }
 
 // guarded reports whether a failed verification came from a guard.
 func (s *Stage) guarded(vr completion.ValidationResult) bool {
 	for _, g := range s.cfg.Guards {
+		if g.Name() == vr.Validator {
+			return true
+		}
+	}
+	for _, g := range s.cfg.OutputGuards {
 		if g.Name() == vr.Validator {
 			return true
 		}

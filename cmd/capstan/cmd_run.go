@@ -250,12 +250,14 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if err != nil {
 		return withExit(exitCodeFor(err), err)
 	}
+	// Announced before Start, which runs the test validators once for the
+	// no-lost-tests baseline.
+	if progress != nil {
+		progress.begin(a.RunID(), def.Definition().Name)
+	}
 	if err := a.Start(ctx); err != nil {
 		a.Stop()
 		return withExit(exitCodeFor(err), err)
-	}
-	if progress != nil {
-		progress.begin(a.RunID(), def.Definition().Name)
 	}
 	a.Run(ctx)
 	res := a.Stop()

@@ -11,6 +11,8 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
 // progressPrinter shows run progress on stderr: a live status line on a
@@ -67,6 +69,10 @@ func (p *progressPrinter) Consume(e event.Event) {
 		if it, ok := e.Data.(*loop.IterationEvent); ok {
 			p.iterationFinished(it)
 		}
+	case testrun.EventBaseline:
+		if b, ok := e.Data.(*testrun.Baseline); ok {
+			p.testBaseline(b)
+		}
 	case event.TextDelta:
 		p.TextDelta(e.Data.(string))
 	case event.TextDiscarded:
@@ -111,6 +117,17 @@ func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
 	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, s.StepID, len(s.ToolsUsed), it.RunUsage.Total(), it.RunCostUSD, check)
 	p.clearStatus()
 	fmt.Fprintln(p.w, line)
+}
+
+// testBaseline prints what a test validator ran before the first
+// iteration.
+func (p *progressPrinter) testBaseline(b *testrun.Baseline) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.progress {
+		return
+	}
+	fmt.Fprintf(p.w, "tests %s\n", runreport.BaselineSummary(*b))
 }
 
 func (p *progressPrinter) end() {

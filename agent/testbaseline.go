@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify/testrun"
+)
+
+// testConditions are the command validators of the run that run tests
+// (config.RunsTests), each once: runner.completion.validators first, then
+// the steps' completionConditions by step id, each with the params of the
+// first condition naming it.
+func (a *Agent) testConditions() []config.CompletionCondition {
+	var out []config.CompletionCondition
+	seen := map[string]bool{}
+	add := func(c config.CompletionCondition) {
+		v, ok := a.reg.Validators[c.Validator]
+		if seen[c.Validator] || !ok || v.Type != "command" || !config.RunsTests(v.Command) {
+			return
+		}
+		seen[c.Validator] = true
+		out = append(out, c)
+	}
+	for _, name := range a.spec.Runner.Completion.Validators {
+		add(config.CompletionCondition{Validator: name})
+	}
+	ids := make([]string, 0, len(a.reg.Steps))
+	for id := range a.reg.Steps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		for _, c := range a.reg.Steps[id].CompletionConditions {
+			add(c)
+		}
+	}
+	return out
+}
+
+// outputGuards are the verdict stage's output guards: no lost tests when
+// a validator runs tests (unless runner.verification.testBaseline is
+// false). Its baselines are set by testBaselines.
+func (a *Agent) outputGuards() []verdict.OutputGuard {
+	if !a.spec.Runner.Verification.TestBaselineOn() || len(a.testConditions()) == 0 {
+		return nil
+	}
+	a.testGuard = &testrun.Guard{Baselines: map[string]*testrun.Baseline{}, Events: a.emit}
+	return []verdict.OutputGuard{a.testGuard}
+}
+
+// testBaselines gives the no-lost-tests guard its baselines: a resumed
+// run's journaled ones, otherwise a run of each test validator now, before
+// the first iteration (the first verification comes after the model has
+// acted, so it cannot serve). It returns the baselines to journal and the
+// warnings to journal with them.
+func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Baseline, []string, error) {
+	g := a.testGuard
+	if g == nil {
+		return nil, nil, nil
+	}
+	var taken []*testrun.Baseline
+	var warnings []string
+	for _, c := range a.testConditions() {
+		if r != nil && r.TestBaselines[c.Validator] != nil {
+			g.Baselines[c.Validator] = r.TestBaselines[c.Validator]
+			continue
+		}
+		run, err := a.rt.verifier.RunCommandValidator(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		b := &testrun.Baseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
+			Truncated: run.Output.Truncated}
+		b.Run, b.Parsed = testrun.ParseOutput(run.Output)
+		if r != nil {
+			warnings = append(warnings, fmt.Sprintf("the resumed run's journal has no test baseline of validator %q; "+
+				"its tests are compared with a run taken now, so a test lost before this resume is not detected", c.Validator))
+		}
+		switch {
+		case !b.Parsed:
+			warnings = append(warnings, fmt.Sprintf("validator %q runs tests, but its output before the first iteration is no test run capstan reads "+
+				"(go test -v, pytest -v, python -m unittest -v, jest --verbose, vitest --reporter=verbose, cargo test): "+
+				"lost tests are not detected for it", c.Validator))
+		case !b.Run.PerTest:
+			warnings = append(warnings, fmt.Sprintf("validator %q does not list its tests one by one (%s): "+
+				"only a run of no test and a drop in the number of tests are detected, not which tests were lost or skipped; "+
+				"see capstan validate for the flag to add", c.Validator, b.Command))
+		}
+		g.Baselines[c.Validator] = b
+		taken = append(taken, b)
+	}
+	return taken, warnings, nil
+}
+
+// emitTestBaselines journals the baselines and their warnings.
+func (a *Agent) emitTestBaselines(bs []*testrun.Baseline, warnings []string) {
+	for _, w := range warnings {
+		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+	}
+	for _, b := range bs {
+		a.emit.Emit(testrun.EventBaseline, b)
+	}
+}

@@ -1,0 +1,95 @@
+package testrun
+
+import "github.com/capstan-dev/capstan/completion"
+
+// Baseline is one test validator's run before the model's first
+// iteration: the payload of the journal's tests.baseline event.
+type Baseline struct {
+	// Validator is the validator's name; Command the command it ran.
+	Validator string `json:"validator"`
+	Command   string `json:"command"`
+	ExitCode  int    `json:"exitCode"`
+	// Parsed says whether the output is a test run Parse reads; when it is
+	// not, the validator's later runs are not compared.
+	Parsed bool `json:"parsed"`
+	// Truncated: the output exceeded the validator's output cap, so the
+	// list of tests may be incomplete and only the zero-tests rule applies.
+	Truncated bool `json:"truncated,omitempty"`
+	Run       Run  `json:"run"`
+}
+
+// Loss is what a run lost against its baseline.
+type Loss struct {
+	// Pattern is the failure pattern of the first rule broken, in this
+	// order: completion.PatternTestsNoneRun, PatternTestsDisappeared,
+	// PatternTestsSkipped, PatternTestsCountDropped.
+	Pattern string `json:"pattern"`
+	// Disappeared are tests that ran in the baseline and are not in this
+	// run; Skipped those that ran then and are skipped now.
+	Disappeared []string `json:"disappeared,omitempty"`
+	Skipped     []string `json:"skipped,omitempty"`
+	// BaselineRan and Ran are the numbers of tests that ran (passed or
+	// failed); -1 when not known.
+	BaselineRan int `json:"baselineRan"`
+	Ran         int `json:"ran"`
+}
+
+// Compare checks a later run of a validator against its baseline. ok is
+// false when the run is no test run Parse reads (it then ran no test).
+// The rules: a run that executes no test fails; every test that ran in
+// the baseline (passed or failed) must still be listed, and not as
+// skipped; the number of tests that ran must not drop.
+//
+// Compare reads what the test process printed. Code under test can print
+// fake result lines (an init function, a TestMain, a conftest hook) and
+// exit 0 before any test runs; the run then looks complete. Protected
+// test files close the easy routes to that (TestMain, conftest.py), not
+// the package under test: held-out tests the model never sees are the
+// answer for tasks where that matters.
+func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
+	l := Loss{BaselineRan: -1, Ran: -1}
+	if b.Run.Counted {
+		l.BaselineRan = b.Run.Ran()
+	}
+	switch {
+	case ok && now.Counted:
+		l.Ran = now.Ran()
+	case ok && b.Run.PerTest && len(now.Tests) == 0:
+		// The same command listed its tests one by one before; listing
+		// none now means none ran (go test -v whose binary exited early).
+		l.Ran = 0
+	}
+	if !ok || l.Ran == 0 {
+		l.Pattern, l.Ran = completion.PatternTestsNoneRun, 0
+		return l, true
+	}
+	if !b.Truncated {
+		// A baseline without -v lists only its failures: those must not
+		// be lost either.
+		cur := now.Outcomes()
+		for _, t := range b.Run.Tests {
+			if t.Outcome == Skipped {
+				continue
+			}
+			switch o, listed := cur[t.Name]; {
+			// The same command listed every test before: a test it does
+			// not list now is gone, whatever a summary line claims.
+			case !listed && (now.PerTest || b.Run.PerTest):
+				l.Disappeared = append(l.Disappeared, t.Name)
+			case listed && o == Skipped:
+				l.Skipped = append(l.Skipped, t.Name)
+			}
+		}
+	}
+	switch {
+	case len(l.Disappeared) > 0:
+		l.Pattern = completion.PatternTestsDisappeared
+	case len(l.Skipped) > 0:
+		l.Pattern = completion.PatternTestsSkipped
+	case l.BaselineRan >= 0 && l.Ran >= 0 && l.Ran < l.BaselineRan:
+		l.Pattern = completion.PatternTestsCountDropped
+	default:
+		return l, false
+	}
+	return l, true
+}

@@ -1,0 +1,117 @@
+package testrun
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/verify/honest"
+)
+
+func goV(lines ...string) string {
+	return "=== RUN   TestX\n" + strings.Join(lines, "\n") + "\nok  \texample.com/app\t0.001s\n"
+}
+
+func baselineOf(t *testing.T, out string) *Baseline {
+	t.Helper()
+	r, ok := Parse(out)
+	if !ok {
+		t.Fatalf("baseline %q not parsed", out)
+	}
+	return &Baseline{Validator: "tests", Command: "go test -v ./...", Parsed: true, Run: r}
+}
+
+func TestCompareRules(t *testing.T) {
+	base := baselineOf(t, goV("--- FAIL: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)", "--- SKIP: TestLater (0.00s)"))
+	for _, c := range []struct {
+		name, now   string
+		pattern     string
+		disappeared []string
+		skipped     []string
+	}{
+		{"fixed", goV("--- PASS: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)", "--- SKIP: TestLater (0.00s)"), "", nil, nil},
+		{"a new test and a skipped one run now", goV("--- PASS: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)", "--- PASS: TestLater (0.00s)", "--- PASS: TestNew (0.00s)"), "", nil, nil},
+		{"output of no test runner", "all fine\n", completion.PatternTestsNoneRun, nil, nil},
+		{"no test files", "?   \texample.com/app\t[no test files]\n", completion.PatternTestsNoneRun, nil, nil},
+		{"binary exited before any test", "ok  \texample.com/app\t0.001s\n", completion.PatternTestsNoneRun, nil, nil},
+		{"failing test deleted", goV("--- PASS: TestSub (0.00s)", "--- PASS: TestOther (0.00s)"), completion.PatternTestsDisappeared, []string{"example.com/app.TestAdd"}, nil},
+		{"failing test skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"), completion.PatternTestsSkipped, nil, []string{"example.com/app.TestAdd"}},
+		{"deleted beats skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestNew (0.00s)"), completion.PatternTestsDisappeared, []string{"example.com/app.TestSub"}, []string{"example.com/app.TestAdd"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now, ok := Parse(c.now)
+			l, lost := Compare(base, now, ok)
+			if lost != (c.pattern != "") || l.Pattern != c.pattern || !slices.Equal(l.Disappeared, c.disappeared) || !slices.Equal(l.Skipped, c.skipped) {
+				t.Fatalf("lost=%v %+v", lost, l)
+			}
+		})
+	}
+}
+
+// Runners that print counts only: the number of tests that ran must not
+// drop, and zero is a failure.
+func TestCompareCounts(t *testing.T) {
+	base := baselineOf(t, "1 failed, 1 passed in 0.01s\n")
+	for now, pattern := range map[string]string{
+		"2 passed in 0.01s\n":             "",
+		"3 passed in 0.01s\n":             "",
+		"1 passed, 1 skipped in 0.01s\n":  completion.PatternTestsCountDropped,
+		"1 passed, 1 deselected in 0.01s": completion.PatternTestsCountDropped,
+		"no tests ran in 0.01s\n":         completion.PatternTestsNoneRun,
+		"2 skipped in 0.01s\n":            completion.PatternTestsNoneRun,
+	} {
+		r, ok := Parse(now)
+		if l, _ := Compare(base, r, ok); l.Pattern != pattern {
+			t.Errorf("%q: %+v, want %q", now, l, pattern)
+		}
+	}
+	// A baseline that ran no test still fails a run that runs none.
+	zero := baselineOf(t, "no tests ran in 0.01s\n")
+	r, ok := Parse("no tests ran in 0.01s\n")
+	if l, lost := Compare(zero, r, ok); !lost || l.Pattern != completion.PatternTestsNoneRun {
+		t.Fatalf("%+v", l)
+	}
+}
+
+// A forged summary does not hide a test that a per-test baseline listed.
+func TestCompareForgedSummary(t *testing.T) {
+	base := baselineOf(t, "tests/t.py::test_a FAILED [50%]\ntests/t.py::test_b PASSED [100%]\n1 failed, 1 passed in 0.01s\n")
+	now, ok := Parse("tests/t.py::test_b PASSED [100%]\n===== 99 passed in 0.01s =====\n")
+	l, lost := Compare(base, now, ok)
+	if !lost || l.Pattern != completion.PatternTestsDisappeared || !slices.Equal(l.Disappeared, []string{"tests/t.py::test_a"}) {
+		t.Fatalf("%+v", l)
+	}
+}
+
+type events struct{ types []string }
+
+func (e *events) Emit(typ string, _ any) { e.types = append(e.types, typ) }
+
+func TestGuardChecksRunsWithABaseline(t *testing.T) {
+	ev := &events{}
+	g := &Guard{Baselines: map[string]*Baseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)"))}, Events: ev}
+	out := func(s string) completion.ValidatorOutput { return completion.ValidatorOutput{Stdout: s} }
+	// Runs of validators without a baseline are not compared.
+	vr, err := g.CheckOutputs(context.Background(), []completion.ValidatorRun{{Validator: "lint", Command: "golangci-lint run", Output: out("")}})
+	if err != nil || !vr.Valid || vr.Validator != "" || len(ev.types) != 0 {
+		t.Fatalf("%+v %v %v", vr, err, ev.types)
+	}
+	vr, err = g.CheckOutputs(context.Background(), []completion.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
+		Output: out("?   \texample.com/app\t[no test files]\n")}})
+	if err != nil || vr.Valid || vr.Validator != GuardName || vr.Pattern != completion.PatternTestsNoneRun ||
+		!strings.Contains(vr.Params["restore"].(string), honest.Marker) || vr.Params["testCommand"] != "go test -v ./..." ||
+		vr.Params["baselineCount"] != "1" || vr.Params["currentCount"] != "0" {
+		t.Fatalf("%+v %v", vr, err)
+	}
+	if !slices.Equal(ev.types, []string{EventCompare}) {
+		t.Fatalf("events %v", ev.types)
+	}
+	// A timed-out run is no test run.
+	vr, _ = g.CheckOutputs(context.Background(), []completion.ValidatorRun{{Validator: "tests",
+		Output: completion.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), TimedOut: true}}})
+	if vr.Valid || vr.Pattern != completion.PatternTestsNoneRun {
+		t.Fatalf("%+v", vr)
+	}
+}

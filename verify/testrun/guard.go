@@ -1,0 +1,139 @@
+package testrun
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify/honest"
+)
+
+// GuardName is the name the no-lost-tests check reports under
+// (completion.check's "verified", the retry prompt's validator).
+const GuardName = "no-lost-tests"
+
+// Journal types of the baseline and of each comparison.
+const (
+	// EventBaseline is tests.baseline (payload Baseline), journaled once
+	// per test validator when the run starts.
+	EventBaseline = "tests.baseline"
+	// EventCompare is tests.compare (payload Comparison), journaled each
+	// time a test validator's run is compared with its baseline.
+	EventCompare = "tests.compare"
+)
+
+// Comparison is the payload of a tests.compare event.
+type Comparison struct {
+	Validator string `json:"validator"`
+	// Parsed is false when the run's output is no test run (no test ran).
+	Parsed bool `json:"parsed"`
+	// Counted says whether the counts are known (see Run.Counted).
+	Counted bool `json:"counted"`
+	Passed  int  `json:"passed"`
+	Failed  int  `json:"failed"`
+	Skipped int  `json:"skipped"`
+	// Loss is what the run lost; nil when it lost nothing.
+	Loss *Loss `json:"loss,omitempty"`
+}
+
+// Guard compares the runs of test validators with their baselines in the
+// verdict stage, after the validators passed.
+type Guard struct {
+	// Baselines are the test validators' baselines by validator name.
+	Baselines map[string]*Baseline
+	// Events receives a tests.compare event per comparison (nil = dropped).
+	Events journal.Emitter
+}
+
+// Name implements verdict.OutputGuard.
+func (g *Guard) Name() string { return GuardName }
+
+// CheckOutputs implements verdict.OutputGuard: the first run that lost
+// tests against its baseline fails, with the pattern of the rule it broke
+// and the params disappearedTests, skippedTests, baselineCount,
+// currentCount, testCommand and restore. When no run has a baseline the
+// result passes with no Validator (nothing was checked).
+func (g *Guard) CheckOutputs(_ context.Context, runs []completion.ValidatorRun) (completion.ValidationResult, error) {
+	compared := false
+	for _, r := range runs {
+		b := g.Baselines[r.Validator]
+		if b == nil || !b.Parsed {
+			continue
+		}
+		compared = true
+		now, ok := ParseOutput(r.Output)
+		loss, lost := Compare(b, now, ok)
+		c := Comparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped}
+		if lost {
+			c.Loss = &loss
+		}
+		if g.Events != nil {
+			g.Events.Emit(EventCompare, c)
+		}
+		if !lost {
+			continue
+		}
+		return completion.ValidationResult{Validator: GuardName, Pattern: loss.Pattern, Params: params(loss, b, r)}, nil
+	}
+	if !compared {
+		return completion.ValidationResult{Valid: true}, nil
+	}
+	return completion.ValidationResult{Valid: true, Validator: GuardName}, nil
+}
+
+func params(l Loss, b *Baseline, r completion.ValidatorRun) map[string]any {
+	p := map[string]any{
+		"testCommand":   r.Command,
+		"baselineCount": count(l.BaselineRan),
+		"currentCount":  count(l.Ran),
+		"restore": fmt.Sprintf("Before your first change, `%s` ran %s. %s"+
+			"Do not delete, rename, skip or deselect tests, or keep them from being collected "+
+			"(in test files, helpers, configuration or the code under test). Restore them, then make them pass by fixing the code under test. "+
+			"If the task cannot be done without that, say so: end your answer with a line starting %s and your reason, then your evidence.",
+			b.Command, tests(l.BaselineRan), rule(l.BaselineRan), honest.Marker),
+	}
+	if len(l.Disappeared) > 0 {
+		p["disappearedTests"] = l.Disappeared
+	}
+	if len(l.Skipped) > 0 {
+		p["skippedTests"] = l.Skipped
+	}
+	return p
+}
+
+func rule(baseline int) string {
+	if baseline == 0 {
+		return "A run that executes no test verifies nothing: the command must run tests. "
+	}
+	return "Every test that ran then must still run, unskipped, and the command must run at least as many tests. "
+}
+
+func count(n int) string {
+	if n < 0 {
+		return "unknown (the output does not list or count its tests)"
+	}
+	return fmt.Sprint(n)
+}
+
+func tests(n int) string {
+	switch {
+	case n < 0:
+		return "tests"
+	case n == 1:
+		return "1 test"
+	}
+	return fmt.Sprintf("%d tests", n)
+}
+
+// ParseOutput is Parse of a validator's stdout and stderr together. A
+// timed-out run is no test run.
+func ParseOutput(o completion.ValidatorOutput) (Run, bool) {
+	if o.TimedOut {
+		return Run{}, false
+	}
+	if o.Stderr != "" {
+		return Parse(o.Stdout + "\n" + o.Stderr)
+	}
+	return Parse(o.Stdout)
+}
