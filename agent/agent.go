@@ -141,6 +141,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, e
 	}
 	a := &Agent{def: def, spec: def.Definition(), reg: def.Registry(), opts: opts, state: Created, workDir: wd}
+	if err := applyLimits(a.spec, a.reg, opts); err != nil {
+		return nil, err
+	}
 	a.model = opts.Model
 	if a.model == "" {
 		a.model = def.Definition().Runner.Model
@@ -277,7 +280,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
 		Definition: a.snapshotRecord,
 		Options: &RunOptions{BaseURL: a.bridgeCfg.BaseURL, Endpoint: Endpoint(a.model, a.bridgeCfg.BaseURL, a.opts.Getenv),
-			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter}}
+			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
+			RunTimeout: a.opts.RunTimeout, MaxTokens: a.opts.MaxTokens, MaxCostUSD: a.opts.MaxCostUSD,
+			MaxTurns: a.opts.MaxTurns, StepLoopLimit: a.opts.StepLoopLimit}}
 	if r := a.opts.Resume; r != nil {
 		if err := a.restore(r); err != nil {
 			return err
@@ -348,11 +353,11 @@ func (a *Agent) Run(ctx context.Context) *Result {
 		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
 	}
 	a.mu.Unlock()
-	b := a.spec.Runner.Budgets
+	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
 	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
 		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
-	if a.opts.MaxIterations > 0 {
-		budgets.MaxIterations = a.opts.MaxIterations
+	if a.opts.RunTimeout > 0 {
+		budgets.Timeout = a.opts.RunTimeout
 	}
 	if sink := a.emit.ModelOutput(); sink != nil {
 		ctx = llm.WithStreamSink(ctx, sink)
