@@ -367,7 +367,7 @@ func (a *Agent) Run(ctx context.Context) *Result {
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
 	}
-	return a.finish(l.Run(ctx, a.rc))
+	return a.finish(a.flow.noReplyForRetry(l.Run(ctx, a.rc)))
 }
 
 func (a *Agent) finish(lr *loop.Result) *Result {
