@@ -109,10 +109,24 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 // when it was loaded from a definition.Snapshot, the run keeps that
 // snapshot with its journal and records its digests in run.start.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
+	if cfg.Agent == nil && cfg.Definition != nil {
+		var err error
+		if cfg, err = Define(cfg); err != nil {
+			return nil, err
+		}
+	}
 	opts := cfg
 	def := cfg.Agent
 	if def == nil {
-		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
+		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
+		e.Hint = "load an agent folder with agent.Load, or set Config.Definition and Config.Registry"
+		return nil, e
+	}
+	if cfg.Definition != nil {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"Config.Agent and Config.Definition are both set")
+		e.Hint = "build the agent from a folder (Load) or from Go values (Definition, Registry, Prompts), not both"
+		return nil, e
 	}
 	if opts.Bridge != nil && len(opts.Tools) > 0 {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"io/fs"
 	"math"
 	"strings"
 	"time"
@@ -18,13 +19,27 @@ import (
 	"github.com/capstan-dev/capstan/tool"
 )
 
-// Config is everything an agent is built from. Agent — the validated
-// definition, from config.LoadAndValidate (an agent folder) or
-// config.NewAgent (Go values) — is required; every other field is a Go
-// value that adds to it or overrides it.
+// Config is everything an agent is built from: the definition — an agent
+// folder (Load fills Agent) or Go values (Definition, Registry, Prompts,
+// Files; Define or New fill Agent) — and Go values that add to it or
+// override it (tools, validators, completion handlers, limits, events).
 type Config struct {
-	// Agent is the validated agent definition.
+	// Agent is the validated agent definition: from Load (an agent
+	// folder), Define (Go values), or set by New from Definition,
+	// Registry, Prompts and Files when nil.
 	Agent *config.Agent
+	// Definition and Registry are agent.json and steps_registry.json as
+	// Go values: the agent built without a folder (see Define). Give them
+	// or Agent, not both.
+	Definition *config.Definition
+	Registry   *config.Registry
+	// Prompts are the prompt texts of an agent built from Go values.
+	Prompts Prompts
+	// Files are the other files of an agent built from Go values — JSON
+	// Schemas under schemas/, script files of the script provider, skills,
+	// prompt files — with paths relative to the (absent) agent folder,
+	// e.g. an embed.FS. A prompt of Prompts wins over a file at its path.
+	Files fs.FS
 	// WorkDir is where the agent acts (default: the current directory).
 	WorkDir string
 	// Store keeps the run journal (zero = journal.OpenStore(Getenv): the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -239,12 +238,7 @@ func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
 	return o, nil
 }
 
-func (f *flow) rel(p string) string {
-	if r, err := filepath.Rel(f.a.def.Dir(), p); err == nil {
-		return r
-	}
-	return p
-}
+func (f *flow) rel(p string) string { return f.a.prompts.Rel(p) }
 
 // After implements loop.Flow: the verdict stage decides what the
 // iteration means, and the flow schedules its retry prompt.

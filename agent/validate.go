@@ -90,7 +90,7 @@ func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Co
 
 // checkPrompts resolves every step prompt and every declared retry prompt.
 func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
-	if dir == "" || reg == nil {
+	if (dir == "" && def.FS() == nil) || reg == nil {
 		return nil
 	}
 	r := newPromptResolver(dir, def, reg)
