@@ -67,6 +67,12 @@ type Config struct {
 	// name: runner.completion {"type": "custom", "handler": NAME} uses
 	// CompletionHandlers[NAME] (before completion.RegisterHandler's).
 	CompletionHandlers map[string]completion.HandlerFactory
+	// Completion is this agent's completion handler as a Go value:
+	// runner.completion {"type": "custom"} without a handler name uses it
+	// (runner.completion.validators still verify every completion it
+	// reports). Giving it while runner.completion does not use it is
+	// CONFIG_INVALID.
+	Completion completion.Handler
 	// MaxIterations overrides runner.budgets.maxIterations when > 0.
 	MaxIterations int
 	// RunTimeout overrides runner.budgets.timeoutSeconds when > 0: the

@@ -67,19 +67,22 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		errs = append(errs, e)
 	}
 	h, err := completion.FromConfig(spec.Runner.Completion, completion.Deps{
-		HasValidator: rt.verifier.Has,
-		Handlers:     cfg.CompletionHandlers,
-		WorkDir:      env.workDir,
-		Params:       env.vars,
-		File:         config.AgentFile,
+		HasValidator:   rt.verifier.Has,
+		ValidatorNames: names,
+		RegistryFile:   regFile,
+		Handlers:       cfg.CompletionHandlers,
+		Handler:        cfg.Completion,
+		WorkDir:        env.workDir,
+		Params:         env.vars,
+		File:           config.AgentFile,
 	})
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, unjoin(err)...)
 	}
 	rt.completion = h
 	m, err := step.NewMachine(*reg, step.Options{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, unjoin(err)...)
 	}
 	rt.machine = m
 	if len(errs) > 0 {
@@ -102,4 +105,12 @@ func withAgentDir(dir string, errs []error) error {
 		return errs[0]
 	}
 	return errors.Join(errs...)
+}
+
+// unjoin splits an errors.Join of problems into the problems.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

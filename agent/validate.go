@@ -71,12 +71,7 @@ func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Co
 	if err == nil {
 		return nil
 	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
+	errs := unjoin(err)
 	out := make([]config.Problem, 0, len(errs))
 	for _, e := range errs {
 		p := config.ProblemFromError(e)

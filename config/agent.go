@@ -120,7 +120,8 @@ func check(fsys fs.FS, dir string, opts ValidateOptions) (*Definition, *Registry
 }
 
 // ProblemFromError turns an error into an error-severity Problem, keeping
-// the code, file, pointer, position and hint of an *agenterr.Error.
+// the code, file, pointer, position and hint of an *agenterr.Error (the
+// problem code of a RuleError).
 func ProblemFromError(err error) Problem {
 	e := agenterr.From(err)
 	if e == nil {
@@ -130,7 +131,11 @@ func ProblemFromError(err error) Problem {
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
-	return Problem{Code: e.Code, Severity: SeverityError, File: e.File, Pointer: e.Pointer,
+	code := e.Code
+	if rule := ruleOf(err); rule != "" {
+		code = rule
+	}
+	return Problem{Code: code, Severity: SeverityError, File: e.File, Pointer: e.Pointer,
 		Line: e.Line, Column: e.Column, Message: msg, Hint: e.Hint}
 }
 

@@ -90,7 +90,7 @@ func Codes() []CodeInfo {
 		{"SR-SUBSTEP-MISSING", e, "a subSteps entry is not a step"},
 		{"SR-SUBSTEP-PARALLEL", e, "sequential is false (parallel sub-steps are out of scope)"},
 		{"SR-SUBSTEP-CYCLE", e, "a step contains itself through subSteps"},
-		{"SR-SUBSTEP-ORPHAN", w, "a step of type subStep is in no step's subSteps"},
+		{"SR-SUBSTEP-ORPHAN", e, "a step of type subStep is in no step's subSteps"},
 		{"SR-CONDITION-VALIDATOR", e, "a completionConditions validator does not exist"},
 		{"SR-VALIDATOR-FIELD", e, "a validator lacks the field its type needs (command, path, handler)"},
 		{"SR-VALIDATOR-UNUSED", w, "a validator is referenced nowhere, so it never runs"},
