@@ -166,7 +166,8 @@ func (m *Machine) validate() error {
 	stepHint := "use one of the step ids (known: " + strings.Join(m.ids(), ", ") + ")"
 	exists := func(id string) bool { _, ok := m.reg.Steps[id]; return ok }
 	if !exists(m.reg.EntryStep) {
-		rule("SR-ENTRY-STEP", "/entryStep", stepHint, "entryStep %q is not a step", m.reg.EntryStep)
+		rule("SR-ENTRY-STEP", "/entryStep", "set entryStep to one of the step ids (known: "+strings.Join(m.ids(), ", ")+")",
+			"entryStep %q is not a step", m.reg.EntryStep)
 	} else if m.reg.Steps[m.reg.EntryStep].Type == TypeSubStep {
 		bad("/entryStep", "start at a normal or gateway step", "entryStep %q is a subStep", m.reg.EntryStep)
 	}
