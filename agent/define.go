@@ -73,6 +73,14 @@ func Define(cfg Config) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	for _, name := range []string{config.AgentFile, path.Clean(registryFile(&def))} {
+		if _, ok := files[name]; ok {
+			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"Config.Files holds %s, but an agent built from Go values is defined by Config.Definition and Config.Registry", name)
+			e.Hint = "leave agent.json and the steps registry out of Files, or load the agent folder with agent.Load"
+			return cfg, e
+		}
+	}
 	if err := cfg.Prompts.place(&def, cfg.Registry, files); err != nil {
 		return cfg, err
 	}

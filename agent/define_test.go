@@ -133,6 +133,12 @@ func TestGoValuesAreValidatedLikeFiles(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 
+	withFolder := cfg
+	withFolder.Files = fstest.MapFS{"agent.json": {Data: []byte("{}")}}
+	if _, err := New(ctx, withFolder); agenterr.CodeOf(err) != agenterr.CodeConfigurationValidation || !strings.Contains(err.Error(), "Config.Files holds agent.json") {
+		t.Fatalf("agent.json in Files: %v", err)
+	}
+
 	both, err := Load(verdictAgent(t, `{"type": "keyword", "keyword": "DONE"}`, "", liarScript), cfg)
 	if err != nil {
 		t.Fatal(err)
