@@ -138,12 +138,18 @@ func (p Prompts) place(def *config.Definition, reg *config.Registry, files map[s
 		e.Hint = hint
 		errs = append(errs, e)
 	}
-	put := func(file, text string) { files[path.Join(base, file)] = []byte(text) }
+	put := func(file, text string) {
+		if p := path.Join(base, file); fs.ValidPath(p) {
+			files[p] = []byte(text)
+		} // else: validation reports the prompts base outside the agent folder
+	}
 	if p.System != "" {
 		if def.Runner.SystemPromptPath == "" {
 			def.Runner.SystemPromptPath = path.Join(base, "system.md")
 		}
-		files[path.Clean(def.Runner.SystemPromptPath)] = []byte(p.System)
+		if sp := path.Clean(def.Runner.SystemPromptPath); fs.ValidPath(sp) {
+			files[sp] = []byte(p.System)
+		} // else: validation reports the path outside the agent folder
 	}
 	ids := sortedIDs(reg.Steps)
 	knownSteps := "the registry's steps: " + strings.Join(ids, ", ")

@@ -147,3 +147,27 @@ func TestGoValuesAreValidatedLikeFiles(t *testing.T) {
 		t.Fatalf("Agent and Definition both set: %v", err)
 	}
 }
+
+// TestGoValuesPathsOutsideAreValidationProblems: a prompts base or system
+// prompt path that leaves the (absent) agent folder is reported by
+// validation with its code, like in a folder.
+func TestGoValuesPathsOutsideAreValidationProblems(t *testing.T) {
+	cfg := goValuesOf(t, verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", liarScript))
+	cfg.Definition.Runner.Prompts.Base = "../elsewhere"
+	cfg.Definition.Runner.SystemPromptPath = "/etc/system.md"
+	cfg.Prompts.System = "You are a test."
+	_, err := Define(cfg)
+	var ve *config.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	n := 0
+	for _, p := range ve.Problems() {
+		if p.Code == "AC-PATH-OUTSIDE" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("want AC-PATH-OUTSIDE for the base and the system prompt: %v", ve.Problems())
+	}
+}
