@@ -171,3 +171,27 @@ func TestGoValuesPathsOutsideAreValidationProblems(t *testing.T) {
 		t.Fatalf("want AC-PATH-OUTSIDE for the base and the system prompt: %v", ve.Problems())
 	}
 }
+
+// TestGoValuesResume: a run of an agent built from Go values is resumed
+// from Go with the same values; it continues where it stopped.
+func TestGoValuesResume(t *testing.T) {
+	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`,
+		`"onFailure": {"action": "retry", "maxAttempts": 3}`, "turns:\n  - text: \"DONE\"\n"+strings.TrimPrefix(honestScript, "turns:\n"))
+	wd := t.TempDir()
+	cfg := goValuesOf(t, dir)
+	cfg.WorkDir, cfg.MaxIterations = wd, 1
+	first := runToEnd(t, nil, cfg)
+	if first.Success || first.CompletionReason != "max_iterations" {
+		t.Fatalf("first run: %s %q", first.CompletionReason, first.Reason)
+	}
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := goValuesOf(t, dir)
+	again.WorkDir, again.Resume = wd, rec
+	res := runToEnd(t, nil, again)
+	if !res.Success || res.RunID != first.RunID || res.Iterations != 2 || !strings.Contains(res.Reason, "verified by out-exists") {
+		t.Fatalf("resumed: %s %q after %d iterations (run %s, first %s)", res.CompletionReason, res.Reason, res.Iterations, res.RunID, first.RunID)
+	}
+}
