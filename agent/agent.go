@@ -118,10 +118,24 @@ func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, e
 // when it was loaded from a definition.Snapshot, the run keeps that
 // snapshot with its journal and records its digests in run.start.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
+	if cfg.Agent == nil && cfg.Definition != nil {
+		var err error
+		if cfg, err = Define(cfg); err != nil {
+			return nil, err
+		}
+	}
 	opts := cfg
 	def := cfg.Agent
 	if def == nil {
-		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
+		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
+		e.Hint = "load an agent folder with agent.Load, or set Config.Definition and Config.Registry"
+		return nil, e
+	}
+	if cfg.Definition != nil {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"Config.Agent and Config.Definition are both set")
+		e.Hint = "build the agent from a folder (Load) or from Go values (Definition, Registry, Prompts), not both"
+		return nil, e
 	}
 	if opts.Bridge != nil && len(opts.Tools) > 0 {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
@@ -150,6 +164,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, e
 	}
 	a := &Agent{def: def, spec: def.Definition(), reg: def.Registry(), opts: opts, state: Created, workDir: wd}
+	if err := applyLimits(a.spec, a.reg, opts); err != nil {
+		return nil, err
+	}
 	a.model = opts.Model
 	if a.model == "" {
 		a.model = def.Definition().Runner.Model
@@ -290,7 +307,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
 		Definition: a.snapshotRecord,
 		Options: &RunOptions{BaseURL: a.bridgeCfg.BaseURL, Endpoint: Endpoint(a.model, a.bridgeCfg.BaseURL, a.opts.Getenv),
-			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter}}
+			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
+			RunTimeout: a.opts.RunTimeout, MaxTokens: a.opts.MaxTokens, MaxCostUSD: a.opts.MaxCostUSD,
+			MaxTurns: a.opts.MaxTurns, StepLoopLimit: a.opts.StepLoopLimit}}
 	if r := a.opts.Resume; r != nil {
 		if err := a.restore(r); err != nil {
 			return err
@@ -366,11 +385,11 @@ func (a *Agent) Run(ctx context.Context) *Result {
 		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
 	}
 	a.mu.Unlock()
-	b := a.spec.Runner.Budgets
+	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
 	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
 		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
-	if a.opts.MaxIterations > 0 {
-		budgets.MaxIterations = a.opts.MaxIterations
+	if a.opts.RunTimeout > 0 {
+		budgets.Timeout = a.opts.RunTimeout
 	}
 	if sink := a.emit.ModelOutput(); sink != nil {
 		ctx = llm.WithStreamSink(ctx, sink)
@@ -380,7 +399,7 @@ func (a *Agent) Run(ctx context.Context) *Result {
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
 	}
-	lr := l.Run(ctx, a.rc)
+	lr := a.flow.noReplyForRetry(l.Run(ctx, a.rc))
 	if lr.Success {
 		var last *iteration.Summary
 		if n := len(lr.Summaries); n > 0 {

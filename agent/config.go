@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"io/fs"
+	"math"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
@@ -15,13 +19,27 @@ import (
 	"github.com/capstan-dev/capstan/tool"
 )
 
-// Config is everything an agent is built from. Agent — the validated
-// definition, from config.LoadAndValidate (an agent folder) or
-// config.NewAgent (Go values) — is required; every other field is a Go
-// value that adds to it or overrides it.
+// Config is everything an agent is built from: the definition — an agent
+// folder (Load fills Agent) or Go values (Definition, Registry, Prompts,
+// Files; Define or New fill Agent) — and Go values that add to it or
+// override it (tools, validators, completion handlers, limits, events).
 type Config struct {
-	// Agent is the validated agent definition.
+	// Agent is the validated agent definition: from Load (an agent
+	// folder), Define (Go values), or set by New from Definition,
+	// Registry, Prompts and Files when nil.
 	Agent *config.Agent
+	// Definition and Registry are agent.json and steps_registry.json as
+	// Go values: the agent built without a folder (see Define). Give them
+	// or Agent, not both.
+	Definition *config.Definition
+	Registry   *config.Registry
+	// Prompts are the prompt texts of an agent built from Go values.
+	Prompts Prompts
+	// Files are the other files of an agent built from Go values — JSON
+	// Schemas under schemas/, script files of the script provider, skills,
+	// prompt files — with paths relative to the (absent) agent folder,
+	// e.g. an embed.FS. A prompt of Prompts wins over a file at its path.
+	Files fs.FS
 	// WorkDir is where the agent acts (default: the current directory).
 	WorkDir string
 	// Store keeps the run journal (zero = journal.OpenStore(Getenv): the
@@ -49,8 +67,29 @@ type Config struct {
 	// name: runner.completion {"type": "custom", "handler": NAME} uses
 	// CompletionHandlers[NAME] (before completion.RegisterHandler's).
 	CompletionHandlers map[string]completion.HandlerFactory
+	// Completion is this agent's completion handler as a Go value:
+	// runner.completion {"type": "custom"} without a handler name uses it
+	// (runner.completion.validators still verify every completion it
+	// reports). Giving it while runner.completion does not use it is
+	// CONFIG_INVALID.
+	Completion completion.Handler
 	// MaxIterations overrides runner.budgets.maxIterations when > 0.
 	MaxIterations int
+	// RunTimeout overrides runner.budgets.timeoutSeconds when > 0: the
+	// run's wall-clock limit.
+	RunTimeout time.Duration
+	// MaxTokens overrides runner.budgets.maxTokens when > 0: the run's
+	// input+output token limit.
+	MaxTokens int64
+	// MaxCostUSD overrides runner.budgets.maxCostUsd when > 0: the run's
+	// cost limit in USD.
+	MaxCostUSD float64
+	// MaxTurns overrides runner.boundaries.maxTurns when > 0: the model
+	// turns (tool-call round trips) of one iteration.
+	MaxTurns int
+	// StepLoopLimit overrides the registry's stepLoopLimit when > 0: how
+	// many times in a row one step may run before STEP_LOOP_LIMIT.
+	StepLoopLimit int
 	// Timeouts override runner.requests' timeouts field by field (zero
 	// fields keep them).
 	Timeouts retry.Timeouts
@@ -104,4 +143,49 @@ func Load(dir string, cfg Config) (Config, error) {
 	}
 	cfg.Agent = def
 	return cfg, nil
+}
+
+// applyLimits writes cfg's limits (MaxIterations, MaxTokens, MaxCostUSD,
+// MaxTurns, StepLoopLimit; RunTimeout is applied by Run, which needs its
+// sub-second precision) over the agent's copies of its
+// definition and registry, so that every part of the run reads them where
+// it reads agent.json's and steps_registry.json's: a limit given in Go acts
+// exactly like the same limit in the files. A negative limit is
+// CONFIG_INVALID.
+func applyLimits(spec *config.Definition, reg *config.Registry, cfg Config) error {
+	var bad []string
+	neg := func(name string, negative bool) {
+		if negative {
+			bad = append(bad, name)
+		}
+	}
+	neg("MaxIterations", cfg.MaxIterations < 0)
+	neg("RunTimeout", cfg.RunTimeout < 0)
+	neg("MaxTokens", cfg.MaxTokens < 0)
+	neg("MaxCostUSD", cfg.MaxCostUSD < 0 || math.IsNaN(cfg.MaxCostUSD) || math.IsInf(cfg.MaxCostUSD, 0))
+	neg("MaxTurns", cfg.MaxTurns < 0)
+	neg("StepLoopLimit", cfg.StepLoopLimit < 0)
+	if len(bad) > 0 {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"agent.Config: %s must not be negative", strings.Join(bad, ", "))
+		e.Hint = "use 0 to keep the definition's limit, or a positive limit"
+		return e
+	}
+	b := &spec.Runner.Budgets
+	if cfg.MaxIterations > 0 {
+		b.MaxIterations = cfg.MaxIterations
+	}
+	if cfg.MaxTokens > 0 {
+		b.MaxTokens = cfg.MaxTokens
+	}
+	if cfg.MaxCostUSD > 0 {
+		b.MaxCostUSD = cfg.MaxCostUSD
+	}
+	if cfg.MaxTurns > 0 {
+		spec.Runner.Boundaries.MaxTurns = cfg.MaxTurns
+	}
+	if cfg.StepLoopLimit > 0 {
+		reg.StepLoopLimit = cfg.StepLoopLimit
+	}
+	return nil
 }

@@ -16,7 +16,8 @@ import (
 
 // TestWhatValidatesBuilds: validate and New share the code that turns the
 // files into runtime objects, so every agent folder of the repository (the
-// examples) and of this package's tests that validates also builds.
+// examples) and of this package's tests that validates also builds, and so
+// does each verdict test agent given as Go values (Define).
 func TestWhatValidatesBuilds(t *testing.T) {
 	dirs := map[string]string{
 		"basic":       basicAgent(t, "turns:\n  - text: ALL_DONE\n", ""),
@@ -64,6 +65,17 @@ func TestWhatValidatesBuilds(t *testing.T) {
 	}
 	if built < len(completionTypes)+2 {
 		t.Fatalf("only %d agents validated and built", built)
+	}
+	// The same agents as Go values validate and build too.
+	for _, ct := range completionTypes {
+		cfg := goValuesOf(t, verdictAgent(t, ct.js, ct.step, liarScript))
+		cfg.WorkDir = t.TempDir()
+		a, err := New(ctx, cfg)
+		if err != nil {
+			t.Errorf("%s as Go values: %v", ct.typ, err)
+			continue
+		}
+		a.Stop()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing/fstest"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
@@ -39,54 +40,43 @@ func (loudFile) Validate(_ context.Context, req completion.CustomRequest) (compl
 	return completion.CustomResult{Valid: true}, nil
 }
 
-// An agent built from Go values: the definition, a custom tool and a
-// custom validator are Go values; the step prompt and the scripted model
-// replies are the only files. The model says DONE; capstan completes the
+// An agent built from Go values, without an agent folder: the definition,
+// its step, the step's prompt, a custom tool and a custom validator are Go
+// values; the scripted model replies (an offline stand-in for a real
+// model) are an in-memory file. The model says DONE; capstan completes the
 // run only when the Go validator agrees.
 func Example_embedding() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "greeter")
-	defer os.RemoveAll(dir)
-	files := map[string]string{
-		"prompts/steps/greet/main/f_default.md": "Shout a greeting to {uv-who} with the shout tool, write it to greeting.txt, then say DONE.\n",
-		"script.yaml": `turns:
+	cfg := agent.Config{
+		Definition: &config.Definition{Version: "1.0.0", Name: "greeter", Description: "greets loudly",
+			Parameters: map[string]config.Parameter{"who": {Type: "string", Required: true}},
+			Runner: config.Runner{
+				Model:      "script:script.yaml",
+				Completion: config.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
+				Boundaries: config.Boundaries{AllowedTools: []string{"shout", "Write"}, PermissionMode: "acceptEdits"},
+				Budgets:    config.Budgets{MaxIterations: 3},
+			}},
+		Registry: &config.Registry{AgentID: "greeter", EntryStep: "greet",
+			Steps: map[string]config.Step{"greet": {StepID: "greet", C2: "greet", C3: "main", UVVariables: []string{"who"}}},
+			Validators: map[string]config.Validator{
+				"loud": {Type: "custom", Handler: "loud-file", FailurePattern: "file-not-exists"}},
+		},
+		Prompts: agent.Prompts{Steps: map[string]string{
+			"greet": "Shout a greeting to {uv-who} with the shout tool, write it to greeting.txt, then say DONE.",
+		}},
+		Files: fstest.MapFS{"script.yaml": {Data: []byte(`turns:
   - tool_calls: [{name: shout, input: {text: "hello ada"}}]
   - tool_calls: [{name: Write, input: {file_path: greeting.txt, content: "HELLO ADA"}}]
   - text: DONE
-`,
-	}
-	for name, content := range files {
-		_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
-		_ = os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
-	}
-
-	cfg := agent.Config{
+`)}},
 		Tools:      []tool.Tool{shout},
 		Validators: map[string]completion.CustomValidator{"loud-file": loudFile{}},
 		Params:     map[string]string{"who": "Ada"},
 	}
-	def := &config.Definition{Version: "1.0.0", Name: "greeter", Description: "greets loudly",
-		Parameters: map[string]config.Parameter{"who": {Type: "string", Required: true}},
-		Runner: config.Runner{
-			Model:      "script:script.yaml",
-			Completion: config.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
-			Boundaries: config.Boundaries{AllowedTools: []string{"shout", "Write"}, PermissionMode: "acceptEdits"},
-			Budgets:    config.Budgets{MaxIterations: 3},
-		}}
-	reg := &config.Registry{AgentID: "greeter", C1: "steps", EntryStep: "greet.main",
-		Steps: map[string]config.Step{"greet.main": {StepID: "greet.main", C2: "greet", C3: "main", UVVariables: []string{"who"}}},
-		Validators: map[string]config.Validator{
-			"loud": {Type: "custom", Handler: "loud-file", FailurePattern: "file-not-exists"}},
-	}
-	var err error
-	if cfg.Agent, err = config.NewAgent(dir, def, reg, agent.ValidateOptionsFor(cfg)); err != nil {
-		fmt.Println(err) // every problem, located
-		return
-	}
 	cfg.WorkDir, _ = os.MkdirTemp("", "greeter-work")
 	defer os.RemoveAll(cfg.WorkDir)
 
-	a, err := agent.New(ctx, cfg)
+	a, err := agent.New(ctx, cfg) // validates the Go values: every problem, located
 	if err != nil {
 		fmt.Println(err)
 		return

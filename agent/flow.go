@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
-	"path/filepath"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/iteration"
@@ -47,12 +49,23 @@ type flow struct {
 	// closureVerdict is the closure step's verdict of a run completed by
 	// closing.
 	closureVerdict string
+	// retrying is the retry prompt of the current iteration (nil when it
+	// runs the step's prompt).
+	retrying *pendingPrompt
 }
 
-// pendingPrompt is a retry prompt waiting for the next iteration.
+// pendingPrompt is a retry prompt waiting for the next iteration, with
+// the failure it answers (absent in journals of older runs).
 type pendingPrompt struct {
 	Text   string `json:"text"`
 	Source string `json:"source"`
+	// Kind ("completion" or "format"), Validator, Pattern, Attempt and Max
+	// are those of the retry.prompt event that scheduled it.
+	Kind      string `json:"kind,omitempty"`
+	Validator string `json:"validator,omitempty"`
+	Pattern   string `json:"pattern,omitempty"`
+	Attempt   int    `json:"attempt,omitempty"`
+	Max       int    `json:"maxAttempts,omitempty"`
 }
 
 // RetryPromptEvent is the payload of a retry.prompt journal event; the type
@@ -155,10 +168,7 @@ func (f *flow) variables(n int, rc *loop.RuntimeContext) map[string]string {
 	d := f.a.spec
 	v := make(map[string]string, len(f.a.vars)+7)
 	v["iteration"] = strconv.Itoa(n)
-	max := d.Runner.Budgets.MaxIterations
-	if f.a.opts.MaxIterations > 0 {
-		max = f.a.opts.MaxIterations
-	}
+	max := d.Runner.Budgets.MaxIterations // Config.MaxIterations applied
 	if max <= 0 || max > loop.HardLimit {
 		max = loop.HardLimit
 	}
@@ -230,6 +240,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	} else if b != nil {
 		turn.Bridge, turn.SessionID, turn.Cost, turn.Model = b, f.sessions[st.Model], f.a.stepCosts[st.Model], st.Model
 	}
+	f.retrying = f.pending
 	if p := f.pending; p != nil {
 		f.pending = nil
 		turn.Prompt, turn.Source = p.Text, p.Source
@@ -275,12 +286,7 @@ func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
 	return o, nil
 }
 
-func (f *flow) rel(p string) string {
-	if r, err := filepath.Rel(f.a.def.Dir(), p); err == nil {
-		return r
-	}
-	return p
-}
+func (f *flow) rel(p string) string { return f.a.prompts.Rel(p) }
 
 // After implements loop.Flow: the verdict stage decides what the
 // iteration means, and the flow schedules its retry prompt.
@@ -306,9 +312,36 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason
 		f.cannotComplete = v.CannotComplete
 	case verdict.Retry:
-		f.pending = &pendingPrompt{Text: v.Retry.Text, Source: v.PromptSource()}
+		r := v.Retry
+		f.pending = &pendingPrompt{Text: r.Text, Source: v.PromptSource(), Kind: r.Kind, Validator: r.Validator,
+			Pattern: r.Pattern, Attempt: r.Attempt, Max: r.Max}
 	}
 	return out, nil
+}
+
+// noReplyForRetry ends a run whose scripted model ran out of replies
+// while a retry prompt was waiting for one as the verdict's failure: the
+// model declared completion, verification (or the output format) failed,
+// and no further attempt can be made. The script's error stays in the
+// chain (errors.Is agenterr.ErrScriptExhausted). Any other ending is
+// returned as it is: a real provider's failure stays a provider failure,
+// to be resumed.
+func (f *flow) noReplyForRetry(lr *loop.Result) *loop.Result {
+	r := f.retrying
+	if lr.Success || r == nil || r.Kind == "" || !errors.Is(lr.Err, agenterr.ErrScriptExhausted) {
+		return lr
+	}
+	what := fmt.Sprintf("completion check %q failed (pattern %q)", r.Validator, r.Pattern)
+	code := agenterr.CodeValidationExhausted
+	if r.Kind == "format" {
+		what, code = "the output did not match the step's schema", agenterr.CodeSchemaValidation
+	}
+	e := agenterr.Wrap(lr.Err, code, agenterr.LayerCompletion, false,
+		"%s at attempt %d of %d, and the scripted model has no reply to the retry prompt", what, r.Attempt, r.Max)
+	e.Hint = "the model's completion was not verified; add script turns that do the work, or run a real model with --model"
+	out := *lr
+	out.CompletionReason, out.Reason, out.Err = ReasonValidationExhausted, e.Message, e
+	return &out
 }
 
 func (f *flow) journalState() {

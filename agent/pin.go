@@ -28,10 +28,11 @@ func loadPinned(dir string, opts config.ValidateOptions, models []string) (*conf
 // pinDefinition stores the pinned definition the agent was loaded from
 // (a definition.Snapshot behind config.Agent.FS) with the run record, next
 // to the journal, and prepares what run.start records about it. An agent
-// loaded from disk has nothing to pin.
+// loaded from disk has nothing to pin, nor has one built from Go values
+// (its snapshot holds its files but not its definition).
 func (a *Agent) pinDefinition() error {
 	snap, ok := a.def.FS().(*definition.Snapshot)
-	if !ok {
+	if !ok || !snap.Has(config.AgentFile) {
 		return nil
 	}
 	if _, err := snap.Save(filepath.Dir(a.events.Path())); err != nil {

@@ -155,6 +155,14 @@ type RunOptions struct {
 	// flags (0 = agent.json's runner.requests or the default).
 	Timeouts      retry.Timeouts `json:"timeouts,omitzero"`
 	MaxRetryAfter time.Duration  `json:"maxRetryAfter,omitempty"`
+	// RunTimeout, MaxTokens, MaxCostUSD, MaxTurns and StepLoopLimit are
+	// the limits of agent.Config that overrode the definition's (0 = the
+	// definition's).
+	RunTimeout    time.Duration `json:"runTimeout,omitempty"`
+	MaxTokens     int64         `json:"maxTokens,omitempty"`
+	MaxCostUSD    float64       `json:"maxCostUsd,omitempty"`
+	MaxTurns      int           `json:"maxTurns,omitempty"`
+	StepLoopLimit int           `json:"stepLoopLimit,omitempty"`
 }
 
 // endpointEnv is, per provider, the environment variable that sets its

@@ -67,21 +67,24 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		errs = append(errs, e)
 	}
 	h, err := completion.FromConfig(spec.Runner.Completion, completion.Deps{
-		HasValidator: rt.verifier.Has,
-		Handlers:     cfg.CompletionHandlers,
-		WorkDir:      env.workDir,
-		Params:       env.vars,
-		File:         config.AgentFile,
+		HasValidator:   rt.verifier.Has,
+		ValidatorNames: names,
+		RegistryFile:   regFile,
+		Handlers:       cfg.CompletionHandlers,
+		Handler:        cfg.Completion,
+		WorkDir:        env.workDir,
+		Params:         env.vars,
+		File:           config.AgentFile,
 	})
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, unjoin(err)...)
 	}
 	rt.completion = h
 	// Only the steps a run can enter are built: validate reports the
 	// problems of the others as warnings, so they must not stop the run.
 	m, err := step.NewMachine(reachableOnly(reg), step.Options{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, unjoin(err)...)
 	}
 	rt.machine = m
 	if len(errs) > 0 {
@@ -122,4 +125,12 @@ func reachableOnly(reg *config.Registry) config.Registry {
 		}
 	}
 	return out
+}
+
+// unjoin splits an errors.Join of problems into the problems.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -77,12 +77,7 @@ func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Co
 	if err == nil {
 		return nil
 	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
+	errs := unjoin(err)
 	out := make([]config.Problem, 0, len(errs))
 	for _, e := range errs {
 		p := config.ProblemFromError(e)
@@ -96,7 +91,7 @@ func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Co
 
 // checkPrompts resolves every step prompt and every declared retry prompt.
 func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
-	if dir == "" || reg == nil {
+	if (dir == "" && def.FS() == nil) || reg == nil {
 		return nil
 	}
 	r := newPromptResolver(dir, def, reg)
@@ -127,6 +122,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 	for _, name := range vnames {
 		checkSchema(reg.Validators[name].Schema, config.JoinPointer("validators", name, "schema"), "validator "+name)
 	}
+	reach := config.Reachable(reg)
 	for _, id := range ids {
 		st := reg.Steps[id]
 		ptr := config.JoinPointer("steps", id)
@@ -164,7 +160,9 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 		for i, cond := range ver.Conditions {
 			uses = append(uses, use{cond.Validator, regFile, condPtr + strconv.Itoa(i), generic})
 		}
-		if st.Type != "gateway" {
+		// A step no run enters needs no retry prompt for the run's
+		// validators (its own problems are warnings that say it is dead).
+		if st.Type != "gateway" && (reach == nil || reach[id]) {
 			for i, name := range def.Runner.Completion.Validators {
 				uses = append(uses, use{name, config.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i), false})
 			}

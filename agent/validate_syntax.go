@@ -2,8 +2,9 @@ package agent
 
 import (
 	"context"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 
@@ -31,7 +32,7 @@ func retryTemplateSyntax(text string) error {
 // can resolve to (for each step's c2/c3), so a Handlebars syntax error is
 // reported by validate instead of when the validator first fails.
 func checkRetrySyntax(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
-	if dir == "" || reg == nil || len(reg.CompletionPatterns) == 0 {
+	if (dir == "" && def.FS() == nil) || reg == nil || len(reg.CompletionPatterns) == 0 {
 		return nil
 	}
 	r := newPromptResolver(dir, def, reg)
@@ -80,8 +81,12 @@ func firstLine(s string) string {
 // steps' models) the way the script provider will, so a YAML or script
 // error is reported by validate instead of at the first model call.
 func checkModelScripts(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
-	if dir == "" || def == nil {
+	if def == nil || (dir == "" && def.FS() == nil) {
 		return nil
+	}
+	fsys := def.FS() // the files the run reads the scripts from
+	if fsys == nil {
+		fsys = os.DirFS(dir)
 	}
 	type use struct{ file, pointer, spec string }
 	uses := []use{{config.AgentFile, "/runner/model", def.Runner.Model}}
@@ -105,12 +110,15 @@ func checkModelScripts(dir string, def *config.Definition, reg *config.Registry)
 		if file == "" {
 			file = "script.yaml"
 		}
-		p := filepath.Join(dir, filepath.FromSlash(file))
-		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || seen[p] {
+		p := path.Clean(file)
+		if !fs.ValidPath(p) {
+			continue // outside the agent folder: reported by config
+		}
+		if fi, err := fs.Stat(fsys, p); err != nil || !fi.Mode().IsRegular() || seen[p] {
 			continue // a missing file is reported by config; one report per file
 		}
 		seen[p] = true
-		if _, err := script.Load(p, file); err != nil {
+		if _, err := script.LoadFS(fsys, p, file); err != nil {
 			msg := err.Error()
 			if e := agenterr.From(err); e != nil && e.Line > 0 {
 				msg = e.Error()

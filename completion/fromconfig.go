@@ -2,6 +2,7 @@ package completion
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -35,9 +36,17 @@ type Deps struct {
 	// HasValidator reports whether a validator name is declared (the
 	// registry's validators); nil accepts every name.
 	HasValidator func(name string) bool
+	// ValidatorNames are the declared validators, named in hints.
+	ValidatorNames []string
+	// RegistryFile names the steps registry in hints (default
+	// steps_registry.json).
+	RegistryFile string
 	// Handlers are custom completion handlers of this agent by name; they
 	// win over the ones registered with RegisterHandler.
 	Handlers map[string]HandlerFactory
+	// Handler is this agent's completion handler as a Go value: the
+	// handler of a {"type": "custom"} completion that names no handler.
+	Handler Handler
 	// WorkDir is where external commands (gh) run.
 	WorkDir string
 	// Params are the agent's parameter values; "${name}" in string options
@@ -48,8 +57,9 @@ type Deps struct {
 }
 
 // FromConfig builds the handler tree of agent.json's runner.completion.
-// Errors are CONFIG_INVALID with the file, the JSON pointer of the bad
-// entry and a hint.
+// It is where the rules of runner.completion are checked: every broken
+// one is reported, at once (errors.Join), as a *config.RuleError with its
+// problem code, the file, the JSON pointer of the bad entry and a hint.
 //
 // Handlers only say whether the model declared or reached completion;
 // runner.completion.validators, whatever the type, are run by the verdict
@@ -58,25 +68,56 @@ func FromConfig(cfg config.Completion, deps Deps) (Handler, error) {
 	if deps.File == "" {
 		deps.File = config.AgentFile
 	}
+	if deps.RegistryFile == "" {
+		deps.RegistryFile = config.DefaultRegistryFile
+	}
+	b := &builder{deps: deps}
 	const ptr = "/runner/completion"
 	for i, v := range cfg.Validators {
-		if v == "" {
-			return nil, configErr(deps.File, fmt.Sprintf("%s/validators/%d", ptr, i), "name a validator of steps_registry.json", "empty validator name")
-		}
-		if deps.HasValidator != nil && !deps.HasValidator(v) {
-			return nil, configErr(deps.File, fmt.Sprintf("%s/validators/%d", ptr, i), "declare it under \"validators\" in steps_registry.json",
-				"validator %q is not declared", v)
+		if strings.TrimSpace(v) == "" || deps.HasValidator != nil && !deps.HasValidator(v) {
+			b.rule("AC-COMPLETION-VALIDATOR", fmt.Sprintf("%s/validators/%d", ptr, i),
+				"define it under validators in "+deps.RegistryFile+", or fix the name"+known(deps.ValidatorNames),
+				"validator %q does not exist", v)
 		}
 	}
-	h, err := build(cfg, deps, ptr)
-	if err != nil {
-		return nil, err
-	}
+	h := b.build(cfg, ptr)
 	if v, ok := h.(EveryIterationVerifier); ok && v.VerifyEveryIteration() && len(cfg.Validators) == 0 {
-		return nil, configErr(deps.File, ptr+"/options/acceptUndeclared", "name the validators to check in \"validators\"",
+		b.bad(ptr+"/options/acceptUndeclared", "name the validators to check in \"validators\"",
 			"acceptUndeclared needs validators")
 	}
+	if deps.Handler != nil && !b.usedHandler {
+		b.bad(ptr+"/type", `set "type": "custom" without a "handler" to use the completion handler given in Go`,
+			"the agent was given a completion handler in Go (agent.Config.Completion), but runner.completion does not use it")
+	}
+	if len(b.errs) > 0 {
+		return nil, errors.Join(b.errs...)
+	}
 	return h, nil
+}
+
+// known lists names for a hint.
+func known(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " (known: " + strings.Join(names, ", ") + ")"
+}
+
+// builder builds a handler tree, collecting every broken rule.
+type builder struct {
+	deps        Deps
+	errs        []error
+	usedHandler bool
+}
+
+// rule records a broken rule with a problem code.
+func (b *builder) rule(code, ptr, hint, format string, args ...any) {
+	b.errs = append(b.errs, config.Rule(code, b.deps.File, ptr, hint, format, args...))
+}
+
+// bad records a broken rule without a code of its own (CONFIG_INVALID).
+func (b *builder) bad(ptr, hint, format string, args ...any) {
+	b.errs = append(b.errs, configErr(b.deps.File, ptr, hint, format, args...))
 }
 
 func configErr(file, ptr, hint, format string, args ...any) error {
@@ -84,110 +125,122 @@ func configErr(file, ptr, hint, format string, args ...any) error {
 		Message: fmt.Sprintf(format, args...), File: file, Pointer: ptr, Hint: hint}
 }
 
-func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
-	bad := func(field, hint, format string, args ...any) error {
-		p := ptr
-		if field != "" {
-			p += "/" + field
+// build returns the handler of cfg at ptr, nil when cfg breaks a rule.
+func (b *builder) build(cfg config.Completion, ptr string) Handler {
+	at := func(field string) string {
+		if field == "" {
+			return ptr
 		}
-		return configErr(deps.File, p, hint, format, args...)
+		return ptr + "/" + field
 	}
-	opts := options{raw: cfg.Options, params: deps.Params}
+	n := len(b.errs)
+	opts := options{raw: cfg.Options, params: b.deps.Params}
 	switch cfg.Type {
 	case TypeIterationBudget:
 		if cfg.MaxIterations <= 0 {
-			return nil, bad("maxIterations", "set maxIterations to the number of iterations to run, e.g. 3",
-				"iterationBudget needs maxIterations > 0, got %d", cfg.MaxIterations)
+			b.rule("AC-COMPLETION-MAX-ITERATIONS", at("maxIterations"),
+				"set maxIterations to the number of iterations after which the run is complete",
+				"completion type iterationBudget needs maxIterations > 0, got %d", cfg.MaxIterations)
+			return nil
 		}
-		return &IterationBudget{Max: cfg.MaxIterations}, nil
+		return &IterationBudget{Max: cfg.MaxIterations}
 	case TypeKeyword:
-		if cfg.Keyword == "" {
-			return nil, bad("keyword", `set "keyword", e.g. "TASK_COMPLETE"`, "keyword completion needs a keyword")
+		if strings.TrimSpace(cfg.Keyword) == "" {
+			b.rule("AC-COMPLETION-KEYWORD", at("keyword"),
+				"set keyword, e.g. \"TASK_COMPLETE\", and tell the model in its prompt to say it when done",
+				"completion type keyword needs a keyword")
+			return nil
 		}
-		return &Keyword{Keyword: cfg.Keyword}, nil
+		return &Keyword{Keyword: cfg.Keyword}
 	case TypeStepFlow:
-		return &StepFlow{}, nil
+		return &StepFlow{}
 	case TypeComposite:
 		mode := Mode(cfg.Mode)
 		if mode != ModeAny && mode != ModeAll {
-			return nil, bad("mode", `use "any" (one condition suffices) or "all" (every condition)`,
-				"composite mode must be \"any\" or \"all\", got %q", cfg.Mode)
+			b.rule("AC-COMPLETION-MODE", at("mode"), `set mode to "any" (one condition suffices) or "all" (every condition)`,
+				"completion type composite needs mode any or all, got %q", cfg.Mode)
 		}
 		if len(cfg.Conditions) == 0 {
-			return nil, bad("conditions", "list at least one condition", "composite completion has no conditions")
+			b.rule("AC-COMPLETION-CONDITIONS", at("conditions"), `list at least one condition, e.g. [{"type":"keyword","keyword":"DONE"}]`,
+				"completion type composite needs at least one condition")
 		}
 		c := &Composite{Mode: mode}
 		seen := map[string]int{}
 		for i, sub := range cfg.Conditions {
 			sp := fmt.Sprintf("conditions/%d", i)
 			if len(sub.Validators) > 0 {
-				return nil, bad(sp+"/validators", "list the validators on the composite itself (runner.completion.validators): they verify whatever completes the run",
+				b.bad(at(sp+"/validators"), "list the validators on the composite itself (runner.completion.validators): they verify whatever completes the run",
 					"a composite condition cannot have validators of its own")
 			}
 			if _, set := sub.Options["acceptUndeclared"]; set {
-				return nil, bad(sp+"/options/acceptUndeclared", "set acceptUndeclared on a top-level structured completion",
+				b.bad(at(sp+"/options/acceptUndeclared"), "set acceptUndeclared on a top-level structured completion",
 					"acceptUndeclared is not supported inside a composite")
 			}
-			h, err := build(sub, deps, ptr+"/"+sp)
-			if err != nil {
-				return nil, err
-			}
+			h := b.build(sub, at(sp))
 			name := sub.Name
 			if name == "" {
 				name = fmt.Sprintf("%s#%d", sub.Type, i)
 			}
 			if j, dup := seen[name]; dup {
-				return nil, bad(fmt.Sprintf("conditions/%d/name", i), "give each condition a distinct name",
-					"condition name %q is already used by condition %d", name, j)
+				b.rule("AC-COMPLETION-NAME", at(sp+"/name"), "give every condition of a composite its own name",
+					"condition name %q is already used by condition %d of this composite", name, j)
 			}
 			seen[name] = i
 			c.Conditions = append(c.Conditions, Condition{Name: name, Handler: h})
 		}
-		return c, nil
+		if len(b.errs) > n {
+			return nil
+		}
+		return c
 	case TypeStructured:
 		h := &Declared{Keyword: cfg.Keyword}
 		if k := opts.unknown("statusField", "nextActionField", "acceptUndeclared"); k != "" {
-			return nil, bad("options/"+k, "use statusField, nextActionField or acceptUndeclared", "structured completion has no option %q", k)
+			b.bad(at("options/"+k), "use statusField, nextActionField or acceptUndeclared", "structured completion has no option %q", k)
 		}
 		var err error
 		if h.Fields.Status, err = opts.str("statusField"); err != nil {
-			return nil, bad("options/statusField", "use a dot path such as \"status\"", "%v", err)
+			b.bad(at("options/statusField"), "use a dot path such as \"status\"", "%v", err)
 		}
 		if h.Fields.NextAction, err = opts.str("nextActionField"); err != nil {
-			return nil, bad("options/nextActionField", "use a dot path such as \"next_action\"", "%v", err)
+			b.bad(at("options/nextActionField"), "use a dot path such as \"next_action\"", "%v", err)
 		}
 		if h.AcceptUndeclared, err = opts.boolean("acceptUndeclared"); err != nil {
-			return nil, bad("options/acceptUndeclared", "use true or false", "%v", err)
+			b.bad(at("options/acceptUndeclared"), "use true or false", "%v", err)
 		}
-		return h, nil
+		if len(b.errs) > n {
+			return nil
+		}
+		return h
 	case TypeExternalState:
-		h := &ExternalState{WorkDir: deps.WorkDir}
+		h := &ExternalState{WorkDir: b.deps.WorkDir}
 		if k := opts.unknown("resource", "number", "repo", "state"); k != "" {
-			return nil, bad("options/"+k, "use resource, number, repo or state", "externalState completion has no option %q", k)
+			b.bad(at("options/"+k), "use resource, number, repo or state", "externalState completion has no option %q", k)
 		}
 		var err error
 		if h.Resource, err = opts.str("resource"); err != nil {
-			return nil, bad("options/resource", `use "issue" or "pr"`, "%v", err)
-		}
-		if h.Resource != "" && h.Resource != "issue" && h.Resource != "pr" {
-			return nil, bad("options/resource", `use "issue" or "pr"`, "unknown resource %q", h.Resource)
+			b.bad(at("options/resource"), `use "issue" or "pr"`, "%v", err)
+		} else if h.Resource != "" && h.Resource != "issue" && h.Resource != "pr" {
+			b.bad(at("options/resource"), `use "issue" or "pr"`, "unknown resource %q", h.Resource)
 		}
 		if h.Number, err = opts.integer("number"); err != nil || h.Number <= 0 {
 			if err == nil {
 				err = fmt.Errorf("number must be > 0, got %d", h.Number)
 			}
-			return nil, bad("options/number", `set "number" to the issue number or "${param}" naming a parameter`, "%v", err)
+			b.bad(at("options/number"), `set "number" to the issue number or "${param}" naming a parameter`, "%v", err)
 		}
 		if h.Repo, err = opts.str("repo"); err != nil {
-			return nil, bad("options/repo", `use "OWNER/REPO"`, "%v", err)
+			b.bad(at("options/repo"), `use "OWNER/REPO"`, "%v", err)
 		}
 		if h.State, err = opts.str("state"); err != nil {
-			return nil, bad("options/state", `use a gh state such as "CLOSED"`, "%v", err)
+			b.bad(at("options/state"), `use a gh state such as "CLOSED"`, "%v", err)
 		}
-		return h, nil
+		if len(b.errs) > n {
+			return nil
+		}
+		return h
 	case TypeSignal:
 		if k := opts.unknown("signalType", "requiredFields"); k != "" {
-			return nil, bad("options/"+k, "use signalType or requiredFields", "signal completion has no option %q", k)
+			b.bad(at("options/"+k), "use signalType or requiredFields", "signal completion has no option %q", k)
 		}
 		h := &FenceSignal{}
 		var err error
@@ -195,7 +248,7 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 			if err == nil {
 				err = fmt.Errorf("option \"signalType\" is missing")
 			}
-			return nil, bad("options/signalType", "set signalType to the fence tag the model writes, e.g. \"task-complete\"", "%v", err)
+			b.bad(at("options/signalType"), "set signalType to the fence tag the model writes, e.g. \"task-complete\"", "%v", err)
 		}
 		if raw, ok := cfg.Options["requiredFields"]; ok {
 			var names []string
@@ -206,33 +259,68 @@ func build(cfg config.Completion, deps Deps, ptr string) (Handler, error) {
 			case json.Unmarshal(raw, &values) == nil:
 				h.Values = values
 			default:
-				return nil, bad("options/requiredFields", `list field names (["summary"]) or give values to match ({"result": "complete"})`,
+				b.bad(at("options/requiredFields"), `list field names (["summary"]) or give values to match ({"result": "complete"})`,
 					"requiredFields must be an array of names or an object")
 			}
 		}
-		return h, nil
+		if len(b.errs) > n {
+			return nil
+		}
+		return h
 	case TypeCustom:
-		f, ok := deps.Handlers[cfg.Handler]
-		if !ok {
-			f, ok = lookupHandler(cfg.Handler)
-		}
-		if !ok {
-			return nil, bad("handler", "give it to the agent in Go (agent.Config.CompletionHandlers) or register it with completion.RegisterHandler; known: "+strings.Join(CustomHandlers(), ", "),
-				"unknown custom completion handler %q", cfg.Handler)
-		}
-		h, err := f(cfg, deps)
-		if err != nil {
-			return nil, bad("", "", "custom handler %q: %v", cfg.Handler, err)
-		}
-		if h == nil {
-			return nil, bad("handler", "", "custom handler factory %q returned no handler", cfg.Handler)
-		}
-		return h, nil
+		return b.custom(cfg, at)
 	case "":
-		return nil, bad("type", "set type to one of: "+strings.Join(Types(), ", "), "completion type is missing")
+		b.bad(at("type"), "set type to one of: "+strings.Join(Types(), ", "), "completion type is missing")
 	default:
-		return nil, bad("type", "use one of: "+strings.Join(Types(), ", "), "unknown completion type %q", cfg.Type)
+		b.bad(at("type"), "use one of: "+strings.Join(Types(), ", "), "unknown completion type %q", cfg.Type)
 	}
+	return nil
+}
+
+// custom builds a custom handler: the agent's Go value when cfg names no
+// handler, else the named factory (the agent's, then the registered one).
+func (b *builder) custom(cfg config.Completion, at func(string) string) Handler {
+	name := strings.TrimSpace(cfg.Handler)
+	if name == "" {
+		if b.deps.Handler == nil {
+			b.rule("AC-COMPLETION-HANDLER", at("handler"),
+				"set handler to the name of a Go handler (agent.Config.CompletionHandlers, completion.RegisterHandler), or give the agent its handler as a value (agent.Config.Completion)",
+				"completion type custom needs a handler")
+			return nil
+		}
+		b.usedHandler = true
+		return b.deps.Handler
+	}
+	if b.deps.Handler != nil {
+		b.rule("AC-COMPLETION-HANDLER", at("handler"),
+			"remove handler to use the handler given in Go (agent.Config.Completion), or do not give one",
+			"handler %q is named, but the agent was also given a completion handler in Go", name)
+		return nil
+	}
+	f, ok := b.deps.Handlers[name]
+	if !ok {
+		f, ok = lookupHandler(name)
+	}
+	if !ok {
+		names := CustomHandlers()
+		for n := range b.deps.Handlers {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		b.rule("AC-COMPLETION-HANDLER", at("handler"),
+			"give it to the agent in Go (agent.Config.CompletionHandlers) or register it with completion.RegisterHandler"+known(slices.Compact(names)),
+			"unknown custom completion handler %q", name)
+		return nil
+	}
+	h, err := f(cfg, b.deps)
+	if err != nil {
+		b.bad(at(""), "", "custom handler %q: %v", name, err)
+		return nil
+	}
+	if h == nil {
+		b.bad(at("handler"), "", "custom handler factory %q returned no handler", name)
+	}
+	return h
 }
 
 // options reads handler-specific settings, substituting "${param}".

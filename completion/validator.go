@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -493,38 +492,14 @@ type SuccessWhen struct {
 // ParseSuccessWhen parses a validator's successWhen: "empty" (trimmed
 // stdout is empty and the exit code is 0), "exitCode:N", "contains:TEXT"
 // (stdout contains TEXT), "matches:REGEXP" (stdout matches, RE2 syntax).
-// "" means "exitCode:0".
+// "" means "exitCode:0". The rule is config.ParseSuccessWhen's, the one
+// `capstan validate` checks.
 func ParseSuccessWhen(s string) (SuccessWhen, error) {
-	switch {
-	case s == "":
-		return SuccessWhen{Kind: "exitCode"}, nil
-	case s == "empty":
-		return SuccessWhen{Kind: "empty"}, nil
-	case strings.HasPrefix(s, "exitCode:"):
-		n, err := strconv.Atoi(strings.TrimSpace(s[len("exitCode:"):]))
-		if err != nil || n < 0 || n > 255 {
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: exit code must be an integer 0..255", s)
-		}
-		return SuccessWhen{Kind: "exitCode", ExitCode: n}, nil
-	case strings.HasPrefix(s, "contains:"):
-		t := s[len("contains:"):]
-		if t == "" {
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: contains needs text", s)
-		}
-		return SuccessWhen{Kind: "contains", Text: t}, nil
-	case strings.HasPrefix(s, "matches:"):
-		t := s[len("matches:"):]
-		if t == "" {
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: matches needs a regular expression", s)
-		}
-		re, err := regexp.Compile(t)
-		if err != nil {
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: %v", s, err)
-		}
-		return SuccessWhen{Kind: "matches", Text: t, Regexp: re}, nil
-	default:
-		return SuccessWhen{}, fmt.Errorf("successWhen %q: unknown rule", s)
+	w, err := config.ParseSuccessWhen(s)
+	if err != nil {
+		return SuccessWhen{}, err
 	}
+	return SuccessWhen{Kind: w.Kind, ExitCode: w.ExitCode, Text: w.Text, Regexp: w.Regexp}, nil
 }
 
 // Met reports whether out satisfies the rule. A timed-out command never

@@ -55,12 +55,25 @@ func LoadAndValidateFS(fsys fs.FS, dir string, opts ValidateOptions) (*Agent, er
 // against; file checks are skipped when it is "". Problems carry no
 // line:col (there is no file).
 func NewAgent(dir string, def *Definition, reg *Registry, opts ValidateOptions) (*Agent, error) {
+	return NewAgentFS(nil, dir, def, reg, opts)
+}
+
+// NewAgentFS is NewAgent with the agent's files — prompts, schemas, skills,
+// script files; everything but agent.json and the registry, which are def
+// and reg — in fsys (paths relative to the agent folder, "/"-separated),
+// such as a definition.Snapshot made from Go values. File checks look in
+// fsys, and the Agent's FS is fsys. A nil fsys is NewAgent.
+func NewAgentFS(fsys fs.FS, dir string, def *Definition, reg *Registry, opts ValidateOptions) (*Agent, error) {
 	if def == nil || reg == nil {
 		return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 			"NewAgent needs a definition and a registry")
 	}
 	d, r := clone(*def), clone(*reg)
 	d.src, r.src = def.src, reg.src
+	d.files = def.files
+	if fsys != nil {
+		d.files = fsys
+	}
 	ApplyDefaults(&d, &r)
 	if opts.Dir == "" {
 		opts.Dir = dir
@@ -107,7 +120,8 @@ func check(fsys fs.FS, dir string, opts ValidateOptions) (*Definition, *Registry
 }
 
 // ProblemFromError turns an error into an error-severity Problem, keeping
-// the code, file, pointer, position and hint of an *agenterr.Error.
+// the code, file, pointer, position and hint of an *agenterr.Error (the
+// problem code of a RuleError).
 func ProblemFromError(err error) Problem {
 	e := agenterr.From(err)
 	if e == nil {
@@ -117,7 +131,11 @@ func ProblemFromError(err error) Problem {
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
-	return Problem{Code: e.Code, Severity: SeverityError, File: e.File, Pointer: e.Pointer,
+	code := e.Code
+	if rule := ruleOf(err); rule != "" {
+		code = rule
+	}
+	return Problem{Code: code, Severity: SeverityError, File: e.File, Pointer: e.Pointer,
 		Line: e.Line, Column: e.Column, Message: msg, Hint: e.Hint}
 }
 
@@ -151,7 +169,7 @@ func (a *Agent) FS() fs.FS { return a.def.FS() }
 // Definition returns a copy of the validated, defaulted agent.json.
 func (a *Agent) Definition() *Definition {
 	d := clone(a.def)
-	d.src = a.def.src
+	d.src, d.files = a.def.src, a.def.files
 	return &d
 }
 

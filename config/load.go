@@ -49,14 +49,19 @@ func LoadFS(fsys fs.FS, dir string) (*Definition, *Registry, error) {
 	return def, reg, nil
 }
 
-// FS returns the file system the definition was loaded from by LoadFS (a
-// pinned snapshot of the agent folder), or nil when it was read from disk or
-// built in Go.
+// FS returns the file system that holds the agent's files: the one given
+// to NewAgentFS, or the one the definition was loaded from by LoadFS (a
+// pinned snapshot of the agent folder); nil when they are read from disk.
 func (d *Definition) FS() fs.FS {
-	if d == nil || d.src == nil {
+	switch {
+	case d == nil:
 		return nil
+	case d.files != nil:
+		return d.files
+	case d.src != nil:
+		return d.src.fsys
 	}
-	return d.src.fsys
+	return nil
 }
 
 func loadDefinition(fsys fs.FS, dir string) (*Definition, error) {

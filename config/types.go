@@ -4,7 +4,10 @@
 // and LoadAndValidate, which returns an *Agent that is valid by construction.
 package config
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"io/fs"
+)
 
 // AgentFile is the agent definition's file name inside an agent folder.
 const AgentFile = "agent.json"
@@ -25,6 +28,9 @@ type Definition struct {
 	// src is the file this definition was loaded from (nil when built in
 	// Go); Validate uses it for JSON Schema checks and line:col.
 	src *source
+	// files holds the agent's other files (prompts, schemas, scripts) of
+	// a definition built in Go with NewAgentFS (nil otherwise).
+	files fs.FS
 }
 
 // Parameter declares one agent parameter. Each becomes a CLI flag (Cli, by

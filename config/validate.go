@@ -108,12 +108,15 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 			} else {
 				p.Pointer = c.regSrc.aliases.actual(p.Pointer)
 			}
-			if p.Code == agenterr.CodeConfigurationValidation && c.reported(p) {
+			if (p.Code == agenterr.CodeConfigurationValidation || c.hasCode(p.Code)) && c.reported(p) || p.Code == "SR-ENTRY-STEP" && c.hasCode(p.Code) {
 				continue // a builder's error where a rule above already reported one: one cause, one report
 			}
 			src := c.regSrc
 			if p.File == AgentFile {
 				src = c.agentSrc
+			}
+			if c.schemaCovers(src, p.Pointer) {
+				continue // the value has the wrong type: the schema error says so
 			}
 			c.add(src, p, false)
 		}
@@ -122,8 +125,18 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	return NewValidationResult(c.problems...)
 }
 
-// reported reports whether an error at p's place (or above or below it)
-// is already reported.
+// hasCode reports whether an error with this code is already reported.
+func (c *checker) hasCode(code string) bool {
+	for _, q := range c.problems {
+		if q.Code == code && q.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// reported reports whether an error is already reported at p's pointer,
+// above it or below it.
 func (c *checker) reported(p Problem) bool {
 	for _, q := range c.problems {
 		if q.Severity != SeverityError || q.File != p.File {
@@ -180,12 +193,21 @@ func (c *checker) synthesize(file string, v any) *source {
 // reported twice).
 func (c *checker) report(src *source, code string, sev Severity, ptr string, hint, format string, args ...any) {
 	ptr = src.aliases.actual(ptr)
-	for _, s := range c.schemaErr[src] {
-		if ptr == s || strings.HasPrefix(ptr, s+"/") {
-			return
-		}
+	if c.schemaCovers(src, ptr) {
+		return
 	}
 	c.add(src, Problem{Code: code, Severity: sev, Pointer: ptr, Hint: hint, Message: fmt.Sprintf(format, args...)}, false)
+}
+
+// schemaCovers reports whether a schema error of src is at ptr or above
+// it.
+func (c *checker) schemaCovers(src *source, ptr string) bool {
+	for _, s := range c.schemaErr[src] {
+		if ptr == s || strings.HasPrefix(ptr, s+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) add(src *source, p Problem, keyPos bool) {
@@ -412,55 +434,21 @@ func lexicalInside(rel string) string {
 	return ""
 }
 
+// completion checks what runner.completion's builder does not read: fields
+// the type ignores. The rules of the fields it reads (a keyword for type
+// keyword, a composite's mode and conditions, a custom handler, the
+// validators existing, …) are checked by the builder itself
+// (completion.FromConfig), which validate runs through the agent layer's
+// checks.
 func (c *checker) completion(ptr string, comp Completion) {
 	a := c.agentSrc
-	switch comp.Type {
-	case "iterationBudget":
-		if comp.MaxIterations <= 0 {
-			c.report(a, "AC-COMPLETION-MAX-ITERATIONS", SeverityError, ptr+"/maxIterations",
-				"set maxIterations to the number of iterations after which the run is complete",
-				"completion type iterationBudget needs maxIterations > 0")
-		} else if comp.MaxIterations > hardLimit {
-			c.report(a, "AC-BUDGET-HARD-LIMIT", SeverityWarning, ptr+"/maxIterations",
-				fmt.Sprintf("use at most %d", hardLimit),
-				"an iteration budget of %d is never reached: the loop stops at its hard limit of %d iterations, ending the run as max_iterations", comp.MaxIterations, hardLimit)
-		}
-	case "keyword":
-		if strings.TrimSpace(comp.Keyword) == "" {
-			c.report(a, "AC-COMPLETION-KEYWORD", SeverityError, ptr+"/keyword",
-				"set keyword, e.g. \"TASK_COMPLETE\", and tell the model in its prompt to say it when done",
-				"completion type keyword needs a keyword")
-		}
-	case "composite":
-		if comp.Mode == "" {
-			c.report(a, "AC-COMPLETION-MODE", SeverityError, ptr+"/mode",
-				"set mode to \"any\" (one condition suffices) or \"all\" (every condition)",
-				"completion type composite needs mode any or all")
-		}
-		if len(comp.Conditions) == 0 {
-			c.report(a, "AC-COMPLETION-CONDITIONS", SeverityError, ptr+"/conditions",
-				"list at least one condition, e.g. [{\"type\":\"keyword\",\"keyword\":\"DONE\"}]",
-				"completion type composite needs at least one condition")
-		}
-		seen := map[string]bool{}
-		for i, sub := range comp.Conditions {
-			sp := fmt.Sprintf("%s/conditions/%d", ptr, i)
-			if sub.Name != "" {
-				if seen[sub.Name] {
-					c.report(a, "AC-COMPLETION-NAME", SeverityError, sp+"/name",
-						"give every condition of a composite its own name",
-						"condition name %q is used twice in this composite", sub.Name)
-				}
-				seen[sub.Name] = true
-			}
-			c.completion(sp, sub)
-		}
-	case "custom":
-		if strings.TrimSpace(comp.Handler) == "" {
-			c.report(a, "AC-COMPLETION-HANDLER", SeverityError, ptr+"/handler",
-				"set handler to the name the Go handler was registered under",
-				"completion type custom needs a handler")
-		}
+	if comp.Type == "iterationBudget" && comp.MaxIterations > hardLimit {
+		c.report(a, "AC-BUDGET-HARD-LIMIT", SeverityWarning, ptr+"/maxIterations",
+			fmt.Sprintf("use at most %d", hardLimit),
+			"an iteration budget of %d is never reached: the loop stops at its hard limit of %d iterations, ending the run as max_iterations", comp.MaxIterations, hardLimit)
+	}
+	for i, sub := range comp.Conditions {
+		c.completion(fmt.Sprintf("%s/conditions/%d", ptr, i), sub)
 	}
 	// A field the type does not read would be silently ignored: an error,
 	// so that every accepted field acts.
@@ -483,13 +471,6 @@ func (c *checker) completion(ptr string, comp Completion) {
 	if comp.Name != "" && ptr == "/runner/completion" {
 		c.report(a, "AC-IGNORED-FIELD", SeverityError, ptr+"/name", "remove it; name labels a condition inside a composite",
 			"name has no effect on the top-level completion")
-	}
-	for i, v := range comp.Validators {
-		if _, ok := c.reg.Validators[v]; !ok {
-			c.report(a, "AC-COMPLETION-VALIDATOR", SeverityError, fmt.Sprintf("%s/validators/%d", ptr, i),
-				"define it under validators in "+c.regSrc.file+", or fix the name"+known(c.validatorNames),
-				"validator %q does not exist", v)
-		}
 	}
 }
 
@@ -609,13 +590,6 @@ func (c *checker) registry() {
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStepMapping",
 			fmt.Sprintf("add \"%s\": \"<step id>\" to entryStepMapping, or set entryStep", vt),
 			"entryStepMapping has no entry for the agent's verdict type %q and entryStep is not set", vt)
-	} else if _, ok := r.Steps[r.EntryStep]; !ok {
-		what, hint := "entryStep", "set entryStep to one of the step ids"
-		if vt != "" && r.EntryStepMapping[vt] == r.EntryStep {
-			what, hint = fmt.Sprintf("entryStepMapping[%q]", vt), "name one of the step ids"
-		}
-		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep",
-			hint+known(c.stepIDs), "%s %q is not a step", what, r.EntryStep)
 	}
 	refs := map[string]bool{} // validators referenced
 	c.completionRefs(c.def.Runner.Completion, refs)
@@ -697,8 +671,6 @@ func (c *checker) protectGlobs(src *source, code, ptr string, globs []string) {
 func (c *checker) step(id, ptr string, st Step) {
 	s := c.regSrc
 	c.protectGlobs(s, "SR-PROTECT-GLOB", ptr+"/protect", st.Protect)
-	steps := c.reg.Steps
-	stepHint := c.stepHint
 	if st.StepID != "" && st.StepID != id {
 		c.report(s, "SR-STEP-ID", SeverityError, ptr+"/stepId",
 			fmt.Sprintf("set stepId to %q or remove it", id),
@@ -709,11 +681,6 @@ func (c *checker) step(id, ptr string, st Step) {
 		c.report(s, "SR-STEP-PROMPT", SeverityError, ptr,
 			"set c2 and c3: the prompt is {base}/{c1}/{c2}/{c3}/f_{edition}.md",
 			"step %q runs a prompt but has no c2/c3", id)
-	}
-	if st.Type == "gateway" && st.Check == nil {
-		c.report(s, "SR-GATEWAY-CHECK", SeverityError, ptr,
-			"add a check whose onPass/onFail route to the next steps",
-			"gateway step %q has no check; a gateway makes no model call and routes only by its check", id)
 	}
 	if st.Model != "" {
 		c.model(s, "SR", ptr+"/model", st.Model)
@@ -766,30 +733,11 @@ func (c *checker) step(id, ptr string, st Step) {
 					"set exactly one of next, complete, retry, escalate",
 					"%s sets %d of next/complete/retry/escalate; exactly one is required", tr.key, n)
 			}
-			if tr.t.Next != "" {
-				if _, ok := steps[tr.t.Next]; !ok {
-					c.report(s, "SR-TRANSITION-TARGET", SeverityError, tp+"/next", stepHint,
-						"%s.next %q is not a step", tr.key, tr.t.Next)
-				}
-			}
-			if tr.t.Escalate && st.Escalation == nil {
-				c.report(s, "SR-TRANSITION-ESCALATE", SeverityError, tp+"/escalate",
-					"add an escalation section to the step", "%s escalates but step %q has no escalation", tr.key, id)
-			}
 		}
 	}
 	if rp := st.Retry; rp != nil {
 		p := ptr + "/retry"
-		if rp.OnExhausted == "fallback" {
-			if rp.FallbackStep == "" {
-				c.report(s, "SR-RETRY-FALLBACK", SeverityError, p+"/fallbackStep",
-					"set fallbackStep to the step to run when retries are exhausted",
-					"onExhausted is fallback but fallbackStep is not set")
-			} else if _, ok := steps[rp.FallbackStep]; !ok {
-				c.report(s, "SR-RETRY-FALLBACK-TARGET", SeverityError, p+"/fallbackStep", stepHint,
-					"fallbackStep %q is not a step", rp.FallbackStep)
-			}
-		} else if rp.FallbackStep != "" {
+		if rp.OnExhausted != "fallback" && rp.FallbackStep != "" {
 			c.report(s, "SR-IGNORED-FIELD", SeverityError, p+"/fallbackStep",
 				"set onExhausted to \"fallback\", or remove fallbackStep",
 				"fallbackStep has no effect unless onExhausted is fallback")
@@ -797,35 +745,11 @@ func (c *checker) step(id, ptr string, st Step) {
 	}
 	if es := st.Escalation; es != nil {
 		p := ptr + "/escalation"
-		switch es.NotificationMethod {
-		case "", "in_agent":
-			if _, ok := steps[es.EscalateTo]; !ok {
-				c.report(s, "SR-ESCALATE-TARGET", SeverityError, p+"/escalateTo", stepHint,
-					"escalateTo %q is not a step (notificationMethod in_agent jumps to a step)", es.EscalateTo)
-			}
-		case "webhook":
-			if u, err := url.Parse(es.WebhookURL); es.WebhookURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				c.report(s, "SR-ESCALATE-WEBHOOK", SeverityError, p+"/webhookUrl",
-					"set webhookUrl to an absolute http(s) URL",
-					"notificationMethod webhook needs an http(s) webhookUrl, got %q", es.WebhookURL)
-			}
-		}
 		if es.WebhookURL != "" && es.NotificationMethod != "webhook" {
 			c.report(s, "SR-IGNORED-FIELD", SeverityError, p+"/webhookUrl",
 				"set notificationMethod to \"webhook\", or remove webhookUrl",
 				"webhookUrl has no effect unless notificationMethod is webhook")
 		}
-	}
-	for i, sub := range st.SubSteps {
-		if _, ok := steps[sub]; !ok {
-			c.report(s, "SR-SUBSTEP-MISSING", SeverityError, fmt.Sprintf("%s/subSteps/%d", ptr, i), stepHint,
-				"sub-step %q is not a step", sub)
-		}
-	}
-	if st.Sequential != nil && !*st.Sequential {
-		c.report(s, "SR-SUBSTEP-PARALLEL", SeverityError, ptr+"/sequential",
-			"remove sequential or set it to true; run parallel work as separate agents",
-			"parallel sub-steps are out of scope; sub-steps always run in order")
 	}
 	for i, cc := range st.CompletionConditions {
 		if _, ok := c.reg.Validators[cc.Validator]; !ok {

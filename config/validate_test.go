@@ -191,48 +191,18 @@ func TestValidateProblems(t *testing.T) {
 			"SR-SCHEMA-VALUE", SeverityError, "steps_registry.json", "/steps/review.main/c3"},
 		{"registry wrong type", func(a, r map[string]any, _ map[string]string) { r["steps"] = []any{} },
 			"SR-SCHEMA-TYPE", SeverityError, "steps_registry.json", "/steps"},
-		{"entry step missing", func(a, r map[string]any, _ map[string]string) { r["entryStep"] = "nope" },
-			"SR-ENTRY-STEP", SeverityError, "steps_registry.json", "/entryStep"},
-		{"transition to missing step", func(a, r map[string]any, _ map[string]string) {
-			at(r, "steps", "initial.main", "check", "onPass")["next"] = "ghost"
-		}, "SR-TRANSITION-TARGET", SeverityError, "steps_registry.json", "/steps/initial.main/check/onPass/next"},
 		{"transition with two actions", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "initial.main", "check", "onFail")["complete"] = true
 		}, "SR-TRANSITION-AMBIGUOUS", SeverityError, "steps_registry.json", "/steps/initial.main/check/onFail"},
 		{"empty transition", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "initial.main", "check")["onFail"] = map[string]any{}
 		}, "SR-TRANSITION-AMBIGUOUS", SeverityError, "steps_registry.json", "/steps/initial.main/check/onFail"},
-		{"escalate without escalation", func(a, r map[string]any, _ map[string]string) {
-			delete(at(r, "steps", "review.main"), "escalation")
-		}, "SR-TRANSITION-ESCALATE", SeverityError, "steps_registry.json", "/steps/review.main/check/onFail/escalate"},
 		{"keyword check without keywords", func(a, r map[string]any, _ map[string]string) {
 			delete(at(r, "steps", "initial.main", "check"), "keywords")
 		}, "SR-CHECK-FIELD", SeverityError, "steps_registry.json", "/steps/initial.main/check/keywords"},
-		{"fallback without fallbackStep", func(a, r map[string]any, _ map[string]string) {
-			delete(at(r, "steps", "initial.main", "retry"), "fallbackStep")
-		}, "SR-RETRY-FALLBACK", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
-		{"fallbackStep missing", func(a, r map[string]any, _ map[string]string) {
-			at(r, "steps", "initial.main", "retry")["fallbackStep"] = "ghost"
-		}, "SR-RETRY-FALLBACK-TARGET", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
 		{"fallbackStep ignored", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "initial.main", "retry")["onExhausted"] = "skip"
 		}, "SR-IGNORED-FIELD", SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
-		{"escalateTo missing", func(a, r map[string]any, _ map[string]string) {
-			at(r, "steps", "review.main", "escalation")["escalateTo"] = "human"
-		}, "SR-ESCALATE-TARGET", SeverityError, "steps_registry.json", "/steps/review.main/escalation/escalateTo"},
-		{"webhook without url", func(a, r map[string]any, _ map[string]string) {
-			at(r, "steps", "review.main", "escalation")["notificationMethod"] = "webhook"
-		}, "SR-ESCALATE-WEBHOOK", SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
-		{"webhook with file url", func(a, r map[string]any, _ map[string]string) {
-			e := at(r, "steps", "review.main", "escalation")
-			e["notificationMethod"], e["webhookUrl"] = "webhook", "file:///etc/passwd"
-		}, "SR-ESCALATE-WEBHOOK", SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
-		{"substep missing", func(a, r map[string]any, _ map[string]string) {
-			at(r, "steps", "review.main")["subSteps"] = []any{"ghost"}
-		}, "SR-SUBSTEP-MISSING", SeverityError, "steps_registry.json", "/steps/review.main/subSteps/0"},
-		{"parallel substeps", func(a, r map[string]any, _ map[string]string) {
-			at(r, "steps", "review.main")["sequential"] = false
-		}, "SR-SUBSTEP-PARALLEL", SeverityError, "steps_registry.json", "/steps/review.main/sequential"},
 		{"substep cycle", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main")["subSteps"] = []any{"initial.main"}
 			at(r, "steps", "initial.main")["subSteps"] = []any{"review.main"}
@@ -248,18 +218,11 @@ func TestValidateProblems(t *testing.T) {
 		}, "SR-STEP-UNREACHABLE", SeverityWarning, "steps_registry.json", "/steps/lonely"},
 		{"step without prompt", func(a, r map[string]any, _ map[string]string) { delete(at(r, "steps", "review.main"), "c2") },
 			"SR-STEP-PROMPT", SeverityError, "steps_registry.json", "/steps/review.main"},
-		{"gateway without check", func(a, r map[string]any, _ map[string]string) {
-			at(r, "steps")["route"] = map[string]any{"type": "gateway"}
-			at(r, "steps", "initial.main", "check", "onPass")["next"] = "route"
-		}, "SR-GATEWAY-CHECK", SeverityError, "steps_registry.json", "/steps/route"},
 		{"stepId mismatch", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["stepId"] = "other" },
 			"SR-STEP-ID", SeverityError, "steps_registry.json", "/steps/initial.main/stepId"},
 		{"unknown condition validator", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main")["completionConditions"] = []any{map[string]any{"validator": "ghost"}}
 		}, "SR-CONDITION-VALIDATOR", SeverityError, "steps_registry.json", "/steps/review.main/completionConditions/0/validator"},
-		{"unknown completion validator", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner", "completion")["validators"] = []any{"ghost"}
-		}, "AC-COMPLETION-VALIDATOR", SeverityError, "agent.json", "/runner/completion/validators/0"},
 		{"unknown failure pattern", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["failurePattern"] = "ghost"
 		}, "SR-PATTERN-UNKNOWN", SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
@@ -376,32 +339,6 @@ func TestValidateProblems(t *testing.T) {
 			at(a, "runner")["skills"] = []any{"skills/pdf"}
 			files["skills/pdf/notes.txt"] = "x"
 		}, "AC-SKILL-MISSING", SeverityError, "agent.json", "/runner/skills/0"},
-		{"iterationBudget without max", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner")["completion"] = map[string]any{"type": "iterationBudget"}
-		}, "AC-COMPLETION-MAX-ITERATIONS", SeverityError, "agent.json", "/runner/completion/maxIterations"},
-		{"keyword without keyword", func(a, r map[string]any, _ map[string]string) { delete(at(a, "runner", "completion"), "keyword") },
-			"AC-COMPLETION-KEYWORD", SeverityError, "agent.json", "/runner/completion/keyword"},
-		{"composite without mode", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner")["completion"] = map[string]any{"type": "composite", "conditions": []any{map[string]any{"type": "stepFlow"}}}
-		}, "AC-COMPLETION-MODE", SeverityError, "agent.json", "/runner/completion/mode"},
-		{"composite without conditions", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "any"}
-		}, "AC-COMPLETION-CONDITIONS", SeverityError, "agent.json", "/runner/completion/conditions"},
-		{"nested composite checked", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "all", "conditions": []any{
-				map[string]any{"type": "stepFlow"},
-				map[string]any{"type": "composite", "mode": "any", "conditions": []any{map[string]any{"type": "keyword"}}},
-			}}
-		}, "AC-COMPLETION-KEYWORD", SeverityError, "agent.json", "/runner/completion/conditions/1/conditions/0/keyword"},
-		{"duplicate condition names", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "all", "conditions": []any{
-				map[string]any{"type": "stepFlow", "name": "x"},
-				map[string]any{"type": "iterationBudget", "maxIterations": 3, "name": "x"},
-			}}
-		}, "AC-COMPLETION-NAME", SeverityError, "agent.json", "/runner/completion/conditions/1/name"},
-		{"custom without handler", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner")["completion"] = map[string]any{"type": "custom"}
-		}, "AC-COMPLETION-HANDLER", SeverityError, "agent.json", "/runner/completion/handler"},
 		{"ignored completion field", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "stepFlow", "keyword": "DONE"}
 		}, "AC-IGNORED-FIELD", SeverityError, "agent.json", "/runner/completion/keyword"},
@@ -570,6 +507,13 @@ func TestValidateProblems(t *testing.T) {
 		"AC-DUPLICATE-KEY": true, "SR-DUPLICATE-KEY": true, // TestDuplicateKeyWarning
 		// Cross-layer codes: agent.TestCrossLayerChecks.
 		"SR-STEP-PROMPT-MISSING": true, "SR-STEP-PROMPT-INVALID": true, "SR-RETRY-PROMPT-MISSING": true, "SR-SCHEMA-UNRESOLVED": true,
+		// Rules checked by the builders (completion.FromConfig, step.NewMachine),
+		// reported by validate through the agent layer: agent.TestBuilderRulesAreReportedByValidate.
+		"AC-COMPLETION-MAX-ITERATIONS": true, "AC-COMPLETION-KEYWORD": true, "AC-COMPLETION-MODE": true,
+		"AC-COMPLETION-CONDITIONS": true, "AC-COMPLETION-NAME": true, "AC-COMPLETION-HANDLER": true, "AC-COMPLETION-VALIDATOR": true,
+		"SR-ENTRY-STEP": true, "SR-GATEWAY-CHECK": true, "SR-TRANSITION-TARGET": true, "SR-TRANSITION-ESCALATE": true,
+		"SR-RETRY-FALLBACK": true, "SR-RETRY-FALLBACK-TARGET": true, "SR-ESCALATE-TARGET": true, "SR-ESCALATE-WEBHOOK": true,
+		"SR-SUBSTEP-MISSING": true, "SR-SUBSTEP-PARALLEL": true,
 		// Definition snapshot codes: definition.TestTakeBounds, TestTakeRefusesEscapingLinks…, main.TestValidateReportsSnapshotProblems.
 		"DEFINITION_TOO_LARGE": true, "PATH_ESCAPE": true,
 	}
@@ -653,11 +597,11 @@ func TestValidateReportsAllProblems(t *testing.T) {
 	a, r := baseAgent(), baseRegistry()
 	at(a, "runner")["model"] = "bad model"
 	at(a, "parameters")["json"] = map[string]any{"type": "boolean"}
-	r["entryStep"] = "nope"
+	at(r, "steps", "initial.main")["stepId"] = "other"
 	at(r, "validators", "out-exists")["failurePattern"] = "ghost"
 	dir := writeAgent(t, a, r, nil)
 	res := Check(dir, testOpts)
-	for _, code := range []string{"AC-MODEL-SYNTAX", "PA-CLI-RESERVED", "SR-ENTRY-STEP", "SR-PATTERN-UNKNOWN"} {
+	for _, code := range []string{"AC-MODEL-SYNTAX", "PA-CLI-RESERVED", "SR-STEP-ID", "SR-PATTERN-UNKNOWN"} {
 		findProblem(t, res, code)
 	}
 	// Sorted by file, then position.
@@ -736,13 +680,13 @@ func TestPositionsOfSchemaErrors(t *testing.T) {
 
 func TestValidateGoBuiltDefinition(t *testing.T) {
 	def := &Definition{Version: "1.0.0", Name: "demo", Runner: Runner{
-		Completion: Completion{Type: "keyword"},
+		Completion: Completion{Type: "stepFlow", Mode: "any"},
 		Boundaries: Boundaries{PermissionMode: "sometimes"},
 	}}
 	reg := &Registry{EntryStep: "a", Steps: map[string]Step{"a": {C2: "x", C3: "y"}}}
 	res := Validate(def, reg, ValidateOptions{})
 	findProblem(t, res, "AC-SCHEMA-ENUM")
-	p := findProblem(t, res, "AC-COMPLETION-KEYWORD")
+	p := findProblem(t, res, "AC-IGNORED-FIELD")
 	if p.Line != 0 || p.File != "agent.json" {
 		t.Fatalf("Go-built definitions have no positions: %s", p)
 	}
@@ -863,17 +807,16 @@ func TestIntegralFloatsDecodeAsIntegers(t *testing.T) {
 func TestPointerEscaping(t *testing.T) {
 	r := baseRegistry()
 	at(r, "steps", "initial.main", "check", "onPass")["next"] = "a/b~c"
-	at(r, "steps")["a/b~c"] = map[string]any{"c2": "x", "c3": "y", "check": map[string]any{
-		"type": "keyword", "keywords": []any{"K"}, "onPass": map[string]any{"next": "ghost"}, "onFail": map[string]any{"complete": true}}}
+	at(r, "steps")["a/b~c"] = map[string]any{"c2": "x", "c3": "y", "stepId": "ghost"}
 	dir := writeAgent(t, baseAgent(), r, nil)
-	p := findProblem(t, Check(dir, testOpts), "SR-TRANSITION-TARGET")
-	if p.Pointer != "/steps/a~1b~0c/check/onPass/next" || p.Line == 0 {
+	p := findProblem(t, Check(dir, testOpts), "SR-STEP-ID")
+	if p.Pointer != "/steps/a~1b~0c/stepId" || p.Line == 0 {
 		t.Fatalf("got %s", p)
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, DefaultRegistryFile))
 	line := strings.Split(string(raw), "\n")[p.Line-1]
 	if !strings.Contains(line, `"ghost"`) {
-		t.Fatalf("line %d is %q, want the ghost transition", p.Line, line)
+		t.Fatalf("line %d is %q, want the ghost stepId", p.Line, line)
 	}
 }
 
@@ -891,11 +834,13 @@ func TestNewAgentFromGo(t *testing.T) {
 	if ag.Registry().C1 != "steps" || reg.C1 != "" {
 		t.Fatal("defaults must apply to the Agent's copy, not the caller's registry")
 	}
-	reg.EntryStep = "ghost"
+	st := reg.Steps["initial.main"]
+	st.StepID = "ghost"
+	reg.Steps["initial.main"] = st
 	_, err = NewAgent(dir, def, reg, testOpts)
 	var ve *ValidationError
-	if !errors.As(err, &ve) || findProblem(t, ve.Result, "SR-ENTRY-STEP").Line != 0 {
-		t.Fatalf("want SR-ENTRY-STEP without position, got %v", err)
+	if !errors.As(err, &ve) || findProblem(t, ve.Result, "SR-STEP-ID").Line != 0 {
+		t.Fatalf("want SR-STEP-ID without position, got %v", err)
 	}
 	if _, err := NewAgent(dir, nil, reg, testOpts); !errors.Is(err, agenterr.ErrConfigurationValidation) {
 		t.Fatalf("nil definition: %v", err)

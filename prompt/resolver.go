@@ -163,6 +163,11 @@ func (r *Resolver) configPath(p, what string) (string, error) {
 	return p, nil
 }
 
+// Rel renders a path the resolver returned (Resolved.Path) relative to
+// the agent directory, with forward slashes; a path outside it is
+// returned as it is.
+func (r *Resolver) Rel(abs string) string { return r.rel(abs) }
+
 // rel renders an absolute path inside the agent directory relative to it,
 // with forward slashes, for messages.
 func (r *Resolver) rel(abs string) string {
@@ -200,6 +205,39 @@ func invalidRef(ref Ref, format string, args ...any) error {
 		Message: "invalid prompt reference (" + ref.String() + "): " + fmt.Sprintf(format, args...),
 		Hint:    "c1, c2, c3, edition and adaptation must each be a single path segment: no '/', '\\', '..' or control characters",
 	}
+}
+
+// C3LFile returns the file a C3L reference names, relative to the prompt
+// base and "/"-separated: {c1}/{c2}/{c3}/f_{edition}[_{adaptation}].md,
+// with c1 when ref.C1 is empty and edition "default" when unset. An unsafe
+// segment is PROMPT_PARSE, as in Resolve.
+func C3LFile(c1 string, ref Ref) (string, error) {
+	if ref.C1 != "" {
+		c1 = ref.C1
+	}
+	name, err := c3lName(c1, ref)
+	if err != nil {
+		return "", err
+	}
+	return c1 + "/" + ref.C2 + "/" + ref.C3 + "/" + name, nil
+}
+
+// c3lName checks the segments of a C3L reference (c1 resolved) and
+// returns its file name.
+func c3lName(c1 string, ref Ref) (string, error) {
+	edition := ref.Edition
+	if edition == "" {
+		edition = "default"
+	}
+	for _, f := range [...]struct{ name, v string }{{"c1", c1}, {"c2", ref.C2}, {"c3", ref.C3}, {"edition", edition}} {
+		if !safeSegment(f.v) {
+			return "", invalidRef(ref, "%s %q is not a safe path segment", f.name, f.v)
+		}
+	}
+	if ref.Adaptation != "" && !safeSegment(ref.Adaptation) {
+		return "", invalidRef(ref, "adaptation %q is not a safe path segment", ref.Adaptation)
+	}
+	return fileName(edition, ref.Adaptation), nil
 }
 
 // fileName returns the C3L file name f_{edition}[_{adaptation}].md.
@@ -253,19 +291,10 @@ func (r *Resolver) chain(ref Ref) ([]candidate, error) {
 		if c1 == "" {
 			c1 = r.c1
 		}
-		edition := ref.Edition
-		if edition == "" {
-			edition = "default"
+		var err error
+		if name, err = c3lName(c1, ref); err != nil {
+			return nil, err
 		}
-		for _, f := range [...]struct{ name, v string }{{"c1", c1}, {"c2", ref.C2}, {"c3", ref.C3}, {"edition", edition}} {
-			if !safeSegment(f.v) {
-				return nil, invalidRef(ref, "%s %q is not a safe path segment", f.name, f.v)
-			}
-		}
-		if ref.Adaptation != "" && !safeSegment(ref.Adaptation) {
-			return nil, invalidRef(ref, "adaptation %q is not a safe path segment", ref.Adaptation)
-		}
-		name = fileName(edition, ref.Adaptation)
 		var b strings.Builder
 		b.Grow(len(r.base) + len(c1) + len(ref.C2) + len(ref.C3) + len(name) + 4)
 		b.WriteString(r.base)

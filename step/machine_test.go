@@ -463,7 +463,7 @@ func TestNewMachineValidates(t *testing.T) {
 		{`{"entryStep":"x","steps":{}}`, "/steps"},
 		{`{"entryStep":"x","steps":{"a":{"stepId":"a"}}}`, "/entryStep"},
 		{`{"entryStep":"a","steps":{"a":{"check":{"type":"keyword","keywords":["k"],"onPass":{"next":"nowhere"}}}}}`, "/steps/a/check/onPass/next"},
-		{`{"entryStep":"a","steps":{"a":{"check":{"type":"keyword","keywords":["k"],"onFail":{"escalate":true}}}}}`, "/steps/a/escalation"},
+		{`{"entryStep":"a","steps":{"a":{"check":{"type":"keyword","keywords":["k"],"onFail":{"escalate":true}}}}}`, "/steps/a/check/onFail/escalate"},
 		{`{"entryStep":"a","steps":{"a":{"retry":{"onExhausted":"fallback"}}}}`, "/steps/a/retry/fallbackStep"},
 		{`{"entryStep":"a","steps":{"a":{"retry":{"onExhausted":"fallback","fallbackStep":"z"}}}}`, "/steps/a/retry/fallbackStep"},
 		{`{"entryStep":"a","steps":{"a":{"retry":{"onExhausted":"panic"}}}}`, "/steps/a/retry/onExhausted"},
@@ -471,10 +471,9 @@ func TestNewMachineValidates(t *testing.T) {
 		{`{"entryStep":"a","steps":{"a":{"escalation":{"escalateTo":"x","notificationMethod":"webhook"}}}}`, "/steps/a/escalation/webhookUrl"},
 		{`{"entryStep":"a","steps":{"a":{"escalation":{"escalateTo":"x","notificationMethod":"pager"}}}}`, "/steps/a/escalation/notificationMethod"},
 		{`{"entryStep":"a","steps":{"a":{"escalation":{"escalateTo":"a","returnFlow":"later"}}}}`, "/steps/a/escalation/returnFlow"},
-		{`{"entryStep":"a","steps":{"a":{"type":"gateway"}}}`, "/steps/a/check"},
+		{`{"entryStep":"a","steps":{"a":{"type":"gateway"}}}`, "/steps/a"},
 		{`{"entryStep":"a","steps":{"a":{"type":"fancy"}}}`, "/steps/a/type"},
 		{`{"entryStep":"a","steps":{"a":{"subSteps":["b"]},"b":{}}}`, "/steps/a/subSteps/0"},
-		{`{"entryStep":"a","steps":{"a":{},"b":{"type":"subStep"}}}`, "/steps/b/type"},
 		{`{"entryStep":"b","steps":{"a":{"subSteps":["b"]},"b":{"type":"subStep"}}}`, "/entryStep"},
 		{`{"entryStep":"a","steps":{"a":{"subSteps":["b"],"sequential":false},"b":{"type":"subStep"}}}`, "/steps/a/sequential"},
 		{`{"entryStep":"a","steps":{"a":{"subSteps":["b"]},"c":{"subSteps":["b"]},"b":{"type":"subStep"}}}`, "/steps/c/subSteps/0"},
@@ -625,5 +624,23 @@ func TestTransitionAfterEnd(t *testing.T) {
 	}
 	if _, err := m.Transition(ctx, Outcome{}); !errors.Is(err, agenterr.ErrStepAborted) {
 		t.Fatalf("after abort: %v", err)
+	}
+}
+
+// TestNewMachineReportsEveryProblem: the step graph's broken rules are
+// reported together, each with its problem code.
+func TestNewMachineReportsEveryProblem(t *testing.T) {
+	_, err := NewMachine(registry(t, `{"entryStep":"x","steps":{"a":{"check":{"type":"keyword","keywords":["k"],"onPass":{"next":"nowhere"}}},
+		"g":{"type":"gateway"}}}`), Options{})
+	var codes []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var re *config.RuleError
+		if !errors.As(e, &re) || !errors.Is(e, agenterr.ErrConfigurationValidation) {
+			t.Fatalf("%v is not a coded configuration error", e)
+		}
+		codes = append(codes, re.Rule)
+	}
+	if want := "SR-ENTRY-STEP SR-TRANSITION-TARGET SR-GATEWAY-CHECK"; strings.Join(codes, " ") != want {
+		t.Fatalf("codes %v, want %s", codes, want)
 	}
 }

@@ -178,7 +178,7 @@ func scaffoldFiles(name string) []scaffoldFile {
       "c3": "main",
       "edition": "default",
       "uvVariables": ["topic"],
-      "onFailure": { "action": "retry", "maxAttempts": 1 }
+      "onFailure": { "action": "retry", "maxAttempts": 3 }
     }
   },
   "completionPatterns": {
@@ -237,10 +237,10 @@ A capstan agent scaffolded by ` + "`capstan init {{name}}`" + `.
 Completion is verified, not declared: the run completes when the reply contains
 TASK_COMPLETE *and* the ` + "`hello-exists`" + ` validator (listed in
 runner.completion.validators) finds hello.txt. A reply that says TASK_COMPLETE
-without writing the file ends the run as ` + "`validation_exhausted`" + ` (exit 1):
-the step's ` + "`onFailure.maxAttempts`" + ` is 1. Raise it to give the model more
-attempts; each failed attempt then gets the retry prompt
-f_failed_file-missing.md in the same session.
+without writing the file gets the retry prompt f_failed_file-missing.md in the
+same session; after the step's ` + "`onFailure.maxAttempts`" + ` (3) failed attempts the
+run ends as ` + "`validation_exhausted`" + ` (exit 1). So does a scripted run whose
+script has no reply left for a retry prompt.
 
 Tests in the working directory are protected (` + "`runner.verification.protect`" + `):
 the model may read them but not change, delete or add them, so it cannot make

@@ -183,12 +183,29 @@ func TestInitNextCommandsWork(t *testing.T) {
 		t.Fatalf("the scripted run did not write hello.txt: %v", err)
 	}
 
-	// A model that only says it is done does not complete.
-	if err := os.WriteFile(filepath.Join(parent, "liar", "script.yaml"), []byte("turns:\n  - text: \"TASK_COMPLETE\"\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// A model that only says it is done does not complete: the commands
+	// exactly as a new user types them.
+	code, out = sh(`printf 'turns:\n  - text: "TASK_COMPLETE"\n' > liar/script.yaml`)
+	if code != 0 {
+		t.Fatalf("printf: exit %d: %s", code, out)
+	}
+	code, out = sh(`capstan run liar --workdir "$(mktemp -d)"`)
+	if code != exitNotCompleted || !strings.Contains(out, "NOT COMPLETED  validation_exhausted") ||
+		!strings.Contains(out, "attempt 1 of 3") {
+		t.Fatalf("liar: exit %d\n%s", code, out)
 	}
 	code, out = sh(`capstan run liar --json --workdir "$(mktemp -d)"`)
-	if code != exitNotCompleted || !strings.Contains(out, `"completionReason": "validation_exhausted"`) || !strings.Contains(out, `"success": false`) {
-		t.Fatalf("liar: exit %d\n%s", code, out)
+	if code != exitNotCompleted || !strings.Contains(out, `"completionReason": "validation_exhausted"`) || !strings.Contains(out, `"success": false`) ||
+		!strings.Contains(out, `"code": "VALIDATION_EXHAUSTED"`) {
+		t.Fatalf("liar --json: exit %d\n%s", code, out)
+	}
+	// A liar with replies to spare uses every attempt, then ends the same way.
+	liar3 := "turns:\n" + strings.Repeat("  - text: \"TASK_COMPLETE\"\n", 5)
+	if err := os.WriteFile(filepath.Join(parent, "liar", "script.yaml"), []byte(liar3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out = sh(`capstan run liar --workdir "$(mktemp -d)"`)
+	if code != exitNotCompleted || !strings.Contains(out, "NOT COMPLETED  validation_exhausted") || !strings.Contains(out, "after 3 attempts") {
+		t.Fatalf("liar with 5 replies: exit %d\n%s", code, out)
 	}
 }

@@ -1,0 +1,244 @@
+package agent
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/config"
+)
+
+// ruleAgent and ruleRegistry are a valid two-step agent (a check with a
+// retry policy and a fallback, an escalation, completion conditions, an
+// output schema) as generic JSON maps, for tests to break one rule at a
+// time.
+func ruleAgent() map[string]any {
+	return map[string]any{
+		"version": "1.0.0", "name": "demo", "description": "test agent",
+		"parameters": map[string]any{"topic": map[string]any{"type": "string", "required": true, "description": "topic"}},
+		"runner": map[string]any{
+			"model":            "script:script.yaml",
+			"systemPromptPath": "prompts/system.md",
+			"completion":       map[string]any{"type": "keyword", "keyword": "TASK_COMPLETE", "validators": []any{"out-exists"}},
+			"boundaries":       map[string]any{"allowedTools": []any{"Read", "Write"}, "permissionMode": "acceptEdits"},
+			"budgets":          map[string]any{"maxIterations": 5},
+			"verification":     map[string]any{"protect": []any{"**/*_test.go"}},
+		},
+	}
+}
+
+func ruleRegistry() map[string]any {
+	return map[string]any{
+		"agentId": "demo", "entryStep": "initial.main",
+		"steps": map[string]any{
+			"initial.main": map[string]any{
+				"stepId": "initial.main", "c2": "initial", "c3": "main", "uvVariables": []any{"topic"},
+				"check": map[string]any{"type": "keyword", "keywords": []any{"NEXT"},
+					"onPass": map[string]any{"next": "review.main"}, "onFail": map[string]any{"retry": true}},
+				"retry": map[string]any{"maxRetries": 2, "onExhausted": "fallback", "fallbackStep": "review.main"},
+			},
+			"review.main": map[string]any{
+				"c2": "review", "c3": "main",
+				"completionConditions": []any{map[string]any{"validator": "tests-pass"}},
+				"onFailure":            map[string]any{"action": "retry", "maxAttempts": 2},
+				"outputSchemaRef":      map[string]any{"file": "review.schema.json", "schema": "review"},
+				"check": map[string]any{"type": "action", "actions": []any{"Bash"},
+					"onPass": map[string]any{"complete": true}, "onFail": map[string]any{"escalate": true}},
+				"escalation": map[string]any{"escalateTo": "initial.main", "notificationMethod": "in_agent", "returnFlow": "resume"},
+			},
+		},
+		"completionPatterns": map[string]any{
+			"test-failed":  map[string]any{"edition": "failed", "adaptation": "test-failed", "params": []any{"errorOutput"}},
+			"file-missing": map[string]any{"edition": "failed", "adaptation": "file-missing"},
+		},
+		"validators": map[string]any{
+			"tests-pass": map[string]any{"type": "command", "command": "go test -v ./...", "successWhen": "exitCode:0",
+				"failurePattern": "test-failed", "extractParams": map[string]any{"errorOutput": "stderr"}},
+			"out-exists": map[string]any{"type": "file", "path": "out.txt", "failurePattern": "file-missing"},
+		},
+	}
+}
+
+// writeRuleAgent writes an agent folder with agent.json a, registry r and
+// the prompt, schema and script files the fixture references.
+func writeRuleAgent(t *testing.T, a, r map[string]any) string {
+	t.Helper()
+	files := map[string]string{
+		"prompts/system.md":                                   "You are a test agent.",
+		"prompts/steps/initial/main/f_default.md":             "Write about {uv-topic}.",
+		"prompts/steps/initial/main/f_failed_file-missing.md": "out.txt is missing.",
+		"prompts/steps/review/main/f_default.md":              "Review.",
+		"prompts/steps/review/main/f_failed_file-missing.md":  "out.txt is missing.",
+		"prompts/steps/review/main/f_failed_test-failed.md":   "Tests fail: {{errorOutput}}",
+		"schemas/review.schema.json":                          `{"review":{"type":"object"}}`,
+		"script.yaml":                                         "turns:\n  - text: done\n",
+	}
+	for name, v := range map[string]any{config.AgentFile: a, config.DefaultRegistryFile: r} {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(b)
+	}
+	return writeAgent(t, files)
+}
+
+// at walks a generic JSON map by keys and returns the map at that path.
+func at(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		m = m[k].(map[string]any)
+	}
+	return m
+}
+
+// TestBuilderRulesAreReportedByValidate: the rules that the builders
+// check — completion.FromConfig for runner.completion, step.NewMachine for
+// the step graph — are the rules `capstan validate` reports, once, with
+// their problem codes, located, with hints, all at once; the rules live
+// only in the builders.
+func TestBuilderRulesAreReportedByValidate(t *testing.T) {
+	if res := config.Check(writeRuleAgent(t, ruleAgent(), ruleRegistry()), ValidateOptions()); !res.Valid() || len(res.Warnings()) > 0 {
+		t.Fatalf("the base fixture is not clean:\n%v", res.Problems())
+	}
+	cases := []struct {
+		name     string
+		mutate   func(a, r map[string]any, _ map[string]string)
+		code     string
+		severity config.Severity
+		file     string
+		pointer  string
+	}{
+		{"entry step missing", func(a, r map[string]any, _ map[string]string) { r["entryStep"] = "nope" },
+			"SR-ENTRY-STEP", config.SeverityError, "steps_registry.json", "/entryStep"},
+		{"transition to missing step", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main", "check", "onPass")["next"] = "ghost"
+		}, "SR-TRANSITION-TARGET", config.SeverityError, "steps_registry.json", "/steps/initial.main/check/onPass/next"},
+		{"escalate without escalation", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "steps", "review.main"), "escalation")
+		}, "SR-TRANSITION-ESCALATE", config.SeverityError, "steps_registry.json", "/steps/review.main/check/onFail/escalate"},
+		{"fallback without fallbackStep", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "steps", "initial.main", "retry"), "fallbackStep")
+		}, "SR-RETRY-FALLBACK", config.SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		{"fallbackStep missing", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "initial.main", "retry")["fallbackStep"] = "ghost"
+		}, "SR-RETRY-FALLBACK-TARGET", config.SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		{"escalateTo missing", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main", "escalation")["escalateTo"] = "human"
+		}, "SR-ESCALATE-TARGET", config.SeverityError, "steps_registry.json", "/steps/review.main/escalation/escalateTo"},
+		{"webhook without url", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main", "escalation")["notificationMethod"] = "webhook"
+		}, "SR-ESCALATE-WEBHOOK", config.SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
+		{"webhook with file url", func(a, r map[string]any, _ map[string]string) {
+			e := at(r, "steps", "review.main", "escalation")
+			e["notificationMethod"], e["webhookUrl"] = "webhook", "file:///etc/passwd"
+		}, "SR-ESCALATE-WEBHOOK", config.SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
+		{"substep missing", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["subSteps"] = []any{"ghost"}
+		}, "SR-SUBSTEP-MISSING", config.SeverityError, "steps_registry.json", "/steps/review.main/subSteps/0"},
+		{"parallel substeps", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps", "review.main")["sequential"] = false
+		}, "SR-SUBSTEP-PARALLEL", config.SeverityError, "steps_registry.json", "/steps/review.main/sequential"},
+		{"gateway without check", func(a, r map[string]any, _ map[string]string) {
+			at(r, "steps")["route"] = map[string]any{"type": "gateway"}
+			at(r, "steps", "initial.main", "check", "onPass")["next"] = "route"
+		}, "SR-GATEWAY-CHECK", config.SeverityError, "steps_registry.json", "/steps/route"},
+		{"unknown completion validator", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "completion")["validators"] = []any{"ghost"}
+		}, "AC-COMPLETION-VALIDATOR", config.SeverityError, "agent.json", "/runner/completion/validators/0"},
+		{"iterationBudget without max", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "iterationBudget"}
+		}, "AC-COMPLETION-MAX-ITERATIONS", config.SeverityError, "agent.json", "/runner/completion/maxIterations"},
+		{"keyword without keyword", func(a, r map[string]any, _ map[string]string) { delete(at(a, "runner", "completion"), "keyword") },
+			"AC-COMPLETION-KEYWORD", config.SeverityError, "agent.json", "/runner/completion/keyword"},
+		{"composite without mode", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "composite", "conditions": []any{map[string]any{"type": "stepFlow"}}}
+		}, "AC-COMPLETION-MODE", config.SeverityError, "agent.json", "/runner/completion/mode"},
+		{"composite without conditions", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "any"}
+		}, "AC-COMPLETION-CONDITIONS", config.SeverityError, "agent.json", "/runner/completion/conditions"},
+		{"nested composite checked", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "all", "conditions": []any{
+				map[string]any{"type": "stepFlow"},
+				map[string]any{"type": "composite", "mode": "any", "conditions": []any{map[string]any{"type": "keyword"}}},
+			}}
+		}, "AC-COMPLETION-KEYWORD", config.SeverityError, "agent.json", "/runner/completion/conditions/1/conditions/0/keyword"},
+		{"duplicate condition names", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "all", "conditions": []any{
+				map[string]any{"type": "stepFlow", "name": "x"},
+				map[string]any{"type": "iterationBudget", "maxIterations": 3, "name": "x"},
+			}}
+		}, "AC-COMPLETION-NAME", config.SeverityError, "agent.json", "/runner/completion/conditions/1/name"},
+		{"custom without handler", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["completion"] = map[string]any{"type": "custom"}
+		}, "AC-COMPLETION-HANDLER", config.SeverityError, "agent.json", "/runner/completion/handler"},
+		// climpt's spellings: the builder's problem points where the user
+		// wrote the value.
+		{"climpt composite without operator", func(a, r map[string]any, _ map[string]string) {
+			delete(at(a, "runner"), "completion")
+			at(a, "runner")["verdict"] = map[string]any{"type": "meta:composite", "config": map[string]any{"conditions": []any{
+				map[string]any{"type": "detect:keyword", "config": map[string]any{"verdictKeyword": "DONE"}}}}}
+		}, "AC-COMPLETION-MODE", config.SeverityError, "agent.json", "/runner/verdict/config/operator"},
+		{"climpt entry mapping to a missing step", func(a, r map[string]any, _ map[string]string) {
+			delete(at(a, "runner"), "completion")
+			at(a, "runner")["verdict"] = map[string]any{"type": "count:iteration", "config": map[string]any{"maxIterations": 3}}
+			delete(r, "entryStep")
+			r["entryStepMapping"] = map[string]any{"count:iteration": "ghost"}
+		}, "SR-ENTRY-STEP", config.SeverityError, "steps_registry.json", "/entryStepMapping/count:iteration"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, r := ruleAgent(), ruleRegistry()
+			tc.mutate(a, r, nil)
+			dir := writeRuleAgent(t, a, r)
+			res := config.Check(dir, ValidateOptions())
+			var found []config.Problem
+			for _, p := range res.Problems() {
+				if p.Code == tc.code {
+					found = append(found, p)
+				}
+				if p.Code == "CONFIG_INVALID" && p.Pointer == tc.pointer {
+					t.Errorf("the rule is reported twice, once without its code: %s", p)
+				}
+			}
+			if len(found) != 1 {
+				t.Fatalf("want one %s, got %d:\n%v", tc.code, len(found), res.Problems())
+			}
+			p := found[0]
+			if p.Severity != tc.severity || p.File != tc.file || p.Pointer != tc.pointer || p.Hint == "" || p.Line == 0 {
+				t.Fatalf("got %s (line %d), want %s %s %s with a hint", p, p.Line, tc.severity, tc.file, tc.pointer)
+			}
+			// What validate reports, New refuses with the same code.
+			_, err := Load(dir, Config{})
+			if err == nil || !strings.Contains(err.Error(), tc.code) {
+				t.Fatalf("Load: %v", err)
+			}
+		})
+	}
+}
+
+// TestBuilderProblemsComeAllAtOnce: one validate reports the broken rules
+// of the completion builder, of the step machine and of configuration
+// together; a value of the wrong type is one schema problem, not also the
+// builder's.
+func TestBuilderProblemsComeAllAtOnce(t *testing.T) {
+	a, r := ruleAgent(), ruleRegistry()
+	delete(at(a, "runner", "completion"), "keyword")
+	r["entryStep"] = "nope"
+	at(r, "steps", "initial.main")["stepId"] = "other"
+	res := config.Check(writeRuleAgent(t, a, r), ValidateOptions())
+	codes := map[string]int{}
+	for _, p := range res.Errors() {
+		codes[p.Code]++
+	}
+	for _, want := range []string{"AC-COMPLETION-KEYWORD", "SR-ENTRY-STEP", "SR-STEP-ID"} {
+		if codes[want] != 1 {
+			t.Errorf("want one %s: %v", want, res.Problems())
+		}
+	}
+	r = ruleRegistry()
+	r["entryStep"] = 42
+	res = config.Check(writeRuleAgent(t, ruleAgent(), r), ValidateOptions())
+	if len(res.Errors()) != 1 || res.Errors()[0].Code != "SR-SCHEMA-TYPE" {
+		t.Fatalf("want exactly SR-SCHEMA-TYPE: %v", res.Problems())
+	}
+}
