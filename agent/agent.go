@@ -53,8 +53,8 @@ const (
 // Agent is a built agent.
 type Agent struct {
 	def  *config.Agent
-	spec *config.Definition // def.Definition(), copied once
-	reg  *config.Registry   // def.Registry(), copied once
+	spec *config.Definition // def.Shared(): read-only, shared by the agents of def
+	reg  *config.Registry   // def.Shared(): read-only, shared by the agents of def
 	opts Config
 
 	mu      sync.Mutex
@@ -140,10 +140,11 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		e.Hint = "create it or pass an existing --workdir"
 		return nil, e
 	}
-	a := &Agent{def: def, spec: def.Definition(), reg: def.Registry(), opts: opts, state: Created, workDir: wd}
+	a := &Agent{def: def, opts: opts, state: Created, workDir: wd}
+	a.spec, a.reg = def.Shared()
 	a.model = opts.Model
 	if a.model == "" {
-		a.model = def.Definition().Runner.Model
+		a.model = a.spec.Runner.Model
 	}
 	if a.model == "" && opts.Bridge != nil {
 		a.model = "custom"
