@@ -188,7 +188,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
-	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
+	a.prompts = sharedFor(def).prompts
 	a.schemas = newSchemas(def.Dir(), def.FS())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
 	// 3. completion handler, validators and step machine: the part of the

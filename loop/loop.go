@@ -343,22 +343,22 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 	if out != nil {
 		return it.s, *out
 	}
-	qr, err := it.bridge.Query(ctx, it.turn.Prompt, it.opts)
+	qr, err := it.bridge.Query(ctx, it.prompt, it.opts)
 	if err != nil && errors.Is(err, agenterr.ErrSdkSessionNotFound) && it.opts.SessionID != "" {
 		// Seed 002 reconnect: the backend lost the session; start a new one once.
 		l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": it.opts.SessionID})
 		it.opts.SessionID = ""
-		qr, err = it.bridge.Query(ctx, it.turn.Prompt, it.opts)
+		qr, err = it.bridge.Query(ctx, it.prompt, it.opts)
 	}
 	return l.endIteration(ctx, rc, it, qr, err)
 }
 
-// iterationState is one iteration under way: its summary, its turn and
-// where the turn's query goes.
+// iterationState is one iteration under way: its summary, and the query
+// of its turn and where it goes.
 type iterationState struct {
 	s      *iteration.Summary
 	began  time.Time
-	turn   Turn
+	prompt string
 	opts   llm.QueryOptions
 	bridge llm.Bridge
 	own    bool // the query runs in the run's own session
@@ -389,7 +389,7 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) (*iterati
 		_, out := l.fail(it, err)
 		return it, &out
 	}
-	it.turn = turn
+	it.prompt = turn.Prompt
 	it.s.StepID, it.s.Prompt = turn.StepID, turn.Prompt
 	l.prompt = PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
 	l.cfg.Events.Emit(journal.PromptResolved, &l.prompt)

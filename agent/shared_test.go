@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// The agents of one definition share its prompt resolver (and so its
+// parsed prompts); another definition has its own.
+func TestAgentsOfOneDefinitionShareItsPrompts(t *testing.T) {
+	dir := basicAgent(t, twoIterationScript, "")
+	def, other := load(t, dir), load(t, dir)
+	ctx := context.Background()
+	build := func() *Agent {
+		t.Helper()
+		a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Stop() })
+		return a
+	}
+	a1, a2 := build(), build()
+	if a1.prompts != a2.prompts {
+		t.Error("two agents of one definition have their own prompt resolvers")
+	}
+	if sharedFor(other).prompts == a1.prompts {
+		t.Error("two definitions share a prompt resolver")
+	}
+	if res := runToEnd(t, def, BuildOptions{WorkDir: t.TempDir()}); !res.Success {
+		t.Fatalf("run on the shared resolver failed: %+v", res)
+	}
+}
+
+// The shared state never keeps a definition alive: its entry goes when
+// the definition is collected.
+func TestSharedStateLetsTheDefinitionGo(t *testing.T) {
+	dir := basicAgent(t, twoIterationScript, "")
+	count := func() int {
+		n := 0
+		definitions.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	before := count()
+	func() {
+		def := load(t, dir)
+		_ = sharedFor(def)
+		if count() != before+1 {
+			t.Fatalf("entries: %d, want %d", count(), before+1)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for count() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry of a collected definition is still there (%d entries, want %d)", count(), before)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
