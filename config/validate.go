@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"io/fs"
 	"net/url"
 	"os"
@@ -58,11 +59,11 @@ func DefaultReservedFlags() []string {
 }
 
 var (
-	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	paramNameRE = lazyre.New(`^[a-z][a-z0-9_-]*$`)
 	// testRunnerRE finds a test runner in a validator command.
-	testRunnerRE = regexp.MustCompile(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
-	cliFlagRE    = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
-	providerRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	testRunnerRE = lazyre.New(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
+	cliFlagRE    = lazyre.New(`^--[a-z][a-z0-9-]*$`)
+	providerRE   = lazyre.New(`^[a-z][a-z0-9_-]*$`)
 )
 
 // Validate checks def and reg against the JSON Schemas and for semantics
@@ -317,7 +318,7 @@ const hardLimit = 100
 // model checks a provider:model spec.
 func (c *checker) model(src *source, prefix, ptr, spec string) {
 	provider, model, hasModel := strings.Cut(spec, ":")
-	if !providerRE.MatchString(provider) || (hasModel && strings.TrimSpace(model) == "") || strings.ContainsAny(spec, " \t\r\n") {
+	if !providerRE().MatchString(provider) || (hasModel && strings.TrimSpace(model) == "") || strings.ContainsAny(spec, " \t\r\n") {
 		c.report(src, prefix+"-MODEL-SYNTAX", SeverityError, ptr,
 			"write provider:model, e.g. \"anthropic:claude-sonnet-4-5\", \"openai:gpt-4.1\", \"script:script.yaml\"",
 			"model %q is not provider:model", spec)
@@ -499,12 +500,12 @@ func (c *checker) parameters() {
 	for _, name := range sortedKeys(c.def.Parameters) {
 		p := c.def.Parameters[name]
 		ptr := JoinPointer("parameters", name)
-		if !paramNameRE.MatchString(name) {
+		if !paramNameRE().MatchString(name) {
 			c.reportKey(a, "PA-NAME", SeverityError, ptr,
 				"use lowercase letters, digits, '_' and '-', starting with a letter (e.g. \"issue_number\")",
 				"parameter name %q is not allowed", name)
 		}
-		if p.Cli != "" && !cliFlagRE.MatchString(p.Cli) {
+		if p.Cli != "" && !cliFlagRE().MatchString(p.Cli) {
 			c.report(a, "PA-CLI-SYNTAX", SeverityError, ptr+"/cli",
 				"write \"--\" then lowercase letters, digits and dashes, e.g. \"--issue\"",
 				"cli flag %q is not a valid long flag", p.Cli)
@@ -863,7 +864,7 @@ func (c *checker) validator(name string, v Validator) {
 		if strings.TrimSpace(v.Command) == "" {
 			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test ./...\"",
 				"a command validator needs command")
-		} else if c.def != nil && !c.protectsAnything() && testRunnerRE.MatchString(v.Command) {
+		} else if c.def != nil && !c.protectsAnything() && testRunnerRE().MatchString(v.Command) {
 			c.report(s, "SR-TESTS-UNPROTECTED", SeverityWarning, ptr+"/command",
 				"protect the tests and what configures them in agent.json, e.g. \"runner\": {\"verification\": {\"protect\": [\"**/*_test.go\", \"**/go.mod\"]}}",
 				"validator %q runs tests (%s) but nothing is protected: the model can pass it by editing, skipping or deleting tests", name, v.Command)

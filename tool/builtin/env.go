@@ -1,9 +1,9 @@
 package builtin
 
 import (
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/tool"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -55,10 +55,10 @@ func IsSecret(name, value string) bool {
 // IsSecretValue reports whether a variable's value embeds a password in a
 // URL ("postgres://user:password@host/db").
 func IsSecretValue(v string) bool {
-	return urlPassword.MatchString(v)
+	return urlPassword().MatchString(v)
 }
 
-var urlPassword = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s:]*:([^/@\s]+)@`)
+var urlPassword = lazyre.New(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s:]*:([^/@\s]+)@`)
 
 // MinSecretLen is the shortest value SecretValues returns: shorter values
 // ("1", "true") would redact ordinary words.
@@ -98,7 +98,7 @@ func SecretValues(environ []string) []string {
 				}
 			}
 		}
-		for _, m := range urlPassword.FindAllStringSubmatch(v, -1) {
+		for _, m := range urlPassword().FindAllStringSubmatch(v, -1) {
 			add(m[1])
 		}
 	}
