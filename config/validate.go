@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/lazyre"
 	"io/fs"
 	"net/url"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/tool"
 )
 

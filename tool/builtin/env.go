@@ -1,12 +1,14 @@
 package builtin
 
 import (
-	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/tool"
 	"os"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+
+	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/tool"
 )
 
 // secretWords mark environment variables that hold credentials when they
@@ -162,6 +164,28 @@ func BuildEnv(environ, allow []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// lastEnv is the environment commandEnv made last, with its inputs.
+var lastEnv struct {
+	mu                  sync.Mutex
+	environ, allow, env []string
+}
+
+// commandEnv is BuildEnv for the Bash tool of a new tool set: when the
+// process environment and the allow list are those of the previous call
+// (every agent a process builds from one definition), it returns the same
+// list instead of a new copy. The list is shared and read-only; its
+// capacity is its length, so an append copies it.
+func commandEnv(environ, allow []string) []string {
+	lastEnv.mu.Lock()
+	defer lastEnv.mu.Unlock()
+	if lastEnv.env != nil && slices.Equal(environ, lastEnv.environ) && slices.Equal(allow, lastEnv.allow) {
+		return lastEnv.env
+	}
+	env := slices.Clip(BuildEnv(environ, allow))
+	lastEnv.environ, lastEnv.allow, lastEnv.env = environ, slices.Clone(allow), env
+	return env
 }
 
 // Redacted is what RedactSecrets puts in place of a secret value.
