@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -59,4 +60,41 @@ func TestSharedStateLetsTheDefinitionGo(t *testing.T) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Agents of one definition run at the same time on what they share (run
+// with -race).
+func TestAgentsOfOneDefinitionRunConcurrently(t *testing.T) {
+	def := load(t, basicAgent(t, twoIterationScript, ""))
+	ctx := context.Background()
+	const n = 4
+	results := make([]*Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir()})
+			if err == nil {
+				err = a.Start(ctx)
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			a.Run(ctx)
+			results[i] = a.Stop()
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("agent %d: %v", i, errs[i])
+		}
+		if !results[i].Success {
+			t.Errorf("agent %d: %+v", i, results[i])
+		}
+	}
+	assertSharedUnchanged(t, def)
 }
