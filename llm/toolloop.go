@@ -122,9 +122,7 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
 	}
 	q := l.begin(prompt, opts)
-	if q.owned {
-		defer l.release(q.sid)
-	}
+	defer l.end(q)
 	msgs, res, err := q.lp.Run(ctx, q.msgs)
 	if res != nil {
 		res.SessionRenewed = q.renewed
@@ -149,15 +147,20 @@ type query struct {
 	owned   bool      // the query holds the session (release it at the end)
 }
 
+// queries are reused from query to query (a query is a few hundred bytes
+// that every query would otherwise allocate).
+var queries = sync.Pool{New: func() any { return new(query) }}
+
 // begin finds or starts the session of a query and builds its Loop. It is
 // kept out of Query (not inlined), and the query lives on the heap, so
 // that Query's stack frame — part of what a run parked in a model call
-// keeps — holds only what lives across the call.
+// keeps — holds only what lives across the call. end releases it.
 //
 //go:noinline
 func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
 	l.mu.Lock()
-	q := &query{sid: opts.SessionID}
+	q := queries.Get().(*query)
+	*q = query{sid: opts.SessionID}
 	history, known := l.sessions[q.sid]
 	if q.sid == "" || !known {
 		q.renewed = q.sid != ""
@@ -198,11 +201,16 @@ func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
 	return q
 }
 
-// release ends a query's hold on session sid.
-func (l *ToolLoop) release(sid string) {
-	l.mu.Lock()
-	delete(l.busy, sid)
-	l.mu.Unlock()
+// end ends a query: it releases the query's hold on its session and
+// returns the query, emptied, for reuse.
+func (l *ToolLoop) end(q *query) {
+	if q.owned {
+		l.mu.Lock()
+		delete(l.busy, q.sid)
+		l.mu.Unlock()
+	}
+	*q = query{}
+	queries.Put(q)
 }
 
 // policyChain is what a query policy decides for every query that uses

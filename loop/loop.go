@@ -138,6 +138,8 @@ type Loop struct {
 	start  IterationStartEvent
 	prompt PromptEvent
 	end    IterationEvent
+	// it is the iteration under way (iterations run one at a time).
+	it iterationState
 }
 
 // New returns a Loop. Bridge and Flow are required.
@@ -379,7 +381,8 @@ func (l *Loop) fail(it *iterationState, err error) (*iteration.Summary, Outcome)
 //
 //go:noinline
 func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) (*iterationState, *Outcome) {
-	it := &iterationState{began: l.cfg.Now()}
+	it := &l.it
+	*it = iterationState{began: l.cfg.Now()}
 	it.s = &iteration.Summary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: it.began,
 		AssistantResponses: []string{}, ToolsUsed: []iteration.ToolUsage{}, DetectedActions: []iteration.DetectedAction{}, Errors: []string{}}
 	l.start.Iteration = rc.Iteration
