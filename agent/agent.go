@@ -56,8 +56,8 @@ const (
 // Agent is a built agent.
 type Agent struct {
 	def  *config.Agent
-	spec *config.Definition // def.Definition(), copied once
-	reg  *config.Registry   // def.Registry(), copied once
+	spec *config.Definition // def.Shared(): read-only, shared by the agents of def
+	reg  *config.Registry   // def.Shared(): read-only, shared by the agents of def
 	opts Config
 
 	mu      sync.Mutex
@@ -163,13 +163,19 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		e.Hint = "create it or pass an existing --workdir"
 		return nil, e
 	}
-	a := &Agent{def: def, spec: def.Definition(), reg: def.Registry(), opts: opts, state: Created, workDir: wd}
+	a := &Agent{def: def, opts: opts, state: Created, workDir: wd}
+	// Agents of one definition share one read-only copy of it; an agent
+	// whose Config overrides a limit gets its own copy to write it over.
+	a.spec, a.reg = def.Shared()
+	if opts.MaxIterations > 0 || opts.RunTimeout > 0 || opts.MaxTokens > 0 || opts.MaxCostUSD > 0 || opts.MaxTurns > 0 || opts.StepLoopLimit > 0 {
+		a.spec, a.reg = def.Definition(), def.Registry()
+	}
 	if err := applyLimits(a.spec, a.reg, opts); err != nil {
 		return nil, err
 	}
 	a.model = opts.Model
 	if a.model == "" {
-		a.model = def.Definition().Runner.Model
+		a.model = a.spec.Runner.Model
 	}
 	if a.model == "" && opts.Bridge != nil {
 		a.model = "custom"
@@ -217,7 +223,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
 	a.buildOrder = append(a.buildOrder, "logger")
 	// 2. prompt resolver
-	a.prompts = newPromptResolver(def.Dir(), a.spec, a.reg)
+	a.prompts = sharedFor(def).prompts
 	a.schemas = newSchemas(def.Dir(), a.spec.Runner.SchemasDir, def.FS())
 	a.buildOrder = append(a.buildOrder, "promptResolver")
 	// 3. completion handler, validators and step machine: the part of the

@@ -90,7 +90,22 @@ func runToEnd(t testing.TB, def *config.Agent, opts BuildOptions) *Result {
 		t.Fatal(err)
 	}
 	a.Run(ctx)
-	return a.Stop()
+	res := a.Stop()
+	assertSharedUnchanged(t, a.def)
+	return res
+}
+
+// assertSharedUnchanged fails when a run changed the definition it shares
+// with every other agent of def (config.Agent.Shared is read-only).
+func assertSharedUnchanged(t testing.TB, def *config.Agent) {
+	t.Helper()
+	spec, reg := def.Shared()
+	if !reflect.DeepEqual(spec, def.Definition()) {
+		t.Error("the run changed the shared agent definition")
+	}
+	if !reflect.DeepEqual(reg, def.Registry()) {
+		t.Error("the run changed the shared steps registry")
+	}
 }
 
 func load(t testing.TB, dir string) *config.Agent {

@@ -2,11 +2,11 @@ package completion
 
 import (
 	"encoding/json"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
@@ -253,12 +253,12 @@ type goEvent struct {
 	FailedBuild string `json:"FailedBuild"`
 }
 
-var goNoise = regexp.MustCompile(`^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (FAIL|PASS|SKIP):|PASS$|FAIL$|ok\s|FAIL\s|exit status \d+$|coverage:)`)
+var goNoise = lazyre.New(`^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (FAIL|PASS|SKIP):|PASS$|FAIL$|ok\s|FAIL\s|exit status \d+$|coverage:)`)
 
 func cleanGoOutput(s string) string {
 	var b []string
 	for _, l := range lines(s) {
-		if goNoise.MatchString(l) || strings.TrimSpace(l) == "" {
+		if goNoise().MatchString(l) || strings.TrimSpace(l) == "" {
 			continue
 		}
 		b = append(b, strings.TrimSpace(l))
@@ -335,10 +335,10 @@ func parseGoJSON(ls []string, acc *failures) {
 }
 
 var (
-	goFail      = regexp.MustCompile(`^(\s*)--- FAIL: (\S+)`)
-	goRun       = regexp.MustCompile(`^=== (RUN|CONT|NAME)\s+(\S+)`)
-	goBuildFail = regexp.MustCompile(`^FAIL\s+(\S+) \[(build failed|setup failed)\]`)
-	goHeader    = regexp.MustCompile(`^# (\S+)`)
+	goFail      = lazyre.New(`^(\s*)--- FAIL: (\S+)`)
+	goRun       = lazyre.New(`^=== (RUN|CONT|NAME)\s+(\S+)`)
+	goBuildFail = lazyre.New(`^FAIL\s+(\S+) \[(build failed|setup failed)\]`)
+	goHeader    = lazyre.New(`^# (\S+)`)
 )
 
 func parseGoText(ls []string, acc *failures) {
@@ -349,15 +349,15 @@ func parseGoText(ls []string, acc *failures) {
 	header := ""
 	for i := 0; i < len(ls); i++ {
 		l := ls[i]
-		if m := goRun.FindStringSubmatch(l); m != nil {
+		if m := goRun().FindStringSubmatch(l); m != nil {
 			running = m[2]
 			continue
 		}
-		if m := goHeader.FindStringSubmatch(l); m != nil {
+		if m := goHeader().FindStringSubmatch(l); m != nil {
 			header = m[1]
 			continue
 		}
-		if m := goBuildFail.FindStringSubmatch(l); m != nil {
+		if m := goBuildFail().FindStringSubmatch(l); m != nil {
 			msg := ""
 			for h, b := range buildOut {
 				if strings.HasPrefix(h, m[1]) {
@@ -367,7 +367,7 @@ func parseGoText(ls []string, acc *failures) {
 			acc.add(m[1]+" ["+m[2]+"]", msg)
 			continue
 		}
-		if m := goFail.FindStringSubmatch(l); m != nil {
+		if m := goFail().FindStringSubmatch(l); m != nil {
 			indent, name := len(m[1]), m[2]
 			var msg []string
 			j := i + 1
@@ -377,7 +377,7 @@ func parseGoText(ls []string, acc *failures) {
 					continue
 				}
 				ind := len(n) - len(strings.TrimLeft(n, " \t"))
-				if goFail.MatchString(n) || ind <= indent {
+				if goFail().MatchString(n) || ind <= indent {
 					if strings.HasPrefix(n, "panic:") && len(msg) == 0 {
 						msg = append(msg, strings.TrimSpace(n))
 					}
@@ -409,8 +409,8 @@ func parseGoText(ls []string, acc *failures) {
 }
 
 var (
-	pytestSummary = regexp.MustCompile(`^(FAILED|ERROR) (\S+::\S+|\S+\.py)(?: - (.*))?$`)
-	pytestHeader  = regexp.MustCompile(`^_{3,} (.+?) _{3,}$`)
+	pytestSummary = lazyre.New(`^(FAILED|ERROR) (\S+::\S+|\S+\.py)(?: - (.*))?$`)
+	pytestHeader  = lazyre.New(`^_{3,} (.+?) _{3,}$`)
 )
 
 func parsePytest(ls []string, acc *failures) {
@@ -426,7 +426,7 @@ func parsePytest(ls []string, acc *failures) {
 		buf = nil
 	}
 	for _, l := range ls {
-		if m := pytestHeader.FindStringSubmatch(l); m != nil {
+		if m := pytestHeader().FindStringSubmatch(l); m != nil {
 			flush()
 			cur = m[1]
 			continue
@@ -437,7 +437,7 @@ func parsePytest(ls []string, acc *failures) {
 	}
 	flush()
 	for _, l := range ls {
-		m := pytestSummary.FindStringSubmatch(strings.TrimSpace(l))
+		m := pytestSummary().FindStringSubmatch(strings.TrimSpace(l))
 		if m == nil {
 			continue
 		}
@@ -454,13 +454,13 @@ func parsePytest(ls []string, acc *failures) {
 }
 
 var (
-	tapNotOK       = regexp.MustCompile(`^(\s*)not ok \d+(?: - )?(.*?)(?:\s+# (?:TODO|SKIP).*)?$`)
-	tapSubtestsMsg = regexp.MustCompile(`^\d+ subtests? failed$`)
+	tapNotOK       = lazyre.New(`^(\s*)not ok \d+(?: - )?(.*?)(?:\s+# (?:TODO|SKIP).*)?$`)
+	tapSubtestsMsg = lazyre.New(`^\d+ subtests? failed$`)
 )
 
 func parseTAP(ls []string, acc *failures) {
 	for i := 0; i < len(ls); i++ {
-		m := tapNotOK.FindStringSubmatch(ls[i])
+		m := tapNotOK().FindStringSubmatch(ls[i])
 		if m == nil {
 			continue
 		}
@@ -487,20 +487,20 @@ func parseTAP(ls []string, acc *failures) {
 				}
 			}
 		}
-		if tapSubtestsMsg.MatchString(strings.TrimSpace(msg)) {
+		if tapSubtestsMsg().MatchString(strings.TrimSpace(msg)) {
 			continue
 		}
 		acc.add(name, msg)
 	}
 }
 
-var nodeSpecFail = regexp.MustCompile(`^(\s*)✖ (.+?)(?: \([\d.]+m?s\))?$`)
+var nodeSpecFail = lazyre.New(`^(\s*)✖ (.+?)(?: \([\d.]+m?s\))?$`)
 
 func parseNodeSpec(ls []string, acc *failures) {
 	var found []TestFailure
 	withMsg := 0
 	for i := 0; i < len(ls); i++ {
-		m := nodeSpecFail.FindStringSubmatch(ls[i])
+		m := nodeSpecFail().FindStringSubmatch(ls[i])
 		if m == nil || strings.HasPrefix(strings.TrimSpace(m[2]), "failing tests") {
 			continue
 		}
@@ -535,20 +535,20 @@ func parseNodeSpec(ls []string, acc *failures) {
 }
 
 var (
-	jestBullet = regexp.MustCompile(`^\s*● (.+)$`)
-	jestFrame  = regexp.MustCompile(`^\s*>?\s*\d+ \|`)
+	jestBullet = lazyre.New(`^\s*● (.+)$`)
+	jestFrame  = lazyre.New(`^\s*>?\s*\d+ \|`)
 )
 
 func parseJest(ls []string, acc *failures) {
 	for i := 0; i < len(ls); i++ {
-		m := jestBullet.FindStringSubmatch(ls[i])
+		m := jestBullet().FindStringSubmatch(ls[i])
 		if m == nil {
 			continue
 		}
 		var msg []string
 		for j := i + 1; j < len(ls); j++ {
 			t := strings.TrimSpace(ls[j])
-			if jestBullet.MatchString(ls[j]) || jestFrame.MatchString(ls[j]) || strings.HasPrefix(t, "at ") ||
+			if jestBullet().MatchString(ls[j]) || jestFrame().MatchString(ls[j]) || strings.HasPrefix(t, "at ") ||
 				strings.HasPrefix(t, "Test Suites:") || strings.HasPrefix(t, "Tests:") {
 				break
 			}
@@ -568,10 +568,10 @@ type TypeError struct {
 }
 
 var (
-	tscParen  = regexp.MustCompile(`^(.+?)\((\d+),(\d+)\): (?:error|warning) (TS\d+): (.*)$`)
-	tscPretty = regexp.MustCompile(`^(.+?):(\d+):(\d+) - (?:error|warning) (TS\d+): (.*)$`)
-	fileLCol  = regexp.MustCompile(`^(\S.*?):(\d+):(\d+):\s*(.*)$`)
-	mypyLine  = regexp.MustCompile(`^(\S.*?\.pyi?):(\d+): error: (.*?)(?:\s+\[([\w-]+)\])?$`)
+	tscParen  = lazyre.New(`^(.+?)\((\d+),(\d+)\): (?:error|warning) (TS\d+): (.*)$`)
+	tscPretty = lazyre.New(`^(.+?):(\d+):(\d+) - (?:error|warning) (TS\d+): (.*)$`)
+	fileLCol  = lazyre.New(`^(\S.*?):(\d+):(\d+):\s*(.*)$`)
+	mypyLine  = lazyre.New(`^(\S.*?\.pyi?):(\d+): error: (.*?)(?:\s+\[([\w-]+)\])?$`)
 )
 
 // ParseTypeErrors extracts compiler diagnostics: `file:line:col: msg`
@@ -582,13 +582,13 @@ func ParseTypeErrors(s string) []TypeError {
 	out := []TypeError{}
 	for _, l := range lines(s) {
 		l = strings.TrimRight(l, " \t")
-		if m := tscParen.FindStringSubmatch(l); m != nil {
+		if m := tscParen().FindStringSubmatch(l); m != nil {
 			out = append(out, TypeError{File: m[1], Line: atoi(m[2]), Column: atoi(m[3]), Code: m[4], Message: m[5]})
-		} else if m := tscPretty.FindStringSubmatch(l); m != nil {
+		} else if m := tscPretty().FindStringSubmatch(l); m != nil {
 			out = append(out, TypeError{File: m[1], Line: atoi(m[2]), Column: atoi(m[3]), Code: m[4], Message: m[5]})
-		} else if m := mypyLine.FindStringSubmatch(l); m != nil {
+		} else if m := mypyLine().FindStringSubmatch(l); m != nil {
 			out = append(out, TypeError{File: m[1], Line: atoi(m[2]), Code: m[4], Message: m[3]})
-		} else if m := fileLCol.FindStringSubmatch(l); m != nil && m[4] != "" {
+		} else if m := fileLCol().FindStringSubmatch(l); m != nil && m[4] != "" {
 			out = append(out, TypeError{File: strings.TrimPrefix(m[1], "vet: "), Line: atoi(m[2]), Column: atoi(m[3]), Message: m[4]})
 		}
 	}
@@ -606,10 +606,10 @@ type LintError struct {
 }
 
 var (
-	lintLine     = regexp.MustCompile(`^(\S.*?):(\d+)(?::(\d+))?:\s*(.*)$`)
-	eslintSuffix = regexp.MustCompile(`^(.*?)\s*\[(Error|Warning)/([^\]]+)\]$`)
-	linterSuffix = regexp.MustCompile(`^(.*?)\s+\(([\w-]+)\)$`)
-	stylishRow   = regexp.MustCompile(`^\s+(\d+):(\d+)\s+(error|warning)\s+(.+?)\s{2,}(\S+)$`)
+	lintLine     = lazyre.New(`^(\S.*?):(\d+)(?::(\d+))?:\s*(.*)$`)
+	eslintSuffix = lazyre.New(`^(.*?)\s*\[(Error|Warning)/([^\]]+)\]$`)
+	linterSuffix = lazyre.New(`^(.*?)\s+\(([\w-]+)\)$`)
+	stylishRow   = lazyre.New(`^\s+(\d+):(\d+)\s+(error|warning)\s+(.+?)\s{2,}(\S+)$`)
 )
 
 // ParseLintErrors extracts findings from golangci-lint (`file:line:col:
@@ -620,15 +620,15 @@ func ParseLintErrors(s string) []LintError {
 	file := ""
 	for _, l := range lines(s) {
 		l = strings.TrimRight(l, " \t")
-		if m := stylishRow.FindStringSubmatch(l); m != nil && file != "" {
+		if m := stylishRow().FindStringSubmatch(l); m != nil && file != "" {
 			out = append(out, LintError{File: file, Line: atoi(m[1]), Column: atoi(m[2]), Severity: m[3], Message: m[4], Rule: m[5]})
 			continue
 		}
-		if m := lintLine.FindStringSubmatch(l); m != nil && m[4] != "" {
+		if m := lintLine().FindStringSubmatch(l); m != nil && m[4] != "" {
 			e := LintError{File: strings.TrimPrefix(m[1], "vet: "), Line: atoi(m[2]), Column: atoi(m[3]), Message: m[4]}
-			if s := eslintSuffix.FindStringSubmatch(e.Message); s != nil {
+			if s := eslintSuffix().FindStringSubmatch(e.Message); s != nil {
 				e.Message, e.Severity, e.Rule = s[1], strings.ToLower(s[2]), s[3]
-			} else if s := linterSuffix.FindStringSubmatch(e.Message); s != nil {
+			} else if s := linterSuffix().FindStringSubmatch(e.Message); s != nil {
 				e.Message, e.Rule = s[1], s[2]
 			}
 			out = append(out, e)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -446,14 +447,14 @@ func paramText(v any) string {
 	}
 }
 
-var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}`)
+var placeholder = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}`)
 
 // Interpolate replaces ${key} in a shell command with the shell-quoted
 // value of params[key], so a value is always one literal word however it
 // is written ("$(rm -rf ~)" stays text). Placeholders without a param are
 // left for the shell (environment variables such as ${HOME}).
 func Interpolate(command string, params map[string]any) string {
-	return placeholder.ReplaceAllStringFunc(command, func(m string) string {
+	return placeholder().ReplaceAllStringFunc(command, func(m string) string {
 		key := m[2 : len(m)-1]
 		v, ok := params[key]
 		if !ok {
@@ -466,7 +467,7 @@ func Interpolate(command string, params map[string]any) string {
 // InterpolatePlain replaces ${key} with the param's text, unquoted (for
 // paths, which never reach a shell).
 func InterpolatePlain(s string, params map[string]any) string {
-	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+	return placeholder().ReplaceAllStringFunc(s, func(m string) string {
 		v, ok := params[m[2:len(m)-1]]
 		if !ok {
 			return m

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
 )
@@ -20,6 +21,11 @@ type Agent struct {
 	def      Definition
 	reg      Registry
 	warnings []Problem
+
+	// shared is the one read-only copy Shared hands out, made on first use.
+	sharedOnce sync.Once
+	sharedDef  *Definition
+	sharedReg  *Registry
 }
 
 // LoadAndValidate is seed 002's loadAndValidate: Load, ApplyDefaults,
@@ -178,6 +184,18 @@ func (a *Agent) Registry() *Registry {
 	r := clone(a.reg)
 	r.src = a.reg.src
 	return &r
+}
+
+// Shared returns one copy of the validated, defaulted agent.json and
+// steps registry, made on the first call and shared by every caller after
+// it: a runtime that builds many agents from one definition keeps it once,
+// not once per agent. What it returns is read-only — a caller that needs
+// to change something must use Definition or Registry, which copy.
+func (a *Agent) Shared() (*Definition, *Registry) {
+	a.sharedOnce.Do(func() {
+		a.sharedDef, a.sharedReg = a.Definition(), a.Registry()
+	})
+	return a.sharedDef, a.sharedReg
 }
 
 // Warnings returns the validation warnings (unknown keys, unused

@@ -40,7 +40,7 @@ var compiledSchemas = sync.OnceValues(func() (map[string]*compiledSchema, error)
 		if err != nil {
 			return nil, fmt.Errorf("embedded schema %s: %w", s.url, err)
 		}
-		sch, err := schema.CompileSource(schema.Source{Raw: s.doc, URL: s.url})
+		sch, err := schema.CompileSource(schema.Source{Raw: s.doc, Doc: doc, URL: s.url})
 		if err != nil {
 			return nil, fmt.Errorf("embedded schema %s: %w", s.url, err)
 		}

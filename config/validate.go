@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -58,11 +59,11 @@ func DefaultReservedFlags() []string {
 }
 
 var (
-	paramNameRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
+	paramNameRE = lazyre.New(`^[a-zA-Z][a-zA-Z0-9_-]*$`)
 	// testRunnerRE finds a test runner in a validator command.
-	testRunnerRE = regexp.MustCompile(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
-	cliFlagRE    = regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
-	providerRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	testRunnerRE = lazyre.New(`\b(go test|pytest|unittest|(npm|yarn|pnpm|bun)( run)? test|jest|vitest|mocha|node --test|cargo (test|nextest)|make (test|check)|tox|rspec|(mvn|gradle|\./gradlew) test|dotnet test)\b`)
+	cliFlagRE    = lazyre.New(`^--[a-z][a-z0-9-]*$`)
+	providerRE   = lazyre.New(`^[a-z][a-z0-9_-]*$`)
 )
 
 // Validate checks def and reg against the JSON Schemas and for semantics
@@ -354,7 +355,7 @@ const hardLimit = 100
 // model checks a provider:model spec.
 func (c *checker) model(src *source, prefix, ptr, spec string) {
 	provider, model, hasModel := strings.Cut(spec, ":")
-	if !providerRE.MatchString(provider) || (hasModel && strings.TrimSpace(model) == "") || strings.ContainsAny(spec, " \t\r\n") {
+	if !providerRE().MatchString(provider) || (hasModel && strings.TrimSpace(model) == "") || strings.ContainsAny(spec, " \t\r\n") {
 		c.report(src, prefix+"-MODEL-SYNTAX", SeverityError, ptr,
 			"write provider:model, e.g. \"anthropic:claude-sonnet-4-5\", \"openai:gpt-4.1\", \"script:script.yaml\"",
 			"model %q is not provider:model", spec)
@@ -500,12 +501,12 @@ func (c *checker) parameters() {
 	for _, name := range sortedKeys(c.def.Parameters) {
 		p := c.def.Parameters[name]
 		ptr := JoinPointer("parameters", name)
-		if !paramNameRE.MatchString(name) {
+		if !paramNameRE().MatchString(name) {
 			c.reportKey(a, "PA-NAME", SeverityError, ptr,
 				"use letters, digits, '_' and '-', starting with a letter (e.g. \"issue_number\" or \"issueNumber\")",
 				"parameter name %q is not allowed", name)
 		}
-		if p.Cli != "" && !cliFlagRE.MatchString(p.Cli) {
+		if p.Cli != "" && !cliFlagRE().MatchString(p.Cli) {
 			c.report(a, "PA-CLI-SYNTAX", SeverityError, ptr+"/cli",
 				"write \"--\" then lowercase letters, digits and dashes, e.g. \"--issue\"",
 				"cli flag %q is not a valid long flag", p.Cli)
@@ -1038,7 +1039,7 @@ func holdsSkill(fsys fs.FS, dir, rel string) bool {
 
 // RunsTests reports whether a validator command runs a test runner (go
 // test, pytest, unittest, jest, vitest, cargo test, npm test, …).
-func RunsTests(command string) bool { return testRunnerRE.MatchString(command) }
+func RunsTests(command string) bool { return testRunnerRE().MatchString(command) }
 
 // verboseFlags are, per test runner that capstan reads, the pattern that
 // finds it in a command, the flags that make it list each test, and the

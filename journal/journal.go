@@ -110,7 +110,6 @@ func NewRunID(now time.Time) string {
 type Writer struct {
 	mu        sync.Mutex
 	f         *os.File
-	buf       bytes.Buffer
 	seq       int64
 	iteration int
 	step      string
@@ -266,8 +265,10 @@ func (w *Writer) Emit(eventType string, data any) {
 		return
 	}
 	w.seq++
-	w.buf.Reset()
-	b := w.buf.AvailableBuffer()
+	buf := lineBuffers.Get().(*bytes.Buffer)
+	defer putLineBuffer(buf)
+	buf.Reset()
+	b := buf.AvailableBuffer()
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, w.seq, 10)
 	b = append(b, `,"time":"`...)
@@ -285,26 +286,42 @@ func (w *Writer) Emit(eventType string, data any) {
 	b = append(b, `,"prev":"`...)
 	b = append(b, w.prev[:w.prevLen]...)
 	b = append(b, '"')
-	w.buf.Write(b)
+	buf.Write(b)
 	if data != nil {
-		w.buf.WriteString(`,"data":`)
-		enc := json.NewEncoder(&w.buf)
+		buf.WriteString(`,"data":`)
+		enc := json.NewEncoder(buf)
 		enc.SetEscapeHTML(false)
-		mark := w.buf.Len()
+		mark := buf.Len()
 		if err := enc.Encode(data); err != nil {
-			w.buf.Truncate(mark)
-			fmt.Fprintf(&w.buf, `{"marshal_error":%q}`, err.Error())
+			buf.Truncate(mark)
+			fmt.Fprintf(buf, `{"marshal_error":%q}`, err.Error())
 		} else {
-			w.buf.Truncate(w.buf.Len() - 1) // Encode's newline
+			buf.Truncate(buf.Len() - 1) // Encode's newline
 		}
 	}
-	w.buf.WriteString("}\n")
-	line := w.buf.Bytes()
+	buf.WriteString("}\n")
+	line := buf.Bytes()
 	if _, err := w.f.Write(line); err != nil && w.err == nil {
 		w.err = fmt.Errorf("journal: write %s: %w", w.path, err)
 	}
 	sum := sha256.Sum256(line[:len(line)-1])
 	w.prevLen = hex.Encode(w.prev[:], sum[:16])
+}
+
+// lineBuffers hold the lines being encoded, shared by every Writer: a
+// Writer between events (an agent parked in a model call) keeps no buffer.
+var lineBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledLine bounds the buffers kept for reuse (the pool is the
+// process's, and the garbage collector empties it when idle): a tool
+// output of a few MB is journaled without reallocating, a larger event
+// does not stay pinned.
+const maxPooledLine = 4 << 20
+
+func putLineBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledLine {
+		lineBuffers.Put(b)
+	}
 }
 
 // Err returns the first write error, if any.

@@ -121,28 +121,62 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	if strings.TrimSpace(prompt) == "" {
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
 	}
+	q := l.begin(prompt, opts)
+	defer l.end(q)
+	msgs, res, err := q.lp.Run(ctx, q.msgs)
+	if res != nil {
+		res.SessionRenewed = q.renewed
+	}
+	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
+		prior := len(q.history) // messages the session had; -1 once compaction replaced them
+		if q.lp.Compacted {
+			prior = -1
+		}
+		l.commit(q.sid, msgs, prior, res)
+	}
+	return res, err
+}
+
+// query is one Query under way: its session and the Loop that runs it.
+type query struct {
+	lp      Loop
+	sid     string
+	history []Message // the session's transcript before the query
+	msgs    []Message // history and the prompt
+	renewed bool      // the asked-for session was unknown: sid is new
+	owned   bool      // the query holds the session (release it at the end)
+}
+
+// queries are reused from query to query (a query is a few hundred bytes
+// that every query would otherwise allocate).
+var queries = sync.Pool{New: func() any { return new(query) }}
+
+// begin finds or starts the session of a query and builds its Loop. It is
+// kept out of Query (not inlined), and the query lives on the heap, so
+// that Query's stack frame — part of what a run parked in a model call
+// keeps — holds only what lives across the call. end releases it.
+//
+//go:noinline
+func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
 	l.mu.Lock()
-	sid := opts.SessionID
-	history, known := l.sessions[sid]
-	renewed := false
-	if sid == "" || !known {
-		renewed = sid != ""
-		sid = newSessionID()
+	q := queries.Get().(*query)
+	*q = query{sid: opts.SessionID}
+	history, known := l.sessions[q.sid]
+	if q.sid == "" || !known {
+		q.renewed = q.sid != ""
+		q.sid = newSessionID()
 		history = nil
 	}
+	q.history = history
 	// The query appends to the session's slice in place (amortized growth,
 	// no copy of the transcript per query); the session keeps its old
 	// length until commit, so a failed query leaves it as it was.
 	msgs := history
-	if l.busy[sid] {
+	if l.busy[q.sid] {
 		msgs = slices.Clone(history)
 	} else {
-		l.busy[sid] = true
-		defer func() {
-			l.mu.Lock()
-			delete(l.busy, sid)
-			l.mu.Unlock()
-		}()
+		l.busy[q.sid] = true
+		q.owned = true
 	}
 	l.mu.Unlock()
 
@@ -155,27 +189,28 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 	}
 
 	query := len(msgs) // index of this query's prompt
-	msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
-	lp := Loop{
+	q.msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
+	q.lp = Loop{
 		Model: l.model,
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
 		Tools: l.tools, MaxTurns: maxTurns, Events: l.cfg.Events,
 		Middleware: chain.mw, Redact: l.cfg.Redact,
-		Context: l.cfg.Context, Query: query, SessionID: sid,
+		Context: l.cfg.Context, Query: query, SessionID: q.sid,
 	}
-	msgs, res, err := lp.Run(ctx, msgs)
-	if res != nil {
-		res.SessionRenewed = renewed
+	return q
+}
+
+// end ends a query: it releases the query's hold on its session and
+// returns the query, emptied, for reuse.
+func (l *ToolLoop) end(q *query) {
+	if q.owned {
+		l.mu.Lock()
+		delete(l.busy, q.sid)
+		l.mu.Unlock()
 	}
-	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
-		prior := len(history) // messages the session had; -1 once compaction replaced them
-		if lp.Compacted {
-			prior = -1
-		}
-		l.commit(sid, msgs, prior, res)
-	}
-	return res, err
+	*q = query{}
+	queries.Put(q)
 }
 
 // policyChain is what a query policy decides for every query that uses
@@ -346,57 +381,81 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 		if lp.Context != nil {
 			lp.Context.Observe(&req, resp.Usage.Input())
 		}
-		res.Usage.Add(resp.Usage)
-		resp.Message.Role = RoleAssistant
-		lp.Redact.Response(resp)
-		// Every call needs an id its result can answer; give calls that
-		// lack one (or repeat one) a unique id before they enter the
-		// transcript.
-		ids := map[string]bool{}
-		for i := range resp.Message.ToolCalls {
-			c := &resp.Message.ToolCalls[i]
-			if c.ID == "" || ids[c.ID] {
-				c.ID = fmt.Sprintf("call_t%d_%d", res.Turns, i+1)
-				// The model may have used that id for an earlier call.
-				for n := 2; ids[c.ID]; n++ {
-					c.ID = fmt.Sprintf("call_t%d_%d_%d", res.Turns, i+1, n)
-				}
-			}
-			ids[c.ID] = true
-		}
-		msgs = append(msgs, resp.Message)
-		events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
-			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})
-		if resp.Message.Text != "" {
-			res.Responses = append(res.Responses, resp.Message.Text)
-		}
-		res.StopReason = resp.StopReason
-		if lp.Hooks != nil {
-			lp.Hooks.OnResponse(res.Turns, resp)
-		}
-		if len(resp.Message.ToolCalls) == 0 {
-			res.StructuredOutput = resp.StructuredOutput
-			return msgs, res, nil
-		}
-		if handle == nil {
-			handle = lp.handler(ctx)
-		}
-		results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
-		for _, c := range resp.Message.ToolCalls {
-			call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
-			use := useOf(call, handle(ctx, call))
-			res.ToolUses = append(res.ToolUses, use)
-			results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
-		}
-		stop := lp.Hooks != nil && lp.Hooks.AfterTools(res.Turns, results)
-		msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
-		if stop {
-			return msgs, res, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return msgs, res, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+		var done bool
+		msgs, done, err = lp.answer(ctx, msgs, res, resp, &handle, start)
+		if done || err != nil {
+			return msgs, res, err
 		}
 	}
+}
+
+// answer takes one model answer into the transcript: it redacts it, gives
+// its tool calls unique ids, journals the turn, runs the calls and appends
+// their results. done reports that the Run ends here (a final answer, or
+// a hook said stop).
+//
+// It is kept out of Run (not inlined) so that Run's stack frame, which is
+// what a run parked in a model call keeps, holds only what lives across
+// the call: thousands of parked agents then fit in half the stack.
+//
+//go:noinline
+func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, resp *Response, handle *tool.Handler, start time.Time) ([]Message, bool, error) {
+	events := lp.Events
+	if events == nil {
+		events = journal.Discard
+	}
+	res.Usage.Add(resp.Usage)
+	resp.Message.Role = RoleAssistant
+	lp.Redact.Response(resp)
+	// Every call needs an id its result can answer; give calls that
+	// lack one (or repeat one) a unique id before they enter the
+	// transcript.
+	ids := map[string]bool{}
+	for i := range resp.Message.ToolCalls {
+		c := &resp.Message.ToolCalls[i]
+		if c.ID == "" || ids[c.ID] {
+			c.ID = fmt.Sprintf("call_t%d_%d", res.Turns, i+1)
+			// The model may have used that id for an earlier call.
+			for n := 2; ids[c.ID]; n++ {
+				c.ID = fmt.Sprintf("call_t%d_%d_%d", res.Turns, i+1, n)
+			}
+		}
+		ids[c.ID] = true
+	}
+	msgs = append(msgs, resp.Message)
+	events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
+		ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})
+	if resp.Message.Text != "" {
+		res.Responses = append(res.Responses, resp.Message.Text)
+	}
+	res.StopReason = resp.StopReason
+	if lp.Hooks != nil {
+		lp.Hooks.OnResponse(res.Turns, resp)
+	}
+	if len(resp.Message.ToolCalls) == 0 {
+		res.StructuredOutput = resp.StructuredOutput
+		return msgs, true, nil
+	}
+	if *handle == nil {
+		*handle = lp.handler(ctx)
+	}
+	h := *handle
+	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
+	for _, c := range resp.Message.ToolCalls {
+		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
+		use := useOf(call, h(ctx, call))
+		res.ToolUses = append(res.ToolUses, use)
+		results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
+	}
+	stop := lp.Hooks != nil && lp.Hooks.AfterTools(res.Turns, results)
+	msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
+	if stop {
+		return msgs, true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return msgs, true, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+	}
+	return msgs, false, nil
 }
 
 // invokeTruncated runs a tool and truncates its result: the end of every

@@ -138,6 +138,8 @@ type Loop struct {
 	start  IterationStartEvent
 	prompt PromptEvent
 	end    IterationEvent
+	// it is the iteration under way (iterations run one at a time).
+	it iterationState
 }
 
 // New returns a Loop. Bridge and Flow are required.
@@ -251,41 +253,61 @@ func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 		}
 		rc.Iteration++
 		s, outcome := l.iterate(ctx, rc)
-		if outcome.Redo {
-			// Its query did not finish: journaled, its billed turns
-			// counted, but the iteration is not.
-			res.Usage.Add(s.Usage)
-			res.CostUSD += s.CostUSD
-			l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(outcome)})
-			rc.Iteration--
-			reason := reasonForError(ctx, outcome.Err)
-			return finish(reason, false, outcome.Reason, outcome.Err)
-		}
-		rc.Summaries = append(rc.Summaries, *s)
-		summary := &rc.Summaries[len(rc.Summaries)-1]
-		rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
-		res.Usage.Add(s.Usage)
-		res.CostUSD += s.CostUSD
-		l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
-		l.cfg.Events.Emit(journal.IterationEnd, &l.end)
-		switch {
-		case outcome.Complete:
-			return finish(ReasonCompleted, true, outcome.Reason, nil)
-		case outcome.Stop:
-			if outcome.Err == nil {
-				// Seed 000 Loop.run: success, or an error is set.
-				outcome.Err = agenterr.New(agenterr.CodeAborted, agenterr.LayerLoop, false, "%s", outcome.Reason)
-			}
-			reason := outcome.CompletionReason
-			if reason == "" {
-				reason = reasonForError(ctx, outcome.Err)
-				if reason == ReasonError && agenterr.CodeOf(outcome.Err) == agenterr.CodeAborted {
-					reason = ReasonAborted
-				}
-			}
-			return finish(reason, false, outcome.Reason, outcome.Err)
+		if e := l.settle(ctx, rc, res, s, &outcome); e != nil {
+			return finish(e.reason, e.success, e.msg, e.err)
 		}
 	}
+}
+
+// runEnd is how a run ends: finish's arguments.
+type runEnd struct {
+	reason  string
+	success bool
+	msg     string
+	err     error
+}
+
+// settle counts a finished iteration into the run and journals its end;
+// a non-nil runEnd ends the run. It is kept out of Run (not inlined) so
+// that Run's stack frame — part of what a run parked in a model call
+// keeps — holds only what lives across iterations.
+//
+//go:noinline
+func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *iteration.Summary, outcome *Outcome) *runEnd {
+	if outcome.Redo {
+		// Its query did not finish: journaled, its billed turns
+		// counted, but the iteration is not.
+		res.Usage.Add(s.Usage)
+		res.CostUSD += s.CostUSD
+		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome)})
+		rc.Iteration--
+		return &runEnd{reason: reasonForError(ctx, outcome.Err), msg: outcome.Reason, err: outcome.Err}
+	}
+	rc.Summaries = append(rc.Summaries, *s)
+	summary := &rc.Summaries[len(rc.Summaries)-1]
+	rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
+	res.Usage.Add(s.Usage)
+	res.CostUSD += s.CostUSD
+	l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
+	l.cfg.Events.Emit(journal.IterationEnd, &l.end)
+	switch {
+	case outcome.Complete:
+		return &runEnd{reason: ReasonCompleted, success: true, msg: outcome.Reason}
+	case outcome.Stop:
+		if outcome.Err == nil {
+			// Seed 000 Loop.run: success, or an error is set.
+			outcome.Err = agenterr.New(agenterr.CodeAborted, agenterr.LayerLoop, false, "%s", outcome.Reason)
+		}
+		reason := outcome.CompletionReason
+		if reason == "" {
+			reason = reasonForError(ctx, outcome.Err)
+			if reason == ReasonError && agenterr.CodeOf(outcome.Err) == agenterr.CodeAborted {
+				reason = ReasonAborted
+			}
+		}
+		return &runEnd{reason: reason, msg: outcome.Reason, err: outcome.Err}
+	}
+	return nil
 }
 
 // stopBeforeIteration checks the limits that apply before a new iteration.
@@ -313,42 +335,87 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 }
 
 // iterate runs one iteration and always returns its summary.
+//
+// What comes before and after the query is in beginIteration and
+// endIteration, kept out of line, so that iterate's stack frame — part of
+// what a run parked in a model call keeps — holds only what lives across
+// the query.
 func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summary, Outcome) {
-	began := l.cfg.Now()
-	s := &iteration.Summary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: began,
-		AssistantResponses: []string{}, ToolsUsed: []iteration.ToolUsage{}, DetectedActions: []iteration.DetectedAction{}, Errors: []string{}}
-	fail := func(err error) (*iteration.Summary, Outcome) {
-		s.Errors = append(s.Errors, err.Error())
-		s.DurationMs = l.cfg.Now().Sub(began).Milliseconds()
-		l.cfg.Events.Emit(journal.Error, errorEvent(err))
-		return s, Outcome{Stop: true, Reason: err.Error(), Err: err}
+	it, out := l.beginIteration(ctx, rc)
+	if out != nil {
+		return it.s, *out
 	}
+	qr, err := it.bridge.Query(ctx, it.prompt, it.opts)
+	if err != nil && errors.Is(err, agenterr.ErrSdkSessionNotFound) && it.opts.SessionID != "" {
+		// Seed 002 reconnect: the backend lost the session; start a new one once.
+		l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": it.opts.SessionID})
+		it.opts.SessionID = ""
+		qr, err = it.bridge.Query(ctx, it.prompt, it.opts)
+	}
+	return l.endIteration(ctx, rc, it, qr, err)
+}
+
+// iterationState is one iteration under way: its summary, and the query
+// of its turn and where it goes.
+type iterationState struct {
+	s      *iteration.Summary
+	began  time.Time
+	prompt string
+	opts   llm.QueryOptions
+	bridge llm.Bridge
+	own    bool // the query runs in the run's own session
+	cost   func(llm.Usage) float64
+}
+
+// fail ends the iteration with err.
+func (l *Loop) fail(it *iterationState, err error) (*iteration.Summary, Outcome) {
+	s := it.s
+	s.Errors = append(s.Errors, err.Error())
+	s.DurationMs = l.cfg.Now().Sub(it.began).Milliseconds()
+	l.cfg.Events.Emit(journal.Error, errorEvent(err))
+	return s, Outcome{Stop: true, Reason: err.Error(), Err: err}
+}
+
+// beginIteration starts an iteration: it asks the flow for the turn and
+// journals it. A non-nil Outcome ends the iteration before any query.
+//
+//go:noinline
+func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) (*iterationState, *Outcome) {
+	it := &l.it
+	*it = iterationState{began: l.cfg.Now()}
+	it.s = &iteration.Summary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: it.began,
+		AssistantResponses: []string{}, ToolsUsed: []iteration.ToolUsage{}, DetectedActions: []iteration.DetectedAction{}, Errors: []string{}}
 	l.start.Iteration = rc.Iteration
 	l.cfg.Events.Emit(journal.IterationStart, &l.start)
 	turn, err := l.cfg.Flow.Next(ctx, rc)
 	if err != nil {
-		return fail(err)
+		_, out := l.fail(it, err)
+		return it, &out
 	}
-	s.StepID, s.Prompt = turn.StepID, turn.Prompt
+	it.prompt = turn.Prompt
+	it.s.StepID, it.s.Prompt = turn.StepID, turn.Prompt
 	l.prompt = PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
 	l.cfg.Events.Emit(journal.PromptResolved, &l.prompt)
-	bridge, own, cost, model := l.cfg.Bridge, true, l.cfg.Cost, ""
-	opts := turn.Options
-	opts.SessionID = rc.SessionID
+	model := ""
+	it.bridge, it.own, it.cost = l.cfg.Bridge, true, l.cfg.Cost
+	it.opts = turn.Options
+	it.opts.SessionID = rc.SessionID
 	if turn.Bridge != nil {
-		bridge, own, opts.SessionID, model = turn.Bridge, false, turn.SessionID, turn.Model
+		it.bridge, it.own, it.opts.SessionID, model = turn.Bridge, false, turn.SessionID, turn.Model
 		if turn.Cost != nil {
-			cost = turn.Cost
+			it.cost = turn.Cost
 		}
 	}
-	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: opts.SessionID, Source: turn.Source, Model: model})
-	qr, err := bridge.Query(ctx, turn.Prompt, opts)
-	if err != nil && errors.Is(err, agenterr.ErrSdkSessionNotFound) && opts.SessionID != "" {
-		// Seed 002 reconnect: the backend lost the session; start a new one once.
-		l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": opts.SessionID})
-		opts.SessionID = ""
-		qr, err = bridge.Query(ctx, turn.Prompt, opts)
-	}
+	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: it.opts.SessionID, Source: turn.Source, Model: model})
+	return it, nil
+}
+
+// endIteration takes the query's result (or error) into the summary and
+// asks the flow what the iteration means.
+//
+//go:noinline
+func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterationState, qr *llm.QueryResult, err error) (*iteration.Summary, Outcome) {
+	s, cost := it.s, it.cost
 	if err != nil {
 		interrupted := ctx.Err() != nil
 		if interrupted {
@@ -362,15 +429,15 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 			}
 			s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
 		}
-		s, out := fail(err)
+		s, out := l.fail(it, err)
 		out.Redo = interrupted || !answered(qr)
 		return s, out
 	}
-	s.SessionID = opts.SessionID
+	s.SessionID = it.opts.SessionID
 	if qr.SessionID != "" {
 		s.SessionID = qr.SessionID
 	}
-	if own {
+	if it.own {
 		rc.SessionID = s.SessionID
 	}
 	s.AssistantResponses = append(s.AssistantResponses, qr.Responses...)
@@ -387,9 +454,9 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summ
 	}
 	l.cfg.Events.Emit(journal.QueryResult, qr)
 	out, err := l.cfg.Flow.After(ctx, rc, s)
-	s.DurationMs = l.cfg.Now().Sub(began).Milliseconds()
+	s.DurationMs = l.cfg.Now().Sub(it.began).Milliseconds()
 	if err != nil {
-		return fail(err)
+		return l.fail(it, err)
 	}
 	return s, out
 }

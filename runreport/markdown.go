@@ -2,8 +2,9 @@ package runreport
 
 import (
 	"io"
-	"regexp"
 	"strings"
+
+	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
 // WriteMarkdown writes the account as GitHub-flavoured Markdown, for a
@@ -163,12 +164,12 @@ func (p *printer) details(summary, s string) {
 	p.f("\n  <details><summary>%s</summary>\n\n  %s\n  %s\n  %s\n\n  </details>\n", summary, fence, strings.ReplaceAll(s, "\n", "\n  "), fence)
 }
 
-var mdSpecial = regexp.MustCompile("[\\\\`*_{}\\[\\]<>#|!~]")
+var mdSpecial = lazyre.New("[\\\\`*_{}\\[\\]<>#|!~]")
 
 // mdText escapes text so Markdown and HTML in it show literally.
 func mdText(s string) string {
 	s = strings.ReplaceAll(s, "&", "&amp;")
-	return mdSpecial.ReplaceAllStringFunc(s, func(c string) string {
+	return mdSpecial().ReplaceAllStringFunc(s, func(c string) string {
 		switch c {
 		case "<":
 			return "&lt;"

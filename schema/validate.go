@@ -58,6 +58,10 @@ type Source struct {
 	// Raw is the document. When nil, the document at URL is read through
 	// Loader.
 	Raw []byte
+	// Doc, when set, is Raw already decoded by the caller (with the
+	// validator library's UnmarshalJSON), so the document is not decoded
+	// twice; it is used instead of Raw and must not change afterwards.
+	Doc any
 	// URL names the document and is the base of its relative references
 	// ("" = an internal name that is never fetched).
 	URL string
@@ -107,10 +111,13 @@ func CompileSource(src Source) (*jsonschema.Schema, error) {
 	} else {
 		c.UseLoader(noLoader{})
 	}
-	if src.Raw != nil {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(src.Raw))
-		if err != nil {
-			return nil, &SourceError{Stage: "json", URL: url, Err: err}
+	if src.Raw != nil || src.Doc != nil {
+		doc := src.Doc
+		if doc == nil {
+			var err error
+			if doc, err = jsonschema.UnmarshalJSON(bytes.NewReader(src.Raw)); err != nil {
+				return nil, &SourceError{Stage: "json", URL: url, Err: err}
+			}
 		}
 		if err := c.AddResource(url, doc); err != nil {
 			return nil, &SourceError{Stage: "load", URL: url, Err: err}

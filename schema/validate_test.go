@@ -257,3 +257,22 @@ func TestEnumAt(t *testing.T) {
 		}
 	}
 }
+
+// A document the caller already decoded compiles like its raw form.
+func TestCompileSourceTakesADecodedDocument(t *testing.T) {
+	raw := []byte(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"}}}`)
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := CompileSource(Source{Doc: doc, URL: "mem:///decoded.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(map[string]any{"name": "x"}); err != nil {
+		t.Errorf("valid instance: %v", err)
+	}
+	if err := sch.Validate(map[string]any{}); err == nil {
+		t.Error("an instance without name passed")
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -24,6 +23,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
@@ -235,7 +235,7 @@ func scalarString(v any) string {
 	}
 }
 
-var posRe = regexp.MustCompile(`^\[(\d+):(\d+)\]\s*`)
+var posRe = lazyre.New(`^\[(\d+):(\d+)\]\s*`)
 
 // parseYAML decodes the frontmatter into a map. When that fails it retries
 // once with values containing ": " quoted (the fallback the client
@@ -261,7 +261,7 @@ func parseYAML(yml string) (map[string]any, bool, error) {
 		pe.Line = ye.GetToken().Position.Line + 1
 		pe.Column = ye.GetToken().Position.Column
 		pe.Msg = "invalid YAML frontmatter: " + ye.GetMessage()
-	} else if m := posRe.FindStringSubmatch(err.Error()); m != nil {
+	} else if m := posRe().FindStringSubmatch(err.Error()); m != nil {
 		fmt.Sscanf(m[1], "%d", &pe.Line)
 		fmt.Sscanf(m[2], "%d", &pe.Column)
 		pe.Line++
@@ -269,7 +269,7 @@ func parseYAML(yml string) (map[string]any, bool, error) {
 	return nil, false, pe
 }
 
-var topKeyRe = regexp.MustCompile(`^([A-Za-z0-9_-]+):[ \t]+(.+)$`)
+var topKeyRe = lazyre.New(`^([A-Za-z0-9_-]+):[ \t]+(.+)$`)
 
 // quoteColonValues double-quotes top-level plain scalar values that contain
 // ": ". It reports whether anything changed.
@@ -277,7 +277,7 @@ func quoteColonValues(yml string) (string, bool) {
 	lines := strings.Split(yml, "\n")
 	changed := false
 	for i, l := range lines {
-		m := topKeyRe.FindStringSubmatch(l)
+		m := topKeyRe().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
@@ -293,7 +293,7 @@ func quoteColonValues(yml string) (string, bool) {
 	return strings.Join(lines, "\n"), changed
 }
 
-var nameRe = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var nameRe = lazyre.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // EstimateTokens approximates a token count (≈ 4 characters per token).
 func EstimateTokens(s string) int {
@@ -458,7 +458,7 @@ func load(root, id string, files skillFiles) (*Skill, []Warning, error) {
 	case sk.Name != base:
 		warn(WarnNameMismatch, "name %q does not match the folder name %q", sk.Name, base)
 	}
-	if utf8.RuneCountInString(sk.Name) > MaxNameLen || !nameRe.MatchString(sk.Name) {
+	if utf8.RuneCountInString(sk.Name) > MaxNameLen || !nameRe().MatchString(sk.Name) {
 		warn(WarnNameFormat, "name %q should be 1-%d lowercase letters, digits and single hyphens", sk.Name, MaxNameLen)
 	}
 	if n := utf8.RuneCountInString(sk.Description); n > MaxDescriptionLen {
@@ -620,8 +620,8 @@ func (s *Skill) Hash() string {
 // refRe finds candidate file references in a body: Markdown link targets and
 // path-like tokens with a file extension.
 var (
-	linkRe  = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
-	tokenRe = regexp.MustCompile(`(?:^|[\s` + "`" + `'"(\[])((?:\.{0,2}/)?[A-Za-z0-9_][A-Za-z0-9_./-]*\.(?:md|py|sh|js|mjs|ts|json|ya?ml|txt|tmpl|tpl|gotmpl|hbs|html|css|csv|xsd|xml|toml))\b`)
+	linkRe  = lazyre.New(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	tokenRe = lazyre.New(`(?:^|[\s` + "`" + `'"(\[])((?:\.{0,2}/)?[A-Za-z0-9_][A-Za-z0-9_./-]*\.(?:md|py|sh|js|mjs|ts|json|ya?ml|txt|tmpl|tpl|gotmpl|hbs|html|css|csv|xsd|xml|toml))\b`)
 )
 
 // resolveReferences extracts and resolves the files the body mentions.
@@ -641,10 +641,10 @@ func resolveReferences(sk *Skill, warns []Warning) ([]Reference, []Warning) {
 		cands = append(cands, s)
 	}
 	for _, line := range strings.Split(sk.Body, "\n") {
-		for _, m := range linkRe.FindAllStringSubmatch(line, -1) {
+		for _, m := range linkRe().FindAllStringSubmatch(line, -1) {
 			add(m[1])
 		}
-		for _, m := range tokenRe.FindAllStringSubmatch(line, -1) {
+		for _, m := range tokenRe().FindAllStringSubmatch(line, -1) {
 			add(m[1])
 		}
 	}

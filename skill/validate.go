@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/sandbox"
 	jschema "github.com/capstan-dev/capstan/schema"
@@ -68,7 +69,7 @@ type Validation struct {
 }
 
 // placeholderRe finds template leftovers that mean an output is unfinished.
-var placeholderRe = regexp.MustCompile(`\{\{[^}]*\}\}|<no value>`)
+var placeholderRe = lazyre.New(`\{\{[^}]*\}\}|<no value>`)
 
 // checkOutput validates one expected output file.
 func checkOutput(skillRoot, build string, e Expected) OutputCheck {
@@ -104,7 +105,7 @@ func checkOutput(skillRoot, build string, e Expected) OutputCheck {
 		oc.Quality = false
 		oc.Errors = append(oc.Errors, errs...)
 	}
-	if m := placeholderRe.Find(data); m != nil {
+	if m := placeholderRe().Find(data); m != nil {
 		oc.Quality = false
 		oc.Errors = append(oc.Errors, fmt.Sprintf("quality: unfinished placeholder %q left in the output", m))
 	}

@@ -6,18 +6,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/schemas"
 )
 
 // agentNameRE is agent.json's name rule (schemas/agent.schema.json).
-var agentNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+var agentNameRE = lazyre.New(`^[a-z][a-z0-9-]{0,63}$`)
 
 // newInitCmd builds `capstan init NAME [--dir D]`.
 func newInitCmd() *cobra.Command {
@@ -63,7 +63,7 @@ func nextCommands(target, name string) string {
 
 // scaffoldAgent writes a new agent folder parent/name and returns its path.
 func scaffoldAgent(parent, name string) (string, error) {
-	if !agentNameRE.MatchString(name) {
+	if !agentNameRE().MatchString(name) {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 			"agent name %q is not allowed", name)
 		e.Hint = "use lowercase letters, digits and dashes, starting with a letter (at most 64), e.g. \"issue-fixer\""

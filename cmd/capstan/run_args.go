@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
 // isAgentDir reports whether dir holds an agent definition.
@@ -61,7 +61,7 @@ func completeRunArgs(_ *cobra.Command, args []string, toComplete string) ([]stri
 }
 
 // gitCommand matches a command line that runs git.
-var gitCommand = regexp.MustCompile(`(^|[;&|(]\s*)git(\s|$)`)
+var gitCommand = lazyre.New(`(^|[;&|(]\s*)git(\s|$)`)
 
 // checkGitWorkDir refuses to run an agent whose validators run git in a
 // work dir that is not inside a git work tree: git would fail there, and
@@ -69,7 +69,7 @@ var gitCommand = regexp.MustCompile(`(^|[;&|(]\s*)git(\s|$)`)
 func checkGitWorkDir(ctx context.Context, def *config.Agent, workDir string) error {
 	var names []string
 	for name, v := range def.Registry().Validators {
-		if v.Type == "command" && gitCommand.MatchString(strings.TrimSpace(v.Command)) {
+		if v.Type == "command" && gitCommand().MatchString(strings.TrimSpace(v.Command)) {
 			names = append(names, name)
 		}
 	}

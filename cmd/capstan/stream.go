@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -138,7 +138,7 @@ func toolInputSummary(in json.RawMessage) string {
 	return b.String()
 }
 
-var bashMarker = regexp.MustCompile(`\[(exit status \d+|command timed out[^\]]*|command killed by signal: [^\]]+)\]\s*$`)
+var bashMarker = lazyre.New(`\[(exit status \d+|command timed out[^\]]*|command killed by signal: [^\]]+)\]\s*$`)
 
 // toolStatus is the short outcome of a tool call: "ok", "exit 1",
 // "denied: …", or the first line of an error.
@@ -166,7 +166,7 @@ func toolStatus(use llm.ToolUse) string {
 		}
 		return "ok, " + n
 	}
-	if m := bashMarker.FindStringSubmatch(use.Output); m != nil {
+	if m := bashMarker().FindStringSubmatch(use.Output); m != nil {
 		s := strings.Replace(m[1], "exit status ", "exit ", 1)
 		if i := strings.Index(s, ";"); i >= 0 {
 			s = s[:i]

@@ -1,16 +1,22 @@
 // Package bench measures capstan's footprint — binary size, start-up time
-// and memory, the linker's dead-method elimination — next to its floor: a
-// cobra CLI that makes one streamed tool call with anthropic-sdk-go and one
-// with openai-go/v3 (testdata/floorcli), built in the same run.
+// and memory, the linker's dead-method elimination — next to its floor,
+// built in the same run: a cobra CLI that makes one streamed tool call with
+// anthropic-sdk-go and one with openai-go/v3 (testdata/floorcli). When
+// capstan's binary links the Temporal Go SDK, the floor is that CLI plus a
+// Temporal client and worker registering one workflow
+// (testdata/floortemporal, its own module pinning the SDK's version), so
+// each figure sits next to the floor that contains what capstan contains.
 //
 // Set CAPSTAN_BENCH_BASE to another checkout of capstan (for example a
-// worktree of main) to measure it side by side as "before".
+// worktree of main) to measure it side by side as "before", and
+// CAPSTAN_BENCH_FLOOR=all to measure both floors whatever capstan links.
 package bench
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -25,21 +31,86 @@ import (
 	"github.com/capstan-dev/capstan/internal/fakellm"
 )
 
-// binary is one program under measurement.
+// binary is one program under measurement: package pkg built in dir, with
+// overlay (a go build -overlay file) when set.
 type binary struct {
 	name, dir, pkg string
+	overlay        func(testing.TB) string
 }
 
-// binaries are capstan (this tree), the floor CLI and, with
+// temporalModule is the module whose presence in capstan's binary selects
+// the Temporal floor.
+const temporalModule = "go.temporal.io/sdk"
+
+func capstanBinary(tb testing.TB) binary {
+	return binary{name: "capstan", dir: moduleRoot(tb), pkg: "./cmd/capstan"}
+}
+
+// floorBinary is the floor CLI; floorTemporalBinary the same file built in
+// testdata/floortemporal (its own module) together with temporal.go.
+func floorBinary(tb testing.TB) binary {
+	return binary{name: "floor", dir: moduleRoot(tb), pkg: "./internal/bench/testdata/floorcli"}
+}
+
+func floorTemporalBinary(tb testing.TB) binary {
+	dir := filepath.Join(moduleRoot(tb), "internal", "bench", "testdata", "floortemporal")
+	return binary{name: "floor-temporal", dir: dir, pkg: ".", overlay: func(tb testing.TB) string {
+		ov, err := json.Marshal(map[string]any{"Replace": map[string]string{
+			filepath.Join(dir, "main.go"): filepath.Join(dir, "..", "floorcli", "main.go"),
+		}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p := filepath.Join(tb.TempDir(), "overlay.json")
+		if err := os.WriteFile(p, ov, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return p
+	}}
+}
+
+// linksModule reports whether the Go executable at path links module mod
+// (what go version -m lists as a dep).
+func linksModule(tb testing.TB, path, mod string) bool {
+	tb.Helper()
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("read build info of %s: %v", path, err)
+	}
+	for _, d := range info.Deps {
+		if d.Path == mod {
+			return true
+		}
+	}
+	return false
+}
+
+// floors returns the floor that matches what capstan's binary links (the
+// Temporal one when it links the Temporal SDK), or both with
+// CAPSTAN_BENCH_FLOOR=all.
+func floors(tb testing.TB) []binary {
+	switch v := os.Getenv("CAPSTAN_BENCH_FLOOR"); v {
+	case "all":
+		return []binary{floorBinary(tb), floorTemporalBinary(tb)}
+	case "":
+	default:
+		tb.Fatalf("CAPSTAN_BENCH_FLOOR=%s: use all, or leave it unset for the floor matching capstan's binary", v)
+	}
+	if linksModule(tb, build(tb, capstanBinary(tb), ""), temporalModule) {
+		return []binary{floorTemporalBinary(tb)}
+	}
+	return []binary{floorBinary(tb)}
+}
+
+// isFloor reports whether b is one of the floors.
+func isFloor(b binary) bool { return strings.HasPrefix(b.name, "floor") }
+
+// binaries are capstan (this tree), its floor (see floors) and, with
 // CAPSTAN_BENCH_BASE, capstan from another checkout.
 func binaries(tb testing.TB) []binary {
-	root := moduleRoot(tb)
-	bins := []binary{
-		{"capstan", root, "./cmd/capstan"},
-		{"floor", root, "./internal/bench/testdata/floorcli"},
-	}
+	bins := append([]binary{capstanBinary(tb)}, floors(tb)...)
 	if base := os.Getenv("CAPSTAN_BENCH_BASE"); base != "" {
-		bins = append(bins, binary{"capstan-base", base, "./cmd/capstan"})
+		bins = append(bins, binary{name: "capstan-base", dir: base, pkg: "./cmd/capstan"})
 	}
 	return bins
 }
@@ -76,7 +147,11 @@ func build(tb testing.TB, b binary, ldflags string) string {
 		buildDir = d
 	}
 	out := filepath.Join(buildDir, fmt.Sprintf("%s-%d", b.name, len(buildCache)))
-	cmd := exec.Command("go", "build", "-ldflags="+ldflags, "-o", out, b.pkg)
+	args := []string{"build", "-ldflags=" + ldflags, "-o", out}
+	if b.overlay != nil {
+		args = append(args, "-overlay="+b.overlay(tb))
+	}
+	cmd := exec.Command("go", append(args, b.pkg)...)
 	cmd.Dir = b.dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -154,7 +229,7 @@ func BenchmarkStartup(b *testing.B) {
 	root := moduleRoot(b)
 	for _, bin := range binaries(b) {
 		cases := [][]string{{"--help"}}
-		if bin.name != "floor" {
+		if !isFloor(bin) {
 			cases = append(cases, []string{"validate", filepath.Join(root, "examples", "hello")})
 		}
 		for _, args := range cases {
@@ -166,24 +241,68 @@ func BenchmarkStartup(b *testing.B) {
 }
 
 // The floor CLI is a real client: it makes one streamed tool call with
-// each SDK against the fake servers.
+// each SDK against the fake servers. The Temporal floor, when it is the one
+// measured, also registers its workflow on a worker.
 func TestFloorCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary; skipped with -short")
 	}
-	bins := binaries(t)
-	p := build(t, bins[1], "")
-	for _, d := range []fakellm.Dialect{fakellm.Anthropic, fakellm.OpenAI} {
-		srv := fakellm.Start(d, fakellm.Options{Respond: func(fakellm.Request) fakellm.Reply {
-			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "get_weather", Input: []byte(`{"city":"Paris"}`)}}}
-		}})
-		base := srv.URL
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		out, err := exec.CommandContext(ctx, p, string(d), "--base-url", base).CombinedOutput()
-		cancel()
-		srv.Close()
-		if err != nil || strings.TrimSpace(string(out)) != `get_weather {"city":"Paris"}` {
-			t.Errorf("%s: %v\n%s", d, err, out)
+	for _, fl := range floors(t) {
+		p := build(t, fl, "")
+		for _, d := range []fakellm.Dialect{fakellm.Anthropic, fakellm.OpenAI} {
+			srv := fakellm.Start(d, fakellm.Options{Respond: func(fakellm.Request) fakellm.Reply {
+				return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "get_weather", Input: []byte(`{"city":"Paris"}`)}}}
+			}})
+			base := srv.URL
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			out, err := exec.CommandContext(ctx, p, string(d), "--base-url", base).CombinedOutput()
+			cancel()
+			srv.Close()
+			if err != nil || strings.TrimSpace(string(out)) != `get_weather {"city":"Paris"}` {
+				t.Errorf("%s %s: %v\n%s", fl.name, d, err, out)
+			}
+		}
+		if fl.name == "floor-temporal" {
+			out, err := exec.Command(p, "temporal").CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != "registered greetWorkflow" {
+				t.Errorf("%s temporal: %v\n%s", fl.name, err, out)
+			}
+		}
+	}
+}
+
+// The Temporal floor is its own module; the SDKs it shares with capstan
+// must be the versions capstan requires, or the two binaries would not
+// contain the same code.
+func TestFloorVersions(t *testing.T) {
+	requires := func(dir string) map[string]string {
+		cmd := exec.Command("go", "mod", "edit", "-json")
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go mod edit -json in %s: %v", dir, err)
+		}
+		var mf struct {
+			Require []struct{ Path, Version string }
+		}
+		if err := json.Unmarshal(out, &mf); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, r := range mf.Require {
+			m[r.Path] = r.Version
+		}
+		return m
+	}
+	capstan := requires(moduleRoot(t))
+	floor := requires(floorTemporalBinary(t).dir)
+	for _, mod := range []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go/v3", "github.com/spf13/cobra", temporalModule} {
+		fv, cv := floor[mod], capstan[mod]
+		switch {
+		case fv == "":
+			t.Errorf("the Temporal floor does not require %s", mod)
+		case cv != "" && cv != fv:
+			t.Errorf("%s: the Temporal floor requires %s, capstan %s; align them with: (cd internal/bench/testdata/floortemporal && go get %s@%s && go mod tidy)", mod, fv, cv, mod, cv)
 		}
 	}
 }
@@ -263,7 +382,7 @@ func BenchmarkValidate(b *testing.B) {
 		dirs[n] = agentWithSteps(b, n)
 	}
 	for _, bin := range binaries(b) {
-		if bin.name == "floor" {
+		if isFloor(bin) {
 			continue
 		}
 		runs := []struct {

@@ -38,10 +38,11 @@ func init() {
 
 // BenchmarkParkedAgents parks n agents (agent.Build, Start and Run with
 // the journal on) in a model call that blocks, and reports heap + stack in
-// use and goroutines per agent once all have arrived — everything the
-// agent holds, from before Build. The floor, measured in the
-// same run, is n goroutines blocked in the same model call without an
-// agent around it. One measurement per op; run with -benchtime 1x.
+// use per agent once all have arrived — everything the agent holds, from
+// before Build — then the heap and the stack apart, and goroutines per
+// agent. The floor, measured in the same run, is n goroutines blocked in
+// the same model call without an agent around it. One measurement per op;
+// run with -benchtime 1x.
 //
 //	go test ./internal/bench -run XXX -bench ParkedAgents -benchtime 1x
 func BenchmarkParkedAgents(b *testing.B) {
@@ -64,12 +65,18 @@ func BenchmarkParkedAgents(b *testing.B) {
 	}
 }
 
-func memNow() (uint64, int) {
+// memUse is heap and stack in use, and the goroutines, at one moment.
+type memUse struct {
+	heap, stack uint64
+	goroutines  int
+}
+
+func memNow() memUse {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse + ms.StackInuse, runtime.NumGoroutine()
+	return memUse{ms.HeapInuse, ms.StackInuse, runtime.NumGoroutine()}
 }
 
 func waitArrived(b *testing.B, want int64) {
@@ -82,17 +89,22 @@ func waitArrived(b *testing.B, want int64) {
 	}
 }
 
-func report(b *testing.B, n int, mem0 uint64, g0 int) {
-	mem1, g1 := memNow()
-	b.ReportMetric(float64(int64(mem1)-int64(mem0))/float64(n), "B/agent")
-	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/agent")
+// report reports what the n parked agents (or calls) hold since m0:
+// heap + stack (B/agent), and each part.
+func report(b *testing.B, n int, m0 memUse) {
+	m1 := memNow()
+	per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(n) }
+	b.ReportMetric(per(m1.heap+m1.stack, m0.heap+m0.stack), "B/agent")
+	b.ReportMetric(per(m1.heap, m0.heap), "heap-B/agent")
+	b.ReportMetric(per(m1.stack, m0.stack), "stack-B/agent")
+	b.ReportMetric(float64(m1.goroutines-m0.goroutines)/float64(n), "goroutines/agent")
 }
 
 func parkAgents(b *testing.B, def *config.Agent, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	root := b.TempDir()
 	parkArrived.Store(0)
-	mem0, g0 := memNow()
+	m0 := memNow()
 	agents := make([]*agent.Agent, n)
 	for i := range agents {
 		work := filepath.Join(root, fmt.Sprint(i))
@@ -114,7 +126,7 @@ func parkAgents(b *testing.B, def *config.Agent, n int) {
 		go func() { defer wg.Done(); a.Run(ctx) }()
 	}
 	waitArrived(b, int64(n))
-	report(b, n, mem0, g0)
+	report(b, n, m0)
 	cancel()
 	wg.Wait()
 	for _, a := range agents {
@@ -126,7 +138,7 @@ func parkCalls(b *testing.B, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := blockingModel{&parkArrived}
 	parkArrived.Store(0)
-	mem0, g0 := memNow()
+	m0 := memNow()
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -136,7 +148,7 @@ func parkCalls(b *testing.B, n int) {
 		}()
 	}
 	waitArrived(b, int64(n))
-	report(b, n, mem0, g0)
+	report(b, n, m0)
 	cancel()
 	wg.Wait()
 }

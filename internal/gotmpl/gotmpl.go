@@ -21,13 +21,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"text/template/parse"
 
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
 // ErrLimit is returned (wrapped) when expansion exceeds its budget.
@@ -44,7 +44,7 @@ type Limits struct {
 }
 
 // widthPattern finds the widths and precisions of printf verbs.
-var widthPattern = regexp.MustCompile(`%[-+# 0]*[0-9]+|\.[0-9]+`)
+var widthPattern = lazyre.New(`%[-+# 0]*[0-9]+|\.[0-9]+`)
 
 // maxDepth bounds nested {{template}} calls.
 const maxDepth = 100
@@ -609,7 +609,7 @@ func (s *state) call(name string, args []any) (any, error) {
 			size += len(printValue(a))
 		}
 		// Widths and precisions ({{printf "%900000000d" 1}}) count too.
-		for _, m := range widthPattern.FindAllString(format, -1) {
+		for _, m := range widthPattern().FindAllString(format, -1) {
 			digits := strings.TrimLeft(m, "%-+# 0.")
 			n, err := strconv.Atoi(digits)
 			if digits != "" && err != nil || n > s.lim.MaxOutput {

@@ -7,10 +7,10 @@
 package pricing
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -98,8 +98,8 @@ func (t Table) Models() []string {
 }
 
 var (
-	dateSuffix = regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
-	ctxSuffix  = regexp.MustCompile(`\[[^\]]*\]$`)
+	dateSuffix = lazyre.New(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
+	ctxSuffix  = lazyre.New(`\[[^\]]*\]$`)
 )
 
 // Normalize maps a model id to its table key: lower case, without a
@@ -111,8 +111,8 @@ func Normalize(model string) string {
 	if i := strings.LastIndexAny(m, ":/"); i >= 0 {
 		m = m[i+1:]
 	}
-	m = ctxSuffix.ReplaceAllString(m, "")
-	return dateSuffix.ReplaceAllString(m, "")
+	m = ctxSuffix().ReplaceAllString(m, "")
+	return dateSuffix().ReplaceAllString(m, "")
 }
 
 // Lookup finds the price of a model: the exact id first, then its

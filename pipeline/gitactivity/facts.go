@@ -3,12 +3,13 @@ package gitactivity
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
 // Fact is one number about the history, with the commits that back it.
@@ -198,8 +199,8 @@ type Number struct {
 var (
 	// Stripped before numbers are read: dates and times, hex commit hashes
 	// (with at least one letter), fact ids (F12), and email addresses.
-	ignoreRe = regexp.MustCompile(`\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{2}:\d{2}(?::\d{2})?\b|\b[0-9a-f]*[a-f][0-9a-f]*\b|\bF\d+\b|\S+@\S+`)
-	numberRe = regexp.MustCompile(`\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?`)
+	ignoreRe = lazyre.New(`\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{2}:\d{2}(?::\d{2})?\b|\b[0-9a-f]*[a-f][0-9a-f]*\b|\bF\d+\b|\S+@\S+`)
+	numberRe = lazyre.New(`\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?`)
 )
 
 // Numbers lists the numbers stated in text, ignoring dates, times, commit
@@ -208,15 +209,15 @@ var (
 // slash (src/v2, http3/) names something, it does not state a number.
 func Numbers(text string) []Number {
 	blank := func(s string) string { return strings.Repeat(" ", len(s)) }
-	clean := ignoreRe.ReplaceAllStringFunc(text, blank)
-	clean = wordRe.ReplaceAllStringFunc(clean, func(w string) string {
+	clean := ignoreRe().ReplaceAllStringFunc(text, blank)
+	clean = wordRe().ReplaceAllStringFunc(clean, func(w string) string {
 		if isIdentifier(strings.Trim(w, identifierTrim)) {
 			return blank(w)
 		}
 		return w
 	})
 	var out []Number
-	for _, m := range numberRe.FindAllString(clean, -1) {
+	for _, m := range numberRe().FindAllString(clean, -1) {
 		plain := strings.ReplaceAll(m, ",", "")
 		v, err := strconv.ParseFloat(plain, 64)
 		if err != nil {
@@ -232,7 +233,7 @@ func Numbers(text string) []Number {
 }
 
 // wordRe splits text into whitespace-separated words.
-var wordRe = regexp.MustCompile(`\S+`)
+var wordRe = lazyre.New(`\S+`)
 
 // identifierTrim is the punctuation around a word that is not part of it.
 const identifierTrim = ".,;:!?()[]{}<>\"'`*"

@@ -23,12 +23,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
 // Window is a time range [Since, Until] on committer time, in UTC.
@@ -47,7 +47,7 @@ func (w Window) String() string {
 	return w.Since.UTC().Format(time.RFC3339) + ".." + w.Until.UTC().Format(time.RFC3339)
 }
 
-var relRe = regexp.MustCompile(`^(\d{1,4})([hdwmy])$`)
+var relRe = lazyre.New(`^(\d{1,4})([hdwmy])$`)
 
 // ParseSince turns a relative window ("36h", "7d", "2w", "3m" for three
 // calendar months, "1y" for one calendar year), "YYYY-MM-DD" (midnight UTC)
@@ -57,7 +57,7 @@ func ParseSince(s string, now time.Time) (Window, error) {
 	s = strings.TrimSpace(s)
 	now = now.UTC()
 	var since time.Time
-	if m := relRe.FindStringSubmatch(s); m != nil {
+	if m := relRe().FindStringSubmatch(s); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		switch m[2] {
 		case "h":
@@ -198,7 +198,7 @@ func checkShallow(ctx context.Context, repo string, w Window) error {
 		return agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, false, "%s is a shallow clone whose history cut cannot be read", repo)
 	}
 	for _, h := range strings.Fields(string(data)) {
-		if !hashRe.MatchString(h) {
+		if !hashRe().MatchString(h) {
 			continue
 		}
 		ct, err := run(ctx, "-C", repo, "show", "-s", "--format=%cI", h)
@@ -270,7 +270,7 @@ func parseHeader(header string) (Commit, error) {
 		return Commit{}, fmt.Errorf("commit header has %d fields, want 6: %.80q", len(f), header)
 	}
 	c := Commit{Hash: f[0], Author: f[1], Email: f[2], Subject: f[5], Files: []FileChange{}}
-	if !hashRe.MatchString(c.Hash) {
+	if !hashRe().MatchString(c.Hash) {
 		return Commit{}, fmt.Errorf("bad commit hash %.80q", c.Hash)
 	}
 	var err error
@@ -285,7 +285,7 @@ func parseHeader(header string) (Commit, error) {
 	return c, nil
 }
 
-var hashRe = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+var hashRe = lazyre.New(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
 func parseNumstat(line string) (FileChange, error) {
 	parts := strings.SplitN(line, "\t", 3)
@@ -316,7 +316,7 @@ func parseNumstat(line string) (FileChange, error) {
 	return fc, nil
 }
 
-var conventionalRe = regexp.MustCompile(`^([A-Za-z]+)(\([^)]*\))?!?: `)
+var conventionalRe = lazyre.New(`^([A-Za-z]+)(\([^)]*\))?!?: `)
 
 var conventionalTypes = map[string]bool{
 	"feat": true, "fix": true, "docs": true, "style": true, "refactor": true, "perf": true,
@@ -343,7 +343,7 @@ var heuristicWords = map[string]string{
 // came from a conventional-commit prefix rather than the heuristic.
 func CommitType(subject string) (typ string, conventional bool) {
 	s := strings.TrimSpace(subject)
-	if m := conventionalRe.FindStringSubmatch(s); m != nil {
+	if m := conventionalRe().FindStringSubmatch(s); m != nil {
 		t := strings.ToLower(m[1])
 		if conventionalTypes[t] {
 			return t, true

@@ -3,11 +3,11 @@ package standard
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/pipeline"
 	"github.com/capstan-dev/capstan/pipeline/gitactivity"
 )
@@ -28,14 +28,14 @@ var intentWords = map[string][]string{
 }
 
 var (
-	wordRe = regexp.MustCompile(`[a-z]+`)
+	wordRe = lazyre.New(`[a-z]+`)
 	// lastNRe: "last 3 days", "past two weeks", "the last 6 months".
-	lastNRe = regexp.MustCompile(`\b(?:last|past|previous)\s+(\d{1,3}|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(hour|day|week|month|year)s?\b`)
+	lastNRe = lazyre.New(`\b(?:last|past|previous)\s+(\d{1,3}|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(hour|day|week|month|year)s?\b`)
 	// lastOne: "last week", "this month", "past year".
-	lastOne  = regexp.MustCompile(`\b(?:last|past|this|previous)\s+(day|week|fortnight|month|quarter|year)\b`)
-	sinceDay = regexp.MustCompile(`\bsince\s+(\d{4}-\d{2}-\d{2})\b`)
+	lastOne  = lazyre.New(`\b(?:last|past|this|previous)\s+(day|week|fortnight|month|quarter|year)\b`)
+	sinceDay = lazyre.New(`\bsince\s+(\d{4}-\d{2}-\d{2})\b`)
 	// timeWords mark a request that talks about a time window.
-	timeWords = regexp.MustCompile(`\b(?:hours?|days?|weeks?|fortnights?|months?|quarters?|years?|yesterday|today|since|ago)\b`)
+	timeWords = lazyre.New(`\b(?:hours?|days?|weeks?|fortnights?|months?|quarters?|years?|yesterday|today|since|ago)\b`)
 )
 
 var numberWords = map[string]string{"a": "1", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
@@ -49,24 +49,24 @@ var numberWords = map[string]string{"a": "1", "one": "1", "two": "2", "three": "
 // silent default.
 func WindowFromText(text string) (string, error) {
 	t := strings.ToLower(text)
-	if m := lastNRe.FindStringSubmatch(t); m != nil {
+	if m := lastNRe().FindStringSubmatch(t); m != nil {
 		n := m[1]
 		if w, ok := numberWords[n]; ok {
 			n = w
 		}
 		return n + map[string]string{"hour": "h", "day": "d", "week": "w", "month": "m", "year": "y"}[m[2]], nil
 	}
-	if m := lastOne.FindStringSubmatch(t); m != nil {
+	if m := lastOne().FindStringSubmatch(t); m != nil {
 		return map[string]string{"day": "1d", "week": "7d", "fortnight": "14d", "month": "1m", "quarter": "3m", "year": "1y"}[m[1]], nil
 	}
-	if m := sinceDay.FindStringSubmatch(t); m != nil {
+	if m := sinceDay().FindStringSubmatch(t); m != nil {
 		return m[1], nil
 	}
 	switch {
 	case strings.Contains(t, "yesterday"), strings.Contains(t, "today"):
 		return "1d", nil
 	}
-	if m := timeWords.FindString(t); m != "" {
+	if m := timeWords().FindString(t); m != "" {
 		return "", fmt.Errorf("the request speaks of a time window (%q) in words capstan does not understand: say \"last 3 days\", \"past 2 weeks\", \"last month\" or \"since YYYY-MM-DD\", or pass --since (e.g. 14d, 3m, 1y)", m)
 	}
 	return "", nil
@@ -76,7 +76,7 @@ func WindowFromText(text string) (string, error) {
 func detectIntents(_ context.Context, ac *pipeline.AgentContext) error {
 	req := ac.String(KeyRequest)
 	score := map[string]float64{}
-	for _, w := range wordRe.FindAllString(strings.ToLower(req), -1) {
+	for _, w := range wordRe().FindAllString(strings.ToLower(req), -1) {
 		for intent, words := range intentWords {
 			for _, kw := range words {
 				if w == kw {
@@ -510,7 +510,7 @@ func validate(_ context.Context, ac *pipeline.AgentContext) error {
 					rep.UnbackedNumbers = append(rep.UnbackedNumbers, "summary: "+n.Text)
 				}
 			}
-			for _, id := range factRefRe.FindAllString(summary, -1) {
+			for _, id := range factRefRe().FindAllString(summary, -1) {
 				if _, ok := byID[id]; !ok {
 					rep.Violations = append(rep.Violations, "summary cites unknown fact "+id)
 				}
@@ -526,4 +526,4 @@ func validate(_ context.Context, ac *pipeline.AgentContext) error {
 	return ac.Set(KeyValidationReport, []ValidationReport{rep})
 }
 
-var factRefRe = regexp.MustCompile(`\bF\d+\b`)
+var factRefRe = lazyre.New(`\bF\d+\b`)

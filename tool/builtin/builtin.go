@@ -112,7 +112,7 @@ func New(cfg Config) ([]tool.Tool, error) {
 	if timeout > MaxBashTimeout {
 		timeout = MaxBashTimeout
 	}
-	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, env: BuildEnv(os.Environ(), cfg.Env)}
+	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, env: commandEnv(os.Environ(), cfg.Env)}
 	// A secret value a tool reads (a .env file, a command's output) is
 	// replaced before the model or the journal sees it.
 	return RedactTools([]tool.Tool{&readTool{ws}, &writeTool{ws}, &editTool{ws}, bash, &globTool{ws}, &grepTool{ws}}), nil

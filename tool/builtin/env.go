@@ -1,12 +1,14 @@
 package builtin
 
 import (
-	"github.com/capstan-dev/capstan/tool"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+
+	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/tool"
 )
 
 // secretWords mark environment variables that hold credentials when they
@@ -55,10 +57,10 @@ func IsSecret(name, value string) bool {
 // IsSecretValue reports whether a variable's value embeds a password in a
 // URL ("postgres://user:password@host/db").
 func IsSecretValue(v string) bool {
-	return urlPassword.MatchString(v)
+	return urlPassword().MatchString(v)
 }
 
-var urlPassword = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s:]*:([^/@\s]+)@`)
+var urlPassword = lazyre.New(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s:]*:([^/@\s]+)@`)
 
 // MinSecretLen is the shortest value SecretValues returns: shorter values
 // ("1", "true") would redact ordinary words.
@@ -98,7 +100,7 @@ func SecretValues(environ []string) []string {
 				}
 			}
 		}
-		for _, m := range urlPassword.FindAllStringSubmatch(v, -1) {
+		for _, m := range urlPassword().FindAllStringSubmatch(v, -1) {
 			add(m[1])
 		}
 	}
@@ -162,6 +164,28 @@ func BuildEnv(environ, allow []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// lastEnv is the environment commandEnv made last, with its inputs.
+var lastEnv struct {
+	mu                  sync.Mutex
+	environ, allow, env []string
+}
+
+// commandEnv is BuildEnv for the Bash tool of a new tool set: when the
+// process environment and the allow list are those of the previous call
+// (every agent a process builds from one definition), it returns the same
+// list instead of a new copy. The list is shared and read-only; its
+// capacity is its length, so an append copies it.
+func commandEnv(environ, allow []string) []string {
+	lastEnv.mu.Lock()
+	defer lastEnv.mu.Unlock()
+	if lastEnv.env != nil && slices.Equal(environ, lastEnv.environ) && slices.Equal(allow, lastEnv.allow) {
+		return lastEnv.env
+	}
+	env := slices.Clip(BuildEnv(environ, allow))
+	lastEnv.environ, lastEnv.allow, lastEnv.env = environ, slices.Clone(allow), env
+	return env
 }
 
 // Redacted is what RedactSecrets puts in place of a secret value.

@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -116,7 +116,7 @@ func ConnectWith(ctx context.Context, servers map[string]config.MCPServer, opts 
 	return s, nil
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var validName = lazyre.New(`^[A-Za-z0-9_-]+$`)
 
 func serverError(name, format string, args ...any) *agenterr.Error {
 	e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerTool, false, "MCP server %q: "+format, append([]any{name}, args...)...)
@@ -126,7 +126,7 @@ func serverError(name, format string, args ...any) *agenterr.Error {
 }
 
 func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg config.MCPServer, opts Options, timeout time.Duration) error {
-	if !validName.MatchString(name) || strings.Contains(name, "__") {
+	if !validName().MatchString(name) || strings.Contains(name, "__") {
 		e := serverError(name, "invalid server name")
 		e.Hint = "use letters, digits, '-' and single '_' (tools are named mcp__<server>__<tool>)"
 		return e
@@ -367,12 +367,12 @@ type remote struct {
 	srv  *server
 }
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var unsafeChars = lazyre.New(`[^A-Za-z0-9_-]`)
 
 // ToolName is the capstan name of a server's tool: mcp__<server>__<tool>,
 // with characters model APIs reject replaced by '_', at most 64 bytes.
 func ToolName(server, name string) string {
-	n := Prefix + server + "__" + unsafeChars.ReplaceAllString(name, "_")
+	n := Prefix + server + "__" + unsafeChars().ReplaceAllString(name, "_")
 	if len(n) > 64 {
 		n = n[:64]
 	}

@@ -2,6 +2,9 @@
 // cobra CLI that makes one streamed tool call with anthropic-sdk-go and one
 // with openai-go/v3, and nothing else. The footprint benchmarks build it
 // next to capstan; it is not part of capstan.
+//
+// The floortemporal variant builds this file together with its own
+// temporal.go, which adds a command through extraCommands.
 package main
 
 import (
@@ -16,6 +19,9 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/spf13/cobra"
 )
+
+// extraCommands are added by the variants built from this file (nil here).
+var extraCommands []*cobra.Command
 
 func main() {
 	var baseURL, model string
@@ -69,6 +75,7 @@ func main() {
 		}
 		return nil
 	}})
+	root.AddCommand(extraCommands...)
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		os.Exit(1)
 	}

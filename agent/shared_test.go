@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The agents of one definition share its prompt resolver (and so its
+// parsed prompts); another definition has its own.
+func TestAgentsOfOneDefinitionShareItsPrompts(t *testing.T) {
+	dir := basicAgent(t, twoIterationScript, "")
+	def, other := load(t, dir), load(t, dir)
+	ctx := context.Background()
+	build := func() *Agent {
+		t.Helper()
+		a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Stop() })
+		return a
+	}
+	a1, a2 := build(), build()
+	if a1.prompts != a2.prompts {
+		t.Error("two agents of one definition have their own prompt resolvers")
+	}
+	if sharedFor(other).prompts == a1.prompts {
+		t.Error("two definitions share a prompt resolver")
+	}
+	if res := runToEnd(t, def, BuildOptions{WorkDir: t.TempDir()}); !res.Success {
+		t.Fatalf("run on the shared resolver failed: %+v", res)
+	}
+}
+
+// The shared state never keeps a definition alive: its entry goes when
+// the definition is collected.
+func TestSharedStateLetsTheDefinitionGo(t *testing.T) {
+	dir := basicAgent(t, twoIterationScript, "")
+	count := func() int {
+		n := 0
+		definitions.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	before := count()
+	func() {
+		def := load(t, dir)
+		_ = sharedFor(def)
+		if count() != before+1 {
+			t.Fatalf("entries: %d, want %d", count(), before+1)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for count() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry of a collected definition is still there (%d entries, want %d)", count(), before)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Agents of one definition run at the same time on what they share (run
+// with -race).
+func TestAgentsOfOneDefinitionRunConcurrently(t *testing.T) {
+	def := load(t, basicAgent(t, twoIterationScript, ""))
+	ctx := context.Background()
+	const n = 4
+	results := make([]*Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir()})
+			if err == nil {
+				err = a.Start(ctx)
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			a.Run(ctx)
+			results[i] = a.Stop()
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("agent %d: %v", i, errs[i])
+		}
+		if !results[i].Success {
+			t.Errorf("agent %d: %+v", i, results[i])
+		}
+	}
+	assertSharedUnchanged(t, def)
+}
