@@ -226,66 +226,103 @@ func (e PromptEvent) Position() (int, string) { return e.Iteration, e.Step }
 // completion, and otherwise its Err is set (seed 000 Loop.run
 // postcondition).
 func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
-	start := l.cfg.Now()
+	s := l.Begin(rc, l.cfg.Now())
+	for {
+		if res := s.Step(ctx); res != nil {
+			return res
+		}
+	}
+}
+
+// Session is a run of the loop driven one iteration at a time: Run is a
+// Session stepped to its end, and a driver that must persist the run
+// between iterations (a durable workflow engine) steps it itself. A
+// Session is not safe for concurrent use.
+type Session struct {
+	l     *Loop
+	rc    *RuntimeContext
+	res   *Result
+	start time.Time
+	done  *Result
+}
+
+// Begin starts a Session over rc. started is when the run began (the
+// time budget counts from it; a run continued elsewhere passes its
+// original start).
+func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 	res := &Result{Usage: rc.Unrecorded, CostUSD: rc.UnrecordedCostUSD}
 	for _, s := range rc.Summaries {
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
 	}
+	return &Session{l: l, rc: rc, res: res, start: started}
+}
+
+// Usage returns the run's usage and cost so far.
+func (s *Session) Usage() (llm.Usage, float64) { return s.res.Usage, s.res.CostUSD }
+
+// Step checks the limits and, when none stops the run, runs one
+// iteration. It returns nil when the run goes on, or the run's final
+// Result (the same one on every later call).
+func (s *Session) Step(ctx context.Context) *Result {
+	if s.done != nil {
+		return s.done
+	}
+	l, rc, res := s.l, s.rc, s.res
 	if l.cfg.Budgets.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.cfg.Budgets.Timeout)
+		ctx, cancel = context.WithDeadline(ctx, s.start.Add(l.cfg.Budgets.Timeout))
 		defer cancel()
 	}
 	finish := func(reason string, success bool, msg string, err error) *Result {
 		res.Success, res.CompletionReason, res.Reason, res.Err = success, reason, msg, err
 		res.Iterations = rc.Iteration
 		res.SessionID = rc.SessionID
-		res.Duration = l.cfg.Now().Sub(start)
+		res.Duration = l.cfg.Now().Sub(s.start)
 		res.Summaries = rc.Summaries
+		s.done = res
 		return res
 	}
-	for {
-		if r, stop := l.stopBeforeIteration(ctx, rc, res); stop {
-			return finish(r.CompletionReason, false, r.Reason, r.Err)
-		}
-		rc.Iteration++
-		s, outcome := l.iterate(ctx, rc)
-		if outcome.Redo {
-			// Its query did not finish: journaled, its billed turns
-			// counted, but the iteration is not.
-			res.Usage.Add(s.Usage)
-			res.CostUSD += s.CostUSD
-			l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(outcome)})
-			rc.Iteration--
-			reason := reasonForError(ctx, outcome.Err)
-			return finish(reason, false, outcome.Reason, outcome.Err)
-		}
-		rc.Summaries = append(rc.Summaries, *s)
-		summary := &rc.Summaries[len(rc.Summaries)-1]
-		rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
-		res.Usage.Add(s.Usage)
-		res.CostUSD += s.CostUSD
-		l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
-		l.cfg.Events.Emit(journal.IterationEnd, &l.end)
-		switch {
-		case outcome.Complete:
-			return finish(ReasonCompleted, true, outcome.Reason, nil)
-		case outcome.Stop:
-			if outcome.Err == nil {
-				// Seed 000 Loop.run: success, or an error is set.
-				outcome.Err = agenterr.New(agenterr.CodeAborted, agenterr.LayerLoop, false, "%s", outcome.Reason)
-			}
-			reason := outcome.CompletionReason
-			if reason == "" {
-				reason = reasonForError(ctx, outcome.Err)
-				if reason == ReasonError && agenterr.CodeOf(outcome.Err) == agenterr.CodeAborted {
-					reason = ReasonAborted
-				}
-			}
-			return finish(reason, false, outcome.Reason, outcome.Err)
-		}
+	if r, stop := l.stopBeforeIteration(ctx, rc, res); stop {
+		return finish(r.CompletionReason, false, r.Reason, r.Err)
 	}
+	rc.Iteration++
+	sum, outcome := l.iterate(ctx, rc)
+	if outcome.Redo {
+		// Its query did not finish: journaled, its billed turns
+		// counted, but the iteration is not.
+		res.Usage.Add(sum.Usage)
+		res.CostUSD += sum.CostUSD
+		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: sum, Outcome: outcomeEvent(outcome)})
+		rc.Iteration--
+		reason := reasonForError(ctx, outcome.Err)
+		return finish(reason, false, outcome.Reason, outcome.Err)
+	}
+	rc.Summaries = append(rc.Summaries, *sum)
+	summary := &rc.Summaries[len(rc.Summaries)-1]
+	rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
+	res.Usage.Add(sum.Usage)
+	res.CostUSD += sum.CostUSD
+	l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
+	l.cfg.Events.Emit(journal.IterationEnd, &l.end)
+	switch {
+	case outcome.Complete:
+		return finish(ReasonCompleted, true, outcome.Reason, nil)
+	case outcome.Stop:
+		if outcome.Err == nil {
+			// Seed 000 Loop.run: success, or an error is set.
+			outcome.Err = agenterr.New(agenterr.CodeAborted, agenterr.LayerLoop, false, "%s", outcome.Reason)
+		}
+		reason := outcome.CompletionReason
+		if reason == "" {
+			reason = reasonForError(ctx, outcome.Err)
+			if reason == ReasonError && agenterr.CodeOf(outcome.Err) == agenterr.CodeAborted {
+				reason = ReasonAborted
+			}
+		}
+		return finish(reason, false, outcome.Reason, outcome.Err)
+	}
+	return nil
 }
 
 // stopBeforeIteration checks the limits that apply before a new iteration.
