@@ -405,6 +405,8 @@ type Progress struct {
 	CostUSD float64   `json:"cost"`
 	// Summary is the last finished iteration's summary (nil before the first).
 	Summary *iteration.Summary `json:"-"`
+	// Outcome is the verdict on the last iteration Step ran.
+	Outcome loop.OutcomeEvent `json:"outcome"`
 }
 
 // Progress reports where the run stands; call it between Steps.
@@ -418,6 +420,7 @@ func (a *Agent) Progress() Progress {
 	}
 	if a.session != nil {
 		p.Usage, p.CostUSD = a.session.Usage()
+		p.Outcome = a.session.Last()
 	}
 	return p
 }

@@ -244,7 +244,12 @@ type Session struct {
 	res   *Result
 	start time.Time
 	done  *Result
+	last  OutcomeEvent
 }
+
+// Last returns the outcome of the last iteration Step ran (zero before
+// the first).
+func (s *Session) Last() OutcomeEvent { return s.last }
 
 // Begin starts a Session over rc. started is when the run began (the
 // time budget counts from it; a run continued elsewhere passes its
@@ -288,6 +293,7 @@ func (s *Session) Step(ctx context.Context) *Result {
 	}
 	rc.Iteration++
 	sum, outcome := l.iterate(ctx, rc)
+	s.last = outcomeEvent(outcome)
 	if outcome.Redo {
 		// Its query did not finish: journaled, its billed turns
 		// counted, but the iteration is not.

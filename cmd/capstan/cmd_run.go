@@ -32,6 +32,7 @@ type runFlags struct {
 	asJSON        bool
 	quiet         bool
 	stream        streamFlag
+	temporal      temporalFlags
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -46,6 +47,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
 	f.stream.register(fs, " and not --quiet")
+	f.temporal.register(fs, true)
 }
 
 func newRunCmd() *cobra.Command {
@@ -119,7 +121,8 @@ func agentDirArg(args []string) (string, []string) {
 func isValueFlag(a string) bool {
 	switch a {
 	case "--model", "--base-url", "--workdir", "--max-iterations",
-		"--connect-timeout", "--first-byte-timeout", "--stream-idle-timeout", "--max-retry-after":
+		"--connect-timeout", "--first-byte-timeout", "--stream-idle-timeout", "--max-retry-after",
+		"--temporal", "--namespace", "--task-queue", "--repo", "--worker-timeout":
 		return true
 	}
 	return false
@@ -217,6 +220,15 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	// swallowed (they are also in the journal).
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, w.String())
+	}
+	if flags.temporal.address != "" && resume != nil {
+		return withExit(exitUsage, errors.New("resume: a run on Temporal is resumed by Temporal (a retry or a reset of its workflow), not by capstan resume; see docs/scale-out.md"))
+	}
+	if flags.temporal.address != "" {
+		return executeTemporalRun(ctx, cmd, def, flags, params)
+	}
+	if flags.temporal.repo != "" {
+		return withExit(exitUsage, errors.New("run: --repo needs --temporal HOST:PORT (it names the repository the workers share)"))
 	}
 	def, err := withUserPricing(def)
 	if err != nil {
