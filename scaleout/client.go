@@ -153,12 +153,15 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 		return nil, errors.New("scaleout: the agent must be loaded pinned (agent.LoadPinned)")
 	}
 	tarball, err := snap.Tar()
+	if err == nil {
+		tarball, err = packDefinition(tarball)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if len(tarball) > maxDefinitionBytes {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-			"the agent definition is %d bytes; a run on Temporal carries it in its workflow input, limited to %d bytes", len(tarball), maxDefinitionBytes)
+			"the agent definition is %d bytes compressed; a run on Temporal carries it in its workflow input, limited to %d bytes", len(tarball), maxDefinitionBytes)
 		e.File = s.Agent.Dir()
 		e.Hint = "move large files (data, binaries) out of the agent folder into the work dir"
 		return nil, e

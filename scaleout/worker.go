@@ -1,8 +1,11 @@
 package scaleout
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -198,18 +201,9 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 // iteration, otherwise the run resumed from its journal, rewound to the
 // iterations the workflow counted.
 func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
-	snap, err := definition.FromTar(run.Definition, run.DefinitionDigest, run.AgentDir)
-	if err != nil {
-		return nil, buildError(err)
-	}
 	cfg := agent.Config{WorkDir: dir, Store: w.Store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
 		Getenv: w.Getenv}
-	def, err := configFromSnapshot(snap, run.AgentDir, cfg)
-	if err != nil {
-		return nil, buildError(err)
-	}
-	cfg.Agent = def
 	found, ferr := w.Store.Find("", run.RunID)
 	switch {
 	case ferr == nil:
@@ -232,10 +226,33 @@ func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir 
 			rec.Rewind(st.Iteration)
 		}
 		cfg.Resume, cfg.Params = rec, nil
+		if len(run.Definition) == 0 {
+			// Later iterations read the definition the run pinned with
+			// its journal.
+			snap, err := definition.Open(filepath.Dir(found.Path), rec.Definition(), run.AgentDir)
+			if err != nil {
+				return nil, buildError(err)
+			}
+			if snap.Digest() != run.DefinitionDigest {
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: its journal pinned definition %s, the workflow %s", run.RunID, snap.Digest(), run.DefinitionDigest), ErrTypeConflict, nil)
+			}
+			if cfg.Agent, err = configFromSnapshot(snap, run.AgentDir, cfg); err != nil {
+				return nil, buildError(err)
+			}
+		}
 	case st.Iteration > 0:
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"run %s is at iteration %d but its journal is not in the state directory %s: the workers do not share their state directory (set %s to the same directory on every worker)",
 			run.RunID, st.Iteration, w.Store.Dir, journal.EnvStateDir), ErrTypeConflict, ferr)
+	}
+	if cfg.Agent == nil {
+		snap, err := unpackDefinition(run)
+		if err != nil {
+			return nil, buildError(err)
+		}
+		if cfg.Agent, err = configFromSnapshot(snap, run.AgentDir, cfg); err != nil {
+			return nil, buildError(err)
+		}
 	}
 	a, err := agent.New(ctx, cfg)
 	if err != nil {
@@ -246,6 +263,38 @@ func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir 
 		return nil, buildError(err)
 	}
 	return a, nil
+}
+
+// unpackDefinition reads the definition the run carries (gzip of
+// definition.Snapshot.Tar).
+func unpackDefinition(run *RunInput) (*definition.Snapshot, error) {
+	if len(run.Definition) == 0 {
+		e := agenterr.New(agenterr.CodeDefinitionMissing, agenterr.LayerConfiguration, false, "run %s: the agent definition was not sent and no journal of the run pinned it", run.RunID)
+		e.Hint = "start the run again"
+		return nil, e
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(run.Definition))
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeDefinitionMismatch, agenterr.LayerConfiguration, false, "run %s: read the agent definition", run.RunID)
+	}
+	data, err := io.ReadAll(io.LimitReader(zr, definition.MaxTotalBytes+1<<20))
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeDefinitionMismatch, agenterr.LayerConfiguration, false, "run %s: read the agent definition", run.RunID)
+	}
+	return definition.FromTar(data, run.DefinitionDigest, run.AgentDir)
+}
+
+// packDefinition compresses a definition tar for RunInput.Definition.
+func packDefinition(tarball []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(tarball); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // buildError classifies an error building the agent: capstan's

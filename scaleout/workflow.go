@@ -93,7 +93,7 @@ func Run(ctx workflow.Context, in RunInput) (*agent.Result, error) {
 		}
 		if st.Iteration-began >= opts.ContinueEvery {
 			next := in
-			next.State = &st
+			next.State, next.Definition = &st, nil // the journal keeps the definition
 			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, next)
 		}
 	}
@@ -127,8 +127,15 @@ func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunIn
 			MaximumInterval: time.Minute, MaximumAttempts: 5, NonRetryableErrorTypes: nonRetryable},
 		Summary: fmt.Sprintf("iteration %d", st.Iteration+1),
 	})
+	run := *in
+	if st.Iteration > 0 {
+		// The first iteration pinned the definition with the run's journal;
+		// the history need not carry it again.
+		run.Definition = nil
+	}
+	run.State = nil
 	var res IterationResult
-	err := workflow.ExecuteActivity(actx, ActivityIterate, IterationInput{Run: in, State: st}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(actx, ActivityIterate, IterationInput{Run: &run, State: st}).Get(ctx, &res)
 	if err != nil {
 		return nil, err
 	}

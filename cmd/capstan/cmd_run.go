@@ -122,7 +122,7 @@ func isValueFlag(a string) bool {
 	switch a {
 	case "--model", "--base-url", "--workdir", "--max-iterations",
 		"--connect-timeout", "--first-byte-timeout", "--stream-idle-timeout", "--max-retry-after",
-		"--temporal", "--namespace", "--task-queue", "--repo", "--worker-timeout":
+		"--temporal", "--namespace", "--task-queue", "--repo", "--worker-timeout", "--continue-every":
 		return true
 	}
 	return false

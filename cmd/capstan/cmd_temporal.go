@@ -34,6 +34,8 @@ type temporalFlags struct {
 	repo      string
 	// workerTimeout is how long a silent worker keeps a run.
 	workerTimeout time.Duration
+	// continueEvery is WorkflowOptions.ContinueEvery.
+	continueEvery int
 }
 
 func (f *temporalFlags) register(fs *pflag.FlagSet, run bool) {
@@ -47,6 +49,7 @@ func (f *temporalFlags) register(fs *pflag.FlagSet, run bool) {
 	if run {
 		fs.StringVar(&f.repo, "repo", "", "git repository every worker reaches, for the run's branch (with --temporal; default: the work dir's own repository)")
 		fs.DurationVar(&f.workerTimeout, "worker-timeout", 20*time.Second, "how long a silent or unreachable worker keeps a run before it moves to another worker (with --temporal)")
+		fs.IntVar(&f.continueEvery, "continue-every", 25, "iterations per workflow execution before the run continues as new, keeping its history short (with --temporal)")
 	}
 }
 
@@ -224,7 +227,8 @@ func startRun(ctx context.Context, c scaleoutClient, def *config.Agent, flags ru
 	in, err := scaleout.PrepareRun(ctx, scaleout.Submission{Agent: def, WorkDir: flags.workDir, Repo: flags.temporal.repo,
 		Model: flags.model, BaseURL: flags.baseURL, Params: params, MaxIterations: flags.maxIterations,
 		Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter,
-		Options: scaleout.WorkflowOptions{Heartbeat: flags.temporal.workerTimeout, ScheduleToStart: flags.temporal.workerTimeout}})
+		Options: scaleout.WorkflowOptions{Heartbeat: flags.temporal.workerTimeout, ScheduleToStart: flags.temporal.workerTimeout,
+			ContinueEvery: flags.temporal.continueEvery}})
 	if err != nil {
 		return nil, withExit(exitCodeFor(err), err)
 	}
