@@ -137,6 +137,9 @@ type RunState struct {
 	CostUSD float64   `json:"cost"`
 	// Moves counts the times the run moved to another worker.
 	Moves int `json:"moves,omitempty"`
+	// Queue is the task queue of the worker the run is pinned to, carried
+	// over continue-as-new ("" = none yet).
+	Queue string `json:"queue,omitempty"`
 	// Last is the last iteration's outcome, for progress.
 	Last *IterationOutcome `json:"last,omitempty"`
 }
@@ -184,8 +187,6 @@ type Progress struct {
 	RunID string   `json:"runId"`
 	Agent string   `json:"agent"`
 	State RunState `json:"state"`
-	// Queue is the task queue of the worker the run is pinned to.
-	Queue string `json:"queue,omitempty"`
 	// Recent are the outcomes of the run's last iterations (at most
 	// recentOutcomes, since the workflow last continued as new), oldest
 	// first.

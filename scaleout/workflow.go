@@ -46,24 +46,23 @@ func Run(ctx workflow.Context, in RunInput) (*agent.Result, error) {
 	if in.State != nil {
 		st = *in.State
 	}
-	queue := ""
 	var final *agent.Result
 	var recent []IterationOutcome
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) {
-		return Progress{RunID: in.RunID, Agent: in.Agent, State: st, Queue: queue, Result: final, Recent: recent}, nil
+		return Progress{RunID: in.RunID, Agent: in.Agent, State: st, Result: final, Recent: recent}, nil
 	}); err != nil {
 		return nil, err
 	}
 	began := st.Iteration
 	for {
-		if queue == "" {
+		if st.Queue == "" {
 			q, err := acquire(ctx)
 			if err != nil {
 				return canceledOr(ctx, &in, st, err)
 			}
-			queue = q
+			st.Queue = q
 		}
-		res, err := iterate(ctx, queue, opts, &in, st)
+		res, err := iterate(ctx, st.Queue, opts, &in, st)
 		if err != nil {
 			var te *temporal.TimeoutError
 			if errors.As(err, &te) && ctx.Err() == nil {
@@ -74,8 +73,8 @@ func Run(ctx workflow.Context, in RunInput) (*agent.Result, error) {
 				if st.Moves > opts.MaxMoves {
 					return nil, fmt.Errorf("run %s: moved to another worker %d times; giving up: %w", in.RunID, st.Moves-1, err)
 				}
-				workflow.GetLogger(ctx).Warn("worker lost; moving the run", "run", in.RunID, "queue", queue, "error", err)
-				queue = ""
+				workflow.GetLogger(ctx).Warn("worker lost; moving the run", "run", in.RunID, "queue", st.Queue, "error", err)
+				st.Queue = ""
 				continue
 			}
 			return canceledOr(ctx, &in, st, err)
