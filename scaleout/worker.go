@@ -47,6 +47,7 @@ type liveRun struct {
 	a         *agent.Agent
 	iteration int
 	commit    string
+	dir       string
 }
 
 // Acquire is ActivityAcquire: it pins the calling run to this worker.
@@ -91,11 +92,19 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 	if run == nil {
 		return nil, temporal.NewNonRetryableApplicationError("iteration without a run", ErrTypeBuild, nil)
 	}
-	wd, err := w.workDir(ctx, run, st)
-	if err != nil {
+	lr := w.take(run.RunID)
+	var wd checkout
+	var err error
+	if lr != nil && lr.iteration == st.Iteration && lr.commit == st.Commit && run.Repo != "" && lr.dir != "" {
+		// This worker ran and committed the last iteration, and holds the
+		// run's agent: the work dir is where that iteration left it.
+		wd = checkout{dir: lr.dir}
+	} else if wd, err = w.workDir(ctx, run, st); err != nil {
+		if lr != nil {
+			lr.a.Abandon()
+		}
 		return nil, err
 	}
-	lr := w.take(run.RunID)
 	if wd.done != nil {
 		// The previous attempt finished the iteration and committed it;
 		// only its answer was lost.
@@ -148,7 +157,7 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		return nil, err
 	}
 	if res == nil {
-		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit})
+		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit, dir: wd.dir})
 	}
 	return out, nil
 }
