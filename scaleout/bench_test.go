@@ -172,44 +172,87 @@ func BenchmarkRun(b *testing.B) {
 	})
 }
 
-// BenchmarkThroughput starts 100 runs of the five-iteration agent at once
-// on a dev server with two in-process workers and waits for all of them.
+// BenchmarkThroughput runs 100 runs of the five-iteration agent: locally,
+// two at a time in this process (as two machines each running one local
+// run after another would), and on Temporal, all started at once on a dev
+// server with two in-process workers; it reports runs and iterations per
+// second of each.
 func BenchmarkThroughput(b *testing.B) {
 	const runs = 100
 	def := benchAgent(b)
-	addr := temporaltest.Server(b)
-	c, err := Dial(context.Background(), addr, "", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	startWorkers(b, c, 2)
-	b.ResetTimer()
-	for b.Loop() {
-		b.StopTimer()
-		bare, wd := benchRepo(b)
-		ins := make([]*RunInput, runs)
-		for i := range ins {
-			if ins[i], err = PrepareRun(context.Background(), Submission{Agent: def, WorkDir: wd, Repo: "file://" + bare}); err != nil {
-				b.Fatal(err)
+	b.Run("local", func(b *testing.B) {
+		for b.Loop() {
+			start := time.Now()
+			jobs := make(chan int)
+			var wg sync.WaitGroup
+			for w := 0; w < 2; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range jobs {
+						wd := b.TempDir()
+						gitT(b, wd, "init", "-q")
+						a, err := agent.New(context.Background(), agent.Config{Agent: def, WorkDir: wd, Store: testStore(b)})
+						if err != nil {
+							b.Error(err)
+							continue
+						}
+						if err := a.Start(context.Background()); err != nil {
+							b.Error(err)
+							continue
+						}
+						a.Run(context.Background())
+						if res := a.Stop(); !res.Success || res.Iterations != benchIterations {
+							b.Errorf("%+v", res)
+						}
+					}
+				}()
 			}
-		}
-		b.StartTimer()
-		start := time.Now()
-		wrs := make([]client.WorkflowRun, runs)
-		for i, in := range ins {
-			if wrs[i], err = Start(context.Background(), c, "", in); err != nil {
-				b.Fatal(err)
+			for i := 0; i < runs; i++ {
+				jobs <- i
 			}
+			close(jobs)
+			wg.Wait()
+			d := time.Since(start)
+			b.ReportMetric(runs/d.Seconds(), "runs/s")
+			b.ReportMetric(runs*benchIterations/d.Seconds(), "iterations/s")
 		}
-		for _, wr := range wrs {
-			var res agent.Result
-			if err := wr.Get(context.Background(), &res); err != nil || !res.Success || res.Iterations != benchIterations {
-				b.Fatalf("%v %+v", err, res)
+	})
+	b.Run("temporal", func(b *testing.B) {
+		addr := temporaltest.Server(b)
+		c, err := Dial(context.Background(), addr, "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		startWorkers(b, c, 2)
+		b.ResetTimer()
+		for b.Loop() {
+			b.StopTimer()
+			bare, wd := benchRepo(b)
+			ins := make([]*RunInput, runs)
+			for i := range ins {
+				if ins[i], err = PrepareRun(context.Background(), Submission{Agent: def, WorkDir: wd, Repo: "file://" + bare}); err != nil {
+					b.Fatal(err)
+				}
 			}
+			b.StartTimer()
+			start := time.Now()
+			wrs := make([]client.WorkflowRun, runs)
+			for i, in := range ins {
+				if wrs[i], err = Start(context.Background(), c, "", in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, wr := range wrs {
+				var res agent.Result
+				if err := wr.Get(context.Background(), &res); err != nil || !res.Success || res.Iterations != benchIterations {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+			d := time.Since(start)
+			b.ReportMetric(runs/d.Seconds(), "runs/s")
+			b.ReportMetric(runs*benchIterations/d.Seconds(), "iterations/s")
 		}
-		d := time.Since(start)
-		b.ReportMetric(runs/d.Seconds(), "runs/s")
-		b.ReportMetric(runs*benchIterations/d.Seconds(), "iterations/s")
-	}
+	})
 }

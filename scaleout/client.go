@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -61,6 +62,9 @@ type WorkerConfig struct {
 	Store journal.Store
 	// Getenv reads the worker's environment (nil = os.Getenv).
 	Getenv func(string) string
+	// TracerProvider, when set, traces every iteration the worker runs
+	// (agent.Config.TracerProvider).
+	TracerProvider trace.TracerProvider
 	// MaxConcurrentRuns bounds the iterations the worker runs at once (0 =
 	// 8).
 	MaxConcurrentRuns int
@@ -81,7 +85,7 @@ func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
 	}
 	host, _ := os.Hostname()
 	own := fmt.Sprintf("%s@%s-%d-%s", cfg.TaskQueue, host, os.Getpid(), randomHex(4))
-	acts := &Activities{Queue: own, Root: cfg.Root, Store: cfg.Store, Getenv: cfg.Getenv}
+	acts := &Activities{Queue: own, Root: cfg.Root, Store: cfg.Store, Getenv: cfg.Getenv, TracerProvider: cfg.TracerProvider}
 	defer acts.Close()
 	shared := worker.New(c, cfg.TaskQueue, worker.Options{DisableRegistrationAliasing: true})
 	shared.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -37,6 +38,8 @@ type Activities struct {
 	Store journal.Store
 	// Getenv reads the worker's environment (API keys; nil = os.Getenv).
 	Getenv func(string) string
+	// TracerProvider, when set, traces the runs (agent.Config.TracerProvider).
+	TracerProvider trace.TracerProvider
 
 	mu   sync.Mutex
 	runs map[string]*liveRun
@@ -212,7 +215,7 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
 	cfg := agent.Config{WorkDir: dir, Store: w.Store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
-		Getenv: w.Getenv}
+		Getenv: w.Getenv, TracerProvider: w.TracerProvider}
 	found, ferr := w.Store.Find("", run.RunID)
 	switch {
 	case ferr == nil:

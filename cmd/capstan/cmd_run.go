@@ -36,6 +36,15 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
+	f.registerOptions(fs)
+	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	f.stream.register(fs, " and not --quiet")
+}
+
+// registerOptions adds the flags that shape the run itself (not its
+// output).
+func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "model as provider:model (overrides runner.model)")
 	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider (e.g. an OpenAI-compatible server)")
 	fs.StringVar(&f.workDir, "workdir", ".", "directory the agent works in (journals go to the state directory, see capstan runs --help)")
@@ -44,10 +53,13 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeouts.FirstByte, "first-byte-timeout", 0, "time from sending a model request to its response headers (default 2m)")
 	fs.DurationVar(&f.timeouts.StreamIdle, "stream-idle-timeout", 0, "longest silence inside a model response stream (default 1m30s)")
 	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
-	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
-	f.stream.register(fs, " and not --quiet")
-	f.temporal.register(fs, true)
+}
+
+// registerRun adds the flags of run (and submit): register's and those
+// that send the run to Temporal.
+func (f *runFlags) registerRun(fs *pflag.FlagSet) {
+	f.register(fs)
+	f.temporal.register(fs, temporalRun)
 }
 
 func newRunCmd() *cobra.Command {
@@ -77,7 +89,7 @@ reason and evidence are in the result and in "capstan show").`,
 	// Parsed by runAgent once DIR is known; registered here so that
 	// `capstan run --help` lists them.
 	var shown runFlags
-	shown.register(cmd.Flags())
+	shown.registerRun(cmd.Flags())
 	return cmd
 }
 
@@ -155,7 +167,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	var flags runFlags
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	flags.register(fs)
+	flags.registerRun(fs)
 	params := registerParamFlags(fs, def)
 	if isHelp(rest) {
 		fmt.Fprintf(cmd.OutOrStdout(), "Usage: capstan run %s [flags]\n\nAgent %s: %s\n\nFlags:\n%s", dir, spec.Name, spec.Description, fs.FlagUsages())
@@ -220,9 +232,6 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	// swallowed (they are also in the journal).
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, w.String())
-	}
-	if flags.temporal.address != "" && resume != nil {
-		return withExit(exitUsage, errors.New("resume: a run on Temporal is resumed by Temporal (a retry or a reset of its workflow), not by capstan resume; see docs/scale-out.md"))
 	}
 	if flags.temporal.address != "" {
 		return executeTemporalRun(ctx, cmd, def, flags, params)

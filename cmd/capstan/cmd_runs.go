@@ -145,7 +145,7 @@ its journal says when the workers' state directory is this one.`,
 	cmd.Flags().StringVar(&workDir, "workdir", ".", "work dir whose runs to list")
 	cmd.Flags().BoolVar(&all, "all", false, "list the runs of every work dir")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	tf.register(cmd.Flags(), false)
+	tf.register(cmd.Flags(), temporalClient)
 	cmd.Flags().IntVar(&limit, "limit", 100, "most runs to list (with --temporal)")
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/scaleout"
 )
@@ -38,15 +41,25 @@ type temporalFlags struct {
 	continueEvery int
 }
 
-func (f *temporalFlags) register(fs *pflag.FlagSet, run bool) {
+// Which temporalFlags a command takes.
+const (
+	temporalClient = iota // --temporal, --namespace
+	temporalWorker        // and --task-queue
+	temporalRun           // and --repo, --worker-timeout, --continue-every
+)
+
+func (f *temporalFlags) register(fs *pflag.FlagSet, kind int) {
 	what := "Temporal frontend HOST:PORT"
-	if run {
+	if kind == temporalRun {
 		what += " to run on (the run becomes a workflow that `capstan worker` processes execute)"
 	}
 	fs.StringVar(&f.address, "temporal", "", what)
 	fs.StringVar(&f.namespace, "namespace", scaleout.DefaultNamespace, "Temporal namespace (with --temporal)")
+	if kind == temporalClient {
+		return
+	}
 	fs.StringVar(&f.taskQueue, "task-queue", scaleout.DefaultTaskQueue, "Temporal task queue the workers poll (with --temporal)")
-	if run {
+	if kind == temporalRun {
 		fs.StringVar(&f.repo, "repo", "", "git repository every worker reaches, for the run's branch (with --temporal; default: the work dir's own repository)")
 		fs.DurationVar(&f.workerTimeout, "worker-timeout", 20*time.Second, "how long a silent or unreachable worker keeps a run before it moves to another worker (with --temporal)")
 		fs.IntVar(&f.continueEvery, "continue-every", 25, "iterations per workflow execution before the run continues as new, keeping its history short (with --temporal)")
@@ -105,7 +118,9 @@ it. Stop the worker with Ctrl-C or SIGTERM.`,
 				return err
 			}
 			defer c.Close()
-			err = scaleout.RunWorker(ctx, c, scaleout.WorkerConfig{TaskQueue: tf.taskQueue, Root: root, Store: store,
+			tctx, tr := startTracing(ctx, stderr)
+			defer tr.stop(context.WithoutCancel(ctx))
+			err = scaleout.RunWorker(tctx, c, scaleout.WorkerConfig{TaskQueue: tf.taskQueue, Root: root, Store: store, TracerProvider: tr.provider(),
 				MaxConcurrentRuns: concurrent, Ready: func(q string) {
 					fmt.Fprintf(stderr, "capstan worker: polling task queue %s (own queue %s) on %s; work dirs in %s\n", tf.taskQueue, q, tf.address, root)
 				}})
@@ -115,7 +130,7 @@ it. Stop the worker with Ctrl-C or SIGTERM.`,
 			return nil
 		},
 	}
-	tf.register(cmd.Flags(), false)
+	tf.register(cmd.Flags(), temporalWorker)
 	cmd.Flags().StringVar(&root, "work-root", "", "directory for the runs' work dir checkouts (default: worktrees in the state directory)")
 	cmd.Flags().IntVar(&concurrent, "max-concurrent", 8, "iterations this worker runs at once")
 	return cmd
@@ -126,9 +141,7 @@ it. Stop the worker with Ctrl-C or SIGTERM.`,
 // run (its iteration is interrupted, as locally).
 func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) error {
 	stderr := cmd.ErrOrStderr()
-	if flags.stream.enabled(stderr, flags.quiet) {
-		return withExit(exitUsage, errors.New("run: --stream is not available with --temporal: the model's output is produced on a worker (follow the journal with capstan show RUN)"))
-	}
+	streaming := flags.stream.enabled(stderr, flags.quiet)
 	in, c, err := submitOne(ctx, cmd, def, flags, params)
 	if err != nil {
 		return err
@@ -166,13 +179,32 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 		}
 	}()
 	var progress *progressPrinter
-	if !flags.quiet {
+	if !flags.quiet || streaming {
 		progress = newProgressPrinter(stderr)
+		progress.progress = !flags.quiet
 	}
 	printed := 0
+	var journalFed atomic.Bool
+	if streaming {
+		// The workers' journal, when this machine shares their state
+		// directory, feeds the progress printer the run's own events: the
+		// same lines as a local run, tool calls and the model's text as
+		// each is journaled.
+		progress.enableStream(processEnviron())
+		store, err := runStore()
+		if err != nil {
+			return err
+		}
+		go tailJournal(followCtx, store, in.RunID, 200*time.Millisecond, func(ev journal.Event) {
+			journalFed.Store(true)
+			feedJournalEvent(progress, ev)
+		}, func() {
+			fmt.Fprintf(stderr, "capstan: --stream: the run's journal is not in this machine's state directory %s (the workers' CAPSTAN_STATE_DIR); showing one line per iteration\n", store.Dir)
+		})
+	}
 	onProgress := func(p scaleout.Progress) {
 		for _, o := range p.Recent {
-			if o.Iteration <= printed || progress == nil {
+			if o.Iteration <= printed || progress == nil || journalFed.Load() {
 				continue
 			}
 			printed = o.Iteration
@@ -188,6 +220,9 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 	res, err := scaleout.Follow(followCtx, c, in.RunID, 500*time.Millisecond, onProgress)
 	if err != nil {
 		return withExit(exitInternal, err)
+	}
+	if journalFed.Load() {
+		time.Sleep(300 * time.Millisecond) // the journal's last lines
 	}
 	if progress != nil {
 		progress.end()
@@ -206,6 +241,63 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 	return withExit(resultExitCode(res), nil)
 }
 
+// tailJournal calls fn with each event of run id's journal in the store
+// as it is appended, until ctx ends; missing is called once when the
+// journal has not appeared within 10 seconds.
+func tailJournal(ctx context.Context, store journal.Store, id string, every time.Duration, fn func(journal.Event), missing func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	start, warned := time.Now(), false
+	var seen int64
+	for {
+		if found, err := store.Find("", id); err == nil {
+			if events, err := journal.ReadFile(found.Path); err == nil {
+				for _, ev := range events {
+					if ev.Seq > seen {
+						seen = ev.Seq
+						fn(ev)
+					}
+				}
+			}
+		} else if !warned && time.Since(start) > 10*time.Second {
+			warned = true
+			missing()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// feedJournalEvent gives the progress printer what a journaled event
+// says, as the run's live event stream would have.
+func feedJournalEvent(p *progressPrinter, ev journal.Event) {
+	switch ev.Type {
+	case journal.PromptResolved:
+		p.Consume(event.Event{Type: ev.Type, Iteration: ev.Iteration, Step: ev.Step})
+	case journal.IterationEnd:
+		var it loop.IterationEvent
+		if json.Unmarshal(ev.Data, &it) == nil && it.Summary != nil && !it.Outcome.Redo {
+			p.Consume(event.Event{Type: ev.Type, Iteration: ev.Iteration, Step: ev.Step, Data: &it})
+		}
+	case journal.ToolCall:
+		var u llm.ToolUse
+		if json.Unmarshal(ev.Data, &u) == nil {
+			p.Consume(event.Event{Type: event.ToolStart, Data: llm.ToolCall{ID: u.ID, Name: u.Name, Input: u.Input}})
+			p.Consume(event.Event{Type: event.ToolEnd, Data: u})
+		}
+	case journal.QueryResult:
+		var q llm.QueryResult
+		if json.Unmarshal(ev.Data, &q) == nil {
+			for _, text := range q.Responses {
+				p.Consume(event.Event{Type: event.TextDelta, Data: text + "\n"})
+			}
+		}
+	}
+}
+
 // submitOne prepares and starts one run.
 func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, scaleoutClient, error) {
 	c, err := flags.temporal.dial(ctx, cmd.ErrOrStderr())
@@ -222,6 +314,9 @@ func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags
 
 func startRun(ctx context.Context, c scaleoutClient, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
 	if _, err := def.ResolveParams(params); err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return nil, withExit(exitUsage, err)
 	}
 	in, err := scaleout.PrepareRun(ctx, scaleout.Submission{Agent: def, WorkDir: flags.workDir, Repo: flags.temporal.repo,
@@ -246,7 +341,7 @@ func newSubmitCmd() *cobra.Command {
 line on stdout, without waiting for them. With --each PARAM, one run starts
 per non-empty line of --from FILE (or of stdin when FILE is - or not given),
 the line being PARAM's value; without it, one run starts. The other flags are
-those of capstan run --temporal. Follow the runs with capstan runs
+those of capstan run --temporal that shape a run. Follow the runs with capstan runs
 --temporal, capstan show RUN and capstan report RUN; cancel one with capstan
 cancel RUN.`,
 		DisableFlagParsing: true,
@@ -255,10 +350,17 @@ cancel RUN.`,
 		},
 	}
 	var shown runFlags
-	shown.register(cmd.Flags())
+	shown.registerSubmit(cmd.Flags())
 	cmd.Flags().String("each", "", "parameter that takes one value per line of --from")
 	cmd.Flags().String("from", "-", "file of values for --each, one per line (- = stdin)")
 	return cmd
+}
+
+// registerSubmit adds the flags of submit: those of run that shape a run
+// and send it to Temporal (nothing is followed, so no output flags).
+func (f *runFlags) registerSubmit(fs *pflag.FlagSet) {
+	f.registerOptions(fs)
+	f.temporal.register(fs, temporalRun)
 }
 
 func submitRuns(cmd *cobra.Command, args []string) error {
@@ -279,7 +381,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	var flags runFlags
 	fs := pflag.NewFlagSet("submit", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	flags.register(fs)
+	flags.registerSubmit(fs)
 	params := registerParamFlags(fs, def)
 	if err := fs.Parse(rest); err != nil {
 		return withExit(exitUsage, fmt.Errorf("submit: %w (agent %s accepts: %s)", err, def.Definition().Name, strings.Join(paramFlagNames(def), " ")))
@@ -421,7 +523,7 @@ func newCancelCmd() *cobra.Command {
 			return nil
 		},
 	}
-	tf.register(cmd.Flags(), false)
+	tf.register(cmd.Flags(), temporalClient)
 	return cmd
 }
 
