@@ -287,7 +287,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		if err := a.restore(r); err != nil {
 			return err
 		}
-		start.Resumed, start.Iteration = true, a.rc.Iteration
+		start.Resumed, start.Iteration, start.Rewound = true, a.rc.Iteration, r.rewound
 	}
 	baseline, err := a.protectBaseline(a.opts.Resume)
 	if err != nil {

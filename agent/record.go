@@ -48,6 +48,8 @@ type RunRecord struct {
 	stepState *StepStateEvent
 	// events are the journal's events (for Rewind).
 	events []journal.Event
+	// rewound is set by Rewind: the resumed run's run.start says so.
+	rewound bool
 }
 
 // IterationRecord is one iteration of a RunRecord.
@@ -119,11 +121,11 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			if s.Definition != nil {
 				rec.Definitions = append(rec.Definitions, s.Definition)
 			}
-			if s.Resumed && s.Iteration < rec.FinishedIterations() {
+			if s.Resumed && s.Rewound && s.Iteration < rec.FinishedIterations() {
 				// The run continued from an earlier iteration than its last
 				// finished one (a driver that redid an iteration whose work
 				// was lost): the later ones no longer count.
-				rec.Rewind(s.Iteration)
+				rec.rewind(s.Iteration)
 			}
 			cur = nil
 			rec.Ended, rec.Result = false, nil
@@ -229,6 +231,16 @@ func LoadRun(id, path string) (*RunRecord, error) {
 // before resuming it; the resumed run's run.start records k, so that
 // reading the journal again rewinds it the same way.
 func (r *RunRecord) Rewind(k int) {
+	r.rewind(k)
+	r.rewound = true
+	if r.events != nil {
+		r.Sessions = llm.TranscriptsFromEvents(committedMessages(r.events, k))
+	}
+}
+
+// rewind is Rewind without the sessions (LoadRun's committedMessages
+// applies the rewinds the journal records).
+func (r *RunRecord) rewind(k int) {
 	n, cut := 0, len(r.Iterations)
 	for i, it := range r.Iterations {
 		if it.Finished {
@@ -252,9 +264,6 @@ func (r *RunRecord) Rewind(k int) {
 			break
 		}
 	}
-	if r.events != nil {
-		r.Sessions = llm.TranscriptsFromEvents(committedMessages(r.events, k))
-	}
 	r.Result, r.Ended = nil, false
 }
 
@@ -272,8 +281,7 @@ func (r *RunRecord) Definition() *definition.Record {
 // iteration upTo (-1 = all). An iteration killed after its query journaled
 // its messages but before it ended runs again on resume, so its messages
 // must not be in the session twice; neither must those of iterations a
-// resume rewound (a resumed run.start that continues from an earlier
-// iteration).
+// resume rewound (a resumed run.start with rewound set).
 func committedMessages(events []journal.Event, upTo int) []journal.Event {
 	var out, pending []journal.Event
 	drop := func(k int) {
@@ -290,7 +298,7 @@ func committedMessages(events []journal.Event, upTo int) []journal.Event {
 		case ev.Type == journal.RunStart:
 			pending = nil
 			var s RunStartEvent
-			if json.Unmarshal(ev.Data, &s) == nil && s.Resumed {
+			if json.Unmarshal(ev.Data, &s) == nil && s.Resumed && s.Rewound {
 				drop(s.Iteration)
 			}
 		case ev.Type == journal.IterationStart:
