@@ -267,13 +267,16 @@ func Follow(ctx context.Context, c client.Client, runID string, interval time.Du
 	}
 }
 
+// ErrNoRun is Cancel's error for a run ID the server does not know.
+var ErrNoRun = errors.New("no such run on Temporal")
+
 // Cancel asks the run's workflow to cancel: the iteration under way is
 // interrupted and the run ends with completionReason canceled.
 func Cancel(ctx context.Context, c client.Client, runID string) error {
 	if err := c.CancelWorkflow(ctx, runID, ""); err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return fmt.Errorf("no run %s on Temporal (list runs with: capstan runs --temporal HOST:PORT)", runID)
+			return fmt.Errorf("%w: %s", ErrNoRun, runID)
 		}
 		return fmt.Errorf("cancel run %s: %w", runID, err)
 	}

@@ -26,7 +26,6 @@
 package scaleout
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/capstan-dev/capstan/agent"
@@ -193,12 +192,4 @@ type Progress struct {
 	Recent []IterationOutcome `json:"recent,omitempty"`
 	// Result is set once the run ended.
 	Result *agent.Result `json:"result,omitempty"`
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
 }

@@ -517,7 +517,10 @@ func newCancelCmd() *cobra.Command {
 			}
 			defer c.Close()
 			if err := scaleout.Cancel(ctx, c, args[0]); err != nil {
-				return withExit(exitUsage, err)
+				if errors.Is(err, scaleout.ErrNoRun) {
+					return withExit(exitUsage, fmt.Errorf("%w (list the runs with: capstan runs --temporal %s --namespace %s)", err, tf.address, tf.namespace))
+				}
+				return withExit(exitInternal, err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "capstan: cancel requested for run %s\n", args[0])
 			return nil
