@@ -187,7 +187,11 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 		}
 		return in, nil // not a repository: the work dir is used as it is
 	}
-	if filepath.Clean(top) != wd {
+	real := wd
+	if r, err := filepath.EvalSymlinks(wd); err == nil {
+		real = r
+	}
+	if filepath.Clean(top) != real {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false,
 			"the work dir %s is inside the git repository %s; a run on Temporal checks out whole repositories", wd, top)
 		e.Hint = "pass --workdir " + top

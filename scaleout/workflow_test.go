@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 )
@@ -304,5 +305,41 @@ func TestRetryableFollowsCapstanClassification(t *testing.T) {
 	// A finished iteration is never redone, whatever ended the run after it.
 	if err := retryable(&agent.Result{Iterations: 3, Error: &agent.ResultError{Code: "SDK_RATE_LIMIT", Recoverable: true}}, 2); err != nil {
 		t.Errorf("retryable after a finished iteration: %v", err)
+	}
+}
+
+// PrepareRun refuses work dirs a worker could not check out, with a coded
+// error whose hint says what to do.
+func TestPrepareRunRefusesWorkDirsItCannotCheckOut(t *testing.T) {
+	def, err := agent.LoadPinned(filepath.Join("testdata", "counter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A folder inside a repository: workers check out whole repositories.
+	repo := t.TempDir()
+	gitT(t, repo, "init", "-q")
+	sub := filepath.Join(repo, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = PrepareRun(context.Background(), Submission{Agent: def, WorkDir: sub})
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationValidation || e.Hint != "pass --workdir "+repo {
+		t.Fatalf("work dir inside a repository: %v", err)
+	}
+	// A repository without a commit has nothing to branch from.
+	_, err = PrepareRun(context.Background(), Submission{Agent: def, WorkDir: repo})
+	if e := agenterr.From(err); e == nil || !strings.Contains(e.Hint, "commit") {
+		t.Fatalf("repository without a commit: %v", err)
+	}
+	// --repo needs a git work dir.
+	_, err = PrepareRun(context.Background(), Submission{Agent: def, WorkDir: t.TempDir(), Repo: "file://" + repo})
+	if err == nil || !strings.Contains(err.Error(), "needs the work dir") {
+		t.Fatalf("--repo with a plain folder: %v", err)
+	}
+	// A plain folder is used as it is: no repository, no branch.
+	plain := t.TempDir()
+	in, err := PrepareRun(context.Background(), Submission{Agent: def, WorkDir: plain})
+	if err != nil || in.Repo != "" || in.Branch != "" || in.WorkDir != plain {
+		t.Fatalf("plain work dir: %+v %v", in, err)
 	}
 }
