@@ -165,7 +165,9 @@ func BenchmarkRun(b *testing.B) {
 				b.Fatalf("%v %+v", err, res)
 			}
 			iterations += res.Iterations
+			b.StopTimer()
 			hist += historyBytes(b, c, in.RunID)
+			b.StartTimer()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(iterations), "ns/iteration")
 		b.ReportMetric(float64(hist)/float64(iterations), "history-bytes/iteration")
