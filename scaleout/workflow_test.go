@@ -343,3 +343,37 @@ func TestPrepareRunRefusesWorkDirsItCannotCheckOut(t *testing.T) {
 		t.Fatalf("plain work dir: %+v %v", in, err)
 	}
 }
+
+// A work dir that is not a git repository is used as it is, on the worker
+// that runs the run: nothing is committed, and the run completes there.
+func TestWorkflowRunsInAPlainWorkDir(t *testing.T) {
+	def, err := agent.LoadPinned(filepath.Join("testdata", "counter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := t.TempDir()
+	in, err := PrepareRun(context.Background(), Submission{Agent: def, WorkDir: plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPool(t)
+	env := newEnv(t)
+	p.register(env)
+	env.ExecuteWorkflow(WorkflowName, *in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res agent.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Success || res.Iterations != 4 {
+		t.Fatalf("%+v", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(plain, "log.txt")); err != nil || string(b) != "line-1\nline-2\nline-3\nline-4\n" {
+		t.Fatalf("log.txt: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(plain, ".git")); !os.IsNotExist(err) {
+		t.Fatalf("a plain work dir became a repository: %v", err)
+	}
+}
