@@ -127,9 +127,10 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		}
 		lr = &liveRun{a: a}
 	}
+	// The heartbeat covers the iteration and its commit.
 	stop := heartbeat(ctx, run.RunID, st.Iteration+1)
+	defer stop()
 	res := lr.a.Step(ctx)
-	stop()
 	p := lr.a.Progress()
 	out := &IterationResult{Iteration: p.Iteration, Step: p.Step, Usage: p.Usage, CostUSD: p.CostUSD}
 	if p.Iteration > st.Iteration && p.Summary != nil {
@@ -141,10 +142,12 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		}
 	}
 	if res != nil {
-		if retry := retryable(res, st.Iteration); retry != nil {
+		if retry := retryable(res, st.Iteration); retry != nil && activity.GetInfo(ctx).Attempt < iterationAttempts {
 			// The provider is rate limiting or unreachable: the iteration
 			// did not finish. Temporal retries it (after the server's
-			// retry-after) on a fresh agent resumed from the journal.
+			// retry-after) on a fresh agent resumed from the journal. The
+			// last attempt ends the run with the error instead, as a local
+			// run ends (recoverable).
 			lr.a.Abandon()
 			return nil, retry
 		}

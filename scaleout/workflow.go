@@ -98,6 +98,10 @@ func Run(ctx workflow.Context, in RunInput) (*agent.Result, error) {
 	}
 }
 
+// iterationAttempts is how many times an iteration is attempted on its
+// worker before its failure reaches the workflow.
+const iterationAttempts = 5
+
 // recentOutcomes is how many iteration outcomes the progress query keeps.
 const recentOutcomes = 64
 
@@ -123,7 +127,7 @@ func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunIn
 		HeartbeatTimeout:       opts.Heartbeat,
 		WaitForCancellation:    true,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: time.Minute, MaximumAttempts: 5, NonRetryableErrorTypes: nonRetryable},
+			MaximumInterval: time.Minute, MaximumAttempts: iterationAttempts, NonRetryableErrorTypes: nonRetryable},
 		Summary: fmt.Sprintf("iteration %d", st.Iteration+1),
 	})
 	run := *in

@@ -154,10 +154,12 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 		}
 		fmt.Fprintf(stderr, "capstan: running %s on Temporal %s (run %s, %s)\n", in.Agent, flags.temporal.address, in.RunID, where)
 	}
-	// Ctrl-C cancels the run and waits for its result; a second one
-	// leaves at once (the run goes on being canceled on the server).
+	// Ctrl-C cancels the run and waits for its result (as long as a
+	// worker needs to learn of it); a second one, or no result in time,
+	// leaves without it (the run goes on being canceled on the server).
 	followCtx, stopFollow := context.WithCancel(context.Background())
 	defer stopFollow()
+	var gaveUp atomic.Bool
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -174,9 +176,12 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 		defer signal.Stop(sig)
 		select {
 		case <-sig:
-			stopFollow()
 		case <-followCtx.Done():
+			return
+		case <-time.After(2*flags.temporal.workerTimeout + 10*time.Second):
 		}
+		gaveUp.Store(true)
+		stopFollow()
 	}()
 	var progress *progressPrinter
 	if !flags.quiet || streaming {
@@ -217,7 +222,30 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 				Outcome: loop.OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}, RunUsage: o.Usage, RunCostUSD: o.CostUSD}})
 		}
 	}
+	// A run no worker takes waits on the server: say so once.
+	go func() {
+		select {
+		case <-followCtx.Done():
+			return
+		case <-time.After(15 * time.Second):
+		}
+		qctx, cancel := context.WithTimeout(followCtx, 5*time.Second)
+		defer cancel()
+		v, err := c.QueryWorkflow(qctx, in.RunID, "", scaleout.QueryProgress)
+		if followCtx.Err() != nil {
+			return
+		}
+		var p scaleout.Progress
+		if err != nil || v.Get(&p) != nil || p.State.Queue == "" {
+			fmt.Fprintf(stderr, "capstan: no worker has taken run %s yet; start one with: capstan worker --temporal %s --namespace %s --task-queue %s\n",
+				in.RunID, flags.temporal.address, flags.temporal.namespace, flags.temporal.taskQueue)
+		}
+	}()
 	res, err := scaleout.Follow(followCtx, c, in.RunID, 500*time.Millisecond, onProgress)
+	if err != nil && gaveUp.Load() {
+		return withExit(exitNotCompleted, fmt.Errorf("run %s: cancel requested; it ends when a worker processes the cancellation (see capstan runs --temporal %s --namespace %s)",
+			in.RunID, flags.temporal.address, flags.temporal.namespace))
+	}
 	if err != nil {
 		return withExit(exitInternal, err)
 	}
