@@ -411,6 +411,12 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	fs.SetOutput(io.Discard)
 	flags.registerSubmit(fs)
 	params := registerParamFlags(fs, def)
+	fs.String("each", "", "parameter that takes one value per line of --from")
+	fs.String("from", "-", "file of values for --each, one per line (- = stdin)")
+	if isHelp(rest) {
+		fmt.Fprintf(cmd.OutOrStdout(), "Usage: capstan submit %s --temporal HOST:PORT [flags]\n\nAgent %s: %s\n\nFlags:\n%s", dir, def.Definition().Name, def.Definition().Description, fs.FlagUsages())
+		return nil
+	}
 	if err := fs.Parse(rest); err != nil {
 		return withExit(exitUsage, fmt.Errorf("submit: %w (agent %s accepts: %s)", err, def.Definition().Name, strings.Join(paramFlagNames(def), " ")))
 	}
