@@ -245,6 +245,9 @@ type Session struct {
 	start time.Time
 	done  *Result
 	last  OutcomeEvent
+	// deadline is when the time budget ends, on the real clock (zero =
+	// no time budget).
+	deadline time.Time
 }
 
 // Last returns the outcome of the last iteration Step ran (zero before
@@ -260,7 +263,13 @@ func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
 	}
-	return &Session{l: l, rc: rc, res: res, start: started}
+	s := &Session{l: l, rc: rc, res: res, start: started}
+	if t := l.cfg.Budgets.Timeout; t > 0 {
+		// The budget left, measured on the loop's clock, runs out on the
+		// real one (a context deadline).
+		s.deadline = time.Now().Add(t - l.cfg.Now().Sub(started))
+	}
+	return s
 }
 
 // Usage returns the run's usage and cost so far.
@@ -274,9 +283,9 @@ func (s *Session) Step(ctx context.Context) *Result {
 		return s.done
 	}
 	l, rc, res := s.l, s.rc, s.res
-	if l.cfg.Budgets.Timeout > 0 {
+	if !s.deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, s.start.Add(l.cfg.Budgets.Timeout))
+		ctx, cancel = context.WithDeadline(ctx, s.deadline)
 		defer cancel()
 	}
 	finish := func(reason string, success bool, msg string, err error) *Result {
