@@ -93,6 +93,7 @@ type Agent struct {
 	skillsPrompt string
 	vars         map[string]string
 	rc           *loop.RuntimeContext
+	session      *loop.Session // the loop stepped by Step (nil before the first)
 	result       *Result
 	// github is what runner.integrations.github did after completion.
 	github *GitHubOutcome
@@ -270,7 +271,10 @@ func (a *Agent) buildJournal() error {
 		a.warnings = append(a.warnings, "the state directory "+store.Dir+" is inside the work dir: the agent's file tools can reach its run journals; set "+
 			journal.EnvStateDir+" to a directory outside "+a.workDir)
 	}
-	a.runID = journal.NewRunID(a.opts.Now())
+	a.runID = a.opts.RunID
+	if a.runID == "" {
+		a.runID = journal.NewRunID(a.opts.Now())
+	}
 	w, err := store.Create(a.workDir, a.runID)
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
@@ -320,7 +324,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		if err := a.restore(r); err != nil {
 			return err
 		}
-		start.Resumed, start.Iteration = true, a.rc.Iteration
+		start.Resumed, start.Iteration, start.Rewound = true, a.rc.Iteration, r.rewound
 	}
 	baseline, err := a.protectBaseline(a.opts.Resume)
 	if err != nil {
@@ -384,6 +388,20 @@ func (a *Agent) Events(ctx context.Context) iter.Seq2[event.Event, error] {
 // Run drives the loop to its end and returns the result. It requires
 // Started; call Stop afterwards to release resources.
 func (a *Agent) Run(ctx context.Context) *Result {
+	for {
+		if res := a.Step(ctx); res != nil {
+			return res
+		}
+	}
+}
+
+// Step runs one iteration of a started agent — the limits checked first,
+// then the prompt, the query and the verdict, exactly as in Run — and
+// returns nil when the run goes on, or the run's Result when it ended
+// (call Stop afterwards). Run is Step called until it returns a Result; a
+// driver that persists the run between iterations (package scaleout)
+// calls Step itself.
+func (a *Agent) Step(ctx context.Context) *Result {
 	a.mu.Lock()
 	if a.state != Started || a.result != nil {
 		a.mu.Unlock()
@@ -391,21 +409,32 @@ func (a *Agent) Run(ctx context.Context) *Result {
 		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
 	}
 	a.mu.Unlock()
-	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
-	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
-		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
-	if a.opts.RunTimeout > 0 {
-		budgets.Timeout = a.opts.RunTimeout
+	if a.session == nil {
+		b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
+		budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
+			Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
+		if a.opts.RunTimeout > 0 {
+			budgets.Timeout = a.opts.RunTimeout
+		}
+		l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
+			Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
+		if err != nil {
+			return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
+		}
+		started := a.started
+		if !a.opts.Started.IsZero() {
+			started = a.opts.Started
+		}
+		a.session = l.Begin(a.rc, started)
 	}
 	if sink := a.emit.ModelOutput(); sink != nil {
 		ctx = llm.WithStreamSink(ctx, sink)
 	}
-	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
-		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
-	if err != nil {
-		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
+	lr := a.session.Step(ctx)
+	if lr == nil {
+		return nil
 	}
-	lr := a.flow.noReplyForRetry(l.Run(ctx, a.rc))
+	lr = a.flow.noReplyForRetry(lr)
 	if lr.Success {
 		var last *iteration.Summary
 		if n := len(lr.Summaries); n > 0 {
@@ -414,6 +443,51 @@ func (a *Agent) Run(ctx context.Context) *Result {
 		a.github = a.applyGitHub(ctx, last)
 	}
 	return a.finish(lr)
+}
+
+// Progress is where a started run stands between iterations.
+type Progress struct {
+	// Iteration is the number of finished iterations.
+	Iteration int `json:"iteration"`
+	// Step is the current step ("" without steps).
+	Step string `json:"step,omitempty"`
+	// Usage and CostUSD are the run's totals so far.
+	Usage   llm.Usage `json:"usage"`
+	CostUSD float64   `json:"cost"`
+	// Summary is the last finished iteration's summary (nil before the first).
+	Summary *iteration.Summary `json:"-"`
+	// Outcome is the verdict on the last iteration Step ran.
+	Outcome loop.OutcomeEvent `json:"outcome"`
+}
+
+// Progress reports where the run stands; call it between Steps.
+func (a *Agent) Progress() Progress {
+	p := Progress{Step: a.flow.currentStep()}
+	if a.rc != nil {
+		p.Iteration = a.rc.Iteration
+		if n := len(a.rc.Summaries); n > 0 {
+			p.Summary = &a.rc.Summaries[n-1]
+		}
+	}
+	if a.session != nil {
+		p.Usage, p.CostUSD = a.session.Usage()
+		p.Outcome = a.session.Last()
+	}
+	return p
+}
+
+// Abandon releases the agent's resources without journaling run.end, as a
+// killed process would leave its run: the journal ends with the last
+// finished event, and the run can be resumed (Config.Resume) where it
+// stopped. A driver calls it when another process takes the run over.
+func (a *Agent) Abandon() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.state == Stopped {
+		return
+	}
+	_ = a.release()
+	a.state = Stopped
 }
 
 func (a *Agent) finish(lr *loop.Result) *Result {

@@ -346,3 +346,80 @@ func TestFailedBuildLeavesNoRunBehind(t *testing.T) {
 		t.Fatalf("a failed build left runs behind: %+v %v", runs, err)
 	}
 }
+
+// A driver that steps a run, loses its last iteration's work and rewinds
+// the record redoes that iteration under its number: the session continues
+// from the kept iterations, the journal counts the redone iteration once,
+// and a later reader of the journal rewinds it the same way.
+func TestStepAndRewind(t *testing.T) {
+	ctx := context.Background()
+	dir := basicAgent(t, `turns:
+  - text: "part one"
+  - expect: {prompt_contains: ["Iteration 2"]}
+    text: "part two"
+  - expect: {prompt_contains: ["Iteration 3"]}
+    text: "part three, ALL_DONE"
+`, "")
+	def, wd := load(t, dir), t.TempDir()
+	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, RunID: "run-stepped"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if res := a.Step(ctx); res != nil {
+			t.Fatalf("step %d ended the run: %+v", i, res)
+		}
+		if p := a.Progress(); p.Iteration != i || p.Summary == nil || p.Outcome.Complete {
+			t.Fatalf("after step %d: %+v", i, p)
+		}
+	}
+	journalPath := a.JournalPath()
+	a.Abandon() // as if its process died; no run.end
+	rec, err := LoadRun("run-stepped", journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Ended || rec.FinishedIterations() != 2 {
+		t.Fatalf("abandoned run: ended %v, %d iterations", rec.Ended, rec.FinishedIterations())
+	}
+	// Iteration 2's work was lost: continue after iteration 1.
+	rec.Rewind(1)
+	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Run(ctx)
+	res := b.Stop()
+	// The script replays from the session: iteration 2 is redone with its
+	// turn, then iteration 3 completes.
+	if !res.Success || res.Iterations != 3 {
+		t.Fatalf("rewound run: %+v", res)
+	}
+	again, err := LoadRun("run-stepped", journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.FinishedIterations() != 3 || len(again.Iterations) != 3 || !again.Result.Success {
+		t.Fatalf("journal after the rewind: %d finished, %d iterations, result %+v", again.FinishedIterations(), len(again.Iterations), again.Result)
+	}
+	for i, it := range again.Iterations {
+		if it.Iteration != i+1 {
+			t.Fatalf("journal iteration %d is numbered %d", i+1, it.Iteration)
+		}
+	}
+	// The session holds each kept iteration's messages once: the redone
+	// iteration's first attempt is not in it.
+	if got := again.Sessions[again.Iterations[2].Summary.SessionID]; len(got) != 6 {
+		t.Fatalf("the session has %d messages, want 2 per iteration: %+v", len(got), got)
+	}
+	// The rewound iteration's model turn was billed: it counts as unrecorded.
+	if again.UnrecordedUsage.OutputTokens == 0 {
+		t.Fatal("the usage of the rewound iteration is lost")
+	}
+}

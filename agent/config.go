@@ -117,6 +117,14 @@ type Config struct {
 	// the span in New's ctx, if any. nil = no tracing, and no cost.
 	// Flushing and shutting the provider down is the caller's job.
 	TracerProvider trace.TracerProvider
+	// RunID is the new run's ID ("" = a fresh one from the clock). A driver
+	// that names runs itself (a Temporal workflow ID) sets it; it must be
+	// unique in the Store and a valid file name.
+	RunID string
+	// Started is when the run began, when that is earlier than Start (a
+	// run a driver continues in another process): the time budget counts
+	// from it. Zero = Start's time.
+	Started time.Time
 	// Getenv reads the environment (nil = os.Getenv).
 	Getenv func(string) string
 	// Now is the clock (nil = time.Now).

@@ -51,6 +51,10 @@ type RunRecord struct {
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
+	// events are the journal's events (for Rewind).
+	events []journal.Event
+	// rewound is set by Rewind: the resumed run's run.start says so.
+	rewound bool
 }
 
 // IterationRecord is one iteration of a RunRecord.
@@ -67,6 +71,8 @@ type IterationRecord struct {
 	Errors       []loop.ErrorEvent  `json:"errors,omitempty"`
 	// Finished is false for an iteration cut short (killed run).
 	Finished bool `json:"finished"`
+	// stepState is the step machine's state after this iteration.
+	stepState *StepStateEvent
 }
 
 // LoadRun reads a run journal into a RunRecord. It tolerates a journal cut
@@ -76,7 +82,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(committedMessages(events)), Integrity: integrity}
+	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(committedMessages(events, -1)), Integrity: integrity, events: events}
 	var cur *IterationRecord
 	var tentative *StepStateEvent
 	var pending llm.Usage // model turns of the iteration attempt under way
@@ -120,6 +126,13 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			if s.Definition != nil {
 				rec.Definitions = append(rec.Definitions, s.Definition)
 			}
+			if s.Resumed && s.Rewound && s.Iteration < rec.FinishedIterations() {
+				// The run continued from an earlier iteration than its last
+				// finished one (a driver that redid an iteration whose work
+				// was lost): the later ones no longer count.
+				rec.rewind(s.Iteration)
+			}
+			cur = nil
 			rec.Ended, rec.Result = false, nil
 		case journal.RunEnd:
 			var r Result
@@ -168,7 +181,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				pending = llm.Usage{} // in the summary
 			}
 			if tentative != nil && it.Finished {
-				rec.stepState, tentative = tentative, nil
+				rec.stepState, it.stepState, tentative = tentative, tentative, nil
 			}
 		case journal.Error:
 			var e loop.ErrorEvent
@@ -226,6 +239,50 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	return rec, nil
 }
 
+// Rewind drops the iterations after the k-th finished one, as a resume
+// that continues from iteration k does: their summaries, step state and
+// session messages no longer count, and the usage their model turns were
+// billed for becomes unrecorded usage. A run driver that redoes an
+// iteration whose work was lost (package scaleout) rewinds the record
+// before resuming it; the resumed run's run.start records k, so that
+// reading the journal again rewinds it the same way.
+func (r *RunRecord) Rewind(k int) {
+	r.rewind(k)
+	r.rewound = true
+	if r.events != nil {
+		r.Sessions = llm.TranscriptsFromEvents(committedMessages(r.events, k))
+	}
+}
+
+// rewind is Rewind without the sessions (LoadRun's committedMessages
+// applies the rewinds the journal records).
+func (r *RunRecord) rewind(k int) {
+	n, cut := 0, len(r.Iterations)
+	for i, it := range r.Iterations {
+		if it.Finished {
+			n++
+		}
+		if n > k {
+			cut = i
+			break
+		}
+	}
+	r.stepState = nil
+	for _, it := range r.Iterations[cut:] {
+		if it.Summary != nil && it.Finished {
+			r.UnrecordedUsage.Add(it.Summary.Usage)
+		}
+	}
+	r.Iterations = r.Iterations[:cut]
+	for i := len(r.Iterations) - 1; i >= 0; i-- {
+		if r.Iterations[i].stepState != nil {
+			r.stepState = r.Iterations[i].stepState
+			break
+		}
+	}
+	r.Result, r.Ended = nil, false
+}
+
 // Definition is the record of the definition the run used most recently
 // (what resume continues with), or nil when the run recorded none.
 func (r *RunRecord) Definition() *definition.Record {
@@ -236,15 +293,31 @@ func (r *RunRecord) Definition() *definition.Record {
 }
 
 // committedMessages returns the session.messages events of iterations
-// that reached iteration.end (and those outside any iteration). An
-// iteration killed after its query journaled its messages but before it
-// ended runs again on resume, so its messages must not be in the session
-// twice.
-func committedMessages(events []journal.Event) []journal.Event {
+// that reached iteration.end (and those outside any iteration), up to
+// iteration upTo (-1 = all). An iteration killed after its query journaled
+// its messages but before it ended runs again on resume, so its messages
+// must not be in the session twice; neither must those of iterations a
+// resume rewound (a resumed run.start with rewound set).
+func committedMessages(events []journal.Event, upTo int) []journal.Event {
 	var out, pending []journal.Event
+	drop := func(k int) {
+		kept := out[:0]
+		for _, ev := range out {
+			if ev.Iteration <= k {
+				kept = append(kept, ev)
+			}
+		}
+		out = kept
+	}
 	for _, ev := range events {
 		switch {
-		case ev.Type == journal.IterationStart || ev.Type == journal.RunStart:
+		case ev.Type == journal.RunStart:
+			pending = nil
+			var s RunStartEvent
+			if json.Unmarshal(ev.Data, &s) == nil && s.Resumed && s.Rewound {
+				drop(s.Iteration)
+			}
+		case ev.Type == journal.IterationStart:
 			pending = nil
 		case ev.Type == journal.IterationEnd:
 			out, pending = append(out, pending...), nil
@@ -253,6 +326,9 @@ func committedMessages(events []journal.Event) []journal.Event {
 		case ev.Type == journal.SessionMessages:
 			out = append(out, ev)
 		}
+	}
+	if upTo >= 0 {
+		drop(upTo)
 	}
 	return out
 }

@@ -128,6 +128,10 @@ type RunStartEvent struct {
 	Resumed  bool              `json:"resumed,omitempty"`
 	// Iteration is where a resumed run continues from.
 	Iteration int `json:"iteration,omitempty"`
+	// Rewound is set when the resumed run continues from an earlier
+	// iteration than the journal's last finished one (RunRecord.Rewind):
+	// the iterations after Iteration no longer count.
+	Rewound bool `json:"rewound,omitempty"`
 	// Definition is the digest of the pinned agent definition (per file and
 	// overall), the file of the run record that holds it and, for a resumed
 	// run, how it relates to the recorded one.

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Layer names the seed-000 layer an error belongs to.
@@ -54,6 +55,10 @@ type Error struct {
 	Column      int    // 1-based column in File, when known
 	Hint        string // what the user can do about it
 	Err         error  // wrapped cause
+	// RetryAfter is how long the server asked the caller to wait before
+	// trying again (a rate limit's retry-after), 0 when it did not say; a
+	// driver that retries the run itself (package scaleout) honours it.
+	RetryAfter time.Duration
 }
 
 // Error renders "CODE: message (file:line:col#/pointer): cause; hint: ...".

@@ -70,25 +70,15 @@ func (s *Snapshot) Save(runDir string) (string, error) {
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range s.list {
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: 0o444, Size: f.Size, ModTime: modTime, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return "", fmt.Errorf("definition: write snapshot: %w", err)
-		}
-		if _, err := tw.Write(s.files[f.Path].data); err != nil {
-			return "", fmt.Errorf("definition: write snapshot: %w", err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return "", fmt.Errorf("definition: write snapshot: %w", err)
+	data, err := s.Tar()
+	if err != nil {
+		return "", err
 	}
 	tmp, err := os.CreateTemp(runDir, ".definition-*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("definition: write snapshot: %w", err)
 	}
-	_, err = tmp.Write(buf.Bytes())
+	_, err = tmp.Write(data)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -106,6 +96,42 @@ func (s *Snapshot) Save(runDir string) (string, error) {
 		return "", fmt.Errorf("definition: write snapshot %s: %w", dst, err)
 	}
 	return dst, nil
+}
+
+// Tar returns s as the tar file Save writes: the way to move a pinned
+// definition to another process (FromTar reads it back).
+func (s *Snapshot) Tar() ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range s.list {
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: 0o444, Size: f.Size, ModTime: modTime, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("definition: write snapshot: %w", err)
+		}
+		if _, err := tw.Write(s.files[f.Path].data); err != nil {
+			return nil, fmt.Errorf("definition: write snapshot: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("definition: write snapshot: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// FromTar reads a snapshot written by Tar (within the bounds of Take) and
+// checks that its content has digest; agentDir is what Dir reports. A
+// mismatch is DEFINITION_SNAPSHOT_MISMATCH.
+func FromTar(data []byte, digest, agentDir string) (*Snapshot, error) {
+	s, err := readTar(bytes.NewReader(data), agentDir)
+	if err == nil && s.digest != digest {
+		err = fmt.Errorf("its content has digest %s, expected %s", s.digest, digest)
+	}
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeDefinitionMismatch, agenterr.LayerConfiguration, false, "the agent definition sent with the run does not match its digest")
+		e.Hint = "start the run again so the definition is sent afresh"
+		return nil, e
+	}
+	return s, nil
 }
 
 // Open reads the definition a run recorded: rec names the file in the run

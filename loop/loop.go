@@ -228,35 +228,87 @@ func (e PromptEvent) Position() (int, string) { return e.Iteration, e.Step }
 // completion, and otherwise its Err is set (seed 000 Loop.run
 // postcondition).
 func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
-	start := l.cfg.Now()
+	s := l.Begin(rc, l.cfg.Now())
+	for {
+		if res := s.Step(ctx); res != nil {
+			return res
+		}
+	}
+}
+
+// Session is a run of the loop driven one iteration at a time: Run is a
+// Session stepped to its end, and a driver that must persist the run
+// between iterations (a durable workflow engine) steps it itself. A
+// Session is not safe for concurrent use.
+type Session struct {
+	l     *Loop
+	rc    *RuntimeContext
+	res   *Result
+	start time.Time
+	done  *Result
+	last  OutcomeEvent
+	// deadline is when the time budget ends, on the real clock (zero =
+	// no time budget).
+	deadline time.Time
+}
+
+// Last returns the outcome of the last iteration Step ran (zero before
+// the first).
+func (s *Session) Last() OutcomeEvent { return s.last }
+
+// Begin starts a Session over rc. started is when the run began (the
+// time budget counts from it; a run continued elsewhere passes its
+// original start).
+func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 	res := &Result{Usage: rc.Unrecorded, CostUSD: rc.UnrecordedCostUSD}
 	for _, s := range rc.Summaries {
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
 	}
-	if l.cfg.Budgets.Timeout > 0 {
+	s := &Session{l: l, rc: rc, res: res, start: started}
+	if t := l.cfg.Budgets.Timeout; t > 0 {
+		// The budget left, measured on the loop's clock, runs out on the
+		// real one (a context deadline).
+		s.deadline = time.Now().Add(t - l.cfg.Now().Sub(started))
+	}
+	return s
+}
+
+// Usage returns the run's usage and cost so far.
+func (s *Session) Usage() (llm.Usage, float64) { return s.res.Usage, s.res.CostUSD }
+
+// Step checks the limits and, when none stops the run, runs one
+// iteration. It returns nil when the run goes on, or the run's final
+// Result (the same one on every later call).
+func (s *Session) Step(ctx context.Context) *Result {
+	if s.done != nil {
+		return s.done
+	}
+	l, rc, res := s.l, s.rc, s.res
+	if !s.deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.cfg.Budgets.Timeout)
+		ctx, cancel = context.WithDeadline(ctx, s.deadline)
 		defer cancel()
 	}
 	finish := func(reason string, success bool, msg string, err error) *Result {
 		res.Success, res.CompletionReason, res.Reason, res.Err = success, reason, msg, err
 		res.Iterations = rc.Iteration
 		res.SessionID = rc.SessionID
-		res.Duration = l.cfg.Now().Sub(start)
+		res.Duration = l.cfg.Now().Sub(s.start)
 		res.Summaries = rc.Summaries
+		s.done = res
 		return res
 	}
-	for {
-		if r, stop := l.stopBeforeIteration(ctx, rc, res); stop {
-			return finish(r.CompletionReason, false, r.Reason, r.Err)
-		}
-		rc.Iteration++
-		s, outcome := l.iterate(ctx, rc)
-		if e := l.settle(ctx, rc, res, s, &outcome); e != nil {
-			return finish(e.reason, e.success, e.msg, e.err)
-		}
+	if r, stop := l.stopBeforeIteration(ctx, rc, res); stop {
+		return finish(r.CompletionReason, false, r.Reason, r.Err)
 	}
+	rc.Iteration++
+	sum, outcome := l.iterate(ctx, rc)
+	s.last = outcomeEvent(outcome)
+	if e := l.settle(ctx, rc, res, sum, &outcome); e != nil {
+		return finish(e.reason, e.success, e.msg, e.err)
+	}
+	return nil
 }
 
 // runEnd is how a run ends: finish's arguments.

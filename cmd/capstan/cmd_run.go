@@ -33,9 +33,19 @@ type runFlags struct {
 	asJSON        bool
 	quiet         bool
 	stream        streamFlag
+	temporal      temporalFlags
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
+	f.registerOptions(fs)
+	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	f.stream.register(fs, " and not --quiet")
+}
+
+// registerOptions adds the flags that shape the run itself (not its
+// output).
+func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "model as provider:model (overrides runner.model)")
 	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the provider (e.g. an OpenAI-compatible server)")
 	fs.StringVar(&f.workDir, "workdir", ".", "directory the agent works in (journals go to the state directory, see capstan runs --help)")
@@ -44,9 +54,13 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeouts.FirstByte, "first-byte-timeout", 0, "time from sending a model request to its response headers (default 2m)")
 	fs.DurationVar(&f.timeouts.StreamIdle, "stream-idle-timeout", 0, "longest silence inside a model response stream (default 1m30s)")
 	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
-	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
-	f.stream.register(fs, " and not --quiet")
+}
+
+// registerRun adds the flags of run (and submit): register's and those
+// that send the run to Temporal.
+func (f *runFlags) registerRun(fs *pflag.FlagSet) {
+	f.register(fs)
+	f.temporal.register(fs, temporalRun)
 }
 
 func newRunCmd() *cobra.Command {
@@ -76,7 +90,7 @@ reason and evidence are in the result and in "capstan show").`,
 	// Parsed by runAgent once DIR is known; registered here so that
 	// `capstan run --help` lists them.
 	var shown runFlags
-	shown.register(cmd.Flags())
+	shown.registerRun(cmd.Flags())
 	return cmd
 }
 
@@ -120,7 +134,8 @@ func agentDirArg(args []string) (string, []string) {
 func isValueFlag(a string) bool {
 	switch a {
 	case "--model", "--base-url", "--workdir", "--max-iterations",
-		"--connect-timeout", "--first-byte-timeout", "--stream-idle-timeout", "--max-retry-after":
+		"--connect-timeout", "--first-byte-timeout", "--stream-idle-timeout", "--max-retry-after",
+		"--temporal", "--namespace", "--task-queue", "--repo", "--worker-timeout", "--continue-every":
 		return true
 	}
 	return false
@@ -153,7 +168,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	var flags runFlags
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	flags.register(fs)
+	flags.registerRun(fs)
 	params := registerParamFlags(fs, def)
 	if isHelp(rest) {
 		fmt.Fprintf(cmd.OutOrStdout(), "Usage: capstan run %s [flags]\n\nAgent %s: %s\n\nFlags:\n%s", dir, spec.Name, spec.Description, fs.FlagUsages())
@@ -218,6 +233,12 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	// swallowed (they are also in the journal).
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, w.String())
+	}
+	if flags.temporal.address != "" {
+		return executeTemporalRun(ctx, cmd, def, flags, params)
+	}
+	if flags.temporal.repo != "" {
+		return withExit(exitUsage, errors.New("run: --repo needs --temporal HOST:PORT (it names the repository the workers share)"))
 	}
 	def, err := withUserPricing(def)
 	if err != nil {

@@ -77,6 +77,8 @@ func errNotStarted(rec *agent.RunRecord) error {
 func newRunsCmd() *cobra.Command {
 	var workDir string
 	var asJSON, all bool
+	var tf temporalFlags
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List past runs of the work dir (or of every work dir with --all)",
@@ -85,9 +87,16 @@ unfinished (killed or still running), empty (stopped before it started),
 damaged (a line cannot be read) or tampered (the journal's hash chain is
 broken). Journals live in the state directory (CAPSTAN_STATE_DIR, else
 $XDG_STATE_HOME/capstan, else ~/.local/state/capstan); runs an older capstan
-kept under <workdir>/.capstan/runs are listed too.`,
+kept under <workdir>/.capstan/runs are listed too.
+
+With --temporal HOST:PORT it lists the runs on that Temporal server instead
+(capstan run --temporal, capstan submit): Temporal's status of each, and what
+its journal says when the workers' state directory is this one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tf.address != "" {
+				return listTemporalRuns(cmd.Context(), cmd, tf, limit, asJSON)
+			}
 			store, err := runStore()
 			if err != nil {
 				return err
@@ -136,6 +145,8 @@ kept under <workdir>/.capstan/runs are listed too.`,
 	cmd.Flags().StringVar(&workDir, "workdir", ".", "work dir whose runs to list")
 	cmd.Flags().BoolVar(&all, "all", false, "list the runs of every work dir")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	tf.register(cmd.Flags(), temporalClient)
+	cmd.Flags().IntVar(&limit, "limit", 100, "most runs to list (with --temporal)")
 	return cmd
 }
 

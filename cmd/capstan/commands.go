@@ -22,5 +22,8 @@ func subcommands() []*cobra.Command {
 		newDoctorCmd(),
 		newMCPCmd(),
 		newVersionCmd(),
+		newWorkerCmd(),
+		newSubmitCmd(),
+		newCancelCmd(),
 	}
 }

@@ -43,7 +43,7 @@ func completeRunArgs(_ *cobra.Command, args []string, toComplete string) ([]stri
 	}
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	var flags runFlags
-	flags.register(fs)
+	flags.registerRun(fs)
 	if dir != "" {
 		if def, err := config.LoadAndValidate(dir, agent.ValidateOptions()); err == nil {
 			registerParamFlags(fs, def)

@@ -55,6 +55,9 @@ func (f *Failure) Err(c Call, attempts int) *agenterr.Error {
 		msg += fmt.Sprintf(" (gave up after %d attempts)", attempts)
 	}
 	e := agenterr.New(f.Code, agenterr.LayerSDKBridge, f.Recoverable(), "%s", msg)
+	if f.HasRetryAfter {
+		e.RetryAfter = f.RetryAfter
+	}
 	e.Hint = f.Hint
 	if e.Hint == "" {
 		e.Hint = c.Hints[f.Code]
@@ -69,6 +72,7 @@ func (f *Failure) tooLong(c Call, attempts int, ceiling time.Duration, now time.
 	msg := fmt.Sprintf("%s: %s (the server asked to retry after %s, more than the %s capstan waits; stopped after %d attempts)",
 		c.Provider, f.Message, f.RetryAfter.Round(time.Second), ceiling, attempts)
 	e := agenterr.New(f.Code, agenterr.LayerSDKBridge, !f.Permanent, "%s", msg)
+	e.RetryAfter = f.RetryAfter
 	if f.RetryAfter < 100*365*24*time.Hour {
 		at := now.Add(f.RetryAfter).UTC().Format(time.RFC3339)
 		e.Hint = "resume the run after " + at + " (the server's retry-after), or raise runner.requests.maxRetryAfterSeconds / --max-retry-after to wait inside the run"

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/internal/temporaltest"
+	"github.com/capstan-dev/capstan/scaleout"
+)
+
+// fakeKey is an API key in the workers' and the submitter's environment:
+// it must never reach a workflow history.
+const fakeKey = "sk-ant-api03-capstanTemporalSecret0123456789"
+
+// tworker is a `capstan worker` process.
+type tworker struct {
+	cmd    *exec.Cmd
+	root   string
+	stderr *syncBuffer
+	exited chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startWorker(t *testing.T, addr, root string) *tworker {
+	t.Helper()
+	w := &tworker{root: root, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	w.cmd = cliCommand("worker", "--temporal", addr, "--work-root", root)
+	w.cmd.Env = append(w.cmd.Env, "ANTHROPIC_API_KEY="+fakeKey)
+	w.cmd.Stderr = w.stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.exited <- w.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-w.exited:
+		case <-time.After(20 * time.Second):
+			_ = w.cmd.Process.Kill()
+			<-w.exited
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(w.stderr.String(), "polling task queue") {
+		select {
+		case err := <-w.exited:
+			t.Fatalf("worker exited: %v\n%s", err, w.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker did not start:\n%s", w.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return w
+}
+
+func gitT(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// sharedRepo makes a bare repository every worker reaches (file://) and a
+// clone of it as the submitter's work dir.
+func sharedRepo(t *testing.T) (url, workDir string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is required")
+	}
+	base := t.TempDir()
+	bare := filepath.Join(base, "origin.git")
+	gitT(t, base, "init", "-q", "--bare", bare)
+	workDir = filepath.Join(base, "work")
+	gitT(t, base, "clone", "-q", "file://"+bare, workDir)
+	if err := os.WriteFile(filepath.Join(workDir, "README"), []byte("work dir of the scale-out test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, workDir, "add", "README")
+	gitT(t, workDir, "commit", "-q", "-m", "init")
+	gitT(t, workDir, "push", "-q", "origin", "HEAD")
+	return "file://" + bare, workDir
+}
+
+// counterAgent appends one line to log.txt per iteration with Bash and
+// claims completion too early once (the validator sends a retry prompt).
+const counterAgent = "../../scaleout/testdata/counter"
+
+// TestTemporalRunsSurviveAKilledWorker is the scale-out acceptance test:
+// on a real Temporal dev server, two worker processes run ten runs of a
+// multi-iteration agent (real Bash tool calls, a command validator); one
+// worker is killed with SIGKILL mid-run. Every run completes, with each
+// iteration counted once in the workflow, the run's branch and its
+// journal, and each tool's side effect (a line of log.txt) applied once.
+func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server and worker processes; run without -short")
+	}
+	addr := temporaltest.Server(t)
+	repo, workDir := sharedRepo(t)
+	base := gitT(t, workDir, "rev-parse", "HEAD")
+	roots := t.TempDir()
+	w1 := startWorker(t, addr, filepath.Join(roots, "w1"))
+	startWorker(t, addr, filepath.Join(roots, "w2"))
+
+	// The follower: the same progress lines, --json Result and exit code
+	// as a local run.
+	run := cliCommand("run", counterAgent, "--temporal", addr, "--workdir", workDir, "--repo", repo, "--json", "--stream", "--tag", "followed")
+	run.Env = append(run.Env, "ANTHROPIC_API_KEY="+fakeKey)
+	var stdout, stderr bytes.Buffer
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Run(); err != nil {
+		t.Fatalf("capstan run --temporal: %v\n%s", err, stderr.String())
+	}
+	var followed agent.Result
+	if err := json.Unmarshal(stdout.Bytes(), &followed); err != nil {
+		t.Fatalf("--json: %v\n%s", err, stdout.String())
+	}
+	if !followed.Success || followed.Iterations != 4 || !strings.Contains(stderr.String(), "[iteration 4] step work.count  tools 1") ||
+		!strings.Contains(stderr.String(), "but four-lines failed") || !strings.Contains(stderr.String(), "  → Bash  sleep 0.2; echo line-3 >> log.txt") ||
+		!strings.Contains(stderr.String(), "appended line 2. ALL_DONE") {
+		t.Fatalf("followed run: %+v\n%s", followed, stderr.String())
+	}
+
+	// Ten runs, one per line of stdin.
+	var tags strings.Builder
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&tags, "r%d\n", i)
+	}
+	submit := cliCommand("submit", counterAgent, "--temporal", addr, "--workdir", workDir, "--repo", repo,
+		"--worker-timeout", "3s", "--each", "tag")
+	submit.Env = append(submit.Env, "ANTHROPIC_API_KEY="+fakeKey)
+	submit.Stdin = strings.NewReader(tags.String())
+	out, err := submit.Output()
+	if err != nil {
+		t.Fatalf("capstan submit: %v", err)
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) != 10 {
+		t.Fatalf("submit printed %d ids: %q", len(ids), out)
+	}
+
+	// Kill worker 1 while it holds runs that have not finished.
+	bare := strings.TrimPrefix(repo, "file://")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		commits := 0
+		for _, id := range ids {
+			c := exec.Command("git", "rev-list", "--count", "capstan/"+id, "^"+base)
+			c.Dir = bare
+			if b, err := c.Output(); err == nil {
+				n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				commits += n
+			}
+		}
+		held, _ := os.ReadDir(w1.root)
+		if commits >= 6 && len(held) > 0 {
+			if commits >= 40 {
+				t.Fatal("every run finished before worker 1 could be killed: nothing was tested")
+			}
+			t.Logf("killing worker 1 after %d of 40 iterations, holding %d runs", commits, len(held))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs made no progress (%d iterations)", commits)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := scaleout.Dial(context.Background(), addr, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	moved, historyBytes, iterations := 0, 0, 0
+	for _, id := range ids {
+		var res agent.Result
+		if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+			t.Fatalf("run %s: %v", id, err)
+		}
+		if !res.Success || res.Iterations != 4 || res.CompletionReason != "completed" {
+			t.Errorf("run %s: %+v", id, res)
+		}
+		// Each tool side effect once: the run's branch has each line once.
+		if got := gitT(t, bare, "show", "capstan/"+id+":log.txt"); got != "line-1\nline-2\nline-3\nline-4" {
+			t.Errorf("run %s: log.txt on its branch:\n%s", id, got)
+		}
+		// Each iteration once on the branch: commits 1..4, in order.
+		trailers := gitT(t, bare, "log", "--reverse", "--format=%(trailers:key=Capstan-Iteration,valueonly)", "capstan/"+id, "^"+base)
+		if got := strings.Join(strings.Fields(trailers), ","); got != "1,2,3,4" {
+			t.Errorf("run %s: iteration commits %s", id, got)
+		}
+		// …and in the journal: four finished iterations, run.end completed.
+		store := testStore(t)
+		found, err := store.Find("", id)
+		if err != nil {
+			t.Fatalf("run %s: journal: %v", id, err)
+		}
+		rec, err := agent.LoadRun(found.ID, found.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.FinishedIterations() != 4 || rec.Result == nil || !rec.Result.Success || rec.Integrity.Err() != nil {
+			t.Errorf("run %s: journal has %d finished iterations, result %+v, integrity %v", id, rec.FinishedIterations(), rec.Result, rec.Integrity.Err())
+		}
+		for i, it := range rec.Iterations {
+			if it.Iteration != i+1 {
+				t.Errorf("run %s: journal iteration %d is numbered %d", id, i+1, it.Iteration)
+			}
+		}
+		// Moved runs, history size, and no secret in the history.
+		hist := historyJSON(t, c, id)
+		if bytes.Contains(hist, []byte(fakeKey)) || bytes.Contains(hist, []byte("capstanTemporalSecret")) {
+			t.Errorf("run %s: the API key is in the workflow history", id)
+		}
+		historyBytes += historySize(t, c, id)
+		iterations += res.Iterations
+		if bytes.Contains(hist, []byte("ACTIVITY_TASK_TIMED_OUT")) || bytes.Contains(hist, []byte("EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT")) ||
+			strings.Count(string(hist), scaleout.ActivityAcquire) > 1 {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Error("no run moved to the other worker: the kill tested nothing")
+	}
+	t.Logf("%d of 10 runs moved to worker 2; workflow history %d bytes per iteration", moved, historyBytes/iterations)
+
+	// capstan runs --temporal lists them with their journals' status.
+	list := cliCommand("runs", "--temporal", addr)
+	lout, err := list.Output()
+	if err != nil {
+		t.Fatalf("capstan runs --temporal: %v", err)
+	}
+	for _, id := range ids {
+		if !regexpLine(string(lout), id+`\s+completed\s+completed\s+4\s+counter`) {
+			t.Errorf("capstan runs --temporal does not list %s as completed:\n%s", id, lout)
+		}
+	}
+}
+
+// TestTemporalCancel: capstan cancel and Ctrl-C on the follower end a
+// run on Temporal as canceled, as Ctrl-C ends a local run.
+func TestTemporalCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server and a worker process; run without -short")
+	}
+	addr := temporaltest.Server(t)
+	repo, workDir := sharedRepo(t)
+	startWorker(t, addr, t.TempDir())
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "slow", "description": "gets canceled",
+  "parameters": {"who": {"type": "string", "description": "who", "required": true}},
+  "runner": {"model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": ["Write", "Bash(sleep:*)"], "permissionMode": "acceptEdits"}}}`,
+		"steps_registry.json":                  `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Iteration {uv-iteration} for {uv-who}.",
+		"script.yaml": `turns:
+  - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
+  - text: "iteration one done"
+  - expect: {prompt_contains: ["Iteration 2 for Ada"]}
+    tool_calls: [{name: Bash, input: {command: "sleep 60"}}]
+  - text: "ALL_DONE"
+`})
+
+	// Ctrl-C on the follower.
+	// A canceled iteration learns of it from its next heartbeat: within
+	// 0.8 x --worker-timeout.
+	run := cliCommand("run", dir, "--temporal", addr, "--workdir", workDir, "--repo", repo, "--who", "Ada", "--json", "--worker-timeout", "2s")
+	var stdout bytes.Buffer
+	run.Stdout = &stdout
+	pr, pw := io.Pipe()
+	run.Stderr = pw
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pr)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "[iteration 1]") {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	time.Sleep(300 * time.Millisecond) // iteration 2's sleep is under way
+	if err := run.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := run.Wait()
+	pw.Close()
+	var res agent.Result
+	if jerr := json.Unmarshal(stdout.Bytes(), &res); jerr != nil {
+		t.Fatalf("--json after Ctrl-C: %v (%v)\n%s", jerr, err, strings.Join(lines, "\n"))
+	}
+	if code := exitCode(err); code != exitNotCompleted || res.CompletionReason != "canceled" || res.Iterations != 1 {
+		t.Fatalf("Ctrl-C: exit %d, result %+v", code, res)
+	}
+
+	// capstan cancel RUN.
+	submit := cliCommand("submit", dir, "--temporal", addr, "--workdir", workDir, "--repo", repo, "--who", "Ada", "--worker-timeout", "2s")
+	out, err := submit.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(out))
+	c, err := scaleout.Dial(context.Background(), addr, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		v, err := c.QueryWorkflow(context.Background(), id, "", scaleout.QueryProgress)
+		var p scaleout.Progress
+		if err == nil && v.Get(&p) == nil && p.State.Iteration >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not finish iteration 1: %+v, query error %v", p, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := cliCommand("cancel", id, "--temporal", addr).CombinedOutput(); err != nil {
+		t.Fatalf("capstan cancel: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res = agent.Result{}
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.CompletionReason != "canceled" || res.Success {
+		t.Fatalf("capstan cancel: %+v", res)
+	}
+}
+
+// historySize is the size of the run's workflow history as the server
+// stores it (protobuf).
+func historySize(t *testing.T, c client.Client, id string) int {
+	t.Helper()
+	n := 0
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += proto.Size(ev)
+	}
+	return n
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func regexpLine(s, pattern string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if ok, _ := regexp.MatchString(pattern, line); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// historyJSON returns the run's workflow history (every run of it, when it
+// continued as new) as JSON.
+func historyJSON(t *testing.T, c client.Client, id string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := protojson.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	// Payloads are base64 in JSON: add them decoded, so a search sees
+	// what they carry.
+	raw := buf.Bytes()
+	for _, m := range payloadData.FindAllSubmatch(raw, -1) {
+		if dec, err := base64.StdEncoding.DecodeString(string(m[1])); err == nil {
+			buf.Write(dec)
+			buf.WriteByte('\n')
+		}
+	}
+	return buf.Bytes()
+}
+
+var payloadData = regexp.MustCompile(`"data":"([A-Za-z0-9+/=]+)"`)

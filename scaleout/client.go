@@ -1,0 +1,330 @@
+package scaleout
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm/retry"
+)
+
+// Dial connects to the Temporal frontend at hostPort (HOST:PORT) in
+// namespace ("" = default). Diagnostics of the SDK go to logw (nil =
+// discarded).
+func Dial(ctx context.Context, hostPort, namespace string, logw io.Writer) (client.Client, error) {
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	if logw == nil {
+		logw = io.Discard
+	}
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.DialContext(ctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: logger})
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeSdkConnection, agenterr.LayerLifecycle, true, "connect to Temporal at %s (namespace %s)", hostPort, namespace)
+		e.Hint = "start a server (temporal server start-dev) or pass the frontend's HOST:PORT with --temporal"
+		return nil, e
+	}
+	return c, nil
+}
+
+// WorkerConfig configures a worker.
+type WorkerConfig struct {
+	// TaskQueue is the shared task queue runs are submitted to ("" =
+	// DefaultTaskQueue).
+	TaskQueue string
+	// Root is where the worker checks out runs' work dirs.
+	Root string
+	// Store is the journal store (shared by every worker of the task queue).
+	Store journal.Store
+	// Getenv reads the worker's environment (nil = os.Getenv).
+	Getenv func(string) string
+	// TracerProvider, when set, traces every iteration the worker runs
+	// (agent.Config.TracerProvider).
+	TracerProvider trace.TracerProvider
+	// MaxConcurrentRuns bounds the iterations the worker runs at once (0 =
+	// 8).
+	MaxConcurrentRuns int
+	// Ready, when set, is called once the worker polls its queues, with
+	// its own task queue.
+	Ready func(queue string)
+}
+
+// RunWorker runs a worker until ctx ends: it executes capstan.Run
+// workflows from the shared task queue, pins runs to itself, and runs
+// their iterations.
+func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = DefaultTaskQueue
+	}
+	if cfg.MaxConcurrentRuns <= 0 {
+		cfg.MaxConcurrentRuns = 8
+	}
+	host, _ := os.Hostname()
+	own := fmt.Sprintf("%s@%s-%d-%s", cfg.TaskQueue, host, os.Getpid(), randomHex(4))
+	acts := &Activities{Queue: own, Root: cfg.Root, Store: cfg.Store, Getenv: cfg.Getenv, TracerProvider: cfg.TracerProvider}
+	defer acts.Close()
+	shared := worker.New(c, cfg.TaskQueue, worker.Options{DisableRegistrationAliasing: true})
+	shared.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
+	shared.RegisterActivityWithOptions(acts.Acquire, activity.RegisterOptions{Name: ActivityAcquire})
+	pinned := worker.New(c, own, worker.Options{DisableRegistrationAliasing: true, MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentRuns})
+	pinned.RegisterActivityWithOptions(acts.Iterate, activity.RegisterOptions{Name: ActivityIterate})
+	if err := pinned.Start(); err != nil {
+		return fmt.Errorf("start the worker of queue %s: %w", own, err)
+	}
+	defer pinned.Stop()
+	if err := shared.Start(); err != nil {
+		return fmt.Errorf("start the worker of queue %s: %w", cfg.TaskQueue, err)
+	}
+	defer shared.Stop()
+	if cfg.Ready != nil {
+		cfg.Ready(own)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewRunID returns a run ID for a run submitted now: capstan's run ID
+// format, with a random suffix so that runs submitted at once differ.
+func NewRunID(now time.Time) string {
+	return journal.NewRunID(now) + "-" + randomHex(3)
+}
+
+// Submission is what PrepareRun needs to make a RunInput.
+type Submission struct {
+	// Agent is the pinned agent definition (agent.LoadPinned).
+	Agent *config.Agent
+	// WorkDir is the run's work dir on the submitting machine.
+	WorkDir string
+	// Repo is the git repository every worker reaches ("" = WorkDir's own
+	// repository, when WorkDir is in one).
+	Repo string
+	// RunID names the run ("" = NewRunID).
+	RunID string
+	// Model, BaseURL, Params, MaxIterations and the rest are the run's
+	// options as `capstan run` takes them.
+	Model         string
+	BaseURL       string
+	Params        map[string]string
+	MaxIterations int
+	Timeouts      retry.Timeouts
+	MaxRetryAfter time.Duration
+	Options       WorkflowOptions
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// PrepareRun makes the workflow input of a run: the pinned definition,
+// the run's options and its branch. When the work dir is a git
+// repository, the run's branch capstan/<run id> is created in Repo at the
+// work dir's HEAD (uncommitted changes are not part of the run).
+func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	snap, ok := s.Agent.FS().(*definition.Snapshot)
+	if !ok {
+		return nil, errors.New("scaleout: the agent must be loaded pinned (agent.LoadPinned)")
+	}
+	tarball, err := snap.Tar()
+	if err == nil {
+		tarball, err = packDefinition(tarball)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(tarball) > maxDefinitionBytes {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"the agent definition is %d bytes compressed; a run on Temporal carries it in its workflow input, limited to %d bytes", len(tarball), maxDefinitionBytes)
+		e.File = s.Agent.Dir()
+		e.Hint = "move large files (data, binaries) out of the agent folder into the work dir"
+		return nil, e
+	}
+	wd, err := filepath.Abs(s.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	in := &RunInput{RunID: s.RunID, Agent: s.Agent.Definition().Name, AgentDir: s.Agent.Dir(), Definition: tarball,
+		DefinitionDigest: snap.Digest(), Model: s.Model, BaseURL: s.BaseURL, Params: s.Params, MaxIterations: s.MaxIterations,
+		Timeouts: s.Timeouts, MaxRetryAfter: s.MaxRetryAfter, WorkDir: wd, Started: now().UTC(), Options: s.Options}
+	if in.RunID == "" {
+		in.RunID = NewRunID(now())
+	}
+	top, err := git(ctx, wd, "rev-parse", "--show-toplevel")
+	if err != nil {
+		if s.Repo != "" {
+			return nil, fmt.Errorf("scaleout: --repo %s needs the work dir %s to be a git repository: %w", s.Repo, wd, err)
+		}
+		return in, nil // not a repository: the work dir is used as it is
+	}
+	real := wd
+	if r, err := filepath.EvalSymlinks(wd); err == nil {
+		real = r
+	}
+	if filepath.Clean(top) != real {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false,
+			"the work dir %s is inside the git repository %s; a run on Temporal checks out whole repositories", wd, top)
+		e.Hint = "pass --workdir " + top
+		return nil, e
+	}
+	head, err := git(ctx, wd, "rev-parse", "HEAD")
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "the work dir's repository %s has no commit", wd)
+		e.Hint = "commit the work dir's files first (git -C " + wd + " commit)"
+		return nil, e
+	}
+	in.Repo, in.Branch, in.BaseCommit, in.WorkDir = s.Repo, "capstan/"+in.RunID, head, ""
+	if in.Repo == "" {
+		in.Repo = wd
+	}
+	if _, err := git(ctx, wd, "push", "-q", in.Repo, head+":refs/heads/"+in.Branch); err != nil {
+		return nil, fmt.Errorf("scaleout: create the run's branch %s in %s: %w", in.Branch, in.Repo, err)
+	}
+	return in, nil
+}
+
+// maxDefinitionBytes bounds the agent definition a workflow input carries
+// (Temporal warns at 256 KiB per payload).
+const maxDefinitionBytes = 192 << 10
+
+// Start starts the run's workflow on the shared task queue. A run already
+// started under the same ID is attached to, not started twice.
+func Start(ctx context.Context, c client.Client, taskQueue string, in *RunInput) (client.WorkflowRun, error) {
+	if taskQueue == "" {
+		taskQueue = DefaultTaskQueue
+	}
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: in.RunID, TaskQueue: taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            "capstan " + in.Agent,
+		StaticDetails:            fmt.Sprintf("agent `%s` · model `%s` · branch `%s`", in.Agent, in.Model, in.Branch),
+	}, WorkflowName, *in)
+}
+
+// Follow reports the run's progress to onProgress whenever it changes,
+// polling every interval, until the run ends, and returns its Result. A
+// run whose workflow failed (not a run that did not complete: a workflow
+// that could not run) is an error.
+func Follow(ctx context.Context, c client.Client, runID string, interval time.Duration, onProgress func(Progress)) (*agent.Result, error) {
+	wr := c.GetWorkflow(ctx, runID, "")
+	done := make(chan error, 1)
+	var res *agent.Result
+	go func() { done <- wr.Get(ctx, &res) }()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last := -1
+	poll := func() {
+		if onProgress == nil {
+			return
+		}
+		v, err := c.QueryWorkflow(ctx, runID, "", QueryProgress)
+		if err != nil {
+			return // between runs of a continued workflow, or not started yet
+		}
+		var p Progress
+		if v.Get(&p) == nil && p.State.Iteration != last {
+			last = p.State.Iteration
+			onProgress(p)
+		}
+	}
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", runID, err)
+			}
+			poll() // the iterations since the last poll
+			return res, nil
+		case <-t.C:
+			poll()
+		}
+	}
+}
+
+// ErrNoRun is Cancel's error for a run ID the server does not know.
+var ErrNoRun = errors.New("no such run on Temporal")
+
+// Cancel asks the run's workflow to cancel: the iteration under way is
+// interrupted and the run ends with completionReason canceled.
+func Cancel(ctx context.Context, c client.Client, runID string) error {
+	if err := c.CancelWorkflow(ctx, runID, ""); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return fmt.Errorf("%w: %s", ErrNoRun, runID)
+		}
+		return fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// RunSummary is one run as Temporal lists it.
+type RunSummary struct {
+	RunID  string    `json:"runId"`
+	Status string    `json:"status"`
+	Start  time.Time `json:"start"`
+	Close  time.Time `json:"close,omitzero"`
+}
+
+// List returns the capstan runs Temporal knows in the client's namespace,
+// newest first (at most limit).
+func List(ctx context.Context, c client.Client, limit int) ([]RunSummary, error) {
+	var out []RunSummary
+	var token []byte
+	seen := map[string]bool{}
+	for len(out) < limit {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "WorkflowType = '" + WorkflowName + "'", NextPageToken: token, PageSize: int32(limit)})
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		for _, e := range resp.Executions {
+			if seen[e.GetExecution().GetWorkflowId()] {
+				continue // an earlier part of a run that continued as new
+			}
+			seen[e.GetExecution().GetWorkflowId()] = true
+			s := RunSummary{RunID: e.GetExecution().GetWorkflowId(), Status: strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")}
+			if t := e.GetStartTime(); t != nil {
+				s.Start = t.AsTime()
+			}
+			if t := e.GetCloseTime(); t != nil {
+				s.Close = t.AsTime()
+			}
+			out = append(out, s)
+		}
+		token = resp.NextPageToken
+		if len(token) == 0 {
+			break
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,326 @@
+package scaleout
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/journal"
+)
+
+// Activities are a worker's activities. One value serves every run the
+// worker takes; it keeps each run's live agent between iterations, so an
+// iteration that lands on the worker that ran the previous one continues
+// in memory, and one that lands elsewhere rebuilds the agent from the
+// journal and the run's branch.
+type Activities struct {
+	// Queue is this worker's own task queue (what ActivityAcquire returns).
+	Queue string
+	// Root is where the worker checks out runs' work dirs
+	// (<Root>/<run id>).
+	Root string
+	// Store is the journal store; every worker of a namespace must share
+	// it (the same state directory) so a run moved to another worker
+	// continues its journal.
+	Store journal.Store
+	// Getenv reads the worker's environment (API keys; nil = os.Getenv).
+	Getenv func(string) string
+	// TracerProvider, when set, traces the runs (agent.Config.TracerProvider).
+	TracerProvider trace.TracerProvider
+
+	mu   sync.Mutex
+	runs map[string]*liveRun
+}
+
+// liveRun is a run's agent kept between iterations on this worker.
+type liveRun struct {
+	a         *agent.Agent
+	iteration int
+	commit    string
+	dir       string
+}
+
+// Acquire is ActivityAcquire: it pins the calling run to this worker.
+func (w *Activities) Acquire(ctx context.Context) (string, error) {
+	return w.Queue, nil
+}
+
+// Close abandons the runs this worker holds (their journals stay
+// resumable; another worker continues them).
+func (w *Activities) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, lr := range w.runs {
+		lr.a.Abandon()
+		delete(w.runs, id)
+	}
+}
+
+func (w *Activities) take(id string) *liveRun {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lr := w.runs[id]
+	delete(w.runs, id)
+	return lr
+}
+
+func (w *Activities) keep(id string, lr *liveRun) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.runs == nil {
+		w.runs = map[string]*liveRun{}
+	}
+	w.runs[id] = lr
+}
+
+// Iterate is ActivityIterate: it runs the run's next iteration on this
+// worker and commits the work dir. It heartbeats while the iteration runs;
+// a canceled workflow cancels the iteration, and the run ends as a local
+// run interrupted by Ctrl-C does.
+func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*IterationResult, error) {
+	run, st := in.Run, in.State
+	if run == nil {
+		return nil, temporal.NewNonRetryableApplicationError("iteration without a run", ErrTypeBuild, nil)
+	}
+	lr := w.take(run.RunID)
+	var wd checkout
+	var err error
+	if lr != nil && lr.iteration == st.Iteration && lr.commit == st.Commit && run.Repo != "" && lr.dir != "" {
+		// This worker ran and committed the last iteration, and holds the
+		// run's agent: the work dir is where that iteration left it.
+		wd = checkout{dir: lr.dir}
+	} else if wd, err = w.workDir(ctx, run, st); err != nil {
+		if lr != nil {
+			lr.a.Abandon()
+		}
+		return nil, err
+	}
+	if wd.done != nil {
+		// The previous attempt finished the iteration and committed it;
+		// only its answer was lost.
+		if lr != nil {
+			lr.a.Abandon()
+		}
+		return wd.done, nil
+	}
+	if lr != nil && (lr.iteration != st.Iteration || lr.commit != st.Commit || wd.reset) {
+		lr.a.Abandon()
+		lr = nil
+	}
+	if lr == nil {
+		a, err := w.build(ctx, run, st, wd.dir)
+		if err != nil {
+			return nil, err
+		}
+		lr = &liveRun{a: a}
+	}
+	// The heartbeat covers the iteration and its commit.
+	stop := heartbeat(ctx, run.RunID, st.Iteration+1)
+	defer stop()
+	res := lr.a.Step(ctx)
+	p := lr.a.Progress()
+	out := &IterationResult{Iteration: p.Iteration, Step: p.Step, Usage: p.Usage, CostUSD: p.CostUSD}
+	if p.Iteration > st.Iteration && p.Summary != nil {
+		o := p.Outcome
+		out.Outcome = &IterationOutcome{Iteration: p.Iteration, Step: p.Summary.StepID, Complete: o.Complete, Stop: o.Stop,
+			Reason: o.Reason, Usage: p.Usage, CostUSD: p.CostUSD}
+		for _, t := range p.Summary.ToolsUsed {
+			out.Outcome.Tools = append(out.Outcome.Tools, t.Name)
+		}
+	}
+	if res != nil {
+		if retry := retryable(res, st.Iteration); retry != nil && activity.GetInfo(ctx).Attempt < iterationAttempts {
+			// The provider is rate limiting or unreachable: the iteration
+			// did not finish. Temporal retries it (after the server's
+			// retry-after) on a fresh agent resumed from the journal. The
+			// last attempt ends the run with the error instead, as a local
+			// run ends (recoverable).
+			lr.a.Abandon()
+			return nil, retry
+		}
+		out.Result = lr.a.Stop()
+	}
+	// The commit is where the iteration counts: it must happen even when
+	// the workflow was canceled during the iteration.
+	cctx := context.WithoutCancel(ctx)
+	if out.Commit, err = w.commit(cctx, run, wd.dir, st, out); err != nil {
+		if res == nil {
+			lr.a.Abandon()
+		}
+		return nil, err
+	}
+	if res == nil {
+		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit, dir: wd.dir})
+	}
+	return out, nil
+}
+
+// retryable maps a run that ended on a recoverable provider failure
+// before its iteration finished (rate limit, connection) to a retryable
+// activity failure that honours the server's retry-after; nil otherwise.
+func retryable(res *agent.Result, before int) error {
+	if res.Success || res.Error == nil || res.Iterations != before || !res.Error.Recoverable {
+		return nil
+	}
+	code := res.Error.Code
+	if code != agenterr.CodeSdkRateLimit && code != agenterr.CodeSdkConnection {
+		return nil
+	}
+	var delay time.Duration
+	if e := agenterr.From(res.Err()); e != nil {
+		delay = e.RetryAfter
+	}
+	return temporal.NewApplicationErrorWithOptions(res.Error.Message, code, temporal.ApplicationErrorOptions{NextRetryDelay: delay})
+}
+
+// heartbeat reports the iteration alive until stop is called.
+func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
+	info := activity.GetInfo(ctx)
+	every := info.HeartbeatTimeout / 3
+	if every <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx, fmt.Sprintf("run %s iteration %d", runID, n))
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// build makes the run's agent on this worker: a new run for the first
+// iteration, otherwise the run resumed from its journal, rewound to the
+// iterations the workflow counted.
+func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
+	cfg := agent.Config{WorkDir: dir, Store: w.Store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
+		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
+		Getenv: w.Getenv, TracerProvider: w.TracerProvider}
+	found, ferr := w.Store.Find("", run.RunID)
+	switch {
+	case ferr == nil:
+		rec, err := agent.LoadRun(found.ID, found.Path)
+		if err != nil {
+			return nil, temporal.NewApplicationError("read the journal of run "+run.RunID, ErrTypeWorkDir, err)
+		}
+		if rec.Start == nil {
+			// Created, then its worker died before run.start: start afresh.
+			if err := os.RemoveAll(filepath.Dir(found.Path)); err != nil {
+				return nil, temporal.NewApplicationError("remove an empty journal", ErrTypeWorkDir, err)
+			}
+			break
+		}
+		if n := rec.FinishedIterations(); n < st.Iteration {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"the journal of run %s in %s has %d finished iterations, the workflow %d: the workers do not share their state directory (set %s to the same directory on every worker)",
+				run.RunID, found.Path, n, st.Iteration, journal.EnvStateDir), ErrTypeConflict, nil)
+		} else if n > st.Iteration {
+			rec.Rewind(st.Iteration)
+		}
+		cfg.Resume, cfg.Params = rec, nil
+		if len(run.Definition) == 0 {
+			// Later iterations read the definition the run pinned with
+			// its journal.
+			snap, err := definition.Open(filepath.Dir(found.Path), rec.Definition(), run.AgentDir)
+			if err != nil {
+				return nil, buildError(err)
+			}
+			if snap.Digest() != run.DefinitionDigest {
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: its journal pinned definition %s, the workflow %s", run.RunID, snap.Digest(), run.DefinitionDigest), ErrTypeConflict, nil)
+			}
+			if cfg.Agent, err = configFromSnapshot(snap, run.AgentDir, cfg); err != nil {
+				return nil, buildError(err)
+			}
+		}
+	case st.Iteration > 0:
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"run %s is at iteration %d but its journal is not in the state directory %s: the workers do not share their state directory (set %s to the same directory on every worker)",
+			run.RunID, st.Iteration, w.Store.Dir, journal.EnvStateDir), ErrTypeConflict, ferr)
+	}
+	if cfg.Agent == nil {
+		snap, err := unpackDefinition(run)
+		if err != nil {
+			return nil, buildError(err)
+		}
+		if cfg.Agent, err = configFromSnapshot(snap, run.AgentDir, cfg); err != nil {
+			return nil, buildError(err)
+		}
+	}
+	a, err := agent.New(ctx, cfg)
+	if err != nil {
+		return nil, buildError(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		a.Abandon()
+		return nil, buildError(err)
+	}
+	return a, nil
+}
+
+// unpackDefinition reads the definition the run carries (gzip of
+// definition.Snapshot.Tar).
+func unpackDefinition(run *RunInput) (*definition.Snapshot, error) {
+	if len(run.Definition) == 0 {
+		e := agenterr.New(agenterr.CodeDefinitionMissing, agenterr.LayerConfiguration, false, "run %s: the agent definition was not sent and no journal of the run pinned it", run.RunID)
+		e.Hint = "start the run again"
+		return nil, e
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(run.Definition))
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeDefinitionMismatch, agenterr.LayerConfiguration, false, "run %s: read the agent definition", run.RunID)
+	}
+	data, err := io.ReadAll(io.LimitReader(zr, definition.MaxTotalBytes+1<<20))
+	if err != nil {
+		return nil, agenterr.Wrap(err, agenterr.CodeDefinitionMismatch, agenterr.LayerConfiguration, false, "run %s: read the agent definition", run.RunID)
+	}
+	return definition.FromTar(data, run.DefinitionDigest, run.AgentDir)
+}
+
+// packDefinition compresses a definition tar for RunInput.Definition.
+func packDefinition(tarball []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(tarball); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// buildError classifies an error building the agent: capstan's
+// recoverable errors are retried, the others (configuration) are not.
+func buildError(err error) error {
+	code := agenterr.CodeOf(err)
+	if code == "" {
+		code = ErrTypeBuild
+	}
+	if agenterr.IsRecoverable(err) {
+		return temporal.NewApplicationError(err.Error(), code, err)
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), code, err)
+}
