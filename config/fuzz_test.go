@@ -93,7 +93,7 @@ func FuzzValidate(f *testing.F) {
 		}
 		def.src, reg.src = as, rs
 		ApplyDefaults(&def, &reg)
-		r := Validate(&def, &reg, ValidateOptions{Providers: testOpts.Providers, Extractors: testOpts.Extractors})
+		r := Validate(&def, &reg, ValidateOptions{Providers: testOpts.Providers})
 		checkProblems(t, r)
 		for _, p := range r.Problems() {
 			if p.Pointer != "" && p.Line == 0 {
