@@ -217,7 +217,7 @@ func TestSuccessWhen(t *testing.T) {
 			t.Errorf("%q on %+v = %v", c.rule, c.out, got)
 		}
 	}
-	for _, bad := range []string{"exitCode:", "exitCode:x", "exitCode:-1", "exitCode:256", "contains:", "matches:", "matches:(", "zero", "Empty"} {
+	for _, bad := range []string{"exitCode:", "exitCode:x", "exitCode:-1", "exitCode:256", "contains:", "matches:", "matches:(", "zero", "Empty", "equals:x", "exitcode:0"} {
 		if _, err := ParseSuccessWhen(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -232,6 +232,9 @@ func FuzzSuccessWhen(f *testing.F) {
 		w, err := ParseSuccessWhen(rule)
 		if err != nil {
 			return
+		}
+		if w.Kind == "matches" && w.Regexp == nil {
+			t.Fatal("matches without regexp")
 		}
 		out := ValidatorOutput{Stdout: stdout, ExitCode: code}
 		got := w.Met(out)
