@@ -200,6 +200,12 @@ func TestBuilderRulesAreReportedByValidate(t *testing.T) {
 		{"successWhen regexp", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "tests-pass")["successWhen"] = "matches:(unclosed"
 		}, "SR-SUCCESS-WHEN", config.SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
+		{"path on a command validator", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass")["path"] = "out.txt"
+		}, "SR-IGNORED-FIELD", config.SeverityError, "steps_registry.json", "/validators/tests-pass/path"},
+		{"successWhen on a file validator", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["successWhen"] = "empty"
+		}, "SR-IGNORED-FIELD", config.SeverityError, "steps_registry.json", "/validators/out-exists/successWhen"},
 		{"validator schema does not resolve", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["schema"] = map[string]any{"file": "review.schema.json", "schema": "nope"}
 		}, "SR-SCHEMA-UNRESOLVED", config.SeverityError, "steps_registry.json", "/validators/out-exists/schema"},

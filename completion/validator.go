@@ -146,8 +146,9 @@ type builtValidator struct {
 
 // NewCompletionValidator returns a validator over cfg.Validators. It is
 // where the rules of a validator's definition are checked (the fields its
-// type needs, successWhen, the path, the Go validator of a handler, the
-// schema, the failure pattern, the extractors): every broken one is
+// type needs and those it does not read, successWhen, the path, the Go
+// validator of a handler, the schema, the failure pattern, the
+// extractors): every broken one is
 // reported at once (errors.Join), each a *config.RuleError with its
 // problem code, or a CONFIG_INVALID *agenterr.Error, with the file
 // (cfg.File), the JSON pointer of the bad entry and a hint. Only what
@@ -241,6 +242,24 @@ func (v *CompletionValidator) build(name string, def config.Validator) (builtVal
 	default:
 		errs = append(errs, configErr(v.cfg.File, ptr+"/type", `use "command", "file" or "custom"`,
 			"validator %q: unknown type %q", name, def.Type))
+	}
+	// A field the type does not read would be silently ignored. (A custom
+	// validator is given its whole definition, so it may read any.)
+	ignored := func(set bool, field, usedBy string) {
+		if set {
+			rule("SR-IGNORED-FIELD", field, "remove it, or change type to "+usedBy, "%s has no effect on a %s validator", field, def.Type)
+		}
+	}
+	switch def.Type {
+	case "command":
+		ignored(def.Path != "", "path", "file")
+		ignored(def.Schema != nil, "schema", "file")
+		ignored(def.Handler != "", "handler", "custom")
+	case "file":
+		ignored(def.Command != "", "command", "command")
+		ignored(def.SuccessWhen != "", "successWhen", "command")
+		ignored(def.TimeoutSeconds != 0, "timeoutSeconds", "command")
+		ignored(def.Handler != "", "handler", "custom")
 	}
 	if w, err := ParseSuccessWhen(def.SuccessWhen); err != nil {
 		rule("SR-SUCCESS-WHEN", "successWhen", `write "empty", "exitCode:N", "contains:TEXT" or "matches:REGEXP"`, "%v", err)

@@ -316,6 +316,8 @@ func TestValidatorDefinitionRules(t *testing.T) {
 		"abs":         {Type: "file", Path: "/etc/passwd", FailurePattern: "file-not-exists"},
 		"no-source":   {Type: "file", Path: "out.json", Schema: &config.SchemaRef{File: "a.json", Schema: "x"}, FailurePattern: "p"},
 		"no-pattern":  {Type: "command", Command: "true", FailurePattern: "ghost"},
+		"cmd-path":    {Type: "command", Command: "true", Path: "x", FailurePattern: "p"},
+		"file-when":   {Type: "file", Path: "x", SuccessWhen: "empty", TimeoutSeconds: 3, FailurePattern: "p"},
 		"all-correct": {Type: "command", Command: "true", SuccessWhen: "empty", FailurePattern: "git-dirty"},
 	}
 	_, err := NewCompletionValidator(ValidatorConfig{Validators: vals, WorkDir: t.TempDir(),
@@ -332,6 +334,9 @@ func TestValidatorDefinitionRules(t *testing.T) {
 		"/validators/abs/path":                  "SR-PATH-OUTSIDE",
 		"/validators/no-source/schema":          agenterr.CodeConfigurationValidation,
 		"/validators/no-pattern/failurePattern": "SR-PATTERN-UNKNOWN",
+		"/validators/cmd-path/path":             "SR-IGNORED-FIELD",
+		"/validators/file-when/successWhen":     "SR-IGNORED-FIELD",
+		"/validators/file-when/timeoutSeconds":  "SR-IGNORED-FIELD",
 	}
 	j, ok := err.(interface{ Unwrap() []error })
 	if !ok {

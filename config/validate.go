@@ -862,7 +862,7 @@ func (c *checker) validator(name string, v Validator) {
 				"validator %q runs %s without listing each test: capstan cannot tell which tests were lost or skipped since the run started, %s", name, runner, knownWithout(runner))
 		}
 	}
-	if v.Schema != nil {
+	if v.Schema != nil && v.Type != "command" { // on a command validator it is SR-IGNORED-FIELD
 		c.schemaRef(ptr+"/schema", v.Schema)
 	}
 	// A Go validator returns its own params.
