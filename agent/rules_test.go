@@ -301,6 +301,8 @@ func TestValidatorRulesWithoutCode(t *testing.T) {
 			"CONFIG_INVALID", "/validators/out-exists/handler"},
 		{"unknown type", func(v map[string]any) { v["type"] = "http" },
 			"SR-SCHEMA-ENUM", "/validators/out-exists/type"},
+		{"failurePattern missing", func(v map[string]any) { delete(v, "failurePattern") },
+			"SR-SCHEMA-REQUIRED", "/validators/out-exists/failurePattern"},
 		{"schema file missing", func(v map[string]any) { v["schema"] = map[string]any{"file": "nope.schema.json", "schema": "x"} },
 			"SR-SCHEMA-FILE", "/validators/out-exists/schema/file"},
 		{"schema file outside", func(v map[string]any) { v["schema"] = map[string]any{"file": "../agent.json", "schema": "x"} },

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,12 +149,11 @@ type builtValidator struct {
 // where the rules of a validator's definition are checked (the fields its
 // type needs and those it does not read, successWhen, the path, the Go
 // validator of a handler, the schema, the failure pattern, the
-// extractors): every broken one is
-// reported at once (errors.Join), each a *config.RuleError with its
-// problem code, or a CONFIG_INVALID *agenterr.Error, with the file
-// (cfg.File), the JSON pointer of the bad entry and a hint. Only what
-// depends on a condition's {param} values is checked when the validator
-// runs (see runFile).
+// extractors): every broken one is reported at once (errors.Join), each a
+// *config.RuleError with its problem code, or a CONFIG_INVALID
+// *agenterr.Error, with the file (cfg.File), the JSON pointer of the bad
+// entry and a hint. Only what depends on a condition's {param} values is
+// checked when the validator runs (see runFile).
 func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = DefaultValidatorTimeout
@@ -167,6 +167,9 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	if cfg.File == "" {
 		cfg.File = config.DefaultRegistryFile
 	}
+	// A copy: what was checked is what runs, whatever the caller does with
+	// its map afterwards.
+	cfg.Validators = maps.Clone(cfg.Validators)
 	v := &CompletionValidator{cfg: cfg, built: make(map[string]builtValidator, len(cfg.Validators))}
 	names := make([]string, 0, len(cfg.Validators))
 	for name := range cfg.Validators {
@@ -405,7 +408,7 @@ func (v *CompletionValidator) run(ctx context.Context, name string, def config.V
 		return v.runCommand(ctx, name, def, params)
 	case "file":
 		return v.runFile(name, def, params)
-	case "custom":
+	default: // "custom", the only other type NewCompletionValidator accepts
 		start := time.Now()
 		r, err := v.built[name].custom.Validate(ctx, CustomRequest{WorkDir: v.cfg.WorkDir, Name: name, Definition: def, Params: params})
 		if err != nil {
@@ -417,8 +420,6 @@ func (v *CompletionValidator) run(ctx context.Context, name string, def config.V
 		}
 		return r.Output, r.Valid, r.Params, nil
 	}
-	// NewCompletionValidator refused every other type.
-	panic("completion: validator " + name + " has type " + def.Type)
 }
 
 func lookupValidator(name string) (CustomValidator, bool) {
