@@ -335,3 +335,14 @@ func TestClimptFailurePatternsAreFound(t *testing.T) {
 		t.Fatalf("failurePatterns not read:\n%v", res.Problems())
 	}
 }
+
+// TestMissingStepSchemaFileIsOneProblem: a step's output schema file that
+// does not exist is SR-SCHEMA-FILE only, not also SR-SCHEMA-UNRESOLVED.
+func TestMissingStepSchemaFileIsOneProblem(t *testing.T) {
+	a, r := ruleAgent(), ruleRegistry()
+	at(r, "steps", "review.main", "outputSchemaRef")["file"] = "nope.schema.json"
+	res := config.Check(writeRuleAgent(t, a, r), ValidateOptions())
+	if errs := res.Errors(); len(errs) != 1 || errs[0].Code != "SR-SCHEMA-FILE" || errs[0].Pointer != "/steps/review.main/outputSchemaRef/file" {
+		t.Fatalf("want one SR-SCHEMA-FILE:\n%v", res.Problems())
+	}
+}
