@@ -35,9 +35,11 @@ const (
 )
 
 // ValidateOptions are the configuration checks of a full validation: the
-// providers, failure patterns, extractors and runtime variables this binary
-// knows, plus the cross-layer checks (every step prompt resolves and
-// parses, every declared failure pattern has a retry prompt). `capstan
+// providers and runtime variables this binary knows, the cross-layer
+// checks (every step prompt resolves and parses, every declared failure
+// pattern has a retry prompt) and the build check, which runs the code
+// that turns the files into the runtime (the completion handler, the
+// validators, the step machine) and reports the rules it checks. `capstan
 // validate` and `capstan run` both use it, so they agree.
 func ValidateOptions() config.ValidateOptions { return ValidateOptionsFor(Config{}) }
 
