@@ -171,6 +171,44 @@ func TestBuilderRulesAreReportedByValidate(t *testing.T) {
 		{"custom without handler", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "custom"}
 		}, "AC-COMPLETION-HANDLER", config.SeverityError, "agent.json", "/runner/completion/handler"},
+		// A validator's definition: completion.NewCompletionValidator.
+		{"unknown failure pattern", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["failurePattern"] = "ghost"
+		}, "SR-PATTERN-UNKNOWN", config.SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
+		{"empty failure pattern", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["failurePattern"] = ""
+		}, "SR-PATTERN-UNKNOWN", config.SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
+		{"unknown extractor", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass", "extractParams")["errorOutput"] = "parseMagic"
+		}, "SR-EXTRACTOR-UNKNOWN", config.SeverityError, "steps_registry.json", "/validators/tests-pass/extractParams/errorOutput"},
+		{"command validator without command", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "validators", "tests-pass"), "command")
+		}, "SR-VALIDATOR-FIELD", config.SeverityError, "steps_registry.json", "/validators/tests-pass/command"},
+		{"file validator without path", func(a, r map[string]any, _ map[string]string) {
+			delete(at(r, "validators", "out-exists"), "path")
+		}, "SR-VALIDATOR-FIELD", config.SeverityError, "steps_registry.json", "/validators/out-exists/path"},
+		{"custom validator without handler", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["type"] = "custom"
+			delete(at(r, "validators", "out-exists"), "path")
+		}, "SR-VALIDATOR-FIELD", config.SeverityError, "steps_registry.json", "/validators/out-exists/handler"},
+		{"file validator path escapes", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["path"] = "../../etc/passwd"
+		}, "SR-PATH-OUTSIDE", config.SeverityError, "steps_registry.json", "/validators/out-exists/path"},
+		{"bad successWhen", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass")["successWhen"] = "exitcode=0"
+		}, "SR-SUCCESS-WHEN", config.SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
+		{"successWhen regexp", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass")["successWhen"] = "matches:(unclosed"
+		}, "SR-SUCCESS-WHEN", config.SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
+		{"path on a command validator", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "tests-pass")["path"] = "out.txt"
+		}, "SR-IGNORED-FIELD", config.SeverityError, "steps_registry.json", "/validators/tests-pass/path"},
+		{"successWhen on a file validator", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["successWhen"] = "empty"
+		}, "SR-IGNORED-FIELD", config.SeverityError, "steps_registry.json", "/validators/out-exists/successWhen"},
+		{"validator schema does not resolve", func(a, r map[string]any, _ map[string]string) {
+			at(r, "validators", "out-exists")["schema"] = map[string]any{"file": "review.schema.json", "schema": "nope"}
+		}, "SR-SCHEMA-UNRESOLVED", config.SeverityError, "steps_registry.json", "/validators/out-exists/schema"},
 		// climpt's spellings: the builder's problem points where the user
 		// wrote the value.
 		{"climpt composite without operator", func(a, r map[string]any, _ map[string]string) {
@@ -240,5 +278,71 @@ func TestBuilderProblemsComeAllAtOnce(t *testing.T) {
 	res = config.Check(writeRuleAgent(t, ruleAgent(), r), ValidateOptions())
 	if len(res.Errors()) != 1 || res.Errors()[0].Code != "SR-SCHEMA-TYPE" {
 		t.Fatalf("want exactly SR-SCHEMA-TYPE: %v", res.Problems())
+	}
+}
+
+// TestValidatorRulesWithoutCode: the validator builder's rules that have
+// no problem code of their own (an unknown type, a custom validator whose
+// Go validator nobody gave) are reported once as CONFIG_INVALID, located,
+// with a hint, unless the schema already reports the value; New refuses
+// them. A validator schema whose file is missing is one problem
+// (SR-SCHEMA-FILE), not also SR-SCHEMA-UNRESOLVED.
+func TestValidatorRulesWithoutCode(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mutate  func(v map[string]any)
+		code    string
+		pointer string
+	}{
+		{"no Go validator", func(v map[string]any) {
+			v["type"], v["handler"] = "custom", "nobody-registered-this"
+			delete(v, "path")
+		},
+			"CONFIG_INVALID", "/validators/out-exists/handler"},
+		{"unknown type", func(v map[string]any) { v["type"] = "http" },
+			"SR-SCHEMA-ENUM", "/validators/out-exists/type"},
+		{"failurePattern missing", func(v map[string]any) { delete(v, "failurePattern") },
+			"SR-SCHEMA-REQUIRED", "/validators/out-exists/failurePattern"},
+		{"schema file missing", func(v map[string]any) { v["schema"] = map[string]any{"file": "nope.schema.json", "schema": "x"} },
+			"SR-SCHEMA-FILE", "/validators/out-exists/schema/file"},
+		{"schema file outside", func(v map[string]any) { v["schema"] = map[string]any{"file": "../agent.json", "schema": "x"} },
+			"SR-PATH-OUTSIDE", "/validators/out-exists/schema/file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, r := ruleAgent(), ruleRegistry()
+			tc.mutate(at(r, "validators", "out-exists"))
+			dir := writeRuleAgent(t, a, r)
+			res := config.Check(dir, ValidateOptions())
+			errs := res.Errors()
+			if len(errs) != 1 || errs[0].Code != tc.code || errs[0].Pointer != tc.pointer || errs[0].Hint == "" || errs[0].Line == 0 {
+				t.Fatalf("want one %s at %s, got:\n%v", tc.code, tc.pointer, res.Problems())
+			}
+			if _, err := Load(dir, Config{}); err == nil {
+				t.Fatal("Load accepted it")
+			}
+		})
+	}
+}
+
+// TestClimptFailurePatternsAreFound: a validator's failurePattern finds a
+// pattern declared under climpt's failurePatterns as under
+// completionPatterns.
+func TestClimptFailurePatternsAreFound(t *testing.T) {
+	a, r := ruleAgent(), ruleRegistry()
+	r["failurePatterns"] = r["completionPatterns"]
+	delete(r, "completionPatterns")
+	if res := config.Check(writeRuleAgent(t, a, r), ValidateOptions()); !res.Valid() || len(res.Warnings()) > 0 {
+		t.Fatalf("failurePatterns not read:\n%v", res.Problems())
+	}
+}
+
+// TestMissingStepSchemaFileIsOneProblem: a step's output schema file that
+// does not exist is SR-SCHEMA-FILE only, not also SR-SCHEMA-UNRESOLVED.
+func TestMissingStepSchemaFileIsOneProblem(t *testing.T) {
+	a, r := ruleAgent(), ruleRegistry()
+	at(r, "steps", "review.main", "outputSchemaRef")["file"] = "nope.schema.json"
+	res := config.Check(writeRuleAgent(t, a, r), ValidateOptions())
+	if errs := res.Errors(); len(errs) != 1 || errs[0].Code != "SR-SCHEMA-FILE" || errs[0].Pointer != "/steps/review.main/outputSchemaRef/file" {
+		t.Fatalf("want one SR-SCHEMA-FILE:\n%v", res.Problems())
 	}
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"path/filepath"
-	"slices"
 	"sort"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -38,8 +37,9 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 	regFile := registryFile(spec)
 	rt := &compiled{}
 	var errs []error
-	rt.verifier = completion.NewCompletionValidator(completion.ValidatorConfig{
+	verifier, err := completion.NewCompletionValidator(completion.ValidatorConfig{
 		Validators: reg.Validators,
+		Patterns:   reg.CompletionPatterns,
 		WorkDir:    env.workDir,
 		Schemas:    env.schemas,
 		Emitter:    env.emit,
@@ -47,27 +47,17 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		Custom:     cfg.Validators,
 		Env:        spec.Runner.Boundaries.Env,
 	})
+	if err != nil {
+		errs = append(errs, unjoin(err)...)
+	}
+	rt.verifier = verifier
 	names := make([]string, 0, len(reg.Validators))
 	for name := range reg.Validators {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		v := reg.Validators[name]
-		if v.Type != "custom" || v.Handler == "" {
-			continue
-		}
-		if _, ok := cfg.Validators[v.Handler]; ok || slices.Contains(completion.CustomValidators(), v.Handler) {
-			continue
-		}
-		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-			"validator %q: no Go validator %q", name, v.Handler)
-		e.File, e.Pointer = regFile, config.JoinPointer("validators", name, "handler")
-		e.Hint = "give it to the agent in Go (agent.Config.Validators) or register it with completion.RegisterValidator"
-		errs = append(errs, e)
-	}
 	h, err := completion.FromConfig(spec.Runner.Completion, completion.Deps{
-		HasValidator:   rt.verifier.Has,
+		HasValidator:   func(name string) bool { _, ok := reg.Validators[name]; return ok },
 		ValidatorNames: names,
 		RegistryFile:   regFile,
 		Handlers:       cfg.CompletionHandlers,

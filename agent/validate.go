@@ -35,9 +35,11 @@ const (
 )
 
 // ValidateOptions are the configuration checks of a full validation: the
-// providers, failure patterns, extractors and runtime variables this binary
-// knows, plus the cross-layer checks (every step prompt resolves and
-// parses, every declared failure pattern has a retry prompt). `capstan
+// providers and runtime variables this binary knows, the cross-layer
+// checks (every step prompt resolves and parses, every declared failure
+// pattern has a retry prompt) and the build check, which runs the code
+// that turns the files into the runtime (the completion handler, the
+// validators, the step machine) and reports the rules it checks. `capstan
 // validate` and `capstan run` both use it, so they agree.
 func ValidateOptions() config.ValidateOptions { return ValidateOptionsFor(Config{}) }
 
@@ -50,8 +52,6 @@ func ValidateOptionsFor(cfg Config) config.ValidateOptions {
 	}
 	return config.ValidateOptions{
 		Providers:        llm.Providers(),
-		BuiltinPatterns:  builtinPatternNames(),
-		Extractors:       completion.Extractors(),
 		BuiltinVariables: BuiltinVariables,
 		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts, checkModelScripts, checkRetrySyntax, checkBuild},
 	}
@@ -73,7 +73,8 @@ func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Co
 			vars[name] = strings.Trim(string(p.Default), `"`)
 		}
 	}
-	_, err := compile("", def, reg, cfg, runtimeEnv{workDir: dir, vars: vars, emit: journal.Discard})
+	schemas := newSchemas(dir, def.Runner.SchemasDir, def.FS())
+	_, err := compile("", def, reg, cfg, runtimeEnv{workDir: dir, vars: vars, emit: journal.Discard, schemas: schemas})
 	if err == nil {
 		return nil
 	}
@@ -113,14 +114,6 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 				Pointer: ptr, Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + err.Error(),
 				Hint: "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)"})
 		}
-	}
-	vnames := make([]string, 0, len(reg.Validators))
-	for name := range reg.Validators {
-		vnames = append(vnames, name)
-	}
-	sort.Strings(vnames)
-	for _, name := range vnames {
-		checkSchema(reg.Validators[name].Schema, config.JoinPointer("validators", name, "schema"), "validator "+name)
 	}
 	reach := config.Reachable(reg)
 	for _, id := range ids {

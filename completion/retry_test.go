@@ -213,7 +213,7 @@ func TestValidationToRetryPromptEndToEnd(t *testing.T) {
 	dir := goModule(t)
 	t.Setenv("GOFLAGS", "-count=1")
 	write(t, dir, "prompts/steps/retry/issue/f_failed_test-failed.md", testFailedTemplate)
-	v := NewCompletionValidator(ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
+	v := newValidator(t, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
 	vr, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "git-clean"}, {Validator: "tests-pass"}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -121,6 +123,10 @@ type ValidatorConfig struct {
 	// type "custom"); they win over the ones registered with
 	// RegisterValidator.
 	Custom map[string]CustomValidator
+	// Patterns are the registry's completionPatterns: a validator's
+	// failurePattern names one of them or a built-in pattern
+	// (BuiltinPatterns).
+	Patterns map[string]config.CompletionPattern
 }
 
 // CompletionValidator is seed 004's CompletionValidator: it checks the
@@ -128,10 +134,27 @@ type ValidatorConfig struct {
 // the first condition that does not hold.
 type CompletionValidator struct {
 	cfg ValidatorConfig
+	// built holds what NewCompletionValidator made of each definition.
+	built map[string]builtValidator
 }
 
-// NewCompletionValidator returns a validator over cfg.Validators.
-func NewCompletionValidator(cfg ValidatorConfig) *CompletionValidator {
+// builtValidator is what a validator's definition decides before it runs.
+type builtValidator struct {
+	when   SuccessWhen     // command: the parsed successWhen
+	custom CustomValidator // custom: the Go validator of its handler
+	schema SchemaValidator // file: the compiled schema, when it names one
+}
+
+// NewCompletionValidator returns a validator over cfg.Validators. It is
+// where the rules of a validator's definition are checked (the fields its
+// type needs and those it does not read, successWhen, the path, the Go
+// validator of a handler, the schema, the failure pattern, the
+// extractors): every broken one is reported at once (errors.Join), each a
+// *config.RuleError with its problem code, or a CONFIG_INVALID
+// *agenterr.Error, with the file (cfg.File), the JSON pointer of the bad
+// entry and a hint. Only what depends on a condition's {param} values is
+// checked when the validator runs (see runFile).
+func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = DefaultValidatorTimeout
 	}
@@ -144,7 +167,129 @@ func NewCompletionValidator(cfg ValidatorConfig) *CompletionValidator {
 	if cfg.File == "" {
 		cfg.File = config.DefaultRegistryFile
 	}
-	return &CompletionValidator{cfg: cfg}
+	// A copy: what was checked is what runs, whatever the caller does with
+	// its map afterwards.
+	cfg.Validators = maps.Clone(cfg.Validators)
+	v := &CompletionValidator{cfg: cfg, built: make(map[string]builtValidator, len(cfg.Validators))}
+	names := make([]string, 0, len(cfg.Validators))
+	for name := range cfg.Validators {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		b, bad := v.build(name, cfg.Validators[name])
+		errs = append(errs, bad...)
+		v.built[name] = b
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return v, nil
+}
+
+// build checks the definition of validator name and makes what it needs
+// to run, returning every broken rule.
+func (v *CompletionValidator) build(name string, def config.Validator) (builtValidator, []error) {
+	var b builtValidator
+	var errs []error
+	ptr := config.JoinPointer("validators", name)
+	rule := func(code, field, hint, format string, args ...any) {
+		errs = append(errs, config.Rule(code, v.cfg.File, ptr+"/"+field, hint, format, args...))
+	}
+	switch def.Type {
+	case "command":
+		if strings.TrimSpace(def.Command) == "" {
+			rule("SR-VALIDATOR-FIELD", "command", "add command, e.g. \"go test -v ./...\"", "a command validator needs command")
+		}
+	case "file":
+		if strings.TrimSpace(def.Path) == "" {
+			rule("SR-VALIDATOR-FIELD", "path", "add path, relative to the work dir", "a file validator needs path")
+		} else if msg := config.LexicalInside(def.Path); msg != "" {
+			// The path after {param} substitution is confined when the
+			// validator runs (runFile); this is the path as written.
+			rule("SR-PATH-OUTSIDE", "path", "use a path relative to the work dir that stays inside it", "path %q %s", def.Path, msg)
+		}
+		if ref := def.Schema; ref != nil {
+			var err error
+			switch {
+			case ref.File == "":
+				errs = append(errs, configErr(v.cfg.File, ptr+"/schema/file", `name the schema file, e.g. "report.schema.json"`,
+					"validator %q names a schema without its file", name))
+			case v.cfg.Schemas == nil:
+				errs = append(errs, configErr(v.cfg.File, ptr+"/schema", "build the validator with a SchemaSource (ValidatorConfig.Schemas)",
+					"validator %q names a schema but no schema source is configured", name))
+			default:
+				if b.schema, err = v.cfg.Schemas.Schema(*ref); err != nil {
+					rule("SR-SCHEMA-UNRESOLVED", "schema",
+						"fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)",
+						"validator %s: schema %s#%s does not resolve: %v", name, ref.File, ref.Schema, err)
+				}
+			}
+		}
+	case "custom":
+		handler := strings.TrimSpace(def.Handler)
+		if handler == "" {
+			rule("SR-VALIDATOR-FIELD", "handler", "add handler: the name the Go validator was registered under", "a custom validator needs handler")
+			break
+		}
+		var ok bool
+		if b.custom, ok = v.cfg.Custom[def.Handler]; !ok {
+			b.custom, ok = lookupValidator(def.Handler)
+		}
+		if !ok {
+			errs = append(errs, configErr(v.cfg.File, ptr+"/handler",
+				"give it to the agent in Go (agent.Config.Validators) or register it with completion.RegisterValidator",
+				"validator %q: no Go validator %q", name, def.Handler))
+		}
+	default:
+		errs = append(errs, configErr(v.cfg.File, ptr+"/type", `use "command", "file" or "custom"`,
+			"validator %q: unknown type %q", name, def.Type))
+	}
+	// A field the type does not read would be silently ignored. (A custom
+	// validator is given its whole definition, so it may read any.)
+	ignored := func(set bool, field, usedBy string) {
+		if set {
+			rule("SR-IGNORED-FIELD", field, "remove it, or change type to "+usedBy, "%s has no effect on a %s validator", field, def.Type)
+		}
+	}
+	switch def.Type {
+	case "command":
+		ignored(def.Path != "", "path", "file")
+		ignored(def.Schema != nil, "schema", "file")
+		ignored(def.Handler != "", "handler", "custom")
+	case "file":
+		ignored(def.Command != "", "command", "command")
+		ignored(def.SuccessWhen != "", "successWhen", "command")
+		ignored(def.TimeoutSeconds != 0, "timeoutSeconds", "command")
+		ignored(def.Handler != "", "handler", "custom")
+	}
+	if w, err := ParseSuccessWhen(def.SuccessWhen); err != nil {
+		rule("SR-SUCCESS-WHEN", "successWhen", `write "empty", "exitCode:N", "contains:TEXT" or "matches:REGEXP"`, "%v", err)
+	} else {
+		b.when = w
+	}
+	if _, ok := LookupPattern(v.cfg.Patterns, def.FailurePattern); !ok {
+		known := make([]string, 0, len(v.cfg.Patterns))
+		for n := range v.cfg.Patterns {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		rule("SR-PATTERN-UNKNOWN", "failurePattern", "define it under completionPatterns (known: "+strings.Join(append(known, builtinNames()...), ", ")+")",
+			"failure pattern %q does not exist", def.FailurePattern)
+	}
+	params := make([]string, 0, len(def.ExtractParams))
+	for param := range def.ExtractParams {
+		params = append(params, param)
+	}
+	sort.Strings(params)
+	for _, param := range params {
+		if ex := def.ExtractParams[param]; extractors[ex] == nil {
+			errs = append(errs, config.Rule("SR-EXTRACTOR-UNKNOWN", v.cfg.File, config.JoinPointer("validators", name, "extractParams", param),
+				"use one of: "+strings.Join(Extractors(), ", "), "unknown extractor %q", ex))
+		}
+	}
+	return b, errs
 }
 
 // Has reports whether the registry declares a validator called name.
@@ -208,10 +353,7 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.
 		if valid {
 			continue
 		}
-		p, err := v.extract(cond.Validator, def, out)
-		if err != nil {
-			return ValidationResult{}, err
-		}
+		p := extract(def, out)
 		for k, val := range extra {
 			if _, set := p[k]; !set {
 				p[k] = val
@@ -248,18 +390,14 @@ func (v *CompletionValidator) configErr(ptr, hint, format string, args ...any) e
 		Message: fmt.Sprintf(format, args...), File: v.cfg.File, Pointer: ptr, Hint: hint}
 }
 
-func (v *CompletionValidator) extract(name string, def config.Validator, out ValidatorOutput) (map[string]any, error) {
+// extract runs the validator's extractors (NewCompletionValidator checked
+// that each exists).
+func extract(def config.Validator, out ValidatorOutput) map[string]any {
 	p := make(map[string]any, len(def.ExtractParams))
 	for param, ex := range def.ExtractParams {
-		f, ok := extractors[ex]
-		if !ok {
-			return nil, v.configErr("/validators/"+name+"/extractParams/"+param,
-				"use one of: "+strings.Join(Extractors(), ", "),
-				"validator %q: unknown extractor %q for param %q", name, ex, param)
-		}
-		p[param] = f(out)
+		p[param] = extractors[ex](out)
 	}
-	return p, nil
+	return p
 }
 
 // run executes one validator. extra are params the validator type adds
@@ -270,18 +408,9 @@ func (v *CompletionValidator) run(ctx context.Context, name string, def config.V
 		return v.runCommand(ctx, name, def, params)
 	case "file":
 		return v.runFile(name, def, params)
-	case "custom":
-		cv, ok := v.cfg.Custom[def.Handler]
-		if !ok {
-			cv, ok = lookupValidator(def.Handler)
-		}
-		if !ok {
-			return out, false, nil, v.configErr("/validators/"+name+"/handler",
-				"give it to the agent in Go (agent.Config.Validators) or register it with completion.RegisterValidator",
-				"validator %q: unknown custom validator %q", name, def.Handler)
-		}
+	default: // "custom", the only other type NewCompletionValidator accepts
 		start := time.Now()
-		r, err := cv.Validate(ctx, CustomRequest{WorkDir: v.cfg.WorkDir, Name: name, Definition: def, Params: params})
+		r, err := v.built[name].custom.Validate(ctx, CustomRequest{WorkDir: v.cfg.WorkDir, Name: name, Definition: def, Params: params})
 		if err != nil {
 			return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 				"custom validator %q (%s)", name, def.Handler)
@@ -290,9 +419,6 @@ func (v *CompletionValidator) run(ctx context.Context, name string, def config.V
 			r.Output.DurationMs = time.Since(start).Milliseconds()
 		}
 		return r.Output, r.Valid, r.Params, nil
-	default:
-		return out, false, nil, v.configErr("/validators/"+name+"/type", `use "command", "file" or "custom"`,
-			"validator %q: unknown type %q", name, def.Type)
 	}
 }
 
@@ -304,15 +430,6 @@ func lookupValidator(name string) (CustomValidator, bool) {
 }
 
 func (v *CompletionValidator) runCommand(ctx context.Context, name string, def config.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
-	if strings.TrimSpace(def.Command) == "" {
-		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/command", "set the shell command to run",
-			"validator %q has no command", name)
-	}
-	when, err := ParseSuccessWhen(def.SuccessWhen)
-	if err != nil {
-		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/successWhen",
-			`use "empty", "exitCode:N", "contains:TEXT" or "matches:REGEXP"`, "validator %q: %v", name, err)
-	}
 	timeout := v.cfg.DefaultTimeout
 	if def.TimeoutSeconds > 0 {
 		timeout = time.Duration(def.TimeoutSeconds) * time.Second
@@ -323,7 +440,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def c
 		return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 			"validator %q could not run %q", name, command)
 	}
-	met := when.Met(out)
+	met := v.built[name].when.Met(out)
 	// The output goes to the journal and into retry prompts: no secret
 	// value in it.
 	out.Stdout, out.Stderr = builtin.RedactSecrets(out.Stdout), builtin.RedactSecrets(out.Stderr)
@@ -338,6 +455,9 @@ func (v *CompletionValidator) runFile(name string, def config.Validator, params 
 		return ValidatorOutput{Stderr: msg, ExitCode: 1, DurationMs: time.Since(start).Milliseconds()},
 			false, map[string]any{"path": rel, "error": msg}, nil
 	}
+	// The path as written is checked by NewCompletionValidator; what its
+	// {param} values make of it can only be checked here: not empty, and
+	// inside the work dir (confine, which also follows symbolic links).
 	if rel == "" {
 		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/path", "set the file path, relative to the work dir",
 			"validator %q has no path", name)
@@ -364,15 +484,7 @@ func (v *CompletionValidator) runFile(name string, def config.Validator, params 
 	if info.Size() > MaxFileSize {
 		return fail("%s is too large to validate (%d bytes, limit %d)", rel, info.Size(), MaxFileSize)
 	}
-	if v.cfg.Schemas == nil {
-		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/schema", "build the validator with a SchemaSource",
-			"validator %q names a schema but no schema source is configured", name)
-	}
-	sv, err := v.cfg.Schemas.Schema(*def.Schema)
-	if err != nil {
-		return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
-			"validator %q: schema %s#%s", name, def.Schema.File, def.Schema.Schema)
-	}
+	sv := v.built[name].schema
 	data, err := os.ReadFile(full)
 	if err != nil {
 		return fail("%s cannot be read: %v", rel, err)
@@ -491,16 +603,44 @@ type SuccessWhen struct {
 }
 
 // ParseSuccessWhen parses a validator's successWhen: "empty" (trimmed
-// stdout is empty and the exit code is 0), "exitCode:N", "contains:TEXT"
-// (stdout contains TEXT), "matches:REGEXP" (stdout matches, RE2 syntax).
-// "" means "exitCode:0". The rule is config.ParseSuccessWhen's, the one
-// `capstan validate` checks.
+// stdout is empty and the exit code is 0), "exitCode:N" (N in 0..255),
+// "contains:TEXT" (stdout contains TEXT), "matches:REGEXP" (stdout
+// matches, Go RE2 syntax). "" means "exitCode:0". NewCompletionValidator
+// parses every validator's successWhen with it (SR-SUCCESS-WHEN).
 func ParseSuccessWhen(s string) (SuccessWhen, error) {
-	w, err := config.ParseSuccessWhen(s)
-	if err != nil {
-		return SuccessWhen{}, err
+	if s == "" {
+		return SuccessWhen{Kind: "exitCode"}, nil
 	}
-	return SuccessWhen{Kind: w.Kind, ExitCode: w.ExitCode, Text: w.Text, Regexp: w.Regexp}, nil
+	if s == "empty" {
+		return SuccessWhen{Kind: "empty"}, nil
+	}
+	kind, arg, ok := strings.Cut(s, ":")
+	if !ok {
+		return SuccessWhen{}, fmt.Errorf("successWhen %q: want empty, exitCode:N, contains:TEXT or matches:REGEXP", s)
+	}
+	switch kind {
+	case "exitCode":
+		n, err := strconv.Atoi(strings.TrimSpace(arg))
+		if err != nil || n < 0 || n > 255 {
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: exit code must be an integer 0..255", s)
+		}
+		return SuccessWhen{Kind: kind, ExitCode: n}, nil
+	case "contains":
+		if arg == "" {
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: contains needs text", s)
+		}
+		return SuccessWhen{Kind: kind, Text: arg}, nil
+	case "matches":
+		re, err := regexp.Compile(arg)
+		if err != nil || arg == "" {
+			if err == nil {
+				err = errors.New("empty expression")
+			}
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: %v", s, err)
+		}
+		return SuccessWhen{Kind: kind, Text: arg, Regexp: re}, nil
+	}
+	return SuccessWhen{}, fmt.Errorf("successWhen %q: unknown condition %q; want empty, exitCode:N, contains:TEXT or matches:REGEXP", s, kind)
 }
 
 // Met reports whether out satisfies the rule. A timed-out command never

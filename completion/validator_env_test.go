@@ -15,12 +15,13 @@ import (
 func TestValidatorEnvironmentPolicy(t *testing.T) {
 	t.Setenv("VALIDATOR_TEST_TOKEN", "vt-0123456789-secret")
 	t.Setenv("VALIDATOR_UNLISTED", "not-for-validators")
-	v := NewCompletionValidator(ValidatorConfig{
+	v := newValidator(t, ValidatorConfig{
 		Validators: map[string]config.Validator{
 			"env": {Type: "command", Command: "env; exit 1", SuccessWhen: "exitCode:0", FailurePattern: "env-failed"},
 		},
-		WorkDir: t.TempDir(),
-		Env:     []string{"VALIDATOR_TEST_TOKEN"},
+		Patterns: map[string]config.CompletionPattern{"env-failed": {Edition: "failed"}},
+		WorkDir:  t.TempDir(),
+		Env:      []string{"VALIDATOR_TEST_TOKEN"},
 	})
 	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "env"}})
 	if err != nil || r.Valid || r.Output == nil {

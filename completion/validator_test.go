@@ -66,7 +66,7 @@ func registryValidators() map[string]config.Validator {
 
 func TestGitCleanValidatorOnRealRepo(t *testing.T) {
 	dir := gitRepo(t)
-	v := NewCompletionValidator(ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
+	v := newValidator(t, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
 	conds := []config.CompletionCondition{{Validator: "git-clean"}}
 	r, err := v.Validate(context.Background(), conds)
 	if err != nil || !r.Valid {
@@ -101,7 +101,7 @@ func TestEmptyNeedsExitZero(t *testing.T) {
 	}
 	dir := t.TempDir()
 	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(dir))
-	v := NewCompletionValidator(ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
+	v := newValidator(t, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
 	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "git-clean"}})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestTestsPassValidatorRunsRealGoTest(t *testing.T) {
 	}
 	dir := goModule(t)
 	t.Setenv("GOFLAGS", "-count=1")
-	v := NewCompletionValidator(ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
+	v := newValidator(t, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
 	conds := []config.CompletionCondition{{Validator: "tests-pass"}, {Validator: "git-clean"}}
 	r, err := v.Validate(context.Background(), conds)
 	if err != nil {
@@ -168,7 +168,7 @@ func TestParamsAreShellQuoted(t *testing.T) {
 		"echo": {Type: "command", Command: "printf '%s' ${value}", SuccessWhen: "contains:never", FailurePattern: "p",
 			ExtractParams: map[string]string{"out": "stdout"}},
 	}
-	v := NewCompletionValidator(ValidatorConfig{Validators: vals, WorkDir: dir})
+	v := newValidator(t, ValidatorConfig{Validators: vals, WorkDir: dir, Patterns: map[string]config.CompletionPattern{"p": {Edition: "failed"}}})
 	for _, payload := range []string{"$(rm -rf ~)", "`rm -rf ~`", "'; rm -rf ~; echo '", "a b\nc", `"$HOME"`, "${HOME}", "x'y\"z\\"} {
 		raw, _ := json.Marshal(payload)
 		r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "echo",
@@ -217,7 +217,7 @@ func TestSuccessWhen(t *testing.T) {
 			t.Errorf("%q on %+v = %v", c.rule, c.out, got)
 		}
 	}
-	for _, bad := range []string{"exitCode:", "exitCode:x", "exitCode:-1", "exitCode:256", "contains:", "matches:", "matches:(", "zero", "Empty"} {
+	for _, bad := range []string{"exitCode:", "exitCode:x", "exitCode:-1", "exitCode:256", "contains:", "matches:", "matches:(", "zero", "Empty", "equals:x", "exitcode:0"} {
 		if _, err := ParseSuccessWhen(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -232,6 +232,9 @@ func FuzzSuccessWhen(f *testing.F) {
 		w, err := ParseSuccessWhen(rule)
 		if err != nil {
 			return
+		}
+		if w.Kind == "matches" && w.Regexp == nil {
+			t.Fatal("matches without regexp")
 		}
 		out := ValidatorOutput{Stdout: stdout, ExitCode: code}
 		got := w.Met(out)
@@ -297,30 +300,95 @@ func TestRunCommandCanceled(t *testing.T) {
 	}
 }
 
-func TestValidatorErrors(t *testing.T) {
+// TestValidatorDefinitionRules: NewCompletionValidator checks every
+// validator definition and reports every broken rule at once, each with
+// its problem code, the registry file, the JSON pointer and a hint.
+func TestValidatorDefinitionRules(t *testing.T) {
 	vals := map[string]config.Validator{
-		"no-cmd":    {Type: "command", FailurePattern: "p"},
-		"bad-when":  {Type: "command", Command: "true", SuccessWhen: "sometimes", FailurePattern: "p"},
-		"bad-ex":    {Type: "command", Command: "false", FailurePattern: "p", ExtractParams: map[string]string{"x": "parseMagic"}},
-		"bad-type":  {Type: "http", FailurePattern: "p"},
-		"no-custom": {Type: "custom", Handler: "nope", FailurePattern: "p"},
-		"escape":    {Type: "file", Path: "../outside.txt", FailurePattern: "file-not-exists"},
-		"abs":       {Type: "file", Path: "/etc/passwd", FailurePattern: "file-not-exists"},
-		"no-schema": {Type: "file", Path: "out.json", Schema: &config.SchemaRef{File: "a.json", Schema: "x"}, FailurePattern: "p"},
+		"no-cmd":      {Type: "command", FailurePattern: "p"},
+		"bad-when":    {Type: "command", Command: "true", SuccessWhen: "sometimes", FailurePattern: "p"},
+		"bad-ex":      {Type: "command", Command: "false", FailurePattern: "p", ExtractParams: map[string]string{"x/y": "parseMagic"}},
+		"bad-type":    {Type: "http", FailurePattern: "p"},
+		"no-handler":  {Type: "custom", FailurePattern: "p"},
+		"no-custom":   {Type: "custom", Handler: "nope", FailurePattern: "p"},
+		"no-path":     {Type: "file", FailurePattern: "file-not-exists"},
+		"escape":      {Type: "file", Path: "../outside.txt", FailurePattern: "file-not-exists"},
+		"abs":         {Type: "file", Path: "/etc/passwd", FailurePattern: "file-not-exists"},
+		"no-source":   {Type: "file", Path: "out.json", Schema: &config.SchemaRef{File: "a.json", Schema: "x"}, FailurePattern: "p"},
+		"no-pattern":  {Type: "command", Command: "true", FailurePattern: "ghost"},
+		"cmd-path":    {Type: "command", Command: "true", Path: "x", FailurePattern: "p"},
+		"file-when":   {Type: "file", Path: "x", SuccessWhen: "empty", TimeoutSeconds: 3, FailurePattern: "p"},
+		"all-correct": {Type: "command", Command: "true", SuccessWhen: "empty", FailurePattern: "git-dirty"},
+	}
+	_, err := NewCompletionValidator(ValidatorConfig{Validators: vals, WorkDir: t.TempDir(),
+		Patterns: map[string]config.CompletionPattern{"p": {Edition: "failed"}}})
+	want := map[string]string{ // pointer → problem code
+		"/validators/no-cmd/command":            "SR-VALIDATOR-FIELD",
+		"/validators/bad-when/successWhen":      "SR-SUCCESS-WHEN",
+		"/validators/bad-ex/extractParams/x~1y": "SR-EXTRACTOR-UNKNOWN",
+		"/validators/bad-type/type":             agenterr.CodeConfigurationValidation,
+		"/validators/no-handler/handler":        "SR-VALIDATOR-FIELD",
+		"/validators/no-custom/handler":         agenterr.CodeConfigurationValidation,
+		"/validators/no-path/path":              "SR-VALIDATOR-FIELD",
+		"/validators/escape/path":               "SR-PATH-OUTSIDE",
+		"/validators/abs/path":                  "SR-PATH-OUTSIDE",
+		"/validators/no-source/schema":          agenterr.CodeConfigurationValidation,
+		"/validators/no-pattern/failurePattern": "SR-PATTERN-UNKNOWN",
+		"/validators/cmd-path/path":             "SR-IGNORED-FIELD",
+		"/validators/file-when/successWhen":     "SR-IGNORED-FIELD",
+		"/validators/file-when/timeoutSeconds":  "SR-IGNORED-FIELD",
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("want every broken rule at once, got %v", err)
+	}
+	for _, e := range j.Unwrap() {
+		p := config.ProblemFromError(e)
+		if want[p.Pointer] != p.Code || p.File != "steps_registry.json" || p.Hint == "" || !errors.Is(e, agenterr.ErrConfigurationValidation) {
+			t.Errorf("unexpected %+v", p)
+		}
+		delete(want, p.Pointer)
+	}
+	for ptr, code := range want {
+		t.Errorf("%s not reported at %s", code, ptr)
+	}
+}
+
+// TestValidatorRunErrors: what only a run can know — an unknown validator
+// named by a condition, a path whose {param} values leave the work dir or
+// make it empty — is an error when the validator runs.
+func TestValidatorRunErrors(t *testing.T) {
+	vals := map[string]config.Validator{
+		"param-path": {Type: "file", Path: "${p}", FailurePattern: "file-not-exists"},
 	}
 	dir := t.TempDir()
-	write(t, dir, "out.json", "{}")
-	v := NewCompletionValidator(ValidatorConfig{Validators: vals, WorkDir: dir})
-	for name, code := range map[string]string{"missing": agenterr.CodeValidator, "no-cmd": agenterr.CodeValidator,
-		"bad-when": agenterr.CodeValidator, "bad-ex": agenterr.CodeValidator, "bad-type": agenterr.CodeValidator,
-		"no-custom": agenterr.CodeValidator, "escape": agenterr.CodePathEscape, "abs": agenterr.CodePathEscape,
-		"no-schema": agenterr.CodeValidator} {
-		_, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: name}})
+	v := newValidator(t, ValidatorConfig{Validators: vals, WorkDir: dir})
+	for _, tc := range []struct {
+		cond config.CompletionCondition
+		code string
+	}{
+		{config.CompletionCondition{Validator: "missing"}, agenterr.CodeValidator},
+		{config.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`"../outside"`)}}, agenterr.CodePathEscape},
+		{config.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`"/etc/passwd"`)}}, agenterr.CodePathEscape},
+		{config.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`""`)}}, agenterr.CodeValidator},
+	} {
+		_, err := v.Validate(context.Background(), []config.CompletionCondition{tc.cond})
 		e := agenterr.From(err)
-		if e == nil || e.Code != code || e.File != "steps_registry.json" || e.Pointer == "" || e.Hint == "" {
-			t.Errorf("%s: err = %v (want %s with file, pointer, hint)", name, err, code)
+		if e == nil || e.Code != tc.code || e.File != "steps_registry.json" || e.Pointer == "" || e.Hint == "" {
+			t.Errorf("%s %s: err = %v (want %s with file, pointer, hint)", tc.cond.Validator, tc.cond.Params["p"], err, tc.code)
 		}
 	}
+}
+
+// newValidator is NewCompletionValidator for a configuration the test
+// knows to be valid.
+func newValidator(t testing.TB, cfg ValidatorConfig) *CompletionValidator {
+	t.Helper()
+	v, err := NewCompletionValidator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestFileValidatorSymlinkEscape(t *testing.T) {
@@ -329,7 +397,7 @@ func TestFileValidatorSymlinkEscape(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret.json"), filepath.Join(dir, "link.json")); err != nil {
 		t.Skip(err)
 	}
-	v := NewCompletionValidator(ValidatorConfig{WorkDir: dir, Validators: map[string]config.Validator{
+	v := newValidator(t, ValidatorConfig{WorkDir: dir, Validators: map[string]config.Validator{
 		"f": {Type: "file", Path: "link.json", FailurePattern: "file-not-exists"}}})
 	_, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "f"}})
 	if !errors.Is(err, agenterr.ErrPathEscape) {
@@ -375,7 +443,7 @@ func TestFileValidatorWithSchema(t *testing.T) {
 			FailurePattern: "file-not-exists", ExtractParams: map[string]string{"details": "stderr"}},
 		"exists": {Type: "file", Path: "out", FailurePattern: "file-not-exists"},
 	}
-	v := NewCompletionValidator(ValidatorConfig{Validators: vals, WorkDir: dir, Schemas: jsonSchemas{filepath.Join(dir, "schemas")}})
+	v := newValidator(t, ValidatorConfig{Validators: vals, WorkDir: dir, Schemas: jsonSchemas{filepath.Join(dir, "schemas")}})
 	cond := []config.CompletionCondition{{Validator: "report", Params: map[string]json.RawMessage{"name": json.RawMessage(`"r1"`)}}}
 
 	r, err := v.Validate(context.Background(), cond)
@@ -425,7 +493,7 @@ func TestCustomValidator(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "essay.txt", "one two three")
 	var events recorder
-	v := NewCompletionValidator(ValidatorConfig{WorkDir: dir, Emitter: &events, Validators: map[string]config.Validator{
+	v := newValidator(t, ValidatorConfig{WorkDir: dir, Emitter: &events, Patterns: map[string]config.CompletionPattern{"too-short": {Edition: "failed"}}, Validators: map[string]config.Validator{
 		"long-enough": {Type: "custom", Handler: "test-wordcount", FailurePattern: "too-short", ExtractParams: map[string]string{"text": "stdout"}}}})
 	cond := func(min string) []config.CompletionCondition {
 		return []config.CompletionCondition{{Validator: "long-enough", Params: map[string]json.RawMessage{
@@ -476,7 +544,7 @@ func BenchmarkGitStatusValidator(b *testing.B) {
 	for i := 0; i < 20; i++ {
 		write(b, dir, filepath.Join("pkg", string(rune('a'+i))+".go"), "package pkg\n")
 	}
-	v := NewCompletionValidator(ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
+	v := newValidator(b, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
 	conds := []config.CompletionCondition{{Validator: "git-clean"}}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -494,7 +562,7 @@ func TestFileValidatorRefusesSpecialFiles(t *testing.T) {
 	if err := syscallMkfifo(filepath.Join(dir, "pipe.json")); err != nil {
 		t.Skip(err)
 	}
-	v := NewCompletionValidator(ValidatorConfig{WorkDir: dir, Schemas: jsonSchemas{filepath.Join(dir, "schemas")},
+	v := newValidator(t, ValidatorConfig{WorkDir: dir, Schemas: jsonSchemas{filepath.Join(dir, "schemas")},
 		Validators: map[string]config.Validator{"f": {Type: "file", Path: "pipe.json", FailurePattern: "file-not-exists",
 			Schema: &config.SchemaRef{File: "s.json", Schema: "any"}}}})
 	done := make(chan ValidationResult, 1)

@@ -112,7 +112,7 @@ func loadRegistry(fsys fs.FS, dir string, def *Definition) (*Registry, error) {
 	if name == "" {
 		name = DefaultRegistryFile
 	}
-	msg := lexicalInside(name)
+	msg := LexicalInside(name)
 	if msg == "" && fsys == nil {
 		msg = insideDir(dir, name)
 	}

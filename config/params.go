@@ -10,56 +10,6 @@ import (
 	"strings"
 )
 
-// SuccessWhen is a parsed validator successWhen condition.
-type SuccessWhen struct {
-	// Kind is "empty", "exitCode", "contains" or "matches".
-	Kind string
-	// ExitCode is the expected exit code (exitCode).
-	ExitCode int
-	// Text is the substring (contains) or the expression (matches).
-	Text string
-	// Regexp is the compiled expression (matches).
-	Regexp *regexp.Regexp
-}
-
-// ParseSuccessWhen parses "empty", "exitCode:N", "contains:TEXT" or
-// "matches:REGEXP" (Go RE2 syntax). "" means the default, exitCode:0.
-func ParseSuccessWhen(s string) (SuccessWhen, error) {
-	if s == "" {
-		return SuccessWhen{Kind: "exitCode"}, nil
-	}
-	if s == "empty" {
-		return SuccessWhen{Kind: "empty"}, nil
-	}
-	kind, arg, ok := strings.Cut(s, ":")
-	if !ok {
-		return SuccessWhen{}, fmt.Errorf("successWhen %q: want empty, exitCode:N, contains:TEXT or matches:REGEXP", s)
-	}
-	switch kind {
-	case "exitCode":
-		n, err := strconv.Atoi(strings.TrimSpace(arg))
-		if err != nil || n < 0 || n > 255 {
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: exit code must be an integer 0..255", s)
-		}
-		return SuccessWhen{Kind: kind, ExitCode: n}, nil
-	case "contains":
-		if arg == "" {
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: contains needs text", s)
-		}
-		return SuccessWhen{Kind: kind, Text: arg}, nil
-	case "matches":
-		re, err := regexp.Compile(arg)
-		if err != nil || arg == "" {
-			if err == nil {
-				err = fmt.Errorf("empty expression")
-			}
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: %v", s, err)
-		}
-		return SuccessWhen{Kind: kind, Text: arg, Regexp: re}, nil
-	}
-	return SuccessWhen{}, fmt.Errorf("successWhen %q: unknown condition %q; want empty, exitCode:N, contains:TEXT or matches:REGEXP", s, kind)
-}
-
 func isNumber(s string) bool {
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	return err == nil && !isInfOrNaN(f)

@@ -118,31 +118,6 @@ func TestParams(t *testing.T) {
 	}
 }
 
-func TestParseSuccessWhen(t *testing.T) {
-	good := map[string]SuccessWhen{
-		"":              {Kind: "exitCode"},
-		"empty":         {Kind: "empty"},
-		"exitCode:0":    {Kind: "exitCode"},
-		"exitCode:3":    {Kind: "exitCode", ExitCode: 3},
-		"contains:PASS": {Kind: "contains", Text: "PASS"},
-		"matches:^ok":   {Kind: "matches", Text: "^ok"},
-	}
-	for in, want := range good {
-		got, err := ParseSuccessWhen(in)
-		if err != nil || got.Kind != want.Kind || got.ExitCode != want.ExitCode || got.Text != want.Text {
-			t.Errorf("%q: got %+v, %v", in, got, err)
-		}
-		if got.Kind == "matches" && got.Regexp == nil {
-			t.Errorf("%q: no compiled regexp", in)
-		}
-	}
-	for _, in := range []string{"Empty", "exitCode:", "exitCode:x", "exitCode:-1", "exitCode:256", "contains:", "matches:", "matches:(", "equals:x", "exitcode:0"} {
-		if _, err := ParseSuccessWhen(in); err == nil {
-			t.Errorf("%q accepted", in)
-		}
-	}
-}
-
 // The ValidationResult invariant valid == (len(errors) == 0) holds for any
 // set of problems and survives a JSON round trip, even when the JSON lies.
 func TestValidationResultInvariant(t *testing.T) {

@@ -30,13 +30,6 @@ type ValidateOptions struct {
 	// Providers are the registered model providers (llm.Providers()). When
 	// non-nil, runner.model and step models must name one of them.
 	Providers []string
-	// BuiltinPatterns are failure patterns the completion layer defines
-	// itself; a validator's failurePattern must be one of them or a key of
-	// completionPatterns.
-	BuiltinPatterns []string
-	// Extractors are the known extractParams extractors. When non-nil, every
-	// extractor named in extractParams must be one of them.
-	Extractors []string
 	// BuiltinVariables are {uv-x} variables the runtime supplies itself
 	// (not parameters); uvVariables may name them without a parameter.
 	BuiltinVariables []string
@@ -112,6 +105,9 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 			if (p.Code == agenterr.CodeConfigurationValidation || c.hasCode(p.Code)) && c.reported(p) || p.Code == "SR-ENTRY-STEP" && c.hasCode(p.Code) {
 				continue // a builder's error where a rule above already reported one: one cause, one report
 			}
+			if p.Code == "SR-SCHEMA-UNRESOLVED" && c.errorAt(p.File, p.Pointer+"/file") {
+				continue // the schema file is missing or outside its folder: SR-SCHEMA-FILE or SR-PATH-OUTSIDE says so
+			}
 			src := c.regSrc
 			if p.File == AgentFile {
 				src = c.agentSrc
@@ -130,6 +126,16 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 func (c *checker) hasCode(code string) bool {
 	for _, q := range c.problems {
 		if q.Code == code && q.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// errorAt reports whether an error is already reported at pointer of file.
+func (c *checker) errorAt(file, pointer string) bool {
+	for _, q := range c.problems {
+		if q.Severity == SeverityError && q.File == file && q.Pointer == pointer {
 			return true
 		}
 	}
@@ -381,7 +387,7 @@ func (c *checker) model(src *source, prefix, ptr, spec string) {
 // directory when dir is set). It reports prefix-PATH-OUTSIDE or missing
 // and returns whether the path is usable.
 func (c *checker) file(src *source, prefix, ptr, rel string, dir bool, missingCode, hint string) bool {
-	if msg := lexicalInside(rel); msg != "" {
+	if msg := LexicalInside(rel); msg != "" {
 		c.report(src, prefix+"-PATH-OUTSIDE", SeverityError, ptr,
 			"use a path relative to the agent folder that stays inside it", "path %q %s", rel, msg)
 		return false
@@ -416,9 +422,11 @@ func (c *checker) file(src *source, prefix, ptr, rel string, dir bool, missingCo
 	return true
 }
 
-// lexicalInside is insideDir without the file system: "" when rel is
-// relative and does not climb out with "..".
-func lexicalInside(rel string) string {
+// LexicalInside says why rel, a path as written in the configuration, is
+// not a relative path that stays inside its folder ("is absolute; it must
+// be relative", "leaves its folder (\"..\")", …), or "" when it is. It
+// looks at the text only, not at the file system (no symbolic links).
+func LexicalInside(rel string) string {
 	if rel == "" {
 		return "is empty"
 	}
@@ -687,7 +695,7 @@ func (c *checker) step(id, ptr string, st Step) {
 		c.model(s, "SR", ptr+"/model", st.Model)
 	}
 	if st.Fallback != "" {
-		if msg := lexicalInside(st.Fallback); msg != "" {
+		if msg := LexicalInside(st.Fallback); msg != "" {
 			c.report(s, "SR-PATH-OUTSIDE", SeverityError, ptr+"/fallback",
 				"use a path relative to the prompts base that stays inside it", "fallback %q %s", st.Fallback, msg)
 		}
@@ -792,7 +800,7 @@ func (c *checker) schemaRef(ptr string, ref *SchemaRef) {
 	if ref.File == "" {
 		return // the schema reports the missing key
 	}
-	if msg := lexicalInside(ref.File); msg != "" {
+	if msg := LexicalInside(ref.File); msg != "" {
 		c.report(c.regSrc, "SR-PATH-OUTSIDE", SeverityError, ptr+"/file",
 			"name a file inside the agent's schemas/ folder, e.g. \"issue.schema.json\"", "schema file %q %s", ref.File, msg)
 		return
@@ -831,73 +839,40 @@ func (c *checker) uvVariable(ptr, uv string) {
 	c.report(s, "PA-UV-UNSUPPLIED", SeverityError, ptr, hint, "no parameter supplies {uv-%s}", uv)
 }
 
+// validator checks what the validators' builder
+// (completion.NewCompletionValidator) does not read: whether a test
+// command is protected and lists each test, whether the pattern's params
+// are extracted (warnings), and that a schema file exists in the agent
+// folder. The rules of the fields the builder reads (the field the type
+// needs, successWhen, the path, the handler, the schema resolving, the
+// failure pattern, the extractors) are checked by the builder itself,
+// which validate runs through the agent layer's checks.
 func (c *checker) validator(name string, v Validator) {
 	s := c.regSrc
 	ptr := JoinPointer("validators", name)
-	switch v.Type {
-	case "command":
-		if strings.TrimSpace(v.Command) == "" {
-			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/command", "add command, e.g. \"go test -v ./...\"",
-				"a command validator needs command")
-		} else if c.def != nil && !c.protectsAnything() && RunsTests(v.Command) {
+	if v.Type == "command" && strings.TrimSpace(v.Command) != "" {
+		if !c.protectsAnything() && RunsTests(v.Command) {
 			c.report(s, "SR-TESTS-UNPROTECTED", SeverityWarning, ptr+"/command",
 				"protect the tests and what configures them in agent.json, e.g. \"runner\": {\"verification\": {\"protect\": [\"**/*_test.go\", \"**/go.mod\"]}}",
 				"validator %q runs tests (%s) but nothing is protected: the model can pass it by editing, skipping or deleting tests", name, v.Command)
 		}
-		if fixed, runner := VerboseTestCommand(v.Command); fixed != "" && (c.def == nil || c.def.Runner.Verification.TestBaselineOn()) {
+		if fixed, runner := VerboseTestCommand(v.Command); fixed != "" && c.def.Runner.Verification.TestBaselineOn() {
 			c.report(s, "SR-TESTS-NOT-VERBOSE", SeverityWarning, ptr+"/command",
 				"set \"command\": "+jsonText(fixed),
 				"validator %q runs %s without listing each test: capstan cannot tell which tests were lost or skipped since the run started, %s", name, runner, knownWithout(runner))
 		}
-	case "file":
-		if strings.TrimSpace(v.Path) == "" {
-			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/path", "add path, relative to the work dir",
-				"a file validator needs path")
-		} else if msg := lexicalInside(v.Path); msg != "" {
-			c.report(s, "SR-PATH-OUTSIDE", SeverityError, ptr+"/path",
-				"use a path relative to the work dir that stays inside it", "path %q %s", v.Path, msg)
-		}
-	case "custom":
-		if strings.TrimSpace(v.Handler) == "" {
-			c.report(s, "SR-VALIDATOR-FIELD", SeverityError, ptr+"/handler",
-				"add handler: the name the Go validator was registered under", "a custom validator needs handler")
-		}
 	}
-	if v.Schema != nil {
+	if v.Schema != nil && v.Type != "command" { // on a command validator it is SR-IGNORED-FIELD
 		c.schemaRef(ptr+"/schema", v.Schema)
 	}
-	if v.SuccessWhen != "" {
-		if _, err := ParseSuccessWhen(v.SuccessWhen); err != nil {
-			c.report(s, "SR-SUCCESS-WHEN", SeverityError, ptr+"/successWhen",
-				"write \"empty\", \"exitCode:N\", \"contains:TEXT\" or \"matches:REGEXP\"", "%v", err)
-		}
-	}
-	if v.FailurePattern != "" || c.regSrc.has(ptr+"/failurePattern") { // absent: the schema reports it
-		pat, inRegistry := c.reg.CompletionPatterns[v.FailurePattern]
-		switch {
-		case inRegistry && v.Type != "custom": // a Go validator returns its own params
-			for _, param := range pat.Params {
-				if _, ok := v.ExtractParams[param]; !ok {
-					c.report(s, "SR-PATTERN-PARAM", SeverityWarning, ptr+"/extractParams",
-						fmt.Sprintf("add %q to extractParams, or drop it from the pattern's params", param),
-						"failure pattern %q needs param %q but validator %q does not extract it; the retry prompt gets it empty",
-						v.FailurePattern, param, name)
-				}
-			}
-		case inRegistry, slices.Contains(c.opts.BuiltinPatterns, v.FailurePattern):
-		default:
-			c.report(s, "SR-PATTERN-UNKNOWN", SeverityError, ptr+"/failurePattern",
-				"define it under completionPatterns"+known(append(sortedKeys(c.reg.CompletionPatterns), c.opts.BuiltinPatterns...)),
-				"failure pattern %q does not exist", v.FailurePattern)
-		}
-	}
-	if c.opts.Extractors != nil {
-		for _, param := range sortedKeys(v.ExtractParams) {
-			ex := v.ExtractParams[param]
-			if !slices.Contains(c.opts.Extractors, ex) {
-				c.report(s, "SR-EXTRACTOR-UNKNOWN", SeverityError, ptr+"/extractParams/"+escapePointer(param),
-					"use one of: "+strings.Join(slices.Sorted(slices.Values(c.opts.Extractors)), ", "),
-					"unknown extractor %q", ex)
+	// A Go validator returns its own params.
+	if pat, ok := c.reg.CompletionPatterns[v.FailurePattern]; ok && v.Type != "custom" {
+		for _, param := range pat.Params {
+			if _, ok := v.ExtractParams[param]; !ok {
+				c.report(s, "SR-PATTERN-PARAM", SeverityWarning, ptr+"/extractParams",
+					fmt.Sprintf("add %q to extractParams, or drop it from the pattern's params", param),
+					"failure pattern %q needs param %q but validator %q does not extract it; the retry prompt gets it empty",
+					v.FailurePattern, param, name)
 			}
 		}
 	}

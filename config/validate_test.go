@@ -12,8 +12,7 @@ import (
 )
 
 var testOpts = ValidateOptions{
-	Providers:  []string{"anthropic", "openai", "script", "claude-code"},
-	Extractors: []string{"stderr", "stdout", "parseChangedFiles"},
+	Providers: []string{"anthropic", "openai", "script", "claude-code"},
 }
 
 func TestBaseFixtureIsValidWithoutWarnings(t *testing.T) {
@@ -223,12 +222,6 @@ func TestValidateProblems(t *testing.T) {
 		{"unknown condition validator", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main")["completionConditions"] = []any{map[string]any{"validator": "ghost"}}
 		}, "SR-CONDITION-VALIDATOR", SeverityError, "steps_registry.json", "/steps/review.main/completionConditions/0/validator"},
-		{"unknown failure pattern", func(a, r map[string]any, _ map[string]string) {
-			at(r, "validators", "out-exists")["failurePattern"] = "ghost"
-		}, "SR-PATTERN-UNKNOWN", SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
-		{"unknown extractor", func(a, r map[string]any, _ map[string]string) {
-			at(r, "validators", "tests-pass", "extractParams")["errorOutput"] = "parseMagic"
-		}, "SR-EXTRACTOR-UNKNOWN", SeverityError, "steps_registry.json", "/validators/tests-pass/extractParams/errorOutput"},
 		{"pattern param not extracted", func(a, r map[string]any, _ map[string]string) {
 			delete(at(r, "validators", "tests-pass"), "extractParams")
 		}, "SR-PATTERN-PARAM", SeverityWarning, "steps_registry.json", "/validators/tests-pass/extractParams"},
@@ -247,24 +240,6 @@ func TestValidateProblems(t *testing.T) {
 		{"unused pattern", func(a, r map[string]any, _ map[string]string) {
 			at(r, "completionPatterns")["spare"] = map[string]any{"edition": "failed"}
 		}, "SR-PATTERN-UNUSED", SeverityWarning, "steps_registry.json", "/completionPatterns/spare"},
-		{"command validator without command", func(a, r map[string]any, _ map[string]string) {
-			delete(at(r, "validators", "tests-pass"), "command")
-		}, "SR-VALIDATOR-FIELD", SeverityError, "steps_registry.json", "/validators/tests-pass/command"},
-		{"file validator without path", func(a, r map[string]any, _ map[string]string) {
-			delete(at(r, "validators", "out-exists"), "path")
-		}, "SR-VALIDATOR-FIELD", SeverityError, "steps_registry.json", "/validators/out-exists/path"},
-		{"custom validator without handler", func(a, r map[string]any, _ map[string]string) {
-			at(r, "validators", "out-exists")["type"] = "custom"
-		}, "SR-VALIDATOR-FIELD", SeverityError, "steps_registry.json", "/validators/out-exists/handler"},
-		{"file validator path escapes", func(a, r map[string]any, _ map[string]string) {
-			at(r, "validators", "out-exists")["path"] = "../../etc/passwd"
-		}, "SR-PATH-OUTSIDE", SeverityError, "steps_registry.json", "/validators/out-exists/path"},
-		{"bad successWhen", func(a, r map[string]any, _ map[string]string) {
-			at(r, "validators", "tests-pass")["successWhen"] = "exitcode=0"
-		}, "SR-SUCCESS-WHEN", SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
-		{"successWhen regexp", func(a, r map[string]any, _ map[string]string) {
-			at(r, "validators", "tests-pass")["successWhen"] = "matches:(unclosed"
-		}, "SR-SUCCESS-WHEN", SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
 		{"bad onFailure action", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main", "onFailure")["action"] = "panic"
 		}, "SR-SCHEMA-ENUM", SeverityError, "steps_registry.json", "/steps/review.main/onFailure/action"},
@@ -514,6 +489,8 @@ func TestValidateProblems(t *testing.T) {
 		"SR-ENTRY-STEP": true, "SR-GATEWAY-CHECK": true, "SR-TRANSITION-TARGET": true, "SR-TRANSITION-ESCALATE": true,
 		"SR-RETRY-FALLBACK": true, "SR-RETRY-FALLBACK-TARGET": true, "SR-ESCALATE-TARGET": true, "SR-ESCALATE-WEBHOOK": true,
 		"SR-SUBSTEP-MISSING": true, "SR-SUBSTEP-PARALLEL": true,
+		// A validator's definition: completion.NewCompletionValidator.
+		"SR-VALIDATOR-FIELD": true, "SR-SUCCESS-WHEN": true, "SR-PATTERN-UNKNOWN": true, "SR-EXTRACTOR-UNKNOWN": true,
 		// Definition snapshot codes: definition.TestTakeBounds, TestTakeRefusesEscapingLinks…, main.TestValidateReportsSnapshotProblems.
 		"DEFINITION_TOO_LARGE": true, "PATH_ESCAPE": true,
 	}
@@ -598,10 +575,10 @@ func TestValidateReportsAllProblems(t *testing.T) {
 	at(a, "runner")["model"] = "bad model"
 	at(a, "parameters")["json"] = map[string]any{"type": "boolean"}
 	at(r, "steps", "initial.main")["stepId"] = "other"
-	at(r, "validators", "out-exists")["failurePattern"] = "ghost"
+	at(r, "steps", "initial.main")["model"] = "gemini:pro"
 	dir := writeAgent(t, a, r, nil)
 	res := Check(dir, testOpts)
-	for _, code := range []string{"AC-MODEL-SYNTAX", "PA-CLI-RESERVED", "SR-STEP-ID", "SR-PATTERN-UNKNOWN"} {
+	for _, code := range []string{"AC-MODEL-SYNTAX", "PA-CLI-RESERVED", "SR-STEP-ID", "SR-MODEL-PROVIDER"} {
 		findProblem(t, res, code)
 	}
 	// Sorted by file, then position.
@@ -703,7 +680,7 @@ func TestProvidersNotCheckedWhenUnknown(t *testing.T) {
 	a := baseAgent()
 	at(a, "runner")["model"] = "gemini:pro"
 	dir := writeAgent(t, a, baseRegistry(), nil)
-	if res := Check(dir, ValidateOptions{Extractors: testOpts.Extractors}); !res.Valid() {
+	if res := Check(dir, ValidateOptions{}); !res.Valid() {
 		t.Fatalf("providers nil must skip the provider check:\n%s", dump(res))
 	}
 }
@@ -714,7 +691,7 @@ func TestBuiltinPatternsAndVariables(t *testing.T) {
 	at(r, "steps", "initial.main")["uvVariables"] = []any{"topic", "iteration"}
 	delete(at(r, "completionPatterns"), "file-missing")
 	dir := writeAgent(t, a, r, nil)
-	res := Check(dir, ValidateOptions{BuiltinPatterns: []string{"git-dirty"}, BuiltinVariables: []string{"iteration"}})
+	res := Check(dir, ValidateOptions{BuiltinVariables: []string{"iteration"}})
 	if !res.Valid() {
 		t.Fatalf("builtins not honoured:\n%s", dump(res))
 	}
@@ -847,7 +824,7 @@ func TestNewAgentFromGo(t *testing.T) {
 	}
 }
 
-func TestGoBuiltGatewayAndEmptyPattern(t *testing.T) {
+func TestGoBuiltGatewayAndMissingPattern(t *testing.T) {
 	def := &Definition{Version: "1.0.0", Name: "demo", Runner: Runner{Completion: Completion{Type: "stepFlow"}}}
 	reg := &Registry{EntryStep: "route", Steps: map[string]Step{
 		"route": {Type: "gateway", Check: &StepCheck{Type: "keyword", Keywords: []string{"A"},
@@ -860,11 +837,8 @@ func TestGoBuiltGatewayAndEmptyPattern(t *testing.T) {
 	}
 	reg.Validators = map[string]Validator{"v": {Type: "command", Command: "true"}}
 	findProblem(t, Validate(def, reg, ValidateOptions{}), "SR-SCHEMA-REQUIRED")
-	// An explicit empty failurePattern in a file is an error too.
-	r := baseRegistry()
-	at(r, "validators", "out-exists")["failurePattern"] = ""
-	dir := writeAgent(t, baseAgent(), r, nil)
-	findProblem(t, Check(dir, testOpts), "SR-PATTERN-UNKNOWN")
+	// An explicit empty failurePattern in a file is an error too:
+	// agent.TestBuilderRulesAreReportedByValidate.
 }
 
 // TestNoFalseWarnings: a keyword on a structured completion is read (a

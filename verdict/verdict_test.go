@@ -45,11 +45,15 @@ func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machin
 	if err != nil {
 		t.Fatal(err)
 	}
+	verifier, err := completion.NewCompletionValidator(completion.ValidatorConfig{Validators: reg.Validators, WorkDir: dir, Emitter: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := verdict.New(verdict.Config{
 		Machine:    m,
 		Checker:    step.NewChecker(step.CheckerConfig{}),
 		Handler:    &completion.Keyword{Keyword: "DONE"},
-		Verifier:   completion.NewCompletionValidator(completion.ValidatorConfig{Validators: reg.Validators, WorkDir: dir, Emitter: ev}),
+		Verifier:   verifier,
 		Validators: []string{"out-exists"},
 		Format:     completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON}),
 		Schemas:    schemas{json.RawMessage(`{"type":"object","required":["done"],"properties":{"done":{"type":"boolean"}}}`)},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 )
@@ -31,7 +32,7 @@ func TestInitScaffold(t *testing.T) {
 	}
 	// The scaffold passes validation with no warnings, and its step prompt
 	// uses the parameter it declares.
-	res := config.Check(dir, config.ValidateOptions{Providers: []string{"script"}, Extractors: []string{}})
+	res := config.Check(dir, agent.ValidateOptions())
 	if len(res.Problems()) != 0 {
 		t.Fatalf("scaffold has problems: %v", res.Problems())
 	}
