@@ -62,7 +62,8 @@ func TestClimptFormatAgentRuns(t *testing.T) {
 }
 
 // TestClimptMissingParamNamesStep: an optional parameter without default
-// that a reachable step needs must be given; the run says which step.
+// that a reachable step needs must be given; the run says which step — the
+// entry step when it needs it, not the first such step by name.
 func TestClimptMissingParamNamesStep(t *testing.T) {
 	dir := writeAgent(t, map[string]string{
 		"agent.json": `{"version": "1.0.0", "name": "p", "description": "d",
@@ -70,9 +71,12 @@ func TestClimptMissingParamNamesStep(t *testing.T) {
   "runner": {"model": "script:script.yaml", "flow": {"prompts": {"registry": "steps_registry.json"}},
     "verdict": {"type": "count:iteration", "config": {"maxIterations": 1}}}}`,
 		"steps_registry.json": `{"agentId": "p", "c1": "steps", "entryStepMapping": {"count:iteration": "initial.p"},
-  "steps": {"initial.p": {"stepId": "initial.p", "c2": "initial", "c3": "p", "uvVariables": ["projectId"]}}}`,
-		"prompts/steps/initial/p/f_default.md": "Project {uv-projectId}.",
-		"script.yaml":                          "turns:\n  - text: ok\n",
+  "steps": {"initial.p": {"stepId": "initial.p", "c2": "initial", "c3": "p", "uvVariables": ["projectId"],
+      "check": {"type": "keyword", "keywords": ["PLANNED"], "onPass": {"next": "continuation.p"}, "onFail": {"retry": true}}},
+    "continuation.p": {"stepId": "continuation.p", "c2": "continuation", "c3": "p", "uvVariables": ["projectId"]}}}`,
+		"prompts/steps/initial/p/f_default.md":      "Project {uv-projectId}.",
+		"prompts/steps/continuation/p/f_default.md": "Still project {uv-projectId}.",
+		"script.yaml": "turns:\n  - text: ok\n",
 	})
 	cfg, err := Load(dir, Config{})
 	if err != nil {
