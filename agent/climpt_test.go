@@ -143,3 +143,56 @@ func TestClimptSchemaConditionalFires(t *testing.T) {
 		t.Fatal("no journal event reports the broken then (missing property 'reason')")
 	}
 }
+
+// denoCheck is a type check that prints deno check's diagnostics and fails
+// the first time, and passes once "fixed" exists.
+const denoCheck = `if [ -f fixed ]; then echo "Check file:///work/src/app.ts"; exit 0; fi
+: > fixed
+echo "Check file:///work/src/app.ts"
+cat >&2 <<'OUT'
+TS2551 [ERROR]: Property 'nme' does not exist on type 'User'.
+  return user.nme;
+              ~~~
+    at file:///work/src/app.ts:4:9
+
+TS2304 [ERROR]: Cannot find name 'conn'.
+  conn.close();
+  ~~~~
+    at file:///work/src/db.ts:12:3
+
+Found 2 errors.
+
+error: Type checking failed.
+OUT
+exit 1
+`
+
+// TestClimptTypeCheckRetryListsDenoErrors: a climpt-format closure step
+// verified by a deno type check (validationSteps, failurePatterns,
+// parseTypeErrors) is refused on the first closing; the retry prompt from
+// the folder lists every deno diagnostic with its file, line, column and
+// code (the script asserts it), and the second closing completes.
+func TestClimptTypeCheckRetryListsDenoErrors(t *testing.T) {
+	dir := filepath.Join("testdata", "climpt-typecheck")
+	work := writeAgent(t, map[string]string{"typecheck.sh": denoCheck})
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: work, Params: map[string]string{"issue": "5"}})
+	if !res.Success || res.Iterations != 2 {
+		t.Fatalf("result %+v (error %v)", res, res.Err())
+	}
+	events, err := journal.ReadFile(res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := 0
+	for _, ev := range events {
+		if ev.Type == journal.RetryPrompt {
+			retries++
+			if !strings.Contains(string(ev.Data), `"pattern":"type-error"`) {
+				t.Errorf("retry prompt: %s", ev.Data)
+			}
+		}
+	}
+	if retries != 1 {
+		t.Fatalf("%d retry prompts, want 1", retries)
+	}
+}
