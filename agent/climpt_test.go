@@ -146,19 +146,19 @@ func TestClimptSchemaConditionalFires(t *testing.T) {
 
 // denoCheck is a type check that prints deno check's diagnostics and fails
 // the first time, and passes once "fixed" exists.
-const denoCheck = `if [ -f fixed ]; then echo "Check file:///work/src/app.ts"; exit 0; fi
+const denoCheck = `if [ -f fixed ]; then echo "Check file:///repo/src/app.ts"; exit 0; fi
 : > fixed
-echo "Check file:///work/src/app.ts"
+echo "Check file:///repo/src/app.ts"
 cat >&2 <<'OUT'
 TS2551 [ERROR]: Property 'nme' does not exist on type 'User'.
   return user.nme;
               ~~~
-    at file:///work/src/app.ts:4:9
+    at file:///repo/src/app.ts:4:9
 
 TS2304 [ERROR]: Cannot find name 'conn'.
   conn.close();
   ~~~~
-    at file:///work/src/db.ts:12:3
+    at file:///repo/src/db.ts:12:3
 
 Found 2 errors.
 
