@@ -181,8 +181,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.model == "" && opts.Bridge != nil {
 		a.model = "custom"
 	}
-	if a.model == "" && subprocessOnly(a.reg) {
-		// Every step runs a command: the run needs no model.
+	if (a.model == "" || a.model == SubprocessTool && opts.Bridge == nil) && subprocessOnly(a.reg) {
+		// Every step runs a command: the run needs no model. A resumed
+		// run names the model it recorded, which is SubprocessTool.
 		a.model, a.opts.Bridge = SubprocessTool, noModel{}
 	}
 	if a.model == "" {

@@ -62,7 +62,8 @@ func TestClimptFormatAgentRuns(t *testing.T) {
 }
 
 // TestClimptMissingParamNamesStep: an optional parameter without default
-// that a reachable step needs must be given; the run says which step.
+// that a reachable step needs must be given; the run says which step — the
+// entry step when it needs it, not the first such step by name.
 func TestClimptMissingParamNamesStep(t *testing.T) {
 	dir := writeAgent(t, map[string]string{
 		"agent.json": `{"version": "1.0.0", "name": "p", "description": "d",
@@ -70,9 +71,12 @@ func TestClimptMissingParamNamesStep(t *testing.T) {
   "runner": {"model": "script:script.yaml", "flow": {"prompts": {"registry": "steps_registry.json"}},
     "verdict": {"type": "count:iteration", "config": {"maxIterations": 1}}}}`,
 		"steps_registry.json": `{"agentId": "p", "c1": "steps", "entryStepMapping": {"count:iteration": "initial.p"},
-  "steps": {"initial.p": {"stepId": "initial.p", "c2": "initial", "c3": "p", "uvVariables": ["projectId"]}}}`,
-		"prompts/steps/initial/p/f_default.md": "Project {uv-projectId}.",
-		"script.yaml":                          "turns:\n  - text: ok\n",
+  "steps": {"initial.p": {"stepId": "initial.p", "c2": "initial", "c3": "p", "uvVariables": ["projectId"],
+      "check": {"type": "keyword", "keywords": ["PLANNED"], "onPass": {"next": "continuation.p"}, "onFail": {"retry": true}}},
+    "continuation.p": {"stepId": "continuation.p", "c2": "continuation", "c3": "p", "uvVariables": ["projectId"]}}}`,
+		"prompts/steps/initial/p/f_default.md":      "Project {uv-projectId}.",
+		"prompts/steps/continuation/p/f_default.md": "Still project {uv-projectId}.",
+		"script.yaml": "turns:\n  - text: ok\n",
 	})
 	cfg, err := Load(dir, Config{})
 	if err != nil {
@@ -137,5 +141,58 @@ func TestClimptSchemaConditionalFires(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no journal event reports the broken then (missing property 'reason')")
+	}
+}
+
+// denoCheck is a type check that prints deno check's diagnostics and fails
+// the first time, and passes once "fixed" exists.
+const denoCheck = `if [ -f fixed ]; then echo "Check file:///repo/src/app.ts"; exit 0; fi
+: > fixed
+echo "Check file:///repo/src/app.ts"
+cat >&2 <<'OUT'
+TS2551 [ERROR]: Property 'nme' does not exist on type 'User'.
+  return user.nme;
+              ~~~
+    at file:///repo/src/app.ts:4:9
+
+TS2304 [ERROR]: Cannot find name 'conn'.
+  conn.close();
+  ~~~~
+    at file:///repo/src/db.ts:12:3
+
+Found 2 errors.
+
+error: Type checking failed.
+OUT
+exit 1
+`
+
+// TestClimptTypeCheckRetryListsDenoErrors: a climpt-format closure step
+// verified by a deno type check (validationSteps, failurePatterns,
+// parseTypeErrors) is refused on the first closing; the retry prompt from
+// the folder lists every deno diagnostic with its file, line, column and
+// code (the script asserts it), and the second closing completes.
+func TestClimptTypeCheckRetryListsDenoErrors(t *testing.T) {
+	dir := filepath.Join("testdata", "climpt-typecheck")
+	work := writeAgent(t, map[string]string{"typecheck.sh": denoCheck})
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: work, Params: map[string]string{"issue": "5"}})
+	if !res.Success || res.Iterations != 2 {
+		t.Fatalf("result %+v (error %v)", res, res.Err())
+	}
+	events, err := journal.ReadFile(res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := 0
+	for _, ev := range events {
+		if ev.Type == journal.RetryPrompt {
+			retries++
+			if !strings.Contains(string(ev.Data), `"pattern":"type-error"`) {
+				t.Errorf("retry prompt: %s", ev.Data)
+			}
+		}
+	}
+	if retries != 1 {
+		t.Fatalf("%d retry prompts, want 1", retries)
 	}
 }

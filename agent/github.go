@@ -65,11 +65,12 @@ type GitHubOutcome struct {
 }
 
 // boundaryRule is the tool-policy text (llm.QueryOptions.Boundary) of a
-// step: why it may not run GitHub boundary commands, or "" when it may.
-// Work and verification steps never may; a closure step may unless capstan
-// itself applies the closure (runner.integrations.github enabled), so the
-// model cannot pre-empt defaultClosureAction (close an issue that is to
-// stay open).
+// step: why it may not run GitHub boundary commands. No step may, as in
+// climpt: work and verification steps because closing belongs to the
+// run's closure, and a closure step because the closure is applied after
+// the run has completed verified — by capstan (runner.integrations.github)
+// or by whatever runs the agent — so the model cannot pre-empt it (close an
+// issue that is to stay open, merge before the verification).
 func boundaryRule(st config.Step, g *config.GitHub) string {
 	switch kind := st.Kind(); {
 	case kind != config.KindClosure:
@@ -78,7 +79,8 @@ func boundaryRule(st config.Step, g *config.GitHub) string {
 		return "capstan applies the closure action (runner.integrations.github) itself once the run has completed; " +
 			"say what should happen in your answer's closure_action and issue.labels instead"
 	}
-	return ""
+	return "a closure step does not close, merge or release itself: that is applied once the run has completed verified " +
+		"(runner.integrations.github with a defaultClosureAction, or a subprocess step); emit closing and say what should happen in your answer"
 }
 
 // closureRef is the prompt of step st: for a closure step of an agent

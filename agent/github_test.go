@@ -240,29 +240,37 @@ func TestGitHubFailureIsReported(t *testing.T) {
 	}
 }
 
-// Without the integration a closure step may run gh itself (the agent's
-// own design), while its work step still may not.
-func TestClosureStepMayRunGHWithoutIntegration(t *testing.T) {
+// Without the integration a closure step may not run boundary commands
+// either (as in climpt, where the closure is applied after the run): both
+// steps' attempts are refused, no gh call is made, and the closure step's
+// refusal says how a closure is applied instead.
+func TestClosureStepRefusesGHWithoutIntegration(t *testing.T) {
 	log := recordingGH(t)
 	res, events := runGitHub(t, githubAgent(t, "", `{summary: "TASK_COMPLETE"}`))
 	if !res.Success || res.GitHub != nil {
 		t.Fatalf("success=%v github=%+v", res.Success, res.GitHub)
 	}
-	if calls := ghCalls(t, log); strings.Join(calls, "\n") != "pr|merge|3|--squash|" {
+	if calls := ghCalls(t, log); len(calls) != 0 {
 		t.Fatalf("gh calls: %q", calls)
 	}
+	denied := map[string]string{}
 	for _, ev := range events {
-		if ev.Type != journal.ToolCall && ev.Type != journal.ToolDenied {
+		if ev.Type != journal.ToolDenied {
 			continue
 		}
 		var c struct {
 			Name   string `json:"name"`
-			Denied bool   `json:"denied"`
+			Output string `json:"output"`
 		}
 		_ = json.Unmarshal(ev.Data, &c)
-		if c.Name == "Bash" && c.Denied != (ev.Step == "initial.issue") {
-			t.Errorf("Bash in %s: denied=%v", ev.Step, c.Denied)
+		if c.Name == "Bash" {
+			denied[ev.Step] = c.Output
 		}
+	}
+	if !strings.Contains(denied["initial.issue"], "a work step may not change issues") ||
+		!strings.Contains(denied["closure.issue"], `"gh pr merge" is a GitHub boundary action`) ||
+		!strings.Contains(denied["closure.issue"], "runner.integrations.github with a defaultClosureAction, or a subprocess step") {
+		t.Fatalf("denied: %q", denied)
 	}
 }
 

@@ -205,9 +205,15 @@ func subprocessFailure(runID, id string, st config.Step, s *iteration.Summary) e
 	return nil
 }
 
+// lastLine is the end of a command's output for a one-line message: its
+// last three non-blank lines, trimmed and joined by spaces.
 func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	lines := strings.Split(s, "\n")
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) > 3 {
 		lines = lines[len(lines)-3:]
 	}

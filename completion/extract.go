@@ -572,16 +572,38 @@ var (
 	tscPretty = lazyre.New(`^(.+?):(\d+):(\d+) - (?:error|warning) (TS\d+): (.*)$`)
 	fileLCol  = lazyre.New(`^(\S.*?):(\d+):(\d+):\s*(.*)$`)
 	mypyLine  = lazyre.New(`^(\S.*?\.pyi?):(\d+): error: (.*?)(?:\s+\[([\w-]+)\])?$`)
+	// deno check: "TS2322 [ERROR]: message" (after "error: " in older
+	// releases), then the source line, a marker and "    at file:///x.ts:3:7".
+	denoHead = lazyre.New(`^(?:error: )?(TS\d+) \[ERROR\]: (.*)$`)
+	denoAt   = lazyre.New(`^\s+at (?:file://)?(\S.*?):(\d+):(\d+)$`)
 )
 
 // ParseTypeErrors extracts compiler diagnostics: `file:line:col: msg`
-// (go build, go vet, gopls, deno check), `file(line,col): error TSxxxx: msg`
-// and `file:line:col - error TSxxxx: msg` (tsc) and mypy's `file:line:
-// error: msg [code]`.
+// (go build, go vet, gopls), `file(line,col): error TSxxxx: msg`
+// and `file:line:col - error TSxxxx: msg` (tsc), deno check's `TSxxxx
+// [ERROR]: msg` with its `at file:///x.ts:line:col` line (the file without
+// `file://`) and mypy's `file:line: error: msg [code]`.
 func ParseTypeErrors(s string) []TypeError {
 	out := []TypeError{}
+	deno := -1 // index in out of a deno diagnostic still waiting for its "at" line
 	for _, l := range lines(s) {
 		l = strings.TrimRight(l, " \t")
+		if m := denoHead().FindStringSubmatch(l); m != nil {
+			out = append(out, TypeError{Code: m[1], Message: m[2]})
+			deno = len(out) - 1
+			continue
+		}
+		if deno >= 0 {
+			if m := denoAt().FindStringSubmatch(l); m != nil {
+				out[deno].File, out[deno].Line, out[deno].Column = m[1], atoi(m[2]), atoi(m[3])
+				deno = -1
+				continue
+			}
+			if l == "" || !strings.HasPrefix(l, " ") && strings.HasPrefix(l, "error: ") {
+				deno = -1 // no location follows: keep the message alone
+			}
+			continue // the source line and its marker
+		}
 		if m := tscParen().FindStringSubmatch(l); m != nil {
 			out = append(out, TypeError{File: m[1], Line: atoi(m[2]), Column: atoi(m[3]), Code: m[4], Message: m[5]})
 		} else if m := tscPretty().FindStringSubmatch(l); m != nil {

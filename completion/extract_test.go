@@ -77,6 +77,11 @@ func TestParseTypeErrors(t *testing.T) {
 			{File: "src/util.ts", Line: 10, Column: 15, Code: "TS2339", Message: "Property 'foo' does not exist on type '{}'."}}},
 		{"tsc_pretty.txt", []TypeError{
 			{File: "src/index.ts", Line: 3, Column: 7, Code: "TS2322", Message: "Type 'string' is not assignable to type 'number'."}}},
+		{"deno_check.txt", []TypeError{
+			{File: "/repo/src/main.ts", Line: 3, Column: 7, Code: "TS2322", Message: "Type 'string' is not assignable to type 'number'."},
+			{File: "/repo/src/util.ts", Line: 10, Column: 9, Code: "TS2345", Message: "Argument of type 'number' is not assignable to parameter of type 'string'."}}},
+		{"deno_check_old.txt", []TypeError{
+			{File: "/repo/mod.ts", Line: 1, Column: 13, Code: "TS2304", Message: "Cannot find name 'missing'."}}},
 	}
 	for _, c := range cases {
 		if got := ParseTypeErrors(readOut(t, c.file)); !reflect.DeepEqual(got, c.want) {

@@ -82,8 +82,11 @@ func (h *IterationBudget) Check(_ context.Context, c Context) (Result, error) {
 			"iteration budget needs maxIterations > 0, got %d", h.Max)
 	}
 	r := Result{}
-	if c.Iteration >= h.Max {
+	switch {
+	case c.Iteration == h.Max:
 		r = Result{Complete: true, Reason: fmt.Sprintf("iteration budget reached: %d of %d iterations", c.Iteration, h.Max)}
+	case c.Iteration > h.Max: // a resumed run re-runs a stopped iteration past the budget
+		r = Result{Complete: true, Reason: fmt.Sprintf("iteration budget reached: iteration %d, budget %d iterations", c.Iteration, h.Max)}
 	}
 	return h.set(r), nil
 }

@@ -54,6 +54,19 @@ func TestIterationBudgetCompletesAfterExactlyN(t *testing.T) {
 	}
 }
 
+// An iteration past the budget (a resumed run re-runs its stopped
+// iteration) still completes, and the reason does not read "2 of 1".
+func TestIterationBudgetPastTheBudget(t *testing.T) {
+	h := &IterationBudget{Max: 1}
+	r, err := h.Check(context.Background(), ctxAt(2))
+	if err != nil || !r.Complete || r.Reason != "iteration budget reached: iteration 2, budget 1 iterations" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if r, _ := (&IterationBudget{Max: 2}).Check(context.Background(), ctxAt(2)); r.Reason != "iteration budget reached: 2 of 2 iterations" {
+		t.Fatalf("at the budget: %q", r.Reason)
+	}
+}
+
 func TestHandlersRejectIterationZero(t *testing.T) {
 	hs := map[string]Handler{
 		"budget":    &IterationBudget{Max: 1},

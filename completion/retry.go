@@ -8,6 +8,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
@@ -232,7 +234,11 @@ func GenericRetryPrompt(vr ValidationResult, pat config.CompletionPattern) strin
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Completion check failed: %s\n\n", vr.Pattern)
 	if pat.Description != "" {
-		fmt.Fprintf(&b, "%s.\n\n", upperFirst(pat.Description))
+		d := upperFirst(strings.TrimSpace(pat.Description))
+		if r, _ := utf8.DecodeLastRuneInString(d); !unicode.IsPunct(r) {
+			d += "."
+		}
+		fmt.Fprintf(&b, "%s\n\n", d)
 	}
 	fmt.Fprintf(&b, "You declared the task complete, but the check `%s` did not pass. Fix only this problem, then declare completion again.\n", vr.Validator)
 	keys := make([]string, 0, len(vr.Params))
@@ -251,11 +257,14 @@ func GenericRetryPrompt(vr ValidationResult, pat config.CompletionPattern) strin
 	return b.String()
 }
 
+// upperFirst upper-cases the first letter of s (a whole rune: descriptions
+// are often not ASCII).
 func upperFirst(s string) string {
-	if s == "" {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || r == utf8.RuneError {
 		return s
 	}
-	return strings.ToUpper(s[:1]) + s[1:]
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // describeParam renders one param for the generic prompt.

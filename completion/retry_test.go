@@ -530,3 +530,18 @@ func TestRetryTemplateBounded(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A climpt failure pattern's description is often Japanese: the generic
+// retry prompt upper-cases a whole first rune, never half of one, and adds
+// no period after one that ends in punctuation.
+func TestGenericRetryPromptNonASCIIDescription(t *testing.T) {
+	vr := ValidationResult{Validator: "branch-pushed", Pattern: "branch-not-pushed", Params: map[string]any{"branchName": "review-42"}}
+	got := GenericRetryPrompt(vr, config.CompletionPattern{Description: "ブランチがリモートにプッシュされていない"})
+	if !utf8.ValidString(got) || !strings.Contains(got, "\n\nブランチがリモートにプッシュされていない.\n\n") {
+		t.Errorf("description mangled:\n%s", got)
+	}
+	got = GenericRetryPrompt(vr, config.CompletionPattern{Description: "élan lost。"})
+	if !strings.Contains(got, "\n\nÉlan lost。\n\n") {
+		t.Errorf("first rune not upper-cased or period doubled:\n%s", got)
+	}
+}

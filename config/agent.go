@@ -152,8 +152,11 @@ func ProblemFromError(err error) Problem {
 func (a *Agent) neededParams() map[string]string {
 	out := map[string]string{}
 	seen := Reachable(&a.reg)
-	for _, id := range sortedKeys(a.reg.Steps) {
-		if seen != nil && !seen[id] {
+	// The entry step first: a parameter the first prompt needs is named
+	// with that step, the one a run reaches first.
+	order := append([]string{a.reg.EntryStep}, sortedKeys(a.reg.Steps)...)
+	for _, id := range order {
+		if _, ok := a.reg.Steps[id]; !ok || seen != nil && !seen[id] {
 			continue
 		}
 		for _, uv := range a.reg.Steps[id].UVVariables {

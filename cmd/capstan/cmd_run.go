@@ -208,13 +208,34 @@ func registerParamFlags(fs *pflag.FlagSet, def *config.Agent) map[string]string 
 		if p.HasDefault {
 			usage += " (default " + p.Default + ")"
 		}
-		fs.String(flagName, "", usage)
+		f := fs.VarPF(&paramValue{typ: p.Type}, flagName, "", usage)
 		if p.Type == "boolean" {
-			fs.Lookup(flagName).NoOptDefVal = "true"
+			f.NoOptDefVal = "true"
 		}
 		out[p.Name] = flagName
 	}
 	return out
+}
+
+// paramValue is the value of a parameter flag: the text as given (the
+// agent checks it against the parameter's type), shown in help with the
+// parameter's type ("--issue number", "--resume" for a boolean).
+type paramValue struct {
+	v, typ string
+}
+
+func (p *paramValue) String() string     { return p.v }
+func (p *paramValue) Set(s string) error { p.v = s; return nil }
+
+// Type is the name help shows after the flag; pflag shows none for "bool".
+func (p *paramValue) Type() string {
+	switch p.typ {
+	case "boolean":
+		return "bool"
+	case "number":
+		return "number"
+	}
+	return "string"
 }
 
 func paramFlagNames(def *config.Agent) []string {

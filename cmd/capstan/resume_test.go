@@ -207,3 +207,38 @@ func TestInterruptPrintsOneClearLine(t *testing.T) {
 		t.Fatalf("%s: exit %d\n%s\nrun:\n%s", m[1], code, errOut, stderr.String())
 	}
 }
+
+// A climpt merger-style agent (one closure step that runs a command, no
+// model) whose command fails stops with a recoverable STEP_SUBPROCESS; the
+// printed resume command, pasted, runs the step again without a model and
+// completes. The error message is the output's last lines, one space apart.
+func TestPrintedResumeOfASubprocessOnlyRun(t *testing.T) {
+	agentDir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "merger", "description": "merges a PR",
+  "parameters": {"prNumber": {"type": "number", "required": true, "cli": "--pr-number"}},
+  "runner": {"flow": {"prompts": {"registry": "steps_registry.json"}},
+    "verdict": {"type": "count:iteration", "config": {"maxIterations": 1}},
+    "boundaries": {"allowedTools": [], "permissionMode": "default"}}}`,
+		"steps_registry.json": `{"agentId": "merger", "c1": "steps", "entryStepMapping": {"count:iteration": "merge"},
+  "steps": {"merge": {"stepId": "merge", "stepKind": "closure", "c2": "closure", "c3": "merge", "edition": "default",
+    "uvVariables": [], "usesStdin": false,
+    "runner": {"command": "sh", "args": ["merge.sh", "--pr", "${context.prNumber}"], "timeout": 10000}}}}`,
+		"prompts/system.md": "merger",
+	})
+	// merge.sh fails the first time (with a blank line in its output) and
+	// merges the second time.
+	wd := writeFiles(t, map[string]string{"merge.sh": `if [ ! -f tried ]; then : > tried; printf 'checking #%s\n\nmerge refused: checks pending\n' "$2"; exit 1; fi
+printf '{"merged": %s}\n' "$2"`})
+	code, _, stderr := capstanIn(t, wd, nil, "run", agentDir, "--pr-number", "17", "--workdir", wd, "--stream=false")
+	if code != exitNotCompleted || !strings.Contains(stderr, "STEP_SUBPROCESS: subprocess step merge failed: checking #17 merge refused: checks pending [exit status 1]") {
+		t.Fatalf("first run: exit %d\n%s", code, stderr)
+	}
+	resume := continueHint.FindStringSubmatch(stderr)
+	if resume == nil {
+		t.Fatalf("no resume hint printed:\n%s", stderr)
+	}
+	code, _, stderr = pasted(t, t.TempDir(), nil, resume[1])
+	if code != 0 || !strings.Contains(stderr, "COMPLETED") || !strings.Contains(stderr, "model subprocess") {
+		t.Fatalf("%s: exit %d\n%s", resume[1], code, stderr)
+	}
+}

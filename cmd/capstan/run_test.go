@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -287,5 +288,31 @@ func TestInterruptStopsCleanly(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if !strings.Contains(strings.Join(lines[len(lines)-2:], "\n"), `"type":"run.end"`) {
 		t.Fatalf("journal does not end with run.end:\n%s", strings.Join(lines[len(lines)-3:], "\n"))
+	}
+}
+
+// A parameter flag's help names the parameter's type (climpt's number and
+// boolean parameters: "--issue number", "--resume" without a value), and
+// the values still reach the prompt.
+func TestRunParamFlagsShowTheirType(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "typed", "description": "typed parameters",
+  "parameters": {"issue": {"type": "number", "required": true, "cli": "--issue"},
+    "resume": {"type": "boolean", "default": false, "cli": "--resume"},
+    "branch": {"type": "string", "cli": "--branch"}},
+  "runner": {"model": "script:script.yaml", "verdict": {"type": "count:iteration", "config": {"maxIterations": 1}}}}`,
+		"steps_registry.json":                  `{"agentId": "typed", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main", "uvVariables": ["issue", "resume"]}}}`,
+		"prompts/steps/work/main/f_default.md": "Issue {uv-issue}, resume {uv-resume}.",
+		"script.yaml":                          "turns:\n  - expect: {prompt_contains: [\"Issue 5, resume true.\"]}\n    text: ok\n",
+	})
+	code, out, _ := captureConfigCLI(t, "run", dir, "--help")
+	for _, re := range []string{`--issue number\s`, `--resume\s{2,}`, `--branch string\s`} {
+		if code != 0 || !regexp.MustCompile(re).MatchString(out) {
+			t.Fatalf("run DIR --help lacks %s: exit %d\n%s", re, code, out)
+		}
+	}
+	code, _, errOut := captureConfigCLI(t, "run", dir, "--issue", "5", "--resume", "--workdir", t.TempDir(), "--quiet")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errOut)
 	}
 }

@@ -125,21 +125,11 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	m.mu.Unlock()
 
 	where := fmt.Sprintf("turn %d of %s", idx+1, m.script.File)
-	if len(t.PromptContains) > 0 {
-		prompt := lastUserText(req)
-		var missing []string
-		for _, want := range t.PromptContains {
-			if !strings.Contains(prompt, want) {
-				missing = append(missing, strconv.Quote(want))
-			}
-		}
-		if len(missing) > 0 {
-			e := agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false,
-				"%s expected the prompt to contain %s; prompt was %s", where, strings.Join(missing, ", "), excerpt(prompt, 300))
-			e.File, e.Line, e.Column = m.script.File, t.Line, t.Column
-			e.Hint = "the agent sent a different prompt than the script expects; check the prompt templates or the expect.prompt_contains list"
-			return nil, e
-		}
+	if e := m.expect(where, "prompt", "prompt_contains", lastUserText(req), t.PromptContains, t); e != nil {
+		return nil, e
+	}
+	if e := m.expect(where, "system prompt", "system_contains", req.System, t.SystemContains, t); e != nil {
+		return nil, e
 	}
 	if t.Error != nil {
 		return nil, simulate(t.Error, where)
@@ -227,6 +217,25 @@ func lastUserText(req *llm.Request) string {
 		}
 	}
 	return ""
+}
+
+// expect checks that text (what holds the strings, named what) contains
+// every one of wants; the error names the missing ones and the expect key.
+func (m *Model) expect(where, what, key, text string, wants []string, t Turn) *agenterr.Error {
+	var missing []string
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			missing = append(missing, strconv.Quote(want))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	e := agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false,
+		"%s expected the %s to contain %s; %s was %s", where, what, strings.Join(missing, ", "), what, excerpt(text, 300))
+	e.File, e.Line, e.Column = m.script.File, t.Line, t.Column
+	e.Hint = fmt.Sprintf("the agent sent a different %s than the script expects; check the prompt templates or the expect.%s list", what, key)
+	return e
 }
 
 func excerpt(s string, n int) string {

@@ -85,6 +85,8 @@ type Turn struct {
 	// PromptContains are strings the last user message of the request must
 	// contain.
 	PromptContains []string
+	// SystemContains are strings the request's system prompt must contain.
+	SystemContains []string
 	// Error, when non-nil, makes the call fail instead of replying.
 	Error *SimulatedError
 	// Line and Column locate the turn in File.
@@ -133,6 +135,7 @@ type rawToolCall struct {
 
 type rawExpect struct {
 	PromptContains []string `yaml:"prompt_contains"`
+	SystemContains []string `yaml:"system_contains"`
 }
 
 // Load reads and parses a script file. name is the path shown in messages.
@@ -218,7 +221,14 @@ func Parse(name string, data []byte) (*Script, error) {
 					return nil, parseErr(name, l, c, "turn %d: expect.prompt_contains has an empty string", n)
 				}
 			}
+			for _, want := range rt.Expect.SystemContains {
+				if want == "" {
+					l, c := pos("$.turns[%d].expect", i)
+					return nil, parseErr(name, l, c, "turn %d: expect.system_contains has an empty string", n)
+				}
+			}
 			t.PromptContains = rt.Expect.PromptContains
+			t.SystemContains = rt.Expect.SystemContains
 		}
 		if rt.Error != nil {
 			l, c := pos("$.turns[%d].error", i)

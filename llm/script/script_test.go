@@ -474,3 +474,25 @@ func FuzzScript(f *testing.F) {
 		}
 	})
 }
+
+func TestExpectSystemContains(t *testing.T) {
+	src := "turns:\n  - expect: {system_contains: [\"You are the reviewer\"], prompt_contains: [review]}\n    text: ok\n"
+	req := &llm.Request{System: "You are the planner.", Messages: []llm.Message{{Role: llm.RoleUser, Text: "review issue 7"}}}
+	_, err := New(mustParse(t, src)).Generate(context.Background(), req)
+	e := agenterr.From(err)
+	if e == nil || e.Code != agenterr.CodeSdkRequest || e.Line != 2 {
+		t.Fatalf("want SDK_REQUEST at line 2, got %v", err)
+	}
+	if !strings.Contains(e.Message, `system prompt to contain "You are the reviewer"`) || !strings.Contains(e.Message, "You are the planner.") ||
+		!strings.Contains(e.Hint, "expect.system_contains") {
+		t.Errorf("message/hint: %s / %s", e.Message, e.Hint)
+	}
+	req.System = "# Role\nYou are the reviewer of this repository."
+	if resp, err := New(mustParse(t, src)).Generate(context.Background(), req); err != nil || resp.Message.Text != "ok" {
+		t.Fatalf("matching system prompt: %v %+v", err, resp)
+	}
+	if _, err := Parse("script.yaml", []byte("turns:\n  - expect: {system_contains: [\"\"]}\n    text: a\n")); err == nil ||
+		!strings.Contains(err.Error(), "expect.system_contains has an empty string") {
+		t.Errorf("empty system_contains string: %v", err)
+	}
+}
