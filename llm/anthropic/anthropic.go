@@ -30,6 +30,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
@@ -102,8 +103,13 @@ func FromLLM(c llm.Config) Config {
 
 // Model is an llm.Model speaking the Anthropic Messages API.
 type Model struct {
-	cfg    Config
-	client sdk.Client
+	cfg Config
+	// stream starts one streamed Messages call. It is the client's method
+	// value, not the client: a Model is held as an interface, and a client
+	// field would make every service of the SDK (and, since the Temporal SDK
+	// turns the linker's dead-method elimination off, every exported method
+	// of every type they reach) part of the binary.
+	stream func(context.Context, sdk.MessageNewParams, ...option.RequestOption) *ssestream.Stream[sdk.MessageStreamEventUnion]
 
 	// schemas remembers converted tool input schemas.
 	schemas llm.SchemaCache[sdk.ToolInputSchemaParam]
@@ -140,7 +146,7 @@ func New(cfg Config) (*Model, error) {
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0), // capstan owns the retry policy
 	)
-	return &Model{cfg: cfg, client: client}, nil
+	return &Model{cfg: cfg, stream: client.Messages.NewStreaming}, nil
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
@@ -169,7 +175,7 @@ func (m *Model) call() retry.Call {
 
 // once runs one streamed attempt, passing text deltas to sink (nil = none).
 func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink) (resp *llm.Response, fail *retry.Failure) {
-	stream := m.client.Messages.NewStreaming(ctx, params,
+	stream := m.stream(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
 	streamed := false

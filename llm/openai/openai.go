@@ -92,8 +92,13 @@ func FromLLM(c llm.Config) Config {
 
 // Model is an llm.Model speaking OpenAI Chat Completions.
 type Model struct {
-	cfg    Config
-	client sdk.Client
+	cfg Config
+	// stream starts one streamed Chat Completions call. It is the client's
+	// method value, not the client: a Model is held as an interface, and a
+	// client field would make every service of the SDK (and, since the
+	// Temporal SDK turns the linker's dead-method elimination off, every
+	// exported method of every type they reach) part of the binary.
+	stream func(context.Context, sdk.ChatCompletionNewParams, ...option.RequestOption) *ssestream.Stream[sdk.ChatCompletionChunk]
 
 	// schemas remembers converted tool input schemas.
 	schemas llm.SchemaCache[shared.FunctionParameters]
@@ -130,7 +135,8 @@ func New(cfg Config) (*Model, error) {
 	if cfg.APIKey == "" {
 		opts = append(opts, option.WithHeaderDel("Authorization"))
 	}
-	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+	client := sdk.NewClient(opts...)
+	return &Model{cfg: cfg, stream: client.Chat.Completions.NewStreaming}, nil
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
@@ -161,7 +167,7 @@ func (m *Model) call() retry.Call {
 
 // once runs one streamed attempt, passing text deltas to sink (nil = none).
 func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int, sink llm.StreamSink) (resp *llm.Response, fail *retry.Failure) {
-	stream := m.client.Chat.Completions.NewStreaming(ctx, params,
+	stream := m.stream(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
 	streamed := false
