@@ -342,6 +342,119 @@ func TestNoReflectMethodLookup(t *testing.T) {
 	}
 }
 
+// sdkModules are the model SDKs the floor calls the same way capstan does
+// (one streamed call each), so capstan should keep no more of their code
+// than the floor does.
+var sdkModules = []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go/v3"}
+
+// TestSDKCodeAtFloor compares, by the linker's symbol table, the machine
+// code capstan and its floor keep of each model SDK. Both make the same
+// streamed calls, so capstan may keep at most 5 % (+ 64 KiB) more. When
+// dead-method elimination is off (the Temporal SDK turns it off for the
+// floor too), a type that reaches an interface keeps every exported method
+// of itself and of every type its fields hold: an SDK client stored in a
+// struct that is used as an interface once kept every service of both
+// SDKs, 25 MiB of the stripped binary. With -v it logs the packages that
+// add the most code over the floor.
+func TestSDKCodeAtFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two binaries; skipped with -short")
+	}
+	capstan := codeByPackage(t, build(t, capstanBinary(t), ""))
+	for _, fl := range floors(t) {
+		floor := codeByPackage(t, build(t, fl, ""))
+		for _, mod := range sdkModules {
+			c, f := moduleCode(capstan, mod), moduleCode(floor, mod)
+			t.Logf("%s: capstan %.2f MiB of code, %s %.2f MiB", mod, mib(c), fl.name, mib(f))
+			if c > f+f/20+64<<10 {
+				t.Errorf("capstan keeps %.2f MiB of %s's code, %s %.2f MiB: something capstan holds through an interface reaches more of the SDK than its calls need (run go test -run TestSDKCodeAtFloor -v ./internal/bench and look for the SDK's types in `go build -ldflags=-dumpdep`)", mib(c), mod, fl.name, mib(f))
+			}
+		}
+		type row struct {
+			pkg  string
+			over int64
+		}
+		var rows []row
+		for pkg, n := range capstan {
+			if d := n - floor[pkg]; d > 0 {
+				rows = append(rows, row{pkg, d})
+			}
+		}
+		slices.SortFunc(rows, func(a, b row) int { return int(b.over - a.over) })
+		var total int64
+		for _, r := range rows {
+			total += r.over
+		}
+		t.Logf("code over %s: %.2f MiB; the largest packages:", fl.name, mib(total))
+		for _, r := range rows[:min(len(rows), 30)] {
+			t.Logf("  %7.3f MiB  %s", mib(r.over), r.pkg)
+		}
+	}
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// moduleCode sums the code of module mod's packages.
+func moduleCode(byPkg map[string]int64, mod string) int64 {
+	var n int64
+	for pkg, size := range byPkg {
+		if pkg == mod || strings.HasPrefix(pkg, mod+"/") {
+			n += size
+		}
+	}
+	return n
+}
+
+// codeByPackage reads the executable's symbol table (go tool nm -size) and
+// sums the size of its text symbols by package path; compiler-generated
+// equality functions count for the package of their type.
+func codeByPackage(tb testing.TB, path string) map[string]int64 {
+	tb.Helper()
+	out, err := exec.Command("go", "tool", "nm", "-size", path).Output()
+	if err != nil {
+		tb.Fatalf("go tool nm -size %s: %v", path, err)
+	}
+	byPkg := map[string]int64{}
+	for line := range strings.Lines(string(out)) {
+		// address, size, kind, then the name (which may hold spaces)
+		var f []string
+		rest := strings.TrimSpace(line)
+		for len(f) < 3 {
+			field, tail, ok := strings.Cut(rest, " ")
+			if !ok {
+				break
+			}
+			f, rest = append(f, field), strings.TrimLeft(tail, " ")
+		}
+		if len(f) < 3 || (f[2] != "T" && f[2] != "t") {
+			continue
+		}
+		f = append(f, rest)
+		var size int64
+		if _, err := fmt.Sscan(f[1], &size); err != nil {
+			tb.Fatalf("nm line %q: %v", line, err)
+		}
+		byPkg[symbolPackage(f[3])] += size
+	}
+	return byPkg
+}
+
+// symbolPackage returns the package path of a Go symbol name such as
+// "github.com/x/y.(*T).M" or "type:.eq.github.com/x/y.T".
+func symbolPackage(name string) string {
+	name = strings.TrimPrefix(name, "type:")
+	name = strings.TrimPrefix(name, ".eq.")
+	name = strings.TrimLeft(name, "*[]")
+	if i := strings.IndexAny(name, "([{ "); i >= 0 {
+		name = name[:i]
+	}
+	slash := strings.LastIndex(name, "/")
+	if dot := strings.Index(name[slash+1:], "."); dot >= 0 {
+		return name[:slash+1+dot]
+	}
+	return name
+}
+
 // reflectMethods builds b with -ldflags=-dumpdep into out and returns the
 // functions the linker marks <ReflectMethod>.
 func reflectMethods(t *testing.T, b binary, out string) map[string]bool {
