@@ -314,7 +314,9 @@ func TestFloorVersions(t *testing.T) {
 // by a computed name. The linker marks such functions <ReflectMethod>
 // (text/template's evalField, a Handlebars library's method evaluation)
 // and, when one is reachable, keeps every exported method of every
-// reachable type: openai-go alone grows by more than 5 MB. Calls with a
+// type that reaches an interface (in the floor the model SDKs' code grows
+// by 1 MiB; for a type that holds an SDK client, by many more — see
+// TestSDKCodeAtFloor). Calls with a
 // constant name (protobuf's MethodByName("Get")) are not marked and keep
 // dead-method elimination on.
 //
@@ -450,9 +452,10 @@ func symbolPackage(name string) string {
 	}
 	slash := strings.LastIndex(name, "/")
 	if dot := strings.Index(name[slash+1:], "."); dot >= 0 {
-		return name[:slash+1+dot]
+		name = name[:slash+1+dot]
 	}
-	return name
+	// the linker escapes dots in a path's last element (gopkg.in/yaml.v3)
+	return strings.ReplaceAll(name, "%2e", ".")
 }
 
 // reflectMethods builds b with -ldflags=-dumpdep into out and returns the
