@@ -369,7 +369,7 @@ func TestSDKCodeAtFloor(t *testing.T) {
 			c, f := moduleCode(capstan, mod), moduleCode(floor, mod)
 			t.Logf("%s: capstan %.2f MiB of code, %s %.2f MiB", mod, mib(c), fl.name, mib(f))
 			if c > f+f/20+64<<10 {
-				t.Errorf("capstan keeps %.2f MiB of %s's code, %s %.2f MiB: something capstan holds through an interface reaches more of the SDK than its calls need (run go test -run TestSDKCodeAtFloor -v ./internal/bench and look for the SDK's types in `go build -ldflags=-dumpdep`)", mib(c), mod, fl.name, mib(f))
+				t.Errorf("capstan keeps %.2f MiB of %s's code, %s %.2f MiB: a capstan type that reaches an interface holds an SDK type whose methods its calls do not need; list them with: go build -ldflags=-dumpdep -o /dev/null ./cmd/capstan 2>&1 | grep '^type:[^ ]*capstan-dev[^ ]* <UsedInIface> -> type:[^ ]*%s'", mib(c), mod, fl.name, mib(f), mod)
 			}
 		}
 		type row struct {
