@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/prompt"
@@ -26,8 +26,8 @@ const GitHubCall = journal.GitHubCall
 // must look like before they reach gh's command line (a value such as
 // "--repo=x" must not become a flag).
 var (
-	issueNumber = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
-	repoName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$`)
+	issueNumber = lazyre.New(`^[1-9][0-9]{0,9}$`)
+	repoName    = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$`)
 )
 
 // ghTimeout bounds one gh call.
@@ -142,7 +142,7 @@ func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHu
 	case out.Issue == "":
 		out.Skipped = "the run has no issue parameter value"
 		return a.noteGitHub(out)
-	case !issueNumber.MatchString(out.Issue):
+	case !issueNumber().MatchString(out.Issue):
 		out.Skipped = fmt.Sprintf("issue %q is not an issue number", out.Issue)
 		return a.noteGitHub(out)
 	}
@@ -182,7 +182,7 @@ func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHu
 		}
 	}
 	repo := strings.TrimSpace(a.vars["repository"])
-	if repo != "" && !repoName.MatchString(repo) {
+	if repo != "" && !repoName().MatchString(repo) {
 		out.Skipped = fmt.Sprintf("repository %q is not OWNER/NAME", repo)
 		return a.noteGitHub(out)
 	}

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -103,7 +103,7 @@ func (b *subprocessBridge) display() string {
 	q := make([]string, len(b.argv))
 	for i, a := range b.argv {
 		q[i] = a
-		if !plainWord.MatchString(a) {
+		if !plainWord().MatchString(a) {
 			q[i] = completion.ShellQuote(a)
 		}
 	}
@@ -111,7 +111,7 @@ func (b *subprocessBridge) display() string {
 }
 
 // plainWord is an argument the shell reads as itself.
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:=@%+,-]+$`)
+var plainWord = lazyre.New(`^[A-Za-z0-9_./:=@%+,-]+$`)
 
 // Query implements llm.Bridge: it runs the command (no shell; in the
 // sandbox when the agent enables it) and reports its outcome. Only a canceled ctx is an error; a failing command is a

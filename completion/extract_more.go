@@ -2,8 +2,9 @@ package completion
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
 // ParseStagedFiles returns the files with changes in the index (the X
@@ -23,7 +24,7 @@ func ParseUnstagedFiles(s string) []string {
 // fileRef is a file path with an extension followed by a line number, as
 // compilers, linters and test runners print them: "src/a.ts:12",
 // "pkg/x.go:3:4", "a.ts(12,5)".
-var fileRef = regexp.MustCompile(`(?:^|[\s'"(\[])((?:\.{0,2}/|/)?(?:[\w@.+-]+/)*[\w@+-][\w@.+-]*\.[A-Za-z][A-Za-z0-9]*)(?::\d+|\(\d+)`)
+var fileRef = lazyre.New(`(?:^|[\s'"(\[])((?:\.{0,2}/|/)?(?:[\w@.+-]+/)*[\w@+-][\w@.+-]*\.[A-Za-z][A-Za-z0-9]*)(?::\d+|\(\d+)`)
 
 // ExtractFiles returns the files a diagnostic output refers to
 // ("file.ext:LINE" or "file.ext(LINE"), each once in order of first
@@ -33,7 +34,7 @@ func ExtractFiles(s string) []string {
 	out := []string{}
 	seen := map[string]bool{}
 	for _, l := range lines(s) {
-		for _, m := range fileRef.FindAllStringSubmatch(strings.ReplaceAll(l, "file://", " "), -1) {
+		for _, m := range fileRef().FindAllStringSubmatch(strings.ReplaceAll(l, "file://", " "), -1) {
 			f := m[1]
 			if seen[f] || strings.Contains("/"+f, "/node_modules/") || strings.HasPrefix(f, "vendor/") {
 				continue
@@ -66,11 +67,11 @@ func GenerateDiff(s string) string {
 }
 
 var (
-	noUpstream    = regexp.MustCompile(`no upstream (?:configured )?for branch '([^'\s]+)'`)
-	statusBranch  = regexp.MustCompile(`^## (?:No commits yet on )?([^.\s]+(?:\.[^.\s]+)*?)(?:\.\.\.(\S+))?(?: \[(.*)\])?$`)
-	onBranch      = regexp.MustCompile(`^On branch (\S+)`)
-	refLine       = regexp.MustCompile(`^(?:refs/(?:heads|remotes)/)?([\w./-]+)$`)
-	aheadBehind   = regexp.MustCompile(`(ahead|behind) (\d+)`)
+	noUpstream    = lazyre.New(`no upstream (?:configured )?for branch '([^'\s]+)'`)
+	statusBranch  = lazyre.New(`^## (?:No commits yet on )?([^.\s]+(?:\.[^.\s]+)*?)(?:\.\.\.(\S+))?(?: \[(.*)\])?$`)
+	onBranch      = lazyre.New(`^On branch (\S+)`)
+	refLine       = lazyre.New(`^(?:refs/(?:heads|remotes)/)?([\w./-]+)$`)
+	aheadBehind   = lazyre.New(`(ahead|behind) (\d+)`)
 	gitNotARepo   = "not a git repository"
 	remoteGoneTag = "gone"
 )
@@ -83,13 +84,13 @@ var (
 func ParseBranchName(s string) string {
 	for _, l := range lines(s) {
 		l = strings.TrimSpace(l)
-		if m := noUpstream.FindStringSubmatch(l); m != nil {
+		if m := noUpstream().FindStringSubmatch(l); m != nil {
 			return m[1]
 		}
-		if m := statusBranch.FindStringSubmatch(l); m != nil {
+		if m := statusBranch().FindStringSubmatch(l); m != nil {
 			return m[1]
 		}
-		if m := onBranch.FindStringSubmatch(l); m != nil {
+		if m := onBranch().FindStringSubmatch(l); m != nil {
 			return m[1]
 		}
 	}
@@ -100,7 +101,7 @@ func ParseBranchName(s string) string {
 		}
 	}
 	if len(nonEmpty) == 1 {
-		if m := refLine.FindStringSubmatch(nonEmpty[0]); m != nil && m[1] != "HEAD" {
+		if m := refLine().FindStringSubmatch(nonEmpty[0]); m != nil && m[1] != "HEAD" {
 			return m[1]
 		}
 	}
@@ -117,11 +118,11 @@ func ParseRemoteStatus(o ValidatorOutput) string {
 	if strings.Contains(all, gitNotARepo) {
 		return "not a git repository"
 	}
-	if noUpstream.MatchString(all) {
+	if noUpstream().MatchString(all) {
 		return "no upstream"
 	}
 	for _, l := range lines(o.Stdout) {
-		if m := statusBranch.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+		if m := statusBranch().FindStringSubmatch(strings.TrimSpace(l)); m != nil {
 			switch {
 			case m[2] == "":
 				return "no upstream"
@@ -129,7 +130,7 @@ func ParseRemoteStatus(o ValidatorOutput) string {
 				return "upstream gone"
 			}
 			status := "tracking " + m[2]
-			for _, ab := range aheadBehind.FindAllStringSubmatch(m[3], -1) {
+			for _, ab := range aheadBehind().FindAllStringSubmatch(m[3], -1) {
 				status += ", " + ab[1] + " " + ab[2]
 			}
 			return status

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
+
+	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
 // Closure actions (runner.integrations.github.defaultClosureAction and a
@@ -131,13 +132,13 @@ type StepRunner struct {
 }
 
 // contextRef finds ${context.NAME} in a subprocess argument.
-var contextRef = regexp.MustCompile(`\$\{context\.([^}]*)\}`)
+var contextRef = lazyre.New(`\$\{context\.([^}]*)\}`)
 
 // ContextRefs returns the parameter names an argument refers to with
 // ${context.NAME}, in order (names trimmed of spaces).
 func ContextRefs(arg string) []string {
 	var out []string
-	for _, m := range contextRef.FindAllStringSubmatch(arg, -1) {
+	for _, m := range contextRef().FindAllStringSubmatch(arg, -1) {
 		out = append(out, trimSpace(m[1]))
 	}
 	return out
@@ -147,8 +148,8 @@ func ContextRefs(arg string) []string {
 // ok is false (and missing the first name) when value has none.
 func ExpandContext(arg string, value func(name string) (string, bool)) (out string, missing string, ok bool) {
 	ok = true
-	out = contextRef.ReplaceAllStringFunc(arg, func(m string) string {
-		name := trimSpace(contextRef.FindStringSubmatch(m)[1])
+	out = contextRef().ReplaceAllStringFunc(arg, func(m string) string {
+		name := trimSpace(contextRef().FindStringSubmatch(m)[1])
 		v, found := value(name)
 		if !found && ok {
 			ok, missing = false, name

@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/capstan-dev/capstan/agenterr"
 	"io/fs"
 	"net/url"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -1021,15 +1021,15 @@ func RunsTests(command string) bool { return testRunnerRE().MatchString(command)
 // flag to add.
 var verboseFlags = []struct {
 	runner string
-	find   *regexp.Regexp
-	has    *regexp.Regexp
+	find   func() *regexp.Regexp
+	has    func() *regexp.Regexp
 	add    string
 }{
-	{"go test", regexp.MustCompile(`\bgo test\b`), regexp.MustCompile(`(^|\s)-(test\.)?(v|json)(=true)?(\s|$)`), " -v"},
-	{"pytest", regexp.MustCompile(`\bpytest\b`), regexp.MustCompile(`(^|\s)(-v+|--verbose)(\s|$)`), " -v"},
-	{"unittest", regexp.MustCompile(`\bunittest\b`), regexp.MustCompile(`(^|\s)(-v|--verbose)(\s|$)`), " -v"},
-	{"jest", regexp.MustCompile(`\bjest\b`), regexp.MustCompile(`(^|\s)--verbose(=true)?(\s|$)`), " --verbose"},
-	{"vitest", regexp.MustCompile(`\bvitest( run)?\b`), regexp.MustCompile(`--reporter[= ]verbose\b`), " --reporter=verbose"},
+	{"go test", lazyre.New(`\bgo test\b`), lazyre.New(`(^|\s)-(test\.)?(v|json)(=true)?(\s|$)`), " -v"},
+	{"pytest", lazyre.New(`\bpytest\b`), lazyre.New(`(^|\s)(-v+|--verbose)(\s|$)`), " -v"},
+	{"unittest", lazyre.New(`\bunittest\b`), lazyre.New(`(^|\s)(-v|--verbose)(\s|$)`), " -v"},
+	{"jest", lazyre.New(`\bjest\b`), lazyre.New(`(^|\s)--verbose(=true)?(\s|$)`), " --verbose"},
+	{"vitest", lazyre.New(`\bvitest( run)?\b`), lazyre.New(`--reporter[= ]verbose\b`), " --reporter=verbose"},
 }
 
 // VerboseTestCommand returns command with the flag that makes its test
@@ -1038,17 +1038,17 @@ var verboseFlags = []struct {
 // when command runs none of them or already lists each test.
 func VerboseTestCommand(command string) (fixed, runner string) {
 	for _, f := range verboseFlags {
-		loc := f.find.FindStringIndex(command)
+		loc := f.find().FindStringIndex(command)
 		if loc == nil {
 			continue
 		}
 		rest := command[loc[1]:]
-		quiet := f.runner == "pytest" && pytestQuiet.MatchString(rest)
-		if f.has.MatchString(rest) && !quiet {
+		quiet := f.runner == "pytest" && pytestQuiet().MatchString(rest)
+		if f.has().MatchString(rest) && !quiet {
 			return "", ""
 		}
 		if quiet { // -q takes back a -v
-			rest = pytestQuiet.ReplaceAllString(rest, "$1")
+			rest = pytestQuiet().ReplaceAllString(rest, "$1")
 		}
 		return command[:loc[1]] + f.add + rest, f.runner
 	}
@@ -1065,7 +1065,7 @@ func knownWithout(runner string) string {
 }
 
 // pytestQuiet finds pytest's -q, which cancels a -v.
-var pytestQuiet = regexp.MustCompile(`\s-q+(\s|$)`)
+var pytestQuiet = lazyre.New(`\s-q+(\s|$)`)
 
 // jsonText is s as a JSON string, for hints to paste into a JSON file.
 func jsonText(s string) string {

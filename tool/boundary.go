@@ -3,30 +3,33 @@ package tool
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
-// boundaryCommands are shell commands that change GitHub state in ways a
+// boundaryCommands() are shell commands that change GitHub state in ways a
 // run must leave to its end (closing, deleting, transferring or reopening
 // issues; closing, merging or readying pull requests; creating or editing
 // releases), any direct GitHub API call (which can do all of that), and
 // HTTP clients or JSON payloads aimed at the API. The list is the one
 // climpt blocks.
-var boundaryCommands = []*regexp.Regexp{
-	regexp.MustCompile(`\bgh\s+issue\s+close\b`),
-	regexp.MustCompile(`\bgh\s+issue\s+delete\b`),
-	regexp.MustCompile(`\bgh\s+issue\s+transfer\b`),
-	regexp.MustCompile(`\bgh\s+issue\s+edit\s+.*--state\s+closed`),
-	regexp.MustCompile(`\bgh\s+issue\s+reopen\b`),
-	regexp.MustCompile(`\bgh\s+pr\s+close\b`),
-	regexp.MustCompile(`\bgh\s+pr\s+merge\b`),
-	regexp.MustCompile(`\bgh\s+pr\s+ready\b`),
-	regexp.MustCompile(`\bgh\s+release\s+create\b`),
-	regexp.MustCompile(`\bgh\s+release\s+edit\b`),
-	regexp.MustCompile(`\bgh\s+api\b`),
-	regexp.MustCompile(`\b(?:curl|wget|python[23]?|node|ruby|perl|deno)\b.*api\.github\.com`),
-	regexp.MustCompile(`"state"\s*:\s*"closed"`),
-	regexp.MustCompile(`'state'\s*:\s*'closed'`),
-}
+var boundaryCommands = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`\bgh\s+issue\s+close\b`),
+		regexp.MustCompile(`\bgh\s+issue\s+delete\b`),
+		regexp.MustCompile(`\bgh\s+issue\s+transfer\b`),
+		regexp.MustCompile(`\bgh\s+issue\s+edit\s+.*--state\s+closed`),
+		regexp.MustCompile(`\bgh\s+issue\s+reopen\b`),
+		regexp.MustCompile(`\bgh\s+pr\s+close\b`),
+		regexp.MustCompile(`\bgh\s+pr\s+merge\b`),
+		regexp.MustCompile(`\bgh\s+pr\s+ready\b`),
+		regexp.MustCompile(`\bgh\s+release\s+create\b`),
+		regexp.MustCompile(`\bgh\s+release\s+edit\b`),
+		regexp.MustCompile(`\bgh\s+api\b`),
+		regexp.MustCompile(`\b(?:curl|wget|python[23]?|node|ruby|perl|deno)\b.*api\.github\.com`),
+		regexp.MustCompile(`"state"\s*:\s*"closed"`),
+		regexp.MustCompile(`'state'\s*:\s*'closed'`),
+	}
+})
 
 // BoundaryCommand reports whether the shell command line performs a
 // GitHub boundary action, and the text that matched ("gh issue close").
@@ -40,7 +43,7 @@ func BoundaryCommand(command string) (matched string, ok bool) {
 	if !strings.Contains(command, "gh") && !strings.Contains(command, "api.github.com") && !strings.Contains(command, "closed") {
 		return "", false
 	}
-	for _, re := range boundaryCommands {
+	for _, re := range boundaryCommands() {
 		if m := re.FindString(command); m != "" {
 			return m, true
 		}

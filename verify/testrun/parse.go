@@ -14,9 +14,10 @@ package testrun
 
 import (
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
 // Outcome is what became of one test.
@@ -204,11 +205,11 @@ func parseGoJSON(ls []string) (part, bool) {
 // --- go test (text) ---
 
 var (
-	goResult  = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
-	goRunLine = regexp.MustCompile(`^=== RUN\s+\S+`)
+	goResult  = lazyre.New(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
+	goRunLine = lazyre.New(`^=== RUN\s+\S+`)
 	// goPackage is go test's line per package: "ok  \tpkg\t0.01s",
 	// "FAIL\tpkg\t0.01s", "FAIL\tpkg [build failed]", "?   \tpkg\t[no test files]".
-	goPackage = regexp.MustCompile(`^(ok  |FAIL|\?   )\t(\S+)(?:[\t ](.*))?$`)
+	goPackage = lazyre.New(`^(ok  |FAIL|\?   )\t(\S+)(?:[\t ](.*))?$`)
 )
 
 func parseGoText(ls []string) (part, bool) {
@@ -219,14 +220,14 @@ func parseGoText(ls []string) (part, bool) {
 		if strings.HasPrefix(strings.TrimSpace(l), `{"`) {
 			continue // go test -json
 		}
-		if strings.HasPrefix(l, "=== RUN") && goRunLine.MatchString(l) {
+		if strings.HasPrefix(l, "=== RUN") && goRunLine().MatchString(l) {
 			verbose = true
 			continue
 		}
 		if !strings.Contains(l, "--- ") && !strings.Contains(l, "\t") {
 			continue // neither a test result nor a package line
 		}
-		if m := goResult.FindStringSubmatch(l); m != nil {
+		if m := goResult().FindStringSubmatch(l); m != nil {
 			o := map[string]Outcome{"PASS": Passed, "FAIL": Failed, "SKIP": Skipped}[m[1]]
 			if o == Passed {
 				verbose = true
@@ -234,7 +235,7 @@ func parseGoText(ls []string) (part, bool) {
 			pending = append(pending, Test{Name: m[2], Outcome: o})
 			continue
 		}
-		m := goPackage.FindStringSubmatch(l)
+		m := goPackage().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
@@ -261,13 +262,13 @@ func parseGoText(ls []string) (part, bool) {
 
 var (
 	// -v: "tests/test_x.py::test_a PASSED   [ 11%]"
-	pytestVerbose = regexp.MustCompile(`^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b`)
+	pytestVerbose = lazyre.New(`^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b`)
 	// -rA short summary: "PASSED tests/test_x.py::test_a", "FAILED id - msg";
 	// pytest-xdist with -v: "[gw0] [ 50%] PASSED tests/test_x.py::test_a"
-	pytestShort = regexp.MustCompile(`^(?:\[gw\d+\] \[\s*\d+%\] )?(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)`)
+	pytestShort = lazyre.New(`^(?:\[gw\d+\] \[\s*\d+%\] )?(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)`)
 	// "==== 1 failed, 5 passed, 2 skipped in 0.02s ====", "no tests ran in 0.01s"
-	pytestSummary = regexp.MustCompile(`^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran) in [\d.]+s`)
-	pytestCount   = regexp.MustCompile(`(\d+) (\w+)`)
+	pytestSummary = lazyre.New(`^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran) in [\d.]+s`)
+	pytestCount   = lazyre.New(`(\d+) (\w+)`)
 )
 
 var pytestOutcome = map[string]Outcome{"PASSED": Passed, "XPASS": Passed, "FAILED": Failed, "ERROR": Failed, "SKIPPED": Skipped, "XFAIL": Skipped}
@@ -281,22 +282,22 @@ func parsePytest(ls []string) (part, bool) {
 		if !strings.Contains(t, "::") && !strings.Contains(t, " in ") {
 			continue
 		}
-		if m := pytestVerbose.FindStringSubmatch(t); m != nil {
+		if m := pytestVerbose().FindStringSubmatch(t); m != nil {
 			listed = true
 			p.tests = append(p.tests, Test{Name: m[1], Outcome: pytestOutcome[m[2]]})
 			continue
 		}
-		if m := pytestShort.FindStringSubmatch(t); m != nil {
+		if m := pytestShort().FindStringSubmatch(t); m != nil {
 			p.tests = append(p.tests, Test{Name: m[2], Outcome: pytestOutcome[m[1]]})
 			if m[1] == "PASSED" || strings.HasPrefix(t, "[gw") {
 				listed = true // -rA and xdist list the passing tests too
 			}
 			continue
 		}
-		if m := pytestSummary.FindStringSubmatch(t); m != nil {
+		if m := pytestSummary().FindStringSubmatch(t); m != nil {
 			summary = true
 			p.passed, p.failed, p.skipped, deselected = 0, 0, 0, 0
-			for _, c := range pytestCount.FindAllStringSubmatch(m[1], -1) {
+			for _, c := range pytestCount().FindAllStringSubmatch(m[1], -1) {
 				n, _ := strconv.Atoi(c[1])
 				switch c[2] {
 				case "passed", "xpassed":
@@ -336,11 +337,11 @@ func countOf(ts []Test) int {
 var (
 	// -v: "test_u (tests.test_x.U.test_u) ... ok"; the description of a
 	// test with a docstring is on a line of its own before " ... ok".
-	unittestLine   = regexp.MustCompile(`^(\w+) \(([\w.]+)\) \.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$`)
-	unittestHead   = regexp.MustCompile(`^(\w+) \(([\w.]+)\)$`)
-	unittestResult = regexp.MustCompile(`^.* \.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$`)
-	unittestRan    = regexp.MustCompile(`^Ran (\d+) tests? in [\d.]+s$`)
-	unittestStatus = regexp.MustCompile(`^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?$`)
+	unittestLine   = lazyre.New(`^(\w+) \(([\w.]+)\) \.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$`)
+	unittestHead   = lazyre.New(`^(\w+) \(([\w.]+)\)$`)
+	unittestResult = lazyre.New(`^.* \.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$`)
+	unittestRan    = lazyre.New(`^Ran (\d+) tests? in [\d.]+s$`)
+	unittestStatus = lazyre.New(`^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?$`)
 )
 
 func unittestOutcome(s string) Outcome {
@@ -369,21 +370,21 @@ func parseUnittest(ls []string) (part, bool) {
 		if !strings.Contains(t, " ... ") && !strings.HasSuffix(t, ")") && !strings.HasPrefix(t, "Ran ") {
 			continue
 		}
-		if m := unittestLine.FindStringSubmatch(t); m != nil {
+		if m := unittestLine().FindStringSubmatch(t); m != nil {
 			p.tests = append(p.tests, Test{Name: unittestName(m[1], m[2]), Outcome: unittestOutcome(m[3])})
 			head = ""
 			continue
 		}
-		if m := unittestHead.FindStringSubmatch(t); m != nil {
+		if m := unittestHead().FindStringSubmatch(t); m != nil {
 			head = unittestName(m[1], m[2])
 			continue
 		}
-		if m := unittestResult.FindStringSubmatch(t); m != nil && head != "" {
+		if m := unittestResult().FindStringSubmatch(t); m != nil && head != "" {
 			p.tests = append(p.tests, Test{Name: head, Outcome: unittestOutcome(m[1])})
 			head = ""
 			continue
 		}
-		if m := unittestRan.FindStringSubmatch(t); m != nil {
+		if m := unittestRan().FindStringSubmatch(t); m != nil {
 			ran, _ = strconv.Atoi(m[1])
 			// The status line follows, after a blank line.
 			for _, n := range ls[i+1:] {
@@ -391,7 +392,7 @@ func parseUnittest(ls []string) (part, bool) {
 				if n == "" {
 					continue
 				}
-				if s := unittestStatus.FindStringSubmatch(n); s != nil {
+				if s := unittestStatus().FindStringSubmatch(n); s != nil {
 					found = true
 					skipped := 0
 					failed := 0
@@ -423,10 +424,10 @@ func parseUnittest(ls []string) (part, bool) {
 // --- jest ---
 
 var (
-	jestFile    = regexp.MustCompile(`^(PASS|FAIL)\s+(\S+)`)
-	jestTest    = regexp.MustCompile(`^(\s+)(✓|✕|√|×|○|✎) (?:(?:skipped|todo) )?(.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$`)
-	jestSummary = regexp.MustCompile(`^Tests:\s+(.*\d+ total)$`)
-	countWord   = regexp.MustCompile(`(\d+) (\w+)`)
+	jestFile    = lazyre.New(`^(PASS|FAIL)\s+(\S+)`)
+	jestTest    = lazyre.New(`^(\s+)(✓|✕|√|×|○|✎) (?:(?:skipped|todo) )?(.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?$`)
+	jestSummary = lazyre.New(`^Tests:\s+(.*\d+ total)$`)
+	countWord   = lazyre.New(`(\d+) (\w+)`)
 )
 
 func parseJest(ls []string) (part, bool) {
@@ -442,13 +443,13 @@ func parseJest(ls []string) (part, bool) {
 		if file == "" && !strings.HasPrefix(l, "PASS") && !strings.HasPrefix(l, "FAIL") && !strings.Contains(l, "Tests:") {
 			continue
 		}
-		if m := jestFile.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, " ") {
+		if m := jestFile().FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, " ") {
 			file, describe = m[2], describe[:0]
 			continue
 		}
-		if m := jestSummary.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+		if m := jestSummary().FindStringSubmatch(strings.TrimSpace(l)); m != nil {
 			summary = true
-			for _, c := range countWord.FindAllStringSubmatch(m[1], -1) {
+			for _, c := range countWord().FindAllStringSubmatch(m[1], -1) {
 				n, _ := strconv.Atoi(c[1])
 				switch c[2] {
 				case "passed":
@@ -468,7 +469,7 @@ func parseJest(ls []string) (part, bool) {
 		for len(describe) > 0 && describe[len(describe)-1].indent >= indent {
 			describe = describe[:len(describe)-1]
 		}
-		if m := jestTest.FindStringSubmatch(l); m != nil {
+		if m := jestTest().FindStringSubmatch(l); m != nil {
 			listed = true
 			name := file
 			for _, d := range describe {
@@ -502,8 +503,8 @@ var (
 	// --reporter=verbose: " ✓ src/sum.test.ts > sum > adds 1ms",
 	// " × …", " ↓ … [skipped]"; the default reporter's file lines carry
 	// "(3 tests)".
-	vitestTest    = regexp.MustCompile(`^\s*(✓|×|↓|✗|√) (\S+ > .+?)(?: \[skipped\])?(?: \d+(?:\.\d+)?m?s)?$`)
-	vitestSummary = regexp.MustCompile(`^Tests\s+(.*)\((\d+)\)$`)
+	vitestTest    = lazyre.New(`^\s*(✓|×|↓|✗|√) (\S+ > .+?)(?: \[skipped\])?(?: \d+(?:\.\d+)?m?s)?$`)
+	vitestSummary = lazyre.New(`^Tests\s+(.*)\((\d+)\)$`)
 )
 
 func parseVitest(ls []string) (part, bool) {
@@ -515,10 +516,10 @@ func parseVitest(ls []string) (part, bool) {
 		if !strings.Contains(t, " > ") && !strings.HasPrefix(t, "Tests") {
 			continue
 		}
-		if m := vitestSummary.FindStringSubmatch(t); m != nil {
+		if m := vitestSummary().FindStringSubmatch(t); m != nil {
 			summary = true
 			total, _ = strconv.Atoi(m[2])
-			for _, c := range countWord.FindAllStringSubmatch(m[1], -1) {
+			for _, c := range countWord().FindAllStringSubmatch(m[1], -1) {
 				n, _ := strconv.Atoi(c[1])
 				switch c[2] {
 				case "passed":
@@ -531,7 +532,7 @@ func parseVitest(ls []string) (part, bool) {
 			}
 			continue
 		}
-		if m := vitestTest.FindStringSubmatch(l); m != nil {
+		if m := vitestTest().FindStringSubmatch(l); m != nil {
 			o := Passed
 			switch m[1] {
 			case "×", "✗":
@@ -561,9 +562,9 @@ func parseVitest(ls []string) (part, bool) {
 // --- cargo test ---
 
 var (
-	cargoTest    = regexp.MustCompile(`^test (.+?) \.\.\. (ok|FAILED|ignored)\b`)
-	cargoRunning = regexp.MustCompile(`^\s*(?:Running (?:unittests )?(\S+)|Doc-tests (\S+))`)
-	cargoResult  = regexp.MustCompile(`^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored`)
+	cargoTest    = lazyre.New(`^test (.+?) \.\.\. (ok|FAILED|ignored)\b`)
+	cargoRunning = lazyre.New(`^\s*(?:Running (?:unittests )?(\S+)|Doc-tests (\S+))`)
+	cargoResult  = lazyre.New(`^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored`)
 )
 
 func parseCargo(ls []string) (part, bool) {
@@ -575,11 +576,11 @@ func parseCargo(ls []string) (part, bool) {
 		if !strings.HasPrefix(l, "test ") && !strings.Contains(l, "Running ") && !strings.Contains(l, "Doc-tests ") {
 			continue
 		}
-		if m := cargoRunning.FindStringSubmatch(l); m != nil {
+		if m := cargoRunning().FindStringSubmatch(l); m != nil {
 			target = m[1] + m[2]
 			continue
 		}
-		if m := cargoTest.FindStringSubmatch(l); m != nil {
+		if m := cargoTest().FindStringSubmatch(l); m != nil {
 			name := m[1]
 			if target != "" {
 				name = target + " " + name
@@ -588,7 +589,7 @@ func parseCargo(ls []string) (part, bool) {
 			p.tests = append(p.tests, Test{Name: name, Outcome: o})
 			continue
 		}
-		if m := cargoResult.FindStringSubmatch(l); m != nil {
+		if m := cargoResult().FindStringSubmatch(l); m != nil {
 			found = true
 			n := [3]int{}
 			for i := range n {
