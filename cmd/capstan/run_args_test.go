@@ -126,3 +126,26 @@ func mustLoad(t *testing.T, dir string) *config.Agent {
 	}
 	return def
 }
+
+// The "continue with:" line of a run that used its iteration budget works
+// when pasted: it raises the budget, so the resumed run goes on.
+func TestContinueWithRaisesIterationBudget(t *testing.T) {
+	wd := t.TempDir()
+	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "--max-iterations", "1")
+	if code != exitNotCompleted {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	_, line, ok := strings.Cut(errOut, "continue with: capstan ")
+	if !ok {
+		t.Fatalf("no continue line:\n%s", errOut)
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	args := strings.Fields(line)
+	if !strings.HasSuffix(line, "--max-iterations 2") {
+		t.Fatalf("continue line %q does not raise the budget", line)
+	}
+	code, out, errOut := captureConfigCLI(t, append(args, "--json")...)
+	if code != 0 || !strings.Contains(out, `"completionReason": "completed"`) {
+		t.Fatalf("pasted %q: exit %d\n%s\n%s", line, code, out, errOut)
+	}
+}
