@@ -65,7 +65,7 @@ func (c *checker) climpt() {
 		inert(a, "/runner/execution", "capstan does not create git worktrees or merge, push or open pull requests after a run: it works in --workdir (default: the current folder); create the worktree first and pass it with --workdir")
 	}
 	if len(r.Logging) > 0 {
-		inert(a, "/runner/logging", "capstan journals every run in its state folder (see `capstan show`, `capstan log`); climpt's log directory, format and maxFiles are not used")
+		inert(a, "/runner/logging", "capstan journals every run in its state folder (see `capstan runs`, `capstan show`); climpt's log directory, format and maxFiles are not used")
 	}
 	if c.dir != "" && c.def.FS() == nil {
 		if fi, err := os.Stat(filepath.Join(c.dir, "config.json")); err == nil && fi.Mode().IsRegular() {

@@ -77,8 +77,8 @@ func loadDefinition(fsys fs.FS, dir string) (*Definition, error) {
 			"agent folder %q does not exist or is not a directory", dir)
 		e.Hint = "pass the folder that contains agent.json, or create one with `capstan init NAME`"
 		e.File = "."
-		if err != nil {
-			e.Err = err
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			e.Err = err // why it cannot be read (permissions…); "not exist" is the message already
 		}
 		return nil, e
 	}

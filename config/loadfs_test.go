@@ -3,6 +3,7 @@ package config
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -50,5 +51,15 @@ func TestLoadAndValidateFSReadsOnlyTheFS(t *testing.T) {
 	// Loaded from disk, a definition has no FS.
 	if def, _, err := Load(writeAgent(t, baseAgent(), baseRegistry(), nil)); err != nil || def.FS() != nil {
 		t.Fatalf("disk load: %v", err)
+	}
+}
+
+// A missing agent folder is said once, without the file system's own
+// "open …: no such file or directory" repeating it.
+func TestLoadMissingFolderSaysItOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fix-issue")
+	_, _, err := Load(dir)
+	if err == nil || !strings.Contains(err.Error(), "does not exist or is not a directory") || strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("Load(%s) = %v", dir, err)
 	}
 }

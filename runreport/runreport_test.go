@@ -346,3 +346,16 @@ func TestNoLostTestsInTheAccount(t *testing.T) {
 		t.Fatalf("md:\n%s\nhtml:\n%s", md.String(), html.String())
 	}
 }
+
+// The run's parameters read as they were given: name=value, sorted, a
+// value with spaces quoted — not Go's map syntax.
+func TestParamsAsGiven(t *testing.T) {
+	r := build(t, ev{journal.RunStart, 0, m{"agent": "a", "params": m{"name": "ada", "topic": "Go tests", "issue": 42}}})
+	var b bytes.Buffer
+	if err := WriteText(&b, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `params issue=42 name=ada topic="Go tests"` + "\n"; !strings.Contains(b.String(), want) {
+		t.Fatalf("missing %q:\n%s", want, b.String())
+	}
+}

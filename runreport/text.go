@@ -1,8 +1,10 @@
 package runreport
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -85,7 +87,7 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 		p.f("started %s\n", r.Started.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
 	if r.Params != nil {
-		p.f("params %v\n", r.Params)
+		p.f("params %s\n", paramsText(r.Params))
 	}
 	for _, it := range its {
 		p.f("\n── %s\n", iterationHeading(r, it))
@@ -302,4 +304,33 @@ func (p *printer) block(s, prefix string) {
 		return
 	}
 	p.f("%s%s\n", prefix, strings.ReplaceAll(s, "\n", "\n"+prefix))
+}
+
+// paramsText renders the run's parameters as they were given on the
+// command line, sorted by name: name=value, a value with spaces or quotes
+// quoted, a non-string value as JSON.
+func paramsText(params any) string {
+	m, ok := params.(map[string]any)
+	if !ok {
+		b, _ := json.Marshal(params)
+		return string(b)
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		v, isString := m[k].(string)
+		if !isString {
+			b, _ := json.Marshal(m[k])
+			v = string(b)
+		} else if v == "" || strings.ContainsAny(v, " \t\n\"'") {
+			b, _ := json.Marshal(v)
+			v = string(b)
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
 }

@@ -274,17 +274,39 @@ func Follow(ctx context.Context, c client.Client, runID string, interval time.Du
 // ErrNoRun is Cancel's error for a run ID the server does not know.
 var ErrNoRun = errors.New("no such run on Temporal")
 
+// ErrRunEnded is Cancel's error for a run whose workflow has already
+// closed: there is nothing left to cancel.
+var ErrRunEnded = errors.New("run already ended")
+
 // Cancel asks the run's workflow to cancel: the iteration under way is
-// interrupted and the run ends with completionReason canceled.
+// interrupted and the run ends with completionReason canceled. A run that
+// has already ended is ErrRunEnded, naming Temporal's status of it, since
+// the server accepts a cancel request for a closed workflow and ignores it.
 func Cancel(ctx context.Context, c client.Client, runID string) error {
+	var nf *serviceerror.NotFound
+	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	if errors.As(err, &nf) {
+		return fmt.Errorf("%w: %s", ErrNoRun, runID)
+	}
+	if err != nil {
+		return fmt.Errorf("cancel run %s: %w", runID, err)
+	}
+	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return fmt.Errorf("%w: %s is %s on Temporal, nothing to cancel", ErrRunEnded, runID, strings.ToLower(statusName(st)))
+	}
 	if err := c.CancelWorkflow(ctx, runID, ""); err != nil {
-		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return fmt.Errorf("%w: %s", ErrNoRun, runID)
 		}
 		return fmt.Errorf("cancel run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// statusName is a workflow status without its enum prefix: "RUNNING",
+// "COMPLETED", "CANCELED"….
+func statusName(st enumspb.WorkflowExecutionStatus) string {
+	return strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")
 }
 
 // RunSummary is one run as Temporal lists it.
@@ -312,7 +334,7 @@ func List(ctx context.Context, c client.Client, limit int) ([]RunSummary, error)
 				continue // an earlier part of a run that continued as new
 			}
 			seen[e.GetExecution().GetWorkflowId()] = true
-			s := RunSummary{RunID: e.GetExecution().GetWorkflowId(), Status: strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")}
+			s := RunSummary{RunID: e.GetExecution().GetWorkflowId(), Status: statusName(e.GetStatus())}
 			if t := e.GetStartTime(); t != nil {
 				s.Start = t.AsTime()
 			}

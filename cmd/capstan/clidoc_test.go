@@ -103,3 +103,42 @@ func TestCLIReferenceIsComplete(t *testing.T) {
 		return nil
 	})
 }
+
+// A command that docs or messages quote in backticks ("`capstan show RUN`")
+// exists: a newcomer pastes it.
+func TestQuotedCommandsExist(t *testing.T) {
+	known := map[string]bool{"help": true, "completion": true} // cobra adds these when it runs
+	for _, c := range newRootCmd().Commands() {
+		known[c.Name()] = true
+	}
+	quoted := regexp.MustCompile("`capstan ([a-z][a-z-]*)")
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == "testdata" || (strings.HasPrefix(d.Name(), ".") && path != root) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		if strings.HasSuffix(name, "_test.go") || name == "CHANGELOG.md" || !(strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".md")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range quoted.FindAllStringSubmatch(string(b), -1) {
+			if !known[m[1]] {
+				t.Errorf("%s quotes `capstan %s`, which is not a command", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

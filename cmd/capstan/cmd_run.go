@@ -20,6 +20,7 @@ import (
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/loop"
 )
 
 // runFlags are capstan's own flags of `run` and `resume`.
@@ -363,6 +364,25 @@ func exitForCode(code string) int {
 	return exitOK
 }
 
+// resumeCommand is the command that continues a run stopped by a
+// recoverable error ("" when it cannot be continued). A run that used its
+// iteration budget gets a larger one (twice the iterations, at most the
+// hard limit): resumed as it is, it would stop again at once.
+func resumeCommand(r *agent.Result) string {
+	if r.Error == nil || !r.Error.Recoverable {
+		return ""
+	}
+	cmd := "capstan resume " + r.RunID
+	if r.CompletionReason == loop.ReasonMaxIterations {
+		n := min(2*max(r.Iterations, 1), loop.HardLimit)
+		if n <= r.Iterations {
+			return ""
+		}
+		cmd += " --max-iterations " + strconv.Itoa(n)
+	}
+	return cmd
+}
+
 func printSummary(w io.Writer, r *agent.Result) {
 	status := "NOT COMPLETED"
 	if r.Success {
@@ -381,8 +401,8 @@ func printSummary(w io.Writer, r *agent.Result) {
 		if r.Error.Hint != "" {
 			fmt.Fprintf(w, "  hint: %s\n", r.Error.Hint)
 		}
-		if r.Error.Recoverable {
-			fmt.Fprintf(w, "  continue with: capstan resume %s\n", r.RunID)
+		if cmd := resumeCommand(r); cmd != "" {
+			fmt.Fprintf(w, "  continue with: %s\n", cmd)
 		}
 	}
 	if g := r.GitHub; g != nil {

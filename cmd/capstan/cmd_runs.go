@@ -177,6 +177,20 @@ func summarizeRun(r journal.Run) runSummary {
 	}
 	if rec.Result != nil {
 		s.Reason, s.Cost, s.Tokens, s.Iterations = rec.Result.CompletionReason, rec.Result.CostUSD, rec.Result.Usage.Total(), rec.Result.Iterations
+		return s
+	}
+	// No result (killed or still running): what its finished iterations
+	// used, as `capstan show` counts them.
+	s.Iterations = 0
+	for _, it := range rec.Iterations {
+		if !it.Finished {
+			continue
+		}
+		s.Iterations++
+		if it.Summary != nil {
+			s.Tokens += it.Summary.Usage.Total()
+			s.Cost += it.Summary.CostUSD
+		}
 	}
 	return s
 }

@@ -554,6 +554,9 @@ func newCancelCmd() *cobra.Command {
 				if errors.Is(err, scaleout.ErrNoRun) {
 					return withExit(exitUsage, fmt.Errorf("%w (list the runs with: capstan runs --temporal %s --namespace %s)", err, tf.address, tf.namespace))
 				}
+				if errors.Is(err, scaleout.ErrRunEnded) {
+					return withExit(exitUsage, fmt.Errorf("%w (see how it ended with: capstan show %s)", err, args[0]))
+				}
 				return withExit(exitInternal, err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "capstan: cancel requested for run %s\n", args[0])

@@ -139,8 +139,10 @@ func TestKilledRunIsReadableAndResumable(t *testing.T) {
 		t.Fatalf("show after kill (exit %d):\n%s", code, out)
 	}
 	code, out, _ = captureConfigCLI(t, "runs", "--workdir", wd, "--json")
-	if code != 0 || !strings.Contains(out, `"status": "unfinished"`) {
-		t.Fatalf("runs after kill (exit %d):\n%s", code, out)
+	var listed []runSummary
+	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 || listed[0].Status != "unfinished" ||
+		listed[0].Iterations != 1 || listed[0].Tokens == 0 {
+		t.Fatalf("runs after kill (exit %d): want 1 finished iteration and its tokens\n%s", code, out)
 	}
 
 	// The resumed run replays the killed iteration (its turns were never

@@ -381,6 +381,13 @@ func TestTemporalCancel(t *testing.T) {
 	if res.CompletionReason != "canceled" || res.Success {
 		t.Fatalf("capstan cancel: %+v", res)
 	}
+
+	// A run that has ended cannot be canceled: the server would accept
+	// the request and ignore it, so capstan says so instead.
+	out, err = cliCommand("cancel", id, "--temporal", addr).CombinedOutput()
+	if exitCode(err) != exitUsage || !strings.Contains(string(out), "already ended") || !strings.Contains(string(out), "capstan show "+id) {
+		t.Fatalf("cancel of an ended run: exit %d\n%s", exitCode(err), out)
+	}
 }
 
 // historySize is the size of the run's workflow history as the server
