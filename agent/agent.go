@@ -168,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// Agents of one definition share one read-only copy of it; an agent
 	// whose Config overrides a limit gets its own copy to write it over.
 	a.spec, a.reg = def.Shared()
-	if opts.MaxIterations > 0 || opts.RunTimeout > 0 || opts.MaxTokens > 0 || opts.MaxCostUSD > 0 || opts.MaxTurns > 0 || opts.StepLoopLimit > 0 {
+	if writesLimits(opts) {
 		a.spec, a.reg = def.Definition(), def.Registry()
 	}
 	if err := applyLimits(a.spec, a.reg, opts); err != nil {

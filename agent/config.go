@@ -153,6 +153,13 @@ func Load(dir string, cfg Config) (Config, error) {
 	return cfg, nil
 }
 
+// writesLimits reports whether applyLimits writes any of cfg's limits
+// over the definition (RunTimeout is not written: Run applies it), so
+// that the agent needs its own copy instead of the shared one.
+func writesLimits(cfg Config) bool {
+	return cfg.MaxIterations > 0 || cfg.MaxTokens > 0 || cfg.MaxCostUSD > 0 || cfg.MaxTurns > 0 || cfg.StepLoopLimit > 0
+}
+
 // applyLimits writes cfg's limits (MaxIterations, MaxTokens, MaxCostUSD,
 // MaxTurns, StepLoopLimit; RunTimeout is applied by Run, which needs its
 // sub-second precision) over the agent's copies of its
