@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,11 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 		e.File = s.Agent.Dir()
 		e.Hint = "move large files (data, binaries) out of the agent folder into the work dir"
 		return nil, e
+	}
+	for _, u := range []struct{ flag, value string }{{"--repo", s.Repo}, {"--base-url", s.BaseURL}} {
+		if err := noCredentialIn(u.flag, u.value); err != nil {
+			return nil, err
+		}
 	}
 	wd, err := filepath.Abs(s.WorkDir)
 	if err != nil {
@@ -349,4 +355,21 @@ func List(ctx context.Context, c client.Client, limit int) ([]RunSummary, error)
 		}
 	}
 	return out, nil
+}
+
+// noCredentialIn rejects a URL that carries a password (https://user:token@host):
+// workflow input is stored in Temporal's history and shown by its UI, and
+// secrets stay in the workers' own environment and git credential helpers.
+func noCredentialIn(flag, value string) error {
+	u, err := url.Parse(value)
+	if err != nil || u.User == nil {
+		return nil
+	}
+	if _, hasPassword := u.User.Password(); !hasPassword {
+		return nil
+	}
+	e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+		"%s carries a password or token in its URL; a run on Temporal records it in workflow history", flag)
+	e.Hint = "drop the user:password@ part and give the workers the credential (git credential helper, API key in their environment)"
+	return e
 }

@@ -377,3 +377,28 @@ func TestWorkflowRunsInAPlainWorkDir(t *testing.T) {
 		t.Fatalf("a plain work dir became a repository: %v", err)
 	}
 }
+
+// A --repo or --base-url with a token in its URL is refused before it can
+// enter workflow input (and so Temporal's history); the run's branch is not
+// created.
+func TestPrepareRunRefusesCredentialsInURLs(t *testing.T) {
+	def, err := agent.LoadPinned(filepath.Join("testdata", "counter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []Submission{
+		{Agent: def, WorkDir: t.TempDir(), Repo: "https://x-access-token:ghp_SECRET@github.com/o/r.git"},
+		{Agent: def, WorkDir: t.TempDir(), BaseURL: "https://user:sk-SECRET@llm.example/v1"},
+	} {
+		in, err := PrepareRun(context.Background(), s)
+		if err == nil {
+			t.Fatalf("PrepareRun accepted a URL with a token: %+v", in)
+		}
+		if strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "password or token") {
+			t.Errorf("error = %v", err)
+		}
+	}
+	if _, err := PrepareRun(context.Background(), Submission{Agent: def, WorkDir: t.TempDir(), Repo: "https://github.com/o/r.git"}); err != nil && strings.Contains(err.Error(), "password or token") {
+		t.Errorf("a URL without a password was refused: %v", err)
+	}
+}
