@@ -13,18 +13,24 @@ import (
 // HTTP clients or JSON payloads aimed at the API. The list is the one
 // climpt blocks.
 var boundaryCommands = sync.OnceValue(func() []*regexp.Regexp {
+	// gh accepts flags (and their values) before and between its
+	// command words ("gh -R o/r issue close 1", "gh issue -R o/r close 1").
+	flags := `(?:\s+-\S+(?:\s+[^-\s]\S*)?)*`
+	gh := func(words ...string) *regexp.Regexp {
+		return regexp.MustCompile(`\bgh` + flags + `\s+` + strings.Join(words, flags+`\s+`) + `\b`)
+	}
 	return []*regexp.Regexp{
-		regexp.MustCompile(`\bgh\s+issue\s+close\b`),
-		regexp.MustCompile(`\bgh\s+issue\s+delete\b`),
-		regexp.MustCompile(`\bgh\s+issue\s+transfer\b`),
-		regexp.MustCompile(`\bgh\s+issue\s+edit\s+.*--state\s+closed`),
-		regexp.MustCompile(`\bgh\s+issue\s+reopen\b`),
-		regexp.MustCompile(`\bgh\s+pr\s+close\b`),
-		regexp.MustCompile(`\bgh\s+pr\s+merge\b`),
-		regexp.MustCompile(`\bgh\s+pr\s+ready\b`),
-		regexp.MustCompile(`\bgh\s+release\s+create\b`),
-		regexp.MustCompile(`\bgh\s+release\s+edit\b`),
-		regexp.MustCompile(`\bgh\s+api\b`),
+		gh("issue", "close"),
+		gh("issue", "delete"),
+		gh("issue", "transfer"),
+		regexp.MustCompile(`\bgh` + flags + `\s+issue` + flags + `\s+edit\s+.*--state[\s=]+closed`),
+		gh("issue", "reopen"),
+		gh("pr", "close"),
+		gh("pr", "merge"),
+		gh("pr", "ready"),
+		gh("release", "create"),
+		gh("release", "edit"),
+		gh("api"),
 		regexp.MustCompile(`\b(?:curl|wget|python[23]?|node|ruby|perl|deno)\b.*api\.github\.com`),
 		regexp.MustCompile(`"state"\s*:\s*"closed"`),
 		regexp.MustCompile(`'state'\s*:\s*'closed'`),

@@ -16,6 +16,10 @@ func TestBoundaryCommand(t *testing.T) {
 		`echo '{"state": "closed"}' | some-client`:                               `"state": "closed"`,
 		"gh release create v1":                                                   "gh release create",
 		"gh issue reopen 4":                                                      "gh issue reopen",
+		"gh -R o/r issue close 1":                                                "gh -R o/r issue close",
+		"gh issue --repo o/r close 1":                                            "gh issue --repo o/r close",
+		"gh pr -R o/r merge 2":                                                   "gh pr -R o/r merge",
+		"gh --hostname h api /x":                                                 "gh --hostname h api",
 	}
 	for cmd, want := range blocked {
 		got, ok := BoundaryCommand(cmd)
