@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // run runs a command in dir and fails the test on error.
@@ -406,33 +406,32 @@ func TestFileValidatorSymlinkEscape(t *testing.T) {
 }
 
 // jsonSchemas is a real SchemaSource: schema files under dir compiled by
-// santhosh-tekuri/jsonschema, the schema name a key of the file.
+// the schema package, the schema name a key of the file.
 type jsonSchemas struct{ dir string }
 
-type compiled struct{ s *jsonschema.Schema }
-
-func (c compiled) Validate(v any) error { return c.s.Validate(v) }
-
 func (j jsonSchemas) Schema(ref config.SchemaRef) (SchemaValidator, error) {
-	f, err := os.Open(filepath.Join(j.dir, ref.File))
+	data, err := os.ReadFile(filepath.Join(j.dir, ref.File))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
+	var file map[string]json.RawMessage
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, err
+	}
+	raw, ok := file[ref.Schema]
+	if !ok {
+		return nil, fmt.Errorf("%s has no schema %q", ref.File, ref.Schema)
+	}
+	s, err := schema.CompileSource(schema.Source{Raw: raw, URL: "mem:///" + ref.File})
 	if err != nil {
 		return nil, err
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem://"+ref.File, doc); err != nil {
-		return nil, err
-	}
-	s, err := c.Compile("mem://" + ref.File + "#/" + ref.Schema)
-	if err != nil {
-		return nil, err
-	}
-	return compiled{s}, nil
+	return checked{s}, nil
 }
+
+type checked struct{ s *schema.Schema }
+
+func (c checked) Validate(v any) error { return c.s.Check(v) }
 
 func TestFileValidatorWithSchema(t *testing.T) {
 	dir := t.TempDir()

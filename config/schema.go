@@ -1,34 +1,21 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
-	"math/big"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/schemas"
 )
 
-// compiledSchema is one compiled file schema plus its parsed document, used
-// to find descriptions (hints) and known keys (suggestions).
-type compiledSchema struct {
-	schema *jsonschema.Schema
-	doc    any
-}
-
 // compiledSchemas compiles the embedded schemas once. The schemas are
 // constants of the binary, so this is a lazily built constant, not state.
-var compiledSchemas = sync.OnceValues(func() (map[string]*compiledSchema, error) {
-	out := map[string]*compiledSchema{}
+// They are not checked against their meta-schema here: TestEmbeddedSchemas
+// does that.
+var compiledSchemas = sync.OnceValues(func() (map[string]*schema.Schema, error) {
+	out := map[string]*schema.Schema{}
 	for kindName, s := range map[string]struct {
 		url string
 		doc []byte
@@ -36,20 +23,14 @@ var compiledSchemas = sync.OnceValues(func() (map[string]*compiledSchema, error)
 		AgentFile:           {schemas.AgentURL, schemas.Agent()},
 		DefaultRegistryFile: {schemas.StepsRegistryURL, schemas.StepsRegistry()},
 	} {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(s.doc))
+		sch, err := schema.CompileSource(schema.Source{Raw: s.doc, URL: s.url, Builtin: true})
 		if err != nil {
 			return nil, fmt.Errorf("embedded schema %s: %w", s.url, err)
 		}
-		sch, err := schema.CompileSource(schema.Source{Raw: s.doc, Doc: doc, URL: s.url})
-		if err != nil {
-			return nil, fmt.Errorf("embedded schema %s: %w", s.url, err)
-		}
-		out[kindName] = &compiledSchema{schema: sch, doc: doc}
+		out[kindName] = sch
 	}
 	return out, nil
 })
-
-var printer = message.NewPrinter(language.English)
 
 // schemaProblem is a problem found by JSON Schema validation.
 type schemaProblem struct {
@@ -68,40 +49,30 @@ func checkSchema(kindName string, src *source) []schemaProblem {
 		// The embedded schemas are tested; failing here is a build defect.
 		return []schemaProblem{{code: "SCHEMA-VALUE", message: "internal: " + err.Error()}}
 	}
-	cs := all[kindName]
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(src.raw))
+	inst, err := schema.Decode(src.raw)
 	if err != nil {
 		return nil // Load already reported the syntax error
 	}
-	verr, ok := cs.schema.Validate(inst).(*jsonschema.ValidationError)
-	if !ok || verr == nil {
-		return nil
-	}
 	var out []schemaProblem
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		out = append(out, cs.describe(e)...)
+	for _, f := range all[kindName].Failures(inst) {
+		out = append(out, describe(f)...)
 	}
-	walk(verr)
 	return out
 }
 
-// describe maps one leaf validation error to problems.
-func (cs *compiledSchema) describe(e *jsonschema.ValidationError) []schemaProblem {
-	ptr := JoinPointer(e.InstanceLocation...)
-	node := cs.node(e.SchemaURL)
+// describe maps one failing keyword to problems.
+func describe(f schema.Failure) []schemaProblem {
+	ptr := f.Pointer()
+	node := f.Node
 	hint := description(node)
-	switch k := e.ErrorKind.(type) {
-	case *kind.AdditionalProperties:
+	switch f.Keyword {
+	case "additionalProperties", "unevaluatedProperties":
+		if len(f.Names) == 0 {
+			break
+		}
 		known := propertyNames(node)
 		var out []schemaProblem
-		for _, name := range k.Properties {
+		for _, name := range f.Names {
 			p := schemaProblem{
 				code:    "UNKNOWN-KEY",
 				pointer: ptr + "/" + escapePointer(name),
@@ -119,9 +90,9 @@ func (cs *compiledSchema) describe(e *jsonschema.ValidationError) []schemaProble
 			out = append(out, p)
 		}
 		return out
-	case *kind.Required:
+	case "required":
 		var out []schemaProblem
-		for _, name := range k.Missing {
+		for _, name := range f.Names {
 			h := description(child(node, name))
 			out = append(out, schemaProblem{
 				code:    "SCHEMA-REQUIRED",
@@ -131,76 +102,27 @@ func (cs *compiledSchema) describe(e *jsonschema.ValidationError) []schemaProble
 			})
 		}
 		return out
-	case *kind.Type:
+	case "type":
 		return []schemaProblem{{
 			code:    "SCHEMA-TYPE",
 			pointer: ptr,
-			message: fmt.Sprintf("wrong type: got %s, want %s", k.Got, strings.Join(k.Want, " or ")),
+			message: "wrong type: " + f.Message,
 			hint:    hint,
 		}}
-	case *kind.Enum:
+	case "enum":
 		return []schemaProblem{{
 			code:    "SCHEMA-ENUM",
 			pointer: ptr,
-			message: fmt.Sprintf("%v is not allowed: %s", display(k.Got), e.ErrorKind.LocalizedString(printer)),
-			hint:    hint,
-		}}
-	case *kind.Minimum:
-		return []schemaProblem{{
-			code:    "SCHEMA-VALUE",
-			pointer: ptr,
-			message: fmt.Sprintf("%s is less than the minimum %s", ratString(k.Got), ratString(k.Want)),
-			hint:    hint,
-		}}
-	default:
-		return []schemaProblem{{
-			code:    "SCHEMA-VALUE",
-			pointer: ptr,
-			message: e.ErrorKind.LocalizedString(printer),
+			message: f.Message,
 			hint:    hint,
 		}}
 	}
-}
-
-func ratString(r *big.Rat) string {
-	if r == nil {
-		return "?"
-	}
-	if r.IsInt() {
-		return r.Num().String()
-	}
-	return r.FloatString(6)
-}
-
-func display(v any) string {
-	switch v := v.(type) {
-	case string:
-		return fmt.Sprintf("%q", v)
-	default:
-		return fmt.Sprint(v)
-	}
-}
-
-// node returns the schema object a SchemaURL points at
-// (".../agent.schema.json#/properties/name").
-func (cs *compiledSchema) node(schemaURL string) map[string]any {
-	_, frag, _ := strings.Cut(schemaURL, "#")
-	toks := strings.Split(strings.TrimPrefix(frag, "/"), "/")
-	if frag == "" {
-		toks = nil
-	}
-	var cur any = cs.doc
-	for _, t := range toks {
-		t, _ = url.PathUnescape(t)
-		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[t]
-	}
-	m, _ := cur.(map[string]any)
-	return m
+	return []schemaProblem{{
+		code:    "SCHEMA-VALUE",
+		pointer: ptr,
+		message: f.Message,
+		hint:    hint,
+	}}
 }
 
 // child returns the schema of property name of node.

@@ -1,11 +1,8 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/schema"
 )
@@ -13,11 +10,11 @@ import (
 // keyRule is the compiled check of one key.
 type keyRule struct {
 	spec   KeySpec
-	schema *jsonschema.Schema
+	schema *schema.Schema
 }
 
 // compileKeySchema compiles spec.Schema, if any.
-func compileKeySchema(spec KeySpec) (*jsonschema.Schema, error) {
+func compileKeySchema(spec KeySpec) (*schema.Schema, error) {
 	if len(spec.Schema) == 0 {
 		return nil, nil
 	}
@@ -25,17 +22,13 @@ func compileKeySchema(spec KeySpec) (*jsonschema.Schema, error) {
 }
 
 // compileSchema compiles a self-contained JSON Schema document.
-func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+func compileSchema(name string, raw json.RawMessage) (*schema.Schema, error) {
 	return schema.CompileSource(schema.Source{Raw: raw, URL: "mem:///" + name + ".json"})
 }
 
 // validateAgainst checks raw JSON against a compiled schema.
-func validateAgainst(s *jsonschema.Schema, raw json.RawMessage) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	return s.Validate(v)
+func validateAgainst(s *schema.Schema, raw json.RawMessage) error {
+	return s.Check(raw)
 }
 
 // check applies the key's rule to e (nil when the key is absent) and

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
@@ -38,7 +36,7 @@ type Contract struct {
 type outputStage struct {
 	c      Contract
 	props  map[string]string // property -> key
-	schema *jsonschema.Schema
+	schema *schema.Schema
 	raw    json.RawMessage
 }
 

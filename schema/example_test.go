@@ -31,6 +31,6 @@ func ExampleValidator_Validate() {
 	}
 	// Output:
 	// true {"stepId": "complete.issue", "status": "done", "issue": {}}
-	// at /issue: missing property 'number'
-	// at /status: value must be one of 'in_progress', 'completed'
+	// at /issue: missing required property "number"
+	// at /status: value "done" must be one of "in_progress", "completed"
 }

@@ -3,15 +3,12 @@ package skill
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/lazyre"
@@ -161,7 +158,7 @@ func decodeDoc(name string, data []byte) (any, error) {
 		}
 		data = b
 	}
-	return jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	return jschema.Decode(data)
 }
 
 // rootLoader loads schema files only from inside the skill root, so a
@@ -169,7 +166,7 @@ func decodeDoc(name string, data []byte) (any, error) {
 type rootLoader struct{ root string }
 
 // Load reads a file:// schema URL inside the skill root.
-func (l rootLoader) Load(u string) (any, error) {
+func (l rootLoader) Load(u string) ([]byte, error) {
 	pu, err := url.Parse(u)
 	if err != nil || pu.Scheme != "file" {
 		return nil, fmt.Errorf("schema reference %q: only files inside the skill are allowed", u)
@@ -183,16 +180,11 @@ func (l rootLoader) Load(u string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(full)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return jsonschema.UnmarshalJSON(f)
+	return os.ReadFile(full)
 }
 
 // compileSchema compiles a schema file of the skill.
-func compileSchema(skillRoot, schemaRel string) (*jsonschema.Schema, error) {
+func compileSchema(skillRoot, schemaRel string) (*jschema.Schema, error) {
 	p, err := sandbox.ResolveInside(skillRoot, schemaRel)
 	if err != nil {
 		return nil, err
@@ -202,7 +194,7 @@ func compileSchema(skillRoot, schemaRel string) (*jsonschema.Schema, error) {
 		e.Hint = "list the skill's files; schemas are usually *.schema.json"
 		return nil, e
 	}
-	return jschema.CompileSource(jschema.Source{URL: "file://" + filepath.ToSlash(p), Loader: rootLoader{root: skillRoot}})
+	return jschema.CompileSource(jschema.Source{URL: "file://" + filepath.ToSlash(p), Loader: rootLoader{root: skillRoot}.Load})
 }
 
 // validateAgainstSchema returns the schema violations of data (file name
@@ -219,31 +211,19 @@ func validateAgainstSchema(skillRoot, schemaRel, name string, data []byte) []str
 	return schemaErrors(sch, doc)
 }
 
-func schemaErrors(sch *jsonschema.Schema, doc any) []string {
-	err := sch.Validate(doc)
+// schemaErrors lists doc's schema violations, at most 20.
+func schemaErrors(sch *jschema.Schema, doc any) []string {
+	err := sch.Check(doc)
 	if err == nil {
 		return nil
 	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	problems := jschema.Problems(err)
+	if len(problems) == 0 {
 		return []string{"compliance: " + err.Error()}
 	}
-	var out []string
-	for _, u := range ve.BasicOutput().Errors {
-		if u.Error == nil {
-			continue
-		}
-		loc := u.InstanceLocation
-		if loc == "" {
-			loc = "/"
-		}
-		out = append(out, fmt.Sprintf("compliance: at %s: %s", loc, u.Error.String()))
-		if len(out) == 20 {
-			break
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, "compliance: "+ve.Error())
+	out := make([]string, 0, min(len(problems), 20))
+	for _, p := range problems[:min(len(problems), 20)] {
+		out = append(out, "compliance: "+p)
 	}
 	return out
 }

@@ -27,7 +27,6 @@
 package claudecode
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,8 +40,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
@@ -769,12 +766,7 @@ func structured(st *state, outputSchema json.RawMessage) error {
 	}
 	var lastErr error
 	for _, c := range candidates {
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(c))
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if err := sch.Validate(v); err != nil {
+		if err := sch.Check(c); err != nil {
 			lastErr = err
 			continue
 		}
@@ -791,7 +783,7 @@ func structured(st *state, outputSchema json.RawMessage) error {
 	return e
 }
 
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+func compileSchema(raw json.RawMessage) (*schema.Schema, error) {
 	return schema.CompileSource(schema.Source{Raw: raw, URL: "mem://capstan/output.schema.json"})
 }
 

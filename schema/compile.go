@@ -1,0 +1,202 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kaptinlin/jsonschema"
+)
+
+// schemaURL is the location under which a compiled schema is registered;
+// it is never fetched.
+const schemaURL = "capstan:///schema.json"
+
+// Source is a JSON Schema document to compile with [CompileSource].
+type Source struct {
+	// Raw is the document. When nil, the document at URL is read through
+	// Loader.
+	Raw []byte
+	// URL names the document and is the base of its relative references
+	// ("" = an internal name that is never fetched).
+	URL string
+	// Loader reads the file: documents that references point at (and the
+	// document itself when Raw is nil). Nil means none is read: a
+	// reference to another document is an error. Documents at other URL
+	// schemes (http, https, ...) are never read.
+	Loader func(url string) ([]byte, error)
+	// Builtin marks one of capstan's own embedded schemas: it is not
+	// checked against its meta-schema at run time (its tests do that).
+	// Every schema a user writes is checked.
+	Builtin bool
+}
+
+// SourceError is a failure of [CompileSource]: Stage is "json" (the
+// document is not JSON), "load" (it cannot be read) or "compile" (it is
+// not a valid schema, or a reference cannot be resolved).
+type SourceError struct {
+	Stage string
+	URL   string
+	Err   error
+}
+
+func (e *SourceError) Error() string {
+	switch e.Stage {
+	case "json":
+		return fmt.Sprintf("schema %s is not JSON: %v", e.URL, e.Err)
+	default:
+		return fmt.Sprintf("schema %s: %v", e.URL, e.Err)
+	}
+}
+
+// Unwrap returns the underlying error.
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// Schema is a compiled JSON Schema. It is safe for concurrent use.
+type Schema struct {
+	sch *jsonschema.Schema
+	// doc is the decoded document, used to find the schema object behind
+	// each failure (its description, its property names).
+	doc any
+}
+
+// CompileSource is capstan's one way to compile a JSON Schema: every
+// package that validates against a schema (configuration files, skill
+// schemas, pipeline contracts, provider output checks, [Compile]) calls
+// it, so the default draft (2020-12), the check of the document against
+// its draft's meta-schema, the refusal to read referenced documents unless
+// a Loader is given, and the errors are the same everywhere.
+//
+// $schema selects draft 4, 6, 7, 2019-09 or 2020-12; "format" is asserted
+// for drafts 4 to 7 and is an annotation for 2019-09 and 2020-12, as those
+// drafts define it.
+func CompileSource(src Source) (*Schema, error) {
+	u := src.URL
+	if u == "" {
+		u = schemaURL
+	}
+	raw := src.Raw
+	if raw == nil {
+		if src.Loader == nil {
+			return nil, &SourceError{Stage: "load", URL: u, Err: errors.New("no document and no loader")}
+		}
+		b, err := src.Loader(u)
+		if err != nil {
+			return nil, &SourceError{Stage: "load", URL: u, Err: err}
+		}
+		raw = b
+	}
+	doc, err := Decode(raw)
+	if err != nil {
+		return nil, &SourceError{Stage: "json", URL: u, Err: err}
+	}
+	d, err := draftOf(doc)
+	if err != nil {
+		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+	}
+	if !src.Builtin {
+		if err := checkMeta(d, doc); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
+	}
+	c := newCompiler(d.assertsFormat)
+	formats := unknownFormats{c: c}
+	formats.register(doc)
+	if src.Loader != nil {
+		c.RegisterLoader("file", func(ref string) (io.ReadCloser, error) {
+			b, err := src.Loader(stripFragment(ref))
+			if err != nil {
+				return nil, err
+			}
+			if d, err := Decode(b); err == nil {
+				formats.register(d)
+			}
+			return io.NopCloser(bytes.NewReader(b)), nil
+		})
+	}
+	sch, err := c.Compile(raw, u)
+	if err != nil {
+		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+	}
+	// The library leaves a reference it cannot resolve unresolved (and
+	// then skips it when validating); a schema that names what cannot be
+	// read is refused here instead.
+	if refs := sch.UnresolvedReferenceURIs(); len(refs) > 0 {
+		msg := fmt.Sprintf("reference %q cannot be resolved", refs[0])
+		if src.Loader == nil {
+			msg = fmt.Sprintf("references to other documents are not loaded (%s); make the schema self-contained", refs[0])
+		}
+		return nil, &SourceError{Stage: "compile", URL: u, Err: errors.New(msg)}
+	}
+	return &Schema{sch: sch, doc: doc}, nil
+}
+
+// newCompiler returns a library compiler that reads nothing: the library
+// registers network loaders by default, and capstan never fetches a schema.
+func newCompiler(assertFormat bool) *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	for scheme := range c.Loaders {
+		delete(c.Loaders, scheme)
+	}
+	c.SetAssertFormat(assertFormat)
+	return c
+}
+
+// unknownFormats makes a format the library does not know pass: an
+// asserted format the library has no check for would otherwise fail every
+// value, where the drafts say an unknown format is ignored.
+type unknownFormats struct{ c *jsonschema.Compiler }
+
+func (u unknownFormats) register(doc any) {
+	walkJSON(doc, 0, func(m map[string]any) {
+		name, ok := m["format"].(string)
+		if !ok {
+			return
+		}
+		if _, known := jsonschema.Formats[name]; !known {
+			u.c.RegisterFormat(name, func(any) bool { return true })
+		}
+	})
+}
+
+// walkJSON calls fn for every object in v.
+func walkJSON(v any, depth int, fn func(map[string]any)) {
+	if depth > maxDepth {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		fn(x)
+		for _, e := range x {
+			walkJSON(e, depth+1, fn)
+		}
+	case []any:
+		for _, e := range x {
+			walkJSON(e, depth+1, fn)
+		}
+	}
+}
+
+func stripFragment(ref string) string {
+	base, _, _ := strings.Cut(ref, "#")
+	return base
+}
+
+// Decode decodes one JSON value into the generic form schemas validate:
+// objects as map[string]any, arrays as []any, numbers as json.Number (so
+// large integers keep their value). Text after the value is an error.
+func Decode(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the JSON value")
+	}
+	return v, nil
+}

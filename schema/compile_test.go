@@ -1,0 +1,161 @@
+package schema
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// A user's schema is checked against its draft's meta-schema, so a typo
+// in a keyword's value is a clear error when it is compiled.
+func TestCompileChecksTheMetaSchema(t *testing.T) {
+	for _, tc := range []struct{ raw, draft, where string }{
+		{`{"type": "strin"}`, "2020-12", "at /type:"},
+		{`{"properties": {"a": {"type": "strin"}}}`, "2020-12", "at /properties/a/type:"},
+		{`{"$schema": "https://json-schema.org/draft/2019-09/schema", "minLength": -1}`, "2019-09", "at /minLength:"},
+		{`{"$schema": "http://json-schema.org/draft-07/schema#", "required": "name"}`, "draft-07", "at /required:"},
+		{`{"$schema": "http://json-schema.org/draft-06/schema#", "type": 5}`, "draft-06", "at /type:"},
+		{`{"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMinimum": 3, "minimum": 1}`, "draft-04", "at /exclusiveMinimum:"},
+	} {
+		_, err := CompileSource(Source{Raw: []byte(tc.raw), URL: "mem:///user.json"})
+		var me *MetaError
+		if !errors.As(err, &me) || me.Draft != tc.draft || !strings.Contains(err.Error(), tc.where) {
+			t.Errorf("%s: got %v, want a %s meta-schema problem %s", tc.raw, err, tc.draft, tc.where)
+		}
+	}
+	// A schema that declares a draft capstan does not know is refused.
+	if _, err := CompileSource(Source{Raw: []byte(`{"$schema": "https://example.com/my-draft"}`)}); err == nil || !strings.Contains(err.Error(), "not a draft capstan supports") {
+		t.Errorf("unknown $schema: %v", err)
+	}
+	// Capstan's own schemas may skip the check; a user's may not.
+	if _, err := CompileSource(Source{Raw: []byte(`{"type": "strin"}`), Builtin: true}); err != nil && errors.As(err, new(*MetaError)) {
+		t.Errorf("a builtin schema was meta-checked: %v", err)
+	}
+}
+
+// $schema selects the draft: its keywords and its meaning of "format".
+func TestCompileDrafts(t *testing.T) {
+	for _, tc := range []struct {
+		raw       string
+		good, bad string
+	}{
+		// draft-07: definitions, and format asserted.
+		{`{"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"d": {"type": "string", "format": "date"}}, "$ref": "#/definitions/d"}`, `"2024-01-31"`, `"yesterday"`},
+		// draft-04: boolean exclusiveMaximum.
+		{`{"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 3, "exclusiveMaximum": true}`, `2`, `3`},
+		// draft-06: const.
+		{`{"$schema": "http://json-schema.org/draft-06/schema#", "const": "x"}`, `"x"`, `"y"`},
+		// 2019-09: dependentRequired.
+		{`{"$schema": "https://json-schema.org/draft/2019-09/schema", "dependentRequired": {"a": ["b"]}}`, `{"a": 1, "b": 2}`, `{"a": 1}`},
+		// 2020-12 (the default): prefixItems, and format is an annotation.
+		{`{"prefixItems": [{"type": "string", "format": "date"}], "items": false}`, `["yesterday"]`, `["a", 1]`},
+		// An unknown format is ignored even where formats are asserted.
+		{`{"$schema": "http://json-schema.org/draft-07/schema#", "type": "string", "format": "capstan-id"}`, `"anything"`, `5`},
+	} {
+		s, err := CompileSource(Source{Raw: []byte(tc.raw)})
+		if err != nil {
+			t.Errorf("%s: %v", tc.raw, err)
+			continue
+		}
+		if err := s.Check([]byte(tc.good)); err != nil {
+			t.Errorf("%s: %s rejected: %v", tc.raw, tc.good, err)
+		}
+		if err := s.Check([]byte(tc.bad)); err == nil {
+			t.Errorf("%s: %s accepted", tc.raw, tc.bad)
+		}
+	}
+}
+
+// Every failing keyword is reported with its instance location (escaped
+// as a JSON pointer) and its schema path; a required property that is
+// absent is reported once, as missing.
+func TestFailuresAreComplete(t *testing.T) {
+	s, err := CompileSource(Source{Raw: []byte(`{
+	  "$defs": {"name": {"type": "string", "minLength": 2}},
+	  "type": "object",
+	  "required": ["id", "a/b"],
+	  "additionalProperties": false,
+	  "properties": {
+	    "id": {"type": "integer"},
+	    "a/b": {"$ref": "#/$defs/name"},
+	    "tags": {"type": "array", "items": {"enum": ["x", "y"]}, "maxItems": 1}
+	  }
+	}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := Decode([]byte(`{"a/b": "z", "tags": ["x", "w"], "extra": 1, "more": 2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Failure{}
+	for _, f := range s.Failures(inst) {
+		got[f.Pointer()+" "+f.Keyword] = f
+	}
+	for key, path := range map[string]string{
+		" required":             "#/required",
+		" additionalProperties": "#/additionalProperties",
+		"/a~1b minLength":       "#/$defs/name/minLength",
+		"/tags maxItems":        "#/properties/tags/maxItems",
+		"/tags/1 enum":          "#/properties/tags/items/enum",
+	} {
+		f, ok := got[key]
+		if !ok {
+			t.Errorf("no failure %q in %v", key, got)
+			continue
+		}
+		if f.SchemaPath != path {
+			t.Errorf("%s: schema path %q, want %q", key, f.SchemaPath, path)
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("want 5 failures, got %d: %v", len(got), got)
+	}
+	if f := got[" required"]; strings.Join(f.Names, ",") != "id" {
+		t.Errorf("missing names %v", f.Names)
+	}
+	if f := got[" additionalProperties"]; strings.Join(f.Names, ",") != "extra,more" {
+		t.Errorf("not allowed names %v", f.Names)
+	}
+}
+
+// A reference to a document on the network or outside what the loader
+// allows is refused, and nothing is fetched.
+func TestCompileFetchesNothing(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte(`{"type": "string"}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "outside.json")
+	if err := os.WriteFile(outside, []byte(`{"type": "string"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	allowed := func(u string) ([]byte, error) {
+		p := strings.TrimPrefix(u, "file://")
+		if !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			return nil, errors.New("outside the allowed folder")
+		}
+		return os.ReadFile(p)
+	}
+	for _, ref := range []string{srv.URL + "/s.json", strings.Replace(srv.URL, "http:", "https:", 1) + "/s.json", "file://" + filepath.ToSlash(outside)} {
+		raw := []byte(`{"properties": {"a": {"$ref": "` + ref + `"}}}`)
+		for _, loader := range []func(string) ([]byte, error){nil, allowed} {
+			_, err := CompileSource(Source{Raw: raw, URL: "file://" + filepath.ToSlash(filepath.Join(dir, "s.json")), Loader: loader})
+			var se *SourceError
+			if !errors.As(err, &se) || se.Stage != "compile" {
+				t.Errorf("%s (loader %v): got %v, want a compile error", ref, loader != nil, err)
+			}
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the server was asked %d times", n)
+	}
+}
