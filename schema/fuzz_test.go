@@ -168,3 +168,42 @@ func checkResolved(out []byte) string {
 	}
 	return walk(v, "")
 }
+
+// FuzzCompileValidate compiles a schema from arbitrary text and, when it
+// compiles, validates arbitrary JSON against it: neither may panic, every
+// failure names a location inside the value, and a value the schema
+// accepts yields no problems.
+func FuzzCompileValidate(f *testing.F) {
+	f.Add(`{"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}}, "additionalProperties": false}`, `{"b": 1}`)
+	f.Add(`{"$defs": {"n": {"minimum": 0}}, "items": {"$ref": "#/$defs/n"}}`, `[1, -1, "x"]`)
+	f.Add(`{"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"d": {"format": "date"}}, "properties": {"a/b": {"$ref": "#/definitions/d"}}}`, `{"a/b": "x"}`)
+	f.Add(`{"anyOf": [{"required": ["x"]}, {"required": ["y"]}], "propertyNames": {"maxLength": 1}}`, `{"zz": 1}`)
+	f.Add(`{"type": "strin"}`, `1`)
+	f.Add(`{"$ref": "http://example.com/s.json"}`, `{}`)
+	f.Fuzz(func(t *testing.T, schemaText, valueText string) {
+		s, err := CompileSource(Source{Raw: []byte(schemaText)})
+		if err != nil {
+			return
+		}
+		v, err := Decode([]byte(valueText))
+		if err != nil {
+			return
+		}
+		for _, fl := range s.Failures(v) {
+			if !fl.OfName && fl.Value != nil {
+				at, _ := json.Marshal(pointerTo(v, fl.Pointer()))
+				got, _ := json.Marshal(fl.Value)
+				if string(at) != string(got) {
+					t.Fatalf("failure %+v: its location holds %s", fl, at)
+				}
+			}
+			if fl.Message == "" {
+				t.Fatalf("failure %+v has no message", fl)
+			}
+		}
+		err = s.Check([]byte(valueText))
+		if (err == nil) != (len(s.Failures(v)) == 0) {
+			t.Fatalf("Check and Failures disagree: %v", err)
+		}
+	})
+}

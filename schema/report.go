@@ -36,6 +36,9 @@ type Failure struct {
 	Names []string
 	// Params are the library's parameters of the message.
 	Params map[string]any
+	// OfName is set when the failing value is the member name at Instance
+	// (propertyNames), not the member's value.
+	OfName bool
 }
 
 // Pointer returns the JSON pointer of the failing value ("" for the value
@@ -59,7 +62,7 @@ func (s *Schema) Failures(inst any) []Failure {
 	}
 	w := walker{root: s.doc}
 	node, _ := s.doc.(map[string]any)
-	w.walk(res, inst, nil, node, "#")
+	w.walk(res, inst, nil, node, "#", false)
 	if len(w.out) == 0 {
 		// The library said invalid without saying where: report that
 		// rather than passing the value.
@@ -94,7 +97,7 @@ var applicators = map[string]bool{
 	"patternProperties": true, "unevaluatedProperties": true, "if": true, "then": true, "else": true,
 }
 
-func (w *walker) walk(r *jsonschema.EvaluationResult, inst any, loc []string, node map[string]any, spath string) {
+func (w *walker) walk(r *jsonschema.EvaluationResult, inst any, loc []string, node map[string]any, spath string, ofName bool) {
 	before := len(w.out)
 	absent := 0
 	notAllowed := map[string][]string{} // additionalProperties / unevaluatedProperties → names
@@ -106,10 +109,10 @@ func (w *walker) walk(r *jsonschema.EvaluationResult, inst any, loc []string, no
 		if !keywordFailed(r, kw) {
 			continue // a subschema of a keyword that holds (an anyOf branch, an if, a not)
 		}
-		cInst, cLoc := inst, loc
+		cInst, cLoc, cOfName := inst, loc, ofName
 		tok := ""
 		if kw == "propertyNames" {
-			cInst, cLoc = arg, append(slices.Clip(loc), arg)
+			cInst, cLoc, cOfName = arg, append(slices.Clip(loc), arg), true
 		} else if d.InstanceLocation != "" {
 			tok = strings.TrimPrefix(d.InstanceLocation, "/")
 			switch x := inst.(type) {
@@ -138,7 +141,7 @@ func (w *walker) walk(r *jsonschema.EvaluationResult, inst any, loc []string, no
 			continue
 		}
 		cNode, cPath := w.child(node, spath, kw, arg)
-		w.walk(d, cInst, cLoc, cNode, cPath)
+		w.walk(d, cInst, cLoc, cNode, cPath, cOfName)
 	}
 	for _, kw := range []string{"additionalProperties", "unevaluatedProperties"} {
 		names := notAllowed[kw]
@@ -151,7 +154,7 @@ func (w *walker) walk(r *jsonschema.EvaluationResult, inst any, loc []string, no
 			msg = "properties " + quoteAll(names) + " are not allowed"
 		}
 		w.out = append(w.out, Failure{Keyword: kw, Message: msg, Instance: loc, Value: inst,
-			SchemaPath: keywordPath(spath, kw), Node: node, Names: names})
+			SchemaPath: keywordPath(spath, kw), Node: node, Names: names, OfName: ofName})
 	}
 	explained := len(w.out) > before || absent > 0
 	kws := make([]string, 0, len(r.Errors))
@@ -165,7 +168,7 @@ func (w *walker) walk(r *jsonschema.EvaluationResult, inst any, loc []string, no
 			continue
 		}
 		f := Failure{Keyword: kw, Message: e.Error(), Instance: loc, Value: inst,
-			SchemaPath: keywordPath(spath, kw), Node: node, Params: e.Params}
+			SchemaPath: keywordPath(spath, kw), Node: node, Params: e.Params, OfName: ofName}
 		if m := ownMessage(kw, e.Code, node, inst, e.Params); m != "" {
 			f.Message = m
 		}
@@ -397,6 +400,9 @@ func problemLines(fails []Failure) []string {
 			loc = "(root)"
 		}
 		line := "at " + loc + ": " + f.Message
+		if f.OfName {
+			line = "at " + loc + ": the name: " + f.Message
+		}
 		if !seen[line] {
 			seen[line] = true
 			lines = append(lines, line)
