@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/kaptinlin/jsonschema"
 )
@@ -58,9 +59,21 @@ func (e *SourceError) Unwrap() error { return e.Err }
 // Schema is a compiled JSON Schema. It is safe for concurrent use.
 type Schema struct {
 	sch *jsonschema.Schema
-	// doc is the decoded document, used to find the schema object behind
-	// each failure (its description, its property names).
-	doc any
+	// mu serializes validations: the library caches a compiled pattern in
+	// the schema the first time it is used, without a lock.
+	mu  sync.Mutex
+	raw []byte
+	// doc is raw decoded, to find the schema object behind each failure
+	// (its description, its property names); decoded when first needed.
+	docOnce sync.Once
+	doc     any
+	docErr  error
+}
+
+// document returns the decoded schema document.
+func (s *Schema) document() (any, error) {
+	s.docOnce.Do(func() { s.doc, s.docErr = Decode(s.raw) })
+	return s.doc, s.docErr
 }
 
 // CompileSource is capstan's one way to compile a JSON Schema: every
@@ -89,49 +102,77 @@ func CompileSource(src Source) (*Schema, error) {
 		}
 		raw = b
 	}
-	doc, err := Decode(raw)
-	if err != nil {
-		return nil, &SourceError{Stage: "json", URL: u, Err: err}
-	}
-	d, err := draftOf(doc)
-	if err != nil {
-		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
-	}
-	if !src.Builtin {
+	sch := &Schema{raw: raw}
+	var d *draft
+	if src.Builtin {
+		// Tested JSON: read only as far as $schema.
+		var err error
+		if d, err = headerDraft(raw); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
+	} else {
+		doc, err := sch.document()
+		if err != nil {
+			return nil, &SourceError{Stage: "json", URL: u, Err: err}
+		}
+		if d, err = draftOf(doc); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
 		if err := checkMeta(d, doc); err != nil {
 			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 		}
 	}
 	c := newCompiler(d.assertsFormat)
 	formats := unknownFormats{c: c}
-	formats.register(doc)
+	if d.assertsFormat {
+		doc, err := sch.document()
+		if err != nil {
+			return nil, &SourceError{Stage: "json", URL: u, Err: err}
+		}
+		formats.register(doc)
+	}
 	if src.Loader != nil {
 		c.RegisterLoader("file", func(ref string) (io.ReadCloser, error) {
 			b, err := src.Loader(stripFragment(ref))
 			if err != nil {
 				return nil, err
 			}
-			if d, err := Decode(b); err == nil {
-				formats.register(d)
+			if d.assertsFormat {
+				if doc, err := Decode(b); err == nil {
+					formats.register(doc)
+				}
 			}
 			return io.NopCloser(bytes.NewReader(b)), nil
 		})
 	}
-	sch, err := c.Compile(raw, u)
+	var compiled *jsonschema.Schema
+	var err error
+	if src.Builtin {
+		// The batch compiler resolves references once for the whole
+		// document and skips the library's check of every pattern's
+		// syntax, which capstan's tests do for its own schemas.
+		var batch map[string]*jsonschema.Schema
+		if batch, err = c.CompileBatch(map[string][]byte{u: raw}); err == nil {
+			compiled = batch[u]
+		}
+	} else {
+		compiled, err = c.Compile(raw, u)
+	}
 	if err != nil {
 		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 	}
+	sch.sch = compiled
 	// The library leaves a reference it cannot resolve unresolved (and
 	// then skips it when validating); a schema that names what cannot be
 	// read is refused here instead.
-	if refs := sch.UnresolvedReferenceURIs(); len(refs) > 0 {
+	if refs := compiled.UnresolvedReferenceURIs(); len(refs) > 0 {
 		msg := fmt.Sprintf("reference %q cannot be resolved", refs[0])
 		if src.Loader == nil {
 			msg = fmt.Sprintf("references to other documents are not loaded (%s); make the schema self-contained", refs[0])
 		}
 		return nil, &SourceError{Stage: "compile", URL: u, Err: errors.New(msg)}
 	}
-	return &Schema{sch: sch, doc: doc}, nil
+	return sch, nil
 }
 
 // newCompiler returns a library compiler that reads nothing: the library

@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,38 @@ func draftOf(doc any) (*draft, error) {
 	if !ok {
 		return nil, errors.New("$schema must be a string naming a JSON Schema draft")
 	}
+	return draftNamed(s)
+}
+
+// headerDraft returns the draft the document raw declares, reading its
+// top-level members only until $schema.
+func headerDraft(raw []byte) (*draft, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return draft202012, nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if key == "$schema" {
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				return nil, err
+			}
+			return draftOf(map[string]any{"$schema": v})
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return draft202012, nil
+}
+
+// draftNamed returns the draft whose meta-schema URL is s.
+func draftNamed(s string) (*draft, error) {
 	norm := strings.TrimSuffix(strings.TrimSpace(s), "#")
 	norm = strings.TrimPrefix(strings.TrimPrefix(norm, "https://"), "http://")
 	for _, d := range []*draft{draft4, draft6, draft7, draft201909, draft202012} {
@@ -75,10 +108,6 @@ func compileMeta(d *draft) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := Decode(raw)
-	if err != nil {
-		return nil, fmt.Errorf("meta-schema %s: %w", d.meta, err)
-	}
 	c := newCompiler(false)
 	load := func(ref string) (io.ReadCloser, error) {
 		b, err := readMeta(ref)
@@ -96,7 +125,7 @@ func compileMeta(d *draft) (*Schema, error) {
 	if refs := sch.UnresolvedReferenceURIs(); len(refs) > 0 {
 		return nil, fmt.Errorf("meta-schema %s: reference %q cannot be resolved", d.meta, refs[0])
 	}
-	return &Schema{sch: sch, doc: doc}, nil
+	return &Schema{sch: sch, raw: raw}, nil
 }
 
 // readMeta returns the embedded meta-schema document at ref.

@@ -56,12 +56,15 @@ func (f Failure) Pointer() string {
 // returns one Failure per failing keyword (every one, not the first),
 // sorted by location; nil when inst is valid.
 func (s *Schema) Failures(inst any) []Failure {
+	s.mu.Lock()
 	res := s.sch.ValidateStruct(inst)
+	s.mu.Unlock()
 	if res == nil || res.IsValid() {
 		return nil
 	}
-	w := walker{root: s.doc}
-	node, _ := s.doc.(map[string]any)
+	doc, _ := s.document()
+	w := walker{root: doc}
+	node, _ := doc.(map[string]any)
 	w.walk(res, inst, nil, node, "#", false)
 	if len(w.out) == 0 {
 		// The library said invalid without saying where: report that
