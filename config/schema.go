@@ -32,6 +32,13 @@ var compiledSchemas = sync.OnceValues(func() (map[string]*schema.Schema, error) 
 	return out, nil
 })
 
+// Prepare starts compiling the embedded configuration schemas on another
+// goroutine, so that a check that follows (Check, CheckFS) finds them
+// compiled; the files are read meanwhile. Calling it again does nothing.
+func Prepare() { prepareOnce.Do(func() { go compiledSchemas() }) }
+
+var prepareOnce sync.Once
+
 // schemaProblem is a problem found by JSON Schema validation.
 type schemaProblem struct {
 	code    string // suffix: SCHEMA-TYPE, SCHEMA-REQUIRED, SCHEMA-ENUM, SCHEMA-VALUE, UNKNOWN-KEY
@@ -110,10 +117,18 @@ func describe(f schema.Failure) []schemaProblem {
 			hint:    hint,
 		}}
 	case "enum":
+		msg := f.Message
+		if opts, ok := node["enum"].([]any); ok {
+			list := make([]string, len(opts))
+			for i, o := range opts {
+				list[i] = display(o)
+			}
+			msg = fmt.Sprintf("%s is not allowed: use one of %s", display(f.Value), strings.Join(list, ", "))
+		}
 		return []schemaProblem{{
 			code:    "SCHEMA-ENUM",
 			pointer: ptr,
-			message: f.Message,
+			message: msg,
 			hint:    hint,
 		}}
 	}
@@ -123,6 +138,13 @@ func describe(f schema.Failure) []schemaProblem {
 		message: f.Message,
 		hint:    hint,
 	}}
+}
+
+func display(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
 }
 
 // child returns the schema of property name of node.

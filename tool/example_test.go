@@ -48,5 +48,5 @@ func ExampleFunc() {
 	// Output:
 	// {"type":"object","properties":{"city":{"type":"string","description":"the city to look up"},"days":{"type":"integer","description":"forecast days (default 1)"}},"required":["city"],"additionalProperties":false}
 	// error=false Oslo: sunny for 2 day(s)
-	// error=true TOOL_INPUT: Weather: input does not match the tool's input schema: at (root): additional properties 'town' not allowed; at (root): missing property 'city'
+	// error=true TOOL_INPUT: Weather: input does not match the tool's input schema: at (root): missing required property "city"; at (root): property "town" is not allowed
 }

@@ -190,7 +190,7 @@ func Parse(name string, data []byte) (*Script, error) {
 		return nil, parseErr(name, 1, 1, "script expands to more than %d YAML nodes through aliases", MaxExpandedNodes)
 	}
 	var raw rawFile
-	if err := decodeStrict(data, &raw); err != nil {
+	if err := decodeStrict(tree, &raw); err != nil {
 		return nil, yamlErr(name, err)
 	}
 	pos := func(p string, args ...any) (int, int) { return position(tree, fmt.Sprintf(p, args...)) }
@@ -328,16 +328,20 @@ func normalize(v any) any {
 	}
 }
 
-// decodeStrict decodes data into v, rejecting unknown keys. The YAML
+// decodeStrict decodes the first document of tree (already parsed, so the
+// text is not parsed twice) into v, rejecting unknown keys. The YAML
 // decoder can panic on some malformed documents (found by FuzzScript, e.g.
 // a tag on a value of the wrong kind); such a panic becomes an error.
-func decodeStrict(data []byte, v any) (err error) {
+func decodeStrict(tree *ast.File, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed YAML (decoder failure: %v)", r)
 		}
 	}()
-	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
+	if len(tree.Docs) == 0 || tree.Docs[0].Body == nil {
+		return nil
+	}
+	return yaml.NodeToValue(tree.Docs[0].Body, v, yaml.Strict())
 }
 
 // position returns the line and column of the node at a YAML path, or 0, 0.
