@@ -117,3 +117,26 @@ func TestValidateLoadFailures(t *testing.T) {
 		t.Fatalf("no DIR: exit %d, want 2", code)
 	}
 }
+
+// A step's output schema that is not a valid JSON Schema (a typo in a
+// keyword's value) is a clear error at validate, naming where it is.
+func TestValidateChecksOutputSchemasAgainstTheirDraft(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "fix-failing-test"))
+	p := filepath.Join(dir, "schemas", "fix.schema.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(b), `"reason": { "type": "string" }`, `"reason": { "type": "strin" }`, 1)
+	if broken == string(b) {
+		t.Fatal("the example schema changed; update this test")
+	}
+	if err := os.WriteFile(p, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != 2 || !strings.Contains(out, "SR-SCHEMA-UNRESOLVED") || !strings.Contains(out, "not a valid JSON Schema (2020-12)") ||
+		!strings.Contains(out, `at /properties/next_action/properties/reason/type: value "strin" must be one of`) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
