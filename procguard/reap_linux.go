@@ -210,8 +210,14 @@ func supervise() int {
 // parents die, so the loop ends only when the whole tree is gone.
 func reapAll() {
 	for {
-		killChildren()
 		var ws syscall.WaitStatus
+		// No child at all, running or exited (the usual case of a command
+		// that started none): nothing to kill, and the children lists of
+		// every thread need not be read.
+		if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
+			return
+		}
+		killChildren()
 		_, err := syscall.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, syscall.ECHILD) {
 			return
