@@ -131,16 +131,18 @@ func CompileSource(src Source) (*Schema, error) {
 		}
 		formats.register(doc)
 	}
+	compileURL := u
+	var loadErr error // the first document a reference could not have
 	if src.Loader != nil {
+		compileURL = withLocalhost(u)
 		c.RegisterLoader("file", func(ref string) (io.ReadCloser, error) {
-			b, err := src.Loader(stripFragment(ref))
+			name := withoutLocalhost(stripFragment(ref))
+			b, err := loadChecked(src, name, d.assertsFormat, formats)
 			if err != nil {
-				return nil, err
-			}
-			if d.assertsFormat {
-				if doc, err := Decode(b); err == nil {
-					formats.register(doc)
+				if loadErr == nil {
+					loadErr = err
 				}
+				return nil, err
 			}
 			return io.NopCloser(bytes.NewReader(b)), nil
 		})
@@ -152,11 +154,11 @@ func CompileSource(src Source) (*Schema, error) {
 		// document and skips the library's check of every pattern's
 		// syntax, which capstan's tests do for its own schemas.
 		var batch map[string]*jsonschema.Schema
-		if batch, err = c.CompileBatch(map[string][]byte{u: raw}); err == nil {
-			compiled = batch[u]
+		if batch, err = c.CompileBatch(map[string][]byte{compileURL: raw}); err == nil {
+			compiled = batch[compileURL]
 		}
 	} else {
-		compiled, err = c.Compile(raw, u)
+		compiled, err = c.Compile(raw, compileURL)
 	}
 	if err != nil {
 		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
@@ -167,12 +169,59 @@ func CompileSource(src Source) (*Schema, error) {
 	// read is refused here instead.
 	if refs := compiled.UnresolvedReferenceURIs(); len(refs) > 0 {
 		msg := fmt.Sprintf("reference %q cannot be resolved", refs[0])
+		if loadErr != nil {
+			msg += ": " + loadErr.Error()
+		}
 		if src.Loader == nil {
 			msg = fmt.Sprintf("references to other documents are not loaded (%s); make the schema self-contained", refs[0])
 		}
 		return nil, &SourceError{Stage: "compile", URL: u, Err: errors.New(msg)}
 	}
 	return sch, nil
+}
+
+// loadChecked reads the document a reference names through src.Loader
+// and checks it like the document that names it.
+func loadChecked(src Source, name string, assertsFormat bool, formats unknownFormats) ([]byte, error) {
+	b, err := src.Loader(name)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not JSON: %w", name, err)
+	}
+	if !src.Builtin {
+		d, err := draftOf(doc)
+		if err == nil {
+			err = checkMeta(d, doc)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if assertsFormat {
+		formats.register(doc)
+	}
+	return b, nil
+}
+
+// The library resolves a relative reference only against a base URL that
+// has a host, which file:///path URLs lack; while compiling, a document
+// read through a loader is named file://localhost/path (the same file) and
+// the loader is handed file:///path again.
+func withLocalhost(u string) string {
+	if rest, ok := strings.CutPrefix(u, "file:///"); ok {
+		return "file://localhost/" + rest
+	}
+	return u
+}
+
+func withoutLocalhost(u string) string {
+	if rest, ok := strings.CutPrefix(u, "file://localhost/"); ok {
+		return "file:///" + rest
+	}
+	return u
 }
 
 // newCompiler returns a library compiler that reads nothing: the library

@@ -159,3 +159,29 @@ func TestCompileFetchesNothing(t *testing.T) {
 		t.Fatalf("the server was asked %d times", n)
 	}
 }
+
+// A document a reference loads is checked against its meta-schema too.
+func TestCompileChecksReferencedDocuments(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "part.json"), []byte(`{"type": "strin"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(u string) ([]byte, error) { return os.ReadFile(strings.TrimPrefix(u, "file://")) }
+	_, err := CompileSource(Source{Raw: []byte(`{"properties": {"a": {"$ref": "part.json"}}}`), URL: "file://" + filepath.ToSlash(filepath.Join(dir, "root.json")), Loader: read})
+	if err == nil {
+		t.Fatal("a referenced document with an invalid type compiled")
+	}
+	if !strings.Contains(err.Error(), "part.json") || !strings.Contains(err.Error(), "not a valid JSON Schema") {
+		t.Errorf("the error should name the document and its problem: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "part.json"), []byte(`{"type": "string"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := CompileSource(Source{Raw: []byte(`{"properties": {"a": {"$ref": "part.json"}}}`), URL: "file://" + filepath.ToSlash(filepath.Join(dir, "root.json")), Loader: read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Check([]byte(`{"a": 1}`)) == nil {
+		t.Fatal("the referenced schema was not applied")
+	}
+}

@@ -590,6 +590,23 @@ func TestActSchemaRefCannotLeaveSkill(t *testing.T) {
 	}
 }
 
+// A skill's schema may refer to another schema file of the skill by a
+// relative reference.
+func TestActSchemaRefInsideSkill(t *testing.T) {
+	sk := exampleSkill(t)
+	writeTree(t, sk.Root, map[string]string{
+		"schemas/item.schema.json":  `{"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}`,
+		"schemas/order.schema.json": `{"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "item.schema.json"}}}}`,
+	})
+	if errs := validateAgainstSchema(sk.Root, "schemas/order.schema.json", "x.json", []byte(`{"items": [{"id": 1}]}`)); len(errs) != 0 {
+		t.Fatalf("valid document rejected: %v", errs)
+	}
+	errs := validateAgainstSchema(sk.Root, "schemas/order.schema.json", "x.json", []byte(`{"items": [{"id": "one"}, {}]}`))
+	if len(errs) != 2 || !strings.Contains(strings.Join(errs, "\n"), "/items/0/id") || !strings.Contains(strings.Join(errs, "\n"), `missing required property "id"`) {
+		t.Fatalf("errors %q", errs)
+	}
+}
+
 func TestTemplateOutputCapped(t *testing.T) {
 	data := map[string]any{"a": make([]any, 200)}
 	_, err := ExpandTemplate(context.Background(), "t", `{{range .a}}{{range $.a}}{{range $.a}}XXXXXXXXXXXXXXXXXXXXXXXXXX{{end}}{{end}}{{end}}`, data)
