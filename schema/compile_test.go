@@ -185,3 +185,29 @@ func TestCompileChecksReferencedDocuments(t *testing.T) {
 		t.Fatal("the referenced schema was not applied")
 	}
 }
+
+// A compiled schema is used from many goroutines at once (the library
+// caches compiled patterns on first use; run with -race).
+func TestSchemaConcurrentUse(t *testing.T) {
+	v, err := Compile([]byte(`{"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}}, "patternProperties": {"^x-": {"type": "integer"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	for i := 0; i < 8; i++ {
+		go func() {
+			var err error
+			for j := 0; j < 50 && err == nil; j++ {
+				if v.Validate([]byte(`{"id": "abc", "x-n": 1}`)) != nil || v.Validate([]byte(`{"id": "ABC"}`)) == nil {
+					err = errors.New("wrong verdict")
+				}
+			}
+			done <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
