@@ -166,10 +166,12 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	a := &Agent{def: def, opts: opts, state: Created, workDir: wd}
 	// Agents of one definition share one read-only copy of it; an agent
-	// whose Config overrides a limit gets its own copy to write it over.
+	// whose Config overrides a limit gets its own copy of the two structs
+	// the limits live in (plain value fields), sharing the rest.
 	a.spec, a.reg = def.Shared()
 	if writesLimits(opts) {
-		a.spec, a.reg = def.Definition(), def.Registry()
+		spec, reg := *a.spec, *a.reg
+		a.spec, a.reg = &spec, &reg
 	}
 	if err := applyLimits(a.spec, a.reg, opts); err != nil {
 		return nil, err
