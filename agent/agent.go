@@ -404,7 +404,29 @@ func (a *Agent) Run(ctx context.Context) *Result {
 // (call Stop afterwards). Run is Step called until it returns a Result; a
 // driver that persists the run between iterations (package scaleout)
 // calls Step itself.
+//
+// The work before the first iteration and after the last is kept out of
+// line (beginRun, endRun), so that Step's stack frame — part of what a
+// run parked in a model call keeps — stays small.
 func (a *Agent) Step(ctx context.Context) *Result {
+	if res := a.beginRun(); res != nil {
+		return res
+	}
+	if sink := a.emit.ModelOutput(); sink != nil {
+		ctx = llm.WithStreamSink(ctx, sink)
+	}
+	if lr := a.session.Step(ctx); lr != nil {
+		return a.endRun(ctx, lr)
+	}
+	return nil
+}
+
+// beginRun checks that the agent may step and, before the first
+// iteration, sets up the run's loop session; a non-nil Result ends the
+// run (or refuses the Step).
+//
+//go:noinline
+func (a *Agent) beginRun() *Result {
 	a.mu.Lock()
 	if a.state != Started || a.result != nil {
 		a.mu.Unlock()
@@ -412,31 +434,32 @@ func (a *Agent) Step(ctx context.Context) *Result {
 		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
 	}
 	a.mu.Unlock()
-	if a.session == nil {
-		b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
-		budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
-			Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
-		if a.opts.RunTimeout > 0 {
-			budgets.Timeout = a.opts.RunTimeout
-		}
-		l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
-			Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
-		if err != nil {
-			return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
-		}
-		started := a.started
-		if !a.opts.Started.IsZero() {
-			started = a.opts.Started
-		}
-		a.session = l.Begin(a.rc, started)
-	}
-	if sink := a.emit.ModelOutput(); sink != nil {
-		ctx = llm.WithStreamSink(ctx, sink)
-	}
-	lr := a.session.Step(ctx)
-	if lr == nil {
+	if a.session != nil {
 		return nil
 	}
+	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
+	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
+		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
+	if a.opts.RunTimeout > 0 {
+		budgets.Timeout = a.opts.RunTimeout
+	}
+	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
+		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
+	if err != nil {
+		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
+	}
+	started := a.started
+	if !a.opts.Started.IsZero() {
+		started = a.opts.Started
+	}
+	a.session = l.Begin(a.rc, started)
+	return nil
+}
+
+// endRun turns the loop's final result into the run's.
+//
+//go:noinline
+func (a *Agent) endRun(ctx context.Context, lr *loop.Result) *Result {
 	lr = a.flow.noReplyForRetry(lr)
 	if lr.Success {
 		var last *iteration.Summary

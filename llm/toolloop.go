@@ -118,12 +118,20 @@ type ModelTurnEvent struct {
 // loop handles, denied and unknown ones included: ToolStart before the
 // policy check, ToolEnd with the outcome.
 func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
-	if strings.TrimSpace(prompt) == "" {
-		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
+	q, err := l.begin(prompt, &opts)
+	if err != nil {
+		return nil, err
 	}
-	q := l.begin(prompt, opts)
 	defer l.end(q)
 	msgs, res, err := q.lp.Run(ctx, q.msgs)
+	l.settle(q, msgs, res, err)
+	return res, err
+}
+
+// settle takes a finished query's transcript into its session when the
+// query succeeded or ran out of turns (a failed query leaves the session
+// as it was).
+func (l *ToolLoop) settle(q *query, msgs []Message, res *QueryResult, err error) {
 	if res != nil {
 		res.SessionRenewed = q.renewed
 	}
@@ -134,7 +142,6 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 		}
 		l.commit(q.sid, msgs, prior, res)
 	}
-	return res, err
 }
 
 // query is one Query under way: its session and the Loop that runs it.
@@ -151,13 +158,17 @@ type query struct {
 // that every query would otherwise allocate).
 var queries = sync.Pool{New: func() any { return new(query) }}
 
-// begin finds or starts the session of a query and builds its Loop. It is
-// kept out of Query (not inlined), and the query lives on the heap, so
-// that Query's stack frame — part of what a run parked in a model call
-// keeps — holds only what lives across the call. end releases it.
+// begin checks a query's prompt, finds or starts its session and builds
+// its Loop. It is kept out of Query (not inlined), takes the options by
+// pointer, and the query lives on the heap, so that Query's stack frame —
+// part of what a run parked in a model call keeps — holds only what lives
+// across the call. end releases it.
 //
 //go:noinline
-func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
+func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (*query, error) {
+	if strings.TrimSpace(prompt) == "" {
+		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
+	}
 	l.mu.Lock()
 	q := queries.Get().(*query)
 	*q = query{sid: opts.SessionID}
@@ -198,7 +209,7 @@ func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
 		Middleware: chain.mw, Redact: l.cfg.Redact,
 		Context: l.cfg.Context, Query: query, SessionID: q.sid,
 	}
-	return q
+	return q, nil
 }
 
 // end ends a query: it releases the query's hold on its session and
@@ -312,6 +323,18 @@ type Loop struct {
 	// Compacted reports, after Run, that the context manager replaced the
 	// transcript's earlier messages (so the whole transcript is new).
 	Compacted bool
+
+	// The Run under way: the transcript, the result, the request of the
+	// current turn (Request with the transcript), when the turn began and
+	// the tool-call handler (built at the first tool call). They live here
+	// rather than in Run's stack frame, which is what a run parked in a
+	// model call keeps.
+	msgs     []Message
+	res      *QueryResult
+	req      Request
+	maxTurns int
+	start    time.Time
+	handle   tool.Handler
 }
 
 // Hooks lets the runtime that owns a Loop steer it between turns.
@@ -331,79 +354,108 @@ type Hooks interface {
 // Run continues the conversation msgs (which ends with a user message) and
 // returns the grown transcript and what happened. On an error after the
 // model was called, the result is non-nil and counts what happened before
-// it; after MAX_TURNS the transcript so far is returned as well.
+// it; after MAX_TURNS the transcript so far is returned as well. A Loop
+// runs one Run at a time.
+//
+// Run itself only issues the model calls: the work before a turn
+// (prepare) and after it (answer) is kept out of line, so that a run
+// parked in a model call keeps a small frame here.
 func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResult, error) {
-	events := lp.Events
-	if events == nil {
-		events = journal.Discard
-	}
-	maxTurns := lp.MaxTurns
-	if maxTurns <= 0 {
-		maxTurns = DefaultMaxTurns
-	}
-	var handle tool.Handler // built at the first tool call
-	res := &QueryResult{}
-	req := lp.Request
+	lp.begin(msgs)
 	for {
-		if lp.Hooks != nil && !lp.Hooks.BeforeTurn(ctx, res.Turns+1) {
-			return msgs, res, nil
+		if done, err := lp.prepare(ctx); done {
+			return lp.ended(err)
 		}
-		if res.Turns >= maxTurns {
-			e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
-				"model used %d turns without a final answer", maxTurns)
-			e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
-			return msgs, res, e
-		}
-		req.Messages = msgs
-		if lp.Context != nil {
-			fit, err := lp.Context.Fit(ctx, &req, lp.Query)
-			res.Usage.Add(fit.Usage)
-			if err != nil {
-				return msgs, res, err
-			}
-			if fit.Compaction != nil {
-				lp.Query -= len(msgs) - len(fit.Messages)
-				msgs, lp.Compacted = fit.Messages, true
-				req.Messages = msgs
-				fit.Compaction.SessionID = lp.SessionID
-				events.Emit(journal.ContextCompacted, fit.Compaction)
-			}
-		}
-		res.Turns++
-		start := time.Now()
-		resp, err := lp.Model.Generate(ctx, &req)
-		if err != nil {
-			return msgs, res, err
-		}
-		if resp == nil {
-			return msgs, res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
-		}
-		if lp.Context != nil {
-			lp.Context.Observe(&req, resp.Usage.Input())
-		}
-		var done bool
-		msgs, done, err = lp.answer(ctx, msgs, res, resp, &handle, start)
-		if done || err != nil {
-			return msgs, res, err
+		resp, err := lp.Model.Generate(ctx, &lp.req)
+		if done, err := lp.answer(ctx, resp, err); done {
+			return lp.ended(err)
 		}
 	}
 }
 
-// answer takes one model answer into the transcript: it redacts it, gives
-// its tool calls unique ids, journals the turn, runs the calls and appends
-// their results. done reports that the Run ends here (a final answer, or
-// a hook said stop).
-//
-// It is kept out of Run (not inlined) so that Run's stack frame, which is
-// what a run parked in a model call keeps, holds only what lives across
-// the call: thousands of parked agents then fit in half the stack.
+// begin sets up the state of a Run over msgs (out of line, like the
+// struct copies in ended: see Run).
 //
 //go:noinline
-func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, resp *Response, handle *tool.Handler, start time.Time) ([]Message, bool, error) {
-	events := lp.Events
-	if events == nil {
-		events = journal.Discard
+func (lp *Loop) begin(msgs []Message) {
+	lp.msgs, lp.res, lp.req, lp.handle = msgs, &QueryResult{}, lp.Request, nil
+	lp.maxTurns = lp.MaxTurns
+	if lp.maxTurns <= 0 {
+		lp.maxTurns = DefaultMaxTurns
 	}
+}
+
+// ended returns what Run returns and lets go of the Run's state.
+// Inlined, its copies would put a Request-sized temporary in Run's frame.
+//
+//go:noinline
+func (lp *Loop) ended(err error) ([]Message, *QueryResult, error) {
+	msgs, res := lp.msgs, lp.res
+	lp.msgs, lp.res, lp.req, lp.handle = nil, nil, Request{}, nil
+	return msgs, res, err
+}
+
+// events is where the Loop journals (Events, or nowhere).
+func (lp *Loop) events() journal.Emitter {
+	if lp.Events == nil {
+		return journal.Discard
+	}
+	return lp.Events
+}
+
+// prepare readies the next turn's request: the hooks and the turn bound
+// may end the Run first (done), and the context manager fits the
+// transcript into the model's window.
+//
+//go:noinline
+func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
+	res := lp.res
+	if lp.Hooks != nil && !lp.Hooks.BeforeTurn(ctx, res.Turns+1) {
+		return true, nil
+	}
+	if res.Turns >= lp.maxTurns {
+		e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
+			"model used %d turns without a final answer", lp.maxTurns)
+		e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
+		return true, e
+	}
+	lp.req.Messages = lp.msgs
+	if lp.Context != nil {
+		fit, err := lp.Context.Fit(ctx, &lp.req, lp.Query)
+		res.Usage.Add(fit.Usage)
+		if err != nil {
+			return true, err
+		}
+		if fit.Compaction != nil {
+			lp.Query -= len(lp.msgs) - len(fit.Messages)
+			lp.msgs, lp.Compacted = fit.Messages, true
+			lp.req.Messages = lp.msgs
+			fit.Compaction.SessionID = lp.SessionID
+			lp.events().Emit(journal.ContextCompacted, fit.Compaction)
+		}
+	}
+	res.Turns++
+	lp.start = time.Now()
+	return false, nil
+}
+
+// answer takes one model answer into the transcript: it redacts it, gives
+// its tool calls unique ids, journals the turn, runs the calls and appends
+// their results. done reports that the Run ends here (a final answer, a
+// failed call, or a hook said stop).
+//
+//go:noinline
+func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done bool, _ error) {
+	if err != nil {
+		return true, err
+	}
+	if resp == nil {
+		return true, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
+	}
+	if lp.Context != nil {
+		lp.Context.Observe(&lp.req, resp.Usage.Input())
+	}
+	res := lp.res
 	res.Usage.Add(resp.Usage)
 	resp.Message.Role = RoleAssistant
 	lp.Redact.Response(resp)
@@ -422,9 +474,9 @@ func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, re
 		}
 		ids[c.ID] = true
 	}
-	msgs = append(msgs, resp.Message)
-	events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
-		ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})
+	lp.msgs = append(lp.msgs, resp.Message)
+	lp.events().Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
+		ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(lp.start).Milliseconds()})
 	if resp.Message.Text != "" {
 		res.Responses = append(res.Responses, resp.Message.Text)
 	}
@@ -434,12 +486,12 @@ func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, re
 	}
 	if len(resp.Message.ToolCalls) == 0 {
 		res.StructuredOutput = resp.StructuredOutput
-		return msgs, true, nil
+		return true, nil
 	}
-	if *handle == nil {
-		*handle = lp.handler(ctx)
+	if lp.handle == nil {
+		lp.handle = lp.handler(ctx)
 	}
-	h := *handle
+	h := lp.handle
 	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 	for _, c := range resp.Message.ToolCalls {
 		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
@@ -448,14 +500,14 @@ func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, re
 		results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 	}
 	stop := lp.Hooks != nil && lp.Hooks.AfterTools(res.Turns, results)
-	msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
+	lp.msgs = append(lp.msgs, Message{Role: RoleTool, ToolResults: results})
 	if stop {
-		return msgs, true, nil
+		return true, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return msgs, true, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+		return true, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
 	}
-	return msgs, false, nil
+	return false, nil
 }
 
 // invokeTruncated runs a tool and truncates its result: the end of every
