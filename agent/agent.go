@@ -165,15 +165,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, e
 	}
 	a := &Agent{def: def, opts: opts, state: Created, workDir: wd}
-	// Agents of one definition share one read-only copy of it; an agent
-	// whose Config overrides a limit gets its own copy of the two structs
-	// the limits live in (plain value fields), sharing the rest.
+	// Agents of one definition share one read-only copy of it; agents
+	// whose Config overrides limits share one copy per set of limits.
 	a.spec, a.reg = def.Shared()
 	if writesLimits(opts) {
-		spec, reg := *a.spec, *a.reg
-		a.spec, a.reg = &spec, &reg
+		a.spec, a.reg, err = sharedFor(def).withLimits(a.spec, a.reg, opts)
+	} else {
+		err = applyLimits(a.spec, a.reg, opts) // only checks: it writes nothing
 	}
-	if err := applyLimits(a.spec, a.reg, opts); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	a.model = opts.Model

@@ -31,9 +31,11 @@ const MaxToolOutput = 100 << 10
 // journal on every backend.
 type ToolLoop struct {
 	model Model
-	cfg   Config
+	cfg   loopConfig
 	tools map[string]tool.Tool
-	names []string
+	// byName holds the tools with their specs, sorted by name; tools
+	// points into it.
+	byName []specCached
 	// journal is the tool-call journaling middleware of every query.
 	journal tool.Middleware
 
@@ -49,19 +51,34 @@ type ToolLoop struct {
 	last string
 }
 
+// loopConfig is the part of its Config a ToolLoop keeps.
+type loopConfig struct {
+	Model    string
+	WorkDir  string
+	Events   journal.Emitter
+	MaxTurns int
+	Redact   Redactor
+	Context  ContextManager
+}
+
 // NewToolLoop wraps m in the shared tool loop.
 func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{},
-		busy: map[string]bool{}, journal: JournalTools(cfg.Events)}
-	for _, t := range cfg.Tools {
-		spec := t.Spec()
-		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
-		l.names = append(l.names, spec.Name)
+	l := &ToolLoop{model: m, tools: make(map[string]tool.Tool, len(cfg.Tools)), sessions: map[string][]Message{},
+		busy: map[string]bool{}, journal: JournalTools(cfg.Events),
+		cfg: loopConfig{Model: cfg.Model, WorkDir: cfg.WorkDir, Events: cfg.Events, MaxTurns: cfg.MaxTurns,
+			Redact: cfg.Redact, Context: cfg.Context}}
+	l.byName = make([]specCached, len(cfg.Tools))
+	for i, t := range cfg.Tools {
+		l.byName[i] = specCached{Tool: t, spec: t.Spec()}
 	}
-	sort.Strings(l.names)
+	// Of tools with the same name, the last one given counts.
+	sort.SliceStable(l.byName, func(i, j int) bool { return l.byName[i].spec.Name < l.byName[j].spec.Name })
+	for i := range l.byName {
+		l.tools[l.byName[i].spec.Name] = &l.byName[i]
+	}
 	for id, msgs := range cfg.Transcripts {
 		l.sessions[id] = msgs
 	}
@@ -247,10 +264,11 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	// its slices cannot change a cached policy.
 	p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
 	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)},
-		specs: make([]tool.Spec, 0, len(l.names))}
-	for _, name := range l.names {
-		if t := l.tools[name]; p.MayUse(t) {
-			c.specs = append(c.specs, t.Spec())
+		specs: make([]tool.Spec, 0, len(l.byName))}
+	for i := range l.byName {
+		t := &l.byName[i]
+		if l.tools[t.spec.Name] == tool.Tool(t) && p.MayUse(t) {
+			c.specs = append(c.specs, t.spec)
 		}
 	}
 	// Queries share the list; clipped, an append to one query's
@@ -293,7 +311,8 @@ type Loop struct {
 	// Model plays the turns.
 	Model Model
 	// Request is the template of every turn (model name, system prompt,
-	// tool specs, output schema, sampling); the loop sets Messages.
+	// tool specs, output schema, sampling); the loop sets Messages (and
+	// clears them when Run returns).
 	Request Request
 	// Tools are the callable tools by name. A call of another name is
 	// answered with the names in Request.Tools (the tools offered).
@@ -324,14 +343,13 @@ type Loop struct {
 	// transcript's earlier messages (so the whole transcript is new).
 	Compacted bool
 
-	// The Run under way: the transcript, the result, the request of the
-	// current turn (Request with the transcript), when the turn began and
-	// the tool-call handler (built at the first tool call). They live here
-	// rather than in Run's stack frame, which is what a run parked in a
-	// model call keeps.
+	// The Run under way: the transcript, the result, the turn bound, when
+	// the turn began and the tool-call handler (built at the first tool
+	// call). They live here rather than in Run's stack frame, which is
+	// what a run parked in a model call keeps. Each turn's request is
+	// Request itself, with the transcript as its Messages.
 	msgs     []Message
 	res      *QueryResult
-	req      Request
 	maxTurns int
 	start    time.Time
 	handle   tool.Handler
@@ -366,7 +384,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 		if done, err := lp.prepare(ctx); done {
 			return lp.ended(err)
 		}
-		resp, err := lp.Model.Generate(ctx, &lp.req)
+		resp, err := lp.Model.Generate(ctx, &lp.Request)
 		if done, err := lp.answer(ctx, resp, err); done {
 			return lp.ended(err)
 		}
@@ -378,7 +396,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 //
 //go:noinline
 func (lp *Loop) begin(msgs []Message) {
-	lp.msgs, lp.res, lp.req, lp.handle = msgs, &QueryResult{}, lp.Request, nil
+	lp.msgs, lp.res, lp.handle = msgs, &QueryResult{}, nil
 	lp.maxTurns = lp.MaxTurns
 	if lp.maxTurns <= 0 {
 		lp.maxTurns = DefaultMaxTurns
@@ -391,7 +409,7 @@ func (lp *Loop) begin(msgs []Message) {
 //go:noinline
 func (lp *Loop) ended(err error) ([]Message, *QueryResult, error) {
 	msgs, res := lp.msgs, lp.res
-	lp.msgs, lp.res, lp.req, lp.handle = nil, nil, Request{}, nil
+	lp.msgs, lp.res, lp.handle, lp.Request.Messages = nil, nil, nil, nil
 	return msgs, res, err
 }
 
@@ -419,9 +437,9 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 		e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
 		return true, e
 	}
-	lp.req.Messages = lp.msgs
+	lp.Request.Messages = lp.msgs
 	if lp.Context != nil {
-		fit, err := lp.Context.Fit(ctx, &lp.req, lp.Query)
+		fit, err := lp.Context.Fit(ctx, &lp.Request, lp.Query)
 		res.Usage.Add(fit.Usage)
 		if err != nil {
 			return true, err
@@ -429,7 +447,7 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 		if fit.Compaction != nil {
 			lp.Query -= len(lp.msgs) - len(fit.Messages)
 			lp.msgs, lp.Compacted = fit.Messages, true
-			lp.req.Messages = lp.msgs
+			lp.Request.Messages = lp.msgs
 			fit.Compaction.SessionID = lp.SessionID
 			lp.events().Emit(journal.ContextCompacted, fit.Compaction)
 		}
@@ -453,7 +471,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		return true, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
 	}
 	if lp.Context != nil {
-		lp.Context.Observe(&lp.req, resp.Usage.Input())
+		lp.Context.Observe(&lp.Request, resp.Usage.Input())
 	}
 	res := lp.res
 	res.Usage.Add(resp.Usage)
