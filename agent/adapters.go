@@ -55,7 +55,7 @@ func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 			r = schema.NewResolverFS(sub, dir)
 		}
 	}
-	return &schemas{resolver: r, compiled: map[config.SchemaRef]*compiledSchema{}}
+	return &schemas{resolver: r} // compiled is made at the first schema
 }
 
 // get resolves and compiles ref.
@@ -74,6 +74,9 @@ func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
 		return nil, err
 	}
 	c := &compiledSchema{raw: raw, validator: v}
+	if s.compiled == nil {
+		s.compiled = map[config.SchemaRef]*compiledSchema{}
+	}
 	s.compiled[ref] = c
 	return c, nil
 }

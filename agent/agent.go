@@ -23,6 +23,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,7 +79,7 @@ type Agent struct {
 	stepCosts   map[string]func(llm.Usage) float64
 	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
 	flow        *flow
-	buildOrder  []string
+	built       int            // how many of buildOrder's dependencies are built
 	protection  protection     // runner.verification.protect
 	testGuard   *testrun.Guard // no lost tests; nil when no validator runs tests
 
@@ -225,27 +226,27 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
-	a.buildOrder = append(a.buildOrder, "logger")
+	a.built++ // logger
 	// 2. prompt resolver
 	a.prompts = sharedFor(def).prompts
 	a.schemas = newSchemas(def.Dir(), a.spec.Runner.SchemasDir, def.FS())
-	a.buildOrder = append(a.buildOrder, "promptResolver")
+	a.built++ // promptResolver
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}); err != nil {
 		return fail(err)
 	}
-	a.buildOrder = append(a.buildOrder, "completionHandler")
+	a.built++ // completionHandler
 	// 4. SDK bridge and its tools
 	if a.bridge, err = a.buildBridge(ctx); err != nil {
 		return fail(err)
 	}
-	a.buildOrder = append(a.buildOrder, "sdkBridge")
+	a.built++ // sdkBridge
 	// 5. action system: the step flow
 	if a.flow, err = newFlow(a); err != nil {
 		return fail(err)
 	}
-	a.buildOrder = append(a.buildOrder, "actionSystem")
+	a.built++ // actionSystem
 	return a, nil
 }
 
@@ -287,7 +288,10 @@ func (a *Agent) buildJournal() error {
 }
 
 // BuildOrder returns the order in which dependencies were built.
-func (a *Agent) BuildOrder() []string { return append([]string(nil), a.buildOrder...) }
+func (a *Agent) BuildOrder() []string { return slices.Clone(buildOrder[:a.built]) }
+
+// buildOrder names an agent's dependencies in the order New builds them.
+var buildOrder = []string{"logger", "promptResolver", "completionHandler", "sdkBridge", "actionSystem"}
 
 // RunID is the run's id (its journal is <state dir>/runs/<work dir key>/<id>/events.jsonl).
 func (a *Agent) RunID() string { return a.runID }

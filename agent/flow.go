@@ -87,7 +87,7 @@ func newFlow(a *Agent) (*flow, error) {
 	reg := a.reg
 	m := a.rt.machine
 	var err error
-	f := &flow{a: a, machine: m, sessions: map[string]string{}}
+	f := &flow{a: a, machine: m}
 	f.checker = step.NewChecker(step.CheckerConfig{
 		Judge: &step.BridgeJudge{Bridge: a.bridge},
 		// A prompt check's "prompt" is a file under the prompts base when
@@ -294,7 +294,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	defer f.journalState()
 	_, st := f.machine.Current()
 	if st.Model != "" && st.Model != f.a.model {
-		f.sessions[st.Model] = s.SessionID
+		f.setSession(st.Model, s.SessionID)
 	}
 	v, err := f.verdict.Decide(ctx, verdict.Input{Iteration: rc.Iteration, Summary: s, Summaries: rc.Summaries})
 	if err != nil {
@@ -346,4 +346,13 @@ func (f *flow) noReplyForRetry(lr *loop.Result) *loop.Result {
 
 func (f *flow) journalState() {
 	f.a.emit.Emit(StepState, StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
+}
+
+// setSession records the session of a step's own model (the map is made
+// by the first step that has one).
+func (f *flow) setSession(model, sessionID string) {
+	if f.sessions == nil {
+		f.sessions = map[string]string{}
+	}
+	f.sessions[model] = sessionID
 }

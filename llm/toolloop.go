@@ -44,10 +44,11 @@ type ToolLoop struct {
 	// queries with the same policy every iteration.
 	chain    policyChain
 	sessions map[string][]Message
-	// busy marks sessions a query is extending: the query appends to the
-	// session's own slice, so a second concurrent query on the same
-	// session must work on a copy.
-	busy map[string]bool
+	// busy lists the sessions a query is extending: the query appends to
+	// the session's own slice, so a second concurrent query on the same
+	// session must work on a copy. (A list: a loop runs few queries at
+	// once.)
+	busy []string
 	last string
 }
 
@@ -66,8 +67,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	l := &ToolLoop{model: m, tools: make(map[string]tool.Tool, len(cfg.Tools)), sessions: map[string][]Message{},
-		busy: map[string]bool{}, journal: JournalTools(cfg.Events),
+	l := &ToolLoop{model: m, tools: make(map[string]tool.Tool, len(cfg.Tools)), journal: JournalTools(cfg.Events),
 		cfg: loopConfig{Model: cfg.Model, WorkDir: cfg.WorkDir, Events: cfg.Events, MaxTurns: cfg.MaxTurns,
 			Redact: cfg.Redact, Context: cfg.Context}}
 	l.byName = make([]specCached, len(cfg.Tools))
@@ -80,7 +80,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 		l.tools[l.byName[i].spec.Name] = &l.byName[i]
 	}
 	for id, msgs := range cfg.Transcripts {
-		l.sessions[id] = msgs
+		l.setSession(id, msgs)
 	}
 	return l
 }
@@ -200,10 +200,10 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (*query, error) {
 	// no copy of the transcript per query); the session keeps its old
 	// length until commit, so a failed query leaves it as it was.
 	msgs := history
-	if l.busy[q.sid] {
+	if slices.Contains(l.busy, q.sid) {
 		msgs = slices.Clone(history)
 	} else {
-		l.busy[q.sid] = true
+		l.busy = append(l.busy, q.sid)
 		q.owned = true
 	}
 	l.mu.Unlock()
@@ -234,7 +234,7 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (*query, error) {
 func (l *ToolLoop) end(q *query) {
 	if q.owned {
 		l.mu.Lock()
-		delete(l.busy, q.sid)
+		l.busy = slices.DeleteFunc(l.busy, func(sid string) bool { return sid == q.sid })
 		l.mu.Unlock()
 	}
 	*q = query{}
@@ -278,12 +278,22 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	return c
 }
 
+// setSession makes msgs the transcript of session id (the map is made by
+// the first session that ends a query, so an agent parked in its first
+// query holds none). Called with l.mu held, or before l is shared.
+func (l *ToolLoop) setSession(id string, msgs []Message) {
+	if l.sessions == nil {
+		l.sessions = map[string][]Message{}
+	}
+	l.sessions[id] = msgs
+}
+
 // commit makes msgs the session's transcript and journals what changed:
 // the messages after the first prior ones, or (prior < 0, after
 // compaction) the whole transcript.
 func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
 	l.mu.Lock()
-	l.sessions[sid] = msgs
+	l.setSession(sid, msgs)
 	l.last = sid
 	l.mu.Unlock()
 	res.SessionID = sid
