@@ -135,12 +135,12 @@ type ModelTurnEvent struct {
 // loop handles, denied and unknown ones included: ToolStart before the
 // policy check, ToolEnd with the outcome.
 func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
-	q, err := l.begin(prompt, &opts)
+	q, msgs, err := l.begin(prompt, &opts)
 	if err != nil {
 		return nil, err
 	}
 	defer l.end(q)
-	msgs, res, err := q.lp.Run(ctx, q.msgs)
+	msgs, res, err := q.lp.Run(ctx, msgs)
 	l.settle(q, msgs, res, err)
 	return res, err
 }
@@ -153,7 +153,7 @@ func (l *ToolLoop) settle(q *query, msgs []Message, res *QueryResult, err error)
 		res.SessionRenewed = q.renewed
 	}
 	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
-		prior := len(q.history) // messages the session had; -1 once compaction replaced them
+		prior := q.prior // messages the session had; -1 once compaction replaced them
 		if q.lp.Compacted {
 			prior = -1
 		}
@@ -165,10 +165,9 @@ func (l *ToolLoop) settle(q *query, msgs []Message, res *QueryResult, err error)
 type query struct {
 	lp      Loop
 	sid     string
-	history []Message // the session's transcript before the query
-	msgs    []Message // history and the prompt
-	renewed bool      // the asked-for session was unknown: sid is new
-	owned   bool      // the query holds the session (release it at the end)
+	prior   int  // messages the session had before the query
+	renewed bool // the asked-for session was unknown: sid is new
+	owned   bool // the query holds the session (release it at the end)
 }
 
 // queries are reused from query to query (a query is a few hundred bytes
@@ -176,15 +175,16 @@ type query struct {
 var queries = sync.Pool{New: func() any { return new(query) }}
 
 // begin checks a query's prompt, finds or starts its session and builds
-// its Loop. It is kept out of Query (not inlined), takes the options by
-// pointer, and the query lives on the heap, so that Query's stack frame —
-// part of what a run parked in a model call keeps — holds only what lives
-// across the call. end releases it.
+// its Loop; msgs is the transcript to run, the session's and the prompt.
+// It is kept out of Query (not inlined), takes the options by pointer, and
+// the query lives on the heap, so that Query's stack frame — part of what
+// a run parked in a model call keeps — holds only what lives across the
+// call. end releases it.
 //
 //go:noinline
-func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (*query, error) {
+func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []Message, _ error) {
 	if strings.TrimSpace(prompt) == "" {
-		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
+		return nil, nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
 	}
 	l.mu.Lock()
 	q := queries.Get().(*query)
@@ -195,11 +195,11 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (*query, error) {
 		q.sid = newSessionID()
 		history = nil
 	}
-	q.history = history
+	q.prior = len(history)
 	// The query appends to the session's slice in place (amortized growth,
 	// no copy of the transcript per query); the session keeps its old
 	// length until commit, so a failed query leaves it as it was.
-	msgs := history
+	msgs = history
 	if slices.Contains(l.busy, q.sid) {
 		msgs = slices.Clone(history)
 	} else {
@@ -217,7 +217,7 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (*query, error) {
 	}
 
 	query := len(msgs) // index of this query's prompt
-	q.msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
+	msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
 	q.lp = Loop{
 		Model: l.model,
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
@@ -226,7 +226,7 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (*query, error) {
 		Middleware: chain.mw, Redact: l.cfg.Redact,
 		Context: l.cfg.Context, Query: query, SessionID: q.sid,
 	}
-	return q, nil
+	return q, msgs, nil
 }
 
 // end ends a query: it releases the query's hold on its session and

@@ -137,7 +137,7 @@ type Loop struct {
 	// allocates nothing (consumers copy what they keep).
 	start  IterationStartEvent
 	prompt PromptEvent
-	end    IterationEvent
+	end    *IterationEvent // made at the first iteration's end
 	// it is the iteration under way (iterations run one at a time).
 	it iterationState
 }
@@ -368,8 +368,11 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *i
 	rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
 	res.Usage.Add(s.Usage)
 	res.CostUSD += s.CostUSD
-	l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
-	l.cfg.Events.Emit(journal.IterationEnd, &l.end)
+	if l.end == nil {
+		l.end = new(IterationEvent)
+	}
+	*l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
+	l.cfg.Events.Emit(journal.IterationEnd, l.end)
 	switch {
 	case outcome.Complete:
 		return &runEnd{reason: ReasonCompleted, success: true, msg: outcome.Reason}
@@ -437,7 +440,7 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) *iterationState 
 // the call copies them through a temporary, about 400 bytes of the
 // caller's frame.)
 func (it *iterationState) query(ctx context.Context) (*llm.QueryResult, error) {
-	return it.bridge.Query(ctx, it.prompt, it.opts)
+	return it.bridge.Query(ctx, it.s.Prompt, it.opts)
 }
 
 // reconnect reports whether a query that failed because the backend lost
@@ -454,12 +457,11 @@ func (l *Loop) reconnect(it *iterationState, err error) bool {
 	return true
 }
 
-// iterationState is one iteration under way: its summary, and the query
-// of its turn and where it goes.
+// iterationState is one iteration under way: its summary (with the
+// prompt), and the query of its turn and where it goes.
 type iterationState struct {
 	s      *iteration.Summary
 	began  time.Time
-	prompt string
 	opts   llm.QueryOptions
 	bridge llm.Bridge
 	own    bool // the query runs in the run's own session
@@ -497,7 +499,6 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 		it.ended = true
 		return it
 	}
-	it.prompt = turn.Prompt
 	it.s.StepID, it.s.Prompt = turn.StepID, turn.Prompt
 	l.prompt = PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
 	l.cfg.Events.Emit(journal.PromptResolved, &l.prompt)
