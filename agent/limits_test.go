@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,6 +219,28 @@ func TestAgentsWithTheSameLimitsShareOneCopy(t *testing.T) {
 	}
 	if shared.Runner.Budgets.MaxIterations != 5 || sharedReg.StepLoopLimit != 4 || shared.Runner.Boundaries.MaxTurns != 0 {
 		t.Error("limits given in Go changed the shared definition")
+	}
+	// Agents built at once share the copy too.
+	var wg sync.WaitGroup
+	concurrent := make([]*Agent, 4)
+	for i := range concurrent {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir(), MaxIterations: 3})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(func() { a.Stop() })
+			concurrent[i] = a
+		}()
+	}
+	wg.Wait()
+	for _, a := range concurrent {
+		if a != nil && (a.spec != concurrent[0].spec || a.spec.Runner.Budgets.MaxIterations != 3) {
+			t.Error("agents built at once with the same limits read different copies")
+		}
 	}
 	assertSharedUnchanged(t, def)
 	if _, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir(), MaxIterations: 2, MaxTurns: -1}); agenterr.CodeOf(err) != agenterr.CodeConfigurationValidation {
