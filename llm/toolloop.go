@@ -321,8 +321,7 @@ type Loop struct {
 	// Model plays the turns.
 	Model Model
 	// Request is the template of every turn (model name, system prompt,
-	// tool specs, output schema, sampling); the loop sets Messages (and
-	// clears them when Run returns).
+	// tool specs, output schema, sampling); the loop sets Messages.
 	Request Request
 	// Tools are the callable tools by name. A call of another name is
 	// answered with the names in Request.Tools (the tools offered).
@@ -353,13 +352,14 @@ type Loop struct {
 	// transcript's earlier messages (so the whole transcript is new).
 	Compacted bool
 
-	// The Run under way: the transcript, the result, the turn bound, when
-	// the turn began and the tool-call handler (built at the first tool
-	// call). They live here rather than in Run's stack frame, which is
-	// what a run parked in a model call keeps. Each turn's request is
-	// Request itself, with the transcript as its Messages.
+	// The Run under way: the transcript, the result, the request of its
+	// turns (a copy of Request per Run, which a model may keep), the turn
+	// bound, when the turn began and the tool-call handler (built at the
+	// first tool call). They live here rather than in Run's stack frame,
+	// which is what a run parked in a model call keeps.
 	msgs     []Message
 	res      *QueryResult
+	req      *Request
 	maxTurns int
 	start    time.Time
 	handle   tool.Handler
@@ -394,7 +394,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 		if done, err := lp.prepare(ctx); done {
 			return lp.ended(err)
 		}
-		resp, err := lp.Model.Generate(ctx, &lp.Request)
+		resp, err := lp.Model.Generate(ctx, lp.req)
 		if done, err := lp.answer(ctx, resp, err); done {
 			return lp.ended(err)
 		}
@@ -406,7 +406,8 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 //
 //go:noinline
 func (lp *Loop) begin(msgs []Message) {
-	lp.msgs, lp.res, lp.handle = msgs, &QueryResult{}, nil
+	req := lp.Request
+	lp.msgs, lp.res, lp.req, lp.handle = msgs, &QueryResult{}, &req, nil
 	lp.maxTurns = lp.MaxTurns
 	if lp.maxTurns <= 0 {
 		lp.maxTurns = DefaultMaxTurns
@@ -419,7 +420,7 @@ func (lp *Loop) begin(msgs []Message) {
 //go:noinline
 func (lp *Loop) ended(err error) ([]Message, *QueryResult, error) {
 	msgs, res := lp.msgs, lp.res
-	lp.msgs, lp.res, lp.handle, lp.Request.Messages = nil, nil, nil, nil
+	lp.msgs, lp.res, lp.req, lp.handle = nil, nil, nil, nil
 	return msgs, res, err
 }
 
@@ -447,9 +448,9 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 		e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
 		return true, e
 	}
-	lp.Request.Messages = lp.msgs
+	lp.req.Messages = lp.msgs
 	if lp.Context != nil {
-		fit, err := lp.Context.Fit(ctx, &lp.Request, lp.Query)
+		fit, err := lp.Context.Fit(ctx, lp.req, lp.Query)
 		res.Usage.Add(fit.Usage)
 		if err != nil {
 			return true, err
@@ -457,7 +458,7 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 		if fit.Compaction != nil {
 			lp.Query -= len(lp.msgs) - len(fit.Messages)
 			lp.msgs, lp.Compacted = fit.Messages, true
-			lp.Request.Messages = lp.msgs
+			lp.req.Messages = lp.msgs
 			fit.Compaction.SessionID = lp.SessionID
 			lp.events().Emit(journal.ContextCompacted, fit.Compaction)
 		}
@@ -481,7 +482,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		return true, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
 	}
 	if lp.Context != nil {
-		lp.Context.Observe(&lp.Request, resp.Usage.Input())
+		lp.Context.Observe(lp.req, resp.Usage.Input())
 	}
 	res := lp.res
 	res.Usage.Add(resp.Usage)
