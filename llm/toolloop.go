@@ -401,8 +401,9 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 	}
 }
 
-// begin sets up the state of a Run over msgs (out of line, like the
-// struct copies in ended: see Run).
+// begin sets up the state of a Run over msgs. It is kept out of Run: its
+// copy of Request, inlined, would put a Request-sized temporary in Run's
+// frame.
 //
 //go:noinline
 func (lp *Loop) begin(msgs []Message) {
@@ -415,9 +416,6 @@ func (lp *Loop) begin(msgs []Message) {
 }
 
 // ended returns what Run returns and lets go of the Run's state.
-// Inlined, its copies would put a Request-sized temporary in Run's frame.
-//
-//go:noinline
 func (lp *Loop) ended(err error) ([]Message, *QueryResult, error) {
 	msgs, res := lp.msgs, lp.res
 	lp.msgs, lp.res, lp.req, lp.handle = nil, nil, nil, nil
