@@ -30,10 +30,14 @@ func (t retryTemplates) ResolveRetry(ctx context.Context, c1, c2, c3, edition, a
 }
 
 // schemas resolves outputSchemaRef and file-validator schema references
-// under the agent's schemas/ folder, compiling each once.
+// under the agent's schemas/ folder, compiling each once. The resolver is
+// made at the first reference: most agents hold a schemas they never use
+// before their first model call, if ever.
 type schemas struct {
-	resolver *schema.Resolver
+	dir      string // the schemas folder on disk (or as the pinned files name it)
+	fsys     fs.FS  // the pinned schemas folder, or nil to read dir
 	mu       sync.Mutex
+	resolver *schema.Resolver
 	compiled map[config.SchemaRef]*compiledSchema
 }
 
@@ -48,14 +52,13 @@ func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 	if schemasDir == "" {
 		schemasDir = config.DefaultSchemasDir
 	}
-	dir := filepath.Join(agentDir, filepath.FromSlash(schemasDir))
-	r := schema.NewResolver(dir)
+	s := &schemas{dir: filepath.Join(agentDir, filepath.FromSlash(schemasDir))}
 	if fsys != nil {
 		if sub, err := fs.Sub(fsys, path.Clean(filepath.ToSlash(schemasDir))); err == nil {
-			r = schema.NewResolverFS(sub, dir)
+			s.fsys = sub
 		}
 	}
-	return &schemas{resolver: r, compiled: map[config.SchemaRef]*compiledSchema{}}
+	return s
 }
 
 // get resolves and compiles ref.
@@ -64,6 +67,12 @@ func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
 	defer s.mu.Unlock()
 	if c, ok := s.compiled[ref]; ok {
 		return c, nil
+	}
+	if s.resolver == nil {
+		s.resolver = schema.NewResolver(s.dir)
+		if s.fsys != nil {
+			s.resolver = schema.NewResolverFS(s.fsys, s.dir)
+		}
 	}
 	raw, err := s.resolver.Resolve(ref.File, ref.Schema)
 	if err != nil {
@@ -74,6 +83,9 @@ func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
 		return nil, err
 	}
 	c := &compiledSchema{raw: raw, validator: v}
+	if s.compiled == nil {
+		s.compiled = map[config.SchemaRef]*compiledSchema{}
+	}
 	s.compiled[ref] = c
 	return c, nil
 }

@@ -23,6 +23,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,12 +74,13 @@ type Agent struct {
 	rt          *compiled // completion handler, verifier, step machine
 	schemas     *schemas
 	bridge      llm.Bridge
-	bridgeCfg   llm.Config            // how bridges are opened (tools, journal, transcripts)
+	baseURL     string                // the model's base URL ("" = the provider's)
+	stepCfg     *llm.Config           // how steps' own models' bridges are opened (nil: no step has one)
 	stepBridges map[string]llm.Bridge // bridges of steps' own models, by spec
 	stepCosts   map[string]func(llm.Usage) float64
 	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
 	flow        *flow
-	buildOrder  []string
+	built       int            // how many of buildOrder's dependencies are built
 	protection  protection     // runner.verification.protect
 	testGuard   *testrun.Guard // no lost tests; nil when no validator runs tests
 
@@ -165,13 +167,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, e
 	}
 	a := &Agent{def: def, opts: opts, state: Created, workDir: wd}
-	// Agents of one definition share one read-only copy of it; an agent
-	// whose Config overrides a limit gets its own copy to write it over.
+	// Agents of one definition share one read-only copy of it; agents
+	// whose Config overrides limits share one copy per set of limits.
 	a.spec, a.reg = def.Shared()
 	if writesLimits(opts) {
-		a.spec, a.reg = def.Definition(), def.Registry()
+		a.spec, a.reg, err = sharedFor(def).withLimits(a.spec, a.reg, opts)
+	} else {
+		err = applyLimits(a.spec, a.reg, opts) // only checks: it writes nothing
 	}
-	if err := applyLimits(a.spec, a.reg, opts); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	a.model = opts.Model
@@ -223,27 +227,27 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
-	a.buildOrder = append(a.buildOrder, "logger")
+	a.built++ // logger
 	// 2. prompt resolver
 	a.prompts = sharedFor(def).prompts
 	a.schemas = newSchemas(def.Dir(), a.spec.Runner.SchemasDir, def.FS())
-	a.buildOrder = append(a.buildOrder, "promptResolver")
+	a.built++ // promptResolver
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}); err != nil {
 		return fail(err)
 	}
-	a.buildOrder = append(a.buildOrder, "completionHandler")
+	a.built++ // completionHandler
 	// 4. SDK bridge and its tools
 	if a.bridge, err = a.buildBridge(ctx); err != nil {
 		return fail(err)
 	}
-	a.buildOrder = append(a.buildOrder, "sdkBridge")
+	a.built++ // sdkBridge
 	// 5. action system: the step flow
 	if a.flow, err = newFlow(a); err != nil {
 		return fail(err)
 	}
-	a.buildOrder = append(a.buildOrder, "actionSystem")
+	a.built++ // actionSystem
 	return a, nil
 }
 
@@ -285,7 +289,10 @@ func (a *Agent) buildJournal() error {
 }
 
 // BuildOrder returns the order in which dependencies were built.
-func (a *Agent) BuildOrder() []string { return append([]string(nil), a.buildOrder...) }
+func (a *Agent) BuildOrder() []string { return slices.Clone(buildOrder[:a.built]) }
+
+// buildOrder names an agent's dependencies in the order New builds them.
+var buildOrder = []string{"logger", "promptResolver", "completionHandler", "sdkBridge", "actionSystem"}
 
 // RunID is the run's id (its journal is <state dir>/runs/<work dir key>/<id>/events.jsonl).
 func (a *Agent) RunID() string { return a.runID }
@@ -317,7 +324,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.rc = &loop.RuntimeContext{}
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
 		Definition: a.snapshotRecord,
-		Options: &RunOptions{BaseURL: a.bridgeCfg.BaseURL, Endpoint: Endpoint(a.model, a.bridgeCfg.BaseURL, a.opts.Getenv),
+		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
 			RunTimeout: a.opts.RunTimeout, MaxTokens: a.opts.MaxTokens, MaxCostUSD: a.opts.MaxCostUSD,
 			MaxTurns: a.opts.MaxTurns, StepLoopLimit: a.opts.StepLoopLimit}}
@@ -402,7 +409,29 @@ func (a *Agent) Run(ctx context.Context) *Result {
 // (call Stop afterwards). Run is Step called until it returns a Result; a
 // driver that persists the run between iterations (package scaleout)
 // calls Step itself.
+//
+// The work before the first iteration and after the last is kept out of
+// line (beginRun, endRun), so that Step's stack frame — part of what a
+// run parked in a model call keeps — stays small.
 func (a *Agent) Step(ctx context.Context) *Result {
+	if res := a.beginRun(); res != nil {
+		return res
+	}
+	if sink := a.emit.ModelOutput(); sink != nil {
+		ctx = llm.WithStreamSink(ctx, sink)
+	}
+	if lr := a.session.Step(ctx); lr != nil {
+		return a.endRun(ctx, lr)
+	}
+	return nil
+}
+
+// beginRun checks that the agent may step and, before the first
+// iteration, sets up the run's loop session; a non-nil Result ends the
+// run (or refuses the Step).
+//
+//go:noinline
+func (a *Agent) beginRun() *Result {
 	a.mu.Lock()
 	if a.state != Started || a.result != nil {
 		a.mu.Unlock()
@@ -410,31 +439,32 @@ func (a *Agent) Step(ctx context.Context) *Result {
 		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
 	}
 	a.mu.Unlock()
-	if a.session == nil {
-		b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
-		budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
-			Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
-		if a.opts.RunTimeout > 0 {
-			budgets.Timeout = a.opts.RunTimeout
-		}
-		l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
-			Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
-		if err != nil {
-			return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
-		}
-		started := a.started
-		if !a.opts.Started.IsZero() {
-			started = a.opts.Started
-		}
-		a.session = l.Begin(a.rc, started)
-	}
-	if sink := a.emit.ModelOutput(); sink != nil {
-		ctx = llm.WithStreamSink(ctx, sink)
-	}
-	lr := a.session.Step(ctx)
-	if lr == nil {
+	if a.session != nil {
 		return nil
 	}
+	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
+	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
+		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
+	if a.opts.RunTimeout > 0 {
+		budgets.Timeout = a.opts.RunTimeout
+	}
+	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
+		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
+	if err != nil {
+		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
+	}
+	started := a.started
+	if !a.opts.Started.IsZero() {
+		started = a.opts.Started
+	}
+	a.session = l.Begin(a.rc, started)
+	return nil
+}
+
+// endRun turns the loop's final result into the run's.
+//
+//go:noinline
+func (a *Agent) endRun(ctx context.Context, lr *loop.Result) *Result {
 	lr = a.flow.noReplyForRetry(lr)
 	if lr.Success {
 		var last *iteration.Summary

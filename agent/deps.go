@@ -110,7 +110,8 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	}
 	r := a.spec.Runner
 	needMCP := false
-	for _, spec := range a.models() {
+	models := a.models()
+	for _, spec := range models {
 		needMCP = needMCP || !runsOwnToolLoop(spec)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
@@ -128,7 +129,8 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 	if baseURL == "" {
 		baseURL = r.BaseURL
 	}
-	a.bridgeCfg = llm.Config{
+	a.baseURL = baseURL
+	cfg := llm.Config{
 		BaseURL:  baseURL,
 		AgentDir: a.def.Dir(),
 		AgentFS:  a.def.FS(),
@@ -147,12 +149,17 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
 	}
 	if a.opts.MaxRetryAfter > 0 {
-		a.bridgeCfg.Retry.MaxRetryAfter = a.opts.MaxRetryAfter
+		cfg.Retry.MaxRetryAfter = a.opts.MaxRetryAfter
 	}
 	if rec := a.opts.Resume; rec != nil {
-		a.bridgeCfg.Transcripts = rec.Sessions
+		cfg.Transcripts = rec.Sessions
 	}
-	return a.openBridge(ctx, a.model)
+	if len(models) > 1 {
+		// Steps with their own model open their bridges the same way, on
+		// first use; an agent without any keeps no copy of the config.
+		a.stepCfg = &cfg
+	}
+	return a.openBridge(ctx, a.model, &cfg)
 }
 
 // requestTimeouts converts runner.requests' timeouts.
@@ -164,9 +171,10 @@ func requestTimeouts(r config.Requests) retry.Timeouts {
 // seconds converts a configured number of seconds.
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// openBridge opens the provider of spec with the agent's bridge config.
-func (a *Agent) openBridge(ctx context.Context, spec string) (llm.Bridge, error) {
-	cfg := a.bridgeCfg
+// openBridge opens the provider of spec with the agent's bridge config
+// base (tools, journal, transcripts).
+func (a *Agent) openBridge(ctx context.Context, spec string, base *llm.Config) (llm.Bridge, error) {
+	cfg := *base
 	if runsOwnToolLoop(spec) {
 		cfg.MCPServers = a.spec.Runner.MCPServers
 	}
@@ -182,7 +190,11 @@ func (a *Agent) stepBridge(ctx context.Context, spec string) (llm.Bridge, error)
 	if b, ok := a.stepBridges[spec]; ok {
 		return b, nil
 	}
-	b, err := a.openBridge(ctx, spec)
+	base := a.stepCfg
+	if base == nil { // a bridge given in Config: steps' models open with defaults
+		base = &llm.Config{}
+	}
+	b, err := a.openBridge(ctx, spec, base)
 	if err != nil {
 		return nil, err
 	}

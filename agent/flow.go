@@ -38,7 +38,11 @@ type flow struct {
 	system  string
 	machine *step.Machine
 	checker *step.Checker
-	verdict *verdict.Stage
+	verdict *verdict.Stage // made by stage, at the first verdict
+	// guards and outputGuards are the verdict stage's, built with the
+	// agent (a broken guard fails Build).
+	guards       []verdict.Guard
+	outputGuards []verdict.OutputGuard
 	// pending is the retry prompt for the next iteration ("" = step prompt).
 	pending *pendingPrompt
 	// sessions are the sessions of steps' own models, by model spec (the
@@ -84,10 +88,9 @@ type StepStateEvent struct {
 const StepState = "step.state"
 
 func newFlow(a *Agent) (*flow, error) {
-	reg := a.reg
 	m := a.rt.machine
 	var err error
-	f := &flow{a: a, machine: m, sessions: map[string]string{}}
+	f := &flow{a: a, machine: m}
 	f.checker = step.NewChecker(step.CheckerConfig{
 		Judge: &step.BridgeJudge{Bridge: a.bridge},
 		// A prompt check's "prompt" is a file under the prompts base when
@@ -100,14 +103,24 @@ func newFlow(a *Agent) (*flow, error) {
 			return res.Text, err
 		},
 	})
-	guards, err := a.guards()
-	if err != nil {
+	if f.guards, err = a.guards(); err != nil {
 		return nil, err
 	}
-	f.verdict, err = verdict.New(verdict.Config{
-		Guards:       guards,
-		OutputGuards: a.outputGuards(),
-		Machine:      m,
+	f.outputGuards = a.outputGuards()
+	return f, nil
+}
+
+// stage returns the verdict stage, made at the first verdict: an agent
+// parked in its first model call holds none.
+func (f *flow) stage() (*verdict.Stage, error) {
+	if f.verdict != nil {
+		return f.verdict, nil
+	}
+	a, reg := f.a, f.a.reg
+	v, err := verdict.New(verdict.Config{
+		Guards:       f.guards,
+		OutputGuards: f.outputGuards,
+		Machine:      f.machine,
 		Checker:      f.checker,
 		Handler:      a.rt.completion,
 		Verifier:     a.rt.verifier,
@@ -123,7 +136,8 @@ func newFlow(a *Agent) (*flow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f, nil
+	f.verdict = v
+	return v, nil
 }
 
 func registryFile(d *config.Definition) string {
@@ -294,9 +308,13 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	defer f.journalState()
 	_, st := f.machine.Current()
 	if st.Model != "" && st.Model != f.a.model {
-		f.sessions[st.Model] = s.SessionID
+		f.setSession(st.Model, s.SessionID)
 	}
-	v, err := f.verdict.Decide(ctx, verdict.Input{Iteration: rc.Iteration, Summary: s, Summaries: rc.Summaries})
+	stage, err := f.stage()
+	if err != nil {
+		return loop.Outcome{}, err
+	}
+	v, err := stage.Decide(ctx, verdict.Input{Iteration: rc.Iteration, Summary: s, Summaries: rc.Summaries})
 	if err != nil {
 		return loop.Outcome{}, err
 	}
@@ -346,4 +364,13 @@ func (f *flow) noReplyForRetry(lr *loop.Result) *loop.Result {
 
 func (f *flow) journalState() {
 	f.a.emit.Emit(StepState, StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
+}
+
+// setSession records the session of a step's own model (the map is made
+// by the first step that has one).
+func (f *flow) setSession(model, sessionID string) {
+	if f.sessions == nil {
+		f.sessions = map[string]string{}
+	}
+	f.sessions[model] = sessionID
 }

@@ -73,6 +73,11 @@ type GitHubOutcome struct {
 // issue that is to stay open, merge before the verification).
 func boundaryRule(st config.Step, g *config.GitHub) string {
 	switch kind := st.Kind(); {
+	case kind == config.KindWork:
+		// (Constants for the usual kinds: a query's options are built every iteration.)
+		return "a " + config.KindWork + " step may not change issues, pull requests or releases; that belongs to the run's closure"
+	case kind == config.KindVerification:
+		return "a " + config.KindVerification + " step may not change issues, pull requests or releases; that belongs to the run's closure"
 	case kind != config.KindClosure:
 		return "a " + kind + " step may not change issues, pull requests or releases; that belongs to the run's closure"
 	case g.On():

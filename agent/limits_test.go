@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,5 +180,70 @@ func TestNoScriptedReplyForARetryIsTheVerdictsFailure(t *testing.T) {
 	res, _ = runVerdict(t, verdictAgent(t, completion, step, "turns:\n  - text: \"working\"\n"), nil)
 	if agenterr.CodeOf(res.Err()) != agenterr.CodeScriptExhausted {
 		t.Fatalf("%s: %v", res.CompletionReason, res.Err())
+	}
+}
+
+// TestAgentsWithTheSameLimitsShareOneCopy: agents of one definition whose
+// Config sets the same limits read one copy of it with the limits written
+// over, other limits another, and the definition every agent shares keeps
+// its own limits.
+func TestAgentsWithTheSameLimitsShareOneCopy(t *testing.T) {
+	ctx := context.Background()
+	def := load(t, limitsAgent(t, "turns:\n  - text: working\n", `{"maxIterations": 5}`, "", `"stepLoopLimit": 4`, ""))
+	build := func(cfg BuildOptions) *Agent {
+		t.Helper()
+		cfg.WorkDir = t.TempDir()
+		a, err := Build(ctx, def, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Stop() })
+		return a
+	}
+	a1 := build(BuildOptions{MaxIterations: 2, StepLoopLimit: 3})
+	a2 := build(BuildOptions{MaxIterations: 2, StepLoopLimit: 3})
+	a3 := build(BuildOptions{MaxIterations: 2, MaxTurns: 7})
+	plain := build(BuildOptions{})
+	shared, sharedReg := def.Shared()
+	if a1.spec != a2.spec || a1.reg != a2.reg {
+		t.Error("two agents with the same limits read two copies of the definition")
+	}
+	if a3.spec == a1.spec || a1.spec == shared || plain.spec != shared || plain.reg != sharedReg {
+		t.Error("an agent reads a definition with other limits than its own")
+	}
+	if b := a1.spec.Runner.Budgets; b.MaxIterations != 2 || a1.reg.StepLoopLimit != 3 || a1.spec.Runner.Boundaries.MaxTurns != 0 {
+		t.Errorf("limits of the first agents: %+v, stepLoopLimit %d, maxTurns %d", b, a1.reg.StepLoopLimit, a1.spec.Runner.Boundaries.MaxTurns)
+	}
+	if a3.spec.Runner.Boundaries.MaxTurns != 7 || a3.reg.StepLoopLimit != 4 {
+		t.Errorf("limits of the third agent: maxTurns %d, stepLoopLimit %d", a3.spec.Runner.Boundaries.MaxTurns, a3.reg.StepLoopLimit)
+	}
+	if shared.Runner.Budgets.MaxIterations != 5 || sharedReg.StepLoopLimit != 4 || shared.Runner.Boundaries.MaxTurns != 0 {
+		t.Error("limits given in Go changed the shared definition")
+	}
+	// Agents built at once share the copy too.
+	var wg sync.WaitGroup
+	concurrent := make([]*Agent, 4)
+	for i := range concurrent {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir(), MaxIterations: 3})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(func() { a.Stop() })
+			concurrent[i] = a
+		}()
+	}
+	wg.Wait()
+	for _, a := range concurrent {
+		if a != nil && (a.spec != concurrent[0].spec || a.spec.Runner.Budgets.MaxIterations != 3) {
+			t.Error("agents built at once with the same limits read different copies")
+		}
+	}
+	assertSharedUnchanged(t, def)
+	if _, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir(), MaxIterations: 2, MaxTurns: -1}); agenterr.CodeOf(err) != agenterr.CodeConfigurationValidation {
+		t.Errorf("a negative limit next to a positive one: %v", err)
 	}
 }

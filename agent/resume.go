@@ -24,7 +24,7 @@ func (a *Agent) restore(r *RunRecord) error {
 	// context, steps' own models in the flow.
 	for _, s := range a.rc.Summaries {
 		if m := a.reg.Steps[s.StepID].Model; m != "" && m != a.model {
-			a.flow.sessions[m] = s.SessionID
+			a.flow.setSession(m, s.SessionID)
 		} else {
 			a.rc.SessionID = s.SessionID
 		}

@@ -102,10 +102,10 @@ func withAgentDir(dir string, errs []error) error {
 // reachableOnly returns reg without the steps no run can enter from its
 // entry step (config.Reachable); reg itself when all are reachable or the
 // entry is unknown (NewMachine then reports it).
-func reachableOnly(reg *config.Registry) config.Registry {
+func reachableOnly(reg *config.Registry) *config.Registry {
 	seen := config.Reachable(reg)
 	if seen == nil || len(seen) == len(reg.Steps) {
-		return *reg
+		return reg
 	}
 	out := *reg
 	out.Steps = make(map[string]config.Step, len(seen))
@@ -114,7 +114,7 @@ func reachableOnly(reg *config.Registry) config.Registry {
 			out.Steps[id] = st
 		}
 	}
-	return out
+	return &out
 }
 
 // unjoin splits an errors.Join of problems into the problems.

@@ -14,8 +14,56 @@ import (
 // its cache of parsed prompt files (safe for concurrent use; a file read
 // from disk is re-read when it changes). Thousands of agents of one
 // definition then parse and keep each prompt once.
+//
+// It also keeps the copies of the definition that agents whose Config
+// overrides limits read (limited): agents with the same limits share one.
 type perDefinition struct {
 	prompts *prompt.Resolver
+
+	mu      sync.Mutex
+	limited map[limits]limitedCopy
+}
+
+// limits are the limits a Config writes over its definition (applyLimits).
+type limits struct {
+	maxIterations, maxTurns, stepLoopLimit int
+	maxTokens                              int64
+	maxCostUSD                             float64
+}
+
+// limitedCopy is the definition and registry with limits written over.
+type limitedCopy struct {
+	spec *config.Definition
+	reg  *config.Registry
+}
+
+// maxLimitedCopies bounds the copies one definition keeps: a runtime
+// whose agents use ever new limits gets a copy per agent past it.
+const maxLimitedCopies = 32
+
+// withLimits returns a read-only copy of spec and reg (the shared ones)
+// with cfg's limits written over them, made by the first agent with those
+// limits. Only the structs the limits live in are copied (plain value
+// fields); the rest is shared.
+func (p *perDefinition) withLimits(spec *config.Definition, reg *config.Registry, cfg Config) (*config.Definition, *config.Registry, error) {
+	key := limits{maxIterations: cfg.MaxIterations, maxTurns: cfg.MaxTurns, stepLoopLimit: cfg.StepLoopLimit,
+		maxTokens: cfg.MaxTokens, maxCostUSD: cfg.MaxCostUSD}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.limited[key]; ok {
+		return c.spec, c.reg, nil
+	}
+	s, r := *spec, *reg
+	if err := applyLimits(&s, &r, cfg); err != nil {
+		return nil, nil, err
+	}
+	if len(p.limited) < maxLimitedCopies {
+		if p.limited == nil {
+			p.limited = map[limits]limitedCopy{}
+		}
+		p.limited[key] = limitedCopy{&s, &r}
+	}
+	return &s, &r, nil
 }
 
 // definitions maps a definition to its perDefinition. The key is a weak

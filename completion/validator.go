@@ -170,7 +170,10 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	// A copy: what was checked is what runs, whatever the caller does with
 	// its map afterwards.
 	cfg.Validators = maps.Clone(cfg.Validators)
-	v := &CompletionValidator{cfg: cfg, built: make(map[string]builtValidator, len(cfg.Validators))}
+	v := &CompletionValidator{cfg: cfg}
+	if len(cfg.Validators) > 0 { // most agents have none: no empty map then
+		v.built = make(map[string]builtValidator, len(cfg.Validators))
+	}
 	names := make([]string, 0, len(cfg.Validators))
 	for name := range cfg.Validators {
 		names = append(names, name)

@@ -31,9 +31,11 @@ const MaxToolOutput = 100 << 10
 // journal on every backend.
 type ToolLoop struct {
 	model Model
-	cfg   Config
+	cfg   loopConfig
 	tools map[string]tool.Tool
-	names []string
+	// byName holds the tools with their specs, sorted by name; tools
+	// points into it.
+	byName []specCached
 	// journal is the tool-call journaling middleware of every query.
 	journal tool.Middleware
 
@@ -42,11 +44,22 @@ type ToolLoop struct {
 	// queries with the same policy every iteration.
 	chain    policyChain
 	sessions map[string][]Message
-	// busy marks sessions a query is extending: the query appends to the
-	// session's own slice, so a second concurrent query on the same
-	// session must work on a copy.
-	busy map[string]bool
+	// busy lists the sessions a query is extending: the query appends to
+	// the session's own slice, so a second concurrent query on the same
+	// session must work on a copy. (A list: a loop runs few queries at
+	// once.)
+	busy []string
 	last string
+}
+
+// loopConfig is the part of its Config a ToolLoop keeps.
+type loopConfig struct {
+	Model    string
+	WorkDir  string
+	Events   journal.Emitter
+	MaxTurns int
+	Redact   Redactor
+	Context  ContextManager
 }
 
 // NewToolLoop wraps m in the shared tool loop.
@@ -54,16 +67,20 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
 		cfg.Events = journal.Discard
 	}
-	l := &ToolLoop{model: m, cfg: cfg, tools: map[string]tool.Tool{}, sessions: map[string][]Message{},
-		busy: map[string]bool{}, journal: JournalTools(cfg.Events)}
-	for _, t := range cfg.Tools {
-		spec := t.Spec()
-		l.tools[spec.Name] = specCached{Tool: t, spec: spec}
-		l.names = append(l.names, spec.Name)
+	l := &ToolLoop{model: m, tools: make(map[string]tool.Tool, len(cfg.Tools)), journal: JournalTools(cfg.Events),
+		cfg: loopConfig{Model: cfg.Model, WorkDir: cfg.WorkDir, Events: cfg.Events, MaxTurns: cfg.MaxTurns,
+			Redact: cfg.Redact, Context: cfg.Context}}
+	l.byName = make([]specCached, len(cfg.Tools))
+	for i, t := range cfg.Tools {
+		l.byName[i] = specCached{Tool: t, spec: t.Spec()}
 	}
-	sort.Strings(l.names)
+	// Of tools with the same name, the last one given counts.
+	sort.SliceStable(l.byName, func(i, j int) bool { return l.byName[i].spec.Name < l.byName[j].spec.Name })
+	for i := range l.byName {
+		l.tools[l.byName[i].spec.Name] = &l.byName[i]
+	}
 	for id, msgs := range cfg.Transcripts {
-		l.sessions[id] = msgs
+		l.setSession(id, msgs)
 	}
 	return l
 }
@@ -118,46 +135,57 @@ type ModelTurnEvent struct {
 // loop handles, denied and unknown ones included: ToolStart before the
 // policy check, ToolEnd with the outcome.
 func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
-	if strings.TrimSpace(prompt) == "" {
-		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
+	q, msgs, err := l.begin(prompt, &opts)
+	if err != nil {
+		return nil, err
 	}
-	q := l.begin(prompt, opts)
 	defer l.end(q)
-	msgs, res, err := q.lp.Run(ctx, q.msgs)
+	msgs, res, err := q.lp.Run(ctx, msgs)
+	l.settle(q, msgs, res, err)
+	return res, err
+}
+
+// settle takes a finished query's transcript into its session when the
+// query succeeded or ran out of turns (a failed query leaves the session
+// as it was).
+func (l *ToolLoop) settle(q *query, msgs []Message, res *QueryResult, err error) {
 	if res != nil {
 		res.SessionRenewed = q.renewed
 	}
 	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
-		prior := len(q.history) // messages the session had; -1 once compaction replaced them
+		prior := q.prior // messages the session had; -1 once compaction replaced them
 		if q.lp.Compacted {
 			prior = -1
 		}
 		l.commit(q.sid, msgs, prior, res)
 	}
-	return res, err
 }
 
 // query is one Query under way: its session and the Loop that runs it.
 type query struct {
 	lp      Loop
 	sid     string
-	history []Message // the session's transcript before the query
-	msgs    []Message // history and the prompt
-	renewed bool      // the asked-for session was unknown: sid is new
-	owned   bool      // the query holds the session (release it at the end)
+	prior   int  // messages the session had before the query
+	renewed bool // the asked-for session was unknown: sid is new
+	owned   bool // the query holds the session (release it at the end)
 }
 
 // queries are reused from query to query (a query is a few hundred bytes
 // that every query would otherwise allocate).
 var queries = sync.Pool{New: func() any { return new(query) }}
 
-// begin finds or starts the session of a query and builds its Loop. It is
-// kept out of Query (not inlined), and the query lives on the heap, so
-// that Query's stack frame — part of what a run parked in a model call
-// keeps — holds only what lives across the call. end releases it.
+// begin checks a query's prompt, finds or starts its session and builds
+// its Loop; msgs is the transcript to run, the session's and the prompt.
+// It is kept out of Query (not inlined), takes the options by pointer, and
+// the query lives on the heap, so that Query's stack frame — part of what
+// a run parked in a model call keeps — holds only what lives across the
+// call. end releases it.
 //
 //go:noinline
-func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
+func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []Message, _ error) {
+	if strings.TrimSpace(prompt) == "" {
+		return nil, nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
+	}
 	l.mu.Lock()
 	q := queries.Get().(*query)
 	*q = query{sid: opts.SessionID}
@@ -167,15 +195,15 @@ func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
 		q.sid = newSessionID()
 		history = nil
 	}
-	q.history = history
+	q.prior = len(history)
 	// The query appends to the session's slice in place (amortized growth,
 	// no copy of the transcript per query); the session keeps its old
 	// length until commit, so a failed query leaves it as it was.
-	msgs := history
-	if l.busy[q.sid] {
+	msgs = history
+	if slices.Contains(l.busy, q.sid) {
 		msgs = slices.Clone(history)
 	} else {
-		l.busy[q.sid] = true
+		l.busy = append(l.busy, q.sid)
 		q.owned = true
 	}
 	l.mu.Unlock()
@@ -189,7 +217,7 @@ func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
 	}
 
 	query := len(msgs) // index of this query's prompt
-	q.msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
+	msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
 	q.lp = Loop{
 		Model: l.model,
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
@@ -198,7 +226,7 @@ func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
 		Middleware: chain.mw, Redact: l.cfg.Redact,
 		Context: l.cfg.Context, Query: query, SessionID: q.sid,
 	}
-	return q
+	return q, msgs, nil
 }
 
 // end ends a query: it releases the query's hold on its session and
@@ -206,7 +234,7 @@ func (l *ToolLoop) begin(prompt string, opts QueryOptions) *query {
 func (l *ToolLoop) end(q *query) {
 	if q.owned {
 		l.mu.Lock()
-		delete(l.busy, q.sid)
+		l.busy = slices.DeleteFunc(l.busy, func(sid string) bool { return sid == q.sid })
 		l.mu.Unlock()
 	}
 	*q = query{}
@@ -236,10 +264,11 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	// its slices cannot change a cached policy.
 	p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
 	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)},
-		specs: make([]tool.Spec, 0, len(l.names))}
-	for _, name := range l.names {
-		if t := l.tools[name]; p.MayUse(t) {
-			c.specs = append(c.specs, t.Spec())
+		specs: make([]tool.Spec, 0, len(l.byName))}
+	for i := range l.byName {
+		t := &l.byName[i]
+		if l.tools[t.spec.Name] == tool.Tool(t) && p.MayUse(t) {
+			c.specs = append(c.specs, t.spec)
 		}
 	}
 	// Queries share the list; clipped, an append to one query's
@@ -249,12 +278,22 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	return c
 }
 
+// setSession makes msgs the transcript of session id (the map is made by
+// the first session that ends a query, so an agent parked in its first
+// query holds none). Called with l.mu held, or before l is shared.
+func (l *ToolLoop) setSession(id string, msgs []Message) {
+	if l.sessions == nil {
+		l.sessions = map[string][]Message{}
+	}
+	l.sessions[id] = msgs
+}
+
 // commit makes msgs the session's transcript and journals what changed:
 // the messages after the first prior ones, or (prior < 0, after
 // compaction) the whole transcript.
 func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
 	l.mu.Lock()
-	l.sessions[sid] = msgs
+	l.setSession(sid, msgs)
 	l.last = sid
 	l.mu.Unlock()
 	res.SessionID = sid
@@ -312,6 +351,18 @@ type Loop struct {
 	// Compacted reports, after Run, that the context manager replaced the
 	// transcript's earlier messages (so the whole transcript is new).
 	Compacted bool
+
+	// The Run under way: the transcript, the result, the request of its
+	// turns (a copy of Request per Run, which a model may keep), the turn
+	// bound, when the turn began and the tool-call handler (built at the
+	// first tool call). They live here rather than in Run's stack frame,
+	// which is what a run parked in a model call keeps.
+	msgs     []Message
+	res      *QueryResult
+	req      *Request
+	maxTurns int
+	start    time.Time
+	handle   tool.Handler
 }
 
 // Hooks lets the runtime that owns a Loop steer it between turns.
@@ -331,79 +382,107 @@ type Hooks interface {
 // Run continues the conversation msgs (which ends with a user message) and
 // returns the grown transcript and what happened. On an error after the
 // model was called, the result is non-nil and counts what happened before
-// it; after MAX_TURNS the transcript so far is returned as well.
+// it; after MAX_TURNS the transcript so far is returned as well. A Loop
+// runs one Run at a time.
+//
+// Run itself only issues the model calls: the work before a turn
+// (prepare) and after it (answer) is kept out of line, so that a run
+// parked in a model call keeps a small frame here.
 func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResult, error) {
-	events := lp.Events
-	if events == nil {
-		events = journal.Discard
-	}
-	maxTurns := lp.MaxTurns
-	if maxTurns <= 0 {
-		maxTurns = DefaultMaxTurns
-	}
-	var handle tool.Handler // built at the first tool call
-	res := &QueryResult{}
-	req := lp.Request
+	lp.begin(msgs)
 	for {
-		if lp.Hooks != nil && !lp.Hooks.BeforeTurn(ctx, res.Turns+1) {
-			return msgs, res, nil
+		if done, err := lp.prepare(ctx); done {
+			return lp.ended(err)
 		}
-		if res.Turns >= maxTurns {
-			e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
-				"model used %d turns without a final answer", maxTurns)
-			e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
-			return msgs, res, e
-		}
-		req.Messages = msgs
-		if lp.Context != nil {
-			fit, err := lp.Context.Fit(ctx, &req, lp.Query)
-			res.Usage.Add(fit.Usage)
-			if err != nil {
-				return msgs, res, err
-			}
-			if fit.Compaction != nil {
-				lp.Query -= len(msgs) - len(fit.Messages)
-				msgs, lp.Compacted = fit.Messages, true
-				req.Messages = msgs
-				fit.Compaction.SessionID = lp.SessionID
-				events.Emit(journal.ContextCompacted, fit.Compaction)
-			}
-		}
-		res.Turns++
-		start := time.Now()
-		resp, err := lp.Model.Generate(ctx, &req)
-		if err != nil {
-			return msgs, res, err
-		}
-		if resp == nil {
-			return msgs, res, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
-		}
-		if lp.Context != nil {
-			lp.Context.Observe(&req, resp.Usage.Input())
-		}
-		var done bool
-		msgs, done, err = lp.answer(ctx, msgs, res, resp, &handle, start)
-		if done || err != nil {
-			return msgs, res, err
+		resp, err := lp.Model.Generate(ctx, lp.req)
+		if done, err := lp.answer(ctx, resp, err); done {
+			return lp.ended(err)
 		}
 	}
 }
 
-// answer takes one model answer into the transcript: it redacts it, gives
-// its tool calls unique ids, journals the turn, runs the calls and appends
-// their results. done reports that the Run ends here (a final answer, or
-// a hook said stop).
-//
-// It is kept out of Run (not inlined) so that Run's stack frame, which is
-// what a run parked in a model call keeps, holds only what lives across
-// the call: thousands of parked agents then fit in half the stack.
+// begin sets up the state of a Run over msgs. It is kept out of Run: its
+// copy of Request, inlined, would put a Request-sized temporary in Run's
+// frame.
 //
 //go:noinline
-func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, resp *Response, handle *tool.Handler, start time.Time) ([]Message, bool, error) {
-	events := lp.Events
-	if events == nil {
-		events = journal.Discard
+func (lp *Loop) begin(msgs []Message) {
+	req := lp.Request
+	lp.msgs, lp.res, lp.req, lp.handle = msgs, &QueryResult{}, &req, nil
+	lp.maxTurns = lp.MaxTurns
+	if lp.maxTurns <= 0 {
+		lp.maxTurns = DefaultMaxTurns
 	}
+}
+
+// ended returns what Run returns and lets go of the Run's state.
+func (lp *Loop) ended(err error) ([]Message, *QueryResult, error) {
+	msgs, res := lp.msgs, lp.res
+	lp.msgs, lp.res, lp.req, lp.handle = nil, nil, nil, nil
+	return msgs, res, err
+}
+
+// events is where the Loop journals (Events, or nowhere).
+func (lp *Loop) events() journal.Emitter {
+	if lp.Events == nil {
+		return journal.Discard
+	}
+	return lp.Events
+}
+
+// prepare readies the next turn's request: the hooks and the turn bound
+// may end the Run first (done), and the context manager fits the
+// transcript into the model's window.
+//
+//go:noinline
+func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
+	res := lp.res
+	if lp.Hooks != nil && !lp.Hooks.BeforeTurn(ctx, res.Turns+1) {
+		return true, nil
+	}
+	if res.Turns >= lp.maxTurns {
+		e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
+			"model used %d turns without a final answer", lp.maxTurns)
+		e.Hint = "raise runner.boundaries.maxTurns or give the model a narrower task"
+		return true, e
+	}
+	lp.req.Messages = lp.msgs
+	if lp.Context != nil {
+		fit, err := lp.Context.Fit(ctx, lp.req, lp.Query)
+		res.Usage.Add(fit.Usage)
+		if err != nil {
+			return true, err
+		}
+		if fit.Compaction != nil {
+			lp.Query -= len(lp.msgs) - len(fit.Messages)
+			lp.msgs, lp.Compacted = fit.Messages, true
+			lp.req.Messages = lp.msgs
+			fit.Compaction.SessionID = lp.SessionID
+			lp.events().Emit(journal.ContextCompacted, fit.Compaction)
+		}
+	}
+	res.Turns++
+	lp.start = time.Now()
+	return false, nil
+}
+
+// answer takes one model answer into the transcript: it redacts it, gives
+// its tool calls unique ids, journals the turn, runs the calls and appends
+// their results. done reports that the Run ends here (a final answer, a
+// failed call, or a hook said stop).
+//
+//go:noinline
+func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done bool, _ error) {
+	if err != nil {
+		return true, err
+	}
+	if resp == nil {
+		return true, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
+	}
+	if lp.Context != nil {
+		lp.Context.Observe(lp.req, resp.Usage.Input())
+	}
+	res := lp.res
 	res.Usage.Add(resp.Usage)
 	resp.Message.Role = RoleAssistant
 	lp.Redact.Response(resp)
@@ -422,9 +501,9 @@ func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, re
 		}
 		ids[c.ID] = true
 	}
-	msgs = append(msgs, resp.Message)
-	events.Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
-		ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(start).Milliseconds()})
+	lp.msgs = append(lp.msgs, resp.Message)
+	lp.events().Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
+		ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(lp.start).Milliseconds()})
 	if resp.Message.Text != "" {
 		res.Responses = append(res.Responses, resp.Message.Text)
 	}
@@ -434,12 +513,12 @@ func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, re
 	}
 	if len(resp.Message.ToolCalls) == 0 {
 		res.StructuredOutput = resp.StructuredOutput
-		return msgs, true, nil
+		return true, nil
 	}
-	if *handle == nil {
-		*handle = lp.handler(ctx)
+	if lp.handle == nil {
+		lp.handle = lp.handler(ctx)
 	}
-	h := *handle
+	h := lp.handle
 	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 	for _, c := range resp.Message.ToolCalls {
 		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
@@ -448,14 +527,14 @@ func (lp *Loop) answer(ctx context.Context, msgs []Message, res *QueryResult, re
 		results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 	}
 	stop := lp.Hooks != nil && lp.Hooks.AfterTools(res.Turns, results)
-	msgs = append(msgs, Message{Role: RoleTool, ToolResults: results})
+	lp.msgs = append(lp.msgs, Message{Role: RoleTool, ToolResults: results})
 	if stop {
-		return msgs, true, nil
+		return true, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return msgs, true, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
+		return true, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "query canceled")
 	}
-	return msgs, false, nil
+	return false, nil
 }
 
 // invokeTruncated runs a tool and truncates its result: the end of every

@@ -675,3 +675,34 @@ func (e *eventLog) Emit(typ string, data any) {
 	e.sessionMessages = append(e.sessionMessages, b)
 	e.mu.Unlock()
 }
+
+// TestToolLoopOffersEachToolNameOnce: of two tools with one name, the one
+// given last is offered (once, in name order with the others) and runs.
+func TestToolLoopOffersEachToolNameOnce(t *testing.T) {
+	say := func(out string) tool.Tool {
+		return tool.Func("echo", "Says "+out+".", func(context.Context, struct{}) (string, error) { return out, nil })
+	}
+	f := newFixture(t, `turns:
+  - tool_calls:
+      - name: echo
+        input: {}
+  - text: done
+`, func(c *llm.Config) { c.Tools = append([]tool.Tool{say("first")}, append(c.Tools, say("second"))...) })
+	res, err := f.loop.Query(context.Background(), "echo", writeAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolUses) != 1 || res.ToolUses[0].Output != "second" {
+		t.Fatalf("tool uses %+v", res.ToolUses)
+	}
+	var names []string
+	for _, s := range f.rec.requests()[0].Tools {
+		names = append(names, s.Name)
+		if s.Name == "echo" && s.Description != "Says second." {
+			t.Errorf("offered echo: %q", s.Description)
+		}
+	}
+	if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) || !slices.Contains(names, "echo") {
+		t.Errorf("offered tools %v", names)
+	}
+}

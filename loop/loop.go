@@ -137,7 +137,7 @@ type Loop struct {
 	// allocates nothing (consumers copy what they keep).
 	start  IterationStartEvent
 	prompt PromptEvent
-	end    IterationEvent
+	end    *IterationEvent // made at the first iteration's end
 	// it is the iteration under way (iterations run one at a time).
 	it iterationState
 }
@@ -280,35 +280,63 @@ func (s *Session) Usage() (llm.Usage, float64) { return s.res.Usage, s.res.CostU
 // Step checks the limits and, when none stops the run, runs one
 // iteration. It returns nil when the run goes on, or the run's final
 // Result (the same one on every later call).
+//
+// The checks before the iteration (before) and the bookkeeping after it
+// (after) are kept out of line, so that Step's stack frame — part of what
+// a run parked in a model call keeps — holds only what lives across the
+// iteration.
 func (s *Session) Step(ctx context.Context) *Result {
 	if s.done != nil {
 		return s.done
 	}
-	l, rc, res := s.l, s.rc, s.res
 	if !s.deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, s.deadline)
 		defer cancel()
 	}
-	finish := func(reason string, success bool, msg string, err error) *Result {
-		res.Success, res.CompletionReason, res.Reason, res.Err = success, reason, msg, err
-		res.Iterations = rc.Iteration
-		res.SessionID = rc.SessionID
-		res.Duration = l.cfg.Now().Sub(s.start)
-		res.Summaries = rc.Summaries
-		s.done = res
-		return res
+	if s.before(ctx) {
+		return s.done
 	}
-	if r, stop := l.stopBeforeIteration(ctx, rc, res); stop {
-		return finish(r.CompletionReason, false, r.Reason, r.Err)
+	it := s.l.iterate(ctx, s.rc)
+	return s.after(ctx, it)
+}
+
+// before checks the limits that apply before a new iteration: when one
+// stops the run, it ends it (done) and reports true; otherwise it counts
+// the iteration about to run.
+//
+//go:noinline
+func (s *Session) before(ctx context.Context) bool {
+	if r, stop := s.l.stopBeforeIteration(ctx, s.rc, s.res); stop {
+		s.finish(r.CompletionReason, false, r.Reason, r.Err)
+		return true
 	}
-	rc.Iteration++
-	sum, outcome := l.iterate(ctx, rc)
-	s.last = outcomeEvent(outcome)
-	if e := l.settle(ctx, rc, res, sum, &outcome); e != nil {
-		return finish(e.reason, e.success, e.msg, e.err)
+	s.rc.Iteration++
+	return false
+}
+
+// after counts a finished iteration into the run; it returns the run's
+// Result when the iteration ended the run, or nil.
+//
+//go:noinline
+func (s *Session) after(ctx context.Context, it *iterationState) *Result {
+	s.last = outcomeEvent(it.out)
+	if e := s.l.settle(ctx, s.rc, s.res, it.s, &it.out); e != nil {
+		return s.finish(e.reason, e.success, e.msg, e.err)
 	}
 	return nil
+}
+
+// finish ends the run: its Result, returned by every later Step.
+func (s *Session) finish(reason string, success bool, msg string, err error) *Result {
+	res, rc := s.res, s.rc
+	res.Success, res.CompletionReason, res.Reason, res.Err = success, reason, msg, err
+	res.Iterations = rc.Iteration
+	res.SessionID = rc.SessionID
+	res.Duration = s.l.cfg.Now().Sub(s.start)
+	res.Summaries = rc.Summaries
+	s.done = res
+	return res
 }
 
 // runEnd is how a run ends: finish's arguments.
@@ -340,8 +368,11 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *i
 	rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
 	res.Usage.Add(s.Usage)
 	res.CostUSD += s.CostUSD
-	l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
-	l.cfg.Events.Emit(journal.IterationEnd, &l.end)
+	if l.end == nil {
+		l.end = new(IterationEvent)
+	}
+	*l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
+	l.cfg.Events.Emit(journal.IterationEnd, l.end)
 	switch {
 	case outcome.Complete:
 		return &runEnd{reason: ReasonCompleted, success: true, msg: outcome.Reason}
@@ -386,53 +417,76 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 	return nil, false
 }
 
-// iterate runs one iteration and always returns its summary.
+// iterate runs one iteration; the iteration it returns holds its summary
+// and outcome.
 //
 // What comes before and after the query is in beginIteration and
 // endIteration, kept out of line, so that iterate's stack frame — part of
-// what a run parked in a model call keeps — holds only what lives across
-// the query.
-func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) (*iteration.Summary, Outcome) {
-	it, out := l.beginIteration(ctx, rc)
-	if out != nil {
-		return it.s, *out
+// what a run parked in a model call keeps — holds only the query's call.
+func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) *iterationState {
+	it := l.beginIteration(ctx, rc)
+	if it.ended {
+		return it
 	}
-	qr, err := it.bridge.Query(ctx, it.prompt, it.opts)
-	if err != nil && errors.Is(err, agenterr.ErrSdkSessionNotFound) && it.opts.SessionID != "" {
-		// Seed 002 reconnect: the backend lost the session; start a new one once.
-		l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": it.opts.SessionID})
-		it.opts.SessionID = ""
-		qr, err = it.bridge.Query(ctx, it.prompt, it.opts)
+	qr, err := it.query(ctx)
+	if l.reconnect(it, err) {
+		qr, err = it.query(ctx)
 	}
-	return l.endIteration(ctx, rc, it, qr, err)
+	l.endIteration(ctx, rc, it, qr, err)
+	return it
 }
 
-// iterationState is one iteration under way: its summary, and the query
-// of its turn and where it goes.
+// query asks the iteration's bridge. (Query takes its options by value:
+// the call copies them through a temporary, about 400 bytes of the
+// caller's frame.)
+func (it *iterationState) query(ctx context.Context) (*llm.QueryResult, error) {
+	return it.bridge.Query(ctx, it.s.Prompt, it.opts)
+}
+
+// reconnect reports whether a query that failed because the backend lost
+// its session is to be asked again, once, in a new session (seed 002
+// reconnect); it journals the warning and forgets the session.
+//
+//go:noinline
+func (l *Loop) reconnect(it *iterationState, err error) bool {
+	if err == nil || !errors.Is(err, agenterr.ErrSdkSessionNotFound) || it.opts.SessionID == "" {
+		return false
+	}
+	l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": it.opts.SessionID})
+	it.opts.SessionID = ""
+	return true
+}
+
+// iterationState is one iteration under way: its summary (with the
+// prompt), and the query of its turn and where it goes.
 type iterationState struct {
 	s      *iteration.Summary
 	began  time.Time
-	prompt string
 	opts   llm.QueryOptions
 	bridge llm.Bridge
 	own    bool // the query runs in the run's own session
 	cost   func(llm.Usage) float64
+	// out is the iteration's outcome; ended says it is known before any
+	// query (the flow failed).
+	out   Outcome
+	ended bool
 }
 
 // fail ends the iteration with err.
-func (l *Loop) fail(it *iterationState, err error) (*iteration.Summary, Outcome) {
+func (l *Loop) fail(it *iterationState, err error) {
 	s := it.s
 	s.Errors = append(s.Errors, err.Error())
 	s.DurationMs = l.cfg.Now().Sub(it.began).Milliseconds()
 	l.cfg.Events.Emit(journal.Error, errorEvent(err))
-	return s, Outcome{Stop: true, Reason: err.Error(), Err: err}
+	it.out = Outcome{Stop: true, Reason: err.Error(), Err: err}
 }
 
 // beginIteration starts an iteration: it asks the flow for the turn and
-// journals it. A non-nil Outcome ends the iteration before any query.
+// journals it. An iteration that ended (the flow failed) has its outcome
+// already.
 //
 //go:noinline
-func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) (*iterationState, *Outcome) {
+func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iterationState {
 	it := &l.it
 	*it = iterationState{began: l.cfg.Now()}
 	it.s = &iteration.Summary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: it.began,
@@ -441,10 +495,10 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) (*iterati
 	l.cfg.Events.Emit(journal.IterationStart, &l.start)
 	turn, err := l.cfg.Flow.Next(ctx, rc)
 	if err != nil {
-		_, out := l.fail(it, err)
-		return it, &out
+		l.fail(it, err)
+		it.ended = true
+		return it
 	}
-	it.prompt = turn.Prompt
 	it.s.StepID, it.s.Prompt = turn.StepID, turn.Prompt
 	l.prompt = PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
 	l.cfg.Events.Emit(journal.PromptResolved, &l.prompt)
@@ -459,14 +513,14 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) (*iterati
 		}
 	}
 	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: it.opts.SessionID, Source: turn.Source, Model: model})
-	return it, nil
+	return it
 }
 
 // endIteration takes the query's result (or error) into the summary and
-// asks the flow what the iteration means.
+// asks the flow what the iteration means (it.out).
 //
 //go:noinline
-func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterationState, qr *llm.QueryResult, err error) (*iteration.Summary, Outcome) {
+func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterationState, qr *llm.QueryResult, err error) {
 	s, cost := it.s, it.cost
 	if err != nil {
 		interrupted := ctx.Err() != nil
@@ -481,9 +535,9 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 			}
 			s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
 		}
-		s, out := l.fail(it, err)
-		out.Redo = interrupted || !answered(qr)
-		return s, out
+		l.fail(it, err)
+		it.out.Redo = interrupted || !answered(qr)
+		return
 	}
 	s.SessionID = it.opts.SessionID
 	if qr.SessionID != "" {
@@ -508,9 +562,10 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 	out, err := l.cfg.Flow.After(ctx, rc, s)
 	s.DurationMs = l.cfg.Now().Sub(it.began).Milliseconds()
 	if err != nil {
-		return l.fail(it, err)
+		l.fail(it, err)
+		return
 	}
-	return s, out
+	it.out = out
 }
 
 // answered reports whether a failed query got at least one model turn

@@ -16,7 +16,7 @@ func ExampleMachine_Transition() {
 			"onPass":{"next":"review"},"onFail":{"retry":true}}},
 		"review":{"stepId":"review","c2":"initial","c3":"review","check":{"type":"keyword","keywords":["LGTM"],
 			"onPass":{"complete":true},"onFail":{"next":"write"}}}}}`), &reg)
-	m, _ := step.NewMachine(reg, step.Options{})
+	m, _ := step.NewMachine(new(reg), step.Options{})
 	for _, passed := range []bool{false, true, false, true, true} {
 		mv, _ := m.Transition(context.Background(), step.Outcome{Passed: passed})
 		fmt.Printf("%s -> %s (%s)\n", mv.From, mv.To, mv.Kind)

@@ -120,7 +120,7 @@ type ReturnState struct {
 
 // Machine is seed 002's StepMachine over steps_registry.json.
 type Machine struct {
-	reg   config.Registry
+	reg   *config.Registry // read-only
 	opts  Options
 	limit int
 	st    State
@@ -129,7 +129,9 @@ type Machine struct {
 // NewMachine validates the registry's step graph and returns a machine at
 // its entry step (or the entry's first sub-step). Errors are CONFIG_INVALID
 // with the registry file and the pointer of the bad reference.
-func NewMachine(reg config.Registry, opts Options) (*Machine, error) {
+//
+// The machine keeps reg and never changes it: machines may share one.
+func NewMachine(reg *config.Registry, opts Options) (*Machine, error) {
 	if opts.Emitter == nil {
 		opts.Emitter = journal.Discard
 	}

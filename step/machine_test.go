@@ -58,7 +58,7 @@ func registry(t *testing.T, js string) config.Registry {
 
 func machine(t *testing.T, js string, opts Options) *Machine {
 	t.Helper()
-	m, err := NewMachine(registry(t, js), opts)
+	m, err := NewMachine(new(registry(t, js)), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestNewMachineValidates(t *testing.T) {
 		{`{"entryStep":"a","steps":{"a":{"subSteps":["b"]},"c":{"subSteps":["b"]},"b":{"type":"subStep"}}}`, "/steps/c/subSteps/0"},
 	}
 	for _, c := range cases {
-		_, err := NewMachine(registry(t, c.js), Options{})
+		_, err := NewMachine(new(registry(t, c.js)), Options{})
 		e := agenterr.From(err)
 		if e == nil || e.Code != agenterr.CodeConfigurationValidation || e.File != "steps_registry.json" || e.Hint == "" {
 			t.Errorf("%s: err = %v", c.js, err)
@@ -578,7 +578,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	in := CheckInput{Responses: []string{"working on it", "PLANNED and BUILT? not yet"}}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		m, _ := NewMachine(reg, Options{})
+		m, _ := NewMachine(new(reg), Options{})
 		if _, err := m.Evaluate(ctx, checker, in, Outcome{Iteration: 1}, &completion.IterationBudget{Max: 5}, completion.Context{Iteration: 1}); err != nil {
 			b.Fatal(err)
 		}
@@ -630,8 +630,8 @@ func TestTransitionAfterEnd(t *testing.T) {
 // TestNewMachineReportsEveryProblem: the step graph's broken rules are
 // reported together, each with its problem code.
 func TestNewMachineReportsEveryProblem(t *testing.T) {
-	_, err := NewMachine(registry(t, `{"entryStep":"x","steps":{"a":{"check":{"type":"keyword","keywords":["k"],"onPass":{"next":"nowhere"}}},
-		"g":{"type":"gateway"}}}`), Options{})
+	_, err := NewMachine(new(registry(t, `{"entryStep":"x","steps":{"a":{"check":{"type":"keyword","keywords":["k"],"onPass":{"next":"nowhere"}}},
+		"g":{"type":"gateway"}}}`)), Options{})
 	var codes []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 		var re *config.RuleError

@@ -97,7 +97,7 @@ func evalRouted(t *testing.T, m *Machine, out string) (Evaluation, error) {
 }
 
 func TestRouteByIntent(t *testing.T) {
-	m, err := NewMachine(routedRegistry(), Options{})
+	m, err := NewMachine(new(routedRegistry()), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestRouteErrors(t *testing.T) {
 		{"jump to a sub-step", "continuation.a", `{"next_action":{"action":"jump"},"target":"part"}`},
 		{"jump without target", "continuation.a", `{"next_action":{"action":"jump"}}`},
 	} {
-		m, err := NewMachine(reg, Options{})
+		m, err := NewMachine(new(reg), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestRouteErrors(t *testing.T) {
 	c := reg.Steps["continuation.a"]
 	c.Transitions = map[string]config.IntentTransition{"handoff": {Condition: "kind", Targets: map[string]*string{"x": str("closure.a")}}}
 	reg.Steps["continuation.a"] = c
-	m, _ := NewMachine(reg, Options{})
+	m, _ := NewMachine(new(reg), Options{})
 	m.enterStep("continuation.a")
 	if _, err := evalRouted(t, m, `{"next_action":{"action":"handoff"},"result":{"kind":"y"}}`); !errors.Is(err, agenterr.ErrStepRoute) {
 		t.Fatalf("unmatched condition: %v", err)
@@ -176,7 +176,7 @@ func TestRouteErrors(t *testing.T) {
 	v := reg.Steps["verification.v"]
 	v.Transitions = map[string]config.IntentTransition{"next": {Target: str("ghost")}}
 	reg.Steps["verification.v"] = v
-	if _, err := NewMachine(reg, Options{}); !errors.Is(err, agenterr.ErrConfigurationValidation) {
+	if _, err := NewMachine(new(reg), Options{}); !errors.Is(err, agenterr.ErrConfigurationValidation) {
 		t.Fatalf("NewMachine: %v", err)
 	}
 }
@@ -185,14 +185,14 @@ func TestRouteErrors(t *testing.T) {
 // the registry sets stepLoopLimit.
 func TestRoutedLoopLimit(t *testing.T) {
 	reg := routedRegistry()
-	m, _ := NewMachine(reg, Options{})
+	m, _ := NewMachine(new(reg), Options{})
 	for i := 0; i < 3*DefaultLoopLimit; i++ {
 		if _, err := evalRouted(t, m, `{"next_action":{"action":"repeat"}}`); err != nil {
 			t.Fatalf("repeat %d: %v", i, err)
 		}
 	}
 	reg.StepLoopLimit = 2
-	m, _ = NewMachine(reg, Options{})
+	m, _ = NewMachine(new(reg), Options{})
 	_, err1 := evalRouted(t, m, `{"next_action":{"action":"repeat"}}`)
 	_, err2 := evalRouted(t, m, `{"next_action":{"action":"repeat"}}`)
 	if err1 != nil || !errors.Is(err2, agenterr.ErrStepLoopLimit) {
@@ -203,7 +203,7 @@ func TestRoutedLoopLimit(t *testing.T) {
 // Inputs read the recorded outputs; a fork's outputs are the machine's only
 // once committed, and they survive Snapshot/Restore (resume).
 func TestInputsFromOutputs(t *testing.T) {
-	m, _ := NewMachine(routedRegistry(), Options{})
+	m, _ := NewMachine(new(routedRegistry()), Options{})
 	if _, err := m.Inputs("initial.a"); !errors.Is(err, agenterr.ErrStepRoute) {
 		t.Fatalf("required input without output: %v", err)
 	}
@@ -223,7 +223,7 @@ func TestInputsFromOutputs(t *testing.T) {
 	b, _ := json.Marshal(m.Snapshot())
 	var st State
 	_ = json.Unmarshal(b, &st)
-	m2, _ := NewMachine(routedRegistry(), Options{})
+	m2, _ := NewMachine(new(routedRegistry()), Options{})
 	if err := m2.Restore(st); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestInputsFromOutputs(t *testing.T) {
 	a.Inputs = map[string]config.InputSpec{"x": {From: "closure.a.x", Required: &no, Default: json.RawMessage(`"none"`)},
 		"y": {From: "closure.a.y", Required: &no}, "mode": {Default: json.RawMessage(`"fast"`)}}
 	reg.Steps["initial.a"] = a
-	m3, _ := NewMachine(reg, Options{})
+	m3, _ := NewMachine(new(reg), Options{})
 	if got, err := m3.Inputs("initial.a"); err != nil || len(got) != 2 || got["closure_a_x"] != "none" || got["mode"] != "fast" {
 		t.Fatalf("optional inputs: %v %v", got, err)
 	}

@@ -32,7 +32,7 @@ func TestGuardFailsVerificationAndIsNeverSkipped(t *testing.T) {
 	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
 		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
 	}}
-	m, err := step.NewMachine(reg, step.Options{})
+	m, err := step.NewMachine(new(reg), step.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestOutputGuardRunsAfterTheValidators(t *testing.T) {
 	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
 		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
 	}}
-	m, err := step.NewMachine(reg, step.Options{})
+	m, err := step.NewMachine(new(reg), step.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func (idle) CheckOutputs(context.Context, []completion.ValidatorRun) (completion
 // An output guard that had nothing to check is not listed as verified.
 func TestIdleOutputGuardIsNotListed(t *testing.T) {
 	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{"work": {StepID: "work", C2: "work", C3: "main"}}}
-	m, err := step.NewMachine(reg, step.Options{})
+	m, err := step.NewMachine(new(reg), step.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

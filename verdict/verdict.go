@@ -245,8 +245,9 @@ func New(cfg Config) (*Stage, error) {
 	if cfg.Format == nil {
 		cfg.Format = completion.NewFormatValidator(completion.FormatConfig{})
 	}
-	return &Stage{cfg: cfg, attempts: map[string]*completion.RetryBudget{}, fmtBudget: map[string]*completion.RetryBudget{},
-		intents: map[string]*completion.RetryBudget{}, lastPattern: map[string]string{}}, nil
+	// The budgets' maps are made at their first retry: most iterations
+	// need none, and a run parked in its first model call holds the Stage.
+	return &Stage{cfg: cfg}, nil
 }
 
 // Decide runs format check → step check → completion → verification on
@@ -285,7 +286,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		return stepError(v, err)
 	}
 	if st.StructuredGate != nil {
-		s.budget(s.intents, id, st.OnFailure).Reset()
+		s.budget(&s.intents, id, st.OnFailure).Reset()
 	}
 	routed := ev.Intent != nil
 	if routed && ev.Intent.Intent == config.IntentAbort {
@@ -344,7 +345,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 			}
 			return s.retry(ctx, id, st, ver, claim, in.Summary, vr, v, fork)
 		}
-		s.budget(s.attempts, id, ver.OnFailure).Reset()
+		s.budget(&s.attempts, id, ver.OnFailure).Reset()
 	}
 
 	s.commit(fork)
@@ -388,7 +389,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 // run stops with STEP_INTENT. The fork is dropped.
 func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (Verdict, error) {
 	s.buf.reset()
-	d, err := s.budget(s.intents, id, st.OnFailure).Next(completion.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
+	d, err := s.budget(&s.intents, id, st.OnFailure).Next(completion.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, cause, cause.Error(), ReasonValidationExhausted
 		s.emitCheck(v)
@@ -568,7 +569,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 	}
 	r := s.cfg.Format.Validate(sum, sv)
 	if r.Valid {
-		s.budget(s.fmtBudget, id, st.OnFailure).Reset()
+		s.budget(&s.fmtBudget, id, st.OnFailure).Reset()
 		if r.Recovered && r.Extracted != nil {
 			// The JSON came from prose: hand it on as the structured output.
 			if out, err := json.Marshal(r.Extracted); err == nil {
@@ -577,7 +578,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 		}
 		return false, nil
 	}
-	d, err := s.budget(s.fmtBudget, id, st.OnFailure).Next(completion.ValidationResult{Validator: "format", Pattern: "format-invalid"})
+	d, err := s.budget(&s.fmtBudget, id, st.OnFailure).Next(completion.ValidationResult{Validator: "format", Pattern: "format-invalid"})
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeSchemaValidation, agenterr.LayerCompletion, false,
 			"step %q: the model's output still does not match schema %s#%s", id, ref.File, ref.Schema)
@@ -597,7 +598,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 // fork is dropped — the step stays where it was — unless onFailure is skip,
 // which lets the iteration stand.
 func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *iteration.Summary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
-	d, err := s.budget(s.attempts, id, ver.OnFailure).Next(vr)
+	d, err := s.budget(&s.attempts, id, ver.OnFailure).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
 		if errors.Is(err, agenterr.ErrValidationAborted) {
@@ -627,6 +628,9 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 	if s.lastPattern[id] == vr.Pattern {
 		text += "\n\n" + honest.RetryNote
 	}
+	if s.lastPattern == nil {
+		s.lastPattern = map[string]string{}
+	}
 	s.lastPattern[id] = vr.Pattern
 	v.Action = Retry
 	v.Retry = &completion.RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
@@ -642,10 +646,14 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 	return v, nil
 }
 
-func (s *Stage) budget(m map[string]*completion.RetryBudget, id string, onFailure *config.OnFailure) *completion.RetryBudget {
-	if b, ok := m[id]; ok {
+func (s *Stage) budget(mp *map[string]*completion.RetryBudget, id string, onFailure *config.OnFailure) *completion.RetryBudget {
+	if b, ok := (*mp)[id]; ok {
 		return b
 	}
+	if *mp == nil {
+		*mp = map[string]*completion.RetryBudget{}
+	}
+	m := *mp
 	b, err := completion.NewRetryBudget(onFailure)
 	if err != nil { // rejected by validation; the default budget is the safe reading
 		b, _ = completion.NewRetryBudget(nil)

@@ -41,7 +41,7 @@ func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machin
 		"finish": {StepID: "finish", C2: "finish", C3: "main", OutputSchemaRef: &config.SchemaRef{File: "f.json", Schema: "f"},
 			OnFailure: &config.OnFailure{Action: "retry", MaxAttempts: 2}},
 	}, Validators: map[string]config.Validator{"out-exists": {Type: "file", Path: "out.txt", FailurePattern: "file-not-exists"}}}
-	m, err := step.NewMachine(reg, step.Options{Emitter: ev})
+	m, err := step.NewMachine(new(reg), step.Options{Emitter: ev})
 	if err != nil {
 		t.Fatal(err)
 	}
