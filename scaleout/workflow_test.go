@@ -3,6 +3,7 @@ package scaleout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/runreport"
 )
 
 func TestMain(m *testing.M) { os.Exit(statetest.Run(m)) }
@@ -90,6 +92,9 @@ type pool struct {
 	acquired atomic.Int32
 	dead     [2]atomic.Bool
 	kill     func(w *Activities, in IterationInput, res *IterationResult) error
+	// iterate, when set, runs an iteration on a worker in place of its
+	// Iterate (to play a zombie attempt next to the real one).
+	iterate func(ctx context.Context, w *Activities, in IterationInput) (*IterationResult, error)
 }
 
 func newPool(t testing.TB) *pool {
@@ -118,7 +123,13 @@ func (p *pool) register(env *testsuite.TestWorkflowEnvironment) {
 			// iteration is never picked up.
 			return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 		}
-		res, err := p.w[i].Iterate(ctx, in)
+		iterate := p.iterate
+		if iterate == nil {
+			iterate = func(ctx context.Context, w *Activities, in IterationInput) (*IterationResult, error) {
+				return w.Iterate(ctx, in)
+			}
+		}
+		res, err := iterate(ctx, p.w[i], in)
 		if err == nil && p.kill != nil {
 			if kerr := p.kill(p.w[i], in, res); kerr != nil {
 				p.dead[i].Store(true)
@@ -164,6 +175,19 @@ func checkRun(t *testing.T, bare string, in *RunInput, res *agent.Result) {
 		if it.Iteration != i+1 || !it.Finished {
 			t.Errorf("journal iteration %d: %+v", i+1, it)
 		}
+	}
+	// capstan show and report tell the same account: the iterations the
+	// workflow counted, once each.
+	acc, err := runreport.Load(found.ID, found.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, it := range acc.Iterations {
+		shown = append(shown, fmt.Sprintf("%d:%v", it.N, it.Finished))
+	}
+	if got := strings.Join(shown, ","); got != "1:true,2:true,3:true,4:true" || acc.Outcome == nil || !acc.Outcome.Success {
+		t.Errorf("the run's account shows iterations %s, outcome %+v", got, acc.Outcome)
 	}
 }
 
