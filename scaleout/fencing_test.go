@@ -254,3 +254,41 @@ func TestARunContinuesAfterAWorkerTornItsJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Activities without a Store use the state directory the worker's
+// environment names, as a local run does — for every iteration, not just
+// the first one (which agent.New journals there by itself).
+func TestActivitiesWithoutAStoreUseTheStateDirectory(t *testing.T) {
+	in, bare := counterRun(t, WorkflowOptions{})
+	p := newPool(t)
+	for _, w := range p.w {
+		w.Store = journal.Store{}
+	}
+	var killed atomic.Bool
+	p.kill = func(w *Activities, it IterationInput, res *IterationResult) error {
+		if w != p.w[0] || it.State.Iteration != 1 || !killed.CompareAndSwap(false, true) {
+			return nil
+		}
+		// The run moves: the other worker finds its journal.
+		gitT(t, bare, "update-ref", "refs/heads/"+in.Branch, it.State.Commit)
+		w.Close()
+		return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+	}
+	env := newEnv(t)
+	p.register(env)
+	env.ExecuteWorkflow(WorkflowName, *in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res agent.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, bare, in, &res)
+	for _, rel := range []string{locksDir, "runs"} {
+		if _, err := os.Stat(rel); err == nil {
+			os.RemoveAll(rel)
+			t.Errorf("the workers wrote %s in the current directory, not in the state directory", rel)
+		}
+	}
+}

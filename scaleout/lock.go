@@ -11,6 +11,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sys/unix"
+
+	"github.com/capstan-dev/capstan/journal"
 )
 
 // ErrTypeHeld: another attempt of the run's iteration still holds the run
@@ -36,11 +38,11 @@ type runLock struct{ f *os.File }
 // holds it — a zombie attempt Temporal timed out, which stops at its next
 // heartbeat — and returns a retryable ErrTypeHeld failure naming the
 // holder after that.
-func (w *Activities) lockRun(ctx context.Context, runID string, wait time.Duration) (*runLock, error) {
+func lockRun(ctx context.Context, store journal.Store, queue, runID string, wait time.Duration) (*runLock, error) {
 	if runID == "" || strings.ContainsAny(runID, `/\`) || runID == "." || runID == ".." {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("invalid run id %q", runID), ErrTypeBuild, nil)
 	}
-	dir := filepath.Join(w.Store.Dir, locksDir)
+	dir := filepath.Join(store.Dir, locksDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, workDirError("create "+dir, err)
 	}
@@ -74,7 +76,7 @@ func (w *Activities) lockRun(ctx context.Context, runID string, wait time.Durati
 		}
 	}
 	host, _ := os.Hostname()
-	note := fmt.Sprintf("worker %s, pid %d on %s, since %s\n", w.Queue, os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	note := fmt.Sprintf("worker %s, pid %d on %s, since %s\n", queue, os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(note), 0)
 	}

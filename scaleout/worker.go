@@ -35,7 +35,8 @@ type Activities struct {
 	Root string
 	// Store is the journal store; every worker of a namespace must share
 	// it (the same state directory) so a run moved to another worker
-	// continues its journal.
+	// continues its journal. Zero: the state directory Getenv names
+	// (journal.OpenStore), as for a local run.
 	Store journal.Store
 	// Getenv reads the worker's environment (API keys; nil = os.Getenv).
 	Getenv func(string) string
@@ -70,6 +71,14 @@ func (w *Activities) Close() {
 		lr.a.Abandon()
 		delete(w.runs, id)
 	}
+}
+
+// store is the journal store the worker's runs are journaled in.
+func (w *Activities) store() (journal.Store, error) {
+	if w.Store.Dir != "" {
+		return w.Store, nil
+	}
+	return journal.OpenStore(w.Getenv)
 }
 
 func (w *Activities) take(id string) *liveRun {
@@ -110,7 +119,11 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 	// iteration and its commit.
 	stop := heartbeat(ctx, run.RunID, st.Iteration+1)
 	defer stop()
-	lock, err := w.lockRun(ctx, run.RunID, lockWait(ctx))
+	store, err := w.store()
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBuild, err)
+	}
+	lock, err := lockRun(ctx, store, w.Queue, run.RunID, lockWait(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +160,7 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		lr = nil
 	}
 	if lr == nil {
-		a, err := w.build(ctx, run, st, wd.dir)
+		a, err := w.build(ctx, store, run, st, wd.dir)
 		if err != nil {
 			return nil, err
 		}
@@ -273,11 +286,11 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 // build makes the run's agent on this worker: a new run for the first
 // iteration, otherwise the run resumed from its journal, rewound to the
 // iterations the workflow counted.
-func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
-	cfg := agent.Config{WorkDir: dir, Store: w.Store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
+func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
+	cfg := agent.Config{WorkDir: dir, Store: store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
 		Getenv: w.Getenv, TracerProvider: w.TracerProvider}
-	found, ferr := w.Store.Find("", run.RunID)
+	found, ferr := store.Find("", run.RunID)
 	switch {
 	case ferr == nil:
 		rec, err := agent.LoadRun(found.ID, found.Path)
@@ -316,7 +329,7 @@ func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir 
 	case st.Iteration > 0:
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"run %s is at iteration %d but its journal is not in the state directory %s: the workers do not share their state directory (set %s to the same directory on every worker)",
-			run.RunID, st.Iteration, w.Store.Dir, journal.EnvStateDir), ErrTypeConflict, ferr)
+			run.RunID, st.Iteration, store.Dir, journal.EnvStateDir), ErrTypeConflict, ferr)
 	}
 	if cfg.Agent == nil {
 		snap, err := unpackDefinition(run)
