@@ -29,7 +29,7 @@ func TestAJournalSwappedByTheModelIsNotTrusted(t *testing.T) {
     "budgets": {"maxIterations": 1}}}`,
 		"steps_registry.json":                  `{"agentId": "forger", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
 		"prompts/steps/work/main/f_default.md": "Do the work.",
-		"script.yaml": "turns:\n  - tool_calls:\n      - name: Bash\n        input: {command: " + yamlQuote(forgeJournal) + "}\n  - text: \"done, not claiming completion\"\n",
+		"script.yaml":                          "turns:\n  - tool_calls:\n      - name: Bash\n        input: {command: " + yamlQuote(forgeJournal) + "}\n  - text: \"done, not claiming completion\"\n",
 	})
 	wd := t.TempDir()
 	code, out, stderr := capstanIn(t, wd, nil, "run", dir, "--workdir", wd, "--json", "--quiet")
