@@ -45,6 +45,9 @@ type Activities struct {
 
 	mu   sync.Mutex
 	runs map[string]*liveRun
+	// repoConfigs are the repository configurations of the checkouts this
+	// worker cloned, by checkout dir (see guardRepo).
+	repoConfigs map[string][]byte
 }
 
 // liveRun is a run's agent kept between iterations on this worker.
