@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -92,16 +91,7 @@ func TestALostAttemptNeitherEndsNorCommitsTheRun(t *testing.T) {
 				}
 				return w.Iterate(ctx, it)
 			}
-			env := newEnv(t)
-			p.register(env)
-			env.ExecuteWorkflow(WorkflowName, *in)
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res agent.Result
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := p.run(t, in)
 			if !lost.Load() {
 				t.Fatal("no attempt was lost: nothing was tested")
 			}
@@ -147,16 +137,7 @@ func TestAZombieAttemptAndItsRetryNeverWriteAtOnce(t *testing.T) {
 		a := <-retry
 		return a.res, a.err
 	}
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in)
 	checkRun(t, bare, in, &res)
 }
 
@@ -179,23 +160,12 @@ func TestAKeptAgentIsNotReusedAfterAnotherWorkerWroteTheJournal(t *testing.T) {
 		case w == p.w[1] && it.State.Iteration == 2 && step.CompareAndSwap(1, 2):
 			// Worker 1 ran and journaled iteration 3, then died before
 			// its commit reached the repository; worker 0 is back.
-			gitT(t, bare, "update-ref", "refs/heads/"+in.Branch, it.State.Commit)
-			w.Close()
 			p.dead[0].Store(false)
-			return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+			return dieBeforeCommit(t, bare, in, w, it)
 		}
 		return nil
 	}
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in)
 	if step.Load() != 2 || p.acquired.Load() != 3 {
 		t.Fatalf("step %d, pinned %d times: the scenario did not play", step.Load(), p.acquired.Load())
 	}
@@ -215,8 +185,7 @@ func TestARunContinuesAfterAWorkerTornItsJournal(t *testing.T) {
 		if w != p.w[0] || it.State.Iteration != 1 || !killed.CompareAndSwap(false, true) {
 			return nil
 		}
-		gitT(t, bare, "update-ref", "refs/heads/"+in.Branch, it.State.Commit)
-		w.Close()
+		died := dieBeforeCommit(t, bare, in, w, it)
 		found, err := testStore(t).Find("", in.RunID)
 		if err != nil {
 			t.Fatal(err)
@@ -229,18 +198,9 @@ func TestARunContinuesAfterAWorkerTornItsJournal(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+		return died
 	}
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in)
 	checkRun(t, bare, in, &res)
 	events := runJournal(t, in.RunID)
 	if countEvents(events, journal.Repaired) != 1 {
@@ -270,20 +230,9 @@ func TestActivitiesWithoutAStoreUseTheStateDirectory(t *testing.T) {
 			return nil
 		}
 		// The run moves: the other worker finds its journal.
-		gitT(t, bare, "update-ref", "refs/heads/"+in.Branch, it.State.Commit)
-		w.Close()
-		return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+		return dieBeforeCommit(t, bare, in, w, it)
 	}
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in)
 	checkRun(t, bare, in, &res)
 	for _, rel := range []string{locksDir, "runs"} {
 		if _, err := os.Stat(rel); err == nil {

@@ -73,16 +73,7 @@ func TestTheWorkersGitRunsNoCodeTheModelPutInTheCheckout(t *testing.T) {
 		}
 		return w.Iterate(ctx, it)
 	}
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in2)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in2)
 	if !res.Success || res.Iterations != 2 {
 		t.Fatalf("result: %+v", res)
 	}

@@ -140,6 +140,32 @@ func (p *pool) register(env *testsuite.TestWorkflowEnvironment) {
 	}, activity.RegisterOptions{Name: ActivityIterate})
 }
 
+// run executes the run's workflow on the pool's workers in a test
+// environment and returns the run's result.
+func (p *pool) run(t *testing.T, in *RunInput) agent.Result {
+	t.Helper()
+	env := newEnv(t)
+	p.register(env)
+	env.ExecuteWorkflow(WorkflowName, *in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res agent.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// dieBeforeCommit makes worker w die as if killed after journaling the
+// iteration after it.State but before its commit reached the repository,
+// and returns the failure the workflow then sees.
+func dieBeforeCommit(t testing.TB, bare string, in *RunInput, w *Activities, it IterationInput) error {
+	gitT(t, bare, "update-ref", "refs/heads/"+in.Branch, it.State.Commit)
+	w.Close() // the process is gone, and its agents with it
+	return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+}
+
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger)
@@ -196,16 +222,7 @@ func checkRun(t *testing.T, bare string, in *RunInput, res *agent.Result) {
 func TestWorkflowRunsTheAgent(t *testing.T) {
 	in, bare := counterRun(t, WorkflowOptions{})
 	p := newPool(t)
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in)
 	checkRun(t, bare, in, &res)
 	if n := p.acquired.Load(); n != 1 {
 		t.Errorf("the run was pinned %d times, want once", n)
@@ -239,21 +256,12 @@ func TestWorkflowMovesARunWhoseWorkerDied(t *testing.T) {
 				if !tc.committed {
 					// The iteration ran and journaled, but the commit never
 					// reached the shared repository.
-					gitT(t, bare, "update-ref", "refs/heads/"+in.Branch, it.State.Commit)
+					return dieBeforeCommit(t, bare, in, w, it)
 				}
 				w.Close() // the process is gone, and its agents with it
 				return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
 			}
-			env := newEnv(t)
-			p.register(env)
-			env.ExecuteWorkflow(WorkflowName, *in)
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res agent.Result
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := p.run(t, in)
 			if !killed.Load() || p.acquired.Load() != 2 {
 				t.Fatalf("killed %v, pinned %d times", killed.Load(), p.acquired.Load())
 			}
@@ -381,16 +389,7 @@ func TestWorkflowRunsInAPlainWorkDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPool(t)
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in)
 	if !res.Success || res.Iterations != 4 {
 		t.Fatalf("%+v", res)
 	}
