@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -182,5 +183,62 @@ func TestEmptyJournalReadsAsNoEvents(t *testing.T) {
 	w.Close()
 	if ev, in := mustRead(t, path); len(ev) != 1 || ev[0].Prev != Genesis || in.Err() != nil {
 		t.Fatalf("%+v %+v", ev, in)
+	}
+}
+
+// forge rewrites a journal the way a model with the user's rights can:
+// the given lines, each chained to the one before, so the file alone
+// reads as a clean record.
+func forge(t *testing.T, lines ...string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	prev := Genesis
+	for i, typ := range lines {
+		line := `{"seq":` + strconv.Itoa(i+1) + `,"time":"2026-11-25T00:00:00Z","type":"` + typ + `","prev":"` + prev + `"}`
+		b.WriteString(line + "\n")
+		prev = LineHash([]byte(line))
+	}
+	return b.Bytes()
+}
+
+// A process that replaces the journal while the run writes it (a model's
+// unsandboxed Bash: `mv forged events.jsonl`, or rm) leaves the writer's
+// descriptor on the old file. The writer notices the swap at its next
+// event, appends its events to the file now at the path — whose chain then
+// breaks where they start, so readers and resume refuse the record — and
+// reports the swap.
+func TestWriterNoticesItsJournalWasReplaced(t *testing.T) {
+	for _, swap := range []string{"rename", "remove"} {
+		t.Run(swap, func(t *testing.T) {
+			w, err := Store{Dir: t.TempDir()}.Create(t.TempDir(), "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Emit(RunStart, map[string]any{"agent": "a"})
+			w.Emit(ToolCall, map[string]any{"name": "Bash"})
+			if swap == "rename" {
+				tmp := w.Path() + ".forged"
+				if err := os.WriteFile(tmp, forge(t, RunStart, "tests.baseline", IterationStart, IterationEnd), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(tmp, w.Path()); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Remove(w.Path()); err != nil {
+				t.Fatal(err)
+			}
+			w.Emit(ToolCall, map[string]any{"name": "Bash", "output": "after the swap"})
+			err = w.Close()
+			if err == nil || !strings.Contains(err.Error(), "replaced or removed") {
+				t.Errorf("Close = %v, want the swap reported", err)
+			}
+			events, in := mustRead(t, w.Path())
+			if !errors.Is(in.Err(), ErrBrokenChain) {
+				t.Fatalf("the swapped journal reads as intact (%d events): %v", len(events), in.Err())
+			}
+			if _, err := Append(w.Path()); err == nil {
+				t.Error("Append continued a swapped journal")
+			}
+		})
 	}
 }

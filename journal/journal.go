@@ -116,6 +116,7 @@ type Writer struct {
 	now       func() time.Time
 	err       error
 	path      string
+	opened    fileID   // the file f is, to notice when path no longer is
 	prev      [32]byte // chain hash (hex) of the last line written
 	prevLen   int      // bytes of prev in use (len(Genesis) for a new journal)
 }
@@ -153,6 +154,10 @@ func CreateFile(path string, dirPerm os.FileMode) (*Writer, error) {
 		return nil, fmt.Errorf("journal: create %s: %w", path, err)
 	}
 	w := &Writer{f: f, now: time.Now, path: path}
+	if w.opened, err = idOf(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: create %s: %w", path, err)
+	}
 	w.setPrev(Genesis)
 	return w, nil
 }
@@ -196,6 +201,10 @@ func Append(path string) (*Writer, error) {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
 	w := &Writer{f: f, now: time.Now, path: path}
+	if w.opened, err = idOf(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
 	w.setPrev(in.last)
 	if n := len(events); n > 0 {
 		w.seq = events[n-1].Seq
@@ -301,11 +310,41 @@ func (w *Writer) Emit(eventType string, data any) {
 	}
 	buf.WriteString("}\n")
 	line := buf.Bytes()
+	w.followPath()
 	if _, err := w.f.Write(line); err != nil && w.err == nil {
 		w.err = fmt.Errorf("journal: write %s: %w", w.path, err)
 	}
 	sum := sha256.Sum256(line[:len(line)-1])
 	w.prevLen = hex.Encode(w.prev[:], sum[:16])
+}
+
+// followPath makes sure the writer appends to the file at its path. A
+// process that replaced the journal (renamed another file over it) or
+// removed it while the run writes — a model's unsandboxed Bash can — would
+// otherwise leave the writer appending to a file nobody reads, and the
+// replacement, chained by its author, would read as the run's record. The
+// writer appends to whatever is at the path now (creating it if needed):
+// its next line chains to its own last one, so the hash chain of the file
+// breaks there and readers, resume included, refuse the record; Err and
+// Close report the swap.
+func (w *Writer) followPath() {
+	if id, err := pathID(w.path); err == nil && id.same(w.opened) {
+		return
+	}
+	if w.err == nil {
+		w.err = fmt.Errorf("journal: %s was replaced or removed by another process while the run wrote it; the run's later events are appended to the file now there, whose hash chain breaks where they start: do not trust that record", w.path)
+	}
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return // the write goes to the old file; the error above stands
+	}
+	id, err := idOf(f)
+	if err != nil {
+		f.Close()
+		return
+	}
+	_ = w.f.Close()
+	w.f, w.opened = f, id
 }
 
 // lineBuffers hold the lines being encoded, shared by every Writer: a

@@ -211,6 +211,29 @@ func (b *builder) iteration(n int, at time.Time) *Iteration {
 	return b.cur
 }
 
+// rewind drops the iterations after the k-th finished one: a resumed run
+// that continued from iteration k (a driver redid an iteration whose work
+// was lost) no longer counts them, and the account shows what counted.
+func (b *builder) rewind(k int) {
+	n := 0
+	for i, it := range b.run.Iterations {
+		if it.Finished {
+			n++
+		}
+		if n > k {
+			dropped := b.run.Iterations[i:]
+			which := fmt.Sprintf("iteration %d was", dropped[0].N)
+			if last := dropped[len(dropped)-1].N; last != dropped[0].N {
+				which = fmt.Sprintf("iterations %d to %d were", dropped[0].N, last)
+			}
+			b.run.Warnings = append(b.run.Warnings, which+" run again after the run continued from iteration "+fmt.Sprint(k)+
+				"; the account shows the attempt that counted (the journal keeps both)")
+			b.run.Iterations = b.run.Iterations[:i]
+			return
+		}
+	}
+}
+
 // Placeholders (entries without a kind) mark where a model turn ended or
 // the query's result arrived; closeIteration replaces them with the model's
 // text, so each turn's text comes right before the tool calls it made.
@@ -274,6 +297,8 @@ func (b *builder) add(ev journal.Event) error {
 		var s struct {
 			Agent, AgentDir, WorkDir, Model string
 			Params                          any
+			Resumed, Rewound                bool
+			Iteration                       int
 		}
 		if err := decode(&s); err != nil {
 			return err
@@ -282,6 +307,12 @@ func (b *builder) add(ev journal.Event) error {
 			r.Agent, r.AgentDir, r.WorkDir, r.Model, r.Params, r.Started = s.Agent, s.AgentDir, s.WorkDir, s.Model, s.Params, ev.Time
 		}
 		r.Outcome = nil // a resumed run goes on
+		// The resumed run starts its iteration afresh: an unfinished one
+		// of the same number is replaced, not continued.
+		b.closeIteration()
+		if s.Resumed && s.Rewound {
+			b.rewind(s.Iteration)
+		}
 		return nil
 	case "skill.act.start":
 		var s struct{ Skill, Goal string }
@@ -585,14 +616,16 @@ func (b *builder) add(ev journal.Event) error {
 				CostUSD float64          `json:"costUsd"`
 			} `json:"summary"`
 			Outcome *struct {
-				Complete, Stop bool
-				Reason, Error  string
+				Complete, Stop, Redo bool
+				Reason, Error        string
 			} `json:"outcome"`
 		}
 		if err := decode(&s); err != nil {
 			return err
 		}
-		it.Ended, it.Finished = ev.Time, true
+		// An iteration whose query did not finish (redo) does not count:
+		// a resumed run runs it again under its number.
+		it.Ended, it.Finished = ev.Time, s.Outcome == nil || !s.Outcome.Redo
 		if s.Summary != nil {
 			it.Usage, it.CostUSD = s.Summary.Usage, s.Summary.CostUSD
 		}

@@ -359,3 +359,54 @@ func TestParamsAsGiven(t *testing.T) {
 		t.Fatalf("missing %q:\n%s", want, b.String())
 	}
 }
+
+// A run resumed after a kill, and one a driver rewound (package scaleout
+// redoes an iteration whose work was lost): the account shows the attempt
+// that counted, once, not the cut or uncounted attempt merged into it.
+func TestResumedAndRewoundRuns(t *testing.T) {
+	bash := func(cmd string) m { return m{"name": "Bash", "input": m{"command": cmd}} }
+	end := m{"summary": m{"usage": m{"input_tokens": 1}}, "outcome": m{"complete": false}}
+	r := build(t,
+		ev{journal.RunStart, 0, m{"agent": "a"}},
+		ev{journal.IterationStart, 1, nil},
+		ev{journal.ToolCall, 1, bash("echo one")},
+		ev{journal.IterationEnd, 1, end},
+		ev{journal.IterationStart, 2, nil},
+		ev{journal.ToolCall, 2, bash("echo canceled")},
+		ev{journal.IterationEnd, 2, m{"outcome": m{"redo": true}}},
+		// interrupted before its query finished: not counted; resumed
+		ev{journal.RunStart, 0, m{"agent": "a", "resumed": true, "iteration": 1}},
+		ev{journal.IterationStart, 2, nil},
+		ev{journal.ToolCall, 2, bash("echo killed")},
+		// killed; resumed
+		ev{journal.RunStart, 0, m{"agent": "a", "resumed": true, "iteration": 1}},
+		ev{journal.IterationStart, 2, nil},
+		ev{journal.ToolCall, 2, bash("echo two")},
+		ev{journal.IterationEnd, 2, end},
+		ev{journal.IterationStart, 3, nil},
+		ev{journal.ToolCall, 3, bash("echo lost")},
+		ev{journal.IterationEnd, 3, end},
+		// the worker's commit of iteration 3 was lost: redone from 2
+		ev{journal.RunStart, 0, m{"agent": "a", "resumed": true, "rewound": true, "iteration": 2}},
+		ev{journal.IterationStart, 3, nil},
+		ev{journal.ToolCall, 3, bash("echo three")},
+		ev{journal.IterationEnd, 3, end},
+	)
+	var got []string
+	for _, it := range r.Iterations {
+		var tools []string
+		for _, e := range it.Entries {
+			if e.Kind == KindTool {
+				tools = append(tools, e.Title)
+			}
+		}
+		got = append(got, strings.Join(tools, "+"))
+	}
+	want := []string{`Bash {"command":"echo one"}`, `Bash {"command":"echo two"}`, `Bash {"command":"echo three"}`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("iterations' tool calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "iteration 3 was run again") {
+		t.Errorf("warnings: %q", r.Warnings)
+	}
+}

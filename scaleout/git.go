@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,12 +62,22 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		if _, err := git(ctx, w.Root, "clone", "-q", "--no-checkout", run.Repo, dir); err != nil {
 			return checkout{}, workDirError("clone "+run.Repo, err)
 		}
+		if err := w.trustRepo(dir); err != nil {
+			return checkout{}, workDirError("read the configuration of "+dir, err)
+		}
+	} else if err := w.guardRepo(dir); err != nil {
+		// A checkout this worker did not clone (it restarted) or whose
+		// repository it cannot restore: start from a fresh clone.
+		if err := os.RemoveAll(dir); err != nil {
+			return checkout{}, workDirError("clear "+dir, err)
+		}
+		return w.workDir(ctx, run, st)
 	}
 	ref := "refs/remotes/origin/" + run.Branch
-	if _, err := git(ctx, dir, "fetch", "-q", "origin", "+refs/heads/"+run.Branch+":"+ref); err != nil {
+	if _, err := checkoutGit(ctx, dir, "fetch", "-q", "origin", "+refs/heads/"+run.Branch+":"+ref); err != nil {
 		return checkout{}, workDirError("fetch branch "+run.Branch+" of "+run.Repo, err)
 	}
-	tip, err := git(ctx, dir, "rev-parse", ref)
+	tip, err := checkoutGit(ctx, dir, "rev-parse", ref)
 	if err != nil {
 		return checkout{}, workDirError("read branch "+run.Branch, err)
 	}
@@ -77,19 +88,19 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		}
 		return checkout{dir: dir, done: done}, nil
 	}
-	head, _ := git(ctx, dir, "rev-parse", "-q", "--verify", "HEAD")
+	head, _ := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", "HEAD")
 	if head == st.Commit {
-		if status, err := git(ctx, dir, "status", "--porcelain"); err == nil && status == "" {
+		if status, err := checkoutGit(ctx, dir, "status", "--porcelain"); err == nil && status == "" {
 			return checkout{dir: dir}, nil
 		}
 	}
 	// Another worker ran the last iteration, or this one was cut: start
 	// from the last committed state. Edits after it are lost by design;
 	// the iteration that made them runs again.
-	if _, err := git(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, st.Commit); err != nil {
+	if _, err := checkoutGit(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, st.Commit); err != nil {
 		return checkout{}, workDirError("check out "+st.Commit, err)
 	}
-	if _, err := git(ctx, dir, "clean", "-q", "-f", "-d"); err != nil {
+	if _, err := checkoutGit(ctx, dir, "clean", "-q", "-f", "-d"); err != nil {
 		return checkout{}, workDirError("clean "+dir, err)
 	}
 	return checkout{dir: dir, reset: true}, nil
@@ -99,8 +110,8 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 // top of st.Commit: the branch's tip must be its only child and record the
 // next iteration of this run.
 func committedIteration(ctx context.Context, dir, tip string, run *RunInput, st RunState) (*IterationResult, error) {
-	parent, _ := git(ctx, dir, "rev-parse", "-q", "--verify", tip+"^")
-	msg, err := git(ctx, dir, "log", "-1", "--format=%B", tip)
+	parent, _ := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", tip+"^")
+	msg, err := checkoutGit(ctx, dir, "log", "-1", "--format=%B", tip)
 	if err != nil {
 		return nil, workDirError("read commit "+tip, err)
 	}
@@ -132,18 +143,22 @@ func (w *Activities) commit(ctx context.Context, run *RunInput, dir string, st R
 	}
 	msg := fmt.Sprintf("capstan: run %s iteration %d\n\n%s%s\n%s%d\n%s%s\n", run.RunID, res.Iteration,
 		trailerRun, run.RunID, trailerIteration, st.Iteration+1, trailerResult, b)
-	if _, err := git(ctx, dir, "add", "-A"); err != nil {
+	if err := w.guardRepo(dir); err != nil {
+		// Retried: the next attempt clones afresh and redoes the iteration.
+		return "", workDirError("restore the repository of "+dir, err)
+	}
+	if _, err := checkoutGit(ctx, dir, "add", "-A"); err != nil {
 		return "", workDirError("stage the work dir", err)
 	}
-	if _, err := git(ctx, dir, "-c", "user.name=capstan", "-c", "user.email=capstan@localhost", "-c", "commit.gpgsign=false",
+	if _, err := checkoutGit(ctx, dir, "-c", "user.name=capstan", "-c", "user.email=capstan@localhost", "-c", "commit.gpgsign=false",
 		"commit", "-q", "--no-verify", "--allow-empty", "-m", msg); err != nil {
 		return "", workDirError("commit the work dir", err)
 	}
-	sha, err := git(ctx, dir, "rev-parse", "HEAD")
+	sha, err := checkoutGit(ctx, dir, "rev-parse", "HEAD")
 	if err != nil {
 		return "", workDirError("read the commit", err)
 	}
-	if _, err := git(ctx, dir, "push", "-q", "origin", "HEAD:refs/heads/"+run.Branch); err != nil {
+	if _, err := checkoutGit(ctx, dir, "push", "-q", "origin", "HEAD:refs/heads/"+run.Branch); err != nil {
 		// Retried: the next attempt finds the branch where this push left it.
 		return "", workDirError("push the run's branch "+run.Branch, err)
 	}
@@ -164,6 +179,72 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// checkoutHardening are the settings every git command in a run's
+// checkout runs with. The checkout is the model's work dir, .git included:
+// its tools can write hooks and repository configuration there, and the
+// worker's git runs with the worker's rights and environment (its API
+// keys). No hook runs, whatever the configuration says, and no file system
+// monitor; guardRepo puts back the configuration the worker cloned with
+// (filter drivers, receive-pack and upload-pack commands, credential
+// helpers, includes), so nothing the model wrote there runs either.
+var checkoutHardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+
+// checkoutGit runs git in a run's checkout, hardened (checkoutHardening).
+// Call guardRepo before a sequence of them.
+func checkoutGit(ctx context.Context, dir string, args ...string) (string, error) {
+	return git(ctx, dir, append(slices.Clip(checkoutHardening), args...)...)
+}
+
+// trustRepo records the repository configuration of a checkout this
+// worker just cloned: the one guardRepo restores.
+func (w *Activities) trustRepo(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.repoConfigs == nil {
+		w.repoConfigs = map[string][]byte{}
+	}
+	w.repoConfigs[dir] = b
+	return nil
+}
+
+// guardRepo makes a checkout's repository the one the worker cloned
+// before the worker runs git there: .git a directory of its own (not a
+// link, not a file pointing elsewhere), no configuration read from
+// elsewhere (commondir, config.worktree), and .git/config as cloned —
+// rewritten when the model changed it. It fails when the worker has no
+// record of the checkout (the caller clones afresh).
+func (w *Activities) guardRepo(dir string) error {
+	w.mu.Lock()
+	want, ok := w.repoConfigs[dir]
+	w.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%s was not cloned by this worker", dir)
+	}
+	gitDir := filepath.Join(dir, ".git")
+	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not the repository the worker cloned", gitDir)
+	}
+	for _, name := range []string{"commondir", "config.worktree"} {
+		if err := os.RemoveAll(filepath.Join(gitDir, name)); err != nil {
+			return err
+		}
+	}
+	config := filepath.Join(gitDir, "config")
+	if fi, err := os.Lstat(config); err == nil && fi.Mode().IsRegular() {
+		if got, err := os.ReadFile(config); err == nil && bytes.Equal(got, want) {
+			return nil
+		}
+	}
+	if err := os.RemoveAll(config); err != nil {
+		return err
+	}
+	return os.WriteFile(config, want, 0o644)
 }
 
 // git runs git in dir and returns its trimmed output.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +35,8 @@ type Activities struct {
 	Root string
 	// Store is the journal store; every worker of a namespace must share
 	// it (the same state directory) so a run moved to another worker
-	// continues its journal.
+	// continues its journal. Zero: the state directory Getenv names
+	// (journal.OpenStore), as for a local run.
 	Store journal.Store
 	// Getenv reads the worker's environment (API keys; nil = os.Getenv).
 	Getenv func(string) string
@@ -43,6 +45,9 @@ type Activities struct {
 
 	mu   sync.Mutex
 	runs map[string]*liveRun
+	// repoConfigs are the repository configurations of the checkouts this
+	// worker cloned, by checkout dir (see guardRepo).
+	repoConfigs map[string][]byte
 }
 
 // liveRun is a run's agent kept between iterations on this worker.
@@ -51,6 +56,8 @@ type liveRun struct {
 	iteration int
 	commit    string
 	dir       string
+	// journal is the run's journal as the agent left it.
+	journal journalMark
 }
 
 // Acquire is ActivityAcquire: it pins the calling run to this worker.
@@ -67,6 +74,14 @@ func (w *Activities) Close() {
 		lr.a.Abandon()
 		delete(w.runs, id)
 	}
+}
+
+// store is the journal store the worker's runs are journaled in.
+func (w *Activities) store() (journal.Store, error) {
+	if w.Store.Dir != "" {
+		return w.Store, nil
+	}
+	return journal.OpenStore(w.Getenv)
 }
 
 func (w *Activities) take(id string) *liveRun {
@@ -90,14 +105,41 @@ func (w *Activities) keep(id string, lr *liveRun) {
 // worker and commits the work dir. It heartbeats while the iteration runs;
 // a canceled workflow cancels the iteration, and the run ends as a local
 // run interrupted by Ctrl-C does.
+//
+// Only one attempt at a time works on a run (runLock): an attempt
+// Temporal timed out may still be running — on this worker, where the
+// retry lands too, or on one cut off from the server — and the retry waits
+// until it has stopped. An attempt whose context ends for another reason
+// than the workflow's cancellation (Temporal timed it out, the worker is
+// shutting down) has lost the run: it leaves the journal as a killed
+// process would, commits nothing, and fails.
 func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*IterationResult, error) {
 	run, st := in.Run, in.State
 	if run == nil {
 		return nil, temporal.NewNonRetryableApplicationError("iteration without a run", ErrTypeBuild, nil)
 	}
+	// The heartbeat covers waiting for the run, the checkout, the
+	// iteration and its commit.
+	stop := heartbeat(ctx, run.RunID, st.Iteration+1)
+	defer stop()
+	store, err := w.store()
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBuild, err)
+	}
+	lock, err := lockRun(ctx, store, w.Queue, run.RunID, lockWait(ctx))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.unlock()
 	lr := w.take(run.RunID)
+	if lr != nil && !lr.journal.unchanged(lr.a.JournalPath()) {
+		// Another worker wrote the run's journal since this one kept the
+		// agent (an iteration the workflow did not count): the agent in
+		// memory no longer continues it.
+		lr.a.Abandon()
+		lr = nil
+	}
 	var wd checkout
-	var err error
 	if lr != nil && lr.iteration == st.Iteration && lr.commit == st.Commit && run.Repo != "" && lr.dir != "" {
 		// This worker ran and committed the last iteration, and holds the
 		// run's agent: the work dir is where that iteration left it.
@@ -121,16 +163,17 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		lr = nil
 	}
 	if lr == nil {
-		a, err := w.build(ctx, run, st, wd.dir)
+		a, err := w.build(ctx, store, run, st, wd.dir)
 		if err != nil {
 			return nil, err
 		}
 		lr = &liveRun{a: a}
 	}
-	// The heartbeat covers the iteration and its commit.
-	stop := heartbeat(ctx, run.RunID, st.Iteration+1)
-	defer stop()
 	res := lr.a.Step(ctx)
+	if err := attemptLost(ctx); err != nil {
+		lr.a.Abandon()
+		return nil, err
+	}
 	p := lr.a.Progress()
 	out := &IterationResult{Iteration: p.Iteration, Step: p.Step, Usage: p.Usage, CostUSD: p.CostUSD}
 	if p.Iteration > st.Iteration && p.Summary != nil {
@@ -163,9 +206,40 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		return nil, err
 	}
 	if res == nil {
-		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit, dir: wd.dir})
+		mark, ok := markJournal(lr.a.JournalPath())
+		if !ok {
+			lr.a.Abandon()
+			return out, nil
+		}
+		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit, dir: wd.dir, journal: mark})
 	}
 	return out, nil
+}
+
+// attemptLost returns the failure of an attempt whose context ended for
+// another reason than the workflow's cancellation — Temporal timed the
+// attempt out (the server no longer knows it, or its heartbeats could not
+// get through), it ran past its deadline, or the worker is shutting down —
+// and nil otherwise. Another attempt redoes the iteration; this one must
+// not end the run.
+func attemptLost(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	var canceled *temporal.CanceledError
+	if errors.As(cause, &canceled) {
+		return nil
+	}
+	return temporal.NewApplicationError("the attempt lost the run ("+cause.Error()+"); another attempt redoes the iteration", ErrTypeWorkDir, cause)
+}
+
+// lockWait is how long an attempt waits for an earlier attempt of the
+// same iteration to let go of the run: two heartbeat timeouts (the earlier
+// attempt learns it was timed out at its next heartbeat, then stops its
+// tool call), at least 10 s.
+func lockWait(ctx context.Context) time.Duration {
+	return max(2*activity.GetInfo(ctx).HeartbeatTimeout, 10*time.Second)
 }
 
 // retryable maps a run that ended on a recoverable provider failure
@@ -215,11 +289,11 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 // build makes the run's agent on this worker: a new run for the first
 // iteration, otherwise the run resumed from its journal, rewound to the
 // iterations the workflow counted.
-func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
-	cfg := agent.Config{WorkDir: dir, Store: w.Store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
+func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
+	cfg := agent.Config{WorkDir: dir, Store: store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
 		Getenv: w.Getenv, TracerProvider: w.TracerProvider}
-	found, ferr := w.Store.Find("", run.RunID)
+	found, ferr := store.Find("", run.RunID)
 	switch {
 	case ferr == nil:
 		rec, err := agent.LoadRun(found.ID, found.Path)
@@ -258,7 +332,7 @@ func (w *Activities) build(ctx context.Context, run *RunInput, st RunState, dir 
 	case st.Iteration > 0:
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"run %s is at iteration %d but its journal is not in the state directory %s: the workers do not share their state directory (set %s to the same directory on every worker)",
-			run.RunID, st.Iteration, w.Store.Dir, journal.EnvStateDir), ErrTypeConflict, ferr)
+			run.RunID, st.Iteration, store.Dir, journal.EnvStateDir), ErrTypeConflict, ferr)
 	}
 	if cfg.Agent == nil {
 		snap, err := unpackDefinition(run)

@@ -3,6 +3,7 @@ package scaleout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/runreport"
 )
 
 func TestMain(m *testing.M) { os.Exit(statetest.Run(m)) }
@@ -90,6 +92,9 @@ type pool struct {
 	acquired atomic.Int32
 	dead     [2]atomic.Bool
 	kill     func(w *Activities, in IterationInput, res *IterationResult) error
+	// iterate, when set, runs an iteration on a worker in place of its
+	// Iterate (to play a zombie attempt next to the real one).
+	iterate func(ctx context.Context, w *Activities, in IterationInput) (*IterationResult, error)
 }
 
 func newPool(t testing.TB) *pool {
@@ -118,7 +123,13 @@ func (p *pool) register(env *testsuite.TestWorkflowEnvironment) {
 			// iteration is never picked up.
 			return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)
 		}
-		res, err := p.w[i].Iterate(ctx, in)
+		iterate := p.iterate
+		if iterate == nil {
+			iterate = func(ctx context.Context, w *Activities, in IterationInput) (*IterationResult, error) {
+				return w.Iterate(ctx, in)
+			}
+		}
+		res, err := iterate(ctx, p.w[i], in)
 		if err == nil && p.kill != nil {
 			if kerr := p.kill(p.w[i], in, res); kerr != nil {
 				p.dead[i].Store(true)
@@ -127,6 +138,32 @@ func (p *pool) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		return res, err
 	}, activity.RegisterOptions{Name: ActivityIterate})
+}
+
+// run executes the run's workflow on the pool's workers in a test
+// environment and returns the run's result.
+func (p *pool) run(t *testing.T, in *RunInput) agent.Result {
+	t.Helper()
+	env := newEnv(t)
+	p.register(env)
+	env.ExecuteWorkflow(WorkflowName, *in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res agent.Result
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// dieBeforeCommit makes worker w die as if killed after journaling the
+// iteration after it.State but before its commit reached the repository,
+// and returns the failure the workflow then sees.
+func dieBeforeCommit(t testing.TB, bare string, in *RunInput, w *Activities, it IterationInput) error {
+	gitT(t, bare, "update-ref", "refs/heads/"+in.Branch, it.State.Commit)
+	w.Close() // the process is gone, and its agents with it
+	return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
 }
 
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
@@ -165,6 +202,19 @@ func checkRun(t *testing.T, bare string, in *RunInput, res *agent.Result) {
 			t.Errorf("journal iteration %d: %+v", i+1, it)
 		}
 	}
+	// capstan show and report tell the same account: the iterations the
+	// workflow counted, once each.
+	acc, err := runreport.Load(found.ID, found.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, it := range acc.Iterations {
+		shown = append(shown, fmt.Sprintf("%d:%v", it.N, it.Finished))
+	}
+	if got := strings.Join(shown, ","); got != "1:true,2:true,3:true,4:true" || acc.Outcome == nil || !acc.Outcome.Success {
+		t.Errorf("the run's account shows iterations %s, outcome %+v", got, acc.Outcome)
+	}
 }
 
 // The workflow runs the agent's iterations on the worker it pinned the
@@ -172,16 +222,7 @@ func checkRun(t *testing.T, bare string, in *RunInput, res *agent.Result) {
 func TestWorkflowRunsTheAgent(t *testing.T) {
 	in, bare := counterRun(t, WorkflowOptions{})
 	p := newPool(t)
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in)
 	checkRun(t, bare, in, &res)
 	if n := p.acquired.Load(); n != 1 {
 		t.Errorf("the run was pinned %d times, want once", n)
@@ -215,21 +256,12 @@ func TestWorkflowMovesARunWhoseWorkerDied(t *testing.T) {
 				if !tc.committed {
 					// The iteration ran and journaled, but the commit never
 					// reached the shared repository.
-					gitT(t, bare, "update-ref", "refs/heads/"+in.Branch, it.State.Commit)
+					return dieBeforeCommit(t, bare, in, w, it)
 				}
 				w.Close() // the process is gone, and its agents with it
 				return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
 			}
-			env := newEnv(t)
-			p.register(env)
-			env.ExecuteWorkflow(WorkflowName, *in)
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res agent.Result
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := p.run(t, in)
 			if !killed.Load() || p.acquired.Load() != 2 {
 				t.Fatalf("killed %v, pinned %d times", killed.Load(), p.acquired.Load())
 			}
@@ -357,16 +389,7 @@ func TestWorkflowRunsInAPlainWorkDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPool(t)
-	env := newEnv(t)
-	p.register(env)
-	env.ExecuteWorkflow(WorkflowName, *in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res agent.Result
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := p.run(t, in)
 	if !res.Success || res.Iterations != 4 {
 		t.Fatalf("%+v", res)
 	}

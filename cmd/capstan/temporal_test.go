@@ -26,6 +26,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/scaleout"
 )
 
@@ -295,21 +296,7 @@ func TestTemporalCancel(t *testing.T) {
 	addr := temporaltest.Server(t)
 	repo, workDir := sharedRepo(t)
 	startWorker(t, addr, t.TempDir())
-	dir := writeFiles(t, map[string]string{
-		"agent.json": `{"version": "1.0.0", "name": "slow", "description": "gets canceled",
-  "parameters": {"who": {"type": "string", "description": "who", "required": true}},
-  "runner": {"model": "script:script.yaml",
-    "completion": {"type": "keyword", "keyword": "ALL_DONE"},
-    "boundaries": {"allowedTools": ["Write", "Bash(sleep:*)"], "permissionMode": "acceptEdits"}}}`,
-		"steps_registry.json":                  `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
-		"prompts/steps/work/main/f_default.md": "Iteration {uv-iteration} for {uv-who}.",
-		"script.yaml": `turns:
-  - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
-  - text: "iteration one done"
-  - expect: {prompt_contains: ["Iteration 2 for Ada"]}
-    tool_calls: [{name: Bash, input: {command: "sleep 60"}}]
-  - text: "ALL_DONE"
-`})
+	dir := sleepingAgent(t, 60)
 
 	// Ctrl-C on the follower.
 	// A canceled iteration learns of it from its next heartbeat: within
@@ -346,29 +333,7 @@ func TestTemporalCancel(t *testing.T) {
 	}
 
 	// capstan cancel RUN.
-	submit := cliCommand("submit", dir, "--temporal", addr, "--workdir", workDir, "--repo", repo, "--who", "Ada", "--worker-timeout", "2s")
-	out, err := submit.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := strings.TrimSpace(string(out))
-	c, err := scaleout.Dial(context.Background(), addr, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		v, err := c.QueryWorkflow(context.Background(), id, "", scaleout.QueryProgress)
-		var p scaleout.Progress
-		if err == nil && v.Get(&p) == nil && p.State.Iteration >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run did not finish iteration 1: %+v, query error %v", p, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	id, c := submitSleeping(t, addr, dir, workDir, repo)
 	if out, err := cliCommand("cancel", id, "--temporal", addr).CombinedOutput(); err != nil {
 		t.Fatalf("capstan cancel: %v\n%s", err, out)
 	}
@@ -384,9 +349,127 @@ func TestTemporalCancel(t *testing.T) {
 
 	// A run that has ended cannot be canceled: the server would accept
 	// the request and ignore it, so capstan says so instead.
-	out, err = cliCommand("cancel", id, "--temporal", addr).CombinedOutput()
+	out, err := cliCommand("cancel", id, "--temporal", addr).CombinedOutput()
 	if exitCode(err) != exitUsage || !strings.Contains(string(out), "already ended") || !strings.Contains(string(out), "capstan show "+id) {
 		t.Fatalf("cancel of an ended run: exit %d\n%s", exitCode(err), out)
+	}
+}
+
+// TestTemporalStoppedWorkerMovesItsRuns: a worker stopped with SIGTERM
+// while it runs an iteration gives the run up — it neither journals the
+// run's end nor commits the cut iteration as the run's canceled result —
+// and the run finishes on another worker as if the first had died.
+func TestTemporalStoppedWorkerMovesItsRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server and worker processes; run without -short")
+	}
+	addr := temporaltest.Server(t)
+	repo, workDir := sharedRepo(t)
+	base := gitT(t, workDir, "rev-parse", "HEAD")
+	dir := sleepingAgent(t, 4)
+	roots := t.TempDir()
+	w1 := startWorker(t, addr, filepath.Join(roots, "w1"))
+	id, c := submitSleeping(t, addr, dir, workDir, repo)
+	startWorker(t, addr, filepath.Join(roots, "w2"))
+	time.Sleep(500 * time.Millisecond) // iteration 2's sleep is under way on worker 1
+	if err := w1.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-w1.exited:
+		w1.exited <- err // for the worker's cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatalf("worker 1 did not stop on SIGTERM:\n%s", w1.stderr.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res agent.Result
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Success || res.CompletionReason != "completed" || res.Iterations != 2 {
+		t.Fatalf("the run did not survive its worker's stop: %+v", res)
+	}
+	bare := strings.TrimPrefix(repo, "file://")
+	trailers := gitT(t, bare, "log", "--reverse", "--format=%(trailers:key=Capstan-Iteration,valueonly)", "capstan/"+id, "^"+base)
+	if got := strings.Join(strings.Fields(trailers), ","); got != "1,2" {
+		t.Errorf("iteration commits %s", got)
+	}
+	found, err := testStore(t).Find("", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := agent.LoadRun(found.ID, found.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := 0
+	events, _ := journal.ReadFile(found.Path)
+	for _, ev := range events {
+		if ev.Type == journal.RunEnd {
+			ends++
+		}
+	}
+	if ends != 1 || rec.FinishedIterations() != 2 || rec.Integrity.Err() != nil {
+		t.Errorf("journal: %d run.end events, %d finished iterations, integrity %v", ends, rec.FinishedIterations(), rec.Integrity.Err())
+	}
+}
+
+// sleepingAgent is an agent whose first iteration writes a file and whose
+// second sleeps for the given seconds in Bash, then says ALL_DONE.
+func sleepingAgent(t *testing.T, seconds int) string {
+	return writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "slow", "description": "a slow second iteration",
+  "parameters": {"who": {"type": "string", "description": "who", "required": true}},
+  "runner": {"model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": ["Write", "Bash(sleep:*)"], "permissionMode": "acceptEdits"}}}`,
+		"steps_registry.json":                  `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Iteration {uv-iteration} for {uv-who}.",
+		"script.yaml": fmt.Sprintf(`turns:
+  - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
+  - text: "iteration one done"
+  - expect: {prompt_contains: ["Iteration 2 for Ada"]}
+    tool_calls: [{name: Bash, input: {command: "sleep %d"}}]
+  - text: "ALL_DONE"
+`, seconds)})
+}
+
+// submitSleeping submits a run of sleepingAgent dir with a worker timeout
+// of 2 s and waits until its first iteration is done; it returns the run's
+// id and a client of the server.
+func submitSleeping(t *testing.T, addr, dir, workDir, repo string) (string, client.Client) {
+	t.Helper()
+	submit := cliCommand("submit", dir, "--temporal", addr, "--workdir", workDir, "--repo", repo, "--who", "Ada", "--worker-timeout", "2s")
+	out, err := submit.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(out))
+	c, err := scaleout.Dial(context.Background(), addr, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	waitIteration(t, c, id, 1)
+	return id, c
+}
+
+// waitIteration waits until run id has finished n iterations, by its
+// progress query.
+func waitIteration(t *testing.T, c client.Client, id string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		v, err := c.QueryWorkflow(context.Background(), id, "", scaleout.QueryProgress)
+		var p scaleout.Progress
+		if err == nil && v.Get(&p) == nil && p.State.Iteration >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s did not finish iteration %d: %+v, query error %v", id, n, p, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

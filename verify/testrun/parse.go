@@ -174,6 +174,9 @@ type goEvent struct {
 	Output  string `json:"Output"`
 }
 
+// goJSONOutcome maps the Action of a test's last go test -json event.
+var goJSONOutcome = map[string]Outcome{"pass": Passed, "fail": Failed, "skip": Skipped}
+
 func parseGoJSON(ls []string) (part, bool) {
 	p := part{runner: "go", perTest: true, counted: true}
 	found := false
@@ -190,13 +193,8 @@ func parseGoJSON(ls []string) (part, bool) {
 		if e.Test == "" {
 			continue
 		}
-		switch e.Action {
-		case "pass":
-			p.tests = append(p.tests, Test{Name: e.Package + "." + e.Test, Outcome: Passed})
-		case "fail":
-			p.tests = append(p.tests, Test{Name: e.Package + "." + e.Test, Outcome: Failed})
-		case "skip":
-			p.tests = append(p.tests, Test{Name: e.Package + "." + e.Test, Outcome: Skipped})
+		if o, ok := goJSONOutcome[e.Action]; ok {
+			p.tests = append(p.tests, Test{Name: e.Package + "." + e.Test, Outcome: o})
 		}
 	}
 	return p, found
@@ -211,6 +209,8 @@ var (
 	// "FAIL\tpkg\t0.01s", "FAIL\tpkg [build failed]", "?   \tpkg\t[no test files]".
 	goPackage = lazyre.New(`^(ok  |FAIL|\?   )\t(\S+)(?:[\t ](.*))?$`)
 )
+
+var goTextOutcome = map[string]Outcome{"PASS": Passed, "FAIL": Failed, "SKIP": Skipped}
 
 func parseGoText(ls []string) (part, bool) {
 	p := part{runner: "go", perTest: false}
@@ -228,7 +228,7 @@ func parseGoText(ls []string) (part, bool) {
 			continue // neither a test result nor a package line
 		}
 		if m := goResult().FindStringSubmatch(l); m != nil {
-			o := map[string]Outcome{"PASS": Passed, "FAIL": Failed, "SKIP": Skipped}[m[1]]
+			o := goTextOutcome[m[1]]
 			if o == Passed {
 				verbose = true
 			}
@@ -430,6 +430,31 @@ var (
 	countWord   = lazyre.New(`(\d+) (\w+)`)
 )
 
+// markOutcome maps the mark before a test's name in jest's and vitest's
+// verbose reporters (each reporter's pattern admits its own marks).
+var markOutcome = map[string]Outcome{
+	"✓": Passed, "√": Passed,
+	"✕": Failed, "×": Failed, "✗": Failed,
+	"○": Skipped, "✎": Skipped, "↓": Skipped,
+}
+
+// addSummary adds the counts of a jest or vitest summary line ("1 failed,
+// 2 skipped, 5 passed, 8 total") to p: todo tests count as skipped, words
+// it does not know (total) are left out.
+func (p *part) addSummary(s string) {
+	for _, c := range countWord().FindAllStringSubmatch(s, -1) {
+		n, _ := strconv.Atoi(c[1])
+		switch c[2] {
+		case "passed":
+			p.passed += n
+		case "failed":
+			p.failed += n
+		case "skipped", "todo":
+			p.skipped += n
+		}
+	}
+}
+
 func parseJest(ls []string) (part, bool) {
 	p := part{runner: "jest"}
 	file := ""
@@ -449,17 +474,7 @@ func parseJest(ls []string) (part, bool) {
 		}
 		if m := jestSummary().FindStringSubmatch(strings.TrimSpace(l)); m != nil {
 			summary = true
-			for _, c := range countWord().FindAllStringSubmatch(m[1], -1) {
-				n, _ := strconv.Atoi(c[1])
-				switch c[2] {
-				case "passed":
-					p.passed += n
-				case "failed":
-					p.failed += n
-				case "skipped", "todo":
-					p.skipped += n
-				}
-			}
+			p.addSummary(m[1])
 			continue
 		}
 		if file == "" || strings.TrimSpace(l) == "" {
@@ -475,14 +490,7 @@ func parseJest(ls []string) (part, bool) {
 			for _, d := range describe {
 				name += " › " + d.name
 			}
-			o := Passed
-			switch m[2] {
-			case "✕", "×":
-				o = Failed
-			case "○", "✎":
-				o = Skipped
-			}
-			p.tests = append(p.tests, Test{Name: name + " › " + m[3], Outcome: o})
+			p.tests = append(p.tests, Test{Name: name + " › " + m[3], Outcome: markOutcome[m[2]]})
 			continue
 		}
 		if indent > 0 && !strings.HasPrefix(strings.TrimSpace(l), "●") {
@@ -519,28 +527,11 @@ func parseVitest(ls []string) (part, bool) {
 		if m := vitestSummary().FindStringSubmatch(t); m != nil {
 			summary = true
 			total, _ = strconv.Atoi(m[2])
-			for _, c := range countWord().FindAllStringSubmatch(m[1], -1) {
-				n, _ := strconv.Atoi(c[1])
-				switch c[2] {
-				case "passed":
-					p.passed += n
-				case "failed":
-					p.failed += n
-				case "skipped", "todo":
-					p.skipped += n
-				}
-			}
+			p.addSummary(m[1])
 			continue
 		}
 		if m := vitestTest().FindStringSubmatch(l); m != nil {
-			o := Passed
-			switch m[1] {
-			case "×", "✗":
-				o = Failed
-			case "↓":
-				o = Skipped
-			}
-			p.tests = append(p.tests, Test{Name: strings.ReplaceAll(m[2], " > ", " › "), Outcome: o})
+			p.tests = append(p.tests, Test{Name: strings.ReplaceAll(m[2], " > ", " › "), Outcome: markOutcome[m[1]]})
 		}
 	}
 	if !summary {
@@ -567,6 +558,8 @@ var (
 	cargoResult  = lazyre.New(`^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored`)
 )
 
+var cargoOutcome = map[string]Outcome{"ok": Passed, "FAILED": Failed, "ignored": Skipped}
+
 func parseCargo(ls []string) (part, bool) {
 	p := part{runner: "cargo"}
 	found := false
@@ -585,8 +578,7 @@ func parseCargo(ls []string) (part, bool) {
 			if target != "" {
 				name = target + " " + name
 			}
-			o := map[string]Outcome{"ok": Passed, "FAILED": Failed, "ignored": Skipped}[m[2]]
-			p.tests = append(p.tests, Test{Name: name, Outcome: o})
+			p.tests = append(p.tests, Test{Name: name, Outcome: cargoOutcome[m[2]]})
 			continue
 		}
 		if m := cargoResult().FindStringSubmatch(l); m != nil {

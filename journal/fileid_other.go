@@ -1,0 +1,21 @@
+//go:build !unix
+
+package journal
+
+import "os"
+
+// fileID identifies a file (os.SameFile compares what Stat returned).
+type fileID struct{ fi os.FileInfo }
+
+func idOf(f *os.File) (fileID, error) {
+	fi, err := f.Stat()
+	return fileID{fi}, err
+}
+
+func pathID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	return fileID{fi}, err
+}
+
+// same is fileID equality for FileInfos.
+func (a fileID) same(b fileID) bool { return a.fi != nil && b.fi != nil && os.SameFile(a.fi, b.fi) }

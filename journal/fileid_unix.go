@@ -1,0 +1,30 @@
+//go:build unix
+
+package journal
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// fileID identifies a file: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(f *os.File) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{uint64(st.Dev), st.Ino}, nil
+}
+
+func pathID(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{uint64(st.Dev), st.Ino}, nil
+}
+
+func (a fileID) same(b fileID) bool { return a == b }
