@@ -569,7 +569,7 @@ func (a *Agent) Stop() *Result {
 // noteStopError records a failure to release a resource at the end of a
 // run. A completed run stays a success without an error (success implies
 // no error): the failure becomes a warning of the result. Otherwise it is
-// the run's error unless it already has one.
+// the run's error, or a warning when the run already ended with one.
 func (a *Agent) noteStopError(err error) {
 	switch {
 	case err == nil:
@@ -577,6 +577,11 @@ func (a *Agent) noteStopError(err error) {
 		a.result.Warnings = append(a.result.Warnings, "after the run completed: "+err.Error())
 	case a.result.Error == nil:
 		a.result.Error = NewResultError(err)
+	default:
+		// The run already ended with an error (a budget, a failed
+		// verdict): what went wrong while stopping — a journal another
+		// process replaced, say — is still said, as a warning.
+		a.result.Warnings = append(a.result.Warnings, "while stopping: "+err.Error())
 	}
 }
 
