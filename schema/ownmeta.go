@@ -1,9 +1,6 @@
 package schema
 
-import (
-	"slices"
-	"strings"
-)
+import "slices"
 
 // capstan's own meta-schemas for drafts 2019-09 and 2020-12 (drafts 4, 6
 // and 7 use the ones the library carries). Each is generated from the
@@ -15,16 +12,11 @@ import (
 // generated meta-schema ("$defs"). A subschema is referred to as "#", the
 // meta-schema itself; "#/$defs/keywords" checks an object's keywords
 // without requiring an object. A value that may take two forms is checked
-// with keywords that each apply to one form only (pattern to a string,
-// items to an array, the keywords to an object), so a problem is reported
-// once, against the form the value has.
+// with keywords that each apply to one form only (items to an array, the
+// keywords to an object, an if/then on the value's type), so a problem is
+// reported once, against the form the value has.
 func valueKinds(anchorPattern string) map[string]any {
-	typeNames := []string{"array", "boolean", "integer", "null", "number", "object", "string"}
-	enum := make([]any, len(typeNames))
-	for i, n := range typeNames {
-		enum[i] = n
-	}
-	simpleTypes := map[string]any{"enum": enum}
+	simpleTypes := map[string]any{"enum": []any{"array", "boolean", "integer", "null", "number", "object", "string"}}
 	schemas := map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"$ref": "#"}}
 	names := map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "uniqueItems": true}
 	return map[string]any{
@@ -49,7 +41,8 @@ func valueKinds(anchorPattern string) map[string]any {
 		"id":     map[string]any{"type": "string", "pattern": "^[^#]*#?$"},
 		"anchor": map[string]any{"type": "string", "pattern": anchorPattern},
 		// A type name, or a non-empty array of distinct ones.
-		"types": map[string]any{"type": []any{"string", "array"}, "pattern": "^(" + strings.Join(typeNames, "|") + ")$",
+		"types": map[string]any{"type": []any{"string", "array"},
+			"if": map[string]any{"type": "string"}, "then": simpleTypes,
 			"items": simpleTypes, "minItems": 1, "uniqueItems": true},
 		// Distinct property names (required).
 		"names": names,
