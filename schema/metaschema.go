@@ -2,22 +2,14 @@ package schema
 
 import (
 	"bytes"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/url"
 	"strings"
 	"sync"
-)
 
-// metaFS holds the meta-schemas json-schema.org publishes for each draft,
-// stored under their URL paths, so a user's schema is checked without
-// fetching anything.
-//
-//go:embed metaschemas
-var metaFS embed.FS
+	"github.com/kaptinlin/jsonschema"
+)
 
 // draft is one JSON Schema draft capstan compiles.
 type draft struct {
@@ -27,14 +19,17 @@ type draft struct {
 	// assertsFormat tells whether "format" is an assertion (drafts 4 to
 	// 7) or an annotation (2019-09 and later).
 	assertsFormat bool
+	// libraryMeta tells whether schemas are checked against the
+	// meta-schema the library carries (drafts 4 to 7) or capstan's own.
+	libraryMeta bool
 }
 
 var (
-	draft4      = &draft{"draft-04", "http://json-schema.org/draft-04/schema", true}
-	draft6      = &draft{"draft-06", "http://json-schema.org/draft-06/schema", true}
-	draft7      = &draft{"draft-07", "http://json-schema.org/draft-07/schema", true}
-	draft201909 = &draft{"2019-09", "https://json-schema.org/draft/2019-09/schema", false}
-	draft202012 = &draft{"2020-12", "https://json-schema.org/draft/2020-12/schema", false}
+	draft4      = &draft{"draft-04", "http://json-schema.org/draft-04/schema", true, true}
+	draft6      = &draft{"draft-06", "http://json-schema.org/draft-06/schema", true, true}
+	draft7      = &draft{"draft-07", "http://json-schema.org/draft-07/schema", true, true}
+	draft201909 = &draft{"2019-09", "https://json-schema.org/draft/2019-09/schema", false, false}
+	draft202012 = &draft{"2020-12", "https://json-schema.org/draft/2020-12/schema", false, false}
 )
 
 // draftOf returns the draft doc declares with $schema (2020-12 when it
@@ -94,60 +89,88 @@ func draftNamed(s string) (*draft, error) {
 	return nil, fmt.Errorf("$schema %q is not a draft capstan supports; use draft-04, draft-06, draft-07, 2019-09 or 2020-12 (for example %q)", s, draft202012.meta)
 }
 
-// metaSchemas compiles each draft's meta-schema the first time a schema
-// of that draft is checked, never at start-up.
-var metaSchemas sync.Map // *draft → func() (*Schema, error)
+// The meta-schemas are compiled the first time a schema of their draft is
+// checked, never at start-up: capstan's own for 2019-09 and 2020-12, the
+// library's for drafts 4, 6 and 7.
+var (
+	ownMetas     sync.Map // *draft → func() (*Schema, error)
+	libraryMetas sync.Map // *draft → func() *libraryMeta
+)
 
-func metaSchema(d *draft) (*Schema, error) {
-	f, _ := metaSchemas.LoadOrStore(d, sync.OnceValues(func() (*Schema, error) { return compileMeta(d) }))
+func ownMeta(d *draft) (*Schema, error) {
+	f, _ := ownMetas.LoadOrStore(d, sync.OnceValues(func() (*Schema, error) { return compileOwnMeta(d) }))
 	return f.(func() (*Schema, error))()
 }
 
-func compileMeta(d *draft) (*Schema, error) {
-	raw, err := readMeta(d.meta)
-	if err != nil {
-		return nil, err
+func compileOwnMeta(d *draft) (*Schema, error) {
+	doc, ok := ownMetaSchema(d)
+	if !ok {
+		return nil, fmt.Errorf("no meta-schema of %s", d.name)
 	}
-	c := newCompiler(false)
-	load := func(ref string) (io.ReadCloser, error) {
-		b, err := readMeta(ref)
-		if err != nil {
-			return nil, err
-		}
-		return io.NopCloser(bytes.NewReader(b)), nil
-	}
-	c.RegisterLoader("http", load)
-	c.RegisterLoader("https", load)
-	sch, err := c.Compile(raw, d.meta)
+	raw, err := json.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("meta-schema %s: %w", d.meta, err)
+		return nil, fmt.Errorf("meta-schema of %s: %w", d.name, err)
+	}
+	name := "capstan:///meta-schema/" + d.name + ".json"
+	sch, err := newCompiler(false).Compile(raw, name)
+	if err != nil {
+		return nil, fmt.Errorf("meta-schema of %s: %w", d.name, err)
 	}
 	if refs := sch.UnresolvedReferenceURIs(); len(refs) > 0 {
-		return nil, fmt.Errorf("meta-schema %s: reference %q cannot be resolved", d.meta, refs[0])
+		return nil, fmt.Errorf("meta-schema of %s: reference %q cannot be resolved", d.name, refs[0])
 	}
 	return &Schema{sch: sch, raw: raw}, nil
 }
 
-// readMeta returns the embedded meta-schema document at ref.
-func readMeta(ref string) ([]byte, error) {
-	u, err := url.Parse(stripFragment(ref))
-	if err != nil || u.Host != "json-schema.org" {
-		return nil, fmt.Errorf("%s is not a built-in meta-schema; schemas are never fetched", ref)
-	}
-	b, err := metaFS.ReadFile("metaschemas" + u.Path + ".json")
+// libraryMeta checks schemas against the meta-schema the library carries
+// for a draft. Its compiler has no loaders, so nothing is fetched.
+type libraryMeta struct {
+	// mu serializes checks, as [Schema.mu] does.
+	mu sync.Mutex
+	c  *jsonschema.Compiler
+}
+
+func libraryMetaOf(d *draft) *libraryMeta {
+	f, _ := libraryMetas.LoadOrStore(d, sync.OnceValue(func() *libraryMeta {
+		return &libraryMeta{c: newCompiler(false).SetDefaultDialect(jsonschema.Dialect(d.meta + "#"))}
+	}))
+	return f.(func() *libraryMeta)()
+}
+
+// failures returns the ways doc is not a valid schema of the library
+// meta's draft, located in doc. The library reaches its meta-schema only
+// through ValidateSchema, which takes the schema as JSON text and decodes
+// the meta-schema's text on each call before using the one it compiled
+// the first time.
+func (m *libraryMeta) failures(doc any) ([]Failure, error) {
+	raw, err := json.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a built-in meta-schema; schemas are never fetched", ref)
+		return nil, err
 	}
-	return b, nil
+	m.mu.Lock()
+	res, err := m.c.ValidateSchema(raw)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return failuresOf(res, doc, nil), nil
 }
 
 // checkMeta reports the ways doc is not a valid schema of draft d.
 func checkMeta(d *draft, doc any) error {
-	meta, err := metaSchema(d)
-	if err != nil {
-		return err
+	var fails []Failure
+	if d.libraryMeta {
+		var err error
+		if fails, err = libraryMetaOf(d).failures(doc); err != nil {
+			return fmt.Errorf("checking the schema against the %s meta-schema: %w", d.name, err)
+		}
+	} else {
+		meta, err := ownMeta(d)
+		if err != nil {
+			return err
+		}
+		fails = meta.Failures(doc)
 	}
-	fails := meta.Failures(doc)
 	if len(fails) == 0 {
 		return nil
 	}

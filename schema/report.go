@@ -59,13 +59,25 @@ func (s *Schema) Failures(inst any) []Failure {
 	s.mu.Lock()
 	res := s.sch.ValidateStruct(inst)
 	s.mu.Unlock()
+	doc, _ := s.document()
+	return failuresOf(res, inst, doc)
+}
+
+// failuresOf turns the library's result of validating inst against the
+// schema document doc into failures, sorted by location. With doc nil
+// (the schema document is not at hand) the failures have no schema path
+// and the library's wording.
+func failuresOf(res *jsonschema.EvaluationResult, inst, doc any) []Failure {
 	if res == nil || res.IsValid() {
 		return nil
 	}
-	doc, _ := s.document()
 	w := walker{root: doc}
 	node, _ := doc.(map[string]any)
-	w.walk(res, inst, nil, node, "#", false)
+	spath := "#"
+	if node == nil {
+		spath = ""
+	}
+	w.walk(res, inst, nil, node, spath, false)
 	if len(w.out) == 0 {
 		// The library said invalid without saying where: report that
 		// rather than passing the value.
