@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 
 	"github.com/capstan-dev/capstan/procguard"
@@ -246,50 +245,6 @@ func rawWrite(fd int, b []byte) {
 	if len(b) > 0 {
 		_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	}
-}
-
-// landlockConfigs indexes go-landlock's configurations by ABI version; the
-// sandbox uses the newest one the kernel supports, strictly (no silent
-// downgrade). V6 is the newest that adds restrictions the sandbox relies on
-// (signal and abstract-socket scoping); later versions only add logging
-// controls.
-var landlockConfigs = []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6}
-
-func restrictLandlock(hs helperSpec) error {
-	abi := hs.LandlockABI
-	if abi > len(landlockConfigs) {
-		abi = len(landlockConfigs)
-	}
-	cfg := landlockConfigs[abi-1]
-	if hs.Network {
-		cfg.HandledAccessNet = 0 // Config.Network: TCP stays allowed
-	}
-	var rules []landlock.Rule
-	for _, p := range hs.ReadOnly {
-		fi, err := os.Stat(p)
-		if err != nil {
-			continue // a missing optional system path
-		}
-		if fi.IsDir() {
-			rules = append(rules, landlock.RODirs(p))
-		} else {
-			rules = append(rules, landlock.ROFiles(p))
-		}
-	}
-	for _, p := range hs.Writable {
-		r := landlock.RWDirs(p)
-		if abi >= 2 {
-			r = r.WithRefer()
-		}
-		rules = append(rules, r)
-	}
-	devNull := landlock.RWFiles("/dev/null")
-	if abi >= 5 {
-		devNull = devNull.WithIoctlDev()
-	}
-	rules = append(rules, devNull,
-		landlock.ROFiles("/dev/zero", "/dev/urandom", "/dev/random").IgnoreIfMissing())
-	return cfg.Restrict(rules...)
 }
 
 func setLimits(l Limits) error {

@@ -19,6 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	hideProcIfAsked()
 	Init()
 	os.Exit(m.Run())
 }
