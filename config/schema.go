@@ -49,9 +49,9 @@ func compileEmbedded(url string, doc func() []byte, stripped []byte) func() (*sc
 // Prepare starts compiling the embedded configuration schemas on another
 // goroutine, in the order they are checked (agent.json's first), so that a
 // check that follows (Check, CheckFS) finds them compiled; the files are
-// read meanwhile. One goroutine compiles both: one goroutine each took
-// more CPU time in all (both build the library's decoder tables at once
-// and fault in new heap pages side by side). Calling it again does nothing.
+// read meanwhile. One goroutine compiles both: a goroutine each took more
+// CPU time in all when measured (docs/benchmarks.md). Calling it again
+// does nothing.
 func Prepare() {
 	prepareOnce.Do(func() {
 		go func() {
