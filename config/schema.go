@@ -1,6 +1,7 @@
 package config
 
 import (
+	_ "embed"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,32 +11,55 @@ import (
 	"github.com/capstan-dev/capstan/schemas"
 )
 
-// compiledSchemas compiles the embedded schemas once. The schemas are
-// constants of the binary, so this is a lazily built constant, not state.
-// They are not checked against their meta-schema here: TestEmbeddedSchemas
-// does that.
-var compiledSchemas = sync.OnceValues(func() (map[string]*schema.Schema, error) {
-	out := map[string]*schema.Schema{}
-	for kindName, s := range map[string]struct {
-		url string
-		doc []byte
-	}{
-		AgentFile:           {schemas.AgentURL, schemas.Agent()},
-		DefaultRegistryFile: {schemas.StepsRegistryURL, schemas.StepsRegistry()},
-	} {
-		sch, err := schema.CompileSource(schema.Source{Raw: s.doc, URL: s.url, Builtin: true})
+//go:generate go run ./internal/stripschemas
+
+// The copies of the embedded schemas that are compiled: the schemas
+// package's documents without their annotations (descriptions, titles,
+// examples), written by go generate. The compiler decodes every schema
+// object, so compiling the copy takes less time; the full document is
+// decoded only to word a failure (its descriptions become hints).
+// TestStrippedSchemasCurrent fails when a copy is stale.
+var (
+	//go:embed embedded/agent.schema.json
+	strippedAgentSchema []byte
+	//go:embed embedded/steps_registry.schema.json
+	strippedRegistrySchema []byte
+)
+
+// compiledSchemas compiles each embedded schema once (one compile per
+// configuration file kind, AgentFile or DefaultRegistryFile). The schemas
+// are constants of the binary, so these are lazily built constants, not
+// state. They are not checked against their meta-schema here:
+// TestEmbeddedSchemas does that.
+var compiledSchemas = map[string]func() (*schema.Schema, error){
+	AgentFile:           compileEmbedded(schemas.AgentURL, schemas.Agent, strippedAgentSchema),
+	DefaultRegistryFile: compileEmbedded(schemas.StepsRegistryURL, schemas.StepsRegistry, strippedRegistrySchema),
+}
+
+func compileEmbedded(url string, doc func() []byte, stripped []byte) func() (*schema.Schema, error) {
+	return sync.OnceValues(func() (*schema.Schema, error) {
+		sch, err := schema.CompileSource(schema.Source{Raw: doc(), URL: url, Builtin: true, Stripped: stripped})
 		if err != nil {
-			return nil, fmt.Errorf("embedded schema %s: %w", s.url, err)
+			return nil, fmt.Errorf("embedded schema %s: %w", url, err)
 		}
-		out[kindName] = sch
-	}
-	return out, nil
-})
+		return sch, nil
+	})
+}
 
 // Prepare starts compiling the embedded configuration schemas on another
-// goroutine, so that a check that follows (Check, CheckFS) finds them
-// compiled; the files are read meanwhile. Calling it again does nothing.
-func Prepare() { prepareOnce.Do(func() { go compiledSchemas() }) }
+// goroutine, in the order they are checked (agent.json's first), so that a
+// check that follows (Check, CheckFS) finds them compiled; the files are
+// read meanwhile. One goroutine compiles both: a goroutine each took more
+// CPU time in all when measured (docs/benchmarks.md). Calling it again
+// does nothing.
+func Prepare() {
+	prepareOnce.Do(func() {
+		go func() {
+			compiledSchemas[AgentFile]()
+			compiledSchemas[DefaultRegistryFile]()
+		}()
+	})
+}
 
 var prepareOnce sync.Once
 
@@ -51,7 +75,7 @@ type schemaProblem struct {
 // checkSchema validates src against the schema for kindName (AgentFile or
 // DefaultRegistryFile) and returns one schemaProblem per failed keyword.
 func checkSchema(kindName string, src *source) []schemaProblem {
-	all, err := compiledSchemas()
+	sch, err := compiledSchemas[kindName]()
 	if err != nil {
 		// The embedded schemas are tested; failing here is a build defect.
 		return []schemaProblem{{code: "SCHEMA-VALUE", message: "internal: " + err.Error()}}
@@ -61,7 +85,7 @@ func checkSchema(kindName string, src *source) []schemaProblem {
 		return nil // Load already reported the syntax error
 	}
 	var out []schemaProblem
-	for _, f := range all[kindName].Failures(inst) {
+	for _, f := range sch.Failures(inst) {
 		out = append(out, describe(f)...)
 	}
 	return out

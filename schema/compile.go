@@ -33,6 +33,11 @@ type Source struct {
 	// checked against its meta-schema at run time (its tests do that).
 	// Every schema a user writes is checked.
 	Builtin bool
+	// Stripped, for a Builtin schema, is Raw without its annotations (as
+	// [StripAnnotations] returns it): it is compiled instead of Raw, which
+	// is then decoded only when a failure is reported (to find the
+	// descriptions and property names of the failing schema objects).
+	Stripped []byte
 }
 
 // SourceError is a failure of [CompileSource]: Stage is "json" (the
@@ -103,6 +108,13 @@ func CompileSource(src Source) (*Schema, error) {
 		raw = b
 	}
 	sch := &Schema{raw: raw}
+	compileRaw := raw
+	if src.Stripped != nil {
+		if !src.Builtin {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: errors.New("a stripped copy is only compiled for a built-in schema")}
+		}
+		compileRaw = src.Stripped
+	}
 	var d *draft
 	if src.Builtin {
 		// Tested JSON: read only as far as $schema.
@@ -154,7 +166,7 @@ func CompileSource(src Source) (*Schema, error) {
 		// document and skips the library's check of every pattern's
 		// syntax, which capstan's tests do for its own schemas.
 		var batch map[string]*jsonschema.Schema
-		if batch, err = c.CompileBatch(map[string][]byte{compileURL: raw}); err == nil {
+		if batch, err = c.CompileBatch(map[string][]byte{compileURL: compileRaw}); err == nil {
 			compiled = batch[compileURL]
 		}
 	} else {

@@ -7,6 +7,11 @@
 // (testdata/floortemporal, its own module pinning the SDK's version), so
 // each figure sits next to the floor that contains what capstan contains.
 //
+// Every binary — capstan, its base and the floors — is built the way
+// scripts/release.sh builds a release (releaseEnv, releaseFlags;
+// TestReleaseBuildFlags holds the two to the same flags), so each figure
+// sits next to a floor built the same way.
+//
 // Set CAPSTAN_BENCH_BASE to another checkout of capstan (for example a
 // worktree of main) to measure it side by side as "before", and
 // CAPSTAN_BENCH_FLOOR=all to measure both floors whatever capstan links.
@@ -23,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -131,6 +137,34 @@ var (
 	buildCache = map[string]string{}
 )
 
+// releaseEnv and releaseFlags are how scripts/release.sh builds capstan
+// (besides GOOS, GOARCH and its -ldflags): without cgo, without the
+// build machine's paths and VCS stamp. Every binary measured here is
+// built with them.
+var (
+	releaseEnv   = []string{"CGO_ENABLED=0"}
+	releaseFlags = []string{"-trimpath", "-buildvcs=false"}
+)
+
+// releaseLDFlags are the linker flags of a release that change what runs
+// (the symbol table and DWARF are dropped); the start-up benchmarks build
+// with them. scripts/release.sh also stamps the version with -X.
+const releaseLDFlags = "-s -w"
+
+// goBuild returns the go build command for b, built as a release is
+// (releaseEnv, releaseFlags), with extra arguments before the package.
+func goBuild(tb testing.TB, b binary, extra ...string) *exec.Cmd {
+	args := append([]string{"build"}, releaseFlags...)
+	args = append(args, extra...)
+	if b.overlay != nil {
+		args = append(args, "-overlay="+b.overlay(tb))
+	}
+	cmd := exec.Command("go", append(args, b.pkg)...)
+	cmd.Dir = b.dir
+	cmd.Env = append(os.Environ(), releaseEnv...)
+	return cmd
+}
+
 // build runs go build for b with ldflags (cached per process) and returns
 // the executable's path.
 func build(tb testing.TB, b binary, ldflags string) string {
@@ -149,12 +183,7 @@ func build(tb testing.TB, b binary, ldflags string) string {
 		buildDir = d
 	}
 	out := filepath.Join(buildDir, fmt.Sprintf("%s-%d", b.name, len(buildCache)))
-	args := []string{"build", "-ldflags=" + ldflags, "-o", out}
-	if b.overlay != nil {
-		args = append(args, "-overlay="+b.overlay(tb))
-	}
-	cmd := exec.Command("go", append(args, b.pkg)...)
-	cmd.Dir = b.dir
+	cmd := goBuild(tb, b, "-ldflags="+ldflags, "-o", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -224,7 +253,8 @@ func measure(b *testing.B, p string, args ...string) {
 
 // BenchmarkStartup runs each binary as a process: --help for all, and
 // capstan's validate of the hello example. It reports wall time per run
-// and, per run, the child's CPU time and peak RSS (MiB).
+// and, per run, the child's CPU time and peak RSS (MiB). The binaries are
+// built as a release is, stripped (releaseLDFlags).
 //
 //	go test ./internal/bench -run XXX -bench Startup -benchtime 50x
 func BenchmarkStartup(b *testing.B) {
@@ -236,7 +266,7 @@ func BenchmarkStartup(b *testing.B) {
 		}
 		for _, args := range cases {
 			b.Run(bin.name+"/"+args[0], func(b *testing.B) {
-				measure(b, build(b, bin, ""), args...)
+				measure(b, build(b, bin, releaseLDFlags), args...)
 			})
 		}
 	}
@@ -462,12 +492,7 @@ func symbolPackage(name string) string {
 // functions the linker marks <ReflectMethod>.
 func reflectMethods(t *testing.T, b binary, out string) map[string]bool {
 	t.Helper()
-	args := []string{"build", "-ldflags=-dumpdep", "-o", out}
-	if b.overlay != nil {
-		args = append(args, "-overlay", b.overlay(t))
-	}
-	cmd := exec.Command("go", append(args, b.pkg)...)
-	cmd.Dir = b.dir
+	cmd := goBuild(t, b, "-ldflags=-dumpdep", "-o", out)
 	var dump bytes.Buffer
 	cmd.Stderr = &dump
 	if err := cmd.Run(); err != nil {
@@ -520,7 +545,7 @@ func agentWithSteps(tb testing.TB, n int) string {
 
 // BenchmarkValidate runs `capstan validate` over exec on agents of 2, 21
 // and 200 steps, next to `capstan --help` (its floor: the same process
-// doing no work) in the same run.
+// doing no work) in the same run, built as BenchmarkStartup builds them.
 //
 //	go test ./internal/bench -run XXX -bench Validate -benchtime 30x
 func BenchmarkValidate(b *testing.B) {
@@ -544,8 +569,39 @@ func BenchmarkValidate(b *testing.B) {
 		}
 		for _, r := range runs {
 			b.Run(bin.name+"/"+r.name, func(b *testing.B) {
-				measure(b, build(b, bin, ""), r.args...)
+				measure(b, build(b, bin, releaseLDFlags), r.args...)
 			})
+		}
+	}
+}
+
+// The benchmarks build every binary the way scripts/release.sh builds a
+// release; this holds the script's go build command to releaseEnv,
+// releaseFlags and releaseLDFlags, so the two cannot drift apart.
+func TestReleaseBuildFlags(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join(moduleRoot(t), "scripts", "release.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmd string
+	for line := range strings.Lines(string(script)) {
+		if strings.Contains(line, "go build") {
+			cmd = line
+			break
+		}
+	}
+	if cmd == "" {
+		t.Fatal("scripts/release.sh has no go build command")
+	}
+	fields := strings.Fields(cmd)
+	for _, want := range append(slices.Clone(releaseEnv), releaseFlags...) {
+		if !slices.Contains(fields, want) {
+			t.Errorf("scripts/release.sh builds with %q, which lacks %s; build the benchmarks' binaries as a release is (releaseEnv, releaseFlags)", strings.TrimSpace(cmd), want)
+		}
+	}
+	for _, f := range strings.Fields(releaseLDFlags) {
+		if !regexp.MustCompile(`(?m)^ldflags="([^"]*\s)?` + regexp.QuoteMeta(f) + `[\s"]`).Match(script) {
+			t.Errorf("scripts/release.sh's ldflags lack %s (releaseLDFlags)", f)
 		}
 	}
 }
