@@ -135,9 +135,20 @@ func CompileSource(src Source) (*Schema, error) {
 	var loadErr error // the first document a reference could not have
 	if src.Loader != nil {
 		compileURL = withLocalhost(u)
+		// The library keeps a document once compiled and asks for it
+		// again only while still compiling it: documents that refer to
+		// each other in a cycle, which it would follow without end.
+		requested := map[string]bool{withoutLocalhost(u): true}
 		c.RegisterLoader("file", func(ref string) (io.ReadCloser, error) {
 			name := withoutLocalhost(stripFragment(ref))
-			b, err := loadChecked(src, name, d.assertsFormat, formats)
+			var b []byte
+			var err error
+			if requested[name] {
+				err = fmt.Errorf("%s is referred to again while it is being compiled (documents that refer to each other in a cycle); put the schemas that refer to each other in one document under $defs", name)
+			} else {
+				requested[name] = true
+				b, err = loadChecked(src, name, d.assertsFormat, formats)
+			}
 			if err != nil {
 				if loadErr == nil {
 					loadErr = err
@@ -165,8 +176,9 @@ func CompileSource(src Source) (*Schema, error) {
 	}
 	sch.sch = compiled
 	// The library leaves a reference it cannot resolve unresolved (and
-	// then skips it when validating); a schema that names what cannot be
-	// read is refused here instead.
+	// then skips it when validating), and does not always list it (a
+	// $dynamicRef, a cycle): a schema that names what cannot be read is
+	// refused here instead.
 	if refs := compiled.UnresolvedReferenceURIs(); len(refs) > 0 {
 		msg := fmt.Sprintf("reference %q cannot be resolved", refs[0])
 		if loadErr != nil {
@@ -176,6 +188,9 @@ func CompileSource(src Source) (*Schema, error) {
 			msg = fmt.Sprintf("references to other documents are not loaded (%s); make the schema self-contained", refs[0])
 		}
 		return nil, &SourceError{Stage: "compile", URL: u, Err: errors.New(msg)}
+	}
+	if loadErr != nil {
+		return nil, &SourceError{Stage: "compile", URL: u, Err: fmt.Errorf("a reference cannot be resolved: %w", loadErr)}
 	}
 	return sch, nil
 }
