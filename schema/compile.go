@@ -118,6 +118,9 @@ func CompileSource(src Source) (*Schema, error) {
 		if d, err = draftOf(doc); err != nil {
 			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 		}
+		if err := checkNumbers(doc); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
 		if err := checkMeta(d, doc); err != nil {
 			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 		}
@@ -208,6 +211,9 @@ func loadChecked(src Source, name string, assertsFormat bool, formats unknownFor
 	}
 	if !src.Builtin {
 		d, err := draftOf(doc)
+		if err == nil {
+			err = checkNumbers(doc)
+		}
 		if err == nil {
 			err = checkMeta(d, doc)
 		}
