@@ -188,7 +188,7 @@ func CompileSource(src Source) (*Schema, error) {
 			msg += ": " + loadErr.Error()
 		}
 		if src.Loader == nil {
-			msg = fmt.Sprintf("references to other documents are not loaded (%s); make the schema self-contained", refs[0])
+			return nil, &SourceError{Stage: "compile", URL: u, Err: &externalRefError{ref: refs[0]}}
 		}
 		return nil, &SourceError{Stage: "compile", URL: u, Err: errors.New(msg)}
 	}
@@ -196,6 +196,14 @@ func CompileSource(src Source) (*Schema, error) {
 		return nil, &SourceError{Stage: "compile", URL: u, Err: fmt.Errorf("a reference cannot be resolved: %w", loadErr)}
 	}
 	return sch, nil
+}
+
+// externalRefError is a reference to another document in a schema
+// compiled without a loader.
+type externalRefError struct{ ref string }
+
+func (e *externalRefError) Error() string {
+	return fmt.Sprintf("references to other documents are not loaded (%s); make the schema self-contained", e.ref)
 }
 
 // loadChecked reads the document a reference names through src.Loader
