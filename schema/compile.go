@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp/syntax"
 	"strings"
 	"sync"
 
@@ -175,6 +176,9 @@ func CompileSource(src Source) (*Schema, error) {
 		compiled, err = c.Compile(raw, compileURL)
 	}
 	if err != nil {
+		if problems := patternProblems(err); len(problems) > 0 {
+			err = &MetaError{Draft: d.name, problems: problems}
+		}
 		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 	}
 	sch.sch = compiled
@@ -196,6 +200,39 @@ func CompileSource(src Source) (*Schema, error) {
 		return nil, &SourceError{Stage: "compile", URL: u, Err: fmt.Errorf("a reference cannot be resolved: %w", loadErr)}
 	}
 	return sch, nil
+}
+
+// patternProblems returns one line per invalid regular expression the
+// library's err reports (none when it reports none), worded and located as
+// the meta-schema's problems.
+func patternProblems(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(e error) {
+		if re, ok := e.(*jsonschema.RegexPatternError); ok {
+			why := re.Err.Error()
+			var se *syntax.Error
+			if errors.As(re.Err, &se) {
+				why = string(se.Code)
+			}
+			loc := strings.TrimPrefix(re.Location, "#")
+			if loc == "" {
+				loc = "(root)"
+			}
+			out = append(out, fmt.Sprintf("at %s: %q is not a regular expression capstan can use: %s", loc, re.Pattern, why))
+			return
+		}
+		switch x := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range x.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap())
+		}
+	}
+	walk(err)
+	return out
 }
 
 // externalRefError is a reference to another document in a schema

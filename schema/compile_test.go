@@ -269,3 +269,25 @@ func TestSchemaConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// An invalid pattern is reported on one line per pattern, at its place in
+// the schema, as the meta-schema's problems are.
+func TestCompileInvalidPattern(t *testing.T) {
+	_, err := CompileSource(Source{Raw: []byte(`{"properties": {"a": {"pattern": "("}, "b": {"patternProperties": {"(?=x)": {}}}}}`)})
+	var me *MetaError
+	if !errors.As(err, &me) {
+		t.Fatalf("got %v, want a MetaError", err)
+	}
+	want := []string{
+		"at /properties/a/pattern: \"(\" is not a regular expression capstan can use: missing closing )",
+		"at /properties/b/patternProperties/(?=x): \"(?=x)\" is not a regular expression capstan can use: invalid or unsupported Perl syntax",
+	}
+	got := me.Problems()
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("the message spans lines: %q", err)
+	}
+}
