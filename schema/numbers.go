@@ -3,7 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -54,13 +55,8 @@ func oversizedNumbers(v any, at []string) []Failure {
 		}
 		return out
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var out []Failure
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			out = append(out, oversizedNumbers(x[k], append(at, k))...)
 		}
 		return out
