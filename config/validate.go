@@ -348,7 +348,8 @@ func (c *checker) agent() {
 			fmt.Sprintf("use at most %d; the loop stops at its hard limit anyway", hardLimit),
 			"maxIterations %d exceeds the loop's hard limit of %d iterations", n, hardLimit)
 	}
-	if id := c.reg.AgentID; id != "" && id != c.def.Name {
+	// Without a name (AC-SCHEMA-REQUIRED) there is nothing to compare.
+	if id := c.reg.AgentID; id != "" && c.def.Name != "" && id != c.def.Name {
 		c.report(c.regSrc, "SR-AGENT-ID", SeverityWarning, "/agentId",
 			fmt.Sprintf("set agentId to %q (agent.json name)", c.def.Name),
 			"agentId %q differs from agent.json name %q", id, c.def.Name)

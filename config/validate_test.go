@@ -569,6 +569,20 @@ func TestSchemaErrorsSuppressDuplicateSemanticErrors(t *testing.T) {
 	}
 }
 
+// A missing agent name is one error, not also a warning telling to set
+// agentId to "".
+func TestMissingNameIsNotAnAgentIDMismatch(t *testing.T) {
+	a := baseAgent()
+	delete(a, "name")
+	res := Check(writeAgent(t, a, baseRegistry(), nil), testOpts)
+	findProblem(t, res, "AC-SCHEMA-REQUIRED")
+	for _, p := range res.Problems() {
+		if p.Code == "SR-AGENT-ID" {
+			t.Fatalf("SR-AGENT-ID for a missing name:\n%s", dump(res))
+		}
+	}
+}
+
 // Every problem is reported at once, not just the first.
 func TestValidateReportsAllProblems(t *testing.T) {
 	a, r := baseAgent(), baseRegistry()

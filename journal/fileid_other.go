@@ -19,3 +19,6 @@ func pathID(path string) (fileID, error) {
 
 // same is fileID equality for FileInfos.
 func (a fileID) same(b fileID) bool { return a.fi != nil && b.fi != nil && os.SameFile(a.fi, b.fi) }
+
+// noFollow is 0: the platform has no flag to refuse a symbolic link.
+const noFollow = 0

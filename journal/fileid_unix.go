@@ -28,3 +28,6 @@ func pathID(path string) (fileID, error) {
 }
 
 func (a fileID) same(b fileID) bool { return a == b }
+
+// noFollow makes opening a path fail when it is a symbolic link.
+const noFollow = unix.O_NOFOLLOW

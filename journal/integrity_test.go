@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -240,5 +241,36 @@ func TestWriterNoticesItsJournalWasReplaced(t *testing.T) {
 				t.Error("Append continued a swapped journal")
 			}
 		})
+	}
+}
+
+// A symbolic link put at the journal's path is not followed: the writer
+// keeps its events in the file it had, appends nothing to the file the
+// link names, and reports the swap.
+func TestWriterDoesNotFollowALinkOverItsJournal(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	w, err := Store{Dir: t.TempDir()}.Create(t.TempDir(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(RunStart, map[string]any{"agent": "a"})
+	victim := filepath.Join(t.TempDir(), "profile")
+	if err := os.WriteFile(victim, []byte("export A=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(w.Path()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, w.Path()); err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(ToolCall, map[string]any{"name": "Bash", "output": "after the swap"})
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "replaced or removed") {
+		t.Errorf("Close = %v, want the swap reported", err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "export A=1\n" {
+		t.Fatalf("the file the link names was written: %q %v", b, err)
 	}
 }

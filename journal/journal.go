@@ -334,7 +334,9 @@ func (w *Writer) followPath() {
 	if w.err == nil {
 		w.err = fmt.Errorf("journal: %s was replaced or removed by another process while the run wrote it; the run's later events are appended to the file now there, whose hash chain breaks where they start: do not trust that record", w.path)
 	}
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	// Never through a symbolic link: one put at the path would have the
+	// writer append to whatever file it names.
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|noFollow, 0o600)
 	if err != nil {
 		return // the write goes to the old file; the error above stands
 	}

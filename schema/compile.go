@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp/syntax"
 	"strings"
 	"sync"
 
@@ -130,6 +131,9 @@ func CompileSource(src Source) (*Schema, error) {
 		if d, err = draftOf(doc); err != nil {
 			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 		}
+		if err := checkNumbers(doc); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
 		if err := checkMeta(d, doc); err != nil {
 			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 		}
@@ -147,9 +151,20 @@ func CompileSource(src Source) (*Schema, error) {
 	var loadErr error // the first document a reference could not have
 	if src.Loader != nil {
 		compileURL = withLocalhost(u)
+		// The library keeps a document once compiled and asks for it
+		// again only while still compiling it: documents that refer to
+		// each other in a cycle, which it would follow without end.
+		requested := map[string]bool{withoutLocalhost(u): true}
 		c.RegisterLoader("file", func(ref string) (io.ReadCloser, error) {
 			name := withoutLocalhost(stripFragment(ref))
-			b, err := loadChecked(src, name, d.assertsFormat, formats)
+			var b []byte
+			var err error
+			if requested[name] {
+				err = fmt.Errorf("%s is referred to again while it is being compiled (documents that refer to each other in a cycle); put the schemas that refer to each other in one document under $defs", name)
+			} else {
+				requested[name] = true
+				b, err = loadChecked(src, name, d.assertsFormat, formats)
+			}
 			if err != nil {
 				if loadErr == nil {
 					loadErr = err
@@ -173,23 +188,71 @@ func CompileSource(src Source) (*Schema, error) {
 		compiled, err = c.Compile(raw, compileURL)
 	}
 	if err != nil {
+		if problems := patternProblems(err); len(problems) > 0 {
+			err = &MetaError{Draft: d.name, problems: problems}
+		}
 		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 	}
 	sch.sch = compiled
 	// The library leaves a reference it cannot resolve unresolved (and
-	// then skips it when validating); a schema that names what cannot be
-	// read is refused here instead.
+	// then skips it when validating), and does not always list it (a
+	// $dynamicRef, a cycle): a schema that names what cannot be read is
+	// refused here instead.
 	if refs := compiled.UnresolvedReferenceURIs(); len(refs) > 0 {
 		msg := fmt.Sprintf("reference %q cannot be resolved", refs[0])
 		if loadErr != nil {
 			msg += ": " + loadErr.Error()
 		}
 		if src.Loader == nil {
-			msg = fmt.Sprintf("references to other documents are not loaded (%s); make the schema self-contained", refs[0])
+			return nil, &SourceError{Stage: "compile", URL: u, Err: &externalRefError{ref: refs[0]}}
 		}
 		return nil, &SourceError{Stage: "compile", URL: u, Err: errors.New(msg)}
 	}
+	if loadErr != nil {
+		return nil, &SourceError{Stage: "compile", URL: u, Err: fmt.Errorf("a reference cannot be resolved: %w", loadErr)}
+	}
 	return sch, nil
+}
+
+// patternProblems returns one line per invalid regular expression the
+// library's err reports (none when it reports none), worded and located as
+// the meta-schema's problems.
+func patternProblems(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(e error) {
+		if re, ok := e.(*jsonschema.RegexPatternError); ok {
+			why := re.Err.Error()
+			var se *syntax.Error
+			if errors.As(re.Err, &se) {
+				why = string(se.Code)
+			}
+			loc := strings.TrimPrefix(re.Location, "#")
+			if loc == "" {
+				loc = "(root)"
+			}
+			out = append(out, fmt.Sprintf("at %s: %q is not a regular expression capstan can use: %s", loc, re.Pattern, why))
+			return
+		}
+		switch x := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range x.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// externalRefError is a reference to another document in a schema
+// compiled without a loader.
+type externalRefError struct{ ref string }
+
+func (e *externalRefError) Error() string {
+	return fmt.Sprintf("references to other documents are not loaded (%s); make the schema self-contained", e.ref)
 }
 
 // loadChecked reads the document a reference names through src.Loader
@@ -205,6 +268,9 @@ func loadChecked(src Source, name string, assertsFormat bool, formats unknownFor
 	}
 	if !src.Builtin {
 		d, err := draftOf(doc)
+		if err == nil {
+			err = checkNumbers(doc)
+		}
 		if err == nil {
 			err = checkMeta(d, doc)
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -186,6 +187,64 @@ func TestCompileChecksReferencedDocuments(t *testing.T) {
 	}
 }
 
+// Documents that refer to each other in a cycle are refused with a hint,
+// not followed without end; a document referred to twice without a cycle,
+// or referring to itself, is read once.
+func TestCompileReferenceCycle(t *testing.T) {
+	files := map[string]string{
+		"file:///s/a.json": `{"properties": {"b": {"$ref": "b.json"}}}`,
+		"file:///s/b.json": `{"properties": {"a": {"$ref": "a.json"}}}`,
+		"file:///s/c.json": `{"properties": {"x": {"$ref": "d.json"}, "y": {"$ref": "e.json"}, "z": {"$ref": "c.json#/$defs/n"}}, "$defs": {"n": {"type": "integer"}}}`,
+		"file:///s/d.json": `{"type": "boolean"}`,
+		"file:///s/e.json": `{"properties": {"x": {"$ref": "d.json"}}}`,
+	}
+	var reads []string
+	load := func(u string) ([]byte, error) {
+		reads = append(reads, u)
+		if len(reads) > 20 {
+			t.Fatalf("the loader was asked %d times: %v", len(reads), reads[:20])
+		}
+		if s, ok := files[u]; ok {
+			return []byte(s), nil
+		}
+		return nil, errors.New("no such file")
+	}
+	_, err := CompileSource(Source{URL: "file:///s/a.json", Loader: load})
+	if err == nil || !strings.Contains(err.Error(), "cycle") || !strings.Contains(err.Error(), "$defs") {
+		t.Fatalf("a cycle of references: got %v, want an error naming the cycle and the fix", err)
+	}
+	reads = nil
+	s, err := CompileSource(Source{URL: "file:///s/c.json", Loader: load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(reads) // the library follows properties in no set order
+	if want := []string{"file:///s/c.json", "file:///s/d.json", "file:///s/e.json"}; !slices.Equal(reads, want) {
+		t.Errorf("read %v, want %v", reads, want)
+	}
+	if s.Check([]byte(`{"x": true, "y": {"x": false}, "z": 1}`)) != nil || s.Check([]byte(`{"y": {"x": 1}}`)) == nil {
+		t.Error("the referenced documents were not applied")
+	}
+}
+
+// A reference the loader refuses is an error even where the library would
+// leave it out silently (a $dynamicRef in a referenced document).
+func TestCompileRefusedDynamicRef(t *testing.T) {
+	load := func(u string) ([]byte, error) {
+		switch u {
+		case "file:///s/a.json":
+			return []byte(`{"$ref": "b.json"}`), nil
+		case "file:///s/b.json":
+			return []byte(`{"properties": {"x": {"$dynamicRef": "file:///etc/passwd#x"}}}`), nil
+		}
+		return nil, errors.New("outside the allowed folder")
+	}
+	_, err := CompileSource(Source{URL: "file:///s/a.json", Loader: load})
+	if err == nil || !strings.Contains(err.Error(), "outside the allowed folder") {
+		t.Fatalf("got %v, want the loader's refusal", err)
+	}
+}
+
 // A compiled schema is used from many goroutines at once (the library
 // caches compiled patterns on first use; run with -race).
 func TestSchemaConcurrentUse(t *testing.T) {
@@ -209,5 +268,27 @@ func TestSchemaConcurrentUse(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// An invalid pattern is reported on one line per pattern, at its place in
+// the schema, as the meta-schema's problems are.
+func TestCompileInvalidPattern(t *testing.T) {
+	_, err := CompileSource(Source{Raw: []byte(`{"properties": {"a": {"pattern": "("}, "b": {"patternProperties": {"(?=x)": {}}}}}`)})
+	var me *MetaError
+	if !errors.As(err, &me) {
+		t.Fatalf("got %v, want a MetaError", err)
+	}
+	want := []string{
+		"at /properties/a/pattern: \"(\" is not a regular expression capstan can use: missing closing )",
+		"at /properties/b/patternProperties/(?=x): \"(?=x)\" is not a regular expression capstan can use: invalid or unsupported Perl syntax",
+	}
+	got := me.Problems()
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("the message spans lines: %q", err)
 	}
 }

@@ -56,6 +56,9 @@ func (f Failure) Pointer() string {
 // returns one Failure per failing keyword (every one, not the first),
 // sorted by location; nil when inst is valid.
 func (s *Schema) Failures(inst any) []Failure {
+	if fails := oversizedNumbers(inst, nil); len(fails) > 0 {
+		return fails
+	}
 	s.mu.Lock()
 	res := s.sch.ValidateStruct(inst)
 	s.mu.Unlock()

@@ -33,7 +33,11 @@ func Compile(raw json.RawMessage) (*Validator, error) {
 		case "load":
 			return nil, wrap(resErr("", "", "cannot load schema"), se.Err)
 		default:
-			return nil, hint(wrap(resErr("", "", "invalid schema"), se.Err), "the schema must be a valid, self-contained JSON Schema; resolve it with schema.Resolver first")
+			var ext *externalRefError
+			if errors.As(se.Err, &ext) {
+				return nil, hint(wrap(resErr("", "", "invalid schema"), se.Err), "the schema must be self-contained; resolve it with schema.Resolver first")
+			}
+			return nil, hint(wrap(resErr("", "", "invalid schema"), se.Err), "fix each listed problem so that the schema is a valid JSON Schema")
 		}
 	}
 	return &Validator{sch: sch}, nil

@@ -132,6 +132,19 @@ func TestCompileErrors(t *testing.T) {
 			t.Errorf("%s: got %v", raw, err)
 		}
 	}
+	// The hint fits the problem: the Resolver only for a reference to
+	// another document.
+	for raw, want := range map[string]string{
+		`{"type": "strin"}`:      "fix each listed problem",
+		`{"$ref": "other.json"}`: "schema.Resolver",
+		`{"minLength": -1}`:      "fix each listed problem",
+	} {
+		_, err := Compile(json.RawMessage(raw))
+		var e *agenterr.Error
+		if !errors.As(err, &e) || !strings.Contains(e.Hint, want) {
+			t.Errorf("%s: got %v, want a hint with %q", raw, err, want)
+		}
+	}
 	// Draft-07 schemas declaring their draft compile too.
 	if _, err := Compile(json.RawMessage(`{"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"a": {"type": "string"}}, "$ref": "#/definitions/a"}`)); err != nil {
 		t.Fatal(err)

@@ -245,8 +245,8 @@ func New(cfg Config) (*Stage, error) {
 	if cfg.Format == nil {
 		cfg.Format = completion.NewFormatValidator(completion.FormatConfig{})
 	}
-	// The budgets' maps are made at their first retry: most iterations
-	// need none, and a run parked in its first model call holds the Stage.
+	// The budgets' maps are made at the first decision that uses them: a
+	// run parked in its first model call holds the Stage without them.
 	return &Stage{cfg: cfg}, nil
 }
 

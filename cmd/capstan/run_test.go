@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,25 +84,28 @@ func writeFiles(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-// slowAgent finishes iteration 1, then runs a slow Bash command in
+// slowAgent finishes iteration 1, then runs a slow Bash command (2 s) in
 // iteration 2, after which it finishes.
-func slowAgent(t *testing.T) string {
+func slowAgent(t *testing.T) string { return sleepingAgent(t, 2) }
+
+// sleepingAgent is an agent whose first iteration writes a file and whose
+// second sleeps for the given seconds in Bash, then says ALL_DONE.
+func sleepingAgent(t *testing.T, seconds int) string {
 	return writeFiles(t, map[string]string{
-		"agent.json": `{"version": "1.0.0", "name": "slow", "description": "gets killed",
+		"agent.json": `{"version": "1.0.0", "name": "slow", "description": "a slow second iteration",
   "parameters": {"who": {"type": "string", "description": "who", "required": true}},
   "runner": {"model": "script:script.yaml",
     "completion": {"type": "keyword", "keyword": "ALL_DONE"},
     "boundaries": {"allowedTools": ["Write", "Bash(sleep:*)"], "permissionMode": "acceptEdits"}}}`,
 		"steps_registry.json":                  `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
 		"prompts/steps/work/main/f_default.md": "Iteration {uv-iteration} for {uv-who}.",
-		"script.yaml": `turns:
+		"script.yaml": fmt.Sprintf(`turns:
   - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
   - text: "iteration one done"
   - expect: {prompt_contains: ["Iteration 2 for Ada"]}
-    tool_calls: [{name: Bash, input: {command: "sleep 2"}}]
-  - text: "waited: ALL_DONE"
-`,
-	})
+    tool_calls: [{name: Bash, input: {command: "sleep %d"}}]
+  - text: "ALL_DONE"
+`, seconds)})
 }
 
 func TestKilledRunIsReadableAndResumable(t *testing.T) {

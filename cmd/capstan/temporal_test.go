@@ -415,26 +415,6 @@ func TestTemporalStoppedWorkerMovesItsRuns(t *testing.T) {
 	}
 }
 
-// sleepingAgent is an agent whose first iteration writes a file and whose
-// second sleeps for the given seconds in Bash, then says ALL_DONE.
-func sleepingAgent(t *testing.T, seconds int) string {
-	return writeFiles(t, map[string]string{
-		"agent.json": `{"version": "1.0.0", "name": "slow", "description": "a slow second iteration",
-  "parameters": {"who": {"type": "string", "description": "who", "required": true}},
-  "runner": {"model": "script:script.yaml",
-    "completion": {"type": "keyword", "keyword": "ALL_DONE"},
-    "boundaries": {"allowedTools": ["Write", "Bash(sleep:*)"], "permissionMode": "acceptEdits"}}}`,
-		"steps_registry.json":                  `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
-		"prompts/steps/work/main/f_default.md": "Iteration {uv-iteration} for {uv-who}.",
-		"script.yaml": fmt.Sprintf(`turns:
-  - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
-  - text: "iteration one done"
-  - expect: {prompt_contains: ["Iteration 2 for Ada"]}
-    tool_calls: [{name: Bash, input: {command: "sleep %d"}}]
-  - text: "ALL_DONE"
-`, seconds)})
-}
-
 // submitSleeping submits a run of sleepingAgent dir with a worker timeout
 // of 2 s and waits until its first iteration is done; it returns the run's
 // id and a client of the server.
