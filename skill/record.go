@@ -30,7 +30,7 @@ type scriptMemo struct {
 }
 
 func loadRecord(build string) *runRecord {
-	b, err := os.ReadFile(filepath.Join(build, recordFile))
+	b, err := readRegular(filepath.Join(build, recordFile))
 	if err != nil {
 		return nil
 	}
@@ -68,7 +68,7 @@ func (s *session) upToDate() *ActResult {
 		if err != nil {
 			return nil
 		}
-		b, err := os.ReadFile(full)
+		b, err := readRegular(full)
 		if err != nil || hashBytes(b) != want {
 			return nil
 		}
@@ -106,7 +106,7 @@ func (s *session) saveRecord(completed bool) {
 			if err != nil {
 				continue
 			}
-			if b, err := os.ReadFile(full); err == nil {
+			if b, err := readRegular(full); err == nil {
 				r.Outputs[e.Path] = hashBytes(b)
 			}
 		}

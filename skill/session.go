@@ -126,7 +126,7 @@ func newSession(rt *Runtime, sk *Skill, in Input) (*session, error) {
 		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
 			return nil
 		}
-		if b, err := os.ReadFile(p); err == nil {
+		if b, err := readRegular(p); err == nil {
 			rel, _ := filepath.Rel(build, p)
 			s.baseline[filepath.ToSlash(rel)] = fileStamp(p, b)
 		}

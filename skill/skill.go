@@ -606,7 +606,7 @@ func (s *Skill) Hash() string {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		b, err := os.ReadFile(p)
+		b, err := readRegular(p)
 		if err != nil {
 			return nil
 		}

@@ -273,7 +273,7 @@ var scriptExts = map[string]bool{".py": true, ".sh": true, ".js": true, ".mjs": 
 // describeFile renders one file for the model: text content (a line
 // window), a script summary, or binary metadata.
 func describeFile(full, rel string, offset, limit int) (map[string]any, string, error) {
-	data, err := os.ReadFile(full)
+	data, err := readRegular(full)
 	if err != nil {
 		return nil, "", err
 	}
@@ -557,7 +557,7 @@ func (s *session) templateExpand(ctx context.Context, input json.RawMessage) too
 	if err != nil {
 		return s.pathErr(err)
 	}
-	src, err := os.ReadFile(full)
+	src, err := readRegular(full)
 	if err != nil {
 		return failure(s.missingErr(rel))
 	}
@@ -611,7 +611,7 @@ func (s *session) write(relPath string, data []byte) toolOutput {
 		e.Hint = "write less, or ask for a larger disk budget"
 		return failure(e)
 	}
-	old, _ := os.ReadFile(full)
+	old, _ := readRegular(full)
 	h := hashBytes(data)
 	if prev := s.artifacts[rel]; prev != nil && prev.Hash == h {
 		res := success(map[string]any{"handle": prev.Handle, "path": "build/" + rel, "unchanged": true, "note": "same content as " + prev.Handle})
@@ -695,7 +695,7 @@ func (s *session) validateTool(_ context.Context, input json.RawMessage) toolOut
 				full, rel = f2, "build/"+strings.TrimPrefix(in.Path, "build/")
 			}
 		}
-		data, err = os.ReadFile(full)
+		data, err = readRegular(full)
 		if err != nil {
 			return failure(agenterr.New(agenterr.CodeToolInput, agenterr.LayerSkill, true, "%q does not exist", rel))
 		}
@@ -761,7 +761,7 @@ func (s *session) runScript(ctx context.Context, input json.RawMessage) toolOutp
 	if err != nil {
 		return s.pathErr(err)
 	}
-	src, err := os.ReadFile(full)
+	src, err := readRegular(full)
 	if err != nil {
 		return failure(s.missingErr(rel))
 	}
@@ -874,7 +874,7 @@ func (s *session) syncBuild() []string {
 		if strings.HasPrefix(d.Name(), ".") || !d.Type().IsRegular() {
 			return nil
 		}
-		b, err := os.ReadFile(p)
+		b, err := readRegular(p)
 		if err != nil {
 			return nil
 		}
@@ -911,7 +911,7 @@ func (s *session) summarize(_ context.Context, input json.RawMessage) toolOutput
 		if err != nil {
 			return s.pathErr(err)
 		}
-		b, err := os.ReadFile(full)
+		b, err := readRegular(full)
 		if err != nil {
 			return failure(s.missingErr(rel))
 		}
@@ -1007,7 +1007,7 @@ func (s *session) diffTool(_ context.Context, input json.RawMessage) toolOutput 
 		if err != nil {
 			return s.pathErr(err)
 		}
-		b, err := os.ReadFile(full)
+		b, err := readRegular(full)
 		if err != nil {
 			return failure(s.missingErr(rel))
 		}

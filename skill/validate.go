@@ -3,7 +3,9 @@ package skill
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -76,9 +78,13 @@ func checkOutput(skillRoot, build string, e Expected) OutputCheck {
 		oc.Errors = append(oc.Errors, "placement: "+err.Error())
 		return oc
 	}
-	data, err := os.ReadFile(p)
-	if err != nil {
+	data, err := readRegular(p)
+	if errors.Is(err, fs.ErrNotExist) {
 		oc.Errors = append(oc.Errors, "missing: build/"+e.Path+" does not exist")
+		return oc
+	}
+	if err != nil {
+		oc.Errors = append(oc.Errors, "unreadable: build/"+e.Path+": "+err.Error())
 		return oc
 	}
 	oc.Completeness = true
@@ -180,7 +186,7 @@ func (l rootLoader) Load(u string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(full)
+	return readRegular(full)
 }
 
 // compileSchema compiles a schema file of the skill.
