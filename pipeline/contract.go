@@ -26,11 +26,6 @@ func compileSchema(name string, raw json.RawMessage) (*schema.Schema, error) {
 	return schema.CompileSource(schema.Source{Raw: raw, URL: "mem:///" + name + ".json"})
 }
 
-// validateAgainst checks raw JSON against a compiled schema.
-func validateAgainst(s *schema.Schema, raw json.RawMessage) error {
-	return s.Check(raw)
-}
-
 // check applies the key's rule to e (nil when the key is absent) and
 // returns the violation message, or "" when the contract holds. phase is
 // "precondition" or "postcondition".
@@ -54,7 +49,7 @@ func (r keyRule) check(phase string, e *entry) string {
 		return prefix + key + " is empty"
 	}
 	if r.schema != nil {
-		if err := validateAgainst(r.schema, e.raw); err != nil {
+		if err := r.schema.Check(e.raw); err != nil {
 			return fmt.Sprintf("%s%s does not match its schema: %v", prefix, key, err)
 		}
 	}

@@ -113,7 +113,7 @@ func (s *outputStage) fill(ac *AgentContext, out json.RawMessage) error {
 	if len(bytes.TrimSpace(out)) == 0 {
 		return fmt.Errorf("no JSON object in the output")
 	}
-	if err := validateAgainst(s.schema, out); err != nil {
+	if err := s.schema.Check(out); err != nil {
 		return fmt.Errorf("output does not match the schema: %v", err)
 	}
 	var obj map[string]json.RawMessage

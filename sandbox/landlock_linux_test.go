@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
@@ -161,5 +162,31 @@ func TestLandlockRefusesSymlinkedWritableDir(t *testing.T) {
 	err = addLandlockRule(rs, rule, attr.HandledAccessFS)
 	if err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("symlinked writable directory: err = %v, want a refusal", err)
+	}
+}
+
+// TestLandlockHandledMatchesLibraryConfigs: for every ABI the sandbox
+// uses, the ruleset restricts exactly what go-landlock's configuration of
+// that ABI restricts (everything the kernel offers at that version), TCP
+// excepted when the network is kept. Dropping a right from the ruleset
+// fails here, whatever kernel runs the test.
+func TestLandlockHandledMatchesLibraryConfigs(t *testing.T) {
+	configs := []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6}
+	if len(configs) != landlockMaxABI {
+		t.Fatalf("%d library configurations for %d ABIs", len(configs), landlockMaxABI)
+	}
+	for i, cfg := range configs {
+		abi := i + 1
+		for _, network := range []bool{false, true} {
+			got := landlockHandled(abi, network)
+			wantNet := uint64(cfg.HandledAccessNet)
+			if network {
+				wantNet = 0
+			}
+			if got.HandledAccessFS != uint64(cfg.HandledAccessFS) || got.HandledAccessNet != wantNet || got.Scoped != uint64(cfg.Scoped) {
+				t.Errorf("ABI %d network=%v: fs %#x net %#x scoped %#x; want fs %#x net %#x scoped %#x", abi, network,
+					got.HandledAccessFS, got.HandledAccessNet, got.Scoped, uint64(cfg.HandledAccessFS), wantNet, uint64(cfg.Scoped))
+			}
+		}
 	}
 }
