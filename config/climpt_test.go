@@ -273,6 +273,11 @@ func TestClimptSpellings(t *testing.T) {
 		}
 		// A mapping to a missing step is the builder's SR-ENTRY-STEP (agent
 		// TestBuilderRulesAreReportedByValidate).
+		at(r, "entryStepMapping")["poll:state"] = "initial.gone"
+		p := problem(t, climptAgent(map[string]any{"type": "poll:state"}), r, nil, "SR-ENTRY-STEP", "/entryStepMapping/poll:state")
+		if !strings.Contains(p.Message, "entryStepMapping") || strings.Contains(p.Hint, "set entryStep") {
+			t.Errorf("the problem names entryStep, not the mapping that chose the entry: %s", p)
+		}
 		delete(at(r, "entryStepMapping"), "poll:state")
 		problem(t, climptAgent(map[string]any{"type": "poll:state"}), r, nil, "SR-ENTRY-STEP", "/entryStepMapping")
 	})

@@ -267,7 +267,7 @@ func (c *checker) climptRegistry() {
 				"key entries by verdict type: "+strings.Join(sortedKeys(types), ", "),
 				"%q is not a verdict type, so this entry is never used", key)
 		}
-		if _, ok := r.Steps[r.EntryStepMapping[key]]; !ok && r.EntryStepMapping[key] != r.EntryStep { // the entry itself: reported as entryStep
+		if _, ok := r.Steps[r.EntryStepMapping[key]]; !ok { // the builder's "entryStep is not a step" then is not repeated
 			c.report(s, "SR-ENTRY-STEP", SeverityError, ptr, c.stepHint,
 				"entryStepMapping[%q] %q is not a step", key, r.EntryStepMapping[key])
 		}
