@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -471,12 +473,23 @@ func (v *CompletionValidator) runFile(name string, def config.Validator, params 
 			Message: fmt.Sprintf("validator %q: path %q: %v", name, rel, err), File: v.cfg.File,
 			Pointer: "/validators/" + name + "/path", Hint: "file validators check files inside the work dir only"}
 	}
-	info, err := os.Stat(full)
+	if def.Schema == nil {
+		if _, err := os.Stat(full); err != nil {
+			return fail("%s does not exist", rel)
+		}
+		return ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
+	}
+	// The model writes the work dir: the file is opened without blocking
+	// (a FIFO put there must not hang the run) and checked and read through
+	// the same descriptor, so it cannot be swapped between the two.
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fail("%s does not exist", rel)
 	}
-	if def.Schema == nil {
-		return ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fail("%s cannot be read: %v", rel, err)
 	}
 	if info.IsDir() {
 		return fail("%s is a directory, not a document", rel)
@@ -488,9 +501,12 @@ func (v *CompletionValidator) runFile(name string, def config.Validator, params 
 		return fail("%s is too large to validate (%d bytes, limit %d)", rel, info.Size(), MaxFileSize)
 	}
 	sv := v.built[name].schema
-	data, err := os.ReadFile(full)
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return fail("%s cannot be read: %v", rel, err)
+	}
+	if int64(len(data)) > MaxFileSize {
+		return fail("%s is too large to validate (more than %d bytes)", rel, MaxFileSize)
 	}
 	var doc any
 	ext := strings.ToLower(filepath.Ext(rel))

@@ -228,6 +228,17 @@ func TestClimptSpellings(t *testing.T) {
 		a := climptAgent(map[string]any{"type": "count:iteration", "config": map[string]any{"maxIterations": 2, "verdictKeyword": "X"}})
 		problem(t, a, climptRegistry(), nil, "AC-CLIMPT-INERT", "/runner/verdict/config/verdictKeyword")
 	})
+	t.Run("verdict maxIterations and budgets differ", func(t *testing.T) {
+		a := climptAgent(map[string]any{"type": "detect:keyword", "config": map[string]any{"verdictKeyword": "K", "maxIterations": 20}})
+		at(a, "runner")["budgets"] = map[string]any{"maxIterations": 6}
+		problem(t, a, climptRegistry(), nil, "AC-SPELLING-CONFLICT", "/runner/verdict/config/maxIterations")
+	})
+	t.Run("composite condition maxIterations", func(t *testing.T) {
+		a := climptAgent(map[string]any{"type": "meta:composite", "config": map[string]any{"operator": "or", "conditions": []any{
+			map[string]any{"type": "detect:keyword", "config": map[string]any{"verdictKeyword": "K", "maxIterations": 3}},
+			map[string]any{"type": "count:iteration", "config": map[string]any{"maxIterations": 4}}}}})
+		problem(t, a, climptRegistry(), nil, "AC-CLIMPT-INERT", "/runner/verdict/config/conditions/0/config/maxIterations")
+	})
 	t.Run("both completion spellings", func(t *testing.T) {
 		a := climptAgent(countIter)
 		at(a, "runner")["completion"] = map[string]any{"type": "keyword", "keyword": "DONE"}
@@ -262,6 +273,11 @@ func TestClimptSpellings(t *testing.T) {
 		}
 		// A mapping to a missing step is the builder's SR-ENTRY-STEP (agent
 		// TestBuilderRulesAreReportedByValidate).
+		at(r, "entryStepMapping")["poll:state"] = "initial.gone"
+		p := problem(t, climptAgent(map[string]any{"type": "poll:state"}), r, nil, "SR-ENTRY-STEP", "/entryStepMapping/poll:state")
+		if !strings.Contains(p.Message, "entryStepMapping") || strings.Contains(p.Hint, "set entryStep") {
+			t.Errorf("the problem names entryStep, not the mapping that chose the entry: %s", p)
+		}
 		delete(at(r, "entryStepMapping"), "poll:state")
 		problem(t, climptAgent(map[string]any{"type": "poll:state"}), r, nil, "SR-ENTRY-STEP", "/entryStepMapping")
 	})

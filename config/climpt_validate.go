@@ -56,6 +56,11 @@ func (c *checker) climpt() {
 				"keep runner.verdict or runner.completion, not both",
 				"runner.verdict (%s) and runner.completion (%s) are both set and mean different completions", v.Type, r.Completion.Type)
 		}
+		// A verdict's maxIterations other than count:iteration's is the run's
+		// iteration budget; runner.budgets.maxIterations written too wins.
+		if n := v.Config.MaxIterations; n > 0 && v.Type != VerdictCountIteration && r.Budgets.MaxIterations != n {
+			conflict(a, "/runner/verdict/config/maxIterations", "runner.budgets.maxIterations", n, r.Budgets.MaxIterations)
+		}
 		c.verdict("/runner/verdict", *v)
 	}
 	if len(r.Actions) > 0 {
@@ -200,6 +205,11 @@ func (c *checker) verdict(ptr string, v Verdict) {
 					"a meta:composite condition cannot be %s", sub.Type)
 				continue
 			}
+			if sub.Config.MaxIterations > 0 && sub.Type != VerdictCountIteration {
+				c.report(a, "AC-CLIMPT-INERT", SeverityWarning, sp+"/config/maxIterations",
+					"set the iteration budget on the composite (config.maxIterations) or in runner.budgets.maxIterations",
+					"a composite condition's maxIterations has no effect unless its type is %s", VerdictCountIteration)
+			}
 			c.verdict(sp, sub)
 		}
 	case VerdictMetaCustom:
@@ -257,7 +267,7 @@ func (c *checker) climptRegistry() {
 				"key entries by verdict type: "+strings.Join(sortedKeys(types), ", "),
 				"%q is not a verdict type, so this entry is never used", key)
 		}
-		if _, ok := r.Steps[r.EntryStepMapping[key]]; !ok && r.EntryStepMapping[key] != r.EntryStep { // the entry itself: reported as entryStep
+		if _, ok := r.Steps[r.EntryStepMapping[key]]; !ok { // the builder's "entryStep is not a step" then is not repeated
 			c.report(s, "SR-ENTRY-STEP", SeverityError, ptr, c.stepHint,
 				"entryStepMapping[%q] %q is not a step", key, r.EntryStepMapping[key])
 		}
