@@ -114,9 +114,6 @@ func (c *checker) gate(id, ptr string, st Step, kind string) {
 		case !slices.Contains(g.AllowedIntents, g.FallbackIntent):
 			c.report(s, "SR-GATE-INTENT", SeverityError, p, "use one of allowedIntents "+intentList(g.AllowedIntents),
 				"fallbackIntent %q is not in allowedIntents", g.FallbackIntent)
-		case g.FallbackIntent == IntentClosing:
-			c.report(s, "SR-GATE-INTENT", SeverityError, p, `use "repeat" (ask again), or remove it`,
-				"fallbackIntent cannot be closing: an unreadable answer must not end the flow")
 		case g.IsFailFast():
 			c.report(s, "SR-INERT-FIELD", SeverityWarning, p,
 				`set "failFast": false to use it, or remove it (with failFast, the default, an unreadable intent ends the run)`,

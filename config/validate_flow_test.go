@@ -91,10 +91,6 @@ func flowCases() []flowCase {
 			g := step(r, "initial.main", "structuredGate")
 			g["fallbackIntent"], g["failFast"] = "handoff", false
 		}, "SR-GATE-INTENT", SeverityError, "/steps/initial.main/structuredGate/fallbackIntent"},
-		{"fallbackIntent closing", func(r map[string]any) {
-			g := step(r, "closure.main", "structuredGate")
-			g["fallbackIntent"], g["failFast"] = "closing", false
-		}, "SR-GATE-INTENT", SeverityError, "/steps/closure.main/structuredGate/fallbackIntent"},
 		{"targetMode", func(r map[string]any) { step(r, "initial.main", "structuredGate")["targetMode"] = "dynamic" },
 			"SR-INERT-FIELD", SeverityWarning, "/steps/initial.main/structuredGate/targetMode"},
 		{"flow step without gate", func(r map[string]any) {

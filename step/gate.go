@@ -49,8 +49,7 @@ type Interpretation struct {
 // allowed, failFast (the default) is the error STEP_INTENT (the verdict
 // stage answers it with a format retry);
 // without failFast the fallbackIntent is used (else next when allowed, else
-// the first allowed intent), never closing: only the answer ends the flow.
-// The intent is never read from prose.
+// the first allowed intent). The intent is never read from prose.
 func Interpret(id string, g *config.StructuredGate, output json.RawMessage) (Interpretation, error) {
 	var doc map[string]any
 	if len(bytes.TrimSpace(output)) > 0 {
@@ -92,19 +91,16 @@ func Interpret(id string, g *config.StructuredGate, output json.RawMessage) (Int
 			return in, e
 		}
 		in.Fallback, in.Reason = true, problem
-		// An answer that says nothing readable never ends the flow: the
-		// fallback is any allowed intent but closing.
-		open := slices.DeleteFunc(slices.Clone(g.AllowedIntents), func(i string) bool { return i == config.IntentClosing })
 		switch {
-		case g.FallbackIntent != "" && slices.Contains(open, g.FallbackIntent):
+		case g.FallbackIntent != "" && slices.Contains(g.AllowedIntents, g.FallbackIntent):
 			in.Intent = g.FallbackIntent
-		case slices.Contains(open, config.IntentNext):
+		case slices.Contains(g.AllowedIntents, config.IntentNext):
 			in.Intent = config.IntentNext
-		case len(open) > 0:
-			in.Intent = open[0]
+		case len(g.AllowedIntents) > 0:
+			in.Intent = g.AllowedIntents[0]
 		default:
 			return in, agenterr.New(agenterr.CodeStepIntent, agenterr.LayerStep, false,
-				"step %q: cannot read the intent (%s) and allowedIntents has none to fall back on but closing, which only the model's answer may choose", id, problem)
+				"step %q: cannot read the intent (%s) and allowedIntents is empty", id, problem)
 		}
 	}
 	if in.Intent == config.IntentJump && g.TargetField != "" {
