@@ -40,11 +40,29 @@ var boundaryCommands = sync.OnceValue(func() []*regexp.Regexp {
 // BoundaryCommand reports whether the shell command line performs a
 // GitHub boundary action, and the text that matched ("gh issue close").
 // It looks at the whole line, so chaining ("true && gh pr merge 1"),
-// wrappers and paths ("/usr/bin/gh pr merge") do not hide one. Like any
-// list of forbidden commands it can be evaded by a program that builds
-// the command at run time; the sandbox's network isolation is the
-// boundary that holds against that.
+// wrappers and paths ("/usr/bin/gh pr merge") do not hide one, and
+// neither do the quotes and backslashes the shell removes before it runs
+// a word ("'gh' pr 'merge'", "g\h pr merge"). Like any list of forbidden
+// commands it can be evaded by a program that builds the command at run
+// time; the sandbox's network isolation is the boundary that holds
+// against that.
 func BoundaryCommand(command string) (matched string, ok bool) {
+	if m, ok := boundaryMatch(command); ok {
+		return m, true
+	}
+	if plain := shellUnquote.Replace(command); plain != command {
+		return boundaryMatch(plain)
+	}
+	return "", false
+}
+
+// shellUnquote removes the quote and escape characters the shell drops
+// from a word (the payload rules look for quotes, so the line is first
+// matched as written).
+var shellUnquote = strings.NewReplacer(`'`, "", `"`, "", `\`, "")
+
+// boundaryMatch matches command against the rules as written.
+func boundaryMatch(command string) (string, bool) {
 	// Every rule needs one of these words; most commands have none.
 	if !strings.Contains(command, "gh") && !strings.Contains(command, "api.github.com") && !strings.Contains(command, "closed") {
 		return "", false
