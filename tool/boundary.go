@@ -10,8 +10,9 @@ import (
 // run must leave to its end (closing, deleting, transferring or reopening
 // issues; closing, merging or readying pull requests; creating or editing
 // releases), any direct GitHub API call (which can do all of that), and
-// HTTP clients or JSON payloads aimed at the API. The list is the one
-// climpt blocks.
+// HTTP clients or JSON payloads aimed at the API: the list climpt
+// blocks, and defining gh aliases, which could give any of them a new
+// name.
 var boundaryCommands = sync.OnceValue(func() []*regexp.Regexp {
 	// gh accepts flags (and their values) before and between its
 	// command words ("gh -R o/r issue close 1", "gh issue -R o/r close 1").
@@ -31,6 +32,10 @@ var boundaryCommands = sync.OnceValue(func() []*regexp.Regexp {
 		gh("release", "create"),
 		gh("release", "edit"),
 		gh("api"),
+		// An alias ("gh alias set m 'pr merge'", then "gh m 1") would run
+		// any of the above under a name the rules do not know.
+		gh("alias", "set"),
+		gh("alias", "import"),
 		regexp.MustCompile(`\b(?:curl|wget|python[23]?|node|ruby|perl|deno)\b.*api\.github\.com`),
 		regexp.MustCompile(`"state"\s*:\s*"closed"`),
 		regexp.MustCompile(`'state'\s*:\s*'closed'`),
@@ -84,5 +89,6 @@ func BoundaryDenyPatterns() []string {
 		"Bash(gh issue close:*)", "Bash(gh issue delete:*)", "Bash(gh issue transfer:*)", "Bash(gh issue reopen:*)",
 		"Bash(gh pr close:*)", "Bash(gh pr merge:*)", "Bash(gh pr ready:*)",
 		"Bash(gh release create:*)", "Bash(gh release edit:*)", "Bash(gh api:*)",
+		"Bash(gh alias set:*)", "Bash(gh alias import:*)",
 	}
 }

@@ -24,6 +24,8 @@ func TestBoundaryCommand(t *testing.T) {
 		`g\h issue "close" 1`:                                                    "gh issue close",
 		`command "gh" api /repos`:                                                "gh api",
 		`$'gh' release 'edit' v1`:                                                "gh release edit",
+		"gh alias set m 'pr merge'":                                              "gh alias set",
+		"gh alias import aliases.yml":                                            "gh alias import",
 	}
 	for cmd, want := range blocked {
 		got, ok := BoundaryCommand(cmd)
@@ -32,7 +34,7 @@ func TestBoundaryCommand(t *testing.T) {
 		}
 	}
 	for _, cmd := range []string{"gh issue view 12", "gh pr create --fill", "gh issue list --label bug", "git push origin HEAD",
-		"curl https://example.com", "echo closing the issue later", "gh pr view 3 --json state"} {
+		"curl https://example.com", "echo closing the issue later", "gh pr view 3 --json state", "gh alias list"} {
 		if m, ok := BoundaryCommand(cmd); ok {
 			t.Errorf("BoundaryCommand(%q) matched %q", cmd, m)
 		}
