@@ -265,15 +265,7 @@ func TestResumeContinuesTheSessionAndTheScript(t *testing.T) {
 `, "")
 	def, wd := load(t, dir), t.TempDir()
 	// The first run stops at its iteration budget.
-	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	first := a.Stop()
+	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
 	if first.Success || first.CompletionReason != "max_iterations" {
 		t.Fatalf("%+v", first)
 	}
@@ -282,15 +274,7 @@ func TestResumeContinuesTheSessionAndTheScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Resuming continues in the same session with the next scripted turn.
-	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Run(ctx)
-	res := b.Stop()
+	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
 	if !res.Success || res.Iterations != 2 || res.RunID != first.RunID || res.SessionID != first.SessionID {
 		t.Fatalf("resumed %+v (first %+v)", res, first)
 	}
@@ -387,15 +371,7 @@ func TestStepAndRewind(t *testing.T) {
 	}
 	// Iteration 2's work was lost: continue after iteration 1.
 	rec.Rewind(1)
-	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Run(ctx)
-	res := b.Stop()
+	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
 	// The script replays from the session: iteration 2 is redone with its
 	// turn, then iteration 3 completes.
 	if !res.Success || res.Iterations != 3 {

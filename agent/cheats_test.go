@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -300,7 +299,6 @@ func TestProtectedRunCompletesWhenTheCodeIsFixed(t *testing.T) {
 // start, not the files as the first part of the run left them.
 func TestResumeKeepsTheProtectedBaseline(t *testing.T) {
 	needTools(t, "git", "go", "sed")
-	ctx := context.Background()
 	script := `turns:
   - tool_calls:
       - name: Bash
@@ -310,28 +308,12 @@ func TestResumeKeepsTheProtectedBaseline(t *testing.T) {
   - text: "TASK_DONE"
 `
 	def, wd := load(t, cheatAgent(t, "go test ./...", goProtect, script)), gitFixture(t, goFixture)
-	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	first := a.Stop()
+	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil || first.CompletionReason != "max_iterations" || rec.ProtectBaseline == nil {
 		t.Fatalf("%+v %v", first, err)
 	}
-	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Run(ctx)
-	res := b.Stop()
+	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
 	if res.Success {
 		t.Fatalf("the resumed run took the changed test as its baseline: %+v", res)
 	}

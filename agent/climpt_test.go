@@ -32,15 +32,7 @@ func (b *systemRecorder) Query(ctx context.Context, prompt string, opts llm.Quer
 // script asserts the prompt text of each turn).
 func TestClimptFormatAgentRuns(t *testing.T) {
 	dir := filepath.Join("testdata", "climpt-work")
-	cfg, err := Load(dir, Config{Params: map[string]string{"issueNumber": "42"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.WorkDir = t.TempDir()
-	inner, err := llm.Open(context.Background(), "script:script.yaml", llm.Config{AgentDir: dir, WorkDir: cfg.WorkDir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, inner := loadScripted(t, dir, Config{Params: map[string]string{"issueNumber": "42"}})
 	rec := &systemRecorder{Bridge: inner}
 	cfg.Bridge = rec
 	res := runToEnd(t, cfg.Agent, cfg)

@@ -27,9 +27,12 @@ func (b *closeCounter) Query(ctx context.Context, prompt string, opts llm.QueryO
 
 func (b *closeCounter) Close() error { b.closes++; return b.Bridge.Close() }
 
-func TestConfigBridgeIsTheRunsModel(t *testing.T) {
-	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", honestScript)
-	cfg, err := Load(dir, goValues(nil))
+// loadScripted loads the agent in dir with in's values and a temporary
+// work dir, and opens the agent's script model (script.yaml) for a test
+// to wrap as Config.Bridge.
+func loadScripted(t *testing.T, dir string, in Config) (Config, llm.Bridge) {
+	t.Helper()
+	cfg, err := Load(dir, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +41,12 @@ func TestConfigBridgeIsTheRunsModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, inner
+}
+
+func TestConfigBridgeIsTheRunsModel(t *testing.T) {
+	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", honestScript)
+	cfg, inner := loadScripted(t, dir, goValues(nil))
 	b := &closeCounter{Bridge: inner}
 	cfg.Bridge = b
 	// Without tools the bridge cannot write out.txt: the claim is refuted.
@@ -47,7 +56,7 @@ func TestConfigBridgeIsTheRunsModel(t *testing.T) {
 	}
 
 	cfg.Tools = []tool.Tool{namedTool("mine")}
-	_, err = New(context.Background(), cfg)
+	_, err := New(context.Background(), cfg)
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationValidation || !strings.Contains(e.Message, "Config.Bridge") {
 		t.Fatalf("Bridge with Tools: %v", err)
 	}

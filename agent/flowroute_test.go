@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -586,17 +585,8 @@ func TestClimptResumeKeepsInputs(t *testing.T) {
     structured: {next_action: {action: handoff}}
   - structured: {next_action: {action: closing}}
 `
-	ctx := context.Background()
 	def, wd := load(t, routedAgent(t, reg, schemas, prompts, script)), t.TempDir()
-	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	first := a.Stop()
+	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 2})
 	if first.Success || first.StepID != "continuation.a" {
 		t.Fatalf("%+v", first)
 	}
@@ -604,15 +594,7 @@ func TestClimptResumeKeepsInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Run(ctx)
-	res := b.Stop()
+	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
 	if !res.Success || res.Iterations != 4 || res.StepID != "closure.a" {
 		t.Fatalf("resumed %+v %+v", res, res.Error)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +56,7 @@ func githubReadArgs(in githubReadInput) ([]string, error) {
 		args[2] = strconv.Itoa(in.Number)
 	}
 	if in.State != "" {
-		if !containsString(op.states, in.State) {
+		if !slices.Contains(op.states, in.State) {
 			return nil, fmt.Errorf("%s takes no state %q (states: %s)", in.Operation, in.State, strings.Join(op.states, ", "))
 		}
 		args = append(args, "--state="+in.State)
@@ -73,15 +74,6 @@ func githubReadArgs(in githubReadInput) ([]string, error) {
 		args = append(args, "--limit="+strconv.Itoa(in.Limit))
 	}
 	return args, nil
-}
-
-func containsString(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // githubReadTool is the read-only GitHub tool: it runs gh (capstan's own

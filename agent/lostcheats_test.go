@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -162,7 +161,6 @@ func TestCheatCorpusLostTestsPython(t *testing.T) {
 // the start, not with the tests as the first part of the run left them.
 func TestResumeKeepsTheTestBaseline(t *testing.T) {
 	needTools(t, "git", "go")
-	ctx := context.Background()
 	script := `turns:
   - tool_calls:
       - name: Bash
@@ -172,29 +170,13 @@ func TestResumeKeepsTheTestBaseline(t *testing.T) {
   - text: "TASK_DONE"
 `
 	def, wd := load(t, cheatAgent(t, "go test -v ./...", nil, script)), gitFixture(t, goHelperFixture)
-	a, err := Build(ctx, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a.Run(ctx)
-	first := a.Stop()
+	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil || first.CompletionReason != "max_iterations" || rec.TestBaselines["tests-pass"] == nil ||
 		rec.TestBaselines["tests-pass"].Run.Outcomes()["example.com/app.TestAdd"] != testrun.Failed {
 		t.Fatalf("%+v %+v %v", first, rec.TestBaselines, err)
 	}
-	b, err := Build(ctx, def, BuildOptions{WorkDir: wd, Resume: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.Run(ctx)
-	res := b.Stop()
+	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
 	if res.Success {
 		t.Fatalf("the resumed run took the tests left after the cheat as its baseline: %+v", res)
 	}

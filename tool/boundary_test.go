@@ -20,6 +20,12 @@ func TestBoundaryCommand(t *testing.T) {
 		"gh issue --repo o/r close 1":                                            "gh issue --repo o/r close",
 		"gh pr -R o/r merge 2":                                                   "gh pr -R o/r merge",
 		"gh --hostname h api /x":                                                 "gh --hostname h api",
+		`'gh' pr 'merge' 7`:                                                      "gh pr merge",
+		`g\h issue "close" 1`:                                                    "gh issue close",
+		`command "gh" api /repos`:                                                "gh api",
+		`$'gh' release 'edit' v1`:                                                "gh release edit",
+		"gh alias set m 'pr merge'":                                              "gh alias set",
+		"gh alias import aliases.yml":                                            "gh alias import",
 	}
 	for cmd, want := range blocked {
 		got, ok := BoundaryCommand(cmd)
@@ -28,7 +34,7 @@ func TestBoundaryCommand(t *testing.T) {
 		}
 	}
 	for _, cmd := range []string{"gh issue view 12", "gh pr create --fill", "gh issue list --label bug", "git push origin HEAD",
-		"curl https://example.com", "echo closing the issue later", "gh pr view 3 --json state"} {
+		"curl https://example.com", "echo closing the issue later", "gh pr view 3 --json state", "gh alias list"} {
 		if m, ok := BoundaryCommand(cmd); ok {
 			t.Errorf("BoundaryCommand(%q) matched %q", cmd, m)
 		}
@@ -62,13 +68,15 @@ func FuzzBoundaryCommand(f *testing.F) {
 	f.Add("curl api.github.com")
 	f.Fuzz(func(t *testing.T, s string) {
 		m, ok := BoundaryCommand(s)
-		if ok && !strings.Contains(s, m) {
+		plain := shellUnquote.Replace(s)
+		if ok && !strings.Contains(s, m) && !strings.Contains(plain, m) {
 			t.Fatalf("match %q not in %q", m, s)
 		}
-		// The word prefilter never hides a match of the rules.
+		// The word prefilter never hides a match of the rules, as written
+		// or unquoted.
 		any := false
 		for _, re := range boundaryCommands() {
-			any = any || re.MatchString(s)
+			any = any || re.MatchString(s) || re.MatchString(plain)
 		}
 		if any != ok {
 			t.Fatalf("rules match %v, BoundaryCommand %v for %q", any, ok, s)
