@@ -184,12 +184,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	if err := applyUserDefaults(&flags, def); err != nil {
 		return withExit(exitUsage, err)
 	}
-	values := map[string]string{}
-	for name, flagName := range params {
-		if f := fs.Lookup(flagName); f != nil && f.Changed {
-			values[name] = f.Value.String()
-		}
-	}
+	values := setParams(fs, params)
 	return executeRun(cmd.Context(), cmd, def, flags, values, nil, nil)
 }
 
@@ -546,4 +541,16 @@ func endpointName(e string) string {
 		return "the provider's public endpoint"
 	}
 	return e
+}
+
+// setParams returns the values of the agent's parameters given on the
+// command line, by parameter name (params maps a name to its flag).
+func setParams(fs *pflag.FlagSet, params map[string]string) map[string]string {
+	values := map[string]string{}
+	for name, flagName := range params {
+		if f := fs.Lookup(flagName); f != nil && f.Changed {
+			values[name] = f.Value.String()
+		}
+	}
+	return values
 }

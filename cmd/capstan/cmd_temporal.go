@@ -423,12 +423,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	if err := applyUserDefaults(&flags, def); err != nil {
 		return withExit(exitUsage, err)
 	}
-	values := map[string]string{}
-	for name, flagName := range params {
-		if f := fs.Lookup(flagName); f != nil && f.Changed {
-			values[name] = f.Value.String()
-		}
-	}
+	values := setParams(fs, params)
 	runs := []map[string]string{values}
 	if each != "" {
 		if _, ok := params[each]; !ok {
