@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,7 +216,7 @@ func (w *Activities) trustRepo(dir string) error {
 
 // guardRepo makes a checkout's repository the one the worker cloned
 // before the worker runs git there: .git a directory of its own (not a
-// link, not a file pointing elsewhere), no configuration read from
+// link, not a file pointing elsewhere) with no link in it, no configuration read from
 // elsewhere (commondir, config.worktree), and .git/config as cloned —
 // rewritten when the model changed it. It fails when the worker has no
 // record of the checkout (the caller clones afresh).
@@ -229,6 +230,18 @@ func (w *Activities) guardRepo(dir string) error {
 	gitDir := filepath.Join(dir, ".git")
 	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s is not the repository the worker cloned", gitDir)
+	}
+	// Git writes some of its files (the index, packed-refs) through a
+	// link: a link the model put in .git would have the worker's git
+	// write where the model points it. Git makes none in a clone.
+	err := filepath.WalkDir(gitDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		return os.Remove(path)
+	})
+	if err != nil {
+		return err
 	}
 	for _, name := range []string{"commondir", "config.worktree"} {
 		if err := os.RemoveAll(filepath.Join(gitDir, name)); err != nil {

@@ -18,7 +18,8 @@ import (
 // git in that checkout with its own rights and environment (the API keys),
 // so anything git would run on the model's say — hooks, core.fsmonitor, a
 // filter, a receive-pack command — would run the model's code outside its
-// sandbox. The worker's git runs none of it.
+// sandbox. The worker's git runs none of it, and writes no file the model
+// pointed a link in .git at (git writes its index through a link).
 func TestTheWorkersGitRunsNoCodeTheModelPutInTheCheckout(t *testing.T) {
 	marks := t.TempDir()
 	mark := func(name string) string { return filepath.Join(marks, name) }
@@ -31,6 +32,7 @@ func TestTheWorkersGitRunsNoCodeTheModelPutInTheCheckout(t *testing.T) {
 		`git config filter.x.clean "touch ` + mark("filter") + `; cat" && echo '* filter=x' > .gitattributes`,
 		`git config remote.origin.receivepack "touch ` + mark("receivepack") + `; git-receive-pack"`,
 		`git config remote.origin.uploadpack "touch ` + mark("uploadpack") + `; git-upload-pack"`,
+		`rm -f .git/index && ln -s ` + mark("index") + ` .git/index`,
 		`echo line-1 >> log.txt`,
 	}, " && ")
 	dir := t.TempDir()

@@ -91,10 +91,7 @@ func (l *runLock) unlock() {
 
 // journalMark is what a worker remembers of a run's journal after its
 // iteration, to tell later whether anyone else wrote it since.
-type journalMark struct {
-	size int64
-	fi   os.FileInfo
-}
+type journalMark struct{ fi os.FileInfo }
 
 // markJournal records the journal at path as the worker leaves it.
 func markJournal(path string) (journalMark, bool) {
@@ -102,12 +99,12 @@ func markJournal(path string) (journalMark, bool) {
 	if err != nil {
 		return journalMark{}, false
 	}
-	return journalMark{size: fi.Size(), fi: fi}, true
+	return journalMark{fi: fi}, true
 }
 
 // unchanged reports whether the journal at path is still the file, and
 // the length, the worker left.
 func (m journalMark) unchanged(path string) bool {
 	fi, err := os.Stat(path)
-	return err == nil && m.fi != nil && os.SameFile(fi, m.fi) && fi.Size() == m.size
+	return err == nil && m.fi != nil && os.SameFile(fi, m.fi) && fi.Size() == m.fi.Size()
 }

@@ -57,6 +57,10 @@ func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
 }
 
+// temporalOnlyFlags are the flags of run that act only with --temporal:
+// given without it, run refuses them rather than ignore them.
+var temporalOnlyFlags = []string{"namespace", "task-queue", "repo", "worker-timeout", "continue-every"}
+
 // registerRun adds the flags of run (and submit): register's and those
 // that send the run to Temporal.
 func (f *runFlags) registerRun(fs *pflag.FlagSet) {
@@ -181,15 +185,17 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
 	}
+	if flags.temporal.address == "" {
+		for _, name := range temporalOnlyFlags {
+			if fs.Changed(name) {
+				return withExit(exitUsage, fmt.Errorf("run: --%s tunes a run on Temporal and needs --temporal HOST:PORT", name))
+			}
+		}
+	}
 	if err := applyUserDefaults(&flags, def); err != nil {
 		return withExit(exitUsage, err)
 	}
-	values := map[string]string{}
-	for name, flagName := range params {
-		if f := fs.Lookup(flagName); f != nil && f.Changed {
-			values[name] = f.Value.String()
-		}
-	}
+	values := setParams(fs, params)
 	return executeRun(cmd.Context(), cmd, def, flags, values, nil, nil)
 }
 
@@ -258,9 +264,6 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	}
 	if flags.temporal.address != "" {
 		return executeTemporalRun(ctx, cmd, def, flags, params)
-	}
-	if flags.temporal.repo != "" {
-		return withExit(exitUsage, errors.New("run: --repo needs --temporal HOST:PORT (it names the repository the workers share)"))
 	}
 	def, err := withUserPricing(def)
 	if err != nil {
@@ -546,4 +549,16 @@ func endpointName(e string) string {
 		return "the provider's public endpoint"
 	}
 	return e
+}
+
+// setParams returns the values of the agent's parameters given on the
+// command line, by parameter name (params maps a name to its flag).
+func setParams(fs *pflag.FlagSet, params map[string]string) map[string]string {
+	values := map[string]string{}
+	for name, flagName := range params {
+		if f := fs.Lookup(flagName); f != nil && f.Changed {
+			values[name] = f.Value.String()
+		}
+	}
+	return values
 }

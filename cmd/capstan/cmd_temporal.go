@@ -66,7 +66,7 @@ func (f *temporalFlags) register(fs *pflag.FlagSet, kind int) {
 	}
 }
 
-func (f *temporalFlags) dial(ctx context.Context, stderr io.Writer) (clientCloser, error) {
+func (f *temporalFlags) dial(ctx context.Context, stderr io.Writer) (client.Client, error) {
 	if f.address == "" {
 		return nil, withExit(exitUsage, errors.New("--temporal HOST:PORT is required"))
 	}
@@ -76,12 +76,6 @@ func (f *temporalFlags) dial(ctx context.Context, stderr io.Writer) (clientClose
 	}
 	return c, nil
 }
-
-// clientCloser is the Temporal client as the commands use it.
-type clientCloser = scaleoutClient
-
-// scaleoutClient is a Temporal client.
-type scaleoutClient = client.Client
 
 func newWorkerCmd() *cobra.Command {
 	var tf temporalFlags
@@ -327,7 +321,7 @@ func feedJournalEvent(p *progressPrinter, ev journal.Event) {
 }
 
 // submitOne prepares and starts one run.
-func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, scaleoutClient, error) {
+func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, client.Client, error) {
 	c, err := flags.temporal.dial(ctx, cmd.ErrOrStderr())
 	if err != nil {
 		return nil, nil, err
@@ -340,7 +334,7 @@ func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags
 	return in, c, nil
 }
 
-func startRun(ctx context.Context, c scaleoutClient, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
+func startRun(ctx context.Context, c client.Client, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
 	if _, err := def.ResolveParams(params); err != nil {
 		return nil, withExit(exitUsage, err)
 	}
@@ -429,12 +423,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	if err := applyUserDefaults(&flags, def); err != nil {
 		return withExit(exitUsage, err)
 	}
-	values := map[string]string{}
-	for name, flagName := range params {
-		if f := fs.Lookup(flagName); f != nil && f.Changed {
-			values[name] = f.Value.String()
-		}
-	}
+	values := setParams(fs, params)
 	runs := []map[string]string{values}
 	if each != "" {
 		if _, ok := params[each]; !ok {

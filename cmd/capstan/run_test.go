@@ -190,6 +190,18 @@ func TestRunUsageErrors(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "CONFIG_NOT_FOUND") {
 		t.Fatalf("missing agent.json: exit %d: %s", code, errOut)
 	}
+	// The flags that tune a run on Temporal act on no local run: refused,
+	// not ignored.
+	for _, flag := range []string{"--namespace", "--task-queue", "--repo", "--worker-timeout", "--continue-every"} {
+		value := map[string]string{"--worker-timeout": "5s", "--continue-every": "3"}[flag]
+		if value == "" {
+			value = "x"
+		}
+		code, _, errOut = captureConfigCLI(t, "run", dir, "--who", "x", flag, value, "--workdir", t.TempDir(), "--quiet")
+		if code != exitUsage || !strings.Contains(errOut, flag+" tunes a run on Temporal") {
+			t.Errorf("%s without --temporal: exit %d: %s", flag, code, errOut)
+		}
+	}
 	code, out, _ := captureConfigCLI(t, "run", dir, "--help")
 	if code != 0 || !strings.Contains(out, "--who") {
 		t.Fatalf("run DIR --help: exit %d: %s", code, out)
