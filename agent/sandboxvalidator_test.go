@@ -67,6 +67,14 @@ class TestLeak(unittest.TestCase):
 func TestModelWrittenTestCannotEscapeTheSandboxedValidator(t *testing.T) {
 	needSandbox(t)
 	needTools(t, "python3")
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		// A sandboxed command finds only the system's python3 (a pyenv
+		// shim in a home directory is out of its reach).
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no /usr/bin/python3 for sandboxed commands (CI installs it): %v", err)
+		}
+		t.Skipf("no /usr/bin/python3 for sandboxed commands: %v", err)
+	}
 	const marker = "gho_HOSTS-MARKER-0123456789"
 	run := func(t *testing.T, sandboxJS string) (res *Result, work, outside string) {
 		base := t.TempDir()
