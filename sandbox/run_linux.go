@@ -193,7 +193,8 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 			cmd.Stdout = spec.Stdout
 		}
 		if spec.Stderr != nil {
-			// Kept here too (its head): how the run ended is read from it.
+			// Its head is kept here too: the helper's setup errors and the
+			// shell's limit messages on it classify the run.
 			cmd.Stderr = io.MultiWriter(spec.Stderr, stderr)
 		}
 	}
