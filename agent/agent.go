@@ -99,10 +99,10 @@ type Agent struct {
 	result       *Result
 	// github is what runner.integrations.github did after completion.
 	github *GitHubOutcome
-	// subprocessSandbox runs subprocess steps' commands when
-	// runner.boundaries.sandbox is enabled (built at the first one).
-	subprocessSandbox *sandbox.CommandRunner
-	started           time.Time
+	// sandbox confines the Bash tool, subprocess steps and command
+	// validators when runner.boundaries.sandbox is enabled; nil when not.
+	sandbox *sandbox.CommandRunner
+	started time.Time
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
@@ -232,9 +232,18 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.prompts = sharedFor(def).prompts
 	a.schemas = newSchemas(def.Dir(), a.spec.Runner.SchemasDir, def.FS())
 	a.built++ // promptResolver
+	// The sandbox, before anything that runs a command: the tools, the
+	// subprocess steps and the validators all run in it.
+	if a.sandbox, err = a.buildSandbox(ctx); err != nil {
+		return fail(err)
+	}
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
-	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}); err != nil {
+	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}
+	if a.sandbox != nil {
+		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits)
+	}
+	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
 		return fail(err)
 	}
 	a.built++ // completionHandler

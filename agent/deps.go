@@ -48,15 +48,8 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	}
 	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env, Protected: protected}
 	var boxed *sandbox.Runner
-	if b.Sandbox != nil && b.Sandbox.Enabled {
-		r, err := sandbox.NewCommandRunner(ctx, b.Sandbox)
-		if err != nil {
-			if e := agenterr.From(err); e != nil && e.File == "" {
-				e.File = filepath.Join(a.def.Dir(), config.AgentFile)
-			}
-			return nil, err
-		}
-		cfg.Runner, boxed = r, r.Runner
+	if a.sandbox != nil {
+		cfg.Runner, boxed = a.sandbox, a.sandbox.Runner
 	}
 	tools, err := builtin.New(cfg)
 	if err != nil {
@@ -93,6 +86,20 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	}
 	a.skillsPrompt = cat.SystemPromptSection()
 	return append(tools, builtin.RedactTools(cat.Tools())...), nil
+}
+
+// buildSandbox makes the sandbox of runner.boundaries.sandbox: nil when
+// it is not enabled, SANDBOX_UNAVAILABLE (naming agent.json) when the
+// machine cannot sandbox and allowUnsandboxed is not set.
+func (a *Agent) buildSandbox(ctx context.Context) (*sandbox.CommandRunner, error) {
+	r, err := sandbox.NewCommandRunner(ctx, a.spec.Runner.Boundaries.Sandbox)
+	if err != nil {
+		if e := agenterr.From(err); e != nil && e.File == "" {
+			e.File = filepath.Join(a.def.Dir(), config.AgentFile)
+		}
+		return nil, err
+	}
+	return r, nil
 }
 
 // buildBridge opens the model provider with the agent's tools. MCP

@@ -9,6 +9,7 @@ import (
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/step"
 )
 
@@ -28,6 +29,9 @@ type runtimeEnv struct {
 	emit    journal.Emitter
 	runID   string
 	schemas completion.SchemaSource
+	// sandbox confines command validators (runner.boundaries.sandbox);
+	// nil runs them with the user's rights.
+	sandbox *sandbox.CommandRunner
 }
 
 // compile turns a definition into its runtime objects. Every problem it
@@ -37,6 +41,10 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 	regFile := registryFile(spec)
 	rt := &compiled{}
 	var errs []error
+	var confine completion.CommandSandbox
+	if env.sandbox != nil { // never a nil *CommandRunner in the interface
+		confine = env.sandbox
+	}
 	verifier, err := completion.NewCompletionValidator(completion.ValidatorConfig{
 		Validators: reg.Validators,
 		Patterns:   reg.CompletionPatterns,
@@ -46,6 +54,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		File:       regFile,
 		Custom:     cfg.Validators,
 		Env:        spec.Runner.Boundaries.Env,
+		Sandbox:    confine,
 	})
 	if err != nil {
 		errs = append(errs, unjoin(err)...)

@@ -85,16 +85,7 @@ func (a *Agent) newSubprocess(ctx context.Context, id string, st config.Step) (*
 		timeout = time.Duration(r.Timeout) * time.Millisecond
 	}
 	b := &subprocessBridge{argv: argv, workDir: a.workDir, env: a.spec.Runner.Boundaries.Env, timeout: timeout, emit: a.emit}
-	if sb := a.spec.Runner.Boundaries.Sandbox; sb != nil && sb.Enabled {
-		if a.subprocessSandbox == nil {
-			r, err := sandbox.NewCommandRunner(ctx, sb)
-			if err != nil {
-				return nil, err
-			}
-			a.subprocessSandbox = r
-		}
-		b.sandbox = a.subprocessSandbox
-	}
+	b.sandbox = a.sandbox
 	return b, nil
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
@@ -121,6 +122,10 @@ type ValidatorConfig struct {
 	// Env is the allow-list of variables commands get besides the minimal
 	// base (runner.boundaries.env; see builtin.BuildEnv).
 	Env []string
+	// Sandbox, when set, confines every command validator (the agent's
+	// runner.boundaries.sandbox, with sandbox.ValidatorLimits); nil runs
+	// them with the user's rights.
+	Sandbox CommandSandbox
 	// Custom are this agent's Go validators by handler name (validator
 	// type "custom"); they win over the ones registered with
 	// RegisterValidator.
@@ -440,7 +445,8 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def c
 		timeout = time.Duration(def.TimeoutSeconds) * time.Second
 	}
 	command := Interpolate(def.Command, params)
-	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: v.cfg.Env})
+	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: v.cfg.Env,
+		Sandbox: v.cfg.Sandbox})
 	if err != nil {
 		return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 			"validator %q could not run %q", name, command)
@@ -690,12 +696,30 @@ type CommandSpec struct {
 	// Env is the allow-list on top of the minimal base environment (see
 	// builtin.BuildEnv); commands never get capstan's whole environment.
 	Env []string
+	// Sandbox, when set, runs the command confined; nil runs it with the
+	// user's rights.
+	Sandbox CommandSandbox
 }
 
-// RunCommand runs spec.Command with sh -c in spec.Dir, in its own process
-// group, keeping at most OutputCap bytes of each stream. At the timeout the
-// whole process group is killed and TimedOut is set; that is a result, not
-// an error. Errors are a command that could not start or a canceled ctx.
+// CommandSandbox runs a command confined. *sandbox.CommandRunner
+// implements it: built from the agent's runner.boundaries.sandbox, it
+// gives a command what the Bash tool gets (the work dir writable, the
+// system directories readable, nothing else; the run's network setting;
+// every process ended when it returns).
+type CommandSandbox interface {
+	// RunStreams runs argv in spec.Dir with spec.Env, writing its standard
+	// output and error to stdout and stderr as they come. A timeout is a
+	// result (TimedOut); an error means nothing could be run or ctx ended.
+	RunStreams(ctx context.Context, argv []string, spec tool.CommandSpec, stdout, stderr io.Writer) (tool.CommandResult, error)
+}
+
+// RunCommand runs spec.Command with sh -c in spec.Dir — in spec.Sandbox
+// when one is set, else in its own process group — keeping at most
+// OutputCap bytes of each stream. At the timeout every process it started
+// is killed and TimedOut is set; that is a result, not an error. Errors
+// are a command that could not start (a sandbox that cannot be set up
+// included: a command never falls back to running unconfined) or a
+// canceled ctx.
 func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) {
 	if spec.Timeout <= 0 {
 		spec.Timeout = DefaultValidatorTimeout
@@ -703,40 +727,68 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	if spec.OutputCap <= 0 {
 		spec.OutputCap = DefaultOutputCap
 	}
-	tctx, cancel := context.WithTimeout(ctx, spec.Timeout)
-	defer cancel()
-	cmd := exec.CommandContext(tctx, "sh", "-c", spec.Command)
-	cmd.Dir = spec.Dir
-	cmd.Env = builtin.BuildEnv(os.Environ(), spec.Env)
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return killProcessGroup(cmd) }
-	cmd.WaitDelay = 2 * time.Second
 	stdout, stderr := &capWriter{limit: spec.OutputCap}, &capWriter{limit: spec.OutputCap}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	env := builtin.BuildEnv(os.Environ(), spec.Env)
 	start := time.Now()
-	err := cmd.Run()
+	run := runUnconfined
+	if spec.Sandbox != nil {
+		run = runConfined
+	}
+	exitCode, timedOut, err := run(ctx, spec, env, stdout, stderr)
 	out := ValidatorOutput{
 		Stdout:     stdout.String(),
 		Stderr:     stderr.String(),
 		Truncated:  stdout.dropped > 0 || stderr.dropped > 0,
 		DurationMs: time.Since(start).Milliseconds(),
+		ExitCode:   exitCode,
 	}
 	if ctx.Err() != nil {
 		return out, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerCompletion, false, "validator command canceled")
 	}
-	if cmd.ProcessState != nil {
-		out.ExitCode = cmd.ProcessState.ExitCode()
+	if err != nil {
+		return out, err
 	}
-	if tctx.Err() != nil {
+	if timedOut {
 		out.TimedOut = true
 		out.Stderr += fmt.Sprintf("\n[capstan: command killed after timeout of %s]", spec.Timeout)
-		return out, nil
+	}
+	return out, nil
+}
+
+// runUnconfined runs the command as the user, in a new process group
+// killed at the timeout.
+func runUnconfined(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
+	tctx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, "sh", "-c", spec.Command)
+	cmd.Dir = spec.Dir
+	cmd.Env = env
+	setProcessGroup(cmd)
+	cmd.Cancel = func() error { return killProcessGroup(cmd) }
+	cmd.WaitDelay = 2 * time.Second
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err = cmd.Run()
+	if cmd.ProcessState != nil {
+		exitCode = cmd.ProcessState.ExitCode()
+	}
+	if tctx.Err() != nil && ctx.Err() == nil {
+		return exitCode, true, nil
 	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
-		return out, err
+		return exitCode, false, err
 	}
-	return out, nil
+	return exitCode, false, nil
+}
+
+// runConfined runs the command in spec.Sandbox.
+func runConfined(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
+	res, err := spec.Sandbox.RunStreams(ctx, []string{"sh", "-c", spec.Command},
+		tool.CommandSpec{Dir: spec.Dir, Env: env, Timeout: spec.Timeout}, stdout, stderr)
+	if err != nil {
+		return -1, false, err
+	}
+	return res.ExitCode, res.TimedOut, nil
 }
 
 // capWriter keeps the first limit bytes written and counts the rest.

@@ -190,7 +190,8 @@ type Boundaries struct {
 	Env []string `json:"env,omitempty"`
 }
 
-// Sandbox configures sandboxing of the Bash tool and skill scripts.
+// Sandbox configures sandboxing of the Bash tool, subprocess steps, command
+// validators and skill scripts.
 type Sandbox struct {
 	Enabled bool `json:"enabled"`
 	// Network allows network access from sandboxed commands.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -82,16 +83,46 @@ func (c *CommandRunner) RunArgv(ctx context.Context, argv []string, spec tool.Co
 	return c.run(ctx, argv, spec, false)
 }
 
-func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.CommandSpec, combined bool) (tool.CommandResult, string, error) {
+// RunStreams runs argv (no shell) in the sandbox like RunArgv, but writes
+// its standard output and standard error to stdout and stderr as they come
+// (the writers decide what to keep; printing much does not end the run).
+// The result's Output is empty. A limit the sandbox enforced other than the
+// timeout is reported on stderr ("[sandbox: …]"). Command validators run
+// with it.
+func (c *CommandRunner) RunStreams(ctx context.Context, argv []string, spec tool.CommandSpec, stdout, stderr io.Writer) (tool.CommandResult, error) {
+	s, err := c.spec(argv, spec)
+	if err != nil {
+		return tool.CommandResult{}, err
+	}
+	s.Stdout, s.Stderr = stdout, stderr
+	res, err := c.Runner.Run(ctx, s)
+	if err != nil {
+		return tool.CommandResult{}, err
+	}
+	if ctx.Err() != nil {
+		return tool.CommandResult{}, ctx.Err()
+	}
+	out := commandResult(res)
+	if note := limitNote(res); note != "" {
+		_, _ = io.WriteString(stderr, "\n"+note)
+	}
+	return out, nil
+}
+
+// spec is the sandbox Spec of argv run for a command spec: the working
+// directory (symbolic links resolved) is the only writable directory, the
+// environment is spec.Env with PATH confined, and the CPU limit follows
+// the timeout unless c.Limits sets one.
+func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (Spec, error) {
 	if c.Runner == nil {
-		return tool.CommandResult{}, "", agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
+		return Spec{}, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
 	}
 	dir, err := filepath.Abs(spec.Dir)
 	if err != nil {
-		return tool.CommandResult{}, "", err
+		return Spec{}, err
 	}
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
-		return tool.CommandResult{}, "", agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
+		return Spec{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -106,24 +137,49 @@ func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.Comman
 		maxOut = 1 << 20
 	}
 	readable := append(append([]string{dir}, c.Runner.cfg.SystemPaths...), c.ReadOnly...)
-	res, err := c.Runner.Run(ctx, Spec{
-		Argv:           argv,
-		Dir:            dir,
-		Writable:       []string{dir},
-		ReadOnly:       c.ReadOnly,
-		Env:            confinePATH(spec.Env, readable),
-		ReplaceEnv:     true,
-		Timeout:        timeout,
-		Limits:         limits,
-		MaxStdout:      maxOut,
-		CombinedOutput: combined,
-	})
+	return Spec{
+		Argv:       argv,
+		Dir:        dir,
+		Writable:   []string{dir},
+		ReadOnly:   c.ReadOnly,
+		Env:        confinePATH(spec.Env, readable),
+		ReplaceEnv: true,
+		Timeout:    timeout,
+		Limits:     limits,
+		MaxStdout:  maxOut,
+	}, nil
+}
+
+func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.CommandSpec, combined bool) (tool.CommandResult, string, error) {
+	s, err := c.spec(argv, spec)
+	if err != nil {
+		return tool.CommandResult{}, "", err
+	}
+	s.CombinedOutput = combined
+	res, err := c.Runner.Run(ctx, s)
 	if err != nil {
 		return tool.CommandResult{}, "", err
 	}
 	if ctx.Err() != nil {
 		return tool.CommandResult{}, "", ctx.Err()
 	}
+	out := commandResult(res)
+	stderr := res.Stderr
+	if note := limitNote(res); note != "" {
+		// The Bash tool shows Output to the model; say what the sandbox did
+		// (with separate streams, on stderr: stdout stays the program's).
+		if combined {
+			out.Output += "\n" + note
+		} else {
+			stderr += "\n" + note
+		}
+	}
+	return out, stderr, nil
+}
+
+// commandResult is a sandbox Result as a tool.CommandResult: a run the
+// sandbox killed (timeout, output limit) has exit code -1 and a signal.
+func commandResult(res Result) tool.CommandResult {
 	out := tool.CommandResult{
 		Output:     string(res.Stdout),
 		ExitCode:   res.ExitCode,
@@ -139,18 +195,33 @@ func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.Comman
 			out.Signal = "SIGKILL"
 		}
 	}
-	stderr := res.Stderr
-	if res.Status == StatusSandboxError || res.Status == StatusOutputLimit || res.Status == StatusCPULimit ||
-		res.Status == StatusFileTooLarge || res.Status == StatusMemoryLimit || res.Status == StatusProcessLimit {
-		// The Bash tool shows Output to the model; say what the sandbox did
-		// (with separate streams, on stderr: stdout stays the program's).
-		if combined {
-			out.Output += "\n[sandbox: " + res.Reason + "]"
-		} else {
-			stderr += "\n[sandbox: " + res.Reason + "]"
-		}
+	return out
+}
+
+// limitNote says which limit other than the timeout ended a run
+// ("[sandbox: …]"), "" when none did.
+func limitNote(res Result) string {
+	switch res.Status {
+	case StatusSandboxError, StatusOutputLimit, StatusCPULimit, StatusFileTooLarge, StatusMemoryLimit, StatusProcessLimit, StatusDiskLimit:
+		return "[sandbox: " + res.Reason + "]"
 	}
-	return out, stderr, nil
+	return ""
+}
+
+// ValidatorLimits are the resource limits of command validators in the
+// sandbox: a test suite compiles, links and runs programs, which the
+// limits of one Bash command are too tight for (the Go compiler alone
+// reserves more than 1 GiB of address space). The files, network and
+// environment a validator reaches are the Bash tool's; only these bounds
+// are larger. CPUSeconds follows the validator's timeout.
+var ValidatorLimits = Limits{AddressSpaceMB: nodeAddressSpaceMB, MemoryMB: 4096, Processes: 512, FileSizeMB: 1024, OpenFiles: 4096}
+
+// WithLimits returns a CommandRunner that runs in the same sandbox, with
+// the same readable paths, under limits.
+func (c *CommandRunner) WithLimits(limits Limits) *CommandRunner {
+	cp := *c
+	cp.Limits = limits
+	return &cp
 }
 
 // NewCommandRunner returns the Bash runner for an agent's

@@ -189,6 +189,14 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		cmd.Stdout, cmd.Stderr = combined, combined
 	} else {
 		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if spec.Stdout != nil {
+			cmd.Stdout = spec.Stdout
+		}
+		if spec.Stderr != nil {
+			// Its head is kept here too: the helper's setup errors and the
+			// shell's limit messages on it classify the run.
+			cmd.Stderr = io.MultiWriter(spec.Stderr, stderr)
+		}
 	}
 	cmd.Cancel = func() error { killGroup(); return nil }
 	cmd.WaitDelay = 2 * time.Second
@@ -299,6 +307,9 @@ func (r *Runner) prepare(spec Spec) (helperSpec, error) {
 	}
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return helperSpec{}, bad("empty command")
+	}
+	if spec.CombinedOutput && (spec.Stdout != nil || spec.Stderr != nil) {
+		return helperSpec{}, bad("CombinedOutput cannot be used with Stdout or Stderr writers")
 	}
 	if !filepath.IsAbs(spec.Dir) {
 		return helperSpec{}, bad("working directory %q is not absolute", spec.Dir)

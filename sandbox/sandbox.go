@@ -32,6 +32,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -129,6 +130,14 @@ type Spec struct {
 	// and the run ends with StatusOutputLimit.
 	MaxStdout int
 	MaxStderr int
+	// Stdout and Stderr, when set, receive the program's streams as they
+	// are written: the writer decides what to keep, and printing much does
+	// not end the run (MaxStdout does not apply; Result.Stdout stays
+	// empty). Result.Stderr is still the summary of standard error. A
+	// writer that fails stops the copy of its stream. Not with
+	// CombinedOutput.
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // Status classifies how a run ended.

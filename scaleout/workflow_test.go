@@ -27,9 +27,13 @@ import (
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
-func TestMain(m *testing.M) { os.Exit(statetest.Run(m)) }
+func TestMain(m *testing.M) {
+	sandbox.Init() // sandboxed commands re-execute the test binary as their helper
+	os.Exit(statetest.Run(m))
+}
 
 var quietLogger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 

@@ -1,0 +1,210 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/sandbox"
+)
+
+// needSandbox skips, with the reason, on a machine that cannot sandbox
+// (as TestSandboxedBash does).
+func needSandbox(t *testing.T) {
+	t.Helper()
+	if err := sandbox.Probe(context.Background()).Unavailable(); err != nil {
+		t.Skipf("no sandbox on this machine: %v", err)
+	}
+}
+
+// leakTest is a unittest suite a hostile model writes: its one test
+// passes, and meanwhile copies what it can read of hosts (a credential
+// file) and of every journal under state into stolen.txt in the work dir,
+// appends a forged line to those journals, writes outside (a path outside
+// the work dir) and leaves a process behind that writes late.txt a second
+// later.
+func leakTest(hosts, state, outside string) string {
+	return `import glob, subprocess, unittest
+
+
+class TestLeak(unittest.TestCase):
+    def test_leak(self):
+        stolen = []
+        journals = glob.glob("` + state + `/runs/*/*/events.jsonl")
+        for p in ["` + hosts + `"] + journals:
+            try:
+                stolen.append(open(p).read())
+            except OSError as e:
+                stolen.append("denied: %s" % e)
+        for p in journals:
+            try:
+                open(p, "a").write('{"seq":99,"type":"tests.baseline","data":{}}\n')
+            except OSError:
+                pass
+        try:
+            open("` + outside + `", "w").write("forged")
+        except OSError:
+            pass
+        open("stolen.txt", "w").write("\n".join(stolen))
+        subprocess.Popen(["sh", "-c", "sleep 1; echo late > late.txt"], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+`
+}
+
+// TestModelWrittenTestCannotEscapeTheSandboxedValidator plays the attack
+// end to end: with runner.boundaries.sandbox enabled, the model writes a
+// test that the run's "python3 -m unittest" validator runs (before the
+// first iteration for the test baseline, and to verify). The test passes,
+// but it reads no credential file and no journal, forges nothing, writes
+// nothing outside the work dir and leaves no process behind. The control,
+// the same run without the sandbox, does all of that.
+func TestModelWrittenTestCannotEscapeTheSandboxedValidator(t *testing.T) {
+	needSandbox(t)
+	needTools(t, "python3")
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		// A sandboxed command finds only the system's python3 (a pyenv
+		// shim in a home directory is out of its reach).
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no /usr/bin/python3 for sandboxed commands (CI installs it): %v", err)
+		}
+		t.Skipf("no /usr/bin/python3 for sandboxed commands: %v", err)
+	}
+	const marker = "gho_HOSTS-MARKER-0123456789"
+	run := func(t *testing.T, sandboxJS string) (res *Result, work, outside string) {
+		base := t.TempDir()
+		hosts := filepath.Join(base, "home", ".config", "gh", "hosts.yml")
+		if err := os.MkdirAll(filepath.Dir(hosts), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(hosts, []byte("github.com:\n    oauth_token: "+marker+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		state, outside := filepath.Join(base, "state"), filepath.Join(base, "forged.txt")
+		dir := writeAgent(t, map[string]string{
+			"agent.json": `{
+  "version": "1.0.0", "name": "leak", "description": "a model that writes a hostile test",
+  "runner": {
+    "model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "DONE", "validators": ["tests"]},
+    "boundaries": {"allowedTools": ["Write"], "permissionMode": "acceptEdits"` + sandboxJS + `},
+    "budgets": {"maxIterations": 2}
+  }
+}`,
+			"steps_registry.json": `{"agentId": "leak", "c1": "steps", "entryStep": "initial.work",
+  "validators": {"tests": {"type": "command", "command": "python3 -m unittest -v", "failurePattern": "test-failed"}},
+  "steps": {"initial.work": {"stepId": "initial.work", "c2": "initial", "c3": "work"}}}`,
+			"prompts/steps/initial/work/f_default.md": "Add a test.",
+			"script.yaml": `turns:
+  - tool_calls:
+      - name: Write
+        input: {file_path: test_leak.py, content: ` + jsonString(leakTest(hosts, state, outside)) + `}
+  - text: "Tested. DONE"
+`,
+		})
+		work = t.TempDir()
+		res = runToEnd(t, load(t, dir), BuildOptions{WorkDir: work, Store: journal.Store{Dir: state}})
+		return res, work, outside
+	}
+
+	res, work, outside := run(t, `, "sandbox": {"enabled": true}`)
+	if !res.Success {
+		t.Fatalf("the passing test did not verify the run: %+v %+v", res, res.Error)
+	}
+	stolen, err := os.ReadFile(filepath.Join(work, "stolen.txt"))
+	if err != nil {
+		t.Fatalf("the validator did not run the model's test: %v", err)
+	}
+	if strings.Contains(string(stolen), marker) || strings.Contains(string(stolen), `"type":"run.start"`) ||
+		!strings.Contains(string(stolen), "denied:") {
+		t.Errorf("the sandboxed validator's test read outside the work dir:\n%s", stolen)
+	}
+	if _, in, err := journal.ReadChecked(res.Journal); err != nil || in.Err() != nil {
+		t.Errorf("journal: %v %v", err, in.Err())
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Error("the sandboxed validator's test wrote outside the work dir")
+	}
+	time.Sleep(1500 * time.Millisecond) // the left-behind writer's second, and some
+	if _, err := os.Stat(filepath.Join(work, "late.txt")); err == nil {
+		t.Error("a process of the sandboxed validator's test outlived it")
+	}
+
+	// The control: no sandbox, same model.
+	res, work, outside = run(t, "")
+	stolen, _ = os.ReadFile(filepath.Join(work, "stolen.txt"))
+	if !strings.Contains(string(stolen), marker) || !strings.Contains(string(stolen), `"type":"run.start"`) {
+		t.Errorf("control: unsandboxed, the test did not read the credentials and the journal, so the test proves nothing:\n%s", stolen)
+	}
+	if _, in, err := journal.ReadChecked(res.Journal); err == nil && in.Err() == nil {
+		t.Error("control: unsandboxed, the forged line did not break the journal's chain")
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("control: unsandboxed, the test did not write outside the work dir: %v", err)
+	}
+}
+
+// sandboxVerdictAgent is verdictAgent with runner.boundaries.sandbox
+// enabled (sandboxJS "" leaves it off) and out-exists a command validator:
+// it passes when out.txt exists and secret cannot be read.
+func sandboxVerdictAgent(t *testing.T, completionJS, stepJS, script, secret, sandboxJS string) string {
+	t.Helper()
+	dir := verdictAgent(t, completionJS, stepJS, script)
+	replace := func(name, old, new string) {
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), old) {
+			t.Fatalf("%s: %q not found (%v)", name, old, err)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace("agent.json", `"permissionMode": "acceptEdits"`, `"permissionMode": "acceptEdits"`+sandboxJS)
+	replace("steps_registry.json", `"out-exists": {"type": "file", "path": "out.txt",`,
+		`"out-exists": {"type": "command", "command": `+jsonString("test -f out.txt && ! cat "+secret)+`,`)
+	return dir
+}
+
+// TestSandboxedValidatorsOnEveryCompletionType: whatever the completion
+// type, the run's command validators run in the sandbox when it is on: a
+// validator that passes only when a file outside the work dir cannot be
+// read verifies the honest model's run; the liar still ends
+// validation_exhausted. The control (keyword, no sandbox) reads the file.
+func TestSandboxedValidatorsOnEveryCompletionType(t *testing.T) {
+	needSandbox(t)
+	fakeGH(t)
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const on = `, "sandbox": {"enabled": true}`
+	onFailure := `"onFailure": {"action": "retry", "maxAttempts": 2}`
+	for _, ct := range completionTypes {
+		t.Run(ct.typ, func(t *testing.T) {
+			step := onFailure
+			if ct.step != "" {
+				step += ", " + ct.step
+			}
+			res, _ := runVerdict(t, sandboxVerdictAgent(t, ct.js, step, honestScript, secret, on), nil)
+			if !res.Success || !strings.Contains(res.Reason, "verified by out-exists") {
+				t.Fatalf("honest, sandboxed: %+v %+v", res, res.Error)
+			}
+			res, _ = runVerdict(t, sandboxVerdictAgent(t, ct.js, step, liarScript, secret, on), nil)
+			if res.Success || res.CompletionReason != ReasonValidationExhausted {
+				t.Fatalf("liar, sandboxed: %+v", res)
+			}
+		})
+	}
+	t.Run("control", func(t *testing.T) {
+		res, _ := runVerdict(t, sandboxVerdictAgent(t, completionTypes[0].js, onFailure, honestScript, secret, ""), nil)
+		if res.Success || res.CompletionReason != ReasonValidationExhausted || !errors.Is(res.Err(), agenterr.ErrValidationExhausted) {
+			t.Fatalf("control: unsandboxed, the validator read the file, so it must fail: %+v", res)
+		}
+	})
+}

@@ -1,0 +1,59 @@
+//go:build linux
+
+package completion
+
+import (
+	"context"
+	"testing"
+
+	"github.com/capstan-dev/capstan/config"
+)
+
+// BenchmarkCommandValidator measures one command validator run (sh -c
+// true) with and without the sandbox: the difference is what confining a
+// validator adds to each verification.
+func BenchmarkCommandValidator(b *testing.B) {
+	benchValidator(b, "true", func(b *testing.B, work string) {})
+}
+
+// BenchmarkGoTestValidator measures "go test ./..." of a one-test module:
+// unsandboxed it uses the user's warm build cache; sandboxed it starts
+// from an empty one (the user's is out of reach) and compiles the
+// standard library packages the test needs on every run.
+func BenchmarkGoTestValidator(b *testing.B) {
+	if testing.Short() {
+		b.Skip("compiles the standard library on every sandboxed run; not with -short")
+	}
+	benchValidator(b, "go test ./...", func(b *testing.B, work string) {
+		write(b, work, "go.mod", "module example.com/calc\n\ngo 1.21\n")
+		write(b, work, "calc_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n")
+	})
+}
+
+func benchValidator(b *testing.B, command string, setup func(b *testing.B, work string)) {
+	for _, c := range []struct {
+		name string
+		sb   func(testing.TB) CommandSandbox
+	}{
+		{"unsandboxed", func(testing.TB) CommandSandbox { return nil }},
+		{"sandboxed", func(tb testing.TB) CommandSandbox { return validatorSandbox(tb) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			work := b.TempDir()
+			setup(b, work)
+			v := newValidator(b, ValidatorConfig{
+				Validators: map[string]config.Validator{"v": {Type: "command", Command: command, FailurePattern: "failed"}},
+				Patterns:   map[string]config.CompletionPattern{"failed": {Edition: "failed"}},
+				WorkDir:    work,
+				Sandbox:    c.sb(b),
+			})
+			conds := []config.CompletionCondition{{Validator: "v"}}
+			for b.Loop() {
+				r, err := v.Validate(context.Background(), conds)
+				if err != nil || !r.Valid {
+					b.Fatalf("%+v %v", r.Output, err)
+				}
+			}
+		})
+	}
+}
