@@ -309,8 +309,9 @@ func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResul
 // ToolLoop), the skill runtime and pipeline model stages all run their
 // model turns with it, so each gets the same hardening: a bound on turns,
 // unique call ids, every call answered, large results truncated, panicking
-// tools contained, denied calls journaled, tool calls streamed, and
-// cancellation honoured between turns.
+// tools contained, denied calls journaled, tool calls streamed,
+// cancellation honoured between turns and between calls, and a call cut
+// off by the output token limit not run.
 //
 // Each call passes a middleware chain: streaming (ToolStart/ToolEnd to the
 // StreamSink in ctx, outermost), the caller's Middleware in order (ToolLoop
@@ -363,6 +364,9 @@ type Loop struct {
 	maxTurns int
 	start    time.Time
 	handle   tool.Handler
+	// cutOff is the id of the turn's call the answer was cut off in
+	// (max_tokens), which is not run; "" when there is none.
+	cutOff string
 }
 
 // Hooks lets the runtime that owns a Loop steer it between turns.
@@ -519,6 +523,13 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		lp.handle = lp.handler(ctx)
 	}
 	h := lp.handle
+	// An answer that stopped at the output token limit was cut off while
+	// it wrote its last call: that call's input is incomplete (the
+	// provider hands it over as "{}" or as a string) and is not run.
+	lp.cutOff = ""
+	if resp.StopReason == StopMaxTokens {
+		lp.cutOff = resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID
+	}
 	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 	for _, c := range resp.Message.ToolCalls {
 		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
@@ -541,9 +552,13 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 // Loop's chain.
 var invokeTruncated = tool.Truncate(MaxToolOutput)(tool.Invoke)
 
+// StopMaxTokens is the stop reason of a model answer that ended because
+// it reached the output token limit.
+const StopMaxTokens = "max_tokens"
+
 // handler builds the middleware chain of one Run.
 func (lp *Loop) handler(ctx context.Context) tool.Handler {
-	h := knownTools(lp.Request.Tools, invokeTruncated)
+	h := lp.runnable(knownTools(lp.Request.Tools, invokeTruncated))
 	for i := len(lp.Middleware) - 1; i >= 0; i-- {
 		if lp.Middleware[i] != nil {
 			h = lp.Middleware[i](h)
@@ -555,6 +570,24 @@ func (lp *Loop) handler(ctx context.Context) tool.Handler {
 		h = StreamTools(sink)(h)
 	}
 	return h
+}
+
+// runnable refuses, as the last check before a tool runs, the calls that
+// must not start: every call once the query is canceled (the remaining
+// calls of a turn would otherwise still run after Ctrl-C or the end of the
+// time budget, and a tool that ignores its context would still change the
+// work dir), and the call the answer was cut off in.
+func (lp *Loop) runnable(next tool.Handler) tool.Handler {
+	return func(ctx context.Context, call tool.Call) tool.Outcome {
+		if err := ctx.Err(); err != nil {
+			return tool.Denial(fmt.Sprintf("not run: the query was canceled (%v)", err))
+		}
+		if call.ID == lp.cutOff && call.ID != "" {
+			return tool.Denial("not run: your answer reached the output token limit (max_tokens) while it wrote this call, " +
+				"so its input is incomplete. Make the call again with less input: split large content over several calls.")
+		}
+		return next(ctx, call)
+	}
 }
 
 // useOf is the record of a handled call.
