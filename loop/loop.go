@@ -528,6 +528,9 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 			err = stopError(reasonForError(ctx, ctx.Err()))
 		}
 		if qr != nil {
+			// A query that ran out of turns kept its transcript in its
+			// session, to be continued.
+			it.takeSession(rc, qr)
 			// Turns that completed before the failure were billed: count them.
 			s.Usage, s.CostUSD = qr.Usage, qr.CostUSD
 			if s.CostUSD == 0 && cost != nil {
@@ -539,13 +542,7 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 		it.out.Redo = interrupted || !answered(qr)
 		return
 	}
-	s.SessionID = it.opts.SessionID
-	if qr.SessionID != "" {
-		s.SessionID = qr.SessionID
-	}
-	if it.own {
-		rc.SessionID = s.SessionID
-	}
+	it.takeSession(rc, qr)
 	s.AssistantResponses = append(s.AssistantResponses, qr.Responses...)
 	s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
 	s.StructuredOutput = qr.StructuredOutput
@@ -566,6 +563,20 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 		return
 	}
 	it.out = out
+}
+
+// takeSession records the session the iteration's query ran in (the one
+// asked for, unless the bridge names another) in the summary, and, for
+// the run's own bridge, as the session to continue.
+func (it *iterationState) takeSession(rc *RuntimeContext, qr *llm.QueryResult) {
+	s := it.s
+	s.SessionID = it.opts.SessionID
+	if qr.SessionID != "" {
+		s.SessionID = qr.SessionID
+	}
+	if it.own {
+		rc.SessionID = s.SessionID
+	}
 }
 
 // answered reports whether a failed query got at least one model turn

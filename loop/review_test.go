@@ -1,0 +1,88 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// callingModel asks for a tool call on every turn.
+type callingModel struct{}
+
+func (callingModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{{Name: "Nothing"}}}, StopReason: "tool_use",
+		Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+}
+
+// TestMaxTurnsKeepsTheSession: a query that runs out of turns keeps its
+// transcript in its session (to be continued on resume); the iteration's
+// summary and the run name that session, also when it was the run's first.
+func TestMaxTurnsKeepsTheSession(t *testing.T) {
+	bridge := llm.NewToolLoop(callingModel{}, llm.Config{MaxTurns: 2})
+	l, err := New(Config{Bridge: bridge, Flow: untilFlow{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &RuntimeContext{}
+	res := l.Run(context.Background(), rc)
+	if !errors.Is(res.Err, agenterr.ErrMaxTurns) || len(rc.Summaries) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	sid := bridge.SessionID()
+	if sid == "" || len(bridge.Transcript(sid)) != 5 {
+		t.Fatalf("the bridge kept session %q: %+v", sid, bridge.Transcript(sid))
+	}
+	if rc.Summaries[0].SessionID != sid || rc.SessionID != sid || res.SessionID != sid {
+		t.Fatalf("summary names session %q, run %q / %q; the transcript is in %q", rc.Summaries[0].SessionID, rc.SessionID, res.SessionID, sid)
+	}
+	if rc.Summaries[0].Usage.OutputTokens != 10 {
+		t.Errorf("usage %+v", rc.Summaries[0].Usage)
+	}
+}
+
+// stepFlow sends iteration 2 to its own bridge in session "step-s".
+type stepFlow struct{ step llm.Bridge }
+
+func (f stepFlow) Next(_ context.Context, rc *RuntimeContext) (Turn, error) {
+	if rc.Iteration == 2 {
+		return Turn{StepID: "own", Prompt: "p", Bridge: f.step, SessionID: "step-s"}, nil
+	}
+	return Turn{StepID: "work", Prompt: "p"}, nil
+}
+
+func (stepFlow) After(context.Context, *RuntimeContext, *iteration.Summary) (Outcome, error) {
+	return Outcome{}, nil
+}
+
+// failingBridge fails every query after one billed turn.
+type failingBridge struct{}
+
+func (failingBridge) Query(context.Context, string, llm.QueryOptions) (*llm.QueryResult, error) {
+	return &llm.QueryResult{Turns: 2, Usage: llm.Usage{InputTokens: 3}},
+		agenterr.New(agenterr.CodeSdkRateLimit, agenterr.LayerSDKBridge, true, "slow down")
+}
+func (failingBridge) SessionID() string { return "" }
+func (failingBridge) Close() error      { return nil }
+
+// TestFailedStepQueryNamesItsSession: the summary of an iteration whose
+// query to a step's own model failed names that model's session, not the
+// run's (resume continues each model's session from the summaries).
+func TestFailedStepQueryNamesItsSession(t *testing.T) {
+	l, err := New(Config{Bridge: llm.NewToolLoop(echoModel{}, llm.Config{}), Flow: stepFlow{step: failingBridge{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &RuntimeContext{}
+	res := l.Run(context.Background(), rc)
+	if len(rc.Summaries) != 2 || res.Err == nil {
+		t.Fatalf("result %+v", res)
+	}
+	run := rc.Summaries[0].SessionID
+	if got := rc.Summaries[1].SessionID; got != "step-s" || rc.SessionID != run || run == "" {
+		t.Fatalf("failed step query recorded session %q; run session %q → %q", got, run, rc.SessionID)
+	}
+}
