@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -430,7 +431,9 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) *iterationState 
 	}
 	qr, err := it.query(ctx)
 	if l.reconnect(it, err) {
+		lost := qr
 		qr, err = it.query(ctx)
+		qr = it.withLost(qr, lost)
 	}
 	l.endIteration(ctx, rc, it, qr, err)
 	return it
@@ -455,6 +458,29 @@ func (l *Loop) reconnect(it *iterationState, err error) bool {
 	l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": it.opts.SessionID})
 	it.opts.SessionID = ""
 	return true
+}
+
+// withLost counts into qr, the query asked again in a new session, what
+// the attempt that found its session lost had done: its billed turns (and
+// their cost) and its tool calls.
+func (it *iterationState) withLost(qr, lost *llm.QueryResult) *llm.QueryResult {
+	if !answered(lost) {
+		return qr
+	}
+	if qr == nil {
+		qr = &llm.QueryResult{}
+	}
+	costOf := func(q *llm.QueryResult) float64 {
+		if q.CostUSD == 0 && it.cost != nil {
+			return it.cost(q.Usage)
+		}
+		return q.CostUSD
+	}
+	qr.CostUSD = costOf(lost) + costOf(qr)
+	qr.Usage.Add(lost.Usage)
+	qr.Turns += lost.Turns
+	qr.ToolUses = append(slices.Clip(lost.ToolUses), qr.ToolUses...)
+	return qr
 }
 
 // iterationState is one iteration under way: its summary (with the

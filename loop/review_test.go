@@ -86,3 +86,44 @@ func TestFailedStepQueryNamesItsSession(t *testing.T) {
 		t.Fatalf("failed step query recorded session %q; run session %q → %q", got, run, rc.SessionID)
 	}
 }
+
+// lostSessionBridge answers like the run's bridge, except that its first
+// query in an existing session fails as a lost session after a billed
+// turn and a tool call.
+type lostSessionBridge struct {
+	llm.Bridge
+	failed bool
+}
+
+func (b *lostSessionBridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*llm.QueryResult, error) {
+	if opts.SessionID != "" && !b.failed {
+		b.failed = true
+		return &llm.QueryResult{Turns: 2, Usage: llm.Usage{InputTokens: 1000, OutputTokens: 100},
+				ToolUses: []llm.ToolUse{{ID: "c1", Name: "Bash", Output: "ran"}}},
+			agenterr.New(agenterr.CodeSdkSessionNotFound, agenterr.LayerSDKBridge, true, "no session %s", opts.SessionID)
+	}
+	return b.Bridge.Query(ctx, prompt, opts)
+}
+
+// TestReconnectCountsTheLostAttempt: the query asked again in a new
+// session after the backend lost the old one does not make the first
+// attempt's billed turns and tool calls disappear.
+func TestReconnectCountsTheLostAttempt(t *testing.T) {
+	bridge := &lostSessionBridge{Bridge: llm.NewToolLoop(echoModel{}, llm.Config{})}
+	l, err := New(Config{Bridge: bridge, Flow: untilFlow{doneAt: 2}, Cost: func(u llm.Usage) float64 { return float64(u.InputTokens) / 1000 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &RuntimeContext{}
+	res := l.Run(context.Background(), rc)
+	if !res.Success || !bridge.failed {
+		t.Fatalf("result %+v", res)
+	}
+	s := rc.Summaries[1]
+	if s.Usage.InputTokens < 1000 || s.Usage.OutputTokens < 100 || len(s.ToolsUsed) != 1 || s.CostUSD < 1 {
+		t.Fatalf("iteration 2 counts usage %+v, cost %v, tools %+v", s.Usage, s.CostUSD, s.ToolsUsed)
+	}
+	if res.Usage.InputTokens < 1000 {
+		t.Errorf("run usage %+v", res.Usage)
+	}
+}
