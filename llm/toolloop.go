@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -492,10 +493,14 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	lp.Redact.Response(resp)
 	// Every call needs an id its result can answer; give calls that
 	// lack one (or repeat one) a unique id before they enter the
-	// transcript.
+	// transcript. An input that is not JSON would cost the journal the
+	// query's messages (they could not be encoded): it becomes a string.
 	ids := map[string]bool{}
 	for i := range resp.Message.ToolCalls {
 		c := &resp.Message.ToolCalls[i]
+		if len(c.Input) > 0 && !json.Valid(c.Input) {
+			c.Input = ToolInput(c.Input)
+		}
 		if c.ID == "" || ids[c.ID] {
 			c.ID = fmt.Sprintf("call_t%d_%d", res.Turns, i+1)
 			// The model may have used that id for an earlier call.

@@ -140,3 +140,45 @@ func TestToolLoopCutOffCallNotRun(t *testing.T) {
 		t.Errorf("%d tool.denied events", len(d))
 	}
 }
+
+// TestToolLoopKeepsMalformedInputJournaled: a provider that hands over a
+// call's input as it came, not JSON (a cut-off or sloppy model), must not
+// cost the journal the query's messages: the session is rebuilt from the
+// journal exactly, and the tool answers with an input error.
+func TestToolLoopKeepsMalformedInputJournaled(t *testing.T) {
+	dir := t.TempDir()
+	jw, err := journal.Create(dir, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jw.Close()
+	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
+		{ID: "c1", Name: "Echo", Input: json.RawMessage(`{"text": "cut`)},
+	}}}}}
+	echo := tool.Func("Echo", "Echoes.", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return in.Text, nil
+	})
+	bridge := llm.NewToolLoop(m, llm.Config{Tools: []tool.Tool{echo}, Events: jw})
+	res, err := bridge.Query(context.Background(), "go", writeAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.ToolUses[0]; !u.IsError || !json.Valid(u.Input) {
+		t.Errorf("use %+v", u)
+	}
+	evs, err := journal.ReadFile(jw.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if strings.Contains(string(ev.Data), "marshal_error") {
+			t.Errorf("%s event lost its data: %s", ev.Type, ev.Data)
+		}
+	}
+	rebuilt := llm.TranscriptsFromEvents(evs)[res.SessionID]
+	if live := bridge.Transcript(res.SessionID); len(rebuilt) != len(live) || len(live) != 4 {
+		t.Fatalf("journal rebuilt %d messages, the session has %d", len(rebuilt), len(live))
+	}
+}
