@@ -129,8 +129,8 @@ type ModelTurnEvent struct {
 // Query implements Bridge. When it fails after the model has been called,
 // the returned result is non-nil and holds what happened before the failure
 // (turns, usage, tool uses) so that budgets can count it; the session is
-// then left as it was, except after MAX_TURNS, where the transcript so far
-// is kept.
+// then left as it was, except after MAX_TURNS or a stop by a TurnGuard in
+// ctx, where the transcript so far is kept.
 //
 // A StreamSink in ctx (WithStreamSink) is told about every tool call the
 // loop handles, denied and unknown ones included: ToolStart before the
@@ -147,13 +147,13 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 }
 
 // settle takes a finished query's transcript into its session when the
-// query succeeded or ran out of turns (a failed query leaves the session
-// as it was).
+// query succeeded, ran out of turns or was stopped by a TurnGuard (a
+// failed query leaves the session as it was).
 func (l *ToolLoop) settle(q *query, msgs []Message, res *QueryResult, err error) {
 	if res != nil {
 		res.SessionRenewed = q.renewed
 	}
-	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
+	if err == nil || q.lp.Guarded || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
 		prior := q.prior // messages the session had; -1 once compaction replaced them
 		if q.lp.Compacted {
 			prior = -1
@@ -353,6 +353,9 @@ type Loop struct {
 	// Compacted reports, after Run, that the context manager replaced the
 	// transcript's earlier messages (so the whole transcript is new).
 	Compacted bool
+	// Guarded reports, after Run, that a TurnGuard in the context ended
+	// it (its error is Run's).
+	Guarded bool
 
 	// The Run under way: the transcript, the result, the request of its
 	// turns (a copy of Request per Run, which a model may keep), the turn
@@ -414,6 +417,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 func (lp *Loop) begin(msgs []Message) {
 	req := lp.Request
 	lp.msgs, lp.res, lp.req, lp.handle = msgs, &QueryResult{}, &req, nil
+	lp.Compacted, lp.Guarded = false, false
 	lp.maxTurns = lp.MaxTurns
 	if lp.maxTurns <= 0 {
 		lp.maxTurns = DefaultMaxTurns
@@ -444,6 +448,12 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 	res := lp.res
 	if lp.Hooks != nil && !lp.Hooks.BeforeTurn(ctx, res.Turns+1) {
 		return true, nil
+	}
+	if guard := turnGuardFrom(ctx); guard != nil {
+		if err := guard(res.Usage); err != nil {
+			lp.Guarded = true
+			return true, err
+		}
 	}
 	if res.Turns >= lp.maxTurns {
 		e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,

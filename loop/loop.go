@@ -251,6 +251,9 @@ type Session struct {
 	// deadline is when the time budget ends, on the real clock (zero =
 	// no time budget).
 	deadline time.Time
+	// guard checks the token and cost budgets before each model turn of
+	// an iteration's query (nil = neither budget is set).
+	guard llm.TurnGuard
 }
 
 // Last returns the outcome of the last iteration Step ran (zero before
@@ -267,6 +270,9 @@ func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 		res.CostUSD += s.CostUSD
 	}
 	s := &Session{l: l, rc: rc, res: res, start: started}
+	if b := l.cfg.Budgets; b.MaxTokens > 0 || b.MaxCostUSD > 0 {
+		s.guard = l.turnGuard(res)
+	}
 	if t := l.cfg.Budgets.Timeout; t > 0 {
 		// The budget left, measured on the loop's clock, runs out on the
 		// real one (a context deadline).
@@ -298,6 +304,7 @@ func (s *Session) Step(ctx context.Context) *Result {
 	if s.before(ctx) {
 		return s.done
 	}
+	ctx = llm.WithTurnGuard(ctx, s.guard)
 	it := s.l.iterate(ctx, s.rc)
 	return s.after(ctx, it)
 }
@@ -408,14 +415,46 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 		e := agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, true, "iteration budget of %d used without completion", b.MaxIterations)
 		e.Hint = "resume the run with a larger --max-iterations, or check why the completion condition is not met"
 		return &Result{CompletionReason: ReasonMaxIterations, Reason: fmt.Sprintf("reached budgets.maxIterations (%d) without completion", b.MaxIterations), Err: e}, true
-	case b.MaxTokens > 0 && res.Usage.Total() >= b.MaxTokens:
-		return &Result{CompletionReason: ReasonTokenBudget, Reason: fmt.Sprintf("used %d tokens, budget %d", res.Usage.Total(), b.MaxTokens),
-			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "token budget of %d exceeded", b.MaxTokens)}, true
-	case b.MaxCostUSD > 0 && res.CostUSD >= b.MaxCostUSD:
-		return &Result{CompletionReason: ReasonCostBudget, Reason: fmt.Sprintf("cost $%.4f, budget $%.4f", res.CostUSD, b.MaxCostUSD),
-			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "cost budget of $%.4f exceeded", b.MaxCostUSD)}, true
+	}
+	if over := l.overBudget(res.Usage, res.CostUSD); over != nil {
+		return over, true
 	}
 	return nil, false
+}
+
+// overBudget returns how the run ends when usage (costing cost) reached
+// the token or cost budget, or nil.
+func (l *Loop) overBudget(usage llm.Usage, cost float64) *Result {
+	b := l.cfg.Budgets
+	switch {
+	case b.MaxTokens > 0 && usage.Total() >= b.MaxTokens:
+		return &Result{CompletionReason: ReasonTokenBudget, Reason: fmt.Sprintf("used %d tokens, budget %d", usage.Total(), b.MaxTokens),
+			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "token budget of %d exceeded", b.MaxTokens)}
+	case b.MaxCostUSD > 0 && cost >= b.MaxCostUSD:
+		return &Result{CompletionReason: ReasonCostBudget, Reason: fmt.Sprintf("cost $%.4f, budget $%.4f", cost, b.MaxCostUSD),
+			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "cost budget of $%.4f exceeded", b.MaxCostUSD)}
+	}
+	return nil
+}
+
+// turnGuard checks the token and cost budgets before each model turn of
+// an iteration's query: the run's usage so far (res) and the query's
+// turns together. When a budget is reached it notes how the run ends in
+// the iteration (over) and stops the query with that error.
+func (l *Loop) turnGuard(res *Result) llm.TurnGuard {
+	return func(used llm.Usage) error {
+		it := &l.it
+		usage, cost := res.Usage, res.CostUSD
+		usage.Add(used)
+		if it.cost != nil {
+			cost += it.cost(used)
+		}
+		it.over = l.overBudget(usage, cost)
+		if it.over == nil {
+			return nil
+		}
+		return it.over.Err
+	}
 }
 
 // iterate runs one iteration; the iteration it returns holds its summary
@@ -496,6 +535,9 @@ type iterationState struct {
 	// query (the flow failed).
 	out   Outcome
 	ended bool
+	// over is how the run ends when a budget stopped the query (nil =
+	// none did).
+	over *Result
 }
 
 // fail ends the iteration with err.
@@ -566,6 +608,9 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 		}
 		l.fail(it, err)
 		it.out.Redo = interrupted || !answered(qr)
+		if over := it.over; over != nil && !interrupted && errors.Is(err, over.Err) {
+			it.out.Reason, it.out.CompletionReason = over.Reason, over.CompletionReason
+		}
 		return
 	}
 	it.takeSession(rc, qr)

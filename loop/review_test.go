@@ -127,3 +127,42 @@ func TestReconnectCountsTheLostAttempt(t *testing.T) {
 		t.Errorf("run usage %+v", res.Usage)
 	}
 }
+
+// TestTokenBudgetStopsWithinAnIteration: the token and cost budgets are
+// checked before every model turn of the tool loop, not only between
+// iterations: a model that keeps calling tools in one iteration cannot
+// spend past them by up to maxTurns turns. The transcript so far is kept
+// in the session, as after MAX_TURNS.
+func TestTokenBudgetStopsWithinAnIteration(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		budgets Budgets
+		reason  string
+	}{
+		{"tokens", Budgets{MaxTokens: 40}, ReasonTokenBudget},
+		{"cost", Budgets{MaxCostUSD: 0.04}, ReasonCostBudget},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bridge := llm.NewToolLoop(callingModel{}, llm.Config{MaxTurns: 25})
+			l, err := New(Config{Bridge: bridge, Flow: untilFlow{}, Budgets: c.budgets,
+				Cost: func(u llm.Usage) float64 { return float64(u.Total()) / 1000 }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := &RuntimeContext{}
+			res := l.Run(context.Background(), rc)
+			checkInvariant(t, rc, res)
+			// 15 tokens a turn: the third turn reaches 45 ≥ 40, so no fourth
+			// is sent.
+			if res.CompletionReason != c.reason || !errors.Is(res.Err, agenterr.ErrBudgetExceeded) || res.Usage.Total() != 45 {
+				t.Fatalf("%s %v, usage %d", res.CompletionReason, res.Err, res.Usage.Total())
+			}
+			if len(rc.Summaries) != 1 || rc.Summaries[0].Usage.Total() != 45 || len(rc.Summaries[0].ToolsUsed) != 3 {
+				t.Fatalf("summaries %+v", rc.Summaries)
+			}
+			if sid := rc.Summaries[0].SessionID; sid == "" || len(bridge.Transcript(sid)) != 7 {
+				t.Fatalf("session %q kept %d messages", sid, len(bridge.Transcript(sid)))
+			}
+		})
+	}
+}
