@@ -367,7 +367,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *i
 		// counted, but the iteration is not.
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
-		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome)})
+		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD})
 		rc.Iteration--
 		return &runEnd{reason: reasonForError(ctx, outcome.Err), msg: outcome.Reason, err: outcome.Err}
 	}

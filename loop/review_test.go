@@ -2,12 +2,14 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/tool"
 )
 
 // callingModel asks for a tool call on every turn.
@@ -165,4 +167,49 @@ func TestTokenBudgetStopsWithinAnIteration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// endEvents keeps the iteration.end payloads.
+type endEvents struct{ ends []IterationEvent }
+
+func (e *endEvents) Emit(typ string, data any) {
+	switch v := data.(type) {
+	case IterationEvent:
+		e.ends = append(e.ends, v)
+	case *IterationEvent:
+		e.ends = append(e.ends, *v)
+	}
+}
+
+// TestRedoIterationEndCarriesRunTotals: the iteration.end of an iteration
+// cut short (Ctrl-C during its query) carries the run's totals like every
+// other, its billed turns included (progress prints them).
+func TestRedoIterationEndCarriesRunTotals(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := testStopTool{cancel: cancel}
+	bridge := llm.NewToolLoop(callingModel{}, llm.Config{Tools: []tool.Tool{stop}})
+	events := &endEvents{}
+	l, err := New(Config{Bridge: bridge, Flow: untilFlow{}, Events: events, Cost: func(u llm.Usage) float64 { return float64(u.Total()) / 1000 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := l.Run(ctx, &RuntimeContext{})
+	if res.CompletionReason != ReasonCanceled || res.Usage.Total() != 15 || len(events.ends) != 1 {
+		t.Fatalf("%s, usage %d, %d iteration.end events", res.CompletionReason, res.Usage.Total(), len(events.ends))
+	}
+	if e := events.ends[0]; !e.Outcome.Redo || e.RunUsage.Total() != 15 || e.RunCostUSD != res.CostUSD || res.CostUSD == 0 {
+		t.Fatalf("iteration.end %+v (run cost %v)", e, res.CostUSD)
+	}
+}
+
+// testStopTool is named Nothing (the tool callingModel calls) and cancels
+// the run while it runs.
+type testStopTool struct{ cancel func() }
+
+func (testStopTool) Spec() tool.Spec { return tool.Spec{Name: "Nothing"} }
+func (testStopTool) Kind() tool.Kind { return tool.KindRead }
+func (s testStopTool) Run(context.Context, json.RawMessage) (tool.Result, error) {
+	s.cancel()
+	return tool.Result{Content: "stopped"}, nil
 }
