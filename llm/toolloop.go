@@ -369,8 +369,9 @@ type Loop struct {
 	start    time.Time
 	handle   tool.Handler
 	// cutOff is the id of the turn's call the answer was cut off in
-	// (max_tokens), which is not run; "" when there is none.
-	cutOff string
+	// (max_tokens), which is not run, and cutBy what cut it off; "" when
+	// there is none.
+	cutOff, cutBy string
 }
 
 // Hooks lets the runtime that owns a Loop steer it between turns.
@@ -538,11 +539,12 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		lp.handle = lp.handler(ctx)
 	}
 	h := lp.handle
-	// An answer that stopped at the output token limit was cut off while
-	// it wrote its last call: that call's input is incomplete (the
-	// provider hands it over as "{}" or as a string) and is not run.
-	lp.cutOff = ""
-	if resp.StopReason == StopMaxTokens {
+	// An answer that stopped at the output token limit (or filled the
+	// context window) was cut off while it wrote its last call: that
+	// call's input is incomplete (the provider hands it over as "{}" or as
+	// a string) and is not run.
+	lp.cutOff, lp.cutBy = "", cutOffReasons[resp.StopReason]
+	if lp.cutBy != "" {
 		lp.cutOff = resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID
 	}
 	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
@@ -567,9 +569,12 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 // Loop's chain.
 var invokeTruncated = tool.Truncate(MaxToolOutput)(tool.Invoke)
 
-// StopMaxTokens is the stop reason of a model answer that ended because
-// it reached the output token limit.
-const StopMaxTokens = "max_tokens"
+// cutOffReasons are the stop reasons of an answer the model did not end
+// itself but that was cut off, with what cut it off.
+var cutOffReasons = map[string]string{
+	"max_tokens":                    "reached the output token limit (max_tokens)",
+	"model_context_window_exceeded": "filled the model's context window (model_context_window_exceeded)",
+}
 
 // handler builds the middleware chain of one Run.
 func (lp *Loop) handler(ctx context.Context) tool.Handler {
@@ -598,7 +603,7 @@ func (lp *Loop) runnable(next tool.Handler) tool.Handler {
 			return tool.Denial(fmt.Sprintf("not run: the query was canceled (%v)", err))
 		}
 		if call.ID == lp.cutOff && call.ID != "" {
-			return tool.Denial("not run: your answer reached the output token limit (max_tokens) while it wrote this call, " +
+			return tool.Denial("not run: your answer " + lp.cutBy + " while it wrote this call, " +
 				"so its input is incomplete. Make the call again with less input: split large content over several calls.")
 		}
 		return next(ctx, call)

@@ -116,28 +116,30 @@ func (m *cancelingModel) Generate(context.Context, *llm.Request) (*llm.Response,
 // as "{}" or as a string); it is not run but answered with what happened,
 // so the model can make it again smaller. The calls before it ran.
 func TestToolLoopCutOffCallNotRun(t *testing.T) {
-	var first, last atomic.Int64
-	tools := []tool.Tool{counting("A", &first), counting("B", &last)}
-	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A", "B")}, StopReason: "max_tokens"}}}
-	events := &typedEvents{}
-	bridge := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: events})
-	res, err := bridge.Query(context.Background(), "go", llm.QueryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.Load() != 1 || last.Load() != 0 {
-		t.Fatalf("A ran %d times, the cut-off B %d times", first.Load(), last.Load())
-	}
-	u := res.ToolUses[1]
-	if !u.Denied || !u.IsError || !strings.Contains(u.Output, "max_tokens") {
-		t.Fatalf("cut-off call %+v", u)
-	}
-	seen := m.Seen[1][2].ToolResults[1]
-	if seen.CallID != "cB" || seen.Content != u.Output {
-		t.Errorf("the model read %+v", seen)
-	}
-	if d := events.of(journal.ToolDenied); len(d) != 1 {
-		t.Errorf("%d tool.denied events", len(d))
+	for _, stop := range []string{"max_tokens", "model_context_window_exceeded"} {
+		var first, last atomic.Int64
+		tools := []tool.Tool{counting("A", &first), counting("B", &last)}
+		m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A", "B")}, StopReason: stop}}}
+		events := &typedEvents{}
+		bridge := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: events})
+		res, err := bridge.Query(context.Background(), "go", llm.QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Load() != 1 || last.Load() != 0 {
+			t.Fatalf("%s: A ran %d times, the cut-off B %d times", stop, first.Load(), last.Load())
+		}
+		u := res.ToolUses[1]
+		if !u.Denied || !u.IsError || !strings.Contains(u.Output, stop) {
+			t.Fatalf("%s: cut-off call %+v", stop, u)
+		}
+		seen := m.Seen[1][2].ToolResults[1]
+		if seen.CallID != "cB" || seen.Content != u.Output {
+			t.Errorf("%s: the model read %+v", stop, seen)
+		}
+		if d := events.of(journal.ToolDenied); len(d) != 1 {
+			t.Errorf("%s: %d tool.denied events", stop, len(d))
+		}
 	}
 }
 
