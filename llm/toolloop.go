@@ -81,7 +81,10 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 		l.tools[l.byName[i].spec.Name] = &l.byName[i]
 	}
 	for id, msgs := range cfg.Transcripts {
-		l.setSession(id, msgs)
+		// Clipped: queries extend a session in place, which must not
+		// write into the caller's array (another loop may be seeded
+		// with it too).
+		l.setSession(id, slices.Clip(msgs))
 	}
 	return l
 }

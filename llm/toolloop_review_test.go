@@ -184,3 +184,28 @@ func TestToolLoopKeepsMalformedInputJournaled(t *testing.T) {
 		t.Fatalf("journal rebuilt %d messages, the session has %d", len(rebuilt), len(live))
 	}
 }
+
+// TestToolLoopsSeededAlikeDoNotShareMessages: two tool loops seeded with
+// the same transcripts (a run's model and a step's model, both from the
+// resumed journal) each extend their own copy: a query on one never
+// overwrites the messages a query on the other committed, even in the
+// same session.
+func TestToolLoopsSeededAlikeDoNotShareMessages(t *testing.T) {
+	history := make([]llm.Message, 1, 8) // room to grow in place
+	history[0] = llm.Message{Role: llm.RoleUser, Text: "earlier"}
+	seed := map[string][]llm.Message{"s1": history}
+	a := llm.NewToolLoop(&llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from A"}}}}, llm.Config{Transcripts: seed})
+	b := llm.NewToolLoop(&llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from B"}}}}, llm.Config{Transcripts: seed})
+	if _, err := a.Query(context.Background(), "to A", llm.QueryOptions{SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Query(context.Background(), "to B", llm.QueryOptions{SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Transcript("s1"); len(got) != 3 || got[1].Text != "to A" || got[2].Text != "from A" {
+		t.Fatalf("A's session: %+v", got)
+	}
+	if len(seed["s1"]) != 1 || history[:2][1].Text != "" {
+		t.Fatalf("the caller's transcript was written to: %+v", history[:2])
+	}
+}
