@@ -581,7 +581,7 @@ var cutOffReasons = map[string]string{
 
 // handler builds the middleware chain of one Run.
 func (lp *Loop) handler(ctx context.Context) tool.Handler {
-	h := lp.runnable(knownTools(lp.Request.Tools, invokeTruncated))
+	h := lp.innermost(invokeTruncated)
 	for i := len(lp.Middleware) - 1; i >= 0; i-- {
 		if lp.Middleware[i] != nil {
 			h = lp.Middleware[i](h)
@@ -595,12 +595,15 @@ func (lp *Loop) handler(ctx context.Context) tool.Handler {
 	return h
 }
 
-// runnable refuses, as the last check before a tool runs, the calls that
-// must not start: every call once the query is canceled (the remaining
-// calls of a turn would otherwise still run after Ctrl-C or the end of the
-// time budget, and a tool that ignores its context would still change the
-// work dir), and the call the answer was cut off in.
-func (lp *Loop) runnable(next tool.Handler) tool.Handler {
+// innermost is the end of a Run's chain before next (truncation and
+// tool.Invoke). As the last check before a tool runs, it refuses the
+// calls that must not start: every call once the query is canceled (the
+// remaining calls of a turn would otherwise still run after Ctrl-C or the
+// end of the time budget, and a tool that ignores its context would still
+// change the work dir), and the call the answer was cut off in. It answers
+// a call of a tool that does not exist with the list of the tools offered,
+// so the model can correct its choice, and passes the others to next.
+func (lp *Loop) innermost(next tool.Handler) tool.Handler {
 	return func(ctx context.Context, call tool.Call) tool.Outcome {
 		if err := ctx.Err(); err != nil {
 			return tool.Denial(fmt.Sprintf("not run: the query was canceled (%v)", err))
@@ -608,6 +611,9 @@ func (lp *Loop) runnable(next tool.Handler) tool.Handler {
 		if call.ID == lp.cutOff && call.ID != "" {
 			return tool.Denial("not run: your answer " + lp.cutBy + " while it wrote this call, " +
 				"so its input is incomplete. Make the call again with less input: split large content over several calls.")
+		}
+		if call.Tool == nil {
+			return unknownTool(lp.Request.Tools, call)
 		}
 		return next(ctx, call)
 	}
@@ -650,25 +656,19 @@ func StreamTools(sink StreamSink) tool.Middleware {
 	}
 }
 
-// knownTools answers a call of a tool that does not exist with the list of
-// the tools offered, so the model can correct its choice, and passes the
-// others to next.
-func knownTools(offered []tool.Spec, next tool.Handler) tool.Handler {
-	return func(ctx context.Context, call tool.Call) tool.Outcome {
-		if call.Tool != nil {
-			return next(ctx, call)
-		}
-		names := make([]string, len(offered))
-		for i, s := range offered {
-			names[i] = s.Name
-		}
-		list := strings.Join(names, ", ")
-		if list == "" {
-			list = "none"
-		}
-		return tool.Outcome{Result: tool.Result{IsError: true,
-			Content: fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)}}
+// unknownTool is the answer to a call of a tool that does not exist: the
+// names of the tools offered.
+func unknownTool(offered []tool.Spec, call tool.Call) tool.Outcome {
+	names := make([]string, len(offered))
+	for i, s := range offered {
+		names[i] = s.Name
 	}
+	list := strings.Join(names, ", ")
+	if list == "" {
+		list = "none"
+	}
+	return tool.Outcome{Result: tool.Result{IsError: true,
+		Content: fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)}}
 }
 
 func newSessionID() string {
