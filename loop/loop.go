@@ -304,8 +304,7 @@ func (s *Session) Step(ctx context.Context) *Result {
 	if s.before(ctx) {
 		return s.done
 	}
-	ctx = llm.WithTurnGuard(ctx, s.guard)
-	it := s.l.iterate(ctx, s.rc)
+	it := s.l.iterate(ctx, s.rc, s.guard)
 	return s.after(ctx, it)
 }
 
@@ -463,15 +462,20 @@ func (l *Loop) turnGuard(res *Result) llm.TurnGuard {
 // What comes before and after the query is in beginIteration and
 // endIteration, kept out of line, so that iterate's stack frame — part of
 // what a run parked in a model call keeps — holds only the query's call.
-func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) *iterationState {
+//
+// guard, when set, checks the budgets before each model turn of the
+// iteration's query (only that query: the flow's own, such as a step
+// check's judge, are not the iteration's turns).
+func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext, guard llm.TurnGuard) *iterationState {
 	it := l.beginIteration(ctx, rc)
 	if it.ended {
 		return it
 	}
-	qr, err := it.query(ctx)
+	qctx := llm.WithTurnGuard(ctx, guard)
+	qr, err := it.query(qctx)
 	if l.reconnect(it, err) {
 		lost := qr
-		qr, err = it.query(ctx)
+		qr, err = it.query(qctx)
 		qr = it.withLost(qr, lost)
 	}
 	l.endIteration(ctx, rc, it, qr, err)
