@@ -9,6 +9,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -59,6 +60,24 @@ func (c ToolCall) InputOrEmpty() json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return c.Input
+}
+
+// ToolInput makes a model's tool-call arguments a JSON value: "{}" when
+// there are none, the arguments when they are JSON, and otherwise the
+// arguments as a JSON string. Models (local ones especially, or one cut
+// off at the output token limit) sometimes write arguments that are not
+// JSON; kept as a string, the transcript and the journal stay valid JSON
+// and the tool answers with an input error the model can correct.
+func ToolInput(args json.RawMessage) json.RawMessage {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	if json.Valid(args) {
+		return args
+	}
+	b, _ := json.Marshal(string(args))
+	return b
 }
 
 // ToolResult answers one ToolCall.

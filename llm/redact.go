@@ -12,15 +12,17 @@ type Redactor func(string) string
 
 // Response redacts everything the model wrote in resp before it enters a
 // transcript, a journal or a result: the assistant text, each tool call's
-// input and the structured output. Reasoning blocks are left as they are:
-// providers verify their signatures when they are sent back.
+// input, name and id (a model may make up a tool name; some servers let it
+// choose the id) and the structured output. Reasoning blocks are left as
+// they are: providers verify their signatures when they are sent back.
 func (r Redactor) Response(resp *Response) {
 	if r == nil {
 		return
 	}
 	resp.Message.Text = r.Text(resp.Message.Text)
 	for i := range resp.Message.ToolCalls {
-		resp.Message.ToolCalls[i].Input = r.JSON(resp.Message.ToolCalls[i].Input)
+		c := &resp.Message.ToolCalls[i]
+		c.Input, c.Name, c.ID = r.JSON(c.Input), r.Text(c.Name), r.Text(c.ID)
 	}
 	resp.StructuredOutput = r.JSON(resp.StructuredOutput)
 }

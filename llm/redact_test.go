@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/llmtest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -90,5 +91,39 @@ func TestRedactorJSON(t *testing.T) {
 	}
 	if builtin.SecretRedactor([]string{"PATH=/usr/bin", "SHORT_TOKEN=abc"}) != nil {
 		t.Error("SecretRedactor without secret values is not nil")
+	}
+}
+
+// TestToolLoopRedactsCallNamesAndIDs: the name and id of a tool call are
+// written by the model too (a made-up tool name, the id on servers that
+// let the model choose it); a key in them reaches neither the journal,
+// the result nor the next request.
+func TestToolLoopRedactsCallNamesAndIDs(t *testing.T) {
+	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
+		{ID: "id-" + loopSecret, Name: "fetch_" + loopSecret, Input: json.RawMessage(`{}`)},
+		{ID: "id-" + loopSecret, Name: "Other", Input: json.RawMessage(`{}`)},
+	}}}}}
+	events := &typedEvents{}
+	bridge := llm.NewToolLoop(m, llm.Config{Events: events, Redact: builtin.SecretRedactor([]string{"LOOP_API_KEY=" + loopSecret})})
+	res, err := bridge.Query(t.Context(), "go", llm.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(res)
+	seen, _ := json.Marshal(m.Seen)
+	for what, b := range map[string][]byte{"result": out, "next request": seen} {
+		if strings.Contains(string(b), loopSecret) {
+			t.Errorf("%s holds the key: %s", what, b)
+		}
+	}
+	for _, ev := range events.events {
+		if strings.Contains(string(ev.Data), loopSecret) {
+			t.Errorf("%s event holds the key: %s", ev.Type, ev.Data)
+		}
+	}
+	// The redacted ids are still distinct, each answered once.
+	tr := bridge.Transcript(res.SessionID)
+	if a, b := tr[1].ToolCalls[0].ID, tr[1].ToolCalls[1].ID; a == b || tr[2].ToolResults[0].CallID != a || tr[2].ToolResults[1].CallID != b {
+		t.Errorf("ids %q, %q answered by %+v", a, b, tr[2].ToolResults)
 	}
 }

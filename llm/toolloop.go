@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -80,7 +81,10 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 		l.tools[l.byName[i].spec.Name] = &l.byName[i]
 	}
 	for id, msgs := range cfg.Transcripts {
-		l.setSession(id, msgs)
+		// Clipped: queries extend a session in place, which must not
+		// write into the caller's array (another loop may be seeded
+		// with it too).
+		l.setSession(id, slices.Clip(msgs))
 	}
 	return l
 }
@@ -128,8 +132,8 @@ type ModelTurnEvent struct {
 // Query implements Bridge. When it fails after the model has been called,
 // the returned result is non-nil and holds what happened before the failure
 // (turns, usage, tool uses) so that budgets can count it; the session is
-// then left as it was, except after MAX_TURNS, where the transcript so far
-// is kept.
+// then left as it was, except after MAX_TURNS or a stop by a TurnGuard in
+// ctx, where the transcript so far is kept.
 //
 // A StreamSink in ctx (WithStreamSink) is told about every tool call the
 // loop handles, denied and unknown ones included: ToolStart before the
@@ -146,13 +150,13 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 }
 
 // settle takes a finished query's transcript into its session when the
-// query succeeded or ran out of turns (a failed query leaves the session
-// as it was).
+// query succeeded, ran out of turns or was stopped by a TurnGuard (a
+// failed query leaves the session as it was).
 func (l *ToolLoop) settle(q *query, msgs []Message, res *QueryResult, err error) {
 	if res != nil {
 		res.SessionRenewed = q.renewed
 	}
-	if err == nil || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
+	if err == nil || q.lp.Guarded || agenterr.CodeOf(err) == agenterr.CodeMaxTurns {
 		prior := q.prior // messages the session had; -1 once compaction replaced them
 		if q.lp.Compacted {
 			prior = -1
@@ -309,8 +313,9 @@ func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResul
 // ToolLoop), the skill runtime and pipeline model stages all run their
 // model turns with it, so each gets the same hardening: a bound on turns,
 // unique call ids, every call answered, large results truncated, panicking
-// tools contained, denied calls journaled, tool calls streamed, and
-// cancellation honoured between turns.
+// tools contained, denied calls journaled, tool calls streamed,
+// cancellation honoured between turns and between calls, and a call cut
+// off by the output token limit not run.
 //
 // Each call passes a middleware chain: streaming (ToolStart/ToolEnd to the
 // StreamSink in ctx, outermost), the caller's Middleware in order (ToolLoop
@@ -351,6 +356,9 @@ type Loop struct {
 	// Compacted reports, after Run, that the context manager replaced the
 	// transcript's earlier messages (so the whole transcript is new).
 	Compacted bool
+	// Guarded reports, after Run, that a TurnGuard in the context ended
+	// it (its error is Run's).
+	Guarded bool
 
 	// The Run under way: the transcript, the result, the request of its
 	// turns (a copy of Request per Run, which a model may keep), the turn
@@ -363,6 +371,10 @@ type Loop struct {
 	maxTurns int
 	start    time.Time
 	handle   tool.Handler
+	// cutOff is the id of the turn's call the answer was cut off in
+	// (max_tokens), which is not run, and cutBy what cut it off; "" when
+	// there is none.
+	cutOff, cutBy string
 }
 
 // Hooks lets the runtime that owns a Loop steer it between turns.
@@ -409,6 +421,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 func (lp *Loop) begin(msgs []Message) {
 	req := lp.Request
 	lp.msgs, lp.res, lp.req, lp.handle = msgs, &QueryResult{}, &req, nil
+	lp.Compacted, lp.Guarded = false, false
 	lp.maxTurns = lp.MaxTurns
 	if lp.maxTurns <= 0 {
 		lp.maxTurns = DefaultMaxTurns
@@ -439,6 +452,12 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 	res := lp.res
 	if lp.Hooks != nil && !lp.Hooks.BeforeTurn(ctx, res.Turns+1) {
 		return true, nil
+	}
+	if guard := turnGuardFrom(ctx); guard != nil {
+		if err := guard(res.Usage); err != nil {
+			lp.Guarded = true
+			return true, err
+		}
 	}
 	if res.Turns >= lp.maxTurns {
 		e := agenterr.New(agenterr.CodeMaxTurns, agenterr.LayerSDKBridge, true,
@@ -488,10 +507,14 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	lp.Redact.Response(resp)
 	// Every call needs an id its result can answer; give calls that
 	// lack one (or repeat one) a unique id before they enter the
-	// transcript.
+	// transcript. An input that is not JSON would cost the journal the
+	// query's messages (they could not be encoded): it becomes a string.
 	ids := map[string]bool{}
 	for i := range resp.Message.ToolCalls {
 		c := &resp.Message.ToolCalls[i]
+		if len(c.Input) > 0 && !json.Valid(c.Input) {
+			c.Input = ToolInput(c.Input)
+		}
 		if c.ID == "" || ids[c.ID] {
 			c.ID = fmt.Sprintf("call_t%d_%d", res.Turns, i+1)
 			// The model may have used that id for an earlier call.
@@ -519,6 +542,14 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		lp.handle = lp.handler(ctx)
 	}
 	h := lp.handle
+	// An answer that stopped at the output token limit (or filled the
+	// context window) was cut off while it wrote its last call: that
+	// call's input is incomplete (the provider hands it over as "{}" or as
+	// a string) and is not run.
+	lp.cutOff, lp.cutBy = "", cutOffReasons[resp.StopReason]
+	if lp.cutBy != "" {
+		lp.cutOff = resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID
+	}
 	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 	for _, c := range resp.Message.ToolCalls {
 		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
@@ -541,9 +572,16 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 // Loop's chain.
 var invokeTruncated = tool.Truncate(MaxToolOutput)(tool.Invoke)
 
+// cutOffReasons are the stop reasons of an answer the model did not end
+// itself but that was cut off, with what cut it off.
+var cutOffReasons = map[string]string{
+	"max_tokens":                    "reached the output token limit (max_tokens)",
+	"model_context_window_exceeded": "filled the model's context window (model_context_window_exceeded)",
+}
+
 // handler builds the middleware chain of one Run.
 func (lp *Loop) handler(ctx context.Context) tool.Handler {
-	h := knownTools(lp.Request.Tools, invokeTruncated)
+	h := lp.innermost(invokeTruncated)
 	for i := len(lp.Middleware) - 1; i >= 0; i-- {
 		if lp.Middleware[i] != nil {
 			h = lp.Middleware[i](h)
@@ -555,6 +593,30 @@ func (lp *Loop) handler(ctx context.Context) tool.Handler {
 		h = StreamTools(sink)(h)
 	}
 	return h
+}
+
+// innermost is the end of a Run's chain before next (truncation and
+// tool.Invoke). As the last check before a tool runs, it refuses the
+// calls that must not start: every call once the query is canceled (the
+// remaining calls of a turn would otherwise still run after Ctrl-C or the
+// end of the time budget, and a tool that ignores its context would still
+// change the work dir), and the call the answer was cut off in. It answers
+// a call of a tool that does not exist with the list of the tools offered,
+// so the model can correct its choice, and passes the others to next.
+func (lp *Loop) innermost(next tool.Handler) tool.Handler {
+	return func(ctx context.Context, call tool.Call) tool.Outcome {
+		if err := ctx.Err(); err != nil {
+			return tool.Denial(fmt.Sprintf("not run: the query was canceled (%v)", err))
+		}
+		if call.ID == lp.cutOff && call.ID != "" {
+			return tool.Denial("not run: your answer " + lp.cutBy + " while it wrote this call, " +
+				"so its input is incomplete. Make the call again with less input: split large content over several calls.")
+		}
+		if call.Tool == nil {
+			return unknownTool(lp.Request.Tools, call)
+		}
+		return next(ctx, call)
+	}
 }
 
 // useOf is the record of a handled call.
@@ -594,25 +656,19 @@ func StreamTools(sink StreamSink) tool.Middleware {
 	}
 }
 
-// knownTools answers a call of a tool that does not exist with the list of
-// the tools offered, so the model can correct its choice, and passes the
-// others to next.
-func knownTools(offered []tool.Spec, next tool.Handler) tool.Handler {
-	return func(ctx context.Context, call tool.Call) tool.Outcome {
-		if call.Tool != nil {
-			return next(ctx, call)
-		}
-		names := make([]string, len(offered))
-		for i, s := range offered {
-			names[i] = s.Name
-		}
-		list := strings.Join(names, ", ")
-		if list == "" {
-			list = "none"
-		}
-		return tool.Outcome{Result: tool.Result{IsError: true,
-			Content: fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)}}
+// unknownTool is the answer to a call of a tool that does not exist: the
+// names of the tools offered.
+func unknownTool(offered []tool.Spec, call tool.Call) tool.Outcome {
+	names := make([]string, len(offered))
+	for i, s := range offered {
+		names[i] = s.Name
 	}
+	list := strings.Join(names, ", ")
+	if list == "" {
+		list = "none"
+	}
+	return tool.Outcome{Result: tool.Result{IsError: true,
+		Content: fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, list)}}
 }
 
 func newSessionID() string {

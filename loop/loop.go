@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -250,6 +251,9 @@ type Session struct {
 	// deadline is when the time budget ends, on the real clock (zero =
 	// no time budget).
 	deadline time.Time
+	// guard checks the token and cost budgets before each model turn of
+	// an iteration's query (nil = neither budget is set).
+	guard llm.TurnGuard
 }
 
 // Last returns the outcome of the last iteration Step ran (zero before
@@ -266,6 +270,9 @@ func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 		res.CostUSD += s.CostUSD
 	}
 	s := &Session{l: l, rc: rc, res: res, start: started}
+	if b := l.cfg.Budgets; b.MaxTokens > 0 || b.MaxCostUSD > 0 {
+		s.guard = l.turnGuard(res)
+	}
 	if t := l.cfg.Budgets.Timeout; t > 0 {
 		// The budget left, measured on the loop's clock, runs out on the
 		// real one (a context deadline).
@@ -297,7 +304,7 @@ func (s *Session) Step(ctx context.Context) *Result {
 	if s.before(ctx) {
 		return s.done
 	}
-	it := s.l.iterate(ctx, s.rc)
+	it := s.l.iterate(ctx, s.rc, s.guard)
 	return s.after(ctx, it)
 }
 
@@ -359,7 +366,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *i
 		// counted, but the iteration is not.
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
-		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome)})
+		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD})
 		rc.Iteration--
 		return &runEnd{reason: reasonForError(ctx, outcome.Err), msg: outcome.Reason, err: outcome.Err}
 	}
@@ -407,14 +414,46 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 		e := agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, true, "iteration budget of %d used without completion", b.MaxIterations)
 		e.Hint = "resume the run with a larger --max-iterations, or check why the completion condition is not met"
 		return &Result{CompletionReason: ReasonMaxIterations, Reason: fmt.Sprintf("reached budgets.maxIterations (%d) without completion", b.MaxIterations), Err: e}, true
-	case b.MaxTokens > 0 && res.Usage.Total() >= b.MaxTokens:
-		return &Result{CompletionReason: ReasonTokenBudget, Reason: fmt.Sprintf("used %d tokens, budget %d", res.Usage.Total(), b.MaxTokens),
-			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "token budget of %d exceeded", b.MaxTokens)}, true
-	case b.MaxCostUSD > 0 && res.CostUSD >= b.MaxCostUSD:
-		return &Result{CompletionReason: ReasonCostBudget, Reason: fmt.Sprintf("cost $%.4f, budget $%.4f", res.CostUSD, b.MaxCostUSD),
-			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "cost budget of $%.4f exceeded", b.MaxCostUSD)}, true
+	}
+	if over := l.overBudget(res.Usage, res.CostUSD); over != nil {
+		return over, true
 	}
 	return nil, false
+}
+
+// overBudget returns how the run ends when usage (costing cost) reached
+// the token or cost budget, or nil.
+func (l *Loop) overBudget(usage llm.Usage, cost float64) *Result {
+	b := l.cfg.Budgets
+	switch {
+	case b.MaxTokens > 0 && usage.Total() >= b.MaxTokens:
+		return &Result{CompletionReason: ReasonTokenBudget, Reason: fmt.Sprintf("used %d tokens, budget %d", usage.Total(), b.MaxTokens),
+			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "token budget of %d exceeded", b.MaxTokens)}
+	case b.MaxCostUSD > 0 && cost >= b.MaxCostUSD:
+		return &Result{CompletionReason: ReasonCostBudget, Reason: fmt.Sprintf("cost $%.4f, budget $%.4f", cost, b.MaxCostUSD),
+			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "cost budget of $%.4f exceeded", b.MaxCostUSD)}
+	}
+	return nil
+}
+
+// turnGuard checks the token and cost budgets before each model turn of
+// an iteration's query: the run's usage so far (res) and the query's
+// turns together. When a budget is reached it notes how the run ends in
+// the iteration (over) and stops the query with that error.
+func (l *Loop) turnGuard(res *Result) llm.TurnGuard {
+	return func(used llm.Usage) error {
+		it := &l.it
+		usage, cost := res.Usage, res.CostUSD
+		usage.Add(used)
+		if it.cost != nil {
+			cost += it.cost(used)
+		}
+		it.over = l.overBudget(usage, cost)
+		if it.over == nil {
+			return nil
+		}
+		return it.over.Err
+	}
 }
 
 // iterate runs one iteration; the iteration it returns holds its summary
@@ -423,14 +462,21 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 // What comes before and after the query is in beginIteration and
 // endIteration, kept out of line, so that iterate's stack frame — part of
 // what a run parked in a model call keeps — holds only the query's call.
-func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext) *iterationState {
+//
+// guard, when set, checks the budgets before each model turn of the
+// iteration's query (only that query: the flow's own, such as a step
+// check's judge, are not the iteration's turns).
+func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext, guard llm.TurnGuard) *iterationState {
 	it := l.beginIteration(ctx, rc)
 	if it.ended {
 		return it
 	}
-	qr, err := it.query(ctx)
+	qctx := llm.WithTurnGuard(ctx, guard)
+	qr, err := it.query(qctx)
 	if l.reconnect(it, err) {
-		qr, err = it.query(ctx)
+		lost := qr
+		qr, err = it.query(qctx)
+		qr = it.withLost(qr, lost)
 	}
 	l.endIteration(ctx, rc, it, qr, err)
 	return it
@@ -457,6 +503,29 @@ func (l *Loop) reconnect(it *iterationState, err error) bool {
 	return true
 }
 
+// withLost counts into qr, the query asked again in a new session, what
+// the attempt that found its session lost had done: its billed turns (and
+// their cost) and its tool calls.
+func (it *iterationState) withLost(qr, lost *llm.QueryResult) *llm.QueryResult {
+	if !answered(lost) {
+		return qr
+	}
+	if qr == nil {
+		qr = &llm.QueryResult{}
+	}
+	costOf := func(q *llm.QueryResult) float64 {
+		if q.CostUSD == 0 && it.cost != nil {
+			return it.cost(q.Usage)
+		}
+		return q.CostUSD
+	}
+	qr.CostUSD = costOf(lost) + costOf(qr)
+	qr.Usage.Add(lost.Usage)
+	qr.Turns += lost.Turns
+	qr.ToolUses = append(slices.Clip(lost.ToolUses), qr.ToolUses...)
+	return qr
+}
+
 // iterationState is one iteration under way: its summary (with the
 // prompt), and the query of its turn and where it goes.
 type iterationState struct {
@@ -470,6 +539,9 @@ type iterationState struct {
 	// query (the flow failed).
 	out   Outcome
 	ended bool
+	// over is how the run ends when a budget stopped the query (nil =
+	// none did).
+	over *Result
 }
 
 // fail ends the iteration with err.
@@ -528,6 +600,9 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 			err = stopError(reasonForError(ctx, ctx.Err()))
 		}
 		if qr != nil {
+			// A query that ran out of turns kept its transcript in its
+			// session, to be continued.
+			it.takeSession(rc, qr)
 			// Turns that completed before the failure were billed: count them.
 			s.Usage, s.CostUSD = qr.Usage, qr.CostUSD
 			if s.CostUSD == 0 && cost != nil {
@@ -537,15 +612,12 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 		}
 		l.fail(it, err)
 		it.out.Redo = interrupted || !answered(qr)
+		if over := it.over; over != nil && !interrupted && errors.Is(err, over.Err) {
+			it.out.Reason, it.out.CompletionReason = over.Reason, over.CompletionReason
+		}
 		return
 	}
-	s.SessionID = it.opts.SessionID
-	if qr.SessionID != "" {
-		s.SessionID = qr.SessionID
-	}
-	if it.own {
-		rc.SessionID = s.SessionID
-	}
+	it.takeSession(rc, qr)
 	s.AssistantResponses = append(s.AssistantResponses, qr.Responses...)
 	s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
 	s.StructuredOutput = qr.StructuredOutput
@@ -566,6 +638,20 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 		return
 	}
 	it.out = out
+}
+
+// takeSession records the session the iteration's query ran in (the one
+// asked for, unless the bridge names another) in the summary, and, for
+// the run's own bridge, as the session to continue.
+func (it *iterationState) takeSession(rc *RuntimeContext, qr *llm.QueryResult) {
+	s := it.s
+	s.SessionID = it.opts.SessionID
+	if qr.SessionID != "" {
+		s.SessionID = qr.SessionID
+	}
+	if it.own {
+		rc.SessionID = s.SessionID
+	}
 }
 
 // answered reports whether a failed query got at least one model turn

@@ -434,18 +434,6 @@ func schemaName(s string) string {
 	return b.String()
 }
 
-// toolInput turns a model's arguments string into the call's input. Models
-// (local ones especially) sometimes emit arguments that are not JSON; they
-// are kept as a JSON string so the transcript and the journal stay valid
-// JSON and the tool answers with an input error the model can correct.
-func toolInput(args string) json.RawMessage {
-	args = strings.TrimSpace(args)
-	if args == "" {
-		return json.RawMessage(`{}`)
-	}
-	if json.Valid([]byte(args)) {
-		return json.RawMessage(args)
-	}
-	b, _ := json.Marshal(args)
-	return b
-}
+// toolInput turns a model's arguments string into the call's input
+// (llm.ToolInput: arguments that are not JSON become a JSON string).
+func toolInput(args string) json.RawMessage { return llm.ToolInput(json.RawMessage(args)) }

@@ -1,0 +1,211 @@
+package llm_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/llmtest"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/tool"
+)
+
+// typedEvents keeps every event of the given types, encoded when emitted.
+type typedEvents struct {
+	types  map[string]bool
+	events []journal.Event
+}
+
+func (e *typedEvents) Emit(typ string, data any) {
+	if e.types != nil && !e.types[typ] {
+		return
+	}
+	b, _ := json.Marshal(data)
+	e.events = append(e.events, journal.Event{Type: typ, Data: b})
+}
+
+func (e *typedEvents) of(typ string) []journal.Event {
+	var out []journal.Event
+	for _, ev := range e.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// counting is a tool that counts its runs and ignores its context, as a
+// file write does.
+func counting(name string, n *atomic.Int64) tool.Tool {
+	return testTool{name, func(context.Context) (tool.Result, error) { n.Add(1); return tool.Result{Content: "ran"}, nil }}
+}
+
+func calls(names ...string) []llm.ToolCall {
+	out := make([]llm.ToolCall, len(names))
+	for i, n := range names {
+		out[i] = llm.ToolCall{ID: "c" + n, Name: n, Input: json.RawMessage(`{}`)}
+	}
+	return out
+}
+
+// TestToolLoopRunsNoCallAfterCancel: once the query is canceled (Ctrl-C,
+// the time budget) while a turn's calls run, the calls after it are not
+// started — a tool that ignores its context would otherwise still change
+// the work dir — but answered and journaled as not run.
+func TestToolLoopRunsNoCallAfterCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var after atomic.Int64
+	tools := []tool.Tool{
+		testTool{"Stop", func(context.Context) (tool.Result, error) { cancel(); return tool.Result{Content: "ok"}, nil }},
+		counting("Write", &after),
+	}
+	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("Stop", "Write", "Write")}}}}
+	m.Replies[0].Message.ToolCalls[2].ID = "cWrite2"
+	events := &typedEvents{}
+	bridge := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: events})
+	res, err := bridge.Query(ctx, "go", llm.QueryOptions{})
+	if agenterr.CodeOf(err) != agenterr.CodeCanceled {
+		t.Fatalf("err = %v", err)
+	}
+	if n := after.Load(); n != 0 {
+		t.Fatalf("%d calls ran after the query was canceled", n)
+	}
+	if len(res.ToolUses) != 3 || res.ToolUses[0].Denied || !res.ToolUses[1].Denied || !res.ToolUses[2].Denied ||
+		!strings.Contains(res.ToolUses[1].Output, "canceled") {
+		t.Fatalf("tool uses %+v", res.ToolUses)
+	}
+	if n, d := len(events.of(journal.ToolCall)), len(events.of(journal.ToolDenied)); n != 1 || d != 2 {
+		t.Errorf("journal: %d tool.call, %d tool.denied events", n, d)
+	}
+}
+
+// TestLoopCanceledBeforeCallsRunsNone: a cancellation that arrives while
+// the model answers (the answer still comes back) runs none of its calls.
+func TestLoopCanceledBeforeCallsRunsNone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var ran atomic.Int64
+	m := &cancelingModel{cancel: cancel, resp: &llm.Response{Message: llm.Message{ToolCalls: calls("Write")}}}
+	lp := llm.Loop{Model: m, Tools: map[string]tool.Tool{"Write": counting("Write", &ran)}}
+	msgs, _, err := lp.Run(ctx, []llm.Message{{Role: llm.RoleUser, Text: "go"}})
+	if agenterr.CodeOf(err) != agenterr.CodeCanceled || ran.Load() != 0 {
+		t.Fatalf("err %v, %d runs", err, ran.Load())
+	}
+	// The transcript stays well formed: the call is answered.
+	if last := msgs[len(msgs)-1]; last.Role != llm.RoleTool || len(last.ToolResults) != 1 || !last.ToolResults[0].IsError {
+		t.Fatalf("transcript ends with %+v", last)
+	}
+}
+
+type cancelingModel struct {
+	cancel func()
+	resp   *llm.Response
+}
+
+func (m *cancelingModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	m.cancel()
+	return m.resp, nil
+}
+
+// TestToolLoopCutOffCallNotRun: an answer that stopped at the output token
+// limit ends in a call whose input was cut off (the provider hands it over
+// as "{}" or as a string); it is not run but answered with what happened,
+// so the model can make it again smaller. The calls before it ran.
+func TestToolLoopCutOffCallNotRun(t *testing.T) {
+	for _, stop := range []string{"max_tokens", "model_context_window_exceeded"} {
+		var first, last atomic.Int64
+		tools := []tool.Tool{counting("A", &first), counting("B", &last)}
+		m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A", "B")}, StopReason: stop}}}
+		events := &typedEvents{}
+		bridge := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: events})
+		res, err := bridge.Query(context.Background(), "go", llm.QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Load() != 1 || last.Load() != 0 {
+			t.Fatalf("%s: A ran %d times, the cut-off B %d times", stop, first.Load(), last.Load())
+		}
+		u := res.ToolUses[1]
+		if !u.Denied || !u.IsError || !strings.Contains(u.Output, stop) {
+			t.Fatalf("%s: cut-off call %+v", stop, u)
+		}
+		seen := m.Seen[1][2].ToolResults[1]
+		if seen.CallID != "cB" || seen.Content != u.Output {
+			t.Errorf("%s: the model read %+v", stop, seen)
+		}
+		if d := events.of(journal.ToolDenied); len(d) != 1 {
+			t.Errorf("%s: %d tool.denied events", stop, len(d))
+		}
+	}
+}
+
+// TestToolLoopKeepsMalformedInputJournaled: a provider that hands over a
+// call's input as it came, not JSON (a cut-off or sloppy model), must not
+// cost the journal the query's messages: the session is rebuilt from the
+// journal exactly, and the tool answers with an input error.
+func TestToolLoopKeepsMalformedInputJournaled(t *testing.T) {
+	dir := t.TempDir()
+	jw, err := journal.Create(dir, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jw.Close()
+	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
+		{ID: "c1", Name: "Echo", Input: json.RawMessage(`{"text": "cut`)},
+	}}}}}
+	echo := tool.Func("Echo", "Echoes.", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return in.Text, nil
+	})
+	bridge := llm.NewToolLoop(m, llm.Config{Tools: []tool.Tool{echo}, Events: jw})
+	res, err := bridge.Query(context.Background(), "go", writeAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.ToolUses[0]; !u.IsError || !json.Valid(u.Input) {
+		t.Errorf("use %+v", u)
+	}
+	evs, err := journal.ReadFile(jw.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if strings.Contains(string(ev.Data), "marshal_error") {
+			t.Errorf("%s event lost its data: %s", ev.Type, ev.Data)
+		}
+	}
+	rebuilt := llm.TranscriptsFromEvents(evs)[res.SessionID]
+	if live := bridge.Transcript(res.SessionID); len(rebuilt) != len(live) || len(live) != 4 {
+		t.Fatalf("journal rebuilt %d messages, the session has %d", len(rebuilt), len(live))
+	}
+}
+
+// TestToolLoopsSeededAlikeDoNotShareMessages: two tool loops seeded with
+// the same transcripts (a run's model and a step's model, both from the
+// resumed journal) each extend their own copy: a query on one never
+// overwrites the messages a query on the other committed, even in the
+// same session.
+func TestToolLoopsSeededAlikeDoNotShareMessages(t *testing.T) {
+	history := make([]llm.Message, 1, 8) // room to grow in place
+	history[0] = llm.Message{Role: llm.RoleUser, Text: "earlier"}
+	seed := map[string][]llm.Message{"s1": history}
+	a := llm.NewToolLoop(&llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from A"}}}}, llm.Config{Transcripts: seed})
+	b := llm.NewToolLoop(&llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from B"}}}}, llm.Config{Transcripts: seed})
+	if _, err := a.Query(context.Background(), "to A", llm.QueryOptions{SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Query(context.Background(), "to B", llm.QueryOptions{SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Transcript("s1"); len(got) != 3 || got[1].Text != "to A" || got[2].Text != "from A" {
+		t.Fatalf("A's session: %+v", got)
+	}
+	if len(seed["s1"]) != 1 || history[:2][1].Text != "" {
+		t.Fatalf("the caller's transcript was written to: %+v", history[:2])
+	}
+}
