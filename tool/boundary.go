@@ -2,55 +2,135 @@ package tool
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
 
-// boundaryCommands() are shell commands that change GitHub state in ways a
-// run must leave to its end (closing, deleting, transferring or reopening
-// issues; closing, merging or readying pull requests; creating or editing
-// releases), any direct GitHub API call (which can do all of that), and
-// HTTP clients or JSON payloads aimed at the API: the list climpt
-// blocks, and defining gh aliases, which could give any of them a new
-// name.
-var boundaryCommands = sync.OnceValue(func() []*regexp.Regexp {
-	// gh accepts flags (and their values) before and between its
-	// command words ("gh -R o/r issue close 1", "gh issue -R o/r close 1").
-	flags := `(?:\s+-\S+(?:\s+[^-\s]\S*)?)*`
-	gh := func(words ...string) *regexp.Regexp {
-		return regexp.MustCompile(`\bgh` + flags + `\s+` + strings.Join(words, flags+`\s+`) + `\b`)
+// ghBoundary is the one list of gh commands a run may not run: each is
+// gh's command words ("issue", "close"; a word may list alternatives,
+// "ext|extension|extensions") and, when only some uses are refused, a
+// regular expression the rest of the command line must match. They close,
+// delete, transfer, reopen or approve issues and pull requests, publish or
+// change releases, start, cancel or re-run workflows, change the
+// repository's settings, secrets or access, change gh itself (its login,
+// configuration, extensions and aliases, which could give any of them a
+// new name, and the account's keys), or call the API directly (which can
+// do all of that). Both BoundaryCommand and BoundaryDenyPatterns are made
+// from it.
+var ghBoundary = []struct {
+	words []string
+	rest  string
+}{
+	{words: []string{"issue", "close"}},
+	{words: []string{"issue", "delete"}},
+	{words: []string{"issue", "transfer"}},
+	{words: []string{"issue", "reopen"}},
+	{words: []string{"issue", "edit"}, rest: `.*--state[\s=]+closed`},
+	{words: []string{"pr", "close"}},
+	{words: []string{"pr", "merge"}},
+	{words: []string{"pr", "ready"}},
+	{words: []string{"pr", "reopen"}},
+	// An approval can satisfy the review a merge waits for; a comment or a
+	// request for changes cannot.
+	{words: []string{"pr", "review"}, rest: `.*(?:\s--approve\b|\s-[A-Za-z]*a)`},
+	{words: []string{"release", "create|edit|delete|delete-asset|upload"}},
+	{words: []string{"workflow", "run|enable|disable"}},
+	{words: []string{"run", "rerun|cancel|delete"}},
+	{words: []string{"repo", "delete|archive|unarchive|rename|edit"}},
+	{words: []string{"repo", "deploy-key", "add|delete"}},
+	{words: []string{"secret", "set|delete|remove"}},
+	{words: []string{"variable", "set|delete"}},
+	{words: []string{"label", "delete"}},
+	{words: []string{"auth", "login|logout|refresh|switch|token|setup-git"}},
+	{words: []string{"auth", "status"}, rest: `.*(?:\s--show-token\b|\s-[A-Za-z]*t)`},
+	{words: []string{"config", "set"}},
+	{words: []string{"ssh-key|gpg-key", "add|delete"}},
+	{words: []string{"extension|extensions|ext", "install|upgrade|exec"}},
+	{words: []string{"alias", "set|import"}},
+	{words: []string{"api"}},
+}
+
+// ghCommands are gh's own top-level commands (and their aliases and help
+// topics). Any other first word runs an installed extension or a user's
+// alias, which can do anything: such a gh call is refused.
+var ghCommands = []string{
+	"a11y", "accessibility", "actions", "agent-task", "alias", "api", "attestation", "auth", "browse",
+	"cache", "codespace", "completion", "config", "credits", "cs", "environment", "exit-codes", "ext",
+	"extension", "extensions", "formatting", "gist", "gpg-key", "help", "issue", "label", "mintty",
+	"org", "pr", "preview", "project", "reference", "release", "repo", "rs", "ruleset", "run",
+	"search", "secret", "ssh-key", "status", "variable", "version", "workflow",
+}
+
+// ghFlags are flags (and their values) gh accepts before and between its
+// command words ("gh -R o/r issue close 1", "gh issue -R o/r close 1").
+const ghFlags = `(?:\s+-\S+(?:\s+[^-\s]\S*)?)*`
+
+// ghRule is ghBoundary as one regular expression anchored at a "gh" of
+// the command line (boundaryMatch tries it at every one, which keeps a
+// long line fast).
+var ghRule = sync.OnceValue(func() *regexp.Regexp {
+	rules := make([]string, len(ghBoundary))
+	for i, r := range ghBoundary {
+		words := make([]string, len(r.words))
+		for j, w := range r.words {
+			words[j] = "(?:" + w + ")"
+		}
+		rules[i] = strings.Join(words, ghFlags+`\s+`) + `\b` + r.rest
 	}
-	return []*regexp.Regexp{
-		gh("issue", "close"),
-		gh("issue", "delete"),
-		gh("issue", "transfer"),
-		regexp.MustCompile(`\bgh` + flags + `\s+issue` + flags + `\s+edit\s+.*--state[\s=]+closed`),
-		gh("issue", "reopen"),
-		gh("pr", "close"),
-		gh("pr", "merge"),
-		gh("pr", "ready"),
-		gh("release", "create"),
-		gh("release", "edit"),
-		gh("api"),
-		// An alias ("gh alias set m 'pr merge'", then "gh m 1") would run
-		// any of the above under a name the rules do not know.
-		gh("alias", "set"),
-		gh("alias", "import"),
-		regexp.MustCompile(`\b(?:curl|wget|python[23]?|node|ruby|perl|deno)\b.*api\.github\.com`),
-		regexp.MustCompile(`"state"\s*:\s*"closed"`),
-		regexp.MustCompile(`'state'\s*:\s*'closed'`),
+	return regexp.MustCompile(`^gh` + ghFlags + `\s+(?:` + strings.Join(rules, "|") + `)`)
+})
+
+// apiRules find HTTP clients and JSON payloads aimed at the GitHub API;
+// each needs its literal in the line.
+var apiRules = sync.OnceValue(func() []struct {
+	literal string
+	re      *regexp.Regexp
+} {
+	return []struct {
+		literal string
+		re      *regexp.Regexp
+	}{
+		{"api.github.com", regexp.MustCompile(`\b(?:curl|wget|python[23]?|node|ruby|perl|deno)\b.*api\.github\.com`)},
+		{"closed", regexp.MustCompile(`"state"\s*:\s*"closed"`)},
+		{"closed", regexp.MustCompile(`'state'\s*:\s*'closed'`)},
 	}
 })
 
+// ghPrefix is what may stand between the start of a simple command (the
+// line's start or ;, &, |, (, ), {, }, a newline or a backquote) and a gh
+// the shell runs: VAR=value assignments, wrappers such as env, xargs or
+// bash -c, shell keywords, and gh's directory. Group 1 is the wrappers.
+var ghPrefix = sync.OnceValue(func() *regexp.Regexp {
+	wrapper := `(?:\w+=\S*|sudo|env|command|builtin|exec|eval|nohup|time|xargs|nice|ionice|timeout|stdbuf|setsid|` +
+		`if|then|else|elif|while|until|do|!|(?:ba|z|k|da)?sh|-\S+|\d\S*)`
+	return regexp.MustCompile(`^\s*((?:` + wrapper + `\s+)*)(?:\S*/)?$`)
+})
+
+// ghArgs reads the command words of a gh invocation: group 1 is the first,
+// group 2 the second (either empty when absent).
+var ghArgs = sync.OnceValue(func() *regexp.Regexp {
+	word := `(?:\s+([^-\s;&|()<>][^\s;&|)<>]*))?`
+	return regexp.MustCompile(`^gh` + ghFlags + word + ghFlags + word)
+})
+
+// simpleCommandStart are the characters after which a new simple command
+// starts.
+const simpleCommandStart = ";&|(){}\n`"
+
 // BoundaryCommand reports whether the shell command line performs a
-// GitHub boundary action, and the text that matched ("gh issue close").
-// It looks at the whole line, so chaining ("true && gh pr merge 1"),
-// wrappers and paths ("/usr/bin/gh pr merge") do not hide one, and
-// neither do the quotes and backslashes the shell removes before it runs
-// a word ("'gh' pr 'merge'", "g\h pr merge"). Like any list of forbidden
-// commands it can be evaded by a program that builds the command at run
-// time; the sandbox's network isolation is the boundary that holds
-// against that.
+// GitHub boundary action (see ghBoundary), and the text that matched
+// ("gh issue close"). It looks at the whole line, so chaining ("true &&
+// gh pr merge 1"), wrappers and paths ("/usr/bin/gh pr merge") do not
+// hide one, and neither do the quotes and backslashes the shell removes
+// before it runs a word ("'gh' pr 'merge'", "g\h pr merge"). Where the
+// shell runs gh, it also refuses what cannot be checked: a first word that
+// is not one of gh's own commands (an extension or an alias), a command
+// word the shell computes ("gh $(echo pr) merge", "gh pr \"$x\"", a glob
+// or brace), and gh run by xargs (which appends words it reads). Like any
+// list of forbidden commands it can be evaded by a program that builds the
+// command at run time (a script file, a renamed copy of gh); the sandbox's
+// network isolation is the boundary that holds against that.
 func BoundaryCommand(command string) (matched string, ok bool) {
 	if m, ok := boundaryMatch(command); ok {
 		return m, true
@@ -68,27 +148,138 @@ var shellUnquote = strings.NewReplacer(`'`, "", `"`, "", `\`, "")
 
 // boundaryMatch matches command against the rules as written.
 func boundaryMatch(command string) (string, bool) {
-	// Every rule needs one of these words; most commands have none.
-	if !strings.Contains(command, "gh") && !strings.Contains(command, "api.github.com") && !strings.Contains(command, "closed") {
-		return "", false
-	}
-	for _, re := range boundaryCommands() {
-		if m := re.FindString(command); m != "" {
+	for _, r := range apiRules() {
+		if !strings.Contains(command, r.literal) {
+			continue
+		}
+		if m := r.re.FindString(command); m != "" {
 			return m, true
 		}
 	}
-	return "", false
+	if m, ok := ghRuleMatch(command); ok {
+		return m, true
+	}
+	return uncheckedGH(command)
+}
+
+// ghRuleMatch matches ghRule at every "gh" that starts a word.
+func ghRuleMatch(command string) (string, bool) {
+	for i := 0; ; {
+		j := strings.Index(command[i:], "gh")
+		if j < 0 {
+			return "", false
+		}
+		at := i + j
+		i = at + 2
+		if at > 0 && isWordByte(command[at-1]) {
+			continue
+		}
+		if m := ghRule().FindString(line(command[at:], "\n")); m != "" {
+			return m, true
+		}
+	}
+}
+
+// isWordByte reports whether b is a word character of regexp's \b.
+func isWordByte(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
+
+// uncheckedGH finds a gh invocation whose command cannot be checked: a
+// first word that is not one of gh's commands, a computed command word,
+// or gh run by xargs.
+func uncheckedGH(command string) (string, bool) {
+	start := 0 // where the simple command of the current gh starts
+	for i := 0; ; {
+		j := strings.Index(command[i:], "gh")
+		if j < 0 {
+			return "", false
+		}
+		at := i + j
+		if k := strings.LastIndexAny(command[i:at], simpleCommandStart); k >= 0 {
+			start = i + k + 1
+		}
+		i = at + 2
+		if at > 0 && isWordByte(command[at-1]) || at+2 < len(command) && strings.IndexByte(nameChars, command[at+2]) >= 0 {
+			continue // part of another word ("sigh", "ghc", "gh-x")
+		}
+		prefix := ghPrefix().FindStringSubmatch(command[start:at])
+		if prefix == nil {
+			continue // an argument of another command ("which gh")
+		}
+		args := line(command[at:], ";&|\n")
+		m := ghArgs().FindStringSubmatchIndex(args)
+		first, second := group(args, m, 1), group(args, m, 2)
+		end := -1
+		switch {
+		case first != "" && (!slices.Contains(ghCommands, first) || computed(first)):
+			end = at + m[3]
+		case computed(second):
+			end = at + m[5]
+		case slices.Contains(strings.Fields(prefix[1]), "xargs"):
+			end = at + m[1]
+		}
+		if end >= 0 {
+			return strings.TrimSpace(command[start:end]), true
+		}
+	}
+}
+
+// line returns s up to the first of the characters in ends: what a
+// pattern that cannot cross them needs to see (the regexp package's cost
+// grows with the text it is given).
+func line(s, ends string) string {
+	if i := strings.IndexAny(s, ends); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// nameChars are the characters that continue a program name.
+const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+
+// group is submatch i of a FindAllStringSubmatchIndex match ("" when it
+// did not take part).
+func group(s string, m []int, i int) string {
+	if m[2*i] < 0 {
+		return ""
+	}
+	return s[m[2*i]:m[2*i+1]]
+}
+
+// computed reports whether a command word is computed by the shell when
+// the command runs: expanded ($x, $(…), a backquote), or a glob or brace
+// pattern that files the model creates could complete.
+func computed(word string) bool {
+	return strings.ContainsAny(word, "$`*?[{")
 }
 
 // BoundaryDenyPatterns are the boundary commands as Bash prefix patterns,
 // for backends that enforce tool patterns themselves (the Claude Code
-// CLI's --disallowedTools). They cover the gh subcommands; the HTTP-client
-// and payload rules have no pattern form.
+// CLI's --disallowedTools): every gh command of the list that is refused
+// whatever follows, under each of its names. The rules on flags further
+// on ("gh pr review … --approve"), on gh's own command list and on
+// computed words, and the HTTP-client and payload rules, have no pattern
+// form.
 func BoundaryDenyPatterns() []string {
-	return []string{
-		"Bash(gh issue close:*)", "Bash(gh issue delete:*)", "Bash(gh issue transfer:*)", "Bash(gh issue reopen:*)",
-		"Bash(gh pr close:*)", "Bash(gh pr merge:*)", "Bash(gh pr ready:*)",
-		"Bash(gh release create:*)", "Bash(gh release edit:*)", "Bash(gh api:*)",
-		"Bash(gh alias set:*)", "Bash(gh alias import:*)",
+	var out []string
+	for _, r := range ghBoundary {
+		if r.rest != "" {
+			continue
+		}
+		prefixes := []string{"gh"}
+		for _, w := range r.words {
+			var next []string
+			for _, p := range prefixes {
+				for _, alt := range strings.Split(w, "|") {
+					next = append(next, p+" "+alt)
+				}
+			}
+			prefixes = next
+		}
+		for _, p := range prefixes {
+			out = append(out, "Bash("+p+":*)")
+		}
 	}
+	return out
 }

@@ -166,7 +166,7 @@ func (p Policy) Decide(t Tool, input json.RawMessage) Decision {
 	}
 	if p.Boundary != "" && name == "Bash" && arg != nil {
 		if m, ok := BoundaryCommand(*arg); ok {
-			return Decision{Reason: fmt.Sprintf("%q is a GitHub boundary action (closing, merging, releasing or calling the GitHub API): %s", m, p.Boundary)}
+			return Decision{Reason: fmt.Sprintf("%q is a GitHub boundary action (it closes, merges, approves, releases, runs workflows, changes the repository's settings or gh itself, calls the GitHub API, or runs gh code that cannot be checked): %s", m, p.Boundary)}
 		}
 	}
 	explicit := false
