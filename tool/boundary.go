@@ -66,10 +66,9 @@ var ghCommands = []string{
 // command words ("gh -R o/r issue close 1", "gh issue -R o/r close 1").
 const ghFlags = `(?:\s+-\S+(?:\s+[^-\s]\S*)?)*`
 
-// ghRule is ghBoundary as one regular expression anchored at a "gh" of
-// the command line (boundaryMatch tries it at every one, which keeps a
-// long line fast).
-var ghRule = sync.OnceValue(func() *regexp.Regexp {
+// ghWords is ghBoundary as one regular expression: the command words
+// after gh (and its flags) of every refused gh command.
+func ghWords() string {
 	rules := make([]string, len(ghBoundary))
 	for i, r := range ghBoundary {
 		words := make([]string, len(r.words))
@@ -78,12 +77,24 @@ var ghRule = sync.OnceValue(func() *regexp.Regexp {
 		}
 		rules[i] = strings.Join(words, ghFlags+`\s+`) + `\b` + r.rest
 	}
-	return regexp.MustCompile(`^gh` + ghFlags + `\s+(?:` + strings.Join(rules, "|") + `)`)
+	return ghFlags + `\s+(?:` + strings.Join(rules, "|") + `)`
+}
+
+// ghRule matches a refused gh command at a "gh" of the command line
+// (boundaryMatch tries it at every one, which keeps a long line fast).
+var ghRule = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^gh` + ghWords()) })
+
+// computedGH matches a refused gh command whose program the shell
+// computes ("$GH pr merge", "$(which gh) pr merge", a backquote).
+var computedGH = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[;&|(){}\n\x60])\s*((?:(?:\w+=[^\s;&|]*|env|command|exec|eval|nohup|time|sudo)\s+)*` +
+		`(?:\$\{[^}]*\}|\$\([^)]*\)|\$\w+|\x60[^\x60]*\x60)` + ghWords() + `)`)
 })
 
-// apiRules find HTTP clients and JSON payloads aimed at the GitHub API;
-// each needs its literal in the line.
-var apiRules = sync.OnceValue(func() []struct {
+// lineRules find HTTP clients and JSON payloads aimed at the GitHub API,
+// and shell aliases that give gh another name; each needs its literal in
+// the line.
+var lineRules = sync.OnceValue(func() []struct {
 	literal string
 	re      *regexp.Regexp
 } {
@@ -94,6 +105,7 @@ var apiRules = sync.OnceValue(func() []struct {
 		{"api.github.com", regexp.MustCompile(`\b(?:curl|wget|python[23]?|node|ruby|perl|deno)\b.*api\.github\.com`)},
 		{"closed", regexp.MustCompile(`"state"\s*:\s*"closed"`)},
 		{"closed", regexp.MustCompile(`'state'\s*:\s*'closed'`)},
+		{"alias", regexp.MustCompile(`\balias\s+(?:-\S+\s+)*[^\s=]+=(?:\S*/)?gh\b`)},
 	}
 })
 
@@ -135,20 +147,20 @@ func BoundaryCommand(command string) (matched string, ok bool) {
 	if m, ok := boundaryMatch(command); ok {
 		return m, true
 	}
-	if plain := shellUnquote.Replace(command); plain != command {
-		return boundaryMatch(plain)
+	if strings.ContainsAny(command, `'"\`) {
+		return boundaryMatch(shellUnquote.Replace(command))
 	}
 	return "", false
 }
 
 // shellUnquote removes the quote and escape characters the shell drops
-// from a word (the payload rules look for quotes, so the line is first
-// matched as written).
-var shellUnquote = strings.NewReplacer(`'`, "", `"`, "", `\`, "")
+// from a word, and joins lines continued with a backslash (the payload
+// rules look for quotes, so the line is first matched as written).
+var shellUnquote = strings.NewReplacer("\\\n", "", `'`, "", `"`, "", `\`, "")
 
 // boundaryMatch matches command against the rules as written.
 func boundaryMatch(command string) (string, bool) {
-	for _, r := range apiRules() {
+	for _, r := range lineRules() {
 		if !strings.Contains(command, r.literal) {
 			continue
 		}
@@ -158,6 +170,11 @@ func boundaryMatch(command string) (string, bool) {
 	}
 	if m, ok := ghRuleMatch(command); ok {
 		return m, true
+	}
+	if strings.ContainsAny(command, "$`") {
+		if m := computedGH().FindStringSubmatch(command); m != nil {
+			return m[1], true
+		}
 	}
 	return uncheckedGH(command)
 }

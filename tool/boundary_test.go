@@ -61,7 +61,14 @@ func TestBoundaryCommand(t *testing.T) {
 		"printf 'close 1' | xargs gh issue":     "xargs gh issue",
 		"printf 'issue close 1' | xargs -n3 gh": "xargs -n3 gh",
 		"f() { gh \"$@\"; }; f issue close 1":   `gh "$@"`,
-		"if gh myext; then :; fi":               "if gh myext",
+		// A computed program, a shell alias, a continued line.
+		"$GH pr merge 1":             "$GH pr merge",
+		"$(which gh) issue close 1":  "$(which gh) issue close",
+		"x=1; `echo gh` pr merge 1":  "`echo gh` pr merge",
+		`"${G}" api /user`:           "${G} api",
+		"alias g='gh'; g pr merge 1": "alias g=gh",
+		"gh pr \\\nmerge 1":          "gh pr merge",
+		"if gh myext; then :; fi":    "if gh myext",
 	}
 	for cmd, want := range blocked {
 		got, ok := BoundaryCommand(cmd)
@@ -117,13 +124,13 @@ func FuzzBoundaryCommand(f *testing.F) {
 		// The literal prefilters never hide a match of the rules, as
 		// written or unquoted.
 		any := false
-		for _, r := range apiRules() {
+		for _, r := range lineRules() {
 			any = any || r.re.MatchString(s) || r.re.MatchString(plain)
 		}
 		for _, c := range []string{s, plain} {
 			_, gh := ghRuleMatch(c)
 			_, unchecked := uncheckedGH(c)
-			any = any || gh || unchecked
+			any = any || gh || unchecked || computedGH().MatchString(c)
 		}
 		if any != ok {
 			t.Fatalf("rules match %v, BoundaryCommand %v for %q", any, ok, s)
