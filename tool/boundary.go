@@ -271,14 +271,55 @@ func computed(word string) bool {
 	return strings.ContainsAny(word, "$`*?[{")
 }
 
+// mcpBoundaryTools are tools of GitHub MCP servers that perform a
+// boundary action whatever their input: merging, and starting, re-running
+// or cancelling workflows.
+var mcpBoundaryTools = []string{
+	"merge_pull_request", "run_workflow", "rerun_workflow_run", "rerun_failed_jobs", "cancel_workflow_run",
+	"delete_workflow_run_logs",
+}
+
+// mcpReadTool matches the names of MCP tools that only read.
+var mcpReadTool = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:list|get|search|read|view|download)_`)
+})
+
+// mcpApproval finds a pull request review that approves in an MCP tool's
+// input.
+var mcpApproval = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"event"\s*:\s*"APPROVE"`) })
+
+// BoundaryToolCall reports whether a call of the MCP tool name (mcp__SERVER__TOOL)
+// with the JSON input performs a GitHub boundary action: a tool of
+// mcpBoundaryTools on any server, or a tool that does not only read (by
+// its name: list_, get_, search_ …) with an input that approves a review,
+// closes something ("state": "closed") or carries a refused command (a
+// server that runs shell commands). Calls of other tools are not its
+// concern (Bash is checked by BoundaryCommand).
+func BoundaryToolCall(name string, input []byte) (matched string, ok bool) {
+	server, tool, found := strings.Cut(strings.TrimPrefix(name, "mcp__"), "__")
+	if !strings.HasPrefix(name, "mcp__") || !found {
+		return "", false
+	}
+	if slices.Contains(mcpBoundaryTools, tool) {
+		return tool + " (" + server + ")", true
+	}
+	if mcpReadTool().MatchString(tool) {
+		return "", false // its input filters what it reads ("state": "closed")
+	}
+	if m := mcpApproval().Find(input); m != nil {
+		return string(m), true
+	}
+	return BoundaryCommand(string(input))
+}
+
 // BoundaryDenyPatterns are the boundary commands as Bash prefix patterns,
 // for backends that enforce tool patterns themselves (the Claude Code
 // CLI's --disallowedTools): every gh command of the list that is refused
-// whatever follows, under each of its names. The rules on flags further
-// on ("gh pr review … --approve"), on gh's own command list and on
-// computed words, and the HTTP-client and payload rules, have no pattern
-// form.
-func BoundaryDenyPatterns() []string {
+// whatever follows, under each of its names, and the mcpBoundaryTools of
+// each MCP server named. The rules on flags further on ("gh pr review …
+// --approve"), on gh's own command list, on computed words and on MCP
+// inputs, and the HTTP-client and payload rules, have no pattern form.
+func BoundaryDenyPatterns(mcpServers ...string) []string {
 	var out []string
 	for _, r := range ghBoundary {
 		if r.rest != "" {
@@ -296,6 +337,11 @@ func BoundaryDenyPatterns() []string {
 		}
 		for _, p := range prefixes {
 			out = append(out, "Bash("+p+":*)")
+		}
+	}
+	for _, server := range mcpServers {
+		for _, t := range mcpBoundaryTools {
+			out = append(out, "mcp__"+server+"__"+t)
 		}
 	}
 	return out

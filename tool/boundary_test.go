@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -136,4 +137,40 @@ func FuzzBoundaryCommand(f *testing.F) {
 			t.Fatalf("rules match %v, BoundaryCommand %v for %q", any, ok, s)
 		}
 	})
+}
+
+// A GitHub MCP server's tools are held to the boundary too: merging and
+// workflow runs by name, approvals and closing by their input, a shell
+// server by the command it would run. Other MCP calls, read tools (list_,
+// get_, search_ …) whatever their input, and other tools pass.
+func TestPolicyBoundaryMCP(t *testing.T) {
+	p := Policy{Allowed: []string{"*"}, Mode: ModeBypassPermissions, Boundary: "a work step may not"}
+	refused := []struct {
+		tool  string
+		input string
+		want  string
+	}{
+		{"mcp__github__merge_pull_request", `{"owner": "o", "repo": "r", "pullNumber": 3}`, `"merge_pull_request (github)"`},
+		{"mcp__gh__run_workflow", `{"workflow_id": "deploy.yml", "ref": "main"}`, `"run_workflow (gh)"`},
+		{"mcp__github__update_issue", `{"issue_number": 7, "state": "closed"}`, `"\"state\": \"closed\""`},
+		{"mcp__github__create_pull_request_review", `{"pullNumber": 3, "event": "APPROVE"}`, `"\"event\": \"APPROVE\""`},
+		{"mcp__shell__run", `{"command": "gh pr merge 3"}`, `"gh pr merge"`},
+	}
+	for _, tc := range refused {
+		d := p.Decide(fakeTool{tc.tool, KindExecute}, json.RawMessage(tc.input))
+		if d.Allowed || !strings.Contains(d.Reason, tc.want+" is a GitHub boundary action") {
+			t.Errorf("%s %s: %+v", tc.tool, tc.input, d)
+		}
+	}
+	for _, c := range []struct{ tool, input string }{
+		{"mcp__github__update_issue", `{"issue_number": 7, "labels": ["done"]}`},
+		{"mcp__github__create_pull_request_review", `{"pullNumber": 3, "event": "COMMENT", "body": "ok"}`},
+		{"mcp__github__list_issues", `{"state": "closed"}`},
+		{"mcp__github__search_code", `{"query": "gh pr merge"}`},
+		{"Write", `{"file_path": "notes.md", "content": "then gh pr merge 3"}`},
+	} {
+		if d := p.Decide(fakeTool{c.tool, KindEdit}, json.RawMessage(c.input)); !d.Allowed {
+			t.Errorf("%s %s refused: %s", c.tool, c.input, d.Reason)
+		}
+	}
 }
