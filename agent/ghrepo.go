@@ -164,7 +164,8 @@ func gitOutput(ctx context.Context, dir string, args ...string) ([]byte, error) 
 }
 
 // githubRepoOfURL returns the repository a git remote URL points to on a
-// GitHub host ("OWNER/NAME" on github.com, "HOST/OWNER/NAME" elsewhere),
+// GitHub host ("OWNER/NAME" on github.com, "HOST/OWNER/NAME" elsewhere or
+// when GH_HOST names another host),
 // or "" for any other URL. It reads https://, ssh://, git:// URLs and
 // scp-like ones (git@github.com:OWNER/NAME.git).
 func githubRepoOfURL(raw, ghHost string) string {
@@ -193,7 +194,8 @@ func githubRepoOfURL(raw, ghHost string) string {
 		return ""
 	}
 	repo := parts[0] + "/" + strings.TrimSuffix(parts[1], ".git")
-	if host != "github.com" {
+	if host != "github.com" || ghHost != "" && ghHost != "github.com" {
+		// gh reads OWNER/NAME as a repository of $GH_HOST when it is set.
 		repo = host + "/" + repo
 	}
 	if !repoName().MatchString(repo) {

@@ -130,6 +130,7 @@ func TestRemoteRepoChoosesAsGHDoes(t *testing.T) {
 		{[]string{"a", "https://gitlab.com/x/y", "b", "https://www.github.com/b/r/"}, "", "b/r (from git remote b)"},
 		{[]string{"origin", "https://ghe.example.com/o/r.git"}, "ghe.example.com", "ghe.example.com/o/r (from git remote origin)"},
 		{[]string{"origin", "https://ghe.example.com/o/r.git"}, "", "<nil>"},
+		{[]string{"origin", "https://github.com/o/r.git"}, "ghe.example.com", "github.com/o/r (from git remote origin)"},
 		{[]string{"origin", "/srv/git/r.git"}, "", "<nil>"},
 	}
 	for _, tc := range cases {
