@@ -99,9 +99,11 @@ type Agent struct {
 	result       *Result
 	// github is what runner.integrations.github did after completion.
 	github *GitHubOutcome
-	// ghRepo is the repository capstan's own gh calls name (nil when it
-	// makes none).
+	// ghRepo is the repository capstan's own gh calls name and ghPath the
+	// gh they run, both fixed before the model runs (nil and "" when
+	// capstan makes none).
 	ghRepo *GitHubRepo
+	ghPath string
 	// subprocessSandbox runs subprocess steps' commands when
 	// runner.boundaries.sandbox is enabled (built at the first one).
 	subprocessSandbox *sandbox.CommandRunner

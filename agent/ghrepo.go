@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -50,6 +51,9 @@ func (a *Agent) pinGitHubRepo(ctx context.Context) error {
 	if !needs {
 		return nil
 	}
+	if err := a.findGH(); err != nil {
+		return err
+	}
 	var err error
 	if r := a.opts.Resume; r != nil && r.GitHubRepo != nil {
 		a.ghRepo = r.GitHubRepo
@@ -60,7 +64,45 @@ func (a *Agent) pinGitHubRepo(ctx context.Context) error {
 		if h.Repo == "" {
 			h.Repo = a.ghRepo.Repo
 		}
+		h.GH = a.ghPath
 	}
+	return nil
+}
+
+// findGH looks gh up on PATH before the model runs. capstan runs it
+// outside the sandbox, with its credentials and network, so a gh the model
+// could have written — inside the work dir, where a PATH entry may point —
+// is refused.
+func (a *Agent) findGH() error {
+	p, err := exec.LookPath("gh")
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
+			"capstan calls gh for this agent (runner.integrations.github or an externalState completion), but gh is not on PATH")
+		e.Hint = "install the GitHub CLI (https://cli.github.com) and run `gh auth login`"
+		return e
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "locate gh")
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		real = p
+	}
+	wd, err := filepath.EvalSymlinks(a.workDir)
+	if err != nil {
+		wd = a.workDir
+	}
+	for _, candidate := range []string{p, real} {
+		for _, dir := range []string{a.workDir, wd} {
+			if rel, err := filepath.Rel(dir, candidate); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
+					"gh on PATH is %s, inside the work dir: the model could replace the program capstan runs with its credentials", candidate)
+				e.Hint = "remove the work dir's directories from PATH, or put the GitHub CLI's directory before them"
+				return e
+			}
+		}
+	}
+	a.ghPath = p
 	return nil
 }
 

@@ -150,3 +150,34 @@ func TestRemoteRepoChoosesAsGHDoes(t *testing.T) {
 		t.Fatalf("gh-resolved: %+v", r)
 	}
 }
+
+// capstan runs gh with its own credentials and network, outside the
+// sandbox: the gh it runs is looked up before the model runs, and one in
+// the work dir (which the model can write) is refused, as is no gh at all.
+func TestGitHubGHIsFoundBeforeTheModel(t *testing.T) {
+	log := recordingGH(t)
+	dir := githubAgent(t, `{"enabled": true, "defaultClosureAction": "close"}`, `{summary: "TASK_COMPLETE"}`)
+	store := journal.Store{Dir: t.TempDir()}
+	wd := t.TempDir()
+	planted := filepath.Join(wd, "tools", "gh")
+	if err := os.MkdirAll(filepath.Dir(planted), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planted, []byte("#!/bin/sh\necho planted >> \"$GH_LOG\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := os.Getenv("PATH")
+	t.Setenv("PATH", filepath.Dir(planted)+string(os.PathListSeparator)+path)
+	_, err := Build(context.Background(), load(t, dir), BuildOptions{WorkDir: wd, Store: store, Params: map[string]string{"issue": "7"}})
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeDependencyResolution || !strings.Contains(e.Message, "inside the work dir") {
+		t.Fatalf("gh in the work dir: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	_, err = Build(context.Background(), load(t, dir), BuildOptions{WorkDir: wd, Store: store, Params: map[string]string{"issue": "7"}})
+	if e := agenterr.From(err); e == nil || !strings.Contains(e.Message, "gh is not on PATH") || !strings.Contains(e.Hint, "install the GitHub CLI") {
+		t.Fatalf("no gh: %v", err)
+	}
+	if calls := ghCalls(t, log); len(calls) != 0 {
+		t.Fatalf("gh called: %q", calls)
+	}
+}

@@ -223,7 +223,7 @@ func (a *Agent) noteGitHub(out *GitHubOutcome) *GitHubOutcome {
 func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ghTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "gh", args...)
+	cmd := exec.CommandContext(ctx, a.ghPath, args...)
 	cmd.Dir = a.workDir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

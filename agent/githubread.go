@@ -80,7 +80,7 @@ func githubReadArgs(in githubReadInput) ([]string, error) {
 // process, with its credentials; outside the sandbox, which has no
 // network) for reading issues and pull requests of the run's pinned
 // repository only. Nothing it can be asked changes GitHub.
-func githubReadTool(workDir string, repo *GitHubRepo) tool.Tool {
+func githubReadTool(workDir, ghPath string, repo *GitHubRepo) tool.Tool {
 	return tool.Func(GitHubReadTool, "Read GitHub issues and pull requests of this repository (read only): "+
 		"issue_view, issue_list, pr_view, pr_list, pr_diff, pr_checks. Changing issues is not possible; "+
 		"the run's closure does that after the run completes.",
@@ -92,7 +92,7 @@ func githubReadTool(workDir string, repo *GitHubRepo) tool.Tool {
 			args = repo.withRepo(args...)
 			ctx, cancel := context.WithTimeout(ctx, ghTimeout)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, "gh", args...)
+			cmd := exec.CommandContext(ctx, ghPath, args...)
 			cmd.Dir = workDir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
