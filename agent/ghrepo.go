@@ -37,28 +37,31 @@ var repoName = lazyre.New(`^(?:[A-Za-z0-9][A-Za-z0-9.-]*(?::[0-9]+)?/)?[A-Za-z0-
 // RepositoryParam is the parameter that names the run's GitHub repository.
 const RepositoryParam = "repository"
 
-// pinGitHubRepo gives the run its GitHub repository when something capstan
-// runs calls gh: the integration (closure, github_read) or an externalState
-// completion without its own repo option, which then gets it. A resumed run
-// keeps the journaled one. It fails when the repository is needed and
-// cannot be determined.
+// pinGitHubRepo fixes, before the model runs, the gh capstan runs (when
+// the integration or an externalState completion calls it) and the
+// repository those calls name (when the integration is on or an
+// externalState completion has no repo option of its own, which then gets
+// it). A resumed run keeps the journaled repository. It fails when gh or
+// a needed repository cannot be determined.
 func (a *Agent) pinGitHubRepo(ctx context.Context) error {
 	states := externalStates(a.rt.completion)
-	needs := a.spec.Runner.Integrations.GitHub.On()
+	needsRepo := a.spec.Runner.Integrations.GitHub.On()
 	for _, h := range states {
-		needs = needs || h.Repo == ""
+		needsRepo = needsRepo || h.Repo == ""
 	}
-	if !needs {
+	if !needsRepo && len(states) == 0 {
 		return nil
 	}
 	if err := a.findGH(); err != nil {
 		return err
 	}
-	var err error
-	if r := a.opts.Resume; r != nil && r.GitHubRepo != nil {
-		a.ghRepo = r.GitHubRepo
-	} else if a.ghRepo, err = a.resolveGitHubRepo(ctx, a.opts.Resume == nil); err != nil {
-		return err
+	if needsRepo {
+		var err error
+		if r := a.opts.Resume; r != nil && r.GitHubRepo != nil {
+			a.ghRepo = r.GitHubRepo
+		} else if a.ghRepo, err = a.resolveGitHubRepo(ctx, a.opts.Resume == nil); err != nil {
+			return err
+		}
 	}
 	for _, h := range states {
 		if h.Repo == "" {

@@ -172,6 +172,15 @@ func TestGitHubGHIsFoundBeforeTheModel(t *testing.T) {
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeDependencyResolution || !strings.Contains(e.Message, "inside the work dir") {
 		t.Fatalf("gh in the work dir: %v", err)
 	}
+	// The same for an externalState completion with its own repo.
+	cfg, err := Load(verdictAgent(t, `{"type": "externalState", "options": {"number": 7, "repo": "o/r"}}`, "", liarScript), goValues(&countingValidator{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir, cfg.Store = wd, store
+	if _, err := New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "inside the work dir") {
+		t.Fatalf("externalState, gh in the work dir: %v", err)
+	}
 	t.Setenv("PATH", t.TempDir())
 	_, err = Build(context.Background(), load(t, dir), BuildOptions{WorkDir: wd, Store: store, Params: map[string]string{"issue": "7"}})
 	if e := agenterr.From(err); e == nil || !strings.Contains(e.Message, "gh is not on PATH") || !strings.Contains(e.Hint, "install the GitHub CLI") {
