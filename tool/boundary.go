@@ -10,7 +10,8 @@ import (
 // ghBoundary is the one list of gh commands a run may not run: each is
 // gh's command words ("issue", "close"; a word may list alternatives,
 // "ext|extension|extensions") and, when only some uses are refused, a
-// regular expression the rest of the command line must match. They close,
+// regular expression the rest of the command must match (it stops at the
+// next ;, &, | or newline). They close,
 // delete, transfer, reopen or approve issues and pull requests, publish or
 // change releases, start, cancel or re-run workflows, change the
 // repository's settings, secrets or access, change gh itself (its login,
@@ -26,14 +27,14 @@ var ghBoundary = []struct {
 	{words: []string{"issue", "delete"}},
 	{words: []string{"issue", "transfer"}},
 	{words: []string{"issue", "reopen"}},
-	{words: []string{"issue", "edit"}, rest: `.*--state[\s=]+closed`},
+	{words: []string{"issue", "edit"}, rest: `[^;&|\n]*--state[\s=]+closed`},
 	{words: []string{"pr", "close"}},
 	{words: []string{"pr", "merge"}},
 	{words: []string{"pr", "ready"}},
 	{words: []string{"pr", "reopen"}},
 	// An approval can satisfy the review a merge waits for; a comment or a
 	// request for changes cannot.
-	{words: []string{"pr", "review"}, rest: `.*(?:\s--approve\b|\s-[A-Za-z]*a)`},
+	{words: []string{"pr", "review"}, rest: `[^;&|\n]*(?:\s--approve\b|\s-[A-Za-z]*a)`},
 	{words: []string{"release", "create|edit|delete|delete-asset|upload"}},
 	{words: []string{"workflow", "run|enable|disable"}},
 	{words: []string{"run", "rerun|cancel|delete"}},
@@ -43,7 +44,7 @@ var ghBoundary = []struct {
 	{words: []string{"variable", "set|delete"}},
 	{words: []string{"label", "delete"}},
 	{words: []string{"auth", "login|logout|refresh|switch|token|setup-git"}},
-	{words: []string{"auth", "status"}, rest: `.*(?:\s--show-token\b|\s-[A-Za-z]*t)`},
+	{words: []string{"auth", "status"}, rest: `[^;&|\n]*(?:\s--show-token\b|\s-[A-Za-z]*t)`},
 	{words: []string{"config", "set"}},
 	{words: []string{"ssh-key|gpg-key", "add|delete"}},
 	{words: []string{"extension|extensions|ext", "install|upgrade|exec"}},
@@ -229,7 +230,7 @@ func uncheckedGH(command string) (string, bool) {
 		first, second := group(args, m, 1), group(args, m, 2)
 		end := -1
 		switch {
-		case first != "" && (!slices.Contains(ghCommands, first) || computed(first)):
+		case first != "" && !slices.Contains(ghCommands, first): // an extension, an alias or computed
 			end = at + m[3]
 		case computed(second):
 			end = at + m[5]
@@ -255,8 +256,8 @@ func line(s, ends string) string {
 // nameChars are the characters that continue a program name.
 const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
 
-// group is submatch i of a FindAllStringSubmatchIndex match ("" when it
-// did not take part).
+// group is submatch i of a FindStringSubmatchIndex match m of s ("" when
+// it did not take part).
 func group(s string, m []int, i int) string {
 	if m[2*i] < 0 {
 		return ""

@@ -79,7 +79,7 @@ func TestBoundaryCommand(t *testing.T) {
 	}
 	for _, cmd := range []string{"gh issue view 12", "gh pr create --fill", "gh issue list --label bug", "git push origin HEAD",
 		"curl https://example.com", "echo closing the issue later", "gh pr view 3 --json state", "gh alias list",
-		"gh pr review 3 --comment -b looks-good", "gh pr review 3 -r -b fix-this", "gh run view 99 --log", "gh workflow list",
+		"gh pr review 3 --comment -b looks-good", "gh pr review 3 -c -b ok && ls -la", "gh pr review 3 -r -b fix-this", "gh run view 99 --log", "gh workflow list",
 		"gh auth status", "gh repo view", "gh release view v1", "gh extension list", "gh --version", "gh", "which gh",
 		"command -v gh >/dev/null && gh issue view $N", `gh pr view "$(git branch --show-current)"`, "ghc --version",
 		"git commit -m 'use gh to read issues'", "ls | xargs grep gh", "gh-md-toc README.md"} {
