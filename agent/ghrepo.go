@@ -12,6 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
@@ -33,9 +34,6 @@ type GitHubRepo struct {
 // repoName is what a repository must look like before it reaches gh's
 // command line (a value such as "--repo=x" must not become a flag).
 var repoName = lazyre.New(`^(?:[A-Za-z0-9][A-Za-z0-9.-]*(?::[0-9]+)?/)?[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$`)
-
-// RepositoryParam is the parameter that names the run's GitHub repository.
-const RepositoryParam = "repository"
 
 // pinGitHubRepo fixes, before the model runs, the gh capstan runs (when
 // the integration or an externalState completion calls it) and the
@@ -119,11 +117,11 @@ func (a *Agent) resolveGitHubRepo(ctx context.Context, remotes bool) (*GitHubRep
 		e.Hint = "give the repository as OWNER/NAME, for example octo-org/octo-repo"
 		return e
 	}
-	if v := strings.TrimSpace(a.vars[RepositoryParam]); v != "" {
+	if v := strings.TrimSpace(a.vars[config.RepositoryParam]); v != "" {
 		if !repoName().MatchString(v) {
-			return nil, bad(v, "parameter "+RepositoryParam)
+			return nil, bad(v, "parameter "+config.RepositoryParam)
 		}
-		return &GitHubRepo{Repo: v, Source: "parameter " + RepositoryParam}, nil
+		return &GitHubRepo{Repo: v, Source: "parameter " + config.RepositoryParam}, nil
 	}
 	if v := strings.TrimSpace(a.opts.Getenv("GH_REPO")); v != "" {
 		if !repoName().MatchString(v) {
@@ -137,7 +135,7 @@ func (a *Agent) resolveGitHubRepo(ctx context.Context, remotes bool) (*GitHubRep
 		}
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
 			"capstan calls gh for this agent (runner.integrations.github or an externalState completion), but the work dir %s has no GitHub remote to name the repository", a.workDir)
-		e.Hint = "give the run a " + RepositoryParam + " parameter (OWNER/NAME), set GH_REPO to OWNER/NAME in capstan's environment, or add the GitHub remote to the work dir"
+		e.Hint = "give the run a " + config.RepositoryParam + " parameter (OWNER/NAME), set GH_REPO to OWNER/NAME in capstan's environment, or add the GitHub remote to the work dir"
 		return nil, e
 	}
 	e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
