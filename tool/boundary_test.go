@@ -104,7 +104,7 @@ func TestPolicyBoundary(t *testing.T) {
 	if d := p.Decide(tBash, bash("gh issue close 5")); !d.Allowed {
 		t.Fatalf("without Boundary: %s", d.Reason)
 	}
-	for _, pat := range BoundaryDenyPatterns() {
+	for _, pat := range BoundaryDenyPatterns("github") {
 		if err := ValidatePattern(pat); err != nil {
 			t.Errorf("%s: %v", pat, err)
 		}
