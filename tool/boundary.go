@@ -113,11 +113,12 @@ var lineRules = sync.OnceValue(func() []struct {
 // ghPrefix is what may stand between the start of a simple command (the
 // line's start or ;, &, |, (, ), {, }, a newline or a backquote) and a gh
 // the shell runs: VAR=value assignments, wrappers such as env, xargs or
-// bash -c, shell keywords, and gh's directory. Group 1 is the wrappers.
+// bash -c, shell keywords, and gh's directory; or a command that find
+// runs (-exec). Group 1 is the wrappers.
 var ghPrefix = sync.OnceValue(func() *regexp.Regexp {
-	wrapper := `(?:\w+=\S*|sudo|env|command|builtin|exec|eval|nohup|time|xargs|nice|ionice|timeout|stdbuf|setsid|` +
+	wrapper := `(?:\w+=\S*|sudo|env|command|builtin|exec|eval|nohup|time|xargs|parallel|watch|nice|ionice|timeout|stdbuf|setsid|` +
 		`if|then|else|elif|while|until|do|!|(?:ba|z|k|da)?sh|-\S+|\d\S*)`
-	return regexp.MustCompile(`^\s*((?:` + wrapper + `\s+)*)(?:\S*/)?$`)
+	return regexp.MustCompile(`^\s*((?:` + wrapper + `\s+)*)(?:\S*/)?$|\s-(?:exec|execdir|ok|okdir)\s+(?:\S*/)?$`)
 })
 
 // ghArgs reads the command words of a gh invocation: group 1 is the first,
@@ -140,7 +141,8 @@ const simpleCommandStart = ";&|(){}\n`"
 // shell runs gh, it also refuses what cannot be checked: a first word that
 // is not one of gh's own commands (an extension or an alias), a command
 // word the shell computes ("gh $(echo pr) merge", "gh pr \"$x\"", a glob
-// or brace), and gh run by xargs (which appends words it reads). Like any
+// or brace), and gh run by xargs or parallel (which append words they
+// read). Like any
 // list of forbidden commands it can be evaded by a program that builds the
 // command at run time (a script file, a renamed copy of gh); the sandbox's
 // network isolation is the boundary that holds against that.
@@ -205,7 +207,7 @@ func isWordByte(b byte) bool {
 
 // uncheckedGH finds a gh invocation whose command cannot be checked: a
 // first word that is not one of gh's commands, a computed command word,
-// or gh run by xargs.
+// or gh run by xargs or parallel.
 func uncheckedGH(command string) (string, bool) {
 	start := 0 // where the simple command of the current gh starts
 	for i := 0; ; {
@@ -234,7 +236,7 @@ func uncheckedGH(command string) (string, bool) {
 			end = at + m[3]
 		case computed(second):
 			end = at + m[5]
-		case slices.Contains(strings.Fields(prefix[1]), "xargs"):
+		case slices.ContainsFunc(strings.Fields(prefix[1]), func(w string) bool { return w == "xargs" || w == "parallel" }):
 			end = at + m[1]
 		}
 		if end >= 0 {

@@ -63,13 +63,15 @@ func TestBoundaryCommand(t *testing.T) {
 		"printf 'issue close 1' | xargs -n3 gh": "xargs -n3 gh",
 		"f() { gh \"$@\"; }; f issue close 1":   `gh "$@"`,
 		// A computed program, a shell alias, a continued line.
-		"$GH pr merge 1":             "$GH pr merge",
-		"$(which gh) issue close 1":  "$(which gh) issue close",
-		"x=1; `echo gh` pr merge 1":  "`echo gh` pr merge",
-		`"${G}" api /user`:           "${G} api",
-		"alias g='gh'; g pr merge 1": "alias g=gh",
-		"gh pr \\\nmerge 1":          "gh pr merge",
-		"if gh myext; then :; fi":    "if gh myext",
+		"$GH pr merge 1":                     "$GH pr merge",
+		"$(which gh) issue close 1":          "$(which gh) issue close",
+		"x=1; `echo gh` pr merge 1":          "`echo gh` pr merge",
+		`"${G}" api /user`:                   "${G} api",
+		"alias g='gh'; g pr merge 1":         "alias g=gh",
+		"gh pr \\\nmerge 1":                  "gh pr merge",
+		"find . -name x -exec gh myext {} +": "find . -name x -exec gh myext",
+		"ls | parallel gh issue":             "parallel gh issue",
+		"if gh myext; then :; fi":            "if gh myext",
 	}
 	for cmd, want := range blocked {
 		got, ok := BoundaryCommand(cmd)
