@@ -99,6 +99,11 @@ type Agent struct {
 	result       *Result
 	// github is what runner.integrations.github did after completion.
 	github *GitHubOutcome
+	// ghRepo is the repository capstan's own gh calls name and ghPath the
+	// gh they run, both fixed before the model runs (nil and "" when
+	// capstan makes none).
+	ghRepo *GitHubRepo
+	ghPath string
 	// sandbox confines the Bash tool, subprocess steps and command
 	// validators when runner.boundaries.sandbox is enabled; nil when not.
 	sandbox *sandbox.CommandRunner
@@ -246,6 +251,11 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
 		return fail(err)
 	}
+	// The repository capstan's gh calls name is fixed before the model
+	// can touch the work dir's remotes.
+	if err := a.pinGitHubRepo(ctx); err != nil {
+		return fail(err)
+	}
 	a.built++ // completionHandler
 	// 4. SDK bridge and its tools
 	if a.bridge, err = a.buildBridge(ctx); err != nil {
@@ -332,7 +342,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	a.rc = &loop.RuntimeContext{}
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
-		Definition: a.snapshotRecord,
+		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo,
 		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
 			RunTimeout: a.opts.RunTimeout, MaxTokens: a.opts.MaxTokens, MaxCostUSD: a.opts.MaxCostUSD,

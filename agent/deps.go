@@ -56,7 +56,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		return nil, err
 	}
 	if a.spec.Runner.Integrations.GitHub.On() {
-		tools = append(tools, builtin.RedactTools([]tool.Tool{githubReadTool(a.workDir)})...)
+		tools = append(tools, builtin.RedactTools([]tool.Tool{githubReadTool(a.workDir, a.ghPath, a.ghRepo)})...)
 	}
 	for _, t := range a.opts.Tools {
 		name := t.Spec().Name

@@ -22,13 +22,10 @@ import (
 // made to apply runner.integrations.github after the run completed.
 const GitHubCall = journal.GitHubCall
 
-// issueNumber and repoName are what the issue and repository parameters
-// must look like before they reach gh's command line (a value such as
-// "--repo=x" must not become a flag).
-var (
-	issueNumber = lazyre.New(`^[1-9][0-9]{0,9}$`)
-	repoName    = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$`)
-)
+// issueNumber is what the issue parameter must look like before it
+// reaches gh's command line (a value such as "--repo=x" must not become a
+// flag).
+var issueNumber = lazyre.New(`^[1-9][0-9]{0,9}$`)
 
 // ghTimeout bounds one gh call.
 const ghTimeout = 30 * time.Second
@@ -186,17 +183,7 @@ func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHu
 			out.RemoveLabels = union(out.RemoveLabels, so.Issue.Labels.Remove)
 		}
 	}
-	repo := strings.TrimSpace(a.vars["repository"])
-	if repo != "" && !repoName().MatchString(repo) {
-		out.Skipped = fmt.Sprintf("repository %q is not OWNER/NAME", repo)
-		return a.noteGitHub(out)
-	}
-	withRepo := func(args ...string) []string {
-		if repo != "" {
-			args = append(args, "--repo", repo)
-		}
-		return args
-	}
+	withRepo := a.ghRepo.withRepo
 	out.OK = true
 	if len(out.AddLabels) > 0 || len(out.RemoveLabels) > 0 {
 		args := []string{"issue", "edit", out.Issue}
@@ -230,12 +217,13 @@ func (a *Agent) noteGitHub(out *GitHubOutcome) *GitHubOutcome {
 	return out
 }
 
-// gh runs one gh call in the work dir, journals it and records it in out;
+// gh runs one gh call in the work dir (its arguments name the pinned
+// repository, so the work dir's remotes do not matter), journals it and records it in out;
 // a failure becomes a warning of the result.
 func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ghTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "gh", args...)
+	cmd := exec.CommandContext(ctx, a.ghPath, args...)
 	cmd.Dir = a.workDir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

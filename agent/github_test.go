@@ -15,7 +15,8 @@ import (
 // by "|") as one line to the file it returns; "issue view" answers with the
 // issue CLOSED, and the subcommand named by $GH_FAIL ("issue edit") fails
 // like an unauthorized gh. It is a real process boundary: capstan runs it
-// as it would run the GitHub CLI.
+// as it would run the GitHub CLI. GH_REPO names the repository octo/repo
+// (the work dirs of these tests have no remote).
 func recordingGH(t *testing.T) (log string) {
 	t.Helper()
 	bin := t.TempDir()
@@ -33,6 +34,7 @@ exit 0
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("GH_LOG", log)
+	t.Setenv("GH_REPO", "octo/repo")
 	return log
 }
 
@@ -121,19 +123,19 @@ func TestGitHubClosureAfterVerifiedCompletion(t *testing.T) {
 		{"label-only applies config and output labels, issue stays open",
 			`{"enabled": true, "labels": {"inProgress": "in-progress", "completion": {"add": ["done"], "remove": ["in-progress"]}}, "defaultClosureAction": "label-only"}`,
 			`{summary: "TASK_COMPLETE", issue: {labels: {add: [reviewed, done]}}}`,
-			[]string{"issue|edit|7|--add-label|done,reviewed|--remove-label|in-progress|"}, "label-only", "config"},
+			[]string{"issue|edit|7|--add-label|done,reviewed|--remove-label|in-progress|--repo|octo/repo|"}, "label-only", "config"},
 		{"label-and-close labels then closes",
 			`{"enabled": true, "labels": {"completion": {"add": ["done"]}}, "defaultClosureAction": "label-and-close"}`,
 			`{summary: "TASK_COMPLETE"}`,
-			[]string{"issue|edit|7|--add-label|done|", "issue|close|7|"}, "label-and-close", "config"},
+			[]string{"issue|edit|7|--add-label|done|--repo|octo/repo|", "issue|close|7|--repo|octo/repo|"}, "label-and-close", "config"},
 		{"close ignores labels",
 			`{"enabled": true, "labels": {"completion": {"add": ["done"]}}, "defaultClosureAction": "close"}`,
 			`{summary: "TASK_COMPLETE", issue: {labels: {add: [x]}}}`,
-			[]string{"issue|close|7|"}, "close", "config"},
+			[]string{"issue|close|7|--repo|octo/repo|"}, "close", "config"},
 		{"the closure step's closure_action wins over the config",
 			`{"enabled": true, "labels": {"completion": {"remove": ["in-progress"]}}, "defaultClosureAction": "close"}`,
 			`{summary: "TASK_COMPLETE", closure_action: label-only}`,
-			[]string{"issue|edit|7|--remove-label|in-progress|"}, "label-only", "output"},
+			[]string{"issue|edit|7|--remove-label|in-progress|--repo|octo/repo|"}, "label-only", "output"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,7 +237,7 @@ func TestGitHubFailureIsReported(t *testing.T) {
 		t.Fatalf("gh calls: %q (the close must not follow a failed label change)", calls)
 	}
 	joined := strings.Join(res.Warnings, "\n")
-	if !strings.Contains(joined, "gh issue edit 7 --add-label done failed") || !strings.Contains(joined, "was not closed") {
+	if !strings.Contains(joined, "gh issue edit 7 --add-label done --repo octo/repo failed") || !strings.Contains(joined, "was not closed") {
 		t.Fatalf("warnings: %q", res.Warnings)
 	}
 }
@@ -295,7 +297,7 @@ func TestGitHubDefaultCloseWhenCompletionFollowsIssue(t *testing.T) {
 	if !res.Success || res.GitHub == nil || res.GitHub.Action != "close" || res.GitHub.ActionSource != "default" {
 		t.Fatalf("success=%v github=%+v err=%+v", res.Success, res.GitHub, res.Error)
 	}
-	if calls := ghCalls(t, log); strings.Join(calls, "\n") != "issue|view|7|--json|state|\nissue|close|7|" {
+	if calls := ghCalls(t, log); strings.Join(calls, "\n") != "issue|view|7|--json|state|--repo|octo/repo|\nissue|close|7|--repo|octo/repo|" {
 		t.Fatalf("gh calls: %q", calls)
 	}
 }
@@ -361,8 +363,8 @@ func TestGitHubReadTool(t *testing.T) {
 	if !res.Success {
 		t.Fatalf("run: %+v", res.Error)
 	}
-	want := "issue|view|7|--json|number,title,body,labels,state,assignees,milestone,comments|\n" +
-		"issue|list|--json|number,title,labels,state|--state=all|--label=bug|--limit=5|"
+	want := "issue|view|7|--json|number,title,body,labels,state,assignees,milestone,comments|--repo|octo/repo|\n" +
+		"issue|list|--json|number,title,labels,state|--state=all|--label=bug|--limit=5|--repo|octo/repo|"
 	if got := strings.Join(ghCalls(t, log), "\n"); got != want {
 		t.Fatalf("gh calls:\n%s\nwant:\n%s", got, want)
 	}
@@ -401,7 +403,7 @@ func TestGitHubCallsAreShown(t *testing.T) {
 			titles = append(titles, e.Title)
 		}
 	}
-	if strings.Join(titles, "; ") != "gh issue edit 7 --add-label done (after completion); gh issue close 7 (after completion)" {
+	if strings.Join(titles, "; ") != "gh issue edit 7 --add-label done --repo octo/repo (after completion); gh issue close 7 --repo octo/repo (after completion)" {
 		t.Fatalf("entries: %q", titles)
 	}
 }
@@ -427,7 +429,7 @@ func TestGitHubWorkStepOutputIgnored(t *testing.T) {
 	if !res.Success || res.GitHub == nil || res.GitHub.Action != "label-only" || res.GitHub.ActionSource != "config" {
 		t.Fatalf("success=%v github=%+v err=%+v reason=%s", res.Success, res.GitHub, res.Error, res.Reason)
 	}
-	if calls := strings.Join(ghCalls(t, log), "\n"); calls != "issue|edit|7|--add-label|done|" {
+	if calls := strings.Join(ghCalls(t, log), "\n"); calls != "issue|edit|7|--add-label|done|--repo|octo/repo|" {
 		t.Fatalf("gh calls: %q", calls)
 	}
 }

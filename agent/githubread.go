@@ -78,9 +78,9 @@ func githubReadArgs(in githubReadInput) ([]string, error) {
 
 // githubReadTool is the read-only GitHub tool: it runs gh (capstan's own
 // process, with its credentials; outside the sandbox, which has no
-// network) for reading issues and pull requests only. Nothing it can be
-// asked changes GitHub.
-func githubReadTool(workDir string) tool.Tool {
+// network) for reading issues and pull requests of the run's pinned
+// repository only. Nothing it can be asked changes GitHub.
+func githubReadTool(workDir, ghPath string, repo *GitHubRepo) tool.Tool {
 	return tool.Func(GitHubReadTool, "Read GitHub issues and pull requests of this repository (read only): "+
 		"issue_view, issue_list, pr_view, pr_list, pr_diff, pr_checks. Changing issues is not possible; "+
 		"the run's closure does that after the run completes.",
@@ -89,9 +89,10 @@ func githubReadTool(workDir string) tool.Tool {
 			if err != nil {
 				return "", err
 			}
+			args = repo.withRepo(args...)
 			ctx, cancel := context.WithTimeout(ctx, ghTimeout)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, "gh", args...)
+			cmd := exec.CommandContext(ctx, ghPath, args...)
 			cmd.Dir = workDir
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

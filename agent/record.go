@@ -48,6 +48,9 @@ type RunRecord struct {
 	// iteration (tests.baseline), by validator: what no-lost-tests
 	// compares with, kept for resume.
 	TestBaselines map[string]*testrun.Baseline `json:"testBaselines,omitempty"`
+	// GitHubRepo is the repository the run's first run.start pinned for
+	// capstan's own gh calls; resume keeps it.
+	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
@@ -122,6 +125,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			if rec.Start == nil {
 				rec.Start = &s
+			}
+			if rec.GitHubRepo == nil {
+				rec.GitHubRepo = s.GitHubRepo
 			}
 			if s.Definition != nil {
 				rec.Definitions = append(rec.Definitions, s.Definition)

@@ -136,6 +136,9 @@ type RunStartEvent struct {
 	// overall), the file of the run record that holds it and, for a resumed
 	// run, how it relates to the recorded one.
 	Definition *definition.Record `json:"definition,omitempty"`
+	// GitHubRepo is the repository capstan's own gh calls name, resolved
+	// before the model ran (absent when capstan makes none).
+	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
 	// Options are the run's options that do not come from the agent
 	// definition; resume reuses them. Absent in runs recorded before
 	// capstan recorded them.

@@ -67,6 +67,7 @@ func fakeGH(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("GH_REPO", "octo/repo")
 }
 
 // doneHandler is a per-agent custom completion handler: complete when the

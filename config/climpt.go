@@ -299,8 +299,8 @@ func verdictCompletion(v Verdict, params map[string]Parameter, ptr, vptr string,
 		if _, ok := params[param]; ok {
 			opts["number"], _ = json.Marshal("${" + param + "}")
 		}
-		if _, ok := params["repository"]; ok {
-			opts["repo"], _ = json.Marshal("${repository}")
+		if _, ok := params[RepositoryParam]; ok {
+			opts["repo"], _ = json.Marshal("${" + RepositoryParam + "}")
 		}
 		var state string
 		if json.Unmarshal(cfg.TargetState, &state) == nil && state != "" {

@@ -9,6 +9,10 @@ import (
 // runner.integrations.github acts on it.
 const IssueParam = "issue"
 
+// RepositoryParam is the parameter that names the GitHub repository
+// (OWNER/NAME) of the gh calls capstan makes for a run.
+const RepositoryParam = "repository"
+
 // FollowsIssue reports whether the agent's completion waits on a GitHub
 // issue's state (an externalState completion on an issue, alone or inside
 // a composite): for such agents closing the issue is the natural end, so

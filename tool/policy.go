@@ -56,8 +56,9 @@ type Policy struct {
 	// absolute path argument inside it is matched by its relative form.
 	// Without it an absolute path never matches a path rule.
 	WorkDir string
-	// Boundary, when set, refuses Bash commands that perform GitHub
-	// boundary actions (see BoundaryCommand) whatever else allows them;
+	// Boundary, when set, refuses Bash commands and MCP tool calls that
+	// perform GitHub boundary actions (see BoundaryCommand and
+	// BoundaryToolCall) whatever else allows them;
 	// its text ends the refusal and says why the step may not.
 	Boundary string
 }
@@ -164,9 +165,13 @@ func (p Policy) Decide(t Tool, input json.RawMessage) Decision {
 			return Decision{Reason: fmt.Sprintf("%s%s is denied by disallowedTools pattern %q", name, describeArg(arg), pat)}
 		}
 	}
-	if p.Boundary != "" && name == "Bash" && arg != nil {
-		if m, ok := BoundaryCommand(*arg); ok {
-			return Decision{Reason: fmt.Sprintf("%q is a GitHub boundary action (closing, merging, releasing or calling the GitHub API): %s", m, p.Boundary)}
+	if p.Boundary != "" {
+		m, ok := BoundaryToolCall(name, input)
+		if name == "Bash" && arg != nil {
+			m, ok = BoundaryCommand(*arg)
+		}
+		if ok {
+			return Decision{Reason: fmt.Sprintf("%q is a GitHub boundary action (it closes, merges, approves, releases, runs workflows, changes the repository's settings or gh itself, calls the GitHub API, or runs gh code that cannot be checked): %s", m, p.Boundary)}
 		}
 	}
 	explicit := false

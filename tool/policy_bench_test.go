@@ -1,6 +1,9 @@
 package tool
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // BenchmarkPolicyDecide measures one permission check of a Bash call
 // against a typical allow/deny list.
@@ -34,6 +37,20 @@ func BenchmarkPolicyDecideBoundary(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if !p.Decide(tBash, in).Allowed {
 			b.Fatal("denied")
+		}
+	}
+}
+
+// BenchmarkBoundaryCommandLong matches the boundary rules against a long
+// command line that runs gh many times (read-only), the worst case of the
+// per-invocation checks.
+func BenchmarkBoundaryCommandLong(b *testing.B) {
+	cmd := strings.Repeat("gh issue view 12 --json state -q .state && ", 200) + "true"
+	b.SetBytes(int64(len(cmd)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if m, ok := BoundaryCommand(cmd); ok {
+			b.Fatalf("matched %q", m)
 		}
 	}
 }

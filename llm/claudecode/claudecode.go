@@ -32,9 +32,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,7 +250,7 @@ func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
 	}
 	deny := append(append([]string(nil), b.cfg.DisallowedTools...), opts.DisallowedTools...)
 	if opts.Boundary != "" {
-		deny = append(deny, tool.BoundaryDenyPatterns()...)
+		deny = append(deny, tool.BoundaryDenyPatterns(slices.Sorted(maps.Keys(b.cfg.MCPServers))...)...)
 	}
 	if len(deny) > 0 {
 		add("--disallowedTools", strings.Join(deny, ","))

@@ -471,12 +471,19 @@ func TestRedactsSecretsTheCLIReports(t *testing.T) {
 }
 
 // A query with a boundary rule passes the GitHub boundary commands to the
-// CLI as --disallowedTools, after the agent's own deny patterns.
+// CLI as --disallowedTools, after the agent's own deny patterns, with the
+// boundary tools of each MCP server the CLI is given.
 func TestArgsBoundaryDeniesGitHubCommands(t *testing.T) {
-	b, _ := newBridge(t, "ok", nil, func(c *claudecode.Config) { c.DisallowedTools = []string{"WebFetch"} })
+	b, _ := newBridge(t, "ok", nil, func(c *claudecode.Config) {
+		c.DisallowedTools = []string{"WebFetch"}
+		c.MCPServers = map[string]config.MCPServer{"web": {URL: "http://127.0.0.1:1/mcp"}, "github": {Command: "gh-mcp"}}
+	})
 	args := b.Args(llm.QueryOptions{Boundary: "a work step may not", DisallowedTools: []string{"Bash(rm:*)"}}, "")
 	got, _ := flagValue(args, "--disallowedTools")
-	want := "WebFetch,Bash(rm:*)," + strings.Join(tool.BoundaryDenyPatterns(), ",")
+	want := "WebFetch,Bash(rm:*)," + strings.Join(tool.BoundaryDenyPatterns("github", "web"), ",")
+	if !strings.Contains(got, ",mcp__github__merge_pull_request,") || !strings.Contains(got, "Bash(gh workflow run:*)") {
+		t.Fatalf("--disallowedTools = %q", got)
+	}
 	if got != want {
 		t.Fatalf("--disallowedTools = %q, want %q", got, want)
 	}
