@@ -773,7 +773,8 @@ func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput,
 	if err != nil {
 		return ev, err
 	}
-	return ev, ev.checkCompletion(ctx, h, cc)
+	err = ev.checkCompletion(ctx, h, cc)
+	return ev, err
 }
 
 // evaluateRouted is Evaluate for a step routed by its structuredGate: the
@@ -798,11 +799,12 @@ func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, 
 	}
 	m.opts.Emitter.Emit(journal.StepTransition, mv)
 	ev.Moves = append(ev.Moves, mv)
-	return ev, ev.checkCompletion(ctx, h, cc)
+	err = ev.checkCompletion(ctx, h, cc)
+	return ev, err
 }
 
 // checkCompletion runs the completion handler h (when there is one) on cc,
-// told whether the evaluated step completed the flow, into ev.Completion.
+// told whether the evaluated step completed the flow, into e.Completion.
 func (e *Evaluation) checkCompletion(ctx context.Context, h completion.Handler, cc completion.Context) error {
 	if h == nil {
 		return nil
