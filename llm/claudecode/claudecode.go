@@ -122,6 +122,10 @@ type Bridge struct {
 	// noPartial is set once the CLI has rejected
 	// --include-partial-messages as an unknown option.
 	noPartial atomic.Bool
+
+	// schemas keeps the output schemas compiled, one per distinct
+	// schema, instead of compiling each query's anew.
+	schemas *schema.Cache
 }
 
 // New resolves the claude binary and returns a Bridge. A missing binary is
@@ -140,7 +144,7 @@ func New(cfg Config) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, binary: bin}
+	b := &Bridge{cfg: cfg, binary: bin, schemas: schema.NewCache(0)}
 	if len(cfg.MCPServers) > 0 {
 		j, err := MCPConfigJSON(cfg.MCPServers)
 		if err != nil {
@@ -404,7 +408,7 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 		return st.res, err
 	}
 	if len(opts.OutputSchema) > 0 {
-		if err := structured(st, opts.OutputSchema); err != nil {
+		if err := b.structured(st, opts.OutputSchema); err != nil {
 			return st.res, err
 		}
 	}
@@ -752,8 +756,8 @@ func textDelta(ev json.RawMessage) string {
 
 // structured validates the structured answer against outputSchema, recovering it
 // from the result text when the CLI did not report structured_output.
-func structured(st *state, outputSchema json.RawMessage) error {
-	sch, err := compileSchema(outputSchema)
+func (b *Bridge) structured(st *state, outputSchema json.RawMessage) error {
+	sch, err := b.schemas.Compile(schema.Source{Raw: outputSchema, URL: "mem://capstan/output.schema.json"})
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "output schema does not compile")
 	}
@@ -781,10 +785,6 @@ func structured(st *state, outputSchema json.RawMessage) error {
 	e := agenterr.New(agenterr.CodeSchemaValidation, agenterr.LayerSDKBridge, true, "%s", msg)
 	e.Hint = "the model must answer with JSON matching the output schema; a retry usually fixes this"
 	return e
-}
-
-func compileSchema(raw json.RawMessage) (*schema.Schema, error) {
-	return schema.CompileSource(schema.Source{Raw: raw, URL: "mem://capstan/output.schema.json"})
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -321,6 +321,26 @@ func TestStructuredOutput(t *testing.T) {
 	}
 }
 
+// The bridge keeps its compiled output schemas, but each query is checked
+// against its own: a second query with a stricter schema is not judged by
+// the first one's.
+func TestStructuredOutputSchemaPerQuery(t *testing.T) {
+	b, _ := newBridge(t, "structured", nil, nil)
+	for range 2 {
+		if _, err := b.Query(context.Background(), "report", llm.QueryOptions{OutputSchema: json.RawMessage(schema)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stricter := strings.Replace(schema, `"required":["status"]`, `"required":["status","reason"]`, 1)
+	_, err := b.Query(context.Background(), "report", llm.QueryOptions{OutputSchema: json.RawMessage(stricter)})
+	if agenterr.CodeOf(err) != agenterr.CodeSchemaValidation || !strings.Contains(err.Error(), "reason") {
+		t.Fatalf("the stricter schema was not applied: %v", err)
+	}
+	if _, err := b.Query(context.Background(), "report", llm.QueryOptions{OutputSchema: json.RawMessage(schema)}); err != nil {
+		t.Fatalf("the first schema again: %v", err)
+	}
+}
+
 func TestMissingBinaryHasInstallHint(t *testing.T) {
 	_, err := llm.Open(context.Background(), "claude-code:opus", llm.Config{Getenv: func(k string) string {
 		if k == "PATH" {
