@@ -175,13 +175,15 @@ type RunOptions struct {
 // base URL when neither --base-url nor runner.baseUrl does.
 var endpointEnv = map[string]string{"anthropic": "ANTHROPIC_BASE_URL", "claude-code": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
 
-// checkBaseURLs refuses a run whose base URL carries a credential
+// CheckBaseURLs refuses a run whose base URL carries a credential
 // (llm.CheckBaseURL), wherever it comes from: baseURL (--base-url,
 // Config.BaseURL), runner.baseUrl of the definition in agentDir (recorded
 // with the definition even when --base-url overrides it), else the base-URL
-// environment variable of spec's provider, which run.start records as the
-// endpoint.
-func checkBaseURLs(spec, baseURL, runnerURL, agentDir string, getenv func(string) string) error {
+// environment variable of spec's provider read through getenv, which
+// run.start records as the endpoint (nil getenv: not checked). New calls
+// it; a client that records the options elsewhere (a Temporal workflow's
+// input) calls it first.
+func CheckBaseURLs(spec, baseURL, runnerURL, agentDir string, getenv func(string) string) error {
 	if runnerURL != "" {
 		if err := llm.CheckBaseURL("runner.baseUrl", runnerURL); err != nil {
 			e := agenterr.From(err)

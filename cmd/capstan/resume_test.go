@@ -126,6 +126,31 @@ func TestResumeRefusesASilentEndpointChange(t *testing.T) {
 	}
 }
 
+// resume never prints a base URL that carries a key: an environment that
+// now names one, or a --base-url with one, is refused without quoting it.
+func TestResumeRefusesABaseURLWithAKey(t *testing.T) {
+	srv := rateLimited(t)
+	agentDir, wd := endpointAgent(t), t.TempDir()
+	env := []string{"OPENAI_API_KEY=sk-test-key", "OPENAI_BASE_URL=" + srv.URL}
+	code, _, stderr := capstanIn(t, wd, env, "run", agentDir, "--workdir", wd)
+	m := continueHint.FindStringSubmatch(stderr)
+	if code != exitInternal || m == nil {
+		t.Fatalf("first run: exit %d\n%s", code, stderr)
+	}
+	keyed := []string{"OPENAI_API_KEY=sk-test-key", "OPENAI_BASE_URL=http://user:sk-resume-SECRET@127.0.0.1:1/v1"}
+	code, _, stderr = pasted(t, wd, keyed, m[1])
+	if code != exitUsage || strings.Contains(stderr, "SECRET") || !strings.Contains(stderr, "OPENAI_BASE_URL carries a user or password") {
+		t.Fatalf("resume with a key in the environment's base URL: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = pasted(t, wd, env, m[1]+" --base-url "+srv.URL+"?key=sk-resume-SECRET")
+	if code != exitUsage || strings.Contains(stderr, "SECRET") || !strings.Contains(stderr, "carries a query string") {
+		t.Fatalf("resume --base-url with a key: exit %d\n%s", code, stderr)
+	}
+	if n := len(srv.Requests()); n != 4 {
+		t.Fatalf("%d requests", n)
+	}
+}
+
 // A run killed before its first event leaves an empty journal: runs lists
 // it as empty and resume says there is nothing to resume.
 func TestEmptyJournalIsReportedClearly(t *testing.T) {

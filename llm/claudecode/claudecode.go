@@ -72,7 +72,7 @@ var secretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
 
 func init() {
 	llm.Register("claude-code", func(ctx context.Context, c llm.Config) (llm.Bridge, error) {
-		return New(Config{Model: c.Model, WorkDir: c.WorkDir, Getenv: c.Getenv, Events: c.Events,
+		return New(Config{Model: c.Model, BaseURL: c.BaseURL, WorkDir: c.WorkDir, Getenv: c.Getenv, Events: c.Events,
 			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers, Redact: c.Redact})
 	})
 }
@@ -84,6 +84,9 @@ type Config struct {
 	Binary string
 	// Model is passed as --model when set.
 	Model string
+	// BaseURL, when set, is the CLI's ANTHROPIC_BASE_URL (--base-url,
+	// runner.baseUrl), over the environment's.
+	BaseURL string
 	// WorkDir is the CLI's working directory ("" = current).
 	WorkDir string
 	// Getenv reads the environment (nil = os.Getenv). Variables in
@@ -421,6 +424,10 @@ func (b *Bridge) env() []string {
 		if v := b.cfg.Getenv(k); v != "" {
 			env = append(env, k+"="+v)
 		}
+	}
+	if b.cfg.BaseURL != "" {
+		// The last of a duplicated variable wins.
+		env = append(env, "ANTHROPIC_BASE_URL="+b.cfg.BaseURL)
 	}
 	env = append(env, "CLAUDE_CODE_ENTRYPOINT=sdk-capstan")
 	return append(env, b.cfg.Env...)
