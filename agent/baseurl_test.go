@@ -19,7 +19,7 @@ func TestBaseURLWithACredentialIsRefused(t *testing.T) {
 	const secret = "sk-secret-0123456789"
 	for _, tc := range []struct {
 		name, baseURL, runnerURL, model, env string
-		pointer                               string
+		pointer                              string
 	}{
 		{name: "query of --base-url", baseURL: "https://gateway.example/v1?key=" + secret},
 		{name: "password of --base-url", baseURL: "https://user:" + secret + "@gateway.example/v1"},
