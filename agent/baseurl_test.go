@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -41,6 +42,15 @@ func TestBaseURLWithACredentialIsRefused(t *testing.T) {
 				if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if tc.runnerURL != "" {
+				// validate (and so run) reports it, with the code of the
+				// base URL's form.
+				_, err := config.LoadAndValidate(dir, ValidateOptions())
+				if err == nil || !strings.Contains(err.Error(), "AC-BASE-URL") || !strings.Contains(err.Error(), "/runner/baseUrl") || strings.Contains(err.Error(), secret) {
+					t.Fatalf("validate: %v", err)
+				}
+				return
 			}
 			def := load(t, dir)
 			wd, store := t.TempDir(), journal.Store{Dir: t.TempDir()}

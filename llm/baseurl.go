@@ -27,6 +27,18 @@ func CheckBaseURL(source, u string) error {
 		e.Hint = "give the API's address, such as https://gateway.example/v1 or http://localhost:11434/v1, and the key by environment: " + keyVariables
 		return e
 	}
+	return CheckBaseURLKey(source, u)
+}
+
+// CheckBaseURLKey is the part of CheckBaseURL that refuses a credential
+// (user, password, query string, fragment) in u, for a caller that checks
+// the rest of the URL's form itself. A URL that does not parse is left to
+// that caller.
+func CheckBaseURLKey(source, u string) error {
+	p, err := url.Parse(u)
+	if err != nil {
+		return nil
+	}
 	var part string
 	switch {
 	case p.User != nil:

@@ -49,6 +49,18 @@ func TestCheckBaseURL(t *testing.T) {
 	}
 }
 
+// CheckBaseURLKey looks only for a key: the URL's form is its caller's.
+func TestCheckBaseURLKey(t *testing.T) {
+	for _, u := range []string{"localhost:11434", "https://gw.example/%zz", "http://localhost:11434/v1"} {
+		if err := CheckBaseURLKey("x", u); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	if err := CheckBaseURLKey("x", "https://gw.example/v1?key=k"); err == nil {
+		t.Error("a query string passed")
+	}
+}
+
 func TestRedactedBaseURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://gateway.example/v1":                   "https://gateway.example/v1",

@@ -426,7 +426,8 @@ func TestPrepareRunRefusesCredentialsInURLs(t *testing.T) {
 			t.Errorf("error = %v", err)
 		}
 	}
-	// runner.baseUrl travels in the definition.
+	// runner.baseUrl travels in the definition: loading it to submit it
+	// refuses it.
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "counter"))); err != nil {
 		t.Fatal(err)
@@ -443,12 +444,7 @@ func TestPrepareRunRefusesCredentialsInURLs(t *testing.T) {
 	if err := os.WriteFile(agentJSON, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	withRunnerURL, err := agent.LoadPinned(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = PrepareRun(context.Background(), Submission{Agent: withRunnerURL, WorkDir: t.TempDir()})
-	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/baseUrl" || strings.Contains(err.Error()+e.Hint, "SECRET") {
+	if _, err := agent.LoadPinned(dir); err == nil || !strings.Contains(err.Error(), "AC-BASE-URL") || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("runner.baseUrl with a key: %v", err)
 	}
 	if _, err := PrepareRun(context.Background(), Submission{Agent: def, WorkDir: t.TempDir(), Repo: "https://github.com/o/r.git"}); err != nil && strings.Contains(err.Error(), "password or token") {
