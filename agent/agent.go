@@ -200,6 +200,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		e.Hint = "set runner.model in agent.json or pass --model provider:model (providers: " + strings.Join(llm.Providers(), ", ") + ")"
 		return nil, e
 	}
+	if err := CheckBaseURLs(a.model, opts.BaseURL, a.spec.Runner.BaseURL, def.Dir(), opts.Getenv); err != nil {
+		return nil, err
+	}
 	params := opts.Params
 	if r := opts.Resume; r != nil && r.Start != nil && params == nil {
 		params = r.Start.Params

@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
@@ -175,6 +177,37 @@ type RunOptions struct {
 // endpointEnv is, per provider, the environment variable that sets its
 // base URL when neither --base-url nor runner.baseUrl does.
 var endpointEnv = map[string]string{"anthropic": "ANTHROPIC_BASE_URL", "claude-code": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+
+// CheckBaseURLs refuses a run whose base URL carries a credential
+// (llm.CheckBaseURL), wherever it comes from: baseURL (--base-url,
+// Config.BaseURL), runner.baseUrl of the definition in agentDir (recorded
+// with the definition even when --base-url overrides it), else the base-URL
+// environment variable of spec's provider read through getenv, which
+// run.start records as the endpoint (nil getenv: not checked). New calls
+// it; a client that records the options elsewhere (a Temporal workflow's
+// input) calls it first.
+func CheckBaseURLs(spec, baseURL, runnerURL, agentDir string, getenv func(string) string) error {
+	if runnerURL != "" {
+		if err := llm.CheckBaseURL("runner.baseUrl", runnerURL); err != nil {
+			e := agenterr.From(err)
+			e.File, e.Pointer = filepath.Join(agentDir, config.AgentFile), "/runner/baseUrl"
+			return e
+		}
+	}
+	if baseURL != "" {
+		return llm.CheckBaseURL("the base URL (--base-url, Config.BaseURL)", baseURL)
+	}
+	if runnerURL != "" {
+		return nil
+	}
+	provider, _ := llm.ParseSpec(spec)
+	if env := endpointEnv[provider]; env != "" && getenv != nil {
+		if u := getenv(env); u != "" {
+			return llm.CheckBaseURL(env, u)
+		}
+	}
+	return nil
+}
 
 // Endpoint is where the model of spec sends its requests given baseURL
 // (--base-url or runner.baseUrl): baseURL, else the provider's base-URL

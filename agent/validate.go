@@ -53,8 +53,23 @@ func ValidateOptionsFor(cfg Config) config.ValidateOptions {
 	return config.ValidateOptions{
 		Providers:        llm.Providers(),
 		BuiltinVariables: BuiltinVariables,
-		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts, checkModelScripts, checkRetrySyntax, checkBuild},
+		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts, checkModelScripts, checkRetrySyntax, checkBaseURLKey, checkBuild},
 	}
+}
+
+// checkBaseURLKey reports a runner.baseUrl that carries a key
+// (llm.CheckBaseURLKey): a run refuses it, as the base URL is recorded in
+// its journal. (The URL's form is config's AC-BASE-URL check.)
+func checkBaseURLKey(_ string, def *config.Definition, _ *config.Registry) []config.Problem {
+	if def == nil || def.Runner.BaseURL == "" {
+		return nil
+	}
+	e := agenterr.From(llm.CheckBaseURLKey("runner.baseUrl", def.Runner.BaseURL))
+	if e == nil {
+		return nil
+	}
+	return []config.Problem{{Code: "AC-BASE-URL", Severity: config.SeverityError, File: config.AgentFile,
+		Pointer: "/runner/baseUrl", Message: e.Message, Hint: e.Hint}}
 }
 
 // checkBuild runs compile, the code New uses to turn the files into the

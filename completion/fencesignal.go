@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/mdfence"
 )
 
 // FenceSignal completes when the model's own text of the iteration holds a
-// fenced block tagged SignalType (```<SignalType>, a JSON object inside)
-// that carries the required fields: every name of Names present (not
+// closed fenced block tagged SignalType (```<SignalType> or
+// ~~~<SignalType>, a JSON object inside) that carries the required fields: every name of Names present (not
 // null), every key of Values equal to its value (agent.json completion type
 // "signal", climpt's verdict detect:structured). Only assistant responses
 // count, as for Keyword: a block in a file the model read is not a
@@ -37,9 +37,12 @@ func (h *FenceSignal) Check(_ context.Context, c Context) (Result, error) {
 	}
 	r := Result{}
 	for _, text := range c.Summary.AssistantResponses {
-		for _, block := range fencedBlocks(text, h.SignalType) {
+		for _, block := range mdfence.Blocks(text) {
+			if !block.Closed || block.Info != h.SignalType {
+				continue
+			}
 			var obj map[string]any
-			if json.Unmarshal([]byte(block), &obj) != nil || obj == nil {
+			if json.Unmarshal([]byte(block.Body), &obj) != nil || obj == nil {
 				continue
 			}
 			if missing := h.missing(obj); missing != "" {
@@ -76,30 +79,4 @@ func (h *FenceSignal) missing(obj map[string]any) string {
 		}
 	}
 	return ""
-}
-
-// fencedBlocks returns the bodies of the ``` blocks of text whose info
-// string is exactly tag.
-func fencedBlocks(text, tag string) []string {
-	var out []string
-	lines := strings.Split(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimSpace(lines[i])
-		if !strings.HasPrefix(l, "```") || strings.TrimSpace(strings.TrimPrefix(l, "```")) != tag {
-			continue
-		}
-		var body []string
-		j := i + 1
-		for ; j < len(lines); j++ {
-			if strings.HasPrefix(strings.TrimSpace(lines[j]), "```") {
-				break
-			}
-			body = append(body, lines[j])
-		}
-		if j < len(lines) { // closed block only
-			out = append(out, strings.Join(body, "\n"))
-		}
-		i = j
-	}
-	return out
 }

@@ -26,6 +26,12 @@ func TestFenceSignal(t *testing.T) {
 		{"other tag", names, "```json\n{\"recommendations\": [], \"reasoning\": \"ok\"}\n```", false},
 		{"unclosed", names, "```facilitator_decision\n{\"recommendations\": [], \"reasoning\": \"ok\"}", false},
 		{"second block holds", names, "```facilitator_decision\n{}\n```\nthen\n```facilitator_decision\n{\"recommendations\": 1, \"reasoning\": 2}\n```", true},
+		{"tilde fence", names, "~~~facilitator_decision\n{\"recommendations\": [], \"reasoning\": \"ok\"}\n~~~", true},
+		{"indented fence", names, "  ```facilitator_decision\n  {\"recommendations\": [], \"reasoning\": \"ok\"}\n  ```", true},
+		// A fence with an info string opens no block and closes none: the
+		// block runs on to the bare fence, and its body is no JSON.
+		{"fence line inside", names, "```facilitator_decision\n{\"recommendations\": [], \"reasoning\": \"ok\"}\n```json\n```", false},
+		{"tag is case sensitive", names, "```Facilitator_Decision\n{\"recommendations\": [], \"reasoning\": \"ok\"}\n```", false},
 		{"values match", values, "```done\n{\"result\": \"complete\", \"n\": 2}\n```", true},
 		{"value differs", values, "```done\n{\"result\": \"partial\", \"n\": 2}\n```", false},
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -17,12 +18,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool"
@@ -488,21 +489,19 @@ func (v *CompletionValidator) runFile(name string, def config.Validator, params 
 	// The model writes the work dir: the file is opened without blocking
 	// (a FIFO put there must not hang the run) and checked and read through
 	// the same descriptor, so it cannot be swapped between the two.
-	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
+	f, info, err := regularfile.Open(os.OpenFile, full)
+	var notRegular *regularfile.NotRegularError
+	switch {
+	case errors.As(err, &notRegular) && notRegular.Info.IsDir():
+		return fail("%s is a directory, not a document", rel)
+	case notRegular != nil:
+		return fail("%s is not a regular file", rel)
+	case errors.Is(err, fs.ErrNotExist):
 		return fail("%s does not exist", rel)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
+	case err != nil:
 		return fail("%s cannot be read: %v", rel, err)
 	}
-	if info.IsDir() {
-		return fail("%s is a directory, not a document", rel)
-	}
-	if !info.Mode().IsRegular() {
-		return fail("%s is not a regular file", rel)
-	}
+	defer f.Close()
 	if info.Size() > MaxFileSize {
 		return fail("%s is too large to validate (%d bytes, limit %d)", rel, info.Size(), MaxFileSize)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -172,10 +173,10 @@ func (b *builder) Open(name string) (fs.File, error) {
 	}
 	if _, ok := b.files[name]; !ok {
 		if err := b.read(root, name, name); err != nil {
-			var nr *notRegular
+			var nr *regularfile.NotRegularError
 			if errors.As(err, &nr) {
 				// Let the loader see what it is and report it.
-				return statOnly{nr.info}, nil
+				return statOnly{nr.Info}, nil
 			}
 			var ae *agenterr.Error
 			if errors.As(err, &ae) && b.err == nil {
@@ -190,8 +191,8 @@ func (b *builder) Open(name string) (fs.File, error) {
 
 // read reads root/rel into files[name], bounded.
 func (b *builder) read(root *os.Root, rel, name string) error {
-	// O_NONBLOCK: a FIFO planted in the folder must not block the read.
-	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// A FIFO planted in the folder must not block the read.
+	f, fi, err := regularfile.Open(root.OpenFile, filepath.FromSlash(rel))
 	if err != nil {
 		if isEscape(err) {
 			return escapeError(name)
@@ -199,13 +200,6 @@ func (b *builder) read(root *os.Root, rel, name string) error {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return &notRegular{info: fi}
-	}
 	if fi.Size() > MaxFileBytes {
 		return tooLarge(name, "%s is %d bytes; a file of an agent definition may have at most %d", name, fi.Size(), MaxFileBytes)
 	}
@@ -243,7 +237,7 @@ func (b *builder) single(p string) error {
 		return err
 	}
 	err = b.read(root, rel, rel)
-	var nr *notRegular
+	var nr *regularfile.NotRegularError
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.As(err, &nr) {
 		return nil // validation reports missing files and FIFOs
 	}
@@ -306,19 +300,13 @@ func (b *builder) tree(p string, keep func(name string) bool) error {
 			return nil // FIFOs, sockets, devices
 		}
 		err = b.read(root, p, name)
-		var nr *notRegular
+		var nr *regularfile.NotRegularError
 		if errors.Is(err, fs.ErrNotExist) || errors.As(err, &nr) {
 			return nil
 		}
 		return err
 	})
 }
-
-// notRegular is read's answer for a FIFO, socket or device: not part of a
-// definition.
-type notRegular struct{ info fs.FileInfo }
-
-func (e *notRegular) Error() string { return e.info.Name() + " is not a regular file" }
 
 // statOnly is an open special file that can only be described.
 type statOnly struct{ info fs.FileInfo }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/regularfile"
 )
 
 // maxPromptBytes bounds the size of a prompt file. Larger files are almost
@@ -202,26 +203,20 @@ func readConfined(agentDir, root, rel, display string) (os.FileInfo, []byte, err
 		return nil, nil, readError(err, display)
 	}
 	defer r.Close()
-	// O_NONBLOCK: opening a FIFO planted in place of a prompt must not
-	// block; it is then rejected as not a regular file.
-	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if isNotExist(err) {
-			return nil, nil, errNotFound
-		}
-		if isEscape(err) {
-			return nil, nil, escapeError(display, root)
-		}
+	// A FIFO planted in place of a prompt must not block the read.
+	f, fi, err := regularfile.Open(r.OpenFile, rel)
+	var nr *regularfile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, nil, notRegular(display)
+	case isNotExist(err):
+		return nil, nil, errNotFound
+	case isEscape(err):
+		return nil, nil, escapeError(display, root)
+	case err != nil:
 		return nil, nil, readError(err, display)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, readError(err, display)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, notRegular(display)
-	}
 	if fi.Size() > maxPromptBytes {
 		return nil, nil, tooLarge(display)
 	}

@@ -171,10 +171,14 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 		e.Hint = "move large files (data, binaries) out of the agent folder into the work dir"
 		return nil, e
 	}
-	for _, u := range []struct{ flag, value string }{{"--repo", s.Repo}, {"--base-url", s.BaseURL}} {
-		if err := noCredentialIn(u.flag, u.value); err != nil {
-			return nil, err
-		}
+	if err := noCredentialIn("--repo", s.Repo); err != nil {
+		return nil, err
+	}
+	// The base URL goes into workflow input as it is, and runner.baseUrl
+	// with the definition: neither may carry a key. (The workers' own
+	// environment is checked by each worker.)
+	if err := agent.CheckBaseURLs(s.Model, s.BaseURL, s.Agent.Definition().Runner.BaseURL, s.Agent.Dir(), nil); err != nil {
+		return nil, err
 	}
 	wd, err := filepath.Abs(s.WorkDir)
 	if err != nil {
@@ -357,7 +361,7 @@ func List(ctx context.Context, c client.Client, limit int) ([]RunSummary, error)
 	return out, nil
 }
 
-// noCredentialIn rejects a URL that carries a password (https://user:token@host):
+// noCredentialIn rejects a git URL that carries a password (https://user:token@host):
 // workflow input is stored in Temporal's history and shown by its UI, and
 // secrets stay in the workers' own environment and git credential helpers.
 func noCredentialIn(flag, value string) error {

@@ -413,17 +413,43 @@ func TestPrepareRunRefusesCredentialsInURLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []Submission{
-		{Agent: def, WorkDir: t.TempDir(), Repo: "https://x-access-token:ghp_SECRET@github.com/o/r.git"},
-		{Agent: def, WorkDir: t.TempDir(), BaseURL: "https://user:sk-SECRET@llm.example/v1"},
+	for _, tc := range []struct {
+		s    Submission
+		says string
+	}{
+		{Submission{Agent: def, WorkDir: t.TempDir(), Repo: "https://x-access-token:ghp_SECRET@github.com/o/r.git"}, "password or token"},
+		{Submission{Agent: def, WorkDir: t.TempDir(), BaseURL: "https://user:sk-SECRET@llm.example/v1"}, "user or password"},
+		{Submission{Agent: def, WorkDir: t.TempDir(), BaseURL: "https://sk-SECRET@llm.example/v1"}, "user or password"},
+		{Submission{Agent: def, WorkDir: t.TempDir(), BaseURL: "https://llm.example/v1?key=sk-SECRET"}, "query string"},
 	} {
-		in, err := PrepareRun(context.Background(), s)
+		in, err := PrepareRun(context.Background(), tc.s)
 		if err == nil {
 			t.Fatalf("PrepareRun accepted a URL with a token: %+v", in)
 		}
-		if strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "password or token") {
+		if e := agenterr.From(err); strings.Contains(err.Error()+e.Hint, "SECRET") || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("error = %v", err)
 		}
+	}
+	// runner.baseUrl travels in the definition: loading it to submit it
+	// refuses it.
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "counter"))); err != nil {
+		t.Fatal(err)
+	}
+	agentJSON := filepath.Join(dir, "agent.json")
+	b, err := os.ReadFile(agentJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), `"runner": {`, `"runner": {"baseUrl": "https://llm.example/v1?key=sk-SECRET",`, 1)
+	if edited == string(b) {
+		t.Fatal("testdata agent.json has no runner object to edit")
+	}
+	if err := os.WriteFile(agentJSON, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.LoadPinned(dir); err == nil || !strings.Contains(err.Error(), "AC-BASE-URL") || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("runner.baseUrl with a key: %v", err)
 	}
 	if _, err := PrepareRun(context.Background(), Submission{Agent: def, WorkDir: t.TempDir(), Repo: "https://github.com/o/r.git"}); err != nil && strings.Contains(err.Error(), "password or token") {
 		t.Errorf("a URL without a password was refused: %v", err)

@@ -3,6 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/capstan-dev/capstan/internal/mdfence"
 )
 
 // maxCandidates bounds the "{" positions ExtractJSON tries as the start of
@@ -57,11 +59,14 @@ func candidates(text string, yield func(json.RawMessage) bool) {
 			return
 		}
 	}
-	blocks := fencedBlocks(text)
+	// The first block tagged json that parses, then the first of any tag;
+	// an unclosed block runs to the end of the text.
+	blocks := mdfence.Blocks(text)
 	for _, tagged := range []bool{true, false} {
 		for _, b := range blocks {
-			if b.json == tagged && json.Valid([]byte(b.body)) {
-				if !yield(json.RawMessage(b.body)) {
+			body := strings.TrimSpace(b.Body)
+			if taggedJSON(b.Info) == tagged && json.Valid([]byte(body)) {
+				if !yield(json.RawMessage(body)) {
 					return
 				}
 			}
@@ -70,55 +75,11 @@ func candidates(text string, yield func(json.RawMessage) bool) {
 	objects(text, yield)
 }
 
-type fenced struct {
-	body string
-	json bool
-}
-
-// fencedBlocks returns the Markdown fenced code blocks of text, bodies
-// trimmed. An unclosed fence runs to the end of the text.
-func fencedBlocks(text string) []fenced {
-	var out []fenced
-	lines := strings.SplitAfter(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimLeft(lines[i], " \t")
-		fence := fenceOf(l)
-		if fence == "" {
-			continue
-		}
-		info := strings.ToLower(strings.TrimSpace(l[len(fence):]))
-		if strings.Contains(info, fence[:1]) && fence[0] == '`' {
-			continue // ``` followed by a backtick is inline code, not a fence
-		}
-		isJSON := info == "json" || strings.HasPrefix(info, "json ") || info == "jsonc" || info == "json5"
-		var body strings.Builder
-		j := i + 1
-		for ; j < len(lines); j++ {
-			c := strings.TrimSpace(lines[j])
-			if strings.HasPrefix(c, fence) && strings.Trim(c, fence[:1]) == "" {
-				break
-			}
-			body.WriteString(lines[j])
-		}
-		out = append(out, fenced{body: strings.TrimSpace(body.String()), json: isJSON})
-		i = j
-	}
-	return out
-}
-
-// fenceOf returns the fence (three or more ` or ~) that opens line l, or "".
-func fenceOf(l string) string {
-	if len(l) < 3 || (l[0] != '`' && l[0] != '~') {
-		return ""
-	}
-	n := 0
-	for n < len(l) && l[n] == l[0] {
-		n++
-	}
-	if n < 3 {
-		return ""
-	}
-	return l[:n]
+// taggedJSON reports whether a fenced block's info string says it holds
+// JSON ("json", "JSON", "json title=x", "jsonc", "json5").
+func taggedJSON(info string) bool {
+	info = strings.ToLower(info)
+	return info == "json" || strings.HasPrefix(info, "json ") || info == "jsonc" || info == "json5"
 }
 
 // objects yields the balanced {…} spans of text that are valid JSON, in

@@ -25,9 +25,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/regularfile"
 )
 
 // maxFileBytes bounds the size of one schema file.
@@ -146,11 +146,14 @@ func (r *Resolver) load(rel string) (any, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, hint(resErr(rel, "", "schema file %s not found in %s", rel, r.dir), "create the file or fix the reference")
 		}
+		if nr := (*regularfile.NotRegularError)(nil); errors.As(err, &nr) {
+			return nil, notRegular(rel)
+		}
 		return nil, wrap(resErr(rel, "", "cannot read schema file"), err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, hint(resErr(rel, "", "schema file %s is not a regular file", rel), "point the reference at a .json file")
+		return nil, notRegular(rel)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
@@ -177,6 +180,12 @@ func (r *Resolver) load(rel string) (any, error) {
 	return doc, nil
 }
 
+// notRegular is the error for a schema file rel that is a directory, a
+// FIFO or a device.
+func notRegular(rel string) *agenterr.Error {
+	return hint(resErr(rel, "", "schema file %s is not a regular file", rel), "point the reference at a .json file")
+}
+
 // errNoDir marks a schema directory that cannot be opened.
 var errNoDir = errors.New("schema directory cannot be opened")
 
@@ -192,9 +201,12 @@ func (r *Resolver) open(rel string) (fs.File, error) {
 		return nil, fmt.Errorf("%w: %w", errNoDir, err)
 	}
 	defer root.Close()
-	// O_NONBLOCK: opening a FIFO planted in place of a schema file must
-	// not block; it is then rejected as not a regular file.
-	return root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// A FIFO planted in place of a schema file must not block the read.
+	f, _, err := regularfile.Open(root.OpenFile, filepath.FromSlash(rel))
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // lineCol converts a byte offset into a 1-based line and column.

@@ -15,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
+	jschema "github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -95,6 +96,10 @@ type Runtime struct {
 	// redact replaces the values of capstan's secret variables in the
 	// model's answers (builtin.SecretRedactor).
 	redact llm.Redactor
+	// schemas compiles the skills' schemas, each distinct one once (a
+	// schema file is read again on every check, so a changed one is
+	// compiled anew).
+	schemas *jschema.Cache
 }
 
 // New returns a Runtime.
@@ -108,7 +113,7 @@ func New(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runtime{cfg: cfg, redact: builtin.SecretRedactor(os.Environ())}
+	return &Runtime{cfg: cfg, redact: builtin.SecretRedactor(os.Environ()), schemas: jschema.NewCache(0)}
 }
 
 // Exit reasons of an Act run.

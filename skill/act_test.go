@@ -17,6 +17,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
+	jschema "github.com/capstan-dev/capstan/schema"
 )
 
 // playModel is a deterministic llm.Model that plays a fixed sequence of
@@ -580,12 +581,12 @@ func TestActSchemaRefCannotLeaveSkill(t *testing.T) {
 		"schemas/web.schema.json":   `{"$ref": "http://127.0.0.1:1/x.json"}`,
 	})
 	for _, name := range []string{"evil", "evil2", "web"} {
-		errs := validateAgainstSchema(sk.Root, "schemas/"+name+".schema.json", "x.json", []byte(`{}`))
+		errs := validateAgainstSchema(jschema.NewCache(0), sk.Root, "schemas/"+name+".schema.json", "x.json", []byte(`{}`))
 		if len(errs) == 0 || !strings.HasPrefix(errs[0], "schema:") {
 			t.Errorf("%s: %v", name, errs)
 		}
 	}
-	if errs := validateAgainstSchema(sk.Root, "../../etc/passwd", "x.json", []byte(`{}`)); len(errs) == 0 {
+	if errs := validateAgainstSchema(jschema.NewCache(0), sk.Root, "../../etc/passwd", "x.json", []byte(`{}`)); len(errs) == 0 {
 		t.Error("schema path escape accepted")
 	}
 }
@@ -598,12 +599,38 @@ func TestActSchemaRefInsideSkill(t *testing.T) {
 		"schemas/item.schema.json":  `{"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}`,
 		"schemas/order.schema.json": `{"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "item.schema.json"}}}}`,
 	})
-	if errs := validateAgainstSchema(sk.Root, "schemas/order.schema.json", "x.json", []byte(`{"items": [{"id": 1}]}`)); len(errs) != 0 {
+	if errs := validateAgainstSchema(jschema.NewCache(0), sk.Root, "schemas/order.schema.json", "x.json", []byte(`{"items": [{"id": 1}]}`)); len(errs) != 0 {
 		t.Fatalf("valid document rejected: %v", errs)
 	}
-	errs := validateAgainstSchema(sk.Root, "schemas/order.schema.json", "x.json", []byte(`{"items": [{"id": "one"}, {}]}`))
+	errs := validateAgainstSchema(jschema.NewCache(0), sk.Root, "schemas/order.schema.json", "x.json", []byte(`{"items": [{"id": "one"}, {}]}`))
 	if len(errs) != 2 || !strings.Contains(strings.Join(errs, "\n"), "/items/0/id") || !strings.Contains(strings.Join(errs, "\n"), `missing required property "id"`) {
 		t.Fatalf("errors %q", errs)
+	}
+}
+
+// The runtime keeps compiled schemas, but by content: a schema file (or a
+// file it refers to) rewritten between two checks is read and compiled
+// again, so a rewrite cannot leave the old verdict in force.
+func TestActSchemaChangeIsReread(t *testing.T) {
+	sk := exampleSkill(t)
+	writeTree(t, sk.Root, map[string]string{
+		"schemas/id.schema.json":    `{"type": "integer"}`,
+		"schemas/order.schema.json": `{"type": "object", "properties": {"id": {"$ref": "id.schema.json"}}}`,
+	})
+	schemas := jschema.NewCache(0)
+	check := func(doc string) []string {
+		return validateAgainstSchema(schemas, sk.Root, "schemas/order.schema.json", "x.json", []byte(doc))
+	}
+	if errs := check(`{"id": 1}`); len(errs) != 0 {
+		t.Fatalf("valid document rejected: %v", errs)
+	}
+	writeTree(t, sk.Root, map[string]string{"schemas/order.schema.json": `{"type": "object", "required": ["name"], "properties": {"id": {"$ref": "id.schema.json"}}}`})
+	if errs := check(`{"id": 1}`); len(errs) != 1 || !strings.Contains(errs[0], `"name"`) {
+		t.Fatalf("the rewritten schema file is not applied: %v", errs)
+	}
+	writeTree(t, sk.Root, map[string]string{"schemas/id.schema.json": `{"type": "string"}`})
+	if errs := check(`{"id": 1, "name": "n"}`); len(errs) != 1 || !strings.Contains(errs[0], "/id") {
+		t.Fatalf("the rewritten referenced file is not applied: %v", errs)
 	}
 }
 

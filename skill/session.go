@@ -153,7 +153,7 @@ func (s *session) skillHash() string {
 func (s *session) validate() Validation {
 	v := Validation{OK: true, Outputs: []OutputCheck{}}
 	for _, e := range s.in.Expected {
-		oc := checkOutput(s.sk.Root, s.build, e)
+		oc := checkOutput(s.rt.schemas, s.sk.Root, s.build, e)
 		if oc.Completeness && !s.reusing {
 			if full, err := s.resolveBuild(e.Path); err == nil {
 				rel, _ := filepath.Rel(s.build, full)

@@ -718,9 +718,9 @@ func (s *session) validateTool(_ context.Context, input json.RawMessage) toolOut
 			if _, err := os.Stat(full); err != nil {
 				return failure(s.missingErr(ref))
 			}
-			errs = append(errs, validateAgainstSchema(s.sk.Root, ref, name, data)...)
+			errs = append(errs, validateAgainstSchema(s.rt.schemas, s.sk.Root, ref, name, data)...)
 		} else {
-			errs = append(errs, validateInline(schemaRaw, name, data)...)
+			errs = append(errs, validateInline(s.rt.schemas, schemaRaw, name, data)...)
 		}
 	}
 	if in.Rules != nil {
@@ -737,8 +737,8 @@ func (s *session) validateTool(_ context.Context, input json.RawMessage) toolOut
 	return res
 }
 
-func validateInline(schemaRaw []byte, name string, data []byte) []string {
-	sch, err := jschema.CompileSource(jschema.Source{Raw: schemaRaw, URL: "mem:///inline.schema.json"})
+func validateInline(schemas *jschema.Cache, schemaRaw []byte, name string, data []byte) []string {
+	sch, err := schemas.Compile(jschema.Source{Raw: schemaRaw, URL: "mem:///inline.schema.json"})
 	if err != nil {
 		return []string{"schema: " + err.Error()}
 	}

@@ -71,7 +71,7 @@ type Validation struct {
 var placeholderRe = lazyre.New(`\{\{[^}]*\}\}|<no value>`)
 
 // checkOutput validates one expected output file.
-func checkOutput(skillRoot, build string, e Expected) OutputCheck {
+func checkOutput(schemas *jschema.Cache, skillRoot, build string, e Expected) OutputCheck {
 	oc := OutputCheck{Path: e.Path}
 	p, err := sandbox.ResolveInside(build, e.Path)
 	if err != nil {
@@ -90,7 +90,7 @@ func checkOutput(skillRoot, build string, e Expected) OutputCheck {
 	oc.Completeness = true
 	oc.Compliance = true
 	if e.Schema != "" {
-		if errs := validateAgainstSchema(skillRoot, e.Schema, p, data); len(errs) > 0 {
+		if errs := validateAgainstSchema(schemas, skillRoot, e.Schema, p, data); len(errs) > 0 {
 			oc.Compliance = false
 			oc.Errors = append(oc.Errors, errs...)
 		}
@@ -189,8 +189,9 @@ func (l rootLoader) Load(u string) ([]byte, error) {
 	return readRegular(full)
 }
 
-// compileSchema compiles a schema file of the skill.
-func compileSchema(skillRoot, schemaRel string) (*jschema.Schema, error) {
+// compileSchema compiles a schema file of the skill through schemas,
+// which reads it (and the files it refers to) again on every call.
+func compileSchema(schemas *jschema.Cache, skillRoot, schemaRel string) (*jschema.Schema, error) {
 	p, err := sandbox.ResolveInside(skillRoot, schemaRel)
 	if err != nil {
 		return nil, err
@@ -200,13 +201,13 @@ func compileSchema(skillRoot, schemaRel string) (*jschema.Schema, error) {
 		e.Hint = "list the skill's files; schemas are usually *.schema.json"
 		return nil, e
 	}
-	return jschema.CompileSource(jschema.Source{URL: "file://" + filepath.ToSlash(p), Loader: rootLoader{root: skillRoot}.Load})
+	return schemas.Compile(jschema.Source{URL: "file://" + filepath.ToSlash(p), Loader: rootLoader{root: skillRoot}.Load})
 }
 
 // validateAgainstSchema returns the schema violations of data (file name
 // used to choose JSON or YAML).
-func validateAgainstSchema(skillRoot, schemaRel, name string, data []byte) []string {
-	sch, err := compileSchema(skillRoot, schemaRel)
+func validateAgainstSchema(schemas *jschema.Cache, skillRoot, schemaRel, name string, data []byte) []string {
+	sch, err := compileSchema(schemas, skillRoot, schemaRel)
 	if err != nil {
 		return []string{"schema: " + err.Error()}
 	}

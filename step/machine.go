@@ -773,15 +773,8 @@ func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput,
 	if err != nil {
 		return ev, err
 	}
-	if h != nil {
-		cc.StepComplete = ev.StepComplete()
-		r, err := h.Check(ctx, cc)
-		if err != nil {
-			return ev, err
-		}
-		ev.Completion = r
-	}
-	return ev, nil
+	err = ev.checkCompletion(ctx, h, cc)
+	return ev, err
 }
 
 // evaluateRouted is Evaluate for a step routed by its structuredGate: the
@@ -806,15 +799,23 @@ func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, 
 	}
 	m.opts.Emitter.Emit(journal.StepTransition, mv)
 	ev.Moves = append(ev.Moves, mv)
-	if h != nil {
-		cc.StepComplete = ev.StepComplete()
-		r, err := h.Check(ctx, cc)
-		if err != nil {
-			return ev, err
-		}
-		ev.Completion = r
+	err = ev.checkCompletion(ctx, h, cc)
+	return ev, err
+}
+
+// checkCompletion runs the completion handler h (when there is one) on cc,
+// told whether the evaluated step completed the flow, into e.Completion.
+func (e *Evaluation) checkCompletion(ctx context.Context, h completion.Handler, cc completion.Context) error {
+	if h == nil {
+		return nil
 	}
-	return ev, nil
+	cc.StepComplete = e.StepComplete()
+	r, err := h.Check(ctx, cc)
+	if err != nil {
+		return err
+	}
+	e.Completion = r
+	return nil
 }
 
 // RouteGateways routes through gateway steps without model calls: while

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -128,7 +128,12 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 			}
 		}
 		if u := env.getenv(baseURLEnv[k.provider]); u != "" {
-			c.Detail += "; " + baseURLEnv[k.provider] + "=" + redactURL(u)
+			c.Detail += "; " + baseURLEnv[k.provider] + "=" + llm.RedactedBaseURL(u)
+			// A run refuses a base URL that carries a key (it would be
+			// recorded): say so before a run does.
+			if e := agenterr.From(llm.CheckBaseURL(baseURLEnv[k.provider], u)); e != nil {
+				c.Status, c.Detail, c.Hint = checkFail, c.Detail+" ("+e.Message+")", e.Hint
+			}
 		}
 		add(c)
 	}
@@ -219,13 +224,4 @@ func commandOutput(ctx context.Context, path string, args ...string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// redactURL drops a password from a URL before it is printed.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return u.Redacted()
 }

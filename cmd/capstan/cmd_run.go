@@ -19,6 +19,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
 )
@@ -527,6 +528,15 @@ func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def
 	if !fs.Changed("base-url") {
 		flags.baseURL = opts.BaseURL
 	}
+	// Nothing below prints a base URL that carries a key: the run would
+	// refuse it anyway (a run recorded before capstan refused them may
+	// hold one).
+	if err := agent.CheckBaseURLs(flags.model, flags.baseURL, "", "", os.Getenv); err != nil {
+		if !fs.Changed("base-url") && opts.BaseURL != "" {
+			return withExit(exitUsage, fmt.Errorf("resume: run %s was recorded with a base URL that carries a key; pass --base-url with the address alone: %w", rec.ID, err))
+		}
+		return withExit(exitUsage, err)
+	}
 	now := agent.Endpoint(flags.model, flags.baseURL, os.Getenv)
 	if now == opts.Endpoint {
 		return nil
@@ -536,17 +546,21 @@ func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def
 		return nil
 	}
 	e := fmt.Errorf("resume: run %s talked to %s, but its provider's environment now points to %s; resume will not send the transcript and key elsewhere silently", rec.ID, endpointName(opts.Endpoint), endpointName(now))
-	hint := "pass --base-url " + opts.Endpoint + " to continue where it was talking, or --base-url " + now + " to move it"
+	hint := "pass --base-url " + endpointName(opts.Endpoint) + " to continue where it was talking, or --base-url " + now + " to move it"
 	if opts.Endpoint == "" {
 		hint = "unset the provider's base-URL variable to continue where it was talking, or pass --base-url " + now + " to move it"
 	}
 	return withExit(exitUsage, fmt.Errorf("%w (%s)", e, hint))
 }
 
-// endpointName names an endpoint for messages.
+// endpointName names an endpoint for messages, without a key it may
+// carry (one recorded before capstan refused them).
 func endpointName(e string) string {
 	if e == "" {
 		return "the provider's public endpoint"
+	}
+	if llm.CheckBaseURL("", e) != nil {
+		return llm.RedactedBaseURL(e)
 	}
 	return e
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
 )
 
 // runSummary is one row of `capstan runs`.
@@ -202,6 +203,24 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// redactRecordedBaseURL hides a key in the base URL and endpoint of rec's
+// options: runs refuse such a URL now, but a run recorded before they did
+// may hold one.
+func redactRecordedBaseURL(rec *agent.RunRecord) {
+	if rec.Start == nil || rec.Start.Options == nil {
+		return
+	}
+	opts := *rec.Start.Options
+	for _, u := range []*string{&opts.BaseURL, &opts.Endpoint} {
+		if *u != "" && llm.CheckBaseURL("", *u) != nil {
+			*u = llm.RedactedBaseURL(*u)
+		}
+	}
+	start := *rec.Start
+	start.Options = &opts
+	rec.Start = &start
+}
+
 func newShowCmd() *cobra.Command {
 	var workDir string
 	var asJSON bool
@@ -226,6 +245,7 @@ writes the same account as one self-contained HTML page.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
+				redactRecordedBaseURL(rec)
 				if err := writeJSON(out, rec); err != nil {
 					return withExit(exitInternal, err)
 				}

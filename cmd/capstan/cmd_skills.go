@@ -185,6 +185,9 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	}
 	if f.baseURL == "" {
 		f.baseURL = uc.baseURLFor(f.model)
+	} else if err := llm.CheckBaseURL("--base-url", f.baseURL); err != nil {
+		// The same rule as for runs: a key goes in the environment.
+		return withExit(exitUsage, err)
 	}
 	switch {
 	case f.skillID == "":

@@ -59,6 +59,11 @@ func TestDoctorNeverPrintsKeysAndFailsOnWhatIsRequired(t *testing.T) {
 	if c := findCheck(t, checks, "anthropic key"); c.Status != checkOK || c.Detail != "ANTHROPIC_API_KEY is set" {
 		t.Fatalf("anthropic: %+v", c)
 	}
+	// The openai base URL carries a password: printed redacted, and a
+	// failed check, since runs refuse it.
+	if c := findCheck(t, checks, "openai key"); !strings.Contains(c.Detail, "OPENAI_BASE_URL=https://REDACTED@llm.example.com/v1") || !strings.Contains(c.Detail, "carries a user or password") || !strings.Contains(c.Hint, "OPENAI_API_KEY") {
+		t.Fatalf("openai base URL: %+v", c)
+	}
 	// The default model is openai's, so its key is required.
 	if c := findCheck(t, checks, "openai key"); c.Status != checkFail || !strings.Contains(c.Detail, "your default model openai:gpt-5 needs it") {
 		t.Fatalf("openai: %+v", c)
@@ -71,6 +76,25 @@ func TestDoctorNeverPrintsKeysAndFailsOnWhatIsRequired(t *testing.T) {
 	}
 	if c := findCheck(t, checks, "sandbox namespaces"); c.Status != checkWarn || c.Hint != "sysctl kernel.unprivileged_userns_clone=1" {
 		t.Fatalf("sandbox: %+v", c)
+	}
+}
+
+// A key in a base URL's query string is not printed either, and fails
+// the provider's check: a run would refuse it.
+func TestDoctorRedactsAQueryKeyInTheBaseURL(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	const secret = "sk-ant-query-SECRET-0123456789"
+	checks := runDoctor(context.Background(), fakeDoctorEnv(map[string]string{
+		"ANTHROPIC_API_KEY": "sk-ant-key", "ANTHROPIC_BASE_URL": "https://gw.example/v1?key=" + secret,
+	}, "git", "claude"))
+	var all strings.Builder
+	printDoctor(&all, checks)
+	if strings.Contains(all.String(), secret) {
+		t.Fatalf("a key was printed:\n%s", all.String())
+	}
+	c := findCheck(t, checks, "anthropic key")
+	if c.Status != checkFail || !strings.Contains(c.Detail, "ANTHROPIC_BASE_URL=https://gw.example/v1?REDACTED") || !strings.Contains(c.Detail, "query string") {
+		t.Fatalf("anthropic: %+v", c)
 	}
 }
 
@@ -152,14 +176,16 @@ func TestUserConfigDefaultModelAndPrecedence(t *testing.T) {
 
 func TestUserConfigErrors(t *testing.T) {
 	for content, want := range map[string]string{
-		"default_model: script:x.yaml\nmodel_default: x\n": "unknown field \"model_default\"",
-		"default_model: nosuch:model\n":                    `unknown provider "nosuch"`,
-		"base_urls:\n  openai: ftp://x\n":                  `base_urls.openai: "ftp://x" is not an http(s) URL`,
-		"base_urls:\n  claude-code: http://x\n":            "base_urls.claude-code: only anthropic and openai have a base URL",
+		"default_model: script:x.yaml\nmodel_default: x\n":      "unknown field \"model_default\"",
+		"default_model: nosuch:model\n":                         `unknown provider "nosuch"`,
+		"base_urls:\n  openai: ftp://x\n":                       `base_urls.openai is not an absolute http(s) URL`,
+		"base_urls:\n  openai: https://x/v1?key=sk-uc-SECRET\n": "base_urls.openai carries a query string",
+		"base_urls:\n  anthropic: https://u:sk-uc-SECRET@x/\n":  "base_urls.anthropic carries a user or password",
+		"base_urls:\n  claude-code: http://x\n":                 "base_urls.claude-code: only anthropic and openai have a base URL",
 	} {
 		p := writeUserConfig(t, content)
 		code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
-		if code != exitUsage || !strings.Contains(errOut, p) || !strings.Contains(errOut, want) {
+		if code != exitUsage || !strings.Contains(errOut, p) || !strings.Contains(errOut, want) || strings.Contains(errOut, "SECRET") {
 			t.Errorf("%q: exit %d\n%s", content, code, errOut)
 		}
 	}

@@ -99,10 +99,11 @@ func TestPrintedHintsWorkFromAnotherDirectoryAndResumeKeepsTheEndpoint(t *testin
 	}
 }
 
-// A run that talked to the endpoint its environment named is not resumed
-// against another one silently: resume refuses until a flag says where to
-// go.
-func TestResumeRefusesASilentEndpointChange(t *testing.T) {
+// interruptedOnEnvEndpoint runs endpointAgent against a rate-limited
+// server named by OPENAI_BASE_URL until it gives up, and returns the
+// server, the work dir and the printed resume command.
+func interruptedOnEnvEndpoint(t *testing.T) (*fakellm.Server, string, string) {
+	t.Helper()
 	srv := rateLimited(t)
 	agentDir, wd := endpointAgent(t), t.TempDir()
 	env := []string{"OPENAI_API_KEY=sk-test-key", "OPENAI_BASE_URL=" + srv.URL}
@@ -111,8 +112,16 @@ func TestResumeRefusesASilentEndpointChange(t *testing.T) {
 	if code != exitInternal || m == nil {
 		t.Fatalf("first run: exit %d\n%s", code, stderr)
 	}
+	return srv, wd, m[1]
+}
+
+// A run that talked to the endpoint its environment named is not resumed
+// against another one silently: resume refuses until a flag says where to
+// go.
+func TestResumeRefusesASilentEndpointChange(t *testing.T) {
+	srv, wd, resume := interruptedOnEnvEndpoint(t)
 	moved := []string{"OPENAI_API_KEY=sk-test-key", "OPENAI_BASE_URL=http://127.0.0.1:1/v1"}
-	code, _, stderr = pasted(t, wd, moved, m[1])
+	code, _, stderr := pasted(t, wd, moved, resume)
 	if code != exitUsage || !strings.Contains(stderr, "talked to "+srv.URL) || !strings.Contains(stderr, "--base-url "+srv.URL) {
 		t.Fatalf("resume with a moved environment: exit %d\n%s", code, stderr)
 	}
@@ -120,9 +129,28 @@ func TestResumeRefusesASilentEndpointChange(t *testing.T) {
 		t.Fatalf("%d requests", n)
 	}
 	// Saying where explicitly continues, and says so.
-	code, _, stderr = pasted(t, wd, moved, m[1]+" --base-url "+srv.URL)
+	code, _, stderr = pasted(t, wd, moved, resume+" --base-url "+srv.URL)
 	if code != 0 || !strings.Contains(stderr, "COMPLETED") {
 		t.Fatalf("resume --base-url: exit %d\n%s", code, stderr)
+	}
+}
+
+// resume never prints a base URL that carries a key: an environment that
+// now names one, or a --base-url with one, is refused without quoting it.
+func TestResumeRefusesABaseURLWithAKey(t *testing.T) {
+	srv, wd, resume := interruptedOnEnvEndpoint(t)
+	env := []string{"OPENAI_API_KEY=sk-test-key", "OPENAI_BASE_URL=" + srv.URL}
+	keyed := []string{"OPENAI_API_KEY=sk-test-key", "OPENAI_BASE_URL=http://user:sk-resume-SECRET@127.0.0.1:1/v1"}
+	code, _, stderr := pasted(t, wd, keyed, resume)
+	if code != exitUsage || strings.Contains(stderr, "SECRET") || !strings.Contains(stderr, "OPENAI_BASE_URL carries a user or password") {
+		t.Fatalf("resume with a key in the environment's base URL: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = pasted(t, wd, env, resume+" --base-url "+srv.URL+"?key=sk-resume-SECRET")
+	if code != exitUsage || strings.Contains(stderr, "SECRET") || !strings.Contains(stderr, "carries a query string") {
+		t.Fatalf("resume --base-url with a key: exit %d\n%s", code, stderr)
+	}
+	if n := len(srv.Requests()); n != 4 {
+		t.Fatalf("%d requests", n)
 	}
 }
 

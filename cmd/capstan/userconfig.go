@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"maps"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,9 +95,10 @@ func loadUserConfig() (*userConfig, error) {
 			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"user config %s: base_urls.%s: only %s have a base URL", path, provider, strings.Join(slices.Sorted(maps.Keys(baseURLEnv)), " and "))
 		}
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-				"user config %s: base_urls.%s: %q is not an http(s) URL", path, provider, u)
+		// The URL is never quoted: it may hold a key (which the check
+		// refuses, as runs record the base URL).
+		if err := llm.CheckBaseURL(fmt.Sprintf("user config %s: base_urls.%s", path, provider), u); err != nil {
+			return nil, err
 		}
 	}
 	for model, p := range uc.Pricing {

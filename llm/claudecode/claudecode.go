@@ -74,7 +74,7 @@ var secretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
 
 func init() {
 	llm.Register("claude-code", func(ctx context.Context, c llm.Config) (llm.Bridge, error) {
-		return New(Config{Model: c.Model, WorkDir: c.WorkDir, Getenv: c.Getenv, Events: c.Events,
+		return New(Config{Model: c.Model, BaseURL: c.BaseURL, WorkDir: c.WorkDir, Getenv: c.Getenv, Events: c.Events,
 			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers, Redact: c.Redact})
 	})
 }
@@ -86,6 +86,9 @@ type Config struct {
 	Binary string
 	// Model is passed as --model when set.
 	Model string
+	// BaseURL, when set, is the CLI's ANTHROPIC_BASE_URL (--base-url,
+	// runner.baseUrl), over the environment's.
+	BaseURL string
 	// WorkDir is the CLI's working directory ("" = current).
 	WorkDir string
 	// Getenv reads the environment (nil = os.Getenv). Variables in
@@ -124,6 +127,10 @@ type Bridge struct {
 	// noPartial is set once the CLI has rejected
 	// --include-partial-messages as an unknown option.
 	noPartial atomic.Bool
+
+	// schemas keeps the output schemas compiled, one per distinct
+	// schema, instead of compiling each query's anew.
+	schemas *schema.Cache
 }
 
 // New resolves the claude binary and returns a Bridge. A missing binary is
@@ -142,7 +149,7 @@ func New(cfg Config) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, binary: bin}
+	b := &Bridge{cfg: cfg, binary: bin, schemas: schema.NewCache(0)}
 	if len(cfg.MCPServers) > 0 {
 		j, err := MCPConfigJSON(cfg.MCPServers)
 		if err != nil {
@@ -406,7 +413,7 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 		return st.res, err
 	}
 	if len(opts.OutputSchema) > 0 {
-		if err := structured(st, opts.OutputSchema); err != nil {
+		if err := b.structured(st, opts.OutputSchema); err != nil {
 			return st.res, err
 		}
 	}
@@ -419,6 +426,10 @@ func (b *Bridge) env() []string {
 		if v := b.cfg.Getenv(k); v != "" {
 			env = append(env, k+"="+v)
 		}
+	}
+	if b.cfg.BaseURL != "" {
+		// The last of a duplicated variable wins.
+		env = append(env, "ANTHROPIC_BASE_URL="+b.cfg.BaseURL)
 	}
 	env = append(env, "CLAUDE_CODE_ENTRYPOINT=sdk-capstan")
 	return append(env, b.cfg.Env...)
@@ -754,8 +765,8 @@ func textDelta(ev json.RawMessage) string {
 
 // structured validates the structured answer against outputSchema, recovering it
 // from the result text when the CLI did not report structured_output.
-func structured(st *state, outputSchema json.RawMessage) error {
-	sch, err := compileSchema(outputSchema)
+func (b *Bridge) structured(st *state, outputSchema json.RawMessage) error {
+	sch, err := b.schemas.Compile(schema.Source{Raw: outputSchema, URL: "mem://capstan/output.schema.json"})
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "output schema does not compile")
 	}
@@ -783,10 +794,6 @@ func structured(st *state, outputSchema json.RawMessage) error {
 	e := agenterr.New(agenterr.CodeSchemaValidation, agenterr.LayerSDKBridge, true, "%s", msg)
 	e.Hint = "the model must answer with JSON matching the output schema; a retry usually fixes this"
 	return e
-}
-
-func compileSchema(raw json.RawMessage) (*schema.Schema, error) {
-	return schema.CompileSource(schema.Source{Raw: raw, URL: "mem://capstan/output.schema.json"})
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -70,10 +70,11 @@ func (e *events) all() []string {
 }
 
 type fakeLog struct {
-	Args   []string `json:"args"`
-	Stdin  string   `json:"stdin"`
-	EnvKey string   `json:"env_key"`
-	Pwd    string   `json:"pwd"`
+	Args       []string `json:"args"`
+	Stdin      string   `json:"stdin"`
+	EnvKey     string   `json:"env_key"`
+	EnvBaseURL string   `json:"env_base_url"`
+	Pwd        string   `json:"pwd"`
 }
 
 func newBridge(t *testing.T, scenario string, ev journal.Emitter, mut func(*claudecode.Config)) (*claudecode.Bridge, string) {
@@ -318,6 +319,52 @@ func TestStructuredOutput(t *testing.T) {
 				t.Fatalf("structured = %s", res.StructuredOutput)
 			}
 		})
+	}
+}
+
+// --base-url (runner.baseUrl) reaches the CLI as ANTHROPIC_BASE_URL, over
+// the environment's; without it the environment's is passed on.
+func TestBaseURLReachesTheCLI(t *testing.T) {
+	for _, tc := range []struct{ baseURL, want string }{
+		{"http://127.0.0.1:9/gateway", "http://127.0.0.1:9/gateway"},
+		{"", "http://from-env.example"},
+	} {
+		b, logPath := newBridge(t, "structured", nil, func(c *claudecode.Config) {
+			c.BaseURL = tc.baseURL
+			get := c.Getenv
+			c.Getenv = func(k string) string {
+				if k == "ANTHROPIC_BASE_URL" {
+					return "http://from-env.example"
+				}
+				return get(k)
+			}
+		})
+		if _, err := b.Query(context.Background(), "go", llm.QueryOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := readLog(t, logPath).EnvBaseURL; got != tc.want {
+			t.Errorf("BaseURL %q: the CLI saw ANTHROPIC_BASE_URL=%q, want %q", tc.baseURL, got, tc.want)
+		}
+	}
+}
+
+// The bridge keeps its compiled output schemas, but each query is checked
+// against its own: a second query with a stricter schema is not judged by
+// the first one's.
+func TestStructuredOutputSchemaPerQuery(t *testing.T) {
+	b, _ := newBridge(t, "structured", nil, nil)
+	for range 2 {
+		if _, err := b.Query(context.Background(), "report", llm.QueryOptions{OutputSchema: json.RawMessage(schema)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stricter := strings.Replace(schema, `"required":["status"]`, `"required":["status","reason"]`, 1)
+	_, err := b.Query(context.Background(), "report", llm.QueryOptions{OutputSchema: json.RawMessage(stricter)})
+	if agenterr.CodeOf(err) != agenterr.CodeSchemaValidation || !strings.Contains(err.Error(), "reason") {
+		t.Fatalf("the stricter schema was not applied: %v", err)
+	}
+	if _, err := b.Query(context.Background(), "report", llm.QueryOptions{OutputSchema: json.RawMessage(schema)}); err != nil {
+		t.Fatalf("the first schema again: %v", err)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -72,25 +73,18 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		return failure(err), nil
 	}
 	defer root.Close()
-	// Check the kind before opening: opening a FIFO would block.
-	st, err := root.Stat(rel)
-	if err != nil {
-		return failure(osErr(in.FilePath, err)), nil
-	}
-	if st.IsDir() {
+	// A FIFO must not block the read.
+	f, st, err := regularfile.Open(root.OpenFile, rel)
+	var nr *regularfile.NotRegularError
+	switch {
+	case errors.As(err, &nr) && nr.Info.IsDir():
 		return failure(inputErr(NameRead, "%s is a directory; use Glob to list files", in.FilePath)), nil
-	}
-	if !st.Mode().IsRegular() {
-		return failure(inputErr(NameRead, "%s is not a regular file (%s)", in.FilePath, st.Mode().Type())), nil
-	}
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
+	case nr != nil:
+		return failure(inputErr(NameRead, "%s is not a regular file (%s)", in.FilePath, nr.Info.Mode().Type())), nil
+	case err != nil:
 		return failure(osErr(in.FilePath, err)), nil
 	}
 	defer f.Close()
-	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return failure(inputErr(NameRead, "%s changed while being opened", in.FilePath)), nil
-	}
 	br := bufio.NewReaderSize(f, 16<<10)
 	head, _ := br.Peek(8000)
 	if isBinary(head) {
