@@ -397,7 +397,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	stderr := cmd.ErrOrStderr()
 	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
-		printConfigError(stderr, err)
+		printConfigError(stderr, err, dir, true)
 		return withExit(exitUsage, nil)
 	}
 	var flags runFlags

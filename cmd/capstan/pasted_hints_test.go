@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/loop"
+)
+
+// announced matches the line a run prints before it starts.
+var announced = regexp.MustCompile(`(?m)^work dir `)
+
+// pasteShell runs command lines with sh in dir, capstan on PATH being this
+// test binary: what a user does with a printed hint.
+func pasteShell(t *testing.T, dir string) func(line string) (int, string) {
+	t.Helper()
+	env := capstanOnPath(t)
+	return func(line string) (int, string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+}
+
+// pastedCommand returns the command that follows marker in out, up to the
+// end of its line or a closing parenthesis.
+func pastedCommand(t *testing.T, out, marker string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, marker)
+	if !ok {
+		t.Fatalf("no %q in:\n%s", marker, out)
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	line = strings.TrimSpace(line)
+	if i := strings.LastIndex(line, ")"); i >= 0 && !strings.Contains(line[:i], "(") {
+		line = line[:i]
+	}
+	return line
+}
+
+// A work dir that does not exist is a usage error before anything runs,
+// and the hint, pasted, creates it: the same command then completes.
+func TestMissingWorkDirHintWorks(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := "capstan run " + shellQuote(hello) + " --workdir 'hello work'"
+	code, out := sh(run)
+	if code != exitUsage || !strings.Contains(out, "does not exist") || announced.MatchString(out) {
+		t.Fatalf("missing work dir: exit %d, want %d (and no run announced)\n%s", code, exitUsage, out)
+	}
+	fix := pastedCommand(t, out, "create it first (")
+	if !strings.HasPrefix(fix, "mkdir -p ") {
+		t.Fatalf("hint %q is not a mkdir command:\n%s", fix, out)
+	}
+	if code, out := sh(fix); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", fix, code, out)
+	}
+	if code, out := sh(run); code != 0 {
+		t.Fatalf("after the hint: exit %d\n%s", code, out)
+	}
+}
+
+// An agent whose validators run git, given a work dir that does not exist
+// yet: the hint makes it a git repository (git -C DIR init would fail).
+func TestGitWorkDirHintWorksForAMissingDir(t *testing.T) {
+	def, err := config.LoadAndValidate(filepath.Join("..", "..", "examples", "fix-failing-test"), agent.ValidateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	wd := filepath.Join(parent, "new project")
+	err = checkGitWorkDir(t.Context(), def, wd)
+	if err == nil {
+		t.Fatal("a missing work dir passed the git check")
+	}
+	fix := pastedCommand(t, err.Error(), "make this one: ")
+	if code, out := pasteShell(t, parent)(fix); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", fix, code, out)
+	}
+	if err := checkGitWorkDir(t.Context(), def, wd); err != nil {
+		t.Fatalf("after the hint: %v", err)
+	}
+}
+
+// `capstan run` of an invalid folder lists the problems, named from the
+// current directory, and prints a validate command that works when pasted.
+func TestInvalidAgentPrintsAWorkingValidateCommand(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	if code, out := sh("capstan init bad"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	path := filepath.Join(parent, "bad", "agent.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"maxIterations": 3`), []byte(`"maxIterations": "3"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run bad --workdir w")
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d\n%s", code, exitUsage, out)
+	}
+	problem := regexp.MustCompile(`(?m)^bad/agent\.json:\d+:\d+: error AC-SCHEMA-TYPE `)
+	if !problem.MatchString(out) || !strings.Contains(out, "(1 error, listed above)") {
+		t.Fatalf("problem not named from the current directory, or wrong count:\n%s", out)
+	}
+	validate := pastedCommand(t, out, "check the folder again with: ")
+	code, vout := sh(validate)
+	if code != exitUsage || !problem.MatchString(vout) {
+		t.Fatalf("%s: exit %d\n%s", validate, code, vout)
+	}
+}
+
+// The summary of a run stopped by its budget prints the hint once, and
+// its "continue with:" command completes the run; resuming it again is a
+// usage error whose command starts the agent anew.
+func TestSummaryHintOnceAndResumeCommandsWork(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w --max-iterations 1")
+	if code != exitNotCompleted {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if n := strings.Count(out, "hint:"); n != 1 {
+		t.Fatalf("the hint is printed %d times, want once:\n%s", n, out)
+	}
+	resume := pastedCommand(t, out, "continue with: ")
+	if code, out := sh(resume); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", resume, code, out)
+	}
+	code, out = sh(resume)
+	if code != exitUsage || !strings.Contains(out, "already completed") || announced.MatchString(out) {
+		t.Fatalf("resume of a completed run: exit %d, want %d before any run output\n%s", code, exitUsage, out)
+	}
+	again := pastedCommand(t, out, "run the agent again with: ")
+	if code, out := sh(again); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", again, code, out)
+	}
+}
+
+// The progress line keeps a reason as long as the README shows, and a cut
+// never splits a UTF-8 character.
+func TestProgressLineKeepsTheReason(t *testing.T) {
+	reason := "completion declared (structured.status), but tests-pass failed (pattern test-failed); attempt 1 of 4 failed, retry prompt sent"
+	var buf bytes.Buffer
+	p := newProgressPrinter(&buf)
+	p.Consume(event.Event{Type: journal.IterationEnd, Data: &loop.IterationEvent{Summary: &iteration.Summary{Iteration: 1, StepID: "complete.fix"}, Outcome: loop.OutcomeEvent{Reason: reason}}})
+	if !strings.HasSuffix(strings.TrimSpace(buf.String()), "continue: "+reason) {
+		t.Fatalf("reason cut: %q", buf.String())
+	}
+	long := strings.Repeat("→", 100)
+	for n := 190; n <= 200; n++ {
+		if got := firstLine(long, n); !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || len(got) > n+len("…") {
+			t.Fatalf("firstLine(…, %d) = %q", n, got)
+		}
+	}
+}
