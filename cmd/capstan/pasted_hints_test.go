@@ -185,3 +185,23 @@ func TestProgressLineKeepsTheReason(t *testing.T) {
 		}
 	}
 }
+
+// The README lists every completion reason a run can end with.
+func TestREADMEListsEveryCompletionReason(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, ok := strings.Cut(string(b), "`completionReason` is one of")
+	if !ok {
+		t.Fatal("README.md has no list of completion reasons")
+	}
+	list, _, _ = strings.Cut(list, "\n\n")
+	for _, reason := range []string{loop.ReasonCompleted, loop.ReasonEmergencyStop, loop.ReasonMaxIterations, loop.ReasonTimeBudget,
+		loop.ReasonTokenBudget, loop.ReasonCostBudget, loop.ReasonCanceled, loop.ReasonAborted, loop.ReasonError,
+		agent.ReasonValidationExhausted, agent.ReasonStepLoopLimit, agent.ReasonCannotComplete} {
+		if !strings.Contains(list, "`"+reason+"`") {
+			t.Errorf("README.md's list of completion reasons lacks %s", reason)
+		}
+	}
+}
