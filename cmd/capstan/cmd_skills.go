@@ -99,7 +99,7 @@ type skillsRunFlags struct {
 func newSkillsRunCmd() *cobra.Command {
 	var f skillsRunFlags
 	c := &cobra.Command{
-		Use:   "run DIR --skill ID --goal TEXT [--input k=v ...] [--expect PATH[:SCHEMA] ...] --model M",
+		Use:   "run DIR --skill ID --goal TEXT [--input k=v ...] [--expect PATH[:SCHEMA] ...] [--model M]",
 		Short: "Run one skill until its expected outputs exist and validate",
 		Long: `Run the skill ID found under DIR: the model chooses the actions (read SKILL.md,
 read references, expand templates, run scripts in the sandbox, write artifacts

@@ -205,3 +205,22 @@ func TestREADMEListsEveryCompletionReason(t *testing.T) {
 		}
 	}
 }
+
+// A command given the wrong number of arguments or an unknown flag says
+// what it takes.
+func TestUsageErrorsShowTheUsageLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate"}, "(usage: capstan validate DIR [flags])"},
+		{[]string{"show", "a", "b"}, "(usage: capstan show RUN [flags])"},
+		{[]string{"init", "--bogus", "x"}, "(usage: capstan init NAME [flags])"},
+		{[]string{"skills", "run"}, "[--model M] [flags])"},
+	} {
+		code, _, errOut := captureConfigCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("capstan %s: exit %d, want %d and %q:\n%s", strings.Join(tc.args, " "), code, exitUsage, tc.want, errOut)
+		}
+	}
+}
