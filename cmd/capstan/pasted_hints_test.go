@@ -224,3 +224,33 @@ func TestUsageErrorsShowTheUsageLine(t *testing.T) {
 		}
 	}
 }
+
+// An agent that names no model: the hint names every way to give one, and
+// the environment variable it names works.
+func TestNoModelHintNamesEveryWay(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	if code, out := sh("capstan init nomodel && mkdir w"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	path := filepath.Join(parent, "nomodel", "agent.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"model": "script:script.yaml",`), nil, 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("env -u CAPSTAN_MODEL capstan run nomodel --workdir w")
+	if code == 0 || !strings.Contains(out, "no model") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, way := range []string{"--model", "runner.model", "CAPSTAN_MODEL", "default_model"} {
+		if !strings.Contains(out, way) {
+			t.Errorf("the hint does not name %s:\n%s", way, out)
+		}
+	}
+	if code, out := sh("CAPSTAN_MODEL=script:script.yaml capstan run nomodel --workdir w"); code != 0 {
+		t.Fatalf("with CAPSTAN_MODEL: exit %d\n%s", code, out)
+	}
+}
