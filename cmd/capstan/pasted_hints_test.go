@@ -17,6 +17,8 @@ import (
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // announced matches the line a run prints before it starts.
@@ -253,4 +255,22 @@ func TestNoModelHintNamesEveryWay(t *testing.T) {
 	if code, out := sh("CAPSTAN_MODEL=script:script.yaml capstan run nomodel --workdir w"); code != 0 {
 		t.Fatalf("with CAPSTAN_MODEL: exit %d\n%s", code, out)
 	}
+}
+
+// Help shows each flag's value type: a usage text with a word in
+// backquotes would show that word in its place ("--temporal capstan
+// worker").
+func TestFlagHelpShowsValueTypes(t *testing.T) {
+	check := func(path string, f *pflag.Flag) {
+		if name, _ := pflag.UnquoteUsage(f); strings.Contains(name, " ") {
+			t.Errorf("%s --%s: help shows %q as its value", path, f.Name, name)
+		}
+	}
+	walkCommands(newRootCmd(), func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) { check(c.CommandPath(), f) })
+	})
+	var flags runFlags
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	flags.registerRun(fs)
+	fs.VisitAll(func(f *pflag.Flag) { check("capstan run DIR", f) })
 }
