@@ -499,6 +499,10 @@ Both choices are journaled. A run whose recorded definition is missing
 			if err := resumeOptions(cmd.Flags(), &flags, rec, def, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
+			if st, err := os.Stat(flags.workDir); err != nil || !st.IsDir() {
+				return withExit(exitUsage, fmt.Errorf("resume: run %s works in %s, which is no longer a directory; a run continues only in its own work dir (run the agent anew elsewhere with: capstan run %s --workdir DIR)",
+					rec.ID, flags.workDir, shellQuote(rec.Start.AgentDir)))
+			}
 			return executeRun(cmd.Context(), cmd, def, flags, nil, rec, pin)
 		},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -273,4 +274,67 @@ func TestFlagHelpShowsValueTypes(t *testing.T) {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	flags.registerRun(fs)
 	fs.VisitAll(func(f *pflag.Flag) { check("capstan run DIR", f) })
+}
+
+// A problem prints one hint: a missing step prompt and a schema that does
+// not parse carry their own hint, which replaces the generic one.
+func TestValidateProblemsHaveOneHint(t *testing.T) {
+	parent := t.TempDir()
+	if code, _, errOut := captureConfigCLI(t, "init", "twice", "--dir", parent); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	dir := filepath.Join(parent, "twice")
+	if err := os.Remove(filepath.Join(dir, "prompts", "steps", "initial", "main", "f_default.md")); err != nil {
+		t.Fatal(err)
+	}
+	reg := filepath.Join(dir, "steps_registry.json")
+	b, err := os.ReadFile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"uvVariables"`), []byte(`"outputSchemaRef": {"file": "out.schema.json", "schema": "done"}, "uvVariables"`), 1)
+	if err := os.WriteFile(reg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "schemas", "out.schema.json"), []byte("{\"done\": {},}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, "SR-STEP-PROMPT-MISSING") || !strings.Contains(out, "SR-SCHEMA-UNRESOLVED") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "; hint:") {
+			t.Errorf("two hints: %s", line)
+		}
+	}
+	if !strings.Contains(out, "— create prompts/steps/initial/main/f_default.md") {
+		t.Errorf("the missing prompt's hint does not name the file:\n%s", out)
+	}
+}
+
+// A run whose work dir is gone cannot be resumed elsewhere: a usage error
+// that says so instead of suggesting --workdir, which resume refuses.
+func TestResumeOfARunWhoseWorkDirIsGone(t *testing.T) {
+	wd := t.TempDir()
+	code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "--max-iterations", "1", "--json", "-q")
+	if code != exitNotCompleted {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var res struct {
+		RunID string `json:"runId"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(wd); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = captureConfigCLI(t, "resume", res.RunID, "--max-iterations", "2")
+	if code != exitUsage || !strings.Contains(errOut, "no longer a directory") || strings.Contains(errOut, "pass an existing --workdir") {
+		t.Fatalf("exit %d, want %d\n%s", code, exitUsage, errOut)
+	}
 }
