@@ -338,3 +338,26 @@ func TestResumeOfARunWhoseWorkDirIsGone(t *testing.T) {
 		t.Fatalf("exit %d, want %d\n%s", code, exitUsage, errOut)
 	}
 }
+
+// A skill run without --expect is not reported as completed (nothing was
+// verified, exit 1), and its summary names the show command, which works.
+func TestSkillRunWithoutExpectIsNotCompleted(t *testing.T) {
+	var args []string
+	for _, a := range exampleSkillArgs(t, filepath.Join("..", "..", "examples", "skills"), t.TempDir()) {
+		if a == "--expect" || strings.HasPrefix(a, "report.json:") || a == "summary.md" {
+			continue
+		}
+		args = append(args, a)
+	}
+	code, _, errOut := captureConfigCLI(t, args...)
+	if code != exitNotCompleted || !strings.HasPrefix(errOut, "NOT VERIFIED  skill status-report") {
+		t.Fatalf("exit %d, want %d and NOT VERIFIED:\n%s", code, exitNotCompleted, errOut)
+	}
+	show := strings.Fields(pastedCommand(t, errOut, "(capstan show "))
+	if len(show) != 1 {
+		t.Fatalf("show command %q", show)
+	}
+	if code, out, errOut := captureConfigCLI(t, "show", show[0]); code != 0 || !strings.Contains(out, "skill status-report") {
+		t.Fatalf("capstan show %s: exit %d\n%s%s", show[0], code, out, errOut)
+	}
+}
