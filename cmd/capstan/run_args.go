@@ -26,8 +26,8 @@ func isAgentDir(dir string) bool {
 }
 
 // completeRunArgs completes `capstan run`: agent folders for DIR, then
-// capstan's own flags and the agent's parameter flags.
-func completeRunArgs(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+// the agent's parameter flags (cobra completes the flags cmd declares).
+func completeRunArgs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	dir, _ := agentDirArg(args)
 	if len(args) > 0 && isValueFlag(args[len(args)-1]) {
 		if args[len(args)-1] == "--workdir" {
@@ -52,7 +52,7 @@ func completeRunArgs(_ *cobra.Command, args []string, toComplete string) ([]stri
 	var out []string
 	fs.VisitAll(func(f *pflag.Flag) {
 		name := "--" + f.Name
-		if strings.HasPrefix(name, toComplete) {
+		if cmd.Flags().Lookup(f.Name) == nil && strings.HasPrefix(name, toComplete) {
 			out = append(out, name+"\t"+f.Usage)
 		}
 	})
