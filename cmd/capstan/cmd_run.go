@@ -270,6 +270,10 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 		return withExit(exitUsage, err)
 	}
 	if resume == nil {
+		// Usage errors come before the run is announced.
+		if _, err := def.ResolveParams(params); err != nil {
+			return withExit(exitUsage, err)
+		}
 		if err := checkWorkDirExists(flags.workDir); err != nil {
 			return withExit(exitUsage, err)
 		}

@@ -361,3 +361,11 @@ func TestSkillRunWithoutExpectIsNotCompleted(t *testing.T) {
 		t.Fatalf("capstan show %s: exit %d\n%s%s", show[0], code, out, errOut)
 	}
 }
+
+// A missing required parameter is refused before the run is announced.
+func TestMissingParameterBeforeTheRun(t *testing.T) {
+	code, _, errOut := captureConfigCLI(t, "run", slowAgent(t), "--workdir", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "PARAM_MISSING") || announced.MatchString(errOut) {
+		t.Fatalf("exit %d, want %d before any run output:\n%s", code, exitUsage, errOut)
+	}
+}
