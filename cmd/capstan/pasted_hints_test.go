@@ -369,3 +369,29 @@ func TestMissingParameterBeforeTheRun(t *testing.T) {
 		t.Fatalf("exit %d, want %d before any run output:\n%s", code, exitUsage, errOut)
 	}
 }
+
+// `capstan runs` in a work dir without runs names that dir as a path a
+// reader can recognize, not ".".
+func TestNoRunsNamesTheAbsoluteWorkDir(t *testing.T) {
+	wd := t.TempDir()
+	code, _, errOut := captureConfigCLI(t, "runs", "--workdir", wd)
+	if code != 0 || !strings.Contains(errOut, "no runs of work dir "+wd+" ") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rel, err := filepath.Rel(mustGetwd(t), wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, errOut := captureConfigCLI(t, "runs", "--workdir", rel); !strings.Contains(errOut, "no runs of work dir "+wd+" ") {
+		t.Fatalf("relative --workdir %s: %s", rel, errOut)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
