@@ -276,8 +276,8 @@ func TestFlagHelpShowsValueTypes(t *testing.T) {
 	fs.VisitAll(func(f *pflag.Flag) { check("capstan run DIR", f) })
 }
 
-// A problem prints one hint: a missing step prompt and a schema that does
-// not parse carry their own hint, which replaces the generic one.
+// A problem prints one hint: a missing step prompt, a schema and a script
+// that do not parse carry their own hint, which replaces the generic one.
 func TestValidateProblemsHaveOneHint(t *testing.T) {
 	parent := t.TempDir()
 	if code, _, errOut := captureConfigCLI(t, "init", "twice", "--dir", parent); code != 0 {
@@ -302,8 +302,12 @@ func TestValidateProblemsHaveOneHint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "schemas", "out.schema.json"), []byte("{\"done\": {},}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte("turns:\n  - txet: done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ := captureConfigCLI(t, "validate", dir)
-	if code != exitUsage || !strings.Contains(out, "SR-STEP-PROMPT-MISSING") || !strings.Contains(out, "SR-SCHEMA-UNRESOLVED") {
+	if code != exitUsage || !strings.Contains(out, "SR-STEP-PROMPT-MISSING") || !strings.Contains(out, "SR-SCHEMA-UNRESOLVED") ||
+		!strings.Contains(out, "AG-MODEL-SCRIPT-INVALID") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	for _, line := range strings.Split(out, "\n") {
