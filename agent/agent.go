@@ -197,7 +197,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	if a.model == "" {
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
-		e.Hint = "set runner.model in agent.json or pass --model provider:model (providers: " + strings.Join(llm.Providers(), ", ") + ")"
+		e.Hint = "pass --model provider:model, set runner.model in agent.json, or set CAPSTAN_MODEL or default_model in the user config (providers: " + strings.Join(llm.Providers(), ", ") + ")"
 		return nil, e
 	}
 	if err := CheckBaseURLs(a.model, opts.BaseURL, a.spec.Runner.BaseURL, def.Dir(), opts.Getenv); err != nil {

@@ -34,6 +34,18 @@ const (
 	CodeRetryPromptGeneric = "SR-RETRY-PROMPT-GENERIC"
 )
 
+// withOwnHint splits err into its message and the hint it carries, which
+// is more precise than fallback: a problem prints one hint, not two.
+func withOwnHint(err error, fallback string) (msg, hint string) {
+	msg = err.Error()
+	if e := agenterr.From(err); e != nil && e.Hint != "" {
+		if m, ok := strings.CutSuffix(msg, "; hint: "+e.Hint); ok {
+			return m, e.Hint
+		}
+	}
+	return msg, fallback
+}
+
 // ValidateOptions are the configuration checks of a full validation: the
 // providers and runtime variables this binary knows, the cross-layer
 // checks (every step prompt resolves and parses, every declared failure
@@ -125,9 +137,9 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 			return
 		}
 		if _, err := schemas.get(*ref); err != nil {
+			msg, hint := withOwnHint(err, "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)")
 			out = append(out, config.Problem{Code: CodeSchemaUnresolved, Severity: config.SeverityError, File: regFile,
-				Pointer: ptr, Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + err.Error(),
-				Hint: "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)"})
+				Pointer: ptr, Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + msg, Hint: hint})
 		}
 	}
 	reach := config.Reachable(reg)
@@ -146,8 +158,9 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 				if errors.Is(err, agenterr.ErrPromptNotFound) {
 					code, hint = CodeStepPromptMissing, "create the prompt file, or set the step's fallback"
 				}
+				msg, hint := withOwnHint(err, hint)
 				out = append(out, config.Problem{Code: code, Severity: config.SeverityError, File: regFile,
-					Pointer: ptr, Message: "step " + id + ": " + err.Error(), Hint: hint})
+					Pointer: ptr, Message: "step " + id + ": " + msg, Hint: hint})
 			}
 		}
 		// Every validator that can fail in this step needs its pattern's

@@ -119,13 +119,13 @@ func checkModelScripts(dir string, def *config.Definition, reg *config.Registry)
 		}
 		seen[p] = true
 		if _, err := script.LoadFS(fsys, p, file); err != nil {
-			msg := err.Error()
+			var cause error = err
 			if e := agenterr.From(err); e != nil && e.Line > 0 {
-				msg = e.Error()
+				cause = e
 			}
+			msg, hint := withOwnHint(cause, "fix the script file (see docs/script-provider.md)")
 			out = append(out, config.Problem{Code: CodeModelScriptInvalid, Severity: config.SeverityError, File: u.file,
-				Pointer: u.pointer, Message: "script " + file + ": " + msg,
-				Hint: "fix the script file (see docs/script-provider.md)"})
+				Pointer: u.pointer, Message: "script " + file + ": " + msg, Hint: hint})
 		}
 	}
 	return out

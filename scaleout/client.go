@@ -210,7 +210,7 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 	head, err := git(ctx, wd, "rev-parse", "HEAD")
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "the work dir's repository %s has no commit", wd)
-		e.Hint = "commit the work dir's files first (git -C " + wd + " commit)"
+		e.Hint = "commit the work dir's files first: git -C " + wd + " add -A && git -C " + wd + " commit --allow-empty -m start"
 		return nil, e
 	}
 	in.Repo, in.Branch, in.BaseCommit, in.WorkDir = s.Repo, "capstan/"+in.RunID, head, ""

@@ -167,7 +167,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	}
 	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
-		printConfigError(stderr, err)
+		printConfigError(stderr, err, dir, true)
 		return withExit(exitUsage, nil)
 	}
 	spec := def.Definition()
@@ -261,7 +261,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	// Seed 002 loadAndValidate: configuration warnings are logged, not
 	// swallowed (they are also in the journal).
 	for _, w := range def.Warnings() {
-		fmt.Fprintln(stderr, w.String())
+		fmt.Fprintln(stderr, problemLine(def.Dir(), w))
 	}
 	if flags.temporal.address != "" {
 		return executeTemporalRun(ctx, cmd, def, flags, params)
@@ -269,6 +269,15 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	def, err := withUserPricing(def)
 	if err != nil {
 		return withExit(exitUsage, err)
+	}
+	if resume == nil {
+		// Usage errors come before the run is announced.
+		if _, err := def.ResolveParams(params); err != nil {
+			return withExit(exitUsage, err)
+		}
+		if err := checkWorkDirExists(flags.workDir); err != nil {
+			return withExit(exitUsage, err)
+		}
 	}
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
@@ -401,7 +410,9 @@ func printSummary(w io.Writer, r *agent.Result) {
 	fmt.Fprintf(w, "  iterations %d  step %s  tokens in=%d out=%d cache=%d/%d  cost $%.4f  %.1fs\n",
 		r.Iterations, r.StepID, r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.CostUSD, float64(r.DurationMs)/1000)
 	if r.Error != nil {
-		fmt.Fprintf(w, "  error %s: %s (recoverable: %v)\n", r.Error.Code, r.Error.Message, r.Error.Recoverable)
+		// The message ends with the hint; it is printed once, on its own line.
+		msg := strings.TrimSuffix(r.Error.Message, "; hint: "+r.Error.Hint)
+		fmt.Fprintf(w, "  error %s: %s (recoverable: %v)\n", r.Error.Code, msg, r.Error.Recoverable)
 		if r.Error.Hint != "" {
 			fmt.Fprintf(w, "  hint: %s\n", r.Error.Hint)
 		}
@@ -427,14 +438,20 @@ func printSummary(w io.Writer, r *agent.Result) {
 	fmt.Fprintf(w, "  journal %s  (capstan show %s)\n", r.Journal, r.RunID)
 }
 
-// printConfigError prints a configuration error with every problem.
-func printConfigError(w io.Writer, err error) {
+// printConfigError prints a configuration error with every problem. dir
+// is the agent folder the problems' files are relative to; when the folder
+// on disk is what was checked, the last line says how to check it again.
+func printConfigError(w io.Writer, err error, dir string, onDisk bool) {
 	var ve *config.ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems() {
-			fmt.Fprintln(w, p.String())
+			fmt.Fprintln(w, problemLine(dir, p))
 		}
-		fmt.Fprintf(w, "capstan: agent definition is invalid (%d errors); run capstan validate for details\n", len(ve.Result.Errors()))
+		fmt.Fprintf(w, "capstan: the agent definition is invalid (%s, listed above)", plural(len(ve.Result.Errors()), "error"))
+		if onDisk && dir != "" {
+			fmt.Fprintf(w, "; after fixing, check the folder again with: capstan validate %s", shellQuote(dir))
+		}
+		fmt.Fprintln(w)
 		return
 	}
 	fmt.Fprintln(w, "capstan:", err)
@@ -475,13 +492,21 @@ Both choices are journaled. A run whose recorded definition is missing
 			if rec.Start == nil {
 				return withExit(exitUsage, fmt.Errorf("resume: %w", errNotStarted(rec)))
 			}
+			if rec.Result != nil && rec.Result.Success {
+				return withExit(exitUsage, fmt.Errorf("resume: run %s already completed; there is nothing to resume (run the agent again with: capstan run %s --workdir %s)",
+					rec.ID, shellQuote(rec.Start.AgentDir), shellQuote(rec.Start.WorkDir)))
+			}
 			def, pin, err := resumeDefinition(cmd.ErrOrStderr(), rec, reload, flags.model)
 			if err != nil {
-				printConfigError(cmd.ErrOrStderr(), err)
+				printConfigError(cmd.ErrOrStderr(), err, rec.Start.AgentDir, reload)
 				return withExit(exitUsage, nil)
 			}
 			if err := resumeOptions(cmd.Flags(), &flags, rec, def, cmd.ErrOrStderr()); err != nil {
 				return err
+			}
+			if st, err := os.Stat(flags.workDir); err != nil || !st.IsDir() {
+				return withExit(exitUsage, fmt.Errorf("resume: run %s works in %s, which is no longer a directory; a run continues only in its own work dir (run the agent anew elsewhere with: capstan run %s --workdir DIR)",
+					rec.ID, flags.workDir, shellQuote(rec.Start.AgentDir)))
 			}
 			return executeRun(cmd.Context(), cmd, def, flags, nil, rec, pin)
 		},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -123,7 +124,11 @@ its journal says when the workers' state directory is this one.`,
 				if all {
 					fmt.Fprintf(cmd.ErrOrStderr(), "no runs in %s\n", store.Dir)
 				} else {
-					fmt.Fprintf(cmd.ErrOrStderr(), "no runs of work dir %s (every work dir: capstan runs --all)\n", workDir)
+					abs, err := filepath.Abs(workDir)
+					if err != nil {
+						abs = workDir
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "no runs of work dir %s (every work dir: capstan runs --all)\n", abs)
 				}
 				return nil
 			}

@@ -99,7 +99,7 @@ type skillsRunFlags struct {
 func newSkillsRunCmd() *cobra.Command {
 	var f skillsRunFlags
 	c := &cobra.Command{
-		Use:   "run DIR --skill ID --goal TEXT [--input k=v ...] [--expect PATH[:SCHEMA] ...] --model M",
+		Use:   "run DIR --skill ID --goal TEXT [--input k=v ...] [--expect PATH[:SCHEMA] ...] [--model M]",
 		Short: "Run one skill until its expected outputs exist and validate",
 		Long: `Run the skill ID found under DIR: the model chooses the actions (read SKILL.md,
 read references, expand templates, run scripts in the sandbox, write artifacts
@@ -294,7 +294,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		end.Error = &agent.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
 	}
 	events.Emit(journal.RunEnd, end)
-	printActSummary(stderr, res, jw.Path())
+	printActSummary(stderr, res, len(expects) > 0, runID, jw.Path())
 	if f.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
 			return withExit(exitInternal, err)
@@ -313,10 +313,16 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	return withExit(exitNotCompleted, nil)
 }
 
-func printActSummary(w io.Writer, r *skill.ActResult, journalPath string) {
+// printActSummary prints a skill run's outcome; verified says whether
+// expected outputs were checked, without which a completed run is only
+// declared complete.
+func printActSummary(w io.Writer, r *skill.ActResult, verified bool, runID, journalPath string) {
 	status := "NOT COMPLETED"
-	if r.Completed {
+	switch {
+	case r.Completed && verified:
 		status = "COMPLETED"
+	case r.Completed:
+		status = "NOT VERIFIED"
 	}
 	m := r.Metrics
 	fmt.Fprintf(w, "%s  skill %s — %s\n", status, r.Skill, r.ExitReason)
@@ -339,5 +345,5 @@ func printActSummary(w io.Writer, r *skill.ActResult, journalPath string) {
 	if r.Error != nil {
 		fmt.Fprintf(w, "  error %s: %s\n", r.Error.Code, r.Error.Message)
 	}
-	fmt.Fprintf(w, "  journal %s\n", journalPath)
+	fmt.Fprintf(w, "  journal %s  (capstan show %s)\n", journalPath, runID)
 }

@@ -49,9 +49,9 @@ const (
 )
 
 func (f *temporalFlags) register(fs *pflag.FlagSet, kind int) {
-	what := "Temporal frontend HOST:PORT"
+	what := "Temporal frontend `HOST:PORT`" // help shows it as the value: --temporal HOST:PORT
 	if kind == temporalRun {
-		what += " to run on (the run becomes a workflow that `capstan worker` processes execute)"
+		what += " to run on (the run becomes a workflow that capstan worker processes execute)"
 	}
 	fs.StringVar(&f.address, "temporal", "", what)
 	fs.StringVar(&f.namespace, "namespace", scaleout.DefaultNamespace, "Temporal namespace (with --temporal)")
@@ -397,7 +397,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	stderr := cmd.ErrOrStderr()
 	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
-		printConfigError(stderr, err)
+		printConfigError(stderr, err, dir, true)
 		return withExit(exitUsage, nil)
 	}
 	var flags runFlags

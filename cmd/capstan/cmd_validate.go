@@ -50,10 +50,7 @@ in docs/configuration.md.`,
 				}
 			} else {
 				for _, p := range res.Problems() {
-					if p.File != "" {
-						p.File = filepath.Join(dir, p.File)
-					}
-					fmt.Fprintln(out, p.String())
+					fmt.Fprintln(out, problemLine(dir, p))
 				}
 				fmt.Fprintln(out, summary(dir, res))
 				if digest != "" {
@@ -102,6 +99,15 @@ func summary(dir string, res config.ValidationResult) string {
 		return fmt.Sprintf("%s: valid (%s)", dir, plural(w, "warning"))
 	}
 	return fmt.Sprintf("%s: invalid (%s, %s)", dir, plural(e, "error"), plural(w, "warning"))
+}
+
+// problemLine is p as one line, its file named from the current directory
+// (dir is the agent folder its file is relative to; "" leaves it as is).
+func problemLine(dir string, p config.Problem) string {
+	if p.File != "" && dir != "" {
+		p.File = filepath.Join(dir, p.File)
+	}
+	return p.String()
 }
 
 func plural(n int, word string) string {

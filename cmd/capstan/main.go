@@ -126,7 +126,7 @@ func runMain(args []string) int {
 func execute(ctx context.Context, args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -137,7 +137,13 @@ func execute(ctx context.Context, args []string) int {
 		}
 		return ee.code
 	}
-	// cobra's own errors (unknown command, bad flag) are usage errors.
+	// cobra's own errors (unknown command, bad flag, wrong number of
+	// arguments) are usage errors; the command's usage line says what it
+	// takes.
+	if cmd != nil && cmd != root {
+		fmt.Fprintf(os.Stderr, "capstan: %v (usage: %s)\n", err, cmd.UseLine())
+		return exitUsage
+	}
 	fmt.Fprintln(os.Stderr, "capstan:", err)
 	return exitUsage
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
@@ -112,7 +113,7 @@ func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
 		check = "stop"
 	}
 	if o.Reason != "" {
-		check += ": " + firstLine(o.Reason, 80)
+		check += ": " + firstLine(o.Reason, 200)
 	}
 	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, s.StepID, len(s.ToolsUsed), it.RunUsage.Total(), it.RunCostUSD, check)
 	p.clearStatus()
@@ -180,11 +181,16 @@ func (p *progressPrinter) writeText(s string) {
 	p.midText = !strings.HasSuffix(s, "\n")
 }
 
+// firstLine is the first line of s, cut to at most n bytes (and "…")
+// without splitting a UTF-8 character.
 func firstLine(s string, n int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
 	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
 		s = s[:n] + "…"
 	}
 	return s

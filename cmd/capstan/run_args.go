@@ -26,8 +26,8 @@ func isAgentDir(dir string) bool {
 }
 
 // completeRunArgs completes `capstan run`: agent folders for DIR, then
-// capstan's own flags and the agent's parameter flags.
-func completeRunArgs(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+// the agent's parameter flags (cobra completes the flags cmd declares).
+func completeRunArgs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	dir, _ := agentDirArg(args)
 	if len(args) > 0 && isValueFlag(args[len(args)-1]) {
 		if args[len(args)-1] == "--workdir" {
@@ -52,7 +52,7 @@ func completeRunArgs(_ *cobra.Command, args []string, toComplete string) ([]stri
 	var out []string
 	fs.VisitAll(func(f *pflag.Flag) {
 		name := "--" + f.Name
-		if strings.HasPrefix(name, toComplete) {
+		if cmd.Flags().Lookup(f.Name) == nil && strings.HasPrefix(name, toComplete) {
 			out = append(out, name+"\t"+f.Usage)
 		}
 	})
@@ -85,6 +85,30 @@ func checkGitWorkDir(ctx context.Context, def *config.Agent, workDir string) err
 	e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 		"work dir %s is not a git repository, but the agent's validator(s) %s run git there", abs, strings.Join(names, ", "))
 	e.Hint = fmt.Sprintf("pass --workdir with a git repository, or make this one: git -C %s init", shellQuote(abs))
+	if _, err := os.Stat(abs); err != nil {
+		e.Hint = fmt.Sprintf("pass --workdir with a git repository, or make this one: git init %s", shellQuote(abs))
+	}
+	return e
+}
+
+// checkWorkDirExists refuses a work dir that is not an existing
+// directory before anything runs: a usage error whose hint creates it.
+func checkWorkDirExists(workDir string) error {
+	abs, err := filepath.Abs(workDir)
+	if err != nil {
+		abs = workDir
+	}
+	st, err := os.Stat(abs)
+	if err == nil && st.IsDir() {
+		return nil
+	}
+	if err == nil {
+		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "work dir %s is not a directory", abs)
+		e.Hint = "pass a directory with --workdir"
+		return e
+	}
+	e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "work dir %s does not exist", abs)
+	e.Hint = fmt.Sprintf("create it first (mkdir -p %s) or pass an existing directory with --workdir", shellQuote(abs))
 	return e
 }
 

@@ -53,6 +53,13 @@ func TestCompletion(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "--name\tWho to greet") || !strings.Contains(out, "--workdir\t") {
 		t.Fatalf("run flag completion:\n%s", out)
 	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "--") && seen[line] {
+			t.Errorf("run flag completion offers %q twice", line)
+		}
+		seen[line] = true
+	}
 	wd := t.TempDir()
 	code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "-q", "--json")
 	var res struct{ RunID string }

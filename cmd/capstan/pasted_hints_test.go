@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/loop"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// announced matches the line a run prints before it starts.
+var announced = regexp.MustCompile(`(?m)^work dir `)
+
+// pasteShell runs command lines with sh in dir, capstan on PATH being this
+// test binary: what a user does with a printed hint.
+func pasteShell(t *testing.T, dir string) func(line string) (int, string) {
+	t.Helper()
+	env := capstanOnPath(t)
+	return func(line string) (int, string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+}
+
+// pastedCommand returns the command that follows marker in out, up to the
+// end of its line or a closing parenthesis.
+func pastedCommand(t *testing.T, out, marker string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, marker)
+	if !ok {
+		t.Fatalf("no %q in:\n%s", marker, out)
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	line = strings.TrimSpace(line)
+	if i := strings.LastIndex(line, ")"); i >= 0 && !strings.Contains(line[:i], "(") {
+		line = line[:i]
+	}
+	return line
+}
+
+// A work dir that does not exist is a usage error before anything runs,
+// and the hint, pasted, creates it: the same command then completes.
+func TestMissingWorkDirHintWorks(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := "capstan run " + shellQuote(hello) + " --workdir 'hello work'"
+	code, out := sh(run)
+	if code != exitUsage || !strings.Contains(out, "does not exist") || announced.MatchString(out) {
+		t.Fatalf("missing work dir: exit %d, want %d (and no run announced)\n%s", code, exitUsage, out)
+	}
+	fix := pastedCommand(t, out, "create it first (")
+	if !strings.HasPrefix(fix, "mkdir -p ") {
+		t.Fatalf("hint %q is not a mkdir command:\n%s", fix, out)
+	}
+	if code, out := sh(fix); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", fix, code, out)
+	}
+	if code, out := sh(run); code != 0 {
+		t.Fatalf("after the hint: exit %d\n%s", code, out)
+	}
+}
+
+// An agent whose validators run git, given a work dir that does not exist
+// yet: the hint makes it a git repository (git -C DIR init would fail).
+func TestGitWorkDirHintWorksForAMissingDir(t *testing.T) {
+	def, err := config.LoadAndValidate(filepath.Join("..", "..", "examples", "fix-failing-test"), agent.ValidateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	wd := filepath.Join(parent, "new project")
+	err = checkGitWorkDir(t.Context(), def, wd)
+	if err == nil {
+		t.Fatal("a missing work dir passed the git check")
+	}
+	fix := pastedCommand(t, err.Error(), "make this one: ")
+	if code, out := pasteShell(t, parent)(fix); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", fix, code, out)
+	}
+	if err := checkGitWorkDir(t.Context(), def, wd); err != nil {
+		t.Fatalf("after the hint: %v", err)
+	}
+}
+
+// `capstan run` of an invalid folder lists the problems, named from the
+// current directory, and prints a validate command that works when pasted.
+func TestInvalidAgentPrintsAWorkingValidateCommand(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	if code, out := sh("capstan init bad"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	path := filepath.Join(parent, "bad", "agent.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"maxIterations": 3`), []byte(`"maxIterations": "3"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run bad --workdir w")
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d\n%s", code, exitUsage, out)
+	}
+	problem := regexp.MustCompile(`(?m)^bad/agent\.json:\d+:\d+: error AC-SCHEMA-TYPE `)
+	if !problem.MatchString(out) || !strings.Contains(out, "(1 error, listed above)") {
+		t.Fatalf("problem not named from the current directory, or wrong count:\n%s", out)
+	}
+	validate := pastedCommand(t, out, "check the folder again with: ")
+	code, vout := sh(validate)
+	if code != exitUsage || !problem.MatchString(vout) {
+		t.Fatalf("%s: exit %d\n%s", validate, code, vout)
+	}
+}
+
+// The summary of a run stopped by its budget prints the hint once, and
+// its "continue with:" command completes the run; resuming it again is a
+// usage error whose command starts the agent anew.
+func TestSummaryHintOnceAndResumeCommandsWork(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w --max-iterations 1")
+	if code != exitNotCompleted {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if n := strings.Count(out, "hint:"); n != 1 {
+		t.Fatalf("the hint is printed %d times, want once:\n%s", n, out)
+	}
+	resume := pastedCommand(t, out, "continue with: ")
+	if code, out := sh(resume); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", resume, code, out)
+	}
+	code, out = sh(resume)
+	if code != exitUsage || !strings.Contains(out, "already completed") || announced.MatchString(out) {
+		t.Fatalf("resume of a completed run: exit %d, want %d before any run output\n%s", code, exitUsage, out)
+	}
+	again := pastedCommand(t, out, "run the agent again with: ")
+	if code, out := sh(again); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", again, code, out)
+	}
+}
+
+// The progress line keeps a reason as long as the README shows, and a cut
+// never splits a UTF-8 character.
+func TestProgressLineKeepsTheReason(t *testing.T) {
+	reason := "completion declared (structured.status), but tests-pass failed (pattern test-failed); attempt 1 of 4 failed, retry prompt sent"
+	var buf bytes.Buffer
+	p := newProgressPrinter(&buf)
+	p.Consume(event.Event{Type: journal.IterationEnd, Data: &loop.IterationEvent{Summary: &iteration.Summary{Iteration: 1, StepID: "complete.fix"}, Outcome: loop.OutcomeEvent{Reason: reason}}})
+	if !strings.HasSuffix(strings.TrimSpace(buf.String()), "continue: "+reason) {
+		t.Fatalf("reason cut: %q", buf.String())
+	}
+	long := strings.Repeat("→", 100)
+	for n := 190; n <= 200; n++ {
+		if got := firstLine(long, n); !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || len(got) > n+len("…") {
+			t.Fatalf("firstLine(…, %d) = %q", n, got)
+		}
+	}
+}
+
+// The README lists every completion reason a run can end with.
+func TestREADMEListsEveryCompletionReason(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, ok := strings.Cut(string(b), "`completionReason` is one of")
+	if !ok {
+		t.Fatal("README.md has no list of completion reasons")
+	}
+	list, _, _ = strings.Cut(list, "\n\n")
+	for _, reason := range []string{loop.ReasonCompleted, loop.ReasonEmergencyStop, loop.ReasonMaxIterations, loop.ReasonTimeBudget,
+		loop.ReasonTokenBudget, loop.ReasonCostBudget, loop.ReasonCanceled, loop.ReasonAborted, loop.ReasonError,
+		agent.ReasonValidationExhausted, agent.ReasonStepLoopLimit, agent.ReasonCannotComplete} {
+		if !strings.Contains(list, "`"+reason+"`") {
+			t.Errorf("README.md's list of completion reasons lacks %s", reason)
+		}
+	}
+}
+
+// A command given the wrong number of arguments or an unknown flag says
+// what it takes.
+func TestUsageErrorsShowTheUsageLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate"}, "(usage: capstan validate DIR [flags])"},
+		{[]string{"show", "a", "b"}, "(usage: capstan show RUN [flags])"},
+		{[]string{"init", "--bogus", "x"}, "(usage: capstan init NAME [flags])"},
+		{[]string{"skills", "run"}, "[--model M] [flags])"},
+	} {
+		code, _, errOut := captureConfigCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("capstan %s: exit %d, want %d and %q:\n%s", strings.Join(tc.args, " "), code, exitUsage, tc.want, errOut)
+		}
+	}
+}
+
+// An agent that names no model: the hint names every way to give one, and
+// the environment variable it names works.
+func TestNoModelHintNamesEveryWay(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	if code, out := sh("capstan init nomodel && mkdir w"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	path := filepath.Join(parent, "nomodel", "agent.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"model": "script:script.yaml",`), nil, 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("env -u CAPSTAN_MODEL capstan run nomodel --workdir w")
+	if code == 0 || !strings.Contains(out, "no model") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, way := range []string{"--model", "runner.model", "CAPSTAN_MODEL", "default_model"} {
+		if !strings.Contains(out, way) {
+			t.Errorf("the hint does not name %s:\n%s", way, out)
+		}
+	}
+	if code, out := sh("CAPSTAN_MODEL=script:script.yaml capstan run nomodel --workdir w"); code != 0 {
+		t.Fatalf("with CAPSTAN_MODEL: exit %d\n%s", code, out)
+	}
+}
+
+// Help shows each flag's value type: a usage text with a word in
+// backquotes would show that word in its place ("--temporal capstan
+// worker").
+func TestFlagHelpShowsValueTypes(t *testing.T) {
+	check := func(path string, f *pflag.Flag) {
+		if name, _ := pflag.UnquoteUsage(f); strings.Contains(name, " ") {
+			t.Errorf("%s --%s: help shows %q as its value", path, f.Name, name)
+		}
+	}
+	walkCommands(newRootCmd(), func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) { check(c.CommandPath(), f) })
+	})
+	var flags runFlags
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	flags.registerRun(fs)
+	fs.VisitAll(func(f *pflag.Flag) { check("capstan run DIR", f) })
+}
+
+// A problem prints one hint: a missing step prompt, a schema and a script
+// that do not parse carry their own hint, which replaces the generic one.
+func TestValidateProblemsHaveOneHint(t *testing.T) {
+	parent := t.TempDir()
+	if code, _, errOut := captureConfigCLI(t, "init", "twice", "--dir", parent); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	dir := filepath.Join(parent, "twice")
+	if err := os.Remove(filepath.Join(dir, "prompts", "steps", "initial", "main", "f_default.md")); err != nil {
+		t.Fatal(err)
+	}
+	reg := filepath.Join(dir, "steps_registry.json")
+	b, err := os.ReadFile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"uvVariables"`), []byte(`"outputSchemaRef": {"file": "out.schema.json", "schema": "done"}, "uvVariables"`), 1)
+	if err := os.WriteFile(reg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "schemas", "out.schema.json"), []byte("{\"done\": {},}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte("turns:\n  - txet: done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, "SR-STEP-PROMPT-MISSING") || !strings.Contains(out, "SR-SCHEMA-UNRESOLVED") ||
+		!strings.Contains(out, "AG-MODEL-SCRIPT-INVALID") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "; hint:") {
+			t.Errorf("two hints: %s", line)
+		}
+	}
+	if !strings.Contains(out, "— create prompts/steps/initial/main/f_default.md") {
+		t.Errorf("the missing prompt's hint does not name the file:\n%s", out)
+	}
+}
+
+// A run whose work dir is gone cannot be resumed elsewhere: a usage error
+// that says so instead of suggesting --workdir, which resume refuses.
+func TestResumeOfARunWhoseWorkDirIsGone(t *testing.T) {
+	wd := t.TempDir()
+	code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "--max-iterations", "1", "--json", "-q")
+	if code != exitNotCompleted {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var res struct {
+		RunID string `json:"runId"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(wd); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = captureConfigCLI(t, "resume", res.RunID, "--max-iterations", "2")
+	if code != exitUsage || !strings.Contains(errOut, "no longer a directory") || strings.Contains(errOut, "pass an existing --workdir") {
+		t.Fatalf("exit %d, want %d\n%s", code, exitUsage, errOut)
+	}
+}
+
+// A skill run without --expect is not reported as completed (nothing was
+// verified, exit 1), and its summary names the show command, which works.
+func TestSkillRunWithoutExpectIsNotCompleted(t *testing.T) {
+	var args []string
+	for _, a := range exampleSkillArgs(t, filepath.Join("..", "..", "examples", "skills"), t.TempDir()) {
+		if a == "--expect" || strings.HasPrefix(a, "report.json:") || a == "summary.md" {
+			continue
+		}
+		args = append(args, a)
+	}
+	code, _, errOut := captureConfigCLI(t, args...)
+	if code != exitNotCompleted || !strings.HasPrefix(errOut, "NOT VERIFIED  skill status-report") {
+		t.Fatalf("exit %d, want %d and NOT VERIFIED:\n%s", code, exitNotCompleted, errOut)
+	}
+	show := strings.Fields(pastedCommand(t, errOut, "(capstan show "))
+	if len(show) != 1 {
+		t.Fatalf("show command %q", show)
+	}
+	if code, out, errOut := captureConfigCLI(t, "show", show[0]); code != 0 || !strings.Contains(out, "skill status-report") {
+		t.Fatalf("capstan show %s: exit %d\n%s%s", show[0], code, out, errOut)
+	}
+}
+
+// A missing required parameter is refused before the run is announced.
+func TestMissingParameterBeforeTheRun(t *testing.T) {
+	code, _, errOut := captureConfigCLI(t, "run", slowAgent(t), "--workdir", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "PARAM_MISSING") || announced.MatchString(errOut) {
+		t.Fatalf("exit %d, want %d before any run output:\n%s", code, exitUsage, errOut)
+	}
+}
+
+// `capstan runs` in a work dir without runs names that dir as a path a
+// reader can recognize, not ".".
+func TestNoRunsNamesTheAbsoluteWorkDir(t *testing.T) {
+	wd := t.TempDir()
+	code, _, errOut := captureConfigCLI(t, "runs", "--workdir", wd)
+	if code != 0 || !strings.Contains(errOut, "no runs of work dir "+wd+" ") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rel, err := filepath.Rel(mustGetwd(t), wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, errOut := captureConfigCLI(t, "runs", "--workdir", rel); !strings.Contains(errOut, "no runs of work dir "+wd+" ") {
+		t.Fatalf("relative --workdir %s: %s", rel, errOut)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
