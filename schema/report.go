@@ -62,6 +62,9 @@ func (s *Schema) Failures(inst any) []Failure {
 	s.mu.Lock()
 	res := s.sch.ValidateStruct(inst)
 	s.mu.Unlock()
+	if res == nil || res.IsValid() {
+		return nil // the document is decoded only to word failures
+	}
 	doc, _ := s.document()
 	return failuresOf(res, inst, doc)
 }
