@@ -381,25 +381,28 @@ func (t *SubsetTable) check() error {
 	return nil
 }
 
-// subsetSchema is a SubsetTable ready to validate: the patterns are
-// compiled on first use.
+// subsetSchema is a SubsetTable ready to validate. Its patterns are
+// compiled the first time a string is checked against each.
 type subsetSchema struct {
 	t        *SubsetTable
-	patterns func() map[string]*regexp.Regexp
+	mu       sync.Mutex
+	patterns map[string]*regexp.Regexp // nil: the pattern does not compile
 }
 
 func newSubsetSchema(t *SubsetTable) *subsetSchema {
-	return &subsetSchema{t: t, patterns: sync.OnceValue(func() map[string]*regexp.Regexp {
-		res := map[string]*regexp.Regexp{}
-		for _, n := range t.Nodes {
-			if n.Pattern != "" {
-				if re, err := regexp.Compile(n.Pattern); err == nil {
-					res[n.Pattern] = re
-				}
-			}
-		}
-		return res
-	})}
+	return &subsetSchema{t: t, patterns: map[string]*regexp.Regexp{}}
+}
+
+// pattern returns the pattern p compiled, nil when it does not compile.
+func (s *subsetSchema) pattern(p string) *regexp.Regexp {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	re, ok := s.patterns[p]
+	if !ok {
+		re, _ = regexp.Compile(p)
+		s.patterns[p] = re
+	}
+	return re
 }
 
 // subsetFailure is a failure found by the subset validator, before it is
@@ -489,7 +492,7 @@ func (s *subsetSchema) checkString(n *SubsetNode, str string, own []*jsonschema.
 		}
 	}
 	if n.Pattern != "" {
-		re := s.patterns()[n.Pattern]
+		re := s.pattern(n.Pattern)
 		if re == nil {
 			own = append(own, jsonschema.NewEvaluationError("pattern", "invalid_pattern", "Invalid regular expression pattern {pattern}",
 				map[string]any{"pattern": n.Pattern}))
