@@ -70,7 +70,7 @@ func (e *SourceError) Unwrap() error { return e.Err }
 // Schema is a compiled JSON Schema. It is safe for concurrent use.
 type Schema struct {
 	// Exactly one of sch (compiled by the library) and sub (by
-	// compileSubset) is set; subsetEngine decides which.
+	// CompileSubset's table) is set; subsetEngine decides which.
 	sch *jsonschema.Schema
 	sub *subsetSchema
 	// mu serializes validations: the library caches a compiled pattern in

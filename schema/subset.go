@@ -311,7 +311,8 @@ func (c *subsetCompiler) node(v any, path string, depth int) (int, error) {
 	return i, nil
 }
 
-// check refuses a table whose node indexes are out of range, and one
+// check refuses a table whose node indexes are out of range, whose
+// properties are not sorted, whose numbers are not numbers, and one
 // whose references and anyOf branches lead from a schema back to itself
 // for the same value (without entering a member or an item): the library
 // breaks such a loop by checking the schema again without its
@@ -338,9 +339,25 @@ func (t *SubsetTable) check() error {
 				return err
 			}
 		}
-		for _, p := range n.Properties {
+		for j, p := range n.Properties {
 			if err := valid(from, p.Node); err != nil {
 				return err
+			}
+			if j > 0 && n.Properties[j-1].Name >= p.Name {
+				return fmt.Errorf("node %d (%s): the properties are not sorted by name without repeats", from, n.Path)
+			}
+		}
+		for _, c := range [...]string{n.MinProperties, n.MinLength, n.MaxLength} {
+			if c == "" {
+				continue
+			}
+			if _, err := strconv.ParseUint(c, 10, 31); err != nil {
+				return fmt.Errorf("node %d (%s): count %q is not a non-negative integer", from, n.Path, c)
+			}
+		}
+		for _, b := range [...]string{n.Minimum, n.Maximum, n.ExclusiveMinimum, n.ExclusiveMaximum} {
+			if b != "" && !isNumber(b) {
+				return fmt.Errorf("node %d (%s): bound %q is not a number of ordinary size", from, n.Path, b)
 			}
 		}
 	}
@@ -502,6 +519,13 @@ func (s *subsetSchema) checkString(n *SubsetNode, str string, own []*jsonschema.
 		}
 	}
 	return own
+}
+
+// isNumber reports whether text is a JSON number of ordinary size.
+func isNumber(text string) bool {
+	var n json.Number
+	err := json.Unmarshal([]byte(text), &n)
+	return err == nil && string(n) == text && !oversized(n)
 }
 
 // countOf returns the value of minLength, maxLength or minProperties as

@@ -139,8 +139,16 @@ func TestCompileSubsetRefuses(t *testing.T) {
 	if _, err := CompileSource(Source{Raw: []byte(subsetDoc), Subset: table}); err == nil {
 		t.Error("a subset table was used for a user's schema")
 	}
-	broken := &SubsetTable{Nodes: []SubsetNode{{Path: "#", Items: 7}}}
-	if _, err := CompileSource(Source{Raw: []byte(`{}`), Builtin: true, Subset: broken}); err == nil || !strings.Contains(err.Error(), "names node 7") {
-		t.Errorf("a table naming a missing node: error %v", err)
+	for want, broken := range map[string]*SubsetTable{
+		"names node 7": {Nodes: []SubsetNode{{Path: "#", Items: 7}}},
+		"not sorted":   {Nodes: []SubsetNode{{Path: "#", Properties: []SubsetProperty{{Name: "b", Node: 1}, {Name: "a", Node: 1}}}, {Path: "#/x"}}},
+		"count":        {Nodes: []SubsetNode{{Path: "#", MinLength: "-1"}}},
+		"bound":        {Nodes: []SubsetNode{{Path: "#", Maximum: "ten"}}},
+		"lead back":    {Nodes: []SubsetNode{{Path: "#"}, {Path: "#/a", Ref: 2}, {Path: "#/b", AnyOf: []int{1}}}},
+		"at least":     {},
+	} {
+		if _, err := CompileSource(Source{Raw: []byte(`{}`), Builtin: true, Subset: broken}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a broken table: error %v, want one saying %q", err, want)
+		}
 	}
 }
