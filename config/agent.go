@@ -114,7 +114,6 @@ func CheckFS(fsys fs.FS, dir string, opts ValidateOptions) ValidationResult {
 }
 
 func check(fsys fs.FS, dir string, opts ValidateOptions) (*Definition, *Registry, ValidationResult, error) {
-	Prepare()
 	def, reg, err := LoadFS(fsys, dir)
 	if err != nil {
 		return nil, nil, ValidationResult{}, err

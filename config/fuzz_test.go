@@ -60,6 +60,8 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, DefaultRegistryFile), registry, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		sameFailures(t, AgentFile, agent)
+		sameFailures(t, DefaultRegistryFile, registry)
 		r := Check(dir, testOpts)
 		checkProblems(t, r)
 		ag, err := LoadAndValidate(dir, testOpts)

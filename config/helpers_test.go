@@ -120,6 +120,7 @@ func writeAgent(t testing.TB, agent, registry any, extra map[string]string) stri
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		sameFailures(t, name, b) // every fixture also holds the two schema engines to one verdict
 	}
 	write(AgentFile, agent)
 	write(DefaultRegistryFile, registry)

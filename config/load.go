@@ -193,20 +193,15 @@ func decode(src *source, v any) error {
 	if err := checkUTF8(src); err != nil {
 		return err
 	}
-	if !json.Valid(src.raw) {
-		var probe any
-		err := json.Unmarshal(src.raw, &probe)
-		off := 0
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			off = int(se.Offset)
-			// The offset is just past the offending byte; point at it,
-			// or past the last byte when the input ended too early.
-			if off > 0 && !strings.Contains(se.Error(), "end of JSON input") {
-				off--
-			}
-		} else {
-			off = len(src.raw)
+	// Unmarshal checks the syntax of the whole text before it decodes
+	// anything: broken JSON is a *json.SyntaxError, and v is untouched.
+	err := json.Unmarshal(src.raw, v)
+	if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+		// The offset is just past the offending byte; point at it, or
+		// past the last byte when the input ended too early.
+		off := int(se.Offset)
+		if off > 0 && !strings.Contains(se.Error(), "end of JSON input") {
+			off--
 		}
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
 			"%s is not valid JSON", src.file)
@@ -215,7 +210,6 @@ func decode(src *source, v any) error {
 		e.Hint = "fix the JSON syntax at this position (missing comma or quote, trailing comma, comment?)"
 		return e
 	}
-	err := json.Unmarshal(src.raw, v)
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		// JSON Schema counts 5.0 and 1e2 as integers, Go's decoder does

@@ -1,7 +1,6 @@
 package config
 
 import (
-	_ "embed"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,57 +10,31 @@ import (
 	"github.com/capstan-dev/capstan/schemas"
 )
 
-//go:generate go run ./internal/stripschemas
+//go:generate go run ./internal/gentables
 
-// The copies of the embedded schemas that are compiled: the schemas
-// package's documents without their annotations (descriptions, titles,
-// examples), written by go generate. The compiler decodes every schema
-// object, so compiling the copy takes less time; the full document is
-// decoded only to word a failure (its descriptions become hints).
-// TestStrippedSchemasCurrent fails when a copy is stale.
-var (
-	//go:embed embedded/agent.schema.json
-	strippedAgentSchema []byte
-	//go:embed embedded/steps_registry.schema.json
-	strippedRegistrySchema []byte
-)
-
-// compiledSchemas compiles each embedded schema once (one compile per
-// configuration file kind, AgentFile or DefaultRegistryFile). The schemas
-// are constants of the binary, so these are lazily built constants, not
-// state. They are not checked against their meta-schema here:
-// TestEmbeddedSchemas does that.
+// compiledSchemas returns each embedded schema ready to check a
+// configuration file of its kind (AgentFile or DefaultRegistryFile). They
+// are checked by the schema package's subset validator, from the tables
+// go generate writes (schema_tables.go; TestTablesCurrent fails when they
+// are stale), so nothing is compiled when capstan starts; the full
+// documents are decoded only to word failures (their descriptions become
+// hints). The schemas are constants of the binary, so these are lazily
+// built constants, not state. They are not checked against their
+// meta-schema here: TestEmbeddedSchemas does that.
 var compiledSchemas = map[string]func() (*schema.Schema, error){
-	AgentFile:           compileEmbedded(schemas.AgentURL, schemas.Agent, strippedAgentSchema),
-	DefaultRegistryFile: compileEmbedded(schemas.StepsRegistryURL, schemas.StepsRegistry, strippedRegistrySchema),
+	AgentFile:           compileEmbedded(schemas.AgentURL, schemas.Agent, agentTable),
+	DefaultRegistryFile: compileEmbedded(schemas.StepsRegistryURL, schemas.StepsRegistry, registryTable),
 }
 
-func compileEmbedded(url string, doc func() []byte, stripped []byte) func() (*schema.Schema, error) {
+func compileEmbedded(url string, doc func() []byte, table *schema.SubsetTable) func() (*schema.Schema, error) {
 	return sync.OnceValues(func() (*schema.Schema, error) {
-		sch, err := schema.CompileSource(schema.Source{Raw: doc(), URL: url, Builtin: true, Stripped: stripped})
+		sch, err := schema.CompileSource(schema.Source{Raw: doc(), URL: url, Builtin: true, Subset: table})
 		if err != nil {
 			return nil, fmt.Errorf("embedded schema %s: %w", url, err)
 		}
 		return sch, nil
 	})
 }
-
-// Prepare starts compiling the embedded configuration schemas on another
-// goroutine, in the order they are checked (agent.json's first), so that a
-// check that follows (Check, CheckFS) finds them compiled; the files are
-// read meanwhile. One goroutine compiles both: a goroutine each took more
-// CPU time in all when measured (docs/benchmarks.md). Calling it again
-// does nothing.
-func Prepare() {
-	prepareOnce.Do(func() {
-		go func() {
-			compiledSchemas[AgentFile]()
-			compiledSchemas[DefaultRegistryFile]()
-		}()
-	})
-}
-
-var prepareOnce sync.Once
 
 // schemaProblem is a problem found by JSON Schema validation.
 type schemaProblem struct {

@@ -1,7 +1,7 @@
 package config
 
 import (
-	"bytes"
+	"reflect"
 	"testing"
 
 	"github.com/capstan-dev/capstan/schema"
@@ -23,24 +23,27 @@ func TestEmbeddedSchemas(t *testing.T) {
 	}
 }
 
-// The copies capstan compiles are the schemas without their annotations,
-// as go generate writes them.
-func TestStrippedSchemasCurrent(t *testing.T) {
-	for name, c := range map[string]struct{ doc, stripped []byte }{
-		"agent.schema.json":          {schemas.Agent(), strippedAgentSchema},
-		"steps_registry.schema.json": {schemas.StepsRegistry(), strippedRegistrySchema},
+// The tables the subset validator checks the configuration files with
+// are the schemas compiled as go generate compiles them.
+func TestTablesCurrent(t *testing.T) {
+	for name, c := range map[string]struct {
+		doc   []byte
+		table *schema.SubsetTable
+	}{
+		"agent.schema.json":          {schemas.Agent(), agentTable},
+		"steps_registry.schema.json": {schemas.StepsRegistry(), registryTable},
 	} {
-		want, err := schema.StripAnnotations(c.doc)
+		want, err := schema.CompileSubset(c.doc)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", name, err)
 		}
-		if !bytes.Equal(want, c.stripped) {
-			t.Errorf("config/embedded/%s is stale: run go generate ./config", name)
+		if !reflect.DeepEqual(want, c.table) {
+			t.Errorf("config/schema_tables.go is stale for %s: run go generate ./config", name)
 		}
 	}
 }
 
-// capstan compiles the stripped copies, yet a problem keeps the field's
+// The subset validator checks the files, yet a problem keeps the field's
 // description from the full schema as its hint, and its position.
 func TestSchemaProblemHintIsTheDescription(t *testing.T) {
 	a := baseAgent()

@@ -39,6 +39,11 @@ type Source struct {
 	// is then decoded only when a failure is reported (to find the
 	// descriptions and property names of the failing schema objects).
 	Stripped []byte
+	// Subset, for a Builtin schema, is Raw compiled ahead of time for
+	// the subset validator ([CompileSubset]): the schema is then checked
+	// by it, and neither Raw nor Stripped is compiled (Raw is decoded
+	// only to word failures).
+	Subset *SubsetTable
 }
 
 // SourceError is a failure of [CompileSource]: Stage is "json" (the
@@ -64,7 +69,10 @@ func (e *SourceError) Unwrap() error { return e.Err }
 
 // Schema is a compiled JSON Schema. It is safe for concurrent use.
 type Schema struct {
+	// Exactly one of sch (compiled by the library) and sub (by
+	// CompileSubset's table) is set; subsetEngine decides which.
 	sch *jsonschema.Schema
+	sub *subsetSchema
 	// mu serializes validations: the library caches a compiled pattern in
 	// the schema the first time it is used, without a lock.
 	mu  sync.Mutex
@@ -109,6 +117,12 @@ func CompileSource(src Source) (*Schema, error) {
 		raw = b
 	}
 	sch := &Schema{raw: raw}
+	if sub, err := subsetEngine(src); err != nil {
+		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+	} else if sub != nil {
+		sch.sub = sub
+		return sch, nil
+	}
 	compileRaw := raw
 	if src.Stripped != nil {
 		if !src.Builtin {
@@ -212,6 +226,30 @@ func CompileSource(src Source) (*Schema, error) {
 		return nil, &SourceError{Stage: "compile", URL: u, Err: fmt.Errorf("a reference cannot be resolved: %w", loadErr)}
 	}
 	return sch, nil
+}
+
+// subsetEngine returns the subset validator for src, or nil when the
+// library compiles src. The subset validator runs only for a built-in
+// schema handed with its table (Source.Subset): capstan's configuration
+// schemas, which every `capstan validate` and `capstan run` checks, and
+// whose tables go generate writes ([CompileSubset] refuses a schema that
+// uses a keyword it does not implement). Compiling them with the library,
+// which decodes every schema object by reflection, took more time than
+// all the rest of checking an agent folder. Every schema a user writes is
+// compiled by the library, and so is a built-in schema without a table:
+// the library's verdict stays the reference, against which the
+// configuration tests hold the subset validator failure by failure.
+func subsetEngine(src Source) (*subsetSchema, error) {
+	if src.Subset == nil {
+		return nil, nil
+	}
+	if !src.Builtin {
+		return nil, errors.New("a subset table is only used for a built-in schema")
+	}
+	if err := src.Subset.check(); err != nil {
+		return nil, fmt.Errorf("subset table: %w", err)
+	}
+	return newSubsetSchema(src.Subset), nil
 }
 
 // patternProblems returns one line per invalid regular expression the

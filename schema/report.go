@@ -59,9 +59,15 @@ func (s *Schema) Failures(inst any) []Failure {
 	if fails := oversizedNumbers(inst, nil); len(fails) > 0 {
 		return fails
 	}
+	if s.sub != nil {
+		return s.subsetFailures(inst)
+	}
 	s.mu.Lock()
 	res := s.sch.ValidateStruct(inst)
 	s.mu.Unlock()
+	if res == nil || res.IsValid() {
+		return nil // the document is decoded only to word failures
+	}
 	doc, _ := s.document()
 	return failuresOf(res, inst, doc)
 }
@@ -86,14 +92,20 @@ func failuresOf(res *jsonschema.EvaluationResult, inst, doc any) []Failure {
 		// rather than passing the value.
 		w.out = append(w.out, Failure{Keyword: "schema", Message: "value does not match the schema", Value: inst})
 	}
-	sort.SliceStable(w.out, func(i, j int) bool {
-		pi, pj := w.out[i].Pointer(), w.out[j].Pointer()
+	sortFailures(w.out)
+	return w.out
+}
+
+// sortFailures sorts failures by location, then message, keeping the
+// order in which they were found otherwise.
+func sortFailures(fails []Failure) {
+	sort.SliceStable(fails, func(i, j int) bool {
+		pi, pj := fails[i].Pointer(), fails[j].Pointer()
 		if pi != pj {
 			return pi < pj
 		}
-		return w.out[i].Message < w.out[j].Message
+		return fails[i].Message < fails[j].Message
 	})
-	return w.out
 }
 
 // walker turns the library's evaluation tree into failures. The tree's
@@ -167,12 +179,7 @@ func (w *walker) walk(r *jsonschema.EvaluationResult, inst any, loc []string, no
 			continue
 		}
 		sort.Strings(names)
-		msg := "property " + quoteAll(names) + " is not allowed"
-		if len(names) > 1 {
-			msg = "properties " + quoteAll(names) + " are not allowed"
-		}
-		w.out = append(w.out, Failure{Keyword: kw, Message: msg, Instance: loc, Value: inst,
-			SchemaPath: keywordPath(spath, kw), Node: node, Names: names, OfName: ofName})
+		w.out = append(w.out, notAllowedFailure(kw, names, inst, loc, node, spath, ofName))
 	}
 	explained := len(w.out) > before || absent > 0
 	kws := make([]string, 0, len(r.Errors))
@@ -185,21 +192,39 @@ func (w *walker) walk(r *jsonschema.EvaluationResult, inst any, loc []string, no
 		if explained && (applicators[kw] || strings.HasPrefix(e.Code, "unevaluated_propert")) {
 			continue
 		}
-		f := Failure{Keyword: kw, Message: e.Error(), Instance: loc, Value: inst,
-			SchemaPath: keywordPath(spath, kw), Node: node, Params: e.Params, OfName: ofName}
-		if m := ownMessage(kw, e.Code, node, inst, e.Params); m != "" {
-			f.Message = m
-		}
-		if kw == "required" {
-			f.Names = missing(node, inst, e)
-			if len(f.Names) == 1 {
-				f.Message = "missing required property " + quoteAll(f.Names)
-			} else if len(f.Names) > 1 {
-				f.Message = "missing required properties " + quoteAll(f.Names)
-			}
-		}
-		w.out = append(w.out, f)
+		w.out = append(w.out, keywordFailure(kw, e, inst, loc, node, spath, ofName))
 	}
+}
+
+// notAllowedFailure is the failure of additionalProperties or
+// unevaluatedProperties (kw) at loc: the members names (sorted) of inst
+// are not allowed. node is the schema object at spath.
+func notAllowedFailure(kw string, names []string, inst any, loc []string, node map[string]any, spath string, ofName bool) Failure {
+	msg := "property " + quoteAll(names) + " is not allowed"
+	if len(names) > 1 {
+		msg = "properties " + quoteAll(names) + " are not allowed"
+	}
+	return Failure{Keyword: kw, Message: msg, Instance: loc, Value: inst,
+		SchemaPath: keywordPath(spath, kw), Node: node, Names: names, OfName: ofName}
+}
+
+// keywordFailure is the failure of keyword kw (the library's error e) on
+// inst at loc, worded from node, the schema object at spath.
+func keywordFailure(kw string, e *jsonschema.EvaluationError, inst any, loc []string, node map[string]any, spath string, ofName bool) Failure {
+	f := Failure{Keyword: kw, Message: e.Error(), Instance: loc, Value: inst,
+		SchemaPath: keywordPath(spath, kw), Node: node, Params: e.Params, OfName: ofName}
+	if m := ownMessage(kw, e.Code, node, inst, e.Params); m != "" {
+		f.Message = m
+	}
+	if kw == "required" {
+		f.Names = missing(node, inst, e)
+		if len(f.Names) == 1 {
+			f.Message = "missing required property " + quoteAll(f.Names)
+		} else if len(f.Names) > 1 {
+			f.Message = "missing required properties " + quoteAll(f.Names)
+		}
+	}
+	return f
 }
 
 // ownMessage words the commonest failures more exactly than the library

@@ -97,3 +97,27 @@ func TestCompileStripped(t *testing.T) {
 		t.Error("a stripped copy was compiled for a user's schema")
 	}
 }
+
+// A built-in schema's full document is decoded only to word failures: a
+// valid value leaves it undecoded.
+func TestValidValueLeavesDocumentUndecoded(t *testing.T) {
+	stripped, err := StripAnnotations([]byte(annotated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := CompileSource(Source{Raw: []byte(annotated), Builtin: true, Stripped: stripped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := Decode([]byte(`{"description": "d", "title": "t"}`))
+	if fails := sch.Failures(v); len(fails) != 0 {
+		t.Fatalf("failures %+v for a valid value", fails)
+	}
+	if sch.doc != nil {
+		t.Error("the full document was decoded for a valid value")
+	}
+	v, _ = Decode([]byte(`{"description": 1, "title": "t"}`))
+	if fails := sch.Failures(v); len(fails) != 1 || fails[0].Node == nil {
+		t.Fatalf("failures %+v: want one, with its schema object", fails)
+	}
+}

@@ -75,7 +75,6 @@ in docs/configuration.md.`,
 // snapshot's digest is returned ("" when the folder cannot be read), the
 // same digest a run of this folder records.
 func validateAgentDir(dir string) (config.ValidationResult, string, error) {
-	config.Prepare() // compiles the schemas while the definition is read
 	snap, err := definition.Take(dir, definition.Options{})
 	if err != nil {
 		return config.NewValidationResult(config.ProblemFromError(err)), "", nil
