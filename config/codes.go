@@ -32,7 +32,7 @@ func Codes() []CodeInfo {
 		{"AC-MODEL-SYNTAX", e, "runner.model is not provider:model"},
 		{"AC-MODEL-PROVIDER", e, "runner.model names a provider this binary does not have"},
 		{"AC-MODEL-SCRIPT", e, "the script file of a script:<file> model does not exist"},
-		{"AC-BASE-URL", e, "runner.baseUrl is not an absolute http(s) URL"},
+		{"AC-BASE-URL", e, "runner.baseUrl is not an absolute http(s) URL, or carries a key (user info, query or fragment)"},
 		{"AC-TOOL-PATTERN", e, "an allowedTools/disallowedTools pattern is malformed"},
 		{"AC-COMPACTION-TARGET", e, "runner.compaction.target is not below its threshold"},
 		{"AC-COMPACTION-IGNORED", w, "runner.contextWindow / runner.compaction set for the claude-code backend, which compacts by itself"},
