@@ -235,6 +235,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
+	// The model's streamed text reaches every consumer, an embedder's
+	// too, with secret values replaced, as the journal has it.
+	a.emit.RedactModelOutput(builtin.NewStreamRedactor(os.Environ()))
 	a.built++ // logger
 	// 2. prompt resolver
 	a.prompts = sharedFor(def).prompts
@@ -439,10 +442,12 @@ func (a *Agent) Step(ctx context.Context) *Result {
 	if res := a.beginRun(); res != nil {
 		return res
 	}
-	if sink := a.emit.ModelOutput(); sink != nil {
-		ctx = llm.WithStreamSink(ctx, sink)
-	}
-	if lr := a.session.Step(ctx); lr != nil {
+	// The model's output goes through the event stream, redacted, to its
+	// consumers and to a sink the caller put in ctx.
+	qctx, done := a.emit.Context(ctx)
+	lr := a.session.Step(qctx)
+	done()
+	if lr != nil {
 		return a.endRun(ctx, lr)
 	}
 	return nil

@@ -39,7 +39,8 @@ func newPromptResolver(dir string, def *config.Definition, reg *config.Registry)
 
 // buildTools makes the tools the model may call: the built-in file and
 // shell tools confined to the work dir (Bash sandboxed when
-// runner.boundaries.sandbox is enabled), and the tools of runner.skills.
+// runner.boundaries.sandbox is enabled), the Go tools of Config.Tools and
+// the tools of runner.skills. Every result passes builtin.RedactSecrets.
 func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
 	protected, err := a.protectedFunc()
@@ -68,7 +69,10 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 				return nil, e
 			}
 		}
-		tools = append(tools, t)
+		// A Go tool's results, errors and panics pass the redaction of
+		// the built-in, MCP and skill tools: a tool that hands back a
+		// secret variable's value does not carry it to the model.
+		tools = append(tools, tool.Redacting(t, builtin.RedactSecrets))
 	}
 	if len(a.spec.Runner.Skills) == 0 {
 		return tools, nil

@@ -34,8 +34,9 @@ type RunRecord struct {
 	// Integrity is what reading the journal found: a torn last line,
 	// damaged lines, breaks in the hash chain.
 	Integrity journal.Integrity `json:"integrity"`
-	// UnrecordedUsage is the usage of model turns in iterations that never
-	// ended (killed): billed, but in no iteration summary. Resume counts
+	// UnrecordedUsage is the usage of model turns and compaction summary
+	// requests in iterations that never ended (killed): billed, but in no
+	// iteration summary. Resume counts
 	// it in the run's usage and budgets.
 	UnrecordedUsage llm.Usage `json:"unrecordedUsage,omitzero"`
 	// ProtectBaseline is the run's first protect.baseline: the protected
@@ -115,6 +116,17 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			var mt llm.ModelTurnEvent
 			if ev.Iteration > 0 && decode(&mt) == nil {
 				pending.Add(mt.Usage)
+			}
+		case journal.ContextCompacted:
+			// The summary request of a compaction was billed like a turn
+			// (the query's usage, so the summary, counts it).
+			if ev.Iteration > 0 {
+				var c llm.CompactionEvent
+				if decode(&c) == nil {
+					pending.Add(c.Usage)
+				}
+				it := at(ev.Iteration)
+				it.Events = append(it.Events, ev)
 			}
 		case journal.RunStart:
 			rec.UnrecordedUsage.Add(pending)
@@ -234,7 +246,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				return nil, err
 			}
 			tentative = &st // committed when the iteration ends
-		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, journal.ContextCompacted, testrun.EventCompare:
+		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, testrun.EventCompare:
 			if ev.Iteration > 0 {
 				it := at(ev.Iteration)
 				it.Events = append(it.Events, ev)

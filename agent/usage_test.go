@@ -69,8 +69,9 @@ func TestIterationThatNeverReachedTheModelIsNotCounted(t *testing.T) {
 	}
 }
 
-// Model turns of an iteration the run was killed in are in no summary;
-// the resumed run still counts them.
+// Model turns of an iteration the run was killed in, and the summary
+// requests that compacted its transcript, are in no summary; the resumed
+// run still counts them.
 func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
 	dir := basicAgent(t, `turns:
   - text: "one"
@@ -88,17 +89,21 @@ func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
 	w.SetPosition(2, "initial.work")
 	w.Emit(journal.IterationStart, nil)
 	w.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
+	// The summary request that compacted the transcript before turn 2
+	// was billed too.
+	w.Emit(journal.ContextCompacted, &llm.CompactionEvent{Window: 1000, SummarizedMessages: 3,
+		Usage: llm.Usage{InputTokens: 300, OutputTokens: 30, CacheReadTokens: 7}})
 	w.Close()
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.UnrecordedUsage.InputTokens != 500 || rec.UnrecordedUsage.OutputTokens != 50 {
-		t.Fatalf("unrecorded %+v", rec.UnrecordedUsage)
+	if want := (llm.Usage{InputTokens: 800, OutputTokens: 80, CacheReadTokens: 7}); rec.UnrecordedUsage != want {
+		t.Fatalf("unrecorded %+v, want %+v", rec.UnrecordedUsage, want)
 	}
 	res := resumeOnce(t, dir, first, BuildOptions{WorkDir: wd, MaxIterations: 2})
-	if !res.Success || res.Usage.InputTokens != 520 || res.Usage.OutputTokens != 52 {
-		t.Fatalf("resumed usage %+v, want 520/52: %+v", res.Usage, res)
+	if !res.Success || res.Usage.InputTokens != 820 || res.Usage.OutputTokens != 82 || res.Usage.CacheReadTokens != 7 {
+		t.Fatalf("resumed usage %+v, want 820/82/7 cache-read: %+v", res.Usage, res)
 	}
 }
 

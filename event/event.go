@@ -15,9 +15,11 @@
 package event
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -91,6 +93,20 @@ type Stream struct {
 	iteration int
 	step      string
 	now       func() time.Time
+	redact    TextRedactor // of the model output (nil = none)
+}
+
+// TextRedactor replaces secret values in the model output a Stream
+// delivers (builtin.StreamRedactor is one). Push takes the next fragment
+// of streamed text and returns what may be delivered now, holding back a
+// tail that could begin a secret; Flush returns that tail once the text
+// has ended; Drop forgets it (the text was discarded); Text redacts a
+// complete text.
+type TextRedactor interface {
+	Push(fragment string) string
+	Flush() string
+	Drop()
+	Text(s string) string
 }
 
 // NewStream returns a Stream delivering to consumers in the given order.
@@ -112,14 +128,39 @@ func NewStream(now func() time.Time, consumers ...Consumer) *Stream {
 	return s
 }
 
+// RedactModelOutput makes the Stream deliver the model-output events with
+// the secret values r knows replaced: the text (a secret split across the
+// provider's fragments included), the tool calls' names, ids, inputs and
+// outputs, and the reasons of discarded text. What r holds back of the
+// text is delivered before the next tool call or the event that ends the
+// turn (model.turn, query.result, iteration.end, run.end). The other
+// events' payloads are the journal's, redacted where they are made. Call
+// it before the run starts.
+func (s *Stream) RedactModelOutput(r TextRedactor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.redact = r
+}
+
 // Emit implements journal.Emitter: it delivers an event of type typ with
 // data to every consumer.
 func (s *Stream) Emit(typ string, data any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.redact != nil {
+		var ok bool
+		if data, ok = s.redacted(typ, data); !ok {
+			return
+		}
+	}
 	if p, ok := data.(Positioner); ok {
 		s.iteration, s.step = p.Position()
 	}
+	s.deliver(typ, data)
+}
+
+// deliver hands an event to the consumers of its kind.
+func (s *Stream) deliver(typ string, data any) {
 	e := Event{Type: typ, Iteration: s.iteration, Step: s.step, Time: s.now(), Data: data}
 	to := s.consumers
 	if IsModelOutput(typ) {
@@ -127,6 +168,45 @@ func (s *Stream) Emit(typ string, data any) {
 	}
 	for _, c := range to {
 		c.Consume(e)
+	}
+}
+
+// redacted is data with s.redact applied, and whether there is anything
+// to deliver (a text fragment may be held back whole). Before a tool call
+// and at the end of a turn, the held-back text is delivered first.
+func (s *Stream) redacted(typ string, data any) (any, bool) {
+	r := s.redact
+	switch typ {
+	case TextDelta:
+		text, _ := data.(string)
+		text = r.Push(text)
+		return text, text != ""
+	case TextDiscarded:
+		r.Drop()
+		reason, _ := data.(string)
+		return r.Text(reason), true
+	case ToolStart:
+		s.flushText()
+		if call, ok := data.(llm.ToolCall); ok {
+			call.ID, call.Name, call.Input = r.Text(call.ID), r.Text(call.Name), llm.Redactor(r.Text).JSON(call.Input)
+			return call, true
+		}
+	case ToolEnd:
+		s.flushText()
+		if use, ok := data.(llm.ToolUse); ok {
+			use.ID, use.Name, use.Input, use.Output = r.Text(use.ID), r.Text(use.Name), llm.Redactor(r.Text).JSON(use.Input), r.Text(use.Output)
+			return use, true
+		}
+	case journal.ModelTurn, journal.QueryResult, journal.IterationEnd, journal.RunEnd:
+		s.flushText()
+	}
+	return data, true
+}
+
+// flushText delivers the text s.redact held back, if any.
+func (s *Stream) flushText() {
+	if text := s.redact.Flush(); text != "" {
+		s.deliver(TextDelta, text)
 	}
 }
 
@@ -174,6 +254,47 @@ func (s *Stream) ModelOutput() llm.StreamSink {
 		return nil
 	}
 	return sink{s}
+}
+
+// Context returns ctx carrying the Stream's model-output sink
+// (ModelOutput) for a run's queries, and a function to call once they are
+// done. A sink ctx already carries (an embedder's llm.WithStreamSink) is
+// one of the model-output consumers until then: it gets the same events,
+// redacted, as every other consumer, instead of the provider's text as it
+// comes.
+func (s *Stream) Context(ctx context.Context) (context.Context, func()) {
+	done := func() {}
+	if outer := llm.StreamSinkFrom(ctx); outer != nil {
+		if own, ok := outer.(sink); !ok || own.s != s {
+			done = s.Subscribe(sinkConsumer{outer})
+		}
+	}
+	return llm.WithStreamSink(ctx, s.ModelOutput()), done
+}
+
+// sinkConsumer hands the model-output events to an llm.StreamSink.
+type sinkConsumer struct{ sink llm.StreamSink }
+
+func (sinkConsumer) WantsModelOutput() bool { return true }
+
+func (c sinkConsumer) Consume(e Event) {
+	switch d := e.Data.(type) {
+	case string:
+		switch e.Type {
+		case TextDelta:
+			c.sink.TextDelta(d)
+		case TextDiscarded:
+			c.sink.TextDiscarded(d)
+		}
+	case llm.ToolCall:
+		if e.Type == ToolStart {
+			c.sink.ToolStart(d)
+		}
+	case llm.ToolUse:
+		if e.Type == ToolEnd {
+			c.sink.ToolEnd(d)
+		}
+	}
 }
 
 type sink struct{ s *Stream }

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -116,6 +117,29 @@ func (u Usage) Input() int64 { return u.InputTokens + u.CacheReadTokens + u.Cach
 // Total is input + output + cache tokens.
 func (u Usage) Total() int64 {
 	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// BilledError is the error of a model turn that was billed although it
+// failed: a provider whose attempts failed after the model had started
+// answering (a stream that broke after its first event) reports their
+// usage this way, so that budgets and the run's totals count it. It
+// unwraps to Err, whose code and message it keeps.
+type BilledError struct {
+	Err   error
+	Usage Usage
+}
+
+func (e *BilledError) Error() string { return e.Err.Error() }
+func (e *BilledError) Unwrap() error { return e.Err }
+
+// BilledUsage returns the usage err carries (a BilledError in its chain),
+// or zero.
+func BilledUsage(err error) Usage {
+	var b *BilledError
+	if errors.As(err, &b) {
+		return b.Usage
+	}
+	return Usage{}
 }
 
 // Request is one model turn.

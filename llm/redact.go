@@ -27,10 +27,12 @@ func (r Redactor) Response(resp *Response) {
 	resp.StructuredOutput = r.JSON(resp.StructuredOutput)
 }
 
-// JSON redacts the string values and keys of a JSON document. A secret the
-// model wrote with JSON escapes ("\u0073k-…") is found too, since strings
-// are compared decoded; the document is re-encoded only when something was
-// replaced. Input that is not JSON is redacted as text.
+// JSON redacts the string values, numbers and keys of a JSON document. A
+// secret the model wrote with JSON escapes ("\u0073k-…") is found too,
+// since strings are compared decoded; a number that holds a secret (a PIN,
+// an account number) becomes the redacted string. The document is
+// re-encoded only when something was replaced. Input that is not JSON is
+// redacted as text.
 func (r Redactor) JSON(raw json.RawMessage) json.RawMessage {
 	if r == nil || len(raw) == 0 {
 		return raw
@@ -68,12 +70,18 @@ func (r Redactor) JSON(raw json.RawMessage) json.RawMessage {
 	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
-// value redacts the strings of a decoded JSON value.
+// value redacts the strings and numbers of a decoded JSON value.
 func (r Redactor) value(v any) (any, bool) {
 	switch t := v.(type) {
 	case string:
 		out := r(t)
 		return out, out != t
+	case json.Number:
+		// Compared as written: 1.2e3 is not the secret 1200.
+		if out := r(string(t)); out != string(t) {
+			return out, true
+		}
+		return t, false
 	case []any:
 		changed := false
 		for i, e := range t {

@@ -71,7 +71,7 @@ func TestToolLoopRedactsSecretsTheModelWrites(t *testing.T) {
 }
 
 func TestRedactorJSON(t *testing.T) {
-	r := llm.Redactor(builtin.SecretRedactor([]string{"X_TOKEN=tok-12345678", `Q_SECRET=a"b\c-12345678`}))
+	r := llm.Redactor(builtin.SecretRedactor([]string{"X_TOKEN=tok-12345678", `Q_SECRET=a"b\c-12345678`, "PIN_SECRET=1234567890123"}))
 	for _, c := range []struct{ in, want string }{
 		{`{"a":"tok-12345678"}`, `{"a":"[REDACTED]"}`},
 		{`{"a":"tok-\u0031\u0032345678 and more"}`, `{"a":"[REDACTED] and more"}`},
@@ -80,6 +80,12 @@ func TestRedactorJSON(t *testing.T) {
 		{`{"a":["x",{"b":"tok-12345678\n"}]}`, `{"a":["x",{"b":"[REDACTED]\n"}]}`},
 		{`not json tok-12345678`, `not json [REDACTED]`},
 		{`{"a":"<b>&\n"}`, `{"a":"<b>&\n"}`},
+		// A secret made of digits, written as a JSON number: the number
+		// becomes the redacted string (there is no redacted number).
+		{`{"pin":1234567890123}`, `{"pin":"[REDACTED]"}`},
+		{`{"a":"\u0078","n":[1,-9991234567890123.5]}`, `{"a":"x","n":[1,"-999[REDACTED].5"]}`},
+		{`1234567890123`, `"[REDACTED]"`},
+		{`{"n":12345}`, `{"n":12345}`},
 	} {
 		if got := string(r.JSON(json.RawMessage(c.in))); got != c.want {
 			t.Errorf("JSON(%s) = %s, want %s", c.in, got, c.want)

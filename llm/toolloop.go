@@ -493,6 +493,8 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 //go:noinline
 func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done bool, _ error) {
 	if err != nil {
+		// A failed turn may have been billed all the same.
+		lp.res.Usage.Add(BilledUsage(err))
 		return true, err
 	}
 	if resp == nil {

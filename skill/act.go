@@ -184,21 +184,25 @@ type Disclosure struct {
 
 // Metrics of an Act run (seed 001 §6).
 type Metrics struct {
-	Tokens        int64      `json:"tokens"`
-	InputTokens   int64      `json:"input_tokens"`
-	OutputTokens  int64      `json:"output_tokens"`
-	TimeMs        int64      `json:"time_ms"`
-	ToolCalls     int        `json:"tool_calls"`
-	ModelTurns    int        `json:"model_turns"`
-	Disclosure    Disclosure `json:"disclosure"`
-	ScriptRuns    int        `json:"script_runs"`
-	ScriptReuses  int        `json:"script_reuses"`
-	MemoRefusals  int        `json:"memo_refusals"`
-	MicroReflects int        `json:"micro_reflects"`
-	DiskBytes     int64      `json:"disk_bytes"`
-	Temperature   float64    `json:"temperature"`
-	Seed          int64      `json:"seed"`
-	Model         string     `json:"model,omitempty"`
+	// Tokens is every token the model was billed for: uncached input,
+	// output, cache reads and cache writes (what token_budget counts).
+	Tokens           int64      `json:"tokens"`
+	InputTokens      int64      `json:"input_tokens"`
+	OutputTokens     int64      `json:"output_tokens"`
+	CacheReadTokens  int64      `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64      `json:"cache_write_tokens,omitempty"`
+	TimeMs           int64      `json:"time_ms"`
+	ToolCalls        int        `json:"tool_calls"`
+	ModelTurns       int        `json:"model_turns"`
+	Disclosure       Disclosure `json:"disclosure"`
+	ScriptRuns       int        `json:"script_runs"`
+	ScriptReuses     int        `json:"script_reuses"`
+	MemoRefusals     int        `json:"memo_refusals"`
+	MicroReflects    int        `json:"micro_reflects"`
+	DiskBytes        int64      `json:"disk_bytes"`
+	Temperature      float64    `json:"temperature"`
+	Seed             int64      `json:"seed"`
+	Model            string     `json:"model,omitempty"`
 }
 
 // Unmet is an expectation the run could not satisfy, with a proposal for
@@ -335,7 +339,7 @@ func (s *session) BeforeTurn(ctx context.Context, turn int) bool {
 func (s *session) OnResponse(_ int, resp *llm.Response) {
 	s.metrics.ModelTurns++
 	s.usage.Add(resp.Usage)
-	s.turnTokens = resp.Usage.InputTokens + resp.Usage.OutputTokens
+	s.turnTokens = resp.Usage.Total()
 	s.reason = reasonShort(resp.Message.Text)
 	s.turnCalls = 0
 	s.progress = false
@@ -471,7 +475,7 @@ func (s *session) budgetExit(ctx, parent context.Context) string {
 		return ExitCanceled
 	case ctx.Err() != nil || s.now().Sub(s.start).Milliseconds() >= s.budgets.TimeBudgetMs:
 		return ExitTimeBudget
-	case s.usage.InputTokens+s.usage.OutputTokens >= s.budgets.TokenBudget:
+	case s.usage.Total() >= s.budgets.TokenBudget:
 		return ExitTokenBudget
 	case s.toolCalls >= s.budgets.MaxToolCalls:
 		return ExitToolCallBudget
@@ -500,9 +504,11 @@ func (s *session) finish(reason string, err error) *ActResult {
 	}
 	res.Artifacts = s.artifactList()
 	res.EvidenceSummary = s.evidenceSummary()
-	s.metrics.Tokens = s.usage.InputTokens + s.usage.OutputTokens
+	s.metrics.Tokens = s.usage.Total()
 	s.metrics.InputTokens = s.usage.InputTokens
 	s.metrics.OutputTokens = s.usage.OutputTokens
+	s.metrics.CacheReadTokens = s.usage.CacheReadTokens
+	s.metrics.CacheWriteTokens = s.usage.CacheWriteTokens
 	s.metrics.TimeMs = s.now().Sub(s.start).Milliseconds()
 	s.metrics.ToolCalls = s.toolCalls
 	s.metrics.DiskBytes = s.diskWritten
@@ -523,7 +529,7 @@ func (s *session) remaining() Budgets {
 	r := s.budgets
 	r.MaxToolCalls = max(0, r.MaxToolCalls-s.toolCalls)
 	r.TimeBudgetMs = max(0, r.TimeBudgetMs-s.now().Sub(s.start).Milliseconds())
-	r.TokenBudget = max(0, r.TokenBudget-(s.usage.InputTokens+s.usage.OutputTokens))
+	r.TokenBudget = max(0, r.TokenBudget-s.usage.Total())
 	r.DiskWriteLimitMB = max(0, r.DiskWriteLimitMB-int(s.diskWritten>>20))
 	return r
 }

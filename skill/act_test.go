@@ -284,6 +284,42 @@ func TestActTokenBudget(t *testing.T) {
 	}
 }
 
+// cachedModel is a playModel whose provider caches the prompt: most of
+// each turn's input is billed as cache reads and writes.
+type cachedModel struct{ playModel }
+
+func (m *cachedModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	resp, err := m.playModel.Generate(ctx, req)
+	if resp != nil {
+		resp.Usage = llm.Usage{InputTokens: 10, OutputTokens: 5, CacheReadTokens: 300, CacheWriteTokens: 100}
+	}
+	return resp, err
+}
+
+// TestActTokenBudgetCountsCacheTokens: cache reads and writes are input
+// the model was billed for; the token budget counts them, as the agent's
+// runner.budgets.maxTokens does, and so do the metrics and the remaining
+// budget. (Counting only uncached input and output, the run used 45 of
+// an 800-token budget and went on.)
+func TestActTokenBudgetCountsCacheTokens(t *testing.T) {
+	sk := exampleSkill(t)
+	res, err := New(Config{Model: &cachedModel{playModel{turns: happyTurns()}}}).Run(context.Background(), sk,
+		Input{Goal: "g", Expected: expectReport, Budgets: Budgets{TokenBudget: 800}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != ExitTokenBudget || res.Completed || res.RemainingBudgets.TokenBudget != 0 {
+		t.Fatalf("reason %s remaining %+v", res.ExitReason, res.RemainingBudgets)
+	}
+	m := res.Metrics
+	if m.ModelTurns != 2 || m.Tokens != 2*415 || m.InputTokens != 20 || m.OutputTokens != 10 || m.CacheReadTokens != 600 || m.CacheWriteTokens != 200 {
+		t.Fatalf("metrics %+v", m)
+	}
+	if c := res.Evidence[0].Cost.Tokens; c != 415 {
+		t.Errorf("first call's cost %d tokens, want the turn's 415", c)
+	}
+}
+
 func TestActMicroReflectOnceThenStalled(t *testing.T) {
 	sk := exampleSkill(t)
 	var turns []playTurn

@@ -195,7 +195,7 @@ func (s *session) inject(rel, level string, content string, fields map[string]an
 	// Disclosure degradation: when the content would take more than a
 	// quarter of the tokens left, send an extractive summary instead (and
 	// do not cache it as read, so a later windowed read is not refused).
-	left := s.budgets.TokenBudget - (s.usage.InputTokens + s.usage.OutputTokens)
+	left := s.budgets.TokenBudget - s.usage.Total()
 	if key := textKey(fields); key != "" && tokens > 200 && int64(tokens) > left/4 {
 		sum := Summarize(rel, content, 40)
 		fields[key] = sum

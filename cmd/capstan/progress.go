@@ -13,6 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
@@ -34,7 +35,7 @@ type progressPrinter struct {
 	// is true when streamed text left the cursor mid-line.
 	status  string
 	midText bool
-	redact  *redactor
+	redact  *builtin.StreamRedactor
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -161,7 +162,7 @@ func (p *progressPrinter) clearStatus() {
 // the line is finished so that the next line starts at column 0.
 func (p *progressPrinter) endText() {
 	if p.redact != nil {
-		if rest := p.redact.flush(); rest != "" {
+		if rest := p.redact.Flush(); rest != "" {
 			p.writeText(rest)
 		}
 	}

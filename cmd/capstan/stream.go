@@ -61,14 +61,14 @@ func (p *progressPrinter) streamTo(ctx context.Context) context.Context {
 // everything printed.
 func (p *progressPrinter) enableStream(environ []string) {
 	p.stream = true
-	p.redact = newRedactor(environ)
+	p.redact = builtin.NewStreamRedactor(environ)
 }
 
 // TextDelta implements llm.StreamSink.
 func (p *progressPrinter) TextDelta(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.writeText(p.redact.push(text))
+	p.writeText(p.redact.Push(text))
 }
 
 // TextDiscarded implements llm.StreamSink: the break is marked on its own
@@ -77,11 +77,11 @@ func (p *progressPrinter) TextDelta(text string) {
 func (p *progressPrinter) TextDiscarded(reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.redact.drop()
+	p.redact.Drop()
 	p.endText()
 	p.clearStatus()
 	fmt.Fprintf(p.w, "  ⟲ stream interrupted (%s); the text above is discarded\n",
-		shorten(p.redact.all(reason), maxToolStatus))
+		shorten(p.redact.Text(reason), maxToolStatus))
 }
 
 // ToolStart implements llm.StreamSink: "  → Bash  go test ./...".
@@ -91,7 +91,7 @@ func (p *progressPrinter) ToolStart(call llm.ToolCall) {
 	p.endText()
 	p.clearStatus()
 	line := "  → " + call.Name
-	if in := shorten(p.redact.all(toolInputSummary(call.Input)), maxToolInput); in != "" {
+	if in := shorten(p.redact.Text(toolInputSummary(call.Input)), maxToolInput); in != "" {
 		line += "  " + in
 	}
 	fmt.Fprintln(p.w, line)
@@ -106,7 +106,7 @@ func (p *progressPrinter) ToolEnd(use llm.ToolUse) {
 	defer p.mu.Unlock()
 	p.endText()
 	p.clearStatus()
-	status := shorten(p.redact.all(toolStatus(use)), maxToolStatus)
+	status := shorten(p.redact.Text(toolStatus(use)), maxToolStatus)
 	if use.Denied {
 		// A denied call never ran: no duration.
 		fmt.Fprintf(p.w, "  ✗ %s  %s\n", use.Name, status)
@@ -209,55 +209,6 @@ func shorten(s string, n int) string {
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
 }
-
-// redactor replaces secret values in streamed text. Text arrives in
-// fragments that may split a secret, so the longest tail that could begin
-// one is held back until the next fragment (or flush) decides.
-type redactor struct {
-	secrets []string
-	pending string
-}
-
-const redacted = "[REDACTED]"
-
-func newRedactor(environ []string) *redactor {
-	return &redactor{secrets: builtin.SecretValues(environ)}
-}
-
-// all redacts a complete string.
-func (r *redactor) all(s string) string {
-	for _, v := range r.secrets {
-		s = strings.ReplaceAll(s, v, redacted)
-	}
-	return s
-}
-
-// push takes the next fragment and returns what may be printed now.
-func (r *redactor) push(s string) string {
-	buf := r.all(r.pending + s)
-	hold := 0
-	for _, v := range r.secrets {
-		for n := min(len(v)-1, len(buf)); n > hold; n-- {
-			if strings.HasSuffix(buf, v[:n]) {
-				hold = n
-				break
-			}
-		}
-	}
-	r.pending = buf[len(buf)-hold:]
-	return buf[:len(buf)-hold]
-}
-
-// flush returns the held-back tail: the text has ended, so it is no
-// secret.
-func (r *redactor) flush() string {
-	s := r.pending
-	r.pending = ""
-	return s
-}
-
-// drop forgets the held-back tail (its text was discarded).
-func (r *redactor) drop() { r.pending = "" }
 
 // processEnviron is the environment whose secrets the stream redacts.
 func processEnviron() []string { return os.Environ() }

@@ -153,15 +153,28 @@ func New(cfg Config) (*Model, error) {
 // Config.Retry. A StreamSink in ctx receives the text_delta events of text
 // blocks as they arrive (thinking is not streamed); an attempt that fails
 // after streaming text tells the sink TextDiscarded before it is retried.
+//
+// An attempt that fails after message_start was billed for what that
+// event and the stream reported: its usage is added to the usage of the
+// response that follows, or, when every attempt fails, carried by the
+// error (llm.BilledError).
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	params, err := m.params(req)
 	if err != nil {
 		return nil, err
 	}
 	sink := llm.StreamSinkFrom(ctx)
-	return retry.Do(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *retry.Failure) {
-		return m.once(ctx, params, attempt, sink)
+	var billed llm.Usage // of the failed attempts
+	resp, err := retry.Do(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *retry.Failure) {
+		return m.once(ctx, params, attempt, sink, &billed)
 	})
+	switch {
+	case err == nil:
+		resp.Usage.Add(billed)
+	case billed != llm.Usage{}:
+		err = &llm.BilledError{Err: err, Usage: billed}
+	}
+	return resp, err
 }
 
 // call describes this provider's API calls for retry.Do.
@@ -174,19 +187,22 @@ func (m *Model) call() retry.Call {
 }
 
 // once runs one streamed attempt, passing text deltas to sink (nil = none).
-func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink) (resp *llm.Response, fail *retry.Failure) {
+// A failed attempt adds the usage its stream reported to billed.
+func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink, billed *llm.Usage) (resp *llm.Response, fail *retry.Failure) {
 	stream := m.stream(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
 	streamed := false
-	if sink != nil {
-		defer func() {
-			if fail != nil && streamed {
-				sink.TextDiscarded(fail.Message)
-			}
-		}()
-	}
 	var acc sdk.Message
+	defer func() {
+		if fail == nil {
+			return
+		}
+		billed.Add(usageOf(&acc.Usage))
+		if sink != nil && streamed {
+			sink.TextDiscarded(fail.Message)
+		}
+	}()
 	stopped := false
 	for stream.Next() {
 		ev := stream.Current()
@@ -308,10 +324,14 @@ func apiErrorBody(raw string) (typ, msg string) {
 	return "", ""
 }
 
+// usageOf converts the API's usage.
+func usageOf(u *sdk.Usage) llm.Usage {
+	return llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+}
+
 func toResponse(msg *sdk.Message, structured bool) *llm.Response {
-	resp := &llm.Response{StopReason: string(msg.StopReason), Model: string(msg.Model),
-		Usage: llm.Usage{InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens,
-			CacheReadTokens: msg.Usage.CacheReadInputTokens, CacheWriteTokens: msg.Usage.CacheCreationInputTokens}}
+	resp := &llm.Response{StopReason: string(msg.StopReason), Model: string(msg.Model), Usage: usageOf(&msg.Usage)}
 	resp.Message.Role = llm.RoleAssistant
 	var text strings.Builder
 	var reasoning []reasoningBlock

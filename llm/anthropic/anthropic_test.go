@@ -633,3 +633,51 @@ func TestCacheReadSurvivesATurnOfManyParallelToolCalls(t *testing.T) {
 		t.Fatalf("%d cache markers", n)
 	}
 }
+
+// failedStream is a reply whose stream fails after message_start (which
+// reports the request's input) and a few fragments of text.
+func failedStream(cut fakellm.Fault) fakellm.Reply {
+	return fakellm.Reply{Text: "an answer that breaks off half way", ChunkSize: 4,
+		Usage: fakellm.Usage{InputTokens: 1000, CacheReadTokens: 500, OutputTokens: 40}, Fault: &cut}
+}
+
+// TestUsageOfFailedAttemptsCounts: an attempt whose stream failed after
+// message_start was billed for its input (and the output it streamed);
+// when a retry succeeds, the response's usage holds the failed attempt's
+// too, and when every attempt fails, the error carries it
+// (llm.BilledUsage) so the tool loop counts it in the query's usage.
+func TestUsageOfFailedAttemptsCounts(t *testing.T) {
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{
+		failedStream(fakellm.Fault{ErrorEventAfter: 4}),
+		{Fault: &fakellm.Fault{Status: 529}}, // refused before any message: nothing billed
+		failedStream(fakellm.Fault{CutAfter: 4}),
+		{Text: "whole", Usage: fakellm.Usage{InputTokens: 1000, CacheReadTokens: 500, OutputTokens: 7}},
+	}})
+	resp, err := newModel(t, srv, &sleeps{}, nil).Generate(context.Background(), userReq("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each failed attempt: its message_start's usage (output 1).
+	if want := (llm.Usage{InputTokens: 3000, CacheReadTokens: 1500, OutputTokens: 9}); resp.Usage != want || resp.Message.Text != "whole" {
+		t.Fatalf("usage %+v, want %+v (text %q)", resp.Usage, want, resp.Message.Text)
+	}
+
+	srv = fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{
+		failedStream(fakellm.Fault{ErrorEventAfter: 4}),
+		{Fault: &fakellm.Fault{Status: 529}},
+		failedStream(fakellm.Fault{MalformedAfter: 3}),
+		{Fault: &fakellm.Fault{Status: 529}},
+	}})
+	loop := llm.NewToolLoop(newModel(t, srv, &sleeps{}, nil), llm.Config{})
+	res, err := loop.Query(context.Background(), "x", llm.QueryOptions{})
+	if agenterr.CodeOf(err) != agenterr.CodeSdkConnection {
+		t.Fatalf("error %v", err)
+	}
+	want := llm.Usage{InputTokens: 2000, CacheReadTokens: 1000, OutputTokens: 2}
+	if got := llm.BilledUsage(err); got != want {
+		t.Errorf("billed usage of the error %+v, want %+v", got, want)
+	}
+	if res == nil || res.Usage != want {
+		t.Fatalf("query result %+v, want usage %+v", res, want)
+	}
+}

@@ -296,7 +296,8 @@ func (m *Manager) summarize(ctx context.Context, req *llm.Request, msgs []llm.Me
 		Messages: []llm.Message{{Role: llm.RoleUser, Text: render(older, int(m.window/2)*llm.BytesPerToken)}}}
 	resp, err := m.summarizer.Generate(ctx, sreq)
 	if err != nil {
-		return nil, llm.Usage{}, fmt.Errorf("summarize older turns to fit the context window: %w", err)
+		// A request that failed after it was billed still costs its usage.
+		return nil, llm.BilledUsage(err), fmt.Errorf("summarize older turns to fit the context window: %w", err)
 	}
 	summary := strings.TrimSpace(m.redact.Text(resp.Message.Text))
 	if summary == "" {

@@ -137,6 +137,28 @@ func TestOlderTurnsAreSummarizedKeepingInstructionsAndRetryPrompt(t *testing.T) 
 	}
 }
 
+// failingSummarizer fails every summary request after being billed for it.
+type failingSummarizer struct{}
+
+func (failingSummarizer) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	return nil, &llm.BilledError{Err: agenterr.New(agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, true, "stream dropped"),
+		Usage: llm.Usage{InputTokens: 700, OutputTokens: 3}}
+}
+
+// TestFailedSummaryRequestIsCounted: a summary request that failed after
+// it was billed (llm.BilledError) still costs the query its usage.
+func TestFailedSummaryRequestIsCounted(t *testing.T) {
+	var msgs []llm.Message
+	for i := 0; i < 200; i++ {
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: strings.Repeat("r", 100)}, llm.Message{Role: llm.RoleAssistant, Text: "ok"})
+	}
+	req, q := withPrompt(msgs, "now")
+	fit, err := compact.New(5_000, failingSummarizer{}, "m", compact.Options{}).Fit(context.Background(), req, q)
+	if agenterr.CodeOf(err) != agenterr.CodeSdkConnection || fit.Usage != (llm.Usage{InputTokens: 700, OutputTokens: 3}) {
+		t.Fatalf("fit usage %+v, err %v", fit.Usage, err)
+	}
+}
+
 func TestOverflowIsACodedErrorBeforeSending(t *testing.T) {
 	req, q := withPrompt(transcript(10, 4000), "retry")
 	off := compact.New(5_000, &summarizer{}, "m", compact.Options{Disabled: true})
