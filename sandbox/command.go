@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ type CommandRunner struct {
 	// ReadOnly lists extra absolute paths commands may read (the system
 	// directories and the work dir are always readable).
 	ReadOnly []string
+	// Cache, when set, is the build cache the commands share (see Cache):
+	// writable until it is sealed, read-only after. Only command
+	// validators get one; the Bash tool's commands never reach it.
+	Cache *Cache
 }
 
 var _ tool.CommandRunner = (*CommandRunner)(nil)
@@ -137,17 +142,21 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (Spec, error)
 		maxOut = 1 << 20
 	}
 	readable := append(append([]string{dir}, c.Runner.cfg.SystemPaths...), c.ReadOnly...)
-	return Spec{
+	s := Spec{
 		Argv:       argv,
 		Dir:        dir,
 		Writable:   []string{dir},
-		ReadOnly:   c.ReadOnly,
+		ReadOnly:   slices.Clone(c.ReadOnly),
 		Env:        confinePATH(spec.Env, readable),
 		ReplaceEnv: true,
 		Timeout:    timeout,
 		Limits:     limits,
 		MaxStdout:  maxOut,
-	}, nil
+	}
+	if c.Cache != nil {
+		c.Cache.apply(&s)
+	}
+	return s, nil
 }
 
 func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.CommandSpec, combined bool) (tool.CommandResult, string, error) {
@@ -217,10 +226,18 @@ func limitNote(res Result) string {
 var ValidatorLimits = Limits{AddressSpaceMB: nodeAddressSpaceMB, MemoryMB: 4096, Processes: 512, FileSizeMB: 1024, OpenFiles: 4096}
 
 // WithLimits returns a CommandRunner that runs in the same sandbox, with
-// the same readable paths, under limits.
+// the same readable paths and cache, under limits.
 func (c *CommandRunner) WithLimits(limits Limits) *CommandRunner {
 	cp := *c
 	cp.Limits = limits
+	return &cp
+}
+
+// WithCache returns a CommandRunner that runs in the same sandbox, with
+// the same readable paths and limits, sharing cache (nil: none).
+func (c *CommandRunner) WithCache(cache *Cache) *CommandRunner {
+	cp := *c
+	cp.Cache = cache
 	return &cp
 }
 
