@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,13 +18,14 @@ import (
 // XDG_CACHE_HOME (pip and other tools that follow it) and
 // npm_config_cache.
 //
-// It is writable only until [Cache.Seal]. The runs before the model's
+// Commands write it only until [Cache.Seal]. The runs before the model's
 // first turn (the test baseline) fill it with what the unchanged work dir
-// needs; every later run, which may execute code the model wrote, reads
-// it only. A cache the model's code could write would let it plant a
-// result — a compiled package, a passing test — for a state of the work
-// dir it never ran, so that a later validation passes without the
-// cheating code being there.
+// needs; every later run, which may execute code the model wrote, gets a
+// private copy of it, removed when the run ends. A cache the model's code
+// could write would let it plant a result — a compiled package, a passing
+// test — for a state of the work dir it never ran, so that a later
+// validation passes without the cheating code being there. (Tools need
+// their cache writable: go fails on a read-only GOCACHE; hence the copy.)
 //
 // A Cache is safe for concurrent use. Remove deletes it.
 type Cache struct {
@@ -40,49 +42,44 @@ var cacheVars = []struct{ env, sub string }{
 	{"npm_config_cache", "npm"},
 }
 
-// goCacheLayout are the subdirectories of a Go build cache: go creates
-// them when it opens its cache, and fails when it cannot, so a sealed
-// (read-only) GOCACHE must have them even when nothing filled it.
-func goCacheLayout() []string {
-	out := make([]string, 256)
-	for i := range out {
-		out[i] = fmt.Sprintf("%02x", i)
-	}
-	return out
-}
-
-// NewCache creates an empty, writable cache in a new private directory
-// under parent (the system temporary directory when parent is "").
+// NewCache creates an empty cache in a new private directory under parent
+// (the system temporary directory when parent is "").
 func NewCache(parent string) (*Cache, error) {
+	fail := func(err error) (*Cache, error) {
+		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
+	}
 	dir, err := os.MkdirTemp(parent, "capstan-cache-")
 	if err != nil {
-		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
-	}
-	// The sandbox's writable directories are matched by their real path.
-	if dir, err = filepath.EvalSymlinks(dir); err != nil {
-		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
+		return fail(err)
 	}
 	c := &Cache{dir: dir}
-	for _, v := range cacheVars {
-		if err := os.Mkdir(filepath.Join(dir, v.sub), 0o700); err != nil {
-			_ = c.Remove()
-			return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
-		}
+	// The sandbox's writable directories are matched by their real path.
+	if c.dir, err = filepath.EvalSymlinks(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return fail(err)
 	}
-	for _, d := range goCacheLayout() {
-		if err := os.Mkdir(filepath.Join(dir, "go-build", d), 0o700); err != nil {
-			_ = c.Remove()
-			return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
-		}
+	if err := makeCacheDirs(c.dir); err != nil {
+		_ = c.Remove()
+		return fail(err)
 	}
 	return c, nil
+}
+
+// makeCacheDirs creates the subdirectories of the cache variables in dir.
+func makeCacheDirs(dir string) error {
+	for _, v := range cacheVars {
+		if err := os.MkdirAll(filepath.Join(dir, v.sub), 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Dir is the cache's directory.
 func (c *Cache) Dir() string { return c.dir }
 
-// Seal makes the cache read-only for every run that starts afterwards.
-// A run already going keeps the access it started with.
+// Seal makes every run that starts afterwards work on a private copy of
+// the cache. A run already going keeps the access it started with.
 func (c *Cache) Seal() {
 	c.mu.Lock()
 	c.sealed = true
@@ -98,27 +95,37 @@ func (c *Cache) Sealed() bool {
 
 // Remove deletes the cache and everything in it.
 func (c *Cache) Remove() error {
-	// Some tools make their cache entries read-only (Go's module cache);
-	// give the owner write access back so that they can be removed.
-	_ = filepath.WalkDir(c.dir, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	if err := os.RemoveAll(c.dir); err != nil {
+	if err := removeTree(c.dir); err != nil {
 		return fmt.Errorf("remove the validators' build cache: %w", err)
 	}
 	return nil
 }
 
+// removeTree deletes dir, first giving its owner write access to every
+// directory in it: some tools make their cache entries read-only (Go's
+// module cache), which would stop the removal.
+func removeTree(dir string) error {
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
 // apply adds the cache to a run: its variables to env (replacing what env
-// had for them) and its directory to the writable or, once sealed, the
-// read-only paths. A sealed subdirectory that nothing filled is left out
-// (its tool then uses the run's private HOME), except GOCACHE, whose
-// layout NewCache made.
-func (c *Cache) apply(s *Spec) {
-	sealed := c.Sealed()
+// had for them) and, until the cache is sealed, its directory to the
+// writable ones. Once sealed the run gets a fresh copy of the cache
+// instead; the returned function removes it.
+func (c *Cache) apply(s *Spec) (cleanup func(), err error) {
+	dir, cleanup := c.dir, func() {}
+	if c.Sealed() {
+		if dir, err = c.copy(); err != nil {
+			return nil, err
+		}
+		cleanup = func() { _ = removeTree(dir) }
+	}
 	env := make([]string, 0, len(s.Env)+len(cacheVars))
 	for _, kv := range s.Env {
 		if !isCacheVar(kv) {
@@ -126,18 +133,65 @@ func (c *Cache) apply(s *Spec) {
 		}
 	}
 	for _, v := range cacheVars {
-		p := filepath.Join(c.dir, v.sub)
-		if sealed && v.env != "GOCACHE" && emptyDir(p) {
-			continue
-		}
-		env = append(env, v.env+"="+p)
+		env = append(env, v.env+"="+filepath.Join(dir, v.sub))
 	}
 	s.Env = env
-	if sealed {
-		s.ReadOnly = append(s.ReadOnly, c.dir)
-	} else {
-		s.Writable = append(s.Writable, c.dir)
+	s.Writable = append(s.Writable, dir)
+	return cleanup, nil
+}
+
+// copy copies the cache's directories and regular files (nothing else)
+// into a new directory beside it and returns its path.
+func (c *Cache) copy() (string, error) {
+	fail := func(err error) (string, error) {
+		return "", agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "copy the validators' build cache")
 	}
+	dst, err := os.MkdirTemp(filepath.Dir(c.dir), "capstan-cache-run-")
+	if err != nil {
+		return fail(err)
+	}
+	err = filepath.WalkDir(c.dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(c.dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		switch {
+		case e.IsDir():
+			return os.Mkdir(filepath.Join(dst, rel), 0o700)
+		case e.Type().IsRegular():
+			return copyFile(p, filepath.Join(dst, rel))
+		}
+		return nil
+	})
+	if err == nil {
+		err = makeCacheDirs(dst)
+	}
+	if err != nil {
+		_ = removeTree(dst)
+		return fail(err)
+	}
+	return dst, nil
+}
+
+// copyFile copies the regular file src to the new file dst.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // isCacheVar reports whether kv sets one of the Cache's variables.
@@ -149,15 +203,4 @@ func isCacheVar(kv string) bool {
 		}
 	}
 	return false
-}
-
-// emptyDir reports whether dir has no entry (or cannot be read).
-func emptyDir(dir string) bool {
-	f, err := os.Open(dir)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) == 0
 }

@@ -28,8 +28,9 @@ type CommandRunner struct {
 	// directories and the work dir are always readable).
 	ReadOnly []string
 	// Cache, when set, is the build cache the commands share (see Cache):
-	// writable until it is sealed, read-only after. Only command
-	// validators get one; the Bash tool's commands never reach it.
+	// writable until it is sealed, copied for each command after. Only
+	// command validators get one; the Bash tool's commands never reach
+	// it.
 	Cache *Cache
 }
 
@@ -95,10 +96,11 @@ func (c *CommandRunner) RunArgv(ctx context.Context, argv []string, spec tool.Co
 // timeout is reported on stderr ("[sandbox: …]"). Command validators run
 // with it.
 func (c *CommandRunner) RunStreams(ctx context.Context, argv []string, spec tool.CommandSpec, stdout, stderr io.Writer) (tool.CommandResult, error) {
-	s, err := c.spec(argv, spec)
+	s, cleanup, err := c.spec(argv, spec)
 	if err != nil {
 		return tool.CommandResult{}, err
 	}
+	defer cleanup()
 	s.Stdout, s.Stderr = stdout, stderr
 	res, err := c.Runner.Run(ctx, s)
 	if err != nil {
@@ -115,19 +117,20 @@ func (c *CommandRunner) RunStreams(ctx context.Context, argv []string, spec tool
 }
 
 // spec is the sandbox Spec of argv run for a command spec: the working
-// directory (symbolic links resolved) is the only writable directory, the
-// environment is spec.Env with PATH confined, and the CPU limit follows
-// the timeout unless c.Limits sets one.
-func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (Spec, error) {
+// directory (symbolic links resolved) is the only writable directory
+// besides the cache (c.Cache), the environment is spec.Env with PATH
+// confined, and the CPU limit follows the timeout unless c.Limits sets
+// one. cleanup, to call after the run, removes what spec made for it.
+func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (s Spec, cleanup func(), err error) {
 	if c.Runner == nil {
-		return Spec{}, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
+		return Spec{}, nil, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
 	}
 	dir, err := filepath.Abs(spec.Dir)
 	if err != nil {
-		return Spec{}, err
+		return Spec{}, nil, err
 	}
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
-		return Spec{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
+		return Spec{}, nil, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -142,7 +145,7 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (Spec, error)
 		maxOut = 1 << 20
 	}
 	readable := append(append([]string{dir}, c.Runner.cfg.SystemPaths...), c.ReadOnly...)
-	s := Spec{
+	s = Spec{
 		Argv:       argv,
 		Dir:        dir,
 		Writable:   []string{dir},
@@ -153,17 +156,21 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (Spec, error)
 		Limits:     limits,
 		MaxStdout:  maxOut,
 	}
+	cleanup = func() {}
 	if c.Cache != nil {
-		c.Cache.apply(&s)
+		if cleanup, err = c.Cache.apply(&s); err != nil {
+			return Spec{}, nil, err
+		}
 	}
-	return s, nil
+	return s, cleanup, nil
 }
 
 func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.CommandSpec, combined bool) (tool.CommandResult, string, error) {
-	s, err := c.spec(argv, spec)
+	s, cleanup, err := c.spec(argv, spec)
 	if err != nil {
 		return tool.CommandResult{}, "", err
 	}
+	defer cleanup()
 	s.CombinedOutput = combined
 	res, err := c.Runner.Run(ctx, s)
 	if err != nil {
