@@ -230,7 +230,7 @@ func limitNote(res Result) string {
 // reserves more than 1 GiB of address space). The files, network and
 // environment a validator reaches are the Bash tool's; only these bounds
 // are larger. CPUSeconds follows the validator's timeout.
-var ValidatorLimits = Limits{AddressSpaceMB: nodeAddressSpaceMB, MemoryMB: 4096, Processes: 512, FileSizeMB: 1024, OpenFiles: 4096}
+var ValidatorLimits = Limits{MemoryMB: 4096, Processes: 512, FileSizeMB: 1024, OpenFiles: 4096}
 
 // WithLimits returns a CommandRunner that runs in the same sandbox, with
 // the same readable paths and cache, under limits.
