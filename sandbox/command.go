@@ -22,7 +22,7 @@ type CommandRunner struct {
 	// Runner is the sandbox to run in.
 	Runner *Runner
 	// Limits are the rlimits of every command (zero fields: defaults,
-	// except CPUSeconds, which follows the timeout).
+	// except CPUSeconds, which follows the timeout, and Processes, 256).
 	Limits Limits
 	// ReadOnly lists extra absolute paths commands may read (the system
 	// directories and the work dir are always readable).
@@ -35,6 +35,11 @@ type CommandRunner struct {
 }
 
 var _ tool.CommandRunner = (*CommandRunner)(nil)
+
+// commandProcesses is the default process limit of a command (threads
+// count): a build tool runs a compiler per core, each with a thread per
+// core (go build with GOMAXPROCS=16 needs about 100).
+const commandProcesses = 256
 
 // defaultCommandTimeout bounds a command whose spec has no timeout.
 const defaultCommandTimeout = 10 * time.Minute
@@ -139,6 +144,9 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (s Spec, clea
 	limits := c.Limits
 	if limits.CPUSeconds <= 0 {
 		limits.CPUSeconds = int(timeout/time.Second) + 1
+	}
+	if limits.Processes <= 0 {
+		limits.Processes = commandProcesses
 	}
 	maxOut := spec.MaxOutput
 	if maxOut <= 0 {
