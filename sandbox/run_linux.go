@@ -246,10 +246,11 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		killGroup()
 		_ = cmd.Wait()
-		for _, c := range []interface{ remove() }{cg, mcg} {
-			if c != nil {
-				c.remove()
-			}
+		if cg != nil {
+			cg.remove()
+		}
+		if mcg != nil {
+			mcg.remove()
 		}
 		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "encode helper spec")
 	}
