@@ -107,6 +107,10 @@ type Agent struct {
 	// first turn, removed when the agent is released. nil without the
 	// sandbox and for a resumed run.
 	validatorCache *sandbox.Cache
+	// bashCache is the sandboxed Bash tool's own build cache, shared by
+	// its commands for the whole run (never sealed: only the model's
+	// commands write and read it); removed when the agent is released.
+	bashCache *sandbox.Cache
 	started        time.Time
 }
 
@@ -246,6 +250,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// agent its files decide (the same code validate runs)
 	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}
 	if a.sandbox != nil {
+		if a.bashCache, err = sandbox.NewCache(""); err != nil {
+			return fail(err)
+		}
 		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits)
 		// A resumed run's work dir holds the model's code: nothing it
 		// runs may fill a cache that later validations trust.
@@ -645,11 +652,13 @@ func (a *Agent) release() error {
 			first = err
 		}
 	}
-	if a.validatorCache != nil {
-		if err := a.validatorCache.Remove(); err != nil && first == nil {
-			first = err
+	for _, c := range []**sandbox.Cache{&a.validatorCache, &a.bashCache} {
+		if *c != nil {
+			if err := (*c).Remove(); err != nil && first == nil {
+				first = err
+			}
+			*c = nil
 		}
-		a.validatorCache = nil
 	}
 	return first
 }

@@ -229,8 +229,9 @@ class TestCache(unittest.TestCase):
 // TestSandboxedValidatorsShareTheRunsBuildCache: with the sandbox on, the
 // run's command validators get a build cache. The test baseline, taken
 // before the model's first turn, writes it; the validation after the
-// model's turn finds what the baseline left but writes only its own copy;
-// the cache is gone when the run ends.
+// model's turn finds what the baseline left but writes only its own copy.
+// The Bash tool's commands share another cache, which the validators do
+// not see, nor Bash theirs. Both are gone when the run ends.
 func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
 	needSandbox(t)
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
@@ -245,7 +246,7 @@ func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
   "runner": {
     "model": "script:script.yaml",
     "completion": {"type": "keyword", "keyword": "DONE", "validators": ["tests"]},
-    "boundaries": {"allowedTools": ["Write"], "permissionMode": "acceptEdits", "sandbox": {"enabled": true}},
+    "boundaries": {"allowedTools": ["Write", "Bash"], "permissionMode": "acceptEdits", "sandbox": {"enabled": true}},
     "budgets": {"maxIterations": 1}
   }
 }`,
@@ -253,7 +254,15 @@ func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
   "validators": {"tests": {"type": "command", "command": "python3 -m unittest -v", "failurePattern": "test-failed"}},
   "steps": {"initial.work": {"stepId": "initial.work", "c2": "initial", "c3": "work"}}}`,
 		"prompts/steps/initial/work/f_default.md": "Work.",
-		"script.yaml": "turns:\n  - text: \"Done. DONE\"\n",
+		"script.yaml": `turns:
+  - tool_calls:
+      - name: Bash
+        input: {command: 'echo x > "$GOCACHE/mark-bash" && echo "$GOCACHE" > bash1.txt'}
+  - tool_calls:
+      - name: Bash
+        input: {command: 'echo "$GOCACHE" > bash2.txt && ls "$GOCACHE" >> bash2.txt'}
+  - text: "Done. DONE"
+`,
 	})
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "test_cache.py"), []byte(cacheTest), 0o644); err != nil {
@@ -279,7 +288,15 @@ func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
 	if runDir == baseDir || filepath.Dir(filepath.Dir(runDir)) != filepath.Dir(filepath.Dir(baseDir)) {
 		t.Errorf("the validation after the model's turn must work on a copy of the cache beside it:\n%s", b)
 	}
-	for _, d := range []string{baseDir, runDir} {
+	// Bash has a cache of its own, kept from one command to the next.
+	b1, err1 := os.ReadFile(filepath.Join(work, "bash1.txt"))
+	b2, err2 := os.ReadFile(filepath.Join(work, "bash2.txt"))
+	bashDir := strings.TrimSpace(string(b1))
+	if err1 != nil || err2 != nil || !strings.HasPrefix(string(b2), bashDir+"\nmark-bash\n") || strings.Contains(string(b2), "mark-1") ||
+		bashDir == baseDir || bashDir == runDir {
+		t.Errorf("Bash's commands must share a cache apart from the validators' one: %q %q %v %v (validators: %s)", b1, b2, err1, err2, b)
+	}
+	for _, d := range []string{baseDir, runDir, bashDir} {
 		if _, err := os.Stat(filepath.Dir(d)); !os.IsNotExist(err) {
 			t.Errorf("%s outlived the run: %v", filepath.Dir(d), err)
 		}
