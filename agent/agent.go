@@ -111,7 +111,7 @@ type Agent struct {
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
 	bashCache *sandbox.Cache
-	started        time.Time
+	started   time.Time
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
