@@ -126,3 +126,25 @@ func TestEndlessAllocationIsStopped(t *testing.T) {
 		})
 	}
 }
+
+// TestBashCommandRunsABuildsProcesses: a Bash command may run more
+// processes than a skill script (a build runs a compiler per core, each
+// with threads), and is still stopped past its limit.
+func TestBashCommandRunsABuildsProcesses(t *testing.T) {
+	c := &CommandRunner{Runner: sharedRunner(t)}
+	run := func(n int) tool.CommandResult {
+		t.Helper()
+		res, err := c.Run(context.Background(), tool.CommandSpec{Dir: t.TempDir(), Timeout: 60 * time.Second, Env: []string{"PATH=/usr/bin:/bin"},
+			Command: fmt.Sprintf("for i in $(seq %d); do sleep 3 & done; wait; echo all-done", n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run(150); res.ExitCode != 0 || !strings.Contains(res.Output, "all-done") {
+		t.Errorf("150 processes: %+v", res)
+	}
+	if res := run(400); res.ExitCode == 0 || !strings.Contains(res.Output, "grew past 256 processes") {
+		t.Errorf("400 processes: %+v", res)
+	}
+}
