@@ -107,7 +107,16 @@ type Agent struct {
 	// sandbox confines the Bash tool, subprocess steps and command
 	// validators when runner.boundaries.sandbox is enabled; nil when not.
 	sandbox *sandbox.CommandRunner
-	started time.Time
+	// validatorCache is the build cache of the sandboxed command
+	// validators: filled by the test baseline, sealed before the model's
+	// first turn, removed when the agent is released. nil without the
+	// sandbox and for a resumed run.
+	validatorCache *sandbox.Cache
+	// bashCache is the sandboxed Bash tool's own build cache, shared by
+	// its commands for the whole run (never sealed: only the model's
+	// commands write and read it); removed when the agent is released.
+	bashCache *sandbox.Cache
+	started   time.Time
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
@@ -252,7 +261,18 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// agent its files decide (the same code validate runs)
 	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}
 	if a.sandbox != nil {
+		if a.bashCache, err = sandbox.NewCache(""); err != nil {
+			return fail(err)
+		}
 		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits)
+		// A resumed run's work dir holds the model's code: nothing it
+		// runs may fill a cache that later validations trust.
+		if opts.Resume == nil {
+			if a.validatorCache, err = sandbox.NewCache(""); err != nil {
+				return fail(err)
+			}
+			env.sandbox = env.sandbox.WithCache(a.validatorCache)
+		}
 	}
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
 		return fail(err)
@@ -364,6 +384,11 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	testBaselines, testWarnings, err := a.testBaselines(ctx, a.opts.Resume)
+	// From here on validators may run the model's code: they read the
+	// cache the baseline filled, and write it no more.
+	if a.validatorCache != nil {
+		a.validatorCache.Seal()
+	}
 	if err != nil {
 		return err
 	}
@@ -643,6 +668,14 @@ func (a *Agent) release() error {
 	if a.events != nil {
 		if err := a.events.Close(); err != nil && first == nil {
 			first = err
+		}
+	}
+	for _, c := range []**sandbox.Cache{&a.validatorCache, &a.bashCache} {
+		if *c != nil {
+			if err := (*c).Remove(); err != nil && first == nil {
+				first = err
+			}
+			*c = nil
 		}
 	}
 	return first

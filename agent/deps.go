@@ -50,7 +50,9 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env, Protected: protected}
 	var boxed *sandbox.Runner
 	if a.sandbox != nil {
-		cfg.Runner, boxed = a.sandbox, a.sandbox.Runner
+		// Bash's commands share a cache of their own; subprocess steps
+		// and validators never see it.
+		cfg.Runner, boxed = a.sandbox.WithCache(a.bashCache), a.sandbox.Runner
 	}
 	tools, err := builtin.New(cfg)
 	if err != nil {

@@ -219,3 +219,97 @@ func TestSandboxedValidatorsOnEveryCompletionType(t *testing.T) {
 		}
 	})
 }
+
+// cacheTest is a unittest suite that records, in seen.txt in the work
+// dir, the mark-* files each run finds in $GOCACHE and where GOCACHE was,
+// then leaves a mark of its own there.
+const cacheTest = `import os, unittest
+
+
+class TestCache(unittest.TestCase):
+    def test_cache(self):
+        d = os.environ["GOCACHE"]
+        marks = sorted(n for n in os.listdir(d) if n.startswith("mark-"))
+        with open("seen.txt", "a") as f:
+            f.write(d + " " + ",".join(marks) + "\n")
+        with open("seen.txt") as f:
+            runs = len(f.readlines())
+        open(os.path.join(d, "mark-%d" % runs), "w").write("x")
+`
+
+// TestSandboxedValidatorsShareTheRunsBuildCache: with the sandbox on, the
+// run's command validators get a build cache. The test baseline, taken
+// before the model's first turn, writes it; the validation after the
+// model's turn finds what the baseline left but writes only its own copy.
+// The Bash tool's commands share another cache, which the validators do
+// not see, nor Bash theirs. Both are gone when the run ends.
+func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no /usr/bin/python3 for sandboxed commands (CI installs it): %v", err)
+		}
+		t.Skipf("no /usr/bin/python3 for sandboxed commands: %v", err)
+	}
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{
+  "version": "1.0.0", "name": "cache", "description": "validators that share a cache",
+  "runner": {
+    "model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "DONE", "validators": ["tests"]},
+    "boundaries": {"allowedTools": ["Write", "Bash"], "permissionMode": "acceptEdits", "sandbox": {"enabled": true}},
+    "budgets": {"maxIterations": 1}
+  }
+}`,
+		"steps_registry.json": `{"agentId": "cache", "c1": "steps", "entryStep": "initial.work",
+  "validators": {"tests": {"type": "command", "command": "python3 -m unittest -v", "failurePattern": "test-failed"}},
+  "steps": {"initial.work": {"stepId": "initial.work", "c2": "initial", "c3": "work"}}}`,
+		"prompts/steps/initial/work/f_default.md": "Work.",
+		"script.yaml": `turns:
+  - tool_calls:
+      - name: Bash
+        input: {command: 'echo x > "$GOCACHE/mark-bash" && echo "$GOCACHE" > bash1.txt'}
+  - tool_calls:
+      - name: Bash
+        input: {command: 'echo "$GOCACHE" > bash2.txt && ls "$GOCACHE" >> bash2.txt'}
+  - text: "Done. DONE"
+`,
+	})
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "test_cache.py"), []byte(cacheTest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: work, Store: journal.Store{Dir: t.TempDir()}})
+	if !res.Success {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+	b, err := os.ReadFile(filepath.Join(work, "seen.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(runs) != 2 {
+		t.Fatalf("want the baseline and one validation, got:\n%s", b)
+	}
+	baseDir, baseMarks, _ := strings.Cut(runs[0], " ")
+	runDir, runMarks, _ := strings.Cut(runs[1], " ")
+	if baseMarks != "" || runMarks != "mark-1" {
+		t.Errorf("the validation must find the baseline's mark and only it:\n%s", b)
+	}
+	if runDir == baseDir || filepath.Dir(filepath.Dir(runDir)) != filepath.Dir(filepath.Dir(baseDir)) {
+		t.Errorf("the validation after the model's turn must work on a copy of the cache beside it:\n%s", b)
+	}
+	// Bash has a cache of its own, kept from one command to the next.
+	b1, err1 := os.ReadFile(filepath.Join(work, "bash1.txt"))
+	b2, err2 := os.ReadFile(filepath.Join(work, "bash2.txt"))
+	bashDir := strings.TrimSpace(string(b1))
+	if err1 != nil || err2 != nil || !strings.HasPrefix(string(b2), bashDir+"\nmark-bash\n") || strings.Contains(string(b2), "mark-1") ||
+		bashDir == baseDir || bashDir == runDir {
+		t.Errorf("Bash's commands must share a cache apart from the validators' one: %q %q %v %v (validators: %s)", b1, b2, err1, err2, b)
+	}
+	for _, d := range []string{baseDir, runDir, bashDir} {
+		if _, err := os.Stat(filepath.Dir(d)); !os.IsNotExist(err) {
+			t.Errorf("%s outlived the run: %v", filepath.Dir(d), err)
+		}
+	}
+}

@@ -124,8 +124,9 @@ type ValidatorConfig struct {
 	// base (runner.boundaries.env; see builtin.BuildEnv).
 	Env []string
 	// Sandbox, when set, confines every command validator (the agent's
-	// runner.boundaries.sandbox, with sandbox.ValidatorLimits); nil runs
-	// them with the user's rights.
+	// runner.boundaries.sandbox, with sandbox.ValidatorLimits and the
+	// run's build cache, sandbox.Cache); nil runs them with the user's
+	// rights.
 	Sandbox CommandSandbox
 	// Custom are this agent's Go validators by handler name (validator
 	// type "custom"); they win over the ones registered with

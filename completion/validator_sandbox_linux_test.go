@@ -330,3 +330,64 @@ func needReadableInSandbox(t *testing.T, name string) {
 	}
 	t.Skip(msg)
 }
+
+// TestSandboxedValidatorsShareASealedBuildCache: the validators of a run
+// share a build cache. The run before the model's first turn (the test
+// baseline) fills it, so a later go test compiles none of the standard
+// library; once sealed, every run works on its own copy, so a test the
+// model wrote plants nothing for a later validation to trust.
+func TestSandboxedValidatorsShareASealedBuildCache(t *testing.T) {
+	sb := validatorSandbox(t)
+	needCommands(t, "go")
+	needReadableInSandbox(t, "go")
+	if testing.Short() {
+		t.Skip("compiles the standard library once (about 20 s); not with -short")
+	}
+	cache, err := sandbox.NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Remove()
+	work := t.TempDir()
+	write(t, work, "go.mod", "module example.com/calc\n\ngo 1.21\n")
+	write(t, work, "calc_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n")
+	v := newValidator(t, ValidatorConfig{
+		Validators: map[string]config.Validator{"tests": {Type: "command", Command: "go test -x -v ./...", SuccessWhen: "contains:--- PASS", FailurePattern: "failed"}},
+		Patterns:   map[string]config.CompletionPattern{"failed": {Edition: "failed"}},
+		WorkDir:    work,
+		Sandbox:    sb.WithCache(cache),
+	})
+	validate := func() ValidatorOutput {
+		t.Helper()
+		r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "tests"}})
+		if err != nil || !r.Valid || len(r.Runs) != 1 {
+			t.Fatalf("%+v %v", r, err)
+		}
+		return r.Runs[0].Output
+	}
+	const compilesRuntime = " -p runtime "
+	if o := validate(); !strings.Contains(o.Stderr, compilesRuntime) {
+		t.Fatalf("the first run did not compile the standard library, so the test proves nothing:\n%s", o.Stderr)
+	}
+	cache.Seal()
+	// The model's test plants an entry in the cache and looks for the
+	// one an earlier run planted.
+	write(t, work, "calc_test.go", "package calc\n\nimport (\n\t\"os\"\n\t\"path/filepath\"\n\t\"testing\"\n)\n\n"+
+		"func TestAdd(t *testing.T) {\n\tp := filepath.Join(os.Getenv(\"GOCACHE\"), \"ff\", \"planted-a\")\n"+
+		"\t_, err := os.Stat(p)\n\tt.Logf(\"earlier plant found: %v\", err == nil)\n"+
+		"\tt.Logf(\"plant: %v\", os.WriteFile(p, []byte(\"x\"), 0o644))\n}\n")
+	var o ValidatorOutput
+	for range 2 {
+		o = validate()
+		if strings.Contains(o.Stderr, compilesRuntime) {
+			t.Errorf("the sealed cache was not used: runtime compiled again")
+		}
+		if !strings.Contains(o.Stdout, "plant: <nil>") || !strings.Contains(o.Stdout, "earlier plant found: false") {
+			t.Errorf("a run must write its own copy of the sealed cache, and see nothing an earlier run planted:\n%s", o.Stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cache.Dir(), "go-build", "ff", "planted-a")); err == nil {
+		t.Error("an entry was planted in the sealed cache")
+	}
+	t.Logf("go test with the sealed cache: %d ms", o.DurationMs)
+}

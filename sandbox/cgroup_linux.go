@@ -39,7 +39,7 @@ var (
 // cgroup v1 pids hierarchy. It returns nil and the reason when neither
 // is possible.
 func newPidsCgroup(max int) (*pidsCgroup, error) {
-	v2, v1, err := ownCgroups()
+	v2, v1, err := ownCgroups("pids")
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +77,8 @@ func newPidsCgroup(max int) (*pidsCgroup, error) {
 }
 
 // ownCgroups reads capstan's cgroup paths from /proc/self/cgroup: the
-// unified (v2) one and the v1 pids one, "" when absent.
-func ownCgroups() (v2, v1 string, err error) {
+// unified (v2) one and the v1 one of controller, "" when absent.
+func ownCgroups(controller string) (v2, v1 string, err error) {
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
 		return "", "", fmt.Errorf("read own cgroup: %w", err)
@@ -93,7 +93,7 @@ func ownCgroups() (v2, v1 string, err error) {
 		switch {
 		case parts[0] == "0" && parts[1] == "":
 			v2 = parts[2]
-		case hasWord(strings.ReplaceAll(parts[1], ",", " "), "pids"):
+		case hasWord(strings.ReplaceAll(parts[1], ",", " "), controller):
 			v1 = parts[2]
 		}
 	}
@@ -168,8 +168,11 @@ func (c *pidsCgroup) remove() {
 }
 
 // killAll sends SIGKILL to every task in the cgroup.
-func (c *pidsCgroup) killAll() {
-	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+func (c *pidsCgroup) killAll() { killCgroupProcs(c.dir) }
+
+// killCgroupProcs sends SIGKILL to every task in the cgroup dir.
+func killCgroupProcs(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,14 +22,24 @@ type CommandRunner struct {
 	// Runner is the sandbox to run in.
 	Runner *Runner
 	// Limits are the rlimits of every command (zero fields: defaults,
-	// except CPUSeconds, which follows the timeout).
+	// except CPUSeconds, which follows the timeout, and Processes, 256).
 	Limits Limits
 	// ReadOnly lists extra absolute paths commands may read (the system
 	// directories and the work dir are always readable).
 	ReadOnly []string
+	// Cache, when set, is the build cache the commands share (see Cache):
+	// writable until it is sealed, copied for each command after. Only
+	// command validators get one; the Bash tool's commands never reach
+	// it.
+	Cache *Cache
 }
 
 var _ tool.CommandRunner = (*CommandRunner)(nil)
+
+// commandProcesses is the default process limit of a command (threads
+// count): a build tool runs a compiler per core, each with a thread per
+// core (go build with GOMAXPROCS=16 needs about 100).
+const commandProcesses = 256
 
 // defaultCommandTimeout bounds a command whose spec has no timeout.
 const defaultCommandTimeout = 10 * time.Minute
@@ -90,10 +101,11 @@ func (c *CommandRunner) RunArgv(ctx context.Context, argv []string, spec tool.Co
 // timeout is reported on stderr ("[sandbox: …]"). Command validators run
 // with it.
 func (c *CommandRunner) RunStreams(ctx context.Context, argv []string, spec tool.CommandSpec, stdout, stderr io.Writer) (tool.CommandResult, error) {
-	s, err := c.spec(argv, spec)
+	s, cleanup, err := c.spec(argv, spec)
 	if err != nil {
 		return tool.CommandResult{}, err
 	}
+	defer cleanup()
 	s.Stdout, s.Stderr = stdout, stderr
 	res, err := c.Runner.Run(ctx, s)
 	if err != nil {
@@ -110,19 +122,20 @@ func (c *CommandRunner) RunStreams(ctx context.Context, argv []string, spec tool
 }
 
 // spec is the sandbox Spec of argv run for a command spec: the working
-// directory (symbolic links resolved) is the only writable directory, the
-// environment is spec.Env with PATH confined, and the CPU limit follows
-// the timeout unless c.Limits sets one.
-func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (Spec, error) {
+// directory (symbolic links resolved) is the only writable directory
+// besides the cache (c.Cache), the environment is spec.Env with PATH
+// confined, and the CPU limit follows the timeout unless c.Limits sets
+// one. cleanup, to call after the run, removes what spec made for it.
+func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (s Spec, cleanup func(), err error) {
 	if c.Runner == nil {
-		return Spec{}, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
+		return Spec{}, nil, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
 	}
 	dir, err := filepath.Abs(spec.Dir)
 	if err != nil {
-		return Spec{}, err
+		return Spec{}, nil, err
 	}
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
-		return Spec{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
+		return Spec{}, nil, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, true, "working directory %q", spec.Dir)
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -132,29 +145,40 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (Spec, error)
 	if limits.CPUSeconds <= 0 {
 		limits.CPUSeconds = int(timeout/time.Second) + 1
 	}
+	if limits.Processes <= 0 {
+		limits.Processes = commandProcesses
+	}
 	maxOut := spec.MaxOutput
 	if maxOut <= 0 {
 		maxOut = 1 << 20
 	}
 	readable := append(append([]string{dir}, c.Runner.cfg.SystemPaths...), c.ReadOnly...)
-	return Spec{
+	s = Spec{
 		Argv:       argv,
 		Dir:        dir,
 		Writable:   []string{dir},
-		ReadOnly:   c.ReadOnly,
+		ReadOnly:   slices.Clone(c.ReadOnly),
 		Env:        confinePATH(spec.Env, readable),
 		ReplaceEnv: true,
 		Timeout:    timeout,
 		Limits:     limits,
 		MaxStdout:  maxOut,
-	}, nil
+	}
+	cleanup = func() {}
+	if c.Cache != nil {
+		if cleanup, err = c.Cache.apply(&s); err != nil {
+			return Spec{}, nil, err
+		}
+	}
+	return s, cleanup, nil
 }
 
 func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.CommandSpec, combined bool) (tool.CommandResult, string, error) {
-	s, err := c.spec(argv, spec)
+	s, cleanup, err := c.spec(argv, spec)
 	if err != nil {
 		return tool.CommandResult{}, "", err
 	}
+	defer cleanup()
 	s.CombinedOutput = combined
 	res, err := c.Runner.Run(ctx, s)
 	if err != nil {
@@ -214,13 +238,21 @@ func limitNote(res Result) string {
 // reserves more than 1 GiB of address space). The files, network and
 // environment a validator reaches are the Bash tool's; only these bounds
 // are larger. CPUSeconds follows the validator's timeout.
-var ValidatorLimits = Limits{AddressSpaceMB: nodeAddressSpaceMB, MemoryMB: 4096, Processes: 512, FileSizeMB: 1024, OpenFiles: 4096}
+var ValidatorLimits = Limits{MemoryMB: 4096, Processes: 512, FileSizeMB: 1024, OpenFiles: 4096}
 
 // WithLimits returns a CommandRunner that runs in the same sandbox, with
-// the same readable paths, under limits.
+// the same readable paths and cache, under limits.
 func (c *CommandRunner) WithLimits(limits Limits) *CommandRunner {
 	cp := *c
 	cp.Limits = limits
+	return &cp
+}
+
+// WithCache returns a CommandRunner that runs in the same sandbox, with
+// the same readable paths and limits, sharing cache (nil: none).
+func (c *CommandRunner) WithCache(cache *Cache) *CommandRunner {
+	cp := *c
+	cp.Cache = cache
 	return &cp
 }
 

@@ -43,6 +43,9 @@ type helperSpec struct {
 	Limits      Limits   `json:"limits"`
 	LandlockABI int      `json:"landlock_abi"`
 	Network     bool     `json:"network,omitempty"`
+	// NoAddressSpaceLimit leaves RLIMIT_AS off: a memory cgroup bounds
+	// the run.
+	NoAddressSpaceLimit bool `json:"no_as_limit,omitempty"`
 }
 
 // helperStatus is what stage one reports on fd 3 about stage two.
@@ -203,7 +206,7 @@ func stageTwo() int {
 	if err := installFilter(filter); err != nil {
 		return setupFail("seccomp: %v", err)
 	}
-	if err := setLimits(hs.Limits); err != nil {
+	if err := setLimits(hs.Limits, !hs.NoAddressSpaceLimit); err != nil {
 		return setupFail("rlimits: %v", err)
 	}
 	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE,
@@ -247,7 +250,8 @@ func rawWrite(fd int, b []byte) {
 	}
 }
 
-func setLimits(l Limits) error {
+// setLimits sets the run's rlimits; RLIMIT_AS only when addressSpace.
+func setLimits(l Limits, addressSpace bool) error {
 	const mb = 1 << 20
 	set := func(res int, cur, max uint64) error {
 		// syscall.Setrlimit, not unix.Setrlimit, keeps the runtime's own
@@ -270,6 +274,9 @@ func setLimits(l Limits) error {
 		{unix.RLIMIT_CORE, 0, 0},
 		{unix.RLIMIT_AS, uint64(l.AddressSpaceMB) * mb, uint64(l.AddressSpaceMB) * mb},
 	} {
+		if r.res == unix.RLIMIT_AS && !addressSpace {
+			continue
+		}
 		if err := set(r.res, r.cur, r.max); err != nil {
 			return err
 		}

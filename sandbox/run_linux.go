@@ -145,10 +145,6 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if writeLimit > 0 {
 		writeBase = dirsSize(hs.Writable)
 	}
-	specJSON, err := json.Marshal(hs)
-	if err != nil {
-		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "encode helper spec")
-	}
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -202,14 +198,22 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	cmd.WaitDelay = 2 * time.Second
 
 	// The whole tree goes into a pids cgroup when one can be made: the
-	// kernel then refuses the fork past the limit whatever the uid.
+	// kernel then refuses the fork past the limit whatever the uid. And
+	// into a memory cgroup when one can be made: the kernel then bounds
+	// the tree's memory, and the address-space rlimit, which toolchains
+	// that reserve much (the Go race detector, V8) cannot live with, is
+	// left off unless the caller set one.
 	cg, _ := newPidsCgroup(limits.Processes + helperTasks)
+	mcg, _ := newMemoryCgroup(int64(limits.MemoryMB) << 20)
 	start := time.Now()
 	err = cmd.Start()
 	specR.Close()
 	if err != nil {
 		if cg != nil {
 			cg.remove()
+		}
+		if mcg != nil {
+			mcg.remove()
 		}
 		statusW.Close()
 		reason, hint := explainStartError(err)
@@ -231,10 +235,29 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 			cg = nil
 		}
 	}
+	if mcg != nil {
+		if err := mcg.join(pid); err != nil {
+			mcg.remove()
+			mcg = nil
+		}
+	}
+	hs.NoAddressSpaceLimit = mcg != nil && spec.Limits.AddressSpaceMB <= 0
+	specJSON, err := json.Marshal(hs)
+	if err != nil {
+		killGroup()
+		_ = cmd.Wait()
+		if cg != nil {
+			cg.remove()
+		}
+		if mcg != nil {
+			mcg.remove()
+		}
+		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "encode helper spec")
+	}
 	// Without a cgroup, only the watchdog bounds a root caller's tree
 	// (the kernel exempts uid 0 from RLIMIT_NPROC): it counts often.
 	fastProcs := cg == nil && os.Geteuid() == 0
-	wd := startWatchdog(pid, limits.Processes, int64(limits.MemoryMB)<<20, writeLimit, hs.Writable, writeBase, killGroup, cg, fastProcs)
+	wd := startWatchdog(pid, limits.Processes, int64(limits.MemoryMB)<<20, writeLimit, hs.Writable, writeBase, killGroup, cg, mcg, fastProcs)
 	go func() {
 		// A helper that dies before reading closes the pipe; the write then
 		// fails with EPIPE and the exit status tells the story.
@@ -249,6 +272,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	if cg != nil {
 		cg.remove()
+	}
+	if mcg != nil {
+		mcg.remove()
 	}
 	if wd.diskExceeded.Load() {
 		removeWrittenSince(hs.Writable, start)

@@ -44,8 +44,11 @@ type Limits struct {
 	// CPUSeconds is RLIMIT_CPU: the soft limit sends SIGXCPU, the hard limit
 	// (one second later) SIGKILL.
 	CPUSeconds int `json:"cpu_seconds,omitempty"`
-	// AddressSpaceMB is RLIMIT_AS, the cgroup-free memory limit. Runtimes
-	// that reserve large virtual ranges (node) need more; see ScriptSpec.
+	// AddressSpaceMB is RLIMIT_AS, the address space of each process.
+	// Left zero it applies only when no memory cgroup bounds the run
+	// (MemoryMB is then enforced by the kernel), with the default of
+	// DefaultLimits, which the Go, Node and Python toolchains live with;
+	// set, it always applies.
 	AddressSpaceMB int `json:"address_space_mb,omitempty"`
 	// Processes bounds the tasks (threads count too) of the tree: pids.max of
 	// its pids cgroup when one can be made, else RLIMIT_NPROC and a watchdog.
@@ -54,14 +57,16 @@ type Limits struct {
 	FileSizeMB int `json:"file_size_mb,omitempty"`
 	// OpenFiles is RLIMIT_NOFILE.
 	OpenFiles int `json:"open_files,omitempty"`
-	// MemoryMB bounds the resident memory of the whole process tree,
-	// summed over its processes and sampled every 50 ms; the tree is
-	// killed when it is exceeded (StatusMemoryLimit).
+	// MemoryMB bounds the memory of the whole process tree: the limit of
+	// the run's memory cgroup when one can be made (the kernel reclaims
+	// or kills inside the tree), else the resident memory summed over its
+	// processes, sampled every 50 ms. The tree is killed when it is
+	// exceeded (StatusMemoryLimit).
 	MemoryMB int `json:"memory_mb,omitempty"`
 }
 
 // DefaultLimits are the limits used for zero Limits fields.
-var DefaultLimits = Limits{CPUSeconds: 20, AddressSpaceMB: 1024, Processes: 64, FileSizeMB: 50, OpenFiles: 256, MemoryMB: 1024}
+var DefaultLimits = Limits{CPUSeconds: 20, AddressSpaceMB: nodeAddressSpaceMB, Processes: 64, FileSizeMB: 50, OpenFiles: 256, MemoryMB: 1024}
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits

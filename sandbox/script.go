@@ -25,7 +25,8 @@ var Interpreters = map[string]string{
 }
 
 // nodeAddressSpaceMB is the RLIMIT_AS floor for node, whose V8 engine
-// reserves several GiB of virtual address space at start-up.
+// reserves several GiB of virtual address space at start-up, and the
+// default RLIMIT_AS of a run that no memory cgroup bounds.
 const nodeAddressSpaceMB = 16384
 
 // ScriptSpec describes one skill script run (seed 001 §8).
@@ -116,7 +117,10 @@ func (r *Runner) RunScript(ctx context.Context, spec ScriptSpec) (ScriptResult, 
 		return ScriptResult{}, err
 	}
 	limits := spec.Limits.withDefaults()
-	if interp == "node" && limits.AddressSpaceMB < nodeAddressSpaceMB {
+	// Unset, the address-space limit is left to Run: none under a memory
+	// cgroup, else the default, which node lives with.
+	limits.AddressSpaceMB = spec.Limits.AddressSpaceMB
+	if interp == "node" && limits.AddressSpaceMB > 0 && limits.AddressSpaceMB < nodeAddressSpaceMB {
 		limits.AddressSpaceMB = nodeAddressSpaceMB
 	}
 	rel, _ := filepath.Rel(root, script)

@@ -44,6 +44,10 @@ type watchdog struct {
 	// cg, when set, holds the tree; a fork it refused at pids.max counts
 	// as the tree growing past the limit.
 	cg *pidsCgroup
+	// mcg, when set, bounds the tree's memory: a process the kernel
+	// killed for going over its limit counts as the tree going over the
+	// memory limit, and the resident-memory sum is not needed.
+	mcg *memoryCgroup
 
 	memExceeded   atomic.Bool
 	diskExceeded  atomic.Bool
@@ -63,8 +67,8 @@ type watchdog struct {
 
 // startWatchdog samples the tree rooted at pid until stop. fastProcs adds
 // a sampler of the process count every fastProcInterval.
-func startWatchdog(pid, maxProcs int, memLimit, writeLimit int64, dirs []string, base int64, kill func(), cg *pidsCgroup, fastProcs bool) *watchdog {
-	w := &watchdog{root: pid, maxProcs: maxProcs, memLimit: memLimit, writeLimit: writeLimit, dirs: dirs, base: base, kill: kill, cg: cg, done: make(chan struct{})}
+func startWatchdog(pid, maxProcs int, memLimit, writeLimit int64, dirs []string, base int64, kill func(), cg *pidsCgroup, mcg *memoryCgroup, fastProcs bool) *watchdog {
+	w := &watchdog{root: pid, maxProcs: maxProcs, memLimit: memLimit, writeLimit: writeLimit, dirs: dirs, base: base, kill: kill, cg: cg, mcg: mcg, done: make(chan struct{})}
 	w.wg.Add(1)
 	go w.loop()
 	if fastProcs && maxProcs > 0 {
@@ -140,7 +144,7 @@ func (w *watchdog) loop() {
 		if w.procsExceeded.Load() {
 			continue // killed already; the first broken limit is the cause
 		}
-		if w.memLimit > 0 && rss > w.memLimit && !w.memExceeded.Swap(true) {
+		if w.memoryOver(rss) && !w.memExceeded.Swap(true) {
 			w.kill()
 			continue
 		}
@@ -159,6 +163,19 @@ func (w *watchdog) stop() {
 	if w.cg != nil && w.cg.refused() > 0 {
 		w.procsExceeded.Store(true)
 	}
+	if w.mcg != nil && w.mcg.oomKills() > 0 && !w.procsExceeded.Load() {
+		w.memExceeded.Store(true)
+	}
+}
+
+// memoryOver reports whether the tree went over its memory limit: its
+// memory cgroup had a process killed for it, or, without one, the
+// resident memory summed over the tree (rss) is above the limit.
+func (w *watchdog) memoryOver(rss int64) bool {
+	if w.mcg != nil {
+		return w.mcg.oomKills() > 0
+	}
+	return w.memLimit > 0 && rss > w.memLimit
 }
 
 // cpu is the largest CPU time of the tree seen while it ran.

@@ -1,0 +1,206 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// Cache is the build cache that the command validators of one run share,
+// so that a test suite does not recompile its toolchain's libraries on
+// every validation: a directory outside the work dir, which the Bash
+// tool's commands cannot reach, named to the commands by GOCACHE,
+// XDG_CACHE_HOME (pip and other tools that follow it) and
+// npm_config_cache.
+//
+// Commands write it only until [Cache.Seal]. The runs before the model's
+// first turn (the test baseline) fill it with what the unchanged work dir
+// needs; every later run, which may execute code the model wrote, gets a
+// private copy of it, removed when the run ends. A cache the model's code
+// could write would let it plant a result — a compiled package, a passing
+// test — for a state of the work dir it never ran, so that a later
+// validation passes without the cheating code being there. (Tools need
+// their cache writable: go fails on a read-only GOCACHE; hence the copy.)
+//
+// A Cache is safe for concurrent use. Remove deletes it.
+type Cache struct {
+	dir    string
+	mu     sync.Mutex
+	sealed bool
+}
+
+// cacheVars are the variables a Cache sets and the subdirectories they
+// name.
+var cacheVars = []struct{ env, sub string }{
+	{"GOCACHE", "go-build"},
+	{"XDG_CACHE_HOME", "xdg"},
+	{"npm_config_cache", "npm"},
+}
+
+// NewCache creates an empty cache in a new private directory under parent
+// (the system temporary directory when parent is "").
+func NewCache(parent string) (*Cache, error) {
+	fail := func(err error) (*Cache, error) {
+		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
+	}
+	dir, err := os.MkdirTemp(parent, "capstan-cache-")
+	if err != nil {
+		return fail(err)
+	}
+	c := &Cache{dir: dir}
+	// The sandbox's writable directories are matched by their real path.
+	if c.dir, err = filepath.EvalSymlinks(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return fail(err)
+	}
+	if err := makeCacheDirs(c.dir); err != nil {
+		_ = c.Remove()
+		return fail(err)
+	}
+	return c, nil
+}
+
+// makeCacheDirs creates the subdirectories of the cache variables in dir.
+func makeCacheDirs(dir string) error {
+	for _, v := range cacheVars {
+		if err := os.MkdirAll(filepath.Join(dir, v.sub), 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Dir is the cache's directory.
+func (c *Cache) Dir() string { return c.dir }
+
+// Seal makes every run that starts afterwards work on a private copy of
+// the cache. A run already going keeps the access it started with.
+func (c *Cache) Seal() {
+	c.mu.Lock()
+	c.sealed = true
+	c.mu.Unlock()
+}
+
+// Sealed reports whether Seal was called.
+func (c *Cache) Sealed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sealed
+}
+
+// Remove deletes the cache and everything in it.
+func (c *Cache) Remove() error {
+	if err := removeTree(c.dir); err != nil {
+		return fmt.Errorf("remove the validators' build cache: %w", err)
+	}
+	return nil
+}
+
+// removeTree deletes dir, first giving its owner write access to every
+// directory in it: some tools make their cache entries read-only (Go's
+// module cache), which would stop the removal.
+func removeTree(dir string) error {
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// apply adds the cache to a run: its variables to env (replacing what env
+// had for them) and, until the cache is sealed, its directory to the
+// writable ones. Once sealed the run gets a fresh copy of the cache
+// instead; the returned function removes it.
+func (c *Cache) apply(s *Spec) (cleanup func(), err error) {
+	dir, cleanup := c.dir, func() {}
+	if c.Sealed() {
+		if dir, err = c.copy(); err != nil {
+			return nil, err
+		}
+		cleanup = func() { _ = removeTree(dir) }
+	}
+	env := make([]string, 0, len(s.Env)+len(cacheVars))
+	for _, kv := range s.Env {
+		if !isCacheVar(kv) {
+			env = append(env, kv)
+		}
+	}
+	for _, v := range cacheVars {
+		env = append(env, v.env+"="+filepath.Join(dir, v.sub))
+	}
+	s.Env = env
+	s.Writable = append(s.Writable, dir)
+	return cleanup, nil
+}
+
+// copy copies the cache's directories and regular files (nothing else)
+// into a new directory beside it and returns its path.
+func (c *Cache) copy() (string, error) {
+	fail := func(err error) (string, error) {
+		return "", agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "copy the validators' build cache")
+	}
+	dst, err := os.MkdirTemp(filepath.Dir(c.dir), "capstan-cache-run-")
+	if err != nil {
+		return fail(err)
+	}
+	err = filepath.WalkDir(c.dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(c.dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		switch {
+		case e.IsDir():
+			return os.Mkdir(filepath.Join(dst, rel), 0o700)
+		case e.Type().IsRegular():
+			return copyFile(p, filepath.Join(dst, rel))
+		}
+		return nil
+	})
+	if err == nil {
+		err = makeCacheDirs(dst)
+	}
+	if err != nil {
+		_ = removeTree(dst)
+		return fail(err)
+	}
+	return dst, nil
+}
+
+// copyFile copies the regular file src to the new file dst.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// isCacheVar reports whether kv sets one of the Cache's variables.
+func isCacheVar(kv string) bool {
+	k, _, _ := strings.Cut(kv, "=")
+	for _, v := range cacheVars {
+		if k == v.env {
+			return true
+		}
+	}
+	return false
+}
