@@ -823,7 +823,7 @@ func TestActAdversarialScripts(t *testing.T) {
 		// out; then it is an honest timeout. The sandbox package checks the
 		// classification itself (TestCPUSpinAtEqualLimitsIsCPULimit).
 		{"cpu-spin", "while True:\n    pass\n", "cpu_limit|timeout", "CPU time limit|wall-clock limit", Budgets{ScriptTimeoutS: 1, TimeBudgetMs: 300000}},
-		{"memory-hog", "b = bytearray(4 * 1024 * 1024 * 1024)\n", "memory_limit", "address-space limit", Budgets{}},
+		{"memory-hog", "b = bytearray(4 * 1024 * 1024 * 1024)\n", "memory_limit", "address-space limit|MiB of memory", Budgets{}},
 		{"flood", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", "output_limit", "stdout exceeded", Budgets{}},
 	}
 	for _, c := range cases {
