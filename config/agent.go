@@ -113,16 +113,37 @@ func CheckFS(fsys fs.FS, dir string, opts ValidateOptions) ValidationResult {
 	return res
 }
 
+// CheckLoaded is CheckFS for an agent.json and a steps registry that
+// LoadFS has already read and decoded from the files fsys holds, with
+// ApplyDefaults applied, as definition.TakeConfig returns them with its
+// snapshot: it validates def and reg without reading or decoding the files
+// again. fsys becomes the definition's FS (Definition.FS), where the file
+// checks look. A definition or registry that LoadFS did not make is a
+// CONFIG_INVALID problem.
+func CheckLoaded(fsys fs.FS, dir string, def *Definition, reg *Registry, opts ValidateOptions) ValidationResult {
+	if def == nil || reg == nil || def.src == nil || reg.src == nil {
+		return NewValidationResult(ProblemFromError(agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"CheckLoaded needs a definition and a registry loaded by LoadFS")))
+	}
+	def.src.fsys, reg.src.fsys = fsys, fsys
+	return validateDefaulted(dir, def, reg, opts)
+}
+
 func check(fsys fs.FS, dir string, opts ValidateOptions) (*Definition, *Registry, ValidationResult, error) {
 	def, reg, err := LoadFS(fsys, dir)
 	if err != nil {
 		return nil, nil, ValidationResult{}, err
 	}
 	ApplyDefaults(def, reg)
+	return def, reg, validateDefaulted(dir, def, reg, opts), nil
+}
+
+// validateDefaulted validates a loaded and defaulted agent folder dir.
+func validateDefaulted(dir string, def *Definition, reg *Registry, opts ValidateOptions) ValidationResult {
 	if opts.Dir == "" {
 		opts.Dir = dir
 	}
-	return def, reg, Validate(def, reg, opts), nil
+	return Validate(def, reg, opts)
 }
 
 // ProblemFromError turns an error into an error-severity Problem, keeping

@@ -61,31 +61,34 @@ type LabelChange struct {
 func (l GitHubLabels) IsZero() bool { return l.Completion == nil && len(l.Named) == 0 }
 
 // UnmarshalJSON reads "completion" as a LabelChange and every other key as
-// a label name; a value of the wrong type is an error naming the key.
+// a label name; a value of the wrong type is an error naming the key, and
+// leaves l without any label (whichever key is met first).
 func (l *GitHubLabels) UnmarshalJSON(b []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
 	*l = GitHubLabels{}
+	var out GitHubLabels
 	for k, v := range raw {
 		if k == "completion" {
 			var c LabelChange
 			if err := json.Unmarshal(v, &c); err != nil {
 				return fmt.Errorf("labels.completion: %w", err)
 			}
-			l.Completion = &c
+			out.Completion = &c
 			continue
 		}
 		var name string
 		if err := json.Unmarshal(v, &name); err != nil {
 			return fmt.Errorf("labels.%s: want a label name (string): %w", k, err)
 		}
-		if l.Named == nil {
-			l.Named = map[string]string{}
+		if out.Named == nil {
+			out.Named = map[string]string{}
 		}
-		l.Named[k] = name
+		out.Named[k] = name
 	}
+	*l = out
 	return nil
 }
 

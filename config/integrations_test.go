@@ -53,3 +53,18 @@ func FuzzExpandContext(f *testing.F) {
 		}
 	})
 }
+
+// A label of the wrong type leaves no label behind, whichever key the
+// decoder meets first (a map's order), so one file always decodes alike.
+func TestGitHubLabelsWrongTypeLeavesNone(t *testing.T) {
+	in := []byte(`{"a":"x","completion":{"add":["done"]},"b":"y","c":true,"d":"z","e":"w"}`)
+	for range 64 {
+		var l GitHubLabels
+		if err := json.Unmarshal(in, &l); err == nil || !strings.Contains(err.Error(), "labels.c") {
+			t.Fatalf("wrong type: %v", err)
+		}
+		if !l.IsZero() {
+			t.Fatalf("labels left after a wrong type: %+v", l)
+		}
+	}
+}

@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/capstan-dev/capstan/agenterr"
 )
 
@@ -189,10 +192,30 @@ func readConfigFile(fsys fs.FS, dir, rel string) ([]byte, error) {
 // decode checks src's syntax and decodes it into v. Type mismatches are
 // tolerated (the field keeps its zero value); Validate reports them against
 // the JSON Schema with their pointer.
-func decode(src *source, v any) error {
+//
+// A file that decodes without any error is decoded by go-json-experiment's
+// decoder with encoding/json's semantics (jsonv1.DefaultOptionsV1), which,
+// unlike encoding/json, does not build an encoder for every field type on
+// first use. Anything else (broken JSON, a type mismatch, an integral
+// number written as 5.0) is decoded again from scratch by decodeStd, so
+// every error and every tolerated mismatch is encoding/json's own. The
+// config tests hold both decoders to the same values (TestDecodersAgree,
+// FuzzDecoders).
+func decode[T any](src *source, v *T) error {
 	if err := checkUTF8(src); err != nil {
 		return err
 	}
+	if jsonv2.Unmarshal(src.raw, v, jsonv1.DefaultOptionsV1()) == nil {
+		return nil
+	}
+	var zero T
+	*v = zero
+	return decodeStd(src, v)
+}
+
+// decodeStd is decode by encoding/json alone, for a file whose UTF-8 is
+// already checked.
+func decodeStd(src *source, v any) error {
 	// Unmarshal checks the syntax of the whole text before it decodes
 	// anything: broken JSON is a *json.SyntaxError, and v is untouched.
 	err := json.Unmarshal(src.raw, v)

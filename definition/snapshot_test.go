@@ -256,3 +256,58 @@ func TestTakeReportsLoaderErrors(t *testing.T) {
 		t.Fatalf("broken agent.json: %v", err)
 	}
 }
+
+// TakeConfig's decoded files, checked by config.CheckLoaded, give the
+// result config.CheckFS gives on the snapshot, for every example agent and
+// for an invalid one; later edits of the folder change nothing, and the
+// definition's files are the snapshot's.
+func TestCheckLoadedChecksWhatWasTaken(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "examples", "*", "agent.json"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	invalid := t.TempDir()
+	write(t, invalid, agentFiles)
+	write(t, invalid, map[string]string{"reg.json": `{"entryStep": 5, "steps": {"s": {"stepId": "s", "c2": "a", "c3": 7}}}`})
+	for _, p := range append(dirs, filepath.Join(invalid, "agent.json")) {
+		dir := filepath.Dir(p)
+		snap, def, reg, err := TakeConfig(dir, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		got := config.CheckLoaded(snap, dir, def, reg, config.ValidateOptions{})
+		want := config.CheckFS(snap, dir, config.ValidateOptions{})
+		g, _ := got.MarshalJSON()
+		w, _ := want.MarshalJSON()
+		if string(g) != string(w) {
+			t.Fatalf("%s:\nCheckLoaded %s\nCheckFS     %s", dir, g, w)
+		}
+		if def.FS() != snap {
+			t.Fatalf("%s: the definition's files are %T, not the snapshot", dir, def.FS())
+		}
+		if dir == invalid && got.Valid() {
+			t.Fatalf("%s: numbers for strings are valid: %s", dir, g)
+		}
+	}
+
+	dir := t.TempDir()
+	write(t, dir, agentFiles)
+	snap, def, reg, err := TakeConfig(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := config.CheckFS(snap, dir, config.ValidateOptions{}).MarshalJSON()
+	write(t, dir, map[string]string{"agent.json": "{", "reg.json": `{"steps": 1}`})
+	os.RemoveAll(filepath.Join(dir, "prompts"))
+	os.RemoveAll(filepath.Join(dir, "skills"))
+	if after, _ := config.CheckLoaded(snap, dir, def, reg, config.ValidateOptions{}).MarshalJSON(); string(after) != string(before) {
+		t.Fatalf("the folder edited after the snapshot was checked:\n%s\nnot\n%s", after, before)
+	}
+}
+
+func TestCheckLoadedRefusesValuesNotLoaded(t *testing.T) {
+	res := config.CheckLoaded(nil, t.TempDir(), &config.Definition{}, &config.Registry{}, config.ValidateOptions{})
+	if errs := res.Errors(); len(errs) != 1 || errs[0].Code != agenterr.CodeConfigurationValidation || !strings.Contains(errs[0].Message, "loaded by LoadFS") {
+		t.Fatalf("%+v", errs)
+	}
+}

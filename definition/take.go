@@ -42,20 +42,32 @@ type Options struct {
 // DEFINITION_TOO_LARGE. Paths that leave the agent folder are not read
 // (validation reports them).
 func Take(dir string, opts Options) (*Snapshot, error) {
+	snap, _, _, err := TakeConfig(dir, opts)
+	return snap, err
+}
+
+// TakeConfig is Take that also returns agent.json and the steps registry
+// as the loader decoded them from the snapshot's own bytes, with
+// config.ApplyDefaults applied. Passed with the snapshot to
+// config.CheckLoaded, they are validated without reading or decoding the
+// files a second time, and what is checked is exactly what the snapshot
+// holds. The caller owns def and reg; until CheckLoaded gives them the
+// snapshot as their FS, their FS is the reader Take closed.
+func TakeConfig(dir string, opts Options) (snap *Snapshot, def *config.Definition, reg *config.Registry, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false, "cannot locate agent folder %q", dir)
+		return nil, nil, nil, agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false, "cannot locate agent folder %q", dir)
 	}
 	b := &builder{dir: abs, files: map[string][]byte{}}
 	defer b.close()
 	// The loader reads agent.json and the registry through the builder,
 	// which records them; a broken file is the loader's own error.
-	def, reg, err := config.LoadFS(b, dir)
+	def, reg, err = config.LoadFS(b, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if b.err != nil {
-		return nil, b.err
+		return nil, nil, nil, b.err
 	}
 	config.ApplyDefaults(def, reg)
 	r := def.Runner
@@ -65,12 +77,12 @@ func Take(dir string, opts Options) (*Snapshot, error) {
 	}
 	for _, t := range trees {
 		if err := b.tree(t, func(string) bool { return true }); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
 	for _, s := range r.Skills {
 		if err := b.tree(s, func(name string) bool { return name == "SKILL.md" || name == "skill.md" }); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
 	singles := []string{}
@@ -97,10 +109,10 @@ func Take(dir string, opts Options) (*Snapshot, error) {
 	}
 	for _, f := range singles {
 		if err := b.single(f); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return newSnapshot(abs, b.files), nil
+	return newSnapshot(abs, b.files), def, reg, nil
 }
 
 // scriptFile returns the script file of a "script:<file>" model spec

@@ -75,11 +75,11 @@ in docs/configuration.md.`,
 // snapshot's digest is returned ("" when the folder cannot be read), the
 // same digest a run of this folder records.
 func validateAgentDir(dir string) (config.ValidationResult, string, error) {
-	snap, err := definition.Take(dir, definition.Options{})
+	snap, def, reg, err := definition.TakeConfig(dir, definition.Options{})
 	if err != nil {
 		return config.NewValidationResult(config.ProblemFromError(err)), "", nil
 	}
-	return config.CheckFS(snap, dir, agent.ValidateOptions()), snap.Digest(), nil
+	return config.CheckLoaded(snap, dir, def, reg, agent.ValidateOptions()), snap.Digest(), nil
 }
 
 // validateJSON is what `capstan validate --json` prints: the validation
