@@ -399,3 +399,36 @@ func mustGetwd(t *testing.T) string {
 	}
 	return wd
 }
+
+// A pipeline's agent stage that does not complete prints a show command
+// that works when pasted, even from elsewhere and with a space in the
+// work dir.
+func TestPipelineAgentStageShowHintWorks(t *testing.T) {
+	dir := filepath.Join(writeFiles(t, withWriterAgent("kites", "Kites", map[string]string{
+		"p.yaml": `version: 1
+inputs: [request]
+stages:
+  - id: writer
+    kind: agent
+    dir: ../agents/writer
+    params: {topic: "{{input.request}}"}
+    preconditions: [input.request]
+    postconditions: [custom.headline]
+`,
+	})), "pipe work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "..", "p.yaml"), filepath.Join(dir, "p.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	sh := pasteShell(t, dir)
+	if code, out := sh("git init -q && capstan pipeline run --file p.yaml not-kites"); code == 0 || !strings.Contains(out, "see capstan show ") {
+		t.Fatalf("a stage whose agent fails: exit %d\n%s", code, out)
+	} else {
+		show := pastedCommand(t, out, "see ")
+		if code, out := pasteShell(t, t.TempDir())(show); code != 0 || !strings.Contains(out, "writer") {
+			t.Fatalf("%s: exit %d\n%s", show, code, out)
+		}
+	}
+}
