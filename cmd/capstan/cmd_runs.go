@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +30,9 @@ type runSummary struct {
 	Tokens     int64   `json:"tokens"`
 	WorkDir    string  `json:"workDir,omitempty"`
 	Journal    string  `json:"journal"`
+	// Started is the time of the journal's first event (zero for an empty
+	// or unreadable journal).
+	Started time.Time `json:"started,omitzero"`
 }
 
 // runStore is where run journals are kept: the user's state directory
@@ -112,10 +118,7 @@ its journal says when the workers' state directory is this one.`,
 			if err != nil {
 				return withExit(exitInternal, err)
 			}
-			rows := make([]runSummary, 0, len(runs))
-			for _, r := range runs {
-				rows = append(rows, summarizeRun(r))
-			}
+			rows := newestFirst(runs)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, rows)
@@ -156,8 +159,46 @@ its journal says when the workers' state directory is this one.`,
 	return cmd
 }
 
+// newestFirst summarizes runs, the latest started first. Run ids order
+// runs by the second they started in, and a random suffix after it; the
+// journal's first event gives the sub-second order within a second. A run
+// whose journal has no event is placed by its folder's modification time.
+func newestFirst(runs []journal.Run) []runSummary {
+	rows := make([]runSummary, len(runs))
+	at := make(map[string]time.Time, len(runs))
+	for i, r := range runs {
+		rows[i] = summarizeRun(r)
+		at[r.Path] = rows[i].Started
+		if at[r.Path].IsZero() {
+			at[r.Path] = r.Started
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b runSummary) int {
+		if c := at[b.Journal].Compare(at[a.Journal]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.RunID, a.RunID)
+	})
+	return rows
+}
+
+// firstEventTime is the time of the first event of the journal at path, or
+// the zero time when it has none or cannot be read.
+func firstEventTime(path string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	var ev journal.Event
+	if err := json.NewDecoder(f).Decode(&ev); err != nil {
+		return time.Time{}
+	}
+	return ev.Time
+}
+
 func summarizeRun(r journal.Run) runSummary {
-	s := runSummary{RunID: r.ID, Journal: r.Path, WorkDir: r.WorkDir, Status: "unreadable"}
+	s := runSummary{RunID: r.ID, Journal: r.Path, WorkDir: r.WorkDir, Status: "unreadable", Started: firstEventTime(r.Path)}
 	rec, err := agent.LoadRun(r.ID, r.Path)
 	if err != nil {
 		return s

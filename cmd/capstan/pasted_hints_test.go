@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agent"
@@ -430,5 +431,35 @@ stages:
 		if code, out := pasteShell(t, t.TempDir())(show); code != 0 || !strings.Contains(out, "writer") {
 			t.Fatalf("%s: exit %d\n%s", show, code, out)
 		}
+	}
+}
+
+// Runs started in the same second are listed by when they started, not
+// by the random suffix of their ids.
+func TestRunsOrderWithinASecond(t *testing.T) {
+	work := t.TempDir()
+	store, err := runStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first run started has the larger suffix.
+	for _, id := range []string{"20260102T030405Z-ffffff", "20260102T030405Z-000000"} {
+		w, err := store.Create(work, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Emit("run.start", agent.RunStartEvent{RunID: id, Agent: "a", WorkDir: work})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // a later clock reading for the next run
+	}
+	code, out, errOut := captureConfigCLI(t, "runs", "--workdir", work)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	first, second := strings.Index(out, "-000000"), strings.Index(out, "-ffffff")
+	if first < 0 || second < 0 || first > second {
+		t.Fatalf("the run started last is not listed first:\n%s", out)
 	}
 }
