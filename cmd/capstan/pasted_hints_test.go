@@ -246,7 +246,7 @@ func TestNoModelHintNamesEveryWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := sh("env -u CAPSTAN_MODEL capstan run nomodel --workdir w")
-	if code == 0 || !strings.Contains(out, "no model") {
+	if code != exitUsage || !strings.Contains(out, "CONFIG_INVALID: no model") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	for _, way := range []string{"--model", "runner.model", "CAPSTAN_MODEL", "default_model"} {
