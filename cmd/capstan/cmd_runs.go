@@ -17,6 +17,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/runreport"
 )
 
 // runSummary is one row of `capstan runs`.
@@ -63,6 +64,34 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 		return nil, withExit(exitInternal, err)
 	}
 	return rec, nil
+}
+
+// loadShownRun is loadRun for show and report, which also show pipeline
+// runs (capstan pipeline run --journal-dir): a pipeline journal is no agent
+// run record, so for one it returns only the run's id, journal and the
+// journal's integrity, and pipeline is true; its account comes from
+// runreport.
+func loadShownRun(workDir, id string) (rec *agent.RunRecord, pipeline bool, err error) {
+	store, err := runStore()
+	if err != nil {
+		return nil, false, err
+	}
+	run, err := store.Find(workDir, id)
+	if err != nil {
+		return nil, false, withExit(exitUsage, err)
+	}
+	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
+		_, integrity, err := journal.ReadChecked(run.Path)
+		if err != nil {
+			return nil, false, withExit(exitInternal, err)
+		}
+		return &agent.RunRecord{ID: run.ID, Journal: run.Path, Integrity: integrity}, true, nil
+	}
+	rec, err = agent.LoadRun(run.ID, run.Path)
+	if err != nil {
+		return nil, false, withExit(exitInternal, err)
+	}
+	return rec, false, nil
 }
 
 // journalProblem is the error for a journal that cannot be trusted (broken
@@ -182,23 +211,26 @@ func newestFirst(runs []journal.Run) []runSummary {
 	return rows
 }
 
-// firstEventTime is the time of the first event of the journal at path, or
-// the zero time when it has none or cannot be read.
-func firstEventTime(path string) time.Time {
+// firstEvent is the first event of the journal at path; false when it has
+// none or it cannot be read.
+func firstEvent(path string) (journal.Event, bool) {
+	var ev journal.Event
 	f, err := os.Open(path)
 	if err != nil {
-		return time.Time{}
+		return ev, false
 	}
 	defer f.Close()
-	var ev journal.Event
 	if err := json.NewDecoder(f).Decode(&ev); err != nil {
-		return time.Time{}
+		return journal.Event{}, false
 	}
-	return ev.Time
+	return ev, true
 }
 
 func summarizeRun(r journal.Run) runSummary {
-	s := runSummary{RunID: r.ID, Journal: r.Path, WorkDir: r.WorkDir, Status: "unreadable", Started: firstEventTime(r.Path)}
+	s := runSummary{RunID: r.ID, Journal: r.Path, WorkDir: r.WorkDir, Status: "unreadable"}
+	if ev, ok := firstEvent(r.Path); ok {
+		s.Started = ev.Time
+	}
 	rec, err := agent.LoadRun(r.ID, r.Path)
 	if err != nil {
 		return s
@@ -285,12 +317,20 @@ writes the same account as one self-contained HTML page.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(&workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rec, err := loadRun(workDir, args[0])
+			rec, isPipeline, err := loadShownRun(workDir, args[0])
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if asJSON {
+			if asJSON && isPipeline {
+				acct, err := runreport.Load(rec.ID, rec.Journal)
+				if err != nil {
+					return withExit(exitInternal, err)
+				}
+				if err := writeJSON(out, acct); err != nil {
+					return withExit(exitInternal, err)
+				}
+			} else if asJSON {
 				redactRecordedBaseURL(rec)
 				if err := writeJSON(out, rec); err != nil {
 					return withExit(exitInternal, err)
