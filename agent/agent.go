@@ -205,7 +205,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		a.model, a.opts.Bridge = SubprocessTool, noModel{}
 	}
 	if a.model == "" {
-		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
 		e.Hint = "pass --model provider:model, set runner.model in agent.json, or set CAPSTAN_MODEL or default_model in the user config (providers: " + strings.Join(llm.Providers(), ", ") + ")"
 		return nil, e
 	}

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -61,7 +62,7 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 			code, recoverable, msg = res.Error.Code, res.Error.Recoverable, res.Error.Message
 		}
 		e := agenterr.New(code, agenterr.LayerLifecycle, recoverable, "agent %s did not complete (%s): %s", res.Agent, res.CompletionReason, msg)
-		e.Hint = "see capstan show " + res.RunID + " --workdir " + a.workDir
+		e.Hint = "see capstan show " + res.RunID + " --workdir " + completion.ShellQuote(a.workDir)
 		return nil, e
 	}
 	for i := len(a.rc.Summaries) - 1; i >= 0; i-- {

@@ -86,7 +86,11 @@ func (h *IterationBudget) Check(_ context.Context, c Context) (Result, error) {
 	case c.Iteration == h.Max:
 		r = Result{Complete: true, Reason: fmt.Sprintf("iteration budget reached: %d of %d iterations", c.Iteration, h.Max)}
 	case c.Iteration > h.Max: // a resumed run re-runs a stopped iteration past the budget
-		r = Result{Complete: true, Reason: fmt.Sprintf("iteration budget reached: iteration %d, budget %d iterations", c.Iteration, h.Max)}
+		unit := "iterations"
+		if h.Max == 1 {
+			unit = "iteration"
+		}
+		r = Result{Complete: true, Reason: fmt.Sprintf("iteration budget reached: iteration %d ran on resume, past the budget of %d %s", c.Iteration, h.Max, unit)}
 	}
 	return h.set(r), nil
 }

@@ -59,7 +59,7 @@ func TestIterationBudgetCompletesAfterExactlyN(t *testing.T) {
 func TestIterationBudgetPastTheBudget(t *testing.T) {
 	h := &IterationBudget{Max: 1}
 	r, err := h.Check(context.Background(), ctxAt(2))
-	if err != nil || !r.Complete || r.Reason != "iteration budget reached: iteration 2, budget 1 iterations" {
+	if err != nil || !r.Complete || r.Reason != "iteration budget reached: iteration 2 ran on resume, past the budget of 1 iteration" {
 		t.Fatalf("%+v %v", r, err)
 	}
 	if r, _ := (&IterationBudget{Max: 2}).Check(context.Background(), ctxAt(2)); r.Reason != "iteration budget reached: 2 of 2 iterations" {

@@ -325,8 +325,9 @@ func (r *Resolver) chain(ref Ref) ([]candidate, error) {
 //
 // Errors: PROMPT_PARSE for an invalid reference, invalid frontmatter or an
 // empty body; PATH_ESCAPE for a path or symlink leading outside the
-// directory it must stay in; PROMPT_NOT_FOUND, listing every path tried in
-// order, when no file of the chain exists.
+// directory it must stay in; PROMPT_NOT_FOUND, naming the primary file as
+// its File and the fallbacks tried after it, in order, when no file of the
+// chain exists.
 func (r *Resolver) Resolve(ctx context.Context, ref Ref, vars map[string]string) (Resolved, error) {
 	if err := ctx.Err(); err != nil {
 		return Resolved{}, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerPrompt, false, "prompt resolution canceled")
@@ -390,9 +391,22 @@ func (r *Resolver) notFound(ref Ref, cands []candidate) error {
 	if ref.Fallback == "" && ref.Path == "" {
 		hint += ", or give the step a fallback prompt"
 	}
+	// The primary file is the error's File, shown once as its location;
+	// the message names only the fallbacks tried after it.
+	msg := fmt.Sprintf("no prompt for %s: the file does not exist", ref)
+	if ref.Path != "" {
+		msg = "the prompt file does not exist"
+	}
+	switch len(tried) {
+	case 1:
+	case 2:
+		msg += ", nor does its fallback " + tried[1]
+	default:
+		msg += ", nor do its fallbacks " + strings.Join(tried[1:], ", ")
+	}
 	return &agenterr.Error{
 		Code: agenterr.CodePromptNotFound, Layer: agenterr.LayerPrompt,
-		Message: fmt.Sprintf("no prompt for %s; tried %s", ref, strings.Join(tried, ", ")),
+		Message: msg,
 		File:    tried[0],
 		Hint:    hint,
 	}

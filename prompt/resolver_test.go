@@ -270,12 +270,17 @@ func TestFallbackChainOrder(t *testing.T) {
 	e := wantCode(t, err, agenterr.CodePromptNotFound)
 	wantOrder := []string{"prompts/steps/initial/issue/f_default.md", "prompts/shared/generic.md", "fallbacks/f_default.md"}
 	last := -1
-	for _, p := range wantOrder {
+	for _, p := range wantOrder[1:] {
 		i := strings.Index(e.Message, p)
 		if i < 0 || i < last {
-			t.Fatalf("message %q does not list %v in order", e.Message, wantOrder)
+			t.Fatalf("message %q does not list the fallbacks %v in order", e.Message, wantOrder[1:])
 		}
 		last = i
+	}
+	for _, p := range wantOrder {
+		if n := strings.Count(strings.TrimSuffix(e.Error(), "; hint: "+e.Hint), p); n != 1 {
+			t.Errorf("%s is named %d times, want once: %s", p, n, e.Error())
+		}
 	}
 	if e.Hint == "" || e.File != wantOrder[0] {
 		t.Fatalf("hint %q file %q", e.Hint, e.File)
@@ -603,6 +608,10 @@ func TestResolveSystem(t *testing.T) {
 	e = wantCode(t, err, agenterr.CodePromptNotFound)
 	if e.File != "prompts/nope.md" {
 		t.Fatalf("file %q", e.File)
+	}
+	// The path is printed once, as the error's location.
+	if n := strings.Count(strings.TrimSuffix(e.Error(), "; hint: "+e.Hint), "prompts/nope.md"); n != 1 {
+		t.Fatalf("the path is named %d times, want once: %s", n, e.Error())
 	}
 	write(t, dir, "prompts/empty.md", "---\na: 1\n---\n\n")
 	_, err = New(Config{AgentDir: dir, SystemPath: "prompts/empty.md"}).ResolveSystem(ctx, nil)

@@ -6,7 +6,7 @@
 // request comment or a CI job summary) or one self-contained HTML page.
 //
 // It reads only the journal's events, so it shows agent runs, resumed runs,
-// runs cut short by a killed process and skill runs alike.
+// runs cut short by a killed process, skill runs and pipeline runs alike.
 package runreport
 
 import (
@@ -43,6 +43,9 @@ type Run struct {
 	Outcome *Outcome `json:"outcome,omitempty"`
 	// Artifacts are the files a skill run produced.
 	Artifacts []Artifact `json:"artifacts,omitempty"`
+	// Pipeline is set on a pipeline run (`capstan pipeline run
+	// --journal-dir`): its stages take the place of iterations.
+	Pipeline *Pipeline `json:"pipeline,omitempty"`
 }
 
 // Iteration is one iteration of an agent run, or one model turn of a skill
@@ -305,6 +308,7 @@ func (b *builder) add(ev journal.Event) error {
 		}
 		if r.Started.IsZero() {
 			r.Agent, r.AgentDir, r.WorkDir, r.Model, r.Params, r.Started = s.Agent, s.AgentDir, s.WorkDir, s.Model, s.Params, ev.Time
+			r.Pipeline = pipelineStart(ev.Data)
 		}
 		r.Outcome = nil // a resumed run goes on
 		// The resumed run starts its iteration afresh: an unfinished one
@@ -334,18 +338,21 @@ func (b *builder) add(ev journal.Event) error {
 			Usage            map[string]int64 `json:"usage"`
 			Cost             float64          `json:"cost"`
 			DurationMs       int64            `json:"durationMs"`
-			Error            *struct {
-				Code, Message string
-				Recoverable   bool
-			} `json:"error"`
+			Error            json.RawMessage  `json:"error"`
+			ErrorCode        string           `json:"errorCode"`
+			Status           string           `json:"status"` // a pipeline's metadata.status
 		}
 		if err := decode(&s); err != nil {
 			return err
 		}
 		o := &Outcome{Success: s.Success, CompletionReason: s.CompletionReason, Reason: s.Reason, Iterations: s.Iterations,
 			Usage: s.Usage, CostUSD: s.Cost, Duration: time.Duration(s.DurationMs) * time.Millisecond}
-		if s.Error != nil {
-			o.ErrorCode, o.ErrorMessage, o.Recoverable = s.Error.Code, s.Error.Message, s.Error.Recoverable
+		runEndError(o, s.Error, s.ErrorCode)
+		if r.Pipeline != nil {
+			o.CompletionReason = s.Status
+			if !r.Started.IsZero() {
+				o.Duration = ev.Time.Sub(r.Started)
+			}
 		}
 		r.Outcome = o
 		return nil
@@ -386,6 +393,9 @@ func (b *builder) add(ev journal.Event) error {
 		return nil
 	case journal.LifecycleChange, journal.QueryStart:
 		return nil
+	}
+	if ok, err := b.addPipeline(ev, decode); ok {
+		return err
 	}
 	if r.Skill != "" && ev.Type == journal.ModelTurn {
 		// A skill run has no iterations: each model turn is one.

@@ -69,14 +69,40 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 		}
 	}
 	add("run", r.ID)
-	add("model", r.Model)
+	if pl := r.Pipeline; pl != nil {
+		p.Title = "pipeline " + pl.Name()
+		add("model", r.modelName())
+		add("request", pl.Request)
+		add("repo", pl.Repo)
+		for _, st := range pl.Stages {
+			v := st.Summary()
+			if st.Error != "" {
+				v += " — " + st.Error
+			}
+			for _, viol := range st.Violations {
+				v += " — violation: " + viol
+			}
+			add("stage "+st.ID, v)
+		}
+		for _, a := range pl.AgentRuns {
+			add("agent "+a.Dir, "run "+a.RunID+" "+a.outcome())
+		}
+	} else {
+		add("model", r.Model)
+	}
 	add("goal", r.Goal)
 	add("agent folder", r.AgentDir)
 	add("work dir", r.WorkDir)
 	if !r.Started.IsZero() {
 		add("started", r.Started.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
-	if o := r.Outcome; o != nil {
+	if o := r.Outcome; o != nil && r.Pipeline != nil {
+		add("duration", FormatDuration(o.Duration))
+		p.Reason = o.CompletionReason
+		if o.ErrorMessage != "" {
+			p.Error = o.ErrorMessage
+		}
+	} else if o != nil {
 		add("iterations", fmt.Sprint(o.Iterations))
 		add("tokens", strings.TrimPrefix(usageText(o.Usage), "tokens "))
 		add("cost", fmt.Sprintf("$%.4f", o.CostUSD))

@@ -23,6 +23,11 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 	if r.Skill != "" {
 		name = "skill " + r.Skill
 	}
+	if pl := r.Pipeline; pl != nil {
+		p.f("### %s pipeline %s: %s\n\n", icon, mdText(pl.Name()), r.Status())
+		writeStagesMarkdown(p, r)
+		return p.err
+	}
 	p.f("### %s %s: %s\n\n", icon, mdText(name), r.Status())
 	p.f("| run | model | iterations | tokens | cost | duration |\n|---|---|---|---|---|---|\n")
 	if o := r.Outcome; o != nil {
@@ -183,4 +188,37 @@ func mdText(s string) string {
 // mdCode makes s safe inside a one-backtick code span.
 func mdCode(s string) string {
 	return strings.NewReplacer("`", "'", "\n", " ").Replace(s)
+}
+
+// writeStagesMarkdown is the Markdown account of a pipeline run: the run,
+// its request and model, each stage's outcome, the agent stages' runs.
+func writeStagesMarkdown(p *printer, r *Run) {
+	pl := r.Pipeline
+	duration := ""
+	if o := r.Outcome; o != nil {
+		duration = FormatDuration(o.Duration)
+	}
+	p.f("| run | model | stages | duration |\n|---|---|---|---|\n")
+	p.f("| `%s` | `%s` | %d | %s |\n\n", mdCode(r.ID), mdCode(r.modelName()), len(pl.Stages), duration)
+	p.f("**Request:** %s\n\n", mdText(pl.Request))
+	if o := r.Outcome; o != nil && o.ErrorMessage != "" {
+		p.f("**Error** `%s`: %s\n\n", mdCode(o.ErrorCode), mdText(o.ErrorMessage))
+	}
+	for _, st := range pl.Stages {
+		m := "✅"
+		if !st.OK() {
+			m = "❌"
+		}
+		p.f("- %s `%s` %s\n", m, mdCode(st.ID), mdText(st.Summary()))
+		if st.Error != "" {
+			p.f("  - error: %s\n", mdText(st.Error))
+		}
+		for _, v := range st.Violations {
+			p.f("  - violation: %s\n", mdText(v))
+		}
+	}
+	for _, a := range pl.AgentRuns {
+		p.f("- agent `%s`: run `%s` %s\n", mdCode(a.Dir), mdCode(a.RunID), mdText(a.outcome()))
+	}
+	p.f("\n")
 }

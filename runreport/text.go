@@ -72,9 +72,16 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 	}
 	p := &printer{w: w}
 	p.f("run %s  %s\n", r.ID, r.Status())
-	if r.Skill != "" {
+	switch {
+	case r.Pipeline != nil:
+		p.f("pipeline %s  model %s\n", r.Pipeline.Name(), r.modelName())
+		p.f("request %q\n", r.Pipeline.Request)
+		if r.Pipeline.Repo != "" {
+			p.f("repo %s\n", r.Pipeline.Repo)
+		}
+	case r.Skill != "":
 		p.f("skill %s  goal %q  model %s\n", r.Skill, r.Goal, r.Model)
-	} else {
+	default:
 		p.f("agent %s  model %s\n", r.Agent, r.Model)
 	}
 	if r.AgentDir != "" {
@@ -130,6 +137,9 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 			p.f("  (cut short: the run stopped during this iteration)\n")
 		}
 	}
+	if pl := r.Pipeline; pl != nil {
+		writeStagesText(p, pl)
+	}
 	p.f("\n")
 	for _, b := range r.TestBaselines {
 		p.f("tests %s\n", BaselineSummary(b))
@@ -148,14 +158,69 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 		if o.Reason != "" {
 			p.f(" — %s", o.Reason)
 		}
+		if r.Pipeline != nil {
+			p.f("\n  stages %d  %s\n", len(r.Pipeline.Stages), FormatDuration(o.Duration))
+			if o.ErrorMessage != "" {
+				p.f("  error %s\n", o.ErrorMessage)
+			}
+			return p.err
+		}
 		p.f("\n  iterations %d  %s  cost $%.4f  %s\n", o.Iterations, usageText(o.Usage), o.CostUSD, FormatDuration(o.Duration))
 		if o.ErrorCode != "" || o.ErrorMessage != "" {
 			p.f("  error %s: %s (recoverable: %v)\n", o.ErrorCode, o.ErrorMessage, o.Recoverable)
 		}
+	} else if r.Pipeline != nil {
+		p.f("UNFINISHED: the journal has no end (the pipeline was killed or is still running); %d stages ended\n", len(r.Pipeline.Stages))
 	} else {
 		p.f("UNFINISHED: the journal has no end (the run was killed or is still running); %d iterations finished\n", finished(r))
 	}
 	return p.err
+}
+
+// modelName is the run's model, "none" when it has none (a pipeline run
+// without --model).
+func (r *Run) modelName() string {
+	if r.Model == "" {
+		return "none"
+	}
+	return r.Model
+}
+
+// writeStagesText lists a pipeline's stages in the order they ended, with
+// the run of each agent stage.
+func writeStagesText(p *printer, pl *Pipeline) {
+	p.f("\n── stages\n")
+	if len(pl.Stages) == 0 {
+		p.f("  (none ended)\n")
+	}
+	for _, st := range pl.Stages {
+		m := "✓"
+		if !st.OK() {
+			m = "✗"
+		}
+		p.f("  %s %s  %s\n", m, st.ID, st.Summary())
+		if st.Error != "" {
+			p.f("      error: %s\n", st.Error)
+		}
+		for _, v := range st.Violations {
+			p.f("      violation: %s\n", v)
+		}
+	}
+	for _, a := range pl.AgentRuns {
+		p.f("  agent %s: run %s %s\n", a.Dir, a.RunID, a.outcome())
+	}
+}
+
+// outcome is "completed" or "not completed", with the completion reason.
+func (a AgentRun) outcome() string {
+	s := "not completed"
+	if a.Success {
+		s = "completed"
+	}
+	if a.Reason != "" {
+		s += " (" + a.Reason + ")"
+	}
+	return s
 }
 
 func finished(r *Run) int {

@@ -21,11 +21,13 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
@@ -204,13 +206,14 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 	if filepath.Clean(top) != real {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false,
 			"the work dir %s is inside the git repository %s; a run on Temporal checks out whole repositories", wd, top)
-		e.Hint = "pass --workdir " + top
+		e.Hint = "pass --workdir " + completion.ShellQuote(top)
 		return nil, e
 	}
 	head, err := git(ctx, wd, "rev-parse", "HEAD")
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "the work dir's repository %s has no commit", wd)
-		e.Hint = "commit the work dir's files first: git -C " + wd + " add -A && git -C " + wd + " commit --allow-empty -m start"
+		q := completion.ShellQuote(wd)
+		e.Hint = "commit the work dir's files first: git -C " + q + " add -A && git -C " + q + " commit --allow-empty -m start"
 		return nil, e
 	}
 	in.Repo, in.Branch, in.BaseCommit, in.WorkDir = s.Repo, "capstan/"+in.RunID, head, ""
@@ -271,7 +274,7 @@ func Follow(ctx context.Context, c client.Client, runID string, interval time.Du
 		select {
 		case err := <-done:
 			if err != nil {
-				return nil, fmt.Errorf("run %s: %w", runID, err)
+				return nil, runFailed(runID, err)
 			}
 			poll() // the iterations since the last poll
 			return res, nil
@@ -279,6 +282,35 @@ func Follow(ctx context.Context, c client.Client, runID string, interval time.Du
 			poll()
 		}
 	}
+}
+
+// runFailed is the error of a run whose workflow failed: the worker's own
+// error as a capstan error, without Temporal's chain of wrappers around
+// it. A work dir or an agent the worker does not have is CONFIG_INVALID; a
+// worker's capstan error keeps its code; a work dir or journal that
+// changed under the run is EXTERNAL_STATE. Any other failure (a canceled
+// or timed-out workflow) is returned as it is.
+func runFailed(runID string, err error) error {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	code, msg, hint := ae.Type(), ae.Message(), ""
+	switch code {
+	case ErrTypeNoWorkDir:
+		code = agenterr.CodeConfigurationValidation
+		hint = "pass --workdir a directory that exists on every worker, or a clone of a git repository the workers can fetch (or --repo URL): each worker then checks out the run's branch"
+	case ErrTypeBuild:
+		code = agenterr.CodeConfigurationValidation
+	case ErrTypeConflict, ErrTypeWorkDir:
+		code = agenterr.CodeExternalState
+	default:
+		// The worker's capstan error, whose message starts with its code.
+		msg = strings.TrimPrefix(msg, code+": ")
+	}
+	e := agenterr.New(code, agenterr.LayerLifecycle, false, "run %s failed on its worker: %s", runID, msg)
+	e.Hint = hint
+	return e
 }
 
 // ErrNoRun is Cancel's error for a run ID the server does not know.
@@ -325,6 +357,9 @@ type RunSummary struct {
 	Status string    `json:"status"`
 	Start  time.Time `json:"start"`
 	Close  time.Time `json:"close,omitzero"`
+	// Failure is why a failed run's workflow failed (Status FAILED), as
+	// capstan reports it when following the run.
+	Failure string `json:"failure,omitempty"`
 }
 
 // List returns the capstan runs Temporal knows in the client's namespace,
@@ -350,6 +385,12 @@ func List(ctx context.Context, c client.Client, limit int) ([]RunSummary, error)
 			}
 			if t := e.GetCloseTime(); t != nil {
 				s.Close = t.AsTime()
+			}
+			if e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+				// A closed workflow's Get returns its failure at once.
+				if err := c.GetWorkflow(ctx, s.RunID, e.GetExecution().GetRunId()).Get(ctx, nil); err != nil {
+					s.Failure = runFailed(s.RunID, err).Error()
+				}
 			}
 			out = append(out, s)
 		}

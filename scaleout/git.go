@@ -48,7 +48,7 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 	if run.Repo == "" {
 		if fi, err := os.Stat(run.WorkDir); err != nil || !fi.IsDir() {
 			return checkout{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("work dir %s does not exist on this worker (a run without a git repository uses the same path on every worker)", run.WorkDir), ErrTypeConflict, err)
+				fmt.Sprintf("work dir %s is not a directory on the worker (a run without a git repository uses the same path on every worker)", run.WorkDir), ErrTypeNoWorkDir, err)
 		}
 		return checkout{dir: run.WorkDir}, nil
 	}

@@ -26,13 +26,17 @@ const (
 	// ErrTypeBuild: the agent could not be built on the worker (not
 	// retryable: a configuration problem).
 	ErrTypeBuild = "BUILD"
+	// ErrTypeNoWorkDir: the work dir of a run without a git repository is
+	// not a directory on the worker (not retryable: the submitter named a
+	// path the workers do not have).
+	ErrTypeNoWorkDir = "WORKDIR_MISSING"
 )
 
 // nonRetryable are the failure types the iteration's retry policy never
 // retries: capstan's own classification of errors that another attempt
 // cannot fix (bad credentials, a request the provider rejects, a broken
 // configuration).
-var nonRetryable = []string{ErrTypeConflict, ErrTypeBuild, agenterr.CodeSdkAuth, agenterr.CodeSdkRequest,
+var nonRetryable = []string{ErrTypeConflict, ErrTypeBuild, ErrTypeNoWorkDir, agenterr.CodeSdkAuth, agenterr.CodeSdkRequest,
 	agenterr.CodeConfigurationValidation, agenterr.CodeUnknownProvider, agenterr.CodeDefinitionMismatch}
 
 // Run is the workflow of one capstan run (registered as WorkflowName). It

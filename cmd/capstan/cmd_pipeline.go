@@ -20,6 +20,7 @@ import (
 	"github.com/capstan-dev/capstan/pipeline"
 	"github.com/capstan-dev/capstan/pipeline/gitactivity"
 	"github.com/capstan-dev/capstan/pipeline/standard"
+	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tracing"
 )
 
@@ -213,7 +214,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
 	events = tr.emitter(ctx, events)
-	events.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": request, "repo": f.repo, "file": f.file, "model": f.model})
+	events.Emit(journal.RunStart, map[string]any{"command": runreport.PipelineCommand, "request": request, "repo": f.repo, "file": f.file, "model": f.model})
 	if te, ok := events.(*tracing.Emitter); ok {
 		// Agent stages run inside the pipeline's span.
 		ctx = te.RunContext(ctx)
@@ -221,6 +222,12 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 			r.TracerProvider = tr.provider()
 			deps.Runner = r
 		}
+	}
+	if r, ok := deps.Runner.(agent.DirRunner); ok && f.journalDir != "" {
+		// Each agent stage's run, with its own journal, is named in the
+		// pipeline's journal.
+		r.Events = events
+		deps.Runner = r
 	}
 	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation, events)
 	if err != nil {

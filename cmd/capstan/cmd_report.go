@@ -76,7 +76,7 @@ the current directory; -o - writes to stdout.`,
 			if html {
 				view.format = "html"
 			}
-			rec, err := loadRun(workDir, args[0])
+			rec, _, err := loadShownRun(workDir, args[0])
 			if err != nil {
 				return err
 			}

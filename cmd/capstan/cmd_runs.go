@@ -1,19 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/runreport"
 )
 
 // runSummary is one row of `capstan runs`.
@@ -27,6 +31,9 @@ type runSummary struct {
 	Tokens     int64   `json:"tokens"`
 	WorkDir    string  `json:"workDir,omitempty"`
 	Journal    string  `json:"journal"`
+	// Started is the time of the journal's first event (zero for an empty
+	// or unreadable journal).
+	Started time.Time `json:"started,omitzero"`
 }
 
 // runStore is where run journals are kept: the user's state directory
@@ -57,6 +64,34 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 		return nil, withExit(exitInternal, err)
 	}
 	return rec, nil
+}
+
+// loadShownRun is loadRun for show and report, which also show pipeline
+// runs (capstan pipeline run --journal-dir): a pipeline journal is no agent
+// run record, so for one it returns only the run's id, journal and the
+// journal's integrity, and pipeline is true; its account comes from
+// runreport.
+func loadShownRun(workDir, id string) (rec *agent.RunRecord, pipeline bool, err error) {
+	store, err := runStore()
+	if err != nil {
+		return nil, false, err
+	}
+	run, err := store.Find(workDir, id)
+	if err != nil {
+		return nil, false, withExit(exitUsage, err)
+	}
+	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
+		_, integrity, err := journal.ReadChecked(run.Path)
+		if err != nil {
+			return nil, false, withExit(exitInternal, err)
+		}
+		return &agent.RunRecord{ID: run.ID, Journal: run.Path, Integrity: integrity}, true, nil
+	}
+	rec, err = agent.LoadRun(run.ID, run.Path)
+	if err != nil {
+		return nil, false, withExit(exitInternal, err)
+	}
+	return rec, false, nil
 }
 
 // journalProblem is the error for a journal that cannot be trusted (broken
@@ -112,10 +147,7 @@ its journal says when the workers' state directory is this one.`,
 			if err != nil {
 				return withExit(exitInternal, err)
 			}
-			rows := make([]runSummary, 0, len(runs))
-			for _, r := range runs {
-				rows = append(rows, summarizeRun(r))
-			}
+			rows := newestFirst(runs)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, rows)
@@ -156,8 +188,49 @@ its journal says when the workers' state directory is this one.`,
 	return cmd
 }
 
+// newestFirst summarizes runs, the latest started first. Run ids order
+// runs by the second they started in, and a random suffix after it; the
+// journal's first event gives the sub-second order within a second. A run
+// whose journal has no event is placed by its folder's modification time.
+func newestFirst(runs []journal.Run) []runSummary {
+	rows := make([]runSummary, len(runs))
+	at := make(map[string]time.Time, len(runs))
+	for i, r := range runs {
+		rows[i] = summarizeRun(r)
+		at[r.Path] = rows[i].Started
+		if at[r.Path].IsZero() {
+			at[r.Path] = r.Started
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b runSummary) int {
+		if c := at[b.Journal].Compare(at[a.Journal]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.RunID, a.RunID)
+	})
+	return rows
+}
+
+// firstEvent is the first event of the journal at path; false when it has
+// none or it cannot be read.
+func firstEvent(path string) (journal.Event, bool) {
+	var ev journal.Event
+	f, err := os.Open(path)
+	if err != nil {
+		return ev, false
+	}
+	defer f.Close()
+	if err := json.NewDecoder(f).Decode(&ev); err != nil {
+		return journal.Event{}, false
+	}
+	return ev, true
+}
+
 func summarizeRun(r journal.Run) runSummary {
 	s := runSummary{RunID: r.ID, Journal: r.Path, WorkDir: r.WorkDir, Status: "unreadable"}
+	if ev, ok := firstEvent(r.Path); ok {
+		s.Started = ev.Time
+	}
 	rec, err := agent.LoadRun(r.ID, r.Path)
 	if err != nil {
 		return s
@@ -244,12 +317,20 @@ writes the same account as one self-contained HTML page.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(&workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rec, err := loadRun(workDir, args[0])
+			rec, isPipeline, err := loadShownRun(workDir, args[0])
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if asJSON {
+			if asJSON && isPipeline {
+				acct, err := runreport.Load(rec.ID, rec.Journal)
+				if err != nil {
+					return withExit(exitInternal, err)
+				}
+				if err := writeJSON(out, acct); err != nil {
+					return withExit(exitInternal, err)
+				}
+			} else if asJSON {
 				redactRecordedBaseURL(rec)
 				if err := writeJSON(out, rec); err != nil {
 					return withExit(exitInternal, err)

@@ -145,6 +145,9 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 		where := "branch " + in.Branch + " of " + in.Repo
 		if in.Repo == "" {
 			where = "work dir " + in.WorkDir + " (not a git repository: used as it is on the worker)"
+			if _, err := os.Stat(in.WorkDir); err != nil {
+				where = "work dir " + in.WorkDir + " (not on this machine: the worker must have it)"
+			}
 		}
 		fmt.Fprintf(stderr, "capstan: running %s on Temporal %s (run %s, %s)\n", in.Agent, flags.temporal.address, in.RunID, where)
 	}
@@ -241,7 +244,7 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 			in.RunID, flags.temporal.address, flags.temporal.namespace))
 	}
 	if err != nil {
-		return withExit(exitInternal, err)
+		return withExit(exitCodeFor(err), err)
 	}
 	if journalFed.Load() {
 		time.Sleep(300 * time.Millisecond) // the journal's last lines
@@ -449,10 +452,16 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer c.Close()
-	for _, p := range runs {
+	for i, p := range runs {
 		in, err := startRun(ctx, c, def, flags, p)
 		if err != nil {
 			return err
+		}
+		if i == 0 && in.Repo == "" {
+			if _, err := os.Stat(in.WorkDir); err != nil {
+				fmt.Fprintf(stderr, "capstan: work dir %s is not on this machine: the workers must have it (see why a run failed with: capstan runs --temporal %s --namespace %s)\n",
+					in.WorkDir, flags.temporal.address, flags.temporal.namespace)
+			}
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), in.RunID)
 	}
@@ -597,5 +606,13 @@ func listTemporalRuns(ctx context.Context, cmd *cobra.Command, tf temporalFlags,
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, strings.ToLower(r.Status), status, iters, agentName, r.Start.Local().Format(time.DateTime))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Failure != "" {
+			fmt.Fprintf(cmd.OutOrStdout(), "\n%s\n", r.Failure)
+		}
+	}
+	return nil
 }

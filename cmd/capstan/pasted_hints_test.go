@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agent"
@@ -245,7 +246,7 @@ func TestNoModelHintNamesEveryWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := sh("env -u CAPSTAN_MODEL capstan run nomodel --workdir w")
-	if code == 0 || !strings.Contains(out, "no model") {
+	if code != exitUsage || !strings.Contains(out, "CONFIG_INVALID: no model") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	for _, way := range []string{"--model", "runner.model", "CAPSTAN_MODEL", "default_model"} {
@@ -398,4 +399,67 @@ func mustGetwd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return wd
+}
+
+// A pipeline's agent stage that does not complete prints a show command
+// that works when pasted, even from elsewhere and with a space in the
+// work dir.
+func TestPipelineAgentStageShowHintWorks(t *testing.T) {
+	dir := filepath.Join(writeFiles(t, withWriterAgent("kites", "Kites", map[string]string{
+		"p.yaml": `version: 1
+inputs: [request]
+stages:
+  - id: writer
+    kind: agent
+    dir: ../agents/writer
+    params: {topic: "{{input.request}}"}
+    preconditions: [input.request]
+    postconditions: [custom.headline]
+`,
+	})), "pipe work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "..", "p.yaml"), filepath.Join(dir, "p.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	sh := pasteShell(t, dir)
+	if code, out := sh("git init -q && capstan pipeline run --file p.yaml not-kites"); code == 0 || !strings.Contains(out, "see capstan show ") {
+		t.Fatalf("a stage whose agent fails: exit %d\n%s", code, out)
+	} else {
+		show := pastedCommand(t, out, "see ")
+		if code, out := pasteShell(t, t.TempDir())(show); code != 0 || !strings.Contains(out, "writer") {
+			t.Fatalf("%s: exit %d\n%s", show, code, out)
+		}
+	}
+}
+
+// Runs started in the same second are listed by when they started, not
+// by the random suffix of their ids.
+func TestRunsOrderWithinASecond(t *testing.T) {
+	work := t.TempDir()
+	store, err := runStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first run started has the larger suffix.
+	for _, id := range []string{"20260102T030405Z-ffffff", "20260102T030405Z-000000"} {
+		w, err := store.Create(work, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Emit("run.start", agent.RunStartEvent{RunID: id, Agent: "a", WorkDir: work})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // a later clock reading for the next run
+	}
+	code, out, errOut := captureConfigCLI(t, "runs", "--workdir", work)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	first, second := strings.Index(out, "-000000"), strings.Index(out, "-ffffff")
+	if first < 0 || second < 0 || first > second {
+		t.Fatalf("the run started last is not listed first:\n%s", out)
+	}
 }

@@ -71,3 +71,43 @@ func withWriterAgent(topic, headline string, files map[string]string) map[string
 		"    structured: {headline: \"" + headline + "\"}\n"
 	return files
 }
+
+// capstan show and capstan report of a pipeline run journaled with
+// --journal-dir name the pipeline, its model and each stage's outcome,
+// the failed agent stage's run included.
+func TestShowOfAPipelineRun(t *testing.T) {
+	dir := writeFiles(t, withWriterAgent("kites", "Kites", map[string]string{
+		"p.yaml": `version: 1
+inputs: [request]
+stages:
+  - id: writer
+    kind: agent
+    dir: agents/writer
+    params: {topic: "{{input.request}}"}
+    preconditions: [input.request]
+    postconditions: [custom.headline]
+`,
+	}))
+	sh := pasteShell(t, dir)
+	code, out := sh("git init -q && capstan pipeline run --file p.yaml --journal-dir j not-kites")
+	if code == 0 {
+		t.Fatalf("a stage whose agent fails: exit 0\n%s", out)
+	}
+	_, rest, ok := strings.Cut(out, "journal: j/.capstan/runs/")
+	if !ok {
+		t.Fatalf("no journal printed:\n%s", out)
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	code, out = sh("capstan show " + id + " --workdir j")
+	if code != 0 {
+		t.Fatalf("show: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"pipeline p.yaml  model none", `request "not-kites"`, "✗ writer  failed", "agent ", "not completed", "NOT COMPLETED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out = sh("capstan report " + id + " --workdir j --format markdown -o -"); code != 0 || !strings.Contains(out, "pipeline p.yaml: NOT COMPLETED") || !strings.Contains(out, "`writer` failed") {
+		t.Errorf("report: exit %d\n%s", code, out)
+	}
+}

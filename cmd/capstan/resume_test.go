@@ -269,4 +269,9 @@ printf '{"merged": %s}\n' "$2"`})
 	if code != 0 || !strings.Contains(stderr, "COMPLETED") || !strings.Contains(stderr, "model subprocess") {
 		t.Fatalf("%s: exit %d\n%s", resume[1], code, stderr)
 	}
+	// The reason says the resume ran past the budget, not "iteration 2,
+	// budget 1 iterations".
+	if !strings.Contains(stderr, "iteration 2 ran on resume, past the budget of 1 iteration") {
+		t.Fatalf("the reason does not say what happened:\n%s", stderr)
+	}
 }
