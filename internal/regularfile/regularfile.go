@@ -10,6 +10,7 @@
 package regularfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -41,10 +42,21 @@ func (e *NotRegularError) Error() string {
 // it with its FileInfo, read from the open descriptor. What is not a
 // regular file is closed again and refused with a *NotRegularError; an
 // error of open itself (not found, a path escaping an os.Root) is returned
-// as it is, for the caller to word.
+// as it is, for the caller to word. A Unix socket, which cannot be opened
+// for reading at all (ENXIO), is described through an open that only
+// describes (O_PATH on Linux) and refused the same way.
 func Open(open OpenFunc, name string) (*os.File, fs.FileInfo, error) {
 	f, err := open(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		if errors.Is(err, syscall.ENXIO) && describeFlag != 0 {
+			if d, derr := open(name, describeFlag, 0); derr == nil {
+				fi, serr := d.Stat()
+				d.Close()
+				if serr == nil && !fi.Mode().IsRegular() {
+					return nil, nil, &NotRegularError{Name: name, Info: fi}
+				}
+			}
+		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
