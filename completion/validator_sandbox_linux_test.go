@@ -57,8 +57,9 @@ const (
 // journal in a state directory, both outside the work dir, and a work dir
 // with leak_test.sh: a "test" that passes while it prints the credentials
 // and the journal, appends a forged line to the journal, writes outside
-// the work dir and leaves a process behind that writes late.txt a second
-// later. It knows every path (the worst case).
+// the work dir and leaves a process behind that appends a line to
+// late.txt five times a second for three seconds. It knows every path
+// (the worst case).
 func newAttack(t *testing.T) attack {
 	t.Helper()
 	base := t.TempDir()
@@ -90,7 +91,7 @@ func newAttack(t *testing.T) attack {
 		"cat " + a.journal + "\n" +
 		`echo '{"seq":3,"type":"tests.baseline","data":{"validator":"tests"}}' >> ` + a.journal + "\n" +
 		"echo forged > " + a.forged + "\n" +
-		"setsid sh -c 'sleep 1; echo late > " + a.late + "' </dev/null >/dev/null 2>&1 &\n" +
+		"setsid sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo late >> " + a.late + "; sleep 0.2; done' </dev/null >/dev/null 2>&1 &\n" +
 		"echo tests passed\n"
 	if err := os.WriteFile(filepath.Join(a.work, "leak_test.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
@@ -139,9 +140,13 @@ func TestSandboxedValidatorConfinesTheModelsTests(t *testing.T) {
 	if _, err := os.Stat(a.forged); err == nil {
 		t.Error("the sandboxed suite wrote outside the work dir")
 	}
-	time.Sleep(1500 * time.Millisecond) // the background writer's second, and some
-	if _, err := os.Stat(a.late); err == nil {
-		t.Error("a process the sandboxed suite left behind outlived the validator")
+	// The background writer may have written while the validator ran (how
+	// long that took is up to the machine); once it has returned,
+	// late.txt must not grow.
+	before := lateLines(a.late)
+	time.Sleep(time.Second)
+	if after := lateLines(a.late); after != before {
+		t.Errorf("a process the sandboxed suite left behind outlived the validator: late.txt grew from %d to %d lines", before, after)
 	}
 
 	// The control: the same suite unsandboxed.
@@ -157,17 +162,22 @@ func TestSandboxedValidatorConfinesTheModelsTests(t *testing.T) {
 	if _, err := os.Stat(c.forged); err != nil {
 		t.Errorf("control: the unsandboxed suite did not write outside the work dir: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(c.late); err == nil {
-			break
-		}
+	// Wait for the writer to finish (its 15 lines), so that it does not
+	// write into the temporary directory while the test removes it.
+	deadline := time.Now().Add(15 * time.Second)
+	for lateLines(c.late) < 15 {
 		if time.Now().After(deadline) {
-			t.Error("control: the unsandboxed suite's background process never wrote late.txt")
+			t.Errorf("control: the unsandboxed suite's background process wrote %d of its 15 lines to late.txt", lateLines(c.late))
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// lateLines counts the lines in path (0 when it does not exist).
+func lateLines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
 }
 
 // TestSandboxedValidatorKeepsItsTimeoutAndOutputCap: in the sandbox a
