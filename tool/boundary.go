@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"bytes"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -309,10 +311,42 @@ func BoundaryToolCall(name string, input []byte) (matched string, ok bool) {
 	if mcpReadTool().MatchString(tool) {
 		return "", false // its input filters what it reads ("state": "closed")
 	}
+	if m, ok := boundaryInput(input); ok {
+		return m, true
+	}
+	// The server decodes \uXXXX escapes ("clos\u0065d"), so the rules are
+	// also matched against the input written without them.
+	if bytes.Contains(input, []byte(`\u`)) {
+		if plain, err := unescapedJSON(input); err == nil {
+			return boundaryInput(plain)
+		}
+	}
+	return "", false
+}
+
+// boundaryInput matches an MCP tool's JSON input against the approval
+// rule and the command rules.
+func boundaryInput(input []byte) (string, bool) {
 	if m := mcpApproval().Find(input); m != nil {
 		return string(m), true
 	}
 	return BoundaryCommand(string(input))
+}
+
+// unescapedJSON is the JSON text input re-encoded compactly, with no
+// \uXXXX escapes but those JSON requires.
+func unescapedJSON(input []byte) ([]byte, error) {
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // BoundaryDenyPatterns are the boundary commands as Bash prefix patterns,

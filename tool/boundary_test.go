@@ -157,6 +157,10 @@ func TestPolicyBoundaryMCP(t *testing.T) {
 		{"mcp__github__update_issue", `{"issue_number": 7, "state": "closed"}`, `"\"state\": \"closed\""`},
 		{"mcp__github__create_pull_request_review", `{"pullNumber": 3, "event": "APPROVE"}`, `"\"event\": \"APPROVE\""`},
 		{"mcp__shell__run", `{"command": "gh pr merge 3"}`, `"gh pr merge"`},
+		// The server decodes JSON's \u escapes; the rules see through them.
+		{"mcp__github__update_issue", `{"issue_number": 7, "state": "clos\u0065d"}`, `"\"state\":\"closed\""`},
+		{"mcp__github__create_pull_request_review", `{"pullNumber": 3, "event": "\u0041PPROVE"}`, `"\"event\":\"APPROVE\""`},
+		{"mcp__shell__run", `{"command": "gh pr m\u0065rge 3"}`, `"gh pr merge"`},
 	}
 	for _, tc := range refused {
 		d := p.Decide(fakeTool{tc.tool, KindExecute}, json.RawMessage(tc.input))
