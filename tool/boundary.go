@@ -43,7 +43,7 @@ var ghBoundary = []struct {
 	{words: []string{"repo", "delete|archive|unarchive|rename|edit"}},
 	{words: []string{"repo", "deploy-key", "add|delete"}},
 	{words: []string{"secret", "set|delete|remove"}},
-	{words: []string{"variable", "set|delete"}},
+	{words: []string{"variable", "set|delete|remove"}},
 	{words: []string{"label", "delete"}},
 	{words: []string{"auth", "login|logout|refresh|switch|token|setup-git"}},
 	{words: []string{"auth", "status"}, rest: `[^;&|\n]*(?:\s--show-token\b|\s-[A-Za-z]*t)`},

@@ -37,6 +37,7 @@ func TestBoundaryCommand(t *testing.T) {
 		"gh run rerun 99 --failed":              "gh run rerun",
 		"gh run cancel 99":                      "gh run cancel",
 		"gh release delete v1 --yes":            "gh release delete",
+		"gh variable remove TOKEN":              "gh variable remove",
 		"gh release upload v1 a.tgz":            "gh release upload",
 		"gh repo edit --visibility public":      "gh repo edit",
 		"gh repo delete o/r --yes":              "gh repo delete",
