@@ -230,6 +230,12 @@ func uncheckedGH(command string) (string, bool) {
 			continue // an argument of another command ("which gh")
 		}
 		args := line(command[at:], ";&|\n")
+		if len(args) > 2 && strings.IndexByte(wordJoiners, args[2]) >= 0 {
+			// gh's word goes on with an expansion or a brace
+			// ("gh${IFS}pr${IFS}merge", "{gh,pr,merge}"): the shell
+			// computes its words.
+			return strings.TrimSpace(command[start : at+len(line(args, " \t"))]), true
+		}
 		m := ghArgs().FindStringSubmatchIndex(args)
 		first, second := group(args, m, 1), group(args, m, 2)
 		end := -1
@@ -256,6 +262,11 @@ func line(s, ends string) string {
 	}
 	return s
 }
+
+// wordJoiners are the characters that, right after a gh the shell runs,
+// make its word one the shell computes: an expansion ($…, a backquote)
+// or a brace expansion ({…}, a comma inside one).
+const wordJoiners = "$`{,"
 
 // nameChars are the characters that continue a program name.
 const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
