@@ -147,6 +147,27 @@ func FuzzBoundaryCommand(f *testing.F) {
 	})
 }
 
+// The Bash tool decodes its input as encoding/json does: a key in
+// another case, or a later duplicate, is its command; the boundary and the
+// disallowedTools patterns see the same command.
+func TestPolicyBashCommandAsTheToolReadsIt(t *testing.T) {
+	p := Policy{Allowed: []string{"*"}, Disallowed: []string{"Bash(rm:*)"}, Mode: ModeBypassPermissions, Boundary: "a work step may not"}
+	for _, input := range []string{
+		`{"Command": "gh pr merge 1"}`,
+		`{"command": "echo hi", "COMMAND": "gh pr merge 1"}`,
+		`{"command": "gh pr merge 1", "Command": null}`,
+		`{"command": "echo hi", "command": "rm -rf src"}`,
+		`{"cOmmand": "rm -rf src"}`,
+	} {
+		if d := p.Decide(fakeTool{"Bash", KindExecute}, json.RawMessage(input)); d.Allowed {
+			t.Errorf("%s allowed", input)
+		}
+	}
+	if d := p.Decide(fakeTool{"Bash", KindExecute}, json.RawMessage(`{"Command": "echo hi"}`)); !d.Allowed {
+		t.Errorf("echo refused: %s", d.Reason)
+	}
+}
+
 // A GitHub MCP server's tools are held to the boundary too: merging and
 // workflow runs by name, approvals and closing by their input, a shell
 // server by the command it would run. Other MCP calls, read tools (list_,
