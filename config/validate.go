@@ -262,10 +262,12 @@ func (c *checker) agent() {
 		c.model(a, "AC", "/runner/model", r.Model)
 	}
 	if r.BaseURL != "" {
+		// Not quoted: what is not a URL may be a key given in the wrong
+		// place.
 		if u, err := url.Parse(r.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			c.report(a, "AC-BASE-URL", SeverityError, "/runner/baseUrl",
-				"use an absolute http(s) URL such as \"http://localhost:11434/v1\"",
-				"baseUrl %q is not an absolute http(s) URL", r.BaseURL)
+				"use an absolute http(s) URL such as \"http://localhost:11434/v1\", and give a key by environment, not in the URL",
+				"baseUrl is not an absolute http(s) URL")
 		}
 	}
 	for _, list := range []struct {

@@ -906,3 +906,18 @@ func TestTestBaselineOffSilencesNotVerbose(t *testing.T) {
 		t.Fatalf("problems:\n%s", dump(res))
 	}
 }
+
+// A runner.baseUrl that is not a URL may be a key given in the wrong
+// place: AC-BASE-URL does not quote it.
+func TestBaseURLProblemDoesNotQuoteTheValue(t *testing.T) {
+	const key = "sk-ant-api03-notarealkeybutlongenough"
+	for _, v := range []string{key, "https://gateway.example/%zz?key=" + key} {
+		a, r := baseAgent(), baseRegistry()
+		at(a, "runner")["baseUrl"] = v
+		dir := writeAgent(t, a, r, map[string]string{"prompts/system.md": "You are a test agent."})
+		p := findProblem(t, Check(dir, testOpts), "AC-BASE-URL")
+		if strings.Contains(p.String(), key) || strings.Contains(p.Message, key) {
+			t.Errorf("baseUrl %q: the problem shows it: %s", v, p)
+		}
+	}
+}

@@ -130,6 +130,22 @@ func TestReconnectCountsTheLostAttempt(t *testing.T) {
 	}
 }
 
+// TestReconnectBudgetCountsTheLostAttempt: the query asked again after
+// the backend lost its session is held to the token budget with the lost
+// attempt's turns counted (it ran to MAX_TURNS past the budget).
+func TestReconnectBudgetCountsTheLostAttempt(t *testing.T) {
+	bridge := &lostSessionBridge{Bridge: llm.NewToolLoop(callingModel{}, llm.Config{MaxTurns: 25})}
+	l, err := New(Config{Bridge: bridge, Flow: untilFlow{}, Budgets: Budgets{MaxTokens: 1060}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &RuntimeContext{SessionID: "gone"}
+	res := l.Run(context.Background(), rc)
+	if !bridge.failed || res.CompletionReason != ReasonTokenBudget || !errors.Is(res.Err, agenterr.ErrBudgetExceeded) || res.Usage.Total() != 1100 {
+		t.Fatalf("%s %v, usage %d", res.CompletionReason, res.Err, res.Usage.Total())
+	}
+}
+
 // TestTokenBudgetStopsWithinAnIteration: the token and cost budgets are
 // checked before every model turn of the tool loop, not only between
 // iterations: a model that keeps calling tools in one iteration cannot

@@ -475,6 +475,13 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext, guard llm.TurnGu
 	qr, err := it.query(qctx)
 	if l.reconnect(it, err) {
 		lost := qr
+		if guard != nil && answered(lost) {
+			// The budgets count the lost attempt's turns too.
+			qctx = llm.WithTurnGuard(ctx, func(used llm.Usage) error {
+				used.Add(lost.Usage)
+				return guard(used)
+			})
+		}
 		qr, err = it.query(qctx)
 		qr = it.withLost(qr, lost)
 	}

@@ -1,6 +1,8 @@
 package tool
 
 import (
+	"bytes"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,7 +43,7 @@ var ghBoundary = []struct {
 	{words: []string{"repo", "delete|archive|unarchive|rename|edit"}},
 	{words: []string{"repo", "deploy-key", "add|delete"}},
 	{words: []string{"secret", "set|delete|remove"}},
-	{words: []string{"variable", "set|delete"}},
+	{words: []string{"variable", "set|delete|remove"}},
 	{words: []string{"label", "delete"}},
 	{words: []string{"auth", "login|logout|refresh|switch|token|setup-git"}},
 	{words: []string{"auth", "status"}, rest: `[^;&|\n]*(?:\s--show-token\b|\s-[A-Za-z]*t)`},
@@ -228,6 +230,12 @@ func uncheckedGH(command string) (string, bool) {
 			continue // an argument of another command ("which gh")
 		}
 		args := line(command[at:], ";&|\n")
+		if len(args) > 2 && strings.IndexByte(wordJoiners, args[2]) >= 0 {
+			// gh's word goes on with an expansion or a brace
+			// ("gh${IFS}pr${IFS}merge", "{gh,pr,merge}"): the shell
+			// computes its words.
+			return strings.TrimSpace(command[start : at+len(line(args, " \t"))]), true
+		}
 		m := ghArgs().FindStringSubmatchIndex(args)
 		first, second := group(args, m, 1), group(args, m, 2)
 		end := -1
@@ -254,6 +262,11 @@ func line(s, ends string) string {
 	}
 	return s
 }
+
+// wordJoiners are the characters that, right after a gh the shell runs,
+// make its word one the shell computes: an expansion ($…, a backquote)
+// or a brace expansion ({…}, a comma inside one).
+const wordJoiners = "$`{,"
 
 // nameChars are the characters that continue a program name.
 const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
@@ -309,10 +322,42 @@ func BoundaryToolCall(name string, input []byte) (matched string, ok bool) {
 	if mcpReadTool().MatchString(tool) {
 		return "", false // its input filters what it reads ("state": "closed")
 	}
+	if m, ok := boundaryInput(input); ok {
+		return m, true
+	}
+	// The server decodes \uXXXX escapes ("clos\u0065d"), so the rules are
+	// also matched against the input written without them.
+	if bytes.Contains(input, []byte(`\u`)) {
+		if plain, err := unescapedJSON(input); err == nil {
+			return boundaryInput(plain)
+		}
+	}
+	return "", false
+}
+
+// boundaryInput matches an MCP tool's JSON input against the approval
+// rule and the command rules.
+func boundaryInput(input []byte) (string, bool) {
 	if m := mcpApproval().Find(input); m != nil {
 		return string(m), true
 	}
 	return BoundaryCommand(string(input))
+}
+
+// unescapedJSON is the JSON text input re-encoded compactly, with no
+// \uXXXX escapes but those JSON requires.
+func unescapedJSON(input []byte) ([]byte, error) {
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // BoundaryDenyPatterns are the boundary commands as Bash prefix patterns,

@@ -28,15 +28,21 @@ func TestBoundaryCommand(t *testing.T) {
 		"gh alias set m 'pr merge'":                                              "gh alias set",
 		"gh alias import aliases.yml":                                            "gh alias import",
 		// Workflows, reviews, runs, the repository, gh itself.
-		"gh workflow run deploy.yml":            "gh workflow run",
-		"gh workflow -R o/r disable ci":         "gh workflow -R o/r disable",
-		"gh pr review 3 --approve":              "gh pr review 3 --approve",
-		"gh pr review 3 -a":                     "gh pr review 3 -a",
-		"gh pr review 3 -ab ok":                 "gh pr review 3 -a",
-		"gh pr reopen 3":                        "gh pr reopen",
-		"gh run rerun 99 --failed":              "gh run rerun",
-		"gh run cancel 99":                      "gh run cancel",
-		"gh release delete v1 --yes":            "gh release delete",
+		"gh workflow run deploy.yml":    "gh workflow run",
+		"gh workflow -R o/r disable ci": "gh workflow -R o/r disable",
+		"gh pr review 3 --approve":      "gh pr review 3 --approve",
+		"gh pr review 3 -a":             "gh pr review 3 -a",
+		"gh pr review 3 -ab ok":         "gh pr review 3 -a",
+		"gh pr reopen 3":                "gh pr reopen",
+		"gh run rerun 99 --failed":      "gh run rerun",
+		"gh run cancel 99":              "gh run cancel",
+		"gh release delete v1 --yes":    "gh release delete",
+		"gh variable remove TOKEN":      "gh variable remove",
+		// The shell splits or expands a word that goes on after gh.
+		"gh${IFS}pr${IFS}merge 1":               "gh${IFS}pr${IFS}merge",
+		"x; gh$IFS'pr'$IFS'merge' 1":            "gh$IFS'pr'$IFS'merge'",
+		"{gh,pr,merge,1}":                       "gh,pr,merge,1}",
+		"gh\x60echo\x60 pr merge 1":             "gh\x60echo\x60",
 		"gh release upload v1 a.tgz":            "gh release upload",
 		"gh repo edit --visibility public":      "gh repo edit",
 		"gh repo delete o/r --yes":              "gh repo delete",
@@ -141,6 +147,27 @@ func FuzzBoundaryCommand(f *testing.F) {
 	})
 }
 
+// The Bash tool decodes its input as encoding/json does: a key in
+// another case, or a later duplicate, is its command; the boundary and the
+// disallowedTools patterns see the same command.
+func TestPolicyBashCommandAsTheToolReadsIt(t *testing.T) {
+	p := Policy{Allowed: []string{"*"}, Disallowed: []string{"Bash(rm:*)"}, Mode: ModeBypassPermissions, Boundary: "a work step may not"}
+	for _, input := range []string{
+		`{"Command": "gh pr merge 1"}`,
+		`{"command": "echo hi", "COMMAND": "gh pr merge 1"}`,
+		`{"command": "gh pr merge 1", "Command": null}`,
+		`{"command": "echo hi", "command": "rm -rf src"}`,
+		`{"cOmmand": "rm -rf src"}`,
+	} {
+		if d := p.Decide(fakeTool{"Bash", KindExecute}, json.RawMessage(input)); d.Allowed {
+			t.Errorf("%s allowed", input)
+		}
+	}
+	if d := p.Decide(fakeTool{"Bash", KindExecute}, json.RawMessage(`{"Command": "echo hi"}`)); !d.Allowed {
+		t.Errorf("echo refused: %s", d.Reason)
+	}
+}
+
 // A GitHub MCP server's tools are held to the boundary too: merging and
 // workflow runs by name, approvals and closing by their input, a shell
 // server by the command it would run. Other MCP calls, read tools (list_,
@@ -157,6 +184,10 @@ func TestPolicyBoundaryMCP(t *testing.T) {
 		{"mcp__github__update_issue", `{"issue_number": 7, "state": "closed"}`, `"\"state\": \"closed\""`},
 		{"mcp__github__create_pull_request_review", `{"pullNumber": 3, "event": "APPROVE"}`, `"\"event\": \"APPROVE\""`},
 		{"mcp__shell__run", `{"command": "gh pr merge 3"}`, `"gh pr merge"`},
+		// The server decodes JSON's \u escapes; the rules see through them.
+		{"mcp__github__update_issue", `{"issue_number": 7, "state": "clos\u0065d"}`, `"\"state\":\"closed\""`},
+		{"mcp__github__create_pull_request_review", `{"pullNumber": 3, "event": "\u0041PPROVE"}`, `"\"event\":\"APPROVE\""`},
+		{"mcp__shell__run", `{"command": "gh pr m\u0065rge 3"}`, `"gh pr merge"`},
 	}
 	for _, tc := range refused {
 		d := p.Decide(fakeTool{tc.tool, KindExecute}, json.RawMessage(tc.input))

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -227,20 +228,26 @@ func describeArg(arg *string) string {
 // a path that cannot be made relative is returned as "/" + cleaned path so
 // that no relative rule matches it.
 func (p Policy) primaryArgument(name string, input json.RawMessage) *string {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(input, &fields) != nil {
+	fields, ok := objectMembers(input)
+	if !ok {
 		return nil
 	}
+	// As the tools decode their input (encoding/json into a struct): a
+	// key matches its field whatever its case ("Command"), the last
+	// member that matches wins, and a null leaves the field as it was.
 	str := func(key string) (string, bool) {
-		raw, ok := fields[key]
-		if !ok {
-			return "", false
-		}
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
+		found := false
+		for _, f := range fields {
+			if !strings.EqualFold(f.key, key) || string(f.value) == "null" {
+				continue
+			}
+			if json.Unmarshal(f.value, &s) != nil {
+				return "", false
+			}
+			found = true
 		}
-		return s, true
+		return s, found
 	}
 	switch name {
 	case "Bash":
@@ -285,6 +292,39 @@ func (p Policy) primaryArgument(name string, input json.RawMessage) *string {
 		}
 	}
 	return nil
+}
+
+// member is one member of a JSON object.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectMembers returns the members of the JSON object input in the
+// order they are written, duplicates included; false when input is not
+// one object.
+func objectMembers(input json.RawMessage) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var out []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key, _ := t.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, false
+		}
+		out = append(out, member{key, value})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // relPath makes a path argument relative to the work dir, cleaned, with
