@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,8 +20,8 @@ import (
 // address-space rlimit, which the Go race detector, V8 and the Go
 // toolchain on a many-core machine cannot live with.
 type memoryCgroup struct {
-	dir string
-	v2  bool
+	cgroup
+	v2 bool
 }
 
 // cgroupV1MemoryRoot is where a cgroup v1 memory hierarchy is mounted.
@@ -76,11 +74,11 @@ func newMemoryCgroup(limit int64) (*memoryCgroup, error) {
 // limit bytes, swap excluded. On cgroup v2 an out-of-memory kill ends
 // every process of the group at once (memory.oom.group).
 func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error) {
-	dir, err := os.MkdirTemp(parent, "capstan-sbx-")
+	c, err := newChildCgroup(parent)
 	if err != nil {
-		return nil, fmt.Errorf("create a child of %s: %w", parent, err)
+		return nil, err
 	}
-	cg := &memoryCgroup{dir: dir, v2: v2}
+	cg := &memoryCgroup{cgroup: c, v2: v2}
 	n := []byte(strconv.FormatInt(limit, 10))
 	settings := []struct {
 		file     string
@@ -104,7 +102,7 @@ func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error
 		}
 	}
 	for _, s := range settings {
-		p := filepath.Join(dir, s.file)
+		p := filepath.Join(c.dir, s.file)
 		if err := os.WriteFile(p, s.value, 0); err != nil {
 			if s.optional && errors.Is(err, os.ErrNotExist) {
 				continue
@@ -116,45 +114,12 @@ func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error
 	return cg, nil
 }
 
-// join moves pid into the cgroup. Its later children are born there.
-func (c *memoryCgroup) join(pid int) error {
-	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		return fmt.Errorf("move pid %d into %s: %w", pid, c.dir, err)
-	}
-	return nil
-}
-
 // oomKills is how many processes of the cgroup the kernel killed for
 // going over the limit (oom_kill of memory.events, v2, or of
 // memory.oom_control, v1).
 func (c *memoryCgroup) oomKills() int64 {
-	file := "memory.oom_control"
 	if c.v2 {
-		file = "memory.events"
+		return c.counter("memory.events", "oom_kill")
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, file))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
-// remove kills whatever is left in the cgroup and deletes it, retrying
-// for up to two seconds while its last tasks are reaped.
-func (c *memoryCgroup) remove() {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		killCgroupProcs(c.dir)
-		err := syscall.Rmdir(c.dir)
-		if err == nil || errors.Is(err, syscall.ENOENT) || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return c.counter("memory.oom_control", "oom_kill")
 }
