@@ -32,7 +32,11 @@ var cgroupV1MemoryRoot = "/sys/fs/cgroup/memory"
 // cgroup delegates the memory controller to its children, else on a
 // writable cgroup v1 memory hierarchy. It returns nil and the reason when
 // neither is possible.
-func newMemoryCgroup(limit int64) (*memoryCgroup, error) {
+//
+// pids is the run's pids cgroup, or nil. On cgroup v2 a process is in one
+// cgroup only: joining a second one below the same parent would take the
+// tree out of its pids cgroup, so there the limit is set in pids itself.
+func newMemoryCgroup(limit int64, pids *pidsCgroup) (*memoryCgroup, error) {
 	v2, v1, err := ownCgroups("memory")
 	if err != nil {
 		return nil, err
@@ -47,6 +51,15 @@ func newMemoryCgroup(limit int64) (*memoryCgroup, error) {
 			ctl, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
 			if err != nil || !hasWord(string(ctl), "memory") {
 				reasons = append(reasons, "cgroup v2: "+parent+" does not delegate the memory controller")
+				break
+			}
+			if pids != nil && filepath.Dir(pids.dir) == parent {
+				cg := &memoryCgroup{cgroup: pids.cgroup, v2: true}
+				err := cg.setLimit(limit)
+				if err == nil {
+					return cg, nil
+				}
+				reasons = append(reasons, "cgroup v2: "+err.Error())
 				break
 			}
 			cg, err := makeMemoryCgroup(parent, true, limit)
@@ -79,6 +92,15 @@ func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error
 		return nil, err
 	}
 	cg := &memoryCgroup{cgroup: c, v2: v2}
+	if err := cg.setLimit(limit); err != nil {
+		cg.remove()
+		return nil, err
+	}
+	return cg, nil
+}
+
+// setLimit limits the cgroup to limit bytes, swap excluded.
+func (c *memoryCgroup) setLimit(limit int64) error {
 	n := []byte(strconv.FormatInt(limit, 10))
 	settings := []struct {
 		file     string
@@ -90,7 +112,7 @@ func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error
 		// absent when the kernel does not account swap.
 		{"memory.memsw.limit_in_bytes", n, true},
 	}
-	if v2 {
+	if c.v2 {
 		settings = []struct {
 			file     string
 			value    []byte
@@ -107,11 +129,10 @@ func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error
 			if s.optional && errors.Is(err, os.ErrNotExist) {
 				continue
 			}
-			cg.remove()
-			return nil, fmt.Errorf("set %s: %w", p, err)
+			return fmt.Errorf("set %s: %w", p, err)
 		}
 	}
-	return cg, nil
+	return nil
 }
 
 // oomKills is how many processes of the cgroup the kernel killed for
