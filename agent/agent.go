@@ -271,7 +271,18 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 			if a.validatorCache, err = sandbox.NewCache(""); err != nil {
 				return fail(err)
 			}
-			env.sandbox = env.sandbox.WithCache(a.validatorCache)
+			// In a temporary directory inside the work dir, the model's
+			// Bash could write the cache the validations trust.
+			if realWD, err := filepath.EvalSymlinks(wd); err != nil || pathInside(realWD, a.validatorCache.Dir()) {
+				if err := a.validatorCache.Remove(); err != nil {
+					return fail(err)
+				}
+				a.validatorCache = nil
+				a.warnings = append(a.warnings, "the temporary directory "+os.TempDir()+" is inside the work dir: the validators get no shared build cache "+
+					"(set TMPDIR to a directory outside "+wd+")")
+			} else {
+				env.sandbox = env.sandbox.WithCache(a.validatorCache)
+			}
 		}
 	}
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
@@ -317,7 +328,7 @@ func (a *Agent) buildJournal() error {
 			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
 		}
 	}
-	if rel, err := filepath.Rel(a.workDir, store.Dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if pathInside(a.workDir, store.Dir) {
 		a.warnings = append(a.warnings, "the state directory "+store.Dir+" is inside the work dir: the agent's file tools can reach its run journals; set "+
 			journal.EnvStateDir+" to a directory outside "+a.workDir)
 	}
@@ -700,4 +711,10 @@ func (c *emitterConsumer) Consume(e event.Event) {
 		c.e.SetPosition(e.Iteration, e.Step)
 	}
 	c.e.Emit(e.Type, e.Data)
+}
+
+// pathInside reports whether p is dir or lies below it (lexically).
+func pathInside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

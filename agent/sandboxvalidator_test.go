@@ -313,3 +313,71 @@ func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
 		}
 	}
 }
+
+// TestValidatorCacheOutOfTheModelsReach: a temporary directory inside the
+// work dir (TMPDIR) would put the validators' build cache where the
+// model's Bash writes; the run then gives its validators no shared cache,
+// and what Bash plants there reaches no validation.
+func TestValidatorCacheOutOfTheModelsReach(t *testing.T) {
+	needSandbox(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no /usr/bin/python3 for sandboxed commands (CI installs it): %v", err)
+		}
+		t.Skipf("no /usr/bin/python3 for sandboxed commands: %v", err)
+	}
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{
+  "version": "1.0.0", "name": "cache", "description": "validators that share a cache",
+  "runner": {
+    "model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "DONE", "validators": ["tests"]},
+    "boundaries": {"allowedTools": ["Bash"], "permissionMode": "acceptEdits", "sandbox": {"enabled": true}},
+    "budgets": {"maxIterations": 1}
+  }
+}`,
+		"steps_registry.json": `{"agentId": "cache", "c1": "steps", "entryStep": "initial.work",
+  "validators": {"tests": {"type": "command", "command": "python3 -m unittest -v", "failurePattern": "test-failed"}},
+  "steps": {"initial.work": {"stepId": "initial.work", "c2": "initial", "c3": "work"}}}`,
+		"prompts/steps/initial/work/f_default.md": "Work.",
+		"script.yaml": `turns:
+  - tool_calls:
+      - name: Bash
+        input: {command: 'for d in tmp/capstan-cache-*/go-build; do echo x > "$d/mark-planted"; done; ls tmp > planted.txt'}
+  - text: "Done. DONE"
+`,
+	})
+	work, store := t.TempDir(), t.TempDir()
+	seen := `import os, unittest
+
+
+class TestCache(unittest.TestCase):
+    def test_cache(self):
+        d = os.environ.get("GOCACHE", "")
+        marks = sorted(os.listdir(d)) if d and os.path.isdir(d) else []
+        with open("seen.txt", "a") as f:
+            f.write(d + " " + ",".join(marks) + "\n")
+`
+	if err := os.WriteFile(filepath.Join(work, "test_cache.py"), []byte(seen), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", filepath.Join(work, "tmp"))
+	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: work, Store: journal.Store{Dir: store}})
+	if !res.Success {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+	b, err := os.ReadFile(filepath.Join(work, "seen.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted, _ := os.ReadFile(filepath.Join(work, "planted.txt"))
+	if strings.Contains(string(b), "mark-planted") {
+		t.Errorf("a validation found what the model's Bash planted in the work dir's tmp (%q):\n%s", planted, b)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "the validators get no shared build cache") {
+		t.Errorf("the run must say why its validators have no cache: %q", res.Warnings)
+	}
+}

@@ -24,7 +24,21 @@ const helperTasks = 16
 // the kernel refuses a fork past pids.max with EAGAIN, whatever the uid,
 // so a fork bomb cannot outrun a sampler.
 type pidsCgroup struct {
+	cgroup
+}
+
+// cgroup is one run's child cgroup directory, in any hierarchy.
+type cgroup struct {
 	dir string
+}
+
+// newChildCgroup creates a uniquely named child of the cgroup parent.
+func newChildCgroup(parent string) (cgroup, error) {
+	dir, err := os.MkdirTemp(parent, "capstan-sbx-")
+	if err != nil {
+		return cgroup{}, fmt.Errorf("create a child of %s: %w", parent, err)
+	}
+	return cgroup{dir: dir}, nil
 }
 
 // cgroupRoots are where the cgroup hierarchies are mounted.
@@ -116,35 +130,35 @@ func hasWord(s, w string) bool {
 
 // makePidsCgroup creates a uniquely named child of parent with pids.max set.
 func makePidsCgroup(parent string, max int) (*pidsCgroup, error) {
-	dir, err := os.MkdirTemp(parent, "capstan-sbx-")
+	c, err := newChildCgroup(parent)
 	if err != nil {
-		return nil, fmt.Errorf("create a child of %s: %w", parent, err)
+		return nil, err
 	}
-	cg := &pidsCgroup{dir: dir}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
+	cg := &pidsCgroup{c}
+	if err := os.WriteFile(filepath.Join(c.dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
 		cg.remove()
-		return nil, fmt.Errorf("set pids.max in %s: %w", dir, err)
+		return nil, fmt.Errorf("set pids.max in %s: %w", c.dir, err)
 	}
 	return cg, nil
 }
 
 // join moves pid into the cgroup. Its later children are born there.
-func (c *pidsCgroup) join(pid int) error {
+func (c cgroup) join(pid int) error {
 	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 		return fmt.Errorf("move pid %d into %s: %w", pid, c.dir, err)
 	}
 	return nil
 }
 
-// refused is how many forks the kernel refused because the cgroup was at
-// pids.max (the "max" count of pids.events).
-func (c *pidsCgroup) refused() int64 {
-	b, err := os.ReadFile(filepath.Join(c.dir, "pids.events"))
+// counter is the value of the line "key N" of the cgroup's file (0 when
+// the file or the line is missing).
+func (c cgroup) counter(file, key string) int64 {
+	b, err := os.ReadFile(filepath.Join(c.dir, file))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "max "); ok {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
 			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			return n
 		}
@@ -152,10 +166,14 @@ func (c *pidsCgroup) refused() int64 {
 	return 0
 }
 
+// refused is how many forks the kernel refused because the cgroup was at
+// pids.max (the "max" count of pids.events).
+func (c *pidsCgroup) refused() int64 { return c.counter("pids.events", "max") }
+
 // remove kills whatever is left in the cgroup and deletes it. A cgroup
 // can only be removed once its last task has been reaped, so it retries
 // for up to two seconds.
-func (c *pidsCgroup) remove() {
+func (c cgroup) remove() {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		c.killAll()
@@ -168,11 +186,8 @@ func (c *pidsCgroup) remove() {
 }
 
 // killAll sends SIGKILL to every task in the cgroup.
-func (c *pidsCgroup) killAll() { killCgroupProcs(c.dir) }
-
-// killCgroupProcs sends SIGKILL to every task in the cgroup dir.
-func killCgroupProcs(dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+func (c cgroup) killAll() {
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
 	if err != nil {
 		return
 	}

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,8 +20,8 @@ import (
 // address-space rlimit, which the Go race detector, V8 and the Go
 // toolchain on a many-core machine cannot live with.
 type memoryCgroup struct {
-	dir string
-	v2  bool
+	cgroup
+	v2 bool
 }
 
 // cgroupV1MemoryRoot is where a cgroup v1 memory hierarchy is mounted.
@@ -34,7 +32,11 @@ var cgroupV1MemoryRoot = "/sys/fs/cgroup/memory"
 // cgroup delegates the memory controller to its children, else on a
 // writable cgroup v1 memory hierarchy. It returns nil and the reason when
 // neither is possible.
-func newMemoryCgroup(limit int64) (*memoryCgroup, error) {
+//
+// pids is the run's pids cgroup, or nil. On cgroup v2 a process is in one
+// cgroup only: joining a second one below the same parent would take the
+// tree out of its pids cgroup, so there the limit is set in pids itself.
+func newMemoryCgroup(limit int64, pids *pidsCgroup) (*memoryCgroup, error) {
 	v2, v1, err := ownCgroups("memory")
 	if err != nil {
 		return nil, err
@@ -49,6 +51,15 @@ func newMemoryCgroup(limit int64) (*memoryCgroup, error) {
 			ctl, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
 			if err != nil || !hasWord(string(ctl), "memory") {
 				reasons = append(reasons, "cgroup v2: "+parent+" does not delegate the memory controller")
+				break
+			}
+			if pids != nil && filepath.Dir(pids.dir) == parent {
+				cg := &memoryCgroup{cgroup: pids.cgroup, v2: true}
+				err := cg.setLimit(limit)
+				if err == nil {
+					return cg, nil
+				}
+				reasons = append(reasons, "cgroup v2: "+err.Error())
 				break
 			}
 			cg, err := makeMemoryCgroup(parent, true, limit)
@@ -76,11 +87,20 @@ func newMemoryCgroup(limit int64) (*memoryCgroup, error) {
 // limit bytes, swap excluded. On cgroup v2 an out-of-memory kill ends
 // every process of the group at once (memory.oom.group).
 func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error) {
-	dir, err := os.MkdirTemp(parent, "capstan-sbx-")
+	c, err := newChildCgroup(parent)
 	if err != nil {
-		return nil, fmt.Errorf("create a child of %s: %w", parent, err)
+		return nil, err
 	}
-	cg := &memoryCgroup{dir: dir, v2: v2}
+	cg := &memoryCgroup{cgroup: c, v2: v2}
+	if err := cg.setLimit(limit); err != nil {
+		cg.remove()
+		return nil, err
+	}
+	return cg, nil
+}
+
+// setLimit limits the cgroup to limit bytes, swap excluded.
+func (c *memoryCgroup) setLimit(limit int64) error {
 	n := []byte(strconv.FormatInt(limit, 10))
 	settings := []struct {
 		file     string
@@ -92,7 +112,7 @@ func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error
 		// absent when the kernel does not account swap.
 		{"memory.memsw.limit_in_bytes", n, true},
 	}
-	if v2 {
+	if c.v2 {
 		settings = []struct {
 			file     string
 			value    []byte
@@ -104,22 +124,13 @@ func makeMemoryCgroup(parent string, v2 bool, limit int64) (*memoryCgroup, error
 		}
 	}
 	for _, s := range settings {
-		p := filepath.Join(dir, s.file)
+		p := filepath.Join(c.dir, s.file)
 		if err := os.WriteFile(p, s.value, 0); err != nil {
 			if s.optional && errors.Is(err, os.ErrNotExist) {
 				continue
 			}
-			cg.remove()
-			return nil, fmt.Errorf("set %s: %w", p, err)
+			return fmt.Errorf("set %s: %w", p, err)
 		}
-	}
-	return cg, nil
-}
-
-// join moves pid into the cgroup. Its later children are born there.
-func (c *memoryCgroup) join(pid int) error {
-	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		return fmt.Errorf("move pid %d into %s: %w", pid, c.dir, err)
 	}
 	return nil
 }
@@ -128,33 +139,8 @@ func (c *memoryCgroup) join(pid int) error {
 // going over the limit (oom_kill of memory.events, v2, or of
 // memory.oom_control, v1).
 func (c *memoryCgroup) oomKills() int64 {
-	file := "memory.oom_control"
 	if c.v2 {
-		file = "memory.events"
+		return c.counter("memory.events", "oom_kill")
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, file))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
-// remove kills whatever is left in the cgroup and deletes it, retrying
-// for up to two seconds while its last tasks are reaped.
-func (c *memoryCgroup) remove() {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		killCgroupProcs(c.dir)
-		err := syscall.Rmdir(c.dir)
-		if err == nil || errors.Is(err, syscall.ENOENT) || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return c.counter("memory.oom_control", "oom_kill")
 }

@@ -204,7 +204,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// that reserve much (the Go race detector, V8) cannot live with, is
 	// left off unless the caller set one.
 	cg, _ := newPidsCgroup(limits.Processes + helperTasks)
-	mcg, _ := newMemoryCgroup(int64(limits.MemoryMB) << 20)
+	mcg, _ := newMemoryCgroup(int64(limits.MemoryMB)<<20, cg)
 	start := time.Now()
 	err = cmd.Start()
 	specR.Close()

@@ -37,7 +37,7 @@ func needGoInSandbox(t *testing.T) string {
 // memoryCgroupError is why runs get no memory cgroup here, nil when they
 // do.
 func memoryCgroupError() error {
-	cg, err := newMemoryCgroup(1 << 30)
+	cg, err := newMemoryCgroup(1<<30, nil)
 	if err == nil {
 		cg.remove()
 	}
