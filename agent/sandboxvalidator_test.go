@@ -23,6 +23,19 @@ func needSandbox(t *testing.T) {
 	}
 }
 
+// needSystemPython fails the test under CI, else skips it, when there is
+// no /usr/bin/python3: a sandboxed command finds only the system's
+// python3 (a pyenv shim in a home directory is out of its reach).
+func needSystemPython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no /usr/bin/python3 for sandboxed commands (CI installs it): %v", err)
+		}
+		t.Skipf("no /usr/bin/python3 for sandboxed commands: %v", err)
+	}
+}
+
 // leakTest is a unittest suite a hostile model writes: its one test
 // passes, and meanwhile copies what it can read of hosts (a credential
 // file) and of every journal under state into stolen.txt in the work dir,
@@ -67,14 +80,7 @@ class TestLeak(unittest.TestCase):
 func TestModelWrittenTestCannotEscapeTheSandboxedValidator(t *testing.T) {
 	needSandbox(t)
 	needTools(t, "python3")
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		// A sandboxed command finds only the system's python3 (a pyenv
-		// shim in a home directory is out of its reach).
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no /usr/bin/python3 for sandboxed commands (CI installs it): %v", err)
-		}
-		t.Skipf("no /usr/bin/python3 for sandboxed commands: %v", err)
-	}
+	needSystemPython(t)
 	const marker = "gho_HOSTS-MARKER-0123456789"
 	run := func(t *testing.T, sandboxJS string) (res *Result, work, outside string) {
 		base := t.TempDir()
@@ -245,12 +251,7 @@ class TestCache(unittest.TestCase):
 // not see, nor Bash theirs. Both are gone when the run ends.
 func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
 	needSandbox(t)
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no /usr/bin/python3 for sandboxed commands (CI installs it): %v", err)
-		}
-		t.Skipf("no /usr/bin/python3 for sandboxed commands: %v", err)
-	}
+	needSystemPython(t)
 	dir := writeAgent(t, map[string]string{
 		"agent.json": `{
   "version": "1.0.0", "name": "cache", "description": "validators that share a cache",
@@ -320,12 +321,7 @@ func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
 // and what Bash plants there reaches no validation.
 func TestValidatorCacheOutOfTheModelsReach(t *testing.T) {
 	needSandbox(t)
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no /usr/bin/python3 for sandboxed commands (CI installs it): %v", err)
-		}
-		t.Skipf("no /usr/bin/python3 for sandboxed commands: %v", err)
-	}
+	needSystemPython(t)
 	dir := writeAgent(t, map[string]string{
 		"agent.json": `{
   "version": "1.0.0", "name": "cache", "description": "validators that share a cache",

@@ -58,24 +58,14 @@ func newPidsCgroup(max int) (*pidsCgroup, error) {
 		return nil, err
 	}
 	var reasons []string
-	if v2 != "" {
-		for _, root := range cgroupV2Roots {
-			if !isFS(root, unix.CGROUP2_SUPER_MAGIC) {
-				continue
-			}
-			parent := filepath.Join(root, v2)
-			ctl, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
-			if err != nil || !hasWord(string(ctl), "pids") {
-				reasons = append(reasons, "cgroup v2: "+parent+" does not delegate the pids controller")
-				break
-			}
-			cg, err := makePidsCgroup(parent, max)
-			if err == nil {
-				return cg, nil
-			}
-			reasons = append(reasons, "cgroup v2: "+err.Error())
-			break
+	if parent, err := delegatingV2Parent(v2, "pids"); err != nil {
+		reasons = append(reasons, err.Error())
+	} else if parent != "" {
+		cg, err := makePidsCgroup(parent, max)
+		if err == nil {
+			return cg, nil
 		}
+		reasons = append(reasons, "cgroup v2: "+err.Error())
 	}
 	if v1 != "" && isFS(cgroupV1Root, unix.CGROUP_SUPER_MAGIC) {
 		cg, err := makePidsCgroup(filepath.Join(cgroupV1Root, v1), max)
@@ -88,6 +78,28 @@ func newPidsCgroup(max int) (*pidsCgroup, error) {
 		reasons = append(reasons, "no pids cgroup hierarchy is mounted")
 	}
 	return nil, errors.New(strings.Join(reasons, "; "))
+}
+
+// delegatingV2Parent returns capstan's own cgroup v2 directory, own
+// below the first mounted cgroup v2 root, when it delegates controller
+// to its children; "" when own is "" or no cgroup v2 root is mounted,
+// and an error when the directory does not delegate controller.
+func delegatingV2Parent(own, controller string) (string, error) {
+	if own == "" {
+		return "", nil
+	}
+	for _, root := range cgroupV2Roots {
+		if !isFS(root, unix.CGROUP2_SUPER_MAGIC) {
+			continue
+		}
+		parent := filepath.Join(root, own)
+		ctl, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
+		if err != nil || !hasWord(string(ctl), controller) {
+			return "", errors.New("cgroup v2: " + parent + " does not delegate the " + controller + " controller")
+		}
+		return parent, nil
+	}
+	return "", nil
 }
 
 // ownCgroups reads capstan's cgroup paths from /proc/self/cgroup: the

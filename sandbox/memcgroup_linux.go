@@ -42,33 +42,20 @@ func newMemoryCgroup(limit int64, pids *pidsCgroup) (*memoryCgroup, error) {
 		return nil, err
 	}
 	var reasons []string
-	if v2 != "" {
-		for _, root := range cgroupV2Roots {
-			if !isFS(root, unix.CGROUP2_SUPER_MAGIC) {
-				continue
-			}
-			parent := filepath.Join(root, v2)
-			ctl, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
-			if err != nil || !hasWord(string(ctl), "memory") {
-				reasons = append(reasons, "cgroup v2: "+parent+" does not delegate the memory controller")
-				break
-			}
-			if pids != nil && filepath.Dir(pids.dir) == parent {
-				cg := &memoryCgroup{cgroup: pids.cgroup, v2: true}
-				err := cg.setLimit(limit)
-				if err == nil {
-					return cg, nil
-				}
-				reasons = append(reasons, "cgroup v2: "+err.Error())
-				break
-			}
-			cg, err := makeMemoryCgroup(parent, true, limit)
-			if err == nil {
-				return cg, nil
-			}
-			reasons = append(reasons, "cgroup v2: "+err.Error())
-			break
+	if parent, err := delegatingV2Parent(v2, "memory"); err != nil {
+		reasons = append(reasons, err.Error())
+	} else if parent != "" {
+		var cg *memoryCgroup
+		if pids != nil && filepath.Dir(pids.dir) == parent {
+			cg = &memoryCgroup{cgroup: pids.cgroup, v2: true}
+			err = cg.setLimit(limit)
+		} else {
+			cg, err = makeMemoryCgroup(parent, true, limit)
 		}
+		if err == nil {
+			return cg, nil
+		}
+		reasons = append(reasons, "cgroup v2: "+err.Error())
 	}
 	if v1 != "" && isFS(cgroupV1MemoryRoot, unix.CGROUP_SUPER_MAGIC) {
 		cg, err := makeMemoryCgroup(filepath.Join(cgroupV1MemoryRoot, v1), false, limit)
