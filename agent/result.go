@@ -200,11 +200,8 @@ func CheckBaseURLs(spec, baseURL, runnerURL, agentDir string, getenv func(string
 	if runnerURL != "" {
 		return nil
 	}
-	provider, _ := llm.ParseSpec(spec)
-	if env := endpointEnv[provider]; env != "" && getenv != nil {
-		if u := getenv(env); u != "" {
-			return llm.CheckBaseURL(env, u)
-		}
+	if env, u := endpointFromEnv(spec, getenv); u != "" {
+		return llm.CheckBaseURL(env, u)
 	}
 	return nil
 }
@@ -217,9 +214,18 @@ func Endpoint(spec, baseURL string, getenv func(string) string) string {
 	if baseURL != "" {
 		return baseURL
 	}
+	_, u := endpointFromEnv(spec, getenv)
+	return u
+}
+
+// endpointFromEnv returns the base-URL environment variable of spec's
+// provider and its value read through getenv ("" when the provider has
+// none or getenv is nil).
+func endpointFromEnv(spec string, getenv func(string) string) (env, value string) {
 	provider, _ := llm.ParseSpec(spec)
-	if env := endpointEnv[provider]; env != "" && getenv != nil {
-		return getenv(env)
+	env = endpointEnv[provider]
+	if env == "" || getenv == nil {
+		return env, ""
 	}
-	return ""
+	return env, getenv(env)
 }
