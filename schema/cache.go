@@ -141,7 +141,6 @@ func sourceKey(src Source) [sha256.Size]byte {
 	}
 	field([]byte(src.URL))
 	field(src.Raw)
-	field(src.Stripped)
 	flags := []byte{0, 0}
 	if src.Builtin {
 		flags[0] = 1

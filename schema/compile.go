@@ -34,14 +34,9 @@ type Source struct {
 	// checked against its meta-schema at run time (its tests do that).
 	// Every schema a user writes is checked.
 	Builtin bool
-	// Stripped, for a Builtin schema, is Raw without its annotations (as
-	// [StripAnnotations] returns it): it is compiled instead of Raw, which
-	// is then decoded only when a failure is reported (to find the
-	// descriptions and property names of the failing schema objects).
-	Stripped []byte
 	// Subset, for a Builtin schema, is Raw compiled ahead of time for
 	// the subset validator ([CompileSubset]): the schema is then checked
-	// by it, and neither Raw nor Stripped is compiled (Raw is decoded
+	// by it, and Raw is not compiled (Raw is decoded
 	// only to word failures).
 	Subset *SubsetTable
 }
@@ -123,13 +118,6 @@ func CompileSource(src Source) (*Schema, error) {
 		sch.sub = sub
 		return sch, nil
 	}
-	compileRaw := raw
-	if src.Stripped != nil {
-		if !src.Builtin {
-			return nil, &SourceError{Stage: "compile", URL: u, Err: errors.New("a stripped copy is only compiled for a built-in schema")}
-		}
-		compileRaw = src.Stripped
-	}
 	var d *draft
 	if src.Builtin {
 		// Tested JSON: read only as far as $schema.
@@ -195,7 +183,7 @@ func CompileSource(src Source) (*Schema, error) {
 		// document and skips the library's check of every pattern's
 		// syntax, which capstan's tests do for its own schemas.
 		var batch map[string]*jsonschema.Schema
-		if batch, err = c.CompileBatch(map[string][]byte{compileURL: compileRaw}); err == nil {
+		if batch, err = c.CompileBatch(map[string][]byte{compileURL: raw}); err == nil {
 			compiled = batch[compileURL]
 		}
 	} else {

@@ -663,3 +663,10 @@ func (s *Schema) subsetFailures(inst any) []Failure {
 	sortFailures(fails)
 	return fails
 }
+
+// annotations are the keywords that only describe a value (for people and
+// editors) and never decide whether it is valid.
+var annotations = map[string]bool{
+	"title": true, "description": true, "examples": true, "default": true,
+	"$comment": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+}
