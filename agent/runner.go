@@ -54,7 +54,7 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 	a.Run(ctx)
 	res := a.Stop()
 	if r.Events != nil {
-		r.Events.Emit("agent.run", AgentRunEvent{Dir: dir, Result: res})
+		r.Events.Emit(journal.AgentRun, AgentRunEvent{Dir: dir, Result: res})
 	}
 	if !res.Success {
 		code, recoverable, msg := agenterr.CodeCompletion, false, res.Reason

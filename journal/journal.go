@@ -50,6 +50,9 @@ const (
 	// GitHubCall is one gh call capstan made after the run completed to
 	// apply runner.integrations.github.
 	GitHubCall = "github.call"
+	// AgentRun is one agent a pipeline's agent stage ran (in a pipeline
+	// run's journal).
+	AgentRun = "agent.run"
 	// Repaired is written when a journal is reopened after a kill left a
 	// line cut short: the cut bytes were moved to a side file (RepairEvent).
 	Repaired = "journal.repaired"

@@ -14,10 +14,6 @@ import (
 // (its "command" field): what tells a pipeline journal from an agent's.
 const PipelineCommand = "pipeline run"
 
-// agentRunEvent is the event an agent stage's runner journals for each
-// agent run (agent.AgentRunEvent).
-const agentRunEvent = "agent.run"
-
 // Pipeline is what the journal of a `capstan pipeline run` holds: the
 // pipeline, the request, and each stage's outcome in the order the stages
 // ended.
@@ -115,7 +111,7 @@ func (b *builder) addPipeline(ev journal.Event, decode func(any) error) (bool, e
 				break
 			}
 		}
-	case agentRunEvent:
+	case journal.AgentRun:
 		var s struct {
 			Dir    string `json:"dir"`
 			Result *struct {
