@@ -3,33 +3,16 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/internal/claudetest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
-
-// claudeBinary is the installed claude CLI: CAPSTAN_CLAUDE_PATH, else
-// claude on PATH. CI installs it, so there its absence fails the test.
-func claudeBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv(claudecode.EnvBinary); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("claude")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("claude CLI not on PATH (CI installs it with npm install -g @anthropic-ai/claude-code)")
-		}
-		t.Skip("claude CLI not on PATH; install it with `npm install -g @anthropic-ai/claude-code` to run this test")
-	}
-	return p
-}
 
 // The honest way out over the real Claude Code CLI, pointed at a loopback
 // fake of the Anthropic API: the model declares completion, the check
@@ -37,7 +20,7 @@ func claudeBinary(t *testing.T) string {
 // way out, and the model takes it. The run ends cannot_complete with exit
 // code 4, its explanation in the Result and in show.
 func TestRunExitsFourOverTheClaudeCLI(t *testing.T) {
-	bin := claudeBinary(t)
+	bin := claudetest.CLI(t)
 	var offered atomic.Bool
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,20 +11,12 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/claudetest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
-
-func realCLI(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("claude")
-	if err != nil {
-		t.Skip("claude CLI not on PATH; install it with `npm install -g @anthropic-ai/claude-code` to run this test")
-	}
-	return bin
-}
 
 func realEnv(t *testing.T, srv *fakellm.Server) func(string) string {
 	home := t.TempDir()
@@ -68,7 +59,7 @@ func dumpOnError(t *testing.T, srv *fakellm.Server, err error) {
 // call (its own Read tool on a file of the work dir) and a --json-schema
 // answer, against fakellm.
 func TestRealCLIToolUseAndStructuredOutput(t *testing.T) {
-	bin := realCLI(t)
+	bin := claudetest.CLI(t)
 	work := notesDir(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		structuredTool := ""
@@ -126,10 +117,7 @@ func TestRealCLIToolUseAndStructuredOutput(t *testing.T) {
 // installed, against fakellm's Anthropic server over loopback: no network
 // and no real key.
 func TestRealCLIAgainstFakeAnthropic(t *testing.T) {
-	bin, err := exec.LookPath("claude")
-	if err != nil {
-		t.Skip("claude CLI not on PATH; install it with `npm install -g @anthropic-ai/claude-code` to run this test")
-	}
+	bin := claudetest.CLI(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		if strings.Contains(r.LastUserText, "PING-7") {
 			return fakellm.Reply{Text: "PONG-7"}
@@ -163,7 +151,7 @@ func TestRealCLIAgainstFakeAnthropic(t *testing.T) {
 // TestRealCLIErrorsAreCoded checks the driver's error mapping on the real
 // CLI's error frames: a rejected key and a rate limit.
 func TestRealCLIErrorsAreCoded(t *testing.T) {
-	bin := realCLI(t)
+	bin := claudetest.CLI(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: "another-key"})
 	b, err := claudecode.New(claudecode.Config{Binary: bin, WorkDir: t.TempDir(), Getenv: realEnv(t, srv)})
 	if err != nil {
@@ -196,7 +184,7 @@ func TestRealCLIErrorsAreCoded(t *testing.T) {
 // CLI's stream_event frames arrive as text fragments that join to the
 // answer, with its Read tool call bracketed by ToolStart/ToolEnd.
 func TestRealCLIStreamsTextAndTools(t *testing.T) {
-	bin := realCLI(t)
+	bin := claudetest.CLI(t)
 	work := notesDir(t)
 	const answer = "The notes say the code is 4711, and nothing else of interest."
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
@@ -253,7 +241,7 @@ func TestRealCLIStreamsTextAndTools(t *testing.T) {
 // failed API call ("API Error: ...") comes as an assistant frame with no
 // stream_event deltas, and reaches the sink whole.
 func TestRealCLISyntheticErrorTextWhole(t *testing.T) {
-	bin := realCLI(t)
+	bin := claudetest.CLI(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Fault: &fakellm.Fault{Status: 429, RetryAfter: "0", Message: "slow down"}}
 	}})

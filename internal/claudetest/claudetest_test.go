@@ -1,0 +1,23 @@
+package claudetest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// CI installs the version the skip message names.
+func TestVersionIsTheOneCIInstalls(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^CLAUDE_CODE_VERSION=(\S+)$`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal(".ci/run sets no CLAUDE_CODE_VERSION")
+	}
+	if string(m[1]) != Version {
+		t.Fatalf(".ci/run installs claude %s, claudetest.Version is %s", m[1], Version)
+	}
+}
