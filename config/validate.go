@@ -97,6 +97,12 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.registry()
 	for _, check := range opts.Checks {
 		for _, p := range check(c.dir, def, reg) {
+			if p.File != AgentFile && p.File != c.regSrc.file && p.File != "" {
+				// A problem in another file (a bad keyword in a schema
+				// file) comes located by the check that read it.
+				c.problems = append(c.problems, p)
+				continue
+			}
 			if p.File == AgentFile {
 				p.Pointer = c.agentSrc.aliases.actual(p.Pointer)
 			} else {
