@@ -3,11 +3,14 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/prompt"
@@ -35,6 +38,7 @@ func (t retryTemplates) ResolveRetry(ctx context.Context, c1, c2, c3, edition, a
 // before their first model call, if ever.
 type schemas struct {
 	dir      string // the schemas folder on disk (or as the pinned files name it)
+	rel      string // the schemas folder relative to the agent folder, slash-separated
 	fsys     fs.FS  // the pinned schemas folder, or nil to read dir
 	mu       sync.Mutex
 	resolver *schema.Resolver
@@ -52,7 +56,7 @@ func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 	if schemasDir == "" {
 		schemasDir = config.DefaultSchemasDir
 	}
-	s := &schemas{dir: filepath.Join(agentDir, filepath.FromSlash(schemasDir))}
+	s := &schemas{dir: filepath.Join(agentDir, filepath.FromSlash(schemasDir)), rel: path.Clean(filepath.ToSlash(schemasDir))}
 	if fsys != nil {
 		if sub, err := fs.Sub(fsys, path.Clean(filepath.ToSlash(schemasDir))); err == nil {
 			s.fsys = sub
@@ -74,13 +78,9 @@ func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
 			s.resolver = schema.NewResolverFS(s.fsys, s.dir)
 		}
 	}
-	raw, err := s.resolver.Resolve(ref.File, ref.Schema)
+	raw, v, err := s.resolver.Compile(ref.File, ref.Schema)
 	if err != nil {
-		return nil, err
-	}
-	v, err := schema.Compile(raw)
-	if err != nil {
-		return nil, err
+		return nil, s.inAgentFolder(err)
 	}
 	c := &compiledSchema{raw: raw, validator: v}
 	if s.compiled == nil {
@@ -106,4 +106,24 @@ func (s *schemas) OutputSchema(ref config.SchemaRef) (json.RawMessage, completio
 		return nil, nil, err
 	}
 	return c.raw, c.validator, nil
+}
+
+// inAgentFolder names the schema files of an invalid schema's problems
+// relative to the agent folder (schemas/x.json), as every other problem
+// of `capstan validate` names its file; other errors are returned as they
+// are.
+func (s *schemas) inAgentFolder(err error) error {
+	var inv *schema.InvalidSchemaError
+	e := agenterr.From(err)
+	if e == nil || !errors.As(err, &inv) {
+		return err
+	}
+	moved := *inv
+	moved.Problems = slices.Clone(inv.Problems)
+	for i := range moved.Problems {
+		moved.Problems[i].File = path.Join(s.rel, moved.Problems[i].File)
+	}
+	out := *e
+	out.File, out.Err = moved.Problems[0].File, &moved
+	return &out
 }

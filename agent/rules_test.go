@@ -2,6 +2,10 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -344,5 +348,61 @@ func TestMissingStepSchemaFileIsOneProblem(t *testing.T) {
 	res := config.Check(writeRuleAgent(t, a, r), ValidateOptions())
 	if errs := res.Errors(); len(errs) != 1 || errs[0].Code != "SR-SCHEMA-FILE" || errs[0].Pointer != "/steps/review.main/outputSchemaRef/file" {
 		t.Fatalf("want one SR-SCHEMA-FILE:\n%v", res.Problems())
+	}
+}
+
+// TestInvalidSchemaIsLocated: a schema file that is not a valid JSON
+// Schema is reported at each bad keyword in that file, with the pointer
+// into the whole file (a $ref target included) and the line and column
+// of the keyword, for a step's output schema and a file validator's
+// schema alike; an invalid regular expression is one of them, next to
+// the meta-schema's problems. What validate reports, a run refuses.
+func TestInvalidSchemaIsLocated(t *testing.T) {
+	a, r := ruleAgent(), ruleRegistry()
+	at(r, "validators", "out-exists")["schema"] = map[string]any{"file": "review.schema.json", "schema": "check"}
+	dir := writeRuleAgent(t, a, r)
+	schemaText := `{
+  "$defs": {"flag": {"type": "bool"}},
+  "review": {
+    "type": "object",
+    "properties": {
+      "summary": {"type": "strin", "minLength": -1, "pattern": "(["},
+      "ok": {"$ref": "#/$defs/flag"}
+    }
+  },
+  "check": {"patternProperties": {"[": {}}}
+}`
+	if err := os.WriteFile(filepath.Join(dir, "schemas", "review.schema.json"), []byte(schemaText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := config.Check(dir, ValidateOptions())
+	var got []string
+	for _, p := range res.Problems() {
+		if p.Code == "SR-SCHEMA-UNRESOLVED" {
+			t.Errorf("also reported unlocated: %s", p)
+		}
+		if p.Code != CodeSchemaInvalid {
+			continue
+		}
+		if p.Hint == "" || p.Severity != config.SeverityError {
+			t.Errorf("no hint or not an error: %s", p)
+		}
+		who, _, _ := strings.Cut(p.Message, ":")
+		got = append(got, fmt.Sprintf("%s:%d:%d %s %s", p.File, p.Line, p.Column, p.Pointer, who))
+	}
+	want := []string{
+		"schemas/review.schema.json:2:22 /$defs/flag/type step review.main",
+		"schemas/review.schema.json:6:19 /review/properties/summary/type step review.main",
+		"schemas/review.schema.json:6:36 /review/properties/summary/minLength step review.main",
+		"schemas/review.schema.json:6:53 /review/properties/summary/pattern step review.main",
+		"schemas/review.schema.json:10:35 /check/patternProperties/[ validator out-exists",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s\nall:\n%v", strings.Join(got, "\n"), strings.Join(want, "\n"), res.Problems())
+	}
+	_, err := config.LoadAndValidate(dir, ValidateOptions())
+	if err == nil || !strings.Contains(err.Error(), "schemas/review.schema.json:6:53: error SR-SCHEMA-INVALID") ||
+		!strings.Contains(err.Error(), "schemas/review.schema.json:10:35: error SR-SCHEMA-INVALID") {
+		t.Fatalf("LoadAndValidate: %v", err)
 	}
 }

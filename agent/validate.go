@@ -30,6 +30,7 @@ const (
 	CodeStepPromptInvalid  = "SR-STEP-PROMPT-INVALID"
 	CodeRetryPromptMissing = "SR-RETRY-PROMPT-MISSING"
 	CodeSchemaUnresolved   = "SR-SCHEMA-UNRESOLVED"
+	CodeSchemaInvalid      = "SR-SCHEMA-INVALID"
 	CodeGateEnum           = "SR-GATE-ENUM"
 	CodeRetryPromptGeneric = "SR-RETRY-PROMPT-GENERIC"
 )
@@ -137,6 +138,10 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 			return
 		}
 		if _, err := schemas.get(*ref); err != nil {
+			if ps := invalidSchemaProblems(err, what, *ref); len(ps) > 0 {
+				out = append(out, ps...)
+				return
+			}
 			msg, hint := withOwnHint(err, "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)")
 			out = append(out, config.Problem{Code: CodeSchemaUnresolved, Severity: config.SeverityError, File: regFile,
 				Pointer: ptr, Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + msg, Hint: hint})
@@ -228,6 +233,26 @@ func builtinPatternNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// invalidSchemaProblems returns one SR-SCHEMA-INVALID problem per bad
+// keyword when err says the schema ref names (used by what: "step x",
+// "validator y") is not a valid JSON Schema, located in the schema file;
+// nil for any other error.
+func invalidSchemaProblems(err error, what string, ref config.SchemaRef) []config.Problem {
+	var inv *schema.InvalidSchemaError
+	if !errors.As(err, &inv) {
+		return nil
+	}
+	hint := strings.Replace(schema.InvalidKeywordHint, "each listed keyword", "this keyword", 1)
+	out := make([]config.Problem, 0, len(inv.Problems))
+	for _, p := range inv.Problems {
+		out = append(out, config.Problem{Code: CodeSchemaInvalid, Severity: config.SeverityError,
+			File: p.File, Pointer: p.Pointer, Line: p.Line, Column: p.Column,
+			Message: fmt.Sprintf("%s: schema %s#%s is not a valid JSON Schema (%s): %s", what, ref.File, ref.Schema, inv.Draft, p.Message),
+			Hint:    hint})
+	}
+	return out
 }
 
 // checkIntentEnum checks that the enum at a routed step's intentSchemaRef,

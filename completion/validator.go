@@ -26,6 +26,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -200,6 +201,25 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	return v, nil
 }
 
+// invalidSchema returns one SR-SCHEMA-INVALID error per bad keyword, at
+// its place in the schema file, when err says validator name's schema ref
+// is not a valid JSON Schema; nil for any other error.
+func invalidSchema(err error, name string, ref config.SchemaRef) []error {
+	var inv *schema.InvalidSchemaError
+	if !errors.As(err, &inv) {
+		return nil
+	}
+	hint := strings.Replace(schema.InvalidKeywordHint, "each listed keyword", "this keyword", 1)
+	out := make([]error, 0, len(inv.Problems))
+	for _, p := range inv.Problems {
+		re := config.Rule("SR-SCHEMA-INVALID", p.File, p.Pointer, hint,
+			"validator %s: schema %s#%s is not a valid JSON Schema (%s): %s", name, ref.File, ref.Schema, inv.Draft, p.Message)
+		re.Err.Line, re.Err.Column = p.Line, p.Column
+		out = append(out, re)
+	}
+	return out
+}
+
 // build checks the definition of validator name and makes what it needs
 // to run, returning every broken rule.
 func (v *CompletionValidator) build(name string, def config.Validator) (builtValidator, []error) {
@@ -233,6 +253,10 @@ func (v *CompletionValidator) build(name string, def config.Validator) (builtVal
 					"validator %q names a schema but no schema source is configured", name))
 			default:
 				if b.schema, err = v.cfg.Schemas.Schema(*ref); err != nil {
+					if bad := invalidSchema(err, name, *ref); len(bad) > 0 {
+						errs = append(errs, bad...)
+						break
+					}
 					rule("SR-SCHEMA-UNRESOLVED", "schema",
 						"fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)",
 						"validator %s: schema %s#%s does not resolve: %v", name, ref.File, ref.Schema, err)

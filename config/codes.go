@@ -144,6 +144,7 @@ func Codes() []CodeInfo {
 		{"SR-STEP-PROMPT-INVALID", e, "a step's prompt file cannot be used (broken frontmatter, empty, escapes)"},
 		{"SR-RETRY-PROMPT-MISSING", e, "a declared failure pattern used by a step has no retry prompt"},
 		{"SR-SCHEMA-UNRESOLVED", e, "an outputSchemaRef or validator schema does not resolve"},
+		{"SR-SCHEMA-INVALID", e, "a schema an outputSchemaRef or validator schema names is not a valid JSON Schema (reported at the bad keyword in the schema file)"},
 		{"SR-RETRY-PROMPT-GENERIC", w, "a failure pattern a validation step uses has no retry prompt file; the generic prompt is sent"},
 		{"SR-GATE-ENUM", e, "the enum at a structuredGate's intentSchemaRef is not exactly its allowedIntents"},
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -103,72 +102,6 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
-}
-
-// FuzzSourceIndex checks the JSON pointer index against encoding/json: for
-// valid JSON every indexed position starts the value it names.
-func FuzzSourceIndex(f *testing.F) {
-	f.Add([]byte(`{"a":[1,{"b":"c"}],"d~/e":null}`))
-	f.Add([]byte("{\n \"x\" : \"\\u00e9\\\"\" }"))
-	f.Add([]byte(`[[[]],{}]`))
-	f.Add([]byte(`"\ud83d\ude00"`))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		s := newSource("f.json", raw)
-		for off := range []int{-1, 0, len(raw), len(raw) + 5} {
-			s.position(off)
-		}
-		if !json.Valid(raw) {
-			return
-		}
-		var root any
-		if err := json.Unmarshal(raw, &root); err != nil {
-			return
-		}
-		for ptr, sp := range s.index {
-			v, ok := resolvePointer(root, ptr)
-			if !ok {
-				t.Fatalf("index has %q, which does not resolve", ptr)
-			}
-			var dec any
-			d := json.NewDecoder(strings.NewReader(string(raw[sp.val:])))
-			if err := d.Decode(&dec); err != nil {
-				t.Fatalf("%q: no value at offset %d: %v", ptr, sp.val, err)
-			}
-			a, _ := json.Marshal(v)
-			b, _ := json.Marshal(dec)
-			if string(a) != string(b) && len(s.dups) == 0 {
-				t.Fatalf("%q: index points at %s, pointer resolves to %s", ptr, b, a)
-			}
-		}
-	})
-}
-
-func resolvePointer(v any, ptr string) (any, bool) {
-	if ptr == "" {
-		return v, true
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[tok]; !ok {
-				return nil, false
-			}
-		case []any:
-			i := 0
-			for _, c := range tok {
-				i = i*10 + int(c-'0')
-			}
-			if i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
 }
 
 // FuzzResolveParams feeds arbitrary CLI values: never a panic, and every

@@ -3,36 +3,8 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
-	"unicode/utf8"
 )
-
-// TestPositionMatchesRuneCount checks line:col against a direct count on a
-// text with multi-byte characters that straddle the lookup marks, with
-// long and short lines.
-func TestPositionMatchesRuneCount(t *testing.T) {
-	var b strings.Builder
-	for i := 0; i < 3000; i++ {
-		b.WriteString("aé漢🙂")
-		if i%700 == 0 {
-			b.WriteByte('\n')
-		}
-	}
-	raw := []byte(b.String())
-	s := newSource("x.json", raw)
-	for off := 0; off <= len(raw); off += 7 {
-		line := strings.Count(string(raw[:off]), "\n") + 1
-		start := strings.LastIndexByte(string(raw[:off]), '\n') + 1
-		col := utf8.RuneCount(raw[start:off]) + 1
-		if !utf8.RuneStart(raw[min(off, len(raw)-1)]) && off < len(raw) {
-			continue // offsets always point at the start of a value
-		}
-		if gl, gc := s.position(off); gl != line || gc != col {
-			t.Fatalf("position(%d) = %d:%d, want %d:%d", off, gl, gc, line, col)
-		}
-	}
-}
 
 // minifiedRegistry is a one-line steps_registry.json with n chained steps,
 // each with an unknown key, so validation reports one warning per step

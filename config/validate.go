@@ -97,6 +97,12 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	c.registry()
 	for _, check := range opts.Checks {
 		for _, p := range check(c.dir, def, reg) {
+			if p.File != AgentFile && p.File != c.regSrc.file && p.File != "" {
+				// A problem in another file (a bad keyword in a schema
+				// file) comes located by the check that read it.
+				c.problems = append(c.problems, p)
+				continue
+			}
 			if p.File == AgentFile {
 				p.Pointer = c.agentSrc.aliases.actual(p.Pointer)
 			} else {
@@ -241,13 +247,13 @@ func (c *checker) schema(kindName, prefix string, src *source) {
 		}
 		c.add(src, Problem{Code: prefix + "-" + sp.code, Severity: sev, Pointer: sp.pointer, Message: sp.message, Hint: sp.hint}, sp.keyPos)
 	}
-	for _, d := range src.dups {
-		p := Problem{Code: prefix + "-DUPLICATE-KEY", Severity: SeverityWarning, Pointer: d.pointer,
+	for _, d := range src.pos.Duplicates() {
+		p := Problem{Code: prefix + "-DUPLICATE-KEY", Severity: SeverityWarning, Pointer: d.Pointer,
 			Message: "key appears more than once in the same object; only the last one counts",
 			Hint:    "remove or merge the duplicates"}
 		p.File = src.file
 		if !c.synthetic[src] {
-			p.Line, p.Column = src.position(d.offset)
+			p.Line, p.Column = src.position(d.Offset)
 		}
 		c.problems = append(c.problems, p)
 	}
@@ -883,7 +889,7 @@ func (c *checker) validator(name string, v Validator) {
 
 // has reports whether pointer exists in the file.
 func (s *source) has(pointer string) bool {
-	_, ok := s.index[pointer]
+	_, ok := s.pos.Span(pointer)
 	return ok
 }
 

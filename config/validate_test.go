@@ -491,6 +491,8 @@ func TestValidateProblems(t *testing.T) {
 		"SR-SUBSTEP-MISSING": true, "SR-SUBSTEP-PARALLEL": true,
 		// A validator's definition: completion.NewCompletionValidator.
 		"SR-VALIDATOR-FIELD": true, "SR-SUCCESS-WHEN": true, "SR-PATTERN-UNKNOWN": true, "SR-EXTRACTOR-UNKNOWN": true,
+		// A schema file that is not a valid JSON Schema: agent.TestInvalidSchemaIsLocated.
+		"SR-SCHEMA-INVALID": true,
 		// Definition snapshot codes: definition.TestTakeBounds, TestTakeRefusesEscapingLinks…, main.TestValidateReportsSnapshotProblems.
 		"DEFINITION_TOO_LARGE": true, "PATH_ESCAPE": true,
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp/syntax"
 	"strings"
 	"sync"
 
@@ -136,7 +135,7 @@ func CompileSource(src Source) (*Schema, error) {
 		if err := checkNumbers(doc); err != nil {
 			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 		}
-		if err := checkMeta(d, doc); err != nil {
+		if err := checkSchema(d, doc); err != nil {
 			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 		}
 	}
@@ -190,8 +189,8 @@ func CompileSource(src Source) (*Schema, error) {
 		compiled, err = c.Compile(raw, compileURL)
 	}
 	if err != nil {
-		if problems := patternProblems(err); len(problems) > 0 {
-			err = &MetaError{Draft: d.name, problems: problems}
+		if fails := patternProblems(err); len(fails) > 0 {
+			err = newMetaError(d, fails)
 		}
 		return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 	}
@@ -240,24 +239,22 @@ func subsetEngine(src Source) (*subsetSchema, error) {
 	return newSubsetSchema(src.Subset), nil
 }
 
-// patternProblems returns one line per invalid regular expression the
+// patternProblems returns one Failure per invalid regular expression the
 // library's err reports (none when it reports none), worded and located as
-// the meta-schema's problems.
-func patternProblems(err error) []string {
-	var out []string
+// the meta-schema's problems. (checkSchema finds them first in a schema a
+// user writes; a built-in schema reaches this.)
+func patternProblems(err error) []Failure {
+	var out []Failure
 	var walk func(error)
 	walk = func(e error) {
 		if re, ok := e.(*jsonschema.RegexPatternError); ok {
-			why := re.Err.Error()
-			var se *syntax.Error
-			if errors.As(re.Err, &se) {
-				why = string(se.Code)
+			var loc []string
+			if ptr := strings.TrimPrefix(re.Location, "#"); ptr != "" {
+				for _, t := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+					loc = append(loc, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
+				}
 			}
-			loc := strings.TrimPrefix(re.Location, "#")
-			if loc == "" {
-				loc = "(root)"
-			}
-			out = append(out, fmt.Sprintf("at %s: %q is not a regular expression capstan can use: %s", loc, re.Pattern, why))
+			out = append(out, Failure{Keyword: re.Keyword, Message: patternMessage(re.Pattern, re.Err), Instance: loc, Value: re.Pattern})
 			return
 		}
 		switch x := e.(type) {
@@ -298,7 +295,7 @@ func loadChecked(src Source, name string, assertsFormat bool, formats unknownFor
 			err = checkNumbers(doc)
 		}
 		if err == nil {
-			err = checkMeta(d, doc)
+			err = checkSchema(d, doc)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)

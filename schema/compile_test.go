@@ -292,3 +292,33 @@ func TestCompileInvalidPattern(t *testing.T) {
 		t.Errorf("the message spans lines: %q", err)
 	}
 }
+
+// An invalid regular expression is reported with the meta-schema's
+// problems, not only once they are fixed; data that holds a "pattern"
+// member (an enum value, a default) is not read as a schema.
+func TestCompileInvalidPatternWithMetaProblems(t *testing.T) {
+	_, err := CompileSource(Source{Raw: []byte(`{"properties": {"s": {"type": "strin", "minLength": -1, "pattern": "(["},
+		"t": {"enum": [{"pattern": "(["}], "default": {"pattern": "("}},
+		"u": {"items": {"patternProperties": {"[": true}}}}}`)})
+	var me *MetaError
+	if !errors.As(err, &me) {
+		t.Fatalf("got %v, want a MetaError", err)
+	}
+	got := me.Problems()
+	want := []string{
+		"at /properties/s/minLength: -1 is less than the minimum 0",
+		"at /properties/s/pattern: \"([\" is not a regular expression capstan can use: missing closing ]",
+		"at /properties/s/type: value \"strin\" must be one of \"array\", \"boolean\", \"integer\", \"null\", \"number\", \"object\", \"string\"",
+		"at /properties/u/items/patternProperties/[: \"[\" is not a regular expression capstan can use: missing closing ]",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	var ptrs []string
+	for _, f := range me.Failures() {
+		ptrs = append(ptrs, f.Pointer())
+	}
+	if !slices.Equal(ptrs, []string{"/properties/s/minLength", "/properties/s/pattern", "/properties/s/type", "/properties/u/items/patternProperties/["}) {
+		t.Fatalf("failures at %q", ptrs)
+	}
+}

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -158,29 +162,60 @@ func (m *libraryMeta) failures(doc any) ([]Failure, error) {
 
 // checkMeta reports the ways doc is not a valid schema of draft d.
 func checkMeta(d *draft, doc any) error {
-	var fails []Failure
-	if d.libraryMeta {
-		var err error
-		if fails, err = libraryMetaOf(d).failures(doc); err != nil {
-			return fmt.Errorf("checking the schema against the %s meta-schema: %w", d.name, err)
-		}
-	} else {
-		meta, err := ownMeta(d)
-		if err != nil {
-			return err
-		}
-		fails = meta.Failures(doc)
+	fails, err := metaFailures(d, doc)
+	if err != nil {
+		return err
 	}
 	if len(fails) == 0 {
 		return nil
 	}
-	return &MetaError{Draft: d.name, problems: problemLines(fails)}
+	return newMetaError(d, fails)
 }
 
-// MetaError is a schema that does not satisfy its draft's meta-schema.
+// metaFailures returns the ways doc is not a valid schema of draft d.
+func metaFailures(d *draft, doc any) ([]Failure, error) {
+	if d.libraryMeta {
+		fails, err := libraryMetaOf(d).failures(doc)
+		if err != nil {
+			return nil, fmt.Errorf("checking the schema against the %s meta-schema: %w", d.name, err)
+		}
+		return fails, nil
+	}
+	meta, err := ownMeta(d)
+	if err != nil {
+		return nil, err
+	}
+	return meta.Failures(doc), nil
+}
+
+// checkSchema reports every way doc, a schema a user wrote, is not a
+// valid schema of draft d: the problems its meta-schema finds and every
+// regular expression Go cannot compile, all at once (the library checks
+// the regular expressions only once the meta-schema is satisfied).
+func checkSchema(d *draft, doc any) error {
+	fails, err := metaFailures(d, doc)
+	if err != nil {
+		return err
+	}
+	fails = append(fails, patternFailures(doc)...)
+	if len(fails) == 0 {
+		return nil
+	}
+	sortFailures(fails)
+	return newMetaError(d, fails)
+}
+
+func newMetaError(d *draft, fails []Failure) *MetaError {
+	return &MetaError{Draft: d.name, fails: fails, problems: problemLines(fails)}
+}
+
+// MetaError is a schema that is not a valid JSON Schema: it does not
+// satisfy its draft's meta-schema, or a regular expression in it does not
+// compile.
 type MetaError struct {
 	// Draft names the draft ("2020-12", "draft-07", ...).
 	Draft    string
+	fails    []Failure
 	problems []string
 }
 
@@ -190,3 +225,110 @@ func (e *MetaError) Error() string {
 
 // Problems returns one line per problem, as [ValidationError.Problems].
 func (e *MetaError) Problems() []string { return append([]string(nil), e.problems...) }
+
+// Failures returns one Failure per problem, located in the schema
+// document (Instance is the path of the bad keyword or value in it).
+func (e *MetaError) Failures() []Failure { return append([]Failure(nil), e.fails...) }
+
+// patternFailures returns one Failure per regular expression in the schema
+// doc (a "pattern" value or a "patternProperties" name) that Go's regexp
+// package, which the library validates with, cannot compile. It follows
+// only the keywords whose values are schemas, so data that happens to
+// hold a "pattern" member (an enum value, a default) is not read as one.
+func patternFailures(doc any) []Failure {
+	var out []Failure
+	var walk func(v any, loc []string, depth int)
+	sub := func(v any, loc []string, depth int, tokens ...string) {
+		walk(v, append(slices.Clip(loc), tokens...), depth+1)
+	}
+	walk = func(v any, loc []string, depth int) {
+		m, ok := v.(map[string]any)
+		if !ok || depth > maxDepth {
+			return
+		}
+		if p, ok := m["pattern"].(string); ok {
+			if f, bad := patternFailure(p, append(slices.Clip(loc), "pattern")); bad {
+				out = append(out, f)
+			}
+		}
+		for k, kv := range m {
+			switch schemaValueKind(k) {
+			case "schema":
+				sub(kv, loc, depth, k)
+			case "schemaOrSchemas":
+				if a, ok := kv.([]any); ok {
+					for i, e := range a {
+						sub(e, loc, depth, k, strconv.Itoa(i))
+					}
+				} else {
+					sub(kv, loc, depth, k)
+				}
+			case "schemas":
+				if a, ok := kv.([]any); ok {
+					for i, e := range a {
+						sub(e, loc, depth, k, strconv.Itoa(i))
+					}
+				}
+			case "schemaMap", "dependencies":
+				mm, ok := kv.(map[string]any)
+				if !ok {
+					continue
+				}
+				for name, e := range mm {
+					if k == "patternProperties" {
+						if f, bad := patternFailure(name, append(slices.Clip(loc), k, name)); bad {
+							out = append(out, f)
+							continue
+						}
+					}
+					sub(e, loc, depth, k, name)
+				}
+			}
+		}
+	}
+	walk(doc, nil, 0)
+	return out
+}
+
+// schemaValueKind returns the kind of value keyword k takes (a name in
+// valueKinds) when that value holds subschemas, "" otherwise. items and
+// additionalItems take a schema or, before 2020-12, an array of them.
+func schemaValueKind(k string) string {
+	switch k {
+	case "items", "additionalItems":
+		return "schemaOrSchemas"
+	}
+	for _, kw := range keywordsBoth {
+		if kw.name == k {
+			switch kw.kind {
+			case "schema", "schemas", "schemaMap", "dependencies":
+				return kw.kind
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// patternFailure checks the regular expression p found at loc (the
+// member name at loc for patternProperties) and words the problem.
+func patternFailure(p string, loc []string) (Failure, bool) {
+	if p == "" {
+		return Failure{}, false
+	}
+	_, err := regexp.Compile(p)
+	if err == nil {
+		return Failure{}, false
+	}
+	return Failure{Keyword: "pattern", Message: patternMessage(p, err), Instance: loc, Value: p}, true
+}
+
+// patternMessage says why p is not a regular expression capstan can use.
+func patternMessage(p string, err error) string {
+	why := err.Error()
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		why = string(se.Code)
+	}
+	return fmt.Sprintf("%q is not a regular expression capstan can use: %s", p, why)
+}

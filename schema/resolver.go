@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/jsonpos"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 )
 
@@ -47,12 +48,13 @@ type Resolver struct {
 
 	mu       sync.Mutex
 	files    map[string]any                // slash path relative to dir → parsed file
+	texts    map[string]*jsonpos.Index     // slash path relative to dir → its text, to locate problems
 	resolved map[[2]string]json.RawMessage // {file, name} → result
 }
 
 // NewResolver returns a Resolver for the schema files under dir.
 func NewResolver(dir string) *Resolver {
-	return &Resolver{dir: dir, files: map[string]any{}, resolved: map[[2]string]json.RawMessage{}}
+	return &Resolver{dir: dir, files: map[string]any{}, texts: map[string]*jsonpos.Index{}, resolved: map[[2]string]json.RawMessage{}}
 }
 
 // NewResolverFS returns a Resolver for the schema files in fsys (paths
@@ -167,7 +169,7 @@ func (r *Resolver) load(rel string) (any, error) {
 		e := hint(wrap(resErr(rel, "", "invalid JSON"), err), "fix the JSON syntax")
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			e.Line, e.Column = lineCol(data, se.Offset)
+			e.Line, e.Column = jsonpos.New(data).Position(int(se.Offset))
 		}
 		return nil, e
 	}
@@ -176,6 +178,7 @@ func (r *Resolver) load(rel string) (any, error) {
 	}
 	r.mu.Lock()
 	r.files[rel] = doc
+	r.texts[rel] = jsonpos.New(data)
 	r.mu.Unlock()
 	return doc, nil
 }
@@ -207,23 +210,6 @@ func (r *Resolver) open(rel string) (fs.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// lineCol converts a byte offset into a 1-based line and column.
-func lineCol(data []byte, off int64) (int, int) {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	line, col := 1, 1
-	for _, c := range data[:off] {
-		if c == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return line, col
 }
 
 // cleanRel joins p (a slash path) to the directory dir (a clean slash path
@@ -327,6 +313,8 @@ type state struct {
 	r      *Resolver
 	stack  []string // refs being resolved, outermost first (cycle detection)
 	budget int
+	// visit, when set, is called with every schema a $ref leads to.
+	visit func(file, ptr string, node any)
 }
 
 // Keywords whose values are schemas, maps of schemas or arrays of schemas.
@@ -568,6 +556,9 @@ func (st *state) resolveRef(file, ref, loc string, depth int) (any, error) {
 			cycle := append(append([]string(nil), st.stack[i:]...), key)
 			return nil, hint(resErr(file, refLoc, "cyclic $ref: %s", strings.Join(cycle, " → ")), "structured output needs a finite schema: replace the recursion with a fixed depth")
 		}
+	}
+	if st.visit != nil {
+		st.visit(target, ptr, node)
 	}
 	st.stack = append(st.stack, key)
 	out, err := st.resolve(target, node, ptr, depth+1)

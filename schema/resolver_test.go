@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -643,5 +644,38 @@ func TestConditionalsKeepMeaning(t *testing.T) {
 		if err := v.Validate(answer); (err == nil) != c.ok {
 			t.Errorf("%s %s: valid=%v, want %v (err %v)", c.schema, c.answer, err == nil, c.ok, err)
 		}
+	}
+}
+
+// Resolver.Compile locates each problem of an invalid schema in the file
+// it is written in, a file a $ref leads to included, with the pointer
+// into that whole file.
+func TestResolverCompileLocatesProblems(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.json", "{\n  \"step\": {\n    \"properties\": {\"s\": {\"minLength\": -1}, \"o\": {\"$ref\": \"b.json#/$defs/x\"}}\n  }\n}")
+	write("b.json", "{\"$defs\": {\"x\": {\"pattern\": \"([\"}}}")
+	_, _, err := NewResolver(dir).Compile("a.json", "step")
+	var inv *InvalidSchemaError
+	if !errors.As(err, &inv) {
+		t.Fatalf("got %v, want an InvalidSchemaError", err)
+	}
+	var got []string
+	for _, p := range inv.Problems {
+		got = append(got, p.String())
+	}
+	want := []string{
+		"a.json:3:26: at /step/properties/s/minLength: -1 is less than the minimum 0",
+		"b.json:1:18: at /$defs/x/pattern: \"([\" is not a regular expression capstan can use: missing closing ]",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if e := agenterr.From(err); e == nil || e.File != "a.json" || e.Line != 3 || e.Hint == "" {
+		t.Fatalf("error not located at the first problem: %+v", e)
 	}
 }

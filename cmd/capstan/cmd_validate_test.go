@@ -135,8 +135,16 @@ func TestValidateChecksOutputSchemasAgainstTheirDraft(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ := captureConfigCLI(t, "validate", dir)
-	if code != 2 || !strings.Contains(out, "SR-SCHEMA-UNRESOLVED") || !strings.Contains(out, "not a valid JSON Schema (2020-12)") ||
-		!strings.Contains(out, `at /properties/next_action/properties/reason/type: value "strin" must be one of`) {
+	// The problem is in the $defs the step's schema refers to: it is
+	// reported there, at the keyword, with the pointer into the file.
+	if code != 2 || !strings.Contains(out, filepath.Join("schemas", "fix.schema.json")+":8:21: error SR-SCHEMA-INVALID step complete.fix:") ||
+		!strings.Contains(out, `not a valid JSON Schema (2020-12): value "strin" must be one of`) ||
+		!strings.Contains(out, "(/$defs/nextAction/properties/reason/type)") || strings.Contains(out, "SR-SCHEMA-UNRESOLVED") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// capstan run refuses the folder with the same located problem.
+	code, out, errOut := captureConfigCLI(t, "run", dir)
+	if code == 0 || !strings.Contains(out+errOut, "fix.schema.json:8:21: error SR-SCHEMA-INVALID") {
+		t.Fatalf("run: exit %d:\n%s%s", code, out, errOut)
 	}
 }
