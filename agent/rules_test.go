@@ -406,3 +406,37 @@ func TestInvalidSchemaIsLocated(t *testing.T) {
 		t.Fatalf("LoadAndValidate: %v", err)
 	}
 }
+
+// A schema file that names draft-07 is checked as draft-07 by validate:
+// its tuple items is valid there (2020-12 would refuse it).
+func TestDraft07SchemaFileValidates(t *testing.T) {
+	a, r := ruleAgent(), ruleRegistry()
+	dir := writeRuleAgent(t, a, r)
+	schemaText := `{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "review": {
+    "type": "object",
+    "properties": {"pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}}
+  }
+}`
+	if err := os.WriteFile(filepath.Join(dir, "schemas", "review.schema.json"), []byte(schemaText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := config.Check(dir, ValidateOptions())
+	for _, p := range res.Problems() {
+		if p.Severity == config.SeverityError {
+			t.Errorf("draft-07 schema refused: %s", p)
+		}
+	}
+	// The same file without $schema is read as 2020-12, where items is one schema.
+	if err := os.WriteFile(filepath.Join(dir, "schemas", "review.schema.json"), []byte(strings.Replace(schemaText, `"$schema": "http://json-schema.org/draft-07/schema#",`, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := false
+	for _, p := range config.Check(dir, ValidateOptions()).Problems() {
+		refused = refused || p.Code == CodeSchemaInvalid && p.Pointer == "/review/properties/pair/items"
+	}
+	if !refused {
+		t.Fatal("2020-12 accepted an array items")
+	}
+}

@@ -11,7 +11,9 @@ import (
 )
 
 // Compile resolves the schema called name in file ([Resolver.Resolve])
-// and compiles the result ([Compile]).
+// and compiles the result ([Compile]) against the JSON Schema draft its
+// files declare with $schema (2020-12 when none does). The returned
+// document is Resolve's, without $schema.
 //
 // A schema that is not a valid JSON Schema (a keyword with a value its
 // draft does not allow, a regular expression that does not compile) is a
@@ -21,11 +23,12 @@ import (
 // $refs lead to. The error's own File, Pointer, Line and Column are those
 // of the first problem.
 func (r *Resolver) Compile(file, name string) (json.RawMessage, *Validator, error) {
-	raw, err := r.Resolve(file, name)
+	res, err := r.resolve(file, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := Compile(raw)
+	raw := append(json.RawMessage(nil), res.raw...)
+	v, err := Compile(withDraft(raw, res.draft))
 	if err == nil {
 		return raw, v, nil
 	}
@@ -33,7 +36,7 @@ func (r *Resolver) Compile(file, name string) (json.RawMessage, *Validator, erro
 	if !errors.As(err, &me) {
 		return nil, nil, err
 	}
-	inv := r.locate(file, name)
+	inv := r.locate(file, name, res.draft)
 	if inv == nil || len(inv.Problems) == 0 {
 		// Only the merged schema is invalid (allOf members or $ref
 		// siblings that each pass): no single keyword to point at.
@@ -43,6 +46,23 @@ func (r *Resolver) Compile(file, name string) (json.RawMessage, *Validator, erro
 	e := resErr(first.File, first.Pointer, "schema %s#%s is not a valid JSON Schema (%s)", file, name, inv.Draft)
 	e.Line, e.Column = first.Line, first.Column
 	return nil, nil, hint(wrap(e, inv), "in the schema file, "+InvalidKeywordHint)
+}
+
+// withDraft returns the resolved schema raw declaring draft d, which
+// [Compile] reads from its $schema. A 2020-12 schema, Compile's default,
+// and a boolean schema are returned as they are.
+func withDraft(raw json.RawMessage, d *draft) json.RawMessage {
+	if d == draft202012 || len(raw) < 2 || raw[0] != '{' {
+		return raw
+	}
+	head, _ := json.Marshal(d.meta)
+	out := make(json.RawMessage, 0, len(raw)+len(head)+12)
+	out = append(out, `{"$schema":`...)
+	out = append(out, head...)
+	if rest := bytes.TrimSpace(raw[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, raw[1:]...)
 }
 
 // InvalidKeywordHint says what to do about one [SchemaProblem].
@@ -89,10 +109,11 @@ func (e *InvalidSchemaError) Error() string {
 	return joinProblems(lines)
 }
 
-// locate checks, where they are written, the schema called name in file
-// and every schema its $refs lead to, and returns what is wrong with them;
+// locate checks, where they are written and against draft d, the schema
+// called name in file and every schema its $refs lead to, and returns what
+// is wrong with them;
 // nil when the resolution itself fails.
-func (r *Resolver) locate(file, name string) *InvalidSchemaError {
+func (r *Resolver) locate(file, name string, d *draft) *InvalidSchemaError {
 	rel, err := cleanRel(".", file)
 	if err != nil {
 		return nil
@@ -115,9 +136,6 @@ func (r *Resolver) locate(file, name string) *InvalidSchemaError {
 	if _, err := st.resolve(rel, node, ptr, 0); err != nil {
 		return nil
 	}
-	// The resolved schema carries no $schema: it is compiled as 2020-12,
-	// and so are its parts here.
-	d := draft202012
 	inv := &InvalidSchemaError{Draft: d.name}
 	seen := map[string]bool{}
 	for _, en := range entries {

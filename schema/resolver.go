@@ -47,14 +47,22 @@ type Resolver struct {
 	fsys fs.FS // when set, the schema files are read from it, not from dir
 
 	mu       sync.Mutex
-	files    map[string]any                // slash path relative to dir → parsed file
-	texts    map[string]*jsonpos.Index     // slash path relative to dir → its text, to locate problems
-	resolved map[[2]string]json.RawMessage // {file, name} → result
+	files    map[string]any            // slash path relative to dir → parsed file
+	texts    map[string]*jsonpos.Index // slash path relative to dir → its text, to locate problems
+	resolved map[[2]string]resolved    // {file, name} → result
+}
+
+// resolved is one named schema, resolved.
+type resolved struct {
+	raw json.RawMessage
+	// draft is the JSON Schema draft its files declare ($schema), 2020-12
+	// when none does. The resolved document itself carries no $schema.
+	draft *draft
 }
 
 // NewResolver returns a Resolver for the schema files under dir.
 func NewResolver(dir string) *Resolver {
-	return &Resolver{dir: dir, files: map[string]any{}, texts: map[string]*jsonpos.Index{}, resolved: map[[2]string]json.RawMessage{}}
+	return &Resolver{dir: dir, files: map[string]any{}, texts: map[string]*jsonpos.Index{}, resolved: map[[2]string]resolved{}}
 }
 
 // NewResolverFS returns a Resolver for the schema files in fsys (paths
@@ -88,42 +96,59 @@ func (r *Resolver) Dir() string { return r.dir }
 // output cannot describe recursive data), a remote or absolute ref, a path
 // leaving the directory, or conflicting allOf members.
 func (r *Resolver) Resolve(file, name string) (json.RawMessage, error) {
+	res, err := r.resolve(file, name)
+	if err != nil {
+		return nil, err
+	}
+	return append(json.RawMessage(nil), res.raw...), nil
+}
+
+// resolve is [Resolver.Resolve], with the draft the schema's files declare.
+// Every file the resolution reads must declare the same draft or none:
+// once $refs are inlined, one draft applies to the whole.
+func (r *Resolver) resolve(file, name string) (resolved, error) {
 	key := [2]string{file, name}
 	r.mu.Lock()
 	if out, ok := r.resolved[key]; ok {
 		r.mu.Unlock()
-		return append(json.RawMessage(nil), out...), nil
+		return out, nil
 	}
 	r.mu.Unlock()
 
 	rel, err := cleanRel(".", file)
 	if err != nil {
-		return nil, hint(resErr(file, "", "schema file %q is not a relative path inside the schema directory", file), "name a file inside "+r.dir)
+		return resolved{}, hint(resErr(file, "", "schema file %q is not a relative path inside the schema directory", file), "name a file inside "+r.dir)
 	}
 	root, err := r.load(rel)
 	if err != nil {
-		return nil, err
+		return resolved{}, err
 	}
 	ptr, node, err := lookupName(root, name)
 	if err != nil {
-		return nil, wrap(hint(resErr(rel, "", "no schema named %q in %s", name, rel), "use a top-level key, a $defs/definitions key or a JSON pointer like #/properties/x"), err)
+		return resolved{}, wrap(hint(resErr(rel, "", "no schema named %q in %s", name, rel), "use a top-level key, a $defs/definitions key or a JSON pointer like #/properties/x"), err)
 	}
 	st := &state{r: r, budget: maxNodes}
+	if err := st.noteDraft(rel, root); err != nil {
+		return resolved{}, err
+	}
 	st.stack = append(st.stack, refKey(rel, ptr))
 	out, err := st.resolve(rel, node, ptr, 0)
 	if err != nil {
-		return nil, err
+		return resolved{}, err
 	}
 	addAdditionalProperties(out, 0)
 	var buf bytes.Buffer
 	if err := encodeJSON(&buf, out); err != nil {
-		return nil, resErr(rel, ptr, "%v", err)
+		return resolved{}, resErr(rel, ptr, "%v", err)
 	}
-	raw := json.RawMessage(buf.Bytes())
+	res := resolved{raw: json.RawMessage(buf.Bytes()), draft: draft202012}
+	if st.draft != nil {
+		res.draft = st.draft
+	}
 	r.mu.Lock()
-	r.resolved[key] = raw
+	r.resolved[key] = res
 	r.mu.Unlock()
-	return append(json.RawMessage(nil), raw...), nil
+	return res, nil
 }
 
 // load returns the parsed schema file rel (a clean slash path relative to
@@ -315,6 +340,41 @@ type state struct {
 	budget int
 	// visit, when set, is called with every schema a $ref leads to.
 	visit func(file, ptr string, node any)
+	// draft is the draft the files read so far declare (nil: none has),
+	// and draftFile the first file that declared it.
+	draft     *draft
+	draftFile string
+}
+
+// noteDraft records the draft the schema file rel (parsed as root)
+// declares with $schema, if any. A $schema capstan does not know, or a
+// draft other than one an earlier file of the resolution declared, is an
+// error: the resolved schema is one document, checked against one draft.
+func (st *state) noteDraft(rel string, root any) error {
+	o, ok := root.(*object)
+	if !ok {
+		return nil
+	}
+	v, ok := o.get("$schema")
+	if !ok {
+		return nil
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		return hint(resErr(rel, "/$schema", "$schema must be a string naming a JSON Schema draft"), "use a draft's URL, for example "+strconv.Quote(draft202012.meta))
+	}
+	d, err := draftNamed(s)
+	if err != nil {
+		return hint(resErr(rel, "/$schema", "%v", err), "name one of those drafts")
+	}
+	switch {
+	case st.draft == nil:
+		st.draft, st.draftFile = d, rel
+	case st.draft != d:
+		return hint(resErr(rel, "/$schema", "%s declares JSON Schema %s, but %s, whose $refs lead here, declares %s: once the $refs are inlined, one draft applies to the whole schema", rel, d.name, st.draftFile, st.draft.name),
+			"give the schema files that refer to each other the same $schema")
+	}
+	return nil
 }
 
 // Keywords whose values are schemas, maps of schemas or arrays of schemas.
@@ -545,6 +605,11 @@ func (st *state) resolveRef(file, ref, loc string, depth int) (any, error) {
 			return nil, wrap(hint(resErr(file, refLoc, "$ref %q: %s", ref, e.Message), e.Hint), err)
 		}
 		return nil, err
+	}
+	if target != file {
+		if err := st.noteDraft(target, root); err != nil {
+			return nil, err
+		}
 	}
 	node, err := resolvePointer(root, ptr)
 	if err != nil {

@@ -679,3 +679,94 @@ func TestResolverCompileLocatesProblems(t *testing.T) {
 		t.Fatalf("error not located at the first problem: %+v", e)
 	}
 }
+
+// A schema file's $schema decides the draft its resolved schema is
+// compiled and checked against: draft-07's array form of items is a tuple
+// there, not an invalid schema, and its problems are worded for draft-07.
+func TestResolverCompileUsesTheFilesDraft(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "d7.json", `{"$schema": "http://json-schema.org/draft-07/schema#",
+  "pair": {"type": "array", "items": [{"type": "string"}, {"$ref": "num.json#/$defs/n"}], "additionalItems": false}}`)
+	writeFile(t, dir, "num.json", `{"$defs": {"n": {"type": "number"}}}`)
+	r := NewResolver(dir)
+	raw, v, err := r.Compile("d7.json", "pair")
+	if err != nil {
+		t.Fatalf("draft-07 tuple refused: %v", err)
+	}
+	if strings.Contains(string(raw), "$schema") {
+		t.Fatalf("the resolved document carries $schema: %s", raw)
+	}
+	if err := v.Validate(json.RawMessage(`["a", 1]`)); err != nil {
+		t.Fatalf("a valid pair refused: %v", err)
+	}
+	for _, bad := range []string{`["a", "b"]`, `[1, 1]`, `["a", 1, 2]`} {
+		if err := v.Validate(json.RawMessage(bad)); err == nil {
+			t.Errorf("%s passed the draft-07 tuple", bad)
+		}
+	}
+
+	writeFile(t, dir, "bad7.json", "{\"$schema\": \"http://json-schema.org/draft-07/schema#\",\n \"s\": {\"items\": [{\"type\": \"strin\"}]}}")
+	_, _, err = r.Compile("bad7.json", "s")
+	var inv *InvalidSchemaError
+	if !errors.As(err, &inv) || inv.Draft != "draft-07" {
+		t.Fatalf("got %v, want draft-07 problems", err)
+	}
+	found := false
+	for _, p := range inv.Problems {
+		found = found || p.Pointer == "/s/items/0/type" && p.Line == 2 && strings.Contains(p.Message, "strin")
+	}
+	if !found {
+		t.Fatalf("no problem at /s/items/0/type on line 2: %v", inv.Problems)
+	}
+
+	// No $schema anywhere: 2020-12, where the array form is invalid.
+	writeFile(t, dir, "plain.json", `{"pair": {"type": "array", "items": [{"type": "string"}]}}`)
+	if _, _, err := r.Compile("plain.json", "pair"); !errors.As(err, &inv) || inv.Draft != "2020-12" {
+		t.Fatalf("got %v, want a 2020-12 problem", err)
+	}
+}
+
+// Files whose $refs inline each other must agree on the draft; a $schema
+// capstan does not know is refused where it is written.
+func TestResolverRefusesMixedOrUnknownDrafts(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.json", `{"$schema": "http://json-schema.org/draft-07/schema#", "s": {"properties": {"x": {"$ref": "b.json#/$defs/x"}}}}`)
+	writeFile(t, dir, "b.json", `{"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"x": {"type": "string"}}}`)
+	writeFile(t, dir, "c.json", `{"s": {"properties": {"x": {"$ref": "b.json#/$defs/x"}}}}`)
+	writeFile(t, dir, "d.json", `{"$schema": "https://example.com/my-draft", "s": {"type": "string"}}`)
+	r := NewResolver(dir)
+	_, err := r.Resolve("a.json", "s")
+	e := agenterr.From(err)
+	if e == nil || e.Code != agenterr.CodeSchemaResolution || e.File != "b.json" || e.Pointer != "/$schema" ||
+		!strings.Contains(e.Message, "a.json") || !strings.Contains(e.Message, "draft-07") || e.Hint == "" {
+		t.Fatalf("mixed drafts: got %+v", e)
+	}
+	// A file without $schema takes the draft of the files it meets.
+	if _, _, err := r.Compile("c.json", "s"); err != nil {
+		t.Fatalf("a file without $schema referring to a 2020-12 file: %v", err)
+	}
+	_, err = r.Resolve("d.json", "s")
+	if e := agenterr.From(err); e == nil || e.File != "d.json" || e.Pointer != "/$schema" || !strings.Contains(e.Message, "my-draft") {
+		t.Fatalf("unknown draft: got %+v", e)
+	}
+}
+
+func TestWithDraft(t *testing.T) {
+	for in, want := range map[string]string{
+		`{}`:                `{"$schema":"http://json-schema.org/draft-07/schema"}`,
+		`{ }`:               `{"$schema":"http://json-schema.org/draft-07/schema"}`,
+		`{"type":"string"}`: `{"$schema":"http://json-schema.org/draft-07/schema","type":"string"}`,
+		`true`:              `true`,
+	} {
+		got := withDraft(json.RawMessage(in), draft7)
+		if string(got) != want && !(in == `{ }` && string(got) == `{"$schema":"http://json-schema.org/draft-07/schema" }`) {
+			t.Errorf("withDraft(%s) = %s, want %s", in, got, want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("withDraft(%s) = %s, not JSON", in, got)
+		}
+	}
+	if got := withDraft(json.RawMessage(`{"a":1}`), draft202012); string(got) != `{"a":1}` {
+		t.Errorf("2020-12 changed: %s", got)
+	}
+}
