@@ -38,6 +38,10 @@ type Source struct {
 	// by it, and Raw is not compiled (Raw is decoded
 	// only to word failures).
 	Subset *SubsetTable
+	// assertFormat asserts "format" whatever the draft: a schema that
+	// [Resolver.Compile] rewrote into 2020-12 from files of draft 4 to 7,
+	// which assert it.
+	assertFormat bool
 }
 
 // SourceError is a failure of [CompileSource]: Stage is "json" (the
@@ -139,9 +143,10 @@ func CompileSource(src Source) (*Schema, error) {
 			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
 		}
 	}
-	c := newCompiler(d.assertsFormat)
+	assertFormat := d.assertsFormat || src.assertFormat
+	c := newCompiler(assertFormat)
 	formats := unknownFormats{c: c}
-	if d.assertsFormat {
+	if assertFormat {
 		doc, err := sch.document()
 		if err != nil {
 			return nil, &SourceError{Stage: "json", URL: u, Err: err}
@@ -164,7 +169,7 @@ func CompileSource(src Source) (*Schema, error) {
 				err = fmt.Errorf("%s is referred to again while it is being compiled (documents that refer to each other in a cycle); put the schemas that refer to each other in one document under $defs", name)
 			} else {
 				requested[name] = true
-				b, err = loadChecked(src, name, d.assertsFormat, formats)
+				b, err = loadChecked(src, name, assertFormat, formats)
 			}
 			if err != nil {
 				if loadErr == nil {

@@ -60,6 +60,10 @@ func FuzzResolve(f *testing.F) {
 	f.Add(`{"s": {"type": "object", "properties": {"l": {"type": "array", "items": {"$ref": "b.json#/$defs/i"}}, "c": {"anyOf": [{"properties": {"x": {"type": "string"}}}, {"type": "null"}]}}}}`,
 		`{"$defs": {"i": {"allOf": [{"type": "object", "properties": {"a": {"enum": [1, 2]}}, "required": ["a"]}, {"properties": {"a": {"enum": [2, 3]}, "b": {"type": ["integer", "string"]}}}], "description": "d"}}}`, "a.json", "s")
 	f.Add(`{"x": {"$ref": "b.json#/y", "properties": {"q": {"minimum": 3}}}}`, `{"y": {"type": "object", "properties": {"q": {"minimum": 1, "maximum": 9}}, "additionalProperties": {"type": "object"}}}`, "a.json", "#/x")
+	f.Add(`{"$schema": "http://json-schema.org/draft-07/schema#", "t": {"items": [{"$ref": "b.json#/n"}], "additionalItems": false, "dependencies": {"a": ["b"], "c": {"required": ["d"]}}}}`,
+		`{"$schema": "http://json-schema.org/draft-07/schema", "n": {"type": "number", "format": "email", "prefixItems": [true]}}`, "a.json", "t")
+	f.Add(`{"$schema": "http://json-schema.org/draft-04/schema#", "n": {"id": "x", "maximum": 3, "exclusiveMaximum": true, "const": 1, "allOf": [{"$ref": "b.json#/m"}]}}`,
+		`{"$schema": "https://json-schema.org/draft/2019-09/schema", "m": {"items": [true], "additionalItems": {"type": "integer"}}}`, "a.json", "n")
 	f.Fuzz(func(t *testing.T, a, b, file, name string) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "a.json"), []byte(a), 0o644); err != nil {
@@ -99,8 +103,11 @@ func FuzzResolve(f *testing.F) {
 			}
 		}
 		// Arbitrary input may be an invalid schema; Compile must only
-		// report it.
+		// report it, and Resolver.Compile hand back Resolve's document.
 		_, _ = Compile(out)
+		if raw, _, err := r.Compile(file, name); err == nil && string(raw) != string(out) {
+			t.Fatalf("Resolver.Compile returned %s, Resolve %s", raw, out)
+		}
 	})
 }
 

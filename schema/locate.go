@@ -11,9 +11,10 @@ import (
 )
 
 // Compile resolves the schema called name in file ([Resolver.Resolve])
-// and compiles the result ([Compile]) against the JSON Schema draft its
-// files declare with $schema (2020-12 when none does). The returned
-// document is Resolve's, without $schema.
+// and compiles the result ([Compile]). The result is in 2020-12 form (the
+// schemas of a file that names an earlier draft in $schema are rewritten
+// into what they mean there); format is asserted when the files name
+// draft-04, -06 or -07, as those drafts do.
 //
 // A schema that is not a valid JSON Schema (a keyword with a value its
 // draft does not allow, a regular expression that does not compile) is a
@@ -28,7 +29,7 @@ func (r *Resolver) Compile(file, name string) (json.RawMessage, *Validator, erro
 		return nil, nil, err
 	}
 	raw := append(json.RawMessage(nil), res.raw...)
-	v, err := Compile(withDraft(raw, res.draft))
+	v, err := compileValidator(Source{Raw: raw, assertFormat: res.draft.assertsFormat})
 	if err == nil {
 		return raw, v, nil
 	}
@@ -46,23 +47,6 @@ func (r *Resolver) Compile(file, name string) (json.RawMessage, *Validator, erro
 	e := resErr(first.File, first.Pointer, "schema %s#%s is not a valid JSON Schema (%s)", file, name, inv.Draft)
 	e.Line, e.Column = first.Line, first.Column
 	return nil, nil, hint(wrap(e, inv), "in the schema file, "+InvalidKeywordHint)
-}
-
-// withDraft returns the resolved schema raw declaring draft d, which
-// [Compile] reads from its $schema. A 2020-12 schema, Compile's default,
-// and a boolean schema are returned as they are.
-func withDraft(raw json.RawMessage, d *draft) json.RawMessage {
-	if d == draft202012 || len(raw) < 2 || raw[0] != '{' {
-		return raw
-	}
-	head, _ := json.Marshal(d.meta)
-	out := make(json.RawMessage, 0, len(raw)+len(head)+12)
-	out = append(out, `{"$schema":`...)
-	out = append(out, head...)
-	if rest := bytes.TrimSpace(raw[1:]); len(rest) > 0 && rest[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, raw[1:]...)
 }
 
 // InvalidKeywordHint says what to do about one [SchemaProblem].

@@ -104,8 +104,9 @@ func (r *Resolver) Resolve(file, name string) (json.RawMessage, error) {
 }
 
 // resolve is [Resolver.Resolve], with the draft the schema's files declare.
-// Every file the resolution reads must declare the same draft or none:
-// once $refs are inlined, one draft applies to the whole.
+// Every file the resolution reads must declare the same draft or none (the
+// draft decides whether format is asserted); the schemas of a file of an
+// earlier draft are rewritten into their 2020-12 form as they are inlined.
 func (r *Resolver) resolve(file, name string) (resolved, error) {
 	key := [2]string{file, name}
 	r.mu.Lock()
@@ -344,6 +345,9 @@ type state struct {
 	// and draftFile the first file that declared it.
 	draft     *draft
 	draftFile string
+	// older maps each file read that declares a draft before 2020-12 to
+	// it: its schemas are rewritten into their 2020-12 form (modernize).
+	older map[string]*draft
 }
 
 // noteDraft records the draft the schema file rel (parsed as root)
@@ -366,6 +370,12 @@ func (st *state) noteDraft(rel string, root any) error {
 	d, err := draftNamed(s)
 	if err != nil {
 		return hint(resErr(rel, "/$schema", "%v", err), "name one of those drafts")
+	}
+	if d != draft202012 {
+		if st.older == nil {
+			st.older = map[string]*draft{}
+		}
+		st.older[rel] = d
 	}
 	switch {
 	case st.draft == nil:
@@ -535,6 +545,9 @@ func (st *state) resolveObject(file string, o *object, loc string, depth int) (a
 			}
 			out.set(k, v) // data (enum, const, default, ...): shared, never modified
 		}
+	}
+	if d := st.older[file]; d != nil {
+		out = modernize(out, d)
 	}
 	if all, ok := out.get("allOf"); ok {
 		members := append([]any(nil), all.([]any)...)

@@ -24,7 +24,12 @@ type Validator struct {
 // is read from disk or the network. An invalid schema is a
 // SCHEMA_RESOLUTION error.
 func Compile(raw json.RawMessage) (*Validator, error) {
-	sch, err := CompileSource(Source{Raw: raw})
+	return compileValidator(Source{Raw: raw})
+}
+
+// compileValidator is [Compile] of src.
+func compileValidator(src Source) (*Validator, error) {
+	sch, err := CompileSource(src)
 	var se *SourceError
 	if errors.As(err, &se) {
 		switch se.Stage {
