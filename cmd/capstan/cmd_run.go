@@ -454,6 +454,14 @@ func printConfigError(w io.Writer, err error, dir string, onDisk bool) {
 		fmt.Fprintln(w)
 		return
 	}
+	// A folder that cannot be loaded (no agent.json, broken JSON, a missing
+	// registry) names its file relative to the folder: name it from the
+	// current directory, as validate does.
+	if e, ok := err.(*agenterr.Error); ok && e.File != "" && dir != "" && !filepath.IsAbs(e.File) {
+		located := *e
+		located.File = filepath.Join(dir, e.File)
+		err = &located
+	}
 	fmt.Fprintln(w, "capstan:", err)
 }
 

@@ -463,3 +463,40 @@ func TestRunsOrderWithinASecond(t *testing.T) {
 		t.Fatalf("the run started last is not listed first:\n%s", out)
 	}
 }
+
+// `capstan run` of a folder that cannot be loaded (broken JSON, a missing
+// registry) names the file from the current directory, as validate does,
+// so the location can be opened as printed.
+func TestRunOfAnUnloadableFolderNamesItsFile(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	for _, name := range []string{"broken", "noreg"} {
+		if code, out := sh("capstan init " + name); code != 0 {
+			t.Fatalf("init: exit %d\n%s", code, out)
+		}
+	}
+	path := filepath.Join(parent, "broken", "agent.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"maxIterations": 3`), []byte(`"maxIterations": 3,`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(parent, "noreg", "steps_registry.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, code, file string }{
+		{"broken", "CONFIG_PARSE", "(broken/agent.json:"},
+		{"noreg", "CONFIG_NOT_FOUND", "(noreg/steps_registry.json)"},
+	} {
+		code, out := sh("mkdir -p w && capstan run " + c.dir + " --workdir w")
+		if code != exitUsage || !strings.Contains(out, c.code) || !strings.Contains(out, c.file) || announced.MatchString(out) {
+			t.Fatalf("run %s: exit %d, want %d, %s naming %s\n%s", c.dir, code, exitUsage, c.code, c.file, out)
+		}
+		_, vout := sh("capstan validate " + c.dir)
+		if !strings.Contains(vout, strings.Trim(c.file, "()")) {
+			t.Fatalf("validate %s names another file than run:\n%s", c.dir, vout)
+		}
+	}
+}
