@@ -147,6 +147,16 @@ func isValueFlag(a string) bool {
 	return false
 }
 
+// checkBaseURL refuses a --base-url that carries a credential, naming the
+// flag, before anything is announced or recorded (the run would refuse it
+// too, naming it for Go callers).
+func (f *runFlags) checkBaseURL() error {
+	if f.baseURL == "" {
+		return nil
+	}
+	return llm.CheckBaseURL("--base-url", f.baseURL)
+}
+
 func isHelp(args []string) bool {
 	for _, a := range args {
 		if a == "-h" || a == "--help" {
@@ -185,6 +195,9 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
+	}
+	if err := flags.checkBaseURL(); err != nil {
+		return withExit(exitUsage, err)
 	}
 	if flags.temporal.address == "" {
 		for _, name := range temporalOnlyFlags {
@@ -530,6 +543,9 @@ Both choices are journaled. A run whose recorded definition is missing
 // the run was talking unless a flag says otherwise.
 func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def *config.Agent, stderr io.Writer) error {
 	start := rec.Start
+	if err := flags.checkBaseURL(); err != nil {
+		return withExit(exitUsage, err)
+	}
 	if fs.Changed("workdir") {
 		given, err := filepath.Abs(flags.workDir)
 		if err != nil {
