@@ -500,3 +500,57 @@ func TestRunOfAnUnloadableFolderNamesItsFile(t *testing.T) {
 		}
 	}
 }
+
+// An agent that closes its issue through capstan, run in a work dir with no
+// GitHub remote, fails before the model runs with a hint that works: for an
+// agent without a repository parameter it says how to declare one (its
+// flag is otherwise an unknown flag), then the flag to pass, which, pasted,
+// completes the run.
+func TestNoGitHubRemoteHintWorks(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	if code, out := sh("capstan init closer && mkdir fakebin w && git -C w init -q"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "fakebin", "gh"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(parent, "closer", "agent.json")
+	edit := func(f func(map[string]any)) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var def map[string]any
+		if err := json.Unmarshal(b, &def); err != nil {
+			t.Fatal(err)
+		}
+		f(def)
+		if b, err = json.MarshalIndent(def, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(func(def map[string]any) {
+		def["parameters"].(map[string]any)["issue"] = map[string]any{"type": "number", "required": true}
+		def["runner"].(map[string]any)["integrations"] = map[string]any{"github": map[string]any{"enabled": true, "defaultClosureAction": "close"}}
+	})
+	run := `unset GH_REPO GH_HOST; PATH="$PWD/fakebin:$PATH" capstan run closer --workdir w --issue 7`
+	code, out := sh(run)
+	if code == 0 || !strings.Contains(out, "has no GitHub remote") || !strings.Contains(out, `declare a "repository" parameter (type string) in agent.json and pass --repository OWNER/NAME`) {
+		t.Fatalf("no remote, no repository parameter: exit %d\n%s", code, out)
+	}
+	edit(func(def map[string]any) {
+		def["parameters"].(map[string]any)["repository"] = map[string]any{"type": "string"}
+	})
+	code, out = sh(run)
+	if code == 0 || !strings.Contains(out, "hint: pass --repository OWNER/NAME,") {
+		t.Fatalf("no remote, a repository parameter: exit %d\n%s", code, out)
+	}
+	if code, out := sh(run + " --repository octo/app"); code != 0 {
+		t.Fatalf("with the flag the hint names: exit %d\n%s", code, out)
+	}
+}
