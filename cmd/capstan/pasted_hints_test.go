@@ -554,3 +554,38 @@ func TestNoGitHubRemoteHintWorks(t *testing.T) {
 		t.Fatalf("with the flag the hint names: exit %d\n%s", code, out)
 	}
 }
+
+// `capstan report -o FILE` into a folder that does not exist is a usage
+// error before anything is written, whose mkdir hint, pasted, lets the
+// same command write the report; a folder given as FILE is refused too.
+func TestReportOutputDirHintWorks(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --json")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	var res struct{ RunID string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	report := "capstan report " + res.RunID + " -o 'out dir/r.html'"
+	code, out = sh(report)
+	if code != exitUsage || !strings.Contains(out, "does not exist") || strings.Contains(out, ".r.html.") {
+		t.Fatalf("report into a missing folder: exit %d, want %d\n%s", code, exitUsage, out)
+	}
+	fix := pastedCommand(t, out, "create it first (")
+	if code, out := sh(fix); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", fix, code, out)
+	}
+	if code, out := sh(report); code != 0 || !strings.Contains(out, "wrote out dir/r.html") {
+		t.Fatalf("after the hint: exit %d\n%s", code, out)
+	}
+	if code, out := sh("capstan report " + res.RunID + " -o w"); code != exitUsage || !strings.Contains(out, "is a directory") {
+		t.Fatalf("report onto a folder: exit %d\n%s", code, out)
+	}
+}
