@@ -286,7 +286,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if resume == nil {
 		// Usage errors come before the run is announced.
 		if _, err := def.ResolveParams(params); err != nil {
-			return withExit(exitUsage, err)
+			return withExit(exitUsage, inFolder(err, fromWorkingDir(def.Dir())))
 		}
 		if err := checkWorkDirExists(flags.workDir); err != nil {
 			return withExit(exitUsage, err)
@@ -468,14 +468,33 @@ func printConfigError(w io.Writer, err error, dir string, onDisk bool) {
 		return
 	}
 	// A folder that cannot be loaded (no agent.json, broken JSON, a missing
-	// registry) names its file relative to the folder: name it from the
-	// current directory, as validate does.
+	// registry) names its file relative to the folder.
+	fmt.Fprintln(w, "capstan:", inFolder(err, dir))
+}
+
+// fromWorkingDir is the absolute path p relative to the current directory
+// when it lies below it, else p.
+func fromWorkingDir(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel
+	}
+	return p
+}
+
+// inFolder is err, a coded error naming a file of the agent folder dir
+// relative to it, with that file named from the current directory, as
+// validate names it; other errors are returned as they are.
+func inFolder(err error, dir string) error {
 	if e, ok := err.(*agenterr.Error); ok && e.File != "" && dir != "" && !filepath.IsAbs(e.File) {
 		located := *e
 		located.File = filepath.Join(dir, e.File)
-		err = &located
+		return &located
 	}
-	fmt.Fprintln(w, "capstan:", err)
+	return err
 }
 
 func newResumeCmd() *cobra.Command {

@@ -499,6 +499,20 @@ func TestRunOfAnUnloadableFolderNamesItsFile(t *testing.T) {
 			t.Fatalf("validate %s names another file than run:\n%s", c.dir, vout)
 		}
 	}
+	// A required parameter not given names the agent.json that declares it.
+	if code, out := sh("capstan init needy"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	path = filepath.Join(parent, "needy", "agent.json")
+	if b, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"default": "capstan"`), []byte(`"required": true`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := sh("capstan run needy --workdir w"); code != exitUsage || !strings.Contains(out, "PARAM_MISSING") || !strings.Contains(out, "(needy/agent.json)") {
+		t.Fatalf("missing parameter: exit %d\n%s", code, out)
+	}
 }
 
 // An agent that closes its issue through capstan, run in a work dir with no
