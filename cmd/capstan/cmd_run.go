@@ -317,7 +317,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	}
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
-		return withExit(exitCodeFor(err), err)
+		return withExit(exitCodeFor(err), inFolder(err, fromWorkingDir(def.Dir())))
 	}
 	// Announced before Start, which runs the test validators once for the
 	// no-lost-tests baseline.

@@ -513,6 +513,16 @@ func TestRunOfAnUnloadableFolderNamesItsFile(t *testing.T) {
 	if code, out := sh("capstan run needy --workdir w"); code != exitUsage || !strings.Contains(out, "PARAM_MISSING") || !strings.Contains(out, "(needy/agent.json)") {
 		t.Fatalf("missing parameter: exit %d\n%s", code, out)
 	}
+	// An MCP server that cannot start names its entry in agent.json, in
+	// mcp list and in a run.
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"runner": {`), []byte(`"runner": {"mcpServers": {"srv": {"command": "no-such-mcp-server"}},`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"capstan mcp list needy", "capstan run needy --workdir w"} {
+		if code, out := sh(line); code != exitInternal || !strings.Contains(out, "(needy/agent.json#/runner/mcpServers/srv)") {
+			t.Fatalf("%s: exit %d\n%s", line, code, out)
+		}
+	}
 }
 
 // An agent that closes its issue through capstan, run in a work dir with no
