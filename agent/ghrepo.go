@@ -135,13 +135,22 @@ func (a *Agent) resolveGitHubRepo(ctx context.Context, remotes bool) (*GitHubRep
 		}
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
 			"capstan calls gh for this agent (runner.integrations.github or an externalState completion), but the work dir %s has no GitHub remote to name the repository", a.workDir)
-		e.Hint = "give the run a " + config.RepositoryParam + " parameter (OWNER/NAME), set GH_REPO to OWNER/NAME in capstan's environment, or add the GitHub remote to the work dir"
+		e.Hint = a.repositoryHint() + ", set GH_REPO to OWNER/NAME in capstan's environment, or add the GitHub remote to the work dir (git remote add origin https://github.com/OWNER/NAME)"
 		return nil, e
 	}
 	e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
 		"the journal of run %s names no GitHub repository, and the work dir's remotes may have been changed by the model since it started", a.runID)
 	e.Hint = "set GH_REPO to the repository (OWNER/NAME) in the environment of this resume"
 	return nil, e
+}
+
+// repositoryHint says how to give a run its repository by parameter:
+// the flag of the agent's repository parameter, or how to declare one.
+func (a *Agent) repositoryHint() string {
+	if p, ok := a.spec.Parameters[config.RepositoryParam]; ok {
+		return "pass " + p.Flag(config.RepositoryParam) + " OWNER/NAME"
+	}
+	return `declare a "` + config.RepositoryParam + `" parameter (type string) in agent.json and pass --` + config.RepositoryParam + " OWNER/NAME"
 }
 
 // remoteRepo picks the GitHub repository of the work dir's git remotes as

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm/script"
+	"github.com/capstan-dev/capstan/prompt"
 )
 
 // Codes of the syntax checks `capstan validate` runs on files that other
@@ -19,6 +21,9 @@ import (
 const (
 	CodeModelScriptInvalid = "AG-MODEL-SCRIPT-INVALID"
 	CodeRetryPromptInvalid = "SR-RETRY-PROMPT-INVALID"
+	// CodeRetryPromptUV: a retry prompt holds {uv-name} placeholders,
+	// which only step prompts substitute.
+	CodeRetryPromptUV = "SR-RETRY-PROMPT-UV"
 )
 
 // retryTemplateSyntax reports a retry template that cannot be rendered:
@@ -61,12 +66,76 @@ func checkRetrySyntax(dir string, def *config.Definition, reg *config.Registry) 
 			if serr := retryTemplateSyntax(rt.Text); serr != nil {
 				out = append(out, config.Problem{Code: CodeRetryPromptInvalid, Severity: config.SeverityError, File: registryFile(def),
 					Pointer: config.JoinPointer("completionPatterns", name),
-					Message: "retry prompt " + rt.Path + " for failure pattern " + name + ": " + firstLine(serr.Error()),
+					Message: "retry prompt " + agentRelative(dir, rt.Path) + " for failure pattern " + name + ": " + firstLine(serr.Error()),
 					Hint:    "fix the Handlebars syntax ({{param}}, {{#each list}}…{{/each}}, {{#if x}}…{{else}}…{{/if}})"})
+				continue
+			}
+			if p, ok := retryUVProblem(def, reg, name, agentRelative(dir, rt.Path), rt.Text); ok {
+				out = append(out, p)
 			}
 		}
 	}
 	return out
+}
+
+// retryUVProblem warns of {uv-name} placeholders in the retry prompt text
+// at path for failure pattern name: a retry prompt is a Handlebars template
+// filled with the failure's params, so they would reach the model as
+// written.
+func retryUVProblem(def *config.Definition, reg *config.Registry, name, path, text string) (config.Problem, bool) {
+	vars := prompt.Variables(text)
+	if len(vars) == 0 {
+		return config.Problem{}, false
+	}
+	params := map[string]bool{"pattern": true, "validator": true, "description": true, "stepId": true}
+	for _, p := range reg.CompletionPatterns[name].Params {
+		params[p] = true
+	}
+	for _, v := range reg.Validators {
+		if v.FailurePattern == name {
+			for p := range v.ExtractParams {
+				params[p] = true
+			}
+		}
+	}
+	placeholders := make([]string, len(vars))
+	var write, absent []string
+	for i, v := range vars {
+		placeholders[i] = "{uv-" + v + "}"
+		if params[v] {
+			write = append(write, "{{"+v+"}}")
+		} else {
+			absent = append(absent, v)
+		}
+	}
+	hint := "write the failure's params as {{name}} ({{pattern}}, {{validator}}, and each name the failing validator's extractParams gives)"
+	if len(write) > 0 {
+		hint = "write " + strings.Join(write, ", ") + " instead"
+	}
+	if len(absent) > 0 {
+		hint += "; " + strings.Join(absent, ", ") + " is not a param of this failure: add it to the validator's extractParams, or write the text itself"
+	}
+	return config.Problem{Code: CodeRetryPromptUV, Severity: config.SeverityWarning, File: registryFile(def),
+		Pointer: config.JoinPointer("completionPatterns", name),
+		Message: "retry prompt " + path + " for failure pattern " + name + " has " + strings.Join(placeholders, ", ") +
+			", which is sent as written: retry prompts are Handlebars templates filled with the failure's params, and only step prompts substitute {uv-name}",
+		Hint: hint}, true
+}
+
+// agentRelative is path relative to the agent folder dir when it lies in
+// it, as the other problems name prompt files; else path unchanged.
+func agentRelative(dir, path string) string {
+	if dir == "" || !filepath.IsAbs(path) {
+		return path
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(abs, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(rel)
+	}
+	return path
 }
 
 // firstLine is s up to its first newline.

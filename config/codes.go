@@ -145,6 +145,7 @@ func Codes() []CodeInfo {
 		{"SR-RETRY-PROMPT-MISSING", e, "a declared failure pattern used by a step has no retry prompt"},
 		{"SR-SCHEMA-UNRESOLVED", e, "an outputSchemaRef or validator schema does not resolve"},
 		{"SR-SCHEMA-INVALID", e, "a schema an outputSchemaRef or validator schema names is not a valid JSON Schema (reported at the bad keyword in the schema file)"},
+		{"SR-RETRY-PROMPT-UV", w, "a retry prompt holds {uv-name} placeholders, which only step prompts substitute; it is sent as written"},
 		{"SR-RETRY-PROMPT-GENERIC", w, "a failure pattern a validation step uses has no retry prompt file; the generic prompt is sent"},
 		{"SR-GATE-ENUM", e, "the enum at a structuredGate's intentSchemaRef is not exactly its allowedIntents"},
 	}

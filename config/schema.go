@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -111,7 +112,7 @@ func describe(f schema.Failure) []schemaProblem {
 			code:    "SCHEMA-TYPE",
 			pointer: ptr,
 			message: "wrong type: " + f.Message,
-			hint:    hint,
+			hint:    typeHint(node, f.Value, hint),
 		}}
 	case "enum":
 		msg := f.Message
@@ -135,6 +136,61 @@ func describe(f schema.Failure) []schemaProblem {
 		message: f.Message,
 		hint:    hint,
 	}}
+}
+
+// typeHint says what to write for a value of the wrong type: the value
+// itself unquoted when it is a quoted number or boolean of the type wanted,
+// else the JSON type wanted; then what the field is (desc).
+func typeHint(node map[string]any, value any, desc string) string {
+	var want []string
+	switch t := node["type"].(type) {
+	case string:
+		want = []string{t}
+	case []any:
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				want = append(want, s)
+			}
+		}
+	}
+	spelled := map[string]string{
+		"boolean": "true or false (no quotes)", "integer": "a whole number (no quotes)", "number": "a number (no quotes)",
+		"string": `a string in double quotes`, "array": "a list [ … ]", "object": "an object { … }", "null": "null",
+	}
+	var ways []string
+	for _, w := range want {
+		if str, ok := value.(string); ok && quotedValueFits(str, w) {
+			ways = []string{str + " without the quotes"}
+			break
+		}
+		if sp := spelled[w]; sp != "" {
+			ways = append(ways, sp)
+		}
+	}
+	if len(ways) == 0 {
+		return desc
+	}
+	h := "write " + strings.Join(ways, ", or ")
+	if desc != "" {
+		h += "; " + strings.TrimSuffix(desc, ".")
+	}
+	return h
+}
+
+// quotedValueFits reports whether the string s, unquoted, is a JSON value
+// of type t (a quoted "3" where an integer is wanted).
+func quotedValueFits(s, t string) bool {
+	switch t {
+	case "boolean":
+		return s == "true" || s == "false"
+	case "integer":
+		_, err := strconv.ParseInt(s, 10, 64)
+		return err == nil
+	case "number":
+		_, err := strconv.ParseFloat(s, 64)
+		return err == nil && !strings.ContainsAny(s, "xXpP_") && !strings.EqualFold(s, "nan") && !strings.Contains(strings.ToLower(s), "inf")
+	}
+	return false
 }
 
 func display(v any) string {

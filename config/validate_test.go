@@ -498,6 +498,8 @@ func TestValidateProblems(t *testing.T) {
 	}
 	// Intent-routing codes: TestFlowValidation; SR-GATE-ENUM and SR-RETRY-PROMPT-GENERIC (cross-layer): agent.TestFlowValidateEnum.
 	covered["SR-GATE-ENUM"], covered["SR-RETRY-PROMPT-GENERIC"] = true, true
+	// SR-RETRY-PROMPT-UV (cross-layer): main.TestValidateWarnsOfUVPlaceholdersInRetryPrompts.
+	covered["SR-RETRY-PROMPT-UV"] = true
 	for _, tc := range flowCases() {
 		covered[tc.code] = true
 	}

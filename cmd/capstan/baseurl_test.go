@@ -23,7 +23,10 @@ func TestBaseURLFlagWithAKeyIsRefused(t *testing.T) {
 	} {
 		wd := t.TempDir()
 		code, out, stderr := capstanIn(t, wd, env, "run", agentDir, "--base-url", u, "--workdir", wd)
-		if code == 0 || strings.Contains(out+stderr, secret) || !strings.Contains(stderr, "carries") || !strings.Contains(stderr, "OPENAI_API_KEY") {
+		// The message names the flag the user gave, not a Go field, and
+		// comes before the run is announced.
+		if code != exitUsage || strings.Contains(out+stderr, secret) || !strings.Contains(stderr, "--base-url carries") ||
+			strings.Contains(stderr, "Config.") || announced.MatchString(stderr) || !strings.Contains(stderr, "OPENAI_API_KEY") {
 			t.Errorf("run --base-url %s: exit %d\n%s%s", strings.ReplaceAll(u, secret, "KEY"), code, out, stderr)
 		}
 		if code, out, _ := capstanIn(t, wd, env, "runs", "--workdir", wd); code != 0 || strings.Contains(out, "ep") {

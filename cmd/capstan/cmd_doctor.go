@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,7 +53,8 @@ how the number of a script's processes is bounded), git, the interpreters skill 
 (python3, node, bash), and the user config file.
 
 Exit codes: 0 nothing required is missing; 1 something required is missing
-(git; the key of the provider your default model uses); 2 usage error.`,
+(git; the key of the provider your default model uses; a CAPSTAN_MODEL whose
+provider capstan does not know); 2 usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env := doctorEnv{getenv: os.Getenv, lookPath: exec.LookPath, probe: sandbox.Probe}
@@ -110,7 +112,15 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 	}
 	defaultProvider, _ := llm.ParseSpec(defaultModel)
 	if defaultModel != "" {
-		add(doctorCheck{Name: "default model", Status: checkOK, Detail: defaultModel})
+		c := doctorCheck{Name: "default model", Status: checkOK, Detail: defaultModel}
+		if !slices.Contains(llm.Providers(), defaultProvider) {
+			// Every run without --model would stop with UNKNOWN_PROVIDER.
+			// (The user config's default_model is checked when it is read.)
+			c.Status = checkFail
+			c.Detail += fmt.Sprintf(" (from CAPSTAN_MODEL): unknown model provider %q", defaultProvider)
+			c.Hint = "set CAPSTAN_MODEL to provider:model, with a provider among " + strings.Join(llm.Providers(), ", ")
+		}
+		add(c)
 	}
 
 	for _, k := range []struct{ provider, vars, hint string }{

@@ -61,7 +61,7 @@ not be started or reached.`,
 			}
 			set, err := mcp.ConnectWith(cmd.Context(), servers, mcp.Options{WorkDir: workDir})
 			if err != nil {
-				return withExit(exitInternal, err)
+				return withExit(exitInternal, inFolder(err, args[0]))
 			}
 			defer set.Close()
 			list := groupMCPTools(set)

@@ -203,13 +203,20 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	}
 	var events journal.Emitter = journal.Discard
 	if f.journalDir != "" {
-		jw, err := journal.Create(f.journalDir, journal.NewRunID(time.Now()))
+		id := journal.NewRunID(time.Now())
+		jw, err := journal.Create(f.journalDir, id)
 		if err != nil {
 			return withExit(exitUsage, err)
 		}
 		defer jw.Close()
 		events = jw
-		fmt.Fprintf(stderr, "journal: %s\n", jw.Path())
+		// The run is kept in the journal dir, not the state directory:
+		// show finds it with --workdir.
+		dir, err := filepath.Abs(f.journalDir)
+		if err != nil {
+			dir = f.journalDir
+		}
+		fmt.Fprintf(stderr, "journal: %s  (capstan show %s --workdir %s)\n", jw.Path(), id, shellQuote(dir))
 	}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,6 +101,9 @@ the current directory; -o - writes to stdout.`,
 				}
 				output = "report-" + rec.ID + ext
 			}
+			if err := checkOutputPath(output); err != nil {
+				return withExit(exitUsage, err)
+			}
 			if err := writeFileAtomic(output, buf.Bytes()); err != nil {
 				return withExit(exitInternal, err)
 			}
@@ -116,6 +120,25 @@ the current directory; -o - writes to stdout.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write (default report-<run-id>.<ext>; - for stdout)")
 	view.register(cmd.Flags(), "html")
 	return cmd
+}
+
+// checkOutputPath refuses, before anything is written, an -o FILE whose
+// folder does not exist or that is a folder, with what to do.
+func checkOutputPath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("-o %s is a directory; hint: name the file to write, e.g. -o %s", path, shellQuote(filepath.Join(path, "report.html")))
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("-o %s: the directory %s does not exist; hint: create it first (mkdir -p %s) or write elsewhere", path, dir, shellQuote(dir))
+	case err != nil:
+		return fmt.Errorf("-o %s: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("-o %s: %s is not a directory", path, dir)
+	}
+	return nil
 }
 
 // writeFileAtomic writes data to a temporary file next to path and renames

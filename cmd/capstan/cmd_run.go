@@ -147,6 +147,16 @@ func isValueFlag(a string) bool {
 	return false
 }
 
+// checkBaseURL refuses a --base-url that carries a credential, naming the
+// flag, before anything is announced or recorded (the run would refuse it
+// too, naming it for Go callers).
+func (f *runFlags) checkBaseURL() error {
+	if f.baseURL == "" {
+		return nil
+	}
+	return llm.CheckBaseURL("--base-url", f.baseURL)
+}
+
 func isHelp(args []string) bool {
 	for _, a := range args {
 		if a == "-h" || a == "--help" {
@@ -185,6 +195,9 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
+	}
+	if err := flags.checkBaseURL(); err != nil {
+		return withExit(exitUsage, err)
 	}
 	if flags.temporal.address == "" {
 		for _, name := range temporalOnlyFlags {
@@ -273,7 +286,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if resume == nil {
 		// Usage errors come before the run is announced.
 		if _, err := def.ResolveParams(params); err != nil {
-			return withExit(exitUsage, err)
+			return withExit(exitUsage, inFolder(err, fromWorkingDir(def.Dir())))
 		}
 		if err := checkWorkDirExists(flags.workDir); err != nil {
 			return withExit(exitUsage, err)
@@ -304,7 +317,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	}
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
-		return withExit(exitCodeFor(err), err)
+		return withExit(exitCodeFor(err), inFolder(err, fromWorkingDir(def.Dir())))
 	}
 	// Announced before Start, which runs the test validators once for the
 	// no-lost-tests baseline.
@@ -454,7 +467,34 @@ func printConfigError(w io.Writer, err error, dir string, onDisk bool) {
 		fmt.Fprintln(w)
 		return
 	}
-	fmt.Fprintln(w, "capstan:", err)
+	// A folder that cannot be loaded (no agent.json, broken JSON, a missing
+	// registry) names its file relative to the folder.
+	fmt.Fprintln(w, "capstan:", inFolder(err, dir))
+}
+
+// fromWorkingDir is the absolute path p relative to the current directory
+// when it lies below it, else p.
+func fromWorkingDir(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel
+	}
+	return p
+}
+
+// inFolder is err, a coded error naming a file of the agent folder dir
+// relative to it, with that file named from the current directory, as
+// validate names it; other errors are returned as they are.
+func inFolder(err error, dir string) error {
+	if e, ok := err.(*agenterr.Error); ok && e.File != "" && dir != "" && !filepath.IsAbs(e.File) {
+		located := *e
+		located.File = filepath.Join(dir, e.File)
+		return &located
+	}
+	return err
 }
 
 func newResumeCmd() *cobra.Command {
@@ -522,6 +562,9 @@ Both choices are journaled. A run whose recorded definition is missing
 // the run was talking unless a flag says otherwise.
 func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def *config.Agent, stderr io.Writer) error {
 	start := rec.Start
+	if err := flags.checkBaseURL(); err != nil {
+		return withExit(exitUsage, err)
+	}
 	if fs.Changed("workdir") {
 		given, err := filepath.Abs(flags.workDir)
 		if err != nil {

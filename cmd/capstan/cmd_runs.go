@@ -230,6 +230,9 @@ func summarizeRun(r journal.Run) runSummary {
 	s := runSummary{RunID: r.ID, Journal: r.Path, WorkDir: r.WorkDir, Status: "unreadable"}
 	if ev, ok := firstEvent(r.Path); ok {
 		s.Started = ev.Time
+		if runreport.IsPipelineStart(ev) {
+			return summarizePipelineRun(r, s)
+		}
 	}
 	rec, err := agent.LoadRun(r.ID, r.Path)
 	if err != nil {
@@ -270,6 +273,38 @@ func summarizeRun(r journal.Run) runSummary {
 			s.Tokens += it.Summary.Usage.Total()
 			s.Cost += it.Summary.CostUSD
 		}
+	}
+	return s
+}
+
+// summarizePipelineRun is summarizeRun for the journal of `capstan
+// pipeline run --journal-dir`, which is no agent run record: its account
+// (the status of the pipeline, no iterations, tokens or cost) comes from
+// runreport, as show's does.
+func summarizePipelineRun(r journal.Run, s runSummary) runSummary {
+	s.Agent = "pipeline"
+	_, integrity, err := journal.ReadChecked(r.Path)
+	switch {
+	case err != nil:
+		return s
+	case errors.Is(integrity.Err(), journal.ErrBrokenChain):
+		s.Status = "tampered"
+		return s
+	case integrity.Err() != nil:
+		s.Status = "damaged"
+		return s
+	}
+	run, err := runreport.Load(r.ID, r.Path)
+	if err != nil {
+		return s
+	}
+	switch o := run.Outcome; {
+	case o == nil:
+		s.Status = "unfinished"
+	case o.Success:
+		s.Status, s.Reason = "completed", o.CompletionReason
+	default:
+		s.Status, s.Reason = "not completed", o.CompletionReason
 	}
 	return s
 }

@@ -174,6 +174,38 @@ func parseExpects(list []string) ([]skill.Expected, error) {
 	return out, nil
 }
 
+// checkExpectSchemas refuses, before the model runs, an --expect whose
+// SCHEMA is not a file of the skill: every run would end unverified after
+// spending the model's budget.
+func checkExpectSchemas(sk *skill.Skill, expects []skill.Expected) error {
+	for _, e := range expects {
+		if e.Schema == "" {
+			continue
+		}
+		p, err := sandbox.ResolveInside(sk.Root, e.Schema)
+		if err != nil {
+			return fmt.Errorf("--expect %s:%s: the schema must be a file inside the skill %s: %w", e.Path, e.Schema, sk.ID, err)
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			var found []string
+			_ = filepath.WalkDir(sk.Root, func(q string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".json") {
+					if rel, err := filepath.Rel(sk.Root, q); err == nil {
+						found = append(found, filepath.ToSlash(rel))
+					}
+				}
+				return nil
+			})
+			hint := "the skill has no .json file"
+			if len(found) > 0 {
+				hint = "the skill's .json files: " + strings.Join(found, ", ")
+			}
+			return fmt.Errorf("--expect %s:%s: the skill %s has no file %s; hint: SCHEMA is relative to the skill's folder; %s", e.Path, e.Schema, sk.ID, e.Schema, hint)
+		}
+	}
+	return nil
+}
+
 func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFlags) error {
 	stderr := cmd.ErrOrStderr()
 	uc, err := loadUserConfig()
@@ -222,6 +254,9 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		if w.SkillID == sk.ID {
 			fmt.Fprintln(stderr, "warning:", w.String())
 		}
+	}
+	if err := checkExpectSchemas(sk, expects); err != nil {
+		return withExit(exitUsage, fmt.Errorf("skills run: %w", err))
 	}
 	if f.build == "" {
 		// Artifacts belong to the work, not to the skill's source folder.

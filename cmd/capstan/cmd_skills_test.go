@@ -207,3 +207,22 @@ func TestSkillsRunSendsBareModelName(t *testing.T) {
 		}
 	}
 }
+
+// An --expect whose schema is not a file of the skill is a usage error
+// before the model runs (it would otherwise end every run unverified,
+// after the model's budget is spent), naming the skill's schema files.
+func TestSkillsRunRefusesAMissingExpectSchema(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	work := t.TempDir()
+	code, out, stderr := captureConfigCLI(t, "skills", "run", dir, "--skill", "status-report", "--goal", "g",
+		"--model", "script:status-report.script.yaml", "--workdir", work, "--expect", "report.json:schemas/report.json")
+	if code != exitUsage || !strings.Contains(stderr, "has no file schemas/report.json") || !strings.Contains(stderr, "schemas/report.schema.json") {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitUsage, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(work, "build")); err == nil {
+		t.Fatal("the skill ran: build/ was written")
+	}
+	if code, out, _ := captureConfigCLI(t, "runs", "--workdir", work); code != 0 || strings.Contains(out, "skill:") {
+		t.Fatalf("a refused run was recorded: exit %d\n%s", code, out)
+	}
+}

@@ -420,6 +420,9 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("submit: unexpected arguments %q", fs.Args()))
 	}
+	if err := flags.checkBaseURL(); err != nil {
+		return withExit(exitUsage, err)
+	}
 	if flags.temporal.address == "" {
 		return withExit(exitUsage, errors.New("submit: --temporal HOST:PORT is required"))
 	}

@@ -250,3 +250,19 @@ func TestUserConfigPricing(t *testing.T) {
 		t.Fatalf("negative price: exit %d\n%s", code, errOut)
 	}
 }
+
+// A CAPSTAN_MODEL whose provider capstan does not know fails the default
+// model check (every run without --model would stop with
+// UNKNOWN_PROVIDER), naming the providers to choose from; the user
+// config's default_model is checked when the file is read.
+func TestDoctorFailsAnUnknownDefaultProvider(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	c := findCheck(t, runDoctor(context.Background(), fakeDoctorEnv(map[string]string{"CAPSTAN_MODEL": "gemini:pro"})), "default model")
+	if c.Status != checkFail || !strings.Contains(c.Detail, `from CAPSTAN_MODEL): unknown model provider "gemini"`) || !strings.Contains(c.Hint, "set CAPSTAN_MODEL to provider:model") || !strings.Contains(c.Hint, "script") {
+		t.Fatalf("CAPSTAN_MODEL=gemini:pro: %+v", c)
+	}
+	c = findCheck(t, runDoctor(context.Background(), fakeDoctorEnv(map[string]string{"CAPSTAN_MODEL": "script:s.yaml"})), "default model")
+	if c.Status != checkOK {
+		t.Fatalf("CAPSTAN_MODEL=script:s.yaml: %+v", c)
+	}
+}

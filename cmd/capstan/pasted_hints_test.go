@@ -463,3 +463,153 @@ func TestRunsOrderWithinASecond(t *testing.T) {
 		t.Fatalf("the run started last is not listed first:\n%s", out)
 	}
 }
+
+// `capstan run` of a folder that cannot be loaded (broken JSON, a missing
+// registry) names the file from the current directory, as validate does,
+// so the location can be opened as printed.
+func TestRunOfAnUnloadableFolderNamesItsFile(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	for _, name := range []string{"broken", "noreg"} {
+		if code, out := sh("capstan init " + name); code != 0 {
+			t.Fatalf("init: exit %d\n%s", code, out)
+		}
+	}
+	path := filepath.Join(parent, "broken", "agent.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"maxIterations": 3`), []byte(`"maxIterations": 3,`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(parent, "noreg", "steps_registry.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, code, file string }{
+		{"broken", "CONFIG_PARSE", "(broken/agent.json:"},
+		{"noreg", "CONFIG_NOT_FOUND", "(noreg/steps_registry.json)"},
+	} {
+		code, out := sh("mkdir -p w && capstan run " + c.dir + " --workdir w")
+		if code != exitUsage || !strings.Contains(out, c.code) || !strings.Contains(out, c.file) || announced.MatchString(out) {
+			t.Fatalf("run %s: exit %d, want %d, %s naming %s\n%s", c.dir, code, exitUsage, c.code, c.file, out)
+		}
+		_, vout := sh("capstan validate " + c.dir)
+		if !strings.Contains(vout, strings.Trim(c.file, "()")) {
+			t.Fatalf("validate %s names another file than run:\n%s", c.dir, vout)
+		}
+	}
+	// A required parameter not given names the agent.json that declares it.
+	if code, out := sh("capstan init needy"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	path = filepath.Join(parent, "needy", "agent.json")
+	if b, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"default": "capstan"`), []byte(`"required": true`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := sh("capstan run needy --workdir w"); code != exitUsage || !strings.Contains(out, "PARAM_MISSING") || !strings.Contains(out, "(needy/agent.json)") {
+		t.Fatalf("missing parameter: exit %d\n%s", code, out)
+	}
+	// An MCP server that cannot start names its entry in agent.json, in
+	// mcp list and in a run.
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(`"runner": {`), []byte(`"runner": {"mcpServers": {"srv": {"command": "no-such-mcp-server"}},`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"capstan mcp list needy", "capstan run needy --workdir w"} {
+		if code, out := sh(line); code != exitInternal || !strings.Contains(out, "(needy/agent.json#/runner/mcpServers/srv)") {
+			t.Fatalf("%s: exit %d\n%s", line, code, out)
+		}
+	}
+}
+
+// An agent that closes its issue through capstan, run in a work dir with no
+// GitHub remote, fails before the model runs with a hint that works: for an
+// agent without a repository parameter it says how to declare one (its
+// flag is otherwise an unknown flag), then the flag to pass, which, pasted,
+// completes the run.
+func TestNoGitHubRemoteHintWorks(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	if code, out := sh("capstan init closer && mkdir fakebin w && git -C w init -q"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "fakebin", "gh"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(parent, "closer", "agent.json")
+	edit := func(f func(map[string]any)) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var def map[string]any
+		if err := json.Unmarshal(b, &def); err != nil {
+			t.Fatal(err)
+		}
+		f(def)
+		if b, err = json.MarshalIndent(def, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(func(def map[string]any) {
+		def["parameters"].(map[string]any)["issue"] = map[string]any{"type": "number", "required": true}
+		def["runner"].(map[string]any)["integrations"] = map[string]any{"github": map[string]any{"enabled": true, "defaultClosureAction": "close"}}
+	})
+	run := `unset GH_REPO GH_HOST; PATH="$PWD/fakebin:$PATH" capstan run closer --workdir w --issue 7`
+	code, out := sh(run)
+	if code == 0 || !strings.Contains(out, "has no GitHub remote") || !strings.Contains(out, `declare a "repository" parameter (type string) in agent.json and pass --repository OWNER/NAME`) {
+		t.Fatalf("no remote, no repository parameter: exit %d\n%s", code, out)
+	}
+	edit(func(def map[string]any) {
+		def["parameters"].(map[string]any)["repository"] = map[string]any{"type": "string"}
+	})
+	code, out = sh(run)
+	if code == 0 || !strings.Contains(out, "hint: pass --repository OWNER/NAME,") {
+		t.Fatalf("no remote, a repository parameter: exit %d\n%s", code, out)
+	}
+	if code, out := sh(run + " --repository octo/app"); code != 0 {
+		t.Fatalf("with the flag the hint names: exit %d\n%s", code, out)
+	}
+}
+
+// `capstan report -o FILE` into a folder that does not exist is a usage
+// error before anything is written, whose mkdir hint, pasted, lets the
+// same command write the report; a folder given as FILE is refused too.
+func TestReportOutputDirHintWorks(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --json")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	var res struct{ RunID string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	report := "capstan report " + res.RunID + " -o 'out dir/r.html'"
+	code, out = sh(report)
+	if code != exitUsage || !strings.Contains(out, "does not exist") || strings.Contains(out, ".r.html.") {
+		t.Fatalf("report into a missing folder: exit %d, want %d\n%s", code, exitUsage, out)
+	}
+	fix := pastedCommand(t, out, "create it first (")
+	if code, out := sh(fix); code != 0 {
+		t.Fatalf("%s: exit %d\n%s", fix, code, out)
+	}
+	if code, out := sh(report); code != 0 || !strings.Contains(out, "wrote out dir/r.html") {
+		t.Fatalf("after the hint: exit %d\n%s", code, out)
+	}
+	if code, out := sh("capstan report " + res.RunID + " -o w"); code != exitUsage || !strings.Contains(out, "is a directory") {
+		t.Fatalf("report onto a folder: exit %d\n%s", code, out)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -98,6 +99,15 @@ stages:
 		t.Fatalf("no journal printed:\n%s", out)
 	}
 	id, _, _ := strings.Cut(rest, "/")
+	// The journal line ends with the show command, which works pasted
+	// from any directory; `capstan runs` lists the run as a pipeline's.
+	show := pastedCommand(t, out, "events.jsonl  (")
+	if code, sout := pasteShell(t, t.TempDir())(show); code != 0 || !strings.Contains(sout, "pipeline p.yaml") {
+		t.Fatalf("%s: exit %d\n%s", show, code, sout)
+	}
+	if code, rout := sh("capstan runs --workdir j"); code != 0 || !regexp.MustCompile(id+` +pipeline +not completed`).MatchString(rout) {
+		t.Fatalf("runs: exit %d\n%s", code, rout)
+	}
 	code, out = sh("capstan show " + id + " --workdir j")
 	if code != 0 {
 		t.Fatalf("show: exit %d\n%s", code, out)

@@ -54,3 +54,35 @@ func TestValidateRejectsInvalidUTF8(t *testing.T) {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
 	}
 }
+
+// TestValidateWarnsOfUVPlaceholdersInRetryPrompts: a retry prompt is a
+// Handlebars template, so a {uv-name} placeholder in it (the spelling of
+// step prompts) would reach the model as written; validate (and so run)
+// says so, naming the prompt from the agent folder and the spelling to use.
+func TestValidateWarnsOfUVPlaceholdersInRetryPrompts(t *testing.T) {
+	dir := scaffold(t)
+	retry := filepath.Join(dir, "prompts", "steps", "initial", "main", "f_failed_file-missing.md")
+	if err := os.WriteFile(retry, []byte("Check {uv-pattern} failed for {uv-topic}. Write hello.txt.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := captureConfigCLI(t, "validate", dir)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 (a warning):\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"warning SR-RETRY-PROMPT-UV", "retry prompt prompts/steps/initial/main/f_failed_file-missing.md",
+		"{uv-pattern}, {uv-topic}", "write {{pattern}} instead", "topic is not a param of this failure"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	_, line, _ := strings.Cut(out, "SR-RETRY-PROMPT-UV")
+	if line, _, _ = strings.Cut(line, "\n"); strings.Contains(line, filepath.Dir(dir)) {
+		t.Errorf("the warning names a machine path:\n%s", line)
+	}
+	if err := os.WriteFile(retry, []byte("Check {{pattern}} failed. Write hello.txt.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ := captureConfigCLI(t, "validate", dir); strings.Contains(out, "SR-RETRY-PROMPT-UV") {
+		t.Errorf("warned of a Handlebars retry prompt:\n%s", out)
+	}
+}
