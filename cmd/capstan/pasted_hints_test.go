@@ -229,8 +229,9 @@ func TestUsageErrorsShowTheUsageLine(t *testing.T) {
 	}
 }
 
-// An agent that names no model: the hint names every way to give one, and
-// the environment variable it names works.
+// An agent that names no model is refused before the run is announced:
+// the hint names every way to give one, and the environment variable it
+// names works.
 func TestNoModelHintNamesEveryWay(t *testing.T) {
 	parent := t.TempDir()
 	sh := pasteShell(t, parent)
@@ -246,8 +247,8 @@ func TestNoModelHintNamesEveryWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := sh("env -u CAPSTAN_MODEL capstan run nomodel --workdir w")
-	if code != exitUsage || !strings.Contains(out, "CONFIG_INVALID: no model") {
-		t.Fatalf("exit %d\n%s", code, out)
+	if code != exitUsage || !strings.Contains(out, "CONFIG_INVALID: no model") || announced.MatchString(out) {
+		t.Fatalf("exit %d, want %d before any run output\n%s", code, exitUsage, out)
 	}
 	for _, way := range []string{"--model", "runner.model", "CAPSTAN_MODEL", "default_model"} {
 		if !strings.Contains(out, way) {

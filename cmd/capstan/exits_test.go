@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
+)
+
+// The exit code of an error depends on its code and on whether the run
+// had begun: a missing key or program before the first model request is
+// the user's setup (2); the same codes from a run under way are provider
+// or internal failures (3). An MCP server that cannot be reached is 3.
+func TestExitCodeBeforeAndDuringARun(t *testing.T) {
+	mcp := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerTool, false, "MCP server %q: cannot start", "srv")
+	for _, tc := range []struct {
+		err    error
+		before bool
+		want   int
+	}{
+		{agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false, "no key"), true, exitUsage},
+		{agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false, "401"), false, exitInternal},
+		{agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no gh"), true, exitUsage},
+		{agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "no gh"), false, exitInternal},
+		{mcp, true, exitInternal},
+		{agenterr.New(agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, true, "reset"), true, exitInternal},
+		{agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "no model"), true, exitUsage},
+		{agenterr.New(agenterr.CodeSandboxUnavailable, agenterr.LayerConfiguration, false, "bad"), false, exitUsage},
+		{os.ErrPermission, true, exitInternal},
+	} {
+		if got := exitCodeFor(tc.err, tc.before); got != tc.want {
+			t.Errorf("exitCodeFor(%v, before=%v) = %d, want %d", tc.err, tc.before, got, tc.want)
+		}
+	}
+	// A run that ended on a provider's authentication failure made
+	// requests: 3.
+	res := &agent.Result{CompletionReason: "error", Error: &agent.ResultError{Code: agenterr.CodeSdkAuth, Message: "401"}}
+	if got := resultExitCode(res); got != exitInternal {
+		t.Errorf("a run ended by SDK_AUTH: exit %d, want %d", got, exitInternal)
+	}
+}
+
+// What the user must fix in their setup before anything runs — no gh, no
+// GitHub remote, no API key — is refused with exit 2 before the run is
+// announced, by run, resume, skills run and pipeline run alike.
+func TestSetupErrorsExit2BeforeTheRun(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	if code, out := sh("capstan init closer && capstan init keyed && mkdir fakebin w && git -C w init -q && git -C w commit -q --allow-empty -m start"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "fakebin", "gh"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(parent, "closer", "agent.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def map[string]any
+	if err := json.Unmarshal(b, &def); err != nil {
+		t.Fatal(err)
+	}
+	def["parameters"].(map[string]any)["issue"] = map[string]any{"type": "number", "required": true}
+	def["runner"].(map[string]any)["integrations"] = map[string]any{"github": map[string]any{"enabled": true, "defaultClosureAction": "close"}}
+	if b, err = json.MarshalIndent(def, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A run that stopped on its budget, to resume with a model whose key
+	// is not set.
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("capstan run " + shellQuote(hello) + " --workdir w --max-iterations 1 -q --json")
+	var stopped struct{ RunID string }
+	if code != exitNotCompleted || json.Unmarshal([]byte(out), &stopped) != nil || stopped.RunID == "" {
+		t.Fatalf("a run stopped by its budget: exit %d\n%s", code, out)
+	}
+	skills, err := filepath.Abs(filepath.Join("..", "..", "examples", "skills"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noKeys := "env -u ANTHROPIC_API_KEY -u ANTHROPIC_AUTH_TOKEN -u OPENAI_API_KEY -u CAPSTAN_MODEL "
+	for _, tc := range []struct{ line, want string }{
+		// only capstan's own directory on PATH: no gh
+		{`PATH="$(dirname "$(command -v capstan)")" capstan run closer --workdir w --issue 7`, "gh is not on PATH"},
+		{`unset GH_REPO GH_HOST; PATH="$PWD/fakebin:$PATH" capstan run closer --workdir w --issue 7`, "has no GitHub remote"},
+		{noKeys + "capstan run keyed --workdir w --model anthropic:claude-sonnet-4-5", "SDK_AUTH: no Anthropic API key"},
+		{noKeys + "capstan resume " + stopped.RunID + " --model openai:gpt-5", "SDK_AUTH: no OpenAI API key"},
+		{noKeys + "capstan skills run " + shellQuote(skills) + " --skill status-report --goal g --workdir w --model openai:gpt-5", "SDK_AUTH: no OpenAI API key"},
+		{noKeys + "capstan pipeline run --repo w --model anthropic:claude-sonnet-4-5 'what happened last week'", "SDK_AUTH: no Anthropic API key"},
+	} {
+		code, out := sh(tc.line)
+		if code != exitUsage || !strings.Contains(out, tc.want) || announced.MatchString(out) {
+			t.Errorf("%s: exit %d, want %d with %q before any run output\n%s", tc.line, code, exitUsage, tc.want, out)
+		}
+	}
+}
