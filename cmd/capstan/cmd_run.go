@@ -177,8 +177,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	}
 	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
-		printConfigError(stderr, err, dir, true)
-		return withExit(exitUsage, nil)
+		return configError(stderr, err, dir, true)
 	}
 	spec := def.Definition()
 	var flags runFlags
@@ -560,8 +559,7 @@ Both choices are journaled. A run whose recorded definition is missing
 			}
 			def, pin, err := resumeDefinition(cmd.ErrOrStderr(), rec, reload, flags.model)
 			if err != nil {
-				printConfigError(cmd.ErrOrStderr(), err, rec.Start.AgentDir, reload)
-				return withExit(exitUsage, nil)
+				return configError(cmd.ErrOrStderr(), err, rec.Start.AgentDir, reload)
 			}
 			if err := resumeOptions(cmd.Flags(), &flags, rec, def, cmd.ErrOrStderr()); err != nil {
 				return err

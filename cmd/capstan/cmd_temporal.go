@@ -400,8 +400,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	stderr := cmd.ErrOrStderr()
 	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
-		printConfigError(stderr, err, dir, true)
-		return withExit(exitUsage, nil)
+		return configError(stderr, err, dir, true)
 	}
 	var flags runFlags
 	fs := pflag.NewFlagSet("submit", pflag.ContinueOnError)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/spf13/cobra"
 )
 
 // The exit code of an error depends on its code and on whether the run
@@ -103,4 +105,68 @@ func TestSetupErrorsExit2BeforeTheRun(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d with %q before any run output\n%s", tc.line, code, exitUsage, tc.want, out)
 		}
 	}
+}
+
+// Every command that takes --json prints a failure it meets before its own
+// output as one JSON object on stdout — the error's code, message,
+// location and hint, and the exit code — and exits as it would without
+// --json.
+func TestJSONErrorsOnStdout(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	if code, out := sh("capstan init broken && capstan init bad && capstan init keyed && mkdir w"); code != 0 {
+		t.Fatalf("init: exit %d\n%s", code, out)
+	}
+	edit := func(dir, old, new string) {
+		t.Helper()
+		path := filepath.Join(parent, dir, "agent.json")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("broken", `"maxIterations": 3`, `"maxIterations": 3,`)
+	edit("bad", `"maxIterations": 3`, `"maxIterations": "3"`)
+	covered := map[string]bool{}
+	for _, tc := range []struct {
+		cmd, line, code, file string
+		exit                  int
+	}{
+		{"capstan run", "capstan run broken --workdir w --json", "CONFIG_PARSE", "broken/agent.json", exitUsage},
+		{"capstan run", "capstan run bad --workdir w --json", "CONFIG_INVALID", "", exitUsage},
+		{"capstan run", "env -u OPENAI_API_KEY capstan run keyed --json --workdir w --model openai:gpt-5", "SDK_AUTH", "", exitUsage},
+		{"capstan resume", "capstan resume no-such-run --json", "USAGE", "", exitUsage},
+		{"capstan validate", "capstan validate --json", "USAGE", "", exitUsage},
+		{"capstan runs", "capstan runs --json --bogus", "USAGE", "", exitUsage},
+		{"capstan show", "capstan show no-such-run --json", "USAGE", "", exitUsage},
+		{"capstan skills list", "capstan skills list nope --json", "USAGE", "", exitUsage},
+		{"capstan skills run", "capstan skills run nope --skill a --goal b --model script:x.yaml --json", "USAGE", "", exitUsage},
+		{"capstan pipeline run", "capstan pipeline run --json --repo nope 'what happened'", "GIT", "", exitUsage},
+		{"capstan mcp list", "capstan mcp list bad --json", "CONFIG_INVALID", "", exitUsage},
+		{"capstan doctor", "capstan doctor --json --bogus", "USAGE", "", exitUsage},
+		{"capstan version", "capstan version --json --bogus", "USAGE", "", exitUsage},
+	} {
+		covered[tc.cmd] = true
+		code, out := sh(tc.line + " 2>/dev/null")
+		var got errorJSON
+		if err := json.Unmarshal([]byte(out), &got); err != nil || code != tc.exit || got.ExitCode != tc.exit ||
+			got.Error.Code != tc.code || got.Error.Message == "" || got.Error.File != tc.file {
+			t.Errorf("%s: exit %d, want %d; stdout (%v):\n%s", tc.line, code, tc.exit, err, out)
+			continue
+		}
+		if tc.file != "" && (got.Error.Line == 0 || got.Error.Hint == "") {
+			t.Errorf("%s: no line or hint:\n%s", tc.line, out)
+		}
+		if tc.code == "CONFIG_INVALID" && (len(got.Error.Problems) == 0 || got.Error.Problems[0].File != "bad/agent.json" || got.Error.Problems[0].Line == 0) {
+			t.Errorf("%s: the problems are not listed with their files and lines:\n%s", tc.line, out)
+		}
+	}
+	walkCommands(newRootCmd(), func(c *cobra.Command) {
+		if c.Flags().Lookup("json") != nil && !covered[c.CommandPath()] {
+			t.Errorf("%s takes --json but no failure of it is checked here", c.CommandPath())
+		}
+	})
 }
