@@ -170,3 +170,26 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		}
 	})
 }
+
+// doctor reports the memory cgroup next to the pids cgroup: ok with where
+// runs get one, or a warning saying what its absence means.
+func TestDoctorReportsTheMemoryCgroup(t *testing.T) {
+	_, out, _ := captureConfigCLI(t, "doctor", "--json")
+	var checks []doctorCheck
+	if err := json.Unmarshal([]byte(out), &checks); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, c := range checks {
+		if c.Name != "memory limit" {
+			continue
+		}
+		switch {
+		case c.Status == checkOK && strings.Contains(c.Detail, "memory cgroup per run"):
+		case c.Status == checkWarn && strings.Contains(c.Detail, "no memory cgroup") && strings.Contains(c.Hint, "go test -race"):
+		default:
+			t.Errorf("memory limit check: %+v", c)
+		}
+		return
+	}
+	t.Fatalf("no memory limit check:\n%s", out)
+}
