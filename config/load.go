@@ -88,7 +88,9 @@ func loadDefinition(fsys fs.FS, dir string) (*Definition, error) {
 	raw, err := readConfigFile(fsys, dir, AgentFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
+			// "no such file" is the message already: the OS's words
+			// ("openat …") would only repeat it.
+			e := agenterr.New(agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
 				"no %s in %s", AgentFile, dir)
 			e.File = AgentFile
 			e.Hint = "create an agent with `capstan init NAME`, or pass the folder that contains agent.json"
@@ -131,7 +133,7 @@ func loadRegistry(fsys fs.FS, dir string, def *Definition) (*Registry, error) {
 	raw, err := readConfigFile(fsys, dir, rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
+			e := agenterr.New(agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
 				"steps registry %s does not exist", rel)
 			e.File = rel
 			e.Hint = "create it (see docs/configuration.md) or point runner.prompts.registry in agent.json at it"

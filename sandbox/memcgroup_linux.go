@@ -131,3 +131,18 @@ func (c *memoryCgroup) oomKills() int64 {
 	}
 	return c.counter("memory.oom_control", "oom_kill")
 }
+
+// MemoryBound says how the sandbox bounds the memory of a run's process
+// tree on this machine, found the way a run finds it: by creating (and
+// removing) a memory cgroup. cgroup is false when none can be made: the
+// tree's memory is then bounded by RLIMIT_AS per process and a watchdog
+// of its resident memory, and toolchains that reserve much address space
+// (the Go race detector, V8) may fail under the sandbox.
+func MemoryBound() (how string, cgroup bool) {
+	cg, err := newMemoryCgroup(int64(ValidatorLimits.MemoryMB)<<20, nil)
+	if err == nil {
+		cg.remove()
+		return "a memory cgroup per run (" + filepath.Dir(cg.dir) + ")", true
+	}
+	return "RLIMIT_AS per process and a watchdog of the tree's memory (no memory cgroup: " + err.Error() + ")", false
+}

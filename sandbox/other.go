@@ -29,3 +29,8 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 func ProcessBound() (how string, kernel bool) {
 	return "no sandbox on " + runtime.GOOS, false
 }
+
+// MemoryBound reports that there is no sandbox on this system.
+func MemoryBound() (how string, cgroup bool) {
+	return "no sandbox on " + runtime.GOOS, false
+}

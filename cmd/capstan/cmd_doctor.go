@@ -165,6 +165,7 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 	}
 	add(ll)
 	add(cgroupCheck())
+	add(memoryCgroupCheck())
 
 	if p, err := env.lookPath("git"); err == nil {
 		add(doctorCheck{Name: "git", Status: checkOK, Detail: firstLine(commandOutput(ctx, p, "--version"), 120) + " (" + p + ")"})
@@ -221,6 +222,21 @@ func cgroupCheck() doctorCheck {
 	if !kernel {
 		c.Status = checkWarn
 		c.Hint = "run capstan as a non-root user, or where it may create a pids cgroup (cgroup v2 with the pids controller delegated, or a writable /sys/fs/cgroup/pids)"
+	}
+	return c
+}
+
+// memoryCgroupCheck reports how the sandbox bounds the memory of a run's
+// process tree (sandbox.MemoryBound, which tries what a run does). Without
+// a memory cgroup it warns: RLIMIT_AS then applies per process, which the
+// Go race detector and V8 cannot live with.
+func memoryCgroupCheck() doctorCheck {
+	how, cgroup := sandbox.MemoryBound()
+	c := doctorCheck{Name: "memory limit", Status: checkOK, Detail: how}
+	if !cgroup {
+		c.Status = checkWarn
+		c.Hint = "sandboxed validators' memory (4 GiB for the tree) is then bounded per process by RLIMIT_AS, under which go test -race and V8 may fail; " +
+			"run capstan where it may create a memory cgroup (cgroup v2 with the memory controller delegated to its cgroup, or a writable /sys/fs/cgroup/memory), see docs/sandbox.md, \"Memory limit\""
 	}
 	return c
 }

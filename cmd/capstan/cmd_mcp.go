@@ -48,8 +48,7 @@ not be started or reached.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			def, err := config.LoadAndValidate(args[0], agent.ValidateOptions())
 			if err != nil {
-				printConfigError(cmd.ErrOrStderr(), err, args[0], true)
-				return withExit(exitUsage, nil)
+				return configError(cmd.ErrOrStderr(), err, args[0], true)
 			}
 			servers := def.Definition().Runner.MCPServers
 			if len(servers) == 0 {

@@ -136,10 +136,7 @@ func openPipelineModel(ctx context.Context, spec, base string) (llm.Model, error
 	}
 	m, err := llm.OpenModel(ctx, spec, llm.Config{AgentDir: dir, WorkDir: dir, BaseURL: uc.baseURLFor(spec)})
 	if err != nil {
-		if agenterr.CodeOf(err) == agenterr.CodeUnknownProvider {
-			return nil, withExit(exitUsage, err)
-		}
-		return nil, withExit(exitInternal, err)
+		return nil, withExit(exitCodeFor(err, true), err)
 	}
 	return m, nil
 }

@@ -177,8 +177,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	}
 	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
-		printConfigError(stderr, err, dir, true)
-		return withExit(exitUsage, nil)
+		return configError(stderr, err, dir, true)
 	}
 	spec := def.Definition()
 	var flags runFlags
@@ -295,9 +294,6 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}
-	if !flags.quiet {
-		announceWorkDir(stderr, flags.workDir)
-	}
 	streaming := flags.stream.enabled(stderr, flags.quiet)
 	var progress *progressPrinter
 	if !flags.quiet || streaming {
@@ -315,9 +311,14 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if progress != nil {
 		opts.Events = []event.Consumer{progress}
 	}
+	// Build refuses what the run cannot start with (no model, no API
+	// key, no gh, …) before the run is announced.
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
-		return withExit(exitCodeFor(err), inFolder(err, fromWorkingDir(def.Dir())))
+		return withExit(exitCodeFor(err, true), inFolder(err, fromWorkingDir(def.Dir())))
+	}
+	if !flags.quiet {
+		announceWorkDir(stderr, flags.workDir)
 	}
 	// Announced before Start, which runs the test validators once for the
 	// no-lost-tests baseline.
@@ -326,7 +327,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	}
 	if err := a.Start(ctx); err != nil {
 		a.Stop()
-		return withExit(exitCodeFor(err), err)
+		return withExit(exitCodeFor(err, true), err)
 	}
 	a.Run(ctx)
 	res := a.Stop()
@@ -357,17 +358,28 @@ func resultExitCode(res *agent.Result) int {
 		return exitCannotComplete
 	}
 	if res.Error != nil {
-		if code := exitForCode(res.Error.Code); code != exitOK {
+		if code := exitForCode(res.Error.Code, false); code != exitOK {
 			return code
 		}
 	}
 	return exitNotCompleted
 }
 
-// exitCodeFor maps an error raised before the loop ran: its code's class,
-// or 3 (internal) for an error without a usage code.
-func exitCodeFor(err error) int {
-	if code := exitForCode(agenterr.CodeOf(err)); code != exitOK {
+// exitCodeFor maps an error that stopped a command: its code's class (see
+// exitForCode), 2 for any error of the configuration layer, or 3
+// (internal) for an error without a usage code. before says whether the
+// error came before the run made its first model request. An MCP server
+// that cannot be started or reached is 3 even then: like the model API, it
+// is a service the run talks to.
+func exitCodeFor(err error, before bool) int {
+	e := agenterr.From(err)
+	if e != nil && e.Layer == agenterr.LayerConfiguration {
+		return exitUsage
+	}
+	if before && e != nil && e.Layer == agenterr.LayerTool {
+		before = false
+	}
+	if code := exitForCode(agenterr.CodeOf(err), before); code != exitOK {
 		return code
 	}
 	return exitInternal
@@ -376,15 +388,24 @@ func exitCodeFor(err error) int {
 // exitForCode is the exit code an error code stands for: 2 for a usage or
 // configuration mistake, 3 for a provider or internal failure, 0 for codes
 // that are outcomes of a run (budgets, limits, validation, abort), which
-// the caller maps.
-func exitForCode(code string) int {
+// the caller maps. before says whether the error came before the run made
+// its first model request: then a missing API key (SDK_AUTH) or a missing
+// program, repository or work dir the run needs (DEPENDENCY_RESOLUTION) is
+// the user's setup to fix, 2; during a run the same codes are provider or
+// internal failures, 3.
+func exitForCode(code string, before bool) int {
 	switch code {
 	case agenterr.CodeConfigurationNotFound, agenterr.CodeConfigurationParse, agenterr.CodeConfigurationValidation,
 		agenterr.CodePromptNotFound, agenterr.CodePromptParse, agenterr.CodeUnknownProvider,
 		agenterr.CodeParamMissing, agenterr.CodeParamInvalid, agenterr.CodeParamUnknown:
 		return exitUsage
-	case agenterr.CodeSdkConnection, agenterr.CodeSdkRateLimit, agenterr.CodeSdkSessionNotFound, agenterr.CodeSdkAuth,
-		agenterr.CodeSdkRequest, agenterr.CodeScriptExhausted, agenterr.CodeDependencyResolution, "", "INTERNAL":
+	case agenterr.CodeSdkAuth, agenterr.CodeDependencyResolution:
+		if before {
+			return exitUsage
+		}
+		return exitInternal
+	case agenterr.CodeSdkConnection, agenterr.CodeSdkRateLimit, agenterr.CodeSdkSessionNotFound,
+		agenterr.CodeSdkRequest, agenterr.CodeScriptExhausted, "", "INTERNAL":
 		return exitInternal
 	}
 	return exitOK
@@ -538,8 +559,7 @@ Both choices are journaled. A run whose recorded definition is missing
 			}
 			def, pin, err := resumeDefinition(cmd.ErrOrStderr(), rec, reload, flags.model)
 			if err != nil {
-				printConfigError(cmd.ErrOrStderr(), err, rec.Start.AgentDir, reload)
-				return withExit(exitUsage, nil)
+				return configError(cmd.ErrOrStderr(), err, rec.Start.AgentDir, reload)
 			}
 			if err := resumeOptions(cmd.Flags(), &flags, rec, def, cmd.ErrOrStderr()); err != nil {
 				return err

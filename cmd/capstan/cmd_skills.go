@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -113,7 +112,7 @@ budgets and validates. The skill's own folder is only read.
 
 Exit codes: 0 every expected output exists and validates; 1 the run ended
 without that (budget, stall, violation, invalid output); 2 usage or skill
-errors; 3 model/provider or internal errors.`,
+errors, or the model's API key not set; 3 model/provider or internal errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSkill(cmd.Context(), cmd, args[0], f)
@@ -266,11 +265,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	provider, modelName := llm.ParseSpec(f.model)
 	model, err := llm.OpenModel(ctx, f.model, llm.Config{Provider: provider, Model: modelName, AgentDir: absDir, BaseURL: f.baseURL})
 	if err != nil {
-		code := exitInternal
-		if e := agenterr.From(err); e != nil && (e.Code == agenterr.CodeUnknownProvider || e.Layer == agenterr.LayerConfiguration) {
-			code = exitUsage
-		}
-		return withExit(code, fmt.Errorf("skills run: %w", err))
+		return withExit(exitCodeFor(err, true), fmt.Errorf("skills run: %w", err))
 	}
 	sb := sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: f.allowUnsandboxed})
 	if err := sb.Capabilities().Unavailable(); err != nil {
@@ -312,7 +307,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		progress.end()
 	}
 	if res == nil {
-		return withExit(exitCodeFor(runErr), fmt.Errorf("skills run: %w", runErr))
+		return withExit(exitCodeFor(runErr, false), fmt.Errorf("skills run: %w", runErr))
 	}
 	end := agent.Result{
 		Success: res.Completed && len(expects) > 0, CompletionReason: res.ExitReason, Iterations: res.Metrics.ModelTurns,

@@ -244,7 +244,7 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 			in.RunID, flags.temporal.address, flags.temporal.namespace))
 	}
 	if err != nil {
-		return withExit(exitCodeFor(err), err)
+		return withExit(exitCodeFor(err, false), err)
 	}
 	if journalFed.Load() {
 		time.Sleep(300 * time.Millisecond) // the journal's last lines
@@ -350,7 +350,7 @@ func startRun(ctx context.Context, c client.Client, def *config.Agent, flags run
 		Options: scaleout.WorkflowOptions{Heartbeat: flags.temporal.workerTimeout, ScheduleToStart: flags.temporal.workerTimeout,
 			ContinueEvery: flags.temporal.continueEvery}})
 	if err != nil {
-		return nil, withExit(exitCodeFor(err), err)
+		return nil, withExit(exitCodeFor(err, true), err)
 	}
 	if _, err := scaleout.Start(ctx, c, flags.temporal.taskQueue, in); err != nil {
 		return nil, withExit(exitInternal, fmt.Errorf("start run %s on Temporal: %w", in.RunID, err))
@@ -400,8 +400,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	stderr := cmd.ErrOrStderr()
 	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {
-		printConfigError(stderr, err, dir, true)
-		return withExit(exitUsage, nil)
+		return configError(stderr, err, dir, true)
 	}
 	var flags runFlags
 	fs := pflag.NewFlagSet("submit", pflag.ContinueOnError)

@@ -174,19 +174,22 @@ func TestUserConfigDefaultModelAndPrecedence(t *testing.T) {
 	}
 }
 
+// A bad user config is refused naming the file and, for a bad value, its
+// line and column.
 func TestUserConfigErrors(t *testing.T) {
-	for content, want := range map[string]string{
-		"default_model: script:x.yaml\nmodel_default: x\n":      "unknown field \"model_default\"",
-		"default_model: nosuch:model\n":                         `unknown provider "nosuch"`,
-		"base_urls:\n  openai: ftp://x\n":                       `base_urls.openai is not an absolute http(s) URL`,
-		"base_urls:\n  openai: https://x/v1?key=sk-uc-SECRET\n": "base_urls.openai carries a query string",
-		"base_urls:\n  anthropic: https://u:sk-uc-SECRET@x/\n":  "base_urls.anthropic carries a user or password",
-		"base_urls:\n  claude-code: http://x\n":                 "base_urls.claude-code: only anthropic and openai have a base URL",
+	for content, want := range map[string]struct{ text, at string }{
+		"default_model: script:x.yaml\nmodel_default: x\n":                     {"unknown field \"model_default\"", ""},
+		"default_model: nosuch:model\n":                                        {`unknown provider "nosuch"`, ":1:16)"},
+		"base_urls:\n  openai: ftp://x\n":                                      {`base_urls.openai is not an absolute http(s) URL`, ":2:11)"},
+		"base_urls:\n  openai: https://x/v1?key=sk-uc-SECRET\n":                {"base_urls.openai carries a query string", ":2:11)"},
+		"base_urls:\n  anthropic: https://u:sk-uc-SECRET@x/\n":                 {"base_urls.anthropic carries a user or password", ":2:14)"},
+		"base_urls:\n  openai: http://x\n  claude-code: http://x\n":            {"base_urls.claude-code: only anthropic and openai have a base URL", ":3:16)"},
+		"pricing:\n  gpt-4.1: {input: 1, output: 2}\n  \"m.x\": {input: -1}\n": {"pricing.m.x.input: -1 is not a price", ":3:18)"},
 	} {
 		p := writeUserConfig(t, content)
 		code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
-		if code != exitUsage || !strings.Contains(errOut, p) || !strings.Contains(errOut, want) || strings.Contains(errOut, "SECRET") {
-			t.Errorf("%q: exit %d\n%s", content, code, errOut)
+		if code != exitUsage || !strings.Contains(errOut, p+want.at) || !strings.Contains(errOut, want.text) || strings.Contains(errOut, "SECRET") {
+			t.Errorf("%q: exit %d, want %d naming %s%s\n%s", content, code, exitUsage, p, want.at, errOut)
 		}
 	}
 }

@@ -122,28 +122,38 @@ func runMain(args []string) int {
 	return execute(ctx, args)
 }
 
-// execute runs the CLI with args and returns the process exit code.
+// execute runs the CLI with args and returns the process exit code. A
+// command given --json that fails before printing its JSON prints the
+// error as JSON on stdout (errorJSON).
 func execute(ctx context.Context, args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
+	stdout := &watchedWriter{w: os.Stdout}
+	root.SetOut(stdout)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
+	code := exitUsage
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "capstan:", ee.err)
+	var pe *printedError
+	switch {
+	case errors.As(err, &ee):
+		code, err = ee.code, ee.err
+		if err != nil && !errors.As(err, &pe) {
+			fmt.Fprintln(os.Stderr, "capstan:", err)
 		}
-		return ee.code
+	case cmd != nil && cmd != root:
+		// cobra's own errors (unknown command, bad flag, wrong number of
+		// arguments) are usage errors; the command's usage line says what
+		// it takes.
+		err = fmt.Errorf("%w (usage: %s)", err, cmd.UseLine())
+		fmt.Fprintln(os.Stderr, "capstan:", err)
+	default:
+		fmt.Fprintln(os.Stderr, "capstan:", err)
 	}
-	// cobra's own errors (unknown command, bad flag, wrong number of
-	// arguments) are usage errors; the command's usage line says what it
-	// takes.
-	if cmd != nil && cmd != root {
-		fmt.Fprintf(os.Stderr, "capstan: %v (usage: %s)\n", err, cmd.UseLine())
-		return exitUsage
+	if !stdout.written && wantsJSON(cmd, args) {
+		writeErrorJSON(os.Stdout, err, code)
 	}
-	fmt.Fprintln(os.Stderr, "capstan:", err)
-	return exitUsage
+	return code
 }

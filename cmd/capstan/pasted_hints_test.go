@@ -229,8 +229,9 @@ func TestUsageErrorsShowTheUsageLine(t *testing.T) {
 	}
 }
 
-// An agent that names no model: the hint names every way to give one, and
-// the environment variable it names works.
+// An agent that names no model is refused before the run is announced:
+// the hint names every way to give one, and the environment variable it
+// names works.
 func TestNoModelHintNamesEveryWay(t *testing.T) {
 	parent := t.TempDir()
 	sh := pasteShell(t, parent)
@@ -246,8 +247,8 @@ func TestNoModelHintNamesEveryWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := sh("env -u CAPSTAN_MODEL capstan run nomodel --workdir w")
-	if code != exitUsage || !strings.Contains(out, "CONFIG_INVALID: no model") {
-		t.Fatalf("exit %d\n%s", code, out)
+	if code != exitUsage || !strings.Contains(out, "CONFIG_INVALID: no model") || announced.MatchString(out) {
+		t.Fatalf("exit %d, want %d before any run output\n%s", code, exitUsage, out)
 	}
 	for _, way := range []string{"--model", "runner.model", "CAPSTAN_MODEL", "default_model"} {
 		if !strings.Contains(out, way) {
@@ -470,7 +471,7 @@ func TestRunsOrderWithinASecond(t *testing.T) {
 func TestRunOfAnUnloadableFolderNamesItsFile(t *testing.T) {
 	parent := t.TempDir()
 	sh := pasteShell(t, parent)
-	for _, name := range []string{"broken", "noreg"} {
+	for _, name := range []string{"broken", "noreg", "noagent"} {
 		if code, out := sh("capstan init " + name); code != 0 {
 			t.Fatalf("init: exit %d\n%s", code, out)
 		}
@@ -486,9 +487,13 @@ func TestRunOfAnUnloadableFolderNamesItsFile(t *testing.T) {
 	if err := os.Remove(filepath.Join(parent, "noreg", "steps_registry.json")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Remove(filepath.Join(parent, "noagent", "agent.json")); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ dir, code, file string }{
 		{"broken", "CONFIG_PARSE", "(broken/agent.json:"},
 		{"noreg", "CONFIG_NOT_FOUND", "(noreg/steps_registry.json)"},
+		{"noagent", "CONFIG_NOT_FOUND", "(noagent/agent.json)"},
 	} {
 		code, out := sh("mkdir -p w && capstan run " + c.dir + " --workdir w")
 		if code != exitUsage || !strings.Contains(out, c.code) || !strings.Contains(out, c.file) || announced.MatchString(out) {
@@ -497,6 +502,11 @@ func TestRunOfAnUnloadableFolderNamesItsFile(t *testing.T) {
 		_, vout := sh("capstan validate " + c.dir)
 		if !strings.Contains(vout, strings.Trim(c.file, "()")) {
 			t.Fatalf("validate %s names another file than run:\n%s", c.dir, vout)
+		}
+		// capstan's words, not the OS's ("openat steps_registry.json: no
+		// such file or directory")
+		if strings.Contains(out+vout, "openat") || strings.Contains(out+vout, "no such file") {
+			t.Errorf("%s: the OS's error text:\n%s%s", c.dir, out, vout)
 		}
 	}
 	// A required parameter not given names the agent.json that declares it.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
@@ -82,34 +83,71 @@ func loadUserConfig() (*userConfig, error) {
 		e.Hint = "known keys: default_model, base_urls, pricing (see docs/cli.md#user-config)"
 		return nil, e
 	}
+	// Each value's error names the file and the line and column of the
+	// value, as a parse error does.
+	located := func(err error, keys ...string) error {
+		e := agenterr.From(err)
+		if e == nil {
+			return err
+		}
+		at := *e
+		at.File = path
+		at.Line, at.Column = yamlPosition(data, keys...)
+		return &at
+	}
 	if uc.DefaultModel != "" {
 		if provider, _ := llm.ParseSpec(uc.DefaultModel); !slices.Contains(llm.Providers(), provider) {
 			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-				"user config %s: default_model %q: unknown provider %q", path, uc.DefaultModel, provider)
+				"user config default_model %q: unknown provider %q", uc.DefaultModel, provider)
 			e.Hint = "write provider:model with one of: " + strings.Join(llm.Providers(), ", ")
-			return nil, e
+			return nil, located(e, "default_model")
 		}
 	}
-	for provider, u := range uc.BaseURLs {
+	for _, provider := range slices.Sorted(maps.Keys(uc.BaseURLs)) {
 		if _, ok := baseURLEnv[provider]; !ok {
-			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-				"user config %s: base_urls.%s: only %s have a base URL", path, provider, strings.Join(slices.Sorted(maps.Keys(baseURLEnv)), " and "))
+			return nil, located(agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"user config base_urls.%s: only %s have a base URL", provider, strings.Join(slices.Sorted(maps.Keys(baseURLEnv)), " and ")),
+				"base_urls", provider)
 		}
 		// The URL is never quoted: it may hold a key (which the check
 		// refuses, as runs record the base URL).
-		if err := llm.CheckBaseURL(fmt.Sprintf("user config %s: base_urls.%s", path, provider), u); err != nil {
-			return nil, err
+		if err := llm.CheckBaseURL("user config base_urls."+provider, uc.BaseURLs[provider]); err != nil {
+			return nil, located(err, "base_urls", provider)
 		}
 	}
-	for model, p := range uc.Pricing {
-		for name, v := range map[string]float64{"input": p.Input, "output": p.Output, "cacheRead": p.CacheRead, "cacheWrite": p.CacheWrite} {
-			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-					"user config %s: pricing.%s.%s: %v is not a price (USD per million tokens, ≥ 0)", path, model, name, v)
+	for _, model := range slices.Sorted(maps.Keys(uc.Pricing)) {
+		p := uc.Pricing[model]
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"input", p.Input}, {"output", p.Output}, {"cacheRead", p.CacheRead}, {"cacheWrite", p.CacheWrite}} {
+			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+				return nil, located(agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+					"user config pricing.%s.%s: %v is not a price (USD per million tokens, ≥ 0)", model, f.name, f.v),
+					"pricing", model, f.name)
 			}
 		}
 	}
 	return uc, nil
+}
+
+// yamlPosition is the line and column of the value at keys in the YAML
+// document data (0, 0 when it is not found).
+func yamlPosition(data []byte, keys ...string) (line, col int) {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return 0, 0
+	}
+	b := (&yaml.PathBuilder{}).Root()
+	for _, k := range keys {
+		b = b.Child(k)
+	}
+	n, err := b.Build().FilterFile(f)
+	if err != nil || n == nil || n.GetToken() == nil || n.GetToken().Position == nil {
+		return 0, 0
+	}
+	pos := n.GetToken().Position
+	return pos.Line, pos.Column
 }
 
 // withUserPricing returns def with the user config's prices added to
