@@ -109,6 +109,9 @@ type Entry struct {
 	Duration time.Duration `json:"durationNs,omitempty"`
 	// OK is false for a failed tool call, validator or check.
 	OK bool `json:"ok"`
+	// Omitted is the number of bytes of a failed validator's output
+	// before the end of it that Detail holds (and the journal keeps).
+	Omitted int `json:"omittedBytes,omitempty"`
 }
 
 // Verdict is how an iteration was judged.
@@ -131,6 +134,11 @@ type ValidatorResult struct {
 	Pattern  string        `json:"pattern,omitempty"`
 	ExitCode *int          `json:"exitCode,omitempty"`
 	Duration time.Duration `json:"durationNs,omitempty"`
+	// Output is the end of a failed validator's output as the journal
+	// keeps it, and OutputOmitted the number of bytes before it that it
+	// does not (journals written before capstan kept it have neither).
+	Output        string `json:"output,omitempty"`
+	OutputOmitted int    `json:"outputOmitted,omitempty"`
 }
 
 // Retry is a retry prompt.
@@ -555,14 +563,17 @@ func (b *builder) add(ev journal.Event) error {
 			Pattern    string `json:"pattern"`
 			ExitCode   *int   `json:"exitCode"`
 			DurationMs int64  `json:"durationMs"`
+			Output     string `json:"output"`
+			Omitted    int    `json:"outputOmitted"`
 		}
 		if err := decode(&s); err != nil {
 			return err
 		}
 		v := ValidatorResult{Name: s.Validator, Type: s.Type, Valid: s.Valid, Pattern: s.Pattern, ExitCode: s.ExitCode,
-			Duration: time.Duration(s.DurationMs) * time.Millisecond}
+			Duration: time.Duration(s.DurationMs) * time.Millisecond, Output: s.Output, OutputOmitted: max(s.Omitted, 0)}
 		b.verdict().Validators = append(b.verdict().Validators, v)
-		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: v.Summary(), OK: v.Valid})
+		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: v.Summary(), OK: v.Valid,
+			Detail: strings.ReplaceAll(v.Output, "\r\n", "\n"), Omitted: v.OutputOmitted})
 	case testrun.EventCompare:
 		var c testrun.Comparison
 		if err := decode(&c); err != nil {

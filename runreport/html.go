@@ -142,7 +142,10 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 			if e.Duration > 0 {
 				in.Dur = FormatDuration(e.Duration)
 			}
-			in.Summary = map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindText: "text"}[e.Kind]
+			in.Summary = map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindText: "text", KindValidator: "output"}[e.Kind]
+			if e.Kind == KindValidator && e.Detail != "" {
+				in.Detail = tail(e.Detail, e.Omitted, true)
+			}
 			if in.Summary == "" {
 				in.Summary = "details"
 			}

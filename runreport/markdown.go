@@ -83,12 +83,16 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 					p.f("\n")
 					continue
 				}
-				summary := map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason"}[e.Kind]
+				summary := map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindValidator: "output"}[e.Kind]
 				if summary == "" {
 					summary = "details"
 				}
 				detail := e.Detail
-				if e.Kind != KindRetry {
+				switch e.Kind {
+				case KindValidator:
+					detail = tail(detail, e.Omitted, opts.Full)
+				case KindRetry:
+				default:
 					detail = clip(detail, opts.Full) // a PR comment has a size limit
 				}
 				p.details(summary, detail)
