@@ -161,9 +161,13 @@ type Outcome struct {
 	Usage            map[string]int64 `json:"usage,omitempty"`
 	CostUSD          float64          `json:"cost"`
 	Duration         time.Duration    `json:"durationNs"`
-	ErrorCode        string           `json:"errorCode,omitempty"`
-	ErrorMessage     string           `json:"errorMessage,omitempty"`
-	Recoverable      bool             `json:"recoverable,omitempty"`
+	// TestBaseline is the part of Duration spent taking the test
+	// baselines before the first iteration (0 in journals of runs that
+	// took none, or of capstan versions that did not count it).
+	TestBaseline time.Duration `json:"testBaselineNs,omitempty"`
+	ErrorCode    string        `json:"errorCode,omitempty"`
+	ErrorMessage string        `json:"errorMessage,omitempty"`
+	Recoverable  bool          `json:"recoverable,omitempty"`
 }
 
 // Artifact is a file a skill run wrote.
@@ -346,6 +350,7 @@ func (b *builder) add(ev journal.Event) error {
 			Usage            map[string]int64 `json:"usage"`
 			Cost             float64          `json:"cost"`
 			DurationMs       int64            `json:"durationMs"`
+			TestBaselineMs   int64            `json:"testBaselineMs"`
 			Error            json.RawMessage  `json:"error"`
 			ErrorCode        string           `json:"errorCode"`
 			Status           string           `json:"status"` // a pipeline's metadata.status
@@ -354,7 +359,8 @@ func (b *builder) add(ev journal.Event) error {
 			return err
 		}
 		o := &Outcome{Success: s.Success, CompletionReason: s.CompletionReason, Reason: s.Reason, Iterations: s.Iterations,
-			Usage: s.Usage, CostUSD: s.Cost, Duration: time.Duration(s.DurationMs) * time.Millisecond}
+			Usage: s.Usage, CostUSD: s.Cost, Duration: time.Duration(s.DurationMs) * time.Millisecond,
+			TestBaseline: time.Duration(s.TestBaselineMs) * time.Millisecond}
 		runEndError(o, s.Error, s.ErrorCode)
 		if r.Pipeline != nil {
 			o.CompletionReason = s.Status
@@ -767,13 +773,22 @@ func BaselineSummary(b testrun.Baseline) string {
 	s := fmt.Sprintf("%s (%s) before the first iteration: ", b.Validator, b.Command)
 	switch {
 	case !b.Parsed:
-		return s + fmt.Sprintf("no test run capstan reads in its output, exit %d; lost tests not checked", b.ExitCode)
+		return s + fmt.Sprintf("no test run capstan reads in its output, exit %d%s; lost tests not checked", b.ExitCode, baselineTime(b))
 	case !b.Run.Counted:
 		s += "tests ran, not counted (no per-test output)"
 	default:
 		s += fmt.Sprintf("%d ran (%d passed, %d failed), %d skipped", b.Run.Ran(), b.Run.Passed, b.Run.Failed, b.Run.Skipped)
 	}
-	return s + fmt.Sprintf(", exit %d", b.ExitCode)
+	return s + fmt.Sprintf(", exit %d%s", b.ExitCode, baselineTime(b))
+}
+
+// baselineTime is " in 19.7s", or "" for a baseline journaled without
+// its duration.
+func baselineTime(b testrun.Baseline) string {
+	if b.DurationMs <= 0 {
+		return ""
+	}
+	return " in " + FormatDuration(time.Duration(b.DurationMs)*time.Millisecond)
 }
 
 // CompareSummary is one line: "no lost tests in tests-pass: 2 ran (1

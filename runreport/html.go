@@ -106,7 +106,7 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 		add("iterations", fmt.Sprint(o.Iterations))
 		add("tokens", strings.TrimPrefix(usageText(o.Usage), "tokens "))
 		add("cost", fmt.Sprintf("$%.4f", o.CostUSD))
-		add("duration", FormatDuration(o.Duration))
+		add("duration", DurationText(o.Duration, o.TestBaseline))
 		p.Reason = strings.TrimSpace(o.CompletionReason + " — " + o.Reason)
 		if o.ErrorCode != "" || o.ErrorMessage != "" {
 			p.Error = o.ErrorCode + ": " + o.ErrorMessage

@@ -170,7 +170,7 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 			}
 			return p.err
 		}
-		p.f("\n  iterations %d  %s  cost $%.4f  %s\n", o.Iterations, usageText(o.Usage), o.CostUSD, FormatDuration(o.Duration))
+		p.f("\n  iterations %d  %s  cost $%.4f  %s\n", o.Iterations, usageText(o.Usage), o.CostUSD, DurationText(o.Duration, o.TestBaseline))
 		if o.ErrorCode != "" || o.ErrorMessage != "" {
 			p.f("  error %s: %s (recoverable: %v)\n", o.ErrorCode, o.ErrorMessage, o.Recoverable)
 		}
@@ -354,6 +354,16 @@ func tail(s string, omitted int, full bool) string {
 		return fmt.Sprintf("… (the %d bytes of output before this are not journaled)\n%s", omitted, out)
 	}
 	return out
+}
+
+// DurationText is a run's wall time, with the part its test baselines
+// took when there is one: "21.3s (test baseline 19.7s)". capstan run's
+// summary and show print it alike.
+func DurationText(total, baseline time.Duration) string {
+	if baseline <= 0 {
+		return FormatDuration(total)
+	}
+	return FormatDuration(total) + " (test baseline " + FormatDuration(baseline) + ")"
 }
 
 type printer struct {

@@ -97,3 +97,25 @@ func TestValidatorWithoutOutput(t *testing.T) {
 		t.Fatalf("a validator line without output is followed by more than the next entry:\n%s", b.String())
 	}
 }
+
+// TestDurationWithTestBaseline: show prints the run's duration with the
+// part its test baseline took, and the baseline's own time.
+func TestDurationWithTestBaseline(t *testing.T) {
+	r := build(t,
+		ev{journal.RunStart, 0, m{"agent": "fixer", "model": "script:s.yaml"}},
+		ev{"tests.baseline", 0, m{"validator": "tests-pass", "command": "go test -v ./...", "exitCode": 1, "parsed": true, "durationMs": 19700,
+			"run": m{"counted": true, "perTest": true, "passed": 1, "failed": 1}}},
+		ev{journal.IterationStart, 1, nil},
+		ev{journal.IterationEnd, 1, m{"outcome": m{"complete": true}}},
+		ev{journal.RunEnd, 1, m{"success": true, "completionReason": "completed", "iterations": 1, "durationMs": 22100, "testBaselineMs": 19700}},
+	)
+	var b bytes.Buffer
+	if err := WriteText(&b, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cost $0.0000  22.1s (test baseline 19.7s)\n", "before the first iteration: 2 ran (1 passed, 1 failed), 0 skipped, exit 1 in 19.7s\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("show lacks %q:\n%s", want, b.String())
+		}
+	}
+}
