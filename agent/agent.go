@@ -116,7 +116,11 @@ type Agent struct {
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
 	bashCache *sandbox.Cache
-	started   time.Time
+	// begun is when Start was called, started when it returned (the time
+	// budget counts from there); between them the test baselines ran,
+	// which took testBaselineMs.
+	begun, started time.Time
+	testBaselineMs int64
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
@@ -374,6 +378,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	case Stopped:
 		return agenterr.New(agenterr.CodeAlreadyStopped, agenterr.LayerLifecycle, false, "agent %s was stopped; build a new one", a.spec.Name)
 	}
+	// The run's duration counts from here: the test baselines below can
+	// take longer than the iterations.
+	begun := a.opts.Now()
 	if err := a.flow.start(ctx); err != nil {
 		return err
 	}
@@ -417,6 +424,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()
+	a.begun = begun
 	return nil
 }
 
@@ -589,7 +597,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Success: lr.Success, CompletionReason: lr.CompletionReason, Reason: lr.Reason,
 		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
-		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.started).Milliseconds(),
+		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.begun).Milliseconds(), TestBaselineMs: a.testBaselineMs,
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
 		Warnings:       append([]string(nil), a.warnings...),
 		CannotComplete: a.flow.cannotComplete,

@@ -33,8 +33,14 @@ type Result struct {
 	StepID     string    `json:"stepId,omitempty"`
 	Usage      llm.Usage `json:"usage"`
 	CostUSD    float64   `json:"cost"`
-	DurationMs int64     `json:"durationMs"`
-	Journal    string    `json:"journal,omitempty"`
+	// DurationMs is the run's wall time in this process, from Start to
+	// the end, the test baselines included.
+	DurationMs int64 `json:"durationMs"`
+	// TestBaselineMs is the part of DurationMs spent running the test
+	// validators before the first iteration (the baseline that lost tests
+	// are judged against; a resumed run reuses its journaled one).
+	TestBaselineMs int64  `json:"testBaselineMs,omitempty"`
+	Journal        string `json:"journal,omitempty"`
 	// Error is why the run did not complete; never set when Success is.
 	Error *ResultError `json:"error,omitempty"`
 	// Warnings are problems that did not change the outcome, such as an

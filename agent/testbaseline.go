@@ -75,7 +75,8 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Bas
 			return nil, nil, err
 		}
 		b := &testrun.Baseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
-			Truncated: run.Output.Truncated}
+			Truncated: run.Output.Truncated, DurationMs: run.Output.DurationMs}
+		a.testBaselineMs += run.Output.DurationMs
 		b.Run, b.Parsed = testrun.ParseOutput(run.Output)
 		if r != nil {
 			warnings = append(warnings, fmt.Sprintf("the resumed run's journal has no test baseline of validator %q; "+

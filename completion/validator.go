@@ -347,6 +347,13 @@ type ValidatorEvent struct {
 	TimedOut   bool   `json:"timedOut,omitempty"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	DurationMs int64  `json:"durationMs"`
+	// Output is the end of a failing validator's output (OutputExcerpt:
+	// stdout then stderr, redacted, at most OutputExcerptBytes) and
+	// OutputOmitted the number of bytes of it before the excerpt. A
+	// passing validator's event has neither; journals written before
+	// capstan recorded them have neither either.
+	Output        string `json:"output,omitempty"`
+	OutputOmitted int    `json:"outputOmitted,omitempty"`
 }
 
 // Validate runs conditions in order and stops at the first that fails
@@ -384,6 +391,7 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.
 			TimedOut: out.TimedOut, Truncated: out.Truncated, DurationMs: out.DurationMs}
 		if !valid {
 			ev.Pattern = def.FailurePattern
+			ev.Output, ev.OutputOmitted = OutputExcerpt(out)
 		}
 		v.cfg.Emitter.Emit(journal.ValidatorResult, ev)
 		if valid {

@@ -109,6 +109,9 @@ type Entry struct {
 	Duration time.Duration `json:"durationNs,omitempty"`
 	// OK is false for a failed tool call, validator or check.
 	OK bool `json:"ok"`
+	// Omitted is the number of bytes of a failed validator's output
+	// before the end of it that Detail holds (and the journal keeps).
+	Omitted int `json:"omittedBytes,omitempty"`
 }
 
 // Verdict is how an iteration was judged.
@@ -131,6 +134,11 @@ type ValidatorResult struct {
 	Pattern  string        `json:"pattern,omitempty"`
 	ExitCode *int          `json:"exitCode,omitempty"`
 	Duration time.Duration `json:"durationNs,omitempty"`
+	// Output is the end of a failed validator's output as the journal
+	// keeps it, and OutputOmitted the number of bytes before it that it
+	// does not (journals written before capstan kept it have neither).
+	Output        string `json:"output,omitempty"`
+	OutputOmitted int    `json:"outputOmitted,omitempty"`
 }
 
 // Retry is a retry prompt.
@@ -153,9 +161,13 @@ type Outcome struct {
 	Usage            map[string]int64 `json:"usage,omitempty"`
 	CostUSD          float64          `json:"cost"`
 	Duration         time.Duration    `json:"durationNs"`
-	ErrorCode        string           `json:"errorCode,omitempty"`
-	ErrorMessage     string           `json:"errorMessage,omitempty"`
-	Recoverable      bool             `json:"recoverable,omitempty"`
+	// TestBaseline is the part of Duration spent taking the test
+	// baselines before the first iteration (0 in journals of runs that
+	// took none, or of capstan versions that did not count it).
+	TestBaseline time.Duration `json:"testBaselineNs,omitempty"`
+	ErrorCode    string        `json:"errorCode,omitempty"`
+	ErrorMessage string        `json:"errorMessage,omitempty"`
+	Recoverable  bool          `json:"recoverable,omitempty"`
 }
 
 // Artifact is a file a skill run wrote.
@@ -338,6 +350,7 @@ func (b *builder) add(ev journal.Event) error {
 			Usage            map[string]int64 `json:"usage"`
 			Cost             float64          `json:"cost"`
 			DurationMs       int64            `json:"durationMs"`
+			TestBaselineMs   int64            `json:"testBaselineMs"`
 			Error            json.RawMessage  `json:"error"`
 			ErrorCode        string           `json:"errorCode"`
 			Status           string           `json:"status"` // a pipeline's metadata.status
@@ -346,7 +359,8 @@ func (b *builder) add(ev journal.Event) error {
 			return err
 		}
 		o := &Outcome{Success: s.Success, CompletionReason: s.CompletionReason, Reason: s.Reason, Iterations: s.Iterations,
-			Usage: s.Usage, CostUSD: s.Cost, Duration: time.Duration(s.DurationMs) * time.Millisecond}
+			Usage: s.Usage, CostUSD: s.Cost, Duration: time.Duration(s.DurationMs) * time.Millisecond,
+			TestBaseline: time.Duration(s.TestBaselineMs) * time.Millisecond}
 		runEndError(o, s.Error, s.ErrorCode)
 		if r.Pipeline != nil {
 			o.CompletionReason = s.Status
@@ -555,14 +569,17 @@ func (b *builder) add(ev journal.Event) error {
 			Pattern    string `json:"pattern"`
 			ExitCode   *int   `json:"exitCode"`
 			DurationMs int64  `json:"durationMs"`
+			Output     string `json:"output"`
+			Omitted    int    `json:"outputOmitted"`
 		}
 		if err := decode(&s); err != nil {
 			return err
 		}
 		v := ValidatorResult{Name: s.Validator, Type: s.Type, Valid: s.Valid, Pattern: s.Pattern, ExitCode: s.ExitCode,
-			Duration: time.Duration(s.DurationMs) * time.Millisecond}
+			Duration: time.Duration(s.DurationMs) * time.Millisecond, Output: s.Output, OutputOmitted: max(s.Omitted, 0)}
 		b.verdict().Validators = append(b.verdict().Validators, v)
-		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: v.Summary(), OK: v.Valid})
+		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: v.Summary(), OK: v.Valid,
+			Detail: strings.ReplaceAll(v.Output, "\r\n", "\n"), Omitted: v.OutputOmitted})
 	case testrun.EventCompare:
 		var c testrun.Comparison
 		if err := decode(&c); err != nil {
@@ -756,13 +773,22 @@ func BaselineSummary(b testrun.Baseline) string {
 	s := fmt.Sprintf("%s (%s) before the first iteration: ", b.Validator, b.Command)
 	switch {
 	case !b.Parsed:
-		return s + fmt.Sprintf("no test run capstan reads in its output, exit %d; lost tests not checked", b.ExitCode)
+		return s + fmt.Sprintf("no test run capstan reads in its output, exit %d%s; lost tests not checked", b.ExitCode, baselineTime(b))
 	case !b.Run.Counted:
 		s += "tests ran, not counted (no per-test output)"
 	default:
 		s += fmt.Sprintf("%d ran (%d passed, %d failed), %d skipped", b.Run.Ran(), b.Run.Passed, b.Run.Failed, b.Run.Skipped)
 	}
-	return s + fmt.Sprintf(", exit %d", b.ExitCode)
+	return s + fmt.Sprintf(", exit %d%s", b.ExitCode, baselineTime(b))
+}
+
+// baselineTime is " in 19.7s", or "" for a baseline journaled without
+// its duration.
+func baselineTime(b testrun.Baseline) string {
+	if b.DurationMs <= 0 {
+		return ""
+	}
+	return " in " + FormatDuration(time.Duration(b.DurationMs)*time.Millisecond)
 }
 
 // CompareSummary is one line: "no lost tests in tests-pass: 2 ran (1

@@ -106,7 +106,7 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 		add("iterations", fmt.Sprint(o.Iterations))
 		add("tokens", strings.TrimPrefix(usageText(o.Usage), "tokens "))
 		add("cost", fmt.Sprintf("$%.4f", o.CostUSD))
-		add("duration", FormatDuration(o.Duration))
+		add("duration", DurationText(o.Duration, o.TestBaseline))
 		p.Reason = strings.TrimSpace(o.CompletionReason + " — " + o.Reason)
 		if o.ErrorCode != "" || o.ErrorMessage != "" {
 			p.Error = o.ErrorCode + ": " + o.ErrorMessage
@@ -142,7 +142,10 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 			if e.Duration > 0 {
 				in.Dur = FormatDuration(e.Duration)
 			}
-			in.Summary = map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindText: "text"}[e.Kind]
+			in.Summary = map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindText: "text", KindValidator: "output"}[e.Kind]
+			if e.Kind == KindValidator && e.Detail != "" {
+				in.Detail = tail(e.Detail, e.Omitted, true)
+			}
 			if in.Summary == "" {
 				in.Summary = "details"
 			}
@@ -326,10 +329,12 @@ footer{margin-top:28px;color:var(--mute);font-size:12px}
 // writePage writes the page. It escapes every text with html.EscapeString
 // instead of using html/template: the template engine looks methods up by
 // name at run time, which keeps every exported method of every type in the
-// binary (see internal/bench's footprint test).
+// binary (see internal/bench's footprint test). Control characters are
+// made visible as in the text account: they are not allowed in HTML, and
+// a page written to a terminal (report -o -) must not drive it.
 func writePage(w io.Writer, p page) error {
 	var b strings.Builder
-	e := html.EscapeString
+	e := func(s string) string { return html.EscapeString(visibleControls(s)) }
 	b.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	b.WriteString("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n")
 	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"capstan report\">\n")

@@ -31,7 +31,7 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 	p.f("### %s %s: %s\n\n", icon, mdText(name), r.Status())
 	p.f("| run | model | iterations | tokens | cost | duration |\n|---|---|---|---|---|---|\n")
 	if o := r.Outcome; o != nil {
-		p.f("| `%s` | `%s` | %d | %s | $%.4f | %s |\n\n", mdCode(r.ID), mdCode(r.Model), o.Iterations, usageText(o.Usage), o.CostUSD, FormatDuration(o.Duration))
+		p.f("| `%s` | `%s` | %d | %s | $%.4f | %s |\n\n", mdCode(r.ID), mdCode(r.Model), o.Iterations, usageText(o.Usage), o.CostUSD, DurationText(o.Duration, o.TestBaseline))
 		if o.Reason != "" {
 			p.f("**%s** — %s\n\n", mdText(o.CompletionReason), mdText(o.Reason))
 		}
@@ -83,12 +83,16 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 					p.f("\n")
 					continue
 				}
-				summary := map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason"}[e.Kind]
+				summary := map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindValidator: "output"}[e.Kind]
 				if summary == "" {
 					summary = "details"
 				}
 				detail := e.Detail
-				if e.Kind != KindRetry {
+				switch e.Kind {
+				case KindValidator:
+					detail = tail(detail, e.Omitted, opts.Full)
+				case KindRetry:
+				default:
 					detail = clip(detail, opts.Full) // a PR comment has a size limit
 				}
 				p.details(summary, detail)

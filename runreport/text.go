@@ -62,6 +62,7 @@ func (r *Run) retryBefore(it Iteration) *Retry {
 const (
 	textLines   = 6 // lines of a tool output or prompt shown without Full
 	detailLimit = 2000
+	outputLines = 20 // lines of a failed validator's output shown without Full
 )
 
 // WriteText writes the account as plain text, the format of `capstan show`.
@@ -120,7 +121,11 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 			p.f("  %-8s %s %s%s\n", at, mark(e), e.Title, durationSuffix(e.Duration))
 			if e.Detail != "" {
 				detail := e.Detail
-				if e.Kind != KindRetry {
+				switch e.Kind {
+				case KindValidator:
+					detail = tail(detail, e.Omitted, opts.Full)
+				case KindRetry:
+				default:
 					detail = clip(detail, opts.Full)
 				}
 				p.block(detail, "           ")
@@ -165,7 +170,7 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 			}
 			return p.err
 		}
-		p.f("\n  iterations %d  %s  cost $%.4f  %s\n", o.Iterations, usageText(o.Usage), o.CostUSD, FormatDuration(o.Duration))
+		p.f("\n  iterations %d  %s  cost $%.4f  %s\n", o.Iterations, usageText(o.Usage), o.CostUSD, DurationText(o.Duration, o.TestBaseline))
 		if o.ErrorCode != "" || o.ErrorMessage != "" {
 			p.f("  error %s: %s (recoverable: %v)\n", o.ErrorCode, o.ErrorMessage, o.Recoverable)
 		}
@@ -326,6 +331,39 @@ func clip(s string, full bool) string {
 		out += fmt.Sprintf("\n… (%d bytes in all; --full shows everything)", len(s))
 	}
 	return out
+}
+
+// tail keeps the last outputLines lines of a failed validator's output
+// unless full is set (the end is where a test runner says what failed),
+// and begins with a line saying what is left out: earlier lines the
+// journal holds, and the omitted bytes before them that it does not.
+func tail(s string, omitted int, full bool) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	hidden := 0
+	if !full && len(lines) > outputLines {
+		hidden = len(lines) - outputLines
+		lines = lines[hidden:]
+	}
+	out := strings.Join(lines, "\n")
+	switch {
+	case hidden > 0 && omitted > 0:
+		return fmt.Sprintf("… %d earlier lines (--full shows them; the %d bytes of output before them are not journaled)\n%s", hidden, omitted, out)
+	case hidden > 0:
+		return fmt.Sprintf("… %d earlier lines (--full shows them)\n%s", hidden, out)
+	case omitted > 0:
+		return fmt.Sprintf("… (the %d bytes of output before this are not journaled)\n%s", omitted, out)
+	}
+	return out
+}
+
+// DurationText is a run's wall time, with the part its test baselines
+// took when there is one: "21.3s (test baseline 19.7s)". capstan run's
+// summary and show print it alike.
+func DurationText(total, baseline time.Duration) string {
+	if baseline <= 0 {
+		return FormatDuration(total)
+	}
+	return FormatDuration(total) + " (test baseline " + FormatDuration(baseline) + ")"
 }
 
 type printer struct {

@@ -25,7 +25,7 @@ type reportFlags struct {
 func (f *reportFlags) register(fs *pflag.FlagSet, defaultFormat string) {
 	fs.StringVar(&f.format, "format", defaultFormat, "text, md (GitHub Markdown) or html (one self-contained page)")
 	fs.IntVar(&f.iteration, "iteration", 0, "show only iteration N")
-	fs.BoolVar(&f.full, "full", false, "show prompts and tool outputs whole instead of their first lines")
+	fs.BoolVar(&f.full, "full", false, "show prompts and tool outputs whole instead of their first lines, and all the journal keeps of a failed validator's output")
 }
 
 // write renders the journal at path of run id in the chosen format.

@@ -22,6 +22,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/runreport"
 )
 
 // runFlags are capstan's own flags of `run` and `resume`.
@@ -441,8 +442,9 @@ func printSummary(w io.Writer, r *agent.Result) {
 		fmt.Fprintf(w, "\n%s  %s — %s\n", status, r.CompletionReason, r.Reason)
 	}
 	fmt.Fprintf(w, "  agent %s  model %s  run %s\n", r.Agent, r.Model, r.RunID)
-	fmt.Fprintf(w, "  iterations %d  step %s  tokens in=%d out=%d cache=%d/%d  cost $%.4f  %.1fs\n",
-		r.Iterations, r.StepID, r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.CostUSD, float64(r.DurationMs)/1000)
+	fmt.Fprintf(w, "  iterations %d  step %s  tokens in=%d out=%d cache=%d/%d  cost $%.4f  %s\n",
+		r.Iterations, r.StepID, r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, r.CostUSD,
+		runreport.DurationText(time.Duration(r.DurationMs)*time.Millisecond, time.Duration(r.TestBaselineMs)*time.Millisecond))
 	if r.Error != nil {
 		// The message ends with the hint; it is printed once, on its own line.
 		msg := strings.TrimSuffix(r.Error.Message, "; hint: "+r.Error.Hint)

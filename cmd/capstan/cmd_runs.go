@@ -344,7 +344,8 @@ func newShowCmd() *cobra.Command {
 		Long: `Show one run as a chronological account. Per iteration: where the prompt
 came from, the model's text and its tool calls in the order they happened
 (with offsets and durations), the completion check, each validator's result
-and failure pattern, the retry prompt sent next, the verdict, tokens and cost.
+and failure pattern with the end of a failed validator's output, the retry
+prompt sent next, the verdict, tokens and cost.
 
 --format md writes GitHub Markdown for a pull request comment or a CI job
 summary (for example >> "$GITHUB_STEP_SUMMARY"). capstan report RUN --html

@@ -68,4 +68,11 @@ func TestRunsRecordedBeforeTheVerdictStageShowAndResume(t *testing.T) {
 	if !sent {
 		t.Fatal("the pending retry prompt was not sent on resume")
 	}
+	// The old failing validator.result has no output: show prints its
+	// line alone, before and after the resume's events.
+	code, out, errOut = captureConfigCLI(t, "show", runID, "--workdir", work)
+	line := "check ✗ out-exists (file) failed: pattern out-missing, exit 1\n"
+	if i := strings.Index(out, line); code != 0 || i < 0 || strings.HasPrefix(out[i+len(line):], "           ") {
+		t.Fatalf("show after resume: exit %d\n%s\n%s", code, out, errOut)
+	}
 }

@@ -15,7 +15,10 @@ type Baseline struct {
 	// Truncated: the output exceeded the validator's output cap, so the
 	// list of tests may be incomplete and only the zero-tests rule applies.
 	Truncated bool `json:"truncated,omitempty"`
-	Run       Run  `json:"run"`
+	// DurationMs is how long the run took (journals written before it
+	// was recorded have 0).
+	DurationMs int64 `json:"durationMs,omitempty"`
+	Run        Run   `json:"run"`
 }
 
 // Loss is what a run lost against its baseline.
