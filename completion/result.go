@@ -34,7 +34,10 @@ type ValidatorOutput struct {
 	Stderr   string `json:"stderr"`
 	ExitCode int    `json:"exitCode"`
 	// Truncated is true when stdout or stderr exceeded the output cap; the
-	// kept text ends with a note saying how much was dropped.
+	// stream keeps its start and its end, joined by a line
+	// "[capstan: output truncated, N bytes omitted here]". Truncated is
+	// what the capture counted: text the command printed cannot set it
+	// (a "[capstan:" the command printed is kept as "[not capstan:").
 	Truncated bool `json:"truncated,omitempty"`
 	// TimedOut is true when the command was killed at its timeout.
 	TimedOut   bool  `json:"timedOut,omitempty"`

@@ -35,6 +35,11 @@ const (
 	PatternTestsDisappeared  = "tests-disappeared"   // a test that ran is gone
 	PatternTestsSkipped      = "tests-skipped"       // a test that ran is skipped now
 	PatternTestsCountDropped = "tests-count-dropped" // fewer tests ran
+	// PatternTestsOutputTruncated: the run's output was longer than the
+	// validator's output cap, and what was kept does not show that the
+	// tests of the baseline still ran (it shows neither that they did nor
+	// that they did not).
+	PatternTestsOutputTruncated = "tests-output-truncated"
 )
 
 // BuiltinPatterns returns the built-in failure patterns, each with
@@ -61,6 +66,8 @@ func BuiltinPatterns() map[string]config.CompletionPattern {
 			"skippedTests", "testCommand", "baselineCount", "currentCount", "restore"),
 		PatternTestsCountDropped: p("fewer tests run than before the first iteration",
 			"testCommand", "baselineCount", "currentCount", "restore"),
+		PatternTestsOutputTruncated: p("the test output was longer than the output cap and what was kept does not show that the tests still run",
+			"unseenTests", "testCommand", "baselineCount", "currentCount", "restore"),
 	}
 	for name, v := range m {
 		v.Adaptation = name

@@ -182,11 +182,12 @@ func TestBuiltinPatterns(t *testing.T) {
 		"git-dirty": {"changedFiles", "untrackedFiles"}, "test-failed": {"failedTests", "errorOutput"},
 		"type-error": {"typeErrors", "errorOutput"}, "lint-error": {"lintErrors", "errorOutput"},
 		"format-error": {"unformattedFiles", "errorOutput"}, "file-not-exists": {"path", "error"},
-		"protected-changed":   {"protectedFiles", "diff", "restore"},
-		"tests-none-run":      {"testCommand", "baselineCount", "currentCount", "restore"},
-		"tests-disappeared":   {"disappearedTests", "testCommand", "baselineCount", "currentCount", "restore"},
-		"tests-skipped":       {"skippedTests", "testCommand", "baselineCount", "currentCount", "restore"},
-		"tests-count-dropped": {"testCommand", "baselineCount", "currentCount", "restore"},
+		"protected-changed":      {"protectedFiles", "diff", "restore"},
+		"tests-none-run":         {"testCommand", "baselineCount", "currentCount", "restore"},
+		"tests-disappeared":      {"disappearedTests", "testCommand", "baselineCount", "currentCount", "restore"},
+		"tests-skipped":          {"skippedTests", "testCommand", "baselineCount", "currentCount", "restore"},
+		"tests-count-dropped":    {"testCommand", "baselineCount", "currentCount", "restore"},
+		"tests-output-truncated": {"unseenTests", "testCommand", "baselineCount", "currentCount", "restore"},
 	}
 	got := BuiltinPatterns()
 	if len(got) != len(want) {

@@ -1,7 +1,6 @@
 package completion
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +33,7 @@ import (
 // Validator defaults.
 const (
 	DefaultValidatorTimeout = 300 * time.Second
-	DefaultOutputCap        = 1 << 20 // bytes kept per stream
+	DefaultOutputCap        = 1 << 20 // bytes kept per stream, half from its start, half from its end
 )
 
 // SchemaValidator validates a decoded JSON value against one schema.
@@ -115,7 +114,7 @@ type ValidatorConfig struct {
 	// DefaultTimeout bounds a command without timeoutSeconds (default 300 s).
 	DefaultTimeout time.Duration
 	// OutputCap is the number of bytes kept of each of stdout and stderr
-	// (default 1 MiB).
+	// (default 1 MiB): the first and the last half of a longer stream.
 	OutputCap int
 	// Emitter receives a validator.result event per validator run.
 	Emitter journal.Emitter
@@ -747,7 +746,8 @@ type CommandSandbox interface {
 
 // RunCommand runs spec.Command with sh -c in spec.Dir — in spec.Sandbox
 // when one is set, else in its own process group — keeping at most
-// OutputCap bytes of each stream. At the timeout every process it started
+// OutputCap bytes of each stream: its first and its last half, joined by
+// a line that says how many bytes were left out between them. At the timeout every process it started
 // is killed and TimedOut is set; that is a result, not an error. Errors
 // are a command that could not start (a sandbox that cannot be set up
 // included: a command never falls back to running unconfined) or a
@@ -759,7 +759,8 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	if spec.OutputCap <= 0 {
 		spec.OutputCap = DefaultOutputCap
 	}
-	stdout, stderr := &capWriter{limit: spec.OutputCap}, &capWriter{limit: spec.OutputCap}
+	secrets := builtin.SecretValues(os.Environ())
+	stdout, stderr := newCapture(spec.OutputCap, secrets), newCapture(spec.OutputCap, secrets)
 	env := builtin.BuildEnv(os.Environ(), spec.Env)
 	start := time.Now()
 	run := runUnconfined
@@ -770,7 +771,7 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	out := ValidatorOutput{
 		Stdout:     stdout.String(),
 		Stderr:     stderr.String(),
-		Truncated:  stdout.dropped > 0 || stderr.dropped > 0,
+		Truncated:  stdout.truncated() || stderr.truncated(),
 		DurationMs: time.Since(start).Milliseconds(),
 		ExitCode:   exitCode,
 	}
@@ -821,31 +822,4 @@ func runConfined(ctx context.Context, spec CommandSpec, env []string, stdout, st
 		return -1, false, err
 	}
 	return res.ExitCode, res.TimedOut, nil
-}
-
-// capWriter keeps the first limit bytes written and counts the rest.
-type capWriter struct {
-	buf     bytes.Buffer
-	limit   int
-	dropped int64
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	room := w.limit - w.buf.Len()
-	if room >= len(p) {
-		w.buf.Write(p)
-		return len(p), nil
-	}
-	if room > 0 {
-		w.buf.Write(p[:room])
-	}
-	w.dropped += int64(len(p) - max(room, 0))
-	return len(p), nil
-}
-
-func (w *capWriter) String() string {
-	if w.dropped == 0 {
-		return w.buf.String()
-	}
-	return fmt.Sprintf("%s\n[capstan: output truncated, %d bytes omitted]", w.buf.String(), w.dropped)
 }

@@ -31,8 +31,12 @@ type Loss struct {
 	// run; Skipped those that ran then and are skipped now.
 	Disappeared []string `json:"disappeared,omitempty"`
 	Skipped     []string `json:"skipped,omitempty"`
+	// Unseen are tests that ran in the baseline and are not in what was
+	// kept of a run whose output was cut at the output cap: whether they
+	// still run is not known (PatternTestsOutputTruncated).
+	Unseen []string `json:"unseen,omitempty"`
 	// BaselineRan and Ran are the numbers of tests that ran (passed or
-	// failed); -1 when not known.
+	// failed); -1 when not known (Ran of a run whose output was cut).
 	BaselineRan int `json:"baselineRan"`
 	Ran         int `json:"ran"`
 }
@@ -42,6 +46,15 @@ type Loss struct {
 // The rules: a run that executes no test fails; every test that ran in
 // the baseline (passed or failed) must still be listed, and not as
 // skipped; the number of tests that ran must not drop.
+//
+// A run whose output was cut at the output cap (Run.Truncated) shows only
+// its start and its end. What they show counts (a baseline test listed
+// as skipped is skipped), but a test they do not show is neither lost nor
+// still there, and the counts are at most the run's: such a run fails
+// with PatternTestsOutputTruncated unless the kept parts show every test
+// of the baseline running and at least as many tests as it ran. A
+// baseline that was cut itself is held only to the rule against no test:
+// the kept parts must show some test running.
 //
 // Compare reads what the test process printed. Code under test can print
 // fake result lines (an init function, a TestMain, a conftest hook) and
@@ -53,6 +66,10 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 	l := Loss{BaselineRan: -1, Ran: -1}
 	if b.Run.Counted {
 		l.BaselineRan = b.Run.Ran()
+	}
+	baseCut := b.Truncated || b.Run.Truncated
+	if now.Truncated {
+		return compareTruncated(b, baseCut, now, ok, l)
 	}
 	switch {
 	case ok && now.Counted:
@@ -66,7 +83,7 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 		l.Pattern, l.Ran = completion.PatternTestsNoneRun, 0
 		return l, true
 	}
-	if !b.Truncated {
+	if !baseCut {
 		// A baseline without -v lists only its failures: those must not
 		// be lost either.
 		cur := now.Outcomes()
@@ -91,6 +108,47 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 		l.Pattern = completion.PatternTestsSkipped
 	case l.BaselineRan >= 0 && l.Ran >= 0 && l.Ran < l.BaselineRan:
 		l.Pattern = completion.PatternTestsCountDropped
+	default:
+		return l, false
+	}
+	return l, true
+}
+
+// compareTruncated is Compare of a run whose output was cut (see Compare).
+func compareTruncated(b *Baseline, baseCut bool, now Run, ok bool, l Loss) (Loss, bool) {
+	// shown is a lower bound of the tests that ran: those listed as run,
+	// or the kept summaries' count when that is more.
+	shown := 0
+	if ok {
+		cur := now.Outcomes()
+		for _, t := range now.Tests {
+			if t.Outcome != Skipped {
+				shown++
+			}
+		}
+		if now.Counted {
+			shown = max(shown, now.Ran())
+		}
+		for _, t := range b.Run.Tests {
+			if t.Outcome == Skipped {
+				continue
+			}
+			switch o, listed := cur[t.Name]; {
+			case listed && o == Skipped:
+				l.Skipped = append(l.Skipped, t.Name)
+			// As in a whole run, a test a baseline without -v lists (a
+			// failure) may pass unlisted now unless the run lists every test.
+			case !listed && !baseCut && (now.PerTest || b.Run.PerTest):
+				l.Unseen = append(l.Unseen, t.Name)
+			}
+		}
+	}
+	switch {
+	case len(l.Skipped) > 0:
+		l.Pattern = completion.PatternTestsSkipped
+	case !ok, shown == 0 && (now.Counted || b.Run.PerTest), len(l.Unseen) > 0,
+		!baseCut && now.Counted && l.BaselineRan > shown:
+		l.Pattern = completion.PatternTestsOutputTruncated
 	default:
 		return l, false
 	}

@@ -3,6 +3,7 @@ package testrun
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
@@ -33,6 +34,9 @@ type Comparison struct {
 	Passed  int  `json:"passed"`
 	Failed  int  `json:"failed"`
 	Skipped int  `json:"skipped"`
+	// Truncated: the run's output was cut at the output cap; the counts
+	// are those of the kept start and end, at most the run's.
+	Truncated bool `json:"truncated,omitempty"`
 	// Loss is what the run lost; nil when it lost nothing.
 	Loss *Loss `json:"loss,omitempty"`
 }
@@ -64,7 +68,8 @@ func (g *Guard) CheckOutputs(_ context.Context, runs []completion.ValidatorRun) 
 		compared = true
 		now, ok := ParseOutput(r.Output)
 		loss, lost := Compare(b, now, ok)
-		c := Comparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped}
+		c := Comparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped,
+			Truncated: now.Truncated}
 		if lost {
 			c.Loss = &loss
 		}
@@ -99,7 +104,27 @@ func params(l Loss, b *Baseline, r completion.ValidatorRun) map[string]any {
 	if len(l.Skipped) > 0 {
 		p["skippedTests"] = l.Skipped
 	}
+	if l.Pattern == completion.PatternTestsOutputTruncated {
+		p["currentCount"] = "unknown (the output was longer than the validator's output cap; its middle was left out)"
+		p["unseenTests"] = l.Unseen
+		p["restore"] = fmt.Sprintf("`%s` printed more than the validator's output cap, so capstan kept only the start and the end of its output, "+
+			"and they do not show that the tests that ran before your first change still run%s. "+
+			"Make the test command print less (remove debug output and logging you added; do not delete, skip or deselect tests), "+
+			"so that every test's result fits in the output. "+
+			"If the task cannot be done without that, say so: end your answer with a line starting %s and your reason, then your evidence.",
+			r.Command, unseen(l.Unseen), honest.Marker)
+	}
 	return p
+}
+
+func unseen(names []string) string {
+	switch {
+	case len(names) == 0:
+		return ""
+	case len(names) > 10:
+		return fmt.Sprintf(" (%s and %d more are not in them)", strings.Join(names[:10], ", "), len(names)-10)
+	}
+	return " (" + strings.Join(names, ", ") + " are not in them)"
 }
 
 func rule(baseline int) string {
@@ -126,14 +151,18 @@ func tests(n int) string {
 	return fmt.Sprintf("%d tests", n)
 }
 
-// ParseOutput is Parse of a validator's stdout and stderr together. A
+// ParseOutput is Parse of a validator's stdout and stderr together, with
+// Run.Truncated set when the output was cut at the output cap. A
 // timed-out run is no test run.
 func ParseOutput(o completion.ValidatorOutput) (Run, bool) {
 	if o.TimedOut {
-		return Run{}, false
+		return Run{Truncated: o.Truncated}, false
 	}
+	text := o.Stdout
 	if o.Stderr != "" {
-		return Parse(o.Stdout + "\n" + o.Stderr)
+		text += "\n" + o.Stderr
 	}
-	return Parse(o.Stdout)
+	r, ok := Parse(text)
+	r.Truncated = o.Truncated
+	return r, ok
 }

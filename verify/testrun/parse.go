@@ -61,6 +61,11 @@ type Run struct {
 	// reported more than once keeps its worst outcome (failed, then
 	// skipped, then passed).
 	Tests []Test `json:"tests,omitempty"`
+	// Truncated: the output was longer than the validator's output cap and
+	// only its start and its end were kept (set by ParseOutput). Tests
+	// printed in the part left out are not listed, and the counts are of
+	// the kept parts: at most the run's.
+	Truncated bool `json:"-"`
 }
 
 // Ran is the number of tests that ran (passed or failed).
