@@ -67,7 +67,7 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 }
 
 // loadShownRun is loadRun for show and report, which also show pipeline
-// runs (capstan pipeline run --journal-dir): a pipeline journal is no agent
+// runs (capstan pipeline run): a pipeline journal is no agent
 // run record, so for one it returns only the run's id, journal and the
 // journal's integrity, and pipeline is true; its account comes from
 // runreport.
@@ -278,7 +278,7 @@ func summarizeRun(r journal.Run) runSummary {
 }
 
 // summarizePipelineRun is summarizeRun for the journal of `capstan
-// pipeline run --journal-dir`, which is no agent run record: its account
+// pipeline run`, which is no agent run record: its account
 // (the status of the pipeline, no iterations, tokens or cost) comes from
 // runreport, as show's does.
 func summarizePipelineRun(r journal.Run, s runSummary) runSummary {
