@@ -49,7 +49,8 @@ func runStore() (journal.Store, error) {
 
 // loadRun finds RUN (an id or a unique prefix) from any directory — workDir
 // also finds the runs an older capstan kept under <workDir>/.capstan/runs —
-// and reads its journal.
+// and reads its journal: an agent run's, for resume (a pipeline run is
+// refused).
 func loadRun(workDir, id string) (*agent.RunRecord, error) {
 	store, err := runStore()
 	if err != nil {
@@ -58,6 +59,9 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 	run, err := store.Find(workDir, id)
 	if err != nil {
 		return nil, withExit(exitUsage, err)
+	}
+	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
+		return nil, withExit(exitUsage, fmt.Errorf("run %s is a pipeline run, which cannot be resumed; see how it ended with: capstan show %s", run.ID, run.ID))
 	}
 	rec, err := agent.LoadRun(run.ID, run.Path)
 	if err != nil {

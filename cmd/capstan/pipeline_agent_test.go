@@ -148,6 +148,12 @@ stages:
 			t.Fatalf("%s: exit %d\n%s", line, code, rout)
 		}
 	}
+	// It is no agent run: resume refuses it with a show command that works.
+	if code, rout := elsewhere("capstan resume " + id); code != exitUsage || !strings.Contains(rout, "is a pipeline run") {
+		t.Fatalf("resume: exit %d\n%s", code, rout)
+	} else if s := pastedCommand(t, rout, "see how it ended with: "); s != show {
+		t.Fatalf("resume names %q, want %q", s, show)
+	}
 	// Shell completion offers its id anywhere.
 	if code, cout := elsewhere("capstan __complete show ''"); code != 0 || !strings.Contains(cout, id+"\n") {
 		t.Fatalf("completion: exit %d\n%s", code, cout)
