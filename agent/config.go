@@ -121,6 +121,9 @@ type Config struct {
 	// that names runs itself (a Temporal workflow ID) sets it; it must be
 	// unique in the Store and a valid file name.
 	RunID string
+	// PipelineRun is the id of the pipeline run this run is an agent stage
+	// of ("" = none); run.start records it, so the run names its pipeline.
+	PipelineRun string
 	// Started is when the run began, when that is earlier than Start (a
 	// run a driver continues in another process): the time budget counts
 	// from it. Zero = Start's time.

@@ -147,6 +147,9 @@ type RunStartEvent struct {
 	// GitHubRepo is the repository capstan's own gh calls name, resolved
 	// before the model ran (absent when capstan makes none).
 	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
+	// PipelineRun is the id of the pipeline run this run is an agent stage
+	// of (absent for a run of its own).
+	PipelineRun string `json:"pipelineRun,omitempty"`
 	// Options are the run's options that do not come from the agent
 	// definition; resume reuses them. Absent in runs recorded before
 	// capstan recorded them.

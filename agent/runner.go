@@ -22,6 +22,9 @@ type DirRunner struct {
 	Model string
 	// Events, when set, receives a pointer to each agent run's journal.
 	Events journal.Emitter
+	// PipelineRun, when set, is the id of the pipeline run whose stages
+	// these agents are: each agent run records it (Config.PipelineRun).
+	PipelineRun string
 	// TracerProvider, when set, traces each agent run (BuildOptions.TracerProvider),
 	// as a child of the span in RunAgent's ctx.
 	TracerProvider trace.TracerProvider
@@ -43,7 +46,8 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 	if err != nil {
 		return nil, err
 	}
-	a, err := Build(ctx, def, BuildOptions{WorkDir: r.WorkDir, Model: r.Model, Params: params, TracerProvider: r.TracerProvider})
+	a, err := Build(ctx, def, BuildOptions{WorkDir: r.WorkDir, Model: r.Model, Params: params, TracerProvider: r.TracerProvider,
+		PipelineRun: r.PipelineRun})
 	if err != nil {
 		return nil, err
 	}

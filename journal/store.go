@@ -163,7 +163,28 @@ func (s Store) List(workDir string) ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sortRuns(append(runs, legacy...)), nil
+	return sortRuns(append(runs, withoutCopies(runs, legacy)...)), nil
+}
+
+// withoutCopies drops from legacy the runs whose id is also in the store:
+// `capstan pipeline run --journal-dir` journals in the state directory and
+// writes a copy where it was asked, and the state directory's journal,
+// out of the agent's reach, is the one listed and shown.
+func withoutCopies(store, legacy []Run) []Run {
+	if len(legacy) == 0 {
+		return legacy
+	}
+	ids := make(map[string]bool, len(store))
+	for _, r := range store {
+		ids[r.ID] = true
+	}
+	kept := legacy[:0:0]
+	for _, r := range legacy {
+		if !ids[r.ID] {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }
 
 // ListAll returns the runs of every work dir in the store, newest first.
@@ -214,7 +235,7 @@ func (s Store) Find(workDir, id string) (Run, error) {
 		if err != nil {
 			return Run{}, err
 		}
-		runs = append(runs, legacy...)
+		runs = append(runs, withoutCopies(runs, legacy)...)
 	}
 	var match []Run
 	for _, r := range runs {
@@ -233,7 +254,7 @@ func (s Store) Find(workDir, id string) (Run, error) {
 		if workDir != "" {
 			where += " or " + filepath.Join(workDir, RunsDir)
 		}
-		return Run{}, fmt.Errorf("journal: no run %q in %s (list runs with: capstan runs --all)", id, where)
+		return Run{}, fmt.Errorf("journal: no run %q in %s (a run an older capstan kept under DIR/%s is found with --workdir DIR; list the others with: capstan runs --all)", id, where, RunsDir)
 	default:
 		ids := make([]string, 0, len(match))
 		for _, r := range match {

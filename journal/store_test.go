@@ -93,3 +93,31 @@ func TestWorkDirKeysDiffer(t *testing.T) {
 		t.Fatalf("root work dir: %s", c)
 	}
 }
+
+// A run journaled in the store with a copy under the work dir (pipeline
+// run --journal-dir .) is listed once and found, by id or prefix, in the
+// store: the copy is within the agent's reach.
+func TestStoreRunWinsOverItsCopy(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	wd := t.TempDir()
+	const id = "20260101T000000Z-aaaaaa"
+	for _, create := range []func() (*Writer, error){
+		func() (*Writer, error) { return s.Create(wd, id) },
+		func() (*Writer, error) { return Create(wd, id) },
+	} {
+		w, err := create()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	runs, err := s.List(wd)
+	if err != nil || len(runs) != 1 || runs[0].Legacy || !strings.HasPrefix(runs[0].Path, s.Dir) {
+		t.Fatalf("%v %+v", err, runs)
+	}
+	for _, q := range []string{id, "20260101"} {
+		if r, err := s.Find(wd, q); err != nil || r.Legacy || !strings.HasPrefix(r.Path, s.Dir) {
+			t.Fatalf("find %s: %v %+v", q, err, r)
+		}
+	}
+}

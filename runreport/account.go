@@ -43,9 +43,12 @@ type Run struct {
 	Outcome *Outcome `json:"outcome,omitempty"`
 	// Artifacts are the files a skill run produced.
 	Artifacts []Artifact `json:"artifacts,omitempty"`
-	// Pipeline is set on a pipeline run (`capstan pipeline run
-	// --journal-dir`): its stages take the place of iterations.
+	// Pipeline is set on a pipeline run (`capstan pipeline run`): its
+	// stages take the place of iterations.
 	Pipeline *Pipeline `json:"pipeline,omitempty"`
+	// PipelineRun is the id of the pipeline run an agent run is a stage
+	// of ("" = none).
+	PipelineRun string `json:"pipelineRun,omitempty"`
 }
 
 // Iteration is one iteration of an agent run, or one model turn of a skill
@@ -311,6 +314,7 @@ func (b *builder) add(ev journal.Event) error {
 	case journal.RunStart:
 		var s struct {
 			Agent, AgentDir, WorkDir, Model string
+			PipelineRun                     string
 			Params                          any
 			Resumed, Rewound                bool
 			Iteration                       int
@@ -321,6 +325,7 @@ func (b *builder) add(ev journal.Event) error {
 		if r.Started.IsZero() {
 			r.Agent, r.AgentDir, r.WorkDir, r.Model, r.Params, r.Started = s.Agent, s.AgentDir, s.WorkDir, s.Model, s.Params, ev.Time
 			r.Pipeline = pipelineStart(ev.Data)
+			r.PipelineRun = s.PipelineRun
 		}
 		r.Outcome = nil // a resumed run goes on
 		// The resumed run starts its iteration afresh: an unfinished one

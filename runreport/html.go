@@ -91,6 +91,7 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 		add("model", r.Model)
 	}
 	add("goal", r.Goal)
+	add("pipeline run", r.PipelineRun)
 	add("agent folder", r.AgentDir)
 	add("work dir", r.WorkDir)
 	if !r.Started.IsZero() {

@@ -29,6 +29,9 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 		return p.err
 	}
 	p.f("### %s %s: %s\n\n", icon, mdText(name), r.Status())
+	if r.PipelineRun != "" {
+		p.f("A stage of pipeline run `%s` (`capstan show %s`).\n\n", mdCode(r.PipelineRun), mdCode(r.PipelineRun))
+	}
 	p.f("| run | model | iterations | tokens | cost | duration |\n|---|---|---|---|---|---|\n")
 	if o := r.Outcome; o != nil {
 		p.f("| `%s` | `%s` | %d | %s | $%.4f | %s |\n\n", mdCode(r.ID), mdCode(r.Model), o.Iterations, usageText(o.Usage), o.CostUSD, DurationText(o.Duration, o.TestBaseline))

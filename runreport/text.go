@@ -85,6 +85,9 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 	default:
 		p.f("agent %s  model %s\n", r.Agent, r.Model)
 	}
+	if r.PipelineRun != "" {
+		p.f("stage of pipeline run %s  (capstan show %s)\n", r.PipelineRun, r.PipelineRun)
+	}
 	if r.AgentDir != "" {
 		p.f("from %s\n", r.AgentDir)
 	}

@@ -105,8 +105,21 @@ func TestCLIReferenceIsComplete(t *testing.T) {
 }
 
 // A command that docs or messages quote in backticks ("`capstan show RUN`")
-// exists: a newcomer pastes it.
+// exists, and so does every flag they give it: a newcomer pastes it.
 func TestQuotedCommandsExist(t *testing.T) {
+	for line, want := range map[string]string{
+		"show RUN --bogus":                      "--bogus",
+		"show RUN --workdir D":                  "",
+		"runs --all":                            "",
+		"pipeline run --journal-dir=D x":        "",
+		"pipeline run --workdir D x":            "--workdir",
+		"run DIR --name bob --workdir W":        "",
+		"report RUN -o - --format md | less -x": "",
+	} {
+		if got := unknownFlag(line); got != want {
+			t.Errorf("unknownFlag(%q) = %q, want %q", line, got, want)
+		}
+	}
 	known := map[string]bool{"help": true, "completion": true} // cobra adds these when it runs
 	for _, c := range newRootCmd().Commands() {
 		known[c.Name()] = true
@@ -136,9 +149,48 @@ func TestQuotedCommandsExist(t *testing.T) {
 				t.Errorf("%s quotes `capstan %s`, which is not a command", path, m[1])
 			}
 		}
+		for _, m := range quotedLine.FindAllStringSubmatch(string(b), -1) {
+			if bad := unknownFlag(m[1]); bad != "" {
+				t.Errorf("%s quotes `capstan %s`, whose command has no flag %s", path, m[1], bad)
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// quotedLine is a whole command quoted in code: `capstan show RUN --workdir W`.
+var quotedLine = regexp.MustCompile("`capstan ([a-z][^`\n]*)`")
+
+// unknownFlag returns the first --flag of a quoted command line (the words
+// after "capstan") that its command does not have, "" when there is none.
+// Agent parameter flags of run and submit, placeholders (--<parameter>)
+// and what follows a shell operator are not checked.
+func unknownFlag(line string) string {
+	words := strings.Fields(line)
+	for i, w := range words {
+		if strings.ContainsAny(w, "|;&>") {
+			words = words[:i]
+			break
+		}
+	}
+	cmd, rest, err := newRootCmd().Find(words)
+	if err != nil || cmd == nil {
+		return ""
+	}
+	if path := cmd.CommandPath(); !cmd.HasParent() || path == "capstan run" || path == "capstan submit" {
+		return ""
+	}
+	for _, w := range rest {
+		name, _, _ := strings.Cut(strings.TrimPrefix(w, "--"), "=")
+		if !strings.HasPrefix(w, "--") || name == "" || strings.ContainsAny(name, "<[.…") {
+			continue
+		}
+		if cmd.Flags().Lookup(name) == nil && cmd.InheritedFlags().Lookup(name) == nil && name != "help" {
+			return w
+		}
+	}
+	return ""
 }

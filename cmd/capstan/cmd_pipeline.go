@@ -77,7 +77,7 @@ time window the request states in words capstan cannot read);
 	fl.StringVar(&f.now, "now", "", "the current time, RFC 3339 (for reproducible output; default: the clock)")
 	fl.BoolVar(&f.json, "json", false, "print the whole AgentContext as JSON")
 	fl.BoolVar(&f.continueOnViolation, "continue-on-violation", false, "report violations and go on instead of stopping")
-	fl.StringVar(&f.journalDir, "journal-dir", "", "write the run journal to DIR/.capstan/runs/<run-id>/events.jsonl")
+	fl.StringVar(&f.journalDir, "journal-dir", "", "also write a copy of the run journal to DIR/.capstan/runs/<run-id>/events.jsonl")
 	fl.StringToStringVar(&f.inputs, "input", nil, "extra input.NAME=VALUE for pipeline files that declare more inputs (repeatable)")
 	return cmd
 }
@@ -198,44 +198,63 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 			return err
 		}
 	}
-	var events journal.Emitter = journal.Discard
-	if f.journalDir != "" {
-		id := journal.NewRunID(time.Now())
-		jw, err := journal.Create(f.journalDir, id)
-		if err != nil {
-			return withExit(exitUsage, err)
-		}
-		defer jw.Close()
-		events = jw
-		// The run is kept in the journal dir, not the state directory:
-		// show finds it with --workdir.
-		dir, err := filepath.Abs(f.journalDir)
-		if err != nil {
-			dir = f.journalDir
-		}
-		fmt.Fprintf(stderr, "journal: %s  (capstan show %s --workdir %s)\n", jw.Path(), id, shellQuote(dir))
+	store, err := runStore()
+	if err != nil {
+		return err
 	}
+	// Agent stages act in the current directory, and the pipeline run is
+	// kept in the state directory as theirs are, under that work dir.
+	workDir, err := filepath.Abs(".")
+	if err != nil {
+		return withExit(exitInternal, err)
+	}
+	id := journal.NewRunID(time.Now())
+	// The pipeline is built and compiled before its journal exists, so a
+	// pipeline that cannot run leaves no run behind (as an invalid agent
+	// folder does); the journal takes the events once it is open.
+	sink := &forwardEmitter{to: journal.Discard}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
-	events = tr.emitter(ctx, events)
-	events.Emit(journal.RunStart, map[string]any{"command": runreport.PipelineCommand, "request": request, "repo": f.repo, "file": f.file, "model": f.model})
-	if te, ok := events.(*tracing.Emitter); ok {
-		// Agent stages run inside the pipeline's span.
-		ctx = te.RunContext(ctx)
-		if r, ok := deps.Runner.(agent.DirRunner); ok {
-			r.TracerProvider = tr.provider()
-			deps.Runner = r
-		}
-	}
-	if r, ok := deps.Runner.(agent.DirRunner); ok && f.journalDir != "" {
+	events := tr.emitter(ctx, sink)
+	if r, ok := deps.Runner.(agent.DirRunner); ok {
 		// Each agent stage's run, with its own journal, is named in the
-		// pipeline's journal.
-		r.Events = events
+		// pipeline's journal, and names the pipeline run in its own.
+		r.Events, r.PipelineRun = events, id
+		r.TracerProvider = tr.provider()
 		deps.Runner = r
 	}
 	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation, events)
 	if err != nil {
 		return withExit(exitUsage, err)
+	}
+	if _, err := mgr.Compile(in.Keys()...); err != nil {
+		return withExit(exitUsage, err)
+	}
+	var cw *journal.Writer
+	if f.journalDir != "" {
+		// A copy where it was asked for; show, report and runs read the
+		// state directory's journal, which the agent cannot reach.
+		if cw, err = journal.Create(f.journalDir, id); err != nil {
+			return withExit(exitUsage, err)
+		}
+		defer cw.Close()
+	}
+	jw, err := store.Create(workDir, id)
+	if err != nil {
+		return withExit(exitInternal, err)
+	}
+	defer jw.Close()
+	sink.to = jw
+	fmt.Fprintf(stderr, "journal: %s  (capstan show %s)\n", jw.Path(), id)
+	if cw != nil {
+		sink.to = teeEmitter{jw, cw}
+		fmt.Fprintf(stderr, "journal copy: %s\n", cw.Path())
+	}
+	events.Emit(journal.RunStart, map[string]any{"command": runreport.PipelineCommand, "request": request, "repo": f.repo, "file": f.file,
+		"model": f.model, "workDir": workDir})
+	if te, ok := events.(*tracing.Emitter); ok {
+		// Agent stages run inside the pipeline's span, which run.start began.
+		ctx = te.RunContext(ctx)
 	}
 	out, runErr := mgr.Execute(ctx, in)
 	end := map[string]any{"success": runErr == nil}
@@ -358,5 +377,21 @@ func printPipelineDiagnostics(w io.Writer, out *pipeline.AgentContext) {
 				fmt.Fprintf(w, "validation: %s\n", v)
 			}
 		}
+	}
+}
+
+// forwardEmitter passes events on to the Emitter it is set to.
+type forwardEmitter struct{ to journal.Emitter }
+
+// Emit implements journal.Emitter.
+func (f *forwardEmitter) Emit(eventType string, data any) { f.to.Emit(eventType, data) }
+
+// teeEmitter passes each event on to every one of its Emitters.
+type teeEmitter []journal.Emitter
+
+// Emit implements journal.Emitter.
+func (t teeEmitter) Emit(eventType string, data any) {
+	for _, e := range t {
+		e.Emit(eventType, data)
 	}
 }

@@ -49,7 +49,8 @@ func runStore() (journal.Store, error) {
 
 // loadRun finds RUN (an id or a unique prefix) from any directory — workDir
 // also finds the runs an older capstan kept under <workDir>/.capstan/runs —
-// and reads its journal.
+// and reads its journal: an agent run's, for resume (a pipeline run is
+// refused).
 func loadRun(workDir, id string) (*agent.RunRecord, error) {
 	store, err := runStore()
 	if err != nil {
@@ -59,6 +60,9 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 	if err != nil {
 		return nil, withExit(exitUsage, err)
 	}
+	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
+		return nil, withExit(exitUsage, fmt.Errorf("run %s is a pipeline run, which cannot be resumed; see how it ended with: capstan show %s", run.ID, run.ID))
+	}
 	rec, err := agent.LoadRun(run.ID, run.Path)
 	if err != nil {
 		return nil, withExit(exitInternal, err)
@@ -67,7 +71,7 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 }
 
 // loadShownRun is loadRun for show and report, which also show pipeline
-// runs (capstan pipeline run --journal-dir): a pipeline journal is no agent
+// runs (capstan pipeline run): a pipeline journal is no agent
 // run record, so for one it returns only the run's id, journal and the
 // journal's integrity, and pipeline is true; its account comes from
 // runreport.
@@ -278,7 +282,7 @@ func summarizeRun(r journal.Run) runSummary {
 }
 
 // summarizePipelineRun is summarizeRun for the journal of `capstan
-// pipeline run --journal-dir`, which is no agent run record: its account
+// pipeline run`, which is no agent run record: its account
 // (the status of the pipeline, no iterations, tokens or cost) comes from
 // runreport, as show's does.
 func summarizePipelineRun(r journal.Run, s runSummary) runSummary {

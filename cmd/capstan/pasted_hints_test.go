@@ -432,6 +432,12 @@ stages:
 		if code, out := pasteShell(t, t.TempDir())(show); code != 0 || !strings.Contains(out, "writer") {
 			t.Fatalf("%s: exit %d\n%s", show, code, out)
 		}
+		// Without --journal-dir the pipeline run is journaled too, in the
+		// state directory, and its show command works pasted elsewhere.
+		show = pastedCommand(t, out, "events.jsonl  (")
+		if code, out := pasteShell(t, t.TempDir())(show); code != 0 || !strings.Contains(out, "pipeline p.yaml") || !strings.Contains(out, "✗ writer  failed") {
+			t.Fatalf("%s: exit %d\n%s", show, code, out)
+		}
 	}
 }
 

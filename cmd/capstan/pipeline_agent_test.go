@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/capstan-dev/capstan/journal"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A pipeline stage of kind agent runs a real capstan agent; its structured
@@ -43,15 +47,29 @@ stages:
 	if code != 0 || !strings.Contains(out, `"agent": "writer"`) || !strings.Contains(out, `"status": "completed"`) {
 		t.Fatalf("runs:\n%s", out)
 	}
-	// It ran with its definition pinned, as `capstan run` does.
+	// The pipeline run is listed next to it, and each names the other.
 	var runs []struct {
 		RunID string `json:"runId"`
+		Agent string `json:"agent"`
 	}
-	if err := json.Unmarshal([]byte(out), &runs); err != nil || len(runs) != 1 {
+	if err := json.Unmarshal([]byte(out), &runs); err != nil || len(runs) != 2 {
 		t.Fatalf("runs: %v\n%s", err, out)
 	}
-	if code, out, _ = captureConfigCLI(t, "show", runs[0].RunID); code != 0 || !strings.Contains(out, "definition sha256:") {
+	ids := map[string]string{}
+	for _, r := range runs {
+		ids[r.Agent] = r.RunID
+	}
+	if ids["pipeline"] == "" || ids["writer"] == "" || !strings.Contains(errOut, "(capstan show "+ids["pipeline"]+")") {
+		t.Fatalf("runs %v; stderr:\n%s", runs, errOut)
+	}
+	// The agent's run ran with its definition pinned, as `capstan run` does.
+	code, out, _ = captureConfigCLI(t, "show", ids["writer"])
+	if code != 0 || !strings.Contains(out, "definition sha256:") ||
+		!strings.Contains(out, "stage of pipeline run "+ids["pipeline"]+"  (capstan show "+ids["pipeline"]+")") {
 		t.Fatalf("show:\n%s", out)
+	}
+	if code, out, _ = captureConfigCLI(t, "show", ids["pipeline"]); code != 0 || !strings.Contains(out, "agent agents/writer: run "+ids["writer"]+" completed") {
+		t.Fatalf("show pipeline:\n%s", out)
 	}
 }
 
@@ -73,9 +91,12 @@ func withWriterAgent(topic, headline string, files map[string]string) map[string
 	return files
 }
 
-// capstan show and capstan report of a pipeline run journaled with
-// --journal-dir name the pipeline, its model and each stage's outcome,
-// the failed agent stage's run included.
+// capstan show and capstan report of a pipeline run name the pipeline, its
+// model and each stage's outcome, the failed agent stage's run included.
+// The run is kept in the state directory, whatever --journal-dir was: the
+// commands it prints, pasted in any directory, show it, report it and list
+// it, and so do completion and capstan runs --all; the copy in the journal
+// dir, which the agent can write, is never what they read.
 func TestShowOfAPipelineRun(t *testing.T) {
 	dir := writeFiles(t, withWriterAgent("kites", "Kites", map[string]string{
 		"p.yaml": `version: 1
@@ -90,34 +111,134 @@ stages:
 `,
 	}))
 	sh := pasteShell(t, dir)
+	elsewhere := pasteShell(t, t.TempDir())
 	code, out := sh("git init -q && capstan pipeline run --file p.yaml --journal-dir j not-kites")
 	if code == 0 {
 		t.Fatalf("a stage whose agent fails: exit 0\n%s", out)
 	}
-	_, rest, ok := strings.Cut(out, "journal: j/.capstan/runs/")
-	if !ok {
-		t.Fatalf("no journal printed:\n%s", out)
-	}
-	id, _, _ := strings.Cut(rest, "/")
 	// The journal line ends with the show command, which works pasted
-	// from any directory; `capstan runs` lists the run as a pipeline's.
+	// from any directory.
 	show := pastedCommand(t, out, "events.jsonl  (")
-	if code, sout := pasteShell(t, t.TempDir())(show); code != 0 || !strings.Contains(sout, "pipeline p.yaml") {
-		t.Fatalf("%s: exit %d\n%s", show, code, sout)
+	id := strings.TrimPrefix(show, "capstan show ")
+	if !regexp.MustCompile(`^\d{8}T\d{6}Z-[0-9a-f]{6}$`).MatchString(id) {
+		t.Fatalf("show command %q\n%s", show, out)
 	}
-	if code, rout := sh("capstan runs --workdir j"); code != 0 || !regexp.MustCompile(id+` +pipeline +not completed`).MatchString(rout) {
-		t.Fatalf("runs: exit %d\n%s", code, rout)
+	if !strings.Contains(out, "journal copy: j/.capstan/runs/"+id+"/events.jsonl\n") {
+		t.Fatalf("no journal copy printed:\n%s", out)
 	}
-	code, out = sh("capstan show " + id + " --workdir j")
+	code, out = elsewhere(show)
 	if code != 0 {
-		t.Fatalf("show: exit %d\n%s", code, out)
+		t.Fatalf("%s: exit %d\n%s", show, code, out)
 	}
-	for _, want := range []string{"pipeline p.yaml  model none", `request "not-kites"`, "✗ writer  failed", "agent ", "not completed", "NOT COMPLETED"} {
+	for _, want := range []string{"pipeline p.yaml  model none", `request "not-kites"`, "work dir " + dir + "\n", "✗ writer  failed", "agent ", "not completed", "NOT COMPLETED"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
 	}
-	if code, out = sh("capstan report " + id + " --workdir j --format markdown -o -"); code != 0 || !strings.Contains(out, "pipeline p.yaml: NOT COMPLETED") || !strings.Contains(out, "`writer` failed") {
+	if code, out := elsewhere("capstan report " + id + " --format markdown -o -"); code != 0 || !strings.Contains(out, "pipeline p.yaml: NOT COMPLETED") || !strings.Contains(out, "`writer` failed") {
 		t.Errorf("report: exit %d\n%s", code, out)
+	}
+	// capstan runs --all lists it from anywhere, with its work dir; capstan
+	// runs lists it once in its work dir, and also in the journal dir.
+	if code, rout := elsewhere("capstan runs --all"); code != 0 || !regexp.MustCompile(id+` +pipeline +not completed .*`+regexp.QuoteMeta(dir)).MatchString(rout) {
+		t.Fatalf("runs --all: exit %d\n%s", code, rout)
+	}
+	for _, line := range []string{"capstan runs", "capstan runs --workdir j"} {
+		if code, rout := sh(line); code != 0 || strings.Count(rout, id) != 1 || !regexp.MustCompile(id+` +pipeline +not completed`).MatchString(rout) {
+			t.Fatalf("%s: exit %d\n%s", line, code, rout)
+		}
+	}
+	// It is no agent run: resume refuses it with a show command that works.
+	if code, rout := elsewhere("capstan resume " + id); code != exitUsage || !strings.Contains(rout, "is a pipeline run") {
+		t.Fatalf("resume: exit %d\n%s", code, rout)
+	} else if s := pastedCommand(t, rout, "see how it ended with: "); s != show {
+		t.Fatalf("resume names %q, want %q", s, show)
+	}
+	// Shell completion offers its id anywhere.
+	if code, cout := elsewhere("capstan __complete show ''"); code != 0 || !strings.Contains(cout, id+"\n") {
+		t.Fatalf("completion: exit %d\n%s", code, cout)
+	}
+	// The agent stage's run, which the pipeline's account names, names
+	// its pipeline run with a command that works pasted.
+	m := regexp.MustCompile(`agent agents/writer: run (\S+) not completed`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no agent stage run in:\n%s", out)
+	}
+	stage := m[1]
+	if code, out := elsewhere("capstan show " + stage); code != 0 || !strings.Contains(out, "stage of pipeline run "+id+"  (") {
+		t.Fatalf("show %s: exit %d\n%s", stage, code, out)
+	} else if back := pastedCommand(t, out, "stage of pipeline run "+id+"  ("); back != show {
+		t.Fatalf("the stage names %q, want %q", back, show)
+	}
+	// A forged copy in the journal dir changes nothing show reads, from
+	// the journal dir, the work dir, or anywhere with --workdir.
+	copyPath := filepath.Join(dir, "j", ".capstan", "runs", id, "events.jsonl")
+	b, err := os.ReadFile(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.ReplaceAll(string(b), "not-kites", "forged-kites")
+	if err := os.WriteFile(copyPath, []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"capstan show " + id + " --workdir j", "cd j && capstan show " + id, "capstan show " + id[:len(id)-1] + " --workdir j"} {
+		if code, out := sh(line); code != 0 || strings.Contains(out, "forged") || !strings.Contains(out, `request "not-kites"`) {
+			t.Fatalf("%s: exit %d\n%s", line, code, out)
+		}
+	}
+}
+
+// A pipeline journal an older capstan kept only in its --journal-dir is
+// still listed and shown with --workdir; an unknown run's hint, pasted,
+// lists the runs.
+func TestOlderPipelineJournalStillReadable(t *testing.T) {
+	dir := t.TempDir()
+	id := journal.NewRunID(time.Now())
+	w, err := journal.Create(filepath.Join(dir, "j"), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "old request", "repo": ".", "file": "", "model": ""})
+	w.Emit(journal.RunEnd, map[string]any{"success": true, "status": "completed"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sh := pasteShell(t, dir)
+	if code, out := sh("capstan show " + id + " --workdir j"); code != 0 || !strings.Contains(out, `request "old request"`) {
+		t.Fatalf("show --workdir j: exit %d\n%s", code, out)
+	}
+	if code, out := sh("capstan runs --workdir j"); code != 0 || !regexp.MustCompile(id+` +pipeline +completed`).MatchString(out) {
+		t.Fatalf("runs --workdir j: exit %d\n%s", code, out)
+	}
+	code, out := sh("capstan show " + id)
+	if code != exitUsage || !strings.Contains(out, "found with --workdir DIR") {
+		t.Fatalf("show without --workdir: exit %d\n%s", code, out)
+	}
+	list := pastedCommand(t, out, "list the others with: ")
+	if code, lout := sh(list); list != "capstan runs --all" || code != 0 {
+		t.Fatalf("%s: exit %d\n%s", list, code, lout)
+	}
+}
+
+// A pipeline that cannot run (a precondition no stage or input produces)
+// is a usage error before anything runs, and leaves no run behind.
+func TestPipelineThatCannotRunLeavesNoRun(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"p.yaml": `version: 1
+inputs: [request]
+stages:
+  - id: writer
+    kind: model
+    preconditions: [custom.nowhere]
+    postconditions: [custom.headline]
+`, "s.yaml": "turns:\n  - text: hi\n"})
+	sh := pasteShell(t, dir)
+	if code, out := sh("git init -q && capstan pipeline run --file p.yaml --model script:s.yaml --journal-dir j x"); code != exitUsage || !strings.Contains(out, "PIPELINE_COMPILE") || strings.Contains(out, "journal") {
+		t.Fatalf("exit %d, want %d and no journal\n%s", code, exitUsage, out)
+	}
+	if code, out := sh("capstan runs"); code != 0 || !strings.Contains(out, "no runs of work dir") {
+		t.Fatalf("runs: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "j")); !os.IsNotExist(err) {
+		t.Fatalf("journal dir: %v", err)
 	}
 }
