@@ -142,8 +142,22 @@ func checkOutputPath(path string) error {
 }
 
 // writeFileAtomic writes data to a temporary file next to path and renames
-// it into place, so path is never left half-written.
+// it into place, so path is never left half-written. A path that leads
+// through a symbolic link is written at the file the link names (the link
+// stays), and one that names an existing file that is not a regular file
+// (/dev/null, /dev/stdout, a FIFO) is written to as it is: a rename would
+// put a regular file in place of the device.
 func writeFileAtomic(path string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		fi, err := os.Stat(real)
+		if err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return writeInPlace(path, data)
+		}
+		path = real
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -161,6 +175,23 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeInPlace writes data to the existing file path that is not a regular
+// file (a device, a FIFO, a terminal), without creating or replacing it.
+func writeInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
