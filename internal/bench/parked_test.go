@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,10 +129,32 @@ func parkAgents(b *testing.B, def *config.Agent, n int) {
 	}
 	waitArrived(b, int64(n))
 	report(b, n, m0)
+	writeParkedProfile(b, n)
 	cancel()
 	wg.Wait()
 	for _, a := range agents {
 		a.Stop()
+	}
+}
+
+// writeParkedProfile writes a heap profile taken at the park point (after
+// report's collections) to the file CAPSTAN_BENCH_PARKED_PROFILE names,
+// with the agent count before its extension, when it is set; -memprofile
+// is written after the agents are gone. Run with -memprofilerate 1 to
+// count every allocation.
+func writeParkedProfile(b *testing.B, n int) {
+	name := os.Getenv("CAPSTAN_BENCH_PARKED_PROFILE")
+	if name == "" {
+		return
+	}
+	ext := filepath.Ext(name)
+	f, err := os.Create(fmt.Sprintf("%s.%d%s", strings.TrimSuffix(name, ext), n, ext))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
 	}
 }
 
