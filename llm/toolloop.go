@@ -371,11 +371,16 @@ type Loop struct {
 	maxTurns int
 	start    time.Time
 	handle   tool.Handler
-	// cutOff is the id of the turn's call the answer was cut off in
-	// (max_tokens), which is not run, and cutBy what cut it off; "" when
-	// there is none.
-	cutOff, cutBy string
+	// cut is the turn's call the answer was cut off in (max_tokens),
+	// which is not run; nil when there is none. A pointer, made when an
+	// answer is cut off: a parked query's Loop stays in a smaller size
+	// class.
+	cut *cutOffCall
 }
+
+// cutOffCall is the call an answer was cut off in: its id, and what cut
+// the answer off.
+type cutOffCall struct{ id, by string }
 
 // Hooks lets the runtime that owns a Loop steer it between turns.
 type Hooks interface {
@@ -548,9 +553,9 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	// context window) was cut off while it wrote its last call: that
 	// call's input is incomplete (the provider hands it over as "{}" or as
 	// a string) and is not run.
-	lp.cutOff, lp.cutBy = "", cutOffReasons[resp.StopReason]
-	if lp.cutBy != "" {
-		lp.cutOff = resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID
+	lp.cut = nil
+	if by := cutOffReasons[resp.StopReason]; by != "" {
+		lp.cut = &cutOffCall{id: resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID, by: by}
 	}
 	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 	for _, c := range resp.Message.ToolCalls {
@@ -610,8 +615,8 @@ func (lp *Loop) innermost(next tool.Handler) tool.Handler {
 		if err := ctx.Err(); err != nil {
 			return tool.Denial(fmt.Sprintf("not run: the query was canceled (%v)", err))
 		}
-		if call.ID == lp.cutOff && call.ID != "" {
-			return tool.Denial("not run: your answer " + lp.cutBy + " while it wrote this call, " +
+		if cut := lp.cut; cut != nil && call.ID == cut.id && call.ID != "" {
+			return tool.Denial("not run: your answer " + cut.by + " while it wrote this call, " +
 				"so its input is incomplete. Make the call again with less input: split large content over several calls.")
 		}
 		if call.Tool == nil {
