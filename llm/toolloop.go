@@ -267,17 +267,24 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	// The policy keeps its own copy of the patterns: a caller that reuses
 	// its slices cannot change a cached policy.
 	p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
-	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)},
-		specs: make([]tool.Spec, 0, len(l.byName))}
+	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)}}
+	// The list is made to the size of the tools offered (an agent's
+	// policy usually leaves some out; it is kept while the agent runs).
+	var buf [16]*specCached
+	offered := buf[:0]
 	for i := range l.byName {
 		t := &l.byName[i]
 		if l.tools[t.spec.Name] == tool.Tool(t) && p.MayUse(t) {
-			c.specs = append(c.specs, t.spec)
+			offered = append(offered, t)
 		}
 	}
-	// Queries share the list; clipped, an append to one query's
-	// Request.Tools copies instead of writing into the others'.
-	c.specs = slices.Clip(c.specs)
+	c.specs = make([]tool.Spec, len(offered))
+	for i, t := range offered {
+		c.specs[i] = t.spec
+	}
+	// Queries share the list; its capacity is its length, so an append
+	// to one query's Request.Tools copies instead of writing into the
+	// others'.
 	l.chain = c
 	return c
 }
