@@ -33,14 +33,21 @@ func (t retryTemplates) ResolveRetry(ctx context.Context, c1, c2, c3, edition, a
 }
 
 // schemas resolves outputSchemaRef and file-validator schema references
-// under the agent's schemas/ folder, compiling each once. The resolver is
-// made at the first reference: most agents hold a schemas they never use
-// before their first model call, if ever.
+// under the agent's schemas/ folder, compiling each once. The resolver and
+// the map of compiled schemas are made at the first reference (one pointer
+// until then): most agents hold a schemas they never use before their
+// first model call, if ever.
 type schemas struct {
-	dir      string // the schemas folder on disk (or as the pinned files name it)
-	rel      string // the schemas folder relative to the agent folder, slash-separated
-	fsys     fs.FS  // the pinned schemas folder, or nil to read dir
-	mu       sync.Mutex
+	dir  string // the schemas folder on disk (or as the pinned files name it)
+	rel  string // the schemas folder relative to the agent folder, slash-separated
+	fsys fs.FS  // the pinned schemas folder, or nil to read dir
+	mu   sync.Mutex
+	made *madeSchemas // nil before the first reference
+}
+
+// madeSchemas is what a schemas makes at its first reference: the
+// resolver and the schemas compiled so far.
+type madeSchemas struct {
 	resolver *schema.Resolver
 	compiled map[config.SchemaRef]*compiledSchema
 }
@@ -69,24 +76,23 @@ func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c, ok := s.compiled[ref]; ok {
+	m := s.made
+	if m == nil {
+		m = &madeSchemas{resolver: schema.NewResolver(s.dir), compiled: map[config.SchemaRef]*compiledSchema{}}
+		if s.fsys != nil {
+			m.resolver = schema.NewResolverFS(s.fsys, s.dir)
+		}
+		s.made = m
+	}
+	if c, ok := m.compiled[ref]; ok {
 		return c, nil
 	}
-	if s.resolver == nil {
-		s.resolver = schema.NewResolver(s.dir)
-		if s.fsys != nil {
-			s.resolver = schema.NewResolverFS(s.fsys, s.dir)
-		}
-	}
-	raw, v, err := s.resolver.Compile(ref.File, ref.Schema)
+	raw, v, err := m.resolver.Compile(ref.File, ref.Schema)
 	if err != nil {
 		return nil, s.inAgentFolder(err)
 	}
 	c := &compiledSchema{raw: raw, validator: v}
-	if s.compiled == nil {
-		s.compiled = map[config.SchemaRef]*compiledSchema{}
-	}
-	s.compiled[ref] = c
+	m.compiled[ref] = c
 	return c, nil
 }
 

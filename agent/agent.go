@@ -241,16 +241,19 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := a.pinDefinition(); err != nil {
 		return fail(err)
 	}
+	// One copy of the environment for the secret lists of the tracer,
+	// the stream and the model's answers.
+	environ := os.Environ()
 	consumers := []event.Consumer{&emitterConsumer{e: a.events}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: journal.Discard, Secrets: builtin.SecretValues(os.Environ()), Now: spanClock})
+			Next: journal.Discard, Secrets: builtin.SecretValues(environ), Now: spanClock})
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
 	// The model's streamed text reaches every consumer, an embedder's
 	// too, with secret values replaced, as the journal has it.
-	a.emit.RedactModelOutput(builtin.NewStreamRedactor(os.Environ()))
+	a.emit.RedactModelOutput(builtin.NewStreamRedactor(environ))
 	a.built++ // logger
 	// 2. prompt resolver
 	a.prompts = sharedFor(def).prompts
@@ -299,7 +302,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	a.built++ // completionHandler
 	// 4. SDK bridge and its tools
-	if a.bridge, err = a.buildBridge(ctx); err != nil {
+	if a.bridge, err = a.buildBridge(ctx, environ); err != nil {
 		return fail(err)
 	}
 	a.built++ // sdkBridge

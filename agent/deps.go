@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -112,8 +111,9 @@ func (a *Agent) buildSandbox(ctx context.Context) (*sandbox.CommandRunner, error
 // servers (runner.mcpServers) are connected by capstan when any model of
 // the run (runner.model or a step's model) is one whose tool loop capstan
 // runs, and handed to providers that run their own (the Claude Code CLI,
-// through --mcp-config).
-func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
+// through --mcp-config). The model's answers are redacted with the
+// secret values of environ (agent.New's copy of the environment).
+func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, error) {
 	if a.opts.Bridge != nil {
 		return a.opts.Bridge, nil
 	}
@@ -155,7 +155,7 @@ func (a *Agent) buildBridge(ctx context.Context) (llm.Bridge, error) {
 		// The model's answers carry no secret value into the transcript,
 		// the journal or the next request (the same list the tool results
 		// are redacted with).
-		Redact: builtin.SecretRedactor(os.Environ()),
+		Redact: builtin.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
 		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts),

@@ -267,17 +267,24 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	// The policy keeps its own copy of the patterns: a caller that reuses
 	// its slices cannot change a cached policy.
 	p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
-	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)},
-		specs: make([]tool.Spec, 0, len(l.byName))}
+	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)}}
+	// The list is made to the size of the tools offered (an agent's
+	// policy usually leaves some out; it is kept while the agent runs).
+	var buf [16]*specCached
+	offered := buf[:0]
 	for i := range l.byName {
 		t := &l.byName[i]
 		if l.tools[t.spec.Name] == tool.Tool(t) && p.MayUse(t) {
-			c.specs = append(c.specs, t.spec)
+			offered = append(offered, t)
 		}
 	}
-	// Queries share the list; clipped, an append to one query's
-	// Request.Tools copies instead of writing into the others'.
-	c.specs = slices.Clip(c.specs)
+	c.specs = make([]tool.Spec, len(offered))
+	for i, t := range offered {
+		c.specs[i] = t.spec
+	}
+	// Queries share the list; its capacity is its length, so an append
+	// to one query's Request.Tools copies instead of writing into the
+	// others'.
 	l.chain = c
 	return c
 }
@@ -371,11 +378,16 @@ type Loop struct {
 	maxTurns int
 	start    time.Time
 	handle   tool.Handler
-	// cutOff is the id of the turn's call the answer was cut off in
-	// (max_tokens), which is not run, and cutBy what cut it off; "" when
-	// there is none.
-	cutOff, cutBy string
+	// cut is the turn's call the answer was cut off in (max_tokens),
+	// which is not run; nil when there is none. A pointer, made when an
+	// answer is cut off: a parked query's Loop stays in a smaller size
+	// class.
+	cut *cutOffCall
 }
+
+// cutOffCall is the call an answer was cut off in: its id, and what cut
+// the answer off.
+type cutOffCall struct{ id, by string }
 
 // Hooks lets the runtime that owns a Loop steer it between turns.
 type Hooks interface {
@@ -548,9 +560,9 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	// context window) was cut off while it wrote its last call: that
 	// call's input is incomplete (the provider hands it over as "{}" or as
 	// a string) and is not run.
-	lp.cutOff, lp.cutBy = "", cutOffReasons[resp.StopReason]
-	if lp.cutBy != "" {
-		lp.cutOff = resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID
+	lp.cut = nil
+	if by := cutOffReasons[resp.StopReason]; by != "" {
+		lp.cut = &cutOffCall{id: resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID, by: by}
 	}
 	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
 	for _, c := range resp.Message.ToolCalls {
@@ -610,8 +622,8 @@ func (lp *Loop) innermost(next tool.Handler) tool.Handler {
 		if err := ctx.Err(); err != nil {
 			return tool.Denial(fmt.Sprintf("not run: the query was canceled (%v)", err))
 		}
-		if call.ID == lp.cutOff && call.ID != "" {
-			return tool.Denial("not run: your answer " + lp.cutBy + " while it wrote this call, " +
+		if cut := lp.cut; cut != nil && call.ID == cut.id && call.ID != "" {
+			return tool.Denial("not run: your answer " + cut.by + " while it wrote this call, " +
 				"so its input is incomplete. Make the call again with less input: split large content over several calls.")
 		}
 		if call.Tool == nil {

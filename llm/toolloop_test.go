@@ -706,3 +706,52 @@ func TestToolLoopOffersEachToolNameOnce(t *testing.T) {
 		t.Errorf("offered tools %v", names)
 	}
 }
+
+// TestToolLoopOffersWhatEachPolicyLets: a query offered every tool, one
+// whose policy leaves tools out and one offered every tool again each
+// send the tools their policy lets them use, in name order, each with its
+// own spec, in a list made to their number; a tool the model calls runs
+// as the one of its name.
+func TestToolLoopOffersWhatEachPolicyLets(t *testing.T) {
+	f := newFixture(t, `turns:
+  - text: a
+  - text: b
+  - tool_calls:
+      - {name: Write, input: {file_path: w.txt, content: x}}
+  - text: c
+`)
+	all := make(map[string]tool.Spec)
+	for _, tl := range f.cfg.Tools {
+		all[tl.Spec().Name] = tl.Spec()
+	}
+	for _, opts := range []llm.QueryOptions{writeAll, {PermissionMode: tool.ModePlan}, writeAll} {
+		if _, err := f.loop.Query(context.Background(), "go", opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := f.rec.requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for i, req := range reqs {
+		var names []string
+		for _, s := range req.Tools {
+			names = append(names, s.Name)
+			if w := all[s.Name]; s.Description != w.Description || string(s.InputSchema) != string(w.InputSchema) {
+				t.Errorf("request %d offers %s with another spec", i, s.Name)
+			}
+		}
+		if !slices.IsSorted(names) {
+			t.Errorf("request %d offers %v, not in name order", i, names)
+		}
+		if cap(req.Tools) != len(req.Tools) {
+			t.Errorf("request %d: an append to its %d tools would write into a list of %d", i, len(req.Tools), cap(req.Tools))
+		}
+		if want := len(all); (i == 1) == (len(names) == want) || len(names) == 0 {
+			t.Errorf("request %d offers %d of %d tools: %v", i, len(names), want, names)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(f.work, "w.txt")); err != nil || string(data) != "x" {
+		t.Errorf("Write did not run: %q %v", data, err)
+	}
+}

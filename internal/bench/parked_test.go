@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,6 +107,7 @@ func parkAgents(b *testing.B, def *config.Agent, n int) {
 	root := b.TempDir()
 	parkArrived.Store(0)
 	m0 := memNow()
+	writeParkedProfile(b, fmt.Sprintf("%d.before", n))
 	agents := make([]*agent.Agent, n)
 	for i := range agents {
 		work := filepath.Join(root, fmt.Sprint(i))
@@ -127,10 +130,34 @@ func parkAgents(b *testing.B, def *config.Agent, n int) {
 	}
 	waitArrived(b, int64(n))
 	report(b, n, m0)
+	writeParkedProfile(b, fmt.Sprint(n))
 	cancel()
 	wg.Wait()
 	for _, a := range agents {
 		a.Stop()
+	}
+}
+
+// writeParkedProfile writes a heap profile to the file
+// CAPSTAN_BENCH_PARKED_PROFILE names, with tag (the agent count, and
+// ".before" for the one taken before the agents are built) before its
+// extension, when it is set: -memprofile is written after the agents are
+// gone. The profile taken at the park point less the one taken before
+// (pprof -diff_base) is what the agents hold. Run with -memprofilerate 1
+// to count every allocation.
+func writeParkedProfile(b *testing.B, tag string) {
+	name := os.Getenv("CAPSTAN_BENCH_PARKED_PROFILE")
+	if name == "" {
+		return
+	}
+	ext := filepath.Ext(name)
+	f, err := os.Create(fmt.Sprintf("%s.%s%s", strings.TrimSuffix(name, ext), tag, ext))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -76,8 +76,13 @@ type Table struct {
 func Default() Table { return New(nil) }
 
 // New returns the built-in table with overrides (runner.pricing) applied on
-// top: an override replaces the built-in entry of the same model.
+// top: an override replaces the built-in entry of the same model. Without
+// overrides it is the built-in table itself, shared (a Table is
+// read-only): every run prices with it.
 func New(overrides map[string]Price) Table {
+	if len(overrides) == 0 {
+		return Table{prices: builtin}
+	}
 	t := Table{prices: make(map[string]Price, len(builtin)+len(overrides))}
 	for k, v := range builtin {
 		t.prices[k] = v

@@ -96,3 +96,27 @@ func TestLimitsOfKnownAndUnknownModels(t *testing.T) {
 		t.Fatalf("unknown model = %+v %v", l, ok)
 	}
 }
+
+// A table without overrides is the built-in one, shared; a table with
+// overrides made after it does not change it, nor does it change the
+// table with overrides.
+func TestTableWithoutOverridesIsSharedAndUnchanged(t *testing.T) {
+	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
+	plain := pricing.New(nil)
+	if n := testing.AllocsPerRun(10, func() { _ = pricing.New(map[string]config.Price{}) }); n != 0 {
+		t.Errorf("a table without overrides allocates %.0f times", n)
+	}
+	over := pricing.New(map[string]config.Price{"claude-sonnet-5": {Input: 1, Output: 1}, "new-model": {Input: 1}})
+	if got, _ := plain.Cost("claude-sonnet-5", u); got != 12 {
+		t.Errorf("built-in table after an override: %v", got)
+	}
+	if _, ok := plain.Lookup("new-model"); ok {
+		t.Error("an override reached the built-in table")
+	}
+	if got, _ := over.Cost("claude-sonnet-5", u); got != 2 {
+		t.Errorf("override: %v", got)
+	}
+	if len(pricing.Default().Models()) != len(plain.Models()) || len(over.Models()) != len(plain.Models())+1 {
+		t.Errorf("models: default %d, plain %d, with overrides %d", len(pricing.Default().Models()), len(plain.Models()), len(over.Models()))
+	}
+}

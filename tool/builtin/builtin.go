@@ -120,12 +120,16 @@ func New(cfg Config) ([]tool.Tool, error) {
 
 // specs caches the built specs: every agent of a process shares one copy
 // of each description and compacted schema instead of building its own.
-var specs sync.Map // name + "\x00" + description + "\x00" + schema → tool.Spec
+var specs sync.Map // specKey → tool.Spec
+
+// specKey is what a built spec is made of. A struct rather than the three
+// joined: a lookup then copies no description.
+type specKey struct{ name, description, schema string }
 
 // spec builds a tool.Spec; schema is the JSON Schema of the input object.
 // The Spec is shared: callers must not modify its InputSchema.
 func spec(name, description, schema string) tool.Spec {
-	key := name + "\x00" + description + "\x00" + schema
+	key := specKey{name, description, schema}
 	if s, ok := specs.Load(key); ok {
 		return s.(tool.Spec)
 	}

@@ -32,7 +32,7 @@ const SecretVarsEnv = "CAPSTAN_SECRET_VARS"
 // listed it in CAPSTAN_SECRET_VARS.
 func IsSecretName(name string) bool {
 	n := strings.ToUpper(name)
-	for _, w := range strings.Split(n, "_") {
+	for w := range strings.SplitSeq(n, "_") {
 		if secretWords[w] {
 			return true
 		}
@@ -40,7 +40,7 @@ func IsSecretName(name string) bool {
 	if strings.HasSuffix(n, "APIKEY") || strings.HasSuffix(n, "API_KEY") {
 		return true
 	}
-	for _, listed := range strings.Split(os.Getenv(SecretVarsEnv), ",") {
+	for listed := range strings.SplitSeq(os.Getenv(SecretVarsEnv), ",") {
 		if l := strings.TrimSpace(listed); l != "" && strings.EqualFold(l, name) {
 			return true
 		}
@@ -200,7 +200,33 @@ func RedactSecrets(s string) string {
 	if s == "" {
 		return s
 	}
-	return replaceSecrets(s, SecretValues(os.Environ()))
+	return replaceSecrets(s, sharedSecretValues(os.Environ()))
+}
+
+// lastSecrets is the list sharedSecretValues worked out last, with its
+// inputs.
+var lastSecrets struct {
+	mu      sync.Mutex
+	environ []string
+	listed  string // CAPSTAN_SECRET_VARS when it was worked out
+	secrets []string
+}
+
+// sharedSecretValues is SecretValues for the redactors: when environ and
+// CAPSTAN_SECRET_VARS are those of the previous call (every agent of a
+// process, every tool result of a run), it returns the same list instead
+// of working it out again. The list is shared and read-only; its capacity
+// is its length, so an append copies it.
+func sharedSecretValues(environ []string) []string {
+	listed := os.Getenv(SecretVarsEnv)
+	lastSecrets.mu.Lock()
+	defer lastSecrets.mu.Unlock()
+	if lastSecrets.environ != nil && listed == lastSecrets.listed && slices.Equal(environ, lastSecrets.environ) {
+		return lastSecrets.secrets
+	}
+	secrets := slices.Clip(SecretValues(environ))
+	lastSecrets.environ, lastSecrets.listed, lastSecrets.secrets = slices.Clone(environ), listed, secrets
+	return secrets
 }
 
 // SecretRedactor returns a function that replaces each of
@@ -208,7 +234,7 @@ func RedactSecrets(s string) string {
 // when environ holds no secret values, so a caller can skip redaction
 // altogether. Model replies pass through it (llm.Config.Redact).
 func SecretRedactor(environ []string) func(string) string {
-	secrets := SecretValues(environ)
+	secrets := sharedSecretValues(environ)
 	if len(secrets) == 0 {
 		return nil
 	}

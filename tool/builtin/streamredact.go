@@ -15,7 +15,7 @@ type StreamRedactor struct {
 // NewStreamRedactor returns a StreamRedactor for the SecretValues of
 // environ.
 func NewStreamRedactor(environ []string) *StreamRedactor {
-	return &StreamRedactor{secrets: SecretValues(environ)}
+	return &StreamRedactor{secrets: sharedSecretValues(environ)}
 }
 
 // Text redacts a complete text (one that is not part of the stream).
