@@ -390,10 +390,11 @@ func exitCodeFor(err error, before bool) int {
 // configuration mistake, 3 for a provider or internal failure, 0 for codes
 // that are outcomes of a run (budgets, limits, validation, abort), which
 // the caller maps. before says whether the error came before the run made
-// its first model request: then a missing API key (SDK_AUTH) or a missing
-// program, repository or work dir the run needs (DEPENDENCY_RESOLUTION) is
-// the user's setup to fix, 2; during a run the same codes are provider or
-// internal failures, 3.
+// its first model request: then a missing API key (SDK_AUTH), a missing
+// program, repository or work dir the run needs (DEPENDENCY_RESOLUTION) or
+// a sandbox the machine cannot make (SANDBOX_UNAVAILABLE) is the user's
+// setup to fix, 2; during a run the first two are provider or internal
+// failures, 3.
 func exitForCode(code string, before bool) int {
 	switch code {
 	case agenterr.CodeConfigurationNotFound, agenterr.CodeConfigurationParse, agenterr.CodeConfigurationValidation,
@@ -405,6 +406,13 @@ func exitForCode(code string, before bool) int {
 			return exitUsage
 		}
 		return exitInternal
+	case agenterr.CodeSandboxUnavailable:
+		// Refused when the agent is built: the machine cannot make the
+		// sandbox runner.boundaries.sandbox asks for. A run it stops later
+		// (a skill script) did not complete: the caller maps it.
+		if before {
+			return exitUsage
+		}
 	case agenterr.CodeSdkConnection, agenterr.CodeSdkRateLimit, agenterr.CodeSdkSessionNotFound,
 		agenterr.CodeSdkRequest, agenterr.CodeScriptExhausted, "", "INTERNAL":
 		return exitInternal

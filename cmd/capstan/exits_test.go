@@ -32,6 +32,8 @@ func TestExitCodeBeforeAndDuringARun(t *testing.T) {
 		{agenterr.New(agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, true, "reset"), true, exitInternal},
 		{agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "no model"), true, exitUsage},
 		{agenterr.New(agenterr.CodeSandboxUnavailable, agenterr.LayerConfiguration, false, "bad"), false, exitUsage},
+		{agenterr.New(agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false, "no namespaces"), true, exitUsage},
+		{agenterr.New(agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false, "no namespaces"), false, exitInternal},
 		{os.ErrPermission, true, exitInternal},
 	} {
 		if got := exitCodeFor(tc.err, tc.before); got != tc.want {
