@@ -135,11 +135,10 @@ func (r *Resolver) locate(file, name string, d *draft) *InvalidSchemaError {
 		if err != nil {
 			continue
 		}
-		fails, err := metaFailures(d, doc)
+		fails, err := schemaFailures(d, doc)
 		if err != nil {
 			continue
 		}
-		fails = append(fails, patternFailures(doc)...)
 		for _, line := range problemLinesOf(fails) {
 			abs := en.ptr + line.ptr
 			key := en.file + "#" + abs + "\x00" + line.msg
@@ -165,8 +164,8 @@ func (r *Resolver) locate(file, name string, d *draft) *InvalidSchemaError {
 // located is one problem line of a schema check, split.
 type located struct{ ptr, msg string }
 
-// problemLinesOf words fails as problemLines does, one per location and
-// message, keeping the pointer apart.
+// problemLinesOf words fails one per location and message, without
+// repeats, keeping the pointer apart ([problemLines] joins them).
 func problemLinesOf(fails []Failure) []located {
 	seen := map[located]bool{}
 	var out []located

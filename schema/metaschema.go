@@ -160,18 +160,6 @@ func (m *libraryMeta) failures(doc any) ([]Failure, error) {
 	return failuresOf(res, doc, nil), nil
 }
 
-// checkMeta reports the ways doc is not a valid schema of draft d.
-func checkMeta(d *draft, doc any) error {
-	fails, err := metaFailures(d, doc)
-	if err != nil {
-		return err
-	}
-	if len(fails) == 0 {
-		return nil
-	}
-	return newMetaError(d, fails)
-}
-
 // metaFailures returns the ways doc is not a valid schema of draft d.
 func metaFailures(d *draft, doc any) ([]Failure, error) {
 	if d.libraryMeta {
@@ -193,16 +181,24 @@ func metaFailures(d *draft, doc any) ([]Failure, error) {
 // regular expression Go cannot compile, all at once (the library checks
 // the regular expressions only once the meta-schema is satisfied).
 func checkSchema(d *draft, doc any) error {
-	fails, err := metaFailures(d, doc)
+	fails, err := schemaFailures(d, doc)
 	if err != nil {
 		return err
 	}
-	fails = append(fails, patternFailures(doc)...)
 	if len(fails) == 0 {
 		return nil
 	}
 	sortFailures(fails)
 	return newMetaError(d, fails)
+}
+
+// schemaFailures returns what [checkSchema] reports, unsorted.
+func schemaFailures(d *draft, doc any) ([]Failure, error) {
+	fails, err := metaFailures(d, doc)
+	if err != nil {
+		return nil, err
+	}
+	return append(fails, patternFailures(doc)...), nil
 }
 
 func newMetaError(d *draft, fails []Failure) *MetaError {

@@ -357,3 +357,13 @@ func BenchmarkCheckMeta(b *testing.B) {
 		})
 	}
 }
+
+// checkMeta reports the ways doc does not satisfy draft d's meta-schema
+// alone (checkSchema adds the regular expressions).
+func checkMeta(d *draft, doc any) error {
+	fails, err := metaFailures(d, doc)
+	if err != nil || len(fails) == 0 {
+		return err
+	}
+	return newMetaError(d, fails)
+}

@@ -435,21 +435,14 @@ func quoteAll(names []string) string {
 // problemLines turns failures into one line each, "at /path: reason" or
 // "at (root): reason", without repeats.
 func problemLines(fails []Failure) []string {
-	seen := map[string]bool{}
-	var lines []string
-	for _, f := range fails {
-		loc := f.Pointer()
-		if loc == "" {
-			loc = "(root)"
+	located := problemLinesOf(fails)
+	lines := make([]string, len(located))
+	for i, l := range located {
+		ptr := l.ptr
+		if ptr == "" {
+			ptr = "(root)"
 		}
-		line := "at " + loc + ": " + f.Message
-		if f.OfName {
-			line = "at " + loc + ": the name: " + f.Message
-		}
-		if !seen[line] {
-			seen[line] = true
-			lines = append(lines, line)
-		}
+		lines[i] = "at " + ptr + ": " + l.msg
 	}
 	return lines
 }
