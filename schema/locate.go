@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/capstan-dev/capstan/internal/jsonpos"
 )
 
 // Compile resolves the schema called name in file ([Resolver.Resolve])
@@ -122,6 +124,23 @@ func (r *Resolver) locate(file, name string, d *draft) *InvalidSchemaError {
 	}
 	inv := &InvalidSchemaError{Draft: d.name}
 	seen := map[string]bool{}
+	// The files' positions are indexed here, once a problem is found, not
+	// when every file is loaded.
+	indexes := map[string]*jsonpos.Index{}
+	index := func(file string) *jsonpos.Index {
+		if x, ok := indexes[file]; ok {
+			return x
+		}
+		r.mu.Lock()
+		text := r.texts[file]
+		r.mu.Unlock()
+		var x *jsonpos.Index
+		if text != nil {
+			x = jsonpos.New(text)
+		}
+		indexes[file] = x
+		return x
+	}
 	for _, en := range entries {
 		if seen[refKey(en.file, en.ptr)] {
 			continue
@@ -147,11 +166,9 @@ func (r *Resolver) locate(file, name string, d *draft) *InvalidSchemaError {
 			}
 			seen[key] = true
 			p := SchemaProblem{File: en.file, Pointer: abs, Message: line.msg}
-			r.mu.Lock()
-			if x := r.texts[en.file]; x != nil {
+			if x := index(en.file); x != nil {
 				p.Line, p.Column = x.Locate(abs, true)
 			}
-			r.mu.Unlock()
 			inv.Problems = append(inv.Problems, p)
 		}
 	}

@@ -47,9 +47,9 @@ type Resolver struct {
 	fsys fs.FS // when set, the schema files are read from it, not from dir
 
 	mu       sync.Mutex
-	files    map[string]any            // slash path relative to dir → parsed file
-	texts    map[string]*jsonpos.Index // slash path relative to dir → its text, to locate problems
-	resolved map[[2]string]resolved    // {file, name} → result
+	files    map[string]any         // slash path relative to dir → parsed file
+	texts    map[string][]byte      // slash path relative to dir → its text, to locate problems
+	resolved map[[2]string]resolved // {file, name} → result
 }
 
 // resolved is one named schema, resolved.
@@ -62,7 +62,7 @@ type resolved struct {
 
 // NewResolver returns a Resolver for the schema files under dir.
 func NewResolver(dir string) *Resolver {
-	return &Resolver{dir: dir, files: map[string]any{}, texts: map[string]*jsonpos.Index{}, resolved: map[[2]string]resolved{}}
+	return &Resolver{dir: dir, files: map[string]any{}, texts: map[string][]byte{}, resolved: map[[2]string]resolved{}}
 }
 
 // NewResolverFS returns a Resolver for the schema files in fsys (paths
@@ -204,7 +204,7 @@ func (r *Resolver) load(rel string) (any, error) {
 	}
 	r.mu.Lock()
 	r.files[rel] = doc
-	r.texts[rel] = jsonpos.New(data)
+	r.texts[rel] = data
 	r.mu.Unlock()
 	return doc, nil
 }
