@@ -244,13 +244,12 @@ func invalidSchemaProblems(err error, what string, ref config.SchemaRef) []confi
 	if !errors.As(err, &inv) {
 		return nil
 	}
-	hint := strings.Replace(schema.InvalidKeywordHint, "each listed keyword", "this keyword", 1)
 	out := make([]config.Problem, 0, len(inv.Problems))
 	for _, p := range inv.Problems {
 		out = append(out, config.Problem{Code: CodeSchemaInvalid, Severity: config.SeverityError,
 			File: p.File, Pointer: p.Pointer, Line: p.Line, Column: p.Column,
 			Message: fmt.Sprintf("%s: schema %s#%s is not a valid JSON Schema (%s): %s", what, ref.File, ref.Schema, inv.Draft, p.Message),
-			Hint:    hint})
+			Hint:    schema.InvalidOneKeywordHint})
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // capture keeps what a command prints to one stream within limit bytes:
@@ -94,8 +96,8 @@ func (w *capture) String() string {
 		return notCapstan(string(w.head) + string(tail))
 	}
 	head := w.head
-	head = head[:len(head)-secretPrefixAtEnd(head, w.secrets)]
-	tail = tail[secretSuffixAtStart(tail, w.secrets):]
+	head = head[:len(head)-builtin.SecretPieceAtEnd(string(head), w.secrets)]
+	tail = tail[builtin.SecretPieceAtStart(string(tail), w.secrets):]
 	if cut := len(head) < len(w.head) || !w.lineAfterHead; cut {
 		if i := bytes.LastIndexByte(head, '\n'); i >= 0 {
 			head = head[:i+1]
@@ -128,35 +130,4 @@ func truncationNote(omitted int64) string {
 // capstan's notes: "[capstan:" becomes "[not capstan:".
 func notCapstan(s string) string {
 	return strings.ReplaceAll(s, "[capstan:", "[not capstan:")
-}
-
-// secretPrefixAtEnd is the length of the longest end of b that is the
-// start, not the whole, of a secret: the piece of a secret the cut after
-// b would leave, which redaction would not recognise.
-func secretPrefixAtEnd(b []byte, secrets []string) int {
-	best := 0
-	for _, s := range secrets {
-		for k := min(len(s)-1, len(b)); k > best; k-- {
-			if string(b[len(b)-k:]) == s[:k] {
-				best = k
-				break
-			}
-		}
-	}
-	return best
-}
-
-// secretSuffixAtStart is the length of the longest start of b that is the
-// end, not the whole, of a secret.
-func secretSuffixAtStart(b []byte, secrets []string) int {
-	best := 0
-	for _, s := range secrets {
-		for k := min(len(s)-1, len(b)); k > best; k-- {
-			if string(b[:k]) == s[len(s)-k:] {
-				best = k
-				break
-			}
-		}
-	}
-	return best
 }

@@ -178,3 +178,20 @@ func TestCaptureLeavesNoPieceOfASecret(t *testing.T) {
 		t.Fatalf("a piece of the secret is journaled: %q", evs[0].Output)
 	}
 }
+
+// TestCaptureKeepsNoPieceOfAWholeSecret: a kept part that ends (or
+// starts) with a whole secret value whose first and last bytes are alike
+// keeps all of it, for redaction to replace, rather than cut it to a
+// piece redaction would not find.
+func TestCaptureKeepsNoPieceOfAWholeSecret(t *testing.T) {
+	const secret = "k-1234567-k"
+	piece := secret[:len(secret)-1]
+	c := newCapture(40, []string{secret})
+	c.Write([]byte("abcdefghi" + secret)) // the 20 bytes of the head
+	c.Write([]byte(strings.Repeat("x", 100)))
+	c.Write([]byte(secret + "yyyyyyyyy")) // the 20 bytes of the tail
+	out := strings.ReplaceAll(c.String(), secret, "[REDACTED]")
+	if strings.Contains(out, piece) || strings.Contains(out, secret[1:]) {
+		t.Fatalf("a piece of the secret is kept: %q", out)
+	}
+}

@@ -208,10 +208,9 @@ func invalidSchema(err error, name string, ref config.SchemaRef) []error {
 	if !errors.As(err, &inv) {
 		return nil
 	}
-	hint := strings.Replace(schema.InvalidKeywordHint, "each listed keyword", "this keyword", 1)
 	out := make([]error, 0, len(inv.Problems))
 	for _, p := range inv.Problems {
-		re := config.Rule("SR-SCHEMA-INVALID", p.File, p.Pointer, hint,
+		re := config.Rule("SR-SCHEMA-INVALID", p.File, p.Pointer, schema.InvalidOneKeywordHint,
 			"validator %s: schema %s#%s is not a valid JSON Schema (%s): %s", name, ref.File, ref.Schema, inv.Draft, p.Message)
 		re.Err.Line, re.Err.Column = p.Line, p.Column
 		out = append(out, re)

@@ -51,8 +51,13 @@ func (r *Resolver) Compile(file, name string) (json.RawMessage, *Validator, erro
 	return nil, nil, hint(wrap(e, inv), "in the schema file, "+InvalidKeywordHint)
 }
 
-// InvalidKeywordHint says what to do about one [SchemaProblem].
-const InvalidKeywordHint = "give each listed keyword a value its JSON Schema draft allows (for pattern and patternProperties, a regular expression Go's regexp package accepts)"
+// InvalidKeywordHint says what to do about the listed [SchemaProblem]s,
+// and InvalidOneKeywordHint about one of them, reported on its own.
+const (
+	InvalidKeywordHint    = "give each listed keyword" + keywordValueHint
+	InvalidOneKeywordHint = "give this keyword" + keywordValueHint
+	keywordValueHint      = " a value its JSON Schema draft allows (for pattern and patternProperties, a regular expression Go's regexp package accepts)"
+)
 
 // InvalidSchemaError lists the ways a named schema, and the schemas its
 // $refs lead to, are not a valid JSON Schema, each where it is written.

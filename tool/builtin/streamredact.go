@@ -32,15 +32,7 @@ func (r *StreamRedactor) Push(fragment string) string {
 		return fragment
 	}
 	buf := replaceSecrets(r.pending+fragment, r.secrets)
-	hold := 0
-	for _, v := range r.secrets {
-		for n := min(len(v)-1, len(buf)); n > hold; n-- {
-			if strings.HasSuffix(buf, v[:n]) {
-				hold = n
-				break
-			}
-		}
-	}
+	hold := pieceAtEnd(buf, r.secrets)
 	r.pending = buf[len(buf)-hold:]
 	return buf[:len(buf)-hold]
 }
@@ -61,4 +53,61 @@ func (r *StreamRedactor) Drop() {
 	if r != nil {
 		r.pending = ""
 	}
+}
+
+// pieceAtEnd is the length of the longest end of s that is the start,
+// not the whole, of one of secrets.
+func pieceAtEnd(s string, secrets []string) int {
+	n := 0
+	for _, v := range secrets {
+		for k := min(len(v)-1, len(s)); k > n; k-- {
+			if strings.HasSuffix(s, v[:k]) {
+				n = k
+				break
+			}
+		}
+	}
+	return n
+}
+
+// pieceAtStart is the length of the longest start of s that is the end,
+// not the whole, of one of secrets.
+func pieceAtStart(s string, secrets []string) int {
+	n := 0
+	for _, v := range secrets {
+		for k := min(len(v)-1, len(s)); k > n; k-- {
+			if strings.HasPrefix(s, v[len(v)-k:]) {
+				n = k
+				break
+			}
+		}
+	}
+	return n
+}
+
+// SecretPieceAtEnd is the number of bytes to cut from the end of s, text
+// about to be cut off after it, so that it keeps no piece of one of
+// secrets that redaction (which replaces whole values) would miss. The
+// whole values in s are replaced first, as redaction will: a whole value
+// at the end, whose last bytes may also start a value, is kept whole.
+func SecretPieceAtEnd(s string, secrets []string) int {
+	r := replaceSecrets(s, secrets)
+	n := pieceAtEnd(r, secrets)
+	if !strings.HasSuffix(s, r[len(r)-n:]) {
+		// The piece runs into a replaced value (one that ends like a
+		// secret starts): which bytes of s it is is not known, keep none.
+		return len(s)
+	}
+	return n
+}
+
+// SecretPieceAtStart is SecretPieceAtEnd for text whose start was cut
+// off: the number of bytes to cut from the start of s.
+func SecretPieceAtStart(s string, secrets []string) int {
+	r := replaceSecrets(s, secrets)
+	n := pieceAtStart(r, secrets)
+	if !strings.HasPrefix(s, r[:n]) {
+		return len(s)
+	}
+	return n
 }
