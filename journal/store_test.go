@@ -121,3 +121,25 @@ func TestStoreRunWinsOverItsCopy(t *testing.T) {
 		}
 	}
 }
+
+// A copy in a --journal-dir other than the work dir the run is kept under
+// is listed with that folder's runs as the store's run, never read: the
+// copy is within the agent's reach.
+func TestStoreRunWinsOverItsCopyElsewhere(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	wd, jd := t.TempDir(), t.TempDir()
+	const id = "20260101T000000Z-bbbbbb"
+	w, err := s.Create(wd, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if w, err = Create(jd, id); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	runs, err := s.List(jd)
+	if err != nil || len(runs) != 1 || runs[0].Legacy || !strings.HasPrefix(runs[0].Path, s.Dir) {
+		t.Fatalf("%v %+v", err, runs)
+	}
+}
