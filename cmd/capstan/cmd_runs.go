@@ -61,7 +61,12 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 		return nil, withExit(exitUsage, err)
 	}
 	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
-		return nil, withExit(exitUsage, fmt.Errorf("run %s is a pipeline run, which cannot be resumed; see how it ended with: capstan show %s", run.ID, run.ID))
+		show := "capstan show " + run.ID
+		if run.Legacy {
+			// Kept only under the folder given: show finds it there too.
+			show += " --workdir " + shellQuote(workDir)
+		}
+		return nil, withExit(exitUsage, fmt.Errorf("run %s is a pipeline run, which cannot be resumed; see how it ended with: %s", run.ID, show))
 	}
 	rec, err := agent.LoadRun(run.ID, run.Path)
 	if err != nil {

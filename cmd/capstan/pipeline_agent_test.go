@@ -242,3 +242,28 @@ stages:
 		t.Fatalf("journal dir: %v", err)
 	}
 }
+
+// resume refuses an older pipeline journal found with --workdir; the show
+// command it names, pasted where resume ran, shows it.
+func TestResumeOfOlderPipelineJournalNamesAWorkingShow(t *testing.T) {
+	dir := t.TempDir()
+	id := journal.NewRunID(time.Now())
+	w, err := journal.Create(filepath.Join(dir, "j"), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "old request", "repo": ".", "file": "", "model": ""})
+	w.Emit(journal.RunEnd, map[string]any{"success": true, "status": "completed"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sh := pasteShell(t, dir)
+	code, out := sh("capstan resume " + id + " --workdir j")
+	if code != exitUsage || !strings.Contains(out, "is a pipeline run") {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	show := pastedCommand(t, out, "see how it ended with: ")
+	if code, sout := sh(show); code != 0 || !strings.Contains(sout, `request "old request"`) {
+		t.Fatalf("%s: exit %d\n%s", show, code, sout)
+	}
+}
