@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // EnvStateDir is the environment variable that chooses capstan's state
@@ -103,7 +104,7 @@ func (s Store) WorkDirRuns(workDir string) (string, error) {
 // Create makes a new journal for runID of a run in workDir and returns a
 // Writer for it. Folders are private to the user (0700).
 func (s Store) Create(workDir, runID string) (*Writer, error) {
-	if strings.ContainsAny(runID, `/\`) || runID == "" || runID == "." || runID == ".." {
+	if strings.ContainsAny(runID, `/\`) || strings.ContainsFunc(runID, unicode.IsControl) || runID == "" || runID == "." || runID == ".." {
 		return nil, fmt.Errorf("journal: invalid run id %q", runID)
 	}
 	dir, err := s.WorkDirRuns(workDir)
@@ -294,7 +295,10 @@ func listDir(dir, workDir string, legacy bool) ([]Run, error) {
 	}
 	var runs []Run
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || strings.ContainsFunc(e.Name(), unicode.IsControl) {
+			// A folder whose name holds control characters is no run
+			// capstan made (Create refuses such an id): under a work dir
+			// the agent could name one so, and runs would print it raw.
 			continue
 		}
 		p := filepath.Join(dir, e.Name(), FileName)

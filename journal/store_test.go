@@ -143,3 +143,27 @@ func TestStoreRunWinsOverItsCopyElsewhere(t *testing.T) {
 		t.Fatalf("%v %+v", err, runs)
 	}
 }
+
+// A folder under the work dir whose name holds control characters (the
+// agent can make one) is no run: runs would print its name raw to the
+// terminal. The store never makes one.
+func TestStoreSkipsRunNamesWithControls(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	wd := t.TempDir()
+	name := "x\x1b[31mRED\x1b]0;title\x07"
+	if err := os.MkdirAll(filepath.Join(wd, RunsDir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wd, RunsDir, name, FileName), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := s.List(wd); err != nil || len(runs) != 0 {
+		t.Fatalf("%v %+v", err, runs)
+	}
+	if _, err := s.Find(wd, "x"); err == nil {
+		t.Fatal("found a run with controls in its name")
+	}
+	if _, err := s.Create(wd, name); err == nil {
+		t.Fatal("created a run with controls in its id")
+	}
+}
