@@ -180,9 +180,12 @@ its journal says when the workers' state directory is this one.`,
 			}
 			fmt.Fprintln(tw, header)
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f", r.RunID, r.Agent, r.Status, r.Reason, r.Iterations, r.Tokens, r.Cost)
+				// A journal under a work dir is the agent's to write:
+				// its words are printed with controls made visible.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f", runreport.VisibleControls(r.RunID), runreport.VisibleControls(r.Agent),
+					r.Status, runreport.VisibleControls(r.Reason), r.Iterations, r.Tokens, r.Cost)
 				if all {
-					fmt.Fprintf(tw, "\t%s", r.WorkDir)
+					fmt.Fprintf(tw, "\t%s", runreport.VisibleControls(r.WorkDir))
 				}
 				fmt.Fprintln(tw)
 			}
