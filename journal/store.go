@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // EnvStateDir is the environment variable that chooses capstan's state
@@ -103,7 +104,7 @@ func (s Store) WorkDirRuns(workDir string) (string, error) {
 // Create makes a new journal for runID of a run in workDir and returns a
 // Writer for it. Folders are private to the user (0700).
 func (s Store) Create(workDir, runID string) (*Writer, error) {
-	if strings.ContainsAny(runID, `/\`) || runID == "" || runID == "." || runID == ".." {
+	if strings.ContainsAny(runID, `/\`) || strings.ContainsFunc(runID, unicode.IsControl) || runID == "" || runID == "." || runID == ".." {
 		return nil, fmt.Errorf("journal: invalid run id %q", runID)
 	}
 	dir, err := s.WorkDirRuns(workDir)
@@ -163,26 +164,45 @@ func (s Store) List(workDir string) ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sortRuns(append(runs, withoutCopies(runs, legacy)...)), nil
+	if len(legacy) > 0 {
+		// A copy's run may be kept under another work dir (--journal-dir
+		// elsewhere than where the pipeline ran).
+		all, err := s.ListAll()
+		if err != nil {
+			return nil, err
+		}
+		legacy = withoutCopies(all, runs, legacy)
+	}
+	return sortRuns(append(runs, legacy...)), nil
 }
 
-// withoutCopies drops from legacy the runs whose id is also in the store:
+// withoutCopies drops from legacy the runs already in listed and puts the
+// store's run (store: every work dir's) in place of a copy of one:
 // `capstan pipeline run --journal-dir` journals in the state directory and
 // writes a copy where it was asked, and the state directory's journal,
 // out of the agent's reach, is the one listed and shown.
-func withoutCopies(store, legacy []Run) []Run {
+func withoutCopies(store, listed, legacy []Run) []Run {
 	if len(legacy) == 0 {
 		return legacy
 	}
-	ids := make(map[string]bool, len(store))
+	byID := make(map[string]Run, len(store))
 	for _, r := range store {
-		ids[r.ID] = true
+		byID[r.ID] = r
+	}
+	seen := make(map[string]bool, len(listed))
+	for _, r := range listed {
+		seen[r.ID] = true
 	}
 	kept := legacy[:0:0]
 	for _, r := range legacy {
-		if !ids[r.ID] {
-			kept = append(kept, r)
+		if seen[r.ID] {
+			continue
 		}
+		if inStore, ok := byID[r.ID]; ok {
+			r = inStore
+		}
+		seen[r.ID] = true
+		kept = append(kept, r)
 	}
 	return kept
 }
@@ -235,7 +255,7 @@ func (s Store) Find(workDir, id string) (Run, error) {
 		if err != nil {
 			return Run{}, err
 		}
-		runs = append(runs, withoutCopies(runs, legacy)...)
+		runs = append(runs, withoutCopies(runs, runs, legacy)...)
 	}
 	var match []Run
 	for _, r := range runs {
@@ -275,7 +295,10 @@ func listDir(dir, workDir string, legacy bool) ([]Run, error) {
 	}
 	var runs []Run
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || strings.ContainsFunc(e.Name(), unicode.IsControl) {
+			// A folder whose name holds control characters is no run
+			// capstan made (Create refuses such an id): under a work dir
+			// the agent could name one so, and runs would print it raw.
 			continue
 		}
 		p := filepath.Join(dir, e.Name(), FileName)

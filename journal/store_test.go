@@ -121,3 +121,49 @@ func TestStoreRunWinsOverItsCopy(t *testing.T) {
 		}
 	}
 }
+
+// A copy in a --journal-dir other than the work dir the run is kept under
+// is listed with that folder's runs as the store's run, never read: the
+// copy is within the agent's reach.
+func TestStoreRunWinsOverItsCopyElsewhere(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	wd, jd := t.TempDir(), t.TempDir()
+	const id = "20260101T000000Z-bbbbbb"
+	w, err := s.Create(wd, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if w, err = Create(jd, id); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	runs, err := s.List(jd)
+	if err != nil || len(runs) != 1 || runs[0].Legacy || !strings.HasPrefix(runs[0].Path, s.Dir) {
+		t.Fatalf("%v %+v", err, runs)
+	}
+}
+
+// A folder under the work dir whose name holds control characters (the
+// agent can make one) is no run: runs would print its name raw to the
+// terminal. The store never makes one.
+func TestStoreSkipsRunNamesWithControls(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	wd := t.TempDir()
+	name := "x\x1b[31mRED\x1b]0;title\x07"
+	if err := os.MkdirAll(filepath.Join(wd, RunsDir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wd, RunsDir, name, FileName), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := s.List(wd); err != nil || len(runs) != 0 {
+		t.Fatalf("%v %+v", err, runs)
+	}
+	if _, err := s.Find(wd, "x"); err == nil {
+		t.Fatal("found a run with controls in its name")
+	}
+	if _, err := s.Create(wd, name); err == nil {
+		t.Fatal("created a run with controls in its id")
+	}
+}

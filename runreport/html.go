@@ -335,7 +335,7 @@ footer{margin-top:28px;color:var(--mute);font-size:12px}
 // a page written to a terminal (report -o -) must not drive it.
 func writePage(w io.Writer, p page) error {
 	var b strings.Builder
-	e := func(s string) string { return html.EscapeString(visibleControls(s)) }
+	e := func(s string) string { return html.EscapeString(VisibleControls(s)) }
 	b.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	b.WriteString("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n")
 	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"capstan report\">\n")

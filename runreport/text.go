@@ -379,13 +379,13 @@ type printer struct {
 // the screen or retitle the terminal of whoever reads the account.
 func (p *printer) f(format string, args ...any) {
 	if p.err == nil {
-		_, p.err = io.WriteString(p.w, visibleControls(fmt.Sprintf(format, args...)))
+		_, p.err = io.WriteString(p.w, VisibleControls(fmt.Sprintf(format, args...)))
 	}
 }
 
-// visibleControls replaces C0 and C1 control characters other than
+// VisibleControls replaces C0 and C1 control characters other than
 // newline and tab with their \u escapes.
-func visibleControls(s string) string {
+func VisibleControls(s string) string {
 	if !strings.ContainsFunc(s, isControl) {
 		return s
 	}

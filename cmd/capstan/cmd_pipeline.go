@@ -257,6 +257,11 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		ctx = te.RunContext(ctx)
 	}
 	out, runErr := mgr.Execute(ctx, in)
+	if runErr == nil && out != nil {
+		// A summary that fails validation fails the run, in the journal
+		// too: show and runs must not call it completed.
+		runErr = validationFailure(out)
+	}
 	end := map[string]any{"success": runErr == nil}
 	if runErr != nil {
 		end["error"] = runErr.Error()
@@ -281,9 +286,6 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		printPipelineResult(stdout, out)
 	}
 	printPipelineDiagnostics(stderr, out)
-	if runErr == nil {
-		runErr = validationFailure(out)
-	}
 	if runErr != nil {
 		switch agenterr.CodeOf(runErr) {
 		case agenterr.CodeContractViolation, agenterr.CodeNamespaceViolation, agenterr.CodeStageFailed,

@@ -274,3 +274,22 @@ func TestPipelineExampleWithModelStage(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
+
+// A run that fails validation is journaled as failed: runs and show read
+// the journal's run.end, and must not call a run that exited 1 completed.
+func TestPipelineValidationFailureJournaled(t *testing.T) {
+	if !slices.Contains(llm.ModelProviders(), "script") {
+		t.Skip("script provider not linked into this build")
+	}
+	t.Setenv("CAPSTAN_STATE_DIR", t.TempDir())
+	repo := pipelinetest.MakeGitRepo(t, t.TempDir(), pipelinetest.GitSteps())
+	wd, _ := os.Getwd()
+	script := filepath.Join(wd, "../../examples/pipeline/standard.script.yaml")
+	if code, _, errOut := runPipelineCLI(t, "pipeline", "run", "--now", fixedNow, "--repo", repo, "--model", "script:"+script, "x"); code != exitNotCompleted {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	code, out, errOut := runPipelineCLI(t, "runs", "--all", "--json")
+	if code != exitOK || !strings.Contains(out, `"status": "not completed"`) || strings.Contains(out, `"status": "completed"`) {
+		t.Fatalf("runs: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -100,6 +100,9 @@ the current directory; -o - writes to stdout.`,
 					ext = ".txt"
 				}
 				output = "report-" + rec.ID + ext
+				if err := checkDefaultOutput(output); err != nil {
+					return withExit(exitUsage, err)
+				}
 			}
 			if err := checkOutputPath(output); err != nil {
 				return withExit(exitUsage, err)
@@ -139,6 +142,19 @@ func checkOutputPath(path string) error {
 		return fmt.Errorf("-o %s: %s is not a directory", path, dir)
 	}
 	return nil
+}
+
+// checkDefaultOutput refuses the name report picked itself when it is
+// already there as anything but a regular file: the folder may be the
+// agent's work dir, and a link planted there must not make capstan write
+// the file it names (nor a FIFO hang it). A user who names that path with
+// -o gets what -o does.
+func checkDefaultOutput(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%s exists and is not a regular file (%s); hint: remove it, or name the file to write with -o FILE", path, fi.Mode().Type())
 }
 
 // writeFileAtomic writes data to a temporary file next to path and renames

@@ -61,7 +61,12 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 		return nil, withExit(exitUsage, err)
 	}
 	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
-		return nil, withExit(exitUsage, fmt.Errorf("run %s is a pipeline run, which cannot be resumed; see how it ended with: capstan show %s", run.ID, run.ID))
+		show := "capstan show " + run.ID
+		if run.Legacy {
+			// Kept only under the folder given: show finds it there too.
+			show += " --workdir " + shellQuote(workDir)
+		}
+		return nil, withExit(exitUsage, fmt.Errorf("run %s is a pipeline run, which cannot be resumed; see how it ended with: %s", run.ID, show))
 	}
 	rec, err := agent.LoadRun(run.ID, run.Path)
 	if err != nil {
@@ -175,9 +180,12 @@ its journal says when the workers' state directory is this one.`,
 			}
 			fmt.Fprintln(tw, header)
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f", r.RunID, r.Agent, r.Status, r.Reason, r.Iterations, r.Tokens, r.Cost)
+				// A journal under a work dir is the agent's to write:
+				// its words are printed with controls made visible.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f", runreport.VisibleControls(r.RunID), runreport.VisibleControls(r.Agent),
+					r.Status, runreport.VisibleControls(r.Reason), r.Iterations, r.Tokens, r.Cost)
 				if all {
-					fmt.Fprintf(tw, "\t%s", r.WorkDir)
+					fmt.Fprintf(tw, "\t%s", runreport.VisibleControls(r.WorkDir))
 				}
 				fmt.Fprintln(tw)
 			}

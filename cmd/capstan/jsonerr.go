@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -118,15 +119,20 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 	if f.Changed {
 		return f.Value.String() == "true"
 	}
+	// The last --json given wins, as when the flags parse; its value is
+	// read as pflag reads a bool.
+	want := false
 	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "--json", "--json=true", "--json=1", "--json=t", "--json=T", "--json=TRUE", "--json=True":
-			return true
+		if a == "--" {
+			break
+		}
+		if a == "--json" {
+			want = true
+		} else if v, ok := strings.CutPrefix(a, "--json="); ok {
+			want, _ = strconv.ParseBool(v)
 		}
 	}
-	return false
+	return want
 }
 
 // writeErrorJSON prints err as errorJSON.

@@ -242,3 +242,49 @@ stages:
 		t.Fatalf("journal dir: %v", err)
 	}
 }
+
+// resume refuses an older pipeline journal found with --workdir; the show
+// command it names, pasted where resume ran, shows it.
+func TestResumeOfOlderPipelineJournalNamesAWorkingShow(t *testing.T) {
+	dir := t.TempDir()
+	id := journal.NewRunID(time.Now())
+	w, err := journal.Create(filepath.Join(dir, "j"), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "old request", "repo": ".", "file": "", "model": ""})
+	w.Emit(journal.RunEnd, map[string]any{"success": true, "status": "completed"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sh := pasteShell(t, dir)
+	code, out := sh("capstan resume " + id + " --workdir j")
+	if code != exitUsage || !strings.Contains(out, "is a pipeline run") {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	show := pastedCommand(t, out, "see how it ended with: ")
+	if code, sout := sh(show); code != 0 || !strings.Contains(sout, `request "old request"`) {
+		t.Fatalf("%s: exit %d\n%s", show, code, sout)
+	}
+}
+
+// A journal under the work dir is the agent's to write, chain and all:
+// runs prints its words with terminal controls made visible.
+func TestRunsMakesControlsOfAWorkDirJournalVisible(t *testing.T) {
+	dir := t.TempDir()
+	id := journal.NewRunID(time.Now())
+	w, err := journal.Create(dir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "r", "repo": ".", "file": "", "model": ""})
+	w.Emit(journal.RunEnd, map[string]any{"success": true, "status": "ok\x1b]0;pwned\x07\x1b[2J"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sh := pasteShell(t, dir)
+	code, out := sh("capstan runs")
+	if code != 0 || strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `ok\u001b]0;pwned\u0007\u001b[2J`) {
+		t.Fatalf("runs: exit %d\n%q", code, out)
+	}
+}

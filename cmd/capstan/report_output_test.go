@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -69,5 +71,43 @@ func TestWriteFileAtomicKeepsWhatIsThere(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 4 {
 		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+// Without -o, report names the file itself, often in the agent's work
+// dir: a symbolic link planted there under that name is refused, never
+// written through (it named a file of the user's), and so is a FIFO.
+func TestReportDefaultOutputRefusesPlantedLink(t *testing.T) {
+	parent := t.TempDir()
+	sh := pasteShell(t, parent)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --json")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	var res struct{ RunID string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	victim := filepath.Join(parent, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	name := "report-" + res.RunID + ".html"
+	if err := os.Symlink(victim, filepath.Join(parent, "w", name)); err != nil {
+		t.Fatal(err)
+	}
+	code, out = sh("cd w && capstan report " + res.RunID)
+	if code != exitUsage || !strings.Contains(out, "not a regular file") {
+		t.Errorf("report onto a planted link: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("the link's file was written: %.40q", b)
+	}
+	if code, out := sh("cd w && capstan report " + res.RunID + " -o r.html"); code != 0 {
+		t.Errorf("with -o: exit %d\n%s", code, out)
 	}
 }
