@@ -19,6 +19,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/journal"
 )
 
 // Watched is what capstan records, when a run starts, of the files a later
@@ -277,19 +278,7 @@ func (w *Watched) Save(stateDir string) error {
 	if err != nil {
 		return fmt.Errorf("definition: record the definition: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("definition: record the definition: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), p)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := journal.WriteFileAtomic(p, b); err != nil {
 		return fmt.Errorf("definition: record the definition: %w", err)
 	}
 	return nil
