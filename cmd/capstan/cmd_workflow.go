@@ -73,6 +73,7 @@ type workflowRunFlags struct {
 	limit                    int
 	local                    string
 	dryRun, asJSON, quiet    bool
+	acceptChanged            bool
 	stub                     string
 	model, repo              string
 }
@@ -119,5 +120,6 @@ run's own journal is shown by "capstan show RUN". See docs/workflows.md.`,
 	fs.StringVar(&f.repo, "repo", "", "GitHub repository OWNER/NAME of the issues")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON on stdout")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	registerAccept(fs, &f.acceptChanged)
 	return cmd
 }

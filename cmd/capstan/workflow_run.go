@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/workflow"
@@ -89,6 +90,16 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 			}
 		}
 	}
+	// Every agent folder is read once, before any agent runs: a run cannot
+	// change the agents the next dispatches use.
+	var disp workflow.Dispatcher = &stubDispatcher{outcomes: stub}
+	if stub == nil && !f.dryRun {
+		d, err := pinAgents(stderr, wf, f, workDir, givenFlags(fs))
+		if err != nil {
+			return err
+		}
+		disp = d
+	}
 	issues, storeDir, what, err := workflowIssues(ctx, f, wf, workDir)
 	if err != nil {
 		return err
@@ -109,10 +120,7 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 	}
 	jw.Emit(journal.RunStart, workflow.Start{Command: workflow.Command, Workflow: f.file, WorkDir: workDir,
 		Issues: target, Store: what, DryRun: f.dryRun, Stub: stub != nil})
-	var disp workflow.Dispatcher = &stubDispatcher{outcomes: stub}
-	if stub == nil {
-		disp = &agentDispatcher{agentsDir: f.agentsDir, workDir: workDir, model: f.model, stderr: stderr, quiet: f.quiet}
-	}
+
 	r := &workflow.Runner{Workflow: wf, Issues: issues, Dispatch: disp, Events: jw, DryRun: f.dryRun,
 		Lock: func(n int) (func(), bool, error) { return lockIssue(store, wf, what, n) }}
 	if len(wf.Handoffs) > 0 && !f.dryRun {
@@ -355,20 +363,50 @@ func (s *stubDispatcher) Dispatch(_ context.Context, d workflow.Dispatch) (workf
 // agentDispatcher runs each dispatched agent as a normal capstan run in
 // the work dir: its own journal, verified completion, show and report.
 type agentDispatcher struct {
-	agentsDir, workDir, model string
-	stderr                    io.Writer
-	quiet                     bool
+	workDir, model string
+	// defs are the agents' definitions, read before the first dispatch.
+	defs   map[string]*config.Agent
+	stderr io.Writer
+	quiet  bool
+}
+
+// pinAgents reads the folder of every agent an actionable phase
+// dispatches, once: each later dispatch runs that snapshot, whatever an
+// earlier agent wrote in the work dir. A folder inside the work dir that
+// changed since the last run recorded it is shown and refused, as for
+// capstan run, unless --accept-changed-definition.
+func pinAgents(w io.Writer, wf *workflow.Workflow, f workflowRunFlags, workDir string, given []string) (*agentDispatcher, error) {
+	d := &agentDispatcher{workDir: workDir, model: f.model, defs: map[string]*config.Agent{}, stderr: w, quiet: f.quiet}
+	for _, id := range wf.PhaseIDs {
+		ph := wf.Phases[id]
+		if ph.Type != workflow.Actionable || d.defs[ph.Agent] != nil {
+			continue
+		}
+		dir := filepath.Join(f.agentsDir, wf.Agents[ph.Agent].Directory)
+		def, err := loadPinnedWithDefaults(dir, f.model)
+		if err != nil {
+			return nil, configError(w, err, dir, true)
+		}
+		for _, p := range def.Warnings() {
+			if !f.quiet {
+				fmt.Fprintln(w, problemLine(def.Dir(), p))
+			}
+		}
+		if err := checkWatched(w, def, workDir, true, false, f.acceptChanged, acceptCommand("workflow run", given)); err != nil {
+			return nil, err
+		}
+		if def, err = withUserPricing(def); err != nil {
+			return nil, withExit(exitUsage, err)
+		}
+		d.defs[ph.Agent] = def
+	}
+	return d, nil
 }
 
 func (a *agentDispatcher) Dispatch(ctx context.Context, d workflow.Dispatch) (workflow.Outcome, error) {
-	dir := filepath.Join(a.agentsDir, d.Agent.Directory)
-	def, err := loadPinnedWithDefaults(dir, a.model)
-	if err != nil {
-		return workflow.Outcome{}, fmt.Errorf("agent folder %s: %w", dir, err)
-	}
-	def, err = withUserPricing(def)
-	if err != nil {
-		return workflow.Outcome{}, err
+	def := a.defs[d.Agent.ID]
+	if def == nil {
+		return workflow.Outcome{}, fmt.Errorf("agent %s was not read before the run", d.Agent.ID)
 	}
 	// The orchestrator's values (issue, payload keys) reach the agent as
 	// the parameters it declares; the others are not its parameters.
