@@ -124,10 +124,10 @@ type Writer struct {
 	// dir, when set, is the run folder the journal was made in, opened
 	// without following links (Create): the journal is found again there,
 	// by name, never through the path.
-	dir       *os.Root
-	opened    fileID   // the file f is, to notice when path no longer is
-	prev      [32]byte // chain hash (hex) of the last line written
-	prevLen   int      // bytes of prev in use (len(Genesis) for a new journal)
+	dir     *os.Root
+	opened  fileID   // the file f is, to notice when path no longer is
+	prev    [32]byte // chain hash (hex) of the last line written
+	prevLen int      // bytes of prev in use (len(Genesis) for a new journal)
 }
 
 // Create makes <dir>/.capstan/runs/<runID>/events.jsonl and returns a Writer
