@@ -146,6 +146,9 @@ func Create(dir, runID string) (*Writer, error) {
 	if !validRunID(runID) {
 		return nil, fmt.Errorf("journal: invalid run id %q", runID)
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal: create run dir: %w", err)
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("journal: create run dir: %w", err)
