@@ -37,6 +37,10 @@ type runFlags struct {
 	quiet         bool
 	stream        streamFlag
 	temporal      temporalFlags
+	// allowKeyInAncestors lets a run whose tools are not sandboxed start
+	// while a process above capstan holds a provider key (see
+	// checkAncestorKeys).
+	allowKeyInAncestors bool
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -57,6 +61,7 @@ func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeouts.FirstByte, "first-byte-timeout", 0, "time from sending a model request to its response headers (default 2m)")
 	fs.DurationVar(&f.timeouts.StreamIdle, "stream-idle-timeout", 0, "longest silence inside a model response stream (default 1m30s)")
 	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
+	fs.BoolVar(&f.allowKeyInAncestors, allowKeyInAncestorsFlag, false, "start a run whose tools are not sandboxed although a process that started capstan holds a provider key in its environment, which those tools can read (see docs/sandbox.md)")
 }
 
 // temporalOnlyFlags are the flags of run that act only with --temporal:
@@ -295,6 +300,11 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}
+	if !flags.allowKeyInAncestors && !toolsSandboxed(def) {
+		if err := checkAncestorKeys(os.Args, os.Getenv); err != nil {
+			return withExit(exitUsage, err)
+		}
+	}
 	streaming := flags.stream.enabled(stderr, flags.quiet)
 	var progress *progressPrinter
 	if !flags.quiet || streaming {
@@ -400,6 +410,8 @@ func exitForCode(code string, before bool) int {
 	case agenterr.CodeConfigurationNotFound, agenterr.CodeConfigurationParse, agenterr.CodeConfigurationValidation,
 		agenterr.CodePromptNotFound, agenterr.CodePromptParse, agenterr.CodeUnknownProvider,
 		agenterr.CodeParamMissing, agenterr.CodeParamInvalid, agenterr.CodeParamUnknown:
+		return exitUsage
+	case agenterr.CodeKeyInAncestor:
 		return exitUsage
 	case agenterr.CodeSdkAuth, agenterr.CodeDependencyResolution:
 		if before {
