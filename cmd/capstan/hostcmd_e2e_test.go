@@ -71,7 +71,7 @@ func TestCapstansOwnProgramsGetNoProviderKeys(t *testing.T) {
 	dir := gitCleanAgent(t, `, "integrations": {"github": {"enabled": true, "defaultClosureAction": "close"}}`,
 		` "parameters": {"issue": {"type": "number", "required": true}},`)
 	wd := t.TempDir()
-	gitIn(t, wd, "init", "-q", ".")
+	hostcmdtest.Git(t, wd, "init", "-q", ".")
 	state := t.TempDir()
 	cmd := cliCommand("run", dir, "--workdir", wd, "--issue", "7")
 	cmd.Env = append(cmd.Env, "PATH="+gitBin+string(os.PathListSeparator)+ghBin+string(os.PathListSeparator)+os.Getenv("PATH"),
@@ -103,17 +103,6 @@ func TestCapstansOwnProgramsGetNoProviderKeys(t *testing.T) {
 	}
 	if !seen["git"] || !seen["gh"] {
 		t.Fatalf("programs run: %v; want git and gh\n%s", seen, out)
-	}
-}
-
-// gitIn runs git in dir with no user or system configuration.
-func gitIn(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
 
@@ -171,7 +160,7 @@ func TestNothingTheWorkDirsGitConfigNamesRuns(t *testing.T) {
 
 	src := pipelinetest.MakeGitRepo(t, t.TempDir(), pipelinetest.GitSteps())
 	shallow := filepath.Join(t.TempDir(), "shallow")
-	gitIn(t, t.TempDir(), "clone", "-q", "--depth", "2", "file://"+src, shallow)
+	hostcmdtest.Git(t, t.TempDir(), "clone", "-q", "--depth", "2", "file://"+src, shallow)
 	marker = hostcmdtest.Poison(t, shallow)
 	code, pout, perr := runPipelineCLI(t, "pipeline", "run", "--repo", shallow, "--since", "3650d", "--now", fixedNow, "summarize development activity")
 	if m := hostcmdtest.Marker(marker); m != "" {

@@ -22,12 +22,12 @@ func PoisonRepo(t testing.TB) (dir, marker string) {
 		t.Skip("git is not installed")
 	}
 	dir = t.TempDir()
-	git(t, dir, "init", "-q", ".")
+	Git(t, dir, "init", "-q", ".")
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+	Git(t, dir, "add", "-A")
+	Git(t, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
 	marker = Poison(t, dir)
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func Poison(t testing.TB, dir string) (marker string) {
 		{"pager.log", script}, {"core.editor", script}, {"core.sshCommand", script}, {"core.askPass", script},
 		{"user.name", "t"}, {"user.email", "t@t"},
 	} {
-		git(t, dir, "config", kv[0], kv[1])
+		Git(t, dir, "config", kv[0], kv[1])
 	}
 	hooks := filepath.Join(dir, ".git", "hooks")
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
@@ -74,8 +74,9 @@ func Poison(t testing.TB, dir string) (marker string) {
 	return marker
 }
 
-// git runs git in dir without the user's or the system's configuration.
-func git(t testing.TB, dir string, args ...string) {
+// Git runs git in dir without the user's or the system's configuration,
+// failing the test when it fails.
+func Git(t testing.TB, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
