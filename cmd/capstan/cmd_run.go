@@ -55,6 +55,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
 	f.stream.register(fs, " and not --quiet")
+	fs.BoolVar(&f.allowKeyInAncestors, allowKeyInAncestorsFlag, false, "start a run whose tools are not sandboxed although a process that started capstan holds a provider key in its environment, which those tools can read (see docs/sandbox.md)")
 }
 
 // registerOptions adds the flags that shape the run itself (not its
@@ -68,7 +69,6 @@ func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeouts.FirstByte, "first-byte-timeout", 0, "time from sending a model request to its response headers (default 2m)")
 	fs.DurationVar(&f.timeouts.StreamIdle, "stream-idle-timeout", 0, "longest silence inside a model response stream (default 1m30s)")
 	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
-	fs.BoolVar(&f.allowKeyInAncestors, allowKeyInAncestorsFlag, false, "start a run whose tools are not sandboxed although a process that started capstan holds a provider key in its environment, which those tools can read (see docs/sandbox.md)")
 }
 
 // temporalOnlyFlags are the flags of run that act only with --temporal:
@@ -304,6 +304,9 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 		fmt.Fprintln(stderr, problemLine(def.Dir(), w))
 	}
 	if flags.temporal.address != "" {
+		if flags.allowKeyInAncestors {
+			return withExit(exitUsage, fmt.Errorf("run: --%s acts on a run whose tools run here; with --temporal they run on a worker (start the worker sandboxed, or from a process that does not hold the key)", allowKeyInAncestorsFlag))
+		}
 		return executeTemporalRun(ctx, cmd, def, flags, params)
 	}
 	def, err := withUserPricing(def)
