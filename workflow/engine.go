@@ -245,29 +245,40 @@ func (w *Workflow) Template(agent, outcome string) (key, body string) {
 // RenderTemplate replaces {name} with vars[name] (non-strings as JSON);
 // unknown names stay as written.
 func RenderTemplate(t string, vars map[string]any) string {
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(t, '{')
-		if i < 0 {
-			b.WriteString(t)
-			return b.String()
-		}
-		j := strings.IndexByte(t[i+1:], '}')
-		if j < 0 {
-			b.WriteString(t)
-			return b.String()
-		}
-		name := t[i+1 : i+1+j]
+	return substitute(t, "{", func(name string) (string, bool) {
 		v, ok := vars[name]
 		if !ok || !isWord(name) {
-			b.WriteString(t[:i+1])
-			t = t[i+1:]
+			return "", false
+		}
+		return valueText(v), true
+	})
+}
+
+// substitute replaces each open+NAME+"}" in t by lookup(NAME); a name
+// lookup does not know stays as written.
+func substitute(t, open string, lookup func(string) (string, bool)) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(t, open)
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(t[i+len(open):], '}')
+		if j < 0 {
+			break
+		}
+		end := i + len(open) + j
+		if v, ok := lookup(t[i+len(open) : end]); ok {
+			b.WriteString(t[:i])
+			b.WriteString(v)
+			t = t[end+1:]
 			continue
 		}
-		b.WriteString(t[:i])
-		b.WriteString(valueText(v))
-		t = t[i+2+j:]
+		b.WriteString(t[:i+len(open)])
+		t = t[i+len(open):]
 	}
+	b.WriteString(t)
+	return b.String()
 }
 
 func isWord(s string) bool {

@@ -130,27 +130,13 @@ func walk(v any, path string) (any, bool) {
 
 // renderPayload fills ${payload.KEY} from the payload.
 func renderPayload(t string, payload map[string]any) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(t, "${payload.")
-		if i < 0 {
-			b.WriteString(t)
-			return b.String()
+	return substitute(t, "${payload.", func(key string) (string, bool) {
+		v, ok := payload[key]
+		if !ok {
+			return "", false
 		}
-		j := strings.IndexByte(t[i:], '}')
-		if j < 0 {
-			b.WriteString(t)
-			return b.String()
-		}
-		key := t[i+len("${payload.") : i+j]
-		b.WriteString(t[:i])
-		if v, ok := payload[key]; ok {
-			b.WriteString(valueText(v))
-		} else {
-			b.WriteString(t[i : i+j+1])
-		}
-		t = t[i+j+1:]
-	}
+		return valueText(v), true
+	})
 }
 
 func (h *HandoffEmitter) check(ho Handoff, payload map[string]any) error {
