@@ -124,13 +124,13 @@ type Writer struct {
 	// dir, when set, is the run folder the journal was made in, opened
 	// without following links (Create): the journal is found again there,
 	// by name, never through the path.
-	dir     *os.Root
-	opened  fileID   // the file f is, to notice when path no longer is
+	dir    *os.Root
+	opened fileID // the file f is, to notice when path no longer is
 	// checkPath asks the next event to look the journal's path up (a new
 	// position: see stillThere).
 	checkPath bool
-	prev    [32]byte // chain hash (hex) of the last line written
-	prevLen int      // bytes of prev in use (len(Genesis) for a new journal)
+	prev      [32]byte // chain hash (hex) of the last line written
+	prevLen   int      // bytes of prev in use (len(Genesis) for a new journal)
 }
 
 // Create makes <dir>/.capstan/runs/<runID>/events.jsonl and returns a Writer
