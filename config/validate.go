@@ -177,6 +177,7 @@ type checker struct {
 	validatorNames   []string        // sorted keys of reg.Validators
 	reach            map[string]bool // Reachable(reg), see reachableSteps
 	reachDone        bool
+	routed           int8              // reg.RoutedByIntent(): 0 not yet known, 1 yes, -1 no; see routedByIntent
 	otherEntries     map[string]string // step → verdict type whose entry reaches it, see unreachableWhy
 }
 
