@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/llm"
@@ -128,13 +129,34 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 		return configError(stderr, err, "", false)
 	}
 	def := cfg.Agent
-	if err := applyUserDefaults(&flags, def); err != nil {
+	if err := applyUserDefaults(&flags, def, fixRerun(cmd, task)); err != nil {
 		return withExit(exitUsage, err)
 	}
 	if !flags.quiet {
 		describeFix(stderr, opts)
 	}
 	return executeRun(cmd.Context(), cmd, def, flags, nil, nil, nil)
+}
+
+// fixRerun returns the command that runs this capstan fix again with
+// more flags (for a hint that asks for one).
+func fixRerun(cmd *cobra.Command, task string) func(extra ...string) string {
+	return func(extra ...string) string {
+		parts := []string{"capstan", "fix", shellQuote(task)}
+		cmd.Flags().Visit(func(f *pflag.Flag) {
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				for _, v := range sv.GetSlice() {
+					parts = append(parts, "--"+f.Name, shellQuote(v))
+				}
+				return
+			}
+			parts = append(parts, "--"+f.Name+"="+shellQuote(f.Value.String()))
+		})
+		for _, a := range extra {
+			parts = append(parts, shellQuote(a))
+		}
+		return strings.Join(parts, " ")
+	}
 }
 
 func hasTestsCheck(checks []testfix.Check) bool {

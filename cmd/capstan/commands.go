@@ -26,5 +26,6 @@ func subcommands() []*cobra.Command {
 		newWorkerCmd(),
 		newSubmitCmd(),
 		newCancelCmd(),
+		newWorkflowCmd(),
 	}
 }

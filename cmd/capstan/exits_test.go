@@ -143,6 +143,7 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		{"capstan resume", "capstan resume no-such-run --json", "USAGE", "", exitUsage},
 		{"capstan fix", "capstan fix 'make the failing tests pass' --workdir w --json", "USAGE", "", exitUsage},
 		{"capstan validate", "capstan validate --json", "USAGE", "", exitUsage},
+		{"capstan workflow validate", "capstan workflow validate --json --bogus", "USAGE", "", exitUsage},
 		{"capstan runs", "capstan runs --json --bogus", "USAGE", "", exitUsage},
 		{"capstan show", "capstan show no-such-run --json", "USAGE", "", exitUsage},
 		{"capstan skills list", "capstan skills list nope --json", "USAGE", "", exitUsage},

@@ -169,11 +169,23 @@ func TestFixPytestProjectOnATerminal(t *testing.T) {
 	checkFixRun(t, code, out, "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider")
 }
 
-// jestModules installs jest once per test binary, from the npm cache only
-// (.ci/run fills it), and returns the node_modules directory.
+// jestModules returns a node_modules directory with jest: the one .ci/run
+// installs (CAPSTAN_TEST_NODE_MODULES), else one installed once per test
+// binary from the npm cache only, never the network.
 var jestModules = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "capstan-jest-")
-	if err != nil {
+	if root := os.Getenv("CAPSTAN_TEST_NODE_MODULES"); root != "" {
+		modules := filepath.Join(root, "node_modules")
+		if _, err := os.Stat(filepath.Join(modules, ".bin", "jest")); err != nil {
+			return "", err
+		}
+		return modules, nil
+	}
+	dir := filepath.Join(os.TempDir(), "capstan-test-jest-29.7.0")
+	modules := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, ".bin", "jest")); err == nil {
+		return modules, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	pkg := `{"name": "jest-modules", "private": true, "devDependencies": {"jest": "29.7.0"}}`
@@ -185,7 +197,7 @@ var jestModules = sync.OnceValues(func() (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", errors.New("npm install --offline jest@29.7.0: " + err.Error() + "\n" + string(out))
 	}
-	return filepath.Join(dir, "node_modules"), nil
+	return modules, nil
 })
 
 // The same in a JavaScript package tested with jest.
@@ -196,7 +208,6 @@ func TestFixJestPackageOnATerminal(t *testing.T) {
 	needSandbox(t)
 	modules, err := jestModules()
 	needTool(t, "jest 29.7.0 in the npm cache", err)
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(modules)) })
 	repo, script := fixRepo(t, "jest")
 	if out, err := exec.Command("cp", "-R", modules, filepath.Join(repo, "node_modules")).CombinedOutput(); err != nil {
 		t.Fatalf("copy node_modules: %v\n%s", err, out)
