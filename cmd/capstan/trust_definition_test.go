@@ -56,7 +56,10 @@ func inWorkDirAgent(t *testing.T, url string) (work, agentDir string) {
 func TestChangedDefinitionInsideTheWorkDirIsRefusedUntilAccepted(t *testing.T) {
 	srv := fakellm.NewOpenAI(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "DONE"}}})
 	work, _ := inWorkDirAgent(t, srv.URL)
-	t.Setenv("OPENAI_API_KEY", "sk-trust-test-0123456789")
+	// The key goes to capstan only (env, the pasted line's assignment):
+	// a shell started with it in its environment would be an ancestor
+	// holding the key, and the unsandboxed run is refused for that
+	// (KEY_IN_ANCESTOR).
 	env := []string{"OPENAI_API_KEY=sk-trust-test-0123456789"}
 
 	code, _, errOut := capstanIn(t, work, env, "run", ".agent/x", "--workdir", ".")
