@@ -29,14 +29,19 @@ func needTool(t *testing.T, what string, err error) {
 }
 
 // fixRepo copies testdata/fix/<name> (without its script.yaml; a file
-// named gitignore becomes .gitignore) into a new git repository with a
-// local identity (the model's commits run in the sandbox, which sees no
-// global git config) and returns its path and the script's.
+// named gitignore becomes .gitignore; for "go", the fix-failing-test
+// example's module) into a new git repository with a local identity (the
+// model's commits run in the sandbox, which sees no global git config)
+// and returns its path and the script's.
 func fixRepo(t *testing.T, name string) (repo, script string) {
 	t.Helper()
-	src, err := filepath.Abs(filepath.Join("testdata", "fix", name))
+	dir, err := filepath.Abs(filepath.Join("testdata", "fix", name))
 	if err != nil {
 		t.Fatal(err)
+	}
+	src := dir
+	if name == "go" {
+		src = filepath.Join("..", "..", "examples", "fix-failing-test", "fixture")
 	}
 	repo = t.TempDir()
 	entries, err := os.ReadDir(src)
@@ -64,7 +69,7 @@ func fixRepo(t *testing.T, name string) (repo, script string) {
 	git(t, repo, "config", "user.email", "test@capstan.invalid")
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-qm", "start: add is broken")
-	return repo, filepath.Join(src, "script.yaml")
+	return repo, filepath.Join(dir, "script.yaml")
 }
 
 func git(t *testing.T, dir string, args ...string) {
@@ -85,14 +90,7 @@ func onTerminal(t *testing.T, dir, line string) (int, string) {
 	needTool(t, "script(1) from util-linux runs capstan under a pseudo-terminal", err)
 	cmd := exec.Command("script", "-qec", line, "/dev/null")
 	cmd.Dir, cmd.Env = dir, append(capstanOnPath(t), "TERM=xterm", "NO_COLOR=")
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), string(out)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return 0, string(out)
+	return exitAndOutput(t, cmd)
 }
 
 // The status line as a terminal shows it: a carriage return, erase to the
@@ -139,6 +137,14 @@ func checkFixRun(t *testing.T, code int, out, testCommand string) {
 	}
 }
 
+// needSystemPytest needs pytest for /usr/bin/python3, the python3 the
+// sandbox's PATH finds.
+func needSystemPytest(t *testing.T) {
+	t.Helper()
+	_, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput()
+	needTool(t, "pytest for the system python3 (the sandbox's PATH)", err)
+}
+
 func needSandbox(t *testing.T) {
 	t.Helper()
 	needTool(t, "capstan fix runs the model's commands and the checks in the sandbox", sandbox.Probe(t.Context()).Unavailable())
@@ -162,8 +168,7 @@ func TestFixGoModuleOnATerminal(t *testing.T) {
 // git-clean judges the model's work only.
 func TestFixPytestProjectOnATerminal(t *testing.T) {
 	needSandbox(t)
-	_, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput()
-	needTool(t, "pytest for the system python3 (the sandbox's PATH)", err)
+	needSystemPytest(t)
 	repo, script := fixRepo(t, "pytest")
 	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+completion.ShellQuote(script))
 	checkFixRun(t, code, out, "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider")
@@ -220,8 +225,7 @@ func TestFixJestPackageOnATerminal(t *testing.T) {
 // accepts and capstan run runs the same way, to completion.
 func TestFixPrintAgentRunsTheSame(t *testing.T) {
 	needSandbox(t)
-	_, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput()
-	needTool(t, "pytest for the system python3 (the sandbox's PATH)", err)
+	needSystemPytest(t)
 	repo, script := fixRepo(t, "pytest")
 	folder := filepath.Join(t.TempDir(), "fixer")
 	sh := pasteShell(t, repo)
