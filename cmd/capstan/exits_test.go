@@ -143,7 +143,6 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		{"capstan resume", "capstan resume no-such-run --json", "USAGE", "", exitUsage},
 		{"capstan fix", "capstan fix 'make the failing tests pass' --workdir w --json", "USAGE", "", exitUsage},
 		{"capstan validate", "capstan validate --json", "USAGE", "", exitUsage},
-		{"capstan workflow validate", "capstan workflow validate --json --bogus", "USAGE", "", exitUsage},
 		{"capstan runs", "capstan runs --json --bogus", "USAGE", "", exitUsage},
 		{"capstan show", "capstan show no-such-run --json", "USAGE", "", exitUsage},
 		{"capstan skills list", "capstan skills list nope --json", "USAGE", "", exitUsage},
@@ -152,6 +151,8 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		{"capstan mcp list", "capstan mcp list bad --json", "CONFIG_INVALID", "", exitUsage},
 		{"capstan doctor", "capstan doctor --json --bogus", "USAGE", "", exitUsage},
 		{"capstan version", "capstan version --json --bogus", "USAGE", "", exitUsage},
+		{"capstan workflow validate", "capstan workflow validate --json", "USAGE", "", exitUsage},
+		{"capstan workflow run", "capstan workflow run --json --workdir w", "USAGE", "", exitUsage},
 	} {
 		covered[tc.cmd] = true
 		code, out := sh(tc.line + " 2>/dev/null")
