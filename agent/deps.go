@@ -237,6 +237,25 @@ func (a *Agent) models() []string {
 	return out
 }
 
+// claudeCodeTools are tools of the Claude Code CLI that capstan's own
+// tool loop (API and script models) does not provide.
+var claudeCodeTools = []string{"Task", "Agent", "WebFetch", "WebSearch", "NotebookEdit", "NotebookRead",
+	"TodoWrite", "TodoRead", "ExitPlanMode", "BashOutput", "KillShell", "KillBash", "AskUserQuestion", "SlashCommand"}
+
+// claudeCodeOnlyTools are the allowedTools entries (a name, or a
+// Name(...) pattern) that name a Claude Code tool capstan does not
+// provide, in the order written.
+func claudeCodeOnlyTools(allowed []string) []string {
+	var out []string
+	for _, p := range allowed {
+		name, _, _ := strings.Cut(p, "(")
+		if slices.Contains(claudeCodeTools, name) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // runsOwnToolLoop reports whether spec's provider runs its own tool loop
 // (a Bridge provider such as claude-code) rather than capstan's.
 func runsOwnToolLoop(spec string) bool {
