@@ -15,21 +15,7 @@ import (
 func BenchmarkValidatePerStep(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
-			r := baseRegistry()
-			steps := at(r, "steps")
-			for i := 0; i < n; i++ {
-				next := fmt.Sprintf("s%05d", i+1)
-				if i == n-1 {
-					next = "review.main"
-				}
-				steps[fmt.Sprintf("s%05d", i)] = map[string]any{
-					"c2": "initial", "c3": "main", "uvVariables": []any{"topic"},
-					"check": map[string]any{"type": "keyword", "keywords": []any{"NEXT"},
-						"onPass": map[string]any{"next": next}, "onFail": map[string]any{"retry": true}},
-					"retry": map[string]any{"maxRetries": 2},
-				}
-			}
-			at(steps, "initial.main", "check", "onPass")["next"] = "s00000"
+			r := chainedRegistry(n)
 			dir := writeAgent(b, baseAgent(), r, nil)
 			if res := Check(dir, testOpts); !res.Valid() || len(res.Warnings()) != 0 {
 				b.Fatalf("fixture:\n%s", dump(res))
