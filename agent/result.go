@@ -58,6 +58,13 @@ type Result struct {
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.
 	Verdict string `json:"verdict,omitempty"`
+	// Sandboxed is true when the commands capstan ran for the model (Bash,
+	// command validators, subprocess steps, skill scripts, MCP servers)
+	// were confined by the sandbox; false when the run opted out
+	// (--no-sandbox, "sandbox": {"enabled": false}) or ran degraded
+	// (allowUnsandboxed on a machine that cannot sandbox). Warnings then
+	// say why.
+	Sandboxed bool `json:"sandboxed"`
 	// GitHub is what runner.integrations.github did to the run's issue
 	// after it completed (nil when the integration is off or the run did
 	// not complete). A failed gh call leaves the run completed; GitHub.OK
@@ -150,6 +157,11 @@ type RunStartEvent struct {
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of (absent for a run of its own).
 	PipelineRun string `json:"pipelineRun,omitempty"`
+	// Sandboxed says whether the run's commands ran in the sandbox
+	// (absent in runs recorded before capstan recorded it); Unsandboxed
+	// says why they did not.
+	Sandboxed   *bool  `json:"sandboxed,omitempty"`
+	Unsandboxed string `json:"unsandboxed,omitempty"`
 	// Options are the run's options that do not come from the agent
 	// definition; resume reuses them. Absent in runs recorded before
 	// capstan recorded them.

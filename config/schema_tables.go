@@ -85,7 +85,7 @@ var agentTable = &schema.SubsetTable{Nodes: []schema.SubsetNode{
 	76:  {Path: "#/properties/runner/properties/boundaries/properties/env/items", Types: []string{"string"}, Pattern: "^[A-Za-z_][A-Za-z0-9_]*(\\*|=.*)?$"},
 	77:  {Path: "#/properties/runner/properties/boundaries/properties/maxTurns", Types: []string{"integer"}, Minimum: "0", Maximum: "1000000000"},
 	78:  {Path: "#/properties/runner/properties/boundaries/properties/permissionMode", Types: []string{"string"}, Enum: []string{"default", "acceptEdits", "plan", "bypassPermissions"}},
-	79:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "allowUnsandboxed", Node: 80}, {Name: "allowUnsandboxedCommands", Node: 81}, {Name: "enabled", Node: 82}, {Name: "excludedCommands", Node: 83}, {Name: "filesystem", Node: 85}, {Name: "network", Node: 88}}, NoAdditional: true, Required: []string{"enabled"}},
+	79:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "allowUnsandboxed", Node: 80}, {Name: "allowUnsandboxedCommands", Node: 81}, {Name: "enabled", Node: 82}, {Name: "excludedCommands", Node: 83}, {Name: "filesystem", Node: 85}, {Name: "network", Node: 88}}, NoAdditional: true},
 	80:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/allowUnsandboxed", Types: []string{"boolean"}},
 	81:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/allowUnsandboxedCommands", Types: []string{"boolean"}},
 	82:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/enabled", Types: []string{"boolean"}},

@@ -55,10 +55,6 @@ func Probe(ctx context.Context) Capabilities {
 	default:
 		c.Namespaces = true
 	}
-	if c.Namespaces && c.LandlockABI == 0 {
-		c.Reason = "Landlock is not available (kernel < 5.13 or landlock missing from the lsm= boot list)"
-		c.Hint = "boot a kernel with CONFIG_SECURITY_LANDLOCK=y and landlock in lsm=, or opt out with AllowUnsandboxed"
-	}
 	return c
 }
 
@@ -68,15 +64,15 @@ func explainStartError(err error) (reason, hint string) {
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
 		return "user namespaces are disabled or exhausted (ENOSPC from clone)",
-			"raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=15000), or opt out with AllowUnsandboxed"
+			"raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=15000)"
 	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
 		return "creating user namespaces is not permitted (" + err.Error() + ")",
-			"set kernel.unprivileged_userns_clone=1 (Debian) or kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu >= 23.10), allow unshare/clone in the container's seccomp profile, or opt out with AllowUnsandboxed"
+			"set kernel.unprivileged_userns_clone=1 (Debian) or kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu >= 23.10), allow unshare/clone in the container's seccomp profile"
 	case errors.Is(err, syscall.EINVAL):
 		return "the kernel does not support the required namespaces (" + err.Error() + ")",
-			"use a kernel built with CONFIG_USER_NS, CONFIG_NET_NS and CONFIG_PID_NS, or opt out with AllowUnsandboxed"
+			"use a kernel built with CONFIG_USER_NS, CONFIG_NET_NS and CONFIG_PID_NS"
 	}
-	return "cannot start the sandbox helper: " + err.Error(), "check that /proc is mounted and the binary is executable, or opt out with AllowUnsandboxed"
+	return "cannot start the sandbox helper: " + err.Error(), "check that /proc is mounted and the binary is executable"
 }
 
 // procAttr builds the clone attributes of a helper. The program keeps the
@@ -104,7 +100,7 @@ func procAttr(namespaces bool, network bool) *syscall.SysProcAttr {
 // error is non-nil only when nothing could be run (bad spec, sandbox
 // unavailable without AllowUnsandboxed).
 func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
-	sandboxed := r.caps.Namespaces && r.caps.LandlockABI > 0
+	sandboxed := r.caps.Sandboxes()
 	if !sandboxed && !r.cfg.AllowUnsandboxed {
 		return Result{}, r.caps.Unavailable()
 	}

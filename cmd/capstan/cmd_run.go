@@ -23,6 +23,7 @@ import (
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // runFlags are capstan's own flags of `run` and `resume`.
@@ -33,10 +34,14 @@ type runFlags struct {
 	maxIterations int
 	timeouts      retry.Timeouts
 	maxRetryAfter time.Duration
+	noSandbox     bool
 	asJSON        bool
 	quiet         bool
-	stream        streamFlag
-	temporal      temporalFlags
+	// command is the command line as typed (shell-quoted), for hints that
+	// repeat it with a flag added.
+	command  string
+	stream   streamFlag
+	temporal temporalFlags
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -57,6 +62,7 @@ func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeouts.FirstByte, "first-byte-timeout", 0, "time from sending a model request to its response headers (default 2m)")
 	fs.DurationVar(&f.timeouts.StreamIdle, "stream-idle-timeout", 0, "longest silence inside a model response stream (default 1m30s)")
 	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
+	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "run Bash, validators, subprocess steps and MCP servers unsandboxed, with your rights (the run says so; default: sandboxed)")
 }
 
 // temporalOnlyFlags are the flags of run that act only with --temporal:
@@ -210,6 +216,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 		return withExit(exitUsage, err)
 	}
 	values := setParams(fs, params)
+	flags.command = commandLine("run", args)
 	return executeRun(cmd.Context(), cmd, def, flags, values, nil, nil)
 }
 
@@ -308,7 +315,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	defer tr.stop(ctx)
 	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL,
 		MaxIterations: flags.maxIterations, Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter,
-		Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin}
+		Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin, NoSandbox: flags.noSandbox}
 	if progress != nil {
 		opts.Events = []event.Consumer{progress}
 	}
@@ -316,7 +323,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	// key, no gh, …) before the run is announced.
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
-		return withExit(exitCodeFor(err, true), inFolder(err, fromWorkingDir(def.Dir())))
+		return withExit(exitCodeFor(err, true), inFolder(sandboxOptOutHint(err, flags.command), fromWorkingDir(def.Dir())))
 	}
 	if !flags.quiet {
 		announceWorkDir(stderr, flags.workDir)
@@ -324,7 +331,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	// Announced before Start, which runs the test validators once for the
 	// no-lost-tests baseline.
 	if progress != nil {
-		progress.begin(a.RunID(), def.Definition().Name)
+		progress.begin(a.RunID(), def.Definition().Name, a.Unsandboxed())
 	}
 	if err := a.Start(ctx); err != nil {
 		a.Stop()
@@ -578,6 +585,7 @@ Both choices are journaled. A run whose recorded definition is missing
 				return withExit(exitUsage, fmt.Errorf("resume: run %s works in %s, which is no longer a directory; a run continues only in its own work dir (run the agent anew elsewhere with: capstan run %s --workdir DIR)",
 					rec.ID, flags.workDir, shellQuote(rec.Start.AgentDir)))
 			}
+			flags.command = commandLine("resume", args)
 			return executeRun(cmd.Context(), cmd, def, flags, nil, rec, pin)
 		},
 	}
@@ -673,4 +681,31 @@ func setParams(fs *pflag.FlagSet, params map[string]string) map[string]string {
 		}
 	}
 	return values
+}
+
+// commandLine is "capstan <verb> args…" with every word shell-quoted: the
+// command as typed, for a hint that repeats it with a flag added.
+func commandLine(verb string, args []string) string {
+	words := []string{"capstan", verb}
+	for _, a := range args {
+		words = append(words, shellQuote(a))
+	}
+	return strings.Join(words, " ")
+}
+
+// sandboxOptOutHint makes the opt-out of a SANDBOX_UNAVAILABLE error the
+// command as typed with --no-sandbox added, so it works pasted; other
+// errors are returned as they are.
+func sandboxOptOutHint(err error, command string) error {
+	e, ok := err.(*agenterr.Error)
+	if !ok || e.Code != agenterr.CodeSandboxUnavailable || command == "" {
+		return err
+	}
+	hinted := *e
+	hint := strings.TrimSuffix(strings.TrimSuffix(e.Hint, sandbox.OptOutHint), "; ")
+	if hint != "" {
+		hint += "; "
+	}
+	hinted.Hint = hint + "or run unsandboxed on purpose (Bash, validators and MCP servers then run with your rights): " + command + ` --no-sandbox (or set "sandbox": {"enabled": false} under runner.boundaries in agent.json)`
+	return &hinted
 }

@@ -52,12 +52,18 @@ func newProgressPrinter(w io.Writer) *progressPrinter {
 	return &progressPrinter{w: w, tty: isTerminal(w), progress: true}
 }
 
-func (p *progressPrinter) begin(runID, agentName string) {
+// begin prints the run's first line; unsandboxed, when not "", says
+// why the run's commands are not sandboxed (agent.Agent.Unsandboxed).
+func (p *progressPrinter) begin(runID, agentName, unsandboxed string) {
 	if !p.progress {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if unsandboxed != "" {
+		fmt.Fprintf(p.w, "capstan: running %s (run %s) — %s\n", agentName, runID, unsandboxed)
+		return
+	}
 	fmt.Fprintf(p.w, "capstan: running %s (run %s)\n", agentName, runID)
 }
 
