@@ -189,3 +189,93 @@ func TestSandboxUnavailableStopsTheRun(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxedRunAsNonRootUser runs an agent whose Bash tool writes
+// outside its work dir as a user other than root (uid 65534 through
+// setpriv when the test runs as root): the default sandbox works for an
+// unprivileged user, and confines its commands — the write outside fails
+// although that directory is the user's own.
+func TestSandboxedRunAsNonRootUser(t *testing.T) {
+	needSandbox(t)
+	base, err := os.MkdirTemp("", "capstan-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const uid = 65534
+	var prefix []string // how capstan is started as the other user
+	bin := os.Args[0]
+	if os.Geteuid() == 0 {
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatal("CI needs setpriv (util-linux) to run capstan as a non-root user")
+			}
+			t.Skip("running as root without setpriv: cannot run as another user:", err)
+		}
+		prefix = []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"}
+		// The test binary's own folder is root's alone.
+		b, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(base, "capstan.test")
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := func(name string) string {
+		p := filepath.Join(base, name)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if os.Geteuid() == 0 {
+			if err := os.Chown(p, uid, uid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	wd, outside, state, home := mine("work"), mine("outside"), mine("state"), mine("home")
+	if code, _, errOut := captureConfigCLI(t, "init", "unpriv", "--dir", base); code != 0 {
+		t.Fatalf("init exit %d: %s", code, errOut)
+	}
+	dir := filepath.Join(base, "unpriv")
+	edit := func(name, old, new string) {
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), old) {
+			t.Fatalf("%s: %q not found (%v)", name, old, err)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("agent.json", `"allowedTools": ["Read", "Write"]`, `"allowedTools": ["Read", "Write", "Bash"]`)
+	edit("script.yaml", "    tool_calls:\n", "    tool_calls:\n      - name: Bash\n        input: {command: 'id -u > uid.txt; touch "+outside+"/escaped'}\n")
+	args := append(append([]string{}, prefix...), bin, "-test.run=^$", "--", "run", dir, "--workdir", wd, "--json")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = base
+	cmd.Env = []string{"CAPSTAN_TEST_CLI=1", "CAPSTAN_STATE_DIR=" + state, "HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
+	out, err := cmd.Output()
+	var res struct {
+		Success   bool
+		Sandboxed *bool
+	}
+	if jerr := json.Unmarshal(out, &res); err != nil || jerr != nil || !res.Success || res.Sandboxed == nil || !*res.Sandboxed {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("run as uid %d: %v\n%s\n%s", uid, err, out, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(wd, "uid.txt")); err != nil || strings.TrimSpace(string(b)) != "65534" && os.Geteuid() == 0 {
+		t.Fatalf("the Bash command did not run as uid %d: %q %v", uid, b, err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Fatal("the sandboxed Bash command wrote outside the work dir")
+	}
+}
