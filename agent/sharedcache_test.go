@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // sharedCache is the sealed validators' build cache that the runs of
@@ -52,7 +52,7 @@ func withSharedCache(t testing.TB, opts BuildOptions) BuildOptions {
 			t.Fatal(err)
 		}
 		res, err := r.WithLimits(sandbox.ValidatorLimits).WithCache(c).Run(ctx, tool.CommandSpec{Command: "go test ./...", Dir: mod,
-			Env: builtin.BuildEnv(os.Environ(), nil), Timeout: 10 * time.Minute})
+			Env: procenv.ForCommands(os.Environ(), nil), Timeout: 10 * time.Minute})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("warm the shared cache: %v %+v", err, res)
 		}
