@@ -386,7 +386,7 @@ var buildOrder = []string{"logger", "promptResolver", "completionHandler", "sdkB
 func (a *Agent) RunID() string { return a.runID }
 
 // Unsandboxed says why the run's commands (Bash, command validators,
-// subprocess steps, MCP servers) do not run in the sandbox — an opt-out
+// subprocess steps) do not run in the sandbox — an opt-out
 // (Config.NoSandbox, "sandbox": {"enabled": false}) or allowUnsandboxed
 // on a machine that cannot sandbox — and "" when they do.
 func (a *Agent) Unsandboxed() string { return a.unsandboxed() }

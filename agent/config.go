@@ -100,8 +100,8 @@ type Config struct {
 	Timeouts retry.Timeouts
 	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
 	MaxRetryAfter time.Duration
-	// NoSandbox runs the agent's Bash commands, command validators,
-	// subprocess steps and MCP servers unsandboxed, with the caller's
+	// NoSandbox runs the agent's Bash commands, command validators and
+	// subprocess steps unsandboxed, with the caller's
 	// rights (capstan run --no-sandbox): an explicit opt-out of the
 	// default, which the run reports (Result.Sandboxed, run.start).
 	// Without it the agent runs sandboxed unless its agent.json says

@@ -131,7 +131,7 @@ func (a *Agent) sandboxOptOut() string {
 // are: an opt-out, or allowUnsandboxed on a machine that cannot sandbox.
 func (a *Agent) unsandboxed() string {
 	if how := a.sandboxOptOut(); how != "" {
-		return "unsandboxed (" + how + "): Bash, validators, subprocess steps and MCP servers run with your rights"
+		return "unsandboxed (" + how + "): Bash, validators and subprocess steps run with your rights"
 	}
 	if a.sandbox != nil && !a.sandbox.Runner.Capabilities().Sandboxes() {
 		return "unsandboxed (allowUnsandboxed, and this machine cannot sandbox: " + a.sandbox.Runner.Capabilities().Missing() +

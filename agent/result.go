@@ -59,8 +59,8 @@ type Result struct {
 	// closing (e.g. "approved"); "" otherwise.
 	Verdict string `json:"verdict,omitempty"`
 	// Sandboxed is true when the commands capstan ran for the model (Bash,
-	// command validators, subprocess steps, skill scripts, MCP servers)
-	// were confined by the sandbox; false when the run opted out
+	// command validators, subprocess steps, skill scripts) were confined by
+	// the sandbox (MCP servers are not sandboxed yet); false when the run opted out
 	// (--no-sandbox, "sandbox": {"enabled": false}) or ran degraded
 	// (allowUnsandboxed on a machine that cannot sandbox). Warnings then
 	// say why.

@@ -106,7 +106,7 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 	if err := agenterr.From(caps.Unavailable()); err != nil {
 		add(doctorCheck{Name: "sandbox", Status: checkFail,
 			Detail: "this machine cannot sandbox: " + caps.Missing() + "; every run stops with SANDBOX_UNAVAILABLE (exit 2) before it starts",
-			Hint:   strings.TrimPrefix(err.Hint+"; ", "; ") + "or run unsandboxed on purpose (Bash, validators and MCP servers then run with your rights): capstan run DIR --no-sandbox, or \"sandbox\": {\"enabled\": false} under runner.boundaries in agent.json"})
+			Hint:   strings.TrimPrefix(err.Hint+"; ", "; ") + "or run unsandboxed on purpose (Bash, validators and subprocess steps then run with your rights): capstan run DIR --no-sandbox, or \"sandbox\": {\"enabled\": false} under runner.boundaries in agent.json"})
 	}
 	ns := doctorCheck{Name: "sandbox namespaces", Status: checkOK, Detail: "user, network, PID, mount, IPC and UTS namespaces available"}
 	if !caps.Namespaces {

@@ -74,7 +74,7 @@ func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeouts.FirstByte, "first-byte-timeout", 0, "time from sending a model request to its response headers (default 2m)")
 	fs.DurationVar(&f.timeouts.StreamIdle, "stream-idle-timeout", 0, "longest silence inside a model response stream (default 1m30s)")
 	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
-	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "run Bash, validators, subprocess steps and MCP servers unsandboxed, with your rights (the run says so; default: sandboxed)")
+	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "run Bash, validators and subprocess steps unsandboxed, with your rights (the run says so; default: sandboxed)")
 }
 
 // temporalOnlyFlags are the flags of run that act only with --temporal:
@@ -752,6 +752,6 @@ func sandboxOptOutHint(err error, command string) error {
 	if hint != "" {
 		hint += "; "
 	}
-	hinted.Hint = hint + "or run unsandboxed on purpose (Bash, validators and MCP servers then run with your rights): " + command + ` --no-sandbox (or set "sandbox": {"enabled": false} under runner.boundaries in agent.json)`
+	hinted.Hint = hint + "or run unsandboxed on purpose (Bash, validators and subprocess steps then run with your rights): " + command + ` --no-sandbox (or set "sandbox": {"enabled": false} under runner.boundaries in agent.json)`
 	return &hinted
 }
