@@ -8,21 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/sandbox"
 )
-
-// needSandbox skips a test that needs this machine to sandbox (it must
-// in CI).
-func needSandbox(t *testing.T) {
-	t.Helper()
-	if err := sandbox.Probe(t.Context()).Unavailable(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must sandbox: %v", err)
-		}
-		t.Skip(err)
-	}
-}
 
 // initAgent scaffolds an agent with capstan init and returns its folder.
 func initAgent(t *testing.T) string {
