@@ -44,7 +44,7 @@ func flagError(fs *pflag.FlagSet, err error) error {
 
 var (
 	unknownFlagText = regexp.MustCompile(`unknown flag: --([^\s=]+)`)
-	badValue    = regexp.MustCompile(`invalid argument "(.*)" for "(-[^"]+)" flag: (.*)$`)
+	badValue        = regexp.MustCompile(`invalid argument "(.*)" for "(-[^"]+)" flag: (.*)$`)
 )
 
 // nearestFlag is the flag of fs closest to name (at most 2 edits, or
