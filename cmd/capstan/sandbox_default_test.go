@@ -265,3 +265,37 @@ func TestSandboxedRunAsNonRootUser(t *testing.T) {
 		t.Fatal("the sandboxed Bash command wrote outside the work dir")
 	}
 }
+
+// TestResumeDoesNotInheritNoSandbox: a run started with --no-sandbox and
+// resumed without it continues sandboxed (the opt-out is the command
+// line's, never read back from a journal); resumed with it again, it is
+// unsandboxed and show says so.
+func TestResumeDoesNotInheritNoSandbox(t *testing.T) {
+	needSandbox(t)
+	for _, again := range []bool{false, true} {
+		wd := t.TempDir()
+		code, out, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", wd, "--json", "--no-sandbox", "--max-iterations", "1")
+		if code != exitNotCompleted {
+			t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)
+		}
+		var res struct {
+			RunID     string `json:"runId"`
+			Sandboxed bool
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sandboxed {
+			t.Fatalf("first run: %v\n%s", err, out)
+		}
+		args := []string{"resume", res.RunID, "--json", "--max-iterations", "2"}
+		if again {
+			args = append(args, "--no-sandbox")
+		}
+		code, out, errOut = captureConfigCLI(t, args...)
+		if code != 0 || !strings.Contains(out, `"sandboxed": `+map[bool]string{false: "true", true: "false"}[again]) {
+			t.Fatalf("resume (--no-sandbox again: %v): exit %d\n%s\n%s", again, code, out, errOut)
+		}
+		// Unsandboxed once is unsandboxed for the run.
+		if code, show, _ := captureConfigCLI(t, "show", res.RunID); code != 0 || !strings.Contains(show, "\nsandbox unsandboxed (--no-sandbox)") {
+			t.Fatalf("show (exit %d):\n%s", code, show)
+		}
+	}
+}
