@@ -52,7 +52,7 @@ type ValidateOptions struct {
 func DefaultReservedFlags() []string {
 	return []string{
 		"--accept-changed-definition", "--allow-key-in-ancestors", "--base-url", "--connect-timeout", "--continue-every",
-		"--first-byte-timeout", "--help", "--json", "--max-iterations", "--max-retry-after", "--model", "--namespace",
+		"--first-byte-timeout", "--help", "--json", "--max-iterations", "--max-retry-after", "--model", "--namespace", "--no-sandbox",
 		"--quiet", "--repo", "--stream", "--stream-idle-timeout", "--task-queue", "--temporal", "--workdir", "--worker-timeout",
 	}
 }
