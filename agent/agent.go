@@ -78,7 +78,8 @@ type Agent struct {
 	stepCfg     *llm.Config           // how steps' own models' bridges are opened (nil: no step has one)
 	stepBridges map[string]llm.Bridge // bridges of steps' own models, by spec
 	stepCosts   map[string]func(llm.Usage) float64
-	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
+	mcp         *mcp.Set    // MCP servers capstan connected (nil when none)
+	ledger      *llm.Ledger // the tool-effect ledger of capstan's tool loop
 	flow        *flow
 	built       int            // how many of buildOrder's dependencies are built
 	protection  protection     // runner.verification.protect
@@ -254,6 +255,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// The model's streamed text reaches every consumer, an embedder's
 	// too, with secret values replaced, as the journal has it.
 	a.emit.RedactModelOutput(builtin.NewStreamRedactor(environ))
+	a.buildLedger()
 	a.built++ // logger
 	// 2. prompt resolver
 	a.prompts = sharedFor(def).prompts

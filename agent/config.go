@@ -103,6 +103,14 @@ type Config struct {
 	// Resume continues the run recorded in this journal instead of starting
 	// a new one.
 	Resume *RunRecord
+	// WorkDirRestored says, for a resumed run, that the work dir was put
+	// back to the state the cut iteration began from (a Temporal worker
+	// checked out the run's last commit): the changes the cut attempt made
+	// inside it are gone. The tool-effect ledger then runs that attempt's
+	// file edits (Write, Edit) again, and a call it answers from the
+	// journal tells the model that its changes inside the work dir were
+	// undone.
+	WorkDirRestored bool
 	// DefinitionResume says, for a resumed run, how the definition it uses
 	// relates to the recorded one; it is journaled in run.start with the
 	// definition's digests. The definition itself is the one Agent was

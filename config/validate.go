@@ -322,6 +322,11 @@ func (c *checker) agent() {
 				"set command (stdio server) or url (HTTP server), not both",
 				"MCP server %q needs exactly one of command and url", name)
 		}
+		if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && s.Idempotent {
+			c.report(a, "AC-IDEMPOTENT-IGNORED", SeverityWarning, JoinPointer("runner", "mcpServers", name, "idempotent"),
+				"remove it, or run an API provider (--model anthropic:… / openai:…) where capstan runs the tool loop",
+				"idempotent does not apply to the claude-code backend: the Claude Code CLI runs the MCP calls itself, outside capstan's tool-effect ledger")
+		}
 	}
 	if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && (r.ContextWindow > 0 || r.Compaction != nil) {
 		ptr := "/runner/compaction"

@@ -58,6 +58,12 @@ type liveRun struct {
 	dir       string
 	// journal is the run's journal as the agent left it.
 	journal journalMark
+	// cut marks a checkout kept without an agent: an attempt of the
+	// iteration after iteration was cut there by a provider outage, and
+	// its edits are still in dir (the next attempt continues from them,
+	// its agent resumed from the journal at journalPath).
+	cut         bool
+	journalPath string
 }
 
 // Acquire is ActivityAcquire: it pins the calling run to this worker.
@@ -71,7 +77,9 @@ func (w *Activities) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, lr := range w.runs {
-		lr.a.Abandon()
+		if lr.a != nil {
+			lr.a.Abandon()
+		}
 		delete(w.runs, id)
 	}
 }
@@ -132,6 +140,17 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 	}
 	defer lock.unlock()
 	lr := w.take(run.RunID)
+	// kept is the checkout where this worker cut an attempt of this very
+	// iteration (an outage): its edits are the ones the journal records.
+	kept := ""
+	if lr != nil && lr.cut {
+		if lr.iteration == st.Iteration && lr.commit == st.Commit && run.Repo != "" && lr.journal.unchanged(lr.journalPath) {
+			if err := w.guardRepo(lr.dir); err == nil {
+				kept = lr.dir
+			}
+		}
+		lr = nil
+	}
 	if lr != nil && !lr.journal.unchanged(lr.a.JournalPath()) {
 		// Another worker wrote the run's journal since this one kept the
 		// agent (an iteration the workflow did not count): the agent in
@@ -144,6 +163,8 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		// This worker ran and committed the last iteration, and holds the
 		// run's agent: the work dir is where that iteration left it.
 		wd = checkout{dir: lr.dir}
+	} else if kept != "" {
+		wd = checkout{dir: kept}
 	} else if wd, err = w.workDir(ctx, run, st); err != nil {
 		if lr != nil {
 			lr.a.Abandon()
@@ -163,7 +184,9 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		lr = nil
 	}
 	if lr == nil {
-		a, err := w.build(ctx, store, run, st, wd.dir)
+		// The agent resumed from the journal finds the work dir as the
+		// cut attempt left it only in a checkout this worker kept.
+		a, err := w.build(ctx, store, run, st, wd.dir, kept == "")
 		if err != nil {
 			return nil, err
 		}
@@ -191,7 +214,13 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 			// retry-after) on a fresh agent resumed from the journal. The
 			// last attempt ends the run with the error instead, as a local
 			// run ends (recoverable).
+			path := lr.a.JournalPath()
 			lr.a.Abandon()
+			if mark, ok := markJournal(path); ok && run.Repo != "" {
+				// The next attempt continues in this checkout, with the
+				// edits this one made (the journal records them).
+				w.keep(run.RunID, &liveRun{iteration: st.Iteration, commit: st.Commit, dir: wd.dir, cut: true, journalPath: path, journal: mark})
+			}
 			return nil, retry
 		}
 		out.Result = lr.a.Stop()
@@ -288,11 +317,13 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 
 // build makes the run's agent on this worker: a new run for the first
 // iteration, otherwise the run resumed from its journal, rewound to the
-// iterations the workflow counted.
-func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
+// iterations the workflow counted. restored says that dir is at the run's
+// last commit, without the edits of an attempt of this iteration that was
+// cut (agent.Config.WorkDirRestored).
+func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string, restored bool) (*agent.Agent, error) {
 	cfg := agent.Config{WorkDir: dir, Store: store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
-		Getenv: w.Getenv, TracerProvider: w.TracerProvider}
+		Getenv: w.Getenv, TracerProvider: w.TracerProvider, WorkDirRestored: restored && run.Repo != ""}
 	found, ferr := store.Find("", run.RunID)
 	switch {
 	case ferr == nil:
