@@ -694,6 +694,11 @@ func (a *Agent) release() error {
 			first = err
 		}
 	}
+	if a.rt != nil && a.rt.verifier != nil {
+		if err := a.rt.verifier.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
 	for _, c := range []**sandbox.Cache{&a.validatorCache, &a.bashCache} {
 		if *c != nil {
 			if err := (*c).Remove(); err != nil && first == nil {

@@ -136,6 +136,13 @@ type ValidatorConfig struct {
 	// failurePattern names one of them or a built-in pattern
 	// (BuiltinPatterns).
 	Patterns map[string]config.CompletionPattern
+	// ReportDir is where the directory of report files is made (outside
+	// the work dir; "" = the system temp dir). Every command validator's
+	// whole standard output is kept there, up to ReportCap, as its report
+	// (ValidatorOutput.Report); Close removes it.
+	ReportDir string
+	// ReportCap bounds each report (default DefaultReportCap).
+	ReportCap int64
 }
 
 // CompletionValidator is seed 004's CompletionValidator: it checks the
@@ -145,6 +152,14 @@ type CompletionValidator struct {
 	cfg ValidatorConfig
 	// built holds what NewCompletionValidator made of each definition.
 	built map[string]builtValidator
+	// reports are the command validators' report files.
+	reports *reportFiles
+}
+
+// Close removes the validators' report files. The validator can still
+// run afterwards (it makes new ones).
+func (v *CompletionValidator) Close() error {
+	return v.reports.close()
 }
 
 // builtValidator is what a validator's definition decides before it runs.
@@ -170,6 +185,9 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	if cfg.OutputCap <= 0 {
 		cfg.OutputCap = DefaultOutputCap
 	}
+	if cfg.ReportCap <= 0 {
+		cfg.ReportCap = DefaultReportCap
+	}
 	if cfg.Emitter == nil {
 		cfg.Emitter = journal.Discard
 	}
@@ -179,7 +197,7 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	// A copy: what was checked is what runs, whatever the caller does with
 	// its map afterwards.
 	cfg.Validators = maps.Clone(cfg.Validators)
-	v := &CompletionValidator{cfg: cfg}
+	v := &CompletionValidator{cfg: cfg, reports: &reportFiles{base: cfg.ReportDir}}
 	if len(cfg.Validators) > 0 { // most agents have none: no empty map then
 		v.built = make(map[string]builtValidator, len(cfg.Validators))
 	}
@@ -477,8 +495,20 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def c
 		timeout = time.Duration(def.TimeoutSeconds) * time.Second
 	}
 	command := Interpolate(def.Command, params)
+	report, err := v.reports.open(name)
+	if err != nil {
+		return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+			"validator %q: its report file", name)
+	}
+	rw := &boundedWriter{w: report, left: v.cfg.ReportCap}
 	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: v.cfg.Env,
-		Sandbox: v.cfg.Sandbox})
+		Sandbox: v.cfg.Sandbox, Report: rw})
+	if cerr := report.Close(); cerr != nil && rw.err == nil {
+		rw.err = cerr
+	}
+	if rw.err == nil {
+		out.Report, out.ReportTruncated = report.Name(), rw.cut
+	}
 	if err != nil {
 		return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 			"validator %q could not run %q", name, command)
@@ -729,6 +759,10 @@ type CommandSpec struct {
 	// Sandbox, when set, runs the command confined; nil runs it with the
 	// user's rights.
 	Sandbox CommandSandbox
+	// Report, when set, receives the whole standard output as it comes
+	// (the output cap does not apply to it), and a command that runs
+	// pytest is asked for its JUnit XML report there (PYTEST_ADDOPTS).
+	Report io.Writer
 }
 
 // CommandSandbox runs a command confined. *sandbox.CommandRunner
@@ -761,12 +795,19 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	secrets := builtin.SecretValues(os.Environ())
 	stdout, stderr := newCapture(spec.OutputCap, secrets), newCapture(spec.OutputCap, secrets)
 	env := builtin.BuildEnv(os.Environ(), spec.Env)
+	var stdoutW io.Writer = stdout
+	if spec.Report != nil {
+		stdoutW = io.MultiWriter(stdout, spec.Report)
+		if runsPytest(spec.Command) {
+			env = withPytestReport(env)
+		}
+	}
 	start := time.Now()
 	run := runUnconfined
 	if spec.Sandbox != nil {
 		run = runConfined
 	}
-	exitCode, timedOut, err := run(ctx, spec, env, stdout, stderr)
+	exitCode, timedOut, err := run(ctx, spec, env, stdoutW, stderr)
 	out := ValidatorOutput{
 		Stdout:     stdout.String(),
 		Stderr:     stderr.String(),

@@ -290,6 +290,13 @@ func TestValidateProblems(t *testing.T) {
 			at(a, "runner")["model"] = "claude-code"
 			at(a, "runner")["mcpServers"] = map[string]any{"pay": map[string]any{"command": "pay-mcp", "idempotent": true}}
 		}, "AC-IDEMPOTENT-IGNORED", SeverityWarning, "agent.json", "/runner/mcpServers/pay/idempotent"},
+		{"tool calls per turn with claude-code", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["model"] = "claude-code"
+			at(a, "runner", "boundaries")["maxToolCallsPerTurn"] = 8
+		}, "AC-TOOL-CALLS-IGNORED", SeverityWarning, "agent.json", "/runner/boundaries/maxToolCallsPerTurn"},
+		{"tool calls per turn negative", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["maxToolCallsPerTurn"] = -1
+		}, "AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/boundaries/maxToolCallsPerTurn"},
 		{"context window too small", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["contextWindow"] = 100 },
 			"AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/contextWindow"},
 		{"bad tool pattern", func(a, r map[string]any, _ map[string]string) {

@@ -58,7 +58,7 @@ func (p *progressPrinter) begin(runID, agentName string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "capstan: running %s (run %s)\n", agentName, runID)
+	fmt.Fprintf(p.w, "capstan: running %s (run %s)\n", runreport.VisibleControls(agentName), runID)
 }
 
 // Consume implements event.Consumer: the progress line and --stream
@@ -93,7 +93,7 @@ func (p *progressPrinter) WantsModelOutput() bool { return p.stream }
 func (p *progressPrinter) iterationStarted(n int, step string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.iteration, p.step = n, step
+	p.iteration, p.step = n, runreport.VisibleControls(step)
 	p.endText()
 	p.showStatus("waiting for the model…")
 }
@@ -114,9 +114,9 @@ func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
 		check = "stop"
 	}
 	if o.Reason != "" {
-		check += ": " + firstLine(o.Reason, 200)
+		check += ": " + runreport.VisibleControls(firstLine(o.Reason, 200))
 	}
-	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, s.StepID, len(s.ToolsUsed), it.RunUsage.Total(), it.RunCostUSD, check)
+	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, runreport.VisibleControls(s.StepID), len(s.ToolsUsed), it.RunUsage.Total(), it.RunCostUSD, check)
 	p.clearStatus()
 	fmt.Fprintln(p.w, line)
 }
@@ -145,7 +145,7 @@ func (p *progressPrinter) showStatus(what string) {
 	if !p.tty || !p.progress || p.iteration == 0 {
 		return
 	}
-	p.status = fmt.Sprintf("[iteration %d] step %s: %s", p.iteration, p.step, what)
+	p.status = fmt.Sprintf("[iteration %d] step %s: %s", p.iteration, p.step, runreport.VisibleControls(what))
 	fmt.Fprintf(p.w, "\r\033[K%s", p.status)
 }
 
@@ -172,8 +172,12 @@ func (p *progressPrinter) endText() {
 	}
 }
 
-// writeText prints streamed text in place of the status line.
+// writeText prints streamed text in place of the status line, its
+// terminal controls made visible (runreport.VisibleControls, as show
+// prints them): the model's text must not clear the screen, set the
+// window title or write the clipboard.
 func (p *progressPrinter) writeText(s string) {
+	s = runreport.VisibleControls(s)
 	if s == "" {
 		return
 	}

@@ -39,6 +39,10 @@ type Loss struct {
 	// failed); -1 when not known (Ran of a run whose output was cut).
 	BaselineRan int `json:"baselineRan"`
 	Ran         int `json:"ran"`
+	// ReportMissing: the baseline was read from the command's
+	// machine-readable report and this run printed none, so none of the
+	// baseline's tests is known to run (each is in Disappeared).
+	ReportMissing bool `json:"reportMissing,omitempty"`
 }
 
 // Compare checks a later run of a validator against its baseline. ok is
@@ -68,6 +72,21 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 		l.BaselineRan = b.Run.Ran()
 	}
 	baseCut := b.Truncated || b.Run.Truncated
+	if ok && b.Run.Source == SourceReport && now.Source != SourceReport {
+		// The report is the channel the baseline trusted; text printed
+		// instead (a reporter turned off) does not stand for it.
+		l.ReportMissing = true
+		for _, t := range b.Run.Tests {
+			if t.Outcome != Skipped {
+				l.Disappeared = append(l.Disappeared, t.Name)
+			}
+		}
+		l.Pattern = completion.PatternTestsDisappeared
+		if len(l.Disappeared) == 0 {
+			l.Pattern = completion.PatternTestsNoneRun
+		}
+		return l, true
+	}
 	if now.Truncated {
 		return compareTruncated(b, baseCut, now, ok, l)
 	}
