@@ -160,7 +160,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		Redact: builtin.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
 		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
-		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts),
+		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts).WithinBudget(a.timeBudget()),
 		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
 	}
 	if a.opts.MaxRetryAfter > 0 {

@@ -122,6 +122,19 @@ func (w *Activities) keep(id string, lr *liveRun) {
 // shutting down) has lost the run: it leaves the journal as a killed
 // process would, commits nothing, and fails.
 func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*IterationResult, error) {
+	res, err := w.iterate(ctx, in)
+	var ae *temporal.ApplicationError
+	if err != nil && !outage(err) && activity.GetInfo(ctx).Attempt >= iterationAttempts && errors.As(err, &ae) && !ae.NonRetryable() {
+		// The retry policy allows outageAttempts for provider outages;
+		// other failures get iterationAttempts.
+		return nil, temporal.NewNonRetryableApplicationError(ae.Error(), ae.Type(), err)
+	}
+	return res, err
+}
+
+// iterate is Iterate before its bound on the attempts of failures that
+// are not provider outages.
+func (w *Activities) iterate(ctx context.Context, in IterationInput) (*IterationResult, error) {
 	run, st := in.Run, in.State
 	if run == nil {
 		return nil, temporal.NewNonRetryableApplicationError("iteration without a run", ErrTypeBuild, nil)
@@ -208,12 +221,15 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		}
 	}
 	if res != nil {
-		if retry := retryable(res, st.Iteration); retry != nil && activity.GetInfo(ctx).Attempt < iterationAttempts {
-			// The provider is rate limiting or unreachable: the iteration
-			// did not finish. Temporal retries it (after the server's
-			// retry-after) on a fresh agent resumed from the journal. The
-			// last attempt ends the run with the error instead, as a local
-			// run ends (recoverable).
+		if retry := retryable(res, st.Iteration); retry != nil && retryFits(ctx, lr.a.Deadline(), retry) {
+			// The provider is rate limiting, overloaded or unreachable:
+			// the iteration did not finish. Temporal retries it, with
+			// backoff or after the server's retry-after, on an agent
+			// resumed from the journal, which continues the iteration
+			// where it failed (the tool-effect ledger). When the next
+			// attempt would come after the run's time budget, or after
+			// outageAttempts, this attempt ends the run with the error
+			// instead, as a local run ends (recoverable).
 			path := lr.a.JournalPath()
 			lr.a.Abandon()
 			if mark, ok := markJournal(path); ok && run.Repo != "" {
@@ -269,6 +285,42 @@ func attemptLost(ctx context.Context) error {
 // tool call), at least 10 s.
 func lockWait(ctx context.Context) time.Duration {
 	return max(2*activity.GetInfo(ctx).HeartbeatTimeout, 10*time.Second)
+}
+
+// outageAttempts bounds the attempts of an iteration a provider outage
+// keeps failing, for a run without a time budget (about 25 minutes of
+// retries, at most a minute apart).
+const outageAttempts = 30
+
+// outageBackoff is the wait Temporal puts before attempt n+1 of an
+// iteration (the activity's retry policy), unless the failure names one.
+func outageBackoff(n int32) time.Duration {
+	return min(time.Second<<(n-1), time.Minute)
+}
+
+// retryFits reports whether the iteration may be retried after the
+// outage retry: the next attempt comes before deadline (the run's time
+// budget; zero = none, when outageAttempts bounds it).
+func retryFits(ctx context.Context, deadline time.Time, retry error) bool {
+	n := activity.GetInfo(ctx).Attempt
+	if n >= outageAttempts {
+		return false
+	}
+	if deadline.IsZero() {
+		return true
+	}
+	wait := outageBackoff(n)
+	var ae *temporal.ApplicationError
+	if errors.As(retry, &ae) && ae.NextRetryDelay() > 0 {
+		wait = ae.NextRetryDelay()
+	}
+	return time.Now().Add(wait).Before(deadline)
+}
+
+// outage reports an activity failure that retryable made.
+func outage(err error) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && (ae.Type() == agenterr.CodeSdkRateLimit || ae.Type() == agenterr.CodeSdkConnection)
 }
 
 // retryable maps a run that ended on a recoverable provider failure

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -220,4 +221,42 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 func readFileT(t *testing.T, p string) string {
 	data, _ := os.ReadFile(p)
 	return string(data)
+}
+
+// TestEmptyJournalNamesItsAgent: a run killed before its first event is
+// listed with its agent, and resume prints the command that starts it
+// again, which works pasted into a shell.
+func TestEmptyJournalNamesItsAgent(t *testing.T) {
+	agentDir := effectAgent(t)
+	wd := filepath.Join(t.TempDir(), "work dir")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := testStore(t)
+	w, err := store.Create(wd, "20261206T000000Z-e0e0e0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := journal.WriteStarted(w.Path(), journal.Started{Agent: "effect", AgentDir: agentDir, WorkDir: wd}); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	code, stdout, _ := captureConfigCLI(t, "runs", "--workdir", wd)
+	if code != 0 || !regexpLine(stdout, `^20261206T000000Z-e0e0e0\s+effect\s+empty`) {
+		t.Fatalf("runs: exit %d\n%s", code, stdout)
+	}
+	code, _, stderr := captureConfigCLI(t, "resume", "20261206T000000Z-e0e0e0")
+	_, hint, ok := strings.Cut(stderr, "start again with: ")
+	if code != exitUsage || !ok {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	hint = strings.TrimSpace(strings.SplitN(hint, "\n", 2)[0])
+	sh := exec.Command("sh", "-c", `capstan() { "$CAPSTAN_BIN" -test.run='^$' -- "$@"; }; `+hint+" --quiet")
+	sh.Env = append(os.Environ(), "CAPSTAN_TEST_CLI=1", "CAPSTAN_BIN="+os.Args[0])
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the pasted hint %q: %v\n%s", hint, err, out)
+	}
+	if got := countLines(t, filepath.Join(wd, "effect.txt")); got != 1 {
+		t.Fatalf("the run started by the hint appended %d lines", got)
+	}
 }
