@@ -132,6 +132,9 @@ type Config struct {
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of ("" = none); run.start records it, so the run names its pipeline.
 	PipelineRun string
+	// Temporal, when set, is where the run's workflow lives (a Temporal
+	// worker runs it); run.start records it.
+	Temporal *TemporalRun
 	// Started is when the run began, when that is earlier than Start (a
 	// run a driver continues in another process): the time budget counts
 	// from it. Zero = Start's time.

@@ -150,10 +150,24 @@ type RunStartEvent struct {
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of (absent for a run of its own).
 	PipelineRun string `json:"pipelineRun,omitempty"`
+	// Temporal says that a Temporal worker ran this part of the run (absent
+	// for a local run): where its workflow lives. A local resume refuses
+	// such a run and names the command that continues it there.
+	Temporal *TemporalRun `json:"temporal,omitempty"`
 	// Options are the run's options that do not come from the agent
 	// definition; resume reuses them. Absent in runs recorded before
 	// capstan recorded them.
 	Options *RunOptions `json:"options,omitempty"`
+}
+
+// TemporalRun is where a run on Temporal lives: the server a worker that
+// ran it was connected to, its namespace and the shared task queue, and
+// the run's branch in its repository.
+type TemporalRun struct {
+	Address   string `json:"address"`
+	Namespace string `json:"namespace,omitempty"`
+	TaskQueue string `json:"taskQueue,omitempty"`
+	Branch    string `json:"branch,omitempty"`
 }
 
 // RunOptions are the options a run was started with beyond its agent

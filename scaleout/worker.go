@@ -42,6 +42,9 @@ type Activities struct {
 	Getenv func(string) string
 	// TracerProvider, when set, traces the runs (agent.Config.TracerProvider).
 	TracerProvider trace.TracerProvider
+	// Server is where the worker's runs live (agent.Config.Temporal; the
+	// branch is filled in per run).
+	Server agent.TemporalRun
 
 	mu   sync.Mutex
 	runs map[string]*liveRun
@@ -376,6 +379,9 @@ func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInp
 	cfg := agent.Config{WorkDir: dir, Store: store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
 		Getenv: w.Getenv, TracerProvider: w.TracerProvider, WorkDirRestored: restored && run.Repo != ""}
+	place := w.Server
+	place.Branch = run.Branch
+	cfg.Temporal = &place
 	found, ferr := store.Find("", run.RunID)
 	switch {
 	case ferr == nil:
