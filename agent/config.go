@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"io/fs"
 	"math"
 	"strings"
@@ -111,6 +112,13 @@ type Config struct {
 	// journal tells the model that its changes inside the work dir were
 	// undone.
 	WorkDirRestored bool
+	// Checkpoint, when set, is called after each call of a tool that is
+	// not idempotent, before its result is journaled (llm.Ledger's
+	// AfterEffect): a Temporal worker saves the checkout there, so that the
+	// iteration continued on another worker finds the effects of every
+	// call the journal answers. Its failure leaves the call's effect to
+	// the iteration's commit.
+	Checkpoint func(ctx context.Context) error
 	// DefinitionResume says, for a resumed run, how the definition it uses
 	// relates to the recorded one; it is journaled in run.start with the
 	// definition's digests. The definition itself is the one Agent was

@@ -36,6 +36,9 @@ type workDirBaseline struct {
 // continues.
 func (a *Agent) buildLedger() {
 	l := &llm.Ledger{RunID: a.runID, BeforeEffect: a.recordWorkDir, Describe: a.describeWorkDir, Restored: a.opts.WorkDirRestored}
+	if cp := a.opts.Checkpoint; cp != nil {
+		l.AfterEffect = func(ctx context.Context, _ int) { _ = cp(context.WithoutCancel(ctx)) }
+	}
 	a.ledger = l
 	a.emit.Subscribe(event.ConsumerFunc(func(e event.Event) {
 		if e.Type == journal.IterationStart {

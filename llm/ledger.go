@@ -43,6 +43,11 @@ type Ledger struct {
 	// the start of the iteration; it ends the notice of an interrupted
 	// call.
 	Describe func(ctx context.Context, iteration int) string
+	// AfterEffect, when set, is called after each call of a tool that is
+	// not idempotent, before its result is journaled: a driver whose work
+	// dir lives elsewhere (a Temporal worker's checkout) saves it there, so
+	// that every journaled result has its effects in the saved work dir.
+	AfterEffect func(ctx context.Context, iteration int)
 	// Restored says that the work dir was put back to the state the
 	// iteration began from after the earlier attempts (a Temporal worker
 	// checked out the run's last commit): their edits of it are gone. A
@@ -278,6 +283,9 @@ func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.
 	r.keep(k, in, nil)
 	events.Emit(journal.ToolIntent, in)
 	out := next(tool.WithIdempotencyKey(ctx, r.idempotencyKey(call.ID)), call)
+	if !idem && r.l.AfterEffect != nil {
+		r.l.AfterEffect(ctx, r.iteration)
+	}
 	r.keep(k, nil, &ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content, IsError: out.IsError})
 	return out
 }

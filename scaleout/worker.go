@@ -67,6 +67,29 @@ type liveRun struct {
 	// its agent resumed from the journal at journalPath).
 	cut         bool
 	journalPath string
+	// place is where the agent's iteration under way stands (for its
+	// checkpoints).
+	place *runPlace
+}
+
+// runPlace is the state and checkout of a run's iteration under way: what
+// the agent's checkpoints (agent.Config.Checkpoint) record.
+type runPlace struct {
+	mu  sync.Mutex
+	st  RunState
+	dir string
+}
+
+func (p *runPlace) set(st RunState, dir string) {
+	p.mu.Lock()
+	p.st, p.dir = st, dir
+	p.mu.Unlock()
+}
+
+func (p *runPlace) get() (RunState, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.st, p.dir
 }
 
 // Acquire is ActivityAcquire: it pins the calling run to this worker.
@@ -202,12 +225,15 @@ func (w *Activities) iterate(ctx context.Context, in IterationInput) (*Iteration
 	if lr == nil {
 		// The agent resumed from the journal finds the work dir as the
 		// cut attempt left it only in a checkout this worker kept.
-		a, err := w.build(ctx, store, run, st, wd.dir, kept == "")
+		place := &runPlace{}
+		place.set(st, wd.dir)
+		a, err := w.build(ctx, store, run, st, wd.dir, kept == "" && !wd.resumed, place)
 		if err != nil {
 			return nil, err
 		}
-		lr = &liveRun{a: a}
+		lr = &liveRun{a: a, place: place}
 	}
+	lr.place.set(st, wd.dir)
 	res := lr.a.Step(ctx)
 	if err := attemptLost(ctx); err != nil {
 		lr.a.Abandon()
@@ -259,7 +285,7 @@ func (w *Activities) iterate(ctx context.Context, in IterationInput) (*Iteration
 			lr.a.Abandon()
 			return out, nil
 		}
-		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit, dir: wd.dir, journal: mark})
+		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit, dir: wd.dir, journal: mark, place: lr.place})
 	}
 	return out, nil
 }
@@ -374,14 +400,21 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 // iteration, otherwise the run resumed from its journal, rewound to the
 // iterations the workflow counted. restored says that dir is at the run's
 // last commit, without the edits of an attempt of this iteration that was
-// cut (agent.Config.WorkDirRestored).
-func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string, restored bool) (*agent.Agent, error) {
+// cut (agent.Config.WorkDirRestored); place is where the run's iteration
+// under way stands, for the agent's checkpoints.
+func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string, restored bool, place *runPlace) (*agent.Agent, error) {
 	cfg := agent.Config{WorkDir: dir, Store: store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
 		Getenv: w.Getenv, TracerProvider: w.TracerProvider, WorkDirRestored: restored && run.Repo != ""}
-	place := w.Server
-	place.Branch = run.Branch
-	cfg.Temporal = &place
+	server := w.Server
+	server.Branch = run.Branch
+	cfg.Temporal = &server
+	if run.Repo != "" {
+		cfg.Checkpoint = func(ctx context.Context) error {
+			st, dir := place.get()
+			return w.checkpoint(ctx, run, dir, st)
+		}
+	}
 	found, ferr := store.Find("", run.RunID)
 	switch {
 	case ferr == nil:
