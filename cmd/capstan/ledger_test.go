@@ -86,6 +86,23 @@ func bashCallState(t *testing.T, path string) (intent, recorded, told bool) {
 	return intent, recorded, told
 }
 
+// interruptedCallReported reports whether a run's journal holds a tool
+// result telling the model that an earlier attempt of the call was cut.
+func interruptedCallReported(t *testing.T, path string) bool {
+	t.Helper()
+	events, _, err := journal.ReadChecked(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		var u llm.ToolUse
+		if ev.Type == journal.ToolCall && json.Unmarshal(ev.Data, &u) == nil && strings.HasPrefix(u.Output, "not run again: an earlier attempt of this ") {
+			return true
+		}
+	}
+	return false
+}
+
 func countLines(t *testing.T, p string) int {
 	data, err := os.ReadFile(p)
 	if os.IsNotExist(err) {
