@@ -87,7 +87,7 @@ var agentTable = &schema.SubsetTable{Nodes: []schema.SubsetNode{
 	78:  {Path: "#/properties/runner/properties/boundaries/properties/maxToolCallsPerTurn", Types: []string{"integer"}, Minimum: "0", Maximum: "100000"},
 	79:  {Path: "#/properties/runner/properties/boundaries/properties/maxTurns", Types: []string{"integer"}, Minimum: "0", Maximum: "1000000000"},
 	80:  {Path: "#/properties/runner/properties/boundaries/properties/permissionMode", Types: []string{"string"}, Enum: []string{"default", "acceptEdits", "plan", "bypassPermissions"}},
-	81:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "allowUnsandboxed", Node: 82}, {Name: "allowUnsandboxedCommands", Node: 83}, {Name: "enabled", Node: 84}, {Name: "excludedCommands", Node: 85}, {Name: "filesystem", Node: 87}, {Name: "network", Node: 90}}, NoAdditional: true, Required: []string{"enabled"}},
+	81:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "allowUnsandboxed", Node: 82}, {Name: "allowUnsandboxedCommands", Node: 83}, {Name: "enabled", Node: 84}, {Name: "excludedCommands", Node: 85}, {Name: "filesystem", Node: 87}, {Name: "network", Node: 90}}, NoAdditional: true},
 	82:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/allowUnsandboxed", Types: []string{"boolean"}},
 	83:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/allowUnsandboxedCommands", Types: []string{"boolean"}},
 	84:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/enabled", Types: []string{"boolean"}},

@@ -405,7 +405,7 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string, restored bool, place *runPlace) (*agent.Agent, error) {
 	cfg := agent.Config{WorkDir: dir, Store: store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
-		Getenv: w.Getenv, TracerProvider: w.TracerProvider, WorkDirRestored: restored && run.Repo != ""}
+		Getenv: w.Getenv, TracerProvider: w.TracerProvider, WorkDirRestored: restored && run.Repo != "", NoSandbox: run.NoSandbox}
 	server := w.Server
 	server.Branch = run.Branch
 	cfg.Temporal = &server
