@@ -183,6 +183,7 @@ type checker struct {
 	validatorNames   []string        // sorted keys of reg.Validators
 	reach            map[string]bool // Reachable(reg), see reachableSteps
 	reachDone        bool
+	routed           int8              // reg.RoutedByIntent(): 0 not yet known, 1 yes, -1 no; see routedByIntent
 	otherEntries     map[string]string // step → verdict type whose entry reaches it, see unreachableWhy
 }
 
@@ -327,6 +328,11 @@ func (c *checker) agent() {
 			c.report(a, "AC-MCP-TRANSPORT", SeverityError, JoinPointer("runner", "mcpServers", name),
 				"set command (stdio server) or url (HTTP server), not both",
 				"MCP server %q needs exactly one of command and url", name)
+		}
+		if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && s.Idempotent {
+			c.report(a, "AC-IDEMPOTENT-IGNORED", SeverityWarning, JoinPointer("runner", "mcpServers", name, "idempotent"),
+				"remove it, or run an API provider (--model anthropic:… / openai:…) where capstan runs the tool loop",
+				"idempotent does not apply to the claude-code backend: the Claude Code CLI runs the MCP calls itself, outside capstan's tool-effect ledger")
 		}
 	}
 	if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && (r.ContextWindow > 0 || r.Compaction != nil) {
