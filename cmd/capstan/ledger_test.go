@@ -134,7 +134,13 @@ func TestToolLedgerKilledMidCall(t *testing.T) {
 	var mu sync.Mutex
 	var results []ledgerTrial
 	var wg sync.WaitGroup
-	next := make(chan int)
+	// Every trial is queued before the workers start, so a worker that
+	// stops at a t.Fatal never blocks the queue.
+	next := make(chan int, trials)
+	for i := range trials {
+		next <- i
+	}
+	close(next)
 	for range 2 {
 		wg.Add(1)
 		go func() {
@@ -148,10 +154,6 @@ func TestToolLedgerKilledMidCall(t *testing.T) {
 			}
 		}()
 	}
-	for i := range trials {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
 	var recorded, told, before int
 	for _, r := range results {
@@ -210,9 +212,13 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 	var r ledgerTrial
 	r.intent, r.recorded, _ = bashCallState(t, path)
 	linesAtKill := countLines(t, filepath.Join(wd, "effect.txt"))
-	code, _, stderr := captureConfigCLI(t, "resume", id, "--quiet")
-	if code != 0 && !strings.Contains(stderr, "already completed") {
-		t.Fatalf("resume %s: exit %d\n%s", id, code, stderr)
+	// Trials run two at a time, so resume runs as its own process (the
+	// in-process runner swaps os.Stdout and must not run concurrently).
+	resume := cliCommand("resume", id, "--quiet")
+	var stderr strings.Builder
+	resume.Stderr = &stderr
+	if err := resume.Run(); err != nil && !strings.Contains(stderr.String(), "already completed") {
+		t.Fatalf("resume %s: %v\n%s", id, err, stderr.String())
 	}
 	_, _, r.told = bashCallState(t, path)
 	r.starts = countLines(t, starts)
