@@ -94,7 +94,7 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Bas
 			// read from the whole report: the output cap did not cut it
 			b.Truncated = b.Run.Truncated
 		}
-		if r != nil {
+		if r != nil && len(r.Iterations) > 0 {
 			warnings = append(warnings, fmt.Sprintf("the resumed run's journal has no test baseline of validator %q; "+
 				"its tests are compared with a run taken now, so a test lost before this resume is not detected", c.Validator))
 		}

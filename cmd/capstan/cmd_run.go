@@ -105,7 +105,9 @@ else default_model in the user config file.
 Exit codes: 0 completed; 1 ran but did not complete (budget, limit, abort,
 validation exhausted); 2 usage or configuration error; 3 provider or internal
 error; 4 the model declared that the task cannot be done as specified (its
-reason and evidence are in the result and in "capstan show").`,
+reason and evidence are in the result and in "capstan show"); 130 interrupted
+by Ctrl-C (143 by SIGTERM): the run is journaled as canceled, and the command
+printed after "continue with:" resumes it.`,
 		DisableFlagParsing: true,
 		ValidArgsFunction:  completeRunArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
