@@ -306,13 +306,16 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, problemLine(def.Dir(), w))
 	}
+	if uc, err := loadUserConfig(); err == nil {
+		printUserConfigWarnings(stderr, uc)
+	}
 	if flags.temporal.address != "" {
 		if flags.allowKeyInAncestors {
 			return withExit(exitUsage, fmt.Errorf("run: --%s acts on a run whose tools run here; with --temporal they run on a worker (start the worker sandboxed, or from a process that does not hold the key)", allowKeyInAncestorsFlag))
 		}
 		return executeTemporalRun(ctx, cmd, def, flags, params)
 	}
-	def, err := withUserPricing(def)
+	def, err := withUserPricing(def, flags.model)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
