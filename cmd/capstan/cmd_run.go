@@ -20,6 +20,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/loop"
@@ -357,12 +358,20 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if progress != nil {
 		opts.Events = []event.Consumer{progress}
 	}
+	// One run at a time works in a work dir: a second would race the
+	// first over its files, its commits and its validators' verdicts.
+	lock, err := lockWorkDir(flags.workDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	// Build refuses what the run cannot start with (no model, no API
 	// key, no gh, …) before the run is announced.
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
 		return withExit(exitCodeFor(err, true), inFolder(sandboxOptOutHint(err, flags.command), fromWorkingDir(def.Dir())))
 	}
+	lock.SetRun(a.RunID())
 	if !flags.quiet {
 		announceWorkDir(stderr, flags.workDir)
 	}
@@ -390,6 +399,34 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 		}
 	}
 	return withExit(resultExitCode(res), nil)
+}
+
+// lockWorkDir takes the work dir for this run, or refuses it (exit 2)
+// naming the run that works there and how to see or stop it.
+func lockWorkDir(workDir string) (*journal.WorkDirLock, error) {
+	store, err := journal.OpenStore(os.Getenv)
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	lock, err := store.LockWorkDir(workDir)
+	var busy *journal.BusyError
+	switch {
+	case errors.As(err, &busy):
+		e := agenterr.New(agenterr.CodeWorkDirBusy, agenterr.LayerLifecycle, false, "%s", busy.Error())
+		var hints []string
+		if busy.RunID != "" {
+			hints = append(hints, "see it with: capstan show "+busy.RunID)
+		}
+		if busy.PID != 0 {
+			hints = append(hints, fmt.Sprintf("wait for it to end, or stop it with: kill -INT %d", busy.PID))
+		}
+		hints = append(hints, "or work in another checkout (git worktree add)")
+		e.Hint = strings.Join(hints, "; ")
+		return nil, withExit(exitUsage, e)
+	case err != nil:
+		return nil, withExit(exitInternal, err)
+	}
+	return lock, nil
 }
 
 // resultExitCode maps a finished run to the documented exit codes: 0
@@ -447,7 +484,7 @@ func exitForCode(code string, before bool) int {
 		agenterr.CodePromptNotFound, agenterr.CodePromptParse, agenterr.CodeUnknownProvider,
 		agenterr.CodeParamMissing, agenterr.CodeParamInvalid, agenterr.CodeParamUnknown:
 		return exitUsage
-	case agenterr.CodeKeyInAncestor:
+	case agenterr.CodeKeyInAncestor, agenterr.CodeWorkDirBusy:
 		return exitUsage
 	case agenterr.CodeSdkAuth, agenterr.CodeDependencyResolution:
 		if before {
