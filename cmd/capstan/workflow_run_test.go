@@ -15,7 +15,7 @@ import (
 // closureAgent writes an agent folder whose one closure step answers
 // from script (YAML turns); withIssue declares the issue parameter and
 // puts {uv-issue} in the prompt.
-func closureAgent(t *testing.T, agentsDir, name string, withIssue bool, handoff []string, script string) {
+func closureAgent(t testing.TB, agentsDir, name string, withIssue bool, handoff []string, script string) {
 	t.Helper()
 	dir := filepath.Join(agentsDir, name)
 	params, prompt, uv := "", "Work on the task.", "[]"
@@ -53,7 +53,7 @@ func closureAgent(t *testing.T, agentsDir, name string, withIssue bool, handoff 
 // workflowProject is a work dir holding .agent/workflow.json (the test
 // workflow in climpt's format, with the comment template keys spelled
 // as a move looks them up) and three scripted agents.
-func workflowProject(t *testing.T) string {
+func workflowProject(t testing.TB) string {
 	t.Helper()
 	wd := t.TempDir()
 	agents := filepath.Join(wd, ".agent")
