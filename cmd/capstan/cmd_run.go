@@ -326,8 +326,8 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}
-	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(def)) {
-		if err := checkAncestorKeys(os.Args, os.Getenv); err != nil {
+	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(ctx, def)) {
+		if err := checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint); err != nil {
 			return withExit(exitUsage, err)
 		}
 	}
