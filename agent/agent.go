@@ -413,9 +413,7 @@ func (a *Agent) State() State {
 }
 
 // Start initializes the run: it resolves the system prompt, restores a
-// resumed run's state, takes the test baseline, and journals run.start.
-// It may be called once. A ctx canceled while the baseline runs starts
-// the run all the same: Run then ends it as canceled, resumable.
+// resumed run's state, and journals run.start. It may be called once.
 func (a *Agent) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -460,14 +458,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	if a.sharedCache != nil {
 		a.sharedCache.Seal()
 	}
-	switch {
-	case err != nil && ctx.Err() != nil:
-		// Interrupted (Ctrl-C) while the baseline ran: the run starts
-		// without it and Run ends it at once as canceled, journaled and
-		// resumable; a resume takes the baseline again (no model work
-		// happened yet).
-		testBaselines, testWarnings = nil, nil
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	for _, w := range a.def.Warnings() {
