@@ -32,7 +32,6 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
@@ -541,7 +540,7 @@ func (a *Agent) beginRun() *Result {
 func (a *Agent) endRun(ctx context.Context, lr *loop.Result) *Result {
 	lr = a.flow.noReplyForRetry(lr)
 	if lr.Success {
-		var last *iteration.Summary
+		var last *event.IterationSummary
 		if n := len(lr.Summaries); n > 0 {
 			last = &lr.Summaries[n-1]
 		}
@@ -560,7 +559,7 @@ type Progress struct {
 	Usage   llm.Usage `json:"usage"`
 	CostUSD float64   `json:"cost"`
 	// Summary is the last finished iteration's summary (nil before the first).
-	Summary *iteration.Summary `json:"-"`
+	Summary *event.IterationSummary `json:"-"`
 	// Outcome is the verdict on the last iteration Step ran.
 	Outcome loop.OutcomeEvent `json:"outcome"`
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
@@ -304,7 +304,7 @@ func (f *flow) rel(p string) string { return f.a.prompts.Rel(p) }
 
 // After implements loop.Flow: the verdict stage decides what the
 // iteration means, and the flow schedules its retry prompt.
-func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.Summary) (loop.Outcome, error) {
+func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *event.IterationSummary) (loop.Outcome, error) {
 	defer f.journalState()
 	_, st := f.machine.Current()
 	if st.Model != "" && st.Model != f.a.model {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -134,7 +134,7 @@ type closureOutput struct {
 // labels.completion together with the output's issue.labels; close and
 // label-and-close close the issue, after the labels and only when they
 // were applied.
-func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHubOutcome {
+func (a *Agent) applyGitHub(ctx context.Context, last *event.IterationSummary) *GitHubOutcome {
 	g := a.spec.Runner.Integrations.GitHub
 	if !g.On() {
 		return nil

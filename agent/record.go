@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/capstan-dev/capstan/definition"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
@@ -63,16 +63,16 @@ type RunRecord struct {
 
 // IterationRecord is one iteration of a RunRecord.
 type IterationRecord struct {
-	Iteration    int                `json:"iteration"`
-	Step         string             `json:"step,omitempty"`
-	PromptSource string             `json:"promptSource,omitempty"`
-	Prompt       string             `json:"prompt,omitempty"`
-	Query        *llm.QueryResult   `json:"query,omitempty"`
-	Denied       []llm.ToolUse      `json:"denied,omitempty"`
-	Events       []journal.Event    `json:"events,omitempty"` // validator, retry, step, completion events
-	Outcome      *loop.OutcomeEvent `json:"outcome,omitempty"`
-	Summary      *iteration.Summary `json:"summary,omitempty"`
-	Errors       []loop.ErrorEvent  `json:"errors,omitempty"`
+	Iteration    int                     `json:"iteration"`
+	Step         string                  `json:"step,omitempty"`
+	PromptSource string                  `json:"promptSource,omitempty"`
+	Prompt       string                  `json:"prompt,omitempty"`
+	Query        *llm.QueryResult        `json:"query,omitempty"`
+	Denied       []llm.ToolUse           `json:"denied,omitempty"`
+	Events       []journal.Event         `json:"events,omitempty"` // validator, retry, step, completion events
+	Outcome      *loop.OutcomeEvent      `json:"outcome,omitempty"`
+	Summary      *event.IterationSummary `json:"summary,omitempty"`
+	Errors       []loop.ErrorEvent       `json:"errors,omitempty"`
 	// Finished is false for an iteration cut short (killed run).
 	Finished bool `json:"finished"`
 	// stepState is the step machine's state after this iteration.

@@ -11,8 +11,8 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -181,7 +181,7 @@ func (b *subprocessBridge) Close() error { return nil }
 // subprocess step would complete the run although its command failed: a
 // failed command never completes a run. nil when s is not such an
 // iteration.
-func subprocessFailure(runID, id string, st config.Step, s *iteration.Summary) error {
+func subprocessFailure(runID, id string, st config.Step, s *event.IterationSummary) error {
 	if st.Runner == nil {
 		return nil
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 )
 
 func ExampleRenderTemplate() {
@@ -22,7 +22,7 @@ func ExampleFromConfig() {
 		{Type: "keyword", Name: "said-done", Keyword: "TASK_COMPLETE"},
 		{Type: "iterationBudget", Name: "budget", MaxIterations: 5},
 	}}, completion.Deps{})
-	s := &iteration.Summary{Iteration: 2, AssistantResponses: []string{"All tests pass. TASK_COMPLETE"}}
+	s := &event.IterationSummary{Iteration: 2, AssistantResponses: []string{"All tests pass. TASK_COMPLETE"}}
 	r, _ := h.Check(context.Background(), completion.Context{Iteration: 2, Summary: s})
 	fmt.Println(r.Complete, r.Reason)
 	// Output: true any: said-done (completion keyword "TASK_COMPLETE" found in the response)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // TestFenceSignal: the run completes on a ```<signalType> block of the
@@ -45,7 +45,7 @@ func TestFenceSignal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sum := &iteration.Summary{AssistantResponses: []string{tc.text}}
+			sum := &event.IterationSummary{AssistantResponses: []string{tc.text}}
 			r, err := h.Check(context.Background(), Context{Iteration: 1, Summary: sum})
 			if err != nil {
 				t.Fatal(err)

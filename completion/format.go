@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/capstan-dev/capstan/event"
 	"strings"
-
-	"github.com/capstan-dev/capstan/iteration"
 )
 
 // FormatResult is seed 004's FormatValidationResult.
@@ -48,7 +47,7 @@ func NewFormatValidator(cfg FormatConfig) *FormatValidator {
 // Validate checks s's structured output against schema. When the provider
 // returned no structured output, the JSON is recovered from the last
 // assistant response with the configured extractor.
-func (f *FormatValidator) Validate(s *iteration.Summary, schema SchemaValidator) FormatResult {
+func (f *FormatValidator) Validate(s *event.IterationSummary, schema SchemaValidator) FormatResult {
 	if s == nil {
 		return FormatResult{Error: "no iteration summary"}
 	}
@@ -125,7 +124,7 @@ func FormatRetryPrompt(r FormatResult, schema json.RawMessage) string {
 // Action**: … (reason)" lines), or "" when it declared nothing. It is the
 // decision part of FormatIterationSummary, which a retry prompt carries on
 // its own.
-func FormatDeclaration(s *iteration.Summary) string {
+func FormatDeclaration(s *event.IterationSummary) string {
 	if s == nil {
 		return ""
 	}
@@ -147,7 +146,7 @@ func FormatDeclaration(s *iteration.Summary) string {
 // FormatIterationSummary renders seed 004's summary of the previous
 // iteration for the next prompt: the model's reported status and declared
 // next action (so it sees its own declaration), then what was done.
-func FormatIterationSummary(s *iteration.Summary) string {
+func FormatIterationSummary(s *event.IterationSummary) string {
 	if s == nil {
 		return ""
 	}

@@ -6,8 +6,7 @@ package completion
 
 import (
 	"context"
-
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // Context is what a handler sees when checking (seed 000 CompletionContext).
@@ -15,9 +14,9 @@ type Context struct {
 	// Iteration is the 1-based iteration just finished (> 0).
 	Iteration int
 	// Summary is that iteration's summary.
-	Summary *iteration.Summary
+	Summary *event.IterationSummary
 	// Summaries are all summaries so far, Summary last.
-	Summaries []iteration.Summary
+	Summaries []event.IterationSummary
 	// StepComplete is true when the step machine reached a completing
 	// transition this iteration.
 	StepComplete bool

@@ -11,12 +11,12 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 )
 
 func ctxAt(i int, responses ...string) Context {
-	s := &iteration.Summary{Iteration: i, AssistantResponses: responses}
-	return Context{Iteration: i, Summary: s, Summaries: []iteration.Summary{*s}}
+	s := &event.IterationSummary{Iteration: i, AssistantResponses: responses}
+	return Context{Iteration: i, Summary: s, Summaries: []event.IterationSummary{*s}}
 }
 
 // checkInvariants asserts the seed 000 contract after a Check: IsComplete
@@ -78,7 +78,7 @@ func TestHandlersRejectIterationZero(t *testing.T) {
 	}
 	for name, h := range hs {
 		for _, it := range []int{0, -1} {
-			_, err := h.Check(context.Background(), Context{Iteration: it, Summary: &iteration.Summary{}})
+			_, err := h.Check(context.Background(), Context{Iteration: it, Summary: &event.IterationSummary{}})
 			if !errors.Is(err, agenterr.ErrCompletion) {
 				t.Errorf("%s: iteration %d: err = %v, want COMPLETION", name, it, err)
 			}
@@ -93,8 +93,8 @@ func TestKeywordOnlyAssistantText(t *testing.T) {
 	h := &Keyword{Keyword: "TASK_COMPLETE"}
 	c := ctxAt(1, "I read the file.")
 	// The keyword appears in a tool's output (a file the model read): not a declaration.
-	c.Summary.ToolsUsed = []iteration.ToolUsage{{Name: "Read", Output: "notes: say TASK_COMPLETE when done"}}
-	c.Summary.ActionResults = []iteration.ActionResult{{Action: "Read", Success: true, Output: "TASK_COMPLETE"}}
+	c.Summary.ToolsUsed = []event.ToolUsage{{Name: "Read", Output: "notes: say TASK_COMPLETE when done"}}
+	c.Summary.ActionResults = []event.ActionResult{{Action: "Read", Success: true, Output: "TASK_COMPLETE"}}
 	r, err := h.Check(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)

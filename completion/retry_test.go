@@ -14,7 +14,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // dirTemplates is a real RetryTemplateSource over a prompts directory.
@@ -367,8 +367,8 @@ func TestFormatValidator(t *testing.T) {
 		return raw, true
 	}
 	fv := NewFormatValidator(FormatConfig{Extract: extract})
-	sum := func(so string, text ...string) *iteration.Summary {
-		return &iteration.Summary{StructuredOutput: json.RawMessage(so), AssistantResponses: text}
+	sum := func(so string, text ...string) *event.IterationSummary {
+		return &event.IterationSummary{StructuredOutput: json.RawMessage(so), AssistantResponses: text}
 	}
 	r := fv.Validate(sum(`{"status":"completed","next_action":{"action":"complete"}}`), schema)
 	if !r.Valid || r.Recovered {
@@ -404,10 +404,10 @@ func TestFormatValidator(t *testing.T) {
 }
 
 func TestFormatIterationSummary(t *testing.T) {
-	s := &iteration.Summary{Iteration: 3,
+	s := &event.IterationSummary{Iteration: 3,
 		StructuredOutput:   json.RawMessage(`{"status":"completed","next_action":{"action":"complete","reason":"All requirements satisfied"},"summary":"Wrote hello.txt"}`),
 		AssistantResponses: []string{"Done.\nTASK_COMPLETE"},
-		ToolsUsed:          []iteration.ToolUsage{{Name: "Write"}, {Name: "Bash", IsError: true}},
+		ToolsUsed:          []event.ToolUsage{{Name: "Write"}, {Name: "Bash", IsError: true}},
 		Errors:             []string{"tool Bash exited 1"},
 	}
 	got := FormatIterationSummary(s)
@@ -420,14 +420,14 @@ func TestFormatIterationSummary(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
-	plain := FormatIterationSummary(&iteration.Summary{Iteration: 1})
+	plain := FormatIterationSummary(&event.IterationSummary{Iteration: 1})
 	if strings.Contains(plain, "Decision") || !strings.Contains(plain, "nothing recorded") {
 		t.Errorf("empty summary:\n%s", plain)
 	}
 	if FormatIterationSummary(nil) != "" {
 		t.Error("nil summary")
 	}
-	long := FormatIterationSummary(&iteration.Summary{Iteration: 2, AssistantResponses: []string{strings.Repeat("é", 1000)}})
+	long := FormatIterationSummary(&event.IterationSummary{Iteration: 2, AssistantResponses: []string{strings.Repeat("é", 1000)}})
 	if !strings.Contains(long, "…") || strings.Contains(long, "\uFFFD") {
 		t.Error("long response not clipped on a rune boundary")
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -56,7 +56,7 @@ func (f stepFlow) Next(_ context.Context, rc *RuntimeContext) (Turn, error) {
 	return Turn{StepID: "work", Prompt: "p"}, nil
 }
 
-func (stepFlow) After(context.Context, *RuntimeContext, *iteration.Summary) (Outcome, error) {
+func (stepFlow) After(context.Context, *RuntimeContext, *event.IterationSummary) (Outcome, error) {
 	return Outcome{}, nil
 }
 

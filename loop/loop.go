@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -48,9 +48,9 @@ type RuntimeContext struct {
 	// Iteration counts started iterations (>= 0).
 	Iteration int
 	// Summaries holds one summary per started iteration.
-	Summaries []iteration.Summary
+	Summaries []event.IterationSummary
 	// Carry is what the previous iteration handed over.
-	Carry iteration.Carry
+	Carry event.ContextCarry
 	// Unrecorded is the usage (and its cost) of model turns of iterations
 	// that never ended — a resumed run's killed iterations — which no
 	// summary holds; it counts in the result and the budgets.
@@ -104,7 +104,7 @@ type Flow interface {
 	Next(ctx context.Context, rc *RuntimeContext) (Turn, error)
 	// After evaluates the finished iteration whose summary is the last of
 	// rc.Summaries.
-	After(ctx context.Context, rc *RuntimeContext, s *iteration.Summary) (Outcome, error)
+	After(ctx context.Context, rc *RuntimeContext, s *event.IterationSummary) (Outcome, error)
 }
 
 // Budgets bound a run; zero means unbounded (HardLimit always applies).
@@ -169,7 +169,7 @@ type Result struct {
 	CostUSD          float64
 	Duration         time.Duration
 	Err              error
-	Summaries        []iteration.Summary
+	Summaries        []event.IterationSummary
 }
 
 // IterationStartEvent is the payload of an iteration.start event; it moves
@@ -183,8 +183,8 @@ func (e IterationStartEvent) Position() (int, string) { return e.Iteration, "" }
 
 // IterationEvent is the payload of an iteration.end journal event.
 type IterationEvent struct {
-	Summary *iteration.Summary `json:"summary"`
-	Outcome OutcomeEvent       `json:"outcome"`
+	Summary *event.IterationSummary `json:"summary"`
+	Outcome OutcomeEvent            `json:"outcome"`
 	// RunUsage and RunCostUSD are the run's totals after the iteration
 	// (resumed iterations included).
 	RunUsage   llm.Usage `json:"runUsage"`
@@ -360,7 +360,7 @@ type runEnd struct {
 // keeps — holds only what lives across iterations.
 //
 //go:noinline
-func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *iteration.Summary, outcome *Outcome) *runEnd {
+func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *event.IterationSummary, outcome *Outcome) *runEnd {
 	if outcome.Redo {
 		// Its query did not finish: journaled, its billed turns
 		// counted, but the iteration is not.
@@ -372,7 +372,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *i
 	}
 	rc.Summaries = append(rc.Summaries, *s)
 	summary := &rc.Summaries[len(rc.Summaries)-1]
-	rc.Carry = iteration.UpdateCarry(rc.Carry, summary)
+	rc.Carry = event.UpdateCarry(rc.Carry, summary)
 	res.Usage.Add(s.Usage)
 	res.CostUSD += s.CostUSD
 	if l.end == nil {
@@ -536,7 +536,7 @@ func (it *iterationState) withLost(qr, lost *llm.QueryResult) *llm.QueryResult {
 // iterationState is one iteration under way: its summary (with the
 // prompt), and the query of its turn and where it goes.
 type iterationState struct {
-	s      *iteration.Summary
+	s      *event.IterationSummary
 	began  time.Time
 	opts   llm.QueryOptions
 	bridge llm.Bridge
@@ -568,8 +568,8 @@ func (l *Loop) fail(it *iterationState, err error) {
 func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iterationState {
 	it := &l.it
 	*it = iterationState{began: l.cfg.Now()}
-	it.s = &iteration.Summary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: it.began,
-		AssistantResponses: []string{}, ToolsUsed: []iteration.ToolUsage{}, DetectedActions: []iteration.DetectedAction{}, Errors: []string{}}
+	it.s = &event.IterationSummary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: it.began,
+		AssistantResponses: []string{}, ToolsUsed: []event.ToolUsage{}, DetectedActions: []event.DetectedAction{}, Errors: []string{}}
 	l.start.Iteration = rc.Iteration
 	l.cfg.Events.Emit(journal.IterationStart, &l.start)
 	turn, err := l.cfg.Flow.Next(ctx, rc)
@@ -634,8 +634,8 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 		s.CostUSD = cost(qr.Usage)
 	}
 	for _, t := range qr.ToolUses {
-		s.DetectedActions = append(s.DetectedActions, iteration.DetectedAction{Type: "tool:" + t.Name})
-		s.ActionResults = append(s.ActionResults, iteration.ActionResult{Action: t.Name, Success: !t.IsError, Output: t.Output})
+		s.DetectedActions = append(s.DetectedActions, event.DetectedAction{Type: "tool:" + t.Name})
+		s.ActionResults = append(s.ActionResults, event.ActionResult{Action: t.Name, Success: !t.IsError, Output: t.Output})
 	}
 	l.cfg.Events.Emit(journal.QueryResult, qr)
 	out, err := l.cfg.Flow.After(ctx, rc, s)

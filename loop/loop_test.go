@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -48,7 +48,7 @@ func (f untilFlow) Next(_ context.Context, rc *RuntimeContext) (Turn, error) {
 	return Turn{StepID: "work", Prompt: p, Source: "test"}, nil
 }
 
-func (f untilFlow) After(_ context.Context, _ *RuntimeContext, s *iteration.Summary) (Outcome, error) {
+func (f untilFlow) After(_ context.Context, _ *RuntimeContext, s *event.IterationSummary) (Outcome, error) {
 	if strings.Contains(s.Text(), "DONE") {
 		return Outcome{Complete: true, Reason: "saw DONE"}, nil
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -33,7 +33,7 @@ type CheckInput struct {
 	Responses []string
 	// ActionResults are the outcomes of the iteration's actions (tool
 	// calls). Action checks read only these.
-	ActionResults []iteration.ActionResult
+	ActionResults []event.ActionResult
 	// Structured is the iteration's structured output; a step's
 	// structuredGate reads its intent only from it.
 	Structured json.RawMessage
@@ -42,14 +42,14 @@ type CheckInput struct {
 // InputFromSummary builds a CheckInput from an iteration summary. When the
 // summary has no ActionResults, the tool uses stand in for them (a tool
 // that ran without error or denial is a successful action).
-func InputFromSummary(s *iteration.Summary) CheckInput {
+func InputFromSummary(s *event.IterationSummary) CheckInput {
 	if s == nil {
 		return CheckInput{}
 	}
 	in := CheckInput{Responses: s.AssistantResponses, ActionResults: s.ActionResults, Structured: s.StructuredOutput}
 	if len(in.ActionResults) == 0 {
 		for _, t := range s.ToolsUsed {
-			in.ActionResults = append(in.ActionResults, iteration.ActionResult{
+			in.ActionResults = append(in.ActionResults, event.ActionResult{
 				Action: t.Name, Success: !t.IsError && !t.Denied, Output: t.Output})
 		}
 	}

@@ -9,16 +9,16 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/streamtest"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/llm"
 )
 
 func TestKeywordCheckReadsOnlyResponses(t *testing.T) {
 	c := NewChecker(CheckerConfig{})
 	check := &config.StepCheck{Type: CheckKeyword, Keywords: []string{"PLAN_READY", "PLAN_DONE"}}
-	s := &iteration.Summary{AssistantResponses: []string{"reading the notes"},
-		ToolsUsed: []iteration.ToolUsage{{Name: "Read", Output: "write PLAN_READY when the plan is ready"}}}
+	s := &event.IterationSummary{AssistantResponses: []string{"reading the notes"},
+		ToolsUsed: []event.ToolUsage{{Name: "Read", Output: "write PLAN_READY when the plan is ready"}}}
 	r, err := c.Check(ctx, check, InputFromSummary(s))
 	if err != nil || r.Passed {
 		t.Fatalf("keyword in tool output passed the check: %+v %v", r, err)
@@ -39,11 +39,11 @@ func TestActionCheckReadsOnlyActionResults(t *testing.T) {
 		why  string
 	}{
 		{CheckInput{Responses: []string{"I ran Write and Bash"}}, false, "Write did not run"},
-		{CheckInput{ActionResults: []iteration.ActionResult{{Action: "Write", Success: true}}}, false, "Bash did not run"},
-		{CheckInput{ActionResults: []iteration.ActionResult{{Action: "Write", Success: true}, {Action: "Bash", Success: false}}}, false, "Bash failed"},
+		{CheckInput{ActionResults: []event.ActionResult{{Action: "Write", Success: true}}}, false, "Bash did not run"},
+		{CheckInput{ActionResults: []event.ActionResult{{Action: "Write", Success: true}, {Action: "Bash", Success: false}}}, false, "Bash failed"},
 		// A failed attempt followed by a successful one counts as success.
-		{CheckInput{ActionResults: []iteration.ActionResult{{Action: "Bash", Success: false}, {Action: "Write", Success: true}, {Action: "Bash", Success: true}}}, true, "ran without error"},
-		{CheckInput{ActionResults: []iteration.ActionResult{{Action: "Bash", Success: true}, {Action: "Write", Success: true}, {Action: "Bash", Success: false}}}, false, "Bash failed"},
+		{CheckInput{ActionResults: []event.ActionResult{{Action: "Bash", Success: false}, {Action: "Write", Success: true}, {Action: "Bash", Success: true}}}, true, "ran without error"},
+		{CheckInput{ActionResults: []event.ActionResult{{Action: "Bash", Success: true}, {Action: "Write", Success: true}, {Action: "Bash", Success: false}}}, false, "Bash failed"},
 	}
 	for i, tc := range cases {
 		r, err := c.Check(ctx, check, tc.in)
@@ -52,7 +52,7 @@ func TestActionCheckReadsOnlyActionResults(t *testing.T) {
 		}
 	}
 	// Tool uses stand in for missing action results; denied or failed tools do not pass.
-	s := &iteration.Summary{ToolsUsed: []iteration.ToolUsage{{Name: "Write"}, {Name: "Bash", Denied: true}}}
+	s := &event.IterationSummary{ToolsUsed: []event.ToolUsage{{Name: "Write"}, {Name: "Bash", Denied: true}}}
 	if r, _ := c.Check(ctx, check, InputFromSummary(s)); r.Passed {
 		t.Fatal("denied Bash passed")
 	}

@@ -17,23 +17,23 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 )
 
-type event struct {
+type emitted struct {
 	typ  string
 	data json.RawMessage
 }
 
 type recorder struct {
 	mu     sync.Mutex
-	events []event
+	events []emitted
 }
 
 func (r *recorder) Emit(typ string, data any) {
 	b, _ := json.Marshal(data)
 	r.mu.Lock()
-	r.events = append(r.events, event{typ, b})
+	r.events = append(r.events, emitted{typ, b})
 	r.mu.Unlock()
 }
 
@@ -512,7 +512,7 @@ func TestEvaluateKeywordPriority(t *testing.T) {
 		"write":{"stepId":"write","c2":"c","c3":"w","check":{"type":"keyword","keywords":["DONE"],"onPass":{"next":"review"},"onFail":{"retry":true}}},
 		"review":{"stepId":"review","c2":"c","c3":"r","check":{"type":"keyword","keywords":["LGTM"],"onPass":{"complete":true},"onFail":{"next":"write"}}}}}`, Options{})
 	h := &phaseRecorder{m: m, inner: &completion.Keyword{Keyword: "DONE"}}
-	s := &iteration.Summary{Iteration: 1, AssistantResponses: []string{"Wrote it. DONE"}}
+	s := &event.IterationSummary{Iteration: 1, AssistantResponses: []string{"Wrote it. DONE"}}
 	cc := completion.Context{Iteration: 1, Summary: s}
 	ev, err := m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s), Outcome{Iteration: 1}, h, cc)
 	if err != nil {
@@ -528,7 +528,7 @@ func TestEvaluateKeywordPriority(t *testing.T) {
 	}
 	// A step-flow completion reaches the completion context.
 	h2 := &phaseRecorder{m: m, inner: &completion.StepFlow{}}
-	s2 := &iteration.Summary{Iteration: 2, AssistantResponses: []string{"LGTM"}}
+	s2 := &event.IterationSummary{Iteration: 2, AssistantResponses: []string{"LGTM"}}
 	ev, err = m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s2), Outcome{Iteration: 2}, h2, completion.Context{Iteration: 2, Summary: s2})
 	if err != nil || !ev.StepComplete() || !h2.sawDone || !ev.Completion.Complete {
 		t.Fatalf("%+v %v", ev, err)
@@ -545,7 +545,7 @@ func TestDocsExample(t *testing.T) {
 	js, _, _ := strings.Cut(rest, "```")
 	m := machine(t, js, Options{})
 	checker := NewChecker(CheckerConfig{})
-	eval := func(text string, actions ...iteration.ActionResult) Evaluation {
+	eval := func(text string, actions ...event.ActionResult) Evaluation {
 		t.Helper()
 		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{text}, ActionResults: actions}, Outcome{Iteration: 1}, nil, completion.Context{})
 		if err != nil {
@@ -557,7 +557,7 @@ func TestDocsExample(t *testing.T) {
 	if cur(m) != "fix" {
 		t.Fatalf("at %s", cur(m))
 	}
-	eval("tried", iteration.ActionResult{Action: "Edit", Success: true}) // Bash missing → escalate to ask
+	eval("tried", event.ActionResult{Action: "Edit", Success: true}) // Bash missing → escalate to ask
 	if cur(m) != "ask" {
 		t.Fatalf("at %s", cur(m))
 	}
@@ -565,7 +565,7 @@ func TestDocsExample(t *testing.T) {
 	if cur(m) != "fix" {
 		t.Fatalf("at %s", cur(m))
 	}
-	ev := eval("done", iteration.ActionResult{Action: "Edit", Success: true}, iteration.ActionResult{Action: "Bash", Success: true})
+	ev := eval("done", event.ActionResult{Action: "Edit", Success: true}, event.ActionResult{Action: "Bash", Success: true})
 	if !ev.StepComplete() || !m.Completed() || len(ev.Moves) != 2 {
 		t.Fatalf("gateway did not complete: %+v", ev.Moves)
 	}

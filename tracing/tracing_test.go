@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
@@ -80,7 +80,7 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.Emit(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}})
 	e.Emit(journal.StepTransition, step.Move{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
 	e.Emit(journal.Warning, map[string]string{"message": "undefined variable; value was " + secret})
-	e.Emit(journal.IterationEnd, loop.IterationEvent{Summary: &iteration.Summary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
+	e.Emit(journal.IterationEnd, loop.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
 	end := map[string]any{"success": runErr == nil, "completionReason": "completed", "iterations": 1, "runId": "r1",
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}, "cost": 0.25, "reason": "done " + secret}
 	if runErr != nil {

@@ -47,7 +47,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verify/honest"
@@ -152,9 +152,9 @@ type Input struct {
 	Iteration int
 	// Summary is its summary. A format check that recovered JSON from prose
 	// stores it in Summary.StructuredOutput.
-	Summary *iteration.Summary
+	Summary *event.IterationSummary
 	// Summaries are all summaries so far, Summary last.
-	Summaries []iteration.Summary
+	Summaries []event.IterationSummary
 }
 
 // Verdict is the stage's decision on one iteration.
@@ -488,7 +488,7 @@ func (s *Stage) guarded(vr completion.ValidationResult) bool {
 }
 
 // closureVerdict is the "verdict" string of a closure step's answer.
-func closureVerdict(sum *iteration.Summary) string {
+func closureVerdict(sum *event.IterationSummary) string {
 	if sum == nil || len(sum.StructuredOutput) == 0 {
 		return ""
 	}
@@ -558,7 +558,7 @@ func (s *Stage) emitCheck(v Verdict) {
 
 // format checks the structured output against the step's schema; done is
 // true when the verdict is made (a format retry or a stop).
-func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *iteration.Summary, v *Verdict) (bool, error) {
+func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *event.IterationSummary, v *Verdict) (bool, error) {
 	if s.cfg.Schemas == nil {
 		return true, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
 			"step %q has an outputSchemaRef but the verdict stage has no schemas", id)
@@ -597,7 +597,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 // retry applies the step's onFailure after a failed verification. The
 // fork is dropped — the step stays where it was — unless onFailure is skip,
 // which lets the iteration stand.
-func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *iteration.Summary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
+func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *event.IterationSummary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
 	d, err := s.budget(&s.attempts, id, ver.OnFailure).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
@@ -693,7 +693,7 @@ func describeMoves(ev step.Evaluation, cr completion.Result) string {
 // carries: what the model reported and declared last iteration, so it sees
 // the gap between its declaration and the world. The rest of the summary
 // (what was done) is already in the session transcript.
-func declarationNote(s *iteration.Summary) string {
+func declarationNote(s *event.IterationSummary) string {
 	d := completion.FormatDeclaration(s)
 	if d == "" {
 		return ""

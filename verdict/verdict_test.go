@@ -10,7 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/step"
@@ -66,8 +66,8 @@ func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machin
 	return s, m
 }
 
-func summary(i int, text, structured string) *iteration.Summary {
-	return &iteration.Summary{Iteration: i, AssistantResponses: []string{text}, StructuredOutput: json.RawMessage(structured)}
+func summary(i int, text, structured string) *event.IterationSummary {
+	return &event.IterationSummary{Iteration: i, AssistantResponses: []string{text}, StructuredOutput: json.RawMessage(structured)}
 }
 
 // TestDecideInOrder walks the four stages: a step check that moves on, a

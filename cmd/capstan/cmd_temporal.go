@@ -22,7 +22,6 @@ import (
 
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
@@ -210,12 +209,12 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 				continue
 			}
 			printed = o.Iteration
-			tools := make([]iteration.ToolUsage, len(o.Tools))
+			tools := make([]event.ToolUsage, len(o.Tools))
 			for i, name := range o.Tools {
 				tools[i].Name = name
 			}
 			progress.Consume(event.Event{Type: journal.IterationEnd, Iteration: o.Iteration, Step: o.Step, Data: &loop.IterationEvent{
-				Summary: &iteration.Summary{Iteration: o.Iteration, StepID: o.Step, ToolsUsed: tools},
+				Summary: &event.IterationSummary{Iteration: o.Iteration, StepID: o.Step, ToolsUsed: tools},
 				Outcome: loop.OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}, RunUsage: o.Usage, RunCostUSD: o.CostUSD}})
 		}
 	}

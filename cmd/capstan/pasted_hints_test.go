@@ -16,7 +16,6 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/loop"
 	"github.com/spf13/cobra"
@@ -178,7 +177,7 @@ func TestProgressLineKeepsTheReason(t *testing.T) {
 	reason := "completion declared (structured.status), but tests-pass failed (pattern test-failed); attempt 1 of 4 failed, retry prompt sent"
 	var buf bytes.Buffer
 	p := newProgressPrinter(&buf)
-	p.Consume(event.Event{Type: journal.IterationEnd, Data: &loop.IterationEvent{Summary: &iteration.Summary{Iteration: 1, StepID: "complete.fix"}, Outcome: loop.OutcomeEvent{Reason: reason}}})
+	p.Consume(event.Event{Type: journal.IterationEnd, Data: &loop.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "complete.fix"}, Outcome: loop.OutcomeEvent{Reason: reason}}})
 	if !strings.HasSuffix(strings.TrimSpace(buf.String()), "continue: "+reason) {
 		t.Fatalf("reason cut: %q", buf.String())
 	}

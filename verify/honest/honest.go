@@ -14,10 +14,9 @@ package honest
 
 import (
 	"encoding/json"
+	"github.com/capstan-dev/capstan/event"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/capstan-dev/capstan/iteration"
 )
 
 // Marker starts the line of a textual declaration:
@@ -50,7 +49,7 @@ type Declaration struct {
 // Find returns the declaration of an iteration, if the model made one.
 // The structured output wins over text; of several textual declarations
 // the last counts.
-func Find(s *iteration.Summary) (Declaration, bool) {
+func Find(s *event.IterationSummary) (Declaration, bool) {
 	if s == nil {
 		return Declaration{}, false
 	}

@@ -1,4 +1,4 @@
-package iteration
+package event
 
 import (
 	"reflect"
@@ -9,8 +9,8 @@ import (
 // responses joined by newlines; the accumulated context keeps what it had
 // and records the last tools used and actions detected.
 func TestUpdateCarry(t *testing.T) {
-	prev := Carry{AccumulatedContext: map[string]any{"ticket": "T-1", "lastToolsUsed": []string{"Old"}}}
-	s := &Summary{
+	prev := ContextCarry{AccumulatedContext: map[string]any{"ticket": "T-1", "lastToolsUsed": []string{"Old"}}}
+	s := &IterationSummary{
 		AssistantResponses: []string{"first", "second"},
 		ToolsUsed:          []ToolUsage{{Name: "Read"}, {Name: "Edit"}},
 		DetectedActions:    []DetectedAction{{Type: "tool:Read"}},
@@ -28,7 +28,7 @@ func TestUpdateCarry(t *testing.T) {
 		t.Fatal("UpdateCarry mutated its input")
 	}
 	// An empty iteration records empty lists, not stale ones.
-	empty := UpdateCarry(got, &Summary{})
+	empty := UpdateCarry(got, &IterationSummary{})
 	if l := empty.AccumulatedContext["lastToolsUsed"].([]string); len(l) != 0 || empty.PreviousResponse != "" {
 		t.Fatalf("%#v", empty)
 	}

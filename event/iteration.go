@@ -1,7 +1,7 @@
 // Package iteration holds the per-iteration records of seed 002 that the
 // loop (layer 1) produces and the completion and step layers read:
 // Summary (IterationSummary), Carry (ContextCarry) and the carry update rule.
-package iteration
+package event
 
 import (
 	"encoding/json"
@@ -31,7 +31,7 @@ type ActionResult struct {
 
 // Summary is seed 002's IterationSummary, plus the structured output and
 // step of seed 004's completion integration.
-type Summary struct {
+type IterationSummary struct {
 	Iteration          int              `json:"iteration"`
 	SessionID          string           `json:"sessionId,omitempty"`
 	StepID             string           `json:"stepId,omitempty"`
@@ -49,10 +49,10 @@ type Summary struct {
 }
 
 // Text joins the assistant responses with newlines.
-func (s *Summary) Text() string { return strings.Join(s.AssistantResponses, "\n") }
+func (s *IterationSummary) Text() string { return strings.Join(s.AssistantResponses, "\n") }
 
 // Carry is seed 000's ContextCarry: what one iteration hands to the next.
-type Carry struct {
+type ContextCarry struct {
 	PreviousResponse   string         `json:"previousResponse,omitempty"`
 	AccumulatedContext map[string]any `json:"accumulatedContext,omitempty"`
 }
@@ -60,7 +60,7 @@ type Carry struct {
 // UpdateCarry applies seed 002's carry update rule: the previous response is
 // the iteration's responses joined by newlines; the accumulated context keeps
 // what it had and records the last tools used and actions detected.
-func UpdateCarry(c Carry, s *Summary) Carry {
+func UpdateCarry(c ContextCarry, s *IterationSummary) ContextCarry {
 	acc := make(map[string]any, len(c.AccumulatedContext)+2)
 	for k, v := range c.AccumulatedContext {
 		acc[k] = v
@@ -75,5 +75,5 @@ func UpdateCarry(c Carry, s *Summary) Carry {
 	}
 	acc["lastToolsUsed"] = tools
 	acc["lastActions"] = actions
-	return Carry{PreviousResponse: s.Text(), AccumulatedContext: acc}
+	return ContextCarry{PreviousResponse: s.Text(), AccumulatedContext: acc}
 }
