@@ -561,7 +561,7 @@ type Progress struct {
 	// Summary is the last finished iteration's summary (nil before the first).
 	Summary *event.IterationSummary `json:"-"`
 	// Outcome is the verdict on the last iteration Step ran.
-	Outcome loop.OutcomeEvent `json:"outcome"`
+	Outcome event.OutcomeEvent `json:"outcome"`
 }
 
 // Progress reports where the run stands; call it between Steps.

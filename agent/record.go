@@ -8,7 +8,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/verify/protect"
 	"github.com/capstan-dev/capstan/verify/testrun"
 )
@@ -22,7 +21,7 @@ type RunRecord struct {
 	Iterations []IterationRecord        `json:"iterations"`
 	Result     *Result                  `json:"result,omitempty"`
 	Warnings   []string                 `json:"warnings,omitempty"`
-	Errors     []loop.ErrorEvent        `json:"errors,omitempty"`
+	Errors     []event.ErrorEvent       `json:"errors,omitempty"`
 	Sessions   map[string][]llm.Message `json:"-"`
 	// Ended is false when the journal has no run.end event: the run was
 	// killed or is still running.
@@ -70,9 +69,9 @@ type IterationRecord struct {
 	Query        *llm.QueryResult        `json:"query,omitempty"`
 	Denied       []llm.ToolUse           `json:"denied,omitempty"`
 	Events       []journal.Event         `json:"events,omitempty"` // validator, retry, step, completion events
-	Outcome      *loop.OutcomeEvent      `json:"outcome,omitempty"`
+	Outcome      *event.OutcomeEvent     `json:"outcome,omitempty"`
 	Summary      *event.IterationSummary `json:"summary,omitempty"`
-	Errors       []loop.ErrorEvent       `json:"errors,omitempty"`
+	Errors       []event.ErrorEvent      `json:"errors,omitempty"`
 	// Finished is false for an iteration cut short (killed run).
 	Finished bool `json:"finished"`
 	// stepState is the step machine's state after this iteration.
@@ -164,7 +163,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			cur = nil
 			at(ev.Iteration)
 		case journal.PromptResolved:
-			var p loop.PromptEvent
+			var p event.PromptEvent
 			if err := decode(&p); err != nil {
 				return nil, err
 			}
@@ -186,7 +185,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				it.Denied = append(it.Denied, u)
 			}
 		case journal.IterationEnd:
-			var e loop.IterationEvent
+			var e event.IterationEvent
 			if err := decode(&e); err != nil {
 				return nil, err
 			}
@@ -202,7 +201,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				rec.stepState, it.stepState, tentative = tentative, tentative, nil
 			}
 		case journal.Error:
-			var e loop.ErrorEvent
+			var e event.ErrorEvent
 			if err := decode(&e); err != nil {
 				return nil, err
 			}

@@ -186,13 +186,13 @@ func TestTokenBudgetStopsWithinAnIteration(t *testing.T) {
 }
 
 // endEvents keeps the iteration.end payloads.
-type endEvents struct{ ends []IterationEvent }
+type endEvents struct{ ends []event.IterationEvent }
 
 func (e *endEvents) Emit(typ string, data any) {
 	switch v := data.(type) {
-	case IterationEvent:
+	case event.IterationEvent:
 		e.ends = append(e.ends, v)
-	case *IterationEvent:
+	case *event.IterationEvent:
 		e.ends = append(e.ends, *v)
 	}
 }

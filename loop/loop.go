@@ -136,9 +136,9 @@ type Loop struct {
 	cfg Config
 	// Event payloads, reused from iteration to iteration so that emitting
 	// allocates nothing (consumers copy what they keep).
-	start  IterationStartEvent
-	prompt PromptEvent
-	end    *IterationEvent // made at the first iteration's end
+	start  event.IterationStartEvent
+	prompt event.PromptEvent
+	end    *event.IterationEvent // made at the first iteration's end
 	// it is the iteration under way (iterations run one at a time).
 	it iterationState
 }
@@ -172,57 +172,6 @@ type Result struct {
 	Summaries        []event.IterationSummary
 }
 
-// IterationStartEvent is the payload of an iteration.start event; it moves
-// the run's position to the new iteration (the step is not known yet).
-type IterationStartEvent struct {
-	Iteration int `json:"iteration"`
-}
-
-// Position implements event.Positioner.
-func (e IterationStartEvent) Position() (int, string) { return e.Iteration, "" }
-
-// IterationEvent is the payload of an iteration.end journal event.
-type IterationEvent struct {
-	Summary *event.IterationSummary `json:"summary"`
-	Outcome OutcomeEvent            `json:"outcome"`
-	// RunUsage and RunCostUSD are the run's totals after the iteration
-	// (resumed iterations included).
-	RunUsage   llm.Usage `json:"runUsage"`
-	RunCostUSD float64   `json:"runCost"`
-}
-
-// OutcomeEvent is the journal form of an Outcome.
-type OutcomeEvent struct {
-	Complete bool   `json:"complete"`
-	Stop     bool   `json:"stop,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Error    string `json:"error,omitempty"`
-	// Redo marks an iteration whose query did not finish (see
-	// Outcome.Redo): not counted; resume runs it again under its number.
-	Redo bool `json:"redo,omitempty"`
-}
-
-// QueryStartEvent is the payload of a query.start journal event.
-type QueryStartEvent struct {
-	SessionID string `json:"session_id,omitempty"`
-	Source    string `json:"source,omitempty"`
-	// Model is set when the query goes to a step's own model
-	// ("provider:model"); absent for the run's model.
-	Model string `json:"model,omitempty"`
-}
-
-// PromptEvent is the payload of a prompt.resolved journal event; it moves
-// the run's position to the iteration's step.
-type PromptEvent struct {
-	Source    string `json:"source,omitempty"`
-	Text      string `json:"text"`
-	Iteration int    `json:"-"`
-	Step      string `json:"-"`
-}
-
-// Position implements event.Positioner.
-func (e PromptEvent) Position() (int, string) { return e.Iteration, e.Step }
-
 // Run drives iterations until completion or a limit. rc.Iteration must be
 // 0 for a new run; a resumed run passes the restored context. Run always
 // returns a Result; its Success is true only when the flow reported
@@ -247,7 +196,7 @@ type Session struct {
 	res   *Result
 	start time.Time
 	done  *Result
-	last  OutcomeEvent
+	last  event.OutcomeEvent
 	// deadline is when the time budget ends, on the real clock (zero =
 	// no time budget).
 	deadline time.Time
@@ -258,7 +207,7 @@ type Session struct {
 
 // Last returns the outcome of the last iteration Step ran (zero before
 // the first).
-func (s *Session) Last() OutcomeEvent { return s.last }
+func (s *Session) Last() event.OutcomeEvent { return s.last }
 
 // Begin starts a Session over rc. started is when the run began (the
 // time budget counts from it; a run continued elsewhere passes its
@@ -366,7 +315,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *e
 		// counted, but the iteration is not.
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
-		l.cfg.Events.Emit(journal.IterationEnd, IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD})
+		l.cfg.Events.Emit(journal.IterationEnd, event.IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD})
 		rc.Iteration--
 		return &runEnd{reason: reasonForError(ctx, outcome.Err), msg: outcome.Reason, err: outcome.Err}
 	}
@@ -376,9 +325,9 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *e
 	res.Usage.Add(s.Usage)
 	res.CostUSD += s.CostUSD
 	if l.end == nil {
-		l.end = new(IterationEvent)
+		l.end = new(event.IterationEvent)
 	}
-	*l.end = IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
+	*l.end = event.IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
 	l.cfg.Events.Emit(journal.IterationEnd, l.end)
 	switch {
 	case outcome.Complete:
@@ -579,7 +528,7 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 		return it
 	}
 	it.s.StepID, it.s.Prompt = turn.StepID, turn.Prompt
-	l.prompt = PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
+	l.prompt = event.PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
 	l.cfg.Events.Emit(journal.PromptResolved, &l.prompt)
 	model := ""
 	it.bridge, it.own, it.cost = l.cfg.Bridge, true, l.cfg.Cost
@@ -591,7 +540,7 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 			it.cost = turn.Cost
 		}
 	}
-	l.cfg.Events.Emit(journal.QueryStart, QueryStartEvent{SessionID: it.opts.SessionID, Source: turn.Source, Model: model})
+	l.cfg.Events.Emit(journal.QueryStart, event.QueryStartEvent{SessionID: it.opts.SessionID, Source: turn.Source, Model: model})
 	return it
 }
 
@@ -668,23 +617,16 @@ func answered(qr *llm.QueryResult) bool {
 	return qr != nil && (qr.Usage != llm.Usage{} || len(qr.Responses) > 0 || len(qr.ToolUses) > 0)
 }
 
-func outcomeEvent(o Outcome) OutcomeEvent {
-	e := OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason, Redo: o.Redo}
+func outcomeEvent(o Outcome) event.OutcomeEvent {
+	e := event.OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason, Redo: o.Redo}
 	if o.Err != nil {
 		e.Error = o.Err.Error()
 	}
 	return e
 }
 
-// ErrorEvent is the payload of an error journal event.
-type ErrorEvent struct {
-	Code        string `json:"code,omitempty"`
-	Message     string `json:"message"`
-	Recoverable bool   `json:"recoverable"`
-}
-
-func errorEvent(err error) ErrorEvent {
-	return ErrorEvent{Code: agenterr.CodeOf(err), Message: err.Error(), Recoverable: agenterr.IsRecoverable(err)}
+func errorEvent(err error) event.ErrorEvent {
+	return event.ErrorEvent{Code: agenterr.CodeOf(err), Message: err.Error(), Recoverable: agenterr.IsRecoverable(err)}
 }
 
 // reasonForError maps a run-ending error to a completion reason.

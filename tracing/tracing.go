@@ -34,10 +34,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
@@ -508,7 +508,7 @@ func (e *Emitter) iterationEnd(data any, now time.Time) {
 	if e.iter.span == nil {
 		return
 	}
-	if ev, ok := decode[loop.IterationEvent](data); ok {
+	if ev, ok := decode[event.IterationEvent](data); ok {
 		attrs := append(e.buf[:0], attribute.Bool(AttrOutcomeComplete, ev.Outcome.Complete), attribute.Bool(AttrOutcomeStop, ev.Outcome.Stop))
 		if s := ev.Summary; s != nil {
 			attrs = append(attrs,
@@ -527,7 +527,7 @@ func (e *Emitter) iterationEnd(data any, now time.Time) {
 
 func (e *Emitter) queryStart(data any, now time.Time) {
 	e.query.end(e.endAt(now)...)
-	ev, _ := decode[loop.QueryStartEvent](data)
+	ev, _ := decode[event.QueryStartEvent](data)
 	provider, model := e.provider, e.model
 	if ev.Model != "" {
 		provider, model = splitModel(ev.Model)
@@ -787,7 +787,7 @@ func (e *Emitter) warning(data any, now time.Time) {
 // error marks the open query (or the iteration) failed and the iteration
 // with it. The message is not exported: errors can quote prompts.
 func (e *Emitter) error(data any, now time.Time) {
-	ev, _ := decode[loop.ErrorEvent](data)
+	ev, _ := decode[event.ErrorEvent](data)
 	code := ev.Code
 	if code == "" {
 		code = "ERROR"

@@ -17,7 +17,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/step"
 )
@@ -66,8 +65,8 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.SetPosition(1, "")
 	e.Emit(journal.IterationStart, nil)
 	e.SetPosition(1, "greet")
-	e.Emit(journal.PromptResolved, loop.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
-	e.Emit(journal.QueryStart, loop.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
+	e.Emit(journal.PromptResolved, event.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
+	e.Emit(journal.QueryStart, event.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
 	e.Emit(journal.ModelRetry, retry.Event{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
 	e.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
 	e.Emit(journal.ToolCall, llm.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
@@ -80,7 +79,7 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.Emit(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}})
 	e.Emit(journal.StepTransition, step.Move{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
 	e.Emit(journal.Warning, map[string]string{"message": "undefined variable; value was " + secret})
-	e.Emit(journal.IterationEnd, loop.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
+	e.Emit(journal.IterationEnd, event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
 	end := map[string]any{"success": runErr == nil, "completionReason": "completed", "iterations": 1, "runId": "r1",
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}, "cost": 0.25, "reason": "done " + secret}
 	if runErr != nil {
@@ -208,9 +207,9 @@ func TestErrorEventEndsQueryWithCode(t *testing.T) {
 	e, sr, _ := newTraced(t)
 	e.Emit(journal.RunStart, runStart{RunID: "r1", Model: "script:s.yaml"})
 	e.Emit(journal.IterationStart, nil)
-	e.Emit(journal.QueryStart, loop.QueryStartEvent{Model: "openai:gpt-x"})
-	e.Emit(journal.Error, loop.ErrorEvent{Code: "SDK_AUTH", Message: "prompt was " + secret, Recoverable: false})
-	e.Emit(journal.IterationEnd, loop.IterationEvent{Outcome: loop.OutcomeEvent{Stop: true}})
+	e.Emit(journal.QueryStart, event.QueryStartEvent{Model: "openai:gpt-x"})
+	e.Emit(journal.Error, event.ErrorEvent{Code: "SDK_AUTH", Message: "prompt was " + secret, Recoverable: false})
+	e.Emit(journal.IterationEnd, event.IterationEvent{Outcome: event.OutcomeEvent{Stop: true}})
 	got := byName(sr.Ended())
 	q, ok := got["chat gpt-x"]
 	if !ok {

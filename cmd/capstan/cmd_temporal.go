@@ -24,7 +24,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/scaleout"
 )
 
@@ -213,9 +212,9 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 			for i, name := range o.Tools {
 				tools[i].Name = name
 			}
-			progress.Consume(event.Event{Type: journal.IterationEnd, Iteration: o.Iteration, Step: o.Step, Data: &loop.IterationEvent{
+			progress.Consume(event.Event{Type: journal.IterationEnd, Iteration: o.Iteration, Step: o.Step, Data: &event.IterationEvent{
 				Summary: &event.IterationSummary{Iteration: o.Iteration, StepID: o.Step, ToolsUsed: tools},
-				Outcome: loop.OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}, RunUsage: o.Usage, RunCostUSD: o.CostUSD}})
+				Outcome: event.OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}, RunUsage: o.Usage, RunCostUSD: o.CostUSD}})
 		}
 	}
 	// A run no worker takes waits on the server: say so once.
@@ -302,7 +301,7 @@ func feedJournalEvent(p *progressPrinter, ev journal.Event) {
 	case journal.PromptResolved:
 		p.Consume(event.Event{Type: ev.Type, Iteration: ev.Iteration, Step: ev.Step})
 	case journal.IterationEnd:
-		var it loop.IterationEvent
+		var it event.IterationEvent
 		if json.Unmarshal(ev.Data, &it) == nil && it.Summary != nil && !it.Outcome.Redo {
 			p.Consume(event.Event{Type: ev.Type, Iteration: ev.Iteration, Step: ev.Step, Data: &it})
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/verify/testrun"
@@ -68,7 +67,7 @@ func (p *progressPrinter) Consume(e event.Event) {
 	case journal.PromptResolved:
 		p.iterationStarted(e.Iteration, e.Step)
 	case journal.IterationEnd:
-		if it, ok := e.Data.(*loop.IterationEvent); ok {
+		if it, ok := e.Data.(*event.IterationEvent); ok {
 			p.iterationFinished(it)
 		}
 	case testrun.EventBaseline:
@@ -98,7 +97,7 @@ func (p *progressPrinter) iterationStarted(n int, step string) {
 	p.showStatus("waiting for the model…")
 }
 
-func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
+func (p *progressPrinter) iterationFinished(it *event.IterationEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.endText()
