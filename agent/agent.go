@@ -34,7 +34,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -93,8 +92,8 @@ type Agent struct {
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
 	skillsPrompt string
 	vars         map[string]string
-	rc           *loop.RuntimeContext
-	session      *loop.Session // the loop stepped by Step (nil before the first)
+	rc           *RuntimeContext
+	session      *Session // the loop stepped by Step (nil before the first)
 	result       *Result
 	// github is what runner.integrations.github did after completion.
 	github *GitHubOutcome
@@ -386,7 +385,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err := a.flow.start(ctx); err != nil {
 		return err
 	}
-	a.rc = &loop.RuntimeContext{}
+	a.rc = &RuntimeContext{}
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
 		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun,
 		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv),
@@ -509,22 +508,22 @@ func (a *Agent) beginRun() *Result {
 	if a.state != Started || a.result != nil {
 		a.mu.Unlock()
 		err := agenterr.New(agenterr.CodeNotStarted, agenterr.LayerLifecycle, false, "Run needs a started agent that has not run yet")
-		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
+		return &Result{CompletionReason: ReasonError, RunID: a.runID, Error: NewResultError(err)}
 	}
 	a.mu.Unlock()
 	if a.session != nil {
 		return nil
 	}
 	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
-	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
+	budgets := Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
 		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
 	if a.opts.RunTimeout > 0 {
 		budgets.Timeout = a.opts.RunTimeout
 	}
-	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
+	l, err := NewLoop(LoopConfig{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
 		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
 	if err != nil {
-		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
+		return a.finish(&LoopResult{CompletionReason: ReasonError, Err: err})
 	}
 	started := a.started
 	if !a.opts.Started.IsZero() {
@@ -537,7 +536,7 @@ func (a *Agent) beginRun() *Result {
 // endRun turns the loop's final result into the run's.
 //
 //go:noinline
-func (a *Agent) endRun(ctx context.Context, lr *loop.Result) *Result {
+func (a *Agent) endRun(ctx context.Context, lr *LoopResult) *Result {
 	lr = a.flow.noReplyForRetry(lr)
 	if lr.Success {
 		var last *event.IterationSummary
@@ -594,7 +593,7 @@ func (a *Agent) Abandon() {
 	a.state = Stopped
 }
 
-func (a *Agent) finish(lr *loop.Result) *Result {
+func (a *Agent) finish(lr *LoopResult) *Result {
 	res := &Result{
 		Success: lr.Success, CompletionReason: lr.CompletionReason, Reason: lr.Reason,
 		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
@@ -622,7 +621,7 @@ func (a *Agent) Stop() *Result {
 		return a.result
 	}
 	if a.result == nil {
-		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
+		a.result = &Result{CompletionReason: ReasonAborted, Reason: "stopped before running", RunID: a.runID,
 			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest(),
 			Error: NewResultError(agenterr.New(agenterr.CodeAborted, agenterr.LayerLifecycle, false, "stopped before running"))}
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/step"
@@ -178,13 +177,13 @@ func (f *flow) start(ctx context.Context) error {
 // budget, an iterationBudget completion's count and the loop's hard limit;
 // remaining counts the iterations left including this one. Parameters win
 // on a name clash.
-func (f *flow) variables(n int, rc *loop.RuntimeContext) map[string]string {
+func (f *flow) variables(n int, rc *RuntimeContext) map[string]string {
 	d := f.a.spec
 	v := make(map[string]string, len(f.a.vars)+7)
 	v["iteration"] = strconv.Itoa(n)
 	max := d.Runner.Budgets.MaxIterations // Config.MaxIterations applied
-	if max <= 0 || max > loop.HardLimit {
-		max = loop.HardLimit
+	if max <= 0 || max > HardLimit {
+		max = HardLimit
 	}
 	if c := d.Runner.Completion; c.Type == completion.TypeIterationBudget && c.MaxIterations > 0 && c.MaxIterations < max {
 		max = c.MaxIterations
@@ -227,21 +226,21 @@ func (f *flow) currentStep() string {
 }
 
 // Next implements loop.Flow.
-func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, error) {
+func (f *flow) Next(ctx context.Context, rc *RuntimeContext) (Turn, error) {
 	id, st := f.machine.Current()
 	if err := f.a.enterStep(id); err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	}
 	opts, err := f.queryOptions(st)
 	if err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	}
-	turn := loop.Turn{StepID: id, Options: opts}
+	turn := Turn{StepID: id, Options: opts}
 	// A subprocess step runs its command instead of a model.
 	if st.Runner != nil {
 		b, err := f.a.newSubprocess(ctx, id, st)
 		if err != nil {
-			return loop.Turn{}, err
+			return Turn{}, err
 		}
 		f.pending = nil // a retry prompt means nothing to a command: it runs again as it is
 		turn.Bridge, turn.Model, turn.Cost = b, SubprocessTool, func(llm.Usage) float64 { return 0 }
@@ -250,7 +249,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	}
 	// A step with a model of its own talks to that model, in its own session.
 	if b, err := f.a.stepBridge(ctx, st.Model); err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	} else if b != nil {
 		turn.Bridge, turn.SessionID, turn.Cost, turn.Model = b, f.sessions[st.Model], f.a.stepCosts[st.Model], st.Model
 	}
@@ -264,7 +263,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	// Inputs from earlier steps' outputs; a parameter of the same name wins.
 	inputs, err := f.machine.Inputs(id)
 	if err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	}
 	for k, val := range inputs {
 		if _, isParam := f.a.vars[k]; !isParam {
@@ -273,7 +272,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	}
 	res, err := f.a.prompts.Resolve(ctx, f.closureRef(st), vars)
 	if err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	}
 	f.warn(res.Warnings)
 	turn.Prompt, turn.Source = res.Text, f.rel(res.Path)
@@ -304,7 +303,7 @@ func (f *flow) rel(p string) string { return f.a.prompts.Rel(p) }
 
 // After implements loop.Flow: the verdict stage decides what the
 // iteration means, and the flow schedules its retry prompt.
-func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *event.IterationSummary) (loop.Outcome, error) {
+func (f *flow) After(ctx context.Context, rc *RuntimeContext, s *event.IterationSummary) (Outcome, error) {
 	defer f.journalState()
 	_, st := f.machine.Current()
 	if st.Model != "" && st.Model != f.a.model {
@@ -312,19 +311,19 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *event.Iter
 	}
 	stage, err := f.stage()
 	if err != nil {
-		return loop.Outcome{}, err
+		return Outcome{}, err
 	}
 	v, err := stage.Decide(ctx, verdict.Input{Iteration: rc.Iteration, Summary: s, Summaries: rc.Summaries})
 	if err != nil {
-		return loop.Outcome{}, err
+		return Outcome{}, err
 	}
-	out := loop.Outcome{Reason: v.Reason}
+	out := Outcome{Reason: v.Reason}
 	switch v.Action {
 	case verdict.Complete:
 		out.Complete = true
 		f.closureVerdict = v.ClosureVerdict
 		if err := subprocessFailure(f.a.runID, s.StepID, st, s); err != nil {
-			out = loop.Outcome{Stop: true, Reason: err.Error(), Err: err}
+			out = Outcome{Stop: true, Reason: err.Error(), Err: err}
 		}
 	case verdict.Stop:
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason
@@ -344,7 +343,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *event.Iter
 // chain (errors.Is agenterr.ErrScriptExhausted). Any other ending is
 // returned as it is: a real provider's failure stays a provider failure,
 // to be resumed.
-func (f *flow) noReplyForRetry(lr *loop.Result) *loop.Result {
+func (f *flow) noReplyForRetry(lr *LoopResult) *LoopResult {
 	r := f.retrying
 	if lr.Success || r == nil || r.Kind == "" || !errors.Is(lr.Err, agenterr.ErrScriptExhausted) {
 		return lr

@@ -16,7 +16,6 @@ import (
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/loop"
 )
 
 // verdictAgent is a one-step agent whose runner.completion is completionJS
@@ -224,12 +223,12 @@ func TestStepCompletionSettings(t *testing.T) {
 		reason             string
 		retries            int
 	}{
-		{"no conditions: the claim completes", ``, liarScript, true, loop.ReasonCompleted, 0},
-		{"completionConditions verify", `"completionConditions": [{"validator": "out-exists"}]`, honestScript, true, loop.ReasonCompleted, 0},
+		{"no conditions: the claim completes", ``, liarScript, true, ReasonCompleted, 0},
+		{"completionConditions verify", `"completionConditions": [{"validator": "out-exists"}]`, honestScript, true, ReasonCompleted, 0},
 		{"completionConditions reject the claim", `"completionConditions": [{"validator": "out-exists"}]`, liarScript, false, ReasonValidationExhausted, 2},
 		{"maxAttempts bounds the attempts", `"completionConditions": [{"validator": "out-exists"}], "onFailure": {"action": "retry", "maxAttempts": 1}`, liarScript, false, ReasonValidationExhausted, 0},
 		{"abort ends at the first failure", `"completionConditions": [{"validator": "out-exists"}], "onFailure": {"action": "abort"}`, liarScript, false, "aborted", 0},
-		{"skip accepts the failure", `"completionConditions": [{"validator": "out-exists"}], "onFailure": {"action": "skip"}`, liarScript, true, loop.ReasonCompleted, 0},
+		{"skip accepts the failure", `"completionConditions": [{"validator": "out-exists"}], "onFailure": {"action": "skip"}`, liarScript, true, ReasonCompleted, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -21,7 +21,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/runreport"
 )
 
@@ -429,8 +428,8 @@ func resumeCommand(r *agent.Result) string {
 		return ""
 	}
 	cmd := "capstan resume " + r.RunID
-	if r.CompletionReason == loop.ReasonMaxIterations {
-		n := min(2*max(r.Iterations, 1), loop.HardLimit)
+	if r.CompletionReason == agent.ReasonMaxIterations {
+		n := min(2*max(r.Iterations, 1), agent.HardLimit)
 		if n <= r.Iterations {
 			return ""
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -200,8 +199,8 @@ func TestREADMEListsEveryCompletionReason(t *testing.T) {
 		t.Fatal("README.md has no list of completion reasons")
 	}
 	list, _, _ = strings.Cut(list, "\n\n")
-	for _, reason := range []string{loop.ReasonCompleted, loop.ReasonEmergencyStop, loop.ReasonMaxIterations, loop.ReasonTimeBudget,
-		loop.ReasonTokenBudget, loop.ReasonCostBudget, loop.ReasonCanceled, loop.ReasonAborted, loop.ReasonError,
+	for _, reason := range []string{agent.ReasonCompleted, agent.ReasonEmergencyStop, agent.ReasonMaxIterations, agent.ReasonTimeBudget,
+		agent.ReasonTokenBudget, agent.ReasonCostBudget, agent.ReasonCanceled, agent.ReasonAborted, agent.ReasonError,
 		agent.ReasonValidationExhausted, agent.ReasonStepLoopLimit, agent.ReasonCannotComplete} {
 		if !strings.Contains(list, "`"+reason+"`") {
 			t.Errorf("README.md's list of completion reasons lacks %s", reason)

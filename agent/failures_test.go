@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func (callingModel) Generate(context.Context, *llm.Request) (*llm.Response, erro
 // summary and the run name that session, also when it was the run's first.
 func TestMaxTurnsKeepsTheSession(t *testing.T) {
 	bridge := llm.NewToolLoop(callingModel{}, llm.Config{MaxTurns: 2})
-	l, err := New(Config{Bridge: bridge, Flow: untilFlow{}})
+	l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func (failingBridge) Close() error      { return nil }
 // query to a step's own model failed names that model's session, not the
 // run's (resume continues each model's session from the summaries).
 func TestFailedStepQueryNamesItsSession(t *testing.T) {
-	l, err := New(Config{Bridge: llm.NewToolLoop(echoModel{}, llm.Config{}), Flow: stepFlow{step: failingBridge{}}})
+	l, err := NewLoop(LoopConfig{Bridge: llm.NewToolLoop(echoModel{}, llm.Config{}), Flow: stepFlow{step: failingBridge{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func (b *lostSessionBridge) Query(ctx context.Context, prompt string, opts llm.Q
 // attempt's billed turns and tool calls disappear.
 func TestReconnectCountsTheLostAttempt(t *testing.T) {
 	bridge := &lostSessionBridge{Bridge: llm.NewToolLoop(echoModel{}, llm.Config{})}
-	l, err := New(Config{Bridge: bridge, Flow: untilFlow{doneAt: 2}, Cost: func(u llm.Usage) float64 { return float64(u.InputTokens) / 1000 }})
+	l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{doneAt: 2}, Cost: func(u llm.Usage) float64 { return float64(u.InputTokens) / 1000 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestReconnectCountsTheLostAttempt(t *testing.T) {
 // attempt's turns counted (it ran to MAX_TURNS past the budget).
 func TestReconnectBudgetCountsTheLostAttempt(t *testing.T) {
 	bridge := &lostSessionBridge{Bridge: llm.NewToolLoop(callingModel{}, llm.Config{MaxTurns: 25})}
-	l, err := New(Config{Bridge: bridge, Flow: untilFlow{}, Budgets: Budgets{MaxTokens: 1060}})
+	l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{}, Budgets: Budgets{MaxTokens: 1060}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestTokenBudgetStopsWithinAnIteration(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bridge := llm.NewToolLoop(callingModel{}, llm.Config{MaxTurns: 25})
-			l, err := New(Config{Bridge: bridge, Flow: untilFlow{}, Budgets: c.budgets,
+			l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{}, Budgets: c.budgets,
 				Cost: func(u llm.Usage) float64 { return float64(u.Total()) / 1000 }})
 			if err != nil {
 				t.Fatal(err)
@@ -206,7 +206,7 @@ func TestRedoIterationEndCarriesRunTotals(t *testing.T) {
 	stop := testStopTool{cancel: cancel}
 	bridge := llm.NewToolLoop(callingModel{}, llm.Config{Tools: []tool.Tool{stop}})
 	events := &endEvents{}
-	l, err := New(Config{Bridge: bridge, Flow: untilFlow{}, Events: events, Cost: func(u llm.Usage) float64 { return float64(u.Total()) / 1000 }})
+	l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{}, Events: events, Cost: func(u llm.Usage) float64 { return float64(u.Total()) / 1000 }})
 	if err != nil {
 		t.Fatal(err)
 	}

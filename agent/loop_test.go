@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"context"
@@ -57,14 +57,14 @@ func (f untilFlow) After(_ context.Context, _ *RuntimeContext, s *event.Iteratio
 
 func newLoop(t *testing.T, m llm.Model, f Flow, b Budgets, ev journal.Emitter) *Loop {
 	t.Helper()
-	l, err := New(Config{Bridge: llm.NewToolLoop(m, llm.Config{}), Flow: f, Budgets: b, Events: ev})
+	l, err := NewLoop(LoopConfig{Bridge: llm.NewToolLoop(m, llm.Config{}), Flow: f, Budgets: b, Events: ev})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-func checkInvariant(t *testing.T, rc *RuntimeContext, res *Result) {
+func checkInvariant(t *testing.T, rc *RuntimeContext, res *LoopResult) {
 	t.Helper()
 	if len(rc.Summaries) != rc.Iteration || res.Iterations != rc.Iteration {
 		t.Fatalf("invariant broken: iteration=%d summaries=%d result.iterations=%d", rc.Iteration, len(rc.Summaries), res.Iterations)
@@ -219,7 +219,7 @@ func (b *forgetfulBridge) Close() error      { return nil }
 
 func TestLostSessionIsRenewedOnce(t *testing.T) {
 	b := &forgetfulBridge{}
-	l, err := New(Config{Bridge: b, Flow: untilFlow{doneAt: 2}})
+	l, err := NewLoop(LoopConfig{Bridge: b, Flow: untilFlow{doneAt: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestLostSessionIsRenewedOnce(t *testing.T) {
 }
 
 func TestNewRequiresBridgeAndFlow(t *testing.T) {
-	if _, err := New(Config{}); !errors.Is(err, agenterr.ErrDependencyResolution) {
+	if _, err := NewLoop(LoopConfig{}); !errors.Is(err, agenterr.ErrDependencyResolution) {
 		t.Fatalf("err = %v", err)
 	}
 }

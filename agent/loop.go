@@ -9,7 +9,7 @@
 // started iteration (summaries.len == iteration at the end), the HARD_LIMIT
 // of 100 iterations whatever the configuration says, the time, token and
 // cost budgets, cancellation, and session continuity.
-package loop
+package agent
 
 import (
 	"context"
@@ -116,7 +116,7 @@ type Budgets struct {
 }
 
 // Config builds a Loop.
-type Config struct {
+type LoopConfig struct {
 	Bridge llm.Bridge
 	Flow   Flow
 	// Events receives the loop's events (iteration.start, prompt.resolved,
@@ -133,7 +133,7 @@ type Config struct {
 
 // Loop is seed 000's Loop.
 type Loop struct {
-	cfg Config
+	cfg LoopConfig
 	// Event payloads, reused from iteration to iteration so that emitting
 	// allocates nothing (consumers copy what they keep).
 	start  event.IterationStartEvent
@@ -144,7 +144,7 @@ type Loop struct {
 }
 
 // New returns a Loop. Bridge and Flow are required.
-func New(cfg Config) (*Loop, error) {
+func NewLoop(cfg LoopConfig) (*Loop, error) {
 	if cfg.Bridge == nil || cfg.Flow == nil {
 		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLoop, false, "loop needs a bridge and a flow")
 	}
@@ -159,7 +159,7 @@ func New(cfg Config) (*Loop, error) {
 
 // Result is seed 000's AgentResult as the loop knows it; the agent layer
 // adds run identity.
-type Result struct {
+type LoopResult struct {
 	Success          bool
 	CompletionReason string
 	Reason           string
@@ -177,7 +177,7 @@ type Result struct {
 // returns a Result; its Success is true only when the flow reported
 // completion, and otherwise its Err is set (seed 000 Loop.run
 // postcondition).
-func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
+func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *LoopResult {
 	s := l.Begin(rc, l.cfg.Now())
 	for {
 		if res := s.Step(ctx); res != nil {
@@ -193,9 +193,9 @@ func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *Result {
 type Session struct {
 	l     *Loop
 	rc    *RuntimeContext
-	res   *Result
+	res   *LoopResult
 	start time.Time
-	done  *Result
+	done  *LoopResult
 	last  event.OutcomeEvent
 	// deadline is when the time budget ends, on the real clock (zero =
 	// no time budget).
@@ -213,7 +213,7 @@ func (s *Session) Last() event.OutcomeEvent { return s.last }
 // time budget counts from it; a run continued elsewhere passes its
 // original start).
 func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
-	res := &Result{Usage: rc.Unrecorded, CostUSD: rc.UnrecordedCostUSD}
+	res := &LoopResult{Usage: rc.Unrecorded, CostUSD: rc.UnrecordedCostUSD}
 	for _, s := range rc.Summaries {
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
@@ -241,7 +241,7 @@ func (s *Session) Usage() (llm.Usage, float64) { return s.res.Usage, s.res.CostU
 // (after) are kept out of line, so that Step's stack frame — part of what
 // a run parked in a model call keeps — holds only what lives across the
 // iteration.
-func (s *Session) Step(ctx context.Context) *Result {
+func (s *Session) Step(ctx context.Context) *LoopResult {
 	if s.done != nil {
 		return s.done
 	}
@@ -275,7 +275,7 @@ func (s *Session) before(ctx context.Context) bool {
 // Result when the iteration ended the run, or nil.
 //
 //go:noinline
-func (s *Session) after(ctx context.Context, it *iterationState) *Result {
+func (s *Session) after(ctx context.Context, it *iterationState) *LoopResult {
 	s.last = outcomeEvent(it.out)
 	if e := s.l.settle(ctx, s.rc, s.res, it.s, &it.out); e != nil {
 		return s.finish(e.reason, e.success, e.msg, e.err)
@@ -284,7 +284,7 @@ func (s *Session) after(ctx context.Context, it *iterationState) *Result {
 }
 
 // finish ends the run: its Result, returned by every later Step.
-func (s *Session) finish(reason string, success bool, msg string, err error) *Result {
+func (s *Session) finish(reason string, success bool, msg string, err error) *LoopResult {
 	res, rc := s.res, s.rc
 	res.Success, res.CompletionReason, res.Reason, res.Err = success, reason, msg, err
 	res.Iterations = rc.Iteration
@@ -309,7 +309,7 @@ type runEnd struct {
 // keeps — holds only what lives across iterations.
 //
 //go:noinline
-func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *event.IterationSummary, outcome *Outcome) *runEnd {
+func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, s *event.IterationSummary, outcome *Outcome) *runEnd {
 	if outcome.Redo {
 		// Its query did not finish: journaled, its billed turns
 		// counted, but the iteration is not.
@@ -350,19 +350,19 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *Result, s *e
 }
 
 // stopBeforeIteration checks the limits that apply before a new iteration.
-func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res *Result) (*Result, bool) {
+func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res *LoopResult) (*LoopResult, bool) {
 	b := l.cfg.Budgets
 	switch {
 	case ctx.Err() != nil:
 		reason := reasonForError(ctx, ctx.Err())
-		return &Result{CompletionReason: reason, Reason: "stopped before iteration " + fmt.Sprint(rc.Iteration+1), Err: stopError(reason)}, true
+		return &LoopResult{CompletionReason: reason, Reason: "stopped before iteration " + fmt.Sprint(rc.Iteration+1), Err: stopError(reason)}, true
 	case rc.Iteration >= HardLimit:
-		return &Result{CompletionReason: ReasonEmergencyStop, Reason: fmt.Sprintf("Hard limit exceeded: %d", HardLimit),
+		return &LoopResult{CompletionReason: ReasonEmergencyStop, Reason: fmt.Sprintf("Hard limit exceeded: %d", HardLimit),
 			Err: agenterr.New(agenterr.CodeHardLimit, agenterr.LayerLoop, false, "hard limit of %d iterations reached", HardLimit)}, true
 	case b.MaxIterations > 0 && rc.Iteration >= b.MaxIterations:
 		e := agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, true, "iteration budget of %d used without completion", b.MaxIterations)
 		e.Hint = "resume the run with a larger --max-iterations, or check why the completion condition is not met"
-		return &Result{CompletionReason: ReasonMaxIterations, Reason: fmt.Sprintf("reached budgets.maxIterations (%d) without completion", b.MaxIterations), Err: e}, true
+		return &LoopResult{CompletionReason: ReasonMaxIterations, Reason: fmt.Sprintf("reached budgets.maxIterations (%d) without completion", b.MaxIterations), Err: e}, true
 	}
 	if over := l.overBudget(res.Usage, res.CostUSD); over != nil {
 		return over, true
@@ -372,14 +372,14 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 
 // overBudget returns how the run ends when usage (costing cost) reached
 // the token or cost budget, or nil.
-func (l *Loop) overBudget(usage llm.Usage, cost float64) *Result {
+func (l *Loop) overBudget(usage llm.Usage, cost float64) *LoopResult {
 	b := l.cfg.Budgets
 	switch {
 	case b.MaxTokens > 0 && usage.Total() >= b.MaxTokens:
-		return &Result{CompletionReason: ReasonTokenBudget, Reason: fmt.Sprintf("used %d tokens, budget %d", usage.Total(), b.MaxTokens),
+		return &LoopResult{CompletionReason: ReasonTokenBudget, Reason: fmt.Sprintf("used %d tokens, budget %d", usage.Total(), b.MaxTokens),
 			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "token budget of %d exceeded", b.MaxTokens)}
 	case b.MaxCostUSD > 0 && cost >= b.MaxCostUSD:
-		return &Result{CompletionReason: ReasonCostBudget, Reason: fmt.Sprintf("cost $%.4f, budget $%.4f", cost, b.MaxCostUSD),
+		return &LoopResult{CompletionReason: ReasonCostBudget, Reason: fmt.Sprintf("cost $%.4f, budget $%.4f", cost, b.MaxCostUSD),
 			Err: agenterr.New(agenterr.CodeBudgetExceeded, agenterr.LayerLoop, false, "cost budget of $%.4f exceeded", b.MaxCostUSD)}
 	}
 	return nil
@@ -389,7 +389,7 @@ func (l *Loop) overBudget(usage llm.Usage, cost float64) *Result {
 // an iteration's query: the run's usage so far (res) and the query's
 // turns together. When a budget is reached it notes how the run ends in
 // the iteration (over) and stops the query with that error.
-func (l *Loop) turnGuard(res *Result) llm.TurnGuard {
+func (l *Loop) turnGuard(res *LoopResult) llm.TurnGuard {
 	return func(used llm.Usage) error {
 		it := &l.it
 		usage, cost := res.Usage, res.CostUSD
@@ -497,7 +497,7 @@ type iterationState struct {
 	ended bool
 	// over is how the run ends when a budget stopped the query (nil =
 	// none did).
-	over *Result
+	over *LoopResult
 }
 
 // fail ends the iteration with err.
