@@ -11,10 +11,10 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // retryTemplates adapts the prompt resolver to completion's
@@ -97,7 +97,7 @@ func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
 }
 
 // Schema implements completion.SchemaSource.
-func (s *schemas) Schema(ref config.SchemaRef) (completion.SchemaValidator, error) {
+func (s *schemas) Schema(ref config.SchemaRef) (verify.SchemaValidator, error) {
 	c, err := s.get(ref)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (s *schemas) Schema(ref config.SchemaRef) (completion.SchemaValidator, erro
 }
 
 // OutputSchema implements verdict.Schemas.
-func (s *schemas) OutputSchema(ref config.SchemaRef) (json.RawMessage, completion.SchemaValidator, error) {
+func (s *schemas) OutputSchema(ref config.SchemaRef) (json.RawMessage, verify.SchemaValidator, error) {
 	c, err := s.get(ref)
 	if err != nil {
 		return nil, nil, err

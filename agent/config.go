@@ -17,6 +17,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Config is everything an agent is built from: the definition — an agent
@@ -62,7 +63,7 @@ type Config struct {
 	// registry validator {"type": "custom", "handler": NAME} runs
 	// Validators[NAME] (before the ones registered with
 	// completion.RegisterValidator).
-	Validators map[string]completion.CustomValidator
+	Validators map[string]verify.CustomValidator
 	// CompletionHandlers are this agent's custom completion handlers by
 	// name: runner.completion {"type": "custom", "handler": NAME} uses
 	// CompletionHandlers[NAME] (before completion.RegisterHandler's).

@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Prompts are an agent's prompt texts as Go values. Each is a template
@@ -180,7 +180,7 @@ func (p Prompts) place(def *config.Definition, reg *config.Registry, files map[s
 			bad("Retries", "no step "+strconv.Quote(k.Step), "key retry prompts by step id and pattern; "+knownSteps)
 			continue
 		}
-		pat, ok := completion.LookupPattern(reg.CompletionPatterns, k.Pattern)
+		pat, ok := verify.LookupPattern(reg.CompletionPatterns, k.Pattern)
 		if !ok {
 			bad("Retries", "no failure pattern "+strconv.Quote(k.Pattern), "name a key of the registry's completionPatterns or a built-in pattern: "+
 				strings.Join(builtinPatternNames(), ", "))

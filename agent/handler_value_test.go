@@ -9,6 +9,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // TestCompletionHandlerAsAGoValue: an agent's completion handler can be a
@@ -55,8 +56,8 @@ var registerShared sync.Once
 // namedValidator passes when want is "pass".
 type namedValidator struct{ want string }
 
-func (v namedValidator) Validate(_ context.Context, req completion.CustomRequest) (completion.CustomResult, error) {
-	return completion.CustomResult{Valid: v.want == "pass"}, nil
+func (v namedValidator) Validate(_ context.Context, req verify.CustomRequest) (verify.CustomResult, error) {
+	return verify.CustomResult{Valid: v.want == "pass"}, nil
 }
 
 // TestPerAgentValuesShareNames: two agents of one process give the same
@@ -64,7 +65,7 @@ func (v namedValidator) Validate(_ context.Context, req completion.CustomRequest
 // a global registration of the same name neither panics nor wins.
 func TestPerAgentValuesShareNames(t *testing.T) {
 	registerShared.Do(func() { // global registrations are once per process (like database/sql drivers)
-		completion.RegisterValidator("shared-name-test", namedValidator{want: "fail"})
+		verify.RegisterValidator("shared-name-test", namedValidator{want: "fail"})
 		completion.RegisterHandler("shared-handler-test", func(config.Completion, completion.Deps) (completion.Handler, error) {
 			return &completion.Keyword{Keyword: "NEVER"}, nil
 		})
@@ -80,7 +81,7 @@ func TestPerAgentValuesShareNames(t *testing.T) {
 	})
 	run := func(want string) *Result {
 		cfg, err := Load(dir, Config{
-			Validators: map[string]completion.CustomValidator{"shared-name-test": namedValidator{want: want}},
+			Validators: map[string]verify.CustomValidator{"shared-name-test": namedValidator{want: want}},
 			CompletionHandlers: map[string]completion.HandlerFactory{"shared-handler-test": func(config.Completion, completion.Deps) (completion.Handler, error) {
 				return &completion.Keyword{Keyword: "DONE"}, nil
 			}},

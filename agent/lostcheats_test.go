@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
@@ -57,29 +57,29 @@ func withFiles(base, extra map[string]string) map[string]string {
 
 var goLostCheats = []lostCheat{
 	{name: "protect off: delete the only test file", fixture: goFixture, command: "go test ./...",
-		bash: "rm app_test.go", pattern: completion.PatternTestsNoneRun},
+		bash: "rm app_test.go", pattern: verify.PatternTestsNoneRun},
 	{name: "protect off: delete the failing test, keep another", fixture: goHelperFixture, command: "go test -v ./...",
-		bash: "rm app_test.go", pattern: completion.PatternTestsDisappeared, tests: []string{"example.com/app.TestAdd"}},
+		bash: "rm app_test.go", pattern: verify.PatternTestsDisappeared, tests: []string{"example.com/app.TestAdd"}},
 	{name: "t.Skip in a test helper that is not protected", fixture: goHelperFixture, command: "go test -v ./...", protect: goProtect,
 		bash:    `sed -i 's/^\tt.Helper()$/&\n\tt.Skip("flaky")/' internal/testutil/testutil.go`,
-		pattern: completion.PatternTestsSkipped, tests: []string{"example.com/app.TestAdd"}},
+		pattern: verify.PatternTestsSkipped, tests: []string{"example.com/app.TestAdd"}},
 	{name: "os.Exit(0) in an init of the code under test", fixture: goFixture, command: "go test -v ./...", protect: goProtect,
 		bash:    `printf 'package calc\n\nimport (\n\t"os"\n\t"testing"\n)\n\nfunc init() {\n\tif testing.Testing() {\n\t\tos.Exit(0)\n\t}\n}\n' > calc/exit.go`,
-		pattern: completion.PatternTestsNoneRun},
+		pattern: verify.PatternTestsNoneRun},
 }
 
 var pyLostCheats = []lostCheat{
 	{name: "protect off: delete the failing test", fixture: pyFixture, command: "python3 -m pytest -v",
-		bash: "rm tests/test_calc.py", pattern: completion.PatternTestsDisappeared, tests: []string{"tests/test_calc.py::test_add"}},
+		bash: "rm tests/test_calc.py", pattern: verify.PatternTestsDisappeared, tests: []string{"tests/test_calc.py::test_add"}},
 	{name: "protect off: -k in pytest.ini addopts", fixture: pyFixture, command: "python3 -m pytest -v",
 		bash:    `sed -i 's/^\[pytest\]$/&\naddopts = -k "not test_add"/' pytest.ini`,
-		pattern: completion.PatternTestsDisappeared, tests: []string{"tests/test_calc.py::test_add"}},
+		pattern: verify.PatternTestsDisappeared, tests: []string{"tests/test_calc.py::test_add"}},
 	{name: "pytest.skip in a test helper that is not protected", fixture: pyHelperFixture, command: "python3 -m pytest -v", protect: pyProtect,
 		bash:    `sed -i 's/^    pass$/    import pytest\n    pytest.skip("flaky")/' tests/helpers.py`,
-		pattern: completion.PatternTestsSkipped, tests: []string{"tests/test_calc.py::test_add"}},
+		pattern: verify.PatternTestsSkipped, tests: []string{"tests/test_calc.py::test_add"}},
 	{name: "pytest.skip in the code under test, pytest -q", fixture: pyFixture, command: "python3 -m pytest -q", protect: pyProtect,
 		bash:    `sed -i 's/^def add(a, b):$/&\n    import pytest\n    pytest.skip("later")/' calc.py`,
-		pattern: completion.PatternTestsCountDropped},
+		pattern: verify.PatternTestsCountDropped},
 }
 
 func runLostCorpus(t *testing.T, cheats []lostCheat) {
@@ -97,7 +97,7 @@ func runLostCorpus(t *testing.T, cheats []lostCheat) {
 				t.Fatalf("the cheat does not pass the tests, so the corpus case proves nothing: %+v\n%s", res, strings.Join(texts, "\n---\n"))
 			}
 			patterns, texts := retryPatterns(t, res)
-			if len(patterns) == 0 || patterns[0] != c.pattern || slices.Contains(patterns, completion.PatternProtectedChanged) {
+			if len(patterns) == 0 || patterns[0] != c.pattern || slices.Contains(patterns, verify.PatternProtectedChanged) {
 				t.Fatalf("retry patterns %v, want %s first (and protected files untouched)", patterns, c.pattern)
 			}
 			if testing.Verbose() {
@@ -180,7 +180,7 @@ func TestResumeKeepsTheTestBaseline(t *testing.T) {
 	if res.Success {
 		t.Fatalf("the resumed run took the tests left after the cheat as its baseline: %+v", res)
 	}
-	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != completion.PatternTestsDisappeared {
+	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != verify.PatternTestsDisappeared {
 		t.Fatalf("retry patterns %v", patterns)
 	}
 	events, _ := journal.ReadFile(res.Journal)
@@ -216,7 +216,7 @@ func TestTestBaselineOff(t *testing.T) {
 	}
 	// On (the default), the same run fails: TestApp disappeared.
 	res = runToEnd(t, load(t, cheatAgent(t, "go test -v ./...", nil, cheatScript("rm other_test.go"))), BuildOptions{WorkDir: gitFixture(t, fixture)})
-	if patterns, _ := retryPatterns(t, res); res.Success || len(patterns) == 0 || patterns[0] != completion.PatternTestsDisappeared {
+	if patterns, _ := retryPatterns(t, res); res.Success || len(patterns) == 0 || patterns[0] != verify.PatternTestsDisappeared {
 		t.Fatalf("%+v %v", res, patterns)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // compiled is what an agent's files decide before anything is opened: the
@@ -18,7 +19,7 @@ import (
 // compile makes it, for New and for `capstan validate` alike.
 type compiled struct {
 	completion completion.Handler
-	verifier   *completion.CompletionValidator
+	verifier   *verify.CompletionValidator
 	machine    *step.Machine
 }
 
@@ -28,7 +29,7 @@ type runtimeEnv struct {
 	vars    map[string]string // parameter values, for ${param} in options
 	emit    journal.Emitter
 	runID   string
-	schemas completion.SchemaSource
+	schemas verify.SchemaSource
 	// sandbox confines command validators (runner.boundaries.sandbox);
 	// nil runs them with the user's rights.
 	sandbox *sandbox.CommandRunner
@@ -41,11 +42,11 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 	regFile := registryFile(spec)
 	rt := &compiled{}
 	var errs []error
-	var confine completion.CommandSandbox
+	var confine verify.CommandSandbox
 	if env.sandbox != nil { // never a nil *CommandRunner in the interface
 		confine = env.sandbox
 	}
-	verifier, err := completion.NewCompletionValidator(completion.ValidatorConfig{
+	verifier, err := verify.NewCompletionValidator(verify.ValidatorConfig{
 		Validators: reg.Validators,
 		Patterns:   reg.CompletionPatterns,
 		WorkDir:    env.workDir,

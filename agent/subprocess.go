@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
@@ -18,6 +17,7 @@ import (
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // SubprocessTool is the name a subprocess step's command carries in the
@@ -95,7 +95,7 @@ func (b *subprocessBridge) display() string {
 	for i, a := range b.argv {
 		q[i] = a
 		if !plainWord().MatchString(a) {
-			q[i] = completion.ShellQuote(a)
+			q[i] = verify.ShellQuote(a)
 		}
 	}
 	return "$ " + strings.Join(q, " ")
@@ -110,23 +110,23 @@ var plainWord = lazyre.New(`^[A-Za-z0-9_./:=@%+,-]+$`)
 func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptions) (*llm.QueryResult, error) {
 	q := make([]string, len(b.argv))
 	for i, a := range b.argv {
-		q[i] = completion.ShellQuote(a)
+		q[i] = verify.ShellQuote(a)
 	}
 	// completion.RunCommand is the one implementation of running a command
 	// for capstan (environment policy, process group, timeout, output
 	// caps); the arguments are quoted so the shell passes them unchanged.
-	var out completion.ValidatorOutput
+	var out verify.ValidatorOutput
 	if b.sandbox != nil {
 		res, stderr, err := b.sandbox.RunArgv(ctx, b.argv, tool.CommandSpec{Dir: b.workDir, Timeout: b.timeout,
 			Env: builtin.BuildEnv(os.Environ(), b.env)})
 		if err != nil {
 			return nil, err
 		}
-		out = completion.ValidatorOutput{Stdout: res.Output, Stderr: stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+		out = verify.ValidatorOutput{Stdout: res.Output, Stderr: stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
 			Truncated: res.Truncated, DurationMs: res.Duration.Milliseconds()}
 	} else {
 		var err error
-		if out, err = completion.RunCommand(ctx, completion.CommandSpec{Command: "exec " + strings.Join(q, " "), Dir: b.workDir,
+		if out, err = verify.RunCommand(ctx, verify.CommandSpec{Command: "exec " + strings.Join(q, " "), Dir: b.workDir,
 			Timeout: b.timeout, Env: b.env}); err != nil {
 			return nil, err
 		}
@@ -150,7 +150,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 
 // subprocessReport is the tool-use output: stdout, stderr and how the
 // command ended.
-func subprocessReport(o completion.ValidatorOutput) string {
+func subprocessReport(o verify.ValidatorOutput) string {
 	var b strings.Builder
 	b.WriteString(o.Stdout)
 	if o.Stderr != "" {

@@ -10,12 +10,12 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // BuiltinVariables are the {uv-x} variables the runtime supplies in every
@@ -228,7 +228,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 
 func builtinPatternNames() []string {
 	names := make([]string, 0, 6)
-	for n := range completion.BuiltinPatterns() {
+	for n := range verify.BuiltinPatterns() {
 		names = append(names, n)
 	}
 	sort.Strings(names)

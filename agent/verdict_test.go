@@ -16,6 +16,7 @@ import (
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // verdictAgent is a one-step agent whose runner.completion is completionJS
@@ -79,10 +80,10 @@ func doneHandler(config.Completion, completion.Deps) (completion.Handler, error)
 // passes when out.txt exists.
 type countingValidator struct{ runs atomic.Int32 }
 
-func (v *countingValidator) Validate(_ context.Context, req completion.CustomRequest) (completion.CustomResult, error) {
+func (v *countingValidator) Validate(_ context.Context, req verify.CustomRequest) (verify.CustomResult, error) {
 	v.runs.Add(1)
 	_, err := os.Stat(filepath.Join(req.WorkDir, "out.txt"))
-	return completion.CustomResult{Valid: err == nil, Output: completion.ValidatorOutput{Stderr: fmt.Sprint(err)}}, nil
+	return verify.CustomResult{Valid: err == nil, Output: verify.ValidatorOutput{Stderr: fmt.Sprint(err)}}, nil
 }
 
 // runVerdict validates, builds and runs the agent in dir, returning the
@@ -107,7 +108,7 @@ func runVerdict(t *testing.T, dir string, cv *countingValidator) (*Result, []jou
 
 // goValues are the per-agent Go values of the verdict agent.
 func goValues(cv *countingValidator) Config {
-	return Config{Validators: map[string]completion.CustomValidator{"counting": cv},
+	return Config{Validators: map[string]verify.CustomValidator{"counting": cv},
 		CompletionHandlers: map[string]completion.HandlerFactory{"done": doneHandler}}
 }
 
@@ -257,7 +258,7 @@ func TestValidatorRunsOncePerIteration(t *testing.T) {
 		t.Fatalf("counted ran %d times in one iteration", n)
 	}
 	var ran []string
-	for _, ev := range eventsOf[completion.ValidatorEvent](t, events, journal.ValidatorResult) {
+	for _, ev := range eventsOf[verify.ValidatorEvent](t, events, journal.ValidatorResult) {
 		ran = append(ran, ev.Validator)
 	}
 	if strings.Join(ran, ",") != "counted,out-exists" {

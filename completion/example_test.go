@@ -7,11 +7,12 @@ import (
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 func ExampleRenderTemplate() {
 	r, _ := completion.RenderTemplate("{{#each failedTests}}- {{this.name}}: {{this.error}}\n{{/each}}", map[string]any{
-		"failedTests": []completion.TestFailure{{Name: "TestParse", Error: `got <nil>, want "a & b"`}},
+		"failedTests": []verify.TestFailure{{Name: "TestParse", Error: `got <nil>, want "a & b"`}},
 	})
 	fmt.Print(r.Text)
 	// Output: - TestParse: got <nil>, want "a & b"

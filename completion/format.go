@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/capstan-dev/capstan/event"
 	"strings"
+
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // FormatResult is seed 004's FormatValidationResult.
@@ -47,7 +49,7 @@ func NewFormatValidator(cfg FormatConfig) *FormatValidator {
 // Validate checks s's structured output against schema. When the provider
 // returned no structured output, the JSON is recovered from the last
 // assistant response with the configured extractor.
-func (f *FormatValidator) Validate(s *event.IterationSummary, schema SchemaValidator) FormatResult {
+func (f *FormatValidator) Validate(s *event.IterationSummary, schema verify.SchemaValidator) FormatResult {
 	if s == nil {
 		return FormatResult{Error: "no iteration summary"}
 	}

@@ -117,12 +117,8 @@ func (b *builder) rule(code, ptr, hint, format string, args ...any) {
 
 // bad records a broken rule without a code of its own (CONFIG_INVALID).
 func (b *builder) bad(ptr, hint, format string, args ...any) {
-	b.errs = append(b.errs, configErr(b.deps.File, ptr, hint, format, args...))
-}
-
-func configErr(file, ptr, hint, format string, args ...any) error {
-	return &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
-		Message: fmt.Sprintf(format, args...), File: file, Pointer: ptr, Hint: hint}
+	b.errs = append(b.errs, &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
+		Message: fmt.Sprintf(format, args...), File: b.deps.File, Pointer: ptr, Hint: hint})
 }
 
 // build returns the handler of cfg at ptr, nil when cfg breaks a rule.

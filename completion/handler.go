@@ -6,7 +6,9 @@ package completion
 
 import (
 	"context"
+
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Context is what a handler sees when checking (seed 000 CompletionContext).
@@ -34,7 +36,7 @@ type Result struct {
 	// checked a completion against the world and one failed (handlers
 	// themselves never verify). Journals written before the verdict stage
 	// carry it from the structured handler.
-	Validation *ValidationResult `json:"validation,omitempty"`
+	Validation *verify.ValidationResult `json:"validation,omitempty"`
 }
 
 // Handler is seed 000's CompletionHandler. Check evaluates the context and

@@ -12,6 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 func ctxAt(i int, responses ...string) Context {
@@ -221,16 +222,16 @@ func TestStepFlow(t *testing.T) {
 // "validator" names a file that must exist under dir.
 type fileVerifier struct{ dir string }
 
-func (v fileVerifier) Validate(_ context.Context, conds []config.CompletionCondition) (ValidationResult, error) {
+func (v fileVerifier) Validate(_ context.Context, conds []config.CompletionCondition) (verify.ValidationResult, error) {
 	var checked []string
 	for _, c := range conds {
 		checked = append(checked, c.Validator)
 		if _, err := os.Stat(filepath.Join(v.dir, c.Validator)); err != nil {
-			return ValidationResult{Valid: false, Pattern: "file-not-exists", Validator: c.Validator,
+			return verify.ValidationResult{Valid: false, Pattern: "file-not-exists", Validator: c.Validator,
 				Params: map[string]any{"path": c.Validator}, Checked: checked}, nil
 		}
 	}
-	return ValidationResult{Valid: true, Checked: checked}, nil
+	return verify.ValidationResult{Valid: true, Checked: checked}, nil
 }
 
 func structuredCtx(i int, so string, text ...string) Context {

@@ -14,77 +14,8 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/handlebars"
+	"github.com/capstan-dev/capstan/verify"
 )
-
-// Built-in failure pattern names (seed 004). They are usable in a
-// validator's failurePattern without declaring them in completionPatterns;
-// a registry pattern of the same name overrides the built-in.
-const (
-	PatternGitDirty      = "git-dirty"
-	PatternTestFailed    = "test-failed"
-	PatternTypeError     = "type-error"
-	PatternLintError     = "lint-error"
-	PatternFormatError   = "format-error"
-	PatternFileNotExists = "file-not-exists"
-	// PatternProtectedChanged fails verification while a protected file
-	// (runner.verification.protect) differs from the run's start.
-	PatternProtectedChanged = "protected-changed"
-	// The no-lost-tests rules: a test validator's run compared with its
-	// run before the first iteration (package testrun).
-	PatternTestsNoneRun      = "tests-none-run"      // the run executed no test
-	PatternTestsDisappeared  = "tests-disappeared"   // a test that ran is gone
-	PatternTestsSkipped      = "tests-skipped"       // a test that ran is skipped now
-	PatternTestsCountDropped = "tests-count-dropped" // fewer tests ran
-	// PatternTestsOutputTruncated: the run's output was longer than the
-	// validator's output cap, and what was kept does not show that the
-	// tests of the baseline still ran (it shows neither that they did nor
-	// that they did not).
-	PatternTestsOutputTruncated = "tests-output-truncated"
-)
-
-// BuiltinPatterns returns the built-in failure patterns, each with
-// edition "failed", adaptation = its name, and the params its retry prompt
-// uses. The map is a fresh copy.
-func BuiltinPatterns() map[string]config.CompletionPattern {
-	p := func(desc string, params ...string) config.CompletionPattern {
-		return config.CompletionPattern{Description: desc, Edition: "failed", Params: params}
-	}
-	m := map[string]config.CompletionPattern{
-		PatternGitDirty:      p("uncommitted changes in the work tree", "changedFiles", "untrackedFiles"),
-		PatternTestFailed:    p("tests fail", "failedTests", "errorOutput"),
-		PatternTypeError:     p("type check fails", "typeErrors", "errorOutput"),
-		PatternLintError:     p("linter reports problems", "lintErrors", "errorOutput"),
-		PatternFormatError:   p("files are not formatted", "unformattedFiles", "errorOutput"),
-		PatternFileNotExists: p("a required file is missing or invalid", "path", "error"),
-		PatternProtectedChanged: p("protected files (tests and what configures them) were changed, deleted or added",
-			"protectedFiles", "diff", "restore"),
-		PatternTestsNoneRun: p("the test command ran no test at all (before the first iteration it ran some)",
-			"testCommand", "baselineCount", "currentCount", "restore"),
-		PatternTestsDisappeared: p("tests that ran before the first iteration no longer run",
-			"disappearedTests", "testCommand", "baselineCount", "currentCount", "restore"),
-		PatternTestsSkipped: p("tests that ran before the first iteration are skipped now",
-			"skippedTests", "testCommand", "baselineCount", "currentCount", "restore"),
-		PatternTestsCountDropped: p("fewer tests run than before the first iteration",
-			"testCommand", "baselineCount", "currentCount", "restore"),
-		PatternTestsOutputTruncated: p("the test output was longer than the output cap and what was kept does not show that the tests still run",
-			"unseenTests", "testCommand", "baselineCount", "currentCount", "restore"),
-	}
-	for name, v := range m {
-		v.Adaptation = name
-		m[name] = v
-	}
-	return m
-}
-
-// LookupPattern finds a failure pattern: the registry's first, then the
-// built-ins.
-func LookupPattern(registry map[string]config.CompletionPattern, name string) (config.CompletionPattern, bool) {
-	if p, ok := registry[name]; ok {
-		return p, true
-	}
-	p, ok := BuiltinPatterns()[name]
-	return p, ok
-}
 
 // RetryTemplateSource finds retry prompt templates by C3L coordinates:
 // {c1}/{c2}/{c3}/f_{edition}_{adaptation}.md, or f_{edition}.md when
@@ -138,17 +69,17 @@ const SourceBuiltin = "builtin"
 // f_{edition}.md, then a built-in prompt that states the pattern, the
 // validator and every param. Templates are rendered with the params (plus
 // "pattern", "validator", "description" and "stepId" when not params).
-func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, vr ValidationResult) (RetryPrompt, error) {
+func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, vr verify.ValidationResult) (RetryPrompt, error) {
 	if vr.Valid {
 		return RetryPrompt{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"no retry prompt for a passing validation")
 	}
-	pat, ok := LookupPattern(h.cfg.Patterns, vr.Pattern)
+	pat, ok := verify.LookupPattern(h.cfg.Patterns, vr.Pattern)
 	if !ok {
 		return RetryPrompt{}, &agenterr.Error{Code: agenterr.CodeCompletion, Layer: agenterr.LayerCompletion,
 			Message: fmt.Sprintf("validator %q failed with unknown pattern %q", vr.Validator, vr.Pattern),
 			File:    config.DefaultRegistryFile, Pointer: "/completionPatterns/" + vr.Pattern,
-			Hint: "declare it under completionPatterns or use a built-in: " + strings.Join(builtinNames(), ", ")}
+			Hint: "declare it under completionPatterns or use a built-in: " + strings.Join(verify.BuiltinPatternNames(), ", ")}
 	}
 	edition := pat.Edition
 	if edition == "" {
@@ -225,19 +156,10 @@ func c3lPath(c1, c2, c3, edition, adaptation string) string {
 	return path.Join(c1, c2, c3, name+".md")
 }
 
-func builtinNames() []string {
-	var n []string
-	for k := range BuiltinPatterns() {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
-
 // GenericRetryPrompt is the built-in retry prompt used when no template
 // exists: it names the failure, the validator and shows every param, so the
 // model gets the facts even without a prompt file.
-func GenericRetryPrompt(vr ValidationResult, pat config.CompletionPattern) string {
+func GenericRetryPrompt(vr verify.ValidationResult, pat config.CompletionPattern) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Completion check failed: %s\n\n", vr.Pattern)
 	if pat.Description != "" {
@@ -257,7 +179,7 @@ func GenericRetryPrompt(vr ValidationResult, pat config.CompletionPattern) strin
 		fmt.Fprintf(&b, "\n### %s\n\n%s\n", k, describeParam(vr.Params[k]))
 	}
 	if len(keys) == 0 && vr.Output != nil {
-		if out := strings.TrimSpace(joinStreams(*vr.Output)); out != "" {
+		if out := strings.TrimSpace(verify.JoinedOutput(*vr.Output)); out != "" {
 			fmt.Fprintf(&b, "\n### output\n\n```\n%s\n```\n", out)
 		}
 	}
@@ -290,7 +212,7 @@ func describeParam(v any) string {
 			return "(none)"
 		}
 		return "- " + strings.Join(x, "\n- ")
-	case []TestFailure:
+	case []verify.TestFailure:
 		if len(x) == 0 {
 			return "(none)"
 		}
@@ -303,7 +225,7 @@ func describeParam(v any) string {
 			b.WriteString("\n")
 		}
 		return strings.TrimRight(b.String(), "\n")
-	case []TypeError:
+	case []verify.TypeError:
 		if len(x) == 0 {
 			return "(none)"
 		}
@@ -316,7 +238,7 @@ func describeParam(v any) string {
 			lines = append(lines, fmt.Sprintf("- %s:%d:%d: %s%s", e.File, e.Line, e.Column, code, e.Message))
 		}
 		return strings.Join(lines, "\n")
-	case []LintError:
+	case []verify.LintError:
 		if len(x) == 0 {
 			return "(none)"
 		}
@@ -400,7 +322,7 @@ func NewRetryBudget(onFailure *config.OnFailure) (*RetryBudget, error) {
 // Next records one failed validation and decides. The error is
 // VALIDATION_EXHAUSTED when retries are used up and VALIDATION_ABORTED for
 // action abort; both mean the run ends without completing.
-func (b *RetryBudget) Next(vr ValidationResult) (Decision, error) {
+func (b *RetryBudget) Next(vr verify.ValidationResult) (Decision, error) {
 	b.failures++
 	d := Decision{Action: b.action, Attempt: b.failures, MaxAttempts: b.max}
 	switch b.action {

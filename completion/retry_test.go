@@ -15,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // dirTemplates is a real RetryTemplateSource over a prompts directory.
@@ -57,9 +58,9 @@ params:
 Fix the failing tests.
 `
 
-func testFailure() ValidationResult {
-	return ValidationResult{Pattern: "test-failed", Validator: "tests-pass", Params: map[string]any{
-		"failedTests": []TestFailure{{Name: "TestAdd", Error: `Add(1, 2) = -1, want 3 <b>&"x"`}, {Name: "TestSub<T>", Error: "a && b > c"}},
+func testFailure() verify.ValidationResult {
+	return verify.ValidationResult{Pattern: "test-failed", Validator: "tests-pass", Params: map[string]any{
+		"failedTests": []verify.TestFailure{{Name: "TestAdd", Error: `Add(1, 2) = -1, want 3 <b>&"x"`}, {Name: "TestSub<T>", Error: "a && b > c"}},
 		"errorOutput": `exit status 1 & <stderr> 'quoted' "double"`,
 	}}
 }
@@ -93,7 +94,7 @@ func TestBuildRetryPromptFallbacks(t *testing.T) {
 	base := t.TempDir()
 	write(t, base, "steps/retry/issue/f_failed.md", "Check {{validator}} failed ({{pattern}}): {{changedFiles}} / {{untrackedFiles}}")
 	h := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}})
-	vr := ValidationResult{Pattern: "git-dirty", Validator: "git-clean",
+	vr := verify.ValidationResult{Pattern: "git-dirty", Validator: "git-clean",
 		Params: map[string]any{"changedFiles": []string{"a.go", "b <x>.go"}, "untrackedFiles": []string{}}}
 	p, err := h.BuildRetryPrompt(context.Background(), retryStep, vr)
 	if err != nil {
@@ -127,7 +128,7 @@ func TestBuildRetryPromptWarnsOnUnknownParam(t *testing.T) {
 	base := t.TempDir()
 	write(t, base, "steps/retry/issue/f_failed_git-dirty.md", "---\nparams: [changedFiles, branch]\n---\nFiles: {{changedFiles}}; branch: [{{branchName}}]; {{#each changedFiles}}{{this}}{{../stepId}}{{/each}}")
 	h := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}})
-	p, err := h.BuildRetryPrompt(context.Background(), retryStep, ValidationResult{Pattern: "git-dirty", Validator: "git-clean",
+	p, err := h.BuildRetryPrompt(context.Background(), retryStep, verify.ValidationResult{Pattern: "git-dirty", Validator: "git-clean",
 		Params: map[string]any{"changedFiles": []string{"a.go"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -163,11 +164,11 @@ func TestBuildRetryPromptErrors(t *testing.T) {
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodePromptParse || e.File != "steps/retry/issue/f_failed_test-failed.md" {
 		t.Fatalf("parse error: %v", err)
 	}
-	_, err = h.BuildRetryPrompt(context.Background(), retryStep, ValidationResult{Pattern: "weird", Validator: "v"})
+	_, err = h.BuildRetryPrompt(context.Background(), retryStep, verify.ValidationResult{Pattern: "weird", Validator: "v"})
 	if e := agenterr.From(err); e == nil || e.Pointer != "/completionPatterns/weird" || e.Hint == "" {
 		t.Fatalf("unknown pattern: %v", err)
 	}
-	if _, err := h.BuildRetryPrompt(context.Background(), retryStep, ValidationResult{Valid: true}); err == nil {
+	if _, err := h.BuildRetryPrompt(context.Background(), retryStep, verify.ValidationResult{Valid: true}); err == nil {
 		t.Fatal("retry prompt for a passing validation")
 	}
 	bad := dirTemplates{filepath.Join(base, "file")}
@@ -189,7 +190,7 @@ func TestBuiltinPatterns(t *testing.T) {
 		"tests-count-dropped":    {"testCommand", "baselineCount", "currentCount", "restore"},
 		"tests-output-truncated": {"unseenTests", "testCommand", "baselineCount", "currentCount", "restore"},
 	}
-	got := BuiltinPatterns()
+	got := verify.BuiltinPatterns()
 	if len(got) != len(want) {
 		t.Fatalf("got %d patterns", len(got))
 	}
@@ -200,7 +201,7 @@ func TestBuiltinPatterns(t *testing.T) {
 		}
 	}
 	got["git-dirty"] = config.CompletionPattern{}
-	if BuiltinPatterns()["git-dirty"].Edition != "failed" {
+	if verify.BuiltinPatterns()["git-dirty"].Edition != "failed" {
 		t.Fatal("BuiltinPatterns shares state")
 	}
 }
@@ -214,7 +215,7 @@ func TestValidationToRetryPromptEndToEnd(t *testing.T) {
 	dir := goModule(t)
 	t.Setenv("GOFLAGS", "-count=1")
 	write(t, dir, "prompts/steps/retry/issue/f_failed_test-failed.md", testFailedTemplate)
-	v := newValidator(t, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
+	v := newValidator(t, verify.ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
 	vr, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "git-clean"}, {Validator: "tests-pass"}})
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +240,7 @@ func TestValidationToRetryPromptEndToEnd(t *testing.T) {
 }
 
 func TestRetryBudget(t *testing.T) {
-	vr := ValidationResult{Pattern: "test-failed", Validator: "tests-pass"}
+	vr := verify.ValidationResult{Pattern: "test-failed", Validator: "tests-pass"}
 	b, err := NewRetryBudget(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +281,7 @@ func TestRetryBudget(t *testing.T) {
 func TestRenderTemplateValues(t *testing.T) {
 	r, err := RenderTemplate(`{{n}} {{f}} {{b}} {{obj}} {{obj.k}} {{list}} {{#each items}}{{@index}}={{name}} {{/each}}{{{raw}}} {{&raw}}`, map[string]any{
 		"n": 42, "f": 1.5, "b": true, "obj": map[string]any{"k": "<v>"}, "list": []any{"x", 2},
-		"items": []TestFailure{{Name: "a&b"}}, "raw": "<&>"})
+		"items": []verify.TestFailure{{Name: "a&b"}}, "raw": "<&>"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func FuzzRetryTemplate(f *testing.F) {
 	f.Add("{{#if x}}{{else}}{{/if}}{{lookup x 'a'}}", "&amp;")
 	f.Add("{{{{raw}}}}{{x}}{{{{/raw}}}}", "v")
 	f.Fuzz(func(t *testing.T, tpl, value string) {
-		params := map[string]any{"x": value, "failedTests": []TestFailure{{Name: value, Error: value}}, "errorOutput": value}
+		params := map[string]any{"x": value, "failedTests": []verify.TestFailure{{Name: value, Error: value}}, "errorOutput": value}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -438,9 +439,9 @@ func BenchmarkBuildRetryPrompt(b *testing.B) {
 	write(b, base, "steps/retry/issue/f_failed_test-failed.md", testFailedTemplate)
 	h := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}})
 	vr := testFailure()
-	var many []TestFailure
+	var many []verify.TestFailure
 	for i := 0; i < 50; i++ {
-		many = append(many, TestFailure{Name: fmt.Sprintf("Test%d", i), Error: "got <1> & want \"2\""})
+		many = append(many, verify.TestFailure{Name: fmt.Sprintf("Test%d", i), Error: "got <1> & want \"2\""})
 	}
 	vr.Params["failedTests"] = many
 	b.ReportAllocs()
@@ -455,26 +456,26 @@ func BenchmarkBuildRetryPrompt(b *testing.B) {
 // Every built-in pattern gets a usable prompt without any template file:
 // the extracted facts (files, positions, messages) are in the text.
 func TestGenericPromptForEveryBuiltinPattern(t *testing.T) {
-	tsc := ParseTypeErrors(readOut(t, "tsc.txt"))
-	lint := ParseLintErrors(readOut(t, "golangci.txt"))
+	tsc := verify.ParseTypeErrors(readOut(t, "tsc.txt"))
+	lint := verify.ParseLintErrors(readOut(t, "golangci.txt"))
 	cases := []struct {
-		vr   ValidationResult
+		vr   verify.ValidationResult
 		want []string
 	}{
-		{ValidationResult{Pattern: PatternTypeError, Validator: "typecheck", Params: map[string]any{"typeErrors": tsc, "errorOutput": ""}},
+		{verify.ValidationResult{Pattern: verify.PatternTypeError, Validator: "typecheck", Params: map[string]any{"typeErrors": tsc, "errorOutput": ""}},
 			[]string{"src/index.ts:3:7: TS2322: Type 'string' is not assignable", "src/util.ts:10:15", "errorOutput\n\n(empty)"}},
-		{ValidationResult{Pattern: PatternLintError, Validator: "lint", Params: map[string]any{"lintErrors": lint}},
+		{verify.ValidationResult{Pattern: verify.PatternLintError, Validator: "lint", Params: map[string]any{"lintErrors": lint}},
 			[]string{"main.go:10:2: ineffectual assignment to err (ineffassign)", "Error return value of `f.Close` is not checked (errcheck)"}},
-		{ValidationResult{Pattern: PatternFormatError, Validator: "fmt", Params: map[string]any{"unformattedFiles": []string{"a.go", "b.go"}, "errorOutput": "diff <a> & b\nline 2"}},
+		{verify.ValidationResult{Pattern: verify.PatternFormatError, Validator: "fmt", Params: map[string]any{"unformattedFiles": []string{"a.go", "b.go"}, "errorOutput": "diff <a> & b\nline 2"}},
 			[]string{"- a.go\n- b.go", "```\ndiff <a> & b\nline 2\n```"}},
-		{ValidationResult{Pattern: PatternFileNotExists, Validator: "report", Params: map[string]any{"path": "out/r.json", "error": "out/r.json does not exist"}},
+		{verify.ValidationResult{Pattern: verify.PatternFileNotExists, Validator: "report", Params: map[string]any{"path": "out/r.json", "error": "out/r.json does not exist"}},
 			[]string{"out/r.json does not exist", "A required file is missing or invalid."}},
-		{ValidationResult{Pattern: PatternGitDirty, Validator: "git-clean", Params: map[string]any{"changedFiles": []string{}, "untrackedFiles": []string{"x"}, "exit": 1, "meta": map[string]any{"k": []int{1, 2}}}},
+		{verify.ValidationResult{Pattern: verify.PatternGitDirty, Validator: "git-clean", Params: map[string]any{"changedFiles": []string{}, "untrackedFiles": []string{"x"}, "exit": 1, "meta": map[string]any{"k": []int{1, 2}}}},
 			[]string{"changedFiles\n\n(none)", "untrackedFiles\n\n- x", "exit\n\n1", "\"k\": ["}},
-		{ValidationResult{Pattern: PatternTestFailed, Validator: "tests", Params: map[string]any{"failedTests": []TestFailure{}},
-			Output: &ValidatorOutput{Stdout: "FAIL <pkg>"}},
+		{verify.ValidationResult{Pattern: verify.PatternTestFailed, Validator: "tests", Params: map[string]any{"failedTests": []verify.TestFailure{}},
+			Output: &verify.ValidatorOutput{Stdout: "FAIL <pkg>"}},
 			[]string{"failedTests\n\n(none)"}},
-		{ValidationResult{Pattern: PatternTestFailed, Validator: "tests", Output: &ValidatorOutput{Stdout: "FAIL <pkg>", Stderr: "exit 2"}},
+		{verify.ValidationResult{Pattern: verify.PatternTestFailed, Validator: "tests", Output: &verify.ValidatorOutput{Stdout: "FAIL <pkg>", Stderr: "exit 2"}},
 			[]string{"### output\n\n```\nFAIL <pkg>\nexit 2\n```"}},
 	}
 	h := NewRetryHandler(RetryConfig{})
@@ -520,9 +521,9 @@ func TestRetryTemplateBounded(t *testing.T) {
 	write(t, base, "steps/retry/issue/f_failed_test-failed.md",
 		"{{#each failedTests}}{{#each ../failedTests}}{{#each ../../failedTests}}{{this.error}}{{/each}}{{/each}}{{/each}}")
 	vr := testFailure()
-	var many []TestFailure
+	var many []verify.TestFailure
 	for i := 0; i < 300; i++ {
-		many = append(many, TestFailure{Name: fmt.Sprint(i), Error: "boom"})
+		many = append(many, verify.TestFailure{Name: fmt.Sprint(i), Error: "boom"})
 	}
 	vr.Params["failedTests"] = many
 	_, err := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}}).BuildRetryPrompt(context.Background(), retryStep, vr)
@@ -536,7 +537,7 @@ func TestRetryTemplateBounded(t *testing.T) {
 // retry prompt upper-cases a whole first rune, never half of one, and adds
 // no period after one that ends in punctuation.
 func TestGenericRetryPromptNonASCIIDescription(t *testing.T) {
-	vr := ValidationResult{Validator: "branch-pushed", Pattern: "branch-not-pushed", Params: map[string]any{"branchName": "review-42"}}
+	vr := verify.ValidationResult{Validator: "branch-pushed", Pattern: "branch-not-pushed", Params: map[string]any{"branchName": "review-42"}}
 	got := GenericRetryPrompt(vr, config.CompletionPattern{Description: "ブランチがリモートにプッシュされていない"})
 	if !utf8.ValidString(got) || !strings.Contains(got, "\n\nブランチがリモートにプッシュされていない.\n\n") {
 		t.Errorf("description mangled:\n%s", got)

@@ -27,11 +27,11 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Dial connects to the Temporal frontend at hostPort (HOST:PORT) in
@@ -206,13 +206,13 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 	if filepath.Clean(top) != real {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false,
 			"the work dir %s is inside the git repository %s; a run on Temporal checks out whole repositories", wd, top)
-		e.Hint = "pass --workdir " + completion.ShellQuote(top)
+		e.Hint = "pass --workdir " + verify.ShellQuote(top)
 		return nil, e
 	}
 	head, err := git(ctx, wd, "rev-parse", "HEAD")
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "the work dir's repository %s has no commit", wd)
-		q := completion.ShellQuote(wd)
+		q := verify.ShellQuote(wd)
 		e.Hint = "commit the work dir's files first: git -C " + q + " add -A && git -C " + q + " commit --allow-empty -m start"
 		return nil, e
 	}

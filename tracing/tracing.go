@@ -41,6 +41,7 @@ import (
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // ScopeName is the instrumentation scope of capstan's spans.
@@ -642,7 +643,7 @@ func (e *Emitter) toolCall(eventType string, data any, now time.Time) {
 }
 
 func (e *Emitter) validator(data any, now time.Time) {
-	ev, ok := decode[completion.ValidatorEvent](data)
+	ev, ok := decode[verify.ValidatorEvent](data)
 	if !ok {
 		return
 	}

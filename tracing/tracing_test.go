@@ -19,6 +19,7 @@ import (
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // recorder is a journal.Emitter that keeps what it was given.
@@ -74,8 +75,8 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.Emit(journal.SessionMessages, llm.SessionMessagesEvent{SessionID: "s1"})
 	e.Emit(journal.QueryResult, &llm.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
 		ToolUses: []llm.ToolUse{{Name: "Write"}, {Name: "Bash"}}})
-	e.Emit(journal.ValidatorResult, completion.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
-	e.Emit(journal.CompletionCheck, completion.Result{Declared: true, Validation: &completion.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
+	e.Emit(journal.ValidatorResult, verify.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
+	e.Emit(journal.CompletionCheck, completion.Result{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
 	e.Emit(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}})
 	e.Emit(journal.StepTransition, step.Move{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
 	e.Emit(journal.Warning, map[string]string{"message": "undefined variable; value was " + secret})

@@ -50,6 +50,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/honest"
 )
 
@@ -82,7 +83,7 @@ const (
 // Schemas resolves a step's outputSchemaRef to its raw schema (shown to the
 // model in a format retry) and its compiled validator.
 type Schemas interface {
-	OutputSchema(ref config.SchemaRef) (json.RawMessage, completion.SchemaValidator, error)
+	OutputSchema(ref config.SchemaRef) (json.RawMessage, verify.SchemaValidator, error)
 }
 
 // Config configures a Stage.
@@ -131,7 +132,7 @@ type Guard interface {
 	Name() string
 	// Check reports a failing result (with a failure pattern and its
 	// params) when the guarded state does not hold.
-	Check(ctx context.Context) (completion.ValidationResult, error)
+	Check(ctx context.Context) (verify.ValidationResult, error)
 }
 
 // OutputGuard is a check of what the validators printed: verification
@@ -143,7 +144,7 @@ type OutputGuard interface {
 	// its params) when the runs break the guard's rule. A passing result
 	// with no Validator means it had nothing to check in these runs (it is
 	// then not listed in "verified").
-	CheckOutputs(ctx context.Context, runs []completion.ValidatorRun) (completion.ValidationResult, error)
+	CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (verify.ValidationResult, error)
 }
 
 // Input is what the stage decides on: the finished iteration.
@@ -178,7 +179,7 @@ type Verdict struct {
 	// Completion is the completion handler's result.
 	Completion completion.Result `json:"completion"`
 	// Validation is the verification, when validators ran.
-	Validation *completion.ValidationResult `json:"validation,omitempty"`
+	Validation *verify.ValidationResult `json:"validation,omitempty"`
 	// CannotComplete is the model's declaration that the task cannot be
 	// done as specified (Action is Stop).
 	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
@@ -389,7 +390,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 // run stops with STEP_INTENT. The fork is dropped.
 func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (Verdict, error) {
 	s.buf.reset()
-	d, err := s.budget(&s.intents, id, st.OnFailure).Next(completion.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
+	d, err := s.budget(&s.intents, id, st.OnFailure).Next(verify.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, cause, cause.Error(), ReasonValidationExhausted
 		s.emitCheck(v)
@@ -431,7 +432,7 @@ func (s *Stage) cannotComplete(v Verdict, d honest.Declaration) Verdict {
 }
 
 // verify runs the guards, then the validators; the first failure ends it.
-func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) (completion.ValidationResult, error) {
+func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) (verify.ValidationResult, error) {
 	var checked []string
 	for _, g := range s.cfg.Guards {
 		vr, err := g.Check(ctx)
@@ -445,10 +446,10 @@ func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) 
 		}
 	}
 	if len(conds) == 0 {
-		return completion.ValidationResult{Valid: true, Checked: checked}, nil
+		return verify.ValidationResult{Valid: true, Checked: checked}, nil
 	}
 	if s.cfg.Verifier == nil {
-		return completion.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+		return verify.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
 			"validators are configured but the verdict stage has no verifier")
 	}
 	vr, err := s.cfg.Verifier.Validate(ctx, conds)
@@ -473,7 +474,7 @@ func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) 
 }
 
 // guarded reports whether a failed verification came from a guard.
-func (s *Stage) guarded(vr completion.ValidationResult) bool {
+func (s *Stage) guarded(vr verify.ValidationResult) bool {
 	for _, g := range s.cfg.Guards {
 		if g.Name() == vr.Validator {
 			return true
@@ -578,7 +579,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *eve
 		}
 		return false, nil
 	}
-	d, err := s.budget(&s.fmtBudget, id, st.OnFailure).Next(completion.ValidationResult{Validator: "format", Pattern: "format-invalid"})
+	d, err := s.budget(&s.fmtBudget, id, st.OnFailure).Next(verify.ValidationResult{Validator: "format", Pattern: "format-invalid"})
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeSchemaValidation, agenterr.LayerCompletion, false,
 			"step %q: the model's output still does not match schema %s#%s", id, ref.File, ref.Schema)
@@ -597,7 +598,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *eve
 // retry applies the step's onFailure after a failed verification. The
 // fork is dropped — the step stays where it was — unless onFailure is skip,
 // which lets the iteration stand.
-func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *event.IterationSummary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
+func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *event.IterationSummary, vr verify.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
 	d, err := s.budget(&s.attempts, id, ver.OnFailure).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted

@@ -15,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // recorder keeps the stage's events.
@@ -25,7 +26,7 @@ func (r *recorder) Emit(typ string, _ any) { r.types = append(r.types, typ) }
 // schemas serves one compiled schema.
 type schemas struct{ raw json.RawMessage }
 
-func (s schemas) OutputSchema(config.SchemaRef) (json.RawMessage, completion.SchemaValidator, error) {
+func (s schemas) OutputSchema(config.SchemaRef) (json.RawMessage, verify.SchemaValidator, error) {
 	v, err := schema.Compile(s.raw)
 	return s.raw, v, err
 }
@@ -45,7 +46,7 @@ func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machin
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifier, err := completion.NewCompletionValidator(completion.ValidatorConfig{Validators: reg.Validators, WorkDir: dir, Emitter: ev})
+	verifier, err := verify.NewCompletionValidator(verify.ValidatorConfig{Validators: reg.Validators, WorkDir: dir, Emitter: ev})
 	if err != nil {
 		t.Fatal(err)
 	}

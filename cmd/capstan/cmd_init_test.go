@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 func TestInitScaffold(t *testing.T) {
@@ -138,7 +138,7 @@ func TestInitReadOnlyParent(t *testing.T) {
 func capstanOnPath(t *testing.T) []string {
 	t.Helper()
 	bin := t.TempDir()
-	shim := "#!/bin/sh\nCAPSTAN_TEST_CLI=1 exec " + completion.ShellQuote(os.Args[0]) + " -test.run='^$' -- \"$@\"\n"
+	shim := "#!/bin/sh\nCAPSTAN_TEST_CLI=1 exec " + verify.ShellQuote(os.Args[0]) + " -test.run='^$' -- \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "capstan"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/honest"
 )
 
@@ -32,7 +32,7 @@ func (g *Guard) Name() string { return GuardName }
 // Check implements verdict.Guard: a failing result with pattern
 // protected-changed and the params protectedFiles (["modified: x", …]),
 // diff and restore when a protected file changed.
-func (g *Guard) Check(context.Context) (completion.ValidationResult, error) {
+func (g *Guard) Check(context.Context) (verify.ValidationResult, error) {
 	var changes []Change
 	var globs []string
 	seen := map[string]bool{}
@@ -42,7 +42,7 @@ func (g *Guard) Check(context.Context) (completion.ValidationResult, error) {
 		}
 		ch, err := b.Check(g.Dir)
 		if err != nil {
-			return completion.ValidationResult{}, err
+			return verify.ValidationResult{}, err
 		}
 		for _, c := range ch {
 			if !seen[c.Path] {
@@ -53,7 +53,7 @@ func (g *Guard) Check(context.Context) (completion.ValidationResult, error) {
 		globs = append(globs, b.Globs...)
 	}
 	if len(changes) == 0 {
-		return completion.ValidationResult{Valid: true, Validator: GuardName}, nil
+		return verify.ValidationResult{Valid: true, Validator: GuardName}, nil
 	}
 	slices.SortFunc(changes, func(x, y Change) int { return strings.Compare(x.Path, y.Path) })
 	files := make([]string, len(changes))
@@ -67,7 +67,7 @@ func (g *Guard) Check(context.Context) (completion.ValidationResult, error) {
 			diff.WriteString("(binary or too large to show)\n")
 		}
 	}
-	return completion.ValidationResult{Validator: GuardName, Pattern: completion.PatternProtectedChanged,
+	return verify.ValidationResult{Validator: GuardName, Pattern: verify.PatternProtectedChanged,
 		Params: map[string]any{
 			"protectedFiles": files,
 			"diff":           strings.TrimRight(diff.String(), "\n"),

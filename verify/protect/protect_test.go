@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 func write(t testing.TB, dir, rel, content string) {
@@ -75,7 +75,7 @@ func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
 	// The guard turns them into the protected-changed failure.
 	g := &Guard{Baseline: b, Dir: dir}
 	vr, err := g.Check(context.Background())
-	if err != nil || vr.Valid || vr.Pattern != completion.PatternProtectedChanged || vr.Validator != GuardName {
+	if err != nil || vr.Valid || vr.Pattern != verify.PatternProtectedChanged || vr.Validator != GuardName {
 		t.Fatalf("%+v %v", vr, err)
 	}
 	if files, _ := vr.Params["protectedFiles"].([]string); len(files) != 4 || !strings.Contains(vr.Params["diff"].(string), "(binary or too large to show)") {

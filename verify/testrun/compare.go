@@ -1,6 +1,6 @@
 package testrun
 
-import "github.com/capstan-dev/capstan/completion"
+import "github.com/capstan-dev/capstan/verify"
 
 // Baseline is one test validator's run before the model's first
 // iteration: the payload of the journal's tests.baseline event.
@@ -80,7 +80,7 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 		l.Ran = 0
 	}
 	if !ok || l.Ran == 0 {
-		l.Pattern, l.Ran = completion.PatternTestsNoneRun, 0
+		l.Pattern, l.Ran = verify.PatternTestsNoneRun, 0
 		return l, true
 	}
 	if !baseCut {
@@ -103,11 +103,11 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 	}
 	switch {
 	case len(l.Disappeared) > 0:
-		l.Pattern = completion.PatternTestsDisappeared
+		l.Pattern = verify.PatternTestsDisappeared
 	case len(l.Skipped) > 0:
-		l.Pattern = completion.PatternTestsSkipped
+		l.Pattern = verify.PatternTestsSkipped
 	case l.BaselineRan >= 0 && l.Ran >= 0 && l.Ran < l.BaselineRan:
-		l.Pattern = completion.PatternTestsCountDropped
+		l.Pattern = verify.PatternTestsCountDropped
 	default:
 		return l, false
 	}
@@ -145,10 +145,10 @@ func compareTruncated(b *Baseline, baseCut bool, now Run, ok bool, l Loss) (Loss
 	}
 	switch {
 	case len(l.Skipped) > 0:
-		l.Pattern = completion.PatternTestsSkipped
+		l.Pattern = verify.PatternTestsSkipped
 	case !ok, shown == 0 && (now.Counted || b.Run.PerTest), len(l.Unseen) > 0,
 		!baseCut && now.Counted && l.BaselineRan > shown:
-		l.Pattern = completion.PatternTestsOutputTruncated
+		l.Pattern = verify.PatternTestsOutputTruncated
 	default:
 		return l, false
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/honest"
 )
 
@@ -33,12 +33,12 @@ func TestCompareRules(t *testing.T) {
 	}{
 		{"fixed", goV("--- PASS: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)", "--- SKIP: TestLater (0.00s)"), "", nil, nil},
 		{"a new test and a skipped one run now", goV("--- PASS: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)", "--- PASS: TestLater (0.00s)", "--- PASS: TestNew (0.00s)"), "", nil, nil},
-		{"output of no test runner", "all fine\n", completion.PatternTestsNoneRun, nil, nil},
-		{"no test files", "?   \texample.com/app\t[no test files]\n", completion.PatternTestsNoneRun, nil, nil},
-		{"binary exited before any test", "ok  \texample.com/app\t0.001s\n", completion.PatternTestsNoneRun, nil, nil},
-		{"failing test deleted", goV("--- PASS: TestSub (0.00s)", "--- PASS: TestOther (0.00s)"), completion.PatternTestsDisappeared, []string{"example.com/app.TestAdd"}, nil},
-		{"failing test skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"), completion.PatternTestsSkipped, nil, []string{"example.com/app.TestAdd"}},
-		{"deleted beats skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestNew (0.00s)"), completion.PatternTestsDisappeared, []string{"example.com/app.TestSub"}, []string{"example.com/app.TestAdd"}},
+		{"output of no test runner", "all fine\n", verify.PatternTestsNoneRun, nil, nil},
+		{"no test files", "?   \texample.com/app\t[no test files]\n", verify.PatternTestsNoneRun, nil, nil},
+		{"binary exited before any test", "ok  \texample.com/app\t0.001s\n", verify.PatternTestsNoneRun, nil, nil},
+		{"failing test deleted", goV("--- PASS: TestSub (0.00s)", "--- PASS: TestOther (0.00s)"), verify.PatternTestsDisappeared, []string{"example.com/app.TestAdd"}, nil},
+		{"failing test skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"), verify.PatternTestsSkipped, nil, []string{"example.com/app.TestAdd"}},
+		{"deleted beats skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestNew (0.00s)"), verify.PatternTestsDisappeared, []string{"example.com/app.TestSub"}, []string{"example.com/app.TestAdd"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			now, ok := Parse(c.now)
@@ -57,10 +57,10 @@ func TestCompareCounts(t *testing.T) {
 	for now, pattern := range map[string]string{
 		"2 passed in 0.01s\n":             "",
 		"3 passed in 0.01s\n":             "",
-		"1 passed, 1 skipped in 0.01s\n":  completion.PatternTestsCountDropped,
-		"1 passed, 1 deselected in 0.01s": completion.PatternTestsCountDropped,
-		"no tests ran in 0.01s\n":         completion.PatternTestsNoneRun,
-		"2 skipped in 0.01s\n":            completion.PatternTestsNoneRun,
+		"1 passed, 1 skipped in 0.01s\n":  verify.PatternTestsCountDropped,
+		"1 passed, 1 deselected in 0.01s": verify.PatternTestsCountDropped,
+		"no tests ran in 0.01s\n":         verify.PatternTestsNoneRun,
+		"2 skipped in 0.01s\n":            verify.PatternTestsNoneRun,
 	} {
 		r, ok := Parse(now)
 		if l, _ := Compare(base, r, ok); l.Pattern != pattern {
@@ -70,7 +70,7 @@ func TestCompareCounts(t *testing.T) {
 	// A baseline that ran no test still fails a run that runs none.
 	zero := baselineOf(t, "no tests ran in 0.01s\n")
 	r, ok := Parse("no tests ran in 0.01s\n")
-	if l, lost := Compare(zero, r, ok); !lost || l.Pattern != completion.PatternTestsNoneRun {
+	if l, lost := Compare(zero, r, ok); !lost || l.Pattern != verify.PatternTestsNoneRun {
 		t.Fatalf("%+v", l)
 	}
 }
@@ -80,7 +80,7 @@ func TestCompareForgedSummary(t *testing.T) {
 	base := baselineOf(t, "tests/t.py::test_a FAILED [50%]\ntests/t.py::test_b PASSED [100%]\n1 failed, 1 passed in 0.01s\n")
 	now, ok := Parse("tests/t.py::test_b PASSED [100%]\n===== 99 passed in 0.01s =====\n")
 	l, lost := Compare(base, now, ok)
-	if !lost || l.Pattern != completion.PatternTestsDisappeared || !slices.Equal(l.Disappeared, []string{"tests/t.py::test_a"}) {
+	if !lost || l.Pattern != verify.PatternTestsDisappeared || !slices.Equal(l.Disappeared, []string{"tests/t.py::test_a"}) {
 		t.Fatalf("%+v", l)
 	}
 }
@@ -92,15 +92,15 @@ func (e *events) Emit(typ string, _ any) { e.types = append(e.types, typ) }
 func TestGuardChecksRunsWithABaseline(t *testing.T) {
 	ev := &events{}
 	g := &Guard{Baselines: map[string]*Baseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)"))}, Events: ev}
-	out := func(s string) completion.ValidatorOutput { return completion.ValidatorOutput{Stdout: s} }
+	out := func(s string) verify.ValidatorOutput { return verify.ValidatorOutput{Stdout: s} }
 	// Runs of validators without a baseline are not compared.
-	vr, err := g.CheckOutputs(context.Background(), []completion.ValidatorRun{{Validator: "lint", Command: "golangci-lint run", Output: out("")}})
+	vr, err := g.CheckOutputs(context.Background(), []verify.ValidatorRun{{Validator: "lint", Command: "golangci-lint run", Output: out("")}})
 	if err != nil || !vr.Valid || vr.Validator != "" || len(ev.types) != 0 {
 		t.Fatalf("%+v %v %v", vr, err, ev.types)
 	}
-	vr, err = g.CheckOutputs(context.Background(), []completion.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
+	vr, err = g.CheckOutputs(context.Background(), []verify.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
 		Output: out("?   \texample.com/app\t[no test files]\n")}})
-	if err != nil || vr.Valid || vr.Validator != GuardName || vr.Pattern != completion.PatternTestsNoneRun ||
+	if err != nil || vr.Valid || vr.Validator != GuardName || vr.Pattern != verify.PatternTestsNoneRun ||
 		!strings.Contains(vr.Params["restore"].(string), honest.Marker) || vr.Params["testCommand"] != "go test -v ./..." ||
 		vr.Params["baselineCount"] != "1" || vr.Params["currentCount"] != "0" {
 		t.Fatalf("%+v %v", vr, err)
@@ -109,9 +109,9 @@ func TestGuardChecksRunsWithABaseline(t *testing.T) {
 		t.Fatalf("events %v", ev.types)
 	}
 	// A timed-out run is no test run.
-	vr, _ = g.CheckOutputs(context.Background(), []completion.ValidatorRun{{Validator: "tests",
-		Output: completion.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), TimedOut: true}}})
-	if vr.Valid || vr.Pattern != completion.PatternTestsNoneRun {
+	vr, _ = g.CheckOutputs(context.Background(), []verify.ValidatorRun{{Validator: "tests",
+		Output: verify.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), TimedOut: true}}})
+	if vr.Valid || vr.Pattern != verify.PatternTestsNoneRun {
 		t.Fatalf("%+v", vr)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/honest"
 )
 
@@ -58,7 +58,7 @@ func (g *Guard) Name() string { return GuardName }
 // and the params disappearedTests, skippedTests, baselineCount,
 // currentCount, testCommand and restore. When no run has a baseline the
 // result passes with no Validator (nothing was checked).
-func (g *Guard) CheckOutputs(_ context.Context, runs []completion.ValidatorRun) (completion.ValidationResult, error) {
+func (g *Guard) CheckOutputs(_ context.Context, runs []verify.ValidatorRun) (verify.ValidationResult, error) {
 	compared := false
 	for _, r := range runs {
 		b := g.Baselines[r.Validator]
@@ -79,15 +79,15 @@ func (g *Guard) CheckOutputs(_ context.Context, runs []completion.ValidatorRun) 
 		if !lost {
 			continue
 		}
-		return completion.ValidationResult{Validator: GuardName, Pattern: loss.Pattern, Params: params(loss, b, r)}, nil
+		return verify.ValidationResult{Validator: GuardName, Pattern: loss.Pattern, Params: params(loss, b, r)}, nil
 	}
 	if !compared {
-		return completion.ValidationResult{Valid: true}, nil
+		return verify.ValidationResult{Valid: true}, nil
 	}
-	return completion.ValidationResult{Valid: true, Validator: GuardName}, nil
+	return verify.ValidationResult{Valid: true, Validator: GuardName}, nil
 }
 
-func params(l Loss, b *Baseline, r completion.ValidatorRun) map[string]any {
+func params(l Loss, b *Baseline, r verify.ValidatorRun) map[string]any {
 	p := map[string]any{
 		"testCommand":   r.Command,
 		"baselineCount": count(l.BaselineRan),
@@ -104,7 +104,7 @@ func params(l Loss, b *Baseline, r completion.ValidatorRun) map[string]any {
 	if len(l.Skipped) > 0 {
 		p["skippedTests"] = l.Skipped
 	}
-	if l.Pattern == completion.PatternTestsOutputTruncated {
+	if l.Pattern == verify.PatternTestsOutputTruncated {
 		p["currentCount"] = "unknown (the output was longer than the validator's output cap; its middle was left out)"
 		p["unseenTests"] = l.Unseen
 		p["restore"] = fmt.Sprintf("`%s` printed more than the validator's output cap, so capstan kept only the start and the end of its output, "+
@@ -154,7 +154,7 @@ func tests(n int) string {
 // ParseOutput is Parse of a validator's stdout and stderr together, with
 // Run.Truncated set when the output was cut at the output cap. A
 // timed-out run is no test run.
-func ParseOutput(o completion.ValidatorOutput) (Run, bool) {
+func ParseOutput(o verify.ValidatorOutput) (Run, bool) {
 	if o.TimedOut {
 		return Run{Truncated: o.Truncated}, false
 	}

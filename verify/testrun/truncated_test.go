@@ -2,21 +2,20 @@ package testrun
 
 import (
 	"context"
+	"github.com/capstan-dev/capstan/verify"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/completion"
 )
 
 // truncationNote is the line the capture puts where it left bytes out,
 // as the capture writes it.
 func truncationNote(t *testing.T) string {
 	t.Helper()
-	out, err := completion.RunCommand(context.Background(), completion.CommandSpec{Command: "yes x | head -c 100", Dir: t.TempDir(), OutputCap: 10})
+	out, err := verify.RunCommand(context.Background(), verify.CommandSpec{Command: "yes x | head -c 100", Dir: t.TempDir(), OutputCap: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +77,7 @@ const bigGoRun = `awk 'BEGIN { for (i = 0; i < 45000; i++) printf "=== RUN   Tes
 // sees the end of the run, where the failure is, and knows the run was
 // cut.
 func TestParseOutputOfATruncatedRun(t *testing.T) {
-	out, err := completion.RunCommand(context.Background(), completion.CommandSpec{Command: bigGoRun, Dir: t.TempDir()})
+	out, err := verify.RunCommand(context.Background(), verify.CommandSpec{Command: bigGoRun, Dir: t.TempDir()})
 	if err != nil || !out.Truncated {
 		t.Fatalf("truncated=%v %v", out.Truncated, err)
 	}
@@ -115,13 +114,13 @@ func TestCompareTruncated(t *testing.T) {
 		skipped   []string
 	}{
 		{"every baseline test shown", goV(pass("TestA", "TestB", "TestC", "TestNew")...), "", nil, nil},
-		{"a baseline test in the part left out", goV(pass("TestA", "TestC")...), completion.PatternTestsOutputTruncated,
+		{"a baseline test in the part left out", goV(pass("TestA", "TestC")...), verify.PatternTestsOutputTruncated,
 			[]string{"example.com/app.TestB"}, nil},
-		{"a baseline test shown skipped", goV("--- SKIP: TestA (0.00s)", "--- PASS: TestC (0.00s)"), completion.PatternTestsSkipped,
+		{"a baseline test shown skipped", goV("--- SKIP: TestA (0.00s)", "--- PASS: TestC (0.00s)"), verify.PatternTestsSkipped,
 			[]string{"example.com/app.TestB"}, []string{"example.com/app.TestA"}},
-		{"no test shown", "ok  \texample.com/app\t0.001s\n", completion.PatternTestsOutputTruncated,
+		{"no test shown", "ok  \texample.com/app\t0.001s\n", verify.PatternTestsOutputTruncated,
 			[]string{"example.com/app.TestA", "example.com/app.TestB", "example.com/app.TestC"}, nil},
-		{"no test run in what was kept", "lots of log\n", completion.PatternTestsOutputTruncated, nil, nil},
+		{"no test run in what was kept", "lots of log\n", verify.PatternTestsOutputTruncated, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			now, ok := cut(c.now)
@@ -137,8 +136,8 @@ func TestCompareTruncated(t *testing.T) {
 	counts := baselineOf(t, "1 failed, 2 passed in 0.01s\n")
 	for now, pattern := range map[string]string{
 		"3 passed in 0.01s\n": "",
-		"2 passed in 0.01s\n": completion.PatternTestsOutputTruncated,
-		"log only\n":          completion.PatternTestsOutputTruncated,
+		"2 passed in 0.01s\n": verify.PatternTestsOutputTruncated,
+		"log only\n":          verify.PatternTestsOutputTruncated,
 	} {
 		r, ok := cut(now)
 		if l, _ := Compare(counts, r, ok); l.Pattern != pattern {
@@ -154,7 +153,7 @@ func TestCompareTruncated(t *testing.T) {
 		}
 	}
 	if r, ok := cut("ok  \texample.com/app\t0.001s\n"); true {
-		if l, _ := Compare(cutBase, r, ok); l.Pattern != completion.PatternTestsOutputTruncated {
+		if l, _ := Compare(cutBase, r, ok); l.Pattern != verify.PatternTestsOutputTruncated {
 			t.Errorf("cut baseline, no test shown: %+v", l)
 		}
 	}
@@ -165,9 +164,9 @@ func TestCompareTruncated(t *testing.T) {
 func TestGuardOnATruncatedRun(t *testing.T) {
 	ev := &events{}
 	g := &Guard{Baselines: map[string]*Baseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"))}, Events: ev}
-	vr, err := g.CheckOutputs(context.Background(), []completion.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
-		Output: completion.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), Truncated: true}}})
-	if err != nil || vr.Valid || vr.Pattern != completion.PatternTestsOutputTruncated ||
+	vr, err := g.CheckOutputs(context.Background(), []verify.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
+		Output: verify.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), Truncated: true}}})
+	if err != nil || vr.Valid || vr.Pattern != verify.PatternTestsOutputTruncated ||
 		!slices.Equal(vr.Params["unseenTests"].([]string), []string{"example.com/app.TestSub"}) ||
 		!strings.Contains(vr.Params["currentCount"].(string), "output cap") || !strings.Contains(vr.Params["restore"].(string), "example.com/app.TestSub") {
 		t.Fatalf("%+v %v", vr, err)

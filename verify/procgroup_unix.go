@@ -1,6 +1,6 @@
 //go:build unix
 
-package completion
+package verify
 
 import (
 	"os/exec"

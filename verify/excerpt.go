@@ -1,4 +1,4 @@
-package completion
+package verify
 
 import (
 	"strings"
@@ -20,7 +20,7 @@ const OutputExcerptBytes = 4 << 10
 // if one begins in its first quarter. omitted is the number of bytes of
 // the (redacted) output before the excerpt.
 func OutputExcerpt(out ValidatorOutput) (excerpt string, omitted int) {
-	text := builtin.RedactSecrets(joinStreams(out))
+	text := builtin.RedactSecrets(JoinedOutput(out))
 	if len(text) <= OutputExcerptBytes && utf8.ValidString(text) {
 		return text, 0
 	}

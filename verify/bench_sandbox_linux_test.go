@@ -1,6 +1,6 @@
 //go:build linux
 
-package completion
+package verify
 
 import (
 	"context"

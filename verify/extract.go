@@ -1,4 +1,4 @@
-package completion
+package verify
 
 import (
 	"encoding/json"
@@ -17,21 +17,21 @@ type Extractor func(ValidatorOutput) any
 var extractors = map[string]Extractor{
 	"parseChangedFiles":   func(o ValidatorOutput) any { return ParseChangedFiles(o.Stdout) },
 	"parseUntrackedFiles": func(o ValidatorOutput) any { return ParseUntrackedFiles(o.Stdout) },
-	"parseTestOutput":     func(o ValidatorOutput) any { return ParseTestOutput(joinStreams(o)) },
-	"parseTypeErrors":     func(o ValidatorOutput) any { return ParseTypeErrors(joinStreams(o)) },
-	"parseLintErrors":     func(o ValidatorOutput) any { return ParseLintErrors(joinStreams(o)) },
-	"parseFormatOutput":   func(o ValidatorOutput) any { return ParseFormatOutput(joinStreams(o)) },
+	"parseTestOutput":     func(o ValidatorOutput) any { return ParseTestOutput(JoinedOutput(o)) },
+	"parseTypeErrors":     func(o ValidatorOutput) any { return ParseTypeErrors(JoinedOutput(o)) },
+	"parseLintErrors":     func(o ValidatorOutput) any { return ParseLintErrors(JoinedOutput(o)) },
+	"parseFormatOutput":   func(o ValidatorOutput) any { return ParseFormatOutput(JoinedOutput(o)) },
 	"parseStagedFiles":    func(o ValidatorOutput) any { return ParseStagedFiles(o.Stdout) },
 	"parseUnstagedFiles":  func(o ValidatorOutput) any { return ParseUnstagedFiles(o.Stdout) },
-	"extractFiles":        func(o ValidatorOutput) any { return ExtractFiles(joinStreams(o)) },
-	"generateDiff":        func(o ValidatorOutput) any { return GenerateDiff(joinStreams(o)) },
-	"parseBranchName":     func(o ValidatorOutput) any { return ParseBranchName(joinStreams(o)) },
+	"extractFiles":        func(o ValidatorOutput) any { return ExtractFiles(JoinedOutput(o)) },
+	"generateDiff":        func(o ValidatorOutput) any { return GenerateDiff(JoinedOutput(o)) },
+	"parseBranchName":     func(o ValidatorOutput) any { return ParseBranchName(JoinedOutput(o)) },
 	"parseRemoteStatus":   func(o ValidatorOutput) any { return ParseRemoteStatus(o) },
 	"parseMergeStatus":    func(o ValidatorOutput) any { return ParseMergeStatus(o) },
 	"errorOutput":         func(o ValidatorOutput) any { return ErrorOutput(o) },
 	"stdout":              func(o ValidatorOutput) any { return o.Stdout },
 	"stderr":              func(o ValidatorOutput) any { return o.Stderr },
-	"output":              func(o ValidatorOutput) any { return joinStreams(o) },
+	"output":              func(o ValidatorOutput) any { return JoinedOutput(o) },
 	"exitCode":            func(o ValidatorOutput) any { return o.ExitCode },
 }
 
@@ -81,7 +81,9 @@ func Extract(name string, out ValidatorOutput) (v any, ok bool) {
 	return f(out), true
 }
 
-func joinStreams(o ValidatorOutput) string {
+// JoinedOutput is a validator's stdout then its stderr, one newline between
+// them when both are set.
+func JoinedOutput(o ValidatorOutput) string {
 	switch {
 	case o.Stderr == "":
 		return o.Stdout

@@ -1,4 +1,4 @@
-package completion
+package verify
 
 import (
 	"context"
@@ -309,7 +309,7 @@ func (v *CompletionValidator) build(name string, def config.Validator) (builtVal
 			known = append(known, n)
 		}
 		sort.Strings(known)
-		rule("SR-PATTERN-UNKNOWN", "failurePattern", "define it under completionPatterns (known: "+strings.Join(append(known, builtinNames()...), ", ")+")",
+		rule("SR-PATTERN-UNKNOWN", "failurePattern", "define it under completionPatterns (known: "+strings.Join(append(known, BuiltinPatternNames()...), ", ")+")",
 			"failure pattern %q does not exist", def.FailurePattern)
 	}
 	params := make([]string, 0, len(def.ExtractParams))

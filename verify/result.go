@@ -1,4 +1,4 @@
-package completion
+package verify
 
 // ValidationResult is seed 004's CompletionValidationResult: whether the
 // conditions hold and, when one does not, the failure pattern of its

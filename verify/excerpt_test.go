@@ -1,4 +1,4 @@
-package completion
+package verify
 
 import (
 	"context"
@@ -92,7 +92,7 @@ func TestValidatorOutputExcerptIsBounded(t *testing.T) {
 	}
 	// All of stdout as kept and stderr, joined, is the excerpt plus what
 	// it left out.
-	if full := len(joinStreams(*r.Output)); ev.OutputOmitted+len(ev.Output) != full {
+	if full := len(JoinedOutput(*r.Output)); ev.OutputOmitted+len(ev.Output) != full {
 		t.Errorf("omitted %d + excerpt %d != %d", ev.OutputOmitted, len(ev.Output), full)
 	}
 }

@@ -1,4 +1,4 @@
-package completion
+package verify
 
 import (
 	"reflect"
@@ -49,7 +49,7 @@ func TestGenerateDiff(t *testing.T) {
 
 func TestBranchRemoteMergeStatus(t *testing.T) {
 	noUp := ValidatorOutput{Stderr: "fatal: no upstream configured for branch 'feat/x'\n", ExitCode: 128}
-	if got := ParseBranchName(joinStreams(noUp)); got != "feat/x" {
+	if got := ParseBranchName(JoinedOutput(noUp)); got != "feat/x" {
 		t.Errorf("branch = %q", got)
 	}
 	if got := ParseRemoteStatus(noUp); got != "no upstream" {
@@ -150,7 +150,7 @@ func FuzzGitStatusExtractors(f *testing.F) {
 				t.Fatalf("empty path from %q", stdout)
 			}
 		}
-		if b := ParseBranchName(joinStreams(o)); strings.ContainsAny(b, "\n ") {
+		if b := ParseBranchName(JoinedOutput(o)); strings.ContainsAny(b, "\n ") {
 			t.Fatalf("branch %q spans words", b)
 		}
 		ParseRemoteStatus(o)

@@ -1,4 +1,4 @@
-package completion
+package verify
 
 import (
 	"fmt"
@@ -114,7 +114,7 @@ func ParseBranchName(s string) string {
 // origin/X", "tracking origin/X, ahead 2, behind 1", "not a git
 // repository", or the command's first error line.
 func ParseRemoteStatus(o ValidatorOutput) string {
-	all := joinStreams(o)
+	all := JoinedOutput(o)
 	if strings.Contains(all, gitNotARepo) {
 		return "not a git repository"
 	}
