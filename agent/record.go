@@ -8,7 +8,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/verify/protect"
+	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
@@ -40,10 +40,10 @@ type RunRecord struct {
 	UnrecordedUsage llm.Usage `json:"unrecordedUsage,omitzero"`
 	// ProtectBaseline is the run's first protect.baseline: the protected
 	// files as they were when the run started (nil when none are).
-	ProtectBaseline *protect.Baseline `json:"protectBaseline,omitempty"`
+	ProtectBaseline *verify.FilesBaseline `json:"protectBaseline,omitempty"`
 	// StepBaseline is the last step baseline (protect.baseline with a
 	// step), kept for resume.
-	StepBaseline *protect.Baseline `json:"stepBaseline,omitempty"`
+	StepBaseline *verify.FilesBaseline `json:"stepBaseline,omitempty"`
 	// TestBaselines are the test validators' runs before the first
 	// iteration (tests.baseline), by validator: what no-lost-tests
 	// compares with, kept for resume.
@@ -218,7 +218,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			_ = decode(&w)
 			rec.Warnings = append(rec.Warnings, w.Message)
 		case ProtectBaseline:
-			var b protect.Baseline
+			var b verify.FilesBaseline
 			if err := decode(&b); err != nil {
 				return nil, err
 			}

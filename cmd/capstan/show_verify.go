@@ -6,13 +6,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/honest"
-	"github.com/capstan-dev/capstan/verify/protect"
 )
 
 // printProtected prints a baseline of protected files: the globs and each
 // file's digest when the run started (or the step was entered).
-func printProtected(w io.Writer, b *protect.Baseline) {
+func printProtected(w io.Writer, b *verify.FilesBaseline) {
 	if b == nil {
 		return
 	}

@@ -9,7 +9,7 @@
 // journaled one. Check compares the work dir with the baseline: a protected
 // file that was changed, deleted or added is a Change, whatever tool made
 // it (Write, Edit, Bash, an MCP server).
-package protect
+package verify
 
 import (
 	"crypto/sha256"
@@ -46,7 +46,7 @@ const (
 )
 
 // File is one protected file of a Baseline.
-type File struct {
+type ProtectedFile struct {
 	// Digest is "sha256:" and the hex digest of the content.
 	Digest string `json:"digest"`
 	// Content is the file's text when it is valid UTF-8 and small enough
@@ -58,7 +58,7 @@ type File struct {
 
 // Baseline is the state of the protected files at the start of a run. It
 // is the payload of the journal's protect.baseline event.
-type Baseline struct {
+type FilesBaseline struct {
 	// Step is the step whose protect globs these are, taken when the step
 	// was entered; "" for runner.verification.protect, taken when the run
 	// started.
@@ -66,32 +66,32 @@ type Baseline struct {
 	// Globs are the protect globs the baseline was taken with.
 	Globs []string `json:"globs"`
 	// Files maps a "/"-separated path relative to the work dir to the file.
-	Files map[string]File `json:"files"`
+	Files map[string]ProtectedFile `json:"files"`
 }
 
 // Matcher tells whether a work-dir-relative path is protected.
-type Matcher struct {
+type GlobMatcher struct {
 	globs []string
 }
 
 // NewMatcher returns a Matcher for globs (doublestar syntax). An invalid
 // glob is a CONFIG_INVALID error.
-func NewMatcher(globs []string) (*Matcher, error) {
+func NewGlobMatcher(globs []string) (*GlobMatcher, error) {
 	for _, g := range globs {
 		if !doublestar.ValidatePattern(g) {
 			return nil, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"runner.verification.protect: %q is not a valid glob", g)
 		}
 	}
-	return &Matcher{globs: slices.Clone(globs)}, nil
+	return &GlobMatcher{globs: slices.Clone(globs)}, nil
 }
 
 // Globs returns the matcher's globs.
-func (m *Matcher) Globs() []string { return slices.Clone(m.globs) }
+func (m *GlobMatcher) Globs() []string { return slices.Clone(m.globs) }
 
 // Match reports whether rel (relative to the work dir, either separator)
 // is protected.
-func (m *Matcher) Match(rel string) bool {
+func (m *GlobMatcher) Match(rel string) bool {
 	if m == nil {
 		return false
 	}
@@ -111,15 +111,15 @@ var journalRoot = path.Dir(journal.RunsDir)
 // Take records the protected files under dir. The .git directories and the
 // run journals (.capstan) are not walked; symbolic links are recorded by their target path text, not
 // followed.
-func Take(dir string, m *Matcher) (*Baseline, error) {
+func TakeFilesBaseline(dir string, m *GlobMatcher) (*FilesBaseline, error) {
 	files, err := scan(dir, m)
 	if err != nil {
 		return nil, err
 	}
-	b := &Baseline{Globs: m.Globs(), Files: make(map[string]File, len(files))}
+	b := &FilesBaseline{Globs: m.Globs(), Files: make(map[string]ProtectedFile, len(files))}
 	total := 0
 	for p, e := range files {
-		f := File{Digest: e.digest}
+		f := ProtectedFile{Digest: e.digest}
 		if e.text() && total+len(e.data) <= MaxTotalContentBytes {
 			f.Content, f.HasContent = string(e.data), true
 			total += len(e.data)
@@ -137,7 +137,7 @@ const (
 )
 
 // Change is one protected file that differs from the baseline.
-type Change struct {
+type FileChange struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
 	// Diff is a line diff (baseline → now) when both texts are known.
@@ -145,12 +145,12 @@ type Change struct {
 }
 
 // String is "modified: calc_test.go".
-func (c Change) String() string { return c.Kind + ": " + c.Path }
+func (c FileChange) String() string { return c.Kind + ": " + c.Path }
 
 // Check compares the protected files under dir with the baseline and
 // returns the changes, sorted by path.
-func (b *Baseline) Check(dir string) ([]Change, error) {
-	m, err := NewMatcher(b.Globs)
+func (b *FilesBaseline) Check(dir string) ([]FileChange, error) {
+	m, err := NewGlobMatcher(b.Globs)
 	if err != nil {
 		return nil, err
 	}
@@ -158,18 +158,18 @@ func (b *Baseline) Check(dir string) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Change
+	var out []FileChange
 	for p, f := range b.Files {
 		e, ok := now[p]
 		switch {
 		case !ok:
-			c := Change{Path: p, Kind: Deleted}
+			c := FileChange{Path: p, Kind: Deleted}
 			if f.HasContent {
 				c.Diff = lineDiff(f.Content, "")
 			}
 			out = append(out, c)
 		case e.digest != f.Digest:
-			c := Change{Path: p, Kind: Modified}
+			c := FileChange{Path: p, Kind: Modified}
 			if f.HasContent && e.text() {
 				c.Diff = lineDiff(f.Content, string(e.data))
 			}
@@ -178,14 +178,14 @@ func (b *Baseline) Check(dir string) ([]Change, error) {
 	}
 	for p, e := range now {
 		if _, ok := b.Files[p]; !ok {
-			c := Change{Path: p, Kind: Added}
+			c := FileChange{Path: p, Kind: Added}
 			if e.text() {
 				c.Diff = lineDiff("", string(e.data))
 			}
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(x, y Change) int { return strings.Compare(x.Path, y.Path) })
+	slices.SortFunc(out, func(x, y FileChange) int { return strings.Compare(x.Path, y.Path) })
 	return out, nil
 }
 
@@ -201,7 +201,7 @@ type entry struct {
 func (e entry) text() bool { return e.data != nil && utf8.Valid(e.data) }
 
 // scan reads every protected file under dir.
-func scan(dir string, m *Matcher) (map[string]entry, error) {
+func scan(dir string, m *GlobMatcher) (map[string]entry, error) {
 	out := map[string]entry{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

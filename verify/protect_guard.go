@@ -1,48 +1,47 @@
-package protect
+package verify
 
 import (
 	"context"
 	"slices"
 	"strings"
 
-	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // GuardName is the validator name a protected-file check reports under
 // (completion.check's "verified", the retry prompt's validator).
-const GuardName = "protected-files"
+const ProtectedFilesGuardName = "protected-files"
 
 // Guard checks the protected files of a work dir against baselines in
 // the verdict stage, before the validators run.
-type Guard struct {
+type ProtectedFilesGuard struct {
 	// Baseline is the run's baseline (runner.verification.protect, taken
 	// at its start or journaled); nil when the run protects nothing.
-	Baseline *Baseline
+	Baseline *FilesBaseline
 	// Step is the current step's baseline (its protect globs, taken when it
 	// was entered); nil when the step protects nothing.
-	Step *Baseline
+	Step *FilesBaseline
 	// Dir is the work dir.
 	Dir string
 }
 
 // Name implements verdict.Guard.
-func (g *Guard) Name() string { return GuardName }
+func (g *ProtectedFilesGuard) Name() string { return ProtectedFilesGuardName }
 
 // Check implements verdict.Guard: a failing result with pattern
 // protected-changed and the params protectedFiles (["modified: x", …]),
 // diff and restore when a protected file changed.
-func (g *Guard) Check(context.Context) (verify.ValidationResult, error) {
-	var changes []Change
+func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
+	var changes []FileChange
 	var globs []string
 	seen := map[string]bool{}
-	for _, b := range []*Baseline{g.Baseline, g.Step} {
+	for _, b := range []*FilesBaseline{g.Baseline, g.Step} {
 		if b == nil {
 			continue
 		}
 		ch, err := b.Check(g.Dir)
 		if err != nil {
-			return verify.ValidationResult{}, err
+			return ValidationResult{}, err
 		}
 		for _, c := range ch {
 			if !seen[c.Path] {
@@ -53,9 +52,9 @@ func (g *Guard) Check(context.Context) (verify.ValidationResult, error) {
 		globs = append(globs, b.Globs...)
 	}
 	if len(changes) == 0 {
-		return verify.ValidationResult{Valid: true, Validator: GuardName}, nil
+		return ValidationResult{Valid: true, Validator: ProtectedFilesGuardName}, nil
 	}
-	slices.SortFunc(changes, func(x, y Change) int { return strings.Compare(x.Path, y.Path) })
+	slices.SortFunc(changes, func(x, y FileChange) int { return strings.Compare(x.Path, y.Path) })
 	files := make([]string, len(changes))
 	var diff strings.Builder
 	for i, c := range changes {
@@ -67,7 +66,7 @@ func (g *Guard) Check(context.Context) (verify.ValidationResult, error) {
 			diff.WriteString("(binary or too large to show)\n")
 		}
 	}
-	return verify.ValidationResult{Validator: GuardName, Pattern: verify.PatternProtectedChanged,
+	return ValidationResult{Validator: ProtectedFilesGuardName, Pattern: PatternProtectedChanged,
 		Params: map[string]any{
 			"protectedFiles": files,
 			"diff":           strings.TrimRight(diff.String(), "\n"),

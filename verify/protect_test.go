@@ -1,4 +1,4 @@
-package protect
+package verify
 
 import (
 	"context"
@@ -10,19 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/verify"
 )
-
-func write(t testing.TB, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -32,11 +20,11 @@ func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
 	write(t, dir, "bin_test.go", "\xff\xfe")
 	write(t, dir, ".git/x_test.go", "git internals are not protected")
 	write(t, dir, ".capstan/runs/r/x_test.go", "journals are not protected")
-	m, err := NewMatcher([]string{"**/*_test.go", "go.mod"})
+	m, err := NewGlobMatcher([]string{"**/*_test.go", "go.mod"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Take(dir, m)
+	b, err := TakeFilesBaseline(dir, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +61,9 @@ func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
 	}
 
 	// The guard turns them into the protected-changed failure.
-	g := &Guard{Baseline: b, Dir: dir}
+	g := &ProtectedFilesGuard{Baseline: b, Dir: dir}
 	vr, err := g.Check(context.Background())
-	if err != nil || vr.Valid || vr.Pattern != verify.PatternProtectedChanged || vr.Validator != GuardName {
+	if err != nil || vr.Valid || vr.Pattern != PatternProtectedChanged || vr.Validator != ProtectedFilesGuardName {
 		t.Fatalf("%+v %v", vr, err)
 	}
 	if files, _ := vr.Params["protectedFiles"].([]string); len(files) != 4 || !strings.Contains(vr.Params["diff"].(string), "(binary or too large to show)") {
@@ -83,8 +71,8 @@ func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
 	}
 	// A step baseline adds its own changes; a file in both is named once.
 	write(t, dir, "a.go", "package a // step\n")
-	sm, _ := NewMatcher([]string{"*.go"})
-	sb, err := Take(dir, sm)
+	sm, _ := NewGlobMatcher([]string{"*.go"})
+	sb, err := TakeFilesBaseline(dir, sm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +83,7 @@ func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
 		!strings.Contains(vr.Params["restore"].(string), "(**/*_test.go, go.mod, *.go)") {
 		t.Fatalf("with a step baseline: %+v %v", vr.Params, err)
 	}
-	if vr, err := (&Guard{Dir: dir}).Check(context.Background()); err != nil || !vr.Valid {
+	if vr, err := (&ProtectedFilesGuard{Dir: dir}).Check(context.Background()); err != nil || !vr.Valid {
 		t.Fatalf("guard without baselines: %+v %v", vr, err)
 	}
 }
@@ -106,8 +94,8 @@ func TestSymlinkIsRecordedNotFollowed(t *testing.T) {
 	if err := os.Symlink("real.txt", filepath.Join(dir, "link_test.go")); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := NewMatcher([]string{"*_test.go"})
-	b, err := Take(dir, m)
+	m, _ := NewGlobMatcher([]string{"*_test.go"})
+	b, err := TakeFilesBaseline(dir, m)
 	if err != nil || b.Files["link_test.go"].Content != "symlink -> real.txt" {
 		t.Fatalf("%+v %v", b, err)
 	}
@@ -119,17 +107,17 @@ func TestSymlinkIsRecordedNotFollowed(t *testing.T) {
 }
 
 func TestMatcher(t *testing.T) {
-	if _, err := NewMatcher([]string{"tests/[ab"}); agenterr.CodeOf(err) != agenterr.CodeConfigurationValidation {
+	if _, err := NewGlobMatcher([]string{"tests/[ab"}); agenterr.CodeOf(err) != agenterr.CodeConfigurationValidation {
 		t.Fatalf("bad glob: %v", err)
 	}
-	m, _ := NewMatcher([]string{"**/*_test.go", "conftest.py", "tests/**"})
+	m, _ := NewGlobMatcher([]string{"**/*_test.go", "conftest.py", "tests/**"})
 	for p, want := range map[string]bool{"a_test.go": true, "x/y/a_test.go": true, "./a_test.go": true, "conftest.py": true,
 		"sub/conftest.py": false, "tests/data/x.json": true, "a.go": false} {
 		if m.Match(p) != want {
 			t.Errorf("Match(%q) = %v", p, !want)
 		}
 	}
-	var none *Matcher
+	var none *GlobMatcher
 	if none.Match("a_test.go") {
 		t.Error("nil matcher protects")
 	}
@@ -141,8 +129,8 @@ func TestLargeFilesAreHashedNotKept(t *testing.T) {
 	dir := t.TempDir()
 	big := strings.Repeat("x", MaxContentBytes+10)
 	write(t, dir, "big_test.go", big)
-	m, _ := NewMatcher([]string{"*_test.go"})
-	b, err := Take(dir, m)
+	m, _ := NewGlobMatcher([]string{"*_test.go"})
+	b, err := TakeFilesBaseline(dir, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package protect
+package verify
 
 import (
 	"fmt"
@@ -19,8 +19,8 @@ func BenchmarkCheck(b *testing.B) {
 		write(b, dir, fmt.Sprintf("%s/d%d.json", p, i), "{}")
 		write(b, dir, fmt.Sprintf("%s/f%d_test.go", p, i), "package p\n\nfunc TestX(t *testing.T) {\n"+body+"}\n")
 	}
-	m, _ := NewMatcher([]string{"**/*_test.go", "**/go.mod"})
-	base, err := Take(dir, m)
+	m, _ := NewGlobMatcher([]string{"**/*_test.go", "**/go.mod"})
+	base, err := TakeFilesBaseline(dir, m)
 	if err != nil {
 		b.Fatal(err)
 	}
