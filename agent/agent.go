@@ -39,7 +39,7 @@ import (
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // State is a lifecycle state.
@@ -78,9 +78,9 @@ type Agent struct {
 	stepCosts   map[string]func(llm.Usage) float64
 	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
 	flow        *flow
-	built       int            // how many of buildOrder's dependencies are built
-	protection  protection     // runner.verification.protect
-	testGuard   *testrun.Guard // no lost tests; nil when no validator runs tests
+	built       int                    // how many of buildOrder's dependencies are built
+	protection  protection             // runner.verification.protect
+	testGuard   *verify.LostTestsGuard // no lost tests; nil when no validator runs tests
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it

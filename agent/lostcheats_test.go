@@ -11,7 +11,6 @@ import (
 
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
 // The no-lost-tests part of the cheat corpus: cheats that protected
@@ -124,18 +123,18 @@ func runLostCorpus(t *testing.T, cheats []lostCheat) {
 	}
 }
 
-func comparisons(t *testing.T, res *Result) []testrun.Comparison {
+func comparisons(t *testing.T, res *Result) []verify.TestComparison {
 	t.Helper()
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []testrun.Comparison
+	var out []verify.TestComparison
 	for _, ev := range events {
-		if ev.Type != testrun.EventCompare {
+		if ev.Type != verify.EventCompare {
 			continue
 		}
-		var c testrun.Comparison
+		var c verify.TestComparison
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +172,7 @@ func TestResumeKeepsTheTestBaseline(t *testing.T) {
 	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil || first.CompletionReason != "max_iterations" || rec.TestBaselines["tests-pass"] == nil ||
-		rec.TestBaselines["tests-pass"].Run.Outcomes()["example.com/app.TestAdd"] != testrun.Failed {
+		rec.TestBaselines["tests-pass"].Run.Outcomes()["example.com/app.TestAdd"] != verify.Failed {
 		t.Fatalf("%+v %+v %v", first, rec.TestBaselines, err)
 	}
 	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
@@ -186,7 +185,7 @@ func TestResumeKeepsTheTestBaseline(t *testing.T) {
 	events, _ := journal.ReadFile(res.Journal)
 	n := 0
 	for _, ev := range events {
-		if ev.Type == testrun.EventBaseline {
+		if ev.Type == verify.EventBaseline {
 			n++
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/testrun"
 )
 
 // RunRecord is one run as reconstructed from its journal. It is what
@@ -47,7 +46,7 @@ type RunRecord struct {
 	// TestBaselines are the test validators' runs before the first
 	// iteration (tests.baseline), by validator: what no-lost-tests
 	// compares with, kept for resume.
-	TestBaselines map[string]*testrun.Baseline `json:"testBaselines,omitempty"`
+	TestBaselines map[string]*verify.TestBaseline `json:"testBaselines,omitempty"`
 	// GitHubRepo is the repository the run's first run.start pinned for
 	// capstan's own gh calls; resume keeps it.
 	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
@@ -228,13 +227,13 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			case rec.ProtectBaseline == nil:
 				rec.ProtectBaseline = &b
 			}
-		case testrun.EventBaseline:
-			var b testrun.Baseline
+		case verify.EventBaseline:
+			var b verify.TestBaseline
 			if err := decode(&b); err != nil {
 				return nil, err
 			}
 			if rec.TestBaselines == nil {
-				rec.TestBaselines = map[string]*testrun.Baseline{}
+				rec.TestBaselines = map[string]*verify.TestBaseline{}
 			}
 			if rec.TestBaselines[b.Validator] == nil {
 				rec.TestBaselines[b.Validator] = &b
@@ -245,7 +244,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				return nil, err
 			}
 			tentative = &st // committed when the iteration ends
-		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, testrun.EventCompare:
+		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, verify.EventCompare:
 			if ev.Iteration > 0 {
 				it := at(ev.Iteration)
 				it.Events = append(it.Events, ev)

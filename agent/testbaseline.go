@@ -8,7 +8,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // testConditions are the command validators of the run that run tests
@@ -49,7 +49,7 @@ func (a *Agent) outputGuards() []verdict.OutputGuard {
 	if !a.spec.Runner.Verification.TestBaselineOn() || len(a.testConditions()) == 0 {
 		return nil
 	}
-	a.testGuard = &testrun.Guard{Baselines: map[string]*testrun.Baseline{}, Events: a.emit}
+	a.testGuard = &verify.LostTestsGuard{Baselines: map[string]*verify.TestBaseline{}, Events: a.emit}
 	return []verdict.OutputGuard{a.testGuard}
 }
 
@@ -58,12 +58,12 @@ func (a *Agent) outputGuards() []verdict.OutputGuard {
 // the first iteration (the first verification comes after the model has
 // acted, so it cannot serve). It returns the baselines to journal and the
 // warnings to journal with them.
-func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Baseline, []string, error) {
+func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.TestBaseline, []string, error) {
 	g := a.testGuard
 	if g == nil {
 		return nil, nil, nil
 	}
-	var taken []*testrun.Baseline
+	var taken []*verify.TestBaseline
 	var warnings []string
 	for _, c := range a.testConditions() {
 		if r != nil && r.TestBaselines[c.Validator] != nil {
@@ -74,10 +74,10 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Bas
 		if err != nil {
 			return nil, nil, err
 		}
-		b := &testrun.Baseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
+		b := &verify.TestBaseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
 			Truncated: run.Output.Truncated, DurationMs: run.Output.DurationMs}
 		a.testBaselineMs += run.Output.DurationMs
-		b.Run, b.Parsed = testrun.ParseOutput(run.Output)
+		b.Run, b.Parsed = verify.ParseTestRunOutput(run.Output)
 		if r != nil {
 			warnings = append(warnings, fmt.Sprintf("the resumed run's journal has no test baseline of validator %q; "+
 				"its tests are compared with a run taken now, so a test lost before this resume is not detected", c.Validator))
@@ -99,11 +99,11 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Bas
 }
 
 // emitTestBaselines journals the baselines and their warnings.
-func (a *Agent) emitTestBaselines(bs []*testrun.Baseline, warnings []string) {
+func (a *Agent) emitTestBaselines(bs []*verify.TestBaseline, warnings []string) {
 	for _, w := range warnings {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w})
 	}
 	for _, b := range bs {
-		a.emit.Emit(testrun.EventBaseline, b)
+		a.emit.Emit(verify.EventBaseline, b)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tool/builtin"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // progressPrinter shows run progress on stderr: a live status line on a
@@ -70,8 +70,8 @@ func (p *progressPrinter) Consume(e event.Event) {
 		if it, ok := e.Data.(*event.IterationEvent); ok {
 			p.iterationFinished(it)
 		}
-	case testrun.EventBaseline:
-		if b, ok := e.Data.(*testrun.Baseline); ok {
+	case verify.EventBaseline:
+		if b, ok := e.Data.(*verify.TestBaseline); ok {
 			p.testBaseline(b)
 		}
 	case event.TextDelta:
@@ -122,7 +122,7 @@ func (p *progressPrinter) iterationFinished(it *event.IterationEvent) {
 
 // testBaseline prints what a test validator ran before the first
 // iteration.
-func (p *progressPrinter) testBaseline(b *testrun.Baseline) {
+func (p *progressPrinter) testBaseline(b *verify.TestBaseline) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.progress {

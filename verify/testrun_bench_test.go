@@ -1,4 +1,4 @@
-package testrun
+package verify
 
 import (
 	"fmt"
@@ -21,13 +21,13 @@ func goVerbose(n int) string {
 // check adds to each verification.
 func BenchmarkCompare(b *testing.B) {
 	out := goVerbose(2000)
-	base, _ := Parse(out)
-	bl := &Baseline{Parsed: true, Run: base}
+	base, _ := ParseTestRun(out)
+	bl := &TestBaseline{Parsed: true, Run: base}
 	b.SetBytes(int64(len(out)))
 	b.ReportAllocs()
 	for b.Loop() {
-		now, ok := Parse(out)
-		if _, lost := Compare(bl, now, ok); lost {
+		now, ok := ParseTestRun(out)
+		if _, lost := CompareTestRuns(bl, now, ok); lost {
 			b.Fatal("lost")
 		}
 	}

@@ -1,4 +1,4 @@
-package testrun
+package verify
 
 import (
 	"os"
@@ -42,11 +42,11 @@ func fuzzParser(f *testing.F, runner string, parse func([]string) (part, bool)) 
 	})
 }
 
-func FuzzParseGoJSON(f *testing.F)   { fuzzParser(f, "go", parseGoJSON) }
-func FuzzParseGoText(f *testing.F)   { fuzzParser(f, "go", parseGoText) }
-func FuzzParsePytest(f *testing.F)   { fuzzParser(f, "pytest", parsePytest) }
+func FuzzParseGoJSON(f *testing.F)   { fuzzParser(f, "go", parseGoJSONRun) }
+func FuzzParseGoText(f *testing.F)   { fuzzParser(f, "go", parseGoTextRun) }
+func FuzzParsePytest(f *testing.F)   { fuzzParser(f, "pytest", parsePytestRun) }
 func FuzzParseUnittest(f *testing.F) { fuzzParser(f, "unittest", parseUnittest) }
-func FuzzParseJest(f *testing.F)     { fuzzParser(f, "jest", parseJest) }
+func FuzzParseJest(f *testing.F)     { fuzzParser(f, "jest", parseJestRun) }
 func FuzzParseVitest(f *testing.F)   { fuzzParser(f, "vitest", parseVitest) }
 func FuzzParseCargo(f *testing.F)    { fuzzParser(f, "cargo", parseCargo) }
 
@@ -57,11 +57,11 @@ func FuzzParse(f *testing.F) {
 	seedOutputs(f)
 	note := "[capstan: output truncated, 1048576 bytes omitted here]\n"
 	f.Fuzz(func(t *testing.T, out string) {
-		r, ok := Parse(out)
+		r, ok := ParseTestRun(out)
 		// The capture's truncation note, at the start or after the first
 		// line, is no test result: it adds no test and no count.
 		for _, with := range []string{note + out, strings.Replace(out, "\n", "\n"+note, 1)} {
-			if w, wok := Parse(with); wok && (!ok || len(w.Tests) > len(r.Tests) || w.Passed > r.Passed || w.Failed > r.Failed || w.Skipped > r.Skipped) {
+			if w, wok := ParseTestRun(with); wok && (!ok || len(w.Tests) > len(r.Tests) || w.Passed > r.Passed || w.Failed > r.Failed || w.Skipped > r.Skipped) {
 				t.Fatalf("the note adds to the run: %+v, without it %+v", w, r)
 			}
 		}

@@ -1,4 +1,4 @@
-package testrun
+package verify
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/honest"
 )
 
@@ -14,13 +13,13 @@ func goV(lines ...string) string {
 	return "=== RUN   TestX\n" + strings.Join(lines, "\n") + "\nok  \texample.com/app\t0.001s\n"
 }
 
-func baselineOf(t *testing.T, out string) *Baseline {
+func baselineOf(t *testing.T, out string) *TestBaseline {
 	t.Helper()
-	r, ok := Parse(out)
+	r, ok := ParseTestRun(out)
 	if !ok {
 		t.Fatalf("baseline %q not parsed", out)
 	}
-	return &Baseline{Validator: "tests", Command: "go test -v ./...", Parsed: true, Run: r}
+	return &TestBaseline{Validator: "tests", Command: "go test -v ./...", Parsed: true, Run: r}
 }
 
 func TestCompareRules(t *testing.T) {
@@ -33,16 +32,16 @@ func TestCompareRules(t *testing.T) {
 	}{
 		{"fixed", goV("--- PASS: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)", "--- SKIP: TestLater (0.00s)"), "", nil, nil},
 		{"a new test and a skipped one run now", goV("--- PASS: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)", "--- PASS: TestLater (0.00s)", "--- PASS: TestNew (0.00s)"), "", nil, nil},
-		{"output of no test runner", "all fine\n", verify.PatternTestsNoneRun, nil, nil},
-		{"no test files", "?   \texample.com/app\t[no test files]\n", verify.PatternTestsNoneRun, nil, nil},
-		{"binary exited before any test", "ok  \texample.com/app\t0.001s\n", verify.PatternTestsNoneRun, nil, nil},
-		{"failing test deleted", goV("--- PASS: TestSub (0.00s)", "--- PASS: TestOther (0.00s)"), verify.PatternTestsDisappeared, []string{"example.com/app.TestAdd"}, nil},
-		{"failing test skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"), verify.PatternTestsSkipped, nil, []string{"example.com/app.TestAdd"}},
-		{"deleted beats skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestNew (0.00s)"), verify.PatternTestsDisappeared, []string{"example.com/app.TestSub"}, []string{"example.com/app.TestAdd"}},
+		{"output of no test runner", "all fine\n", PatternTestsNoneRun, nil, nil},
+		{"no test files", "?   \texample.com/app\t[no test files]\n", PatternTestsNoneRun, nil, nil},
+		{"binary exited before any test", "ok  \texample.com/app\t0.001s\n", PatternTestsNoneRun, nil, nil},
+		{"failing test deleted", goV("--- PASS: TestSub (0.00s)", "--- PASS: TestOther (0.00s)"), PatternTestsDisappeared, []string{"example.com/app.TestAdd"}, nil},
+		{"failing test skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"), PatternTestsSkipped, nil, []string{"example.com/app.TestAdd"}},
+		{"deleted beats skipped", goV("--- SKIP: TestAdd (0.00s)", "--- PASS: TestNew (0.00s)"), PatternTestsDisappeared, []string{"example.com/app.TestSub"}, []string{"example.com/app.TestAdd"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			now, ok := Parse(c.now)
-			l, lost := Compare(base, now, ok)
+			now, ok := ParseTestRun(c.now)
+			l, lost := CompareTestRuns(base, now, ok)
 			if lost != (c.pattern != "") || l.Pattern != c.pattern || !slices.Equal(l.Disappeared, c.disappeared) || !slices.Equal(l.Skipped, c.skipped) {
 				t.Fatalf("lost=%v %+v", lost, l)
 			}
@@ -57,20 +56,20 @@ func TestCompareCounts(t *testing.T) {
 	for now, pattern := range map[string]string{
 		"2 passed in 0.01s\n":             "",
 		"3 passed in 0.01s\n":             "",
-		"1 passed, 1 skipped in 0.01s\n":  verify.PatternTestsCountDropped,
-		"1 passed, 1 deselected in 0.01s": verify.PatternTestsCountDropped,
-		"no tests ran in 0.01s\n":         verify.PatternTestsNoneRun,
-		"2 skipped in 0.01s\n":            verify.PatternTestsNoneRun,
+		"1 passed, 1 skipped in 0.01s\n":  PatternTestsCountDropped,
+		"1 passed, 1 deselected in 0.01s": PatternTestsCountDropped,
+		"no tests ran in 0.01s\n":         PatternTestsNoneRun,
+		"2 skipped in 0.01s\n":            PatternTestsNoneRun,
 	} {
-		r, ok := Parse(now)
-		if l, _ := Compare(base, r, ok); l.Pattern != pattern {
+		r, ok := ParseTestRun(now)
+		if l, _ := CompareTestRuns(base, r, ok); l.Pattern != pattern {
 			t.Errorf("%q: %+v, want %q", now, l, pattern)
 		}
 	}
 	// A baseline that ran no test still fails a run that runs none.
 	zero := baselineOf(t, "no tests ran in 0.01s\n")
-	r, ok := Parse("no tests ran in 0.01s\n")
-	if l, lost := Compare(zero, r, ok); !lost || l.Pattern != verify.PatternTestsNoneRun {
+	r, ok := ParseTestRun("no tests ran in 0.01s\n")
+	if l, lost := CompareTestRuns(zero, r, ok); !lost || l.Pattern != PatternTestsNoneRun {
 		t.Fatalf("%+v", l)
 	}
 }
@@ -78,9 +77,9 @@ func TestCompareCounts(t *testing.T) {
 // A forged summary does not hide a test that a per-test baseline listed.
 func TestCompareForgedSummary(t *testing.T) {
 	base := baselineOf(t, "tests/t.py::test_a FAILED [50%]\ntests/t.py::test_b PASSED [100%]\n1 failed, 1 passed in 0.01s\n")
-	now, ok := Parse("tests/t.py::test_b PASSED [100%]\n===== 99 passed in 0.01s =====\n")
-	l, lost := Compare(base, now, ok)
-	if !lost || l.Pattern != verify.PatternTestsDisappeared || !slices.Equal(l.Disappeared, []string{"tests/t.py::test_a"}) {
+	now, ok := ParseTestRun("tests/t.py::test_b PASSED [100%]\n===== 99 passed in 0.01s =====\n")
+	l, lost := CompareTestRuns(base, now, ok)
+	if !lost || l.Pattern != PatternTestsDisappeared || !slices.Equal(l.Disappeared, []string{"tests/t.py::test_a"}) {
 		t.Fatalf("%+v", l)
 	}
 }
@@ -91,16 +90,16 @@ func (e *events) Emit(typ string, _ any) { e.types = append(e.types, typ) }
 
 func TestGuardChecksRunsWithABaseline(t *testing.T) {
 	ev := &events{}
-	g := &Guard{Baselines: map[string]*Baseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)"))}, Events: ev}
-	out := func(s string) verify.ValidatorOutput { return verify.ValidatorOutput{Stdout: s} }
+	g := &LostTestsGuard{Baselines: map[string]*TestBaseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)"))}, Events: ev}
+	out := func(s string) ValidatorOutput { return ValidatorOutput{Stdout: s} }
 	// Runs of validators without a baseline are not compared.
-	vr, err := g.CheckOutputs(context.Background(), []verify.ValidatorRun{{Validator: "lint", Command: "golangci-lint run", Output: out("")}})
+	vr, err := g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "lint", Command: "golangci-lint run", Output: out("")}})
 	if err != nil || !vr.Valid || vr.Validator != "" || len(ev.types) != 0 {
 		t.Fatalf("%+v %v %v", vr, err, ev.types)
 	}
-	vr, err = g.CheckOutputs(context.Background(), []verify.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
+	vr, err = g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
 		Output: out("?   \texample.com/app\t[no test files]\n")}})
-	if err != nil || vr.Valid || vr.Validator != GuardName || vr.Pattern != verify.PatternTestsNoneRun ||
+	if err != nil || vr.Valid || vr.Validator != LostTestsGuardName || vr.Pattern != PatternTestsNoneRun ||
 		!strings.Contains(vr.Params["restore"].(string), honest.Marker) || vr.Params["testCommand"] != "go test -v ./..." ||
 		vr.Params["baselineCount"] != "1" || vr.Params["currentCount"] != "0" {
 		t.Fatalf("%+v %v", vr, err)
@@ -109,9 +108,9 @@ func TestGuardChecksRunsWithABaseline(t *testing.T) {
 		t.Fatalf("events %v", ev.types)
 	}
 	// A timed-out run is no test run.
-	vr, _ = g.CheckOutputs(context.Background(), []verify.ValidatorRun{{Validator: "tests",
-		Output: verify.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), TimedOut: true}}})
-	if vr.Valid || vr.Pattern != verify.PatternTestsNoneRun {
+	vr, _ = g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "tests",
+		Output: ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), TimedOut: true}}})
+	if vr.Valid || vr.Pattern != PatternTestsNoneRun {
 		t.Fatalf("%+v", vr)
 	}
 }

@@ -1,4 +1,4 @@
-package testrun
+package verify
 
 import (
 	"context"
@@ -6,13 +6,12 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // GuardName is the name the no-lost-tests check reports under
 // (completion.check's "verified", the retry prompt's validator).
-const GuardName = "no-lost-tests"
+const LostTestsGuardName = "no-lost-tests"
 
 // Journal types of the baseline and of each comparison.
 const (
@@ -25,7 +24,7 @@ const (
 )
 
 // Comparison is the payload of a tests.compare event.
-type Comparison struct {
+type TestComparison struct {
 	Validator string `json:"validator"`
 	// Parsed is false when the run's output is no test run (no test ran).
 	Parsed bool `json:"parsed"`
@@ -38,27 +37,27 @@ type Comparison struct {
 	// are those of the kept start and end, at most the run's.
 	Truncated bool `json:"truncated,omitempty"`
 	// Loss is what the run lost; nil when it lost nothing.
-	Loss *Loss `json:"loss,omitempty"`
+	Loss *TestLoss `json:"loss,omitempty"`
 }
 
 // Guard compares the runs of test validators with their baselines in the
 // verdict stage, after the validators passed.
-type Guard struct {
+type LostTestsGuard struct {
 	// Baselines are the test validators' baselines by validator name.
-	Baselines map[string]*Baseline
+	Baselines map[string]*TestBaseline
 	// Events receives a tests.compare event per comparison (nil = dropped).
 	Events journal.Emitter
 }
 
 // Name implements verdict.OutputGuard.
-func (g *Guard) Name() string { return GuardName }
+func (g *LostTestsGuard) Name() string { return LostTestsGuardName }
 
 // CheckOutputs implements verdict.OutputGuard: the first run that lost
 // tests against its baseline fails, with the pattern of the rule it broke
 // and the params disappearedTests, skippedTests, baselineCount,
 // currentCount, testCommand and restore. When no run has a baseline the
 // result passes with no Validator (nothing was checked).
-func (g *Guard) CheckOutputs(_ context.Context, runs []verify.ValidatorRun) (verify.ValidationResult, error) {
+func (g *LostTestsGuard) CheckOutputs(_ context.Context, runs []ValidatorRun) (ValidationResult, error) {
 	compared := false
 	for _, r := range runs {
 		b := g.Baselines[r.Validator]
@@ -66,9 +65,9 @@ func (g *Guard) CheckOutputs(_ context.Context, runs []verify.ValidatorRun) (ver
 			continue
 		}
 		compared = true
-		now, ok := ParseOutput(r.Output)
-		loss, lost := Compare(b, now, ok)
-		c := Comparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped,
+		now, ok := ParseTestRunOutput(r.Output)
+		loss, lost := CompareTestRuns(b, now, ok)
+		c := TestComparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped,
 			Truncated: now.Truncated}
 		if lost {
 			c.Loss = &loss
@@ -79,15 +78,15 @@ func (g *Guard) CheckOutputs(_ context.Context, runs []verify.ValidatorRun) (ver
 		if !lost {
 			continue
 		}
-		return verify.ValidationResult{Validator: GuardName, Pattern: loss.Pattern, Params: params(loss, b, r)}, nil
+		return ValidationResult{Validator: LostTestsGuardName, Pattern: loss.Pattern, Params: params(loss, b, r)}, nil
 	}
 	if !compared {
-		return verify.ValidationResult{Valid: true}, nil
+		return ValidationResult{Valid: true}, nil
 	}
-	return verify.ValidationResult{Valid: true, Validator: GuardName}, nil
+	return ValidationResult{Valid: true, Validator: LostTestsGuardName}, nil
 }
 
-func params(l Loss, b *Baseline, r verify.ValidatorRun) map[string]any {
+func params(l TestLoss, b *TestBaseline, r ValidatorRun) map[string]any {
 	p := map[string]any{
 		"testCommand":   r.Command,
 		"baselineCount": count(l.BaselineRan),
@@ -104,7 +103,7 @@ func params(l Loss, b *Baseline, r verify.ValidatorRun) map[string]any {
 	if len(l.Skipped) > 0 {
 		p["skippedTests"] = l.Skipped
 	}
-	if l.Pattern == verify.PatternTestsOutputTruncated {
+	if l.Pattern == PatternTestsOutputTruncated {
 		p["currentCount"] = "unknown (the output was longer than the validator's output cap; its middle was left out)"
 		p["unseenTests"] = l.Unseen
 		p["restore"] = fmt.Sprintf("`%s` printed more than the validator's output cap, so capstan kept only the start and the end of its output, "+
@@ -154,15 +153,15 @@ func tests(n int) string {
 // ParseOutput is Parse of a validator's stdout and stderr together, with
 // Run.Truncated set when the output was cut at the output cap. A
 // timed-out run is no test run.
-func ParseOutput(o verify.ValidatorOutput) (Run, bool) {
+func ParseTestRunOutput(o ValidatorOutput) (TestRun, bool) {
 	if o.TimedOut {
-		return Run{Truncated: o.Truncated}, false
+		return TestRun{Truncated: o.Truncated}, false
 	}
 	text := o.Stdout
 	if o.Stderr != "" {
 		text += "\n" + o.Stderr
 	}
-	r, ok := Parse(text)
+	r, ok := ParseTestRun(text)
 	r.Truncated = o.Truncated
 	return r, ok
 }

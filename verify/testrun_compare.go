@@ -1,10 +1,8 @@
-package testrun
-
-import "github.com/capstan-dev/capstan/verify"
+package verify
 
 // Baseline is one test validator's run before the model's first
 // iteration: the payload of the journal's tests.baseline event.
-type Baseline struct {
+type TestBaseline struct {
 	// Validator is the validator's name; Command the command it ran.
 	Validator string `json:"validator"`
 	Command   string `json:"command"`
@@ -17,12 +15,12 @@ type Baseline struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// DurationMs is how long the run took (journals written before it
 	// was recorded have 0).
-	DurationMs int64 `json:"durationMs,omitempty"`
-	Run        Run   `json:"run"`
+	DurationMs int64   `json:"durationMs,omitempty"`
+	Run        TestRun `json:"run"`
 }
 
 // Loss is what a run lost against its baseline.
-type Loss struct {
+type TestLoss struct {
 	// Pattern is the failure pattern of the first rule broken, in this
 	// order: completion.PatternTestsNoneRun, PatternTestsDisappeared,
 	// PatternTestsSkipped, PatternTestsCountDropped.
@@ -62,8 +60,8 @@ type Loss struct {
 // test files close the easy routes to that (TestMain, conftest.py), not
 // the package under test: held-out tests the model never sees are the
 // answer for tasks where that matters.
-func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
-	l := Loss{BaselineRan: -1, Ran: -1}
+func CompareTestRuns(b *TestBaseline, now TestRun, ok bool) (TestLoss, bool) {
+	l := TestLoss{BaselineRan: -1, Ran: -1}
 	if b.Run.Counted {
 		l.BaselineRan = b.Run.Ran()
 	}
@@ -80,7 +78,7 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 		l.Ran = 0
 	}
 	if !ok || l.Ran == 0 {
-		l.Pattern, l.Ran = verify.PatternTestsNoneRun, 0
+		l.Pattern, l.Ran = PatternTestsNoneRun, 0
 		return l, true
 	}
 	if !baseCut {
@@ -103,11 +101,11 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 	}
 	switch {
 	case len(l.Disappeared) > 0:
-		l.Pattern = verify.PatternTestsDisappeared
+		l.Pattern = PatternTestsDisappeared
 	case len(l.Skipped) > 0:
-		l.Pattern = verify.PatternTestsSkipped
+		l.Pattern = PatternTestsSkipped
 	case l.BaselineRan >= 0 && l.Ran >= 0 && l.Ran < l.BaselineRan:
-		l.Pattern = verify.PatternTestsCountDropped
+		l.Pattern = PatternTestsCountDropped
 	default:
 		return l, false
 	}
@@ -115,7 +113,7 @@ func Compare(b *Baseline, now Run, ok bool) (Loss, bool) {
 }
 
 // compareTruncated is Compare of a run whose output was cut (see Compare).
-func compareTruncated(b *Baseline, baseCut bool, now Run, ok bool, l Loss) (Loss, bool) {
+func compareTruncated(b *TestBaseline, baseCut bool, now TestRun, ok bool, l TestLoss) (TestLoss, bool) {
 	// shown is a lower bound of the tests that ran: those listed as run,
 	// or the kept summaries' count when that is more.
 	shown := 0
@@ -145,10 +143,10 @@ func compareTruncated(b *Baseline, baseCut bool, now Run, ok bool, l Loss) (Loss
 	}
 	switch {
 	case len(l.Skipped) > 0:
-		l.Pattern = verify.PatternTestsSkipped
+		l.Pattern = PatternTestsSkipped
 	case !ok, shown == 0 && (now.Counted || b.Run.PerTest), len(l.Unseen) > 0,
 		!baseCut && now.Counted && l.BaselineRan > shown:
-		l.Pattern = verify.PatternTestsOutputTruncated
+		l.Pattern = PatternTestsOutputTruncated
 	default:
 		return l, false
 	}

@@ -1,8 +1,7 @@
-package testrun
+package verify
 
 import (
 	"context"
-	"github.com/capstan-dev/capstan/verify"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,9 +12,9 @@ import (
 
 // truncationNote is the line the capture puts where it left bytes out,
 // as the capture writes it.
-func truncationNote(t *testing.T) string {
+func truncationNoteOfCapture(t *testing.T) string {
 	t.Helper()
-	out, err := verify.RunCommand(context.Background(), verify.CommandSpec{Command: "yes x | head -c 100", Dir: t.TempDir(), OutputCap: 10})
+	out, err := RunCommand(context.Background(), CommandSpec{Command: "yes x | head -c 100", Dir: t.TempDir(), OutputCap: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +35,8 @@ func truncationNote(t *testing.T) string {
 // matches no baseline test by mistake; between unittest's "Ran N tests"
 // and its status line it leaves the counts unknown.)
 func TestParseIgnoresTheTruncationNote(t *testing.T) {
-	note := truncationNote(t)
-	if r, ok := Parse(note + "\n"); ok {
+	note := truncationNoteOfCapture(t)
+	if r, ok := ParseTestRun(note + "\n"); ok {
 		t.Fatalf("the note parses as a run: %+v", r)
 	}
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.txt"))
@@ -46,11 +45,11 @@ func TestParseIgnoresTheTruncationNote(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, wantOK := Parse(string(b))
+		want, wantOK := ParseTestRun(string(b))
 		ls := strings.SplitAfter(string(b), "\n")
 		for i := range ls {
 			with := strings.Join(ls[:i], "") + note + "\n" + strings.Join(ls[i:], "")
-			got, ok := Parse(with)
+			got, ok := ParseTestRun(with)
 			if !ok {
 				continue
 			}
@@ -77,11 +76,11 @@ const bigGoRun = `awk 'BEGIN { for (i = 0; i < 45000; i++) printf "=== RUN   Tes
 // sees the end of the run, where the failure is, and knows the run was
 // cut.
 func TestParseOutputOfATruncatedRun(t *testing.T) {
-	out, err := verify.RunCommand(context.Background(), verify.CommandSpec{Command: bigGoRun, Dir: t.TempDir()})
+	out, err := RunCommand(context.Background(), CommandSpec{Command: bigGoRun, Dir: t.TempDir()})
 	if err != nil || !out.Truncated {
 		t.Fatalf("truncated=%v %v", out.Truncated, err)
 	}
-	r, ok := ParseOutput(out)
+	r, ok := ParseTestRunOutput(out)
 	if !ok || !r.Truncated || r.Outcomes()["example.com/calc.TestAdd"] != Failed || r.Outcomes()["example.com/calc.TestPass0"] != Passed {
 		t.Fatalf("ok=%v truncated=%v, %d tests, TestAdd %q", ok, r.Truncated, len(r.Tests), r.Outcomes()["example.com/calc.TestAdd"])
 	}
@@ -102,8 +101,8 @@ func TestCompareTruncated(t *testing.T) {
 		return ls
 	}
 	base := baselineOf(t, goV(pass("TestA", "TestB", "TestC")...))
-	cut := func(s string) (Run, bool) {
-		r, ok := Parse(s)
+	cut := func(s string) (TestRun, bool) {
+		r, ok := ParseTestRun(s)
 		r.Truncated = true
 		return r, ok
 	}
@@ -114,17 +113,17 @@ func TestCompareTruncated(t *testing.T) {
 		skipped   []string
 	}{
 		{"every baseline test shown", goV(pass("TestA", "TestB", "TestC", "TestNew")...), "", nil, nil},
-		{"a baseline test in the part left out", goV(pass("TestA", "TestC")...), verify.PatternTestsOutputTruncated,
+		{"a baseline test in the part left out", goV(pass("TestA", "TestC")...), PatternTestsOutputTruncated,
 			[]string{"example.com/app.TestB"}, nil},
-		{"a baseline test shown skipped", goV("--- SKIP: TestA (0.00s)", "--- PASS: TestC (0.00s)"), verify.PatternTestsSkipped,
+		{"a baseline test shown skipped", goV("--- SKIP: TestA (0.00s)", "--- PASS: TestC (0.00s)"), PatternTestsSkipped,
 			[]string{"example.com/app.TestB"}, []string{"example.com/app.TestA"}},
-		{"no test shown", "ok  \texample.com/app\t0.001s\n", verify.PatternTestsOutputTruncated,
+		{"no test shown", "ok  \texample.com/app\t0.001s\n", PatternTestsOutputTruncated,
 			[]string{"example.com/app.TestA", "example.com/app.TestB", "example.com/app.TestC"}, nil},
-		{"no test run in what was kept", "lots of log\n", verify.PatternTestsOutputTruncated, nil, nil},
+		{"no test run in what was kept", "lots of log\n", PatternTestsOutputTruncated, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			now, ok := cut(c.now)
-			l, lost := Compare(base, now, ok)
+			l, lost := CompareTestRuns(base, now, ok)
 			if lost != (c.pattern != "") || l.Pattern != c.pattern || !slices.Equal(l.Unseen, c.unseen) || !slices.Equal(l.Skipped, c.skipped) ||
 				len(l.Disappeared) != 0 || l.Ran != -1 {
 				t.Fatalf("lost=%v %+v", lost, l)
@@ -136,11 +135,11 @@ func TestCompareTruncated(t *testing.T) {
 	counts := baselineOf(t, "1 failed, 2 passed in 0.01s\n")
 	for now, pattern := range map[string]string{
 		"3 passed in 0.01s\n": "",
-		"2 passed in 0.01s\n": verify.PatternTestsOutputTruncated,
-		"log only\n":          verify.PatternTestsOutputTruncated,
+		"2 passed in 0.01s\n": PatternTestsOutputTruncated,
+		"log only\n":          PatternTestsOutputTruncated,
 	} {
 		r, ok := cut(now)
-		if l, _ := Compare(counts, r, ok); l.Pattern != pattern {
+		if l, _ := CompareTestRuns(counts, r, ok); l.Pattern != pattern {
 			t.Errorf("%q: %+v, want %q", now, l, pattern)
 		}
 	}
@@ -148,12 +147,12 @@ func TestCompareTruncated(t *testing.T) {
 	cutBase := baselineOf(t, goV(pass("TestA", "TestB", "TestC")...))
 	cutBase.Truncated = true
 	if r, ok := cut(goV(pass("TestA")...)); true {
-		if l, lost := Compare(cutBase, r, ok); lost {
+		if l, lost := CompareTestRuns(cutBase, r, ok); lost {
 			t.Errorf("cut baseline, a test shown: %+v", l)
 		}
 	}
 	if r, ok := cut("ok  \texample.com/app\t0.001s\n"); true {
-		if l, _ := Compare(cutBase, r, ok); l.Pattern != verify.PatternTestsOutputTruncated {
+		if l, _ := CompareTestRuns(cutBase, r, ok); l.Pattern != PatternTestsOutputTruncated {
 			t.Errorf("cut baseline, no test shown: %+v", l)
 		}
 	}
@@ -163,10 +162,10 @@ func TestCompareTruncated(t *testing.T) {
 // its retry params say what is not known and why.
 func TestGuardOnATruncatedRun(t *testing.T) {
 	ev := &events{}
-	g := &Guard{Baselines: map[string]*Baseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"))}, Events: ev}
-	vr, err := g.CheckOutputs(context.Background(), []verify.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
-		Output: verify.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), Truncated: true}}})
-	if err != nil || vr.Valid || vr.Pattern != verify.PatternTestsOutputTruncated ||
+	g := &LostTestsGuard{Baselines: map[string]*TestBaseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"))}, Events: ev}
+	vr, err := g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
+		Output: ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), Truncated: true}}})
+	if err != nil || vr.Valid || vr.Pattern != PatternTestsOutputTruncated ||
 		!slices.Equal(vr.Params["unseenTests"].([]string), []string{"example.com/app.TestSub"}) ||
 		!strings.Contains(vr.Params["currentCount"].(string), "output cap") || !strings.Contains(vr.Params["restore"].(string), "example.com/app.TestSub") {
 		t.Fatalf("%+v %v", vr, err)

@@ -10,7 +10,7 @@
 // the default reporter gives counts only) and cargo test. The output is
 // what the test process printed, so code under test that prints fake
 // result lines can forge it; see Compare.
-package testrun
+package verify
 
 import (
 	"encoding/json"
@@ -21,27 +21,27 @@ import (
 )
 
 // Outcome is what became of one test.
-type Outcome string
+type TestOutcome string
 
 // Outcomes of a Test.
 const (
-	Passed  Outcome = "passed"
-	Failed  Outcome = "failed"
-	Skipped Outcome = "skipped"
+	Passed  TestOutcome = "passed"
+	Failed  TestOutcome = "failed"
+	Skipped TestOutcome = "skipped"
 )
 
 // Test is one test of a Run.
-type Test struct {
+type TestCase struct {
 	// Name identifies the test across runs: "example.com/app.TestAdd/case"
 	// (go), "tests/test_calc.py::test_add" (pytest), "tests.test_calc.T.test_add"
 	// (unittest), "src/sum.test.js › sum › adds" (jest, vitest),
 	// "tests::adds" (cargo).
-	Name    string  `json:"name"`
-	Outcome Outcome `json:"outcome"`
+	Name    string      `json:"name"`
+	Outcome TestOutcome `json:"outcome"`
 }
 
 // Run is one test run as its output tells it.
-type Run struct {
+type TestRun struct {
 	// Runners are the test runners whose output was found ("go",
 	// "pytest", "unittest", "jest", "vitest", "cargo").
 	Runners []string `json:"runners"`
@@ -60,7 +60,7 @@ type Run struct {
 	// Tests are the listed tests, in order of their results. A test
 	// reported more than once keeps its worst outcome (failed, then
 	// skipped, then passed).
-	Tests []Test `json:"tests,omitempty"`
+	Tests []TestCase `json:"tests,omitempty"`
 	// Truncated: the output was longer than the validator's output cap and
 	// only its start and its end were kept (set by ParseOutput). Tests
 	// printed in the part left out are not listed, and the counts are of
@@ -69,11 +69,11 @@ type Run struct {
 }
 
 // Ran is the number of tests that ran (passed or failed).
-func (r Run) Ran() int { return r.Passed + r.Failed }
+func (r TestRun) Ran() int { return r.Passed + r.Failed }
 
 // Outcomes maps each listed test to its outcome.
-func (r Run) Outcomes() map[string]Outcome {
-	m := make(map[string]Outcome, len(r.Tests))
+func (r TestRun) Outcomes() map[string]TestOutcome {
+	m := make(map[string]TestOutcome, len(r.Tests))
 	for _, t := range r.Tests {
 		m[t.Name] = t.Outcome
 	}
@@ -83,7 +83,7 @@ func (r Run) Outcomes() map[string]Outcome {
 // part is what one runner's parser found.
 type part struct {
 	runner  string
-	tests   []Test
+	tests   []TestCase
 	perTest bool
 	// counted, with the counts, when the runner printed a summary (or
 	// listed its tests).
@@ -96,18 +96,18 @@ type part struct {
 
 // Parse reads a test run from a validator's output (stdout and stderr
 // together). ok is false when no known test runner's output is in it.
-func Parse(output string) (Run, bool) {
+func ParseTestRun(output string) (TestRun, bool) {
 	ls := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")
 	var parts []part
-	for _, p := range []func([]string) (part, bool){parseGoJSON, parseGoText, parsePytest, parseUnittest, parseJest, parseVitest, parseCargo} {
+	for _, p := range []func([]string) (part, bool){parseGoJSONRun, parseGoTextRun, parsePytestRun, parseUnittest, parseJestRun, parseVitest, parseCargo} {
 		if pt, ok := p(ls); ok {
 			parts = append(parts, pt)
 		}
 	}
 	if len(parts) == 0 {
-		return Run{}, false
+		return TestRun{}, false
 	}
-	r := Run{PerTest: true, Counted: true}
+	r := TestRun{PerTest: true, Counted: true}
 	seen := map[string]int{}
 	for _, p := range parts {
 		r.Runners = append(r.Runners, p.runner)
@@ -166,13 +166,13 @@ func Parse(output string) (Run, bool) {
 	return r, true
 }
 
-var rank = map[Outcome]int{Passed: 0, Skipped: 1, Failed: 2}
+var rank = map[TestOutcome]int{Passed: 0, Skipped: 1, Failed: 2}
 
-func worse(a, b Outcome) bool { return rank[a] > rank[b] }
+func worse(a, b TestOutcome) bool { return rank[a] > rank[b] }
 
 // --- go test -json ---
 
-type goEvent struct {
+type goRunEvent struct {
 	Action  string `json:"Action"`
 	Package string `json:"Package"`
 	Test    string `json:"Test"`
@@ -180,9 +180,9 @@ type goEvent struct {
 }
 
 // goJSONOutcome maps the Action of a test's last go test -json event.
-var goJSONOutcome = map[string]Outcome{"pass": Passed, "fail": Failed, "skip": Skipped}
+var goJSONOutcome = map[string]TestOutcome{"pass": Passed, "fail": Failed, "skip": Skipped}
 
-func parseGoJSON(ls []string) (part, bool) {
+func parseGoJSONRun(ls []string) (part, bool) {
 	p := part{runner: "go", perTest: true, counted: true}
 	found := false
 	for _, l := range ls {
@@ -190,7 +190,7 @@ func parseGoJSON(ls []string) (part, bool) {
 		if !strings.HasPrefix(t, `{"`) || !strings.Contains(t, `"Action"`) {
 			continue
 		}
-		var e goEvent
+		var e goRunEvent
 		if json.Unmarshal([]byte(t), &e) != nil || e.Package == "" {
 			continue
 		}
@@ -199,7 +199,7 @@ func parseGoJSON(ls []string) (part, bool) {
 			continue
 		}
 		if o, ok := goJSONOutcome[e.Action]; ok {
-			p.tests = append(p.tests, Test{Name: e.Package + "." + e.Test, Outcome: o})
+			p.tests = append(p.tests, TestCase{Name: e.Package + "." + e.Test, Outcome: o})
 		}
 	}
 	return p, found
@@ -215,11 +215,11 @@ var (
 	goPackage = lazyre.New(`^(ok  |FAIL|\?   )\t(\S+)(?:[\t ](.*))?$`)
 )
 
-var goTextOutcome = map[string]Outcome{"PASS": Passed, "FAIL": Failed, "SKIP": Skipped}
+var goTextOutcome = map[string]TestOutcome{"PASS": Passed, "FAIL": Failed, "SKIP": Skipped}
 
-func parseGoText(ls []string) (part, bool) {
+func parseGoTextRun(ls []string) (part, bool) {
 	p := part{runner: "go", perTest: false}
-	var pending []Test // results since the last package line
+	var pending []TestCase // results since the last package line
 	verbose, packages, empty := false, 0, 0
 	for _, l := range ls {
 		if strings.HasPrefix(strings.TrimSpace(l), `{"`) {
@@ -237,7 +237,7 @@ func parseGoText(ls []string) (part, bool) {
 			if o == Passed {
 				verbose = true
 			}
-			pending = append(pending, Test{Name: m[2], Outcome: o})
+			pending = append(pending, TestCase{Name: m[2], Outcome: o})
 			continue
 		}
 		m := goPackage().FindStringSubmatch(l)
@@ -250,7 +250,7 @@ func parseGoText(ls []string) (part, bool) {
 			empty++
 		}
 		for _, t := range pending {
-			p.tests = append(p.tests, Test{Name: m[2] + "." + t.Name, Outcome: t.Outcome})
+			p.tests = append(p.tests, TestCase{Name: m[2] + "." + t.Name, Outcome: t.Outcome})
 		}
 		pending = pending[:0]
 	}
@@ -272,13 +272,13 @@ var (
 	// pytest-xdist with -v: "[gw0] [ 50%] PASSED tests/test_x.py::test_a"
 	pytestShort = lazyre.New(`^(?:\[gw\d+\] \[\s*\d+%\] )?(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)`)
 	// "==== 1 failed, 5 passed, 2 skipped in 0.02s ====", "no tests ran in 0.01s"
-	pytestSummary = lazyre.New(`^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran) in [\d.]+s`)
-	pytestCount   = lazyre.New(`(\d+) (\w+)`)
+	pytestRunSummary = lazyre.New(`^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran) in [\d.]+s`)
+	pytestCount      = lazyre.New(`(\d+) (\w+)`)
 )
 
-var pytestOutcome = map[string]Outcome{"PASSED": Passed, "XPASS": Passed, "FAILED": Failed, "ERROR": Failed, "SKIPPED": Skipped, "XFAIL": Skipped}
+var pytestOutcome = map[string]TestOutcome{"PASSED": Passed, "XPASS": Passed, "FAILED": Failed, "ERROR": Failed, "SKIPPED": Skipped, "XFAIL": Skipped}
 
-func parsePytest(ls []string) (part, bool) {
+func parsePytestRun(ls []string) (part, bool) {
 	p := part{runner: "pytest"}
 	listed, summary := false, false
 	deselected := 0
@@ -289,17 +289,17 @@ func parsePytest(ls []string) (part, bool) {
 		}
 		if m := pytestVerbose().FindStringSubmatch(t); m != nil {
 			listed = true
-			p.tests = append(p.tests, Test{Name: m[1], Outcome: pytestOutcome[m[2]]})
+			p.tests = append(p.tests, TestCase{Name: m[1], Outcome: pytestOutcome[m[2]]})
 			continue
 		}
 		if m := pytestShort().FindStringSubmatch(t); m != nil {
-			p.tests = append(p.tests, Test{Name: m[2], Outcome: pytestOutcome[m[1]]})
+			p.tests = append(p.tests, TestCase{Name: m[2], Outcome: pytestOutcome[m[1]]})
 			if m[1] == "PASSED" || strings.HasPrefix(t, "[gw") {
 				listed = true // -rA and xdist list the passing tests too
 			}
 			continue
 		}
-		if m := pytestSummary().FindStringSubmatch(t); m != nil {
+		if m := pytestRunSummary().FindStringSubmatch(t); m != nil {
 			summary = true
 			p.passed, p.failed, p.skipped, deselected = 0, 0, 0, 0
 			for _, c := range pytestCount().FindAllStringSubmatch(m[1], -1) {
@@ -329,7 +329,7 @@ func parsePytest(ls []string) (part, bool) {
 	return p, true
 }
 
-func countOf(ts []Test) int {
+func countOf(ts []TestCase) int {
 	seen := map[string]bool{}
 	for _, t := range ts {
 		seen[t.Name] = true
@@ -349,7 +349,7 @@ var (
 	unittestStatus = lazyre.New(`^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?$`)
 )
 
-func unittestOutcome(s string) Outcome {
+func unittestOutcome(s string) TestOutcome {
 	switch {
 	case s == "ok" || s == "unexpected success":
 		return Passed
@@ -376,7 +376,7 @@ func parseUnittest(ls []string) (part, bool) {
 			continue
 		}
 		if m := unittestLine().FindStringSubmatch(t); m != nil {
-			p.tests = append(p.tests, Test{Name: unittestName(m[1], m[2]), Outcome: unittestOutcome(m[3])})
+			p.tests = append(p.tests, TestCase{Name: unittestName(m[1], m[2]), Outcome: unittestOutcome(m[3])})
 			head = ""
 			continue
 		}
@@ -385,7 +385,7 @@ func parseUnittest(ls []string) (part, bool) {
 			continue
 		}
 		if m := unittestResult().FindStringSubmatch(t); m != nil && head != "" {
-			p.tests = append(p.tests, Test{Name: head, Outcome: unittestOutcome(m[1])})
+			p.tests = append(p.tests, TestCase{Name: head, Outcome: unittestOutcome(m[1])})
 			head = ""
 			continue
 		}
@@ -437,7 +437,7 @@ var (
 
 // markOutcome maps the mark before a test's name in jest's and vitest's
 // verbose reporters (each reporter's pattern admits its own marks).
-var markOutcome = map[string]Outcome{
+var markOutcome = map[string]TestOutcome{
 	"✓": Passed, "√": Passed,
 	"✕": Failed, "×": Failed, "✗": Failed,
 	"○": Skipped, "✎": Skipped, "↓": Skipped,
@@ -460,7 +460,7 @@ func (p *part) addSummary(s string) {
 	}
 }
 
-func parseJest(ls []string) (part, bool) {
+func parseJestRun(ls []string) (part, bool) {
 	p := part{runner: "jest"}
 	file := ""
 	type level struct {
@@ -495,7 +495,7 @@ func parseJest(ls []string) (part, bool) {
 			for _, d := range describe {
 				name += " › " + d.name
 			}
-			p.tests = append(p.tests, Test{Name: name + " › " + m[3], Outcome: markOutcome[m[2]]})
+			p.tests = append(p.tests, TestCase{Name: name + " › " + m[3], Outcome: markOutcome[m[2]]})
 			continue
 		}
 		if indent > 0 && !strings.HasPrefix(strings.TrimSpace(l), "●") {
@@ -536,7 +536,7 @@ func parseVitest(ls []string) (part, bool) {
 			continue
 		}
 		if m := vitestTest().FindStringSubmatch(l); m != nil {
-			p.tests = append(p.tests, Test{Name: strings.ReplaceAll(m[2], " > ", " › "), Outcome: markOutcome[m[1]]})
+			p.tests = append(p.tests, TestCase{Name: strings.ReplaceAll(m[2], " > ", " › "), Outcome: markOutcome[m[1]]})
 		}
 	}
 	if !summary {
@@ -563,7 +563,7 @@ var (
 	cargoResult  = lazyre.New(`^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored`)
 )
 
-var cargoOutcome = map[string]Outcome{"ok": Passed, "FAILED": Failed, "ignored": Skipped}
+var cargoOutcome = map[string]TestOutcome{"ok": Passed, "FAILED": Failed, "ignored": Skipped}
 
 func parseCargo(ls []string) (part, bool) {
 	p := part{runner: "cargo"}
@@ -583,7 +583,7 @@ func parseCargo(ls []string) (part, bool) {
 			if target != "" {
 				name = target + " " + name
 			}
-			p.tests = append(p.tests, Test{Name: name, Outcome: cargoOutcome[m[2]]})
+			p.tests = append(p.tests, TestCase{Name: name, Outcome: cargoOutcome[m[2]]})
 			continue
 		}
 		if m := cargoResult().FindStringSubmatch(l); m != nil {
