@@ -379,7 +379,7 @@ func TestRepeatedFailureOffersTheWayOut(t *testing.T) {
 	if len(texts) != 2 || patterns[0] != "test-failed" || patterns[1] != "test-failed" {
 		t.Fatalf("retries %v", patterns)
 	}
-	if strings.Contains(texts[0], honest.Marker) || !strings.Contains(texts[1], honest.RetryNote) {
+	if strings.Contains(texts[0], verify.CannotCompleteMarker) || !strings.Contains(texts[1], honest.RetryNote) {
 		t.Fatalf("retry prompts:\n%s\n---\n%s", texts[0], texts[1])
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-
-	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // GuardName is the validator name a protected-file check reports under
@@ -74,6 +72,6 @@ func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
 				"): they define how your work is checked, so you may read them but not change, delete or add them. " +
 				"Restore each one exactly to its content at the start of the run (in the diff, '-' lines are the original, '+' lines your change; " +
 				"delete added files), then make the checks pass by changing the code under test. " +
-				"If the task cannot be done without changing them, say so: end your answer with a line starting " + honest.Marker + " and your reason, then your evidence.",
+				"If the task cannot be done without changing them, say so: end your answer with a line starting " + CannotCompleteMarker + " and your reason, then your evidence.",
 		}}, nil
 }

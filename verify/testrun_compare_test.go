@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 func goV(lines ...string) string {
@@ -100,7 +98,7 @@ func TestGuardChecksRunsWithABaseline(t *testing.T) {
 	vr, err = g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
 		Output: out("?   \texample.com/app\t[no test files]\n")}})
 	if err != nil || vr.Valid || vr.Validator != LostTestsGuardName || vr.Pattern != PatternTestsNoneRun ||
-		!strings.Contains(vr.Params["restore"].(string), honest.Marker) || vr.Params["testCommand"] != "go test -v ./..." ||
+		!strings.Contains(vr.Params["restore"].(string), CannotCompleteMarker) || vr.Params["testCommand"] != "go test -v ./..." ||
 		vr.Params["baselineCount"] != "1" || vr.Params["currentCount"] != "0" {
 		t.Fatalf("%+v %v", vr, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // GuardName is the name the no-lost-tests check reports under
@@ -95,7 +94,7 @@ func params(l TestLoss, b *TestBaseline, r ValidatorRun) map[string]any {
 			"Do not delete, rename, skip or deselect tests, or keep them from being collected "+
 			"(in test files, helpers, configuration or the code under test). Restore them, then make them pass by fixing the code under test. "+
 			"If the task cannot be done without that, say so: end your answer with a line starting %s and your reason, then your evidence.",
-			b.Command, tests(l.BaselineRan), rule(l.BaselineRan), honest.Marker),
+			b.Command, tests(l.BaselineRan), rule(l.BaselineRan), CannotCompleteMarker),
 	}
 	if len(l.Disappeared) > 0 {
 		p["disappearedTests"] = l.Disappeared
@@ -111,7 +110,7 @@ func params(l TestLoss, b *TestBaseline, r ValidatorRun) map[string]any {
 			"Make the test command print less (remove debug output and logging you added; do not delete, skip or deselect tests), "+
 			"so that every test's result fits in the output. "+
 			"If the task cannot be done without that, say so: end your answer with a line starting %s and your reason, then your evidence.",
-			r.Command, unseen(l.Unseen), honest.Marker)
+			r.Command, unseen(l.Unseen), CannotCompleteMarker)
 	}
 	return p
 }

@@ -14,16 +14,12 @@ package honest
 
 import (
 	"encoding/json"
-	"github.com/capstan-dev/capstan/event"
 	"strings"
 	"unicode/utf8"
-)
 
-// Marker starts the line of a textual declaration:
-//
-//	CANNOT_COMPLETE: the test expects Add(2, 3) == 6, which contradicts "Add returns the sum"
-//	<evidence on the following lines>
-const Marker = "CANNOT_COMPLETE:"
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/verify"
+)
 
 // Status is the structured output's status of a declaration
 // ({"status": "cannot_complete", "reason": "…", "evidence": "…"}).
@@ -68,7 +64,7 @@ func Find(s *event.IterationSummary) (Declaration, bool) {
 	for _, r := range s.AssistantResponses {
 		lines := strings.Split(r, "\n")
 		for i, l := range lines {
-			rest, ok := strings.CutPrefix(strings.TrimLeft(l, " \t>*_`#-"), Marker)
+			rest, ok := strings.CutPrefix(strings.TrimLeft(l, " \t>*_`#-"), verify.CannotCompleteMarker)
 			if !ok {
 				continue
 			}
@@ -86,7 +82,7 @@ const RetryNote = "### If the task cannot be done as specified\n\n" +
 	"This check has failed the same way before. If you are convinced the task cannot be done as specified " +
 	"(for example, the tests contradict the specification), do not change the tests or work around the check. " +
 	"Instead, end your answer with a line\n\n" +
-	"    " + Marker + " <one-sentence reason>\n\n" +
+	"    " + verify.CannotCompleteMarker + " <one-sentence reason>\n\n" +
 	"followed by your evidence (the contradicting test, expectation and specification). The run then stops and " +
 	"your explanation goes to the user.\n"
 

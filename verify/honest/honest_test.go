@@ -2,9 +2,10 @@ package honest
 
 import (
 	"encoding/json"
-	"github.com/capstan-dev/capstan/event"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/event"
 )
 
 func TestFindReadsTheModelsOwnDeclaration(t *testing.T) {
