@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // The cheat corpus: scripted models that make the tests pass without
@@ -379,7 +379,7 @@ func TestRepeatedFailureOffersTheWayOut(t *testing.T) {
 	if len(texts) != 2 || patterns[0] != "test-failed" || patterns[1] != "test-failed" {
 		t.Fatalf("retries %v", patterns)
 	}
-	if strings.Contains(texts[0], verify.CannotCompleteMarker) || !strings.Contains(texts[1], honest.RetryNote) {
+	if strings.Contains(texts[0], verify.CannotCompleteMarker) || !strings.Contains(texts[1], verdict.RetryNote) {
 		t.Fatalf("retry prompts:\n%s\n---\n%s", texts[0], texts[1])
 	}
 }

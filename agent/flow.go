@@ -17,7 +17,6 @@ import (
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // Completion reasons the verdict stage adds to the loop's.
@@ -48,7 +47,7 @@ type flow struct {
 	// run's model keeps its session in the loop's RuntimeContext).
 	sessions map[string]string
 	// cannotComplete is the model's declaration that ended the run.
-	cannotComplete *honest.Declaration
+	cannotComplete *verdict.CannotComplete
 	// closureVerdict is the closure step's verdict of a run completed by
 	// closing.
 	closureVerdict string

@@ -10,7 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/verify/honest"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 // Result is seed 000's AgentResult: how a run ended. It is what `capstan run
@@ -53,7 +53,7 @@ type Result struct {
 	// CannotComplete is the model's declaration that the task cannot be
 	// done as specified, with its reason and evidence (CompletionReason
 	// cannot_complete).
-	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
+	CannotComplete *verdict.CannotComplete `json:"cannotComplete,omitempty"`
 	// Verdict is the "verdict" string of the closure step's final answer
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.

@@ -51,7 +51,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // Action is what a verdict tells the loop to do next.
@@ -182,7 +181,7 @@ type Verdict struct {
 	Validation *verify.ValidationResult `json:"validation,omitempty"`
 	// CannotComplete is the model's declaration that the task cannot be
 	// done as specified (Action is Stop).
-	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
+	CannotComplete *CannotComplete `json:"cannotComplete,omitempty"`
 	// ClosureVerdict is the "verdict" string of the closure step's answer
 	// when its verified closing completed the run (e.g. "approved"), for a
 	// caller that routes by it.
@@ -261,7 +260,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 
 	// 0. The honest way out: a model that says the task cannot be done as
 	// specified ends the run, before anything checks its output.
-	if d, ok := honest.Find(in.Summary); ok {
+	if d, ok := FindCannotComplete(in.Summary); ok {
 		return s.cannotComplete(v, d), nil
 	}
 
@@ -292,7 +291,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	routed := ev.Intent != nil
 	if routed && ev.Intent.Intent == config.IntentAbort {
 		s.commit(fork)
-		return s.cannotComplete(v, honest.Declaration{Iteration: in.Iteration, Reason: ev.Intent.Reason,
+		return s.cannotComplete(v, CannotComplete{Iteration: in.Iteration, Reason: ev.Intent.Reason,
 			Evidence: fmt.Sprintf("step %s emitted intent abort", id)}), nil
 	}
 	if fork.Aborted() {
@@ -418,7 +417,7 @@ func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (
 }
 
 // cannotComplete stops the run on the model's declaration.
-func (s *Stage) cannotComplete(v Verdict, d honest.Declaration) Verdict {
+func (s *Stage) cannotComplete(v Verdict, d CannotComplete) Verdict {
 	reason := d.Reason
 	if reason == "" {
 		reason = "(the model gave no reason)"
@@ -627,7 +626,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 		text += "\n\n" + note
 	}
 	if s.lastPattern[id] == vr.Pattern {
-		text += "\n\n" + honest.RetryNote
+		text += "\n\n" + RetryNote
 	}
 	if s.lastPattern == nil {
 		s.lastPattern = map[string]string{}

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // printProtected prints a baseline of protected files: the globs and each
@@ -33,7 +33,7 @@ func printProtected(w io.Writer, b *verify.FilesBaseline) {
 
 // printCannotComplete prints the model's declaration that the task cannot
 // be done as specified.
-func printCannotComplete(w io.Writer, d *honest.Declaration) {
+func printCannotComplete(w io.Writer, d *verdict.CannotComplete) {
 	if d == nil {
 		return
 	}

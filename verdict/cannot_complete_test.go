@@ -1,4 +1,4 @@
-package honest
+package verdict
 
 import (
 	"encoding/json"
@@ -31,20 +31,20 @@ func TestFindReadsTheModelsOwnDeclaration(t *testing.T) {
 		{"nothing", event.IterationSummary{}, false, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			d, ok := Find(&c.sum)
+			d, ok := FindCannotComplete(&c.sum)
 			if ok != c.ok || d.Reason != c.reason || d.Evidence != c.evidence || (ok && d.Iteration != c.sum.Iteration) {
 				t.Fatalf("Find = %+v, %v", d, ok)
 			}
 		})
 	}
-	if _, ok := Find(nil); ok {
+	if _, ok := FindCannotComplete(nil); ok {
 		t.Fatal("nil summary")
 	}
 }
 
 func TestFindBoundsWhatItKeeps(t *testing.T) {
 	long := strings.Repeat("é", 3000)
-	d, ok := Find(&event.IterationSummary{AssistantResponses: []string{"CANNOT_COMPLETE: " + long + "\n" + strings.Repeat("x", 20000)}})
+	d, ok := FindCannotComplete(&event.IterationSummary{AssistantResponses: []string{"CANNOT_COMPLETE: " + long + "\n" + strings.Repeat("x", 20000)}})
 	if !ok || len(d.Reason) > maxReason+20 || len(d.Evidence) > maxEvidence+20 || !strings.HasSuffix(d.Reason, "… (cut)") {
 		t.Fatalf("reason %d bytes, evidence %d bytes", len(d.Reason), len(d.Evidence))
 	}

@@ -10,7 +10,7 @@
 // "cannot_complete", so it works on every backend (the Claude Code CLI
 // included) without a tool. Tool output does not count: only the model's
 // own responses are read.
-package honest
+package verdict
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ import (
 
 // Status is the structured output's status of a declaration
 // ({"status": "cannot_complete", "reason": "…", "evidence": "…"}).
-const Status = "cannot_complete"
+const CannotCompleteStatus = "cannot_complete"
 
 // Bounds of a declaration kept in the Result.
 const (
@@ -33,7 +33,7 @@ const (
 
 // Declaration is the model's statement that the task cannot be done as
 // specified.
-type Declaration struct {
+type CannotComplete struct {
 	// Iteration is the iteration it was made in.
 	Iteration int `json:"iteration"`
 	// Reason is why, in the model's words ("" when it gave none).
@@ -45,9 +45,9 @@ type Declaration struct {
 // Find returns the declaration of an iteration, if the model made one.
 // The structured output wins over text; of several textual declarations
 // the last counts.
-func Find(s *event.IterationSummary) (Declaration, bool) {
+func FindCannotComplete(s *event.IterationSummary) (CannotComplete, bool) {
 	if s == nil {
-		return Declaration{}, false
+		return CannotComplete{}, false
 	}
 	if len(s.StructuredOutput) > 0 {
 		var out struct {
@@ -55,11 +55,11 @@ func Find(s *event.IterationSummary) (Declaration, bool) {
 			Reason   string `json:"reason"`
 			Evidence any    `json:"evidence"`
 		}
-		if json.Unmarshal(s.StructuredOutput, &out) == nil && strings.EqualFold(strings.TrimSpace(out.Status), Status) {
-			return Declaration{Iteration: s.Iteration, Reason: clip(out.Reason, maxReason), Evidence: clip(evidenceText(out.Evidence), maxEvidence)}, true
+		if json.Unmarshal(s.StructuredOutput, &out) == nil && strings.EqualFold(strings.TrimSpace(out.Status), CannotCompleteStatus) {
+			return CannotComplete{Iteration: s.Iteration, Reason: clip(out.Reason, maxReason), Evidence: clip(evidenceText(out.Evidence), maxEvidence)}, true
 		}
 	}
-	var d Declaration
+	var d CannotComplete
 	found := false
 	for _, r := range s.AssistantResponses {
 		lines := strings.Split(r, "\n")
@@ -69,7 +69,7 @@ func Find(s *event.IterationSummary) (Declaration, bool) {
 				continue
 			}
 			found = true
-			d = Declaration{Iteration: s.Iteration, Reason: clip(strings.Trim(rest, " \t*_`"), maxReason),
+			d = CannotComplete{Iteration: s.Iteration, Reason: clip(strings.Trim(rest, " \t*_`"), maxReason),
 				Evidence: clip(strings.Join(lines[i+1:], "\n"), maxEvidence)}
 		}
 	}
