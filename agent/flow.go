@@ -15,7 +15,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
 )
 
@@ -34,8 +33,8 @@ const (
 type flow struct {
 	a       *Agent
 	system  string
-	machine *step.Machine
-	checker *step.Checker
+	machine *verdict.Machine
+	checker *verdict.Checker
 	verdict *verdict.Stage // made by stage, at the first verdict
 	// guards and outputGuards are the verdict stage's, built with the
 	// agent (a broken guard fails Build).
@@ -78,8 +77,8 @@ type RetryPromptEvent = completion.RetryPromptEvent
 // StepStateEvent is the payload of a step.state journal event: the step
 // machine's state after an iteration, for resume.
 type StepStateEvent struct {
-	State   step.State     `json:"state"`
-	Pending *pendingPrompt `json:"pending,omitempty"`
+	State   verdict.StepState `json:"state"`
+	Pending *pendingPrompt    `json:"pending,omitempty"`
 }
 
 // StepState is the journal type of StepStateEvent.
@@ -89,8 +88,8 @@ func newFlow(a *Agent) (*flow, error) {
 	m := a.rt.machine
 	var err error
 	f := &flow{a: a, machine: m}
-	f.checker = step.NewChecker(step.CheckerConfig{
-		Judge: &step.BridgeJudge{Bridge: a.bridge},
+	f.checker = verdict.NewChecker(verdict.CheckerConfig{
+		Judge: &verdict.BridgeJudge{Bridge: a.bridge},
 		// A prompt check's "prompt" is a file under the prompts base when
 		// one exists there, otherwise the criterion text itself.
 		ResolvePrompt: func(ctx context.Context, ref string) (string, error) {
@@ -148,7 +147,7 @@ func registryFile(d *config.Definition) string {
 // start routes through an entry gateway and resolves the system prompt.
 func (f *flow) start(ctx context.Context) error {
 	if f.a.opts.Resume == nil {
-		if _, err := f.machine.RouteGateways(ctx, f.checker, step.CheckInput{}, 0); err != nil {
+		if _, err := f.machine.RouteGateways(ctx, f.checker, verdict.CheckInput{}, 0); err != nil {
 			return err
 		}
 	}

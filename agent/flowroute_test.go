@@ -13,7 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
 )
 
@@ -85,7 +84,7 @@ func transitionsOf(t *testing.T, res *Result) []string {
 	var path []string
 	for _, ev := range events {
 		if ev.Type == journal.StepTransition {
-			var mv step.Move
+			var mv verdict.StepMove
 			if err := json.Unmarshal(ev.Data, &mv); err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
-	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -20,7 +20,7 @@ import (
 type compiled struct {
 	completion completion.Handler
 	verifier   *verify.CompletionValidator
-	machine    *step.Machine
+	machine    *verdict.Machine
 }
 
 // runtimeEnv is what compile needs beyond the configuration.
@@ -82,7 +82,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 	rt.completion = h
 	// Only the steps a run can enter are built: validate reports the
 	// problems of the others as warnings, so they must not stop the run.
-	m, err := step.NewMachine(reachableOnly(reg), step.Options{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
+	m, err := verdict.NewMachine(reachableOnly(reg), verdict.MachineOptions{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
 	if err != nil {
 		errs = append(errs, unjoin(err)...)
 	}

@@ -39,7 +39,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/skill"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -716,7 +715,7 @@ func (e *Emitter) retryPrompt(data any, now time.Time) {
 }
 
 func (e *Emitter) stepTransition(data any, now time.Time) {
-	mv, ok := decode[step.Move](data)
+	mv, ok := decode[verdict.StepMove](data)
 	if !ok {
 		return
 	}
@@ -746,7 +745,7 @@ func (e *Emitter) completionCheck(data any, now time.Time) {
 }
 
 func (e *Emitter) escalation(data any, now time.Time) {
-	ev, ok := decode[step.EscalationEvent](data)
+	ev, ok := decode[verdict.EscalationEvent](data)
 	if !ok {
 		return
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/skill"
-	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -78,7 +78,7 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.Emit(journal.ValidatorResult, verify.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
 	e.Emit(journal.CompletionCheck, completion.Result{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
 	e.Emit(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}})
-	e.Emit(journal.StepTransition, step.Move{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
+	e.Emit(journal.StepTransition, verdict.StepMove{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
 	e.Emit(journal.Warning, map[string]string{"message": "undefined variable; value was " + secret})
 	e.Emit(journal.IterationEnd, event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
 	end := map[string]any{"success": runErr == nil, "completionReason": "completed", "iterations": 1, "runId": "r1",

@@ -8,7 +8,6 @@ import (
 
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -33,12 +32,12 @@ func TestGuardFailsVerificationAndIsNeverSkipped(t *testing.T) {
 	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
 		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
 	}}
-	m, err := step.NewMachine(new(reg), step.Options{})
+	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &flag{broken: true}
-	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
 		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
 		Guards: []verdict.Guard{g}})
 	if err != nil {
@@ -108,13 +107,13 @@ func TestOutputGuardRunsAfterTheValidators(t *testing.T) {
 	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
 		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
 	}}
-	m, err := step.NewMachine(new(reg), step.Options{})
+	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := &runs{out: "ok  \texample.com/app\t0.001s\n"}
 	g := &lost{}
-	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
 		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
 		Verifier: v, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{g}})
 	if err != nil {
@@ -144,11 +143,11 @@ func (idle) CheckOutputs(context.Context, []verify.ValidatorRun) (verify.Validat
 // An output guard that had nothing to check is not listed as verified.
 func TestIdleOutputGuardIsNotListed(t *testing.T) {
 	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{"work": {StepID: "work", C2: "work", C3: "main"}}}
-	m, err := step.NewMachine(new(reg), step.Options{})
+	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
 		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
 		Verifier: &runs{out: "--- PASS: TestAdd (0.00s)\n"}, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{idle{}}})
 	if err != nil {

@@ -49,7 +49,6 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -89,9 +88,9 @@ type Schemas interface {
 type Config struct {
 	// Machine is the run's step machine; the stage commits transitions to
 	// it.
-	Machine *step.Machine
+	Machine *Machine
 	// Checker evaluates step checks.
-	Checker *step.Checker
+	Checker *Checker
 	// Handler is the run's completion handler.
 	Handler completion.Handler
 	// Verifier runs validators.
@@ -173,8 +172,8 @@ type Verdict struct {
 	Retry *completion.RetryPromptEvent `json:"retry,omitempty"`
 	// Check and Moves are the step check and the transitions it caused
 	// (committed unless Action is Retry).
-	Check step.CheckResult `json:"check"`
-	Moves []step.Move      `json:"moves,omitempty"`
+	Check CheckResult `json:"check"`
+	Moves []StepMove  `json:"moves,omitempty"`
 	// Completion is the completion handler's result.
 	Completion completion.Result `json:"completion"`
 	// Validation is the verification, when validators ran.
@@ -226,8 +225,8 @@ type Stage struct {
 	// intent (routed steps).
 	intents map[string]*completion.RetryBudget
 	buf     buffer
-	fork    *step.Machine // reused by every Decide
-	check   CheckEvent    // the completion.check payload, reused
+	fork    *Machine   // reused by every Decide
+	check   CheckEvent // the completion.check payload, reused
 	// lastPattern is, per step, the failure pattern of the last retry.
 	lastPattern map[string]string
 }
@@ -276,7 +275,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	s.buf.reset()
 	s.fork = s.cfg.Machine.Fork(s.fork, &s.buf)
 	fork := s.fork
-	ev, err := fork.Evaluate(ctx, s.cfg.Checker, step.InputFromSummary(in.Summary), step.Outcome{Iteration: in.Iteration}, nil, completion.Context{})
+	ev, err := fork.Evaluate(ctx, s.cfg.Checker, InputFromSummary(in.Summary), StepOutcome{Iteration: in.Iteration}, nil, completion.Context{})
 	v.Check, v.Moves = ev.Check, ev.Moves
 	if err != nil && errors.Is(err, agenterr.ErrStepIntent) && st.StructuredGate != nil {
 		return s.intentRetry(id, st, err, v)
@@ -537,7 +536,7 @@ func (s *Stage) conditions(step []config.CompletionCondition) []config.Completio
 }
 
 // commit makes the fork's state the machine's and journals its moves.
-func (s *Stage) commit(fork *step.Machine) {
+func (s *Stage) commit(fork *Machine) {
 	s.cfg.Machine.Commit(fork)
 	s.buf.flush(s.cfg.Events)
 }
@@ -597,7 +596,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *eve
 // retry applies the step's onFailure after a failed verification. The
 // fork is dropped — the step stays where it was — unless onFailure is skip,
 // which lets the iteration stand.
-func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *event.IterationSummary, vr verify.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
+func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *event.IterationSummary, vr verify.ValidationResult, v Verdict, fork *Machine) (Verdict, error) {
 	d, err := s.budget(&s.attempts, id, ver.OnFailure).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
@@ -675,15 +674,15 @@ func stepError(v Verdict, err error) (Verdict, error) {
 	return v, err
 }
 
-func describeMoves(ev step.Evaluation, cr completion.Result) string {
+func describeMoves(ev StepEvaluation, cr completion.Result) string {
 	if len(ev.Moves) == 0 {
 		return cr.Reason
 	}
 	last := ev.Moves[len(ev.Moves)-1]
 	switch last.Kind {
-	case step.MoveStay:
+	case MoveStay:
 		return cr.Reason
-	case step.MoveRetry:
+	case MoveRetry:
 		return fmt.Sprintf("step %s check failed (%s); retrying the step", last.From, ev.Check.Reason)
 	}
 	return fmt.Sprintf("step %s → %s (%s)", ev.Moves[0].From, last.To, last.Kind)

@@ -13,7 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/schema"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -34,7 +33,7 @@ func (s schemas) OutputSchema(config.SchemaRef) (json.RawMessage, verify.SchemaV
 // stage builds a verdict stage over a two-step registry: "work" (keyword
 // check WORKED → next "finish") and "finish" (outputSchemaRef), with the
 // file validator out-exists verifying every completion in dir.
-func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machine) {
+func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *verdict.Machine) {
 	t.Helper()
 	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
 		"work": {StepID: "work", C2: "work", C3: "main", Check: &config.StepCheck{Type: "keyword", Keywords: []string{"WORKED"},
@@ -42,7 +41,7 @@ func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machin
 		"finish": {StepID: "finish", C2: "finish", C3: "main", OutputSchemaRef: &config.SchemaRef{File: "f.json", Schema: "f"},
 			OnFailure: &config.OnFailure{Action: "retry", MaxAttempts: 2}},
 	}, Validators: map[string]config.Validator{"out-exists": {Type: "file", Path: "out.txt", FailurePattern: "file-not-exists"}}}
-	m, err := step.NewMachine(new(reg), step.Options{Emitter: ev})
+	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{Emitter: ev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +51,7 @@ func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machin
 	}
 	s, err := verdict.New(verdict.Config{
 		Machine:    m,
-		Checker:    step.NewChecker(step.CheckerConfig{}),
+		Checker:    verdict.NewChecker(verdict.CheckerConfig{}),
 		Handler:    &completion.Keyword{Keyword: "DONE"},
 		Verifier:   verifier,
 		Validators: []string{"out-exists"},

@@ -1,4 +1,4 @@
-package step
+package verdict
 
 import (
 	"context"
@@ -45,7 +45,7 @@ const (
 )
 
 // Options configure a Machine.
-type Options struct {
+type MachineOptions struct {
 	// AgentName and RunID identify the run in webhook escalations.
 	AgentName string
 	RunID     string
@@ -58,7 +58,7 @@ type Options struct {
 }
 
 // Outcome is the result of running the current step once.
-type Outcome struct {
+type StepOutcome struct {
 	// Passed is the step check's verdict.
 	Passed bool
 	// Reason explains it (journaled, sent with escalations).
@@ -68,7 +68,7 @@ type Outcome struct {
 }
 
 // Move is one transition of the machine.
-type Move struct {
+type StepMove struct {
 	From     string `json:"from"`
 	To       string `json:"to"`
 	Kind     string `json:"kind"`
@@ -82,7 +82,7 @@ type Move struct {
 
 // State is the machine's full state; Snapshot and Restore move it in and
 // out (for resume). It marshals to JSON.
-type State struct {
+type StepState struct {
 	Current string         `json:"current"`
 	Visits  map[string]int `json:"visits"`
 	// LastEntered is the step last entered through a transition (the
@@ -121,9 +121,9 @@ type ReturnState struct {
 // Machine is seed 002's StepMachine over steps_registry.json.
 type Machine struct {
 	reg   *config.Registry // read-only
-	opts  Options
+	opts  MachineOptions
 	limit int
-	st    State
+	st    StepState
 }
 
 // NewMachine validates the registry's step graph and returns a machine at
@@ -131,7 +131,7 @@ type Machine struct {
 // with the registry file and the pointer of the bad reference.
 //
 // The machine keeps reg and never changes it: machines may share one.
-func NewMachine(reg *config.Registry, opts Options) (*Machine, error) {
+func NewMachine(reg *config.Registry, opts MachineOptions) (*Machine, error) {
 	if opts.Emitter == nil {
 		opts.Emitter = journal.Discard
 	}
@@ -148,7 +148,7 @@ func NewMachine(reg *config.Registry, opts Options) (*Machine, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	m.st = State{Visits: map[string]int{}}
+	m.st = StepState{Visits: map[string]int{}}
 	m.enterStep(reg.EntryStep)
 	return m, nil
 }
@@ -310,7 +310,7 @@ func sortedKeys[V any](mp map[string]V) []string {
 }
 
 // intentReason describes an interpretation for the journal.
-func intentReason(in Interpretation) string {
+func intentReason(in IntentInterpretation) string {
 	r := "intent " + in.Intent
 	if in.Fallback {
 		r += " (fallback: " + in.Reason + ")"
@@ -368,7 +368,7 @@ func (m *Machine) AbortError() error {
 func (m *Machine) Visits() map[string]int { return maps.Clone(m.st.Visits) }
 
 // Snapshot returns a copy of the machine's state.
-func (m *Machine) Snapshot() State {
+func (m *Machine) Snapshot() StepState {
 	s := m.st
 	s.Visits = maps.Clone(m.st.Visits)
 	if s.Parent != nil {
@@ -414,7 +414,7 @@ func (m *Machine) Commit(f *Machine) {
 
 // Restore replaces the machine's state with s (from Snapshot, possibly
 // through JSON). Steps s names must exist in the registry.
-func (m *Machine) Restore(s State) error {
+func (m *Machine) Restore(s StepState) error {
 	check := func(what, id string) error {
 		if _, ok := m.reg.Steps[id]; !ok {
 			return agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerStep, false,
@@ -481,18 +481,18 @@ func (m *Machine) enterStep(id string) {
 //   - a sub-step that passes moves to the next sub-step; when all passed
 //     the parent passes, when one fails the parent fails, and the parent's
 //     check transitions apply.
-func (m *Machine) Transition(ctx context.Context, o Outcome) (Move, error) {
+func (m *Machine) Transition(ctx context.Context, o StepOutcome) (StepMove, error) {
 	if m.st.Aborted {
-		return Move{}, m.AbortError()
+		return StepMove{}, m.AbortError()
 	}
 	if m.st.Completed {
-		return Move{}, agenterr.New(agenterr.CodeStepFlowEnded, agenterr.LayerStep, false,
+		return StepMove{}, agenterr.New(agenterr.CodeStepFlowEnded, agenterr.LayerStep, false,
 			"step flow already completed at %q", m.st.Current)
 	}
 	from := m.st.Current
 	mv, err := m.transition(ctx, o)
 	if err != nil {
-		return Move{}, err
+		return StepMove{}, err
 	}
 	mv.From, mv.Passed, mv.Reason = from, o.Passed, o.Reason
 	if mv.To == "" {
@@ -502,7 +502,7 @@ func (m *Machine) Transition(ctx context.Context, o Outcome) (Move, error) {
 	return mv, nil
 }
 
-func (m *Machine) transition(ctx context.Context, o Outcome) (Move, error) {
+func (m *Machine) transition(ctx context.Context, o StepOutcome) (StepMove, error) {
 	cur := m.st.Current
 	step := m.reg.Steps[cur]
 	if p := m.st.Parent; p != nil {
@@ -522,7 +522,7 @@ func (m *Machine) transition(ctx context.Context, o Outcome) (Move, error) {
 				m.st.Current = parent.SubSteps[p.Index]
 				m.st.Retries = 0
 				m.st.Visits[m.st.Current]++
-				return Move{Kind: MoveSubStep}, nil
+				return StepMove{Kind: MoveSubStep}, nil
 			}
 		}
 		// The parent passes (all sub-steps passed) or fails (this one failed).
@@ -554,16 +554,16 @@ func pick(s config.Step, passed bool) (config.Transition, bool) {
 	return s.Check.OnFail, true
 }
 
-func (m *Machine) resolve(ctx context.Context, id string, s config.Step, o Outcome) (Move, error) {
+func (m *Machine) resolve(ctx context.Context, id string, s config.Step, o StepOutcome) (StepMove, error) {
 	t, has := pick(s, o.Passed)
 	if !has {
 		if len(s.SubSteps) > 0 {
 			// A parent without check runs its sub-steps again.
 			if err := m.enter(id); err != nil {
-				return Move{}, err
+				return StepMove{}, err
 			}
 		}
-		return Move{Kind: MoveStay}, nil
+		return StepMove{Kind: MoveStay}, nil
 	}
 	if t.Retry {
 		mv, handled, err := m.retry(id, s)
@@ -573,7 +573,7 @@ func (m *Machine) resolve(ctx context.Context, id string, s config.Step, o Outco
 		// onExhausted skip: take onPass.
 		t = s.Check.OnPass
 		if t.Retry {
-			return Move{}, m.bad("/steps/"+id+"/check/onPass", "onExhausted skip takes onPass, which must not retry",
+			return StepMove{}, m.bad("/steps/"+id+"/check/onPass", "onExhausted skip takes onPass, which must not retry",
 				"step %q: retries exhausted, skip would retry again", id)
 		}
 		mv, err = m.follow(ctx, id, s, t, o)
@@ -586,11 +586,11 @@ func (m *Machine) resolve(ctx context.Context, id string, s config.Step, o Outco
 }
 
 // follow takes a non-retry transition t out of step id.
-func (m *Machine) follow(ctx context.Context, id string, s config.Step, t config.Transition, o Outcome) (Move, error) {
+func (m *Machine) follow(ctx context.Context, id string, s config.Step, t config.Transition, o StepOutcome) (StepMove, error) {
 	if t.Complete {
 		m.st.Completed = true
 		m.st.Return = nil
-		return Move{Kind: MoveComplete, Complete: true}, nil
+		return StepMove{Kind: MoveComplete, Complete: true}, nil
 	}
 	if r := m.st.Return; r != nil && r.Target == id && !t.Escalate {
 		// The in_agent escalation step has run: apply its return flow.
@@ -602,11 +602,11 @@ func (m *Machine) follow(ctx context.Context, id string, s config.Step, t config
 	}
 	if t.Next != "" {
 		if err := m.enter(t.Next); err != nil {
-			return Move{}, err
+			return StepMove{}, err
 		}
-		return Move{Kind: MoveNext}, nil
+		return StepMove{Kind: MoveNext}, nil
 	}
-	return Move{Kind: MoveStay}, nil
+	return StepMove{Kind: MoveStay}, nil
 }
 
 // enter moves to id through a transition, enforcing STEP_LOOP_LIMIT.
@@ -624,7 +624,7 @@ func (m *Machine) enter(id string) error {
 
 // retry handles a retry transition. handled is false only when retries are
 // exhausted and onExhausted is skip (the caller takes onPass).
-func (m *Machine) retry(id string, s config.Step) (mv Move, handled bool, err error) {
+func (m *Machine) retry(id string, s config.Step) (mv StepMove, handled bool, err error) {
 	max := DefaultMaxRetries
 	onExhausted, fallback := "error", ""
 	if r := s.Retry; r != nil {
@@ -638,40 +638,40 @@ func (m *Machine) retry(id string, s config.Step) (mv Move, handled bool, err er
 	}
 	if m.st.Retries < max {
 		m.st.Retries++
-		return Move{Kind: MoveRetry, To: id}, true, nil
+		return StepMove{Kind: MoveRetry, To: id}, true, nil
 	}
 	switch onExhausted {
 	case "fallback":
 		m.st.Parent = nil
 		if err := m.enter(fallback); err != nil {
-			return Move{}, true, err
+			return StepMove{}, true, err
 		}
-		return Move{Kind: MoveFallback}, true, nil
+		return StepMove{Kind: MoveFallback}, true, nil
 	case "skip":
 		m.st.Retries = 0
-		return Move{}, false, nil
+		return StepMove{}, false, nil
 	default:
-		return Move{}, true, &agenterr.Error{Code: agenterr.CodeStepRetryExhausted, Layer: agenterr.LayerStep,
+		return StepMove{}, true, &agenterr.Error{Code: agenterr.CodeStepRetryExhausted, Layer: agenterr.LayerStep,
 			Message: fmt.Sprintf("step %q still fails after %d retries", id, max),
 			Hint:    "raise retry.maxRetries or set retry.onExhausted to fallback or skip"}
 	}
 }
 
-func (m *Machine) applyReturn(flow, from string) (Move, error) {
+func (m *Machine) applyReturn(flow, from string) (StepMove, error) {
 	switch flow {
 	case "abort":
 		m.st.Aborted = true
-		return Move{Kind: MoveAbort, Aborted: true}, nil
+		return StepMove{Kind: MoveAbort, Aborted: true}, nil
 	case "restart":
 		if err := m.enter(m.reg.EntryStep); err != nil {
-			return Move{}, err
+			return StepMove{}, err
 		}
-		return Move{Kind: MoveRestart}, nil
+		return StepMove{Kind: MoveRestart}, nil
 	default: // resume
 		if err := m.enter(from); err != nil {
-			return Move{}, err
+			return StepMove{}, err
 		}
-		return Move{Kind: MoveResume}, nil
+		return StepMove{Kind: MoveResume}, nil
 	}
 }
 
@@ -685,7 +685,7 @@ type EscalationEvent struct {
 	Iteration  int    `json:"iteration,omitempty"`
 }
 
-func (m *Machine) escalate(ctx context.Context, id string, s config.Step, o Outcome) (Move, error) {
+func (m *Machine) escalate(ctx context.Context, id string, s config.Step, o StepOutcome) (StepMove, error) {
 	e := s.Escalation
 	method, flow := e.NotificationMethod, e.ReturnFlow
 	if method == "" {
@@ -700,14 +700,14 @@ func (m *Machine) escalate(ctx context.Context, id string, s config.Step, o Outc
 	case "in_agent":
 		m.st.Return = &ReturnState{Flow: flow, From: id, Target: e.EscalateTo}
 		if err := m.enter(e.EscalateTo); err != nil {
-			return Move{}, err
+			return StepMove{}, err
 		}
-		return Move{Kind: MoveEscalate}, nil
+		return StepMove{Kind: MoveEscalate}, nil
 	case "webhook":
 		n := Notification{Agent: m.opts.AgentName, RunID: m.opts.RunID, Step: id, EscalateTo: e.EscalateTo,
 			Reason: o.Reason, Iteration: o.Iteration}
 		if err := m.opts.Notifier.Notify(ctx, *e, n); err != nil {
-			return Move{}, err
+			return StepMove{}, err
 		}
 	}
 	// webhook and log: the notification is out; continue per returnFlow.
@@ -717,16 +717,16 @@ func (m *Machine) escalate(ctx context.Context, id string, s config.Step, o Outc
 // Evaluation is the result of Evaluate: the step check, the transitions
 // it caused (the step's own, then any gateway hops) and the agent's
 // completion check, in that order.
-type Evaluation struct {
+type StepEvaluation struct {
 	Check      CheckResult       `json:"check"`
-	Moves      []Move            `json:"moves"`
+	Moves      []StepMove        `json:"moves"`
 	Completion completion.Result `json:"completion"`
 	// Intent is what the step's structuredGate read (routed steps only).
-	Intent *Interpretation `json:"intent,omitempty"`
+	Intent *IntentInterpretation `json:"intent,omitempty"`
 }
 
 // StepComplete reports whether any move completed the step flow.
-func (e Evaluation) StepComplete() bool {
+func (e StepEvaluation) StepComplete() bool {
 	for _, mv := range e.Moves {
 		if mv.Complete {
 			return true
@@ -744,8 +744,8 @@ func (e Evaluation) StepComplete() bool {
 // nil (no completion check); cc.StepComplete is set from the moves. A step
 // with a structuredGate is routed by the intent of its structured answer
 // instead of a check (see route).
-func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o Outcome, h completion.Handler, cc completion.Context) (Evaluation, error) {
-	var ev Evaluation
+func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o StepOutcome, h completion.Handler, cc completion.Context) (StepEvaluation, error) {
+	var ev StepEvaluation
 	id, s := m.Current()
 	if s.StructuredGate != nil && !m.IsTerminal() {
 		return m.evaluateRouted(ctx, id, s, in, h, cc)
@@ -780,9 +780,9 @@ func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput,
 // evaluateRouted is Evaluate for a step routed by its structuredGate: the
 // intent read from the structured output (never the text) takes the
 // transition; the step's answer is recorded for later steps' inputs.
-func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, in CheckInput, h completion.Handler, cc completion.Context) (Evaluation, error) {
-	var ev Evaluation
-	it, err := Interpret(id, s.StructuredGate, in.Structured)
+func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, in CheckInput, h completion.Handler, cc completion.Context) (StepEvaluation, error) {
+	var ev StepEvaluation
+	it, err := InterpretIntent(id, s.StructuredGate, in.Structured)
 	if err != nil {
 		return ev, err
 	}
@@ -805,7 +805,7 @@ func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, 
 
 // checkCompletion runs the completion handler h (when there is one) on cc,
 // told whether the evaluated step completed the flow, into e.Completion.
-func (e *Evaluation) checkCompletion(ctx context.Context, h completion.Handler, cc completion.Context) error {
+func (e *StepEvaluation) checkCompletion(ctx context.Context, h completion.Handler, cc completion.Context) error {
 	if h == nil {
 		return nil
 	}
@@ -823,8 +823,8 @@ func (e *Evaluation) checkCompletion(ctx context.Context, h completion.Handler, 
 // previous iteration's response and actions) and its transition taken.
 // More hops than there are steps means gateways route in a cycle, which is
 // STEP_LOOP_LIMIT.
-func (m *Machine) RouteGateways(ctx context.Context, checker *Checker, in CheckInput, iteration int) ([]Move, error) {
-	var moves []Move
+func (m *Machine) RouteGateways(ctx context.Context, checker *Checker, in CheckInput, iteration int) ([]StepMove, error) {
+	var moves []StepMove
 	for hops := 0; m.IsGateway(); hops++ {
 		if hops > len(m.reg.Steps) {
 			return moves, agenterr.New(agenterr.CodeStepLoopLimit, agenterr.LayerLoop, false,
@@ -835,7 +835,7 @@ func (m *Machine) RouteGateways(ctx context.Context, checker *Checker, in CheckI
 		if err != nil {
 			return moves, err
 		}
-		mv, err := m.Transition(ctx, Outcome{Passed: r.Passed, Reason: r.Reason, Iteration: iteration})
+		mv, err := m.Transition(ctx, StepOutcome{Passed: r.Passed, Reason: r.Reason, Iteration: iteration})
 		if err != nil {
 			return moves, err
 		}

@@ -1,4 +1,4 @@
-package step
+package verdict
 
 import (
 	"bytes"

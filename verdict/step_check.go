@@ -4,7 +4,7 @@
 // decide each transition, retry policies, sub-steps, gateways and
 // escalation. It performs no I/O of its own except through its interfaces
 // (Judge, Notifier) and the journal.
-package step
+package verdict
 
 import (
 	"bytes"
@@ -170,7 +170,7 @@ func configErr(ptr, hint, format string, args ...any) error {
 }
 
 // verdictSchema is the structured output a BridgeJudge asks for.
-var verdictSchema = json.RawMessage(`{"type":"object","properties":{"pass":{"type":"boolean"},"reason":{"type":"string"}},"required":["pass","reason"],"additionalProperties":false}`)
+var judgeVerdictSchema = json.RawMessage(`{"type":"object","properties":{"pass":{"type":"boolean"},"reason":{"type":"string"}},"required":["pass","reason"],"additionalProperties":false}`)
 
 const judgeSystem = "You are a strict reviewer. You judge whether a response meets a criterion. " +
 	"You do not use tools. You answer only with a JSON object {\"pass\": true|false, \"reason\": \"one sentence\"}."
@@ -200,46 +200,46 @@ func (j *BridgeJudge) Judge(ctx context.Context, prompt, response string) (bool,
 	q := "## Criterion\n\n" + prompt + "\n\n## Response to judge\n\n" + response +
 		"\n\nDoes the response meet the criterion? Answer with JSON: {\"pass\": true|false, \"reason\": \"...\"}"
 	res, err := j.Bridge.Query(ctx, q, llm.QueryOptions{SystemPrompt: judgeSystem, PermissionMode: "plan",
-		OutputSchema: verdictSchema, OutputName: "verdict", MaxTurns: turns})
+		OutputSchema: judgeVerdictSchema, OutputName: "verdict", MaxTurns: turns})
 	if err != nil {
 		return false, "", agenterr.Wrap(err, agenterr.CodeStepJudge, agenterr.LayerStep, agenterr.IsRecoverable(err), "prompt check: judging query failed")
 	}
-	if v, ok := readVerdict(res.StructuredOutput); ok {
+	if v, ok := readJudgeVerdict(res.StructuredOutput); ok {
 		return v.Pass, v.Reason, nil
 	}
 	for i := len(res.Responses) - 1; i >= 0; i-- {
-		if v, ok := findVerdict(res.Responses[i]); ok {
+		if v, ok := findJudgeVerdict(res.Responses[i]); ok {
 			return v.Pass, v.Reason, nil
 		}
 	}
 	return false, "", agenterr.New(agenterr.CodeStepJudge, agenterr.LayerStep, true,
-		"prompt check: the judge gave no {\"pass\": bool, \"reason\": string} verdict: %q", clip(strings.Join(res.Responses, "\n"), 200))
+		"prompt check: the judge gave no {\"pass\": bool, \"reason\": string} verdict: %q", clipCriterion(strings.Join(res.Responses, "\n"), 200))
 }
 
-type verdict struct {
+type judgeVerdict struct {
 	Pass   *bool  `json:"pass"`
 	Reason string `json:"reason"`
 }
 
-type plainVerdict struct {
+type plainJudgeVerdict struct {
 	Pass   bool
 	Reason string
 }
 
-func readVerdict(raw json.RawMessage) (plainVerdict, bool) {
+func readJudgeVerdict(raw json.RawMessage) (plainJudgeVerdict, bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return plainVerdict{}, false
+		return plainJudgeVerdict{}, false
 	}
-	var v verdict
+	var v judgeVerdict
 	if json.Unmarshal(raw, &v) != nil || v.Pass == nil {
-		return plainVerdict{}, false
+		return plainJudgeVerdict{}, false
 	}
-	return plainVerdict{*v.Pass, v.Reason}, true
+	return plainJudgeVerdict{*v.Pass, v.Reason}, true
 }
 
 // findVerdict recovers the first JSON object with a boolean "pass" from
 // prose (bare, inside a code fence, or surrounded by text).
-func findVerdict(text string) (plainVerdict, bool) {
+func findJudgeVerdict(text string) (plainJudgeVerdict, bool) {
 	tries := 0
 	for i := 0; i < len(text) && tries < 256; i++ {
 		if text[i] != '{' {
@@ -251,14 +251,14 @@ func findVerdict(text string) (plainVerdict, bool) {
 		if dec.Decode(&raw) != nil {
 			continue
 		}
-		if v, ok := readVerdict(raw); ok {
+		if v, ok := readJudgeVerdict(raw); ok {
 			return v, true
 		}
 	}
-	return plainVerdict{}, false
+	return plainJudgeVerdict{}, false
 }
 
-func clip(s string, n int) string {
+func clipCriterion(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -1,4 +1,4 @@
-package step_test
+package verdict_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 func ExampleMachine_Transition() {
@@ -16,9 +16,9 @@ func ExampleMachine_Transition() {
 			"onPass":{"next":"review"},"onFail":{"retry":true}}},
 		"review":{"stepId":"review","c2":"initial","c3":"review","check":{"type":"keyword","keywords":["LGTM"],
 			"onPass":{"complete":true},"onFail":{"next":"write"}}}}}`), &reg)
-	m, _ := step.NewMachine(new(reg), step.Options{})
+	m, _ := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	for _, passed := range []bool{false, true, false, true, true} {
-		mv, _ := m.Transition(context.Background(), step.Outcome{Passed: passed})
+		mv, _ := m.Transition(context.Background(), verdict.StepOutcome{Passed: passed})
 		fmt.Printf("%s -> %s (%s)\n", mv.From, mv.To, mv.Kind)
 	}
 	fmt.Println(m.Completed(), m.Visits())

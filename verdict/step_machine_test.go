@@ -1,4 +1,4 @@
-package step
+package verdict
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func registry(t *testing.T, js string) config.Registry {
 	return r
 }
 
-func machine(t *testing.T, js string, opts Options) *Machine {
+func machine(t *testing.T, js string, opts MachineOptions) *Machine {
 	t.Helper()
 	m, err := NewMachine(new(registry(t, js)), opts)
 	if err != nil {
@@ -67,9 +67,9 @@ func machine(t *testing.T, js string, opts Options) *Machine {
 
 var ctx = context.Background()
 
-func step(t *testing.T, m *Machine, passed bool) Move {
+func step(t *testing.T, m *Machine, passed bool) StepMove {
 	t.Helper()
-	mv, err := m.Transition(ctx, Outcome{Passed: passed, Iteration: 1})
+	mv, err := m.Transition(ctx, StepOutcome{Passed: passed, Iteration: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ const linear = `{"agentId":"a","entryStep":"plan","steps":{
 
 func TestLinearFlowAndLoops(t *testing.T) {
 	rec := &recorder{}
-	m := machine(t, linear, Options{Emitter: rec})
+	m := machine(t, linear, MachineOptions{Emitter: rec})
 	if cur(m) != "plan" || m.IsTerminal() {
 		t.Fatal("not at entry")
 	}
@@ -105,13 +105,13 @@ func TestLinearFlowAndLoops(t *testing.T) {
 	if v := m.Visits(); v["plan"] != 2 || v["build"] != 2 {
 		t.Fatalf("visits = %v", v)
 	}
-	if _, err := m.Transition(ctx, Outcome{Passed: true}); err == nil {
+	if _, err := m.Transition(ctx, StepOutcome{Passed: true}); err == nil {
 		t.Fatal("transition after completion")
 	}
 	if got := strings.Join(rec.types(), ","); got != "step.transition,step.transition,step.transition,step.transition" {
 		t.Fatalf("events = %s", got)
 	}
-	var first Move
+	var first StepMove
 	json.Unmarshal(rec.events[0].data, &first)
 	if first.From != "plan" || first.To != "build" || !first.Passed {
 		t.Fatalf("event = %+v", first)
@@ -122,7 +122,7 @@ func TestStepLoopLimit(t *testing.T) {
 	const self = `{"agentId":"a","entryStep":"poll","stepLoopLimit":%d,"steps":{
 		"poll":{"stepId":"poll","c2":"c","c3":"poll","check":{"type":"keyword","keywords":["X"],"onPass":{"complete":true},"onFail":{"next":"poll"}}}}}`
 	for _, limit := range []int{0, 3} {
-		m := machine(t, strings.Replace(self, "%d", jsonInt(limit), 1), Options{})
+		m := machine(t, strings.Replace(self, "%d", jsonInt(limit), 1), MachineOptions{})
 		want := limit
 		if want == 0 {
 			want = DefaultLoopLimit
@@ -130,7 +130,7 @@ func TestStepLoopLimit(t *testing.T) {
 		runs := 1 // the entry
 		var err error
 		for err == nil && runs < 100 {
-			if _, err = m.Transition(ctx, Outcome{}); err == nil {
+			if _, err = m.Transition(ctx, StepOutcome{}); err == nil {
 				runs++
 			}
 		}
@@ -151,14 +151,14 @@ func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
 func TestRetriesDoNotCountTowardLoopLimit(t *testing.T) {
 	m := machine(t, `{"agentId":"a","entryStep":"s","stepLoopLimit":2,"steps":{
 		"s":{"stepId":"s","c2":"c","c3":"s","retry":{"maxRetries":5},
-			"check":{"type":"keyword","keywords":["X"],"onPass":{"complete":true},"onFail":{"retry":true}}}}}`, Options{})
+			"check":{"type":"keyword","keywords":["X"],"onPass":{"complete":true},"onFail":{"retry":true}}}}}`, MachineOptions{})
 	for i := 0; i < 5; i++ {
 		mv := step(t, m, false)
 		if mv.Kind != MoveRetry || mv.To != "s" {
 			t.Fatalf("retry %d: %+v", i, mv)
 		}
 	}
-	_, err := m.Transition(ctx, Outcome{})
+	_, err := m.Transition(ctx, StepOutcome{})
 	if !errors.Is(err, agenterr.ErrStepRetryExhausted) {
 		t.Fatalf("6th retry: %v", err)
 	}
@@ -182,13 +182,13 @@ func TestRetryPolicy(t *testing.T) {
 		{`"retry":{"maxRetries":2,"onExhausted":"skip"},`, 2, MoveSkip, "next", nil},
 	}
 	for _, c := range cases {
-		m := machine(t, strings.Replace(tpl, "RETRY", c.retry, 1), Options{})
+		m := machine(t, strings.Replace(tpl, "RETRY", c.retry, 1), MachineOptions{})
 		for i := 0; i < c.retries; i++ {
 			if mv := step(t, m, false); mv.Kind != MoveRetry {
 				t.Fatalf("%s: retry %d = %+v", c.retry, i, mv)
 			}
 		}
-		mv, err := m.Transition(ctx, Outcome{})
+		mv, err := m.Transition(ctx, StepOutcome{})
 		if c.wantErr != nil {
 			if !errors.Is(err, c.wantErr) {
 				t.Fatalf("%s: err = %v", c.retry, err)
@@ -202,7 +202,7 @@ func TestRetryPolicy(t *testing.T) {
 }
 
 func TestStepWithoutCheckStays(t *testing.T) {
-	m := machine(t, `{"agentId":"a","entryStep":"work","steps":{"work":{"stepId":"work","c2":"c","c3":"w"}}}`, Options{})
+	m := machine(t, `{"agentId":"a","entryStep":"work","steps":{"work":{"stepId":"work","c2":"c","c3":"w"}}}`, MachineOptions{})
 	for i := 0; i < 3*DefaultLoopLimit; i++ {
 		if mv := step(t, m, i%2 == 0); mv.Kind != MoveStay || mv.To != "work" {
 			t.Fatalf("%+v", mv)
@@ -219,8 +219,8 @@ const gateways = `{"agentId":"a","entryStep":"work","steps":{
 func TestGatewayRoutesWithoutModelCall(t *testing.T) {
 	checker := NewChecker(CheckerConfig{})
 	for resp, want := range map[string]string{"READY, found a BUG": "fix", "READY": "ship"} {
-		m := machine(t, gateways, Options{})
-		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{resp}}, Outcome{Iteration: 1}, nil, completion.Context{})
+		m := machine(t, gateways, MachineOptions{})
+		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{resp}}, StepOutcome{Iteration: 1}, nil, completion.Context{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func TestGatewayRoutesWithoutModelCall(t *testing.T) {
 	// Gateways pointing at each other never reach a model step.
 	m := machine(t, `{"agentId":"a","entryStep":"g1","steps":{
 		"g1":{"stepId":"g1","type":"gateway","c2":"c","c3":"a","check":{"type":"keyword","keywords":["X"],"onPass":{"next":"g2"},"onFail":{"next":"g2"}}},
-		"g2":{"stepId":"g2","type":"gateway","c2":"c","c3":"b","check":{"type":"keyword","keywords":["X"],"onPass":{"next":"g1"},"onFail":{"next":"g1"}}}}}`, Options{})
+		"g2":{"stepId":"g2","type":"gateway","c2":"c","c3":"b","check":{"type":"keyword","keywords":["X"],"onPass":{"next":"g1"},"onFail":{"next":"g1"}}}}}`, MachineOptions{})
 	if !m.IsGateway() {
 		t.Fatal("entry gateway not detected")
 	}
@@ -249,7 +249,7 @@ const subSteps = `{"agentId":"a","entryStep":"start","steps":{
 	"serve":{"stepId":"serve","c2":"c","c3":"serve","check":{"type":"keyword","keywords":["X"],"onPass":{"complete":true},"onFail":{"retry":true}}}}}`
 
 func TestSubStepsRunInOrder(t *testing.T) {
-	m := machine(t, subSteps, Options{})
+	m := machine(t, subSteps, MachineOptions{})
 	step(t, m, true) // start → cook, which runs prep first
 	if cur(m) != "prep" || m.Parent() != "cook" {
 		t.Fatalf("at %s (parent %q)", cur(m), m.Parent())
@@ -266,7 +266,7 @@ func TestSubStepsRunInOrder(t *testing.T) {
 	}
 
 	// One sub-step failing fails the parent.
-	m = machine(t, subSteps, Options{})
+	m = machine(t, subSteps, MachineOptions{})
 	step(t, m, true)
 	step(t, m, true) // prep passes
 	if mv := step(t, m, false); cur(m) != "start" || mv.From != "fry" {
@@ -276,10 +276,10 @@ func TestSubStepsRunInOrder(t *testing.T) {
 		t.Fatalf("visits = %v", v)
 	}
 	// prep exhausts its retries (maxRetries 1, onExhausted error).
-	m = machine(t, subSteps, Options{})
+	m = machine(t, subSteps, MachineOptions{})
 	step(t, m, true)
 	step(t, m, false)
-	if _, err := m.Transition(ctx, Outcome{}); !errors.Is(err, agenterr.ErrStepRetryExhausted) {
+	if _, err := m.Transition(ctx, StepOutcome{}); !errors.Is(err, agenterr.ErrStepRetryExhausted) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -302,7 +302,7 @@ func TestInAgentEscalation(t *testing.T) {
 	}
 	for _, c := range cases {
 		rec := &recorder{}
-		m := machine(t, strings.Replace(escalation, "ESC", `{"escalateTo":"help","notificationMethod":"in_agent","returnFlow":"`+c.flow+`"}`, 1), Options{Emitter: rec})
+		m := machine(t, strings.Replace(escalation, "ESC", `{"escalateTo":"help","notificationMethod":"in_agent","returnFlow":"`+c.flow+`"}`, 1), MachineOptions{Emitter: rec})
 		step(t, m, true) // intro → work
 		if mv := step(t, m, false); mv.Kind != MoveEscalate || cur(m) != "help" {
 			t.Fatalf("%s: escalate: %+v", c.flow, mv)
@@ -344,10 +344,10 @@ func TestWebhookEscalationRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 	esc := `{"escalateTo":"oncall","notificationMethod":"webhook","returnFlow":"resume","webhookUrl":"` + srv.URL + `"}`
-	m := machine(t, strings.Replace(escalation, "ESC", esc, 1), Options{AgentName: "fixer", RunID: "run-1",
+	m := machine(t, strings.Replace(escalation, "ESC", esc, 1), MachineOptions{AgentName: "fixer", RunID: "run-1",
 		Notifier: &WebhookNotifier{Backoff: time.Millisecond}})
 	step(t, m, true)
-	mv, err := m.Transition(ctx, Outcome{Passed: false, Reason: "tests keep failing", Iteration: 4})
+	mv, err := m.Transition(ctx, StepOutcome{Passed: false, Reason: "tests keep failing", Iteration: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,9 +371,9 @@ func TestWebhookEscalationFails(t *testing.T) {
 	}))
 	defer srv.Close()
 	esc := `{"escalateTo":"oncall","notificationMethod":"webhook","returnFlow":"abort","maxAttempts":2,"webhookUrl":"` + srv.URL + `"}`
-	m := machine(t, strings.Replace(escalation, "ESC", esc, 1), Options{Notifier: &WebhookNotifier{Backoff: time.Millisecond}})
+	m := machine(t, strings.Replace(escalation, "ESC", esc, 1), MachineOptions{Notifier: &WebhookNotifier{Backoff: time.Millisecond}})
 	step(t, m, true)
-	_, err := m.Transition(ctx, Outcome{})
+	_, err := m.Transition(ctx, StepOutcome{})
 	if !errors.Is(err, agenterr.ErrEscalation) || calls.Load() != 2 || !strings.Contains(err.Error(), "502") {
 		t.Fatalf("err = %v after %d calls", err, calls.Load())
 	}
@@ -405,9 +405,9 @@ func TestWebhookEscalationFails(t *testing.T) {
 
 func TestLogEscalation(t *testing.T) {
 	rec := &recorder{}
-	m := machine(t, strings.Replace(escalation, "ESC", `{"escalateTo":"ops","notificationMethod":"log","returnFlow":"abort"}`, 1), Options{Emitter: rec})
+	m := machine(t, strings.Replace(escalation, "ESC", `{"escalateTo":"ops","notificationMethod":"log","returnFlow":"abort"}`, 1), MachineOptions{Emitter: rec})
 	step(t, m, true)
-	mv, err := m.Transition(ctx, Outcome{Reason: "stuck", Iteration: 2})
+	mv, err := m.Transition(ctx, StepOutcome{Reason: "stuck", Iteration: 2})
 	if err != nil || mv.Kind != MoveAbort || !m.Aborted() {
 		t.Fatalf("%+v %v", mv, err)
 	}
@@ -423,7 +423,7 @@ func TestLogEscalation(t *testing.T) {
 }
 
 func TestSnapshotRestore(t *testing.T) {
-	m := machine(t, subSteps, Options{})
+	m := machine(t, subSteps, MachineOptions{})
 	step(t, m, true)
 	step(t, m, false) // prep retry
 	snap := m.Snapshot()
@@ -431,17 +431,17 @@ func TestSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back State
+	var back StepState
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	m2 := machine(t, subSteps, Options{})
+	m2 := machine(t, subSteps, MachineOptions{})
 	if err := m2.Restore(back); err != nil {
 		t.Fatal(err)
 	}
 	// Both machines now behave identically: prep has used its one retry.
-	_, err1 := m.Transition(ctx, Outcome{})
-	_, err2 := m2.Transition(ctx, Outcome{})
+	_, err1 := m.Transition(ctx, StepOutcome{})
+	_, err2 := m2.Transition(ctx, StepOutcome{})
 	if !errors.Is(err1, agenterr.ErrStepRetryExhausted) || !errors.Is(err2, agenterr.ErrStepRetryExhausted) {
 		t.Fatalf("%v / %v", err1, err2)
 	}
@@ -450,10 +450,10 @@ func TestSnapshotRestore(t *testing.T) {
 	if m.Visits()["start"] == 99 {
 		t.Fatal("snapshot shares visits")
 	}
-	if err := m2.Restore(State{Current: "gone"}); err == nil {
+	if err := m2.Restore(StepState{Current: "gone"}); err == nil {
 		t.Fatal("restored an unknown step")
 	}
-	if err := m2.Restore(State{Current: "prep", Parent: &ParentState{Step: "cook", Index: 7}}); err == nil {
+	if err := m2.Restore(StepState{Current: "prep", Parent: &ParentState{Step: "cook", Index: 7}}); err == nil {
 		t.Fatal("restored an out-of-range sub-step")
 	}
 }
@@ -479,7 +479,7 @@ func TestNewMachineValidates(t *testing.T) {
 		{`{"entryStep":"a","steps":{"a":{"subSteps":["b"]},"c":{"subSteps":["b"]},"b":{"type":"subStep"}}}`, "/steps/c/subSteps/0"},
 	}
 	for _, c := range cases {
-		_, err := NewMachine(new(registry(t, c.js)), Options{})
+		_, err := NewMachine(new(registry(t, c.js)), MachineOptions{})
 		e := agenterr.From(err)
 		if e == nil || e.Code != agenterr.CodeConfigurationValidation || e.File != "steps_registry.json" || e.Hint == "" {
 			t.Errorf("%s: err = %v", c.js, err)
@@ -510,11 +510,11 @@ func (p *phaseRecorder) Reason() string   { return p.inner.Reason() }
 func TestEvaluateKeywordPriority(t *testing.T) {
 	m := machine(t, `{"agentId":"a","entryStep":"write","steps":{
 		"write":{"stepId":"write","c2":"c","c3":"w","check":{"type":"keyword","keywords":["DONE"],"onPass":{"next":"review"},"onFail":{"retry":true}}},
-		"review":{"stepId":"review","c2":"c","c3":"r","check":{"type":"keyword","keywords":["LGTM"],"onPass":{"complete":true},"onFail":{"next":"write"}}}}}`, Options{})
+		"review":{"stepId":"review","c2":"c","c3":"r","check":{"type":"keyword","keywords":["LGTM"],"onPass":{"complete":true},"onFail":{"next":"write"}}}}}`, MachineOptions{})
 	h := &phaseRecorder{m: m, inner: &completion.Keyword{Keyword: "DONE"}}
 	s := &event.IterationSummary{Iteration: 1, AssistantResponses: []string{"Wrote it. DONE"}}
 	cc := completion.Context{Iteration: 1, Summary: s}
-	ev, err := m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s), Outcome{Iteration: 1}, h, cc)
+	ev, err := m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s), StepOutcome{Iteration: 1}, h, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func TestEvaluateKeywordPriority(t *testing.T) {
 	// A step-flow completion reaches the completion context.
 	h2 := &phaseRecorder{m: m, inner: &completion.StepFlow{}}
 	s2 := &event.IterationSummary{Iteration: 2, AssistantResponses: []string{"LGTM"}}
-	ev, err = m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s2), Outcome{Iteration: 2}, h2, completion.Context{Iteration: 2, Summary: s2})
+	ev, err = m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s2), StepOutcome{Iteration: 2}, h2, completion.Context{Iteration: 2, Summary: s2})
 	if err != nil || !ev.StepComplete() || !h2.sawDone || !ev.Completion.Complete {
 		t.Fatalf("%+v %v", ev, err)
 	}
@@ -543,11 +543,11 @@ func TestDocsExample(t *testing.T) {
 	}
 	_, rest, _ := strings.Cut(string(b), "```json\n")
 	js, _, _ := strings.Cut(rest, "```")
-	m := machine(t, js, Options{})
+	m := machine(t, js, MachineOptions{})
 	checker := NewChecker(CheckerConfig{})
-	eval := func(text string, actions ...event.ActionResult) Evaluation {
+	eval := func(text string, actions ...event.ActionResult) StepEvaluation {
 		t.Helper()
-		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{text}, ActionResults: actions}, Outcome{Iteration: 1}, nil, completion.Context{})
+		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{text}, ActionResults: actions}, StepOutcome{Iteration: 1}, nil, completion.Context{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -578,8 +578,8 @@ func BenchmarkEvaluate(b *testing.B) {
 	in := CheckInput{Responses: []string{"working on it", "PLANNED and BUILT? not yet"}}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		m, _ := NewMachine(new(reg), Options{})
-		if _, err := m.Evaluate(ctx, checker, in, Outcome{Iteration: 1}, &completion.IterationBudget{Max: 5}, completion.Context{Iteration: 1}); err != nil {
+		m, _ := NewMachine(new(reg), MachineOptions{})
+		if _, err := m.Evaluate(ctx, checker, in, StepOutcome{Iteration: 1}, &completion.IterationBudget{Max: 5}, completion.Context{Iteration: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -587,7 +587,7 @@ func BenchmarkEvaluate(b *testing.B) {
 
 func TestParentRetryRerunsSubSteps(t *testing.T) {
 	js := strings.Replace(subSteps, `"onFail":{"next":"start"}}}`, `"onFail":{"retry":true}},"retry":{"maxRetries":1}}`, 1)
-	m := machine(t, js, Options{})
+	m := machine(t, js, MachineOptions{})
 	step(t, m, true) // → cook/prep
 	step(t, m, true) // prep → fry
 	mv := step(t, m, false)
@@ -595,12 +595,12 @@ func TestParentRetryRerunsSubSteps(t *testing.T) {
 		t.Fatalf("parent retry: %+v at %s", mv, cur(m))
 	}
 	step(t, m, true)
-	if _, err := m.Transition(ctx, Outcome{}); !errors.Is(err, agenterr.ErrStepRetryExhausted) {
+	if _, err := m.Transition(ctx, StepOutcome{}); !errors.Is(err, agenterr.ErrStepRetryExhausted) {
 		t.Fatalf("parent retries exhausted: %v", err)
 	}
 	// A parent whose transition stays runs its sub-steps again.
 	js = strings.Replace(subSteps, `"onFail":{"next":"start"}}}`, `"onFail":{}}}`, 1)
-	m = machine(t, js, Options{})
+	m = machine(t, js, MachineOptions{})
 	step(t, m, true)
 	step(t, m, true)  // prep passes
 	step(t, m, false) // fry fails → parent fails → stays
@@ -610,19 +610,19 @@ func TestParentRetryRerunsSubSteps(t *testing.T) {
 }
 
 func TestTransitionAfterEnd(t *testing.T) {
-	m := machine(t, linear, Options{})
+	m := machine(t, linear, MachineOptions{})
 	step(t, m, true)
 	step(t, m, true)
-	if _, err := m.Transition(ctx, Outcome{}); !errors.Is(err, agenterr.ErrStepFlowEnded) {
+	if _, err := m.Transition(ctx, StepOutcome{}); !errors.Is(err, agenterr.ErrStepFlowEnded) {
 		t.Fatalf("after completion: %v", err)
 	}
-	m = machine(t, strings.Replace(escalation, "ESC", `{"escalateTo":"ops","notificationMethod":"log","returnFlow":"abort"}`, 1), Options{})
+	m = machine(t, strings.Replace(escalation, "ESC", `{"escalateTo":"ops","notificationMethod":"log","returnFlow":"abort"}`, 1), MachineOptions{})
 	step(t, m, true)
 	step(t, m, false)
 	if !m.Aborted() || !errors.Is(m.AbortError(), agenterr.ErrStepAborted) {
 		t.Fatal("abort not reported")
 	}
-	if _, err := m.Transition(ctx, Outcome{}); !errors.Is(err, agenterr.ErrStepAborted) {
+	if _, err := m.Transition(ctx, StepOutcome{}); !errors.Is(err, agenterr.ErrStepAborted) {
 		t.Fatalf("after abort: %v", err)
 	}
 }
@@ -631,7 +631,7 @@ func TestTransitionAfterEnd(t *testing.T) {
 // reported together, each with its problem code.
 func TestNewMachineReportsEveryProblem(t *testing.T) {
 	_, err := NewMachine(new(registry(t, `{"entryStep":"x","steps":{"a":{"check":{"type":"keyword","keywords":["k"],"onPass":{"next":"nowhere"}}},
-		"g":{"type":"gateway"}}}`)), Options{})
+		"g":{"type":"gateway"}}}`)), MachineOptions{})
 	var codes []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 		var re *config.RuleError

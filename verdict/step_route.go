@@ -1,4 +1,4 @@
-package step
+package verdict
 
 import (
 	"encoding/json"
@@ -39,21 +39,21 @@ func (m *Machine) routeErr(id, hint, format string, args ...any) error {
 //     any other value); next without a transition goes from initial.X to
 //     continuation.X.
 //   - a transition to null is terminal, which only closing may be.
-func (m *Machine) route(id string, s config.Step, in Interpretation) (Move, error) {
+func (m *Machine) route(id string, s config.Step, in IntentInterpretation) (StepMove, error) {
 	kind := s.Kind()
 	if kind != "" && in.Intent != config.IntentAbort && !slices.Contains(config.KindIntents[kind], in.Intent) {
-		return Move{}, m.routeErr(id, fmt.Sprintf("a %s step emits one of %v", kind, config.KindIntents[kind]),
+		return StepMove{}, m.routeErr(id, fmt.Sprintf("a %s step emits one of %v", kind, config.KindIntents[kind]),
 			"intent %q is not allowed for a %s step", in.Intent, kind)
 	}
-	mv := Move{Intent: in.Intent}
+	mv := StepMove{Intent: in.Intent}
 	switch in.Intent {
 	case config.IntentClosing:
 		if kind != config.KindClosure {
-			return Move{}, m.routeErr(id, `only a step with "stepKind": "closure" (or c2 "closure") may emit closing; work steps hand off to one`,
+			return StepMove{}, m.routeErr(id, `only a step with "stepKind": "closure" (or c2 "closure") may emit closing; work steps hand off to one`,
 				"closing from a %s step", kindName(kind))
 		}
 		if t, ok := s.Transitions[config.IntentClosing]; ok && !t.Terminal && t.Target != nil {
-			return Move{}, m.routeErr(id, `closing ends the flow: write "closing": {"target": null}`,
+			return StepMove{}, m.routeErr(id, `closing ends the flow: write "closing": {"target": null}`,
 				"transitions.closing names step %q; closing is terminal", *t.Target)
 		}
 		m.st.Completed = true
@@ -69,44 +69,44 @@ func (m *Machine) route(id string, s config.Step, in Interpretation) (Move, erro
 		if _, ok := s.Transitions[config.IntentRepeat]; ok {
 			t, terminal, err := m.transitionTarget(id, s, in)
 			if err != nil {
-				return Move{}, err
+				return StepMove{}, err
 			}
 			if terminal {
-				return Move{}, m.routeErr(id, "only closing may end the flow; name the step to repeat with",
+				return StepMove{}, m.routeErr(id, "only closing may end the flow; name the step to repeat with",
 					"transitions.repeat is null (terminal), which only closing may be")
 			}
 			target = t
 		}
 		if err := m.enterRouted(target); err != nil {
-			return Move{}, err
+			return StepMove{}, err
 		}
 		mv.Kind = MoveRepeat
 		return mv, nil
 	case config.IntentJump:
 		t := in.Target
 		if t == "" {
-			return Move{}, m.routeErr(id, "the answer must name the target step at structuredGate.targetField",
+			return StepMove{}, m.routeErr(id, "the answer must name the target step at structuredGate.targetField",
 				"jump without a target")
 		}
 		if err := m.jumpable(id, t); err != nil {
-			return Move{}, err
+			return StepMove{}, err
 		}
 		if err := m.enterRouted(t); err != nil {
-			return Move{}, err
+			return StepMove{}, err
 		}
 		mv.Kind = MoveJump
 		return mv, nil
 	}
 	target, terminal, err := m.transitionTarget(id, s, in)
 	if err != nil {
-		return Move{}, err
+		return StepMove{}, err
 	}
 	if terminal {
-		return Move{}, m.routeErr(id, "only closing may end the flow; name the next step",
+		return StepMove{}, m.routeErr(id, "only closing may end the flow; name the next step",
 			"transitions.%s is null (terminal), which only closing may be", in.Intent)
 	}
 	if err := m.enterRouted(target); err != nil {
-		return Move{}, err
+		return StepMove{}, err
 	}
 	switch in.Intent {
 	case config.IntentHandoff:
@@ -120,7 +120,7 @@ func (m *Machine) route(id string, s config.Step, in Interpretation) (Move, erro
 }
 
 // transitionTarget resolves transitions.<intent> of step id.
-func (m *Machine) transitionTarget(id string, s config.Step, in Interpretation) (target string, terminal bool, err error) {
+func (m *Machine) transitionTarget(id string, s config.Step, in IntentInterpretation) (target string, terminal bool, err error) {
 	t, ok := s.Transitions[in.Intent]
 	if !ok {
 		if in.Intent == config.IntentNext {

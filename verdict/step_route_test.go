@@ -1,4 +1,4 @@
-package step
+package verdict
 
 import (
 	"context"
@@ -32,12 +32,12 @@ func TestInterpret(t *testing.T) {
 		{`{"next_action":{"action":"finished"}}`, "closing", "", ""},
 		{`{"next_action":{"action":"jump","details":{"target":"initial.x"}}}`, "jump", "initial.x", ""},
 	} {
-		in, err := Interpret("s", g, json.RawMessage(tc.out))
+		in, err := InterpretIntent("s", g, json.RawMessage(tc.out))
 		if err != nil || in.Intent != tc.intent || in.Target != tc.target || in.Reason != tc.reason || in.Fallback {
 			t.Errorf("%s: %+v %v", tc.out, in, err)
 		}
 	}
-	in, err := Interpret("s", g, json.RawMessage(`{"next_action":{"action":"next"},"analysis":{"understanding":"u"},"issue":7}`))
+	in, err := InterpretIntent("s", g, json.RawMessage(`{"next_action":{"action":"next"},"analysis":{"understanding":"u"},"issue":7}`))
 	if err != nil || len(in.Handoff) != 2 || in.Handoff["understanding"] != "u" || in.Handoff["issue"] != float64(7) {
 		t.Fatalf("handoff %+v %v", in.Handoff, err)
 	}
@@ -45,7 +45,7 @@ func TestInterpret(t *testing.T) {
 	// a non-string, no JSON at all.
 	for _, out := range []string{`{"status":"completed"}`, `{"next_action":{"action":"proceed"}}`,
 		`{"next_action":{"action":"handoff"}}`, `{"next_action":{"action":3}}`, ``, `not json`} {
-		_, err := Interpret("s", g, json.RawMessage(out))
+		_, err := InterpretIntent("s", g, json.RawMessage(out))
 		if !errors.Is(err, agenterr.ErrStepIntent) {
 			t.Errorf("%q: %v", out, err)
 		}
@@ -60,7 +60,7 @@ func TestInterpret(t *testing.T) {
 		{&config.StructuredGate{AllowedIntents: []string{"repeat", "next"}, IntentField: "a", FailFast: &no}, "next"},
 		{&config.StructuredGate{AllowedIntents: []string{"closing", "repeat"}, IntentField: "a", FailFast: &no}, "closing"},
 	} {
-		in, err := Interpret("s", tc.g, json.RawMessage(`{}`))
+		in, err := InterpretIntent("s", tc.g, json.RawMessage(`{}`))
 		if err != nil || in.Intent != tc.want || !in.Fallback || in.Reason == "" {
 			t.Errorf("%+v: %+v %v", tc.g, in, err)
 		}
@@ -90,14 +90,14 @@ func routedRegistry() config.Registry {
 	}}
 }
 
-func evalRouted(t *testing.T, m *Machine, out string) (Evaluation, error) {
+func evalRouted(t *testing.T, m *Machine, out string) (StepEvaluation, error) {
 	t.Helper()
 	return m.Evaluate(context.Background(), NewChecker(CheckerConfig{}), CheckInput{Structured: json.RawMessage(out)},
-		Outcome{Iteration: 1}, nil, completion.Context{})
+		StepOutcome{Iteration: 1}, nil, completion.Context{})
 }
 
 func TestRouteByIntent(t *testing.T) {
-	m, err := NewMachine(new(routedRegistry()), Options{})
+	m, err := NewMachine(new(routedRegistry()), MachineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestRouteErrors(t *testing.T) {
 		{"jump to a sub-step", "continuation.a", `{"next_action":{"action":"jump"},"target":"part"}`},
 		{"jump without target", "continuation.a", `{"next_action":{"action":"jump"}}`},
 	} {
-		m, err := NewMachine(new(reg), Options{})
+		m, err := NewMachine(new(reg), MachineOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestRouteErrors(t *testing.T) {
 	c := reg.Steps["continuation.a"]
 	c.Transitions = map[string]config.IntentTransition{"handoff": {Condition: "kind", Targets: map[string]*string{"x": str("closure.a")}}}
 	reg.Steps["continuation.a"] = c
-	m, _ := NewMachine(new(reg), Options{})
+	m, _ := NewMachine(new(reg), MachineOptions{})
 	m.enterStep("continuation.a")
 	if _, err := evalRouted(t, m, `{"next_action":{"action":"handoff"},"result":{"kind":"y"}}`); !errors.Is(err, agenterr.ErrStepRoute) {
 		t.Fatalf("unmatched condition: %v", err)
@@ -176,7 +176,7 @@ func TestRouteErrors(t *testing.T) {
 	v := reg.Steps["verification.v"]
 	v.Transitions = map[string]config.IntentTransition{"next": {Target: str("ghost")}}
 	reg.Steps["verification.v"] = v
-	if _, err := NewMachine(new(reg), Options{}); !errors.Is(err, agenterr.ErrConfigurationValidation) {
+	if _, err := NewMachine(new(reg), MachineOptions{}); !errors.Is(err, agenterr.ErrConfigurationValidation) {
 		t.Fatalf("NewMachine: %v", err)
 	}
 }
@@ -185,14 +185,14 @@ func TestRouteErrors(t *testing.T) {
 // the registry sets stepLoopLimit.
 func TestRoutedLoopLimit(t *testing.T) {
 	reg := routedRegistry()
-	m, _ := NewMachine(new(reg), Options{})
+	m, _ := NewMachine(new(reg), MachineOptions{})
 	for i := 0; i < 3*DefaultLoopLimit; i++ {
 		if _, err := evalRouted(t, m, `{"next_action":{"action":"repeat"}}`); err != nil {
 			t.Fatalf("repeat %d: %v", i, err)
 		}
 	}
 	reg.StepLoopLimit = 2
-	m, _ = NewMachine(new(reg), Options{})
+	m, _ = NewMachine(new(reg), MachineOptions{})
 	_, err1 := evalRouted(t, m, `{"next_action":{"action":"repeat"}}`)
 	_, err2 := evalRouted(t, m, `{"next_action":{"action":"repeat"}}`)
 	if err1 != nil || !errors.Is(err2, agenterr.ErrStepLoopLimit) {
@@ -203,7 +203,7 @@ func TestRoutedLoopLimit(t *testing.T) {
 // Inputs read the recorded outputs; a fork's outputs are the machine's only
 // once committed, and they survive Snapshot/Restore (resume).
 func TestInputsFromOutputs(t *testing.T) {
-	m, _ := NewMachine(new(routedRegistry()), Options{})
+	m, _ := NewMachine(new(routedRegistry()), MachineOptions{})
 	if _, err := m.Inputs("initial.a"); !errors.Is(err, agenterr.ErrStepRoute) {
 		t.Fatalf("required input without output: %v", err)
 	}
@@ -221,9 +221,9 @@ func TestInputsFromOutputs(t *testing.T) {
 		t.Fatalf("%v %v", got, err)
 	}
 	b, _ := json.Marshal(m.Snapshot())
-	var st State
+	var st StepState
 	_ = json.Unmarshal(b, &st)
-	m2, _ := NewMachine(new(routedRegistry()), Options{})
+	m2, _ := NewMachine(new(routedRegistry()), MachineOptions{})
 	if err := m2.Restore(st); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestInputsFromOutputs(t *testing.T) {
 	a.Inputs = map[string]config.InputSpec{"x": {From: "closure.a.x", Required: &no, Default: json.RawMessage(`"none"`)},
 		"y": {From: "closure.a.y", Required: &no}, "mode": {Default: json.RawMessage(`"fast"`)}}
 	reg.Steps["initial.a"] = a
-	m3, _ := NewMachine(new(reg), Options{})
+	m3, _ := NewMachine(new(reg), MachineOptions{})
 	if got, err := m3.Inputs("initial.a"); err != nil || len(got) != 2 || got["closure_a_x"] != "none" || got["mode"] != "fast" {
 		t.Fatalf("optional inputs: %v %v", got, err)
 	}

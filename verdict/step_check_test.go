@@ -1,4 +1,4 @@
-package step
+package verdict
 
 import (
 	"context"
@@ -162,7 +162,7 @@ func TestFindVerdict(t *testing.T) {
 		strings.Repeat("{", 5000): false,
 	}
 	for text, found := range cases {
-		if _, ok := findVerdict(text); ok != found {
+		if _, ok := findJudgeVerdict(text); ok != found {
 			t.Errorf("%.40q: found = %v", text, ok)
 		}
 	}
@@ -173,7 +173,7 @@ func FuzzFindVerdict(f *testing.F) {
 	f.Add("```json\n{\"pass\":false}\n```")
 	f.Add(`{{{{"pass":true`)
 	f.Fuzz(func(t *testing.T, text string) {
-		v, ok := findVerdict(text)
+		v, ok := findJudgeVerdict(text)
 		if ok && !strings.Contains(text, `"pass"`) && !strings.Contains(text, `\u0070`) && !strings.Contains(strings.ToLower(text), "pass") {
 			t.Fatalf("verdict %+v from %q", v, text)
 		}

@@ -1,4 +1,4 @@
-package step
+package verdict
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ var intentAliases = map[string]string{
 
 // Interpretation is what a step's structuredGate read from its structured
 // output.
-type Interpretation struct {
+type IntentInterpretation struct {
 	// Intent is the intent the step machine routes by.
 	Intent string `json:"intent"`
 	// Raw is the value found at intentField ("" when none).
@@ -50,12 +50,12 @@ type Interpretation struct {
 // stage answers it with a format retry);
 // without failFast the fallbackIntent is used (else next when allowed, else
 // the first allowed intent). The intent is never read from prose.
-func Interpret(id string, g *config.StructuredGate, output json.RawMessage) (Interpretation, error) {
+func InterpretIntent(id string, g *config.StructuredGate, output json.RawMessage) (IntentInterpretation, error) {
 	var doc map[string]any
 	if len(bytes.TrimSpace(output)) > 0 {
 		_ = json.Unmarshal(output, &doc)
 	}
-	var in Interpretation
+	var in IntentInterpretation
 	raw, found := lookup(doc, g.IntentField)
 	problem := ""
 	switch {
