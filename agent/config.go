@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
@@ -17,6 +16,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -67,13 +67,13 @@ type Config struct {
 	// CompletionHandlers are this agent's custom completion handlers by
 	// name: runner.completion {"type": "custom", "handler": NAME} uses
 	// CompletionHandlers[NAME] (before completion.RegisterHandler's).
-	CompletionHandlers map[string]completion.HandlerFactory
+	CompletionHandlers map[string]verdict.HandlerFactory
 	// Completion is this agent's completion handler as a Go value:
 	// runner.completion {"type": "custom"} without a handler name uses it
 	// (runner.completion.validators still verify every completion it
 	// reports). Giving it while runner.completion does not use it is
 	// CONFIG_INVALID.
-	Completion completion.Handler
+	Completion verdict.CompletionHandler
 	// MaxIterations overrides runner.budgets.maxIterations when > 0.
 	MaxIterations int
 	// RunTimeout overrides runner.budgets.timeoutSeconds when > 0: the

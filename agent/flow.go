@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
@@ -72,7 +71,7 @@ type pendingPrompt struct {
 // RetryPromptEvent is the payload of a retry.prompt journal event; the type
 // lives in completion so that journal consumers below the agent layer
 // (tracing) can match it without a JSON round trip.
-type RetryPromptEvent = completion.RetryPromptEvent
+type RetryPromptEvent = verdict.RetryPromptEvent
 
 // StepStateEvent is the payload of a step.state journal event: the step
 // machine's state after an iteration, for resume.
@@ -122,9 +121,9 @@ func (f *flow) stage() (*verdict.Stage, error) {
 		Handler:      a.rt.completion,
 		Verifier:     a.rt.verifier,
 		Validators:   a.spec.Runner.Completion.Validators,
-		Format:       completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON, Problems: schema.Problems}),
+		Format:       verdict.NewFormatValidator(verdict.FormatConfig{Extract: schema.ExtractJSON, Problems: schema.Problems}),
 		Schemas:      a.schemas,
-		Retries: completion.NewRetryHandler(completion.RetryConfig{C1: reg.C1, Patterns: reg.CompletionPatterns,
+		Retries: verdict.NewRetryHandler(verdict.RetryConfig{C1: reg.C1, Patterns: reg.CompletionPatterns,
 			Templates: retryTemplates{a.prompts}}),
 		Events:          a.emit,
 		CompletionType:  a.spec.Runner.Completion.Type,
@@ -183,7 +182,7 @@ func (f *flow) variables(n int, rc *RuntimeContext) map[string]string {
 	if max <= 0 || max > HardLimit {
 		max = HardLimit
 	}
-	if c := d.Runner.Completion; c.Type == completion.TypeIterationBudget && c.MaxIterations > 0 && c.MaxIterations < max {
+	if c := d.Runner.Completion; c.Type == verdict.TypeIterationBudget && c.MaxIterations > 0 && c.MaxIterations < max {
 		max = c.MaxIterations
 	}
 	v["max_iterations"] = strconv.Itoa(max)
@@ -202,7 +201,7 @@ func (f *flow) variables(n int, rc *RuntimeContext) map[string]string {
 	v["agent_name"] = d.Name
 	v["workdir"] = f.a.workDir
 	if rc != nil && len(rc.Summaries) > 0 {
-		v["previous_summary"] = completion.FormatIterationSummary(&rc.Summaries[len(rc.Summaries)-1])
+		v["previous_summary"] = verdict.FormatIterationSummary(&rc.Summaries[len(rc.Summaries)-1])
 	} else {
 		v["previous_summary"] = ""
 	}

@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 // GitHubRepo is the repository every gh call capstan itself makes names
@@ -257,12 +257,12 @@ func githubRepoOfURL(raw, ghHost string) string {
 }
 
 // externalStates returns the externalState handlers of a completion tree.
-func externalStates(h completion.Handler) []*completion.ExternalState {
+func externalStates(h verdict.CompletionHandler) []*verdict.ExternalState {
 	switch h := h.(type) {
-	case *completion.ExternalState:
-		return []*completion.ExternalState{h}
-	case *completion.Composite:
-		var out []*completion.ExternalState
+	case *verdict.ExternalState:
+		return []*verdict.ExternalState{h}
+	case *verdict.Composite:
+		var out []*verdict.ExternalState
 		for _, c := range h.Conditions {
 			out = append(out, externalStates(c.Handler)...)
 		}

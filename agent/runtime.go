@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -18,7 +17,7 @@ import (
 // completion handler, the validators that verify it and the step machine.
 // compile makes it, for New and for `capstan validate` alike.
 type compiled struct {
-	completion completion.Handler
+	completion verdict.CompletionHandler
 	verifier   *verify.CompletionValidator
 	machine    *verdict.Machine
 }
@@ -66,7 +65,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	h, err := completion.FromConfig(spec.Runner.Completion, completion.Deps{
+	h, err := verdict.CompletionFromConfig(spec.Runner.Completion, verdict.HandlerDeps{
 		HasValidator:   func(name string) bool { _, ok := reg.Validators[name]; return ok },
 		ValidatorNames: names,
 		RegistryFile:   regFile,

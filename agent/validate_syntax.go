@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm/script"
 	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 // Codes of the syntax checks `capstan validate` runs on files that other
@@ -29,7 +29,7 @@ const (
 // retryTemplateSyntax reports a retry template that cannot be rendered:
 // the one place validate checks retry-template syntax.
 func retryTemplateSyntax(text string) error {
-	_, err := completion.RenderTemplate(text, nil)
+	_, err := verdict.RenderRetryTemplate(text, nil)
 	return err
 }
 

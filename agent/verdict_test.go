@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -72,8 +72,8 @@ func fakeGH(t *testing.T) {
 
 // doneHandler is a per-agent custom completion handler: complete when the
 // response says DONE.
-func doneHandler(config.Completion, completion.Deps) (completion.Handler, error) {
-	return &completion.Keyword{Keyword: "DONE"}, nil
+func doneHandler(config.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
+	return &verdict.Keyword{Keyword: "DONE"}, nil
 }
 
 // countingValidator is a per-agent Go validator that counts its runs and
@@ -109,7 +109,7 @@ func runVerdict(t *testing.T, dir string, cv *countingValidator) (*Result, []jou
 // goValues are the per-agent Go values of the verdict agent.
 func goValues(cv *countingValidator) Config {
 	return Config{Validators: map[string]verify.CustomValidator{"counting": cv},
-		CompletionHandlers: map[string]completion.HandlerFactory{"done": doneHandler}}
+		CompletionHandlers: map[string]verdict.HandlerFactory{"done": doneHandler}}
 }
 
 // stepFlowCheck completes the step flow when the response says DONE.
@@ -145,7 +145,7 @@ func TestValidatorsVerifyEveryCompletionType(t *testing.T) {
 			if res.Success || res.CompletionReason != ReasonValidationExhausted || !errors.Is(res.Err(), agenterr.ErrValidationExhausted) {
 				t.Fatalf("liar: %+v", res)
 			}
-			retries := eventsOf[completion.RetryPromptEvent](t, events, journal.RetryPrompt)
+			retries := eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)
 			if len(retries) != 1 || retries[0].Pattern != "out-missing" || retries[0].Attempt != 1 || retries[0].Max != 2 ||
 				!strings.Contains(retries[0].Text, "out.txt is missing") {
 				t.Fatalf("liar retry prompts: %+v", retries)
@@ -237,7 +237,7 @@ func TestStepCompletionSettings(t *testing.T) {
 			if res.Success != c.success || res.CompletionReason != c.reason {
 				t.Fatalf("%+v", res)
 			}
-			if n := len(eventsOf[completion.RetryPromptEvent](t, events, journal.RetryPrompt)); n != c.retries {
+			if n := len(eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)); n != c.retries {
 				t.Fatalf("%d retry prompts, want %d", n, c.retries)
 			}
 		})
@@ -281,7 +281,7 @@ func TestVerdictFactsAgree(t *testing.T) {
 		Verdict  string   `json:"verdict"`
 		Verified []string `json:"verified"`
 	}](t, events, journal.CompletionCheck)
-	retries := eventsOf[completion.RetryPromptEvent](t, events, journal.RetryPrompt)
+	retries := eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)
 	if len(checks) != 3 || len(retries) != 2 {
 		t.Fatalf("%d checks, %d retries", len(checks), len(retries))
 	}

@@ -33,7 +33,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -696,7 +695,7 @@ func (e *Emitter) skillEvidence(data any, now time.Time) {
 }
 
 func (e *Emitter) retryPrompt(data any, now time.Time) {
-	ev, ok := decode[completion.RetryPromptEvent](data)
+	ev, ok := decode[verdict.RetryPromptEvent](data)
 	if !ok {
 		return
 	}
@@ -731,10 +730,10 @@ func (e *Emitter) stepTransition(data any, now time.Time) {
 }
 
 func (e *Emitter) completionCheck(data any, now time.Time) {
-	var r completion.Result
+	var r verdict.CompletionResult
 	if ev, ok := data.(*verdict.CheckEvent); ok { // what the verdict stage emits
-		r = ev.Result
-	} else if r, ok = decode[completion.Result](data); !ok {
+		r = ev.CompletionResult
+	} else if r, ok = decode[verdict.CompletionResult](data); !ok {
 		return
 	}
 	attrs := append(e.buf[:0], attribute.Bool(AttrOutcomeComplete, r.Complete), attribute.Bool(AttrDeclared, r.Declared))

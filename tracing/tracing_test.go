@@ -12,7 +12,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -76,7 +75,7 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.Emit(journal.QueryResult, &llm.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
 		ToolUses: []llm.ToolUse{{Name: "Write"}, {Name: "Bash"}}})
 	e.Emit(journal.ValidatorResult, verify.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
-	e.Emit(journal.CompletionCheck, completion.Result{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
+	e.Emit(journal.CompletionCheck, verdict.CompletionResult{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
 	e.Emit(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}})
 	e.Emit(journal.StepTransition, verdict.StepMove{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
 	e.Emit(journal.Warning, map[string]string{"message": "undefined variable; value was " + secret})

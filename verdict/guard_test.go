@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -38,7 +37,7 @@ func TestGuardFailsVerificationAndIsNeverSkipped(t *testing.T) {
 	}
 	g := &flag{broken: true}
 	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
-		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+		Handler: &verdict.Keyword{Keyword: "DONE"}, Retries: verdict.NewRetryHandler(verdict.RetryConfig{}),
 		Guards: []verdict.Guard{g}})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +113,7 @@ func TestOutputGuardRunsAfterTheValidators(t *testing.T) {
 	v := &runs{out: "ok  \texample.com/app\t0.001s\n"}
 	g := &lost{}
 	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
-		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+		Handler: &verdict.Keyword{Keyword: "DONE"}, Retries: verdict.NewRetryHandler(verdict.RetryConfig{}),
 		Verifier: v, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{g}})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +147,7 @@ func TestIdleOutputGuardIsNotListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
-		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+		Handler: &verdict.Keyword{Keyword: "DONE"}, Retries: verdict.NewRetryHandler(verdict.RetryConfig{}),
 		Verifier: &runs{out: "--- PASS: TestAdd (0.00s)\n"}, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{idle{}}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 )
@@ -718,9 +717,9 @@ func (m *Machine) escalate(ctx context.Context, id string, s config.Step, o Step
 // it caused (the step's own, then any gateway hops) and the agent's
 // completion check, in that order.
 type StepEvaluation struct {
-	Check      CheckResult       `json:"check"`
-	Moves      []StepMove        `json:"moves"`
-	Completion completion.Result `json:"completion"`
+	Check      CheckResult      `json:"check"`
+	Moves      []StepMove       `json:"moves"`
+	Completion CompletionResult `json:"completion"`
 	// Intent is what the step's structuredGate read (routed steps only).
 	Intent *IntentInterpretation `json:"intent,omitempty"`
 }
@@ -744,7 +743,7 @@ func (e StepEvaluation) StepComplete() bool {
 // nil (no completion check); cc.StepComplete is set from the moves. A step
 // with a structuredGate is routed by the intent of its structured answer
 // instead of a check (see route).
-func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o StepOutcome, h completion.Handler, cc completion.Context) (StepEvaluation, error) {
+func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o StepOutcome, h CompletionHandler, cc CompletionContext) (StepEvaluation, error) {
 	var ev StepEvaluation
 	id, s := m.Current()
 	if s.StructuredGate != nil && !m.IsTerminal() {
@@ -780,7 +779,7 @@ func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput,
 // evaluateRouted is Evaluate for a step routed by its structuredGate: the
 // intent read from the structured output (never the text) takes the
 // transition; the step's answer is recorded for later steps' inputs.
-func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, in CheckInput, h completion.Handler, cc completion.Context) (StepEvaluation, error) {
+func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, in CheckInput, h CompletionHandler, cc CompletionContext) (StepEvaluation, error) {
 	var ev StepEvaluation
 	it, err := InterpretIntent(id, s.StructuredGate, in.Structured)
 	if err != nil {
@@ -805,7 +804,7 @@ func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, 
 
 // checkCompletion runs the completion handler h (when there is one) on cc,
 // told whether the evaluated step completed the flow, into e.Completion.
-func (e *StepEvaluation) checkCompletion(ctx context.Context, h completion.Handler, cc completion.Context) error {
+func (e *StepEvaluation) checkCompletion(ctx context.Context, h CompletionHandler, cc CompletionContext) error {
 	if h == nil {
 		return nil
 	}

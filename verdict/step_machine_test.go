@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 )
@@ -220,7 +219,7 @@ func TestGatewayRoutesWithoutModelCall(t *testing.T) {
 	checker := NewChecker(CheckerConfig{})
 	for resp, want := range map[string]string{"READY, found a BUG": "fix", "READY": "ship"} {
 		m := machine(t, gateways, MachineOptions{})
-		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{resp}}, StepOutcome{Iteration: 1}, nil, completion.Context{})
+		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{resp}}, StepOutcome{Iteration: 1}, nil, CompletionContext{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -497,10 +496,10 @@ type phaseRecorder struct {
 	m       *Machine
 	sawStep string
 	sawDone bool
-	inner   completion.Handler
+	inner   CompletionHandler
 }
 
-func (p *phaseRecorder) Check(ctx context.Context, c completion.Context) (completion.Result, error) {
+func (p *phaseRecorder) Check(ctx context.Context, c CompletionContext) (CompletionResult, error) {
 	p.sawStep, p.sawDone = cur(p.m), c.StepComplete
 	return p.inner.Check(ctx, c)
 }
@@ -511,9 +510,9 @@ func TestEvaluateKeywordPriority(t *testing.T) {
 	m := machine(t, `{"agentId":"a","entryStep":"write","steps":{
 		"write":{"stepId":"write","c2":"c","c3":"w","check":{"type":"keyword","keywords":["DONE"],"onPass":{"next":"review"},"onFail":{"retry":true}}},
 		"review":{"stepId":"review","c2":"c","c3":"r","check":{"type":"keyword","keywords":["LGTM"],"onPass":{"complete":true},"onFail":{"next":"write"}}}}}`, MachineOptions{})
-	h := &phaseRecorder{m: m, inner: &completion.Keyword{Keyword: "DONE"}}
+	h := &phaseRecorder{m: m, inner: &Keyword{Keyword: "DONE"}}
 	s := &event.IterationSummary{Iteration: 1, AssistantResponses: []string{"Wrote it. DONE"}}
-	cc := completion.Context{Iteration: 1, Summary: s}
+	cc := CompletionContext{Iteration: 1, Summary: s}
 	ev, err := m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s), StepOutcome{Iteration: 1}, h, cc)
 	if err != nil {
 		t.Fatal(err)
@@ -527,9 +526,9 @@ func TestEvaluateKeywordPriority(t *testing.T) {
 		t.Fatalf("completion saw step %q (stepComplete %v); want the transition done first", h.sawStep, h.sawDone)
 	}
 	// A step-flow completion reaches the completion context.
-	h2 := &phaseRecorder{m: m, inner: &completion.StepFlow{}}
+	h2 := &phaseRecorder{m: m, inner: &StepFlow{}}
 	s2 := &event.IterationSummary{Iteration: 2, AssistantResponses: []string{"LGTM"}}
-	ev, err = m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s2), StepOutcome{Iteration: 2}, h2, completion.Context{Iteration: 2, Summary: s2})
+	ev, err = m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s2), StepOutcome{Iteration: 2}, h2, CompletionContext{Iteration: 2, Summary: s2})
 	if err != nil || !ev.StepComplete() || !h2.sawDone || !ev.Completion.Complete {
 		t.Fatalf("%+v %v", ev, err)
 	}
@@ -547,7 +546,7 @@ func TestDocsExample(t *testing.T) {
 	checker := NewChecker(CheckerConfig{})
 	eval := func(text string, actions ...event.ActionResult) StepEvaluation {
 		t.Helper()
-		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{text}, ActionResults: actions}, StepOutcome{Iteration: 1}, nil, completion.Context{})
+		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{text}, ActionResults: actions}, StepOutcome{Iteration: 1}, nil, CompletionContext{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -579,7 +578,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		m, _ := NewMachine(new(reg), MachineOptions{})
-		if _, err := m.Evaluate(ctx, checker, in, StepOutcome{Iteration: 1}, &completion.IterationBudget{Max: 5}, completion.Context{Iteration: 1}); err != nil {
+		if _, err := m.Evaluate(ctx, checker, in, StepOutcome{Iteration: 1}, &IterationBudget{Max: 5}, CompletionContext{Iteration: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}

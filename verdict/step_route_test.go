@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 )
 
@@ -93,7 +92,7 @@ func routedRegistry() config.Registry {
 func evalRouted(t *testing.T, m *Machine, out string) (StepEvaluation, error) {
 	t.Helper()
 	return m.Evaluate(context.Background(), NewChecker(CheckerConfig{}), CheckInput{Structured: json.RawMessage(out)},
-		StepOutcome{Iteration: 1}, nil, completion.Context{})
+		StepOutcome{Iteration: 1}, nil, CompletionContext{})
 }
 
 func TestRouteByIntent(t *testing.T) {

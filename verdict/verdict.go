@@ -45,7 +45,6 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
@@ -92,18 +91,18 @@ type Config struct {
 	// Checker evaluates step checks.
 	Checker *Checker
 	// Handler is the run's completion handler.
-	Handler completion.Handler
+	Handler CompletionHandler
 	// Verifier runs validators.
-	Verifier completion.Verifier
+	Verifier Verifier
 	// Validators are runner.completion.validators: they verify every
 	// completion, whatever the completion type.
 	Validators []string
 	// Format checks structured output against a step's schema.
-	Format *completion.FormatValidator
+	Format *FormatValidator
 	// Schemas resolves outputSchemaRef (required when a step has one).
 	Schemas Schemas
 	// Retries builds the failure patterns' retry prompts.
-	Retries *completion.RetryHandler
+	Retries *RetryHandler
 	// Events receives completion.check, retry.prompt and the committed
 	// step.transition and escalation events (nil = dropped).
 	Events journal.Emitter
@@ -169,13 +168,13 @@ type Verdict struct {
 	// Step is the step that ran in the iteration.
 	Step string `json:"step"`
 	// Retry is the prompt of the next iteration when Action is Retry.
-	Retry *completion.RetryPromptEvent `json:"retry,omitempty"`
+	Retry *RetryPromptEvent `json:"retry,omitempty"`
 	// Check and Moves are the step check and the transitions it caused
 	// (committed unless Action is Retry).
 	Check CheckResult `json:"check"`
 	Moves []StepMove  `json:"moves,omitempty"`
 	// Completion is the completion handler's result.
-	Completion completion.Result `json:"completion"`
+	Completion CompletionResult `json:"completion"`
 	// Validation is the verification, when validators ran.
 	Validation *verify.ValidationResult `json:"validation,omitempty"`
 	// CannotComplete is the model's declaration that the task cannot be
@@ -205,7 +204,7 @@ func (v Verdict) PromptSource() string {
 // completion handler's claim and what verification made of it. Its JSON is
 // a superset of completion.Result's (older journals decode into it).
 type CheckEvent struct {
-	completion.Result
+	CompletionResult
 	// Verdict is the iteration's Action.
 	Verdict Action `json:"verdict,omitempty"`
 	// Verified lists the validators that ran this iteration, in order.
@@ -219,11 +218,11 @@ type CheckEvent struct {
 // use.
 type Stage struct {
 	cfg       Config
-	attempts  map[string]*completion.RetryBudget // per step: completion attempts
-	fmtBudget map[string]*completion.RetryBudget // per step: format attempts
+	attempts  map[string]*RetryBudget // per step: completion attempts
+	fmtBudget map[string]*RetryBudget // per step: format attempts
 	// intents counts, per step, consecutive answers without a readable
 	// intent (routed steps).
-	intents map[string]*completion.RetryBudget
+	intents map[string]*RetryBudget
 	buf     buffer
 	fork    *Machine   // reused by every Decide
 	check   CheckEvent // the completion.check payload, reused
@@ -242,7 +241,7 @@ func New(cfg Config) (*Stage, error) {
 		cfg.Events = journal.Discard
 	}
 	if cfg.Format == nil {
-		cfg.Format = completion.NewFormatValidator(completion.FormatConfig{})
+		cfg.Format = NewFormatValidator(FormatConfig{})
 	}
 	// The budgets' maps are made at the first decision that uses them: a
 	// run parked in its first model call holds the Stage without them.
@@ -275,7 +274,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	s.buf.reset()
 	s.fork = s.cfg.Machine.Fork(s.fork, &s.buf)
 	fork := s.fork
-	ev, err := fork.Evaluate(ctx, s.cfg.Checker, InputFromSummary(in.Summary), StepOutcome{Iteration: in.Iteration}, nil, completion.Context{})
+	ev, err := fork.Evaluate(ctx, s.cfg.Checker, InputFromSummary(in.Summary), StepOutcome{Iteration: in.Iteration}, nil, CompletionContext{})
 	v.Check, v.Moves = ev.Check, ev.Moves
 	if err != nil && errors.Is(err, agenterr.ErrStepIntent) && st.StructuredGate != nil {
 		return s.intentRetry(id, st, err, v)
@@ -304,7 +303,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 
 	// 3. Completion: what does the model (or the budget, or the world)
 	// claim?
-	cr, err := s.cfg.Handler.Check(ctx, completion.Context{Iteration: in.Iteration, Summary: in.Summary,
+	cr, err := s.cfg.Handler.Check(ctx, CompletionContext{Iteration: in.Iteration, Summary: in.Summary,
 		Summaries: in.Summaries, StepComplete: stepDone})
 	if err != nil {
 		return v, err
@@ -315,7 +314,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	// intent only a closure step's closing claims it.
 	claimed := cr.Complete || cr.Declared || stepDone
 	everyIteration := false
-	if e, ok := s.cfg.Handler.(completion.EveryIterationVerifier); ok {
+	if e, ok := s.cfg.Handler.(EveryIterationVerifier); ok {
 		everyIteration = e.VerifyEveryIteration()
 	}
 	if routed {
@@ -405,8 +404,8 @@ func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (
 			problem += "\n" + e.Hint
 		}
 	}
-	text := completion.FormatRetryPrompt(completion.FormatResult{Error: problem}, raw)
-	v.Retry = &completion.RetryPromptEvent{Kind: "format", Step: id, Source: "intent-retry:" + id,
+	text := FormatRetryPrompt(FormatResult{Error: problem}, raw)
+	v.Retry = &RetryPromptEvent{Kind: "format", Step: id, Source: "intent-retry:" + id,
 		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{problem}}
 	v.Action = Retry
 	v.Reason = fmt.Sprintf("no readable intent (%s); attempt %d of %d failed, format retry sent", problem, d.Attempt, d.MaxAttempts)
@@ -504,7 +503,7 @@ func closureVerdict(sum *event.IterationSummary) string {
 }
 
 // handlerName names the completion handler in messages.
-func (s *Stage) handlerName(cr completion.Result) string {
+func (s *Stage) handlerName(cr CompletionResult) string {
 	if s.cfg.CompletionType != "" {
 		return fmt.Sprintf("the %s completion (%s)", s.cfg.CompletionType, cr.Reason)
 	}
@@ -545,7 +544,7 @@ func (s *Stage) emitCheck(v Verdict) {
 	r := v.Completion
 	r.Complete = v.Action == Complete
 	r.Reason = v.Reason
-	s.check = CheckEvent{Result: r, Verdict: v.Action, ClosureVerdict: v.ClosureVerdict}
+	s.check = CheckEvent{CompletionResult: r, Verdict: v.Action, ClosureVerdict: v.ClosureVerdict}
 	if vr := v.Validation; vr != nil {
 		s.check.Verified = vr.Checked
 		if !vr.Valid {
@@ -584,8 +583,8 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *eve
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, e, e.Error(), ReasonValidationExhausted
 		return true, nil
 	}
-	text := completion.FormatRetryPrompt(r, raw)
-	v.Retry = &completion.RetryPromptEvent{Kind: "format", Step: id, Source: "format-retry:" + ref.File + "#" + ref.Schema,
+	text := FormatRetryPrompt(r, raw)
+	v.Retry = &RetryPromptEvent{Kind: "format", Step: id, Source: "format-retry:" + ref.File + "#" + ref.Schema,
 		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{r.Error}}
 	v.Action = Retry
 	v.Reason = fmt.Sprintf("output format invalid: %s; attempt %d of %d failed, format retry sent", r.Error, d.Attempt, d.MaxAttempts)
@@ -606,7 +605,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 		s.emitCheck(v)
 		return v, nil
 	}
-	if d.Action == completion.ActionSkip && !s.guarded(vr) {
+	if d.Action == OnFailureSkip && !s.guarded(vr) {
 		s.commit(fork)
 		v.Action = Complete
 		v.Reason = fmt.Sprintf("%s; %s failed (%s) but onFailure is skip", claim, vr.Validator, vr.Pattern)
@@ -632,7 +631,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 	}
 	s.lastPattern[id] = vr.Pattern
 	v.Action = Retry
-	v.Retry = &completion.RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
+	v.Retry = &RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
 		Params: vr.Params, Source: rp.Source, Attempt: d.Attempt, Max: d.MaxAttempts,
 		Text: text, Warnings: rp.Warnings}
 	if claim == "" {
@@ -645,17 +644,17 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 	return v, nil
 }
 
-func (s *Stage) budget(mp *map[string]*completion.RetryBudget, id string, onFailure *config.OnFailure) *completion.RetryBudget {
+func (s *Stage) budget(mp *map[string]*RetryBudget, id string, onFailure *config.OnFailure) *RetryBudget {
 	if b, ok := (*mp)[id]; ok {
 		return b
 	}
 	if *mp == nil {
-		*mp = map[string]*completion.RetryBudget{}
+		*mp = map[string]*RetryBudget{}
 	}
 	m := *mp
-	b, err := completion.NewRetryBudget(onFailure)
+	b, err := NewRetryBudget(onFailure)
 	if err != nil { // rejected by validation; the default budget is the safe reading
-		b, _ = completion.NewRetryBudget(nil)
+		b, _ = NewRetryBudget(nil)
 	}
 	m[id] = b
 	return b
@@ -674,7 +673,7 @@ func stepError(v Verdict, err error) (Verdict, error) {
 	return v, err
 }
 
-func describeMoves(ev StepEvaluation, cr completion.Result) string {
+func describeMoves(ev StepEvaluation, cr CompletionResult) string {
 	if len(ev.Moves) == 0 {
 		return cr.Reason
 	}
@@ -693,7 +692,7 @@ func describeMoves(ev StepEvaluation, cr completion.Result) string {
 // the gap between its declaration and the world. The rest of the summary
 // (what was done) is already in the session transcript.
 func declarationNote(s *event.IterationSummary) string {
-	d := completion.FormatDeclaration(s)
+	d := FormatDeclaration(s)
 	if d == "" {
 		return ""
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
@@ -52,12 +51,12 @@ func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *verdict.Mac
 	s, err := verdict.New(verdict.Config{
 		Machine:    m,
 		Checker:    verdict.NewChecker(verdict.CheckerConfig{}),
-		Handler:    &completion.Keyword{Keyword: "DONE"},
+		Handler:    &verdict.Keyword{Keyword: "DONE"},
 		Verifier:   verifier,
 		Validators: []string{"out-exists"},
-		Format:     completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON}),
+		Format:     verdict.NewFormatValidator(verdict.FormatConfig{Extract: schema.ExtractJSON}),
 		Schemas:    schemas{json.RawMessage(`{"type":"object","required":["done"],"properties":{"done":{"type":"boolean"}}}`)},
-		Retries:    completion.NewRetryHandler(completion.RetryConfig{}),
+		Retries:    verdict.NewRetryHandler(verdict.RetryConfig{}),
 		Events:     ev,
 	})
 	if err != nil {

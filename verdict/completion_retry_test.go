@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -247,7 +247,7 @@ func TestRetryBudget(t *testing.T) {
 	}
 	for i := 1; i <= 2; i++ {
 		d, err := b.Next(vr)
-		if err != nil || d.Action != ActionRetry || d.Attempt != i || d.MaxAttempts != 3 {
+		if err != nil || d.Action != OnFailureRetry || d.Attempt != i || d.MaxAttempts != 3 {
 			t.Fatalf("failure %d: %+v %v", i, d, err)
 		}
 	}
@@ -264,12 +264,12 @@ func TestRetryBudget(t *testing.T) {
 		t.Fatalf("maxAttempts 1: %v", err)
 	}
 	b, _ = NewRetryBudget(&config.OnFailure{Action: "abort"})
-	if d, err := b.Next(vr); d.Action != ActionAbort || !errors.Is(err, agenterr.ErrValidationAborted) {
+	if d, err := b.Next(vr); d.Action != OnFailureAbort || !errors.Is(err, agenterr.ErrValidationAborted) {
 		t.Fatalf("abort: %+v %v", d, err)
 	}
 	b, _ = NewRetryBudget(&config.OnFailure{Action: "skip"})
 	for i := 0; i < 5; i++ {
-		if d, err := b.Next(vr); d.Action != ActionSkip || err != nil {
+		if d, err := b.Next(vr); d.Action != OnFailureSkip || err != nil {
 			t.Fatalf("skip: %+v %v", d, err)
 		}
 	}
@@ -279,7 +279,7 @@ func TestRetryBudget(t *testing.T) {
 }
 
 func TestRenderTemplateValues(t *testing.T) {
-	r, err := RenderTemplate(`{{n}} {{f}} {{b}} {{obj}} {{obj.k}} {{list}} {{#each items}}{{@index}}={{name}} {{/each}}{{{raw}}} {{&raw}}`, map[string]any{
+	r, err := RenderRetryTemplate(`{{n}} {{f}} {{b}} {{obj}} {{obj.k}} {{list}} {{#each items}}{{@index}}={{name}} {{/each}}{{{raw}}} {{&raw}}`, map[string]any{
 		"n": 42, "f": 1.5, "b": true, "obj": map[string]any{"k": "<v>"}, "list": []any{"x", 2},
 		"items": []verify.TestFailure{{Name: "a&b"}}, "raw": "<&>"})
 	if err != nil {
@@ -292,20 +292,20 @@ func TestRenderTemplateValues(t *testing.T) {
 		t.Fatalf("referenced = %v", r.Referenced)
 	}
 	// A frontmatter-like block without a closing marker is content.
-	r, err = RenderTemplate("---\nnot frontmatter {{x}}", map[string]any{"x": "1"})
+	r, err = RenderRetryTemplate("---\nnot frontmatter {{x}}", map[string]any{"x": "1"})
 	if err != nil || r.Text != "---\nnot frontmatter 1" {
 		t.Fatalf("%q %v", r.Text, err)
 	}
-	if _, err := RenderTemplate("---\nparams: [\n---\nbody", nil); err == nil {
+	if _, err := RenderRetryTemplate("---\nparams: [\n---\nbody", nil); err == nil {
 		t.Fatal("bad frontmatter accepted")
 	}
 	// Values are data: mustaches inside a value are not evaluated again.
-	r, err = RenderTemplate(`{{a}}|{{#each l}}{{this}}{{/each}}`, map[string]any{"a": "{{b}} }} {{{c}}}", "b": "X", "l": []string{"{{b}}"}})
+	r, err = RenderRetryTemplate(`{{a}}|{{#each l}}{{this}}{{/each}}`, map[string]any{"a": "{{b}} }} {{{c}}}", "b": "X", "l": []string{"{{b}}"}})
 	if err != nil || r.Text != "{{b}} }} {{{c}}}|{{b}}" {
 		t.Fatalf("%q %v", r.Text, err)
 	}
 	// Escaped mustaches stay literal.
-	r, err = RenderTemplate(`\{{x}} {{x}}`, map[string]any{"x": "<1>"})
+	r, err = RenderRetryTemplate(`\{{x}} {{x}}`, map[string]any{"x": "<1>"})
 	if err != nil || r.Text != "{{x}} <1>" {
 		t.Fatalf("%q %v", r.Text, err)
 	}
@@ -323,7 +323,7 @@ func FuzzRetryTemplate(f *testing.F) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = RenderTemplate(tpl, params) // must not panic
+			_, _ = RenderRetryTemplate(tpl, params) // must not panic
 		}()
 		select {
 		case <-done:
@@ -332,7 +332,7 @@ func FuzzRetryTemplate(f *testing.F) {
 		}
 		// Whatever the value, a plain {{x}} reproduces it byte for byte
 		// (invalid UTF-8 is replaced by U+FFFD: prompts are UTF-8).
-		r, err := RenderTemplate("[{{x}}]", params)
+		r, err := RenderRetryTemplate("[{{x}}]", params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -498,17 +498,17 @@ func TestGenericPromptForEveryBuiltinPattern(t *testing.T) {
 // ParseTemplate checks syntax only and reports the line and column in the
 // file, frontmatter included.
 func TestParseTemplate(t *testing.T) {
-	if err := ParseTemplate(testFailedTemplate); err != nil {
+	if err := ParseRetryTemplate(testFailedTemplate); err != nil {
 		t.Fatal(err)
 	}
-	err := ParseTemplate("---\nparams: [failedTests]\n---\n## Tests\n\n{{#each failedTests}}\n- {{this.name}}\n")
+	err := ParseRetryTemplate("---\nparams: [failedTests]\n---\n## Tests\n\n{{#each failedTests}}\n- {{this.name}}\n")
 	if err == nil || err.Error() != "line 6:1: {{#each failedTests}} is never closed" {
 		t.Fatalf("err = %v", err)
 	}
-	if err := ParseTemplate("{{#if x}}a{{/each}}"); err == nil || !strings.Contains(err.Error(), "line 1:11: {{/each}} does not close {{#if x}}") {
+	if err := ParseRetryTemplate("{{#if x}}a{{/each}}"); err == nil || !strings.Contains(err.Error(), "line 1:11: {{/each}} does not close {{#if x}}") {
 		t.Fatalf("err = %v", err)
 	}
-	if err := ParseTemplate("---\nparams: [\n---\n"); err == nil || !strings.Contains(err.Error(), "frontmatter") {
+	if err := ParseRetryTemplate("---\nparams: [\n---\n"); err == nil || !strings.Contains(err.Error(), "frontmatter") {
 		t.Fatalf("err = %v", err)
 	}
 }

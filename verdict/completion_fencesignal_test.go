@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -41,12 +41,12 @@ func TestFenceSignal(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.cfg), &cfg); err != nil {
 				t.Fatal(err)
 			}
-			h, err := FromConfig(cfg, Deps{})
+			h, err := CompletionFromConfig(cfg, HandlerDeps{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			sum := &event.IterationSummary{AssistantResponses: []string{tc.text}}
-			r, err := h.Check(context.Background(), Context{Iteration: 1, Summary: sum})
+			r, err := h.Check(context.Background(), CompletionContext{Iteration: 1, Summary: sum})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestFenceSignal(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), &cfg); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := FromConfig(cfg, Deps{}); err == nil {
+		if _, err := CompletionFromConfig(cfg, HandlerDeps{}); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}
 	}

@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestFromConfigBuildsTree(t *testing.T) {
 		{"type":"keyword","name":"said-done","keyword":"TASK_COMPLETE"},
 		{"type":"iterationBudget","maxIterations":3},
 		{"type":"stepFlow"}]}`)
-	h, err := FromConfig(cfg, Deps{})
+	h, err := CompletionFromConfig(cfg, HandlerDeps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestFromConfigErrors(t *testing.T) {
 		{`{"type":"custom","handler":"nope"}`, "/runner/completion/handler"},
 	}
 	for _, c := range cases {
-		_, err := FromConfig(parseCompletion(t, c.js), Deps{})
+		_, err := CompletionFromConfig(parseCompletion(t, c.js), HandlerDeps{})
 		e := agenterr.From(err)
 		if e == nil || e.Code != agenterr.CodeConfigurationValidation {
 			t.Errorf("%s: err = %v, want CONFIG_INVALID", c.js, err)
@@ -86,8 +86,8 @@ func TestFromConfigErrors(t *testing.T) {
 }
 
 func TestFromConfigExternalStateParams(t *testing.T) {
-	h, err := FromConfig(parseCompletion(t, `{"type":"externalState","options":{"number":"${issue}","repo":"o/r"}}`),
-		Deps{Params: map[string]string{"issue": "42"}, WorkDir: "/w"})
+	h, err := CompletionFromConfig(parseCompletion(t, `{"type":"externalState","options":{"number":"${issue}","repo":"o/r"}}`),
+		HandlerDeps{Params: map[string]string{"issue": "42"}, WorkDir: "/w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +98,8 @@ func TestFromConfigExternalStateParams(t *testing.T) {
 }
 
 func TestFromConfigStructured(t *testing.T) {
-	h, err := FromConfig(parseCompletion(t, `{"type":"structured","keyword":"DONE","validators":["out.txt"]}`),
-		Deps{HasValidator: func(n string) bool { return n == "out.txt" }})
+	h, err := CompletionFromConfig(parseCompletion(t, `{"type":"structured","keyword":"DONE","validators":["out.txt"]}`),
+		HandlerDeps{HasValidator: func(n string) bool { return n == "out.txt" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,22 +122,22 @@ func TestFromConfigValidatorsOnEveryType(t *testing.T) {
 		`{"type":"structured","validators":["nope"]}`,
 		`{"type":"composite","mode":"any","conditions":[{"type":"stepFlow"}],"validators":["nope"]}`,
 	} {
-		_, err := FromConfig(parseCompletion(t, js), Deps{HasValidator: has})
+		_, err := CompletionFromConfig(parseCompletion(t, js), HandlerDeps{HasValidator: has})
 		if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/validators/0" {
 			t.Errorf("%s: unknown validator not rejected: %v", js, err)
 		}
 	}
 	// Validators inside a composite condition would verify only part of a
 	// claim: rejected, with the place to put them.
-	_, err := FromConfig(parseCompletion(t, `{"type":"composite","mode":"any","conditions":[{"type":"keyword","keyword":"K","validators":["tests-pass"]}]}`), Deps{HasValidator: has})
+	_, err := CompletionFromConfig(parseCompletion(t, `{"type":"composite","mode":"any","conditions":[{"type":"keyword","keyword":"K","validators":["tests-pass"]}]}`), HandlerDeps{HasValidator: has})
 	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/conditions/0/validators" {
 		t.Fatalf("condition validators: %v", err)
 	}
-	_, err = FromConfig(parseCompletion(t, `{"type":"composite","mode":"any","conditions":[{"type":"structured","options":{"acceptUndeclared":true}}],"validators":["tests-pass"]}`), Deps{HasValidator: has})
+	_, err = CompletionFromConfig(parseCompletion(t, `{"type":"composite","mode":"any","conditions":[{"type":"structured","options":{"acceptUndeclared":true}}],"validators":["tests-pass"]}`), HandlerDeps{HasValidator: has})
 	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/conditions/0/options/acceptUndeclared" {
 		t.Fatalf("condition acceptUndeclared: %v", err)
 	}
-	_, err = FromConfig(config.Completion{Type: TypeStructured, Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, Deps{HasValidator: has})
+	_, err = CompletionFromConfig(config.Completion{Type: TypeStructured, Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, HandlerDeps{HasValidator: has})
 	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/options/acceptUndeclared" {
 		t.Fatalf("acceptUndeclared without validators: %v", err)
 	}
@@ -145,15 +145,15 @@ func TestFromConfigValidatorsOnEveryType(t *testing.T) {
 
 func TestFromConfigPerAgentHandler(t *testing.T) {
 	made := 0
-	deps := Deps{Handlers: map[string]HandlerFactory{"mine": func(config.Completion, Deps) (Handler, error) {
+	deps := HandlerDeps{Handlers: map[string]HandlerFactory{"mine": func(config.Completion, HandlerDeps) (CompletionHandler, error) {
 		made++
 		return &StepFlow{}, nil
 	}}}
-	if _, err := FromConfig(config.Completion{Type: TypeCustom, Handler: "mine"}, deps); err != nil || made != 1 {
+	if _, err := CompletionFromConfig(config.Completion{Type: TypeCustom, Handler: "mine"}, deps); err != nil || made != 1 {
 		t.Fatalf("per-agent handler: made %d, %v", made, err)
 	}
 	// Another agent does not see it.
-	if _, err := FromConfig(config.Completion{Type: TypeCustom, Handler: "mine"}, Deps{}); err == nil {
+	if _, err := CompletionFromConfig(config.Completion{Type: TypeCustom, Handler: "mine"}, HandlerDeps{}); err == nil {
 		t.Fatal("a per-agent handler leaked into the global registry")
 	}
 }
@@ -162,7 +162,7 @@ func TestFromConfigPerAgentHandler(t *testing.T) {
 // test also passes with -count=N (the registry refuses a second
 // registration, which is the point of it).
 var registerPhased = sync.OnceFunc(func() {
-	RegisterHandler("test-phased", func(cfg config.Completion, deps Deps) (Handler, error) {
+	RegisterHandler("test-phased", func(cfg config.Completion, deps HandlerDeps) (CompletionHandler, error) {
 		if cfg.MaxIterations < 0 {
 			return nil, errors.New("negative")
 		}
@@ -175,7 +175,7 @@ func TestCustomHandlerRegistry(t *testing.T) {
 	if !strings.Contains(strings.Join(CustomHandlers(), ","), "test-phased") {
 		t.Fatal("not listed")
 	}
-	h, err := FromConfig(config.Completion{Type: "custom", Handler: "test-phased"}, Deps{})
+	h, err := CompletionFromConfig(config.Completion{Type: "custom", Handler: "test-phased"}, HandlerDeps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestCustomHandlerRegistry(t *testing.T) {
 	if r, _ := h.Check(context.Background(), ctxAt(1)); !r.Complete {
 		t.Fatal("custom phased handler did not complete after two phases")
 	}
-	_, err = FromConfig(config.Completion{Type: "custom", Handler: "test-phased", MaxIterations: -1}, Deps{})
+	_, err = CompletionFromConfig(config.Completion{Type: "custom", Handler: "test-phased", MaxIterations: -1}, HandlerDeps{})
 	if e := agenterr.From(err); e == nil || !strings.Contains(e.Message, "negative") {
 		t.Fatalf("factory error not reported: %v", err)
 	}
@@ -194,7 +194,7 @@ func TestCustomHandlerRegistry(t *testing.T) {
 			t.Fatal("duplicate registration did not panic")
 		}
 	}()
-	RegisterHandler("test-phased", func(config.Completion, Deps) (Handler, error) { return nil, nil })
+	RegisterHandler("test-phased", func(config.Completion, HandlerDeps) (CompletionHandler, error) { return nil, nil })
 }
 
 // fakeGH writes a gh stand-in first on PATH; it records its arguments and

@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // RenderedTemplate is the result of RenderTemplate.
-type RenderedTemplate struct {
+type RenderedRetryTemplate struct {
 	Text string
 	// Referenced are the top-level names the template reads, sorted.
 	Referenced []string
@@ -32,12 +32,12 @@ const (
 // ParseTemplate checks a retry template's syntax without rendering it. The
 // error names the line and column in src (frontmatter lines included), e.g.
 // "line 7:1: {{#each failedTests}} is never closed".
-func ParseTemplate(src string) error {
-	_, _, err := parseTemplate(src)
+func ParseRetryTemplate(src string) error {
+	_, _, err := parseRetryTemplate(src)
 	return err
 }
 
-func parseTemplate(src string) (*handlebars.Template, []string, error) {
+func parseRetryTemplate(src string) (*handlebars.Template, []string, error) {
 	body, declared, skipped, err := splitFrontmatter(src)
 	if err != nil {
 		return nil, nil, err
@@ -60,14 +60,14 @@ func parseTemplate(src string) (*handlebars.Template, []string, error) {
 // the model verbatim. Lists print as comma-separated values, objects as
 // JSON. A leading YAML frontmatter ("---" … "---") is removed; its "params"
 // list is returned in Declared. Rendering is bounded in steps and output.
-func RenderTemplate(src string, params map[string]any) (RenderedTemplate, error) {
-	return renderTemplate(context.Background(), src, params)
+func RenderRetryTemplate(src string, params map[string]any) (RenderedRetryTemplate, error) {
+	return renderRetryTemplate(context.Background(), src, params)
 }
 
-func renderTemplate(ctx context.Context, src string, params map[string]any) (RenderedTemplate, error) {
-	tpl, declared, err := parseTemplate(src)
+func renderRetryTemplate(ctx context.Context, src string, params map[string]any) (RenderedRetryTemplate, error) {
+	tpl, declared, err := parseRetryTemplate(src)
 	if err != nil {
-		return RenderedTemplate{}, err
+		return RenderedRetryTemplate{}, err
 	}
 	data, _ := jsonvalue.Normalize(params).(map[string]any)
 	if data == nil {
@@ -75,9 +75,9 @@ func renderTemplate(ctx context.Context, src string, params map[string]any) (Ren
 	}
 	out, err := tpl.Render(ctx, data, handlebars.Limits{MaxOutput: retryTemplateMaxOutput, MaxSteps: retryTemplateMaxSteps})
 	if err != nil {
-		return RenderedTemplate{}, err
+		return RenderedRetryTemplate{}, err
 	}
-	r := RenderedTemplate{Text: strings.ToValidUTF8(out, "\uFFFD"), Declared: declared, Referenced: tpl.Refs()}
+	r := RenderedRetryTemplate{Text: strings.ToValidUTF8(out, "\uFFFD"), Declared: declared, Referenced: tpl.Refs()}
 	sort.Strings(r.Referenced)
 	return r, nil
 }

@@ -2,7 +2,7 @@
 // "completion validation and partial retry"): CompletionHandler and its
 // implementations, validators that check the world, failure patterns and the
 // retry prompts they select.
-package completion
+package verdict
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // Context is what a handler sees when checking (seed 000 CompletionContext).
-type Context struct {
+type CompletionContext struct {
 	// Iteration is the 1-based iteration just finished (> 0).
 	Iteration int
 	// Summary is that iteration's summary.
@@ -25,7 +25,7 @@ type Context struct {
 }
 
 // Result is the outcome of one check.
-type Result struct {
+type CompletionResult struct {
 	Complete bool   `json:"complete"`
 	Reason   string `json:"reason,omitempty"`
 	// Declared is true when the model declared completion this iteration
@@ -42,8 +42,8 @@ type Result struct {
 // Handler is seed 000's CompletionHandler. Check evaluates the context and
 // updates the handler's state; IsComplete and Reason only read that state
 // and reflect the last Check. When IsComplete is true, Reason is non-empty.
-type Handler interface {
-	Check(ctx context.Context, c Context) (Result, error)
+type CompletionHandler interface {
+	Check(ctx context.Context, c CompletionContext) (CompletionResult, error)
 	IsComplete() bool
 	Reason() string
 }

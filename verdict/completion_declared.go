@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -18,7 +18,7 @@ type Verifier interface {
 
 // Declaration is what the model said about being done (seed 004 "AI
 // declaration").
-type Declaration struct {
+type CompletionDeclaration struct {
 	// Declared is true when the model declared completion.
 	Declared bool `json:"declared"`
 	// Source says how: "structured.status", "structured.next_action" or
@@ -45,14 +45,14 @@ type DeclarationFields struct {
 // == "completed", next_action == "complete" or next_action.action ==
 // "complete") or, failing that, from keyword in the assistant responses
 // ("" disables the keyword). Malformed structured output declares nothing.
-func DetectDeclaration(structured json.RawMessage, responses []string, keyword string, fields DeclarationFields) Declaration {
+func DetectDeclaration(structured json.RawMessage, responses []string, keyword string, fields DeclarationFields) CompletionDeclaration {
 	if fields.Status == "" {
 		fields.Status = "status"
 	}
 	if fields.NextAction == "" {
 		fields.NextAction = "next_action"
 	}
-	var d Declaration
+	var d CompletionDeclaration
 	if len(structured) > 0 {
 		var v any
 		if json.Unmarshal(structured, &v) == nil {
@@ -112,8 +112,8 @@ type Declared struct {
 	// "return externalConditionsMet"). It costs a validator run per
 	// iteration; FromConfig accepts it only together with validators.
 	AcceptUndeclared bool
-	state
-	last Declaration
+	handlerState
+	last CompletionDeclaration
 }
 
 // VerifyEveryIteration implements EveryIterationVerifier.
@@ -128,17 +128,17 @@ type EveryIterationVerifier interface {
 
 // Check implements Handler: a declaration is Complete and Declared (and
 // still subject to verification by the verdict stage).
-func (h *Declared) Check(_ context.Context, c Context) (Result, error) {
+func (h *Declared) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
 	if err := checkContext(c, true); err != nil {
-		return Result{}, err
+		return CompletionResult{}, err
 	}
 	d := DetectDeclaration(c.Summary.StructuredOutput, c.Summary.AssistantResponses, h.Keyword, h.Fields)
 	h.last = d
 	if !d.Declared {
-		return h.set(Result{}), nil
+		return h.set(CompletionResult{}), nil
 	}
-	return h.set(Result{Complete: true, Declared: true, Reason: fmt.Sprintf("completion declared (%s)", d.Source)}), nil
+	return h.set(CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("completion declared (%s)", d.Source)}), nil
 }
 
 // LastDeclaration is the declaration seen by the last Check.
-func (h *Declared) LastDeclaration() Declaration { return h.last }
+func (h *Declared) LastDeclaration() CompletionDeclaration { return h.last }

@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -108,7 +108,7 @@ func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, v
 				continue
 			}
 			src := c3lPath(h.cfg.C1, step.C2, step.C3, edition, adaptation)
-			r, err := renderTemplate(ctx, text, data)
+			r, err := renderRetryTemplate(ctx, text, data)
 			if err != nil && ctx.Err() != nil {
 				return RetryPrompt{}, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerCompletion, false, "retry prompt canceled")
 			}
@@ -133,7 +133,7 @@ func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, v
 	return RetryPrompt{Text: GenericRetryPrompt(vr, pat), Pattern: vr.Pattern, Source: SourceBuiltin}, nil
 }
 
-func templateWarnings(r RenderedTemplate, data map[string]any, pattern, src string) []string {
+func templateWarnings(r RenderedRetryTemplate, data map[string]any, pattern, src string) []string {
 	var w []string
 	for _, ref := range r.Referenced {
 		if _, ok := data[ref]; !ok {
@@ -269,16 +269,16 @@ func describeParam(v any) string {
 
 // Failure actions of a step's onFailure.
 const (
-	ActionRetry = "retry"
-	ActionAbort = "abort"
-	ActionSkip  = "skip"
+	OnFailureRetry = "retry"
+	OnFailureAbort = "abort"
+	OnFailureSkip  = "skip"
 )
 
 // DefaultMaxAttempts is onFailure.maxAttempts when unset.
 const DefaultMaxAttempts = 3
 
 // Decision is what to do after a failed completion validation.
-type Decision struct {
+type RetryDecision struct {
 	// Action is retry (send the retry prompt), abort (end the run, not
 	// completed) or skip (accept the step despite the failure).
 	Action string `json:"action"`
@@ -301,7 +301,7 @@ type RetryBudget struct {
 // NewRetryBudget returns the budget of onFailure (nil = retry, 3 attempts).
 // An unknown action is a CONFIG_INVALID error.
 func NewRetryBudget(onFailure *config.OnFailure) (*RetryBudget, error) {
-	b := &RetryBudget{action: ActionRetry, max: DefaultMaxAttempts}
+	b := &RetryBudget{action: OnFailureRetry, max: DefaultMaxAttempts}
 	if onFailure != nil {
 		if onFailure.Action != "" {
 			b.action = onFailure.Action
@@ -311,7 +311,7 @@ func NewRetryBudget(onFailure *config.OnFailure) (*RetryBudget, error) {
 		}
 	}
 	switch b.action {
-	case ActionRetry, ActionAbort, ActionSkip:
+	case OnFailureRetry, OnFailureAbort, OnFailureSkip:
 		return b, nil
 	}
 	return nil, &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
@@ -322,14 +322,14 @@ func NewRetryBudget(onFailure *config.OnFailure) (*RetryBudget, error) {
 // Next records one failed validation and decides. The error is
 // VALIDATION_EXHAUSTED when retries are used up and VALIDATION_ABORTED for
 // action abort; both mean the run ends without completing.
-func (b *RetryBudget) Next(vr verify.ValidationResult) (Decision, error) {
+func (b *RetryBudget) Next(vr verify.ValidationResult) (RetryDecision, error) {
 	b.failures++
-	d := Decision{Action: b.action, Attempt: b.failures, MaxAttempts: b.max}
+	d := RetryDecision{Action: b.action, Attempt: b.failures, MaxAttempts: b.max}
 	switch b.action {
-	case ActionAbort:
+	case OnFailureAbort:
 		return d, agenterr.New(agenterr.CodeValidationAborted, agenterr.LayerCompletion, false,
 			"completion check %q failed with pattern %q and onFailure is abort", vr.Validator, vr.Pattern)
-	case ActionSkip:
+	case OnFailureSkip:
 		return d, nil
 	}
 	if b.failures >= b.max {

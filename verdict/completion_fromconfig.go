@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"encoding/json"
@@ -26,13 +26,13 @@ const (
 )
 
 // Types lists the completion types FromConfig accepts.
-func Types() []string {
+func CompletionTypes() []string {
 	return []string{TypeIterationBudget, TypeKeyword, TypeComposite, TypeStepFlow,
 		TypeStructured, TypeExternalState, TypeSignal, TypeCustom}
 }
 
 // Deps are what FromConfig needs beyond the configuration itself.
-type Deps struct {
+type HandlerDeps struct {
 	// HasValidator reports whether a validator name is declared (the
 	// registry's validators); nil accepts every name.
 	HasValidator func(name string) bool
@@ -46,7 +46,7 @@ type Deps struct {
 	Handlers map[string]HandlerFactory
 	// Handler is this agent's completion handler as a Go value: the
 	// handler of a {"type": "custom"} completion that names no handler.
-	Handler Handler
+	Handler CompletionHandler
 	// WorkDir is where external commands (gh) run.
 	WorkDir string
 	// Params are the agent's parameter values; "${name}" in string options
@@ -64,14 +64,14 @@ type Deps struct {
 // Handlers only say whether the model declared or reached completion;
 // runner.completion.validators, whatever the type, are run by the verdict
 // stage (package verdict) before the run completes.
-func FromConfig(cfg config.Completion, deps Deps) (Handler, error) {
+func CompletionFromConfig(cfg config.Completion, deps HandlerDeps) (CompletionHandler, error) {
 	if deps.File == "" {
 		deps.File = config.AgentFile
 	}
 	if deps.RegistryFile == "" {
 		deps.RegistryFile = config.DefaultRegistryFile
 	}
-	b := &builder{deps: deps}
+	b := &handlerBuilder{deps: deps}
 	const ptr = "/runner/completion"
 	for i, v := range cfg.Validators {
 		if strings.TrimSpace(v) == "" || deps.HasValidator != nil && !deps.HasValidator(v) {
@@ -104,25 +104,25 @@ func known(names []string) string {
 }
 
 // builder builds a handler tree, collecting every broken rule.
-type builder struct {
-	deps        Deps
+type handlerBuilder struct {
+	deps        HandlerDeps
 	errs        []error
 	usedHandler bool
 }
 
 // rule records a broken rule with a problem code.
-func (b *builder) rule(code, ptr, hint, format string, args ...any) {
+func (b *handlerBuilder) rule(code, ptr, hint, format string, args ...any) {
 	b.errs = append(b.errs, config.Rule(code, b.deps.File, ptr, hint, format, args...))
 }
 
 // bad records a broken rule without a code of its own (CONFIG_INVALID).
-func (b *builder) bad(ptr, hint, format string, args ...any) {
+func (b *handlerBuilder) bad(ptr, hint, format string, args ...any) {
 	b.errs = append(b.errs, &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
 		Message: fmt.Sprintf(format, args...), File: b.deps.File, Pointer: ptr, Hint: hint})
 }
 
 // build returns the handler of cfg at ptr, nil when cfg breaks a rule.
-func (b *builder) build(cfg config.Completion, ptr string) Handler {
+func (b *handlerBuilder) build(cfg config.Completion, ptr string) CompletionHandler {
 	at := func(field string) string {
 		if field == "" {
 			return ptr
@@ -130,7 +130,7 @@ func (b *builder) build(cfg config.Completion, ptr string) Handler {
 		return ptr + "/" + field
 	}
 	n := len(b.errs)
-	opts := options{raw: cfg.Options, params: b.deps.Params}
+	opts := handlerOptions{raw: cfg.Options, params: b.deps.Params}
 	switch cfg.Type {
 	case TypeIterationBudget:
 		if cfg.MaxIterations <= 0 {
@@ -151,8 +151,8 @@ func (b *builder) build(cfg config.Completion, ptr string) Handler {
 	case TypeStepFlow:
 		return &StepFlow{}
 	case TypeComposite:
-		mode := Mode(cfg.Mode)
-		if mode != ModeAny && mode != ModeAll {
+		mode := CompositeMode(cfg.Mode)
+		if mode != CompositeAny && mode != CompositeAll {
 			b.rule("AC-COMPLETION-MODE", at("mode"), `set mode to "any" (one condition suffices) or "all" (every condition)`,
 				"completion type composite needs mode any or all, got %q", cfg.Mode)
 		}
@@ -182,7 +182,7 @@ func (b *builder) build(cfg config.Completion, ptr string) Handler {
 					"condition name %q is already used by condition %d of this composite", name, j)
 			}
 			seen[name] = i
-			c.Conditions = append(c.Conditions, Condition{Name: name, Handler: h})
+			c.Conditions = append(c.Conditions, CompositeCondition{Name: name, Handler: h})
 		}
 		if len(b.errs) > n {
 			return nil
@@ -266,16 +266,16 @@ func (b *builder) build(cfg config.Completion, ptr string) Handler {
 	case TypeCustom:
 		return b.custom(cfg, at)
 	case "":
-		b.bad(at("type"), "set type to one of: "+strings.Join(Types(), ", "), "completion type is missing")
+		b.bad(at("type"), "set type to one of: "+strings.Join(CompletionTypes(), ", "), "completion type is missing")
 	default:
-		b.bad(at("type"), "use one of: "+strings.Join(Types(), ", "), "unknown completion type %q", cfg.Type)
+		b.bad(at("type"), "use one of: "+strings.Join(CompletionTypes(), ", "), "unknown completion type %q", cfg.Type)
 	}
 	return nil
 }
 
 // custom builds a custom handler: the agent's Go value when cfg names no
 // handler, else the named factory (the agent's, then the registered one).
-func (b *builder) custom(cfg config.Completion, at func(string) string) Handler {
+func (b *handlerBuilder) custom(cfg config.Completion, at func(string) string) CompletionHandler {
 	name := strings.TrimSpace(cfg.Handler)
 	if name == "" {
 		if b.deps.Handler == nil {
@@ -320,14 +320,14 @@ func (b *builder) custom(cfg config.Completion, at func(string) string) Handler 
 }
 
 // options reads handler-specific settings, substituting "${param}".
-type options struct {
+type handlerOptions struct {
 	raw    map[string]json.RawMessage
 	params map[string]string
 }
 
 // unknown returns an option key that is not one of known ("" when all
 // are known), the first in sorted order.
-func (o options) unknown(known ...string) string {
+func (o handlerOptions) unknown(known ...string) string {
 	keys := make([]string, 0, len(o.raw))
 	for k := range o.raw {
 		keys = append(keys, k)
@@ -341,7 +341,7 @@ func (o options) unknown(known ...string) string {
 	return ""
 }
 
-func (o options) str(key string) (string, error) {
+func (o handlerOptions) str(key string) (string, error) {
 	raw, ok := o.raw[key]
 	if !ok {
 		return "", nil
@@ -353,7 +353,7 @@ func (o options) str(key string) (string, error) {
 	return o.expand(s)
 }
 
-func (o options) boolean(key string) (bool, error) {
+func (o handlerOptions) boolean(key string) (bool, error) {
 	raw, ok := o.raw[key]
 	if !ok {
 		return false, nil
@@ -365,7 +365,7 @@ func (o options) boolean(key string) (bool, error) {
 	return b, nil
 }
 
-func (o options) integer(key string) (int, error) {
+func (o handlerOptions) integer(key string) (int, error) {
 	raw, ok := o.raw[key]
 	if !ok {
 		return 0, fmt.Errorf("option %q is missing", key)
@@ -387,7 +387,7 @@ func (o options) integer(key string) (int, error) {
 
 // expand replaces ${name} with the parameter's value; an unknown name is
 // an error (no silent empty strings).
-func (o options) expand(s string) (string, error) {
+func (o handlerOptions) expand(s string) (string, error) {
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "${")

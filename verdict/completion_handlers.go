@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 // state is the shared bookkeeping of the built-in handlers: the result of
 // the last Check, plus a sticky forced completion (CompletionSignal
 // "complete").
-type state struct {
+type handlerState struct {
 	complete bool
 	reason   string
 	forced   bool
 }
 
-func (s *state) set(r Result) Result {
+func (s *handlerState) set(r CompletionResult) CompletionResult {
 	if s.forced {
 		r.Complete, r.Reason = true, s.reason
 	}
@@ -29,10 +29,10 @@ func (s *state) set(r Result) Result {
 }
 
 // IsComplete reports the outcome of the last Check (or a forced completion).
-func (s *state) IsComplete() bool { return s.complete }
+func (s *handlerState) IsComplete() bool { return s.complete }
 
 // Reason is why the handler is complete; "" when it is not.
-func (s *state) Reason() string {
+func (s *handlerState) Reason() string {
 	if !s.complete {
 		return ""
 	}
@@ -41,7 +41,7 @@ func (s *state) Reason() string {
 
 // ForceComplete marks the handler complete regardless of later checks
 // (CompletionSignal "complete"). data, when not nil, is quoted in the reason.
-func (s *state) ForceComplete(data any) {
+func (s *handlerState) ForceComplete(data any) {
 	s.forced, s.complete = true, true
 	s.reason = "completion signalled"
 	if data != nil {
@@ -51,7 +51,7 @@ func (s *state) ForceComplete(data any) {
 
 // checkContext enforces the preconditions shared by every handler
 // (seed 000: context.iteration > 0).
-func checkContext(c Context, needSummary bool) error {
+func checkContext(c CompletionContext, needSummary bool) error {
 	if c.Iteration <= 0 {
 		return agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"completion check needs iteration > 0, got %d", c.Iteration)
@@ -69,28 +69,28 @@ func checkContext(c Context, needSummary bool) error {
 type IterationBudget struct {
 	// Max is the number of iterations to run (> 0).
 	Max int
-	state
+	handlerState
 }
 
 // Check implements Handler.
-func (h *IterationBudget) Check(_ context.Context, c Context) (Result, error) {
+func (h *IterationBudget) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
 	if err := checkContext(c, false); err != nil {
-		return Result{}, err
+		return CompletionResult{}, err
 	}
 	if h.Max <= 0 {
-		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"iteration budget needs maxIterations > 0, got %d", h.Max)
 	}
-	r := Result{}
+	r := CompletionResult{}
 	switch {
 	case c.Iteration == h.Max:
-		r = Result{Complete: true, Reason: fmt.Sprintf("iteration budget reached: %d of %d iterations", c.Iteration, h.Max)}
+		r = CompletionResult{Complete: true, Reason: fmt.Sprintf("iteration budget reached: %d of %d iterations", c.Iteration, h.Max)}
 	case c.Iteration > h.Max: // a resumed run re-runs a stopped iteration past the budget
 		unit := "iterations"
 		if h.Max == 1 {
 			unit = "iteration"
 		}
-		r = Result{Complete: true, Reason: fmt.Sprintf("iteration budget reached: iteration %d ran on resume, past the budget of %d %s", c.Iteration, h.Max, unit)}
+		r = CompletionResult{Complete: true, Reason: fmt.Sprintf("iteration budget reached: iteration %d ran on resume, past the budget of %d %s", c.Iteration, h.Max, unit)}
 	}
 	return h.set(r), nil
 }
@@ -101,21 +101,21 @@ func (h *IterationBudget) Check(_ context.Context, c Context) (Result, error) {
 // command's stdout) is not a declaration by the model.
 type Keyword struct {
 	Keyword string
-	state
+	handlerState
 }
 
 // Check implements Handler.
-func (h *Keyword) Check(_ context.Context, c Context) (Result, error) {
+func (h *Keyword) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
 	if err := checkContext(c, true); err != nil {
-		return Result{}, err
+		return CompletionResult{}, err
 	}
 	if h.Keyword == "" {
-		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"keyword completion needs a non-empty keyword")
 	}
-	r := Result{}
+	r := CompletionResult{}
 	if containsKeyword(c.Summary.AssistantResponses, h.Keyword) {
-		r = Result{Complete: true, Declared: true, Reason: fmt.Sprintf("completion keyword %q found in the response", h.Keyword)}
+		r = CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("completion keyword %q found in the response", h.Keyword)}
 	}
 	return h.set(r), nil
 }
@@ -135,38 +135,38 @@ func containsKeyword(responses []string, kw string) bool {
 // StepFlow completes when the step machine reached a completing transition
 // (a check's onPass/onFail with "complete": true) in this iteration.
 type StepFlow struct {
-	state
+	handlerState
 }
 
 // Check implements Handler.
-func (h *StepFlow) Check(_ context.Context, c Context) (Result, error) {
+func (h *StepFlow) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
 	if err := checkContext(c, false); err != nil {
-		return Result{}, err
+		return CompletionResult{}, err
 	}
-	r := Result{}
+	r := CompletionResult{}
 	if c.StepComplete {
 		step := ""
 		if c.Summary != nil && c.Summary.StepID != "" {
 			step = " at step " + c.Summary.StepID
 		}
-		r = Result{Complete: true, Reason: "step flow reached a completing transition" + step}
+		r = CompletionResult{Complete: true, Reason: "step flow reached a completing transition" + step}
 	}
 	return h.set(r), nil
 }
 
 // Mode is how a Composite combines its conditions.
-type Mode string
+type CompositeMode string
 
 // Composite modes (seed 000 CompositeCompletionConfig).
 const (
-	ModeAny Mode = "any" // complete when one condition is complete (OR)
-	ModeAll Mode = "all" // complete when every condition is complete (AND)
+	CompositeAny CompositeMode = "any" // complete when one condition is complete (OR)
+	CompositeAll CompositeMode = "all" // complete when every condition is complete (AND)
 )
 
 // Condition is one named member of a Composite.
-type Condition struct {
+type CompositeCondition struct {
 	Name    string
-	Handler Handler
+	Handler CompletionHandler
 }
 
 // Composite combines conditions (agent.json completion type "composite").
@@ -174,24 +174,24 @@ type Condition struct {
 // ends the evaluation (short circuit) and the rest are not checked. In
 // ModeAll every condition is checked each time.
 type Composite struct {
-	Mode       Mode
-	Conditions []Condition
-	state
+	Mode       CompositeMode
+	Conditions []CompositeCondition
+	handlerState
 	states map[string]bool
 }
 
 // Check implements Handler. The result is Declared when any member saw a
 // declaration.
-func (h *Composite) Check(ctx context.Context, c Context) (Result, error) {
+func (h *Composite) Check(ctx context.Context, c CompletionContext) (CompletionResult, error) {
 	if err := checkContext(c, false); err != nil {
-		return Result{}, err
+		return CompletionResult{}, err
 	}
-	if h.Mode != ModeAny && h.Mode != ModeAll {
-		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
-			"composite mode must be %q or %q, got %q", ModeAny, ModeAll, h.Mode)
+	if h.Mode != CompositeAny && h.Mode != CompositeAll {
+		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+			"composite mode must be %q or %q, got %q", CompositeAny, CompositeAll, h.Mode)
 	}
 	if len(h.Conditions) == 0 {
-		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"composite completion has no conditions")
 	}
 	states := make(map[string]bool, len(h.Conditions))
@@ -201,27 +201,27 @@ func (h *Composite) Check(ctx context.Context, c Context) (Result, error) {
 	var (
 		done     []string
 		declared bool
-		result   Result
+		result   CompletionResult
 	)
 	for _, cond := range h.Conditions {
 		r, err := cond.Handler.Check(ctx, c)
 		if err != nil {
-			return Result{}, fmt.Errorf("composite condition %q: %w", cond.Name, err)
+			return CompletionResult{}, fmt.Errorf("composite condition %q: %w", cond.Name, err)
 		}
 		states[cond.Name] = r.Complete
 		declared = declared || r.Declared
 		if r.Complete {
 			done = append(done, fmt.Sprintf("%s (%s)", cond.Name, r.Reason))
-			if h.Mode == ModeAny {
+			if h.Mode == CompositeAny {
 				break
 			}
 		}
 	}
 	switch {
-	case h.Mode == ModeAny && len(done) > 0:
-		result = Result{Complete: true, Reason: "any: " + done[0]}
-	case h.Mode == ModeAll && len(done) == len(h.Conditions):
-		result = Result{Complete: true, Reason: "all: " + strings.Join(done, "; ")}
+	case h.Mode == CompositeAny && len(done) > 0:
+		result = CompletionResult{Complete: true, Reason: "any: " + done[0]}
+	case h.Mode == CompositeAll && len(done) == len(h.Conditions):
+		result = CompletionResult{Complete: true, Reason: "all: " + strings.Join(done, "; ")}
 	}
 	result.Declared = declared
 	h.states = states

@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"bytes"
@@ -32,22 +32,22 @@ type ExternalState struct {
 	GH string
 	// Timeout bounds one gh call (default 30 s).
 	Timeout time.Duration
-	state
+	handlerState
 	lastState string
 }
 
 // Check implements Handler. A failing gh call is a recoverable
 // EXTERNAL_STATE error.
-func (h *ExternalState) Check(ctx context.Context, c Context) (Result, error) {
+func (h *ExternalState) Check(ctx context.Context, c CompletionContext) (CompletionResult, error) {
 	if err := checkContext(c, false); err != nil {
-		return Result{}, err
+		return CompletionResult{}, err
 	}
 	resource, want := h.Resource, h.State
 	if resource == "" {
 		resource = "issue"
 	}
 	if resource != "issue" && resource != "pr" {
-		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"externalState resource must be \"issue\" or \"pr\", got %q", resource)
 	}
 	if want == "" {
@@ -57,17 +57,17 @@ func (h *ExternalState) Check(ctx context.Context, c Context) (Result, error) {
 		}
 	}
 	if h.Number <= 0 {
-		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"externalState needs a %s number > 0, got %d", resource, h.Number)
 	}
 	got, err := h.query(ctx, resource)
 	if err != nil {
-		return Result{}, err
+		return CompletionResult{}, err
 	}
 	h.lastState = got
-	r := Result{}
+	r := CompletionResult{}
 	if strings.EqualFold(got, want) {
-		r = Result{Complete: true, Reason: fmt.Sprintf("%s #%d is %s", resource, h.Number, got)}
+		r = CompletionResult{Complete: true, Reason: fmt.Sprintf("%s #%d is %s", resource, h.Number, got)}
 	}
 	return h.set(r), nil
 }
@@ -105,13 +105,13 @@ func (h *ExternalState) query(ctx context.Context, resource string) (string, err
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.State == "" {
 		return "", &agenterr.Error{Code: agenterr.CodeExternalState, Layer: agenterr.LayerCompletion, Recoverable: true,
-			Message: fmt.Sprintf("%s %s printed no state: %q", gh, strings.Join(args, " "), truncate(stdout.String(), 200)),
+			Message: fmt.Sprintf("%s %s printed no state: %q", gh, strings.Join(args, " "), truncateState(stdout.String(), 200)),
 			Err:     err}
 	}
 	return out.State, nil
 }
 
-func truncate(s string, n int) string {
+func truncateState(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

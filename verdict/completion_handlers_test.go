@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -15,14 +15,14 @@ import (
 	"github.com/capstan-dev/capstan/verify"
 )
 
-func ctxAt(i int, responses ...string) Context {
+func ctxAt(i int, responses ...string) CompletionContext {
 	s := &event.IterationSummary{Iteration: i, AssistantResponses: responses}
-	return Context{Iteration: i, Summary: s, Summaries: []event.IterationSummary{*s}}
+	return CompletionContext{Iteration: i, Summary: s, Summaries: []event.IterationSummary{*s}}
 }
 
 // checkInvariants asserts the seed 000 contract after a Check: IsComplete
 // reflects the result, Reason is non-empty exactly when complete.
-func checkInvariants(t *testing.T, h Handler, r Result) {
+func checkInvariants(t *testing.T, h CompletionHandler, r CompletionResult) {
 	t.Helper()
 	if h.IsComplete() != r.Complete {
 		t.Fatalf("IsComplete()=%v but Check returned Complete=%v", h.IsComplete(), r.Complete)
@@ -69,17 +69,17 @@ func TestIterationBudgetPastTheBudget(t *testing.T) {
 }
 
 func TestHandlersRejectIterationZero(t *testing.T) {
-	hs := map[string]Handler{
+	hs := map[string]CompletionHandler{
 		"budget":    &IterationBudget{Max: 1},
 		"keyword":   &Keyword{Keyword: "DONE"},
 		"stepflow":  &StepFlow{},
-		"composite": &Composite{Mode: ModeAny, Conditions: []Condition{{Name: "b", Handler: &IterationBudget{Max: 1}}}},
+		"composite": &Composite{Mode: CompositeAny, Conditions: []CompositeCondition{{Name: "b", Handler: &IterationBudget{Max: 1}}}},
 		"declared":  &Declared{Keyword: "DONE"},
 		"external":  &ExternalState{Number: 1},
 	}
 	for name, h := range hs {
 		for _, it := range []int{0, -1} {
-			_, err := h.Check(context.Background(), Context{Iteration: it, Summary: &event.IterationSummary{}})
+			_, err := h.Check(context.Background(), CompletionContext{Iteration: it, Summary: &event.IterationSummary{}})
 			if !errors.Is(err, agenterr.ErrCompletion) {
 				t.Errorf("%s: iteration %d: err = %v, want COMPLETION", name, it, err)
 			}
@@ -121,7 +121,7 @@ func TestKeywordOnlyAssistantText(t *testing.T) {
 }
 
 func TestKeywordNeedsSummary(t *testing.T) {
-	_, err := (&Keyword{Keyword: "X"}).Check(context.Background(), Context{Iteration: 1})
+	_, err := (&Keyword{Keyword: "X"}).Check(context.Background(), CompletionContext{Iteration: 1})
 	if !errors.Is(err, agenterr.ErrCompletion) {
 		t.Fatalf("err = %v", err)
 	}
@@ -129,19 +129,19 @@ func TestKeywordNeedsSummary(t *testing.T) {
 
 // counting wraps a handler and counts Check calls, to observe short circuit.
 type counting struct {
-	Handler
+	CompletionHandler
 	calls int
 }
 
-func (c *counting) Check(ctx context.Context, cc Context) (Result, error) {
+func (c *counting) Check(ctx context.Context, cc CompletionContext) (CompletionResult, error) {
 	c.calls++
-	return c.Handler.Check(ctx, cc)
+	return c.CompletionHandler.Check(ctx, cc)
 }
 
 func TestCompositeAnyShortCircuitsInOrder(t *testing.T) {
-	first := &counting{Handler: &Keyword{Keyword: "DONE"}}
-	second := &counting{Handler: &IterationBudget{Max: 1}}
-	h := &Composite{Mode: ModeAny, Conditions: []Condition{{"kw", first}, {"budget", second}}}
+	first := &counting{CompletionHandler: &Keyword{Keyword: "DONE"}}
+	second := &counting{CompletionHandler: &IterationBudget{Max: 1}}
+	h := &Composite{Mode: CompositeAny, Conditions: []CompositeCondition{{"kw", first}, {"budget", second}}}
 	r, err := h.Check(context.Background(), ctxAt(1, "DONE"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestCompositeAnyShortCircuitsInOrder(t *testing.T) {
 }
 
 func TestCompositeAllNeedsEvery(t *testing.T) {
-	h := &Composite{Mode: ModeAll, Conditions: []Condition{
+	h := &Composite{Mode: CompositeAll, Conditions: []CompositeCondition{
 		{"kw", &Keyword{Keyword: "DONE"}}, {"budget", &IterationBudget{Max: 2}}}}
 	r, _ := h.Check(context.Background(), ctxAt(1, "DONE"))
 	checkInvariants(t, h, r)
@@ -191,9 +191,9 @@ func TestCompositeAllNeedsEvery(t *testing.T) {
 
 func TestCompositeErrors(t *testing.T) {
 	for _, h := range []*Composite{
-		{Mode: "some", Conditions: []Condition{{"a", &StepFlow{}}}},
-		{Mode: ModeAll},
-		{Mode: ModeAll, Conditions: []Condition{{"k", &Keyword{}}}},
+		{Mode: "some", Conditions: []CompositeCondition{{"a", &StepFlow{}}}},
+		{Mode: CompositeAll},
+		{Mode: CompositeAll, Conditions: []CompositeCondition{{"k", &Keyword{}}}},
 	} {
 		if _, err := h.Check(context.Background(), ctxAt(1, "x")); !errors.Is(err, agenterr.ErrCompletion) {
 			t.Errorf("%+v: err = %v", h, err)
@@ -234,7 +234,7 @@ func (v fileVerifier) Validate(_ context.Context, conds []config.CompletionCondi
 	return verify.ValidationResult{Valid: true, Checked: checked}, nil
 }
 
-func structuredCtx(i int, so string, text ...string) Context {
+func structuredCtx(i int, so string, text ...string) CompletionContext {
 	c := ctxAt(i, text...)
 	c.Summary.StructuredOutput = json.RawMessage(so)
 	return c
@@ -314,7 +314,7 @@ func TestSignals(t *testing.T) {
 	}
 	// Composite forwards phase-advance to phase-aware members.
 	p := &phased{}
-	c := &Composite{Mode: ModeAny, Conditions: []Condition{{"p", p}, {"k", &Keyword{Keyword: "X"}}}}
+	c := &Composite{Mode: CompositeAny, Conditions: []CompositeCondition{{"p", p}, {"k", &Keyword{Keyword: "X"}}}}
 	if handled, _ := ProcessSignal(c, Signal{Type: SignalPhaseAdvance}); !handled || p.phase != 1 {
 		t.Fatalf("composite did not forward: handled=%v phase=%d", handled, p.phase)
 	}
@@ -323,13 +323,13 @@ func TestSignals(t *testing.T) {
 // phased completes after its third phase; a real PhaseAware handler.
 type phased struct {
 	phase int
-	state
+	handlerState
 }
 
 func (p *phased) AdvancePhase() { p.phase++ }
-func (p *phased) Check(_ context.Context, c Context) (Result, error) {
+func (p *phased) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
 	if p.phase >= 2 {
-		return p.set(Result{Complete: true, Reason: "last phase reached"}), nil
+		return p.set(CompletionResult{Complete: true, Reason: "last phase reached"}), nil
 	}
-	return p.set(Result{}), nil
+	return p.set(CompletionResult{}), nil
 }

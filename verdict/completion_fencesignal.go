@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"context"
@@ -23,19 +23,19 @@ type FenceSignal struct {
 	SignalType string
 	Names      []string
 	Values     map[string]any
-	state
+	handlerState
 }
 
 // Check implements Handler.
-func (h *FenceSignal) Check(_ context.Context, c Context) (Result, error) {
+func (h *FenceSignal) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
 	if err := checkContext(c, true); err != nil {
-		return Result{}, err
+		return CompletionResult{}, err
 	}
 	if h.SignalType == "" {
-		return Result{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"signal completion needs a non-empty signalType")
 	}
-	r := Result{}
+	r := CompletionResult{}
 	for _, text := range c.Summary.AssistantResponses {
 		for _, block := range mdfence.Blocks(text) {
 			if !block.Closed || block.Info != h.SignalType {
@@ -46,16 +46,16 @@ func (h *FenceSignal) Check(_ context.Context, c Context) (Result, error) {
 				continue
 			}
 			if missing := h.missing(obj); missing != "" {
-				r = Result{Declared: true, Reason: fmt.Sprintf("signal %q lacks %s", h.SignalType, missing)}
+				r = CompletionResult{Declared: true, Reason: fmt.Sprintf("signal %q lacks %s", h.SignalType, missing)}
 				continue
 			}
-			return h.set(Result{Complete: true, Declared: true, Reason: fmt.Sprintf("signal %q with its required fields found in the response", h.SignalType)}), nil
+			return h.set(CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("signal %q with its required fields found in the response", h.SignalType)}), nil
 		}
 	}
 	if r.Declared {
 		// A declaration that does not hold is not a completion; the
 		// reason stays for the journal.
-		h.set(Result{})
+		h.set(CompletionResult{})
 		return r, nil
 	}
 	return h.set(r), nil

@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"sort"
@@ -38,7 +38,7 @@ type ForceCompletable interface {
 // 002 and reports whether h reacted. A handler that does not implement the
 // matching interface ignores the signal (handled = false, no error); an
 // unknown signal type is an error.
-func ProcessSignal(h Handler, sig Signal) (handled bool, err error) {
+func ProcessSignal(h CompletionHandler, sig Signal) (handled bool, err error) {
 	switch sig.Type {
 	case SignalPhaseAdvance:
 		if p, ok := h.(PhaseAware); ok {
@@ -60,7 +60,7 @@ func ProcessSignal(h Handler, sig Signal) (handled bool, err error) {
 
 // HandlerFactory builds a custom handler from its agent.json entry
 // (type "custom", "handler": name) and the build dependencies.
-type HandlerFactory func(cfg config.Completion, deps Deps) (Handler, error)
+type HandlerFactory func(cfg config.Completion, deps HandlerDeps) (CompletionHandler, error)
 
 var (
 	customMu       sync.RWMutex

@@ -1,4 +1,4 @@
-package completion
+package verdict
 
 import (
 	"bytes"
@@ -177,11 +177,11 @@ func FormatIterationSummary(s *event.IterationSummary) string {
 		wrote = true
 	}
 	if text := strings.TrimSpace(s.Text()); text != "" {
-		fmt.Fprintf(&b, "- Last response: %s\n", clip(text, 600))
+		fmt.Fprintf(&b, "- Last response: %s\n", clipFormatted(text, 600))
 		wrote = true
 	}
 	for _, e := range s.Errors {
-		fmt.Fprintf(&b, "- Error: %s\n", clip(e, 300))
+		fmt.Fprintf(&b, "- Error: %s\n", clipFormatted(e, 300))
 		wrote = true
 	}
 	if !wrote {
@@ -197,13 +197,13 @@ func structuredSummary(raw json.RawMessage) string {
 		return ""
 	}
 	if s, ok := m["summary"].(string); ok {
-		return "- " + clip(strings.TrimSpace(s), 600)
+		return "- " + clipFormatted(strings.TrimSpace(s), 600)
 	}
 	return ""
 }
 
 // clip shortens s to about n bytes on a rune boundary, collapsing newlines.
-func clip(s string, n int) string {
+func clipFormatted(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {
 		return s
