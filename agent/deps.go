@@ -157,7 +157,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		// are redacted with).
 		Redact: builtin.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
-		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
+		NewContext: compact.Factory(compactionOptions(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts),
 		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
 	}

@@ -6,6 +6,8 @@ package config
 
 import (
 	"encoding/json"
+	"github.com/capstan-dev/capstan/llm/pricing"
+	"github.com/capstan-dev/capstan/tool"
 	"io/fs"
 )
 
@@ -70,9 +72,9 @@ type Runner struct {
 	Skills []string `json:"skills,omitempty"`
 	// MCPServers declares MCP servers whose tools the model may call as
 	// mcp__<server>__<tool>.
-	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
+	MCPServers map[string]tool.MCPServer `json:"mcpServers,omitempty"`
 	// Pricing overrides the per-model price table (USD per million tokens).
-	Pricing map[string]Price `json:"pricing,omitempty"`
+	Pricing map[string]pricing.Price `json:"pricing,omitempty"`
 	// ContextWindow overrides the model's context window in tokens (the
 	// built-in table knows the Anthropic and OpenAI models; local servers
 	// need it set).
@@ -222,23 +224,6 @@ type Requests struct {
 	// MaxRetryAfterSeconds is the longest retry-after a server may ask
 	// capstan to wait; a longer one ends the run with a recoverable error.
 	MaxRetryAfterSeconds float64 `json:"maxRetryAfterSeconds,omitempty"`
-}
-
-// MCPServer declares one MCP server.
-type MCPServer struct {
-	Command string            `json:"command,omitempty"` // stdio transport
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	URL     string            `json:"url,omitempty"` // streamable HTTP transport
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
-// Price is USD per million tokens.
-type Price struct {
-	Input      float64 `json:"input"`
-	Output     float64 `json:"output"`
-	CacheRead  float64 `json:"cacheRead,omitempty"`
-	CacheWrite float64 `json:"cacheWrite,omitempty"`
 }
 
 // Registry is steps_registry.json.

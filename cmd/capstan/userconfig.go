@@ -18,6 +18,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/pricing"
 )
 
 // userConfig is the user's own defaults, from
@@ -41,7 +42,7 @@ type userConfig struct {
 	BaseURLs map[string]string `yaml:"base_urls"`
 	// Pricing adds or replaces model prices (USD per million tokens) for
 	// every agent; an agent's runner.pricing entry for the same model wins.
-	Pricing map[string]config.Price `yaml:"pricing"`
+	Pricing map[string]pricing.Price `yaml:"pricing"`
 
 	path string
 }
@@ -159,7 +160,7 @@ func withUserPricing(def *config.Agent) (*config.Agent, error) {
 	}
 	d := def.Definition()
 	if d.Runner.Pricing == nil {
-		d.Runner.Pricing = map[string]config.Price{}
+		d.Runner.Pricing = map[string]pricing.Price{}
 	}
 	for model, p := range uc.Pricing {
 		if _, ok := d.Runner.Pricing[model]; !ok {

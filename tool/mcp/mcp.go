@@ -75,7 +75,7 @@ type Set struct {
 // that stopped during the run is restarted (once).
 type server struct {
 	name      string
-	cfg       config.MCPServer
+	cfg       tool.MCPServer
 	cs        *sdk.ClientSession // nil once it stopped and could not be restarted
 	restarted bool
 }
@@ -83,12 +83,12 @@ type server struct {
 // Connect connects to every server and lists its tools. On any failure
 // the servers already started are shut down and the error names the
 // server (File agent.json, Pointer /runner/mcpServers/<name>).
-func Connect(ctx context.Context, servers map[string]config.MCPServer) (*Set, error) {
+func Connect(ctx context.Context, servers map[string]tool.MCPServer) (*Set, error) {
 	return ConnectWith(ctx, servers, Options{})
 }
 
 // ConnectWith is Connect with options.
-func ConnectWith(ctx context.Context, servers map[string]config.MCPServer, opts Options) (*Set, error) {
+func ConnectWith(ctx context.Context, servers map[string]tool.MCPServer, opts Options) (*Set, error) {
 	s := &Set{sessions: map[string]*sdk.ClientSession{}, servers: map[string]*server{}, opts: opts}
 	names := make([]string, 0, len(servers)+len(opts.Transports))
 	seen := map[string]bool{}
@@ -125,7 +125,7 @@ func serverError(name, format string, args ...any) *agenterr.Error {
 	return e
 }
 
-func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg config.MCPServer, opts Options, timeout time.Duration) error {
+func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg tool.MCPServer, opts Options, timeout time.Duration) error {
 	if !validName().MatchString(name) || strings.Contains(name, "__") {
 		e := serverError(name, "invalid server name")
 		e.Hint = "use letters, digits, '-' and single '_' (tools are named mcp__<server>__<tool>)"
@@ -174,7 +174,7 @@ func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg 
 	return nil
 }
 
-func transport(name string, cfg config.MCPServer, opts Options) (sdk.Transport, error) {
+func transport(name string, cfg tool.MCPServer, opts Options) (sdk.Transport, error) {
 	if t, ok := opts.Transports[name]; ok {
 		return t, nil
 	}
