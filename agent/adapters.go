@@ -10,8 +10,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verify"
@@ -49,7 +49,7 @@ type schemas struct {
 // resolver and the schemas compiled so far.
 type madeSchemas struct {
 	resolver *schema.Resolver
-	compiled map[config.SchemaRef]*compiledSchema
+	compiled map[agentdir.SchemaRef]*compiledSchema
 }
 
 type compiledSchema struct {
@@ -61,7 +61,7 @@ type compiledSchema struct {
 // config.Definition.FS) or, when it is nil, from agentDir on disk.
 func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 	if schemasDir == "" {
-		schemasDir = config.DefaultSchemasDir
+		schemasDir = agentdir.DefaultSchemasDir
 	}
 	s := &schemas{dir: filepath.Join(agentDir, filepath.FromSlash(schemasDir)), rel: path.Clean(filepath.ToSlash(schemasDir))}
 	if fsys != nil {
@@ -73,12 +73,12 @@ func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 }
 
 // get resolves and compiles ref.
-func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
+func (s *schemas) get(ref agentdir.SchemaRef) (*compiledSchema, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.made
 	if m == nil {
-		m = &madeSchemas{resolver: schema.NewResolver(s.dir), compiled: map[config.SchemaRef]*compiledSchema{}}
+		m = &madeSchemas{resolver: schema.NewResolver(s.dir), compiled: map[agentdir.SchemaRef]*compiledSchema{}}
 		if s.fsys != nil {
 			m.resolver = schema.NewResolverFS(s.fsys, s.dir)
 		}
@@ -97,7 +97,7 @@ func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
 }
 
 // Schema implements completion.SchemaSource.
-func (s *schemas) Schema(ref config.SchemaRef) (verify.SchemaValidator, error) {
+func (s *schemas) Schema(ref agentdir.SchemaRef) (verify.SchemaValidator, error) {
 	c, err := s.get(ref)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (s *schemas) Schema(ref config.SchemaRef) (verify.SchemaValidator, error) {
 }
 
 // OutputSchema implements verdict.Schemas.
-func (s *schemas) OutputSchema(ref config.SchemaRef) (json.RawMessage, verify.SchemaValidator, error) {
+func (s *schemas) OutputSchema(ref agentdir.SchemaRef) (json.RawMessage, verify.SchemaValidator, error) {
 	c, err := s.get(ref)
 	if err != nil {
 		return nil, nil, err

@@ -28,8 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
@@ -54,9 +54,9 @@ const (
 
 // Agent is a built agent.
 type Agent struct {
-	def  *config.Agent
-	spec *config.Definition // def.Shared(): read-only, shared by the agents of def
-	reg  *config.Registry   // def.Shared(): read-only, shared by the agents of def
+	def  *agentdir.Agent
+	spec *agentdir.Definition // def.Shared(): read-only, shared by the agents of def
+	reg  *agentdir.Registry   // def.Shared(): read-only, shared by the agents of def
 	opts Config
 
 	mu      sync.Mutex
@@ -123,7 +123,7 @@ type Agent struct {
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
 // agent folder (config.LoadAndValidate) with the Go values in opts.
-func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
+func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent, error) {
 	opts.Agent = def
 	return New(ctx, opts)
 }

@@ -1,13 +1,13 @@
 package agent
 
 import (
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/llm/compact"
 )
 
 // FromConfig reads agent.json's runner.contextWindow and
 // runner.compaction.
-func compactionOptions(window int64, c *config.Compaction) compact.Options {
+func compactionOptions(window int64, c *agentdir.Compaction) compact.Options {
 	o := compact.Options{Window: window}
 	if c != nil {
 		o.Disabled = c.Enabled != nil && !*c.Enabled

@@ -8,8 +8,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
@@ -28,12 +28,12 @@ type Config struct {
 	// Agent is the validated agent definition: from Load (an agent
 	// folder), Define (Go values), or set by New from Definition,
 	// Registry, Prompts and Files when nil.
-	Agent *config.Agent
+	Agent *agentdir.Agent
 	// Definition and Registry are agent.json and steps_registry.json as
 	// Go values: the agent built without a folder (see Define). Give them
 	// or Agent, not both.
-	Definition *config.Definition
-	Registry   *config.Registry
+	Definition *agentdir.Definition
+	Registry   *agentdir.Registry
 	// Prompts are the prompt texts of an agent built from Go values.
 	Prompts Prompts
 	// Files are the other files of an agent built from Go values — JSON
@@ -171,7 +171,7 @@ func writesLimits(cfg Config) bool {
 // it reads agent.json's and steps_registry.json's: a limit given in Go acts
 // exactly like the same limit in the files. A negative limit is
 // CONFIG_INVALID.
-func applyLimits(spec *config.Definition, reg *config.Registry, cfg Config) error {
+func applyLimits(spec *agentdir.Definition, reg *agentdir.Registry, cfg Config) error {
 	var bad []string
 	neg := func(name string, negative bool) {
 		if negative {

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/verify"
@@ -73,7 +73,7 @@ func Define(cfg Config) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	for _, name := range []string{config.AgentFile, path.Clean(registryFile(&def))} {
+	for _, name := range []string{agentdir.AgentFile, path.Clean(registryFile(&def))} {
 		if _, ok := files[name]; ok {
 			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"Config.Files holds %s, but an agent built from Go values is defined by Config.Definition and Config.Registry", name)
@@ -88,7 +88,7 @@ func Define(cfg Config) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	a, err := config.NewAgentFS(snap, "", &def, cfg.Registry, ValidateOptionsFor(cfg))
+	a, err := agentdir.NewAgentFS(snap, "", &def, cfg.Registry, ValidateOptionsFor(cfg))
 	if err != nil {
 		return cfg, err
 	}
@@ -123,14 +123,14 @@ func readFiles(fsys fs.FS) (map[string][]byte, error) {
 // place puts the prompts into files at their paths; def's
 // systemPromptPath is set when System needs it. Every key that names no
 // step or pattern is reported.
-func (p Prompts) place(def *config.Definition, reg *config.Registry, files map[string][]byte) error {
+func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files map[string][]byte) error {
 	base := def.Runner.Prompts.Base
 	if base == "" {
-		base = config.DefaultPromptsBase
+		base = agentdir.DefaultPromptsBase
 	}
 	c1 := reg.C1
 	if c1 == "" {
-		c1 = config.DefaultC1
+		c1 = agentdir.DefaultC1
 	}
 	var errs []error
 	bad := func(what, key, hint string) {

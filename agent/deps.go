@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -18,13 +19,11 @@ import (
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // newPromptResolver builds the layer-4 resolver of the agent in dir from
 // runner.prompts and the registry's c1.
-func newPromptResolver(dir string, def *config.Definition, reg *config.Registry) *prompt.Resolver {
+func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Registry) *prompt.Resolver {
 	r := def.Runner
 	return prompt.New(prompt.Config{
 		AgentDir:    dir,
@@ -100,7 +99,7 @@ func (a *Agent) buildSandbox(ctx context.Context) (*sandbox.CommandRunner, error
 	r, err := sandbox.NewCommandRunner(ctx, a.spec.Runner.Boundaries.Sandbox)
 	if err != nil {
 		if e := agenterr.From(err); e != nil && e.File == "" {
-			e.File = filepath.Join(a.def.Dir(), config.AgentFile)
+			e.File = filepath.Join(a.def.Dir(), agentdir.AgentFile)
 		}
 		return nil, err
 	}
@@ -131,7 +130,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env})
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
-				e.File = filepath.Join(a.def.Dir(), config.AgentFile)
+				e.File = filepath.Join(a.def.Dir(), agentdir.AgentFile)
 			}
 			return nil, err
 		}
@@ -176,7 +175,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 }
 
 // requestTimeouts converts runner.requests' timeouts.
-func requestTimeouts(r config.Requests) retry.Timeouts {
+func requestTimeouts(r agentdir.Requests) retry.Timeouts {
 	return retry.Timeouts{Connect: seconds(r.ConnectTimeoutSeconds), FirstByte: seconds(r.FirstByteTimeoutSeconds),
 		StreamIdle: seconds(r.StreamIdleTimeoutSeconds)}
 }

@@ -10,8 +10,8 @@ import (
 	"testing/fstest"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	_ "github.com/capstan-dev/capstan/llm/script" // the offline script provider
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/verify"
@@ -48,17 +48,17 @@ func (loudFile) Validate(_ context.Context, req verify.CustomRequest) (verify.Cu
 func Example_embedding() {
 	ctx := context.Background()
 	cfg := agent.Config{
-		Definition: &config.Definition{Version: "1.0.0", Name: "greeter", Description: "greets loudly",
-			Parameters: map[string]config.Parameter{"who": {Type: "string", Required: true}},
-			Runner: config.Runner{
+		Definition: &agentdir.Definition{Version: "1.0.0", Name: "greeter", Description: "greets loudly",
+			Parameters: map[string]agentdir.Parameter{"who": {Type: "string", Required: true}},
+			Runner: agentdir.Runner{
 				Model:      "script:script.yaml",
-				Completion: config.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
-				Boundaries: config.Boundaries{AllowedTools: []string{"shout", "Write"}, PermissionMode: "acceptEdits"},
-				Budgets:    config.Budgets{MaxIterations: 3},
+				Completion: agentdir.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
+				Boundaries: agentdir.Boundaries{AllowedTools: []string{"shout", "Write"}, PermissionMode: "acceptEdits"},
+				Budgets:    agentdir.Budgets{MaxIterations: 3},
 			}},
-		Registry: &config.Registry{AgentID: "greeter", EntryStep: "greet",
-			Steps: map[string]config.Step{"greet": {StepID: "greet", C2: "greet", C3: "main", UVVariables: []string{"who"}}},
-			Validators: map[string]config.Validator{
+		Registry: &agentdir.Registry{AgentID: "greeter", EntryStep: "greet",
+			Steps: map[string]agentdir.Step{"greet": {StepID: "greet", C2: "greet", C3: "main", UVVariables: []string{"who"}}},
+			Validators: map[string]agentdir.Validator{
 				"loud": {Type: "custom", Handler: "loud-file", FailurePattern: "file-not-exists"}},
 		},
 		Prompts: agent.Prompts{Steps: map[string]string{

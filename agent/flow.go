@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -136,11 +136,11 @@ func (f *flow) stage() (*verdict.Stage, error) {
 	return v, nil
 }
 
-func registryFile(d *config.Definition) string {
+func registryFile(d *agentdir.Definition) string {
 	if d.Runner.Prompts.Registry != "" {
 		return d.Runner.Prompts.Registry
 	}
-	return config.DefaultRegistryFile
+	return agentdir.DefaultRegistryFile
 }
 
 // start routes through an entry gateway and resolves the system prompt.
@@ -277,7 +277,7 @@ func (f *flow) Next(ctx context.Context, rc *RuntimeContext) (Turn, error) {
 	return turn, nil
 }
 
-func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
+func (f *flow) queryOptions(st agentdir.Step) (llm.QueryOptions, error) {
 	b := f.a.spec.Runner.Boundaries
 	o := llm.QueryOptions{SystemPrompt: f.system, AllowedTools: b.AllowedTools, DisallowedTools: b.DisallowedTools,
 		PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns, Boundary: boundaryRule(st, f.a.spec.Runner.Integrations.GitHub)}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 )
@@ -492,7 +492,7 @@ func TestFlowValidateEnum(t *testing.T) {
 	schemas["initial.work"].(map[string]any)["properties"].(map[string]any)["next_action"].(map[string]any)["properties"].(map[string]any)["action"] =
 		map[string]any{"type": "string", "enum": []string{"next", "handoff", "closing"}}
 	dir := routedAgent(t, reg, schemas, nil, "turns:\n  - text: x\n")
-	res := config.Check(dir, ValidateOptions())
+	res := agentdir.Check(dir, ValidateOptions())
 	var found bool
 	for _, p := range res.Problems() {
 		if p.Code == CodeGateEnum {
@@ -509,11 +509,11 @@ func TestFlowValidateEnum(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "prompts/steps/retry/issue/f_failed_git-dirty.md")); err != nil {
 		t.Fatal(err)
 	}
-	res = config.Check(dir, ValidateOptions())
+	res = agentdir.Check(dir, ValidateOptions())
 	found = false
 	for _, p := range res.Problems() {
 		if p.Code == CodeRetryPromptGeneric {
-			found = p.Pointer == "/validationSteps/closure.polling/validationConditions/0" && p.Severity == config.SeverityWarning &&
+			found = p.Pointer == "/validationSteps/closure.polling/validationConditions/0" && p.Severity == agentdir.SeverityWarning &&
 				strings.Contains(p.Hint, "prompts/steps/retry/issue/f_failed_git-dirty.md")
 		}
 	}

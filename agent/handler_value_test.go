@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -66,7 +66,7 @@ func (v namedValidator) Validate(_ context.Context, req verify.CustomRequest) (v
 func TestPerAgentValuesShareNames(t *testing.T) {
 	registerShared.Do(func() { // global registrations are once per process (like database/sql drivers)
 		verify.RegisterValidator("shared-name-test", namedValidator{want: "fail"})
-		verdict.RegisterHandler("shared-handler-test", func(config.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
+		verdict.RegisterHandler("shared-handler-test", func(agentdir.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
 			return &verdict.Keyword{Keyword: "NEVER"}, nil
 		})
 	})
@@ -82,7 +82,7 @@ func TestPerAgentValuesShareNames(t *testing.T) {
 	run := func(want string) *Result {
 		cfg, err := Load(dir, Config{
 			Validators: map[string]verify.CustomValidator{"shared-name-test": namedValidator{want: want}},
-			CompletionHandlers: map[string]verdict.HandlerFactory{"shared-handler-test": func(config.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
+			CompletionHandlers: map[string]verdict.HandlerFactory{"shared-handler-test": func(agentdir.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
 				return &verdict.Keyword{Keyword: "DONE"}, nil
 			}},
 		})

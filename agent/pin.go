@@ -3,8 +3,8 @@ package agent
 import (
 	"path/filepath"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 )
 
@@ -13,16 +13,16 @@ import (
 // and validates the agent from it (config.LoadAndValidateFS with
 // ValidateOptions). A run built from the result reads nothing of dir
 // afterwards and records the snapshot with its digests.
-func LoadPinned(dir string, models ...string) (*config.Agent, error) {
+func LoadPinned(dir string, models ...string) (*agentdir.Agent, error) {
 	return loadPinned(dir, ValidateOptions(), models)
 }
 
-func loadPinned(dir string, opts config.ValidateOptions, models []string) (*config.Agent, error) {
+func loadPinned(dir string, opts agentdir.ValidateOptions, models []string) (*agentdir.Agent, error) {
 	snap, err := definition.Take(dir, definition.Options{Models: models})
 	if err != nil {
 		return nil, err
 	}
-	return config.LoadAndValidateFS(snap, dir, opts)
+	return agentdir.LoadAndValidateFS(snap, dir, opts)
 }
 
 // pinDefinition stores the pinned definition the agent was loaded from
@@ -32,7 +32,7 @@ func loadPinned(dir string, opts config.ValidateOptions, models []string) (*conf
 // (its snapshot holds its files but not its definition).
 func (a *Agent) pinDefinition() error {
 	snap, ok := a.def.FS().(*definition.Snapshot)
-	if !ok || !snap.Has(config.AgentFile) {
+	if !ok || !snap.Has(agentdir.AgentFile) {
 		return nil
 	}
 	if _, err := snap.Save(filepath.Dir(a.events.Path())); err != nil {

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
@@ -199,7 +199,7 @@ func CheckBaseURLs(spec, baseURL, runnerURL, agentDir string, getenv func(string
 	if runnerURL != "" {
 		if err := llm.CheckBaseURL("runner.baseUrl", runnerURL); err != nil {
 			e := agenterr.From(err)
-			e.File, e.Pointer = filepath.Join(agentDir, config.AgentFile), "/runner/baseUrl"
+			e.File, e.Pointer = filepath.Join(agentDir, agentdir.AgentFile), "/runner/baseUrl"
 			return e
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/verdict"
@@ -37,7 +37,7 @@ type runtimeEnv struct {
 // compile turns a definition into its runtime objects. Every problem it
 // finds is returned at once (errors.Join of located CONFIG_INVALID
 // errors); File is relative to the agent folder dir.
-func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Config, env runtimeEnv) (*compiled, error) {
+func compile(dir string, spec *agentdir.Definition, reg *agentdir.Registry, cfg Config, env runtimeEnv) (*compiled, error) {
 	regFile := registryFile(spec)
 	rt := &compiled{}
 	var errs []error
@@ -73,7 +73,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		Handler:        cfg.Completion,
 		WorkDir:        env.workDir,
 		Params:         env.vars,
-		File:           config.AgentFile,
+		File:           agentdir.AgentFile,
 	})
 	if err != nil {
 		errs = append(errs, unjoin(err)...)
@@ -111,13 +111,13 @@ func withAgentDir(dir string, errs []error) error {
 // reachableOnly returns reg without the steps no run can enter from its
 // entry step (config.Reachable); reg itself when all are reachable or the
 // entry is unknown (NewMachine then reports it).
-func reachableOnly(reg *config.Registry) *config.Registry {
-	seen := config.Reachable(reg)
+func reachableOnly(reg *agentdir.Registry) *agentdir.Registry {
+	seen := agentdir.Reachable(reg)
 	if seen == nil || len(seen) == len(reg.Steps) {
 		return reg
 	}
 	out := *reg
-	out.Steps = make(map[string]config.Step, len(seen))
+	out.Steps = make(map[string]agentdir.Step, len(seen))
 	for id, st := range reg.Steps {
 		if seen[id] {
 			out.Steps[id] = st

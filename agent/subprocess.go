@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/journal"
@@ -58,7 +58,7 @@ type subprocessInput struct {
 // values: ${context.NAME} in the command or an argument is replaced by
 // parameter NAME's value. A name without a value is a CONFIG_INVALID error
 // located at the argument.
-func (a *Agent) newSubprocess(ctx context.Context, id string, st config.Step) (*subprocessBridge, error) {
+func (a *Agent) newSubprocess(ctx context.Context, id string, st agentdir.Step) (*subprocessBridge, error) {
 	r := st.Runner
 	value := func(name string) (string, bool) {
 		v, ok := a.vars[name]
@@ -66,11 +66,11 @@ func (a *Agent) newSubprocess(ctx context.Context, id string, st config.Step) (*
 	}
 	argv := make([]string, 0, 1+len(r.Args))
 	for i, arg := range append([]string{r.Command}, r.Args...) {
-		out, missing, ok := config.ExpandContext(arg, value)
+		out, missing, ok := agentdir.ExpandContext(arg, value)
 		if !ok {
-			ptr := config.JoinPointer("steps", id, "runner", "command")
+			ptr := agentdir.JoinPointer("steps", id, "runner", "command")
 			if i > 0 {
-				ptr = config.JoinPointer("steps", id, "runner", "args", fmt.Sprint(i-1))
+				ptr = agentdir.JoinPointer("steps", id, "runner", "args", fmt.Sprint(i-1))
 			}
 			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"subprocess step %s: ${context.%s} has no value", id, missing)
@@ -181,7 +181,7 @@ func (b *subprocessBridge) Close() error { return nil }
 // subprocess step would complete the run although its command failed: a
 // failed command never completes a run. nil when s is not such an
 // iteration.
-func subprocessFailure(runID, id string, st config.Step, s *event.IterationSummary) error {
+func subprocessFailure(runID, id string, st agentdir.Step, s *event.IterationSummary) error {
 	if st.Runner == nil {
 		return nil
 	}
@@ -213,7 +213,7 @@ func lastLine(s string) string {
 
 // subprocessOnly reports whether every step of reg is a subprocess step
 // (such an agent needs no model).
-func subprocessOnly(reg *config.Registry) bool {
+func subprocessOnly(reg *agentdir.Registry) bool {
 	if reg == nil || len(reg.Steps) == 0 {
 		return false
 	}

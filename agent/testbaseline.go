@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -15,19 +15,19 @@ import (
 // (config.RunsTests), each once: runner.completion.validators first, then
 // the steps' completionConditions by step id, each with the params of the
 // first condition naming it.
-func (a *Agent) testConditions() []config.CompletionCondition {
-	var out []config.CompletionCondition
+func (a *Agent) testConditions() []agentdir.CompletionCondition {
+	var out []agentdir.CompletionCondition
 	seen := map[string]bool{}
-	add := func(c config.CompletionCondition) {
+	add := func(c agentdir.CompletionCondition) {
 		v, ok := a.reg.Validators[c.Validator]
-		if seen[c.Validator] || !ok || v.Type != "command" || !config.RunsTests(v.Command) {
+		if seen[c.Validator] || !ok || v.Type != "command" || !agentdir.RunsTests(v.Command) {
 			return
 		}
 		seen[c.Validator] = true
 		out = append(out, c)
 	}
 	for _, name := range a.spec.Runner.Completion.Validators {
-		add(config.CompletionCondition{Validator: name})
+		add(agentdir.CompletionCondition{Validator: name})
 	}
 	ids := make([]string, 0, len(a.reg.Steps))
 	for id := range a.reg.Steps {

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -72,7 +72,7 @@ func fakeGH(t *testing.T) {
 
 // doneHandler is a per-agent custom completion handler: complete when the
 // response says DONE.
-func doneHandler(config.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
+func doneHandler(agentdir.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
 	return &verdict.Keyword{Keyword: "DONE"}, nil
 }
 
@@ -201,11 +201,11 @@ func TestEveryCompletionFieldActsOrIsRejected(t *testing.T) {
 			comp[field] = json.RawMessage(val)
 			js, _ := json.Marshal(comp)
 			dir := verdictAgent(t, string(js), ct.step, liarScript)
-			res := config.Check(dir, ValidateOptionsFor(goValues(nil)))
+			res := agentdir.Check(dir, ValidateOptionsFor(goValues(nil)))
 			ptr := "/runner/completion/" + field
 			found := false
 			for _, p := range res.Errors() {
-				found = found || (p.File == config.AgentFile && p.Pointer == ptr && p.Hint != "")
+				found = found || (p.File == agentdir.AgentFile && p.Pointer == ptr && p.Hint != "")
 			}
 			if !found {
 				t.Errorf("%s with %s: no located error at %s; got %v", ct.typ, field, ptr, res.Problems())
@@ -359,8 +359,8 @@ func TestRunValidatorsNeedTheirRetryPrompts(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "prompts/steps/s/main/f_failed_out-missing.md")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range config.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
-		if p.Code == CodeRetryPromptMissing && p.File == config.AgentFile && p.Pointer == "/runner/completion/validators/0" &&
+	for _, p := range agentdir.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
+		if p.Code == CodeRetryPromptMissing && p.File == agentdir.AgentFile && p.Pointer == "/runner/completion/validators/0" &&
 			strings.Contains(p.Message, "step s.main") {
 			return
 		}
@@ -374,7 +374,7 @@ func TestRunValidatorsNeedTheirRetryPrompts(t *testing.T) {
 func TestValidateReportsOneCauseOnce(t *testing.T) {
 	dir := verdictAgent(t, `{"type": "composite", "conditions": [{"type": "stepFlow"}]}`, "", liarScript)
 	var at []string
-	for _, p := range config.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
+	for _, p := range agentdir.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
 		if strings.HasPrefix(p.Pointer, "/runner/completion") {
 			at = append(at, p.Code+" "+p.Pointer)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/definition"
 	_ "github.com/capstan-dev/capstan/llm/script" // the agents use script models
 )
@@ -53,7 +53,7 @@ func BenchmarkStart(b *testing.B) {
 		b.Run(tc.name+"/disk", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := config.LoadAndValidate(dir, agent.ValidateOptions()); err != nil {
+				if _, err := agentdir.LoadAndValidate(dir, agent.ValidateOptions()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -65,7 +65,7 @@ func BenchmarkStart(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := config.LoadAndValidateFS(snap, dir, agent.ValidateOptions()); err != nil {
+				if _, err := agentdir.LoadAndValidateFS(snap, dir, agent.ValidateOptions()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
 func write(t *testing.T, dir string, files map[string]string) {
@@ -76,7 +76,7 @@ func TestTakeReadsEveryDefinitionFileAndNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The loader reads the definition from the snapshot.
-	def, _, err := config.LoadFS(s, dir)
+	def, _, err := agentdir.LoadFS(s, dir)
 	if err != nil || def.Name != "a" || def.FS() != s {
 		t.Fatalf("LoadFS: %v %+v", err, def)
 	}
@@ -275,8 +275,8 @@ func TestCheckLoadedChecksWhatWasTaken(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		got := config.CheckLoaded(snap, dir, def, reg, config.ValidateOptions{})
-		want := config.CheckFS(snap, dir, config.ValidateOptions{})
+		got := agentdir.CheckLoaded(snap, dir, def, reg, agentdir.ValidateOptions{})
+		want := agentdir.CheckFS(snap, dir, agentdir.ValidateOptions{})
 		g, _ := got.MarshalJSON()
 		w, _ := want.MarshalJSON()
 		if string(g) != string(w) {
@@ -296,17 +296,17 @@ func TestCheckLoadedChecksWhatWasTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, _ := config.CheckFS(snap, dir, config.ValidateOptions{}).MarshalJSON()
+	before, _ := agentdir.CheckFS(snap, dir, agentdir.ValidateOptions{}).MarshalJSON()
 	write(t, dir, map[string]string{"agent.json": "{", "reg.json": `{"steps": 1}`})
 	os.RemoveAll(filepath.Join(dir, "prompts"))
 	os.RemoveAll(filepath.Join(dir, "skills"))
-	if after, _ := config.CheckLoaded(snap, dir, def, reg, config.ValidateOptions{}).MarshalJSON(); string(after) != string(before) {
+	if after, _ := agentdir.CheckLoaded(snap, dir, def, reg, agentdir.ValidateOptions{}).MarshalJSON(); string(after) != string(before) {
 		t.Fatalf("the folder edited after the snapshot was checked:\n%s\nnot\n%s", after, before)
 	}
 }
 
 func TestCheckLoadedRefusesValuesNotLoaded(t *testing.T) {
-	res := config.CheckLoaded(nil, t.TempDir(), &config.Definition{}, &config.Registry{}, config.ValidateOptions{})
+	res := agentdir.CheckLoaded(nil, t.TempDir(), &agentdir.Definition{}, &agentdir.Registry{}, agentdir.ValidateOptions{})
 	if errs := res.Errors(); len(errs) != 1 || errs[0].Code != agenterr.CodeConfigurationValidation || !strings.Contains(errs[0].Message, "loaded by LoadFS") {
 		t.Fatalf("%+v", errs)
 	}

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -53,7 +53,7 @@ func Take(dir string, opts Options) (*Snapshot, error) {
 // files a second time, and what is checked is exactly what the snapshot
 // holds. The caller owns def and reg; until CheckLoaded gives them the
 // snapshot as their FS, their FS is the reader Take closed.
-func TakeConfig(dir string, opts Options) (snap *Snapshot, def *config.Definition, reg *config.Registry, err error) {
+func TakeConfig(dir string, opts Options) (snap *Snapshot, def *agentdir.Definition, reg *agentdir.Registry, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, nil, nil, agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false, "cannot locate agent folder %q", dir)
@@ -62,14 +62,14 @@ func TakeConfig(dir string, opts Options) (snap *Snapshot, def *config.Definitio
 	defer b.close()
 	// The loader reads agent.json and the registry through the builder,
 	// which records them; a broken file is the loader's own error.
-	def, reg, err = config.LoadFS(b, dir)
+	def, reg, err = agentdir.LoadFS(b, dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if b.err != nil {
 		return nil, nil, nil, b.err
 	}
-	config.ApplyDefaults(def, reg)
+	agentdir.ApplyDefaults(def, reg)
 	r := def.Runner
 	trees := []string{r.Prompts.Base, r.SchemasDir}
 	if r.Prompts.FallbackDir != "" {

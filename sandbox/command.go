@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -261,7 +261,7 @@ func (c *CommandRunner) WithCache(cache *Cache) *CommandRunner {
 // nil or not enabled. When sandboxing is enabled but the machine cannot do
 // it, it fails with SANDBOX_UNAVAILABLE — at build time, not at the first
 // command — unless sb.AllowUnsandboxed opts out.
-func NewCommandRunner(ctx context.Context, sb *config.Sandbox) (*CommandRunner, error) {
+func NewCommandRunner(ctx context.Context, sb *agentdir.Sandbox) (*CommandRunner, error) {
 	if sb == nil || !sb.Enabled {
 		return nil, nil
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -173,10 +173,10 @@ func TestNewCommandRunnerFromConfig(t *testing.T) {
 	if r, err := NewCommandRunner(context.Background(), nil); r != nil || err != nil {
 		t.Errorf("nil config: %v %v", r, err)
 	}
-	if r, err := NewCommandRunner(context.Background(), &config.Sandbox{}); r != nil || err != nil {
+	if r, err := NewCommandRunner(context.Background(), &agentdir.Sandbox{}); r != nil || err != nil {
 		t.Errorf("disabled: %v %v", r, err)
 	}
-	r, err := NewCommandRunner(context.Background(), &config.Sandbox{Enabled: true, Network: true})
+	r, err := NewCommandRunner(context.Background(), &agentdir.Sandbox{Enabled: true, Network: true})
 	if err != nil || r == nil || !r.Runner.cfg.Network {
 		t.Fatalf("enabled: %v %v", r, err)
 	}

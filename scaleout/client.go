@@ -26,8 +26,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm/retry"
@@ -125,7 +125,7 @@ func NewRunID(now time.Time) string {
 // Submission is what PrepareRun needs to make a RunInput.
 type Submission struct {
 	// Agent is the pinned agent definition (agent.LoadPinned).
-	Agent *config.Agent
+	Agent *agentdir.Agent
 	// WorkDir is the run's work dir on the submitting machine.
 	WorkDir string
 	// Repo is the git repository every worker reaches ("" = WorkDir's own

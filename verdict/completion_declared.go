@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/verify"
 )
 
 // Verifier checks completion conditions against the world.
 // *CompletionValidator implements it.
 type Verifier interface {
-	Validate(ctx context.Context, conditions []config.CompletionCondition) (verify.ValidationResult, error)
+	Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (verify.ValidationResult, error)
 }
 
 // Declaration is what the model said about being done (seed 004 "AI

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -19,7 +19,7 @@ func ExampleRenderRetryTemplate() {
 }
 
 func ExampleCompletionFromConfig() {
-	h, _ := verdict.CompletionFromConfig(config.Completion{Type: "composite", Mode: "any", Conditions: []config.Completion{
+	h, _ := verdict.CompletionFromConfig(agentdir.Completion{Type: "composite", Mode: "any", Conditions: []agentdir.Completion{
 		{Type: "keyword", Name: "said-done", Keyword: "TASK_COMPLETE"},
 		{Type: "iterationBudget", Name: "budget", MaxIterations: 5},
 	}}, verdict.HandlerDeps{})

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 )
 
@@ -37,7 +37,7 @@ func TestFenceSignal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var cfg config.Completion
+			var cfg agentdir.Completion
 			if err := json.Unmarshal([]byte(tc.cfg), &cfg); err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestFenceSignal(t *testing.T) {
 		`{"type": "signal", "options": {"signalType": "s", "requiredFields": 3}}`,
 		`{"type": "signal", "options": {"signalType": "s", "other": 1}}`,
 	} {
-		var cfg config.Completion
+		var cfg agentdir.Completion
 		if err := json.Unmarshal([]byte(bad), &cfg); err != nil {
 			t.Fatal(err)
 		}

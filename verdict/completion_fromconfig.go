@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
 // Completion types accepted in agent.json's runner.completion.type.
@@ -64,12 +64,12 @@ type HandlerDeps struct {
 // Handlers only say whether the model declared or reached completion;
 // runner.completion.validators, whatever the type, are run by the verdict
 // stage (package verdict) before the run completes.
-func CompletionFromConfig(cfg config.Completion, deps HandlerDeps) (CompletionHandler, error) {
+func CompletionFromConfig(cfg agentdir.Completion, deps HandlerDeps) (CompletionHandler, error) {
 	if deps.File == "" {
-		deps.File = config.AgentFile
+		deps.File = agentdir.AgentFile
 	}
 	if deps.RegistryFile == "" {
-		deps.RegistryFile = config.DefaultRegistryFile
+		deps.RegistryFile = agentdir.DefaultRegistryFile
 	}
 	b := &handlerBuilder{deps: deps}
 	const ptr = "/runner/completion"
@@ -112,7 +112,7 @@ type handlerBuilder struct {
 
 // rule records a broken rule with a problem code.
 func (b *handlerBuilder) rule(code, ptr, hint, format string, args ...any) {
-	b.errs = append(b.errs, config.Rule(code, b.deps.File, ptr, hint, format, args...))
+	b.errs = append(b.errs, agentdir.Rule(code, b.deps.File, ptr, hint, format, args...))
 }
 
 // bad records a broken rule without a code of its own (CONFIG_INVALID).
@@ -122,7 +122,7 @@ func (b *handlerBuilder) bad(ptr, hint, format string, args ...any) {
 }
 
 // build returns the handler of cfg at ptr, nil when cfg breaks a rule.
-func (b *handlerBuilder) build(cfg config.Completion, ptr string) CompletionHandler {
+func (b *handlerBuilder) build(cfg agentdir.Completion, ptr string) CompletionHandler {
 	at := func(field string) string {
 		if field == "" {
 			return ptr
@@ -275,7 +275,7 @@ func (b *handlerBuilder) build(cfg config.Completion, ptr string) CompletionHand
 
 // custom builds a custom handler: the agent's Go value when cfg names no
 // handler, else the named factory (the agent's, then the registered one).
-func (b *handlerBuilder) custom(cfg config.Completion, at func(string) string) CompletionHandler {
+func (b *handlerBuilder) custom(cfg agentdir.Completion, at func(string) string) CompletionHandler {
 	name := strings.TrimSpace(cfg.Handler)
 	if name == "" {
 		if b.deps.Handler == nil {

@@ -10,13 +10,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
-func parseCompletion(t *testing.T, js string) config.Completion {
+func parseCompletion(t *testing.T, js string) agentdir.Completion {
 	t.Helper()
-	var c config.Completion
+	var c agentdir.Completion
 	if err := json.Unmarshal([]byte(js), &c); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestFromConfigValidatorsOnEveryType(t *testing.T) {
 	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/conditions/0/options/acceptUndeclared" {
 		t.Fatalf("condition acceptUndeclared: %v", err)
 	}
-	_, err = CompletionFromConfig(config.Completion{Type: TypeStructured, Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, HandlerDeps{HasValidator: has})
+	_, err = CompletionFromConfig(agentdir.Completion{Type: TypeStructured, Options: map[string]json.RawMessage{"acceptUndeclared": json.RawMessage("true")}}, HandlerDeps{HasValidator: has})
 	if e := agenterr.From(err); e == nil || e.Pointer != "/runner/completion/options/acceptUndeclared" {
 		t.Fatalf("acceptUndeclared without validators: %v", err)
 	}
@@ -145,15 +145,15 @@ func TestFromConfigValidatorsOnEveryType(t *testing.T) {
 
 func TestFromConfigPerAgentHandler(t *testing.T) {
 	made := 0
-	deps := HandlerDeps{Handlers: map[string]HandlerFactory{"mine": func(config.Completion, HandlerDeps) (CompletionHandler, error) {
+	deps := HandlerDeps{Handlers: map[string]HandlerFactory{"mine": func(agentdir.Completion, HandlerDeps) (CompletionHandler, error) {
 		made++
 		return &StepFlow{}, nil
 	}}}
-	if _, err := CompletionFromConfig(config.Completion{Type: TypeCustom, Handler: "mine"}, deps); err != nil || made != 1 {
+	if _, err := CompletionFromConfig(agentdir.Completion{Type: TypeCustom, Handler: "mine"}, deps); err != nil || made != 1 {
 		t.Fatalf("per-agent handler: made %d, %v", made, err)
 	}
 	// Another agent does not see it.
-	if _, err := CompletionFromConfig(config.Completion{Type: TypeCustom, Handler: "mine"}, HandlerDeps{}); err == nil {
+	if _, err := CompletionFromConfig(agentdir.Completion{Type: TypeCustom, Handler: "mine"}, HandlerDeps{}); err == nil {
 		t.Fatal("a per-agent handler leaked into the global registry")
 	}
 }
@@ -162,7 +162,7 @@ func TestFromConfigPerAgentHandler(t *testing.T) {
 // test also passes with -count=N (the registry refuses a second
 // registration, which is the point of it).
 var registerPhased = sync.OnceFunc(func() {
-	RegisterHandler("test-phased", func(cfg config.Completion, deps HandlerDeps) (CompletionHandler, error) {
+	RegisterHandler("test-phased", func(cfg agentdir.Completion, deps HandlerDeps) (CompletionHandler, error) {
 		if cfg.MaxIterations < 0 {
 			return nil, errors.New("negative")
 		}
@@ -175,7 +175,7 @@ func TestCustomHandlerRegistry(t *testing.T) {
 	if !strings.Contains(strings.Join(CustomHandlers(), ","), "test-phased") {
 		t.Fatal("not listed")
 	}
-	h, err := CompletionFromConfig(config.Completion{Type: "custom", Handler: "test-phased"}, HandlerDeps{})
+	h, err := CompletionFromConfig(agentdir.Completion{Type: "custom", Handler: "test-phased"}, HandlerDeps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestCustomHandlerRegistry(t *testing.T) {
 	if r, _ := h.Check(context.Background(), ctxAt(1)); !r.Complete {
 		t.Fatal("custom phased handler did not complete after two phases")
 	}
-	_, err = CompletionFromConfig(config.Completion{Type: "custom", Handler: "test-phased", MaxIterations: -1}, HandlerDeps{})
+	_, err = CompletionFromConfig(agentdir.Completion{Type: "custom", Handler: "test-phased", MaxIterations: -1}, HandlerDeps{})
 	if e := agenterr.From(err); e == nil || !strings.Contains(e.Message, "negative") {
 		t.Fatalf("factory error not reported: %v", err)
 	}
@@ -194,7 +194,7 @@ func TestCustomHandlerRegistry(t *testing.T) {
 			t.Fatal("duplicate registration did not panic")
 		}
 	}()
-	RegisterHandler("test-phased", func(config.Completion, HandlerDeps) (CompletionHandler, error) { return nil, nil })
+	RegisterHandler("test-phased", func(agentdir.Completion, HandlerDeps) (CompletionHandler, error) { return nil, nil })
 }
 
 // fakeGH writes a gh stand-in first on PATH; it records its arguments and

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -222,7 +222,7 @@ func TestStepFlow(t *testing.T) {
 // "validator" names a file that must exist under dir.
 type fileVerifier struct{ dir string }
 
-func (v fileVerifier) Validate(_ context.Context, conds []config.CompletionCondition) (verify.ValidationResult, error) {
+func (v fileVerifier) Validate(_ context.Context, conds []agentdir.CompletionCondition) (verify.ValidationResult, error) {
 	var checked []string
 	for _, c := range conds {
 		checked = append(checked, c.Validator)

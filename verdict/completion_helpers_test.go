@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -62,8 +62,8 @@ func goModule(t testing.TB) string {
 	return dir
 }
 
-func registryValidators() map[string]config.Validator {
-	return map[string]config.Validator{
+func registryValidators() map[string]agentdir.Validator {
+	return map[string]agentdir.Validator{
 		"git-clean": {Type: "command", Command: "git status --porcelain", SuccessWhen: "empty", FailurePattern: "git-dirty",
 			ExtractParams: map[string]string{"changedFiles": "parseChangedFiles", "untrackedFiles": "parseUntrackedFiles"}},
 		"tests-pass": {Type: "command", Command: "go test ./...", SuccessWhen: "exitCode:0", FailurePattern: "test-failed",
@@ -86,7 +86,7 @@ func newValidator(t testing.TB, cfg verify.ValidatorConfig) *verify.CompletionVa
 // the schema package, the schema name a key of the file.
 type jsonSchemas struct{ dir string }
 
-func (j jsonSchemas) Schema(ref config.SchemaRef) (verify.SchemaValidator, error) {
+func (j jsonSchemas) Schema(ref agentdir.SchemaRef) (verify.SchemaValidator, error) {
 	data, err := os.ReadFile(filepath.Join(j.dir, ref.File))
 	if err != nil {
 		return nil, err

@@ -11,8 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -30,7 +30,7 @@ type RetryConfig struct {
 	// C1 is the registry's c1 (default "steps").
 	C1 string
 	// Patterns are the registry's completionPatterns (built-ins fill the rest).
-	Patterns map[string]config.CompletionPattern
+	Patterns map[string]agentdir.CompletionPattern
 	// Templates finds C3L retry templates; nil means only the built-in
 	// generic prompt is used.
 	Templates RetryTemplateSource
@@ -69,7 +69,7 @@ const SourceBuiltin = "builtin"
 // f_{edition}.md, then a built-in prompt that states the pattern, the
 // validator and every param. Templates are rendered with the params (plus
 // "pattern", "validator", "description" and "stepId" when not params).
-func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, vr verify.ValidationResult) (RetryPrompt, error) {
+func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step agentdir.Step, vr verify.ValidationResult) (RetryPrompt, error) {
 	if vr.Valid {
 		return RetryPrompt{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"no retry prompt for a passing validation")
@@ -78,7 +78,7 @@ func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step config.Step, v
 	if !ok {
 		return RetryPrompt{}, &agenterr.Error{Code: agenterr.CodeCompletion, Layer: agenterr.LayerCompletion,
 			Message: fmt.Sprintf("validator %q failed with unknown pattern %q", vr.Validator, vr.Pattern),
-			File:    config.DefaultRegistryFile, Pointer: "/completionPatterns/" + vr.Pattern,
+			File:    agentdir.DefaultRegistryFile, Pointer: "/completionPatterns/" + vr.Pattern,
 			Hint: "declare it under completionPatterns or use a built-in: " + strings.Join(verify.BuiltinPatternNames(), ", ")}
 	}
 	edition := pat.Edition
@@ -159,7 +159,7 @@ func c3lPath(c1, c2, c3, edition, adaptation string) string {
 // GenericRetryPrompt is the built-in retry prompt used when no template
 // exists: it names the failure, the validator and shows every param, so the
 // model gets the facts even without a prompt file.
-func GenericRetryPrompt(vr verify.ValidationResult, pat config.CompletionPattern) string {
+func GenericRetryPrompt(vr verify.ValidationResult, pat agentdir.CompletionPattern) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Completion check failed: %s\n\n", vr.Pattern)
 	if pat.Description != "" {
@@ -300,7 +300,7 @@ type RetryBudget struct {
 
 // NewRetryBudget returns the budget of onFailure (nil = retry, 3 attempts).
 // An unknown action is a CONFIG_INVALID error.
-func NewRetryBudget(onFailure *config.OnFailure) (*RetryBudget, error) {
+func NewRetryBudget(onFailure *agentdir.OnFailure) (*RetryBudget, error) {
 	b := &RetryBudget{action: OnFailureRetry, max: DefaultMaxAttempts}
 	if onFailure != nil {
 		if onFailure.Action != "" {
@@ -316,7 +316,7 @@ func NewRetryBudget(onFailure *config.OnFailure) (*RetryBudget, error) {
 	}
 	return nil, &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
 		Message: fmt.Sprintf("onFailure action %q is not retry, abort or skip", b.action),
-		File:    config.DefaultRegistryFile, Hint: `use "retry", "abort" or "skip"`}
+		File:    agentdir.DefaultRegistryFile, Hint: `use "retry", "abort" or "skip"`}
 }
 
 // Next records one failed validation and decides. The error is

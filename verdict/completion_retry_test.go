@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -36,7 +36,7 @@ func (d dirTemplates) ResolveRetry(_ context.Context, c1, c2, c3, edition, adapt
 	return string(b), true, nil
 }
 
-var retryStep = config.Step{StepID: "complete.issue", C2: "retry", C3: "issue"}
+var retryStep = agentdir.Step{StepID: "complete.issue", C2: "retry", C3: "issue"}
 
 const testFailedTemplate = `---
 params:
@@ -145,7 +145,7 @@ func TestRegistryPatternOverridesBuiltin(t *testing.T) {
 	base := t.TempDir()
 	write(t, base, "steps/retry/issue/f_failed_test-failed.md", "builtin adaptation")
 	write(t, base, "steps/retry/issue/f_broken_tests.md", "override: {{#each failedTests}}{{name}};{{/each}}")
-	h := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}, Patterns: map[string]config.CompletionPattern{
+	h := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}, Patterns: map[string]agentdir.CompletionPattern{
 		"test-failed": {Edition: "broken", Adaptation: "tests", Params: []string{"failedTests"}}}})
 	p, err := h.BuildRetryPrompt(context.Background(), retryStep, testFailure())
 	if err != nil {
@@ -200,7 +200,7 @@ func TestBuiltinPatterns(t *testing.T) {
 			t.Errorf("%s: %+v", name, p)
 		}
 	}
-	got["git-dirty"] = config.CompletionPattern{}
+	got["git-dirty"] = agentdir.CompletionPattern{}
 	if verify.BuiltinPatterns()["git-dirty"].Edition != "failed" {
 		t.Fatal("BuiltinPatterns shares state")
 	}
@@ -216,7 +216,7 @@ func TestValidationToRetryPromptEndToEnd(t *testing.T) {
 	t.Setenv("GOFLAGS", "-count=1")
 	write(t, dir, "prompts/steps/retry/issue/f_failed_test-failed.md", testFailedTemplate)
 	v := newValidator(t, verify.ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
-	vr, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "git-clean"}, {Validator: "tests-pass"}})
+	vr, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "git-clean"}, {Validator: "tests-pass"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestValidationToRetryPromptEndToEnd(t *testing.T) {
 	}
 	run(t, dir, "git", "add", ".")
 	run(t, dir, "git", "commit", "-qm", "wip")
-	vr, err = v.Validate(context.Background(), []config.CompletionCondition{{Validator: "git-clean"}, {Validator: "tests-pass"}})
+	vr, err = v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "git-clean"}, {Validator: "tests-pass"}})
 	if err != nil || vr.Pattern != "test-failed" {
 		t.Fatalf("%+v %v", vr, err)
 	}
@@ -259,21 +259,21 @@ func TestRetryBudget(t *testing.T) {
 		t.Fatalf("after reset: %+v %v", d, err)
 	}
 
-	b, _ = NewRetryBudget(&config.OnFailure{Action: "retry", MaxAttempts: 1})
+	b, _ = NewRetryBudget(&agentdir.OnFailure{Action: "retry", MaxAttempts: 1})
 	if _, err := b.Next(vr); !errors.Is(err, agenterr.ErrValidationExhausted) {
 		t.Fatalf("maxAttempts 1: %v", err)
 	}
-	b, _ = NewRetryBudget(&config.OnFailure{Action: "abort"})
+	b, _ = NewRetryBudget(&agentdir.OnFailure{Action: "abort"})
 	if d, err := b.Next(vr); d.Action != OnFailureAbort || !errors.Is(err, agenterr.ErrValidationAborted) {
 		t.Fatalf("abort: %+v %v", d, err)
 	}
-	b, _ = NewRetryBudget(&config.OnFailure{Action: "skip"})
+	b, _ = NewRetryBudget(&agentdir.OnFailure{Action: "skip"})
 	for i := 0; i < 5; i++ {
 		if d, err := b.Next(vr); d.Action != OnFailureSkip || err != nil {
 			t.Fatalf("skip: %+v %v", d, err)
 		}
 	}
-	if _, err := NewRetryBudget(&config.OnFailure{Action: "pray"}); !errors.Is(err, agenterr.ErrConfigurationValidation) {
+	if _, err := NewRetryBudget(&agentdir.OnFailure{Action: "pray"}); !errors.Is(err, agenterr.ErrConfigurationValidation) {
 		t.Fatalf("bad action: %v", err)
 	}
 }
@@ -350,7 +350,7 @@ func TestFormatValidator(t *testing.T) {
 	write(t, dir, "step.schema.json", `{"initial":{"type":"object","required":["status","next_action"],"additionalProperties":false,
 		"properties":{"status":{"enum":["in_progress","completed"]},"next_action":{"type":"object","required":["action"],
 		"properties":{"action":{"enum":["continue","complete"]},"reason":{"type":"string"}}}}}}`)
-	schema, err := jsonSchemas{dir}.Schema(config.SchemaRef{File: "step.schema.json", Schema: "initial"})
+	schema, err := jsonSchemas{dir}.Schema(agentdir.SchemaRef{File: "step.schema.json", Schema: "initial"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,11 +538,11 @@ func TestRetryTemplateBounded(t *testing.T) {
 // no period after one that ends in punctuation.
 func TestGenericRetryPromptNonASCIIDescription(t *testing.T) {
 	vr := verify.ValidationResult{Validator: "branch-pushed", Pattern: "branch-not-pushed", Params: map[string]any{"branchName": "review-42"}}
-	got := GenericRetryPrompt(vr, config.CompletionPattern{Description: "ブランチがリモートにプッシュされていない"})
+	got := GenericRetryPrompt(vr, agentdir.CompletionPattern{Description: "ブランチがリモートにプッシュされていない"})
 	if !utf8.ValidString(got) || !strings.Contains(got, "\n\nブランチがリモートにプッシュされていない.\n\n") {
 		t.Errorf("description mangled:\n%s", got)
 	}
-	got = GenericRetryPrompt(vr, config.CompletionPattern{Description: "élan lost。"})
+	got = GenericRetryPrompt(vr, agentdir.CompletionPattern{Description: "élan lost。"})
 	if !strings.Contains(got, "\n\nÉlan lost。\n\n") {
 		t.Errorf("first rune not upper-cased or period doubled:\n%s", got)
 	}

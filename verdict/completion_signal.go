@@ -4,8 +4,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
 // Signal types of seed 002's CompletionSignal.
@@ -60,7 +60,7 @@ func ProcessSignal(h CompletionHandler, sig Signal) (handled bool, err error) {
 
 // HandlerFactory builds a custom handler from its agent.json entry
 // (type "custom", "handler": name) and the build dependencies.
-type HandlerFactory func(cfg config.Completion, deps HandlerDeps) (CompletionHandler, error)
+type HandlerFactory func(cfg agentdir.Completion, deps HandlerDeps) (CompletionHandler, error)
 
 var (
 	customMu       sync.RWMutex

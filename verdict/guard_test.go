@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -28,8 +28,8 @@ func (f *flag) Check(context.Context) (verify.ValidationResult, error) {
 // onFailure skip does not let its failure stand.
 func TestGuardFailsVerificationAndIsNeverSkipped(t *testing.T) {
 	ctx := context.Background()
-	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
-		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
+	reg := agentdir.Registry{EntryStep: "work", Steps: map[string]agentdir.Step{
+		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &agentdir.OnFailure{Action: "skip"}},
 	}}
 	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
@@ -79,7 +79,7 @@ func TestCannotCompleteStopsBeforeTheFormatCheck(t *testing.T) {
 // runs is a verifier whose validator passes and prints out.
 type runs struct{ out string }
 
-func (r *runs) Validate(_ context.Context, conds []config.CompletionCondition) (verify.ValidationResult, error) {
+func (r *runs) Validate(_ context.Context, conds []agentdir.CompletionCondition) (verify.ValidationResult, error) {
 	return verify.ValidationResult{Valid: true, Checked: []string{conds[0].Validator},
 		Runs: []verify.ValidatorRun{{Validator: conds[0].Validator, Command: "go test -v ./...", Output: verify.ValidatorOutput{Stdout: r.out}}}}, nil
 }
@@ -103,8 +103,8 @@ func (l *lost) CheckOutputs(_ context.Context, rs []verify.ValidatorRun) (verify
 // like a guard its failure is never let stand by onFailure skip.
 func TestOutputGuardRunsAfterTheValidators(t *testing.T) {
 	ctx := context.Background()
-	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
-		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
+	reg := agentdir.Registry{EntryStep: "work", Steps: map[string]agentdir.Step{
+		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &agentdir.OnFailure{Action: "skip"}},
 	}}
 	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
@@ -141,7 +141,7 @@ func (idle) CheckOutputs(context.Context, []verify.ValidatorRun) (verify.Validat
 
 // An output guard that had nothing to check is not listed as verified.
 func TestIdleOutputGuardIsNotListed(t *testing.T) {
-	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{"work": {StepID: "work", C2: "work", C3: "main"}}}
+	reg := agentdir.Registry{EntryStep: "work", Steps: map[string]agentdir.Step{"work": {StepID: "work", C2: "work", C3: "main"}}}
 	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -89,7 +89,7 @@ func NewChecker(cfg CheckerConfig) *Checker { return &Checker{cfg: cfg} }
 // Check evaluates check against in. Each type reads only its own input
 // (seed 000): keyword the response text, action the action results, prompt
 // the response text through the Judge (a model call).
-func (c *Checker) Check(ctx context.Context, check *config.StepCheck, in CheckInput) (CheckResult, error) {
+func (c *Checker) Check(ctx context.Context, check *agentdir.StepCheck, in CheckInput) (CheckResult, error) {
 	if check == nil {
 		return CheckResult{}, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerStep, false, "step has no check")
 	}
@@ -166,7 +166,7 @@ func containsAny(texts []string, kw string) bool {
 
 func configErr(ptr, hint, format string, args ...any) error {
 	return &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerStep,
-		Message: fmt.Sprintf(format, args...), File: config.DefaultRegistryFile, Pointer: ptr, Hint: hint}
+		Message: fmt.Sprintf(format, args...), File: agentdir.DefaultRegistryFile, Pointer: ptr, Hint: hint}
 }
 
 // verdictSchema is the structured output a BridgeJudge asks for.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
@@ -16,7 +16,7 @@ import (
 
 func TestKeywordCheckReadsOnlyResponses(t *testing.T) {
 	c := NewChecker(CheckerConfig{})
-	check := &config.StepCheck{Type: CheckKeyword, Keywords: []string{"PLAN_READY", "PLAN_DONE"}}
+	check := &agentdir.StepCheck{Type: CheckKeyword, Keywords: []string{"PLAN_READY", "PLAN_DONE"}}
 	s := &event.IterationSummary{AssistantResponses: []string{"reading the notes"},
 		ToolsUsed: []event.ToolUsage{{Name: "Read", Output: "write PLAN_READY when the plan is ready"}}}
 	r, err := c.Check(ctx, check, InputFromSummary(s))
@@ -32,7 +32,7 @@ func TestKeywordCheckReadsOnlyResponses(t *testing.T) {
 
 func TestActionCheckReadsOnlyActionResults(t *testing.T) {
 	c := NewChecker(CheckerConfig{})
-	check := &config.StepCheck{Type: CheckAction, Actions: []string{"Write", "Bash"}}
+	check := &agentdir.StepCheck{Type: CheckAction, Actions: []string{"Write", "Bash"}}
 	cases := []struct {
 		in   CheckInput
 		want bool
@@ -60,7 +60,7 @@ func TestActionCheckReadsOnlyActionResults(t *testing.T) {
 
 func TestCheckConfigErrors(t *testing.T) {
 	c := NewChecker(CheckerConfig{})
-	for _, check := range []*config.StepCheck{nil, {Type: "vibes"}, {Type: CheckKeyword}, {Type: CheckAction},
+	for _, check := range []*agentdir.StepCheck{nil, {Type: "vibes"}, {Type: CheckKeyword}, {Type: CheckAction},
 		{Type: CheckPrompt}, {Type: CheckPrompt, Prompt: "is it good?"}} {
 		if _, err := c.Check(ctx, check, CheckInput{}); !errors.Is(err, agenterr.ErrConfigurationValidation) {
 			t.Errorf("%+v: err = %v", check, err)
@@ -95,7 +95,7 @@ func (m *reviewer) Generate(_ context.Context, req *llm.Request) (*llm.Response,
 }
 
 func TestPromptCheckWithBridgeJudge(t *testing.T) {
-	check := &config.StepCheck{Type: CheckPrompt, Prompt: "The response must show that the test suite passes."}
+	check := &agentdir.StepCheck{Type: CheckPrompt, Prompt: "The response must show that the test suite passes."}
 	for _, mode := range []string{"structured", "prose"} {
 		model := &reviewer{mode: mode}
 		bridge := llm.NewToolLoop(model, llm.Config{})
@@ -139,13 +139,13 @@ func TestPromptCheckResolvesPromptRef(t *testing.T) {
 			}
 			return "Criterion from file: tests must pass.", nil
 		}})
-	if _, err := c.Check(ctx, &config.StepCheck{Type: CheckPrompt, Prompt: "checks/tests.md"}, CheckInput{Responses: []string{"all tests pass"}}); err != nil {
+	if _, err := c.Check(ctx, &agentdir.StepCheck{Type: CheckPrompt, Prompt: "checks/tests.md"}, CheckInput{Responses: []string{"all tests pass"}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(model.prompts[0], "Criterion from file") {
 		t.Fatalf("prompt = %q", model.prompts[0])
 	}
-	if _, err := c.Check(ctx, &config.StepCheck{Type: CheckPrompt, Prompt: "missing.md"}, CheckInput{}); err == nil {
+	if _, err := c.Check(ctx, &agentdir.StepCheck{Type: CheckPrompt, Prompt: "missing.md"}, CheckInput{}); err == nil {
 		t.Fatal("resolve error swallowed")
 	}
 }

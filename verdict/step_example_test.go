@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/verdict"
 )
 
 func ExampleMachine_Transition() {
-	var reg config.Registry
+	var reg agentdir.Registry
 	json.Unmarshal([]byte(`{"agentId":"demo","entryStep":"write","steps":{
 		"write":{"stepId":"write","c2":"initial","c3":"write","check":{"type":"keyword","keywords":["DRAFTED"],
 			"onPass":{"next":"review"},"onFail":{"retry":true}}},

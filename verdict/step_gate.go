@@ -8,19 +8,19 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
 // intentAliases are the words models use for the intents.
 var intentAliases = map[string]string{
-	"continue": config.IntentNext,
-	"pass":     config.IntentNext,
-	"retry":    config.IntentRepeat,
-	"wait":     config.IntentRepeat,
-	"fail":     config.IntentRepeat,
-	"done":     config.IntentClosing,
-	"finished": config.IntentClosing,
+	"continue": agentdir.IntentNext,
+	"pass":     agentdir.IntentNext,
+	"retry":    agentdir.IntentRepeat,
+	"wait":     agentdir.IntentRepeat,
+	"fail":     agentdir.IntentRepeat,
+	"done":     agentdir.IntentClosing,
+	"finished": agentdir.IntentClosing,
 }
 
 // Interpretation is what a step's structuredGate read from its structured
@@ -50,7 +50,7 @@ type IntentInterpretation struct {
 // stage answers it with a format retry);
 // without failFast the fallbackIntent is used (else next when allowed, else
 // the first allowed intent). The intent is never read from prose.
-func InterpretIntent(id string, g *config.StructuredGate, output json.RawMessage) (IntentInterpretation, error) {
+func InterpretIntent(id string, g *agentdir.StructuredGate, output json.RawMessage) (IntentInterpretation, error) {
 	var doc map[string]any
 	if len(bytes.TrimSpace(output)) > 0 {
 		_ = json.Unmarshal(output, &doc)
@@ -75,7 +75,7 @@ func InterpretIntent(id string, g *config.StructuredGate, output json.RawMessage
 			intent = a
 		}
 		switch {
-		case !slices.Contains(config.Intents(), intent):
+		case !slices.Contains(agentdir.Intents(), intent):
 			problem = fmt.Sprintf("unknown intent %q at %s", s, g.IntentField)
 		case !slices.Contains(g.AllowedIntents, intent):
 			problem = fmt.Sprintf("intent %q is not one of allowedIntents %v", intent, g.AllowedIntents)
@@ -94,8 +94,8 @@ func InterpretIntent(id string, g *config.StructuredGate, output json.RawMessage
 		switch {
 		case g.FallbackIntent != "" && slices.Contains(g.AllowedIntents, g.FallbackIntent):
 			in.Intent = g.FallbackIntent
-		case slices.Contains(g.AllowedIntents, config.IntentNext):
-			in.Intent = config.IntentNext
+		case slices.Contains(g.AllowedIntents, agentdir.IntentNext):
+			in.Intent = agentdir.IntentNext
 		case len(g.AllowedIntents) > 0:
 			in.Intent = g.AllowedIntents[0]
 		default:
@@ -103,7 +103,7 @@ func InterpretIntent(id string, g *config.StructuredGate, output json.RawMessage
 				"step %q: cannot read the intent (%s) and allowedIntents is empty", id, problem)
 		}
 	}
-	if in.Intent == config.IntentJump && g.TargetField != "" {
+	if in.Intent == agentdir.IntentJump && g.TargetField != "" {
 		if t, ok := lookup(doc, g.TargetField); ok {
 			if s, ok := t.(string); ok {
 				in.Target = s

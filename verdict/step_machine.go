@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -119,7 +119,7 @@ type ReturnState struct {
 
 // Machine is seed 002's StepMachine over steps_registry.json.
 type Machine struct {
-	reg   *config.Registry // read-only
+	reg   *agentdir.Registry // read-only
 	opts  MachineOptions
 	limit int
 	st    StepState
@@ -130,7 +130,7 @@ type Machine struct {
 // with the registry file and the pointer of the bad reference.
 //
 // The machine keeps reg and never changes it: machines may share one.
-func NewMachine(reg *config.Registry, opts MachineOptions) (*Machine, error) {
+func NewMachine(reg *agentdir.Registry, opts MachineOptions) (*Machine, error) {
 	if opts.Emitter == nil {
 		opts.Emitter = journal.Discard
 	}
@@ -138,7 +138,7 @@ func NewMachine(reg *config.Registry, opts MachineOptions) (*Machine, error) {
 		opts.Notifier = &WebhookNotifier{}
 	}
 	if opts.File == "" {
-		opts.File = config.DefaultRegistryFile
+		opts.File = agentdir.DefaultRegistryFile
 	}
 	m := &Machine{reg: reg, opts: opts, limit: reg.StepLoopLimit}
 	if m.limit <= 0 {
@@ -161,7 +161,7 @@ func NewMachine(reg *config.Registry, opts MachineOptions) (*Machine, error) {
 func (m *Machine) validate() error {
 	var errs []error
 	rule := func(code, ptr, hint, format string, args ...any) {
-		errs = append(errs, config.Rule(code, m.opts.File, ptr, hint, format, args...))
+		errs = append(errs, agentdir.Rule(code, m.opts.File, ptr, hint, format, args...))
 	}
 	bad := func(ptr, hint, format string, args ...any) {
 		errs = append(errs, &agenterr.Error{Code: agenterr.CodeConfigurationValidation, Layer: agenterr.LayerConfiguration,
@@ -182,7 +182,7 @@ func (m *Machine) validate() error {
 	parents := map[string]string{}
 	for _, id := range m.ids() {
 		s := m.reg.Steps[id]
-		p := config.JoinPointer("steps", id)
+		p := agentdir.JoinPointer("steps", id)
 		switch s.Type {
 		case "", TypeNormal, TypeSubStep:
 		case TypeGateway:
@@ -196,7 +196,7 @@ func (m *Machine) validate() error {
 		if c := s.Check; c != nil {
 			for _, tr := range []struct {
 				key string
-				t   config.Transition
+				t   agentdir.Transition
 			}{{"onPass", c.OnPass}, {"onFail", c.OnFail}} {
 				tp := p + "/check/" + tr.key
 				if tr.t.Next != "" && !exists(tr.t.Next) {
@@ -329,7 +329,7 @@ func (m *Machine) ids() []string {
 }
 
 // Current returns the current step's id and definition.
-func (m *Machine) Current() (string, config.Step) {
+func (m *Machine) Current() (string, agentdir.Step) {
 	return m.st.Current, m.reg.Steps[m.st.Current]
 }
 
@@ -543,9 +543,9 @@ func (m *Machine) transition(ctx context.Context, o StepOutcome) (StepMove, erro
 }
 
 // pick returns the transition of step's check for passed.
-func pick(s config.Step, passed bool) (config.Transition, bool) {
+func pick(s agentdir.Step, passed bool) (agentdir.Transition, bool) {
 	if s.Check == nil {
-		return config.Transition{}, false
+		return agentdir.Transition{}, false
 	}
 	if passed {
 		return s.Check.OnPass, true
@@ -553,7 +553,7 @@ func pick(s config.Step, passed bool) (config.Transition, bool) {
 	return s.Check.OnFail, true
 }
 
-func (m *Machine) resolve(ctx context.Context, id string, s config.Step, o StepOutcome) (StepMove, error) {
+func (m *Machine) resolve(ctx context.Context, id string, s agentdir.Step, o StepOutcome) (StepMove, error) {
 	t, has := pick(s, o.Passed)
 	if !has {
 		if len(s.SubSteps) > 0 {
@@ -585,7 +585,7 @@ func (m *Machine) resolve(ctx context.Context, id string, s config.Step, o StepO
 }
 
 // follow takes a non-retry transition t out of step id.
-func (m *Machine) follow(ctx context.Context, id string, s config.Step, t config.Transition, o StepOutcome) (StepMove, error) {
+func (m *Machine) follow(ctx context.Context, id string, s agentdir.Step, t agentdir.Transition, o StepOutcome) (StepMove, error) {
 	if t.Complete {
 		m.st.Completed = true
 		m.st.Return = nil
@@ -623,7 +623,7 @@ func (m *Machine) enter(id string) error {
 
 // retry handles a retry transition. handled is false only when retries are
 // exhausted and onExhausted is skip (the caller takes onPass).
-func (m *Machine) retry(id string, s config.Step) (mv StepMove, handled bool, err error) {
+func (m *Machine) retry(id string, s agentdir.Step) (mv StepMove, handled bool, err error) {
 	max := DefaultMaxRetries
 	onExhausted, fallback := "error", ""
 	if r := s.Retry; r != nil {
@@ -684,7 +684,7 @@ type EscalationEvent struct {
 	Iteration  int    `json:"iteration,omitempty"`
 }
 
-func (m *Machine) escalate(ctx context.Context, id string, s config.Step, o StepOutcome) (StepMove, error) {
+func (m *Machine) escalate(ctx context.Context, id string, s agentdir.Step, o StepOutcome) (StepMove, error) {
 	e := s.Escalation
 	method, flow := e.NotificationMethod, e.ReturnFlow
 	if method == "" {
@@ -779,14 +779,14 @@ func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput,
 // evaluateRouted is Evaluate for a step routed by its structuredGate: the
 // intent read from the structured output (never the text) takes the
 // transition; the step's answer is recorded for later steps' inputs.
-func (m *Machine) evaluateRouted(ctx context.Context, id string, s config.Step, in CheckInput, h CompletionHandler, cc CompletionContext) (StepEvaluation, error) {
+func (m *Machine) evaluateRouted(ctx context.Context, id string, s agentdir.Step, in CheckInput, h CompletionHandler, cc CompletionContext) (StepEvaluation, error) {
 	var ev StepEvaluation
 	it, err := InterpretIntent(id, s.StructuredGate, in.Structured)
 	if err != nil {
 		return ev, err
 	}
 	ev.Intent = &it
-	ev.Check = CheckResult{Type: "intent", Passed: it.Intent != config.IntentAbort && !it.Fallback, Reason: intentReason(it)}
+	ev.Check = CheckResult{Type: "intent", Passed: it.Intent != agentdir.IntentAbort && !it.Fallback, Reason: intentReason(it)}
 	m.record(id, in.Structured, it.Handoff)
 	mv, err := m.route(id, s, it)
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 )
 
@@ -46,9 +46,9 @@ func (r *recorder) types() []string {
 	return out
 }
 
-func registry(t *testing.T, js string) config.Registry {
+func registry(t *testing.T, js string) agentdir.Registry {
 	t.Helper()
-	var r config.Registry
+	var r agentdir.Registry
 	if err := json.Unmarshal([]byte(js), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func TestWebhookEscalationFails(t *testing.T) {
 		http.Error(w, "no", http.StatusForbidden)
 	}))
 	defer bad.Close()
-	err = (&WebhookNotifier{Backoff: time.Millisecond}).Notify(ctx, config.Escalation{WebhookURL: bad.URL}, Notification{Step: "s"})
+	err = (&WebhookNotifier{Backoff: time.Millisecond}).Notify(ctx, agentdir.Escalation{WebhookURL: bad.URL}, Notification{Step: "s"})
 	if !errors.Is(err, agenterr.ErrEscalation) || calls.Load() != 1 {
 		t.Fatalf("403: %v after %d calls", err, calls.Load())
 	}
@@ -396,7 +396,7 @@ func TestWebhookEscalationFails(t *testing.T) {
 	}))
 	defer slow.Close()
 	start := time.Now()
-	err = (&WebhookNotifier{Backoff: time.Millisecond}).Notify(ctx, config.Escalation{WebhookURL: slow.URL, TimeoutSeconds: 1, MaxAttempts: 1}, Notification{})
+	err = (&WebhookNotifier{Backoff: time.Millisecond}).Notify(ctx, agentdir.Escalation{WebhookURL: slow.URL, TimeoutSeconds: 1, MaxAttempts: 1}, Notification{})
 	if !errors.Is(err, agenterr.ErrEscalation) || time.Since(start) > 4*time.Second {
 		t.Fatalf("slow receiver: %v after %v", err, time.Since(start))
 	}
@@ -571,7 +571,7 @@ func TestDocsExample(t *testing.T) {
 }
 
 func BenchmarkEvaluate(b *testing.B) {
-	reg := config.Registry{}
+	reg := agentdir.Registry{}
 	json.Unmarshal([]byte(linear), &reg)
 	checker := NewChecker(CheckerConfig{})
 	in := CheckInput{Responses: []string{"working on it", "PLANNED and BUILT? not yet"}}
@@ -633,7 +633,7 @@ func TestNewMachineReportsEveryProblem(t *testing.T) {
 		"g":{"type":"gateway"}}}`)), MachineOptions{})
 	var codes []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var re *config.RuleError
+		var re *agentdir.RuleError
 		if !errors.As(e, &re) || !errors.Is(e, agenterr.ErrConfigurationValidation) {
 			t.Fatalf("%v is not a coded configuration error", e)
 		}

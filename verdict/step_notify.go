@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
 // Notification is the JSON body of a webhook escalation.
@@ -25,7 +25,7 @@ type Notification struct {
 
 // Notifier delivers escalation notifications outside the agent.
 type Notifier interface {
-	Notify(ctx context.Context, esc config.Escalation, n Notification) error
+	Notify(ctx context.Context, esc agentdir.Escalation, n Notification) error
 }
 
 // Webhook defaults.
@@ -49,7 +49,7 @@ type WebhookNotifier struct {
 
 // Notify implements Notifier. Failure after the last attempt is
 // ESCALATION_FAILED.
-func (w *WebhookNotifier) Notify(ctx context.Context, esc config.Escalation, n Notification) error {
+func (w *WebhookNotifier) Notify(ctx context.Context, esc agentdir.Escalation, n Notification) error {
 	client := w.Client
 	if client == nil {
 		client = &http.Client{}

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
 // Move kinds of intent routing (next, escalate and abort are shared with
@@ -24,7 +24,7 @@ const (
 func (m *Machine) routeErr(id, hint, format string, args ...any) error {
 	return &agenterr.Error{Code: agenterr.CodeStepRoute, Layer: agenterr.LayerStep,
 		Message: fmt.Sprintf("step %q: ", id) + fmt.Sprintf(format, args...), File: m.opts.File,
-		Pointer: config.JoinPointer("steps", id), Hint: hint}
+		Pointer: agentdir.JoinPointer("steps", id), Hint: hint}
 }
 
 // route takes the transition of step id for the intent in is (the step's
@@ -39,20 +39,20 @@ func (m *Machine) routeErr(id, hint, format string, args ...any) error {
 //     any other value); next without a transition goes from initial.X to
 //     continuation.X.
 //   - a transition to null is terminal, which only closing may be.
-func (m *Machine) route(id string, s config.Step, in IntentInterpretation) (StepMove, error) {
+func (m *Machine) route(id string, s agentdir.Step, in IntentInterpretation) (StepMove, error) {
 	kind := s.Kind()
-	if kind != "" && in.Intent != config.IntentAbort && !slices.Contains(config.KindIntents[kind], in.Intent) {
-		return StepMove{}, m.routeErr(id, fmt.Sprintf("a %s step emits one of %v", kind, config.KindIntents[kind]),
+	if kind != "" && in.Intent != agentdir.IntentAbort && !slices.Contains(agentdir.KindIntents[kind], in.Intent) {
+		return StepMove{}, m.routeErr(id, fmt.Sprintf("a %s step emits one of %v", kind, agentdir.KindIntents[kind]),
 			"intent %q is not allowed for a %s step", in.Intent, kind)
 	}
 	mv := StepMove{Intent: in.Intent}
 	switch in.Intent {
-	case config.IntentClosing:
-		if kind != config.KindClosure {
+	case agentdir.IntentClosing:
+		if kind != agentdir.KindClosure {
 			return StepMove{}, m.routeErr(id, `only a step with "stepKind": "closure" (or c2 "closure") may emit closing; work steps hand off to one`,
 				"closing from a %s step", kindName(kind))
 		}
-		if t, ok := s.Transitions[config.IntentClosing]; ok && !t.Terminal && t.Target != nil {
+		if t, ok := s.Transitions[agentdir.IntentClosing]; ok && !t.Terminal && t.Target != nil {
 			return StepMove{}, m.routeErr(id, `closing ends the flow: write "closing": {"target": null}`,
 				"transitions.closing names step %q; closing is terminal", *t.Target)
 		}
@@ -60,13 +60,13 @@ func (m *Machine) route(id string, s config.Step, in IntentInterpretation) (Step
 		m.st.Return = nil
 		mv.Kind, mv.Complete = MoveClosing, true
 		return mv, nil
-	case config.IntentAbort:
+	case agentdir.IntentAbort:
 		m.st.Aborted = true
 		mv.Kind, mv.Aborted = MoveAbort, true
 		return mv, nil
-	case config.IntentRepeat:
+	case agentdir.IntentRepeat:
 		target := id
-		if _, ok := s.Transitions[config.IntentRepeat]; ok {
+		if _, ok := s.Transitions[agentdir.IntentRepeat]; ok {
 			t, terminal, err := m.transitionTarget(id, s, in)
 			if err != nil {
 				return StepMove{}, err
@@ -82,7 +82,7 @@ func (m *Machine) route(id string, s config.Step, in IntentInterpretation) (Step
 		}
 		mv.Kind = MoveRepeat
 		return mv, nil
-	case config.IntentJump:
+	case agentdir.IntentJump:
 		t := in.Target
 		if t == "" {
 			return StepMove{}, m.routeErr(id, "the answer must name the target step at structuredGate.targetField",
@@ -109,9 +109,9 @@ func (m *Machine) route(id string, s config.Step, in IntentInterpretation) (Step
 		return StepMove{}, err
 	}
 	switch in.Intent {
-	case config.IntentHandoff:
+	case agentdir.IntentHandoff:
 		mv.Kind = MoveHandoff
-	case config.IntentEscalate:
+	case agentdir.IntentEscalate:
 		mv.Kind = MoveEscalate
 	default:
 		mv.Kind = MoveNext
@@ -120,11 +120,11 @@ func (m *Machine) route(id string, s config.Step, in IntentInterpretation) (Step
 }
 
 // transitionTarget resolves transitions.<intent> of step id.
-func (m *Machine) transitionTarget(id string, s config.Step, in IntentInterpretation) (target string, terminal bool, err error) {
+func (m *Machine) transitionTarget(id string, s agentdir.Step, in IntentInterpretation) (target string, terminal bool, err error) {
 	t, ok := s.Transitions[in.Intent]
 	if !ok {
-		if in.Intent == config.IntentNext {
-			if c, ok := config.DefaultNext(id); ok {
+		if in.Intent == agentdir.IntentNext {
+			if c, ok := agentdir.DefaultNext(id); ok {
 				if _, exists := m.reg.Steps[c]; exists {
 					return c, false, nil
 				}

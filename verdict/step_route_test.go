@@ -6,12 +6,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
-func gate(intents ...string) *config.StructuredGate {
-	return &config.StructuredGate{AllowedIntents: intents, IntentField: "next_action.action",
+func gate(intents ...string) *agentdir.StructuredGate {
+	return &agentdir.StructuredGate{AllowedIntents: intents, IntentField: "next_action.action",
 		IntentSchemaRef: "#/properties/next_action/properties/action"}
 }
 
@@ -52,12 +52,12 @@ func TestInterpret(t *testing.T) {
 	// failFast false: fallbackIntent, else next, else the first allowed.
 	no := false
 	for _, tc := range []struct {
-		g    *config.StructuredGate
+		g    *agentdir.StructuredGate
 		want string
 	}{
-		{&config.StructuredGate{AllowedIntents: []string{"next", "repeat"}, IntentField: "a", FailFast: &no, FallbackIntent: "repeat"}, "repeat"},
-		{&config.StructuredGate{AllowedIntents: []string{"repeat", "next"}, IntentField: "a", FailFast: &no}, "next"},
-		{&config.StructuredGate{AllowedIntents: []string{"closing", "repeat"}, IntentField: "a", FailFast: &no}, "closing"},
+		{&agentdir.StructuredGate{AllowedIntents: []string{"next", "repeat"}, IntentField: "a", FailFast: &no, FallbackIntent: "repeat"}, "repeat"},
+		{&agentdir.StructuredGate{AllowedIntents: []string{"repeat", "next"}, IntentField: "a", FailFast: &no}, "next"},
+		{&agentdir.StructuredGate{AllowedIntents: []string{"closing", "repeat"}, IntentField: "a", FailFast: &no}, "closing"},
 	} {
 		in, err := InterpretIntent("s", tc.g, json.RawMessage(`{}`))
 		if err != nil || in.Intent != tc.want || !in.Fallback || in.Reason == "" {
@@ -68,22 +68,22 @@ func TestInterpret(t *testing.T) {
 
 // routedRegistry: initial.a (work) → continuation.a (default next) →
 // handoff by a handoff value → closure.a / verification.v.
-func routedRegistry() config.Registry {
+func routedRegistry() agentdir.Registry {
 	str := func(s string) *string { return &s }
 	hg := gate("next", "repeat", "handoff", "jump")
 	hg.HandoffFields = []string{"result.kind", "result.ok"}
 	hg.TargetField = "target"
-	return config.Registry{EntryStep: "initial.a", Steps: map[string]config.Step{
+	return agentdir.Registry{EntryStep: "initial.a", Steps: map[string]agentdir.Step{
 		"initial.a": {StepID: "initial.a", C2: "initial", C3: "a", StructuredGate: gate("next", "repeat", "closing"),
-			Inputs: map[string]config.InputSpec{"plan": {From: "verification.v.plan"}}},
+			Inputs: map[string]agentdir.InputSpec{"plan": {From: "verification.v.plan"}}},
 		"continuation.a": {StepID: "continuation.a", C2: "continuation", C3: "a", StructuredGate: hg,
-			Transitions: map[string]config.IntentTransition{
+			Transitions: map[string]agentdir.IntentTransition{
 				"handoff": {Condition: "kind", Targets: map[string]*string{"check": str("verification.v"), "true": str("initial.a"), "default": str("closure.a")}},
 			}},
 		"verification.v": {StepID: "verification.v", C2: "verification", C3: "v", StructuredGate: gate("next", "escalate"),
-			Transitions: map[string]config.IntentTransition{"next": {Target: str("continuation.a")}, "escalate": {Target: str("initial.a")}}},
+			Transitions: map[string]agentdir.IntentTransition{"next": {Target: str("continuation.a")}, "escalate": {Target: str("initial.a")}}},
 		"closure.a": {StepID: "closure.a", C2: "closure", C3: "a", StructuredGate: gate("closing", "repeat"),
-			Transitions: map[string]config.IntentTransition{"closing": {Terminal: true}}},
+			Transitions: map[string]agentdir.IntentTransition{"closing": {Terminal: true}}},
 		"part": {StepID: "part", Type: TypeSubStep, C2: "x", C3: "part"},
 		"host": {StepID: "host", C2: "x", C3: "host", SubSteps: []string{"part"}},
 	}}
@@ -163,7 +163,7 @@ func TestRouteErrors(t *testing.T) {
 	str := func(s string) *string { return &s }
 	reg = routedRegistry()
 	c := reg.Steps["continuation.a"]
-	c.Transitions = map[string]config.IntentTransition{"handoff": {Condition: "kind", Targets: map[string]*string{"x": str("closure.a")}}}
+	c.Transitions = map[string]agentdir.IntentTransition{"handoff": {Condition: "kind", Targets: map[string]*string{"x": str("closure.a")}}}
 	reg.Steps["continuation.a"] = c
 	m, _ := NewMachine(new(reg), MachineOptions{})
 	m.enterStep("continuation.a")
@@ -173,7 +173,7 @@ func TestRouteErrors(t *testing.T) {
 	// A transition to a missing step is refused when the machine is built.
 	reg = routedRegistry()
 	v := reg.Steps["verification.v"]
-	v.Transitions = map[string]config.IntentTransition{"next": {Target: str("ghost")}}
+	v.Transitions = map[string]agentdir.IntentTransition{"next": {Target: str("ghost")}}
 	reg.Steps["verification.v"] = v
 	if _, err := NewMachine(new(reg), MachineOptions{}); !errors.Is(err, agenterr.ErrConfigurationValidation) {
 		t.Fatalf("NewMachine: %v", err)
@@ -233,7 +233,7 @@ func TestInputsFromOutputs(t *testing.T) {
 	reg := routedRegistry()
 	no := false
 	a := reg.Steps["initial.a"]
-	a.Inputs = map[string]config.InputSpec{"x": {From: "closure.a.x", Required: &no, Default: json.RawMessage(`"none"`)},
+	a.Inputs = map[string]agentdir.InputSpec{"x": {From: "closure.a.x", Required: &no, Default: json.RawMessage(`"none"`)},
 		"y": {From: "closure.a.y", Required: &no}, "mode": {Default: json.RawMessage(`"fast"`)}}
 	reg.Steps["initial.a"] = a
 	m3, _ := NewMachine(new(reg), MachineOptions{})

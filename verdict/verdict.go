@@ -44,8 +44,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
@@ -80,7 +80,7 @@ const (
 // Schemas resolves a step's outputSchemaRef to its raw schema (shown to the
 // model in a format retry) and its compiled validator.
 type Schemas interface {
-	OutputSchema(ref config.SchemaRef) (json.RawMessage, verify.SchemaValidator, error)
+	OutputSchema(ref agentdir.SchemaRef) (json.RawMessage, verify.SchemaValidator, error)
 }
 
 // Config configures a Stage.
@@ -115,7 +115,7 @@ type Config struct {
 	// ValidationSteps are the registry's validationSteps: the conditions,
 	// onFailure and retry-prompt location of the closure steps they are
 	// keyed by.
-	ValidationSteps map[string]config.ValidationStep
+	ValidationSteps map[string]agentdir.ValidationStep
 	// OutputGuards run after the validators passed, on what they printed
 	// (no lost tests), and fail verification like a guard: never let
 	// stand by onFailure skip.
@@ -287,7 +287,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		s.budget(&s.intents, id, st.OnFailure).Reset()
 	}
 	routed := ev.Intent != nil
-	if routed && ev.Intent.Intent == config.IntentAbort {
+	if routed && ev.Intent.Intent == agentdir.IntentAbort {
 		s.commit(fork)
 		return s.cannotComplete(v, CannotComplete{Iteration: in.Iteration, Reason: ev.Intent.Reason,
 			Evidence: fmt.Sprintf("step %s emitted intent abort", id)}), nil
@@ -320,7 +320,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	if routed {
 		claimed, everyIteration = stepDone, false
 	}
-	ver := (&config.Registry{ValidationSteps: s.cfg.ValidationSteps}).VerificationOf(id, st)
+	ver := (&agentdir.Registry{ValidationSteps: s.cfg.ValidationSteps}).VerificationOf(id, st)
 	conds := s.conditions(ver.Conditions)
 	if (len(conds) > 0 || len(s.cfg.Guards) > 0) && (claimed || everyIteration) {
 		vr, err := s.verify(ctx, conds)
@@ -385,7 +385,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 // (failFast): the same step runs again with a prompt that names the
 // problem and the schema, under the step's onFailure attempts; then the
 // run stops with STEP_INTENT. The fork is dropped.
-func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (Verdict, error) {
+func (s *Stage) intentRetry(id string, st agentdir.Step, cause error, v Verdict) (Verdict, error) {
 	s.buf.reset()
 	d, err := s.budget(&s.intents, id, st.OnFailure).Next(verify.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
 	if err != nil {
@@ -429,7 +429,7 @@ func (s *Stage) cannotComplete(v Verdict, d CannotComplete) Verdict {
 }
 
 // verify runs the guards, then the validators; the first failure ends it.
-func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) (verify.ValidationResult, error) {
+func (s *Stage) verify(ctx context.Context, conds []agentdir.CompletionCondition) (verify.ValidationResult, error) {
 	var checked []string
 	for _, g := range s.cfg.Guards {
 		vr, err := g.Check(ctx)
@@ -513,11 +513,11 @@ func (s *Stage) handlerName(cr CompletionResult) string {
 // conditions are the step's conditions (its completionConditions or its
 // validation step's validationConditions) followed by the run's
 // validators, each validator once (the first naming it, with its params).
-func (s *Stage) conditions(step []config.CompletionCondition) []config.CompletionCondition {
+func (s *Stage) conditions(step []agentdir.CompletionCondition) []agentdir.CompletionCondition {
 	if len(s.cfg.Validators) == 0 {
 		return step
 	}
-	out := make([]config.CompletionCondition, 0, len(step)+len(s.cfg.Validators))
+	out := make([]agentdir.CompletionCondition, 0, len(step)+len(s.cfg.Validators))
 	seen := make(map[string]bool, cap(out))
 	for _, c := range step {
 		if !seen[c.Validator] {
@@ -528,7 +528,7 @@ func (s *Stage) conditions(step []config.CompletionCondition) []config.Completio
 	for _, name := range s.cfg.Validators {
 		if !seen[name] {
 			seen[name] = true
-			out = append(out, config.CompletionCondition{Validator: name})
+			out = append(out, agentdir.CompletionCondition{Validator: name})
 		}
 	}
 	return out
@@ -556,7 +556,7 @@ func (s *Stage) emitCheck(v Verdict) {
 
 // format checks the structured output against the step's schema; done is
 // true when the verdict is made (a format retry or a stop).
-func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *event.IterationSummary, v *Verdict) (bool, error) {
+func (s *Stage) format(id string, st agentdir.Step, ref agentdir.SchemaRef, sum *event.IterationSummary, v *Verdict) (bool, error) {
 	if s.cfg.Schemas == nil {
 		return true, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
 			"step %q has an outputSchemaRef but the verdict stage has no schemas", id)
@@ -595,7 +595,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *eve
 // retry applies the step's onFailure after a failed verification. The
 // fork is dropped — the step stays where it was — unless onFailure is skip,
 // which lets the iteration stand.
-func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *event.IterationSummary, vr verify.ValidationResult, v Verdict, fork *Machine) (Verdict, error) {
+func (s *Stage) retry(ctx context.Context, id string, st agentdir.Step, ver agentdir.StepVerification, claim string, sum *event.IterationSummary, vr verify.ValidationResult, v Verdict, fork *Machine) (Verdict, error) {
 	d, err := s.budget(&s.attempts, id, ver.OnFailure).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
@@ -644,7 +644,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 	return v, nil
 }
 
-func (s *Stage) budget(mp *map[string]*RetryBudget, id string, onFailure *config.OnFailure) *RetryBudget {
+func (s *Stage) budget(mp *map[string]*RetryBudget, id string, onFailure *agentdir.OnFailure) *RetryBudget {
 	if b, ok := (*mp)[id]; ok {
 		return b
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/schema"
@@ -24,7 +24,7 @@ func (r *recorder) Emit(typ string, _ any) { r.types = append(r.types, typ) }
 // schemas serves one compiled schema.
 type schemas struct{ raw json.RawMessage }
 
-func (s schemas) OutputSchema(config.SchemaRef) (json.RawMessage, verify.SchemaValidator, error) {
+func (s schemas) OutputSchema(agentdir.SchemaRef) (json.RawMessage, verify.SchemaValidator, error) {
 	v, err := schema.Compile(s.raw)
 	return s.raw, v, err
 }
@@ -34,12 +34,12 @@ func (s schemas) OutputSchema(config.SchemaRef) (json.RawMessage, verify.SchemaV
 // file validator out-exists verifying every completion in dir.
 func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *verdict.Machine) {
 	t.Helper()
-	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
-		"work": {StepID: "work", C2: "work", C3: "main", Check: &config.StepCheck{Type: "keyword", Keywords: []string{"WORKED"},
-			OnPass: config.Transition{Next: "finish"}, OnFail: config.Transition{Retry: true}}},
-		"finish": {StepID: "finish", C2: "finish", C3: "main", OutputSchemaRef: &config.SchemaRef{File: "f.json", Schema: "f"},
-			OnFailure: &config.OnFailure{Action: "retry", MaxAttempts: 2}},
-	}, Validators: map[string]config.Validator{"out-exists": {Type: "file", Path: "out.txt", FailurePattern: "file-not-exists"}}}
+	reg := agentdir.Registry{EntryStep: "work", Steps: map[string]agentdir.Step{
+		"work": {StepID: "work", C2: "work", C3: "main", Check: &agentdir.StepCheck{Type: "keyword", Keywords: []string{"WORKED"},
+			OnPass: agentdir.Transition{Next: "finish"}, OnFail: agentdir.Transition{Retry: true}}},
+		"finish": {StepID: "finish", C2: "finish", C3: "main", OutputSchemaRef: &agentdir.SchemaRef{File: "f.json", Schema: "f"},
+			OnFailure: &agentdir.OnFailure{Action: "retry", MaxAttempts: 2}},
+	}, Validators: map[string]agentdir.Validator{"out-exists": {Type: "file", Path: "out.txt", FailurePattern: "file-not-exists"}}}
 	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{Emitter: ev})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -60,12 +60,12 @@ func benchValidator(b *testing.B, command string, setup func(b *testing.B, work 
 				sb = c.sb(b)
 			}
 			v := newValidator(b, ValidatorConfig{
-				Validators: map[string]config.Validator{"v": {Type: "command", Command: command, FailurePattern: "failed"}},
-				Patterns:   map[string]config.CompletionPattern{"failed": {Edition: "failed"}},
+				Validators: map[string]agentdir.Validator{"v": {Type: "command", Command: command, FailurePattern: "failed"}},
+				Patterns:   map[string]agentdir.CompletionPattern{"failed": {Edition: "failed"}},
 				WorkDir:    work,
 				Sandbox:    sb,
 			})
-			conds := []config.CompletionCondition{{Validator: "v"}}
+			conds := []agentdir.CompletionCondition{{Validator: "v"}}
 			validate := func() {
 				r, err := v.Validate(context.Background(), conds)
 				if err != nil || !r.Valid {

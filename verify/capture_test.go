@@ -2,12 +2,11 @@ package verify
 
 import (
 	"context"
+	"github.com/capstan-dev/capstan/agentdir"
 	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // bigSuite prints about 2 MiB of passing go test -v lines, then a failing
@@ -20,12 +19,12 @@ const bigSuite = `awk 'BEGIN { for (i = 0; i < 45000; i++) printf "=== RUN   Tes
 // of passing tests. The extractor, the journaled excerpt and the kept
 // output all see the failure at the end.
 func TestCaptureKeepsTheEnd(t *testing.T) {
-	v := newValidator(t, ValidatorConfig{WorkDir: t.TempDir(), Patterns: map[string]config.CompletionPattern{"f": {Edition: "failed"}},
-		Validators: map[string]config.Validator{
+	v := newValidator(t, ValidatorConfig{WorkDir: t.TempDir(), Patterns: map[string]agentdir.CompletionPattern{"f": {Edition: "failed"}},
+		Validators: map[string]agentdir.Validator{
 			"tests": {Type: "command", Command: bigSuite, FailurePattern: "f",
 				ExtractParams: map[string]string{"failedTests": "parseTestOutput"}},
 		}})
-	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "tests"}})
+	r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "tests"}})
 	if err != nil || r.Valid || r.Output == nil {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -161,10 +160,10 @@ func TestCaptureLeavesNoPieceOfASecret(t *testing.T) {
 	// 1000 bytes kept: the secret starts 10 bytes before the end of the
 	// first 500 and ends 12 bytes after the start of the last 500.
 	cmd := `printf '%0490d` + secret + `%0980d` + secret + `%0483d' 0 0 0`
-	v := newValidator(t, ValidatorConfig{WorkDir: t.TempDir(), OutputCap: 1000, Patterns: map[string]config.CompletionPattern{"f": {Edition: "failed"}},
-		Validators: map[string]config.Validator{"t": {Type: "command", Command: cmd + "; exit 1", FailurePattern: "f",
+	v := newValidator(t, ValidatorConfig{WorkDir: t.TempDir(), OutputCap: 1000, Patterns: map[string]agentdir.CompletionPattern{"f": {Edition: "failed"}},
+		Validators: map[string]agentdir.Validator{"t": {Type: "command", Command: cmd + "; exit 1", FailurePattern: "f",
 			ExtractParams: map[string]string{"out": "output"}}}})
-	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "t"}})
+	r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "t"}})
 	if err != nil || r.Output == nil || !r.Output.Truncated {
 		t.Fatalf("%+v %v", r, err)
 	}

@@ -3,13 +3,12 @@ package verify
 import (
 	"context"
 	"encoding/json"
+	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // validatorEvents runs conditions and returns the validator.result events
@@ -18,9 +17,9 @@ func validatorEvents(t *testing.T, v *CompletionValidator, names ...string) ([]V
 	t.Helper()
 	rec := &recorder{}
 	v.cfg.Emitter = rec
-	var conds []config.CompletionCondition
+	var conds []agentdir.CompletionCondition
 	for _, n := range names {
-		conds = append(conds, config.CompletionCondition{Validator: n})
+		conds = append(conds, agentdir.CompletionCondition{Validator: n})
 	}
 	if _, err := v.Validate(context.Background(), conds); err != nil {
 		t.Fatal(err)
@@ -63,14 +62,14 @@ func TestFailingValidatorJournalsItsOutput(t *testing.T) {
 // event keeps the end, within the bound, from the start of a line, and
 // counts what it left out.
 func TestValidatorOutputExcerptIsBounded(t *testing.T) {
-	v := newValidator(t, ValidatorConfig{WorkDir: t.TempDir(), Patterns: map[string]config.CompletionPattern{"f": {Edition: "failed"}},
-		Validators: map[string]config.Validator{
+	v := newValidator(t, ValidatorConfig{WorkDir: t.TempDir(), Patterns: map[string]agentdir.CompletionPattern{"f": {Edition: "failed"}},
+		Validators: map[string]agentdir.Validator{
 			"loud": {Type: "command", Command: `yes 'ok   TestSomething (0.00s)' | head -c 3000000; echo; echo '--- FAIL: TestAdd' >&2; exit 1`,
 				SuccessWhen: "exitCode:0", FailurePattern: "f"},
 		}})
 	rec := &recorder{}
 	v.cfg.Emitter = rec
-	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "loud"}})
+	r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "loud"}})
 	if err != nil || r.Output == nil || len(rec.events) != 1 {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -107,8 +106,8 @@ func TestValidatorOutputExcerptOfBinaryOutput(t *testing.T) {
 		ctl[i] = byte(i % 32) // every C0 control: each is 6 bytes in JSON
 	}
 	write(t, dir, "ctl.bin", string(ctl))
-	v := newValidator(t, ValidatorConfig{WorkDir: dir, Patterns: map[string]config.CompletionPattern{"f": {Edition: "failed"}},
-		Validators: map[string]config.Validator{
+	v := newValidator(t, ValidatorConfig{WorkDir: dir, Patterns: map[string]agentdir.CompletionPattern{"f": {Edition: "failed"}},
+		Validators: map[string]agentdir.Validator{
 			"random": {Type: "command", Command: "head -c 300000 /dev/urandom; exit 1", SuccessWhen: "exitCode:0", FailurePattern: "f"},
 			"ctl":    {Type: "command", Command: "cat ctl.bin; exit 1", SuccessWhen: "exitCode:0", FailurePattern: "f"},
 		}})
@@ -145,9 +144,9 @@ func TestValidatorOutputExcerptRedactsSecrets(t *testing.T) {
 	// The key ends 10 bytes into the last OutputExcerptBytes bytes.
 	write(t, dir, "report.txt", strings.Repeat("a", 10000)+key+strings.Repeat("b", OutputExcerptBytes-10))
 	v := newValidator(t, ValidatorConfig{WorkDir: dir, Env: []string{"EXCERPT_TEST_API_KEY"},
-		Patterns: map[string]config.CompletionPattern{"f": {Edition: "failed"}},
+		Patterns: map[string]agentdir.CompletionPattern{"f": {Edition: "failed"}},
 		Custom:   map[string]CustomValidator{"echo": echoFile{}},
-		Validators: map[string]config.Validator{
+		Validators: map[string]agentdir.Validator{
 			"cmd":    {Type: "command", Command: `echo "connecting with $EXCERPT_TEST_API_KEY"; exit 1`, SuccessWhen: "exitCode:0", FailurePattern: "f"},
 			"custom": {Type: "custom", Handler: "echo", FailurePattern: "f"},
 		}})

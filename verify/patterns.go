@@ -1,9 +1,8 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/agentdir"
 	"sort"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // Built-in failure pattern names (seed 004). They are usable in a
@@ -35,11 +34,11 @@ const (
 // BuiltinPatterns returns the built-in failure patterns, each with
 // edition "failed", adaptation = its name, and the params its retry prompt
 // uses. The map is a fresh copy.
-func BuiltinPatterns() map[string]config.CompletionPattern {
-	p := func(desc string, params ...string) config.CompletionPattern {
-		return config.CompletionPattern{Description: desc, Edition: "failed", Params: params}
+func BuiltinPatterns() map[string]agentdir.CompletionPattern {
+	p := func(desc string, params ...string) agentdir.CompletionPattern {
+		return agentdir.CompletionPattern{Description: desc, Edition: "failed", Params: params}
 	}
-	m := map[string]config.CompletionPattern{
+	m := map[string]agentdir.CompletionPattern{
 		PatternGitDirty:      p("uncommitted changes in the work tree", "changedFiles", "untrackedFiles"),
 		PatternTestFailed:    p("tests fail", "failedTests", "errorOutput"),
 		PatternTypeError:     p("type check fails", "typeErrors", "errorOutput"),
@@ -68,7 +67,7 @@ func BuiltinPatterns() map[string]config.CompletionPattern {
 
 // LookupPattern finds a failure pattern: the registry's first, then the
 // built-ins.
-func LookupPattern(registry map[string]config.CompletionPattern, name string) (config.CompletionPattern, bool) {
+func LookupPattern(registry map[string]agentdir.CompletionPattern, name string) (agentdir.CompletionPattern, bool) {
 	if p, ok := registry[name]; ok {
 		return p, true
 	}

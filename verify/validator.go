@@ -19,8 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
@@ -44,14 +44,14 @@ type SchemaValidator interface {
 // SchemaSource turns a schema reference of steps_registry.json into a
 // validator (the schema package's resolver, in capstan).
 type SchemaSource interface {
-	Schema(ref config.SchemaRef) (SchemaValidator, error)
+	Schema(ref agentdir.SchemaRef) (SchemaValidator, error)
 }
 
 // CustomRequest is what a custom validator is given.
 type CustomRequest struct {
 	WorkDir    string
 	Name       string
-	Definition config.Validator
+	Definition agentdir.Validator
 	// Params are the condition's params, decoded.
 	Params map[string]any
 }
@@ -105,7 +105,7 @@ func CustomValidators() []string {
 // ValidatorConfig configures a CompletionValidator.
 type ValidatorConfig struct {
 	// Validators are steps_registry.json's validators.
-	Validators map[string]config.Validator
+	Validators map[string]agentdir.Validator
 	// WorkDir is where commands run and file paths are resolved.
 	WorkDir string
 	// Schemas resolves file validators' schema references; required only
@@ -135,7 +135,7 @@ type ValidatorConfig struct {
 	// Patterns are the registry's completionPatterns: a validator's
 	// failurePattern names one of them or a built-in pattern
 	// (BuiltinPatterns).
-	Patterns map[string]config.CompletionPattern
+	Patterns map[string]agentdir.CompletionPattern
 }
 
 // CompletionValidator is seed 004's CompletionValidator: it checks the
@@ -174,7 +174,7 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 		cfg.Emitter = journal.Discard
 	}
 	if cfg.File == "" {
-		cfg.File = config.DefaultRegistryFile
+		cfg.File = agentdir.DefaultRegistryFile
 	}
 	// A copy: what was checked is what runs, whatever the caller does with
 	// its map afterwards.
@@ -203,14 +203,14 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 // invalidSchema returns one SR-SCHEMA-INVALID error per bad keyword, at
 // its place in the schema file, when err says validator name's schema ref
 // is not a valid JSON Schema; nil for any other error.
-func invalidSchema(err error, name string, ref config.SchemaRef) []error {
+func invalidSchema(err error, name string, ref agentdir.SchemaRef) []error {
 	var inv *schema.InvalidSchemaError
 	if !errors.As(err, &inv) {
 		return nil
 	}
 	out := make([]error, 0, len(inv.Problems))
 	for _, p := range inv.Problems {
-		re := config.Rule("SR-SCHEMA-INVALID", p.File, p.Pointer, schema.InvalidOneKeywordHint,
+		re := agentdir.Rule("SR-SCHEMA-INVALID", p.File, p.Pointer, schema.InvalidOneKeywordHint,
 			"validator %s: schema %s#%s is not a valid JSON Schema (%s): %s", name, ref.File, ref.Schema, inv.Draft, p.Message)
 		re.Err.Line, re.Err.Column = p.Line, p.Column
 		out = append(out, re)
@@ -220,12 +220,12 @@ func invalidSchema(err error, name string, ref config.SchemaRef) []error {
 
 // build checks the definition of validator name and makes what it needs
 // to run, returning every broken rule.
-func (v *CompletionValidator) build(name string, def config.Validator) (builtValidator, []error) {
+func (v *CompletionValidator) build(name string, def agentdir.Validator) (builtValidator, []error) {
 	var b builtValidator
 	var errs []error
-	ptr := config.JoinPointer("validators", name)
+	ptr := agentdir.JoinPointer("validators", name)
 	rule := func(code, field, hint, format string, args ...any) {
-		errs = append(errs, config.Rule(code, v.cfg.File, ptr+"/"+field, hint, format, args...))
+		errs = append(errs, agentdir.Rule(code, v.cfg.File, ptr+"/"+field, hint, format, args...))
 	}
 	switch def.Type {
 	case "command":
@@ -235,7 +235,7 @@ func (v *CompletionValidator) build(name string, def config.Validator) (builtVal
 	case "file":
 		if strings.TrimSpace(def.Path) == "" {
 			rule("SR-VALIDATOR-FIELD", "path", "add path, relative to the work dir", "a file validator needs path")
-		} else if msg := config.LexicalInside(def.Path); msg != "" {
+		} else if msg := agentdir.LexicalInside(def.Path); msg != "" {
 			// The path after {param} substitution is confined when the
 			// validator runs (runFile); this is the path as written.
 			rule("SR-PATH-OUTSIDE", "path", "use a path relative to the work dir that stays inside it", "path %q %s", def.Path, msg)
@@ -319,7 +319,7 @@ func (v *CompletionValidator) build(name string, def config.Validator) (builtVal
 	sort.Strings(params)
 	for _, param := range params {
 		if ex := def.ExtractParams[param]; extractors[ex] == nil {
-			errs = append(errs, config.Rule("SR-EXTRACTOR-UNKNOWN", v.cfg.File, config.JoinPointer("validators", name, "extractParams", param),
+			errs = append(errs, agentdir.Rule("SR-EXTRACTOR-UNKNOWN", v.cfg.File, agentdir.JoinPointer("validators", name, "extractParams", param),
 				"use one of: "+strings.Join(Extractors(), ", "), "unknown extractor %q", ex))
 		}
 	}
@@ -360,7 +360,7 @@ type ValidatorEvent struct {
 // validator named twice runs once (the first condition naming it counts).
 // An error means a validator could not be run at all (VALIDATOR_ERROR) or
 // ctx ended.
-func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.CompletionCondition) (ValidationResult, error) {
+func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (ValidationResult, error) {
 	res := ValidationResult{Valid: true}
 	for i, cond := range conditions {
 		if slices.Contains(res.Checked, cond.Validator) {
@@ -413,7 +413,7 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.
 // Validate would (same work dir, environment, timeout, output cap and
 // redaction), without judging or journaling it: for a baseline taken
 // before the first iteration.
-func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond config.CompletionCondition) (ValidatorRun, error) {
+func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond agentdir.CompletionCondition) (ValidatorRun, error) {
 	def, ok := v.cfg.Validators[cond.Validator]
 	if !ok || def.Type != "command" {
 		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "name a command validator declared under \"validators\" in "+v.cfg.File,
@@ -434,7 +434,7 @@ func (v *CompletionValidator) configErr(ptr, hint, format string, args ...any) e
 
 // extract runs the validator's extractors (NewCompletionValidator checked
 // that each exists).
-func extract(def config.Validator, out ValidatorOutput) map[string]any {
+func extract(def agentdir.Validator, out ValidatorOutput) map[string]any {
 	p := make(map[string]any, len(def.ExtractParams))
 	for param, ex := range def.ExtractParams {
 		p[param] = extractors[ex](out)
@@ -444,7 +444,7 @@ func extract(def config.Validator, out ValidatorOutput) map[string]any {
 
 // run executes one validator. extra are params the validator type adds
 // on its own (file: path; custom: whatever it returns).
-func (v *CompletionValidator) run(ctx context.Context, name string, def config.Validator, params map[string]any) (out ValidatorOutput, valid bool, extra map[string]any, err error) {
+func (v *CompletionValidator) run(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (out ValidatorOutput, valid bool, extra map[string]any, err error) {
 	switch def.Type {
 	case "command":
 		return v.runCommand(ctx, name, def, params)
@@ -471,7 +471,7 @@ func lookupValidator(name string) (CustomValidator, bool) {
 	return cv, ok
 }
 
-func (v *CompletionValidator) runCommand(ctx context.Context, name string, def config.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
+func (v *CompletionValidator) runCommand(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
 	timeout := v.cfg.DefaultTimeout
 	if def.TimeoutSeconds > 0 {
 		timeout = time.Duration(def.TimeoutSeconds) * time.Second
@@ -490,7 +490,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def c
 	return out, met, nil, nil
 }
 
-func (v *CompletionValidator) runFile(name string, def config.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
+func (v *CompletionValidator) runFile(name string, def agentdir.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
 	start := time.Now()
 	rel := InterpolatePlain(def.Path, params)
 	fail := func(format string, args ...any) (ValidatorOutput, bool, map[string]any, error) {

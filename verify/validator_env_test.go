@@ -2,10 +2,9 @@ package verify
 
 import (
 	"context"
+	"github.com/capstan-dev/capstan/agentdir"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // TestValidatorEnvironmentPolicy: a validator command gets the minimal
@@ -16,14 +15,14 @@ func TestValidatorEnvironmentPolicy(t *testing.T) {
 	t.Setenv("VALIDATOR_TEST_TOKEN", "vt-0123456789-secret")
 	t.Setenv("VALIDATOR_UNLISTED", "not-for-validators")
 	v := newValidator(t, ValidatorConfig{
-		Validators: map[string]config.Validator{
+		Validators: map[string]agentdir.Validator{
 			"env": {Type: "command", Command: "env; exit 1", SuccessWhen: "exitCode:0", FailurePattern: "env-failed"},
 		},
-		Patterns: map[string]config.CompletionPattern{"env-failed": {Edition: "failed"}},
+		Patterns: map[string]agentdir.CompletionPattern{"env-failed": {Edition: "failed"}},
 		WorkDir:  t.TempDir(),
 		Env:      []string{"VALIDATOR_TEST_TOKEN"},
 	})
-	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "env"}})
+	r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "env"}})
 	if err != nil || r.Valid || r.Output == nil {
 		t.Fatalf("%+v %v", r, err)
 	}

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -33,7 +33,7 @@ var (
 func validatorSandbox(t testing.TB) *sandbox.CommandRunner {
 	t.Helper()
 	sandboxOnce.Do(func() {
-		sandboxRun, sandboxErr = sandbox.NewCommandRunner(context.Background(), &config.Sandbox{Enabled: true})
+		sandboxRun, sandboxErr = sandbox.NewCommandRunner(context.Background(), &agentdir.Sandbox{Enabled: true})
 	})
 	if sandboxErr != nil {
 		t.Skipf("sandbox unavailable here: %v", sandboxErr)
@@ -103,12 +103,12 @@ func newAttack(t *testing.T) attack {
 func (a attack) run(t *testing.T, sb CommandSandbox) ValidatorRun {
 	t.Helper()
 	v := newValidator(t, ValidatorConfig{
-		Validators: map[string]config.Validator{"tests": {Type: "command", Command: "sh leak_test.sh", FailurePattern: "failed"}},
-		Patterns:   map[string]config.CompletionPattern{"failed": {Edition: "failed"}},
+		Validators: map[string]agentdir.Validator{"tests": {Type: "command", Command: "sh leak_test.sh", FailurePattern: "failed"}},
+		Patterns:   map[string]agentdir.CompletionPattern{"failed": {Edition: "failed"}},
 		WorkDir:    a.work,
 		Sandbox:    sb,
 	})
-	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "tests"}})
+	r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "tests"}})
 	if err != nil || !r.Valid || len(r.Runs) != 1 {
 		t.Fatalf("the suite passes either way: %+v %v", r, err)
 	}
@@ -192,16 +192,16 @@ func TestSandboxedValidatorKeepsItsTimeoutAndOutputCap(t *testing.T) {
 	}{{"sandboxed", sb}, {"unsandboxed", nil}} {
 		t.Run(c.name, func(t *testing.T) {
 			v := newValidator(t, ValidatorConfig{
-				Validators: map[string]config.Validator{
+				Validators: map[string]agentdir.Validator{
 					"loud": {Type: "command", Command: "yes | head -c 3000000; yes e | head -c 5000 >&2", FailurePattern: "failed"},
 					"slow": {Type: "command", Command: "sleep 30", TimeoutSeconds: 1, FailurePattern: "failed"},
 				},
-				Patterns:  map[string]config.CompletionPattern{"failed": {Edition: "failed"}},
+				Patterns:  map[string]agentdir.CompletionPattern{"failed": {Edition: "failed"}},
 				WorkDir:   t.TempDir(),
 				OutputCap: 1000,
 				Sandbox:   c.sb,
 			})
-			r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "loud"}})
+			r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "loud"}})
 			if err != nil || !r.Valid || len(r.Runs) != 1 {
 				t.Fatalf("loud: %+v %v", r, err)
 			}
@@ -212,7 +212,7 @@ func TestSandboxedValidatorKeepsItsTimeoutAndOutputCap(t *testing.T) {
 				o.Stderr != strings.Repeat("e\n", 250)+"[capstan: output truncated, 4000 bytes omitted here]\n"+strings.Repeat("e\n", 250) {
 				t.Errorf("loud output: %+v", o)
 			}
-			r, err = v.Validate(context.Background(), []config.CompletionCondition{{Validator: "slow"}})
+			r, err = v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "slow"}})
 			if err != nil || r.Valid || r.Output == nil || !r.Output.TimedOut || r.Output.ExitCode != -1 ||
 				!strings.Contains(r.Output.Stderr, "[capstan: command killed after timeout of 1s]") {
 				t.Errorf("slow: %+v %v", r.Output, err)
@@ -247,21 +247,21 @@ func TestSandboxedValidatorRunsGoTestAndGitChecks(t *testing.T) {
 		}
 	}
 	v := newValidator(t, ValidatorConfig{
-		Validators: map[string]config.Validator{
+		Validators: map[string]agentdir.Validator{
 			"tests": {Type: "command", Command: "go test -v ./...", SuccessWhen: "contains:--- PASS: TestAdd", FailurePattern: "failed"},
 			"clean": {Type: "command", Command: "git status --porcelain", SuccessWhen: "empty", FailurePattern: "failed"},
 		},
-		Patterns: map[string]config.CompletionPattern{"failed": {Edition: "failed"}},
+		Patterns: map[string]agentdir.CompletionPattern{"failed": {Edition: "failed"}},
 		WorkDir:  work,
 		Sandbox:  sb,
 	})
-	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "tests"}, {Validator: "clean"}})
+	r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "tests"}, {Validator: "clean"}})
 	if err != nil || !r.Valid || len(r.Runs) != 2 {
 		t.Fatalf("%+v %v", r, err)
 	}
 	// git really looked: an untracked file makes the tree unclean.
 	write(t, work, "stray.txt", "x")
-	r, err = v.Validate(context.Background(), []config.CompletionCondition{{Validator: "clean"}})
+	r, err = v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "clean"}})
 	if err != nil || r.Valid || r.Output == nil || !strings.Contains(r.Output.Stdout, "?? stray.txt") {
 		t.Fatalf("unclean tree: %+v %v", r.Output, err)
 	}
@@ -280,12 +280,12 @@ func TestValidatorNeverRunsUnconfinedWhenTheSandboxFails(t *testing.T) {
 		work := t.TempDir()
 		r := sandbox.New(context.Background(), sandbox.Config{Capabilities: &noNamespaces, AllowUnsandboxed: allow})
 		v := newValidator(t, ValidatorConfig{
-			Validators: map[string]config.Validator{"tests": {Type: "command", Command: "touch ran; cat " + secret, FailurePattern: "failed"}},
-			Patterns:   map[string]config.CompletionPattern{"failed": {Edition: "failed"}},
+			Validators: map[string]agentdir.Validator{"tests": {Type: "command", Command: "touch ran; cat " + secret, FailurePattern: "failed"}},
+			Patterns:   map[string]agentdir.CompletionPattern{"failed": {Edition: "failed"}},
 			WorkDir:    work,
 			Sandbox:    (&sandbox.CommandRunner{Runner: r}).WithLimits(sandbox.ValidatorLimits),
 		})
-		res, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "tests"}})
+		res, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "tests"}})
 		return work, res, err
 	}
 	work, res, err := validate(false)
@@ -364,14 +364,14 @@ func TestSandboxedValidatorsShareASealedBuildCache(t *testing.T) {
 	write(t, work, "go.mod", "module example.com/calc\n\ngo 1.21\n")
 	write(t, work, "calc_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n")
 	v := newValidator(t, ValidatorConfig{
-		Validators: map[string]config.Validator{"tests": {Type: "command", Command: "go test -x -v ./...", SuccessWhen: "contains:--- PASS", FailurePattern: "failed"}},
-		Patterns:   map[string]config.CompletionPattern{"failed": {Edition: "failed"}},
+		Validators: map[string]agentdir.Validator{"tests": {Type: "command", Command: "go test -x -v ./...", SuccessWhen: "contains:--- PASS", FailurePattern: "failed"}},
+		Patterns:   map[string]agentdir.CompletionPattern{"failed": {Edition: "failed"}},
 		WorkDir:    work,
 		Sandbox:    sb.WithCache(cache),
 	})
 	validate := func() ValidatorOutput {
 		t.Helper()
-		r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "tests"}})
+		r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "tests"}})
 		if err != nil || !r.Valid || len(r.Runs) != 1 {
 			t.Fatalf("%+v %v", r, err)
 		}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/schema"
 )
 
@@ -55,8 +55,8 @@ func gitRepo(t testing.TB) string {
 	return dir
 }
 
-func registryValidators() map[string]config.Validator {
-	return map[string]config.Validator{
+func registryValidators() map[string]agentdir.Validator {
+	return map[string]agentdir.Validator{
 		"git-clean": {Type: "command", Command: "git status --porcelain", SuccessWhen: "empty", FailurePattern: "git-dirty",
 			ExtractParams: map[string]string{"changedFiles": "parseChangedFiles", "untrackedFiles": "parseUntrackedFiles"}},
 		"tests-pass": {Type: "command", Command: "go test ./...", SuccessWhen: "exitCode:0", FailurePattern: "test-failed",
@@ -67,7 +67,7 @@ func registryValidators() map[string]config.Validator {
 func TestGitCleanValidatorOnRealRepo(t *testing.T) {
 	dir := gitRepo(t)
 	v := newValidator(t, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
-	conds := []config.CompletionCondition{{Validator: "git-clean"}}
+	conds := []agentdir.CompletionCondition{{Validator: "git-clean"}}
 	r, err := v.Validate(context.Background(), conds)
 	if err != nil || !r.Valid {
 		t.Fatalf("clean repo: %+v %v", r, err)
@@ -102,7 +102,7 @@ func TestEmptyNeedsExitZero(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(dir))
 	v := newValidator(t, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
-	r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "git-clean"}})
+	r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "git-clean"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestTestsPassValidatorRunsRealGoTest(t *testing.T) {
 	dir := goModule(t)
 	t.Setenv("GOFLAGS", "-count=1")
 	v := newValidator(t, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
-	conds := []config.CompletionCondition{{Validator: "tests-pass"}, {Validator: "git-clean"}}
+	conds := []agentdir.CompletionCondition{{Validator: "tests-pass"}, {Validator: "git-clean"}}
 	r, err := v.Validate(context.Background(), conds)
 	if err != nil {
 		t.Fatal(err)
@@ -164,14 +164,14 @@ func TestParamsAreShellQuoted(t *testing.T) {
 	home := t.TempDir()
 	write(t, home, "precious", "keep me")
 	t.Setenv("HOME", home)
-	vals := map[string]config.Validator{
+	vals := map[string]agentdir.Validator{
 		"echo": {Type: "command", Command: "printf '%s' ${value}", SuccessWhen: "contains:never", FailurePattern: "p",
 			ExtractParams: map[string]string{"out": "stdout"}},
 	}
-	v := newValidator(t, ValidatorConfig{Validators: vals, WorkDir: dir, Patterns: map[string]config.CompletionPattern{"p": {Edition: "failed"}}})
+	v := newValidator(t, ValidatorConfig{Validators: vals, WorkDir: dir, Patterns: map[string]agentdir.CompletionPattern{"p": {Edition: "failed"}}})
 	for _, payload := range []string{"$(rm -rf ~)", "`rm -rf ~`", "'; rm -rf ~; echo '", "a b\nc", `"$HOME"`, "${HOME}", "x'y\"z\\"} {
 		raw, _ := json.Marshal(payload)
-		r, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "echo",
+		r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "echo",
 			Params: map[string]json.RawMessage{"value": raw}}})
 		if err != nil {
 			t.Fatal(err)
@@ -306,7 +306,7 @@ func TestRunCommandCanceled(t *testing.T) {
 // validator definition and reports every broken rule at once, each with
 // its problem code, the registry file, the JSON pointer and a hint.
 func TestValidatorDefinitionRules(t *testing.T) {
-	vals := map[string]config.Validator{
+	vals := map[string]agentdir.Validator{
 		"no-cmd":      {Type: "command", FailurePattern: "p"},
 		"bad-when":    {Type: "command", Command: "true", SuccessWhen: "sometimes", FailurePattern: "p"},
 		"bad-ex":      {Type: "command", Command: "false", FailurePattern: "p", ExtractParams: map[string]string{"x/y": "parseMagic"}},
@@ -316,14 +316,14 @@ func TestValidatorDefinitionRules(t *testing.T) {
 		"no-path":     {Type: "file", FailurePattern: "file-not-exists"},
 		"escape":      {Type: "file", Path: "../outside.txt", FailurePattern: "file-not-exists"},
 		"abs":         {Type: "file", Path: "/etc/passwd", FailurePattern: "file-not-exists"},
-		"no-source":   {Type: "file", Path: "out.json", Schema: &config.SchemaRef{File: "a.json", Schema: "x"}, FailurePattern: "p"},
+		"no-source":   {Type: "file", Path: "out.json", Schema: &agentdir.SchemaRef{File: "a.json", Schema: "x"}, FailurePattern: "p"},
 		"no-pattern":  {Type: "command", Command: "true", FailurePattern: "ghost"},
 		"cmd-path":    {Type: "command", Command: "true", Path: "x", FailurePattern: "p"},
 		"file-when":   {Type: "file", Path: "x", SuccessWhen: "empty", TimeoutSeconds: 3, FailurePattern: "p"},
 		"all-correct": {Type: "command", Command: "true", SuccessWhen: "empty", FailurePattern: "git-dirty"},
 	}
 	_, err := NewCompletionValidator(ValidatorConfig{Validators: vals, WorkDir: t.TempDir(),
-		Patterns: map[string]config.CompletionPattern{"p": {Edition: "failed"}}})
+		Patterns: map[string]agentdir.CompletionPattern{"p": {Edition: "failed"}}})
 	want := map[string]string{ // pointer → problem code
 		"/validators/no-cmd/command":            "SR-VALIDATOR-FIELD",
 		"/validators/bad-when/successWhen":      "SR-SUCCESS-WHEN",
@@ -345,7 +345,7 @@ func TestValidatorDefinitionRules(t *testing.T) {
 		t.Fatalf("want every broken rule at once, got %v", err)
 	}
 	for _, e := range j.Unwrap() {
-		p := config.ProblemFromError(e)
+		p := agentdir.ProblemFromError(e)
 		if want[p.Pointer] != p.Code || p.File != "steps_registry.json" || p.Hint == "" || !errors.Is(e, agenterr.ErrConfigurationValidation) {
 			t.Errorf("unexpected %+v", p)
 		}
@@ -360,21 +360,21 @@ func TestValidatorDefinitionRules(t *testing.T) {
 // named by a condition, a path whose {param} values leave the work dir or
 // make it empty — is an error when the validator runs.
 func TestValidatorRunErrors(t *testing.T) {
-	vals := map[string]config.Validator{
+	vals := map[string]agentdir.Validator{
 		"param-path": {Type: "file", Path: "${p}", FailurePattern: "file-not-exists"},
 	}
 	dir := t.TempDir()
 	v := newValidator(t, ValidatorConfig{Validators: vals, WorkDir: dir})
 	for _, tc := range []struct {
-		cond config.CompletionCondition
+		cond agentdir.CompletionCondition
 		code string
 	}{
-		{config.CompletionCondition{Validator: "missing"}, agenterr.CodeValidator},
-		{config.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`"../outside"`)}}, agenterr.CodePathEscape},
-		{config.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`"/etc/passwd"`)}}, agenterr.CodePathEscape},
-		{config.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`""`)}}, agenterr.CodeValidator},
+		{agentdir.CompletionCondition{Validator: "missing"}, agenterr.CodeValidator},
+		{agentdir.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`"../outside"`)}}, agenterr.CodePathEscape},
+		{agentdir.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`"/etc/passwd"`)}}, agenterr.CodePathEscape},
+		{agentdir.CompletionCondition{Validator: "param-path", Params: map[string]json.RawMessage{"p": json.RawMessage(`""`)}}, agenterr.CodeValidator},
 	} {
-		_, err := v.Validate(context.Background(), []config.CompletionCondition{tc.cond})
+		_, err := v.Validate(context.Background(), []agentdir.CompletionCondition{tc.cond})
 		e := agenterr.From(err)
 		if e == nil || e.Code != tc.code || e.File != "steps_registry.json" || e.Pointer == "" || e.Hint == "" {
 			t.Errorf("%s %s: err = %v (want %s with file, pointer, hint)", tc.cond.Validator, tc.cond.Params["p"], err, tc.code)
@@ -399,9 +399,9 @@ func TestFileValidatorSymlinkEscape(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret.json"), filepath.Join(dir, "link.json")); err != nil {
 		t.Skip(err)
 	}
-	v := newValidator(t, ValidatorConfig{WorkDir: dir, Validators: map[string]config.Validator{
+	v := newValidator(t, ValidatorConfig{WorkDir: dir, Validators: map[string]agentdir.Validator{
 		"f": {Type: "file", Path: "link.json", FailurePattern: "file-not-exists"}}})
-	_, err := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "f"}})
+	_, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "f"}})
 	if !errors.Is(err, agenterr.ErrPathEscape) {
 		t.Fatalf("err = %v", err)
 	}
@@ -411,7 +411,7 @@ func TestFileValidatorSymlinkEscape(t *testing.T) {
 // the schema package, the schema name a key of the file.
 type jsonSchemas struct{ dir string }
 
-func (j jsonSchemas) Schema(ref config.SchemaRef) (SchemaValidator, error) {
+func (j jsonSchemas) Schema(ref agentdir.SchemaRef) (SchemaValidator, error) {
 	data, err := os.ReadFile(filepath.Join(j.dir, ref.File))
 	if err != nil {
 		return nil, err
@@ -439,19 +439,19 @@ func TestFileValidatorWithSchema(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "schemas/report.schema.json", `{"report":{"type":"object","required":["title","score"],
 		"properties":{"title":{"type":"string"},"score":{"type":"number","minimum":0}}}}`)
-	vals := map[string]config.Validator{
-		"report": {Type: "file", Path: "out/${name}.json", Schema: &config.SchemaRef{File: "report.schema.json", Schema: "report"},
+	vals := map[string]agentdir.Validator{
+		"report": {Type: "file", Path: "out/${name}.json", Schema: &agentdir.SchemaRef{File: "report.schema.json", Schema: "report"},
 			FailurePattern: "file-not-exists", ExtractParams: map[string]string{"details": "stderr"}},
 		"exists": {Type: "file", Path: "out", FailurePattern: "file-not-exists"},
 	}
 	v := newValidator(t, ValidatorConfig{Validators: vals, WorkDir: dir, Schemas: jsonSchemas{filepath.Join(dir, "schemas")}})
-	cond := []config.CompletionCondition{{Validator: "report", Params: map[string]json.RawMessage{"name": json.RawMessage(`"r1"`)}}}
+	cond := []agentdir.CompletionCondition{{Validator: "report", Params: map[string]json.RawMessage{"name": json.RawMessage(`"r1"`)}}}
 
 	r, err := v.Validate(context.Background(), cond)
 	if err != nil || r.Valid || r.Params["path"] != "out/r1.json" || !strings.Contains(r.Params["details"].(string), "does not exist") {
 		t.Fatalf("missing file: %+v %v", r, err)
 	}
-	if r, _ := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "exists"}}); r.Valid {
+	if r, _ := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "exists"}}); r.Valid {
 		t.Fatal("missing dir passed")
 	}
 	write(t, dir, "out/r1.json", `{"title":"x","score":-1}`)
@@ -467,7 +467,7 @@ func TestFileValidatorWithSchema(t *testing.T) {
 	if r, err = v.Validate(context.Background(), cond); err != nil || !r.Valid {
 		t.Fatalf("valid file: %+v %v", r, err)
 	}
-	if r, _ := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "exists"}}); !r.Valid {
+	if r, _ := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "exists"}}); !r.Valid {
 		t.Fatal("existing dir failed")
 	}
 }
@@ -494,10 +494,10 @@ func TestCustomValidator(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "essay.txt", "one two three")
 	var events recorder
-	v := newValidator(t, ValidatorConfig{WorkDir: dir, Emitter: &events, Patterns: map[string]config.CompletionPattern{"too-short": {Edition: "failed"}}, Validators: map[string]config.Validator{
+	v := newValidator(t, ValidatorConfig{WorkDir: dir, Emitter: &events, Patterns: map[string]agentdir.CompletionPattern{"too-short": {Edition: "failed"}}, Validators: map[string]agentdir.Validator{
 		"long-enough": {Type: "custom", Handler: "test-wordcount", FailurePattern: "too-short", ExtractParams: map[string]string{"text": "stdout"}}}})
-	cond := func(min string) []config.CompletionCondition {
-		return []config.CompletionCondition{{Validator: "long-enough", Params: map[string]json.RawMessage{
+	cond := func(min string) []agentdir.CompletionCondition {
+		return []agentdir.CompletionCondition{{Validator: "long-enough", Params: map[string]json.RawMessage{
 			"file": json.RawMessage(`"essay.txt"`), "min": json.RawMessage(min)}}}
 	}
 	r, err := v.Validate(context.Background(), cond("5"))
@@ -516,7 +516,7 @@ func TestCustomValidator(t *testing.T) {
 		t.Fatalf("event = %+v", ev)
 	}
 	// A custom validator that errors is a VALIDATOR_ERROR.
-	_, err = v.Validate(context.Background(), []config.CompletionCondition{{Validator: "long-enough", Params: map[string]json.RawMessage{
+	_, err = v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "long-enough", Params: map[string]json.RawMessage{
 		"file": json.RawMessage(`"missing.txt"`), "min": json.RawMessage("1")}}})
 	if !errors.Is(err, agenterr.ErrValidator) {
 		t.Fatalf("err = %v", err)
@@ -546,7 +546,7 @@ func BenchmarkGitStatusValidator(b *testing.B) {
 		write(b, dir, filepath.Join("pkg", string(rune('a'+i))+".go"), "package pkg\n")
 	}
 	v := newValidator(b, ValidatorConfig{Validators: registryValidators(), WorkDir: dir})
-	conds := []config.CompletionCondition{{Validator: "git-clean"}}
+	conds := []agentdir.CompletionCondition{{Validator: "git-clean"}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -564,11 +564,11 @@ func TestFileValidatorRefusesSpecialFiles(t *testing.T) {
 		t.Skip(err)
 	}
 	v := newValidator(t, ValidatorConfig{WorkDir: dir, Schemas: jsonSchemas{filepath.Join(dir, "schemas")},
-		Validators: map[string]config.Validator{"f": {Type: "file", Path: "pipe.json", FailurePattern: "file-not-exists",
-			Schema: &config.SchemaRef{File: "s.json", Schema: "any"}}}})
+		Validators: map[string]agentdir.Validator{"f": {Type: "file", Path: "pipe.json", FailurePattern: "file-not-exists",
+			Schema: &agentdir.SchemaRef{File: "s.json", Schema: "any"}}}})
 	done := make(chan ValidationResult, 1)
 	go func() {
-		r, _ := v.Validate(context.Background(), []config.CompletionCondition{{Validator: "f"}})
+		r, _ := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "f"}})
 		done <- r
 	}()
 	select {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -32,11 +32,11 @@ func TestInitScaffold(t *testing.T) {
 	}
 	// The scaffold passes validation with no warnings, and its step prompt
 	// uses the parameter it declares.
-	res := config.Check(dir, agent.ValidateOptions())
+	res := agentdir.Check(dir, agent.ValidateOptions())
 	if len(res.Problems()) != 0 {
 		t.Fatalf("scaffold has problems: %v", res.Problems())
 	}
-	ag, err := config.LoadAndValidate(dir, config.ValidateOptions{})
+	ag, err := agentdir.LoadAndValidate(dir, agentdir.ValidateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/mcp"
 )
@@ -46,7 +46,7 @@ not be started or reached.`,
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			def, err := config.LoadAndValidate(args[0], agent.ValidateOptions())
+			def, err := agentdir.LoadAndValidate(args[0], agent.ValidateOptions())
 			if err != nil {
 				return configError(cmd.ErrOrStderr(), err, args[0], true)
 			}

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
@@ -214,7 +214,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 
 // registerParamFlags adds one flag per declared parameter and returns
 // parameter name → flag name.
-func registerParamFlags(fs *pflag.FlagSet, def *config.Agent) map[string]string {
+func registerParamFlags(fs *pflag.FlagSet, def *agentdir.Agent) map[string]string {
 	out := map[string]string{}
 	for _, p := range def.Params() {
 		flagName := strings.TrimPrefix(p.Flag, "--")
@@ -258,7 +258,7 @@ func (p *paramValue) Type() string {
 	return "string"
 }
 
-func paramFlagNames(def *config.Agent) []string {
+func paramFlagNames(def *agentdir.Agent) []string {
 	var out []string
 	for _, p := range def.Params() {
 		out = append(out, p.Flag)
@@ -268,7 +268,7 @@ func paramFlagNames(def *config.Agent) []string {
 
 // executeRun builds, starts, runs and stops the agent, printing progress
 // and the result, and maps the outcome to an exit code.
-func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *definition.Resume) error {
+func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *definition.Resume) error {
 	stderr := cmd.ErrOrStderr()
 	// Seed 002 loadAndValidate: configuration warnings are logged, not
 	// swallowed (they are also in the journal).
@@ -485,7 +485,7 @@ func printSummary(w io.Writer, r *agent.Result) {
 // is the agent folder the problems' files are relative to; when the folder
 // on disk is what was checked, the last line says how to check it again.
 func printConfigError(w io.Writer, err error, dir string, onDisk bool) {
-	var ve *config.ValidationError
+	var ve *agentdir.ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems() {
 			fmt.Fprintln(w, problemLine(dir, p))
@@ -589,7 +589,7 @@ Both choices are journaled. A run whose recorded definition is missing
 // resumeOptions fills the flags not given on the command line from the
 // options rec was started with, and checks that the transcript goes where
 // the run was talking unless a flag says otherwise.
-func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def *config.Agent, stderr io.Writer) error {
+func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def *agentdir.Agent, stderr io.Writer) error {
 	start := rec.Start
 	if err := flags.checkBaseURL(); err != nil {
 		return withExit(exitUsage, err)

@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -131,7 +131,7 @@ it. Stop the worker with Ctrl-C or SIGTERM.`,
 // executeTemporalRun starts the run as a workflow and follows it like a
 // local run: progress, result, --json and exit code. Ctrl-C cancels the
 // run (its iteration is interrupted, as locally).
-func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) error {
+func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string) error {
 	stderr := cmd.ErrOrStderr()
 	streaming := flags.stream.enabled(stderr, flags.quiet)
 	in, c, err := submitOne(ctx, cmd, def, flags, params)
@@ -322,7 +322,7 @@ func feedJournalEvent(p *progressPrinter, ev journal.Event) {
 }
 
 // submitOne prepares and starts one run.
-func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, client.Client, error) {
+func submitOne(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, client.Client, error) {
 	c, err := flags.temporal.dial(ctx, cmd.ErrOrStderr())
 	if err != nil {
 		return nil, nil, err
@@ -335,7 +335,7 @@ func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags
 	return in, c, nil
 }
 
-func startRun(ctx context.Context, c client.Client, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
+func startRun(ctx context.Context, c client.Client, def *agentdir.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
 	if _, err := def.ResolveParams(params); err != nil {
 		return nil, withExit(exitUsage, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/definition"
 )
 
@@ -34,7 +34,7 @@ func modelArg(args []string) string {
 // match its digest); the agent folder on disk is compared with it and every
 // difference is printed to w. With reload, the folder's current files are
 // used instead.
-func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model string) (*config.Agent, *definition.Resume, error) {
+func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model string) (*agentdir.Agent, *definition.Resume, error) {
 	recorded := rec.Definition()
 	dir := rec.Start.AgentDir
 	res := &definition.Resume{Reloaded: reload}
@@ -61,7 +61,7 @@ func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model stri
 		}
 		fmt.Fprintf(w, "resume: --reload-definition: continuing with the agent folder's current files %s (recorded %s)\n", current.Digest(), orNone(res.RecordedDigest))
 		printChanges(w, res.Changes)
-		def, err := config.LoadAndValidateFS(current, dir, agent.ValidateOptions())
+		def, err := agentdir.LoadAndValidateFS(current, dir, agent.ValidateOptions())
 		return def, res, err
 	}
 	if cerr != nil {
@@ -71,7 +71,7 @@ func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model stri
 		fmt.Fprintf(w, "resume: the agent folder %s differs from the definition recorded with run %s; continuing with the recorded definition %s (pass --reload-definition to use the current files):\n", dir, rec.ID, pinned.Digest())
 		printChanges(w, res.Changes)
 	}
-	def, err := config.LoadAndValidateFS(pinned, dir, agent.ValidateOptions())
+	def, err := agentdir.LoadAndValidateFS(pinned, dir, agent.ValidateOptions())
 	return def, res, err
 }
 

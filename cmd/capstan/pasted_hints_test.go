@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/spf13/cobra"
@@ -89,7 +89,7 @@ func TestMissingWorkDirHintWorks(t *testing.T) {
 // An agent whose validators run git, given a work dir that does not exist
 // yet: the hint makes it a git repository (git -C DIR init would fail).
 func TestGitWorkDirHintWorksForAMissingDir(t *testing.T) {
-	def, err := config.LoadAndValidate(filepath.Join("..", "..", "examples", "fix-failing-test"), agent.ValidateOptions())
+	def, err := agentdir.LoadAndValidate(filepath.Join("..", "..", "examples", "fix-failing-test"), agent.ValidateOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/pricing"
 )
@@ -153,7 +153,7 @@ func yamlPosition(data []byte, keys ...string) (line, col int) {
 
 // withUserPricing returns def with the user config's prices added to
 // runner.pricing for the models agent.json does not price itself.
-func withUserPricing(def *config.Agent) (*config.Agent, error) {
+func withUserPricing(def *agentdir.Agent) (*agentdir.Agent, error) {
 	uc, err := loadUserConfig()
 	if err != nil || len(uc.Pricing) == 0 {
 		return def, err
@@ -167,13 +167,13 @@ func withUserPricing(def *config.Agent) (*config.Agent, error) {
 			d.Runner.Pricing[model] = p
 		}
 	}
-	return config.NewAgent(def.Dir(), d, def.Registry(), agent.ValidateOptions())
+	return agentdir.NewAgent(def.Dir(), d, def.Registry(), agent.ValidateOptions())
 }
 
 // loadPinnedWithDefaults pins the agent folder with the script file of the
 // model the run will use: the --model flag, else CAPSTAN_MODEL, else — when
 // agent.json names no model — the user config's default_model.
-func loadPinnedWithDefaults(dir, flagModel string) (*config.Agent, error) {
+func loadPinnedWithDefaults(dir, flagModel string) (*agentdir.Agent, error) {
 	model := flagModel
 	if model == "" {
 		model = os.Getenv("CAPSTAN_MODEL")
@@ -192,7 +192,7 @@ func loadPinnedWithDefaults(dir, flagModel string) (*config.Agent, error) {
 // applyUserDefaults fills what the flags, the environment and agent.json
 // left open: the model (flag > CAPSTAN_MODEL > runner.model > default_model)
 // and the base URL (flag > <PROVIDER>_BASE_URL > runner.baseUrl > base_urls).
-func applyUserDefaults(flags *runFlags, def *config.Agent) error {
+func applyUserDefaults(flags *runFlags, def *agentdir.Agent) error {
 	if flags.model == "" {
 		flags.model = os.Getenv("CAPSTAN_MODEL")
 	}

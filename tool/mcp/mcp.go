@@ -26,8 +26,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool"
@@ -120,7 +120,7 @@ var validName = lazyre.New(`^[A-Za-z0-9_-]+$`)
 
 func serverError(name, format string, args ...any) *agenterr.Error {
 	e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerTool, false, "MCP server %q: "+format, append([]any{name}, args...)...)
-	e.File = config.AgentFile
+	e.File = agentdir.AgentFile
 	e.Pointer = "/runner/mcpServers/" + name
 	return e
 }

@@ -16,8 +16,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
@@ -292,7 +292,7 @@ func TestBadServerConfigs(t *testing.T) {
 	} {
 		_, err := mcp.Connect(context.Background(), map[string]tool.MCPServer{name: cfg})
 		e := agenterr.From(err)
-		if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/"+name || e.File != config.AgentFile {
+		if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/"+name || e.File != agentdir.AgentFile {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
