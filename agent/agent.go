@@ -30,7 +30,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -85,8 +84,8 @@ type Agent struct {
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
 	// was read from disk) and snapshotRecord what run.start says about it.
-	definition     *definition.Snapshot
-	snapshotRecord *definition.Record
+	definition     *agentdir.Snapshot
+	snapshotRecord *agentdir.SnapshotRecord
 	// warnings are journaled at start and reported in the result.
 	warnings []string
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -108,7 +107,7 @@ type Config struct {
 	// relates to the recorded one; it is journaled in run.start with the
 	// definition's digests. The definition itself is the one Agent was
 	// loaded from (config.LoadAndValidateFS with a definition.Snapshot).
-	DefinitionResume *definition.Resume
+	DefinitionResume *agentdir.SnapshotResume
 	// Events consume the run's event stream (package event), after the
 	// journal and tracing, in order: the progress line, --stream output and
 	// an embedder's own consumers are all Events.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -84,7 +83,7 @@ func Define(cfg Config) (Config, error) {
 	if err := cfg.Prompts.place(&def, cfg.Registry, files); err != nil {
 		return cfg, err
 	}
-	snap, err := definition.FromFiles("", files)
+	snap, err := agentdir.SnapshotFromFiles("", files)
 	if err != nil {
 		return cfg, err
 	}
@@ -107,8 +106,8 @@ func readFiles(fsys fs.FS) (map[string][]byte, error) {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
-		if len(files) >= definition.MaxFiles {
-			return fmt.Errorf("more than %d files", definition.MaxFiles)
+		if len(files) >= agentdir.MaxFiles {
+			return fmt.Errorf("more than %d files", agentdir.MaxFiles)
 		}
 		b, err := fs.ReadFile(fsys, p)
 		files[p] = b

@@ -5,7 +5,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/definition"
 )
 
 // LoadPinned reads the agent folder dir once into a definition snapshot
@@ -18,7 +17,7 @@ func LoadPinned(dir string, models ...string) (*agentdir.Agent, error) {
 }
 
 func loadPinned(dir string, opts agentdir.ValidateOptions, models []string) (*agentdir.Agent, error) {
-	snap, err := definition.Take(dir, definition.Options{Models: models})
+	snap, err := agentdir.TakeSnapshot(dir, agentdir.SnapshotOptions{Models: models})
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +30,7 @@ func loadPinned(dir string, opts agentdir.ValidateOptions, models []string) (*ag
 // loaded from disk has nothing to pin, nor has one built from Go values
 // (its snapshot holds its files but not its definition).
 func (a *Agent) pinDefinition() error {
-	snap, ok := a.def.FS().(*definition.Snapshot)
+	snap, ok := a.def.FS().(*agentdir.Snapshot)
 	if !ok || !snap.Has(agentdir.AgentFile) {
 		return nil
 	}

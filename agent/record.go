@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -28,7 +28,7 @@ type RunRecord struct {
 	// Definitions are the definition records of the run's run.start events
 	// that have one, in order: the first is the definition the run started
 	// with, the last the one it used most recently (a resume may reload).
-	Definitions []*definition.Record `json:"definitions,omitempty"`
+	Definitions []*agentdir.SnapshotRecord `json:"definitions,omitempty"`
 	// Integrity is what reading the journal found: a torn last line,
 	// damaged lines, breaks in the hash chain.
 	Integrity journal.Integrity `json:"integrity"`
@@ -301,7 +301,7 @@ func (r *RunRecord) rewind(k int) {
 
 // Definition is the record of the definition the run used most recently
 // (what resume continues with), or nil when the run recorded none.
-func (r *RunRecord) Definition() *definition.Record {
+func (r *RunRecord) Definition() *agentdir.SnapshotRecord {
 	if len(r.Definitions) == 0 {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/verdict"
@@ -143,7 +142,7 @@ type RunStartEvent struct {
 	// Definition is the digest of the pinned agent definition (per file and
 	// overall), the file of the run record that holds it and, for a resumed
 	// run, how it relates to the recorded one.
-	Definition *definition.Record `json:"definition,omitempty"`
+	Definition *agentdir.SnapshotRecord `json:"definition,omitempty"`
 	// GitHubRepo is the repository capstan's own gh calls name, resolved
 	// before the model ran (absent when capstan makes none).
 	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`

@@ -28,7 +28,6 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/verify"
@@ -155,7 +154,7 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 	if s.Now != nil {
 		now = s.Now
 	}
-	snap, ok := s.Agent.FS().(*definition.Snapshot)
+	snap, ok := s.Agent.FS().(*agentdir.Snapshot)
 	if !ok {
 		return nil, errors.New("scaleout: the agent must be loaded pinned (agent.LoadPinned)")
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/definition"
 )
 
 // Commit message trailers that make a commit an iteration's record.
@@ -279,6 +278,6 @@ func workDirError(what string, err error) error {
 
 // configFromSnapshot loads and validates the agent from its pinned
 // definition, with the Go validators and handlers cfg knows.
-func configFromSnapshot(snap *definition.Snapshot, dir string, cfg agent.Config) (*agentdir.Agent, error) {
+func configFromSnapshot(snap *agentdir.Snapshot, dir string, cfg agent.Config) (*agentdir.Agent, error) {
 	return agentdir.LoadAndValidateFS(snap, dir, agent.ValidateOptionsFor(cfg))
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
@@ -268,7 +267,7 @@ func paramFlagNames(def *agentdir.Agent) []string {
 
 // executeRun builds, starts, runs and stops the agent, printing progress
 // and the result, and maps the outcome to an exit code.
-func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *definition.Resume) error {
+func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *agentdir.SnapshotResume) error {
 	stderr := cmd.ErrOrStderr()
 	// Seed 002 loadAndValidate: configuration warnings are logged, not
 	// swallowed (they are also in the journal).

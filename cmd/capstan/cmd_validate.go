@@ -10,7 +10,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/definition"
 )
 
 // oneShotGCPercent is the collector's target while validate runs. The
@@ -75,7 +74,7 @@ in docs/configuration.md.`,
 // snapshot's digest is returned ("" when the folder cannot be read), the
 // same digest a run of this folder records.
 func validateAgentDir(dir string) (agentdir.ValidationResult, string, error) {
-	snap, def, reg, err := definition.TakeConfig(dir, definition.Options{})
+	snap, def, reg, err := agentdir.TakeConfigSnapshot(dir, agentdir.SnapshotOptions{})
 	if err != nil {
 		return agentdir.NewValidationResult(agentdir.ProblemFromError(err)), "", nil
 	}

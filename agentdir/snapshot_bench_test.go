@@ -1,4 +1,4 @@
-package definition_test
+package agentdir_test
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/definition"
 	_ "github.com/capstan-dev/capstan/llm/script" // the agents use script models
 )
 
@@ -61,7 +60,7 @@ func BenchmarkStart(b *testing.B) {
 		b.Run(tc.name+"/pinned", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				snap, err := definition.Take(dir, definition.Options{})
+				snap, err := agentdir.TakeSnapshot(dir, agentdir.SnapshotOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package definition
+package agentdir
 
 import (
 	"bytes"
@@ -12,14 +12,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/llm"
 )
 
 // Options configure Take.
-type Options struct {
+type SnapshotOptions struct {
 	// Models are model specs used besides runner.model and the steps' own
 	// models (such as a --model override). The script file of every
 	// "script:<file>" among them is part of the definition.
@@ -41,8 +40,8 @@ type Options struct {
 // (CONFIG_NOT_FOUND, CONFIG_PARSE); a folder beyond the bounds is
 // DEFINITION_TOO_LARGE. Paths that leave the agent folder are not read
 // (validation reports them).
-func Take(dir string, opts Options) (*Snapshot, error) {
-	snap, _, _, err := TakeConfig(dir, opts)
+func TakeSnapshot(dir string, opts SnapshotOptions) (*Snapshot, error) {
+	snap, _, _, err := TakeConfigSnapshot(dir, opts)
 	return snap, err
 }
 
@@ -53,7 +52,7 @@ func Take(dir string, opts Options) (*Snapshot, error) {
 // files a second time, and what is checked is exactly what the snapshot
 // holds. The caller owns def and reg; until CheckLoaded gives them the
 // snapshot as their FS, their FS is the reader Take closed.
-func TakeConfig(dir string, opts Options) (snap *Snapshot, def *agentdir.Definition, reg *agentdir.Registry, err error) {
+func TakeConfigSnapshot(dir string, opts SnapshotOptions) (snap *Snapshot, def *Definition, reg *Registry, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, nil, nil, agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false, "cannot locate agent folder %q", dir)
@@ -62,14 +61,14 @@ func TakeConfig(dir string, opts Options) (snap *Snapshot, def *agentdir.Definit
 	defer b.close()
 	// The loader reads agent.json and the registry through the builder,
 	// which records them; a broken file is the loader's own error.
-	def, reg, err = agentdir.LoadFS(b, dir)
+	def, reg, err = LoadFS(b, dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if b.err != nil {
 		return nil, nil, nil, b.err
 	}
-	agentdir.ApplyDefaults(def, reg)
+	ApplyDefaults(def, reg)
 	r := def.Runner
 	trees := []string{r.Prompts.Base, r.SchemasDir}
 	if r.Prompts.FallbackDir != "" {

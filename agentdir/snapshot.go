@@ -15,7 +15,7 @@
 // stores the snapshot itself as a tar file next to the journal (Save), so
 // `capstan resume` continues with exactly the recorded definition (Open
 // refuses a snapshot that is missing or does not match its digest).
-package definition
+package agentdir
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ const (
 )
 
 // File is one file of a snapshot as the journal records it.
-type File struct {
+type SnapshotFile struct {
 	// Path is the file's path relative to the agent folder, with forward
 	// slashes.
 	Path string `json:"path"`
@@ -55,7 +55,7 @@ type File struct {
 }
 
 // Change is one difference between two snapshots.
-type Change struct {
+type SnapshotChange struct {
 	Path string `json:"path"`
 	// Kind is "added", "removed" or "modified" (seen from the older
 	// snapshot towards the newer one).
@@ -78,7 +78,7 @@ type Snapshot struct {
 	dir    string // the agent folder it was taken from (absolute), or recorded in the run
 	files  map[string]*entry
 	dirs   map[string][]fs.DirEntry // directory → sorted entries ("." is the root)
-	list   []File                   // sorted by path
+	list   []SnapshotFile           // sorted by path
 	digest string
 	size   int64
 }
@@ -104,10 +104,10 @@ func newSnapshot(dir string, files map[string][]byte) *Snapshot {
 	slices.Sort(paths)
 	seenDir := map[string]bool{".": true}
 	h := sha256.New()
-	s.list = make([]File, 0, len(paths))
+	s.list = make([]SnapshotFile, 0, len(paths))
 	for _, p := range paths {
 		e := s.files[p]
-		s.list = append(s.list, File{Path: p, Size: int64(len(e.data)), Digest: e.digest})
+		s.list = append(s.list, SnapshotFile{Path: p, Size: int64(len(e.data)), Digest: e.digest})
 		// The overall digest is the SHA-256 of `sha256sum`-style lines,
 		// "<hex>  <path>\n", in byte order of the paths.
 		io.WriteString(h, strings.TrimPrefix(e.digest, "sha256:")+"  "+p+"\n")
@@ -139,7 +139,7 @@ func (s *Snapshot) Dir() string { return s.dir }
 func (s *Snapshot) Digest() string { return s.digest }
 
 // Files lists the files with their sizes and digests, sorted by path.
-func (s *Snapshot) Files() []File { return slices.Clone(s.list) }
+func (s *Snapshot) Files() []SnapshotFile { return slices.Clone(s.list) }
 
 // Size is the total number of bytes of all files.
 func (s *Snapshot) Size() int64 { return s.size }
@@ -148,22 +148,22 @@ func (s *Snapshot) Size() int64 { return s.size }
 func (s *Snapshot) Has(name string) bool { return s.files[name] != nil }
 
 // Diff lists how newer differs from s, sorted by path.
-func (s *Snapshot) Diff(newer *Snapshot) []Change {
-	var out []Change
+func (s *Snapshot) Diff(newer *Snapshot) []SnapshotChange {
+	var out []SnapshotChange
 	for _, f := range s.list {
 		switch n := newer.files[f.Path]; {
 		case n == nil:
-			out = append(out, Change{Path: f.Path, Kind: Removed})
+			out = append(out, SnapshotChange{Path: f.Path, Kind: Removed})
 		case n.digest != f.Digest:
-			out = append(out, Change{Path: f.Path, Kind: Modified})
+			out = append(out, SnapshotChange{Path: f.Path, Kind: Modified})
 		}
 	}
 	for _, f := range newer.list {
 		if s.files[f.Path] == nil {
-			out = append(out, Change{Path: f.Path, Kind: Added})
+			out = append(out, SnapshotChange{Path: f.Path, Kind: Added})
 		}
 	}
-	slices.SortFunc(out, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b SnapshotChange) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 

@@ -1,4 +1,4 @@
-package definition
+package agentdir
 
 import (
 	"io/fs"
@@ -12,7 +12,7 @@ import (
 // dir is what Dir reports ("" for an agent without a folder). The bounds of
 // Take apply (DEFINITION_TOO_LARGE); an invalid path is CONFIG_INVALID.
 // The snapshot keeps files as given: the caller must not change them.
-func FromFiles(dir string, files map[string][]byte) (*Snapshot, error) {
+func SnapshotFromFiles(dir string, files map[string][]byte) (*Snapshot, error) {
 	if len(files) > MaxFiles {
 		return nil, tooLarge("", "the definition has %d files, more than %d", len(files), MaxFiles)
 	}

@@ -1,4 +1,4 @@
-package definition
+package agentdir
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ func FuzzReadTar(f *testing.F) {
 	os.WriteFile(filepath.Join(dir, "steps_registry.json"), []byte(`{}`), 0o644)
 	os.MkdirAll(filepath.Join(dir, "prompts", "steps"), 0o755)
 	os.WriteFile(filepath.Join(dir, "prompts", "steps", "p.md"), []byte("hi"), 0o644)
-	s, err := Take(dir, Options{})
+	s, err := TakeSnapshot(dir, SnapshotOptions{})
 	if err != nil {
 		f.Fatal(err)
 	}

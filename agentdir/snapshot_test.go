@@ -1,4 +1,4 @@
-package definition
+package agentdir
 
 import (
 	"crypto/sha256"
@@ -12,7 +12,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 )
 
@@ -58,7 +57,7 @@ var agentFiles = map[string]string{
 func TestTakeReadsEveryDefinitionFileAndNothingElse(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, agentFiles)
-	s, err := Take(dir, Options{Models: []string{"script:three.yaml", "anthropic:x"}})
+	s, err := TakeSnapshot(dir, SnapshotOptions{Models: []string{"script:three.yaml", "anthropic:x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +75,7 @@ func TestTakeReadsEveryDefinitionFileAndNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The loader reads the definition from the snapshot.
-	def, _, err := agentdir.LoadFS(s, dir)
+	def, _, err := LoadFS(s, dir)
 	if err != nil || def.Name != "a" || def.FS() != s {
 		t.Fatalf("LoadFS: %v %+v", err, def)
 	}
@@ -85,7 +84,7 @@ func TestTakeReadsEveryDefinitionFileAndNothingElse(t *testing.T) {
 func TestDigestIsSha256sumOfSortedFileDigests(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, agentFiles)
-	s, err := Take(dir, Options{})
+	s, err := TakeSnapshot(dir, SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +100,7 @@ func TestDigestIsSha256sumOfSortedFileDigests(t *testing.T) {
 	if sum := sha256.Sum256([]byte(lines.String())); s.Digest() != "sha256:"+hex.EncodeToString(sum[:]) {
 		t.Fatalf("digest %s", s.Digest())
 	}
-	again, _ := Take(dir, Options{})
+	again, _ := TakeSnapshot(dir, SnapshotOptions{})
 	if again.Digest() != s.Digest() {
 		t.Fatal("the digest of an unchanged folder changed")
 	}
@@ -112,7 +111,7 @@ func TestDigestIsSha256sumOfSortedFileDigests(t *testing.T) {
 func TestSnapshotIgnoresLaterEditsAndDiffNamesThem(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, agentFiles)
-	s, err := Take(dir, Options{})
+	s, err := TakeSnapshot(dir, SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +120,12 @@ func TestSnapshotIgnoresLaterEditsAndDiffNamesThem(t *testing.T) {
 	if b, err := s.ReadFile("sys.md"); err != nil || string(b) != "system" {
 		t.Fatalf("sys.md %q %v", b, err)
 	}
-	now, err := Take(dir, Options{})
+	now, err := TakeSnapshot(dir, SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := s.Diff(now)
-	want := []Change{{"fb/f_default.md", Removed}, {"prompts/steps/a/b/f_new.md", Added}, {"sys.md", Modified}}
+	want := []SnapshotChange{{"fb/f_default.md", Removed}, {"prompts/steps/a/b/f_new.md", Added}, {"sys.md", Modified}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("diff %v", got)
 	}
@@ -138,7 +137,7 @@ func TestSnapshotIgnoresLaterEditsAndDiffNamesThem(t *testing.T) {
 func TestSaveAndOpenRoundTripAndRefuseTampering(t *testing.T) {
 	dir, runDir := t.TempDir(), t.TempDir()
 	write(t, dir, agentFiles)
-	s, err := Take(dir, Options{})
+	s, err := TakeSnapshot(dir, SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +149,7 @@ func TestSaveAndOpenRoundTripAndRefuseTampering(t *testing.T) {
 		t.Fatalf("second Save: %s %v", p2, err)
 	}
 	rec := s.Record()
-	back, err := Open(runDir, rec, dir)
+	back, err := OpenSnapshot(runDir, rec, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,27 +168,27 @@ func TestSaveAndOpenRoundTripAndRefuseTampering(t *testing.T) {
 	if forged.Digest == rec.Digest {
 		forged.Digest = strings.Replace(rec.Digest, rec.Digest[7:9], "11", 1)
 	}
-	os.Link(p, filepath.Join(runDir, RecordFile(forged.Digest)))
-	if _, err := Open(runDir, &forged, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMismatch {
+	os.Link(p, filepath.Join(runDir, SnapshotRecordFile(forged.Digest)))
+	if _, err := OpenSnapshot(runDir, &forged, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMismatch {
 		t.Fatalf("forged digest: %v", err)
 	}
 	// Content changed inside the file.
 	data, _ := os.ReadFile(p)
 	os.Chmod(p, 0o644)
 	os.WriteFile(p, []byte(strings.Replace(string(data), "system", "SYSTEM", 1)), 0o644)
-	if _, err := Open(runDir, rec, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMismatch {
+	if _, err := OpenSnapshot(runDir, rec, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMismatch {
 		t.Fatalf("tampered: %v", err)
 	}
 	// Not a tar at all.
 	os.WriteFile(p, []byte("garbage"), 0o644)
-	if _, err := Open(runDir, rec, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMismatch {
+	if _, err := OpenSnapshot(runDir, rec, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMismatch {
 		t.Fatalf("garbage: %v", err)
 	}
 	os.Remove(p)
-	if _, err := Open(runDir, rec, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMissing {
+	if _, err := OpenSnapshot(runDir, rec, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMissing {
 		t.Fatalf("missing: %v", err)
 	}
-	if _, err := Open(runDir, nil, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMissing {
+	if _, err := OpenSnapshot(runDir, nil, dir); agenterr.CodeOf(err) != agenterr.CodeDefinitionMissing {
 		t.Fatalf("no record: %v", err)
 	}
 }
@@ -199,7 +198,7 @@ func TestTakeBounds(t *testing.T) {
 	write(t, dir, agentFiles)
 	big := make([]byte, MaxFileBytes+1)
 	os.WriteFile(filepath.Join(dir, "prompts", "huge.md"), big, 0o644)
-	_, err := Take(dir, Options{})
+	_, err := TakeSnapshot(dir, SnapshotOptions{})
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeDefinitionTooLarge || e.File != "prompts/huge.md" {
 		t.Fatalf("big file: %v", err)
 	}
@@ -207,7 +206,7 @@ func TestTakeBounds(t *testing.T) {
 	for i := range MaxFiles {
 		os.WriteFile(filepath.Join(dir, "schemas", fmt.Sprintf("s%d.json", i)), nil, 0o644)
 	}
-	if _, err := Take(dir, Options{}); agenterr.CodeOf(err) != agenterr.CodeDefinitionTooLarge {
+	if _, err := TakeSnapshot(dir, SnapshotOptions{}); agenterr.CodeOf(err) != agenterr.CodeDefinitionTooLarge {
 		t.Fatalf("many files: %v", err)
 	}
 }
@@ -220,38 +219,38 @@ func TestTakeRefusesEscapingLinksAndSkipsSpecialFiles(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "prompts", "fifo.md"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Take(dir, Options{})
+	s, err := TakeSnapshot(dir, SnapshotOptions{})
 	if err != nil || s.Has("prompts/fifo.md") {
 		t.Fatalf("fifo: %v", err)
 	}
 	// A link inside the prompt folder is read.
 	os.Symlink("steps/a/b/f_default.md", filepath.Join(dir, "prompts", "alias.md"))
-	if s, err = Take(dir, Options{}); err != nil || !s.Has("prompts/alias.md") {
+	if s, err = TakeSnapshot(dir, SnapshotOptions{}); err != nil || !s.Has("prompts/alias.md") {
 		t.Fatalf("inner link: %v", err)
 	}
 	// A link to agent.json leaves the prompt folder.
 	os.Symlink("../agent.json", filepath.Join(dir, "prompts", "leak.md"))
-	_, err = Take(dir, Options{})
+	_, err = TakeSnapshot(dir, SnapshotOptions{})
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodePathEscape || e.File != "prompts/leak.md" {
 		t.Fatalf("escaping link: %v", err)
 	}
 }
 
 func TestTakeReportsLoaderErrors(t *testing.T) {
-	if _, err := Take(filepath.Join(t.TempDir(), "nope"), Options{}); agenterr.CodeOf(err) != agenterr.CodeConfigurationNotFound {
+	if _, err := TakeSnapshot(filepath.Join(t.TempDir(), "nope"), SnapshotOptions{}); agenterr.CodeOf(err) != agenterr.CodeConfigurationNotFound {
 		t.Fatalf("missing folder: %v", err)
 	}
 	dir := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(dir, "agent.json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Take(dir, Options{})
+	_, err := TakeSnapshot(dir, SnapshotOptions{})
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationParse || !strings.Contains(e.Message, "not a regular file") {
 		t.Fatalf("agent.json is a FIFO: %v", err)
 	}
 	os.Remove(filepath.Join(dir, "agent.json"))
 	write(t, dir, map[string]string{"agent.json": "{"})
-	_, err = Take(dir, Options{})
+	_, err = TakeSnapshot(dir, SnapshotOptions{})
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationParse || e.File != "agent.json" {
 		t.Fatalf("broken agent.json: %v", err)
 	}
@@ -271,12 +270,12 @@ func TestCheckLoadedChecksWhatWasTaken(t *testing.T) {
 	write(t, invalid, map[string]string{"reg.json": `{"entryStep": 5, "steps": {"s": {"stepId": "s", "c2": "a", "c3": 7}}}`})
 	for _, p := range append(dirs, filepath.Join(invalid, "agent.json")) {
 		dir := filepath.Dir(p)
-		snap, def, reg, err := TakeConfig(dir, Options{})
+		snap, def, reg, err := TakeConfigSnapshot(dir, SnapshotOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		got := agentdir.CheckLoaded(snap, dir, def, reg, agentdir.ValidateOptions{})
-		want := agentdir.CheckFS(snap, dir, agentdir.ValidateOptions{})
+		got := CheckLoaded(snap, dir, def, reg, ValidateOptions{})
+		want := CheckFS(snap, dir, ValidateOptions{})
 		g, _ := got.MarshalJSON()
 		w, _ := want.MarshalJSON()
 		if string(g) != string(w) {
@@ -292,21 +291,21 @@ func TestCheckLoadedChecksWhatWasTaken(t *testing.T) {
 
 	dir := t.TempDir()
 	write(t, dir, agentFiles)
-	snap, def, reg, err := TakeConfig(dir, Options{})
+	snap, def, reg, err := TakeConfigSnapshot(dir, SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, _ := agentdir.CheckFS(snap, dir, agentdir.ValidateOptions{}).MarshalJSON()
+	before, _ := CheckFS(snap, dir, ValidateOptions{}).MarshalJSON()
 	write(t, dir, map[string]string{"agent.json": "{", "reg.json": `{"steps": 1}`})
 	os.RemoveAll(filepath.Join(dir, "prompts"))
 	os.RemoveAll(filepath.Join(dir, "skills"))
-	if after, _ := agentdir.CheckLoaded(snap, dir, def, reg, agentdir.ValidateOptions{}).MarshalJSON(); string(after) != string(before) {
+	if after, _ := CheckLoaded(snap, dir, def, reg, ValidateOptions{}).MarshalJSON(); string(after) != string(before) {
 		t.Fatalf("the folder edited after the snapshot was checked:\n%s\nnot\n%s", after, before)
 	}
 }
 
 func TestCheckLoadedRefusesValuesNotLoaded(t *testing.T) {
-	res := agentdir.CheckLoaded(nil, t.TempDir(), &agentdir.Definition{}, &agentdir.Registry{}, agentdir.ValidateOptions{})
+	res := CheckLoaded(nil, t.TempDir(), &Definition{}, &Registry{}, ValidateOptions{})
 	if errs := res.Errors(); len(errs) != 1 || errs[0].Code != agenterr.CodeConfigurationValidation || !strings.Contains(errs[0].Message, "loaded by LoadFS") {
 		t.Fatalf("%+v", errs)
 	}

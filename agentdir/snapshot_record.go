@@ -1,4 +1,4 @@
-package definition
+package agentdir
 
 import (
 	"archive/tar"
@@ -15,13 +15,13 @@ import (
 )
 
 // Record is what a run's run.start event says about its definition.
-type Record struct {
+type SnapshotRecord struct {
 	// Digest is the overall digest of the definition the run uses.
 	Digest string `json:"digest"`
 	// Files are the definition's files with their digests.
-	Files []File `json:"files"`
+	Files []SnapshotFile `json:"files"`
 	// Resume is set when the run.start event begins a resumed run.
-	Resume *Resume `json:"resume,omitempty"`
+	Resume *SnapshotResume `json:"resume,omitempty"`
 	// Snapshot is the file holding the definition, relative to the run
 	// record's directory.
 	Snapshot string `json:"snapshot"`
@@ -29,7 +29,7 @@ type Record struct {
 
 // Resume says how the definition of a resumed run relates to the one the
 // run had recorded.
-type Resume struct {
+type SnapshotResume struct {
 	// Reloaded is true when the run continues with the agent folder's
 	// current files instead of the recorded definition (resume
 	// --reload-definition).
@@ -39,21 +39,21 @@ type Resume struct {
 	RecordedDigest string `json:"recordedDigest,omitempty"`
 	// Changes are how the agent folder on disk differed from the recorded
 	// definition when the run was resumed.
-	Changes []Change `json:"changes,omitempty"`
+	Changes []SnapshotChange `json:"changes,omitempty"`
 	// Problem is why the agent folder could not be compared (it is gone,
 	// or no longer loads), when it could not.
 	Problem string `json:"problem,omitempty"`
 }
 
 // Record describes s for the run.start event.
-func (s *Snapshot) Record() *Record {
-	return &Record{Digest: s.digest, Files: s.Files(), Snapshot: RecordFile(s.digest)}
+func (s *Snapshot) Record() *SnapshotRecord {
+	return &SnapshotRecord{Digest: s.digest, Files: s.Files(), Snapshot: SnapshotRecordFile(s.digest)}
 }
 
 // RecordFile is the name of the file, inside a run record's directory,
 // that holds the definition with the given digest: definition-<the first
 // 16 hex digits>.tar. A run keeps one file per definition it used.
-func RecordFile(digest string) string {
+func SnapshotRecordFile(digest string) string {
 	h := strings.TrimPrefix(digest, "sha256:")
 	if len(h) > 16 {
 		h = h[:16]
@@ -66,7 +66,7 @@ func RecordFile(digest string) string {
 // temporary name and renamed, so a killed process never leaves half a
 // snapshot behind. It returns the file's path.
 func (s *Snapshot) Save(runDir string) (string, error) {
-	dst := filepath.Join(runDir, RecordFile(s.digest))
+	dst := filepath.Join(runDir, SnapshotRecordFile(s.digest))
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
 	}
@@ -121,7 +121,7 @@ func (s *Snapshot) Tar() ([]byte, error) {
 // FromTar reads a snapshot written by Tar (within the bounds of Take) and
 // checks that its content has digest; agentDir is what Dir reports. A
 // mismatch is DEFINITION_SNAPSHOT_MISMATCH.
-func FromTar(data []byte, digest, agentDir string) (*Snapshot, error) {
+func SnapshotFromTar(data []byte, digest, agentDir string) (*Snapshot, error) {
 	s, err := readTar(bytes.NewReader(data), agentDir)
 	if err == nil && s.digest != digest {
 		err = fmt.Errorf("its content has digest %s, expected %s", s.digest, digest)
@@ -140,14 +140,14 @@ func FromTar(data []byte, digest, agentDir string) (*Snapshot, error) {
 // there is DEFINITION_SNAPSHOT_MISSING; one whose content does not give
 // rec.Digest (altered, damaged, or not a snapshot) is
 // DEFINITION_SNAPSHOT_MISMATCH. Reading is bounded like Take.
-func Open(runDir string, rec *Record, agentDir string) (*Snapshot, error) {
+func OpenSnapshot(runDir string, rec *SnapshotRecord, agentDir string) (*Snapshot, error) {
 	if rec == nil || rec.Digest == "" {
 		e := agenterr.New(agenterr.CodeDefinitionMissing, agenterr.LayerConfiguration, false,
 			"the run was recorded without a definition snapshot")
 		e.Hint = "resume with --reload-definition to continue with the agent folder's current files (the choice is journaled)"
 		return nil, e
 	}
-	name := RecordFile(rec.Digest)
+	name := SnapshotRecordFile(rec.Digest)
 	p := filepath.Join(runDir, name)
 	f, err := os.Open(p)
 	if err != nil {
