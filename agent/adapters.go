@@ -12,14 +12,13 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verify"
 )
 
 // retryTemplates adapts the prompt resolver to completion's
 // RetryTemplateSource.
-type retryTemplates struct{ r *prompt.Resolver }
+type retryTemplates struct{ r *agentdir.PromptResolver }
 
 // The completion layer asks for f_{edition}_{adaptation}.md and then for
 // f_{edition}.md itself, so a prompt-layer fallback from the first to the

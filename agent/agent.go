@@ -33,7 +33,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
@@ -67,7 +66,7 @@ type Agent struct {
 	events      *journal.Writer
 	emit        *event.Stream    // the run's one event stream: journal, tracing, Config.Events
 	tracer      *tracing.Emitter // nil without a TracerProvider
-	prompts     *prompt.Resolver
+	prompts     *agentdir.PromptResolver
 	rt          *compiled // completion handler, verifier, step machine
 	schemas     *schemas
 	bridge      llm.Bridge

@@ -11,7 +11,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -158,7 +157,7 @@ func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files m
 			bad("Steps", "no step "+strconv.Quote(id), "key step prompts by step id; "+knownSteps)
 			continue
 		}
-		file, err := prompt.C3LFile(c1, prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation})
+		file, err := agentdir.C3LFile(c1, agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation})
 		if err != nil {
 			bad("Steps", "step "+strconv.Quote(id)+" names no prompt file: "+err.Error(),
 				"set the step's C2 and C3 (its prompt is <prompts base>/<c1>/<c2>/<c3>/f_<edition>.md)")
@@ -189,7 +188,7 @@ func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files m
 		if edition == "" {
 			edition = "failed"
 		}
-		file, err := prompt.C3LFile(c1, prompt.Ref{C2: st.C2, C3: st.C3, Edition: edition, Adaptation: pat.Adaptation})
+		file, err := agentdir.C3LFile(c1, agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: edition, Adaptation: pat.Adaptation})
 		if err != nil {
 			bad("Retries", "step "+strconv.Quote(k.Step)+" names no prompt file: "+err.Error(), "set the step's C2 and C3")
 			continue

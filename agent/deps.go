@@ -13,7 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/llm/pricing"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/tool"
@@ -23,9 +22,9 @@ import (
 
 // newPromptResolver builds the layer-4 resolver of the agent in dir from
 // runner.prompts and the registry's c1.
-func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Registry) *prompt.Resolver {
+func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Registry) *agentdir.PromptResolver {
 	r := def.Runner
-	return prompt.New(prompt.Config{
+	return agentdir.NewPromptResolver(agentdir.PromptConfig{
 		AgentDir:    dir,
 		Base:        r.Prompts.Base,
 		C1:          reg.C1,

@@ -12,7 +12,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verdict"
 )
@@ -92,10 +91,10 @@ func newFlow(a *Agent) (*flow, error) {
 		// A prompt check's "prompt" is a file under the prompts base when
 		// one exists there, otherwise the criterion text itself.
 		ResolvePrompt: func(ctx context.Context, ref string) (string, error) {
-			if _, ok := a.prompts.Exists(prompt.Ref{Path: ref}); !ok {
+			if _, ok := a.prompts.Exists(agentdir.PromptRef{Path: ref}); !ok {
 				return ref, nil
 			}
-			res, err := a.prompts.Resolve(ctx, prompt.Ref{Path: ref}, a.vars)
+			res, err := a.prompts.Resolve(ctx, agentdir.PromptRef{Path: ref}, a.vars)
 			return res.Text, err
 		},
 	})

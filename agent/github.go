@@ -14,7 +14,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
@@ -90,8 +89,8 @@ func boundaryRule(st agentdir.Step, g *agentdir.GitHub) string {
 // than close, the edition with that adaptation (f_default_label-only.md)
 // when it exists. When it does not, the step's own prompt is used and a
 // warning says so.
-func (f *flow) closureRef(st agentdir.Step) prompt.Ref {
-	ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
+func (f *flow) closureRef(st agentdir.Step) agentdir.PromptRef {
+	ref := agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
 	g := f.a.spec.Runner.Integrations.GitHub
 	if st.Kind() != agentdir.KindClosure || !g.On() || g.DefaultClosureAction == "" || g.DefaultClosureAction == agentdir.ClosureClose {
 		return ref

@@ -6,7 +6,6 @@ import (
 	"weak"
 
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/prompt"
 )
 
 // perDefinition is what every agent built from one *config.Agent can
@@ -18,7 +17,7 @@ import (
 // It also keeps the copies of the definition that agents whose Config
 // overrides limits read (limited): agents with the same limits share one.
 type perDefinition struct {
-	prompts *prompt.Resolver
+	prompts *agentdir.PromptResolver
 
 	mu      sync.Mutex
 	limited map[limits]limitedCopy

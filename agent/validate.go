@@ -13,7 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -157,7 +156,7 @@ func checkPrompts(dir string, def *agentdir.Definition, reg *agentdir.Registry) 
 			out = append(out, p)
 		}
 		if st.Type != "gateway" && st.Runner == nil {
-			ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
+			ref := agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
 			if _, err := r.Resolve(ctx, ref, nil); err != nil {
 				code, hint := CodeStepPromptInvalid, "fix the prompt file"
 				if errors.Is(err, agenterr.ErrPromptNotFound) {

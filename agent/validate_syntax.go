@@ -12,7 +12,6 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm/script"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/verdict"
 )
 
@@ -83,7 +82,7 @@ func checkRetrySyntax(dir string, def *agentdir.Definition, reg *agentdir.Regist
 // filled with the failure's params, so they would reach the model as
 // written.
 func retryUVProblem(def *agentdir.Definition, reg *agentdir.Registry, name, path, text string) (agentdir.Problem, bool) {
-	vars := prompt.Variables(text)
+	vars := agentdir.TemplateVariables(text)
 	if len(vars) == 0 {
 		return agentdir.Problem{}, false
 	}

@@ -1,4 +1,4 @@
-package prompt
+package agentdir
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ const maxPromptBytes = 4 << 20
 // it was read from (device, inode, size, modification time).
 type cacheEntry struct {
 	info os.FileInfo
-	tmpl *template
+	tmpl *promptTemplate
 }
 
 // fileCache caches parsed prompt files by absolute path. It is safe for
@@ -52,7 +52,7 @@ var errNotFound = errors.New("not found")
 // load returns the parsed template at root/rel, where root lies in
 // agentDir. abs is filepath.Join(root, rel) and display the name used in
 // messages. It returns errNotFound when the file does not exist.
-func (c *fileCache) load(agentDir, root, rel, abs, display string) (*template, error) {
+func (c *fileCache) load(agentDir, root, rel, abs, display string) (*promptTemplate, error) {
 	if c.fsys != nil {
 		return c.loadFS(agentDir, abs, display)
 	}
@@ -82,8 +82,8 @@ func (c *fileCache) load(agentDir, root, rel, abs, display string) (*template, e
 
 // store parses data, read from the file info describes, and caches it
 // under abs.
-func (c *fileCache) store(abs string, info os.FileInfo, data []byte, display string) (*template, error) {
-	t, err := parseTemplate(data, display)
+func (c *fileCache) store(abs string, info os.FileInfo, data []byte, display string) (*promptTemplate, error) {
+	t, err := parsePromptTemplate(data, display)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (c *fileCache) store(abs string, info os.FileInfo, data []byte, display str
 
 // loadFS is load for a cache over a pinned file system: the file
 // agentDir-relative path of abs is read and parsed once.
-func (c *fileCache) loadFS(agentDir, abs, display string) (*template, error) {
+func (c *fileCache) loadFS(agentDir, abs, display string) (*promptTemplate, error) {
 	c.mu.RLock()
 	e, ok := c.entries[abs]
 	c.mu.RUnlock()
@@ -120,7 +120,7 @@ func (c *fileCache) loadFS(agentDir, abs, display string) (*template, error) {
 		return nil, notRegular(display)
 	}
 	if fi.Size() > maxPromptBytes {
-		return nil, tooLarge(display)
+		return nil, promptTooLarge(display)
 	}
 	data, err := fs.ReadFile(c.fsys, name)
 	if err != nil {
@@ -198,7 +198,7 @@ func readConfined(agentDir, root, rel, display string) (os.FileInfo, []byte, err
 			return nil, nil, errNotFound
 		}
 		if isEscape(err) {
-			return nil, nil, escapeError(display, root)
+			return nil, nil, promptEscapeError(display, root)
 		}
 		return nil, nil, readError(err, display)
 	}
@@ -212,35 +212,25 @@ func readConfined(agentDir, root, rel, display string) (os.FileInfo, []byte, err
 	case isNotExist(err):
 		return nil, nil, errNotFound
 	case isEscape(err):
-		return nil, nil, escapeError(display, root)
+		return nil, nil, promptEscapeError(display, root)
 	case err != nil:
 		return nil, nil, readError(err, display)
 	}
 	defer f.Close()
 	if fi.Size() > maxPromptBytes {
-		return nil, nil, tooLarge(display)
+		return nil, nil, promptTooLarge(display)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxPromptBytes+1))
 	if err != nil {
 		return nil, nil, readError(err, display)
 	}
 	if len(data) > maxPromptBytes {
-		return nil, nil, tooLarge(display)
+		return nil, nil, promptTooLarge(display)
 	}
 	return fi, data, nil
 }
 
-// isEscape reports whether err is os.Root's refusal of a path that leaves
-// the root ("path escapes from parent").
-func isEscape(err error) bool {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err != nil && pe.Err.Error() == "path escapes from parent"
-	}
-	return false
-}
-
-func escapeError(display, root string) error {
+func promptEscapeError(display, root string) error {
 	return &agenterr.Error{
 		Code: agenterr.CodePathEscape, Layer: agenterr.LayerPrompt,
 		Message: fmt.Sprintf("prompt path leads outside %s (through \"..\" or a symlink)", root),
@@ -265,7 +255,7 @@ func readError(err error, display string) error {
 	}
 }
 
-func tooLarge(display string) error {
+func promptTooLarge(display string) error {
 	return &agenterr.Error{
 		Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
 		Message: fmt.Sprintf("prompt file is larger than %d bytes", maxPromptBytes), File: display,

@@ -1,4 +1,4 @@
-package prompt
+package agentdir
 
 import (
 	"context"
@@ -29,15 +29,15 @@ var benchVars = map[string]string{
 // variables: the per-iteration cost of layer 4.
 func BenchmarkResolve(b *testing.B) {
 	dir := b.TempDir()
-	write(b, dir, "prompts/steps/initial/issue/f_default.md", benchPrompt())
-	benchmarkCachedResolve(b, New(Config{AgentDir: dir}))
+	writePrompt(b, dir, "prompts/steps/initial/issue/f_default.md", benchPrompt())
+	benchmarkCachedResolve(b, NewPromptResolver(PromptConfig{AgentDir: dir}))
 }
 
 // benchmarkCachedResolve measures r's resolution of the bench prompt once
 // it is cached.
-func benchmarkCachedResolve(b *testing.B, r *Resolver) {
+func benchmarkCachedResolve(b *testing.B, r *PromptResolver) {
 	ctx := context.Background()
-	ref := Ref{C2: "initial", C3: "issue"}
+	ref := PromptRef{C2: "initial", C3: "issue"}
 	if _, err := r.Resolve(ctx, ref, benchVars); err != nil {
 		b.Fatal(err)
 	}
@@ -54,19 +54,19 @@ func benchmarkCachedResolve(b *testing.B, r *Resolver) {
 // pinned definition (Config.FS): a cache hit needs no stat of the file.
 func BenchmarkResolvePinned(b *testing.B) {
 	fsys := fstest.MapFS{"prompts/steps/initial/issue/f_default.md": {Data: []byte(benchPrompt())}}
-	benchmarkCachedResolve(b, New(Config{AgentDir: b.TempDir(), FS: fsys}))
+	benchmarkCachedResolve(b, NewPromptResolver(PromptConfig{AgentDir: b.TempDir(), FS: fsys}))
 }
 
 // BenchmarkResolveUncached measures a resolution that reads and parses the
 // file (a fresh Resolver each time).
 func BenchmarkResolveUncached(b *testing.B) {
 	dir := b.TempDir()
-	write(b, dir, "prompts/steps/initial/issue/f_default.md", benchPrompt())
+	writePrompt(b, dir, "prompts/steps/initial/issue/f_default.md", benchPrompt())
 	ctx := context.Background()
-	ref := Ref{C2: "initial", C3: "issue"}
+	ref := PromptRef{C2: "initial", C3: "issue"}
 	b.ReportAllocs()
 	for b.Loop() {
-		r := New(Config{AgentDir: dir})
+		r := NewPromptResolver(PromptConfig{AgentDir: dir})
 		if _, err := r.Resolve(ctx, ref, benchVars); err != nil {
 			b.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func BenchmarkResolveUncached(b *testing.B) {
 
 // BenchmarkSubstitute measures the one-pass substitution alone.
 func BenchmarkSubstitute(b *testing.B) {
-	tpl, err := parseTemplate([]byte(benchPrompt()), "f.md")
+	tpl, err := parsePromptTemplate([]byte(benchPrompt()), "f.md")
 	if err != nil {
 		b.Fatal(err)
 	}

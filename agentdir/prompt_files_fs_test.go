@@ -1,4 +1,4 @@
-package prompt
+package agentdir
 
 import (
 	"context"
@@ -26,9 +26,9 @@ func TestResolverReadsPromptsFromPinnedFS(t *testing.T) {
 		"prompts/steps/w/m/f_default_huge.md":  {Data: make([]byte, maxPromptBytes+1)},
 		"prompts/steps/w/m/f_default_dir.md/x": {Data: []byte("x")},
 	}
-	r := New(Config{AgentDir: dir, SystemPath: "prompts/system.md", FS: fsys})
+	r := NewPromptResolver(PromptConfig{AgentDir: dir, SystemPath: "prompts/system.md", FS: fsys})
 	ctx := context.Background()
-	res, err := r.Resolve(ctx, Ref{C2: "w", C3: "m"}, map[string]string{"x": "1"})
+	res, err := r.Resolve(ctx, PromptRef{C2: "w", C3: "m"}, map[string]string{"x": "1"})
 	if err != nil || res.Text != "step 1" {
 		t.Fatalf("step prompt %q %v", res.Text, err)
 	}
@@ -40,17 +40,17 @@ func TestResolverReadsPromptsFromPinnedFS(t *testing.T) {
 	if err != nil || !rt.Found || rt.Text != "real retry" {
 		t.Fatalf("retry prompt %+v %v", rt, err)
 	}
-	if _, ok := r.Exists(Ref{C2: "w", C3: "m", Edition: "failed", Adaptation: "retry"}); !ok {
+	if _, ok := r.Exists(PromptRef{C2: "w", C3: "m", Edition: "failed", Adaptation: "retry"}); !ok {
 		t.Fatal("Exists does not see the pinned retry prompt")
 	}
 	fsys["prompts/steps/w/m/f_default.md"] = &fstest.MapFile{Data: []byte("changed")}
-	if res, _ := r.Resolve(ctx, Ref{C2: "w", C3: "m"}, nil); res.Text != "step {uv-x}" {
+	if res, _ := r.Resolve(ctx, PromptRef{C2: "w", C3: "m"}, nil); res.Text != "step {uv-x}" {
 		t.Fatalf("a pinned prompt was read again: %q", res.Text)
 	}
-	if _, err := r.Resolve(ctx, Ref{C2: "w", C3: "m", Adaptation: "huge"}, nil); agenterr.CodeOf(err) != agenterr.CodePromptParse {
+	if _, err := r.Resolve(ctx, PromptRef{C2: "w", C3: "m", Adaptation: "huge"}, nil); agenterr.CodeOf(err) != agenterr.CodePromptParse {
 		t.Fatalf("oversized prompt: %v", err)
 	}
-	_, err = r.Resolve(ctx, Ref{C2: "w", C3: "m", Edition: "none"}, nil)
+	_, err = r.Resolve(ctx, PromptRef{C2: "w", C3: "m", Edition: "none"}, nil)
 	if !errors.Is(err, agenterr.ErrPromptNotFound) {
 		t.Fatalf("missing prompt: %v", err)
 	}

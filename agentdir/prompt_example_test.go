@@ -1,18 +1,17 @@
-package prompt_test
+package agentdir_test
 
 import (
 	"context"
 	"fmt"
-
-	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
-func ExampleResolver_Resolve() {
-	r := prompt.New(prompt.Config{AgentDir: "testdata/agent", SystemPath: "prompts/system.md"})
+func ExamplePromptResolver_Resolve() {
+	r := agentdir.NewPromptResolver(agentdir.PromptConfig{AgentDir: "testdata/agent", SystemPath: "prompts/system.md"})
 	ctx := context.Background()
 
 	// prompts/steps/initial/issue/f_default.md
-	res, err := r.Resolve(ctx, prompt.Ref{C2: "initial", C3: "issue"}, map[string]string{"issue": "42"})
+	res, err := r.Resolve(ctx, agentdir.PromptRef{C2: "initial", C3: "issue"}, map[string]string{"issue": "42"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -24,7 +23,7 @@ func ExampleResolver_Resolve() {
 	sys, _ := r.ResolveSystem(ctx, map[string]string{"agent_name": "iterator"})
 	fmt.Print(sys.Text)
 
-	_, err = r.Resolve(ctx, prompt.Ref{C2: "../../etc", C3: "x"}, nil)
+	_, err = r.Resolve(ctx, agentdir.PromptRef{C2: "../../etc", C3: "x"}, nil)
 	fmt.Println(err != nil)
 	// Output:
 	// Work on issue #42 of {uv-repo}.
@@ -35,8 +34,8 @@ func ExampleResolver_Resolve() {
 	// true
 }
 
-func ExampleResolver_ResolveRetry() {
-	r := prompt.New(prompt.Config{AgentDir: "testdata/agent"})
+func ExamplePromptResolver_ResolveRetry() {
+	r := agentdir.NewPromptResolver(agentdir.PromptConfig{AgentDir: "testdata/agent"})
 	ctx := context.Background()
 
 	rt, _ := r.ResolveRetry(ctx, "steps", "retry", "issue", "failed", "test-failed")

@@ -1,4 +1,4 @@
-package prompt
+package agentdir
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func FuzzFrontmatter(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tpl, err := parseTemplate(data, "f.md")
+		tpl, err := parsePromptTemplate(data, "f.md")
 		if err != nil {
 			e := agenterr.From(err)
 			if e == nil || e.Code != agenterr.CodePromptParse || e.File != "f.md" {
@@ -64,11 +64,11 @@ func FuzzSubstitute(f *testing.F) {
 			return
 		}
 		vars := map[string]string{k1: v1, k2: v2}
-		out, undefined := Substitute(text, vars)
+		out, undefined := SubstituteVariables(text, vars)
 
 		// Undefined names are exactly the used names that have no value.
 		var wantUndef []string
-		for _, n := range Variables(text) {
+		for _, n := range TemplateVariables(text) {
 			if _, ok := vars[n]; !ok {
 				wantUndef = append(wantUndef, n)
 			}
@@ -81,7 +81,7 @@ func FuzzSubstitute(f *testing.F) {
 		// the sentinels by the values gives the same text, so values are
 		// never scanned for placeholders.
 		s1, s2 := "\x00\x01\x00", "\x00\x02\x00"
-		sent, _ := Substitute(text, map[string]string{k1: s1, k2: s2})
+		sent, _ := SubstituteVariables(text, map[string]string{k1: s1, k2: s2})
 		if k1 == k2 {
 			s1 = s2 // the map kept the second value
 		}
@@ -111,11 +111,11 @@ func FuzzResolveRef(f *testing.F) {
 	f.Add("..", "..", "..", "..", "..", "../x")
 	f.Add("", "a/../../b", "c", "", "x\\y", "/etc/passwd")
 	dir := f.TempDir()
-	write(f, dir, "prompts/steps/a/b/f_default.md", "inside")
-	r := New(Config{AgentDir: dir + "/agent"})
-	write(f, dir, "agent/prompts/steps/a/b/f_default.md", "agent prompt")
+	writePrompt(f, dir, "prompts/steps/a/b/f_default.md", "inside")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir + "/agent"})
+	writePrompt(f, dir, "agent/prompts/steps/a/b/f_default.md", "agent prompt")
 	f.Fuzz(func(t *testing.T, c1, c2, c3, edition, adaptation, path string) {
-		ref := Ref{C1: c1, C2: c2, C3: c3, Edition: edition, Adaptation: adaptation, Fallback: path}
+		ref := PromptRef{C1: c1, C2: c2, C3: c3, Edition: edition, Adaptation: adaptation, Fallback: path}
 		res, err := r.Resolve(context.Background(), ref, nil)
 		if err == nil && res.Text != "agent prompt" {
 			t.Fatalf("%v resolved to %q (outside the agent dir?)", ref, res.Text)

@@ -1,4 +1,4 @@
-package prompt
+package agentdir
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // write creates dir/rel with content, making parent directories.
-func write(t testing.TB, dir, rel, content string) string {
+func writePrompt(t testing.TB, dir, rel, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -44,21 +44,21 @@ func wantCode(t *testing.T, err error, code string) *agenterr.Error {
 
 func TestResolveC3LPath(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "prompts/steps/initial/issue/f_default.md", "default edition\n")
-	write(t, dir, "prompts/steps/initial/issue/f_detailed.md", "detailed edition\n")
-	write(t, dir, "prompts/steps/initial/issue/f_detailed_short.md", "detailed short\n")
-	write(t, dir, "prompts/other/a/b/f_default.md", "other c1\n")
-	r := New(Config{AgentDir: dir})
+	writePrompt(t, dir, "prompts/steps/initial/issue/f_default.md", "default edition\n")
+	writePrompt(t, dir, "prompts/steps/initial/issue/f_detailed.md", "detailed edition\n")
+	writePrompt(t, dir, "prompts/steps/initial/issue/f_detailed_short.md", "detailed short\n")
+	writePrompt(t, dir, "prompts/other/a/b/f_default.md", "other c1\n")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
 	ctx := context.Background()
 	for _, tc := range []struct {
-		ref  Ref
+		ref  PromptRef
 		want string
 		path string
 	}{
-		{Ref{C2: "initial", C3: "issue"}, "default edition\n", "prompts/steps/initial/issue/f_default.md"},
-		{Ref{C2: "initial", C3: "issue", Edition: "detailed"}, "detailed edition\n", "prompts/steps/initial/issue/f_detailed.md"},
-		{Ref{C2: "initial", C3: "issue", Edition: "detailed", Adaptation: "short"}, "detailed short\n", "prompts/steps/initial/issue/f_detailed_short.md"},
-		{Ref{C1: "other", C2: "a", C3: "b"}, "other c1\n", "prompts/other/a/b/f_default.md"},
+		{PromptRef{C2: "initial", C3: "issue"}, "default edition\n", "prompts/steps/initial/issue/f_default.md"},
+		{PromptRef{C2: "initial", C3: "issue", Edition: "detailed"}, "detailed edition\n", "prompts/steps/initial/issue/f_detailed.md"},
+		{PromptRef{C2: "initial", C3: "issue", Edition: "detailed", Adaptation: "short"}, "detailed short\n", "prompts/steps/initial/issue/f_detailed_short.md"},
+		{PromptRef{C1: "other", C2: "a", C3: "b"}, "other c1\n", "prompts/other/a/b/f_default.md"},
 	} {
 		res, err := r.Resolve(ctx, tc.ref, nil)
 		if err != nil {
@@ -78,24 +78,24 @@ func TestResolveC3LPath(t *testing.T) {
 
 func TestConfigDefaultsAndCustomBase(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "tpl/cat/x/y/f_default.md", "custom base and c1")
-	r := New(Config{AgentDir: dir, Base: "tpl", C1: "cat"})
-	res, err := r.Resolve(context.Background(), Ref{C2: "x", C3: "y"}, nil)
+	writePrompt(t, dir, "tpl/cat/x/y/f_default.md", "custom base and c1")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir, Base: "tpl", C1: "cat"})
+	res, err := r.Resolve(context.Background(), PromptRef{C2: "x", C3: "y"}, nil)
 	if err != nil || res.Text != "custom base and c1" {
 		t.Fatalf("got %q, %v", res.Text, err)
 	}
 	// An absolute base inside the agent dir is accepted.
-	r = New(Config{AgentDir: dir, Base: filepath.Join(dir, "tpl"), C1: "cat"})
-	if _, err := r.Resolve(context.Background(), Ref{C2: "x", C3: "y"}, nil); err != nil {
+	r = NewPromptResolver(PromptConfig{AgentDir: dir, Base: filepath.Join(dir, "tpl"), C1: "cat"})
+	if _, err := r.Resolve(context.Background(), PromptRef{C2: "x", C3: "y"}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestFrontmatterStrippedAndParsed(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "prompts/steps/s/t/f_default.md", "---\nstepId: s.t\nuvVariables:\n  - origin\nnested: {a: 1}\n---\nHello {uv-origin}\n")
-	r := New(Config{AgentDir: dir})
-	res, err := r.Resolve(context.Background(), Ref{C2: "s", C3: "t"}, map[string]string{"origin": "Tokyo"})
+	writePrompt(t, dir, "prompts/steps/s/t/f_default.md", "---\nstepId: s.t\nuvVariables:\n  - origin\nnested: {a: 1}\n---\nHello {uv-origin}\n")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
+	res, err := r.Resolve(context.Background(), PromptRef{C2: "s", C3: "t"}, map[string]string{"origin": "Tokyo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestFrontmatterStrippedAndParsed(t *testing.T) {
 	}
 	// The returned map is a copy: changing it does not change the next result.
 	res.Frontmatter["stepId"] = "changed"
-	res2, err := r.Resolve(context.Background(), Ref{C2: "s", C3: "t"}, nil)
+	res2, err := r.Resolve(context.Background(), PromptRef{C2: "s", C3: "t"}, nil)
 	if err != nil || res2.Frontmatter["stepId"] != "s.t" {
 		t.Fatalf("cached frontmatter was modified through a result: %#v %v", res2.Frontmatter, err)
 	}
@@ -134,7 +134,7 @@ func TestFrontmatterForms(t *testing.T) {
 		{"trailing spaces on delimiters", "--- \na: b\n---\t\nbody", "body", map[string]any{"a": "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tpl, err := parseTemplate([]byte(tc.in), "f.md")
+			tpl, err := parsePromptTemplate([]byte(tc.in), "f.md")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func TestFrontmatterErrors(t *testing.T) {
 		{"invalid utf8", "hello \xff\xfe", 0, 0, "UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseTemplate([]byte(tc.in), "prompts/x.md")
+			_, err := parsePromptTemplate([]byte(tc.in), "prompts/x.md")
 			e := wantCode(t, err, agenterr.CodePromptParse)
 			if !strings.Contains(e.Error(), tc.msgContain) {
 				t.Errorf("error %q does not mention %q", e, tc.msgContain)
@@ -192,7 +192,7 @@ func TestFrontmatterErrors(t *testing.T) {
 func TestFrontmatterYAMLErrorPositionIsInFileCoordinates(t *testing.T) {
 	// The bad token is on line 4 of the file (line 3 of the YAML).
 	in := "---\nok: 1\nalso: 2\nbad: [unclosed\n---\nbody\n"
-	_, err := parseTemplate([]byte(in), "p.md")
+	_, err := parsePromptTemplate([]byte(in), "p.md")
 	e := wantCode(t, err, agenterr.CodePromptParse)
 	if e.Line < 4 {
 		t.Fatalf("line %d, want >= 4 (file coordinates): %v", e.Line, e)
@@ -209,7 +209,7 @@ func TestFrontmatterAliasBomb(t *testing.T) {
 		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
 	}
 	b.WriteString("---\nbody\n")
-	_, err := parseTemplate([]byte(b.String()), "bomb.md")
+	_, err := parsePromptTemplate([]byte(b.String()), "bomb.md")
 	e := wantCode(t, err, agenterr.CodePromptParse)
 	if !strings.Contains(e.Message, "expands") && !strings.Contains(e.Error(), "alias") {
 		t.Fatalf("unexpected error %v", e)
@@ -218,9 +218,9 @@ func TestFrontmatterAliasBomb(t *testing.T) {
 
 func TestSubstitution(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "prompts/steps/a/b/f_default.md", "Go to {uv-origin} then {uv-dest}. Again {uv-origin}. Missing {uv-ghost} and {uv-ghost}. Malformed {uv- {uv-} {uv-a b} {uv-x {uv-ok_1-2}")
-	r := New(Config{AgentDir: dir})
-	res, err := r.Resolve(context.Background(), Ref{C2: "a", C3: "b"}, map[string]string{
+	writePrompt(t, dir, "prompts/steps/a/b/f_default.md", "Go to {uv-origin} then {uv-dest}. Again {uv-origin}. Missing {uv-ghost} and {uv-ghost}. Malformed {uv- {uv-} {uv-a b} {uv-x {uv-ok_1-2}")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
+	res, err := r.Resolve(context.Background(), PromptRef{C2: "a", C3: "b"}, map[string]string{
 		"origin": "Tokyo", "dest": "{uv-ghost}", "ok_1-2": "fine", "uv-origin": "prefixed key is not the variable",
 	})
 	if err != nil {
@@ -239,22 +239,22 @@ func TestSubstitution(t *testing.T) {
 }
 
 func TestSubstituteSinglePass(t *testing.T) {
-	out, undefined := Substitute("{uv-a}{uv-b}", map[string]string{"a": "{uv-b}", "b": "{uv-a}"})
+	out, undefined := SubstituteVariables("{uv-a}{uv-b}", map[string]string{"a": "{uv-b}", "b": "{uv-a}"})
 	if out != "{uv-b}{uv-a}" || undefined != nil {
 		t.Fatalf("got %q %v", out, undefined)
 	}
-	out, undefined = Substitute("no placeholders", map[string]string{"a": "x"})
+	out, undefined = SubstituteVariables("no placeholders", map[string]string{"a": "x"})
 	if out != "no placeholders" || undefined != nil {
 		t.Fatalf("got %q %v", out, undefined)
 	}
 }
 
 func TestVariables(t *testing.T) {
-	got := Variables("{uv-b} {uv-a} {uv-b} {uv-} {uv-bad name} {uv-c")
+	got := TemplateVariables("{uv-b} {uv-a} {uv-b} {uv-} {uv-bad name} {uv-c")
 	if !reflect.DeepEqual(got, []string{"b", "a"}) {
 		t.Fatalf("got %v", got)
 	}
-	if Variables("nothing") != nil {
+	if TemplateVariables("nothing") != nil {
 		t.Fatal("want nil for no variables")
 	}
 }
@@ -262,8 +262,8 @@ func TestVariables(t *testing.T) {
 func TestFallbackChainOrder(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	r := New(Config{AgentDir: dir, FallbackDir: "fallbacks"})
-	ref := Ref{C2: "initial", C3: "issue", Fallback: "shared/generic.md"}
+	r := NewPromptResolver(PromptConfig{AgentDir: dir, FallbackDir: "fallbacks"})
+	ref := PromptRef{C2: "initial", C3: "issue", Fallback: "shared/generic.md"}
 
 	// Nothing exists: every path of the chain is listed, in order.
 	_, err := r.Resolve(ctx, ref, nil)
@@ -290,7 +290,7 @@ func TestFallbackChainOrder(t *testing.T) {
 	}
 
 	// Global fallback only.
-	write(t, dir, "fallbacks/f_default.md", "global")
+	writePrompt(t, dir, "fallbacks/f_default.md", "global")
 	res, err := r.Resolve(ctx, ref, nil)
 	if err != nil || res.Text != "global" || res.UsedFallback != "fallbacks/f_default.md" {
 		t.Fatalf("got %+v, %v", res, err)
@@ -300,7 +300,7 @@ func TestFallbackChainOrder(t *testing.T) {
 	}
 
 	// The reference's fallback wins over the global one.
-	write(t, dir, "prompts/shared/generic.md", "ref fallback")
+	writePrompt(t, dir, "prompts/shared/generic.md", "ref fallback")
 	res, err = r.Resolve(ctx, ref, nil)
 	if err != nil || res.Text != "ref fallback" || res.UsedFallback != "prompts/shared/generic.md" {
 		t.Fatalf("got %+v, %v", res, err)
@@ -310,7 +310,7 @@ func TestFallbackChainOrder(t *testing.T) {
 	}
 
 	// The primary wins over both, with no warning.
-	write(t, dir, "prompts/steps/initial/issue/f_default.md", "primary")
+	writePrompt(t, dir, "prompts/steps/initial/issue/f_default.md", "primary")
 	res, err = r.Resolve(ctx, ref, nil)
 	if err != nil || res.Text != "primary" || res.UsedFallback != "" || res.Warnings != nil {
 		t.Fatalf("got %+v, %v", res, err)
@@ -319,15 +319,15 @@ func TestFallbackChainOrder(t *testing.T) {
 
 func TestGlobalFallbackUsesPrimaryFileName(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "fb/f_failed_git-dirty.md", "adapted fallback")
-	r := New(Config{AgentDir: dir, FallbackDir: "fb"})
-	res, err := r.Resolve(context.Background(), Ref{C2: "retry", C3: "issue", Edition: "failed", Adaptation: "git-dirty"}, nil)
+	writePrompt(t, dir, "fb/f_failed_git-dirty.md", "adapted fallback")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir, FallbackDir: "fb"})
+	res, err := r.Resolve(context.Background(), PromptRef{C2: "retry", C3: "issue", Edition: "failed", Adaptation: "git-dirty"}, nil)
 	if err != nil || res.Text != "adapted fallback" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
 	// Explicit path refs fall back by base name too.
-	write(t, dir, "fb/check.md", "check fallback")
-	res, err = r.Resolve(context.Background(), Ref{Path: "checks/check.md"}, nil)
+	writePrompt(t, dir, "fb/check.md", "check fallback")
+	res, err = r.Resolve(context.Background(), PromptRef{Path: "checks/check.md"}, nil)
 	if err != nil || res.Text != "check fallback" || len(res.Warnings) != 1 {
 		t.Fatalf("got %+v, %v", res, err)
 	}
@@ -335,44 +335,44 @@ func TestGlobalFallbackUsesPrimaryFileName(t *testing.T) {
 
 func TestFallbackDoesNotHideBrokenPrimary(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "prompts/steps/a/b/f_default.md", "---\nunterminated\n")
-	write(t, dir, "prompts/fb.md", "fallback")
-	r := New(Config{AgentDir: dir})
-	_, err := r.Resolve(context.Background(), Ref{C2: "a", C3: "b", Fallback: "fb.md"}, nil)
+	writePrompt(t, dir, "prompts/steps/a/b/f_default.md", "---\nunterminated\n")
+	writePrompt(t, dir, "prompts/fb.md", "fallback")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
+	_, err := r.Resolve(context.Background(), PromptRef{C2: "a", C3: "b", Fallback: "fb.md"}, nil)
 	wantCode(t, err, agenterr.CodePromptParse)
 }
 
 func TestExplicitPath(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "prompts/checks/judge.md", "judge {uv-x}")
-	write(t, dir, "shared/outside-base.md", "inside agent dir, outside base")
-	r := New(Config{AgentDir: dir})
+	writePrompt(t, dir, "prompts/checks/judge.md", "judge {uv-x}")
+	writePrompt(t, dir, "shared/outside-base.md", "inside agent dir, outside base")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
 	ctx := context.Background()
-	res, err := r.Resolve(ctx, Ref{Path: "checks/judge.md"}, map[string]string{"x": "1"})
+	res, err := r.Resolve(ctx, PromptRef{Path: "checks/judge.md"}, map[string]string{"x": "1"})
 	if err != nil || res.Text != "judge 1" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
-	res, err = r.Resolve(ctx, Ref{Path: "../shared/outside-base.md"}, nil)
+	res, err = r.Resolve(ctx, PromptRef{Path: "../shared/outside-base.md"}, nil)
 	if err != nil || res.Text != "inside agent dir, outside base" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
-	res, err = r.Resolve(ctx, Ref{Path: filepath.Join(dir, "prompts/checks/judge.md")}, nil)
+	res, err = r.Resolve(ctx, PromptRef{Path: filepath.Join(dir, "prompts/checks/judge.md")}, nil)
 	if err != nil || !strings.HasPrefix(res.Text, "judge") {
 		t.Fatalf("absolute path inside agent dir: %+v, %v", res, err)
 	}
-	_, err = r.Resolve(ctx, Ref{Path: "checks/judge.md", C2: "a"}, nil)
+	_, err = r.Resolve(ctx, PromptRef{Path: "checks/judge.md", C2: "a"}, nil)
 	wantCode(t, err, agenterr.CodePromptParse)
 }
 
 func TestTraversalRejected(t *testing.T) {
 	outer := t.TempDir()
-	write(t, outer, "secret.md", "SECRET")
-	write(t, outer, "etc/x/f_default.md", "SECRET")
+	writePrompt(t, outer, "secret.md", "SECRET")
+	writePrompt(t, outer, "etc/x/f_default.md", "SECRET")
 	dir := filepath.Join(outer, "agent")
-	write(t, dir, "prompts/steps/ok/ok/f_default.md", "ok")
-	r := New(Config{AgentDir: dir})
+	writePrompt(t, dir, "prompts/steps/ok/ok/f_default.md", "ok")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
 	ctx := context.Background()
-	for _, ref := range []Ref{
+	for _, ref := range []PromptRef{
 		{C2: "../../etc", C3: "x"},
 		{C2: "..", C3: ".."},
 		{C2: "ok", C3: "ok", Edition: "../../../secret"},
@@ -396,7 +396,7 @@ func TestTraversalRejected(t *testing.T) {
 			t.Errorf("Exists(%v) = true", ref)
 		}
 	}
-	for _, ref := range []Ref{
+	for _, ref := range []PromptRef{
 		{Path: "../../secret.md"},
 		{Path: filepath.Join(outer, "secret.md")},
 		{Path: "/etc/passwd"},
@@ -407,17 +407,17 @@ func TestTraversalRejected(t *testing.T) {
 		_, err := r.Resolve(ctx, ref, nil)
 		wantCode(t, err, agenterr.CodePathEscape)
 	}
-	_, err := r.Resolve(ctx, Ref{Path: "x\x00y"}, nil)
+	_, err := r.Resolve(ctx, PromptRef{Path: "x\x00y"}, nil)
 	wantCode(t, err, agenterr.CodePromptParse)
 }
 
 func TestSymlinkEscapes(t *testing.T) {
 	outer := t.TempDir()
-	secret := write(t, outer, "secret.md", "SECRET")
-	write(t, outer, "x/f_default.md", "SECRET")
+	secret := writePrompt(t, outer, "secret.md", "SECRET")
+	writePrompt(t, outer, "x/f_default.md", "SECRET")
 	dir := filepath.Join(outer, "agent")
-	write(t, dir, "prompts/steps/ok/ok/f_default.md", "ok")
-	write(t, dir, "notprompts/inside.md", "inside agent dir but outside base")
+	writePrompt(t, dir, "prompts/steps/ok/ok/f_default.md", "ok")
+	writePrompt(t, dir, "notprompts/inside.md", "inside agent dir but outside base")
 	link := func(target, rel string) {
 		t.Helper()
 		p := filepath.Join(dir, filepath.FromSlash(rel))
@@ -434,9 +434,9 @@ func TestSymlinkEscapes(t *testing.T) {
 	link(outer, "prompts/steps/dirlink")                                               // directory symlink outside
 	link(secret, "prompts/explicit.md")                                                // explicit path to outside
 	link("ok/ok/f_default.md", "prompts/steps/inner.md")                               // symlink that stays inside: fine
-	r := New(Config{AgentDir: dir})
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
 	ctx := context.Background()
-	for _, ref := range []Ref{
+	for _, ref := range []PromptRef{
 		{C2: "abs", C3: "link"},
 		{C2: "rel", C3: "link"},
 		{C2: "base", C3: "escape"},
@@ -458,11 +458,11 @@ func TestSymlinkEscapes(t *testing.T) {
 			t.Errorf("Exists(%v) = true", ref)
 		}
 	}
-	for _, ref := range []Ref{{C2: "abs", C3: "link"}, {C2: "rel", C3: "link"}, {C2: "base", C3: "escape"}, {C2: "dirlink", C3: "x"}, {Path: "explicit.md"}} {
+	for _, ref := range []PromptRef{{C2: "abs", C3: "link"}, {C2: "rel", C3: "link"}, {C2: "base", C3: "escape"}, {C2: "dirlink", C3: "x"}, {Path: "explicit.md"}} {
 		_, err := r.Resolve(ctx, ref, nil)
 		wantCode(t, err, agenterr.CodePathEscape)
 	}
-	res, err := r.Resolve(ctx, Ref{Path: "steps/inner.md"}, nil)
+	res, err := r.Resolve(ctx, PromptRef{Path: "steps/inner.md"}, nil)
 	if err != nil || res.Text != "ok" {
 		t.Fatalf("symlink inside: %+v %v", res, err)
 	}
@@ -470,7 +470,7 @@ func TestSymlinkEscapes(t *testing.T) {
 
 func TestSymlinkedBaseOutsideAgentDir(t *testing.T) {
 	outer := t.TempDir()
-	write(t, outer, "elsewhere/steps/a/b/f_default.md", "SECRET")
+	writePrompt(t, outer, "elsewhere/steps/a/b/f_default.md", "SECRET")
 	dir := filepath.Join(outer, "agent")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -478,16 +478,16 @@ func TestSymlinkedBaseOutsideAgentDir(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outer, "elsewhere"), filepath.Join(dir, "prompts")); err != nil {
 		t.Fatal(err)
 	}
-	r := New(Config{AgentDir: dir})
-	_, err := r.Resolve(context.Background(), Ref{C2: "a", C3: "b"}, nil)
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
+	_, err := r.Resolve(context.Background(), PromptRef{C2: "a", C3: "b"}, nil)
 	wantCode(t, err, agenterr.CodePathEscape)
 }
 
 func TestCachedEntryRevalidatedAfterSymlinkSwap(t *testing.T) {
 	outer := t.TempDir()
-	write(t, outer, "secret.md", "SECRET")
+	writePrompt(t, outer, "secret.md", "SECRET")
 	dir := filepath.Join(outer, "agent")
-	write(t, dir, "prompts/real.md", "real")
+	writePrompt(t, dir, "prompts/real.md", "real")
 	p := filepath.Join(dir, "prompts/steps/a/b/f_default.md")
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -495,9 +495,9 @@ func TestCachedEntryRevalidatedAfterSymlinkSwap(t *testing.T) {
 	if err := os.Symlink("../../../real.md", p); err != nil {
 		t.Fatal(err)
 	}
-	r := New(Config{AgentDir: dir})
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
 	ctx := context.Background()
-	res, err := r.Resolve(ctx, Ref{C2: "a", C3: "b"}, nil)
+	res, err := r.Resolve(ctx, PromptRef{C2: "a", C3: "b"}, nil)
 	if err != nil || res.Text != "real" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -509,7 +509,7 @@ func TestCachedEntryRevalidatedAfterSymlinkSwap(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outer, "secret.md"), p); err != nil {
 		t.Fatal(err)
 	}
-	res, err = r.Resolve(ctx, Ref{C2: "a", C3: "b"}, nil)
+	res, err = r.Resolve(ctx, PromptRef{C2: "a", C3: "b"}, nil)
 	if err == nil {
 		t.Fatalf("read %q after the symlink was re-pointed outside", res.Text)
 	}
@@ -519,15 +519,15 @@ func TestCachedEntryRevalidatedAfterSymlinkSwap(t *testing.T) {
 func TestConfigPathsOutsideAgentDir(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	for _, cfg := range []Config{
+	for _, cfg := range []PromptConfig{
 		{AgentDir: dir, Base: "../elsewhere"},
 		{AgentDir: dir, Base: "/"},
 		{AgentDir: dir, FallbackDir: "../fb"},
 		{AgentDir: dir, SystemPath: "/etc/passwd"},
 		{AgentDir: dir, SystemPath: "../../x.md"},
 	} {
-		r := New(cfg)
-		_, err := r.Resolve(ctx, Ref{C2: "a", C3: "b"}, nil)
+		r := NewPromptResolver(cfg)
+		_, err := r.Resolve(ctx, PromptRef{C2: "a", C3: "b"}, nil)
 		wantCode(t, err, agenterr.CodePathEscape)
 		_, err = r.ResolveSystem(ctx, nil)
 		wantCode(t, err, agenterr.CodePathEscape)
@@ -536,11 +536,11 @@ func TestConfigPathsOutsideAgentDir(t *testing.T) {
 
 func TestCacheSeesEdits(t *testing.T) {
 	dir := t.TempDir()
-	p := write(t, dir, "prompts/steps/a/b/f_default.md", "version one {uv-x}")
-	r := New(Config{AgentDir: dir})
+	p := writePrompt(t, dir, "prompts/steps/a/b/f_default.md", "version one {uv-x}")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		res, err := r.Resolve(ctx, Ref{C2: "a", C3: "b"}, map[string]string{"x": "1"})
+		res, err := r.Resolve(ctx, PromptRef{C2: "a", C3: "b"}, map[string]string{"x": "1"})
 		if err != nil || res.Text != "version one 1" {
 			t.Fatalf("%+v %v", res, err)
 		}
@@ -548,16 +548,16 @@ func TestCacheSeesEdits(t *testing.T) {
 	if err := os.WriteFile(p, []byte("version two, longer {uv-x}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Resolve(ctx, Ref{C2: "a", C3: "b"}, map[string]string{"x": "2"})
+	res, err := r.Resolve(ctx, PromptRef{C2: "a", C3: "b"}, map[string]string{"x": "2"})
 	if err != nil || res.Text != "version two, longer 2" {
 		t.Fatalf("edit not seen: %+v %v", res, err)
 	}
 	// Replace the file by rename (a new inode), same size.
-	tmp := write(t, dir, "tmp.md", "version 3, longer {uv-x}")
+	tmp := writePrompt(t, dir, "tmp.md", "version 3, longer {uv-x}")
 	if err := os.Rename(tmp, p); err != nil {
 		t.Fatal(err)
 	}
-	res, err = r.Resolve(ctx, Ref{C2: "a", C3: "b"}, map[string]string{"x": "3"})
+	res, err = r.Resolve(ctx, PromptRef{C2: "a", C3: "b"}, map[string]string{"x": "3"})
 	if err != nil || res.Text != "version 3, longer 3" {
 		t.Fatalf("rename not seen: %+v %v", res, err)
 	}
@@ -565,7 +565,7 @@ func TestCacheSeesEdits(t *testing.T) {
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Resolve(ctx, Ref{C2: "a", C3: "b"}, nil)
+	_, err = r.Resolve(ctx, PromptRef{C2: "a", C3: "b"}, nil)
 	wantCode(t, err, agenterr.CodePromptNotFound)
 }
 
@@ -574,24 +574,24 @@ func TestNotARegularFile(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "prompts/steps/a/b/f_default.md"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := New(Config{AgentDir: dir})
-	_, err := r.Resolve(context.Background(), Ref{C2: "a", C3: "b"}, nil)
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
+	_, err := r.Resolve(context.Background(), PromptRef{C2: "a", C3: "b"}, nil)
 	wantCode(t, err, agenterr.CodePromptParse)
 }
 
 func TestTooLarge(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "prompts/steps/a/b/f_default.md", strings.Repeat("x", maxPromptBytes+1))
-	r := New(Config{AgentDir: dir})
-	_, err := r.Resolve(context.Background(), Ref{C2: "a", C3: "b"}, nil)
+	writePrompt(t, dir, "prompts/steps/a/b/f_default.md", strings.Repeat("x", maxPromptBytes+1))
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
+	_, err := r.Resolve(context.Background(), PromptRef{C2: "a", C3: "b"}, nil)
 	wantCode(t, err, agenterr.CodePromptParse)
 }
 
 func TestResolveSystem(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	write(t, dir, "prompts/system.md", "---\nrole: system\n---\nYou are {uv-agent_name}. {uv-unknown}")
-	r := New(Config{AgentDir: dir, SystemPath: "prompts/system.md"})
+	writePrompt(t, dir, "prompts/system.md", "---\nrole: system\n---\nYou are {uv-agent_name}. {uv-unknown}")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir, SystemPath: "prompts/system.md"})
 	res, err := r.ResolveSystem(ctx, map[string]string{"agent_name": "demo"})
 	if err != nil {
 		t.Fatal(err)
@@ -599,12 +599,12 @@ func TestResolveSystem(t *testing.T) {
 	if res.Text != "You are demo. {uv-unknown}" || res.Frontmatter["role"] != "system" || len(res.Warnings) != 1 {
 		t.Fatalf("%+v", res)
 	}
-	_, err = New(Config{AgentDir: dir}).ResolveSystem(ctx, nil)
+	_, err = NewPromptResolver(PromptConfig{AgentDir: dir}).ResolveSystem(ctx, nil)
 	e := wantCode(t, err, agenterr.CodePromptNotFound)
 	if e.Hint == "" {
 		t.Fatal("no hint")
 	}
-	_, err = New(Config{AgentDir: dir, SystemPath: "prompts/nope.md"}).ResolveSystem(ctx, nil)
+	_, err = NewPromptResolver(PromptConfig{AgentDir: dir, SystemPath: "prompts/nope.md"}).ResolveSystem(ctx, nil)
 	e = wantCode(t, err, agenterr.CodePromptNotFound)
 	if e.File != "prompts/nope.md" {
 		t.Fatalf("file %q", e.File)
@@ -613,27 +613,27 @@ func TestResolveSystem(t *testing.T) {
 	if n := strings.Count(strings.TrimSuffix(e.Error(), "; hint: "+e.Hint), "prompts/nope.md"); n != 1 {
 		t.Fatalf("the path is named %d times, want once: %s", n, e.Error())
 	}
-	write(t, dir, "prompts/empty.md", "---\na: 1\n---\n\n")
-	_, err = New(Config{AgentDir: dir, SystemPath: "prompts/empty.md"}).ResolveSystem(ctx, nil)
+	writePrompt(t, dir, "prompts/empty.md", "---\na: 1\n---\n\n")
+	_, err = NewPromptResolver(PromptConfig{AgentDir: dir, SystemPath: "prompts/empty.md"}).ResolveSystem(ctx, nil)
 	wantCode(t, err, agenterr.CodePromptParse)
 }
 
 func TestExists(t *testing.T) {
 	dir := t.TempDir()
-	r := New(Config{AgentDir: dir, FallbackDir: "fb"})
-	ref := Ref{C2: "a", C3: "b", Fallback: "x.md"}
+	r := NewPromptResolver(PromptConfig{AgentDir: dir, FallbackDir: "fb"})
+	ref := PromptRef{C2: "a", C3: "b", Fallback: "x.md"}
 	if p, ok := r.Exists(ref); ok {
 		t.Fatalf("exists %q", p)
 	}
-	fb := write(t, dir, "fb/f_default.md", "fb")
+	fb := writePrompt(t, dir, "fb/f_default.md", "fb")
 	if p, ok := r.Exists(ref); !ok || p != fb {
 		t.Fatalf("got %q %v, want %q", p, ok, fb)
 	}
-	x := write(t, dir, "prompts/x.md", "x")
+	x := writePrompt(t, dir, "prompts/x.md", "x")
 	if p, ok := r.Exists(ref); !ok || p != x {
 		t.Fatalf("got %q %v, want %q", p, ok, x)
 	}
-	primary := write(t, dir, "prompts/steps/a/b/f_default.md", "")
+	primary := writePrompt(t, dir, "prompts/steps/a/b/f_default.md", "")
 	if p, ok := r.Exists(ref); !ok || p != primary {
 		t.Fatalf("got %q %v, want %q (Exists does not read content)", p, ok, primary)
 	}
@@ -642,8 +642,8 @@ func TestExists(t *testing.T) {
 func TestResolveRetry(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	r := New(Config{AgentDir: dir, FallbackDir: "fb"})
-	write(t, dir, "fb/f_failed_test-failed.md", "global fallback is not part of retry lookup")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir, FallbackDir: "fb"})
+	writePrompt(t, dir, "fb/f_failed_test-failed.md", "global fallback is not part of retry lookup")
 
 	rt, err := r.ResolveRetry(ctx, "", "retry", "issue", "failed", "test-failed")
 	if err != nil || rt.Found {
@@ -653,7 +653,7 @@ func TestResolveRetry(t *testing.T) {
 		t.Fatalf("tried %v", rt.Tried)
 	}
 
-	write(t, dir, "prompts/steps/retry/issue/f_failed.md", "Generic failure: {{pattern}} {uv-x}")
+	writePrompt(t, dir, "prompts/steps/retry/issue/f_failed.md", "Generic failure: {{pattern}} {uv-x}")
 	rt, err = r.ResolveRetry(ctx, "steps", "retry", "issue", "failed", "test-failed")
 	if err != nil || !rt.Found || rt.Text != "Generic failure: {{pattern}} {uv-x}" {
 		t.Fatalf("%+v %v", rt, err)
@@ -662,7 +662,7 @@ func TestResolveRetry(t *testing.T) {
 		t.Fatalf("warnings %q", rt.Warnings)
 	}
 
-	write(t, dir, "prompts/steps/retry/issue/f_failed_test-failed.md", "---\nparams:\n  - failedTests\n  - errorOutput\n---\n## Tests failed\n{{#each failedTests}}- {{this.name}}\n{{/each}}")
+	writePrompt(t, dir, "prompts/steps/retry/issue/f_failed_test-failed.md", "---\nparams:\n  - failedTests\n  - errorOutput\n---\n## Tests failed\n{{#each failedTests}}- {{this.name}}\n{{/each}}")
 	rt, err = r.ResolveRetry(ctx, "", "retry", "issue", "", "test-failed")
 	if err != nil || !rt.Found || rt.Warnings != nil {
 		t.Fatalf("%+v %v", rt, err)
@@ -677,18 +677,18 @@ func TestResolveRetry(t *testing.T) {
 	_, err = r.ResolveRetry(ctx, "", "retry", "issue", "failed", "../../x")
 	wantCode(t, err, agenterr.CodePromptParse)
 
-	write(t, dir, "prompts/steps/retry/issue/f_failed_bad.md", "---\nparams: [\n---\nbody")
+	writePrompt(t, dir, "prompts/steps/retry/issue/f_failed_bad.md", "---\nparams: [\n---\nbody")
 	_, err = r.ResolveRetry(ctx, "", "retry", "issue", "failed", "bad")
 	wantCode(t, err, agenterr.CodePromptParse)
 }
 
 func TestCanceledContext(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "prompts/steps/a/b/f_default.md", "x")
-	r := New(Config{AgentDir: dir})
+	writePrompt(t, dir, "prompts/steps/a/b/f_default.md", "x")
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := r.Resolve(ctx, Ref{C2: "a", C3: "b"}, nil); !errors.Is(err, context.Canceled) {
+	if _, err := r.Resolve(ctx, PromptRef{C2: "a", C3: "b"}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -696,9 +696,9 @@ func TestCanceledContext(t *testing.T) {
 func TestConcurrentResolve(t *testing.T) {
 	dir := t.TempDir()
 	for i := 0; i < 4; i++ {
-		write(t, dir, fmt.Sprintf("prompts/steps/s%d/t/f_default.md", i), fmt.Sprintf("prompt %d {uv-n}", i))
+		writePrompt(t, dir, fmt.Sprintf("prompts/steps/s%d/t/f_default.md", i), fmt.Sprintf("prompt %d {uv-n}", i))
 	}
-	r := New(Config{AgentDir: dir})
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for g := 0; g < 8; g++ {
@@ -707,7 +707,7 @@ func TestConcurrentResolve(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
 				k := (g + i) % 4
-				res, err := r.Resolve(context.Background(), Ref{C2: fmt.Sprintf("s%d", k), C3: "t"}, map[string]string{"n": "v"})
+				res, err := r.Resolve(context.Background(), PromptRef{C2: fmt.Sprintf("s%d", k), C3: "t"}, map[string]string{"n": "v"})
 				if err != nil {
 					errs <- err
 					return

@@ -1,6 +1,6 @@
 //go:build unix
 
-package prompt
+package agentdir
 
 import (
 	"context"
@@ -22,10 +22,10 @@ func TestFIFOPromptDoesNotBlock(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	r := New(Config{AgentDir: dir})
-	_, err := r.Resolve(context.Background(), Ref{C2: "a", C3: "b"}, nil)
+	r := NewPromptResolver(PromptConfig{AgentDir: dir})
+	_, err := r.Resolve(context.Background(), PromptRef{C2: "a", C3: "b"}, nil)
 	wantCode(t, err, agenterr.CodePromptParse)
-	if _, ok := r.Exists(Ref{C2: "a", C3: "b"}); ok {
+	if _, ok := r.Exists(PromptRef{C2: "a", C3: "b"}); ok {
 		t.Fatal("a FIFO exists as a prompt")
 	}
 }

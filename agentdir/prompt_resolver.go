@@ -17,7 +17,7 @@
 // A Resolver caches parsed files keyed by path and checked against the file's
 // identity, size and modification time on every use, so edits take effect on
 // the next resolution and an unchanged prompt costs one stat call.
-package prompt
+package agentdir
 
 import (
 	"context"
@@ -31,7 +31,7 @@ import (
 )
 
 // Config configures a Resolver. Relative paths are relative to AgentDir.
-type Config struct {
+type PromptConfig struct {
 	// AgentDir is the agent's directory; every prompt file must lie inside
 	// it. Empty means the current directory.
 	AgentDir string
@@ -56,7 +56,7 @@ type Config struct {
 // Edition and Adaptation optional) or an explicit Path. Path and Fallback
 // are relative to the prompt base (absolute paths are allowed) and must stay
 // inside the agent directory.
-type Ref struct {
+type PromptRef struct {
 	C1, C2, C3 string
 	// Edition defaults to "default".
 	Edition    string
@@ -68,7 +68,7 @@ type Ref struct {
 }
 
 // String renders the reference for messages.
-func (r Ref) String() string {
+func (r PromptRef) String() string {
 	if r.Path != "" {
 		return "path " + r.Path
 	}
@@ -80,7 +80,7 @@ func (r Ref) String() string {
 }
 
 // Resolved is a resolved prompt.
-type Resolved struct {
+type ResolvedPrompt struct {
 	// Text is the prompt body with frontmatter stripped and variables
 	// substituted; never empty.
 	Text string
@@ -104,7 +104,7 @@ type Resolved struct {
 }
 
 // Resolver resolves prompt references. It is safe for concurrent use.
-type Resolver struct {
+type PromptResolver struct {
 	agentDir    string // absolute, cleaned
 	base        string // absolute, cleaned
 	fallbackDir string // absolute, cleaned; "" when disabled
@@ -117,8 +117,8 @@ type Resolver struct {
 // New returns a Resolver for cfg. Configuration problems (a base or
 // fallback directory outside the agent directory) are reported by every
 // resolution, so New itself cannot fail.
-func New(cfg Config) *Resolver {
-	r := &Resolver{c1: cfg.C1, cache: fileCache{fsys: cfg.FS}}
+func NewPromptResolver(cfg PromptConfig) *PromptResolver {
+	r := &PromptResolver{c1: cfg.C1, cache: fileCache{fsys: cfg.FS}}
 	if r.c1 == "" {
 		r.c1 = "steps"
 	}
@@ -148,7 +148,7 @@ func New(cfg Config) *Resolver {
 
 // configPath makes a configured path absolute and checks that it lies in
 // the agent directory.
-func (r *Resolver) configPath(p, what string) (string, error) {
+func (r *PromptResolver) configPath(p, what string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(r.agentDir, p)
 	}
@@ -166,11 +166,11 @@ func (r *Resolver) configPath(p, what string) (string, error) {
 // Rel renders a path the resolver returned (Resolved.Path) relative to
 // the agent directory, with forward slashes; a path outside it is
 // returned as it is.
-func (r *Resolver) Rel(abs string) string { return r.rel(abs) }
+func (r *PromptResolver) Rel(abs string) string { return r.rel(abs) }
 
 // rel renders an absolute path inside the agent directory relative to it,
 // with forward slashes, for messages.
-func (r *Resolver) rel(abs string) string {
+func (r *PromptResolver) rel(abs string) string {
 	if rel, ok := within(r.agentDir, abs); ok {
 		return filepath.ToSlash(rel)
 	}
@@ -199,7 +199,7 @@ func safeSegment(s string) bool {
 	return true
 }
 
-func invalidRef(ref Ref, format string, args ...any) error {
+func invalidRef(ref PromptRef, format string, args ...any) error {
 	return &agenterr.Error{
 		Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
 		Message: "invalid prompt reference (" + ref.String() + "): " + fmt.Sprintf(format, args...),
@@ -211,7 +211,7 @@ func invalidRef(ref Ref, format string, args ...any) error {
 // base and "/"-separated: {c1}/{c2}/{c3}/f_{edition}[_{adaptation}].md,
 // with c1 when ref.C1 is empty and edition "default" when unset. An unsafe
 // segment is PROMPT_PARSE, as in Resolve.
-func C3LFile(c1 string, ref Ref) (string, error) {
+func C3LFile(c1 string, ref PromptRef) (string, error) {
 	if ref.C1 != "" {
 		c1 = ref.C1
 	}
@@ -224,7 +224,7 @@ func C3LFile(c1 string, ref Ref) (string, error) {
 
 // c3lName checks the segments of a C3L reference (c1 resolved) and
 // returns its file name.
-func c3lName(c1 string, ref Ref) (string, error) {
+func c3lName(c1 string, ref PromptRef) (string, error) {
 	edition := ref.Edition
 	if edition == "" {
 		edition = "default"
@@ -250,7 +250,7 @@ func fileName(edition, adaptation string) string {
 
 // explicitPath resolves a Path or Fallback of a Ref: relative to the prompt
 // base, and inside the agent directory.
-func (r *Resolver) explicitPath(ref Ref, p, what string) (string, error) {
+func (r *PromptResolver) explicitPath(ref PromptRef, p, what string) (string, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return "", invalidRef(ref, "%s contains a NUL byte", what)
 	}
@@ -270,7 +270,7 @@ func (r *Resolver) explicitPath(ref Ref, p, what string) (string, error) {
 
 // chain returns the seed-002 fallback chain of ref: the primary file,
 // ref.Fallback, then {FallbackDir}/<primary file name>.
-func (r *Resolver) chain(ref Ref) ([]candidate, error) {
+func (r *PromptResolver) chain(ref PromptRef) ([]candidate, error) {
 	if r.cfgErr != nil {
 		return nil, r.cfgErr
 	}
@@ -328,13 +328,13 @@ func (r *Resolver) chain(ref Ref) ([]candidate, error) {
 // directory it must stay in; PROMPT_NOT_FOUND, naming the primary file as
 // its File and the fallbacks tried after it, in order, when no file of the
 // chain exists.
-func (r *Resolver) Resolve(ctx context.Context, ref Ref, vars map[string]string) (Resolved, error) {
+func (r *PromptResolver) Resolve(ctx context.Context, ref PromptRef, vars map[string]string) (ResolvedPrompt, error) {
 	if err := ctx.Err(); err != nil {
-		return Resolved{}, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerPrompt, false, "prompt resolution canceled")
+		return ResolvedPrompt{}, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerPrompt, false, "prompt resolution canceled")
 	}
 	cands, err := r.chain(ref)
 	if err != nil {
-		return Resolved{}, err
+		return ResolvedPrompt{}, err
 	}
 	for i, c := range cands {
 		t, err := r.load(c)
@@ -342,7 +342,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref Ref, vars map[string]string)
 			continue
 		}
 		if err != nil {
-			return Resolved{}, err
+			return ResolvedPrompt{}, err
 		}
 		res := r.render(t, c.abs, vars)
 		if i > 0 {
@@ -351,20 +351,20 @@ func (r *Resolver) Resolve(ctx context.Context, ref Ref, vars map[string]string)
 		}
 		return res, nil
 	}
-	return Resolved{}, r.notFound(ref, cands)
+	return ResolvedPrompt{}, r.notFound(ref, cands)
 }
 
-func (r *Resolver) load(c candidate) (*template, error) {
+func (r *PromptResolver) load(c candidate) (*promptTemplate, error) {
 	rel, ok := within(c.root, c.abs)
 	if !ok {
-		return nil, escapeError(r.rel(c.abs), c.root)
+		return nil, promptEscapeError(r.rel(c.abs), c.root)
 	}
 	return r.cache.load(r.agentDir, c.root, rel, c.abs, r.rel(c.abs))
 }
 
-func (r *Resolver) render(t *template, abs string, vars map[string]string) Resolved {
+func (r *PromptResolver) render(t *promptTemplate, abs string, vars map[string]string) ResolvedPrompt {
 	text, undefined := t.render(vars)
-	res := Resolved{Text: text, Path: abs, Variables: t.vars}
+	res := ResolvedPrompt{Text: text, Path: abs, Variables: t.vars}
 	if t.frontmatter != nil {
 		res.Frontmatter = maps.Clone(t.frontmatter)
 	}
@@ -374,7 +374,7 @@ func (r *Resolver) render(t *template, abs string, vars map[string]string) Resol
 	return res
 }
 
-func (r *Resolver) notFound(ref Ref, cands []candidate) error {
+func (r *PromptResolver) notFound(ref PromptRef, cands []candidate) error {
 	if ref.Path == "" {
 		if ref.C1 == "" {
 			ref.C1 = r.c1
@@ -414,15 +414,15 @@ func (r *Resolver) notFound(ref Ref, cands []candidate) error {
 
 // ResolveSystem resolves the system prompt (Config.SystemPath) with vars
 // substituted as in Resolve. The result is never empty.
-func (r *Resolver) ResolveSystem(ctx context.Context, vars map[string]string) (Resolved, error) {
+func (r *PromptResolver) ResolveSystem(ctx context.Context, vars map[string]string) (ResolvedPrompt, error) {
 	if err := ctx.Err(); err != nil {
-		return Resolved{}, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerPrompt, false, "prompt resolution canceled")
+		return ResolvedPrompt{}, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerPrompt, false, "prompt resolution canceled")
 	}
 	if r.cfgErr != nil {
-		return Resolved{}, r.cfgErr
+		return ResolvedPrompt{}, r.cfgErr
 	}
 	if r.systemPath == "" {
-		return Resolved{}, &agenterr.Error{
+		return ResolvedPrompt{}, &agenterr.Error{
 			Code: agenterr.CodePromptNotFound, Layer: agenterr.LayerPrompt,
 			Message: "no system prompt configured",
 			Hint:    "set runner.systemPromptPath in agent.json",
@@ -431,14 +431,14 @@ func (r *Resolver) ResolveSystem(ctx context.Context, vars map[string]string) (R
 	c := candidate{root: r.agentDir, abs: r.systemPath}
 	t, err := r.load(c)
 	if err == errNotFound {
-		return Resolved{}, &agenterr.Error{
+		return ResolvedPrompt{}, &agenterr.Error{
 			Code: agenterr.CodePromptNotFound, Layer: agenterr.LayerPrompt,
 			Message: "system prompt not found", File: r.rel(r.systemPath),
 			Hint: "create the file or fix runner.systemPromptPath",
 		}
 	}
 	if err != nil {
-		return Resolved{}, err
+		return ResolvedPrompt{}, err
 	}
 	return r.render(t, r.systemPath, vars), nil
 }
@@ -446,7 +446,7 @@ func (r *Resolver) ResolveSystem(ctx context.Context, vars map[string]string) (R
 // Exists follows the fallback chain of ref like Resolve, without reading
 // any file, and returns the first file that exists inside the directory it
 // must stay in. An invalid reference does not exist.
-func (r *Resolver) Exists(ref Ref) (path string, ok bool) {
+func (r *PromptResolver) Exists(ref PromptRef) (path string, ok bool) {
 	cands, err := r.chain(ref)
 	if err != nil {
 		return "", false
@@ -461,7 +461,7 @@ func (r *Resolver) Exists(ref Ref) (path string, ok bool) {
 }
 
 // RetryTemplate is a retry prompt template found by ResolveRetry.
-type RetryTemplate struct {
+type RetryTemplateRef struct {
 	// Found is false when neither candidate file exists; the caller then
 	// uses its built-in generic retry prompt.
 	Found bool
@@ -489,22 +489,22 @@ type RetryTemplate struct {
 // {base}/{c1}/{c2}/{c3}/f_{edition}.md. When neither exists the result has
 // Found false and a nil error. An empty c1 or edition takes the defaults
 // ("steps"/Config.C1 and "failed"); adaptation may be empty.
-func (r *Resolver) ResolveRetry(ctx context.Context, c1, c2, c3, edition, adaptation string) (RetryTemplate, error) {
+func (r *PromptResolver) ResolveRetry(ctx context.Context, c1, c2, c3, edition, adaptation string) (RetryTemplateRef, error) {
 	if err := ctx.Err(); err != nil {
-		return RetryTemplate{}, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerPrompt, false, "prompt resolution canceled")
+		return RetryTemplateRef{}, agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerPrompt, false, "prompt resolution canceled")
 	}
 	if edition == "" {
 		edition = "failed"
 	}
-	refs := []Ref{{C1: c1, C2: c2, C3: c3, Edition: edition, Adaptation: adaptation}}
+	refs := []PromptRef{{C1: c1, C2: c2, C3: c3, Edition: edition, Adaptation: adaptation}}
 	if adaptation != "" {
-		refs = append(refs, Ref{C1: c1, C2: c2, C3: c3, Edition: edition})
+		refs = append(refs, PromptRef{C1: c1, C2: c2, C3: c3, Edition: edition})
 	}
-	var out RetryTemplate
+	var out RetryTemplateRef
 	for i, ref := range refs {
-		cands, err := r.chain(Ref{C1: ref.C1, C2: ref.C2, C3: ref.C3, Edition: ref.Edition, Adaptation: ref.Adaptation})
+		cands, err := r.chain(PromptRef{C1: ref.C1, C2: ref.C2, C3: ref.C3, Edition: ref.Edition, Adaptation: ref.Adaptation})
 		if err != nil {
-			return RetryTemplate{}, err
+			return RetryTemplateRef{}, err
 		}
 		c := cands[0] // only the C3L file: the global fallback directory is not part of the retry lookup
 		out.Tried = append(out.Tried, r.rel(c.abs))
@@ -513,7 +513,7 @@ func (r *Resolver) ResolveRetry(ctx context.Context, c1, c2, c3, edition, adapta
 			continue
 		}
 		if err != nil {
-			return RetryTemplate{}, err
+			return RetryTemplateRef{}, err
 		}
 		out.Found = true
 		out.Text = t.body

@@ -1,4 +1,4 @@
-package prompt
+package agentdir
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 // TestFrontmatterMergeBombIsRefused: prompt frontmatter with 40 levels of
 // merge keys is a coded parse error, at once, instead of a hang.
 func TestFrontmatterMergeBombIsRefused(t *testing.T) {
-	_, err := parseTemplate([]byte("---\n"+yamlsafe.MergeBomb(40)+"---\nbody\n"), "prompts/x.md")
+	_, err := parsePromptTemplate([]byte("---\n"+yamlsafe.MergeBomb(40)+"---\nbody\n"), "prompts/x.md")
 	e := agenterr.From(err)
 	if e == nil || e.Code != agenterr.CodePromptParse || !strings.Contains(err.Error(), "nodes") {
 		t.Fatalf("err = %v", err)

@@ -1,4 +1,4 @@
-package prompt
+package agentdir
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ const maxFrontmatterNodes = 100_000
 // variable placeholder when name is non-empty. For a placeholder, lit holds
 // it as written ("{uv-name}") so it can be left in place when the variable
 // is not defined.
-type segment struct {
+type promptSegment struct {
 	lit  string
 	name string
 }
@@ -33,10 +33,10 @@ type segment struct {
 // template is a parsed prompt file: its frontmatter and its body split into
 // literal and placeholder segments, so that rendering is a single pass that
 // never re-scans substituted values.
-type template struct {
+type promptTemplate struct {
 	frontmatter map[string]any
 	body        string
-	segs        []segment
+	segs        []promptSegment
 	vars        []string // distinct variable names, in order of first use
 	litLen      int      // total length of the literal segments
 }
@@ -66,7 +66,7 @@ func scanVar(s string) (name string, n int, ok bool) {
 // splitSegments splits body into literal and placeholder segments.
 // Malformed placeholders ("{uv-" without a closing brace, "{uv-}" or a name
 // with characters outside [a-zA-Z0-9_-]) are literal text.
-func splitSegments(body string) (segs []segment, vars []string, litLen int) {
+func splitSegments(body string) (segs []promptSegment, vars []string, litLen int) {
 	start := 0 // start of the pending literal
 	i := 0
 	for {
@@ -81,10 +81,10 @@ func splitSegments(body string) (segs []segment, vars []string, litLen int) {
 			continue
 		}
 		if i > start {
-			segs = append(segs, segment{lit: body[start:i]})
+			segs = append(segs, promptSegment{lit: body[start:i]})
 			litLen += i - start
 		}
-		segs = append(segs, segment{lit: body[i : i+n], name: name})
+		segs = append(segs, promptSegment{lit: body[i : i+n], name: name})
 		if !containsString(vars, name) {
 			vars = append(vars, name)
 		}
@@ -92,7 +92,7 @@ func splitSegments(body string) (segs []segment, vars []string, litLen int) {
 		start = i
 	}
 	if start < len(body) {
-		segs = append(segs, segment{lit: body[start:]})
+		segs = append(segs, promptSegment{lit: body[start:]})
 		litLen += len(body) - start
 	}
 	return segs, vars, litLen
@@ -111,7 +111,7 @@ func containsString(list []string, s string) bool {
 // order of first use and without duplicates. The names are returned without
 // the "uv-" prefix, the form in which variables are passed to
 // [Resolver.Resolve]. Malformed placeholders are not listed.
-func Variables(text string) []string {
+func TemplateVariables(text string) []string {
 	_, vars, _ := splitSegments(text)
 	return vars
 }
@@ -122,14 +122,14 @@ func Variables(text string) []string {
 // "{uv-other}" is inserted literally. Placeholders of undefined variables are
 // left as written; their names are returned in undefined (distinct, in order
 // of first use).
-func Substitute(text string, vars map[string]string) (out string, undefined []string) {
+func SubstituteVariables(text string, vars map[string]string) (out string, undefined []string) {
 	segs, _, litLen := splitSegments(text)
-	t := &template{body: text, segs: segs, litLen: litLen}
+	t := &promptTemplate{body: text, segs: segs, litLen: litLen}
 	return t.render(vars)
 }
 
 // render substitutes vars into the template in one pass.
-func (t *template) render(vars map[string]string) (string, []string) {
+func (t *promptTemplate) render(vars map[string]string) (string, []string) {
 	if len(t.segs) == 1 && t.segs[0].name == "" {
 		return t.segs[0].lit, nil
 	}
@@ -167,7 +167,7 @@ func (t *template) render(vars map[string]string) (string, []string) {
 // parseTemplate parses a prompt file's content: optional YAML frontmatter
 // delimited by "---" lines at the very start of the file, then the body.
 // file names the file in errors (relative to the agent dir).
-func parseTemplate(data []byte, file string) (*template, error) {
+func parsePromptTemplate(data []byte, file string) (*promptTemplate, error) {
 	if !utf8.Valid(data) {
 		return nil, &agenterr.Error{
 			Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
@@ -176,7 +176,7 @@ func parseTemplate(data []byte, file string) (*template, error) {
 		}
 	}
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
-	fm, body, err := splitFrontmatter(data, file)
+	fm, body, err := splitPromptFrontmatter(data, file)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func parseTemplate(data []byte, file string) (*template, error) {
 			Hint: "write the prompt text after the frontmatter; an empty prompt is never sent to a model",
 		}
 	}
-	t := &template{frontmatter: fm, body: body}
+	t := &promptTemplate{frontmatter: fm, body: body}
 	t.segs, t.vars, t.litLen = splitSegments(body)
 	return t, nil
 }
@@ -207,7 +207,7 @@ func lineAt(s string, i int) (line string, next int) {
 // that is exactly "---" (trailing spaces allowed). A file whose first line is
 // "---" but that has no closing line is an error, not a body: silently
 // sending YAML to a model hides the mistake.
-func splitFrontmatter(data []byte, file string) (map[string]any, string, error) {
+func splitPromptFrontmatter(data []byte, file string) (map[string]any, string, error) {
 	s := string(data)
 	first, i := lineAt(s, 0)
 	if strings.TrimRight(first, " \t") != "---" || i == len(s) && !strings.HasSuffix(s, "\n") {
