@@ -280,7 +280,7 @@ func (b *handlerBuilder) custom(cfg agentdir.Completion, at func(string) string)
 	if name == "" {
 		if b.deps.Handler == nil {
 			b.rule("AC-COMPLETION-HANDLER", at("handler"),
-				"set handler to the name of a Go handler (agent.Config.CompletionHandlers, completion.RegisterHandler), or give the agent its handler as a value (agent.Config.Completion)",
+				"set handler to the name of a Go handler (agent.Config.CompletionHandlers, verdict.RegisterHandler), or give the agent its handler as a value (agent.Config.Completion)",
 				"completion type custom needs a handler")
 			return nil
 		}
@@ -304,7 +304,7 @@ func (b *handlerBuilder) custom(cfg agentdir.Completion, at func(string) string)
 		}
 		slices.Sort(names)
 		b.rule("AC-COMPLETION-HANDLER", at("handler"),
-			"give it to the agent in Go (agent.Config.CompletionHandlers) or register it with completion.RegisterHandler"+known(slices.Compact(names)),
+			"give it to the agent in Go (agent.Config.CompletionHandlers) or register it with verdict.RegisterHandler"+known(slices.Compact(names)),
 			"unknown custom completion handler %q", name)
 		return nil
 	}

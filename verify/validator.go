@@ -273,7 +273,7 @@ func (v *CompletionValidator) build(name string, def agentdir.Validator) (builtV
 		}
 		if !ok {
 			errs = append(errs, configErr(v.cfg.File, ptr+"/handler",
-				"give it to the agent in Go (agent.Config.Validators) or register it with completion.RegisterValidator",
+				"give it to the agent in Go (agent.Config.Validators) or register it with verify.RegisterValidator",
 				"validator %q: no Go validator %q", name, def.Handler))
 		}
 	default:
