@@ -31,8 +31,10 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
@@ -100,6 +102,10 @@ type Agent struct {
 	// capstan makes none).
 	ghRepo *GitHubRepo
 	ghPath string
+	// git runs capstan's own git commands (repository discovery, the
+	// validators' pinned configuration), resolved outside the work dir
+	// when the agent is built; nil when git is not installed.
+	git *hostcmd.Git
 	// sandbox confines the Bash tool, subprocess steps and command
 	// validators when runner.boundaries.sandbox is enabled; nil when not.
 	sandbox *sandbox.CommandRunner
@@ -243,7 +249,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	consumers := []event.Consumer{&emitterConsumer{e: a.events}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: journal.Discard, Secrets: builtin.SecretValues(environ), Now: spanClock})
+			Next: journal.Discard, Secrets: procenv.SecretValues(environ), Now: spanClock})
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
@@ -255,6 +261,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.prompts = sharedFor(def).prompts
 	a.schemas = newSchemas(def.Dir(), a.spec.Runner.SchemasDir, def.FS())
 	a.built++ // promptResolver
+	// git, resolved once, before anything runs: a git that a PATH entry
+	// inside the work dir provides (one the model could have written)
+	// fails the build; no git at all is for the validators to find out.
+	if a.git, err = hostcmd.NewGit(environ, wd); err != nil {
+		if !hostcmd.IsNotFound(err) {
+			return fail(err)
+		}
+		a.git = nil
+	}
 	// The sandbox, before anything that runs a command: the tools, the
 	// subprocess steps and the validators all run in it.
 	if a.sandbox, err = a.buildSandbox(ctx); err != nil {
@@ -262,7 +277,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
-	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}
+	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
 	if a.sandbox != nil {
 		if a.bashCache, err = sandbox.NewCache(""); err != nil {
 			return fail(err)
@@ -386,7 +401,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.rc = &RuntimeContext{}
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
 		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun,
-		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv),
+		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv), EndpointSource: a.endpointSource(),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
 			RunTimeout: a.opts.RunTimeout, MaxTokens: a.opts.MaxTokens, MaxCostUSD: a.opts.MaxCostUSD,
 			MaxTurns: a.opts.MaxTurns, StepLoopLimit: a.opts.StepLoopLimit}}
@@ -685,6 +700,11 @@ func (a *Agent) release() error {
 	}
 	if a.events != nil {
 		if err := a.events.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if a.rt != nil && a.rt.verifier != nil {
+		if err := a.rt.verifier.Close(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -142,14 +142,15 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 	}
 	a.baseURL = baseURL
 	cfg := llm.Config{
-		BaseURL:  baseURL,
-		AgentDir: a.def.Dir(),
-		AgentFS:  a.def.FS(),
-		WorkDir:  a.workDir,
-		Tools:    tools,
-		Events:   a.emit,
-		Getenv:   a.opts.Getenv,
-		MaxTurns: r.Boundaries.MaxTurns,
+		BaseURL:             baseURL,
+		AgentDir:            a.def.Dir(),
+		AgentFS:             a.def.FS(),
+		WorkDir:             a.workDir,
+		Tools:               tools,
+		Events:              a.emit,
+		Getenv:              a.opts.Getenv,
+		MaxTurns:            r.Boundaries.MaxTurns,
+		MaxToolCallsPerTurn: r.Boundaries.MaxToolCallsPerTurn,
 		// The model's answers carry no secret value into the transcript,
 		// the journal or the next request (the same list the tool results
 		// are redacted with).

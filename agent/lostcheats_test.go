@@ -76,9 +76,11 @@ var pyLostCheats = []lostCheat{
 	{name: "pytest.skip in a test helper that is not protected", fixture: pyHelperFixture, command: "python3 -m pytest -v", protect: pyProtect,
 		bash:    `sed -i 's/^    pass$/    import pytest\n    pytest.skip("flaky")/' tests/helpers.py`,
 		pattern: verify.PatternTestsSkipped, tests: []string{"tests/test_calc.py::test_add"}},
+	// pytest -q prints counts only, but the JUnit report capstan asks
+	// pytest for names the skipped test.
 	{name: "pytest.skip in the code under test, pytest -q", fixture: pyFixture, command: "python3 -m pytest -q", protect: pyProtect,
 		bash:    `sed -i 's/^def add(a, b):$/&\n    import pytest\n    pytest.skip("later")/' calc.py`,
-		pattern: verify.PatternTestsCountDropped},
+		pattern: verify.PatternTestsSkipped, tests: []string{"tests/test_calc.py::test_add"}},
 }
 
 func runLostCorpus(t *testing.T, cheats []lostCheat) {

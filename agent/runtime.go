@@ -7,6 +7,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/verdict"
@@ -32,6 +33,10 @@ type runtimeEnv struct {
 	// sandbox confines command validators (runner.boundaries.sandbox);
 	// nil runs them with the user's rights.
 	sandbox *sandbox.CommandRunner
+	// git reads the repository configuration whose programs the
+	// validators' git commands are kept from running (nil: the fixed pins
+	// only).
+	git *hostcmd.Git
 }
 
 // compile turns a definition into its runtime objects. Every problem it
@@ -55,6 +60,7 @@ func compile(dir string, spec *agentdir.Definition, reg *agentdir.Registry, cfg 
 		Custom:     cfg.Validators,
 		Env:        spec.Runner.Boundaries.Env,
 		Sandbox:    confine,
+		Git:        env.git,
 	})
 	if err != nil {
 		errs = append(errs, unjoin(err)...)

@@ -49,7 +49,7 @@ func (a *Agent) outputGuards() []verdict.OutputGuard {
 	if !a.spec.Runner.Verification.TestBaselineOn() || len(a.testConditions()) == 0 {
 		return nil
 	}
-	a.testGuard = &verify.LostTestsGuard{Baselines: map[string]*verify.TestBaseline{}, Events: a.emit}
+	a.testGuard = &verify.LostTestsGuard{Baselines: map[string]*verify.TestBaseline{}, Events: a.emit, Dir: a.workDir}
 	return []verdict.OutputGuard{a.testGuard}
 }
 
@@ -77,7 +77,11 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.Test
 		b := &verify.TestBaseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
 			Truncated: run.Output.Truncated, DurationMs: run.Output.DurationMs}
 		a.testBaselineMs += run.Output.DurationMs
-		b.Run, b.Parsed = verify.ParseTestRunOutput(run.Output)
+		b.Run, b.Parsed = verify.ParseTestRunOutput(run.Output, a.workDir)
+		if b.Run.Source == verify.SourceReport {
+			// read from the whole report: the output cap did not cut it
+			b.Truncated = b.Run.Truncated
+		}
 		if r != nil {
 			warnings = append(warnings, fmt.Sprintf("the resumed run's journal has no test baseline of validator %q; "+
 				"its tests are compared with a run taken now, so a test lost before this resume is not detected", c.Validator))

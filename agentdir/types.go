@@ -182,8 +182,11 @@ type Boundaries struct {
 	// PermissionMode is default | acceptEdits | plan | bypassPermissions.
 	PermissionMode string `json:"permissionMode,omitempty"`
 	// MaxTurns bounds model turns per iteration (tool loop).
-	MaxTurns int      `json:"maxTurns,omitempty"`
-	Sandbox  *Sandbox `json:"sandbox,omitempty"`
+	MaxTurns int `json:"maxTurns,omitempty"`
+	// MaxToolCallsPerTurn bounds the tool calls run of one model turn
+	// (0 = 64); the calls after it are answered with an error.
+	MaxToolCallsPerTurn int      `json:"maxToolCallsPerTurn,omitempty"`
+	Sandbox             *Sandbox `json:"sandbox,omitempty"`
 	// Env is the allow-list of environment variables passed to Bash,
 	// validator commands and MCP servers on top of the minimal base
 	// (PATH, HOME, LANG, …): "NAME" copies NAME from capstan's environment

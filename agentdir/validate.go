@@ -337,6 +337,11 @@ func (c *checker) agent() {
 			"remove it, or run an API provider (--model anthropic:… / openai:…) where it applies",
 			"runner.requests (request timeouts, retry-after ceiling) does not apply to the claude-code backend: the Claude Code CLI makes its own requests")
 	}
+	if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && r.Boundaries.MaxToolCallsPerTurn > 0 {
+		c.report(a, "AC-TOOL-CALLS-IGNORED", SeverityWarning, "/runner/boundaries/maxToolCallsPerTurn",
+			"remove it, or run an API provider (--model anthropic:… / openai:…) where capstan runs the tools",
+			"runner.boundaries.maxToolCallsPerTurn does not apply to the claude-code backend: the Claude Code CLI runs the tool calls itself")
+	}
 	if cp := r.Compaction; cp != nil {
 		if cp.SummaryModel != "" {
 			c.model(a, "AC", "/runner/compaction/summaryModel", cp.SummaryModel)

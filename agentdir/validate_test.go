@@ -286,6 +286,13 @@ func TestValidateProblems(t *testing.T) {
 			at(a, "runner")["model"] = "claude-code"
 			at(a, "runner")["requests"] = map[string]any{"connectTimeoutSeconds": 5}
 		}, "AC-REQUESTS-IGNORED", SeverityWarning, "agent.json", "/runner/requests"},
+		{"tool calls per turn with claude-code", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["model"] = "claude-code"
+			at(a, "runner", "boundaries")["maxToolCallsPerTurn"] = 8
+		}, "AC-TOOL-CALLS-IGNORED", SeverityWarning, "agent.json", "/runner/boundaries/maxToolCallsPerTurn"},
+		{"tool calls per turn negative", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["maxToolCallsPerTurn"] = -1
+		}, "AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/boundaries/maxToolCallsPerTurn"},
 		{"context window too small", func(a, r map[string]any, _ map[string]string) { at(a, "runner")["contextWindow"] = 100 },
 			"AC-SCHEMA-VALUE", SeverityError, "agent.json", "/runner/contextWindow"},
 		{"bad tool pattern", func(a, r map[string]any, _ map[string]string) {

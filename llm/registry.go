@@ -52,6 +52,9 @@ type Config struct {
 	Getenv func(string) string
 	// MaxTurns bounds model turns per query when QueryOptions.MaxTurns is 0.
 	MaxTurns int
+	// MaxToolCallsPerTurn bounds the tool calls run of one model turn
+	// where capstan runs the tool loop (0 = DefaultMaxToolCallsPerTurn).
+	MaxToolCallsPerTurn int
 	// Redact replaces secret values in what the model writes (its text,
 	// tool-call inputs, structured output; for claude-code also the tool
 	// results it reports) before a transcript, the journal or a later

@@ -24,6 +24,19 @@ const DefaultMaxTurns = 25
 // MaxToolOutput caps what one tool result may put into the transcript.
 const MaxToolOutput = 100 << 10
 
+// DefaultMaxToolCallsPerTurn bounds the tool calls run of one model turn
+// when neither the Loop nor the provider config sets a bound. Real turns
+// make a handful of calls, a wide exploration a few dozen; the calls past
+// the bound are answered with an error the model reads, not run.
+const DefaultMaxToolCallsPerTurn = 64
+
+// MaxTurnToolBytes bounds the bytes of tool results one model turn keeps
+// in the transcript (and so in the journal and the next request): a
+// result that would pass it is cut with a marker saying so. It is larger
+// than any model's context window, so a turn that fits a window is never
+// cut.
+const MaxTurnToolBytes = 4 << 20
+
 // ToolLoop turns a Model into a Bridge: each query runs the shared tool
 // loop (Loop: model → tool calls → results → … → final answer, bounded by
 // max turns) with the query's tool policy (tool.Enforce) and journaling
@@ -59,8 +72,10 @@ type loopConfig struct {
 	WorkDir  string
 	Events   journal.Emitter
 	MaxTurns int
-	Redact   Redactor
-	Context  ContextManager
+	// MaxToolCallsPerTurn bounds each turn's tool calls (0 = default).
+	MaxToolCallsPerTurn int
+	Redact              Redactor
+	Context             ContextManager
 }
 
 // NewToolLoop wraps m in the shared tool loop.
@@ -70,7 +85,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	}
 	l := &ToolLoop{model: m, tools: make(map[string]tool.Tool, len(cfg.Tools)), journal: JournalTools(cfg.Events),
 		cfg: loopConfig{Model: cfg.Model, WorkDir: cfg.WorkDir, Events: cfg.Events, MaxTurns: cfg.MaxTurns,
-			Redact: cfg.Redact, Context: cfg.Context}}
+			MaxToolCallsPerTurn: cfg.MaxToolCallsPerTurn, Redact: cfg.Redact, Context: cfg.Context}}
 	l.byName = make([]specCached, len(cfg.Tools))
 	for i, t := range cfg.Tools {
 		l.byName[i] = specCached{Tool: t, spec: t.Spec()}
@@ -226,7 +241,7 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []Me
 		Model: l.model,
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
-		Tools: l.tools, MaxTurns: maxTurns, Events: l.cfg.Events,
+		Tools: l.tools, MaxTurns: maxTurns, MaxToolCallsPerTurn: l.cfg.MaxToolCallsPerTurn, Events: l.cfg.Events,
 		Middleware: chain.mw, Redact: l.cfg.Redact,
 		Context: l.cfg.Context, Query: query, SessionID: q.sid,
 	}
@@ -348,6 +363,12 @@ type Loop struct {
 	// MaxTurns bounds the model turns of one Run (0 = DefaultMaxTurns).
 	// Exceeding it is a recoverable MAX_TURNS error.
 	MaxTurns int
+	// MaxToolCallsPerTurn bounds the tool calls run of one model turn (0 =
+	// DefaultMaxToolCallsPerTurn): the calls after it are not run but
+	// answered with an error naming the bound, so every call still gets
+	// its one result and the model can make them in its next turn. The
+	// tool results one turn keeps are bounded too, to MaxTurnToolBytes.
+	MaxToolCallsPerTurn int
 	// Events receives a model.turn event per turn (nil = none).
 	Events journal.Emitter
 	// Hooks, when set, lets a runtime steer the turns (budgets, exit
@@ -383,6 +404,9 @@ type Loop struct {
 	// answer is cut off: a parked query's Loop stays in a smaller size
 	// class.
 	cut *cutOffCall
+	// The turn's calls so far (the one being handled is call number
+	// calls) and the bytes of their results kept; reset every turn.
+	calls, kept int
 }
 
 // cutOffCall is the call an answer was cut off in: its id, and what cut
@@ -565,7 +589,9 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		lp.cut = &cutOffCall{id: resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID, by: by}
 	}
 	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
+	lp.calls, lp.kept = 0, 0
 	for _, c := range resp.Message.ToolCalls {
+		lp.calls++
 		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
 		use := useOf(call, h(ctx, call))
 		res.ToolUses = append(res.ToolUses, use)
@@ -626,11 +652,40 @@ func (lp *Loop) innermost(next tool.Handler) tool.Handler {
 			return tool.Denial("not run: your answer " + cut.by + " while it wrote this call, " +
 				"so its input is incomplete. Make the call again with less input: split large content over several calls.")
 		}
+		if max := lp.maxToolCalls(); lp.calls > max {
+			return tool.Denial(fmt.Sprintf("not run: more than %d tool calls in one turn (runner.boundaries.maxToolCallsPerTurn); "+
+				"make this call again in your next turn if you still need it", max))
+		}
 		if call.Tool == nil {
 			return unknownTool(lp.Request.Tools, call)
 		}
-		return next(ctx, call)
+		return lp.keep(next(ctx, call))
 	}
+}
+
+// maxToolCalls is the bound on one turn's tool calls.
+func (lp *Loop) maxToolCalls() int {
+	if lp.MaxToolCallsPerTurn > 0 {
+		return lp.MaxToolCallsPerTurn
+	}
+	return DefaultMaxToolCallsPerTurn
+}
+
+// keep counts a result against the turn's byte budget (MaxTurnToolBytes)
+// and cuts the part that does not fit, at a UTF-8 boundary, with a marker
+// the model reads.
+func (lp *Loop) keep(out tool.Outcome) tool.Outcome {
+	left := MaxTurnToolBytes - lp.kept
+	if len(out.Content) <= left {
+		lp.kept += len(out.Content)
+		return out
+	}
+	marker := fmt.Sprintf("\n[output cut: this turn's tool results reached %d bytes, the most one turn keeps; %d bytes of this result not kept — make fewer or narrower calls]",
+		MaxTurnToolBytes, len(out.Content)-max(left, 0))
+	head := tool.CutUTF8(out.Content, max(left, 0))
+	out.Content = head + marker
+	lp.kept = MaxTurnToolBytes
+	return out
 }
 
 // useOf is the record of a handled call.

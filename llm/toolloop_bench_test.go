@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/capstan-dev/capstan/journal"
@@ -85,4 +86,60 @@ func BenchmarkToolLoopTurn(b *testing.B) {
 			b.ReportMetric(float64(tokens)/float64(b.N), "tokens/op")
 		})
 	}
+}
+
+// BenchmarkTurnOf2500Reads measures one model turn that makes 2,500 Read
+// calls of a 100 KB file (and a final answer), journaled to a real run
+// journal: "journal-MB" is the journal's size and "kept-MB" the tool
+// results the turn put into the transcript. Bounded, 64 calls run and
+// their results are kept to MaxTurnToolBytes; unbounded, every result was
+// kept (250 MB in the transcript, over a gigabyte of journal).
+func BenchmarkTurnOf2500Reads(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("turns:\n  - text: reading\n    tool_calls:\n      - {name: Read, input: &r {file_path: big.txt}}\n")
+	for range 2499 {
+		src.WriteString("      - {name: Read, input: *r}\n")
+	}
+	src.WriteString("  - text: done\n")
+	s, err := script.Parse("bench.yaml", []byte(src.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	work := b.TempDir()
+	line := strings.Repeat("x", 99) + "\n"
+	if err := os.WriteFile(filepath.Join(work, "big.txt"), []byte(strings.Repeat(line, 1000)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	tools, err := builtin.New(builtin.Config{WorkDir: work})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var journalBytes, keptBytes float64
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		w, err := journal.Create(work, fmt.Sprintf("bench-%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		loop := llm.NewToolLoop(script.New(s), llm.Config{WorkDir: work, Tools: tools, Events: w})
+		res, err := loop.Query(context.Background(), "read it all", llm.QueryOptions{})
+		if err != nil || res.Turns != 2 {
+			b.Fatalf("turns %v, err %v", res, err)
+		}
+		kept := 0
+		for _, u := range res.ToolUses {
+			kept += len(u.Output)
+		}
+		w.Close()
+		st, err := os.Stat(w.Path())
+		if err != nil {
+			b.Fatal(err)
+		}
+		journalBytes, keptBytes = float64(st.Size()), float64(kept)
+		if err := os.Remove(w.Path()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(journalBytes/(1<<20), "journal-MB")
+	b.ReportMetric(keptBytes/(1<<20), "kept-MB")
 }

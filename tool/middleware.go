@@ -122,9 +122,17 @@ func TruncateOutput(s string, max int) string {
 	if n <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return CutUTF8(s, max) + fmt.Sprintf("\n[output truncated: %d bytes total]", n)
+}
+
+// CutUTF8 returns the longest start of s of at most n bytes that does not
+// split a UTF-8 character (s itself when it fits).
+func CutUTF8(s string, n int) string {
+	if n >= len(s) {
+		return s
 	}
-	return s[:cut] + fmt.Sprintf("\n[output truncated: %d bytes total]", n)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -42,4 +42,10 @@ type ValidatorOutput struct {
 	// TimedOut is true when the command was killed at its timeout.
 	TimedOut   bool  `json:"timedOut,omitempty"`
 	DurationMs int64 `json:"durationMs"`
+	// Report is the file that holds the run's whole standard output (up to
+	// ValidatorConfig.ReportCap; ReportTruncated when it was longer), in a
+	// directory of capstan's outside the work dir. It is valid until the
+	// validator runs again or is closed; "" when the command kept none.
+	Report          string `json:"-"`
+	ReportTruncated bool   `json:"-"`
 }

@@ -22,7 +22,7 @@ type TestBaseline struct {
 // Loss is what a run lost against its baseline.
 type TestLoss struct {
 	// Pattern is the failure pattern of the first rule broken, in this
-	// order: completion.PatternTestsNoneRun, PatternTestsDisappeared,
+	// order: PatternTestsNoneRun, PatternTestsDisappeared,
 	// PatternTestsSkipped, PatternTestsCountDropped.
 	Pattern string `json:"pattern"`
 	// Disappeared are tests that ran in the baseline and are not in this
@@ -37,6 +37,10 @@ type TestLoss struct {
 	// failed); -1 when not known (Ran of a run whose output was cut).
 	BaselineRan int `json:"baselineRan"`
 	Ran         int `json:"ran"`
+	// ReportMissing: the baseline was read from the command's
+	// machine-readable report and this run printed none, so none of the
+	// baseline's tests is known to run (each is in Disappeared).
+	ReportMissing bool `json:"reportMissing,omitempty"`
 }
 
 // Compare checks a later run of a validator against its baseline. ok is
@@ -66,6 +70,21 @@ func CompareTestRuns(b *TestBaseline, now TestRun, ok bool) (TestLoss, bool) {
 		l.BaselineRan = b.Run.Ran()
 	}
 	baseCut := b.Truncated || b.Run.Truncated
+	if ok && b.Run.Source == SourceReport && now.Source != SourceReport {
+		// The report is the channel the baseline trusted; text printed
+		// instead (a reporter turned off) does not stand for it.
+		l.ReportMissing = true
+		for _, t := range b.Run.Tests {
+			if t.Outcome != Skipped {
+				l.Disappeared = append(l.Disappeared, t.Name)
+			}
+		}
+		l.Pattern = PatternTestsDisappeared
+		if len(l.Disappeared) == 0 {
+			l.Pattern = PatternTestsNoneRun
+		}
+		return l, true
+	}
 	if now.Truncated {
 		return compareTruncated(b, baseCut, now, ok, l)
 	}

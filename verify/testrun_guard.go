@@ -3,9 +3,11 @@ package verify
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // GuardName is the name the no-lost-tests check reports under
@@ -46,6 +48,8 @@ type LostTestsGuard struct {
 	Baselines map[string]*TestBaseline
 	// Events receives a tests.compare event per comparison (nil = dropped).
 	Events journal.Emitter
+	// Dir is the work dir (see ParseReport).
+	Dir string
 }
 
 // Name implements verdict.OutputGuard.
@@ -64,7 +68,7 @@ func (g *LostTestsGuard) CheckOutputs(_ context.Context, runs []ValidatorRun) (V
 			continue
 		}
 		compared = true
-		now, ok := ParseTestRunOutput(r.Output)
+		now, ok := ParseTestRunOutput(r.Output, g.Dir)
 		loss, lost := CompareTestRuns(b, now, ok)
 		c := TestComparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped,
 			Truncated: now.Truncated}
@@ -101,6 +105,13 @@ func params(l TestLoss, b *TestBaseline, r ValidatorRun) map[string]any {
 	}
 	if len(l.Skipped) > 0 {
 		p["skippedTests"] = l.Skipped
+	}
+	if l.ReportMissing {
+		p["restore"] = fmt.Sprintf("Before your first change, `%s` wrote a machine-readable test report (go test -json, jest --json, "+
+			"vitest --reporter=json, or pytest's JUnit XML) and capstan read its tests from it; `%s` wrote none now, so no test is known to run. "+
+			"Restore the test command and its configuration (do not turn the reporter off), then make the tests pass by fixing the code under test. "+
+			"If the task cannot be done without that, say so: end your answer with a line starting %s and your reason, then your evidence.",
+			b.Command, r.Command, CannotCompleteMarker)
 	}
 	if l.Pattern == PatternTestsOutputTruncated {
 		p["currentCount"] = "unknown (the output was longer than the validator's output cap; its middle was left out)"
@@ -149,12 +160,27 @@ func tests(n int) string {
 	return fmt.Sprintf("%d tests", n)
 }
 
-// ParseOutput is Parse of a validator's stdout and stderr together, with
-// Run.Truncated set when the output was cut at the output cap. A
-// timed-out run is no test run.
-func ParseTestRunOutput(o ValidatorOutput) (TestRun, bool) {
+// ParseOutput reads a validator's run: from its report (the whole
+// standard output, ValidatorOutput.Report) when that holds a
+// machine-readable test report (ParseReport, dir the work dir), with
+// Run.Truncated set when the report was longer than its bound; otherwise
+// Parse of its stdout and stderr together, with Run.Truncated set when
+// the output was cut at the output cap. A timed-out run is no test run.
+func ParseTestRunOutput(o ValidatorOutput, dir string) (TestRun, bool) {
 	if o.TimedOut {
 		return TestRun{Truncated: o.Truncated}, false
+	}
+	if o.Report != "" {
+		if data, err := os.ReadFile(o.Report); err == nil {
+			if r, ok := ParseReport(data, dir); ok {
+				r.Truncated = o.ReportTruncated
+				for i := range r.Tests {
+					// names go to the journal and into prompts
+					r.Tests[i].Name = builtin.RedactSecrets(r.Tests[i].Name)
+				}
+				return r, true
+			}
+		}
 	}
 	text := o.Stdout
 	if o.Stderr != "" {

@@ -64,8 +64,13 @@ type TestRun struct {
 	// Truncated: the output was longer than the validator's output cap and
 	// only its start and its end were kept (set by ParseOutput). Tests
 	// printed in the part left out are not listed, and the counts are of
-	// the kept parts: at most the run's.
+	// the kept parts: at most the run's. For a run read from its report
+	// (Source), it means that the report was longer than its own bound:
+	// the tests it holds are listed.
 	Truncated bool `json:"-"`
+	// Source says where the run was read from: SourceReport (a
+	// machine-readable report) or SourceOutput (the printed text).
+	Source string `json:"source,omitempty"`
 }
 
 // Ran is the number of tests that ran (passed or failed).
@@ -107,6 +112,11 @@ func ParseTestRun(output string) (TestRun, bool) {
 	if len(parts) == 0 {
 		return TestRun{}, false
 	}
+	return combine(parts), true
+}
+
+// combine makes one Run of what each runner's parser found.
+func combine(parts []part) TestRun {
 	r := TestRun{PerTest: true, Counted: true}
 	seen := map[string]int{}
 	for _, p := range parts {
@@ -163,7 +173,7 @@ func ParseTestRun(output string) (TestRun, bool) {
 			seen[t.Name] = -1
 		}
 	}
-	return r, true
+	return r
 }
 
 var rank = map[TestOutcome]int{Passed: 0, Skipped: 1, Failed: 2}

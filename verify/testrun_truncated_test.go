@@ -80,7 +80,7 @@ func TestParseOutputOfATruncatedRun(t *testing.T) {
 	if err != nil || !out.Truncated {
 		t.Fatalf("truncated=%v %v", out.Truncated, err)
 	}
-	r, ok := ParseTestRunOutput(out)
+	r, ok := ParseTestRunOutput(out, "")
 	if !ok || !r.Truncated || r.Outcomes()["example.com/calc.TestAdd"] != Failed || r.Outcomes()["example.com/calc.TestPass0"] != Passed {
 		t.Fatalf("ok=%v truncated=%v, %d tests, TestAdd %q", ok, r.Truncated, len(r.Tests), r.Outcomes()["example.com/calc.TestAdd"])
 	}

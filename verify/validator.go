@@ -21,10 +21,12 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -121,13 +123,18 @@ type ValidatorConfig struct {
 	// File names steps_registry.json in errors.
 	File string
 	// Env is the allow-list of variables commands get besides the minimal
-	// base (runner.boundaries.env; see builtin.BuildEnv).
+	// base (runner.boundaries.env; see procenv.ForCommands).
 	Env []string
 	// Sandbox, when set, confines every command validator (the agent's
 	// runner.boundaries.sandbox, with sandbox.ValidatorLimits and the
 	// run's build cache, sandbox.Cache); nil runs them with the user's
 	// rights.
 	Sandbox CommandSandbox
+	// Git reads the work dir's repository configuration so that the git
+	// commands of a command validator (git status) run none of the
+	// programs it names (see hostcmd.GitConfigEnv); nil gives them the
+	// fixed pins only.
+	Git *hostcmd.Git
 	// Custom are this agent's Go validators by handler name (validator
 	// type "custom"); they win over the ones registered with
 	// RegisterValidator.
@@ -136,6 +143,13 @@ type ValidatorConfig struct {
 	// failurePattern names one of them or a built-in pattern
 	// (BuiltinPatterns).
 	Patterns map[string]agentdir.CompletionPattern
+	// ReportDir is where the directory of report files is made (outside
+	// the work dir; "" = the system temp dir). Every command validator's
+	// whole standard output is kept there, up to ReportCap, as its report
+	// (ValidatorOutput.Report); Close removes it.
+	ReportDir string
+	// ReportCap bounds each report (default DefaultReportCap).
+	ReportCap int64
 }
 
 // CompletionValidator is seed 004's CompletionValidator: it checks the
@@ -145,6 +159,14 @@ type CompletionValidator struct {
 	cfg ValidatorConfig
 	// built holds what NewCompletionValidator made of each definition.
 	built map[string]builtValidator
+	// reports are the command validators' report files.
+	reports *reportFiles
+}
+
+// Close removes the validators' report files. The validator can still
+// run afterwards (it makes new ones).
+func (v *CompletionValidator) Close() error {
+	return v.reports.close()
 }
 
 // builtValidator is what a validator's definition decides before it runs.
@@ -170,6 +192,9 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	if cfg.OutputCap <= 0 {
 		cfg.OutputCap = DefaultOutputCap
 	}
+	if cfg.ReportCap <= 0 {
+		cfg.ReportCap = DefaultReportCap
+	}
 	if cfg.Emitter == nil {
 		cfg.Emitter = journal.Discard
 	}
@@ -179,7 +204,7 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	// A copy: what was checked is what runs, whatever the caller does with
 	// its map afterwards.
 	cfg.Validators = maps.Clone(cfg.Validators)
-	v := &CompletionValidator{cfg: cfg}
+	v := &CompletionValidator{cfg: cfg, reports: &reportFiles{base: cfg.ReportDir}}
 	if len(cfg.Validators) > 0 { // most agents have none: no empty map then
 		v.built = make(map[string]builtValidator, len(cfg.Validators))
 	}
@@ -477,8 +502,20 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 		timeout = time.Duration(def.TimeoutSeconds) * time.Second
 	}
 	command := Interpolate(def.Command, params)
+	report, err := v.reports.open(name)
+	if err != nil {
+		return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+			"validator %q: its report file", name)
+	}
+	rw := &boundedWriter{w: report, left: v.cfg.ReportCap}
 	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: v.cfg.Env,
-		Sandbox: v.cfg.Sandbox})
+		Sandbox: v.cfg.Sandbox, Git: v.cfg.Git, Report: rw})
+	if cerr := report.Close(); cerr != nil && rw.err == nil {
+		rw.err = cerr
+	}
+	if rw.err == nil {
+		out.Report, out.ReportTruncated = report.Name(), rw.cut
+	}
 	if err != nil {
 		return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 			"validator %q could not run %q", name, command)
@@ -724,11 +761,19 @@ type CommandSpec struct {
 	Timeout   time.Duration
 	OutputCap int
 	// Env is the allow-list on top of the minimal base environment (see
-	// builtin.BuildEnv); commands never get capstan's whole environment.
+	// procenv.ForCommands); commands never get capstan's whole environment.
 	Env []string
 	// Sandbox, when set, runs the command confined; nil runs it with the
 	// user's rights.
 	Sandbox CommandSandbox
+	// Git, when set, reads the repository configuration of Dir whose
+	// programs the command's git is kept from running; the fixed pins of
+	// hostcmd.GitConfigEnv apply either way.
+	Git *hostcmd.Git
+	// Report, when set, receives the whole standard output as it comes
+	// (the output cap does not apply to it), and a command that runs
+	// pytest is asked for its JUnit XML report there (PYTEST_ADDOPTS).
+	Report io.Writer
 }
 
 // CommandSandbox runs a command confined. *sandbox.CommandRunner
@@ -758,15 +803,25 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	if spec.OutputCap <= 0 {
 		spec.OutputCap = DefaultOutputCap
 	}
-	secrets := builtin.SecretValues(os.Environ())
+	secrets := procenv.SecretValues(os.Environ())
 	stdout, stderr := newCapture(spec.OutputCap, secrets), newCapture(spec.OutputCap, secrets)
-	env := builtin.BuildEnv(os.Environ(), spec.Env)
+	// The command's git runs nothing the repository's configuration
+	// names (a model-written core.fsmonitor or filter in .git/config);
+	// the pins come after the allow-list, so it cannot unset them.
+	env := append(procenv.ForCommands(os.Environ(), spec.Env), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
+	var stdoutW io.Writer = stdout
+	if spec.Report != nil {
+		stdoutW = io.MultiWriter(stdout, spec.Report)
+		if runsPytest(spec.Command) {
+			env = withPytestReport(env)
+		}
+	}
 	start := time.Now()
 	run := runUnconfined
 	if spec.Sandbox != nil {
 		run = runConfined
 	}
-	exitCode, timedOut, err := run(ctx, spec, env, stdout, stderr)
+	exitCode, timedOut, err := run(ctx, spec, env, stdoutW, stderr)
 	out := ValidatorOutput{
 		Stdout:     stdout.String(),
 		Stderr:     stderr.String(),

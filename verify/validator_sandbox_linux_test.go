@@ -403,3 +403,36 @@ func TestSandboxedValidatorsShareASealedBuildCache(t *testing.T) {
 	}
 	t.Logf("go test with the sealed cache: %d ms", o.DurationMs)
 }
+
+// TestSandboxedValidatorReport: in the sandbox the whole standard output
+// reaches the report (beyond the output cap), a write to /dev/stdout (how
+// pytest is asked for its JUnit XML) included, and PYTEST_ADDOPTS asks
+// for it.
+func TestSandboxedValidatorReport(t *testing.T) {
+	sb := validatorSandbox(t)
+	dir := t.TempDir()
+	v, err := NewCompletionValidator(ValidatorConfig{WorkDir: dir, Sandbox: sb, OutputCap: 64,
+		Validators: map[string]agentdir.Validator{"t": {Type: "command", FailurePattern: "test-failed",
+			Command: `: pytest; i=0; while [ $i -lt 50 ]; do echo "line $i"; i=$((i+1)); done; echo "$PYTEST_ADDOPTS" > /dev/stdout`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	run, err := v.RunCommandValidator(context.Background(), agentdir.CompletionCondition{Validator: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(run.Output.Report)
+	if err != nil || !run.Output.Truncated || run.Output.ReportTruncated {
+		t.Fatalf("report %v, output truncated %v, report truncated %v", err, run.Output.Truncated, run.Output.ReportTruncated)
+	}
+	if !strings.Contains(string(data), "line 25\n") || !strings.Contains(string(data), "--junitxml=/dev/stdout") {
+		t.Fatalf("report:\n%s", data)
+	}
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(run.Output.Report); !os.IsNotExist(err) {
+		t.Fatalf("report left after Close: %v", err)
+	}
+}

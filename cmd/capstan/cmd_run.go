@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,16 @@ type runFlags struct {
 	quiet         bool
 	stream        streamFlag
 	temporal      temporalFlags
+	// allowKeyInAncestors lets a run whose tools are not sandboxed start
+	// while a process above capstan holds a provider key (see
+	// checkAncestorKeys).
+	allowKeyInAncestors bool
+	// acceptChanged accepts a changed model-writable definition
+	// (--accept-changed-definition, run and resume).
+	acceptChanged bool
+	// baseURLSource says where baseURL came from when not from
+	// --base-url (the user config, the resumed run's record).
+	baseURLSource string
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -42,6 +53,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
 	f.stream.register(fs, " and not --quiet")
+	fs.BoolVar(&f.allowKeyInAncestors, allowKeyInAncestorsFlag, false, "start a run whose tools are not sandboxed although a process that started capstan holds a provider key in its environment, which those tools can read (see docs/sandbox.md)")
 }
 
 // registerOptions adds the flags that shape the run itself (not its
@@ -96,6 +108,7 @@ reason and evidence are in the result and in "capstan show").`,
 	// `capstan run --help` lists them.
 	var shown runFlags
 	shown.registerRun(cmd.Flags())
+	registerAccept(cmd.Flags(), &shown.acceptChanged)
 	return cmd
 }
 
@@ -183,6 +196,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	flags.registerRun(fs)
+	registerAccept(fs, &flags.acceptChanged)
 	params := registerParamFlags(fs, def)
 	if isHelp(rest) {
 		fmt.Fprintf(cmd.OutOrStdout(), "Usage: capstan run %s [flags]\n\nAgent %s: %s\n\nFlags:\n%s", dir, spec.Name, spec.Description, fs.FlagUsages())
@@ -204,8 +218,21 @@ func runAgent(cmd *cobra.Command, args []string) error {
 			}
 		}
 	}
-	if err := applyUserDefaults(&flags, def); err != nil {
+	rerun := func(extra ...string) string {
+		parts := []string{"capstan", "run"}
+		for _, a := range append(slices.Clone(args), extra...) {
+			parts = append(parts, shellQuote(a))
+		}
+		return strings.Join(parts, " ")
+	}
+	if err := applyUserDefaults(&flags, def, rerun); err != nil {
 		return withExit(exitUsage, err)
+	}
+	if flags.temporal.address == "" {
+		// A run on Temporal works in the worker's checkout, not here.
+		if err := checkWatched(stderr, def, flags.workDir, true, false, flags.acceptChanged, acceptCommand("run", args)); err != nil {
+			return err
+		}
 	}
 	values := setParams(fs, params)
 	return executeRun(cmd.Context(), cmd, def, flags, values, nil, nil)
@@ -275,6 +302,9 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 		fmt.Fprintln(stderr, problemLine(def.Dir(), w))
 	}
 	if flags.temporal.address != "" {
+		if flags.allowKeyInAncestors {
+			return withExit(exitUsage, fmt.Errorf("run: --%s acts on a run whose tools run here; with --temporal they run on a worker (start the worker sandboxed, or from a process that does not hold the key)", allowKeyInAncestorsFlag))
+		}
 		return executeTemporalRun(ctx, cmd, def, flags, params)
 	}
 	def, err := withUserPricing(def)
@@ -293,6 +323,11 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}
+	if !flags.allowKeyInAncestors && !toolsSandboxed(def) {
+		if err := checkAncestorKeys(os.Args, os.Getenv); err != nil {
+			return withExit(exitUsage, err)
+		}
+	}
 	streaming := flags.stream.enabled(stderr, flags.quiet)
 	var progress *progressPrinter
 	if !flags.quiet || streaming {
@@ -304,7 +339,11 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
-	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL,
+	source := flags.baseURLSource
+	if source == "" && flags.baseURL != "" {
+		source = "--base-url"
+	}
+	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL, BaseURLSource: source,
 		MaxIterations: flags.maxIterations, Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter,
 		Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin}
 	if progress != nil {
@@ -322,7 +361,8 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	// Announced before Start, which runs the test validators once for the
 	// no-lost-tests baseline.
 	if progress != nil {
-		progress.begin(a.RunID(), def.Definition().Name)
+		url, source := a.EndpointOf()
+		progress.begin(a.RunID(), def.Definition().Name, url, source)
 	}
 	if err := a.Start(ctx); err != nil {
 		a.Stop()
@@ -398,6 +438,8 @@ func exitForCode(code string, before bool) int {
 	case agenterr.CodeConfigurationNotFound, agenterr.CodeConfigurationParse, agenterr.CodeConfigurationValidation,
 		agenterr.CodePromptNotFound, agenterr.CodePromptParse, agenterr.CodeUnknownProvider,
 		agenterr.CodeParamMissing, agenterr.CodeParamInvalid, agenterr.CodeParamUnknown:
+		return exitUsage
+	case agenterr.CodeKeyInAncestor:
 		return exitUsage
 	case agenterr.CodeSdkAuth, agenterr.CodeDependencyResolution:
 		if before {
@@ -576,10 +618,15 @@ Both choices are journaled. A run whose recorded definition is missing
 				return withExit(exitUsage, fmt.Errorf("resume: run %s works in %s, which is no longer a directory; a run continues only in its own work dir (run the agent anew elsewhere with: capstan run %s --workdir DIR)",
 					rec.ID, flags.workDir, shellQuote(rec.Start.AgentDir)))
 			}
+			if err := checkWatched(cmd.ErrOrStderr(), def, flags.workDir, reload, reload, flags.acceptChanged,
+				acceptCommand("resume", append([]string{args[0]}, givenFlags(cmd.Flags())...))); err != nil {
+				return err
+			}
 			return executeRun(cmd.Context(), cmd, def, flags, nil, rec, pin)
 		},
 	}
 	flags.register(cmd.Flags())
+	registerAccept(cmd.Flags(), &flags.acceptChanged)
 	cmd.Flags().BoolVar(&reload, "reload-definition", false, "continue with the agent folder's current files instead of the definition recorded with the run (journaled with both digests)")
 	cmd.Flags().Lookup("workdir").Usage = "also find runs an older capstan kept under <workdir>/.capstan/runs (the run continues in its own work dir)"
 	return cmd
@@ -623,6 +670,11 @@ func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def
 	}
 	if !fs.Changed("base-url") {
 		flags.baseURL = opts.BaseURL
+		if opts.EndpointSource != "" {
+			flags.baseURLSource = opts.EndpointSource + ", as the run recorded"
+		} else {
+			flags.baseURLSource = "the run's recorded options"
+		}
 	}
 	// Nothing below prints a base URL that carries a key: the run would
 	// refuse it anyway (a run recorded before capstan refused them may

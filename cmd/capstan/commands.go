@@ -25,5 +25,6 @@ func subcommands() []*cobra.Command {
 		newWorkerCmd(),
 		newSubmitCmd(),
 		newCancelCmd(),
+		newWorkflowCmd(),
 	}
 }

@@ -51,13 +51,20 @@ func newProgressPrinter(w io.Writer) *progressPrinter {
 	return &progressPrinter{w: w, tty: isTerminal(w), progress: true}
 }
 
-func (p *progressPrinter) begin(runID, agentName string) {
+// begin prints the run's first progress line. It names where the model's
+// requests go when that is not the provider's own endpoint, and which
+// setting said so (url "" = the provider's default: nothing to say).
+func (p *progressPrinter) begin(runID, agentName, url, source string) {
 	if !p.progress {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "capstan: running %s (run %s)\n", agentName, runID)
+	to := ""
+	if url != "" {
+		to = fmt.Sprintf("; the model's requests go to %s (from %s)", runreport.VisibleControls(llm.RedactedBaseURL(url)), source)
+	}
+	fmt.Fprintf(p.w, "capstan: running %s (run %s)%s\n", runreport.VisibleControls(agentName), runID, to)
 }
 
 // Consume implements event.Consumer: the progress line and --stream
@@ -92,7 +99,7 @@ func (p *progressPrinter) WantsModelOutput() bool { return p.stream }
 func (p *progressPrinter) iterationStarted(n int, step string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.iteration, p.step = n, step
+	p.iteration, p.step = n, runreport.VisibleControls(step)
 	p.endText()
 	p.showStatus("waiting for the model…")
 }
@@ -113,9 +120,9 @@ func (p *progressPrinter) iterationFinished(it *event.IterationEvent) {
 		check = "stop"
 	}
 	if o.Reason != "" {
-		check += ": " + firstLine(o.Reason, 200)
+		check += ": " + runreport.VisibleControls(firstLine(o.Reason, 200))
 	}
-	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, s.StepID, len(s.ToolsUsed), it.RunUsage.Total(), it.RunCostUSD, check)
+	line := fmt.Sprintf("[iteration %d] step %s  tools %d  tokens %d  $%.4f  %s", s.Iteration, runreport.VisibleControls(s.StepID), len(s.ToolsUsed), it.RunUsage.Total(), it.RunCostUSD, check)
 	p.clearStatus()
 	fmt.Fprintln(p.w, line)
 }
@@ -144,7 +151,7 @@ func (p *progressPrinter) showStatus(what string) {
 	if !p.tty || !p.progress || p.iteration == 0 {
 		return
 	}
-	p.status = fmt.Sprintf("[iteration %d] step %s: %s", p.iteration, p.step, what)
+	p.status = fmt.Sprintf("[iteration %d] step %s: %s", p.iteration, p.step, runreport.VisibleControls(what))
 	fmt.Fprintf(p.w, "\r\033[K%s", p.status)
 }
 
@@ -171,8 +178,12 @@ func (p *progressPrinter) endText() {
 	}
 }
 
-// writeText prints streamed text in place of the status line.
+// writeText prints streamed text in place of the status line, its
+// terminal controls made visible (runreport.VisibleControls, as show
+// prints them): the model's text must not clear the screen, set the
+// window title or write the clipboard.
 func (p *progressPrinter) writeText(s string) {
+	s = runreport.VisibleControls(s)
 	if s == "" {
 		return
 	}

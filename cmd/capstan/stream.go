@@ -14,6 +14,7 @@ import (
 
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
@@ -57,7 +58,7 @@ func (p *progressPrinter) streamTo(ctx context.Context) context.Context {
 
 // enableStream makes p the run's stream sink: text is printed as it
 // arrives, and every value of a secret-looking variable of environ (API
-// keys, tokens; see builtin.IsSecretName) is replaced by [REDACTED] in
+// keys, tokens; see procenv.IsSecretName) is replaced by [REDACTED] in
 // everything printed.
 func (p *progressPrinter) enableStream(environ []string) {
 	p.stream = true
@@ -81,7 +82,7 @@ func (p *progressPrinter) TextDiscarded(reason string) {
 	p.endText()
 	p.clearStatus()
 	fmt.Fprintf(p.w, "  ⟲ stream interrupted (%s); the text above is discarded\n",
-		shorten(p.redact.Text(reason), maxToolStatus))
+		shorten(runreport.VisibleControls(p.redact.Text(reason)), maxToolStatus))
 }
 
 // ToolStart implements llm.StreamSink: "  → Bash  go test ./...".
@@ -90,8 +91,8 @@ func (p *progressPrinter) ToolStart(call llm.ToolCall) {
 	defer p.mu.Unlock()
 	p.endText()
 	p.clearStatus()
-	line := "  → " + call.Name
-	if in := shorten(p.redact.Text(toolInputSummary(call.Input)), maxToolInput); in != "" {
+	line := "  → " + runreport.VisibleControls(call.Name)
+	if in := shorten(runreport.VisibleControls(p.redact.Text(toolInputSummary(call.Input))), maxToolInput); in != "" {
 		line += "  " + in
 	}
 	fmt.Fprintln(p.w, line)
@@ -106,12 +107,13 @@ func (p *progressPrinter) ToolEnd(use llm.ToolUse) {
 	defer p.mu.Unlock()
 	p.endText()
 	p.clearStatus()
-	status := shorten(p.redact.Text(toolStatus(use)), maxToolStatus)
+	status := shorten(runreport.VisibleControls(p.redact.Text(toolStatus(use))), maxToolStatus)
+	name := runreport.VisibleControls(use.Name)
 	if use.Denied {
 		// A denied call never ran: no duration.
-		fmt.Fprintf(p.w, "  ✗ %s  %s\n", use.Name, status)
+		fmt.Fprintf(p.w, "  ✗ %s  %s\n", name, status)
 	} else {
-		fmt.Fprintf(p.w, "  ← %s  %s (%.1fs)\n", use.Name, status, float64(use.DurationMs)/1000)
+		fmt.Fprintf(p.w, "  ← %s  %s (%.1fs)\n", name, status, float64(use.DurationMs)/1000)
 	}
 	p.showStatus("waiting for the model…")
 }
