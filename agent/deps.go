@@ -4,10 +4,12 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/compact"
@@ -126,7 +128,12 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		needMCP = needMCP || !runsOwnToolLoop(spec)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
+		act := event.Activity{Kind: event.KindMCP, Name: strings.Join(sortedIDs(r.MCPServers), ", ")}
+		start := time.Now()
+		event.EmitActivity(a.emit, event.ActivityStart, act)
 		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env})
+		act.Took, act.Failed = time.Since(start), err != nil
+		event.EmitActivity(a.emit, event.ActivityEnd, act)
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
 				e.File = filepath.Join(a.def.Dir(), agentdir.AgentFile)
@@ -223,6 +230,25 @@ func (a *Agent) models() []string {
 	for _, st := range a.reg.Steps {
 		if st.Model != "" && !slices.Contains(out, st.Model) {
 			out = append(out, st.Model)
+		}
+	}
+	return out
+}
+
+// claudeCodeTools are tools of the Claude Code CLI that capstan's own
+// tool loop (API and script models) does not provide.
+var claudeCodeTools = []string{"Task", "Agent", "WebFetch", "WebSearch", "NotebookEdit", "NotebookRead",
+	"TodoWrite", "TodoRead", "ExitPlanMode", "BashOutput", "KillShell", "KillBash", "AskUserQuestion", "SlashCommand"}
+
+// claudeCodeOnlyTools are the allowedTools entries (a name, or a
+// Name(...) pattern) that name a Claude Code tool capstan does not
+// provide, in the order written.
+func claudeCodeOnlyTools(allowed []string) []string {
+	var out []string
+	for _, p := range allowed {
+		name, _, _ := strings.Cut(p, "(")
+		if slices.Contains(claudeCodeTools, name) && !slices.Contains(out, name) {
+			out = append(out, name)
 		}
 	}
 	return out

@@ -195,6 +195,7 @@ func ParseTestOutput(s string) []TestFailure {
 	parseTAP(text, acc)
 	parseNodeSpec(text, acc)
 	parseJest(text, acc)
+	parseUnittestFailures(text, acc)
 	return acc.list
 }
 
