@@ -77,7 +77,8 @@ type Agent struct {
 	stepCfg     *llm.Config           // how steps' own models' bridges are opened (nil: no step has one)
 	stepBridges map[string]llm.Bridge // bridges of steps' own models, by spec
 	stepCosts   map[string]func(llm.Usage) float64
-	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
+	mcp         *mcp.Set    // MCP servers capstan connected (nil when none)
+	ledger      *llm.Ledger // the tool-effect ledger of capstan's tool loop
 	flow        *flow
 	built       int                    // how many of buildOrder's dependencies are built
 	protection  protection             // runner.verification.protect
@@ -119,6 +120,9 @@ type Agent struct {
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
 	bashCache *sandbox.Cache
+	// sharedCache is Config.ValidatorCache when the validators use it
+	// (sealed after the test baseline; the caller removes it).
+	sharedCache *sandbox.Cache
 	// begun is when Start was called, started when it returned (the time
 	// budget counts from there); between them the test baselines ran,
 	// which took testBaselineMs.
@@ -263,6 +267,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// The model's streamed text reaches every consumer, an embedder's
 	// too, with secret values replaced, as the journal has it.
 	a.emit.RedactModelOutput(builtin.NewStreamRedactor(environ))
+	a.buildLedger()
 	a.built++ // logger
 	// 2. prompt resolver
 	a.prompts = sharedFor(def).prompts
@@ -282,6 +287,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.sandbox, err = a.buildSandbox(ctx); err != nil {
 		return fail(err)
 	}
+	if why := a.unsandboxed(); why != "" {
+		a.warnings = append(a.warnings, why)
+	}
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
 	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
@@ -292,7 +300,11 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits)
 		// A resumed run's work dir holds the model's code: nothing it
 		// runs may fill a cache that later validations trust.
-		if opts.Resume == nil {
+		if c := opts.ValidatorCache; c != nil {
+			if opts.Resume == nil || c.Sealed() {
+				env.sandbox, a.sharedCache = env.sandbox.WithCache(c), c
+			}
+		} else if opts.Resume == nil {
 			if a.validatorCache, err = sandbox.NewCache(""); err != nil {
 				return fail(err)
 			}
@@ -366,6 +378,8 @@ func (a *Agent) buildJournal() error {
 		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
 	}
 	a.events = w
+	// Names the agent of a run killed before its run.start (runs, resume).
+	_ = journal.WriteStarted(w.Path(), journal.Started{Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir})
 	return nil
 }
 
@@ -377,6 +391,12 @@ var buildOrder = []string{"logger", "promptResolver", "completionHandler", "sdkB
 
 // RunID is the run's id (its journal is <state dir>/runs/<work dir key>/<id>/events.jsonl).
 func (a *Agent) RunID() string { return a.runID }
+
+// Unsandboxed says why the run's commands (Bash, command validators,
+// subprocess steps) do not run in the sandbox — an opt-out
+// (Config.NoSandbox, "sandbox": {"enabled": false}) or allowUnsandboxed
+// on a machine that cannot sandbox — and "" when they do.
+func (a *Agent) Unsandboxed() string { return a.unsandboxed() }
 
 // JournalPath is the run journal's path.
 func (a *Agent) JournalPath() string { return a.events.Path() }
@@ -406,8 +426,11 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	a.rc = &RuntimeContext{}
+	why := a.unsandboxed()
+	sandboxed := why == ""
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
-		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun,
+		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun, Temporal: a.opts.Temporal,
+		Sandboxed: &sandboxed, Unsandboxed: why,
 		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv), EndpointSource: a.endpointSource(),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
 			RunTimeout: a.opts.RunTimeout, MaxTokens: a.opts.MaxTokens, MaxCostUSD: a.opts.MaxCostUSD,
@@ -427,6 +450,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	// cache the baseline filled, and write it no more.
 	if a.validatorCache != nil {
 		a.validatorCache.Seal()
+	}
+	if a.sharedCache != nil {
+		a.sharedCache.Seal()
 	}
 	if err != nil {
 		return err
@@ -536,21 +562,45 @@ func (a *Agent) beginRun() *Result {
 	}
 	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
 	budgets := Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
-		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
-	if a.opts.RunTimeout > 0 {
-		budgets.Timeout = a.opts.RunTimeout
-	}
+		Timeout: a.timeBudget()}
+	// capstan's tool loop continues a cut query from the journal (the
+	// tool-effect ledger); a bridge that runs its own (claude-code), or
+	// one an embedder gave, does not.
+	continuable := a.opts.Bridge == nil && !runsOwnToolLoop(a.model)
 	l, err := NewLoop(LoopConfig{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
-		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
+		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable})
 	if err != nil {
 		return a.finish(&LoopResult{CompletionReason: ReasonError, Err: err})
 	}
-	started := a.started
-	if !a.opts.Started.IsZero() {
-		started = a.opts.Started
-	}
-	a.session = l.Begin(a.rc, started)
+	a.session = l.Begin(a.rc, a.startedAt())
 	return nil
+}
+
+// timeBudget is the run's time budget (0 = none).
+func (a *Agent) timeBudget() time.Duration {
+	if a.opts.RunTimeout > 0 {
+		return a.opts.RunTimeout
+	}
+	return time.Duration(a.spec.Runner.Budgets.TimeoutSeconds) * time.Second
+}
+
+// startedAt is when the run's time budget counts from.
+func (a *Agent) startedAt() time.Time {
+	if !a.opts.Started.IsZero() {
+		return a.opts.Started
+	}
+	return a.started
+}
+
+// Deadline is when the run's time budget ends; zero when it has none. A
+// driver that retries a cut iteration later (package scaleout) stops
+// retrying when the next attempt would come after it.
+func (a *Agent) Deadline() time.Time {
+	t := a.timeBudget()
+	if t <= 0 {
+		return time.Time{}
+	}
+	return a.startedAt().Add(t)
 }
 
 // endRun turns the loop's final result into the run's.
@@ -625,6 +675,7 @@ func (a *Agent) finish(lr *LoopResult) *Result {
 		Verdict:        a.flow.closureVerdict,
 		Handoff:        a.flow.closureHandoff,
 		GitHub:         a.github,
+		Sandboxed:      a.unsandboxed() == "",
 	}
 	a.mu.Lock()
 	a.result = res
@@ -643,7 +694,7 @@ func (a *Agent) Stop() *Result {
 	}
 	if a.result == nil {
 		a.result = &Result{CompletionReason: ReasonAborted, Reason: "stopped before running", RunID: a.runID,
-			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest(),
+			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest(), Sandboxed: a.unsandboxed() == "",
 			Error: NewResultError(agenterr.New(agenterr.CodeAborted, agenterr.LayerLifecycle, false, "stopped before running"))}
 	}
 	// MCP servers that stopped during the run: restarted, or their tools

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"io/fs"
 	"math"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -99,6 +101,24 @@ type Config struct {
 	Timeouts retry.Timeouts
 	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
 	MaxRetryAfter time.Duration
+	// NoSandbox runs the agent's Bash commands, command validators and
+	// subprocess steps unsandboxed, with the caller's
+	// rights (capstan run --no-sandbox): an explicit opt-out of the
+	// default, which the run reports (Result.Sandboxed, run.start).
+	// Without it the agent runs sandboxed unless its agent.json says
+	// "sandbox": {"enabled": false}.
+	NoSandbox bool
+	// ValidatorCache, when set, is the build cache the run's sandboxed
+	// command validators use instead of one of their own: a caller that
+	// runs many agents with the same toolchains keeps one, so that the
+	// standard library is compiled once for all of them, not once per run.
+	// A sealed cache (sandbox.Cache.Seal) is copied for every validation,
+	// so what a model-written test writes never reaches another. An
+	// unsealed one is filled by the run's test baseline and sealed by the
+	// run before the model's first turn, as the run's own cache is; give an
+	// unsealed cache to one run at a time. A resumed run uses it only when
+	// it is sealed. The caller removes it.
+	ValidatorCache *sandbox.Cache
 	// Params are raw parameter values keyed by parameter name, as given on
 	// the command line; they are type-checked and defaulted by the
 	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
@@ -107,6 +127,21 @@ type Config struct {
 	// Resume continues the run recorded in this journal instead of starting
 	// a new one.
 	Resume *RunRecord
+	// WorkDirRestored says, for a resumed run, that the work dir was put
+	// back to the state the cut iteration began from (a Temporal worker
+	// checked out the run's last commit): the changes the cut attempt made
+	// inside it are gone. The tool-effect ledger then runs that attempt's
+	// file edits (Write, Edit) again, and a call it answers from the
+	// journal tells the model that its changes inside the work dir were
+	// undone.
+	WorkDirRestored bool
+	// Checkpoint, when set, is called after each call of a tool that is
+	// not idempotent, before its result is journaled (llm.Ledger's
+	// AfterEffect): a Temporal worker saves the checkout there, so that the
+	// iteration continued on another worker finds the effects of every
+	// call the journal answers. Its failure leaves the call's effect to
+	// the iteration's commit.
+	Checkpoint func(ctx context.Context) error
 	// DefinitionResume says, for a resumed run, how the definition it uses
 	// relates to the recorded one; it is journaled in run.start with the
 	// definition's digests. The definition itself is the one Agent was
@@ -128,6 +163,9 @@ type Config struct {
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of ("" = none); run.start records it, so the run names its pipeline.
 	PipelineRun string
+	// Temporal, when set, is where the run's workflow lives (a Temporal
+	// worker runs it); run.start records it.
+	Temporal *TemporalRun
 	// Started is when the run began, when that is earlier than Start (a
 	// run a driver continues in another process): the time budget counts
 	// from it. Zero = Start's time.

@@ -57,6 +57,13 @@ type Result struct {
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.
 	Verdict string `json:"verdict,omitempty"`
+	// Sandboxed is true when the commands capstan ran for the model (Bash,
+	// command validators, subprocess steps, skill scripts) were confined by
+	// the sandbox (MCP servers are not sandboxed yet); false when the run opted out
+	// (--no-sandbox, "sandbox": {"enabled": false}) or ran degraded
+	// (allowUnsandboxed on a machine that cannot sandbox). Warnings then
+	// say why.
+	Sandboxed bool `json:"sandboxed"`
 	// Handoff are the closure step's handoff values when a flow routed by
 	// intent completed by that step's verified closing: the values its
 	// structuredGate.handoffFields name in its final answer, keyed by each
@@ -155,10 +162,29 @@ type RunStartEvent struct {
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of (absent for a run of its own).
 	PipelineRun string `json:"pipelineRun,omitempty"`
+	// Temporal says that a Temporal worker ran this part of the run (absent
+	// for a local run): where its workflow lives. A local resume refuses
+	// such a run and names the command that continues it there.
+	Temporal *TemporalRun `json:"temporal,omitempty"`
+	// Sandboxed says whether the run's commands ran in the sandbox
+	// (absent in runs recorded before capstan recorded it); Unsandboxed
+	// says why they did not.
+	Sandboxed   *bool  `json:"sandboxed,omitempty"`
+	Unsandboxed string `json:"unsandboxed,omitempty"`
 	// Options are the run's options that do not come from the agent
 	// definition; resume reuses them. Absent in runs recorded before
 	// capstan recorded them.
 	Options *RunOptions `json:"options,omitempty"`
+}
+
+// TemporalRun is where a run on Temporal lives: the server a worker that
+// ran it was connected to, its namespace and the shared task queue, and
+// the run's branch in its repository.
+type TemporalRun struct {
+	Address   string `json:"address"`
+	Namespace string `json:"namespace,omitempty"`
+	TaskQueue string `json:"taskQueue,omitempty"`
+	Branch    string `json:"branch,omitempty"`
 }
 
 // RunOptions are the options a run was started with beyond its agent

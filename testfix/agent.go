@@ -131,7 +131,7 @@ func Config(o Options) (agent.Config, error) {
 			Completion:       agentdir.Completion{Type: "structured"},
 			Boundaries: agentdir.Boundaries{
 				AllowedTools: allowed, PermissionMode: "acceptEdits", MaxTurns: 30,
-				Sandbox: &agentdir.Sandbox{Enabled: true},
+				// Sandboxed: the default.
 			},
 			Budgets:      agentdir.Budgets{MaxIterations: 8, TimeoutSeconds: 1800},
 			Verification: agentdir.Verification{Protect: protect},

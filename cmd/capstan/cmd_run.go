@@ -22,6 +22,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // runFlags are capstan's own flags of `run` and `resume`.
@@ -32,6 +33,7 @@ type runFlags struct {
 	maxIterations int
 	timeouts      retry.Timeouts
 	maxRetryAfter time.Duration
+	noSandbox     bool
 	asJSON        bool
 	quiet         bool
 	stream        streamFlag
@@ -46,6 +48,9 @@ type runFlags struct {
 	// baseURLSource says where baseURL came from when not from
 	// --base-url (the user config, the resumed run's record).
 	baseURLSource string
+	// command is the command line as typed (shell-quoted), for hints that
+	// repeat it with a flag added.
+	command string
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -67,6 +72,7 @@ func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeouts.FirstByte, "first-byte-timeout", 0, "time from sending a model request to its response headers (default 2m)")
 	fs.DurationVar(&f.timeouts.StreamIdle, "stream-idle-timeout", 0, "longest silence inside a model response stream (default 1m30s)")
 	fs.DurationVar(&f.maxRetryAfter, "max-retry-after", 0, "longest retry-after wait a server may ask for before the run stops to be resumed later (default 5m)")
+	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "run Bash, validators and subprocess steps unsandboxed, with your rights (the run says so; default: sandboxed)")
 }
 
 // temporalOnlyFlags are the flags of run that act only with --temporal:
@@ -218,13 +224,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 			}
 		}
 	}
-	rerun := func(extra ...string) string {
-		parts := []string{"capstan", "run"}
-		for _, a := range append(slices.Clone(args), extra...) {
-			parts = append(parts, shellQuote(a))
-		}
-		return strings.Join(parts, " ")
-	}
+	rerun := func(extra ...string) string { return commandLine("run", append(slices.Clone(args), extra...)) }
 	if err := applyUserDefaults(&flags, def, rerun); err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -235,6 +235,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 		}
 	}
 	values := setParams(fs, params)
+	flags.command = rerun()
 	return executeRun(cmd.Context(), cmd, def, flags, values, nil, nil)
 }
 
@@ -323,7 +324,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}
-	if !flags.allowKeyInAncestors && !toolsSandboxed(def) {
+	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(def)) {
 		if err := checkAncestorKeys(os.Args, os.Getenv); err != nil {
 			return withExit(exitUsage, err)
 		}
@@ -345,7 +346,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	}
 	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL, BaseURLSource: source,
 		MaxIterations: flags.maxIterations, Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter,
-		Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin}
+		Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin, NoSandbox: flags.noSandbox}
 	if progress != nil {
 		opts.Events = []event.Consumer{progress}
 	}
@@ -353,7 +354,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	// key, no gh, …) before the run is announced.
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
-		return withExit(exitCodeFor(err, true), inFolder(err, fromWorkingDir(def.Dir())))
+		return withExit(exitCodeFor(err, true), inFolder(sandboxOptOutHint(err, flags.command), fromWorkingDir(def.Dir())))
 	}
 	if !flags.quiet {
 		announceWorkDir(stderr, flags.workDir)
@@ -362,7 +363,7 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	// no-lost-tests baseline.
 	if progress != nil {
 		url, source := a.EndpointOf()
-		progress.begin(a.RunID(), def.Definition().Name, url, source)
+		progress.begin(a.RunID(), def.Definition().Name, url, source, a.Unsandboxed())
 	}
 	if err := a.Start(ctx); err != nil {
 		a.Stop()
@@ -485,7 +486,11 @@ func useColor(w io.Writer) bool {
 	return isTerminal(w) && os.Getenv("NO_COLOR") == ""
 }
 
-func printSummary(w io.Writer, r *agent.Result) {
+func printSummary(w io.Writer, r *agent.Result) { printSummaryOn(w, r, "") }
+
+// printSummaryOn is printSummary for a run whose `continue with:` command
+// takes resumeArgs (the Temporal server a run on Temporal continues on).
+func printSummaryOn(w io.Writer, r *agent.Result, resumeArgs string) {
 	status := "NOT COMPLETED"
 	if r.Success {
 		status = "COMPLETED"
@@ -514,7 +519,7 @@ func printSummary(w io.Writer, r *agent.Result) {
 			fmt.Fprintf(w, "  hint: %s\n", r.Error.Hint)
 		}
 		if cmd := resumeCommand(r); cmd != "" {
-			fmt.Fprintf(w, "  continue with: %s\n", cmd)
+			fmt.Fprintf(w, "  continue with: %s%s\n", cmd, resumeArgs)
 		}
 	}
 	if g := r.GitHub; g != nil {
@@ -606,9 +611,19 @@ Both choices are journaled. A run whose recorded definition is missing
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(&flags.workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if flags.temporal.address != "" {
+				return resumeOnTemporal(cmd.Context(), cmd, flags, args[0])
+			}
 			rec, err := loadRun(flags.workDir, args[0])
 			if err != nil {
 				return err
+			}
+			if t := rec.Temporal; t != nil {
+				// Continued here it would leave its workflow and branch
+				// behind: the journal, the branch and show would disagree.
+				tf := temporalFlags{address: t.Address, namespace: t.Namespace, taskQueue: t.TaskQueue}
+				return withExit(exitUsage, fmt.Errorf("resume: run %s runs on Temporal (%s, namespace %s, branch %s): it is not resumed here, outside its workflow and its branch; continue it on Temporal with: capstan resume %s%s",
+					rec.ID, t.Address, t.Namespace, t.Branch, rec.ID, tf.resumeArgs()))
 			}
 			if err := journalProblem(rec); err != nil {
 				return withExit(exitInternal, fmt.Errorf("resume: %w; it is not resumed (start a new run with capstan run)", err))
@@ -631,6 +646,7 @@ Both choices are journaled. A run whose recorded definition is missing
 				return withExit(exitUsage, fmt.Errorf("resume: run %s works in %s, which is no longer a directory; a run continues only in its own work dir (run the agent anew elsewhere with: capstan run %s --workdir DIR)",
 					rec.ID, flags.workDir, shellQuote(rec.Start.AgentDir)))
 			}
+			flags.command = commandLine("resume", append([]string{args[0]}, givenFlags(cmd.Flags())...))
 			if err := checkWatched(cmd.ErrOrStderr(), def, flags.workDir, reload, reload, flags.acceptChanged,
 				acceptCommand("resume", append([]string{args[0]}, givenFlags(cmd.Flags())...))); err != nil {
 				return err
@@ -639,6 +655,7 @@ Both choices are journaled. A run whose recorded definition is missing
 		},
 	}
 	flags.register(cmd.Flags())
+	flags.temporal.registerResume(cmd.Flags())
 	registerAccept(cmd.Flags(), &flags.acceptChanged)
 	cmd.Flags().BoolVar(&reload, "reload-definition", false, "continue with the agent folder's current files instead of the definition recorded with the run (journaled with both digests)")
 	cmd.Flags().Lookup("workdir").Usage = "also find runs an older capstan kept under <workdir>/.capstan/runs (the run continues in its own work dir)"
@@ -736,4 +753,31 @@ func setParams(fs *pflag.FlagSet, params map[string]string) map[string]string {
 		}
 	}
 	return values
+}
+
+// commandLine is "capstan <verb> args…" with every word shell-quoted: the
+// command as typed, for a hint that repeats it with a flag added.
+func commandLine(verb string, args []string) string {
+	words := []string{"capstan", verb}
+	for _, a := range args {
+		words = append(words, shellQuote(a))
+	}
+	return strings.Join(words, " ")
+}
+
+// sandboxOptOutHint makes the opt-out of a SANDBOX_UNAVAILABLE error the
+// command as typed with --no-sandbox added, so it works pasted; other
+// errors are returned as they are.
+func sandboxOptOutHint(err error, command string) error {
+	e, ok := err.(*agenterr.Error)
+	if !ok || e.Code != agenterr.CodeSandboxUnavailable || command == "" {
+		return err
+	}
+	hinted := *e
+	hint := strings.TrimSuffix(strings.TrimSuffix(e.Hint, sandbox.OptOutHint), "; ")
+	if hint != "" {
+		hint += "; "
+	}
+	hinted.Hint = hint + "or run unsandboxed on purpose (Bash, validators and subprocess steps then run with your rights): " + command + ` --no-sandbox (or set "sandbox": {"enabled": false} under runner.boundaries in agent.json)`
+	return &hinted
 }
