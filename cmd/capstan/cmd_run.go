@@ -324,8 +324,8 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}
-	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(def)) {
-		if err := checkAncestorKeys(os.Args, os.Getenv); err != nil {
+	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(ctx, def)) {
+		if err := checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint); err != nil {
 			return withExit(exitUsage, err)
 		}
 	}
@@ -614,9 +614,15 @@ Both choices are journaled. A run whose recorded definition is missing
 			if flags.temporal.address != "" {
 				return resumeOnTemporal(cmd.Context(), cmd, flags, args[0])
 			}
-			rec, err := loadRun(flags.workDir, args[0])
+			rec, legacy, err := loadRun(flags.workDir, args[0])
 			if err != nil {
 				return err
+			}
+			if legacy {
+				// Everything resume takes from this record (iterations,
+				// verdicts, baselines) is what the agent could have written.
+				fmt.Fprintf(cmd.ErrOrStderr(), "capstan: %s: run %s's journal is %s, under the work dir; what it says of the run so far is not verified\n",
+					runreport.Unverified, rec.ID, rec.Journal)
 			}
 			if t := rec.Temporal; t != nil {
 				// Continued here it would leave its workflow and branch
