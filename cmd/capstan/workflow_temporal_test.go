@@ -182,6 +182,46 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 			t.Fatalf("show %s lacks %q (exit %d):\n%s", res.RunID, s, code, acct)
 		}
 	}
+
+	// A batch on a local issue store the workers share, two issues at a
+	// time, with fixed outcomes: every issue makes its moves and closes;
+	// one that no label puts in an actionable phase is skipped.
+	store := t.TempDir()
+	for n, labels := range map[int]string{1: `["backlog", "kind:consider"]`, 2: `["backlog", "kind:detail"]`, 3: `["backlog", "kind:impl"]`, 4: `["backlog", "done"]`} {
+		writeLocalIssue(t, store, n, labels)
+	}
+	code, out, errOut := runPipelineCLI(t, "workflow", "run", "--label", "backlog", "--workdir", wd, "--local", store, "--temporal", addr,
+		"--concurrency", "2", "--json", "--stub-dispatch", `{"considerer": "handoff-detail", "detailer": "handoff-impl"}`)
+	var batch struct {
+		workflowJSON
+		Skipped []int
+	}
+	if err := json.Unmarshal([]byte(out), &batch); err != nil || code != exitOK || batch.Status != "completed" || len(batch.Issues) != 3 ||
+		fmt.Sprint(batch.Skipped) != "[4]" {
+		t.Fatalf("batch: exit %d %v\n%s\n%s", code, err, out, errOut)
+	}
+	for i, want := range []int{3, 2, 1} {
+		if ir := batch.Issues[i]; ir.Status != "completed" || !ir.Closed || len(ir.History) != want {
+			t.Errorf("issue %d of the batch: %+v", i+1, ir)
+		}
+		if meta := readFileT(t, filepath.Join(store, fmt.Sprint(i+1), "meta.json")); !strings.Contains(meta, `"closed"`) || !strings.Contains(meta, `"done"`) {
+			t.Errorf("issue %d: %s", i+1, meta)
+		}
+	}
+}
+
+// writeLocalIssue writes issue n with labels (a JSON array) into a local
+// issue store.
+func writeLocalIssue(t testing.TB, store string, n int, labels string) {
+	t.Helper()
+	dir := filepath.Join(store, fmt.Sprint(n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := fmt.Sprintf(`{"number": %d, "title": "t", "labels": %s, "state": "open", "assignees": [], "milestone": null}`, n, labels)
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The Temporal flags need --temporal, and what cannot act on Temporal is
