@@ -213,7 +213,11 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
+	printUserConfigWarnings(stderr, uc)
 	if f.model == "" {
+		if err := uc.need("default_model"); err != nil {
+			return withExit(exitUsage, err)
+		}
 		f.model = uc.DefaultModel
 	}
 	if f.baseURL == "" {
