@@ -58,4 +58,3 @@ func serveGit(t *testing.T, base string) string {
 	t.Fatal("git daemon did not start")
 	return ""
 }
-
