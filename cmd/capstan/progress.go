@@ -12,10 +12,9 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tool/builtin"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // progressPrinter shows run progress on stderr: a live status line on a
@@ -107,11 +106,11 @@ func (p *progressPrinter) Consume(e event.Event) {
 	case journal.PromptResolved:
 		p.iterationStarted(e.Iteration, e.Step)
 	case journal.IterationEnd:
-		if it, ok := e.Data.(*loop.IterationEvent); ok {
+		if it, ok := e.Data.(*event.IterationEvent); ok {
 			p.iterationFinished(it)
 		}
-	case testrun.EventBaseline:
-		if b, ok := e.Data.(*testrun.Baseline); ok {
+	case verify.EventBaseline:
+		if b, ok := e.Data.(*verify.TestBaseline); ok {
 			p.testBaseline(b)
 		}
 	case event.ActivityStart:
@@ -152,6 +151,8 @@ func activityLabel(a event.Activity) string {
 		return "test baseline"
 	case event.KindMCP:
 		return "MCP servers " + a.Name
+	case event.KindBuildCache:
+		return "build cache: " + a.Name
 	}
 	if a.Detail != "" {
 		return a.Name + ": " + firstLine(a.Detail, 120)
@@ -178,6 +179,8 @@ func (p *progressPrinter) activityStarted(a event.Activity) {
 		fmt.Fprintln(p.w, "test baseline: running the test validators before the first iteration…")
 	case event.KindMCP:
 		fmt.Fprintf(p.w, "%s: connecting…\n", label)
+	case event.KindBuildCache:
+		fmt.Fprintf(p.w, "%s: preparing (compiled once per Go toolchain)…\n", label)
 	default:
 		fmt.Fprintf(p.w, "%s%s …\n", p.where(), label)
 	}
@@ -208,6 +211,8 @@ func (p *progressPrinter) activityEnded(a event.Activity) {
 		outcome = "failed"
 	case a.Kind == event.KindMCP:
 		outcome = "connected"
+	case a.Kind == event.KindBuildCache && !a.Failed:
+		outcome = "ready"
 	case a.Failed:
 		outcome = "failed"
 	}
@@ -278,7 +283,7 @@ func (p *progressPrinter) iterationStarted(n int, step string) {
 	p.showStatus("waiting for the model…")
 }
 
-func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
+func (p *progressPrinter) iterationFinished(it *event.IterationEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.endText()
@@ -303,7 +308,7 @@ func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
 
 // testBaseline prints what a test validator ran before the first
 // iteration.
-func (p *progressPrinter) testBaseline(b *testrun.Baseline) {
+func (p *progressPrinter) testBaseline(b *verify.TestBaseline) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.progress {
