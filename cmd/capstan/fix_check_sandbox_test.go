@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // A --check command of capstan fix is the repository's code run for the
@@ -21,7 +21,7 @@ func TestFixCheckRunsSandboxed(t *testing.T) {
 			if err := os.WriteFile(script, []byte("turns:\n  - structured: {status: completed, summary: done, next_action: {action: complete, reason: done}}\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			args := []string{"fix", "x", "--workdir", repo, "--check", "tests=true", "--check", "escape=touch " + completion.ShellQuote(outside), "--model", "script:" + script, "--quiet"}
+			args := []string{"fix", "x", "--workdir", repo, "--check", "tests=true", "--check", "escape=touch " + verify.ShellQuote(outside), "--model", "script:" + script, "--quiet"}
 			if mode == "no-sandbox" {
 				args = append(args, "--no-sandbox")
 			}
