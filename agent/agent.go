@@ -42,6 +42,7 @@ import (
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify/toolconf"
 )
 
 // State is a lifecycle state.
@@ -112,6 +113,9 @@ type Agent struct {
 	// first turn, removed when the agent is released. nil without the
 	// sandbox and for a resumed run.
 	validatorCache *sandbox.Cache
+	// toolconf is the toolchain configuration pinned for unconfined
+	// validators (nil when they run in the sandbox or there are none).
+	toolconf *toolconf.Pinned
 	// bashCache is the sandboxed Bash tool's own build cache, shared by
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
@@ -291,6 +295,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 				env.sandbox = env.sandbox.WithCache(a.validatorCache)
 			}
 		}
+	}
+	// Unconfined validators keep the user's HOME: the toolchain
+	// configuration there (go env -w, ~/.npmrc) is pinned as it is now,
+	// before the model can write it.
+	if a.sandbox == nil && hasCommandValidator(a.reg) {
+		if a.toolconf, err = toolconf.Capture(ctx, "", builtin.BuildEnv(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
+			return fail(err)
+		}
+		env.pins = a.toolconf
 	}
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
 		return fail(err)
@@ -696,6 +709,12 @@ func (a *Agent) release() error {
 		if err := a.rt.verifier.Close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if a.toolconf != nil {
+		if err := a.toolconf.Remove(); err != nil && first == nil {
+			first = err
+		}
+		a.toolconf = nil
 	}
 	for _, c := range []**sandbox.Cache{&a.validatorCache, &a.bashCache} {
 		if *c != nil {

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"slices"
+
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify/protect"
@@ -34,7 +36,19 @@ func (a *Agent) buildProtection() error {
 		return nil
 	}
 	p.steps = map[string]*protect.Matcher{}
-	if globs := a.spec.Runner.Verification.Protect; len(globs) > 0 {
+	globs := a.spec.Runner.Verification.Protect
+	if a.spec.Runner.Verification.ProtectRunnerConfigOn() {
+		var commands []string
+		for _, v := range a.reg.Validators {
+			if v.Type == "command" {
+				commands = append(commands, v.Command)
+			}
+		}
+		if extra := protect.RunnerConfig(commands); len(extra) > 0 {
+			globs = append(slices.Clone(globs), extra...)
+		}
+	}
+	if len(globs) > 0 {
 		m, err := protect.NewMatcher(globs)
 		if err != nil {
 			return err

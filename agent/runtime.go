@@ -32,6 +32,9 @@ type runtimeEnv struct {
 	// sandbox confines command validators (runner.boundaries.sandbox);
 	// nil runs them with the user's rights.
 	sandbox *sandbox.CommandRunner
+	// pins is the toolchain configuration pinned for unconfined command
+	// validators (nil: none).
+	pins completion.PinnedConfig
 }
 
 // compile turns a definition into its runtime objects. Every problem it
@@ -55,6 +58,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		Custom:     cfg.Validators,
 		Env:        spec.Runner.Boundaries.Env,
 		Sandbox:    confine,
+		Pins:       env.pins,
 	})
 	if err != nil {
 		errs = append(errs, unjoin(err)...)

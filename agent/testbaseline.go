@@ -111,3 +111,14 @@ func (a *Agent) emitTestBaselines(bs []*testrun.Baseline, warnings []string) {
 		a.emit.Emit(testrun.EventBaseline, b)
 	}
 }
+
+// hasCommandValidator reports whether the registry declares a command
+// validator.
+func hasCommandValidator(reg *config.Registry) bool {
+	for _, v := range reg.Validators {
+		if v.Type == "command" {
+			return true
+		}
+	}
+	return false
+}

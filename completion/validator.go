@@ -143,6 +143,19 @@ type ValidatorConfig struct {
 	ReportDir string
 	// ReportCap bounds each report (default DefaultReportCap).
 	ReportCap int64
+	// Pins, when set, is the toolchain configuration captured when the
+	// run started (toolconf.Pinned): its variables come first in every
+	// command's environment (Env wins over them), and its files are
+	// restored before each command runs.
+	Pins PinnedConfig
+}
+
+// PinnedConfig is toolchain configuration pinned for the validators.
+type PinnedConfig interface {
+	// Env are variables naming the pinned files ("GOENV=/…/go.env").
+	Env() []string
+	// Restore rewrites the pinned files as they were captured.
+	Restore() error
 }
 
 // CompletionValidator is seed 004's CompletionValidator: it checks the
@@ -501,7 +514,16 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def c
 			"validator %q: its report file", name)
 	}
 	rw := &boundedWriter{w: report, left: v.cfg.ReportCap}
-	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: v.cfg.Env,
+	env := v.cfg.Env
+	if v.cfg.Pins != nil {
+		if err := v.cfg.Pins.Restore(); err != nil {
+			_ = report.Close()
+			return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+				"validator %q: the pinned toolchain configuration", name)
+		}
+		env = append(v.cfg.Pins.Env(), env...)
+	}
+	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: env,
 		Sandbox: v.cfg.Sandbox, Report: rw})
 	if cerr := report.Close(); cerr != nil && rw.err == nil {
 		rw.err = cerr

@@ -6,7 +6,7 @@ import "github.com/capstan-dev/capstan/schema"
 
 // agentTable is the agent.json schema compiled for the subset validator.
 var agentTable = &schema.SubsetTable{Nodes: []schema.SubsetNode{
-	0:   {Path: "#", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "$schema", Node: 59}, {Name: "description", Node: 60}, {Name: "displayName", Node: 61}, {Name: "name", Node: 62}, {Name: "parameters", Node: 63}, {Name: "runner", Node: 65}, {Name: "version", Node: 152}}, NoAdditional: true, Required: []string{"version", "name", "runner"}},
+	0:   {Path: "#", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "$schema", Node: 59}, {Name: "description", Node: 60}, {Name: "displayName", Node: 61}, {Name: "name", Node: 62}, {Name: "parameters", Node: 63}, {Name: "runner", Node: 65}, {Name: "version", Node: 153}}, NoAdditional: true, Required: []string{"version", "name", "runner"}},
 	1:   {Path: "#/$defs/completion", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "conditions", Node: 2}, {Name: "handler", Node: 4}, {Name: "keyword", Node: 5}, {Name: "maxIterations", Node: 6}, {Name: "mode", Node: 7}, {Name: "name", Node: 8}, {Name: "options", Node: 9}, {Name: "type", Node: 10}, {Name: "validators", Node: 11}}, NoAdditional: true, Required: []string{"type"}},
 	2:   {Path: "#/$defs/completion/properties/conditions", Types: []string{"array"}, Items: 3},
 	3:   {Path: "#/$defs/completion/properties/conditions/items", Ref: 1},
@@ -154,11 +154,12 @@ var agentTable = &schema.SubsetTable{Nodes: []schema.SubsetNode{
 	145: {Path: "#/properties/runner/properties/skills/items", Types: []string{"string"}},
 	146: {Path: "#/properties/runner/properties/systemPromptPath", Types: []string{"string"}},
 	147: {Path: "#/properties/runner/properties/verdict", Ref: 39},
-	148: {Path: "#/properties/runner/properties/verification", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "protect", Node: 149}, {Name: "testBaseline", Node: 151}}, NoAdditional: true},
+	148: {Path: "#/properties/runner/properties/verification", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "protect", Node: 149}, {Name: "protectRunnerConfig", Node: 151}, {Name: "testBaseline", Node: 152}}, NoAdditional: true},
 	149: {Path: "#/properties/runner/properties/verification/properties/protect", Types: []string{"array"}, Items: 150},
 	150: {Path: "#/properties/runner/properties/verification/properties/protect/items", Types: []string{"string"}, MinLength: "1"},
-	151: {Path: "#/properties/runner/properties/verification/properties/testBaseline", Types: []string{"boolean"}},
-	152: {Path: "#/properties/version", Types: []string{"string"}, Pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$"},
+	151: {Path: "#/properties/runner/properties/verification/properties/protectRunnerConfig", Types: []string{"boolean"}},
+	152: {Path: "#/properties/runner/properties/verification/properties/testBaseline", Types: []string{"boolean"}},
+	153: {Path: "#/properties/version", Types: []string{"string"}, Pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$"},
 }}
 
 // registryTable is the steps_registry.json schema compiled for the subset validator.
