@@ -403,7 +403,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.rc = &loop.RuntimeContext{}
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
 		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun,
-		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv),
+		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv), EndpointSource: a.endpointSource(),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
 			RunTimeout: a.opts.RunTimeout, MaxTokens: a.opts.MaxTokens, MaxCostUSD: a.opts.MaxCostUSD,
 			MaxTurns: a.opts.MaxTurns, StepLoopLimit: a.opts.StepLoopLimit}}

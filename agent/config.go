@@ -49,6 +49,10 @@ type Config struct {
 	Model string
 	// BaseURL overrides runner.baseUrl.
 	BaseURL string
+	// BaseURLSource says where BaseURL came from ("--base-url", "user
+	// config base_urls.openai"; "" = Config.BaseURL); run.start records it
+	// as options.endpointSource.
+	BaseURLSource string
 	// Bridge, when set, is the model the run talks to instead of the
 	// provider of runner.model; the agent closes it on Stop. A bridge
 	// brings its own tools, so Tools must be empty.

@@ -167,6 +167,10 @@ type RunOptions struct {
 	// public endpoint. Resume refuses to send the transcript elsewhere
 	// unless told to explicitly.
 	Endpoint string `json:"endpoint,omitempty"`
+	// EndpointSource says where Endpoint came from: "--base-url", "agent.json
+	// runner.baseUrl", "user config base_urls.<provider>", the environment
+	// variable's name, or "Config.BaseURL"; "" with no Endpoint.
+	EndpointSource string `json:"endpointSource,omitempty"`
 	// MaxIterations is --max-iterations (0 = agent.json's budget).
 	MaxIterations int `json:"maxIterations,omitempty"`
 	// Timeouts and MaxRetryAfter are the --*-timeout and --max-retry-after
@@ -227,6 +231,25 @@ func Endpoint(spec, baseURL string, getenv func(string) string) string {
 	return u
 }
 
+// EndpointOf is where the run's model sends its requests and where that
+// came from (see RunOptions.EndpointSource); both "" for the provider's
+// public endpoint.
+func (a *Agent) EndpointOf() (endpoint, source string) {
+	switch {
+	case a.opts.BaseURL != "":
+		if a.opts.BaseURLSource != "" {
+			return a.opts.BaseURL, a.opts.BaseURLSource
+		}
+		return a.opts.BaseURL, "Config.BaseURL"
+	case a.baseURL != "":
+		return a.baseURL, "agent.json runner.baseUrl"
+	}
+	if env, u := endpointFromEnv(a.model, a.opts.Getenv); u != "" {
+		return u, env
+	}
+	return "", ""
+}
+
 // endpointFromEnv returns the base-URL environment variable of spec's
 // provider and its value read through getenv ("" when the provider has
 // none or getenv is nil).
@@ -237,4 +260,10 @@ func endpointFromEnv(spec string, getenv func(string) string) (env, value string
 		return env, ""
 	}
 	return env, getenv(env)
+}
+
+// endpointSource is EndpointOf's source.
+func (a *Agent) endpointSource() string {
+	_, src := a.EndpointOf()
+	return src
 }

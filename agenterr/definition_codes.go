@@ -14,3 +14,9 @@ const (
 	// match the digest its journal recorded (it was altered or damaged).
 	CodeDefinitionMismatch = "DEFINITION_SNAPSHOT_MISMATCH"
 )
+
+// CodeDefinitionChanged: files a run would use that lie inside the work
+// dir (the agent folder, an MCP server's command or script) changed since
+// the last run recorded them, and the user has not accepted the change
+// (--accept-changed-definition).
+const CodeDefinitionChanged = "DEFINITION_CHANGED"

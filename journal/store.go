@@ -117,16 +117,16 @@ func (s Store) Create(workDir, runID string) (*Writer, error) {
 	abs, _ := filepath.Abs(workDir)
 	marker := filepath.Join(dir, workDirFile)
 	if b, err := os.ReadFile(marker); err != nil || string(b) != abs+"\n" {
-		if err := writeFileAtomic(marker, []byte(abs+"\n")); err != nil {
+		if err := WriteFileAtomic(marker, []byte(abs+"\n")); err != nil {
 			return nil, err
 		}
 	}
 	return CreateFile(filepath.Join(dir, runID, FileName), 0o700)
 }
 
-// writeFileAtomic replaces path with data through a temporary file, so a
-// kill never leaves it half written.
-func writeFileAtomic(path string, data []byte) error {
+// WriteFileAtomic replaces path with data through a temporary file in the
+// same folder (mode 0600), so a kill never leaves it half written.
+func WriteFileAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("journal: write %s: %w", path, err)

@@ -134,7 +134,11 @@ func openPipelineModel(ctx context.Context, spec, base string) (llm.Model, error
 	if err != nil {
 		return nil, withExit(exitUsage, err)
 	}
-	m, err := llm.OpenModel(ctx, spec, llm.Config{AgentDir: dir, WorkDir: dir, BaseURL: uc.baseURLFor(spec)})
+	baseURL, err := uc.baseURLFor(spec)
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	m, err := llm.OpenModel(ctx, spec, llm.Config{AgentDir: dir, WorkDir: dir, BaseURL: baseURL})
 	if err != nil {
 		return nil, withExit(exitCodeFor(err, true), err)
 	}

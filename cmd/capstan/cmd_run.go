@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,12 @@ type runFlags struct {
 	quiet         bool
 	stream        streamFlag
 	temporal      temporalFlags
+	// acceptChanged accepts a changed model-writable definition
+	// (--accept-changed-definition, run and resume).
+	acceptChanged bool
+	// baseURLSource says where baseURL came from when not from
+	// --base-url (the user config, the resumed run's record).
+	baseURLSource string
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
@@ -98,6 +105,7 @@ reason and evidence are in the result and in "capstan show").`,
 	// `capstan run --help` lists them.
 	var shown runFlags
 	shown.registerRun(cmd.Flags())
+	registerAccept(cmd.Flags(), &shown.acceptChanged)
 	return cmd
 }
 
@@ -185,6 +193,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	flags.registerRun(fs)
+	registerAccept(fs, &flags.acceptChanged)
 	params := registerParamFlags(fs, def)
 	if isHelp(rest) {
 		fmt.Fprintf(cmd.OutOrStdout(), "Usage: capstan run %s [flags]\n\nAgent %s: %s\n\nFlags:\n%s", dir, spec.Name, spec.Description, fs.FlagUsages())
@@ -206,8 +215,21 @@ func runAgent(cmd *cobra.Command, args []string) error {
 			}
 		}
 	}
-	if err := applyUserDefaults(&flags, def); err != nil {
+	rerun := func(extra ...string) string {
+		parts := []string{"capstan", "run"}
+		for _, a := range append(slices.Clone(args), extra...) {
+			parts = append(parts, shellQuote(a))
+		}
+		return strings.Join(parts, " ")
+	}
+	if err := applyUserDefaults(&flags, def, rerun); err != nil {
 		return withExit(exitUsage, err)
+	}
+	if flags.temporal.address == "" {
+		// A run on Temporal works in the worker's checkout, not here.
+		if err := checkWatched(stderr, def, flags.workDir, true, false, flags.acceptChanged, acceptCommand("run", args)); err != nil {
+			return err
+		}
 	}
 	values := setParams(fs, params)
 	return executeRun(cmd.Context(), cmd, def, flags, values, nil, nil)
@@ -306,7 +328,11 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
-	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL,
+	source := flags.baseURLSource
+	if source == "" && flags.baseURL != "" {
+		source = "--base-url"
+	}
+	opts := agent.BuildOptions{WorkDir: flags.workDir, Model: flags.model, BaseURL: flags.baseURL, BaseURLSource: source,
 		MaxIterations: flags.maxIterations, Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter,
 		Params: params, Resume: resume, TracerProvider: tr.provider(), DefinitionResume: pin}
 	if progress != nil {
@@ -324,7 +350,8 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	// Announced before Start, which runs the test validators once for the
 	// no-lost-tests baseline.
 	if progress != nil {
-		progress.begin(a.RunID(), def.Definition().Name)
+		url, source := a.EndpointOf()
+		progress.begin(a.RunID(), def.Definition().Name, url, source)
 	}
 	if err := a.Start(ctx); err != nil {
 		a.Stop()
@@ -578,10 +605,15 @@ Both choices are journaled. A run whose recorded definition is missing
 				return withExit(exitUsage, fmt.Errorf("resume: run %s works in %s, which is no longer a directory; a run continues only in its own work dir (run the agent anew elsewhere with: capstan run %s --workdir DIR)",
 					rec.ID, flags.workDir, shellQuote(rec.Start.AgentDir)))
 			}
+			if err := checkWatched(cmd.ErrOrStderr(), def, flags.workDir, reload, reload, flags.acceptChanged,
+				acceptCommand("resume", append([]string{args[0]}, givenFlags(cmd.Flags())...))); err != nil {
+				return err
+			}
 			return executeRun(cmd.Context(), cmd, def, flags, nil, rec, pin)
 		},
 	}
 	flags.register(cmd.Flags())
+	registerAccept(cmd.Flags(), &flags.acceptChanged)
 	cmd.Flags().BoolVar(&reload, "reload-definition", false, "continue with the agent folder's current files instead of the definition recorded with the run (journaled with both digests)")
 	cmd.Flags().Lookup("workdir").Usage = "also find runs an older capstan kept under <workdir>/.capstan/runs (the run continues in its own work dir)"
 	return cmd
@@ -625,6 +657,11 @@ func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def
 	}
 	if !fs.Changed("base-url") {
 		flags.baseURL = opts.BaseURL
+		if opts.EndpointSource != "" {
+			flags.baseURLSource = opts.EndpointSource + ", as the run recorded"
+		} else {
+			flags.baseURLSource = "the run's recorded options"
+		}
 	}
 	// Nothing below prints a base URL that carries a key: the run would
 	// refuse it anyway (a run recorded before capstan refused them may

@@ -215,7 +215,9 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		f.model = uc.DefaultModel
 	}
 	if f.baseURL == "" {
-		f.baseURL = uc.baseURLFor(f.model)
+		if f.baseURL, err = uc.baseURLFor(f.model); err != nil {
+			return withExit(exitUsage, err)
+		}
 	} else if err := llm.CheckBaseURL("--base-url", f.baseURL); err != nil {
 		// The same rule as for runs: a key goes in the environment.
 		return withExit(exitUsage, err)

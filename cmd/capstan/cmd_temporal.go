@@ -425,7 +425,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	if flags.temporal.address == "" {
 		return withExit(exitUsage, errors.New("submit: --temporal HOST:PORT is required"))
 	}
-	if err := applyUserDefaults(&flags, def); err != nil {
+	if err := applyUserDefaults(&flags, def, nil); err != nil {
 		return withExit(exitUsage, err)
 	}
 	values := setParams(fs, params)

@@ -52,13 +52,20 @@ func newProgressPrinter(w io.Writer) *progressPrinter {
 	return &progressPrinter{w: w, tty: isTerminal(w), progress: true}
 }
 
-func (p *progressPrinter) begin(runID, agentName string) {
+// begin prints the run's first progress line. It names where the model's
+// requests go when that is not the provider's own endpoint, and which
+// setting said so (url "" = the provider's default: nothing to say).
+func (p *progressPrinter) begin(runID, agentName, url, source string) {
 	if !p.progress {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "capstan: running %s (run %s)\n", runreport.VisibleControls(agentName), runID)
+	to := ""
+	if url != "" {
+		to = fmt.Sprintf("; the model's requests go to %s (from %s)", runreport.VisibleControls(llm.RedactedBaseURL(url)), source)
+	}
+	fmt.Fprintf(p.w, "capstan: running %s (run %s)%s\n", runreport.VisibleControls(agentName), runID, to)
 }
 
 // Consume implements event.Consumer: the progress line and --stream

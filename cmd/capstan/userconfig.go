@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"maps"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,8 +192,10 @@ func loadPinnedWithDefaults(dir, flagModel string) (*config.Agent, error) {
 
 // applyUserDefaults fills what the flags, the environment and agent.json
 // left open: the model (flag > CAPSTAN_MODEL > runner.model > default_model)
-// and the base URL (flag > <PROVIDER>_BASE_URL > runner.baseUrl > base_urls).
-func applyUserDefaults(flags *runFlags, def *config.Agent) error {
+// and the base URL (flag > <PROVIDER>_BASE_URL > runner.baseUrl > base_urls,
+// see baseURLFor); rerun is the command that runs again with more flags,
+// for the hint of an unconfirmed endpoint.
+func applyUserDefaults(flags *runFlags, def *config.Agent, rerun func(extra ...string) string) error {
 	if flags.model == "" {
 		flags.model = os.Getenv("CAPSTAN_MODEL")
 	}
@@ -208,19 +212,67 @@ func applyUserDefaults(flags *runFlags, def *config.Agent) error {
 		model = runner.Model
 	}
 	if flags.baseURL == "" && runner.BaseURL == "" {
-		flags.baseURL = uc.baseURLFor(model)
+		u, err := uc.baseURLFor(model)
+		if e := agenterr.From(err); e != nil && e.Code == agenterr.CodeEndpointUnconfirmed && rerun != nil {
+			e.Hint = "if it is yours, confirm it with: " + rerun("--base-url", u) + " (or set it in the environment, or as runner.baseUrl in agent.json)"
+		}
+		if err != nil {
+			return err
+		}
+		if u != "" {
+			flags.baseURL, flags.baseURLSource = u, "user config base_urls."+provider(model)
+		}
 	}
 	return nil
 }
 
+// provider is the provider of a model spec.
+func provider(model string) string {
+	p, _ := llm.ParseSpec(model)
+	return p
+}
+
+// providerHosts are the hosts of the providers' own APIs.
+var providerHosts = map[string]string{"anthropic": "api.anthropic.com", "openai": "api.openai.com"}
+
 // baseURLFor is the user config's base URL for model's provider, unless
-// the provider's environment variable sets one.
-func (uc *userConfig) baseURLFor(model string) string {
-	provider, _ := llm.ParseSpec(model)
-	if env, ok := baseURLEnv[provider]; !ok || os.Getenv(env) != "" {
-		return ""
+// the provider's environment variable sets one (with the error, the URL
+// refused). The user config is a file
+// a model whose commands ran unsandboxed could have written, so a base URL
+// there alone that is neither a loopback address nor the provider's own
+// host is refused (ENDPOINT_UNCONFIRMED): the key and the transcript go
+// elsewhere only when the user spells the endpoint on the command line,
+// in the environment or in agent.json.
+func (uc *userConfig) baseURLFor(model string) (string, error) {
+	p := provider(model)
+	env, ok := baseURLEnv[p]
+	if !ok || os.Getenv(env) != "" {
+		return "", nil
 	}
-	return uc.BaseURLs[provider]
+	u := uc.BaseURLs[p]
+	if u == "" || confirmedEndpoint(p, u) {
+		return u, nil
+	}
+	e := agenterr.New(agenterr.CodeEndpointUnconfirmed, agenterr.LayerConfiguration, false,
+		"the user config %s sets base_urls.%s to %s, which is neither a loopback address nor %s: a model whose commands ran unsandboxed could have written that file, so capstan does not send the key and the transcript there on its word alone",
+		uc.path, p, u, providerHosts[p])
+	e.Hint = fmt.Sprintf("if it is yours, confirm it with --base-url %s, or %s=%s in the environment, or runner.baseUrl in agent.json", shellQuote(u), env, shellQuote(u))
+	return u, e
+}
+
+// confirmedEndpoint reports whether base URL u of provider p needs no
+// confirmation: a loopback address, or the provider's own host.
+func confirmedEndpoint(p, u string) bool {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	host := parsed.Hostname()
+	if host == "localhost" || strings.EqualFold(host, providerHosts[p]) {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // describeUserConfig is one line for `capstan doctor`.
