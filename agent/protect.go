@@ -44,8 +44,10 @@ func (a *Agent) buildProtection() error {
 				commands = append(commands, v.Command)
 			}
 		}
-		if extra := protect.RunnerConfig(commands); len(extra) > 0 {
-			globs = append(slices.Clone(globs), extra...)
+		for _, g := range protect.RunnerConfig(commands) {
+			if !slices.Contains(globs, g) {
+				globs = append(slices.Clone(globs), g)
+			}
 		}
 	}
 	if len(globs) > 0 {
