@@ -32,10 +32,12 @@ import (
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -105,6 +107,10 @@ type Agent struct {
 	// capstan makes none).
 	ghRepo *GitHubRepo
 	ghPath string
+	// git runs capstan's own git commands (repository discovery, the
+	// validators' pinned configuration), resolved outside the work dir
+	// when the agent is built; nil when git is not installed.
+	git *hostcmd.Git
 	// sandbox confines the Bash tool, subprocess steps and command
 	// validators when runner.boundaries.sandbox is enabled; nil when not.
 	sandbox *sandbox.CommandRunner
@@ -251,7 +257,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	consumers := []event.Consumer{&emitterConsumer{e: a.events}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: journal.Discard, Secrets: builtin.SecretValues(environ), Now: spanClock})
+			Next: journal.Discard, Secrets: procenv.SecretValues(environ), Now: spanClock})
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
@@ -263,6 +269,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.prompts = sharedFor(def).prompts
 	a.schemas = newSchemas(def.Dir(), a.spec.Runner.SchemasDir, def.FS())
 	a.built++ // promptResolver
+	// git, resolved once, before anything runs: a git that a PATH entry
+	// inside the work dir provides (one the model could have written)
+	// fails the build; no git at all is for the validators to find out.
+	if a.git, err = hostcmd.NewGit(environ, wd); err != nil {
+		if !hostcmd.IsNotFound(err) {
+			return fail(err)
+		}
+		a.git = nil
+	}
 	// The sandbox, before anything that runs a command: the tools, the
 	// subprocess steps and the validators all run in it.
 	if a.sandbox, err = a.buildSandbox(ctx); err != nil {
@@ -270,7 +285,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
-	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas}
+	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
 	if a.sandbox != nil {
 		if a.bashCache, err = sandbox.NewCache(""); err != nil {
 			return fail(err)
@@ -300,7 +315,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// configuration there (go env -w, ~/.npmrc) is pinned as it is now,
 	// before the model can write it.
 	if a.sandbox == nil && hasCommandValidator(a.reg) {
-		if a.toolconf, err = toolconf.Capture(ctx, "", builtin.BuildEnv(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
+		if a.toolconf, err = toolconf.Capture(ctx, "", procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
 			return fail(err)
 		}
 		env.pins = a.toolconf

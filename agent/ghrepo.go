@@ -5,14 +5,13 @@ import (
 	"bytes"
 	"context"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
@@ -75,33 +74,15 @@ func (a *Agent) pinGitHubRepo(ctx context.Context) error {
 // could have written — inside the work dir, where a PATH entry may point —
 // is refused.
 func (a *Agent) findGH() error {
-	p, err := exec.LookPath("gh")
-	if err != nil {
+	p, err := hostcmd.LookPath("gh", a.opts.Getenv("PATH"), a.workDir)
+	if hostcmd.IsNotFound(err) {
 		e := agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
 			"capstan calls gh for this agent (runner.integrations.github or an externalState completion), but gh is not on PATH")
 		e.Hint = "install the GitHub CLI (https://cli.github.com) and run `gh auth login`"
 		return e
 	}
-	if p, err = filepath.Abs(p); err != nil {
-		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "locate gh")
-	}
-	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		real = p
-	}
-	wd, err := filepath.EvalSymlinks(a.workDir)
-	if err != nil {
-		wd = a.workDir
-	}
-	for _, candidate := range []string{p, real} {
-		for _, dir := range []string{a.workDir, wd} {
-			if rel, err := filepath.Rel(dir, candidate); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
-					"gh on PATH is %s, inside the work dir: the model could replace the program capstan runs with its credentials", candidate)
-				e.Hint = "remove the work dir's directories from PATH, or put the GitHub CLI's directory before them"
-				return e
-			}
-		}
+		return err
 	}
 	a.ghPath = p
 	return nil
@@ -130,7 +111,7 @@ func (a *Agent) resolveGitHubRepo(ctx context.Context, remotes bool) (*GitHubRep
 		return &GitHubRepo{Repo: v, Source: "GH_REPO"}, nil
 	}
 	if remotes {
-		if r := remoteRepo(ctx, a.workDir, a.opts.Getenv("GH_HOST")); r != nil {
+		if r := remoteRepo(ctx, a.git, a.workDir, a.opts.Getenv("GH_HOST")); r != nil {
 			return r, nil
 		}
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
@@ -158,8 +139,11 @@ func (a *Agent) repositoryHint() string {
 // origin, then the others by name. Remotes on hosts other than github.com,
 // *.ghe.com and $GH_HOST are not GitHub repositories. nil when there is
 // none (or dir is not a git work tree).
-func remoteRepo(ctx context.Context, dir, ghHost string) *GitHubRepo {
-	out, err := gitOutput(ctx, dir, "remote", "-v")
+func remoteRepo(ctx context.Context, git *hostcmd.Git, dir, ghHost string) *GitHubRepo {
+	if git == nil {
+		return nil
+	}
+	out, err := gitOutput(ctx, git, dir, "remote", "-v")
 	if err != nil {
 		return nil
 	}
@@ -180,7 +164,7 @@ func remoteRepo(ctx context.Context, dir, ghHost string) *GitHubRepo {
 	}
 	// `gh repo set-default` records its choice as remote.NAME.gh-resolved:
 	// "base" (that remote's repository) or the repository itself.
-	resolved, _ := gitOutput(ctx, dir, "config", "--get-regexp", `^remote\..*\.gh-resolved$`)
+	resolved, _ := gitOutput(ctx, git, dir, "config", "--get-regexp", `^remote\..*\.gh-resolved$`)
 	sc = bufio.NewScanner(bytes.NewReader(resolved))
 	for sc.Scan() {
 		key, value, _ := strings.Cut(sc.Text(), " ")
@@ -207,12 +191,12 @@ func remoteRepo(ctx context.Context, dir, ghHost string) *GitHubRepo {
 	return &GitHubRepo{Repo: remotes[0].repo, Source: "git remote " + remotes[0].name}
 }
 
-// gitOutput runs git in dir and returns its standard output.
-func gitOutput(ctx context.Context, dir string, args ...string) ([]byte, error) {
+// gitOutput runs git in dir, with the configuration the model cannot
+// steer (hostcmd.Git), and returns its standard output.
+func gitOutput(ctx context.Context, git *hostcmd.Git, dir string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, ghTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	return cmd.Output()
+	return git.Output(ctx, dir, args...)
 }
 
 // githubRepoOfURL returns the repository a git remote URL points to on a

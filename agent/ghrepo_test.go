@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -133,9 +134,13 @@ func TestRemoteRepoChoosesAsGHDoes(t *testing.T) {
 		{[]string{"origin", "https://github.com/o/r.git"}, "ghe.example.com", "github.com/o/r (from git remote origin)"},
 		{[]string{"origin", "/srv/git/r.git"}, "", "<nil>"},
 	}
+	git, err := hostcmd.NewGit(os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range cases {
 		got := "<nil>"
-		if r := remoteRepo(ctx, gitWorkDir(t, tc.remotes...), tc.ghHost); r != nil {
+		if r := remoteRepo(ctx, git, gitWorkDir(t, tc.remotes...), tc.ghHost); r != nil {
 			got = r.Repo + " (from " + r.Source + ")"
 		}
 		if got != tc.want {
@@ -146,7 +151,7 @@ func TestRemoteRepoChoosesAsGHDoes(t *testing.T) {
 	if out, err := exec.Command("git", "-C", wd, "config", "remote.origin.gh-resolved", "base").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if r := remoteRepo(ctx, wd, ""); r == nil || r.Repo != "o/fork" {
+	if r := remoteRepo(ctx, git, wd, ""); r == nil || r.Repo != "o/fork" {
 		t.Fatalf("gh-resolved: %+v", r)
 	}
 }

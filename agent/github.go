@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -225,6 +227,7 @@ func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, a.ghPath, args...)
 	cmd.Dir = a.workDir
+	cmd.Env = procenv.ForGitHubCLI(os.Environ())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

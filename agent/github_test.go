@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +14,8 @@ import (
 
 // recordingGH puts a gh script first on PATH that appends its arguments (joined
 // by "|") as one line to the file it returns; "issue view" answers with the
-// issue CLOSED, and the subcommand named by $GH_FAIL ("issue edit") fails
+// issue CLOSED, and the subcommand named in the file "fail" next to it
+// ("issue edit", see failGH) fails
 // like an unauthorized gh. It is a real process boundary: capstan runs it
 // as it would run the GitHub CLI. GH_REPO names the repository octo/repo
 // (the work dirs of these tests have no remote).
@@ -24,7 +26,8 @@ func recordingGH(t *testing.T) (log string) {
 	script := `#!/bin/sh
 line=""
 for a in "$@"; do line="$line$a|"; done
-printf '%s\n' "$line" >> "$GH_LOG"
+printf '%s\n' "$line" >> '` + log + `'
+GH_FAIL=$(cat "$(dirname "$0")/fail" 2>/dev/null)
 if [ -n "$GH_FAIL" ] && [ "$1 $2" = "$GH_FAIL" ]; then echo "HTTP 403: Resource not accessible by integration" >&2; exit 1; fi
 if [ "$1 $2" = "issue view" ]; then echo '{"state":"CLOSED"}'; fi
 exit 0
@@ -36,6 +39,20 @@ exit 0
 	t.Setenv("GH_LOG", log)
 	t.Setenv("GH_REPO", "octo/repo")
 	return log
+}
+
+// failGH makes the gh of recordingGH fail the subcommand sub ("issue
+// edit"); gh gets only its own environment from capstan, so the setting
+// is a file beside it.
+func failGH(t *testing.T, sub string) {
+	t.Helper()
+	gh, err := exec.LookPath("gh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(gh), "fail"), []byte(sub), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func ghCalls(t *testing.T, log string) []string {
@@ -223,7 +240,7 @@ func TestGitHubNothingWithoutVerifiedCompletion(t *testing.T) {
 // it, and the issue is not closed after its labels could not be changed.
 func TestGitHubFailureIsReported(t *testing.T) {
 	log := recordingGH(t)
-	t.Setenv("GH_FAIL", "issue edit")
+	failGH(t, "issue edit")
 	res, _ := runGitHub(t, githubAgent(t, `{"enabled": true, "defaultClosureAction": "label-and-close", "labels": {"completion": {"add": ["done"]}}}`,
 		`{summary: "TASK_COMPLETE"}`))
 	if !res.Success {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -94,6 +96,7 @@ func githubReadTool(workDir, ghPath string, repo *GitHubRepo) tool.Tool {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, ghPath, args...)
 			cmd.Dir = workDir
+			cmd.Env = procenv.ForGitHubCLI(os.Environ())
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			start := time.Now()

@@ -8,6 +8,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/step"
@@ -35,6 +36,10 @@ type runtimeEnv struct {
 	// pins is the toolchain configuration pinned for unconfined command
 	// validators (nil: none).
 	pins completion.PinnedConfig
+	// git reads the repository configuration whose programs the
+	// validators' git commands are kept from running (nil: the fixed pins
+	// only).
+	git *hostcmd.Git
 }
 
 // compile turns a definition into its runtime objects. Every problem it
@@ -59,6 +64,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		Env:        spec.Runner.Boundaries.Env,
 		Sandbox:    confine,
 		Pins:       env.pins,
+		Git:        env.git,
 	})
 	if err != nil {
 		errs = append(errs, unjoin(err)...)

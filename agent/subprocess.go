@@ -15,9 +15,9 @@ import (
 	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // SubprocessTool is the name a subprocess step's command carries in the
@@ -39,7 +39,7 @@ const defaultSubprocessTimeout = 30 * time.Second
 type subprocessBridge struct {
 	argv    []string
 	workDir string
-	env     []string // runner.boundaries.env (see builtin.BuildEnv)
+	env     []string // runner.boundaries.env (see procenv.ForCommands)
 	timeout time.Duration
 	emit    journal.Emitter // receives the run as a tool.call event
 	// sandbox runs the command when runner.boundaries.sandbox is enabled
@@ -118,7 +118,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 	var out completion.ValidatorOutput
 	if b.sandbox != nil {
 		res, stderr, err := b.sandbox.RunArgv(ctx, b.argv, tool.CommandSpec{Dir: b.workDir, Timeout: b.timeout,
-			Env: builtin.BuildEnv(os.Environ(), b.env)})
+			Env: procenv.ForCommands(os.Environ(), b.env)})
 		if err != nil {
 			return nil, err
 		}

@@ -237,7 +237,11 @@ const (
 	CodeToolInput               = "TOOL_INPUT"
 	CodePathEscape              = "PATH_ESCAPE"
 	CodeSandboxUnavailable      = "SANDBOX_UNAVAILABLE"
-	CodeBudgetExceeded          = "BUDGET_EXCEEDED"
+	// CodeKeyInAncestor: a run whose tools are not sandboxed was started
+	// by a process whose environment holds a provider key, which those
+	// tools could read from /proc/<pid>/environ.
+	CodeKeyInAncestor  = "KEY_IN_ANCESTOR"
+	CodeBudgetExceeded = "BUDGET_EXCEEDED"
 	// CodeContextOverflow: a request would not fit in the model's context
 	// window (and compaction is off or could not make it fit); nothing was
 	// sent.

@@ -26,7 +26,7 @@ type capture struct {
 	// kept byte of tail is (tail starts with a whole line).
 	lineAfterHead, lineBeforeTail bool
 	pastHead                      bool // a byte was written past the head
-	// secrets are the secret values (builtin.SecretValues) whose pieces
+	// secrets are the secret values (procenv.SecretValues) whose pieces
 	// must not survive where the kept parts are cut.
 	secrets []string
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/procenv"
 )
 
 // ExternalState completes when a GitHub issue or pull request is in the
@@ -92,6 +94,7 @@ func (h *ExternalState) query(ctx context.Context, resource string) (string, err
 	}
 	cmd := exec.CommandContext(ctx, gh, args...)
 	cmd.Dir = h.WorkDir
+	cmd.Env = procenv.ForGitHubCLI(os.Environ())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

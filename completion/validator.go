@@ -21,10 +21,12 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -121,13 +123,18 @@ type ValidatorConfig struct {
 	// File names steps_registry.json in errors.
 	File string
 	// Env is the allow-list of variables commands get besides the minimal
-	// base (runner.boundaries.env; see builtin.BuildEnv).
+	// base (runner.boundaries.env; see procenv.ForCommands).
 	Env []string
 	// Sandbox, when set, confines every command validator (the agent's
 	// runner.boundaries.sandbox, with sandbox.ValidatorLimits and the
 	// run's build cache, sandbox.Cache); nil runs them with the user's
 	// rights.
 	Sandbox CommandSandbox
+	// Git reads the work dir's repository configuration so that the git
+	// commands of a command validator (git status) run none of the
+	// programs it names (see hostcmd.GitConfigEnv); nil gives them the
+	// fixed pins only.
+	Git *hostcmd.Git
 	// Custom are this agent's Go validators by handler name (validator
 	// type "custom"); they win over the ones registered with
 	// RegisterValidator.
@@ -524,7 +531,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def c
 		env = append(v.cfg.Pins.Env(), env...)
 	}
 	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: env,
-		Sandbox: v.cfg.Sandbox, Report: rw})
+		Sandbox: v.cfg.Sandbox, Git: v.cfg.Git, Report: rw})
 	if cerr := report.Close(); cerr != nil && rw.err == nil {
 		rw.err = cerr
 	}
@@ -776,11 +783,15 @@ type CommandSpec struct {
 	Timeout   time.Duration
 	OutputCap int
 	// Env is the allow-list on top of the minimal base environment (see
-	// builtin.BuildEnv); commands never get capstan's whole environment.
+	// procenv.ForCommands); commands never get capstan's whole environment.
 	Env []string
 	// Sandbox, when set, runs the command confined; nil runs it with the
 	// user's rights.
 	Sandbox CommandSandbox
+	// Git, when set, reads the repository configuration of Dir whose
+	// programs the command's git is kept from running; the fixed pins of
+	// hostcmd.GitConfigEnv apply either way.
+	Git *hostcmd.Git
 	// Report, when set, receives the whole standard output as it comes
 	// (the output cap does not apply to it), and a command that runs
 	// pytest is asked for its JUnit XML report there (PYTEST_ADDOPTS).
@@ -814,9 +825,12 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	if spec.OutputCap <= 0 {
 		spec.OutputCap = DefaultOutputCap
 	}
-	secrets := builtin.SecretValues(os.Environ())
+	secrets := procenv.SecretValues(os.Environ())
 	stdout, stderr := newCapture(spec.OutputCap, secrets), newCapture(spec.OutputCap, secrets)
-	env := builtin.BuildEnv(os.Environ(), spec.Env)
+	// The command's git runs nothing the repository's configuration
+	// names (a model-written core.fsmonitor or filter in .git/config);
+	// the pins come after the allow-list, so it cannot unset them.
+	env := append(procenv.ForCommands(os.Environ(), spec.Env), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
 	var stdoutW io.Writer = stdout
 	if spec.Report != nil {
 		stdoutW = io.MultiWriter(stdout, spec.Report)

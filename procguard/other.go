@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 )
 
 // Report says what Protect did.
@@ -60,3 +61,17 @@ func AdoptOrphans() error { return nil }
 
 // KillChildren does nothing on systems other than Linux.
 func KillChildren() {}
+
+// Ancestor is a process above this one whose environment holds a
+// variable AncestorsHolding looks for.
+type Ancestor struct {
+	PID     int
+	Command string
+	Vars    []string
+}
+
+func (a Ancestor) String() string { return "process " + strconv.Itoa(a.PID) + " (" + a.Command + ")" }
+
+// AncestorsHolding finds nothing on systems other than Linux: they have
+// no /proc/<pid>/environ to read.
+func AncestorsHolding(names, values []string) []Ancestor { return nil }

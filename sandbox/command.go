@@ -10,6 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -72,6 +73,43 @@ func confinePATH(env, readable []string) []string {
 	}
 	if !seen {
 		out = append(out, "PATH="+sandboxPATH)
+	}
+	return out
+}
+
+// confineToolchainDirs drops the toolchain variables (procenv.Toolchains)
+// that name a directory the sandbox cannot use — a VIRTUAL_ENV or GOROOT
+// it cannot read, a GOCACHE or CARGO_HOME it cannot write (only the work
+// dir is writable) — and the entries of a PYTHONPATH or NODE_PATH it
+// cannot read: the toolchain then falls back to its own default (under the
+// private HOME) instead of failing.
+func confineToolchainDirs(env, readable, writable []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		tv, ok := procenv.ToolchainVar(k)
+		switch {
+		case !ok || tv.Kind == procenv.Value:
+			out = append(out, kv)
+		case tv.Kind == procenv.Dir:
+			if filepath.IsAbs(v) && under(filepath.Clean(v), readable) {
+				out = append(out, kv)
+			}
+		case tv.Kind == procenv.CacheDir:
+			if filepath.IsAbs(v) && under(filepath.Clean(v), writable) {
+				out = append(out, kv)
+			}
+		case tv.Kind == procenv.DirList:
+			var keep []string
+			for _, d := range filepath.SplitList(v) {
+				if filepath.IsAbs(d) && under(filepath.Clean(d), readable) {
+					keep = append(keep, d)
+				}
+			}
+			if len(keep) > 0 {
+				out = append(out, k+"="+strings.Join(keep, string(filepath.ListSeparator)))
+			}
+		}
 	}
 	return out
 }
@@ -158,7 +196,7 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (s Spec, clea
 		Dir:        dir,
 		Writable:   []string{dir},
 		ReadOnly:   slices.Clone(c.ReadOnly),
-		Env:        confinePATH(spec.Env, readable),
+		Env:        confineToolchainDirs(confinePATH(spec.Env, readable), readable, []string{dir}),
 		ReplaceEnv: true,
 		Timeout:    timeout,
 		Limits:     limits,

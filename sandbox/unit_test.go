@@ -111,3 +111,17 @@ func TestConfinePATH(t *testing.T) {
 		t.Errorf("%v", env)
 	}
 }
+
+// TestConfineToolchainDirs: toolchain variables that name a directory the
+// sandbox cannot read (or, for caches, write) are dropped; settings and
+// directories inside the work dir are kept.
+func TestConfineToolchainDirs(t *testing.T) {
+	env := confineToolchainDirs([]string{
+		"GOFLAGS=-mod=vendor", "GOCACHE=/home/u/.cache/go-build", "GOMODCACHE=/w/.modcache", "VIRTUAL_ENV=/w/.venv",
+		"GOROOT=/home/u/sdk/go", "PYTHONPATH=/w/src:/home/u/lib:/usr/lib/py", "CARGO_HOME=/home/u/.cargo", "OTHER=/home/u",
+	}, []string{"/w", "/usr"}, []string{"/w"})
+	want := "GOFLAGS=-mod=vendor GOMODCACHE=/w/.modcache VIRTUAL_ENV=/w/.venv PYTHONPATH=/w/src:/usr/lib/py OTHER=/home/u"
+	if got := strings.Join(env, " "); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

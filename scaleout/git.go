@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/hostcmd"
 )
 
 // Commit message trailers that make a commit an iteration's record.
@@ -260,17 +260,24 @@ func (w *Activities) guardRepo(dir string) error {
 	return os.WriteFile(config, want, 0o644)
 }
 
-// git runs git in dir and returns its trimmed output.
+// git runs git in dir as capstan's own git (hostcmd.Git: resolved
+// outside dir, a minimal environment without the worker's keys, nothing
+// the repository's configuration names run) and returns its trimmed
+// output. A command that reaches a remote (clone, fetch, push) also gets
+// the user's credential helpers and ssh agent.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	g, err := hostcmd.NewGit(os.Environ(), dir)
+	if err != nil {
+		return "", err
 	}
-	return strings.TrimSpace(out.String()), nil
+	if slices.ContainsFunc(args, func(a string) bool { return a == "clone" || a == "fetch" || a == "push" }) {
+		g = g.WithUserCredentials(ctx, os.Environ())
+	}
+	out, err := g.Output(ctx, dir, args...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func workDirError(what string, err error) error {

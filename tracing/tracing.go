@@ -73,7 +73,7 @@ type Config struct {
 	Next journal.Emitter
 	// Secrets are values that must never be exported; they are replaced
 	// in the free text that is (warning messages). Use
-	// builtin.SecretValues, which lists them longest first.
+	// procenv.SecretValues, which lists them longest first.
 	Secrets []string
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time

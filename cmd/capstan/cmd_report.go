@@ -20,6 +20,9 @@ type reportFlags struct {
 	format    string
 	iteration int
 	full      bool
+	// unverified marks a run whose journal is kept inside its work dir
+	// (runreport.Unverified).
+	unverified bool
 }
 
 func (f *reportFlags) register(fs *pflag.FlagSet, defaultFormat string) {
@@ -38,6 +41,7 @@ func (f *reportFlags) write(w io.Writer, id, path string) error {
 	if err != nil {
 		return withExit(exitInternal, err)
 	}
+	acct.Unverified = f.unverified
 	if err := render(w, acct, runreport.Options{Iteration: f.iteration, Full: f.full}); err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -77,10 +81,11 @@ the current directory; -o - writes to stdout.`,
 			if html {
 				view.format = "html"
 			}
-			rec, _, err := loadShownRun(workDir, args[0])
+			rec, _, legacy, err := loadShownRun(workDir, args[0])
 			if err != nil {
 				return err
 			}
+			view.unverified = legacy
 			var buf bytes.Buffer
 			if err := view.write(&buf, rec.ID, rec.Journal); err != nil {
 				return err

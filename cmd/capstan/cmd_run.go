@@ -38,6 +38,10 @@ type runFlags struct {
 	quiet         bool
 	stream        streamFlag
 	temporal      temporalFlags
+	// allowKeyInAncestors lets a run whose tools are not sandboxed start
+	// while a process above capstan holds a provider key (see
+	// checkAncestorKeys).
+	allowKeyInAncestors bool
 	// acceptChanged accepts a changed model-writable definition
 	// (--accept-changed-definition, run and resume).
 	acceptChanged bool
@@ -51,6 +55,7 @@ func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print the final Result as one JSON object on stdout")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
 	f.stream.register(fs, " and not --quiet")
+	fs.BoolVar(&f.allowKeyInAncestors, allowKeyInAncestorsFlag, false, "start a run whose tools are not sandboxed although a process that started capstan holds a provider key in its environment, which those tools can read (see docs/sandbox.md)")
 }
 
 // registerOptions adds the flags that shape the run itself (not its
@@ -299,6 +304,9 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 		fmt.Fprintln(stderr, problemLine(def.Dir(), w))
 	}
 	if flags.temporal.address != "" {
+		if flags.allowKeyInAncestors {
+			return withExit(exitUsage, fmt.Errorf("run: --%s acts on a run whose tools run here; with --temporal they run on a worker (start the worker sandboxed, or from a process that does not hold the key)", allowKeyInAncestorsFlag))
+		}
 		return executeTemporalRun(ctx, cmd, def, flags, params)
 	}
 	def, err := withUserPricing(def)
@@ -316,6 +324,11 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flag
 	}
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
+	}
+	if !flags.allowKeyInAncestors && !toolsSandboxed(def) {
+		if err := checkAncestorKeys(os.Args, os.Getenv); err != nil {
+			return withExit(exitUsage, err)
+		}
 	}
 	streaming := flags.stream.enabled(stderr, flags.quiet)
 	var progress *progressPrinter
@@ -427,6 +440,8 @@ func exitForCode(code string, before bool) int {
 	case agenterr.CodeConfigurationNotFound, agenterr.CodeConfigurationParse, agenterr.CodeConfigurationValidation,
 		agenterr.CodePromptNotFound, agenterr.CodePromptParse, agenterr.CodeUnknownProvider,
 		agenterr.CodeParamMissing, agenterr.CodeParamInvalid, agenterr.CodeParamUnknown:
+		return exitUsage
+	case agenterr.CodeKeyInAncestor:
 		return exitUsage
 	case agenterr.CodeSdkAuth, agenterr.CodeDependencyResolution:
 		if before {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
@@ -65,7 +65,9 @@ var gitCommand = lazyre.New(`(^|[;&|(]\s*)git(\s|$)`)
 
 // checkGitWorkDir refuses to run an agent whose validators run git in a
 // work dir that is not inside a git work tree: git would fail there, and
-// every verdict that reads it would be wrong.
+// every verdict that reads it would be wrong. git is the one a PATH entry
+// outside the work dir provides, run with the configuration the model
+// cannot steer (hostcmd.Git): a git planted in the work dir is refused.
 func checkGitWorkDir(ctx context.Context, def *config.Agent, workDir string) error {
 	var names []string
 	for name, v := range def.Registry().Validators {
@@ -77,11 +79,17 @@ func checkGitWorkDir(ctx context.Context, def *config.Agent, workDir string) err
 		return nil
 	}
 	sort.Strings(names)
-	out, err := exec.CommandContext(ctx, "git", "-C", workDir, "rev-parse", "--is-inside-work-tree").Output()
-	if err == nil && strings.TrimSpace(string(out)) == "true" {
-		return nil
-	}
 	abs, _ := filepath.Abs(workDir)
+	git, err := hostcmd.NewGit(os.Environ(), abs)
+	if err != nil && !hostcmd.IsNotFound(err) {
+		return err
+	}
+	if git != nil {
+		out, err := git.Output(ctx, workDir, "rev-parse", "--is-inside-work-tree")
+		if err == nil && strings.TrimSpace(string(out)) == "true" {
+			return nil
+		}
+	}
 	e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 		"work dir %s is not a git repository, but the agent's validator(s) %s run git there", abs, strings.Join(names, ", "))
 	e.Hint = fmt.Sprintf("pass --workdir with a git repository, or make this one: git -C %s init", shellQuote(abs))

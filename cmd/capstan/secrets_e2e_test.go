@@ -43,6 +43,13 @@ func TestRunKeepsKeysFromBash(t *testing.T) {
 		"GITHUB_TOKEN":          "ghp_e2e0123456789abcdef",
 		"AWS_SECRET_ACCESS_KEY": "aws-e2e-secret-0123456789",
 		"DATABASE_URL":          "postgres://app:db-e2e-password-42@db/x",
+		// Credentials under names no secret rule knows: only the
+		// allow-list keeps them out of reach (no redaction would catch
+		// them).
+		"ACME_CONN_STRING": "acme-e2e-conn-0123456789",
+		"VAULT_ROLE_ID":    "vault-e2e-role-0123456789",
+		"PGPASSWORD":       "pg-e2e-password-0123456789",
+		"OP_SESSION_team":  "op-e2e-session-0123456789",
 	}
 	cmd := cliCommand("run", dir, "--workdir", wd)
 	for k, v := range secrets {

@@ -58,7 +58,7 @@ func (p *progressPrinter) streamTo(ctx context.Context) context.Context {
 
 // enableStream makes p the run's stream sink: text is printed as it
 // arrives, and every value of a secret-looking variable of environ (API
-// keys, tokens; see builtin.IsSecretName) is replaced by [REDACTED] in
+// keys, tokens; see procenv.IsSecretName) is replaced by [REDACTED] in
 // everything printed.
 func (p *progressPrinter) enableStream(environ []string) {
 	p.stream = true

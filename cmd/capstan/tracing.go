@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/tool/builtin"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/tracing/otelenv"
 )
@@ -60,7 +60,7 @@ func (c *commandTracing) emitter(ctx context.Context, next journal.Emitter) jour
 		return next
 	}
 	tee := tracing.New(tracing.Config{Provider: c.t.Provider(), Parent: context.WithoutCancel(ctx), Next: next,
-		Secrets: builtin.SecretValues(os.Environ())})
+		Secrets: procenv.SecretValues(os.Environ())})
 	c.tees = append(c.tees, tee)
 	return tee
 }

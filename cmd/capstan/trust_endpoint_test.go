@@ -41,7 +41,10 @@ func TestUserConfigEndpointElsewhereMustBeConfirmed(t *testing.T) {
 	srv := fakellm.NewOpenAI(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "DONE"}}})
 	const gateway = "http://gw.example.test/v1"
 	userConfigWith(t, "base_urls:\n  openai: "+gateway+"\n")
-	t.Setenv("OPENAI_API_KEY", "sk-endpoint-test-0123456789")
+	// The key goes to capstan only, by the pasted line's assignment: a
+	// shell started with it would be an ancestor holding the key, and the
+	// unsandboxed run is refused for that (KEY_IN_ANCESTOR).
+	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
 	// The gateway is reached through a proxy, the fake API: nothing
 	// leaves the machine.
@@ -49,7 +52,8 @@ func TestUserConfigEndpointElsewhereMustBeConfirmed(t *testing.T) {
 	t.Setenv("NO_PROXY", "")
 	dir, work := openAIAgent(t), t.TempDir()
 	sh := pasteShell(t, work)
-	code, out := sh("capstan run " + shellQuote(dir) + " --workdir .")
+	const key = "OPENAI_API_KEY=sk-endpoint-test-0123456789 "
+	code, out := sh(key + "capstan run " + shellQuote(dir) + " --workdir .")
 	if code != exitUsage || !strings.Contains(out, "ENDPOINT_UNCONFIRMED") || !strings.Contains(out, "base_urls.openai") {
 		t.Fatalf("exit %d, want %d with ENDPOINT_UNCONFIRMED\n%s", code, exitUsage, out)
 	}
@@ -64,7 +68,7 @@ func TestUserConfigEndpointElsewhereMustBeConfirmed(t *testing.T) {
 	if want := "capstan run " + shellQuote(dir) + " --workdir . --base-url " + gateway; confirm != want {
 		t.Errorf("confirm command %q, want %q", confirm, want)
 	}
-	code, out = sh(confirm)
+	code, out = sh(key + confirm)
 	if code != 0 {
 		t.Fatalf("pasted %q: exit %d\n%s", confirm, code, out)
 	}
@@ -95,5 +99,29 @@ func TestUserConfigLoopbackEndpointIsNamed(t *testing.T) {
 	}
 	if j := readJournal(t, work); !strings.Contains(j, `"endpointSource":"user config base_urls.openai"`) {
 		t.Errorf("journal:\n%.2000s", j)
+	}
+}
+
+// skills run takes base_urls from the user config under the same rule: a
+// gateway found only there is refused before any request.
+func TestSkillsRunRefusesAnUnconfirmedUserConfigEndpoint(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "nothing to do"}}})
+	userConfigWith(t, "base_urls:\n  openai: http://gw.example.test/v1\n")
+	t.Setenv("OPENAI_API_KEY", "sk-endpoint-test-0123456789")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("HTTP_PROXY", strings.TrimSuffix(srv.URL, "/v1"))
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	args := exampleSkillArgs(t, dir, t.TempDir(), "--json", "--fresh")
+	for i, a := range args {
+		if a == "script:status-report.script.yaml" {
+			args[i] = "openai:gpt-test-model"
+		}
+	}
+	code, _, errOut := captureConfigCLI(t, args...)
+	if code != exitUsage || !strings.Contains(errOut, "ENDPOINT_UNCONFIRMED") {
+		t.Fatalf("exit %d, want %d with ENDPOINT_UNCONFIRMED\n%s", code, exitUsage, errOut)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests", n)
 	}
 }

@@ -45,8 +45,10 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -117,8 +119,10 @@ type Config struct {
 // Bridge is an llm.Bridge over the claude CLI. It is safe for concurrent
 // use; each Query runs its own CLI process.
 type Bridge struct {
-	cfg    Config
-	binary string
+	cfg Config
+	// binary is the CLI program and, for a script run through env, its
+	// interpreter first (both resolved outside the work dir).
+	binary []string
 	mcp    string
 
 	mu   sync.Mutex
@@ -160,7 +164,7 @@ func New(cfg Config) (*Bridge, error) {
 	return b, nil
 }
 
-func findBinary(cfg Config) (string, error) {
+func findBinary(cfg Config) ([]string, error) {
 	name := cfg.Binary
 	if name == "" {
 		name = cfg.Getenv(EnvBinary)
@@ -173,25 +177,55 @@ func findBinary(cfg Config) (string, error) {
 		e.Hint = InstallHint
 		return e
 	}
-	if strings.ContainsRune(name, filepath.Separator) {
-		if st, err := os.Stat(name); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			if err == nil {
-				err = errors.New("not an executable file")
-			}
-			return "", missing(err)
-		}
-		return name, nil
+	// The CLI runs with the key: one the model could have written (a PATH
+	// entry inside the work dir) is refused, and so is its interpreter.
+	var workDirs []string
+	if cfg.WorkDir != "" {
+		workDirs = append(workDirs, cfg.WorkDir)
+	} else if wd, err := os.Getwd(); err == nil {
+		workDirs = append(workDirs, wd)
 	}
-	for _, dir := range filepath.SplitList(cfg.Getenv("PATH")) {
-		if dir == "" {
-			continue
+	p, err := hostcmd.LookPath(name, cfg.Getenv("PATH"), workDirs...)
+	if hostcmd.IsNotFound(err) || agenterr.CodeOf(err) == agenterr.CodeDependencyResolution && !strings.Contains(err.Error(), "inside the work dir") {
+		return nil, missing(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{p}
+	if interp, ok := envInterpreter(p); ok {
+		ip, err := hostcmd.LookPath(interp, cfg.Getenv("PATH"), workDirs...)
+		if err != nil && !hostcmd.IsNotFound(err) {
+			return nil, err
 		}
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
+		if err == nil {
+			argv = []string{ip, p}
 		}
 	}
-	return "", missing(exec.ErrNotFound)
+	return argv, nil
+}
+
+// envInterpreter returns the program a script at p names with an
+// "#!/usr/bin/env NAME" line (how npm installs the claude CLI): env would
+// look NAME up on PATH when the CLI starts, so capstan resolves it itself.
+func envInterpreter(p string) (string, bool) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := f.Read(head)
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return "", false
+	}
+	f2 := strings.Fields(rest)
+	if len(f2) != 2 || filepath.Base(f2[0]) != "env" || strings.HasPrefix(f2[1], "-") {
+		return "", false
+	}
+	return f2[1], true
 }
 
 // MCPConfigJSON renders MCP servers in the CLI's --mcp-config format.
@@ -336,7 +370,7 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 	if partial {
 		args = append(args, partialFlag)
 	}
-	cmd := exec.Command(b.binary, args...)
+	cmd := exec.Command(b.binary[0], append(b.binary[1:], args...)...)
 	cmd.Dir = b.cfg.WorkDir
 	cmd.Env = b.env()
 	setProcessGroup(cmd)
@@ -421,12 +455,15 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 }
 
 func (b *Bridge) env() []string {
-	env := os.Environ()
+	environ := os.Environ()
 	for _, k := range passEnv {
 		if v := b.cfg.Getenv(k); v != "" {
-			env = append(env, k+"="+v)
+			environ = append(environ, k+"="+v)
 		}
 	}
+	// The CLI's own settings and key, and what the model's commands get
+	// (its Bash runs them) — not the rest of capstan's environment.
+	env := procenv.ForClaudeCLI(environ, nil)
 	if b.cfg.BaseURL != "" {
 		// The last of a duplicated variable wins.
 		env = append(env, "ANTHROPIC_BASE_URL="+b.cfg.BaseURL)

@@ -17,17 +17,16 @@
 package gitactivity
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
@@ -150,7 +149,10 @@ func LogArgs(repo string, w Window) []string {
 // CheckRepo fails with a GIT error unless repo is inside a git work tree
 // (or is a bare repository).
 func CheckRepo(ctx context.Context, repo string) error {
-	if _, err := run(ctx, "-C", repo, "rev-parse", "--git-dir"); err != nil {
+	if _, err := run(ctx, repo, "rev-parse", "--git-dir"); err != nil {
+		if agenterr.CodeOf(err) == agenterr.CodeDependencyResolution {
+			return err // git itself is refused (inside the repository) or missing
+		}
 		e := agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, false, "%s is not a git repository", repo)
 		e.Hint = "pass --repo with the path of a local git repository"
 		return e
@@ -168,13 +170,13 @@ func Log(ctx context.Context, repo string, w Window) ([]Commit, error) {
 	if err := CheckRepo(ctx, repo); err != nil {
 		return nil, err
 	}
-	if _, err := run(ctx, "-C", repo, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
+	if _, err := run(ctx, repo, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
 		return nil, nil // no commits yet
 	}
 	if err := checkShallow(ctx, repo, w); err != nil {
 		return nil, err
 	}
-	out, err := run(ctx, LogArgs(repo, w)...)
+	out, err := run(ctx, repo, withoutDir(LogArgs(repo, w))...)
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, true, "git log in %s", repo)
 	}
@@ -185,11 +187,11 @@ func Log(ctx context.Context, repo string, w Window) ([]Commit, error) {
 // clone: the boundary commits (those whose parents were not fetched) must
 // all be older than the window's start.
 func checkShallow(ctx context.Context, repo string, w Window) error {
-	out, err := run(ctx, "-C", repo, "rev-parse", "--is-shallow-repository")
+	out, err := run(ctx, repo, "rev-parse", "--is-shallow-repository")
 	if err != nil || strings.TrimSpace(string(out)) != "true" {
 		return nil
 	}
-	path, err := run(ctx, "-C", repo, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
+	path, err := run(ctx, repo, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, false, "%s is a shallow clone whose history cut cannot be read", repo)
 	}
@@ -201,7 +203,7 @@ func checkShallow(ctx context.Context, repo string, w Window) error {
 		if !hashRe().MatchString(h) {
 			continue
 		}
-		ct, err := run(ctx, "-C", repo, "show", "-s", "--format=%cI", h)
+		ct, err := run(ctx, repo, "show", "-s", "--format=%cI", h)
 		if err != nil {
 			continue // a boundary commit no longer reachable
 		}
@@ -217,23 +219,26 @@ func checkShallow(ctx context.Context, repo string, w Window) error {
 	return nil
 }
 
-func run(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// run runs git args in repo as capstan's own git (hostcmd.Git): the git
+// a PATH entry outside repo provides, with a minimal environment and no
+// program the repository's configuration names (a gpg.program,
+// core.fsmonitor or hook planted in its .git/config runs nowhere).
+func run(ctx context.Context, repo string, args ...string) ([]byte, error) {
+	g, err := hostcmd.NewGit(os.Environ(), repo)
 	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 500 {
-			msg = msg[:500]
-		}
-		if msg != "" {
-			return nil, fmt.Errorf("%w: %s", err, msg)
-		}
 		return nil, err
 	}
-	return out, nil
+	return g.Output(ctx, repo, args...)
+}
+
+// withoutDir is args without its "-C DIR" (run names the directory).
+func withoutDir(args []string) []string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-C" {
+			return append(append([]string{}, args[:i]...), args[i+2:]...)
+		}
+	}
+	return args
 }
 
 // ParseLog parses the output of git log with LogFormat and --numstat.

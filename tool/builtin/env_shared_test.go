@@ -3,6 +3,8 @@ package builtin
 import (
 	"slices"
 	"testing"
+
+	"github.com/capstan-dev/capstan/procenv"
 )
 
 // Tool sets built with the same environment and allow list share one
@@ -15,7 +17,7 @@ func TestCommandEnvIsSharedWhileItsInputsRepeat(t *testing.T) {
 	if &a[0] != &b[0] {
 		t.Error("the same inputs built a second list")
 	}
-	if !slices.Equal(a, BuildEnv(environ, []string{"FOO_*"})) {
+	if !slices.Equal(a, procenv.ForCommands(environ, []string{"FOO_*"})) {
 		t.Errorf("shared list %v differs from BuildEnv's", a)
 	}
 	c := commandEnv(environ, []string{"LANG"})
@@ -34,15 +36,15 @@ func TestCommandEnvIsSharedWhileItsInputsRepeat(t *testing.T) {
 // worked out again, and the caller's environ may change afterwards
 // without changing the shared list.
 func TestSharedSecretValuesFollowTheirInputs(t *testing.T) {
-	t.Setenv(SecretVarsEnv, "")
+	t.Setenv(procenv.SecretVarsEnv, "")
 	environ := []string{"PATH=/bin", "API_TOKEN=s3cret-token-1", "DB=postgres://u:dbpassw0rd@h/db", "PLAIN=notasecret"}
 	a := sharedSecretValues(environ)
 	b := sharedSecretValues(slices.Clone(environ))
 	if len(a) == 0 || &a[0] != &b[0] {
 		t.Fatalf("the same environment worked out a second list: %v %v", a, b)
 	}
-	if !slices.Equal(a, SecretValues(environ)) {
-		t.Errorf("shared list %v differs from SecretValues' %v", a, SecretValues(environ))
+	if !slices.Equal(a, procenv.SecretValues(environ)) {
+		t.Errorf("shared list %v differs from SecretValues' %v", a, procenv.SecretValues(environ))
 	}
 	environ[1] = "API_TOKEN=s3cret-token-2"
 	if c := sharedSecretValues(environ); !slices.Contains(c, "s3cret-token-2") || slices.Contains(c, "s3cret-token-1") {
@@ -54,7 +56,7 @@ func TestSharedSecretValuesFollowTheirInputs(t *testing.T) {
 	if slices.Contains(sharedSecretValues(environ), "notasecret") {
 		t.Fatal("PLAIN is no secret yet")
 	}
-	t.Setenv(SecretVarsEnv, "PLAIN")
+	t.Setenv(procenv.SecretVarsEnv, "PLAIN")
 	if !slices.Contains(sharedSecretValues(environ), "notasecret") {
 		t.Error("a changed CAPSTAN_SECRET_VARS kept the old list")
 	}

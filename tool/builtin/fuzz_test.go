@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -171,7 +172,7 @@ func FuzzToolInput(f *testing.F) {
 		}
 		for _, s := range ran {
 			for _, kv := range s.Env {
-				if k, _, _ := strings.Cut(kv, "="); IsSecretName(k) {
+				if k, _, _ := strings.Cut(kv, "="); procenv.IsSecretName(k) {
 					t.Fatalf("secret %s passed to the runner", k)
 				}
 			}

@@ -28,8 +28,10 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -53,7 +55,7 @@ type Options struct {
 	// and is restarted, or cannot be (nil = none).
 	Events journal.Emitter
 	// Env is the allow-list of variables stdio servers get besides the
-	// minimal base (runner.boundaries.env; see builtin.BuildEnv); a
+	// minimal base (runner.boundaries.env; see procenv.ForCommands); a
 	// server's own env entries are added on top.
 	Env []string
 }
@@ -184,9 +186,28 @@ func transport(name string, cfg config.MCPServer, opts Options) (sdk.Transport, 
 		e.Hint = "keep command (stdio) or url (streamable HTTP), not both"
 		return nil, e
 	case cfg.Command != "":
-		cmd := exec.Command(cfg.Command, cfg.Args...)
+		// A program named without a directory (npx, uvx, python) is
+		// looked up outside the work dir: a PATH entry inside it, where
+		// the model writes, may not supply the server capstan starts.
+		prog := cfg.Command
+		if !strings.Contains(prog, "/") {
+			wd := opts.WorkDir
+			if wd == "" {
+				wd, _ = os.Getwd()
+			}
+			p, err := hostcmd.LookPath(prog, os.Getenv("PATH"), wd)
+			if err != nil && !hostcmd.IsNotFound(err) {
+				e := serverError(name, "cannot be started: "+err.Error())
+				e.Hint = "remove the work dir's directories from PATH, or name the server's program by its absolute path"
+				return nil, e
+			}
+			if err == nil {
+				prog = p
+			}
+		}
+		cmd := exec.Command(prog, cfg.Args...)
 		cmd.Dir = opts.WorkDir
-		cmd.Env = builtin.BuildEnv(os.Environ(), opts.Env)
+		cmd.Env = procenv.ForCommands(os.Environ(), opts.Env)
 		for k, v := range cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}

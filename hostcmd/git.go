@@ -1,0 +1,320 @@
+package hostcmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/capstan-dev/capstan/procenv"
+)
+
+// Git runs git for capstan itself (the git-clean validator's repository
+// reads, GitHub repository discovery, the pipeline's history reads, the
+// scale-out worker's checkout and commit). Make one with NewGit when a run
+// starts; its program path is fixed from then on.
+type Git struct {
+	path string
+	env  []string
+	// ssh is the ssh program the worker's fetches use, resolved like git.
+	ssh string
+	// credentials are the user's own credential helpers (from the global
+	// configuration), for a Git made by WithUserCredentials.
+	credentials []string
+}
+
+// pinnedConfig is the configuration every git capstan runs is given on
+// its command line, which wins over every configuration file: nothing a
+// repository's .git/config (or an included file) names is run.
+var pinnedConfig = [][2]string{
+	{"core.hooksPath", "/dev/null"},
+	{"core.fsmonitor", "false"},
+	{"core.pager", "cat"},
+	{"core.editor", ":"},
+	{"sequence.editor", ":"},
+	{"core.askPass", ""},
+	{"core.sshCommand", "ssh"},
+	{"core.gitProxy", ""},
+	{"core.alternateRefsCommand", ""},
+	{"credential.helper", ""},
+	{"diff.external", ""},
+	{"gpg.program", ""},
+	{"gpg.openpgp.program", ""},
+	{"gpg.x509.program", ""},
+	{"gpg.ssh.program", ""},
+	{"gpg.ssh.defaultKeyCommand", ""},
+	{"gpg.ssh.allowedSignersFile", "/dev/null"},
+	{"commit.gpgSign", "false"},
+	{"tag.gpgSign", "false"},
+	{"tag.forceSignAnnotated", "false"},
+	{"push.gpgSign", "false"},
+	{"log.showSignature", "false"},
+	{"merge.verifySignatures", "false"},
+	{"protocol.ext.allow", "never"},
+	{"status.showUntrackedFiles", "normal"},
+	{"trace2.normalTarget", ""},
+	{"trace2.perfTarget", ""},
+	{"trace2.eventTarget", ""},
+}
+
+// PinnedKeys returns the configuration keys every git capstan runs is
+// given (the driver keys a repository names — filter.<name>.clean and the
+// like — besides).
+func PinnedKeys() []string {
+	out := make([]string, len(pinnedConfig))
+	for i, kv := range pinnedConfig {
+		out[i] = kv[0]
+	}
+	return out
+}
+
+// pinnedEnv is the environment git is given besides the minimal base: no
+// system or global configuration file, no terminal prompt, no pager,
+// replace refs ignored (a model-made refs/replace/ would change what a
+// commit reads as), C messages.
+var pinnedEnv = []string{
+	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+	"GIT_PAGER=cat", "PAGER=cat", "GIT_EDITOR=:", "GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C",
+}
+
+// NewGit resolves git on the PATH of environ (see LookPath: never inside
+// one of workDirs) and returns the runner of capstan's own git commands,
+// whose environment is the minimal base of environ and the pins.
+func NewGit(environ []string, workDirs ...string) (*Git, error) {
+	p, err := LookPath("git", pathOf(environ), workDirs...)
+	if err != nil {
+		return nil, err
+	}
+	env := slices.DeleteFunc(procenv.Minimal(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "LC_ALL=") || strings.HasPrefix(kv, "PATH=")
+	})
+	// The programs git itself starts (ssh, a remote helper) come from a
+	// PATH without the work dirs' entries.
+	env = append(env, "PATH="+pathOutside(pathOf(environ), workDirs))
+	ssh, err := LookPath("ssh", pathOf(environ), workDirs...)
+	if err != nil {
+		ssh = "/usr/bin/ssh" // not installed, or inside a work dir: never one from PATH
+	}
+	return &Git{path: p, env: append(env, pinnedEnv...), ssh: ssh}, nil
+}
+
+// WithUserCredentials returns a Git for commands that reach a remote
+// (the scale-out client's push, the worker's clone and fetch): like g, but
+// the user's global configuration is read (their url rewrites, identity)
+// and their credential helpers and ssh agent (SSH_AUTH_SOCK of environ)
+// work. Every program the repository's own configuration names stays
+// pinned off; the credential helpers used are the ones the global
+// configuration lists, given again after the pins.
+func (g *Git) WithUserCredentials(ctx context.Context, environ []string) *Git {
+	u := &Git{path: g.path, ssh: g.ssh}
+	for _, kv := range g.env {
+		if kv != "GIT_CONFIG_GLOBAL=/dev/null" {
+			u.env = append(u.env, kv)
+		}
+	}
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "SSH_AUTH_SOCK=") {
+			u.env = append(u.env, kv)
+		}
+	}
+	cmd := exec.CommandContext(ctx, g.path, "config", "--global", "--get-all", "credential.helper")
+	cmd.Env = u.env
+	if out, err := cmd.Output(); err == nil {
+		for h := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+			if h = strings.TrimSpace(h); h != "" {
+				u.credentials = append(u.credentials, h)
+			}
+		}
+	}
+	return u
+}
+
+// pathOutside is path without its relative entries and those inside one
+// of workDirs.
+func pathOutside(path string, workDirs []string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		in := false
+		for _, c := range candidates(d) {
+			for _, w := range workDirs {
+				for _, wd := range candidates(w) {
+					in = in || within(c, wd)
+				}
+			}
+		}
+		if !in {
+			keep = append(keep, d)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// pathOf is the PATH entry of environ.
+func pathOf(environ []string) string {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(environ[i], "PATH="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Path is the git program this Git runs.
+func (g *Git) Path() string { return g.path }
+
+// Command returns git args run in dir with the pinned configuration and
+// environment, the driver keys dir's repository configuration names
+// (filters, diff and merge drivers, credential helpers, remote programs)
+// pinned too. dir is also marked a safe directory (git refuses a
+// repository owned by another user otherwise; what made that check
+// necessary, programs named by the repository's configuration, is what
+// the pins turn off).
+func (g *Git) Command(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	pre := []string{"--no-pager", "-C", dir}
+	for _, kv := range g.config(ctx, dir) {
+		pre = append(pre, "-c", kv[0]+"="+kv[1])
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		pre = append(pre, "-c", "safe.directory="+abs)
+	}
+	cmd := exec.CommandContext(ctx, g.path, append(pre, args...)...)
+	cmd.Env = slices.Clone(g.env)
+	return cmd
+}
+
+// Output runs git args in dir (see Command) and returns its standard
+// output; a failure's error carries git's standard error.
+func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := g.Command(ctx, dir, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 500 {
+			msg = msg[:500]
+		}
+		if msg != "" {
+			return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
+		}
+		return out, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// config is pinnedConfig and the driver keys of dir's configuration.
+func (g *Git) config(ctx context.Context, dir string) [][2]string {
+	pins := slices.Clone(pinnedConfig)
+	for i, kv := range pins {
+		if kv[0] == "core.sshCommand" {
+			pins[i][1] = g.ssh
+		}
+	}
+	pins = append(pins, g.driverPins(ctx, dir)...)
+	for _, h := range g.credentials {
+		pins = append(pins, [2]string{"credential.helper", h})
+	}
+	return pins
+}
+
+// driverPins lists the keys of dir's repository configuration (and the
+// files it includes) that name a program under a name of the
+// repository's choosing, each pinned off: a filter's clean, smudge and
+// process commands (and required=false, so the file is read as it is), a
+// diff driver's textconv and command, a merge driver, a URL's credential
+// helper, a remote's upload-pack, receive-pack and proxy. (A remote's vcs
+// names a git-remote-<vcs> program, which git looks up on its PATH: that
+// PATH has no entry inside a work dir.) Reading
+// the configuration runs nothing.
+func (g *Git) driverPins(ctx context.Context, dir string) [][2]string {
+	cmd := exec.CommandContext(ctx, g.path, "--no-pager", "-C", dir, "config", "--includes", "--name-only", "--list", "-z")
+	cmd.Env = slices.Clone(g.env)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil // not a repository, or no local configuration
+	}
+	var pins [][2]string
+	seen := map[string]bool{}
+	add := func(k, v string) {
+		if !seen[k] {
+			seen[k] = true
+			pins = append(pins, [2]string{k, v})
+		}
+	}
+	for key := range strings.SplitSeq(string(out), "\x00") {
+		key = strings.ToLower(strings.TrimSpace(key))
+		section, rest, ok := strings.Cut(key, ".")
+		if !ok {
+			continue
+		}
+		dot := strings.LastIndex(rest, ".")
+		if dot < 0 {
+			continue
+		}
+		sub, name := rest[:dot], rest[dot+1:]
+		// The subsection keeps the case it was written in; git compares
+		// it case-sensitively, so it is read back from the original key.
+		orig := originalSubsection(string(out), section, sub, name)
+		prefix := section + "." + orig + "."
+		switch section {
+		case "filter":
+			for _, k := range []string{"clean", "smudge", "process"} {
+				add(prefix+k, "")
+			}
+			add(prefix+"required", "false")
+		case "diff":
+			add(prefix+"textconv", "")
+			add(prefix+"command", "")
+		case "merge":
+			add(prefix+"driver", "")
+		case "credential":
+			add(prefix+"helper", "")
+		case "remote":
+			add(prefix+"uploadpack", "git-upload-pack")
+			add(prefix+"receivepack", "git-receive-pack")
+			add(prefix+"proxy", "")
+		}
+	}
+	return pins
+}
+
+// originalSubsection finds the subsection of section.sub.name as written
+// in the NUL-separated key list (git lowercases section and name, not the
+// subsection).
+func originalSubsection(list, section, sub, name string) string {
+	for key := range strings.SplitSeq(list, "\x00") {
+		k := strings.TrimSpace(key)
+		if len(k) == len(section)+1+len(sub)+1+len(name) && strings.EqualFold(k, section+"."+sub+"."+name) {
+			return k[len(section)+1 : len(section)+1+len(sub)]
+		}
+	}
+	return sub
+}
+
+// GitConfigEnv returns the environment entries that give the git of a
+// command capstan runs for the agent (a command validator's git status)
+// the same pinned configuration as capstan's own git commands, as
+// GIT_CONFIG_COUNT/GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n, which win over
+// every configuration file. The driver keys are read from dir's
+// repository with g (g nil: the fixed pins only). The user's global
+// configuration stays in effect (a test suite may need the identity it
+// names), minus every program it could name.
+func GitConfigEnv(ctx context.Context, g *Git, dir string) []string {
+	pins := slices.Clone(pinnedConfig)
+	if g != nil {
+		pins = g.config(ctx, dir)
+	}
+	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(pins)), "GIT_TERMINAL_PROMPT=0", "GIT_NO_REPLACE_OBJECTS=1"}
+	for i, kv := range pins {
+		n := strconv.Itoa(i)
+		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])
+	}
+	return env
+}

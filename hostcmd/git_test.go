@@ -1,0 +1,130 @@
+package hostcmd
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/hostcmd/hostcmdtest"
+	"github.com/capstan-dev/capstan/procenv"
+)
+
+// TestGitRunsNothingTheRepositoryNames: capstan's git reads, diffs,
+// commits and checks out in a repository whose configuration names a
+// program everywhere it can, and none of them runs; the same commands
+// without the pins run them (the control).
+func TestGitRunsNothingTheRepositoryNames(t *testing.T) {
+	dir, marker := hostcmdtest.PoisonRepo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g, err := NewGit(os.Environ(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"status", "--porcelain"},
+		{"rev-parse", "--is-shallow-repository"},
+		{"log", "-1", "--format=%H %G?"},
+		{"log", "-p", "-1"},
+		{"show", "HEAD"},
+		{"diff", "--no-ext-diff", "--no-textconv"},
+		{"add", "-A"},
+		{"commit", "-q", "-m", "two"},
+		{"checkout", "-q", "-b", "other"},
+		{"remote", "-v"},
+	} {
+		// A diff through a driver the repository names (log -p, show)
+		// fails rather than run it.
+		if _, err := g.Output(ctx, dir, args...); err != nil && args[0] != "diff" && args[0] != "show" && !slices.Contains(args, "-p") {
+			t.Errorf("git %v: %v", args, err)
+		}
+	}
+	// A diff that would need a driver fails rather than run it.
+	_, _ = g.Output(ctx, dir, "diff", "HEAD~1")
+	if m := hostcmdtest.Marker(marker); m != "" {
+		t.Fatalf("capstan's git ran what the repository names:\n%s", m)
+	}
+	if out, err := g.Output(ctx, dir, "log", "--format=%s"); err != nil || strings.TrimSpace(string(out)) != "two\none" {
+		t.Errorf("log after the commit = %q, %v", out, err)
+	}
+	// The control: plain git runs them.
+	cmd := exec.Command("git", "-C", dir, "-c", "filter.evil.process=", "status", "--porcelain")
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
+	_ = cmd.Run()
+	if hostcmdtest.Marker(marker) == "" {
+		t.Fatal("control: plain git ran none of the repository's programs; the test proves nothing")
+	}
+}
+
+// TestGitConfigEnvPinsAValidatorsGit: a command validator's own git
+// status and log, given GitConfigEnv, run nothing the repository names.
+func TestGitConfigEnvPinsAValidatorsGit(t *testing.T) {
+	dir, marker := hostcmdtest.PoisonRepo(t)
+	ctx := context.Background()
+	g, err := NewGit(os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(procenv.ForCommands(os.Environ(), nil), GitConfigEnv(ctx, g, dir)...)
+	cmd := exec.Command("sh", "-c", "git status --porcelain && git log -1 --format=%G? && git add -A && git commit -q -m v")
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("validator's git: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "M a.txt") {
+		t.Errorf("git status missed the change:\n%s", out)
+	}
+	if m := hostcmdtest.Marker(marker); m != "" {
+		t.Fatalf("the validator's git ran what the repository names:\n%s", m)
+	}
+}
+
+// TestLookPathRefusesTheWorkDir: a git planted in a PATH entry inside the
+// work dir is refused with a coded error, before a real git later on PATH;
+// a PATH entry inside the work dir without the program is passed over.
+func TestLookPathRefusesTheWorkDir(t *testing.T) {
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	w := t.TempDir()
+	venv := filepath.Join(w, ".venv", "bin")
+	if err := os.MkdirAll(venv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := venv + string(filepath.ListSeparator) + filepath.Dir(real)
+	if p, err := LookPath("git", path, w); err != nil || p != filepath.Join(filepath.Dir(real), "git") {
+		t.Errorf("LookPath with an empty venv = %q, %v", p, err)
+	}
+	if err := os.WriteFile(filepath.Join(venv, "git"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LookPath("git", path, w)
+	if agenterr.CodeOf(err) != agenterr.CodeDependencyResolution || !strings.Contains(err.Error(), "inside the work dir") {
+		t.Fatalf("LookPath with a planted git: %v", err)
+	}
+	// Through a symbolic link to the work dir, and by a path with a slash.
+	link := filepath.Join(t.TempDir(), "w")
+	if err := os.Symlink(w, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LookPath("git", filepath.Join(link, ".venv", "bin"), w); err == nil {
+		t.Error("a PATH entry linked into the work dir was accepted")
+	}
+	if _, err := LookPath(filepath.Join(venv, "git"), "", w); err == nil {
+		t.Error("a program named inside the work dir was accepted")
+	}
+	if _, err := NewGit([]string{"PATH=" + path}, w); err == nil {
+		t.Error("NewGit accepted the planted git")
+	}
+	if _, err := LookPath("no-such-program-capstan", path, w); !IsNotFound(err) {
+		t.Errorf("missing program: %v", err)
+	}
+}
