@@ -20,6 +20,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -212,6 +213,12 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	if a.model == "" && opts.Bridge != nil {
 		a.model = "custom"
+	}
+	if a.model != "" && opts.Bridge == nil && !runsOwnToolLoop(a.model) {
+		if names := claudeCodeOnlyTools(a.spec.Runner.Boundaries.AllowedTools); len(names) > 0 {
+			a.warnings = append(a.warnings, fmt.Sprintf("allowedTools names %s, which only the Claude Code backend (claude-code:…) provides: "+
+				"with %s capstan runs the tools itself and the model gets no such tool", strings.Join(names, ", "), a.model))
+		}
 	}
 	if (a.model == "" || a.model == SubprocessTool && opts.Bridge == nil) && subprocessOnly(a.reg) {
 		// Every step runs a command: the run needs no model. A resumed
@@ -633,6 +640,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Warnings:       append([]string(nil), a.warnings...),
 		CannotComplete: a.flow.cannotComplete,
 		Verdict:        a.flow.closureVerdict,
+		Handoff:        a.flow.closureHandoff,
 		GitHub:         a.github,
 	}
 	a.mu.Lock()

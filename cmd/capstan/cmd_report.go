@@ -13,6 +13,7 @@ import (
 
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/workflow"
 )
 
 // reportFlags choose how `show` and `report` render a run.
@@ -36,6 +37,9 @@ func (f *reportFlags) write(w io.Writer, id, path string) error {
 	render, err := f.renderer()
 	if err != nil {
 		return err
+	}
+	if ev, ok := firstEvent(path); ok && workflow.IsStart(ev) {
+		return writeWorkflowAccount(w, f.format, id, path)
 	}
 	acct, err := runreport.Load(id, path)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/workflow"
 )
 
 // runSummary is one row of `capstan runs`.
@@ -63,13 +64,17 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 	if err != nil {
 		return nil, withExit(exitUsage, err)
 	}
-	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
+	if ev, ok := firstEvent(run.Path); ok && (runreport.IsPipelineStart(ev) || workflow.IsStart(ev)) {
+		what := "a pipeline run"
+		if workflow.IsStart(ev) {
+			what = "a workflow run (capstan workflow run)"
+		}
 		show := "capstan show " + run.ID
 		if run.Legacy {
 			// Kept only under the folder given: show finds it there too.
 			show += " --workdir " + shellQuote(workDir)
 		}
-		return nil, withExit(exitUsage, fmt.Errorf("run %s is a pipeline run, which cannot be resumed; see how it ended with: %s", run.ID, show))
+		return nil, withExit(exitUsage, fmt.Errorf("run %s is %s, which cannot be resumed; see how it ended with: %s", run.ID, what, show))
 	}
 	rec, err := agent.LoadRun(run.ID, run.Path)
 	if err != nil {
@@ -93,7 +98,7 @@ func loadShownRun(workDir, id string) (rec *agent.RunRecord, pipeline, legacy bo
 	if err != nil {
 		return nil, false, false, withExit(exitUsage, err)
 	}
-	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
+	if ev, ok := firstEvent(run.Path); ok && (runreport.IsPipelineStart(ev) || workflow.IsStart(ev)) {
 		_, integrity, err := journal.ReadChecked(run.Path)
 		if err != nil {
 			return nil, false, false, withExit(exitInternal, err)
@@ -265,6 +270,9 @@ func summarizeJournal(r journal.Run) runSummary {
 		if runreport.IsPipelineStart(ev) {
 			return summarizePipelineRun(r, s)
 		}
+		if workflow.IsStart(ev) {
+			return summarizeWorkflowRun(r, s)
+		}
 	}
 	rec, err := agent.LoadRun(r.ID, r.Path)
 	if err != nil {
@@ -391,7 +399,13 @@ writes the same account as one self-contained HTML page.`,
 			}
 			view.unverified = legacy
 			out := cmd.OutOrStdout()
-			if asJSON && isPipeline {
+			if acct, ok, err := loadWorkflowAccount(rec); err != nil {
+				return err
+			} else if ok && asJSON {
+				if err := writeJSON(out, acct); err != nil {
+					return withExit(exitInternal, err)
+				}
+			} else if asJSON && isPipeline {
 				acct, err := runreport.Load(rec.ID, rec.Journal)
 				if err != nil {
 					return withExit(exitInternal, err)
