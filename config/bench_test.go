@@ -22,21 +22,7 @@ func BenchmarkLoadAndValidate(b *testing.B) {
 
 // BenchmarkLoadAndValidateLarge uses a registry of 200 chained steps.
 func BenchmarkLoadAndValidateLarge(b *testing.B) {
-	r := baseRegistry()
-	steps := at(r, "steps")
-	for i := 0; i < 200; i++ {
-		next := fmt.Sprintf("s%03d", i+1)
-		if i == 199 {
-			next = "review.main"
-		}
-		steps[fmt.Sprintf("s%03d", i)] = map[string]any{
-			"c2": "initial", "c3": "main", "uvVariables": []any{"topic"},
-			"check": map[string]any{"type": "keyword", "keywords": []any{"NEXT"},
-				"onPass": map[string]any{"next": next}, "onFail": map[string]any{"retry": true}},
-			"retry": map[string]any{"maxRetries": 2},
-		}
-	}
-	at(steps, "initial.main", "check", "onPass")["next"] = "s000"
+	r := chainedRegistry(200)
 	dir := writeAgent(b, baseAgent(), r, nil)
 	if res := Check(dir, testOpts); !res.Valid() || len(res.Warnings()) != 0 {
 		b.Fatalf("fixture:\n%s", dump(res))
@@ -63,4 +49,26 @@ func BenchmarkResolveParams(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// chainedRegistry is the base registry with n more steps, s00000 … routed
+// one to the next by their checks (no structuredGate), between
+// initial.main and review.main.
+func chainedRegistry(n int) map[string]any {
+	r := baseRegistry()
+	steps := at(r, "steps")
+	for i := 0; i < n; i++ {
+		next := fmt.Sprintf("s%05d", i+1)
+		if i == n-1 {
+			next = "review.main"
+		}
+		steps[fmt.Sprintf("s%05d", i)] = map[string]any{
+			"c2": "initial", "c3": "main", "uvVariables": []any{"topic"},
+			"check": map[string]any{"type": "keyword", "keywords": []any{"NEXT"},
+				"onPass": map[string]any{"next": next}, "onFail": map[string]any{"retry": true}},
+			"retry": map[string]any{"maxRetries": 2},
+		}
+	}
+	at(steps, "initial.main", "check", "onPass")["next"] = "s00000"
+	return r
 }

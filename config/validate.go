@@ -46,9 +46,15 @@ type ValidateOptions struct {
 }
 
 // DefaultReservedFlags returns the flags of `capstan run` that a
-// parameter's cli flag must not clash with.
+// parameter's cli flag must not clash with: every flag the command has (a
+// test of cmd/capstan keeps this list equal to its real flag set, and
+// docs/configuration.md lists it).
 func DefaultReservedFlags() []string {
-	return []string{"--model", "--max-iterations", "--workdir", "--json", "--base-url", "--help", "--verbose"}
+	return []string{
+		"--accept-changed-definition", "--allow-key-in-ancestors", "--base-url", "--connect-timeout", "--continue-every",
+		"--first-byte-timeout", "--help", "--json", "--max-iterations", "--max-retry-after", "--model", "--namespace",
+		"--quiet", "--repo", "--stream", "--stream-idle-timeout", "--task-queue", "--temporal", "--workdir", "--worker-timeout",
+	}
 }
 
 var (
@@ -177,6 +183,7 @@ type checker struct {
 	validatorNames   []string        // sorted keys of reg.Validators
 	reach            map[string]bool // Reachable(reg), see reachableSteps
 	reachDone        bool
+	routed           int8              // reg.RoutedByIntent(): 0 not yet known, 1 yes, -1 no; see routedByIntent
 	otherEntries     map[string]string // step → verdict type whose entry reaches it, see unreachableWhy
 }
 

@@ -18,7 +18,7 @@ func (c *checker) flowStep(id, ptr string, st Step) {
 				"add a structuredGate that says where the intent is in the step's answer, or remove transitions",
 				"step %q has transitions but no structuredGate, so no intent is ever read", id)
 		}
-		if c.reg.RoutedByIntent() && kind != "" && st.Check == nil && st.Type != "gateway" && st.Type != "subStep" && len(st.SubSteps) == 0 {
+		if c.routedByIntent() && kind != "" && st.Check == nil && st.Type != "gateway" && st.Type != "subStep" && len(st.SubSteps) == 0 {
 			c.report(s, "SR-GATE-MISSING", SeverityError, ptr,
 				"add a structuredGate, transitions and an outputSchemaRef, as the other steps have",
 				"step %q (a %s step) has neither a structuredGate nor a check: once entered, the flow would never leave it", id, kind)
@@ -48,6 +48,18 @@ func (c *checker) flowStep(id, ptr string, st Step) {
 			}
 		}
 	}
+}
+
+// routedByIntent is c.reg.RoutedByIntent(), computed once per Validate
+// (it walks every step, and flowStep asks it for each step without a gate).
+func (c *checker) routedByIntent() bool {
+	if c.routed == 0 {
+		c.routed = -1
+		if c.reg.RoutedByIntent() {
+			c.routed = 1
+		}
+	}
+	return c.routed == 1
 }
 
 // gate checks a step's structuredGate and transitions.

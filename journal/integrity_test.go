@@ -274,3 +274,47 @@ func TestWriterDoesNotFollowALinkOverItsJournal(t *testing.T) {
 		t.Fatalf("the file the link names was written: %q %v", b, err)
 	}
 }
+
+// A journal renamed away (or linked elsewhere) keeps a name, so its open
+// descriptor still counts one link; the writer finds the file put at the
+// path by looking the path up at the next position change, appends there
+// so the forged record's chain breaks, and reports the swap. Without a
+// later position change, Close still reports it.
+func TestWriterNoticesItsJournalWasMovedAway(t *testing.T) {
+	for _, move := range []string{"rename", "link"} {
+		for _, notice := range []string{"position", "close"} {
+			t.Run(move+"/"+notice, func(t *testing.T) {
+				w, err := Store{Dir: t.TempDir()}.Create(t.TempDir(), "r1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.SetPosition(1, "initial")
+				w.Emit(RunStart, map[string]any{"agent": "a"})
+				kept := w.Path() + ".kept"
+				if move == "rename" {
+					err = os.Rename(w.Path(), kept)
+				} else if err = os.Link(w.Path(), kept); err == nil {
+					err = os.Remove(w.Path())
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(w.Path(), forge(t, RunStart, IterationStart, IterationEnd, RunEnd), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if notice == "position" {
+					w.SetPosition(2, "initial")
+					w.Emit(IterationStart, nil)
+				}
+				if err := w.Close(); err == nil || !strings.Contains(err.Error(), "replaced or removed") {
+					t.Errorf("Close = %v, want the swap reported", err)
+				}
+				if notice == "position" {
+					if _, in := mustRead(t, w.Path()); !errors.Is(in.Err(), ErrBrokenChain) {
+						t.Fatalf("the forged journal reads as intact: %v", in.Err())
+					}
+				}
+			})
+		}
+	}
+}

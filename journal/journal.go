@@ -60,6 +60,14 @@ const (
 	Repaired = "journal.repaired"
 )
 
+// Activity event types are live progress (a validator or the test
+// baseline started, ended); a Writer drops them, since the events that
+// follow them record each one's result. Package event delivers them.
+const (
+	ActivityStart = "activity.start"
+	ActivityEnd   = "activity.end"
+)
+
 // Event is one journal line.
 type Event struct {
 	Seq       int64     `json:"seq"`
@@ -124,10 +132,13 @@ type Writer struct {
 	// dir, when set, is the run folder the journal was made in, opened
 	// without following links (Create): the journal is found again there,
 	// by name, never through the path.
-	dir     *os.Root
-	opened  fileID   // the file f is, to notice when path no longer is
-	prev    [32]byte // chain hash (hex) of the last line written
-	prevLen int      // bytes of prev in use (len(Genesis) for a new journal)
+	dir    *os.Root
+	opened fileID // the file f is, to notice when path no longer is
+	// checkPath asks the next event to look the journal's path up (a new
+	// position: see stillThere).
+	checkPath bool
+	prev      [32]byte // chain hash (hex) of the last line written
+	prevLen   int      // bytes of prev in use (len(Genesis) for a new journal)
 }
 
 // Create makes <dir>/.capstan/runs/<runID>/events.jsonl and returns a Writer
@@ -343,6 +354,9 @@ func (w *Writer) Path() string { return w.path }
 // SetPosition sets the iteration and step stamped on following events.
 func (w *Writer) SetPosition(iteration int, step string) {
 	w.mu.Lock()
+	if iteration != w.iteration || step != w.step {
+		w.checkPath = true
+	}
 	w.iteration, w.step = iteration, step
 	w.mu.Unlock()
 }
@@ -350,7 +364,11 @@ func (w *Writer) SetPosition(iteration int, step string) {
 // Emit appends one event. data is marshalled with encoding/json; a value
 // that cannot be marshalled is recorded as {"marshal_error": "..."} rather
 // than dropped. Write failures are kept and reported by Err and Close.
+// Activity events (ActivityStart, ActivityEnd) are not written.
 func (w *Writer) Emit(eventType string, data any) {
+	if eventType == ActivityStart || eventType == ActivityEnd {
+		return // live progress only
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {
@@ -414,9 +432,7 @@ func (w *Writer) followPath() {
 	if w.stillThere() {
 		return
 	}
-	if w.err == nil {
-		w.err = fmt.Errorf("journal: %s was replaced or removed by another process while the run wrote it; the run's later events are appended to the file now there, whose hash chain breaks where they start: do not trust that record", w.path)
-	}
+	w.noteSwap()
 	// Never through a symbolic link: one put at the path would have the
 	// writer append to whatever file it names. A journal made by Create
 	// is found again by name in the run folder the writer holds, so a
@@ -440,9 +456,34 @@ func (w *Writer) followPath() {
 	w.f, w.opened = f, id
 }
 
+// noteSwap records that the journal's path no longer names the writer's
+// file (Err and Close report it).
+func (w *Writer) noteSwap() {
+	if w.err == nil {
+		w.err = fmt.Errorf("journal: %s was replaced or removed by another process while the run wrote it; the run's later events are appended to the file now there, whose hash chain breaks where they start: do not trust that record", w.path)
+	}
+}
+
 // stillThere reports whether the journal's place still names the file
 // the writer writes.
+//
+// Before every event it asks the open descriptor (fstat(2): no path
+// lookup, no allocation) how many names the file has. That count drops to
+// 0 when the journal is removed or another file is renamed over it — the
+// ways a process replaces a file in place — so those are caught at the
+// very next event, as the path check caught them. Two swaps leave the old
+// file a name and so a count of 1: the journal renamed away (or linked
+// elsewhere) and another file put at its path. Only a lookup of the path
+// sees those, so the writer makes one when the count is anything but 1,
+// at the first event of every new position (each iteration and step
+// change) and when it closes: a swap of that kind is noticed within the
+// iteration it happens in, and the events written to the old file before
+// that are the run's own, still chained.
 func (w *Writer) stillThere() bool {
+	if n, err := linksOf(w.f); err == nil && n == 1 && !w.checkPath {
+		return true
+	}
+	w.checkPath = false
 	if w.dir != nil {
 		fi, err := w.dir.Lstat(filepath.Base(w.path))
 		cur, serr := w.f.Stat()
@@ -481,6 +522,10 @@ func (w *Writer) Close() error {
 	defer w.mu.Unlock()
 	if w.f == nil {
 		return w.err
+	}
+	w.checkPath = true
+	if !w.stillThere() {
+		w.noteSwap()
 	}
 	syncErr := w.f.Sync()
 	closeErr := w.f.Close()

@@ -154,7 +154,7 @@ func (p Policy) MayUse(t Tool) bool {
 // Decide checks one call of t with the given input.
 func (p Policy) Decide(t Tool, input json.RawMessage) Decision {
 	name := t.Spec().Name
-	arg := p.primaryArgument(name, input)
+	arg := &callArgument{p: p, name: name, input: input}
 	for _, pat := range p.Disallowed {
 		if _, _, _, err := splitPattern(pat); err != nil {
 			if nameMatches(malformedName(pat), name) {
@@ -163,13 +163,13 @@ func (p Policy) Decide(t Tool, input json.RawMessage) Decision {
 			continue
 		}
 		if patternMatches(pat, name, arg, true) {
-			return Decision{Reason: fmt.Sprintf("%s%s is denied by disallowedTools pattern %q", name, describeArg(arg), pat)}
+			return Decision{Reason: fmt.Sprintf("%s%s is denied by disallowedTools pattern %q", name, describeArg(arg.get()), pat)}
 		}
 	}
 	if p.Boundary != "" {
 		m, ok := BoundaryToolCall(name, input)
-		if name == "Bash" && arg != nil {
-			m, ok = BoundaryCommand(*arg)
+		if cmd := arg.get(); name == "Bash" && cmd != nil {
+			m, ok = BoundaryCommand(*cmd)
 		}
 		if ok {
 			return Decision{Reason: fmt.Sprintf("%q is a GitHub boundary action (it closes, merges, approves, releases, runs workflows, changes the repository's settings or gh itself, calls the GitHub API, or runs gh code that cannot be checked): %s", m, p.Boundary)}
@@ -184,7 +184,7 @@ func (p Policy) Decide(t Tool, input json.RawMessage) Decision {
 			}
 		}
 		if !explicit {
-			return Decision{Reason: fmt.Sprintf("%s%s is not matched by allowedTools %v", name, describeArg(arg), p.Allowed)}
+			return Decision{Reason: fmt.Sprintf("%s%s is not matched by allowedTools %v", name, describeArg(arg.get()), p.Allowed)}
 		}
 	}
 	if !p.kindAllowed(t.Kind(), explicit) {
@@ -211,6 +211,26 @@ func (p Policy) kindAllowed(k Kind, explicit bool) bool {
 	default:
 		return k == KindRead || explicit
 	}
+}
+
+// callArgument is the primary argument of one call, read from its input
+// the first time a rule (or a message) needs it and then kept: a call that
+// only name-only rules match never has its input parsed, and one checked
+// against many argument rules has it parsed once.
+type callArgument struct {
+	p     Policy
+	name  string
+	input json.RawMessage
+	read  bool
+	arg   *string
+}
+
+// get returns the call's primary argument (Policy.primaryArgument).
+func (a *callArgument) get() *string {
+	if !a.read {
+		a.arg, a.read = a.p.primaryArgument(a.name, a.input), true
+	}
+	return a.arg
 }
 
 func describeArg(arg *string) string {
@@ -431,7 +451,9 @@ func nameMatches(pattern, name string) bool {
 
 // patternMatches reports whether a call of tool name with argument arg
 // matches pattern. deny selects the matching used for disallowedTools.
-func patternMatches(pattern, name string, arg *string, deny bool) bool {
+// The argument is read only when the pattern has a rule for a tool of
+// that name.
+func patternMatches(pattern, name string, argument *callArgument, deny bool) bool {
 	n, rule, hasRule, err := splitPattern(pattern)
 	if err != nil || !nameMatches(n, name) {
 		return false
@@ -439,6 +461,7 @@ func patternMatches(pattern, name string, arg *string, deny bool) bool {
 	if !hasRule || rule == "*" {
 		return true
 	}
+	arg := argument.get()
 	if arg == nil {
 		return false
 	}

@@ -54,3 +54,19 @@ func BenchmarkBoundaryCommandLong(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPolicyDecideNameOnly checks a Read call against rules that
+// name tools only (no argument rule for Read): its input is never parsed.
+func BenchmarkPolicyDecideNameOnly(b *testing.B) {
+	p := Policy{
+		Allowed:    []string{"Read", "Glob", "Grep", "Bash(go test:*)"},
+		Disallowed: []string{"Bash(git push:*)"},
+	}
+	in := []byte(`{"file_path":"src/main.go","offset":10,"limit":200}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !p.Decide(tRead, in).Allowed {
+			b.Fatal("denied")
+		}
+	}
+}

@@ -273,7 +273,7 @@ func FuzzPolicyPattern(f *testing.F) {
 							}
 						}
 					}
-					if allow.Decide(tl, input).Allowed && deny.Decide(tl, input).Allowed && patternMatches(pattern, tl.Spec().Name, deny.primaryArgument(tl.Spec().Name, input), false) {
+					if allow.Decide(tl, input).Allowed && deny.Decide(tl, input).Allowed && patternMatches(pattern, tl.Spec().Name, &callArgument{p: deny, name: tl.Spec().Name, input: input}, false) {
 						t.Fatalf("%q both allows and fails to deny %s %s", pattern, tl.Spec().Name, input)
 					}
 				}

@@ -20,7 +20,9 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/workflow"
 )
@@ -252,19 +254,12 @@ func ghRepoName(s string) bool {
 // trustedGH is gh on PATH, refused when it lies inside the work dir (the
 // model could have written it; capstan runs it with its credentials).
 func trustedGH(workDir string) (string, error) {
-	p, err := exec.LookPath("gh")
-	if err != nil {
+	p, err := hostcmd.LookPath("gh", os.Getenv("PATH"), workDir)
+	if hostcmd.IsNotFound(err) {
 		return "", fmt.Errorf("workflow run: gh is not on PATH: install the GitHub CLI (https://cli.github.com) and run `gh auth login`, or use --local DIR")
 	}
-	if p, err = filepath.Abs(p); err != nil {
-		return "", err
-	}
-	for _, c := range []string{p, evalOr(p)} {
-		for _, d := range []string{workDir, evalOr(workDir)} {
-			if inside(d, c) {
-				return "", fmt.Errorf("workflow run: gh on PATH is %s, inside the work dir: the model could replace the program capstan runs with its credentials; put the GitHub CLI's directory first on PATH", c)
-			}
-		}
+	if err != nil {
+		return "", fmt.Errorf("workflow run: %w", err)
 	}
 	return p, nil
 }
@@ -281,32 +276,29 @@ func inside(dir, p string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// ghEnv is gh's environment: what gh reads (its configuration, token,
-// host, proxies, locale) and PATH without the work dir's entries; no
-// model API keys, no GIT_* settings.
+// ghEnv is gh's environment: what capstan's own gh calls get (the minimal
+// base, network settings, gh's token and host variables; no model API
+// keys, no GIT_* settings), with PATH stripped of the work dir's entries
+// and gh's prompts and update notices off.
 func ghEnv(environ []string, workDir string) []string {
-	keep := map[string]bool{"HOME": true, "USER": true, "LANG": true, "LC_ALL": true, "TZ": true, "TMPDIR": true,
-		"XDG_CONFIG_HOME": true, "XDG_CACHE_HOME": true, "XDG_DATA_HOME": true, "XDG_STATE_HOME": true,
-		"GH_TOKEN": true, "GITHUB_TOKEN": true, "GH_ENTERPRISE_TOKEN": true, "GITHUB_ENTERPRISE_TOKEN": true,
-		"GH_HOST": true, "GH_CONFIG_DIR": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true,
-		"HTTPS_PROXY": true, "HTTP_PROXY": true, "NO_PROXY": true, "https_proxy": true, "http_proxy": true, "no_proxy": true}
-	out := []string{"GH_PROMPT_DISABLED=1", "GH_NO_UPDATE_NOTIFIER=1", "NO_COLOR=1"}
-	for _, kv := range environ {
+	var out []string
+	for _, kv := range procenv.ForGitHubCLI(environ) {
 		k, v, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "PATH":
+		switch k {
+		case "PATH":
 			var dirs []string
 			for _, d := range filepath.SplitList(v) {
 				if a, err := filepath.Abs(d); err == nil && !inside(workDir, a) && !inside(evalOr(workDir), evalOr(a)) {
 					dirs = append(dirs, d)
 				}
 			}
-			out = append(out, "PATH="+strings.Join(dirs, string(filepath.ListSeparator)))
-		case keep[k]:
-			out = append(out, kv)
+			kv = "PATH=" + strings.Join(dirs, string(filepath.ListSeparator))
+		case "GH_PROMPT_DISABLED", "GH_NO_UPDATE_NOTIFIER":
+			continue
 		}
+		out = append(out, kv)
 	}
-	return out
+	return append(out, "GH_PROMPT_DISABLED=1", "GH_NO_UPDATE_NOTIFIER=1")
 }
 
 // lockIssue takes an exclusive lock on the issue for this workflow, in
