@@ -620,6 +620,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Warnings:       append([]string(nil), a.warnings...),
 		CannotComplete: a.flow.cannotComplete,
 		Verdict:        a.flow.closureVerdict,
+		Handoff:        a.flow.closureHandoff,
 		GitHub:         a.github,
 	}
 	a.mu.Lock()

@@ -53,6 +53,9 @@ type flow struct {
 	// closureVerdict is the closure step's verdict of a run completed by
 	// closing.
 	closureVerdict string
+	// closureHandoff are the handoff values (structuredGate.handoffFields)
+	// of the closing step's final answer, keyed by each path's last segment.
+	closureHandoff map[string]any
 	// retrying is the retry prompt of the current iteration (nil when it
 	// runs the step's prompt).
 	retrying *pendingPrompt
@@ -323,6 +326,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	case verdict.Complete:
 		out.Complete = true
 		f.closureVerdict = v.ClosureVerdict
+		f.closureHandoff = closureHandoff(st, s)
 		if err := subprocessFailure(f.a.runID, s.StepID, st, s); err != nil {
 			out = loop.Outcome{Stop: true, Reason: err.Error(), Err: err}
 		}
@@ -373,4 +377,19 @@ func (f *flow) setSession(model, sessionID string) {
 		f.sessions = map[string]string{}
 	}
 	f.sessions[model] = sessionID
+}
+
+// closureHandoff reads the handoff values of the step that completed the
+// run from its final answer: the values its structuredGate.handoffFields
+// name, keyed by each path's last segment. nil when the step has no gate,
+// no handoff fields or no structured answer.
+func closureHandoff(st config.Step, s *iteration.Summary) map[string]any {
+	if st.StructuredGate == nil || len(st.StructuredGate.HandoffFields) == 0 || s == nil || len(s.StructuredOutput) == 0 {
+		return nil
+	}
+	in, err := step.Interpret(st.StepID, st.StructuredGate, s.StructuredOutput)
+	if err != nil {
+		return nil
+	}
+	return in.Handoff
 }

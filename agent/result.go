@@ -58,6 +58,12 @@ type Result struct {
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.
 	Verdict string `json:"verdict,omitempty"`
+	// Handoff are the closure step's handoff values when a flow routed by
+	// intent completed by that step's verified closing: the values its
+	// structuredGate.handoffFields name in its final answer, keyed by each
+	// path's last segment (climpt's handoff data). Workflows fill comment
+	// templates and handoff payloads from them.
+	Handoff map[string]any `json:"handoff,omitempty"`
 	// GitHub is what runner.integrations.github did to the run's issue
 	// after it completed (nil when the integration is off or the run did
 	// not complete). A failed gh call leaves the run completed; GitHub.OK

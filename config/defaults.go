@@ -2,8 +2,10 @@ package config
 
 // Defaults applied by ApplyDefaults (seed 000 / seed 002 values).
 const (
-	DefaultC1             = "steps"
-	DefaultEdition        = "default"
+	DefaultC1      = "steps"
+	DefaultEdition = "default"
+	// DefaultStepLoopLimit is the consecutive-entry limit of a step
+	// entered by a check move when the registry sets no stepLoopLimit.
 	DefaultStepLoopLimit  = 10
 	DefaultMaxRetries     = 3
 	DefaultPermissionMode = "default"
@@ -14,7 +16,7 @@ const (
 )
 
 // ApplyDefaults fills unset fields of def and reg in place: registry file
-// steps_registry.json, c1 "steps", step edition "default", stepLoopLimit 10,
+// steps_registry.json, c1 "steps", step edition "default",
 // retry maxRetries 3 and onExhausted "error" (when retry is set without
 // them), permissionMode
 // "default", prompts base "prompts", step type "normal", stepId = the
@@ -50,9 +52,10 @@ func ApplyDefaults(def *Definition, reg *Registry) {
 	if reg.C1 == "" {
 		reg.C1 = DefaultC1
 	}
-	if reg.StepLoopLimit == 0 {
-		reg.StepLoopLimit = DefaultStepLoopLimit
-	}
+	// stepLoopLimit stays unset when the registry does not set it: the
+	// step machine applies DefaultStepLoopLimit to moves by check, and no
+	// limit to the moves of a flow routed by intent, which loops on its
+	// continuation step by design (its budgets bound it).
 	for id, st := range reg.Steps {
 		if st.StepID == "" {
 			st.StepID = id

@@ -29,7 +29,7 @@ func TestBaseFixtureIsValidWithoutWarnings(t *testing.T) {
 		t.Errorf("Dir %q is not absolute", a.Dir())
 	}
 	reg := a.Registry()
-	if reg.C1 != "steps" || reg.StepLoopLimit != 10 || reg.Steps["review.main"].StepID != "review.main" ||
+	if reg.C1 != "steps" || reg.StepLoopLimit != 0 || reg.Steps["review.main"].StepID != "review.main" ||
 		reg.Steps["review.main"].Edition != "default" || reg.Steps["review.main"].Type != "normal" {
 		t.Errorf("defaults not applied: %+v", reg)
 	}

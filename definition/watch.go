@@ -287,16 +287,16 @@ func (w *Watched) Save(stateDir string) error {
 // ChangedError is the error of a run refused because files the model
 // could write changed since the last run recorded them.
 func ChangedError(w *Watched, changes []WatchedChange, accept string) error {
-	what := "the agent definition"
+	what, it := "the agent definition", "it"
 	for _, c := range changes {
 		if c.Server != "" {
-			what = "files capstan runs for this agent"
+			what, it = "files capstan runs for this agent", "them"
 			break
 		}
 	}
 	e := agenterr.New(agenterr.CodeDefinitionChanged, agenterr.LayerConfiguration, false,
-		"%s changed since the last run recorded it (%d file(s), shown above): the agent folder %s or its MCP server files lie inside the work dir %s, where a model could have changed them",
-		what, len(changes), w.AgentDir, w.WorkDir)
+		"%s changed since the last run recorded %s (%d file(s), shown above): the agent folder %s or its MCP server files lie inside the work dir %s, where a model could have changed them",
+		what, it, len(changes), w.AgentDir, w.WorkDir)
 	e.Hint = "review the changes; if you made them, accept them with: " + accept
 	return e
 }

@@ -19,8 +19,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // Event types written by capstan. Consumers must ignore types they do not
@@ -119,9 +121,13 @@ type Writer struct {
 	now       func() time.Time
 	err       error
 	path      string
-	opened    fileID   // the file f is, to notice when path no longer is
-	prev      [32]byte // chain hash (hex) of the last line written
-	prevLen   int      // bytes of prev in use (len(Genesis) for a new journal)
+	// dir, when set, is the run folder the journal was made in, opened
+	// without following links (Create): the journal is found again there,
+	// by name, never through the path.
+	dir     *os.Root
+	opened  fileID   // the file f is, to notice when path no longer is
+	prev    [32]byte // chain hash (hex) of the last line written
+	prevLen int      // bytes of prev in use (len(Genesis) for a new journal)
 }
 
 // Create makes <dir>/.capstan/runs/<runID>/events.jsonl and returns a Writer
@@ -129,21 +135,95 @@ type Writer struct {
 // .gitignore of "*" so journals never make a git work tree dirty. capstan
 // run keeps its journals in a Store instead; Create is for an explicit
 // journal dir (pipeline run --journal-dir) and tests.
+//
+// dir is followed as given; everything under it (.capstan, runs, the run
+// folder, the journal, and the journal when the writer finds it again) is
+// made and opened without following a symbolic link and without leaving
+// dir (os.Root): dir may be a work dir, where a model can plant a link
+// such as .capstan/runs → elsewhere, and the journal must not be written
+// through it.
 func Create(dir, runID string) (*Writer, error) {
-	ignore := filepath.Join(dir, filepath.Dir(RunsDir), ".gitignore")
-	if err := os.MkdirAll(filepath.Dir(ignore), 0o755); err != nil {
+	if !validRunID(runID) {
+		return nil, fmt.Errorf("journal: invalid run id %q", runID)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: create run dir: %w", err)
 	}
-	if f, err := os.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: create run dir: %w", err)
+	}
+	defer root.Close()
+	capstanDir := filepath.Dir(RunsDir)
+	if err := mkdirNoFollow(root, dir, capstanDir, 0o755); err != nil {
+		return nil, err
+	}
+	ignore := filepath.Join(capstanDir, ".gitignore")
+	if f, err := root.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o644); err == nil {
 		_, werr := f.WriteString("# capstan run journals\n*\n")
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
 		if werr != nil {
-			return nil, fmt.Errorf("journal: write %s: %w", ignore, werr)
+			return nil, fmt.Errorf("journal: write %s: %w", filepath.Join(dir, ignore), werr)
 		}
 	}
-	return CreateFile(filepath.Join(dir, RunsDir, runID, FileName), 0o755)
+	runDir := filepath.Join(RunsDir, runID)
+	for _, d := range []string{RunsDir, runDir} {
+		if err := mkdirNoFollow(root, dir, d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	sub, err := root.OpenRoot(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: create run dir: %w", err)
+	}
+	path := filepath.Join(dir, runDir, FileName)
+	f, err := sub.OpenFile(FileName, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|noFollow, 0o600)
+	if err != nil {
+		sub.Close()
+		return nil, fmt.Errorf("journal: create %s: %w", path, err)
+	}
+	w := &Writer{f: f, now: time.Now, path: path, dir: sub}
+	if w.opened, err = idOf(f); err != nil {
+		f.Close()
+		sub.Close()
+		return nil, fmt.Errorf("journal: create %s: %w", path, err)
+	}
+	w.setPrev(Genesis)
+	return w, nil
+}
+
+// validRunID reports whether id can name a run folder: not empty, no
+// separator, no control character, not . or ..
+func validRunID(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\`) && !strings.ContainsFunc(id, unicode.IsControl)
+}
+
+// mkdirNoFollow makes the folder rel of root (named dir for messages) if it
+// is not there; a symbolic link, or something other than a folder, in its
+// place is refused.
+func mkdirNoFollow(root *os.Root, dir, rel string, perm os.FileMode) error {
+	fi, err := root.Lstat(rel)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = root.Mkdir(rel, perm); err == nil || !errors.Is(err, os.ErrExist) {
+			if err != nil {
+				return fmt.Errorf("journal: create run dir: %w", err)
+			}
+			return nil
+		}
+		fi, err = root.Lstat(rel)
+	}
+	if err != nil {
+		return fmt.Errorf("journal: create run dir: %w", err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("journal: %s is a symbolic link; capstan does not write a journal through a link under %s (remove it, or give another --journal-dir)", filepath.Join(dir, rel), dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("journal: %s is not a folder (remove it, or give another --journal-dir)", filepath.Join(dir, rel))
+	}
+	return nil
 }
 
 // CreateFile creates a new, empty journal at path (its directory is made
@@ -331,15 +411,23 @@ func (w *Writer) Emit(eventType string, data any) {
 // breaks there and readers, resume included, refuse the record; Err and
 // Close report the swap.
 func (w *Writer) followPath() {
-	if id, err := pathID(w.path); err == nil && id.same(w.opened) {
+	if w.stillThere() {
 		return
 	}
 	if w.err == nil {
 		w.err = fmt.Errorf("journal: %s was replaced or removed by another process while the run wrote it; the run's later events are appended to the file now there, whose hash chain breaks where they start: do not trust that record", w.path)
 	}
 	// Never through a symbolic link: one put at the path would have the
-	// writer append to whatever file it names.
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|noFollow, 0o600)
+	// writer append to whatever file it names. A journal made by Create
+	// is found again by name in the run folder the writer holds, so a
+	// link put in place of a folder on the path is not followed either.
+	var f *os.File
+	var err error
+	if w.dir != nil {
+		f, err = w.dir.OpenFile(filepath.Base(w.path), os.O_WRONLY|os.O_CREATE|os.O_APPEND|noFollow, 0o600)
+	} else {
+		f, err = os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|noFollow, 0o600)
+	}
 	if err != nil {
 		return // the write goes to the old file; the error above stands
 	}
@@ -350,6 +438,18 @@ func (w *Writer) followPath() {
 	}
 	_ = w.f.Close()
 	w.f, w.opened = f, id
+}
+
+// stillThere reports whether the journal's place still names the file
+// the writer writes.
+func (w *Writer) stillThere() bool {
+	if w.dir != nil {
+		fi, err := w.dir.Lstat(filepath.Base(w.path))
+		cur, serr := w.f.Stat()
+		return err == nil && serr == nil && os.SameFile(fi, cur)
+	}
+	id, err := pathID(w.path)
+	return err == nil && id.same(w.opened)
 }
 
 // lineBuffers hold the lines being encoded, shared by every Writer: a
@@ -385,6 +485,9 @@ func (w *Writer) Close() error {
 	syncErr := w.f.Sync()
 	closeErr := w.f.Close()
 	w.f = nil
+	if w.dir != nil {
+		closeErr = errors.Join(closeErr, w.dir.Close())
+	}
 	return errors.Join(w.err, syncErr, closeErr)
 }
 

@@ -104,7 +104,7 @@ func (s Store) WorkDirRuns(workDir string) (string, error) {
 // Create makes a new journal for runID of a run in workDir and returns a
 // Writer for it. Folders are private to the user (0700).
 func (s Store) Create(workDir, runID string) (*Writer, error) {
-	if strings.ContainsAny(runID, `/\`) || strings.ContainsFunc(runID, unicode.IsControl) || runID == "" || runID == "." || runID == ".." {
+	if !validRunID(runID) {
 		return nil, fmt.Errorf("journal: invalid run id %q", runID)
 	}
 	dir, err := s.WorkDirRuns(workDir)
@@ -284,8 +284,13 @@ func (s Store) Find(workDir, id string) (Run, error) {
 	}
 }
 
-// listDir lists the run folders in dir (missing = none).
+// listDir lists the run folders in dir (missing = none). Under a work dir
+// (legacy) nothing is read through a symbolic link: .capstan or runs
+// being one lists no run, and a journal that is one is skipped.
 func listDir(dir, workDir string, legacy bool) ([]Run, error) {
+	if legacy && !realDirs(workDir, filepath.Dir(RunsDir), RunsDir) {
+		return nil, nil
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -302,8 +307,8 @@ func listDir(dir, workDir string, legacy bool) ([]Run, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name(), FileName)
-		st, err := os.Stat(p)
-		if err != nil {
+		st, err := os.Lstat(p)
+		if err != nil || legacy && !st.Mode().IsRegular() {
 			continue
 		}
 		runs = append(runs, Run{ID: e.Name(), Path: p, WorkDir: workDir, Legacy: legacy, Started: st.ModTime()})
@@ -321,4 +326,16 @@ func sortRuns(runs []Run) []Run {
 func List(dir string) ([]Run, error) {
 	runs, err := listDir(filepath.Join(dir, RunsDir), dir, true)
 	return sortRuns(runs), err
+}
+
+// realDirs reports whether each of rels under base is a folder and not a
+// symbolic link.
+func realDirs(base string, rels ...string) bool {
+	for _, rel := range rels {
+		fi, err := os.Lstat(filepath.Join(base, rel))
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }

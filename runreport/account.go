@@ -49,7 +49,15 @@ type Run struct {
 	// PipelineRun is the id of the pipeline run an agent run is a stage
 	// of ("" = none).
 	PipelineRun string `json:"pipelineRun,omitempty"`
+	// Unverified is set for a journal kept inside the work dir (by capstan
+	// versions before the state directory), which the agent could write:
+	// every format shows it under the Unverified banner, and its status
+	// is never a plain COMPLETED.
+	Unverified bool `json:"unverified,omitempty"`
 }
+
+// Unverified is the banner of a run recorded inside its work dir.
+const Unverified = "unverified: recorded inside the work dir, which the agent can write"
 
 // Iteration is one iteration of an agent run, or one model turn of a skill
 // run.

@@ -57,7 +57,10 @@ type item struct {
 
 func newPage(r *Run, its []Iteration, opts Options) page {
 	p := page{Run: r, Status: r.Status(), Warnings: r.Warnings, Artifacts: r.Artifacts, Label: "Iteration"}
-	p.StatusTone = map[string]string{"COMPLETED": "ok", "NOT COMPLETED": "bad", "UNFINISHED": "warn"}[p.Status]
+	p.StatusTone = map[string]string{"COMPLETED": "ok", "NOT COMPLETED": "bad", "UNFINISHED": "warn"}[r.outcomeStatus()]
+	if r.Unverified {
+		p.StatusTone = "warn"
+	}
 	name := r.Agent
 	if r.Skill != "" {
 		name, p.Label = "skill "+r.Skill, "Turn"
@@ -340,6 +343,9 @@ func writePage(w io.Writer, p page) error {
 	b.WriteString("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n")
 	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"capstan report\">\n")
 	fmt.Fprintf(&b, "<title>%s · %s · capstan run %s</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", e(p.Title), e(p.Status), e(p.Run.ID), pageStyle)
+	if p.Run.Unverified {
+		fmt.Fprintf(&b, "<p class=\"status warn\">%s</p>\n", e(Unverified))
+	}
 	fmt.Fprintf(&b, "<h1>%s <span class=\"status %s\">%s</span></h1>\n", e(p.Title), p.StatusTone, e(p.Status))
 	if p.Reason != "" {
 		fmt.Fprintf(&b, "<p class=\"reason\">%s</p>\n", e(p.Reason))

@@ -18,7 +18,11 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 		return err
 	}
 	p := &printer{w: w}
-	icon := map[string]string{"COMPLETED": "✅", "NOT COMPLETED": "❌", "UNFINISHED": "⏸️"}[r.Status()]
+	icon := map[string]string{"COMPLETED": "✅", "NOT COMPLETED": "❌", "UNFINISHED": "⏸️"}[r.outcomeStatus()]
+	if r.Unverified {
+		icon = "⚠️"
+		p.f("> **%s**\n\n", Unverified)
+	}
 	name := r.Agent
 	if r.Skill != "" {
 		name = "skill " + r.Skill

@@ -36,7 +36,16 @@ func (r *Run) Select(opts Options) ([]Iteration, error) {
 }
 
 // Status is COMPLETED, NOT COMPLETED or UNFINISHED.
+// A run recorded inside its work dir (Unverified) adds " (UNVERIFIED)".
 func (r *Run) Status() string {
+	if r.Unverified {
+		return r.outcomeStatus() + " (UNVERIFIED)"
+	}
+	return r.outcomeStatus()
+}
+
+// outcomeStatus is Status without the unverified mark.
+func (r *Run) outcomeStatus() string {
 	switch {
 	case r.Outcome == nil:
 		return "UNFINISHED"
@@ -72,6 +81,9 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 		return err
 	}
 	p := &printer{w: w}
+	if r.Unverified {
+		p.f("%s\n", Unverified)
+	}
 	p.f("run %s  %s\n", r.ID, r.Status())
 	switch {
 	case r.Pipeline != nil:

@@ -60,6 +60,10 @@ type Workflow struct {
 	Rules    Rules
 	// CommentTemplates are handoff.commentTemplates: key → template.
 	CommentTemplates map[string]string
+	// HandoffSection says whether the file has a handoff section: a move
+	// then undoes its labels when a later step fails even if no comment
+	// template matched (climpt's compensation order).
+	HandoffSection   bool
 	SubjectStorePath string
 	Prioritizer      *Prioritizer
 	Handoffs         []Handoff

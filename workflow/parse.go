@@ -200,6 +200,7 @@ func (p *parser) parse(raw []byte) *Workflow {
 	}
 	if v, ok := top["handoff"]; ok {
 		if hm, ok := p.object(v, "/handoff", "handoff"); ok {
+			w.HandoffSection = true
 			h := p.fields(hm, "/handoff", "commentTemplates")
 			if t, ok := h["commentTemplates"]; ok {
 				_, w.CommentTemplates = p.strMap(t, "/handoff/commentTemplates", "handoff.commentTemplates")

@@ -87,6 +87,9 @@ func (p *parser) validate(w *Workflow) {
 
 // targets lists the phases an agent can move an issue to, with the
 // outcomes that lead there (sorted for stable messages).
+// anyOtherOutcome stands for the outcomes an agent's fallbackPhase takes.
+const anyOtherOutcome = "(any other outcome)"
+
 func targets(a *Agent) map[string][]string {
 	out := map[string][]string{}
 	add := func(phase, outcome string) {
@@ -104,7 +107,7 @@ func targets(a *Agent) map[string][]string {
 			add(a.OutputPhases[k], k)
 		}
 	}
-	add(a.FallbackPhase, "(any other outcome)")
+	add(a.FallbackPhase, anyOtherOutcome)
 	return out
 }
 
@@ -158,7 +161,7 @@ func (p *parser) agentRefs(w *Workflow) {
 		if a.CloseOnComplete {
 			terminal := false
 			for phase, outcomes := range targets(a) {
-				if ph := w.Phases[phase]; ph != nil && ph.Type == Terminal && (!a.HasCondition || slices.Contains(outcomes, a.CloseCondition) || slices.Contains(outcomes, "(any other outcome)")) {
+				if ph := w.Phases[phase]; ph != nil && ph.Type == Terminal && (!a.HasCondition || slices.Contains(outcomes, a.CloseCondition) || slices.Contains(outcomes, anyOtherOutcome)) {
 					terminal = true
 				}
 			}
@@ -236,7 +239,7 @@ func (p *parser) templates(w *Workflow) {
 	for _, id := range w.AgentIDs {
 		for _, outcomes := range targets(w.Agents[id]) {
 			for _, o := range outcomes {
-				if o == "(any other outcome)" {
+				if o == anyOtherOutcome {
 					continue
 				}
 				for _, k := range templateKeys(id, o) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/workflow"
 )
 
 // reportFlags choose how `show` and `report` render a run.
@@ -20,6 +21,9 @@ type reportFlags struct {
 	format    string
 	iteration int
 	full      bool
+	// unverified marks a run whose journal is kept inside its work dir
+	// (runreport.Unverified).
+	unverified bool
 }
 
 func (f *reportFlags) register(fs *pflag.FlagSet, defaultFormat string) {
@@ -34,10 +38,14 @@ func (f *reportFlags) write(w io.Writer, id, path string) error {
 	if err != nil {
 		return err
 	}
+	if ev, ok := firstEvent(path); ok && workflow.IsStart(ev) {
+		return writeWorkflowAccount(w, f.format, id, path)
+	}
 	acct, err := runreport.Load(id, path)
 	if err != nil {
 		return withExit(exitInternal, err)
 	}
+	acct.Unverified = f.unverified
 	if err := render(w, acct, runreport.Options{Iteration: f.iteration, Full: f.full}); err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -77,10 +85,11 @@ the current directory; -o - writes to stdout.`,
 			if html {
 				view.format = "html"
 			}
-			rec, _, err := loadShownRun(workDir, args[0])
+			rec, _, legacy, err := loadShownRun(workDir, args[0])
 			if err != nil {
 				return err
 			}
+			view.unverified = legacy
 			var buf bytes.Buffer
 			if err := view.write(&buf, rec.ID, rec.Journal); err != nil {
 				return err

@@ -18,6 +18,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
+	"github.com/capstan-dev/capstan/workflow"
 )
 
 // runSummary is one row of `capstan runs`.
@@ -31,6 +32,9 @@ type runSummary struct {
 	Tokens     int64   `json:"tokens"`
 	WorkDir    string  `json:"workDir,omitempty"`
 	Journal    string  `json:"journal"`
+	// Unverified is set for a journal kept inside the work dir, which the
+	// agent could write (its status carries "(unverified)").
+	Unverified bool `json:"unverified,omitempty"`
 	// Started is the time of the journal's first event (zero for an empty
 	// or unreadable journal).
 	Started time.Time `json:"started,omitzero"`
@@ -60,13 +64,17 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 	if err != nil {
 		return nil, withExit(exitUsage, err)
 	}
-	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
+	if ev, ok := firstEvent(run.Path); ok && (runreport.IsPipelineStart(ev) || workflow.IsStart(ev)) {
+		what := "a pipeline run"
+		if workflow.IsStart(ev) {
+			what = "a workflow run (capstan workflow run)"
+		}
 		show := "capstan show " + run.ID
 		if run.Legacy {
 			// Kept only under the folder given: show finds it there too.
 			show += " --workdir " + shellQuote(workDir)
 		}
-		return nil, withExit(exitUsage, fmt.Errorf("run %s is a pipeline run, which cannot be resumed; see how it ended with: %s", run.ID, show))
+		return nil, withExit(exitUsage, fmt.Errorf("run %s is %s, which cannot be resumed; see how it ended with: %s", run.ID, what, show))
 	}
 	rec, err := agent.LoadRun(run.ID, run.Path)
 	if err != nil {
@@ -79,28 +87,29 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 // runs (capstan pipeline run): a pipeline journal is no agent
 // run record, so for one it returns only the run's id, journal and the
 // journal's integrity, and pipeline is true; its account comes from
-// runreport.
-func loadShownRun(workDir, id string) (rec *agent.RunRecord, pipeline bool, err error) {
+// runreport. legacy is true for a journal kept inside the work dir, which
+// the agent could write (shown as unverified).
+func loadShownRun(workDir, id string) (rec *agent.RunRecord, pipeline, legacy bool, err error) {
 	store, err := runStore()
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	run, err := store.Find(workDir, id)
 	if err != nil {
-		return nil, false, withExit(exitUsage, err)
+		return nil, false, false, withExit(exitUsage, err)
 	}
-	if ev, ok := firstEvent(run.Path); ok && runreport.IsPipelineStart(ev) {
+	if ev, ok := firstEvent(run.Path); ok && (runreport.IsPipelineStart(ev) || workflow.IsStart(ev)) {
 		_, integrity, err := journal.ReadChecked(run.Path)
 		if err != nil {
-			return nil, false, withExit(exitInternal, err)
+			return nil, false, false, withExit(exitInternal, err)
 		}
-		return &agent.RunRecord{ID: run.ID, Journal: run.Path, Integrity: integrity}, true, nil
+		return &agent.RunRecord{ID: run.ID, Journal: run.Path, Integrity: integrity}, true, run.Legacy, nil
 	}
 	rec, err = agent.LoadRun(run.ID, run.Path)
 	if err != nil {
-		return nil, false, withExit(exitInternal, err)
+		return nil, false, false, withExit(exitInternal, err)
 	}
-	return rec, false, nil
+	return rec, false, run.Legacy, nil
 }
 
 // journalProblem is the error for a journal that cannot be trusted (broken
@@ -189,7 +198,13 @@ its journal says when the workers' state directory is this one.`,
 				}
 				fmt.Fprintln(tw)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if slices.ContainsFunc(rows, func(r runSummary) bool { return r.Unverified }) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "(unverified) %s: its journal is under %s, not in the state directory\n", runreport.Unverified, journal.RunsDir)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&workDir, "workdir", ".", "work dir whose runs to list")
@@ -239,11 +254,24 @@ func firstEvent(path string) (journal.Event, bool) {
 }
 
 func summarizeRun(r journal.Run) runSummary {
+	s := summarizeJournal(r)
+	if r.Legacy {
+		s.Unverified = true
+		s.Status += " (unverified)"
+	}
+	return s
+}
+
+// summarizeJournal is summarizeRun's row, whatever the journal's place.
+func summarizeJournal(r journal.Run) runSummary {
 	s := runSummary{RunID: r.ID, Journal: r.Path, WorkDir: r.WorkDir, Status: "unreadable"}
 	if ev, ok := firstEvent(r.Path); ok {
 		s.Started = ev.Time
 		if runreport.IsPipelineStart(ev) {
 			return summarizePipelineRun(r, s)
+		}
+		if workflow.IsStart(ev) {
+			return summarizeWorkflowRun(r, s)
 		}
 	}
 	rec, err := agent.LoadRun(r.ID, r.Path)
@@ -365,12 +393,19 @@ writes the same account as one self-contained HTML page.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(&workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rec, isPipeline, err := loadShownRun(workDir, args[0])
+			rec, isPipeline, legacy, err := loadShownRun(workDir, args[0])
 			if err != nil {
 				return err
 			}
+			view.unverified = legacy
 			out := cmd.OutOrStdout()
-			if asJSON && isPipeline {
+			if acct, ok, err := loadWorkflowAccount(rec); err != nil {
+				return err
+			} else if ok && asJSON {
+				if err := writeJSON(out, acct); err != nil {
+					return withExit(exitInternal, err)
+				}
+			} else if asJSON && isPipeline {
 				acct, err := runreport.Load(rec.ID, rec.Journal)
 				if err != nil {
 					return withExit(exitInternal, err)

@@ -19,7 +19,7 @@ func newWorkflowCmd() *cobra.Command {
 agent, and each agent's outcome to the next phase. capstan reads climpt's
 workflow files unchanged. See docs/workflows.md.`,
 	}
-	cmd.AddCommand(newWorkflowValidateCmd())
+	cmd.AddCommand(newWorkflowValidateCmd(), newWorkflowRunCmd())
 	return cmd
 }
 
@@ -61,5 +61,65 @@ are documented in docs/workflows.md.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// workflowRunFlags are the flags of `capstan workflow run`.
+type workflowRunFlags struct {
+	file, workDir, agentsDir string
+	issue                    int
+	labels                   []string
+	state                    string
+	limit                    int
+	local                    string
+	dryRun, asJSON, quiet    bool
+	acceptChanged            bool
+	stub                     string
+	model, repo              string
+}
+
+func newWorkflowRunCmd() *cobra.Command {
+	var f workflowRunFlags
+	cmd := &cobra.Command{
+		Use:   "run [--workflow FILE] (--issue N | --label L [--state open] [--limit K]) [flags]",
+		Short: "Drive issues through a workflow's phases, dispatching its agents",
+		Long: `Drive an issue (--issue N) or a batch (--label L, repeatable: issues with
+every label) through the workflow: read the issue's labels, pick the phase
+and its agent, run the agent as a normal capstan run (verified completion,
+its own journal), move the labels, post the handoff comment and close the
+issue as one unit, and loop until a terminal or blocking phase or a limit.
+
+Issues are GitHub's, through gh (its repository: --repo, else GH_REPO, else
+the work dir's, fixed before any agent runs), or with --local DIR a
+directory in climpt's subject-store layout (DIR/<n>/meta.json, body.md,
+comments/). --dry-run prints the plan (phase, agent, and per outcome the
+label changes, comment and close) and changes nothing. --stub-dispatch
+'{"agent":"outcome"}' gives agents fixed outcomes instead of running them.
+
+Statuses and exit codes: completed 0, dry-run 0, blocked 1,
+cycle_exceeded 1, phase_repetition_exceeded 1, failed 3 (a batch exits with
+its worst issue's); 2 for a usage or workflow file error. The workflow
+run's own journal is shown by "capstan show RUN". See docs/workflows.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorkflow(cmd, f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&f.file, "workflow", "w", "", "the workflow file (default <workdir>/.agent/workflow.json)")
+	fs.StringVar(&f.workDir, "workdir", ".", "directory the agents work in")
+	fs.StringVar(&f.agentsDir, "agents", "", "directory of the agent folders (default <workdir>/.agent)")
+	fs.IntVar(&f.issue, "issue", 0, "run this issue")
+	fs.StringArrayVar(&f.labels, "label", nil, "batch: the issues with this label (repeatable: every label)")
+	fs.StringVar(&f.state, "state", "open", "batch: open, closed or all")
+	fs.IntVar(&f.limit, "limit", 30, "batch: at most this many issues")
+	fs.StringVar(&f.local, "local", "", "use the issues in this directory instead of GitHub")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan; change no issue and run no agent")
+	fs.StringVar(&f.stub, "stub-dispatch", "", `fixed outcomes instead of agent runs, as JSON {"agent":"outcome"} (default outcome success)`)
+	fs.StringVar(&f.model, "model", "", "model of every dispatched agent (overrides each agent's runner.model)")
+	fs.StringVar(&f.repo, "repo", "", "GitHub repository OWNER/NAME of the issues")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON on stdout")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	registerAccept(fs, &f.acceptChanged)
 	return cmd
 }

@@ -150,6 +150,8 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		{"capstan mcp list", "capstan mcp list bad --json", "CONFIG_INVALID", "", exitUsage},
 		{"capstan doctor", "capstan doctor --json --bogus", "USAGE", "", exitUsage},
 		{"capstan version", "capstan version --json --bogus", "USAGE", "", exitUsage},
+		{"capstan workflow validate", "capstan workflow validate --json", "USAGE", "", exitUsage},
+		{"capstan workflow run", "capstan workflow run --json --workdir w", "USAGE", "", exitUsage},
 	} {
 		covered[tc.cmd] = true
 		code, out := sh(tc.line + " 2>/dev/null")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capstan-dev/capstan/internal/fakegh"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 // CAPSTAN_TEST_CLI=1 the process runs execute(os.Args after "--") and exits.
 func TestMain(m *testing.M) {
 	sandbox.Init() // the sandbox re-executes this binary as its helper
+	fakegh.Main()  // so do the workflow tests, as a fake gh
 	if os.Getenv("CAPSTAN_TEST_CLI") != "1" {
 		// Run journals go to a temporary state dir, never the user's
 		// home; CLI subprocesses inherit it.

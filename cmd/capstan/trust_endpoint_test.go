@@ -101,3 +101,27 @@ func TestUserConfigLoopbackEndpointIsNamed(t *testing.T) {
 		t.Errorf("journal:\n%.2000s", j)
 	}
 }
+
+// skills run takes base_urls from the user config under the same rule: a
+// gateway found only there is refused before any request.
+func TestSkillsRunRefusesAnUnconfirmedUserConfigEndpoint(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "nothing to do"}}})
+	userConfigWith(t, "base_urls:\n  openai: http://gw.example.test/v1\n")
+	t.Setenv("OPENAI_API_KEY", "sk-endpoint-test-0123456789")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("HTTP_PROXY", strings.TrimSuffix(srv.URL, "/v1"))
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	args := exampleSkillArgs(t, dir, t.TempDir(), "--json", "--fresh")
+	for i, a := range args {
+		if a == "script:status-report.script.yaml" {
+			args[i] = "openai:gpt-test-model"
+		}
+	}
+	code, _, errOut := captureConfigCLI(t, args...)
+	if code != exitUsage || !strings.Contains(errOut, "ENDPOINT_UNCONFIRMED") {
+		t.Fatalf("exit %d, want %d with ENDPOINT_UNCONFIRMED\n%s", code, exitUsage, errOut)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests", n)
+	}
+}
