@@ -20,6 +20,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -208,6 +209,12 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	if a.model == "" && opts.Bridge != nil {
 		a.model = "custom"
+	}
+	if a.model != "" && opts.Bridge == nil && !runsOwnToolLoop(a.model) {
+		if names := claudeCodeOnlyTools(a.spec.Runner.Boundaries.AllowedTools); len(names) > 0 {
+			a.warnings = append(a.warnings, fmt.Sprintf("allowedTools names %s, which only the Claude Code backend (claude-code:…) provides: "+
+				"with %s capstan runs the tools itself and the model gets no such tool", strings.Join(names, ", "), a.model))
+		}
 	}
 	if (a.model == "" || a.model == SubprocessTool && opts.Bridge == nil) && subprocessOnly(a.reg) {
 		// Every step runs a command: the run needs no model. A resumed

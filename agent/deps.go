@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -225,6 +226,25 @@ func (a *Agent) models() []string {
 	for _, st := range a.reg.Steps {
 		if st.Model != "" && !slices.Contains(out, st.Model) {
 			out = append(out, st.Model)
+		}
+	}
+	return out
+}
+
+// claudeCodeTools are tools of the Claude Code CLI that capstan's own
+// tool loop (API and script models) does not provide.
+var claudeCodeTools = []string{"Task", "Agent", "WebFetch", "WebSearch", "NotebookEdit", "NotebookRead",
+	"TodoWrite", "TodoRead", "ExitPlanMode", "BashOutput", "KillShell", "KillBash", "AskUserQuestion", "SlashCommand"}
+
+// claudeCodeOnlyTools are the allowedTools entries (a name, or a
+// Name(...) pattern) that name a Claude Code tool capstan does not
+// provide, in the order written.
+func claudeCodeOnlyTools(allowed []string) []string {
+	var out []string
+	for _, p := range allowed {
+		name, _, _ := strings.Cut(p, "(")
+		if slices.Contains(claudeCodeTools, name) && !slices.Contains(out, name) {
+			out = append(out, name)
 		}
 	}
 	return out

@@ -55,7 +55,7 @@ func Codes() []CodeInfo {
 		{"AC-COMPLETION-VALIDATOR", e, "completion.validators names a validator that does not exist"},
 		{"AC-IGNORED-FIELD", e, "a completion field the completion type does not use"},
 		{"AC-MCP-TRANSPORT", e, "an MCP server sets both or neither of command and url"},
-		{"AC-BUDGET-HARD-LIMIT", w, "budgets.maxIterations exceeds the loop's hard limit (100)"},
+		{"AC-BUDGET-HARD-LIMIT", w, "an iteration budget above the loop's hard limit (100): the run stops at 100 with emergency_stop"},
 		{"AC-SPELLING-CONFLICT", e, "a climpt spelling (runner.flow.*, runner.verdict) and capstan's field are both set and differ"},
 		{"AC-CLIMPT-INERT", w, "a climpt setting capstan does not act on (actions, execution, logging, config.json, …)"},
 		{"AC-VERDICT-UNSUPPORTED", e, "a climpt verdict setting that cannot work in capstan (meta:custom module, poll:state resource other than an issue, nested meta:*)"},

@@ -87,7 +87,8 @@ type StructuredGate struct {
 	FallbackIntent string `json:"fallbackIntent,omitempty"`
 }
 
-// IsFailFast reports whether an unreadable intent ends the run.
+// IsFailFast reports whether an unreadable intent gets format retries and
+// then ends the run (STEP_INTENT) rather than taking fallbackIntent.
 func (g *StructuredGate) IsFailFast() bool { return g.FailFast == nil || *g.FailFast }
 
 // IntentTransition is where one intent sends the step machine: a fixed

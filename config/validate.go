@@ -358,8 +358,8 @@ func (c *checker) agent() {
 	}
 	if n := r.Budgets.MaxIterations; n > hardLimit {
 		c.report(a, "AC-BUDGET-HARD-LIMIT", SeverityWarning, "/runner/budgets/maxIterations",
-			fmt.Sprintf("use at most %d; the loop stops at its hard limit anyway", hardLimit),
-			"maxIterations %d exceeds the loop's hard limit of %d iterations", n, hardLimit)
+			fmt.Sprintf("use at most %d", hardLimit),
+			"maxIterations %d is never reached: a run that has not completed by iteration %d stops there with emergency_stop (HARD_LIMIT), not max_iterations", n, hardLimit)
 	}
 	// Without a name (AC-SCHEMA-REQUIRED) there is nothing to compare.
 	if id := c.reg.AgentID; id != "" && c.def.Name != "" && id != c.def.Name {
@@ -468,7 +468,7 @@ func (c *checker) completion(ptr string, comp Completion) {
 	if comp.Type == "iterationBudget" && comp.MaxIterations > hardLimit {
 		c.report(a, "AC-BUDGET-HARD-LIMIT", SeverityWarning, ptr+"/maxIterations",
 			fmt.Sprintf("use at most %d", hardLimit),
-			"an iteration budget of %d is never reached: the loop stops at its hard limit of %d iterations, ending the run as max_iterations", comp.MaxIterations, hardLimit)
+			"an iteration budget of %d is never reached: the loop stops at its hard limit of %d iterations first, ending the run with emergency_stop (HARD_LIMIT), not completed", comp.MaxIterations, hardLimit)
 	}
 	for i, sub := range comp.Conditions {
 		c.completion(fmt.Sprintf("%s/conditions/%d", ptr, i), sub)

@@ -116,8 +116,8 @@ func (c *checker) gate(id, ptr string, st Step, kind string) {
 				"fallbackIntent %q is not in allowedIntents", g.FallbackIntent)
 		case g.IsFailFast():
 			c.report(s, "SR-INERT-FIELD", SeverityWarning, p,
-				`set "failFast": false to use it, or remove it (with failFast, the default, an unreadable intent ends the run)`,
-				"fallbackIntent has no effect while failFast is true")
+				`set "failFast": false to use it, or remove it`,
+				"fallbackIntent has no effect while failFast is true (the default): an answer without a readable allowed intent gets a format retry prompt, up to the step's onFailure attempts (default 3), and then the run stops with STEP_INTENT")
 		}
 	}
 	if g.TargetMode != "" {
