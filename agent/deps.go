@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/compact"
@@ -129,7 +130,12 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		needMCP = needMCP || !runsOwnToolLoop(spec)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
+		act := event.Activity{Kind: event.KindMCP, Name: strings.Join(sortedIDs(r.MCPServers), ", ")}
+		start := time.Now()
+		event.EmitActivity(a.emit, event.ActivityStart, act)
 		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env})
+		act.Took, act.Failed = time.Since(start), err != nil
+		event.EmitActivity(a.emit, event.ActivityEnd, act)
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
 				e.File = filepath.Join(a.def.Dir(), config.AgentFile)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify/testrun"
@@ -65,7 +67,17 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Bas
 	}
 	var taken []*testrun.Baseline
 	var warnings []string
-	for _, c := range a.testConditions() {
+	conds := a.testConditions()
+	if r == nil || len(r.TestBaselines) < len(conds) {
+		act := event.Activity{Kind: event.KindBaseline, Name: "test baseline"}
+		start := time.Now()
+		event.EmitActivity(a.emit, event.ActivityStart, act)
+		defer func() {
+			act.Took = time.Since(start)
+			event.EmitActivity(a.emit, event.ActivityEnd, act)
+		}()
+	}
+	for _, c := range conds {
 		if r != nil && r.TestBaselines[c.Validator] != nil {
 			g.Baselines[c.Validator] = r.TestBaselines[c.Validator]
 			continue

@@ -21,6 +21,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
@@ -410,7 +411,9 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []config.
 				"completion condition %d (%s): %v", i, cond.Validator, err)
 		}
 		res.Checked = append(res.Checked, cond.Validator)
+		done := v.started(cond.Validator, def, params)
 		out, valid, extra, err := v.run(ctx, cond.Validator, def, params)
+		done(valid && err == nil)
 		if err != nil {
 			return ValidationResult{}, err
 		}
@@ -455,8 +458,28 @@ func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond conf
 	if err != nil {
 		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values", "%s: %v", cond.Validator, err)
 	}
-	out, _, _, err := v.runCommand(ctx, cond.Validator, def, params)
+	done := v.started(cond.Validator, def, params)
+	out, valid, _, err := v.runCommand(ctx, cond.Validator, def, params)
+	done(valid && err == nil)
 	return ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out}, err
+}
+
+// started emits the activity start of validator name and returns the
+// function that emits its end.
+func (v *CompletionValidator) started(name string, def config.Validator, params map[string]any) func(ok bool) {
+	a := event.Activity{Kind: event.KindValidator, Name: name}
+	switch def.Type {
+	case "command":
+		a.Detail = Interpolate(def.Command, params)
+	case "file":
+		a.Detail = def.Path
+	}
+	start := time.Now()
+	event.EmitActivity(v.cfg.Emitter, event.ActivityStart, a)
+	return func(ok bool) {
+		a.Took, a.Failed = time.Since(start), !ok
+		event.EmitActivity(v.cfg.Emitter, event.ActivityEnd, a)
+	}
 }
 
 func (v *CompletionValidator) configErr(ptr, hint, format string, args ...any) error {
@@ -797,6 +820,28 @@ func (w SuccessWhen) Met(out ValidatorOutput) bool {
 	return false
 }
 
+// noWriteEnv are the variables a validator's command gets, unless its
+// environment sets them, that keep test tools from writing caches into
+// the work dir: Python's __pycache__ bytecode and pytest's .pytest_cache.
+// Without them the first verification of a repository with no
+// .gitignore finds files that capstan's own test run created, and
+// git-clean fails for what the model never did.
+func noWriteEnv() []string {
+	return []string{"PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider"}
+}
+
+// withoutWorkTreeWrites is env with noWriteEnv added where env does not
+// set the variable.
+func withoutWorkTreeWrites(env []string) []string {
+	for _, kv := range noWriteEnv() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") }) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // CommandSpec is one shell command to run for a validator.
 type CommandSpec struct {
 	Command   string
@@ -851,7 +896,7 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	// The command's git runs nothing the repository's configuration
 	// names (a model-written core.fsmonitor or filter in .git/config);
 	// the pins come after the allow-list, so it cannot unset them.
-	env := append(procenv.ForCommands(os.Environ(), spec.Env), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
+	env := append(withoutWorkTreeWrites(procenv.ForCommands(os.Environ(), spec.Env)), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
 	var stdoutW io.Writer = stdout
 	if spec.Report != nil {
 		stdoutW = io.MultiWriter(stdout, spec.Report)

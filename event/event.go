@@ -49,6 +49,65 @@ const (
 	ToolEnd       = "model.tool.end"
 )
 
+// Activity event types: work of the run that takes time outside the
+// model — the test baseline, a validator, connecting to MCP servers. They
+// are delivered only to consumers that ask for them (ActivityConsumer),
+// such as the progress line, and are not journaled (the journal has each
+// one's result).
+const (
+	ActivityStart = journal.ActivityStart // Data: Activity
+	ActivityEnd   = journal.ActivityEnd   // Data: Activity, with Took and Failed
+)
+
+// Activity kinds.
+const (
+	KindBaseline  = "baseline"  // the test validators' run before the first iteration
+	KindValidator = "validator" // one validator run
+	KindMCP       = "mcp"       // connecting to the agent's MCP servers
+)
+
+// Activity is the payload of ActivityStart and ActivityEnd.
+type Activity struct {
+	// Kind is KindBaseline, KindValidator or KindMCP.
+	Kind string
+	// Name names it: the validator's name, the MCP servers' names.
+	Name string
+	// Detail says what runs: a command validator's command.
+	Detail string
+	// Took is how long it ran (ActivityEnd only).
+	Took time.Duration
+	// Failed says it ended without success (ActivityEnd only): a
+	// validator that did not pass, a connection that failed.
+	Failed bool
+}
+
+// EmitActivity emits an activity event (typ is ActivityStart or
+// ActivityEnd) to em when em delivers them — a Stream with an
+// ActivityConsumer; other emitters (a journal writer, a test's recorder)
+// never see them.
+func EmitActivity(em journal.Emitter, typ string, a Activity) {
+	if s, ok := em.(*Stream); ok && s.WantsActivity() {
+		s.Emit(typ, a)
+	}
+}
+
+// WantsActivity reports whether a consumer of s wants activity events.
+func (s *Stream) WantsActivity() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.activity) > 0
+}
+
+// IsActivity reports whether typ is an activity event type.
+func IsActivity(typ string) bool { return typ == ActivityStart || typ == ActivityEnd }
+
+// ActivityConsumer is a Consumer that wants the activity events
+// (ActivityStart, ActivityEnd) too.
+type ActivityConsumer interface {
+	Consumer
+	WantsActivity() bool
+}
+
 // IsModelOutput reports whether typ is a model-output event type.
 func IsModelOutput(typ string) bool {
 	switch typ {
@@ -90,6 +149,7 @@ type Stream struct {
 	mu        sync.Mutex
 	consumers []Consumer
 	output    []Consumer // the ModelOutputConsumers that want model output
+	activity  []Consumer // the ActivityConsumers that want activity events
 	iteration int
 	step      string
 	now       func() time.Time
@@ -123,6 +183,9 @@ func NewStream(now func() time.Time, consumers ...Consumer) *Stream {
 		s.consumers = append(s.consumers, c)
 		if m, ok := c.(ModelOutputConsumer); ok && m.WantsModelOutput() {
 			s.output = append(s.output, c)
+		}
+		if a, ok := c.(ActivityConsumer); ok && a.WantsActivity() {
+			s.activity = append(s.activity, c)
 		}
 	}
 	return s
@@ -165,6 +228,8 @@ func (s *Stream) deliver(typ string, data any) {
 	to := s.consumers
 	if IsModelOutput(typ) {
 		to = s.output
+	} else if IsActivity(typ) {
+		to = s.activity
 	}
 	for _, c := range to {
 		c.Consume(e)
@@ -220,11 +285,15 @@ func (s *Stream) Subscribe(c Consumer) (unsubscribe func()) {
 	if m, ok := c.(ModelOutputConsumer); ok && m.WantsModelOutput() {
 		s.output = append(s.output[:len(s.output):len(s.output)], sub)
 	}
+	if a, ok := c.(ActivityConsumer); ok && a.WantsActivity() {
+		s.activity = append(s.activity[:len(s.activity):len(s.activity)], sub)
+	}
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.consumers = without(s.consumers, sub)
 		s.output = without(s.output, sub)
+		s.activity = without(s.activity, sub)
 	}
 }
 

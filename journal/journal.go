@@ -60,6 +60,14 @@ const (
 	Repaired = "journal.repaired"
 )
 
+// Activity event types are live progress (a validator or the test
+// baseline started, ended); a Writer drops them, since the events that
+// follow them record each one's result. Package event delivers them.
+const (
+	ActivityStart = "activity.start"
+	ActivityEnd   = "activity.end"
+)
+
 // Event is one journal line.
 type Event struct {
 	Seq       int64     `json:"seq"`
@@ -350,7 +358,11 @@ func (w *Writer) SetPosition(iteration int, step string) {
 // Emit appends one event. data is marshalled with encoding/json; a value
 // that cannot be marshalled is recorded as {"marshal_error": "..."} rather
 // than dropped. Write failures are kept and reported by Err and Close.
+// Activity events (ActivityStart, ActivityEnd) are not written.
 func (w *Writer) Emit(eventType string, data any) {
+	if eventType == ActivityStart || eventType == ActivityEnd {
+		return // live progress only
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {

@@ -481,10 +481,23 @@ func resumeCommand(r *agent.Result) string {
 	return cmd
 }
 
+// useColor reports whether w is a terminal and NO_COLOR (no-color.org)
+// is unset or empty: then the verdict is printed in color.
+func useColor(w io.Writer) bool {
+	return isTerminal(w) && os.Getenv("NO_COLOR") == ""
+}
+
 func printSummary(w io.Writer, r *agent.Result) {
 	status := "NOT COMPLETED"
 	if r.Success {
 		status = "COMPLETED"
+	}
+	if useColor(w) {
+		color := "\033[1;31m" // bold red
+		if r.Success {
+			color = "\033[1;32m" // bold green
+		}
+		status = color + status + "\033[0m"
 	}
 	if r.Error != nil && r.Reason == r.Error.Code+": "+r.Error.Message {
 		fmt.Fprintf(w, "\n%s  %s\n", status, r.CompletionReason) // the error line below says why

@@ -11,6 +11,7 @@ import (
 func subcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newRunCmd(),
+		newFixCmd(),
 		newResumeCmd(),
 		newValidateCmd(),
 		newInitCmd(),

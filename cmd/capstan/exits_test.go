@@ -141,6 +141,7 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		{"capstan run", "capstan run bad --workdir w --json", "CONFIG_INVALID", "", exitUsage},
 		{"capstan run", "env -u OPENAI_API_KEY capstan run keyed --json --workdir w --model openai:gpt-5", "SDK_AUTH", "", exitUsage},
 		{"capstan resume", "capstan resume no-such-run --json", "USAGE", "", exitUsage},
+		{"capstan fix", "capstan fix 'make the failing tests pass' --workdir w --json", "USAGE", "", exitUsage},
 		{"capstan validate", "capstan validate --json", "USAGE", "", exitUsage},
 		{"capstan runs", "capstan runs --json --bogus", "USAGE", "", exitUsage},
 		{"capstan show", "capstan show no-such-run --json", "USAGE", "", exitUsage},

@@ -35,15 +35,22 @@ func pasteShell(t *testing.T, dir string) func(line string) (int, string) {
 		t.Helper()
 		cmd := exec.Command("sh", "-c", line)
 		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), string(out)
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
+		return exitAndOutput(t, cmd)
 	}
+}
+
+// exitAndOutput runs cmd and returns its exit code and combined output;
+// a command that cannot be started fails the test.
+func exitAndOutput(t *testing.T, cmd *exec.Cmd) (int, string) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
 }
 
 // pastedCommand returns the command that follows marker in out, up to the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/event"
@@ -18,7 +19,10 @@ import (
 )
 
 // progressPrinter shows run progress on stderr: a live status line on a
-// terminal, one plain line per iteration otherwise (CI logs). With
+// terminal — what the run waits for (the test baseline, a validator, MCP
+// servers, the model, a tool) with its elapsed time, redrawn every second
+// — and one plain line per iteration otherwise (CI logs), with a line when
+// each of those waits starts and ends. With
 // streaming on it is also the run's llm.StreamSink (see stream.go): the
 // model's text as it arrives and one line per tool call start and end,
 // printed around the status line.
@@ -36,6 +40,21 @@ type progressPrinter struct {
 	status  string
 	midText bool
 	redact  *builtin.StreamRedactor
+
+	// what is the wait the status line shows when no activity runs (the
+	// model, a tool), acts the activities running now, innermost last.
+	what   waiting
+	acts   []waiting
+	query  time.Time // when the model query began (zero = none runs)
+	now    func() time.Time
+	ticker chan struct{} // closed to stop the redraw ticker; nil = none runs
+}
+
+// waiting is one thing the run waits for: what the status line says and
+// since when.
+type waiting struct {
+	text  string
+	since time.Time
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -50,6 +69,14 @@ func isTerminal(w io.Writer) bool {
 
 func newProgressPrinter(w io.Writer) *progressPrinter {
 	return &progressPrinter{w: w, tty: isTerminal(w), progress: true}
+}
+
+// clock is p's time source.
+func (p *progressPrinter) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
 }
 
 // begin prints the run's first progress line. It names where the model's
@@ -82,6 +109,18 @@ func (p *progressPrinter) Consume(e event.Event) {
 		if b, ok := e.Data.(*testrun.Baseline); ok {
 			p.testBaseline(b)
 		}
+	case event.ActivityStart:
+		if a, ok := e.Data.(event.Activity); ok {
+			p.activityStarted(a)
+		}
+	case event.ActivityEnd:
+		if a, ok := e.Data.(event.Activity); ok {
+			p.activityEnded(a)
+		}
+	case journal.QueryStart:
+		p.queryStarted()
+	case journal.QueryResult:
+		p.queryEnded()
 	case event.TextDelta:
 		p.TextDelta(e.Data.(string))
 	case event.TextDiscarded:
@@ -97,6 +136,135 @@ func (p *progressPrinter) Consume(e event.Event) {
 // and tool calls are wanted with --stream.
 func (p *progressPrinter) WantsModelOutput() bool { return p.stream }
 
+// WantsActivity implements event.ActivityConsumer: the test baseline,
+// validators and MCP connections are shown unless -q.
+func (p *progressPrinter) WantsActivity() bool { return p.progress }
+
+// activityLabel is what the status line and the log lines call a.
+func activityLabel(a event.Activity) string {
+	switch a.Kind {
+	case event.KindBaseline:
+		return "test baseline"
+	case event.KindMCP:
+		return "MCP servers " + a.Name
+	}
+	if a.Detail != "" {
+		return a.Name + ": " + firstLine(a.Detail, 120)
+	}
+	return a.Name
+}
+
+func (p *progressPrinter) activityStarted(a event.Activity) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.progress {
+		return
+	}
+	label := activityLabel(a)
+	p.acts = append(p.acts, waiting{label, p.clock()})
+	if p.tty {
+		p.endText()
+		p.redraw()
+		return
+	}
+	p.endText()
+	switch a.Kind {
+	case event.KindBaseline:
+		fmt.Fprintln(p.w, "test baseline: running the test validators before the first iteration…")
+	case event.KindMCP:
+		fmt.Fprintf(p.w, "%s: connecting…\n", label)
+	default:
+		fmt.Fprintf(p.w, "%s%s …\n", p.where(), label)
+	}
+}
+
+func (p *progressPrinter) activityEnded(a event.Activity) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.progress {
+		return
+	}
+	label := activityLabel(a)
+	for i := len(p.acts) - 1; i >= 0; i-- {
+		if p.acts[i].text == label {
+			p.acts = append(p.acts[:i], p.acts[i+1:]...)
+			break
+		}
+	}
+	if p.tty {
+		p.redraw()
+		return
+	}
+	outcome := "passed"
+	switch {
+	case a.Kind == event.KindBaseline:
+		return // the baseline's summary line follows
+	case a.Kind == event.KindMCP && a.Failed:
+		outcome = "failed"
+	case a.Kind == event.KindMCP:
+		outcome = "connected"
+	case a.Failed:
+		outcome = "failed"
+	}
+	name := a.Name
+	if a.Kind == event.KindMCP {
+		name = label
+	}
+	fmt.Fprintf(p.w, "%s%s %s in %s\n", p.where(), name, outcome, elapsed(a.Took))
+}
+
+// queryStarted marks the wait for the model; off a terminal a line says
+// so.
+func (p *progressPrinter) queryStarted() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.query = p.clock()
+	if !p.progress || p.tty {
+		return
+	}
+	p.endText()
+	fmt.Fprintf(p.w, "%swaiting for the model…\n", p.where())
+}
+
+// queryEnded ends the wait for the model.
+func (p *progressPrinter) queryEnded() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.query.IsZero() {
+		return
+	}
+	took := p.clock().Sub(p.query)
+	p.query = time.Time{}
+	p.what = waiting{}
+	if !p.progress {
+		return
+	}
+	if p.tty {
+		p.redraw()
+		return
+	}
+	p.endText()
+	fmt.Fprintf(p.w, "%sthe model's work ended in %s\n", p.where(), elapsed(took))
+}
+
+// where prefixes a log line of the current iteration.
+func (p *progressPrinter) where() string {
+	if p.iteration == 0 {
+		return ""
+	}
+	return fmt.Sprintf("[iteration %d] ", p.iteration)
+}
+
+// elapsed is d as the status line shows it: "0.4s", "12s", "3m04s".
+func elapsed(d time.Duration) string {
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+}
 func (p *progressPrinter) iterationStarted(n int, step string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -136,7 +304,9 @@ func (p *progressPrinter) testBaseline(b *testrun.Baseline) {
 	if !p.progress {
 		return
 	}
+	p.clearStatus()
 	fmt.Fprintf(p.w, "tests %s\n", runreport.BaselineSummary(*b))
+	p.redraw()
 }
 
 func (p *progressPrinter) end() {
@@ -144,16 +314,71 @@ func (p *progressPrinter) end() {
 	defer p.mu.Unlock()
 	p.endText()
 	p.clearStatus()
+	p.acts, p.what = nil, waiting{}
+	if p.ticker != nil {
+		close(p.ticker)
+		p.ticker = nil
+	}
 }
 
-// showStatus puts the live status line of the current iteration on a
-// terminal; elsewhere it does nothing.
+// showStatus sets what the current iteration waits for and shows it on
+// the status line of a terminal; elsewhere it does nothing.
 func (p *progressPrinter) showStatus(what string) {
-	if !p.tty || !p.progress || p.iteration == 0 {
+	p.what = waiting{what, p.clock()}
+	p.redraw()
+}
+
+// redraw puts the live status line on a terminal: the innermost running
+// activity, else what the iteration waits for, with its elapsed time. The
+// first draw starts a ticker that redraws it every second until end.
+func (p *progressPrinter) redraw() {
+	if !p.tty || !p.progress || p.midText {
 		return
 	}
-	p.status = fmt.Sprintf("[iteration %d] step %s: %s", p.iteration, p.step, runreport.VisibleControls(what))
+	cur := p.what
+	if n := len(p.acts); n > 0 {
+		cur = p.acts[n-1]
+		if n > 1 {
+			cur.text = p.acts[0].text + ": " + cur.text
+		}
+	}
+	if cur.text == "" || (p.iteration == 0 && len(p.acts) == 0) {
+		p.clearStatus()
+		return
+	}
+	prefix := ""
+	if p.iteration > 0 {
+		prefix = fmt.Sprintf("[iteration %d] step %s: ", p.iteration, p.step)
+	}
+	// The text is cut, never the elapsed time.
+	p.status = prefix + firstLine(runreport.VisibleControls(cur.text), max(20, statusWidth-len(prefix)-8)) + " " + elapsed(p.clock().Sub(cur.since))
 	fmt.Fprintf(p.w, "\r\033[K%s", p.status)
+	if p.ticker == nil {
+		p.ticker = make(chan struct{})
+		go p.tick(p.ticker)
+	}
+}
+
+// statusWidth bounds the status line so that it stays on one line of a
+// usual terminal (a wrapped line cannot be redrawn in place).
+const statusWidth = 100
+
+// tick redraws the status line every second until done is closed.
+func (p *progressPrinter) tick(done chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			if p.ticker == done && p.status != "" {
+				p.redraw()
+			}
+			p.mu.Unlock()
+		}
+	}
 }
 
 // clearStatus removes the status line so that a full line can take its

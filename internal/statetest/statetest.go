@@ -1,7 +1,9 @@
 // Package statetest points capstan's state directory (where run journals
 // are kept) and the user config directory at temporary directories for a
 // test binary, so tests never write into the user's home nor read the
-// user's own defaults.
+// user's own defaults, and gives git a fixed identity and no global
+// configuration, so tests pass the same on a fresh machine (no
+// ~/.gitconfig) as on a developer's.
 package statetest
 
 import (
@@ -12,10 +14,11 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 )
 
-// Run sets journal.EnvStateDir to a new temporary directory and
-// XDG_CONFIG_HOME to an empty one (both inherited by subprocesses the
-// tests start), runs the tests and removes them; it returns m.Run's exit
-// code. Call it from TestMain: os.Exit(statetest.Run(m)).
+// Run sets journal.EnvStateDir to a new temporary directory,
+// XDG_CONFIG_HOME to an empty one and git's global configuration with Git
+// (all inherited by subprocesses the tests start), runs the tests and
+// removes the directories; it returns m.Run's exit code. Call it from TestMain:
+// os.Exit(statetest.Run(m)).
 func Run(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "capstan-state-")
 	if err != nil {
@@ -30,5 +33,26 @@ func Run(m *testing.M) int {
 	}
 	os.Setenv(journal.EnvStateDir, state)
 	os.Setenv("XDG_CONFIG_HOME", cfg)
+	if err := Git(dir); err != nil {
+		panic(err)
+	}
 	return m.Run()
+}
+
+// Git gives git, for this process and the subprocesses it starts, a
+// global configuration of its own — dir/gitconfig, with an author and
+// committer identity and no commit signing — in place of ~/.gitconfig and
+// the system's, so a test that commits needs no identity of the machine
+// and a developer's settings (signing, hooks) cannot
+// change its verdict. A test's own "git -c user.name=…" or repository
+// config still wins. Call it from TestMain (Run calls it).
+func Git(dir string) error {
+	file := filepath.Join(dir, "gitconfig")
+	conf := "[user]\n\tname = capstan test\n\temail = test@capstan.invalid\n[commit]\n\tgpgsign = false\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		return err
+	}
+	os.Setenv("GIT_CONFIG_GLOBAL", file)
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	return nil
 }

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/testfix"
+)
+
+func newFixCmd() *cobra.Command {
+	var flags runFlags
+	var checks []string
+	var printAgent string
+	cmd := &cobra.Command{
+		Use:   `fix "TASK" [--check CMD]... [--model M] [--workdir W] [--print-agent DIR]`,
+		Short: "Do a task in a repository (\"make the failing tests pass\") until its tests pass, verified, with no agent folder",
+		Long: `Do TASK in the git repository --workdir (default: the current directory)
+with a model, and complete only when the repository's tests pass, no test that
+ran before was lost, the tests were not changed and the work is committed.
+
+capstan reads the repository's ecosystem and picks the test command that
+names every test, and the files the model may not change:
+
+  go.mod                                  go test -count=1 -v ./...
+  pyproject.toml, pytest.ini, setup.cfg…  python3 -m pytest -v (pytest configured or
+                                          required), else python3 -m unittest discover -v
+  package.json with vitest / jest         npx --no-install vitest run --reporter=verbose /
+                                          npx --no-install jest --ci --verbose
+  Cargo.toml                              cargo test --no-fail-fast
+
+--check adds a command that must pass (exit 0); --check 'tests=COMMAND'
+replaces the test command (and a repository without a project file needs
+it). When a declared fix fails a check, the model gets the retry prompt for
+that failure only: the failing tests and their output, the uncommitted files,
+the diff of a changed test, the tests that no longer run.
+
+The model's Bash commands and the checks run in the sandbox. The run is
+journaled like any other (capstan show RUN). --print-agent DIR writes the
+same agent as an agent folder instead of running it, to edit and run with
+capstan run DIR.
+
+Exit codes as for capstan run: 0 completed; 1 ran but did not complete;
+2 usage or configuration error; 3 provider or internal error; 4 the model
+declared that the task cannot be done as specified.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return withExit(exitUsage, fmt.Errorf(`fix: want one TASK argument, got %d (quote the task: capstan fix "make the failing tests pass")`, len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFix(cmd, args[0], flags, checks, printAgent)
+		},
+	}
+	flags.register(cmd.Flags())
+	cmd.Flags().StringArrayVar(&checks, "check", nil, "a command that must pass (repeatable); NAME=COMMAND names it, tests=COMMAND replaces the test command")
+	cmd.Flags().StringVar(&printAgent, "print-agent", "", "write the agent as an agent folder DIR (for capstan run DIR) instead of running it")
+	return cmd
+}
+
+// runFix builds the fix agent for the work dir and runs it, or writes it
+// as a folder with --print-agent.
+func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string, printAgent string) error {
+	stderr := cmd.ErrOrStderr()
+	if err := flags.checkBaseURL(); err != nil {
+		return withExit(exitUsage, err)
+	}
+	if err := checkWorkDirExists(flags.workDir); err != nil {
+		return withExit(exitUsage, err)
+	}
+	opts := testfix.Options{Task: task}
+	for i, a := range checkArgs {
+		c, err := testfix.ParseCheck(a, i+1)
+		if err != nil {
+			return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+		}
+		opts.Checks = append(opts.Checks, c)
+	}
+	eco, err := testfix.Detect(flags.workDir)
+	switch {
+	case err == nil:
+		opts.Ecosystem = &eco
+	case errors.Is(err, testfix.ErrNoEcosystem):
+	default:
+		if !hasTestsCheck(opts.Checks) {
+			return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+		}
+	}
+	model := flags.model
+	if model == "" {
+		model = os.Getenv("CAPSTAN_MODEL")
+	}
+	if provider, file := llm.ParseSpec(model); provider == "script" && file != "" {
+		// A script model's file is read from where the user named it and
+		// becomes one of the agent's files.
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return withExit(exitUsage, fmt.Errorf("fix: --model %s: %w", model, err))
+		}
+		model, opts.Script = "script:"+filepath.Base(file), b
+	}
+	opts.Model, flags.model = model, model
+	cfg, err := testfix.Config(opts)
+	if err != nil {
+		return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+	}
+	if printAgent != "" {
+		if err := testfix.WriteFolder(cfg, printAgent); err != nil {
+			return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+		}
+		wd, err := filepath.Abs(flags.workDir)
+		if err != nil {
+			return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+		}
+		fmt.Fprintf(stderr, "wrote the agent to %s\n\nnext:\n  capstan validate %s\n  capstan run %s --workdir %s\n",
+			printAgent, shellQuote(printAgent), shellQuote(printAgent), shellQuote(wd))
+		return nil
+	}
+	cfg, err = agent.Define(cfg)
+	if err != nil {
+		return configError(stderr, err, "", false)
+	}
+	def := cfg.Agent
+	if err := applyUserDefaults(&flags, def, fixRerun(cmd, task)); err != nil {
+		return withExit(exitUsage, err)
+	}
+	if !flags.quiet {
+		describeFix(stderr, opts)
+	}
+	return executeRun(cmd.Context(), cmd, def, flags, nil, nil, nil)
+}
+
+// fixRerun returns the command that runs this capstan fix again with
+// more flags (for a hint that asks for one).
+func fixRerun(cmd *cobra.Command, task string) func(extra ...string) string {
+	return func(extra ...string) string {
+		parts := []string{"capstan", "fix", shellQuote(task)}
+		cmd.Flags().Visit(func(f *pflag.Flag) {
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				for _, v := range sv.GetSlice() {
+					parts = append(parts, "--"+f.Name, shellQuote(v))
+				}
+				return
+			}
+			parts = append(parts, "--"+f.Name+"="+shellQuote(f.Value.String()))
+		})
+		for _, a := range extra {
+			parts = append(parts, shellQuote(a))
+		}
+		return strings.Join(parts, " ")
+	}
+}
+
+func hasTestsCheck(checks []testfix.Check) bool {
+	for _, c := range checks {
+		if c.Name == testfix.TestsCheck {
+			return true
+		}
+	}
+	return false
+}
+
+// describeFix prints what the fix run checks, before it starts.
+func describeFix(w interface{ Write([]byte) (int, error) }, o testfix.Options) {
+	if e := o.Ecosystem; e != nil {
+		fmt.Fprintf(w, "capstan fix: %s project (%s), tests run by %s\n", e.Language, e.Evidence, e.Runner)
+		if len(e.Protect) > 0 {
+			fmt.Fprintf(w, "  protected: %s\n", strings.Join(e.Protect, " "))
+		}
+	}
+	tests := ""
+	if o.Ecosystem != nil {
+		tests = o.Ecosystem.TestCommand
+	}
+	for _, c := range o.Checks {
+		if c.Name == testfix.TestsCheck {
+			tests = c.Command
+		}
+	}
+	if tests != "" {
+		fmt.Fprintf(w, "  tests-pass: %s\n", tests)
+	}
+	for _, c := range o.Checks {
+		if c.Name != testfix.TestsCheck {
+			fmt.Fprintf(w, "  %s: %s\n", c.Name, c.Command)
+		}
+	}
+	fmt.Fprintf(w, "  git-clean: git status --porcelain\n")
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/sandbox"
+)
+
+// needTool fails the test in CI (CI installs every tool the tests use)
+// and skips it elsewhere, with the reason, when err says a tool is
+// missing.
+func needTool(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s: %v (CI must install it, see .ci/run)", what, err)
+	}
+	t.Skipf("%s: %v", what, err)
+}
+
+// fixRepo copies testdata/fix/<name> (without its script.yaml; a file
+// named gitignore becomes .gitignore; for "go", the fix-failing-test
+// example's module) into a new git repository with a local identity (the
+// model's commits run in the sandbox, which sees no global git config)
+// and returns its path and the script's.
+func fixRepo(t *testing.T, name string) (repo, script string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("testdata", "fix", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := dir
+	if name == "go" {
+		src = filepath.Join("..", "..", "examples", "fix-failing-test", "fixture")
+	}
+	repo = t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == "script.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := e.Name()
+		if to == "gitignore" {
+			to = ".gitignore"
+		}
+		if err := os.WriteFile(filepath.Join(repo, to), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "init", "-q")
+	git(t, repo, "config", "user.name", "capstan test")
+	git(t, repo, "config", "user.email", "test@capstan.invalid")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-qm", "start: add is broken")
+	return repo, filepath.Join(dir, "script.yaml")
+}
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// onTerminal runs line with sh under a pseudo-terminal (script(1)) in
+// dir, with capstan on PATH, and returns its exit code and everything the
+// terminal showed.
+func onTerminal(t *testing.T, dir, line string) (int, string) {
+	t.Helper()
+	_, err := exec.LookPath("script")
+	needTool(t, "script(1) from util-linux runs capstan under a pseudo-terminal", err)
+	cmd := exec.Command("script", "-qec", line, "/dev/null")
+	cmd.Dir, cmd.Env = dir, append(capstanOnPath(t), "TERM=xterm", "NO_COLOR=")
+	return exitAndOutput(t, cmd)
+}
+
+// The status line as a terminal shows it: a carriage return, erase to the
+// end of the line, then the text.
+var statusFrame = regexp.MustCompile("\r\x1b\\[K([^\r\n]*)")
+
+// checkFixRun checks the account of a capstan fix run on a terminal:
+// the status line showed the baseline's and each validator's command with
+// its elapsed time, a wrong fix got the targeted retry, and the right one
+// completed, in color.
+func checkFixRun(t *testing.T, code int, out, testCommand string) {
+	t.Helper()
+	if code != 0 {
+		t.Fatalf("capstan fix: exit %d\n%s", code, out)
+	}
+	var frames []string
+	for _, m := range statusFrame.FindAllStringSubmatch(out, -1) {
+		frames = append(frames, m[1])
+	}
+	shown := strings.Join(frames, "\n")
+	// The status line cuts a long command to fit a terminal.
+	command := testCommand[:min(len(testCommand), 30)]
+	for _, want := range []string{
+		"test baseline: tests-pass: " + command,
+		"[iteration 1] step complete.fix: waiting for the model",
+		"[iteration 1] step complete.fix: tests-pass: " + command,
+		"[iteration 2] step complete.fix: git-clean: git status --porcelain ",
+	} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the status line never showed %q; it showed:\n%s", want, shown)
+		}
+	}
+	if !regexp.MustCompile(`tests-pass: .* \d+(\.\d)?s`).MatchString(shown) {
+		t.Errorf("the status line shows no elapsed time:\n%s", shown)
+	}
+	for _, want := range []string{
+		"but tests-pass failed (pattern test-failed); attempt 1 of 6 failed, retry prompt sent",
+		"verified by protected-files, tests-pass, git-clean, no-lost-tests",
+		"\x1b[1;32mCOMPLETED\x1b[0m",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
+
+// needSystemPytest needs pytest for /usr/bin/python3, the python3 the
+// sandbox's PATH finds.
+func needSystemPytest(t *testing.T) {
+	t.Helper()
+	_, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput()
+	needTool(t, "pytest for the system python3 (the sandbox's PATH)", err)
+}
+
+func needSandbox(t *testing.T) {
+	t.Helper()
+	needTool(t, "capstan fix runs the model's commands and the checks in the sandbox", sandbox.Probe(t.Context()).Unavailable())
+}
+
+// capstan fix in a Go module with a failing test, driven by a scripted
+// model through a wrong fix, the retry prompt naming the failing test and
+// the right fix: COMPLETED, with the status line visible on a terminal.
+func TestFixGoModuleOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles and runs go test in the sandbox three times")
+	}
+	needSandbox(t)
+	repo, script := fixRepo(t, "go")
+	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+completion.ShellQuote(script))
+	checkFixRun(t, code, out, "go test -count=1 -v ./...")
+}
+
+// The same in a Python project tested with pytest and without a
+// .gitignore: the checks leave no __pycache__ or .pytest_cache, so
+// git-clean judges the model's work only.
+func TestFixPytestProjectOnATerminal(t *testing.T) {
+	needSandbox(t)
+	needSystemPytest(t)
+	repo, script := fixRepo(t, "pytest")
+	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+completion.ShellQuote(script))
+	checkFixRun(t, code, out, "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider")
+}
+
+// jestModules returns a node_modules directory with jest: the one .ci/run
+// installs (CAPSTAN_TEST_NODE_MODULES), else one installed once per test
+// binary from the npm cache only, never the network.
+var jestModules = sync.OnceValues(func() (string, error) {
+	if root := os.Getenv("CAPSTAN_TEST_NODE_MODULES"); root != "" {
+		modules := filepath.Join(root, "node_modules")
+		if _, err := os.Stat(filepath.Join(modules, ".bin", "jest")); err != nil {
+			return "", err
+		}
+		return modules, nil
+	}
+	dir := filepath.Join(os.TempDir(), "capstan-test-jest-29.7.0")
+	modules := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, ".bin", "jest")); err == nil {
+		return modules, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	pkg := `{"name": "jest-modules", "private": true, "devDependencies": {"jest": "29.7.0"}}`
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(pkg), 0o644); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("npm", "install", "--offline", "--no-audit", "--no-fund", "--silent")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", errors.New("npm install --offline jest@29.7.0: " + err.Error() + "\n" + string(out))
+	}
+	return modules, nil
+})
+
+// The same in a JavaScript package tested with jest.
+func TestFixJestPackageOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs jest from the npm cache and runs it in the sandbox three times")
+	}
+	needSandbox(t)
+	modules, err := jestModules()
+	needTool(t, "jest 29.7.0 in the npm cache", err)
+	repo, script := fixRepo(t, "jest")
+	if out, err := exec.Command("cp", "-R", modules, filepath.Join(repo, "node_modules")).CombinedOutput(); err != nil {
+		t.Fatalf("copy node_modules: %v\n%s", err, out)
+	}
+	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+completion.ShellQuote(script))
+	checkFixRun(t, code, out, "npx --no-install jest --ci --verbose")
+}
+
+// --print-agent writes the agent as a folder that capstan validate
+// accepts and capstan run runs the same way, to completion.
+func TestFixPrintAgentRunsTheSame(t *testing.T) {
+	needSandbox(t)
+	needSystemPytest(t)
+	repo, script := fixRepo(t, "pytest")
+	folder := filepath.Join(t.TempDir(), "fixer")
+	sh := pasteShell(t, repo)
+	code, out := sh("capstan fix 'make the failing tests pass' --check 'lint=python3 -c \"import calc\"' --model script:" + completion.ShellQuote(script) + " --print-agent " + completion.ShellQuote(folder))
+	if code != 0 {
+		t.Fatalf("--print-agent: exit %d\n%s", code, out)
+	}
+	for _, f := range []string{"agent.json", "steps_registry.json", "prompts/system.md", "prompts/steps/retry/fix/f_default.md",
+		"prompts/steps/retry/fix/f_failed_test-failed.md", "prompts/steps/retry/fix/f_failed_check-failed.md", "schemas/fix.schema.json", "script.yaml"} {
+		if _, err := os.Stat(filepath.Join(folder, f)); err != nil {
+			t.Errorf("the folder has no %s: %v", f, err)
+		}
+	}
+	// The printed next: commands, pasted.
+	validate := "capstan validate " + pastedCommand(t, out, "  capstan validate ")
+	if code, vout := sh(validate); code != 0 || !strings.Contains(vout, "valid (0 warnings)") {
+		t.Fatalf("%s: exit %d\n%s", validate, code, vout)
+	}
+	run := "capstan run " + pastedCommand(t, out, "  capstan run ")
+	code, out = sh(run)
+	if code != 0 || !strings.Contains(out, "verified by protected-files, tests-pass, lint, git-clean, no-lost-tests") ||
+		!strings.Contains(out, "attempt 1 of 6 failed") {
+		t.Fatalf("%s: exit %d\n%s", run, code, out)
+	}
+	// The folder is not written over.
+	if code, out := sh("capstan fix 'x' --print-agent " + completion.ShellQuote(folder)); code != exitUsage || !strings.Contains(out, "is not empty") {
+		t.Fatalf("--print-agent into a full folder: exit %d\n%s", code, out)
+	}
+}
