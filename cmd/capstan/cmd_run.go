@@ -205,7 +205,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	if err := fs.Parse(rest); err != nil {
-		return withExit(exitUsage, fmt.Errorf("run: %w (agent %s accepts: %s)", err, spec.Name, strings.Join(paramFlagNames(def), " ")))
+		return withExit(exitUsage, fmt.Errorf("run: %w (agent %s accepts: %s)", flagError(fs, err), spec.Name, strings.Join(paramFlagNames(def), " ")))
 	}
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))

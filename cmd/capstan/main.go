@@ -59,7 +59,7 @@ func newRootCmd() *cobra.Command {
 		Short:         "Run LLM agents whose completion is verified, not declared",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          noSubcommand,
 		// --version prints what `capstan version` prints. (cobra's own
 		// Version field renders through text/template, which would keep
 		// every exported method of every type in the binary.)
@@ -73,6 +73,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.Flags().BoolVar(&showVersion, "version", false, "print the version (as capstan version does)")
 	root.AddCommand(subcommands()...)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return flagError(c.Flags(), err) })
 	return root
 }
 

@@ -266,18 +266,24 @@ func trustedGH(workDir string) (string, error) {
 	return p, nil
 }
 
-// ghEnv is gh's environment: procenv.ForGitHubCLI (its configuration,
-// token, host, proxies, locale; no model API keys, no GIT_* settings),
-// with PATH without the work dir's entries and gh's prompts off.
+// ghEnv is gh's environment: what capstan's own gh calls get
+// (procenv.ForGitHubCLI: the minimal base, network settings, gh's token
+// and host variables; no model API keys, no GIT_* settings), with PATH
+// stripped of the work dir's entries and gh's prompts and update notices
+// off.
 func ghEnv(environ []string, workDir string) []string {
-	out := []string{"GH_PROMPT_DISABLED=1", "GH_NO_UPDATE_NOTIFIER=1", "NO_COLOR=1"}
+	var out []string
 	for _, kv := range procenv.ForGitHubCLI(environ) {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH":
 			kv = "PATH=" + hostcmd.PathOutside(v, workDir)
+		case "GH_PROMPT_DISABLED", "GH_NO_UPDATE_NOTIFIER":
+			continue
 		}
 		out = append(out, kv)
 	}
-	return out
+	return append(out, "GH_PROMPT_DISABLED=1", "GH_NO_UPDATE_NOTIFIER=1")
 }
 
 // lockIssue takes an exclusive lock on the issue for this workflow, in
