@@ -193,6 +193,7 @@ func ParseTestOutput(s string) []TestFailure {
 	parseTAP(text, acc)
 	parseNodeSpec(text, acc)
 	parseJest(text, acc)
+	parseUnittest(text, acc)
 	return acc.list
 }
 

@@ -192,3 +192,38 @@ func ErrorOutput(o ValidatorOutput) string {
 	}
 	return strings.TrimSpace(o.Stdout)
 }
+
+// python -m unittest: "FAIL: test_add (tests.test_calc.T.test_add)" (3.11
+// and later name the method in the id; earlier ones end it with the
+// class), then the traceback, whose last line is the error, up to the
+// next separator line.
+var (
+	unittestHeader    = lazyre.New(`^(FAIL|ERROR): (\S+) \(([^)\s]+)\)`)
+	unittestSeparator = lazyre.New(`^(-{20,}|={20,})$`)
+)
+
+func parseUnittest(ls []string, acc *failures) {
+	for i := 0; i < len(ls); i++ {
+		m := unittestHeader().FindStringSubmatch(ls[i])
+		if m == nil {
+			continue
+		}
+		method, id := m[2], m[3]
+		name := id
+		if !strings.HasSuffix(id, "."+method) {
+			name = id + "." + method
+		}
+		msg := ""
+		j := i + 1
+		if j < len(ls) && unittestSeparator().MatchString(ls[j]) {
+			j++
+		}
+		for ; j < len(ls) && !unittestSeparator().MatchString(ls[j]); j++ {
+			if t := strings.TrimSpace(ls[j]); t != "" {
+				msg = t
+			}
+		}
+		acc.add(name, msg)
+		i = j - 1
+	}
+}
