@@ -123,6 +123,9 @@ type Agent struct {
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
 	bashCache *sandbox.Cache
+	// sharedCache is Config.ValidatorCache when the validators use it
+	// (sealed after the test baseline; the caller removes it).
+	sharedCache *sandbox.Cache
 	// begun is when Start was called, started when it returned (the time
 	// budget counts from there); between them the test baselines ran,
 	// which took testBaselineMs.
@@ -286,6 +289,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.sandbox, err = a.buildSandbox(ctx); err != nil {
 		return fail(err)
 	}
+	if why := a.unsandboxed(); why != "" {
+		a.warnings = append(a.warnings, why)
+	}
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
 	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
@@ -296,7 +302,11 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits)
 		// A resumed run's work dir holds the model's code: nothing it
 		// runs may fill a cache that later validations trust.
-		if opts.Resume == nil {
+		if c := opts.ValidatorCache; c != nil {
+			if opts.Resume == nil || c.Sealed() {
+				env.sandbox, a.sharedCache = env.sandbox.WithCache(c), c
+			}
+		} else if opts.Resume == nil {
 			if a.validatorCache, err = sandbox.NewCache(""); err != nil {
 				return fail(err)
 			}
@@ -382,6 +392,12 @@ var buildOrder = []string{"logger", "promptResolver", "completionHandler", "sdkB
 // RunID is the run's id (its journal is <state dir>/runs/<work dir key>/<id>/events.jsonl).
 func (a *Agent) RunID() string { return a.runID }
 
+// Unsandboxed says why the run's commands (Bash, command validators,
+// subprocess steps) do not run in the sandbox — an opt-out
+// (Config.NoSandbox, "sandbox": {"enabled": false}) or allowUnsandboxed
+// on a machine that cannot sandbox — and "" when they do.
+func (a *Agent) Unsandboxed() string { return a.unsandboxed() }
+
 // JournalPath is the run journal's path.
 func (a *Agent) JournalPath() string { return a.events.Path() }
 
@@ -410,8 +426,11 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	a.rc = &loop.RuntimeContext{}
+	why := a.unsandboxed()
+	sandboxed := why == ""
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
 		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun,
+		Sandboxed: &sandboxed, Unsandboxed: why,
 		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv), EndpointSource: a.endpointSource(),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
 			RunTimeout: a.opts.RunTimeout, MaxTokens: a.opts.MaxTokens, MaxCostUSD: a.opts.MaxCostUSD,
@@ -431,6 +450,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	// cache the baseline filled, and write it no more.
 	if a.validatorCache != nil {
 		a.validatorCache.Seal()
+	}
+	if a.sharedCache != nil {
+		a.sharedCache.Seal()
 	}
 	if err != nil {
 		return err
@@ -629,6 +651,7 @@ func (a *Agent) finish(lr *loop.Result) *Result {
 		Verdict:        a.flow.closureVerdict,
 		Handoff:        a.flow.closureHandoff,
 		GitHub:         a.github,
+		Sandboxed:      a.unsandboxed() == "",
 	}
 	a.mu.Lock()
 	a.result = res
@@ -647,7 +670,7 @@ func (a *Agent) Stop() *Result {
 	}
 	if a.result == nil {
 		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
-			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest(),
+			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest(), Sandboxed: a.unsandboxed() == "",
 			Error: NewResultError(agenterr.New(agenterr.CodeAborted, agenterr.LayerLifecycle, false, "stopped before running"))}
 	}
 	// MCP servers that stopped during the run: restarted, or their tools

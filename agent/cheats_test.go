@@ -163,7 +163,7 @@ func retryPatterns(t *testing.T, res *Result) (patterns []string, texts []string
 func runCorpus(t *testing.T, fixture map[string]string, testCmd string, globs []string, cheats []cheat, control bool) {
 	for _, c := range cheats {
 		t.Run(c.name, func(t *testing.T) {
-			res := runToEnd(t, load(t, cheatAgent(t, testCmd, globs, cheatScript(c.bash))), BuildOptions{WorkDir: gitFixture(t, fixture)})
+			res := runToEnd(t, load(t, cheatAgent(t, testCmd, globs, cheatScript(c.bash))), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, fixture)}))
 			if res.Success || res.CompletionReason != ReasonValidationExhausted {
 				t.Fatalf("cheat not caught: %+v", res)
 			}
@@ -184,7 +184,7 @@ func runCorpus(t *testing.T, fixture map[string]string, testCmd string, globs []
 			}
 			// Control: unprotected, the same cheat passes the tests (what
 			// still catches it then is the no-lost-tests check).
-			res = runToEnd(t, load(t, cheatAgent(t, testCmd, nil, cheatScript(c.bash))), BuildOptions{WorkDir: gitFixture(t, fixture)})
+			res = runToEnd(t, load(t, cheatAgent(t, testCmd, nil, cheatScript(c.bash))), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, fixture)}))
 			if !validatorPassed(t, res, "tests-pass") {
 				t.Fatalf("unprotected, the cheat does not pass the tests, so the corpus case proves nothing: %+v %+v", res, res.Error)
 			}
@@ -262,7 +262,7 @@ func TestProtectedRunCompletesWhenTheCodeIsFixed(t *testing.T) {
   - text: "Fixed Add. TASK_DONE"
 `
 	wd := gitFixture(t, goFixture)
-	res := runToEnd(t, load(t, cheatAgent(t, "go test ./...", goProtect, script)), BuildOptions{WorkDir: wd})
+	res := runToEnd(t, load(t, cheatAgent(t, "go test ./...", goProtect, script)), withSharedCache(t, BuildOptions{WorkDir: wd}))
 	if !res.Success || res.Iterations != 1 || !strings.Contains(res.Reason, "verified by protected-files, tests-pass") {
 		t.Fatalf("honest fix not accepted: %+v %+v", res, res.Error)
 	}
@@ -308,12 +308,12 @@ func TestResumeKeepsTheProtectedBaseline(t *testing.T) {
   - text: "TASK_DONE"
 `
 	def, wd := load(t, cheatAgent(t, "go test ./...", goProtect, script)), gitFixture(t, goFixture)
-	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	first := runToEnd(t, def, withSharedCache(t, BuildOptions{WorkDir: wd, MaxIterations: 1}))
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil || first.CompletionReason != "max_iterations" || rec.ProtectBaseline == nil {
 		t.Fatalf("%+v %v", first, err)
 	}
-	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
+	res := runToEnd(t, def, withSharedCache(t, BuildOptions{WorkDir: wd, Resume: rec}))
 	if res.Success {
 		t.Fatalf("the resumed run took the changed test as its baseline: %+v", res)
 	}
@@ -340,10 +340,10 @@ func TestCannotCompleteEndsTheRunWithTheModelsExplanation(t *testing.T) {
 	script := `turns:
   - tool_calls:
       - name: Bash
-        input: {command: "go test ./..."}
+        input: {command: "grep -n return calc/calc.go"}
   - text: "Add(2, 3) fails.\nCANNOT_COMPLETE: the module example.com/calc is vendored by the task and may not be changed\ncalc/calc.go: return a - b\napp_test.go: want 5"
 `
-	res := runToEnd(t, load(t, cheatAgent(t, "go test ./...", goProtect, script)), BuildOptions{WorkDir: gitFixture(t, goFixture)})
+	res := runToEnd(t, load(t, cheatAgent(t, "go test ./...", goProtect, script)), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, goFixture)}))
 	d := res.CannotComplete
 	if res.Success || res.CompletionReason != ReasonCannotComplete || res.Iterations != 1 || d == nil ||
 		d.Reason != "the module example.com/calc is vendored by the task and may not be changed" ||
@@ -374,7 +374,7 @@ func TestRepeatedFailureOffersTheWayOut(t *testing.T) {
 	if err := os.WriteFile(reg, []byte(strings.Replace(string(b), `"maxAttempts": 2`, `"maxAttempts": 3`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: gitFixture(t, goFixture)})
+	res := runToEnd(t, load(t, dir), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, goFixture)}))
 	patterns, texts := retryPatterns(t, res)
 	if len(texts) != 2 || patterns[0] != "test-failed" || patterns[1] != "test-failed" {
 		t.Fatalf("retries %v", patterns)
@@ -420,7 +420,7 @@ func TestStepProtectHoldsFromTheStepsEntry(t *testing.T) {
 `,
 	})
 	wd := gitFixture(t, goFixture)
-	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd})
+	res := runToEnd(t, load(t, dir), withSharedCache(t, BuildOptions{WorkDir: wd}))
 	if res.Success || res.CompletionReason != ReasonValidationExhausted {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}

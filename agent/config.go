@@ -16,6 +16,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -99,6 +100,24 @@ type Config struct {
 	Timeouts retry.Timeouts
 	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
 	MaxRetryAfter time.Duration
+	// NoSandbox runs the agent's Bash commands, command validators and
+	// subprocess steps unsandboxed, with the caller's
+	// rights (capstan run --no-sandbox): an explicit opt-out of the
+	// default, which the run reports (Result.Sandboxed, run.start).
+	// Without it the agent runs sandboxed unless its agent.json says
+	// "sandbox": {"enabled": false}.
+	NoSandbox bool
+	// ValidatorCache, when set, is the build cache the run's sandboxed
+	// command validators use instead of one of their own: a caller that
+	// runs many agents with the same toolchains keeps one, so that the
+	// standard library is compiled once for all of them, not once per run.
+	// A sealed cache (sandbox.Cache.Seal) is copied for every validation,
+	// so what a model-written test writes never reaches another. An
+	// unsealed one is filled by the run's test baseline and sealed by the
+	// run before the model's first turn, as the run's own cache is; give an
+	// unsealed cache to one run at a time. A resumed run uses it only when
+	// it is sealed. The caller removes it.
+	ValidatorCache *sandbox.Cache
 	// Params are raw parameter values keyed by parameter name, as given on
 	// the command line; they are type-checked and defaulted by the
 	// definition (seed 000 variable mapping) and become {uv-<name>} prompt

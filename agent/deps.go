@@ -84,7 +84,10 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	// answers run_skill_script with SANDBOX_UNAVAILABLE unless the agent
 	// opted out explicitly.
 	if boxed == nil {
-		allow := b.Sandbox != nil && b.Sandbox.AllowUnsandboxed
+		// Opted out of the sandbox (or allowUnsandboxed): scripts still
+		// run in it where the machine can make it, confined as far as it
+		// can otherwise.
+		allow := a.sandboxOptOut() != "" || b.Sandbox != nil && b.Sandbox.AllowUnsandboxed
 		boxed = sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: allow})
 	}
 	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), FS: a.def.FS(), Sandbox: boxed})
@@ -95,10 +98,15 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	return append(tools, builtin.RedactTools(cat.Tools())...), nil
 }
 
-// buildSandbox makes the sandbox of runner.boundaries.sandbox: nil when
-// it is not enabled, SANDBOX_UNAVAILABLE (naming agent.json) when the
-// machine cannot sandbox and allowUnsandboxed is not set.
+// buildSandbox makes the sandbox the agent's commands run in: nil only
+// when the run opted out (Config.NoSandbox, "sandbox": {"enabled":
+// false}); SANDBOX_UNAVAILABLE (naming agent.json, what the machine lacks
+// and how to opt out) when the machine cannot sandbox and allowUnsandboxed
+// is not set.
 func (a *Agent) buildSandbox(ctx context.Context) (*sandbox.CommandRunner, error) {
+	if a.opts.NoSandbox {
+		return nil, nil
+	}
 	r, err := sandbox.NewCommandRunner(ctx, a.spec.Runner.Boundaries.Sandbox)
 	if err != nil {
 		if e := agenterr.From(err); e != nil && e.File == "" {
@@ -107,6 +115,31 @@ func (a *Agent) buildSandbox(ctx context.Context) (*sandbox.CommandRunner, error
 		return nil, err
 	}
 	return r, nil
+}
+
+// sandboxOptOut names how the run opted out of the sandbox ("" when it
+// did not): the command line (Config.NoSandbox) or agent.json.
+func (a *Agent) sandboxOptOut() string {
+	switch {
+	case a.opts.NoSandbox:
+		return "--no-sandbox"
+	case !a.spec.Runner.Boundaries.Sandbox.On():
+		return `agent.json runner.boundaries.sandbox "enabled": false`
+	}
+	return ""
+}
+
+// unsandboxed says why the run's commands are not sandboxed, "" when they
+// are: an opt-out, or allowUnsandboxed on a machine that cannot sandbox.
+func (a *Agent) unsandboxed() string {
+	if how := a.sandboxOptOut(); how != "" {
+		return "unsandboxed (" + how + "): Bash, validators and subprocess steps run with your rights"
+	}
+	if a.sandbox != nil && !a.sandbox.Runner.Capabilities().Sandboxes() {
+		return "unsandboxed (allowUnsandboxed, and this machine cannot sandbox: " + a.sandbox.Runner.Capabilities().Missing() +
+			"): commands run under rlimits and Landlock where available only"
+	}
+	return ""
 }
 
 // buildBridge opens the model provider with the agent's tools. MCP

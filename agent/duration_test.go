@@ -20,7 +20,7 @@ func TestRunDurationCountsTheTestBaseline(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "warm")
 	cmd := "test -e " + marker + " || { sleep 1; touch " + marker + "; }; go test -v ./..."
 	def := load(t, cheatAgent(t, cmd, nil, cheatScript("true")))
-	res := runToEnd(t, def, BuildOptions{WorkDir: gitFixture(t, goFixture), MaxIterations: 1})
+	res := runToEnd(t, def, withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, goFixture), MaxIterations: 1}))
 	if res.TestBaselineMs < 1000 || res.DurationMs < res.TestBaselineMs {
 		t.Fatalf("duration %d ms, test baseline %d ms: the baseline is not counted in the run's duration", res.DurationMs, res.TestBaselineMs)
 	}
@@ -45,7 +45,7 @@ func TestRunDurationCountsTheTestBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resumed := runToEnd(t, def, BuildOptions{WorkDir: rec.Start.WorkDir, Resume: rec, MaxIterations: 2})
+	resumed := runToEnd(t, def, withSharedCache(t, BuildOptions{WorkDir: rec.Start.WorkDir, Resume: rec, MaxIterations: 2}))
 	if resumed.TestBaselineMs != 0 {
 		t.Fatalf("the resume took a baseline of %d ms", resumed.TestBaselineMs)
 	}

@@ -88,7 +88,7 @@ func runLostCorpus(t *testing.T, cheats []lostCheat) {
 	for _, c := range cheats {
 		t.Run(c.name, func(t *testing.T) {
 			wd := gitFixture(t, c.fixture)
-			res := runToEnd(t, load(t, cheatAgent(t, c.command, c.protect, cheatScript(c.bash))), BuildOptions{WorkDir: wd})
+			res := runToEnd(t, load(t, cheatAgent(t, c.command, c.protect, cheatScript(c.bash))), withSharedCache(t, BuildOptions{WorkDir: wd}))
 			if res.Success || res.CompletionReason != ReasonValidationExhausted {
 				t.Fatalf("cheat not caught: %+v %+v", res, res.Error)
 			}
@@ -172,13 +172,13 @@ func TestResumeKeepsTheTestBaseline(t *testing.T) {
   - text: "TASK_DONE"
 `
 	def, wd := load(t, cheatAgent(t, "go test -v ./...", nil, script)), gitFixture(t, goHelperFixture)
-	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	first := runToEnd(t, def, withSharedCache(t, BuildOptions{WorkDir: wd, MaxIterations: 1}))
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil || first.CompletionReason != "max_iterations" || rec.TestBaselines["tests-pass"] == nil ||
 		rec.TestBaselines["tests-pass"].Run.Outcomes()["example.com/app.TestAdd"] != testrun.Failed {
 		t.Fatalf("%+v %+v %v", first, rec.TestBaselines, err)
 	}
-	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
+	res := runToEnd(t, def, withSharedCache(t, BuildOptions{WorkDir: wd, Resume: rec}))
 	if res.Success {
 		t.Fatalf("the resumed run took the tests left after the cheat as its baseline: %+v", res)
 	}
@@ -208,7 +208,7 @@ func TestTestBaselineOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixture := withFiles(goHelperFixture, map[string]string{"calc/calc.go": "// Package calc adds.\npackage calc\n\n// Add returns a+b.\nfunc Add(a, b int) int { return a + b }\n"})
-	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: gitFixture(t, fixture)})
+	res := runToEnd(t, load(t, dir), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, fixture)}))
 	if !res.Success || strings.Contains(res.Reason, "no-lost-tests") {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}
@@ -217,7 +217,7 @@ func TestTestBaselineOff(t *testing.T) {
 		t.Fatalf("%+v %v", rec.TestBaselines, err)
 	}
 	// On (the default), the same run fails: TestApp disappeared.
-	res = runToEnd(t, load(t, cheatAgent(t, "go test -v ./...", nil, cheatScript("rm other_test.go"))), BuildOptions{WorkDir: gitFixture(t, fixture)})
+	res = runToEnd(t, load(t, cheatAgent(t, "go test -v ./...", nil, cheatScript("rm other_test.go"))), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, fixture)}))
 	if patterns, _ := retryPatterns(t, res); res.Success || len(patterns) == 0 || patterns[0] != completion.PatternTestsDisappeared {
 		t.Fatalf("%+v %v", res, patterns)
 	}
@@ -232,7 +232,7 @@ func TestLostTestsRetryTemplate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "prompts/steps/initial/fix/f_failed_tests-disappeared.md"), []byte(tmpl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: gitFixture(t, goHelperFixture)})
+	res := runToEnd(t, load(t, dir), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, goHelperFixture)}))
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {
 		t.Fatal(err)

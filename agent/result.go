@@ -58,6 +58,13 @@ type Result struct {
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.
 	Verdict string `json:"verdict,omitempty"`
+	// Sandboxed is true when the commands capstan ran for the model (Bash,
+	// command validators, subprocess steps, skill scripts) were confined by
+	// the sandbox (MCP servers are not sandboxed yet); false when the run opted out
+	// (--no-sandbox, "sandbox": {"enabled": false}) or ran degraded
+	// (allowUnsandboxed on a machine that cannot sandbox). Warnings then
+	// say why.
+	Sandboxed bool `json:"sandboxed"`
 	// Handoff are the closure step's handoff values when a flow routed by
 	// intent completed by that step's verified closing: the values its
 	// structuredGate.handoffFields name in its final answer, keyed by each
@@ -156,6 +163,11 @@ type RunStartEvent struct {
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of (absent for a run of its own).
 	PipelineRun string `json:"pipelineRun,omitempty"`
+	// Sandboxed says whether the run's commands ran in the sandbox
+	// (absent in runs recorded before capstan recorded it); Unsandboxed
+	// says why they did not.
+	Sandboxed   *bool  `json:"sandboxed,omitempty"`
+	Unsandboxed string `json:"unsandboxed,omitempty"`
 	// Options are the run's options that do not come from the agent
 	// definition; resume reuses them. Absent in runs recorded before
 	// capstan recorded them.

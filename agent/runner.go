@@ -28,6 +28,9 @@ type DirRunner struct {
 	// TracerProvider, when set, traces each agent run (BuildOptions.TracerProvider),
 	// as a child of the span in RunAgent's ctx.
 	TracerProvider trace.TracerProvider
+	// NoSandbox runs each agent's commands unsandboxed
+	// (BuildOptions.NoSandbox; capstan pipeline run --no-sandbox).
+	NoSandbox bool
 }
 
 // AgentRunEvent is what DirRunner emits for each agent it ran.
@@ -47,7 +50,7 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 		return nil, err
 	}
 	a, err := Build(ctx, def, BuildOptions{WorkDir: r.WorkDir, Model: r.Model, Params: params, TracerProvider: r.TracerProvider,
-		PipelineRun: r.PipelineRun})
+		PipelineRun: r.PipelineRun, NoSandbox: r.NoSandbox})
 	if err != nil {
 		return nil, err
 	}

@@ -152,8 +152,8 @@ func TestModelWrittenTestCannotEscapeTheSandboxedValidator(t *testing.T) {
 		t.Errorf("a process of the sandboxed validator's test outlived it: late.txt grew from %d to %d bytes after the run", before, after)
 	}
 
-	// The control: no sandbox, same model.
-	res, work, outside = run(t, "")
+	// The control: opted out of the sandbox, same model.
+	res, work, outside = run(t, `, "sandbox": {"enabled": false}`)
 	stolen, _ = os.ReadFile(filepath.Join(work, "stolen.txt"))
 	if !strings.Contains(string(stolen), marker) || !strings.Contains(string(stolen), `"type":"run.start"`) {
 		t.Errorf("control: unsandboxed, the test did not read the credentials and the journal, so the test proves nothing:\n%s", stolen)
@@ -167,7 +167,7 @@ func TestModelWrittenTestCannotEscapeTheSandboxedValidator(t *testing.T) {
 }
 
 // sandboxVerdictAgent is verdictAgent with runner.boundaries.sandbox
-// enabled (sandboxJS "" leaves it off) and out-exists a command validator:
+// set to sandboxJS (the default when "") and out-exists a command validator:
 // it passes when out.txt exists and secret cannot be read.
 func sandboxVerdictAgent(t *testing.T, completionJS, stepJS, script, secret, sandboxJS string) string {
 	t.Helper()
@@ -219,7 +219,7 @@ func TestSandboxedValidatorsOnEveryCompletionType(t *testing.T) {
 		})
 	}
 	t.Run("control", func(t *testing.T) {
-		res, _ := runVerdict(t, sandboxVerdictAgent(t, completionTypes[0].js, onFailure, honestScript, secret, ""), nil)
+		res, _ := runVerdict(t, sandboxVerdictAgent(t, completionTypes[0].js, onFailure, honestScript, secret, `, "sandbox": {"enabled": false}`), nil)
 		if res.Success || res.CompletionReason != ReasonValidationExhausted || !errors.Is(res.Err(), agenterr.ErrValidationExhausted) {
 			t.Fatalf("control: unsandboxed, the validator read the file, so it must fail: %+v", res)
 		}

@@ -15,8 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Init()            // sandboxed commands re-execute the test binary as their helper
-	os.Exit(statetest.Run(m)) // run journals go to a temporary state dir
+	sandbox.Init()           // sandboxed commands re-execute the test binary as their helper
+	code := statetest.Run(m) // run journals go to a temporary state dir
+	removeSharedCache()
+	os.Exit(code)
 }
 
 func toolCalls(t *testing.T, path string) []llm.ToolUse {

@@ -33,7 +33,7 @@ var (
 func validatorSandbox(t testing.TB) *sandbox.CommandRunner {
 	t.Helper()
 	sandboxOnce.Do(func() {
-		sandboxRun, sandboxErr = sandbox.NewCommandRunner(context.Background(), &config.Sandbox{Enabled: true})
+		sandboxRun, sandboxErr = sandbox.NewCommandRunner(context.Background(), &config.Sandbox{})
 	})
 	if sandboxErr != nil {
 		t.Skipf("sandbox unavailable here: %v", sandboxErr)

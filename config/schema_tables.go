@@ -86,7 +86,7 @@ var agentTable = &schema.SubsetTable{Nodes: []schema.SubsetNode{
 	77:  {Path: "#/properties/runner/properties/boundaries/properties/maxToolCallsPerTurn", Types: []string{"integer"}, Minimum: "0", Maximum: "100000"},
 	78:  {Path: "#/properties/runner/properties/boundaries/properties/maxTurns", Types: []string{"integer"}, Minimum: "0", Maximum: "1000000000"},
 	79:  {Path: "#/properties/runner/properties/boundaries/properties/permissionMode", Types: []string{"string"}, Enum: []string{"default", "acceptEdits", "plan", "bypassPermissions"}},
-	80:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "allowUnsandboxed", Node: 81}, {Name: "allowUnsandboxedCommands", Node: 82}, {Name: "enabled", Node: 83}, {Name: "excludedCommands", Node: 84}, {Name: "filesystem", Node: 86}, {Name: "network", Node: 89}}, NoAdditional: true, Required: []string{"enabled"}},
+	80:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "allowUnsandboxed", Node: 81}, {Name: "allowUnsandboxedCommands", Node: 82}, {Name: "enabled", Node: 83}, {Name: "excludedCommands", Node: 84}, {Name: "filesystem", Node: 86}, {Name: "network", Node: 89}}, NoAdditional: true},
 	81:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/allowUnsandboxed", Types: []string{"boolean"}},
 	82:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/allowUnsandboxedCommands", Types: []string{"boolean"}},
 	83:  {Path: "#/properties/runner/properties/boundaries/properties/sandbox/properties/enabled", Types: []string{"boolean"}},

@@ -194,15 +194,23 @@ type Boundaries struct {
 }
 
 // Sandbox configures sandboxing of the Bash tool, subprocess steps, command
-// validators and skill scripts.
+// validators, skill scripts and MCP servers started by capstan. They run
+// in the sandbox unless Enabled is false: an agent that says nothing is
+// sandboxed.
 type Sandbox struct {
-	Enabled bool `json:"enabled"`
+	// Enabled is nil when agent.json does not say (sandboxed, the
+	// default); only an explicit false opts out. Read it with On.
+	Enabled *bool `json:"enabled,omitempty"`
 	// Network allows network access from sandboxed commands.
 	Network bool `json:"network,omitempty"`
 	// AllowUnsandboxed runs commands unsandboxed where the kernel cannot
 	// sandbox (explicit opt-out).
 	AllowUnsandboxed bool `json:"allowUnsandboxed,omitempty"`
 }
+
+// On reports whether the agent's commands run in the sandbox: true unless
+// the agent opts out with "enabled": false (a nil Sandbox is on).
+func (s *Sandbox) On() bool { return s == nil || s.Enabled == nil || *s.Enabled }
 
 // Budgets bound a run.
 type Budgets struct {

@@ -29,6 +29,11 @@ type Run struct {
 	Model    string    `json:"model,omitempty"`
 	Params   any       `json:"params,omitempty"`
 	Started  time.Time `json:"started"`
+	// Sandbox says whether the run's commands ran in the sandbox:
+	// "sandboxed", "unsandboxed (…why…)", or "" when the journal does not
+	// say (recorded before capstan recorded it). A run resumed
+	// unsandboxed even once is unsandboxed.
+	Sandbox string `json:"sandbox,omitempty"`
 	// Skill is the skill's id on a skill run ("" on an agent run); its
 	// iterations are the model's turns.
 	Skill      string      `json:"skill,omitempty"`
@@ -326,6 +331,8 @@ func (b *builder) add(ev journal.Event) error {
 			Params                          any
 			Resumed, Rewound                bool
 			Iteration                       int
+			Sandboxed                       *bool
+			Unsandboxed                     string
 		}
 		if err := decode(&s); err != nil {
 			return err
@@ -334,6 +341,22 @@ func (b *builder) add(ev journal.Event) error {
 			r.Agent, r.AgentDir, r.WorkDir, r.Model, r.Params, r.Started = s.Agent, s.AgentDir, s.WorkDir, s.Model, s.Params, ev.Time
 			r.Pipeline = pipelineStart(ev.Data)
 			r.PipelineRun = s.PipelineRun
+		}
+		switch {
+		case s.Sandboxed == nil:
+		case !*s.Sandboxed:
+			why := s.Unsandboxed
+			if why == "" {
+				why = "unsandboxed"
+			}
+			if s.Resumed && r.Sandbox == "sandboxed" {
+				why += fmt.Sprintf(" (from the resume at iteration %d)", s.Iteration)
+			}
+			if !strings.HasPrefix(r.Sandbox, "unsandboxed") {
+				r.Sandbox = why
+			}
+		case r.Sandbox == "":
+			r.Sandbox = "sandboxed"
 		}
 		r.Outcome = nil // a resumed run goes on
 		// The resumed run starts its iteration afresh: an unfinished one

@@ -95,6 +95,7 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 	}
 	add("goal", r.Goal)
 	add("pipeline run", r.PipelineRun)
+	add("sandbox", r.Sandbox)
 	add("agent folder", r.AgentDir)
 	add("work dir", r.WorkDir)
 	if !r.Started.IsZero() {

@@ -100,6 +100,9 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 	if r.PipelineRun != "" {
 		p.f("stage of pipeline run %s  (capstan show %s)\n", r.PipelineRun, r.PipelineRun)
 	}
+	if r.Sandbox != "" {
+		p.f("sandbox %s\n", r.Sandbox)
+	}
 	if r.AgentDir != "" {
 		p.f("from %s\n", r.AgentDir)
 	}

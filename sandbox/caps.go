@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"strings"
+
 	"github.com/capstan-dev/capstan/agenterr"
 )
 
@@ -17,14 +19,44 @@ type Capabilities struct {
 	Hint   string `json:"hint,omitempty"`
 }
 
-// Unavailable returns the SANDBOX_UNAVAILABLE error describing c, or nil
-// when namespaces are available.
+// landlockMissing and landlockHint name a missing Landlock.
+const (
+	landlockMissing = "Landlock is not available (kernel < 5.13, or landlock missing from the lsm= boot list)"
+	landlockHint    = "boot a kernel with CONFIG_SECURITY_LANDLOCK=y and landlock in lsm="
+)
+
+// Sandboxes reports whether the machine can sandbox: namespaces and
+// Landlock both work.
+func (c Capabilities) Sandboxes() bool { return c.Namespaces && c.LandlockABI > 0 }
+
+// Missing names what the machine lacks to sandbox, "" when nothing.
+func (c Capabilities) Missing() string {
+	var parts []string
+	if !c.Namespaces {
+		parts = append(parts, c.Reason)
+	}
+	if c.LandlockABI == 0 {
+		parts = append(parts, landlockMissing)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unavailable returns the SANDBOX_UNAVAILABLE error naming what the
+// machine lacks (namespaces, Landlock) and the setting to change, or nil
+// when it can sandbox. Callers add how to opt out in their own words.
 func (c Capabilities) Unavailable() error {
-	if c.Namespaces {
+	if c.Sandboxes() {
 		return nil
 	}
 	e := agenterr.New(agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false,
-		"cannot create the sandbox namespaces: %s", c.Reason)
-	e.Hint = c.Hint
+		"this machine cannot sandbox: %s", c.Missing())
+	var hints []string
+	if !c.Namespaces && c.Hint != "" {
+		hints = append(hints, c.Hint)
+	}
+	if c.LandlockABI == 0 {
+		hints = append(hints, landlockHint)
+	}
+	e.Hint = strings.Join(hints, "; ")
 	return e
 }

@@ -294,20 +294,28 @@ func (c *CommandRunner) WithCache(cache *Cache) *CommandRunner {
 	return &cp
 }
 
-// NewCommandRunner returns the Bash runner for an agent's
-// runner.boundaries.sandbox: nil (run unsandboxed, the default) when sb is
-// nil or not enabled. When sandboxing is enabled but the machine cannot do
-// it, it fails with SANDBOX_UNAVAILABLE — at build time, not at the first
-// command — unless sb.AllowUnsandboxed opts out.
+// OptOutHint says how an agent opts out of the sandbox in agent.json.
+const OptOutHint = `or run unsandboxed on purpose: set "runner": {"boundaries": {"sandbox": {"enabled": false}}} in agent.json, or pass --no-sandbox to capstan run`
+
+// NewCommandRunner returns the sandbox runner for an agent's
+// runner.boundaries.sandbox: nil (run unsandboxed) only when sb opts out
+// with "enabled": false — an agent that says nothing is sandboxed. When the
+// machine cannot sandbox it fails with SANDBOX_UNAVAILABLE, naming what is
+// missing and how to opt out — at build time, not at the first command —
+// unless sb.AllowUnsandboxed opts out of that check.
 func NewCommandRunner(ctx context.Context, sb *config.Sandbox) (*CommandRunner, error) {
-	if sb == nil || !sb.Enabled {
+	if !sb.On() {
 		return nil, nil
 	}
-	r := New(ctx, Config{Network: sb.Network, AllowUnsandboxed: sb.AllowUnsandboxed})
-	if err := r.Capabilities().Unavailable(); err != nil && !sb.AllowUnsandboxed {
+	var cfg Config
+	if sb != nil {
+		cfg = Config{Network: sb.Network, AllowUnsandboxed: sb.AllowUnsandboxed}
+	}
+	r := New(ctx, cfg)
+	if err := r.Capabilities().Unavailable(); err != nil && !cfg.AllowUnsandboxed {
 		if e := agenterr.From(err); e != nil {
 			e.Pointer = "/runner/boundaries/sandbox"
-			e.Hint += "; or set runner.boundaries.sandbox.allowUnsandboxed (explicit opt-out)"
+			e.Hint += "; " + OptOutHint
 		}
 		return nil, err
 	}

@@ -43,13 +43,17 @@ func dropCapabilities() error {
 	return unix.Capset(&hdr, &data[0])
 }
 
-// socketFilter is a seccomp program that refuses socket(AF_UNIX, …) with
-// EACCES and io_uring_setup with ENOSYS (io_uring could open sockets
-// outside the filter), and refuses every system call of a foreign ABI
-// (x32, 32-bit compat), where the socket number differs. A sandboxed
-// program therefore reaches no UNIX socket at all — not a Docker socket,
-// not an ssh-agent, not an abstract one — while socketpair(2) keeps
-// working. nil when the architecture is not supported.
+// socketFilter is a seccomp program under which socket(2) creates only
+// AF_INET and AF_INET6 sockets — every other family (AF_UNIX, AF_NETLINK,
+// AF_PACKET, AF_VSOCK, AF_ALG, AF_KEY, …) is refused with EACCES — and
+// io_uring_setup fails with ENOSYS (io_uring could open sockets outside
+// the filter); every system call of a foreign ABI (x32, 32-bit compat),
+// where the socket number differs, is refused too. A sandboxed program
+// therefore reaches no UNIX socket at all — not a Docker socket, not an
+// ssh-agent, not an abstract one — no netlink (routing, audit, uevents),
+// no raw packets and no host over vsock, while socketpair(2) keeps
+// working. The helper needs none of them once the filter is installed,
+// right before exec. nil when the architecture is not supported.
 func socketFilter() []unix.SockFilter {
 	arch, ok := auditArch[runtime.GOARCH]
 	if !ok {
@@ -76,11 +80,12 @@ func socketFilter() []unix.SockFilter {
 		/* 5 */ {Code: ret, K: enosys},
 		/* 6 */ {Code: jeqK, K: unix.SYS_IO_URING_SETUP, Jt: 0, Jf: 1},
 		/* 7 */ {Code: ret, K: enosys},
-		/* 8 */ {Code: jeqK, K: unix.SYS_SOCKET, Jt: 0, Jf: 3},
+		/* 8 */ {Code: jeqK, K: unix.SYS_SOCKET, Jt: 0, Jf: 4},
 		/* 9 */ {Code: ldW, K: offArg0},
-		/* 10 */ {Code: jeqK, K: unix.AF_UNIX, Jt: 0, Jf: 1},
-		/* 11 */ {Code: ret, K: eacces},
-		/* 12 */ {Code: ret, K: allow},
+		/* 10 */ {Code: jeqK, K: unix.AF_INET, Jt: 2, Jf: 0},
+		/* 11 */ {Code: jeqK, K: unix.AF_INET6, Jt: 1, Jf: 0},
+		/* 12 */ {Code: ret, K: eacces},
+		/* 13 */ {Code: ret, K: allow},
 	}
 }
 

@@ -110,6 +110,46 @@ for addr in sys.argv[1:]:
 	}
 }
 
+// TestOnlyInternetSocketsCanBeCreated: in the sandbox socket(2) creates
+// AF_INET and AF_INET6 sockets only; every other family is refused by the
+// seccomp filter with EACCES (not the EPERM, EAFNOSUPPORT or success the
+// kernel would answer without it), and socketpair(2) works.
+func TestOnlyInternetSocketsCanBeCreated(t *testing.T) {
+	needPython(t)
+	root, build := skillDir(t, map[string]string{"families.py": `import socket, errno
+for name, fam, typ in [("AF_INET", 2, socket.SOCK_STREAM), ("AF_INET6", 10, socket.SOCK_DGRAM),
+        ("AF_UNIX", 1, socket.SOCK_STREAM), ("AF_NETLINK", 16, socket.SOCK_RAW), ("AF_PACKET", 17, socket.SOCK_RAW),
+        ("AF_VSOCK", 40, socket.SOCK_STREAM), ("AF_ALG", 38, socket.SOCK_SEQPACKET), ("AF_KEY", 15, socket.SOCK_RAW),
+        ("AF_BLUETOOTH", 31, socket.SOCK_STREAM), ("AF_CAN", 29, socket.SOCK_RAW), ("AF_TIPC", 30, socket.SOCK_RDM),
+        ("AF_XDP", 44, socket.SOCK_RAW), ("AF_RDS", 21, socket.SOCK_SEQPACKET)]:
+    try:
+        socket.socket(fam, typ).close()
+        print(name, "created")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+a, b = socket.socketpair()
+a.sendall(b"x"); print("socketpair", b.recv(1).decode())
+`})
+	res := runIn(t, root, build, []string{"python3", "families.py"}, nil)
+	want := `AF_INET created
+AF_INET6 created
+AF_UNIX EACCES
+AF_NETLINK EACCES
+AF_PACKET EACCES
+AF_VSOCK EACCES
+AF_ALG EACCES
+AF_KEY EACCES
+AF_BLUETOOTH EACCES
+AF_CAN EACCES
+AF_TIPC EACCES
+AF_XDP EACCES
+AF_RDS EACCES
+socketpair x`
+	if got := strings.TrimSpace(string(res.Stdout)); got != want {
+		t.Fatalf("socket families in the sandbox:\n%s\nwant:\n%s\n(%s %s)", got, want, res.Status, res.Stderr)
+	}
+}
+
 // TestProgramHoldsNoCapabilities: the effective, permitted and inheritable
 // capability sets of the sandboxed program are empty, whoever runs capstan.
 func TestProgramHoldsNoCapabilities(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -45,7 +46,13 @@ func Probe(ctx context.Context) Capabilities {
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", helperArg, "probe")
 	cmd.Env = []string{helperEnv + "=1"}
 	cmd.SysProcAttr = procAttr(true, false)
-	out, err := cmd.Output()
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	err := startHelper(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	out := stdout.Bytes()
 	switch {
 	case err != nil && cmd.Process == nil:
 		c.Reason, c.Hint = explainStartError(err)
@@ -55,12 +62,38 @@ func Probe(ctx context.Context) Capabilities {
 	default:
 		c.Namespaces = true
 	}
-	if c.Namespaces && c.LandlockABI == 0 {
-		c.Reason = "Landlock is not available (kernel < 5.13 or landlock missing from the lsm= boot list)"
-		c.Hint = "boot a kernel with CONFIG_SECURITY_LANDLOCK=y and landlock in lsm=, or opt out with AllowUnsandboxed"
-	}
 	return c
 }
+
+// startHelper starts a helper in its namespaces. The parent writes the
+// child's uid_map and gid_map, files the kernel gives to root when the
+// process is not dumpable — and capstan makes itself so (procguard.Protect)
+// to keep its memory and environment from other processes of its user. A
+// non-root caller would then be refused (EACCES) and could not sandbox at
+// all, so it is dumpable while the child is created and its maps written:
+// cmd.Start returns once the child has executed the helper, which is
+// dumpable on its own. Starts are serialised, so the process is dumpable
+// only for that moment; a sandboxed program cannot see it (PID namespace).
+func startHelper(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil || cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWUSER == 0 || os.Geteuid() == 0 {
+		return cmd.Start()
+	}
+	dumpableMu.Lock()
+	defer dumpableMu.Unlock()
+	was, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	if err != nil || was == 1 {
+		return cmd.Start()
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+		return cmd.Start()
+	}
+	defer unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(was), 0, 0, 0)
+	return cmd.Start()
+}
+
+// dumpableMu serialises startHelper's dumpable window: the flag belongs to
+// the whole process.
+var dumpableMu sync.Mutex
 
 // explainStartError maps the errno of a failed clone to a reason and a hint.
 // A disabled user namespace shows up as the misleading ENOSPC.
@@ -68,15 +101,15 @@ func explainStartError(err error) (reason, hint string) {
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
 		return "user namespaces are disabled or exhausted (ENOSPC from clone)",
-			"raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=15000), or opt out with AllowUnsandboxed"
+			"raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=15000)"
 	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
 		return "creating user namespaces is not permitted (" + err.Error() + ")",
-			"set kernel.unprivileged_userns_clone=1 (Debian) or kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu >= 23.10), allow unshare/clone in the container's seccomp profile, or opt out with AllowUnsandboxed"
+			"set kernel.unprivileged_userns_clone=1 (Debian) or kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu >= 23.10), allow unshare/clone in the container's seccomp profile"
 	case errors.Is(err, syscall.EINVAL):
 		return "the kernel does not support the required namespaces (" + err.Error() + ")",
-			"use a kernel built with CONFIG_USER_NS, CONFIG_NET_NS and CONFIG_PID_NS, or opt out with AllowUnsandboxed"
+			"use a kernel built with CONFIG_USER_NS, CONFIG_NET_NS and CONFIG_PID_NS"
 	}
-	return "cannot start the sandbox helper: " + err.Error(), "check that /proc is mounted and the binary is executable, or opt out with AllowUnsandboxed"
+	return "cannot start the sandbox helper: " + err.Error(), "check that /proc is mounted and the binary is executable"
 }
 
 // procAttr builds the clone attributes of a helper. The program keeps the
@@ -104,7 +137,7 @@ func procAttr(namespaces bool, network bool) *syscall.SysProcAttr {
 // error is non-nil only when nothing could be run (bad spec, sandbox
 // unavailable without AllowUnsandboxed).
 func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
-	sandboxed := r.caps.Namespaces && r.caps.LandlockABI > 0
+	sandboxed := r.caps.Sandboxes()
 	if !sandboxed && !r.cfg.AllowUnsandboxed {
 		return Result{}, r.caps.Unavailable()
 	}
@@ -206,7 +239,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	cg, _ := newPidsCgroup(limits.Processes + helperTasks)
 	mcg, _ := newMemoryCgroup(int64(limits.MemoryMB)<<20, cg)
 	start := time.Now()
-	err = cmd.Start()
+	err = startHelper(cmd)
 	specR.Close()
 	if err != nil {
 		if cg != nil {
@@ -485,7 +518,7 @@ func isolation(sandboxed bool, abi int, network bool) []string {
 	}
 	iso = append(iso, "rlimits", "no_new_privs", "no_capabilities", "close_on_exec")
 	if socketFilter() != nil {
-		iso = append(iso, "seccomp:no_unix_sockets")
+		iso = append(iso, "seccomp:inet_sockets_only")
 	}
 	return iso
 }

@@ -237,13 +237,34 @@ func TestFileSizeLimit(t *testing.T) {
 }
 
 func TestUnavailableRefuses(t *testing.T) {
-	r := New(context.Background(), Config{Capabilities: &Capabilities{Reason: "test says no", Hint: "enable it"}})
+	r := New(context.Background(), Config{Capabilities: &Capabilities{Reason: "test says no", Hint: "enable it", LandlockABI: 7}})
 	_, err := r.Run(context.Background(), Spec{Argv: []string{"true"}, Dir: t.TempDir()})
 	if !errors.Is(err, agenterr.ErrSandboxUnavailable) {
 		t.Fatalf("err = %v, want SANDBOX_UNAVAILABLE", err)
 	}
 	if e := agenterr.From(err); e.Hint != "enable it" {
 		t.Errorf("hint %q", e.Hint)
+	}
+}
+
+// TestUnavailableNamesWhatIsMissing: a machine without Landlock cannot
+// sandbox even when it has namespaces, and the error names both parts
+// that are missing, each with the setting to change.
+func TestUnavailableNamesWhatIsMissing(t *testing.T) {
+	noLandlock := Capabilities{Namespaces: true}
+	e := agenterr.From(noLandlock.Unavailable())
+	if e == nil || e.Code != agenterr.CodeSandboxUnavailable || !strings.Contains(e.Message, "Landlock is not available") ||
+		!strings.Contains(e.Hint, "CONFIG_SECURITY_LANDLOCK") {
+		t.Fatalf("no Landlock: %v", e)
+	}
+	neither := Capabilities{Reason: "user namespaces are disabled", Hint: "sysctl -w user.max_user_namespaces=15000"}
+	e = agenterr.From(neither.Unavailable())
+	if e == nil || !strings.Contains(e.Message, "user namespaces are disabled; Landlock is not available") ||
+		!strings.Contains(e.Hint, "max_user_namespaces") || !strings.Contains(e.Hint, "CONFIG_SECURITY_LANDLOCK") {
+		t.Fatalf("neither: %v", e)
+	}
+	if (Capabilities{Namespaces: true, LandlockABI: 4}).Unavailable() != nil {
+		t.Error("a machine with both can sandbox")
 	}
 }
 

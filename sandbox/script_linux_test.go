@@ -168,16 +168,22 @@ func TestBashToolInSandbox(t *testing.T) {
 	}
 }
 
+// TestNewCommandRunnerFromConfig: the sandbox is the default — an agent
+// that says nothing (no sandbox object, or one without "enabled") gets
+// the sandbox runner; only "enabled": false opts out.
 func TestNewCommandRunnerFromConfig(t *testing.T) {
 	sharedRunner(t)
-	if r, err := NewCommandRunner(context.Background(), nil); r != nil || err != nil {
-		t.Errorf("nil config: %v %v", r, err)
+	off, on := false, true
+	for name, sb := range map[string]*config.Sandbox{"nil config": nil, "no enabled": {}, "enabled": {Enabled: &on}} {
+		if r, err := NewCommandRunner(context.Background(), sb); r == nil || err != nil {
+			t.Errorf("%s: %v %v, want the sandbox", name, r, err)
+		}
 	}
-	if r, err := NewCommandRunner(context.Background(), &config.Sandbox{}); r != nil || err != nil {
+	if r, err := NewCommandRunner(context.Background(), &config.Sandbox{Enabled: &off}); r != nil || err != nil {
 		t.Errorf("disabled: %v %v", r, err)
 	}
-	r, err := NewCommandRunner(context.Background(), &config.Sandbox{Enabled: true, Network: true})
+	r, err := NewCommandRunner(context.Background(), &config.Sandbox{Network: true})
 	if err != nil || r == nil || !r.Runner.cfg.Network {
-		t.Fatalf("enabled: %v %v", r, err)
+		t.Fatalf("network: %v %v", r, err)
 	}
 }

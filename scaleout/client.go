@@ -141,7 +141,9 @@ type Submission struct {
 	MaxIterations int
 	Timeouts      retry.Timeouts
 	MaxRetryAfter time.Duration
-	Options       WorkflowOptions
+	// NoSandbox runs the agent's commands unsandboxed (--no-sandbox).
+	NoSandbox bool
+	Options   WorkflowOptions
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 }
@@ -188,7 +190,7 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 	}
 	in := &RunInput{RunID: s.RunID, Agent: s.Agent.Definition().Name, AgentDir: s.Agent.Dir(), Definition: tarball,
 		DefinitionDigest: snap.Digest(), Model: s.Model, BaseURL: s.BaseURL, Params: s.Params, MaxIterations: s.MaxIterations,
-		Timeouts: s.Timeouts, MaxRetryAfter: s.MaxRetryAfter, WorkDir: wd, Started: now().UTC(), Options: s.Options}
+		Timeouts: s.Timeouts, MaxRetryAfter: s.MaxRetryAfter, NoSandbox: s.NoSandbox, WorkDir: wd, Started: now().UTC(), Options: s.Options}
 	if in.RunID == "" {
 		in.RunID = NewRunID(now())
 	}

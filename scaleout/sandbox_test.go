@@ -40,9 +40,10 @@ func sandboxedCounter(t *testing.T, secret, sandboxJS string) *config.Agent {
 	return def
 }
 
-// On a worker, as in a local run, an agent's command validators run in its
-// sandbox: the counter completes although its validator passes only when a
-// file outside the work dir cannot be read, and fails without the sandbox.
+// On a worker, as in a local run, an agent's command validators run in the
+// sandbox by default: the counter completes although its validator passes
+// only when a file outside the work dir cannot be read, and fails when the
+// agent ("enabled": false) or the submission (--no-sandbox) opts out.
 func TestWorkflowRunsValidatorsInTheAgentsSandbox(t *testing.T) {
 	if err := sandbox.Probe(context.Background()).Unavailable(); err != nil {
 		t.Skipf("no sandbox on this machine: %v", err)
@@ -52,11 +53,12 @@ func TestWorkflowRunsValidatorsInTheAgentsSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		name, sandboxJS string
-		success         bool
-	}{{"sandboxed", `, "sandbox": {"enabled": true}`, true}, {"unsandboxed", "", false}} {
+		name, sandboxJS    string
+		noSandbox, success bool
+	}{{"sandboxed by default", "", false, true}, {"agent opts out", `, "sandbox": {"enabled": false}`, false, false},
+		{"submission opts out", "", true, false}} {
 		t.Run(c.name, func(t *testing.T) {
-			in, err := PrepareRun(context.Background(), Submission{Agent: sandboxedCounter(t, secret, c.sandboxJS), WorkDir: t.TempDir()})
+			in, err := PrepareRun(context.Background(), Submission{Agent: sandboxedCounter(t, secret, c.sandboxJS), WorkDir: t.TempDir(), NoSandbox: c.noSandbox})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,6 +67,9 @@ type RunInput struct {
 	MaxIterations int               `json:"maxIterations,omitempty"`
 	Timeouts      retry.Timeouts    `json:"timeouts,omitzero"`
 	MaxRetryAfter time.Duration     `json:"maxRetryAfter,omitempty"`
+	// NoSandbox runs the agent's commands unsandboxed on the worker
+	// (capstan run --temporal --no-sandbox; agent.Config.NoSandbox).
+	NoSandbox bool `json:"noSandbox,omitempty"`
 	// Repo is the git repository (a URL or path every worker reaches) that
 	// holds the run's branch Branch, which starts at BaseCommit. Empty
 	// Repo: the work dir is not a git repository, and WorkDir is used as it

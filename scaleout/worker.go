@@ -292,7 +292,7 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
 	cfg := agent.Config{WorkDir: dir, Store: store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
-		Getenv: w.Getenv, TracerProvider: w.TracerProvider}
+		Getenv: w.Getenv, TracerProvider: w.TracerProvider, NoSandbox: run.NoSandbox}
 	found, ferr := store.Find("", run.RunID)
 	switch {
 	case ferr == nil:

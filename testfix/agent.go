@@ -131,7 +131,7 @@ func Config(o Options) (agent.Config, error) {
 			Completion:       config.Completion{Type: "structured"},
 			Boundaries: config.Boundaries{
 				AllowedTools: allowed, PermissionMode: "acceptEdits", MaxTurns: 30,
-				Sandbox: &config.Sandbox{Enabled: true},
+				// Sandboxed: the default.
 			},
 			Budgets:      config.Budgets{MaxIterations: 8, TimeoutSeconds: 1800},
 			Verification: config.Verification{Protect: protect},

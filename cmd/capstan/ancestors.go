@@ -19,8 +19,7 @@ const allowKeyInAncestorsFlag = "allow-key-in-ancestors"
 // toolsSandboxed reports whether the run's Bash commands, command
 // validators and subprocess steps run in the sandbox.
 func toolsSandboxed(def *config.Agent) bool {
-	sb := def.Definition().Runner.Boundaries.Sandbox
-	return sb != nil && sb.Enabled
+	return def.Definition().Runner.Boundaries.Sandbox.On()
 }
 
 // checkAncestorKeys refuses a run whose tools are not sandboxed while a
@@ -49,7 +48,7 @@ func checkAncestorKeys(args []string, getenv func(string) string) error {
 	e := agenterr.New(agenterr.CodeKeyInAncestor, agenterr.LayerLifecycle, false,
 		"this run's tools are not sandboxed, and a process that started capstan holds a provider key in its environment (%s): the model's Bash could read it from /proc/<pid>/environ",
 		strings.Join(where, "; "))
-	e.Hint = `run the agent in the sandbox (set "sandbox": {"enabled": true} under runner.boundaries in agent.json), or start capstan from a process that does not hold the key; to run unsandboxed anyway: ` +
+	e.Hint = `run the agent in the sandbox (the default: drop --no-sandbox, or "enabled": false from runner.boundaries.sandbox in agent.json), or start capstan from a process that does not hold the key; to run unsandboxed anyway: ` +
 		allowedCommand(args)
 	return e
 }

@@ -22,7 +22,7 @@ const ancestorProbe = `{ p=$$; while [ "$p" -gt 1 ]; do tr '\0' '\n' < /proc/$p/
 	`for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done; } 2>/dev/null | grep -a '^ANTHROPIC' | rev; echo PROBE-END`
 
 // probeAgent is an agent whose scripted model runs ancestorProbe in Bash;
-// sandbox is the runner.boundaries.sandbox value ("" for none).
+// sandbox is the runner.boundaries.sandbox value ("" for none: sandboxed, the default).
 func probeAgent(t *testing.T, sandboxJSON string) string {
 	t.Helper()
 	boundaries := `"allowedTools": ["Bash"], "permissionMode": "default"`
@@ -88,14 +88,14 @@ func filesHolding(roots []string, s string) []string {
 // and its Bash can then read the key from the ancestors' environment
 // (reversed, past redaction), which is what the refusal is about.
 func TestUnsandboxedRunRefusesAKeyInAnAncestor(t *testing.T) {
-	dir, wd, state := probeAgent(t, ""), t.TempDir(), t.TempDir()
+	dir, wd, state := probeAgent(t, `{"enabled": false}`), t.TempDir(), t.TempDir()
 	cmd := underKeyedAncestors(t, cliLine("run", dir, "--workdir", wd), state)
 	out, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 2 {
 		t.Fatalf("exit %d (%v), want 2:\n%s", code, err, out)
 	}
 	text := string(out)
-	for _, want := range []string{"KEY_IN_ANCESTOR", "ANTHROPIC_API_KEY of process", "(timeout)", "(bash)", `"sandbox": {"enabled": true}`, "--allow-key-in-ancestors"} {
+	for _, want := range []string{"KEY_IN_ANCESTOR", "ANTHROPIC_API_KEY of process", "(timeout)", "(bash)", `drop --no-sandbox, or "enabled": false`, "--allow-key-in-ancestors"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("refusal lacks %q:\n%s", want, text)
 		}
@@ -136,7 +136,7 @@ func TestSandboxedRunSeesNoAncestor(t *testing.T) {
 		}
 		t.Skipf("sandbox unavailable: %v", err)
 	}
-	dir, wd, state := probeAgent(t, `{"enabled": true}`), t.TempDir(), t.TempDir()
+	dir, wd, state := probeAgent(t, ""), t.TempDir(), t.TempDir()
 	cmd := underKeyedAncestors(t, cliLine("run", dir, "--workdir", wd), state)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

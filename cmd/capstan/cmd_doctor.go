@@ -52,8 +52,12 @@ claude CLI and its version, sandbox support (user namespaces, Landlock ABI,
 how the number of a script's processes is bounded), git, the interpreters skill scripts run with
 (python3, node, bash), and the user config file.
 
+The sandbox comes first: where the machine cannot sandbox (no user
+namespaces, no Landlock) every run stops before it starts unless it opts
+out with --no-sandbox, and doctor says what is missing.
+
 Exit codes: 0 nothing required is missing; 1 something required is missing
-(git; the key of the provider your default model uses; a CAPSTAN_MODEL whose
+(the sandbox; git; the key of the provider your default model uses; a CAPSTAN_MODEL whose
 provider capstan does not know); 2 usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -97,6 +101,26 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 	var checks []doctorCheck
 	add := func(c doctorCheck) { checks = append(checks, c) }
 
+	// The sandbox first: every run needs it unless it opts out.
+	caps := env.probe(ctx)
+	if err := agenterr.From(caps.Unavailable()); err != nil {
+		add(doctorCheck{Name: "sandbox", Status: checkFail,
+			Detail: "this machine cannot sandbox: " + caps.Missing() + "; every run stops with SANDBOX_UNAVAILABLE (exit 2) before it starts",
+			Hint:   strings.TrimPrefix(err.Hint+"; ", "; ") + "or run unsandboxed on purpose (Bash, validators and subprocess steps then run with your rights): capstan run DIR --no-sandbox, or \"sandbox\": {\"enabled\": false} under runner.boundaries in agent.json"})
+	}
+	ns := doctorCheck{Name: "sandbox namespaces", Status: checkOK, Detail: "user, network, PID, mount, IPC and UTS namespaces available"}
+	if !caps.Namespaces {
+		ns.Status, ns.Detail, ns.Hint = checkWarn, "unavailable: "+caps.Reason, caps.Hint
+		if ns.Hint == "" {
+			ns.Hint = "run on Linux with unprivileged user namespaces"
+		}
+	}
+	add(ns)
+	ll := doctorCheck{Name: "landlock", Status: checkOK, Detail: fmt.Sprintf("ABI %d", caps.LandlockABI)}
+	if caps.LandlockABI == 0 {
+		ll.Status, ll.Detail, ll.Hint = checkWarn, "unavailable", "a Linux kernel ≥ 5.13 with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list"
+	}
+	add(ll)
 	// The model the user would run by default, to know which key is required.
 	defaultModel := env.getenv("CAPSTAN_MODEL")
 	ucLine, ucErr := describeUserConfig()
@@ -150,20 +174,6 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 
 	add(claudeCheck(ctx, env, defaultProvider == "claude-code"))
 
-	caps := env.probe(ctx)
-	ns := doctorCheck{Name: "sandbox namespaces", Status: checkOK, Detail: "user, network, PID, mount, IPC and UTS namespaces available"}
-	if !caps.Namespaces {
-		ns.Status, ns.Detail, ns.Hint = checkWarn, "unavailable: "+caps.Reason+" (skill scripts and sandboxed commands cannot run)", caps.Hint
-		if ns.Hint == "" {
-			ns.Hint = "run on Linux with unprivileged user namespaces, or pass --allow-unsandboxed to skills run"
-		}
-	}
-	add(ns)
-	ll := doctorCheck{Name: "landlock", Status: checkOK, Detail: fmt.Sprintf("ABI %d", caps.LandlockABI)}
-	if caps.LandlockABI == 0 {
-		ll.Status, ll.Detail, ll.Hint = checkWarn, "unavailable (file access of sandboxed scripts is confined by mount namespaces only)", "a Linux kernel ≥ 5.13 with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list"
-	}
-	add(ll)
 	add(cgroupCheck())
 	add(memoryCgroupCheck())
 

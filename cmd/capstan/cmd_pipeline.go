@@ -44,6 +44,7 @@ type pipelineRunFlags struct {
 	repo, since, model, file, now string
 	journalDir                    string
 	json, continueOnViolation     bool
+	noSandbox                     bool
 	inputs                        map[string]string
 }
 
@@ -77,6 +78,7 @@ time window the request states in words capstan cannot read);
 	fl.StringVar(&f.now, "now", "", "the current time, RFC 3339 (for reproducible output; default: the clock)")
 	fl.BoolVar(&f.json, "json", false, "print the whole AgentContext as JSON")
 	fl.BoolVar(&f.continueOnViolation, "continue-on-violation", false, "report violations and go on instead of stopping")
+	fl.BoolVar(&f.noSandbox, "no-sandbox", false, "run the commands of agent stages unsandboxed, with your rights (each agent run says so; default: sandboxed)")
 	fl.StringVar(&f.journalDir, "journal-dir", "", "also write a copy of the run journal to DIR/.capstan/runs/<run-id>/events.jsonl")
 	fl.StringToStringVar(&f.inputs, "input", nil, "extra input.NAME=VALUE for pipeline files that declare more inputs (repeatable)")
 	return cmd
@@ -225,6 +227,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		// pipeline's journal, and names the pipeline run in its own.
 		r.Events, r.PipelineRun = events, id
 		r.TracerProvider = tr.provider()
+		r.NoSandbox = f.noSandbox
 		deps.Runner = r
 	}
 	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation, events)

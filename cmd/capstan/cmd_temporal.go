@@ -346,7 +346,7 @@ func startRun(ctx context.Context, c client.Client, def *config.Agent, flags run
 	}
 	in, err := scaleout.PrepareRun(ctx, scaleout.Submission{Agent: def, WorkDir: flags.workDir, Repo: flags.temporal.repo,
 		Model: flags.model, BaseURL: flags.baseURL, Params: params, MaxIterations: flags.maxIterations,
-		Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter,
+		Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter, NoSandbox: flags.noSandbox,
 		Options: scaleout.WorkflowOptions{Heartbeat: flags.temporal.workerTimeout, ScheduleToStart: flags.temporal.workerTimeout,
 			ContinueEvery: flags.temporal.continueEvery}})
 	if err != nil {

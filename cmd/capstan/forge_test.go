@@ -19,15 +19,16 @@ for t in run.start tests.baseline; do n=$((n+1)); line="{\"seq\":$n,\"time\":\"2
 printf '%s\n' "$line" >> forged.jsonl; prev=$(printf '%s' "$line" | sha256sum | cut -c1-32); done
 mv forged.jsonl "$j" && echo SWAPPED`
 
-// The model swaps its run's journal for a forged one while the run writes
-// it. The run's next event lands after the forgery and breaks its chain:
+// The model of a run that opted out of the sandbox swaps its journal for
+// a forged one while the run writes it (a sandboxed model cannot reach
+// it). The run's next event lands after the forgery and breaks its chain:
 // show reports the record as edited (exit 3), runs lists it as tampered,
 // and resume refuses to continue from it.
 func TestAJournalSwappedByTheModelIsNotTrusted(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
 		"agent.json": `{"version": "1.0.0", "name": "forger", "description": "swaps its journal",
   "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
-    "boundaries": {"allowedTools": ["Bash"], "permissionMode": "acceptEdits", "env": ["CAPSTAN_STATE_DIR"]},
+    "boundaries": {"allowedTools": ["Bash"], "permissionMode": "acceptEdits", "env": ["CAPSTAN_STATE_DIR"], "sandbox": {"enabled": false}},
     "budgets": {"maxIterations": 1}}}`,
 		"steps_registry.json":                  `{"agentId": "forger", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
 		"prompts/steps/work/main/f_default.md": "Do the work.",

@@ -81,8 +81,10 @@ func (p *progressPrinter) clock() time.Time {
 
 // begin prints the run's first progress line. It names where the model's
 // requests go when that is not the provider's own endpoint, and which
-// setting said so (url "" = the provider's default: nothing to say).
-func (p *progressPrinter) begin(runID, agentName, url, source string) {
+// setting said so (url "" = the provider's default: nothing to say), and,
+// when unsandboxed is not "", why the run's commands are not sandboxed
+// (agent.Agent.Unsandboxed).
+func (p *progressPrinter) begin(runID, agentName, url, source, unsandboxed string) {
 	if !p.progress {
 		return
 	}
@@ -91,6 +93,9 @@ func (p *progressPrinter) begin(runID, agentName, url, source string) {
 	to := ""
 	if url != "" {
 		to = fmt.Sprintf("; the model's requests go to %s (from %s)", runreport.VisibleControls(llm.RedactedBaseURL(url)), source)
+	}
+	if unsandboxed != "" {
+		to += " — " + unsandboxed
 	}
 	fmt.Fprintf(p.w, "capstan: running %s (run %s)%s\n", runreport.VisibleControls(agentName), runID, to)
 }

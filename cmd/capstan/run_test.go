@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 		// home; CLI subprocesses inherit it.
 		os.Exit(statetest.Run(m))
 	}
+	if os.Getenv("CAPSTAN_TEST_NO_LANDLOCK") == "1" {
+		denyLandlock() // a machine without Landlock, for real
+	}
 	args := os.Args
 	for i, a := range args {
 		if a == "--" {

@@ -98,13 +98,15 @@ func reverse(s string) string {
 	return string(b)
 }
 
-// TestRunLeavesNoProcessBehind: a validator command that starts a setsid
-// background job (outside any process group capstan kills) does not leave
-// it running after `capstan run` exits.
+// TestRunLeavesNoProcessBehind: in a run that opted out of the sandbox, a
+// validator command that starts a setsid background job (outside any
+// process group capstan kills) does not leave it running after `capstan
+// run` exits: capstan adopts and kills it. (Sandboxed, the PID namespace
+// ends it; the pid it writes would be the namespace's.)
 func TestRunLeavesNoProcessBehind(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
 		"agent.json": `{"version": "1.0.0", "name": "orphan", "description": "leaves a job behind",
-  "runner": {"model": "script:script.yaml",
+  "runner": {"model": "script:script.yaml", "boundaries": {"sandbox": {"enabled": false}},
     "completion": {"type": "keyword", "keyword": "ALL_DONE", "validators": ["spawn"]}}}`,
 		"steps_registry.json": `{"agentId": "orphan", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main", "completionConditions": [{"validator": "spawn"}]}},
   "validators": {"spawn": {"type": "command", "command": "setsid -f sh -c 'echo $$ > orphan.pid; exec sleep 300'; while [ ! -s orphan.pid ]; do sleep 0.01; done", "successWhen": "exitCode:0", "failurePattern": "test-failed"}}}`,

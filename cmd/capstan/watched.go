@@ -108,11 +108,7 @@ func printWatchedChanges(w io.Writer, changes []definition.WatchedChange) {
 // --accept-changed-definition: words are the arguments after the
 // subcommand, as given.
 func acceptCommand(sub string, words []string) string {
-	parts := []string{"capstan", sub}
-	for _, a := range words {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(append(parts, "--"+acceptChangedFlag), " ")
+	return commandLine(sub, words) + " --" + acceptChangedFlag
 }
 
 // givenFlags are the flags set on fs as --name=value words (for a command

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// denyLandlock does nothing where there is no Landlock.
+func denyLandlock() {}
