@@ -175,6 +175,10 @@ type CompletionValidator struct {
 	built map[string]builtValidator
 	// reports are the command validators' report files.
 	reports *reportFiles
+	// infoExclude is the work dir's .git/info/exclude when the validator
+	// was made (before the model ran), which a git status validator's
+	// hidden-work check compares with.
+	infoExclude []byte
 }
 
 // Close removes the validators' report files. The validator can still
@@ -219,6 +223,9 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	// its map afterwards.
 	cfg.Validators = maps.Clone(cfg.Validators)
 	v := &CompletionValidator{cfg: cfg, reports: &reportFiles{base: cfg.ReportDir}}
+	if cfg.Git != nil && cfg.WorkDir != "" {
+		v.infoExclude = hostcmd.InfoExclude(cfg.WorkDir)
+	}
 	if len(cfg.Validators) > 0 { // most agents have none: no empty map then
 		v.built = make(map[string]builtValidator, len(cfg.Validators))
 	}
@@ -566,10 +573,46 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def c
 			"validator %q could not run %q", name, command)
 	}
 	met := v.built[name].when.Met(out)
+	if met && v.cfg.Git != nil && gitStatusCommand().MatchString(command) {
+		met = v.revealHidden(ctx, &out)
+	}
 	// The output goes to the journal and into retry prompts: no secret
 	// value in it.
 	out.Stdout, out.Stderr = builtin.RedactSecrets(out.Stdout), builtin.RedactSecrets(out.Stderr)
 	return out, met, nil, nil
+}
+
+// gitStatusCommand matches a validator command that is a git status (a
+// git-clean validator: git status --porcelain must print nothing).
+var gitStatusCommand = lazyre.New(`^\s*git\s+status\b`)
+
+// revealHidden adds to a passing git status validator's output the
+// uncommitted work git status did not show — a file marked skip-worktree
+// or assume-unchanged that changed, an untracked file a model-added
+// .git/info/exclude pattern hides — as the porcelain lines git status
+// would have printed (so the git-dirty retry prompt names the paths), with
+// a note of what hid each; it reports whether the validator still passes
+// (nothing hidden).
+func (v *CompletionValidator) revealHidden(ctx context.Context, out *ValidatorOutput) bool {
+	hidden, err := v.cfg.Git.HiddenChanges(ctx, v.cfg.WorkDir, v.infoExclude)
+	if err != nil || len(hidden) == 0 {
+		return true
+	}
+	var lines, notes []string
+	for _, h := range hidden {
+		lines = append(lines, h.Porcelain(v.cfg.WorkDir))
+		notes = append(notes, h.Path+" ("+h.How+")")
+	}
+	if out.Stdout != "" && !strings.HasSuffix(out.Stdout, "\n") {
+		out.Stdout += "\n"
+	}
+	out.Stdout += strings.Join(lines, "\n") + "\n"
+	if out.Stderr != "" && !strings.HasSuffix(out.Stderr, "\n") {
+		out.Stderr += "\n"
+	}
+	out.Stderr += "[capstan: uncommitted work git status does not show: " + strings.Join(notes, ", ") +
+		"; undo with git update-index --no-skip-worktree --no-assume-unchanged, or remove the pattern from .git/info/exclude]"
+	return false
 }
 
 func (v *CompletionValidator) runFile(name string, def config.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
