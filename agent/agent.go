@@ -82,7 +82,8 @@ type Agent struct {
 	stepCfg     *llm.Config           // how steps' own models' bridges are opened (nil: no step has one)
 	stepBridges map[string]llm.Bridge // bridges of steps' own models, by spec
 	stepCosts   map[string]func(llm.Usage) float64
-	mcp         *mcp.Set // MCP servers capstan connected (nil when none)
+	mcp         *mcp.Set    // MCP servers capstan connected (nil when none)
+	ledger      *llm.Ledger // the tool-effect ledger of capstan's tool loop
 	flow        *flow
 	built       int            // how many of buildOrder's dependencies are built
 	protection  protection     // runner.verification.protect
@@ -274,6 +275,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// The model's streamed text reaches every consumer, an embedder's
 	// too, with secret values replaced, as the journal has it.
 	a.emit.RedactModelOutput(builtin.NewStreamRedactor(environ))
+	a.buildLedger()
 	a.built++ // logger
 	// 2. prompt resolver
 	a.prompts = sharedFor(def).prompts
@@ -393,6 +395,8 @@ func (a *Agent) buildJournal() error {
 		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
 	}
 	a.events = w
+	// Names the agent of a run killed before its run.start (runs, resume).
+	_ = journal.WriteStarted(w.Path(), journal.Started{Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir})
 	return nil
 }
 
@@ -442,7 +446,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	why := a.unsandboxed()
 	sandboxed := why == ""
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
-		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun,
+		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun, Temporal: a.opts.Temporal,
 		Sandboxed: &sandboxed, Unsandboxed: why,
 		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv), EndpointSource: a.endpointSource(),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
@@ -575,21 +579,45 @@ func (a *Agent) beginRun() *Result {
 	}
 	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
 	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
-		Timeout: time.Duration(b.TimeoutSeconds) * time.Second}
-	if a.opts.RunTimeout > 0 {
-		budgets.Timeout = a.opts.RunTimeout
-	}
+		Timeout: a.timeBudget()}
+	// capstan's tool loop continues a cut query from the journal (the
+	// tool-effect ledger); a bridge that runs its own (claude-code), or
+	// one an embedder gave, does not.
+	continuable := a.opts.Bridge == nil && !runsOwnToolLoop(a.model)
 	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
-		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now})
+		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable})
 	if err != nil {
 		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
 	}
-	started := a.started
-	if !a.opts.Started.IsZero() {
-		started = a.opts.Started
-	}
-	a.session = l.Begin(a.rc, started)
+	a.session = l.Begin(a.rc, a.startedAt())
 	return nil
+}
+
+// timeBudget is the run's time budget (0 = none).
+func (a *Agent) timeBudget() time.Duration {
+	if a.opts.RunTimeout > 0 {
+		return a.opts.RunTimeout
+	}
+	return time.Duration(a.spec.Runner.Budgets.TimeoutSeconds) * time.Second
+}
+
+// startedAt is when the run's time budget counts from.
+func (a *Agent) startedAt() time.Time {
+	if !a.opts.Started.IsZero() {
+		return a.opts.Started
+	}
+	return a.started
+}
+
+// Deadline is when the run's time budget ends; zero when it has none. A
+// driver that retries a cut iteration later (package scaleout) stops
+// retrying when the next attempt would come after it.
+func (a *Agent) Deadline() time.Time {
+	t := a.timeBudget()
+	if t <= 0 {
+		return time.Time{}
+	}
+	return a.startedAt().Add(t)
 }
 
 // endRun turns the loop's final result into the run's.

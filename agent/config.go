@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"io/fs"
 	"math"
 	"strings"
@@ -126,6 +127,21 @@ type Config struct {
 	// Resume continues the run recorded in this journal instead of starting
 	// a new one.
 	Resume *RunRecord
+	// WorkDirRestored says, for a resumed run, that the work dir was put
+	// back to the state the cut iteration began from (a Temporal worker
+	// checked out the run's last commit): the changes the cut attempt made
+	// inside it are gone. The tool-effect ledger then runs that attempt's
+	// file edits (Write, Edit) again, and a call it answers from the
+	// journal tells the model that its changes inside the work dir were
+	// undone.
+	WorkDirRestored bool
+	// Checkpoint, when set, is called after each call of a tool that is
+	// not idempotent, before its result is journaled (llm.Ledger's
+	// AfterEffect): a Temporal worker saves the checkout there, so that the
+	// iteration continued on another worker finds the effects of every
+	// call the journal answers. Its failure leaves the call's effect to
+	// the iteration's commit.
+	Checkpoint func(ctx context.Context) error
 	// DefinitionResume says, for a resumed run, how the definition it uses
 	// relates to the recorded one; it is journaled in run.start with the
 	// definition's digests. The definition itself is the one Agent was
@@ -147,6 +163,9 @@ type Config struct {
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of ("" = none); run.start records it, so the run names its pipeline.
 	PipelineRun string
+	// Temporal, when set, is where the run's workflow lives (a Temporal
+	// worker runs it); run.start records it.
+	Temporal *TemporalRun
 	// Started is when the run began, when that is earlier than Start (a
 	// run a driver continues in another process): the time budget counts
 	// from it. Zero = Start's time.

@@ -190,6 +190,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		WorkDir:             a.workDir,
 		Tools:               tools,
 		Events:              a.emit,
+		Ledger:              a.ledger,
 		Getenv:              a.opts.Getenv,
 		MaxTurns:            r.Boundaries.MaxTurns,
 		MaxToolCallsPerTurn: r.Boundaries.MaxToolCallsPerTurn,
@@ -199,7 +200,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		Redact: builtin.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
 		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
-		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts),
+		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts).WithinBudget(a.timeBudget()),
 		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
 	}
 	if a.opts.MaxRetryAfter > 0 {

@@ -49,6 +49,9 @@ type RunRecord struct {
 	// iteration (tests.baseline), by validator: what no-lost-tests
 	// compares with, kept for resume.
 	TestBaselines map[string]*testrun.Baseline `json:"testBaselines,omitempty"`
+	// Temporal is where the run lives when a Temporal worker ran it (the
+	// last run.start that says so); nil for a local run.
+	Temporal *TemporalRun `json:"temporal,omitempty"`
 	// GitHubRepo is the repository the run's first run.start pinned for
 	// capstan's own gh calls; resume keeps it.
 	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
@@ -140,6 +143,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			if rec.GitHubRepo == nil {
 				rec.GitHubRepo = s.GitHubRepo
+			}
+			if s.Temporal != nil {
+				rec.Temporal = s.Temporal
 			}
 			if s.Definition != nil {
 				rec.Definitions = append(rec.Definitions, s.Definition)

@@ -163,6 +163,10 @@ type RunStartEvent struct {
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of (absent for a run of its own).
 	PipelineRun string `json:"pipelineRun,omitempty"`
+	// Temporal says that a Temporal worker ran this part of the run (absent
+	// for a local run): where its workflow lives. A local resume refuses
+	// such a run and names the command that continues it there.
+	Temporal *TemporalRun `json:"temporal,omitempty"`
 	// Sandboxed says whether the run's commands ran in the sandbox
 	// (absent in runs recorded before capstan recorded it); Unsandboxed
 	// says why they did not.
@@ -172,6 +176,16 @@ type RunStartEvent struct {
 	// definition; resume reuses them. Absent in runs recorded before
 	// capstan recorded them.
 	Options *RunOptions `json:"options,omitempty"`
+}
+
+// TemporalRun is where a run on Temporal lives: the server a worker that
+// ran it was connected to, its namespace and the shared task queue, and
+// the run's branch in its repository.
+type TemporalRun struct {
+	Address   string `json:"address"`
+	Namespace string `json:"namespace,omitempty"`
+	TaskQueue string `json:"taskQueue,omitempty"`
+	Branch    string `json:"branch,omitempty"`
 }
 
 // RunOptions are the options a run was started with beyond its agent

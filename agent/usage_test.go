@@ -24,7 +24,8 @@ func resumeOnce(t *testing.T, dir string, res *Result, opts BuildOptions) *Resul
 
 // Turns that completed inside an iteration whose query then failed were
 // billed: they count in the iteration's summary, the result and the
-// budgets.
+// budgets. The provider outage makes the iteration a redo (not counted):
+// resume continues it from the tool-effect ledger.
 func TestUsageOfAFailedIterationCounts(t *testing.T) {
 	dir := basicAgent(t, `turns:
   - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
@@ -35,8 +36,8 @@ func TestUsageOfAFailedIterationCounts(t *testing.T) {
 	if res.Success || res.Error == nil || res.Error.Code != agenterr.CodeSdkConnection || !res.Error.Recoverable {
 		t.Fatalf("%+v", res)
 	}
-	if res.Usage.InputTokens != 100 || res.Usage.OutputTokens != 20 || res.Iterations != 1 {
-		t.Fatalf("result usage %+v over %d iterations, want 100/20 over 1", res.Usage, res.Iterations)
+	if res.Usage.InputTokens != 100 || res.Usage.OutputTokens != 20 || res.Iterations != 0 {
+		t.Fatalf("result usage %+v over %d iterations, want 100/20 over 0 (a redo)", res.Usage, res.Iterations)
 	}
 	rec, err := LoadRun(res.RunID, res.Journal)
 	if err != nil {

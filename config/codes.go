@@ -37,6 +37,7 @@ func Codes() []CodeInfo {
 		{"AC-COMPACTION-TARGET", e, "runner.compaction.target is not below its threshold"},
 		{"AC-COMPACTION-IGNORED", w, "runner.contextWindow / runner.compaction set for the claude-code backend, which compacts by itself"},
 		{"AC-REQUESTS-IGNORED", w, "runner.requests set for the claude-code backend, whose CLI makes its own requests"},
+		{"AC-IDEMPOTENT-IGNORED", w, "an MCP server declared idempotent for the claude-code backend, whose CLI runs the MCP calls outside the tool-effect ledger"},
 		{"AC-TOOL-CALLS-IGNORED", w, "runner.boundaries.maxToolCallsPerTurn set for the claude-code backend, whose CLI runs the tools"},
 		{"AC-GITHUB-DISABLED", w, "runner.integrations.github sets defaultClosureAction or labels.completion but enabled is false"},
 		{"AC-GITHUB-NO-ISSUE", w, "runner.integrations.github is enabled but the agent has no issue parameter to act on"},

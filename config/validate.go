@@ -52,7 +52,7 @@ type ValidateOptions struct {
 func DefaultReservedFlags() []string {
 	return []string{
 		"--accept-changed-definition", "--allow-key-in-ancestors", "--base-url", "--connect-timeout", "--continue-every",
-		"--first-byte-timeout", "--help", "--json", "--max-iterations", "--max-retry-after", "--model", "--namespace",
+		"--first-byte-timeout", "--help", "--json", "--max-iterations", "--max-retry-after", "--model", "--namespace", "--no-sandbox",
 		"--quiet", "--repo", "--stream", "--stream-idle-timeout", "--task-queue", "--temporal", "--workdir", "--worker-timeout",
 	}
 }
@@ -328,6 +328,11 @@ func (c *checker) agent() {
 			c.report(a, "AC-MCP-TRANSPORT", SeverityError, JoinPointer("runner", "mcpServers", name),
 				"set command (stdio server) or url (HTTP server), not both",
 				"MCP server %q needs exactly one of command and url", name)
+		}
+		if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && s.Idempotent {
+			c.report(a, "AC-IDEMPOTENT-IGNORED", SeverityWarning, JoinPointer("runner", "mcpServers", name, "idempotent"),
+				"remove it, or run an API provider (--model anthropic:… / openai:…) where capstan runs the tool loop",
+				"idempotent does not apply to the claude-code backend: the Claude Code CLI runs the MCP calls itself, outside capstan's tool-effect ledger")
 		}
 	}
 	if provider, _, _ := strings.Cut(r.Model, ":"); provider == "claude-code" && (r.ContextWindow > 0 || r.Compaction != nil) {

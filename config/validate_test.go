@@ -286,6 +286,10 @@ func TestValidateProblems(t *testing.T) {
 			at(a, "runner")["model"] = "claude-code"
 			at(a, "runner")["requests"] = map[string]any{"connectTimeoutSeconds": 5}
 		}, "AC-REQUESTS-IGNORED", SeverityWarning, "agent.json", "/runner/requests"},
+		{"idempotent MCP server with claude-code", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner")["model"] = "claude-code"
+			at(a, "runner")["mcpServers"] = map[string]any{"pay": map[string]any{"command": "pay-mcp", "idempotent": true}}
+		}, "AC-IDEMPOTENT-IGNORED", SeverityWarning, "agent.json", "/runner/mcpServers/pay/idempotent"},
 		{"tool calls per turn with claude-code", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["model"] = "claude-code"
 			at(a, "runner", "boundaries")["maxToolCallsPerTurn"] = 8

@@ -74,6 +74,13 @@ func (s *Snapshot) Save(runDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// A process killed while it wrote a snapshot left its temporary file:
+	// one process at a time writes a run's record, so it is garbage.
+	if stale, _ := filepath.Glob(filepath.Join(runDir, ".definition-*.tmp")); len(stale) > 0 {
+		for _, p := range stale {
+			_ = os.Remove(p)
+		}
+	}
 	tmp, err := os.CreateTemp(runDir, ".definition-*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("definition: write snapshot: %w", err)

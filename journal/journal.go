@@ -41,6 +41,9 @@ const (
 	ContextCompacted = "context.compacted" // older turns were stubbed or summarized to fit the context window
 	ToolCall         = "tool.call"
 	ToolDenied       = "tool.denied"
+	// ToolIntent is written before a tool call runs (the tool-effect
+	// ledger): a call with an intent and no tool.call was cut by a kill.
+	ToolIntent       = "tool.intent"
 	ValidatorResult  = "validator.result"
 	RetryPrompt      = "retry.prompt"
 	StepTransition   = "step.transition"

@@ -3,6 +3,7 @@ package journal
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -326,6 +327,40 @@ func sortRuns(runs []Run) []Run {
 func List(dir string) ([]Run, error) {
 	runs, err := listDir(filepath.Join(dir, RunsDir), dir, true)
 	return sortRuns(runs), err
+}
+
+// StartedFile is written next to a new run's journal before its first
+// event: the agent the run was started with. A run killed before its
+// run.start leaves an empty journal; StartedFile still names its agent
+// and what starts it again.
+const StartedFile = "started.json"
+
+// Started is the content of StartedFile.
+type Started struct {
+	Agent    string `json:"agent"`
+	AgentDir string `json:"agentDir"`
+	WorkDir  string `json:"workDir"`
+}
+
+// WriteStarted writes the StartedFile of the run whose journal is at
+// journalPath (one small write: a kill leaves all of it or none).
+func WriteStarted(journalPath string, s Started) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(filepath.Dir(journalPath), StartedFile), data, 0o600)
+}
+
+// ReadStarted reads the StartedFile of the run whose journal is at
+// journalPath; ok is false when there is none (older runs, or a kill
+// before it was written).
+func ReadStarted(journalPath string) (s Started, ok bool) {
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(journalPath), StartedFile))
+	if err != nil || len(data) > 64<<10 || json.Unmarshal(data, &s) != nil || s.Agent == "" {
+		return Started{}, false
+	}
+	return s, true
 }
 
 // realDirs reports whether each of rels under base is a folder and not a

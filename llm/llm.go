@@ -216,6 +216,9 @@ type ToolUse struct {
 	IsError    bool            `json:"is_error,omitempty"`
 	Denied     bool            `json:"denied,omitempty"`
 	DurationMs int64           `json:"duration_ms"`
+	// Replayed marks a result answered from the journal of an earlier
+	// attempt of the iteration: the tool did not run again (llm.Ledger).
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // QueryResult is what one Bridge.Query produced.

@@ -41,6 +41,12 @@ type Config struct {
 	Events journal.Emitter
 	// Transcripts seeds known sessions for resume: session id → messages.
 	Transcripts map[string][]Message
+	// Ledger, when set, is the run's tool-effect ledger: capstan's tool
+	// loop journals every turn's answer and every call's intent, and an
+	// iteration run again after a kill continues from the record (see
+	// Ledger). Providers that run their own tool loop (claude-code)
+	// ignore it.
+	Ledger *Ledger
 	// HTTPClient is used by HTTP providers (nil = http.DefaultClient).
 	HTTPClient *http.Client
 	// Timeouts bound each request of HTTP providers (zero fields =

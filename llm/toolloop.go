@@ -76,6 +76,7 @@ type loopConfig struct {
 	MaxToolCallsPerTurn int
 	Redact              Redactor
 	Context             ContextManager
+	Ledger              *Ledger
 }
 
 // NewToolLoop wraps m in the shared tool loop.
@@ -85,7 +86,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	}
 	l := &ToolLoop{model: m, tools: make(map[string]tool.Tool, len(cfg.Tools)), journal: JournalTools(cfg.Events),
 		cfg: loopConfig{Model: cfg.Model, WorkDir: cfg.WorkDir, Events: cfg.Events, MaxTurns: cfg.MaxTurns,
-			MaxToolCallsPerTurn: cfg.MaxToolCallsPerTurn, Redact: cfg.Redact, Context: cfg.Context}}
+			MaxToolCallsPerTurn: cfg.MaxToolCallsPerTurn, Redact: cfg.Redact, Context: cfg.Context, Ledger: cfg.Ledger}}
 	l.byName = make([]specCached, len(cfg.Tools))
 	for i, t := range cfg.Tools {
 		l.byName[i] = specCached{Tool: t, spec: t.Spec()}
@@ -142,6 +143,14 @@ type ModelTurnEvent struct {
 	ToolCalls  int    `json:"tool_calls"`
 	Usage      Usage  `json:"usage"`
 	DurationMs int64  `json:"duration_ms"`
+	// Query, Message and StructuredOutput are written by a tool loop with
+	// a Ledger: the query's ledger key (the digest of its prompt) and the
+	// answer as it entered the transcript, so that an iteration run again
+	// after a kill continues from this turn instead of asking the model
+	// again. Older journals have none.
+	Query            string          `json:"query,omitempty"`
+	Message          *Message        `json:"message,omitempty"`
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
 }
 
 // Query implements Bridge. When it fails after the model has been called,
@@ -243,7 +252,7 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []Me
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
 		Tools: l.tools, MaxTurns: maxTurns, MaxToolCallsPerTurn: l.cfg.MaxToolCallsPerTurn, Events: l.cfg.Events,
 		Middleware: chain.mw, Redact: l.cfg.Redact,
-		Context: l.cfg.Context, Query: query, SessionID: q.sid,
+		Context: l.cfg.Context, Query: query, SessionID: q.sid, Ledger: l.cfg.Ledger,
 	}
 	return q, msgs, nil
 }
@@ -381,6 +390,10 @@ type Loop struct {
 	Context   ContextManager
 	Query     int
 	SessionID string
+	// Ledger, when set, journals each turn's answer and each call's intent
+	// and continues a query that an earlier, cut attempt of the iteration
+	// ran with the same prompt from what it recorded (see Ledger).
+	Ledger *Ledger
 	// Compacted reports, after Run, that the context manager replaced the
 	// transcript's earlier messages (so the whole transcript is new).
 	Compacted bool
@@ -399,6 +412,10 @@ type Loop struct {
 	maxTurns int
 	start    time.Time
 	handle   tool.Handler
+	// led is the Run's record in Ledger (nil without one); replayed says
+	// that the current turn's answer came from it.
+	led      *ledgerRun
+	replayed bool
 	// cut is the turn's call the answer was cut off in (max_tokens),
 	// which is not run; nil when there is none. A pointer, made when an
 	// answer is cut off: a parked query's Loop stays in a smaller size
@@ -442,7 +459,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 		if done, err := lp.prepare(ctx); done {
 			return lp.ended(err)
 		}
-		resp, err := lp.Model.Generate(ctx, lp.req)
+		resp, err := lp.generate(ctx)
 		if done, err := lp.answer(ctx, resp, err); done {
 			return lp.ended(err)
 		}
@@ -458,6 +475,10 @@ func (lp *Loop) begin(msgs []Message) {
 	req := lp.Request
 	lp.msgs, lp.res, lp.req, lp.handle = msgs, &QueryResult{}, &req, nil
 	lp.Compacted, lp.Guarded = false, false
+	lp.led, lp.replayed = nil, false
+	if lp.Ledger != nil && len(msgs) > 0 {
+		lp.led = lp.Ledger.open(msgs[len(msgs)-1].Text)
+	}
 	lp.maxTurns = lp.MaxTurns
 	if lp.maxTurns <= 0 {
 		lp.maxTurns = DefaultMaxTurns
@@ -467,8 +488,26 @@ func (lp *Loop) begin(msgs []Message) {
 // ended returns what Run returns and lets go of the Run's state.
 func (lp *Loop) ended(err error) ([]Message, *QueryResult, error) {
 	msgs, res := lp.msgs, lp.res
-	lp.msgs, lp.res, lp.req, lp.handle = nil, nil, nil, nil
+	lp.msgs, lp.res, lp.req, lp.handle, lp.led = nil, nil, nil, nil, nil
 	return msgs, res, err
+}
+
+// generate plays the current turn: the answer an earlier attempt recorded
+// (Ledger), or the model's.
+//
+//go:noinline
+func (lp *Loop) generate(ctx context.Context) (*Response, error) {
+	if r := lp.led.recorded(lp.res.Turns); r != nil {
+		lp.replayed = true
+		c := *r
+		c.Message.ToolCalls = slices.Clone(r.Message.ToolCalls)
+		if tr, ok := lp.Model.(TurnReplayer); ok {
+			tr.TurnReplayed(&c)
+		}
+		return &c, nil
+	}
+	lp.replayed = false
+	return lp.Model.Generate(ctx, lp.req)
 }
 
 // events is where the Loop journals (Events, or nowhere).
@@ -502,7 +541,7 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 		return true, e
 	}
 	lp.req.Messages = lp.msgs
-	if lp.Context != nil {
+	if lp.Context != nil && lp.led.recorded(res.Turns+1) == nil {
 		fit, err := lp.Context.Fit(ctx, lp.req, lp.Query)
 		res.Usage.Add(fit.Usage)
 		if err != nil {
@@ -536,7 +575,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	if resp == nil {
 		return true, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
 	}
-	if lp.Context != nil {
+	if lp.Context != nil && !lp.replayed {
 		lp.Context.Observe(lp.req, resp.Usage.Input())
 	}
 	res := lp.res
@@ -563,8 +602,15 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		ids[c.ID] = true
 	}
 	lp.msgs = append(lp.msgs, resp.Message)
-	lp.events().Emit(journal.ModelTurn, ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
-		ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(lp.start).Milliseconds()})
+	if !lp.replayed {
+		mt := ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
+			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(lp.start).Milliseconds()}
+		if lp.led != nil {
+			lp.led.record(res.Turns, resp)
+			mt.Query, mt.Message, mt.StructuredOutput = lp.led.key, &resp.Message, resp.StructuredOutput
+		}
+		lp.events().Emit(journal.ModelTurn, mt)
+	}
 	if resp.Message.Text != "" {
 		res.Responses = append(res.Responses, resp.Message.Text)
 	}
@@ -659,6 +705,9 @@ func (lp *Loop) innermost(next tool.Handler) tool.Handler {
 		if call.Tool == nil {
 			return unknownTool(lp.Request.Tools, call)
 		}
+		if lp.led != nil {
+			return lp.keep(lp.led.run(ctx, lp.res.Turns, lp.replayed, call, lp.events(), next))
+		}
 		return lp.keep(next(ctx, call))
 	}
 }
@@ -691,7 +740,7 @@ func (lp *Loop) keep(out tool.Outcome) tool.Outcome {
 // useOf is the record of a handled call.
 func useOf(call tool.Call, out tool.Outcome) ToolUse {
 	return ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content,
-		IsError: out.IsError, Denied: out.Denied, DurationMs: out.Duration.Milliseconds()}
+		IsError: out.IsError, Denied: out.Denied, DurationMs: out.Duration.Milliseconds(), Replayed: out.Replayed}
 }
 
 // JournalTools is tool middleware that journals every call as it ends: a
@@ -754,3 +803,6 @@ type specCached struct {
 }
 
 func (c specCached) Spec() tool.Spec { return c.spec }
+
+// Idempotent implements tool.Idempotent for the tool it caches.
+func (c specCached) Idempotent() bool { return tool.IsIdempotent(c.Tool) }

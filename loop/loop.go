@@ -129,6 +129,12 @@ type Config struct {
 	Cost func(llm.Usage) float64
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
+	// Continuable says that the bridge continues a cut query from its
+	// journal (llm.Ledger): an iteration whose query a provider failure
+	// that another attempt can fix (SDK_RATE_LIMIT, SDK_CONNECTION) ended
+	// after the model had answered is then a redo too, run again from
+	// where it failed instead of counted with its work half done.
+	Continuable bool
 }
 
 // Loop is seed 000's Loop.
@@ -618,7 +624,7 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 			s.ToolsUsed = append(s.ToolsUsed, qr.ToolUses...)
 		}
 		l.fail(it, err)
-		it.out.Redo = interrupted || !answered(qr)
+		it.out.Redo = interrupted || !answered(qr) || (l.cfg.Continuable && providerOutage(err))
 		if over := it.over; over != nil && !interrupted && errors.Is(err, over.Err) {
 			it.out.Reason, it.out.CompletionReason = over.Reason, over.CompletionReason
 		}
@@ -664,6 +670,13 @@ func (it *iterationState) takeSession(rc *RuntimeContext, qr *llm.QueryResult) {
 // answered reports whether a failed query got at least one model turn
 // back: billed usage, a response or a tool call. (qr.Turns counts the
 // failed attempt too.)
+// providerOutage reports an error a later attempt of the same request can
+// get past: the provider rate limits or is unreachable or overloaded.
+func providerOutage(err error) bool {
+	e := agenterr.From(err)
+	return e != nil && e.Recoverable && (e.Code == agenterr.CodeSdkRateLimit || e.Code == agenterr.CodeSdkConnection)
+}
+
 func answered(qr *llm.QueryResult) bool {
 	return qr != nil && (qr.Usage != llm.Usage{} || len(qr.Responses) > 0 || len(qr.ToolUses) > 0)
 }

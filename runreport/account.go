@@ -493,11 +493,18 @@ func (b *builder) add(ev journal.Event) error {
 			Output     string          `json:"output"`
 			IsError    bool            `json:"is_error"`
 			DurationMs int64           `json:"duration_ms"`
+			Replayed   bool            `json:"replayed"`
 		}
 		if err := decode(&s); err != nil {
 			return err
 		}
-		b.entry(Entry{Kind: KindTool, Time: ev.Time, Title: s.Name + " " + compactJSON(s.Input), Detail: s.Output,
+		title := s.Name + " " + compactJSON(s.Input)
+		if s.Replayed {
+			// Answered from the record of an earlier attempt of the
+			// iteration: the tool did not run again.
+			title += "  (from the journal, not run again)"
+		}
+		b.entry(Entry{Kind: KindTool, Time: ev.Time, Title: title, Detail: s.Output,
 			Duration: time.Duration(s.DurationMs) * time.Millisecond, OK: !s.IsError})
 	case journal.ToolDenied:
 		var s struct {

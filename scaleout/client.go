@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -74,6 +76,10 @@ type WorkerConfig struct {
 	// Ready, when set, is called once the worker polls its queues, with
 	// its own task queue.
 	Ready func(queue string)
+	// Address and Namespace are the server the worker is connected to,
+	// recorded in its runs' journals (run.start temporal) so that a local
+	// resume can name the command that continues a run there.
+	Address, Namespace string
 }
 
 // RunWorker runs a worker until ctx ends: it executes capstan.Run
@@ -88,7 +94,8 @@ func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
 	}
 	host, _ := os.Hostname()
 	own := fmt.Sprintf("%s@%s-%d-%s", cfg.TaskQueue, host, os.Getpid(), randomHex(4))
-	acts := &Activities{Queue: own, Root: cfg.Root, Store: cfg.Store, Getenv: cfg.Getenv, TracerProvider: cfg.TracerProvider}
+	acts := &Activities{Queue: own, Root: cfg.Root, Store: cfg.Store, Getenv: cfg.Getenv, TracerProvider: cfg.TracerProvider,
+		Server: agent.TemporalRun{Address: cfg.Address, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue}}
 	defer acts.Close()
 	shared := worker.New(c, cfg.TaskQueue, worker.Options{DisableRegistrationAliasing: true})
 	shared.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
@@ -419,4 +426,64 @@ func noCredentialIn(flag, value string) error {
 		"%s carries a password or token in its URL; a run on Temporal records it in workflow history", flag)
 	e.Hint = "drop the user:password@ part and give the workers the credential (git credential helper, API key in their environment)"
 	return e
+}
+
+// Continue prepares the continuation of run runID, whose workflow ended
+// without completing on a recoverable error (a provider outage that
+// outlasted its time budget, say): the run's input as its last workflow
+// execution got it, with the state the run ended in — its finished
+// iterations, step, usage, and its branch's tip as the commit to continue
+// from — and a time budget counted from now, as a local resume has. Start
+// it with Start under the same id: the worker continues the run's journal
+// and its branch.
+func Continue(ctx context.Context, c client.Client, runID string) (*RunInput, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil, fmt.Errorf("run %s is still running on Temporal: there is nothing to resume", runID)
+	}
+	var res *agent.Result
+	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &res); err != nil {
+		return nil, fmt.Errorf("run %s: its workflow failed (%w); reset it instead: temporal workflow reset --workflow-id %s --type LastWorkflowTask", runID, runFailed(runID, err), runID)
+	}
+	switch {
+	case res == nil:
+		return nil, fmt.Errorf("run %s: its workflow has no result", runID)
+	case res.Success:
+		return nil, fmt.Errorf("run %s already completed: there is nothing to resume", runID)
+	case res.Error == nil || !res.Error.Recoverable:
+		return nil, fmt.Errorf("run %s ended %s, which resuming cannot change: continue the work with a new run on its branch", runID, res.CompletionReason)
+	}
+	it := c.GetWorkflowHistory(ctx, runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return nil, fmt.Errorf("run %s: its workflow history is empty", runID)
+	}
+	first, err := it.Next()
+	if err != nil {
+		return nil, fmt.Errorf("run %s: read its workflow history: %w", runID, err)
+	}
+	attrs := first.GetWorkflowExecutionStartedEventAttributes()
+	if attrs == nil {
+		return nil, fmt.Errorf("run %s: its workflow history does not start with its input", runID)
+	}
+	var in RunInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
+		return nil, fmt.Errorf("run %s: read its input: %w", runID, err)
+	}
+	st := RunState{Iteration: res.Iterations, Commit: in.BaseCommit, Step: res.StepID, Usage: res.Usage, CostUSD: res.CostUSD}
+	if in.State != nil {
+		st.Commit, st.Moves = in.State.Commit, in.State.Moves
+	}
+	if in.Repo != "" {
+		out, err := git(ctx, os.TempDir(), append(slices.Clone(checkoutHardening), "ls-remote", in.Repo, "refs/heads/"+in.Branch)...)
+		tip, _, _ := strings.Cut(out, "\t")
+		if err != nil || tip == "" {
+			return nil, fmt.Errorf("run %s: read its branch %s in %s: %v", runID, in.Branch, in.Repo, err)
+		}
+		st.Commit = tip
+	}
+	in.State, in.Started = &st, time.Now()
+	return &in, nil
 }

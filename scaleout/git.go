@@ -39,6 +39,76 @@ type checkout struct {
 	// done is the result of the iteration when a previous attempt already
 	// committed it.
 	done *IterationResult
+	// resumed says that the work dir holds the checkpoint of an earlier
+	// attempt of the iteration (its edits up to its last journaled tool
+	// call); otherwise a resumed agent finds it at the run's last commit.
+	resumed bool
+}
+
+// Checkpoints of an iteration in progress: after each tool call that is
+// not idempotent, the worker pushes the work dir as a commit whose parent
+// is the run's last commit to wipRef(run), with trailerWip. An attempt on
+// another worker continues from it, so the effects of every tool call the
+// journal answers are in its work dir.
+const trailerWip = "Capstan-Checkpoint: "
+
+// wipRef is the ref of run's checkpoint.
+func wipRef(runID string) string { return "refs/capstan/wip/" + runID }
+
+// checkpoint pushes the work dir dir of the iteration after st as the
+// run's checkpoint.
+func (w *Activities) checkpoint(ctx context.Context, run *RunInput, dir string, st RunState) error {
+	if run.Repo == "" {
+		return nil
+	}
+	if err := w.guardRepo(dir); err != nil {
+		return workDirError("restore the repository of "+dir, err)
+	}
+	if _, err := checkoutGit(ctx, dir, "add", "-A"); err != nil {
+		return workDirError("stage the work dir", err)
+	}
+	tree, err := checkoutGit(ctx, dir, "write-tree")
+	if err != nil {
+		return workDirError("record the work dir", err)
+	}
+	msg := fmt.Sprintf("capstan: run %s iteration %d in progress\n\n%s%s\n%s%d\n%strue\n", run.RunID, st.Iteration+1,
+		trailerRun, run.RunID, trailerIteration, st.Iteration+1, trailerWip)
+	sha, err := checkoutGit(ctx, dir, "-c", "user.name=capstan", "-c", "user.email=capstan@localhost", "commit-tree", tree, "-p", st.Commit, "-m", msg)
+	if err != nil {
+		return workDirError("record the work dir", err)
+	}
+	if _, err := checkoutGit(ctx, dir, "push", "-q", "-f", "origin", sha+":"+wipRef(run.RunID)); err != nil {
+		return workDirError("push the checkpoint of run "+run.RunID, err)
+	}
+	return nil
+}
+
+// resumeCheckpoint puts the checkpoint of the iteration after st, when an
+// earlier attempt pushed one, into the checkout dir (HEAD stays at
+// st.Commit); it reports whether there was one.
+func resumeCheckpoint(ctx context.Context, dir string, run *RunInput, st RunState) bool {
+	ref := "refs/remotes/origin/capstan-wip"
+	if _, err := checkoutGit(ctx, dir, "fetch", "-q", "origin", "+"+wipRef(run.RunID)+":"+ref); err != nil {
+		return false
+	}
+	wip, err := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", ref)
+	if err != nil {
+		return false
+	}
+	parent, _ := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wip+"^")
+	msg, err := checkoutGit(ctx, dir, "log", "-1", "--format=%B", wip)
+	if err != nil || parent != st.Commit || trailer(msg, trailerRun) != run.RunID ||
+		trailer(msg, trailerIteration) != strconv.Itoa(st.Iteration+1) || trailer(msg, trailerWip) != "true" {
+		return false
+	}
+	if _, err := checkoutGit(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, wip); err != nil {
+		return false
+	}
+	if _, err := checkoutGit(ctx, dir, "reset", "-q", "--soft", st.Commit); err != nil {
+		return false
+	}
+	_, _ = checkoutGit(ctx, dir, "clean", "-q", "-f", "-d")
+	return true
 }
 
 // workDir prepares the run's work dir for the iteration after st: a
@@ -88,6 +158,9 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 			return checkout{}, err
 		}
 		return checkout{dir: dir, done: done}, nil
+	}
+	if resumeCheckpoint(ctx, dir, run, st) {
+		return checkout{dir: dir, reset: true, resumed: true}, nil
 	}
 	head, _ := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", "HEAD")
 	if head == st.Commit {

@@ -42,6 +42,9 @@ type Activities struct {
 	Getenv func(string) string
 	// TracerProvider, when set, traces the runs (agent.Config.TracerProvider).
 	TracerProvider trace.TracerProvider
+	// Server is where the worker's runs live (agent.Config.Temporal; the
+	// branch is filled in per run).
+	Server agent.TemporalRun
 
 	mu   sync.Mutex
 	runs map[string]*liveRun
@@ -58,6 +61,35 @@ type liveRun struct {
 	dir       string
 	// journal is the run's journal as the agent left it.
 	journal journalMark
+	// cut marks a checkout kept without an agent: an attempt of the
+	// iteration after iteration was cut there by a provider outage, and
+	// its edits are still in dir (the next attempt continues from them,
+	// its agent resumed from the journal at journalPath).
+	cut         bool
+	journalPath string
+	// place is where the agent's iteration under way stands (for its
+	// checkpoints).
+	place *runPlace
+}
+
+// runPlace is the state and checkout of a run's iteration under way: what
+// the agent's checkpoints (agent.Config.Checkpoint) record.
+type runPlace struct {
+	mu  sync.Mutex
+	st  RunState
+	dir string
+}
+
+func (p *runPlace) set(st RunState, dir string) {
+	p.mu.Lock()
+	p.st, p.dir = st, dir
+	p.mu.Unlock()
+}
+
+func (p *runPlace) get() (RunState, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.st, p.dir
 }
 
 // Acquire is ActivityAcquire: it pins the calling run to this worker.
@@ -71,7 +103,9 @@ func (w *Activities) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, lr := range w.runs {
-		lr.a.Abandon()
+		if lr.a != nil {
+			lr.a.Abandon()
+		}
 		delete(w.runs, id)
 	}
 }
@@ -114,6 +148,19 @@ func (w *Activities) keep(id string, lr *liveRun) {
 // shutting down) has lost the run: it leaves the journal as a killed
 // process would, commits nothing, and fails.
 func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*IterationResult, error) {
+	res, err := w.iterate(ctx, in)
+	var ae *temporal.ApplicationError
+	if err != nil && !outage(err) && activity.GetInfo(ctx).Attempt >= iterationAttempts && errors.As(err, &ae) && !ae.NonRetryable() {
+		// The retry policy allows outageAttempts for provider outages;
+		// other failures get iterationAttempts.
+		return nil, temporal.NewNonRetryableApplicationError(ae.Error(), ae.Type(), err)
+	}
+	return res, err
+}
+
+// iterate is Iterate before its bound on the attempts of failures that
+// are not provider outages.
+func (w *Activities) iterate(ctx context.Context, in IterationInput) (*IterationResult, error) {
 	run, st := in.Run, in.State
 	if run == nil {
 		return nil, temporal.NewNonRetryableApplicationError("iteration without a run", ErrTypeBuild, nil)
@@ -132,6 +179,17 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 	}
 	defer lock.unlock()
 	lr := w.take(run.RunID)
+	// kept is the checkout where this worker cut an attempt of this very
+	// iteration (an outage): its edits are the ones the journal records.
+	kept := ""
+	if lr != nil && lr.cut {
+		if lr.iteration == st.Iteration && lr.commit == st.Commit && run.Repo != "" && lr.journal.unchanged(lr.journalPath) {
+			if err := w.guardRepo(lr.dir); err == nil {
+				kept = lr.dir
+			}
+		}
+		lr = nil
+	}
 	if lr != nil && !lr.journal.unchanged(lr.a.JournalPath()) {
 		// Another worker wrote the run's journal since this one kept the
 		// agent (an iteration the workflow did not count): the agent in
@@ -144,6 +202,8 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		// This worker ran and committed the last iteration, and holds the
 		// run's agent: the work dir is where that iteration left it.
 		wd = checkout{dir: lr.dir}
+	} else if kept != "" {
+		wd = checkout{dir: kept}
 	} else if wd, err = w.workDir(ctx, run, st); err != nil {
 		if lr != nil {
 			lr.a.Abandon()
@@ -163,12 +223,17 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		lr = nil
 	}
 	if lr == nil {
-		a, err := w.build(ctx, store, run, st, wd.dir)
+		// The agent resumed from the journal finds the work dir as the
+		// cut attempt left it only in a checkout this worker kept.
+		place := &runPlace{}
+		place.set(st, wd.dir)
+		a, err := w.build(ctx, store, run, st, wd.dir, kept == "" && !wd.resumed, place)
 		if err != nil {
 			return nil, err
 		}
-		lr = &liveRun{a: a}
+		lr = &liveRun{a: a, place: place}
 	}
+	lr.place.set(st, wd.dir)
 	res := lr.a.Step(ctx)
 	if err := attemptLost(ctx); err != nil {
 		lr.a.Abandon()
@@ -185,13 +250,22 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 		}
 	}
 	if res != nil {
-		if retry := retryable(res, st.Iteration); retry != nil && activity.GetInfo(ctx).Attempt < iterationAttempts {
-			// The provider is rate limiting or unreachable: the iteration
-			// did not finish. Temporal retries it (after the server's
-			// retry-after) on a fresh agent resumed from the journal. The
-			// last attempt ends the run with the error instead, as a local
-			// run ends (recoverable).
+		if retry := retryable(res, st.Iteration); retry != nil && retryFits(ctx, lr.a.Deadline(), retry) {
+			// The provider is rate limiting, overloaded or unreachable:
+			// the iteration did not finish. Temporal retries it, with
+			// backoff or after the server's retry-after, on an agent
+			// resumed from the journal, which continues the iteration
+			// where it failed (the tool-effect ledger). When the next
+			// attempt would come after the run's time budget, or after
+			// outageAttempts, this attempt ends the run with the error
+			// instead, as a local run ends (recoverable).
+			path := lr.a.JournalPath()
 			lr.a.Abandon()
+			if mark, ok := markJournal(path); ok && run.Repo != "" {
+				// The next attempt continues in this checkout, with the
+				// edits this one made (the journal records them).
+				w.keep(run.RunID, &liveRun{iteration: st.Iteration, commit: st.Commit, dir: wd.dir, cut: true, journalPath: path, journal: mark})
+			}
 			return nil, retry
 		}
 		out.Result = lr.a.Stop()
@@ -211,7 +285,7 @@ func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*Iteration
 			lr.a.Abandon()
 			return out, nil
 		}
-		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit, dir: wd.dir, journal: mark})
+		w.keep(run.RunID, &liveRun{a: lr.a, iteration: out.Iteration, commit: out.Commit, dir: wd.dir, journal: mark, place: lr.place})
 	}
 	return out, nil
 }
@@ -240,6 +314,42 @@ func attemptLost(ctx context.Context) error {
 // tool call), at least 10 s.
 func lockWait(ctx context.Context) time.Duration {
 	return max(2*activity.GetInfo(ctx).HeartbeatTimeout, 10*time.Second)
+}
+
+// outageAttempts bounds the attempts of an iteration a provider outage
+// keeps failing, for a run without a time budget (about 25 minutes of
+// retries, at most a minute apart).
+const outageAttempts = 30
+
+// outageBackoff is the wait Temporal puts before attempt n+1 of an
+// iteration (the activity's retry policy), unless the failure names one.
+func outageBackoff(n int32) time.Duration {
+	return min(time.Second<<(n-1), time.Minute)
+}
+
+// retryFits reports whether the iteration may be retried after the
+// outage retry: the next attempt comes before deadline (the run's time
+// budget; zero = none, when outageAttempts bounds it).
+func retryFits(ctx context.Context, deadline time.Time, retry error) bool {
+	n := activity.GetInfo(ctx).Attempt
+	if n >= outageAttempts {
+		return false
+	}
+	if deadline.IsZero() {
+		return true
+	}
+	wait := outageBackoff(n)
+	var ae *temporal.ApplicationError
+	if errors.As(retry, &ae) && ae.NextRetryDelay() > 0 {
+		wait = ae.NextRetryDelay()
+	}
+	return time.Now().Add(wait).Before(deadline)
+}
+
+// outage reports an activity failure that retryable made.
+func outage(err error) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && (ae.Type() == agenterr.CodeSdkRateLimit || ae.Type() == agenterr.CodeSdkConnection)
 }
 
 // retryable maps a run that ended on a recoverable provider failure
@@ -288,11 +398,23 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 
 // build makes the run's agent on this worker: a new run for the first
 // iteration, otherwise the run resumed from its journal, rewound to the
-// iterations the workflow counted.
-func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string) (*agent.Agent, error) {
+// iterations the workflow counted. restored says that dir is at the run's
+// last commit, without the edits of an attempt of this iteration that was
+// cut (agent.Config.WorkDirRestored); place is where the run's iteration
+// under way stands, for the agent's checkpoints.
+func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInput, st RunState, dir string, restored bool, place *runPlace) (*agent.Agent, error) {
 	cfg := agent.Config{WorkDir: dir, Store: store, Model: run.Model, BaseURL: run.BaseURL, MaxIterations: run.MaxIterations,
 		Timeouts: run.Timeouts, MaxRetryAfter: run.MaxRetryAfter, Params: run.Params, RunID: run.RunID, Started: run.Started,
-		Getenv: w.Getenv, TracerProvider: w.TracerProvider, NoSandbox: run.NoSandbox}
+		Getenv: w.Getenv, TracerProvider: w.TracerProvider, WorkDirRestored: restored && run.Repo != "", NoSandbox: run.NoSandbox}
+	server := w.Server
+	server.Branch = run.Branch
+	cfg.Temporal = &server
+	if run.Repo != "" {
+		cfg.Checkpoint = func(ctx context.Context) error {
+			st, dir := place.get()
+			return w.checkpoint(ctx, run, dir, st)
+		}
+	}
 	found, ferr := store.Find("", run.RunID)
 	switch {
 	case ferr == nil:

@@ -103,7 +103,8 @@ func Run(ctx workflow.Context, in RunInput) (*agent.Result, error) {
 }
 
 // iterationAttempts is how many times an iteration is attempted on its
-// worker before its failure reaches the workflow.
+// worker before its failure reaches the workflow (a provider outage gets
+// up to outageAttempts, within the run's time budget).
 const iterationAttempts = 5
 
 // recentOutcomes is how many iteration outcomes the progress query keeps.
@@ -131,7 +132,7 @@ func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunIn
 		HeartbeatTimeout:       opts.Heartbeat,
 		WaitForCancellation:    true,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: time.Minute, MaximumAttempts: iterationAttempts, NonRetryableErrorTypes: nonRetryable},
+			MaximumInterval: time.Minute, MaximumAttempts: outageAttempts, NonRetryableErrorTypes: nonRetryable},
 		Summary: fmt.Sprintf("iteration %d", st.Iteration+1),
 	})
 	run := *in

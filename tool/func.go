@@ -15,10 +15,11 @@ import (
 
 // FuncTool is a Tool made from a Go function with a typed input; see Func.
 type FuncTool[In any] struct {
-	spec      Spec
-	kind      Kind
-	validator *schema.Validator
-	fn        func(ctx context.Context, in In) (string, error)
+	spec       Spec
+	kind       Kind
+	idempotent bool
+	validator  *schema.Validator
+	fn         func(ctx context.Context, in In) (string, error)
 }
 
 // Func returns a Tool named name that runs fn, with the input JSON Schema
@@ -81,6 +82,20 @@ func (t *FuncTool[In]) WithKind(k Kind) *FuncTool[In] {
 	c.kind = k
 	return &c
 }
+
+// WithIdempotent returns a copy of the tool that declares itself
+// idempotent: a call of it that a killed run had started is run again on
+// resume (with the same tool.IdempotencyKey in its context) instead of
+// being reported to the model as interrupted.
+func (t *FuncTool[In]) WithIdempotent() *FuncTool[In] {
+	c := *t
+	c.idempotent = true
+	return &c
+}
+
+// Idempotent implements Idempotent: set by WithIdempotent, or a KindRead
+// tool.
+func (t *FuncTool[In]) Idempotent() bool { return t.idempotent || t.kind == KindRead }
 
 // Spec implements Tool; InputSchema is the schema inferred from In.
 func (t *FuncTool[In]) Spec() Spec { return t.spec }

@@ -31,6 +31,10 @@ type Outcome struct {
 	Denied bool
 	// Duration is the time the tool itself ran (0 when it did not run).
 	Duration time.Duration
+	// Replayed marks a result taken from the journal of an earlier attempt
+	// of the iteration (the tool-effect ledger, llm.Ledger): the tool did
+	// not run again.
+	Replayed bool
 }
 
 // Denial is the Outcome of a call refused without running, with reason as

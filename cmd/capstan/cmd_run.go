@@ -488,7 +488,11 @@ func useColor(w io.Writer) bool {
 	return isTerminal(w) && os.Getenv("NO_COLOR") == ""
 }
 
-func printSummary(w io.Writer, r *agent.Result) {
+func printSummary(w io.Writer, r *agent.Result) { printSummaryOn(w, r, "") }
+
+// printSummaryOn is printSummary for a run whose `continue with:` command
+// takes resumeArgs (the Temporal server a run on Temporal continues on).
+func printSummaryOn(w io.Writer, r *agent.Result, resumeArgs string) {
 	status := "NOT COMPLETED"
 	if r.Success {
 		status = "COMPLETED"
@@ -517,7 +521,7 @@ func printSummary(w io.Writer, r *agent.Result) {
 			fmt.Fprintf(w, "  hint: %s\n", r.Error.Hint)
 		}
 		if cmd := resumeCommand(r); cmd != "" {
-			fmt.Fprintf(w, "  continue with: %s\n", cmd)
+			fmt.Fprintf(w, "  continue with: %s%s\n", cmd, resumeArgs)
 		}
 	}
 	if g := r.GitHub; g != nil {
@@ -609,9 +613,19 @@ Both choices are journaled. A run whose recorded definition is missing
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunIDs(&flags.workDir),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if flags.temporal.address != "" {
+				return resumeOnTemporal(cmd.Context(), cmd, flags, args[0])
+			}
 			rec, err := loadRun(flags.workDir, args[0])
 			if err != nil {
 				return err
+			}
+			if t := rec.Temporal; t != nil {
+				// Continued here it would leave its workflow and branch
+				// behind: the journal, the branch and show would disagree.
+				tf := temporalFlags{address: t.Address, namespace: t.Namespace, taskQueue: t.TaskQueue}
+				return withExit(exitUsage, fmt.Errorf("resume: run %s runs on Temporal (%s, namespace %s, branch %s): it is not resumed here, outside its workflow and its branch; continue it on Temporal with: capstan resume %s%s",
+					rec.ID, t.Address, t.Namespace, t.Branch, rec.ID, tf.resumeArgs()))
 			}
 			if err := journalProblem(rec); err != nil {
 				return withExit(exitInternal, fmt.Errorf("resume: %w; it is not resumed (start a new run with capstan run)", err))
@@ -643,6 +657,7 @@ Both choices are journaled. A run whose recorded definition is missing
 		},
 	}
 	flags.register(cmd.Flags())
+	flags.temporal.registerResume(cmd.Flags())
 	registerAccept(cmd.Flags(), &flags.acceptChanged)
 	cmd.Flags().BoolVar(&reload, "reload-definition", false, "continue with the agent folder's current files instead of the definition recorded with the run (journaled with both digests)")
 	cmd.Flags().Lookup("workdir").Usage = "also find runs an older capstan kept under <workdir>/.capstan/runs (the run continues in its own work dir)"

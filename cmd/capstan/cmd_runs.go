@@ -124,6 +124,10 @@ func journalProblem(rec *agent.RunRecord) error {
 // errNotStarted explains a journal with no run.start event.
 func errNotStarted(rec *agent.RunRecord) error {
 	if rec.Integrity.Lines == 0 {
+		if s, ok := journal.ReadStarted(rec.Journal); ok && s.AgentDir != "" && s.WorkDir != "" {
+			return fmt.Errorf("run %s of agent %s was stopped before it started (its journal %s is empty): there is nothing to resume; start again with: capstan run %s --workdir %s",
+				rec.ID, runreport.VisibleControls(s.Agent), rec.Journal, shellQuote(s.AgentDir), shellQuote(s.WorkDir))
+		}
 		return fmt.Errorf("run %s was stopped before it started (its journal %s is empty): there is nothing to resume; start the agent again with capstan run", rec.ID, rec.Journal)
 	}
 	return fmt.Errorf("run %s has no run.start event in %s: there is nothing to resume; start the agent again with capstan run", rec.ID, rec.Journal)
@@ -281,6 +285,9 @@ func summarizeJournal(r journal.Run) runSummary {
 	if rec.Start != nil {
 		s.Agent = rec.Start.Agent
 		s.WorkDir = rec.Start.WorkDir
+	} else if st, ok := journal.ReadStarted(r.Path); ok {
+		// Killed before its run.start: the agent it was started with.
+		s.Agent = st.Agent
 	}
 	s.Iterations = len(rec.Iterations)
 	switch {

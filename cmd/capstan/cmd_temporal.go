@@ -48,6 +48,45 @@ const (
 	temporalRun           // and --repo, --worker-timeout, --continue-every
 )
 
+// resumeArgs are the flags of `capstan resume` that continue a run on this
+// Temporal server.
+func (f *temporalFlags) resumeArgs() string {
+	s := " --temporal " + shellQuote(f.address)
+	if f.namespace != "" && f.namespace != scaleout.DefaultNamespace {
+		s += " --namespace " + shellQuote(f.namespace)
+	}
+	if f.taskQueue != "" && f.taskQueue != scaleout.DefaultTaskQueue {
+		s += " --task-queue " + shellQuote(f.taskQueue)
+	}
+	return s
+}
+
+// resumeOnTemporal continues run id, whose workflow ended on a recoverable
+// error, on the Temporal server flags name, and follows it.
+func resumeOnTemporal(ctx context.Context, cmd *cobra.Command, flags runFlags, id string) error {
+	c, err := flags.temporal.dial(ctx, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	in, err := scaleout.Continue(ctx, c, id)
+	if err != nil {
+		return withExit(exitUsage, fmt.Errorf("resume: %w", err))
+	}
+	if _, err := scaleout.Start(ctx, c, flags.temporal.taskQueue, in); err != nil {
+		return withExit(exitInternal, fmt.Errorf("resume: start run %s on Temporal: %w", id, err))
+	}
+	return followTemporalRun(ctx, cmd, flags, in, c)
+}
+
+// registerResume registers the flags with which `capstan resume`
+// continues a run on Temporal.
+func (f *temporalFlags) registerResume(fs *pflag.FlagSet) {
+	fs.StringVar(&f.address, "temporal", "", "continue a run on Temporal that ended on a recoverable error, on this frontend `HOST:PORT` (a worker continues its journal and branch)")
+	fs.StringVar(&f.namespace, "namespace", scaleout.DefaultNamespace, "Temporal namespace (with --temporal)")
+	fs.StringVar(&f.taskQueue, "task-queue", scaleout.DefaultTaskQueue, "Temporal task queue the workers poll (with --temporal)")
+}
+
 func (f *temporalFlags) register(fs *pflag.FlagSet, kind int) {
 	what := "Temporal frontend `HOST:PORT`" // help shows it as the value: --temporal HOST:PORT
 	if kind == temporalRun {
@@ -115,7 +154,7 @@ it. Stop the worker with Ctrl-C or SIGTERM.`,
 			tctx, tr := startTracing(ctx, stderr)
 			defer tr.stop(context.WithoutCancel(ctx))
 			err = scaleout.RunWorker(tctx, c, scaleout.WorkerConfig{TaskQueue: tf.taskQueue, Root: root, Store: store, TracerProvider: tr.provider(),
-				MaxConcurrentRuns: concurrent, Ready: func(q string) {
+				MaxConcurrentRuns: concurrent, Address: tf.address, Namespace: tf.namespace, Ready: func(q string) {
 					fmt.Fprintf(stderr, "capstan worker: polling task queue %s (own queue %s) on %s; work dirs in %s\n", tf.taskQueue, q, tf.address, root)
 				}})
 			if err != nil {
@@ -134,13 +173,20 @@ it. Stop the worker with Ctrl-C or SIGTERM.`,
 // local run: progress, result, --json and exit code. Ctrl-C cancels the
 // run (its iteration is interrupted, as locally).
 func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) error {
-	stderr := cmd.ErrOrStderr()
-	streaming := flags.stream.enabled(stderr, flags.quiet)
 	in, c, err := submitOne(ctx, cmd, def, flags, params)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	return followTemporalRun(ctx, cmd, flags, in, c)
+}
+
+// followTemporalRun follows the started run in on Temporal as a local run
+// is followed: progress, --stream, Ctrl-C cancels, the summary and --json
+// Result, the exit code.
+func followTemporalRun(ctx context.Context, cmd *cobra.Command, flags runFlags, in *scaleout.RunInput, c client.Client) error {
+	stderr := cmd.ErrOrStderr()
+	streaming := flags.stream.enabled(stderr, flags.quiet)
 	if !flags.quiet {
 		where := "branch " + in.Branch + " of " + in.Repo
 		if in.Repo == "" {
@@ -253,7 +299,7 @@ func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Age
 		progress.end()
 	}
 	if !flags.quiet {
-		printSummary(stderr, res)
+		printSummaryOn(stderr, res, flags.temporal.resumeArgs())
 		if in.Repo != "" {
 			fmt.Fprintf(stderr, "  work on branch %s of %s\n", in.Branch, in.Repo)
 		}

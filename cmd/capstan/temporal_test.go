@@ -221,11 +221,32 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	moved, historyBytes, iterations := 0, 0, 0
+	moved, historyBytes, iterations, told := 0, 0, 0, map[string]bool{}
 	for _, id := range ids {
 		var res agent.Result
 		if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 			t.Fatalf("run %s: %v", id, err)
+		}
+		found, err := testStore(t).Find("", id)
+		if err != nil {
+			t.Fatalf("run %s: journal: %v", id, err)
+		}
+		if interruptedCallReported(t, found.Path) {
+			// The kill cut a Bash call that the journal had not recorded
+			// as finished (nor the worker's checkpoint): the tool-effect
+			// ledger did not run it again but told the model, which this
+			// scripted model cannot act on. Its line is there at most
+			// once; the run need not complete.
+			told[id] = true
+			lines := strings.Split(gitT(t, bare, "show", "capstan/"+id+":log.txt"), "\n")
+			seen := map[string]bool{}
+			for _, l := range lines {
+				if seen[l] {
+					t.Errorf("run %s: %s is twice in log.txt", id, l)
+				}
+				seen[l] = true
+			}
+			continue
 		}
 		if !res.Success || res.Iterations != 4 || res.CompletionReason != "completed" {
 			t.Errorf("run %s: %+v", id, res)
@@ -240,11 +261,6 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 			t.Errorf("run %s: iteration commits %s", id, got)
 		}
 		// …and in the journal: four finished iterations, run.end completed.
-		store := testStore(t)
-		found, err := store.Find("", id)
-		if err != nil {
-			t.Fatalf("run %s: journal: %v", id, err)
-		}
 		rec, err := agent.LoadRun(found.ID, found.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -269,8 +285,11 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 			moved++
 		}
 	}
-	if moved == 0 {
+	if moved == 0 && len(told) == 0 {
 		t.Error("no run moved to the other worker: the kill tested nothing")
+	}
+	if len(told) > 0 {
+		t.Logf("%d runs had a Bash call cut by the kill: reported to the model, not run again", len(told))
 	}
 	t.Logf("%d of 10 runs moved to worker 2; workflow history %d bytes per iteration", moved, historyBytes/iterations)
 
@@ -281,7 +300,7 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 		t.Fatalf("capstan runs --temporal: %v", err)
 	}
 	for _, id := range ids {
-		if !regexpLine(string(lout), id+`\s+completed\s+completed\s+4\s+counter`) {
+		if !told[id] && !regexpLine(string(lout), id+`\s+completed\s+completed\s+4\s+counter`) {
 			t.Errorf("capstan runs --temporal does not list %s as completed:\n%s", id, lout)
 		}
 	}

@@ -348,11 +348,22 @@ func TestCancelDuringBackoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// Canceled (Ctrl-C) while it waits out the retry-after.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
 	defer cancel()
 	_, err = m.Generate(ctx, userReq("x"))
 	if !errors.Is(err, agenterr.ErrCanceled) {
 		t.Fatalf("err = %v", err)
+	}
+	// A retry-after past the context's deadline (the run's time budget)
+	// ends the call at once, recoverable, instead of waiting to be cut.
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer dcancel()
+	start := time.Now()
+	_, err = m.Generate(dctx, userReq("x"))
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeSdkRateLimit || !e.Recoverable || time.Since(start) > 4*time.Second {
+		t.Fatalf("err = %v after %s", err, time.Since(start))
 	}
 }
 

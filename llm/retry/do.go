@@ -82,6 +82,20 @@ func (f *Failure) tooLong(c Call, attempts int, ceiling time.Duration, now time.
 	return e
 }
 
+// pastDeadline is the final error of a failure whose next attempt would
+// come after ctx's deadline (the run's time budget): recoverable, with a
+// hint saying when the server takes requests again.
+func (f *Failure) pastDeadline(c Call, attempts int, wait time.Duration, deadline, now time.Time) *agenterr.Error {
+	msg := fmt.Sprintf("%s: %s (the next attempt, in %s, would come after the end of the run's time budget in %s; stopped after %d attempts)",
+		c.Provider, f.Message, wait.Round(time.Second), max(deadline.Sub(now), 0).Round(time.Second), attempts)
+	e := agenterr.New(f.Code, agenterr.LayerSDKBridge, true, "%s", msg)
+	if f.HasRetryAfter {
+		e.RetryAfter = f.RetryAfter
+	}
+	e.Hint = "resume the run after " + now.Add(wait).UTC().Format(time.RFC3339) + " (when the server takes requests again), with a larger time budget if needed"
+	return e
+}
+
 // Do runs attempt (numbered from 1) until it succeeds, fails with a
 // failure that is not retryable, or the policy's attempts are used,
 // waiting between attempts as the policy says (honouring the server's
@@ -104,6 +118,11 @@ func Do[T any](ctx context.Context, p Policy, c Call, attempt func(n int) (T, *F
 			return zero, f.tooLong(c, n, ceiling, p.now())
 		}
 		d := p.Delay(n, f.RetryAfter, f.HasRetryAfter)
+		if dl, ok := ctx.Deadline(); ok && f.Recoverable() && p.now().Add(d).After(dl) {
+			// Waiting would outlast the run's time budget (the query's
+			// deadline): end now, recoverable, rather than be cut by it.
+			return zero, f.pastDeadline(c, n, d, dl, p.now())
+		}
 		if c.Events != nil {
 			c.Events.Emit(journal.ModelRetry, Event{Provider: c.Provider, Attempt: n, DelayMs: d.Milliseconds(),
 				Code: f.Code, Status: f.Status, Message: f.Message})

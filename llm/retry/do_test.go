@@ -35,6 +35,18 @@ func TestDo(t *testing.T) {
 			t.Fatalf("%q %v waits=%v events=%v", v, err, waits, ev.types)
 		}
 	})
+	t.Run("a wait past the time budget ends the call at once, recoverable", func(t *testing.T) {
+		waits = nil
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		_, err := Do(ctx, Policy{MaxAttempts: 3, MaxRetryAfter: 24 * time.Hour, Sleep: p.Sleep}, Call{Provider: "x"},
+			fail(Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "429", RetryAfter: 2 * time.Hour, HasRetryAfter: true}))
+		e := agenterr.From(err)
+		if e == nil || !e.Recoverable || e.Code != agenterr.CodeSdkRateLimit || len(waits) != 0 ||
+			!strings.Contains(e.Message, "after the end of the run's time budget") || !strings.HasPrefix(e.Hint, "resume the run after ") {
+			t.Fatalf("waits %v, %+v", waits, e)
+		}
+	})
 	t.Run("gives up, recoverable, with the hint", func(t *testing.T) {
 		_, err := Do(context.Background(), p, Call{Provider: "x", Hints: hints}, fail(Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "429"}))
 		e := agenterr.From(err)

@@ -47,6 +47,29 @@ func (t Timeouts) Effective() Timeouts {
 	return t
 }
 
+// MinBudgetTimeout is the least WithinBudget scales a timeout down to.
+const MinBudgetTimeout = 10 * time.Second
+
+// WithinBudget returns t with the first-byte and stream-idle timeouts that
+// are left at their defaults (zero) scaled to a quarter of a small time
+// budget (at least MinBudgetTimeout), so that a request that stalls is
+// retried within the budget instead of using all of it: with the defaults
+// (120 s, 90 s), a stall in a run of a two-minute budget would otherwise
+// end the run. Timeouts set explicitly, and budget 0 (none), are kept.
+func (t Timeouts) WithinBudget(budget time.Duration) Timeouts {
+	if budget <= 0 {
+		return t
+	}
+	scaled := max(budget/4, MinBudgetTimeout)
+	if t.FirstByte == 0 && scaled < DefaultFirstByteTimeout {
+		t.FirstByte = scaled
+	}
+	if t.StreamIdle == 0 && scaled < DefaultStreamIdleTimeout {
+		t.StreamIdle = scaled
+	}
+	return t
+}
+
 // Override returns t with the non-zero fields of o replacing its own.
 func (t Timeouts) Override(o Timeouts) Timeouts {
 	if o.Connect != 0 {

@@ -211,3 +211,23 @@ func TestLongRetryAfterAgainstFakeServers(t *testing.T) {
 		})
 	}
 }
+
+func TestTimeoutsWithinBudget(t *testing.T) {
+	for _, c := range []struct {
+		in          retry.Timeouts
+		budget      time.Duration
+		first, idle time.Duration
+	}{
+		{retry.Timeouts{}, 0, 0, 0},
+		{retry.Timeouts{}, time.Hour, 0, 0},
+		{retry.Timeouts{}, 2 * time.Minute, 30 * time.Second, 30 * time.Second},
+		{retry.Timeouts{}, 20 * time.Second, retry.MinBudgetTimeout, retry.MinBudgetTimeout},
+		{retry.Timeouts{FirstByte: time.Minute}, 2 * time.Minute, time.Minute, 30 * time.Second},
+		{retry.Timeouts{StreamIdle: -1}, 2 * time.Minute, 30 * time.Second, -1},
+	} {
+		got := c.in.WithinBudget(c.budget)
+		if got.FirstByte != c.first || got.StreamIdle != c.idle || got.Connect != c.in.Connect {
+			t.Errorf("%+v within %s = %+v, want first byte %s, idle %s", c.in, c.budget, got, c.first, c.idle)
+		}
+	}
+}

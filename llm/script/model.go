@@ -90,6 +90,18 @@ func New(s *Script) *Model {
 	return &Model{script: s}
 }
 
+// TurnReplayed implements llm.TurnReplayer: the tool loop answered a turn
+// from the run's journal (llm.Ledger), which is one scripted turn played
+// by the run before it was cut; the script continues after it.
+func (m *Model) TurnReplayed(resp *llm.Response) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.next < len(m.script.Turns) {
+		m.next++
+	}
+	m.calls += len(resp.Message.ToolCalls)
+}
+
 // Remaining reports how many turns have not been replayed yet.
 func (m *Model) Remaining() int {
 	m.mu.Lock()

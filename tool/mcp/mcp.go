@@ -418,6 +418,10 @@ func (r *remote) Spec() tool.Spec { return r.spec }
 // Kind implements tool.Tool: MCP tools reach outside the work dir.
 func (r *remote) Kind() tool.Kind { return tool.KindExecute }
 
+// Idempotent implements tool.Idempotent: the server's config says
+// `idempotent: true`.
+func (r *remote) Idempotent() bool { return r.srv != nil && r.srv.cfg.Idempotent }
+
 // Run calls the tool on its server. A tool-level failure is an error
 // result the model reads; a protocol failure is returned as an error.
 func (r *remote) Run(ctx context.Context, input json.RawMessage) (tool.Result, error) {

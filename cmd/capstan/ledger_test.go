@@ -1,0 +1,285 @@
+package main
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// effectAgent's one iteration makes one Bash call that appends a line to
+// effect.txt in the middle of its run (starts.txt counts the command's
+// starts, pid.txt names its process group), then ends with ALL_DONE.
+func effectAgent(t *testing.T) string {
+	return writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "effect", "description": "one Bash effect",
+  "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": ["Bash"], "permissionMode": "acceptEdits"}, "budgets": {"maxIterations": 3}}}`,
+		"steps_registry.json":                  `{"agentId": "effect", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Append the line.",
+		"script.yaml": `turns:
+  - tool_calls:
+      - name: Bash
+        input: {command: "echo $$ > pid.txt; echo start >> starts.txt; sleep 0.15; echo line >> effect.txt; sleep 0.15"}
+  - text: "appended. ALL_DONE"
+`,
+	})
+}
+
+// ledgerTrials is how many kills TestToolLedgerKilledMidCall lands
+// (CAPSTAN_LEDGER_TRIALS overrides the 50).
+func ledgerTrials(t *testing.T) int {
+	if v := os.Getenv("CAPSTAN_LEDGER_TRIALS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("CAPSTAN_LEDGER_TRIALS=%q is not a positive number", v)
+		}
+		return n
+	}
+	return 50
+}
+
+// ledgerTrial is what one kill left in the journal and what the resume
+// made of it.
+type ledgerTrial struct {
+	intent, recorded, told bool
+	starts, lines          int
+}
+
+// bashCallState reads iteration 1 of a journal: whether the Bash call was
+// journaled as an intent, whether its result was recorded, and whether
+// the model was told that it was interrupted (a result saying so).
+func bashCallState(t *testing.T, path string) (intent, recorded, told bool) {
+	t.Helper()
+	events, _, err := journal.ReadChecked(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.Iteration != 1 {
+			continue
+		}
+		switch ev.Type {
+		case journal.ToolIntent:
+			intent = true
+		case journal.ToolCall:
+			var u llm.ToolUse
+			if json.Unmarshal(ev.Data, &u) == nil && u.Name == "Bash" {
+				if strings.HasPrefix(u.Output, "not run again: an earlier attempt of this Bash call") {
+					told = true
+				} else if !u.Replayed {
+					recorded = true
+				}
+			}
+		}
+	}
+	return intent, recorded, told
+}
+
+// interruptedCallReported reports whether a run's journal holds a tool
+// result telling the model that an earlier attempt of the call was cut.
+func interruptedCallReported(t *testing.T, path string) bool {
+	t.Helper()
+	events, _, err := journal.ReadChecked(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		var u llm.ToolUse
+		if ev.Type == journal.ToolCall && json.Unmarshal(ev.Data, &u) == nil && strings.HasPrefix(u.Output, "not run again: an earlier attempt of this ") {
+			return true
+		}
+	}
+	return false
+}
+
+func countLines(t *testing.T, p string) int {
+	data, err := os.ReadFile(p)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
+
+// TestToolLedgerKilledMidCall is the tool-effect ledger's acceptance test
+// for local runs: a run is killed with SIGKILL at a random moment around a
+// Bash call that appends a line to a file (half the time its command is
+// killed with it, as when the machine dies), then resumed. In every trial
+// where the call's result had been journaled, the line is there exactly
+// once and the command never ran again; in every trial where the call had
+// started but not finished, the model is told so and the command is not
+// run again; a call the kill came before runs once on resume.
+func TestToolLedgerKilledMidCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills 50 runs: skipped with -short")
+	}
+	agentDir := effectAgent(t)
+	store := testStore(t)
+	trials := ledgerTrials(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d, %d trials", seed, trials)
+	var mu sync.Mutex
+	var results []ledgerTrial
+	var wg sync.WaitGroup
+	// Every trial is queued before the workers start, so a worker that
+	// stops at a t.Fatal never blocks the queue.
+	next := make(chan int, trials)
+	for i := range trials {
+		next <- i
+	}
+	close(next)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				rng := rand.New(rand.NewPCG(seed, uint64(i)))
+				r := ledgerKillTrial(t, agentDir, store, rng)
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	var recorded, told, before int
+	for _, r := range results {
+		switch {
+		case r.recorded:
+			recorded++
+		case r.intent:
+			told++
+		default:
+			before++
+		}
+	}
+	t.Logf("%d trials: %d calls finished before the kill (answered from the journal), %d cut (model told), %d killed before the call", len(results), recorded, told, before)
+}
+
+// ledgerKillTrial runs one trial of TestToolLedgerKilledMidCall.
+func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *rand.Rand) ledgerTrial {
+	wd := t.TempDir()
+	cmd := cliCommand("run", agentDir, "--workdir", wd, "--quiet")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Wait for the command to start, then kill at a random moment of the
+	// next 0.45 s (the command runs 0.3 s; its result is journaled after).
+	starts := filepath.Join(wd, "starts.txt")
+	deadline := time.Now().Add(30 * time.Second)
+	for countLines(t, starts) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended before its Bash call started: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Bash call did not start within 30 s")
+		}
+	}
+	time.Sleep(time.Duration(rng.IntN(450)) * time.Millisecond)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	machine := rng.IntN(2) == 0
+	if machine {
+		// The machine died: the command's process group dies too.
+		if pid, err := strconv.Atoi(strings.TrimSpace(readFileT(t, filepath.Join(wd, "pid.txt")))); err == nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	<-done
+	// A command that outlived capstan ends on its own.
+	time.Sleep(400 * time.Millisecond)
+	list, err := store.List(wd)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("runs of %s: %v %v", wd, list, err)
+	}
+	id, path := list[0].ID, list[0].Path
+	var r ledgerTrial
+	r.intent, r.recorded, _ = bashCallState(t, path)
+	linesAtKill := countLines(t, filepath.Join(wd, "effect.txt"))
+	// Trials run two at a time, so resume runs as its own process (the
+	// in-process runner swaps os.Stdout and must not run concurrently).
+	resume := cliCommand("resume", id, "--quiet")
+	var stderr strings.Builder
+	resume.Stderr = &stderr
+	if err := resume.Run(); err != nil && !strings.Contains(stderr.String(), "already completed") {
+		t.Fatalf("resume %s: %v\n%s", id, err, stderr.String())
+	}
+	_, _, r.told = bashCallState(t, path)
+	r.starts = countLines(t, starts)
+	r.lines = countLines(t, filepath.Join(wd, "effect.txt"))
+	switch {
+	case r.recorded:
+		if r.lines != 1 || r.starts != 1 || r.told {
+			t.Errorf("run %s: the call had finished before the kill, yet after resume effect.txt has %d lines, the command started %d times, model told %v", id, r.lines, r.starts, r.told)
+		}
+	case r.intent:
+		if !r.told {
+			t.Errorf("run %s: the call was cut by the kill and the model was not told", id)
+		}
+		if r.starts != 1 || r.lines != linesAtKill {
+			t.Errorf("run %s: the cut call ran again on resume: %d starts, effect.txt %d lines (%d at the kill)", id, r.starts, r.lines, linesAtKill)
+		}
+	default:
+		t.Errorf("run %s: the Bash command started without a tool.intent in the journal", id)
+	}
+	return r
+}
+
+func readFileT(t *testing.T, p string) string {
+	data, _ := os.ReadFile(p)
+	return string(data)
+}
+
+// TestEmptyJournalNamesItsAgent: a run killed before its first event is
+// listed with its agent, and resume prints the command that starts it
+// again, which works pasted into a shell.
+func TestEmptyJournalNamesItsAgent(t *testing.T) {
+	agentDir := effectAgent(t)
+	wd := filepath.Join(t.TempDir(), "work dir")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := testStore(t)
+	w, err := store.Create(wd, "20261206T000000Z-e0e0e0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := journal.WriteStarted(w.Path(), journal.Started{Agent: "effect", AgentDir: agentDir, WorkDir: wd}); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	code, stdout, _ := captureConfigCLI(t, "runs", "--workdir", wd)
+	if code != 0 || !regexpLine(stdout, `^20261206T000000Z-e0e0e0\s+effect\s+empty`) {
+		t.Fatalf("runs: exit %d\n%s", code, stdout)
+	}
+	code, _, stderr := captureConfigCLI(t, "resume", "20261206T000000Z-e0e0e0")
+	_, hint, ok := strings.Cut(stderr, "start again with: ")
+	if code != exitUsage || !ok {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	hint = strings.TrimSpace(strings.SplitN(hint, "\n", 2)[0])
+	sh := exec.Command("sh", "-c", `capstan() { "$CAPSTAN_BIN" -test.run='^$' -- "$@"; }; `+hint+" --quiet")
+	sh.Env = append(os.Environ(), "CAPSTAN_TEST_CLI=1", "CAPSTAN_BIN="+os.Args[0])
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the pasted hint %q: %v\n%s", hint, err, out)
+	}
+	if got := countLines(t, filepath.Join(wd, "effect.txt")); got != 1 {
+		t.Fatalf("the run started by the hint appended %d lines", got)
+	}
+}
