@@ -122,6 +122,26 @@ func cheatAgent(t *testing.T, testCmd string, globs []string, script string) str
 	})
 }
 
+// assertProtectedCaught fails unless the run ended without completing and
+// its first retry was for a changed protected file, naming each of files;
+// it returns the retry prompts' texts.
+func assertProtectedCaught(t *testing.T, res *Result, files []string) []string {
+	t.Helper()
+	if res.Success || res.CompletionReason != ReasonValidationExhausted {
+		t.Fatalf("cheat not caught: %+v %+v", res, res.Error)
+	}
+	patterns, texts := retryPatterns(t, res)
+	if len(patterns) == 0 || patterns[0] != completion.PatternProtectedChanged {
+		t.Fatalf("retry patterns %v", patterns)
+	}
+	for _, f := range files {
+		if !strings.Contains(texts[0], f) {
+			t.Errorf("retry prompt does not name %q:\n%s", f, texts[0])
+		}
+	}
+	return texts
+}
+
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -165,18 +185,7 @@ func runCorpus(t *testing.T, fixture map[string]string, testCmd string, globs []
 	for _, c := range cheats {
 		t.Run(c.name, func(t *testing.T) {
 			res := runToEnd(t, load(t, cheatAgent(t, testCmd, globs, cheatScript(c.bash))), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, fixture)}))
-			if res.Success || res.CompletionReason != ReasonValidationExhausted {
-				t.Fatalf("cheat not caught: %+v", res)
-			}
-			patterns, texts := retryPatterns(t, res)
-			if len(patterns) == 0 || patterns[0] != completion.PatternProtectedChanged {
-				t.Fatalf("retry patterns %v", patterns)
-			}
-			for _, f := range c.files {
-				if !strings.Contains(texts[0], f) {
-					t.Errorf("retry prompt does not name %q:\n%s", f, texts[0])
-				}
-			}
+			texts := assertProtectedCaught(t, res, c.files)
 			if !strings.Contains(texts[0], "### diff") {
 				t.Errorf("retry prompt has no diff:\n%s", texts[0])
 			}

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/completion"
 )
 
 // The runner-configuration part of the cheat corpus: files a test runner
@@ -74,18 +72,7 @@ func TestRunnerConfigIsProtectedByDefault(t *testing.T) {
 				return wd
 			}
 			res := runToEnd(t, load(t, cheatAgent(t, c.command, c.protect, cheatScript(c.bash))), BuildOptions{WorkDir: fixture()})
-			if res.Success || res.CompletionReason != ReasonValidationExhausted {
-				t.Fatalf("cheat not caught: %+v %+v", res, res.Error)
-			}
-			patterns, texts := retryPatterns(t, res)
-			if len(patterns) == 0 || patterns[0] != completion.PatternProtectedChanged {
-				t.Fatalf("retry patterns %v", patterns)
-			}
-			for _, f := range c.files {
-				if !strings.Contains(texts[0], f) {
-					t.Errorf("retry prompt does not name %q:\n%s", f, texts[0])
-				}
-			}
+			assertProtectedCaught(t, res, c.files)
 			// Control: with the runner's configuration unprotected, the
 			// cheat passes the test command, and the run completes.
 			agentDir := cheatAgent(t, c.command, c.protect, cheatScript(c.bash))

@@ -13,7 +13,9 @@ import (
 // (a wrapper that turns --- FAIL into --- PASS and exits 0) made every go
 // test pass. The validators read the go env file as it was when the run
 // started, so the run does not complete; the same go test run afterwards
-// with the user's live go env file passes (the cheat is real).
+// with the user's live go env file passes (the cheat is real). The run is
+// unsandboxed (--no-sandbox): in the sandbox HOME is private, so the cheat
+// cannot reach the user's go env file at all.
 func TestGoEnvExecWrapperWrittenDuringTheRunIsNotUsed(t *testing.T) {
 	home := t.TempDir()
 	// Commands get HOME, not XDG_CONFIG_HOME (which the test binary sets):
@@ -48,7 +50,7 @@ func TestGoEnvExecWrapperWrittenDuringTheRunIsNotUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	cheat := "go env -w GOFLAGS=-exec=" + wrapper
-	res := runToEnd(t, load(t, cheatAgent(t, "go test -v ./...", goProtect, cheatScript(cheat))), BuildOptions{WorkDir: wd})
+	res := runToEnd(t, load(t, cheatAgent(t, "go test -v ./...", goProtect, cheatScript(cheat))), BuildOptions{WorkDir: wd, NoSandbox: true})
 	if res.Success || res.CompletionReason != ReasonValidationExhausted {
 		t.Fatalf("the -exec wrapper cheat completed: %+v %+v", res, res.Error)
 	}
