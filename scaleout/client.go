@@ -76,6 +76,9 @@ type WorkerConfig struct {
 	// Ready, when set, is called once the worker polls its queues, with
 	// its own task queue.
 	Ready func(queue string)
+	// Issues opens the issue stores of issue workflows (capstan workflow
+	// run --temporal); nil: the worker fails their issue activities.
+	Issues OpenIssues
 	// Address and Namespace are the server the worker is connected to,
 	// recorded in its runs' journals (run.start temporal) so that a local
 	// resume can name the command that continues a run there.
@@ -100,6 +103,11 @@ func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
 	shared := worker.New(c, cfg.TaskQueue, worker.Options{DisableRegistrationAliasing: true})
 	shared.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
 	shared.RegisterActivityWithOptions(acts.Acquire, activity.RegisterOptions{Name: ActivityAcquire})
+	ia := &IssueActivities{Open: cfg.Issues}
+	shared.RegisterWorkflowWithOptions(IssueWorkflow, workflow.RegisterOptions{Name: IssueWorkflowName})
+	shared.RegisterActivityWithOptions(ia.Read, activity.RegisterOptions{Name: ActivityIssueRead})
+	shared.RegisterActivityWithOptions(ia.Change, activity.RegisterOptions{Name: ActivityIssueChange})
+	shared.RegisterActivityWithOptions(ia.BranchTip, activity.RegisterOptions{Name: ActivityBranchTip})
 	pinned := worker.New(c, own, worker.Options{DisableRegistrationAliasing: true, MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentRuns})
 	pinned.RegisterActivityWithOptions(acts.Iterate, activity.RegisterOptions{Name: ActivityIterate})
 	if err := pinned.Start(); err != nil {
@@ -164,23 +172,9 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 	if s.Now != nil {
 		now = s.Now
 	}
-	snap, ok := s.Agent.FS().(*definition.Snapshot)
-	if !ok {
-		return nil, errors.New("scaleout: the agent must be loaded pinned (agent.LoadPinned)")
-	}
-	tarball, err := snap.Tar()
-	if err == nil {
-		tarball, err = packDefinition(tarball)
-	}
+	snap, tarball, err := packAgent(s.Agent)
 	if err != nil {
 		return nil, err
-	}
-	if len(tarball) > maxDefinitionBytes {
-		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-			"the agent definition is %d bytes compressed; a run on Temporal carries it in its workflow input, limited to %d bytes", len(tarball), maxDefinitionBytes)
-		e.File = s.Agent.Dir()
-		e.Hint = "move large files (data, binaries) out of the agent folder into the work dir"
-		return nil, e
 	}
 	if err := noCredentialIn("--repo", s.Repo); err != nil {
 		return nil, err
@@ -201,12 +195,39 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 	if in.RunID == "" {
 		in.RunID = NewRunID(now())
 	}
+	head, err := workDirHead(ctx, wd, s.Repo)
+	if err != nil || head == "" {
+		return in, err // not a repository: the work dir is used as it is
+	}
+	in.Repo, in.Branch, in.BaseCommit, in.WorkDir = s.Repo, "capstan/"+in.RunID, head, ""
+	if in.Repo == "" {
+		in.Repo = wd
+	}
+	if err := pushBranch(ctx, wd, in.Repo, head, in.Branch); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// pushBranch creates branch at commit head in repo, from the work dir wd.
+func pushBranch(ctx context.Context, wd, repo, head, branch string) error {
+	if _, err := git(ctx, wd, "push", "-q", repo, head+":refs/heads/"+branch); err != nil {
+		return fmt.Errorf("scaleout: create the run's branch %s in %s: %w", branch, repo, err)
+	}
+	return nil
+}
+
+// workDirHead is the HEAD commit of the git repository whose top level is
+// the work dir wd, or "" when wd is not in a repository (then repo, the
+// --repo of the run, must be ""). A work dir inside a repository, or a
+// repository without a commit, is refused.
+func workDirHead(ctx context.Context, wd, repo string) (string, error) {
 	top, err := git(ctx, wd, "rev-parse", "--show-toplevel")
 	if err != nil {
-		if s.Repo != "" {
-			return nil, fmt.Errorf("scaleout: --repo %s needs the work dir %s to be a git repository: %w", s.Repo, wd, err)
+		if repo != "" {
+			return "", fmt.Errorf("scaleout: --repo %s needs the work dir %s to be a git repository: %w", repo, wd, err)
 		}
-		return in, nil // not a repository: the work dir is used as it is
+		return "", nil
 	}
 	real := wd
 	if r, err := filepath.EvalSymlinks(wd); err == nil {
@@ -216,23 +237,40 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false,
 			"the work dir %s is inside the git repository %s; a run on Temporal checks out whole repositories", wd, top)
 		e.Hint = "pass --workdir " + completion.ShellQuote(top)
-		return nil, e
+		return "", e
 	}
 	head, err := git(ctx, wd, "rev-parse", "HEAD")
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "the work dir's repository %s has no commit", wd)
 		q := completion.ShellQuote(wd)
 		e.Hint = "commit the work dir's files first: git -C " + q + " add -A && git -C " + q + " commit --allow-empty -m start"
-		return nil, e
+		return "", e
 	}
-	in.Repo, in.Branch, in.BaseCommit, in.WorkDir = s.Repo, "capstan/"+in.RunID, head, ""
-	if in.Repo == "" {
-		in.Repo = wd
+	return head, nil
+}
+
+// packAgent is the pinned agent's definition as a run's workflow input
+// carries it (gzipped tar), refused when it is too large.
+func packAgent(a *config.Agent) (*definition.Snapshot, []byte, error) {
+	snap, ok := a.FS().(*definition.Snapshot)
+	if !ok {
+		return nil, nil, errors.New("scaleout: the agent must be loaded pinned (agent.LoadPinned)")
 	}
-	if _, err := git(ctx, wd, "push", "-q", in.Repo, head+":refs/heads/"+in.Branch); err != nil {
-		return nil, fmt.Errorf("scaleout: create the run's branch %s in %s: %w", in.Branch, in.Repo, err)
+	tarball, err := snap.Tar()
+	if err == nil {
+		tarball, err = packDefinition(tarball)
 	}
-	return in, nil
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(tarball) > maxDefinitionBytes {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"the agent definition is %d bytes compressed; a run on Temporal carries it in its workflow input, limited to %d bytes", len(tarball), maxDefinitionBytes)
+		e.File = a.Dir()
+		e.Hint = "move large files (data, binaries) out of the agent folder into the work dir"
+		return nil, nil, e
+	}
+	return snap, tarball, nil
 }
 
 // maxDefinitionBytes bounds the agent definition a workflow input carries
