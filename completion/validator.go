@@ -864,6 +864,32 @@ func withoutWorkTreeWrites(env []string) []string {
 	return env
 }
 
+// withPathOutside drops from env's PATH the relative entries and those
+// inside dir (the work dir): a program the command names (pytest, jest) is
+// found outside what the model can write, never as a wrapper it put in a
+// work-dir folder the user's PATH lists (./node_modules/.bin, bin/). A
+// command that starts a program by its path (./node_modules/.bin/jest)
+// still runs it; the runner defaults of the protected files cover those.
+// dropped are the entries left out.
+func withPathOutside(env []string, dir string) (_ []string, dropped []string) {
+	if dir == "" {
+		return env, nil
+	}
+	for i, kv := range env {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
+			kept := hostcmd.PathOutside(path, dir)
+			env[i] = "PATH=" + kept
+			keep := filepath.SplitList(kept)
+			for _, d := range filepath.SplitList(path) {
+				if d != "" && !slices.Contains(keep, d) {
+					dropped = append(dropped, d)
+				}
+			}
+		}
+	}
+	return env, dropped
+}
+
 // CommandSpec is one shell command to run for a validator.
 type CommandSpec struct {
 	Command   string
@@ -919,6 +945,7 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	// names (a model-written core.fsmonitor or filter in .git/config);
 	// the pins come after the allow-list, so it cannot unset them.
 	env := append(withoutWorkTreeWrites(procenv.ForCommands(os.Environ(), spec.Env)), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
+	env, droppedPath := withPathOutside(env, spec.Dir)
 	var stdoutW io.Writer = stdout
 	if spec.Report != nil {
 		stdoutW = io.MultiWriter(stdout, spec.Report)
@@ -948,6 +975,12 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	if timedOut {
 		out.TimedOut = true
 		out.Stderr += fmt.Sprintf("\n[capstan: command killed after timeout of %s]", spec.Timeout)
+	}
+	if exitCode == 127 && len(droppedPath) > 0 {
+		// sh's "not found": perhaps the program is only in a work-dir
+		// folder of the PATH.
+		out.Stderr += fmt.Sprintf("\n[capstan: validators do not search the PATH entries inside the work dir or relative ones (%s): "+
+			"start a program there by its path, e.g. ./node_modules/.bin/jest or .venv/bin/pytest]", strings.Join(droppedPath, ", "))
 	}
 	return out, nil
 }
