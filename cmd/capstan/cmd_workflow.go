@@ -73,6 +73,7 @@ type workflowRunFlags struct {
 	limit                    int
 	local                    string
 	dryRun, asJSON, quiet    bool
+	prioritize               bool
 	acceptChanged            bool
 	stub                     string
 	model, repo              string
@@ -115,6 +116,7 @@ run's own journal is shown by "capstan show RUN". See docs/workflows.md.`,
 	fs.StringVar(&f.state, "state", "open", "batch: open, closed or all")
 	fs.IntVar(&f.limit, "limit", 30, "batch: at most this many issues")
 	fs.StringVar(&f.local, "local", "", "use the issues in this directory instead of GitHub")
+	fs.BoolVar(&f.prioritize, "prioritize", false, "batch: run the workflow's prioritizer agent over the issues and set their priority labels from its priorities.json; the issues are not run")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan; change no issue and run no agent")
 	fs.StringVar(&f.stub, "stub-dispatch", "", `fixed outcomes instead of agent runs, as JSON {"agent":"outcome"} (default outcome success)`)
 	fs.StringVar(&f.model, "model", "", "model of every dispatched agent (overrides each agent's runner.model)")

@@ -59,7 +59,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startWorker(t *testing.T, addr, root string) *tworker {
+func startWorker(t testing.TB, addr, root string) *tworker {
 	t.Helper()
 	w := &tworker{root: root, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	w.cmd = cliCommand("worker", "--temporal", addr, "--work-root", root)

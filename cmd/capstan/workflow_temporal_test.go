@@ -172,4 +172,21 @@ func TestWorkflowTemporalFlagsAreChecked(t *testing.T) {
 			t.Errorf("%v: exit %d, want %q:\n%s", c.args, code, c.want, errOut)
 		}
 	}
+	// A handoff that fires writes files where the agent ran: refused on
+	// Temporal; one whose agent no phase dispatches is not.
+	file := filepath.Join(wd, ".agent", "workflow.json")
+	raw := readFileT(t, file)
+	for _, c := range []struct {
+		from, want string
+		code       int
+	}{{"considerer", "has handoffs that fire", exitUsage}, {"reviewer", "connect to Temporal", exitInternal}} {
+		h := `"handoffs": [{"id": "h", "when": {"fromAgent": "` + c.from + `", "outcome": "done"}, "emit": {"type": "t", "schemaRef": "s", "path": "p.json"}, "payloadFrom": {"k": "'v'"}, "persistPayloadTo": "none"}],`
+		if err := os.WriteFile(file, []byte(strings.Replace(raw, `"rules":`, h+`"rules":`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runPipelineCLI(t, append(base, "--temporal", "127.0.0.1:1")...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("handoff from %s: exit %d, want %d %q:\n%s", c.from, code, c.code, c.want, errOut)
+		}
+	}
 }
