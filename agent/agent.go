@@ -330,6 +330,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 			}
 		}
 	}
+	a.seedGoCaches(ctx, wd)
 	// Unconfined validators keep the user's HOME: the toolchain
 	// configuration there (go env -w, ~/.npmrc) is pinned as it is now,
 	// before the model can write it.

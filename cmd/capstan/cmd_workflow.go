@@ -97,6 +97,13 @@ directory in climpt's subject-store layout (DIR/<n>/meta.json, body.md,
 comments/). --dry-run prints the plan (phase, agent, and per outcome the
 label changes, comment and close) and changes nothing. --stub-dispatch
 '{"agent":"outcome"}' gives agents fixed outcomes instead of running them.
+--prioritize (with --label) runs the workflow's prioritizer agent over the
+batch and sets the issues' priority labels from its priorities.json.
+
+--temporal HOST:PORT runs each issue as a Temporal workflow on the capstan
+worker processes and each dispatched agent as a run there, --concurrency
+issues at once; every label change, comment and close is applied once,
+however often a worker is lost.
 
 Statuses and exit codes: completed 0, dry-run 0, blocked 1,
 cycle_exceeded 1, phase_repetition_exceeded 1, failed 3 (a batch exits with

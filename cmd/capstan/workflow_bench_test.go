@@ -37,13 +37,7 @@ func benchWorkflowProject(b *testing.B) string {
 func benchStore(b *testing.B) string {
 	dir := b.TempDir()
 	for n := 1; n <= benchIssues; n++ {
-		meta := fmt.Sprintf(`{"number": %d, "title": "issue %d", "labels": ["kind:consider"], "state": "open", "assignees": [], "milestone": null}`, n, n)
-		if err := os.MkdirAll(filepath.Join(dir, strconv.Itoa(n)), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(n), "meta.json"), []byte(meta), 0o644); err != nil {
-			b.Fatal(err)
-		}
+		writeLocalIssue(b, dir, n, `["kind:consider"]`)
 	}
 	return dir
 }

@@ -415,7 +415,7 @@ func pinAgents(w io.Writer, wf *workflow.Workflow, f workflowRunFlags, workDir s
 		if err := checkWatched(w, def, workDir, true, false, f.acceptChanged, acceptCommand("workflow run", given)); err != nil {
 			return nil, err
 		}
-		if def, err = withUserPricing(def); err != nil {
+		if def, err = withUserPricing(def, ""); err != nil {
 			return nil, withExit(exitUsage, err)
 		}
 		d.defs[a.ID] = def

@@ -292,14 +292,7 @@ func TestWorkflowRunPrioritize(t *testing.T) {
 	}
 	store := filepath.Join(wd, "issues")
 	for n, labels := range map[int]string{1: `["kind:consider", "triage", "order:1"]`, 2: `["kind:impl", "triage"]`} {
-		dir := filepath.Join(store, fmt.Sprint(n))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		meta := fmt.Sprintf(`{"number": %d, "title": "t", "labels": %s, "state": "open", "assignees": [], "milestone": null}`, n, labels)
-		if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(meta), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeLocalIssue(t, store, n, labels)
 	}
 	labels := func() string {
 		var s []string
