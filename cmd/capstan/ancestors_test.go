@@ -189,16 +189,6 @@ func refusedThenPasted(t *testing.T, dir, line string, extra ...string) string {
 // runs; so is an agent stage that opts out of the sandbox by itself, when
 // it starts. The printed command, pasted, runs the pipeline.
 func TestPipelineRunChecksKeyedAncestors(t *testing.T) {
-	pipelineFile := `version: 1
-inputs: [request]
-stages:
-  - id: writer
-    kind: agent
-    dir: agents/writer
-    params: {topic: "{{input.request}}"}
-    preconditions: [input.request]
-    postconditions: [custom.headline]
-`
 	for _, c := range []struct {
 		name  string
 		args  []string
@@ -211,7 +201,7 @@ stages:
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			files := withWriterAgent("kites", "Kites fly", map[string]string{"p.yaml": pipelineFile})
+			files := withWriterAgent("kites", "Kites fly", map[string]string{"p.yaml": writerPipeline})
 			c.optIn(files)
 			dir := writeFiles(t, files)
 			if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
