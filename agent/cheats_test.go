@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify/honest"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // The cheat corpus: scripted models that make the tests pass without
@@ -131,7 +131,7 @@ func assertProtectedCaught(t *testing.T, res *Result, files []string) []string {
 		t.Fatalf("cheat not caught: %+v %+v", res, res.Error)
 	}
 	patterns, texts := retryPatterns(t, res)
-	if len(patterns) == 0 || patterns[0] != completion.PatternProtectedChanged {
+	if len(patterns) == 0 || patterns[0] != verify.PatternProtectedChanged {
 		t.Fatalf("retry patterns %v", patterns)
 	}
 	for _, f := range files {
@@ -214,7 +214,7 @@ func validatorPassed(t *testing.T, res *Result, name string) bool {
 		if ev.Type != journal.ValidatorResult {
 			continue
 		}
-		var v completion.ValidatorEvent
+		var v verify.ValidatorEvent
 		if err := json.Unmarshal(ev.Data, &v); err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +327,7 @@ func TestResumeKeepsTheProtectedBaseline(t *testing.T) {
 	if res.Success {
 		t.Fatalf("the resumed run took the changed test as its baseline: %+v", res)
 	}
-	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != completion.PatternProtectedChanged {
+	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != verify.PatternProtectedChanged {
 		t.Fatalf("retry patterns %v", patterns)
 	}
 	events, _ := journal.ReadFile(res.Journal)
@@ -389,7 +389,7 @@ func TestRepeatedFailureOffersTheWayOut(t *testing.T) {
 	if len(texts) != 2 || patterns[0] != "test-failed" || patterns[1] != "test-failed" {
 		t.Fatalf("retries %v", patterns)
 	}
-	if strings.Contains(texts[0], honest.Marker) || !strings.Contains(texts[1], honest.RetryNote) {
+	if strings.Contains(texts[0], verify.CannotCompleteMarker) || !strings.Contains(texts[1], verdict.RetryNote) {
 		t.Fatalf("retry prompts:\n%s\n---\n%s", texts[0], texts[1])
 	}
 }
@@ -435,7 +435,7 @@ func TestStepProtectHoldsFromTheStepsEntry(t *testing.T) {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}
 	patterns, texts := retryPatterns(t, res)
-	if len(patterns) != 1 || patterns[0] != completion.PatternProtectedChanged ||
+	if len(patterns) != 1 || patterns[0] != verify.PatternProtectedChanged ||
 		!strings.Contains(texts[0], "- modified: app_test.go") || strings.Contains(texts[0], "extra_test.go") {
 		t.Fatalf("retries %v:\n%s", patterns, strings.Join(texts, "\n---\n"))
 	}
