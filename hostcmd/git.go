@@ -25,6 +25,34 @@ type Git struct {
 	// credentials are the user's own credential helpers (from the global
 	// configuration), for a Git made by WithUserCredentials.
 	credentials []string
+	// repo, when set, are the driver pins of one repository, read once
+	// (WithRepoPins).
+	repo *RepoPins
+}
+
+// RepoPins are the driver keys of one repository's configuration, pinned
+// off (see Command), as ReadRepoPins read them.
+type RepoPins struct {
+	dir  string
+	pins [][2]string
+}
+
+// ReadRepoPins reads the driver keys of the configuration of the
+// repository at dir once (one git process), for WithRepoPins.
+func (g *Git) ReadRepoPins(ctx context.Context, dir string) *RepoPins {
+	return &RepoPins{dir: dir, pins: g.driverPins(ctx, dir)}
+}
+
+// WithRepoPins returns g for a caller that keeps the configuration of the
+// repository p was read from as it was then (the scale-out worker puts
+// back the .git/config it cloned before every use of its checkout): its
+// commands in that directory are given p's driver pins, without reading
+// the configuration again before each one. Commands elsewhere read it as
+// usual.
+func (g *Git) WithRepoPins(p *RepoPins) *Git {
+	c := *g
+	c.repo = p
+	return &c
 }
 
 // pinnedConfig is the configuration every git capstan runs is given on
@@ -110,7 +138,7 @@ func NewGit(environ []string, workDirs ...string) (*Git, error) {
 // pinned off; the credential helpers used are the ones the global
 // configuration lists, given again after the pins.
 func (g *Git) WithUserCredentials(ctx context.Context, environ []string) *Git {
-	u := &Git{path: g.path, ssh: g.ssh}
+	u := &Git{path: g.path, ssh: g.ssh, repo: g.repo}
 	for _, kv := range g.env {
 		if kv != "GIT_CONFIG_GLOBAL=/dev/null" {
 			u.env = append(u.env, kv)
@@ -217,7 +245,11 @@ func (g *Git) config(ctx context.Context, dir string) [][2]string {
 			pins[i][1] = g.ssh
 		}
 	}
-	pins = append(pins, g.driverPins(ctx, dir)...)
+	if g.repo != nil && g.repo.dir == dir {
+		pins = append(pins, g.repo.pins...)
+	} else {
+		pins = append(pins, g.driverPins(ctx, dir)...)
+	}
 	for _, h := range g.credentials {
 		pins = append(pins, [2]string{"credential.helper", h})
 	}

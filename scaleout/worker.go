@@ -19,6 +19,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -49,8 +50,15 @@ type Activities struct {
 	mu   sync.Mutex
 	runs map[string]*liveRun
 	// repoConfigs are the repository configurations of the checkouts this
-	// worker cloned, by checkout dir (see guardRepo).
+	// worker cloned, by checkout dir (see guardRepo), and repoPins their
+	// driver pins.
 	repoConfigs map[string][]byte
+	repoPins    map[string]*hostcmd.RepoPins
+
+	// The worker's git, resolved once (checkoutGit).
+	gitOnce             sync.Once
+	localGit, remoteGit *hostcmd.Git
+	gitErr              error
 }
 
 // liveRun is a run's agent kept between iterations on this worker.

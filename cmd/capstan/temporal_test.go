@@ -59,10 +59,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startWorker(t *testing.T, addr, root string) *tworker {
+func startWorker(t testing.TB, addr, root string, extra ...string) *tworker {
 	t.Helper()
 	w := &tworker{root: root, stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	w.cmd = cliCommand("worker", "--temporal", addr, "--work-root", root)
+	w.cmd = cliCommand(append([]string{"worker", "--temporal", addr, "--work-root", root}, extra...)...)
 	w.cmd.Env = append(w.cmd.Env, "ANTHROPIC_API_KEY="+fakeKey)
 	w.cmd.Stderr = w.stderr
 	if err := w.cmd.Start(); err != nil {
@@ -93,7 +93,7 @@ func startWorker(t *testing.T, addr, root string) *tworker {
 	return w
 }
 
-func gitT(t *testing.T, dir string, args ...string) string {
+func gitT(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -107,7 +107,7 @@ func gitT(t *testing.T, dir string, args ...string) string {
 
 // sharedRepo makes a bare repository every worker reaches (file://) and a
 // clone of it as the submitter's work dir.
-func sharedRepo(t *testing.T) (url, workDir string) {
+func sharedRepo(t testing.TB) (url, workDir string) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is required")
