@@ -99,14 +99,7 @@ func (c *checker) climptSandbox() {
 	sb := doc.Runner.Boundaries.Sandbox
 	a := c.agentSrc
 	const ptr = "/runner/boundaries/sandbox"
-	var network struct {
-		Mode string `json:"mode"`
-	}
-	if raw, ok := sb["network"]; ok && json.Unmarshal(raw, &network) == nil && network.Mode != "none" {
-		c.report(a, "AC-SANDBOX-UNSUPPORTED", SeverityError, ptr+"/network",
-			`write "network": true (every domain, unfiltered) or "network": false (none)`,
-			"network mode %q limits the sandbox's network to domains, which capstan's sandbox cannot do", network.Mode)
-	}
+	c.sandboxNetwork(a, ptr+"/network")
 	if _, ok := sb["filesystem"]; ok {
 		c.report(a, "AC-SANDBOX-UNSUPPORTED", SeverityError, ptr+"/filesystem",
 			"remove it; sandboxed commands write inside the work dir (--workdir)",
@@ -120,6 +113,33 @@ func (c *checker) climptSandbox() {
 	if _, ok := sb["allowUnsandboxedCommands"]; ok {
 		c.report(a, "AC-CLIMPT-INERT", SeverityWarning, ptr+"/allowUnsandboxedCommands", "remove it",
 			"the model cannot ask capstan to run a command outside the sandbox; allowUnsandboxed (commands run unsandboxed where the kernel cannot sandbox) is a different setting")
+	}
+}
+
+// sandboxNetwork checks runner.boundaries.sandbox.network: every allow
+// entry is host:port, and climpt's domain modes, which capstan cannot
+// enforce, are refused with the spelling that works.
+func (c *checker) sandboxNetwork(a *source, ptr string) {
+	sb := c.def.Runner.Boundaries.Sandbox
+	if sb == nil || sb.Network == nil {
+		return
+	}
+	n := sb.Network
+	if n.Mode != "" && n.Mode != "none" {
+		c.report(a, "AC-SANDBOX-UNSUPPORTED", SeverityError, ptr,
+			`list the host:port pairs instead: "network": {"allow": ["api.example.com:443"]} (or "network": true for every host, unfiltered)`,
+			"network mode %q trusts domains by name and port-less, which capstan's sandbox does not do", n.Mode)
+	}
+	if n.Mode == "none" && len(n.Allow) > 0 {
+		c.report(a, "AC-SANDBOX-NETWORK", SeverityError, ptr+"/allow",
+			`remove "mode": "none" to allow the listed pairs, or the allow list to have no network`,
+			`"mode": "none" (no network) and an allow list say different things`)
+	}
+	for i, e := range n.Allow {
+		if _, err := ParseNetworkAllow(e); err != nil {
+			c.report(a, "AC-SANDBOX-NETWORK", SeverityError, fmt.Sprintf("%s/allow/%d", ptr, i),
+				"write host:port, e.g. api.example.com:443, 127.0.0.1:8080 or [::1]:8443", "%v", err)
+		}
 	}
 }
 

@@ -62,6 +62,7 @@ func Codes() []CodeInfo {
 		{"AC-VERDICT-UNSUPPORTED", e, "a climpt verdict setting that cannot work in capstan (meta:custom module, poll:state resource other than an issue, nested meta:*)"},
 		{"AC-VERDICT-ISSUE-PARAM", e, "poll:state names an issue parameter that does not exist"},
 		{"AC-SANDBOX-UNSUPPORTED", e, "climpt's sandbox settings capstan's sandbox cannot enforce (network domains, extra writable paths, exempt commands)"},
+		{"AC-SANDBOX-NETWORK", e, "a runner.boundaries.sandbox.network.allow entry is not host:port, or contradicts \"mode\": \"none\""},
 		{"AC-VERDICT-FIELD", e, "a climpt verdict lacks a field its type needs, or detect:graph names another registry"},
 
 		{"PA-NAME", e, "a parameter name is not lowercase letters, digits, _ and -"},

@@ -201,11 +201,66 @@ type Sandbox struct {
 	// Enabled is nil when agent.json does not say (sandboxed, the
 	// default); only an explicit false opts out. Read it with On.
 	Enabled *bool `json:"enabled,omitempty"`
-	// Network allows network access from sandboxed commands.
-	Network bool `json:"network,omitempty"`
+	// Network is the network sandboxed commands reach: none (nil, or
+	// false), every host ("network": true), or the listed host:port pairs
+	// ("network": {"allow": [...]}). Read it with Open and AllowList.
+	Network *SandboxNetwork `json:"network,omitempty"`
 	// AllowUnsandboxed runs commands unsandboxed where the kernel cannot
 	// sandbox (explicit opt-out).
 	AllowUnsandboxed bool `json:"allowUnsandboxed,omitempty"`
+}
+
+// SandboxNetwork is runner.boundaries.sandbox.network, written as a
+// boolean (true: every host, unfiltered; false: none) or as an object:
+// {"allow": ["api.example.com:443", "127.0.0.1:8080"]} lets sandboxed
+// commands reach those host:port pairs only, through a proxy capstan runs
+// outside the sandbox. climpt's {"mode", "trustedDomains"} are kept for
+// validate, which accepts mode "none" (no network) only.
+type SandboxNetwork struct {
+	// All is "network": true.
+	All bool `json:"-"`
+	// Allow lists the reachable host:port pairs.
+	Allow []string `json:"allow,omitempty"`
+	// Mode and TrustedDomains are climpt's spelling.
+	Mode           string   `json:"mode,omitempty"`
+	TrustedDomains []string `json:"trustedDomains,omitempty"`
+}
+
+// UnmarshalJSON reads the boolean and the object form.
+func (n *SandboxNetwork) UnmarshalJSON(b []byte) error {
+	var all bool
+	if err := json.Unmarshal(b, &all); err == nil {
+		*n = SandboxNetwork{All: all}
+		return nil
+	}
+	type object SandboxNetwork
+	var o object
+	if err := json.Unmarshal(b, &o); err != nil {
+		return err
+	}
+	*n = SandboxNetwork(o)
+	return nil
+}
+
+// MarshalJSON writes the boolean form unless the object says more.
+func (n SandboxNetwork) MarshalJSON() ([]byte, error) {
+	if n.Allow == nil && n.Mode == "" && n.TrustedDomains == nil {
+		return json.Marshal(n.All)
+	}
+	type object SandboxNetwork
+	return json.Marshal(object(n))
+}
+
+// Open reports whether sandboxed commands keep the whole network
+// ("network": true).
+func (s *Sandbox) Open() bool { return s != nil && s.Network != nil && s.Network.All }
+
+// AllowList is the host:port pairs of "network": {"allow": [...]}.
+func (s *Sandbox) AllowList() []string {
+	if s == nil || s.Network == nil || s.Network.All {
+		return nil
+	}
+	return s.Network.Allow
 }
 
 // On reports whether the agent's commands run in the sandbox: true unless

@@ -482,6 +482,9 @@ func TestValidateProblems(t *testing.T) {
 		{"climpt sandbox network", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"enabled": true, "network": map[string]any{"mode": "trusted", "trustedDomains": []any{"api.anthropic.com"}}}
 		}, "AC-SANDBOX-UNSUPPORTED", SeverityError, "agent.json", "/runner/boundaries/sandbox/network"},
+		{"sandbox network allow entry", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"network": map[string]any{"allow": []any{"api.example.com:443", "https://api.example.com"}}}
+		}, "AC-SANDBOX-NETWORK", SeverityError, "agent.json", "/runner/boundaries/sandbox/network/allow/1"},
 		{"climpt stdin", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["usesStdin"] = true },
 			"SR-STDIN-UNSUPPORTED", SeverityError, "steps_registry.json", "/steps/initial.main/usesStdin"},
 		{"climpt step priority", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["priority"] = 3 },

@@ -309,7 +309,13 @@ func NewCommandRunner(ctx context.Context, sb *config.Sandbox) (*CommandRunner, 
 	}
 	var cfg Config
 	if sb != nil {
-		cfg = Config{Network: sb.Network, AllowUnsandboxed: sb.AllowUnsandboxed}
+		cfg = Config{Network: sb.Open(), NetworkAllow: sb.AllowList(), AllowUnsandboxed: sb.AllowUnsandboxed}
+	}
+	if _, err := newAllowList(cfg.NetworkAllow); err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false, "runner.boundaries.sandbox.network.allow")
+		e.Pointer = "/runner/boundaries/sandbox/network/allow"
+		e.Hint = "write each entry as host:port, e.g. api.example.com:443 or 127.0.0.1:8080"
+		return nil, e
 	}
 	r := New(ctx, cfg)
 	if err := r.Capabilities().Unavailable(); err != nil && !cfg.AllowUnsandboxed {

@@ -43,6 +43,9 @@ type helperSpec struct {
 	Limits      Limits   `json:"limits"`
 	LandlockABI int      `json:"landlock_abi"`
 	Network     bool     `json:"network,omitempty"`
+	// ProxyPort, when set, is the one TCP port the program may connect
+	// to: the allow-list relay of stage one.
+	ProxyPort int `json:"proxy_port,omitempty"`
 	// NoAddressSpaceLimit leaves RLIMIT_AS off: a memory cgroup bounds
 	// the run.
 	NoAddressSpaceLimit bool `json:"no_as_limit,omitempty"`
@@ -97,6 +100,11 @@ func stageOne() int {
 	// The parent moves this process into the run's pids cgroup before it
 	// writes the spec: stage two is forked only once the spec (or the end
 	// of the pipe) is there, so no process of the run starts outside it.
+	if os.Getenv(relayEnv) == "1" {
+		if err := startRelay(); err != nil {
+			return setupFail("stage one: network allow-list: %v", err)
+		}
+	}
 	if err := waitReadable(4); err != nil {
 		return setupFail("stage one: wait for the spec: %v", err)
 	}

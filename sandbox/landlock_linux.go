@@ -104,6 +104,12 @@ func restrictLandlock(hs helperSpec) error {
 			return err
 		}
 	}
+	if hs.ProxyPort > 0 && attr.HandledAccessNet&ll.AccessNetConnectTCP != 0 {
+		port := ll.NetPortAttr{AllowedAccess: ll.AccessNetConnectTCP, Port: uint64(hs.ProxyPort)}
+		if err := ll.LandlockAddNetPortRule(rs, &port, 0); err != nil {
+			return fmt.Errorf("rule for the proxy port %d: %w", hs.ProxyPort, err)
+		}
+	}
 	if err := ll.LandlockRestrictSelf(rs, 0); err != nil {
 		return fmt.Errorf("enforce the ruleset: %w", err)
 	}

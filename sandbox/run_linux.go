@@ -145,6 +145,16 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	var allow allowList
+	if len(r.cfg.NetworkAllow) > 0 && !r.cfg.Network && sandboxed {
+		if allow, err = newAllowList(r.cfg.NetworkAllow); err != nil {
+			e := agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, false, "network allow-list")
+			e.Pointer = "/runner/boundaries/sandbox/network/allow"
+			return Result{}, e
+		}
+		hs.ProxyPort = ProxyPort
+		hs.Env = withProxyEnv(hs.Env)
+	}
 	limits := hs.Limits
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -199,6 +209,17 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	defer specW.Close()
 	cmd.ExtraFiles = []*os.File{statusW, specR}
+	var rel *relay
+	if allow != nil {
+		if rel, err = newRelay(allow); err != nil {
+			statusW.Close()
+			specR.Close()
+			return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "network allow-list")
+		}
+		defer rel.close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, rel.child)
+		cmd.Env = append(cmd.Env, relayEnv+"=1")
+	}
 
 	var (
 		pidv          atomic.Int64
@@ -241,6 +262,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	start := time.Now()
 	err = startHelper(cmd)
 	specR.Close()
+	if rel != nil {
+		rel.child.Close()
+	}
 	if err != nil {
 		if cg != nil {
 			cg.remove()
@@ -322,7 +346,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		Stdout:          stdout.buf.Bytes(),
 		StdoutTruncated: stdout.overflow,
 		Sandboxed:       sandboxed,
-		Isolation:       isolation(sandboxed, hs.LandlockABI, r.cfg.Network),
+		Isolation:       isolation(sandboxed, hs.LandlockABI, r.cfg.Network, allow != nil),
 	}
 	if combined != nil {
 		res.Stdout = []byte(combined.String())
@@ -429,6 +453,24 @@ func (r *Runner) prepare(spec Spec) (helperSpec, error) {
 	return hs, nil
 }
 
+// withProxyEnv replaces every proxy variable of env with the allow-list
+// proxy's.
+func withProxyEnv(env []string) []string {
+	proxy := proxyEnv()
+	names := map[string]bool{}
+	for _, kv := range proxy {
+		k, _, _ := strings.Cut(kv, "=")
+		names[k] = true
+	}
+	out := make([]string, 0, len(env)+len(proxy))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !names[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, proxy...)
+}
+
 // maxArgStrlen is the kernel's limit on one argv or environment string
 // (MAX_ARG_STRLEN, 32 pages), terminating NUL included.
 const maxArgStrlen = 32 * 4096
@@ -504,12 +546,15 @@ func lookProgram(name string) (string, error) {
 	return "", e
 }
 
-func isolation(sandboxed bool, abi int, network bool) []string {
+func isolation(sandboxed bool, abi int, network, allowList bool) []string {
 	var iso []string
 	if sandboxed {
 		iso = append(iso, "userns")
 		if !network {
 			iso = append(iso, "netns")
+		}
+		if allowList {
+			iso = append(iso, "net_allow_list")
 		}
 		iso = append(iso, "pidns", "mountns", "ipcns", "utsns")
 	}

@@ -319,6 +319,14 @@ type Config struct {
 	// no network namespace and no Landlock TCP rules. Files, processes and
 	// resources stay confined.
 	Network bool
+	// NetworkAllow (runner.boundaries.sandbox.network.allow) lists the
+	// host:port pairs a sandboxed program may reach, through a filtering
+	// proxy capstan runs outside the sandbox (see ParseNetworkAllow for
+	// the spelling). The program gets HTTP_PROXY and HTTPS_PROXY pointing
+	// at 127.0.0.1:ProxyPort inside its own network namespace; a program
+	// that ignores them reaches nothing. Ignored with Network, and where
+	// the machine cannot make namespaces (AllowUnsandboxed).
+	NetworkAllow []string
 }
 
 // DefaultSystemPaths are readable by every sandboxed program (missing ones

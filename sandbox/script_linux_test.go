@@ -182,7 +182,7 @@ func TestNewCommandRunnerFromConfig(t *testing.T) {
 	if r, err := NewCommandRunner(context.Background(), &config.Sandbox{Enabled: &off}); r != nil || err != nil {
 		t.Errorf("disabled: %v %v", r, err)
 	}
-	r, err := NewCommandRunner(context.Background(), &config.Sandbox{Network: true})
+	r, err := NewCommandRunner(context.Background(), &config.Sandbox{Network: &config.SandboxNetwork{All: true}})
 	if err != nil || r == nil || !r.Runner.cfg.Network {
 		t.Fatalf("network: %v %v", r, err)
 	}

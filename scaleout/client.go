@@ -78,6 +78,9 @@ type WorkerConfig struct {
 	// Ready, when set, is called once the worker polls its queues, with
 	// its own task queue.
 	Ready func(queue string)
+	// Issues opens the issue stores of issue workflows (capstan workflow
+	// run --temporal); nil: the worker fails their issue activities.
+	Issues OpenIssues
 	// Address and Namespace are the server the worker is connected to,
 	// recorded in its runs' journals (run.start temporal) so that a local
 	// resume can name the command that continues a run there.
@@ -102,6 +105,11 @@ func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
 	shared := worker.New(c, cfg.TaskQueue, worker.Options{DisableRegistrationAliasing: true})
 	shared.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
 	shared.RegisterActivityWithOptions(acts.Acquire, activity.RegisterOptions{Name: ActivityAcquire})
+	ia := &IssueActivities{Open: cfg.Issues}
+	shared.RegisterWorkflowWithOptions(IssueWorkflow, workflow.RegisterOptions{Name: IssueWorkflowName})
+	shared.RegisterActivityWithOptions(ia.Read, activity.RegisterOptions{Name: ActivityIssueRead})
+	shared.RegisterActivityWithOptions(ia.Change, activity.RegisterOptions{Name: ActivityIssueChange})
+	shared.RegisterActivityWithOptions(ia.BranchTip, activity.RegisterOptions{Name: ActivityBranchTip})
 	pinned := worker.New(c, own, worker.Options{DisableRegistrationAliasing: true, MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentRuns})
 	pinned.RegisterActivityWithOptions(acts.Iterate, activity.RegisterOptions{Name: ActivityIterate})
 	if err := pinned.Start(); err != nil {
@@ -192,23 +200,9 @@ func PrepareRuns(ctx context.Context, s Submission, params []map[string]string) 
 	if s.Now != nil {
 		now = s.Now
 	}
-	snap, ok := s.Agent.FS().(*definition.Snapshot)
-	if !ok {
-		return nil, errors.New("scaleout: the agent must be loaded pinned (agent.LoadPinned)")
-	}
-	tarball, err := snap.Tar()
-	if err == nil {
-		tarball, err = packDefinition(tarball)
-	}
+	snap, tarball, err := packAgent(s.Agent)
 	if err != nil {
 		return nil, err
-	}
-	if len(tarball) > maxDefinitionBytes {
-		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-			"the agent definition is %d bytes compressed; a run on Temporal carries it in its workflow input, limited to %d bytes", len(tarball), maxDefinitionBytes)
-		e.File = s.Agent.Dir()
-		e.Hint = "move large files (data, binaries) out of the agent folder into the work dir"
-		return nil, e
 	}
 	if err := noCredentialIn("--repo", s.Repo); err != nil {
 		return nil, err
@@ -233,17 +227,64 @@ func PrepareRuns(ctx context.Context, s Submission, params []map[string]string) 
 			ins[i].RunID = NewRunID(started)
 		}
 	}
+	head, err := workDirHead(ctx, wd, s.Repo)
+	if err != nil || head == "" {
+		return ins, err // not a repository: the work dir is used as it is
+	}
+	repo := s.Repo
+	if repo == "" {
+		repo = wd
+	}
+	branches := make([]string, len(ins))
+	for i, in := range ins {
+		in.Repo, in.Branch, in.BaseCommit, in.WorkDir = repo, "capstan/"+in.RunID, head, ""
+		branches[i] = in.Branch
+	}
+	if err := pushBranch(ctx, wd, repo, head, branches...); err != nil {
+		return nil, err
+	}
+	return ins, nil
+}
+
+// pushBranch creates the branches at commit head in repo, from the work
+// dir wd, with one git push (per pushChunk branches, which keeps the
+// command line short).
+func pushBranch(ctx context.Context, wd, repo, head string, branches ...string) error {
+	for chunk := range slices.Chunk(branches, pushChunk) {
+		args := []string{"push", "-q", repo}
+		for _, b := range chunk {
+			args = append(args, head+":refs/heads/"+b)
+		}
+		if _, err := git(ctx, wd, args...); err != nil {
+			what := "the run's branch " + branches[0]
+			if len(branches) > 1 {
+				what = fmt.Sprintf("the branches of %d runs", len(branches))
+			}
+			return fmt.Errorf("scaleout: create %s in %s: %w", what, repo, err)
+		}
+	}
+	return nil
+}
+
+// pushChunk is how many run branches one git push creates.
+const pushChunk = 500
+
+// workDirHead is the HEAD commit of the git repository whose top level is
+// the work dir wd, or "" when wd is not in a repository (then repo, the
+// --repo of the run, must be ""). A work dir inside a repository, or a
+// repository without a commit, is refused.
+func workDirHead(ctx context.Context, wd, repo string) (string, error) {
+	// One git for both in the usual case; a second one tells a work dir
+	// outside any repository from a repository without a commit.
 	top, err := git(ctx, wd, "rev-parse", "--show-toplevel", "HEAD")
 	head := ""
 	if err == nil {
 		top, head, _ = strings.Cut(top, "\n")
 	} else if top, err = git(ctx, wd, "rev-parse", "--show-toplevel"); err != nil {
-		// The second try tells a work dir outside any repository from a
-		// repository without a commit.
-		if s.Repo != "" {
-			return nil, fmt.Errorf("scaleout: --repo %s needs the work dir %s to be a git repository: %w", s.Repo, wd, err)
+		if repo != "" {
+			return "", fmt.Errorf("scaleout: --repo %s needs the work dir %s to be a git repository: %w", repo, wd, err)
 		}
-		return ins, nil // not a repository: the work dir is used as it is
+		return "", nil
 	}
 	real := wd
 	if r, err := filepath.EvalSymlinks(wd); err == nil {
@@ -253,40 +294,41 @@ func PrepareRuns(ctx context.Context, s Submission, params []map[string]string) 
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false,
 			"the work dir %s is inside the git repository %s; a run on Temporal checks out whole repositories", wd, top)
 		e.Hint = "pass --workdir " + completion.ShellQuote(top)
-		return nil, e
+		return "", e
 	}
 	if head == "" {
 		_, err := git(ctx, wd, "rev-parse", "HEAD")
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "the work dir's repository %s has no commit", wd)
 		q := completion.ShellQuote(wd)
 		e.Hint = "commit the work dir's files first: git -C " + q + " add -A && git -C " + q + " commit --allow-empty -m start"
-		return nil, e
+		return "", e
 	}
-	repo := s.Repo
-	if repo == "" {
-		repo = wd
-	}
-	refspecs := make([]string, len(ins))
-	for i, in := range ins {
-		in.Repo, in.Branch, in.BaseCommit, in.WorkDir = repo, "capstan/"+in.RunID, head, ""
-		refspecs[i] = head + ":refs/heads/" + in.Branch
-	}
-	// One push creates every run's branch (in chunks that keep the
-	// command line short).
-	for chunk := range slices.Chunk(refspecs, pushChunk) {
-		if _, err := git(ctx, wd, append([]string{"push", "-q", repo}, chunk...)...); err != nil {
-			what := "the run's branch " + ins[0].Branch
-			if len(ins) > 1 {
-				what = fmt.Sprintf("the branches of %d runs", len(ins))
-			}
-			return nil, fmt.Errorf("scaleout: create %s in %s: %w", what, repo, err)
-		}
-	}
-	return ins, nil
+	return head, nil
 }
 
-// pushChunk is how many run branches one git push creates.
-const pushChunk = 500
+// packAgent is the pinned agent's definition as a run's workflow input
+// carries it (gzipped tar), refused when it is too large.
+func packAgent(a *config.Agent) (*definition.Snapshot, []byte, error) {
+	snap, ok := a.FS().(*definition.Snapshot)
+	if !ok {
+		return nil, nil, errors.New("scaleout: the agent must be loaded pinned (agent.LoadPinned)")
+	}
+	tarball, err := snap.Tar()
+	if err == nil {
+		tarball, err = packDefinition(tarball)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(tarball) > maxDefinitionBytes {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"the agent definition is %d bytes compressed; a run on Temporal carries it in its workflow input, limited to %d bytes", len(tarball), maxDefinitionBytes)
+		e.File = a.Dir()
+		e.Hint = "move large files (data, binaries) out of the agent folder into the work dir"
+		return nil, nil, e
+	}
+	return snap, tarball, nil
+}
 
 // maxDefinitionBytes bounds the agent definition a workflow input carries
 // (Temporal warns at 256 KiB per payload).

@@ -175,7 +175,7 @@ func (w *Activities) iterate(ctx context.Context, in IterationInput) (*Iteration
 	}
 	// The heartbeat covers waiting for the run, the checkout, the
 	// iteration and its commit.
-	stop := heartbeat(ctx, run.RunID, st.Iteration+1)
+	stop := heartbeat(ctx, fmt.Sprintf("run %s iteration %d", run.RunID, st.Iteration+1))
 	defer stop()
 	store, err := w.store()
 	if err != nil {
@@ -378,8 +378,9 @@ func retryable(res *agent.Result, before int) error {
 	return temporal.NewApplicationErrorWithOptions(res.Error.Message, code, temporal.ApplicationErrorOptions{NextRetryDelay: delay})
 }
 
-// heartbeat reports the iteration alive until stop is called.
-func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
+// heartbeat reports the activity alive, with details, until stop is
+// called.
+func heartbeat(ctx context.Context, details string) (stop func()) {
 	info := activity.GetInfo(ctx)
 	every := info.HeartbeatTimeout / 3
 	if every <= 0 {
@@ -393,7 +394,7 @@ func heartbeat(ctx context.Context, runID string, n int) (stop func()) {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			activity.RecordHeartbeat(ctx, fmt.Sprintf("run %s iteration %d", runID, n))
+			activity.RecordHeartbeat(ctx, details)
 			select {
 			case <-done:
 				return

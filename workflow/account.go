@@ -19,6 +19,8 @@ type Start struct {
 	Store    string `json:"store"`
 	DryRun   bool   `json:"dryRun,omitempty"`
 	Stub     bool   `json:"stubDispatch,omitempty"`
+	// Temporal is the Temporal frontend the issues ran on ("" = here).
+	Temporal string `json:"temporal,omitempty"`
 }
 
 // End is the data of a workflow run's run.end event.
@@ -196,6 +198,9 @@ func (a *Account) WriteText(w io.Writer, visible func(string) string) error {
 		}
 		if s.Stub {
 			b.WriteString(" (stub dispatch)")
+		}
+		if s.Temporal != "" {
+			b.WriteString(" on Temporal " + s.Temporal)
 		}
 	}
 	b.WriteString("\n")

@@ -522,8 +522,11 @@ type compensation struct {
 // per issue and cycle) and the error is returned.
 func (r *Runner) apply(ctx context.Context, issue, cycle int, from, to, agent, outcome string, remove, add []string, handoff map[string]any, closeIt bool) error {
 	var undo []compensation
+	at := func(name string) context.Context {
+		return WithStep(ctx, Step{Issue: issue, Phase: from, Cycle: cycle, Name: name})
+	}
 	step := func(name string, do func(context.Context) error, comp *compensation) error {
-		err := do(ctx)
+		err := do(at(name))
 		r.emit(EventStep, map[string]any{"issue": issue, "cycle": cycle, "step": name, "ok": err == nil, "error": errText(err)})
 		if err == nil && comp != nil {
 			undo = append(undo, *comp)
@@ -574,7 +577,7 @@ func (r *Runner) apply(ctx context.Context, issue, cycle int, from, to, agent, o
 	var errs []error
 	for i := len(undo) - 1; i >= 0; i-- {
 		c := undo[i]
-		cerr := c.run(ctx)
+		cerr := c.run(at(c.label))
 		r.emit(EventCompensation, map[string]any{"issue": issue, "cycle": cycle, "compensation": c.label, "ok": cerr == nil, "error": errText(cerr)})
 		if cerr != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.label, cerr))

@@ -23,6 +23,8 @@ type Issues interface {
 	EditLabels(ctx context.Context, issue int, remove, add []string) error
 	Comment(ctx context.Context, issue int, body string) error
 	Close(ctx context.Context, issue int) error
+	// Closed reports whether the issue is closed.
+	Closed(ctx context.Context, issue int) (bool, error)
 	// RecentComments are the bodies of the issue's last limit comments,
 	// newest first.
 	RecentComments(ctx context.Context, issue int, limit int) ([]string, error)
@@ -123,6 +125,19 @@ func (g *GH) Comment(ctx context.Context, issue int, body string) error {
 func (g *GH) Close(ctx context.Context, issue int) error {
 	_, err := g.run(ctx, "issue", "close", strconv.Itoa(issue))
 	return err
+}
+
+// Closed implements Issues.
+func (g *GH) Closed(ctx context.Context, issue int) (bool, error) {
+	out, err := g.run(ctx, "issue", "view", strconv.Itoa(issue), "--json", "state")
+	if err != nil {
+		return false, err
+	}
+	var st struct{ State string }
+	if err := json.Unmarshal(out, &st); err != nil {
+		return false, fmt.Errorf("gh issue view %d --json state: %w", issue, err)
+	}
+	return strings.EqualFold(st.State, "closed"), nil
 }
 
 // RecentComments implements Issues.
@@ -349,6 +364,15 @@ func (l *Local) Close(_ context.Context, issue int) error {
 	}
 	m.State = "closed"
 	return l.save(issue, m)
+}
+
+// Closed implements Issues.
+func (l *Local) Closed(_ context.Context, issue int) (bool, error) {
+	m, err := l.meta(issue)
+	if err != nil {
+		return false, err
+	}
+	return strings.EqualFold(m.State, "closed"), nil
 }
 
 // RecentComments implements Issues.

@@ -154,7 +154,7 @@ it. Stop the worker with Ctrl-C or SIGTERM.`,
 			tctx, tr := startTracing(ctx, stderr)
 			defer tr.stop(context.WithoutCancel(ctx))
 			err = scaleout.RunWorker(tctx, c, scaleout.WorkerConfig{TaskQueue: tf.taskQueue, Root: root, Store: store, TracerProvider: tr.provider(),
-				MaxConcurrentRuns: concurrent, Address: tf.address, Namespace: tf.namespace, Ready: func(q string) {
+				MaxConcurrentRuns: concurrent, Address: tf.address, Namespace: tf.namespace, Issues: workerIssues(root), Ready: func(q string) {
 					fmt.Fprintf(stderr, "capstan worker: polling task queue %s (own queue %s) on %s; work dirs in %s\n", tf.taskQueue, q, tf.address, root)
 				}})
 			if err != nil {

@@ -76,6 +76,7 @@ type workflowRunFlags struct {
 	acceptChanged            bool
 	stub                     string
 	model, repo              string
+	tf                       workflowTemporalFlags
 }
 
 func newWorkflowRunCmd() *cobra.Command {
@@ -120,6 +121,7 @@ run's own journal is shown by "capstan show RUN". See docs/workflows.md.`,
 	fs.StringVar(&f.repo, "repo", "", "GitHub repository OWNER/NAME of the issues")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON on stdout")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress output")
+	f.tf.register(fs)
 	registerAccept(fs, &f.acceptChanged)
 	return cmd
 }

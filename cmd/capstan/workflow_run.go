@@ -92,6 +92,9 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 			}
 		}
 	}
+	if err := checkWorkflowTemporalFlags(fs, f, wf); err != nil {
+		return err
+	}
 	// Every agent folder is read once, before any agent runs: a run cannot
 	// change the agents the next dispatches use.
 	var disp workflow.Dispatcher = &stubDispatcher{outcomes: stub}
@@ -121,7 +124,7 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 		target = fmt.Sprintf("%s issues labelled %s (at most %d)", f.state, strings.Join(f.labels, ", "), f.limit)
 	}
 	jw.Emit(journal.RunStart, workflow.Start{Command: workflow.Command, Workflow: f.file, WorkDir: workDir,
-		Issues: target, Store: what, DryRun: f.dryRun, Stub: stub != nil})
+		Issues: target, Store: what, DryRun: f.dryRun, Stub: stub != nil, Temporal: f.tf.temporal.address})
 
 	r := &workflow.Runner{Workflow: wf, Issues: issues, Dispatch: disp, Events: jw, DryRun: f.dryRun,
 		Lock: func(n int) (func(), bool, error) { return lockIssue(store, wf, what, n) }}
@@ -141,7 +144,35 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 		}
 	}
 	var end workflow.End
-	if batch {
+	if f.tf.temporal.address != "" {
+		queue, skipped := []int{f.issue}, []int(nil)
+		if batch {
+			listed, err := issues.List(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
+			if err != nil {
+				end.Error = fmt.Sprintf("list issues: %v", err)
+			}
+			queue, skipped = wf.Order(listed)
+		}
+		if end.Error == "" {
+			results, err := runWorkflowOnTemporal(ctx, stderr, f, wf, issues, disp, workDir, id, queue, jw)
+			if err != nil {
+				jw.Emit(journal.RunEnd, workflow.End{Status: workflow.StatusFailed, Issues: []workflow.IssueResult{}, Error: err.Error()})
+				return err
+			}
+			end.Issues, end.Skipped = results, skipped
+			var st []string
+			for _, ir := range results {
+				st = append(st, ir.Status)
+			}
+			end.Status = workflow.Worst(st...)
+		}
+		if end.Status == "" {
+			end.Status = workflow.StatusCompleted
+		}
+		if end.Error != "" {
+			end.Status = workflow.StatusFailed
+		}
+	} else if batch {
 		b, err := r.RunBatch(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
 		end = workflow.End{Status: b.Status, Issues: b.Issues, Skipped: b.Skipped}
 		if err != nil {
@@ -338,18 +369,7 @@ func fnv32(s string) uint32 {
 type stubDispatcher struct{ outcomes map[string]string }
 
 func (s *stubDispatcher) Dispatch(_ context.Context, d workflow.Dispatch) (workflow.Outcome, error) {
-	o, ok := s.outcomes[d.Agent.ID]
-	if !ok {
-		o = "success"
-	}
-	if d.Agent.Role == workflow.Validator {
-		return workflow.Outcome{Success: true, Verdict: o, Reason: "stub"}, nil
-	}
-	out := workflow.Outcome{Success: o == "success", Reason: "stub"}
-	if o != "success" && o != "failed" {
-		out.Verdict = o // routed by fallbackPhases
-	}
-	return out, nil
+	return workflow.StubOutcome(d.Agent, s.outcomes), nil
 }
 
 // agentDispatcher runs each dispatched agent as a normal capstan run in

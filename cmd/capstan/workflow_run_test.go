@@ -83,6 +83,20 @@ func workflowProject(t *testing.T) string {
 	return wd
 }
 
+// issue7Moves are the gh writes of issue 7's three moves through the
+// test workflow (see TestWorkflowRunDrivesAnIssueThroughScriptedAgents).
+var issue7Moves = []string{
+	"issue edit 7 --add-label kind:detail --repo acme/app",
+	"issue edit 7 --remove-label kind:consider --repo acme/app",
+	"issue comment 7 --body ## Specification Requested\n\nNeeds a spec first. --repo acme/app",
+	"issue edit 7 --add-label kind:impl --repo acme/app",
+	"issue edit 7 --remove-label kind:detail --repo acme/app",
+	"issue comment 7 --body ## Implementation Spec\n\nAdd the flag, then test it. --repo acme/app",
+	"issue edit 7 --add-label done --repo acme/app",
+	"issue edit 7 --remove-label order:1 --remove-label kind:impl --repo acme/app",
+	"issue close 7 --repo acme/app",
+}
+
 type workflowJSON struct {
 	RunID  string
 	Status string
@@ -137,16 +151,7 @@ func TestWorkflowRunDrivesAnIssueThroughScriptedAgents(t *testing.T) {
 	for _, l := range []string{"kind:impl", "kind:detail", "kind:consider", "done", "need clearance", "order:1", "order:2"} {
 		want = append(want, "label create "+l)
 	}
-	want = append(want,
-		"issue edit 7 --add-label kind:detail --repo acme/app",
-		"issue edit 7 --remove-label kind:consider --repo acme/app",
-		"issue comment 7 --body ## Specification Requested\n\nNeeds a spec first. --repo acme/app",
-		"issue edit 7 --add-label kind:impl --repo acme/app",
-		"issue edit 7 --remove-label kind:detail --repo acme/app",
-		"issue comment 7 --body ## Implementation Spec\n\nAdd the flag, then test it. --repo acme/app",
-		"issue edit 7 --add-label done --repo acme/app",
-		"issue edit 7 --remove-label order:1 --remove-label kind:impl --repo acme/app",
-		"issue close 7 --repo acme/app")
+	want = append(want, issue7Moves...)
 	got := gh.Writes(t)
 	for i := range got {
 		if strings.HasPrefix(got[i], "label create") {

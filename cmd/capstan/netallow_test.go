@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// countingServer is a loopback HTTP server answering body and counting
+// the requests that reached it.
+func countingServer(t *testing.T, body string) (hostport string, hits *atomic.Int32) {
+	t.Helper()
+	hits = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), hits
+}
+
+// networkAgent is an agent whose scripted model runs command in Bash, with
+// network as runner.boundaries.sandbox.network.
+func networkAgent(t *testing.T, network, command string) string {
+	t.Helper()
+	return writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "net", "description": "reaches out",
+  "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": ["Bash"], "permissionMode": "default", "sandbox": {"network": ` + network + `}}}}`,
+		"steps_registry.json":                  `{"agentId": "net", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Fetch.",
+		"script.yaml":                          "turns:\n  - tool_calls: [{name: Bash, input: {command: " + jsonString(command) + "}}]\n  - text: \"ALL_DONE\"\n",
+	})
+}
+
+// TestSandboxNetworkAllowList: a sandboxed agent whose network allow-list
+// names one loopback server reaches it (plain HTTP and an HTTPS-style
+// CONNECT tunnel), never the other loopback server, and reaches nothing
+// when it ignores the proxy variables; a bad entry is refused by validate.
+func TestSandboxNetworkAllowList(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI needs curl")
+		}
+		t.Skip("curl is not installed")
+	}
+	allowed, allowedHits := countingServer(t, "reached-the-allowed-server")
+	other, otherHits := countingServer(t, "reached-the-other-server")
+	probe := "curl -sS --max-time 10 http://" + allowed + "/; echo; curl -sS --max-time 10 --proxytunnel http://" + allowed + "/; echo; " +
+		"curl -sS --max-time 10 http://" + other + "/; curl -sS --max-time 10 --proxytunnel http://" + other + "/; " +
+		"curl -sS --max-time 5 --noproxy '*' http://" + allowed + "/ || echo DIRECT-FAILED; echo PROBE-END"
+	dir, wd := networkAgent(t, `{"allow": ["`+allowed+`"]}`, probe), t.TempDir()
+	if code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	text, err := os.ReadFile(runJournals(t, wd)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	journalText := string(text)
+	if !strings.Contains(journalText, "PROBE-END") {
+		t.Fatalf("the probe did not run:\n%s", journalText)
+	}
+	if got := strings.Count(journalText, "reached-the-allowed-server"); got < 2 || allowedHits.Load() != 2 {
+		t.Errorf("the allowed server answered %d requests (journal shows %d), want 2 (plain and tunnelled)", allowedHits.Load(), got)
+	}
+	if otherHits.Load() != 0 || strings.Contains(journalText, "reached-the-other-server") {
+		t.Errorf("a server that is not listed was reached %d times", otherHits.Load())
+	}
+	if !strings.Contains(journalText, "is not in runner.boundaries.sandbox.network.allow") || !strings.Contains(journalText, "DIRECT-FAILED") {
+		t.Errorf("the refusal is not explained, or the direct connection did not fail:\n%s", journalText)
+	}
+
+	bad := networkAgent(t, `{"allow": ["https://`+allowed+`"]}`, "true")
+	code, out, errOut := captureConfigCLI(t, "validate", bad)
+	if code != exitUsage || !strings.Contains(out+errOut, "AC-SANDBOX-NETWORK") {
+		t.Fatalf("validate of a bad allow entry: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/internal/fakegh"
+	"github.com/capstan-dev/capstan/internal/temporaltest"
+)
+
+// slowIterator makes the project's iterator agent run a Bash command that
+// marks its start in the work dir and then takes three seconds.
+func slowIterator(t *testing.T, wd string) {
+	t.Helper()
+	dir := filepath.Join(wd, ".agent", "iterator")
+	def := readFileT(t, filepath.Join(dir, "agent.json"))
+	def = strings.Replace(def, `"allowedTools": ["Read"]`, `"allowedTools": ["Read", "Bash"]`, 1)
+	files := map[string]string{"agent.json": def, "script.yaml": `turns:
+  - tool_calls: [{name: Bash, input: {command: "touch started.txt; sleep 3"}}]
+  - structured: {next_action: {action: closing}}
+`}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// commentMarker matches the hidden idempotency marker of a comment posted
+// by an issue workflow.
+var commentMarker = regexp.MustCompile(`\n\n<!-- capstan-step: \S+/issue-7/[a-z-]+/cycle-\d/comment -->`)
+
+// TestWorkflowTemporalKilledWorker runs the three-agent workflow of
+// TestWorkflowRunDrivesAnIssueThroughScriptedAgents on a real Temporal
+// dev server with two worker processes, and kills (SIGKILL) the worker
+// that runs the last agent in the middle of its Bash call. The issue
+// completes; the fake gh's call log holds the same label changes,
+// comments and close as the local run, each once, every comment with its
+// step's idempotency marker.
+func TestWorkflowTemporalKilledWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server and worker processes; run without -short")
+	}
+	addr := temporaltest.Server(t)
+	wd := workflowProject(t)
+	slowIterator(t, wd)
+	gitT(t, wd, "init", "-q")
+	gitT(t, wd, "add", "-A")
+	gitT(t, wd, "commit", "-q", "-m", "project")
+	gh := fakegh.Install(t, fakegh.State{Issues: map[string]*fakegh.Issue{
+		"7": {Title: "Add a flag", Labels: []string{"kind:consider", "order:1"}, State: "open"},
+	}})
+	// The workers and the submitter find the fake gh first on PATH.
+	t.Setenv("PATH", gh.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	roots := t.TempDir()
+	workers := []*tworker{startWorker(t, addr, filepath.Join(roots, "w1")), startWorker(t, addr, filepath.Join(roots, "w2"))}
+
+	run := cliCommand("workflow", "run", "--issue", "7", "--workdir", wd, "--repo", "acme/app", "--temporal", addr,
+		"--worker-timeout", "3s", "--json")
+	var stdout, stderr bytes.Buffer
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- run.Wait() }()
+
+	// Kill the worker whose checkout of the iterator's run (the issue's
+	// third dispatch) has started its Bash command.
+	var victim *tworker
+	deadline := time.Now().Add(3 * time.Minute)
+	for victim == nil {
+		for _, w := range workers {
+			if m, _ := filepath.Glob(filepath.Join(w.root, "*-7-3", "started.txt")); len(m) > 0 {
+				victim = w
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("workflow run ended before the iterator ran: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the iterator did not start:\n%s\n%s", stderr.String(), workers[0].stderr.String()+workers[1].stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := syscall.Kill(-victim.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("workflow run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+	case <-time.After(3 * time.Minute):
+		_ = run.Process.Kill()
+		t.Fatalf("workflow run did not end:\n%s", stderr.String())
+	}
+	// The iterator's run moved to the other worker, which finished it.
+	for _, w := range workers {
+		if m, _ := filepath.Glob(filepath.Join(w.root, "*-7-3")); w != victim && len(m) == 0 {
+			t.Fatalf("the iterator's run did not move to the surviving worker:\n%s", w.stderr.String())
+		}
+	}
+	var res workflowJSON
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatal(err, stdout.String())
+	}
+	ir := res.Issues[0]
+	var moves []string
+	for _, h := range ir.History {
+		moves = append(moves, fmt.Sprintf("%s>%s:%s", h.From, h.To, h.Outcome))
+	}
+	if res.Status != "completed" || ir.FinalPhase != "done" || !ir.Closed ||
+		strings.Join(moves, " ") != "consider-pending>detail-pending:handoff-detail detail-pending>impl-pending:handoff-impl impl-pending>done:success" {
+		t.Fatalf("result %+v\n%s", res, stderr.String())
+	}
+	want := issue7Moves
+	var got []string
+	for _, w := range gh.Writes(t) {
+		if strings.HasPrefix(w, "label create") {
+			continue
+		}
+		if strings.HasPrefix(w, "issue comment") {
+			if !commentMarker.MatchString(w) {
+				t.Errorf("comment without its step's marker: %q", w)
+			}
+			w = commentMarker.ReplaceAllString(w, "")
+		}
+		got = append(got, w)
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("gh writes:\n%s\nwant (each once):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The workflow run's journal has the issue's whole account.
+	code, acct, _ := runPipelineCLI(t, "show", res.RunID)
+	for _, s := range []string{"on Temporal " + addr, "phase consider-pending", "dispatch considerer", "move detail-pending → impl-pending",
+		"close: ok", "status: completed"} {
+		if code != exitOK || !strings.Contains(acct, s) {
+			t.Fatalf("show %s lacks %q (exit %d):\n%s", res.RunID, s, code, acct)
+		}
+	}
+}
+
+// The Temporal flags need --temporal, and what cannot act on Temporal is
+// refused before anything runs.
+func TestWorkflowTemporalFlagsAreChecked(t *testing.T) {
+	wd := workflowProject(t)
+	store := t.TempDir()
+	base := []string{"workflow", "run", "--issue", "7", "--workdir", wd, "--local", store, "--stub-dispatch", "{}"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrency", "2"}, "--concurrency needs --temporal HOST:PORT"},
+		{[]string{"--git-repo", "x"}, "--git-repo needs --temporal HOST:PORT"},
+		{[]string{"--temporal", "127.0.0.1:1", "--dry-run"}, "drop --temporal"},
+		{[]string{"--temporal", "127.0.0.1:1", "--concurrency", "0"}, "--concurrency 0: want at least 1"},
+		{[]string{"--temporal", "127.0.0.1:1", "--worker-timeout", "10ms"}, "want at least 1s"},
+	} {
+		code, _, errOut := runPipelineCLI(t, append(base, c.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, want %q:\n%s", c.args, code, c.want, errOut)
+		}
+	}
+}
