@@ -77,10 +77,51 @@ func (w *Activities) checkpoint(ctx context.Context, run *RunInput, dir string, 
 	if err != nil {
 		return workDirError("record the work dir", err)
 	}
+	w.setCheckpointed(run.RunID, true)
 	if _, err := w.checkoutGit(ctx, dir, "push", "-q", "-f", "origin", sha+":"+wipRef(run.RunID)); err != nil {
 		return workDirError("push the checkpoint of run "+run.RunID, err)
 	}
 	return nil
+}
+
+// setCheckpointed records whether the run's repository may hold a
+// checkpoint of the run (this worker pushed one, or fetched one).
+func (w *Activities) setCheckpointed(runID string, yes bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.checkpointed == nil {
+		w.checkpointed = map[string]bool{}
+	}
+	if yes {
+		w.checkpointed[runID] = true
+	} else {
+		delete(w.checkpointed, runID)
+	}
+}
+
+// dropCheckpoint removes the run's checkpoint ref from its repository
+// once the run has ended (its last iteration's commit is on the branch):
+// an ended run leaves its branch and nothing else. It is a best effort —
+// a checkpoint left behind is never used again, since it names an
+// iteration the run did not reach.
+func (w *Activities) dropCheckpoint(ctx context.Context, run *RunInput, dir string) {
+	if run.Repo == "" {
+		return
+	}
+	w.mu.Lock()
+	pushed := w.checkpointed[run.RunID]
+	w.mu.Unlock()
+	if !pushed {
+		if _, err := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wipFetched); err != nil {
+			return // neither pushed nor fetched here: there is none
+		}
+	}
+	if w.guardRepo(dir) != nil {
+		return
+	}
+	if _, err := w.checkoutGit(ctx, dir, "push", "-q", "origin", "--delete", wipRef(run.RunID)); err == nil {
+		w.setCheckpointed(run.RunID, false)
+	}
 }
 
 // wipFetched is where a checkout keeps the run's checkpoint it fetched.

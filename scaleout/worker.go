@@ -54,6 +54,8 @@ type Activities struct {
 	// driver pins.
 	repoConfigs map[string][]byte
 	repoPins    map[string]*hostcmd.RepoPins
+	// checkpointed are the runs whose checkpoint this worker pushed.
+	checkpointed map[string]bool
 
 	// The worker's git, resolved once (checkoutGit).
 	gitOnce             sync.Once
@@ -224,6 +226,9 @@ func (w *Activities) iterate(ctx context.Context, in IterationInput) (*Iteration
 		if lr != nil {
 			lr.a.Abandon()
 		}
+		if wd.done.Result != nil {
+			w.dropCheckpoint(context.WithoutCancel(ctx), run, wd.dir)
+		}
 		return wd.done, nil
 	}
 	if lr != nil && (lr.iteration != st.Iteration || lr.commit != st.Commit || wd.reset) {
@@ -286,6 +291,9 @@ func (w *Activities) iterate(ctx context.Context, in IterationInput) (*Iteration
 			lr.a.Abandon()
 		}
 		return nil, err
+	}
+	if out.Result != nil {
+		w.dropCheckpoint(cctx, run, wd.dir)
 	}
 	if res == nil {
 		mark, ok := markJournal(lr.a.JournalPath())

@@ -199,6 +199,11 @@ func checkRun(t *testing.T, bare string, in *RunInput, res *agent.Result) {
 	if got := strings.Join(strings.Fields(trailers), ","); got != "1,2,3,4" {
 		t.Errorf("iteration commits: %s", got)
 	}
+	// Its iterations' Bash calls were checkpointed to the run's wip ref;
+	// the ended run leaves only its branch.
+	if refs := gitT(t, bare, "for-each-ref", "refs/capstan"); refs != "" {
+		t.Errorf("the ended run left its checkpoint: %s", refs)
+	}
 	found, err := testStore(t).Find("", in.RunID)
 	if err != nil {
 		t.Fatal(err)
