@@ -343,7 +343,7 @@ func (w *Activities) checkoutGit(ctx context.Context, dir string, args ...string
 	if err != nil {
 		return "", err
 	}
-	if reachesRemote(args) {
+	if hostcmd.ReachesRemote(args) {
 		g = remote
 	}
 	w.mu.Lock()
@@ -448,7 +448,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if reachesRemote(args) {
+	if hostcmd.ReachesRemote(args) {
 		g = g.WithUserCredentials(ctx, os.Environ())
 	}
 	out, err := g.Output(ctx, dir, args...)
@@ -456,12 +456,6 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// reachesRemote reports git arguments of a command that reaches a remote
-// (clone, fetch, push).
-func reachesRemote(args []string) bool {
-	return slices.ContainsFunc(args, func(a string) bool { return a == "clone" || a == "fetch" || a == "push" })
 }
 
 func workDirError(what string, err error) error {

@@ -60,7 +60,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+<<<<<<< HEAD
 func startWorker(t testing.TB, addr, root string, extra ...string) *tworker {
+=======
+func startWorker(t testing.TB, addr, root string) *tworker {
+>>>>>>> main
 	t.Helper()
 	w := &tworker{root: root, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	w.cmd = cliCommand(append([]string{"worker", "--temporal", addr, "--work-root", root}, extra...)...)
@@ -365,7 +369,7 @@ func TestTemporalCancel(t *testing.T) {
 	if jerr := json.Unmarshal(stdout.Bytes(), &res); jerr != nil {
 		t.Fatalf("--json after Ctrl-C: %v (%v)\n%s", jerr, err, strings.Join(lines, "\n"))
 	}
-	if code := exitCode(err); code != exitNotCompleted || res.CompletionReason != "canceled" || res.Iterations != 1 {
+	if code := exitCode(err); code != 130 || res.CompletionReason != "canceled" || res.Iterations != 1 {
 		t.Fatalf("Ctrl-C: exit %d, result %+v", code, res)
 	}
 
