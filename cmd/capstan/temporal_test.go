@@ -60,11 +60,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-<<<<<<< HEAD
 func startWorker(t testing.TB, addr, root string, extra ...string) *tworker {
-=======
-func startWorker(t testing.TB, addr, root string) *tworker {
->>>>>>> main
 	t.Helper()
 	w := &tworker{root: root, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	w.cmd = cliCommand(append([]string{"worker", "--temporal", addr, "--work-root", root}, extra...)...)
