@@ -14,7 +14,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/verdict"
@@ -98,7 +97,7 @@ type Config struct {
 	StepLoopLimit int
 	// Timeouts override runner.requests' timeouts field by field (zero
 	// fields keep them).
-	Timeouts retry.Timeouts
+	Timeouts llm.Timeouts
 	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
 	MaxRetryAfter time.Duration
 	// NoSandbox runs the agent's Bash commands, command validators and

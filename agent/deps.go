@@ -14,7 +14,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/llm/pricing"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/tool"
@@ -199,7 +198,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		// Keeps long sessions within the model's context window.
 		NewContext: compact.Factory(compactionOptions(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts).WithinBudget(a.timeBudget()),
-		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
+		Retry:      llm.RetryPolicy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
 	}
 	if a.opts.MaxRetryAfter > 0 {
 		cfg.Retry.MaxRetryAfter = a.opts.MaxRetryAfter
@@ -216,8 +215,8 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 }
 
 // requestTimeouts converts runner.requests' timeouts.
-func requestTimeouts(r agentdir.Requests) retry.Timeouts {
-	return retry.Timeouts{Connect: seconds(r.ConnectTimeoutSeconds), FirstByte: seconds(r.FirstByteTimeoutSeconds),
+func requestTimeouts(r agentdir.Requests) llm.Timeouts {
+	return llm.Timeouts{Connect: seconds(r.ConnectTimeoutSeconds), FirstByte: seconds(r.FirstByteTimeoutSeconds),
 		StreamIdle: seconds(r.StreamIdleTimeoutSeconds)}
 }
 

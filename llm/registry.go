@@ -10,7 +10,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -50,9 +49,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Timeouts bound each request of HTTP providers (zero fields =
 	// defaults, see retry.Timeouts).
-	Timeouts retry.Timeouts
+	Timeouts Timeouts
 	// Retry is the retry policy of HTTP providers (zero = defaults).
-	Retry retry.Policy
+	Retry RetryPolicy
 	// Getenv reads environment variables (nil = os.Getenv). API keys come
 	// only from here, never from files or the journal.
 	Getenv func(string) string

@@ -30,7 +30,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 )
 
 // Names of the workflow, its activities and its query, as Temporal's UI
@@ -65,7 +64,7 @@ type RunInput struct {
 	BaseURL       string            `json:"baseUrl,omitempty"`
 	Params        map[string]string `json:"params,omitempty"`
 	MaxIterations int               `json:"maxIterations,omitempty"`
-	Timeouts      retry.Timeouts    `json:"timeouts,omitzero"`
+	Timeouts      llm.Timeouts      `json:"timeouts,omitzero"`
 	MaxRetryAfter time.Duration     `json:"maxRetryAfter,omitempty"`
 	// NoSandbox runs the agent's commands unsandboxed on the worker
 	// (capstan run --temporal --no-sandbox; agent.Config.NoSandbox).
