@@ -13,7 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/compact"
-	"github.com/capstan-dev/capstan/llm/pricing"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/tool"
@@ -299,7 +298,7 @@ func runsOwnToolLoop(spec string) bool {
 // price costs 0 (the provider's own figure, when it reports one, counts).
 func (a *Agent) costFunc(spec string) func(llm.Usage) float64 {
 	_, model := llm.ParseSpec(spec)
-	table := pricing.New(a.spec.Runner.Pricing)
+	table := llm.NewPriceTable(a.spec.Runner.Pricing)
 	if _, ok := table.Lookup(model); !ok {
 		return nil
 	}

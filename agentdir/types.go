@@ -6,7 +6,7 @@ package agentdir
 
 import (
 	"encoding/json"
-	"github.com/capstan-dev/capstan/llm/pricing"
+	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 	"io/fs"
 )
@@ -74,7 +74,7 @@ type Runner struct {
 	// mcp__<server>__<tool>.
 	MCPServers map[string]tool.MCPServer `json:"mcpServers,omitempty"`
 	// Pricing overrides the per-model price table (USD per million tokens).
-	Pricing map[string]pricing.Price `json:"pricing,omitempty"`
+	Pricing map[string]llm.Price `json:"pricing,omitempty"`
 	// ContextWindow overrides the model's context window in tokens (the
 	// built-in table knows the Anthropic and OpenAI models; local servers
 	// need it set).

@@ -35,7 +35,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/pricing"
 )
 
 // Defaults.
@@ -387,7 +386,7 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if maxTokens <= 0 {
 		maxTokens = m.cfg.MaxTokens
 	}
-	limits, _ := pricing.LimitsOf(model)
+	limits, _ := llm.ModelLimitsOf(model)
 	cacheable := func(prefixBytes int) bool {
 		return !m.cfg.DisablePromptCache && llm.EstimateTokens(prefixBytes) >= limits.MinCacheable
 	}

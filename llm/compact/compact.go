@@ -29,7 +29,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/pricing"
 )
 
 // Defaults of Options.
@@ -46,7 +45,7 @@ const (
 // Options configure a Manager.
 type Options struct {
 	// Window is the context window in tokens (0 = the model's, from
-	// pricing.LimitsOf).
+	// llm.ModelLimitsOf).
 	Window int64
 	// Disabled turns compaction off: a request that would exceed the
 	// window fails with CONTEXT_OVERFLOW instead.
@@ -71,7 +70,7 @@ func Factory(o Options) func(ctx context.Context, cfg llm.Config, m llm.Model) (
 	return func(ctx context.Context, cfg llm.Config, m llm.Model) (llm.ContextManager, error) {
 		window := o.Window
 		if window == 0 {
-			limits, _ := pricing.LimitsOf(cfg.Model)
+			limits, _ := llm.ModelLimitsOf(cfg.Model)
 			window = limits.ContextWindow
 		}
 		if window == 0 {
