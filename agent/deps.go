@@ -12,7 +12,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/tool"
@@ -195,7 +194,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		// are redacted with).
 		Redact: builtin.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
-		NewContext: compact.Factory(compactionOptions(r.ContextWindow, r.Compaction)),
+		NewContext: llm.CompactionFactory(compactionOptions(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts).WithinBudget(a.timeBudget()),
 		Retry:      llm.RetryPolicy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
 	}

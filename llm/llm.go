@@ -161,7 +161,7 @@ type Request struct {
 	// ignore it.
 	Seed *int64
 	// Summary marks a request that asks for a summary of older turns
-	// (context compaction, llm/compact). API providers send it like any
+	// (context compaction, Compactor). API providers send it like any
 	// other; the script provider answers it itself instead of using up a
 	// scripted turn, since scripts describe the agent's turns.
 	Summary bool

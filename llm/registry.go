@@ -73,8 +73,8 @@ type Config struct {
 	// context window (NewToolLoop); nil sends transcripts as they are.
 	Context ContextManager
 	// NewContext, when set and Context is nil, builds the Context of a
-	// tool loop that Open creates, for the model it opened (llm/compact's
-	// Factory); nil = none.
+	// tool loop that Open creates, for the model it opened
+	// (CompactionFactory); nil = none.
 	NewContext func(ctx context.Context, cfg Config, m Model) (ContextManager, error)
 }
 
