@@ -131,7 +131,7 @@ type Agent struct {
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
-// agent folder (config.LoadAndValidate) with the Go values in opts.
+// agent folder (agentdir.LoadAndValidate) with the Go values in opts.
 func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent, error) {
 	opts.Agent = def
 	return New(ctx, opts)
@@ -142,8 +142,8 @@ func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent,
 // tools), action system (step flow) — and returns it in state Created.
 // The configuration's rules are checked by the same code `capstan validate`
 // runs (see ValidateOptions), so an agent that validates also builds.
-// cfg.Agent must come from Load, LoadPinned or config.LoadAndValidate(FS);
-// when it was loaded from a definition.Snapshot, the run keeps that
+// cfg.Agent must come from Load, LoadPinned or agentdir.LoadAndValidate(FS);
+// when it was loaded from an agentdir.Snapshot, the run keeps that
 // snapshot with its journal and records its digests in run.start.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Agent == nil && cfg.Definition != nil {

@@ -9,8 +9,8 @@
 // The layers below the agent emit through the journal.Emitter interface
 // (Emit(type, data)), which a Stream implements; the model's streamed text
 // reaches it as an llm.StreamSink. Payloads are the typed values of the
-// layer that emitted them (loop.IterationEvent, verdict.CheckEvent,
-// completion.RetryPromptEvent, step.Move, …); the journal's JSON is their
+// layer that emitted them (IterationEvent, verdict.CheckEvent,
+// verdict.RetryPromptEvent, verdict.StepMove, …); the journal's JSON is their
 // encoding.
 package event
 

@@ -48,7 +48,7 @@ type Config struct {
 	// HTTPClient is used by HTTP providers (nil = http.DefaultClient).
 	HTTPClient *http.Client
 	// Timeouts bound each request of HTTP providers (zero fields =
-	// defaults, see retry.Timeouts).
+	// defaults, see Timeouts).
 	Timeouts Timeouts
 	// Retry is the retry policy of HTTP providers (zero = defaults).
 	Retry RetryPolicy

@@ -54,7 +54,7 @@ type RunInput struct {
 	// AgentDir is the folder the definition was read from (for display
 	// and the journal; workers do not read it).
 	AgentDir string `json:"agentDir"`
-	// Definition is the pinned agent definition (definition.Snapshot.Tar)
+	// Definition is the pinned agent definition (agentdir.Snapshot.Tar)
 	// and DefinitionDigest its digest.
 	Definition       []byte `json:"definition"`
 	DefinitionDigest string `json:"definitionDigest"`
