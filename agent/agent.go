@@ -1,7 +1,9 @@
-// Package agent is layer 0 of capstan (seed 000 "Lifecycle", seed 002
-// "AgentFactory"): it builds an agent's dependencies in the seed's order,
-// runs the loop, and reports an AgentResult. It is the public entry point
-// for embedding capstan in a Go program:
+// Package agent runs an agent. It builds a run's dependencies (the model
+// bridge, tools, sandbox, validators, step machine) from an agent
+// definition (package agentdir) and the Go values of Config, drives the
+// iteration loop with its budgets, hard limit and resume, and reports a
+// Result. It is the public entry point for embedding capstan in a Go
+// program:
 //
 //	cfg, err := agent.Load(dir, agent.Config{WorkDir: wd, Params: map[string]string{"name": "Ada"},
 //		Tools: myTools, Validators: myValidators, Events: []event.Consumer{myConsumer}})

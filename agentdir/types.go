@@ -1,7 +1,10 @@
-// Package config is layer -1 of capstan (seed 000 "Configuration"): the
-// data model of an agent folder (agent.json, steps_registry.json), loading
-// (syntax only), validation (JSON Schema, semantics and cross-references)
-// and LoadAndValidate, which returns an *Agent that is valid by construction.
+// Package agentdir reads an agent folder into Go values: agent.json and
+// steps_registry.json (their data model, loading with syntax checks only,
+// validation against the JSON Schemas, semantics and cross-references,
+// climpt's spellings), the C3L prompt files the steps name, and the
+// snapshot that pins the folder for the life of a run. LoadAndValidate
+// returns an *Agent that is valid by construction; `capstan validate` runs
+// the same loader.
 package agentdir
 
 import (

@@ -5,7 +5,7 @@
 // The decision is made in one place, in one order:
 //
 //  0. the honest way out: a model that declares the task cannot be done as
-//     specified (package honest) stops the run (cannot_complete);
+//     specified (cannot_complete.go) stops the run (cannot_complete);
 //  1. format: a step with an outputSchemaRef must answer in that schema;
 //  2. step check: the step's check is evaluated and its transition taken on
 //     a fork of the step machine;
