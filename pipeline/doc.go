@@ -5,5 +5,5 @@
 // anything runs, gives each stage an immutable snapshot of what it
 // declared, lets it write only what it promised, and records what it
 // actually wrote. `capstan pipeline` is its command; package standard
-// holds the built-in stages.
+// holds the built-in reasoning agents.
 package pipeline
