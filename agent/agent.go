@@ -324,6 +324,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 			}
 		}
 	}
+	a.seedGoCaches(ctx, wd)
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
 		return fail(err)
 	}

@@ -128,7 +128,7 @@ func (a *Agent) sandboxOptOut() string {
 // are: an opt-out, or allowUnsandboxed on a machine that cannot sandbox.
 func (a *Agent) unsandboxed() string {
 	if how := a.sandboxOptOut(); how != "" {
-		return "unsandboxed (" + how + "): Bash, validators and subprocess steps run with your rights"
+		return "unsandboxed (" + how + "): Bash, validators, subprocess steps and MCP servers run with your rights"
 	}
 	if a.sandbox != nil && !a.sandbox.Runner.Capabilities().Sandboxes() {
 		return "unsandboxed (allowUnsandboxed, and this machine cannot sandbox: " + a.sandbox.Runner.Capabilities().Missing() +
@@ -161,7 +161,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		act := event.Activity{Kind: event.KindMCP, Name: strings.Join(sortedIDs(r.MCPServers), ", ")}
 		start := time.Now()
 		event.EmitActivity(a.emit, event.ActivityStart, act)
-		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env})
+		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env, Sandbox: a.sandbox})
 		act.Took, act.Failed = time.Since(start), err != nil
 		event.EmitActivity(a.emit, event.ActivityEnd, act)
 		if err != nil {

@@ -340,6 +340,12 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, 
 	case outcome.Complete:
 		return &runEnd{reason: ReasonCompleted, success: true, msg: outcome.Reason}
 	case outcome.Stop:
+		if ctx.Err() != nil && outcome.CompletionReason == "" {
+			// Interrupted while the iteration's validators ran: the run
+			// is canceled (resumable), not failed by a validator that
+			// could not finish.
+			outcome.Err = stopError(reasonForError(ctx, ctx.Err()))
+		}
 		if outcome.Err == nil {
 			// Seed 000 Loop.run: success, or an error is set.
 			outcome.Err = agenterr.New(agenterr.CodeAborted, agenterr.LayerLoop, false, "%s", outcome.Reason)

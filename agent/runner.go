@@ -31,6 +31,11 @@ type DirRunner struct {
 	// NoSandbox runs each agent's commands unsandboxed
 	// (BuildOptions.NoSandbox; capstan pipeline run --no-sandbox).
 	NoSandbox bool
+	// BeforeUnsandboxed, when set, is called before an agent whose
+	// commands run unsandboxed (NoSandbox, or the agent opts out) is
+	// built; its error stops that agent before anything of it runs
+	// (capstan pipeline run's KEY_IN_ANCESTOR check).
+	BeforeUnsandboxed func() error
 }
 
 // AgentRunEvent is what DirRunner emits for each agent it ran.
@@ -48,6 +53,11 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 	def, err := LoadPinned(dir, r.Model)
 	if err != nil {
 		return nil, err
+	}
+	if r.BeforeUnsandboxed != nil && (r.NoSandbox || !def.Definition().Runner.Boundaries.Sandbox.On()) {
+		if err := r.BeforeUnsandboxed(); err != nil {
+			return nil, err
+		}
 	}
 	a, err := Build(ctx, def, BuildOptions{WorkDir: r.WorkDir, Model: r.Model, Params: params, TracerProvider: r.TracerProvider,
 		PipelineRun: r.PipelineRun, NoSandbox: r.NoSandbox})

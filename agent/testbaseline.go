@@ -59,7 +59,9 @@ func (a *Agent) outputGuards() []verdict.OutputGuard {
 // run's journaled ones, otherwise a run of each test validator now, before
 // the first iteration (the first verification comes after the model has
 // acted, so it cannot serve). It returns the baselines to journal and the
-// warnings to journal with them.
+// warnings to journal with them. Interrupted (ctx canceled) while they
+// run, it returns none and no error: Start journals run.start all the
+// same, and Run ends the run as canceled, resumable.
 func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.TestBaseline, []string, error) {
 	g := a.testGuard
 	if g == nil {
@@ -83,6 +85,13 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.Test
 			continue
 		}
 		run, err := a.rt.verifier.RunCommandValidator(ctx, c)
+		if err != nil && ctx.Err() != nil {
+			// Interrupted (Ctrl-C) while the baseline ran: the run starts
+			// without it and Run ends it at once as canceled, journaled
+			// and resumable; a resume takes the baseline again (no model
+			// work happened yet).
+			return nil, nil, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -94,7 +103,7 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.Test
 			// read from the whole report: the output cap did not cut it
 			b.Truncated = b.Run.Truncated
 		}
-		if r != nil {
+		if r != nil && len(r.Iterations) > 0 {
 			warnings = append(warnings, fmt.Sprintf("the resumed run's journal has no test baseline of validator %q; "+
 				"its tests are compared with a run taken now, so a test lost before this resume is not detected", c.Validator))
 		}

@@ -135,6 +135,11 @@ func (c *checker) sandboxNetwork(a *source, ptr string) {
 			`remove "mode": "none" to allow the listed pairs, or the allow list to have no network`,
 			`"mode": "none" (no network) and an allow list say different things`)
 	}
+	if !sb.On() && (n.All || len(n.Allow) > 0) {
+		c.report(a, "AC-SANDBOX-NETWORK-INERT", SeverityWarning, ptr,
+			`remove "network", or "enabled": false to keep the sandbox`,
+			`the sandbox is off ("enabled": false): commands reach the whole network with your rights, and this setting does nothing`)
+	}
 	for i, e := range n.Allow {
 		if _, err := ParseNetworkAllow(e); err != nil {
 			c.report(a, "AC-SANDBOX-NETWORK", SeverityError, fmt.Sprintf("%s/allow/%d", ptr, i),

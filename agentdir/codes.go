@@ -63,6 +63,7 @@ func Codes() []CodeInfo {
 		{"AC-VERDICT-ISSUE-PARAM", e, "poll:state names an issue parameter that does not exist"},
 		{"AC-SANDBOX-UNSUPPORTED", e, "climpt's sandbox settings capstan's sandbox cannot enforce (network domains, extra writable paths, exempt commands)"},
 		{"AC-SANDBOX-NETWORK", e, "a runner.boundaries.sandbox.network.allow entry is not host:port, or contradicts \"mode\": \"none\""},
+		{"AC-SANDBOX-NETWORK-INERT", w, "runner.boundaries.sandbox.network is set while the sandbox is off (\"enabled\": false): it does nothing"},
 		{"AC-VERDICT-FIELD", e, "a climpt verdict lacks a field its type needs, or detect:graph names another registry"},
 
 		{"PA-NAME", e, "a parameter name is not lowercase letters, digits, _ and -"},

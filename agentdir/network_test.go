@@ -1,6 +1,9 @@
 package agentdir
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseNetworkAllow(t *testing.T) {
 	good := map[string]string{
@@ -19,4 +22,26 @@ func TestParseNetworkAllow(t *testing.T) {
 			t.Errorf("ParseNetworkAllow(%q) = %q, want an error", in, got)
 		}
 	}
+}
+
+// FuzzParseNetworkAllow: an accepted entry's canonical form is accepted
+// again unchanged, is host:port with a port in range, and carries no
+// scheme, path or wildcard.
+func FuzzParseNetworkAllow(f *testing.F) {
+	for _, s := range []string{"api.example.com:443", "[::1]:8443", "127.0.0.1:8080", "*.x:1", "a:0", "http://a:1", "A.B.:80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, entry string) {
+		c, err := ParseNetworkAllow(entry)
+		if err != nil {
+			return
+		}
+		again, err := ParseNetworkAllow(c)
+		if err != nil || again != c {
+			t.Fatalf("%q -> %q -> %q, %v", entry, c, again, err)
+		}
+		if strings.ContainsAny(c, "/*@?# ") {
+			t.Fatalf("%q accepted as %q", entry, c)
+		}
+	})
 }

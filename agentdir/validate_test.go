@@ -485,6 +485,9 @@ func TestValidateProblems(t *testing.T) {
 		{"sandbox network allow entry", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"network": map[string]any{"allow": []any{"api.example.com:443", "https://api.example.com"}}}
 		}, "AC-SANDBOX-NETWORK", SeverityError, "agent.json", "/runner/boundaries/sandbox/network/allow/1"},
+		{"sandbox network with the sandbox off", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"enabled": false, "network": map[string]any{"allow": []any{"api.example.com:443"}}}
+		}, "AC-SANDBOX-NETWORK-INERT", SeverityWarning, "agent.json", "/runner/boundaries/sandbox/network"},
 		{"climpt stdin", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["usesStdin"] = true },
 			"SR-STDIN-UNSUPPORTED", SeverityError, "steps_registry.json", "/steps/initial.main/usesStdin"},
 		{"climpt step priority", func(a, r map[string]any, _ map[string]string) { at(r, "steps", "initial.main")["priority"] = 3 },

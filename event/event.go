@@ -64,11 +64,14 @@ const (
 	KindBaseline  = "baseline"  // the test validators' run before the first iteration
 	KindValidator = "validator" // one validator run
 	KindMCP       = "mcp"       // connecting to the agent's MCP servers
+	// KindBuildCache is preparing a run's build caches: the Go standard
+	// library's compiled packages, built once per toolchain.
+	KindBuildCache = "build-cache"
 )
 
 // Activity is the payload of ActivityStart and ActivityEnd.
 type Activity struct {
-	// Kind is KindBaseline, KindValidator or KindMCP.
+	// Kind is KindBaseline, KindValidator, KindMCP or KindBuildCache.
 	Kind string
 	// Name names it: the validator's name, the MCP servers' names.
 	Name string

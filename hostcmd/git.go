@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -185,13 +186,26 @@ func (g *Git) Command(ctx context.Context, dir string, args ...string) *exec.Cmd
 		pre = append(pre, "-c", "safe.directory="+abs)
 	}
 	cmd := exec.CommandContext(ctx, g.path, append(pre, args...)...)
-	cmd.Env = slices.Clone(g.env)
+	cmd.Env = append(slices.Clone(g.env), g.worktreeEnv(ctx, dir)...)
 	return cmd
 }
 
 // Output runs git args in dir (see Command) and returns its standard
 // output; a failure's error carries git's standard error.
+//
+// A command that reaches a remote (clone, fetch, push, pull, ls-remote) is
+// refused while the repository's own configuration rewrites remote URLs
+// (url.<base>.insteadOf, url.<base>.pushInsteadOf): that configuration is
+// the model's to write, a rewrite cannot be taken back on the command
+// line, and it would send the push — and the user's credentials — where
+// the model points it. The user's global rewrites still apply.
 func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	if reachesRemote(args) {
+		if keys := g.urlRewrites(ctx, dir); len(keys) > 0 {
+			return nil, fmt.Errorf("git %s: refused: the repository's configuration rewrites remote URLs (%s in %s), which capstan's git does not follow: remove it with git -C %s config --local --unset-all %s (put a rewrite you want in your global configuration, ~/.gitconfig)",
+				strings.Join(args, " "), strings.Join(keys, ", "), filepath.Join(dir, ".git", "config"), shellWord(dir), keys[0])
+		}
+	}
 	cmd := g.Command(ctx, dir, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -207,6 +221,84 @@ func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, e
 		return out, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
 	return out, nil
+}
+
+// reachesRemote reports whether a git command line contacts a remote.
+func reachesRemote(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "clone", "fetch", "push", "pull", "ls-remote", "remote-https", "archive":
+			return true
+		}
+	}
+	return false
+}
+
+// repoKeys lists the keys of dir's repository configuration alone
+// (.git/config and the files it includes; never the user's or the
+// system's), lower-cased section and name. Reading it runs nothing.
+func (g *Git) repoKeys(ctx context.Context, dir string) []string {
+	cmd := exec.CommandContext(ctx, g.path, "--no-pager", "-C", dir, "config", "--local", "--includes", "--name-only", "--list", "-z")
+	cmd.Env = append(slices.Clone(g.env), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for k := range strings.SplitSeq(string(out), "\x00") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// urlRewrites are the url.<base>.insteadOf and pushInsteadOf keys of dir's
+// repository configuration.
+func (g *Git) urlRewrites(ctx context.Context, dir string) []string {
+	var out []string
+	for _, k := range g.repoKeys(ctx, dir) {
+		l := strings.ToLower(k)
+		if strings.HasPrefix(l, "url.") && (strings.HasSuffix(l, ".insteadof") || strings.HasSuffix(l, ".pushinsteadof")) && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// topLevel is the directory holding the .git of the repository dir is in
+// (dir itself or the nearest parent with a .git entry), "" when none.
+func topLevel(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// shellWord quotes s for a POSIX shell.
+func shellWord(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// worktreeEnv pins the work tree of dir's repository to the directory
+// that holds its .git (GIT_WORK_TREE) when the repository's configuration
+// sets core.worktree: that setting would make git read, and check out
+// into, another directory — a git-clean check of an empty directory
+// passes — and a -c on the command line does not override it.
+func (g *Git) worktreeEnv(ctx context.Context, dir string) []string {
+	if !slices.ContainsFunc(g.repoKeys(ctx, dir), func(k string) bool { return strings.EqualFold(k, "core.worktree") }) {
+		return nil
+	}
+	if top := topLevel(dir); top != "" {
+		return []string{"GIT_WORK_TREE=" + top}
+	}
+	return nil
 }
 
 // config is pinnedConfig and the driver keys of dir's configuration.
@@ -305,13 +397,16 @@ func originalSubsection(list, section, sub, name string) string {
 // every configuration file. The driver keys are read from dir's
 // repository with g (g nil: the fixed pins only). The user's global
 // configuration stays in effect (a test suite may need the identity it
-// names), minus every program it could name.
+// names), minus every program it could name. A core.worktree the
+// repository's configuration sets is overridden with GIT_WORK_TREE.
 func GitConfigEnv(ctx context.Context, g *Git, dir string) []string {
 	pins := slices.Clone(pinnedConfig)
+	var env []string
 	if g != nil {
 		pins = g.config(ctx, dir)
+		env = g.worktreeEnv(ctx, dir)
 	}
-	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(pins)), "GIT_TERMINAL_PROMPT=0", "GIT_NO_REPLACE_OBJECTS=1"}
+	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(pins)), "GIT_TERMINAL_PROMPT=0", "GIT_NO_REPLACE_OBJECTS=1")
 	for i, kv := range pins {
 		n := strconv.Itoa(i)
 		env = append(env, "GIT_CONFIG_KEY_"+n+"="+kv[0], "GIT_CONFIG_VALUE_"+n+"="+kv[1])

@@ -128,3 +128,81 @@ func TestLookPathRefusesTheWorkDir(t *testing.T) {
 		t.Errorf("missing program: %v", err)
 	}
 }
+
+// gitIn runs plain git (the test's own, not capstan's) in dir.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestGitIgnoresAPlantedWorktreeAndURLRewrite: a work dir's .git/config
+// whose core.worktree points at another directory does not change what
+// capstan's git reads (a dirty work dir stays dirty, the other
+// directory's files are not seen), and one whose url.<base>.insteadOf
+// rewrites the remote makes capstan's push refuse, naming the key, rather
+// than push where the model points it; plain git follows both (the
+// control).
+func TestGitIgnoresAPlantedWorktreeAndURLRewrite(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	ctx := context.Background()
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644)
+	gitIn(t, dir, "add", "a.txt")
+	gitIn(t, dir, "commit", "-q", "-m", "one")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("changed"), 0o644) // uncommitted work
+	os.WriteFile(filepath.Join(elsewhere, "outside.txt"), []byte("x"), 0o644)
+	gitIn(t, dir, "config", "core.worktree", elsewhere)
+	if out := gitIn(t, dir, "status", "--porcelain"); !strings.Contains(out, "outside.txt") {
+		t.Fatalf("control: plain git did not follow core.worktree: %q", out)
+	}
+	g, err := NewGit(os.Environ(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := g.Output(ctx, dir, "status", "--porcelain")
+	if err != nil || !strings.Contains(string(out), "a.txt") || strings.Contains(string(out), "outside.txt") {
+		t.Fatalf("capstan's git status with a planted core.worktree = %q, %v; want the work dir's own change", out, err)
+	}
+	// A validator's git gets the same pin through its environment.
+	cmd := exec.Command("git", "-C", dir, "status", "--porcelain")
+	cmd.Env = append(append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null"), GitConfigEnv(ctx, g, dir)...)
+	if b, err := cmd.Output(); err != nil || !strings.Contains(string(b), "a.txt") || strings.Contains(string(b), "outside.txt") {
+		t.Fatalf("a validator's git status with a planted core.worktree = %q, %v", b, err)
+	}
+	gitIn(t, dir, "config", "--unset", "core.worktree")
+
+	remote, evil := filepath.Join(t.TempDir(), "remote.git"), filepath.Join(t.TempDir(), "evil.git")
+	gitIn(t, t.TempDir(), "init", "-q", "--bare", remote)
+	gitIn(t, t.TempDir(), "init", "-q", "--bare", evil)
+	gitIn(t, dir, "config", "url."+evil+".insteadOf", remote)
+	_, err = g.WithUserCredentials(ctx, os.Environ()).Output(ctx, dir, "push", "-q", remote, "HEAD:refs/heads/run")
+	if err == nil || !strings.Contains(err.Error(), "rewrites remote URLs") || !strings.Contains(err.Error(), "insteadof") {
+		t.Fatalf("push through a planted url rewrite: %v", err)
+	}
+	if heads := gitIn(t, evil, "for-each-ref"); heads != "" {
+		t.Fatalf("capstan's git pushed where the rewrite points: %q", heads)
+	}
+	// The printed fix, run as printed, removes the rewrite; the push then
+	// reaches the real remote.
+	_, fix, _ := strings.Cut(err.Error(), "remove it with ")
+	fix, _, _ = strings.Cut(fix, " (put")
+	if out, err := exec.Command("sh", "-c", fix).CombinedOutput(); err != nil {
+		t.Fatalf("the printed fix %q: %v\n%s", fix, err, out)
+	}
+	if _, err := g.WithUserCredentials(ctx, os.Environ()).Output(ctx, dir, "push", "-q", remote, "HEAD:refs/heads/run"); err != nil {
+		t.Fatalf("push after the fix: %v", err)
+	}
+	if heads := gitIn(t, remote, "for-each-ref", "--format=%(refname)"); heads != "refs/heads/run" {
+		t.Fatalf("the real remote has %q", heads)
+	}
+}

@@ -97,7 +97,11 @@ func Command(spec Spec) (*Supervised, error) {
 	cmd := exec.Command("/proc/self/exe", supervisorArg)
 	cmd.Env = []string{supervisorEnv + "=1"}
 	cmd.ExtraFiles = []*os.File{specR, statW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// The supervisor gets SIGTERM when capstan dies, however it dies (a
+	// SIGKILL included): it then kills the program and everything it
+	// started, as on Stop. (SIGKILL would end the supervisor alone and
+	// leave the program's processes running, re-parented to init.)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	return &Supervised{Cmd: cmd, specW: specW, statR: statR, spec: b, status: make(chan Status, 1)}, nil
 }
 

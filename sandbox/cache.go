@@ -150,11 +150,25 @@ func (c *Cache) copy() (string, error) {
 	if err != nil {
 		return fail(err)
 	}
-	err = filepath.WalkDir(c.dir, func(p string, e os.DirEntry, err error) error {
+	err = copyTree(c.dir, dst)
+	if err == nil {
+		err = makeCacheDirs(dst)
+	}
+	if err != nil {
+		_ = removeTree(dst)
+		return fail(err)
+	}
+	return dst, nil
+}
+
+// copyTree copies the directories and regular files (nothing else) under
+// src into the existing directory dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, e os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(c.dir, p)
+		rel, err := filepath.Rel(src, p)
 		if err != nil || rel == "." {
 			return err
 		}
@@ -166,14 +180,6 @@ func (c *Cache) copy() (string, error) {
 		}
 		return nil
 	})
-	if err == nil {
-		err = makeCacheDirs(dst)
-	}
-	if err != nil {
-		_ = removeTree(dst)
-		return fail(err)
-	}
-	return dst, nil
 }
 
 // copyFile copies the regular file src to the new file dst.

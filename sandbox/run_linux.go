@@ -195,6 +195,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	cmd.Env = []string{helperEnv + "=1"}
 	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.Network)
 	cmd.Stdin = bytes.NewReader(spec.Stdin)
+	if spec.StdinStream != nil {
+		cmd.Stdin = spec.StdinStream
+	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "status pipe")

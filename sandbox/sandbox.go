@@ -118,6 +118,10 @@ type Spec struct {
 	CombinedOutput bool
 	// Stdin is fed to the program's standard input.
 	Stdin []byte
+	// StdinStream, when set, is the program's standard input instead of
+	// Stdin (an *os.File, such as the read end of a pipe, is given to the
+	// program as it is).
+	StdinStream io.Reader
 	// Timeout is the wall-clock limit; 0 means Limits.CPUSeconds + 5s. The
 	// whole process tree is killed when it expires.
 	Timeout time.Duration

@@ -29,8 +29,10 @@ const (
 	ActivityIssueRead   = "capstan.IssueRead"
 	ActivityIssueChange = "capstan.IssueChange"
 	ActivityBranchTip   = "capstan.BranchTip"
-	// MemoPhase is the memo field that holds the issue's current phase.
-	MemoPhase = "phase"
+	// MemoPhase is the memo field that holds the issue's current phase,
+	// MemoStatus its status once it ended.
+	MemoPhase  = "phase"
+	MemoStatus = "status"
 )
 
 // IssueStore names where an issue workflow's issues are; each worker
@@ -171,6 +173,7 @@ func (e *issueEvents) Emit(t string, data any) {
 		Phase  string `json:"phase"`
 		Agent  string `json:"agent"`
 		Status string `json:"status"`
+		Final  string `json:"finalPhase"`
 	}
 	_ = json.Unmarshal(b, &d)
 	switch t {
@@ -180,7 +183,8 @@ func (e *issueEvents) Emit(t string, data any) {
 	case issueflow.EventDispatch:
 		workflow.SetCurrentDetails(e.ctx, fmt.Sprintf("issue #%d: phase **%s**, agent `%s` running", d.Issue, d.Phase, d.Agent))
 	case issueflow.EventIssueEnd:
-		workflow.SetCurrentDetails(e.ctx, fmt.Sprintf("issue #%d: %s", d.Issue, d.Status))
+		workflow.SetCurrentDetails(e.ctx, fmt.Sprintf("issue #%d: %s at phase **%s**", d.Issue, d.Status, d.Final))
+		_ = workflow.UpsertMemo(e.ctx, map[string]any{MemoPhase: d.Final, MemoStatus: d.Status})
 	}
 }
 

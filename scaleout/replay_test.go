@@ -10,19 +10,23 @@ import (
 )
 
 // Histories recorded from a dev server (temporal workflow show -o json):
-// a completed run, a run whose worker was killed (it moved), and the two
-// executions of a run that continued as new. Replaying them with the
+// a completed run, a run whose worker was killed (it moved), the two
+// executions of a run that continued as new, and an issue workflow
+// (capstan workflow run --temporal) whose third agent's worker was killed
+// (re-recorded by TestWorkflowTemporalKilledWorker with
+// CAPSTAN_RECORD_HISTORIES=DIR). Replaying them with the
 // current workflow code fails when a change breaks determinism: such a
 // change needs workflow.GetVersion, or running workflows break.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
-	if err != nil || len(files) < 4 {
+	if err != nil || len(files) < 5 {
 		t.Fatalf("recorded histories: %v %v", files, err)
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
+			r.RegisterWorkflowWithOptions(IssueWorkflow, workflow.RegisterOptions{Name: IssueWorkflowName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
@@ -82,4 +83,44 @@ func WriteFolder(cfg agent.Config, dir string) error {
 		return fmt.Errorf("write agent folder: %w", err)
 	}
 	return nil
+}
+
+// StoreFolder writes cfg as an agent folder under parent, named by the
+// digest of its files, and returns its path: the same agent is written
+// once and found again, so that a run of it — journaled with the folder as
+// its agent dir and the folder's files as its pinned definition — can be
+// resumed and shown like a run of any agent folder. A folder already there
+// with other files (altered) is replaced.
+func StoreFolder(cfg agent.Config, parent string) (string, error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("store the agent folder: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, ".new-")
+	if err != nil {
+		return "", fmt.Errorf("store the agent folder: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	written := filepath.Join(tmp, "agent")
+	if err := WriteFolder(cfg, written); err != nil {
+		return "", err
+	}
+	snap, err := agentdir.TakeSnapshot(written, agentdir.SnapshotOptions{Models: []string{cfg.Definition.Runner.Model}})
+	if err != nil {
+		return "", fmt.Errorf("store the agent folder: %w", err)
+	}
+	dir := filepath.Join(parent, "fix-"+strings.TrimPrefix(snap.Digest(), "sha256:")[:16])
+	if have, err := agentdir.TakeSnapshot(dir, agentdir.SnapshotOptions{Models: []string{cfg.Definition.Runner.Model}}); err == nil && have.Digest() == snap.Digest() {
+		return dir, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("store the agent folder: %w", err)
+	}
+	if err := os.Rename(written, dir); err != nil {
+		// Another run of the same agent may have stored it first.
+		if have, terr := agentdir.TakeSnapshot(dir, agentdir.SnapshotOptions{Models: []string{cfg.Definition.Runner.Model}}); terr == nil && have.Digest() == snap.Digest() {
+			return dir, nil
+		}
+		return "", fmt.Errorf("store the agent folder: %w", err)
+	}
+	return dir, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -887,9 +888,62 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	return out, nil
 }
 
-// runUnconfined runs the command as the user, in a new process group
-// killed at the timeout.
+// runUnconfined runs the command as the user under a procguard
+// supervisor, which kills everything the command started — also what left
+// its process group, and also when capstan itself is killed — at the
+// timeout, on cancel and when the command ends; in a process without the
+// supervisor (procguard.Init not called), in a new process group killed
+// at the timeout.
 func runUnconfined(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
+	if !procguard.Available() {
+		return runInProcessGroup(ctx, spec, env, stdout, stderr)
+	}
+	sup, err := procguard.Command(procguard.Spec{Argv: []string{"sh", "-c", spec.Command}, Env: env, Dir: spec.Dir})
+	if err != nil {
+		return 0, false, err
+	}
+	sup.Cmd.Stdout, sup.Cmd.Stderr = stdout, stderr
+	sup.Cmd.WaitDelay = 2 * time.Second
+	if err := sup.Start(); err != nil {
+		return 0, false, err
+	}
+	waited := make(chan struct{})
+	go func() {
+		_ = sup.Cmd.Wait()
+		close(waited)
+	}()
+	stop := func() {
+		sup.Stop()
+		select {
+		case <-waited:
+		case <-time.After(2 * time.Second):
+			_ = killProcessGroup(sup.Cmd)
+			<-waited
+		}
+	}
+	timer := time.NewTimer(spec.Timeout)
+	defer timer.Stop()
+	select {
+	case <-waited:
+	case <-timer.C:
+		timedOut = true
+		stop()
+	case <-ctx.Done():
+		stop()
+	}
+	st := sup.Status()
+	switch {
+	case !st.Started && st.Error != "":
+		return -1, timedOut, errors.New(st.Error)
+	case st.Signal != 0:
+		return -1, timedOut, nil
+	}
+	return st.ExitCode, timedOut, nil
+}
+
+// runInProcessGroup runs the command as the user, in a new process group
+// killed at the timeout.
+func runInProcessGroup(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
 	tctx, cancel := context.WithTimeout(ctx, spec.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(tctx, "sh", "-c", spec.Command)

@@ -30,6 +30,8 @@ type End struct {
 	Issues  []IssueResult `json:"issues"`
 	Skipped []int         `json:"skipped,omitempty"`
 	Error   string        `json:"error,omitempty"`
+	// Prioritized is what --prioritize did.
+	Prioritized *PrioritizeResult `json:"prioritized,omitempty"`
 }
 
 // IsStart reports whether ev is the run.start event of a workflow run.
@@ -99,6 +101,10 @@ func BuildAccount(id string, events []journal.Event) *Account {
 			e.Text = fmt.Sprintf("    %v: %s", d["step"], okText(d))
 		case EventCompensation:
 			e.Text = fmt.Sprintf("    undo %v: %s", d["compensation"], okText(d))
+		case EventPrioritize:
+			var pr PrioritizeResult
+			_ = json.Unmarshal(ev.Data, &pr)
+			e.Text = fmt.Sprintf("prioritize %d issues: %s", len(pr.Issues), assignmentText(pr.Assignments))
 		case EventIssueEnd:
 			e.Text = fmt.Sprintf("  → %v at phase %v after %v moves", d["status"], d["finalPhase"], d["cycles"])
 			if s, _ := d["error"].(string); s != "" {
@@ -110,6 +116,17 @@ func BuildAccount(id string, events []journal.Event) *Account {
 		a.Lines = append(a.Lines, e)
 	}
 	return a
+}
+
+func assignmentText(as []Assignment) string {
+	if len(as) == 0 {
+		return "no priorities"
+	}
+	var s []string
+	for _, a := range as {
+		s = append(s, fmt.Sprintf("#%d %s", a.Issue, a.Priority))
+	}
+	return strings.Join(s, ", ")
 }
 
 func okText(d map[string]any) string {

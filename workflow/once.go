@@ -102,7 +102,10 @@ func ApplyOnce(ctx context.Context, issues Issues, c Change) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if slices.ContainsFunc(recent, func(b string) bool { return strings.Contains(b, marker) }) {
+		// Only a comment that ends with the marker counts: the body before
+		// it may hold a model's text, which could quote a later step's
+		// marker to suppress that comment.
+		if slices.ContainsFunc(recent, func(b string) bool { return strings.HasSuffix(strings.TrimRight(b, " \t\r\n"), marker) }) {
 			return false, nil
 		}
 		return true, issues.Comment(ctx, c.Issue, c.Body+"\n\n"+marker)

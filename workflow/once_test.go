@@ -49,6 +49,15 @@ func TestApplyOnceWritesOnce(t *testing.T) {
 	if wrote, err := ApplyOnce(ctx, is, Change{Key: "run2/issue-7/consider-pending/cycle-1/comment", Issue: 7, Kind: ChangeComment, Body: "## Spec\n\nbody"}); !wrote || err != nil {
 		t.Fatalf("another key: wrote %v, %v", wrote, err)
 	}
+	// A body that quotes another step's marker (model text) does not
+	// suppress that step's comment.
+	next := "run1/issue-7/detail-pending/cycle-2/comment"
+	if wrote, err := ApplyOnce(ctx, is, Change{Key: "run1/issue-7/x/cycle-1/comment", Issue: 7, Kind: ChangeComment, Body: "spec " + KeyMarker(next)}); !wrote || err != nil {
+		t.Fatalf("quoting: wrote %v, %v", wrote, err)
+	}
+	if wrote, err := ApplyOnce(ctx, is, Change{Key: next, Issue: 7, Kind: ChangeComment, Body: "impl"}); !wrote || err != nil {
+		t.Fatalf("a quoted marker suppressed its step's comment: wrote %v, %v", wrote, err)
+	}
 	if _, err := ApplyOnce(ctx, is, Change{Issue: 7, Kind: ChangeClose}); err == nil {
 		t.Fatal("a change without a key was applied")
 	}

@@ -17,12 +17,8 @@ func codes(ps []agentdir.Problem) []string {
 
 func TestParseKeepsLabelOrderAndDefaults(t *testing.T) {
 	w, res := Load("testdata/issues.json")
-	if !res.Valid() || len(res.Warnings()) != 1 {
+	if !res.Valid() || len(res.Warnings()) != 0 {
 		t.Fatalf("problems: %v", res.Problems())
-	}
-	// The one warning: the prioritizer agent is not dispatched.
-	if p := res.Warnings()[0]; p.Code != CodeInert || p.Pointer != "/prioritizer/agent" {
-		t.Fatalf("warning = %v", p)
 	}
 	var labels []string
 	for _, lp := range w.LabelMapping {

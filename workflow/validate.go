@@ -76,11 +76,6 @@ func (p *parser) validate(w *Workflow) {
 		if pr.DefaultLabel != "" && !slices.Contains(pr.Labels, pr.DefaultLabel) {
 			p.warnf(CodeInert, "/prioritizer/defaultLabel", "defaultLabel %q is not one of prioritizer.labels: issues without a priority label sort after every labelled one, as unlabelled ones would", pr.DefaultLabel)
 		}
-		if pr.Agent != "" {
-			p.add(agentdir.SeverityWarning, CodeInert, "/prioritizer/agent",
-				fmt.Sprintf("run the prioritizer agent itself with `capstan run .agent/%s` before the batch", pr.Agent),
-				"prioritizer.agent %q is not dispatched by capstan (climpt runs it with --prioritize); a batch is ordered by the prioritizer's labels the issues already carry", pr.Agent)
-		}
 	}
 }
 

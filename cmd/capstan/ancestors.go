@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // allowKeyInAncestorsFlag is the flag that lets an unsandboxed run start
@@ -17,10 +19,20 @@ import (
 const allowKeyInAncestorsFlag = "allow-key-in-ancestors"
 
 // toolsSandboxed reports whether the run's Bash commands, command
-// validators and subprocess steps run in the sandbox.
-func toolsSandboxed(def *agentdir.Agent) bool {
-	return def.Definition().Runner.Boundaries.Sandbox.On()
+// validators, subprocess steps and MCP servers run in the sandbox: the
+// agent does not opt out, and, where it sets allowUnsandboxed, the
+// machine can sandbox.
+func toolsSandboxed(ctx context.Context, def *agentdir.Agent) bool {
+	sb := def.Definition().Runner.Boundaries.Sandbox
+	if !sb.On() {
+		return false
+	}
+	return sb == nil || !sb.AllowUnsandboxed || sandbox.Probe(ctx).Sandboxes()
 }
+
+// agentSandboxHint is the safer way out of KEY_IN_ANCESTOR for an agent
+// run: run its tools in the sandbox.
+const agentSandboxHint = `run the agent in the sandbox (the default: drop --no-sandbox, or "enabled": false from runner.boundaries.sandbox in agent.json)`
 
 // checkAncestorKeys refuses a run whose tools are not sandboxed while a
 // process that started capstan (its parent, the parent's parent, …: a
@@ -29,8 +41,9 @@ func toolsSandboxed(def *agentdir.Agent) bool {
 // unsandboxed Bash runs with the user's rights and can read
 // /proc/<ancestor>/environ. A variable named as a provider key, or holding
 // the value of the provider key capstan was given, counts. args is the
-// command line, repeated in the hint with the flag that allows it.
-func checkAncestorKeys(args []string, getenv func(string) string) error {
+// command line, repeated in the hint with the flag that allows it; safer
+// says how to run sandboxed instead.
+func checkAncestorKeys(args []string, getenv func(string) string, safer string) error {
 	var values []string
 	for _, n := range procenv.ProviderKeyNames() {
 		if v := getenv(n); len(v) >= procenv.MinSecretLen {
@@ -48,7 +61,7 @@ func checkAncestorKeys(args []string, getenv func(string) string) error {
 	e := agenterr.New(agenterr.CodeKeyInAncestor, agenterr.LayerLifecycle, false,
 		"this run's tools are not sandboxed, and a process that started capstan holds a provider key in its environment (%s): the model's Bash could read it from /proc/<pid>/environ",
 		strings.Join(where, "; "))
-	e.Hint = `run the agent in the sandbox (the default: drop --no-sandbox, or "enabled": false from runner.boundaries.sandbox in agent.json), or start capstan from a process that does not hold the key; to run unsandboxed anyway: ` +
+	e.Hint = safer + ", or start capstan from a process that does not hold the key; to run unsandboxed anyway: " +
 		allowedCommand(args)
 	return e
 }

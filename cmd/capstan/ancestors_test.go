@@ -151,3 +151,84 @@ func TestSandboxedRunSeesNoAncestor(t *testing.T) {
 		}
 	}
 }
+
+// refusedThenPasted runs line under keyed ancestors in dir (with extra
+// environment), wants KEY_IN_ANCESTOR (exit 2) with nothing run, then
+// pastes the command the refusal prints, under the same ancestors, and
+// returns its output: the refusal's way through works as printed.
+func refusedThenPasted(t *testing.T, dir, line string, extra ...string) string {
+	t.Helper()
+	state := t.TempDir()
+	cmd := underKeyedAncestors(t, line, state)
+	cmd.Dir, cmd.Env = dir, append(cmd.Env, extra...)
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "KEY_IN_ANCESTOR") || !strings.Contains(string(out), "(timeout)") {
+		t.Fatalf("exit %d (%v), want 2 with KEY_IN_ANCESTOR:\n%s", code, err, out)
+	}
+	// From the error line on stderr (--json output quotes it too).
+	var pasted string
+	for _, l := range strings.Split(string(out), "\n") {
+		if _, rest, ok := strings.Cut(l, "to run unsandboxed anyway: "); ok && strings.HasPrefix(l, "capstan: ") {
+			pasted = rest
+		}
+	}
+	if pasted == "" {
+		t.Fatalf("no command to paste:\n%s", out)
+	}
+	again := underKeyedAncestors(t, pasted, state)
+	again.Dir, again.Env = dir, append(again.Env, extra...)
+	out, err = again.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the pasted command %s failed: %v\n%s", pasted, err, out)
+	}
+	return string(out)
+}
+
+// TestPipelineRunChecksKeyedAncestors: capstan pipeline run --no-sandbox
+// under processes holding the provider key is refused before any stage
+// runs; so is an agent stage that opts out of the sandbox by itself, when
+// it starts. The printed command, pasted, runs the pipeline.
+func TestPipelineRunChecksKeyedAncestors(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		args  []string
+		optIn func(files map[string]string)
+	}{
+		{"--no-sandbox", []string{"pipeline", "run", "--file", "p.yaml", "--json", "--no-sandbox", "kites"}, func(map[string]string) {}},
+		{"agent opts out", []string{"pipeline", "run", "--file", "p.yaml", "--json", "kites"}, func(files map[string]string) {
+			files["agents/writer/agent.json"] = strings.Replace(files["agents/writer/agent.json"], `"runner": {`,
+				`"runner": {"boundaries": {"sandbox": {"enabled": false}}, `, 1)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			files := withWriterAgent("kites", "Kites fly", map[string]string{"p.yaml": writerPipeline})
+			c.optIn(files)
+			dir := writeFiles(t, files)
+			if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+				t.Skipf("git init: %v %s", err, out)
+			}
+			out := refusedThenPasted(t, dir, cliLine(c.args...))
+			if !strings.Contains(out, "Kites fly") {
+				t.Errorf("the pasted pipeline run did not run its stage:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestSkillsRunChecksKeyedAncestors: on a machine that cannot sandbox,
+// skills run --allow-unsandboxed runs scripts that could read the
+// ancestors' environment: it is refused while they hold the key, and the
+// printed command, pasted, runs the skill.
+func TestSkillsRunChecksKeyedAncestors(t *testing.T) {
+	dir := copyDir(t, filepath.Join("..", "..", "examples", "skills"))
+	args := exampleSkillArgs(t, dir, t.TempDir(), "--fresh")
+	if !strings.Contains(strings.Join(args, " "), "--allow-unsandboxed") {
+		args = append(args, "--allow-unsandboxed")
+	}
+	// CAPSTAN_TEST_NO_LANDLOCK: the kernel refuses Landlock, so this
+	// machine cannot sandbox.
+	out := refusedThenPasted(t, dir, cliLine(args...), "CAPSTAN_TEST_NO_LANDLOCK=1")
+	if !strings.Contains(out, "summary.md") {
+		t.Errorf("the pasted skills run did not run:\n%s", out)
+	}
+}

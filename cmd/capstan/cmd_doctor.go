@@ -123,11 +123,16 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 	add(ll)
 	// The model the user would run by default, to know which key is required.
 	defaultModel := env.getenv("CAPSTAN_MODEL")
-	ucLine, ucErr := describeUserConfig()
-	if ucErr != nil {
+	ucLine, ucWarnings, ucErr := describeUserConfig()
+	switch {
+	case ucErr != nil:
 		add(doctorCheck{Name: "user config", Status: checkFail, Detail: ucErr.Error(), Hint: "fix or remove the file"})
-	} else {
+	case len(ucWarnings) > 0:
+		add(doctorCheck{Name: "user config", Status: checkWarn, Detail: ucLine + "; " + strings.Join(ucWarnings, "; "), Hint: "fix the keys named (the rest of the file is used)"})
+	default:
 		add(doctorCheck{Name: "user config", Status: checkOK, Detail: ucLine})
+	}
+	if ucErr == nil {
 		if defaultModel == "" {
 			if uc, err := loadUserConfig(); err == nil {
 				defaultModel = uc.DefaultModel

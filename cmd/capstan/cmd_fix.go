@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/testfix"
 )
@@ -49,7 +50,8 @@ capstan run DIR.
 
 Exit codes as for capstan run: 0 completed; 1 ran but did not complete;
 2 usage or configuration error; 3 provider or internal error; 4 the model
-declared that the task cannot be done as specified.`,
+declared that the task cannot be done as specified; 130 interrupted by
+Ctrl-C (the run is resumable: capstan resume RUN).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return withExit(exitUsage, fmt.Errorf(`fix: want one TASK argument, got %d (quote the task: capstan fix "make the failing tests pass")`, len(args)))
@@ -124,11 +126,20 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 			printAgent, shellQuote(printAgent), shellQuote(printAgent), shellQuote(wd))
 		return nil
 	}
-	cfg, err = agent.Define(cfg)
+	// The agent is kept as a folder in the state directory, so that the
+	// run is journaled, shown and resumed like a run of any agent folder.
+	stateDir, err := journal.StateDir(os.Getenv)
 	if err != nil {
-		return configError(stderr, err, "", false)
+		return withExit(exitUsage, fmt.Errorf("fix: %w", err))
 	}
-	def := cfg.Agent
+	dir, err := testfix.StoreFolder(cfg, filepath.Join(stateDir, "agents"))
+	if err != nil {
+		return withExit(exitInternal, fmt.Errorf("fix: %w", err))
+	}
+	def, err := agent.LoadPinned(dir, model)
+	if err != nil {
+		return configError(stderr, err, dir, false)
+	}
 	if err := applyUserDefaults(&flags, def, fixRerun(cmd, task)); err != nil {
 		return withExit(exitUsage, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/mcp"
 )
@@ -30,12 +31,13 @@ type mcpServerTools struct {
 
 func newMCPListCmd() *cobra.Command {
 	var workDir string
-	var asJSON bool
+	var asJSON, noSandbox bool
 	cmd := &cobra.Command{
 		Use:   "list DIR",
 		Short: "Connect to each MCP server the agent in DIR declares and list the tools it offers",
 		Long: `Connect to each MCP server declared in DIR's agent.json (runner.mcpServers)
-the way a run does (stdio servers start in --workdir), and list the tools
+the way a run does (stdio servers start in --workdir, in the sandbox unless
+the agent or --no-sandbox opts out), and list the tools
 each offers under the names the model sees (mcp__<server>__<tool>), with
 their descriptions. Use these names in runner.boundaries.allowedTools.
 
@@ -58,7 +60,19 @@ not be started or reached.`,
 				}
 				return nil
 			}
-			set, err := mcp.ConnectWith(cmd.Context(), servers, mcp.Options{WorkDir: workDir})
+			r := def.Definition().Runner
+			sb := r.Boundaries.Sandbox
+			if noSandbox {
+				sb = &agentdir.Sandbox{Enabled: new(bool)}
+			}
+			box, err := sandbox.NewCommandRunner(cmd.Context(), sb)
+			if err != nil {
+				return withExit(exitUsage, inFolder(err, args[0]))
+			}
+			if box == nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "capstan: unsandboxed: the MCP servers run with your rights\n")
+			}
+			set, err := mcp.ConnectWith(cmd.Context(), servers, mcp.Options{WorkDir: workDir, Env: r.Boundaries.Env, Sandbox: box})
 			if err != nil {
 				return withExit(exitInternal, inFolder(err, args[0]))
 			}
@@ -73,6 +87,7 @@ not be started or reached.`,
 	}
 	cmd.Flags().StringVar(&workDir, "workdir", ".", "directory stdio servers start in (as in a run)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the servers and tools as JSON")
+	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "start stdio servers with your rights, outside the sandbox (as a run with --no-sandbox)")
 	return cmd
 }
 

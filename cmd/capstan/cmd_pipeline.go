@@ -45,6 +45,7 @@ type pipelineRunFlags struct {
 	journalDir                    string
 	json, continueOnViolation     bool
 	noSandbox                     bool
+	allowKeyInAncestors           bool
 	inputs                        map[string]string
 }
 
@@ -79,6 +80,7 @@ time window the request states in words capstan cannot read);
 	fl.BoolVar(&f.json, "json", false, "print the whole AgentContext as JSON")
 	fl.BoolVar(&f.continueOnViolation, "continue-on-violation", false, "report violations and go on instead of stopping")
 	fl.BoolVar(&f.noSandbox, "no-sandbox", false, "run the commands of agent stages unsandboxed, with your rights (each agent run says so; default: sandboxed)")
+	fl.BoolVar(&f.allowKeyInAncestors, allowKeyInAncestorsFlag, false, "start agent stages whose commands are not sandboxed although a process that started capstan holds a provider key in its environment, which those commands can read (see docs/sandbox.md)")
 	fl.StringVar(&f.journalDir, "journal-dir", "", "also write a copy of the run journal to DIR/.capstan/runs/<run-id>/events.jsonl")
 	fl.StringToStringVar(&f.inputs, "input", nil, "extra input.NAME=VALUE for pipeline files that declare more inputs (repeatable)")
 	return cmd
@@ -175,6 +177,13 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	if strings.TrimSpace(request) == "" {
 		return withExit(exitUsage, errors.New("pipeline run: the request is empty"))
 	}
+	if f.noSandbox && !f.allowKeyInAncestors {
+		// Refused before anything runs; an agent stage that opts out on
+		// its own is checked when it starts.
+		if err := checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint); err != nil {
+			return withExit(exitUsage, err)
+		}
+	}
 	now := time.Now().UTC()
 	if f.now != "" {
 		t, err := time.Parse(time.RFC3339, f.now)
@@ -228,6 +237,9 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		r.Events, r.PipelineRun = events, id
 		r.TracerProvider = tr.provider()
 		r.NoSandbox = f.noSandbox
+		if !f.allowKeyInAncestors {
+			r.BeforeUnsandboxed = func() error { return checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint) }
+		}
 		deps.Runner = r
 	}
 	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation, events)
@@ -299,6 +311,10 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 			agenterr.CodeStageTimeout, agenterr.CodeStagePanic, agenterr.CodeStageOutput, agenterr.CodeCanceled, agenterr.CodeGit,
 			agenterr.CodePipelineValidation:
 			return withExit(exitNotCompleted, runErr)
+		case agenterr.CodeKeyInAncestor:
+			// An agent stage that opts out of the sandbox, refused
+			// before it ran: the user's setup, as for capstan run.
+			return withExit(exitUsage, runErr)
 		}
 		return withExit(exitInternal, runErr)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -102,7 +103,9 @@ else default_model in the user config file.
 Exit codes: 0 completed; 1 ran but did not complete (budget, limit, abort,
 validation exhausted); 2 usage or configuration error; 3 provider or internal
 error; 4 the model declared that the task cannot be done as specified (its
-reason and evidence are in the result and in "capstan show").`,
+reason and evidence are in the result and in "capstan show"); 130 interrupted
+by Ctrl-C (143 by SIGTERM): the run is journaled as canceled, and the command
+printed after "continue with:" resumes it.`,
 		DisableFlagParsing: true,
 		ValidArgsFunction:  completeRunArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -301,13 +304,16 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, problemLine(def.Dir(), w))
 	}
+	if uc, err := loadUserConfig(); err == nil {
+		printUserConfigWarnings(stderr, uc)
+	}
 	if flags.temporal.address != "" {
 		if flags.allowKeyInAncestors {
 			return withExit(exitUsage, fmt.Errorf("run: --%s acts on a run whose tools run here; with --temporal they run on a worker (start the worker sandboxed, or from a process that does not hold the key)", allowKeyInAncestorsFlag))
 		}
 		return executeTemporalRun(ctx, cmd, def, flags, params)
 	}
-	def, err := withUserPricing(def)
+	def, err := withUserPricing(def, flags.model)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -323,8 +329,8 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}
-	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(def)) {
-		if err := checkAncestorKeys(os.Args, os.Getenv); err != nil {
+	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(ctx, def)) {
+		if err := checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint); err != nil {
 			return withExit(exitUsage, err)
 		}
 	}
@@ -349,12 +355,20 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	if progress != nil {
 		opts.Events = []event.Consumer{progress}
 	}
+	// One run at a time works in a work dir: a second would race the
+	// first over its files, its commits and its validators' verdicts.
+	lock, err := lockWorkDir(flags.workDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	// Build refuses what the run cannot start with (no model, no API
 	// key, no gh, …) before the run is announced.
 	a, err := agent.Build(ctx, def, opts)
 	if err != nil {
 		return withExit(exitCodeFor(err, true), inFolder(sandboxOptOutHint(err, flags.command), fromWorkingDir(def.Dir())))
 	}
+	lock.SetRun(a.RunID())
 	if !flags.quiet {
 		announceWorkDir(stderr, flags.workDir)
 	}
@@ -382,6 +396,34 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 		}
 	}
 	return withExit(resultExitCode(res), nil)
+}
+
+// lockWorkDir takes the work dir for this run, or refuses it (exit 2)
+// naming the run that works there and how to see or stop it.
+func lockWorkDir(workDir string) (*journal.WorkDirLock, error) {
+	store, err := journal.OpenStore(os.Getenv)
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	lock, err := store.LockWorkDir(workDir)
+	var busy *journal.BusyError
+	switch {
+	case errors.As(err, &busy):
+		e := agenterr.New(agenterr.CodeWorkDirBusy, agenterr.LayerLifecycle, false, "%s", busy.Error())
+		var hints []string
+		if busy.RunID != "" {
+			hints = append(hints, "see it with: capstan show "+busy.RunID)
+		}
+		if busy.PID != 0 {
+			hints = append(hints, fmt.Sprintf("wait for it to end, or stop it with: kill -INT %d", busy.PID))
+		}
+		hints = append(hints, "or work in another checkout (git worktree add)")
+		e.Hint = strings.Join(hints, "; ")
+		return nil, withExit(exitUsage, e)
+	case err != nil:
+		return nil, withExit(exitInternal, err)
+	}
+	return lock, nil
 }
 
 // resultExitCode maps a finished run to the documented exit codes: 0
@@ -439,7 +481,7 @@ func exitForCode(code string, before bool) int {
 		agenterr.CodePromptNotFound, agenterr.CodePromptParse, agenterr.CodeUnknownProvider,
 		agenterr.CodeParamMissing, agenterr.CodeParamInvalid, agenterr.CodeParamUnknown:
 		return exitUsage
-	case agenterr.CodeKeyInAncestor:
+	case agenterr.CodeKeyInAncestor, agenterr.CodeWorkDirBusy:
 		return exitUsage
 	case agenterr.CodeSdkAuth, agenterr.CodeDependencyResolution:
 		if before {
@@ -613,9 +655,15 @@ Both choices are journaled. A run whose recorded definition is missing
 			if flags.temporal.address != "" {
 				return resumeOnTemporal(cmd.Context(), cmd, flags, args[0])
 			}
-			rec, err := loadRun(flags.workDir, args[0])
+			rec, legacy, err := loadRun(flags.workDir, args[0])
 			if err != nil {
 				return err
+			}
+			if legacy {
+				// Everything resume takes from this record (iterations,
+				// verdicts, baselines) is what the agent could have written.
+				fmt.Fprintf(cmd.ErrOrStderr(), "capstan: %s: run %s's journal is %s, under the work dir; what it says of the run so far is not verified\n",
+					runreport.Unverified, rec.ID, rec.Journal)
 			}
 			if t := rec.Temporal; t != nil {
 				// Continued here it would leave its workflow and branch

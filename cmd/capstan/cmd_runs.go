@@ -54,15 +54,15 @@ func runStore() (journal.Store, error) {
 // loadRun finds RUN (an id or a unique prefix) from any directory — workDir
 // also finds the runs an older capstan kept under <workDir>/.capstan/runs —
 // and reads its journal: an agent run's, for resume (a pipeline run is
-// refused).
-func loadRun(workDir, id string) (*agent.RunRecord, error) {
+// refused). legacy is true for such a journal inside the work dir.
+func loadRun(workDir, id string) (rec *agent.RunRecord, legacy bool, err error) {
 	store, err := runStore()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	run, err := store.Find(workDir, id)
 	if err != nil {
-		return nil, withExit(exitUsage, err)
+		return nil, false, withExit(exitUsage, err)
 	}
 	if ev, ok := firstEvent(run.Path); ok && (runreport.IsPipelineStart(ev) || workflow.IsStart(ev)) {
 		what := "a pipeline run"
@@ -74,13 +74,13 @@ func loadRun(workDir, id string) (*agent.RunRecord, error) {
 			// Kept only under the folder given: show finds it there too.
 			show += " --workdir " + shellQuote(workDir)
 		}
-		return nil, withExit(exitUsage, fmt.Errorf("run %s is %s, which cannot be resumed; see how it ended with: %s", run.ID, what, show))
+		return nil, false, withExit(exitUsage, fmt.Errorf("run %s is %s, which cannot be resumed; see how it ended with: %s", run.ID, what, show))
 	}
-	rec, err := agent.LoadRun(run.ID, run.Path)
+	rec, err = agent.LoadRun(run.ID, run.Path)
 	if err != nil {
-		return nil, withExit(exitInternal, err)
+		return nil, false, withExit(exitInternal, err)
 	}
-	return rec, nil
+	return rec, run.Legacy, nil
 }
 
 // loadShownRun is loadRun for show and report, which also show pipeline
@@ -381,6 +381,27 @@ func redactRecordedBaseURL(rec *agent.RunRecord) {
 	rec.Start = &start
 }
 
+// markUnverified is v (a JSON object) with "unverified": true and
+// "unverifiedReason" (the banner) added when its journal is kept inside
+// the work dir, which the agent could write; v itself otherwise.
+func markUnverified(v any, legacy bool) any {
+	if !legacy {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil {
+		return v
+	}
+	fields["unverified"] = json.RawMessage("true")
+	reason, _ := json.Marshal(runreport.Unverified)
+	fields["unverifiedReason"] = reason
+	return fields
+}
+
 func newShowCmd() *cobra.Command {
 	var workDir string
 	var asJSON bool
@@ -409,7 +430,7 @@ writes the same account as one self-contained HTML page.`,
 			if acct, ok, err := loadWorkflowAccount(rec); err != nil {
 				return err
 			} else if ok && asJSON {
-				if err := writeJSON(out, acct); err != nil {
+				if err := writeJSON(out, markUnverified(acct, legacy)); err != nil {
 					return withExit(exitInternal, err)
 				}
 			} else if asJSON && isPipeline {
@@ -417,12 +438,12 @@ writes the same account as one self-contained HTML page.`,
 				if err != nil {
 					return withExit(exitInternal, err)
 				}
-				if err := writeJSON(out, acct); err != nil {
+				if err := writeJSON(out, markUnverified(acct, legacy)); err != nil {
 					return withExit(exitInternal, err)
 				}
 			} else if asJSON {
 				redactRecordedBaseURL(rec)
-				if err := writeJSON(out, rec); err != nil {
+				if err := writeJSON(out, markUnverified(rec, legacy)); err != nil {
 					return withExit(exitInternal, err)
 				}
 			} else {

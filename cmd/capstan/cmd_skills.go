@@ -90,6 +90,7 @@ type skillsRunFlags struct {
 	skillID, goal, model, baseURL, build, workDir string
 	inputs, expects, constraints                  []string
 	asJSON, fresh, allowUnsandboxed               bool
+	allowKeyInAncestors                           bool
 	seed                                          int64
 	budgets                                       skill.Budgets
 	stream                                        streamFlag
@@ -132,6 +133,7 @@ errors, or the model's API key not set; 3 model/provider or internal errors.`,
 	f.stream.register(fs, "")
 	fs.BoolVar(&f.fresh, "fresh", false, "ignore the record of an identical earlier run")
 	fs.BoolVar(&f.allowUnsandboxed, "allow-unsandboxed", false, "run scripts without namespaces when the machine cannot create them")
+	fs.BoolVar(&f.allowKeyInAncestors, allowKeyInAncestorsFlag, false, "with --allow-unsandboxed on a machine that cannot sandbox: start although a process that started capstan holds a provider key, which the scripts can read (see docs/sandbox.md)")
 	fs.Int64Var(&f.seed, "seed", 0, "sampling seed to record (temperature is 0)")
 	fs.IntVar(&f.budgets.MaxToolCalls, "max-tool-calls", skill.DefaultBudgets.MaxToolCalls, "tool-call budget")
 	fs.Int64Var(&f.budgets.TimeBudgetMs, "time-budget-ms", skill.DefaultBudgets.TimeBudgetMs, "time budget in milliseconds")
@@ -211,7 +213,11 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
+	printUserConfigWarnings(stderr, uc)
 	if f.model == "" {
+		if err := uc.need("default_model"); err != nil {
+			return withExit(exitUsage, err)
+		}
 		f.model = uc.DefaultModel
 	}
 	if f.baseURL == "" {
@@ -271,6 +277,13 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	}
 	sb := sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: f.allowUnsandboxed})
 	if err := sb.Capabilities().Unavailable(); err != nil {
+		if f.allowUnsandboxed && !f.allowKeyInAncestors {
+			// The scripts run without namespaces: they see the processes
+			// that started capstan, and their environment blocks.
+			if err := checkAncestorKeys(os.Args, os.Getenv, "run the scripts in the sandbox (drop --allow-unsandboxed on a machine that can sandbox: see capstan doctor)"); err != nil {
+				return withExit(exitUsage, err)
+			}
+		}
 		fmt.Fprintln(stderr, "warning: scripts cannot run:", err)
 	}
 	store, err := runStore()

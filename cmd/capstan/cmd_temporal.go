@@ -132,7 +132,12 @@ API keys (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...) are read from the worker's
 environment; they never travel with a run. Every worker must journal into the
 same state directory (CAPSTAN_STATE_DIR on a shared filesystem) so that a run
 moved to another worker continues its journal, and capstan show / report see
-it. Stop the worker with Ctrl-C or SIGTERM.`,
+it. Stop the worker with Ctrl-C or SIGTERM.
+
+The worker also runs the issues of capstan workflow run --temporal: their
+label changes, comments and closes run the worker's own gh (authenticated
+with GH_TOKEN or gh auth login; one outside --work-root), or write the
+--local directory, which must be the same path on every worker.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -73,6 +73,7 @@ type workflowRunFlags struct {
 	limit                    int
 	local                    string
 	dryRun, asJSON, quiet    bool
+	prioritize               bool
 	acceptChanged            bool
 	stub                     string
 	model, repo              string
@@ -96,6 +97,13 @@ directory in climpt's subject-store layout (DIR/<n>/meta.json, body.md,
 comments/). --dry-run prints the plan (phase, agent, and per outcome the
 label changes, comment and close) and changes nothing. --stub-dispatch
 '{"agent":"outcome"}' gives agents fixed outcomes instead of running them.
+--prioritize (with --label) runs the workflow's prioritizer agent over the
+batch and sets the issues' priority labels from its priorities.json.
+
+--temporal HOST:PORT runs each issue as a Temporal workflow on the capstan
+worker processes and each dispatched agent as a run there, --concurrency
+issues at once; every label change, comment and close is applied once,
+however often a worker is lost.
 
 Statuses and exit codes: completed 0, dry-run 0, blocked 1,
 cycle_exceeded 1, phase_repetition_exceeded 1, failed 3 (a batch exits with
@@ -115,6 +123,7 @@ run's own journal is shown by "capstan show RUN". See docs/workflows.md.`,
 	fs.StringVar(&f.state, "state", "open", "batch: open, closed or all")
 	fs.IntVar(&f.limit, "limit", 30, "batch: at most this many issues")
 	fs.StringVar(&f.local, "local", "", "use the issues in this directory instead of GitHub")
+	fs.BoolVar(&f.prioritize, "prioritize", false, "batch: run the workflow's prioritizer agent over the issues and set their priority labels from its priorities.json; the issues are not run")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan; change no issue and run no agent")
 	fs.StringVar(&f.stub, "stub-dispatch", "", `fixed outcomes instead of agent runs, as JSON {"agent":"outcome"} (default outcome success)`)
 	fs.StringVar(&f.model, "model", "", "model of every dispatched agent (overrides each agent's runner.model)")

@@ -174,23 +174,65 @@ func TestUserConfigDefaultModelAndPrecedence(t *testing.T) {
 	}
 }
 
-// A bad user config is refused naming the file and, for a bad value, its
-// line and column.
+// A bad value in the user config stops a run that needs it, naming the
+// file and the line and column of the value; a run that does not need it
+// warns, naming the key, the file and the line, and runs. A file that is
+// not YAML stops every run.
 func TestUserConfigErrors(t *testing.T) {
-	for content, want := range map[string]struct{ text, at string }{
-		"default_model: script:x.yaml\nmodel_default: x\n":                     {"unknown field \"model_default\"", ""},
-		"default_model: nosuch:model\n":                                        {`unknown provider "nosuch"`, ":1:16)"},
-		"base_urls:\n  openai: ftp://x\n":                                      {`base_urls.openai is not an absolute http(s) URL`, ":2:11)"},
-		"base_urls:\n  openai: https://x/v1?key=sk-uc-SECRET\n":                {"base_urls.openai carries a query string", ":2:11)"},
-		"base_urls:\n  anthropic: https://u:sk-uc-SECRET@x/\n":                 {"base_urls.anthropic carries a user or password", ":2:14)"},
-		"base_urls:\n  openai: http://x\n  claude-code: http://x\n":            {"base_urls.claude-code: only anthropic and openai have a base URL", ":3:16)"},
-		"pricing:\n  gpt-4.1: {input: 1, output: 2}\n  \"m.x\": {input: -1}\n": {"pricing.m.x.input: -1 is not a price", ":3:18)"},
+	noModel := copyHelloWithoutModel(t)
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	for _, c := range []struct {
+		content, text, at string
+		needs             []string // the run that needs the value
+	}{
+		{"default_model: nosuch:model\n", `unknown provider "nosuch"`, ":1:16)", []string{"run", noModel}},
+		{"base_urls:\n  openai: ftp://x\n", `base_urls.openai is not an absolute http(s) URL`, ":2:11)", []string{"run", "../../examples/hello", "--model", "openai:gpt-test"}},
+		{"base_urls:\n  openai: https://x/v1?key=sk-uc-SECRET\n", "base_urls.openai carries a query string", ":2:11)", []string{"run", "../../examples/hello", "--model", "openai:gpt-test"}},
+		{"base_urls:\n  anthropic: https://u:sk-uc-SECRET@x/\n", "base_urls.anthropic carries a user or password", ":2:14)", []string{"run", "../../examples/hello", "--model", "anthropic:claude-test"}},
+		{"base_urls:\n  openai: http://x\n  claude-code: http://x\n", "base_urls.claude-code: only anthropic and openai have a base URL", ":3:16", nil},
+		{"pricing:\n  gpt-4.1: {input: 1, output: 2}\n  \"m.x\": {input: -1}\n", "pricing.m.x.input: -1 is not a price", ":3:", nil},
 	} {
-		p := writeUserConfig(t, content)
-		code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
-		if code != exitUsage || !strings.Contains(errOut, p+want.at) || !strings.Contains(errOut, want.text) || strings.Contains(errOut, "SECRET") {
-			t.Errorf("%q: exit %d, want %d naming %s%s\n%s", content, code, exitUsage, p, want.at, errOut)
+		p := writeUserConfig(t, c.content)
+		t.Setenv("OPENAI_API_KEY", "sk-test")
+		t.Setenv("ANTHROPIC_API_KEY", "sk-test")
+		if c.needs != nil {
+			code, _, errOut := captureConfigCLI(t, append(c.needs, "--workdir", t.TempDir(), "-q")...)
+			if code != exitUsage || !strings.Contains(errOut, p+c.at) || !strings.Contains(errOut, c.text) || strings.Contains(errOut, "SECRET") {
+				t.Errorf("%q, needed: exit %d, want %d naming %s%s\n%s", c.content, code, exitUsage, p, c.at, errOut)
+			}
 		}
+		// examples/hello runs a script model: it needs none of these.
+		code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
+		at := strings.TrimSuffix(strings.SplitN(c.at, ":", 3)[1], ")")
+		if code != 0 || !strings.Contains(errOut, "capstan: warning: user config "+p+":"+at+": ") || !strings.Contains(errOut, c.text) || strings.Contains(errOut, "SECRET") {
+			t.Errorf("%q, not needed: exit %d, want 0 and a warning naming %s:%s\n%s", c.content, code, p, at, errOut)
+		}
+	}
+	p := writeUserConfig(t, "default_model: [not, a, model]\n")
+	if code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q"); code != exitUsage || !strings.Contains(errOut, p) {
+		t.Errorf("not the config's shape: exit %d, want %d naming %s\n%s", code, exitUsage, p, errOut)
+	}
+}
+
+// An unknown key in the user config (a typo) is a warning with the nearest
+// known key and the file and line, on every command that reads the file,
+// and in capstan doctor; the rest of the file is used.
+func TestUserConfigUnknownKeysWarnWithASuggestion(t *testing.T) {
+	p := writeUserConfig(t, "default_modle: openai:gpt-5\npricing:\n  script.yaml: {input: 1000, outptu: 0}\ncolour: blue\n")
+	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
+	for _, want := range []string{
+		"capstan: warning: user config " + p + ":1: unknown key default_modle is ignored; did you mean default_model?\n",
+		"capstan: warning: user config " + p + ":3: unknown key pricing.script.yaml.outptu is ignored; did you mean pricing.script.yaml.output?\n",
+		"capstan: warning: user config " + p + ":4: unknown key colour is ignored (known keys: default_model, base_urls, pricing)\n",
+	} {
+		if code != 0 || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, want 0 and %q in:\n%s", code, want, errOut)
+		}
+	}
+	checks := runDoctor(context.Background(), fakeDoctorEnv(map[string]string{}))
+	if c := findCheck(t, checks, "user config"); c.Status != checkWarn || !strings.Contains(c.Detail, "did you mean default_model?") {
+		t.Errorf("doctor: %+v", c)
 	}
 }
 
@@ -247,9 +289,10 @@ func TestUserConfigPricing(t *testing.T) {
 	if got := costPerInputToken(dir); got != 2000 {
 		t.Fatalf("$%v per million input tokens, want agent.json's own 2000", got)
 	}
-	writeUserConfig(t, "pricing:\n  m: {input: -1, output: 2}\n")
+	// A bad price of the run's own model stops it.
+	writeUserConfig(t, "pricing:\n  script.yaml: {input: -1, output: 2}\n")
 	code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
-	if code != exitUsage || !strings.Contains(errOut, "pricing.m.input: -1 is not a price") {
+	if code != exitUsage || !strings.Contains(errOut, "pricing.script.yaml.input: -1 is not a price") {
 		t.Fatalf("negative price: exit %d\n%s", code, errOut)
 	}
 }

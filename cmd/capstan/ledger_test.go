@@ -241,7 +241,7 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 	return r
 }
 
-func readFileT(t *testing.T, p string) string {
+func readFileT(t testing.TB, p string) string {
 	data, _ := os.ReadFile(p)
 	return string(data)
 }

@@ -19,7 +19,8 @@ import (
 
 // Exit codes (DESIGN.md): 0 completed; 1 ran but did not complete; 2 usage or
 // configuration error; 3 provider or internal error; 4 (run) the model
-// declared that the task cannot be done as specified.
+// declared that the task cannot be done as specified; 128 + the signal's
+// number when Ctrl-C or SIGTERM interrupted the command (exitSignaled).
 const (
 	exitOK             = 0
 	exitNotCompleted   = 1
@@ -117,17 +118,42 @@ func protectProcess() {
 func wipedFromOwnBlock(name, value string) bool { return !procenv.KeptInOwnBlock(name, value) }
 
 // runMain runs the CLI as a process does: the first Ctrl-C (SIGINT) or
-// SIGTERM cancels the run, which stops cleanly with its journal intact; a
-// second one kills the process at once.
+// SIGTERM cancels the run, which stops cleanly with its journal intact
+// (resumable), and the process exits as shells expect of an interrupted
+// program: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)
+// unless the command still succeeded. A second signal kills the process
+// at once.
 func runMain(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	received := make(chan syscall.Signal, 1)
 	go func() {
-		<-ctx.Done()
-		stop() // restore the default: the next signal terminates
+		s, ok := <-signals
+		if !ok {
+			return
+		}
+		signal.Stop(signals) // restore the default: the next signal terminates
+		if sig, isSig := s.(syscall.Signal); isSig {
+			received <- sig
+		}
+		cancel()
 	}()
-	return execute(ctx, args)
+	code := execute(ctx, args)
+	signal.Stop(signals)
+	select {
+	case sig := <-received:
+		if code != exitOK {
+			return exitSignaled(sig)
+		}
+	default:
+	}
+	return code
 }
+
+// exitSignaled is the exit code of a command a signal interrupted.
+func exitSignaled(sig syscall.Signal) int { return 128 + int(sig) }
 
 // execute runs the CLI with args and returns the process exit code. A
 // command given --json that fails before printing its JSON prints the

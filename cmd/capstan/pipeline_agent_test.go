@@ -16,16 +16,7 @@ import (
 // result fills the stage's postconditions.
 func TestPipelineAgentStageRunsACapstanAgent(t *testing.T) {
 	dir := writeFiles(t, withWriterAgent("kites", "Kites fly higher than ever", map[string]string{
-		"p.yaml": `version: 1
-inputs: [request]
-stages:
-  - id: writer
-    kind: agent
-    dir: agents/writer
-    params: {topic: "{{input.request}}"}
-    preconditions: [input.request]
-    postconditions: [custom.headline]
-`,
+		"p.yaml": writerPipeline,
 	}))
 	t.Chdir(dir) // agent stages act and journal in the current directory
 	if out, err := exec.Command("git", "init", "-q").CombinedOutput(); err != nil {
@@ -78,6 +69,19 @@ stages:
 // by the script provider, with the given headline as structured output
 // (checked against the step's schema). The script expects the prompt to
 // name topic.
+// writerPipeline is a pipeline of one agent stage, the writer agent of
+// withWriterAgent, given the request as its topic.
+const writerPipeline = `version: 1
+inputs: [request]
+stages:
+  - id: writer
+    kind: agent
+    dir: agents/writer
+    params: {topic: "{{input.request}}"}
+    preconditions: [input.request]
+    postconditions: [custom.headline]
+`
+
 func withWriterAgent(topic, headline string, files map[string]string) map[string]string {
 	files["agents/writer/agent.json"] = `{"version": "1.0.0", "name": "writer", "description": "writes a headline",
   "parameters": {"topic": {"type": "string", "description": "topic", "required": true}},
@@ -99,16 +103,7 @@ func withWriterAgent(topic, headline string, files map[string]string) map[string
 // dir, which the agent can write, is never what they read.
 func TestShowOfAPipelineRun(t *testing.T) {
 	dir := writeFiles(t, withWriterAgent("kites", "Kites", map[string]string{
-		"p.yaml": `version: 1
-inputs: [request]
-stages:
-  - id: writer
-    kind: agent
-    dir: agents/writer
-    params: {topic: "{{input.request}}"}
-    preconditions: [input.request]
-    postconditions: [custom.headline]
-`,
+		"p.yaml": writerPipeline,
 	}))
 	sh := pasteShell(t, dir)
 	elsewhere := pasteShell(t, t.TempDir())

@@ -151,6 +151,8 @@ func activityLabel(a event.Activity) string {
 		return "test baseline"
 	case event.KindMCP:
 		return "MCP servers " + a.Name
+	case event.KindBuildCache:
+		return "build cache: " + a.Name
 	}
 	if a.Detail != "" {
 		return a.Name + ": " + firstLine(a.Detail, 120)
@@ -177,6 +179,8 @@ func (p *progressPrinter) activityStarted(a event.Activity) {
 		fmt.Fprintln(p.w, "test baseline: running the test validators before the first iteration…")
 	case event.KindMCP:
 		fmt.Fprintf(p.w, "%s: connecting…\n", label)
+	case event.KindBuildCache:
+		fmt.Fprintf(p.w, "%s: preparing (compiled once per Go toolchain)…\n", label)
 	default:
 		fmt.Fprintf(p.w, "%s%s …\n", p.where(), label)
 	}
@@ -207,6 +211,8 @@ func (p *progressPrinter) activityEnded(a event.Activity) {
 		outcome = "failed"
 	case a.Kind == event.KindMCP:
 		outcome = "connected"
+	case a.Kind == event.KindBuildCache && !a.Failed:
+		outcome = "ready"
 	case a.Failed:
 		outcome = "failed"
 	}

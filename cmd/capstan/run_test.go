@@ -287,12 +287,12 @@ func interruptInIteration2(t *testing.T, cmd *exec.Cmd, wd string, output func()
 	}
 	err := cmd.Wait()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != exitNotCompleted {
-		t.Fatalf("exit: %v\n%s", err, output())
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130 (128 + SIGINT)\n%s", err, output())
 	}
 }
 
-// Ctrl-C (SIGINT) stops a run cleanly: exit 1, completionReason canceled,
+// Ctrl-C (SIGINT) stops a run cleanly: exit 130, completionReason canceled,
 // and a journal that ends with run.end.
 func TestInterruptStopsCleanly(t *testing.T) {
 	dir, wd := slowAgent(t), t.TempDir()

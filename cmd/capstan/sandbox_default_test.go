@@ -56,7 +56,7 @@ func TestRunsAreSandboxedByDefault(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sandboxed == nil || *res.Sandboxed {
 		t.Fatalf("--no-sandbox: the Result does not say sandboxed: false: %v\n%s", err, out)
 	}
-	const why = "unsandboxed (--no-sandbox): Bash, validators and subprocess steps run with your rights"
+	const why = "unsandboxed (--no-sandbox): Bash, validators, subprocess steps and MCP servers run with your rights"
 	first := regexp.MustCompile(`(?m)^capstan: running boxed \(run [^)]*\) — (.*)$`).FindStringSubmatch(errOut)
 	if first == nil || first[1] != why {
 		t.Fatalf("the first progress line does not say the run is unsandboxed:\n%s", errOut)
@@ -163,6 +163,30 @@ func TestSandboxUnavailableStopsTheRun(t *testing.T) {
 			out, err = pasted.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "— unsandboxed (--no-sandbox)") || !strings.Contains(string(out), "COMPLETED") {
 				t.Fatalf("the pasted opt-out %q did not run unsandboxed (%v):\n%s", m[1], err, out)
+			}
+
+			_, noSysctl := exec.LookPath("sysctl")
+			if noSysctl != nil && os.Getenv("CI") != "" {
+				t.Fatal("CI needs sysctl (procps) to paste the hint")
+			}
+			if c.name == "no user namespaces" && noSysctl != nil {
+				t.Logf("not pasting the sysctl hint: %v", noSysctl)
+			}
+			if c.name == "no user namespaces" && noSysctl == nil {
+				// The setting the hint names, changed as printed, makes
+				// this machine sandbox again: the run completes sandboxed.
+				fix := regexp.MustCompile(`hint: raise user\.max_user_namespaces \((sysctl -w [^)]*)\)`).FindStringSubmatch(text)
+				if fix == nil {
+					t.Fatalf("no sysctl to paste in:\n%s", text)
+				}
+				fixed := cliCommand("run", dir, "--workdir", wd)
+				fixed.Args = append([]string{unshare, "--user", "--map-root-user", "sh", "-c",
+					`echo 0 > /proc/sys/user/max_user_namespaces && ` + fix[1] + ` >/dev/null && exec "$0" "$@"`}, fixed.Args...)
+				fixed.Path = unshare
+				out, err := fixed.CombinedOutput()
+				if err != nil || strings.Contains(string(out), "unsandboxed") || !strings.Contains(string(out), "COMPLETED") {
+					t.Fatalf("after the pasted %q the run is not sandboxed and complete (%v):\n%s", fix[1], err, out)
+				}
 			}
 
 			doctor := c.command("doctor")

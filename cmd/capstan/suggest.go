@@ -50,19 +50,28 @@ var (
 // nearestFlag is the flag of fs closest to name (at most 2 edits, or
 // name a prefix of it), "" when none is.
 func nearestFlag(fs *pflag.FlagSet, name string) string {
-	best, bestD := "", 3
+	var names []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden {
-			return
+		if !f.Hidden {
+			names = append(names, f.Name)
 		}
-		d := editDistance(name, f.Name)
-		if strings.HasPrefix(f.Name, name) && len(name) >= 3 {
+	})
+	return nearestWord(name, names)
+}
+
+// nearestWord is the word of words closest to name (at most 2 edits, or
+// name a prefix of it), "" when none is.
+func nearestWord(name string, words []string) string {
+	best, bestD := "", 3
+	for _, w := range words {
+		d := editDistance(name, w)
+		if strings.HasPrefix(w, name) && len(name) >= 3 {
 			d = min(d, 1)
 		}
 		if d < bestD {
-			best, bestD = f.Name, d
+			best, bestD = w, d
 		}
-	})
+	}
 	return best
 }
 

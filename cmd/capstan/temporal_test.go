@@ -59,7 +59,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startWorker(t *testing.T, addr, root string) *tworker {
+func startWorker(t testing.TB, addr, root string) *tworker {
 	t.Helper()
 	w := &tworker{root: root, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	w.cmd = cliCommand("worker", "--temporal", addr, "--work-root", root)
@@ -347,7 +347,7 @@ func TestTemporalCancel(t *testing.T) {
 	if jerr := json.Unmarshal(stdout.Bytes(), &res); jerr != nil {
 		t.Fatalf("--json after Ctrl-C: %v (%v)\n%s", jerr, err, strings.Join(lines, "\n"))
 	}
-	if code := exitCode(err); code != exitNotCompleted || res.CompletionReason != "canceled" || res.Iterations != 1 {
+	if code := exitCode(err); code != 130 || res.CompletionReason != "canceled" || res.Iterations != 1 {
 		t.Fatalf("Ctrl-C: exit %d, result %+v", code, res)
 	}
 

@@ -176,10 +176,12 @@ func TestResumeRefusesAChangedMCPServerProgram(t *testing.T) {
 		!strings.Contains(errOut, "modified "+bin+" (MCP server greeter)") || !strings.Contains(errOut, "compared by digest") {
 		t.Fatalf("resume: exit %d, want %d with DEFINITION_CHANGED\n%s", code, exitUsage, errOut)
 	}
-	if !strings.Contains(errOut, "accept them with: capstan resume "+id+" '--max-iterations=2' --accept-changed-definition") {
-		t.Errorf("no accept command:\n%s", errOut)
+	accept := pastedCommand(t, errOut, "accept them with: ")
+	if accept != "capstan resume "+id+" '--max-iterations=2' --accept-changed-definition" {
+		t.Errorf("accept command %q:\n%s", accept, errOut)
 	}
-	if code, _, errOut = captureConfigCLI(t, "resume", id, "--max-iterations=2", "--accept-changed-definition"); strings.Contains(errOut, "DEFINITION_CHANGED") {
-		t.Fatalf("accepted resume: exit %d\n%s", code, errOut)
+	// Pasted as printed, from anywhere: the resume runs.
+	if code, out := pasteShell(t, t.TempDir())(accept); code != 0 || strings.Contains(out, "DEFINITION_CHANGED") || !strings.Contains(out, "accepted with --accept-changed-definition") {
+		t.Fatalf("pasted %q: exit %d\n%s", accept, code, out)
 	}
 }

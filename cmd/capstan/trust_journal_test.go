@@ -42,6 +42,45 @@ func TestJournalDirDoesNotFollowAPlantedLink(t *testing.T) {
 	}
 }
 
+// Resuming a run an older capstan kept under the work dir says first that
+// its record is unverified; a run kept in the state directory does not.
+func TestResumeOfAWorkDirJournalShowsTheBanner(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "old", "description": "needs two iterations",
+  "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "DONE"}, "budgets": {"maxIterations": 1}}}`,
+		"steps_registry.json":                  `{"agentId": "old", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Say DONE.",
+		"script.yaml":                          "turns:\n  - text: not yet\n  - text: DONE\n",
+	})
+	work := t.TempDir()
+	if code, _, errOut := captureConfigCLI(t, "run", dir, "--workdir", work); code != exitNotCompleted {
+		t.Fatalf("run: exit %d, want %d (budget)\n%s", code, exitNotCompleted, errOut)
+	}
+	paths := runJournals(t, work)
+	if len(paths) != 1 {
+		t.Fatalf("%d journals", len(paths))
+	}
+	runDir := filepath.Dir(paths[0])
+	id := filepath.Base(runDir)
+	const banner = "unverified: recorded inside the work dir, which the agent can write"
+	_, _, errOut := captureConfigCLI(t, "resume", id, "--max-iterations", "2", "--workdir", work)
+	if strings.Contains(errOut, banner) {
+		t.Fatalf("a run in the state directory was called unverified:\n%s", errOut)
+	}
+	// The same run, moved to where an older capstan kept its journals.
+	legacy := filepath.Join(work, journal.RunsDir, id)
+	if err := os.MkdirAll(filepath.Dir(legacy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(runDir, legacy); err != nil {
+		t.Fatal(err)
+	}
+	_, _, errOut = captureConfigCLI(t, "resume", id, "--max-iterations", "3", "--workdir", work)
+	if !strings.HasPrefix(errOut, "capstan: "+banner+": run "+id+"'s journal is ") {
+		t.Fatalf("resume of a work-dir journal does not open with the banner:\n%s", errOut)
+	}
+}
+
 // writeLegacyRun copies a completed run's journal to where an older
 // capstan kept it, <work>/.capstan/runs/<id>/events.jsonl, and removes it
 // from the state directory; it returns the run's id.
@@ -93,6 +132,10 @@ func TestWorkDirJournalIsShownUnverified(t *testing.T) {
 	code, out, errOut = captureConfigCLI(t, "runs", "--workdir", work, "--json")
 	if code != 0 || !strings.Contains(out, `"unverified": true`) || !strings.Contains(out, `"status": "completed (unverified)"`) {
 		t.Fatalf("runs --json: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = captureConfigCLI(t, "show", id, "--workdir", work, "--json")
+	if code != 0 || !strings.Contains(out, `"unverified": true`) || !strings.Contains(out, `"unverifiedReason": "`+banner+`"`) || !strings.Contains(out, `"runId": "`+id+`"`) {
+		t.Fatalf("show --json: exit %d\n%.2000s\n%s", code, out, errOut)
 	}
 	code, out, errOut = captureConfigCLI(t, "show", id, "--workdir", work)
 	if code != 0 || !strings.HasPrefix(out, banner+"\n") || !strings.Contains(out, "COMPLETED (UNVERIFIED)") {

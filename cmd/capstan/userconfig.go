@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"math"
@@ -46,6 +47,13 @@ type userConfig struct {
 	Pricing map[string]llm.Price `yaml:"pricing"`
 
 	path string
+	// problems are the errors of bad values by key (problemKeys in the
+	// file's order); needed marks those a run stopped on.
+	problems    map[string]error
+	problemKeys []string
+	needed      map[string]bool
+	// warnings are the unknown keys, each a line with a suggestion.
+	warnings []string
 }
 
 // baseURLEnv is the environment variable that sets each provider's base
@@ -65,8 +73,20 @@ func userConfigPath() string {
 	return filepath.Join(dir, "capstan", "config.yaml")
 }
 
+// userConfigKeys are the user config's keys, and priceKeys the keys of
+// one model's prices under pricing.
+var (
+	userConfigKeys = []string{"default_model", "base_urls", "pricing"}
+	priceKeys      = []string{"input", "output", "cacheRead", "cacheWrite"}
+)
+
 // loadUserConfig reads the user config; a missing file is an empty config,
-// a malformed one a configuration error naming the file and line.
+// one that is not YAML of the config's shape a configuration error naming
+// the file and line. The file is optional and a run needs little of it:
+// an unknown key (a typo: default_modle) is a warning with the nearest
+// known key, and a bad value is an error only for the run that uses it
+// (see userConfig.need) — for every other it is a warning naming the
+// key, the file and the line, and the value is left out.
 func loadUserConfig() (*userConfig, error) {
 	path := userConfigPath()
 	uc := &userConfig{path: path}
@@ -80,9 +100,14 @@ func loadUserConfig() (*userConfig, error) {
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "user config %s", path)
 	}
-	if err := yaml.UnmarshalWithOptions(data, uc, yaml.Strict()); err != nil {
+	var raw map[string]any
+	err = yaml.Unmarshal(data, &raw)
+	if err == nil {
+		err = yaml.Unmarshal(data, uc)
+	}
+	if err != nil {
 		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "user config %s: %s", path, yaml.FormatError(err, false, true))
-		e.Hint = "known keys: default_model, base_urls, pricing (see docs/cli.md#user-config)"
+		e.Hint = "known keys: " + strings.Join(userConfigKeys, ", ") + " (see docs/cli.md#user-config)"
 		return nil, e
 	}
 	// Each value's error names the file and the line and column of the
@@ -97,24 +122,30 @@ func loadUserConfig() (*userConfig, error) {
 		at.Line, at.Column = yamlPosition(data, keys...)
 		return &at
 	}
+	uc.warnUnknown(data, raw)
 	if uc.DefaultModel != "" {
 		if provider, _ := llm.ParseSpec(uc.DefaultModel); !slices.Contains(llm.Providers(), provider) {
 			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"user config default_model %q: unknown provider %q", uc.DefaultModel, provider)
 			e.Hint = "write provider:model with one of: " + strings.Join(llm.Providers(), ", ")
-			return nil, located(e, "default_model")
+			uc.addProblem("default_model", located(e, "default_model"))
+			uc.DefaultModel = ""
 		}
 	}
 	for _, provider := range slices.Sorted(maps.Keys(uc.BaseURLs)) {
+		key := "base_urls." + provider
 		if _, ok := baseURLEnv[provider]; !ok {
-			return nil, located(agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-				"user config base_urls.%s: only %s have a base URL", provider, strings.Join(slices.Sorted(maps.Keys(baseURLEnv)), " and ")),
-				"base_urls", provider)
+			uc.addProblem(key, located(agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				"user config %s: only %s have a base URL", key, strings.Join(slices.Sorted(maps.Keys(baseURLEnv)), " and ")),
+				"base_urls", provider))
+			delete(uc.BaseURLs, provider)
+			continue
 		}
 		// The URL is never quoted: it may hold a key (which the check
 		// refuses, as runs record the base URL).
-		if err := llm.CheckBaseURL("user config base_urls."+provider, uc.BaseURLs[provider]); err != nil {
-			return nil, located(err, "base_urls", provider)
+		if err := llm.CheckBaseURL("user config "+key, uc.BaseURLs[provider]); err != nil {
+			uc.addProblem(key, located(err, "base_urls", provider))
+			delete(uc.BaseURLs, provider)
 		}
 	}
 	for _, model := range slices.Sorted(maps.Keys(uc.Pricing)) {
@@ -124,13 +155,86 @@ func loadUserConfig() (*userConfig, error) {
 			v    float64
 		}{{"input", p.Input}, {"output", p.Output}, {"cacheRead", p.CacheRead}, {"cacheWrite", p.CacheWrite}} {
 			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-				return nil, located(agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+				uc.addProblem("pricing."+model, located(agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 					"user config pricing.%s.%s: %v is not a price (USD per million tokens, ≥ 0)", model, f.name, f.v),
-					"pricing", model, f.name)
+					"pricing", model, f.name))
+				delete(uc.Pricing, model)
+				break
 			}
 		}
 	}
 	return uc, nil
+}
+
+// addProblem records the error of the value at key, which the run stops
+// on only when it needs that value.
+func (uc *userConfig) addProblem(key string, err error) {
+	if uc.problems == nil {
+		uc.problems = map[string]error{}
+	}
+	uc.problems[key] = err
+	uc.problemKeys = append(uc.problemKeys, key)
+}
+
+// need is the error of the value at key ("default_model",
+// "base_urls.openai") for a run that uses it, nil when the value is good
+// or absent; the error is then no warning.
+func (uc *userConfig) need(key string) error {
+	err := uc.problems[key]
+	if err != nil {
+		if uc.needed == nil {
+			uc.needed = map[string]bool{}
+		}
+		uc.needed[key] = true
+	}
+	return err
+}
+
+// warnUnknown records a warning for every key of the document raw (the
+// file's text data) that the user config does not have — at the top and in
+// a model's prices —, with the nearest known key when one is close.
+func (uc *userConfig) warnUnknown(data []byte, raw map[string]any) {
+	warn := func(name string, known []string, keys ...string) {
+		line, _ := yamlPosition(data, keys...)
+		msg := fmt.Sprintf("%s:%d: unknown key %s is ignored", uc.path, line, name)
+		if near := nearestWord(keys[len(keys)-1], known); near != "" {
+			msg += fmt.Sprintf("; did you mean %s?", strings.TrimSuffix(name, keys[len(keys)-1])+near)
+		} else {
+			msg += " (known keys: " + strings.Join(known, ", ") + ")"
+		}
+		uc.warnings = append(uc.warnings, msg)
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if !slices.Contains(userConfigKeys, k) {
+			warn(k, userConfigKeys, k)
+		}
+	}
+	pricing, _ := raw["pricing"].(map[string]any)
+	for _, model := range slices.Sorted(maps.Keys(pricing)) {
+		prices, _ := pricing[model].(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(prices)) {
+			if !slices.Contains(priceKeys, k) {
+				warn("pricing."+model+"."+k, priceKeys, "pricing", model, k)
+			}
+		}
+	}
+}
+
+// Warnings are the lines to print before a run that reads the user config:
+// its unknown keys, and the bad values the run did not need (left out).
+func (uc *userConfig) Warnings() []string {
+	out := slices.Clone(uc.warnings)
+	for _, k := range uc.problemKeys {
+		if uc.needed[k] {
+			continue
+		}
+		msg := uc.problems[k].Error()
+		if e := agenterr.From(uc.problems[k]); e != nil && e.File != "" {
+			msg = fmt.Sprintf("%s:%d: %s (left out)", e.File, e.Line, e.Message)
+		}
+		out = append(out, msg)
+	}
+	return out
 }
 
 // yamlPosition is the line and column of the value at keys in the YAML
@@ -153,11 +257,26 @@ func yamlPosition(data []byte, keys ...string) (line, col int) {
 }
 
 // withUserPricing returns def with the user config's prices added to
-// runner.pricing for the models agent.json does not price itself.
-func withUserPricing(def *agentdir.Agent) (*agentdir.Agent, error) {
+// runner.pricing for the models agent.json does not price itself. A bad
+// price of model (the run's provider:model, "" = the agent's) that
+// agent.json does not price stops the run.
+func withUserPricing(def *agentdir.Agent, model string) (*agentdir.Agent, error) {
 	uc, err := loadUserConfig()
-	if err != nil || len(uc.Pricing) == 0 {
+	if err != nil {
 		return def, err
+	}
+	if model == "" {
+		model = def.Definition().Runner.Model
+	}
+	if _, name := llm.ParseSpec(model); name != "" {
+		if _, own := def.Definition().Runner.Pricing[name]; !own {
+			if err := uc.need("pricing." + name); err != nil {
+				return def, err
+			}
+		}
+	}
+	if len(uc.Pricing) == 0 {
+		return def, nil
 	}
 	d := def.Definition()
 	if d.Runner.Pricing == nil {
@@ -184,7 +303,10 @@ func loadPinnedWithDefaults(dir, flagModel string) (*agentdir.Agent, error) {
 		return def, err
 	}
 	uc, err := loadUserConfig()
-	if err != nil || uc.DefaultModel == "" {
+	if err != nil {
+		return def, err
+	}
+	if err := uc.need("default_model"); err != nil || uc.DefaultModel == "" {
 		return def, err
 	}
 	return agent.LoadPinned(dir, uc.DefaultModel)
@@ -205,6 +327,9 @@ func applyUserDefaults(flags *runFlags, def *agentdir.Agent, rerun func(extra ..
 		return err
 	}
 	if flags.model == "" && runner.Model == "" {
+		if err := uc.need("default_model"); err != nil {
+			return err
+		}
 		flags.model = uc.DefaultModel
 	}
 	model := flags.model
@@ -249,6 +374,9 @@ func (uc *userConfig) baseURLFor(model string) (string, error) {
 	if !ok || os.Getenv(env) != "" {
 		return "", nil
 	}
+	if err := uc.need("base_urls." + p); err != nil {
+		return "", err
+	}
 	u := uc.BaseURLs[p]
 	if u == "" || confirmedEndpoint(p, u) {
 		return u, nil
@@ -275,14 +403,23 @@ func confirmedEndpoint(p, u string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// describeUserConfig is one line for `capstan doctor`.
-func describeUserConfig() (string, error) {
+// printUserConfigWarnings prints the user config's warnings (unknown
+// keys, bad values the command did not need), one line each.
+func printUserConfigWarnings(w io.Writer, uc *userConfig) {
+	for _, line := range uc.Warnings() {
+		fmt.Fprintf(w, "capstan: warning: user config %s\n", line)
+	}
+}
+
+// describeUserConfig is one line for `capstan doctor`, and the user
+// config's warnings.
+func describeUserConfig() (string, []string, error) {
 	uc, err := loadUserConfig()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if _, statErr := os.Stat(uc.path); statErr != nil {
-		return fmt.Sprintf("none at %s (optional)", uc.path), nil
+		return fmt.Sprintf("none at %s (optional)", uc.path), nil, nil
 	}
 	parts := []string{uc.path}
 	if uc.DefaultModel != "" {
@@ -294,5 +431,5 @@ func describeUserConfig() (string, error) {
 	if len(uc.Pricing) > 0 {
 		parts = append(parts, fmt.Sprintf("pricing for %d model(s)", len(uc.Pricing)))
 	}
-	return strings.Join(parts, ", "), nil
+	return strings.Join(parts, ", "), uc.Warnings(), nil
 }

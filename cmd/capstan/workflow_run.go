@@ -95,6 +95,18 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 	if err := checkWorkflowTemporalFlags(fs, f, wf); err != nil {
 		return err
 	}
+	if f.prioritize {
+		switch {
+		case !batch:
+			return withExit(exitUsage, errors.New("workflow run: --prioritize orders a batch: give --label L instead of --issue"))
+		case wf.PrioritizerAgent() == nil:
+			return withExit(exitUsage, fmt.Errorf("workflow run: --prioritize: %s has no prioritizer.agent", f.file))
+		case stub != nil:
+			return withExit(exitUsage, errors.New("workflow run: --prioritize runs the prioritizer agent, whose priorities.json --stub-dispatch cannot give: drop one of them"))
+		case f.tf.temporal.address != "":
+			return withExit(exitUsage, errors.New("workflow run: --prioritize runs the prioritizer agent here, once: drop --temporal"))
+		}
+	}
 	// Every agent folder is read once, before any agent runs: a run cannot
 	// change the agents the next dispatches use.
 	var disp workflow.Dispatcher = &stubDispatcher{outcomes: stub}
@@ -144,7 +156,9 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 		}
 	}
 	var end workflow.End
-	if f.tf.temporal.address != "" {
+	if f.prioritize {
+		end = prioritizeBatch(ctx, stderr, f, wf, r, storeDir)
+	} else if f.tf.temporal.address != "" {
 		queue, skipped := []int{f.issue}, []int(nil)
 		if batch {
 			listed, err := issues.List(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
@@ -192,7 +206,7 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 	}
 	if f.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), map[string]any{"runId": id, "journal": jw.Path(), "status": end.Status,
-			"issues": end.Issues, "skipped": end.Skipped, "error": end.Error}); err != nil {
+			"issues": end.Issues, "skipped": end.Skipped, "error": end.Error, "prioritized": end.Prioritized}); err != nil {
 			return withExit(exitInternal, err)
 		}
 	}
@@ -389,12 +403,21 @@ type agentDispatcher struct {
 // capstan run, unless --accept-changed-definition.
 func pinAgents(w io.Writer, wf *workflow.Workflow, f workflowRunFlags, workDir string, given []string) (*agentDispatcher, error) {
 	d := &agentDispatcher{workDir: workDir, model: f.model, defs: map[string]*agentdir.Agent{}, stderr: w, quiet: f.quiet}
-	for _, id := range wf.PhaseIDs {
-		ph := wf.Phases[id]
-		if ph.Type != workflow.Actionable || d.defs[ph.Agent] != nil {
+	var agents []*workflow.Agent
+	if f.prioritize {
+		agents = append(agents, wf.PrioritizerAgent())
+	} else {
+		for _, id := range wf.PhaseIDs {
+			if ph := wf.Phases[id]; ph.Type == workflow.Actionable {
+				agents = append(agents, wf.Agents[ph.Agent])
+			}
+		}
+	}
+	for _, a := range agents {
+		if d.defs[a.ID] != nil {
 			continue
 		}
-		dir := filepath.Join(f.agentsDir, wf.Agents[ph.Agent].Directory)
+		dir := filepath.Join(f.agentsDir, a.Directory)
 		def, err := loadPinnedWithDefaults(dir, f.model)
 		if err != nil {
 			return nil, configError(w, err, dir, true)
@@ -407,10 +430,10 @@ func pinAgents(w io.Writer, wf *workflow.Workflow, f workflowRunFlags, workDir s
 		if err := checkWatched(w, def, workDir, true, false, f.acceptChanged, acceptCommand("workflow run", given)); err != nil {
 			return nil, err
 		}
-		if def, err = withUserPricing(def); err != nil {
+		if def, err = withUserPricing(def, ""); err != nil {
 			return nil, withExit(exitUsage, err)
 		}
-		d.defs[ph.Agent] = def
+		d.defs[a.ID] = def
 	}
 	return d, nil
 }
@@ -520,4 +543,38 @@ func summarizeWorkflowRun(r journal.Run, s runSummary) runSummary {
 		s.Status, s.Reason = "not completed", e.Status
 	}
 	return s
+}
+
+// prioritizeBatch runs the prioritizer over the batch (--prioritize), or
+// with --dry-run says what it would do.
+func prioritizeBatch(ctx context.Context, w io.Writer, f workflowRunFlags, wf *workflow.Workflow, r *workflow.Runner, storeDir string) workflow.End {
+	a := wf.PrioritizerAgent()
+	c := workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit}
+	end := workflow.End{Issues: []workflow.IssueResult{}}
+	if f.dryRun {
+		listed, err := r.Issues.List(ctx, c)
+		if err != nil {
+			end.Status, end.Error = workflow.StatusFailed, fmt.Sprintf("list issues: %v", err)
+			return end
+		}
+		var nums []string
+		for _, it := range listed {
+			nums = append(nums, "#"+strconv.Itoa(it.Number))
+		}
+		fmt.Fprintf(w, "would dispatch prioritizer agent %s (%s) over %d issues [%s], then set their priority labels (%s) from %s\n",
+			a.ID, a.Directory, len(listed), strings.Join(nums, " "), strings.Join(wf.Prioritizer.Labels, ", "), filepath.Join(storeDir, workflow.PrioritiesFile))
+		end.Status = workflow.StatusDryRun
+		return end
+	}
+	res, err := r.Prioritize(ctx, c, storeDir)
+	end.Prioritized, end.Status = &res, workflow.StatusCompleted
+	if err != nil {
+		end.Status, end.Error = workflow.StatusFailed, err.Error()
+	}
+	if !f.quiet {
+		for _, as := range res.Assignments {
+			fmt.Fprintln(w, runreport.VisibleControls(fmt.Sprintf("issue #%d: %s", as.Issue, as.Priority)))
+		}
+	}
+	return end
 }

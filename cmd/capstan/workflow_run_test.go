@@ -15,7 +15,7 @@ import (
 // closureAgent writes an agent folder whose one closure step answers
 // from script (YAML turns); withIssue declares the issue parameter and
 // puts {uv-issue} in the prompt.
-func closureAgent(t *testing.T, agentsDir, name string, withIssue bool, handoff []string, script string) {
+func closureAgent(t testing.TB, agentsDir, name string, withIssue bool, handoff []string, script string) {
 	t.Helper()
 	dir := filepath.Join(agentsDir, name)
 	params, prompt, uv := "", "Work on the task.", "[]"
@@ -53,7 +53,7 @@ func closureAgent(t *testing.T, agentsDir, name string, withIssue bool, handoff 
 // workflowProject is a work dir holding .agent/workflow.json (the test
 // workflow in climpt's format, with the comment template keys spelled
 // as a move looks them up) and three scripted agents.
-func workflowProject(t *testing.T) string {
+func workflowProject(t testing.TB) string {
 	t.Helper()
 	wd := t.TempDir()
 	agents := filepath.Join(wd, ".agent")
@@ -269,5 +269,73 @@ func TestWorkflowRunRefusesAChangedAgentFolder(t *testing.T) {
 	}
 	if code, _, errOut := runPipelineCLI(t, words[1:]...); code != exitOK {
 		t.Fatalf("pasted %q: exit %d\n%s", m, code, errOut)
+	}
+}
+
+// --prioritize runs the workflow's prioritizer agent (a real capstan run
+// of the scripted triager, which writes priorities.json into the subject
+// store) and sets the issues' priority labels from its answer, as
+// climpt's --prioritize does (tettuan/climpt 4af87ad,
+// agents/orchestrator/prioritizer.ts:44-93 and batch-runner.ts:135-177:
+// issue-list.json written, the agent dispatched, each issue's old
+// priority labels replaced by its new one; the issues are not run).
+func TestWorkflowRunPrioritize(t *testing.T) {
+	wd := workflowProject(t)
+	agents := filepath.Join(wd, ".agent")
+	closureAgent(t, agents, "triager", false, []string{}, `turns:
+  - tool_calls: [{name: Write, input: {file_path: issues/priorities.json, content: '[{"issue": 2, "priority": "order:1"}, {"issue": 1, "priority": "order:2"}]'}}]
+  - structured: {next_action: {action: closing}}
+`)
+	def := filepath.Join(agents, "triager", "agent.json")
+	if err := os.WriteFile(def, []byte(strings.Replace(readFileT(t, def), `"allowedTools": ["Read"]`, `"allowedTools": ["Read", "Write"]`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(wd, "issues")
+	for n, labels := range map[int]string{1: `["kind:consider", "triage", "order:1"]`, 2: `["kind:impl", "triage"]`} {
+		writeLocalIssue(t, store, n, labels)
+	}
+	labels := func() string {
+		var s []string
+		for _, n := range []string{"1", "2"} {
+			var m struct{ Labels []string }
+			_ = json.Unmarshal([]byte(readFileT(t, filepath.Join(store, n, "meta.json"))), &m)
+			s = append(s, strings.Join(m.Labels, ","))
+		}
+		return strings.Join(s, " ")
+	}
+	run := func(args ...string) (int, string, string) {
+		return runPipelineCLI(t, append([]string{"workflow", "run", "--workdir", wd, "--local", store}, args...)...)
+	}
+	for _, bad := range [][]string{{"--issue", "1"}, {"--label", "triage", "--stub-dispatch", "{}"}, {"--label", "triage", "--temporal", "127.0.0.1:1"}} {
+		if code, _, errOut := run(append(bad, "--prioritize")...); code != exitUsage || !strings.Contains(errOut, "--prioritize") {
+			t.Errorf("%v --prioritize: exit %d\n%s", bad, code, errOut)
+		}
+	}
+	code, _, errOut := run("--label", "order:1", "--prioritize", "--dry-run")
+	if code != exitOK || !strings.Contains(errOut, "would dispatch prioritizer agent triager (triager) over 1 issues [#1]") {
+		t.Fatalf("dry run: exit %d\n%s", code, errOut)
+	}
+	// The batch of --label order:1 is issue 1: the answer's issue 2 is
+	// refused, and no label changes.
+	code, _, errOut = run("--label", "order:1", "--prioritize")
+	if code != exitInternal || !strings.Contains(errOut, "names issue 2, which is not in the batch") ||
+		labels() != "kind:consider,triage,order:1 kind:impl,triage" {
+		t.Fatalf("exit %d, labels %s\n%s", code, labels(), errOut)
+	}
+	code, out, errOut := run("--label", "triage", "--prioritize", "--json")
+	if code != exitOK || !strings.Contains(errOut, "issue #2: order:1") || labels() != "kind:consider,triage,order:2 kind:impl,triage,order:1" {
+		t.Fatalf("exit %d, labels %s\n%s\n%s", code, labels(), out, errOut)
+	}
+	var pr workflowJSON
+	_ = json.Unmarshal([]byte(out), &pr)
+	if code, acct, _ := runPipelineCLI(t, "show", pr.RunID); code != exitOK || !strings.Contains(acct, "prioritize 2 issues: #2 order:1, #1 order:2") {
+		t.Fatalf("show %s: %d\n%s", pr.RunID, code, acct)
+	}
+	// The batch now runs issue 2 first.
+	code, out, _ = run("--label", "triage", "--dry-run", "--json")
+	var plan workflowJSON
+	_ = json.Unmarshal([]byte(out), &plan)
+	if code != exitOK || len(plan.Issues) != 2 || plan.Issues[0].FinalPhase != "impl-pending" {
+		t.Fatalf("exit %d: %s", code, out)
 	}
 }

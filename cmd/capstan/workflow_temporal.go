@@ -54,8 +54,8 @@ func checkWorkflowTemporalFlags(fs *pflag.FlagSet, f workflowRunFlags, wf *workf
 		return withExit(exitUsage, errors.New("workflow run: --dry-run prints the plan without running anything; drop --temporal (the plan is the same)"))
 	case f.tf.concurrency < 1:
 		return withExit(exitUsage, fmt.Errorf("workflow run: --concurrency %d: want at least 1", f.tf.concurrency))
-	case len(wf.Handoffs) > 0:
-		return withExit(exitUsage, fmt.Errorf("workflow run: %s has handoffs, which write artifacts into the work dir and the subject store of the machine that runs them; on Temporal the agents run on the workers: run this workflow without --temporal", f.file))
+	case reachableHandoffs(wf):
+		return withExit(exitUsage, fmt.Errorf("workflow run: %s has handoffs that fire, which write artifacts into the work dir and the subject store of the machine that runs them; on Temporal the agents run on the workers: run this workflow without --temporal", f.file))
 	case f.tf.temporal.workerTimeout < time.Second:
 		return withExit(exitUsage, fmt.Errorf("workflow run: --worker-timeout %s: want at least 1s", f.tf.temporal.workerTimeout))
 	}
@@ -211,4 +211,17 @@ func workerIssues(root string) scaleout.OpenIssues {
 		}
 		return &workflow.GH{Path: gh, Env: ghEnv(os.Environ(), root), Dir: os.TempDir(), Repo: s.Repo}, nil
 	}
+}
+
+// reachableHandoffs reports whether a handoff of wf can fire: its agent is
+// dispatched by an actionable phase.
+func reachableHandoffs(wf *workflow.Workflow) bool {
+	for _, h := range wf.Handoffs {
+		for _, ph := range wf.Phases {
+			if ph.Type == workflow.Actionable && ph.Agent == h.FromAgent {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
+
 	"github.com/capstan-dev/capstan/internal/fakegh"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
+	"github.com/capstan-dev/capstan/scaleout"
 )
 
 // slowIterator makes the project's iterator agent run a Bash command that
@@ -141,6 +146,34 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("gh writes:\n%s\nwant (each once):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// Temporal's UI shows the issue with its phase (details and memo).
+	c, err := scaleout.Dial(context.Background(), addr, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id := scaleout.IssueWorkflowID(scaleout.IssueStore{Repo: "acme/app"}, "default", 7)
+	desc, err := c.DescribeWorkflowExecution(context.Background(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phase string
+	if f := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()[scaleout.MemoPhase]; f == nil || converter.GetDefaultDataConverter().FromPayload(f, &phase) != nil || phase != "done" {
+		t.Errorf("memo phase %q (%v)", phase, f)
+	}
+	if cfg := desc.GetExecutionConfig().GetUserMetadata(); cfg == nil || !strings.Contains(string(cfg.GetSummary().GetData()), "capstan issue #7") {
+		t.Errorf("summary %v", cfg)
+	}
+	if dir := os.Getenv("CAPSTAN_RECORD_HISTORIES"); dir != "" {
+		// Re-record scaleout/testdata/histories/issue.json.
+		out, err := exec.Command(temporaltest.CLI(t), "workflow", "show", "--address", addr, "--workflow-id", id, "--output", "json").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "issue.json"), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The workflow run's journal has the issue's whole account.
 	code, acct, _ := runPipelineCLI(t, "show", res.RunID)
 	for _, s := range []string{"on Temporal " + addr, "phase consider-pending", "dispatch considerer", "move detail-pending → impl-pending",
@@ -148,6 +181,46 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 		if code != exitOK || !strings.Contains(acct, s) {
 			t.Fatalf("show %s lacks %q (exit %d):\n%s", res.RunID, s, code, acct)
 		}
+	}
+
+	// A batch on a local issue store the workers share, two issues at a
+	// time, with fixed outcomes: every issue makes its moves and closes;
+	// one that no label puts in an actionable phase is skipped.
+	store := t.TempDir()
+	for n, labels := range map[int]string{1: `["backlog", "kind:consider"]`, 2: `["backlog", "kind:detail"]`, 3: `["backlog", "kind:impl"]`, 4: `["backlog", "done"]`} {
+		writeLocalIssue(t, store, n, labels)
+	}
+	code, out, errOut := runPipelineCLI(t, "workflow", "run", "--label", "backlog", "--workdir", wd, "--local", store, "--temporal", addr,
+		"--concurrency", "2", "--json", "--stub-dispatch", `{"considerer": "handoff-detail", "detailer": "handoff-impl"}`)
+	var batch struct {
+		workflowJSON
+		Skipped []int
+	}
+	if err := json.Unmarshal([]byte(out), &batch); err != nil || code != exitOK || batch.Status != "completed" || len(batch.Issues) != 3 ||
+		fmt.Sprint(batch.Skipped) != "[4]" {
+		t.Fatalf("batch: exit %d %v\n%s\n%s", code, err, out, errOut)
+	}
+	for i, want := range []int{3, 2, 1} {
+		if ir := batch.Issues[i]; ir.Status != "completed" || !ir.Closed || len(ir.History) != want {
+			t.Errorf("issue %d of the batch: %+v", i+1, ir)
+		}
+		if meta := readFileT(t, filepath.Join(store, fmt.Sprint(i+1), "meta.json")); !strings.Contains(meta, `"closed"`) || !strings.Contains(meta, `"done"`) {
+			t.Errorf("issue %d: %s", i+1, meta)
+		}
+	}
+}
+
+// writeLocalIssue writes issue n with labels (a JSON array) into a local
+// issue store.
+func writeLocalIssue(t testing.TB, store string, n int, labels string) {
+	t.Helper()
+	dir := filepath.Join(store, fmt.Sprint(n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := fmt.Sprintf(`{"number": %d, "title": "t", "labels": %s, "state": "open", "assignees": [], "milestone": null}`, n, labels)
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -170,6 +243,23 @@ func TestWorkflowTemporalFlagsAreChecked(t *testing.T) {
 		code, _, errOut := runPipelineCLI(t, append(base, c.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, want %q:\n%s", c.args, code, c.want, errOut)
+		}
+	}
+	// A handoff that fires writes files where the agent ran: refused on
+	// Temporal; one whose agent no phase dispatches is not.
+	file := filepath.Join(wd, ".agent", "workflow.json")
+	raw := readFileT(t, file)
+	for _, c := range []struct {
+		from, want string
+		code       int
+	}{{"considerer", "has handoffs that fire", exitUsage}, {"reviewer", "connect to Temporal", exitInternal}} {
+		h := `"handoffs": [{"id": "h", "when": {"fromAgent": "` + c.from + `", "outcome": "done"}, "emit": {"type": "t", "schemaRef": "s", "path": "p.json"}, "payloadFrom": {"k": "'v'"}, "persistPayloadTo": "none"}],`
+		if err := os.WriteFile(file, []byte(strings.Replace(raw, `"rules":`, h+`"rules":`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runPipelineCLI(t, append(base, "--temporal", "127.0.0.1:1")...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("handoff from %s: exit %d, want %d %q:\n%s", c.from, code, c.code, c.want, errOut)
 		}
 	}
 }

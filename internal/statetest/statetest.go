@@ -1,12 +1,13 @@
 // Package statetest points capstan's state directory (where run journals
-// are kept) and the user config directory at temporary directories for a
-// test binary, so tests never write into the user's home nor read the
+// are kept), the user config directory and the user cache directory at
+// temporary directories for a test binary, so tests never write into the user's home nor read the
 // user's own defaults, and gives git a fixed identity and no global
 // configuration, so tests pass the same on a fresh machine (no
 // ~/.gitconfig) as on a developer's.
 package statetest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,24 +16,37 @@ import (
 )
 
 // Run sets journal.EnvStateDir to a new temporary directory,
-// XDG_CONFIG_HOME to an empty one and git's global configuration with Git
-// (all inherited by subprocesses the tests start), runs the tests and
-// removes the directories; it returns m.Run's exit code. Call it from TestMain:
-// os.Exit(statetest.Run(m)).
+// XDG_CONFIG_HOME to an empty one, XDG_CACHE_HOME to another and git's
+// global configuration with Git (all inherited by subprocesses the tests
+// start), runs the tests and removes the directories; it returns m.Run's
+// exit code. Call it from TestMain: os.Exit(statetest.Run(m)).
+//
+// The Go standard library's build cache seed (capstan/go-stdlib in the
+// cache directory) is the one thing test binaries share: it is the same
+// for every test and costs tens of CPU seconds to build, so it lives in
+// the system's temporary directory, one per user, and is kept.
 func Run(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "capstan-state-")
 	if err != nil {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	state, cfg := filepath.Join(dir, "state"), filepath.Join(dir, "config")
-	for _, d := range []string{state, cfg} {
+	state, cfg, cache := filepath.Join(dir, "state"), filepath.Join(dir, "config"), filepath.Join(dir, "cache")
+	for _, d := range []string{state, cfg, cache, filepath.Join(cache, "capstan")} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			panic(err)
 		}
 	}
+	seeds := GoStdlibSeeds()
+	if err := os.MkdirAll(seeds, 0o700); err != nil {
+		panic(err)
+	}
+	if err := os.Symlink(seeds, filepath.Join(cache, "capstan", "go-stdlib")); err != nil {
+		panic(err)
+	}
 	os.Setenv(journal.EnvStateDir, state)
 	os.Setenv("XDG_CONFIG_HOME", cfg)
+	os.Setenv("XDG_CACHE_HOME", cache)
 	if err := Git(dir); err != nil {
 		panic(err)
 	}
@@ -55,4 +69,10 @@ func Git(dir string) error {
 	os.Setenv("GIT_CONFIG_GLOBAL", file)
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	return nil
+}
+
+// GoStdlibSeeds is the directory where the test binaries of this user keep
+// the Go standard library's build cache seeds (see Run).
+func GoStdlibSeeds() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("capstan-test-go-stdlib-%d", os.Getuid()))
 }

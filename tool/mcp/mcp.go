@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -58,6 +60,12 @@ type Options struct {
 	// minimal base (runner.boundaries.env; see procenv.ForCommands); a
 	// server's own env entries are added on top.
 	Env []string
+	// Sandbox, when set, is the sandbox stdio servers run in (the agent's
+	// Bash sandbox: the work dir writable, the system directories, the
+	// server's program and its absolute path arguments readable, the
+	// network of runner.boundaries.sandbox.network). nil runs them with
+	// the caller's rights (the run opted out of the sandbox).
+	Sandbox *sandbox.CommandRunner
 }
 
 // Set is a group of connected MCP servers and their tools.
@@ -205,12 +213,16 @@ func transport(name string, cfg tool.MCPServer, opts Options) (sdk.Transport, er
 				prog = p
 			}
 		}
+		env := procenv.ForCommands(os.Environ(), opts.Env)
+		for k, v := range cfg.Env {
+			env = append(env, k+"="+v)
+		}
+		if opts.Sandbox != nil {
+			return sandboxedTransport(name, prog, cfg.Args, env, opts)
+		}
 		cmd := exec.Command(prog, cfg.Args...)
 		cmd.Dir = opts.WorkDir
-		cmd.Env = procenv.ForCommands(os.Environ(), opts.Env)
-		for k, v := range cfg.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd.Env = env
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 	case cfg.URL != "":
 		hc := opts.HTTPClient
@@ -231,6 +243,94 @@ func transport(name string, cfg tool.MCPServer, opts Options) (sdk.Transport, er
 	e := serverError(name, "has neither command nor url")
 	e.Hint = "give it a command (stdio) or a url (streamable HTTP)"
 	return nil, e
+}
+
+// sandboxedTransport starts a stdio server in opts.Sandbox: a program
+// named by a relative path is the work dir's; the program and the
+// absolute paths among its arguments that exist are readable.
+func sandboxedTransport(name, prog string, args, env []string, opts Options) (sdk.Transport, error) {
+	wd := opts.WorkDir
+	if wd == "" {
+		wd, _ = os.Getwd()
+	}
+	wd, err := filepath.Abs(wd)
+	if err != nil {
+		return nil, serverError(name, "work dir: %v", err)
+	}
+	if !filepath.IsAbs(prog) {
+		prog = filepath.Join(wd, prog)
+	}
+	var readable []string
+	for _, a := range args {
+		if filepath.IsAbs(a) {
+			if _, err := os.Stat(a); err == nil {
+				readable = append(readable, filepath.Clean(a))
+			}
+		}
+	}
+	return &boxedTransport{name: name, box: opts.Sandbox, argv: append([]string{prog}, args...), dir: wd, env: env, readable: readable}, nil
+}
+
+// boxedTransport is an MCP stdio transport whose server runs in the
+// sandbox.
+type boxedTransport struct {
+	name      string
+	box       *sandbox.CommandRunner
+	argv, env []string
+	dir       string
+	readable  []string
+}
+
+// Connect starts the server and speaks to it on its standard streams. The
+// server outlives ctx (the connect timeout); closing the connection ends
+// it.
+func (t *boxedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	srv, err := t.box.StartServer(context.WithoutCancel(ctx), t.argv, t.dir, t.env, t.readable)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := (&sdk.IOTransport{Reader: boxedOutput{srv}, Writer: srv.Stdin}).Connect(ctx)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// boxedOutput is a sandboxed server's output; closing it ends the server.
+// An output that ends before the server answered carries the sandbox's
+// account of why (setup error, limit, exit code and standard error).
+type boxedOutput struct{ srv *sandbox.Server }
+
+func (o boxedOutput) Read(p []byte) (int, error) {
+	n, err := o.srv.Stdout.Read(p)
+	if err == io.EOF {
+		if res, rerr := o.srv.Wait(); rerr != nil {
+			return n, fmt.Errorf("the sandbox could not start the server: %v: %w", rerr, io.EOF)
+		} else if res.Status != sandbox.StatusOK {
+			msg := res.Reason
+			if stderr := strings.TrimSpace(o.srv.Stderr()); stderr != "" {
+				msg += ": " + firstLines(stderr, 5)
+			}
+			return n, fmt.Errorf("the server ended in the sandbox (%s): %w", msg, io.EOF)
+		}
+	}
+	return n, err
+}
+
+func (o boxedOutput) Close() error {
+	err := o.srv.Stdout.Close()
+	o.srv.Close()
+	return err
+}
+
+// firstLines is the first n lines of s.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return strings.Join(lines, " | ")
 }
 
 type headerTransport struct {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/capstan-dev/capstan/procenv"
+)
+
+// buildStdioServer builds tool/mcp's test server into a directory outside
+// any work dir.
+func buildStdioServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stdioserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
+		t.Fatalf("build the MCP server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// envFromJournal finds the text the server's "env" tool returned in the
+// journal and returns the variable names in it.
+func envFromJournal(t *testing.T, journalText string) []string {
+	t.Helper()
+	var found []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			if found == nil && strings.Contains(v, "PATH=") && strings.Contains(v, "\nHOME=") || strings.HasPrefix(v, "HOME=") {
+				for _, kv := range strings.Split(v, "\n") {
+					k, _, _ := strings.Cut(kv, "=")
+					found = append(found, k)
+				}
+			}
+		case map[string]any:
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	for _, line := range strings.Split(journalText, "\n") {
+		var v any
+		if json.Unmarshal([]byte(line), &v) == nil {
+			walk(v)
+		}
+	}
+	if found == nil {
+		t.Fatalf("the server's environment is not in the journal:\n%s", journalText)
+	}
+	sort.Strings(found)
+	return found
+}
+
+// TestMCPServerRunsInTheSandbox: a stdio MCP server the agent declares
+// runs in the sandbox by default. Asked by the model, it cannot read a
+// file outside its allowed paths, cannot connect to a loopback server,
+// reaches the network allow-list's pair through the proxy, and its
+// environment is the minimal base (no variable of capstan's own
+// environment that the agent did not list). With --no-sandbox the same
+// calls read the file and reach the server: what the sandbox prevents.
+func TestMCPServerRunsInTheSandbox(t *testing.T) {
+	needSandbox(t)
+	bin := buildStdioServer(t)
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("mcp-secret-c0ffee"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other, otherHits := countingServer(t, "reached-the-loopback-server")
+	allowed, allowedHits := countingServer(t, "reached-the-allowed-server")
+	t.Setenv("CAPSTAN_TEST_DB_PASSWORD", "pw-must-not-reach-the-server")
+	script := `turns:
+  - tool_calls:
+      - {name: mcp__s__read, input: {path: ` + jsonString(secret) + `}}
+      - {name: mcp__s__dial, input: {addr: "` + other + `"}}
+      - {name: mcp__s__fetch, input: {url: "http://` + allowed + `/"}}
+      - {name: mcp__s__env, input: {}}
+  - text: "ALL_DONE"
+`
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "mcpbox", "description": "asks its MCP server to escape",
+  "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "mcpServers": {"s": {"command": ` + jsonString(bin) + `}},
+    "boundaries": {"allowedTools": ["mcp__s__read", "mcp__s__dial", "mcp__s__fetch", "mcp__s__env"],
+      "sandbox": {"network": {"allow": ["` + allowed + `"]}}}}}`,
+		"steps_registry.json":                  `{"agentId": "mcpbox", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Escape.",
+		"script.yaml":                          script,
+	})
+
+	wd := t.TempDir()
+	if code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd); code != 0 {
+		t.Fatalf("sandboxed: exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(runJournals(t, wd)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if strings.Contains(text, "mcp-secret-c0ffee") || !strings.Contains(text, "read failed") {
+		t.Errorf("the sandboxed server read a file outside its allowed paths")
+	}
+	if otherHits.Load() != 0 || !strings.Contains(text, "dial failed") {
+		t.Errorf("the sandboxed server connected to a loopback server (%d requests)", otherHits.Load())
+	}
+	if allowedHits.Load() != 1 || !strings.Contains(text, "200 OK: reached-the-allowed-server") {
+		t.Errorf("the sandboxed server did not reach the allowed pair through the proxy (%d requests)", allowedHits.Load())
+	}
+	// The minimal base, the non-secret toolchain settings and the proxy
+	// of the allow-list: nothing else.
+	minimal := map[string]bool{"HTTP_PROXY": true, "HTTPS_PROXY": true, "ALL_PROXY": true,
+		"NO_PROXY": true, "http_proxy": true, "https_proxy": true, "all_proxy": true, "no_proxy": true}
+	for _, k := range procenv.BaseNames() {
+		minimal[k] = true
+	}
+	for _, k := range envFromJournal(t, text) {
+		if _, toolchain := procenv.ToolchainVar(k); !minimal[k] && !toolchain && !strings.HasPrefix(k, "LC_") {
+			t.Errorf("the server's environment holds %s, which is not in the minimal base", k)
+		}
+	}
+	if strings.Contains(text, "pw-must-not-reach-the-server") {
+		t.Error("a variable of capstan's environment reached the server")
+	}
+
+	// The control: unsandboxed, the same server does what the sandbox prevents.
+	wd = t.TempDir()
+	if code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd, "--no-sandbox"); code != 0 {
+		t.Fatalf("--no-sandbox: exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, _ = os.ReadFile(runJournals(t, wd)[0])
+	if !strings.Contains(string(b), "mcp-secret-c0ffee") || otherHits.Load() == 0 {
+		t.Errorf("unsandboxed, the server could not read the file or reach the server: the test proves nothing")
+	}
+}
