@@ -1,7 +1,9 @@
-// Package agent is layer 0 of capstan (seed 000 "Lifecycle", seed 002
-// "AgentFactory"): it builds an agent's dependencies in the seed's order,
-// runs the loop, and reports an AgentResult. It is the public entry point
-// for embedding capstan in a Go program:
+// Package agent runs an agent. It builds a run's dependencies (the model
+// bridge, tools, sandbox, validators, step machine) from an agent
+// definition (package agentdir) and the Go values of Config, drives the
+// iteration loop with its budgets, hard limit and resume, and reports a
+// Result. It is the public entry point for embedding capstan in a Go
+// program:
 //
 //	cfg, err := agent.Load(dir, agent.Config{WorkDir: wd, Params: map[string]string{"name": "Ada"},
 //		Tools: myTools, Validators: myValidators, Events: []event.Consumer{myConsumer}})
@@ -135,7 +137,7 @@ type Agent struct {
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
-// agent folder (config.LoadAndValidate) with the Go values in opts.
+// agent folder (agentdir.LoadAndValidate) with the Go values in opts.
 func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent, error) {
 	opts.Agent = def
 	return New(ctx, opts)
@@ -146,8 +148,8 @@ func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent,
 // tools), action system (step flow) — and returns it in state Created.
 // The configuration's rules are checked by the same code `capstan validate`
 // runs (see ValidateOptions), so an agent that validates also builds.
-// cfg.Agent must come from Load, LoadPinned or config.LoadAndValidate(FS);
-// when it was loaded from a definition.Snapshot, the run keeps that
+// cfg.Agent must come from Load, LoadPinned or agentdir.LoadAndValidate(FS);
+// when it was loaded from an agentdir.Snapshot, the run keeps that
 // snapshot with its journal and records its digests in run.start.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Agent == nil && cfg.Definition != nil {

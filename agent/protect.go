@@ -9,7 +9,7 @@ import (
 )
 
 // ProtectBaseline is the journal type of the protect.baseline event: the
-// digests (and texts) of protected files (payload protect.Baseline). The
+// digests (and texts) of protected files (payload verify.FilesBaseline). The
 // run's (runner.verification.protect) is journaled when the run starts; a
 // step's (its protect globs) when the step is entered. A resumed run
 // checks against the journaled ones.

@@ -119,7 +119,7 @@ func withAgentDir(dir string, errs []error) error {
 }
 
 // reachableOnly returns reg without the steps no run can enter from its
-// entry step (config.Reachable); reg itself when all are reachable or the
+// entry step (agentdir.Reachable); reg itself when all are reachable or the
 // entry is unknown (NewMachine then reports it).
 func reachableOnly(reg *agentdir.Registry) *agentdir.Registry {
 	seen := agentdir.Reachable(reg)

@@ -14,7 +14,7 @@ import (
 )
 
 // testConditions are the command validators of the run that run tests
-// (config.RunsTests), each once: runner.completion.validators first, then
+// (agentdir.RunsTests), each once: runner.completion.validators first, then
 // the steps' completionConditions by step id, each with the params of the
 // first condition naming it.
 func (a *Agent) testConditions() []agentdir.CompletionCondition {

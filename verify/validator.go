@@ -200,7 +200,7 @@ type builtValidator struct {
 // type needs and those it does not read, successWhen, the path, the Go
 // validator of a handler, the schema, the failure pattern, the
 // extractors): every broken one is reported at once (errors.Join), each a
-// *config.RuleError with its problem code, or a CONFIG_INVALID
+// *agentdir.RuleError with its problem code, or a CONFIG_INVALID
 // *agenterr.Error, with the file (cfg.File), the JSON pointer of the bad
 // entry and a hint. Only what depends on a condition's {param} values is
 // checked when the validator runs (see runFile).
