@@ -256,8 +256,8 @@ func TestTakeReportsLoaderErrors(t *testing.T) {
 	}
 }
 
-// TakeConfig's decoded files, checked by config.CheckLoaded, give the
-// result config.CheckFS gives on the snapshot, for every example agent and
+// TakeConfig's decoded files, checked by CheckLoaded, give the
+// result CheckFS gives on the snapshot, for every example agent and
 // for an invalid one; later edits of the folder change nothing, and the
 // definition's files are the snapshot's.
 func TestCheckLoadedChecksWhatWasTaken(t *testing.T) {
@@ -308,5 +308,39 @@ func TestCheckLoadedRefusesValuesNotLoaded(t *testing.T) {
 	res := CheckLoaded(nil, t.TempDir(), &Definition{}, &Registry{}, ValidateOptions{})
 	if errs := res.Errors(); len(errs) != 1 || errs[0].Code != agenterr.CodeConfigurationValidation || !strings.Contains(errs[0].Message, "loaded by LoadFS") {
 		t.Fatalf("%+v", errs)
+	}
+}
+
+// TestSaveRemovesTheTemporaryFileOfAKilledSave: a process killed while it
+// wrote a snapshot leaves .definition-*.tmp in the run's record; the next
+// Save (the resumed run's) removes it, whether it writes the snapshot or
+// finds it there.
+func TestSaveRemovesTheTemporaryFileOfAKilledSave(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, agentFiles)
+	s, err := TakeSnapshot(dir, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, saved := range []bool{false, true} {
+		runDir := t.TempDir()
+		if saved {
+			if _, err := s.Save(runDir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stale := filepath.Join(runDir, ".definition-4242.tmp")
+		if err := os.WriteFile(stale, []byte("half a tar"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Save(runDir); err != nil {
+			t.Fatal(err)
+		}
+		if left, _ := filepath.Glob(filepath.Join(runDir, ".definition-*")); len(left) != 0 {
+			t.Fatalf("snapshot already saved %v: temporary files left: %v", saved, left)
+		}
+		if _, err := OpenSnapshot(runDir, s.Record(), dir); err != nil {
+			t.Fatalf("snapshot already saved %v: %v", saved, err)
+		}
 	}
 }
