@@ -10,16 +10,15 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // retryTemplates adapts the prompt resolver to completion's
 // RetryTemplateSource.
-type retryTemplates struct{ r *prompt.Resolver }
+type retryTemplates struct{ r *agentdir.PromptResolver }
 
 // The completion layer asks for f_{edition}_{adaptation}.md and then for
 // f_{edition}.md itself, so a prompt-layer fallback from the first to the
@@ -49,7 +48,7 @@ type schemas struct {
 // resolver and the schemas compiled so far.
 type madeSchemas struct {
 	resolver *schema.Resolver
-	compiled map[config.SchemaRef]*compiledSchema
+	compiled map[agentdir.SchemaRef]*compiledSchema
 }
 
 type compiledSchema struct {
@@ -61,7 +60,7 @@ type compiledSchema struct {
 // config.Definition.FS) or, when it is nil, from agentDir on disk.
 func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 	if schemasDir == "" {
-		schemasDir = config.DefaultSchemasDir
+		schemasDir = agentdir.DefaultSchemasDir
 	}
 	s := &schemas{dir: filepath.Join(agentDir, filepath.FromSlash(schemasDir)), rel: path.Clean(filepath.ToSlash(schemasDir))}
 	if fsys != nil {
@@ -73,12 +72,12 @@ func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 }
 
 // get resolves and compiles ref.
-func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
+func (s *schemas) get(ref agentdir.SchemaRef) (*compiledSchema, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.made
 	if m == nil {
-		m = &madeSchemas{resolver: schema.NewResolver(s.dir), compiled: map[config.SchemaRef]*compiledSchema{}}
+		m = &madeSchemas{resolver: schema.NewResolver(s.dir), compiled: map[agentdir.SchemaRef]*compiledSchema{}}
 		if s.fsys != nil {
 			m.resolver = schema.NewResolverFS(s.fsys, s.dir)
 		}
@@ -97,7 +96,7 @@ func (s *schemas) get(ref config.SchemaRef) (*compiledSchema, error) {
 }
 
 // Schema implements completion.SchemaSource.
-func (s *schemas) Schema(ref config.SchemaRef) (completion.SchemaValidator, error) {
+func (s *schemas) Schema(ref agentdir.SchemaRef) (verify.SchemaValidator, error) {
 	c, err := s.get(ref)
 	if err != nil {
 		return nil, err
@@ -106,7 +105,7 @@ func (s *schemas) Schema(ref config.SchemaRef) (completion.SchemaValidator, erro
 }
 
 // OutputSchema implements verdict.Schemas.
-func (s *schemas) OutputSchema(ref config.SchemaRef) (json.RawMessage, completion.SchemaValidator, error) {
+func (s *schemas) OutputSchema(ref agentdir.SchemaRef) (json.RawMessage, verify.SchemaValidator, error) {
 	c, err := s.get(ref)
 	if err != nil {
 		return nil, nil, err

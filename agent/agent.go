@@ -29,22 +29,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/hostcmd"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/procenv"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // State is a lifecycle state.
@@ -59,9 +55,9 @@ const (
 
 // Agent is a built agent.
 type Agent struct {
-	def  *config.Agent
-	spec *config.Definition // def.Shared(): read-only, shared by the agents of def
-	reg  *config.Registry   // def.Shared(): read-only, shared by the agents of def
+	def  *agentdir.Agent
+	spec *agentdir.Definition // def.Shared(): read-only, shared by the agents of def
+	reg  *agentdir.Registry   // def.Shared(): read-only, shared by the agents of def
 	opts Config
 
 	mu      sync.Mutex
@@ -73,7 +69,7 @@ type Agent struct {
 	events      *journal.Writer
 	emit        *event.Stream    // the run's one event stream: journal, tracing, Config.Events
 	tracer      *tracing.Emitter // nil without a TracerProvider
-	prompts     *prompt.Resolver
+	prompts     *agentdir.PromptResolver
 	rt          *compiled // completion handler, verifier, step machine
 	schemas     *schemas
 	bridge      llm.Bridge
@@ -84,22 +80,22 @@ type Agent struct {
 	mcp         *mcp.Set    // MCP servers capstan connected (nil when none)
 	ledger      *llm.Ledger // the tool-effect ledger of capstan's tool loop
 	flow        *flow
-	built       int            // how many of buildOrder's dependencies are built
-	protection  protection     // runner.verification.protect
-	testGuard   *testrun.Guard // no lost tests; nil when no validator runs tests
+	built       int                    // how many of buildOrder's dependencies are built
+	protection  protection             // runner.verification.protect
+	testGuard   *verify.LostTestsGuard // no lost tests; nil when no validator runs tests
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
 	// was read from disk) and snapshotRecord what run.start says about it.
-	definition     *definition.Snapshot
-	snapshotRecord *definition.Record
+	definition     *agentdir.Snapshot
+	snapshotRecord *agentdir.SnapshotRecord
 	// warnings are journaled at start and reported in the result.
 	warnings []string
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
 	skillsPrompt string
 	vars         map[string]string
-	rc           *loop.RuntimeContext
-	session      *loop.Session // the loop stepped by Step (nil before the first)
+	rc           *RuntimeContext
+	session      *Session // the loop stepped by Step (nil before the first)
 	result       *Result
 	// github is what runner.integrations.github did after completion.
 	github *GitHubOutcome
@@ -136,7 +132,7 @@ type Agent struct {
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
 // agent folder (config.LoadAndValidate) with the Go values in opts.
-func Build(ctx context.Context, def *config.Agent, opts BuildOptions) (*Agent, error) {
+func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent, error) {
 	opts.Agent = def
 	return New(ctx, opts)
 }
@@ -430,7 +426,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err := a.flow.start(ctx); err != nil {
 		return err
 	}
-	a.rc = &loop.RuntimeContext{}
+	a.rc = &RuntimeContext{}
 	why := a.unsandboxed()
 	sandboxed := why == ""
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
@@ -559,23 +555,23 @@ func (a *Agent) beginRun() *Result {
 	if a.state != Started || a.result != nil {
 		a.mu.Unlock()
 		err := agenterr.New(agenterr.CodeNotStarted, agenterr.LayerLifecycle, false, "Run needs a started agent that has not run yet")
-		return &Result{CompletionReason: loop.ReasonError, RunID: a.runID, Error: NewResultError(err)}
+		return &Result{CompletionReason: ReasonError, RunID: a.runID, Error: NewResultError(err)}
 	}
 	a.mu.Unlock()
 	if a.session != nil {
 		return nil
 	}
 	b := a.spec.Runner.Budgets // Config's limits applied (applyLimits)
-	budgets := loop.Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
+	budgets := Budgets{MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD,
 		Timeout: a.timeBudget()}
 	// capstan's tool loop continues a cut query from the journal (the
 	// tool-effect ledger); a bridge that runs its own (claude-code), or
 	// one an embedder gave, does not.
 	continuable := a.opts.Bridge == nil && !runsOwnToolLoop(a.model)
-	l, err := loop.New(loop.Config{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
+	l, err := NewLoop(LoopConfig{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
 		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable})
 	if err != nil {
-		return a.finish(&loop.Result{CompletionReason: loop.ReasonError, Err: err})
+		return a.finish(&LoopResult{CompletionReason: ReasonError, Err: err})
 	}
 	a.session = l.Begin(a.rc, a.startedAt())
 	return nil
@@ -611,10 +607,10 @@ func (a *Agent) Deadline() time.Time {
 // endRun turns the loop's final result into the run's.
 //
 //go:noinline
-func (a *Agent) endRun(ctx context.Context, lr *loop.Result) *Result {
+func (a *Agent) endRun(ctx context.Context, lr *LoopResult) *Result {
 	lr = a.flow.noReplyForRetry(lr)
 	if lr.Success {
-		var last *iteration.Summary
+		var last *event.IterationSummary
 		if n := len(lr.Summaries); n > 0 {
 			last = &lr.Summaries[n-1]
 		}
@@ -633,9 +629,9 @@ type Progress struct {
 	Usage   llm.Usage `json:"usage"`
 	CostUSD float64   `json:"cost"`
 	// Summary is the last finished iteration's summary (nil before the first).
-	Summary *iteration.Summary `json:"-"`
+	Summary *event.IterationSummary `json:"-"`
 	// Outcome is the verdict on the last iteration Step ran.
-	Outcome loop.OutcomeEvent `json:"outcome"`
+	Outcome event.OutcomeEvent `json:"outcome"`
 }
 
 // Progress reports where the run stands; call it between Steps.
@@ -668,7 +664,7 @@ func (a *Agent) Abandon() {
 	a.state = Stopped
 }
 
-func (a *Agent) finish(lr *loop.Result) *Result {
+func (a *Agent) finish(lr *LoopResult) *Result {
 	res := &Result{
 		Success: lr.Success, CompletionReason: lr.CompletionReason, Reason: lr.Reason,
 		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
@@ -698,7 +694,7 @@ func (a *Agent) Stop() *Result {
 		return a.result
 	}
 	if a.result == nil {
-		a.result = &Result{CompletionReason: loop.ReasonAborted, Reason: "stopped before running", RunID: a.runID,
+		a.result = &Result{CompletionReason: ReasonAborted, Reason: "stopped before running", RunID: a.runID,
 			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest(), Sandboxed: a.unsandboxed() == "",
 			Error: NewResultError(agenterr.New(agenterr.CodeAborted, agenterr.LayerLifecycle, false, "stopped before running"))}
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	_ "github.com/capstan-dev/capstan/llm/script"
 )
@@ -73,7 +73,7 @@ const twoIterationScript = `turns:
 `
 
 // runToEnd builds, starts, runs and stops an agent and returns its result.
-func runToEnd(t testing.TB, def *config.Agent, opts BuildOptions) *Result {
+func runToEnd(t testing.TB, def *agentdir.Agent, opts BuildOptions) *Result {
 	t.Helper()
 	if opts.Store.Dir == "" && opts.Getenv != nil {
 		// A test's own Getenv (API keys from a map) has no state dir and
@@ -97,7 +97,7 @@ func runToEnd(t testing.TB, def *config.Agent, opts BuildOptions) *Result {
 
 // assertSharedUnchanged fails when a run changed the definition it shares
 // with every other agent of def (config.Agent.Shared is read-only).
-func assertSharedUnchanged(t testing.TB, def *config.Agent) {
+func assertSharedUnchanged(t testing.TB, def *agentdir.Agent) {
 	t.Helper()
 	spec, reg := def.Shared()
 	if !reflect.DeepEqual(spec, def.Definition()) {
@@ -108,9 +108,9 @@ func assertSharedUnchanged(t testing.TB, def *config.Agent) {
 	}
 }
 
-func load(t testing.TB, dir string) *config.Agent {
+func load(t testing.TB, dir string) *agentdir.Agent {
 	t.Helper()
-	def, err := config.LoadAndValidate(dir, ValidateOptions())
+	def, err := agentdir.LoadAndValidate(dir, ValidateOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

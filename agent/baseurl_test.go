@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -46,7 +46,7 @@ func TestBaseURLWithACredentialIsRefused(t *testing.T) {
 			if tc.runnerURL != "" {
 				// validate (and so run) reports it, with the code of the
 				// base URL's form.
-				_, err := config.LoadAndValidate(dir, ValidateOptions())
+				_, err := agentdir.LoadAndValidate(dir, ValidateOptions())
 				if err == nil || !strings.Contains(err.Error(), "AC-BASE-URL") || !strings.Contains(err.Error(), "/runner/baseUrl") || strings.Contains(err.Error(), secret) {
 					t.Fatalf("validate: %v", err)
 				}

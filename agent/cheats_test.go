@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify/honest"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // The cheat corpus: scripted models that make the tests pass without
@@ -168,7 +168,7 @@ func runCorpus(t *testing.T, fixture map[string]string, testCmd string, globs []
 				t.Fatalf("cheat not caught: %+v", res)
 			}
 			patterns, texts := retryPatterns(t, res)
-			if len(patterns) == 0 || patterns[0] != completion.PatternProtectedChanged {
+			if len(patterns) == 0 || patterns[0] != verify.PatternProtectedChanged {
 				t.Fatalf("retry patterns %v", patterns)
 			}
 			for _, f := range c.files {
@@ -204,7 +204,7 @@ func validatorPassed(t *testing.T, res *Result, name string) bool {
 		if ev.Type != journal.ValidatorResult {
 			continue
 		}
-		var v completion.ValidatorEvent
+		var v verify.ValidatorEvent
 		if err := json.Unmarshal(ev.Data, &v); err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestResumeKeepsTheProtectedBaseline(t *testing.T) {
 	if res.Success {
 		t.Fatalf("the resumed run took the changed test as its baseline: %+v", res)
 	}
-	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != completion.PatternProtectedChanged {
+	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != verify.PatternProtectedChanged {
 		t.Fatalf("retry patterns %v", patterns)
 	}
 	events, _ := journal.ReadFile(res.Journal)
@@ -379,7 +379,7 @@ func TestRepeatedFailureOffersTheWayOut(t *testing.T) {
 	if len(texts) != 2 || patterns[0] != "test-failed" || patterns[1] != "test-failed" {
 		t.Fatalf("retries %v", patterns)
 	}
-	if strings.Contains(texts[0], honest.Marker) || !strings.Contains(texts[1], honest.RetryNote) {
+	if strings.Contains(texts[0], verify.CannotCompleteMarker) || !strings.Contains(texts[1], verdict.RetryNote) {
 		t.Fatalf("retry prompts:\n%s\n---\n%s", texts[0], texts[1])
 	}
 }
@@ -425,7 +425,7 @@ func TestStepProtectHoldsFromTheStepsEntry(t *testing.T) {
 		t.Fatalf("%+v %+v", res, res.Error)
 	}
 	patterns, texts := retryPatterns(t, res)
-	if len(patterns) != 1 || patterns[0] != completion.PatternProtectedChanged ||
+	if len(patterns) != 1 || patterns[0] != verify.PatternProtectedChanged ||
 		!strings.Contains(texts[0], "- modified: app_test.go") || strings.Contains(texts[0], "extra_test.go") {
 		t.Fatalf("retries %v:\n%s", patterns, strings.Join(texts, "\n---\n"))
 	}

@@ -5,12 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/loop"
 )
 
-func warningOf(t *testing.T, def *config.Agent, code string) string {
+func warningOf(t *testing.T, def *agentdir.Agent, code string) string {
 	t.Helper()
 	for _, w := range def.Warnings() {
 		if w.Code == code {
@@ -41,7 +40,7 @@ func TestHardLimitWarningSaysWhatTheRunDoes(t *testing.T) {
 	def := load(t, keywordAgent(t, 150, `["Read"]`, "turns:\n"+strings.Repeat("  - text: \"still working\"\n", 101)))
 	msg := warningOf(t, def, "AC-BUDGET-HARD-LIMIT")
 	res := runToEnd(t, def, BuildOptions{WorkDir: t.TempDir()})
-	if res.Iterations != 100 || res.CompletionReason != loop.ReasonEmergencyStop || !strings.Contains(msg, res.CompletionReason) || !strings.Contains(msg, "100") {
+	if res.Iterations != 100 || res.CompletionReason != ReasonEmergencyStop || !strings.Contains(msg, res.CompletionReason) || !strings.Contains(msg, "100") {
 		t.Fatalf("run %s after %d iterations; warning %q", res.CompletionReason, res.Iterations, msg)
 	}
 }

@@ -9,16 +9,16 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Config is everything an agent is built from: the definition — an agent
@@ -29,12 +29,12 @@ type Config struct {
 	// Agent is the validated agent definition: from Load (an agent
 	// folder), Define (Go values), or set by New from Definition,
 	// Registry, Prompts and Files when nil.
-	Agent *config.Agent
+	Agent *agentdir.Agent
 	// Definition and Registry are agent.json and steps_registry.json as
 	// Go values: the agent built without a folder (see Define). Give them
 	// or Agent, not both.
-	Definition *config.Definition
-	Registry   *config.Registry
+	Definition *agentdir.Definition
+	Registry   *agentdir.Registry
 	// Prompts are the prompt texts of an agent built from Go values.
 	Prompts Prompts
 	// Files are the other files of an agent built from Go values — JSON
@@ -68,17 +68,17 @@ type Config struct {
 	// registry validator {"type": "custom", "handler": NAME} runs
 	// Validators[NAME] (before the ones registered with
 	// completion.RegisterValidator).
-	Validators map[string]completion.CustomValidator
+	Validators map[string]verify.CustomValidator
 	// CompletionHandlers are this agent's custom completion handlers by
 	// name: runner.completion {"type": "custom", "handler": NAME} uses
 	// CompletionHandlers[NAME] (before completion.RegisterHandler's).
-	CompletionHandlers map[string]completion.HandlerFactory
+	CompletionHandlers map[string]verdict.HandlerFactory
 	// Completion is this agent's completion handler as a Go value:
 	// runner.completion {"type": "custom"} without a handler name uses it
 	// (runner.completion.validators still verify every completion it
 	// reports). Giving it while runner.completion does not use it is
 	// CONFIG_INVALID.
-	Completion completion.Handler
+	Completion verdict.CompletionHandler
 	// MaxIterations overrides runner.budgets.maxIterations when > 0.
 	MaxIterations int
 	// RunTimeout overrides runner.budgets.timeoutSeconds when > 0: the
@@ -146,7 +146,7 @@ type Config struct {
 	// relates to the recorded one; it is journaled in run.start with the
 	// definition's digests. The definition itself is the one Agent was
 	// loaded from (config.LoadAndValidateFS with a definition.Snapshot).
-	DefinitionResume *definition.Resume
+	DefinitionResume *agentdir.SnapshotResume
 	// Events consume the run's event stream (package event), after the
 	// journal and tracing, in order: the progress line, --stream output and
 	// an embedder's own consumers are all Events.
@@ -212,7 +212,7 @@ func writesLimits(cfg Config) bool {
 // it reads agent.json's and steps_registry.json's: a limit given in Go acts
 // exactly like the same limit in the files. A negative limit is
 // CONFIG_INVALID.
-func applyLimits(spec *config.Definition, reg *config.Registry, cfg Config) error {
+func applyLimits(spec *agentdir.Definition, reg *agentdir.Registry, cfg Config) error {
 	var bad []string
 	neg := func(name string, negative bool) {
 		if negative {

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // closeCounter is a bridge an embedder opened; the agent must use it and
@@ -92,8 +92,8 @@ type probeError struct{ probe string }
 
 func (e *probeError) Error() string { return "probe " + e.probe + " unreachable" }
 
-func (brokenValidator) Validate(context.Context, completion.CustomRequest) (completion.CustomResult, error) {
-	return completion.CustomResult{}, &probeError{"db"}
+func (brokenValidator) Validate(context.Context, verify.CustomRequest) (verify.CustomResult, error) {
+	return verify.CustomResult{}, &probeError{"db"}
 }
 
 // TestResultErrorKeepsItsChain: the run's error unwraps to what caused it,
@@ -101,7 +101,7 @@ func (brokenValidator) Validate(context.Context, completion.CustomRequest) (comp
 // capstan code.
 func TestResultErrorKeepsItsChain(t *testing.T) {
 	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["counted"]}`, "", liarScript)
-	cfg, err := Load(dir, Config{Validators: map[string]completion.CustomValidator{"counting": brokenValidator{}}})
+	cfg, err := Load(dir, Config{Validators: map[string]verify.CustomValidator{"counting": brokenValidator{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
-	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Prompts are an agent's prompt texts as Go values. Each is a template
@@ -73,7 +71,7 @@ func Define(cfg Config) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	for _, name := range []string{config.AgentFile, path.Clean(registryFile(&def))} {
+	for _, name := range []string{agentdir.AgentFile, path.Clean(registryFile(&def))} {
 		if _, ok := files[name]; ok {
 			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"Config.Files holds %s, but an agent built from Go values is defined by Config.Definition and Config.Registry", name)
@@ -84,11 +82,11 @@ func Define(cfg Config) (Config, error) {
 	if err := cfg.Prompts.place(&def, cfg.Registry, files); err != nil {
 		return cfg, err
 	}
-	snap, err := definition.FromFiles("", files)
+	snap, err := agentdir.SnapshotFromFiles("", files)
 	if err != nil {
 		return cfg, err
 	}
-	a, err := config.NewAgentFS(snap, "", &def, cfg.Registry, ValidateOptionsFor(cfg))
+	a, err := agentdir.NewAgentFS(snap, "", &def, cfg.Registry, ValidateOptionsFor(cfg))
 	if err != nil {
 		return cfg, err
 	}
@@ -107,8 +105,8 @@ func readFiles(fsys fs.FS) (map[string][]byte, error) {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
-		if len(files) >= definition.MaxFiles {
-			return fmt.Errorf("more than %d files", definition.MaxFiles)
+		if len(files) >= agentdir.MaxFiles {
+			return fmt.Errorf("more than %d files", agentdir.MaxFiles)
 		}
 		b, err := fs.ReadFile(fsys, p)
 		files[p] = b
@@ -123,14 +121,14 @@ func readFiles(fsys fs.FS) (map[string][]byte, error) {
 // place puts the prompts into files at their paths; def's
 // systemPromptPath is set when System needs it. Every key that names no
 // step or pattern is reported.
-func (p Prompts) place(def *config.Definition, reg *config.Registry, files map[string][]byte) error {
+func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files map[string][]byte) error {
 	base := def.Runner.Prompts.Base
 	if base == "" {
-		base = config.DefaultPromptsBase
+		base = agentdir.DefaultPromptsBase
 	}
 	c1 := reg.C1
 	if c1 == "" {
-		c1 = config.DefaultC1
+		c1 = agentdir.DefaultC1
 	}
 	var errs []error
 	bad := func(what, key, hint string) {
@@ -159,7 +157,7 @@ func (p Prompts) place(def *config.Definition, reg *config.Registry, files map[s
 			bad("Steps", "no step "+strconv.Quote(id), "key step prompts by step id; "+knownSteps)
 			continue
 		}
-		file, err := prompt.C3LFile(c1, prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation})
+		file, err := agentdir.C3LFile(c1, agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation})
 		if err != nil {
 			bad("Steps", "step "+strconv.Quote(id)+" names no prompt file: "+err.Error(),
 				"set the step's C2 and C3 (its prompt is <prompts base>/<c1>/<c2>/<c3>/f_<edition>.md)")
@@ -180,7 +178,7 @@ func (p Prompts) place(def *config.Definition, reg *config.Registry, files map[s
 			bad("Retries", "no step "+strconv.Quote(k.Step), "key retry prompts by step id and pattern; "+knownSteps)
 			continue
 		}
-		pat, ok := completion.LookupPattern(reg.CompletionPatterns, k.Pattern)
+		pat, ok := verify.LookupPattern(reg.CompletionPatterns, k.Pattern)
 		if !ok {
 			bad("Retries", "no failure pattern "+strconv.Quote(k.Pattern), "name a key of the registry's completionPatterns or a built-in pattern: "+
 				strings.Join(builtinPatternNames(), ", "))
@@ -190,7 +188,7 @@ func (p Prompts) place(def *config.Definition, reg *config.Registry, files map[s
 		if edition == "" {
 			edition = "failed"
 		}
-		file, err := prompt.C3LFile(c1, prompt.Ref{C2: st.C2, C3: st.C3, Edition: edition, Adaptation: pat.Adaptation})
+		file, err := agentdir.C3LFile(c1, agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: edition, Adaptation: pat.Adaptation})
 		if err != nil {
 			bad("Retries", "step "+strconv.Quote(k.Step)+" names no prompt file: "+err.Error(), "set the step's C2 and C3")
 			continue

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -24,7 +24,7 @@ func goValuesOf(t *testing.T, dir string) Config {
 	for _, f := range []struct {
 		name string
 		v    any
-	}{{config.AgentFile, &cfg.Definition}, {config.DefaultRegistryFile, &cfg.Registry}} {
+	}{{agentdir.AgentFile, &cfg.Definition}, {agentdir.DefaultRegistryFile, &cfg.Registry}} {
 		raw, err := os.ReadFile(filepath.Join(dir, f.name))
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestGoValuesRunLikeTheFolder(t *testing.T) {
 	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`,
 		`"uvVariables": ["iteration"], "onFailure": {"action": "retry", "maxAttempts": 3}`,
 		"turns:\n  - text: \"DONE\"\n"+strings.TrimPrefix(honestScript, "turns:\n"))
-	rewrite(t, dir, config.AgentFile, `"model": "script:script.yaml",`, `"model": "script:script.yaml", "systemPromptPath": "prompts/system.md",`)
+	rewrite(t, dir, agentdir.AgentFile, `"model": "script:script.yaml",`, `"model": "script:script.yaml", "systemPromptPath": "prompts/system.md",`)
 	if err := os.WriteFile(filepath.Join(dir, "prompts", "system.md"), []byte("You are {uv-agent_name}."), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +106,11 @@ func TestGoValuesAreValidatedLikeFiles(t *testing.T) {
 
 	broken := cfg
 	broken.Prompts = Prompts{} // no step prompt, no retry prompt
-	broken.Definition = &config.Definition{}
+	broken.Definition = &agentdir.Definition{}
 	*broken.Definition = *cfg.Definition
 	broken.Definition.Runner.Completion.Keyword = ""
 	_, err := New(ctx, broken)
-	var ve *config.ValidationError
+	var ve *agentdir.ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v", err)
 	}
@@ -157,7 +157,7 @@ func TestGoValuesPathsOutsideAreValidationProblems(t *testing.T) {
 	cfg.Definition.Runner.SystemPromptPath = "/etc/system.md"
 	cfg.Prompts.System = "You are a test."
 	_, err := Define(cfg)
-	var ve *config.ValidationError
+	var ve *agentdir.ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
@@ -14,21 +15,18 @@ import (
 	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/llm/pricing"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // newPromptResolver builds the layer-4 resolver of the agent in dir from
 // runner.prompts and the registry's c1.
-func newPromptResolver(dir string, def *config.Definition, reg *config.Registry) *prompt.Resolver {
+func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Registry) *agentdir.PromptResolver {
 	r := def.Runner
-	return prompt.New(prompt.Config{
+	return agentdir.NewPromptResolver(agentdir.PromptConfig{
 		AgentDir:    dir,
 		Base:        r.Prompts.Base,
 		C1:          reg.C1,
@@ -110,7 +108,7 @@ func (a *Agent) buildSandbox(ctx context.Context) (*sandbox.CommandRunner, error
 	r, err := sandbox.NewCommandRunner(ctx, a.spec.Runner.Boundaries.Sandbox)
 	if err != nil {
 		if e := agenterr.From(err); e != nil && e.File == "" {
-			e.File = filepath.Join(a.def.Dir(), config.AgentFile)
+			e.File = filepath.Join(a.def.Dir(), agentdir.AgentFile)
 		}
 		return nil, err
 	}
@@ -171,7 +169,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		event.EmitActivity(a.emit, event.ActivityEnd, act)
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
-				e.File = filepath.Join(a.def.Dir(), config.AgentFile)
+				e.File = filepath.Join(a.def.Dir(), agentdir.AgentFile)
 			}
 			return nil, err
 		}
@@ -199,7 +197,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		// are redacted with).
 		Redact: builtin.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
-		NewContext: compact.Factory(compact.FromConfig(r.ContextWindow, r.Compaction)),
+		NewContext: compact.Factory(compactionOptions(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts).WithinBudget(a.timeBudget()),
 		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
 	}
@@ -218,7 +216,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 }
 
 // requestTimeouts converts runner.requests' timeouts.
-func requestTimeouts(r config.Requests) retry.Timeouts {
+func requestTimeouts(r agentdir.Requests) retry.Timeouts {
 	return retry.Timeouts{Connect: seconds(r.ConnectTimeoutSeconds), FirstByte: seconds(r.FirstByteTimeoutSeconds),
 		StreamIdle: seconds(r.StreamIdleTimeoutSeconds)}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -29,7 +29,7 @@ func TestWhatValidatesBuilds(t *testing.T) {
 		dirs["verdict-"+ct.typ] = verdictAgent(t, ct.js, ct.step, liarScript)
 	}
 	err := filepath.WalkDir(filepath.Join("..", "examples"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == config.AgentFile {
+		if err == nil && !d.IsDir() && d.Name() == agentdir.AgentFile {
 			dirs[filepath.Dir(p)] = filepath.Dir(p)
 		}
 		return err
@@ -44,7 +44,7 @@ func TestWhatValidatesBuilds(t *testing.T) {
 	built := 0
 	for name, dir := range dirs {
 		cfg := goValues(&countingValidator{})
-		res := config.Check(dir, ValidateOptionsFor(cfg))
+		res := agentdir.Check(dir, ValidateOptionsFor(cfg))
 		if !res.Valid() {
 			continue
 		}
@@ -99,10 +99,10 @@ func TestIgnoredKeysChangeNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addKey(noisy, config.AgentFile, "futureField", true)
-	addKey(noisy, config.DefaultRegistryFile, "futureField", true)
+	addKey(noisy, agentdir.AgentFile, "futureField", true)
+	addKey(noisy, agentdir.DefaultRegistryFile, "futureField", true)
 	codes := map[string]bool{}
-	for _, p := range config.Check(noisy, ValidateOptionsFor(goValues(nil))).Warnings() {
+	for _, p := range agentdir.Check(noisy, ValidateOptionsFor(goValues(nil))).Warnings() {
 		codes[p.Code] = true
 	}
 	for _, want := range []string{"AC-UNKNOWN-KEY", "SR-UNKNOWN-KEY", "SR-VALIDATOR-UNUSED"} {

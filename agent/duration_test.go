@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // TestRunDurationCountsTheTestBaseline: a run whose test command is slow
@@ -30,8 +30,8 @@ func TestRunDurationCountsTheTestBaseline(t *testing.T) {
 	}
 	var journaled int64
 	for _, ev := range events {
-		if ev.Type == testrun.EventBaseline {
-			var b testrun.Baseline
+		if ev.Type == verify.EventBaseline {
+			var b verify.TestBaseline
 			if err := json.Unmarshal(ev.Data, &b); err != nil {
 				t.Fatal(err)
 			}

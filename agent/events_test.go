@@ -10,7 +10,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/verdict"
 )
 
@@ -65,7 +64,7 @@ func TestEventsConsumerSeesWhatTheJournalRecords(t *testing.T) {
 				if d.Verdict != verdict.Retry && d.Verdict != verdict.Stop {
 					t.Errorf("check verdict %s", d.Verdict)
 				}
-			case *loop.IterationEvent:
+			case *event.IterationEvent:
 				ends++
 			}
 		}

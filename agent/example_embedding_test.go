@@ -10,11 +10,11 @@ import (
 	"testing/fstest"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
 	_ "github.com/capstan-dev/capstan/llm/script" // the offline script provider
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // shoutInput is the input of the custom Go tool "shout"; its JSON Schema
@@ -32,12 +32,12 @@ var shout = tool.Func("shout", "Upper-case a text.", func(_ context.Context, in 
 // upper case.
 type loudFile struct{}
 
-func (loudFile) Validate(_ context.Context, req completion.CustomRequest) (completion.CustomResult, error) {
+func (loudFile) Validate(_ context.Context, req verify.CustomRequest) (verify.CustomResult, error) {
 	b, err := os.ReadFile(filepath.Join(req.WorkDir, "greeting.txt"))
 	if err != nil || strings.ToUpper(string(b)) != string(b) {
-		return completion.CustomResult{Output: completion.ValidatorOutput{Stderr: "greeting.txt is missing or not loud", ExitCode: 1}}, nil
+		return verify.CustomResult{Output: verify.ValidatorOutput{Stderr: "greeting.txt is missing or not loud", ExitCode: 1}}, nil
 	}
-	return completion.CustomResult{Valid: true}, nil
+	return verify.CustomResult{Valid: true}, nil
 }
 
 // An agent built from Go values, without an agent folder: the definition,
@@ -48,17 +48,17 @@ func (loudFile) Validate(_ context.Context, req completion.CustomRequest) (compl
 func Example_embedding() {
 	ctx := context.Background()
 	cfg := agent.Config{
-		Definition: &config.Definition{Version: "1.0.0", Name: "greeter", Description: "greets loudly",
-			Parameters: map[string]config.Parameter{"who": {Type: "string", Required: true}},
-			Runner: config.Runner{
+		Definition: &agentdir.Definition{Version: "1.0.0", Name: "greeter", Description: "greets loudly",
+			Parameters: map[string]agentdir.Parameter{"who": {Type: "string", Required: true}},
+			Runner: agentdir.Runner{
 				Model:      "script:script.yaml",
-				Completion: config.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
-				Boundaries: config.Boundaries{AllowedTools: []string{"shout", "Write"}, PermissionMode: "acceptEdits"},
-				Budgets:    config.Budgets{MaxIterations: 3},
+				Completion: agentdir.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
+				Boundaries: agentdir.Boundaries{AllowedTools: []string{"shout", "Write"}, PermissionMode: "acceptEdits"},
+				Budgets:    agentdir.Budgets{MaxIterations: 3},
 			}},
-		Registry: &config.Registry{AgentID: "greeter", EntryStep: "greet",
-			Steps: map[string]config.Step{"greet": {StepID: "greet", C2: "greet", C3: "main", UVVariables: []string{"who"}}},
-			Validators: map[string]config.Validator{
+		Registry: &agentdir.Registry{AgentID: "greeter", EntryStep: "greet",
+			Steps: map[string]agentdir.Step{"greet": {StepID: "greet", C2: "greet", C3: "main", UVVariables: []string{"who"}}},
+			Validators: map[string]agentdir.Validator{
 				"loud": {Type: "custom", Handler: "loud-file", FailurePattern: "file-not-exists"}},
 		},
 		Prompts: agent.Prompts{Steps: map[string]string{
@@ -70,7 +70,7 @@ func Example_embedding() {
   - text: DONE
 `)}},
 		Tools:      []tool.Tool{shout},
-		Validators: map[string]completion.CustomValidator{"loud-file": loudFile{}},
+		Validators: map[string]verify.CustomValidator{"loud-file": loudFile{}},
 		Params:     map[string]string{"who": "Ada"},
 	}
 	cfg.WorkDir, _ = os.MkdirTemp("", "greeter-work")

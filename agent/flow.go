@@ -7,18 +7,13 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify/honest"
 )
 
 // Completion reasons the verdict stage adds to the loop's.
@@ -36,8 +31,8 @@ const (
 type flow struct {
 	a       *Agent
 	system  string
-	machine *step.Machine
-	checker *step.Checker
+	machine *verdict.Machine
+	checker *verdict.Checker
 	verdict *verdict.Stage // made by stage, at the first verdict
 	// guards and outputGuards are the verdict stage's, built with the
 	// agent (a broken guard fails Build).
@@ -49,7 +44,7 @@ type flow struct {
 	// run's model keeps its session in the loop's RuntimeContext).
 	sessions map[string]string
 	// cannotComplete is the model's declaration that ended the run.
-	cannotComplete *honest.Declaration
+	cannotComplete *verdict.CannotComplete
 	// closureVerdict is the closure step's verdict of a run completed by
 	// closing.
 	closureVerdict string
@@ -78,13 +73,13 @@ type pendingPrompt struct {
 // RetryPromptEvent is the payload of a retry.prompt journal event; the type
 // lives in completion so that journal consumers below the agent layer
 // (tracing) can match it without a JSON round trip.
-type RetryPromptEvent = completion.RetryPromptEvent
+type RetryPromptEvent = verdict.RetryPromptEvent
 
 // StepStateEvent is the payload of a step.state journal event: the step
 // machine's state after an iteration, for resume.
 type StepStateEvent struct {
-	State   step.State     `json:"state"`
-	Pending *pendingPrompt `json:"pending,omitempty"`
+	State   verdict.StepState `json:"state"`
+	Pending *pendingPrompt    `json:"pending,omitempty"`
 }
 
 // StepState is the journal type of StepStateEvent.
@@ -94,15 +89,15 @@ func newFlow(a *Agent) (*flow, error) {
 	m := a.rt.machine
 	var err error
 	f := &flow{a: a, machine: m}
-	f.checker = step.NewChecker(step.CheckerConfig{
-		Judge: &step.BridgeJudge{Bridge: a.bridge},
+	f.checker = verdict.NewChecker(verdict.CheckerConfig{
+		Judge: &verdict.BridgeJudge{Bridge: a.bridge},
 		// A prompt check's "prompt" is a file under the prompts base when
 		// one exists there, otherwise the criterion text itself.
 		ResolvePrompt: func(ctx context.Context, ref string) (string, error) {
-			if _, ok := a.prompts.Exists(prompt.Ref{Path: ref}); !ok {
+			if _, ok := a.prompts.Exists(agentdir.PromptRef{Path: ref}); !ok {
 				return ref, nil
 			}
-			res, err := a.prompts.Resolve(ctx, prompt.Ref{Path: ref}, a.vars)
+			res, err := a.prompts.Resolve(ctx, agentdir.PromptRef{Path: ref}, a.vars)
 			return res.Text, err
 		},
 	})
@@ -128,9 +123,9 @@ func (f *flow) stage() (*verdict.Stage, error) {
 		Handler:      a.rt.completion,
 		Verifier:     a.rt.verifier,
 		Validators:   a.spec.Runner.Completion.Validators,
-		Format:       completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON, Problems: schema.Problems}),
+		Format:       verdict.NewFormatValidator(verdict.FormatConfig{Extract: schema.ExtractJSON, Problems: schema.Problems}),
 		Schemas:      a.schemas,
-		Retries: completion.NewRetryHandler(completion.RetryConfig{C1: reg.C1, Patterns: reg.CompletionPatterns,
+		Retries: verdict.NewRetryHandler(verdict.RetryConfig{C1: reg.C1, Patterns: reg.CompletionPatterns,
 			Templates: retryTemplates{a.prompts}}),
 		Events:          a.emit,
 		CompletionType:  a.spec.Runner.Completion.Type,
@@ -143,17 +138,17 @@ func (f *flow) stage() (*verdict.Stage, error) {
 	return v, nil
 }
 
-func registryFile(d *config.Definition) string {
+func registryFile(d *agentdir.Definition) string {
 	if d.Runner.Prompts.Registry != "" {
 		return d.Runner.Prompts.Registry
 	}
-	return config.DefaultRegistryFile
+	return agentdir.DefaultRegistryFile
 }
 
 // start routes through an entry gateway and resolves the system prompt.
 func (f *flow) start(ctx context.Context) error {
 	if f.a.opts.Resume == nil {
-		if _, err := f.machine.RouteGateways(ctx, f.checker, step.CheckInput{}, 0); err != nil {
+		if _, err := f.machine.RouteGateways(ctx, f.checker, verdict.CheckInput{}, 0); err != nil {
 			return err
 		}
 	}
@@ -181,15 +176,15 @@ func (f *flow) start(ctx context.Context) error {
 // budget, an iterationBudget completion's count and the loop's hard limit;
 // remaining counts the iterations left including this one. Parameters win
 // on a name clash.
-func (f *flow) variables(n int, rc *loop.RuntimeContext) map[string]string {
+func (f *flow) variables(n int, rc *RuntimeContext) map[string]string {
 	d := f.a.spec
 	v := make(map[string]string, len(f.a.vars)+7)
 	v["iteration"] = strconv.Itoa(n)
 	max := d.Runner.Budgets.MaxIterations // Config.MaxIterations applied
-	if max <= 0 || max > loop.HardLimit {
-		max = loop.HardLimit
+	if max <= 0 || max > HardLimit {
+		max = HardLimit
 	}
-	if c := d.Runner.Completion; c.Type == completion.TypeIterationBudget && c.MaxIterations > 0 && c.MaxIterations < max {
+	if c := d.Runner.Completion; c.Type == verdict.TypeIterationBudget && c.MaxIterations > 0 && c.MaxIterations < max {
 		max = c.MaxIterations
 	}
 	v["max_iterations"] = strconv.Itoa(max)
@@ -208,7 +203,7 @@ func (f *flow) variables(n int, rc *loop.RuntimeContext) map[string]string {
 	v["agent_name"] = d.Name
 	v["workdir"] = f.a.workDir
 	if rc != nil && len(rc.Summaries) > 0 {
-		v["previous_summary"] = completion.FormatIterationSummary(&rc.Summaries[len(rc.Summaries)-1])
+		v["previous_summary"] = verdict.FormatIterationSummary(&rc.Summaries[len(rc.Summaries)-1])
 	} else {
 		v["previous_summary"] = ""
 	}
@@ -230,21 +225,21 @@ func (f *flow) currentStep() string {
 }
 
 // Next implements loop.Flow.
-func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, error) {
+func (f *flow) Next(ctx context.Context, rc *RuntimeContext) (Turn, error) {
 	id, st := f.machine.Current()
 	if err := f.a.enterStep(id); err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	}
 	opts, err := f.queryOptions(st)
 	if err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	}
-	turn := loop.Turn{StepID: id, Options: opts}
+	turn := Turn{StepID: id, Options: opts}
 	// A subprocess step runs its command instead of a model.
 	if st.Runner != nil {
 		b, err := f.a.newSubprocess(ctx, id, st)
 		if err != nil {
-			return loop.Turn{}, err
+			return Turn{}, err
 		}
 		f.pending = nil // a retry prompt means nothing to a command: it runs again as it is
 		turn.Bridge, turn.Model, turn.Cost = b, SubprocessTool, func(llm.Usage) float64 { return 0 }
@@ -253,7 +248,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	}
 	// A step with a model of its own talks to that model, in its own session.
 	if b, err := f.a.stepBridge(ctx, st.Model); err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	} else if b != nil {
 		turn.Bridge, turn.SessionID, turn.Cost, turn.Model = b, f.sessions[st.Model], f.a.stepCosts[st.Model], st.Model
 	}
@@ -267,7 +262,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	// Inputs from earlier steps' outputs; a parameter of the same name wins.
 	inputs, err := f.machine.Inputs(id)
 	if err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	}
 	for k, val := range inputs {
 		if _, isParam := f.a.vars[k]; !isParam {
@@ -276,7 +271,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	}
 	res, err := f.a.prompts.Resolve(ctx, f.closureRef(st), vars)
 	if err != nil {
-		return loop.Turn{}, err
+		return Turn{}, err
 	}
 	f.warn(res.Warnings)
 	turn.Prompt, turn.Source = res.Text, f.rel(res.Path)
@@ -284,7 +279,7 @@ func (f *flow) Next(ctx context.Context, rc *loop.RuntimeContext) (loop.Turn, er
 	return turn, nil
 }
 
-func (f *flow) queryOptions(st config.Step) (llm.QueryOptions, error) {
+func (f *flow) queryOptions(st agentdir.Step) (llm.QueryOptions, error) {
 	b := f.a.spec.Runner.Boundaries
 	o := llm.QueryOptions{SystemPrompt: f.system, AllowedTools: b.AllowedTools, DisallowedTools: b.DisallowedTools,
 		PermissionMode: b.PermissionMode, MaxTurns: b.MaxTurns, Boundary: boundaryRule(st, f.a.spec.Runner.Integrations.GitHub)}
@@ -307,7 +302,7 @@ func (f *flow) rel(p string) string { return f.a.prompts.Rel(p) }
 
 // After implements loop.Flow: the verdict stage decides what the
 // iteration means, and the flow schedules its retry prompt.
-func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.Summary) (loop.Outcome, error) {
+func (f *flow) After(ctx context.Context, rc *RuntimeContext, s *event.IterationSummary) (Outcome, error) {
 	defer f.journalState()
 	_, st := f.machine.Current()
 	if st.Model != "" && st.Model != f.a.model {
@@ -315,20 +310,20 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 	}
 	stage, err := f.stage()
 	if err != nil {
-		return loop.Outcome{}, err
+		return Outcome{}, err
 	}
 	v, err := stage.Decide(ctx, verdict.Input{Iteration: rc.Iteration, Summary: s, Summaries: rc.Summaries})
 	if err != nil {
-		return loop.Outcome{}, err
+		return Outcome{}, err
 	}
-	out := loop.Outcome{Reason: v.Reason}
+	out := Outcome{Reason: v.Reason}
 	switch v.Action {
 	case verdict.Complete:
 		out.Complete = true
 		f.closureVerdict = v.ClosureVerdict
 		f.closureHandoff = closureHandoff(st, s)
 		if err := subprocessFailure(f.a.runID, s.StepID, st, s); err != nil {
-			out = loop.Outcome{Stop: true, Reason: err.Error(), Err: err}
+			out = Outcome{Stop: true, Reason: err.Error(), Err: err}
 		}
 	case verdict.Stop:
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason
@@ -348,7 +343,7 @@ func (f *flow) After(ctx context.Context, rc *loop.RuntimeContext, s *iteration.
 // chain (errors.Is agenterr.ErrScriptExhausted). Any other ending is
 // returned as it is: a real provider's failure stays a provider failure,
 // to be resumed.
-func (f *flow) noReplyForRetry(lr *loop.Result) *loop.Result {
+func (f *flow) noReplyForRetry(lr *LoopResult) *LoopResult {
 	r := f.retrying
 	if lr.Success || r == nil || r.Kind == "" || !errors.Is(lr.Err, agenterr.ErrScriptExhausted) {
 		return lr
@@ -383,11 +378,11 @@ func (f *flow) setSession(model, sessionID string) {
 // run from its final answer: the values its structuredGate.handoffFields
 // name, keyed by each path's last segment. nil when the step has no gate,
 // no handoff fields or no structured answer.
-func closureHandoff(st config.Step, s *iteration.Summary) map[string]any {
+func closureHandoff(st agentdir.Step, s *event.IterationSummary) map[string]any {
 	if st.StructuredGate == nil || len(st.StructuredGate.HandoffFields) == 0 || s == nil || len(s.StructuredOutput) == 0 {
 		return nil
 	}
-	in, err := step.Interpret(st.StepID, st.StructuredGate, s.StructuredOutput)
+	in, err := verdict.InterpretIntent(st.StepID, st.StructuredGate, s.StructuredOutput)
 	if err != nil {
 		return nil
 	}

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
 )
 
@@ -85,7 +84,7 @@ func transitionsOf(t *testing.T, res *Result) []string {
 	var path []string
 	for _, ev := range events {
 		if ev.Type == journal.StepTransition {
-			var mv step.Move
+			var mv verdict.StepMove
 			if err := json.Unmarshal(ev.Data, &mv); err != nil {
 				t.Fatal(err)
 			}
@@ -493,7 +492,7 @@ func TestFlowValidateEnum(t *testing.T) {
 	schemas["initial.work"].(map[string]any)["properties"].(map[string]any)["next_action"].(map[string]any)["properties"].(map[string]any)["action"] =
 		map[string]any{"type": "string", "enum": []string{"next", "handoff", "closing"}}
 	dir := routedAgent(t, reg, schemas, nil, "turns:\n  - text: x\n")
-	res := config.Check(dir, ValidateOptions())
+	res := agentdir.Check(dir, ValidateOptions())
 	var found bool
 	for _, p := range res.Problems() {
 		if p.Code == CodeGateEnum {
@@ -510,11 +509,11 @@ func TestFlowValidateEnum(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "prompts/steps/retry/issue/f_failed_git-dirty.md")); err != nil {
 		t.Fatal(err)
 	}
-	res = config.Check(dir, ValidateOptions())
+	res = agentdir.Check(dir, ValidateOptions())
 	found = false
 	for _, p := range res.Problems() {
 		if p.Code == CodeRetryPromptGeneric {
-			found = p.Pointer == "/validationSteps/closure.polling/validationConditions/0" && p.Severity == config.SeverityWarning &&
+			found = p.Pointer == "/validationSteps/closure.polling/validationConditions/0" && p.Severity == agentdir.SeverityWarning &&
 				strings.Contains(p.Hint, "prompts/steps/retry/issue/f_failed_git-dirty.md")
 		}
 	}

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 // GitHubRepo is the repository every gh call capstan itself makes names
@@ -98,11 +98,11 @@ func (a *Agent) resolveGitHubRepo(ctx context.Context, remotes bool) (*GitHubRep
 		e.Hint = "give the repository as OWNER/NAME, for example octo-org/octo-repo"
 		return e
 	}
-	if v := strings.TrimSpace(a.vars[config.RepositoryParam]); v != "" {
+	if v := strings.TrimSpace(a.vars[agentdir.RepositoryParam]); v != "" {
 		if !repoName().MatchString(v) {
-			return nil, bad(v, "parameter "+config.RepositoryParam)
+			return nil, bad(v, "parameter "+agentdir.RepositoryParam)
 		}
-		return &GitHubRepo{Repo: v, Source: "parameter " + config.RepositoryParam}, nil
+		return &GitHubRepo{Repo: v, Source: "parameter " + agentdir.RepositoryParam}, nil
 	}
 	if v := strings.TrimSpace(a.opts.Getenv("GH_REPO")); v != "" {
 		if !repoName().MatchString(v) {
@@ -128,10 +128,10 @@ func (a *Agent) resolveGitHubRepo(ctx context.Context, remotes bool) (*GitHubRep
 // repositoryHint says how to give a run its repository by parameter:
 // the flag of the agent's repository parameter, or how to declare one.
 func (a *Agent) repositoryHint() string {
-	if p, ok := a.spec.Parameters[config.RepositoryParam]; ok {
-		return "pass " + p.Flag(config.RepositoryParam) + " OWNER/NAME"
+	if p, ok := a.spec.Parameters[agentdir.RepositoryParam]; ok {
+		return "pass " + p.Flag(agentdir.RepositoryParam) + " OWNER/NAME"
 	}
-	return `declare a "` + config.RepositoryParam + `" parameter (type string) in agent.json and pass --` + config.RepositoryParam + " OWNER/NAME"
+	return `declare a "` + agentdir.RepositoryParam + `" parameter (type string) in agent.json and pass --` + agentdir.RepositoryParam + " OWNER/NAME"
 }
 
 // remoteRepo picks the GitHub repository of the work dir's git remotes as
@@ -241,12 +241,12 @@ func githubRepoOfURL(raw, ghHost string) string {
 }
 
 // externalStates returns the externalState handlers of a completion tree.
-func externalStates(h completion.Handler) []*completion.ExternalState {
+func externalStates(h verdict.CompletionHandler) []*verdict.ExternalState {
 	switch h := h.(type) {
-	case *completion.ExternalState:
-		return []*completion.ExternalState{h}
-	case *completion.Composite:
-		var out []*completion.ExternalState
+	case *verdict.ExternalState:
+		return []*verdict.ExternalState{h}
+	case *verdict.Composite:
+		var out []*verdict.ExternalState
 		for _, c := range h.Conditions {
 			out = append(out, externalStates(c.Handler)...)
 		}

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/procenv"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
@@ -70,14 +69,14 @@ type GitHubOutcome struct {
 // the run has completed verified — by capstan (runner.integrations.github)
 // or by whatever runs the agent — so the model cannot pre-empt it (close an
 // issue that is to stay open, merge before the verification).
-func boundaryRule(st config.Step, g *config.GitHub) string {
+func boundaryRule(st agentdir.Step, g *agentdir.GitHub) string {
 	switch kind := st.Kind(); {
-	case kind == config.KindWork:
+	case kind == agentdir.KindWork:
 		// (Constants for the usual kinds: a query's options are built every iteration.)
-		return "a " + config.KindWork + " step may not change issues, pull requests or releases; that belongs to the run's closure"
-	case kind == config.KindVerification:
-		return "a " + config.KindVerification + " step may not change issues, pull requests or releases; that belongs to the run's closure"
-	case kind != config.KindClosure:
+		return "a " + agentdir.KindWork + " step may not change issues, pull requests or releases; that belongs to the run's closure"
+	case kind == agentdir.KindVerification:
+		return "a " + agentdir.KindVerification + " step may not change issues, pull requests or releases; that belongs to the run's closure"
+	case kind != agentdir.KindClosure:
 		return "a " + kind + " step may not change issues, pull requests or releases; that belongs to the run's closure"
 	case g.On():
 		return "capstan applies the closure action (runner.integrations.github) itself once the run has completed; " +
@@ -92,10 +91,10 @@ func boundaryRule(st config.Step, g *config.GitHub) string {
 // than close, the edition with that adaptation (f_default_label-only.md)
 // when it exists. When it does not, the step's own prompt is used and a
 // warning says so.
-func (f *flow) closureRef(st config.Step) prompt.Ref {
-	ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
+func (f *flow) closureRef(st agentdir.Step) agentdir.PromptRef {
+	ref := agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
 	g := f.a.spec.Runner.Integrations.GitHub
-	if st.Kind() != config.KindClosure || !g.On() || g.DefaultClosureAction == "" || g.DefaultClosureAction == config.ClosureClose {
+	if st.Kind() != agentdir.KindClosure || !g.On() || g.DefaultClosureAction == "" || g.DefaultClosureAction == agentdir.ClosureClose {
 		return ref
 	}
 	adapted := ref
@@ -108,7 +107,7 @@ func (f *flow) closureRef(st config.Step) prompt.Ref {
 	return ref
 }
 
-func editionOf(st config.Step) string {
+func editionOf(st agentdir.Step) string {
 	if st.Edition == "" {
 		return "default"
 	}
@@ -136,12 +135,12 @@ type closureOutput struct {
 // labels.completion together with the output's issue.labels; close and
 // label-and-close close the issue, after the labels and only when they
 // were applied.
-func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHubOutcome {
+func (a *Agent) applyGitHub(ctx context.Context, last *event.IterationSummary) *GitHubOutcome {
 	g := a.spec.Runner.Integrations.GitHub
 	if !g.On() {
 		return nil
 	}
-	out := &GitHubOutcome{Issue: strings.TrimPrefix(strings.TrimSpace(a.vars[config.IssueParam]), "#")}
+	out := &GitHubOutcome{Issue: strings.TrimPrefix(strings.TrimSpace(a.vars[agentdir.IssueParam]), "#")}
 	switch {
 	case out.Issue == "":
 		out.Skipped = "the run has no issue parameter value"
@@ -153,17 +152,17 @@ func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHu
 	var so closureOutput
 	fromClosure := false
 	if last != nil {
-		if st, ok := a.reg.Steps[last.StepID]; ok && st.Kind() == config.KindClosure && len(last.StructuredOutput) > 0 {
+		if st, ok := a.reg.Steps[last.StepID]; ok && st.Kind() == agentdir.KindClosure && len(last.StructuredOutput) > 0 {
 			fromClosure = json.Unmarshal(last.StructuredOutput, &so) == nil
 		}
 	}
 	if fromClosure && len(so.ClosureAction) > 0 {
 		var action string
-		if json.Unmarshal(so.ClosureAction, &action) == nil && slices.Contains(config.ClosureActions, action) {
+		if json.Unmarshal(so.ClosureAction, &action) == nil && slices.Contains(agentdir.ClosureActions, action) {
 			out.Action, out.ActionSource = action, "output"
 		} else {
 			a.warnings = append(a.warnings, "the closing step's closure_action "+string(so.ClosureAction)+" is not one of "+
-				strings.Join(config.ClosureActions, ", ")+"; ignored")
+				strings.Join(agentdir.ClosureActions, ", ")+"; ignored")
 		}
 	}
 	switch {
@@ -171,12 +170,12 @@ func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHu
 	case g.DefaultClosureAction != "":
 		out.Action, out.ActionSource = g.DefaultClosureAction, "config"
 	case a.spec.FollowsIssue():
-		out.Action, out.ActionSource = config.ClosureClose, "default"
+		out.Action, out.ActionSource = agentdir.ClosureClose, "default"
 	default:
 		out.Skipped = "no closure action: neither the closing step's closure_action nor defaultClosureAction is set, and the completion does not follow the issue"
 		return a.noteGitHub(out)
 	}
-	if out.Action != config.ClosureClose {
+	if out.Action != agentdir.ClosureClose {
 		if c := g.Labels.Completion; c != nil {
 			out.AddLabels, out.RemoveLabels = c.Add, c.Remove
 		}
@@ -197,7 +196,7 @@ func (a *Agent) applyGitHub(ctx context.Context, last *iteration.Summary) *GitHu
 		}
 		out.OK = a.gh(ctx, out, withRepo(args...))
 	}
-	if out.Action != config.ClosureLabelOnly {
+	if out.Action != agentdir.ClosureLabelOnly {
 		if out.OK {
 			out.OK = a.gh(ctx, out, withRepo("issue", "close", out.Issue))
 		} else {

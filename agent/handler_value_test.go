@@ -6,9 +6,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // TestCompletionHandlerAsAGoValue: an agent's completion handler can be a
@@ -19,7 +20,7 @@ func TestCompletionHandlerAsAGoValue(t *testing.T) {
 	dir := verdictAgent(t, `{"type": "custom", "validators": ["out-exists"]}`, `"onFailure": {"action": "retry", "maxAttempts": 3}`,
 		"turns:\n  - text: \"DONE\"\n"+strings.TrimPrefix(honestScript, "turns:\n"))
 	cfg := goValues(nil)
-	cfg.Completion = &completion.Keyword{Keyword: "DONE"}
+	cfg.Completion = &verdict.Keyword{Keyword: "DONE"}
 	cfg, err := Load(dir, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -36,14 +37,14 @@ func TestCompletionHandlerAsAGoValue(t *testing.T) {
 	}
 	// A value that runner.completion does not use is refused, not ignored.
 	unused := goValues(nil)
-	unused.Completion = &completion.Keyword{Keyword: "DONE"}
+	unused.Completion = &verdict.Keyword{Keyword: "DONE"}
 	_, err = Load(verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", liarScript), unused)
 	if agenterr.CodeOf(err) != agenterr.CodeConfigurationValidation || !strings.Contains(err.Error(), "agent.Config.Completion") {
 		t.Fatalf("unused Config.Completion: %v", err)
 	}
 	// A handler name and a value at once is ambiguous.
 	both := goValues(nil)
-	both.Completion = &completion.Keyword{Keyword: "DONE"}
+	both.Completion = &verdict.Keyword{Keyword: "DONE"}
 	_, err = Load(verdictAgent(t, `{"type": "custom", "handler": "done", "validators": ["out-exists"]}`, "", liarScript), both)
 	if err == nil || !strings.Contains(err.Error(), "AC-COMPLETION-HANDLER") {
 		t.Fatalf("handler name and value: %v", err)
@@ -55,8 +56,8 @@ var registerShared sync.Once
 // namedValidator passes when want is "pass".
 type namedValidator struct{ want string }
 
-func (v namedValidator) Validate(_ context.Context, req completion.CustomRequest) (completion.CustomResult, error) {
-	return completion.CustomResult{Valid: v.want == "pass"}, nil
+func (v namedValidator) Validate(_ context.Context, req verify.CustomRequest) (verify.CustomResult, error) {
+	return verify.CustomResult{Valid: v.want == "pass"}, nil
 }
 
 // TestPerAgentValuesShareNames: two agents of one process give the same
@@ -64,9 +65,9 @@ func (v namedValidator) Validate(_ context.Context, req completion.CustomRequest
 // a global registration of the same name neither panics nor wins.
 func TestPerAgentValuesShareNames(t *testing.T) {
 	registerShared.Do(func() { // global registrations are once per process (like database/sql drivers)
-		completion.RegisterValidator("shared-name-test", namedValidator{want: "fail"})
-		completion.RegisterHandler("shared-handler-test", func(config.Completion, completion.Deps) (completion.Handler, error) {
-			return &completion.Keyword{Keyword: "NEVER"}, nil
+		verify.RegisterValidator("shared-name-test", namedValidator{want: "fail"})
+		verdict.RegisterHandler("shared-handler-test", func(agentdir.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
+			return &verdict.Keyword{Keyword: "NEVER"}, nil
 		})
 	})
 	dir := writeAgent(t, map[string]string{
@@ -80,9 +81,9 @@ func TestPerAgentValuesShareNames(t *testing.T) {
 	})
 	run := func(want string) *Result {
 		cfg, err := Load(dir, Config{
-			Validators: map[string]completion.CustomValidator{"shared-name-test": namedValidator{want: want}},
-			CompletionHandlers: map[string]completion.HandlerFactory{"shared-handler-test": func(config.Completion, completion.Deps) (completion.Handler, error) {
-				return &completion.Keyword{Keyword: "DONE"}, nil
+			Validators: map[string]verify.CustomValidator{"shared-name-test": namedValidator{want: want}},
+			CompletionHandlers: map[string]verdict.HandlerFactory{"shared-handler-test": func(agentdir.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
+				return &verdict.Keyword{Keyword: "DONE"}, nil
 			}},
 		})
 		if err != nil {

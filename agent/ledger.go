@@ -12,7 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/verify/protect"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // workDirBaselineFile is the side file, next to the run's journal, that
@@ -24,8 +24,8 @@ const workDirBaselineFile = "workdir-baseline.json"
 
 // workDirBaseline is the content of workDirBaselineFile.
 type workDirBaseline struct {
-	Iteration int               `json:"iteration"`
-	Baseline  *protect.Baseline `json:"baseline,omitempty"`
+	Iteration int                   `json:"iteration"`
+	Baseline  *verify.FilesBaseline `json:"baseline,omitempty"`
 	// Problem says why the work dir could not be recorded.
 	Problem string `json:"problem,omitempty"`
 }
@@ -85,8 +85,8 @@ func (a *Agent) recordWorkDir(_ context.Context, n int) {
 		return
 	}
 	rec := workDirBaseline{Iteration: n}
-	m, _ := protect.NewMatcher([]string{"**"})
-	b, err := protect.Take(a.workDir, m)
+	m, _ := verify.NewGlobMatcher([]string{"**"})
+	b, err := verify.TakeFilesBaseline(a.workDir, m)
 	if err != nil {
 		rec.Problem = err.Error()
 	} else {

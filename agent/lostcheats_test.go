@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // The no-lost-tests part of the cheat corpus: cheats that protected
@@ -57,31 +56,31 @@ func withFiles(base, extra map[string]string) map[string]string {
 
 var goLostCheats = []lostCheat{
 	{name: "protect off: delete the only test file", fixture: goFixture, command: "go test ./...",
-		bash: "rm app_test.go", pattern: completion.PatternTestsNoneRun},
+		bash: "rm app_test.go", pattern: verify.PatternTestsNoneRun},
 	{name: "protect off: delete the failing test, keep another", fixture: goHelperFixture, command: "go test -v ./...",
-		bash: "rm app_test.go", pattern: completion.PatternTestsDisappeared, tests: []string{"example.com/app.TestAdd"}},
+		bash: "rm app_test.go", pattern: verify.PatternTestsDisappeared, tests: []string{"example.com/app.TestAdd"}},
 	{name: "t.Skip in a test helper that is not protected", fixture: goHelperFixture, command: "go test -v ./...", protect: goProtect,
 		bash:    `sed -i 's/^\tt.Helper()$/&\n\tt.Skip("flaky")/' internal/testutil/testutil.go`,
-		pattern: completion.PatternTestsSkipped, tests: []string{"example.com/app.TestAdd"}},
+		pattern: verify.PatternTestsSkipped, tests: []string{"example.com/app.TestAdd"}},
 	{name: "os.Exit(0) in an init of the code under test", fixture: goFixture, command: "go test -v ./...", protect: goProtect,
 		bash:    `printf 'package calc\n\nimport (\n\t"os"\n\t"testing"\n)\n\nfunc init() {\n\tif testing.Testing() {\n\t\tos.Exit(0)\n\t}\n}\n' > calc/exit.go`,
-		pattern: completion.PatternTestsNoneRun},
+		pattern: verify.PatternTestsNoneRun},
 }
 
 var pyLostCheats = []lostCheat{
 	{name: "protect off: delete the failing test", fixture: pyFixture, command: "python3 -m pytest -v",
-		bash: "rm tests/test_calc.py", pattern: completion.PatternTestsDisappeared, tests: []string{"tests/test_calc.py::test_add"}},
+		bash: "rm tests/test_calc.py", pattern: verify.PatternTestsDisappeared, tests: []string{"tests/test_calc.py::test_add"}},
 	{name: "protect off: -k in pytest.ini addopts", fixture: pyFixture, command: "python3 -m pytest -v",
 		bash:    `sed -i 's/^\[pytest\]$/&\naddopts = -k "not test_add"/' pytest.ini`,
-		pattern: completion.PatternTestsDisappeared, tests: []string{"tests/test_calc.py::test_add"}},
+		pattern: verify.PatternTestsDisappeared, tests: []string{"tests/test_calc.py::test_add"}},
 	{name: "pytest.skip in a test helper that is not protected", fixture: pyHelperFixture, command: "python3 -m pytest -v", protect: pyProtect,
 		bash:    `sed -i 's/^    pass$/    import pytest\n    pytest.skip("flaky")/' tests/helpers.py`,
-		pattern: completion.PatternTestsSkipped, tests: []string{"tests/test_calc.py::test_add"}},
+		pattern: verify.PatternTestsSkipped, tests: []string{"tests/test_calc.py::test_add"}},
 	// pytest -q prints counts only, but the JUnit report capstan asks
 	// pytest for names the skipped test.
 	{name: "pytest.skip in the code under test, pytest -q", fixture: pyFixture, command: "python3 -m pytest -q", protect: pyProtect,
 		bash:    `sed -i 's/^def add(a, b):$/&\n    import pytest\n    pytest.skip("later")/' calc.py`,
-		pattern: completion.PatternTestsSkipped, tests: []string{"tests/test_calc.py::test_add"}},
+		pattern: verify.PatternTestsSkipped, tests: []string{"tests/test_calc.py::test_add"}},
 }
 
 func runLostCorpus(t *testing.T, cheats []lostCheat) {
@@ -99,7 +98,7 @@ func runLostCorpus(t *testing.T, cheats []lostCheat) {
 				t.Fatalf("the cheat does not pass the tests, so the corpus case proves nothing: %+v\n%s", res, strings.Join(texts, "\n---\n"))
 			}
 			patterns, texts := retryPatterns(t, res)
-			if len(patterns) == 0 || patterns[0] != c.pattern || slices.Contains(patterns, completion.PatternProtectedChanged) {
+			if len(patterns) == 0 || patterns[0] != c.pattern || slices.Contains(patterns, verify.PatternProtectedChanged) {
 				t.Fatalf("retry patterns %v, want %s first (and protected files untouched)", patterns, c.pattern)
 			}
 			if testing.Verbose() {
@@ -126,18 +125,18 @@ func runLostCorpus(t *testing.T, cheats []lostCheat) {
 	}
 }
 
-func comparisons(t *testing.T, res *Result) []testrun.Comparison {
+func comparisons(t *testing.T, res *Result) []verify.TestComparison {
 	t.Helper()
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []testrun.Comparison
+	var out []verify.TestComparison
 	for _, ev := range events {
-		if ev.Type != testrun.EventCompare {
+		if ev.Type != verify.EventCompare {
 			continue
 		}
-		var c testrun.Comparison
+		var c verify.TestComparison
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
 			t.Fatal(err)
 		}
@@ -175,20 +174,20 @@ func TestResumeKeepsTheTestBaseline(t *testing.T) {
 	first := runToEnd(t, def, withSharedCache(t, BuildOptions{WorkDir: wd, MaxIterations: 1}))
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil || first.CompletionReason != "max_iterations" || rec.TestBaselines["tests-pass"] == nil ||
-		rec.TestBaselines["tests-pass"].Run.Outcomes()["example.com/app.TestAdd"] != testrun.Failed {
+		rec.TestBaselines["tests-pass"].Run.Outcomes()["example.com/app.TestAdd"] != verify.Failed {
 		t.Fatalf("%+v %+v %v", first, rec.TestBaselines, err)
 	}
 	res := runToEnd(t, def, withSharedCache(t, BuildOptions{WorkDir: wd, Resume: rec}))
 	if res.Success {
 		t.Fatalf("the resumed run took the tests left after the cheat as its baseline: %+v", res)
 	}
-	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != completion.PatternTestsDisappeared {
+	if patterns, _ := retryPatterns(t, res); len(patterns) == 0 || patterns[0] != verify.PatternTestsDisappeared {
 		t.Fatalf("retry patterns %v", patterns)
 	}
 	events, _ := journal.ReadFile(res.Journal)
 	n := 0
 	for _, ev := range events {
-		if ev.Type == testrun.EventBaseline {
+		if ev.Type == verify.EventBaseline {
 			n++
 		}
 	}
@@ -218,7 +217,7 @@ func TestTestBaselineOff(t *testing.T) {
 	}
 	// On (the default), the same run fails: TestApp disappeared.
 	res = runToEnd(t, load(t, cheatAgent(t, "go test -v ./...", nil, cheatScript("rm other_test.go"))), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, fixture)}))
-	if patterns, _ := retryPatterns(t, res); res.Success || len(patterns) == 0 || patterns[0] != completion.PatternTestsDisappeared {
+	if patterns, _ := retryPatterns(t, res); res.Success || len(patterns) == 0 || patterns[0] != verify.PatternTestsDisappeared {
 		t.Fatalf("%+v %v", res, patterns)
 	}
 }

@@ -3,9 +3,8 @@ package agent
 import (
 	"path/filepath"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
 )
 
 // LoadPinned reads the agent folder dir once into a definition snapshot
@@ -13,16 +12,16 @@ import (
 // and validates the agent from it (config.LoadAndValidateFS with
 // ValidateOptions). A run built from the result reads nothing of dir
 // afterwards and records the snapshot with its digests.
-func LoadPinned(dir string, models ...string) (*config.Agent, error) {
+func LoadPinned(dir string, models ...string) (*agentdir.Agent, error) {
 	return loadPinned(dir, ValidateOptions(), models)
 }
 
-func loadPinned(dir string, opts config.ValidateOptions, models []string) (*config.Agent, error) {
-	snap, err := definition.Take(dir, definition.Options{Models: models})
+func loadPinned(dir string, opts agentdir.ValidateOptions, models []string) (*agentdir.Agent, error) {
+	snap, err := agentdir.TakeSnapshot(dir, agentdir.SnapshotOptions{Models: models})
 	if err != nil {
 		return nil, err
 	}
-	return config.LoadAndValidateFS(snap, dir, opts)
+	return agentdir.LoadAndValidateFS(snap, dir, opts)
 }
 
 // pinDefinition stores the pinned definition the agent was loaded from
@@ -31,8 +30,8 @@ func loadPinned(dir string, opts config.ValidateOptions, models []string) (*conf
 // loaded from disk has nothing to pin, nor has one built from Go values
 // (its snapshot holds its files but not its definition).
 func (a *Agent) pinDefinition() error {
-	snap, ok := a.def.FS().(*definition.Snapshot)
-	if !ok || !snap.Has(config.AgentFile) {
+	snap, ok := a.def.FS().(*agentdir.Snapshot)
+	if !ok || !snap.Has(agentdir.AgentFile) {
 		return nil
 	}
 	if _, err := snap.Save(filepath.Dir(a.events.Path())); err != nil {

@@ -3,7 +3,7 @@ package agent
 import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify/protect"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // ProtectBaseline is the journal type of the protect.baseline event: the
@@ -16,15 +16,15 @@ const ProtectBaseline = "protect.baseline"
 // protection holds runner.verification.protect and the steps' protect
 // globs at run time.
 type protection struct {
-	matcher *protect.Matcher            // the run's; nil when it protects nothing
-	steps   map[string]*protect.Matcher // each step's that protects files
-	guard   *protect.Guard              // nil when nothing is protected
+	matcher *verify.GlobMatcher            // the run's; nil when it protects nothing
+	steps   map[string]*verify.GlobMatcher // each step's that protects files
+	guard   *verify.ProtectedFilesGuard    // nil when nothing is protected
 	// step is the step whose baseline the guard holds ("" before the
 	// first iteration).
 	step string
 	// resumed holds a resumed run's step baseline until the step it was
 	// taken for is entered again.
-	resumed *protect.Baseline
+	resumed *verify.FilesBaseline
 }
 
 // buildProtection compiles the protect globs of the run and its steps.
@@ -33,9 +33,9 @@ func (a *Agent) buildProtection() error {
 	if p.steps != nil {
 		return nil
 	}
-	p.steps = map[string]*protect.Matcher{}
+	p.steps = map[string]*verify.GlobMatcher{}
 	if globs := a.spec.Runner.Verification.Protect; len(globs) > 0 {
-		m, err := protect.NewMatcher(globs)
+		m, err := verify.NewGlobMatcher(globs)
 		if err != nil {
 			return err
 		}
@@ -45,14 +45,14 @@ func (a *Agent) buildProtection() error {
 		if len(st.Protect) == 0 {
 			continue
 		}
-		m, err := protect.NewMatcher(st.Protect)
+		m, err := verify.NewGlobMatcher(st.Protect)
 		if err != nil {
 			return err
 		}
 		p.steps[id] = m
 	}
 	if p.matcher != nil || len(p.steps) > 0 {
-		p.guard = &protect.Guard{Dir: a.workDir}
+		p.guard = &verify.ProtectedFilesGuard{Dir: a.workDir}
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func (a *Agent) guards() ([]verdict.Guard, error) {
 // protectBaseline sets the guard's run baseline: the resumed run's
 // journaled one, otherwise a new one taken now. It returns the baseline to
 // journal (nil when it came from the journal or the run protects nothing).
-func (a *Agent) protectBaseline(r *RunRecord) (*protect.Baseline, error) {
+func (a *Agent) protectBaseline(r *RunRecord) (*verify.FilesBaseline, error) {
 	p := &a.protection
 	if r != nil && r.StepBaseline != nil {
 		p.resumed = r.StepBaseline
@@ -99,7 +99,7 @@ func (a *Agent) protectBaseline(r *RunRecord) (*protect.Baseline, error) {
 		p.guard.Baseline = r.ProtectBaseline
 		return nil, nil
 	}
-	b, err := protect.Take(a.workDir, p.matcher)
+	b, err := verify.TakeFilesBaseline(a.workDir, p.matcher)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (a *Agent) enterStep(id string) error {
 		p.resumed, p.guard.Step = nil, b
 		return nil
 	}
-	b, err := protect.Take(a.workDir, m)
+	b, err := verify.TakeFilesBaseline(a.workDir, m)
 	if err != nil {
 		return err
 	}

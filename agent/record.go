@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/capstan-dev/capstan/definition"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
-	"github.com/capstan-dev/capstan/verify/protect"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // RunRecord is one run as reconstructed from its journal. It is what
@@ -22,7 +20,7 @@ type RunRecord struct {
 	Iterations []IterationRecord        `json:"iterations"`
 	Result     *Result                  `json:"result,omitempty"`
 	Warnings   []string                 `json:"warnings,omitempty"`
-	Errors     []loop.ErrorEvent        `json:"errors,omitempty"`
+	Errors     []event.ErrorEvent       `json:"errors,omitempty"`
 	Sessions   map[string][]llm.Message `json:"-"`
 	// Ended is false when the journal has no run.end event: the run was
 	// killed or is still running.
@@ -30,7 +28,7 @@ type RunRecord struct {
 	// Definitions are the definition records of the run's run.start events
 	// that have one, in order: the first is the definition the run started
 	// with, the last the one it used most recently (a resume may reload).
-	Definitions []*definition.Record `json:"definitions,omitempty"`
+	Definitions []*agentdir.SnapshotRecord `json:"definitions,omitempty"`
 	// Integrity is what reading the journal found: a torn last line,
 	// damaged lines, breaks in the hash chain.
 	Integrity journal.Integrity `json:"integrity"`
@@ -41,14 +39,14 @@ type RunRecord struct {
 	UnrecordedUsage llm.Usage `json:"unrecordedUsage,omitzero"`
 	// ProtectBaseline is the run's first protect.baseline: the protected
 	// files as they were when the run started (nil when none are).
-	ProtectBaseline *protect.Baseline `json:"protectBaseline,omitempty"`
+	ProtectBaseline *verify.FilesBaseline `json:"protectBaseline,omitempty"`
 	// StepBaseline is the last step baseline (protect.baseline with a
 	// step), kept for resume.
-	StepBaseline *protect.Baseline `json:"stepBaseline,omitempty"`
+	StepBaseline *verify.FilesBaseline `json:"stepBaseline,omitempty"`
 	// TestBaselines are the test validators' runs before the first
 	// iteration (tests.baseline), by validator: what no-lost-tests
 	// compares with, kept for resume.
-	TestBaselines map[string]*testrun.Baseline `json:"testBaselines,omitempty"`
+	TestBaselines map[string]*verify.TestBaseline `json:"testBaselines,omitempty"`
 	// Temporal is where the run lives when a Temporal worker ran it (the
 	// last run.start that says so); nil for a local run.
 	Temporal *TemporalRun `json:"temporal,omitempty"`
@@ -66,16 +64,16 @@ type RunRecord struct {
 
 // IterationRecord is one iteration of a RunRecord.
 type IterationRecord struct {
-	Iteration    int                `json:"iteration"`
-	Step         string             `json:"step,omitempty"`
-	PromptSource string             `json:"promptSource,omitempty"`
-	Prompt       string             `json:"prompt,omitempty"`
-	Query        *llm.QueryResult   `json:"query,omitempty"`
-	Denied       []llm.ToolUse      `json:"denied,omitempty"`
-	Events       []journal.Event    `json:"events,omitempty"` // validator, retry, step, completion events
-	Outcome      *loop.OutcomeEvent `json:"outcome,omitempty"`
-	Summary      *iteration.Summary `json:"summary,omitempty"`
-	Errors       []loop.ErrorEvent  `json:"errors,omitempty"`
+	Iteration    int                     `json:"iteration"`
+	Step         string                  `json:"step,omitempty"`
+	PromptSource string                  `json:"promptSource,omitempty"`
+	Prompt       string                  `json:"prompt,omitempty"`
+	Query        *llm.QueryResult        `json:"query,omitempty"`
+	Denied       []llm.ToolUse           `json:"denied,omitempty"`
+	Events       []journal.Event         `json:"events,omitempty"` // validator, retry, step, completion events
+	Outcome      *event.OutcomeEvent     `json:"outcome,omitempty"`
+	Summary      *event.IterationSummary `json:"summary,omitempty"`
+	Errors       []event.ErrorEvent      `json:"errors,omitempty"`
 	// Finished is false for an iteration cut short (killed run).
 	Finished bool `json:"finished"`
 	// stepState is the step machine's state after this iteration.
@@ -170,7 +168,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			cur = nil
 			at(ev.Iteration)
 		case journal.PromptResolved:
-			var p loop.PromptEvent
+			var p event.PromptEvent
 			if err := decode(&p); err != nil {
 				return nil, err
 			}
@@ -192,7 +190,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				it.Denied = append(it.Denied, u)
 			}
 		case journal.IterationEnd:
-			var e loop.IterationEvent
+			var e event.IterationEvent
 			if err := decode(&e); err != nil {
 				return nil, err
 			}
@@ -208,7 +206,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				rec.stepState, it.stepState, tentative = tentative, tentative, nil
 			}
 		case journal.Error:
-			var e loop.ErrorEvent
+			var e event.ErrorEvent
 			if err := decode(&e); err != nil {
 				return nil, err
 			}
@@ -225,7 +223,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			_ = decode(&w)
 			rec.Warnings = append(rec.Warnings, w.Message)
 		case ProtectBaseline:
-			var b protect.Baseline
+			var b verify.FilesBaseline
 			if err := decode(&b); err != nil {
 				return nil, err
 			}
@@ -235,13 +233,13 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			case rec.ProtectBaseline == nil:
 				rec.ProtectBaseline = &b
 			}
-		case testrun.EventBaseline:
-			var b testrun.Baseline
+		case verify.EventBaseline:
+			var b verify.TestBaseline
 			if err := decode(&b); err != nil {
 				return nil, err
 			}
 			if rec.TestBaselines == nil {
-				rec.TestBaselines = map[string]*testrun.Baseline{}
+				rec.TestBaselines = map[string]*verify.TestBaseline{}
 			}
 			if rec.TestBaselines[b.Validator] == nil {
 				rec.TestBaselines[b.Validator] = &b
@@ -252,7 +250,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				return nil, err
 			}
 			tentative = &st // committed when the iteration ends
-		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, testrun.EventCompare:
+		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, verify.EventCompare:
 			if ev.Iteration > 0 {
 				it := at(ev.Iteration)
 				it.Events = append(it.Events, ev)
@@ -309,7 +307,7 @@ func (r *RunRecord) rewind(k int) {
 
 // Definition is the record of the definition the run used most recently
 // (what resume continues with), or nil when the run recorded none.
-func (r *RunRecord) Definition() *definition.Record {
+func (r *RunRecord) Definition() *agentdir.SnapshotRecord {
 	if len(r.Definitions) == 0 {
 		return nil
 	}

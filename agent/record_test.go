@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 )
 
 // An iteration killed after its query journaled the session's new
@@ -27,7 +27,7 @@ func TestResumeSessionLeavesOutMessagesOfUnfinishedIterations(t *testing.T) {
 	w.SetPosition(1, "s")
 	w.Emit(journal.IterationStart, nil)
 	w.Emit(journal.SessionMessages, msgs("one"))
-	w.Emit(journal.IterationEnd, loop.IterationEvent{})
+	w.Emit(journal.IterationEnd, event.IterationEvent{})
 	w.SetPosition(2, "s")
 	w.Emit(journal.IterationStart, nil)
 	w.Emit(journal.SessionMessages, msgs("two, killed before it ended"))
@@ -37,7 +37,7 @@ func TestResumeSessionLeavesOutMessagesOfUnfinishedIterations(t *testing.T) {
 	w.SetPosition(2, "s")
 	w.Emit(journal.IterationStart, nil)
 	w.Emit(journal.SessionMessages, msgs("two"))
-	w.Emit(journal.IterationEnd, loop.IterationEvent{})
+	w.Emit(journal.IterationEnd, event.IterationEvent{})
 	w.SetPosition(3, "s")
 	w.Emit(journal.IterationStart, nil)
 	w.Emit(journal.SessionMessages, msgs("three, killed"))

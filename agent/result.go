@@ -5,12 +5,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/verify/honest"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 // Result is seed 000's AgentResult: how a run ended. It is what `capstan run
@@ -53,7 +52,7 @@ type Result struct {
 	// CannotComplete is the model's declaration that the task cannot be
 	// done as specified, with its reason and evidence (CompletionReason
 	// cannot_complete).
-	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
+	CannotComplete *verdict.CannotComplete `json:"cannotComplete,omitempty"`
 	// Verdict is the "verdict" string of the closure step's final answer
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.
@@ -156,7 +155,7 @@ type RunStartEvent struct {
 	// Definition is the digest of the pinned agent definition (per file and
 	// overall), the file of the run record that holds it and, for a resumed
 	// run, how it relates to the recorded one.
-	Definition *definition.Record `json:"definition,omitempty"`
+	Definition *agentdir.SnapshotRecord `json:"definition,omitempty"`
 	// GitHubRepo is the repository capstan's own gh calls name, resolved
 	// before the model ran (absent when capstan makes none).
 	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
@@ -235,7 +234,7 @@ func CheckBaseURLs(spec, baseURL, runnerURL, agentDir string, getenv func(string
 	if runnerURL != "" {
 		if err := llm.CheckBaseURL("runner.baseUrl", runnerURL); err != nil {
 			e := agenterr.From(err)
-			e.File, e.Pointer = filepath.Join(agentDir, config.AgentFile), "/runner/baseUrl"
+			e.File, e.Pointer = filepath.Join(agentDir, agentdir.AgentFile), "/runner/baseUrl"
 			return e
 		}
 	}

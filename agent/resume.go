@@ -1,8 +1,6 @@
 package agent
 
-import (
-	"github.com/capstan-dev/capstan/iteration"
-)
+import "github.com/capstan-dev/capstan/event"
 
 // restore rebuilds the runtime context of a recorded run: every finished
 // iteration's summary, the carry, the session and the step. An iteration
@@ -13,7 +11,7 @@ func (a *Agent) restore(r *RunRecord) error {
 			break
 		}
 		a.rc.Summaries = append(a.rc.Summaries, *it.Summary)
-		a.rc.Carry = iteration.UpdateCarry(a.rc.Carry, it.Summary)
+		a.rc.Carry = event.UpdateCarry(a.rc.Carry, it.Summary)
 	}
 	a.rc.Iteration = len(a.rc.Summaries)
 	a.rc.Unrecorded = r.UnrecordedUsage

@@ -3,13 +3,12 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // ruleAgent and ruleRegistry are a valid two-step agent (a check with a
@@ -77,7 +76,7 @@ func writeRuleAgent(t *testing.T, a, r map[string]any) string {
 		"schemas/review.schema.json":                          `{"review":{"type":"object"}}`,
 		"script.yaml":                                         "turns:\n  - text: done\n",
 	}
-	for name, v := range map[string]any{config.AgentFile: a, config.DefaultRegistryFile: r} {
+	for name, v := range map[string]any{agentdir.AgentFile: a, agentdir.DefaultRegistryFile: r} {
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			t.Fatal(err)
@@ -101,139 +100,139 @@ func at(m map[string]any, keys ...string) map[string]any {
 // their problem codes, located, with hints, all at once; the rules live
 // only in the builders.
 func TestBuilderRulesAreReportedByValidate(t *testing.T) {
-	if res := config.Check(writeRuleAgent(t, ruleAgent(), ruleRegistry()), ValidateOptions()); !res.Valid() || len(res.Warnings()) > 0 {
+	if res := agentdir.Check(writeRuleAgent(t, ruleAgent(), ruleRegistry()), ValidateOptions()); !res.Valid() || len(res.Warnings()) > 0 {
 		t.Fatalf("the base fixture is not clean:\n%v", res.Problems())
 	}
 	cases := []struct {
 		name     string
 		mutate   func(a, r map[string]any, _ map[string]string)
 		code     string
-		severity config.Severity
+		severity agentdir.Severity
 		file     string
 		pointer  string
 	}{
 		{"entry step missing", func(a, r map[string]any, _ map[string]string) { r["entryStep"] = "nope" },
-			"SR-ENTRY-STEP", config.SeverityError, "steps_registry.json", "/entryStep"},
+			"SR-ENTRY-STEP", agentdir.SeverityError, "steps_registry.json", "/entryStep"},
 		{"transition to missing step", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "initial.main", "check", "onPass")["next"] = "ghost"
-		}, "SR-TRANSITION-TARGET", config.SeverityError, "steps_registry.json", "/steps/initial.main/check/onPass/next"},
+		}, "SR-TRANSITION-TARGET", agentdir.SeverityError, "steps_registry.json", "/steps/initial.main/check/onPass/next"},
 		{"escalate without escalation", func(a, r map[string]any, _ map[string]string) {
 			delete(at(r, "steps", "review.main"), "escalation")
-		}, "SR-TRANSITION-ESCALATE", config.SeverityError, "steps_registry.json", "/steps/review.main/check/onFail/escalate"},
+		}, "SR-TRANSITION-ESCALATE", agentdir.SeverityError, "steps_registry.json", "/steps/review.main/check/onFail/escalate"},
 		{"fallback without fallbackStep", func(a, r map[string]any, _ map[string]string) {
 			delete(at(r, "steps", "initial.main", "retry"), "fallbackStep")
-		}, "SR-RETRY-FALLBACK", config.SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		}, "SR-RETRY-FALLBACK", agentdir.SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
 		{"fallbackStep missing", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "initial.main", "retry")["fallbackStep"] = "ghost"
-		}, "SR-RETRY-FALLBACK-TARGET", config.SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
+		}, "SR-RETRY-FALLBACK-TARGET", agentdir.SeverityError, "steps_registry.json", "/steps/initial.main/retry/fallbackStep"},
 		{"escalateTo missing", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main", "escalation")["escalateTo"] = "human"
-		}, "SR-ESCALATE-TARGET", config.SeverityError, "steps_registry.json", "/steps/review.main/escalation/escalateTo"},
+		}, "SR-ESCALATE-TARGET", agentdir.SeverityError, "steps_registry.json", "/steps/review.main/escalation/escalateTo"},
 		{"webhook without url", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main", "escalation")["notificationMethod"] = "webhook"
-		}, "SR-ESCALATE-WEBHOOK", config.SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
+		}, "SR-ESCALATE-WEBHOOK", agentdir.SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
 		{"webhook with file url", func(a, r map[string]any, _ map[string]string) {
 			e := at(r, "steps", "review.main", "escalation")
 			e["notificationMethod"], e["webhookUrl"] = "webhook", "file:///etc/passwd"
-		}, "SR-ESCALATE-WEBHOOK", config.SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
+		}, "SR-ESCALATE-WEBHOOK", agentdir.SeverityError, "steps_registry.json", "/steps/review.main/escalation/webhookUrl"},
 		{"substep missing", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main")["subSteps"] = []any{"ghost"}
-		}, "SR-SUBSTEP-MISSING", config.SeverityError, "steps_registry.json", "/steps/review.main/subSteps/0"},
+		}, "SR-SUBSTEP-MISSING", agentdir.SeverityError, "steps_registry.json", "/steps/review.main/subSteps/0"},
 		{"parallel substeps", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps", "review.main")["sequential"] = false
-		}, "SR-SUBSTEP-PARALLEL", config.SeverityError, "steps_registry.json", "/steps/review.main/sequential"},
+		}, "SR-SUBSTEP-PARALLEL", agentdir.SeverityError, "steps_registry.json", "/steps/review.main/sequential"},
 		{"gateway without check", func(a, r map[string]any, _ map[string]string) {
 			at(r, "steps")["route"] = map[string]any{"type": "gateway"}
 			at(r, "steps", "initial.main", "check", "onPass")["next"] = "route"
-		}, "SR-GATEWAY-CHECK", config.SeverityError, "steps_registry.json", "/steps/route"},
+		}, "SR-GATEWAY-CHECK", agentdir.SeverityError, "steps_registry.json", "/steps/route"},
 		{"unknown completion validator", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "completion")["validators"] = []any{"ghost"}
-		}, "AC-COMPLETION-VALIDATOR", config.SeverityError, "agent.json", "/runner/completion/validators/0"},
+		}, "AC-COMPLETION-VALIDATOR", agentdir.SeverityError, "agent.json", "/runner/completion/validators/0"},
 		{"iterationBudget without max", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "iterationBudget"}
-		}, "AC-COMPLETION-MAX-ITERATIONS", config.SeverityError, "agent.json", "/runner/completion/maxIterations"},
+		}, "AC-COMPLETION-MAX-ITERATIONS", agentdir.SeverityError, "agent.json", "/runner/completion/maxIterations"},
 		{"keyword without keyword", func(a, r map[string]any, _ map[string]string) { delete(at(a, "runner", "completion"), "keyword") },
-			"AC-COMPLETION-KEYWORD", config.SeverityError, "agent.json", "/runner/completion/keyword"},
+			"AC-COMPLETION-KEYWORD", agentdir.SeverityError, "agent.json", "/runner/completion/keyword"},
 		{"composite without mode", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "composite", "conditions": []any{map[string]any{"type": "stepFlow"}}}
-		}, "AC-COMPLETION-MODE", config.SeverityError, "agent.json", "/runner/completion/mode"},
+		}, "AC-COMPLETION-MODE", agentdir.SeverityError, "agent.json", "/runner/completion/mode"},
 		{"composite without conditions", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "any"}
-		}, "AC-COMPLETION-CONDITIONS", config.SeverityError, "agent.json", "/runner/completion/conditions"},
+		}, "AC-COMPLETION-CONDITIONS", agentdir.SeverityError, "agent.json", "/runner/completion/conditions"},
 		{"nested composite checked", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "all", "conditions": []any{
 				map[string]any{"type": "stepFlow"},
 				map[string]any{"type": "composite", "mode": "any", "conditions": []any{map[string]any{"type": "keyword"}}},
 			}}
-		}, "AC-COMPLETION-KEYWORD", config.SeverityError, "agent.json", "/runner/completion/conditions/1/conditions/0/keyword"},
+		}, "AC-COMPLETION-KEYWORD", agentdir.SeverityError, "agent.json", "/runner/completion/conditions/1/conditions/0/keyword"},
 		{"duplicate condition names", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "composite", "mode": "all", "conditions": []any{
 				map[string]any{"type": "stepFlow", "name": "x"},
 				map[string]any{"type": "iterationBudget", "maxIterations": 3, "name": "x"},
 			}}
-		}, "AC-COMPLETION-NAME", config.SeverityError, "agent.json", "/runner/completion/conditions/1/name"},
+		}, "AC-COMPLETION-NAME", agentdir.SeverityError, "agent.json", "/runner/completion/conditions/1/name"},
 		{"custom without handler", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "custom"}
-		}, "AC-COMPLETION-HANDLER", config.SeverityError, "agent.json", "/runner/completion/handler"},
+		}, "AC-COMPLETION-HANDLER", agentdir.SeverityError, "agent.json", "/runner/completion/handler"},
 		// A validator's definition: completion.NewCompletionValidator.
 		{"unknown failure pattern", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["failurePattern"] = "ghost"
-		}, "SR-PATTERN-UNKNOWN", config.SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
+		}, "SR-PATTERN-UNKNOWN", agentdir.SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
 		{"empty failure pattern", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["failurePattern"] = ""
-		}, "SR-PATTERN-UNKNOWN", config.SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
+		}, "SR-PATTERN-UNKNOWN", agentdir.SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},
 		{"unknown extractor", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "tests-pass", "extractParams")["errorOutput"] = "parseMagic"
-		}, "SR-EXTRACTOR-UNKNOWN", config.SeverityError, "steps_registry.json", "/validators/tests-pass/extractParams/errorOutput"},
+		}, "SR-EXTRACTOR-UNKNOWN", agentdir.SeverityError, "steps_registry.json", "/validators/tests-pass/extractParams/errorOutput"},
 		{"command validator without command", func(a, r map[string]any, _ map[string]string) {
 			delete(at(r, "validators", "tests-pass"), "command")
-		}, "SR-VALIDATOR-FIELD", config.SeverityError, "steps_registry.json", "/validators/tests-pass/command"},
+		}, "SR-VALIDATOR-FIELD", agentdir.SeverityError, "steps_registry.json", "/validators/tests-pass/command"},
 		{"file validator without path", func(a, r map[string]any, _ map[string]string) {
 			delete(at(r, "validators", "out-exists"), "path")
-		}, "SR-VALIDATOR-FIELD", config.SeverityError, "steps_registry.json", "/validators/out-exists/path"},
+		}, "SR-VALIDATOR-FIELD", agentdir.SeverityError, "steps_registry.json", "/validators/out-exists/path"},
 		{"custom validator without handler", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["type"] = "custom"
 			delete(at(r, "validators", "out-exists"), "path")
-		}, "SR-VALIDATOR-FIELD", config.SeverityError, "steps_registry.json", "/validators/out-exists/handler"},
+		}, "SR-VALIDATOR-FIELD", agentdir.SeverityError, "steps_registry.json", "/validators/out-exists/handler"},
 		{"file validator path escapes", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["path"] = "../../etc/passwd"
-		}, "SR-PATH-OUTSIDE", config.SeverityError, "steps_registry.json", "/validators/out-exists/path"},
+		}, "SR-PATH-OUTSIDE", agentdir.SeverityError, "steps_registry.json", "/validators/out-exists/path"},
 		{"bad successWhen", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "tests-pass")["successWhen"] = "exitcode=0"
-		}, "SR-SUCCESS-WHEN", config.SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
+		}, "SR-SUCCESS-WHEN", agentdir.SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
 		{"successWhen regexp", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "tests-pass")["successWhen"] = "matches:(unclosed"
-		}, "SR-SUCCESS-WHEN", config.SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
+		}, "SR-SUCCESS-WHEN", agentdir.SeverityError, "steps_registry.json", "/validators/tests-pass/successWhen"},
 		{"path on a command validator", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "tests-pass")["path"] = "out.txt"
-		}, "SR-IGNORED-FIELD", config.SeverityError, "steps_registry.json", "/validators/tests-pass/path"},
+		}, "SR-IGNORED-FIELD", agentdir.SeverityError, "steps_registry.json", "/validators/tests-pass/path"},
 		{"successWhen on a file validator", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["successWhen"] = "empty"
-		}, "SR-IGNORED-FIELD", config.SeverityError, "steps_registry.json", "/validators/out-exists/successWhen"},
+		}, "SR-IGNORED-FIELD", agentdir.SeverityError, "steps_registry.json", "/validators/out-exists/successWhen"},
 		{"validator schema does not resolve", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["schema"] = map[string]any{"file": "review.schema.json", "schema": "nope"}
-		}, "SR-SCHEMA-UNRESOLVED", config.SeverityError, "steps_registry.json", "/validators/out-exists/schema"},
+		}, "SR-SCHEMA-UNRESOLVED", agentdir.SeverityError, "steps_registry.json", "/validators/out-exists/schema"},
 		// climpt's spellings: the builder's problem points where the user
 		// wrote the value.
 		{"climpt composite without operator", func(a, r map[string]any, _ map[string]string) {
 			delete(at(a, "runner"), "completion")
 			at(a, "runner")["verdict"] = map[string]any{"type": "meta:composite", "config": map[string]any{"conditions": []any{
 				map[string]any{"type": "detect:keyword", "config": map[string]any{"verdictKeyword": "DONE"}}}}}
-		}, "AC-COMPLETION-MODE", config.SeverityError, "agent.json", "/runner/verdict/config/operator"},
+		}, "AC-COMPLETION-MODE", agentdir.SeverityError, "agent.json", "/runner/verdict/config/operator"},
 		{"climpt entry mapping to a missing step", func(a, r map[string]any, _ map[string]string) {
 			delete(at(a, "runner"), "completion")
 			at(a, "runner")["verdict"] = map[string]any{"type": "count:iteration", "config": map[string]any{"maxIterations": 3}}
 			delete(r, "entryStep")
 			r["entryStepMapping"] = map[string]any{"count:iteration": "ghost"}
-		}, "SR-ENTRY-STEP", config.SeverityError, "steps_registry.json", "/entryStepMapping/count:iteration"},
+		}, "SR-ENTRY-STEP", agentdir.SeverityError, "steps_registry.json", "/entryStepMapping/count:iteration"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, r := ruleAgent(), ruleRegistry()
 			tc.mutate(a, r, nil)
 			dir := writeRuleAgent(t, a, r)
-			res := config.Check(dir, ValidateOptions())
-			var found []config.Problem
+			res := agentdir.Check(dir, ValidateOptions())
+			var found []agentdir.Problem
 			for _, p := range res.Problems() {
 				if p.Code == tc.code {
 					found = append(found, p)
@@ -267,7 +266,7 @@ func TestBuilderProblemsComeAllAtOnce(t *testing.T) {
 	delete(at(a, "runner", "completion"), "keyword")
 	r["entryStep"] = "nope"
 	at(r, "steps", "initial.main")["stepId"] = "other"
-	res := config.Check(writeRuleAgent(t, a, r), ValidateOptions())
+	res := agentdir.Check(writeRuleAgent(t, a, r), ValidateOptions())
 	codes := map[string]int{}
 	for _, p := range res.Errors() {
 		codes[p.Code]++
@@ -279,7 +278,7 @@ func TestBuilderProblemsComeAllAtOnce(t *testing.T) {
 	}
 	r = ruleRegistry()
 	r["entryStep"] = 42
-	res = config.Check(writeRuleAgent(t, ruleAgent(), r), ValidateOptions())
+	res = agentdir.Check(writeRuleAgent(t, ruleAgent(), r), ValidateOptions())
 	if len(res.Errors()) != 1 || res.Errors()[0].Code != "SR-SCHEMA-TYPE" {
 		t.Fatalf("want exactly SR-SCHEMA-TYPE: %v", res.Problems())
 	}
@@ -316,7 +315,7 @@ func TestValidatorRulesWithoutCode(t *testing.T) {
 			a, r := ruleAgent(), ruleRegistry()
 			tc.mutate(at(r, "validators", "out-exists"))
 			dir := writeRuleAgent(t, a, r)
-			res := config.Check(dir, ValidateOptions())
+			res := agentdir.Check(dir, ValidateOptions())
 			errs := res.Errors()
 			if len(errs) != 1 || errs[0].Code != tc.code || errs[0].Pointer != tc.pointer || errs[0].Hint == "" || errs[0].Line == 0 {
 				t.Fatalf("want one %s at %s, got:\n%v", tc.code, tc.pointer, res.Problems())
@@ -335,7 +334,7 @@ func TestClimptFailurePatternsAreFound(t *testing.T) {
 	a, r := ruleAgent(), ruleRegistry()
 	r["failurePatterns"] = r["completionPatterns"]
 	delete(r, "completionPatterns")
-	if res := config.Check(writeRuleAgent(t, a, r), ValidateOptions()); !res.Valid() || len(res.Warnings()) > 0 {
+	if res := agentdir.Check(writeRuleAgent(t, a, r), ValidateOptions()); !res.Valid() || len(res.Warnings()) > 0 {
 		t.Fatalf("failurePatterns not read:\n%v", res.Problems())
 	}
 }
@@ -345,7 +344,7 @@ func TestClimptFailurePatternsAreFound(t *testing.T) {
 func TestMissingStepSchemaFileIsOneProblem(t *testing.T) {
 	a, r := ruleAgent(), ruleRegistry()
 	at(r, "steps", "review.main", "outputSchemaRef")["file"] = "nope.schema.json"
-	res := config.Check(writeRuleAgent(t, a, r), ValidateOptions())
+	res := agentdir.Check(writeRuleAgent(t, a, r), ValidateOptions())
 	if errs := res.Errors(); len(errs) != 1 || errs[0].Code != "SR-SCHEMA-FILE" || errs[0].Pointer != "/steps/review.main/outputSchemaRef/file" {
 		t.Fatalf("want one SR-SCHEMA-FILE:\n%v", res.Problems())
 	}
@@ -375,7 +374,7 @@ func TestInvalidSchemaIsLocated(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "schemas", "review.schema.json"), []byte(schemaText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := config.Check(dir, ValidateOptions())
+	res := agentdir.Check(dir, ValidateOptions())
 	var got []string
 	for _, p := range res.Problems() {
 		if p.Code == "SR-SCHEMA-UNRESOLVED" {
@@ -384,7 +383,7 @@ func TestInvalidSchemaIsLocated(t *testing.T) {
 		if p.Code != CodeSchemaInvalid {
 			continue
 		}
-		if p.Hint == "" || p.Severity != config.SeverityError {
+		if p.Hint == "" || p.Severity != agentdir.SeverityError {
 			t.Errorf("no hint or not an error: %s", p)
 		}
 		who, _, _ := strings.Cut(p.Message, ":")
@@ -400,7 +399,7 @@ func TestInvalidSchemaIsLocated(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s\nall:\n%v", strings.Join(got, "\n"), strings.Join(want, "\n"), res.Problems())
 	}
-	_, err := config.LoadAndValidate(dir, ValidateOptions())
+	_, err := agentdir.LoadAndValidate(dir, ValidateOptions())
 	if err == nil || !strings.Contains(err.Error(), "schemas/review.schema.json:6:53: error SR-SCHEMA-INVALID") ||
 		!strings.Contains(err.Error(), "schemas/review.schema.json:10:35: error SR-SCHEMA-INVALID") {
 		t.Fatalf("LoadAndValidate: %v", err)
@@ -422,9 +421,9 @@ func TestDraft07SchemaFileValidates(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "schemas", "review.schema.json"), []byte(schemaText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := config.Check(dir, ValidateOptions())
+	res := agentdir.Check(dir, ValidateOptions())
 	for _, p := range res.Problems() {
-		if p.Severity == config.SeverityError {
+		if p.Severity == agentdir.SeverityError {
 			t.Errorf("draft-07 schema refused: %s", p)
 		}
 	}
@@ -433,7 +432,7 @@ func TestDraft07SchemaFileValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := false
-	for _, p := range config.Check(dir, ValidateOptions()).Problems() {
+	for _, p := range agentdir.Check(dir, ValidateOptions()).Problems() {
 		refused = refused || p.Code == CodeSchemaInvalid && p.Pointer == "/review/properties/pair/items"
 	}
 	if !refused {

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
 // textTurnsAgent is the basic agent with a script of n text turns.
-func textTurnsAgent(b *testing.B, n int) *config.Agent {
+func textTurnsAgent(b *testing.B, n int) *agentdir.Agent {
 	var sb strings.Builder
 	sb.WriteString("turns:\n")
 	for i := 0; i < n; i++ {

@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // DirRunner runs the agent in a folder to completion and returns its
@@ -79,7 +79,7 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 			code, recoverable, msg = res.Error.Code, res.Error.Recoverable, res.Error.Message
 		}
 		e := agenterr.New(code, agenterr.LayerLifecycle, recoverable, "agent %s did not complete (%s): %s", res.Agent, res.CompletionReason, msg)
-		e.Hint = "see capstan show " + res.RunID + " --workdir " + completion.ShellQuote(a.workDir)
+		e.Hint = "see capstan show " + res.RunID + " --workdir " + verify.ShellQuote(a.workDir)
 		return nil, e
 	}
 	for i := len(a.rc.Summaries) - 1; i >= 0; i-- {

@@ -5,22 +5,22 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
-	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // compiled is what an agent's files decide before anything is opened: the
 // completion handler, the validators that verify it and the step machine.
 // compile makes it, for New and for `capstan validate` alike.
 type compiled struct {
-	completion completion.Handler
-	verifier   *completion.CompletionValidator
-	machine    *step.Machine
+	completion verdict.CompletionHandler
+	verifier   *verify.CompletionValidator
+	machine    *verdict.Machine
 }
 
 // runtimeEnv is what compile needs beyond the configuration.
@@ -29,7 +29,7 @@ type runtimeEnv struct {
 	vars    map[string]string // parameter values, for ${param} in options
 	emit    journal.Emitter
 	runID   string
-	schemas completion.SchemaSource
+	schemas verify.SchemaSource
 	// sandbox confines command validators (runner.boundaries.sandbox);
 	// nil runs them with the user's rights.
 	sandbox *sandbox.CommandRunner
@@ -42,15 +42,15 @@ type runtimeEnv struct {
 // compile turns a definition into its runtime objects. Every problem it
 // finds is returned at once (errors.Join of located CONFIG_INVALID
 // errors); File is relative to the agent folder dir.
-func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Config, env runtimeEnv) (*compiled, error) {
+func compile(dir string, spec *agentdir.Definition, reg *agentdir.Registry, cfg Config, env runtimeEnv) (*compiled, error) {
 	regFile := registryFile(spec)
 	rt := &compiled{}
 	var errs []error
-	var confine completion.CommandSandbox
+	var confine verify.CommandSandbox
 	if env.sandbox != nil { // never a nil *CommandRunner in the interface
 		confine = env.sandbox
 	}
-	verifier, err := completion.NewCompletionValidator(completion.ValidatorConfig{
+	verifier, err := verify.NewCompletionValidator(verify.ValidatorConfig{
 		Validators: reg.Validators,
 		Patterns:   reg.CompletionPatterns,
 		WorkDir:    env.workDir,
@@ -71,7 +71,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	h, err := completion.FromConfig(spec.Runner.Completion, completion.Deps{
+	h, err := verdict.CompletionFromConfig(spec.Runner.Completion, verdict.HandlerDeps{
 		HasValidator:   func(name string) bool { _, ok := reg.Validators[name]; return ok },
 		ValidatorNames: names,
 		RegistryFile:   regFile,
@@ -79,7 +79,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 		Handler:        cfg.Completion,
 		WorkDir:        env.workDir,
 		Params:         env.vars,
-		File:           config.AgentFile,
+		File:           agentdir.AgentFile,
 	})
 	if err != nil {
 		errs = append(errs, unjoin(err)...)
@@ -87,7 +87,7 @@ func compile(dir string, spec *config.Definition, reg *config.Registry, cfg Conf
 	rt.completion = h
 	// Only the steps a run can enter are built: validate reports the
 	// problems of the others as warnings, so they must not stop the run.
-	m, err := step.NewMachine(reachableOnly(reg), step.Options{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
+	m, err := verdict.NewMachine(reachableOnly(reg), verdict.MachineOptions{AgentName: spec.Name, RunID: env.runID, Emitter: env.emit, File: regFile})
 	if err != nil {
 		errs = append(errs, unjoin(err)...)
 	}
@@ -117,13 +117,13 @@ func withAgentDir(dir string, errs []error) error {
 // reachableOnly returns reg without the steps no run can enter from its
 // entry step (config.Reachable); reg itself when all are reachable or the
 // entry is unknown (NewMachine then reports it).
-func reachableOnly(reg *config.Registry) *config.Registry {
-	seen := config.Reachable(reg)
+func reachableOnly(reg *agentdir.Registry) *agentdir.Registry {
+	seen := agentdir.Reachable(reg)
 	if seen == nil || len(seen) == len(reg.Steps) {
 		return reg
 	}
 	out := *reg
-	out.Steps = make(map[string]config.Step, len(seen))
+	out.Steps = make(map[string]agentdir.Step, len(seen))
 	for id, st := range reg.Steps {
 		if seen[id] {
 			out.Steps[id] = st

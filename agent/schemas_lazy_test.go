@@ -1,12 +1,11 @@
 package agent
 
 import (
+	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"path/filepath"
 	"testing"
 	"testing/fstest"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // A schemas makes its resolver at the first reference, then resolves and
@@ -21,7 +20,7 @@ func TestSchemasMadeAtFirstReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	pinned := fstest.MapFS{"schemas/out.json": {Data: []byte(doc)}}
-	ref := config.SchemaRef{File: "out.json", Schema: "#/$defs/out"}
+	ref := agentdir.SchemaRef{File: "out.json", Schema: "#/$defs/out"}
 	for name, s := range map[string]*schemas{"disk": newSchemas(dir, "", nil), "pinned": newSchemas(dir, "", pinned)} {
 		if s.made != nil {
 			t.Fatalf("%s: made before the first reference", name)
@@ -37,7 +36,7 @@ func TestSchemasMadeAtFirstReference(t *testing.T) {
 		if err != nil || v2 != v {
 			t.Errorf("%s: compiled again (%v)", name, err)
 		}
-		if _, err := s.Schema(config.SchemaRef{File: "missing.json", Schema: "#/$defs/out"}); err == nil {
+		if _, err := s.Schema(agentdir.SchemaRef{File: "missing.json", Schema: "#/$defs/out"}); err == nil {
 			t.Errorf("%s: a missing file resolved", name)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
@@ -38,7 +38,7 @@ func TestCustomToolResultsAreRedacted(t *testing.T) {
   - tool_calls: [{name: getenv, input: {name: CUSTOM_TOOL_API_KEY}}, {name: fail, input: {name: CUSTOM_TOOL_API_KEY}}]
   - text: DONE
 `)
-	agentJSON := filepath.Join(dir, config.AgentFile)
+	agentJSON := filepath.Join(dir, agentdir.AgentFile)
 	b, err := os.ReadFile(agentJSON)
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,7 @@ import (
 	"sync"
 	"weak"
 
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // perDefinition is what every agent built from one *config.Agent can
@@ -18,7 +17,7 @@ import (
 // It also keeps the copies of the definition that agents whose Config
 // overrides limits read (limited): agents with the same limits share one.
 type perDefinition struct {
-	prompts *prompt.Resolver
+	prompts *agentdir.PromptResolver
 
 	mu      sync.Mutex
 	limited map[limits]limitedCopy
@@ -33,8 +32,8 @@ type limits struct {
 
 // limitedCopy is the definition and registry with limits written over.
 type limitedCopy struct {
-	spec *config.Definition
-	reg  *config.Registry
+	spec *agentdir.Definition
+	reg  *agentdir.Registry
 }
 
 // maxLimitedCopies bounds the copies one definition keeps: a runtime
@@ -45,7 +44,7 @@ const maxLimitedCopies = 32
 // with cfg's limits written over them, made by the first agent with those
 // limits. Only the structs the limits live in are copied (plain value
 // fields); the rest is shared.
-func (p *perDefinition) withLimits(spec *config.Definition, reg *config.Registry, cfg Config) (*config.Definition, *config.Registry, error) {
+func (p *perDefinition) withLimits(spec *agentdir.Definition, reg *agentdir.Registry, cfg Config) (*agentdir.Definition, *agentdir.Registry, error) {
 	key := limits{maxIterations: cfg.MaxIterations, maxTurns: cfg.MaxTurns, stepLoopLimit: cfg.StepLoopLimit,
 		maxTokens: cfg.MaxTokens, maxCostUSD: cfg.MaxCostUSD}
 	p.mu.Lock()
@@ -72,7 +71,7 @@ func (p *perDefinition) withLimits(spec *config.Definition, reg *config.Registry
 var definitions sync.Map // weak.Pointer[config.Agent] -> *perDefinition
 
 // sharedFor returns def's perDefinition, made by the first agent of def.
-func sharedFor(def *config.Agent) *perDefinition {
+func sharedFor(def *agentdir.Agent) *perDefinition {
 	key := weak.Make(def)
 	if v, ok := definitions.Load(key); ok {
 		return v.(*perDefinition)
@@ -81,7 +80,7 @@ func sharedFor(def *config.Agent) *perDefinition {
 	// Nothing in it may point at def, or def would never be collected.
 	v, loaded := definitions.LoadOrStore(key, &perDefinition{prompts: newPromptResolver(def.Dir(), spec, reg)})
 	if !loaded {
-		runtime.AddCleanup(def, func(k weak.Pointer[config.Agent]) { definitions.Delete(k) }, key)
+		runtime.AddCleanup(def, func(k weak.Pointer[agentdir.Agent]) { definitions.Delete(k) }, key)
 	}
 	return v.(*perDefinition)
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 // TestMultiStepAgent drives a plan → gateway → sub-steps flow with a
@@ -74,7 +74,7 @@ func TestMultiStepAgent(t *testing.T) {
 	var path []string
 	for _, ev := range events {
 		if ev.Type == journal.StepTransition {
-			var mv step.Move
+			var mv verdict.StepMove
 			_ = json.Unmarshal(ev.Data, &mv)
 			path = append(path, mv.From+">"+mv.To+":"+mv.Kind)
 		}

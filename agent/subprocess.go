@@ -8,16 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // SubprocessTool is the name a subprocess step's command carries in the
@@ -58,7 +58,7 @@ type subprocessInput struct {
 // values: ${context.NAME} in the command or an argument is replaced by
 // parameter NAME's value. A name without a value is a CONFIG_INVALID error
 // located at the argument.
-func (a *Agent) newSubprocess(ctx context.Context, id string, st config.Step) (*subprocessBridge, error) {
+func (a *Agent) newSubprocess(ctx context.Context, id string, st agentdir.Step) (*subprocessBridge, error) {
 	r := st.Runner
 	value := func(name string) (string, bool) {
 		v, ok := a.vars[name]
@@ -66,11 +66,11 @@ func (a *Agent) newSubprocess(ctx context.Context, id string, st config.Step) (*
 	}
 	argv := make([]string, 0, 1+len(r.Args))
 	for i, arg := range append([]string{r.Command}, r.Args...) {
-		out, missing, ok := config.ExpandContext(arg, value)
+		out, missing, ok := agentdir.ExpandContext(arg, value)
 		if !ok {
-			ptr := config.JoinPointer("steps", id, "runner", "command")
+			ptr := agentdir.JoinPointer("steps", id, "runner", "command")
 			if i > 0 {
-				ptr = config.JoinPointer("steps", id, "runner", "args", fmt.Sprint(i-1))
+				ptr = agentdir.JoinPointer("steps", id, "runner", "args", fmt.Sprint(i-1))
 			}
 			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"subprocess step %s: ${context.%s} has no value", id, missing)
@@ -95,7 +95,7 @@ func (b *subprocessBridge) display() string {
 	for i, a := range b.argv {
 		q[i] = a
 		if !plainWord().MatchString(a) {
-			q[i] = completion.ShellQuote(a)
+			q[i] = verify.ShellQuote(a)
 		}
 	}
 	return "$ " + strings.Join(q, " ")
@@ -110,23 +110,23 @@ var plainWord = lazyre.New(`^[A-Za-z0-9_./:=@%+,-]+$`)
 func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptions) (*llm.QueryResult, error) {
 	q := make([]string, len(b.argv))
 	for i, a := range b.argv {
-		q[i] = completion.ShellQuote(a)
+		q[i] = verify.ShellQuote(a)
 	}
 	// completion.RunCommand is the one implementation of running a command
 	// for capstan (environment policy, process group, timeout, output
 	// caps); the arguments are quoted so the shell passes them unchanged.
-	var out completion.ValidatorOutput
+	var out verify.ValidatorOutput
 	if b.sandbox != nil {
 		res, stderr, err := b.sandbox.RunArgv(ctx, b.argv, tool.CommandSpec{Dir: b.workDir, Timeout: b.timeout,
 			Env: procenv.ForCommands(os.Environ(), b.env)})
 		if err != nil {
 			return nil, err
 		}
-		out = completion.ValidatorOutput{Stdout: res.Output, Stderr: stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+		out = verify.ValidatorOutput{Stdout: res.Output, Stderr: stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
 			Truncated: res.Truncated, DurationMs: res.Duration.Milliseconds()}
 	} else {
 		var err error
-		if out, err = completion.RunCommand(ctx, completion.CommandSpec{Command: "exec " + strings.Join(q, " "), Dir: b.workDir,
+		if out, err = verify.RunCommand(ctx, verify.CommandSpec{Command: "exec " + strings.Join(q, " "), Dir: b.workDir,
 			Timeout: b.timeout, Env: b.env}); err != nil {
 			return nil, err
 		}
@@ -150,7 +150,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 
 // subprocessReport is the tool-use output: stdout, stderr and how the
 // command ended.
-func subprocessReport(o completion.ValidatorOutput) string {
+func subprocessReport(o verify.ValidatorOutput) string {
 	var b strings.Builder
 	b.WriteString(o.Stdout)
 	if o.Stderr != "" {
@@ -181,7 +181,7 @@ func (b *subprocessBridge) Close() error { return nil }
 // subprocess step would complete the run although its command failed: a
 // failed command never completes a run. nil when s is not such an
 // iteration.
-func subprocessFailure(runID, id string, st config.Step, s *iteration.Summary) error {
+func subprocessFailure(runID, id string, st agentdir.Step, s *event.IterationSummary) error {
 	if st.Runner == nil {
 		return nil
 	}
@@ -213,7 +213,7 @@ func lastLine(s string) string {
 
 // subprocessOnly reports whether every step of reg is a subprocess step
 // (such an agent needs no model).
-func subprocessOnly(reg *config.Registry) bool {
+func subprocessOnly(reg *agentdir.Registry) bool {
 	if reg == nil || len(reg.Steps) == 0 {
 		return false
 	}

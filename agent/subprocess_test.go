@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -64,17 +64,17 @@ func TestSubprocessStepCompletes(t *testing.T) {
 		t.Fatalf("result: success=%v iterations=%d model=%q usage=%+v err=%+v", res.Success, res.Iterations, res.Model, res.Usage, res.Error)
 	}
 	var prompt, start string
-	var end *loop.IterationEvent
+	var end *event.IterationEvent
 	for _, ev := range events {
 		switch ev.Type {
 		case journal.PromptResolved:
-			var p loop.PromptEvent
+			var p event.PromptEvent
 			_ = json.Unmarshal(ev.Data, &p)
 			prompt = p.Text
 		case journal.QueryStart:
 			start = string(ev.Data)
 		case journal.IterationEnd:
-			end = &loop.IterationEvent{}
+			end = &event.IterationEvent{}
 			_ = json.Unmarshal(ev.Data, end)
 		}
 	}
@@ -180,7 +180,7 @@ func TestSubprocessStepSandboxed(t *testing.T) {
 	events, _ := journal.ReadFile(res.Journal)
 	for _, ev := range events {
 		if ev.Type == journal.IterationEnd {
-			var end loop.IterationEvent
+			var end event.IterationEvent
 			_ = json.Unmarshal(ev.Data, &end)
 			var so map[string]string
 			if json.Unmarshal(end.Summary.StructuredOutput, &so) != nil || so["outsideWrite"] != "no" {

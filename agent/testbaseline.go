@@ -6,30 +6,30 @@ import (
 	"sort"
 	"time"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // testConditions are the command validators of the run that run tests
 // (config.RunsTests), each once: runner.completion.validators first, then
 // the steps' completionConditions by step id, each with the params of the
 // first condition naming it.
-func (a *Agent) testConditions() []config.CompletionCondition {
-	var out []config.CompletionCondition
+func (a *Agent) testConditions() []agentdir.CompletionCondition {
+	var out []agentdir.CompletionCondition
 	seen := map[string]bool{}
-	add := func(c config.CompletionCondition) {
+	add := func(c agentdir.CompletionCondition) {
 		v, ok := a.reg.Validators[c.Validator]
-		if seen[c.Validator] || !ok || v.Type != "command" || !config.RunsTests(v.Command) {
+		if seen[c.Validator] || !ok || v.Type != "command" || !agentdir.RunsTests(v.Command) {
 			return
 		}
 		seen[c.Validator] = true
 		out = append(out, c)
 	}
 	for _, name := range a.spec.Runner.Completion.Validators {
-		add(config.CompletionCondition{Validator: name})
+		add(agentdir.CompletionCondition{Validator: name})
 	}
 	ids := make([]string, 0, len(a.reg.Steps))
 	for id := range a.reg.Steps {
@@ -51,7 +51,7 @@ func (a *Agent) outputGuards() []verdict.OutputGuard {
 	if !a.spec.Runner.Verification.TestBaselineOn() || len(a.testConditions()) == 0 {
 		return nil
 	}
-	a.testGuard = &testrun.Guard{Baselines: map[string]*testrun.Baseline{}, Events: a.emit, Dir: a.workDir}
+	a.testGuard = &verify.LostTestsGuard{Baselines: map[string]*verify.TestBaseline{}, Events: a.emit, Dir: a.workDir}
 	return []verdict.OutputGuard{a.testGuard}
 }
 
@@ -62,12 +62,12 @@ func (a *Agent) outputGuards() []verdict.OutputGuard {
 // warnings to journal with them. Interrupted (ctx canceled) while they
 // run, it returns none and no error: Start journals run.start all the
 // same, and Run ends the run as canceled, resumable.
-func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Baseline, []string, error) {
+func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.TestBaseline, []string, error) {
 	g := a.testGuard
 	if g == nil {
 		return nil, nil, nil
 	}
-	var taken []*testrun.Baseline
+	var taken []*verify.TestBaseline
 	var warnings []string
 	conds := a.testConditions()
 	if r == nil || len(r.TestBaselines) < len(conds) {
@@ -95,11 +95,11 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Bas
 		if err != nil {
 			return nil, nil, err
 		}
-		b := &testrun.Baseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
+		b := &verify.TestBaseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
 			Truncated: run.Output.Truncated, DurationMs: run.Output.DurationMs}
 		a.testBaselineMs += run.Output.DurationMs
-		b.Run, b.Parsed = testrun.ParseOutput(run.Output, a.workDir)
-		if b.Run.Source == testrun.SourceReport {
+		b.Run, b.Parsed = verify.ParseTestRunOutput(run.Output, a.workDir)
+		if b.Run.Source == verify.SourceReport {
 			// read from the whole report: the output cap did not cut it
 			b.Truncated = b.Run.Truncated
 		}
@@ -124,11 +124,11 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*testrun.Bas
 }
 
 // emitTestBaselines journals the baselines and their warnings.
-func (a *Agent) emitTestBaselines(bs []*testrun.Baseline, warnings []string) {
+func (a *Agent) emitTestBaselines(bs []*verify.TestBaseline, warnings []string) {
 	for _, w := range warnings {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w})
 	}
 	for _, b := range bs {
-		a.emit.Emit(testrun.EventBaseline, b)
+		a.emit.Emit(verify.EventBaseline, b)
 	}
 }

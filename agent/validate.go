@@ -9,13 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/prompt"
 	"github.com/capstan-dev/capstan/schema"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // BuiltinVariables are the {uv-x} variables the runtime supplies in every
@@ -54,26 +53,26 @@ func withOwnHint(err error, fallback string) (msg, hint string) {
 // that turns the files into the runtime (the completion handler, the
 // validators, the step machine) and reports the rules it checks. `capstan
 // validate` and `capstan run` both use it, so they agree.
-func ValidateOptions() config.ValidateOptions { return ValidateOptionsFor(Config{}) }
+func ValidateOptions() agentdir.ValidateOptions { return ValidateOptionsFor(Config{}) }
 
 // ValidateOptionsFor is ValidateOptions for an agent built with cfg: its
 // Go validators and completion handlers (cfg.Validators,
 // cfg.CompletionHandlers) count as known.
-func ValidateOptionsFor(cfg Config) config.ValidateOptions {
-	checkBuild := func(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+func ValidateOptionsFor(cfg Config) agentdir.ValidateOptions {
+	checkBuild := func(dir string, def *agentdir.Definition, reg *agentdir.Registry) []agentdir.Problem {
 		return checkBuild(dir, def, reg, cfg)
 	}
-	return config.ValidateOptions{
+	return agentdir.ValidateOptions{
 		Providers:        llm.Providers(),
 		BuiltinVariables: BuiltinVariables,
-		Checks:           []func(string, *config.Definition, *config.Registry) []config.Problem{checkPrompts, checkModelScripts, checkRetrySyntax, checkBaseURLKey, checkBuild},
+		Checks:           []func(string, *agentdir.Definition, *agentdir.Registry) []agentdir.Problem{checkPrompts, checkModelScripts, checkRetrySyntax, checkBaseURLKey, checkBuild},
 	}
 }
 
 // checkBaseURLKey reports a runner.baseUrl that carries a key
 // (llm.CheckBaseURLKey): a run refuses it, as the base URL is recorded in
 // its journal. (The URL's form is config's AC-BASE-URL check.)
-func checkBaseURLKey(_ string, def *config.Definition, _ *config.Registry) []config.Problem {
+func checkBaseURLKey(_ string, def *agentdir.Definition, _ *agentdir.Registry) []agentdir.Problem {
 	if def == nil || def.Runner.BaseURL == "" {
 		return nil
 	}
@@ -81,7 +80,7 @@ func checkBaseURLKey(_ string, def *config.Definition, _ *config.Registry) []con
 	if e == nil {
 		return nil
 	}
-	return []config.Problem{{Code: "AC-BASE-URL", Severity: config.SeverityError, File: config.AgentFile,
+	return []agentdir.Problem{{Code: "AC-BASE-URL", Severity: agentdir.SeverityError, File: agentdir.AgentFile,
 		Pointer: "/runner/baseUrl", Message: e.Message, Hint: e.Hint}}
 }
 
@@ -90,7 +89,7 @@ func checkBaseURLKey(_ string, def *config.Definition, _ *config.Registry) []con
 // as problems: what validate accepts, New builds. Parameters are taken at
 // their defaults (a required one without default as "1"), since validate
 // runs without parameter values.
-func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Config) []config.Problem {
+func checkBuild(dir string, def *agentdir.Definition, reg *agentdir.Registry, cfg Config) []agentdir.Problem {
 	if reg == nil {
 		return nil
 	}
@@ -107,11 +106,11 @@ func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Co
 		return nil
 	}
 	errs := unjoin(err)
-	out := make([]config.Problem, 0, len(errs))
+	out := make([]agentdir.Problem, 0, len(errs))
 	for _, e := range errs {
-		p := config.ProblemFromError(e)
+		p := agentdir.ProblemFromError(e)
 		if p.File == "" {
-			p.File = config.AgentFile
+			p.File = agentdir.AgentFile
 		}
 		out = append(out, p)
 	}
@@ -119,13 +118,13 @@ func checkBuild(dir string, def *config.Definition, reg *config.Registry, cfg Co
 }
 
 // checkPrompts resolves every step prompt and every declared retry prompt.
-func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+func checkPrompts(dir string, def *agentdir.Definition, reg *agentdir.Registry) []agentdir.Problem {
 	if (dir == "" && def.FS() == nil) || reg == nil {
 		return nil
 	}
 	r := newPromptResolver(dir, def, reg)
 	regFile := registryFile(def)
-	var out []config.Problem
+	var out []agentdir.Problem
 	ids := make([]string, 0, len(reg.Steps))
 	for id := range reg.Steps {
 		ids = append(ids, id)
@@ -133,7 +132,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 	sort.Strings(ids)
 	ctx := context.Background()
 	schemas := newSchemas(dir, def.Runner.SchemasDir, def.FS())
-	checkSchema := func(ref *config.SchemaRef, ptr, what string) {
+	checkSchema := func(ref *agentdir.SchemaRef, ptr, what string) {
 		if ref == nil || ref.File == "" {
 			return
 		}
@@ -143,28 +142,28 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 				return
 			}
 			msg, hint := withOwnHint(err, "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)")
-			out = append(out, config.Problem{Code: CodeSchemaUnresolved, Severity: config.SeverityError, File: regFile,
+			out = append(out, agentdir.Problem{Code: CodeSchemaUnresolved, Severity: agentdir.SeverityError, File: regFile,
 				Pointer: ptr, Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + msg, Hint: hint})
 		}
 	}
-	reach := config.Reachable(reg)
+	reach := agentdir.Reachable(reg)
 	for _, id := range ids {
 		st := reg.Steps[id]
-		ptr := config.JoinPointer("steps", id)
+		ptr := agentdir.JoinPointer("steps", id)
 		checkSchema(st.OutputSchemaRef, ptr+"/outputSchemaRef", "step "+id)
 		if p, bad := checkIntentEnum(schemas, id, st); bad {
 			p.File = regFile
 			out = append(out, p)
 		}
 		if st.Type != "gateway" && st.Runner == nil {
-			ref := prompt.Ref{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
+			ref := agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
 			if _, err := r.Resolve(ctx, ref, nil); err != nil {
 				code, hint := CodeStepPromptInvalid, "fix the prompt file"
 				if errors.Is(err, agenterr.ErrPromptNotFound) {
 					code, hint = CodeStepPromptMissing, "create the prompt file, or set the step's fallback"
 				}
 				msg, hint := withOwnHint(err, hint)
-				out = append(out, config.Problem{Code: code, Severity: config.SeverityError, File: regFile,
+				out = append(out, agentdir.Problem{Code: code, Severity: agentdir.SeverityError, File: regFile,
 					Pointer: ptr, Message: "step " + id + ": " + msg, Hint: hint})
 			}
 		}
@@ -181,7 +180,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 		ver := reg.VerificationOf(id, st)
 		condPtr, generic := ptr+"/completionConditions/", false
 		if len(st.CompletionConditions) == 0 && len(ver.Conditions) > 0 {
-			condPtr, generic = config.JoinPointer("validationSteps", id, "validationConditions")+"/", true
+			condPtr, generic = agentdir.JoinPointer("validationSteps", id, "validationConditions")+"/", true
 		}
 		for i, cond := range ver.Conditions {
 			uses = append(uses, use{cond.Validator, regFile, condPtr + strconv.Itoa(i), generic})
@@ -190,7 +189,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 		// validators (its own problems are warnings that say it is dead).
 		if st.Type != "gateway" && (reach == nil || reach[id]) {
 			for i, name := range def.Runner.Completion.Validators {
-				uses = append(uses, use{name, config.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i), false})
+				uses = append(uses, use{name, agentdir.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i), false})
 			}
 		}
 		for _, u := range uses {
@@ -213,12 +212,12 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 				msg += " (tried " + strings.Join(rt.Tried, ", ") + ")"
 			}
 			if u.generic && err == nil && len(rt.Tried) > 0 {
-				out = append(out, config.Problem{Code: CodeRetryPromptGeneric, Severity: config.SeverityWarning, File: u.file,
+				out = append(out, agentdir.Problem{Code: CodeRetryPromptGeneric, Severity: agentdir.SeverityWarning, File: u.file,
 					Pointer: u.ptr, Message: msg + "; the built-in generic retry prompt (pattern, validator and every param) is sent instead",
 					Hint: "create " + rt.Tried[0] + " to send your own retry prompt"})
 				continue
 			}
-			out = append(out, config.Problem{Code: CodeRetryPromptMissing, Severity: config.SeverityError, File: u.file,
+			out = append(out, agentdir.Problem{Code: CodeRetryPromptMissing, Severity: agentdir.SeverityError, File: u.file,
 				Pointer: u.ptr, Message: msg,
 				Hint: "create the retry prompt file, or use a built-in pattern (" + strings.Join(builtinPatternNames(), ", ") + ") whose generic prompt needs no file"})
 		}
@@ -228,7 +227,7 @@ func checkPrompts(dir string, def *config.Definition, reg *config.Registry) []co
 
 func builtinPatternNames() []string {
 	names := make([]string, 0, 6)
-	for n := range completion.BuiltinPatterns() {
+	for n := range verify.BuiltinPatterns() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -239,14 +238,14 @@ func builtinPatternNames() []string {
 // keyword when err says the schema ref names (used by what: "step x",
 // "validator y") is not a valid JSON Schema, located in the schema file;
 // nil for any other error.
-func invalidSchemaProblems(err error, what string, ref config.SchemaRef) []config.Problem {
+func invalidSchemaProblems(err error, what string, ref agentdir.SchemaRef) []agentdir.Problem {
 	var inv *schema.InvalidSchemaError
 	if !errors.As(err, &inv) {
 		return nil
 	}
-	out := make([]config.Problem, 0, len(inv.Problems))
+	out := make([]agentdir.Problem, 0, len(inv.Problems))
 	for _, p := range inv.Problems {
-		out = append(out, config.Problem{Code: CodeSchemaInvalid, Severity: config.SeverityError,
+		out = append(out, agentdir.Problem{Code: CodeSchemaInvalid, Severity: agentdir.SeverityError,
 			File: p.File, Pointer: p.Pointer, Line: p.Line, Column: p.Column,
 			Message: fmt.Sprintf("%s: schema %s#%s is not a valid JSON Schema (%s): %s", what, ref.File, ref.Schema, inv.Draft, p.Message),
 			Hint:    schema.InvalidOneKeywordHint})
@@ -258,17 +257,17 @@ func invalidSchemaProblems(err error, what string, ref config.SchemaRef) []confi
 // in its resolved output schema, lists exactly its allowedIntents: the
 // schema the model answers in and the intents the step accepts must not
 // drift apart.
-func checkIntentEnum(schemas *schemas, id string, st config.Step) (config.Problem, bool) {
+func checkIntentEnum(schemas *schemas, id string, st agentdir.Step) (agentdir.Problem, bool) {
 	g, ref := st.StructuredGate, st.OutputSchemaRef
 	if g == nil || ref == nil || ref.File == "" || !strings.HasPrefix(g.IntentSchemaRef, "#/") {
-		return config.Problem{}, false // reported by config
+		return agentdir.Problem{}, false // reported by config
 	}
 	c, err := schemas.get(*ref)
 	if err != nil {
-		return config.Problem{}, false // SR-SCHEMA-UNRESOLVED
+		return agentdir.Problem{}, false // SR-SCHEMA-UNRESOLVED
 	}
-	p := config.Problem{Code: CodeGateEnum, Severity: config.SeverityError,
-		Pointer: config.JoinPointer("steps", id, "structuredGate", "intentSchemaRef")}
+	p := agentdir.Problem{Code: CodeGateEnum, Severity: agentdir.SeverityError,
+		Pointer: agentdir.JoinPointer("steps", id, "structuredGate", "intentSchemaRef")}
 	enum, found := schema.EnumAt(c.raw, g.IntentSchemaRef)
 	if !found {
 		p.Message = fmt.Sprintf("step %s: intentSchemaRef %s reaches no enum in schema %s#%s", id, g.IntentSchemaRef, ref.File, ref.Schema)
@@ -287,7 +286,7 @@ func checkIntentEnum(schemas *schemas, id string, st config.Step) (config.Proble
 		}
 	}
 	if len(missing) == 0 && len(extra) == 0 {
-		return config.Problem{}, false
+		return agentdir.Problem{}, false
 	}
 	p.Message = fmt.Sprintf("step %s: the schema's intent enum %v is not allowedIntents %v", id, enum, g.AllowedIntents)
 	if len(missing) > 0 {

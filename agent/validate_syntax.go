@@ -9,11 +9,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm/script"
-	"github.com/capstan-dev/capstan/prompt"
+	"github.com/capstan-dev/capstan/verdict"
 )
 
 // Codes of the syntax checks `capstan validate` runs on files that other
@@ -29,14 +28,14 @@ const (
 // retryTemplateSyntax reports a retry template that cannot be rendered:
 // the one place validate checks retry-template syntax.
 func retryTemplateSyntax(text string) error {
-	_, err := completion.RenderTemplate(text, nil)
+	_, err := verdict.RenderRetryTemplate(text, nil)
 	return err
 }
 
 // checkRetrySyntax parses every retry template a declared failure pattern
 // can resolve to (for each step's c2/c3), so a Handlebars syntax error is
 // reported by validate instead of when the validator first fails.
-func checkRetrySyntax(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+func checkRetrySyntax(dir string, def *agentdir.Definition, reg *agentdir.Registry) []agentdir.Problem {
 	if (dir == "" && def.FS() == nil) || reg == nil || len(reg.CompletionPatterns) == 0 {
 		return nil
 	}
@@ -52,7 +51,7 @@ func checkRetrySyntax(dir string, def *config.Definition, reg *config.Registry) 
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var out []config.Problem
+	var out []agentdir.Problem
 	seen := map[string]bool{}
 	for _, name := range names {
 		pat := reg.CompletionPatterns[name]
@@ -64,8 +63,8 @@ func checkRetrySyntax(dir string, def *config.Definition, reg *config.Registry) 
 			}
 			seen[rt.Path] = true
 			if serr := retryTemplateSyntax(rt.Text); serr != nil {
-				out = append(out, config.Problem{Code: CodeRetryPromptInvalid, Severity: config.SeverityError, File: registryFile(def),
-					Pointer: config.JoinPointer("completionPatterns", name),
+				out = append(out, agentdir.Problem{Code: CodeRetryPromptInvalid, Severity: agentdir.SeverityError, File: registryFile(def),
+					Pointer: agentdir.JoinPointer("completionPatterns", name),
 					Message: "retry prompt " + agentRelative(dir, rt.Path) + " for failure pattern " + name + ": " + firstLine(serr.Error()),
 					Hint:    "fix the Handlebars syntax ({{param}}, {{#each list}}…{{/each}}, {{#if x}}…{{else}}…{{/if}})"})
 				continue
@@ -82,10 +81,10 @@ func checkRetrySyntax(dir string, def *config.Definition, reg *config.Registry) 
 // at path for failure pattern name: a retry prompt is a Handlebars template
 // filled with the failure's params, so they would reach the model as
 // written.
-func retryUVProblem(def *config.Definition, reg *config.Registry, name, path, text string) (config.Problem, bool) {
-	vars := prompt.Variables(text)
+func retryUVProblem(def *agentdir.Definition, reg *agentdir.Registry, name, path, text string) (agentdir.Problem, bool) {
+	vars := agentdir.TemplateVariables(text)
 	if len(vars) == 0 {
-		return config.Problem{}, false
+		return agentdir.Problem{}, false
 	}
 	params := map[string]bool{"pattern": true, "validator": true, "description": true, "stepId": true}
 	for _, p := range reg.CompletionPatterns[name].Params {
@@ -115,8 +114,8 @@ func retryUVProblem(def *config.Definition, reg *config.Registry, name, path, te
 	if len(absent) > 0 {
 		hint += "; " + strings.Join(absent, ", ") + " is not a param of this failure: add it to the validator's extractParams, or write the text itself"
 	}
-	return config.Problem{Code: CodeRetryPromptUV, Severity: config.SeverityWarning, File: registryFile(def),
-		Pointer: config.JoinPointer("completionPatterns", name),
+	return agentdir.Problem{Code: CodeRetryPromptUV, Severity: agentdir.SeverityWarning, File: registryFile(def),
+		Pointer: agentdir.JoinPointer("completionPatterns", name),
 		Message: "retry prompt " + path + " for failure pattern " + name + " has " + strings.Join(placeholders, ", ") +
 			", which is sent as written: retry prompts are Handlebars templates filled with the failure's params, and only step prompts substitute {uv-name}",
 		Hint: hint}, true
@@ -149,7 +148,7 @@ func firstLine(s string) string {
 // checkModelScripts parses every script: model file (runner.model and the
 // steps' models) the way the script provider will, so a YAML or script
 // error is reported by validate instead of at the first model call.
-func checkModelScripts(dir string, def *config.Definition, reg *config.Registry) []config.Problem {
+func checkModelScripts(dir string, def *agentdir.Definition, reg *agentdir.Registry) []agentdir.Problem {
 	if def == nil || (dir == "" && def.FS() == nil) {
 		return nil
 	}
@@ -158,7 +157,7 @@ func checkModelScripts(dir string, def *config.Definition, reg *config.Registry)
 		fsys = os.DirFS(dir)
 	}
 	type use struct{ file, pointer, spec string }
-	uses := []use{{config.AgentFile, "/runner/model", def.Runner.Model}}
+	uses := []use{{agentdir.AgentFile, "/runner/model", def.Runner.Model}}
 	if reg != nil {
 		ids := make([]string, 0, len(reg.Steps))
 		for id := range reg.Steps {
@@ -166,10 +165,10 @@ func checkModelScripts(dir string, def *config.Definition, reg *config.Registry)
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			uses = append(uses, use{registryFile(def), config.JoinPointer("steps", id, "model"), reg.Steps[id].Model})
+			uses = append(uses, use{registryFile(def), agentdir.JoinPointer("steps", id, "model"), reg.Steps[id].Model})
 		}
 	}
-	var out []config.Problem
+	var out []agentdir.Problem
 	seen := map[string]bool{}
 	for _, u := range uses {
 		provider, file, _ := strings.Cut(u.spec, ":")
@@ -193,7 +192,7 @@ func checkModelScripts(dir string, def *config.Definition, reg *config.Registry)
 				cause = e
 			}
 			msg, hint := withOwnHint(cause, "fix the script file (see docs/script-provider.md)")
-			out = append(out, config.Problem{Code: CodeModelScriptInvalid, Severity: config.SeverityError, File: u.file,
+			out = append(out, agentdir.Problem{Code: CodeModelScriptInvalid, Severity: agentdir.SeverityError, File: u.file,
 				Pointer: u.pointer, Message: "script " + file + ": " + msg, Hint: hint})
 		}
 	}

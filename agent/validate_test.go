@@ -1,12 +1,11 @@
 package agent
 
 import (
+	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // crossLayerAgent has a step prompt, a declared pattern and a schema
@@ -28,7 +27,7 @@ func crossLayerAgent(t *testing.T) string {
 	})
 }
 
-func codes(res config.ValidationResult) string {
+func codes(res agentdir.ValidationResult) string {
 	var out []string
 	for _, p := range res.Errors() {
 		out = append(out, p.Code+"@"+p.Pointer)
@@ -37,7 +36,7 @@ func codes(res config.ValidationResult) string {
 }
 
 func TestCrossLayerChecks(t *testing.T) {
-	if res := config.Check(crossLayerAgent(t), ValidateOptions()); !res.Valid() {
+	if res := agentdir.Check(crossLayerAgent(t), ValidateOptions()); !res.Valid() {
 		t.Fatalf("valid agent reported: %v", res.Problems())
 	}
 	cases := map[string]struct {
@@ -63,7 +62,7 @@ func TestCrossLayerChecks(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := crossLayerAgent(t)
 			c.breakIt(dir)
-			res := config.Check(dir, ValidateOptions())
+			res := agentdir.Check(dir, ValidateOptions())
 			if got := codes(res); !strings.Contains(got, c.want) {
 				t.Fatalf("got %q, want %q", got, c.want)
 			}
@@ -73,7 +72,7 @@ func TestCrossLayerChecks(t *testing.T) {
 				}
 			}
 			// The same problems stop a run before any model call.
-			if _, err := config.LoadAndValidate(dir, ValidateOptions()); err == nil || !strings.Contains(err.Error(), strings.SplitN(c.want, "@", 2)[0]) {
+			if _, err := agentdir.LoadAndValidate(dir, ValidateOptions()); err == nil || !strings.Contains(err.Error(), strings.SplitN(c.want, "@", 2)[0]) {
 				t.Fatalf("LoadAndValidate: %v", err)
 			}
 		})

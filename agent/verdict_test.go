@@ -12,11 +12,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/loop"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // verdictAgent is a one-step agent whose runner.completion is completionJS
@@ -72,18 +72,18 @@ func fakeGH(t *testing.T) {
 
 // doneHandler is a per-agent custom completion handler: complete when the
 // response says DONE.
-func doneHandler(config.Completion, completion.Deps) (completion.Handler, error) {
-	return &completion.Keyword{Keyword: "DONE"}, nil
+func doneHandler(agentdir.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
+	return &verdict.Keyword{Keyword: "DONE"}, nil
 }
 
 // countingValidator is a per-agent Go validator that counts its runs and
 // passes when out.txt exists.
 type countingValidator struct{ runs atomic.Int32 }
 
-func (v *countingValidator) Validate(_ context.Context, req completion.CustomRequest) (completion.CustomResult, error) {
+func (v *countingValidator) Validate(_ context.Context, req verify.CustomRequest) (verify.CustomResult, error) {
 	v.runs.Add(1)
 	_, err := os.Stat(filepath.Join(req.WorkDir, "out.txt"))
-	return completion.CustomResult{Valid: err == nil, Output: completion.ValidatorOutput{Stderr: fmt.Sprint(err)}}, nil
+	return verify.CustomResult{Valid: err == nil, Output: verify.ValidatorOutput{Stderr: fmt.Sprint(err)}}, nil
 }
 
 // runVerdict validates, builds and runs the agent in dir, returning the
@@ -108,8 +108,8 @@ func runVerdict(t *testing.T, dir string, cv *countingValidator) (*Result, []jou
 
 // goValues are the per-agent Go values of the verdict agent.
 func goValues(cv *countingValidator) Config {
-	return Config{Validators: map[string]completion.CustomValidator{"counting": cv},
-		CompletionHandlers: map[string]completion.HandlerFactory{"done": doneHandler}}
+	return Config{Validators: map[string]verify.CustomValidator{"counting": cv},
+		CompletionHandlers: map[string]verdict.HandlerFactory{"done": doneHandler}}
 }
 
 // stepFlowCheck completes the step flow when the response says DONE.
@@ -145,7 +145,7 @@ func TestValidatorsVerifyEveryCompletionType(t *testing.T) {
 			if res.Success || res.CompletionReason != ReasonValidationExhausted || !errors.Is(res.Err(), agenterr.ErrValidationExhausted) {
 				t.Fatalf("liar: %+v", res)
 			}
-			retries := eventsOf[completion.RetryPromptEvent](t, events, journal.RetryPrompt)
+			retries := eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)
 			if len(retries) != 1 || retries[0].Pattern != "out-missing" || retries[0].Attempt != 1 || retries[0].Max != 2 ||
 				!strings.Contains(retries[0].Text, "out.txt is missing") {
 				t.Fatalf("liar retry prompts: %+v", retries)
@@ -201,11 +201,11 @@ func TestEveryCompletionFieldActsOrIsRejected(t *testing.T) {
 			comp[field] = json.RawMessage(val)
 			js, _ := json.Marshal(comp)
 			dir := verdictAgent(t, string(js), ct.step, liarScript)
-			res := config.Check(dir, ValidateOptionsFor(goValues(nil)))
+			res := agentdir.Check(dir, ValidateOptionsFor(goValues(nil)))
 			ptr := "/runner/completion/" + field
 			found := false
 			for _, p := range res.Errors() {
-				found = found || (p.File == config.AgentFile && p.Pointer == ptr && p.Hint != "")
+				found = found || (p.File == agentdir.AgentFile && p.Pointer == ptr && p.Hint != "")
 			}
 			if !found {
 				t.Errorf("%s with %s: no located error at %s; got %v", ct.typ, field, ptr, res.Problems())
@@ -224,12 +224,12 @@ func TestStepCompletionSettings(t *testing.T) {
 		reason             string
 		retries            int
 	}{
-		{"no conditions: the claim completes", ``, liarScript, true, loop.ReasonCompleted, 0},
-		{"completionConditions verify", `"completionConditions": [{"validator": "out-exists"}]`, honestScript, true, loop.ReasonCompleted, 0},
+		{"no conditions: the claim completes", ``, liarScript, true, ReasonCompleted, 0},
+		{"completionConditions verify", `"completionConditions": [{"validator": "out-exists"}]`, honestScript, true, ReasonCompleted, 0},
 		{"completionConditions reject the claim", `"completionConditions": [{"validator": "out-exists"}]`, liarScript, false, ReasonValidationExhausted, 2},
 		{"maxAttempts bounds the attempts", `"completionConditions": [{"validator": "out-exists"}], "onFailure": {"action": "retry", "maxAttempts": 1}`, liarScript, false, ReasonValidationExhausted, 0},
 		{"abort ends at the first failure", `"completionConditions": [{"validator": "out-exists"}], "onFailure": {"action": "abort"}`, liarScript, false, "aborted", 0},
-		{"skip accepts the failure", `"completionConditions": [{"validator": "out-exists"}], "onFailure": {"action": "skip"}`, liarScript, true, loop.ReasonCompleted, 0},
+		{"skip accepts the failure", `"completionConditions": [{"validator": "out-exists"}], "onFailure": {"action": "skip"}`, liarScript, true, ReasonCompleted, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -237,7 +237,7 @@ func TestStepCompletionSettings(t *testing.T) {
 			if res.Success != c.success || res.CompletionReason != c.reason {
 				t.Fatalf("%+v", res)
 			}
-			if n := len(eventsOf[completion.RetryPromptEvent](t, events, journal.RetryPrompt)); n != c.retries {
+			if n := len(eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)); n != c.retries {
 				t.Fatalf("%d retry prompts, want %d", n, c.retries)
 			}
 		})
@@ -258,7 +258,7 @@ func TestValidatorRunsOncePerIteration(t *testing.T) {
 		t.Fatalf("counted ran %d times in one iteration", n)
 	}
 	var ran []string
-	for _, ev := range eventsOf[completion.ValidatorEvent](t, events, journal.ValidatorResult) {
+	for _, ev := range eventsOf[verify.ValidatorEvent](t, events, journal.ValidatorResult) {
 		ran = append(ran, ev.Validator)
 	}
 	if strings.Join(ran, ",") != "counted,out-exists" {
@@ -281,7 +281,7 @@ func TestVerdictFactsAgree(t *testing.T) {
 		Verdict  string   `json:"verdict"`
 		Verified []string `json:"verified"`
 	}](t, events, journal.CompletionCheck)
-	retries := eventsOf[completion.RetryPromptEvent](t, events, journal.RetryPrompt)
+	retries := eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)
 	if len(checks) != 3 || len(retries) != 2 {
 		t.Fatalf("%d checks, %d retries", len(checks), len(retries))
 	}
@@ -359,8 +359,8 @@ func TestRunValidatorsNeedTheirRetryPrompts(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "prompts/steps/s/main/f_failed_out-missing.md")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range config.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
-		if p.Code == CodeRetryPromptMissing && p.File == config.AgentFile && p.Pointer == "/runner/completion/validators/0" &&
+	for _, p := range agentdir.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
+		if p.Code == CodeRetryPromptMissing && p.File == agentdir.AgentFile && p.Pointer == "/runner/completion/validators/0" &&
 			strings.Contains(p.Message, "step s.main") {
 			return
 		}
@@ -374,7 +374,7 @@ func TestRunValidatorsNeedTheirRetryPrompts(t *testing.T) {
 func TestValidateReportsOneCauseOnce(t *testing.T) {
 	dir := verdictAgent(t, `{"type": "composite", "conditions": [{"type": "stepFlow"}]}`, "", liarScript)
 	var at []string
-	for _, p := range config.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
+	for _, p := range agentdir.Check(dir, ValidateOptionsFor(goValues(nil))).Errors() {
 		if strings.HasPrefix(p.Pointer, "/runner/completion") {
 			at = append(at, p.Code+" "+p.Pointer)
 		}

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
@@ -70,7 +69,7 @@ type Config struct {
 	// MCPServers are the agent's MCP servers (runner.mcpServers). Providers
 	// that run their own tool loop (claude-code) hand them to the backend;
 	// for the others their tools arrive in Tools (see tool/mcp).
-	MCPServers map[string]config.MCPServer
+	MCPServers map[string]tool.MCPServer
 	// Context, when set, keeps the tool loop's requests within the model's
 	// context window (NewToolLoop); nil sends transcripts as they are.
 	Context ContextManager

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Run is the account of one run.
@@ -42,7 +42,7 @@ type Run struct {
 	Warnings   []string    `json:"warnings,omitempty"`
 	// TestBaselines are the test validators' runs before the first
 	// iteration (tests.baseline), what no-lost-tests compares with.
-	TestBaselines []testrun.Baseline `json:"testBaselines,omitempty"`
+	TestBaselines []verify.TestBaseline `json:"testBaselines,omitempty"`
 	// Outcome is how the run ended; nil when the journal has no run.end
 	// event (the run was killed or is still running).
 	Outcome *Outcome `json:"outcome,omitempty"`
@@ -434,8 +434,8 @@ func (b *builder) add(ev journal.Event) error {
 		last.Entries = append(last.Entries, Entry{Kind: KindTool, Time: ev.Time, Title: "gh " + strings.Join(s.Args, " ") + " (after completion)",
 			Detail: detail, Duration: time.Duration(s.DurationMs) * time.Millisecond, OK: s.Error == "" && s.ExitCode == 0})
 		return nil
-	case testrun.EventBaseline:
-		var bl testrun.Baseline
+	case verify.EventBaseline:
+		var bl verify.TestBaseline
 		if err := decode(&bl); err != nil {
 			return err
 		}
@@ -623,8 +623,8 @@ func (b *builder) add(ev journal.Event) error {
 		b.verdict().Validators = append(b.verdict().Validators, v)
 		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: v.Summary(), OK: v.Valid,
 			Detail: strings.ReplaceAll(v.Output, "\r\n", "\n"), Omitted: v.OutputOmitted})
-	case testrun.EventCompare:
-		var c testrun.Comparison
+	case verify.EventCompare:
+		var c verify.TestComparison
 		if err := decode(&c); err != nil {
 			return err
 		}
@@ -812,7 +812,7 @@ func (v ValidatorResult) Summary() string {
 
 // BaselineSummary is one line: "tests-pass (go test -v ./...) before the
 // first iteration: 2 ran (0 passed, 2 failed), 0 skipped, exit 1".
-func BaselineSummary(b testrun.Baseline) string {
+func BaselineSummary(b verify.TestBaseline) string {
 	s := fmt.Sprintf("%s (%s) before the first iteration: ", b.Validator, b.Command)
 	switch {
 	case !b.Parsed:
@@ -827,7 +827,7 @@ func BaselineSummary(b testrun.Baseline) string {
 
 // baselineTime is " in 19.7s", or "" for a baseline journaled without
 // its duration.
-func baselineTime(b testrun.Baseline) string {
+func baselineTime(b verify.TestBaseline) string {
 	if b.DurationMs <= 0 {
 		return ""
 	}
@@ -836,7 +836,7 @@ func baselineTime(b testrun.Baseline) string {
 
 // CompareSummary is one line: "no lost tests in tests-pass: 2 ran (1
 // passed, 1 failed), 0 skipped" or "… lost: pattern tests-disappeared".
-func CompareSummary(c testrun.Comparison) string {
+func CompareSummary(c verify.TestComparison) string {
 	s := fmt.Sprintf("no lost tests in %s: ", c.Validator)
 	switch {
 	case !c.Parsed:
@@ -855,7 +855,7 @@ func CompareSummary(c testrun.Comparison) string {
 	return s
 }
 
-func compareDetail(c testrun.Comparison) string {
+func compareDetail(c verify.TestComparison) string {
 	if c.Loss == nil {
 		return ""
 	}

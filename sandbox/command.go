@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -303,7 +303,7 @@ const OptOutHint = `or run unsandboxed on purpose: set "runner": {"boundaries": 
 // machine cannot sandbox it fails with SANDBOX_UNAVAILABLE, naming what is
 // missing and how to opt out — at build time, not at the first command —
 // unless sb.AllowUnsandboxed opts out of that check.
-func NewCommandRunner(ctx context.Context, sb *config.Sandbox) (*CommandRunner, error) {
+func NewCommandRunner(ctx context.Context, sb *agentdir.Sandbox) (*CommandRunner, error) {
 	if !sb.On() {
 		return nil, nil
 	}

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // ProxyPort is the loopback port, inside a sandbox's own network namespace,
@@ -30,7 +30,7 @@ type allowList map[string]bool
 func newAllowList(entries []string) (allowList, error) {
 	a := allowList{}
 	for _, e := range entries {
-		c, err := config.ParseNetworkAllow(e)
+		c, err := agentdir.ParseNetworkAllow(e)
 		if err != nil {
 			return nil, err
 		}
@@ -41,7 +41,7 @@ func newAllowList(entries []string) (allowList, error) {
 
 // permits reports whether hostport, as a client asked for it, is listed.
 func (a allowList) permits(hostport string) (string, bool) {
-	c, err := config.ParseNetworkAllow(hostport)
+	c, err := agentdir.ParseNetworkAllow(hostport)
 	if err != nil {
 		return hostport, false
 	}

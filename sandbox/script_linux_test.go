@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -174,15 +174,15 @@ func TestBashToolInSandbox(t *testing.T) {
 func TestNewCommandRunnerFromConfig(t *testing.T) {
 	sharedRunner(t)
 	off, on := false, true
-	for name, sb := range map[string]*config.Sandbox{"nil config": nil, "no enabled": {}, "enabled": {Enabled: &on}} {
+	for name, sb := range map[string]*agentdir.Sandbox{"nil config": nil, "no enabled": {}, "enabled": {Enabled: &on}} {
 		if r, err := NewCommandRunner(context.Background(), sb); r == nil || err != nil {
 			t.Errorf("%s: %v %v, want the sandbox", name, r, err)
 		}
 	}
-	if r, err := NewCommandRunner(context.Background(), &config.Sandbox{Enabled: &off}); r != nil || err != nil {
+	if r, err := NewCommandRunner(context.Background(), &agentdir.Sandbox{Enabled: &off}); r != nil || err != nil {
 		t.Errorf("disabled: %v %v", r, err)
 	}
-	r, err := NewCommandRunner(context.Background(), &config.Sandbox{Network: &config.SandboxNetwork{All: true}})
+	r, err := NewCommandRunner(context.Background(), &agentdir.Sandbox{Network: &agentdir.SandboxNetwork{All: true}})
 	if err != nil || r == nil || !r.Runner.cfg.Network {
 		t.Fatalf("network: %v %v", r, err)
 	}

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
 )
 
@@ -25,7 +25,7 @@ const benchIterations = 5
 // benchAgent writes an agent that runs benchIterations iterations, each
 // one Bash call appending a line to log.txt, and completes when a command
 // validator sees them all.
-func benchAgent(b *testing.B) *config.Agent {
+func benchAgent(b *testing.B) *agentdir.Agent {
 	b.Helper()
 	dir := b.TempDir()
 	var script strings.Builder

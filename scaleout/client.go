@@ -28,12 +28,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Dial connects to the Temporal frontend at hostPort (HOST:PORT) in
@@ -140,7 +139,7 @@ func NewRunID(now time.Time) string {
 // Submission is what PrepareRun needs to make a RunInput.
 type Submission struct {
 	// Agent is the pinned agent definition (agent.LoadPinned).
-	Agent *config.Agent
+	Agent *agentdir.Agent
 	// WorkDir is the run's work dir on the submitting machine.
 	WorkDir string
 	// Repo is the git repository every worker reaches ("" = WorkDir's own
@@ -236,13 +235,13 @@ func workDirHead(ctx context.Context, wd, repo string) (string, error) {
 	if filepath.Clean(top) != real {
 		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false,
 			"the work dir %s is inside the git repository %s; a run on Temporal checks out whole repositories", wd, top)
-		e.Hint = "pass --workdir " + completion.ShellQuote(top)
+		e.Hint = "pass --workdir " + verify.ShellQuote(top)
 		return "", e
 	}
 	head, err := git(ctx, wd, "rev-parse", "HEAD")
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "the work dir's repository %s has no commit", wd)
-		q := completion.ShellQuote(wd)
+		q := verify.ShellQuote(wd)
 		e.Hint = "commit the work dir's files first: git -C " + q + " add -A && git -C " + q + " commit --allow-empty -m start"
 		return "", e
 	}
@@ -251,8 +250,8 @@ func workDirHead(ctx context.Context, wd, repo string) (string, error) {
 
 // packAgent is the pinned agent's definition as a run's workflow input
 // carries it (gzipped tar), refused when it is too large.
-func packAgent(a *config.Agent) (*definition.Snapshot, []byte, error) {
-	snap, ok := a.FS().(*definition.Snapshot)
+func packAgent(a *agentdir.Agent) (*agentdir.Snapshot, []byte, error) {
+	snap, ok := a.FS().(*agentdir.Snapshot)
 	if !ok {
 		return nil, nil, errors.New("scaleout: the agent must be loaded pinned (agent.LoadPinned)")
 	}

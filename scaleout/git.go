@@ -15,8 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/hostcmd"
 )
 
@@ -359,6 +358,6 @@ func workDirError(what string, err error) error {
 
 // configFromSnapshot loads and validates the agent from its pinned
 // definition, with the Go validators and handlers cfg knows.
-func configFromSnapshot(snap *definition.Snapshot, dir string, cfg agent.Config) (*config.Agent, error) {
-	return config.LoadAndValidateFS(snap, dir, agent.ValidateOptionsFor(cfg))
+func configFromSnapshot(snap *agentdir.Snapshot, dir string, cfg agent.Config) (*agentdir.Agent, error) {
+	return agentdir.LoadAndValidateFS(snap, dir, agent.ValidateOptionsFor(cfg))
 }

@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	issueflow "github.com/capstan-dev/capstan/workflow"
 )
 
@@ -444,7 +444,7 @@ func (a *IssueActivities) BranchTip(ctx context.Context, repo, branch string) (s
 // PinAgent is the agent a as issue workflows dispatch it (the pinned
 // definition, as for a run), with the base URLs checked as for a run:
 // workflow input never carries a key.
-func PinAgent(a *config.Agent, model, baseURL string) (DispatchAgent, error) {
+func PinAgent(a *agentdir.Agent, model, baseURL string) (DispatchAgent, error) {
 	snap, tarball, err := packAgent(a)
 	if err != nil {
 		return DispatchAgent{}, err

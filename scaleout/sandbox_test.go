@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // sandboxedCounter is testdata/counter with its validator also requiring
 // that secret cannot be read, and runner.boundaries.sandbox set to
 // sandboxJS ("" leaves it off).
-func sandboxedCounter(t *testing.T, secret, sandboxJS string) *config.Agent {
+func sandboxedCounter(t *testing.T, secret, sandboxJS string) *agentdir.Agent {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "counter")
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "counter"))); err != nil {

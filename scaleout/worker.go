@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -441,7 +441,7 @@ func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInp
 		if len(run.Definition) == 0 {
 			// Later iterations read the definition the run pinned with
 			// its journal.
-			snap, err := definition.Open(filepath.Dir(found.Path), rec.Definition(), run.AgentDir)
+			snap, err := agentdir.OpenSnapshot(filepath.Dir(found.Path), rec.Definition(), run.AgentDir)
 			if err != nil {
 				return nil, buildError(err)
 			}
@@ -479,7 +479,7 @@ func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInp
 
 // unpackDefinition reads the definition the run carries (gzip of
 // definition.Snapshot.Tar).
-func unpackDefinition(run *RunInput) (*definition.Snapshot, error) {
+func unpackDefinition(run *RunInput) (*agentdir.Snapshot, error) {
 	if len(run.Definition) == 0 {
 		e := agenterr.New(agenterr.CodeDefinitionMissing, agenterr.LayerConfiguration, false, "run %s: the agent definition was not sent and no journal of the run pinned it", run.RunID)
 		e.Hint = "start the run again"
@@ -489,11 +489,11 @@ func unpackDefinition(run *RunInput) (*definition.Snapshot, error) {
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeDefinitionMismatch, agenterr.LayerConfiguration, false, "run %s: read the agent definition", run.RunID)
 	}
-	data, err := io.ReadAll(io.LimitReader(zr, definition.MaxTotalBytes+1<<20))
+	data, err := io.ReadAll(io.LimitReader(zr, agentdir.MaxTotalBytes+1<<20))
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeDefinitionMismatch, agenterr.LayerConfiguration, false, "run %s: read the agent definition", run.RunID)
 	}
-	return definition.FromTar(data, run.DefinitionDigest, run.AgentDir)
+	return agentdir.SnapshotFromTar(data, run.DefinitionDigest, run.AgentDir)
 }
 
 // packDefinition compresses a definition tar for RunInput.Definition.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/loop"
 )
 
 // Error types of the iteration activity's failures (temporal
@@ -163,7 +162,7 @@ func canceledOr(ctx workflow.Context, in *RunInput, st RunState, err error) (*ag
 		return res, nil
 	}
 	cerr := agenterr.New(agenterr.CodeCanceled, agenterr.LayerLoop, true, "run canceled")
-	return &agent.Result{CompletionReason: loop.ReasonCanceled, Reason: "canceled", RunID: in.RunID, Agent: in.Agent,
+	return &agent.Result{CompletionReason: agent.ReasonCanceled, Reason: "canceled", RunID: in.RunID, Agent: in.Agent,
 		Model: in.Model, Iterations: st.Iteration, StepID: st.Step, Usage: st.Usage, CostUSD: st.CostUSD,
 		Error: agent.NewResultError(cerr)}, nil
 }

@@ -25,11 +25,11 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 func TestMain(m *testing.M) {
@@ -367,7 +367,7 @@ func TestPrepareRunRefusesWorkDirsItCannotCheckOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = PrepareRun(context.Background(), Submission{Agent: def, WorkDir: sub})
-	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationValidation || e.Hint != "pass --workdir "+completion.ShellQuote(repo) {
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationValidation || e.Hint != "pass --workdir "+verify.ShellQuote(repo) {
 		t.Fatalf("work dir inside a repository: %v", err)
 	}
 	// A repository without a commit has nothing to branch from.

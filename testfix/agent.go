@@ -10,8 +10,8 @@ import (
 	"testing/fstest"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Names of what Config builds.
@@ -89,27 +89,27 @@ func Config(o Options) (agent.Config, error) {
 		lang = "this " + e.Language + " project"
 		protect, bash = e.Protect, e.Bash
 	}
-	validators := map[string]config.Validator{
-		"git-clean": {Type: "command", Command: "git status --porcelain", SuccessWhen: "empty", FailurePattern: completion.PatternGitDirty,
+	validators := map[string]agentdir.Validator{
+		"git-clean": {Type: "command", Command: "git status --porcelain", SuccessWhen: "empty", FailurePattern: verify.PatternGitDirty,
 			ExtractParams: map[string]string{"changedFiles": "parseChangedFiles", "untrackedFiles": "parseUntrackedFiles"}},
 	}
-	var conditions []config.CompletionCondition
+	var conditions []agentdir.CompletionCondition
 	var testCommand string
 	for _, c := range checks {
-		v := config.Validator{Type: "command", Command: c.Command, SuccessWhen: "exitCode:0", TimeoutSeconds: 600}
+		v := agentdir.Validator{Type: "command", Command: c.Command, SuccessWhen: "exitCode:0", TimeoutSeconds: 600}
 		name := c.Name
 		if c.Name == TestsCheck {
 			name, testCommand = "tests-pass", c.Command
-			v.FailurePattern = completion.PatternTestFailed
+			v.FailurePattern = verify.PatternTestFailed
 			v.ExtractParams = map[string]string{"failedTests": "parseTestOutput", "errorOutput": "output"}
 		} else {
 			v.FailurePattern = PatternCheckFailed
 			v.ExtractParams = map[string]string{"errorOutput": "output"}
 		}
 		validators[name] = v
-		conditions = append(conditions, config.CompletionCondition{Validator: name})
+		conditions = append(conditions, agentdir.CompletionCondition{Validator: name})
 	}
-	conditions = append(conditions, config.CompletionCondition{Validator: "git-clean"})
+	conditions = append(conditions, agentdir.CompletionCondition{Validator: "git-clean"})
 	for _, c := range checks {
 		bash = append(bash, c.Command)
 	}
@@ -119,34 +119,34 @@ func Config(o Options) (agent.Config, error) {
 	}
 	allowed = append(allowed, "Bash(git status:*)", "Bash(git diff:*)", "Bash(git add:*)", "Bash(git commit:*)", "Bash(git log:*)")
 
-	def := &config.Definition{
+	def := &agentdir.Definition{
 		Version: "1.0.0", Name: AgentName, DisplayName: "Fix",
 		Description: "Does a task in " + lang + " and commits; done only when its checks pass, no test was lost and git is clean.",
-		Parameters: map[string]config.Parameter{
+		Parameters: map[string]agentdir.Parameter{
 			"task": {Type: "string", Description: "what to do", Default: mustJSON(o.Task)},
 		},
-		Runner: config.Runner{
+		Runner: agentdir.Runner{
 			Model:            o.Model,
 			SystemPromptPath: "prompts/system.md",
-			Completion:       config.Completion{Type: "structured"},
-			Boundaries: config.Boundaries{
+			Completion:       agentdir.Completion{Type: "structured"},
+			Boundaries: agentdir.Boundaries{
 				AllowedTools: allowed, PermissionMode: "acceptEdits", MaxTurns: 30,
 				// Sandboxed: the default.
 			},
-			Budgets:      config.Budgets{MaxIterations: 8, TimeoutSeconds: 1800},
-			Verification: config.Verification{Protect: protect},
+			Budgets:      agentdir.Budgets{MaxIterations: 8, TimeoutSeconds: 1800},
+			Verification: agentdir.Verification{Protect: protect},
 		},
 	}
-	reg := &config.Registry{
+	reg := &agentdir.Registry{
 		AgentID: AgentName, Version: "1.0.0", C1: "steps", EntryStep: StepID,
 		Validators: validators,
-		Steps: map[string]config.Step{
+		Steps: map[string]agentdir.Step{
 			StepID: {
 				StepID: StepID, Name: "Do the task and commit", C2: "retry", C3: "fix",
 				UVVariables:          []string{"task"},
-				OutputSchemaRef:      &config.SchemaRef{File: "fix.schema.json", Schema: StepID},
+				OutputSchemaRef:      &agentdir.SchemaRef{File: "fix.schema.json", Schema: StepID},
 				CompletionConditions: conditions,
-				OnFailure:            &config.OnFailure{Action: "retry", MaxAttempts: 6},
+				OnFailure:            &agentdir.OnFailure{Action: "retry", MaxAttempts: 6},
 			},
 		},
 	}
@@ -161,19 +161,19 @@ func Config(o Options) (agent.Config, error) {
 		}
 	}
 	retries := map[agent.RetryPrompt]string{
-		{Step: StepID, Pattern: completion.PatternGitDirty}:         gitDirtyRetry,
-		{Step: StepID, Pattern: completion.PatternProtectedChanged}: protectedRetry,
+		{Step: StepID, Pattern: verify.PatternGitDirty}:         gitDirtyRetry,
+		{Step: StepID, Pattern: verify.PatternProtectedChanged}: protectedRetry,
 	}
 	if slices.ContainsFunc(checks, func(c Check) bool { return c.Name != TestsCheck }) {
-		reg.CompletionPatterns = map[string]config.CompletionPattern{
+		reg.CompletionPatterns = map[string]agentdir.CompletionPattern{
 			PatternCheckFailed: {Description: "a check command fails", Edition: "failed", Adaptation: PatternCheckFailed, Params: []string{"errorOutput"}},
 		}
 		retries[agent.RetryPrompt{Step: StepID, Pattern: PatternCheckFailed}] = checkFailedRetry
 	}
 	if testCommand != "" {
-		retries[agent.RetryPrompt{Step: StepID, Pattern: completion.PatternTestFailed}] = strings.ReplaceAll(testFailedRetry, "TEST_COMMAND", testCommand)
-		for _, p := range []string{completion.PatternTestsNoneRun, completion.PatternTestsDisappeared, completion.PatternTestsSkipped,
-			completion.PatternTestsCountDropped, completion.PatternTestsOutputTruncated} {
+		retries[agent.RetryPrompt{Step: StepID, Pattern: verify.PatternTestFailed}] = strings.ReplaceAll(testFailedRetry, "TEST_COMMAND", testCommand)
+		for _, p := range []string{verify.PatternTestsNoneRun, verify.PatternTestsDisappeared, verify.PatternTestsSkipped,
+			verify.PatternTestsCountDropped, verify.PatternTestsOutputTruncated} {
 			retries[agent.RetryPrompt{Step: StepID, Pattern: p}] = lostTestsRetry
 		}
 	}

@@ -10,8 +10,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // WriteFolder writes cfg (from Config) as the equivalent agent folder dir:
@@ -57,10 +56,10 @@ func WriteFolder(cfg agent.Config, dir string) error {
 		}
 		return os.WriteFile(p, b, 0o644)
 	}
-	if err := write(config.AgentFile, append(agentJSON, '\n')); err != nil {
+	if err := write(agentdir.AgentFile, append(agentJSON, '\n')); err != nil {
 		return fmt.Errorf("write agent folder: %w", err)
 	}
-	if err := write(config.DefaultRegistryFile, append(registryJSON, '\n')); err != nil {
+	if err := write(agentdir.DefaultRegistryFile, append(registryJSON, '\n')); err != nil {
 		return fmt.Errorf("write agent folder: %w", err)
 	}
 	fsys := defined.Agent.FS()
@@ -105,12 +104,12 @@ func StoreFolder(cfg agent.Config, parent string) (string, error) {
 	if err := WriteFolder(cfg, written); err != nil {
 		return "", err
 	}
-	snap, err := definition.Take(written, definition.Options{Models: []string{cfg.Definition.Runner.Model}})
+	snap, err := agentdir.TakeSnapshot(written, agentdir.SnapshotOptions{Models: []string{cfg.Definition.Runner.Model}})
 	if err != nil {
 		return "", fmt.Errorf("store the agent folder: %w", err)
 	}
 	dir := filepath.Join(parent, "fix-"+strings.TrimPrefix(snap.Digest(), "sha256:")[:16])
-	if have, err := definition.Take(dir, definition.Options{Models: []string{cfg.Definition.Runner.Model}}); err == nil && have.Digest() == snap.Digest() {
+	if have, err := agentdir.TakeSnapshot(dir, agentdir.SnapshotOptions{Models: []string{cfg.Definition.Runner.Model}}); err == nil && have.Digest() == snap.Digest() {
 		return dir, nil
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -118,7 +117,7 @@ func StoreFolder(cfg agent.Config, parent string) (string, error) {
 	}
 	if err := os.Rename(written, dir); err != nil {
 		// Another run of the same agent may have stored it first.
-		if have, terr := definition.Take(dir, definition.Options{Models: []string{cfg.Definition.Runner.Model}}); terr == nil && have.Digest() == snap.Digest() {
+		if have, terr := agentdir.TakeSnapshot(dir, agentdir.SnapshotOptions{Models: []string{cfg.Definition.Runner.Model}}); terr == nil && have.Digest() == snap.Digest() {
 			return dir, nil
 		}
 		return "", fmt.Errorf("store the agent folder: %w", err)

@@ -33,14 +33,13 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/capstan-dev/capstan/completion"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/skill"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // ScopeName is the instrumentation scope of capstan's spans.
@@ -508,7 +507,7 @@ func (e *Emitter) iterationEnd(data any, now time.Time) {
 	if e.iter.span == nil {
 		return
 	}
-	if ev, ok := decode[loop.IterationEvent](data); ok {
+	if ev, ok := decode[event.IterationEvent](data); ok {
 		attrs := append(e.buf[:0], attribute.Bool(AttrOutcomeComplete, ev.Outcome.Complete), attribute.Bool(AttrOutcomeStop, ev.Outcome.Stop))
 		if s := ev.Summary; s != nil {
 			attrs = append(attrs,
@@ -527,7 +526,7 @@ func (e *Emitter) iterationEnd(data any, now time.Time) {
 
 func (e *Emitter) queryStart(data any, now time.Time) {
 	e.query.end(e.endAt(now)...)
-	ev, _ := decode[loop.QueryStartEvent](data)
+	ev, _ := decode[event.QueryStartEvent](data)
 	provider, model := e.provider, e.model
 	if ev.Model != "" {
 		provider, model = splitModel(ev.Model)
@@ -642,7 +641,7 @@ func (e *Emitter) toolCall(eventType string, data any, now time.Time) {
 }
 
 func (e *Emitter) validator(data any, now time.Time) {
-	ev, ok := decode[completion.ValidatorEvent](data)
+	ev, ok := decode[verify.ValidatorEvent](data)
 	if !ok {
 		return
 	}
@@ -696,7 +695,7 @@ func (e *Emitter) skillEvidence(data any, now time.Time) {
 }
 
 func (e *Emitter) retryPrompt(data any, now time.Time) {
-	ev, ok := decode[completion.RetryPromptEvent](data)
+	ev, ok := decode[verdict.RetryPromptEvent](data)
 	if !ok {
 		return
 	}
@@ -715,7 +714,7 @@ func (e *Emitter) retryPrompt(data any, now time.Time) {
 }
 
 func (e *Emitter) stepTransition(data any, now time.Time) {
-	mv, ok := decode[step.Move](data)
+	mv, ok := decode[verdict.StepMove](data)
 	if !ok {
 		return
 	}
@@ -731,10 +730,10 @@ func (e *Emitter) stepTransition(data any, now time.Time) {
 }
 
 func (e *Emitter) completionCheck(data any, now time.Time) {
-	var r completion.Result
+	var r verdict.CompletionResult
 	if ev, ok := data.(*verdict.CheckEvent); ok { // what the verdict stage emits
-		r = ev.Result
-	} else if r, ok = decode[completion.Result](data); !ok {
+		r = ev.CompletionResult
+	} else if r, ok = decode[verdict.CompletionResult](data); !ok {
 		return
 	}
 	attrs := append(e.buf[:0], attribute.Bool(AttrOutcomeComplete, r.Complete), attribute.Bool(AttrDeclared, r.Declared))
@@ -745,7 +744,7 @@ func (e *Emitter) completionCheck(data any, now time.Time) {
 }
 
 func (e *Emitter) escalation(data any, now time.Time) {
-	ev, ok := decode[step.EscalationEvent](data)
+	ev, ok := decode[verdict.EscalationEvent](data)
 	if !ok {
 		return
 	}
@@ -787,7 +786,7 @@ func (e *Emitter) warning(data any, now time.Time) {
 // error marks the open query (or the iteration) failed and the iteration
 // with it. The message is not exported: errors can quote prompts.
 func (e *Emitter) error(data any, now time.Time) {
-	ev, _ := decode[loop.ErrorEvent](data)
+	ev, _ := decode[event.ErrorEvent](data)
 	code := ev.Code
 	if code == "" {
 		code = "ERROR"

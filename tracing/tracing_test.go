@@ -12,14 +12,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/skill"
-	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // recorder is a journal.Emitter that keeps what it was given.
@@ -66,8 +65,8 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.SetPosition(1, "")
 	e.Emit(journal.IterationStart, nil)
 	e.SetPosition(1, "greet")
-	e.Emit(journal.PromptResolved, loop.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
-	e.Emit(journal.QueryStart, loop.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
+	e.Emit(journal.PromptResolved, event.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
+	e.Emit(journal.QueryStart, event.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
 	e.Emit(journal.ModelRetry, retry.Event{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
 	e.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
 	e.Emit(journal.ToolCall, llm.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
@@ -75,12 +74,12 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.Emit(journal.SessionMessages, llm.SessionMessagesEvent{SessionID: "s1"})
 	e.Emit(journal.QueryResult, &llm.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
 		ToolUses: []llm.ToolUse{{Name: "Write"}, {Name: "Bash"}}})
-	e.Emit(journal.ValidatorResult, completion.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
-	e.Emit(journal.CompletionCheck, completion.Result{Declared: true, Validation: &completion.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
+	e.Emit(journal.ValidatorResult, verify.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
+	e.Emit(journal.CompletionCheck, verdict.CompletionResult{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
 	e.Emit(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}})
-	e.Emit(journal.StepTransition, step.Move{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
+	e.Emit(journal.StepTransition, verdict.StepMove{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
 	e.Emit(journal.Warning, map[string]string{"message": "undefined variable; value was " + secret})
-	e.Emit(journal.IterationEnd, loop.IterationEvent{Summary: &iteration.Summary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
+	e.Emit(journal.IterationEnd, event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
 	end := map[string]any{"success": runErr == nil, "completionReason": "completed", "iterations": 1, "runId": "r1",
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}, "cost": 0.25, "reason": "done " + secret}
 	if runErr != nil {
@@ -208,9 +207,9 @@ func TestErrorEventEndsQueryWithCode(t *testing.T) {
 	e, sr, _ := newTraced(t)
 	e.Emit(journal.RunStart, runStart{RunID: "r1", Model: "script:s.yaml"})
 	e.Emit(journal.IterationStart, nil)
-	e.Emit(journal.QueryStart, loop.QueryStartEvent{Model: "openai:gpt-x"})
-	e.Emit(journal.Error, loop.ErrorEvent{Code: "SDK_AUTH", Message: "prompt was " + secret, Recoverable: false})
-	e.Emit(journal.IterationEnd, loop.IterationEvent{Outcome: loop.OutcomeEvent{Stop: true}})
+	e.Emit(journal.QueryStart, event.QueryStartEvent{Model: "openai:gpt-x"})
+	e.Emit(journal.Error, event.ErrorEvent{Code: "SDK_AUTH", Message: "prompt was " + secret, Recoverable: false})
+	e.Emit(journal.IterationEnd, event.IterationEvent{Outcome: event.OutcomeEvent{Stop: true}})
 	got := byName(sr.Ended())
 	q, ok := got["chat gpt-x"]
 	if !ok {

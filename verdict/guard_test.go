@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/step"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // flag is a guard whose state a test sets.
@@ -17,34 +16,34 @@ type flag struct{ broken bool }
 
 func (f *flag) Name() string { return "flag" }
 
-func (f *flag) Check(context.Context) (completion.ValidationResult, error) {
+func (f *flag) Check(context.Context) (verify.ValidationResult, error) {
 	if f.broken {
-		return completion.ValidationResult{Validator: "flag", Pattern: completion.PatternProtectedChanged,
+		return verify.ValidationResult{Validator: "flag", Pattern: verify.PatternProtectedChanged,
 			Params: map[string]any{"protectedFiles": []string{"modified: a_test.go"}}}, nil
 	}
-	return completion.ValidationResult{Valid: true, Validator: "flag"}, nil
+	return verify.ValidationResult{Valid: true, Validator: "flag"}, nil
 }
 
 // A guard verifies a claim even when no validator is configured, and
 // onFailure skip does not let its failure stand.
 func TestGuardFailsVerificationAndIsNeverSkipped(t *testing.T) {
 	ctx := context.Background()
-	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
-		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
+	reg := agentdir.Registry{EntryStep: "work", Steps: map[string]agentdir.Step{
+		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &agentdir.OnFailure{Action: "skip"}},
 	}}
-	m, err := step.NewMachine(new(reg), step.Options{})
+	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &flag{broken: true}
-	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
-		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
+		Handler: &verdict.Keyword{Keyword: "DONE"}, Retries: verdict.NewRetryHandler(verdict.RetryConfig{}),
 		Guards: []verdict.Guard{g}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v, err := s.Decide(ctx, verdict.Input{Iteration: 1, Summary: summary(1, "DONE", "")})
-	if err != nil || v.Action != verdict.Retry || v.Retry.Pattern != completion.PatternProtectedChanged || v.Validation.Checked[0] != "flag" {
+	if err != nil || v.Action != verdict.Retry || v.Retry.Pattern != verify.PatternProtectedChanged || v.Validation.Checked[0] != "flag" {
 		t.Fatalf("%+v %v", v, err)
 	}
 	// Nothing claimed: the guard does not run, the run goes on.
@@ -80,47 +79,47 @@ func TestCannotCompleteStopsBeforeTheFormatCheck(t *testing.T) {
 // runs is a verifier whose validator passes and prints out.
 type runs struct{ out string }
 
-func (r *runs) Validate(_ context.Context, conds []config.CompletionCondition) (completion.ValidationResult, error) {
-	return completion.ValidationResult{Valid: true, Checked: []string{conds[0].Validator},
-		Runs: []completion.ValidatorRun{{Validator: conds[0].Validator, Command: "go test -v ./...", Output: completion.ValidatorOutput{Stdout: r.out}}}}, nil
+func (r *runs) Validate(_ context.Context, conds []agentdir.CompletionCondition) (verify.ValidationResult, error) {
+	return verify.ValidationResult{Valid: true, Checked: []string{conds[0].Validator},
+		Runs: []verify.ValidatorRun{{Validator: conds[0].Validator, Command: "go test -v ./...", Output: verify.ValidatorOutput{Stdout: r.out}}}}, nil
 }
 
 // lost fails when the test validator printed no test result.
-type lost struct{ seen []completion.ValidatorRun }
+type lost struct{ seen []verify.ValidatorRun }
 
 func (l *lost) Name() string { return "lost" }
 
-func (l *lost) CheckOutputs(_ context.Context, rs []completion.ValidatorRun) (completion.ValidationResult, error) {
+func (l *lost) CheckOutputs(_ context.Context, rs []verify.ValidatorRun) (verify.ValidationResult, error) {
 	l.seen = rs
 	for _, r := range rs {
 		if !strings.Contains(r.Output.Stdout, "--- PASS") {
-			return completion.ValidationResult{Validator: "lost", Pattern: completion.PatternTestsNoneRun}, nil
+			return verify.ValidationResult{Validator: "lost", Pattern: verify.PatternTestsNoneRun}, nil
 		}
 	}
-	return completion.ValidationResult{Valid: true, Validator: "lost"}, nil
+	return verify.ValidationResult{Valid: true, Validator: "lost"}, nil
 }
 
 // An output guard reads what the validators printed once they passed, and
 // like a guard its failure is never let stand by onFailure skip.
 func TestOutputGuardRunsAfterTheValidators(t *testing.T) {
 	ctx := context.Background()
-	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
-		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &config.OnFailure{Action: "skip"}},
+	reg := agentdir.Registry{EntryStep: "work", Steps: map[string]agentdir.Step{
+		"work": {StepID: "work", C2: "work", C3: "main", OnFailure: &agentdir.OnFailure{Action: "skip"}},
 	}}
-	m, err := step.NewMachine(new(reg), step.Options{})
+	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := &runs{out: "ok  \texample.com/app\t0.001s\n"}
 	g := &lost{}
-	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
-		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
+		Handler: &verdict.Keyword{Keyword: "DONE"}, Retries: verdict.NewRetryHandler(verdict.RetryConfig{}),
 		Verifier: v, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{g}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, err := s.Decide(ctx, verdict.Input{Iteration: 1, Summary: summary(1, "DONE", "")})
-	if err != nil || d.Action != verdict.Retry || d.Retry.Pattern != completion.PatternTestsNoneRun ||
+	if err != nil || d.Action != verdict.Retry || d.Retry.Pattern != verify.PatternTestsNoneRun ||
 		!slices.Equal(d.Validation.Checked, []string{"tests", "lost"}) || len(g.seen) != 1 || g.seen[0].Validator != "tests" {
 		t.Fatalf("%+v %v %+v", d, err, g.seen)
 	}
@@ -136,19 +135,19 @@ type idle struct{}
 
 func (idle) Name() string { return "idle" }
 
-func (idle) CheckOutputs(context.Context, []completion.ValidatorRun) (completion.ValidationResult, error) {
-	return completion.ValidationResult{Valid: true}, nil
+func (idle) CheckOutputs(context.Context, []verify.ValidatorRun) (verify.ValidationResult, error) {
+	return verify.ValidationResult{Valid: true}, nil
 }
 
 // An output guard that had nothing to check is not listed as verified.
 func TestIdleOutputGuardIsNotListed(t *testing.T) {
-	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{"work": {StepID: "work", C2: "work", C3: "main"}}}
-	m, err := step.NewMachine(new(reg), step.Options{})
+	reg := agentdir.Registry{EntryStep: "work", Steps: map[string]agentdir.Step{"work": {StepID: "work", C2: "work", C3: "main"}}}
+	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := verdict.New(verdict.Config{Machine: m, Checker: step.NewChecker(step.CheckerConfig{}),
-		Handler: &completion.Keyword{Keyword: "DONE"}, Retries: completion.NewRetryHandler(completion.RetryConfig{}),
+	s, err := verdict.New(verdict.Config{Machine: m, Checker: verdict.NewChecker(verdict.CheckerConfig{}),
+		Handler: &verdict.Keyword{Keyword: "DONE"}, Retries: verdict.NewRetryHandler(verdict.RetryConfig{}),
 		Verifier: &runs{out: "--- PASS: TestAdd (0.00s)\n"}, Validators: []string{"tests"}, OutputGuards: []verdict.OutputGuard{idle{}}})
 	if err != nil {
 		t.Fatal(err)

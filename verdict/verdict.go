@@ -44,13 +44,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/step"
-	"github.com/capstan-dev/capstan/verify/honest"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Action is what a verdict tells the loop to do next.
@@ -82,29 +80,29 @@ const (
 // Schemas resolves a step's outputSchemaRef to its raw schema (shown to the
 // model in a format retry) and its compiled validator.
 type Schemas interface {
-	OutputSchema(ref config.SchemaRef) (json.RawMessage, completion.SchemaValidator, error)
+	OutputSchema(ref agentdir.SchemaRef) (json.RawMessage, verify.SchemaValidator, error)
 }
 
 // Config configures a Stage.
 type Config struct {
 	// Machine is the run's step machine; the stage commits transitions to
 	// it.
-	Machine *step.Machine
+	Machine *Machine
 	// Checker evaluates step checks.
-	Checker *step.Checker
+	Checker *Checker
 	// Handler is the run's completion handler.
-	Handler completion.Handler
+	Handler CompletionHandler
 	// Verifier runs validators.
-	Verifier completion.Verifier
+	Verifier Verifier
 	// Validators are runner.completion.validators: they verify every
 	// completion, whatever the completion type.
 	Validators []string
 	// Format checks structured output against a step's schema.
-	Format *completion.FormatValidator
+	Format *FormatValidator
 	// Schemas resolves outputSchemaRef (required when a step has one).
 	Schemas Schemas
 	// Retries builds the failure patterns' retry prompts.
-	Retries *completion.RetryHandler
+	Retries *RetryHandler
 	// Events receives completion.check, retry.prompt and the committed
 	// step.transition and escalation events (nil = dropped).
 	Events journal.Emitter
@@ -117,7 +115,7 @@ type Config struct {
 	// ValidationSteps are the registry's validationSteps: the conditions,
 	// onFailure and retry-prompt location of the closure steps they are
 	// keyed by.
-	ValidationSteps map[string]config.ValidationStep
+	ValidationSteps map[string]agentdir.ValidationStep
 	// OutputGuards run after the validators passed, on what they printed
 	// (no lost tests), and fail verification like a guard: never let
 	// stand by onFailure skip.
@@ -131,7 +129,7 @@ type Guard interface {
 	Name() string
 	// Check reports a failing result (with a failure pattern and its
 	// params) when the guarded state does not hold.
-	Check(ctx context.Context) (completion.ValidationResult, error)
+	Check(ctx context.Context) (verify.ValidationResult, error)
 }
 
 // OutputGuard is a check of what the validators printed: verification
@@ -143,7 +141,7 @@ type OutputGuard interface {
 	// its params) when the runs break the guard's rule. A passing result
 	// with no Validator means it had nothing to check in these runs (it is
 	// then not listed in "verified").
-	CheckOutputs(ctx context.Context, runs []completion.ValidatorRun) (completion.ValidationResult, error)
+	CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (verify.ValidationResult, error)
 }
 
 // Input is what the stage decides on: the finished iteration.
@@ -152,9 +150,9 @@ type Input struct {
 	Iteration int
 	// Summary is its summary. A format check that recovered JSON from prose
 	// stores it in Summary.StructuredOutput.
-	Summary *iteration.Summary
+	Summary *event.IterationSummary
 	// Summaries are all summaries so far, Summary last.
-	Summaries []iteration.Summary
+	Summaries []event.IterationSummary
 }
 
 // Verdict is the stage's decision on one iteration.
@@ -170,18 +168,18 @@ type Verdict struct {
 	// Step is the step that ran in the iteration.
 	Step string `json:"step"`
 	// Retry is the prompt of the next iteration when Action is Retry.
-	Retry *completion.RetryPromptEvent `json:"retry,omitempty"`
+	Retry *RetryPromptEvent `json:"retry,omitempty"`
 	// Check and Moves are the step check and the transitions it caused
 	// (committed unless Action is Retry).
-	Check step.CheckResult `json:"check"`
-	Moves []step.Move      `json:"moves,omitempty"`
+	Check CheckResult `json:"check"`
+	Moves []StepMove  `json:"moves,omitempty"`
 	// Completion is the completion handler's result.
-	Completion completion.Result `json:"completion"`
+	Completion CompletionResult `json:"completion"`
 	// Validation is the verification, when validators ran.
-	Validation *completion.ValidationResult `json:"validation,omitempty"`
+	Validation *verify.ValidationResult `json:"validation,omitempty"`
 	// CannotComplete is the model's declaration that the task cannot be
 	// done as specified (Action is Stop).
-	CannotComplete *honest.Declaration `json:"cannotComplete,omitempty"`
+	CannotComplete *CannotComplete `json:"cannotComplete,omitempty"`
 	// ClosureVerdict is the "verdict" string of the closure step's answer
 	// when its verified closing completed the run (e.g. "approved"), for a
 	// caller that routes by it.
@@ -206,7 +204,7 @@ func (v Verdict) PromptSource() string {
 // completion handler's claim and what verification made of it. Its JSON is
 // a superset of completion.Result's (older journals decode into it).
 type CheckEvent struct {
-	completion.Result
+	CompletionResult
 	// Verdict is the iteration's Action.
 	Verdict Action `json:"verdict,omitempty"`
 	// Verified lists the validators that ran this iteration, in order.
@@ -220,14 +218,14 @@ type CheckEvent struct {
 // use.
 type Stage struct {
 	cfg       Config
-	attempts  map[string]*completion.RetryBudget // per step: completion attempts
-	fmtBudget map[string]*completion.RetryBudget // per step: format attempts
+	attempts  map[string]*RetryBudget // per step: completion attempts
+	fmtBudget map[string]*RetryBudget // per step: format attempts
 	// intents counts, per step, consecutive answers without a readable
 	// intent (routed steps).
-	intents map[string]*completion.RetryBudget
+	intents map[string]*RetryBudget
 	buf     buffer
-	fork    *step.Machine // reused by every Decide
-	check   CheckEvent    // the completion.check payload, reused
+	fork    *Machine   // reused by every Decide
+	check   CheckEvent // the completion.check payload, reused
 	// lastPattern is, per step, the failure pattern of the last retry.
 	lastPattern map[string]string
 }
@@ -243,7 +241,7 @@ func New(cfg Config) (*Stage, error) {
 		cfg.Events = journal.Discard
 	}
 	if cfg.Format == nil {
-		cfg.Format = completion.NewFormatValidator(completion.FormatConfig{})
+		cfg.Format = NewFormatValidator(FormatConfig{})
 	}
 	// The budgets' maps are made at the first decision that uses them: a
 	// run parked in its first model call holds the Stage without them.
@@ -260,7 +258,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 
 	// 0. The honest way out: a model that says the task cannot be done as
 	// specified ends the run, before anything checks its output.
-	if d, ok := honest.Find(in.Summary); ok {
+	if d, ok := FindCannotComplete(in.Summary); ok {
 		return s.cannotComplete(v, d), nil
 	}
 
@@ -276,7 +274,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	s.buf.reset()
 	s.fork = s.cfg.Machine.Fork(s.fork, &s.buf)
 	fork := s.fork
-	ev, err := fork.Evaluate(ctx, s.cfg.Checker, step.InputFromSummary(in.Summary), step.Outcome{Iteration: in.Iteration}, nil, completion.Context{})
+	ev, err := fork.Evaluate(ctx, s.cfg.Checker, InputFromSummary(in.Summary), StepOutcome{Iteration: in.Iteration}, nil, CompletionContext{})
 	v.Check, v.Moves = ev.Check, ev.Moves
 	if err != nil && errors.Is(err, agenterr.ErrStepIntent) && st.StructuredGate != nil {
 		return s.intentRetry(id, st, err, v)
@@ -289,9 +287,9 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		s.budget(&s.intents, id, st.OnFailure).Reset()
 	}
 	routed := ev.Intent != nil
-	if routed && ev.Intent.Intent == config.IntentAbort {
+	if routed && ev.Intent.Intent == agentdir.IntentAbort {
 		s.commit(fork)
-		return s.cannotComplete(v, honest.Declaration{Iteration: in.Iteration, Reason: ev.Intent.Reason,
+		return s.cannotComplete(v, CannotComplete{Iteration: in.Iteration, Reason: ev.Intent.Reason,
 			Evidence: fmt.Sprintf("step %s emitted intent abort", id)}), nil
 	}
 	if fork.Aborted() {
@@ -305,7 +303,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 
 	// 3. Completion: what does the model (or the budget, or the world)
 	// claim?
-	cr, err := s.cfg.Handler.Check(ctx, completion.Context{Iteration: in.Iteration, Summary: in.Summary,
+	cr, err := s.cfg.Handler.Check(ctx, CompletionContext{Iteration: in.Iteration, Summary: in.Summary,
 		Summaries: in.Summaries, StepComplete: stepDone})
 	if err != nil {
 		return v, err
@@ -316,13 +314,13 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	// intent only a closure step's closing claims it.
 	claimed := cr.Complete || cr.Declared || stepDone
 	everyIteration := false
-	if e, ok := s.cfg.Handler.(completion.EveryIterationVerifier); ok {
+	if e, ok := s.cfg.Handler.(EveryIterationVerifier); ok {
 		everyIteration = e.VerifyEveryIteration()
 	}
 	if routed {
 		claimed, everyIteration = stepDone, false
 	}
-	ver := (&config.Registry{ValidationSteps: s.cfg.ValidationSteps}).VerificationOf(id, st)
+	ver := (&agentdir.Registry{ValidationSteps: s.cfg.ValidationSteps}).VerificationOf(id, st)
 	conds := s.conditions(ver.Conditions)
 	if (len(conds) > 0 || len(s.cfg.Guards) > 0) && (claimed || everyIteration) {
 		vr, err := s.verify(ctx, conds)
@@ -387,9 +385,9 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 // (failFast): the same step runs again with a prompt that names the
 // problem and the schema, under the step's onFailure attempts; then the
 // run stops with STEP_INTENT. The fork is dropped.
-func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (Verdict, error) {
+func (s *Stage) intentRetry(id string, st agentdir.Step, cause error, v Verdict) (Verdict, error) {
 	s.buf.reset()
-	d, err := s.budget(&s.intents, id, st.OnFailure).Next(completion.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
+	d, err := s.budget(&s.intents, id, st.OnFailure).Next(verify.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, cause, cause.Error(), ReasonValidationExhausted
 		s.emitCheck(v)
@@ -406,8 +404,8 @@ func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (
 			problem += "\n" + e.Hint
 		}
 	}
-	text := completion.FormatRetryPrompt(completion.FormatResult{Error: problem}, raw)
-	v.Retry = &completion.RetryPromptEvent{Kind: "format", Step: id, Source: "intent-retry:" + id,
+	text := FormatRetryPrompt(FormatResult{Error: problem}, raw)
+	v.Retry = &RetryPromptEvent{Kind: "format", Step: id, Source: "intent-retry:" + id,
 		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{problem}}
 	v.Action = Retry
 	v.Reason = fmt.Sprintf("no readable intent (%s); attempt %d of %d failed, format retry sent", problem, d.Attempt, d.MaxAttempts)
@@ -417,7 +415,7 @@ func (s *Stage) intentRetry(id string, st config.Step, cause error, v Verdict) (
 }
 
 // cannotComplete stops the run on the model's declaration.
-func (s *Stage) cannotComplete(v Verdict, d honest.Declaration) Verdict {
+func (s *Stage) cannotComplete(v Verdict, d CannotComplete) Verdict {
 	reason := d.Reason
 	if reason == "" {
 		reason = "(the model gave no reason)"
@@ -431,7 +429,7 @@ func (s *Stage) cannotComplete(v Verdict, d honest.Declaration) Verdict {
 }
 
 // verify runs the guards, then the validators; the first failure ends it.
-func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) (completion.ValidationResult, error) {
+func (s *Stage) verify(ctx context.Context, conds []agentdir.CompletionCondition) (verify.ValidationResult, error) {
 	var checked []string
 	for _, g := range s.cfg.Guards {
 		vr, err := g.Check(ctx)
@@ -445,10 +443,10 @@ func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) 
 		}
 	}
 	if len(conds) == 0 {
-		return completion.ValidationResult{Valid: true, Checked: checked}, nil
+		return verify.ValidationResult{Valid: true, Checked: checked}, nil
 	}
 	if s.cfg.Verifier == nil {
-		return completion.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+		return verify.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
 			"validators are configured but the verdict stage has no verifier")
 	}
 	vr, err := s.cfg.Verifier.Validate(ctx, conds)
@@ -473,7 +471,7 @@ func (s *Stage) verify(ctx context.Context, conds []config.CompletionCondition) 
 }
 
 // guarded reports whether a failed verification came from a guard.
-func (s *Stage) guarded(vr completion.ValidationResult) bool {
+func (s *Stage) guarded(vr verify.ValidationResult) bool {
 	for _, g := range s.cfg.Guards {
 		if g.Name() == vr.Validator {
 			return true
@@ -488,7 +486,7 @@ func (s *Stage) guarded(vr completion.ValidationResult) bool {
 }
 
 // closureVerdict is the "verdict" string of a closure step's answer.
-func closureVerdict(sum *iteration.Summary) string {
+func closureVerdict(sum *event.IterationSummary) string {
 	if sum == nil || len(sum.StructuredOutput) == 0 {
 		return ""
 	}
@@ -505,7 +503,7 @@ func closureVerdict(sum *iteration.Summary) string {
 }
 
 // handlerName names the completion handler in messages.
-func (s *Stage) handlerName(cr completion.Result) string {
+func (s *Stage) handlerName(cr CompletionResult) string {
 	if s.cfg.CompletionType != "" {
 		return fmt.Sprintf("the %s completion (%s)", s.cfg.CompletionType, cr.Reason)
 	}
@@ -515,11 +513,11 @@ func (s *Stage) handlerName(cr completion.Result) string {
 // conditions are the step's conditions (its completionConditions or its
 // validation step's validationConditions) followed by the run's
 // validators, each validator once (the first naming it, with its params).
-func (s *Stage) conditions(step []config.CompletionCondition) []config.CompletionCondition {
+func (s *Stage) conditions(step []agentdir.CompletionCondition) []agentdir.CompletionCondition {
 	if len(s.cfg.Validators) == 0 {
 		return step
 	}
-	out := make([]config.CompletionCondition, 0, len(step)+len(s.cfg.Validators))
+	out := make([]agentdir.CompletionCondition, 0, len(step)+len(s.cfg.Validators))
 	seen := make(map[string]bool, cap(out))
 	for _, c := range step {
 		if !seen[c.Validator] {
@@ -530,14 +528,14 @@ func (s *Stage) conditions(step []config.CompletionCondition) []config.Completio
 	for _, name := range s.cfg.Validators {
 		if !seen[name] {
 			seen[name] = true
-			out = append(out, config.CompletionCondition{Validator: name})
+			out = append(out, agentdir.CompletionCondition{Validator: name})
 		}
 	}
 	return out
 }
 
 // commit makes the fork's state the machine's and journals its moves.
-func (s *Stage) commit(fork *step.Machine) {
+func (s *Stage) commit(fork *Machine) {
 	s.cfg.Machine.Commit(fork)
 	s.buf.flush(s.cfg.Events)
 }
@@ -546,7 +544,7 @@ func (s *Stage) emitCheck(v Verdict) {
 	r := v.Completion
 	r.Complete = v.Action == Complete
 	r.Reason = v.Reason
-	s.check = CheckEvent{Result: r, Verdict: v.Action, ClosureVerdict: v.ClosureVerdict}
+	s.check = CheckEvent{CompletionResult: r, Verdict: v.Action, ClosureVerdict: v.ClosureVerdict}
 	if vr := v.Validation; vr != nil {
 		s.check.Verified = vr.Checked
 		if !vr.Valid {
@@ -558,7 +556,7 @@ func (s *Stage) emitCheck(v Verdict) {
 
 // format checks the structured output against the step's schema; done is
 // true when the verdict is made (a format retry or a stop).
-func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *iteration.Summary, v *Verdict) (bool, error) {
+func (s *Stage) format(id string, st agentdir.Step, ref agentdir.SchemaRef, sum *event.IterationSummary, v *Verdict) (bool, error) {
 	if s.cfg.Schemas == nil {
 		return true, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
 			"step %q has an outputSchemaRef but the verdict stage has no schemas", id)
@@ -578,15 +576,15 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 		}
 		return false, nil
 	}
-	d, err := s.budget(&s.fmtBudget, id, st.OnFailure).Next(completion.ValidationResult{Validator: "format", Pattern: "format-invalid"})
+	d, err := s.budget(&s.fmtBudget, id, st.OnFailure).Next(verify.ValidationResult{Validator: "format", Pattern: "format-invalid"})
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeSchemaValidation, agenterr.LayerCompletion, false,
 			"step %q: the model's output still does not match schema %s#%s", id, ref.File, ref.Schema)
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, e, e.Error(), ReasonValidationExhausted
 		return true, nil
 	}
-	text := completion.FormatRetryPrompt(r, raw)
-	v.Retry = &completion.RetryPromptEvent{Kind: "format", Step: id, Source: "format-retry:" + ref.File + "#" + ref.Schema,
+	text := FormatRetryPrompt(r, raw)
+	v.Retry = &RetryPromptEvent{Kind: "format", Step: id, Source: "format-retry:" + ref.File + "#" + ref.Schema,
 		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{r.Error}}
 	v.Action = Retry
 	v.Reason = fmt.Sprintf("output format invalid: %s; attempt %d of %d failed, format retry sent", r.Error, d.Attempt, d.MaxAttempts)
@@ -597,7 +595,7 @@ func (s *Stage) format(id string, st config.Step, ref config.SchemaRef, sum *ite
 // retry applies the step's onFailure after a failed verification. The
 // fork is dropped — the step stays where it was — unless onFailure is skip,
 // which lets the iteration stand.
-func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config.StepVerification, claim string, sum *iteration.Summary, vr completion.ValidationResult, v Verdict, fork *step.Machine) (Verdict, error) {
+func (s *Stage) retry(ctx context.Context, id string, st agentdir.Step, ver agentdir.StepVerification, claim string, sum *event.IterationSummary, vr verify.ValidationResult, v Verdict, fork *Machine) (Verdict, error) {
 	d, err := s.budget(&s.attempts, id, ver.OnFailure).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
@@ -607,7 +605,7 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 		s.emitCheck(v)
 		return v, nil
 	}
-	if d.Action == completion.ActionSkip && !s.guarded(vr) {
+	if d.Action == OnFailureSkip && !s.guarded(vr) {
 		s.commit(fork)
 		v.Action = Complete
 		v.Reason = fmt.Sprintf("%s; %s failed (%s) but onFailure is skip", claim, vr.Validator, vr.Pattern)
@@ -626,14 +624,14 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 		text += "\n\n" + note
 	}
 	if s.lastPattern[id] == vr.Pattern {
-		text += "\n\n" + honest.RetryNote
+		text += "\n\n" + RetryNote
 	}
 	if s.lastPattern == nil {
 		s.lastPattern = map[string]string{}
 	}
 	s.lastPattern[id] = vr.Pattern
 	v.Action = Retry
-	v.Retry = &completion.RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
+	v.Retry = &RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
 		Params: vr.Params, Source: rp.Source, Attempt: d.Attempt, Max: d.MaxAttempts,
 		Text: text, Warnings: rp.Warnings}
 	if claim == "" {
@@ -646,17 +644,17 @@ func (s *Stage) retry(ctx context.Context, id string, st config.Step, ver config
 	return v, nil
 }
 
-func (s *Stage) budget(mp *map[string]*completion.RetryBudget, id string, onFailure *config.OnFailure) *completion.RetryBudget {
+func (s *Stage) budget(mp *map[string]*RetryBudget, id string, onFailure *agentdir.OnFailure) *RetryBudget {
 	if b, ok := (*mp)[id]; ok {
 		return b
 	}
 	if *mp == nil {
-		*mp = map[string]*completion.RetryBudget{}
+		*mp = map[string]*RetryBudget{}
 	}
 	m := *mp
-	b, err := completion.NewRetryBudget(onFailure)
+	b, err := NewRetryBudget(onFailure)
 	if err != nil { // rejected by validation; the default budget is the safe reading
-		b, _ = completion.NewRetryBudget(nil)
+		b, _ = NewRetryBudget(nil)
 	}
 	m[id] = b
 	return b
@@ -675,15 +673,15 @@ func stepError(v Verdict, err error) (Verdict, error) {
 	return v, err
 }
 
-func describeMoves(ev step.Evaluation, cr completion.Result) string {
+func describeMoves(ev StepEvaluation, cr CompletionResult) string {
 	if len(ev.Moves) == 0 {
 		return cr.Reason
 	}
 	last := ev.Moves[len(ev.Moves)-1]
 	switch last.Kind {
-	case step.MoveStay:
+	case MoveStay:
 		return cr.Reason
-	case step.MoveRetry:
+	case MoveRetry:
 		return fmt.Sprintf("step %s check failed (%s); retrying the step", last.From, ev.Check.Reason)
 	}
 	return fmt.Sprintf("step %s → %s (%s)", ev.Moves[0].From, last.To, last.Kind)
@@ -693,8 +691,8 @@ func describeMoves(ev step.Evaluation, cr completion.Result) string {
 // carries: what the model reported and declared last iteration, so it sees
 // the gap between its declaration and the world. The rest of the summary
 // (what was done) is already in the session transcript.
-func declarationNote(s *iteration.Summary) string {
-	d := completion.FormatDeclaration(s)
+func declarationNote(s *event.IterationSummary) string {
+	d := FormatDeclaration(s)
 	if d == "" {
 		return ""
 	}

@@ -8,13 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/iteration"
+	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/schema"
-	"github.com/capstan-dev/capstan/step"
 	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // recorder keeps the stage's events.
@@ -25,7 +24,7 @@ func (r *recorder) Emit(typ string, _ any) { r.types = append(r.types, typ) }
 // schemas serves one compiled schema.
 type schemas struct{ raw json.RawMessage }
 
-func (s schemas) OutputSchema(config.SchemaRef) (json.RawMessage, completion.SchemaValidator, error) {
+func (s schemas) OutputSchema(agentdir.SchemaRef) (json.RawMessage, verify.SchemaValidator, error) {
 	v, err := schema.Compile(s.raw)
 	return s.raw, v, err
 }
@@ -33,31 +32,31 @@ func (s schemas) OutputSchema(config.SchemaRef) (json.RawMessage, completion.Sch
 // stage builds a verdict stage over a two-step registry: "work" (keyword
 // check WORKED → next "finish") and "finish" (outputSchemaRef), with the
 // file validator out-exists verifying every completion in dir.
-func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machine) {
+func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *verdict.Machine) {
 	t.Helper()
-	reg := config.Registry{EntryStep: "work", Steps: map[string]config.Step{
-		"work": {StepID: "work", C2: "work", C3: "main", Check: &config.StepCheck{Type: "keyword", Keywords: []string{"WORKED"},
-			OnPass: config.Transition{Next: "finish"}, OnFail: config.Transition{Retry: true}}},
-		"finish": {StepID: "finish", C2: "finish", C3: "main", OutputSchemaRef: &config.SchemaRef{File: "f.json", Schema: "f"},
-			OnFailure: &config.OnFailure{Action: "retry", MaxAttempts: 2}},
-	}, Validators: map[string]config.Validator{"out-exists": {Type: "file", Path: "out.txt", FailurePattern: "file-not-exists"}}}
-	m, err := step.NewMachine(new(reg), step.Options{Emitter: ev})
+	reg := agentdir.Registry{EntryStep: "work", Steps: map[string]agentdir.Step{
+		"work": {StepID: "work", C2: "work", C3: "main", Check: &agentdir.StepCheck{Type: "keyword", Keywords: []string{"WORKED"},
+			OnPass: agentdir.Transition{Next: "finish"}, OnFail: agentdir.Transition{Retry: true}}},
+		"finish": {StepID: "finish", C2: "finish", C3: "main", OutputSchemaRef: &agentdir.SchemaRef{File: "f.json", Schema: "f"},
+			OnFailure: &agentdir.OnFailure{Action: "retry", MaxAttempts: 2}},
+	}, Validators: map[string]agentdir.Validator{"out-exists": {Type: "file", Path: "out.txt", FailurePattern: "file-not-exists"}}}
+	m, err := verdict.NewMachine(new(reg), verdict.MachineOptions{Emitter: ev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifier, err := completion.NewCompletionValidator(completion.ValidatorConfig{Validators: reg.Validators, WorkDir: dir, Emitter: ev})
+	verifier, err := verify.NewCompletionValidator(verify.ValidatorConfig{Validators: reg.Validators, WorkDir: dir, Emitter: ev})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := verdict.New(verdict.Config{
 		Machine:    m,
-		Checker:    step.NewChecker(step.CheckerConfig{}),
-		Handler:    &completion.Keyword{Keyword: "DONE"},
+		Checker:    verdict.NewChecker(verdict.CheckerConfig{}),
+		Handler:    &verdict.Keyword{Keyword: "DONE"},
 		Verifier:   verifier,
 		Validators: []string{"out-exists"},
-		Format:     completion.NewFormatValidator(completion.FormatConfig{Extract: schema.ExtractJSON}),
+		Format:     verdict.NewFormatValidator(verdict.FormatConfig{Extract: schema.ExtractJSON}),
 		Schemas:    schemas{json.RawMessage(`{"type":"object","required":["done"],"properties":{"done":{"type":"boolean"}}}`)},
-		Retries:    completion.NewRetryHandler(completion.RetryConfig{}),
+		Retries:    verdict.NewRetryHandler(verdict.RetryConfig{}),
 		Events:     ev,
 	})
 	if err != nil {
@@ -66,8 +65,8 @@ func stage(t *testing.T, dir string, ev *recorder) (*verdict.Stage, *step.Machin
 	return s, m
 }
 
-func summary(i int, text, structured string) *iteration.Summary {
-	return &iteration.Summary{Iteration: i, AssistantResponses: []string{text}, StructuredOutput: json.RawMessage(structured)}
+func summary(i int, text, structured string) *event.IterationSummary {
+	return &event.IterationSummary{Iteration: i, AssistantResponses: []string{text}, StructuredOutput: json.RawMessage(structured)}
 }
 
 // TestDecideInOrder walks the four stages: a step check that moves on, a

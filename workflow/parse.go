@@ -8,17 +8,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/internal/jsonpos"
 )
 
 // Load reads and validates the workflow file at path. The result holds
 // every problem; the workflow is nil only when the file cannot be read or
 // is not a JSON object. A workflow with errors must not be run.
-func Load(path string) (*Workflow, config.ValidationResult) {
+func Load(path string) (*Workflow, agentdir.ValidationResult) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, config.NewValidationResult(config.Problem{Code: CodeRead, File: path,
+		return nil, agentdir.NewValidationResult(agentdir.Problem{Code: CodeRead, File: path,
 			Message: fmt.Sprintf("cannot read the workflow file: %v", err),
 			Hint:    "pass the workflow file with --workflow FILE (climpt keeps it at .agent/workflow.json)"})
 	}
@@ -27,7 +27,7 @@ func Load(path string) (*Workflow, config.ValidationResult) {
 
 // Parse reads a workflow file's bytes (name is the file named in
 // problems) and validates it.
-func Parse(name string, raw []byte) (*Workflow, config.ValidationResult) {
+func Parse(name string, raw []byte) (*Workflow, agentdir.ValidationResult) {
 	p := &parser{file: name, pos: jsonpos.New(raw)}
 	w := p.parse(raw)
 	if w != nil {
@@ -35,7 +35,7 @@ func Parse(name string, raw []byte) (*Workflow, config.ValidationResult) {
 	}
 	for _, d := range p.pos.Duplicates() {
 		line, col := p.pos.Position(d.Offset)
-		p.problems = append(p.problems, config.Problem{Code: CodeDuplicateKey, Severity: config.SeverityError, File: name,
+		p.problems = append(p.problems, agentdir.Problem{Code: CodeDuplicateKey, Severity: agentdir.SeverityError, File: name,
 			Pointer: d.Pointer, Line: line, Column: col, Message: "this member is written twice in its object; JSON readers keep only one of them",
 			Hint: "remove one of the two"})
 	}
@@ -45,26 +45,26 @@ func Parse(name string, raw []byte) (*Workflow, config.ValidationResult) {
 			pr.Line, pr.Column = p.pos.Locate(pr.Pointer, true)
 		}
 	}
-	return w, config.NewValidationResult(p.problems...)
+	return w, agentdir.NewValidationResult(p.problems...)
 }
 
 type parser struct {
 	file     string
 	pos      *jsonpos.Index
-	problems []config.Problem
+	problems []agentdir.Problem
 }
 
-func (p *parser) add(sev config.Severity, code, ptr, hint, format string, args ...any) {
-	p.problems = append(p.problems, config.Problem{Code: code, Severity: sev, File: p.file, Pointer: ptr,
+func (p *parser) add(sev agentdir.Severity, code, ptr, hint, format string, args ...any) {
+	p.problems = append(p.problems, agentdir.Problem{Code: code, Severity: sev, File: p.file, Pointer: ptr,
 		Message: fmt.Sprintf(format, args...), Hint: hint})
 }
 
 func (p *parser) errorf(code, ptr, format string, args ...any) {
-	p.add(config.SeverityError, code, ptr, "", format, args...)
+	p.add(agentdir.SeverityError, code, ptr, "", format, args...)
 }
 
 func (p *parser) warnf(code, ptr, format string, args ...any) {
-	p.add(config.SeverityWarning, code, ptr, "", format, args...)
+	p.add(agentdir.SeverityWarning, code, ptr, "", format, args...)
 }
 
 // object decodes an object member list, reporting a wrong type.
@@ -83,7 +83,7 @@ func (p *parser) fields(ms []member, ptr string, known ...string) map[string]jso
 	out := map[string]json.RawMessage{}
 	for _, m := range ms {
 		if !contains(known, m.Name) {
-			p.add(config.SeverityWarning, CodeUnknownField, ptr+"/"+escape(m.Name),
+			p.add(agentdir.SeverityWarning, CodeUnknownField, ptr+"/"+escape(m.Name),
 				"remove it, or check its spelling against docs/workflows.md",
 				"%q is not a field of %s: neither capstan nor climpt reads it (climpt's schema rejects it)", m.Name, where(ptr))
 			continue
@@ -148,13 +148,13 @@ func (p *parser) strMap(raw json.RawMessage, ptr, what string) ([]member, map[st
 func (p *parser) parse(raw []byte) *Workflow {
 	ms, err := members(raw)
 	if err != nil {
-		p.add(config.SeverityError, CodeJSON, "", "fix the JSON syntax (a trailing comma or a missing quote is the usual cause)",
+		p.add(agentdir.SeverityError, CodeJSON, "", "fix the JSON syntax (a trailing comma or a missing quote is the usual cause)",
 			"the workflow file is not a JSON object: %v", err)
 		return nil
 	}
 	var rest json.RawMessage
 	if json.Unmarshal(raw, &rest) != nil {
-		p.add(config.SeverityError, CodeJSON, "", "fix the JSON syntax", "the workflow file is not valid JSON")
+		p.add(agentdir.SeverityError, CodeJSON, "", "fix the JSON syntax", "the workflow file is not valid JSON")
 		return nil
 	}
 	top := p.fields(ms, "", "$schema", "version", "phases", "labelMapping", "labels", "agents", "rules",
@@ -166,7 +166,7 @@ func (p *parser) parse(raw []byte) *Workflow {
 	}
 	for _, req := range []string{"version", "phases", "labelMapping", "agents"} {
 		if _, ok := top[req]; !ok {
-			p.add(config.SeverityError, CodeRequired, "", "add it (see docs/workflows.md)", "the workflow has no %q (required)", req)
+			p.add(agentdir.SeverityError, CodeRequired, "", "add it (see docs/workflows.md)", "the workflow has no %q (required)", req)
 		}
 	}
 	if v, ok := top["version"]; ok {

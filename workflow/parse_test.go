@@ -1,14 +1,13 @@
 package workflow
 
 import (
+	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
-func codes(ps []config.Problem) []string {
+func codes(ps []agentdir.Problem) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.Code)
@@ -46,36 +45,36 @@ func TestParseReportsEveryProblem(t *testing.T) {
 "labelMapping":{"go":"a","done":"d","stop":"b"},"agents":{"x":{"role":"transformer","outputPhase":"d","fallbackPhase":"b"}}`
 	cases := []struct {
 		name, json, code string
-		sev              config.Severity
+		sev              agentdir.Severity
 	}{
-		{"not json", `{"version":`, CodeJSON, config.SeverityError},
-		{"missing phases", `{"version":"1","labelMapping":{"a":"b"},"agents":{}}`, CodeRequired, config.SeverityError},
-		{"unknown top field", base + `,"phasez":{}}`, CodeUnknownField, config.SeverityWarning},
-		{"bad phase type", strings.Replace(base, `"type":"blocking"`, `"type":"stop"`, 1) + `}`, CodePhaseType, config.SeverityError},
-		{"actionable without agent", strings.Replace(base, `,"agent":"x"`, ``, 1) + `}`, CodePhaseAgent, config.SeverityError},
-		{"actionable without priority", strings.Replace(base, `"priority":1,`, ``, 1) + `}`, CodePhasePrio, config.SeverityError},
-		{"unknown agent", strings.Replace(base, `"agent":"x"`, `"agent":"y"`, 1) + `}`, CodeRefAgent, config.SeverityError},
-		{"label to unknown phase", strings.Replace(base, `"go":"a"`, `"go":"zz"`, 1) + `}`, CodeRefPhase, config.SeverityError},
-		{"unknown output phase", strings.Replace(base, `"outputPhase":"d"`, `"outputPhase":"q"`, 1) + `}`, CodeRefPhase, config.SeverityError},
-		{"bad role", strings.Replace(base, `"role":"transformer"`, `"role":"judge"`, 1) + `}`, CodeRole, config.SeverityError},
-		{"maxCycles 0", base + `,"rules":{"maxCycles":0}}`, CodeRule, config.SeverityError},
-		{"negative delay", base + `,"rules":{"cycleDelayMs":-1}}`, CodeRule, config.SeverityError},
-		{"rate limit inert", base + `,"rules":{"rateLimitThreshold":0.9}}`, CodeInert, config.SeverityWarning},
-		{"closeCondition alone", strings.Replace(base, `"fallbackPhase":"b"`, `"fallbackPhase":"b","closeCondition":"success"`, 1) + `}`, CodeCloseCond, config.SeverityError},
-		{"label spec missing", base + `,"labels":{"go":{"color":"ffffff","description":"g"}}}`, CodeLabelSpec, config.SeverityError},
-		{"label color", base + `,"labels":{"go":{"color":"#fff","description":"g"},"done":{"color":"ffffff"},"stop":{"color":"ffffff"}}}`, CodeLabelSpec, config.SeverityError},
-		{"template never posted", base + `,"handoff":{"commentTemplates":{"xSucces":"hi"}}}`, CodeTemplateUnused, config.SeverityWarning},
-		{"priority on terminal", strings.Replace(base, `"d":{"type":"terminal"}`, `"d":{"type":"terminal","priority":2}`, 1) + `}`, CodeInert, config.SeverityWarning},
-		{"duplicate key", base + `,"version":"2"}`, CodeDuplicateKey, config.SeverityError},
-		{"bad payload expr", base + `,"handoffs":[{"id":"h","when":{"fromAgent":"x","outcome":"success"},"emit":{"type":"t","schemaRef":"s","path":"p"},"payloadFrom":{"k":"agent.result.x"},"persistPayloadTo":"none"}]}`, CodeHandoff, config.SeverityError},
-		{"handoff from undispatched agent", base + `,"handoffs":[{"id":"h","when":{"fromAgent":"rev","outcome":"ok"},"emit":{"type":"t","schemaRef":"s","path":"p"},"payloadFrom":{"k":"'v'"},"persistPayloadTo":"none"}]}`, CodeHandoffUnreached, config.SeverityWarning},
-		{"phase without label", strings.Replace(base, `"stop":"b"`, `"halt":"d"`, 1) + `}`, CodePhaseNoLabel, config.SeverityWarning},
-		{"close never happens", strings.Replace(base, `"outputPhase":"d","fallbackPhase":"b"`, `"outputPhase":"b","fallbackPhase":"b","closeOnComplete":true`, 1) + `}`, CodeInert, config.SeverityWarning},
+		{"not json", `{"version":`, CodeJSON, agentdir.SeverityError},
+		{"missing phases", `{"version":"1","labelMapping":{"a":"b"},"agents":{}}`, CodeRequired, agentdir.SeverityError},
+		{"unknown top field", base + `,"phasez":{}}`, CodeUnknownField, agentdir.SeverityWarning},
+		{"bad phase type", strings.Replace(base, `"type":"blocking"`, `"type":"stop"`, 1) + `}`, CodePhaseType, agentdir.SeverityError},
+		{"actionable without agent", strings.Replace(base, `,"agent":"x"`, ``, 1) + `}`, CodePhaseAgent, agentdir.SeverityError},
+		{"actionable without priority", strings.Replace(base, `"priority":1,`, ``, 1) + `}`, CodePhasePrio, agentdir.SeverityError},
+		{"unknown agent", strings.Replace(base, `"agent":"x"`, `"agent":"y"`, 1) + `}`, CodeRefAgent, agentdir.SeverityError},
+		{"label to unknown phase", strings.Replace(base, `"go":"a"`, `"go":"zz"`, 1) + `}`, CodeRefPhase, agentdir.SeverityError},
+		{"unknown output phase", strings.Replace(base, `"outputPhase":"d"`, `"outputPhase":"q"`, 1) + `}`, CodeRefPhase, agentdir.SeverityError},
+		{"bad role", strings.Replace(base, `"role":"transformer"`, `"role":"judge"`, 1) + `}`, CodeRole, agentdir.SeverityError},
+		{"maxCycles 0", base + `,"rules":{"maxCycles":0}}`, CodeRule, agentdir.SeverityError},
+		{"negative delay", base + `,"rules":{"cycleDelayMs":-1}}`, CodeRule, agentdir.SeverityError},
+		{"rate limit inert", base + `,"rules":{"rateLimitThreshold":0.9}}`, CodeInert, agentdir.SeverityWarning},
+		{"closeCondition alone", strings.Replace(base, `"fallbackPhase":"b"`, `"fallbackPhase":"b","closeCondition":"success"`, 1) + `}`, CodeCloseCond, agentdir.SeverityError},
+		{"label spec missing", base + `,"labels":{"go":{"color":"ffffff","description":"g"}}}`, CodeLabelSpec, agentdir.SeverityError},
+		{"label color", base + `,"labels":{"go":{"color":"#fff","description":"g"},"done":{"color":"ffffff"},"stop":{"color":"ffffff"}}}`, CodeLabelSpec, agentdir.SeverityError},
+		{"template never posted", base + `,"handoff":{"commentTemplates":{"xSucces":"hi"}}}`, CodeTemplateUnused, agentdir.SeverityWarning},
+		{"priority on terminal", strings.Replace(base, `"d":{"type":"terminal"}`, `"d":{"type":"terminal","priority":2}`, 1) + `}`, CodeInert, agentdir.SeverityWarning},
+		{"duplicate key", base + `,"version":"2"}`, CodeDuplicateKey, agentdir.SeverityError},
+		{"bad payload expr", base + `,"handoffs":[{"id":"h","when":{"fromAgent":"x","outcome":"success"},"emit":{"type":"t","schemaRef":"s","path":"p"},"payloadFrom":{"k":"agent.result.x"},"persistPayloadTo":"none"}]}`, CodeHandoff, agentdir.SeverityError},
+		{"handoff from undispatched agent", base + `,"handoffs":[{"id":"h","when":{"fromAgent":"rev","outcome":"ok"},"emit":{"type":"t","schemaRef":"s","path":"p"},"payloadFrom":{"k":"'v'"},"persistPayloadTo":"none"}]}`, CodeHandoffUnreached, agentdir.SeverityWarning},
+		{"phase without label", strings.Replace(base, `"stop":"b"`, `"halt":"d"`, 1) + `}`, CodePhaseNoLabel, agentdir.SeverityWarning},
+		{"close never happens", strings.Replace(base, `"outputPhase":"d","fallbackPhase":"b"`, `"outputPhase":"b","fallbackPhase":"b","closeOnComplete":true`, 1) + `}`, CodeInert, agentdir.SeverityWarning},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, res := Parse("wf.json", []byte(c.json))
-			var found *config.Problem
+			var found *agentdir.Problem
 			for _, p := range res.Problems() {
 				if p.Code == c.code {
 					found = &p
@@ -91,7 +90,7 @@ func TestParseReportsEveryProblem(t *testing.T) {
 			if found.File != "wf.json" || (c.code != CodeRequired && found.Line == 0) {
 				t.Fatalf("problem not located: %+v", *found)
 			}
-			if c.sev == config.SeverityWarning && !res.Valid() {
+			if c.sev == agentdir.SeverityWarning && !res.Valid() {
 				t.Fatalf("a warning case is invalid: %v", res.Errors())
 			}
 		})

@@ -2,12 +2,11 @@ package workflow
 
 import (
 	"fmt"
+	"github.com/capstan-dev/capstan/agentdir"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/capstan-dev/capstan/config"
 )
 
 // Problem codes of a workflow file. Errors stop `workflow run`; warnings
@@ -256,7 +255,7 @@ func (p *parser) templates(w *Workflow) {
 		if guess := closestTemplateKey(w, key); guess != "" {
 			hint = fmt.Sprintf("rename it to %q to post it on that move", guess)
 		}
-		p.add(config.SeverityWarning, CodeTemplateUnused, "/handoff/commentTemplates/"+escape(key), hint,
+		p.add(agentdir.SeverityWarning, CodeTemplateUnused, "/handoff/commentTemplates/"+escape(key), hint,
 			"comment template %q is never posted: a move looks up <agent><Outcome> and <agent>To<Outcome> with the outcome as written (first letter upper-cased), and no agent/outcome of this workflow gives %q (climpt posts nothing there either)", key, key)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -22,7 +22,7 @@ const allowKeyInAncestorsFlag = "allow-key-in-ancestors"
 // validators, subprocess steps and MCP servers run in the sandbox: the
 // agent does not opt out, and, where it sets allowUnsandboxed, the
 // machine can sandbox.
-func toolsSandboxed(ctx context.Context, def *config.Agent) bool {
+func toolsSandboxed(ctx context.Context, def *agentdir.Agent) bool {
 	sb := def.Definition().Runner.Boundaries.Sandbox
 	if !sb.On() {
 		return false

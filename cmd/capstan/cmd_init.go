@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/schemas"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // agentNameRE is agent.json's name rule (schemas/agent.schema.json).
@@ -56,9 +56,9 @@ half-written.`,
 // then run it offline in a fresh work dir next to it. They work as printed
 // from the directory init ran in.
 func nextCommands(target, name string) string {
-	work := completion.ShellQuote(target + "-work")
+	work := verify.ShellQuote(target + "-work")
 	return fmt.Sprintf("next:\n  capstan validate %s\n  mkdir -p %s && capstan run %s --workdir %s\n",
-		completion.ShellQuote(target), work, completion.ShellQuote(target), work)
+		verify.ShellQuote(target), work, verify.ShellQuote(target), work)
 }
 
 // scaffoldAgent writes a new agent folder parent/name and returns its path.

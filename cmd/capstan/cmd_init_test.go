@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/completion"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 func TestInitScaffold(t *testing.T) {
@@ -32,11 +32,11 @@ func TestInitScaffold(t *testing.T) {
 	}
 	// The scaffold passes validation with no warnings, and its step prompt
 	// uses the parameter it declares.
-	res := config.Check(dir, agent.ValidateOptions())
+	res := agentdir.Check(dir, agent.ValidateOptions())
 	if len(res.Problems()) != 0 {
 		t.Fatalf("scaffold has problems: %v", res.Problems())
 	}
-	ag, err := config.LoadAndValidate(dir, config.ValidateOptions{})
+	ag, err := agentdir.LoadAndValidate(dir, agentdir.ValidateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestInitReadOnlyParent(t *testing.T) {
 func capstanOnPath(t *testing.T) []string {
 	t.Helper()
 	bin := t.TempDir()
-	shim := "#!/bin/sh\nCAPSTAN_TEST_CLI=1 exec " + completion.ShellQuote(os.Args[0]) + " -test.run='^$' -- \"$@\"\n"
+	shim := "#!/bin/sh\nCAPSTAN_TEST_CLI=1 exec " + verify.ShellQuote(os.Args[0]) + " -test.run='^$' -- \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "capstan"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}

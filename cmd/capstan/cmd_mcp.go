@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/mcp"
@@ -48,7 +48,7 @@ not be started or reached.`,
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			def, err := config.LoadAndValidate(args[0], agent.ValidateOptions())
+			def, err := agentdir.LoadAndValidate(args[0], agent.ValidateOptions())
 			if err != nil {
 				return configError(cmd.ErrOrStderr(), err, args[0], true)
 			}
@@ -63,7 +63,7 @@ not be started or reached.`,
 			r := def.Definition().Runner
 			sb := r.Boundaries.Sandbox
 			if noSandbox {
-				sb = &config.Sandbox{Enabled: new(bool)}
+				sb = &agentdir.Sandbox{Enabled: new(bool)}
 			}
 			box, err := sandbox.NewCommandRunner(cmd.Context(), sb)
 			if err != nil {

@@ -16,14 +16,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/retry"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -246,7 +244,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 
 // registerParamFlags adds one flag per declared parameter and returns
 // parameter name → flag name.
-func registerParamFlags(fs *pflag.FlagSet, def *config.Agent) map[string]string {
+func registerParamFlags(fs *pflag.FlagSet, def *agentdir.Agent) map[string]string {
 	out := map[string]string{}
 	for _, p := range def.Params() {
 		flagName := strings.TrimPrefix(p.Flag, "--")
@@ -290,7 +288,7 @@ func (p *paramValue) Type() string {
 	return "string"
 }
 
-func paramFlagNames(def *config.Agent) []string {
+func paramFlagNames(def *agentdir.Agent) []string {
 	var out []string
 	for _, p := range def.Params() {
 		out = append(out, p.Flag)
@@ -300,7 +298,7 @@ func paramFlagNames(def *config.Agent) []string {
 
 // executeRun builds, starts, runs and stops the agent, printing progress
 // and the result, and maps the outcome to an exit code.
-func executeRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *definition.Resume) error {
+func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *agentdir.SnapshotResume) error {
 	stderr := cmd.ErrOrStderr()
 	// Seed 002 loadAndValidate: configuration warnings are logged, not
 	// swallowed (they are also in the journal).
@@ -514,8 +512,8 @@ func resumeCommand(r *agent.Result) string {
 		return ""
 	}
 	cmd := "capstan resume " + r.RunID
-	if r.CompletionReason == loop.ReasonMaxIterations {
-		n := min(2*max(r.Iterations, 1), loop.HardLimit)
+	if r.CompletionReason == agent.ReasonMaxIterations {
+		n := min(2*max(r.Iterations, 1), agent.HardLimit)
 		if n <= r.Iterations {
 			return ""
 		}
@@ -588,7 +586,7 @@ func printSummaryOn(w io.Writer, r *agent.Result, resumeArgs string) {
 // is the agent folder the problems' files are relative to; when the folder
 // on disk is what was checked, the last line says how to check it again.
 func printConfigError(w io.Writer, err error, dir string, onDisk bool) {
-	var ve *config.ValidationError
+	var ve *agentdir.ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems() {
 			fmt.Fprintln(w, problemLine(dir, p))
@@ -715,7 +713,7 @@ Both choices are journaled. A run whose recorded definition is missing
 // resumeOptions fills the flags not given on the command line from the
 // options rec was started with, and checks that the transcript goes where
 // the run was talking unless a flag says otherwise.
-func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def *config.Agent, stderr io.Writer) error {
+func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def *agentdir.Agent, stderr io.Writer) error {
 	start := rec.Start
 	if err := flags.checkBaseURL(); err != nil {
 		return withExit(exitUsage, err)

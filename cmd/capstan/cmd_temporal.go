@@ -20,12 +20,10 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/scaleout"
 )
 
@@ -177,7 +175,7 @@ with GH_TOKEN or gh auth login; one outside --work-root), or write the
 // executeTemporalRun starts the run as a workflow and follows it like a
 // local run: progress, result, --json and exit code. Ctrl-C cancels the
 // run (its iteration is interrupted, as locally).
-func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) error {
+func executeTemporalRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string) error {
 	in, c, err := submitOne(ctx, cmd, def, flags, params)
 	if err != nil {
 		return err
@@ -261,13 +259,13 @@ func followTemporalRun(ctx context.Context, cmd *cobra.Command, flags runFlags, 
 				continue
 			}
 			printed = o.Iteration
-			tools := make([]iteration.ToolUsage, len(o.Tools))
+			tools := make([]event.ToolUsage, len(o.Tools))
 			for i, name := range o.Tools {
 				tools[i].Name = name
 			}
-			progress.Consume(event.Event{Type: journal.IterationEnd, Iteration: o.Iteration, Step: o.Step, Data: &loop.IterationEvent{
-				Summary: &iteration.Summary{Iteration: o.Iteration, StepID: o.Step, ToolsUsed: tools},
-				Outcome: loop.OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}, RunUsage: o.Usage, RunCostUSD: o.CostUSD}})
+			progress.Consume(event.Event{Type: journal.IterationEnd, Iteration: o.Iteration, Step: o.Step, Data: &event.IterationEvent{
+				Summary: &event.IterationSummary{Iteration: o.Iteration, StepID: o.Step, ToolsUsed: tools},
+				Outcome: event.OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}, RunUsage: o.Usage, RunCostUSD: o.CostUSD}})
 		}
 	}
 	// A run no worker takes waits on the server: say so once.
@@ -354,7 +352,7 @@ func feedJournalEvent(p *progressPrinter, ev journal.Event) {
 	case journal.PromptResolved:
 		p.Consume(event.Event{Type: ev.Type, Iteration: ev.Iteration, Step: ev.Step})
 	case journal.IterationEnd:
-		var it loop.IterationEvent
+		var it event.IterationEvent
 		if json.Unmarshal(ev.Data, &it) == nil && it.Summary != nil && !it.Outcome.Redo {
 			p.Consume(event.Event{Type: ev.Type, Iteration: ev.Iteration, Step: ev.Step, Data: &it})
 		}
@@ -375,7 +373,7 @@ func feedJournalEvent(p *progressPrinter, ev journal.Event) {
 }
 
 // submitOne prepares and starts one run.
-func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, client.Client, error) {
+func submitOne(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, client.Client, error) {
 	c, err := flags.temporal.dial(ctx, cmd.ErrOrStderr())
 	if err != nil {
 		return nil, nil, err
@@ -388,7 +386,7 @@ func submitOne(ctx context.Context, cmd *cobra.Command, def *config.Agent, flags
 	return in, c, nil
 }
 
-func startRun(ctx context.Context, c client.Client, def *config.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
+func startRun(ctx context.Context, c client.Client, def *agentdir.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
 	if _, err := def.ResolveParams(params); err != nil {
 		return nil, withExit(exitUsage, err)
 	}

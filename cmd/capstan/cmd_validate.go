@@ -9,8 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // oneShotGCPercent is the collector's target while validate runs. The
@@ -74,25 +73,25 @@ in docs/configuration.md.`,
 // reads the folder once into a definition snapshot and checks that; the
 // snapshot's digest is returned ("" when the folder cannot be read), the
 // same digest a run of this folder records.
-func validateAgentDir(dir string) (config.ValidationResult, string, error) {
-	snap, def, reg, err := definition.TakeConfig(dir, definition.Options{})
+func validateAgentDir(dir string) (agentdir.ValidationResult, string, error) {
+	snap, def, reg, err := agentdir.TakeConfigSnapshot(dir, agentdir.SnapshotOptions{})
 	if err != nil {
-		return config.NewValidationResult(config.ProblemFromError(err)), "", nil
+		return agentdir.NewValidationResult(agentdir.ProblemFromError(err)), "", nil
 	}
-	return config.CheckLoaded(snap, dir, def, reg, agent.ValidateOptions()), snap.Digest(), nil
+	return agentdir.CheckLoaded(snap, dir, def, reg, agent.ValidateOptions()), snap.Digest(), nil
 }
 
 // validateJSON is what `capstan validate --json` prints: the validation
 // result ({"valid", "errors", "warnings"}, as config.ValidationResult
 // renders it) and the definition digest.
 type validateJSON struct {
-	Valid            bool             `json:"valid"`
-	Errors           []config.Problem `json:"errors"`
-	Warnings         []config.Problem `json:"warnings"`
-	DefinitionDigest string           `json:"definitionDigest,omitempty"`
+	Valid            bool               `json:"valid"`
+	Errors           []agentdir.Problem `json:"errors"`
+	Warnings         []agentdir.Problem `json:"warnings"`
+	DefinitionDigest string             `json:"definitionDigest,omitempty"`
 }
 
-func summary(dir string, res config.ValidationResult) string {
+func summary(dir string, res agentdir.ValidationResult) string {
 	e, w := len(res.Errors()), len(res.Warnings())
 	if res.Valid() {
 		return fmt.Sprintf("%s: valid (%s)", dir, plural(w, "warning"))
@@ -102,7 +101,7 @@ func summary(dir string, res config.ValidationResult) string {
 
 // problemLine is p as one line, its file named from the current directory
 // (dir is the agent folder its file is relative to; "" leaves it as is).
-func problemLine(dir string, p config.Problem) string {
+func problemLine(dir string, p agentdir.Problem) string {
 	if p.File != "" && dir != "" {
 		p.File = filepath.Join(dir, p.File)
 	}

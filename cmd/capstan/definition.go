@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // modelArg returns the value of --model among raw `run` arguments ("" when
@@ -34,14 +33,14 @@ func modelArg(args []string) string {
 // match its digest); the agent folder on disk is compared with it and every
 // difference is printed to w. With reload, the folder's current files are
 // used instead.
-func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model string) (*config.Agent, *definition.Resume, error) {
+func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model string) (*agentdir.Agent, *agentdir.SnapshotResume, error) {
 	recorded := rec.Definition()
 	dir := rec.Start.AgentDir
-	res := &definition.Resume{Reloaded: reload}
+	res := &agentdir.SnapshotResume{Reloaded: reload}
 	if recorded != nil {
 		res.RecordedDigest = recorded.Digest
 	}
-	pinned, perr := definition.Open(filepath.Dir(rec.Journal), recorded, dir)
+	pinned, perr := agentdir.OpenSnapshot(filepath.Dir(rec.Journal), recorded, dir)
 	if perr != nil && !reload {
 		return nil, nil, perr
 	}
@@ -49,7 +48,7 @@ func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model stri
 	if model != "" {
 		models = append(models, model)
 	}
-	current, cerr := definition.Take(dir, definition.Options{Models: models})
+	current, cerr := agentdir.TakeSnapshot(dir, agentdir.SnapshotOptions{Models: models})
 	if reload {
 		if cerr != nil {
 			return nil, nil, cerr
@@ -61,7 +60,7 @@ func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model stri
 		}
 		fmt.Fprintf(w, "resume: --reload-definition: continuing with the agent folder's current files %s (recorded %s)\n", current.Digest(), orNone(res.RecordedDigest))
 		printChanges(w, res.Changes)
-		def, err := config.LoadAndValidateFS(current, dir, agent.ValidateOptions())
+		def, err := agentdir.LoadAndValidateFS(current, dir, agent.ValidateOptions())
 		return def, res, err
 	}
 	if cerr != nil {
@@ -71,11 +70,11 @@ func resumeDefinition(w io.Writer, rec *agent.RunRecord, reload bool, model stri
 		fmt.Fprintf(w, "resume: the agent folder %s differs from the definition recorded with run %s; continuing with the recorded definition %s (pass --reload-definition to use the current files):\n", dir, rec.ID, pinned.Digest())
 		printChanges(w, res.Changes)
 	}
-	def, err := config.LoadAndValidateFS(pinned, dir, agent.ValidateOptions())
+	def, err := agentdir.LoadAndValidateFS(pinned, dir, agent.ValidateOptions())
 	return def, res, err
 }
 
-func printChanges(w io.Writer, changes []definition.Change) {
+func printChanges(w io.Writer, changes []agentdir.SnapshotChange) {
 	for _, c := range changes {
 		fmt.Fprintf(w, "  %-8s %s\n", c.Kind, c.Path)
 	}
@@ -92,7 +91,7 @@ func orNone(s string) string {
 // a run started with and, for each resume, which definition it continued
 // with. A run that recorded no definition (a skill run, or one recorded
 // before definitions were pinned) prints nothing.
-func printDefinitions(w io.Writer, recs []*definition.Record) {
+func printDefinitions(w io.Writer, recs []*agentdir.SnapshotRecord) {
 	for i, d := range recs {
 		r := d.Resume
 		switch {

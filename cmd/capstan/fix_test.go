@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // needTool fails the test in CI (CI installs every tool the tests use)
@@ -159,7 +159,7 @@ func TestFixGoModuleOnATerminal(t *testing.T) {
 	}
 	needSandbox(t)
 	repo, script := fixRepo(t, "go")
-	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+completion.ShellQuote(script))
+	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+verify.ShellQuote(script))
 	checkFixRun(t, code, out, "go test -count=1 -v ./...")
 }
 
@@ -170,7 +170,7 @@ func TestFixPytestProjectOnATerminal(t *testing.T) {
 	needSandbox(t)
 	needSystemPytest(t)
 	repo, script := fixRepo(t, "pytest")
-	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+completion.ShellQuote(script))
+	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+verify.ShellQuote(script))
 	checkFixRun(t, code, out, "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider")
 }
 
@@ -217,7 +217,7 @@ func TestFixJestPackageOnATerminal(t *testing.T) {
 	if out, err := exec.Command("cp", "-R", modules, filepath.Join(repo, "node_modules")).CombinedOutput(); err != nil {
 		t.Fatalf("copy node_modules: %v\n%s", err, out)
 	}
-	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+completion.ShellQuote(script))
+	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+verify.ShellQuote(script))
 	checkFixRun(t, code, out, "npx --no-install jest --ci --verbose")
 }
 
@@ -229,7 +229,7 @@ func TestFixPrintAgentRunsTheSame(t *testing.T) {
 	repo, script := fixRepo(t, "pytest")
 	folder := filepath.Join(t.TempDir(), "fixer")
 	sh := pasteShell(t, repo)
-	code, out := sh("capstan fix 'make the failing tests pass' --check 'lint=python3 -c \"import calc\"' --model script:" + completion.ShellQuote(script) + " --print-agent " + completion.ShellQuote(folder))
+	code, out := sh("capstan fix 'make the failing tests pass' --check 'lint=python3 -c \"import calc\"' --model script:" + verify.ShellQuote(script) + " --print-agent " + verify.ShellQuote(folder))
 	if code != 0 {
 		t.Fatalf("--print-agent: exit %d\n%s", code, out)
 	}
@@ -251,7 +251,7 @@ func TestFixPrintAgentRunsTheSame(t *testing.T) {
 		t.Fatalf("%s: exit %d\n%s", run, code, out)
 	}
 	// The folder is not written over.
-	if code, out := sh("capstan fix 'x' --print-agent " + completion.ShellQuote(folder)); code != exitUsage || !strings.Contains(out, "is not empty") {
+	if code, out := sh("capstan fix 'x' --print-agent " + verify.ShellQuote(folder)); code != exitUsage || !strings.Contains(out, "is not empty") {
 		t.Fatalf("--print-agent into a full folder: exit %d\n%s", code, out)
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 )
 
 // errorJSON is what a command given --json prints on stdout when it fails
@@ -29,14 +29,14 @@ type errorJSON struct {
 // message on stderr names it. Problems lists every problem of an invalid
 // agent folder, as `capstan validate --json` lists its errors.
 type errorDetail struct {
-	Code     string           `json:"code"`
-	Message  string           `json:"message"`
-	File     string           `json:"file,omitempty"`
-	Line     int              `json:"line,omitempty"`
-	Column   int              `json:"column,omitempty"`
-	Pointer  string           `json:"pointer,omitempty"`
-	Hint     string           `json:"hint,omitempty"`
-	Problems []config.Problem `json:"problems,omitempty"`
+	Code     string             `json:"code"`
+	Message  string             `json:"message"`
+	File     string             `json:"file,omitempty"`
+	Line     int                `json:"line,omitempty"`
+	Column   int                `json:"column,omitempty"`
+	Pointer  string             `json:"pointer,omitempty"`
+	Hint     string             `json:"hint,omitempty"`
+	Problems []agentdir.Problem `json:"problems,omitempty"`
 }
 
 // printedError is an error a command has already printed on stderr (an
@@ -66,7 +66,7 @@ func describeError(err error, code int) errorDetail {
 	}
 	var pe *printedError
 	if errors.As(err, &pe) {
-		var ve *config.ValidationError
+		var ve *agentdir.ValidationError
 		if errors.As(pe.err, &ve) {
 			d := errorDetail{Code: agenterr.CodeConfigurationValidation,
 				Message: fmt.Sprintf("the agent definition is invalid (%s)", plural(len(ve.Result.Errors()), "error"))}

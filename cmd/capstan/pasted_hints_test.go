@@ -14,11 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/iteration"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -98,7 +96,7 @@ func TestMissingWorkDirHintWorks(t *testing.T) {
 // An agent whose validators run git, given a work dir that does not exist
 // yet: the hint makes it a git repository (git -C DIR init would fail).
 func TestGitWorkDirHintWorksForAMissingDir(t *testing.T) {
-	def, err := config.LoadAndValidate(filepath.Join("..", "..", "examples", "fix-failing-test"), agent.ValidateOptions())
+	def, err := agentdir.LoadAndValidate(filepath.Join("..", "..", "examples", "fix-failing-test"), agent.ValidateOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +183,7 @@ func TestProgressLineKeepsTheReason(t *testing.T) {
 	reason := "completion declared (structured.status), but tests-pass failed (pattern test-failed); attempt 1 of 4 failed, retry prompt sent"
 	var buf bytes.Buffer
 	p := newProgressPrinter(&buf)
-	p.Consume(event.Event{Type: journal.IterationEnd, Data: &loop.IterationEvent{Summary: &iteration.Summary{Iteration: 1, StepID: "complete.fix"}, Outcome: loop.OutcomeEvent{Reason: reason}}})
+	p.Consume(event.Event{Type: journal.IterationEnd, Data: &event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "complete.fix"}, Outcome: event.OutcomeEvent{Reason: reason}}})
 	if !strings.HasSuffix(strings.TrimSpace(buf.String()), "continue: "+reason) {
 		t.Fatalf("reason cut: %q", buf.String())
 	}
@@ -208,8 +206,8 @@ func TestREADMEListsEveryCompletionReason(t *testing.T) {
 		t.Fatal("README.md has no list of completion reasons")
 	}
 	list, _, _ = strings.Cut(list, "\n\n")
-	for _, reason := range []string{loop.ReasonCompleted, loop.ReasonEmergencyStop, loop.ReasonMaxIterations, loop.ReasonTimeBudget,
-		loop.ReasonTokenBudget, loop.ReasonCostBudget, loop.ReasonCanceled, loop.ReasonAborted, loop.ReasonError,
+	for _, reason := range []string{agent.ReasonCompleted, agent.ReasonEmergencyStop, agent.ReasonMaxIterations, agent.ReasonTimeBudget,
+		agent.ReasonTokenBudget, agent.ReasonCostBudget, agent.ReasonCanceled, agent.ReasonAborted, agent.ReasonError,
 		agent.ReasonValidationExhausted, agent.ReasonStepLoopLimit, agent.ReasonCannotComplete} {
 		if !strings.Contains(list, "`"+reason+"`") {
 			t.Errorf("README.md's list of completion reasons lacks %s", reason)

@@ -12,10 +12,9 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/loop"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tool/builtin"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // progressPrinter shows run progress on stderr: a live status line on a
@@ -107,11 +106,11 @@ func (p *progressPrinter) Consume(e event.Event) {
 	case journal.PromptResolved:
 		p.iterationStarted(e.Iteration, e.Step)
 	case journal.IterationEnd:
-		if it, ok := e.Data.(*loop.IterationEvent); ok {
+		if it, ok := e.Data.(*event.IterationEvent); ok {
 			p.iterationFinished(it)
 		}
-	case testrun.EventBaseline:
-		if b, ok := e.Data.(*testrun.Baseline); ok {
+	case verify.EventBaseline:
+		if b, ok := e.Data.(*verify.TestBaseline); ok {
 			p.testBaseline(b)
 		}
 	case event.ActivityStart:
@@ -284,7 +283,7 @@ func (p *progressPrinter) iterationStarted(n int, step string) {
 	p.showStatus("waiting for the model…")
 }
 
-func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
+func (p *progressPrinter) iterationFinished(it *event.IterationEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.endText()
@@ -309,7 +308,7 @@ func (p *progressPrinter) iterationFinished(it *loop.IterationEvent) {
 
 // testBaseline prints what a test validator ran before the first
 // iteration.
-func (p *progressPrinter) testBaseline(b *testrun.Baseline) {
+func (p *progressPrinter) testBaseline(b *verify.TestBaseline) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.progress {

@@ -5,18 +5,18 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/verify/testrun"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 func TestProgressPrintsTestBaselines(t *testing.T) {
 	var buf bytes.Buffer
 	p := newProgressPrinter(&buf)
-	for _, b := range []*testrun.Baseline{
-		{Validator: "tests-pass", Command: "go test -v ./...", ExitCode: 1, Parsed: true, Run: testrun.Run{Counted: true, Passed: 1, Failed: 2, Skipped: 1}},
+	for _, b := range []*verify.TestBaseline{
+		{Validator: "tests-pass", Command: "go test -v ./...", ExitCode: 1, Parsed: true, Run: verify.TestRun{Counted: true, Passed: 1, Failed: 2, Skipped: 1}},
 		{Validator: "go-plain", Command: "go test ./...", Parsed: true},
 		{Validator: "make-test", Command: "make test", ExitCode: 2},
 	} {
-		p.Consume(event.Event{Type: testrun.EventBaseline, Data: b})
+		p.Consume(event.Event{Type: verify.EventBaseline, Data: b})
 	}
 	want := "tests tests-pass (go test -v ./...) before the first iteration: 3 ran (1 passed, 2 failed), 1 skipped, exit 1\n" +
 		"tests go-plain (go test ./...) before the first iteration: tests ran, not counted (no per-test output), exit 0\n" +
@@ -27,7 +27,7 @@ func TestProgressPrintsTestBaselines(t *testing.T) {
 	// --quiet prints nothing.
 	buf.Reset()
 	p.progress = false
-	p.Consume(event.Event{Type: testrun.EventBaseline, Data: &testrun.Baseline{Validator: "x"}})
+	p.Consume(event.Event{Type: verify.EventBaseline, Data: &verify.TestBaseline{Validator: "x"}})
 	if buf.Len() != 0 {
 		t.Fatalf("%q", buf.String())
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // The flags a parameter may not take are exactly capstan run's real flag
@@ -21,9 +21,9 @@ func TestReservedFlagsAreRunsFlags(t *testing.T) {
 	real := []string{"--help"}
 	fs.VisitAll(func(fl *pflag.Flag) { real = append(real, "--"+fl.Name) })
 	slices.Sort(real)
-	reserved := slices.Sorted(slices.Values(config.DefaultReservedFlags()))
+	reserved := slices.Sorted(slices.Values(agentdir.DefaultReservedFlags()))
 	if !slices.Equal(real, reserved) {
-		t.Errorf("config.DefaultReservedFlags() = %v\ncapstan run's flags  = %v", reserved, real)
+		t.Errorf("agentdir.DefaultReservedFlags() = %v\ncapstan run's flags  = %v", reserved, real)
 	}
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {

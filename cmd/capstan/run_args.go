@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
@@ -45,7 +45,7 @@ func completeRunArgs(cmd *cobra.Command, args []string, toComplete string) ([]st
 	var flags runFlags
 	flags.registerRun(fs)
 	if dir != "" {
-		if def, err := config.LoadAndValidate(dir, agent.ValidateOptions()); err == nil {
+		if def, err := agentdir.LoadAndValidate(dir, agent.ValidateOptions()); err == nil {
 			registerParamFlags(fs, def)
 		}
 	}
@@ -68,7 +68,7 @@ var gitCommand = lazyre.New(`(^|[;&|(]\s*)git(\s|$)`)
 // every verdict that reads it would be wrong. git is the one a PATH entry
 // outside the work dir provides, run with the configuration the model
 // cannot steer (hostcmd.Git): a git planted in the work dir is refused.
-func checkGitWorkDir(ctx context.Context, def *config.Agent, workDir string) error {
+func checkGitWorkDir(ctx context.Context, def *agentdir.Agent, workDir string) error {
 	var names []string
 	for name, v := range def.Registry().Validators {
 		if v.Type == "command" && gitCommand().MatchString(strings.TrimSpace(v.Command)) {

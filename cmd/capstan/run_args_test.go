@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // Flags may come before DIR: a parameter flag's value is not taken for
@@ -125,9 +125,9 @@ func TestRunReadsCapstanModel(t *testing.T) {
 	}
 }
 
-func mustLoad(t *testing.T, dir string) *config.Agent {
+func mustLoad(t *testing.T, dir string) *agentdir.Agent {
 	t.Helper()
-	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+	def, err := agentdir.LoadAndValidate(dir, agent.ValidateOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

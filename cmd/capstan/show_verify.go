@@ -6,13 +6,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/capstan-dev/capstan/verify/honest"
-	"github.com/capstan-dev/capstan/verify/protect"
+	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // printProtected prints a baseline of protected files: the globs and each
 // file's digest when the run started (or the step was entered).
-func printProtected(w io.Writer, b *protect.Baseline) {
+func printProtected(w io.Writer, b *verify.FilesBaseline) {
 	if b == nil {
 		return
 	}
@@ -33,7 +33,7 @@ func printProtected(w io.Writer, b *protect.Baseline) {
 
 // printCannotComplete prints the model's declaration that the task cannot
 // be done as specified.
-func printCannotComplete(w io.Writer, d *honest.Declaration) {
+func printCannotComplete(w io.Writer, d *verdict.CannotComplete) {
 	if d == nil {
 		return
 	}

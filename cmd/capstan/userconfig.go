@@ -18,9 +18,10 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/pricing"
 )
 
 // userConfig is the user's own defaults, from
@@ -44,7 +45,7 @@ type userConfig struct {
 	BaseURLs map[string]string `yaml:"base_urls"`
 	// Pricing adds or replaces model prices (USD per million tokens) for
 	// every agent; an agent's runner.pricing entry for the same model wins.
-	Pricing map[string]config.Price `yaml:"pricing"`
+	Pricing map[string]pricing.Price `yaml:"pricing"`
 
 	path string
 	// problems are the errors of bad values by key (problemKeys in the
@@ -260,7 +261,7 @@ func yamlPosition(data []byte, keys ...string) (line, col int) {
 // runner.pricing for the models agent.json does not price itself. A bad
 // price of model (the run's provider:model, "" = the agent's) that
 // agent.json does not price stops the run.
-func withUserPricing(def *config.Agent, model string) (*config.Agent, error) {
+func withUserPricing(def *agentdir.Agent, model string) (*agentdir.Agent, error) {
 	uc, err := loadUserConfig()
 	if err != nil {
 		return def, err
@@ -280,20 +281,20 @@ func withUserPricing(def *config.Agent, model string) (*config.Agent, error) {
 	}
 	d := def.Definition()
 	if d.Runner.Pricing == nil {
-		d.Runner.Pricing = map[string]config.Price{}
+		d.Runner.Pricing = map[string]pricing.Price{}
 	}
 	for model, p := range uc.Pricing {
 		if _, ok := d.Runner.Pricing[model]; !ok {
 			d.Runner.Pricing[model] = p
 		}
 	}
-	return config.NewAgent(def.Dir(), d, def.Registry(), agent.ValidateOptions())
+	return agentdir.NewAgent(def.Dir(), d, def.Registry(), agent.ValidateOptions())
 }
 
 // loadPinnedWithDefaults pins the agent folder with the script file of the
 // model the run will use: the --model flag, else CAPSTAN_MODEL, else — when
 // agent.json names no model — the user config's default_model.
-func loadPinnedWithDefaults(dir, flagModel string) (*config.Agent, error) {
+func loadPinnedWithDefaults(dir, flagModel string) (*agentdir.Agent, error) {
 	model := flagModel
 	if model == "" {
 		model = os.Getenv("CAPSTAN_MODEL")
@@ -317,7 +318,7 @@ func loadPinnedWithDefaults(dir, flagModel string) (*config.Agent, error) {
 // and the base URL (flag > <PROVIDER>_BASE_URL > runner.baseUrl > base_urls,
 // see baseURLFor); rerun is the command that runs again with more flags,
 // for the hint of an unconfirmed endpoint.
-func applyUserDefaults(flags *runFlags, def *config.Agent, rerun func(extra ...string) string) error {
+func applyUserDefaults(flags *runFlags, def *agentdir.Agent, rerun func(extra ...string) string) error {
 	if flags.model == "" {
 		flags.model = os.Getenv("CAPSTAN_MODEL")
 	}

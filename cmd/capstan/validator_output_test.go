@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/completion"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // hostileCheck is the test script the model writes in the first
@@ -66,7 +66,7 @@ func TestFailingValidatorOutputEndToEnd(t *testing.T) {
 	if err != nil || integrity.Err() != nil {
 		t.Fatalf("journal: %v %v", err, integrity.Err())
 	}
-	var failing []completion.ValidatorEvent
+	var failing []verify.ValidatorEvent
 	ends := 0
 	for i, ev := range events {
 		if ev.Seq != int64(i+1) {
@@ -76,13 +76,13 @@ func TestFailingValidatorOutputEndToEnd(t *testing.T) {
 		case journal.RunEnd:
 			ends++
 		case journal.ValidatorResult:
-			var v completion.ValidatorEvent
+			var v verify.ValidatorEvent
 			if err := json.Unmarshal(ev.Data, &v); err != nil {
 				t.Fatal(err)
 			}
 			if !v.Valid {
 				failing = append(failing, v)
-				if len(ev.Data) > 6*completion.OutputExcerptBytes {
+				if len(ev.Data) > 6*verify.OutputExcerptBytes {
 					t.Errorf("the event is %d bytes", len(ev.Data))
 				}
 			} else if v.Output != "" {
@@ -95,7 +95,7 @@ func TestFailingValidatorOutputEndToEnd(t *testing.T) {
 	}
 	v := failing[0]
 	if !strings.HasSuffix(v.Output, "--- FAIL: TestAdd (0.00s)\n") || !strings.Contains(v.Output, "connecting with [REDACTED]\n") ||
-		!strings.Contains(v.Output, `{"seq":999,`) || v.OutputOmitted+len(v.Output) < 45000*len("noise line\n") || len(v.Output) > completion.OutputExcerptBytes {
+		!strings.Contains(v.Output, `{"seq":999,`) || v.OutputOmitted+len(v.Output) < 45000*len("noise line\n") || len(v.Output) > verify.OutputExcerptBytes {
 		t.Fatalf("validator.result output (%d bytes, %d omitted):\n%s", len(v.Output), v.OutputOmitted, v.Output)
 	}
 

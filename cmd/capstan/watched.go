@@ -9,8 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/capstan-dev/capstan/config"
-	"github.com/capstan-dev/capstan/definition"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
 )
@@ -33,12 +32,12 @@ const acceptChangedFlag = "accept-changed-definition"
 // the agent folder on disk is not used. reloaded says that the user asked
 // for the folder's current files (resume --reload-definition), which
 // accepts the definition's changes (they are shown) but not the servers'.
-func checkWatched(w io.Writer, def *config.Agent, workDir string, useDefinition, reloaded, accept bool, acceptCmd string) error {
-	snap, ok := def.FS().(*definition.Snapshot)
+func checkWatched(w io.Writer, def *agentdir.Agent, workDir string, useDefinition, reloaded, accept bool, acceptCmd string) error {
+	snap, ok := def.FS().(*agentdir.Snapshot)
 	if !ok {
 		return nil
 	}
-	now, err := definition.Watch(snap, workDir, def.Definition().Runner.MCPServers)
+	now, err := agentdir.Watch(snap, workDir, def.Definition().Runner.MCPServers)
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
@@ -49,7 +48,7 @@ func checkWatched(w io.Writer, def *config.Agent, workDir string, useDefinition,
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	old, err := definition.LoadWatched(stateDir, now)
+	old, err := agentdir.LoadWatched(stateDir, now)
 	if err != nil {
 		return withExit(exitInternal, err)
 	}
@@ -58,7 +57,7 @@ func checkWatched(w io.Writer, def *config.Agent, workDir string, useDefinition,
 	}
 	if old != nil {
 		if changes := old.Compare(now); len(changes) > 0 {
-			servers := slices.ContainsFunc(changes, func(c definition.WatchedChange) bool { return c.Server != "" })
+			servers := slices.ContainsFunc(changes, func(c agentdir.WatchedChange) bool { return c.Server != "" })
 			verb := "refused"
 			switch {
 			case accept:
@@ -69,7 +68,7 @@ func checkWatched(w io.Writer, def *config.Agent, workDir string, useDefinition,
 			fmt.Fprintf(w, "capstan: files this run would use changed since the last run recorded them (%s):\n", verb)
 			printWatchedChanges(w, changes)
 			if !accept {
-				return withExit(exitUsage, definition.ChangedError(now, changes, acceptCmd))
+				return withExit(exitUsage, agentdir.ChangedError(now, changes, acceptCmd))
 			}
 		}
 		if now.Definition == nil {
@@ -84,7 +83,7 @@ func checkWatched(w io.Writer, def *config.Agent, workDir string, useDefinition,
 
 // printWatchedChanges prints each change and its diff, terminal controls
 // made visible (the files are the model's to write).
-func printWatchedChanges(w io.Writer, changes []definition.WatchedChange) {
+func printWatchedChanges(w io.Writer, changes []agentdir.WatchedChange) {
 	for _, c := range changes {
 		what := c.Path
 		if c.Server != "" {
@@ -92,7 +91,7 @@ func printWatchedChanges(w io.Writer, changes []definition.WatchedChange) {
 		}
 		fmt.Fprintf(w, "  %-8s %s\n", c.Kind, runreport.VisibleControls(what))
 		if c.Diff == "" {
-			if c.Kind == definition.Modified {
+			if c.Kind == agentdir.Modified {
 				fmt.Fprintln(w, "           (binary or large file: compared by digest)")
 			}
 			continue

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/procenv"
@@ -391,7 +391,7 @@ func (s *stubDispatcher) Dispatch(_ context.Context, d workflow.Dispatch) (workf
 type agentDispatcher struct {
 	workDir, model string
 	// defs are the agents' definitions, read before the first dispatch.
-	defs   map[string]*config.Agent
+	defs   map[string]*agentdir.Agent
 	stderr io.Writer
 	quiet  bool
 }
@@ -402,7 +402,7 @@ type agentDispatcher struct {
 // changed since the last run recorded it is shown and refused, as for
 // capstan run, unless --accept-changed-definition.
 func pinAgents(w io.Writer, wf *workflow.Workflow, f workflowRunFlags, workDir string, given []string) (*agentDispatcher, error) {
-	d := &agentDispatcher{workDir: workDir, model: f.model, defs: map[string]*config.Agent{}, stderr: w, quiet: f.quiet}
+	d := &agentDispatcher{workDir: workDir, model: f.model, defs: map[string]*agentdir.Agent{}, stderr: w, quiet: f.quiet}
 	var agents []*workflow.Agent
 	if f.prioritize {
 		agents = append(agents, wf.PrioritizerAgent())

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/config"
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/llm"
 	_ "github.com/capstan-dev/capstan/llm/script" // the example's own provider, for validation
 )
@@ -49,7 +49,7 @@ func init() {
 //	go test ./internal/bench -run XXX -bench ParkedAgents -benchtime 1x
 func BenchmarkParkedAgents(b *testing.B) {
 	dir := filepath.Join(moduleRoot(b), "examples", "hello")
-	def, err := config.LoadAndValidate(dir, agent.ValidateOptions())
+	def, err := agentdir.LoadAndValidate(dir, agent.ValidateOptions())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func report(b *testing.B, n int, m0 memUse) {
 	b.ReportMetric(float64(m1.goroutines-m0.goroutines)/float64(n), "goroutines/agent")
 }
 
-func parkAgents(b *testing.B, def *config.Agent, n int) {
+func parkAgents(b *testing.B, def *agentdir.Agent, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	root := b.TempDir()
 	parkArrived.Store(0)

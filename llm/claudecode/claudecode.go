@@ -44,7 +44,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -105,7 +104,7 @@ type Config struct {
 	// DisallowedTools is passed as --disallowedTools.
 	DisallowedTools []string
 	// MCPServers are handed to the CLI with --mcp-config.
-	MCPServers map[string]config.MCPServer
+	MCPServers map[string]tool.MCPServer
 	// Redact replaces secret values in everything the CLI reports before
 	// the result, the journal or the stream sink sees it: the model's text,
 	// the tool inputs it wrote, the results of the tools the CLI ran and the
@@ -229,7 +228,7 @@ func envInterpreter(p string) (string, bool) {
 }
 
 // MCPConfigJSON renders MCP servers in the CLI's --mcp-config format.
-func MCPConfigJSON(servers map[string]config.MCPServer) (string, error) {
+func MCPConfigJSON(servers map[string]tool.MCPServer) (string, error) {
 	out := map[string]any{}
 	for name, s := range servers {
 		switch {

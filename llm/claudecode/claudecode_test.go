@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
@@ -124,7 +123,7 @@ func TestQueryCollectsTextToolsUsageAndSession(t *testing.T) {
 	ev := &events{}
 	b, logPath := newBridge(t, "", ev, func(c *claudecode.Config) {
 		c.Model = "claude-opus-x"
-		c.MCPServers = map[string]config.MCPServer{"gh": {Command: "gh-mcp", Args: []string{"--ro"}}, "web": {URL: "http://127.0.0.1:1/mcp"}}
+		c.MCPServers = map[string]tool.MCPServer{"gh": {Command: "gh-mcp", Args: []string{"--ro"}}, "web": {URL: "http://127.0.0.1:1/mcp"}}
 		c.DisallowedTools = []string{"WebFetch"}
 	})
 	res, err := b.Query(context.Background(), "fix the bug", llm.QueryOptions{SystemPrompt: "Be careful.",
@@ -460,7 +459,7 @@ func TestEmptyPromptRejected(t *testing.T) {
 }
 
 func TestMCPConfigRejectsEmptyServer(t *testing.T) {
-	_, err := claudecode.MCPConfigJSON(map[string]config.MCPServer{"x": {}})
+	_, err := claudecode.MCPConfigJSON(map[string]tool.MCPServer{"x": {}})
 	e := agenterr.From(err)
 	if e == nil || e.Pointer != "/runner/mcpServers/x" {
 		t.Fatalf("err = %v", err)
@@ -523,7 +522,7 @@ func TestRedactsSecretsTheCLIReports(t *testing.T) {
 func TestArgsBoundaryDeniesGitHubCommands(t *testing.T) {
 	b, _ := newBridge(t, "ok", nil, func(c *claudecode.Config) {
 		c.DisallowedTools = []string{"WebFetch"}
-		c.MCPServers = map[string]config.MCPServer{"web": {URL: "http://127.0.0.1:1/mcp"}, "github": {Command: "gh-mcp"}}
+		c.MCPServers = map[string]tool.MCPServer{"web": {URL: "http://127.0.0.1:1/mcp"}, "github": {Command: "gh-mcp"}}
 	})
 	args := b.Args(llm.QueryOptions{Boundary: "a work step may not", DisallowedTools: []string{"Bash(rm:*)"}}, "")
 	got, _ := flagValue(args, "--disallowedTools")

@@ -28,7 +28,6 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/pricing"
 )
@@ -62,24 +61,6 @@ type Options struct {
 	// SummaryModel is the "provider:model" that writes summaries ("" =
 	// the model of the tool loop).
 	SummaryModel string
-}
-
-// FromConfig reads agent.json's runner.contextWindow and
-// runner.compaction.
-func FromConfig(window int64, c *config.Compaction) Options {
-	o := Options{Window: window}
-	if c != nil {
-		o.Disabled = c.Enabled != nil && !*c.Enabled
-		o.Threshold, o.Target = c.Threshold, c.Target
-		if k := c.KeepToolResults; k != nil {
-			o.KeepToolResults = *k
-			if *k == 0 {
-				o.KeepToolResults = -1 // none
-			}
-		}
-		o.SummaryModel = c.SummaryModel
-	}
-	return o
 }
 
 // Factory returns an llm.Config.NewContext function: it builds a Manager

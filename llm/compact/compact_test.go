@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/compact"
 )
@@ -207,18 +206,6 @@ func TestFactoryUsesTheTableOrTheConfiguredWindow(t *testing.T) {
 	var e *agenterr.Error
 	if !errors.As(err, &e) || e.Code != agenterr.CodeUnknownProvider || !strings.Contains(err.Error(), "summaryModel") {
 		t.Fatalf("bad summary model: %v", err)
-	}
-}
-
-func TestFromConfigReadsEverySetting(t *testing.T) {
-	off, zero := false, 0
-	o := compact.FromConfig(9000, &config.Compaction{Enabled: &off, Threshold: 0.8, Target: 0.4, KeepToolResults: &zero, SummaryModel: "anthropic:claude-haiku-4-5"})
-	want := compact.Options{Window: 9000, Disabled: true, Threshold: 0.8, Target: 0.4, KeepToolResults: -1, SummaryModel: "anthropic:claude-haiku-4-5"}
-	if o != want {
-		t.Fatalf("options = %+v, want %+v", o, want)
-	}
-	if o := compact.FromConfig(0, nil); o != (compact.Options{}) {
-		t.Fatalf("defaults = %+v", o)
 	}
 }
 

@@ -9,7 +9,6 @@ package pricing
 import (
 	"strings"
 
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -17,10 +16,6 @@ import (
 // TableDate is when the built-in prices were checked against the
 // providers' published price lists.
 const TableDate = "2026-11-21"
-
-// Price is USD per million tokens (the same type as agent.json's
-// runner.pricing entries).
-type Price = config.Price
 
 // builtin prices, USD per million tokens, standard tier, default
 // (5-minute) cache writes, short-context rates.

@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/pricing"
 )
@@ -40,7 +39,7 @@ func TestUnknownModelIsZeroNotError(t *testing.T) {
 }
 
 func TestOverridesReplaceAndExtend(t *testing.T) {
-	tab := pricing.New(map[string]config.Price{
+	tab := pricing.New(map[string]pricing.Price{
 		"llama3.1:8b":                 {Input: 0, Output: 0},
 		"claude-sonnet-5":             {Input: 1, Output: 1},
 		"My-Gateway/Model-X-20250101": {Input: 10, Output: 20},
@@ -103,10 +102,10 @@ func TestLimitsOfKnownAndUnknownModels(t *testing.T) {
 func TestTableWithoutOverridesIsSharedAndUnchanged(t *testing.T) {
 	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
 	plain := pricing.New(nil)
-	if n := testing.AllocsPerRun(10, func() { _ = pricing.New(map[string]config.Price{}) }); n != 0 {
+	if n := testing.AllocsPerRun(10, func() { _ = pricing.New(map[string]pricing.Price{}) }); n != 0 {
 		t.Errorf("a table without overrides allocates %.0f times", n)
 	}
-	over := pricing.New(map[string]config.Price{"claude-sonnet-5": {Input: 1, Output: 1}, "new-model": {Input: 1}})
+	over := pricing.New(map[string]pricing.Price{"claude-sonnet-5": {Input: 1, Output: 1}, "new-model": {Input: 1}})
 	if got, _ := plain.Cost("claude-sonnet-5", u); got != 12 {
 		t.Errorf("built-in table after an override: %v", got)
 	}

@@ -27,8 +27,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/journal"
@@ -85,7 +85,7 @@ type Set struct {
 // that stopped during the run is restarted (once).
 type server struct {
 	name      string
-	cfg       config.MCPServer
+	cfg       tool.MCPServer
 	cs        *sdk.ClientSession // nil once it stopped and could not be restarted
 	restarted bool
 }
@@ -93,12 +93,12 @@ type server struct {
 // Connect connects to every server and lists its tools. On any failure
 // the servers already started are shut down and the error names the
 // server (File agent.json, Pointer /runner/mcpServers/<name>).
-func Connect(ctx context.Context, servers map[string]config.MCPServer) (*Set, error) {
+func Connect(ctx context.Context, servers map[string]tool.MCPServer) (*Set, error) {
 	return ConnectWith(ctx, servers, Options{})
 }
 
 // ConnectWith is Connect with options.
-func ConnectWith(ctx context.Context, servers map[string]config.MCPServer, opts Options) (*Set, error) {
+func ConnectWith(ctx context.Context, servers map[string]tool.MCPServer, opts Options) (*Set, error) {
 	s := &Set{sessions: map[string]*sdk.ClientSession{}, servers: map[string]*server{}, opts: opts}
 	names := make([]string, 0, len(servers)+len(opts.Transports))
 	seen := map[string]bool{}
@@ -130,12 +130,12 @@ var validName = lazyre.New(`^[A-Za-z0-9_-]+$`)
 
 func serverError(name, format string, args ...any) *agenterr.Error {
 	e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerTool, false, "MCP server %q: "+format, append([]any{name}, args...)...)
-	e.File = config.AgentFile
+	e.File = agentdir.AgentFile
 	e.Pointer = "/runner/mcpServers/" + name
 	return e
 }
 
-func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg config.MCPServer, opts Options, timeout time.Duration) error {
+func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg tool.MCPServer, opts Options, timeout time.Duration) error {
 	if !validName().MatchString(name) || strings.Contains(name, "__") {
 		e := serverError(name, "invalid server name")
 		e.Hint = "use letters, digits, '-' and single '_' (tools are named mcp__<server>__<tool>)"
@@ -184,7 +184,7 @@ func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg 
 	return nil
 }
 
-func transport(name string, cfg config.MCPServer, opts Options) (sdk.Transport, error) {
+func transport(name string, cfg tool.MCPServer, opts Options) (sdk.Transport, error) {
 	if t, ok := opts.Transports[name]; ok {
 		return t, nil
 	}

@@ -16,8 +16,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/config"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
@@ -186,7 +186,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	set, err := mcp.ConnectWith(context.Background(), map[string]config.MCPServer{
+	set, err := mcp.ConnectWith(context.Background(), map[string]tool.MCPServer{
 		"web": {URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer tok"}},
 	}, mcp.Options{HTTPClient: ts.Client()})
 	if err != nil {
@@ -203,7 +203,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 		t.Fatalf("%d requests without the configured header", badAuth.Load())
 	}
 	// Without the header the connection fails with a coded, located error.
-	_, err = mcp.ConnectWith(context.Background(), map[string]config.MCPServer{"web": {URL: ts.URL}}, mcp.Options{HTTPClient: ts.Client()})
+	_, err = mcp.ConnectWith(context.Background(), map[string]tool.MCPServer{"web": {URL: ts.URL}}, mcp.Options{HTTPClient: ts.Client()})
 	e := agenterr.From(err)
 	if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/web" || e.Hint == "" {
 		t.Fatalf("err = %v", err)
@@ -221,7 +221,7 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 	}
 	t.Setenv("MCP_TEST_API_KEY", "sk-mcp-secret-0123456789")
 	t.Setenv("MCP_UNLISTED", "not-for-servers")
-	set, err := mcp.ConnectWith(context.Background(), map[string]config.MCPServer{
+	set, err := mcp.ConnectWith(context.Background(), map[string]tool.MCPServer{
 		"greeter": {Command: bin, Env: map[string]string{"GREETING": "Hej"}},
 	}, mcp.Options{WorkDir: work, Env: []string{"MCP_TEST_API_KEY"}})
 	if err != nil {
@@ -284,15 +284,15 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 }
 
 func TestBadServerConfigs(t *testing.T) {
-	for name, cfg := range map[string]config.MCPServer{
+	for name, cfg := range map[string]tool.MCPServer{
 		"empty":     {},
 		"both":      {Command: "x", URL: "http://127.0.0.1:1"},
 		"bad__name": {Command: "x"},
 		"missing":   {Command: filepath.Join(t.TempDir(), "no-such-server")},
 	} {
-		_, err := mcp.Connect(context.Background(), map[string]config.MCPServer{name: cfg})
+		_, err := mcp.Connect(context.Background(), map[string]tool.MCPServer{name: cfg})
 		e := agenterr.From(err)
-		if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/"+name || e.File != config.AgentFile {
+		if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/"+name || e.File != agentdir.AgentFile {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}

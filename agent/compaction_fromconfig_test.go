@@ -1,0 +1,20 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/llm/compact"
+)
+
+func TestFromConfigReadsEverySetting(t *testing.T) {
+	off, zero := false, 0
+	o := compactionOptions(9000, &agentdir.Compaction{Enabled: &off, Threshold: 0.8, Target: 0.4, KeepToolResults: &zero, SummaryModel: "anthropic:claude-haiku-4-5"})
+	want := compact.Options{Window: 9000, Disabled: true, Threshold: 0.8, Target: 0.4, KeepToolResults: -1, SummaryModel: "anthropic:claude-haiku-4-5"}
+	if o != want {
+		t.Fatalf("options = %+v, want %+v", o, want)
+	}
+	if o := compactionOptions(0, nil); o != (compact.Options{}) {
+		t.Fatalf("defaults = %+v", o)
+	}
+}

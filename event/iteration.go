@@ -1,0 +1,79 @@
+// Package iteration holds the per-iteration records of seed 002 that the
+// loop (layer 1) produces and the completion and step layers read:
+// Summary (IterationSummary), Carry (ContextCarry) and the carry update rule.
+package event
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/capstan-dev/capstan/llm"
+)
+
+// ToolUsage is one tool call of an iteration (seed 002 ToolUsage).
+type ToolUsage = llm.ToolUse
+
+// DetectedAction is an action the loop detected in a response (a tool call,
+// a declared completion, a keyword).
+type DetectedAction struct {
+	Type   string          `json:"type"`
+	Detail json.RawMessage `json:"detail,omitempty"`
+}
+
+// ActionResult is the outcome of a detected action (seed 000
+// StepCheckContext.actionResults).
+type ActionResult struct {
+	Action  string `json:"action"`
+	Success bool   `json:"success"`
+	Output  string `json:"output,omitempty"`
+}
+
+// Summary is seed 002's IterationSummary, plus the structured output and
+// step of seed 004's completion integration.
+type IterationSummary struct {
+	Iteration          int              `json:"iteration"`
+	SessionID          string           `json:"sessionId,omitempty"`
+	StepID             string           `json:"stepId,omitempty"`
+	Prompt             string           `json:"prompt,omitempty"`
+	AssistantResponses []string         `json:"assistantResponses"`
+	ToolsUsed          []ToolUsage      `json:"toolsUsed"`
+	DetectedActions    []DetectedAction `json:"detectedActions"`
+	ActionResults      []ActionResult   `json:"actionResults,omitempty"`
+	StructuredOutput   json.RawMessage  `json:"structuredOutput,omitempty"`
+	Errors             []string         `json:"errors"`
+	Usage              llm.Usage        `json:"usage"`
+	CostUSD            float64          `json:"costUsd,omitempty"`
+	Timestamp          time.Time        `json:"timestamp"`
+	DurationMs         int64            `json:"durationMs"`
+}
+
+// Text joins the assistant responses with newlines.
+func (s *IterationSummary) Text() string { return strings.Join(s.AssistantResponses, "\n") }
+
+// Carry is seed 000's ContextCarry: what one iteration hands to the next.
+type ContextCarry struct {
+	PreviousResponse   string         `json:"previousResponse,omitempty"`
+	AccumulatedContext map[string]any `json:"accumulatedContext,omitempty"`
+}
+
+// UpdateCarry applies seed 002's carry update rule: the previous response is
+// the iteration's responses joined by newlines; the accumulated context keeps
+// what it had and records the last tools used and actions detected.
+func UpdateCarry(c ContextCarry, s *IterationSummary) ContextCarry {
+	acc := make(map[string]any, len(c.AccumulatedContext)+2)
+	for k, v := range c.AccumulatedContext {
+		acc[k] = v
+	}
+	tools := make([]string, len(s.ToolsUsed))
+	for i, t := range s.ToolsUsed {
+		tools[i] = t.Name
+	}
+	actions := make([]string, len(s.DetectedActions))
+	for i, a := range s.DetectedActions {
+		actions[i] = a.Type
+	}
+	acc["lastToolsUsed"] = tools
+	acc["lastActions"] = actions
+	return ContextCarry{PreviousResponse: s.Text(), AccumulatedContext: acc}
+}

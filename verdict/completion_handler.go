@@ -1,0 +1,49 @@
+// Package completion is layer 3 of capstan (seed 000 "Completion", seed 004
+// "completion validation and partial retry"): CompletionHandler and its
+// implementations, validators that check the world, failure patterns and the
+// retry prompts they select.
+package verdict
+
+import (
+	"context"
+
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/verify"
+)
+
+// Context is what a handler sees when checking (seed 000 CompletionContext).
+type CompletionContext struct {
+	// Iteration is the 1-based iteration just finished (> 0).
+	Iteration int
+	// Summary is that iteration's summary.
+	Summary *event.IterationSummary
+	// Summaries are all summaries so far, Summary last.
+	Summaries []event.IterationSummary
+	// StepComplete is true when the step machine reached a completing
+	// transition this iteration.
+	StepComplete bool
+}
+
+// Result is the outcome of one check.
+type CompletionResult struct {
+	Complete bool   `json:"complete"`
+	Reason   string `json:"reason,omitempty"`
+	// Declared is true when the model declared completion this iteration
+	// (structured output or completion keyword), whether or not the
+	// declaration was accepted.
+	Declared bool `json:"declared,omitempty"`
+	// Validation is set by the verdict stage when the run's validators
+	// checked a completion against the world and one failed (handlers
+	// themselves never verify). Journals written before the verdict stage
+	// carry it from the structured handler.
+	Validation *verify.ValidationResult `json:"validation,omitempty"`
+}
+
+// Handler is seed 000's CompletionHandler. Check evaluates the context and
+// updates the handler's state; IsComplete and Reason only read that state
+// and reflect the last Check. When IsComplete is true, Reason is non-empty.
+type CompletionHandler interface {
+	Check(ctx context.Context, c CompletionContext) (CompletionResult, error)
+	IsComplete() bool
+	Reason() string
+}

@@ -1,0 +1,978 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/internal/regularfile"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/schema"
+	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/builtin"
+)
+
+// Validator defaults.
+const (
+	DefaultValidatorTimeout = 300 * time.Second
+	DefaultOutputCap        = 1 << 20 // bytes kept per stream, half from its start, half from its end
+)
+
+// SchemaValidator validates a decoded JSON value against one schema.
+type SchemaValidator interface {
+	Validate(v any) error
+}
+
+// SchemaSource turns a schema reference of steps_registry.json into a
+// validator (the schema package's resolver, in capstan).
+type SchemaSource interface {
+	Schema(ref agentdir.SchemaRef) (SchemaValidator, error)
+}
+
+// CustomRequest is what a custom validator is given.
+type CustomRequest struct {
+	WorkDir    string
+	Name       string
+	Definition agentdir.Validator
+	// Params are the condition's params, decoded.
+	Params map[string]any
+}
+
+// CustomResult is what a custom validator reports. Output feeds the
+// extractors named in extractParams; Params are added to theirs.
+type CustomResult struct {
+	Valid  bool
+	Output ValidatorOutput
+	Params map[string]any
+}
+
+// CustomValidator is a validator written in Go (validator type "custom",
+// "handler": name).
+type CustomValidator interface {
+	Validate(ctx context.Context, req CustomRequest) (CustomResult, error)
+}
+
+var (
+	customValMu sync.RWMutex
+	customVals  = map[string]CustomValidator{}
+)
+
+// RegisterValidator makes a custom validator available under name (call
+// from init, like database/sql drivers). It panics on an empty name, a nil
+// validator or a duplicate name.
+func RegisterValidator(name string, v CustomValidator) {
+	customValMu.Lock()
+	defer customValMu.Unlock()
+	if name == "" || v == nil {
+		panic("completion: RegisterValidator needs a name and a validator")
+	}
+	if _, dup := customVals[name]; dup {
+		panic("completion: RegisterValidator called twice for " + name)
+	}
+	customVals[name] = v
+}
+
+// CustomValidators lists the registered custom validator names, sorted.
+func CustomValidators() []string {
+	customValMu.RLock()
+	defer customValMu.RUnlock()
+	names := make([]string, 0, len(customVals))
+	for n := range customVals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ValidatorConfig configures a CompletionValidator.
+type ValidatorConfig struct {
+	// Validators are steps_registry.json's validators.
+	Validators map[string]agentdir.Validator
+	// WorkDir is where commands run and file paths are resolved.
+	WorkDir string
+	// Schemas resolves file validators' schema references; required only
+	// when a file validator names a schema.
+	Schemas SchemaSource
+	// DefaultTimeout bounds a command without timeoutSeconds (default 300 s).
+	DefaultTimeout time.Duration
+	// OutputCap is the number of bytes kept of each of stdout and stderr
+	// (default 1 MiB): the first and the last half of a longer stream.
+	OutputCap int
+	// Emitter receives a validator.result event per validator run.
+	Emitter journal.Emitter
+	// File names steps_registry.json in errors.
+	File string
+	// Env is the allow-list of variables commands get besides the minimal
+	// base (runner.boundaries.env; see procenv.ForCommands).
+	Env []string
+	// Sandbox, when set, confines every command validator (the agent's
+	// runner.boundaries.sandbox, with sandbox.ValidatorLimits and the
+	// run's build cache, sandbox.Cache); nil runs them with the user's
+	// rights.
+	Sandbox CommandSandbox
+	// Git reads the work dir's repository configuration so that the git
+	// commands of a command validator (git status) run none of the
+	// programs it names (see hostcmd.GitConfigEnv); nil gives them the
+	// fixed pins only.
+	Git *hostcmd.Git
+	// Custom are this agent's Go validators by handler name (validator
+	// type "custom"); they win over the ones registered with
+	// RegisterValidator.
+	Custom map[string]CustomValidator
+	// Patterns are the registry's completionPatterns: a validator's
+	// failurePattern names one of them or a built-in pattern
+	// (BuiltinPatterns).
+	Patterns map[string]agentdir.CompletionPattern
+	// ReportDir is where the directory of report files is made (outside
+	// the work dir; "" = the system temp dir). Every command validator's
+	// whole standard output is kept there, up to ReportCap, as its report
+	// (ValidatorOutput.Report); Close removes it.
+	ReportDir string
+	// ReportCap bounds each report (default DefaultReportCap).
+	ReportCap int64
+}
+
+// CompletionValidator is seed 004's CompletionValidator: it checks the
+// world (commands, files, Go validators) and names the failure pattern of
+// the first condition that does not hold.
+type CompletionValidator struct {
+	cfg ValidatorConfig
+	// built holds what NewCompletionValidator made of each definition.
+	built map[string]builtValidator
+	// reports are the command validators' report files.
+	reports *reportFiles
+}
+
+// Close removes the validators' report files. The validator can still
+// run afterwards (it makes new ones).
+func (v *CompletionValidator) Close() error {
+	return v.reports.close()
+}
+
+// builtValidator is what a validator's definition decides before it runs.
+type builtValidator struct {
+	when   SuccessWhen     // command: the parsed successWhen
+	custom CustomValidator // custom: the Go validator of its handler
+	schema SchemaValidator // file: the compiled schema, when it names one
+}
+
+// NewCompletionValidator returns a validator over cfg.Validators. It is
+// where the rules of a validator's definition are checked (the fields its
+// type needs and those it does not read, successWhen, the path, the Go
+// validator of a handler, the schema, the failure pattern, the
+// extractors): every broken one is reported at once (errors.Join), each a
+// *config.RuleError with its problem code, or a CONFIG_INVALID
+// *agenterr.Error, with the file (cfg.File), the JSON pointer of the bad
+// entry and a hint. Only what depends on a condition's {param} values is
+// checked when the validator runs (see runFile).
+func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = DefaultValidatorTimeout
+	}
+	if cfg.OutputCap <= 0 {
+		cfg.OutputCap = DefaultOutputCap
+	}
+	if cfg.ReportCap <= 0 {
+		cfg.ReportCap = DefaultReportCap
+	}
+	if cfg.Emitter == nil {
+		cfg.Emitter = journal.Discard
+	}
+	if cfg.File == "" {
+		cfg.File = agentdir.DefaultRegistryFile
+	}
+	// A copy: what was checked is what runs, whatever the caller does with
+	// its map afterwards.
+	cfg.Validators = maps.Clone(cfg.Validators)
+	v := &CompletionValidator{cfg: cfg, reports: &reportFiles{base: cfg.ReportDir}}
+	if len(cfg.Validators) > 0 { // most agents have none: no empty map then
+		v.built = make(map[string]builtValidator, len(cfg.Validators))
+	}
+	names := make([]string, 0, len(cfg.Validators))
+	for name := range cfg.Validators {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		b, bad := v.build(name, cfg.Validators[name])
+		errs = append(errs, bad...)
+		v.built[name] = b
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return v, nil
+}
+
+// invalidSchema returns one SR-SCHEMA-INVALID error per bad keyword, at
+// its place in the schema file, when err says validator name's schema ref
+// is not a valid JSON Schema; nil for any other error.
+func invalidSchema(err error, name string, ref agentdir.SchemaRef) []error {
+	var inv *schema.InvalidSchemaError
+	if !errors.As(err, &inv) {
+		return nil
+	}
+	out := make([]error, 0, len(inv.Problems))
+	for _, p := range inv.Problems {
+		re := agentdir.Rule("SR-SCHEMA-INVALID", p.File, p.Pointer, schema.InvalidOneKeywordHint,
+			"validator %s: schema %s#%s is not a valid JSON Schema (%s): %s", name, ref.File, ref.Schema, inv.Draft, p.Message)
+		re.Err.Line, re.Err.Column = p.Line, p.Column
+		out = append(out, re)
+	}
+	return out
+}
+
+// build checks the definition of validator name and makes what it needs
+// to run, returning every broken rule.
+func (v *CompletionValidator) build(name string, def agentdir.Validator) (builtValidator, []error) {
+	var b builtValidator
+	var errs []error
+	ptr := agentdir.JoinPointer("validators", name)
+	rule := func(code, field, hint, format string, args ...any) {
+		errs = append(errs, agentdir.Rule(code, v.cfg.File, ptr+"/"+field, hint, format, args...))
+	}
+	switch def.Type {
+	case "command":
+		if strings.TrimSpace(def.Command) == "" {
+			rule("SR-VALIDATOR-FIELD", "command", "add command, e.g. \"go test -v ./...\"", "a command validator needs command")
+		}
+	case "file":
+		if strings.TrimSpace(def.Path) == "" {
+			rule("SR-VALIDATOR-FIELD", "path", "add path, relative to the work dir", "a file validator needs path")
+		} else if msg := agentdir.LexicalInside(def.Path); msg != "" {
+			// The path after {param} substitution is confined when the
+			// validator runs (runFile); this is the path as written.
+			rule("SR-PATH-OUTSIDE", "path", "use a path relative to the work dir that stays inside it", "path %q %s", def.Path, msg)
+		}
+		if ref := def.Schema; ref != nil {
+			var err error
+			switch {
+			case ref.File == "":
+				errs = append(errs, configErr(v.cfg.File, ptr+"/schema/file", `name the schema file, e.g. "report.schema.json"`,
+					"validator %q names a schema without its file", name))
+			case v.cfg.Schemas == nil:
+				errs = append(errs, configErr(v.cfg.File, ptr+"/schema", "build the validator with a SchemaSource (ValidatorConfig.Schemas)",
+					"validator %q names a schema but no schema source is configured", name))
+			default:
+				if b.schema, err = v.cfg.Schemas.Schema(*ref); err != nil {
+					if bad := invalidSchema(err, name, *ref); len(bad) > 0 {
+						errs = append(errs, bad...)
+						break
+					}
+					rule("SR-SCHEMA-UNRESOLVED", "schema",
+						"fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)",
+						"validator %s: schema %s#%s does not resolve: %v", name, ref.File, ref.Schema, err)
+				}
+			}
+		}
+	case "custom":
+		handler := strings.TrimSpace(def.Handler)
+		if handler == "" {
+			rule("SR-VALIDATOR-FIELD", "handler", "add handler: the name the Go validator was registered under", "a custom validator needs handler")
+			break
+		}
+		var ok bool
+		if b.custom, ok = v.cfg.Custom[def.Handler]; !ok {
+			b.custom, ok = lookupValidator(def.Handler)
+		}
+		if !ok {
+			errs = append(errs, configErr(v.cfg.File, ptr+"/handler",
+				"give it to the agent in Go (agent.Config.Validators) or register it with verify.RegisterValidator",
+				"validator %q: no Go validator %q", name, def.Handler))
+		}
+	default:
+		errs = append(errs, configErr(v.cfg.File, ptr+"/type", `use "command", "file" or "custom"`,
+			"validator %q: unknown type %q", name, def.Type))
+	}
+	// A field the type does not read would be silently ignored. (A custom
+	// validator is given its whole definition, so it may read any.)
+	ignored := func(set bool, field, usedBy string) {
+		if set {
+			rule("SR-IGNORED-FIELD", field, "remove it, or change type to "+usedBy, "%s has no effect on a %s validator", field, def.Type)
+		}
+	}
+	switch def.Type {
+	case "command":
+		ignored(def.Path != "", "path", "file")
+		ignored(def.Schema != nil, "schema", "file")
+		ignored(def.Handler != "", "handler", "custom")
+	case "file":
+		ignored(def.Command != "", "command", "command")
+		ignored(def.SuccessWhen != "", "successWhen", "command")
+		ignored(def.TimeoutSeconds != 0, "timeoutSeconds", "command")
+		ignored(def.Handler != "", "handler", "custom")
+	}
+	if w, err := ParseSuccessWhen(def.SuccessWhen); err != nil {
+		rule("SR-SUCCESS-WHEN", "successWhen", `write "empty", "exitCode:N", "contains:TEXT" or "matches:REGEXP"`, "%v", err)
+	} else {
+		b.when = w
+	}
+	if _, ok := LookupPattern(v.cfg.Patterns, def.FailurePattern); !ok {
+		known := make([]string, 0, len(v.cfg.Patterns))
+		for n := range v.cfg.Patterns {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		rule("SR-PATTERN-UNKNOWN", "failurePattern", "define it under completionPatterns (known: "+strings.Join(append(known, BuiltinPatternNames()...), ", ")+")",
+			"failure pattern %q does not exist", def.FailurePattern)
+	}
+	params := make([]string, 0, len(def.ExtractParams))
+	for param := range def.ExtractParams {
+		params = append(params, param)
+	}
+	sort.Strings(params)
+	for _, param := range params {
+		if ex := def.ExtractParams[param]; extractors[ex] == nil {
+			errs = append(errs, agentdir.Rule("SR-EXTRACTOR-UNKNOWN", v.cfg.File, agentdir.JoinPointer("validators", name, "extractParams", param),
+				"use one of: "+strings.Join(Extractors(), ", "), "unknown extractor %q", ex))
+		}
+	}
+	return b, errs
+}
+
+// Has reports whether the registry declares a validator called name.
+func (v *CompletionValidator) Has(name string) bool {
+	_, ok := v.cfg.Validators[name]
+	return ok
+}
+
+// MaxFileSize bounds what a file validator reads to validate content.
+const MaxFileSize = 16 << 20
+
+// ValidatorEvent is the data of a validator.result journal event.
+type ValidatorEvent struct {
+	Validator  string `json:"validator"`
+	Type       string `json:"type"`
+	Valid      bool   `json:"valid"`
+	Pattern    string `json:"pattern,omitempty"`
+	ExitCode   int    `json:"exitCode"`
+	TimedOut   bool   `json:"timedOut,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+	// Output is the end of a failing validator's output (OutputExcerpt:
+	// stdout then stderr, redacted, at most OutputExcerptBytes) and
+	// OutputOmitted the number of bytes of it before the excerpt. A
+	// passing validator's event has neither; journals written before
+	// capstan recorded them have neither either.
+	Output        string `json:"output,omitempty"`
+	OutputOmitted int    `json:"outputOmitted,omitempty"`
+}
+
+// Validate runs conditions in order and stops at the first that fails
+// (seed 004 flow). The result names that validator's failurePattern and
+// carries the params its extractParams extract from its output. A
+// validator named twice runs once (the first condition naming it counts).
+// An error means a validator could not be run at all (VALIDATOR_ERROR) or
+// ctx ended.
+func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (ValidationResult, error) {
+	res := ValidationResult{Valid: true}
+	for i, cond := range conditions {
+		if slices.Contains(res.Checked, cond.Validator) {
+			continue
+		}
+		def, ok := v.cfg.Validators[cond.Validator]
+		if !ok {
+			return ValidationResult{}, v.configErr("/validators/"+cond.Validator,
+				"declare it under \"validators\" in "+v.cfg.File,
+				"completion condition %d names unknown validator %q", i, cond.Validator)
+		}
+		params, err := decodeParams(cond.Params)
+		if err != nil {
+			return ValidationResult{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values",
+				"completion condition %d (%s): %v", i, cond.Validator, err)
+		}
+		res.Checked = append(res.Checked, cond.Validator)
+		done := v.started(cond.Validator, def, params)
+		out, valid, extra, err := v.run(ctx, cond.Validator, def, params)
+		done(valid && err == nil)
+		if err != nil {
+			return ValidationResult{}, err
+		}
+		if def.Type == "command" {
+			res.Runs = append(res.Runs, ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out})
+		}
+		ev := ValidatorEvent{Validator: cond.Validator, Type: def.Type, Valid: valid, ExitCode: out.ExitCode,
+			TimedOut: out.TimedOut, Truncated: out.Truncated, DurationMs: out.DurationMs}
+		if !valid {
+			ev.Pattern = def.FailurePattern
+			ev.Output, ev.OutputOmitted = OutputExcerpt(out)
+		}
+		v.cfg.Emitter.Emit(journal.ValidatorResult, ev)
+		if valid {
+			continue
+		}
+		p := extract(def, out)
+		for k, val := range extra {
+			if _, set := p[k]; !set {
+				p[k] = val
+			}
+		}
+		res.Valid, res.Pattern, res.Params, res.Validator = false, def.FailurePattern, p, cond.Validator
+		o := out
+		res.Output = &o
+		return res, nil
+	}
+	return res, nil
+}
+
+// RunCommandValidator runs the command of a command validator once, as
+// Validate would (same work dir, environment, timeout, output cap and
+// redaction), without judging or journaling it: for a baseline taken
+// before the first iteration.
+func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond agentdir.CompletionCondition) (ValidatorRun, error) {
+	def, ok := v.cfg.Validators[cond.Validator]
+	if !ok || def.Type != "command" {
+		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "name a command validator declared under \"validators\" in "+v.cfg.File,
+			"%q is not a command validator", cond.Validator)
+	}
+	params, err := decodeParams(cond.Params)
+	if err != nil {
+		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values", "%s: %v", cond.Validator, err)
+	}
+	done := v.started(cond.Validator, def, params)
+	out, valid, _, err := v.runCommand(ctx, cond.Validator, def, params)
+	done(valid && err == nil)
+	return ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out}, err
+}
+
+// started emits the activity start of validator name and returns the
+// function that emits its end.
+func (v *CompletionValidator) started(name string, def agentdir.Validator, params map[string]any) func(ok bool) {
+	a := event.Activity{Kind: event.KindValidator, Name: name}
+	switch def.Type {
+	case "command":
+		a.Detail = Interpolate(def.Command, params)
+	case "file":
+		a.Detail = def.Path
+	}
+	start := time.Now()
+	event.EmitActivity(v.cfg.Emitter, event.ActivityStart, a)
+	return func(ok bool) {
+		a.Took, a.Failed = time.Since(start), !ok
+		event.EmitActivity(v.cfg.Emitter, event.ActivityEnd, a)
+	}
+}
+
+func (v *CompletionValidator) configErr(ptr, hint, format string, args ...any) error {
+	return &agenterr.Error{Code: agenterr.CodeValidator, Layer: agenterr.LayerCompletion,
+		Message: fmt.Sprintf(format, args...), File: v.cfg.File, Pointer: ptr, Hint: hint}
+}
+
+// extract runs the validator's extractors (NewCompletionValidator checked
+// that each exists).
+func extract(def agentdir.Validator, out ValidatorOutput) map[string]any {
+	p := make(map[string]any, len(def.ExtractParams))
+	for param, ex := range def.ExtractParams {
+		p[param] = extractors[ex](out)
+	}
+	return p
+}
+
+// run executes one validator. extra are params the validator type adds
+// on its own (file: path; custom: whatever it returns).
+func (v *CompletionValidator) run(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (out ValidatorOutput, valid bool, extra map[string]any, err error) {
+	switch def.Type {
+	case "command":
+		return v.runCommand(ctx, name, def, params)
+	case "file":
+		return v.runFile(name, def, params)
+	default: // "custom", the only other type NewCompletionValidator accepts
+		start := time.Now()
+		r, err := v.built[name].custom.Validate(ctx, CustomRequest{WorkDir: v.cfg.WorkDir, Name: name, Definition: def, Params: params})
+		if err != nil {
+			return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+				"custom validator %q (%s)", name, def.Handler)
+		}
+		if r.Output.DurationMs == 0 {
+			r.Output.DurationMs = time.Since(start).Milliseconds()
+		}
+		return r.Output, r.Valid, r.Params, nil
+	}
+}
+
+func lookupValidator(name string) (CustomValidator, bool) {
+	customValMu.RLock()
+	defer customValMu.RUnlock()
+	cv, ok := customVals[name]
+	return cv, ok
+}
+
+func (v *CompletionValidator) runCommand(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
+	timeout := v.cfg.DefaultTimeout
+	if def.TimeoutSeconds > 0 {
+		timeout = time.Duration(def.TimeoutSeconds) * time.Second
+	}
+	command := Interpolate(def.Command, params)
+	report, err := v.reports.open(name)
+	if err != nil {
+		return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+			"validator %q: its report file", name)
+	}
+	rw := &boundedWriter{w: report, left: v.cfg.ReportCap}
+	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: v.cfg.Env,
+		Sandbox: v.cfg.Sandbox, Git: v.cfg.Git, Report: rw})
+	if cerr := report.Close(); cerr != nil && rw.err == nil {
+		rw.err = cerr
+	}
+	if rw.err == nil {
+		out.Report, out.ReportTruncated = report.Name(), rw.cut
+	}
+	if err != nil {
+		return out, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+			"validator %q could not run %q", name, command)
+	}
+	met := v.built[name].when.Met(out)
+	// The output goes to the journal and into retry prompts: no secret
+	// value in it.
+	out.Stdout, out.Stderr = builtin.RedactSecrets(out.Stdout), builtin.RedactSecrets(out.Stderr)
+	return out, met, nil, nil
+}
+
+func (v *CompletionValidator) runFile(name string, def agentdir.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
+	start := time.Now()
+	rel := InterpolatePlain(def.Path, params)
+	fail := func(format string, args ...any) (ValidatorOutput, bool, map[string]any, error) {
+		msg := fmt.Sprintf(format, args...)
+		return ValidatorOutput{Stderr: msg, ExitCode: 1, DurationMs: time.Since(start).Milliseconds()},
+			false, map[string]any{"path": rel, "error": msg}, nil
+	}
+	// The path as written is checked by NewCompletionValidator; what its
+	// {param} values make of it can only be checked here: not empty, and
+	// inside the work dir (confine, which also follows symbolic links).
+	if rel == "" {
+		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/path", "set the file path, relative to the work dir",
+			"validator %q has no path", name)
+	}
+	full, err := confine(v.cfg.WorkDir, rel)
+	if err != nil {
+		return ValidatorOutput{}, false, nil, &agenterr.Error{Code: agenterr.CodePathEscape, Layer: agenterr.LayerCompletion,
+			Message: fmt.Sprintf("validator %q: path %q: %v", name, rel, err), File: v.cfg.File,
+			Pointer: "/validators/" + name + "/path", Hint: "file validators check files inside the work dir only"}
+	}
+	if def.Schema == nil {
+		if _, err := os.Stat(full); err != nil {
+			return fail("%s does not exist", rel)
+		}
+		return ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
+	}
+	// The model writes the work dir: the file is opened without blocking
+	// (a FIFO put there must not hang the run) and checked and read through
+	// the same descriptor, so it cannot be swapped between the two.
+	f, info, err := regularfile.Open(os.OpenFile, full)
+	var notRegular *regularfile.NotRegularError
+	switch {
+	case errors.As(err, &notRegular) && notRegular.Info.IsDir():
+		return fail("%s is a directory, not a document", rel)
+	case notRegular != nil:
+		return fail("%s is not a regular file", rel)
+	case errors.Is(err, fs.ErrNotExist):
+		return fail("%s does not exist", rel)
+	case err != nil:
+		return fail("%s cannot be read: %v", rel, err)
+	}
+	defer f.Close()
+	if info.Size() > MaxFileSize {
+		return fail("%s is too large to validate (%d bytes, limit %d)", rel, info.Size(), MaxFileSize)
+	}
+	sv := v.built[name].schema
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return fail("%s cannot be read: %v", rel, err)
+	}
+	if int64(len(data)) > MaxFileSize {
+		return fail("%s is too large to validate (more than %d bytes)", rel, MaxFileSize)
+	}
+	var doc any
+	ext := strings.ToLower(filepath.Ext(rel))
+	if ext == ".yaml" || ext == ".yml" {
+		err = yamlsafe.Unmarshal(data, &doc)
+	} else {
+		err = json.Unmarshal(data, &doc)
+	}
+	if err != nil {
+		return fail("%s is not valid %s: %v", rel, strings.TrimPrefix(ext, "."), err)
+	}
+	if err := sv.Validate(doc); err != nil {
+		return fail("%s does not match schema %s#%s: %v", rel, def.Schema.File, def.Schema.Schema, err)
+	}
+	return ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
+}
+
+// confine resolves rel inside dir, refusing absolute paths, ".." and
+// symlinks that lead outside dir.
+func confine(dir, rel string) (string, error) {
+	if filepath.IsAbs(rel) || !filepath.IsLocal(filepath.Clean(rel)) {
+		return "", errors.New("must be a relative path inside the work dir")
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	full := filepath.Join(root, rel)
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return full, nil // a missing file is a validation failure, not an escape
+		}
+		return "", err
+	}
+	if r, err := filepath.Rel(realRoot, real); err != nil || !filepath.IsLocal(r) {
+		return "", errors.New("resolves outside the work dir")
+	}
+	return full, nil
+}
+
+func decodeParams(raw map[string]json.RawMessage) (map[string]any, error) {
+	out := make(map[string]any, len(raw))
+	for k, r := range raw {
+		var v any
+		if err := json.Unmarshal(r, &v); err != nil {
+			return nil, fmt.Errorf("param %q: %v", k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// paramText renders a param value for a command or path: strings as they
+// are, other values as compact JSON.
+func paramText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+var placeholder = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}`)
+
+// Interpolate replaces ${key} in a shell command with the shell-quoted
+// value of params[key], so a value is always one literal word however it
+// is written ("$(rm -rf ~)" stays text). Placeholders without a param are
+// left for the shell (environment variables such as ${HOME}).
+func Interpolate(command string, params map[string]any) string {
+	return placeholder().ReplaceAllStringFunc(command, func(m string) string {
+		key := m[2 : len(m)-1]
+		v, ok := params[key]
+		if !ok {
+			return m
+		}
+		return ShellQuote(paramText(v))
+	})
+}
+
+// InterpolatePlain replaces ${key} with the param's text, unquoted (for
+// paths, which never reach a shell).
+func InterpolatePlain(s string, params map[string]any) string {
+	return placeholder().ReplaceAllStringFunc(s, func(m string) string {
+		v, ok := params[m[2:len(m)-1]]
+		if !ok {
+			return m
+		}
+		return paramText(v)
+	})
+}
+
+// ShellQuote quotes s as one POSIX shell word.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// SuccessWhen is a parsed successWhen rule.
+type SuccessWhen struct {
+	// Kind is "empty", "exitCode", "contains" or "matches".
+	Kind     string
+	ExitCode int
+	Text     string
+	Regexp   *regexp.Regexp
+}
+
+// ParseSuccessWhen parses a validator's successWhen: "empty" (trimmed
+// stdout is empty and the exit code is 0), "exitCode:N" (N in 0..255),
+// "contains:TEXT" (stdout contains TEXT), "matches:REGEXP" (stdout
+// matches, Go RE2 syntax). "" means "exitCode:0". NewCompletionValidator
+// parses every validator's successWhen with it (SR-SUCCESS-WHEN).
+func ParseSuccessWhen(s string) (SuccessWhen, error) {
+	if s == "" {
+		return SuccessWhen{Kind: "exitCode"}, nil
+	}
+	if s == "empty" {
+		return SuccessWhen{Kind: "empty"}, nil
+	}
+	kind, arg, ok := strings.Cut(s, ":")
+	if !ok {
+		return SuccessWhen{}, fmt.Errorf("successWhen %q: want empty, exitCode:N, contains:TEXT or matches:REGEXP", s)
+	}
+	switch kind {
+	case "exitCode":
+		n, err := strconv.Atoi(strings.TrimSpace(arg))
+		if err != nil || n < 0 || n > 255 {
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: exit code must be an integer 0..255", s)
+		}
+		return SuccessWhen{Kind: kind, ExitCode: n}, nil
+	case "contains":
+		if arg == "" {
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: contains needs text", s)
+		}
+		return SuccessWhen{Kind: kind, Text: arg}, nil
+	case "matches":
+		re, err := regexp.Compile(arg)
+		if err != nil || arg == "" {
+			if err == nil {
+				err = errors.New("empty expression")
+			}
+			return SuccessWhen{}, fmt.Errorf("successWhen %q: %v", s, err)
+		}
+		return SuccessWhen{Kind: kind, Text: arg, Regexp: re}, nil
+	}
+	return SuccessWhen{}, fmt.Errorf("successWhen %q: unknown condition %q; want empty, exitCode:N, contains:TEXT or matches:REGEXP", s, kind)
+}
+
+// Met reports whether out satisfies the rule. A timed-out command never
+// does.
+func (w SuccessWhen) Met(out ValidatorOutput) bool {
+	if out.TimedOut {
+		return false
+	}
+	switch w.Kind {
+	case "empty":
+		return out.ExitCode == 0 && strings.TrimSpace(out.Stdout) == ""
+	case "exitCode":
+		return out.ExitCode == w.ExitCode
+	case "contains":
+		return strings.Contains(out.Stdout, w.Text)
+	case "matches":
+		return w.Regexp != nil && w.Regexp.MatchString(out.Stdout)
+	}
+	return false
+}
+
+// noWriteEnv are the variables a validator's command gets, unless its
+// environment sets them, that keep test tools from writing caches into
+// the work dir: Python's __pycache__ bytecode and pytest's .pytest_cache.
+// Without them the first verification of a repository with no
+// .gitignore finds files that capstan's own test run created, and
+// git-clean fails for what the model never did.
+func noWriteEnv() []string {
+	return []string{"PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider"}
+}
+
+// withoutWorkTreeWrites is env with noWriteEnv added where env does not
+// set the variable.
+func withoutWorkTreeWrites(env []string) []string {
+	for _, kv := range noWriteEnv() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") }) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// CommandSpec is one shell command to run for a validator.
+type CommandSpec struct {
+	Command   string
+	Dir       string
+	Timeout   time.Duration
+	OutputCap int
+	// Env is the allow-list on top of the minimal base environment (see
+	// procenv.ForCommands); commands never get capstan's whole environment.
+	Env []string
+	// Sandbox, when set, runs the command confined; nil runs it with the
+	// user's rights.
+	Sandbox CommandSandbox
+	// Git, when set, reads the repository configuration of Dir whose
+	// programs the command's git is kept from running; the fixed pins of
+	// hostcmd.GitConfigEnv apply either way.
+	Git *hostcmd.Git
+	// Report, when set, receives the whole standard output as it comes
+	// (the output cap does not apply to it), and a command that runs
+	// pytest is asked for its JUnit XML report there (PYTEST_ADDOPTS).
+	Report io.Writer
+}
+
+// CommandSandbox runs a command confined. *sandbox.CommandRunner
+// implements it: built from the agent's runner.boundaries.sandbox, it
+// gives a command what the Bash tool gets (the work dir writable, the
+// system directories readable, nothing else; the run's network setting;
+// every process ended when it returns).
+type CommandSandbox interface {
+	// RunStreams runs argv in spec.Dir with spec.Env, writing its standard
+	// output and error to stdout and stderr as they come. A timeout is a
+	// result (TimedOut); an error means nothing could be run or ctx ended.
+	RunStreams(ctx context.Context, argv []string, spec tool.CommandSpec, stdout, stderr io.Writer) (tool.CommandResult, error)
+}
+
+// RunCommand runs spec.Command with sh -c in spec.Dir — in spec.Sandbox
+// when one is set, else in its own process group — keeping at most
+// OutputCap bytes of each stream: its first and its last half, joined by
+// a line that says how many bytes were left out between them. At the timeout every process it started
+// is killed and TimedOut is set; that is a result, not an error. Errors
+// are a command that could not start (a sandbox that cannot be set up
+// included: a command never falls back to running unconfined) or a
+// canceled ctx.
+func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) {
+	if spec.Timeout <= 0 {
+		spec.Timeout = DefaultValidatorTimeout
+	}
+	if spec.OutputCap <= 0 {
+		spec.OutputCap = DefaultOutputCap
+	}
+	secrets := procenv.SecretValues(os.Environ())
+	stdout, stderr := newCapture(spec.OutputCap, secrets), newCapture(spec.OutputCap, secrets)
+	// The command's git runs nothing the repository's configuration
+	// names (a model-written core.fsmonitor or filter in .git/config);
+	// the pins come after the allow-list, so it cannot unset them.
+	env := append(withoutWorkTreeWrites(procenv.ForCommands(os.Environ(), spec.Env)), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
+	var stdoutW io.Writer = stdout
+	if spec.Report != nil {
+		stdoutW = io.MultiWriter(stdout, spec.Report)
+		if runsPytest(spec.Command) {
+			env = withPytestReport(env)
+		}
+	}
+	start := time.Now()
+	run := runUnconfined
+	if spec.Sandbox != nil {
+		run = runConfined
+	}
+	exitCode, timedOut, err := run(ctx, spec, env, stdoutW, stderr)
+	out := ValidatorOutput{
+		Stdout:     stdout.String(),
+		Stderr:     stderr.String(),
+		Truncated:  stdout.truncated() || stderr.truncated(),
+		DurationMs: time.Since(start).Milliseconds(),
+		ExitCode:   exitCode,
+	}
+	if ctx.Err() != nil {
+		return out, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerCompletion, false, "validator command canceled")
+	}
+	if err != nil {
+		return out, err
+	}
+	if timedOut {
+		out.TimedOut = true
+		out.Stderr += fmt.Sprintf("\n[capstan: command killed after timeout of %s]", spec.Timeout)
+	}
+	return out, nil
+}
+
+// runUnconfined runs the command as the user under a procguard
+// supervisor, which kills everything the command started — also what left
+// its process group, and also when capstan itself is killed — at the
+// timeout, on cancel and when the command ends; in a process without the
+// supervisor (procguard.Init not called), in a new process group killed
+// at the timeout.
+func runUnconfined(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
+	if !procguard.Available() {
+		return runInProcessGroup(ctx, spec, env, stdout, stderr)
+	}
+	sup, err := procguard.Command(procguard.Spec{Argv: []string{"sh", "-c", spec.Command}, Env: env, Dir: spec.Dir})
+	if err != nil {
+		return 0, false, err
+	}
+	sup.Cmd.Stdout, sup.Cmd.Stderr = stdout, stderr
+	sup.Cmd.WaitDelay = 2 * time.Second
+	if err := sup.Start(); err != nil {
+		return 0, false, err
+	}
+	waited := make(chan struct{})
+	go func() {
+		_ = sup.Cmd.Wait()
+		close(waited)
+	}()
+	stop := func() {
+		sup.Stop()
+		select {
+		case <-waited:
+		case <-time.After(2 * time.Second):
+			_ = killProcessGroup(sup.Cmd)
+			<-waited
+		}
+	}
+	timer := time.NewTimer(spec.Timeout)
+	defer timer.Stop()
+	select {
+	case <-waited:
+	case <-timer.C:
+		timedOut = true
+		stop()
+	case <-ctx.Done():
+		stop()
+	}
+	st := sup.Status()
+	switch {
+	case !st.Started && st.Error != "":
+		return -1, timedOut, errors.New(st.Error)
+	case st.Signal != 0:
+		return -1, timedOut, nil
+	}
+	return st.ExitCode, timedOut, nil
+}
+
+// runInProcessGroup runs the command as the user, in a new process group
+// killed at the timeout.
+func runInProcessGroup(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
+	tctx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, "sh", "-c", spec.Command)
+	cmd.Dir = spec.Dir
+	cmd.Env = env
+	setProcessGroup(cmd)
+	cmd.Cancel = func() error { return killProcessGroup(cmd) }
+	cmd.WaitDelay = 2 * time.Second
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err = cmd.Run()
+	if cmd.ProcessState != nil {
+		exitCode = cmd.ProcessState.ExitCode()
+	}
+	if tctx.Err() != nil && ctx.Err() == nil {
+		return exitCode, true, nil
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
+		return exitCode, false, err
+	}
+	return exitCode, false, nil
+}
+
+// runConfined runs the command in spec.Sandbox.
+func runConfined(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
+	res, err := spec.Sandbox.RunStreams(ctx, []string{"sh", "-c", spec.Command},
+		tool.CommandSpec{Dir: spec.Dir, Env: env, Timeout: spec.Timeout}, stdout, stderr)
+	if err != nil {
+		return -1, false, err
+	}
+	return res.ExitCode, res.TimedOut, nil
+}
