@@ -105,7 +105,8 @@ func gitT(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// sharedRepo makes a bare repository every worker reaches (file://) and a
+// sharedRepo makes a bare repository every worker reaches (served over
+// git:// on loopback, as a remote on another machine; see serveGit) and a
 // clone of it as the submitter's work dir.
 func sharedRepo(t *testing.T) (url, workDir string) {
 	t.Helper()
@@ -116,14 +117,15 @@ func sharedRepo(t *testing.T) (url, workDir string) {
 	bare := filepath.Join(base, "origin.git")
 	gitT(t, base, "init", "-q", "--bare", bare)
 	workDir = filepath.Join(base, "work")
-	gitT(t, base, "clone", "-q", "file://"+bare, workDir)
+	url = serveGit(t, base) + "origin.git"
+	gitT(t, base, "clone", "-q", url, workDir)
 	if err := os.WriteFile(filepath.Join(workDir, "README"), []byte("work dir of the scale-out test\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	gitT(t, workDir, "add", "README")
 	gitT(t, workDir, "commit", "-q", "-m", "init")
 	gitT(t, workDir, "push", "-q", "origin", "HEAD")
-	return "file://" + bare, workDir
+	return url, workDir
 }
 
 // counterAgent appends one line to log.txt per iteration with Bash and
