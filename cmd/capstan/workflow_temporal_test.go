@@ -60,9 +60,12 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	gitT(t, wd, "init", "-q")
 	gitT(t, wd, "add", "-A")
 	gitT(t, wd, "commit", "-q", "-m", "project")
-	// The issues' branches go to a bare repository every worker reaches.
-	bare := filepath.Join(t.TempDir(), "origin.git")
+	// The issues' branches go to a bare repository every worker reaches
+	// (over git://, as on another machine: see serveGit).
+	base := t.TempDir()
+	bare := filepath.Join(base, "origin.git")
 	gitT(t, wd, "init", "-q", "--bare", bare)
+	remote := serveGit(t, base) + "origin.git"
 	gh := fakegh.Install(t, fakegh.State{Issues: map[string]*fakegh.Issue{
 		"7": {Title: "Add a flag", Labels: []string{"kind:consider", "order:1"}, State: "open"},
 	}})
@@ -72,7 +75,7 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	workers := []*tworker{startWorker(t, addr, filepath.Join(roots, "w1")), startWorker(t, addr, filepath.Join(roots, "w2"))}
 
 	run := cliCommand("workflow", "run", "--issue", "7", "--workdir", wd, "--repo", "acme/app", "--temporal", addr,
-		"--worker-timeout", "3s", "--git-repo", "file://"+bare, "--json")
+		"--worker-timeout", "3s", "--git-repo", remote, "--json")
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr
 	if err := run.Start(); err != nil {
