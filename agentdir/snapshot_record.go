@@ -66,6 +66,13 @@ func SnapshotRecordFile(digest string) string {
 // temporary name and renamed, so a killed process never leaves half a
 // snapshot behind. It returns the file's path.
 func (s *Snapshot) Save(runDir string) (string, error) {
+	// A process killed while it wrote a snapshot left its temporary file:
+	// one process at a time writes a run's record, so it is garbage.
+	if stale, _ := filepath.Glob(filepath.Join(runDir, ".definition-*.tmp")); len(stale) > 0 {
+		for _, p := range stale {
+			_ = os.Remove(p)
+		}
+	}
 	dst := filepath.Join(runDir, SnapshotRecordFile(s.digest))
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
@@ -73,13 +80,6 @@ func (s *Snapshot) Save(runDir string) (string, error) {
 	data, err := s.Tar()
 	if err != nil {
 		return "", err
-	}
-	// A process killed while it wrote a snapshot left its temporary file:
-	// one process at a time writes a run's record, so it is garbage.
-	if stale, _ := filepath.Glob(filepath.Join(runDir, ".definition-*.tmp")); len(stale) > 0 {
-		for _, p := range stale {
-			_ = os.Remove(p)
-		}
 	}
 	tmp, err := os.CreateTemp(runDir, ".definition-*.tmp")
 	if err != nil {

@@ -310,3 +310,37 @@ func TestCheckLoadedRefusesValuesNotLoaded(t *testing.T) {
 		t.Fatalf("%+v", errs)
 	}
 }
+
+// TestSaveRemovesTheTemporaryFileOfAKilledSave: a process killed while it
+// wrote a snapshot leaves .definition-*.tmp in the run's record; the next
+// Save (the resumed run's) removes it, whether it writes the snapshot or
+// finds it there.
+func TestSaveRemovesTheTemporaryFileOfAKilledSave(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, agentFiles)
+	s, err := TakeSnapshot(dir, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, saved := range []bool{false, true} {
+		runDir := t.TempDir()
+		if saved {
+			if _, err := s.Save(runDir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stale := filepath.Join(runDir, ".definition-4242.tmp")
+		if err := os.WriteFile(stale, []byte("half a tar"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Save(runDir); err != nil {
+			t.Fatal(err)
+		}
+		if left, _ := filepath.Glob(filepath.Join(runDir, ".definition-*")); len(left) != 0 {
+			t.Fatalf("snapshot already saved %v: temporary files left: %v", saved, left)
+		}
+		if _, err := OpenSnapshot(runDir, s.Record(), dir); err != nil {
+			t.Fatalf("snapshot already saved %v: %v", saved, err)
+		}
+	}
+}

@@ -26,6 +26,37 @@ type Git struct {
 	// credentials are the user's own credential helpers (from the global
 	// configuration), for a Git made by WithUserCredentials.
 	credentials []string
+	// repo, when set, are the driver pins of one repository, read once
+	// (WithRepoPins).
+	repo *RepoPins
+}
+
+// RepoPins is what Command and Output read of one repository's
+// configuration before each command — the driver keys it names, pinned
+// off, and its own keys (core.worktree, URL rewrites) — as ReadRepoPins
+// read it once.
+type RepoPins struct {
+	dir  string
+	pins [][2]string
+	keys []string
+}
+
+// ReadRepoPins reads the configuration of the repository at dir once, for
+// WithRepoPins.
+func (g *Git) ReadRepoPins(ctx context.Context, dir string) *RepoPins {
+	return &RepoPins{dir: dir, pins: g.driverPins(ctx, dir), keys: g.repoKeys(ctx, dir)}
+}
+
+// WithRepoPins returns g for a caller that keeps the configuration of the
+// repository p was read from as it was then (the scale-out worker puts
+// back the .git/config it cloned before every use of its checkout): its
+// commands in that directory are pinned and checked as p says, without
+// reading the configuration again before each one. Commands elsewhere
+// read it as usual.
+func (g *Git) WithRepoPins(p *RepoPins) *Git {
+	c := *g
+	c.repo = p
+	return &c
 }
 
 // pinnedConfig is the configuration every git capstan runs is given on
@@ -111,7 +142,7 @@ func NewGit(environ []string, workDirs ...string) (*Git, error) {
 // pinned off; the credential helpers used are the ones the global
 // configuration lists, given again after the pins.
 func (g *Git) WithUserCredentials(ctx context.Context, environ []string) *Git {
-	u := &Git{path: g.path, ssh: g.ssh}
+	u := &Git{path: g.path, ssh: g.ssh, repo: g.repo}
 	for _, kv := range g.env {
 		if kv != "GIT_CONFIG_GLOBAL=/dev/null" {
 			u.env = append(u.env, kv)
@@ -200,7 +231,7 @@ func (g *Git) Command(ctx context.Context, dir string, args ...string) *exec.Cmd
 // line, and it would send the push — and the user's credentials — where
 // the model points it. The user's global rewrites still apply.
 func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	if reachesRemote(args) {
+	if ReachesRemote(args) {
 		if keys := g.urlRewrites(ctx, dir); len(keys) > 0 {
 			return nil, fmt.Errorf("git %s: refused: the repository's configuration rewrites remote URLs (%s in %s), which capstan's git does not follow: remove it with git -C %s config --local --unset-all %s (put a rewrite you want in your global configuration, ~/.gitconfig)",
 				strings.Join(args, " "), strings.Join(keys, ", "), filepath.Join(dir, ".git", "config"), shellWord(dir), keys[0])
@@ -223,8 +254,8 @@ func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, e
 	return out, nil
 }
 
-// reachesRemote reports whether a git command line contacts a remote.
-func reachesRemote(args []string) bool {
+// ReachesRemote reports whether a git command line contacts a remote.
+func ReachesRemote(args []string) bool {
 	for _, a := range args {
 		switch a {
 		case "clone", "fetch", "push", "pull", "ls-remote", "remote-https", "archive":
@@ -232,6 +263,15 @@ func reachesRemote(args []string) bool {
 		}
 	}
 	return false
+}
+
+// keysOf is repoKeys of dir, from the pins WithRepoPins gave when they
+// are dir's.
+func (g *Git) keysOf(ctx context.Context, dir string) []string {
+	if g.repo != nil && g.repo.dir == dir {
+		return g.repo.keys
+	}
+	return g.repoKeys(ctx, dir)
 }
 
 // repoKeys lists the keys of dir's repository configuration alone
@@ -257,7 +297,7 @@ func (g *Git) repoKeys(ctx context.Context, dir string) []string {
 // repository configuration.
 func (g *Git) urlRewrites(ctx context.Context, dir string) []string {
 	var out []string
-	for _, k := range g.repoKeys(ctx, dir) {
+	for _, k := range g.keysOf(ctx, dir) {
 		l := strings.ToLower(k)
 		if strings.HasPrefix(l, "url.") && (strings.HasSuffix(l, ".insteadof") || strings.HasSuffix(l, ".pushinsteadof")) && !slices.Contains(out, k) {
 			out = append(out, k)
@@ -292,7 +332,7 @@ func shellWord(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`
 // into, another directory — a git-clean check of an empty directory
 // passes — and a -c on the command line does not override it.
 func (g *Git) worktreeEnv(ctx context.Context, dir string) []string {
-	if !slices.ContainsFunc(g.repoKeys(ctx, dir), func(k string) bool { return strings.EqualFold(k, "core.worktree") }) {
+	if !slices.ContainsFunc(g.keysOf(ctx, dir), func(k string) bool { return strings.EqualFold(k, "core.worktree") }) {
 		return nil
 	}
 	if top := topLevel(dir); top != "" {
@@ -309,7 +349,11 @@ func (g *Git) config(ctx context.Context, dir string) [][2]string {
 			pins[i][1] = g.ssh
 		}
 	}
-	pins = append(pins, g.driverPins(ctx, dir)...)
+	if g.repo != nil && g.repo.dir == dir {
+		pins = append(pins, g.repo.pins...)
+	} else {
+		pins = append(pins, g.driverPins(ctx, dir)...)
+	}
 	for _, h := range g.credentials {
 		pins = append(pins, [2]string{"credential.helper", h})
 	}

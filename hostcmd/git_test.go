@@ -206,3 +206,38 @@ func TestGitIgnoresAPlantedWorktreeAndURLRewrite(t *testing.T) {
 		t.Fatalf("the real remote has %q", heads)
 	}
 }
+
+// TestGitWithRepoPinsReadsTheConfigurationOnce: a Git given a
+// repository's pins (the scale-out worker's, for a checkout whose
+// configuration it restores before each use) pins exactly the driver keys
+// that reading the configuration before each command pins, and runs
+// nothing the repository names; in another directory it reads that one's
+// configuration as usual.
+func TestGitWithRepoPinsReadsTheConfigurationOnce(t *testing.T) {
+	dir, marker := hostcmdtest.PoisonRepo(t)
+	ctx := context.Background()
+	g, err := NewGit(os.Environ(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := g.WithRepoPins(g.ReadRepoPins(ctx, dir))
+	want := g.config(ctx, dir)
+	if got := pinned.config(ctx, dir); !slices.Equal(got, want) || len(want) <= len(pinnedConfig) {
+		t.Fatalf("pins given once:\n%v\nread before the command:\n%v", got, want)
+	}
+	if got, want := pinned.keysOf(ctx, dir), g.repoKeys(ctx, dir); !slices.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("keys given once %v, read before the command %v", got, want)
+	}
+	for _, args := range [][]string{{"status", "--porcelain"}, {"add", "-A"}, {"commit", "-q", "-m", "two"}, {"checkout", "-q", "-b", "other"}} {
+		if _, err := pinned.Output(ctx, dir, args...); err != nil {
+			t.Errorf("git %v: %v", args, err)
+		}
+	}
+	if m := hostcmdtest.Marker(marker); m != "" {
+		t.Fatalf("capstan's git ran what the repository names:\n%s", m)
+	}
+	other, _ := hostcmdtest.PoisonRepo(t)
+	if got := pinned.config(ctx, other); !slices.Equal(got, g.config(ctx, other)) {
+		t.Fatalf("another repository's pins: %v", got)
+	}
+}

@@ -47,6 +47,10 @@ type Ledger struct {
 	// not idempotent, before its result is journaled: a driver whose work
 	// dir lives elsewhere (a Temporal worker's checkout) saves it there, so
 	// that every journaled result has its effects in the saved work dir.
+	// Calls of a tool that edits files (tool.KindEdit) before the
+	// iteration's first call of any other tool that is not idempotent are
+	// not saved: an attempt that finds no saved work dir (Restored) makes
+	// them again, in order, on the state the iteration began from.
 	AfterEffect func(ctx context.Context, iteration int)
 	// Restored says that the work dir was put back to the state the
 	// iteration began from after the earlier attempts (a Temporal worker
@@ -60,6 +64,11 @@ type Ledger struct {
 	prior     map[string]*ledgerQuery // what earlier attempts of the iteration recorded, by query
 	cur       map[string]*ledgerQuery // what this attempt recorded
 	effect    bool                    // BeforeEffect ran in this attempt
+	// saving: a call of a tool that is not idempotent and not KindEdit was
+	// started in this iteration (by any attempt), or a call whose kind the
+	// record does not tell; from then on every such call is saved
+	// (AfterEffect).
+	saving bool
 }
 
 // TurnReplayer is implemented by a Model that keeps its own place in a
@@ -146,7 +155,7 @@ func (l *Ledger) Begin(n int) {
 			}
 		}
 	} else {
-		l.prior = nil
+		l.prior, l.saving = nil, false
 	}
 	l.iteration, l.cur, l.effect = n, nil, false
 }
@@ -157,7 +166,7 @@ func (l *Ledger) Begin(n int) {
 func (l *Ledger) Seed(n int, events []journal.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.iteration, l.prior, l.cur, l.effect = n, map[string]*ledgerQuery{}, nil, false
+	l.iteration, l.prior, l.cur, l.effect, l.saving = n, map[string]*ledgerQuery{}, nil, false, false
 	query := func(k string) *ledgerQuery {
 		q := l.prior[k]
 		if q == nil {
@@ -190,6 +199,8 @@ func (l *Ledger) Seed(n int, events []journal.Event) {
 			}
 			c := query(in.Query).call(callKey{in.Turn, in.ID})
 			c.intent, c.at, c.result = &in, ev.Time, nil
+			// The record does not say which tools edit files.
+			l.saving = l.saving || !in.Idempotent
 			byID[in.ID] = place{in.Query, in.Turn}
 		case journal.ToolCall:
 			var u ToolUse
@@ -276,14 +287,16 @@ func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.
 			}
 		}
 	}
+	save := false
 	if !idem {
 		r.beforeEffect(ctx)
+		save = r.saves(call)
 	}
 	in := &ToolIntentEvent{ID: call.ID, Name: call.Name, InputDigest: digest(string(call.Input)), Query: r.key, Turn: turn, Idempotent: idem}
 	r.keep(k, in, nil)
 	events.Emit(journal.ToolIntent, in)
 	out := next(tool.WithIdempotencyKey(ctx, r.idempotencyKey(call.ID)), call)
-	if !idem && r.l.AfterEffect != nil {
+	if save && r.l.AfterEffect != nil {
 		r.l.AfterEffect(ctx, r.iteration)
 	}
 	r.keep(k, nil, &ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content, IsError: out.IsError})
@@ -312,6 +325,18 @@ func (r *ledgerRun) beforeEffect(ctx context.Context) {
 	if first && r.l.BeforeEffect != nil {
 		r.l.BeforeEffect(ctx, r.iteration)
 	}
+}
+
+// saves reports whether the call's effect is saved after it (AfterEffect),
+// and starts saving from the iteration's first call of a tool that is not
+// idempotent and does not only edit files.
+func (r *ledgerRun) saves(call tool.Call) bool {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	if call.Tool == nil || call.Tool.Kind() != tool.KindEdit {
+		r.l.saving = true
+	}
+	return r.l.saving
 }
 
 // idempotencyKey is the key of call id in this query (tool.IdempotencyKey).

@@ -166,3 +166,73 @@ func TestLedgerStartsAfreshElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// kindTool is a tool of the given kind that records its name in *last
+// when it runs.
+type kindTool struct {
+	name string
+	kind tool.Kind
+	last *string
+}
+
+func (t kindTool) Spec() tool.Spec {
+	return tool.Spec{Name: t.name, InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (t kindTool) Kind() tool.Kind { return t.kind }
+func (t kindTool) Run(context.Context, json.RawMessage) (tool.Result, error) {
+	*t.last += t.name
+	return tool.Result{Content: t.name + " done"}, nil
+}
+
+// TestLedgerSavesFromTheFirstEffectEditsCannotRedo: AfterEffect (a
+// Temporal worker's checkpoint of its checkout) is not called after file
+// edits before the iteration's first other effect — an attempt that finds
+// no checkpoint makes them again — and is called after every call that is
+// not idempotent from that effect on. An attempt that continues a cut one
+// saves after every such call.
+func TestLedgerSavesFromTheFirstEffectEditsCannotRedo(t *testing.T) {
+	var ran string
+	tools := []tool.Tool{kindTool{"E1", tool.KindEdit, &ran}, kindTool{"E2", tool.KindEdit, &ran}, kindTool{"X", tool.KindExecute, &ran},
+		kindTool{"E3", tool.KindEdit, &ran}, kindTool{"R", tool.KindRead, &ran}}
+	allowed := llm.QueryOptions{AllowedTools: []string{"E1", "E2", "X", "E3", "R"}}
+	var saved []string
+	save := func(context.Context, int) { saved = append(saved, ran) }
+	m := &llmtest.Replay{Replies: []*llm.Response{
+		{Message: llm.Message{ToolCalls: calls("R", "E1", "E2", "X", "E3")}, StopReason: "tool_use"},
+		{Message: llm.Message{Text: "done"}, StopReason: "end_turn"},
+	}}
+	ev := &iterationEvents{}
+	l := &llm.Ledger{RunID: "r", AfterEffect: save}
+	l.Begin(1)
+	if _, err := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: ev, Ledger: l}).Query(context.Background(), "go", allowed); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(saved, ","); ran != "RE1E2XE3" || got != "RE1E2X,RE1E2XE3" {
+		t.Fatalf("ran %s, saved after %s; want saves after X and E3 only", ran, got)
+	}
+	// The worker was lost while X ran, before any checkpoint: the next
+	// attempt finds the work dir as the iteration began (Restored), makes
+	// E1 and E2 again, is told X was interrupted, and saves after each
+	// call that is not idempotent.
+	ran, saved = "", nil
+	l2 := &llm.Ledger{RunID: "r", AfterEffect: save, Restored: true}
+	l2.Seed(1, cutAfterIntent(t, ev.events, "X"))
+	l2.Begin(1)
+	m2 := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "done"}, StopReason: "end_turn"}}}
+	if _, err := llm.NewToolLoop(m2, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l2}).Query(context.Background(), "go", allowed); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(saved, ","); ran != "E1E2E3" || got != "E1,E1E2,E1E2E3" {
+		t.Fatalf("second attempt ran %s, saved after %s", ran, got)
+	}
+	// The next iteration starts without saving again.
+	ran, saved = "", nil
+	l2.Begin(2)
+	m3 := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("E1")}, StopReason: "tool_use"}, {Message: llm.Message{Text: "done"}, StopReason: "end_turn"}}}
+	if _, err := llm.NewToolLoop(m3, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l2}).Query(context.Background(), "go", allowed); err != nil {
+		t.Fatal(err)
+	}
+	if ran != "E1" || len(saved) != 0 {
+		t.Fatalf("next iteration ran %s, saved %v", ran, saved)
+	}
+}

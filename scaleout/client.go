@@ -11,8 +11,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -69,8 +71,8 @@ type WorkerConfig struct {
 	// TracerProvider, when set, traces every iteration the worker runs
 	// (agent.Config.TracerProvider).
 	TracerProvider trace.TracerProvider
-	// MaxConcurrentRuns bounds the iterations the worker runs at once (0 =
-	// 8).
+	// MaxConcurrentRuns bounds the iterations — one per run — the worker
+	// runs at once (0 = DefaultMaxConcurrentRuns).
 	MaxConcurrentRuns int
 	// Ready, when set, is called once the worker polls its queues, with
 	// its own task queue.
@@ -92,7 +94,7 @@ func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
 		cfg.TaskQueue = DefaultTaskQueue
 	}
 	if cfg.MaxConcurrentRuns <= 0 {
-		cfg.MaxConcurrentRuns = 8
+		cfg.MaxConcurrentRuns = DefaultMaxConcurrentRuns()
 	}
 	host, _ := os.Hostname()
 	own := fmt.Sprintf("%s@%s-%d-%s", cfg.TaskQueue, host, os.Getpid(), randomHex(4))
@@ -122,6 +124,13 @@ func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// DefaultMaxConcurrentRuns is how many runs a worker runs at once unless
+// told otherwise: four per core of the machine, since an iteration mostly
+// waits for the model's answers.
+func DefaultMaxConcurrentRuns() int {
+	return 4 * runtime.NumCPU()
 }
 
 func randomHex(n int) string {
@@ -167,6 +176,25 @@ type Submission struct {
 // repository, the run's branch capstan/<run id> is created in Repo at the
 // work dir's HEAD (uncommitted changes are not part of the run).
 func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
+	ins, err := PrepareRuns(ctx, s, []map[string]string{s.Params})
+	if err != nil {
+		return nil, err
+	}
+	return ins[0], nil
+}
+
+// PrepareRuns makes the workflow inputs of len(params) runs of one
+// submission, one per parameter set (s.Params is not used): the
+// definition is packed, the work dir checked and its HEAD read once, and
+// every run's branch is created with a single push. Each run gets its
+// own run ID; s.RunID names a single run only.
+func PrepareRuns(ctx context.Context, s Submission, params []map[string]string) ([]*RunInput, error) {
+	if len(params) == 0 {
+		return nil, errors.New("scaleout: no runs to prepare")
+	}
+	if s.RunID != "" && len(params) > 1 {
+		return nil, errors.New("scaleout: a run ID names one run; leave it empty for a batch")
+	}
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -188,41 +216,70 @@ func PrepareRun(ctx context.Context, s Submission) (*RunInput, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &RunInput{RunID: s.RunID, Agent: s.Agent.Definition().Name, AgentDir: s.Agent.Dir(), Definition: tarball,
-		DefinitionDigest: snap.Digest(), Model: s.Model, BaseURL: s.BaseURL, Params: s.Params, MaxIterations: s.MaxIterations,
-		Timeouts: s.Timeouts, MaxRetryAfter: s.MaxRetryAfter, NoSandbox: s.NoSandbox, WorkDir: wd, Started: now().UTC(), Options: s.Options}
-	if in.RunID == "" {
-		in.RunID = NewRunID(now())
+	ins := make([]*RunInput, len(params))
+	started := now().UTC()
+	for i, p := range params {
+		ins[i] = &RunInput{RunID: s.RunID, Agent: s.Agent.Definition().Name, AgentDir: s.Agent.Dir(), Definition: tarball,
+			DefinitionDigest: snap.Digest(), Model: s.Model, BaseURL: s.BaseURL, Params: p, MaxIterations: s.MaxIterations,
+			Timeouts: s.Timeouts, MaxRetryAfter: s.MaxRetryAfter, NoSandbox: s.NoSandbox, WorkDir: wd, Started: started, Options: s.Options}
+		if ins[i].RunID == "" {
+			ins[i].RunID = NewRunID(started)
+		}
 	}
 	head, err := workDirHead(ctx, wd, s.Repo)
 	if err != nil || head == "" {
-		return in, err // not a repository: the work dir is used as it is
+		return ins, err // not a repository: the work dir is used as it is
 	}
-	in.Repo, in.Branch, in.BaseCommit, in.WorkDir = s.Repo, "capstan/"+in.RunID, head, ""
-	if in.Repo == "" {
-		in.Repo = wd
+	repo := s.Repo
+	if repo == "" {
+		repo = wd
 	}
-	if err := pushBranch(ctx, wd, in.Repo, head, in.Branch); err != nil {
+	branches := make([]string, len(ins))
+	for i, in := range ins {
+		in.Repo, in.Branch, in.BaseCommit, in.WorkDir = repo, "capstan/"+in.RunID, head, ""
+		branches[i] = in.Branch
+	}
+	if err := pushBranch(ctx, wd, repo, head, branches...); err != nil {
 		return nil, err
 	}
-	return in, nil
+	return ins, nil
 }
 
-// pushBranch creates branch at commit head in repo, from the work dir wd.
-func pushBranch(ctx context.Context, wd, repo, head, branch string) error {
-	if _, err := git(ctx, wd, "push", "-q", repo, head+":refs/heads/"+branch); err != nil {
-		return fmt.Errorf("scaleout: create the run's branch %s in %s: %w", branch, repo, err)
+// pushBranch creates the branches at commit head in repo, from the work
+// dir wd, with one git push (per pushChunk branches, which keeps the
+// command line short).
+func pushBranch(ctx context.Context, wd, repo, head string, branches ...string) error {
+	for chunk := range slices.Chunk(branches, pushChunk) {
+		args := []string{"push", "-q", repo}
+		for _, b := range chunk {
+			args = append(args, head+":refs/heads/"+b)
+		}
+		if _, err := git(ctx, wd, args...); err != nil {
+			what := "the run's branch " + branches[0]
+			if len(branches) > 1 {
+				what = fmt.Sprintf("the branches of %d runs", len(branches))
+			}
+			return fmt.Errorf("scaleout: create %s in %s: %w", what, repo, err)
+		}
 	}
 	return nil
 }
+
+// pushChunk is how many run branches one git push creates.
+const pushChunk = 500
 
 // workDirHead is the HEAD commit of the git repository whose top level is
 // the work dir wd, or "" when wd is not in a repository (then repo, the
 // --repo of the run, must be ""). A work dir inside a repository, or a
 // repository without a commit, is refused.
 func workDirHead(ctx context.Context, wd, repo string) (string, error) {
-	top, err := git(ctx, wd, "rev-parse", "--show-toplevel")
-	if err != nil {
+	// One git for both in the usual case; a second one tells a work dir
+	// outside any repository from a repository without a commit.
+	top, err := git(ctx, wd, "rev-parse", "--show-toplevel", "HEAD")
+	head := ""
+	if err == nil {
+		top, head, _ = strings.Cut(top, "\n")
+	} else if top, err = git(ctx, wd, "rev-parse", "--show-toplevel"); err != nil {
 		if repo != "" {
 			return "", fmt.Errorf("scaleout: --repo %s needs the work dir %s to be a git repository: %w", repo, wd, err)
 		}
@@ -238,8 +295,8 @@ func workDirHead(ctx context.Context, wd, repo string) (string, error) {
 		e.Hint = "pass --workdir " + verify.ShellQuote(top)
 		return "", e
 	}
-	head, err := git(ctx, wd, "rev-parse", "HEAD")
-	if err != nil {
+	if head == "" {
+		_, err := git(ctx, wd, "rev-parse", "HEAD")
 		e := agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "the work dir's repository %s has no commit", wd)
 		q := verify.ShellQuote(wd)
 		e.Hint = "commit the work dir's files first: git -C " + q + " add -A && git -C " + q + " commit --allow-empty -m start"
@@ -288,6 +345,28 @@ func Start(ctx context.Context, c client.Client, taskQueue string, in *RunInput)
 		StaticSummary:            "capstan " + in.Agent,
 		StaticDetails:            fmt.Sprintf("agent `%s` · model `%s` · branch `%s`", in.Agent, in.Model, in.Branch),
 	}, WorkflowName, *in)
+}
+
+// StartRuns starts the workflows of runs on the shared task queue, at
+// most parallel at once (<= 0: 16), and returns each run's error (nil
+// when it started), in the order of runs.
+func StartRuns(ctx context.Context, c client.Client, taskQueue string, runs []*RunInput, parallel int) []error {
+	if parallel <= 0 {
+		parallel = 16
+	}
+	errs := make([]error, len(runs))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, in := range runs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, errs[i] = Start(ctx, c, taskQueue, in)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // Follow reports the run's progress to onProgress whenever it changes,

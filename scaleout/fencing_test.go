@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -103,45 +104,77 @@ func TestALostAttemptNeitherEndsNorCommitsTheRun(t *testing.T) {
 	}
 }
 
-// A zombie attempt still running its iteration (its verdict stage) when
-// the server's retry of it starts on the same worker: the retry waits until the zombie has
-// let go of the run, so the two never write the journal (or the checkout)
-// at once, and the hash chain holds.
+// A zombie attempt still running its iteration when the server's retry of
+// it starts on the same worker: the retry waits until the zombie has let
+// go of the run, so the two never write the journal (or the checkout) at
+// once, and the hash chain holds. The zombie is cut at two points: while
+// its Bash call runs, and in its verdict stage after the call ended. Cut
+// in its verdict stage, the retry answers the call from the journal and
+// the run completes with each line once. Cut while its call ran, the call
+// is not run a second time: the retry answers it with what the journal
+// recorded of it (the call killed with the zombie) — which this scripted
+// model cannot act on, so the run need not complete — and line 2 is in
+// log.txt at most once.
 func TestAZombieAttemptAndItsRetryNeverWriteAtOnce(t *testing.T) {
-	in, bare := counterRun(t, WorkflowOptions{})
-	p := newPool(t)
-	var played atomic.Bool
-	p.iterate = func(ctx context.Context, w *Activities, it IterationInput) (*IterationResult, error) {
-		if w != p.w[0] || it.State.Iteration != 1 || !played.CompareAndSwap(false, true) {
-			return w.Iterate(ctx, it)
-		}
-		zctx, cancel := context.WithCancelCause(ctx)
-		zombie := make(chan error, 1)
-		go func() {
-			_, err := w.Iterate(zctx, it)
-			zombie <- err
-		}()
-		// The zombie is cut after its Bash call ended: a call it cut
-		// would not be run again by the retry (the model is told), which
-		// the scripted model cannot take into account.
-		waitJournal(t, in.RunID, journal.ToolCall, 2)
-		type answer struct {
-			res *IterationResult
-			err error
-		}
-		retry := make(chan answer, 1)
-		go func() {
-			res, err := w.Iterate(ctx, it)
-			retry <- answer{res, err}
-		}()
-		time.Sleep(100 * time.Millisecond)
-		cancel(serviceerror.NewNotFound("activity attempt timed out"))
-		<-zombie
-		a := <-retry
-		return a.res, a.err
+	for _, cut := range []string{journal.ToolIntent, journal.ToolCall} {
+		t.Run("cut after "+cut, func(t *testing.T) {
+			in, bare := counterRun(t, WorkflowOptions{})
+			p := newPool(t)
+			var played atomic.Bool
+			p.iterate = func(ctx context.Context, w *Activities, it IterationInput) (*IterationResult, error) {
+				if w != p.w[0] || it.State.Iteration != 1 || !played.CompareAndSwap(false, true) {
+					return w.Iterate(ctx, it)
+				}
+				zctx, cancel := context.WithCancelCause(ctx)
+				zombie := make(chan error, 1)
+				go func() {
+					_, err := w.Iterate(zctx, it)
+					zombie <- err
+				}()
+				waitJournal(t, in.RunID, cut, 2)
+				type answer struct {
+					res *IterationResult
+					err error
+				}
+				retry := make(chan answer, 1)
+				go func() {
+					res, err := w.Iterate(ctx, it)
+					retry <- answer{res, err}
+				}()
+				time.Sleep(100 * time.Millisecond)
+				cancel(serviceerror.NewNotFound("activity attempt timed out"))
+				<-zombie
+				a := <-retry
+				return a.res, a.err
+			}
+			res := p.run(t, in)
+			if cut == journal.ToolCall {
+				checkRun(t, bare, in, &res)
+				return
+			}
+			found, err := testStore(t).Find("", in.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := agent.LoadRun(found.ID, found.Path)
+			if err != nil || rec.Integrity.Err() != nil {
+				t.Fatalf("journal: %v, integrity %v", err, rec.Integrity.Err())
+			}
+			events, _ := journal.ReadFile(found.Path)
+			starts := 0 // a call answered from the journal has no intent of its own
+			for _, ev := range events {
+				if ev.Type == journal.ToolIntent && ev.Iteration == 2 {
+					starts++
+				}
+			}
+			if starts != 1 {
+				t.Errorf("iteration 2's Bash call started %d times, want once", starts)
+			}
+			if log := gitT(t, bare, "show", in.Branch+":log.txt"); strings.Count(log, "line-2") > 1 {
+				t.Errorf("line 2 is in log.txt twice:\n%s", log)
+			}
+		})
 	}
-	res := p.run(t, in)
-	checkRun(t, bare, in, &res)
 }
 
 // A worker keeps a run's agent in memory between iterations. When the run

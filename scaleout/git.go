@@ -63,50 +63,90 @@ func (w *Activities) checkpoint(ctx context.Context, run *RunInput, dir string, 
 	if err := w.guardRepo(dir); err != nil {
 		return workDirError("restore the repository of "+dir, err)
 	}
-	if _, err := checkoutGit(ctx, dir, "add", "-A"); err != nil {
+	if _, err := w.checkoutGit(ctx, dir, "add", "-A"); err != nil {
 		return workDirError("stage the work dir", err)
 	}
-	tree, err := checkoutGit(ctx, dir, "write-tree")
+	tree, err := w.checkoutGit(ctx, dir, "write-tree")
 	if err != nil {
 		return workDirError("record the work dir", err)
 	}
 	msg := fmt.Sprintf("capstan: run %s iteration %d in progress\n\n%s%s\n%s%d\n%strue\n", run.RunID, st.Iteration+1,
 		trailerRun, run.RunID, trailerIteration, st.Iteration+1, trailerWip)
-	sha, err := checkoutGit(ctx, dir, "-c", "user.name=capstan", "-c", "user.email=capstan@localhost", "commit-tree", tree, "-p", st.Commit, "-m", msg)
+	sha, err := w.checkoutGit(ctx, dir, "-c", "user.name=capstan", "-c", "user.email=capstan@localhost", "commit-tree", tree, "-p", st.Commit, "-m", msg)
 	if err != nil {
 		return workDirError("record the work dir", err)
 	}
-	if _, err := checkoutGit(ctx, dir, "push", "-q", "-f", "origin", sha+":"+wipRef(run.RunID)); err != nil {
+	w.setCheckpointed(run.RunID, true)
+	if _, err := w.checkoutGit(ctx, dir, "push", "-q", "-f", "origin", sha+":"+wipRef(run.RunID)); err != nil {
 		return workDirError("push the checkpoint of run "+run.RunID, err)
 	}
 	return nil
 }
 
-// resumeCheckpoint puts the checkpoint of the iteration after st, when an
-// earlier attempt pushed one, into the checkout dir (HEAD stays at
-// st.Commit); it reports whether there was one.
-func resumeCheckpoint(ctx context.Context, dir string, run *RunInput, st RunState) bool {
-	ref := "refs/remotes/origin/capstan-wip"
-	if _, err := checkoutGit(ctx, dir, "fetch", "-q", "origin", "+"+wipRef(run.RunID)+":"+ref); err != nil {
-		return false
+// setCheckpointed records whether the run's repository may hold a
+// checkpoint of the run (this worker pushed one, or fetched one).
+func (w *Activities) setCheckpointed(runID string, yes bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.checkpointed == nil {
+		w.checkpointed = map[string]bool{}
 	}
-	wip, err := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", ref)
+	if yes {
+		w.checkpointed[runID] = true
+	} else {
+		delete(w.checkpointed, runID)
+	}
+}
+
+// dropCheckpoint removes the run's checkpoint ref from its repository
+// once the run has ended (its last iteration's commit is on the branch):
+// an ended run leaves its branch and nothing else. It is a best effort —
+// a checkpoint left behind is never used again, since it names an
+// iteration the run did not reach.
+func (w *Activities) dropCheckpoint(ctx context.Context, run *RunInput, dir string) {
+	if run.Repo == "" {
+		return
+	}
+	w.mu.Lock()
+	pushed := w.checkpointed[run.RunID]
+	w.mu.Unlock()
+	if !pushed {
+		if _, err := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wipFetched); err != nil {
+			return // neither pushed nor fetched here: there is none
+		}
+	}
+	if w.guardRepo(dir) != nil {
+		return
+	}
+	if _, err := w.checkoutGit(ctx, dir, "push", "-q", "origin", "--delete", wipRef(run.RunID)); err == nil {
+		w.setCheckpointed(run.RunID, false)
+	}
+}
+
+// wipFetched is where a checkout keeps the run's checkpoint it fetched.
+const wipFetched = "refs/remotes/origin/capstan-wip"
+
+// resumeCheckpoint puts the checkpoint of the iteration after st, when an
+// earlier attempt pushed one and workDir fetched it, into the checkout dir
+// (HEAD stays at st.Commit); it reports whether there was one.
+func (w *Activities) resumeCheckpoint(ctx context.Context, dir string, run *RunInput, st RunState) bool {
+	wip, err := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wipFetched)
 	if err != nil {
 		return false
 	}
-	parent, _ := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wip+"^")
-	msg, err := checkoutGit(ctx, dir, "log", "-1", "--format=%B", wip)
+	parent, _ := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wip+"^")
+	msg, err := w.checkoutGit(ctx, dir, "log", "-1", "--format=%B", wip)
 	if err != nil || parent != st.Commit || trailer(msg, trailerRun) != run.RunID ||
 		trailer(msg, trailerIteration) != strconv.Itoa(st.Iteration+1) || trailer(msg, trailerWip) != "true" {
 		return false
 	}
-	if _, err := checkoutGit(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, wip); err != nil {
+	if _, err := w.checkoutGit(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, wip); err != nil {
 		return false
 	}
-	if _, err := checkoutGit(ctx, dir, "reset", "-q", "--soft", st.Commit); err != nil {
+	if _, err := w.checkoutGit(ctx, dir, "reset", "-q", "--soft", st.Commit); err != nil {
 		return false
 	}
-	_, _ = checkoutGit(ctx, dir, "clean", "-q", "-f", "-d")
+	_, _ = w.checkoutGit(ctx, dir, "clean", "-q", "-f", "-d")
 	return true
 }
 
@@ -122,6 +162,16 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		return checkout{dir: run.WorkDir}, nil
 	}
 	dir := filepath.Join(w.Root, run.RunID)
+	// A checkpoint of the iteration can only be there when the run's
+	// journal is: a checkpoint follows a journaled tool call.
+	mayResume := false
+	if store, err := w.store(); err == nil {
+		_, ferr := store.Find("", run.RunID)
+		mayResume = ferr == nil
+	}
+	ref := "refs/remotes/origin/" + run.Branch
+	fetch := []string{"+refs/heads/" + run.Branch + ":" + ref}
+	fresh := false
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
 		if err := os.RemoveAll(dir); err != nil {
 			return checkout{}, workDirError("clear "+dir, err)
@@ -129,12 +179,16 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		if err := os.MkdirAll(w.Root, 0o700); err != nil {
 			return checkout{}, workDirError("create "+w.Root, err)
 		}
-		if _, err := git(ctx, w.Root, "clone", "-q", "--no-checkout", run.Repo, dir); err != nil {
+		// Only the run's branch: a repository that holds the branches of
+		// many runs is not fetched whole for each of them. The clone has
+		// the branch's tip: no fetch of it follows.
+		if _, err := w.checkoutGit(ctx, w.Root, "clone", "-q", "--no-checkout", "--single-branch", "--no-tags", "--branch", run.Branch, run.Repo, dir); err != nil {
 			return checkout{}, workDirError("clone "+run.Repo, err)
 		}
-		if err := w.trustRepo(dir); err != nil {
+		if err := w.trustRepo(ctx, dir); err != nil {
 			return checkout{}, workDirError("read the configuration of "+dir, err)
 		}
+		fetch, fresh = nil, true
 	} else if err := w.guardRepo(dir); err != nil {
 		// A checkout this worker did not clone (it restarted) or whose
 		// repository it cannot restore: start from a fresh clone.
@@ -143,37 +197,50 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		}
 		return w.workDir(ctx, run, st)
 	}
-	ref := "refs/remotes/origin/" + run.Branch
-	if _, err := checkoutGit(ctx, dir, "fetch", "-q", "origin", "+refs/heads/"+run.Branch+":"+ref); err != nil {
-		return checkout{}, workDirError("fetch branch "+run.Branch+" of "+run.Repo, err)
+	if mayResume {
+		// The checkpoint, when there is one, in the same fetch (a pattern
+		// that matches no ref is not an error).
+		fetch = append(fetch, "+"+wipRef(run.RunID)+"*:"+wipFetched+"*")
+		_, _ = w.checkoutGit(ctx, dir, "update-ref", "-d", wipFetched)
 	}
-	tip, err := checkoutGit(ctx, dir, "rev-parse", ref)
+	if len(fetch) > 0 {
+		if _, err := w.checkoutGit(ctx, dir, append([]string{"fetch", "-q", "--no-tags", "origin"}, fetch...)...); err != nil {
+			return checkout{}, workDirError("fetch branch "+run.Branch+" of "+run.Repo, err)
+		}
+	}
+	tip, err := w.checkoutGit(ctx, dir, "rev-parse", ref)
 	if err != nil {
 		return checkout{}, workDirError("read branch "+run.Branch, err)
 	}
 	if tip != st.Commit {
-		done, err := committedIteration(ctx, dir, tip, run, st)
+		done, err := w.committedIteration(ctx, dir, tip, run, st)
 		if err != nil {
 			return checkout{}, err
 		}
 		return checkout{dir: dir, done: done}, nil
 	}
-	if resumeCheckpoint(ctx, dir, run, st) {
+	if mayResume && w.resumeCheckpoint(ctx, dir, run, st) {
 		return checkout{dir: dir, reset: true, resumed: true}, nil
 	}
-	head, _ := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", "HEAD")
+	head := ""
+	if !fresh {
+		head, _ = w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", "HEAD")
+	}
 	if head == st.Commit {
-		if status, err := checkoutGit(ctx, dir, "status", "--porcelain"); err == nil && status == "" {
+		if status, err := w.checkoutGit(ctx, dir, "status", "--porcelain"); err == nil && status == "" {
 			return checkout{dir: dir}, nil
 		}
 	}
 	// Another worker ran the last iteration, or this one was cut: start
 	// from the last committed state. Edits after it are lost by design;
 	// the iteration that made them runs again.
-	if _, err := checkoutGit(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, st.Commit); err != nil {
+	if _, err := w.checkoutGit(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, st.Commit); err != nil {
 		return checkout{}, workDirError("check out "+st.Commit, err)
 	}
-	if _, err := checkoutGit(ctx, dir, "clean", "-q", "-f", "-d"); err != nil {
+	if fresh {
+		return checkout{dir: dir, reset: true}, nil // nothing to clean
+	}
+	if _, err := w.checkoutGit(ctx, dir, "clean", "-q", "-f", "-d"); err != nil {
 		return checkout{}, workDirError("clean "+dir, err)
 	}
 	return checkout{dir: dir, reset: true}, nil
@@ -182,9 +249,9 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 // committedIteration reads the iteration a previous attempt committed on
 // top of st.Commit: the branch's tip must be its only child and record the
 // next iteration of this run.
-func committedIteration(ctx context.Context, dir, tip string, run *RunInput, st RunState) (*IterationResult, error) {
-	parent, _ := checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", tip+"^")
-	msg, err := checkoutGit(ctx, dir, "log", "-1", "--format=%B", tip)
+func (w *Activities) committedIteration(ctx context.Context, dir, tip string, run *RunInput, st RunState) (*IterationResult, error) {
+	parent, _ := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", tip+"^")
+	msg, err := w.checkoutGit(ctx, dir, "log", "-1", "--format=%B", tip)
 	if err != nil {
 		return nil, workDirError("read commit "+tip, err)
 	}
@@ -220,18 +287,18 @@ func (w *Activities) commit(ctx context.Context, run *RunInput, dir string, st R
 		// Retried: the next attempt clones afresh and redoes the iteration.
 		return "", workDirError("restore the repository of "+dir, err)
 	}
-	if _, err := checkoutGit(ctx, dir, "add", "-A"); err != nil {
+	if _, err := w.checkoutGit(ctx, dir, "add", "-A"); err != nil {
 		return "", workDirError("stage the work dir", err)
 	}
-	if _, err := checkoutGit(ctx, dir, "-c", "user.name=capstan", "-c", "user.email=capstan@localhost", "-c", "commit.gpgsign=false",
+	if _, err := w.checkoutGit(ctx, dir, "-c", "user.name=capstan", "-c", "user.email=capstan@localhost", "-c", "commit.gpgsign=false",
 		"commit", "-q", "--no-verify", "--allow-empty", "-m", msg); err != nil {
 		return "", workDirError("commit the work dir", err)
 	}
-	sha, err := checkoutGit(ctx, dir, "rev-parse", "HEAD")
+	sha, err := w.checkoutGit(ctx, dir, "rev-parse", "HEAD")
 	if err != nil {
 		return "", workDirError("read the commit", err)
 	}
-	if _, err := checkoutGit(ctx, dir, "push", "-q", "origin", "HEAD:refs/heads/"+run.Branch); err != nil {
+	if _, err := w.checkoutGit(ctx, dir, "push", "-q", "origin", "HEAD:refs/heads/"+run.Branch); err != nil {
 		// Retried: the next attempt finds the branch where this push left it.
 		return "", workDirError("push the run's branch "+run.Branch, err)
 	}
@@ -264,25 +331,63 @@ func short(sha string) string {
 // helpers, includes), so nothing the model wrote there runs either.
 var checkoutHardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
 
-// checkoutGit runs git in a run's checkout, hardened (checkoutHardening).
-// Call guardRepo before a sequence of them.
-func checkoutGit(ctx context.Context, dir string, args ...string) (string, error) {
-	return git(ctx, dir, append(slices.Clip(checkoutHardening), args...)...)
+// checkoutGit runs git in dir — a run's checkout, or Root for a clone —
+// hardened (checkoutHardening), and returns its trimmed output. The
+// worker resolves git once; a command that reaches a remote gets the
+// user's credential helpers (read once), and a checkout's driver pins are
+// read once, when it is cloned (guardRepo keeps its configuration as
+// cloned). Call guardRepo before a sequence of them.
+func (w *Activities) checkoutGit(ctx context.Context, dir string, args ...string) (string, error) {
+	g, remote, err := w.gits(ctx)
+	if err != nil {
+		return "", err
+	}
+	if hostcmd.ReachesRemote(args) {
+		g = remote
+	}
+	w.mu.Lock()
+	pins := w.repoPins[dir]
+	w.mu.Unlock()
+	if pins != nil {
+		g = g.WithRepoPins(pins)
+	}
+	out, err := g.Output(ctx, dir, append(slices.Clip(checkoutHardening), args...)...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// gits returns the worker's git for commands in its checkouts and the one
+// for commands that reach a remote, resolved once.
+func (w *Activities) gits(ctx context.Context) (local, remote *hostcmd.Git, err error) {
+	w.gitOnce.Do(func() {
+		w.localGit, w.gitErr = hostcmd.NewGit(os.Environ(), w.Root)
+		if w.gitErr == nil {
+			w.remoteGit = w.localGit.WithUserCredentials(context.WithoutCancel(ctx), os.Environ())
+		}
+	})
+	return w.localGit, w.remoteGit, w.gitErr
 }
 
 // trustRepo records the repository configuration of a checkout this
-// worker just cloned: the one guardRepo restores.
-func (w *Activities) trustRepo(dir string) error {
+// worker just cloned, the one guardRepo restores, and its driver pins.
+func (w *Activities) trustRepo(ctx context.Context, dir string) error {
 	b, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
 	if err != nil {
 		return err
 	}
+	g, _, err := w.gits(ctx)
+	if err != nil {
+		return err
+	}
+	pins := g.ReadRepoPins(ctx, dir)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.repoConfigs == nil {
-		w.repoConfigs = map[string][]byte{}
+		w.repoConfigs, w.repoPins = map[string][]byte{}, map[string]*hostcmd.RepoPins{}
 	}
-	w.repoConfigs[dir] = b
+	w.repoConfigs[dir], w.repoPins[dir] = b, pins
 	return nil
 }
 
@@ -342,7 +447,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if slices.ContainsFunc(args, func(a string) bool { return a == "clone" || a == "fetch" || a == "push" }) {
+	if hostcmd.ReachesRemote(args) {
 		g = g.WithUserCredentials(ctx, os.Environ())
 	}
 	out, err := g.Output(ctx, dir, args...)

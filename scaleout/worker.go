@@ -19,6 +19,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -49,8 +50,17 @@ type Activities struct {
 	mu   sync.Mutex
 	runs map[string]*liveRun
 	// repoConfigs are the repository configurations of the checkouts this
-	// worker cloned, by checkout dir (see guardRepo).
+	// worker cloned, by checkout dir (see guardRepo), and repoPins their
+	// driver pins.
 	repoConfigs map[string][]byte
+	repoPins    map[string]*hostcmd.RepoPins
+	// checkpointed are the runs whose checkpoint this worker pushed.
+	checkpointed map[string]bool
+
+	// The worker's git, resolved once (checkoutGit).
+	gitOnce             sync.Once
+	localGit, remoteGit *hostcmd.Git
+	gitErr              error
 }
 
 // liveRun is a run's agent kept between iterations on this worker.
@@ -216,6 +226,9 @@ func (w *Activities) iterate(ctx context.Context, in IterationInput) (*Iteration
 		if lr != nil {
 			lr.a.Abandon()
 		}
+		if wd.done.Result != nil {
+			w.dropCheckpoint(context.WithoutCancel(ctx), run, wd.dir)
+		}
 		return wd.done, nil
 	}
 	if lr != nil && (lr.iteration != st.Iteration || lr.commit != st.Commit || wd.reset) {
@@ -278,6 +291,9 @@ func (w *Activities) iterate(ctx context.Context, in IterationInput) (*Iteration
 			lr.a.Abandon()
 		}
 		return nil, err
+	}
+	if out.Result != nil {
+		w.dropCheckpoint(cctx, run, wd.dir)
 	}
 	if res == nil {
 		mark, ok := markJournal(lr.a.JournalPath())

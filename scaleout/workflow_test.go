@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,6 +198,11 @@ func checkRun(t *testing.T, bare string, in *RunInput, res *agent.Result) {
 	trailers := gitT(t, bare, "log", "--reverse", "--format=%(trailers:key=Capstan-Iteration,valueonly)", in.Branch, "^"+in.BaseCommit)
 	if got := strings.Join(strings.Fields(trailers), ","); got != "1,2,3,4" {
 		t.Errorf("iteration commits: %s", got)
+	}
+	// Its iterations' Bash calls were checkpointed to the run's wip ref;
+	// the ended run leaves only its branch.
+	if refs := gitT(t, bare, "for-each-ref", "refs/capstan"); refs != "" {
+		t.Errorf("the ended run left its checkpoint: %s", refs)
 	}
 	found, err := testStore(t).Find("", in.RunID)
 	if err != nil {
@@ -461,5 +467,47 @@ func TestPrepareRunRefusesCredentialsInURLs(t *testing.T) {
 	}
 	if _, err := PrepareRun(context.Background(), Submission{Agent: def, WorkDir: t.TempDir(), Repo: "https://github.com/o/r.git"}); err != nil && strings.Contains(err.Error(), "password or token") {
 		t.Errorf("a URL without a password was refused: %v", err)
+	}
+}
+
+// PrepareRuns makes a batch of runs of one submission: each with its own
+// run ID, branch and parameters, every branch created in the repository at
+// the work dir's HEAD; a run ID cannot name a batch.
+func TestPrepareRunsCreatesEveryBranchAtOnce(t *testing.T) {
+	base := t.TempDir()
+	bare := filepath.Join(base, "origin.git")
+	gitT(t, base, "init", "-q", "--bare", bare)
+	wd := filepath.Join(base, "work")
+	gitT(t, base, "clone", "-q", "file://"+bare, wd)
+	gitT(t, wd, "commit", "-q", "--allow-empty", "-m", "init")
+	head := gitT(t, wd, "rev-parse", "HEAD")
+	def, err := agent.LoadPinned(filepath.Join("testdata", "counter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := make([]map[string]string, 2*pushChunk+3) // three pushes
+	for i := range params {
+		params[i] = map[string]string{"tag": fmt.Sprint("r", i)}
+	}
+	ins, err := PrepareRuns(context.Background(), Submission{Agent: def, WorkDir: wd, Repo: "file://" + bare}, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	branches := strings.Fields(gitT(t, bare, "for-each-ref", "--format=%(objectname):%(refname:short)", "refs/heads/capstan"))
+	if len(ins) != len(params) || len(branches) != len(params) {
+		t.Fatalf("%d inputs, %d branches for %d runs", len(ins), len(branches), len(params))
+	}
+	ids := map[string]bool{}
+	for i, in := range ins {
+		if ids[in.RunID] || in.Params["tag"] != params[i]["tag"] || in.BaseCommit != head || in.Branch != "capstan/"+in.RunID || in.Repo != "file://"+bare {
+			t.Fatalf("run %d: %+v", i, in)
+		}
+		ids[in.RunID] = true
+		if !slices.Contains(branches, head+":"+in.Branch) {
+			t.Fatalf("run %d: branch %s not at %s in %v", i, in.Branch, head, branches[:3])
+		}
+	}
+	if _, err := PrepareRuns(context.Background(), Submission{Agent: def, WorkDir: wd, RunID: "one"}, params[:2]); err == nil {
+		t.Fatal("a run ID was given to two runs")
 	}
 }

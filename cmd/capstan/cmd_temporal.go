@@ -168,7 +168,7 @@ with GH_TOKEN or gh auth login; one outside --work-root), or write the
 	}
 	tf.register(cmd.Flags(), temporalWorker)
 	cmd.Flags().StringVar(&root, "work-root", "", "directory for the runs' work dir checkouts (default: worktrees in the state directory)")
-	cmd.Flags().IntVar(&concurrent, "max-concurrent", 8, "iterations this worker runs at once")
+	cmd.Flags().IntVar(&concurrent, "max-concurrent", scaleout.DefaultMaxConcurrentRuns(), "runs this worker runs an iteration of at once (4 per core by default: an iteration mostly waits for the model)")
 	return cmd
 }
 
@@ -387,24 +387,36 @@ func submitOne(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fla
 }
 
 func startRun(ctx context.Context, c client.Client, def *agentdir.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
-	if _, err := def.ResolveParams(params); err != nil {
-		return nil, withExit(exitUsage, err)
+	ins, err := prepareRuns(ctx, def, flags, []map[string]string{params})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := scaleout.Start(ctx, c, flags.temporal.taskQueue, ins[0]); err != nil {
+		return nil, withExit(exitInternal, fmt.Errorf("start run %s on Temporal: %w", ins[0].RunID, err))
+	}
+	return ins[0], nil
+}
+
+// prepareRuns checks the runs' parameters and work dir and makes their
+// workflow inputs, creating every run's branch with one push.
+func prepareRuns(ctx context.Context, def *agentdir.Agent, flags runFlags, params []map[string]string) ([]*scaleout.RunInput, error) {
+	for _, p := range params {
+		if _, err := def.ResolveParams(p); err != nil {
+			return nil, withExit(exitUsage, err)
+		}
 	}
 	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
 		return nil, withExit(exitUsage, err)
 	}
-	in, err := scaleout.PrepareRun(ctx, scaleout.Submission{Agent: def, WorkDir: flags.workDir, Repo: flags.temporal.repo,
-		Model: flags.model, BaseURL: flags.baseURL, Params: params, MaxIterations: flags.maxIterations,
+	ins, err := scaleout.PrepareRuns(ctx, scaleout.Submission{Agent: def, WorkDir: flags.workDir, Repo: flags.temporal.repo,
+		Model: flags.model, BaseURL: flags.baseURL, MaxIterations: flags.maxIterations,
 		Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter, NoSandbox: flags.noSandbox,
 		Options: scaleout.WorkflowOptions{Heartbeat: flags.temporal.workerTimeout, ScheduleToStart: flags.temporal.workerTimeout,
-			ContinueEvery: flags.temporal.continueEvery}})
+			ContinueEvery: flags.temporal.continueEvery}}, params)
 	if err != nil {
 		return nil, withExit(exitCodeFor(err, true), err)
 	}
-	if _, err := scaleout.Start(ctx, c, flags.temporal.taskQueue, in); err != nil {
-		return nil, withExit(exitInternal, fmt.Errorf("start run %s on Temporal: %w", in.RunID, err))
-	}
-	return in, nil
+	return ins, nil
 }
 
 func newSubmitCmd() *cobra.Command {
@@ -503,20 +515,39 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer c.Close()
-	for i, p := range runs {
-		in, err := startRun(ctx, c, def, flags, p)
+	ins, err := prepareRuns(ctx, def, flags, runs)
+	if err != nil {
+		return err
+	}
+	if in := ins[0]; in.Repo == "" {
+		if _, err := os.Stat(in.WorkDir); err != nil {
+			fmt.Fprintf(stderr, "capstan: work dir %s is not on this machine: the workers must have it (see why a run failed with: capstan runs --temporal %s --namespace %s)\n",
+				in.WorkDir, flags.temporal.address, flags.temporal.namespace)
+		}
+	}
+	// The workflows start concurrently; the IDs are printed in the order
+	// of the values, each once its run has started.
+	failed := 0
+	for i, err := range scaleout.StartRuns(ctx, c, flags.temporal.taskQueue, ins, 0) {
 		if err != nil {
-			return err
+			failed++
+			fmt.Fprintf(stderr, "capstan: submit: start run %s (%s) on Temporal: %v\n", ins[i].RunID, describeParams(runs[i], each), err)
+			continue
 		}
-		if i == 0 && in.Repo == "" {
-			if _, err := os.Stat(in.WorkDir); err != nil {
-				fmt.Fprintf(stderr, "capstan: work dir %s is not on this machine: the workers must have it (see why a run failed with: capstan runs --temporal %s --namespace %s)\n",
-					in.WorkDir, flags.temporal.address, flags.temporal.namespace)
-			}
-		}
-		fmt.Fprintln(cmd.OutOrStdout(), in.RunID)
+		fmt.Fprintln(cmd.OutOrStdout(), ins[i].RunID)
+	}
+	if failed > 0 {
+		return withExit(exitInternal, fmt.Errorf("submit: %d of %d runs did not start (the others did: their IDs are on stdout); submit the values of the failed ones again", failed, len(ins)))
 	}
 	return nil
+}
+
+// describeParams names the --each value of a run ("" = no --each).
+func describeParams(params map[string]string, each string) string {
+	if each == "" {
+		return "the run"
+	}
+	return "--" + each + " " + shellQuote(params[each])
 }
 
 // stripSubmitFlags removes --each and --from (with their values) from args.

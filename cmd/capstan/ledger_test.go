@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,9 +87,9 @@ func bashCallState(t *testing.T, path string) (intent, recorded, told bool) {
 	return intent, recorded, told
 }
 
-// interruptedCallReported reports whether a run's journal holds a tool
-// result telling the model that an earlier attempt of the call was cut.
-func interruptedCallReported(t *testing.T, path string) bool {
+// interruptedLine is the line ("line-N") that the Bash call the ledger
+// reported as interrupted in the journal at path was to append, or "".
+func interruptedLine(t *testing.T, path string) string {
 	t.Helper()
 	events, _, err := journal.ReadChecked(path)
 	if err != nil {
@@ -97,10 +98,13 @@ func interruptedCallReported(t *testing.T, path string) bool {
 	for _, ev := range events {
 		var u llm.ToolUse
 		if ev.Type == journal.ToolCall && json.Unmarshal(ev.Data, &u) == nil && strings.HasPrefix(u.Output, "not run again: an earlier attempt of this ") {
-			return true
+			if m := regexp.MustCompile(`line-[0-9]+`).FindString(string(u.Input)); m != "" {
+				return m
+			}
+			t.Fatalf("the interrupted call's input names no line: %s", u.Input)
 		}
 	}
-	return false
+	return ""
 }
 
 func countLines(t *testing.T, p string) int {
