@@ -15,7 +15,7 @@ import (
 // group must not kill the remote's side of it, which would leave its ref
 // lock behind in the repository for good, as a file:// remote's
 // receive-pack (a child of the killed push) does.
-func serveGit(t *testing.T, base string) string {
+func serveGit(t testing.TB, base string) string {
 	t.Helper()
 	daemon, err := exec.LookPath("git")
 	if err != nil {
