@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/capstan-dev/capstan/journal"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capstan-dev/capstan/journal"
 )
 
 // A pipeline stage of kind agent runs a real capstan agent; its structured

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"github.com/capstan-dev/capstan/internal/fakegh"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/internal/fakegh"
+
+	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -43,14 +44,7 @@ func TestMain(m *testing.M) {
 }
 
 // testStore is the test state dir's store (TestMain sets it).
-func testStore(t testing.TB) journal.Store {
-	t.Helper()
-	store, err := journal.OpenStore(os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store
-}
+func testStore(t testing.TB) journal.Store { return clitest.Store(t) }
 
 // runJournals returns the journal paths of wd's runs in the test state dir.
 func runJournals(t testing.TB, wd string) []string {
@@ -74,20 +68,7 @@ func cliCommand(args ...string) *exec.Cmd {
 	return cmd
 }
 
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func writeFiles(t *testing.T, files map[string]string) string { return clitest.WriteFiles(t, files) }
 
 // slowAgent finishes iteration 1, then runs a slow Bash command (2 s) in
 // iteration 2, after which it finishes.
@@ -95,23 +76,7 @@ func slowAgent(t *testing.T) string { return sleepingAgent(t, 2) }
 
 // sleepingAgent is an agent whose first iteration writes a file and whose
 // second sleeps for the given seconds in Bash, then says ALL_DONE.
-func sleepingAgent(t *testing.T, seconds int) string {
-	return writeFiles(t, map[string]string{
-		"agent.json": `{"version": "1.0.0", "name": "slow", "description": "a slow second iteration",
-  "parameters": {"who": {"type": "string", "description": "who", "required": true}},
-  "runner": {"model": "script:script.yaml",
-    "completion": {"type": "keyword", "keyword": "ALL_DONE"},
-    "boundaries": {"allowedTools": ["Write", "Bash(sleep:*)"], "permissionMode": "acceptEdits"}}}`,
-		"steps_registry.json":                  `{"agentId": "slow", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
-		"prompts/steps/work/main/f_default.md": "Iteration {uv-iteration} for {uv-who}.",
-		"script.yaml": fmt.Sprintf(`turns:
-  - tool_calls: [{name: Write, input: {file_path: a.txt, content: "a"}}]
-  - text: "iteration one done"
-  - expect: {prompt_contains: ["Iteration 2 for Ada"]}
-    tool_calls: [{name: Bash, input: {command: "sleep %d"}}]
-  - text: "ALL_DONE"
-`, seconds)})
-}
+func sleepingAgent(t *testing.T, seconds int) string { return clitest.SleepingAgent(t, seconds) }
 
 func TestKilledRunIsReadableAndResumable(t *testing.T) {
 	dir, wd := slowAgent(t), t.TempDir()

@@ -109,7 +109,7 @@ func BenchmarkWorkflowBatch(b *testing.B) {
 			b.ReportMetric(float64(benchIssues*b.N)/wall.Seconds(), "issues/s")
 			b.ReportMetric(rss, "submitter-MiB")
 			if onTemporal {
-				b.ReportMetric(max(peakRSS(b, workers[0].cmd.Process.Pid), peakRSS(b, workers[1].cmd.Process.Pid)), "worker-MiB")
+				b.ReportMetric(max(peakRSS(b, workers[0].Cmd.Process.Pid), peakRSS(b, workers[1].Cmd.Process.Pid)), "worker-MiB")
 			}
 		})
 	}

@@ -90,7 +90,7 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for victim == nil {
 		for _, w := range workers {
-			if m, _ := filepath.Glob(filepath.Join(w.root, "*-7-3", "started.txt")); len(m) > 0 {
+			if m, _ := filepath.Glob(filepath.Join(w.Root, "*-7-3", "started.txt")); len(m) > 0 {
 				victim = w
 			}
 		}
@@ -100,11 +100,11 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the iterator did not start:\n%s\n%s", stderr.String(), workers[0].stderr.String()+workers[1].stderr.String())
+			t.Fatalf("the iterator did not start:\n%s\n%s", stderr.String(), workers[0].Stderr.String()+workers[1].Stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := syscall.Kill(-victim.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(-victim.Cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -118,8 +118,8 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	}
 	// The iterator's run moved to the other worker, which finished it.
 	for _, w := range workers {
-		if m, _ := filepath.Glob(filepath.Join(w.root, "*-7-3")); w != victim && len(m) == 0 {
-			t.Fatalf("the iterator's run did not move to the surviving worker:\n%s", w.stderr.String())
+		if m, _ := filepath.Glob(filepath.Join(w.Root, "*-7-3")); w != victim && len(m) == 0 {
+			t.Fatalf("the iterator's run did not move to the surviving worker:\n%s", w.Stderr.String())
 		}
 	}
 	var res workflowJSON

@@ -1,4 +1,4 @@
-package main
+package durabletest
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package main
+package durabletest
 
 import (
 	"bufio"
@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/scaleout"
@@ -33,78 +33,21 @@ import (
 
 // fakeKey is an API key in the workers' and the submitter's environment:
 // it must never reach a workflow history.
-const fakeKey = "sk-ant-api03-capstanTemporalSecret0123456789"
+const fakeKey = clitest.FakeKey
 
 // tworker is a `capstan worker` process.
-type tworker struct {
-	cmd    *exec.Cmd
-	root   string
-	stderr *syncBuffer
-	exited chan error
-}
+type tworker = clitest.Worker
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
+// startWorker starts `capstan worker` on the Temporal server at addr with
+// its work dirs under root, holding fakeKey.
 func startWorker(t testing.TB, addr, root string, extra ...string) *tworker {
 	t.Helper()
-	w := &tworker{root: root, stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	w.cmd = cliCommand(append([]string{"worker", "--temporal", addr, "--work-root", root}, extra...)...)
-	w.cmd.Env = append(w.cmd.Env, "ANTHROPIC_API_KEY="+fakeKey)
-	w.cmd.Stderr = w.stderr
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { w.exited <- w.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = w.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-w.exited:
-		case <-time.After(20 * time.Second):
-			_ = w.cmd.Process.Kill()
-			<-w.exited
-		}
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(w.stderr.String(), "polling task queue") {
-		select {
-		case err := <-w.exited:
-			t.Fatalf("worker exited: %v\n%s", err, w.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker did not start:\n%s", w.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return w
+	cmd := cliCommand(append([]string{"worker", "--temporal", addr, "--work-root", root}, extra...)...)
+	cmd.Env = append(cmd.Env, "ANTHROPIC_API_KEY="+fakeKey)
+	return clitest.StartWorker(t, cmd, root)
 }
 
-func gitT(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+func gitT(t testing.TB, dir string, args ...string) string { return clitest.Git(t, dir, args...) }
 
 // sharedRepo makes a bare repository every worker reaches (served over
 // git:// on loopback, as a remote on another machine; see serveGit) and a
@@ -200,7 +143,7 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 				commits += n
 			}
 		}
-		held, _ := os.ReadDir(w1.root)
+		held, _ := os.ReadDir(w1.Root)
 		if commits >= 6 && len(held) > 0 {
 			if commits >= 40 {
 				t.Fatal("every run finished before worker 1 could be killed: nothing was tested")
@@ -213,7 +156,7 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := w1.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 
@@ -411,14 +354,14 @@ func TestTemporalStoppedWorkerMovesItsRuns(t *testing.T) {
 	id, c := submitSleeping(t, addr, dir, workDir, repo)
 	startWorker(t, addr, filepath.Join(roots, "w2"))
 	time.Sleep(500 * time.Millisecond) // iteration 2's sleep is under way on worker 1
-	if err := w1.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := w1.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-w1.exited:
-		w1.exited <- err // for the worker's cleanup
+	case err := <-w1.Exited:
+		w1.Exited <- err // for the worker's cleanup
 	case <-time.After(30 * time.Second):
-		t.Fatalf("worker 1 did not stop on SIGTERM:\n%s", w1.stderr.String())
+		t.Fatalf("worker 1 did not stop on SIGTERM:\n%s", w1.Stderr.String())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

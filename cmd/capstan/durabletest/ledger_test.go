@@ -1,4 +1,4 @@
-package main
+package durabletest
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -245,10 +246,7 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 	return r
 }
 
-func readFileT(t testing.TB, p string) string {
-	data, _ := os.ReadFile(p)
-	return string(data)
-}
+func readFileT(t testing.TB, p string) string { return clitest.ReadFile(t, p) }
 
 // TestEmptyJournalNamesItsAgent: a run killed before its first event is
 // listed with its agent, and resume prints the command that starts it

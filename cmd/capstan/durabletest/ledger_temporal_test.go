@@ -1,4 +1,4 @@
-package main
+package durabletest
 
 import (
 	"context"
@@ -80,15 +80,15 @@ func TestTemporalToolLedgerKilledWorker(t *testing.T) {
 		for _, id := range ids {
 			for countLines(t, filepath.Join(out, id+".starts")) == 0 {
 				if time.Now().After(deadline) {
-					t.Fatalf("round %d: run %s did not start its Bash call:\n%s", round, id, victim.stderr.String())
+					t.Fatalf("round %d: run %s did not start its Bash call:\n%s", round, id, victim.Stderr.String())
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
 		time.Sleep(time.Duration(rng.IntN(350)) * time.Millisecond)
-		_ = syscall.Kill(-victim.cmd.Process.Pid, syscall.SIGKILL)
-		err = <-victim.exited
-		victim.exited <- err
+		_ = syscall.Kill(-victim.Cmd.Process.Pid, syscall.SIGKILL)
+		err = <-victim.Exited
+		victim.Exited <- err
 		machine := rng.IntN(2) == 0
 		if machine {
 			for _, id := range ids {
@@ -120,7 +120,7 @@ func TestTemporalToolLedgerKilledWorker(t *testing.T) {
 			err := c.GetWorkflow(ctx, id, "").Get(ctx, &res)
 			cancel()
 			if err != nil || !res.Success {
-				t.Fatalf("round %d: run %s did not complete: %v %+v\n%s", round, id, err, res, victim.stderr.String())
+				t.Fatalf("round %d: run %s did not complete: %v %+v\n%s", round, id, err, res, victim.Stderr.String())
 			}
 			found, _ := store.Find("", id)
 			_, _, isTold := bashCallState(t, found.Path)

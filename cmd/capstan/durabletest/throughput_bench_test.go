@@ -1,4 +1,4 @@
-package main
+package durabletest
 
 import (
 	"context"
@@ -93,9 +93,9 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 			temporal[workers] += time.Since(start)
 			serverCPU[workers] += serverProcessCPU(b) - server0
 			for _, w := range ws {
-				_ = w.cmd.Process.Signal(syscall.SIGTERM)
-				<-w.exited
-				w.exited <- nil // for the cleanup's wait
+				_ = w.Cmd.Process.Signal(syscall.SIGTERM)
+				<-w.Exited
+				w.Exited <- nil // for the cleanup's wait
 			}
 			cpu[workers] += childrenCPU() - cpu0
 		}

@@ -1,0 +1,9 @@
+package durabletest
+
+import (
+	"testing"
+
+	"github.com/capstan-dev/capstan/internal/clitest"
+)
+
+func serveGit(t testing.TB, base string) string { return clitest.ServeGit(t, base) }

@@ -1,0 +1,5 @@
+//go:build race
+
+package durabletest
+
+const raceEnabled = true
