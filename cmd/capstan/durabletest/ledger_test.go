@@ -276,8 +276,8 @@ func TestEmptyJournalNamesItsAgent(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
 	hint = strings.TrimSpace(strings.SplitN(hint, "\n", 2)[0])
-	sh := exec.Command("sh", "-c", `capstan() { "$CAPSTAN_BIN" -test.run='^$' -- "$@"; }; `+hint+" --quiet")
-	sh.Env = append(os.Environ(), "CAPSTAN_TEST_CLI=1", "CAPSTAN_BIN="+os.Args[0])
+	sh := exec.Command("sh", "-c", hint+" --quiet")
+	sh.Env = pathWithCapstan()
 	if out, err := sh.CombinedOutput(); err != nil {
 		t.Fatalf("the pasted hint %q: %v\n%s", hint, err, out)
 	}

@@ -83,3 +83,9 @@ func writeFiles(t *testing.T, files map[string]string) string { return clitest.W
 func testStore(t testing.TB) journal.Store { return clitest.Store(t) }
 
 func sleepingAgent(t *testing.T, seconds int) string { return clitest.SleepingAgent(t, seconds) }
+
+// pathWithCapstan is the environment with the built capstan first on
+// PATH, for a test that pastes a printed command into a shell.
+func pathWithCapstan() []string {
+	return append(os.Environ(), "PATH="+filepath.Dir(capstanBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+}

@@ -171,8 +171,8 @@ func TestTemporalResumeKnowsWhereTheRunLives(t *testing.T) {
 	down.Lock()
 	outage = false
 	down.Unlock()
-	sh := exec.Command("sh", "-c", `capstan() { "$CAPSTAN_BIN" -test.run='^$' -- "$@"; }; `+hint+" --json")
-	sh.Env = append(os.Environ(), "CAPSTAN_TEST_CLI=1", "CAPSTAN_BIN="+os.Args[0], "ANTHROPIC_API_KEY="+fakeKey)
+	sh := exec.Command("sh", "-c", hint+" --json")
+	sh.Env = append(pathWithCapstan(), "ANTHROPIC_API_KEY="+fakeKey)
 	var out, errOut bytes.Buffer
 	sh.Stdout, sh.Stderr = &out, &errOut
 	if err := sh.Run(); err != nil {
