@@ -217,13 +217,9 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 	var r ledgerTrial
 	r.intent, r.recorded, _ = bashCallState(t, path)
 	linesAtKill := countLines(t, filepath.Join(wd, "effect.txt"))
-	// Trials run two at a time, so resume runs as its own process (the
-	// in-process runner swaps os.Stdout and must not run concurrently).
-	resume := cliCommand("resume", id, "--quiet")
-	var stderr strings.Builder
-	resume.Stderr = &stderr
-	if err := resume.Run(); err != nil && !strings.Contains(stderr.String(), "already completed") {
-		t.Fatalf("resume %s: %v\n%s", id, err, stderr.String())
+	code, stdout, stderr := captureConfigCLI(t, "resume", id, "--quiet")
+	if code != 0 && !strings.Contains(stderr, "already completed") {
+		t.Fatalf("resume %s: exit %d\nstdout:\n%s\nstderr:\n%s", id, code, stdout, stderr)
 	}
 	_, _, r.told = bashCallState(t, path)
 	r.starts = countLines(t, starts)
