@@ -62,6 +62,9 @@ func cliCommand(args ...string) *exec.Cmd {
 func captureConfigCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.CommandContext(context.Background(), capstanBin, args...)
+	// In a process group of its own, as a shell runs a command: what
+	// capstan signals as its group never reaches the test binary.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
