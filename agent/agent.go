@@ -43,6 +43,8 @@ import (
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/verify"
+	"github.com/capstan-dev/capstan/verify/hidden"
+	"github.com/capstan-dev/capstan/verify/toolconf"
 )
 
 // State is a lifecycle state.
@@ -85,6 +87,10 @@ type Agent struct {
 	built       int                    // how many of buildOrder's dependencies are built
 	protection  protection             // runner.verification.protect
 	testGuard   *verify.LostTestsGuard // no lost tests; nil when no validator runs tests
+	// hidden are the hidden test files (runner.verification.hidden) and
+	// hiddenCheck their guard; nil without them.
+	hidden      *hidden.Set
+	hiddenCheck *hidden.Guard
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
@@ -118,6 +124,9 @@ type Agent struct {
 	// first turn, removed when the agent is released. nil without the
 	// sandbox and for a resumed run.
 	validatorCache *sandbox.Cache
+	// toolconf is the toolchain configuration pinned for unconfined
+	// validators (nil when they run in the sandbox or there are none).
+	toolconf *toolconf.Pinned
 	// bashCache is the sandboxed Bash tool's own build cache, shared by
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
@@ -325,6 +334,18 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	a.seedGoCaches(ctx, wd)
+	// Unconfined validators keep the user's HOME: the toolchain
+	// configuration there (go env -w, ~/.npmrc) is pinned as it is now,
+	// before the model can write it.
+	if a.sandbox == nil && hasCommandValidator(a.reg) {
+		if a.toolconf, err = toolconf.Capture(ctx, "", procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
+			return fail(err)
+		}
+		env.pins = a.toolconf
+	}
+	if a.hidden, err = a.loadHidden(); err != nil {
+		return fail(agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false, "hidden tests"))
+	}
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
 		return fail(err)
 	}
@@ -449,6 +470,11 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	testBaselines, testWarnings, err := a.testBaselines(ctx, a.opts.Resume)
+	var hiddenBaselines []*hidden.Result
+	var hiddenWarnings []string
+	if err == nil {
+		hiddenBaselines, hiddenWarnings, err = a.hiddenBaselines(ctx, a.opts.Resume)
+	}
 	// From here on validators may run the model's code: they read the
 	// cache the baseline filled, and write it no more.
 	if a.validatorCache != nil {
@@ -471,6 +497,12 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.emit.Emit(ProtectBaseline, baseline)
 	}
 	a.emitTestBaselines(testBaselines, testWarnings)
+	for _, w := range hiddenWarnings {
+		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+	}
+	for _, b := range hiddenBaselines {
+		a.hiddenCheck.Journal(b)
+	}
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()
@@ -769,6 +801,12 @@ func (a *Agent) release() error {
 		if err := a.rt.verifier.Close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if a.toolconf != nil {
+		if err := a.toolconf.Remove(); err != nil && first == nil {
+			first = err
+		}
+		a.toolconf = nil
 	}
 	for _, c := range []**sandbox.Cache{&a.validatorCache, &a.bashCache} {
 		if *c != nil {

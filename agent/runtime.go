@@ -33,6 +33,9 @@ type runtimeEnv struct {
 	// sandbox confines command validators (runner.boundaries.sandbox);
 	// nil runs them with the user's rights.
 	sandbox *sandbox.CommandRunner
+	// pins is the toolchain configuration pinned for unconfined command
+	// validators (nil: none).
+	pins verify.PinnedConfig
 	// git reads the repository configuration whose programs the
 	// validators' git commands are kept from running (nil: the fixed pins
 	// only).
@@ -60,6 +63,7 @@ func compile(dir string, spec *agentdir.Definition, reg *agentdir.Registry, cfg 
 		Custom:     cfg.Validators,
 		Env:        spec.Runner.Boundaries.Env,
 		Sandbox:    confine,
+		Pins:       env.pins,
 		Git:        env.git,
 	})
 	if err != nil {

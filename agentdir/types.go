@@ -137,6 +137,22 @@ type Verification struct {
 	// is skipped, fewer tests ran). false turns both off, for tasks that
 	// remove tests.
 	TestBaseline *bool `json:"testBaseline,omitempty"`
+	// ProtectRunnerConfig, on by default, adds to Protect the files the
+	// test runners of the command validators read for their configuration
+	// (protect.RunnerConfig: .pytest.ini, conftest.py, jest.config.*,
+	// node_modules/.bin, go.work, …). false leaves protection to Protect.
+	ProtectRunnerConfig *bool `json:"protectRunnerConfig,omitempty"`
+	// Hidden lists globs (relative to the agent folder) of test files the
+	// model never sees: pinned with the definition, placed at the same
+	// path in the work dir only while the test validators run for the
+	// hidden-tests check, and removed after (package verify/hidden).
+	Hidden []string `json:"hidden,omitempty"`
+}
+
+// ProtectRunnerConfigOn reports whether the test runners' configuration
+// files are protected (the default).
+func (v Verification) ProtectRunnerConfigOn() bool {
+	return v.ProtectRunnerConfig == nil || *v.ProtectRunnerConfig
 }
 
 // TestBaselineOn reports whether the no-lost-tests check runs (the
