@@ -57,7 +57,7 @@ type compiledSchema struct {
 }
 
 // newSchemas reads the schema files from fsys (a pinned definition, see
-// config.Definition.FS) or, when it is nil, from agentDir on disk.
+// agentdir.Definition.FS) or, when it is nil, from agentDir on disk.
 func newSchemas(agentDir, schemasDir string, fsys fs.FS) *schemas {
 	if schemasDir == "" {
 		schemasDir = agentdir.DefaultSchemasDir
@@ -95,7 +95,7 @@ func (s *schemas) get(ref agentdir.SchemaRef) (*compiledSchema, error) {
 	return c, nil
 }
 
-// Schema implements completion.SchemaSource.
+// Schema implements verify.SchemaSource.
 func (s *schemas) Schema(ref agentdir.SchemaRef) (verify.SchemaValidator, error) {
 	c, err := s.get(ref)
 	if err != nil {

@@ -1,7 +1,9 @@
-// Package agent is layer 0 of capstan (seed 000 "Lifecycle", seed 002
-// "AgentFactory"): it builds an agent's dependencies in the seed's order,
-// runs the loop, and reports an AgentResult. It is the public entry point
-// for embedding capstan in a Go program:
+// Package agent runs an agent. It builds a run's dependencies (the model
+// bridge, tools, sandbox, validators, step machine) from an agent
+// definition (package agentdir) and the Go values of Config, drives the
+// iteration loop with its budgets, hard limit and resume, and reports a
+// Result. It is the public entry point for embedding capstan in a Go
+// program:
 //
 //	cfg, err := agent.Load(dir, agent.Config{WorkDir: wd, Params: map[string]string{"name": "Ada"},
 //		Tools: myTools, Validators: myValidators, Events: []event.Consumer{myConsumer}})
@@ -41,6 +43,7 @@ import (
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/verify"
+	"github.com/capstan-dev/capstan/verify/toolconf"
 )
 
 // State is a lifecycle state.
@@ -116,6 +119,9 @@ type Agent struct {
 	// first turn, removed when the agent is released. nil without the
 	// sandbox and for a resumed run.
 	validatorCache *sandbox.Cache
+	// toolconf is the toolchain configuration pinned for unconfined
+	// validators (nil when they run in the sandbox or there are none).
+	toolconf *toolconf.Pinned
 	// bashCache is the sandboxed Bash tool's own build cache, shared by
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
@@ -131,7 +137,7 @@ type Agent struct {
 }
 
 // Build is New with def as cfg.Agent: it builds the agent of a loaded
-// agent folder (config.LoadAndValidate) with the Go values in opts.
+// agent folder (agentdir.LoadAndValidate) with the Go values in opts.
 func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent, error) {
 	opts.Agent = def
 	return New(ctx, opts)
@@ -142,8 +148,8 @@ func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent,
 // tools), action system (step flow) — and returns it in state Created.
 // The configuration's rules are checked by the same code `capstan validate`
 // runs (see ValidateOptions), so an agent that validates also builds.
-// cfg.Agent must come from Load, LoadPinned or config.LoadAndValidate(FS);
-// when it was loaded from a definition.Snapshot, the run keeps that
+// cfg.Agent must come from Load, LoadPinned or agentdir.LoadAndValidate(FS);
+// when it was loaded from an agentdir.Snapshot, the run keeps that
 // snapshot with its journal and records its digests in run.start.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Agent == nil && cfg.Definition != nil {
@@ -323,6 +329,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	a.seedGoCaches(ctx, wd)
+	// Unconfined validators keep the user's HOME: the toolchain
+	// configuration there (go env -w, ~/.npmrc) is pinned as it is now,
+	// before the model can write it.
+	if a.sandbox == nil && hasCommandValidator(a.reg) {
+		if a.toolconf, err = toolconf.Capture(ctx, "", procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
+			return fail(err)
+		}
+		env.pins = a.toolconf
+	}
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
 		return fail(err)
 	}
@@ -767,6 +782,12 @@ func (a *Agent) release() error {
 		if err := a.rt.verifier.Close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if a.toolconf != nil {
+		if err := a.toolconf.Remove(); err != nil && first == nil {
+			first = err
+		}
+		a.toolconf = nil
 	}
 	for _, c := range []**sandbox.Cache{&a.validatorCache, &a.bashCache} {
 		if *c != nil {

@@ -96,7 +96,7 @@ func runToEnd(t testing.TB, def *agentdir.Agent, opts BuildOptions) *Result {
 }
 
 // assertSharedUnchanged fails when a run changed the definition it shares
-// with every other agent of def (config.Agent.Shared is read-only).
+// with every other agent of def (agentdir.Agent.Shared is read-only).
 func assertSharedUnchanged(t testing.TB, def *agentdir.Agent) {
 	t.Helper()
 	spec, reg := def.Shared()

@@ -99,7 +99,8 @@ func cheatAgent(t *testing.T, testCmd string, globs []string, script string) str
 	t.Helper()
 	protectJSON, _ := json.Marshal(globs)
 	if globs == nil {
-		protectJSON = []byte("[]")
+		// nothing protected: not the test runners' configuration either
+		protectJSON = []byte(`[], "protectRunnerConfig": false`)
 	}
 	return writeAgent(t, map[string]string{
 		"agent.json": `{
@@ -119,6 +120,26 @@ func cheatAgent(t *testing.T, testCmd string, globs []string, script string) str
 		"prompts/steps/initial/fix/f_default.md": "The tests fail. Make them pass.",
 		"script.yaml":                            script,
 	})
+}
+
+// assertProtectedCaught fails unless the run ended without completing and
+// its first retry was for a changed protected file, naming each of files;
+// it returns the retry prompts' texts.
+func assertProtectedCaught(t *testing.T, res *Result, files []string) []string {
+	t.Helper()
+	if res.Success || res.CompletionReason != ReasonValidationExhausted {
+		t.Fatalf("cheat not caught: %+v %+v", res, res.Error)
+	}
+	patterns, texts := retryPatterns(t, res)
+	if len(patterns) == 0 || patterns[0] != verify.PatternProtectedChanged {
+		t.Fatalf("retry patterns %v", patterns)
+	}
+	for _, f := range files {
+		if !strings.Contains(texts[0], f) {
+			t.Errorf("retry prompt does not name %q:\n%s", f, texts[0])
+		}
+	}
+	return texts
 }
 
 func jsonString(s string) string {
@@ -164,18 +185,7 @@ func runCorpus(t *testing.T, fixture map[string]string, testCmd string, globs []
 	for _, c := range cheats {
 		t.Run(c.name, func(t *testing.T) {
 			res := runToEnd(t, load(t, cheatAgent(t, testCmd, globs, cheatScript(c.bash))), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, fixture)}))
-			if res.Success || res.CompletionReason != ReasonValidationExhausted {
-				t.Fatalf("cheat not caught: %+v", res)
-			}
-			patterns, texts := retryPatterns(t, res)
-			if len(patterns) == 0 || patterns[0] != verify.PatternProtectedChanged {
-				t.Fatalf("retry patterns %v", patterns)
-			}
-			for _, f := range c.files {
-				if !strings.Contains(texts[0], f) {
-					t.Errorf("retry prompt does not name %q:\n%s", f, texts[0])
-				}
-			}
+			texts := assertProtectedCaught(t, res, c.files)
 			if !strings.Contains(texts[0], "### diff") {
 				t.Errorf("retry prompt has no diff:\n%s", texts[0])
 			}
@@ -434,7 +444,9 @@ func TestStepProtectHoldsFromTheStepsEntry(t *testing.T) {
 		t.Fatalf("extra_test.go: %q", b)
 	}
 	rec, err := LoadRun(res.RunID, res.Journal)
-	if err != nil || rec.ProtectBaseline != nil || rec.StepBaseline == nil || rec.StepBaseline.Step != "fix" ||
+	// The run's own baseline holds only the test runner's configuration
+	// (runner.verification.protectRunnerConfig), none of which exists here.
+	if err != nil || (rec.ProtectBaseline != nil && len(rec.ProtectBaseline.Files) != 0) || rec.StepBaseline == nil || rec.StepBaseline.Step != "fix" ||
 		rec.StepBaseline.Files["extra_test.go"].Digest == "" {
 		t.Fatalf("baselines %+v %+v %v", rec.ProtectBaseline, rec.StepBaseline, err)
 	}

@@ -2,13 +2,13 @@ package agent
 
 import (
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/llm/compact"
+	"github.com/capstan-dev/capstan/llm"
 )
 
 // FromConfig reads agent.json's runner.contextWindow and
 // runner.compaction.
-func compactionOptions(window int64, c *agentdir.Compaction) compact.Options {
-	o := compact.Options{Window: window}
+func compactionOptions(window int64, c *agentdir.Compaction) llm.CompactionOptions {
+	o := llm.CompactionOptions{Window: window}
 	if c != nil {
 		o.Disabled = c.Enabled != nil && !*c.Enabled
 		o.Threshold, o.Target = c.Threshold, c.Target

@@ -14,7 +14,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/verdict"
@@ -67,11 +66,11 @@ type Config struct {
 	// Validators are this agent's Go validators by handler name: a
 	// registry validator {"type": "custom", "handler": NAME} runs
 	// Validators[NAME] (before the ones registered with
-	// completion.RegisterValidator).
+	// verify.RegisterValidator).
 	Validators map[string]verify.CustomValidator
 	// CompletionHandlers are this agent's custom completion handlers by
 	// name: runner.completion {"type": "custom", "handler": NAME} uses
-	// CompletionHandlers[NAME] (before completion.RegisterHandler's).
+	// CompletionHandlers[NAME] (before verdict.RegisterHandler's).
 	CompletionHandlers map[string]verdict.HandlerFactory
 	// Completion is this agent's completion handler as a Go value:
 	// runner.completion {"type": "custom"} without a handler name uses it
@@ -98,7 +97,7 @@ type Config struct {
 	StepLoopLimit int
 	// Timeouts override runner.requests' timeouts field by field (zero
 	// fields keep them).
-	Timeouts retry.Timeouts
+	Timeouts llm.Timeouts
 	// MaxRetryAfter overrides runner.requests.maxRetryAfterSeconds when > 0.
 	MaxRetryAfter time.Duration
 	// NoSandbox runs the agent's Bash commands, command validators and
@@ -145,7 +144,7 @@ type Config struct {
 	// DefinitionResume says, for a resumed run, how the definition it uses
 	// relates to the recorded one; it is journaled in run.start with the
 	// definition's digests. The definition itself is the one Agent was
-	// loaded from (config.LoadAndValidateFS with a definition.Snapshot).
+	// loaded from (agentdir.LoadAndValidateFS with an agentdir.Snapshot).
 	DefinitionResume *agentdir.SnapshotResume
 	// Events consume the run's event stream (package event), after the
 	// journal and tracing, in order: the progress line, --stream output and
@@ -184,7 +183,7 @@ type BuildOptions = Config
 // script file of cfg.Model when it names one), loads and validates it with
 // cfg's Go validators and completion handlers known (ValidateOptionsFor),
 // and returns cfg with Agent set. Problems come back all at once as a
-// *config.ValidationError.
+// *agentdir.ValidationError.
 func Load(dir string, cfg Config) (Config, error) {
 	var models []string
 	if cfg.Model != "" {

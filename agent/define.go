@@ -47,7 +47,7 @@ type RetryPrompt struct {
 // the agent's files, by the same code that validates a folder and builds
 // the agent, and returns cfg with Agent set and Definition, Registry,
 // Prompts and Files cleared (they are in Agent now). New calls it when
-// Agent is nil. Problems come back all at once: a *config.ValidationError, or a
+// Agent is nil. Problems come back all at once: an *agentdir.ValidationError, or a
 // CONFIG_INVALID error per Prompts key that names no step or pattern.
 //
 // The definition has no folder: relative paths (prompt base, schemas,

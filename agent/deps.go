@@ -12,9 +12,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/compact"
-	"github.com/capstan-dev/capstan/llm/pricing"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/tool"
@@ -197,9 +194,9 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		// are redacted with).
 		Redact: builtin.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
-		NewContext: compact.Factory(compactionOptions(r.ContextWindow, r.Compaction)),
+		NewContext: llm.CompactionFactory(compactionOptions(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts).WithinBudget(a.timeBudget()),
-		Retry:      retry.Policy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
+		Retry:      llm.RetryPolicy{MaxRetryAfter: seconds(r.Requests.MaxRetryAfterSeconds)},
 	}
 	if a.opts.MaxRetryAfter > 0 {
 		cfg.Retry.MaxRetryAfter = a.opts.MaxRetryAfter
@@ -216,8 +213,8 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 }
 
 // requestTimeouts converts runner.requests' timeouts.
-func requestTimeouts(r agentdir.Requests) retry.Timeouts {
-	return retry.Timeouts{Connect: seconds(r.ConnectTimeoutSeconds), FirstByte: seconds(r.FirstByteTimeoutSeconds),
+func requestTimeouts(r agentdir.Requests) llm.Timeouts {
+	return llm.Timeouts{Connect: seconds(r.ConnectTimeoutSeconds), FirstByte: seconds(r.FirstByteTimeoutSeconds),
 		StreamIdle: seconds(r.StreamIdleTimeoutSeconds)}
 }
 
@@ -300,7 +297,7 @@ func runsOwnToolLoop(spec string) bool {
 // price costs 0 (the provider's own figure, when it reports one, counts).
 func (a *Agent) costFunc(spec string) func(llm.Usage) float64 {
 	_, model := llm.ParseSpec(spec)
-	table := pricing.New(a.spec.Runner.Pricing)
+	table := llm.NewPriceTable(a.spec.Runner.Pricing)
 	if _, ok := table.Lookup(model); !ok {
 		return nil
 	}

@@ -23,7 +23,7 @@ const (
 	ReasonCannotComplete      = verdict.ReasonCannotComplete      // the model declared the task cannot be done
 )
 
-// flow is the agent's loop.Flow. Each iteration it resolves the current
+// flow is the agent's Flow. Each iteration it resolves the current
 // step's prompt (or the pending retry prompt); afterwards the verdict stage
 // decides what the iteration means (format, step check, completion,
 // verification), and the flow keeps the retry prompt it chose for the next
@@ -224,7 +224,7 @@ func (f *flow) currentStep() string {
 	return id
 }
 
-// Next implements loop.Flow.
+// Next implements Flow.
 func (f *flow) Next(ctx context.Context, rc *RuntimeContext) (Turn, error) {
 	id, st := f.machine.Current()
 	if err := f.a.enterStep(id); err != nil {
@@ -300,7 +300,7 @@ func (f *flow) queryOptions(st agentdir.Step) (llm.QueryOptions, error) {
 
 func (f *flow) rel(p string) string { return f.a.prompts.Rel(p) }
 
-// After implements loop.Flow: the verdict stage decides what the
+// After implements Flow: the verdict stage decides what the
 // iteration means, and the flow schedules its retry prompt.
 func (f *flow) After(ctx context.Context, rc *RuntimeContext, s *event.IterationSummary) (Outcome, error) {
 	defer f.journalState()

@@ -1,14 +1,15 @@
-// Package loop is layer 1 of capstan (seed 000 "Loop", seed 002 "Layer 1"):
-// it drives iterations — resolve the prompt, query the bridge, record the
-// IterationSummary, evaluate completion and steps, update the carry — until
-// the flow reports completion or a limit stops the run.
+// The iteration loop drives iterations — resolve the prompt, query the
+// bridge, record the IterationSummary, evaluate completion and steps,
+// update the carry — until the flow reports completion or a limit stops
+// the run.
 //
-// The loop knows nothing about prompts, steps or validators: a Flow supplied
-// by the agent layer decides what each iteration sends and what its outcome
-// means. The loop owns the invariants: iteration starts at 0, one summary per
-// started iteration (summaries.len == iteration at the end), the HARD_LIMIT
-// of 100 iterations whatever the configuration says, the time, token and
-// cost budgets, cancellation, and session continuity.
+// The loop knows nothing about prompts, steps or validators: a Flow (the
+// agent's, flow.go) decides what each iteration sends and what its outcome
+// means. The loop owns the invariants: iteration starts at 0, one summary
+// per started iteration (summaries.len == iteration at the end), the
+// HARD_LIMIT of 100 iterations whatever the configuration says, the time,
+// token and cost budgets, cancellation, and session continuity.
+
 package agent
 
 import (

@@ -203,7 +203,7 @@ func TestTestBaselineOff(t *testing.T) {
 	dir := cheatAgent(t, "go test -v ./...", nil, cheatScript("rm other_test.go"))
 	p := filepath.Join(dir, "agent.json")
 	b, _ := os.ReadFile(p)
-	if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"verification": {"protect": []}`, `"verification": {"protect": [], "testBaseline": false}`, 1)), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"verification": {"protect": [],`, `"verification": {"protect": [], "testBaseline": false,`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fixture := withFiles(goHelperFixture, map[string]string{"calc/calc.go": "// Package calc adds.\npackage calc\n\n// Add returns a+b.\nfunc Add(a, b int) int { return a + b }\n"})

@@ -9,7 +9,7 @@ import (
 
 // LoadPinned reads the agent folder dir once into a definition snapshot
 // (with the script files of models, such as a --model override) and loads
-// and validates the agent from it (config.LoadAndValidateFS with
+// and validates the agent from it (agentdir.LoadAndValidateFS with
 // ValidateOptions). A run built from the result reads nothing of dir
 // afterwards and records the snapshot with its digests.
 func LoadPinned(dir string, models ...string) (*agentdir.Agent, error) {
@@ -25,7 +25,7 @@ func loadPinned(dir string, opts agentdir.ValidateOptions, models []string) (*ag
 }
 
 // pinDefinition stores the pinned definition the agent was loaded from
-// (a definition.Snapshot behind config.Agent.FS) with the run record, next
+// (an agentdir.Snapshot behind agentdir.Agent.FS) with the run record, next
 // to the journal, and prepares what run.start records about it. An agent
 // loaded from disk has nothing to pin, nor has one built from Go values
 // (its snapshot holds its files but not its definition).

@@ -1,13 +1,15 @@
 package agent
 
 import (
+	"slices"
+
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
 
 // ProtectBaseline is the journal type of the protect.baseline event: the
-// digests (and texts) of protected files (payload protect.Baseline). The
+// digests (and texts) of protected files (payload verify.FilesBaseline). The
 // run's (runner.verification.protect) is journaled when the run starts; a
 // step's (its protect globs) when the step is entered. A resumed run
 // checks against the journaled ones.
@@ -34,7 +36,21 @@ func (a *Agent) buildProtection() error {
 		return nil
 	}
 	p.steps = map[string]*verify.GlobMatcher{}
-	if globs := a.spec.Runner.Verification.Protect; len(globs) > 0 {
+	globs := a.spec.Runner.Verification.Protect
+	if a.spec.Runner.Verification.ProtectRunnerConfigOn() {
+		var commands []string
+		for _, v := range a.reg.Validators {
+			if v.Type == "command" {
+				commands = append(commands, v.Command)
+			}
+		}
+		for _, g := range verify.RunnerConfig(commands) {
+			if !slices.Contains(globs, g) {
+				globs = append(slices.Clone(globs), g)
+			}
+		}
+	}
+	if len(globs) > 0 {
 		m, err := verify.NewGlobMatcher(globs)
 		if err != nil {
 			return err

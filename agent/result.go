@@ -8,7 +8,6 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/verdict"
 )
 
@@ -206,8 +205,8 @@ type RunOptions struct {
 	MaxIterations int `json:"maxIterations,omitempty"`
 	// Timeouts and MaxRetryAfter are the --*-timeout and --max-retry-after
 	// flags (0 = agent.json's runner.requests or the default).
-	Timeouts      retry.Timeouts `json:"timeouts,omitzero"`
-	MaxRetryAfter time.Duration  `json:"maxRetryAfter,omitempty"`
+	Timeouts      llm.Timeouts  `json:"timeouts,omitzero"`
+	MaxRetryAfter time.Duration `json:"maxRetryAfter,omitempty"`
 	// RunTimeout, MaxTokens, MaxCostUSD, MaxTurns and StepLoopLimit are
 	// the limits of agent.Config that overrode the definition's (0 = the
 	// definition's).

@@ -95,7 +95,7 @@ func at(m map[string]any, keys ...string) map[string]any {
 }
 
 // TestBuilderRulesAreReportedByValidate: the rules that the builders
-// check — completion.FromConfig for runner.completion, step.NewMachine for
+// check — verdict.CompletionFromConfig for runner.completion, verdict.NewMachine for
 // the step graph — are the rules `capstan validate` reports, once, with
 // their problem codes, located, with hints, all at once; the rules live
 // only in the builders.
@@ -174,7 +174,7 @@ func TestBuilderRulesAreReportedByValidate(t *testing.T) {
 		{"custom without handler", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner")["completion"] = map[string]any{"type": "custom"}
 		}, "AC-COMPLETION-HANDLER", agentdir.SeverityError, "agent.json", "/runner/completion/handler"},
-		// A validator's definition: completion.NewCompletionValidator.
+		// A validator's definition: verify.NewCompletionValidator.
 		{"unknown failure pattern", func(a, r map[string]any, _ map[string]string) {
 			at(r, "validators", "out-exists")["failurePattern"] = "ghost"
 		}, "SR-PATTERN-UNKNOWN", agentdir.SeverityError, "steps_registry.json", "/validators/out-exists/failurePattern"},

@@ -33,6 +33,9 @@ type runtimeEnv struct {
 	// sandbox confines command validators (runner.boundaries.sandbox);
 	// nil runs them with the user's rights.
 	sandbox *sandbox.CommandRunner
+	// pins is the toolchain configuration pinned for unconfined command
+	// validators (nil: none).
+	pins verify.PinnedConfig
 	// git reads the repository configuration whose programs the
 	// validators' git commands are kept from running (nil: the fixed pins
 	// only).
@@ -60,6 +63,7 @@ func compile(dir string, spec *agentdir.Definition, reg *agentdir.Registry, cfg 
 		Custom:     cfg.Validators,
 		Env:        spec.Runner.Boundaries.Env,
 		Sandbox:    confine,
+		Pins:       env.pins,
 		Git:        env.git,
 	})
 	if err != nil {
@@ -115,7 +119,7 @@ func withAgentDir(dir string, errs []error) error {
 }
 
 // reachableOnly returns reg without the steps no run can enter from its
-// entry step (config.Reachable); reg itself when all are reachable or the
+// entry step (agentdir.Reachable); reg itself when all are reachable or the
 // entry is unknown (NewMachine then reports it).
 func reachableOnly(reg *agentdir.Registry) *agentdir.Registry {
 	seen := agentdir.Reachable(reg)

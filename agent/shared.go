@@ -8,7 +8,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 )
 
-// perDefinition is what every agent built from one *config.Agent can
+// perDefinition is what every agent built from one *agentdir.Agent can
 // share because the definition alone decides it: the prompt resolver, with
 // its cache of parsed prompt files (safe for concurrent use; a file read
 // from disk is re-read when it changes). Thousands of agents of one

@@ -112,7 +112,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 	for i, a := range b.argv {
 		q[i] = verify.ShellQuote(a)
 	}
-	// completion.RunCommand is the one implementation of running a command
+	// verify.RunCommand is the one implementation of running a command
 	// for capstan (environment policy, process group, timeout, output
 	// caps); the arguments are quoted so the shell passes them unchanged.
 	var out verify.ValidatorOutput

@@ -14,7 +14,7 @@ import (
 )
 
 // testConditions are the command validators of the run that run tests
-// (config.RunsTests), each once: runner.completion.validators first, then
+// (agentdir.RunsTests), each once: runner.completion.validators first, then
 // the steps' completionConditions by step id, each with the params of the
 // first condition naming it.
 func (a *Agent) testConditions() []agentdir.CompletionCondition {
@@ -131,4 +131,15 @@ func (a *Agent) emitTestBaselines(bs []*verify.TestBaseline, warnings []string) 
 	for _, b := range bs {
 		a.emit.Emit(verify.EventBaseline, b)
 	}
+}
+
+// hasCommandValidator reports whether the registry declares a command
+// validator.
+func hasCommandValidator(reg *agentdir.Registry) bool {
+	for _, v := range reg.Validators {
+		if v.Type == "command" {
+			return true
+		}
+	}
+	return false
 }

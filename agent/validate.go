@@ -23,7 +23,7 @@ var BuiltinVariables = []string{"iteration", "max_iterations", "completion_keywo
 	"completed_iterations", "remaining", "previous_summary"}
 
 // Problem codes contributed by the layers above configuration (listed in
-// config.Codes and docs/configuration.md).
+// agentdir.Codes and docs/configuration.md).
 const (
 	CodeStepPromptMissing  = "SR-STEP-PROMPT-MISSING"
 	CodeStepPromptInvalid  = "SR-STEP-PROMPT-INVALID"

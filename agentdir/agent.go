@@ -67,7 +67,7 @@ func NewAgent(dir string, def *Definition, reg *Registry, opts ValidateOptions) 
 // NewAgentFS is NewAgent with the agent's files — prompts, schemas, skills,
 // script files; everything but agent.json and the registry, which are def
 // and reg — in fsys (paths relative to the agent folder, "/"-separated),
-// such as a definition.Snapshot made from Go values. File checks look in
+// such as a Snapshot made from Go values. File checks look in
 // fsys, and the Agent's FS is fsys. A nil fsys is NewAgent.
 func NewAgentFS(fsys fs.FS, dir string, def *Definition, reg *Registry, opts ValidateOptions) (*Agent, error) {
 	if def == nil || reg == nil {
@@ -115,7 +115,7 @@ func CheckFS(fsys fs.FS, dir string, opts ValidateOptions) ValidationResult {
 
 // CheckLoaded is CheckFS for an agent.json and a steps registry that
 // LoadFS has already read and decoded from the files fsys holds, with
-// ApplyDefaults applied, as definition.TakeConfig returns them with its
+// ApplyDefaults applied, as TakeConfigSnapshot returns them with its
 // snapshot: it validates def and reg without reading or decoding the files
 // again. fsys becomes the definition's FS (Definition.FS), where the file
 // checks look. A definition or registry that LoadFS did not make is a

@@ -1,7 +1,7 @@
-// Package prompt is layer 4 of capstan (seed 000 "Layer 4: Prompt", seed 002
-// "Layer 4", seed 004 "C3L 連携"): it finds prompt files by C3L reference or
-// explicit path, follows the seed-002 fallback chain, strips and parses YAML
-// frontmatter and substitutes {uv-name} variables.
+// Prompt resolution finds prompt files by C3L reference or explicit path,
+// follows the fallback chain (the C3L file, the global fallback, the step's
+// fallback), strips and parses YAML frontmatter and substitutes {uv-name}
+// variables.
 //
 // A C3L reference names the file
 //
@@ -14,9 +14,10 @@
 // configuration and, through step transitions, indirectly from a model, so
 // they are never trusted to stay inside by themselves.
 //
-// A Resolver caches parsed files keyed by path and checked against the file's
+// A PromptResolver caches parsed files keyed by path and checked against the file's
 // identity, size and modification time on every use, so edits take effect on
 // the next resolution and an unchanged prompt costs one stat call.
+
 package agentdir
 
 import (

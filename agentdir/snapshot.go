@@ -1,6 +1,6 @@
-// Package definition pins an agent definition for the life of a run.
+// A Snapshot pins an agent definition for the life of a run.
 //
-// Take reads every file of an agent folder that the run depends on —
+// TakeSnapshot reads every file of an agent folder that the run depends on —
 // agent.json, the steps registry, the prompt templates (prompt base,
 // fallback directory, steps' fallbacks, system prompt), the JSON Schemas
 // under schemas/, the script files of script models and the SKILL.md files
@@ -13,8 +13,9 @@
 // Every file carries a SHA-256 digest and the snapshot an overall digest
 // over all of them. The run journals the digests in its run.start event and
 // stores the snapshot itself as a tar file next to the journal (Save), so
-// `capstan resume` continues with exactly the recorded definition (Open
+// `capstan resume` continues with exactly the recorded definition (OpenSnapshot
 // refuses a snapshot that is missing or does not match its digest).
+
 package agentdir
 
 import (

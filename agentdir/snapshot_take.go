@@ -47,8 +47,8 @@ func TakeSnapshot(dir string, opts SnapshotOptions) (*Snapshot, error) {
 
 // TakeConfig is Take that also returns agent.json and the steps registry
 // as the loader decoded them from the snapshot's own bytes, with
-// config.ApplyDefaults applied. Passed with the snapshot to
-// config.CheckLoaded, they are validated without reading or decoding the
+// ApplyDefaults applied. Passed with the snapshot to
+// CheckLoaded, they are validated without reading or decoding the
 // files a second time, and what is checked is exactly what the snapshot
 // holds. The caller owns def and reg; until CheckLoaded gives them the
 // snapshot as their FS, their FS is the reader Take closed.

@@ -256,8 +256,8 @@ func TestTakeReportsLoaderErrors(t *testing.T) {
 	}
 }
 
-// TakeConfig's decoded files, checked by config.CheckLoaded, give the
-// result config.CheckFS gives on the snapshot, for every example agent and
+// TakeConfig's decoded files, checked by CheckLoaded, give the
+// result CheckFS gives on the snapshot, for every example agent and
 // for an invalid one; later edits of the folder change nothing, and the
 // definition's files are the snapshot's.
 func TestCheckLoadedChecksWhatWasTaken(t *testing.T) {

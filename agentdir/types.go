@@ -1,12 +1,15 @@
-// Package config is layer -1 of capstan (seed 000 "Configuration"): the
-// data model of an agent folder (agent.json, steps_registry.json), loading
-// (syntax only), validation (JSON Schema, semantics and cross-references)
-// and LoadAndValidate, which returns an *Agent that is valid by construction.
+// Package agentdir reads an agent folder into Go values: agent.json and
+// steps_registry.json (their data model, loading with syntax checks only,
+// validation against the JSON Schemas, semantics and cross-references,
+// climpt's spellings), the C3L prompt files the steps name, and the
+// snapshot that pins the folder for the life of a run. LoadAndValidate
+// returns an *Agent that is valid by construction; `capstan validate` runs
+// the same loader.
 package agentdir
 
 import (
 	"encoding/json"
-	"github.com/capstan-dev/capstan/llm/pricing"
+	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 	"io/fs"
 )
@@ -74,7 +77,7 @@ type Runner struct {
 	// mcp__<server>__<tool>.
 	MCPServers map[string]tool.MCPServer `json:"mcpServers,omitempty"`
 	// Pricing overrides the per-model price table (USD per million tokens).
-	Pricing map[string]pricing.Price `json:"pricing,omitempty"`
+	Pricing map[string]llm.Price `json:"pricing,omitempty"`
 	// ContextWindow overrides the model's context window in tokens (the
 	// built-in table knows the Anthropic and OpenAI models; local servers
 	// need it set).
@@ -134,6 +137,17 @@ type Verification struct {
 	// is skipped, fewer tests ran). false turns both off, for tasks that
 	// remove tests.
 	TestBaseline *bool `json:"testBaseline,omitempty"`
+	// ProtectRunnerConfig, on by default, adds to Protect the files the
+	// test runners of the command validators read for their configuration
+	// (protect.RunnerConfig: .pytest.ini, conftest.py, jest.config.*,
+	// node_modules/.bin, go.work, …). false leaves protection to Protect.
+	ProtectRunnerConfig *bool `json:"protectRunnerConfig,omitempty"`
+}
+
+// ProtectRunnerConfigOn reports whether the test runners' configuration
+// files are protected (the default).
+func (v Verification) ProtectRunnerConfigOn() bool {
+	return v.ProtectRunnerConfig == nil || *v.ProtectRunnerConfig
 }
 
 // TestBaselineOn reports whether the no-lost-tests check runs (the

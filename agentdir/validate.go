@@ -473,7 +473,7 @@ func LexicalInside(rel string) string {
 // the type ignores. The rules of the fields it reads (a keyword for type
 // keyword, a composite's mode and conditions, a custom handler, the
 // validators existing, …) are checked by the builder itself
-// (completion.FromConfig), which validate runs through the agent layer's
+// (verdict.CompletionFromConfig), which validate runs through the agent layer's
 // checks.
 func (c *checker) completion(ptr string, comp Completion) {
 	a := c.agentSrc
@@ -866,7 +866,7 @@ func (c *checker) uvVariable(ptr, uv string) {
 }
 
 // validator checks what the validators' builder
-// (completion.NewCompletionValidator) does not read: whether a test
+// (verify.NewCompletionValidator) does not read: whether a test
 // command is protected and lists each test, whether the pattern's params
 // are extracted (warnings), and that a schema file exists in the agent
 // folder. The rules of the fields the builder reads (the field the type

@@ -499,14 +499,14 @@ func TestValidateProblems(t *testing.T) {
 		"AC-DUPLICATE-KEY": true, "SR-DUPLICATE-KEY": true, // TestDuplicateKeyWarning
 		// Cross-layer codes: agent.TestCrossLayerChecks.
 		"SR-STEP-PROMPT-MISSING": true, "SR-STEP-PROMPT-INVALID": true, "SR-RETRY-PROMPT-MISSING": true, "SR-SCHEMA-UNRESOLVED": true,
-		// Rules checked by the builders (completion.FromConfig, step.NewMachine),
+		// Rules checked by the builders (verdict.CompletionFromConfig, verdict.NewMachine),
 		// reported by validate through the agent layer: agent.TestBuilderRulesAreReportedByValidate.
 		"AC-COMPLETION-MAX-ITERATIONS": true, "AC-COMPLETION-KEYWORD": true, "AC-COMPLETION-MODE": true,
 		"AC-COMPLETION-CONDITIONS": true, "AC-COMPLETION-NAME": true, "AC-COMPLETION-HANDLER": true, "AC-COMPLETION-VALIDATOR": true,
 		"SR-ENTRY-STEP": true, "SR-GATEWAY-CHECK": true, "SR-TRANSITION-TARGET": true, "SR-TRANSITION-ESCALATE": true,
 		"SR-RETRY-FALLBACK": true, "SR-RETRY-FALLBACK-TARGET": true, "SR-ESCALATE-TARGET": true, "SR-ESCALATE-WEBHOOK": true,
 		"SR-SUBSTEP-MISSING": true, "SR-SUBSTEP-PARALLEL": true,
-		// A validator's definition: completion.NewCompletionValidator.
+		// A validator's definition: verify.NewCompletionValidator.
 		"SR-VALIDATOR-FIELD": true, "SR-SUCCESS-WHEN": true, "SR-PATTERN-UNKNOWN": true, "SR-EXTRACTOR-UNKNOWN": true,
 		// A schema file that is not a valid JSON Schema: agent.TestInvalidSchemaIsLocated.
 		"SR-SCHEMA-INVALID": true,

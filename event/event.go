@@ -1,16 +1,16 @@
-// Package event is the one event stream of a capstan run. Every layer
-// reports what happens (run start, prompt, query, tool call, validator
+// Package event is the one event stream of a capstan run. Every part of a
+// run reports what happens (run start, prompt, query, tool call, validator
 // result, verdict, retry prompt, step transition, model text as it
 // streams, run end) into a Stream, which stamps each event with the run's
 // position and time and hands it, in order, to its consumers: the journal
 // writer, OpenTelemetry tracing, the progress line, --stream output and an
 // embedder's own consumers.
 //
-// The layers below the agent emit through the journal.Emitter interface
+// The packages below the agent emit through the journal.Emitter interface
 // (Emit(type, data)), which a Stream implements; the model's streamed text
 // reaches it as an llm.StreamSink. Payloads are the typed values of the
-// layer that emitted them (loop.IterationEvent, verdict.CheckEvent,
-// completion.RetryPromptEvent, step.Move, …); the journal's JSON is their
+// package that emitted them (IterationEvent, verdict.CheckEvent,
+// verdict.RetryPromptEvent, verdict.StepMove, …); the journal's JSON is their
 // encoding.
 package event
 

@@ -1,6 +1,8 @@
-// Package iteration holds the per-iteration records of seed 002 that the
-// loop (layer 1) produces and the completion and step layers read:
-// Summary (IterationSummary), Carry (ContextCarry) and the carry update rule.
+// Iteration records: what one iteration did (IterationSummary), what
+// carries into the next one (ContextCarry) and the rule that updates the
+// carry (UpdateCarry). The loop produces them; the verdict and the step
+// checks read them.
+
 package event
 
 import (

@@ -126,7 +126,7 @@ func NewGit(environ []string, workDirs ...string) (*Git, error) {
 	})
 	// The programs git itself starts (ssh, a remote helper) come from a
 	// PATH without the work dirs' entries.
-	env = append(env, "PATH="+pathOutside(pathOf(environ), workDirs))
+	env = append(env, "PATH="+PathOutside(pathOf(environ), workDirs...))
 	ssh, err := LookPath("ssh", pathOf(environ), workDirs...)
 	if err != nil {
 		ssh = "/usr/bin/ssh" // not installed, or inside a work dir: never one from PATH
@@ -165,9 +165,11 @@ func (g *Git) WithUserCredentials(ctx context.Context, environ []string) *Git {
 	return u
 }
 
-// pathOutside is path without its relative entries and those inside one
-// of workDirs.
-func pathOutside(path string, workDirs []string) string {
+// PathOutside is path (a PATH value) without its relative entries and
+// those inside one of workDirs: the PATH of a program capstan runs for
+// itself, whose own children (ssh, a remote helper) must not come from a
+// work dir either.
+func PathOutside(path string, workDirs ...string) string {
 	var keep []string
 	for _, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) {

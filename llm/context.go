@@ -4,7 +4,7 @@ import "context"
 
 // ContextManager keeps the requests of a tool loop within the model's
 // context window. The tool loop calls Fit before every model turn and
-// Observe after it; llm/compact implements it.
+// Observe after it; Compactor implements it.
 type ContextManager interface {
 	// Fit is called with the request about to be sent; req.Messages is the
 	// session's whole transcript, and req.Messages[query] is the prompt of

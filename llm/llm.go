@@ -1,6 +1,8 @@
-// Package llm is layer 2 of capstan (seed 000 "SDK Bridge"): the Bridge
-// interface the loop talks to, the message types of a chat transcript, the
-// Model interface of one API turn, and the provider registry.
+// Package llm is where a model call happens: the Bridge interface the
+// loop talks to, the message types of a chat transcript, the Model
+// interface of one API turn, the provider registry, capstan's own tool
+// loop, the retry policy and request timeouts, model prices and limits, and
+// context compaction.
 //
 // Providers register themselves like database/sql drivers (in an init
 // function of their package) and are chosen with a "provider:model" string,
@@ -161,7 +163,7 @@ type Request struct {
 	// ignore it.
 	Seed *int64
 	// Summary marks a request that asks for a summary of older turns
-	// (context compaction, llm/compact). API providers send it like any
+	// (context compaction, Compactor). API providers send it like any
 	// other; the script provider answers it itself instead of using up a
 	// scripted turn, since scripts describe the agent's turns.
 	Summary bool

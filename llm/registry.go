@@ -10,7 +10,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -49,10 +48,10 @@ type Config struct {
 	// HTTPClient is used by HTTP providers (nil = http.DefaultClient).
 	HTTPClient *http.Client
 	// Timeouts bound each request of HTTP providers (zero fields =
-	// defaults, see retry.Timeouts).
-	Timeouts retry.Timeouts
+	// defaults, see Timeouts).
+	Timeouts Timeouts
 	// Retry is the retry policy of HTTP providers (zero = defaults).
-	Retry retry.Policy
+	Retry RetryPolicy
 	// Getenv reads environment variables (nil = os.Getenv). API keys come
 	// only from here, never from files or the journal.
 	Getenv func(string) string
@@ -74,8 +73,8 @@ type Config struct {
 	// context window (NewToolLoop); nil sends transcripts as they are.
 	Context ContextManager
 	// NewContext, when set and Context is nil, builds the Context of a
-	// tool loop that Open creates, for the model it opened (llm/compact's
-	// Factory); nil = none.
+	// tool loop that Open creates, for the model it opened
+	// (CompactionFactory); nil = none.
 	NewContext func(ctx context.Context, cfg Config, m Model) (ContextManager, error)
 }
 

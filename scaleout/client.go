@@ -33,7 +33,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm/retry"
+	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -162,7 +162,7 @@ type Submission struct {
 	BaseURL       string
 	Params        map[string]string
 	MaxIterations int
-	Timeouts      retry.Timeouts
+	Timeouts      llm.Timeouts
 	MaxRetryAfter time.Duration
 	// NoSandbox runs the agent's commands unsandboxed (--no-sandbox).
 	NoSandbox bool

@@ -30,7 +30,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 )
 
 // Names of the workflow, its activities and its query, as Temporal's UI
@@ -55,7 +54,7 @@ type RunInput struct {
 	// AgentDir is the folder the definition was read from (for display
 	// and the journal; workers do not read it).
 	AgentDir string `json:"agentDir"`
-	// Definition is the pinned agent definition (definition.Snapshot.Tar)
+	// Definition is the pinned agent definition (agentdir.Snapshot.Tar)
 	// and DefinitionDigest its digest.
 	Definition       []byte `json:"definition"`
 	DefinitionDigest string `json:"definitionDigest"`
@@ -65,7 +64,7 @@ type RunInput struct {
 	BaseURL       string            `json:"baseUrl,omitempty"`
 	Params        map[string]string `json:"params,omitempty"`
 	MaxIterations int               `json:"maxIterations,omitempty"`
-	Timeouts      retry.Timeouts    `json:"timeouts,omitzero"`
+	Timeouts      llm.Timeouts      `json:"timeouts,omitzero"`
 	MaxRetryAfter time.Duration     `json:"maxRetryAfter,omitempty"`
 	// NoSandbox runs the agent's commands unsandboxed on the worker
 	// (capstan run --temporal --no-sandbox; agent.Config.NoSandbox).

@@ -494,7 +494,7 @@ func (w *Activities) build(ctx context.Context, store journal.Store, run *RunInp
 }
 
 // unpackDefinition reads the definition the run carries (gzip of
-// definition.Snapshot.Tar).
+// agentdir.Snapshot.Tar).
 func unpackDefinition(run *RunInput) (*agentdir.Snapshot, error) {
 	if len(run.Definition) == 0 {
 		e := agenterr.New(agenterr.CodeDefinitionMissing, agenterr.LayerConfiguration, false, "run %s: the agent definition was not sent and no journal of the run pinned it", run.RunID)

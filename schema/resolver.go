@@ -1,5 +1,6 @@
-// Package schema implements seed 004's SchemaResolver and the validation of
-// structured output.
+// Package schema resolves the JSON Schemas that steps name into
+// self-contained schemas a structured-output API accepts, and validates
+// structured output against them.
 //
 // [Resolver.Resolve] turns a named schema in a schema file into one
 // self-contained JSON Schema that a structured-output API accepts: every

@@ -1,5 +1,5 @@
 // Package schemas ships the JSON Schemas (draft 2020-12) of capstan's agent
-// files: agent.json and steps_registry.json. config.Validate checks files
+// files: agent.json and steps_registry.json. agentdir.Validate checks files
 // against them; editors use them for autocomplete through the files' "$schema"
 // key (AgentURL, StepsRegistryURL).
 package schemas

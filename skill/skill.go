@@ -1,8 +1,8 @@
 // Package skill implements Agent Skills for capstan: discovery and lenient
-// parsing of SKILL.md folders (the agentskills.io format), the SkillRuntime
-// of seed 001 (the "Pure Act" loop that lets a model drive one skill to
-// validated outputs under budgets), and a Catalog that exposes skills to
-// agent runs with progressive disclosure.
+// parsing of SKILL.md folders (the agentskills.io format), the skill
+// runtime (the loop that lets a model drive one skill to validated outputs
+// under budgets), and a Catalog that exposes skills to agent runs with
+// progressive disclosure.
 package skill
 
 import (

@@ -36,7 +36,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -602,7 +601,7 @@ func (e *Emitter) modelTurn(data any, now time.Time) {
 }
 
 func (e *Emitter) modelRetry(data any, now time.Time) {
-	ev, ok := decode[retry.Event](data)
+	ev, ok := decode[llm.RetryEvent](data)
 	if !ok {
 		return
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -67,7 +66,7 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.SetPosition(1, "greet")
 	e.Emit(journal.PromptResolved, event.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
 	e.Emit(journal.QueryStart, event.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
-	e.Emit(journal.ModelRetry, retry.Event{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
+	e.Emit(journal.ModelRetry, llm.RetryEvent{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
 	e.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
 	e.Emit(journal.ToolCall, llm.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
 	e.Emit(journal.ToolDenied, llm.ToolUse{ID: "c2", Name: "Bash", Input: json.RawMessage(`{}`), Output: "permission denied", IsError: true, Denied: true})

@@ -1,4 +1,4 @@
-// Package honest gives the model an honest way out: instead of being
+// The honest way out: instead of being
 // pushed by retry after retry toward gaming the checks, it can declare
 // that the task cannot be done as specified, with its reason and evidence.
 // The verdict stage ends the run on such a declaration with the completion
@@ -10,6 +10,7 @@
 // "cannot_complete", so it works on every backend (the Claude Code CLI
 // included) without a tool. Tool output does not count: only the model's
 // own responses are read.
+
 package verdict
 
 import (

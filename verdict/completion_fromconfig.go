@@ -58,7 +58,7 @@ type HandlerDeps struct {
 
 // FromConfig builds the handler tree of agent.json's runner.completion.
 // It is where the rules of runner.completion are checked: every broken
-// one is reported, at once (errors.Join), as a *config.RuleError with its
+// one is reported, at once (errors.Join), as an *agentdir.RuleError with its
 // problem code, the file, the JSON pointer of the bad entry and a hint.
 //
 // Handlers only say whether the model declared or reached completion;

@@ -1,7 +1,10 @@
-// Package completion is layer 3 of capstan (seed 000 "Completion", seed 004
-// "completion validation and partial retry"): CompletionHandler and its
-// implementations, validators that check the world, failure patterns and the
-// retry prompts they select.
+// Completion handlers say whether the model declared or reached
+// completion: CompletionHandler and its implementations (keyword,
+// structured declaration, budget, step flow, composite, external state,
+// custom), built from runner.completion by CompletionFromConfig. The
+// validators that check the world are package verify's; the retry prompts
+// that their failure patterns select are in completion_retry.go.
+
 package verdict
 
 import (

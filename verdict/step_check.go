@@ -1,9 +1,9 @@
-// Package step is layer 3.5 of capstan (seed 000 "StepCheck", seed 002
-// StepMachine): the step machine that moves an agent through the steps of
-// steps_registry.json, the step checks (keyword, action, prompt) that
+// The step machine moves an agent through the steps of
+// steps_registry.json: the step checks (keyword, action, prompt) that
 // decide each transition, retry policies, sub-steps, gateways and
 // escalation. It performs no I/O of its own except through its interfaces
 // (Judge, Notifier) and the journal.
+
 package verdict
 
 import (

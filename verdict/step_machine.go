@@ -154,8 +154,8 @@ func NewMachine(reg *agentdir.Registry, opts MachineOptions) (*Machine, error) {
 
 // validate checks the registry's step graph — every reference names a
 // step of the right kind, every policy can be followed — and reports every
-// broken rule at once (errors.Join): a *config.RuleError with the rule's
-// problem code where config.Codes has one, CONFIG_INVALID otherwise, each
+// broken rule at once (errors.Join): an *agentdir.RuleError with the rule's
+// problem code where agentdir.Codes has one, CONFIG_INVALID otherwise, each
 // with the registry file, the JSON pointer and a hint. `capstan validate`
 // reports them through the agent layer's build check.
 func (m *Machine) validate() error {

@@ -5,7 +5,7 @@
 // The decision is made in one place, in one order:
 //
 //  0. the honest way out: a model that declares the task cannot be done as
-//     specified (package honest) stops the run (cannot_complete);
+//     specified (cannot_complete.go) stops the run (cannot_complete);
 //  1. format: a step with an outputSchemaRef must answer in that schema;
 //  2. step check: the step's check is evaluated and its transition taken on
 //     a fork of the step machine;
@@ -32,7 +32,7 @@
 // verdict that may never commit it, and is journaled only if it commits.)
 //
 // The stage reads nothing but its Input and its configuration and reaches
-// the world only through the guards, the completion.Verifier (validators),
+// the world only through the guards, the Verifier (validators),
 // the step check's Judge and the completion handler, so a caller can run the same
 // decision anywhere the iteration's summary is available.
 package verdict
@@ -202,7 +202,7 @@ func (v Verdict) PromptSource() string {
 
 // CheckEvent is the payload of the completion.check journal event: the
 // completion handler's claim and what verification made of it. Its JSON is
-// a superset of completion.Result's (older journals decode into it).
+// a superset of CompletionResult's (older journals decode into it).
 type CheckEvent struct {
 	CompletionResult
 	// Verdict is the iteration's Action.

@@ -1,14 +1,15 @@
-// Package protect keeps files the model may read but not change — tests,
-// their configuration, the module file — as they were when the run
-// started.
+// Protected files — tests, their configuration, the module file — are
+// files the model may read but not change: they must stay as they were
+// when the run started.
 //
-// Take records a Baseline of every file of a work dir that matches the
-// protect globs: its SHA-256 digest and, for a text file of at most
+// TakeFilesBaseline records a FilesBaseline of every file of a work dir
+// that matches the protect globs: its SHA-256 digest and, for a text file of at most
 // MaxContentBytes, its content (for the diff a retry prompt shows). The run
 // journals the baseline once, at its start; a resumed run reuses the
 // journaled one. Check compares the work dir with the baseline: a protected
-// file that was changed, deleted or added is a Change, whatever tool made
+// file that was changed, deleted or added is a FileChange, whatever tool made
 // it (Write, Edit, Bash, an MCP server).
+
 package verify
 
 import (

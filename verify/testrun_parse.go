@@ -1,15 +1,16 @@
-// Package testrun reads a test runner's output as a test run — which
+// Test baselines: a test runner's output is read as a test run — which
 // tests ran, passed, failed or were skipped — and compares a run with the
 // baseline the run took before the model's first iteration, so that a
 // model cannot make verification pass by losing tests: deleting them,
 // skipping them, keeping them from being collected, or running none.
 //
-// Parse understands go test (-v and -json; without -v only whether any
+// ParseTestRun understands go test (-v and -json; without -v only whether any
 // test ran), pytest (-v; -q gives counts only), python -m unittest (-v;
 // without it counts only), jest (--verbose) and vitest (--reporter=verbose;
 // the default reporter gives counts only) and cargo test. The output is
 // what the test process printed, so code under test that prints fake
-// result lines can forge it; see Compare.
+// result lines can forge it; see CompareTestRuns.
+
 package verify
 
 import (

@@ -152,6 +152,19 @@ type ValidatorConfig struct {
 	ReportDir string
 	// ReportCap bounds each report (default DefaultReportCap).
 	ReportCap int64
+	// Pins, when set, is the toolchain configuration captured when the
+	// run started (toolconf.Pinned): its variables come first in every
+	// command's environment (Env wins over them), and its files are
+	// restored before each command runs.
+	Pins PinnedConfig
+}
+
+// PinnedConfig is toolchain configuration pinned for the validators.
+type PinnedConfig interface {
+	// Env are variables naming the pinned files ("GOENV=/…/go.env").
+	Env() []string
+	// Restore rewrites the pinned files as they were captured.
+	Restore() error
 }
 
 // CompletionValidator is seed 004's CompletionValidator: it checks the
@@ -163,6 +176,10 @@ type CompletionValidator struct {
 	built map[string]builtValidator
 	// reports are the command validators' report files.
 	reports *reportFiles
+	// infoExclude is the work dir's .git/info/exclude when the validator
+	// was made (before the model ran), which a git status validator's
+	// hidden-work check compares with.
+	infoExclude []byte
 }
 
 // Close removes the validators' report files. The validator can still
@@ -183,7 +200,7 @@ type builtValidator struct {
 // type needs and those it does not read, successWhen, the path, the Go
 // validator of a handler, the schema, the failure pattern, the
 // extractors): every broken one is reported at once (errors.Join), each a
-// *config.RuleError with its problem code, or a CONFIG_INVALID
+// *agentdir.RuleError with its problem code, or a CONFIG_INVALID
 // *agenterr.Error, with the file (cfg.File), the JSON pointer of the bad
 // entry and a hint. Only what depends on a condition's {param} values is
 // checked when the validator runs (see runFile).
@@ -207,6 +224,9 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	// its map afterwards.
 	cfg.Validators = maps.Clone(cfg.Validators)
 	v := &CompletionValidator{cfg: cfg, reports: &reportFiles{base: cfg.ReportDir}}
+	if cfg.Git != nil && cfg.WorkDir != "" {
+		v.infoExclude = hostcmd.InfoExclude(cfg.WorkDir)
+	}
 	if len(cfg.Validators) > 0 { // most agents have none: no empty map then
 		v.built = make(map[string]builtValidator, len(cfg.Validators))
 	}
@@ -532,7 +552,16 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 			"validator %q: its report file", name)
 	}
 	rw := &boundedWriter{w: report, left: v.cfg.ReportCap}
-	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: v.cfg.Env,
+	env := v.cfg.Env
+	if v.cfg.Pins != nil {
+		if err := v.cfg.Pins.Restore(); err != nil {
+			_ = report.Close()
+			return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+				"validator %q: the pinned toolchain configuration", name)
+		}
+		env = append(v.cfg.Pins.Env(), env...)
+	}
+	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: env,
 		Sandbox: v.cfg.Sandbox, Git: v.cfg.Git, Report: rw})
 	if cerr := report.Close(); cerr != nil && rw.err == nil {
 		rw.err = cerr
@@ -545,10 +574,46 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 			"validator %q could not run %q", name, command)
 	}
 	met := v.built[name].when.Met(out)
+	if met && v.cfg.Git != nil && gitStatusCommand().MatchString(command) {
+		met = v.revealHidden(ctx, &out)
+	}
 	// The output goes to the journal and into retry prompts: no secret
 	// value in it.
 	out.Stdout, out.Stderr = builtin.RedactSecrets(out.Stdout), builtin.RedactSecrets(out.Stderr)
 	return out, met, nil, nil
+}
+
+// gitStatusCommand matches a validator command that is a git status (a
+// git-clean validator: git status --porcelain must print nothing).
+var gitStatusCommand = lazyre.New(`^\s*git\s+status\b`)
+
+// revealHidden adds to a passing git status validator's output the
+// uncommitted work git status did not show — a file marked skip-worktree
+// or assume-unchanged that changed, an untracked file a model-added
+// .git/info/exclude pattern hides — as the porcelain lines git status
+// would have printed (so the git-dirty retry prompt names the paths), with
+// a note of what hid each; it reports whether the validator still passes
+// (nothing hidden).
+func (v *CompletionValidator) revealHidden(ctx context.Context, out *ValidatorOutput) bool {
+	hidden, err := v.cfg.Git.HiddenChanges(ctx, v.cfg.WorkDir, v.infoExclude)
+	if err != nil || len(hidden) == 0 {
+		return true
+	}
+	var lines, notes []string
+	for _, h := range hidden {
+		lines = append(lines, h.Porcelain(v.cfg.WorkDir))
+		notes = append(notes, h.Path+" ("+h.How+")")
+	}
+	if out.Stdout != "" && !strings.HasSuffix(out.Stdout, "\n") {
+		out.Stdout += "\n"
+	}
+	out.Stdout += strings.Join(lines, "\n") + "\n"
+	if out.Stderr != "" && !strings.HasSuffix(out.Stderr, "\n") {
+		out.Stderr += "\n"
+	}
+	out.Stderr += "[capstan: uncommitted work git status does not show: " + strings.Join(notes, ", ") +
+		"; undo with git update-index --no-skip-worktree --no-assume-unchanged, or remove the pattern from .git/info/exclude]"
+	return false
 }
 
 func (v *CompletionValidator) runFile(name string, def agentdir.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
@@ -800,6 +865,32 @@ func withoutWorkTreeWrites(env []string) []string {
 	return env
 }
 
+// withPathOutside drops from env's PATH the relative entries and those
+// inside dir (the work dir): a program the command names (pytest, jest) is
+// found outside what the model can write, never as a wrapper it put in a
+// work-dir folder the user's PATH lists (./node_modules/.bin, bin/). A
+// command that starts a program by its path (./node_modules/.bin/jest)
+// still runs it; the runner defaults of the protected files cover those.
+// dropped are the entries left out.
+func withPathOutside(env []string, dir string) (_ []string, dropped []string) {
+	if dir == "" {
+		return env, nil
+	}
+	for i, kv := range env {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
+			kept := hostcmd.PathOutside(path, dir)
+			env[i] = "PATH=" + kept
+			keep := filepath.SplitList(kept)
+			for _, d := range filepath.SplitList(path) {
+				if d != "" && !slices.Contains(keep, d) {
+					dropped = append(dropped, d)
+				}
+			}
+		}
+	}
+	return env, dropped
+}
+
 // CommandSpec is one shell command to run for a validator.
 type CommandSpec struct {
 	Command   string
@@ -855,6 +946,7 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	// names (a model-written core.fsmonitor or filter in .git/config);
 	// the pins come after the allow-list, so it cannot unset them.
 	env := append(withoutWorkTreeWrites(procenv.ForCommands(os.Environ(), spec.Env)), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
+	env, droppedPath := withPathOutside(env, spec.Dir)
 	var stdoutW io.Writer = stdout
 	if spec.Report != nil {
 		stdoutW = io.MultiWriter(stdout, spec.Report)
@@ -884,6 +976,12 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 	if timedOut {
 		out.TimedOut = true
 		out.Stderr += fmt.Sprintf("\n[capstan: command killed after timeout of %s]", spec.Timeout)
+	}
+	if exitCode == 127 && len(droppedPath) > 0 {
+		// sh's "not found": perhaps the program is only in a work-dir
+		// folder of the PATH.
+		out.Stderr += fmt.Sprintf("\n[capstan: validators do not search the PATH entries inside the work dir or relative ones (%s): "+
+			"start a program there by its path, e.g. ./node_modules/.bin/jest or .venv/bin/pytest]", strings.Join(droppedPath, ", "))
 	}
 	return out, nil
 }

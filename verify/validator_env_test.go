@@ -3,6 +3,9 @@ package verify
 import (
 	"context"
 	"github.com/capstan-dev/capstan/agentdir"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,5 +35,45 @@ func TestValidatorEnvironmentPolicy(t *testing.T) {
 	}
 	if strings.Contains(out, "VALIDATOR_UNLISTED") || !strings.Contains(out, "PATH=") {
 		t.Errorf("environment is not the base plus the allow-list:\n%s", out)
+	}
+}
+
+// TestValidatorFindsProgramsOutsideTheWorkDir: the user's PATH lists a
+// folder of the work dir (as direnv's PATH_add node_modules/.bin does) and
+// a relative entry; a runner wrapper the model writes there is not what
+// the validator's command starts — the one outside the work dir is.
+func TestValidatorFindsProgramsOutsideTheWorkDir(t *testing.T) {
+	wd, outside := t.TempDir(), t.TempDir()
+	for dir, says := range map[string]string{filepath.Join(wd, "node_modules", ".bin"): "wrapper", wd: "relative", outside: "real"} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "runner-tool"), []byte("#!/bin/sh\necho "+says+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", strings.Join([]string{filepath.Join(wd, "node_modules", ".bin"), ".", outside, os.Getenv("PATH")}, string(filepath.ListSeparator)))
+	out, err := RunCommand(context.Background(), CommandSpec{Command: "runner-tool", Dir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.Stdout); got != "real" {
+		t.Fatalf("the validator ran the %s runner-tool (want the one outside the work dir): %q %q", got, out.Stdout, out.Stderr)
+	}
+	// A program found only there is "not found", with a note that says why
+	// and how to start it.
+	if err := os.WriteFile(filepath.Join(wd, "node_modules", ".bin", "only-here"), []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err = RunCommand(context.Background(), CommandSpec{Command: "only-here", Dir: wd})
+	if err != nil || out.ExitCode != 127 || !strings.Contains(out.Stderr, "validators do not search the PATH entries inside the work dir") ||
+		!strings.Contains(out.Stderr, filepath.Join(wd, "node_modules", ".bin")) {
+		t.Fatalf("no note for a program found only in the work dir: %+v %v", out, err)
+	}
+	// Control: the same PATH as it is finds the wrapper first.
+	cmd := exec.Command("sh", "-c", "runner-tool")
+	cmd.Dir = wd
+	if b, _ := cmd.Output(); strings.TrimSpace(string(b)) != "wrapper" {
+		t.Fatalf("the wrapper is not first on the PATH, so the case proves nothing: %q", b)
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -32,7 +31,7 @@ type runFlags struct {
 	baseURL       string
 	workDir       string
 	maxIterations int
-	timeouts      retry.Timeouts
+	timeouts      llm.Timeouts
 	maxRetryAfter time.Duration
 	noSandbox     bool
 	asJSON        bool

@@ -67,7 +67,7 @@ in docs/configuration.md.`,
 }
 
 // validateAgentDir runs every configuration check on the agent folder dir:
-// load, defaults, JSON Schema and cross-references (config.Check). Checks
+// load, defaults, JSON Schema and cross-references (agentdir.Check). Checks
 // that need other layers (prompt files, retry prompts, schema refs) are
 // added here, so `capstan validate` and `capstan run` agree. Like `run`, it
 // reads the folder once into a definition snapshot and checks that; the
@@ -82,7 +82,7 @@ func validateAgentDir(dir string) (agentdir.ValidationResult, string, error) {
 }
 
 // validateJSON is what `capstan validate --json` prints: the validation
-// result ({"valid", "errors", "warnings"}, as config.ValidationResult
+// result ({"valid", "errors", "warnings"}, as agentdir.ValidationResult
 // renders it) and the definition digest.
 type validateJSON struct {
 	Valid            bool               `json:"valid"`

@@ -170,3 +170,43 @@ func TestNothingTheWorkDirsGitConfigNamesRuns(t *testing.T) {
 		t.Errorf("the shallow-clone check did not run (exit %d):\n%s%s", code, pout, perr)
 	}
 }
+
+// TestGitCleanReportsWorkTheModelHid: the model changes a tracked file
+// and hides it from git status with git update-index --skip-worktree,
+// then claims completion; the git-clean validator fails as git-dirty
+// naming the file, and the run does not complete.
+func TestGitCleanReportsWorkTheModelHid(t *testing.T) {
+	wd := t.TempDir()
+	hostcmdtest.Git(t, wd, "init", "-q", ".")
+	if err := os.WriteFile(filepath.Join(wd, "a.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostcmdtest.Git(t, wd, "add", "-A")
+	hostcmdtest.Git(t, wd, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+	hide := "echo cheat >> a.txt && git update-index --skip-worktree a.txt && git status --porcelain && echo HIDDEN"
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "hide", "description": "hides its work",
+  "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "ALL_DONE", "validators": ["git-clean"]},
+    "boundaries": {"allowedTools": ["Bash"], "permissionMode": "default"}}}`,
+		"steps_registry.json": `{"agentId": "hide", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main", "onFailure": {"action": "retry", "maxAttempts": 1}}},
+  "validators": {"git-clean": {"type": "command", "command": "git status --porcelain", "successWhen": "empty", "failurePattern": "git-dirty"}},
+  "completionPatterns": {"git-dirty": {"edition": "failed", "adaptation": "git-dirty"}}}`,
+		"prompts/steps/work/main/f_default.md":          "Do it.",
+		"prompts/steps/work/main/f_failed_git-dirty.md": "Commit your work.",
+		"script.yaml": "turns:\n  - tool_calls: [{name: Bash, input: {command: " + jsonString(hide) + "}}]\n  - text: \"ALL_DONE\"\n  - text: \"ALL_DONE\"\n",
+	})
+	state := t.TempDir()
+	cmd := cliCommand("run", dir, "--workdir", wd)
+	cmd.Env = append(cmd.Env, "HOME="+state, "CAPSTAN_STATE_DIR="+filepath.Join(state, "state"))
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Fatalf("exit %d, want 1 (not completed):\n%s", code, out)
+	}
+	if len(filesHolding([]string{state}, `"output":"HIDDEN"`)) == 0 {
+		b, _ := exec.Command("sh", "-c", "cat "+state+"/state/runs/*/*/events.jsonl").Output()
+		t.Fatalf("the model's Bash did not run:\n%s\n%s", out, b)
+	}
+	if len(filesHolding([]string{state}, "a.txt (skip-worktree)")) == 0 {
+		t.Errorf("the journal does not name the hidden file:\n%s", out)
+	}
+}

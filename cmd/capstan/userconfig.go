@@ -21,7 +21,6 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/pricing"
 )
 
 // userConfig is the user's own defaults, from
@@ -45,7 +44,7 @@ type userConfig struct {
 	BaseURLs map[string]string `yaml:"base_urls"`
 	// Pricing adds or replaces model prices (USD per million tokens) for
 	// every agent; an agent's runner.pricing entry for the same model wins.
-	Pricing map[string]pricing.Price `yaml:"pricing"`
+	Pricing map[string]llm.Price `yaml:"pricing"`
 
 	path string
 	// problems are the errors of bad values by key (problemKeys in the
@@ -281,7 +280,7 @@ func withUserPricing(def *agentdir.Agent, model string) (*agentdir.Agent, error)
 	}
 	d := def.Definition()
 	if d.Runner.Pricing == nil {
-		d.Runner.Pricing = map[string]pricing.Price{}
+		d.Runner.Pricing = map[string]llm.Price{}
 	}
 	for model, p := range uc.Pricing {
 		if _, ok := d.Runner.Pricing[model]; !ok {

@@ -296,8 +296,10 @@ func ghRepoName(s string) bool {
 	return ok && valid(owner) && valid(name)
 }
 
-// trustedGH is gh on PATH, refused when it lies inside the work dir (the
-// model could have written it; capstan runs it with its credentials).
+// trustedGH is gh on PATH, refused when a PATH entry inside the work dir
+// provides it (the model could have written it; capstan runs it with its
+// credentials): hostcmd.LookPath, as for every program capstan runs for
+// itself.
 func trustedGH(workDir string) (string, error) {
 	p, err := hostcmd.LookPath("gh", os.Getenv("PATH"), workDir)
 	if hostcmd.IsNotFound(err) {
@@ -309,35 +311,18 @@ func trustedGH(workDir string) (string, error) {
 	return p, nil
 }
 
-func evalOr(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return p
-}
-
-func inside(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// ghEnv is gh's environment: what capstan's own gh calls get (the minimal
-// base, network settings, gh's token and host variables; no model API
-// keys, no GIT_* settings), with PATH stripped of the work dir's entries
-// and gh's prompts and update notices off.
+// ghEnv is gh's environment: what capstan's own gh calls get
+// (procenv.ForGitHubCLI: the minimal base, network settings, gh's token
+// and host variables; no model API keys, no GIT_* settings), with PATH
+// stripped of the work dir's entries and gh's prompts and update notices
+// off.
 func ghEnv(environ []string, workDir string) []string {
 	var out []string
 	for _, kv := range procenv.ForGitHubCLI(environ) {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "PATH":
-			var dirs []string
-			for _, d := range filepath.SplitList(v) {
-				if a, err := filepath.Abs(d); err == nil && !inside(workDir, a) && !inside(evalOr(workDir), evalOr(a)) {
-					dirs = append(dirs, d)
-				}
-			}
-			kv = "PATH=" + strings.Join(dirs, string(filepath.ListSeparator))
+			kv = "PATH=" + hostcmd.PathOutside(v, workDir)
 		case "GH_PROMPT_DISABLED", "GH_NO_UPDATE_NOTIFIER":
 			continue
 		}

@@ -60,6 +60,12 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	gitT(t, wd, "init", "-q")
 	gitT(t, wd, "add", "-A")
 	gitT(t, wd, "commit", "-q", "-m", "project")
+	// The issues' branches go to a bare repository every worker reaches
+	// (over git://, as on another machine: see serveGit).
+	base := t.TempDir()
+	bare := filepath.Join(base, "origin.git")
+	gitT(t, wd, "init", "-q", "--bare", bare)
+	remote := serveGit(t, base) + "origin.git"
 	gh := fakegh.Install(t, fakegh.State{Issues: map[string]*fakegh.Issue{
 		"7": {Title: "Add a flag", Labels: []string{"kind:consider", "order:1"}, State: "open"},
 	}})
@@ -69,7 +75,7 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	workers := []*tworker{startWorker(t, addr, filepath.Join(roots, "w1")), startWorker(t, addr, filepath.Join(roots, "w2"))}
 
 	run := cliCommand("workflow", "run", "--issue", "7", "--workdir", wd, "--repo", "acme/app", "--temporal", addr,
-		"--worker-timeout", "3s", "--json")
+		"--worker-timeout", "3s", "--git-repo", remote, "--json")
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr
 	if err := run.Start(); err != nil {
@@ -128,6 +134,16 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	if res.Status != "completed" || ir.FinalPhase != "done" || !ir.Closed ||
 		strings.Join(moves, " ") != "consider-pending>detail-pending:handoff-detail detail-pending>impl-pending:handoff-impl impl-pending>done:success" {
 		t.Fatalf("result %+v\n%s", res, stderr.String())
+	}
+	// The three agents worked one after another on the issue's branch.
+	var runs []string
+	for _, line := range strings.Split(gitT(t, bare, "log", "--format=%(trailers:key=Capstan-Run,valueonly)", "capstan/"+res.RunID+"-issue-7"), "\n") {
+		if line = strings.TrimSpace(line); line != "" && (len(runs) == 0 || runs[len(runs)-1] != line) {
+			runs = append(runs, line)
+		}
+	}
+	if want := []string{res.RunID + "-7-3", res.RunID + "-7-2", res.RunID + "-7-1"}; strings.Join(runs, " ") != strings.Join(want, " ") {
+		t.Errorf("runs on the issue's branch, newest first: %v, want %v", runs, want)
 	}
 	want := issue7Moves
 	var got []string

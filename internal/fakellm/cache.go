@@ -5,9 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"github.com/capstan-dev/capstan/llm"
 	"sync"
-
-	"github.com/capstan-dev/capstan/llm/pricing"
 )
 
 // Prompt-cache accounting, done the way the real APIs do it so that token
@@ -85,7 +84,7 @@ func (c *promptCache) anthropic(body []byte, minTokens int64) (u cacheUsage, com
 		return u, commit, fmt.Errorf("invalid JSON body: %v", err)
 	}
 	if minTokens <= 0 {
-		limits, _ := pricing.LimitsOf(p.Model) // the providers' published minimums
+		limits, _ := llm.ModelLimitsOf(p.Model) // the providers' published minimums
 		minTokens = limits.MinCacheable
 	}
 	h := sha256.New()

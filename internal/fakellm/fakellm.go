@@ -189,7 +189,7 @@ type Options struct {
 	// NoRecord disables request recording (long benchmarks).
 	NoRecord bool
 	// CacheMinTokens overrides the minimum cacheable prefix of Anthropic
-	// prompt caching (0 = the model's published minimum, pricing.LimitsOf).
+	// prompt caching (0 = the model's published minimum, llm.ModelLimitsOf).
 	CacheMinTokens int64
 	// ContextWindow, when > 0, is the model's context window in tokens: a
 	// request whose input is larger is answered with the dialect's 400

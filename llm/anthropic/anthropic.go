@@ -35,8 +35,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/pricing"
-	"github.com/capstan-dev/capstan/llm/retry"
 )
 
 // Defaults.
@@ -77,9 +75,9 @@ type Config struct {
 	// Timeouts bound connecting, waiting for the response headers and
 	// silences in the stream (zero fields = retry's defaults); a request
 	// that runs over is retried like a dropped connection.
-	Timeouts retry.Timeouts
+	Timeouts llm.Timeouts
 	// Retry bounds retries of 429, 529, 5xx and dropped streams.
-	Retry retry.Policy
+	Retry llm.RetryPolicy
 	// DisablePromptCache drops the cache_control markers.
 	DisablePromptCache bool
 	// Events receives model.retry events (nil = discard).
@@ -165,7 +163,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	}
 	sink := llm.StreamSinkFrom(ctx)
 	var billed llm.Usage // of the failed attempts
-	resp, err := retry.Do(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *retry.Failure) {
+	resp, err := llm.Retry(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *llm.RetryFailure) {
 		return m.once(ctx, params, attempt, sink, &billed)
 	})
 	switch {
@@ -177,9 +175,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	return resp, err
 }
 
-// call describes this provider's API calls for retry.Do.
-func (m *Model) call() retry.Call {
-	return retry.Call{Provider: "anthropic", Events: m.cfg.Events, Hints: map[string]string{
+// call describes this provider's API calls for llm.Retry.
+func (m *Model) call() llm.RetryCall {
+	return llm.RetryCall{Provider: "anthropic", Events: m.cfg.Events, Hints: map[string]string{
 		agenterr.CodeSdkAuth:       "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway)",
 		agenterr.CodeSdkRateLimit:  "the API is rate limiting this key; wait and resume the run, or lower concurrency",
 		agenterr.CodeSdkConnection: "the API or the network is failing; resume the run later",
@@ -188,7 +186,7 @@ func (m *Model) call() retry.Call {
 
 // once runs one streamed attempt, passing text deltas to sink (nil = none).
 // A failed attempt adds the usage its stream reported to billed.
-func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink, billed *llm.Usage) (resp *llm.Response, fail *retry.Failure) {
+func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink, billed *llm.Usage) (resp *llm.Response, fail *llm.RetryFailure) {
 	stream := m.stream(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
@@ -207,7 +205,7 @@ func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt i
 	for stream.Next() {
 		ev := stream.Current()
 		if err := acc.Accumulate(ev); err != nil {
-			return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "malformed stream: " + m.redact(err.Error()), Retryable: true}
+			return nil, &llm.RetryFailure{Code: agenterr.CodeSdkConnection, Message: "malformed stream: " + m.redact(err.Error()), Retryable: true}
 		}
 		switch ev.Type {
 		case "message_stop":
@@ -223,7 +221,7 @@ func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt i
 		return nil, m.classify(err)
 	}
 	if !stopped {
-		return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "stream ended before message_stop (dropped connection)", Retryable: true}
+		return nil, &llm.RetryFailure{Code: agenterr.CodeSdkConnection, Message: "stream ended before message_stop (dropped connection)", Retryable: true}
 	}
 	return toResponse(&acc, len(params.OutputConfig.Format.Schema) > 0), nil
 }
@@ -231,16 +229,16 @@ func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt i
 // classify maps an SDK or transport error to a failure. Messages are built
 // from the status and the API's error body only, never from the request,
 // and any occurrence of the key is redacted.
-func (m *Model) classify(err error) *retry.Failure {
+func (m *Model) classify(err error) *llm.RetryFailure {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		typ, msg := apiErrorBody(apiErr.RawJSON())
 		if typ == "" {
 			typ = string(apiErr.Type())
 		}
-		f := &retry.Failure{Status: apiErr.StatusCode}
+		f := &llm.RetryFailure{Status: apiErr.StatusCode}
 		if apiErr.Response != nil {
-			f.RetryAfter, f.HasRetryAfter = retry.RetryAfter(apiErr.Response.Header, time.Now())
+			f.RetryAfter, f.HasRetryAfter = llm.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		status := apiErr.StatusCode
 		if status == http.StatusOK { // an error event inside a 200 stream
@@ -281,7 +279,7 @@ func (m *Model) classify(err error) *retry.Failure {
 		f.Message = m.redact(desc)
 		return f
 	}
-	return &retry.Failure{Code: agenterr.CodeSdkConnection, Message: m.redact("connection failed: " + err.Error()), Retryable: true}
+	return &llm.RetryFailure{Code: agenterr.CodeSdkConnection, Message: m.redact("connection failed: " + err.Error()), Retryable: true}
 }
 
 func (m *Model) redact(s string) string {
@@ -388,7 +386,7 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if maxTokens <= 0 {
 		maxTokens = m.cfg.MaxTokens
 	}
-	limits, _ := pricing.LimitsOf(model)
+	limits, _ := llm.ModelLimitsOf(model)
 	cacheable := func(prefixBytes int) bool {
 		return !m.cfg.DisablePromptCache && llm.EstimateTokens(prefixBytes) >= limits.MinCacheable
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -44,7 +43,7 @@ func (s *sleeps) all() []time.Duration {
 
 func newModel(t *testing.T, srv *fakellm.Server, sl *sleeps, ev journal.Emitter) *anthropic.Model {
 	t.Helper()
-	pol := retry.Policy{Rand: func() float64 { return 0 }}
+	pol := llm.RetryPolicy{Rand: func() float64 { return 0 }}
 	if sl != nil {
 		pol.Sleep = sl.sleep
 	}

@@ -32,7 +32,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/retry"
 )
 
 // Defaults.
@@ -67,10 +66,10 @@ type Config struct {
 	// Timeouts bound connecting, waiting for the response headers and
 	// silences in the stream (zero fields = retry's defaults); a request
 	// that runs over is retried like a dropped connection.
-	Timeouts retry.Timeouts
+	Timeouts llm.Timeouts
 	// Retry bounds retries of 429 (except insufficient_quota), 5xx and
 	// dropped streams.
-	Retry retry.Policy
+	Retry llm.RetryPolicy
 	// Events receives model.retry events (nil = discard).
 	Events journal.Emitter
 }
@@ -151,14 +150,14 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	}
 	structured := len(req.OutputSchema) > 0
 	sink := llm.StreamSinkFrom(ctx)
-	return retry.Do(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *retry.Failure) {
+	return llm.Retry(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *llm.RetryFailure) {
 		return m.once(ctx, params, structured, attempt, sink)
 	})
 }
 
-// call describes this provider's API calls for retry.Do.
-func (m *Model) call() retry.Call {
-	return retry.Call{Provider: "openai", Events: m.cfg.Events, Hints: map[string]string{
+// call describes this provider's API calls for llm.Retry.
+func (m *Model) call() llm.RetryCall {
+	return llm.RetryCall{Provider: "openai", Events: m.cfg.Events, Hints: map[string]string{
 		agenterr.CodeSdkAuth:       "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway or local server)",
 		agenterr.CodeSdkRateLimit:  "the API is rate limiting this key; wait and resume the run, or lower concurrency",
 		agenterr.CodeSdkConnection: "the API or the network is failing (is the local server running?); resume the run later",
@@ -166,7 +165,7 @@ func (m *Model) call() retry.Call {
 }
 
 // once runs one streamed attempt, passing text deltas to sink (nil = none).
-func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int, sink llm.StreamSink) (resp *llm.Response, fail *retry.Failure) {
+func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int, sink llm.StreamSink) (resp *llm.Response, fail *llm.RetryFailure) {
 	stream := m.stream(ctx, params,
 		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
 	defer stream.Close()
@@ -200,18 +199,18 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 		return nil, m.classify(err)
 	}
 	if !finished {
-		return nil, &retry.Failure{Code: agenterr.CodeSdkConnection, Message: "stream ended without a finish_reason (dropped connection)", Retryable: true}
+		return nil, &llm.RetryFailure{Code: agenterr.CodeSdkConnection, Message: "stream ended without a finish_reason (dropped connection)", Retryable: true}
 	}
 	acc.Usage.PromptTokensDetails.CacheWriteTokens = cacheWrites
 	return toResponse(&acc.ChatCompletion, structured), nil
 }
 
-func (m *Model) classify(err error) *retry.Failure {
+func (m *Model) classify(err error) *llm.RetryFailure {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		f := &retry.Failure{Status: apiErr.StatusCode}
+		f := &llm.RetryFailure{Status: apiErr.StatusCode}
 		if apiErr.Response != nil {
-			f.RetryAfter, f.HasRetryAfter = retry.RetryAfter(apiErr.Response.Header, time.Now())
+			f.RetryAfter, f.HasRetryAfter = llm.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		s := apiErr.StatusCode
 		switch {
@@ -259,7 +258,7 @@ func (m *Model) classify(err error) *retry.Failure {
 		}
 		_ = json.Unmarshal(se.Event.Data, &body)
 		code := fmt.Sprint(body.Error.Code)
-		f := &retry.Failure{Code: agenterr.CodeSdkConnection, Retryable: true,
+		f := &llm.RetryFailure{Code: agenterr.CodeSdkConnection, Retryable: true,
 			Message: m.redact("stream error: " + strings.TrimSpace(body.Error.Type+" "+body.Error.Message))}
 		switch {
 		case code == "insufficient_quota":
@@ -269,7 +268,7 @@ func (m *Model) classify(err error) *retry.Failure {
 		}
 		return f
 	}
-	return &retry.Failure{Code: agenterr.CodeSdkConnection, Message: m.redact("connection failed: " + err.Error()), Retryable: true}
+	return &llm.RetryFailure{Code: agenterr.CodeSdkConnection, Message: m.redact("connection failed: " + err.Error()), Retryable: true}
 }
 
 func (m *Model) redact(s string) string {

@@ -15,7 +15,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/openai"
-	"github.com/capstan-dev/capstan/llm/retry"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -41,7 +40,7 @@ func (s *sleeps) n() int {
 
 func newModel(t *testing.T, srv *fakellm.Server, key string, sl *sleeps, ev journal.Emitter) *openai.Model {
 	t.Helper()
-	pol := retry.Policy{Rand: func() float64 { return 0 }}
+	pol := llm.RetryPolicy{Rand: func() float64 { return 0 }}
 	if sl != nil {
 		pol.Sleep = sl.sleep
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
 	"github.com/capstan-dev/capstan/llm/openai"
-	"github.com/capstan-dev/capstan/llm/pricing"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -162,7 +161,7 @@ func run(t *testing.T, dialect fakellm.Dialect, fresh bool) []llm.Usage {
 // billed is input in full-price-token equivalents: cache writes and reads
 // at their rates relative to the input price of model.
 func billed(model string, u llm.Usage) float64 {
-	p, ok := pricing.Default().Lookup(model)
+	p, ok := llm.DefaultPrices().Lookup(model)
 	if !ok {
 		panic("no price for " + model)
 	}

@@ -1,5 +1,5 @@
-// Package standard provides seed 003's seven standard reasoning agents, with
-// exactly the seed's preconditions and postconditions, plus a retrieval
+// Package standard provides the seven standard reasoning agents, with
+// their documented preconditions and postconditions, plus a retrieval
 // executor that runs the planned git queries. Together they summarize the
 // development activity of a local git repository: every number in the
 // summary comes from a fact that cites commit hashes, and the validation

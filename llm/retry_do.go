@@ -1,4 +1,4 @@
-package retry
+package llm
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 )
 
-// Failure is one failed attempt of an API call, classified by its
+// RetryFailure is one failed attempt of an API call, classified by its
 // provider.
-type Failure struct {
+type RetryFailure struct {
 	// Code is the agenterr code of the final error (SDK_RATE_LIMIT,
 	// SDK_CONNECTION, SDK_AUTH, SDK_REQUEST, …).
 	Code string
@@ -33,12 +33,12 @@ type Failure struct {
 
 // Recoverable reports whether the final error is recoverable: rate limits
 // and connection failures are (resume the run later), unless Permanent.
-func (f *Failure) Recoverable() bool {
+func (f *RetryFailure) Recoverable() bool {
 	return !f.Permanent && (f.Code == agenterr.CodeSdkRateLimit || f.Code == agenterr.CodeSdkConnection)
 }
 
-// Call describes a provider's API call for Do.
-type Call struct {
+// RetryCall describes a provider's API call for Retry.
+type RetryCall struct {
 	// Provider names the provider in messages and events ("anthropic").
 	Provider string
 	// Events receives a model.retry event before each retry (nil = none).
@@ -49,7 +49,7 @@ type Call struct {
 }
 
 // Err is the final error of f after attempts attempts.
-func (f *Failure) Err(c Call, attempts int) *agenterr.Error {
+func (f *RetryFailure) Err(c RetryCall, attempts int) *agenterr.Error {
 	msg := c.Provider + ": " + f.Message
 	if f.Retryable {
 		msg += fmt.Sprintf(" (gave up after %d attempts)", attempts)
@@ -68,7 +68,7 @@ func (f *Failure) Err(c Call, attempts int) *agenterr.Error {
 // tooLong is the final error of a failure whose retry-after is over the
 // ceiling: recoverable (unless permanent), with a hint saying when the
 // server will take requests again.
-func (f *Failure) tooLong(c Call, attempts int, ceiling time.Duration, now time.Time) *agenterr.Error {
+func (f *RetryFailure) tooLong(c RetryCall, attempts int, ceiling time.Duration, now time.Time) *agenterr.Error {
 	msg := fmt.Sprintf("%s: %s (the server asked to retry after %s, more than the %s capstan waits; stopped after %d attempts)",
 		c.Provider, f.Message, f.RetryAfter.Round(time.Second), ceiling, attempts)
 	e := agenterr.New(f.Code, agenterr.LayerSDKBridge, !f.Permanent, "%s", msg)
@@ -85,7 +85,7 @@ func (f *Failure) tooLong(c Call, attempts int, ceiling time.Duration, now time.
 // pastDeadline is the final error of a failure whose next attempt would
 // come after ctx's deadline (the run's time budget): recoverable, with a
 // hint saying when the server takes requests again.
-func (f *Failure) pastDeadline(c Call, attempts int, wait time.Duration, deadline, now time.Time) *agenterr.Error {
+func (f *RetryFailure) pastDeadline(c RetryCall, attempts int, wait time.Duration, deadline, now time.Time) *agenterr.Error {
 	msg := fmt.Sprintf("%s: %s (the next attempt, in %s, would come after the end of the run's time budget in %s; stopped after %d attempts)",
 		c.Provider, f.Message, wait.Round(time.Second), max(deadline.Sub(now), 0).Round(time.Second), attempts)
 	e := agenterr.New(f.Code, agenterr.LayerSDKBridge, true, "%s", msg)
@@ -96,11 +96,11 @@ func (f *Failure) pastDeadline(c Call, attempts int, wait time.Duration, deadlin
 	return e
 }
 
-// Do runs attempt (numbered from 1) until it succeeds, fails with a
+// Retry runs attempt (numbered from 1) until it succeeds, fails with a
 // failure that is not retryable, or the policy's attempts are used,
 // waiting between attempts as the policy says (honouring the server's
 // retry-after). Cancellation is a CANCELED error.
-func Do[T any](ctx context.Context, p Policy, c Call, attempt func(n int) (T, *Failure)) (T, error) {
+func Retry[T any](ctx context.Context, p RetryPolicy, c RetryCall, attempt func(n int) (T, *RetryFailure)) (T, error) {
 	var zero T
 	max := p.Attempts()
 	for n := 1; ; n++ {
@@ -124,7 +124,7 @@ func Do[T any](ctx context.Context, p Policy, c Call, attempt func(n int) (T, *F
 			return zero, f.pastDeadline(c, n, d, dl, p.now())
 		}
 		if c.Events != nil {
-			c.Events.Emit(journal.ModelRetry, Event{Provider: c.Provider, Attempt: n, DelayMs: d.Milliseconds(),
+			c.Events.Emit(journal.ModelRetry, RetryEvent{Provider: c.Provider, Attempt: n, DelayMs: d.Milliseconds(),
 				Code: f.Code, Status: f.Status, Message: f.Message})
 		}
 		if err := p.Wait(ctx, d); err != nil {

@@ -1,4 +1,4 @@
-package compact_test
+package llm_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/compact"
 )
 
 // summarizer records summary requests and answers them.
@@ -49,7 +48,7 @@ func withPrompt(msgs []llm.Message, prompt string) (*llm.Request, int) {
 }
 
 func TestBelowThresholdNothingChanges(t *testing.T) {
-	m := compact.New(100_000, &summarizer{}, "m", compact.Options{})
+	m := llm.NewCompactor(100_000, &summarizer{}, "m", llm.CompactionOptions{})
 	req, q := withPrompt(transcript(3, 1000), "retry")
 	fit, err := m.Fit(context.Background(), req, q)
 	if err != nil || fit.Compaction != nil || len(fit.Messages) != len(req.Messages) {
@@ -63,7 +62,7 @@ func TestOldToolResultsBecomeStubsNamingTheCall(t *testing.T) {
 	msgs := transcript(10, 4000)
 	orig := append([]llm.Message(nil), msgs...)
 	s := &summarizer{}
-	m := compact.New(10_000, s, "m", compact.Options{})
+	m := llm.NewCompactor(10_000, s, "m", llm.CompactionOptions{})
 	req, q := withPrompt(msgs, "retry prompt")
 	fit, err := m.Fit(context.Background(), req, q)
 	if err != nil || fit.Compaction == nil {
@@ -110,7 +109,7 @@ func TestOlderTurnsAreSummarizedKeepingInstructionsAndRetryPrompt(t *testing.T) 
 	}
 	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: "ok"})
 	s := &summarizer{text: "the task so far"}
-	m := compact.New(15_000, s, "cheap-model", compact.Options{})
+	m := llm.NewCompactor(15_000, s, "cheap-model", llm.CompactionOptions{})
 	req, q := withPrompt(msgs, "CURRENT RETRY PROMPT")
 	fit, err := m.Fit(context.Background(), req, q)
 	if err != nil || fit.Compaction == nil {
@@ -152,7 +151,7 @@ func TestFailedSummaryRequestIsCounted(t *testing.T) {
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: strings.Repeat("r", 100)}, llm.Message{Role: llm.RoleAssistant, Text: "ok"})
 	}
 	req, q := withPrompt(msgs, "now")
-	fit, err := compact.New(5_000, failingSummarizer{}, "m", compact.Options{}).Fit(context.Background(), req, q)
+	fit, err := llm.NewCompactor(5_000, failingSummarizer{}, "m", llm.CompactionOptions{}).Fit(context.Background(), req, q)
 	if agenterr.CodeOf(err) != agenterr.CodeSdkConnection || fit.Usage != (llm.Usage{InputTokens: 700, OutputTokens: 3}) {
 		t.Fatalf("fit usage %+v, err %v", fit.Usage, err)
 	}
@@ -160,19 +159,19 @@ func TestFailedSummaryRequestIsCounted(t *testing.T) {
 
 func TestOverflowIsACodedErrorBeforeSending(t *testing.T) {
 	req, q := withPrompt(transcript(10, 4000), "retry")
-	off := compact.New(5_000, &summarizer{}, "m", compact.Options{Disabled: true})
+	off := llm.NewCompactor(5_000, &summarizer{}, "m", llm.CompactionOptions{Disabled: true})
 	_, err := off.Fit(context.Background(), req, q)
 	var e *agenterr.Error
 	if !errors.As(err, &e) || e.Code != agenterr.CodeContextOverflow || !strings.Contains(e.Message, "5000 tokens") || e.Hint == "" {
 		t.Fatalf("err = %v", err)
 	}
 	// Off but within the window: sent as it is.
-	if fit, err := compact.New(50_000, &summarizer{}, "m", compact.Options{Disabled: true, Threshold: 0.1}).Fit(context.Background(), req, q); err != nil || fit.Compaction != nil {
+	if fit, err := llm.NewCompactor(50_000, &summarizer{}, "m", llm.CompactionOptions{Disabled: true, Threshold: 0.1}).Fit(context.Background(), req, q); err != nil || fit.Compaction != nil {
 		t.Fatalf("fit = %+v, %v", fit, err)
 	}
 	// On, but the current prompt alone is larger than the window.
 	huge, q2 := withPrompt(nil, strings.Repeat("p", 40_000))
-	_, err = compact.New(5_000, &summarizer{}, "m", compact.Options{}).Fit(context.Background(), huge, q2)
+	_, err = llm.NewCompactor(5_000, &summarizer{}, "m", llm.CompactionOptions{}).Fit(context.Background(), huge, q2)
 	if !errors.As(err, &e) || e.Code != agenterr.CodeContextOverflow {
 		t.Fatalf("err = %v", err)
 	}
@@ -180,7 +179,7 @@ func TestOverflowIsACodedErrorBeforeSending(t *testing.T) {
 
 func TestObservedCountsCalibrateEstimates(t *testing.T) {
 	req, q := withPrompt(transcript(4, 4000), "retry") // ≈ 4,100 tokens estimated
-	m := compact.New(10_000, &summarizer{text: "summary"}, "m", compact.Options{})
+	m := llm.NewCompactor(10_000, &summarizer{text: "summary"}, "m", llm.CompactionOptions{})
 	if fit, _ := m.Fit(context.Background(), req, q); fit.Compaction != nil {
 		t.Fatal("compacted below the threshold")
 	}
@@ -193,16 +192,16 @@ func TestObservedCountsCalibrateEstimates(t *testing.T) {
 func TestFactoryUsesTheTableOrTheConfiguredWindow(t *testing.T) {
 	ctx := context.Background()
 	m := &summarizer{text: "s"}
-	if cm, err := compact.Factory(compact.Options{})(ctx, llm.Config{Provider: "openai", Model: "llama3.1:8b"}, m); err != nil || cm != nil {
+	if cm, err := llm.CompactionFactory(llm.CompactionOptions{})(ctx, llm.Config{Provider: "openai", Model: "llama3.1:8b"}, m); err != nil || cm != nil {
 		t.Fatalf("unknown window: %v %v", cm, err)
 	}
-	if cm, err := compact.Factory(compact.Options{})(ctx, llm.Config{Provider: "anthropic", Model: "claude-haiku-4-5"}, m); err != nil || cm == nil {
+	if cm, err := llm.CompactionFactory(llm.CompactionOptions{})(ctx, llm.Config{Provider: "anthropic", Model: "claude-haiku-4-5"}, m); err != nil || cm == nil {
 		t.Fatalf("known model: %v %v", cm, err)
 	}
-	if cm, err := compact.Factory(compact.Options{Window: 8192})(ctx, llm.Config{Provider: "openai", Model: "llama3.1:8b"}, m); err != nil || cm == nil {
+	if cm, err := llm.CompactionFactory(llm.CompactionOptions{Window: 8192})(ctx, llm.Config{Provider: "openai", Model: "llama3.1:8b"}, m); err != nil || cm == nil {
 		t.Fatalf("configured window: %v %v", cm, err)
 	}
-	_, err := compact.Factory(compact.Options{Window: 8192, SummaryModel: "nosuch:model"})(ctx, llm.Config{Provider: "openai", Model: "x"}, m)
+	_, err := llm.CompactionFactory(llm.CompactionOptions{Window: 8192, SummaryModel: "nosuch:model"})(ctx, llm.Config{Provider: "openai", Model: "x"}, m)
 	var e *agenterr.Error
 	if !errors.As(err, &e) || e.Code != agenterr.CodeUnknownProvider || !strings.Contains(err.Error(), "summaryModel") {
 		t.Fatalf("bad summary model: %v", err)
@@ -211,7 +210,7 @@ func TestFactoryUsesTheTableOrTheConfiguredWindow(t *testing.T) {
 
 func TestKeepingNoToolResultsStubsTheNewestToo(t *testing.T) {
 	req, q := withPrompt(transcript(10, 4000), "retry")
-	fit, err := compact.New(10_000, &summarizer{text: "s"}, "m", compact.Options{KeepToolResults: -1, Target: 0.01}).Fit(context.Background(), req, q)
+	fit, err := llm.NewCompactor(10_000, &summarizer{text: "s"}, "m", llm.CompactionOptions{KeepToolResults: -1, Target: 0.01}).Fit(context.Background(), req, q)
 	if err != nil || fit.Compaction == nil {
 		t.Fatalf("%+v %v", fit.Compaction, err)
 	}
@@ -224,7 +223,7 @@ func TestResultsTheModelHasNotSeenAreNeverStubbed(t *testing.T) {
 	msgs := transcript(10, 4000)
 	last := msgs[len(msgs)-2] // the last query's tool results, as if the answer were not in yet
 	msgs = msgs[:len(msgs)-1]
-	fit, err := compact.New(10_000, &summarizer{text: "s"}, "m", compact.Options{KeepToolResults: -1, Target: 0.01}).Fit(context.Background(), &llm.Request{Messages: msgs}, len(msgs)-3)
+	fit, err := llm.NewCompactor(10_000, &summarizer{text: "s"}, "m", llm.CompactionOptions{KeepToolResults: -1, Target: 0.01}).Fit(context.Background(), &llm.Request{Messages: msgs}, len(msgs)-3)
 	if err != nil || fit.Compaction == nil {
 		t.Fatalf("%+v %v", fit.Compaction, err)
 	}
@@ -244,7 +243,7 @@ func TestSummaryIsRedacted(t *testing.T) {
 			llm.Message{Role: llm.RoleUser, Text: fmt.Sprintf("retry %d %s", i, strings.Repeat("r", 100))})
 	}
 	s := &summarizer{text: "the key is " + key}
-	cm, err := compact.Factory(compact.Options{Window: 15_000})(context.Background(),
+	cm, err := llm.CompactionFactory(llm.CompactionOptions{Window: 15_000})(context.Background(),
 		llm.Config{Provider: "openai", Model: "x", Redact: func(t string) string { return strings.ReplaceAll(t, key, "[REDACTED]") }}, s)
 	if err != nil || cm == nil {
 		t.Fatalf("factory: %v %v", cm, err)

@@ -1,10 +1,10 @@
-// Package compact keeps a tool loop's transcript within the model's
-// context window. It implements llm.ContextManager.
+// Compaction keeps a tool loop's transcript within the model's context
+// window: Compactor is a ContextManager.
 //
-// Before every model turn the Manager estimates the tokens of the request
+// Before every model turn the Compactor estimates the tokens of the request
 // about to be sent (about four bytes a token, calibrated with the input
 // the provider reported for earlier requests). Below Threshold × window
-// nothing changes. Above it the Manager compacts, down to Target × window
+// nothing changes. Above it the Compactor compacts, down to Target × window
 // so that it does not have to compact again on the next turn (and the
 // provider's prompt cache stays valid in between):
 //
@@ -12,14 +12,15 @@
 //     whose full output the run journal keeps (tool.call events); the
 //     newest KeepToolResults results stay verbatim.
 //  2. When that is not enough, every message before the current query is
-//     summarized by a model (the same one, or Options.SummaryModel) into
-//     one carry message.
+//     summarized by a model (the same one, or
+//     CompactionOptions.SummaryModel) into one carry message.
 //
 // The current query's prompt (the retry prompt or the step's prompt) and
 // the newest prompt marked as the step's instructions (llm.Message.Pinned)
 // are never removed. When the request still does not fit, or compaction is
 // off, Fit fails with CONTEXT_OVERFLOW before anything is sent.
-package compact
+
+package llm
 
 import (
 	"context"
@@ -28,32 +29,30 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/pricing"
 )
 
-// Defaults of Options.
+// Defaults of CompactionOptions.
 const (
-	DefaultThreshold       = 0.75
-	DefaultTarget          = 0.5
-	DefaultKeepToolResults = 3
+	DefaultCompactionThreshold = 0.75
+	DefaultCompactionTarget    = 0.5
+	DefaultKeepToolResults     = 3
 	// summaryMaxTokens bounds the summary's length.
-	summaryMaxTokens = 2048
+	compactSummaryMaxTokens = 2048
 	// stubPrefix starts every stub, so a stub is never stubbed again.
-	stubPrefix = "[compacted: "
+	compactStubPrefix = "[compacted: "
 )
 
-// Options configure a Manager.
-type Options struct {
+// CompactionOptions configure a Compactor.
+type CompactionOptions struct {
 	// Window is the context window in tokens (0 = the model's, from
-	// pricing.LimitsOf).
+	// llm.ModelLimitsOf).
 	Window int64
 	// Disabled turns compaction off: a request that would exceed the
 	// window fails with CONTEXT_OVERFLOW instead.
 	Disabled bool
 	// Threshold is the share of the window above which the transcript is
-	// compacted (0 = DefaultThreshold); Target the share it is compacted
-	// down to (0 = DefaultTarget). 0 < Target < Threshold ≤ 1.
+	// compacted (0 = DefaultCompactionThreshold); Target the share it is compacted
+	// down to (0 = DefaultCompactionTarget). 0 < Target < Threshold ≤ 1.
 	Threshold, Target float64
 	// KeepToolResults is how many of the newest tool results stay
 	// verbatim (0 = DefaultKeepToolResults; negative = none).
@@ -63,15 +62,15 @@ type Options struct {
 	SummaryModel string
 }
 
-// Factory returns an llm.Config.NewContext function: it builds a Manager
+// CompactionFactory returns a Config.NewContext function: it builds a Compactor
 // for each tool loop llm.Open creates. A model whose window is neither
-// configured nor in the table gets no Manager (nothing can be counted
+// configured nor in the table gets no Compactor (nothing can be counted
 // against an unknown window).
-func Factory(o Options) func(ctx context.Context, cfg llm.Config, m llm.Model) (llm.ContextManager, error) {
-	return func(ctx context.Context, cfg llm.Config, m llm.Model) (llm.ContextManager, error) {
+func CompactionFactory(o CompactionOptions) func(ctx context.Context, cfg Config, m Model) (ContextManager, error) {
+	return func(ctx context.Context, cfg Config, m Model) (ContextManager, error) {
 		window := o.Window
 		if window == 0 {
-			limits, _ := pricing.LimitsOf(cfg.Model)
+			limits, _ := ModelLimitsOf(cfg.Model)
 			window = limits.ContextWindow
 		}
 		if window == 0 {
@@ -81,33 +80,33 @@ func Factory(o Options) func(ctx context.Context, cfg llm.Config, m llm.Model) (
 		if o.SummaryModel != "" && !o.Disabled {
 			sc := cfg
 			sc.Context, sc.NewContext = nil, nil
-			if provider, _ := llm.ParseSpec(o.SummaryModel); provider != cfg.Provider {
+			if provider, _ := ParseSpec(o.SummaryModel); provider != cfg.Provider {
 				sc.BaseURL = "" // the run's base URL belongs to the run's provider
 			}
-			s, err := llm.OpenModel(ctx, o.SummaryModel, sc)
+			s, err := OpenModel(ctx, o.SummaryModel, sc)
 			if err != nil {
 				return nil, fmt.Errorf("open runner.compaction.summaryModel %q: %w", o.SummaryModel, err)
 			}
-			_, model = llm.ParseSpec(o.SummaryModel)
+			_, model = ParseSpec(o.SummaryModel)
 			summarizer = s
 		}
-		mgr := New(window, summarizer, model, o)
+		mgr := NewCompactor(window, summarizer, model, o)
 		mgr.redact = cfg.Redact
 		return mgr, nil
 	}
 }
 
-// Manager is an llm.ContextManager.
-type Manager struct {
+// Compactor is a ContextManager.
+type Compactor struct {
 	window            int64
 	threshold, target float64
 	keep              int
 	disabled          bool
-	summarizer        llm.Model
+	summarizer        Model
 	summaryModel      string
 	// redact replaces secret values in the summaries it writes (the
 	// tool loop's llm.Config.Redact), which enter the transcript.
-	redact llm.Redactor
+	redact Redactor
 
 	mu sync.Mutex
 	// scale calibrates byte estimates: the provider's count divided by
@@ -115,16 +114,16 @@ type Manager struct {
 	scale float64
 }
 
-// New builds a Manager for a window of window tokens; summarizer (the
+// NewCompactor builds a Compactor for a window of window tokens; summarizer (the
 // model named summaryModel) writes summaries.
-func New(window int64, summarizer llm.Model, summaryModel string, o Options) *Manager {
-	m := &Manager{window: window, threshold: o.Threshold, target: o.Target, keep: o.KeepToolResults,
+func NewCompactor(window int64, summarizer Model, summaryModel string, o CompactionOptions) *Compactor {
+	m := &Compactor{window: window, threshold: o.Threshold, target: o.Target, keep: o.KeepToolResults,
 		disabled: o.Disabled, summarizer: summarizer, summaryModel: summaryModel, scale: 1}
 	if m.threshold == 0 {
-		m.threshold = DefaultThreshold
+		m.threshold = DefaultCompactionThreshold
 	}
 	if m.target == 0 {
-		m.target = min(DefaultTarget, m.threshold/2)
+		m.target = min(DefaultCompactionTarget, m.threshold/2)
 	}
 	if m.keep == 0 {
 		m.keep = DefaultKeepToolResults
@@ -134,8 +133,8 @@ func New(window int64, summarizer llm.Model, summaryModel string, o Options) *Ma
 
 // Observe implements llm.ContextManager: it calibrates estimates with the
 // provider's count.
-func (m *Manager) Observe(req *llm.Request, inputTokens int64) {
-	est := llm.EstimateTokens(llm.RequestSize(req))
+func (m *Compactor) Observe(req *Request, inputTokens int64) {
+	est := EstimateTokens(RequestSize(req))
 	if inputTokens <= 0 || est <= 0 {
 		return
 	}
@@ -145,56 +144,56 @@ func (m *Manager) Observe(req *llm.Request, inputTokens int64) {
 }
 
 // tokens estimates the tokens of bytes prompt bytes.
-func (m *Manager) tokens(bytes int) int64 {
+func (m *Compactor) tokens(bytes int) int64 {
 	m.mu.Lock()
 	s := m.scale
 	m.mu.Unlock()
-	return int64(float64(llm.EstimateTokens(bytes)) * s)
+	return int64(float64(EstimateTokens(bytes)) * s)
 }
 
 // Fit implements llm.ContextManager.
-func (m *Manager) Fit(ctx context.Context, req *llm.Request, query int) (llm.Fitted, error) {
+func (m *Compactor) Fit(ctx context.Context, req *Request, query int) (Fitted, error) {
 	msgs := req.Messages
-	size := llm.RequestSize(req)
+	size := RequestSize(req)
 	fixed := size - messagesBytes(msgs) // system prompt, tools, output schema
 	before := m.tokens(size)
 	if float64(before) <= m.threshold*float64(m.window) || (m.disabled && before <= m.window) {
-		return llm.Fitted{Messages: msgs}, nil
+		return Fitted{Messages: msgs}, nil
 	}
 	if m.disabled {
-		return llm.Fitted{}, m.overflow(before, "compaction is off (runner.compaction.enabled is false)")
+		return Fitted{}, m.overflow(before, "compaction is off (runner.compaction.enabled is false)")
 	}
 	goal := int64(m.target * float64(m.window))
-	ev := &llm.CompactionEvent{Window: m.window, TokensBefore: before}
+	ev := &CompactionEvent{Window: m.window, TokensBefore: before}
 
-	out := stub(msgs, m.keep, func(saved int) bool {
+	out := compactStub(msgs, m.keep, func(saved int) bool {
 		size -= saved
 		return m.tokens(size) <= goal
 	}, ev)
-	var usage llm.Usage
+	var usage Usage
 	if m.tokens(size) > goal && query > 0 {
 		var err error
 		out, usage, err = m.summarize(ctx, req, out, query, ev)
 		if err != nil {
-			return llm.Fitted{Usage: usage}, err
+			return Fitted{Usage: usage}, err
 		}
 		size = fixed + messagesBytes(out)
 	}
 	if len(ev.StubbedCalls) == 0 && ev.SummarizedMessages == 0 {
 		if before > m.window {
-			return llm.Fitted{}, m.overflow(before, "nothing older than the current query is left to compact")
+			return Fitted{}, m.overflow(before, "nothing older than the current query is left to compact")
 		}
-		return llm.Fitted{Messages: msgs}, nil
+		return Fitted{Messages: msgs}, nil
 	}
 	ev.TokensAfter = m.tokens(size)
 	ev.Usage = usage
 	if ev.TokensAfter > m.window {
-		return llm.Fitted{Usage: usage}, m.overflow(ev.TokensAfter, "even after compaction, the current step's prompt and this query's turns do not fit")
+		return Fitted{Usage: usage}, m.overflow(ev.TokensAfter, "even after compaction, the current step's prompt and this query's turns do not fit")
 	}
-	return llm.Fitted{Messages: out, Compaction: ev, Usage: usage}, nil
+	return Fitted{Messages: out, Compaction: ev, Usage: usage}, nil
 }
 
-func (m *Manager) overflow(tokens int64, why string) error {
+func (m *Compactor) overflow(tokens int64, why string) error {
 	e := agenterr.New(agenterr.CodeContextOverflow, agenterr.LayerSDKBridge, false,
 		"the request would be about %d tokens, more than the model's context window of %d tokens; %s; nothing was sent", tokens, m.window, why)
 	e.Hint = "turn compaction on (runner.compaction.enabled), set runner.contextWindow to the model's real window, or give the model smaller tool outputs"
@@ -205,9 +204,9 @@ func (m *Manager) overflow(tokens int64, why string) error {
 // true, keeping the newest keep results verbatim, and always the results
 // the model has not seen yet (a tool message at the end). msgs is not
 // modified: changed messages are copies.
-func stub(msgs []llm.Message, keep int, enough func(saved int) bool, ev *llm.CompactionEvent) []llm.Message {
+func compactStub(msgs []Message, keep int, enough func(saved int) bool, ev *CompactionEvent) []Message {
 	seen := len(msgs)
-	if seen > 0 && msgs[seen-1].Role == llm.RoleTool {
+	if seen > 0 && msgs[seen-1].Role == RoleTool {
 		seen--
 	}
 	total := 0
@@ -223,15 +222,15 @@ func stub(msgs []llm.Message, keep int, enough func(saved int) bool, ev *llm.Com
 				break
 			}
 			stubbable--
-			text := stubText(r)
-			if strings.HasPrefix(r.Content, stubPrefix) || len(text) >= len(r.Content) {
+			text := compactStubText(r)
+			if strings.HasPrefix(r.Content, compactStubPrefix) || len(text) >= len(r.Content) {
 				continue
 			}
 			if !copied {
-				out, copied = append([]llm.Message(nil), msgs...), true
+				out, copied = append([]Message(nil), msgs...), true
 			}
 			if &out[i].ToolResults[0] == &msgs[i].ToolResults[0] {
-				out[i].ToolResults = append([]llm.ToolResult(nil), msgs[i].ToolResults...)
+				out[i].ToolResults = append([]ToolResult(nil), msgs[i].ToolResults...)
 			}
 			out[i].ToolResults[j].Content = text
 			ev.StubbedCalls = append(ev.StubbedCalls, r.CallID)
@@ -245,51 +244,51 @@ func stub(msgs []llm.Message, keep int, enough func(saved int) bool, ev *llm.Com
 }
 
 // stubText is the deterministic stand-in of a tool result.
-func stubText(r llm.ToolResult) string {
+func compactStubText(r ToolResult) string {
 	name := r.Name
 	if name == "" {
 		name = "a tool"
 	}
 	return fmt.Sprintf("%sthe %d-byte output of %s (call %s) was removed to keep this conversation within the context window; the run journal keeps it in full (tool.call event of call %s, shown by capstan show)]",
-		stubPrefix, len(r.Content), name, r.CallID, r.CallID)
+		compactStubPrefix, len(r.Content), name, r.CallID, r.CallID)
 }
 
 // summarize replaces msgs[:query] by the newest pinned prompt among them
 // and one carry message summarizing the rest.
-func (m *Manager) summarize(ctx context.Context, req *llm.Request, msgs []llm.Message, query int, ev *llm.CompactionEvent) ([]llm.Message, llm.Usage, error) {
+func (m *Compactor) summarize(ctx context.Context, req *Request, msgs []Message, query int, ev *CompactionEvent) ([]Message, Usage, error) {
 	pinned := -1
 	for i := query - 1; i >= 0; i-- {
-		if msgs[i].Pinned && msgs[i].Role == llm.RoleUser {
+		if msgs[i].Pinned && msgs[i].Role == RoleUser {
 			pinned = i
 			break
 		}
 	}
-	older := make([]llm.Message, 0, query)
+	older := make([]Message, 0, query)
 	for i, msg := range msgs[:query] {
 		if i != pinned {
 			older = append(older, msg)
 		}
 	}
 	if len(older) == 0 {
-		return msgs, llm.Usage{}, nil
+		return msgs, Usage{}, nil
 	}
-	sreq := &llm.Request{Model: m.summaryModel, System: summarySystem, MaxTokens: summaryMaxTokens, Summary: true,
-		Messages: []llm.Message{{Role: llm.RoleUser, Text: render(older, int(m.window/2)*llm.BytesPerToken)}}}
+	sreq := &Request{Model: m.summaryModel, System: compactSummarySystem, MaxTokens: compactSummaryMaxTokens, Summary: true,
+		Messages: []Message{{Role: RoleUser, Text: renderCompacted(older, int(m.window/2)*BytesPerToken)}}}
 	resp, err := m.summarizer.Generate(ctx, sreq)
 	if err != nil {
 		// A request that failed after it was billed still costs its usage.
-		return nil, llm.BilledUsage(err), fmt.Errorf("summarize older turns to fit the context window: %w", err)
+		return nil, BilledUsage(err), fmt.Errorf("summarize older turns to fit the context window: %w", err)
 	}
 	summary := strings.TrimSpace(m.redact.Text(resp.Message.Text))
 	if summary == "" {
 		return nil, resp.Usage, agenterr.New(agenterr.CodeContextOverflow, agenterr.LayerSDKBridge, false,
 			"the summary model returned no text, so older turns could not be compacted; nothing was sent")
 	}
-	out := make([]llm.Message, 0, len(msgs)-query+2)
+	out := make([]Message, 0, len(msgs)-query+2)
 	if pinned >= 0 {
 		out = append(out, msgs[pinned])
 	}
-	out = append(out, llm.Message{Role: llm.RoleUser, Text: carryHeader + summary})
+	out = append(out, Message{Role: RoleUser, Text: compactCarryHeader + summary})
 	out = append(out, msgs[query:]...)
 	ev.SummarizedMessages = len(older)
 	ev.SummaryModel = m.summaryModel
@@ -297,25 +296,25 @@ func (m *Manager) summarize(ctx context.Context, req *llm.Request, msgs []llm.Me
 	return out, resp.Usage, nil
 }
 
-const summarySystem = "You condense the earlier part of an agent's working session so that the agent can continue " +
+const compactSummarySystem = "You condense the earlier part of an agent's working session so that the agent can continue " +
 	"without it. Write a concise summary in plain text: what the task is, what was done and found (files, commands, " +
 	"results, errors), what was tried and failed, and what remains. Keep exact names, paths and error messages. " +
 	"Do not invent anything."
 
-const carryHeader = "Summary of the earlier part of this session (older turns were compacted to stay within the " +
+const compactCarryHeader = "Summary of the earlier part of this session (older turns were compacted to stay within the " +
 	"model's context window; the run journal keeps them in full):\n\n"
 
 // render writes messages as plain text for the summarizer, each tool
 // result and text cut to a few KB, the whole to at most limit bytes (the
 // newest part kept).
-func render(msgs []llm.Message, limit int) string {
+func renderCompacted(msgs []Message, limit int) string {
 	const perPart = 4 << 10
 	var b strings.Builder
 	for _, msg := range msgs {
 		switch msg.Role {
-		case llm.RoleUser:
+		case RoleUser:
 			fmt.Fprintf(&b, "USER:\n%s\n\n", cut(msg.Text, perPart))
-		case llm.RoleAssistant:
+		case RoleAssistant:
 			if msg.Text != "" {
 				fmt.Fprintf(&b, "ASSISTANT:\n%s\n", cut(msg.Text, perPart))
 			}
@@ -346,7 +345,7 @@ func cut(s string, n int) string {
 	return s[:n] + fmt.Sprintf(" [… %d more bytes]", len(s)-n)
 }
 
-func messagesBytes(msgs []llm.Message) int {
+func messagesBytes(msgs []Message) int {
 	n := 0
 	for _, msg := range msgs {
 		n += msg.Size()

@@ -1,10 +1,11 @@
-// Package retry is the retry policy capstan's HTTP model providers share:
-// a bounded number of attempts with exponential backoff and jitter that
-// honours a server's retry-after / retry-after-ms headers. The provider
-// decides which failures are retryable; the policy decides how long to wait
-// and when to give up. Sleep and Rand are injectable so tests run instantly
-// and deterministically.
-package retry
+// The retry policy capstan's HTTP model providers share: a bounded number
+// of attempts with exponential backoff and jitter that honours a server's
+// retry-after / retry-after-ms headers. The provider decides which failures
+// are retryable; the policy decides how long to wait and when to give up.
+// Sleep and Rand are injectable so tests run instantly and
+// deterministically.
+
+package llm
 
 import (
 	"context"
@@ -15,7 +16,7 @@ import (
 	"time"
 )
 
-// Defaults of Policy.
+// Defaults of RetryPolicy.
 const (
 	DefaultMaxAttempts = 4
 	DefaultBaseDelay   = 500 * time.Millisecond
@@ -26,9 +27,9 @@ const (
 	DefaultMaxRetryAfter = 5 * time.Minute
 )
 
-// Event is the payload of a model.retry journal event, emitted before
+// RetryEvent is the payload of a model.retry journal event, emitted before
 // each retry.
-type Event struct {
+type RetryEvent struct {
 	Provider string `json:"provider"`
 	Attempt  int    `json:"attempt"` // the attempt that failed, 1-based
 	DelayMs  int64  `json:"delay_ms"`
@@ -37,8 +38,8 @@ type Event struct {
 	Message  string `json:"message"`
 }
 
-// Policy bounds retries. The zero Policy uses the defaults.
-type Policy struct {
+// RetryPolicy bounds retries. The zero RetryPolicy uses the defaults.
+type RetryPolicy struct {
 	// MaxAttempts is the total number of attempts, the first included
 	// (0 = DefaultMaxAttempts; 1 = no retry).
 	MaxAttempts int
@@ -58,7 +59,7 @@ type Policy struct {
 	Now func() time.Time
 }
 
-func (p Policy) now() time.Time {
+func (p RetryPolicy) now() time.Time {
 	if p.Now != nil {
 		return p.Now()
 	}
@@ -66,7 +67,7 @@ func (p Policy) now() time.Time {
 }
 
 // Attempts is the effective maximum number of attempts.
-func (p Policy) Attempts() int {
+func (p RetryPolicy) Attempts() int {
 	if p.MaxAttempts <= 0 {
 		return DefaultMaxAttempts
 	}
@@ -74,7 +75,7 @@ func (p Policy) Attempts() int {
 }
 
 // RetryAfterCeiling is the effective MaxRetryAfter.
-func (p Policy) RetryAfterCeiling() time.Duration {
+func (p RetryPolicy) RetryAfterCeiling() time.Duration {
 	if p.MaxRetryAfter <= 0 {
 		return DefaultMaxRetryAfter
 	}
@@ -83,10 +84,10 @@ func (p Policy) RetryAfterCeiling() time.Duration {
 
 // Delay is the wait before retry number n (1 = the first retry). A
 // server-provided retryAfter is used as is (a server that says "retry
-// after 0" means now; Do stops before a wait over the ceiling); otherwise
+// after 0" means now; Retry stops before a wait over the ceiling); otherwise
 // the delay is BaseDelay·2^(n-1), capped at MaxDelay, minus up to 25%
 // jitter.
-func (p Policy) Delay(n int, retryAfter time.Duration, hasRetryAfter bool) time.Duration {
+func (p RetryPolicy) Delay(n int, retryAfter time.Duration, hasRetryAfter bool) time.Duration {
 	if hasRetryAfter && retryAfter >= 0 {
 		return retryAfter
 	}
@@ -113,7 +114,7 @@ func (p Policy) Delay(n int, retryAfter time.Duration, hasRetryAfter bool) time.
 
 // Wait sleeps d with the policy's Sleep, returning ctx's error if it ends
 // first.
-func (p Policy) Wait(ctx context.Context, d time.Duration) error {
+func (p RetryPolicy) Wait(ctx context.Context, d time.Duration) error {
 	if p.Sleep != nil {
 		return p.Sleep(ctx, d)
 	}

@@ -1,8 +1,8 @@
-package pricing
+package llm
 
-// Limits are the size limits of a model that capstan plans requests
+// ModelLimits are the size limits of a model that capstan plans requests
 // around.
-type Limits struct {
+type ModelLimits struct {
 	// ContextWindow is the most input (prompt plus transcript) the model
 	// accepts, in tokens; 0 = not known.
 	ContextWindow int64
@@ -16,9 +16,9 @@ type Limits struct {
 // the table does not list (the most common Anthropic and OpenAI figure).
 const DefaultMinCacheable = 1024
 
-// builtinLimits, checked on TableDate against the providers' model pages
+// builtinLimits, checked on PriceTableDate against the providers' model pages
 // (Anthropic models overview and prompt-caching pages; OpenAI model pages).
-var builtinLimits = map[string]Limits{
+var builtinLimits = map[string]ModelLimits{
 	"claude-fable-5":    {ContextWindow: 1_000_000, MinCacheable: 512},
 	"claude-mythos-5":   {ContextWindow: 1_000_000, MinCacheable: 512},
 	"claude-opus-5-5":   {ContextWindow: 1_000_000, MinCacheable: 1024},
@@ -42,15 +42,15 @@ var builtinLimits = map[string]Limits{
 	"gpt-4o-mini":       {ContextWindow: 128_000, MinCacheable: 1024},
 }
 
-// LimitsOf returns the limits of a model (any spelling Normalize accepts).
+// ModelLimitsOf returns the limits of a model (any spelling NormalizeModel accepts).
 // A model the table does not list has ContextWindow 0 (unknown) and
 // DefaultMinCacheable; known reports whether it was listed.
-func LimitsOf(model string) (l Limits, known bool) {
+func ModelLimitsOf(model string) (l ModelLimits, known bool) {
 	if l, ok := builtinLimits[model]; ok {
 		return l, true
 	}
-	if l, ok := builtinLimits[Normalize(model)]; ok {
+	if l, ok := builtinLimits[NormalizeModel(model)]; ok {
 		return l, true
 	}
-	return Limits{MinCacheable: DefaultMinCacheable}, false
+	return ModelLimits{MinCacheable: DefaultMinCacheable}, false
 }

@@ -1,4 +1,4 @@
-package retry
+package llm
 
 import (
 	"context"
@@ -16,18 +16,18 @@ func (r *recorder) Emit(t string, _ any) { r.types = append(r.types, t) }
 
 func TestDo(t *testing.T) {
 	var waits []time.Duration
-	p := Policy{MaxAttempts: 3, Rand: func() float64 { return 0 },
+	p := RetryPolicy{MaxAttempts: 3, Rand: func() float64 { return 0 },
 		Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
 	hints := map[string]string{agenterr.CodeSdkRateLimit: "slow down"}
-	fail := func(f Failure) func(int) (string, *Failure) {
-		return func(int) (string, *Failure) { return "", &f }
+	fail := func(f RetryFailure) func(int) (string, *RetryFailure) {
+		return func(int) (string, *RetryFailure) { return "", &f }
 	}
 	t.Run("succeeds after retries, honouring retry-after", func(t *testing.T) {
 		waits = nil
 		ev := &recorder{}
-		v, err := Do(context.Background(), p, Call{Provider: "x", Events: ev}, func(n int) (string, *Failure) {
+		v, err := Retry(context.Background(), p, RetryCall{Provider: "x", Events: ev}, func(n int) (string, *RetryFailure) {
 			if n < 3 {
-				return "", &Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, RetryAfter: 2 * time.Second, HasRetryAfter: true}
+				return "", &RetryFailure{Code: agenterr.CodeSdkRateLimit, Retryable: true, RetryAfter: 2 * time.Second, HasRetryAfter: true}
 			}
 			return "ok", nil
 		})
@@ -39,8 +39,8 @@ func TestDo(t *testing.T) {
 		waits = nil
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
-		_, err := Do(ctx, Policy{MaxAttempts: 3, MaxRetryAfter: 24 * time.Hour, Sleep: p.Sleep}, Call{Provider: "x"},
-			fail(Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "429", RetryAfter: 2 * time.Hour, HasRetryAfter: true}))
+		_, err := Retry(ctx, RetryPolicy{MaxAttempts: 3, MaxRetryAfter: 24 * time.Hour, Sleep: p.Sleep}, RetryCall{Provider: "x"},
+			fail(RetryFailure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "429", RetryAfter: 2 * time.Hour, HasRetryAfter: true}))
 		e := agenterr.From(err)
 		if e == nil || !e.Recoverable || e.Code != agenterr.CodeSdkRateLimit || len(waits) != 0 ||
 			!strings.Contains(e.Message, "after the end of the run's time budget") || !strings.HasPrefix(e.Hint, "resume the run after ") {
@@ -48,7 +48,7 @@ func TestDo(t *testing.T) {
 		}
 	})
 	t.Run("gives up, recoverable, with the hint", func(t *testing.T) {
-		_, err := Do(context.Background(), p, Call{Provider: "x", Hints: hints}, fail(Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "429"}))
+		_, err := Retry(context.Background(), p, RetryCall{Provider: "x", Hints: hints}, fail(RetryFailure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "429"}))
 		e := agenterr.From(err)
 		if e == nil || !e.Recoverable || e.Hint != "slow down" || e.Message != "x: 429 (gave up after 3 attempts)" {
 			t.Fatalf("%+v", e)
@@ -56,9 +56,9 @@ func TestDo(t *testing.T) {
 	})
 	t.Run("permanent failures are not recoverable and not retried", func(t *testing.T) {
 		calls := 0
-		_, err := Do(context.Background(), p, Call{Provider: "x", Hints: hints}, func(int) (string, *Failure) {
+		_, err := Retry(context.Background(), p, RetryCall{Provider: "x", Hints: hints}, func(int) (string, *RetryFailure) {
 			calls++
-			return "", &Failure{Code: agenterr.CodeSdkRateLimit, Permanent: true, Hint: "pay up"}
+			return "", &RetryFailure{Code: agenterr.CodeSdkRateLimit, Permanent: true, Hint: "pay up"}
 		})
 		e := agenterr.From(err)
 		if calls != 1 || e.Recoverable || e.Hint != "pay up" {
@@ -66,7 +66,7 @@ func TestDo(t *testing.T) {
 		}
 	})
 	t.Run("auth is not recoverable", func(t *testing.T) {
-		_, err := Do(context.Background(), p, Call{Provider: "x"}, fail(Failure{Code: agenterr.CodeSdkAuth}))
+		_, err := Retry(context.Background(), p, RetryCall{Provider: "x"}, fail(RetryFailure{Code: agenterr.CodeSdkAuth}))
 		if !errors.Is(err, agenterr.ErrSdkAuth) || agenterr.IsRecoverable(err) {
 			t.Fatalf("%v", err)
 		}
@@ -75,9 +75,9 @@ func TestDo(t *testing.T) {
 		waits = nil
 		q := p
 		q.MaxRetryAfter = 2 * time.Minute
-		v, err := Do(context.Background(), q, Call{Provider: "x"}, func(n int) (string, *Failure) {
+		v, err := Retry(context.Background(), q, RetryCall{Provider: "x"}, func(n int) (string, *RetryFailure) {
 			if n == 1 {
-				return "", &Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, RetryAfter: 90 * time.Second, HasRetryAfter: true}
+				return "", &RetryFailure{Code: agenterr.CodeSdkRateLimit, Retryable: true, RetryAfter: 90 * time.Second, HasRetryAfter: true}
 			}
 			return "ok", nil
 		})
@@ -90,9 +90,9 @@ func TestDo(t *testing.T) {
 		q := p
 		q.Now = func() time.Time { return time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC) }
 		calls := 0
-		_, err := Do(context.Background(), q, Call{Provider: "x", Hints: hints}, func(int) (string, *Failure) {
+		_, err := Retry(context.Background(), q, RetryCall{Provider: "x", Hints: hints}, func(int) (string, *RetryFailure) {
 			calls++
-			return "", &Failure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "HTTP 429", RetryAfter: 2 * time.Hour, HasRetryAfter: true}
+			return "", &RetryFailure{Code: agenterr.CodeSdkRateLimit, Retryable: true, Message: "HTTP 429", RetryAfter: 2 * time.Hour, HasRetryAfter: true}
 		})
 		e := agenterr.From(err)
 		if calls != 1 || len(waits) != 0 || e == nil || !e.Recoverable || e.Code != agenterr.CodeSdkRateLimit ||
@@ -105,7 +105,7 @@ func TestDo(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		q := p
 		q.Sleep = func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() }
-		_, err := Do(ctx, q, Call{Provider: "x"}, fail(Failure{Code: agenterr.CodeSdkConnection, Retryable: true}))
+		_, err := Retry(ctx, q, RetryCall{Provider: "x"}, fail(RetryFailure{Code: agenterr.CodeSdkConnection, Retryable: true}))
 		if !errors.Is(err, agenterr.ErrCanceled) {
 			t.Fatalf("%v", err)
 		}

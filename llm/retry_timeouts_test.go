@@ -1,4 +1,4 @@
-package retry_test
+package llm_test
 
 import (
 	"context"
@@ -14,17 +14,16 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
 	"github.com/capstan-dev/capstan/llm/openai"
-	"github.com/capstan-dev/capstan/llm/retry"
 )
 
 // retries records model.retry events.
 type retries struct {
 	mu sync.Mutex
-	ev []retry.Event
+	ev []llm.RetryEvent
 }
 
 func (r *retries) Emit(typ string, data any) {
-	if e, ok := data.(retry.Event); ok {
+	if e, ok := data.(llm.RetryEvent); ok {
 		r.mu.Lock()
 		r.ev = append(r.ev, e)
 		r.mu.Unlock()
@@ -35,25 +34,25 @@ func (r *retries) Emit(typ string, data any) {
 // stay well above what a healthy loopback answer can take on a loaded CI
 // machine under -race: the attempt that should succeed is held to them too.
 // FirstByte counts from the start of the request, so it exceeds Connect.
-var short = retry.Timeouts{Connect: time.Second, FirstByte: 2 * time.Second, StreamIdle: time.Second}
+var short = llm.Timeouts{Connect: time.Second, FirstByte: 2 * time.Second, StreamIdle: time.Second}
 
 // instant retries without waiting.
-var instant = retry.Policy{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
+var instant = llm.RetryPolicy{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 
 // providers builds each HTTP provider against a fake server of its dialect.
 var providers = []struct {
 	name    string
 	dialect fakellm.Dialect
-	open    func(t *testing.T, url string, hc *http.Client, to retry.Timeouts, ev *retries) llm.Model
+	open    func(t *testing.T, url string, hc *http.Client, to llm.Timeouts, ev *retries) llm.Model
 }{
-	{"anthropic", fakellm.Anthropic, func(t *testing.T, url string, hc *http.Client, to retry.Timeouts, ev *retries) llm.Model {
+	{"anthropic", fakellm.Anthropic, func(t *testing.T, url string, hc *http.Client, to llm.Timeouts, ev *retries) llm.Model {
 		m, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: url, HTTPClient: hc, Timeouts: to, Retry: instant, Events: ev})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}},
-	{"openai", fakellm.OpenAI, func(t *testing.T, url string, hc *http.Client, to retry.Timeouts, ev *retries) llm.Model {
+	{"openai", fakellm.OpenAI, func(t *testing.T, url string, hc *http.Client, to llm.Timeouts, ev *retries) llm.Model {
 		m, err := openai.New(openai.Config{APIKey: "k", BaseURL: url, HTTPClient: hc, Timeouts: to, Retry: instant, Events: ev})
 		if err != nil {
 			t.Fatal(err)
@@ -114,7 +113,7 @@ func TestPersistentStallIsRecoverableConnectionError(t *testing.T) {
 			if e == nil || e.Code != agenterr.CodeSdkConnection || !e.Recoverable || !strings.Contains(e.Message, "idle") {
 				t.Fatalf("%v", err)
 			}
-			if len(ev.ev) != retry.DefaultMaxAttempts-1 {
+			if len(ev.ev) != llm.DefaultMaxAttempts-1 {
 				t.Fatalf("%d retries", len(ev.ev))
 			}
 		})
@@ -133,7 +132,7 @@ func TestConnectTimeout(t *testing.T) {
 			ev := &retries{}
 			_, err := ask(p.open(t, "http://192.0.2.1:9", hang, short, ev))
 			e := agenterr.From(err)
-			if e == nil || e.Code != agenterr.CodeSdkConnection || !strings.Contains(e.Message, "no connection to") || len(ev.ev) != retry.DefaultMaxAttempts-1 {
+			if e == nil || e.Code != agenterr.CodeSdkConnection || !strings.Contains(e.Message, "no connection to") || len(ev.ev) != llm.DefaultMaxAttempts-1 {
 				t.Fatalf("%v retries=%d", err, len(ev.ev))
 			}
 		})
@@ -151,7 +150,7 @@ func TestSteadySlowStreamIsNotCut(t *testing.T) {
 	}})
 	defer srv.Close()
 	ev := &retries{}
-	to := retry.Timeouts{StreamIdle: 500 * time.Millisecond}
+	to := llm.Timeouts{StreamIdle: 500 * time.Millisecond}
 	resp, err := ask(providers[0].open(t, srv.URL, srv.Client(), to, ev))
 	if err != nil || resp.Message.Text != text || len(ev.ev) != 0 {
 		t.Fatalf("%v %+v retries=%v", err, resp, ev.ev)
@@ -159,11 +158,11 @@ func TestSteadySlowStreamIsNotCut(t *testing.T) {
 }
 
 func TestTimeoutsDefaultsAndOverride(t *testing.T) {
-	d := retry.Timeouts{}.Effective()
-	if d.Connect != retry.DefaultConnectTimeout || d.FirstByte != retry.DefaultFirstByteTimeout || d.StreamIdle != retry.DefaultStreamIdleTimeout {
+	d := llm.Timeouts{}.Effective()
+	if d.Connect != llm.DefaultConnectTimeout || d.FirstByte != llm.DefaultFirstByteTimeout || d.StreamIdle != llm.DefaultStreamIdleTimeout {
 		t.Fatalf("%+v", d)
 	}
-	o := retry.Timeouts{Connect: time.Second, StreamIdle: 2 * time.Second}.Override(retry.Timeouts{StreamIdle: 3 * time.Second})
+	o := llm.Timeouts{Connect: time.Second, StreamIdle: 2 * time.Second}.Override(llm.Timeouts{StreamIdle: 3 * time.Second})
 	if o.Connect != time.Second || o.StreamIdle != 3*time.Second || o.FirstByte != 0 {
 		t.Fatalf("%+v", o)
 	}
@@ -188,7 +187,7 @@ func TestLongRetryAfterAgainstFakeServers(t *testing.T) {
 			}})
 			defer srv.Close()
 			var waits []time.Duration
-			pol := retry.Policy{Sleep: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
+			pol := llm.RetryPolicy{Sleep: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
 			var m llm.Model
 			switch p.dialect {
 			case fakellm.Anthropic:
@@ -214,16 +213,16 @@ func TestLongRetryAfterAgainstFakeServers(t *testing.T) {
 
 func TestTimeoutsWithinBudget(t *testing.T) {
 	for _, c := range []struct {
-		in          retry.Timeouts
+		in          llm.Timeouts
 		budget      time.Duration
 		first, idle time.Duration
 	}{
-		{retry.Timeouts{}, 0, 0, 0},
-		{retry.Timeouts{}, time.Hour, 0, 0},
-		{retry.Timeouts{}, 2 * time.Minute, 30 * time.Second, 30 * time.Second},
-		{retry.Timeouts{}, 20 * time.Second, retry.MinBudgetTimeout, retry.MinBudgetTimeout},
-		{retry.Timeouts{FirstByte: time.Minute}, 2 * time.Minute, time.Minute, 30 * time.Second},
-		{retry.Timeouts{StreamIdle: -1}, 2 * time.Minute, 30 * time.Second, -1},
+		{llm.Timeouts{}, 0, 0, 0},
+		{llm.Timeouts{}, time.Hour, 0, 0},
+		{llm.Timeouts{}, 2 * time.Minute, 30 * time.Second, 30 * time.Second},
+		{llm.Timeouts{}, 20 * time.Second, llm.MinBudgetTimeout, llm.MinBudgetTimeout},
+		{llm.Timeouts{FirstByte: time.Minute}, 2 * time.Minute, time.Minute, 30 * time.Second},
+		{llm.Timeouts{StreamIdle: -1}, 2 * time.Minute, 30 * time.Second, -1},
 	} {
 		got := c.in.WithinBudget(c.budget)
 		if got.FirstByte != c.first || got.StreamIdle != c.idle || got.Connect != c.in.Connect {

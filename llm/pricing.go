@@ -1,23 +1,23 @@
-// Package pricing turns token usage into US dollars with a per-model price
-// table (USD per million tokens for input, output, cache reads and cache
+// Pricing turns token usage into US dollars with a per-model price table
+// (USD per million tokens for input, output, cache reads and cache
 // writes). The built-in table covers current Anthropic and OpenAI models as
-// published on TableDate; agent.json's runner.pricing overrides or extends
-// it. An unknown model is never an error: its cost is 0 and known is false,
-// so callers can show "cost unknown" instead of a wrong number.
-package pricing
+// published on PriceTableDate; agent.json's runner.pricing overrides or
+// extends it. An unknown model is never an error: its cost is 0 and known
+// is false, so callers can show "cost unknown" instead of a wrong number.
+
+package llm
 
 import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/llm"
 )
 
-// TableDate is when the built-in prices were checked against the
+// PriceTableDate is when the built-in prices were checked against the
 // providers' published price lists.
-const TableDate = "2026-11-21"
+const PriceTableDate = "2026-11-21"
 
-// builtin prices, USD per million tokens, standard tier, default
+// builtinPrices:, USD per million tokens, standard tier, default
 // (5-minute) cache writes, short-context rates.
 //
 // Sources: platform.claude.com model overviews and pricing page (Fable
@@ -25,7 +25,7 @@ const TableDate = "2026-11-21"
 // OpenAI's pricing page and model pages as reported on 2026-09-22 (GPT-6
 // Sol/Luna) and 2026-10-01 (GPT-6.1 Sol); older OpenAI models from their
 // long-standing list prices.
-var builtin = map[string]Price{
+var builtinPrices = map[string]Price{
 	// Anthropic
 	"claude-fable-5-1":  {Input: 10, Output: 50, CacheRead: 0.25, CacheWrite: 12.50},
 	"claude-mythos-5-1": {Input: 10, Output: 50, CacheRead: 0.25, CacheWrite: 12.50},
@@ -62,34 +62,34 @@ var builtin = map[string]Price{
 	"gpt-4o-mini":  {Input: 0.15, Output: 0.60, CacheRead: 0.075},
 }
 
-// Table is a price table keyed by model id.
-type Table struct {
+// PriceTable is a price table keyed by model id.
+type PriceTable struct {
 	prices map[string]Price
 }
 
-// Default returns the built-in table.
-func Default() Table { return New(nil) }
+// DefaultPrices returns the built-in table.
+func DefaultPrices() PriceTable { return NewPriceTable(nil) }
 
-// New returns the built-in table with overrides (runner.pricing) applied on
+// NewPriceTable returns the built-in table with overrides (runner.pricing) applied on
 // top: an override replaces the built-in entry of the same model. Without
-// overrides it is the built-in table itself, shared (a Table is
+// overrides it is the built-in table itself, shared (a PriceTable is
 // read-only): every run prices with it.
-func New(overrides map[string]Price) Table {
+func NewPriceTable(overrides map[string]Price) PriceTable {
 	if len(overrides) == 0 {
-		return Table{prices: builtin}
+		return PriceTable{prices: builtinPrices}
 	}
-	t := Table{prices: make(map[string]Price, len(builtin)+len(overrides))}
-	for k, v := range builtin {
+	t := PriceTable{prices: make(map[string]Price, len(builtinPrices)+len(overrides))}
+	for k, v := range builtinPrices {
 		t.prices[k] = v
 	}
 	for k, v := range overrides {
-		t.prices[Normalize(k)] = v
+		t.prices[NormalizeModel(k)] = v
 	}
 	return t
 }
 
 // Models lists the models the table prices.
-func (t Table) Models() []string {
+func (t PriceTable) Models() []string {
 	out := make([]string, 0, len(t.prices))
 	for k := range t.prices {
 		out = append(out, k)
@@ -98,30 +98,30 @@ func (t Table) Models() []string {
 }
 
 var (
-	dateSuffix = lazyre.New(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
-	ctxSuffix  = lazyre.New(`\[[^\]]*\]$`)
+	modelDateSuffix    = lazyre.New(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
+	modelContextSuffix = lazyre.New(`\[[^\]]*\]$`)
 )
 
-// Normalize maps a model id to its table key: lower case, without a
+// NormalizeModel maps a model id to its table key: lower case, without a
 // "provider:" or "provider/" prefix, a "[1m]"-style suffix or a date
 // snapshot suffix ("claude-sonnet-4-5-20250929" → "claude-sonnet-4-5",
 // "gpt-4o-2024-08-06" → "gpt-4o").
-func Normalize(model string) string {
+func NormalizeModel(model string) string {
 	m := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexAny(m, ":/"); i >= 0 {
 		m = m[i+1:]
 	}
-	m = ctxSuffix().ReplaceAllString(m, "")
-	return dateSuffix().ReplaceAllString(m, "")
+	m = modelContextSuffix().ReplaceAllString(m, "")
+	return modelDateSuffix().ReplaceAllString(m, "")
 }
 
 // Lookup finds the price of a model: the exact id first, then its
 // normalized form.
-func (t Table) Lookup(model string) (Price, bool) {
+func (t PriceTable) Lookup(model string) (Price, bool) {
 	if p, ok := t.prices[model]; ok {
 		return p, true
 	}
-	p, ok := t.prices[Normalize(model)]
+	p, ok := t.prices[NormalizeModel(model)]
 	return p, ok
 }
 
@@ -130,7 +130,7 @@ func (t Table) Lookup(model string) (Price, bool) {
 // rate bills written tokens as plain input (providers that charge nothing
 // extra for writes report them inside the input). known is false (and usd
 // 0) when the table has no price for the model.
-func (t Table) Cost(model string, u llm.Usage) (usd float64, known bool) {
+func (t PriceTable) Cost(model string, u Usage) (usd float64, known bool) {
 	p, ok := t.Lookup(model)
 	if !ok {
 		return 0, false
@@ -144,6 +144,6 @@ func (t Table) Cost(model string, u llm.Usage) (usd float64, known bool) {
 }
 
 // Cost prices u on model with the built-in table.
-func Cost(model string, u llm.Usage) (usd float64, known bool) {
-	return Default().Cost(model, u)
+func Cost(model string, u Usage) (usd float64, known bool) {
+	return DefaultPrices().Cost(model, u)
 }

@@ -1,11 +1,10 @@
-package pricing_test
+package llm_test
 
 import (
 	"math"
 	"testing"
 
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/llm/pricing"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
@@ -21,7 +20,7 @@ func TestCostOfKnownModels(t *testing.T) {
 		"openai/gpt-4o-2024-08-06":   2.5 + 1 + 2.5 + 1, // writes without a write rate cost plain input
 		"GPT-6-Luna":                 0.1 + 0.05 + 0.02 + 0.05,
 	} {
-		got, ok := pricing.Cost(model, u)
+		got, ok := llm.Cost(model, u)
 		if !ok || !near(got, want) {
 			t.Errorf("%s: cost = %v (%v), want %v", model, got, ok, want)
 		}
@@ -29,17 +28,17 @@ func TestCostOfKnownModels(t *testing.T) {
 }
 
 func TestUnknownModelIsZeroNotError(t *testing.T) {
-	got, ok := pricing.Cost("llama3.1:8b", llm.Usage{InputTokens: 5000, OutputTokens: 5000})
+	got, ok := llm.Cost("llama3.1:8b", llm.Usage{InputTokens: 5000, OutputTokens: 5000})
 	if ok || got != 0 {
 		t.Fatalf("cost = %v, %v", got, ok)
 	}
-	if got, ok := pricing.Cost("", llm.Usage{}); ok || got != 0 {
+	if got, ok := llm.Cost("", llm.Usage{}); ok || got != 0 {
 		t.Fatalf("empty model: %v %v", got, ok)
 	}
 }
 
 func TestOverridesReplaceAndExtend(t *testing.T) {
-	tab := pricing.New(map[string]pricing.Price{
+	tab := llm.NewPriceTable(map[string]llm.Price{
 		"llama3.1:8b":                 {Input: 0, Output: 0},
 		"claude-sonnet-5":             {Input: 1, Output: 1},
 		"My-Gateway/Model-X-20250101": {Input: 10, Output: 20},
@@ -55,7 +54,7 @@ func TestOverridesReplaceAndExtend(t *testing.T) {
 		t.Errorf("normalized override: %v %v", got, ok)
 	}
 	// The default table is untouched by overrides.
-	if got, _ := pricing.Cost("claude-sonnet-5", u); got != 12 {
+	if got, _ := llm.Cost("claude-sonnet-5", u); got != 12 {
 		t.Errorf("default table changed: %v", got)
 	}
 }
@@ -68,7 +67,7 @@ func TestNormalize(t *testing.T) {
 		"claude-opus-5-5[1m]":       "claude-opus-5-5",
 		"gpt-5":                     "gpt-5",
 	} {
-		if got := pricing.Normalize(in); got != want {
+		if got := llm.NormalizeModel(in); got != want {
 			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -78,7 +77,7 @@ func FuzzCost(f *testing.F) {
 	f.Add("claude-sonnet-5", int64(10), int64(5))
 	f.Add("x:y/z[1m]-20250101", int64(-1), int64(1<<40))
 	f.Fuzz(func(t *testing.T, model string, in, out int64) {
-		usd, ok := pricing.Cost(model, llm.Usage{InputTokens: in, OutputTokens: out})
+		usd, ok := llm.Cost(model, llm.Usage{InputTokens: in, OutputTokens: out})
 		if !ok && usd != 0 {
 			t.Fatalf("unknown model with cost %v", usd)
 		}
@@ -86,12 +85,12 @@ func FuzzCost(f *testing.F) {
 }
 
 func TestLimitsOfKnownAndUnknownModels(t *testing.T) {
-	l, ok := pricing.LimitsOf("anthropic:claude-haiku-4-5-20251001")
+	l, ok := llm.ModelLimitsOf("anthropic:claude-haiku-4-5-20251001")
 	if !ok || l.ContextWindow != 200_000 || l.MinCacheable != 4096 {
 		t.Fatalf("haiku 4.5 = %+v %v", l, ok)
 	}
-	l, ok = pricing.LimitsOf("llama3.1:8b")
-	if ok || l.ContextWindow != 0 || l.MinCacheable != pricing.DefaultMinCacheable {
+	l, ok = llm.ModelLimitsOf("llama3.1:8b")
+	if ok || l.ContextWindow != 0 || l.MinCacheable != llm.DefaultMinCacheable {
 		t.Fatalf("unknown model = %+v %v", l, ok)
 	}
 }
@@ -101,11 +100,11 @@ func TestLimitsOfKnownAndUnknownModels(t *testing.T) {
 // table with overrides.
 func TestTableWithoutOverridesIsSharedAndUnchanged(t *testing.T) {
 	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
-	plain := pricing.New(nil)
-	if n := testing.AllocsPerRun(10, func() { _ = pricing.New(map[string]pricing.Price{}) }); n != 0 {
+	plain := llm.NewPriceTable(nil)
+	if n := testing.AllocsPerRun(10, func() { _ = llm.NewPriceTable(map[string]llm.Price{}) }); n != 0 {
 		t.Errorf("a table without overrides allocates %.0f times", n)
 	}
-	over := pricing.New(map[string]pricing.Price{"claude-sonnet-5": {Input: 1, Output: 1}, "new-model": {Input: 1}})
+	over := llm.NewPriceTable(map[string]llm.Price{"claude-sonnet-5": {Input: 1, Output: 1}, "new-model": {Input: 1}})
 	if got, _ := plain.Cost("claude-sonnet-5", u); got != 12 {
 		t.Errorf("built-in table after an override: %v", got)
 	}
@@ -115,7 +114,7 @@ func TestTableWithoutOverridesIsSharedAndUnchanged(t *testing.T) {
 	if got, _ := over.Cost("claude-sonnet-5", u); got != 2 {
 		t.Errorf("override: %v", got)
 	}
-	if len(pricing.Default().Models()) != len(plain.Models()) || len(over.Models()) != len(plain.Models())+1 {
-		t.Errorf("models: default %d, plain %d, with overrides %d", len(pricing.Default().Models()), len(plain.Models()), len(over.Models()))
+	if len(llm.DefaultPrices().Models()) != len(plain.Models()) || len(over.Models()) != len(plain.Models())+1 {
+		t.Errorf("models: default %d, plain %d, with overrides %d", len(llm.DefaultPrices().Models()), len(plain.Models()), len(over.Models()))
 	}
 }

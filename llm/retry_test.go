@@ -1,4 +1,4 @@
-package retry
+package llm
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestDelayBackoffCapAndJitter(t *testing.T) {
-	p := Policy{BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second, Rand: func() float64 { return 0 }}
+	p := RetryPolicy{BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second, Rand: func() float64 { return 0 }}
 	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
 	for i, w := range want {
 		if got := p.Delay(i+1, 0, false); got != w*time.Millisecond {
@@ -19,7 +19,7 @@ func TestDelayBackoffCapAndJitter(t *testing.T) {
 	if got := p.Delay(1, 0, false); got <= 75*time.Millisecond || got > 100*time.Millisecond {
 		t.Errorf("jitter out of range: %v", got)
 	}
-	// Server-provided delays win, including 0 and long ones (Do stops
+	// Server-provided delays win, including 0 and long ones (Retry stops
 	// before a wait over the ceiling).
 	if got := p.Delay(3, 0, true); got != 0 {
 		t.Errorf("retry-after 0: %v", got)
@@ -30,7 +30,7 @@ func TestDelayBackoffCapAndJitter(t *testing.T) {
 	if got := p.Delay(1, 90*time.Second, true); got != 90*time.Second {
 		t.Errorf("retry-after 90s replaced by backoff: %v", got)
 	}
-	if (Policy{}).Attempts() != DefaultMaxAttempts || (Policy{MaxAttempts: 1}).Attempts() != 1 {
+	if (RetryPolicy{}).Attempts() != DefaultMaxAttempts || (RetryPolicy{MaxAttempts: 1}).Attempts() != 1 {
 		t.Error("attempts default")
 	}
 }
@@ -67,10 +67,10 @@ func TestRetryAfterHeaders(t *testing.T) {
 func TestWaitHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := (Policy{}).Wait(ctx, time.Hour); err == nil {
+	if err := (RetryPolicy{}).Wait(ctx, time.Hour); err == nil {
 		t.Fatal("Wait ignored a cancelled context")
 	}
-	if err := (Policy{}).Wait(context.Background(), time.Millisecond); err != nil {
+	if err := (RetryPolicy{}).Wait(context.Background(), time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -87,7 +87,7 @@ func FuzzRetryAfter(f *testing.F) {
 		if ok && d < 0 {
 			t.Fatalf("negative delay %v", d)
 		}
-		if got := (Policy{Rand: func() float64 { return 0.5 }}).Delay(2, d, ok); got < 0 {
+		if got := (RetryPolicy{Rand: func() float64 { return 0.5 }}).Delay(2, d, ok); got < 0 {
 			t.Fatalf("negative wait %v", got)
 		}
 	})

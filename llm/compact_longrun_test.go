@@ -1,4 +1,4 @@
-package compact_test
+package llm_test
 
 import (
 	"context"
@@ -14,25 +14,24 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
-	"github.com/capstan-dev/capstan/llm/compact"
 	"github.com/capstan-dev/capstan/llm/script"
 	"github.com/capstan-dev/capstan/tool"
 )
 
-// recorder keeps journal events in memory.
-type recorder struct {
+// eventRecorder keeps journal events in memory.
+type eventRecorder struct {
 	mu     sync.Mutex
 	events []journal.Event
 }
 
-func (r *recorder) Emit(typ string, data any) {
+func (r *eventRecorder) Emit(typ string, data any) {
 	b, _ := json.Marshal(data)
 	r.mu.Lock()
 	r.events = append(r.events, journal.Event{Seq: int64(len(r.events) + 1), Type: typ, Data: b})
 	r.mu.Unlock()
 }
 
-func (r *recorder) count(typ string) int {
+func (r *eventRecorder) count(typ string) int {
 	n := 0
 	for _, ev := range r.events {
 		if ev.Type == typ {
@@ -80,7 +79,7 @@ func runLong(t *testing.T, loop *llm.ToolLoop) (string, error) {
 	return session, nil
 }
 
-func checkLongRun(t *testing.T, loop *llm.ToolLoop, rec *recorder, session string) {
+func checkLongRun(t *testing.T, loop *llm.ToolLoop, rec *eventRecorder, session string) {
 	t.Helper()
 	if rec.count(journal.ContextCompacted) == 0 {
 		t.Fatal("no context.compacted event")
@@ -111,10 +110,10 @@ func TestLongRunThroughScriptProviderStaysWithinTheWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
+	rec := &eventRecorder{}
 	model := script.New(s)
 	loop := llm.NewToolLoop(model, llm.Config{Tools: []tool.Tool{testOutput{}}, Events: rec,
-		Context: compact.New(longRunWindow, model, "script", compact.Options{})})
+		Context: llm.NewCompactor(longRunWindow, model, "script", llm.CompactionOptions{})})
 	session, err := runLong(t, loop)
 	if err != nil {
 		t.Fatal(err)
@@ -136,19 +135,19 @@ func longRunFake(t *testing.T) *fakellm.Server {
 	}})
 }
 
-func anthropicLoop(t *testing.T, srv *fakellm.Server, rec *recorder, o compact.Options) *llm.ToolLoop {
+func anthropicLoop(t *testing.T, srv *fakellm.Server, rec *eventRecorder, o llm.CompactionOptions) *llm.ToolLoop {
 	model, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL, Model: "claude-sonnet-5", HTTPClient: srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return llm.NewToolLoop(model, llm.Config{Model: "claude-sonnet-5", Tools: []tool.Tool{testOutput{}}, Events: rec,
-		Context: compact.New(longRunWindow, model, "claude-sonnet-5", o)})
+		Context: llm.NewCompactor(longRunWindow, model, "claude-sonnet-5", o)})
 }
 
 func TestLongRunThroughAnthropicFakeWithSmallWindowCompletes(t *testing.T) {
 	srv := longRunFake(t)
-	rec := &recorder{}
-	loop := anthropicLoop(t, srv, rec, compact.Options{})
+	rec := &eventRecorder{}
+	loop := anthropicLoop(t, srv, rec, llm.CompactionOptions{})
 	session, err := runLong(t, loop)
 	if err != nil {
 		t.Fatal(err)
@@ -163,8 +162,8 @@ func TestLongRunThroughAnthropicFakeWithSmallWindowCompletes(t *testing.T) {
 
 func TestLongRunWithCompactionOffFailsBeforeSending(t *testing.T) {
 	srv := longRunFake(t)
-	rec := &recorder{}
-	loop := anthropicLoop(t, srv, rec, compact.Options{Disabled: true})
+	rec := &eventRecorder{}
+	loop := anthropicLoop(t, srv, rec, llm.CompactionOptions{Disabled: true})
 	_, err := runLong(t, loop)
 	var e *agenterr.Error
 	if !errors.As(err, &e) || e.Code != agenterr.CodeContextOverflow {

@@ -1,4 +1,4 @@
-package retry
+package llm
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const (
 
 // Timeouts bound the phases of one model request. A request that runs
 // over one fails like a dropped connection: a retryable SDK_CONNECTION
-// failure, retried per the Policy. Zero fields use the defaults; a
+// failure, retried per the RetryPolicy. Zero fields use the defaults; a
 // negative field turns that timeout off.
 type Timeouts struct {
 	// Connect bounds opening the TCP (and TLS) connection.
