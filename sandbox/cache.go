@@ -62,6 +62,15 @@ func NewCache(parent string) (*Cache, error) {
 		_ = c.Remove()
 		return fail(err)
 	}
+	// A run killed before it could remove its cache leaves it behind:
+	// the owner file lets a later run tell, and remove, such leftovers.
+	if err := markOwned(c.dir); err != nil {
+		_ = c.Remove()
+		return fail(err)
+	}
+	if parent == "" {
+		RemoveStale("")
+	}
 	return c, nil
 }
 

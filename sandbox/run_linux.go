@@ -178,6 +178,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the run's temporary directory")
 	}
 	defer os.RemoveAll(tmp)
+	if err := markOwned(tmp); err != nil {
+		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "mark the run's temporary directory")
+	}
 	hs.Writable = append(hs.Writable, tmp)
 	hs.Env = append(hs.Env, "HOME="+tmp, "TMPDIR="+tmp)
 	writeLimit := int64(spec.WriteLimitMB) << 20
