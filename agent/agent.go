@@ -43,6 +43,7 @@ import (
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/verify"
+	"github.com/capstan-dev/capstan/verify/hidden"
 	"github.com/capstan-dev/capstan/verify/toolconf"
 )
 
@@ -86,6 +87,10 @@ type Agent struct {
 	built       int                    // how many of buildOrder's dependencies are built
 	protection  protection             // runner.verification.protect
 	testGuard   *verify.LostTestsGuard // no lost tests; nil when no validator runs tests
+	// hidden are the hidden test files (runner.verification.hidden) and
+	// hiddenCheck their guard; nil without them.
+	hidden      *hidden.Set
+	hiddenCheck *hidden.Guard
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
@@ -338,6 +343,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 		env.pins = a.toolconf
 	}
+	if a.hidden, err = a.loadHidden(); err != nil {
+		return fail(agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false, "hidden tests"))
+	}
 	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
 		return fail(err)
 	}
@@ -462,6 +470,11 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	testBaselines, testWarnings, err := a.testBaselines(ctx, a.opts.Resume)
+	var hiddenBaselines []*hidden.Result
+	var hiddenWarnings []string
+	if err == nil {
+		hiddenBaselines, hiddenWarnings, err = a.hiddenBaselines(ctx, a.opts.Resume)
+	}
 	// From here on validators may run the model's code: they read the
 	// cache the baseline filled, and write it no more.
 	if a.validatorCache != nil {
@@ -484,6 +497,12 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.emit.Emit(ProtectBaseline, baseline)
 	}
 	a.emitTestBaselines(testBaselines, testWarnings)
+	for _, w := range hiddenWarnings {
+		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+	}
+	for _, b := range hiddenBaselines {
+		a.hiddenCheck.Journal(b)
+	}
 	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()

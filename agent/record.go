@@ -9,6 +9,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
+	"github.com/capstan-dev/capstan/verify/hidden"
 )
 
 // RunRecord is one run as reconstructed from its journal. It is what
@@ -47,6 +48,10 @@ type RunRecord struct {
 	// iteration (tests.baseline), by validator: what no-lost-tests
 	// compares with, kept for resume.
 	TestBaselines map[string]*verify.TestBaseline `json:"testBaselines,omitempty"`
+	// HiddenBaselines are the test validators' runs with the hidden test
+	// files placed, before the first iteration (tests.hidden of phase
+	// baseline), by validator: the hidden tests, kept for resume.
+	HiddenBaselines map[string]*hidden.Result `json:"hiddenBaselines,omitempty"`
 	// Temporal is where the run lives when a Temporal worker ran it (the
 	// last run.start that says so); nil for a local run.
 	Temporal *TemporalRun `json:"temporal,omitempty"`
@@ -243,6 +248,22 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			if rec.TestBaselines[b.Validator] == nil {
 				rec.TestBaselines[b.Validator] = &b
+			}
+		case hidden.EventHidden:
+			var h hidden.Result
+			if err := decode(&h); err != nil {
+				return nil, err
+			}
+			if h.Phase == hidden.PhaseBaseline && ev.Iteration == 0 {
+				if rec.HiddenBaselines == nil {
+					rec.HiddenBaselines = map[string]*hidden.Result{}
+				}
+				if rec.HiddenBaselines[h.Validator] == nil {
+					rec.HiddenBaselines[h.Validator] = &h
+				}
+			} else if ev.Iteration > 0 {
+				it := at(ev.Iteration)
+				it.Events = append(it.Events, ev)
 			}
 		case StepState:
 			var st StepStateEvent

@@ -46,13 +46,18 @@ func (a *Agent) testConditions() []agentdir.CompletionCondition {
 
 // outputGuards are the verdict stage's output guards: no lost tests when
 // a validator runs tests (unless runner.verification.testBaseline is
-// false). Its baselines are set by testBaselines.
+// false), then the hidden tests when the agent has them. Their baselines
+// are set by testBaselines and hiddenBaselines.
 func (a *Agent) outputGuards() []verdict.OutputGuard {
-	if !a.spec.Runner.Verification.TestBaselineOn() || len(a.testConditions()) == 0 {
-		return nil
+	var guards []verdict.OutputGuard
+	if a.spec.Runner.Verification.TestBaselineOn() && len(a.testConditions()) > 0 {
+		a.testGuard = &verify.LostTestsGuard{Baselines: map[string]*verify.TestBaseline{}, Events: a.emit, Dir: a.workDir}
+		guards = append(guards, a.testGuard)
 	}
-	a.testGuard = &verify.LostTestsGuard{Baselines: map[string]*verify.TestBaseline{}, Events: a.emit, Dir: a.workDir}
-	return []verdict.OutputGuard{a.testGuard}
+	if g := a.hiddenGuard(); g != nil {
+		guards = append(guards, g)
+	}
+	return guards
 }
 
 // testBaselines gives the no-lost-tests guard its baselines: a resumed

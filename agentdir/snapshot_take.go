@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/llm"
@@ -29,8 +31,9 @@ type SnapshotOptions struct {
 // configuration files (agent.json and the steps registry), every file
 // under the prompt base and the fallback directory, steps' fallback
 // prompts, the system prompt, the files under schemas/, the script files
-// of script models (runner.model, steps' models, opts.Models) and the
-// SKILL.md files of runner.skills.
+// of script models (runner.model, steps' models, opts.Models), the
+// SKILL.md files of runner.skills and the hidden test files that
+// runner.verification.hidden names.
 //
 // Each tree is read through an os.Root opened on it, so neither ".." nor a
 // symbolic link can take a read outside it: such a link is refused with
@@ -80,7 +83,17 @@ func TakeConfigSnapshot(dir string, opts SnapshotOptions) (snap *Snapshot, def *
 		}
 	}
 	for _, s := range r.Skills {
-		if err := b.tree(s, func(name string) bool { return name == "SKILL.md" || name == "skill.md" }); err != nil {
+		if err := b.tree(s, func(name string) bool { return path.Base(name) == "SKILL.md" || path.Base(name) == "skill.md" }); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	for _, g := range r.Verification.Hidden {
+		// the hidden test files (validation reports a bad glob)
+		if !doublestar.ValidatePattern(g) {
+			continue
+		}
+		base, _ := doublestar.SplitPattern(g)
+		if err := b.tree(base, func(name string) bool { ok, _ := doublestar.Match(g, name); return ok }); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -256,8 +269,8 @@ func (b *builder) single(p string) error {
 }
 
 // tree records the regular files under the folder p (relative to the
-// agent folder) whose base name keep accepts, read through an os.Root on
-// that folder.
+// agent folder) whose path (relative to the agent folder, "/"-separated)
+// keep accepts, read through an os.Root on that folder.
 func (b *builder) tree(p string, keep func(name string) bool) error {
 	rel, ok := b.local(p)
 	if !ok {
@@ -292,10 +305,10 @@ func (b *builder) tree(p string, keep func(name string) bool) error {
 			}
 			return nil
 		}
-		if !keep(d.Name()) {
+		name := path.Join(rel, p)
+		if !keep(name) {
 			return nil
 		}
-		name := path.Join(rel, p)
 		if _, done := b.files[name]; done {
 			return nil
 		}

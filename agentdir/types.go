@@ -142,6 +142,11 @@ type Verification struct {
 	// (protect.RunnerConfig: .pytest.ini, conftest.py, jest.config.*,
 	// node_modules/.bin, go.work, …). false leaves protection to Protect.
 	ProtectRunnerConfig *bool `json:"protectRunnerConfig,omitempty"`
+	// Hidden lists globs (relative to the agent folder) of test files the
+	// model never sees: pinned with the definition, placed at the same
+	// path in the work dir only while the test validators run for the
+	// hidden-tests check, and removed after (package verify/hidden).
+	Hidden []string `json:"hidden,omitempty"`
 }
 
 // ProtectRunnerConfigOn reports whether the test runners' configuration

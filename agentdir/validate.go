@@ -296,6 +296,7 @@ func (c *checker) agent() {
 		}
 	}
 	c.protectGlobs(a, "AC-PROTECT-GLOB", "/runner/verification/protect", r.Verification.Protect)
+	c.hiddenGlobs(a, r.Verification.Hidden)
 	if r.SystemPromptPath != "" {
 		c.file(a, "AC", "/runner/systemPromptPath", r.SystemPromptPath, false, "AC-SYSTEM-PROMPT-MISSING",
 			"create the file or fix runner.systemPromptPath")
@@ -700,6 +701,45 @@ func (c *checker) protectGlobs(src *source, code, ptr string, globs []string) {
 				"write a glob relative to the work dir with / separators, e.g. \"**/*_test.go\" or \"tests/**\"",
 				"protect glob %q is not a valid relative glob", g)
 		}
+	}
+}
+
+// hiddenGlobs checks runner.verification.hidden: each glob valid and
+// relative, matching at least one file of the agent folder, and a test
+// validator to run them with.
+func (c *checker) hiddenGlobs(src *source, globs []string) {
+	if len(globs) == 0 {
+		return
+	}
+	fsys := c.def.FS()
+	if fsys == nil && c.dir != "" {
+		fsys = os.DirFS(c.dir)
+	}
+	for i, g := range globs {
+		ptr := "/runner/verification/hidden/" + fmt.Sprint(i)
+		if !doublestar.ValidatePattern(g) || strings.HasPrefix(g, "/") || strings.Contains(g, "\\") || LexicalInside(g) != "" {
+			c.report(src, "AC-HIDDEN-GLOB", SeverityError, ptr,
+				"write a glob relative to the agent folder with / separators, e.g. \"hidden/**\" or \"calc/hidden_test.go\"",
+				"hidden glob %q is not a valid relative glob", g)
+			continue
+		}
+		if fsys == nil {
+			continue
+		}
+		if m, _ := doublestar.Glob(fsys, g, doublestar.WithFilesOnly()); len(m) == 0 {
+			c.report(src, "AC-HIDDEN-MISSING", SeverityError, ptr,
+				"put the hidden test files in the agent folder at the path the glob names (they are placed at the same path in the work dir), or fix the glob",
+				"hidden glob %q matches no file of the agent folder", g)
+		}
+	}
+	runsTests := false
+	for _, v := range c.reg.Validators {
+		runsTests = runsTests || v.Type == "command" && RunsTests(v.Command)
+	}
+	if !runsTests {
+		c.report(src, "AC-HIDDEN-INERT", SeverityError, "/runner/verification/hidden",
+			"add a command validator that runs the tests (e.g. \"command\": \"go test -v ./...\") to a completion condition, or remove hidden",
+			"hidden tests are run by the command validators that run tests, and the registry declares none")
 	}
 }
 

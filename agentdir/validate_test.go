@@ -308,6 +308,18 @@ func TestValidateProblems(t *testing.T) {
 		{"absolute protect glob", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "verification")["protect"] = []any{"**/*_test.go", "/etc/*"}
 		}, "AC-PROTECT-GLOB", SeverityError, "agent.json", "/runner/verification/protect/1"},
+		{"hidden glob leaves the agent folder", func(a, r map[string]any, files map[string]string) {
+			files["_hidden/x_test.go"] = "package x\n"
+			at(a, "runner", "verification")["hidden"] = []any{"_hidden/**", "../tests/**"}
+		}, "AC-HIDDEN-GLOB", SeverityError, "agent.json", "/runner/verification/hidden/1"},
+		{"hidden glob matches nothing", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "verification")["hidden"] = []any{"_hidden/**"}
+		}, "AC-HIDDEN-MISSING", SeverityError, "agent.json", "/runner/verification/hidden/0"},
+		{"hidden tests without a test validator", func(a, r map[string]any, files map[string]string) {
+			files["_hidden/x_test.go"] = "package x\n"
+			at(a, "runner", "verification")["hidden"] = []any{"_hidden/**"}
+			at(r, "validators", "tests-pass")["command"] = "echo ok"
+		}, "AC-HIDDEN-INERT", SeverityError, "agent.json", "/runner/verification/hidden"},
 		{"bad disallowed pattern", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["disallowedTools"] = []any{"[", "Bash()"}
 		}, "AC-TOOL-PATTERN", SeverityError, "agent.json", "/runner/boundaries/disallowedTools/0"},

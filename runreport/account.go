@@ -18,6 +18,7 @@ import (
 
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
+	"github.com/capstan-dev/capstan/verify/hidden"
 )
 
 // Run is the account of one run.
@@ -43,6 +44,10 @@ type Run struct {
 	// TestBaselines are the test validators' runs before the first
 	// iteration (tests.baseline), what no-lost-tests compares with.
 	TestBaselines []verify.TestBaseline `json:"testBaselines,omitempty"`
+	// HiddenBaselines are the test validators' runs with the hidden test
+	// files placed, before the first iteration (tests.hidden of phase
+	// baseline): the hidden tests by name, never their contents.
+	HiddenBaselines []hidden.Result `json:"hiddenBaselines,omitempty"`
 	// Outcome is how the run ended; nil when the journal has no run.end
 	// event (the run was killed or is still running).
 	Outcome *Outcome `json:"outcome,omitempty"`
@@ -440,6 +445,17 @@ func (b *builder) add(ev journal.Event) error {
 			return err
 		}
 		r.TestBaselines = append(r.TestBaselines, bl)
+		return nil
+	case hidden.EventHidden:
+		var h hidden.Result
+		if err := decode(&h); err != nil {
+			return err
+		}
+		if h.Phase == hidden.PhaseBaseline {
+			r.HiddenBaselines = append(r.HiddenBaselines, h)
+			return nil
+		}
+		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: HiddenSummary(h), Detail: hiddenDetail(h), OK: h.Passed && len(h.Failed()) == 0})
 		return nil
 	case journal.LifecycleChange, journal.QueryStart:
 		return nil
@@ -853,6 +869,45 @@ func CompareSummary(c verify.TestComparison) string {
 		}
 	}
 	return s
+}
+
+// HiddenSummary is one line: "hidden tests in tests-pass: 2 of 2 passed"
+// (a check) or "hidden tests of tests-pass before the first iteration: 2
+// (0 passed, 2 failed)" (the baseline). It names no test and shows no
+// content.
+func HiddenSummary(h hidden.Result) string {
+	failed := len(h.Failed())
+	if h.Phase == hidden.PhaseBaseline {
+		s := fmt.Sprintf("hidden tests of %s before the first iteration: ", h.Validator)
+		if !h.PerTest {
+			return s + fmt.Sprintf("not listed one by one (the command %s with them)", passWord(h.Passed))
+		}
+		return s + fmt.Sprintf("%d (%d passed, %d failed)", len(h.Tests), len(h.Tests)-failed, failed)
+	}
+	if !h.PerTest {
+		return fmt.Sprintf("hidden tests in %s: not listed one by one; the command %s with them", h.Validator, passWord(h.Passed))
+	}
+	s := fmt.Sprintf("hidden tests in %s: %d of %d passed", h.Validator, len(h.Tests)-failed, len(h.Tests))
+	if failed == 0 && !h.Passed {
+		s += "; the command failed with them"
+	}
+	return s
+}
+
+func passWord(ok bool) string {
+	if ok {
+		return "passed"
+	}
+	return "failed"
+}
+
+// hiddenDetail lists each hidden test and its outcome, by name.
+func hiddenDetail(h hidden.Result) string {
+	var b strings.Builder
+	for _, t := range h.Tests {
+		fmt.Fprintf(&b, "%s: %s\n", t.Outcome, t.Name)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 func compareDetail(c verify.TestComparison) string {

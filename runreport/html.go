@@ -447,6 +447,13 @@ func writePage(w io.Writer, p page) error {
 		}
 		b.WriteString("</ul>\n")
 	}
+	if len(p.Run.HiddenBaselines) > 0 {
+		b.WriteString("<h2>Hidden tests before the first iteration</h2><ul>")
+		for _, h := range p.Run.HiddenBaselines {
+			fmt.Fprintf(&b, "<li>%s</li>", e(HiddenSummary(h)))
+		}
+		b.WriteString("</ul>\n")
+	}
 	if len(p.Warnings) > 0 {
 		b.WriteString("<h2>Warnings</h2><ul>")
 		for _, warn := range p.Warnings {

@@ -131,6 +131,9 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 	for _, b := range r.TestBaselines {
 		p.f("> tests %s\n", mdText(BaselineSummary(b)))
 	}
+	for _, h := range r.HiddenBaselines {
+		p.f("> %s\n", mdText(HiddenSummary(h)))
+	}
 	for _, warn := range r.Warnings {
 		p.f("> warning: %s\n", mdText(warn))
 	}

@@ -170,6 +170,12 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 			p.f("   %-7s  %s\n", t.Outcome, t.Name)
 		}
 	}
+	for _, h := range r.HiddenBaselines {
+		p.f("%s\n", HiddenSummary(h))
+		for _, t := range h.Tests {
+			p.f("   %-7s  %s\n", t.Outcome, t.Name)
+		}
+	}
 	for _, warn := range r.Warnings {
 		p.f("warning: %s\n", warn)
 	}

@@ -189,6 +189,7 @@ func TestBuiltinPatterns(t *testing.T) {
 		"tests-skipped":          {"skippedTests", "testCommand", "baselineCount", "currentCount", "restore"},
 		"tests-count-dropped":    {"testCommand", "baselineCount", "currentCount", "restore"},
 		"tests-output-truncated": {"unseenTests", "testCommand", "baselineCount", "currentCount", "restore"},
+		"hidden-tests-failed":    {"hiddenFailed", "hiddenTotal", "restore"},
 	}
 	got := verify.BuiltinPatterns()
 	if len(got) != len(want) {

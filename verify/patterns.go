@@ -29,6 +29,9 @@ const (
 	// tests of the baseline still ran (it shows neither that they did nor
 	// that they did not).
 	PatternTestsOutputTruncated = "tests-output-truncated"
+	// PatternHiddenTestsFailed: with the hidden test files placed
+	// (runner.verification.hidden), a hidden test did not run or pass.
+	PatternHiddenTestsFailed = "hidden-tests-failed"
 )
 
 // BuiltinPatterns returns the built-in failure patterns, each with
@@ -57,6 +60,8 @@ func BuiltinPatterns() map[string]agentdir.CompletionPattern {
 			"testCommand", "baselineCount", "currentCount", "restore"),
 		PatternTestsOutputTruncated: p("the test output was longer than the output cap and what was kept does not show that the tests still run",
 			"unseenTests", "testCommand", "baselineCount", "currentCount", "restore"),
+		PatternHiddenTestsFailed: p("tests kept from the model (hidden tests) do not pass",
+			"hiddenFailed", "hiddenTotal", "restore"),
 	}
 	for name, v := range m {
 		v.Adaptation = name

@@ -26,6 +26,9 @@ type ValidatorRun struct {
 	Validator string
 	Command   string
 	Output    ValidatorOutput
+	// Passed says whether the run met the validator's successWhen (set by
+	// RunCommandValidator).
+	Passed bool
 }
 
 // ValidatorOutput is what one validator run produced.

@@ -475,7 +475,7 @@ func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond agen
 	done := v.started(cond.Validator, def, params)
 	out, valid, _, err := v.runCommand(ctx, cond.Validator, def, params)
 	done(valid && err == nil)
-	return ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out}, err
+	return ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out, Passed: valid && err == nil}, err
 }
 
 // started emits the activity start of validator name and returns the

@@ -1,0 +1,182 @@
+package hidden
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/verify"
+)
+
+// GuardName is the name the hidden-tests check reports under
+// (completion.check's "verified", the retry prompt's validator).
+const GuardName = "hidden-tests"
+
+// EventHidden is tests.hidden (payload Result): a test validator run with
+// the hidden files placed, at the start (Phase "baseline") and at each
+// verification (Phase "check").
+const EventHidden = "tests.hidden"
+
+// Phases of a Result.
+const (
+	PhaseBaseline = "baseline"
+	PhaseCheck    = "check"
+)
+
+// NotRun is the outcome of a hidden test of the baseline that a check's
+// run did not list.
+const NotRun verify.TestOutcome = "not run"
+
+// Result is one run of a test validator with the hidden files placed: the
+// hidden tests (by name, never their contents or output) and their
+// outcomes.
+type Result struct {
+	Validator string `json:"validator"`
+	Phase     string `json:"phase"`
+	// PerTest: the hidden tests are known one by one (the tests of this
+	// run that did not run without the hidden files). When false only
+	// whether the command passed is known, and Tests is empty.
+	PerTest bool `json:"perTest"`
+	// Passed says whether the validator's command passed (its successWhen).
+	Passed bool              `json:"passed"`
+	Tests  []verify.TestCase `json:"tests,omitempty"`
+}
+
+// Failed are the hidden tests that did not pass.
+func (r *Result) Failed() []string {
+	var out []string
+	for _, t := range r.Tests {
+		if t.Outcome != verify.Passed {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// RunFunc runs a test validator (by name) as the verdict stage does and
+// reports whether it passed.
+type RunFunc func(ctx context.Context, validator string) (verify.ValidatorRun, bool, error)
+
+// Guard is the hidden-tests check of the verdict stage (a
+// verdict.OutputGuard): after the validators passed, each test validator
+// with a baseline runs again with the hidden files placed.
+type Guard struct {
+	Set *Set
+	// Dir is the work dir.
+	Dir string
+	// Run runs a validator (the files are placed around it).
+	Run RunFunc
+	// Baselines are the hidden baselines by validator.
+	Baselines map[string]*Result
+	// Events receives a tests.hidden event per run (nil = dropped).
+	Events journal.Emitter
+}
+
+// Name implements verdict.OutputGuard.
+func (g *Guard) Name() string { return GuardName }
+
+// runPlaced runs validator with the hidden files in the work dir and
+// removes them before it returns.
+func (g *Guard) runPlaced(ctx context.Context, validator string) (verify.ValidatorRun, bool, error) {
+	undo, err := g.Set.Place(g.Dir)
+	if err != nil {
+		return verify.ValidatorRun{}, false, err
+	}
+	run, ok, err := g.Run(ctx, validator)
+	if uerr := undo(); uerr != nil && err == nil {
+		err = uerr
+	}
+	return run, ok, err
+}
+
+// TakeBaseline runs validator with the hidden files placed; visible is its
+// run without them (the no-lost-tests baseline, or a run taken for this),
+// and the hidden tests are those this run lists that visible does not.
+func (g *Guard) TakeBaseline(ctx context.Context, validator string, visible verify.TestRun, visibleParsed bool) (*Result, error) {
+	run, ok, err := g.runPlaced(ctx, validator)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Validator: validator, Phase: PhaseBaseline, Passed: ok}
+	now, parsed := verify.ParseTestRunOutput(run.Output, g.Dir)
+	if parsed && visibleParsed && now.PerTest && visible.PerTest {
+		res.PerTest = true
+		seen := visible.Outcomes()
+		for _, t := range now.Tests {
+			if _, had := seen[t.Name]; !had {
+				res.Tests = append(res.Tests, t)
+			}
+		}
+	}
+	if g.Baselines == nil {
+		g.Baselines = map[string]*Result{}
+	}
+	g.Baselines[validator] = res
+	return res, nil
+}
+
+// Journal emits r as a tests.hidden event (TakeBaseline does not: the run
+// journals its baselines after run.start).
+func (g *Guard) Journal(r *Result) { g.emit(r) }
+
+func (g *Guard) emit(r *Result) {
+	if g.Events != nil {
+		g.Events.Emit(EventHidden, r)
+	}
+}
+
+// CheckOutputs implements verdict.OutputGuard: each run of a validator
+// with a hidden baseline is repeated with the hidden files placed; the
+// first whose hidden tests do not all run and pass (or, without a per-test
+// listing, whose command fails) fails with verify.PatternHiddenTestsFailed
+// and the params hiddenFailed, hiddenTotal and restore, which say how many
+// failed and nothing of which or why.
+func (g *Guard) CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (verify.ValidationResult, error) {
+	checked := false
+	for _, r := range runs {
+		b := g.Baselines[r.Validator]
+		if b == nil {
+			continue
+		}
+		checked = true
+		run, ok, err := g.runPlaced(ctx, r.Validator)
+		if err != nil {
+			return verify.ValidationResult{}, err
+		}
+		res := &Result{Validator: r.Validator, Phase: PhaseCheck, Passed: ok, PerTest: b.PerTest}
+		if b.PerTest {
+			now, _ := verify.ParseTestRunOutput(run.Output, g.Dir)
+			outcomes := now.Outcomes()
+			for _, t := range b.Tests {
+				o, listed := outcomes[t.Name]
+				if !listed {
+					o = NotRun
+				}
+				res.Tests = append(res.Tests, verify.TestCase{Name: t.Name, Outcome: o})
+			}
+		}
+		g.emit(res)
+		failed, total := len(res.Failed()), len(res.Tests)
+		if failed == 0 && ok {
+			continue
+		}
+		if failed == 0 {
+			// the command failed with no hidden test failing by name (the
+			// visible run passed): count the run as one failure
+			failed, total = 1, max(total, 1)
+		}
+		return verify.ValidationResult{Validator: GuardName, Pattern: verify.PatternHiddenTestsFailed, Params: map[string]any{
+			"hiddenFailed": failed,
+			"hiddenTotal":  total,
+			"restore": fmt.Sprintf("Besides the tests you can see, `%s` is also checked against tests kept from you, and %d of those %d do not pass. "+
+				"They test the task as specified, with other inputs than the visible tests: make the code correct in general, "+
+				"not only for the cases the visible tests use. "+
+				"If the task cannot be done as specified, say so: end your answer with a line starting %s and your reason, then your evidence.",
+				r.Command, failed, total, verify.CannotCompleteMarker),
+		}}, nil
+	}
+	if !checked {
+		return verify.ValidationResult{Valid: true}, nil
+	}
+	return verify.ValidationResult{Valid: true, Validator: GuardName}, nil
+}
