@@ -308,7 +308,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		if a.bashCache, err = sandbox.NewCache(""); err != nil {
 			return fail(err)
 		}
-		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits)
+		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits())
 		// A resumed run's work dir holds the model's code: nothing it
 		// runs may fill a cache that later validations trust.
 		if c := opts.ValidatorCache; c != nil {

@@ -158,11 +158,11 @@ func (a *Agent) applyGitHub(ctx context.Context, last *event.IterationSummary) *
 	}
 	if fromClosure && len(so.ClosureAction) > 0 {
 		var action string
-		if json.Unmarshal(so.ClosureAction, &action) == nil && slices.Contains(agentdir.ClosureActions, action) {
+		if json.Unmarshal(so.ClosureAction, &action) == nil && slices.Contains(agentdir.ClosureActions(), action) {
 			out.Action, out.ActionSource = action, "output"
 		} else {
 			a.warnings = append(a.warnings, "the closing step's closure_action "+string(so.ClosureAction)+" is not one of "+
-				strings.Join(agentdir.ClosureActions, ", ")+"; ignored")
+				strings.Join(agentdir.ClosureActions(), ", ")+"; ignored")
 		}
 	}
 	switch {

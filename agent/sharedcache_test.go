@@ -51,7 +51,7 @@ func withSharedCache(t testing.TB, opts BuildOptions) BuildOptions {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := r.WithLimits(sandbox.ValidatorLimits).WithCache(c).Run(ctx, tool.CommandSpec{Command: "go test ./...", Dir: mod,
+		res, err := r.WithLimits(sandbox.ValidatorLimits()).WithCache(c).Run(ctx, tool.CommandSpec{Command: "go test ./...", Dir: mod,
 			Env: procenv.ForCommands(os.Environ(), nil), Timeout: 10 * time.Minute})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("warm the shared cache: %v %+v", err, res)

@@ -17,10 +17,17 @@ import (
 	"github.com/capstan-dev/capstan/verify"
 )
 
+// builtinVariables are the {uv-x} variables the runtime supplies in every
+// iteration, in addition to the agent's parameters.
+var builtinVariables = []string{"iteration", "max_iterations", "completion_keyword", "step_id", "agent_name", "workdir",
+	"completed_iterations", "remaining", "previous_summary"}
+
 // BuiltinVariables are the {uv-x} variables the runtime supplies in every
 // iteration, in addition to the agent's parameters.
-var BuiltinVariables = []string{"iteration", "max_iterations", "completion_keyword", "step_id", "agent_name", "workdir",
-	"completed_iterations", "remaining", "previous_summary"}
+// It returns a copy: changing it changes nothing else.
+func BuiltinVariables() []string {
+	return slices.Clone(builtinVariables)
+}
 
 // Problem codes contributed by the layers above configuration (listed in
 // agentdir.Codes and docs/configuration.md).
@@ -64,7 +71,7 @@ func ValidateOptionsFor(cfg Config) agentdir.ValidateOptions {
 	}
 	return agentdir.ValidateOptions{
 		Providers:        llm.Providers(),
-		BuiltinVariables: BuiltinVariables,
+		BuiltinVariables: builtinVariables,
 		Checks:           []func(string, *agentdir.Definition, *agentdir.Registry) []agentdir.Problem{checkPrompts, checkModelScripts, checkRetrySyntax, checkBaseURLKey, checkBuild},
 	}
 }

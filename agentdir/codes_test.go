@@ -42,7 +42,7 @@ func TestCodesAreDocumented(t *testing.T) {
 
 // The schema's permissionMode enum is the tool package's list of modes.
 func TestPermissionModesMatchToolPackage(t *testing.T) {
-	for _, m := range tool.Modes {
+	for _, m := range tool.Modes() {
 		def := baseAgent()
 		at(def, "runner", "boundaries")["permissionMode"] = m
 		dir := writeAgent(t, def, baseRegistry(), nil)

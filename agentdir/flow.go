@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -31,12 +32,23 @@ func Intents() []string {
 	return []string{IntentNext, IntentRepeat, IntentJump, IntentHandoff, IntentClosing, IntentEscalate, IntentAbort}
 }
 
-// KindIntents are the intents each step kind may emit. abort (the model
+// kindIntents are the intents each step kind may emit. abort (the model
 // gives up) is allowed for every kind and is not listed.
-var KindIntents = map[string][]string{
+var kindIntents = map[string][]string{
 	KindWork:         {IntentNext, IntentRepeat, IntentJump, IntentHandoff},
 	KindVerification: {IntentNext, IntentRepeat, IntentJump, IntentEscalate},
 	KindClosure:      {IntentClosing, IntentRepeat},
+}
+
+// KindIntents are the intents each step kind may emit. abort (the model
+// gives up) is allowed for every kind and is not listed.
+// It returns a copy: changing it changes nothing else.
+func KindIntents() map[string][]string {
+	out := make(map[string][]string, len(kindIntents))
+	for k, v := range kindIntents {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 // Kind returns the step's kind: its stepKind, or, when unset, the kind its

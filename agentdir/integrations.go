@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/capstan-dev/capstan/internal/lazyre"
@@ -17,8 +18,14 @@ const (
 	ClosureLabelAndClose = "label-and-close"
 )
 
+// closureActions lists the valid closure actions.
+var closureActions = []string{ClosureClose, ClosureLabelOnly, ClosureLabelAndClose}
+
 // ClosureActions lists the valid closure actions.
-var ClosureActions = []string{ClosureClose, ClosureLabelOnly, ClosureLabelAndClose}
+// It returns a copy: changing it changes nothing else.
+func ClosureActions() []string {
+	return slices.Clone(closureActions)
+}
 
 // Integrations is runner.integrations.
 type Integrations struct {

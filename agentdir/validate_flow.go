@@ -102,13 +102,13 @@ func (c *checker) gate(id, ptr string, st Step, kind string) {
 		if kind == "" {
 			return intent != IntentClosing
 		}
-		return slices.Contains(KindIntents[kind], intent)
+		return slices.Contains(kindIntents[kind], intent)
 	}
 	kindHint := func() string {
 		if kind == "" {
 			return `set stepKind ("work", "verification" or "closure"); closing needs a closure step`
 		}
-		return fmt.Sprintf("a %s step may emit %s (and abort)", kind, intentList(KindIntents[kind]))
+		return fmt.Sprintf("a %s step may emit %s (and abort)", kind, intentList(kindIntents[kind]))
 	}
 	for i, intent := range g.AllowedIntents {
 		p := fmt.Sprintf("%s/allowedIntents/%d", gp, i)

@@ -270,13 +270,24 @@ func limitNote(res Result) string {
 	return ""
 }
 
+// validatorLimits are the resource limits of command validators in the
+// sandbox: a test suite compiles, links and runs programs, which the
+// limits of one Bash command are too tight for (the Go compiler alone
+// reserves more than 1 GiB of address space). The files, network and
+// environment a validator reaches are the Bash tool's; only these bounds
+// are larger. CPUSeconds follows the validator's timeout.
+var validatorLimits = Limits{MemoryMB: 4096, Processes: 512, FileSizeMB: 1024, OpenFiles: 4096}
+
 // ValidatorLimits are the resource limits of command validators in the
 // sandbox: a test suite compiles, links and runs programs, which the
 // limits of one Bash command are too tight for (the Go compiler alone
 // reserves more than 1 GiB of address space). The files, network and
 // environment a validator reaches are the Bash tool's; only these bounds
 // are larger. CPUSeconds follows the validator's timeout.
-var ValidatorLimits = Limits{MemoryMB: 4096, Processes: 512, FileSizeMB: 1024, OpenFiles: 4096}
+// It returns a copy: changing it changes nothing else.
+func ValidatorLimits() Limits {
+	return validatorLimits
+}
 
 // WithLimits returns a CommandRunner that runs in the same sandbox, with
 // the same readable paths and cache, under limits.

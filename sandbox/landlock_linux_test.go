@@ -70,7 +70,7 @@ exit 0`
 		Argv:        []string{"/bin/sh", "-c", script},
 		Env:         []string{"PATH=" + sandboxPATH, "B=" + build, "R=" + root, "O=" + outside},
 		Dir:         root,
-		ReadOnly:    append(append([]string{}, DefaultSystemPaths...), root),
+		ReadOnly:    append(append([]string{}, defaultSystemPaths...), root),
 		Writable:    []string{build},
 		Limits:      Limits{}.withDefaults(),
 		LandlockABI: r.Capabilities().LandlockABI,
@@ -123,7 +123,7 @@ func TestLandlockRulesEveryABI(t *testing.T) {
 	r := sharedRunner(t)
 	root, build := skillDir(t, map[string]string{"tool.py": "print(1)"})
 	hs := helperSpec{
-		ReadOnly: append(append([]string{}, DefaultSystemPaths...), root, filepath.Join(root, "tool.py"), "/nonexistent-capstan-path"),
+		ReadOnly: append(append([]string{}, defaultSystemPaths...), root, filepath.Join(root, "tool.py"), "/nonexistent-capstan-path"),
 		Writable: []string{build},
 	}
 	for abi := 1; abi <= min(r.Capabilities().LandlockABI, landlockMaxABI); abi++ {

@@ -139,7 +139,7 @@ func (c *memoryCgroup) oomKills() int64 {
 // of its resident memory, and toolchains that reserve much address space
 // (the Go race detector, V8) may fail under the sandbox.
 func MemoryBound() (how string, cgroup bool) {
-	cg, err := newMemoryCgroup(int64(ValidatorLimits.MemoryMB)<<20, nil)
+	cg, err := newMemoryCgroup(int64(validatorLimits.MemoryMB)<<20, nil)
 	if err == nil {
 		cg.remove()
 		return "a memory cgroup per run (" + filepath.Dir(cg.dir) + ")", true

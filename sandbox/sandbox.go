@@ -33,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,11 +66,17 @@ type Limits struct {
 	MemoryMB int `json:"memory_mb,omitempty"`
 }
 
+// defaultLimits are the limits used for zero Limits fields.
+var defaultLimits = Limits{CPUSeconds: 20, AddressSpaceMB: nodeAddressSpaceMB, Processes: 64, FileSizeMB: 50, OpenFiles: 256, MemoryMB: 1024}
+
 // DefaultLimits are the limits used for zero Limits fields.
-var DefaultLimits = Limits{CPUSeconds: 20, AddressSpaceMB: nodeAddressSpaceMB, Processes: 64, FileSizeMB: 50, OpenFiles: 256, MemoryMB: 1024}
+// It returns a copy: changing it changes nothing else.
+func DefaultLimits() Limits {
+	return defaultLimits
+}
 
 func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
+	d := defaultLimits
 	if l.CPUSeconds <= 0 {
 		l.CPUSeconds = d.CPUSeconds
 	}
@@ -333,11 +340,11 @@ type Config struct {
 	NetworkAllow []string
 }
 
-// DefaultSystemPaths are readable by every sandboxed program (missing ones
+// defaultSystemPaths are readable by every sandboxed program (missing ones
 // are skipped). /etc is not readable as a whole: it holds secrets
 // (shadow, private keys) that a root caller's sandbox could otherwise read;
 // only what interpreters and common tools need is listed.
-var DefaultSystemPaths = []string{
+var defaultSystemPaths = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone",
 	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf", "/etc/resolv.conf",
@@ -347,6 +354,15 @@ var DefaultSystemPaths = []string{
 	"/etc/bash.bashrc", "/etc/profile", "/etc/profile.d", "/etc/environment", "/etc/locale.alias",
 	"/etc/locale.conf", "/etc/default/locale", "/etc/python3", "/etc/fonts", "/etc/mailcap", "/etc/papersize",
 	"/etc/gitconfig", "/etc/manpath.config",
+}
+
+// DefaultSystemPaths are readable by every sandboxed program (missing ones
+// are skipped). /etc is not readable as a whole: it holds secrets
+// (shadow, private keys) that a root caller's sandbox could otherwise read;
+// only what interpreters and common tools need is listed.
+// It returns a copy: changing it changes nothing else.
+func DefaultSystemPaths() []string {
+	return slices.Clone(defaultSystemPaths)
 }
 
 // sandboxPATH is the PATH inside the sandbox, and where program names are
@@ -369,7 +385,7 @@ func New(ctx context.Context, cfg Config) *Runner {
 		r.caps = Probe(ctx)
 	}
 	if r.cfg.SystemPaths == nil {
-		r.cfg.SystemPaths = DefaultSystemPaths
+		r.cfg.SystemPaths = defaultSystemPaths
 	}
 	return r
 }

@@ -276,7 +276,7 @@ func TestProbeReportsLandlock(t *testing.T) {
 }
 
 func TestSetupErrorIsClassified(t *testing.T) {
-	in := classifyInput{haveStatus: true, status: helperStatus{ExitCode: setupExit, Started: true}, stderr: setupMarker + "landlock: boom\n", limits: DefaultLimits}
+	in := classifyInput{haveStatus: true, status: helperStatus{ExitCode: setupExit, Started: true}, stderr: setupMarker + "landlock: boom\n", limits: defaultLimits}
 	var r Result
 	classify(&r, in)
 	if r.Status != StatusSandboxError || !strings.Contains(r.Reason, "landlock: boom") {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,13 +16,21 @@ import (
 	"github.com/capstan-dev/capstan/tool"
 )
 
-// Interpreters maps the script extensions the sandbox accepts to the program
+// scriptInterpreters maps the script extensions the sandbox accepts to the program
 // that runs them. Scripts always run through their interpreter; exec bits and
 // shebang lines are ignored.
-var Interpreters = map[string]string{
+var scriptInterpreters = map[string]string{
 	".sh": "bash",
 	".py": "python3",
 	".js": "node",
+}
+
+// Interpreters maps the script extensions the sandbox accepts to the program
+// that runs them. Scripts always run through their interpreter; exec bits and
+// shebang lines are ignored.
+// It returns a copy: changing it changes nothing else.
+func Interpreters() map[string]string {
+	return maps.Clone(scriptInterpreters)
 }
 
 // nodeAddressSpaceMB is the RLIMIT_AS floor for node, whose V8 engine
@@ -94,7 +103,7 @@ func (r *Runner) RunScript(ctx context.Context, spec ScriptSpec) (ScriptResult, 
 		return ScriptResult{}, err
 	}
 	ext := strings.ToLower(filepath.Ext(script))
-	interp, ok := Interpreters[ext]
+	interp, ok := scriptInterpreters[ext]
 	if !ok {
 		e := agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, true, "script %q: extension %q is not allowed", spec.Path, ext)
 		e.Hint = "scripts must end in .sh, .py or .js"

@@ -23,10 +23,10 @@ func needGoInSandbox(t *testing.T) string {
 	if err == nil {
 		p, err = filepath.EvalSymlinks(p)
 	}
-	if err == nil && under(p, DefaultSystemPaths) {
+	if err == nil && under(p, defaultSystemPaths) {
 		return filepath.Dir(p)
 	}
-	msg := fmt.Sprintf("go (%s %v) is not in a directory the sandbox can read (%s)", p, err, strings.Join(DefaultSystemPaths[:6], " "))
+	msg := fmt.Sprintf("go (%s %v) is not in a directory the sandbox can read (%s)", p, err, strings.Join(defaultSystemPaths[:6], " "))
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}

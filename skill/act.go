@@ -29,11 +29,17 @@ type Budgets struct {
 	DiskWriteLimitMB int   `json:"disk_write_limit_mb"`
 }
 
+// defaultBudgets are the defaults of seed 001 §15.
+var defaultBudgets = Budgets{MaxToolCalls: 24, TimeBudgetMs: 120000, TokenBudget: 60000, ScriptTimeoutS: 20, DiskWriteLimitMB: 50}
+
 // DefaultBudgets are the defaults of seed 001 §15.
-var DefaultBudgets = Budgets{MaxToolCalls: 24, TimeBudgetMs: 120000, TokenBudget: 60000, ScriptTimeoutS: 20, DiskWriteLimitMB: 50}
+// It returns a copy: changing it changes nothing else.
+func DefaultBudgets() Budgets {
+	return defaultBudgets
+}
 
 func (b Budgets) withDefaults() Budgets {
-	d := DefaultBudgets
+	d := defaultBudgets
 	if b.MaxToolCalls <= 0 {
 		b.MaxToolCalls = d.MaxToolCalls
 	}

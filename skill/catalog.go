@@ -276,7 +276,7 @@ func (c *Catalog) runScript(ctx context.Context, input json.RawMessage) (string,
 	}
 	timeout := c.cfg.ScriptTimeout
 	if timeout <= 0 {
-		timeout = time.Duration(DefaultBudgets.ScriptTimeoutS) * time.Second
+		timeout = time.Duration(defaultBudgets.ScriptTimeoutS) * time.Second
 	}
 	sr, err := c.cfg.Sandbox.RunScript(ctx, sandbox.ScriptSpec{Root: sk.Root, Path: in.Path, Args: in.Args, Timeout: timeout,
 		Limits: sandbox.Limits{CPUSeconds: int(timeout / time.Second)}})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -20,8 +21,14 @@ const (
 	ModeBypassPermissions = "bypassPermissions"
 )
 
+// permissionModes lists the valid permission modes.
+var permissionModes = []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeBypassPermissions}
+
 // Modes lists the valid permission modes.
-var Modes = []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeBypassPermissions}
+// It returns a copy: changing it changes nothing else.
+func Modes() []string {
+	return slices.Clone(permissionModes)
+}
 
 // Policy decides whether a tool call may run. It combines allowedTools and
 // disallowedTools patterns with a permission mode:
@@ -75,12 +82,12 @@ func ValidateMode(m string) error {
 	if m == "" {
 		return nil
 	}
-	for _, v := range Modes {
+	for _, v := range permissionModes {
 		if m == v {
 			return nil
 		}
 	}
-	return fmt.Errorf("permissionMode %q is not one of %s", m, strings.Join(Modes, ", "))
+	return fmt.Errorf("permissionMode %q is not one of %s", m, strings.Join(permissionModes, ", "))
 }
 
 // ValidatePattern reports whether p is a well-formed tool pattern.

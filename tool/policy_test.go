@@ -230,7 +230,7 @@ func TestValidatePatternAndMode(t *testing.T) {
 			t.Errorf("ValidatePattern(%q) accepted", p)
 		}
 	}
-	for _, m := range append([]string{""}, Modes...) {
+	for _, m := range append([]string{""}, permissionModes...) {
 		if err := ValidateMode(m); err != nil {
 			t.Error(err)
 		}
@@ -254,7 +254,7 @@ func FuzzPolicyPattern(f *testing.F) {
 		_ = ValidatePattern(pattern)
 		tools := []Tool{tRead, tWrite, tEdit, tBash, tMCP, tGlob, tGrep}
 		inputs := []json.RawMessage{bash(command), file(filePath), in("pattern", command, "path", filePath)}
-		for _, mode := range Modes {
+		for _, mode := range permissionModes {
 			allow := Policy{Allowed: []string{pattern}, Mode: mode}
 			deny := Policy{Allowed: []string{"*"}, Disallowed: []string{pattern}, Mode: mode}
 			for _, tl := range tools {

@@ -41,8 +41,8 @@ func (m *Machine) routeErr(id, hint, format string, args ...any) error {
 //   - a transition to null is terminal, which only closing may be.
 func (m *Machine) route(id string, s agentdir.Step, in IntentInterpretation) (StepMove, error) {
 	kind := s.Kind()
-	if kind != "" && in.Intent != agentdir.IntentAbort && !slices.Contains(agentdir.KindIntents[kind], in.Intent) {
-		return StepMove{}, m.routeErr(id, fmt.Sprintf("a %s step emits one of %v", kind, agentdir.KindIntents[kind]),
+	if kind != "" && in.Intent != agentdir.IntentAbort && !slices.Contains(agentdir.KindIntents()[kind], in.Intent) {
+		return StepMove{}, m.routeErr(id, fmt.Sprintf("a %s step emits one of %v", kind, agentdir.KindIntents()[kind]),
 			"intent %q is not allowed for a %s step", in.Intent, kind)
 	}
 	mv := StepMove{Intent: in.Intent}

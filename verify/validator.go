@@ -128,7 +128,7 @@ type ValidatorConfig struct {
 	// base (runner.boundaries.env; see procenv.ForCommands).
 	Env []string
 	// Sandbox, when set, confines every command validator (the agent's
-	// runner.boundaries.sandbox, with sandbox.ValidatorLimits and the
+	// runner.boundaries.sandbox, with sandbox.ValidatorLimits() and the
 	// run's build cache, sandbox.Cache); nil runs them with the user's
 	// rights.
 	Sandbox CommandSandbox

@@ -38,7 +38,7 @@ func validatorSandbox(t testing.TB) *sandbox.CommandRunner {
 	if sandboxErr != nil {
 		t.Skipf("sandbox unavailable here: %v", sandboxErr)
 	}
-	return sandboxRun.WithLimits(sandbox.ValidatorLimits)
+	return sandboxRun.WithLimits(sandbox.ValidatorLimits())
 }
 
 // attack is a work dir whose test suite a hostile model wrote, and the
@@ -280,7 +280,7 @@ func TestValidatorNeverRunsUnconfinedWhenTheSandboxFails(t *testing.T) {
 			Validators: map[string]agentdir.Validator{"tests": {Type: "command", Command: "touch ran; cat " + secret, FailurePattern: "failed"}},
 			Patterns:   map[string]agentdir.CompletionPattern{"failed": {Edition: "failed"}},
 			WorkDir:    work,
-			Sandbox:    (&sandbox.CommandRunner{Runner: r}).WithLimits(sandbox.ValidatorLimits),
+			Sandbox:    (&sandbox.CommandRunner{Runner: r}).WithLimits(sandbox.ValidatorLimits()),
 		})
 		res, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "tests"}})
 		return work, res, err
@@ -327,13 +327,13 @@ func needReadableInSandbox(t *testing.T, name string) {
 		p, err = filepath.EvalSymlinks(p)
 	}
 	if err == nil {
-		for _, dir := range sandbox.DefaultSystemPaths {
+		for _, dir := range sandbox.DefaultSystemPaths() {
 			if strings.HasPrefix(p, dir+"/") {
 				return
 			}
 		}
 	}
-	msg := fmt.Sprintf("%s (%s %v) is not in a directory the sandbox can read (%s)", name, p, err, strings.Join(sandbox.DefaultSystemPaths[:6], " "))
+	msg := fmt.Sprintf("%s (%s %v) is not in a directory the sandbox can read (%s)", name, p, err, strings.Join(sandbox.DefaultSystemPaths()[:6], " "))
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}

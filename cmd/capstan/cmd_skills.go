@@ -135,11 +135,11 @@ errors, or the model's API key not set; 3 model/provider or internal errors.`,
 	fs.BoolVar(&f.allowUnsandboxed, "allow-unsandboxed", false, "run scripts without namespaces when the machine cannot create them")
 	fs.BoolVar(&f.allowKeyInAncestors, allowKeyInAncestorsFlag, false, "with --allow-unsandboxed on a machine that cannot sandbox: start although a process that started capstan holds a provider key, which the scripts can read (see docs/sandbox.md)")
 	fs.Int64Var(&f.seed, "seed", 0, "sampling seed to record (temperature is 0)")
-	fs.IntVar(&f.budgets.MaxToolCalls, "max-tool-calls", skill.DefaultBudgets.MaxToolCalls, "tool-call budget")
-	fs.Int64Var(&f.budgets.TimeBudgetMs, "time-budget-ms", skill.DefaultBudgets.TimeBudgetMs, "time budget in milliseconds")
-	fs.Int64Var(&f.budgets.TokenBudget, "token-budget", skill.DefaultBudgets.TokenBudget, "token budget")
-	fs.IntVar(&f.budgets.ScriptTimeoutS, "script-timeout", skill.DefaultBudgets.ScriptTimeoutS, "seconds per script")
-	fs.IntVar(&f.budgets.DiskWriteLimitMB, "disk-limit-mb", skill.DefaultBudgets.DiskWriteLimitMB, "disk write budget in MB")
+	fs.IntVar(&f.budgets.MaxToolCalls, "max-tool-calls", skill.DefaultBudgets().MaxToolCalls, "tool-call budget")
+	fs.Int64Var(&f.budgets.TimeBudgetMs, "time-budget-ms", skill.DefaultBudgets().TimeBudgetMs, "time budget in milliseconds")
+	fs.Int64Var(&f.budgets.TokenBudget, "token-budget", skill.DefaultBudgets().TokenBudget, "token budget")
+	fs.IntVar(&f.budgets.ScriptTimeoutS, "script-timeout", skill.DefaultBudgets().ScriptTimeoutS, "seconds per script")
+	fs.IntVar(&f.budgets.DiskWriteLimitMB, "disk-limit-mb", skill.DefaultBudgets().DiskWriteLimitMB, "disk write budget in MB")
 	return c
 }
 

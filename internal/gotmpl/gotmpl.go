@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,17 +50,25 @@ var widthPattern = lazyre.New(`%[-+# 0]*[0-9]+|\.[0-9]+`)
 // maxDepth bounds nested {{template}} calls.
 const maxDepth = 100
 
+// templateFunctions are the functions templates may call: upper lower join json
+// default, and text/template's and or not eq ne lt le gt ge len index
+// print printf println.
+var templateFunctions = []string{"upper", "lower", "join", "json", "default",
+	"and", "or", "not", "eq", "ne", "lt", "le", "gt", "ge", "len", "index", "print", "printf", "println"}
+
 // Functions are the functions templates may call: upper lower join json
 // default, and text/template's and or not eq ne lt le gt ge len index
 // print printf println.
-var Functions = []string{"upper", "lower", "join", "json", "default",
-	"and", "or", "not", "eq", "ne", "lt", "le", "gt", "ge", "len", "index", "print", "printf", "println"}
+// It returns a copy: changing it changes nothing else.
+func Functions() []string {
+	return slices.Clone(templateFunctions)
+}
 
 // Parse parses a template; errors carry text/template's "name:line:col"
 // position.
 func Parse(name, text string) (map[string]*parse.Tree, error) {
 	funcs := map[string]any{}
-	for _, f := range Functions {
+	for _, f := range templateFunctions {
 		funcs[f] = true
 	}
 	trees, err := parse.Parse(name, text, "{{", "}}", funcs)

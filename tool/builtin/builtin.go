@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,8 +64,14 @@ const (
 	NameGrep  = "Grep"
 )
 
+// toolNames lists the built-in tools in the order New returns them.
+var toolNames = []string{NameRead, NameWrite, NameEdit, NameBash, NameGlob, NameGrep}
+
 // Names lists the built-in tools in the order New returns them.
-var Names = []string{NameRead, NameWrite, NameEdit, NameBash, NameGlob, NameGrep}
+// It returns a copy: changing it changes nothing else.
+func Names() []string {
+	return slices.Clone(toolNames)
+}
 
 // Config configures the built-in tools.
 type Config struct {

@@ -38,12 +38,12 @@ func TestToolsAreNamedAndKindedAsClaudeCode(t *testing.T) {
 		"Write": tool.KindEdit, "Edit": tool.KindEdit, "Bash": tool.KindExecute}
 	required := map[string][]string{"Read": {"file_path"}, "Write": {"file_path", "content"},
 		"Edit": {"file_path", "old_string", "new_string"}, "Bash": {"command"}, "Glob": {"pattern"}, "Grep": {"pattern"}}
-	if len(tools) != len(Names) {
+	if len(tools) != len(toolNames) {
 		t.Fatalf("%d tools", len(tools))
 	}
 	for i, tl := range tools {
 		s := tl.Spec()
-		if s.Name != Names[i] || tl.Kind() != kinds[s.Name] || s.Description == "" {
+		if s.Name != toolNames[i] || tl.Kind() != kinds[s.Name] || s.Description == "" {
 			t.Errorf("tool %d: %s kind %s", i, s.Name, tl.Kind())
 		}
 		var schema struct {
