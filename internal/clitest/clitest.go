@@ -203,11 +203,31 @@ func ServeGit(t testing.TB, base string) string {
 			}
 			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 				c.Close()
-				return fmt.Sprintf("git://%s/", addr)
+				prefix := fmt.Sprintf("git://%s/", addr)
+				served.Store(prefix, base)
+				return prefix
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	t.Fatal("git daemon did not start")
 	return ""
+}
+
+// served maps the URL prefixes ServeGit returned to the directories they
+// serve.
+var served sync.Map
+
+// BarePath is the directory of the repository at url: one that ServeGit
+// serves, or a file:// URL.
+func BarePath(url string) string {
+	path := strings.TrimPrefix(url, "file://")
+	served.Range(func(prefix, base any) bool {
+		if rest, ok := strings.CutPrefix(url, prefix.(string)); ok {
+			path = filepath.Join(base.(string), rest)
+			return false
+		}
+		return true
+	})
+	return path
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
 	"github.com/capstan-dev/capstan/journal"
@@ -89,7 +90,7 @@ func TestTemporalRidesOutAnOutageMidIteration(t *testing.T) {
 	if failed < 8 {
 		t.Errorf("only %d requests failed: the outage was not ridden out by Temporal's retries", failed)
 	}
-	bare := strings.TrimPrefix(repo, "file://")
+	bare := clitest.BarePath(repo)
 	if got := gitT(t, bare, "show", "capstan/"+res.RunID+":log.txt"); got != "one\ntwo" {
 		t.Errorf("log.txt on the run's branch:\n%s", got)
 	}
@@ -190,7 +191,7 @@ func TestTemporalResumeKnowsWhereTheRunLives(t *testing.T) {
 	if answered[0] != 1 || answered[1] != 1 || answered[2] != 1 {
 		t.Errorf("model turns answered (by tool results in the request): %v, want each of 0, 1, 2 once", answered)
 	}
-	bare := strings.TrimPrefix(repo, "file://")
+	bare := clitest.BarePath(repo)
 	if got := gitT(t, bare, "show", "capstan/"+id+":log.txt"); got != "one\ntwo" {
 		t.Errorf("log.txt on the run's branch:\n%s", got)
 	}

@@ -74,7 +74,7 @@ func sharedRepo(t testing.TB) (url, workDir string) {
 
 // counterAgent appends one line to log.txt per iteration with Bash and
 // claims completion too early once (the validator sends a retry prompt).
-const counterAgent = "../../scaleout/testdata/counter"
+const counterAgent = "../../../scaleout/testdata/counter"
 
 // TestTemporalRunsSurviveAKilledWorker is the scale-out acceptance test:
 // on a real Temporal dev server, two worker processes run ten runs of a
@@ -131,7 +131,7 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 	}
 
 	// Kill worker 1 while it holds runs that have not finished.
-	bare := strings.TrimPrefix(repo, "file://")
+	bare := clitest.BarePath(repo)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		commits := 0
@@ -372,7 +372,7 @@ func TestTemporalStoppedWorkerMovesItsRuns(t *testing.T) {
 	if !res.Success || res.CompletionReason != "completed" || res.Iterations != 2 {
 		t.Fatalf("the run did not survive its worker's stop: %+v", res)
 	}
-	bare := strings.TrimPrefix(repo, "file://")
+	bare := clitest.BarePath(repo)
 	trailers := gitT(t, bare, "log", "--reverse", "--format=%(trailers:key=Capstan-Iteration,valueonly)", "capstan/"+id, "^"+base)
 	if got := strings.Join(strings.Fields(trailers), ","); got != "1,2" {
 		t.Errorf("iteration commits %s", got)

@@ -59,7 +59,7 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 		}
 		start, cpu0 := time.Now(), childrenCPU()
 		for i, wd := range wds {
-			cmd := cliCommand("run", "../../examples/hello", "--workdir", wd, "--quiet", "--name", names[i])
+			cmd := cliCommand("run", "../../../examples/hello", "--workdir", wd, "--quiet", "--name", names[i])
 			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("capstan run: %v\n%s", err, out)
 			}
@@ -74,7 +74,7 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 				ws[i] = startWorker(b, addr, filepath.Join(roots, strconv.Itoa(i)), workerArgs...)
 			}
 			start, cpu0, server0 := time.Now(), childrenCPU(), serverProcessCPU(b)
-			submit := cliCommand("submit", "../../examples/hello", "--temporal", addr, "--workdir", wd, "--each", "name")
+			submit := cliCommand("submit", "../../../examples/hello", "--temporal", addr, "--workdir", wd, "--each", "name")
 			submit.Stdin = strings.NewReader(stdin)
 			out, err := submit.Output()
 			if err != nil {
