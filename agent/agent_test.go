@@ -12,26 +12,14 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/journal"
 	_ "github.com/capstan-dev/capstan/llm/script"
 )
 
 // writeAgent creates an agent folder from files (path → content) and
 // returns its directory.
-func writeAgent(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func writeAgent(t testing.TB, files map[string]string) string { return clitest.WriteFiles(t, files) }
 
 // basicAgent is a one-step agent completing on a keyword; script is the
 // script.yaml content.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
@@ -40,17 +41,7 @@ func TestMain(m *testing.M) {
 
 var quietLogger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 
-func gitT(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+func gitT(t testing.TB, dir string, args ...string) string { return clitest.Git(t, dir, args...) }
 
 // counterRun prepares a run of testdata/counter in a fresh work dir whose
 // repository (the one every worker reaches) is a bare file:// repo.

@@ -16,10 +16,7 @@ type tworker = clitest.Worker
 // startWorker starts `capstan worker` on the Temporal server at addr with
 // its work dirs under root, holding fakeKey.
 func startWorker(t testing.TB, addr, root string, extra ...string) *tworker {
-	t.Helper()
-	cmd := cliCommand(append([]string{"worker", "--temporal", addr, "--work-root", root}, extra...)...)
-	cmd.Env = append(cmd.Env, "ANTHROPIC_API_KEY="+fakeKey)
-	return clitest.StartWorker(t, cmd, root)
+	return clitest.StartWorker(t, cliCommand, addr, root, extra...)
 }
 
 func gitT(t testing.TB, dir string, args ...string) string { return clitest.Git(t, dir, args...) }

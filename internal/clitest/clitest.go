@@ -87,11 +87,18 @@ type Worker struct {
 	Exited chan error
 }
 
-// StartWorker starts cmd (a `capstan worker` command whose work dirs are
-// under root), waits until it polls its task queue and stops it with
-// SIGTERM (SIGKILL after 20 s) when the test ends.
-func StartWorker(t testing.TB, cmd *exec.Cmd, root string) *Worker {
+// StartWorker starts `capstan worker` on the Temporal server at addr with
+// its work dirs under root and FakeKey in its environment (cliCommand
+// makes the capstan command of the test package), waits until it polls
+// its task queue and stops it with SIGTERM (SIGKILL after 20 s) when the
+// test ends.
+func StartWorker(t testing.TB, cliCommand func(args ...string) *exec.Cmd, addr, root string, extra ...string) *Worker {
 	t.Helper()
+	cmd := cliCommand(append([]string{"worker", "--temporal", addr, "--work-root", root}, extra...)...)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "ANTHROPIC_API_KEY="+FakeKey)
 	w := &Worker{Cmd: cmd, Root: root, Stderr: &SyncBuffer{}, Exited: make(chan error, 1)}
 	w.Cmd.Stderr = w.Stderr
 	if err := w.Cmd.Start(); err != nil {
