@@ -27,10 +27,20 @@ import (
 const nsFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID |
 	syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 
+// probed is the answer of the first probe of this process that found
+// namespaces available: what the machine allows does not change while a
+// process runs, and every agent built in one process (an embedder's, a
+// test binary's) would otherwise start a helper to ask again.
+var probed struct {
+	sync.Mutex
+	caps *Capabilities
+}
+
 // Probe finds out what the machine allows: it starts this binary as a probe
 // helper in new namespaces (so [Init] must have been wired into main) and
 // reads the Landlock ABI version. It never fails; the answer says why
-// something is unavailable and what to change.
+// something is unavailable and what to change. A positive answer is kept
+// for the rest of the process; a negative one is asked again.
 func Probe(ctx context.Context) Capabilities {
 	var c Capabilities
 	if v, err := ll.LandlockGetABIVersion(); err == nil && v > 0 {
@@ -41,6 +51,17 @@ func Probe(ctx context.Context) Capabilities {
 		c.Hint = "call sandbox.Init() first thing in main and TestMain"
 		return c
 	}
+	probed.Lock()
+	defer probed.Unlock()
+	if probed.caps != nil {
+		return *probed.caps
+	}
+	defer func() {
+		if c.Namespaces {
+			kept := c
+			probed.caps = &kept
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", helperArg, "probe")
