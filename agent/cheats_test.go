@@ -184,6 +184,9 @@ func retryPatterns(t *testing.T, res *Result) (patterns []string, texts []string
 func runCorpus(t *testing.T, fixture map[string]string, testCmd string, globs []string, cheats []cheat, control bool) {
 	for _, c := range cheats {
 		t.Run(c.name, func(t *testing.T) {
+			// Each case has its own agent, work dir and journal; they run
+			// side by side, as an embedder's concurrent runs do.
+			t.Parallel()
 			res := runToEnd(t, load(t, cheatAgent(t, testCmd, globs, cheatScript(c.bash))), withSharedCache(t, BuildOptions{WorkDir: gitFixture(t, fixture)}))
 			texts := assertProtectedCaught(t, res, c.files)
 			if !strings.Contains(texts[0], "### diff") {

@@ -86,6 +86,9 @@ var pyLostCheats = []lostCheat{
 func runLostCorpus(t *testing.T, cheats []lostCheat) {
 	for _, c := range cheats {
 		t.Run(c.name, func(t *testing.T) {
+			// Each case has its own agent, work dir and journal; they run
+			// side by side, as an embedder's concurrent runs do.
+			t.Parallel()
 			wd := gitFixture(t, c.fixture)
 			res := runToEnd(t, load(t, cheatAgent(t, c.command, c.protect, cheatScript(c.bash))), withSharedCache(t, BuildOptions{WorkDir: wd}))
 			if res.Success || res.CompletionReason != ReasonValidationExhausted {

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"weak"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // The agents of one definition share its prompt resolver (and so its
@@ -39,23 +42,24 @@ func TestAgentsOfOneDefinitionShareItsPrompts(t *testing.T) {
 // the definition is collected.
 func TestSharedStateLetsTheDefinitionGo(t *testing.T) {
 	dir := basicAgent(t, twoIterationScript, "")
-	count := func() int {
-		n := 0
-		definitions.Range(func(any, any) bool { n++; return true })
-		return n
-	}
-	before := count()
+	// Other tests load and drop definitions at the same time, so the
+	// test follows its own entry, not the size of the map.
+	var key weak.Pointer[agentdir.Agent]
 	func() {
 		def := load(t, dir)
+		key = weak.Make(def)
 		_ = sharedFor(def)
-		if count() != before+1 {
-			t.Fatalf("entries: %d, want %d", count(), before+1)
+		if _, ok := definitions.Load(key); !ok {
+			t.Fatal("sharedFor kept no entry for the definition")
 		}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for count() > before {
+	for {
+		if _, ok := definitions.Load(key); !ok {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the entry of a collected definition is still there (%d entries, want %d)", count(), before)
+			t.Fatal("the entry of a collected definition is still there")
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
