@@ -170,7 +170,15 @@ type ModelTurnEvent struct {
 // loop handles, denied and unknown ones included: ToolStart before the
 // policy check, ToolEnd with the outcome.
 func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
-	q, msgs, err := l.begin(prompt, &opts)
+	return l.QueryWith(ctx, prompt, &opts)
+}
+
+// QueryWith is Query with the options by pointer; it neither changes nor
+// keeps them. A caller that asks many queries (an agent's iterations)
+// passes its options without copying them into its stack frame, which is
+// part of what a run parked in a model call keeps.
+func (l *ToolLoop) QueryWith(ctx context.Context, prompt string, opts *QueryOptions) (*QueryResult, error) {
+	q, msgs, err := l.begin(prompt, opts)
 	if err != nil {
 		return nil, err
 	}
