@@ -168,12 +168,13 @@ func venvHome(venv string) string {
 	return ""
 }
 
-// shebang reads the interpreter of a "#!" line: an absolute path, or the
-// name an "#!/usr/bin/env NAME" line looks up (env set).
-func shebang(p string) (interp string, env bool) {
+// ShebangFields returns the words of the "#!" line of the file at p
+// ("#!/usr/bin/env node" is ["/usr/bin/env", "node"]), nil when it has
+// none or cannot be read.
+func ShebangFields(p string) []string {
 	fh, err := os.Open(p)
 	if err != nil {
-		return "", false
+		return nil
 	}
 	defer fh.Close()
 	head := make([]byte, 256)
@@ -181,9 +182,15 @@ func shebang(p string) (interp string, env bool) {
 	line, _, _ := strings.Cut(string(head[:n]), "\n")
 	rest, ok := strings.CutPrefix(line, "#!")
 	if !ok {
-		return "", false
+		return nil
 	}
-	fields := strings.Fields(rest)
+	return strings.Fields(rest)
+}
+
+// shebang reads the interpreter of a "#!" line: an absolute path, or the
+// name an "#!/usr/bin/env NAME" line looks up (env set).
+func shebang(p string) (interp string, env bool) {
+	fields := ShebangFields(p)
 	if len(fields) == 0 {
 		return "", false
 	}

@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/procenv"
 )
 
@@ -17,7 +17,7 @@ import (
 func buildStdioServer(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "stdioserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
+	if out, err := statetest.GoCommand("build", "-o", bin, "../../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
 		t.Fatalf("build the MCP server: %v\n%s", err, out)
 	}
 	return bin

@@ -47,6 +47,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -220,23 +221,11 @@ func findBinary(cfg Config) ([]string, error) {
 // "#!/usr/bin/env NAME" line (how npm installs the claude CLI): env would
 // look NAME up on PATH when the CLI starts, so capstan resolves it itself.
 func envInterpreter(p string) (string, bool) {
-	f, err := os.Open(p)
-	if err != nil {
+	f := sandbox.ShebangFields(p)
+	if len(f) != 2 || filepath.Base(f[0]) != "env" || strings.HasPrefix(f[1], "-") {
 		return "", false
 	}
-	defer f.Close()
-	head := make([]byte, 256)
-	n, _ := f.Read(head)
-	line, _, _ := strings.Cut(string(head[:n]), "\n")
-	rest, ok := strings.CutPrefix(line, "#!")
-	if !ok {
-		return "", false
-	}
-	f2 := strings.Fields(rest)
-	if len(f2) != 2 || filepath.Base(f2[0]) != "env" || strings.HasPrefix(f2[1], "-") {
-		return "", false
-	}
-	return f2[1], true
+	return f[1], true
 }
 
 // MCPConfigJSON renders MCP servers in the CLI's --mcp-config format.
