@@ -2,11 +2,12 @@ package agent
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capstan-dev/capstan/internal/statetest"
 )
 
 // checkResultInvariant: success implies no error; a run that did not
@@ -77,7 +78,7 @@ func TestSuccessImpliesNoErrorOnEveryEnding(t *testing.T) {
 // completes, with no error, and its result says what happened.
 func TestCrashedMCPServerIsRestartedAndTheResultSaysSo(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "stdioserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
+	if out, err := statetest.GoCommand("build", "-o", bin, "../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	dir := writeAgent(t, map[string]string{

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -42,7 +43,7 @@ func TestFixFailingTestExampleVerifiesAndRetriesByPattern(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	// The world agrees: tests pass and git is clean.
-	if out, err := exec.Command("go", "-C", wd, "test", "./...").CombinedOutput(); err != nil {
+	if out, err := statetest.GoCommand("-C", wd, "test", "./...").CombinedOutput(); err != nil {
 		t.Fatalf("go test in the work dir: %v\n%s", err, out)
 	}
 	if st, _ := exec.Command("git", "-C", wd, "status", "--porcelain").Output(); len(st) != 0 {

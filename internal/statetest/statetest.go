@@ -9,7 +9,9 @@ package statetest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/capstan-dev/capstan/journal"
@@ -44,6 +46,12 @@ func Run(m *testing.M) int {
 	if err := os.Symlink(seeds, filepath.Join(cache, "capstan", "go-stdlib")); err != nil {
 		panic(err)
 	}
+	if os.Getenv(envGoCache) == "" {
+		// Before XDG_CACHE_HOME moves, which moves go's default cache.
+		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+			os.Setenv(envGoCache, strings.TrimSpace(string(out)))
+		}
+	}
 	os.Setenv(journal.EnvStateDir, state)
 	os.Setenv("XDG_CONFIG_HOME", cfg)
 	os.Setenv("XDG_CACHE_HOME", cache)
@@ -51,6 +59,24 @@ func Run(m *testing.M) int {
 		panic(err)
 	}
 	return m.Run()
+}
+
+// envGoCache names the go build cache the tests' own go commands use:
+// the one the test binary was started with, set by Run before it moves
+// XDG_CACHE_HOME (and inherited by the processes the tests start).
+const envGoCache = "CAPSTAN_TEST_GOCACHE"
+
+// GoCommand is the go command with args for a test that builds a helper
+// program (a stdio MCP server, a fake CLI): it uses the build cache the
+// test binary was built with, not the empty one under the temporary
+// XDG_CACHE_HOME that Run sets, so the helper's dependencies are not
+// compiled again in every test binary.
+func GoCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	if dir := os.Getenv(envGoCache); dir != "" {
+		cmd.Env = append(os.Environ(), "GOCACHE="+dir)
+	}
+	return cmd
 }
 
 // Git gives git, for this process and the subprocesses it starts, a

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/internal/clitest"
+	"github.com/capstan-dev/capstan/internal/fakegh"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 )
@@ -25,6 +26,7 @@ import (
 var capstanBin string
 
 func TestMain(m *testing.M) {
+	fakegh.Main() // the workflow tests re-execute this binary as a fake gh
 	os.Exit(run(m))
 }
 
