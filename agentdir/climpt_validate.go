@@ -259,7 +259,7 @@ func (c *checker) verdict(ptr string, v Verdict) {
 	case VerdictMetaCustom:
 		if cfg.HandlerPath != "" {
 			unsupported(cp+"/handlerPath",
-				"write the handler in Go, register it (verdict.RegisterHandler or agent.Config.CompletionHandlers) and use \"completion\": {\"type\": \"custom\", \"handler\": \"NAME\"}",
+				"write the handler in Go, give it to the agent (agent.Config.CompletionHandlers) and use \"completion\": {\"type\": \"custom\", \"handler\": \"NAME\"}",
 				"meta:custom loads climpt's handler module %q, which capstan cannot run", cfg.HandlerPath)
 		}
 	}

@@ -274,7 +274,7 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	s.buf.reset()
 	s.fork = s.cfg.Machine.Fork(s.fork, &s.buf)
 	fork := s.fork
-	ev, err := fork.Evaluate(ctx, s.cfg.Checker, InputFromSummary(in.Summary), StepOutcome{Iteration: in.Iteration}, nil, CompletionContext{})
+	ev, err := fork.Evaluate(ctx, s.cfg.Checker, InputFromSummary(in.Summary), StepOutcome{Iteration: in.Iteration})
 	v.Check, v.Moves = ev.Check, ev.Moves
 	if err != nil && errors.Is(err, agenterr.ErrStepIntent) && st.StructuredGate != nil {
 		return s.intentRetry(id, st, err, v)
