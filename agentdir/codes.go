@@ -65,8 +65,8 @@ func Codes() []CodeInfo {
 		{"AC-CLIMPT-INERT", w, "a climpt setting capstan does not act on (actions, execution, logging, config.json, …)"},
 		{"AC-VERDICT-UNSUPPORTED", e, "a climpt verdict setting that cannot work in capstan (meta:custom module, poll:state resource other than an issue, nested meta:*)"},
 		{"AC-VERDICT-ISSUE-PARAM", e, "poll:state names an issue parameter that does not exist"},
-		{"AC-SANDBOX-UNSUPPORTED", e, "climpt's sandbox settings capstan's sandbox cannot enforce (network domains, extra writable paths, exempt commands)"},
-		{"AC-SANDBOX-NETWORK", e, "a runner.boundaries.sandbox.network.allow entry is not host:port, or contradicts \"mode\": \"none\""},
+		{"AC-SANDBOX-UNSUPPORTED", e, "climpt's sandbox settings capstan's sandbox cannot enforce (a network mode without trustedDomains, extra writable paths, exempt commands)"},
+		{"AC-SANDBOX-NETWORK", e, "a runner.boundaries.sandbox.network allow entry is not host:port, a trustedDomains entry is a wildcard or not a host, or either contradicts \"mode\": \"none\""},
 		{"AC-SANDBOX-NETWORK-INERT", w, "runner.boundaries.sandbox.network is set while the sandbox is off (\"enabled\": false): it does nothing"},
 		{"AC-VERDICT-FIELD", e, "a climpt verdict lacks a field its type needs, or detect:graph names another registry"},
 

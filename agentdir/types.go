@@ -9,9 +9,13 @@ package agentdir
 
 import (
 	"encoding/json"
+	"io/fs"
+	"net"
+	"slices"
+	"strings"
+
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
-	"io/fs"
 )
 
 // AgentFile is the agent definition's file name inside an agent folder.
@@ -301,12 +305,36 @@ func (n SandboxNetwork) MarshalJSON() ([]byte, error) {
 // ("network": true).
 func (s *Sandbox) Open() bool { return s != nil && s.Network != nil && s.Network.All }
 
-// AllowList is the host:port pairs of "network": {"allow": [...]}.
+// AllowList is the host:port pairs of "network": {"allow": [...]} and
+// of climpt's "trustedDomains" (see TrustedDomainPair), unless climpt's
+// "mode" is "none".
 func (s *Sandbox) AllowList() []string {
 	if s == nil || s.Network == nil || s.Network.All {
 		return nil
 	}
-	return s.Network.Allow
+	out := s.Network.Allow
+	if s.Network.Mode != "none" {
+		for _, d := range s.Network.TrustedDomains {
+			out = append(slices.Clip(out), TrustedDomainPair(d))
+		}
+	}
+	return out
+}
+
+// TrustedDomainPair is the allow-list pair of one of climpt's
+// trustedDomains: the domain at port 443 (HTTPS, which is what climpt's
+// domains are reached by), or the entry as written when it names a port.
+// A wildcard ("*.github.com") is kept as written and refused by validate
+// and by the sandbox (AC-SANDBOX-NETWORK): the allow-list names hosts.
+func TrustedDomainPair(domain string) string {
+	d := strings.TrimSpace(domain)
+	if _, _, err := net.SplitHostPort(d); err == nil {
+		return d
+	}
+	if strings.Contains(d, ":") && !strings.HasPrefix(d, "[") {
+		return "[" + d + "]:443" // a bare IPv6 address
+	}
+	return net.JoinHostPort(strings.Trim(d, "[]"), "443")
 }
 
 // On reports whether the agent's commands run in the sandbox: true unless

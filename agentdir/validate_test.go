@@ -498,8 +498,11 @@ func TestValidateProblems(t *testing.T) {
 		{"climpt path template", func(a, r map[string]any, _ map[string]string) { r["pathTemplate"] = "{c2}/{c3}.md" },
 			"SR-PATH-TEMPLATE", SeverityError, "steps_registry.json", "/pathTemplate"},
 		{"climpt sandbox network", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"enabled": true, "network": map[string]any{"mode": "trusted", "trustedDomains": []any{"api.anthropic.com"}}}
+			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"enabled": true, "network": map[string]any{"mode": "trusted"}}
 		}, "AC-SANDBOX-UNSUPPORTED", SeverityError, "agent.json", "/runner/boundaries/sandbox/network"},
+		{"climpt trusted domain wildcard", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"network": map[string]any{"mode": "custom", "trustedDomains": []any{"api.anthropic.com", "*.github.com"}}}
+		}, "AC-SANDBOX-NETWORK", SeverityError, "agent.json", "/runner/boundaries/sandbox/network/trustedDomains/1"},
 		{"sandbox network allow entry", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"network": map[string]any{"allow": []any{"api.example.com:443", "https://api.example.com"}}}
 		}, "AC-SANDBOX-NETWORK", SeverityError, "agent.json", "/runner/boundaries/sandbox/network/allow/1"},
