@@ -134,6 +134,9 @@ type Agent struct {
 	// sharedCache is Config.ValidatorCache when the validators use it
 	// (sealed after the test baseline; the caller removes it).
 	sharedCache *sandbox.Cache
+	// goWorkDirCache is where this run keeps the work dir's Go build
+	// cache for the next run ("" when it keeps none).
+	goWorkDirCache string
 	// begun is when Start was called, started when it returned (the time
 	// budget counts from there); between them the test baselines ran,
 	// which took testBaselineMs.
@@ -489,6 +492,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.saveGoCache(ctx)
 	for _, w := range a.def.Warnings() {
 		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
 	}

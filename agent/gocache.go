@@ -7,17 +7,20 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // seedGoCaches fills the run's new build caches (the validators' and the
-// Bash tool's) with the Go standard library's compiled packages when the
-// work dir is a Go module, so the test baseline does not spend its first
-// minutes compiling them. The seed is built once per toolchain in the
-// user's cache directory from no repository's code (sandbox.GoStdlibSeed)
-// and only ever copied, so nothing a run executes can change it. A seed
-// that cannot be had costs time, not safety: it becomes a warning.
+// Bash tool's) when the work dir is a Go module, so the test baseline
+// does not spend its first minutes compiling: from the work dir's own
+// build cache that an earlier run's baseline left (sandbox.GoWorkDirCache,
+// see saveGoCache), else from the Go standard library's compiled packages,
+// built once per toolchain from no repository's code
+// (sandbox.GoStdlibSeed). Both are only ever copied into a run, so
+// nothing a run executes changes them in place. A seed that cannot be had
+// costs time, not safety: it becomes a warning.
 func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	caches := make([]*sandbox.Cache, 0, 2)
 	for _, c := range []*sandbox.Cache{a.validatorCache, a.bashCache} {
@@ -32,11 +35,25 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	if err != nil {
 		return
 	}
-	act := event.Activity{Kind: event.KindBuildCache, Name: "Go standard library"}
+	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
+	root := filepath.Join(userCache, "capstan")
+	if a.validatorCache != nil {
+		// Only a run whose validators fill a cache of their own (a new
+		// run's baseline) saves it for the next one.
+		if a.goWorkDirCache, err = sandbox.GoWorkDirCache(ctx, filepath.Join(root, "go-workdir"), environ, wd); err != nil {
+			a.warnings = append(a.warnings, "the work dir's Go build cache is not kept for the next run: "+err.Error())
+		}
+	}
+	act := event.Activity{Kind: event.KindBuildCache, Name: "Go standard library", Detail: "preparing (compiled once per Go toolchain)"}
+	var seed string
+	if dir := a.goWorkDirCache; dir != "" && sandbox.HasGoBuild(dir) {
+		act.Name, act.Detail, seed = "the work dir's Go packages", "copying what the last run's test baseline compiled", dir
+	}
 	start := time.Now()
 	event.EmitActivity(a.emit, event.ActivityStart, act)
-	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
-	seed, err := sandbox.GoStdlibSeed(ctx, filepath.Join(userCache, "capstan", "go-stdlib"), environ, wd)
+	if seed == "" {
+		seed, err = sandbox.GoStdlibSeed(ctx, filepath.Join(root, "go-stdlib"), environ, wd)
+	}
 	for _, c := range caches {
 		if err == nil && seed != "" {
 			err = c.Seed(seed)
@@ -46,6 +63,28 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	event.EmitActivity(a.emit, event.ActivityEnd, act)
 	if err != nil {
 		a.warnings = append(a.warnings, "the build caches start empty (the test baseline compiles Go's standard library): "+err.Error())
+	}
+}
+
+// saveGoCache keeps what the test baseline compiled for the next run in
+// this work dir. It is called when the baseline has ended and before any
+// validator runs the model's code: the validators' cache then holds the
+// seed and what the baseline's commands wrote for the work dir as the run
+// found it, nothing the model did. Later validators work on private copies
+// (sandbox.Cache.Seal), which are never saved. A cache that cannot be
+// saved costs the next run time: a warning.
+func (a *Agent) saveGoCache(ctx context.Context) {
+	if a.goWorkDirCache == "" || a.validatorCache == nil || ctx.Err() != nil {
+		return
+	}
+	act := event.Activity{Kind: event.KindBuildCache, Name: "the work dir's Go packages", Detail: "keeping what the test baseline compiled for the next run"}
+	start := time.Now()
+	event.EmitActivity(a.emit, event.ActivityStart, act)
+	err := a.validatorCache.SaveGoBuild(a.goWorkDirCache)
+	act.Took, act.Failed = time.Since(start), err != nil
+	event.EmitActivity(a.emit, event.ActivityEnd, act)
+	if err != nil {
+		a.emit.Emit(journal.Warning, map[string]string{"message": "the work dir's Go build cache is not kept for the next run: " + err.Error()})
 	}
 }
 

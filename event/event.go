@@ -64,8 +64,10 @@ const (
 	KindBaseline  = "baseline"  // the test validators' run before the first iteration
 	KindValidator = "validator" // one validator run
 	KindMCP       = "mcp"       // connecting to the agent's MCP servers
-	// KindBuildCache is preparing a run's build caches: the Go standard
-	// library's compiled packages, built once per toolchain.
+	// KindBuildCache is preparing a run's build caches (the Go standard
+	// library's compiled packages, built once per toolchain, or the work
+	// dir's build cache an earlier run kept) or keeping the work dir's for
+	// the next run; Detail says which.
 	KindBuildCache = "build-cache"
 )
 
@@ -75,7 +77,8 @@ type Activity struct {
 	Kind string
 	// Name names it: the validator's name, the MCP servers' names.
 	Name string
-	// Detail says what runs: a command validator's command.
+	// Detail says what runs: a command validator's command, what a
+	// build cache is made of.
 	Detail string
 	// Took is how long it ran (ActivityEnd only).
 	Took time.Duration

@@ -163,8 +163,13 @@ func (c *Cache) apply(s *Spec) (cleanup func(), err error) {
 		}
 		cleanup = func() { _ = removeTree(dir) }
 	}
-	env := make([]string, 0, len(s.Env)+len(cacheVars))
+	env := make([]string, 0, len(s.Env)+len(cacheVars)+1)
+	goflags := ""
 	for _, kv := range s.Env {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			goflags = v
+			continue
+		}
 		if !isCacheVar(kv) {
 			env = append(env, kv)
 		}
@@ -172,6 +177,12 @@ func (c *Cache) apply(s *Spec) (cleanup func(), err error) {
 	for _, v := range cacheVars {
 		env = append(env, v.env+"="+filepath.Join(dir, v.sub))
 	}
+	// go test never answers from a test result in the cache: what the
+	// cache holds was written by commands that ran code, and a result is
+	// not a build output that its inputs' hash vouches for. -count=1 in
+	// GOFLAGS turns the result cache off whatever the command line says
+	// (go build and go vet ignore it).
+	env = append(env, "GOFLAGS="+strings.TrimSpace(goflags+" -count=1"))
 	s.Env = env
 	s.Writable = append(s.Writable, dir)
 	return cleanup, nil
@@ -201,6 +212,12 @@ func (c *Cache) copy() (string, error) {
 // copyTree copies the directories and regular files (nothing else) under
 // src into the existing directory dst.
 func copyTree(src, dst string) error {
+	return walkTree(src, dst, copyFile)
+}
+
+// walkTree recreates the directories under src in dst and calls file for
+// each regular file (nothing else is taken).
+func walkTree(src, dst string, file func(from, to string) error) error {
 	return filepath.WalkDir(src, func(p string, e os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -213,9 +230,20 @@ func copyTree(src, dst string) error {
 		case e.IsDir():
 			return os.Mkdir(filepath.Join(dst, rel), 0o700)
 		case e.Type().IsRegular():
-			return copyFile(p, filepath.Join(dst, rel))
+			return file(p, filepath.Join(dst, rel))
 		}
 		return nil
+	})
+}
+
+// linkTree is copyTree with each regular file hard-linked where the file
+// system allows (copied where it does not).
+func linkTree(src, dst string) error {
+	return walkTree(src, dst, func(from, to string) error {
+		if os.Link(from, to) == nil {
+			return nil
+		}
+		return copyFile(from, to)
 	})
 }
 

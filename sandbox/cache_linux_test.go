@@ -5,11 +5,14 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -77,5 +80,100 @@ func TestCacheIsWritableUntilSealed(t *testing.T) {
 	}
 	if _, err := os.Stat(cache.Dir()); !os.IsNotExist(err) {
 		t.Errorf("Remove left the cache: %v", err)
+	}
+}
+
+// TestWorkDirGoCacheWarmsTheNextRun: the work dir's build cache is kept
+// per real path of the work dir: a symlink to it names the same one,
+// another work dir another. What a run's baseline compiled (saved with
+// SaveGoBuild) warms the next run's cache, so its go test compiles
+// nothing of the module again; what the validators wrote after Seal (the
+// model's turns) is not in what was saved; and a go test through the
+// cache never answers from a cached test result, even without -count=1
+// on its command line.
+func TestWorkDirGoCacheWarmsTheNextRun(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	ctx := context.Background()
+	env := append(procenv.ForCommands(os.Environ(), nil), "GOTOOLCHAIN=local", "GOPROXY=off")
+	module := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod":    "module m\n\ngo 1.21\n",
+		"m.go":      "package m\n\nfunc M() int { return 1 }\n",
+		"m_test.go": "package m\n\nimport \"testing\"\n\nfunc TestM(t *testing.T) { if M() != 1 { t.Fatal() } }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(module, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := t.TempDir()
+	dir, err := GoWorkDirCache(ctx, root, env, module)
+	if err != nil || dir == "" || HasGoBuild(dir) {
+		t.Fatalf("GoWorkDirCache: %q, %v (or it exists already)", dir, err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(module, link); err != nil {
+		t.Fatal(err)
+	}
+	if same, err := GoWorkDirCache(ctx, root, env, link); err != nil || same != dir {
+		t.Errorf("through a symlink: %q, %v (want %q)", same, err, dir)
+	}
+	if other, err := GoWorkDirCache(ctx, root, env, t.TempDir()); err != nil || other == dir {
+		t.Errorf("another work dir: %q, %v", other, err)
+	}
+	seed, err := GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env, module)
+	if err != nil || seed == "" {
+		t.Fatalf("seed %q: %v", seed, err)
+	}
+	r := sharedRunner(t)
+	goTest := func(c *Cache, args string) string {
+		t.Helper()
+		res, err := (&CommandRunner{Runner: r}).WithCache(c).Run(ctx, tool.CommandSpec{Command: "go test -x " + args + " ./...", Dir: module,
+			Timeout: 5 * time.Minute, Env: env})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("go test: %v %+v", err, res)
+		}
+		return res.Output
+	}
+	first, err := NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Seed(seed); err != nil {
+		t.Fatal(err)
+	}
+	if out := goTest(first, ""); !strings.Contains(out, " -p m ") {
+		t.Fatalf("the first run did not compile the module:\n%s", out)
+	}
+	first.Seal()
+	if err := first.SaveGoBuild(dir); err != nil || !HasGoBuild(dir) {
+		t.Fatalf("SaveGoBuild: %v", err)
+	}
+	// The model's turn: a validator after Seal writes its copy only.
+	res, err := (&CommandRunner{Runner: r}).WithCache(first).Run(ctx, tool.CommandSpec{Command: `mkdir -p "$GOCACHE/ff" && echo planted > "$GOCACHE/ff/planted-a"`,
+		Dir: module, Timeout: time.Minute, Env: env})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("plant: %v %+v", err, res)
+	}
+	if err := first.SaveGoBuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ff", "planted-a")); err == nil {
+		t.Error("a write after Seal reached the work dir's cache")
+	}
+	next, err := NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Seed(dir); err != nil {
+		t.Fatal(err)
+	}
+	out := goTest(next, "")
+	if strings.Contains(out, " -p m ") || strings.Contains(out, " -p testing ") {
+		t.Errorf("the next run compiled again:\n%s", out)
+	}
+	if strings.Contains(out, "(cached)") || !strings.Contains(out, "ok  \tm\t") {
+		t.Errorf("a test result came from the cache:\n%s", out)
 	}
 }

@@ -35,22 +35,11 @@ var seedEnvKeys = []string{"GOVERSION", "GOOS", "GOARCH", "GOFLAGS", "GOEXPERIME
 // the model can write, where no go binary may be taken from. It returns ""
 // and no error when there is no go on the path of environ.
 func GoStdlibSeed(ctx context.Context, root string, environ []string, workDirs ...string) (string, error) {
-	goBin, err := hostcmd.LookPath("go", pathValue(environ), workDirs...)
-	if err != nil {
-		if hostcmd.IsNotFound(err) {
-			return "", nil
-		}
+	goBin, env, key, err := goToolchain(ctx, environ, workDirs)
+	if goBin == "" || err != nil {
 		return "", err
 	}
-	env := seedEnv(environ)
-	cmd := exec.CommandContext(ctx, goBin, append([]string{"env"}, seedEnvKeys...)...)
-	cmd.Env, cmd.Dir = env, os.TempDir()
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("read the go toolchain's settings: %w", err)
-	}
-	sum := sha256.Sum256(out)
-	dir := filepath.Join(root, hex.EncodeToString(sum[:8]))
+	dir := filepath.Join(root, key)
 	if _, err := os.Stat(filepath.Join(dir, "README")); err == nil {
 		return dir, nil
 	}
@@ -73,6 +62,88 @@ func GoStdlibSeed(ctx context.Context, root string, environ []string, workDirs .
 		}
 	}
 	return dir, nil
+}
+
+// goToolchain finds the go binary on the PATH of environ (never in
+// workDirs) and returns it, environ without the cache variables, and a
+// key naming the toolchain and the settings that change build actions.
+// goBin is "" (and err nil) when there is no go.
+func goToolchain(ctx context.Context, environ, workDirs []string) (goBin string, env []string, key string, err error) {
+	goBin, err = hostcmd.LookPath("go", pathValue(environ), workDirs...)
+	if err != nil {
+		if hostcmd.IsNotFound(err) {
+			return "", nil, "", nil
+		}
+		return "", nil, "", err
+	}
+	env = seedEnv(environ)
+	cmd := exec.CommandContext(ctx, goBin, append([]string{"env"}, seedEnvKeys...)...)
+	cmd.Env, cmd.Dir = env, os.TempDir()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", nil, "", fmt.Errorf("read the go toolchain's settings: %w", err)
+	}
+	sum := sha256.Sum256(out)
+	return goBin, env, hex.EncodeToString(sum[:8]), nil
+}
+
+// GoWorkDirCache returns the directory under root that keeps the Go
+// build cache of the work dir wd from one run to the next: one per real
+// path of wd and toolchain (as [GoStdlibSeed] tells toolchains apart).
+// It returns "" and no error when there is no go on the path of environ.
+// The directory may not exist yet; [Cache.SaveGoBuild] writes it and
+// [Cache.Seed] copies it into a new run's cache.
+func GoWorkDirCache(ctx context.Context, root string, environ []string, wd string) (string, error) {
+	real, err := filepath.EvalSymlinks(wd)
+	if err != nil {
+		return "", fmt.Errorf("the work dir's Go build cache: %w", err)
+	}
+	goBin, _, key, err := goToolchain(ctx, environ, []string{real})
+	if goBin == "" || err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(real))
+	return filepath.Join(root, filepath.Base(real)+"-"+hex.EncodeToString(sum[:6])+"-"+key), nil
+}
+
+// HasGoBuild reports whether dir holds a Go build cache (its README).
+func HasGoBuild(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "README"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// SaveGoBuild replaces dst with a copy of the cache's Go build cache. It
+// must be called only once no command writes the cache any more (it is
+// sealed and the runs before the seal have ended): the copy's files are
+// hard links to the cache's where the file system allows, so saving costs
+// no copying, and [Cache.Seed] later copies them, never links. The copy is
+// written beside dst and renamed into place, so a run that starts
+// meanwhile seeds from the old cache or the new one, never from half of
+// one.
+func (c *Cache) SaveGoBuild(dst string) error {
+	fail := func(err error) error {
+		return agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "save the work dir's Go build cache")
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fail(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), filepath.Base(dst)+".new-")
+	if err != nil {
+		return fail(err)
+	}
+	defer removeTree(tmp)
+	if err := linkTree(filepath.Join(c.dir, "go-build"), tmp); err != nil {
+		return fail(err)
+	}
+	old := tmp + ".old"
+	if err := os.Rename(dst, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fail(err)
+	}
+	_ = removeTree(old)
+	return nil
 }
 
 // buildSeed compiles and vets an empty test package in work/module, with

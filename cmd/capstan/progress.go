@@ -183,7 +183,7 @@ func (p *progressPrinter) activityStarted(a event.Activity) {
 			fmt.Fprintf(p.w, "%s: %s\n", label, a.Detail)
 		}
 	case event.KindBuildCache:
-		fmt.Fprintf(p.w, "%s: preparing (compiled once per Go toolchain)…\n", label)
+		fmt.Fprintf(p.w, "%s: %s…\n", label, a.Detail)
 	default:
 		fmt.Fprintf(p.w, "%s%s …\n", p.where(), label)
 	}
