@@ -23,7 +23,7 @@ import (
 
 // boxedRunner is the agent's default sandbox (no network but the
 // model's endpoint), or a skip/failure where the machine cannot sandbox.
-func boxedRunner(t *testing.T) *sandbox.CommandRunner {
+func boxedRunner(t testing.TB) *sandbox.CommandRunner {
 	t.Helper()
 	r, err := sandbox.NewCommandRunner(context.Background(), nil)
 	if err != nil {
@@ -123,5 +123,45 @@ func TestRealCLIRunsInTheSandbox(t *testing.T) {
 	}
 	if n := dialed.Load(); n != 0 {
 		t.Errorf("the loopback server that is not the API got %d connections", n)
+	}
+}
+
+// BenchmarkRealCLIQuery is one query of the real claude CLI against the
+// loopback fake API, with one Bash call in the work dir (`cat
+// notes.txt`): started with the caller's rights, and in the agent's
+// sandbox (namespaces, Landlock, the allow-list proxy to the API).
+func BenchmarkRealCLIQuery(b *testing.B) {
+	bin := claudetest.CLI(b)
+	work := notesDir(b)
+	srv := fakellm.NewAnthropic(b, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		switch {
+		case len(r.LastToolResults) > 0:
+			return fakellm.Reply{Text: "RESULT: " + strings.Join(r.LastToolResults, " ")}
+		case strings.Contains(r.LastUserText, "CAT"):
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "Bash", Input: json.RawMessage(`{"command":"cat notes.txt","description":"read"}`)}}}
+		}
+		return fakellm.Reply{Text: "ok"}
+	}})
+	for _, tc := range []struct {
+		name string
+		box  llm.ProgramSandbox
+	}{{"unsandboxed", nil}, {"sandboxed", boxedRunner(b)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := claudecode.Config{Binary: bin, WorkDir: work, Model: "claude-sonnet-5", Getenv: realEnv(b, srv)}
+			if tc.box != nil {
+				cfg.Sandbox = tc.box
+			}
+			br, err := claudecode.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer br.Close()
+			for b.Loop() {
+				res, err := br.Query(context.Background(), "CAT the notes", llm.QueryOptions{MaxTurns: 3, AllowedTools: []string{"Bash"}})
+				if err != nil || len(res.ToolUses) != 1 || !strings.Contains(res.ToolUses[0].Output, "4711") {
+					b.Fatalf("query: %+v, %v", res, err)
+				}
+			}
+		})
 	}
 }
