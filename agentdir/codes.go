@@ -46,6 +46,7 @@ func Codes() []CodeInfo {
 		{"AC-HIDDEN-GLOB", e, "a runner.verification.hidden glob is malformed or leaves the agent folder"},
 		{"AC-HIDDEN-MISSING", e, "a runner.verification.hidden glob matches no file of the agent folder"},
 		{"AC-HIDDEN-INERT", e, "runner.verification.hidden is set but no command validator runs tests"},
+		{"AC-TESTCHANGES-HIDDEN", e, "runner.verification.testChanges is hiddenTests but the agent has no hidden tests"},
 		{"AC-PATH-OUTSIDE", e, "a path in agent.json is absolute or leaves the agent folder"},
 		{"AC-SYSTEM-PROMPT-MISSING", e, "runner.systemPromptPath does not exist"},
 		{"AC-PROMPTS-DIR-MISSING", e, "the prompts base (or fallbackDir) folder does not exist"},

@@ -151,6 +151,31 @@ type Verification struct {
 	// path in the work dir only while the test validators run for the
 	// hidden-tests check, and removed after (package verify/hidden).
 	Hidden []string `json:"hidden,omitempty"`
+	// TestChanges is the policy for the model's requests to change a
+	// protected file (a line REQUEST_TEST_CHANGE: <file> <reason>):
+	// TestChangesRefuse ("" = the default) answers every request with
+	// "fix the code instead"; TestChangesHuman stops the run until a human
+	// approves or rejects the change (capstan approve / reject);
+	// TestChangesHiddenTests accepts it when the hidden tests (Hidden)
+	// pass with it. Under the last two, Write and Edit do not refuse
+	// protected files (the model makes the change it asks for); every
+	// change not approved still fails verification.
+	TestChanges string `json:"testChanges,omitempty"`
+}
+
+// Values of Verification.TestChanges.
+const (
+	TestChangesRefuse      = "refuse"
+	TestChangesHuman       = "human"
+	TestChangesHiddenTests = "hiddenTests"
+)
+
+// TestChangesPolicy is TestChanges with the default applied.
+func (v Verification) TestChangesPolicy() string {
+	if v.TestChanges == "" {
+		return TestChangesRefuse
+	}
+	return v.TestChanges
 }
 
 // ProtectRunnerConfigOn reports whether the test runners' configuration

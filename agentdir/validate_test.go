@@ -320,6 +320,12 @@ func TestValidateProblems(t *testing.T) {
 			at(a, "runner", "verification")["hidden"] = []any{"_hidden/**"}
 			at(r, "validators", "tests-pass")["command"] = "echo ok"
 		}, "AC-HIDDEN-INERT", SeverityError, "agent.json", "/runner/verification/hidden"},
+		{"test changes decided by hidden tests without hidden tests", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "verification")["testChanges"] = "hiddenTests"
+		}, "AC-TESTCHANGES-HIDDEN", SeverityError, "agent.json", "/runner/verification/testChanges"},
+		{"unknown test changes policy", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "verification")["testChanges"] = "auto"
+		}, "AC-SCHEMA-ENUM", SeverityError, "agent.json", "/runner/verification/testChanges"},
 		{"bad disallowed pattern", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["disallowedTools"] = []any{"[", "Bash()"}
 		}, "AC-TOOL-PATTERN", SeverityError, "agent.json", "/runner/boundaries/disallowedTools/0"},
