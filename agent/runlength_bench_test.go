@@ -27,7 +27,7 @@ func textTurnsAgent(b *testing.B, n int) *agentdir.Agent {
 type allocAtStart struct{ total []uint64 }
 
 func (o *allocAtStart) Consume(e event.Event) {
-	if e.Type != journal.IterationStart {
+	if e.Kind != journal.IterationStart {
 		return
 	}
 	var ms runtime.MemStats
