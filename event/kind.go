@@ -73,14 +73,15 @@ const (
 )
 
 // Payload is what an event carries. Each payload type has one kind (or,
-// for ToolUse, one of two by its Denied field), so an event of the wrong
-// kind for its payload cannot be written.
+// for ToolUse, one of two by its Denied field; for Raw, the kind it was
+// read with), so an event of the wrong kind for its payload cannot be
+// written.
 type Payload interface {
 	EventKind() Kind
 }
 
 // Emitter receives a run's events: a Stream, a journal (Journal), the
-// OpenTelemetry tracer, a test's recorder.
+// OpenTelemetry tracer, a test's recorder. The payload is never nil.
 type Emitter interface {
 	Emit(Payload)
 }
