@@ -128,7 +128,7 @@ func (a *Agent) sandboxOptOut() string {
 // are: an opt-out, or allowUnsandboxed on a machine that cannot sandbox.
 func (a *Agent) unsandboxed() string {
 	if how := a.sandboxOptOut(); how != "" {
-		return "unsandboxed (" + how + "): Bash, validators, subprocess steps and MCP servers run with your rights"
+		return "unsandboxed (" + how + "): Bash, validators, subprocess steps, MCP servers and the claude CLI's tools run with your rights"
 	}
 	if a.sandbox != nil && !a.sandbox.Runner.Capabilities().Sandboxes() {
 		return "unsandboxed (allowUnsandboxed, and this machine cannot sandbox: " + a.sandbox.Runner.Capabilities().Missing() +
@@ -159,6 +159,9 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 	}
 	if len(r.MCPServers) > 0 && needMCP {
 		act := event.Activity{Kind: event.ActivityMCP, Name: strings.Join(sortedIDs(r.MCPServers), ", ")}
+		if a.sandbox != nil {
+			act.Detail = mcpInstallRoots(r.MCPServers, a.workDir)
+		}
 		start := time.Now()
 		event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
 		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env, Sandbox: a.sandbox})
@@ -201,6 +204,12 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 	if a.opts.MaxRetryAfter > 0 {
 		cfg.Retry.MaxRetryAfter = a.opts.MaxRetryAfter
 	}
+	if a.sandbox != nil {
+		// A provider that runs its own tools (the claude CLI) runs in
+		// the sandbox with them, under the bounds of a validator: the
+		// CLI and every command it runs share them.
+		cfg.Sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits())
+	}
 	if rec := a.opts.Resume; rec != nil {
 		cfg.Transcripts = rec.Sessions
 	}
@@ -210,6 +219,22 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		a.stepCfg = &cfg
 	}
 	return a.openBridge(ctx, a.model, &cfg)
+}
+
+// mcpInstallRoots says what the sandbox lets the stdio servers read of
+// their installs ("" when nothing beyond the work dir and the system
+// directories): "v: /opt/v; w: /home/u/.venvs/w".
+func mcpInstallRoots(servers map[string]tool.MCPServer, workDir string) string {
+	var parts []string
+	for _, id := range sortedIDs(servers) {
+		if roots := mcp.InstallRoots(servers[id], workDir); len(roots) > 0 {
+			parts = append(parts, id+": "+strings.Join(roots, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the sandbox lets them read their installs as well, read-only: " + strings.Join(parts, "; ")
 }
 
 // requestTimeouts converts runner.requests' timeouts.

@@ -127,7 +127,7 @@ func TestAgentEventsIterates(t *testing.T) {
 	// Breaking out after the first iteration ends the run there.
 	a = newAgent(liarScript)
 	for e := range a.Events(ctx) {
-		if e.Kind == journal.IterationEnd {
+		if e.Kind == event.KindIterationEnd {
 			break
 		}
 	}

@@ -451,10 +451,21 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext, guard llm.TurnGu
 	return it
 }
 
-// query asks the iteration's bridge. (Query takes its options by value:
-// the call copies them through a temporary, about 400 bytes of the
-// caller's frame.)
+// query asks the iteration's bridge. The shared tool loop takes the
+// options by pointer: Bridge.Query takes them by value, and a call of it
+// holds two copies of them (about 340 bytes) in its caller's frame, which
+// is part of a parked run's stack; other bridges are asked out of line.
 func (it *iterationState) query(ctx context.Context) (*llm.QueryResult, error) {
+	if tl, ok := it.bridge.(*llm.ToolLoop); ok {
+		return tl.QueryWith(ctx, it.s.Prompt, &it.opts)
+	}
+	return it.queryBridge(ctx)
+}
+
+// queryBridge asks a bridge other than the shared tool loop.
+//
+//go:noinline
+func (it *iterationState) queryBridge(ctx context.Context) (*llm.QueryResult, error) {
 	return it.bridge.Query(ctx, it.s.Prompt, it.opts)
 }
 

@@ -4,8 +4,9 @@ package agentdir
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
+
+	"github.com/capstan-dev/capstan/internal/cpuclock"
 )
 
 // BenchmarkValidatePerStep loads and validates registries of 100, 1,000
@@ -21,7 +22,7 @@ func BenchmarkValidatePerStep(b *testing.B) {
 				b.Fatalf("fixture:\n%s", dump(res))
 			}
 			b.ReportAllocs()
-			cpu0 := processCPU(b)
+			cpu0 := cpuclock.Process()
 			for b.Loop() {
 				if _, err := LoadAndValidate(dir, testOpts); err != nil {
 					b.Fatal(err)
@@ -29,18 +30,9 @@ func BenchmarkValidatePerStep(b *testing.B) {
 			}
 			// CPU time (user + system) rather than wall time: other work on a
 			// shared machine stretches the wall clock, not the CPU spent.
-			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N)/float64(n), "cpu-ns/step")
+			b.ReportMetric(float64(cpuclock.Process()-cpu0)/float64(b.N)/float64(n), "cpu-ns/step")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/step")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
-}
-
-// processCPU is the CPU time the process has used so far, in nanoseconds.
-func processCPU(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

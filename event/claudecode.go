@@ -3,9 +3,10 @@ package event
 // ClaudeCodeProcessEvent is a claude CLI process the claude-code provider
 // started.
 type ClaudeCodeProcessEvent struct {
-	Args   int    `json:"args"` // the number of arguments
-	PID    int    `json:"pid"`
-	Resume string `json:"resume"` // the session it resumes ("" = a new one)
+	Args int `json:"args"` // the number of arguments
+	// Confinement says how the process is confined (the sandbox, or not).
+	Confinement string `json:"confinement"`
+	Resume      string `json:"resume"` // the session it resumes ("" = a new one)
 }
 
 // ClaudeCodeRetryEvent is a retry of a failed API call the claude CLI

@@ -132,9 +132,16 @@ func NewCompactor(window int64, summarizer Model, summaryModel string, o Compact
 }
 
 // Observe implements llm.ContextManager: it calibrates estimates with the
-// provider's count.
+// provider's count. It measures req's whole transcript; the tool loop,
+// which keeps the transcript's size as it grows, calls observeSized.
 func (m *Compactor) Observe(req *Request, inputTokens int64) {
-	est := EstimateTokens(RequestSize(req))
+	m.observeSized(req, messagesBytes(req.Messages), inputTokens)
+}
+
+// observeSized is Observe of a request whose transcript (req.Messages) is
+// transcriptBytes bytes (Message.Size summed).
+func (m *Compactor) observeSized(req *Request, transcriptBytes int, inputTokens int64) {
+	est := EstimateTokens(fixedRequestSize(req) + transcriptBytes)
 	if inputTokens <= 0 || est <= 0 {
 		return
 	}
@@ -151,11 +158,21 @@ func (m *Compactor) tokens(bytes int) int64 {
 	return int64(float64(EstimateTokens(bytes)) * s)
 }
 
-// Fit implements llm.ContextManager.
+// Fit implements llm.ContextManager. It measures req's whole transcript;
+// the tool loop, which keeps the transcript's size as it grows, calls
+// fitSized, so that deciding costs the same on the hundredth turn as on
+// the first.
 func (m *Compactor) Fit(ctx context.Context, req *Request, query int) (Fitted, error) {
+	return m.fitSized(ctx, req, query, messagesBytes(req.Messages))
+}
+
+// fitSized is Fit of a request whose transcript (req.Messages) is
+// transcriptBytes bytes (Message.Size summed). Only compaction itself
+// walks the transcript.
+func (m *Compactor) fitSized(ctx context.Context, req *Request, query int, transcriptBytes int) (Fitted, error) {
 	msgs := req.Messages
-	size := RequestSize(req)
-	fixed := size - messagesBytes(msgs) // system prompt, tools, output schema
+	fixed := fixedRequestSize(req) // system prompt, tools, output schema
+	size := fixed + transcriptBytes
 	before := m.tokens(size)
 	if float64(before) <= m.threshold*float64(m.window) || (m.disabled && before <= m.window) {
 		return Fitted{Messages: msgs}, nil
@@ -344,6 +361,17 @@ func cut(s string, n int) string {
 	}
 	return s[:n] + fmt.Sprintf(" [… %d more bytes]", len(s)-n)
 }
+
+// sizedContext is a ContextManager that takes the size of the
+// transcript from its caller: the Loop keeps it as the transcript grows
+// (Loop.size), so a turn's decision does not walk the whole
+// transcript. Compactor is one; other ContextManagers get Fit and Observe.
+type sizedContext interface {
+	fitSized(ctx context.Context, req *Request, query int, transcriptBytes int) (Fitted, error)
+	observeSized(req *Request, transcriptBytes int, inputTokens int64)
+}
+
+var _ sizedContext = (*Compactor)(nil)
 
 func messagesBytes(msgs []Message) int {
 	n := 0

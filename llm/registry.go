@@ -70,6 +70,11 @@ type Config struct {
 	// that run their own tool loop (claude-code) hand them to the backend;
 	// for the others their tools arrive in Tools (see tool/mcp).
 	MCPServers map[string]tool.MCPServer
+	// Sandbox, when set, confines the programs a provider that runs its
+	// own tool loop starts (the claude CLI and every tool it runs) in the
+	// agent's sandbox; nil runs them with the caller's rights (the run
+	// opted out of the sandbox).
+	Sandbox ProgramSandbox
 	// Context, when set, keeps the tool loop's requests within the model's
 	// context window (NewToolLoop); nil sends transcripts as they are.
 	Context ContextManager

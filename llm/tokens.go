@@ -29,12 +29,15 @@ func SpecSize(s tool.Spec) int { return len(s.Name) + len(s.Description) + len(s
 // RequestSize is the number of bytes req puts into the model's input:
 // system prompt, tool definitions, output schema and transcript.
 func RequestSize(req *Request) int {
+	return fixedRequestSize(req) + messagesBytes(req.Messages)
+}
+
+// fixedRequestSize is the part of RequestSize that does not grow with the
+// transcript: system prompt, tool definitions and output schema.
+func fixedRequestSize(req *Request) int {
 	n := len(req.System) + len(req.OutputSchema)
 	for _, t := range req.Tools {
 		n += SpecSize(t)
-	}
-	for _, m := range req.Messages {
-		n += m.Size()
 	}
 	return n
 }

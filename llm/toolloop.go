@@ -58,13 +58,20 @@ type ToolLoop struct {
 	// chain is what the last policy queried with decided; an agent
 	// queries with the same policy every iteration.
 	chain    policyChain
-	sessions map[string][]Message
+	sessions map[string]session
 	// busy lists the sessions a query is extending: the query appends to
 	// the session's own slice, so a second concurrent query on the same
 	// session must work on a copy. (A list: a loop runs few queries at
 	// once.)
 	busy []string
 	last string
+}
+
+// session is a session's transcript and its size (Message.Size summed),
+// kept as the transcript grows so that no query has to measure it again.
+type session struct {
+	msgs  []Message
+	bytes int
 }
 
 // loopConfig is the part of its Config a ToolLoop keeps.
@@ -101,7 +108,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 		// Clipped: queries extend a session in place, which must not
 		// write into the caller's array (another loop may be seeded
 		// with it too).
-		l.setSession(id, slices.Clip(msgs))
+		l.setSession(id, slices.Clip(msgs), messagesBytes(msgs))
 	}
 	return l
 }
@@ -117,7 +124,7 @@ func (l *ToolLoop) SessionID() string {
 func (l *ToolLoop) Transcript(sessionID string) []Message {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Message(nil), l.sessions[sessionID]...)
+	return append([]Message(nil), l.sessions[sessionID].msgs...)
 }
 
 // Close releases the model if it holds resources.
@@ -164,7 +171,15 @@ type ModelTurnEvent struct {
 // loop handles, denied and unknown ones included: ToolStart before the
 // policy check, ToolEnd with the outcome.
 func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
-	q, msgs, err := l.begin(prompt, &opts)
+	return l.QueryWith(ctx, prompt, &opts)
+}
+
+// QueryWith is Query with the options by pointer; it neither changes nor
+// keeps them. A caller that asks many queries (an agent's iterations)
+// passes its options without copying them into its stack frame, which is
+// part of what a run parked in a model call keeps.
+func (l *ToolLoop) QueryWith(ctx context.Context, prompt string, opts *QueryOptions) (*QueryResult, error) {
+	q, msgs, err := l.begin(prompt, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +201,7 @@ func (l *ToolLoop) settle(q *query, msgs []Message, res *QueryResult, err error)
 		if q.lp.Compacted {
 			prior = -1
 		}
-		l.commit(q.sid, msgs, prior, res)
+		l.commit(q.sid, msgs, q.lp.size, prior, res)
 	}
 }
 
@@ -218,12 +233,13 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []Me
 	l.mu.Lock()
 	q := queries.Get().(*query)
 	*q = query{sid: opts.SessionID}
-	history, known := l.sessions[q.sid]
+	held, known := l.sessions[q.sid]
 	if q.sid == "" || !known {
 		q.renewed = q.sid != ""
 		q.sid = newSessionID()
-		history = nil
+		held = session{}
 	}
+	history := held.msgs
 	q.prior = len(history)
 	// The query appends to the session's slice in place (amortized growth,
 	// no copy of the transcript per query); the session keeps its old
@@ -247,13 +263,14 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []Me
 
 	query := len(msgs) // index of this query's prompt
 	msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
+	size := held.bytes + msgs[query].Size()
 	q.lp = Loop{
 		Model: l.model,
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
 		Tools: l.tools, MaxTurns: maxTurns, MaxToolCallsPerTurn: l.cfg.MaxToolCallsPerTurn, Events: l.cfg.Events,
 		Middleware: chain.mw, Redact: l.cfg.Redact,
-		Context: l.cfg.Context, Query: query, SessionID: q.sid, Ledger: l.cfg.Ledger,
+		Context: l.cfg.Context, Query: query, SessionID: q.sid, Ledger: l.cfg.Ledger, size: size, known: true,
 	}
 	return q, msgs, nil
 }
@@ -317,19 +334,19 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 // setSession makes msgs the transcript of session id (the map is made by
 // the first session that ends a query, so an agent parked in its first
 // query holds none). Called with l.mu held, or before l is shared.
-func (l *ToolLoop) setSession(id string, msgs []Message) {
+func (l *ToolLoop) setSession(id string, msgs []Message, bytes int) {
 	if l.sessions == nil {
-		l.sessions = map[string][]Message{}
+		l.sessions = map[string]session{}
 	}
-	l.sessions[id] = msgs
+	l.sessions[id] = session{msgs: msgs, bytes: bytes}
 }
 
-// commit makes msgs the session's transcript and journals what changed:
-// the messages after the first prior ones, or (prior < 0, after
-// compaction) the whole transcript.
-func (l *ToolLoop) commit(sid string, msgs []Message, prior int, res *QueryResult) {
+// commit makes msgs (of bytes bytes) the session's transcript and journals
+// what changed: the messages after the first prior ones, or (prior < 0,
+// after compaction) the whole transcript.
+func (l *ToolLoop) commit(sid string, msgs []Message, bytes, prior int, res *QueryResult) {
 	l.mu.Lock()
-	l.setSession(sid, msgs)
+	l.setSession(sid, msgs, bytes)
 	l.last = sid
 	l.mu.Unlock()
 	res.SessionID = sid
@@ -417,6 +434,12 @@ type Loop struct {
 	// that the current turn's answer came from it.
 	led      *ledgerRun
 	replayed bool
+	// size is the transcript's size (Message.Size summed), kept as it
+	// grows, so that fitting a request into the context window costs the
+	// same on the hundredth turn as on the first. A ToolLoop sets it to
+	// its session's size before Run (known); other Runs measure msgs once.
+	size  int
+	known bool
 	// cut is the turn's call the answer was cut off in (max_tokens),
 	// which is not run; nil when there is none. A pointer, made when an
 	// answer is cut off: a parked query's Loop stays in a smaller size
@@ -484,6 +507,10 @@ func (lp *Loop) begin(msgs []Message) {
 	if lp.maxTurns <= 0 {
 		lp.maxTurns = DefaultMaxTurns
 	}
+	if !lp.known {
+		lp.size = messagesBytes(msgs)
+	}
+	lp.known = false
 }
 
 // ended returns what Run returns and lets go of the Run's state.
@@ -543,7 +570,7 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 	}
 	lp.req.Messages = lp.msgs
 	if lp.Context != nil && lp.led.recorded(res.Turns+1) == nil {
-		fit, err := lp.Context.Fit(ctx, lp.req, lp.Query)
+		fit, err := lp.fit(ctx)
 		res.Usage.Add(fit.Usage)
 		if err != nil {
 			return true, err
@@ -551,6 +578,7 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 		if fit.Compaction != nil {
 			lp.Query -= len(lp.msgs) - len(fit.Messages)
 			lp.msgs, lp.Compacted = fit.Messages, true
+			lp.size = messagesBytes(lp.msgs)
 			lp.req.Messages = lp.msgs
 			fit.Compaction.SessionID = lp.SessionID
 			lp.events().Emit(fit.Compaction)
@@ -559,6 +587,15 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 	res.Turns++
 	lp.start = time.Now()
 	return false, nil
+}
+
+// fit asks the context manager to fit the current request, telling it the
+// transcript's size when it takes it.
+func (lp *Loop) fit(ctx context.Context) (Fitted, error) {
+	if sc, ok := lp.Context.(sizedContext); ok {
+		return sc.fitSized(ctx, lp.req, lp.Query, lp.size)
+	}
+	return lp.Context.Fit(ctx, lp.req, lp.Query)
 }
 
 // answer takes one model answer into the transcript: it redacts it, gives
@@ -577,7 +614,11 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		return true, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "model returned no response and no error")
 	}
 	if lp.Context != nil && !lp.replayed {
-		lp.Context.Observe(lp.req, resp.Usage.Input())
+		if sc, ok := lp.Context.(sizedContext); ok {
+			sc.observeSized(lp.req, lp.size, resp.Usage.Input())
+		} else {
+			lp.Context.Observe(lp.req, resp.Usage.Input())
+		}
 	}
 	res := lp.res
 	res.Usage.Add(resp.Usage)
@@ -603,6 +644,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 		ids[c.ID] = true
 	}
 	lp.msgs = append(lp.msgs, resp.Message)
+	lp.size += resp.Message.Size()
 	if !lp.replayed {
 		mt := ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
 			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(lp.start).Milliseconds()}
@@ -646,6 +688,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	}
 	stop := lp.Hooks != nil && lp.Hooks.AfterTools(res.Turns, results)
 	lp.msgs = append(lp.msgs, Message{Role: RoleTool, ToolResults: results})
+	lp.size += lp.msgs[len(lp.msgs)-1].Size()
 	if stop {
 		return true, nil
 	}

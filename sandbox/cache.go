@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
 )
@@ -69,9 +71,35 @@ func NewCache(parent string) (*Cache, error) {
 		return fail(err)
 	}
 	if parent == "" {
-		RemoveStale("")
+		sweepStale()
 	}
 	return c, nil
+}
+
+// lastStaleSweep is when this process last removed what killed runs left
+// in the system's temporary directory (Unix nanoseconds; 0 = never). It
+// is process-wide, as that directory is.
+var lastStaleSweep atomic.Int64
+
+// staleSweepEvery is how often a process looks for what killed runs left
+// again after its first cache.
+const staleSweepEvery = 10 * time.Minute
+
+// sweepStale runs RemoveStale("") at a process's first cache and then at
+// most every staleSweepEvery: the directories of this process's own runs
+// are never stale, and a program that builds many agents (an embedder,
+// a worker) read the whole temporary directory, and the owner file of
+// every live run's cache in it, for each one (about 100 ms per agent with
+// a thousand agents alive).
+func sweepStale() {
+	now := time.Now().UnixNano()
+	last := lastStaleSweep.Load()
+	if last != 0 && now-last < int64(staleSweepEvery) {
+		return
+	}
+	if lastStaleSweep.CompareAndSwap(last, now) {
+		RemoveStale("")
+	}
 }
 
 // makeCacheDirs creates the subdirectories of the cache variables in dir.

@@ -6,10 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -47,18 +50,33 @@ type Server struct {
 // reaches the network only as the runner's Config allows. It ends when
 // Close is called or ctx is done.
 func (c *CommandRunner) StartServer(ctx context.Context, argv []string, dir string, env []string, readOnly []string) (*Server, error) {
-	for _, p := range readOnly {
-		if !filepath.IsAbs(p) {
-			return nil, agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, false, "readable path %q is not absolute", p)
+	return c.start(ctx, llm.ProgramSpec{Argv: argv, Dir: dir, Env: env, ReadOnly: readOnly})
+}
+
+// start is StartServer with further writable directories and network
+// pairs (StartProgram).
+func (c *CommandRunner) start(ctx context.Context, p llm.ProgramSpec) (*Server, error) {
+	for _, path := range append(slices.Clone(p.ReadOnly), p.Writable...) {
+		if !filepath.IsAbs(path) {
+			return nil, agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, false, "path %q is not absolute", path)
 		}
 	}
 	box := *c
-	box.ReadOnly = append(append([]string(nil), c.ReadOnly...), readOnly...)
+	box.ReadOnly = append(append([]string(nil), c.ReadOnly...), p.ReadOnly...)
 	box.Cache = nil
-	spec, cleanup, err := box.spec(argv, tool.CommandSpec{Dir: dir, Env: env, Timeout: serverLifetime})
+	if len(p.NetworkAllow) > 0 && c.Runner != nil && !c.Runner.cfg.Network {
+		if _, err := newAllowList(p.NetworkAllow); err != nil {
+			return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "network allow-list")
+		}
+		r := *c.Runner
+		r.cfg.NetworkAllow = append(slices.Clone(c.Runner.cfg.NetworkAllow), p.NetworkAllow...)
+		box.Runner = &r
+	}
+	spec, cleanup, err := box.spec(p.Argv, tool.CommandSpec{Dir: p.Dir, Env: p.Env, Timeout: serverLifetime})
 	if err != nil {
 		return nil, err
 	}
+	spec.Writable = append(spec.Writable, p.Writable...)
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		cleanup()
@@ -79,7 +97,7 @@ func (c *CommandRunner) StartServer(ctx context.Context, argv []string, dir stri
 	go func() {
 		defer close(srv.done)
 		defer cleanup()
-		res, err := c.Runner.Run(runCtx, spec)
+		res, err := box.Runner.Run(runCtx, spec)
 		// The program has ended: its output ends for the reader too.
 		stdoutW.Close()
 		stdinR.Close()
@@ -95,6 +113,79 @@ func (c *CommandRunner) StartServer(ctx context.Context, argv []string, dir stri
 		}
 	}()
 	return srv, nil
+}
+
+// StartProgram implements llm.ProgramSandbox: spec.Argv runs like a
+// server of StartServer (the work dir spec.Dir writable, the system
+// directories, spec.Dir and spec.ReadOnly readable), and may also write
+// spec.Writable and reach spec.NetworkAllow through the sandbox's
+// allow-list proxy. The claude CLI runs in it, and every tool it runs
+// with it.
+func (c *CommandRunner) StartProgram(ctx context.Context, spec llm.ProgramSpec) (llm.Program, error) {
+	srv, err := c.start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return program{srv: srv, isolation: c.describe(spec.NetworkAllow)}, nil
+}
+
+// describe names the confinement of a program of StartProgram that may
+// reach the extra pairs allow.
+func (c *CommandRunner) describe(allow []string) string {
+	caps := c.Runner.Capabilities()
+	var parts []string
+	if caps.Namespaces {
+		parts = append(parts, "namespaces")
+	}
+	if caps.LandlockABI > 0 {
+		parts = append(parts, fmt.Sprintf("landlock:v%d", caps.LandlockABI))
+	}
+	switch all := append(slices.Clone(c.Runner.cfg.NetworkAllow), allow...); {
+	case c.Runner.cfg.Network:
+		parts = append(parts, "network: every host")
+	case len(all) > 0:
+		parts = append(parts, "network: "+strings.Join(all, ", ")+" only")
+	default:
+		parts = append(parts, "network: none")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// program is a Server as an llm.Program.
+type program struct {
+	srv       *Server
+	isolation string
+}
+
+func (p program) Stdin() io.WriteCloser { return p.srv.stdinW }
+func (p program) Stdout() io.Reader     { return p.srv.Stdout }
+func (p program) Stderr() string        { return p.srv.Stderr() }
+func (p program) Describe() string      { return "sandboxed: " + p.isolation }
+
+// Stop ends the program: kill at once, or close its input first.
+func (p program) Stop(kill bool) {
+	if kill {
+		p.srv.cancel()
+		return
+	}
+	go p.srv.Close()
+}
+
+// Wait waits for the program; a run that did not end with exit code 0 is
+// an error naming how it ended.
+func (p program) Wait() error {
+	res, err := p.srv.Wait()
+	if err != nil {
+		return err
+	}
+	if res.Status == StatusOK {
+		return nil
+	}
+	msg := string(res.Status)
+	if res.Reason != "" {
+		msg += ": " + res.Reason
+	}
+	return fmt.Errorf("in the sandbox: %s", msg)
 }
 
 // serverStdin closes the program's input and then ends the program.

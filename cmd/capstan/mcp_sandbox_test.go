@@ -141,3 +141,90 @@ func TestMCPServerRunsInTheSandbox(t *testing.T) {
 		t.Errorf("unsandboxed, the server could not read the file or reach the server: the test proves nothing")
 	}
 }
+
+// TestMCPServerInstalledOutsideTheReadablePathsStarts: stdio MCP servers
+// installed outside the work dir and the system directories — one in a
+// virtual environment (bin/server next to pyvenv.cfg, which runs the
+// environment's lib/ program), one in a node_modules folder (.bin/srv, a
+// link to a package's script that runs a program of a dependency beside
+// it) — start sandboxed and answer: the sandbox reads their install
+// roots, and the run says which. A file beside the install root stays
+// unreadable.
+func TestMCPServerInstalledOutsideTheReadablePathsStarts(t *testing.T) {
+	needSandbox(t)
+	bin := buildStdioServer(t)
+	prefix := t.TempDir()
+	secret := filepath.Join(prefix, "secret.txt")
+	venv := filepath.Join(prefix, "venv")
+	nm := filepath.Join(prefix, "proj", "node_modules")
+	server, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, f := range map[string]struct {
+		mode os.FileMode
+		data []byte
+	}{
+		secret:                            {0o644, []byte("beside-the-install-c0ffee")},
+		filepath.Join(venv, "pyvenv.cfg"): {0o644, []byte("home = /usr/bin\n")},
+		filepath.Join(venv, "lib", "stdioserver"): {0o755, server},
+		filepath.Join(venv, "bin", "server"):      {0o755, []byte("#!/bin/sh\nexec \"$(dirname \"$0\")/../lib/stdioserver\" \"$@\"\n")},
+		filepath.Join(nm, "dep", "stdioserver"):   {0o755, server},
+		filepath.Join(nm, "srv", "bin", "srv.sh"): {0o755, []byte("#!/bin/sh\nexec \"$(dirname \"$(readlink -f \"$0\")\")/../../dep/stdioserver\" \"$@\"\n")},
+		filepath.Join(nm, "srv", "package.json"):  {0o644, []byte(`{"name": "srv", "bin": {"srv": "bin/srv.sh"}}`)},
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, f.data, f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(nm, ".bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../srv/bin/srv.sh", filepath.Join(nm, ".bin", "srv")); err != nil {
+		t.Fatal(err)
+	}
+	script := `turns:
+  - tool_calls:
+      - {name: mcp__v__greet, input: {name: "venv"}}
+      - {name: mcp__n__greet, input: {name: "node"}}
+      - {name: mcp__v__read, input: {path: ` + jsonString(secret) + `}}
+  - text: "ALL_DONE"
+`
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "mcpinstalled", "description": "MCP servers installed outside the work dir",
+  "runner": {"model": "script:script.yaml", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "mcpServers": {"v": {"command": ` + jsonString(filepath.Join(venv, "bin", "server")) + `},
+      "n": {"command": ` + jsonString(filepath.Join(nm, ".bin", "srv")) + `}},
+    "boundaries": {"allowedTools": ["mcp__v__greet", "mcp__n__greet", "mcp__v__read"]}}}`,
+		"steps_registry.json":                  `{"agentId": "mcpinstalled", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Greet.",
+		"script.yaml":                          script,
+	})
+	wd := t.TempDir()
+	code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(runJournals(t, wd)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	wdBase := filepath.Base(wd)
+	for _, want := range []string{", venv from " + wdBase, ", node from " + wdBase, "read failed",
+		`MCP server \"v\": the sandbox lets it read its install as well, read-only: ` + venv,
+		`MCP server \"n\": the sandbox lets it read its install as well, read-only: ` + nm} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the journal lacks %q", want)
+		}
+	}
+	if !strings.Contains(errOut+out, "MCP servers n, v: the sandbox lets them read their installs as well, read-only: n: "+nm+"; v: "+venv) {
+		t.Errorf("the run's progress does not name the added paths:\n%s\n%s", out, errOut)
+	}
+	if strings.Contains(text, "beside-the-install-c0ffee") {
+		t.Error("the sandboxed server read a file beside its install root")
+	}
+}

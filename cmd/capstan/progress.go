@@ -187,6 +187,9 @@ func (p *progressPrinter) activityStarted(a event.Activity) {
 		fmt.Fprintln(p.w, "test baseline: running the test validators before the first iteration…")
 	case event.ActivityMCP:
 		fmt.Fprintf(p.w, "%s: connecting…\n", label)
+		if a.Detail != "" {
+			fmt.Fprintf(p.w, "%s: %s\n", label, a.Detail)
+		}
 	case event.ActivityBuildCache:
 		fmt.Fprintf(p.w, "%s: preparing (compiled once per Go toolchain)…\n", label)
 	default:

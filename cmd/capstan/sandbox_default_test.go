@@ -56,7 +56,7 @@ func TestRunsAreSandboxedByDefault(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sandboxed == nil || *res.Sandboxed {
 		t.Fatalf("--no-sandbox: the Result does not say sandboxed: false: %v\n%s", err, out)
 	}
-	const why = "unsandboxed (--no-sandbox): Bash, validators, subprocess steps and MCP servers run with your rights"
+	const why = "unsandboxed (--no-sandbox): Bash, validators, subprocess steps, MCP servers and the claude CLI's tools run with your rights"
 	first := regexp.MustCompile(`(?m)^capstan: running boxed \(run [^)]*\) — (.*)$`).FindStringSubmatch(errOut)
 	if first == nil || first[1] != why {
 		t.Fatalf("the first progress line does not say the run is unsandboxed:\n%s", errOut)

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // binary is one program under measurement: package pkg built in dir, with
@@ -194,6 +195,7 @@ func build(tb testing.TB, b binary, ldflags string) string {
 }
 
 func TestMain(m *testing.M) {
+	sandbox.Init() // sandboxed tools re-execute the test binary as their helper, as a user's main does
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)

@@ -39,7 +39,8 @@ func init() {
 }
 
 // BenchmarkParkedAgents parks n agents (agent.Build, Start and Run with
-// the journal on) in a model call that blocks, and reports heap + stack in
+// the journal on; "public": agent.Load once and agent.New per agent, as
+// the README builds one) in a model call that blocks, and reports heap + stack in
 // use per agent once all have arrived — everything the agent holds, from
 // before Build — then the heap and the stack apart, and goroutines per
 // agent. The floor, measured in the same run, is n goroutines blocked in
@@ -53,10 +54,28 @@ func BenchmarkParkedAgents(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The way the README tells a user to build an agent from a folder:
+	// agent.Load reads it once into a pinned snapshot, agent.New builds
+	// each agent from the Config it returns.
+	loaded, err := agent.Load(dir, agent.Config{Model: "parkbench:m", MaxIterations: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("agent/%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				parkAgents(b, def, n)
+				parkAgents(b, n, func(ctx context.Context, work string) (*agent.Agent, error) {
+					return agent.Build(ctx, def, agent.BuildOptions{WorkDir: work, Model: "parkbench:m", MaxIterations: 1})
+				})
+			}
+		})
+		b.Run(fmt.Sprintf("public/%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				parkAgents(b, n, func(ctx context.Context, work string) (*agent.Agent, error) {
+					cfg := loaded
+					cfg.WorkDir = work
+					return agent.New(ctx, cfg)
+				})
 			}
 		})
 		b.Run(fmt.Sprintf("floor/%d", n), func(b *testing.B) {
@@ -102,7 +121,8 @@ func report(b *testing.B, n int, m0 memUse) {
 	b.ReportMetric(float64(m1.goroutines-m0.goroutines)/float64(n), "goroutines/agent")
 }
 
-func parkAgents(b *testing.B, def *agentdir.Agent, n int) {
+// parkAgents parks n agents that build makes, each in its own work dir.
+func parkAgents(b *testing.B, n int, build func(ctx context.Context, work string) (*agent.Agent, error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	root := b.TempDir()
 	parkArrived.Store(0)
@@ -114,7 +134,7 @@ func parkAgents(b *testing.B, def *agentdir.Agent, n int) {
 		if err := os.Mkdir(work, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		a, err := agent.Build(ctx, def, agent.BuildOptions{WorkDir: work, Model: "parkbench:m", MaxIterations: 1})
+		a, err := build(ctx, work)
 		if err != nil {
 			b.Fatal(err)
 		}

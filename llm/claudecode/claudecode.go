@@ -34,7 +34,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -46,9 +45,9 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/hostcmd"
-
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -74,7 +73,7 @@ var secretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
 func init() {
 	llm.Register("claude-code", func(ctx context.Context, c llm.Config) (llm.Bridge, error) {
 		return New(Config{Model: c.Model, BaseURL: c.BaseURL, WorkDir: c.WorkDir, Getenv: c.Getenv, Events: c.Events,
-			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers, Redact: c.Redact})
+			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers, Redact: c.Redact, Sandbox: c.Sandbox})
 	})
 }
 
@@ -108,6 +107,10 @@ type Config struct {
 	// the tool inputs it wrote, the results of the tools the CLI ran and the
 	// structured output (nil = nothing to redact).
 	Redact llm.Redactor
+	// Sandbox, when set, is where the CLI runs (see the package
+	// documentation): every tool it runs is confined with it. nil runs
+	// the CLI with the caller's rights.
+	Sandbox llm.ProgramSandbox
 	// KillGrace is how long a cancelled CLI gets between SIGTERM and
 	// SIGKILL (0 = 2s).
 	KillGrace time.Duration
@@ -132,6 +135,10 @@ type Bridge struct {
 	// schemas keeps the output schemas compiled, one per distinct
 	// schema, instead of compiling each query's anew.
 	schemas *schema.Cache
+
+	// home is the CLI's private configuration folder (CLAUDE_CONFIG_DIR)
+	// of a sandboxed Bridge, removed by Close; "" unsandboxed.
+	home string
 }
 
 // New resolves the claude binary and returns a Bridge. A missing binary is
@@ -151,6 +158,11 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, err
 	}
 	b := &Bridge{cfg: cfg, binary: bin, schemas: schema.NewCache(0)}
+	if cfg.Sandbox != nil {
+		if b.home, err = privateHome(cfg.Getenv); err != nil {
+			return nil, err
+		}
+	}
 	if len(cfg.MCPServers) > 0 {
 		j, err := MCPConfigJSON(cfg.MCPServers)
 		if err != nil {
@@ -206,23 +218,11 @@ func findBinary(cfg Config) ([]string, error) {
 // "#!/usr/bin/env NAME" line (how npm installs the claude CLI): env would
 // look NAME up on PATH when the CLI starts, so capstan resolves it itself.
 func envInterpreter(p string) (string, bool) {
-	f, err := os.Open(p)
-	if err != nil {
+	f := sandbox.ShebangFields(p)
+	if len(f) != 2 || filepath.Base(f[0]) != "env" || strings.HasPrefix(f[1], "-") {
 		return "", false
 	}
-	defer f.Close()
-	head := make([]byte, 256)
-	n, _ := f.Read(head)
-	line, _, _ := strings.Cut(string(head[:n]), "\n")
-	rest, ok := strings.CutPrefix(line, "#!")
-	if !ok {
-		return "", false
-	}
-	f2 := strings.Fields(rest)
-	if len(f2) != 2 || filepath.Base(f2[0]) != "env" || strings.HasPrefix(f2[1], "-") {
-		return "", false
-	}
-	return f2[1], true
+	return f[1], true
 }
 
 // MCPConfigJSON renders MCP servers in the CLI's --mcp-config format.
@@ -264,8 +264,14 @@ func (b *Bridge) SessionID() string {
 	return b.last
 }
 
-// Close implements llm.Bridge; queries hold no state between calls.
-func (b *Bridge) Close() error { return nil }
+// Close implements llm.Bridge: a sandboxed Bridge removes the CLI's
+// private configuration folder (its sessions with it).
+func (b *Bridge) Close() error {
+	if b.home == "" {
+		return nil
+	}
+	return os.RemoveAll(b.home)
+}
 
 // Args returns the CLI arguments for a query (without the binary). Every
 // value that comes from configuration or a model is passed in the
@@ -308,6 +314,11 @@ func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
 	}
 	if opts.SystemPrompt != "" {
 		add("--append-system-prompt", opts.SystemPrompt)
+	}
+	if b.cfg.Sandbox != nil {
+		// The CLI's own sandbox too, where it has one; capstan's
+		// confinement does not depend on it.
+		add("--settings", cliSandboxSettings)
 	}
 	return args
 }
@@ -367,28 +378,20 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 	if partial {
 		args = append(args, partialFlag)
 	}
-	cmd := exec.Command(b.binary[0], append(b.binary[1:], args...)...)
-	cmd.Dir = b.cfg.WorkDir
-	cmd.Env = b.env()
-	setProcessGroup(cmd)
-	stdin, err := cmd.StdinPipe()
+	proc, err := b.start(ctx, args)
 	if err != nil {
-		return nil, agenterr.Wrap(err, agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, false, "claude: stdin pipe")
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, agenterr.Wrap(err, agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, false, "claude: stdout pipe")
-	}
-	stderr := &tailBuffer{max: 16 << 10}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+		if agenterr.From(err) != nil && b.cfg.Sandbox != nil {
+			return nil, err
+		}
 		e := agenterr.Wrap(err, agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, false, "claude CLI could not start")
 		e.Hint = InstallHint
 		return nil, e
 	}
-	b.cfg.Events.Emit(event.ClaudeCodeProcessEvent{PID: cmd.Process.Pid, Resume: resume, Args: len(cmd.Args) - 1})
+	stdin, stdout := proc.Stdin(), proc.Stdout()
+	b.cfg.Events.Emit(event.ClaudeCodeProcessEvent{Resume: resume, Args: len(args), Confinement: proc.Describe()})
 
-	// Cancellation kills the whole process group: SIGTERM, then SIGKILL.
+	// Cancellation ends the CLI and everything it started: SIGTERM (or
+	// its input closed, in the sandbox), then SIGKILL.
 	done := make(chan struct{})
 	var killed sync.WaitGroup
 	killed.Add(1)
@@ -397,15 +400,7 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 		select {
 		case <-done:
 		case <-ctx.Done():
-			signalGroup(cmd, false)
-			t := time.NewTimer(b.cfg.KillGrace)
-			defer t.Stop()
-			select {
-			case <-done:
-				signalGroup(cmd, true) // children left behind
-			case <-t.C:
-				signalGroup(cmd, true)
-			}
+			proc.Stop(false)
 		}
 	}()
 
@@ -414,7 +409,7 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 	_, werr := stdin.Write(append(msg, '\n'))
 
 	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events,
-		redact: b.cfg.Redact, abort: func() { signalGroup(cmd, true) }, sink: sink}
+		redact: b.cfg.Redact, abort: func() { proc.Stop(true) }, sink: sink}
 	readErr := st.read(stdout, func() { _ = stdin.Close() })
 	if st.partialText {
 		// Deltas of a message whose assistant frame never came.
@@ -423,9 +418,10 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 	_ = stdin.Close()
 	// Drain whatever is left so the process can exit.
 	_, _ = io.Copy(io.Discard, stdout)
-	waitErr := cmd.Wait()
+	waitErr := proc.Wait()
 	close(done)
 	killed.Wait()
+	stderr := proc.Stderr()
 
 	if ctx.Err() != nil {
 		return nil, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerSDKBridge, false, "claude-code query canceled")
@@ -434,8 +430,8 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 		return nil, st.aborted
 	}
 	if st.result == nil {
-		err := b.noResult(resume, stderr.String(), readErr, werr, waitErr)
-		if partial && st.frames == 0 && unknownOption(stderr.String(), partialFlag) {
+		err := b.noResult(resume, stderr, readErr, werr, waitErr)
+		if partial && st.frames == 0 && unknownOption(stderr, partialFlag) {
 			return nil, &partialUnsupported{err}
 		}
 		return nil, err

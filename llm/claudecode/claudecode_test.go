@@ -22,6 +22,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
+	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -29,6 +30,7 @@ import (
 var fakeBin string
 
 func TestMain(m *testing.M) {
+	sandbox.Init()
 	dir, err := os.MkdirTemp("", "fakeclaude")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

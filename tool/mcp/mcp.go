@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -269,7 +270,51 @@ func sandboxedTransport(name, prog string, args, env []string, opts Options) (sd
 			}
 		}
 	}
+	roots := installRoots(prog, args, wd)
+	if len(roots) > 0 && opts.Events != nil {
+		opts.Events.Emit(event.Warning(fmt.Sprintf(
+			"MCP server %q: the sandbox lets it read its install as well, read-only: %s", name, strings.Join(roots, ", "))))
+	}
+	readable = append(readable, roots...)
 	return &boxedTransport{name: name, box: opts.Sandbox, argv: append([]string{prog}, args...), dir: wd, env: env, readable: readable}, nil
+}
+
+// InstallRoots is what a sandboxed stdio server cfg reads of its install
+// besides the system directories and the work dir workDir (the rule of
+// sandbox.InstallRoots, for its resolved program and for the absolute
+// paths among its arguments), read-only. nil for a server named by url.
+func InstallRoots(cfg tool.MCPServer, workDir string) []string {
+	if cfg.Command == "" {
+		return nil
+	}
+	wd, err := filepath.Abs(workDir)
+	if err != nil {
+		return nil
+	}
+	prog := cfg.Command
+	switch {
+	case !strings.Contains(prog, "/"):
+		p, err := hostcmd.LookPath(prog, os.Getenv("PATH"), wd)
+		if err != nil {
+			return nil
+		}
+		prog = p
+	case !filepath.IsAbs(prog):
+		prog = filepath.Join(wd, prog)
+	}
+	return installRoots(prog, cfg.Args, wd)
+}
+
+// installRoots is InstallRoots of a resolved program.
+func installRoots(prog string, args []string, wd string) []string {
+	roots := sandbox.InstallRoots(prog, os.Getenv("PATH"), wd)
+	for _, a := range args {
+		if filepath.IsAbs(a) {
+			roots = append(roots, sandbox.InstallRoots(a, os.Getenv("PATH"), wd)...)
+		}
+	}
+	slices.Sort(roots)
+	return slices.Compact(roots)
 }
 
 // boxedTransport is an MCP stdio transport whose server runs in the

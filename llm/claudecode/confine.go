@@ -1,0 +1,131 @@
+package claudecode
+
+import (
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/sandbox"
+)
+
+// defaultEndpoint is where the CLI reaches the model when
+// ANTHROPIC_BASE_URL says nothing.
+const defaultEndpoint = "https://api.anthropic.com"
+
+// cliSandboxSettings turns on the CLI's own sandbox (its settings'
+// sandbox.enabled) in a sandboxed run.
+const cliSandboxSettings = `{"sandbox":{"enabled":true}}`
+
+// credentialsFile is the file of a claude CLI login in its configuration
+// folder.
+const credentialsFile = ".credentials.json"
+
+// privateHome makes the private configuration folder of a sandboxed CLI:
+// the CLI keeps its sessions and settings there instead of in the user's
+// ~/.claude, which the sandbox does not expose. A user logged in with
+// `claude login` (no ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN) has the
+// login's credentials file copied in, and nothing else of the user's
+// folder.
+func privateHome(getenv func(string) string) (string, error) {
+	dir, err := os.MkdirTemp("", "capstan-claude-")
+	if err != nil {
+		return "", agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the claude CLI's private configuration folder")
+	}
+	if getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "" {
+		return dir, nil
+	}
+	src := getenv("CLAUDE_CONFIG_DIR")
+	if src == "" {
+		if h := getenv("HOME"); h != "" {
+			src = filepath.Join(h, ".claude")
+		}
+	}
+	if src == "" {
+		return dir, nil
+	}
+	if b, err := os.ReadFile(filepath.Join(src, credentialsFile)); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, credentialsFile), b, 0o600); err != nil {
+			os.RemoveAll(dir)
+			return "", agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "copy the claude login into the CLI's private configuration folder")
+		}
+	}
+	return dir, nil
+}
+
+// Endpoint is the host:port a claude CLI with the environment getenv and
+// the base URL override baseURL reaches the model at: ANTHROPIC_BASE_URL's
+// (default port of its scheme when it names none), else the Anthropic API's.
+func Endpoint(baseURL string, getenv func(string) string) (string, error) {
+	if baseURL == "" {
+		baseURL = getenv("ANTHROPIC_BASE_URL")
+	}
+	if baseURL == "" {
+		baseURL = defaultEndpoint
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Hostname() == "" || u.Scheme != "http" && u.Scheme != "https" {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"the model endpoint %q is not an http(s) URL", baseURL)
+		e.Hint = "set ANTHROPIC_BASE_URL (or --base-url) to a URL such as https://gateway.example.com"
+		return "", e
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// sandboxSpec is the confined program of argv: the work dir and the
+// private configuration folder writable, the CLI's install (and its
+// interpreter's) readable, the model's endpoint reachable.
+func (b *Bridge) sandboxSpec(argv []string) (llm.ProgramSpec, error) {
+	wd := b.cfg.WorkDir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return llm.ProgramSpec{}, err
+		}
+	}
+	wd, err := filepath.Abs(wd)
+	if err != nil {
+		return llm.ProgramSpec{}, err
+	}
+	endpoint, err := Endpoint(b.cfg.BaseURL, b.cfg.Getenv)
+	if err != nil {
+		return llm.ProgramSpec{}, err
+	}
+	var readable []string
+	for _, p := range b.binary {
+		readable = append(readable, sandbox.InstallRoots(p, b.cfg.Getenv("PATH"), wd)...)
+	}
+	env := lastWins(append(b.env(), "CLAUDE_CONFIG_DIR="+b.home))
+	return llm.ProgramSpec{Argv: argv, Dir: wd, Env: env, ReadOnly: readable, Writable: []string{b.home},
+		NetworkAllow: []string{endpoint}}, nil
+}
+
+// lastWins keeps the last entry of each variable of env, in the order of
+// the first.
+func lastWins(env []string) []string {
+	last := map[string]string{}
+	var order []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		last[k] = v
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, k+"="+last[k])
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+//go:build linux
+
+package claudecode_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/capstan-dev/capstan/internal/claudetest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/claudecode"
+	"github.com/capstan-dev/capstan/sandbox"
+)
+
+// boxedRunner is the agent's default sandbox (no network but the
+// model's endpoint), or a skip/failure where the machine cannot sandbox.
+func boxedRunner(t *testing.T) *sandbox.CommandRunner {
+	t.Helper()
+	r, err := sandbox.NewCommandRunner(context.Background(), nil)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI's machine sandboxes: %v", err)
+		}
+		t.Skipf("this machine cannot sandbox: %v", err)
+	}
+	return r
+}
+
+// TestRealCLIRunsInTheSandbox runs the real claude CLI in the agent's
+// sandbox against the loopback fake API: the model's Bash (the CLI's own
+// tool) cannot read a file outside the readable paths, write outside the
+// work dir or reach a loopback server that is not the API, while an
+// honest command in the work dir works and the model's turns still reach
+// the API through the allow-list.
+func TestRealCLIRunsInTheSandbox(t *testing.T) {
+	bin := claudetest.CLI(t)
+	box := boxedRunner(t)
+	work := notesDir(t)
+	outside := t.TempDir()
+	secretFile := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secretFile, []byte("TOP-SECRET-31337\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(outside, "planted.txt")
+
+	// A loopback server that is not the API: nothing may reach it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var dialed atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialed.Add(1)
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	attack := "cat " + secretFile + "; echo read=$?; " +
+		"echo pwned > " + target + "; echo write=$?; " +
+		"(exec 3<>/dev/tcp/127.0.0.1/" + port + "); echo dial=$?; " +
+		"curl -sf -o /dev/null --max-time 10 http://127.0.0.1:" + port + "/; echo proxied=$?; " +
+		"echo honest > made.txt; echo inside=$?; cat notes.txt"
+
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		switch {
+		case len(r.LastToolResults) > 0:
+			return fakellm.Reply{Text: "RESULT: " + strings.Join(r.LastToolResults, " ")}
+		case strings.Contains(r.LastUserText, "ATTACK"):
+			return fakellm.Reply{Text: "Running.", ToolCalls: []fakellm.ToolCall{{Name: "Bash",
+				Input: json.RawMessage(`{"command":` + strconv.Quote(attack) + `,"description":"probe"}`)}}}
+		}
+		return fakellm.Reply{Text: "ok"}
+	}})
+	b, err := claudecode.New(claudecode.Config{Binary: bin, WorkDir: work, Model: "claude-sonnet-5", Getenv: realEnv(t, srv), Sandbox: box})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := b.Query(ctx, "ATTACK the machine", llm.QueryOptions{MaxTurns: 4, AllowedTools: []string{"Bash"}})
+	dumpOnError(t, srv, err)
+	if len(res.ToolUses) != 1 || res.ToolUses[0].Name != "Bash" {
+		t.Fatalf("tool uses = %+v", res.ToolUses)
+	}
+	out := res.ToolUses[0].Output
+	t.Logf("Bash output in the sandbox:\n%s", out)
+	for _, want := range []string{"inside=0", "the code is 4711"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("honest command: output lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"TOP-SECRET-31337", "read=0", "write=0", "dial=0", "proxied=0"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the sandbox let through %q", bad)
+		}
+	}
+	for _, want := range []string{"read=", "write=", "dial=", "proxied="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q: the attack did not run", want)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(work, "made.txt")); err != nil || string(got) != "honest\n" {
+		t.Errorf("made.txt in the work dir = %q, %v", got, err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Errorf("a file was written outside the work dir: %v", err)
+	}
+	if n := dialed.Load(); n != 0 {
+		t.Errorf("the loopback server that is not the API got %d connections", n)
+	}
+}
