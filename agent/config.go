@@ -65,12 +65,11 @@ type Config struct {
 	Tools []tool.Tool
 	// Validators are this agent's Go validators by handler name: a
 	// registry validator {"type": "custom", "handler": NAME} runs
-	// Validators[NAME] (before the ones registered with
-	// verify.RegisterValidator).
+	// Validators[NAME].
 	Validators map[string]verify.CustomValidator
 	// CompletionHandlers are this agent's custom completion handlers by
 	// name: runner.completion {"type": "custom", "handler": NAME} uses
-	// CompletionHandlers[NAME] (before verdict.RegisterHandler's).
+	// CompletionHandlers[NAME].
 	CompletionHandlers map[string]verdict.HandlerFactory
 	// Completion is this agent's completion handler as a Go value:
 	// runner.completion {"type": "custom"} without a handler name uses it

@@ -66,7 +66,8 @@ func Define(cfg Config) (Config, error) {
 		e.Hint = "set both (agent.json and steps_registry.json as Go values), or load an agent folder with agent.Load"
 		return cfg, e
 	}
-	def := *cfg.Definition
+	def, reg := *cfg.Definition, *cfg.Registry
+	goDefaults(&def, &reg, cfg.Prompts)
 	files, err := readFiles(cfg.Files)
 	if err != nil {
 		return cfg, err
@@ -79,14 +80,19 @@ func Define(cfg Config) (Config, error) {
 			return cfg, e
 		}
 	}
-	if err := cfg.Prompts.place(&def, cfg.Registry, files); err != nil {
+	placed, err := cfg.Prompts.place(&def, &reg, files)
+	if err != nil {
 		return cfg, err
 	}
 	snap, err := agentdir.SnapshotFromFiles("", files)
 	if err != nil {
 		return cfg, err
 	}
-	a, err := agentdir.NewAgentFS(snap, "", &def, cfg.Registry, ValidateOptionsFor(cfg))
+	a, err := agentdir.NewAgentFS(snap, "", &def, &reg, ValidateOptionsFor(cfg))
+	if ve, ok := errors.AsType[*agentdir.ValidationError](err); ok {
+		return cfg, ve.Relocated(goLocator(registryFile(&def), placed),
+			"fix the Go values listed above; agent.Define (and agent.New) report every problem at once")
+	}
 	if err != nil {
 		return cfg, err
 	}
@@ -118,10 +124,11 @@ func readFiles(fsys fs.FS) (map[string][]byte, error) {
 	return files, nil
 }
 
-// place puts the prompts into files at their paths; def's
-// systemPromptPath is set when System needs it. Every key that names no
-// step or pattern is reported.
-func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files map[string][]byte) error {
+// place puts the prompts into files at their paths and returns, for each
+// path it filled, the Go field of its prompt ("Config.Prompts.System");
+// def's systemPromptPath is set when System needs it. Every key that names
+// no step or pattern is reported.
+func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files map[string][]byte) (map[string]string, error) {
 	base := def.Runner.Prompts.Base
 	if base == "" {
 		base = agentdir.DefaultPromptsBase
@@ -136,9 +143,11 @@ func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files m
 		e.Hint = hint
 		errs = append(errs, e)
 	}
-	put := func(file, text string) {
+	placed := map[string]string{}
+	put := func(file, text, field string) {
 		if p := path.Join(base, file); fs.ValidPath(p) {
 			files[p] = []byte(text)
+			placed[p] = field
 		} // else: validation reports the prompts base outside the agent folder
 	}
 	if p.System != "" {
@@ -147,6 +156,7 @@ func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files m
 		}
 		if sp := path.Clean(def.Runner.SystemPromptPath); fs.ValidPath(sp) {
 			files[sp] = []byte(p.System)
+			placed[sp] = "Config.Prompts.System"
 		} // else: validation reports the path outside the agent folder
 	}
 	ids := sortedIDs(reg.Steps)
@@ -163,7 +173,7 @@ func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files m
 				"set the step's C2 and C3 (its prompt is <prompts base>/<c1>/<c2>/<c3>/f_<edition>.md)")
 			continue
 		}
-		put(file, p.Steps[id])
+		put(file, p.Steps[id], fmt.Sprintf("Config.Prompts.Steps[%q]", id))
 	}
 	keys := make([]RetryPrompt, 0, len(p.Retries))
 	for k := range p.Retries {
@@ -193,9 +203,9 @@ func (p Prompts) place(def *agentdir.Definition, reg *agentdir.Registry, files m
 			bad("Retries", "step "+strconv.Quote(k.Step)+" names no prompt file: "+err.Error(), "set the step's C2 and C3")
 			continue
 		}
-		put(file, p.Retries[k])
+		put(file, p.Retries[k], fmt.Sprintf("Config.Prompts.Retries[{Step: %q, Pattern: %q}]", k.Step, k.Pattern))
 	}
-	return errors.Join(errs...)
+	return placed, errors.Join(errs...)
 }
 
 func sortedIDs[V any](m map[string]V) []string {

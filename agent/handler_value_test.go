@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agentdir"
@@ -51,8 +50,6 @@ func TestCompletionHandlerAsAGoValue(t *testing.T) {
 	}
 }
 
-var registerShared sync.Once
-
 // namedValidator passes when want is "pass".
 type namedValidator struct{ want string }
 
@@ -61,15 +58,8 @@ func (v namedValidator) Validate(_ context.Context, req verify.CustomRequest) (v
 }
 
 // TestPerAgentValuesShareNames: two agents of one process give the same
-// validator and handler names different Go values; each runs its own, and
-// a global registration of the same name neither panics nor wins.
+// validator and handler names different Go values; each runs its own.
 func TestPerAgentValuesShareNames(t *testing.T) {
-	registerShared.Do(func() { // global registrations are once per process (like database/sql drivers)
-		verify.RegisterValidator("shared-name-test", namedValidator{want: "fail"})
-		verdict.RegisterHandler("shared-handler-test", func(agentdir.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {
-			return &verdict.Keyword{Keyword: "NEVER"}, nil
-		})
-	})
 	dir := writeAgent(t, map[string]string{
 		"agent.json": `{"version": "1.0.0", "name": "shared", "description": "d",
   "runner": {"model": "script:script.yaml", "completion": {"type": "custom", "handler": "shared-handler-test", "validators": ["v"]},

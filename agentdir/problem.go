@@ -160,6 +160,19 @@ func newValidationError(r ValidationResult) *ValidationError {
 	return &ValidationError{Result: r, Err: e}
 }
 
+// Relocated returns the error with every problem passed through locate
+// and the hint replaced: an agent built from Go values reports its
+// problems at the Go fields that hold them, not at files it does not have.
+func (e *ValidationError) Relocated(locate func(Problem) Problem, hint string) *ValidationError {
+	ps := e.Result.Problems()
+	for i := range ps {
+		ps[i] = locate(ps[i])
+	}
+	v := newValidationError(NewValidationResult(ps...))
+	v.Err.Hint = hint
+	return v
+}
+
 // Error renders the wrapped error's message (every problem, one a line).
 func (e *ValidationError) Error() string { return e.Err.Error() }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/frontmatter"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
@@ -192,47 +193,28 @@ func parsePromptTemplate(data []byte, file string) (*promptTemplate, error) {
 	return t, nil
 }
 
-// lineAt returns the content of the line that starts at i, without its
-// terminator, and the index just past the line.
-func lineAt(s string, i int) (line string, next int) {
-	j := strings.IndexByte(s[i:], '\n')
-	if j < 0 {
-		return strings.TrimSuffix(s[i:], "\r"), len(s)
-	}
-	return strings.TrimSuffix(s[i:i+j], "\r"), i + j + 1
-}
-
-// splitFrontmatter separates YAML frontmatter from the body. Frontmatter is
-// present only when the first line is exactly "---"; it ends at the next line
-// that is exactly "---" (trailing spaces allowed). A file whose first line is
-// "---" but that has no closing line is an error, not a body: silently
-// sending YAML to a model hides the mistake.
+// splitPromptFrontmatter separates YAML frontmatter from the body by the
+// rule of package frontmatter. A file that opens frontmatter but never
+// closes it is an error, not a body: silently sending YAML to a model
+// hides the mistake.
 func splitPromptFrontmatter(data []byte, file string) (map[string]any, string, error) {
-	s := string(data)
-	first, i := lineAt(s, 0)
-	if strings.TrimRight(first, " \t") != "---" || i == len(s) && !strings.HasSuffix(s, "\n") {
-		return nil, s, nil
-	}
-	yamlStart := i
-	line := 2
-	for i < len(s) {
-		l, next := lineAt(s, i)
-		if strings.TrimRight(l, " \t") == "---" {
-			fm, err := decodeFrontmatter(s[yamlStart:i], file)
-			if err != nil {
-				return nil, "", err
-			}
-			return fm, s[next:], nil
+	b, err := frontmatter.Split(string(data))
+	if err != nil {
+		return nil, "", &agenterr.Error{
+			Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
+			Message: "unterminated frontmatter: the file starts with \"---\" but no closing \"---\" line follows",
+			File:    file, Line: 1, Column: 1,
+			Hint: "close the frontmatter with a line containing only \"---\", or remove the opening \"---\" line",
 		}
-		i = next
-		line++
 	}
-	return nil, "", &agenterr.Error{
-		Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,
-		Message: "unterminated frontmatter: the file starts with \"---\" but no closing \"---\" line follows",
-		File:    file, Line: 1, Column: 1,
-		Hint: "close the frontmatter with a line containing only \"---\", or remove the opening \"---\" line",
+	if !b.Present {
+		return nil, b.Body, nil
 	}
+	fm, err := decodeFrontmatter(b.YAML, file)
+	if err != nil {
+		return nil, "", err
+	}
+	return fm, b.Body, nil
 }
 
 // decodeFrontmatter parses the YAML between the frontmatter delimiters.

@@ -44,7 +44,10 @@ const (
 	KindProtectBaseline Kind = "protect.baseline" // ProtectBaselineEvent
 	KindTestBaseline    Kind = "tests.baseline"   // TestBaselineEvent
 	KindTestCompare     Kind = "tests.compare"    // TestCompareEvent
-	KindHiddenTests     Kind = "tests.hidden"     // HiddenTestsEvent
+	KindHiddenTests     Kind = "tests.hidden"     // hidden.Result
+
+	KindTestChangeRequested Kind = "testchange.requested" // verify.TestChangeRequest
+	KindTestChangeDecided   Kind = "testchange.decided"   // verify.TestChangeDecision
 
 	KindSkillActStart    Kind = "skill.act.start"      // SkillActStartEvent
 	KindSkillEvidence    Kind = "skill.evidence"       // SkillEvidence

@@ -23,6 +23,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/frontmatter"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
@@ -150,9 +151,10 @@ func (e *ParseError) Error() string {
 	return e.Msg
 }
 
-// Parse splits a SKILL.md into frontmatter and body. It strips a UTF-8 BOM,
-// normalizes CRLF, requires the file to start with a "---" line and the
-// frontmatter to end with a line-anchored "---". Line numbers in a
+// Parse splits a SKILL.md into frontmatter and body by the rule of package
+// frontmatter (after a UTF-8 BOM is stripped and CRLF line endings are
+// normalized to LF, body included); the frontmatter is required, and must
+// be closed. Line numbers in a
 // *ParseError are 1-based lines of the file.
 func Parse(data []byte) (Frontmatter, string, error) {
 	var fm Frontmatter
@@ -161,27 +163,14 @@ func Parse(data []byte) (Frontmatter, string, error) {
 	if !utf8.ValidString(text) {
 		return fm, "", &ParseError{Msg: "SKILL.md is not valid UTF-8"}
 	}
-	if !strings.HasPrefix(text, "---\n") {
+	block, err := frontmatter.Split(text)
+	if err != nil {
+		return fm, "", &ParseError{Line: 1, Column: 1, Msg: "frontmatter is not closed by a '---' line"}
+	}
+	if !block.Present {
 		return fm, "", &ParseError{Line: 1, Column: 1, Msg: "no YAML frontmatter: the file must start with a '---' line"}
 	}
-	rest := text[4:]
-	var yml, body string
-	switch {
-	case strings.HasPrefix(rest, "---\n") || rest == "---":
-		yml, body = "", strings.TrimPrefix(strings.TrimPrefix(rest, "---"), "\n")
-	default:
-		i := strings.Index(rest, "\n---\n")
-		if i < 0 {
-			if strings.HasSuffix(rest, "\n---") {
-				i = len(rest) - 4
-			} else {
-				return fm, "", &ParseError{Line: 1, Column: 1, Msg: "frontmatter is not closed by a '---' line"}
-			}
-		}
-		yml = rest[:i+1]
-		body = rest[i+4:]
-		body = strings.TrimPrefix(body, "\n")
-	}
+	yml, body := block.YAML, block.Body
 	raw, quoted, err := parseYAML(yml)
 	if err != nil {
 		return fm, "", err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -41,8 +42,8 @@ type HandlerDeps struct {
 	// RegistryFile names the steps registry in hints (default
 	// steps_registry.json).
 	RegistryFile string
-	// Handlers are custom completion handlers of this agent by name; they
-	// win over the ones registered with RegisterHandler.
+	// Handlers are custom completion handlers of this agent by name
+	// (agent.Config.CompletionHandlers).
 	Handlers map[string]HandlerFactory
 	// Handler is this agent's completion handler as a Go value: the
 	// handler of a {"type": "custom"} completion that names no handler.
@@ -280,7 +281,7 @@ func (b *handlerBuilder) custom(cfg agentdir.Completion, at func(string) string)
 	if name == "" {
 		if b.deps.Handler == nil {
 			b.rule("AC-COMPLETION-HANDLER", at("handler"),
-				"set handler to the name of a Go handler (agent.Config.CompletionHandlers, verdict.RegisterHandler), or give the agent its handler as a value (agent.Config.Completion)",
+				"set handler to the name of a Go handler (agent.Config.CompletionHandlers), or give the agent its handler as a value (agent.Config.Completion)",
 				"completion type custom needs a handler")
 			return nil
 		}
@@ -295,16 +296,9 @@ func (b *handlerBuilder) custom(cfg agentdir.Completion, at func(string) string)
 	}
 	f, ok := b.deps.Handlers[name]
 	if !ok {
-		f, ok = lookupHandler(name)
-	}
-	if !ok {
-		names := CustomHandlers()
-		for n := range b.deps.Handlers {
-			names = append(names, n)
-		}
-		slices.Sort(names)
+		names := slices.Sorted(maps.Keys(b.deps.Handlers))
 		b.rule("AC-COMPLETION-HANDLER", at("handler"),
-			"give it to the agent in Go (agent.Config.CompletionHandlers) or register it with verdict.RegisterHandler"+known(slices.Compact(names)),
+			"give it to the agent in Go (agent.Config.CompletionHandlers)"+known(names),
 			"unknown custom completion handler %q", name)
 		return nil
 	}

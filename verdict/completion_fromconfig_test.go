@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agentdir"
@@ -158,24 +157,18 @@ func TestFromConfigPerAgentHandler(t *testing.T) {
 	}
 }
 
-// registerPhased registers the test handler once per test binary, so the
-// test also passes with -count=N (the registry refuses a second
-// registration, which is the point of it).
-var registerPhased = sync.OnceFunc(func() {
-	RegisterHandler("test-phased", func(cfg agentdir.Completion, deps HandlerDeps) (CompletionHandler, error) {
-		if cfg.MaxIterations < 0 {
-			return nil, errors.New("negative")
-		}
-		return &phased{}, nil
-	})
-})
-
-func TestCustomHandlerRegistry(t *testing.T) {
-	registerPhased()
-	if !strings.Contains(strings.Join(CustomHandlers(), ","), "test-phased") {
-		t.Fatal("not listed")
+// phasedFactory builds the test's custom handler; a negative
+// maxIterations is its error.
+func phasedFactory(cfg agentdir.Completion, deps HandlerDeps) (CompletionHandler, error) {
+	if cfg.MaxIterations < 0 {
+		return nil, errors.New("negative")
 	}
-	h, err := CompletionFromConfig(agentdir.Completion{Type: "custom", Handler: "test-phased"}, HandlerDeps{})
+	return &phased{}, nil
+}
+
+func TestCustomHandlerFactory(t *testing.T) {
+	deps := HandlerDeps{Handlers: map[string]HandlerFactory{"test-phased": phasedFactory}}
+	h, err := CompletionFromConfig(agentdir.Completion{Type: "custom", Handler: "test-phased"}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,16 +178,15 @@ func TestCustomHandlerRegistry(t *testing.T) {
 	if r, _ := h.Check(context.Background(), ctxAt(1)); !r.Complete {
 		t.Fatal("custom phased handler did not complete after two phases")
 	}
-	_, err = CompletionFromConfig(agentdir.Completion{Type: "custom", Handler: "test-phased", MaxIterations: -1}, HandlerDeps{})
+	_, err = CompletionFromConfig(agentdir.Completion{Type: "custom", Handler: "test-phased", MaxIterations: -1}, deps)
 	if e := agenterr.From(err); e == nil || !strings.Contains(e.Message, "negative") {
 		t.Fatalf("factory error not reported: %v", err)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Fatal("duplicate registration did not panic")
-		}
-	}()
-	RegisterHandler("test-phased", func(agentdir.Completion, HandlerDeps) (CompletionHandler, error) { return nil, nil })
+	// An unknown name is refused with the agent's handler names.
+	_, err = CompletionFromConfig(agentdir.Completion{Type: "custom", Handler: "nope"}, deps)
+	if err == nil || !strings.Contains(err.Error(), "test-phased") || !strings.Contains(err.Error(), "agent.Config.CompletionHandlers") {
+		t.Fatalf("unknown handler: %v", err)
+	}
 }
 
 // fakeGH writes a gh stand-in first on PATH; it records its arguments and

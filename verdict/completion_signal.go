@@ -1,9 +1,6 @@
 package verdict
 
 import (
-	"sort"
-	"sync"
-
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 )
@@ -61,42 +58,3 @@ func ProcessSignal(h CompletionHandler, sig Signal) (handled bool, err error) {
 // HandlerFactory builds a custom handler from its agent.json entry
 // (type "custom", "handler": name) and the build dependencies.
 type HandlerFactory func(cfg agentdir.Completion, deps HandlerDeps) (CompletionHandler, error)
-
-var (
-	customMu       sync.RWMutex
-	customHandlers = map[string]HandlerFactory{}
-)
-
-// RegisterHandler makes a custom completion handler available under name,
-// like database/sql drivers: call it from an init function. It panics when
-// name is empty, factory is nil or name is already registered.
-func RegisterHandler(name string, factory HandlerFactory) {
-	customMu.Lock()
-	defer customMu.Unlock()
-	if name == "" || factory == nil {
-		panic("completion: RegisterHandler needs a name and a factory")
-	}
-	if _, dup := customHandlers[name]; dup {
-		panic("completion: RegisterHandler called twice for " + name)
-	}
-	customHandlers[name] = factory
-}
-
-// CustomHandlers lists the registered custom handler names, sorted.
-func CustomHandlers() []string {
-	customMu.RLock()
-	defer customMu.RUnlock()
-	names := make([]string, 0, len(customHandlers))
-	for n := range customHandlers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func lookupHandler(name string) (HandlerFactory, bool) {
-	customMu.RLock()
-	defer customMu.RUnlock()
-	f, ok := customHandlers[name]
-	return f, ok
-}

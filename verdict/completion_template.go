@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/capstan-dev/capstan/internal/frontmatter"
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
@@ -82,44 +83,24 @@ func renderRetryTemplate(ctx context.Context, src string, params map[string]any)
 	return r, nil
 }
 
-// splitFrontmatter removes a leading "---\n…\n---\n" block and reads its
-// params list.
+// splitFrontmatter removes a leading frontmatter block (the rule of
+// package frontmatter) and reads its params list; skippedLines is the
+// number of lines before the body. A "---" first line that nothing closes
+// is text of the prompt (a Markdown rule), not an error: the retry prompt
+// is sent as written.
 func splitFrontmatter(src string) (body string, params []string, skippedLines int, err error) {
-	s := strings.TrimPrefix(src, "\ufeff")
-	if !strings.HasPrefix(s, "---\n") && !strings.HasPrefix(s, "---\r\n") {
+	b, err := frontmatter.Split(src)
+	if errors.Is(err, frontmatter.ErrUnclosed) {
 		return src, nil, 0, nil
 	}
-	rest := s[strings.IndexByte(s, '\n')+1:]
-	end := -1
-	for off := 0; off < len(rest); {
-		nl := strings.IndexByte(rest[off:], '\n')
-		line := rest[off:]
-		if nl >= 0 {
-			line = rest[off : off+nl]
-		}
-		if strings.TrimRight(line, "\r") == "---" {
-			end = off
-			break
-		}
-		if nl < 0 {
-			break
-		}
-		off += nl + 1
-	}
-	if end < 0 {
-		return src, nil, 0, nil // no closing marker: not frontmatter
+	if !b.Present {
+		return b.Body, nil, 0, nil
 	}
 	var fm struct {
 		Params []string `yaml:"params"`
 	}
-	if err := yamlsafe.Unmarshal([]byte(rest[:end]), &fm); err != nil {
+	if err := yamlsafe.Unmarshal([]byte(b.YAML), &fm); err != nil {
 		return "", nil, 0, fmt.Errorf("frontmatter: %v", err)
 	}
-	body = rest[end:]
-	if nl := strings.IndexByte(body, '\n'); nl >= 0 {
-		body = body[nl+1:]
-	} else {
-		body = ""
-	}
-	return body, fm.Params, strings.Count(s[:len(s)-len(body)], "\n"), nil
+	return b.Body, fm.Params, b.BodyLine - 1, nil
 }

@@ -693,13 +693,12 @@ func (m *Machine) escalate(ctx context.Context, id string, s agentdir.Step, o St
 	return m.applyReturn(flow, id)
 }
 
-// Evaluation is the result of Evaluate: the step check, the transitions
-// it caused (the step's own, then any gateway hops) and the agent's
-// completion check, in that order.
+// StepEvaluation is the result of Evaluate: the step check and the
+// transitions it caused (the step's own, then any gateway hops), in that
+// order.
 type StepEvaluation struct {
-	Check      CheckResult      `json:"check"`
-	Moves      []StepMove       `json:"moves"`
-	Completion CompletionResult `json:"completion"`
+	Check CheckResult `json:"check"`
+	Moves []StepMove  `json:"moves"`
 	// Intent is what the step's structuredGate read (routed steps only).
 	Intent *IntentInterpretation `json:"intent,omitempty"`
 }
@@ -714,20 +713,19 @@ func (e StepEvaluation) StepComplete() bool {
 	return false
 }
 
-// Evaluate is the loop's one call after an iteration ran the current step.
-// It honours seed 000's keyword priority contract: first the step check
-// (step keywords, which decide the transition), then the transition and
-// any gateways it leads to, then the agent's completion handler
-// (completion keywords, which decide the run). Both read the same response
-// independently, so a keyword present in both makes both react. h may be
-// nil (no completion check); cc.StepComplete is set from the moves. A step
-// with a structuredGate is routed by the intent of its structured answer
-// instead of a check (see route).
-func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o StepOutcome, h CompletionHandler, cc CompletionContext) (StepEvaluation, error) {
+// Evaluate is the step half of a verdict (Stage.Decide) after an iteration
+// ran the current step: the step check (step keywords, which decide the
+// transition), then the transition and any gateways it leads to. The
+// agent's completion handler (completion keywords, which decide the run)
+// runs after it in Stage.Decide, told whether the moves completed the
+// flow; both read the same response independently, so a keyword present
+// in both makes both react. A step with a structuredGate is routed by the
+// intent of its structured answer instead of a check (see route).
+func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput, o StepOutcome) (StepEvaluation, error) {
 	var ev StepEvaluation
 	id, s := m.Current()
 	if s.StructuredGate != nil && !m.IsTerminal() {
-		return m.evaluateRouted(ctx, id, s, in, h, cc)
+		return m.evaluateRouted(id, s, in)
 	}
 	if s.Check != nil {
 		r, err := checker.Check(ctx, s.Check, in)
@@ -749,17 +747,13 @@ func (m *Machine) Evaluate(ctx context.Context, checker *Checker, in CheckInput,
 	ev.Moves = append(ev.Moves, mv)
 	hops, err := m.RouteGateways(ctx, checker, in, o.Iteration)
 	ev.Moves = append(ev.Moves, hops...)
-	if err != nil {
-		return ev, err
-	}
-	err = ev.checkCompletion(ctx, h, cc)
 	return ev, err
 }
 
 // evaluateRouted is Evaluate for a step routed by its structuredGate: the
 // intent read from the structured output (never the text) takes the
 // transition; the step's answer is recorded for later steps' inputs.
-func (m *Machine) evaluateRouted(ctx context.Context, id string, s agentdir.Step, in CheckInput, h CompletionHandler, cc CompletionContext) (StepEvaluation, error) {
+func (m *Machine) evaluateRouted(id string, s agentdir.Step, in CheckInput) (StepEvaluation, error) {
 	var ev StepEvaluation
 	it, err := InterpretIntent(id, s.StructuredGate, in.Structured)
 	if err != nil {
@@ -778,23 +772,7 @@ func (m *Machine) evaluateRouted(ctx context.Context, id string, s agentdir.Step
 	}
 	m.opts.Emitter.Emit(mv)
 	ev.Moves = append(ev.Moves, mv)
-	err = ev.checkCompletion(ctx, h, cc)
-	return ev, err
-}
-
-// checkCompletion runs the completion handler h (when there is one) on cc,
-// told whether the evaluated step completed the flow, into e.Completion.
-func (e *StepEvaluation) checkCompletion(ctx context.Context, h CompletionHandler, cc CompletionContext) error {
-	if h == nil {
-		return nil
-	}
-	cc.StepComplete = e.StepComplete()
-	r, err := h.Check(ctx, cc)
-	if err != nil {
-		return err
-	}
-	e.Completion = r
-	return nil
+	return ev, nil
 }
 
 // RouteGateways routes through gateway steps without model calls: while

@@ -220,7 +220,7 @@ func TestGatewayRoutesWithoutModelCall(t *testing.T) {
 	checker := NewChecker(CheckerConfig{})
 	for resp, want := range map[string]string{"READY, found a BUG": "fix", "READY": "ship"} {
 		m := machine(t, gateways, MachineOptions{})
-		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{resp}}, StepOutcome{Iteration: 1}, nil, CompletionContext{})
+		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{resp}}, StepOutcome{Iteration: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,47 +491,56 @@ func TestNewMachineValidates(t *testing.T) {
 	}
 }
 
-// phaseRecorder is a completion handler that records what the step
-// machine looked like when it was checked.
+// phaseRecorder is a completion handler that records what the verdict
+// told it about the step flow.
 type phaseRecorder struct {
-	m       *Machine
-	sawStep string
 	sawDone bool
 	inner   CompletionHandler
 }
 
 func (p *phaseRecorder) Check(ctx context.Context, c CompletionContext) (CompletionResult, error) {
-	p.sawStep, p.sawDone = cur(p.m), c.StepComplete
+	p.sawDone = c.StepComplete
 	return p.inner.Check(ctx, c)
 }
 func (p *phaseRecorder) IsComplete() bool { return p.inner.IsComplete() }
 func (p *phaseRecorder) Reason() string   { return p.inner.Reason() }
 
-func TestEvaluateKeywordPriority(t *testing.T) {
-	m := machine(t, `{"agentId":"a","entryStep":"write","steps":{
+// TestDecideKeywordPriority: the step check and its transition come
+// before the completion handler, which is told whether they completed the
+// flow; the same keyword in the step check and the completion config
+// makes both react.
+func TestDecideKeywordPriority(t *testing.T) {
+	const js = `{"agentId":"a","entryStep":"write","steps":{
 		"write":{"stepId":"write","c2":"c","c3":"w","check":{"type":"keyword","keywords":["DONE"],"onPass":{"next":"review"},"onFail":{"retry":true}}},
-		"review":{"stepId":"review","c2":"c","c3":"r","check":{"type":"keyword","keywords":["LGTM"],"onPass":{"complete":true},"onFail":{"next":"write"}}}}}`, MachineOptions{})
-	h := &phaseRecorder{m: m, inner: &Keyword{Keyword: "DONE"}}
-	s := &event.IterationSummary{Iteration: 1, AssistantResponses: []string{"Wrote it. DONE"}}
-	cc := CompletionContext{Iteration: 1, Summary: s}
-	ev, err := m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s), StepOutcome{Iteration: 1}, h, cc)
-	if err != nil {
-		t.Fatal(err)
+		"review":{"stepId":"review","c2":"c","c3":"r","check":{"type":"keyword","keywords":["LGTM"],"onPass":{"complete":true},"onFail":{"next":"write"}}}}}`
+	decide := func(m *Machine, h CompletionHandler, i int, text string) Verdict {
+		t.Helper()
+		s, err := New(Config{Machine: m, Checker: NewChecker(CheckerConfig{}), Handler: h, Retries: NewRetryHandler(RetryConfig{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := s.Decide(ctx, Input{Iteration: i, Summary: &event.IterationSummary{Iteration: i, AssistantResponses: []string{text}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
+	m := machine(t, js, MachineOptions{})
+	h := &phaseRecorder{inner: &Keyword{Keyword: "DONE"}}
+	v := decide(m, h, 1, "Wrote it. DONE")
 	// The same keyword in the step check and the completion config: both react.
-	if !ev.Check.Passed || !ev.Completion.Complete {
-		t.Fatalf("check %+v, completion %+v", ev.Check, ev.Completion)
+	if !v.Check.Passed || !v.Completion.Complete || cur(m) != "review" {
+		t.Fatalf("check %+v, completion %+v, at %s", v.Check, v.Completion, cur(m))
 	}
-	// Order: the step check and transition happened before the completion check.
-	if h.sawStep != "review" || h.sawDone {
-		t.Fatalf("completion saw step %q (stepComplete %v); want the transition done first", h.sawStep, h.sawDone)
+	// The completion handler was told the flow is not complete (write → review).
+	if h.sawDone {
+		t.Fatal("completion saw stepComplete after write → review")
 	}
 	// A step-flow completion reaches the completion context.
-	h2 := &phaseRecorder{m: m, inner: &StepFlow{}}
-	s2 := &event.IterationSummary{Iteration: 2, AssistantResponses: []string{"LGTM"}}
-	ev, err = m.Evaluate(ctx, NewChecker(CheckerConfig{}), InputFromSummary(s2), StepOutcome{Iteration: 2}, h2, CompletionContext{Iteration: 2, Summary: s2})
-	if err != nil || !ev.StepComplete() || !h2.sawDone || !ev.Completion.Complete {
-		t.Fatalf("%+v %v", ev, err)
+	h2 := &phaseRecorder{inner: &StepFlow{}}
+	v = decide(m, h2, 2, "LGTM")
+	if !h2.sawDone || !v.Completion.Complete || v.Action != Complete {
+		t.Fatalf("%+v (handler saw stepComplete %v)", v, h2.sawDone)
 	}
 }
 
@@ -547,7 +556,7 @@ func TestDocsExample(t *testing.T) {
 	checker := NewChecker(CheckerConfig{})
 	eval := func(text string, actions ...event.ActionResult) StepEvaluation {
 		t.Helper()
-		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{text}, ActionResults: actions}, StepOutcome{Iteration: 1}, nil, CompletionContext{})
+		ev, err := m.Evaluate(ctx, checker, CheckInput{Responses: []string{text}, ActionResults: actions}, StepOutcome{Iteration: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -579,7 +588,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		m, _ := NewMachine(new(reg), MachineOptions{})
-		if _, err := m.Evaluate(ctx, checker, in, StepOutcome{Iteration: 1}, &IterationBudget{Max: 5}, CompletionContext{Iteration: 1}); err != nil {
+		if _, err := m.Evaluate(ctx, checker, in, StepOutcome{Iteration: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}

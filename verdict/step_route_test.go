@@ -92,7 +92,7 @@ func routedRegistry() agentdir.Registry {
 func evalRouted(t *testing.T, m *Machine, out string) (StepEvaluation, error) {
 	t.Helper()
 	return m.Evaluate(context.Background(), NewChecker(CheckerConfig{}), CheckInput{Structured: json.RawMessage(out)},
-		StepOutcome{Iteration: 1}, nil, CompletionContext{})
+		StepOutcome{Iteration: 1})
 }
 
 func TestRouteByIntent(t *testing.T) {

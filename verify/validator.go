@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/capstan-dev/capstan/agentdir"
@@ -74,38 +73,6 @@ type CustomValidator interface {
 	Validate(ctx context.Context, req CustomRequest) (CustomResult, error)
 }
 
-var (
-	customValMu sync.RWMutex
-	customVals  = map[string]CustomValidator{}
-)
-
-// RegisterValidator makes a custom validator available under name (call
-// from init, like database/sql drivers). It panics on an empty name, a nil
-// validator or a duplicate name.
-func RegisterValidator(name string, v CustomValidator) {
-	customValMu.Lock()
-	defer customValMu.Unlock()
-	if name == "" || v == nil {
-		panic("completion: RegisterValidator needs a name and a validator")
-	}
-	if _, dup := customVals[name]; dup {
-		panic("completion: RegisterValidator called twice for " + name)
-	}
-	customVals[name] = v
-}
-
-// CustomValidators lists the registered custom validator names, sorted.
-func CustomValidators() []string {
-	customValMu.RLock()
-	defer customValMu.RUnlock()
-	names := make([]string, 0, len(customVals))
-	for n := range customVals {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // ValidatorConfig configures a CompletionValidator.
 type ValidatorConfig struct {
 	// Validators are steps_registry.json's validators.
@@ -138,8 +105,7 @@ type ValidatorConfig struct {
 	// fixed pins only.
 	Git *hostcmd.Git
 	// Custom are this agent's Go validators by handler name (validator
-	// type "custom"); they win over the ones registered with
-	// RegisterValidator.
+	// type "custom"; agent.Config.Validators).
 	Custom map[string]CustomValidator
 	// Patterns are the registry's completionPatterns: a validator's
 	// failurePattern names one of them or a built-in pattern
@@ -316,11 +282,8 @@ func (v *CompletionValidator) build(name string, def agentdir.Validator) (builtV
 		}
 		var ok bool
 		if b.custom, ok = v.cfg.Custom[def.Handler]; !ok {
-			b.custom, ok = lookupValidator(def.Handler)
-		}
-		if !ok {
 			errs = append(errs, configErr(v.cfg.File, ptr+"/handler",
-				"give it to the agent in Go (agent.Config.Validators) or register it with verify.RegisterValidator",
+				"give it to the agent in Go (agent.Config.Validators)",
 				"validator %q: no Go validator %q", name, def.Handler))
 		}
 	default:
@@ -512,13 +475,6 @@ func (v *CompletionValidator) run(ctx context.Context, name string, def agentdir
 		}
 		return r.Output, r.Valid, r.Params, nil
 	}
-}
-
-func lookupValidator(name string) (CustomValidator, bool) {
-	customValMu.RLock()
-	defer customValMu.RUnlock()
-	cv, ok := customVals[name]
-	return cv, ok
 }
 
 func (v *CompletionValidator) runCommand(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {

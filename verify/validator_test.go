@@ -486,16 +486,11 @@ func (wordCount) Validate(_ context.Context, req CustomRequest) (CustomResult, e
 	return CustomResult{Valid: n >= min, Output: ValidatorOutput{Stdout: string(b)}, Params: map[string]any{"words": n}}, nil
 }
 
-// registerWordCount registers the test validator once per test binary
-// (-count=N safe; a second registration panics by design).
-var registerWordCount = sync.OnceFunc(func() { RegisterValidator("test-wordcount", wordCount{}) })
-
 func TestCustomValidator(t *testing.T) {
-	registerWordCount()
 	dir := t.TempDir()
 	write(t, dir, "essay.txt", "one two three")
 	var events recorder
-	v := newValidator(t, ValidatorConfig{WorkDir: dir, Emitter: &events, Patterns: map[string]agentdir.CompletionPattern{"too-short": {Edition: "failed"}}, Validators: map[string]agentdir.Validator{
+	v := newValidator(t, ValidatorConfig{WorkDir: dir, Custom: map[string]CustomValidator{"test-wordcount": wordCount{}}, Emitter: &events, Patterns: map[string]agentdir.CompletionPattern{"too-short": {Edition: "failed"}}, Validators: map[string]agentdir.Validator{
 		"long-enough": {Type: "custom", Handler: "test-wordcount", FailurePattern: "too-short", ExtractParams: map[string]string{"text": "stdout"}}}})
 	cond := func(min string) []agentdir.CompletionCondition {
 		return []agentdir.CompletionCondition{{Validator: "long-enough", Params: map[string]json.RawMessage{

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"path"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/capstan-dev/capstan/agentdir"
+)
+
+// GoValuesVersion is the definition version of an agent built from Go
+// values that sets none: agent.json must name its version, Go values need
+// not.
+const GoValuesVersion = "1.0.0"
+
+// goStepPromptC3 is the C3 coordinate of a step prompt given as Go text
+// (Prompts.Steps) whose step names no C2 and C3.
+const goStepPromptC3 = "main"
+
+// goDefaults fills what only a file needs, for an agent built from Go
+// values: the definition's version (GoValuesVersion), the registry's
+// agentId (the definition's name) and the prompt coordinates C2 and C3 of
+// each step that names neither and has a prompt in p (C2 = the step id
+// when it is a file name, C3 = "main"). def and reg are the caller's
+// copies; reg's Steps map is copied before it is changed.
+func goDefaults(def *agentdir.Definition, reg *agentdir.Registry, p Prompts) {
+	if def.Version == "" {
+		def.Version = GoValuesVersion
+	}
+	if reg.AgentID == "" {
+		reg.AgentID = def.Name
+	}
+	prompted := map[string]bool{}
+	for id := range p.Steps {
+		prompted[id] = true
+	}
+	for k := range p.Retries {
+		prompted[k.Step] = true
+	}
+	reg.Steps = maps.Clone(reg.Steps)
+	for id, st := range reg.Steps {
+		if !prompted[id] || st.C2 != "" || st.C3 != "" {
+			continue
+		}
+		st.C2, st.C3 = goStepC2(id), goStepPromptC3
+		reg.Steps[id] = st
+	}
+}
+
+// goStepC2 is the C2 coordinate of step id's Go prompt: the id itself when
+// it is a single safe path segment, else a digest of it.
+func goStepC2(id string) string {
+	if _, err := agentdir.C3LFile(agentdir.DefaultC1, agentdir.PromptRef{C2: id, C3: goStepPromptC3}); err == nil {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "step-" + hex.EncodeToString(sum[:6])
+}
+
+// goLocator turns a problem found in an agent built from Go values into
+// one located at the Go field that holds the value: agent.json's pointers
+// become fields of Config.Definition, the registry's of Config.Registry,
+// and a prompt file placed from Prompts the key of its prompt.
+func goLocator(registryFile string, placed map[string]string) func(agentdir.Problem) agentdir.Problem {
+	return func(p agentdir.Problem) agentdir.Problem {
+		var root string
+		var typ reflect.Type
+		switch path.Clean(p.File) {
+		case agentdir.AgentFile:
+			root, typ = "Config.Definition", reflect.TypeFor[agentdir.Definition]()
+		case path.Clean(registryFile):
+			root, typ = "Config.Registry", reflect.TypeFor[agentdir.Registry]()
+		default:
+			if name, ok := placed[path.Clean(p.File)]; ok {
+				p.File, p.Line, p.Column = name, 0, 0
+			} else if p.File != "" {
+				p.File = "Config.Files " + strconv.Quote(p.File)
+			}
+			return p
+		}
+		p.File, p.Pointer, p.Line, p.Column = root+goFieldPath(typ, p.Pointer), "", 0, 0
+		return p
+	}
+}
+
+// goFieldPath spells JSON pointer ptr into a value of type t as the Go
+// selectors that reach it (".Runner.Completion.Type", ".Steps[\"a\"]");
+// segments that name no field are kept as JSON keys.
+func goFieldPath(t reflect.Type, ptr string) string {
+	if ptr == "" || ptr == "/" {
+		return ""
+	}
+	var b strings.Builder
+	for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		seg = strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t == nil:
+			fmt.Fprintf(&b, "[%q]", seg)
+		case t.Kind() == reflect.Map:
+			fmt.Fprintf(&b, "[%q]", seg)
+			t = t.Elem()
+		case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+			fmt.Fprintf(&b, "[%s]", seg)
+			t = t.Elem()
+		case t.Kind() == reflect.Struct:
+			f, ok := jsonField(t, seg)
+			if !ok {
+				fmt.Fprintf(&b, "[%q]", seg)
+				t = nil
+				continue
+			}
+			b.WriteString("." + f.Name)
+			t = f.Type
+		default:
+			fmt.Fprintf(&b, "[%q]", seg)
+			t = nil
+		}
+	}
+	return b.String()
+}
+
+// jsonField finds the field of struct type t whose JSON name is name,
+// looking into embedded structs.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if g, ok := jsonField(ft, name); ok {
+					return g, true
+				}
+			}
+			continue
+		}
+		if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}

@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/capstan-dev/capstan/agentdir"
+)
+
+// minimalGoValues is an agent in Go values with no file coordinates: no
+// version, no agentId, no C2/C3 and no stepId.
+func minimalGoValues() Config {
+	return Config{
+		Definition: &agentdir.Definition{Name: "greeter", Runner: agentdir.Runner{
+			Model:      "script:replies.yaml",
+			Completion: agentdir.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
+		}},
+		Registry: &agentdir.Registry{EntryStep: "greet", Steps: map[string]agentdir.Step{"greet": {}},
+			Validators: map[string]agentdir.Validator{"loud": {Type: "command", Command: "true", FailurePattern: "file-not-exists"}}},
+		Prompts: Prompts{Steps: map[string]string{"greet": "Say DONE."}},
+	}
+}
+
+// TestGoValuesNeedNoFileCoordinates: Go values without the fields only a
+// file needs build, and they are exactly the values the folder loader
+// produces from the same agent written as files (with version, agentId,
+// c2 and c3 spelled out).
+func TestGoValuesNeedNoFileCoordinates(t *testing.T) {
+	cfg := minimalGoValues()
+	cfg.Files = fstest.MapFS{"replies.yaml": {Data: []byte("turns:\n  - text: DONE\n")}}
+	fromGo, err := Define(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(rel, text string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(agentdir.AgentFile, `{"version": "1.0.0", "name": "greeter", "runner": {"model": "script:replies.yaml",
+		"completion": {"type": "keyword", "keyword": "DONE", "validators": ["loud"]}}}`)
+	write(agentdir.DefaultRegistryFile, `{"agentId": "greeter", "entryStep": "greet", "steps": {"greet": {"c2": "greet", "c3": "main"}},
+		"validators": {"loud": {"type": "command", "command": "true", "failurePattern": "file-not-exists"}}}`)
+	write("prompts/steps/greet/main/f_default.md", "Say DONE.")
+	write("replies.yaml", "turns:\n  - text: DONE\n")
+	fromFolder, err := Load(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asJSON := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if g, f := asJSON(fromGo.Agent.Definition()), asJSON(fromFolder.Agent.Definition()); g != f {
+		t.Errorf("definitions differ:\nGo:     %s\nfolder: %s", g, f)
+	}
+	if g, f := asJSON(fromGo.Agent.Registry()), asJSON(fromFolder.Agent.Registry()); g != f {
+		t.Errorf("registries differ:\nGo:     %s\nfolder: %s", g, f)
+	}
+	if cfg.Definition.Version != "" || cfg.Registry.Steps["greet"].C2 != "" {
+		t.Error("Define changed the caller's values")
+	}
+}
+
+// TestGoValuesStepIDNotAFileName: a step id that is no file name still
+// gets its Go prompt (under a digest of the id).
+func TestGoValuesStepIDNotAFileName(t *testing.T) {
+	cfg := minimalGoValues()
+	cfg.Registry.EntryStep = "greet/../x"
+	cfg.Registry.Steps = map[string]agentdir.Step{"greet/../x": {}}
+	cfg.Prompts.Steps = map[string]string{"greet/../x": "Say DONE."}
+	cfg.Files = fstest.MapFS{"replies.yaml": {Data: []byte("turns:\n  - text: DONE\n")}}
+	got, err := Define(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := got.Agent.Registry().Steps["greet/../x"]; !strings.HasPrefix(st.C2, "step-") || st.C3 != "main" {
+		t.Fatalf("step = %+v", st)
+	}
+}
+
+// TestGoValuesErrorsNameGoFields: problems of Go values are located at
+// the Go fields that hold them, and the hint names the Go API, not a
+// folder the embedder does not have.
+func TestGoValuesErrorsNameGoFields(t *testing.T) {
+	cfg := minimalGoValues()
+	cfg.Definition.Runner.Completion.Keyword = ""
+	cfg.Registry.Validators = map[string]agentdir.Validator{"loud": {Type: "command", Command: "true"}}
+	cfg.Prompts.Steps = nil // the step has no prompt now
+	_, err := Define(cfg)
+	var ve *agentdir.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	files := map[string]bool{}
+	for _, p := range ve.Problems() {
+		files[p.File] = true
+		if p.Pointer != "" {
+			t.Errorf("problem keeps a JSON pointer: %v", p)
+		}
+	}
+	for _, want := range []string{`Config.Registry.Validators["loud"].FailurePattern`, "Config.Definition.Runner.Completion.Keyword"} {
+		if !files[want] {
+			t.Errorf("no problem at %s: %v", want, ve.Problems())
+		}
+	}
+	for _, bad := range []string{"capstan validate", "agent.json:", "steps_registry.json:"} {
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("error names %q:\n%v", bad, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "agent.Define") {
+		t.Errorf("hint does not name the Go API:\n%v", err)
+	}
+}
+
+// TestGoFieldPath: JSON pointers become Go selectors.
+func TestGoFieldPath(t *testing.T) {
+	for ptr, want := range map[string]string{
+		"":                                  "",
+		"/runner/completion/type":           ".Runner.Completion.Type",
+		"/runner/boundaries/allowedTools/1": ".Runner.Boundaries.AllowedTools[1]",
+		"/parameters/a~1b/type":             `.Parameters["a/b"].Type`,
+		"/runner/noSuchKey/x":               `.Runner["noSuchKey"]["x"]`,
+	} {
+		if got := goFieldPath(reflect.TypeFor[agentdir.Definition](), ptr); got != want {
+			t.Errorf("%q → %q, want %q", ptr, got, want)
+		}
+	}
+}
