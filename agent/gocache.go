@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -44,13 +43,13 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 			a.warnings = append(a.warnings, "the work dir's Go build cache is not kept for the next run: "+err.Error())
 		}
 	}
-	act := event.Activity{Kind: event.KindBuildCache, Name: "Go standard library", Detail: "preparing (compiled once per Go toolchain)"}
+	act := event.Activity{Kind: event.ActivityBuildCache, Name: "Go standard library", Detail: "preparing (compiled once per Go toolchain)"}
 	var seed string
 	if dir := a.goWorkDirCache; dir != "" && sandbox.HasGoBuild(dir) {
 		act.Name, act.Detail, seed = "the work dir's Go packages", "copying what the last run's test baseline compiled", dir
 	}
 	start := time.Now()
-	event.EmitActivity(a.emit, event.ActivityStart, act)
+	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
 	if seed == "" {
 		seed, err = sandbox.GoStdlibSeed(ctx, filepath.Join(root, "go-stdlib"), environ, wd)
 	}
@@ -60,7 +59,7 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 		}
 	}
 	act.Took, act.Failed = time.Since(start), err != nil
-	event.EmitActivity(a.emit, event.ActivityEnd, act)
+	event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
 	if err != nil {
 		a.warnings = append(a.warnings, "the build caches start empty (the test baseline compiles Go's standard library): "+err.Error())
 	}
@@ -77,14 +76,14 @@ func (a *Agent) saveGoCache(ctx context.Context) {
 	if a.goWorkDirCache == "" || a.validatorCache == nil || ctx.Err() != nil {
 		return
 	}
-	act := event.Activity{Kind: event.KindBuildCache, Name: "the work dir's Go packages", Detail: "keeping what the test baseline compiled for the next run"}
+	act := event.Activity{Kind: event.ActivityBuildCache, Name: "the work dir's Go packages", Detail: "keeping what the test baseline compiled for the next run"}
 	start := time.Now()
-	event.EmitActivity(a.emit, event.ActivityStart, act)
+	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
 	err := a.validatorCache.SaveGoBuild(a.goWorkDirCache)
 	act.Took, act.Failed = time.Since(start), err != nil
-	event.EmitActivity(a.emit, event.ActivityEnd, act)
+	event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
 	if err != nil {
-		a.emit.Emit(journal.Warning, map[string]string{"message": "the work dir's Go build cache is not kept for the next run: " + err.Error()})
+		a.emit.Emit(event.Warning("the work dir's Go build cache is not kept for the next run: " + err.Error()))
 	}
 }
 
