@@ -268,10 +268,10 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// One copy of the environment for the secret lists of the tracer,
 	// the stream and the model's answers.
 	environ := os.Environ()
-	consumers := []event.Consumer{&emitterConsumer{e: a.events}}
+	consumers := []event.Consumer{&emitterConsumer{e: event.Journal{Writer: a.events}}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: journal.Discard, Secrets: procenv.SecretValues(environ), Now: spanClock})
+			Next: event.Discard, Secrets: procenv.SecretValues(environ), Now: spanClock})
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
@@ -490,23 +490,23 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	for _, w := range a.def.Warnings() {
-		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
+		a.emit.Emit(event.Warning(w.String()))
 	}
 	for _, w := range a.warnings {
-		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+		a.emit.Emit(event.Warning(w))
 	}
-	a.emit.Emit(journal.RunStart, start)
+	a.emit.Emit(start)
 	if baseline != nil {
-		a.emit.Emit(ProtectBaseline, baseline)
+		a.emit.Emit(baseline)
 	}
 	a.emitTestBaselines(testBaselines, testWarnings)
 	for _, w := range hiddenWarnings {
-		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+		a.emit.Emit(event.Warning(w))
 	}
 	for _, b := range hiddenBaselines {
 		a.hiddenCheck.Journal(b)
 	}
-	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
+	a.emit.Emit(event.LifecycleEvent{State: string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()
 	a.begun = begun
@@ -573,7 +573,7 @@ func (a *Agent) Step(ctx context.Context) *Result {
 	}
 	// The model's output goes through the event stream, redacted, to its
 	// consumers and to a sink the caller put in ctx.
-	qctx, done := a.emit.Context(ctx)
+	qctx, done := llm.StreamEvents(ctx, a.emit)
 	lr := a.session.Step(qctx)
 	done()
 	if lr != nil {
@@ -742,8 +742,8 @@ func (a *Agent) Stop() *Result {
 	// Models and MCP servers close before run.end, so the journal says how
 	// that went.
 	a.noteStopError(a.closeModels())
-	a.emit.Emit(journal.RunEnd, a.result)
-	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})
+	a.emit.Emit(a.result)
+	a.emit.Emit(event.LifecycleEvent{State: string(Stopped)})
 	a.noteStopError(a.release())
 	a.state = Stopped
 	return a.result
@@ -829,7 +829,7 @@ func (a *Agent) release() error {
 // never reach it: the journal has the finished turns.)
 type emitterConsumer struct {
 	e interface {
-		journal.Emitter
+		event.Emitter
 		SetPosition(iteration int, step string)
 	}
 	iteration int
@@ -841,7 +841,7 @@ func (c *emitterConsumer) Consume(e event.Event) {
 		c.iteration, c.step = e.Iteration, e.Step
 		c.e.SetPosition(e.Iteration, e.Step)
 	}
-	c.e.Emit(e.Type, e.Data)
+	c.e.Emit(e.Payload)
 }
 
 // pathInside reports whether p is dir or lies below it (lexically).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/verify"
@@ -22,7 +23,7 @@ const ReasonCleanRunDiffers = "clean_run_differs"
 
 // EventCleanRun is the journal type of the clean run of one test
 // validator (payload CleanRunEvent).
-const EventCleanRun = "verify.clean"
+const EventCleanRun = string(event.KindCleanRun)
 
 // CleanRunEvent is the payload of verify.clean.
 type CleanRunEvent struct {
@@ -38,6 +39,9 @@ type CleanRunEvent struct {
 	Output     string `json:"output,omitempty"`
 	DurationMs int64  `json:"durationMs"`
 }
+
+// EventKind implements event.Payload.
+func (*CleanRunEvent) EventKind() event.Kind { return event.KindCleanRun }
 
 // cleanRun runs each test validator of vr, the verification that
 // completed the run, once more in a clean environment: a new process
@@ -64,7 +68,7 @@ func (a *Agent) cleanRun(ctx context.Context, vr *verify.ValidationResult) (fail
 		if err != nil {
 			return nil, err
 		}
-		a.emit.Emit(EventCleanRun, ev)
+		a.emit.Emit(&ev)
 		if len(ev.Differences) > 0 {
 			differs = append(differs, fmt.Sprintf("%s (%s): %s", ev.Validator, ev.Command, strings.Join(ev.Differences, "; ")))
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/tool/mcp"
 )
 
 // defaultEndpoint is where the CLI reaches the model when
@@ -85,7 +86,8 @@ func Endpoint(baseURL string, getenv func(string) string) (string, error) {
 
 // sandboxSpec is the confined program of argv: the work dir and the
 // private configuration folder writable, the CLI's install (and its
-// interpreter's) readable, the model's endpoint reachable.
+// interpreter's, and those of its stdio MCP servers) readable, the
+// model's endpoint reachable.
 func (b *Bridge) sandboxSpec(argv []string) (llm.ProgramSpec, error) {
 	wd := b.cfg.WorkDir
 	if wd == "" {
@@ -105,6 +107,11 @@ func (b *Bridge) sandboxSpec(argv []string) (llm.ProgramSpec, error) {
 	var readable []string
 	for _, p := range b.binary {
 		readable = append(readable, sandbox.InstallRoots(p, b.cfg.Getenv("PATH"), wd)...)
+	}
+	// The stdio MCP servers the CLI starts run in its sandbox: they read
+	// their installs as capstan's own sandboxed servers do.
+	for _, s := range b.cfg.MCPServers {
+		readable = append(readable, mcp.InstallRoots(s, wd)...)
 	}
 	env := lastWins(append(b.env(), "CLAUDE_CONFIG_DIR="+b.home))
 	return llm.ProgramSpec{Argv: argv, Dir: wd, Env: env, ReadOnly: readable, Writable: []string{b.home},
