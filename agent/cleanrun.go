@@ -12,7 +12,6 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -176,11 +175,8 @@ func (a *Agent) cleanEnv(ctx context.Context) (verify.CommandEnv, func(), error)
 		_ = os.RemoveAll(dir)
 	}
 	if isGoModule(a.workDir) {
-		if userCache, err := os.UserCacheDir(); err == nil {
-			environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
-			if seed, err := sandbox.GoStdlibSeed(ctx, filepath.Join(userCache, "capstan", "go-stdlib"), environ, a.workDir); err == nil && seed != "" {
-				_ = cache.Seed(seed) // without the seed the run compiles the standard library: slower, as clean
-			}
+		if seed, err := a.goStdlibSeed(ctx, a.workDir); err == nil && seed != "" {
+			_ = cache.Seed(seed) // without the seed the run compiles the standard library: slower, as clean
 		}
 	}
 	env := verify.CommandEnv{Env: append(cache.Env(), "TMPDIR="+tmp)}

@@ -28,15 +28,13 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	if len(caches) == 0 || !isGoModule(wd) {
 		return
 	}
-	userCache, err := os.UserCacheDir()
-	if err != nil {
+	if _, err := os.UserCacheDir(); err != nil {
 		return
 	}
 	act := event.Activity{Kind: event.ActivityBuildCache, Name: "Go standard library"}
 	start := time.Now()
 	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
-	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
-	seed, err := sandbox.GoStdlibSeed(ctx, filepath.Join(userCache, "capstan", "go-stdlib"), environ, wd)
+	seed, err := a.goStdlibSeed(ctx, wd)
 	for _, c := range caches {
 		if err == nil && seed != "" {
 			err = c.Seed(seed)
@@ -47,6 +45,18 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	if err != nil {
 		a.warnings = append(a.warnings, "the build caches start empty (the test baseline compiles Go's standard library): "+err.Error())
 	}
+}
+
+// goStdlibSeed is the Go standard library's compiled packages for the
+// toolchain the run's commands use (sandbox.GoStdlibSeed, kept in the
+// user's cache directory).
+func (a *Agent) goStdlibSeed(ctx context.Context, wd string) (string, error) {
+	userCache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
+	return sandbox.GoStdlibSeed(ctx, filepath.Join(userCache, "capstan", "go-stdlib"), environ, wd)
 }
 
 // isGoModule reports whether dir is the root of a Go module or workspace.
