@@ -94,9 +94,8 @@ type Agent struct {
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
-	// was read from disk) and snapshotRecord what run.start says about it.
-	definition     *agentdir.Snapshot
-	snapshotRecord *agentdir.SnapshotRecord
+	// was read from disk).
+	definition *agentdir.Snapshot
 	// warnings are journaled at start and reported in the result.
 	warnings []string
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
@@ -453,7 +452,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	why := a.unsandboxed()
 	sandboxed := why == ""
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
-		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun, Temporal: a.opts.Temporal,
+		Definition: a.definitionRecord(), GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun, Temporal: a.opts.Temporal,
 		Sandboxed: &sandboxed, Unsandboxed: why,
 		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv), EndpointSource: a.endpointSource(),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,

@@ -139,6 +139,9 @@ type Bridge struct {
 	// home is the CLI's private configuration folder (CLAUDE_CONFIG_DIR)
 	// of a sandboxed Bridge, removed by Close; "" unsandboxed.
 	home string
+	// keys is the key proxy of a sandboxed Bridge whose CLI has an API
+	// key or auth token (under mu; stopped by Close).
+	keys *keyProxy
 }
 
 // New resolves the claude binary and returns a Bridge. A missing binary is
@@ -265,12 +268,21 @@ func (b *Bridge) SessionID() string {
 }
 
 // Close implements llm.Bridge: a sandboxed Bridge removes the CLI's
-// private configuration folder (its sessions with it).
+// private configuration folder (its sessions with it) and stops its key
+// proxy.
 func (b *Bridge) Close() error {
-	if b.home == "" {
-		return nil
+	b.mu.Lock()
+	kp := b.keys
+	b.keys = nil
+	b.mu.Unlock()
+	var err error
+	if kp != nil {
+		err = kp.Close()
 	}
-	return os.RemoveAll(b.home)
+	if b.home != "" {
+		err = errors.Join(err, os.RemoveAll(b.home))
+	}
+	return err
 }
 
 // Args returns the CLI arguments for a query (without the binary). Every

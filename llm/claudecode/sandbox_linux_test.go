@@ -77,9 +77,12 @@ func TestRealCLIRunsInTheSandbox(t *testing.T) {
 		"echo pwned > " + target + "; echo write=$?; " +
 		"(exec 3<>/dev/tcp/127.0.0.1/" + port + "); echo dial=$?; " +
 		"curl -sf -o /dev/null --max-time 10 http://127.0.0.1:" + port + "/; echo proxied=$?; " +
-		"echo honest > made.txt; echo inside=$?; cat notes.txt"
+		"echo honest > made.txt; echo inside=$?; cat notes.txt; " +
+		// The key, reversed to pass redaction: the CLI holds a stand-in.
+		"echo \"key=$(printf %s \"$ANTHROPIC_API_KEY\" | rev)\""
 
-	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+	// The fake API takes only the real key: the key proxy put it back.
+	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: "test-key", Respond: func(r fakellm.Request) fakellm.Reply {
 		switch {
 		case len(r.LastToolResults) > 0:
 			return fakellm.Reply{Text: "RESULT: " + strings.Join(r.LastToolResults, " ")}
@@ -107,6 +110,9 @@ func TestRealCLIRunsInTheSandbox(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("honest command: output lacks %q", want)
 		}
+	}
+	if !strings.Contains(out, "key=") || strings.Contains(out, "yek-tset") || !strings.Contains(out, "ni-dnats-natspac") {
+		t.Errorf("the CLI's Bash should see only the stand-in key")
 	}
 	for _, bad := range []string{"TOP-SECRET-31337", "read=0", "write=0", "dial=0", "proxied=0"} {
 		if strings.Contains(out, bad) {
