@@ -463,6 +463,9 @@ func (a *Agent) Start(ctx context.Context) error {
 		if err := a.restore(r); err != nil {
 			return err
 		}
+		if err := a.resumeTestChange(r); err != nil {
+			return err
+		}
 		start.Resumed, start.Iteration, start.Rewound = true, a.rc.Iteration, r.rewound
 	}
 	baseline, err := a.protectBaseline(a.opts.Resume)
@@ -707,6 +710,7 @@ func (a *Agent) finish(lr *LoopResult) *Result {
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
 		Warnings:       append([]string(nil), a.warnings...),
 		CannotComplete: a.flow.cannotComplete,
+		TestChange:     a.flow.testChange,
 		Verdict:        a.flow.closureVerdict,
 		Handoff:        a.flow.closureHandoff,
 		GitHub:         a.github,

@@ -14,6 +14,7 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Completion reasons the verdict stage adds to the loop's.
@@ -45,6 +46,9 @@ type flow struct {
 	sessions map[string]string
 	// cannotComplete is the model's declaration that ended the run.
 	cannotComplete *verdict.CannotComplete
+	// testChange is the request to change protected files that stopped
+	// the run for a human.
+	testChange *verify.TestChangeRequest
 	// closureVerdict is the closure step's verdict of a run completed by
 	// closing.
 	closureVerdict string
@@ -130,6 +134,7 @@ func (f *flow) stage() (*verdict.Stage, error) {
 		Events:          a.emit,
 		CompletionType:  a.spec.Runner.Completion.Type,
 		ValidationSteps: reg.ValidationSteps,
+		TestChanges:     a.testChangeHandler(),
 	})
 	if err != nil {
 		return nil, err
@@ -345,7 +350,7 @@ func (f *flow) After(ctx context.Context, rc *RuntimeContext, s *event.Iteration
 // to be resumed.
 func (f *flow) noReplyForRetry(lr *LoopResult) *LoopResult {
 	r := f.retrying
-	if lr.Success || r == nil || r.Kind == "" || !errors.Is(lr.Err, agenterr.ErrScriptExhausted) {
+	if lr.Success || r == nil || r.Kind == "" || r.Kind == "test-change" || !errors.Is(lr.Err, agenterr.ErrScriptExhausted) {
 		return lr
 	}
 	what := fmt.Sprintf("completion check %q failed (pattern %q)", r.Validator, r.Pattern)

@@ -68,7 +68,7 @@ func (a *Agent) buildProtection() error {
 		p.steps[id] = m
 	}
 	if p.matcher != nil || len(p.steps) > 0 {
-		p.guard = &verify.ProtectedFilesGuard{Dir: a.workDir}
+		p.guard = &verify.ProtectedFilesGuard{Dir: a.workDir, Requests: a.asksProtectedChange()}
 	}
 	return nil
 }
@@ -78,6 +78,11 @@ func (a *Agent) buildProtection() error {
 func (a *Agent) protectedFunc() (func(string) bool, error) {
 	if err := a.buildProtection(); err != nil || a.protection.guard == nil {
 		return nil, err
+	}
+	if a.asksProtectedChange() {
+		// The model makes the change it asks for; the verdict checks
+		// every change against the baseline and the approvals.
+		return nil, nil
 	}
 	p := &a.protection
 	return func(rel string) bool {

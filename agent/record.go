@@ -52,6 +52,10 @@ type RunRecord struct {
 	// files placed, before the first iteration (tests.hidden of phase
 	// baseline), by validator: the hidden tests, kept for resume.
 	HiddenBaselines map[string]*hidden.Result `json:"hiddenBaselines,omitempty"`
+	// TestChange is the run's latest request to change protected files
+	// and its decision (nil when it made none). An approved decision is
+	// already applied to ProtectBaseline and StepBaseline.
+	TestChange *TestChangeRecord `json:"testChange,omitempty"`
 	// Temporal is where the run lives when a Temporal worker ran it (the
 	// last run.start that says so); nil for a local run.
 	Temporal *TemporalRun `json:"temporal,omitempty"`
@@ -161,6 +165,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			cur = nil
 			rec.Ended, rec.Result = false, nil
+			if rec.TestChange != nil && rec.TestChange.Decision != nil {
+				rec.TestChange.Delivered = true
+			}
 		case journal.RunEnd:
 			var r Result
 			if err := decode(&r); err != nil {
@@ -172,6 +179,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			pending = llm.Usage{}
 			cur = nil
 			at(ev.Iteration)
+			if rec.TestChange != nil && rec.TestChange.Decision != nil {
+				rec.TestChange.Delivered = true
+			}
 		case journal.PromptResolved:
 			var p event.PromptEvent
 			if err := decode(&p); err != nil {
@@ -264,6 +274,26 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			} else if ev.Iteration > 0 {
 				it := at(ev.Iteration)
 				it.Events = append(it.Events, ev)
+			}
+		case verify.EventTestChangeRequested:
+			var r verify.TestChangeRequest
+			if err := decode(&r); err != nil {
+				return nil, err
+			}
+			rec.TestChange = &TestChangeRecord{Request: &r}
+		case verify.EventTestChangeDecided:
+			var d verify.TestChangeDecision
+			if err := decode(&d); err != nil {
+				return nil, err
+			}
+			if t := rec.TestChange; t.Pending() && t.Request.Iteration == d.Iteration {
+				// Only the files of the request, whatever the decision lists.
+				d.Files = t.Request.Files
+				t.Decision = &d
+				if d.Decision == verify.TestChangeApproved {
+					rec.ProtectBaseline.Accept(d.Files)
+					rec.StepBaseline.Accept(d.Files)
+				}
 			}
 		case StepState:
 			var st StepStateEvent

@@ -9,6 +9,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Result is seed 000's AgentResult: how a run ended. It is what `capstan run
@@ -18,6 +19,7 @@ type Result struct {
 	// CompletionReason is a stable token: completed, max_iterations,
 	// emergency_stop, time_budget, token_budget, cost_budget, canceled,
 	// aborted, validation_exhausted, step_loop_limit, cannot_complete,
+	// test_change_requested,
 	// error.
 	CompletionReason string `json:"completionReason"`
 	// Reason is the human explanation (the completion handler's reason, or
@@ -52,6 +54,11 @@ type Result struct {
 	// done as specified, with its reason and evidence (CompletionReason
 	// cannot_complete).
 	CannotComplete *verdict.CannotComplete `json:"cannotComplete,omitempty"`
+	// TestChange is the model's request to change protected files, with
+	// the diff, when the run stopped for a human to decide it
+	// (CompletionReason test_change_requested; runner.verification.testChanges
+	// human).
+	TestChange *verify.TestChangeRequest `json:"testChange,omitempty"`
 	// Verdict is the "verdict" string of the closure step's final answer
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.

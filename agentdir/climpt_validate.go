@@ -125,17 +125,22 @@ func (c *checker) sandboxNetwork(a *source, ptr string) {
 		return
 	}
 	n := sb.Network
-	if n.Mode != "" && n.Mode != "none" {
+	if n.Mode != "" && n.Mode != "none" && n.Mode != "trusted" && n.Mode != "custom" {
+		c.report(a, "AC-SANDBOX-NETWORK", SeverityError, ptr+"/mode",
+			`write "mode": "custom" with "trustedDomains", "mode": "none", or list host:port pairs in "allow"`,
+			"network mode %q is not one of climpt's (trusted, custom, none)", n.Mode)
+	}
+	if (n.Mode == "trusted" || n.Mode == "custom") && n.TrustedDomains == nil {
 		c.report(a, "AC-SANDBOX-UNSUPPORTED", SeverityError, ptr,
-			`list the host:port pairs instead: "network": {"allow": ["api.example.com:443"]} (or "network": true for every host, unfiltered)`,
-			"network mode %q trusts domains by name and port-less, which capstan's sandbox does not do", n.Mode)
+			`list the domains: "network": {"mode": "custom", "trustedDomains": ["api.example.com"]}, or host:port pairs in "allow" (or "network": true for every host, unfiltered)`,
+			"network mode %q without trustedDomains means climpt's own list of domains, which capstan does not copy", n.Mode)
 	}
-	if n.Mode == "none" && len(n.Allow) > 0 {
-		c.report(a, "AC-SANDBOX-NETWORK", SeverityError, ptr+"/allow",
-			`remove "mode": "none" to allow the listed pairs, or the allow list to have no network`,
-			`"mode": "none" (no network) and an allow list say different things`)
+	if n.Mode == "none" && (len(n.Allow) > 0 || len(n.TrustedDomains) > 0) {
+		c.report(a, "AC-SANDBOX-NETWORK", SeverityError, ptr+"/mode",
+			`remove "mode": "none" to allow the listed hosts, or the allow list and trustedDomains to have no network`,
+			`"mode": "none" (no network) and a list of hosts say different things`)
 	}
-	if !sb.On() && (n.All || len(n.Allow) > 0) {
+	if !sb.On() && (n.All || len(n.Allow) > 0 || len(n.TrustedDomains) > 0) {
 		c.report(a, "AC-SANDBOX-NETWORK-INERT", SeverityWarning, ptr,
 			`remove "network", or "enabled": false to keep the sandbox`,
 			`the sandbox is off ("enabled": false): commands reach the whole network with your rights, and this setting does nothing`)
@@ -144,6 +149,20 @@ func (c *checker) sandboxNetwork(a *source, ptr string) {
 		if _, err := ParseNetworkAllow(e); err != nil {
 			c.report(a, "AC-SANDBOX-NETWORK", SeverityError, fmt.Sprintf("%s/allow/%d", ptr, i),
 				"write host:port, e.g. api.example.com:443, 127.0.0.1:8080 or [::1]:8443", "%v", err)
+		}
+	}
+	for i, d := range n.TrustedDomains {
+		p := fmt.Sprintf("%s/trustedDomains/%d", ptr, i)
+		if strings.Contains(d, "*") {
+			c.report(a, "AC-SANDBOX-NETWORK", SeverityError, p,
+				fmt.Sprintf("list each host the agent needs instead (for example %q): the sandbox's allow-list names hosts, not patterns",
+					"api."+strings.TrimLeft(d, "*.")),
+				"trusted domain %q is a wildcard, which capstan's sandbox does not match", d)
+			continue
+		}
+		if _, err := ParseNetworkAllow(TrustedDomainPair(d)); err != nil {
+			c.report(a, "AC-SANDBOX-NETWORK", SeverityError, p,
+				"write a host name (reached at port 443), e.g. api.example.com, or host:port", "trusted domain %q: %v", d, err)
 		}
 	}
 }

@@ -46,6 +46,7 @@ func Codes() []CodeInfo {
 		{"AC-HIDDEN-GLOB", e, "a runner.verification.hidden glob is malformed or leaves the agent folder"},
 		{"AC-HIDDEN-MISSING", e, "a runner.verification.hidden glob matches no file of the agent folder"},
 		{"AC-HIDDEN-INERT", e, "runner.verification.hidden is set but no command validator runs tests"},
+		{"AC-TESTCHANGES-HIDDEN", e, "runner.verification.testChanges is hiddenTests but the agent has no hidden tests"},
 		{"AC-PATH-OUTSIDE", e, "a path in agent.json is absolute or leaves the agent folder"},
 		{"AC-SYSTEM-PROMPT-MISSING", e, "runner.systemPromptPath does not exist"},
 		{"AC-PROMPTS-DIR-MISSING", e, "the prompts base (or fallbackDir) folder does not exist"},
@@ -64,8 +65,8 @@ func Codes() []CodeInfo {
 		{"AC-CLIMPT-INERT", w, "a climpt setting capstan does not act on (actions, execution, logging, config.json, …)"},
 		{"AC-VERDICT-UNSUPPORTED", e, "a climpt verdict setting that cannot work in capstan (meta:custom module, poll:state resource other than an issue, nested meta:*)"},
 		{"AC-VERDICT-ISSUE-PARAM", e, "poll:state names an issue parameter that does not exist"},
-		{"AC-SANDBOX-UNSUPPORTED", e, "climpt's sandbox settings capstan's sandbox cannot enforce (network domains, extra writable paths, exempt commands)"},
-		{"AC-SANDBOX-NETWORK", e, "a runner.boundaries.sandbox.network.allow entry is not host:port, or contradicts \"mode\": \"none\""},
+		{"AC-SANDBOX-UNSUPPORTED", e, "climpt's sandbox settings capstan's sandbox cannot enforce (a network mode without trustedDomains, extra writable paths, exempt commands)"},
+		{"AC-SANDBOX-NETWORK", e, "a runner.boundaries.sandbox.network allow entry is not host:port, a trustedDomains entry is a wildcard or not a host, or either contradicts \"mode\": \"none\""},
 		{"AC-SANDBOX-NETWORK-INERT", w, "runner.boundaries.sandbox.network is set while the sandbox is off (\"enabled\": false): it does nothing"},
 		{"AC-VERDICT-FIELD", e, "a climpt verdict lacks a field its type needs, or detect:graph names another registry"},
 

@@ -1,6 +1,7 @@
 package agentdir
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,4 +45,25 @@ func FuzzParseNetworkAllow(f *testing.F) {
 			t.Fatalf("%q accepted as %q", entry, c)
 		}
 	})
+}
+
+// TestTrustedDomainsJoinTheAllowList: climpt's trustedDomains are
+// allow-list pairs at port 443 (as written when they name a port), next
+// to "allow"; with "mode": "none" they add nothing.
+func TestTrustedDomainsJoinTheAllowList(t *testing.T) {
+	sb := &Sandbox{Network: &SandboxNetwork{Allow: []string{"127.0.0.1:8080"}, Mode: "custom",
+		TrustedDomains: []string{"api.anthropic.com", "registry.npmjs.org:8443", "::1"}}}
+	want := []string{"127.0.0.1:8080", "api.anthropic.com:443", "registry.npmjs.org:8443", "[::1]:443"}
+	if got := sb.AllowList(); !slices.Equal(got, want) {
+		t.Fatalf("AllowList = %q, want %q", got, want)
+	}
+	for _, p := range want {
+		if _, err := ParseNetworkAllow(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	sb.Network.Mode = "none"
+	if got := sb.AllowList(); !slices.Equal(got, want[:1]) {
+		t.Fatalf("mode none: AllowList = %q", got)
+	}
 }

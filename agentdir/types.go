@@ -9,9 +9,13 @@ package agentdir
 
 import (
 	"encoding/json"
+	"io/fs"
+	"net"
+	"slices"
+	"strings"
+
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
-	"io/fs"
 )
 
 // AgentFile is the agent definition's file name inside an agent folder.
@@ -147,6 +151,31 @@ type Verification struct {
 	// path in the work dir only while the test validators run for the
 	// hidden-tests check, and removed after (package verify/hidden).
 	Hidden []string `json:"hidden,omitempty"`
+	// TestChanges is the policy for the model's requests to change a
+	// protected file (a line REQUEST_TEST_CHANGE: <file> <reason>):
+	// TestChangesRefuse ("" = the default) answers every request with
+	// "fix the code instead"; TestChangesHuman stops the run until a human
+	// approves or rejects the change (capstan approve / reject);
+	// TestChangesHiddenTests accepts it when the hidden tests (Hidden)
+	// pass with it. Under the last two, Write and Edit do not refuse
+	// protected files (the model makes the change it asks for); every
+	// change not approved still fails verification.
+	TestChanges string `json:"testChanges,omitempty"`
+}
+
+// Values of Verification.TestChanges.
+const (
+	TestChangesRefuse      = "refuse"
+	TestChangesHuman       = "human"
+	TestChangesHiddenTests = "hiddenTests"
+)
+
+// TestChangesPolicy is TestChanges with the default applied.
+func (v Verification) TestChangesPolicy() string {
+	if v.TestChanges == "" {
+		return TestChangesRefuse
+	}
+	return v.TestChanges
 }
 
 // ProtectRunnerConfigOn reports whether the test runners' configuration
@@ -276,12 +305,36 @@ func (n SandboxNetwork) MarshalJSON() ([]byte, error) {
 // ("network": true).
 func (s *Sandbox) Open() bool { return s != nil && s.Network != nil && s.Network.All }
 
-// AllowList is the host:port pairs of "network": {"allow": [...]}.
+// AllowList is the host:port pairs of "network": {"allow": [...]} and
+// of climpt's "trustedDomains" (see TrustedDomainPair), unless climpt's
+// "mode" is "none".
 func (s *Sandbox) AllowList() []string {
 	if s == nil || s.Network == nil || s.Network.All {
 		return nil
 	}
-	return s.Network.Allow
+	out := s.Network.Allow
+	if s.Network.Mode != "none" {
+		for _, d := range s.Network.TrustedDomains {
+			out = append(slices.Clip(out), TrustedDomainPair(d))
+		}
+	}
+	return out
+}
+
+// TrustedDomainPair is the allow-list pair of one of climpt's
+// trustedDomains: the domain at port 443 (HTTPS, which is what climpt's
+// domains are reached by), or the entry as written when it names a port.
+// A wildcard ("*.github.com") is kept as written and refused by validate
+// and by the sandbox (AC-SANDBOX-NETWORK): the allow-list names hosts.
+func TrustedDomainPair(domain string) string {
+	d := strings.TrimSpace(domain)
+	if _, _, err := net.SplitHostPort(d); err == nil {
+		return d
+	}
+	if strings.Contains(d, ":") && !strings.HasPrefix(d, "[") {
+		return "[" + d + "]:443" // a bare IPv6 address
+	}
+	return net.JoinHostPort(strings.Trim(d, "[]"), "443")
 }
 
 // On reports whether the agent's commands run in the sandbox: true unless

@@ -297,6 +297,11 @@ func (c *checker) agent() {
 	}
 	c.protectGlobs(a, "AC-PROTECT-GLOB", "/runner/verification/protect", r.Verification.Protect)
 	c.hiddenGlobs(a, r.Verification.Hidden)
+	if r.Verification.TestChanges == TestChangesHiddenTests && len(r.Verification.Hidden) == 0 {
+		c.report(a, "AC-TESTCHANGES-HIDDEN", SeverityError, "/runner/verification/testChanges",
+			"add hidden tests (runner.verification.hidden) that decide whether a test change is right, or use \"human\" to have a person decide",
+			"testChanges %q accepts a test change only when the hidden tests pass, and the agent has none", r.Verification.TestChanges)
+	}
 	if r.SystemPromptPath != "" {
 		c.file(a, "AC", "/runner/systemPromptPath", r.SystemPromptPath, false, "AC-SYSTEM-PROMPT-MISSING",
 			"create the file or fix runner.systemPromptPath")

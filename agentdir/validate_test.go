@@ -320,6 +320,12 @@ func TestValidateProblems(t *testing.T) {
 			at(a, "runner", "verification")["hidden"] = []any{"_hidden/**"}
 			at(r, "validators", "tests-pass")["command"] = "echo ok"
 		}, "AC-HIDDEN-INERT", SeverityError, "agent.json", "/runner/verification/hidden"},
+		{"test changes decided by hidden tests without hidden tests", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "verification")["testChanges"] = "hiddenTests"
+		}, "AC-TESTCHANGES-HIDDEN", SeverityError, "agent.json", "/runner/verification/testChanges"},
+		{"unknown test changes policy", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "verification")["testChanges"] = "auto"
+		}, "AC-SCHEMA-ENUM", SeverityError, "agent.json", "/runner/verification/testChanges"},
 		{"bad disallowed pattern", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["disallowedTools"] = []any{"[", "Bash()"}
 		}, "AC-TOOL-PATTERN", SeverityError, "agent.json", "/runner/boundaries/disallowedTools/0"},
@@ -492,8 +498,11 @@ func TestValidateProblems(t *testing.T) {
 		{"climpt path template", func(a, r map[string]any, _ map[string]string) { r["pathTemplate"] = "{c2}/{c3}.md" },
 			"SR-PATH-TEMPLATE", SeverityError, "steps_registry.json", "/pathTemplate"},
 		{"climpt sandbox network", func(a, r map[string]any, _ map[string]string) {
-			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"enabled": true, "network": map[string]any{"mode": "trusted", "trustedDomains": []any{"api.anthropic.com"}}}
+			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"enabled": true, "network": map[string]any{"mode": "trusted"}}
 		}, "AC-SANDBOX-UNSUPPORTED", SeverityError, "agent.json", "/runner/boundaries/sandbox/network"},
+		{"climpt trusted domain wildcard", func(a, r map[string]any, _ map[string]string) {
+			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"network": map[string]any{"mode": "custom", "trustedDomains": []any{"api.anthropic.com", "*.github.com"}}}
+		}, "AC-SANDBOX-NETWORK", SeverityError, "agent.json", "/runner/boundaries/sandbox/network/trustedDomains/1"},
 		{"sandbox network allow entry", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["sandbox"] = map[string]any{"network": map[string]any{"allow": []any{"api.example.com:443", "https://api.example.com"}}}
 		}, "AC-SANDBOX-NETWORK", SeverityError, "agent.json", "/runner/boundaries/sandbox/network/allow/1"},

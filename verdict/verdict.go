@@ -5,7 +5,9 @@
 // The decision is made in one place, in one order:
 //
 //  0. the honest way out: a model that declares the task cannot be done as
-//     specified (cannot_complete.go) stops the run (cannot_complete);
+//     specified (cannot_complete.go) stops the run (cannot_complete); a
+//     model that asks to change a protected test (test_change.go) has its
+//     request decided by the agent's policy;
 //  1. format: a step with an outputSchemaRef must answer in that schema;
 //  2. step check: the step's check is evaluated and its transition taken on
 //     a fork of the step machine;
@@ -120,6 +122,11 @@ type Config struct {
 	// (no lost tests), and fail verification like a guard: never let
 	// stand by onFailure skip.
 	OutputGuards []OutputGuard
+	// TestChanges decides the model's requests to change protected files
+	// (REQUEST_TEST_CHANGE lines); nil when the agent accepts none: the
+	// lines are then ignored and a changed protected file fails
+	// verification as ever.
+	TestChanges TestChangeHandler
 }
 
 // Guard is a check of the world that the model must not be able to get
@@ -260,6 +267,13 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	// specified ends the run, before anything checks its output.
 	if d, ok := FindCannotComplete(in.Summary); ok {
 		return s.cannotComplete(v, d), nil
+	}
+	// A request to change a protected test goes to the agent's policy
+	// (a human, or the hidden tests), before anything checks the output.
+	if s.cfg.TestChanges != nil {
+		if asks := FindTestChangeRequest(in.Summary); len(asks) > 0 {
+			return s.testChange(ctx, v, in, asks)
+		}
 	}
 
 	// 1. Format: the output must have the step's schema before anything

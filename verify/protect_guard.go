@@ -21,6 +21,10 @@ type ProtectedFilesGuard struct {
 	Step *FilesBaseline
 	// Dir is the work dir.
 	Dir string
+	// Requests says whether the agent takes requests to change protected
+	// files (runner.verification.testChanges human or hiddenTests): the
+	// retry prompt then tells the model how to ask.
+	Requests bool
 }
 
 // Name implements verdict.Guard.
@@ -64,6 +68,11 @@ func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
 			diff.WriteString("(binary or too large to show)\n")
 		}
 	}
+	ask := "If the task cannot be done without changing them, say so: end your answer with a line starting " + CannotCompleteMarker + " and your reason, then your evidence."
+	if g.Requests {
+		ask = "If a test itself contradicts the task's specification, you may instead keep your change to that file and ask for it: end your answer with one line per file, " +
+			TestChangeMarker + " <file> <reason>; the change counts only once it is approved, and only for the files you name. " + ask
+	}
 	return ValidationResult{Validator: ProtectedFilesGuardName, Pattern: PatternProtectedChanged,
 		Params: map[string]any{
 			"protectedFiles": files,
@@ -71,7 +80,6 @@ func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
 			"restore": "These files are protected (" + strings.Join(globs, ", ") +
 				"): they define how your work is checked, so you may read them but not change, delete or add them. " +
 				"Restore each one exactly to its content at the start of the run (in the diff, '-' lines are the original, '+' lines your change; " +
-				"delete added files), then make the checks pass by changing the code under test. " +
-				"If the task cannot be done without changing them, say so: end your answer with a line starting " + CannotCompleteMarker + " and your reason, then your evidence.",
+				"delete added files), then make the checks pass by changing the code under test. " + ask,
 		}}, nil
 }

@@ -438,6 +438,9 @@ func resultExitCode(res *agent.Result) int {
 	if res.CompletionReason == agent.ReasonCannotComplete {
 		return exitCannotComplete
 	}
+	if res.CompletionReason == agent.ReasonTestChangeRequested {
+		return exitTestChangeRequested
+	}
 	if res.Error != nil {
 		if code := exitForCode(res.Error.Code, false); code != exitOK {
 			return code
@@ -563,6 +566,13 @@ func printSummaryOn(w io.Writer, r *agent.Result, resumeArgs string) {
 			fmt.Fprintf(w, "  continue with: %s%s\n", cmd, resumeArgs)
 		}
 	}
+	if t := r.TestChange; t != nil {
+		fmt.Fprintf(w, "  requested change (iteration %d):\n%s\n", t.Iteration, indent(indent(t.Diff())))
+		if len(t.Unrequested) > 0 {
+			fmt.Fprintf(w, "  also changed, not requested: %s\n", strings.Join(t.Unrequested, ", "))
+		}
+		fmt.Fprintf(w, "  approve with: capstan approve %s\n  or reject with: capstan reject %s --reason TEXT\n", r.RunID, r.RunID)
+	}
 	if g := r.GitHub; g != nil {
 		for _, c := range g.Calls {
 			outcome := "done"
@@ -677,6 +687,10 @@ Both choices are journaled. A run whose recorded definition is missing
 			}
 			if rec.Start == nil {
 				return withExit(exitUsage, fmt.Errorf("resume: %w", errNotStarted(rec)))
+			}
+			if t := rec.TestChange; t.Pending() {
+				return withExit(exitUsage, fmt.Errorf("resume: run %s waits for a decision on the model's request to change %s (see it with: capstan show %s); decide with: capstan approve %s  or  capstan reject %s --reason TEXT",
+					rec.ID, strings.Join(t.Request.Paths(), ", "), rec.ID, rec.ID, rec.ID))
 			}
 			if rec.Result != nil && rec.Result.Success {
 				return withExit(exitUsage, fmt.Errorf("resume: run %s already completed; there is nothing to resume (run the agent again with: capstan run %s --workdir %s)",

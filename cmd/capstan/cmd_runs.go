@@ -461,6 +461,7 @@ writes the same account as one self-contained HTML page.`,
 					// and the model's own "cannot be done" declaration.
 					printProtected(out, rec.ProtectBaseline)
 					printProtected(out, rec.StepBaseline)
+					printTestChange(out, rec.ID, rec.TestChange)
 					if r := rec.Result; r != nil {
 						printCannotComplete(out, r.CannotComplete)
 						if r.Verdict != "" {

@@ -13,6 +13,8 @@ func subcommands() []*cobra.Command {
 		newRunCmd(),
 		newFixCmd(),
 		newResumeCmd(),
+		newApproveCmd(),
+		newRejectCmd(),
 		newValidateCmd(),
 		newInitCmd(),
 		newRunsCmd(),

@@ -19,7 +19,9 @@ import (
 
 // Exit codes (DESIGN.md): 0 completed; 1 ran but did not complete; 2 usage or
 // configuration error; 3 provider or internal error; 4 (run) the model
-// declared that the task cannot be done as specified; 128 + the signal's
+// declared that the task cannot be done as specified; 5 (run, resume) the
+// run stopped for a human to approve or reject the model's request to
+// change protected files (capstan approve / reject); 128 + the signal's
 // number when Ctrl-C or SIGTERM interrupted the command (exitSignaled).
 const (
 	exitOK             = 0

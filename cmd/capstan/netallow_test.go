@@ -83,3 +83,52 @@ func TestSandboxNetworkAllowList(t *testing.T) {
 		t.Fatalf("validate of a bad allow entry: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestClimptTrustedDomainsBecomeTheAllowList: climpt's
+// "network": {"mode": "custom", "trustedDomains": [...]} runs sandboxed
+// with each domain as an allow-list pair at port 443 (an entry with a port
+// as written): the proxy lets the tunnel to a trusted domain through
+// (its dial then fails: .invalid does not resolve, 502) and refuses an
+// untrusted one (403); a trusted loopback pair is reached. validate
+// refuses a wildcard domain, naming the entry and the fix.
+func TestClimptTrustedDomainsBecomeTheAllowList(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI needs curl")
+		}
+		t.Skip("curl is not installed")
+	}
+	allowed, allowedHits := countingServer(t, "reached-the-trusted-server")
+	probe := "curl -sS --max-time 10 http://" + allowed + "/; echo; " +
+		"curl -sS --max-time 10 https://trusted.invalid/ 2>&1; echo; " +
+		"curl -sS --max-time 10 https://untrusted.invalid/ 2>&1; echo PROBE-END"
+	dir, wd := networkAgent(t, `{"mode": "custom", "trustedDomains": ["trusted.invalid", "`+allowed+`"]}`, probe), t.TempDir()
+	if code, out, errOut := captureConfigCLI(t, "validate", dir); code != 0 {
+		t.Fatalf("validate: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	text, err := os.ReadFile(runJournals(t, wd)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	journalText := string(text)
+	if !strings.Contains(journalText, "PROBE-END") {
+		t.Fatalf("the probe did not run:\n%s", journalText)
+	}
+	if allowedHits.Load() != 1 || !strings.Contains(journalText, "reached-the-trusted-server") {
+		t.Errorf("the trusted loopback pair answered %d requests, want 1", allowedHits.Load())
+	}
+	if !strings.Contains(journalText, "response 502") || !strings.Contains(journalText, "response 403") {
+		t.Errorf("want the trusted domain's tunnel let through (502: it does not resolve) and the untrusted one refused (403):\n%s", journalText)
+	}
+
+	bad := networkAgent(t, `{"mode": "custom", "trustedDomains": ["api.anthropic.com", "*.github.com"]}`, "true")
+	code, out, errOut := captureConfigCLI(t, "validate", bad)
+	if code != exitUsage || !strings.Contains(out+errOut, "AC-SANDBOX-NETWORK") ||
+		!strings.Contains(out+errOut, "/runner/boundaries/sandbox/network/trustedDomains/1") || !strings.Contains(out+errOut, `"api.github.com"`) {
+		t.Fatalf("validate of a wildcard domain: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
