@@ -94,9 +94,8 @@ type Agent struct {
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
-	// was read from disk) and snapshotRecord what run.start says about it.
-	definition     *agentdir.Snapshot
-	snapshotRecord *agentdir.SnapshotRecord
+	// was read from disk).
+	definition *agentdir.Snapshot
 	// warnings are journaled at start and reported in the result.
 	warnings []string
 	// skillsPrompt is the L1 section of runner.skills for the system prompt.
@@ -268,10 +267,10 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// One copy of the environment for the secret lists of the tracer,
 	// the stream and the model's answers.
 	environ := os.Environ()
-	consumers := []event.Consumer{&emitterConsumer{e: a.events}}
+	consumers := []event.Consumer{&emitterConsumer{e: event.Journal{Writer: a.events}}}
 	if opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: journal.Discard, Secrets: procenv.SecretValues(environ), Now: spanClock})
+			Next: event.Discard, Secrets: procenv.SecretValues(environ), Now: spanClock})
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
@@ -453,7 +452,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	why := a.unsandboxed()
 	sandboxed := why == ""
 	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
-		Definition: a.snapshotRecord, GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun, Temporal: a.opts.Temporal,
+		Definition: a.definitionRecord(), GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun, Temporal: a.opts.Temporal,
 		Sandboxed: &sandboxed, Unsandboxed: why,
 		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv), EndpointSource: a.endpointSource(),
 			MaxIterations: a.opts.MaxIterations, Timeouts: a.opts.Timeouts, MaxRetryAfter: a.opts.MaxRetryAfter,
@@ -490,23 +489,23 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	for _, w := range a.def.Warnings() {
-		a.emit.Emit(journal.Warning, map[string]string{"message": w.String()})
+		a.emit.Emit(event.Warning(w.String()))
 	}
 	for _, w := range a.warnings {
-		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+		a.emit.Emit(event.Warning(w))
 	}
-	a.emit.Emit(journal.RunStart, start)
+	a.emit.Emit(start)
 	if baseline != nil {
-		a.emit.Emit(ProtectBaseline, baseline)
+		a.emit.Emit(baseline)
 	}
 	a.emitTestBaselines(testBaselines, testWarnings)
 	for _, w := range hiddenWarnings {
-		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+		a.emit.Emit(event.Warning(w))
 	}
 	for _, b := range hiddenBaselines {
 		a.hiddenCheck.Journal(b)
 	}
-	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Started)})
+	a.emit.Emit(event.LifecycleEvent{State: string(Started)})
 	a.state = Started
 	a.started = a.opts.Now()
 	a.begun = begun
@@ -573,7 +572,7 @@ func (a *Agent) Step(ctx context.Context) *Result {
 	}
 	// The model's output goes through the event stream, redacted, to its
 	// consumers and to a sink the caller put in ctx.
-	qctx, done := a.emit.Context(ctx)
+	qctx, done := llm.StreamEvents(ctx, a.emit)
 	lr := a.session.Step(qctx)
 	done()
 	if lr != nil {
@@ -742,8 +741,8 @@ func (a *Agent) Stop() *Result {
 	// Models and MCP servers close before run.end, so the journal says how
 	// that went.
 	a.noteStopError(a.closeModels())
-	a.emit.Emit(journal.RunEnd, a.result)
-	a.emit.Emit(journal.LifecycleChange, map[string]string{"state": string(Stopped)})
+	a.emit.Emit(a.result)
+	a.emit.Emit(event.LifecycleEvent{State: string(Stopped)})
 	a.noteStopError(a.release())
 	a.state = Stopped
 	return a.result
@@ -829,7 +828,7 @@ func (a *Agent) release() error {
 // never reach it: the journal has the finished turns.)
 type emitterConsumer struct {
 	e interface {
-		journal.Emitter
+		event.Emitter
 		SetPosition(iteration int, step string)
 	}
 	iteration int
@@ -841,7 +840,7 @@ func (c *emitterConsumer) Consume(e event.Event) {
 		c.iteration, c.step = e.Iteration, e.Step
 		c.e.SetPosition(e.Iteration, e.Step)
 	}
-	c.e.Emit(e.Type, e.Data)
+	c.e.Emit(e.Payload)
 }
 
 // pathInside reports whether p is dir or lies below it (lexically).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -217,7 +218,7 @@ func validatorPassed(t *testing.T, res *Result, name string) bool {
 		if ev.Type != journal.ValidatorResult {
 			continue
 		}
-		var v verify.ValidatorEvent
+		var v event.ValidatorEvent
 		if err := json.Unmarshal(ev.Data, &v); err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +337,7 @@ func TestResumeKeepsTheProtectedBaseline(t *testing.T) {
 	events, _ := journal.ReadFile(res.Journal)
 	n := 0
 	for _, ev := range events {
-		if ev.Type == ProtectBaseline {
+		if ev.Type == string(event.KindProtectBaseline) {
 			n++
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
@@ -87,7 +87,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	}
 	cat, warns := skill.NewCatalog(a.spec.Runner.Skills, skill.CatalogConfig{BaseDir: a.def.Dir(), FS: a.def.FS(), Sandbox: boxed})
 	for _, w := range warns {
-		a.emit.Emit(journal.Warning, map[string]string{"message": "skill " + w.SkillID + ": " + w.Message})
+		a.emit.Emit(event.Warning("skill " + w.SkillID + ": " + w.Message))
 	}
 	a.skillsPrompt = cat.SystemPromptSection()
 	return append(tools, builtin.RedactTools(cat.Tools())...), nil
@@ -158,15 +158,15 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		needMCP = needMCP || !runsOwnToolLoop(spec)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
-		act := event.Activity{Kind: event.KindMCP, Name: strings.Join(sortedIDs(r.MCPServers), ", ")}
+		act := event.Activity{Kind: event.ActivityMCP, Name: strings.Join(sortedIDs(r.MCPServers), ", ")}
 		if a.sandbox != nil {
 			act.Detail = mcpInstallRoots(r.MCPServers, a.workDir)
 		}
 		start := time.Now()
-		event.EmitActivity(a.emit, event.ActivityStart, act)
+		event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
 		set, err := mcp.ConnectWith(ctx, r.MCPServers, mcp.Options{WorkDir: a.workDir, Events: a.emit, Env: r.Boundaries.Env, Sandbox: a.sandbox})
 		act.Took, act.Failed = time.Since(start), err != nil
-		event.EmitActivity(a.emit, event.ActivityEnd, act)
+		event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
 		if err != nil {
 			if e := agenterr.From(err); e != nil && e.File == "" {
 				e.File = filepath.Join(a.def.Dir(), agentdir.AgentFile)

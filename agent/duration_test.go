@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -30,7 +31,7 @@ func TestRunDurationCountsTheTestBaseline(t *testing.T) {
 	}
 	var journaled int64
 	for _, ev := range events {
-		if ev.Type == verify.EventBaseline {
+		if ev.Type == string(event.KindTestBaseline) {
 			var b verify.TestBaseline
 			if err := json.Unmarshal(ev.Data, &b); err != nil {
 				t.Fatal(err)

@@ -39,9 +39,9 @@ func TestEventsConsumerSeesWhatTheJournalRecords(t *testing.T) {
 		var streamed []event.Event
 		var texts []string
 		for _, e := range rec.events {
-			if event.IsModelOutput(e.Type) {
-				if e.Type == event.TextDelta {
-					texts = append(texts, e.Data.(string))
+			if event.IsModelOutput(e.Kind) {
+				if e.Kind == event.KindTextDelta {
+					texts = append(texts, e.Payload.(event.TextDeltaEvent).Text)
 				}
 				continue
 			}
@@ -52,13 +52,13 @@ func TestEventsConsumerSeesWhatTheJournalRecords(t *testing.T) {
 		}
 		for i, j := range journaled {
 			s := streamed[i]
-			if s.Type != j.Type || s.Iteration != j.Iteration || s.Step != j.Step {
-				t.Fatalf("event %d: streamed %s@%d/%s, journaled %s@%d/%s", i, s.Type, s.Iteration, s.Step, j.Type, j.Iteration, j.Step)
+			if string(s.Kind) != j.Type || s.Iteration != j.Iteration || s.Step != j.Step {
+				t.Fatalf("event %d: streamed %s@%d/%s, journaled %s@%d/%s", i, s.Kind, s.Iteration, s.Step, j.Type, j.Iteration, j.Step)
 			}
 		}
 		var checks, ends int
 		for _, e := range streamed {
-			switch d := e.Data.(type) {
+			switch d := e.Payload.(type) {
 			case *verdict.CheckEvent:
 				checks++
 				if d.Verdict != verdict.Retry && d.Verdict != verdict.Stop {
@@ -114,7 +114,7 @@ func TestAgentEventsIterates(t *testing.T) {
 			last = err
 			continue
 		}
-		types = append(types, e.Type)
+		types = append(types, string(e.Kind))
 	}
 	res := a.Stop()
 	if !errors.Is(last, agenterr.ErrValidationExhausted) || res.CompletionReason != ReasonValidationExhausted {
@@ -127,7 +127,7 @@ func TestAgentEventsIterates(t *testing.T) {
 	// Breaking out after the first iteration ends the run there.
 	a = newAgent(liarScript)
 	for e := range a.Events(ctx) {
-		if e.Type == journal.IterationEnd {
+		if e.Kind == event.KindIterationEnd {
 			break
 		}
 	}

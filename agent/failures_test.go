@@ -188,8 +188,8 @@ func TestTokenBudgetStopsWithinAnIteration(t *testing.T) {
 // endEvents keeps the iteration.end payloads.
 type endEvents struct{ ends []event.IterationEvent }
 
-func (e *endEvents) Emit(typ string, data any) {
-	switch v := data.(type) {
+func (e *endEvents) Emit(p event.Payload) {
+	switch v := any(p).(type) {
 	case event.IterationEvent:
 		e.ends = append(e.ends, v)
 	case *event.IterationEvent:

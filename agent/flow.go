@@ -10,7 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verdict"
@@ -86,8 +86,8 @@ type StepStateEvent struct {
 	Pending *pendingPrompt    `json:"pending,omitempty"`
 }
 
-// StepState is the journal type of StepStateEvent.
-const StepState = "step.state"
+// EventKind implements event.Payload.
+func (StepStateEvent) EventKind() event.Kind { return event.KindStepState }
 
 func newFlow(a *Agent) (*flow, error) {
 	m := a.rt.machine
@@ -220,7 +220,7 @@ func (f *flow) variables(n int, rc *RuntimeContext) map[string]string {
 
 func (f *flow) warn(ws []string) {
 	for _, w := range ws {
-		f.a.emit.Emit(journal.Warning, map[string]string{"message": w})
+		f.a.emit.Emit(event.Warning(w))
 	}
 }
 
@@ -367,7 +367,7 @@ func (f *flow) noReplyForRetry(lr *LoopResult) *LoopResult {
 }
 
 func (f *flow) journalState() {
-	f.a.emit.Emit(StepState, StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
+	f.a.emit.Emit(StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
 }
 
 // setSession records the session of a step's own model (the map is made

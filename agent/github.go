@@ -14,14 +14,10 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
-
-// GitHubCall is the journal type of a github.call event: one gh call capstan
-// made to apply runner.integrations.github after the run completed.
-const GitHubCall = journal.GitHubCall
 
 // issueNumber is what the issue parameter must look like before it
 // reaches gh's command line (a value such as "--repo=x" must not become a
@@ -42,6 +38,9 @@ type GitHubCallEvent struct {
 	Error      string `json:"error,omitempty"`
 	DurationMs int64  `json:"durationMs"`
 }
+
+// EventKind implements event.Payload.
+func (GitHubCallEvent) EventKind() event.Kind { return event.KindGitHubCall }
 
 // GitHubOutcome is what runner.integrations.github did after the run
 // completed: the closure action applied to the issue, where the action
@@ -246,7 +245,7 @@ func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool 
 		}
 	}
 	out.Calls = append(out.Calls, ev)
-	a.emit.Emit(GitHubCall, ev)
+	a.emit.Emit(ev)
 	if err != nil {
 		msg := ev.Error
 		if ev.Output != "" {

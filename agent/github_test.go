@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
 )
@@ -171,7 +172,7 @@ func TestGitHubClosureAfterVerifiedCompletion(t *testing.T) {
 			var journaled, denied int
 			for _, ev := range events {
 				switch ev.Type {
-				case GitHubCall:
+				case string(event.KindGitHubCall):
 					journaled++
 				case journal.ToolCall, journal.ToolDenied:
 					var c struct {

@@ -32,9 +32,9 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	if err != nil {
 		return
 	}
-	act := event.Activity{Kind: event.KindBuildCache, Name: "Go standard library"}
+	act := event.Activity{Kind: event.ActivityBuildCache, Name: "Go standard library"}
 	start := time.Now()
-	event.EmitActivity(a.emit, event.ActivityStart, act)
+	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
 	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
 	seed, err := sandbox.GoStdlibSeed(ctx, filepath.Join(userCache, "capstan", "go-stdlib"), environ, wd)
 	for _, c := range caches {
@@ -43,7 +43,7 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 		}
 	}
 	act.Took, act.Failed = time.Since(start), err != nil
-	event.EmitActivity(a.emit, event.ActivityEnd, act)
+	event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
 	if err != nil {
 		a.warnings = append(a.warnings, "the build caches start empty (the test baseline compiles Go's standard library): "+err.Error())
 	}

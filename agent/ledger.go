@@ -41,7 +41,7 @@ func (a *Agent) buildLedger() {
 	}
 	a.ledger = l
 	a.emit.Subscribe(event.ConsumerFunc(func(e event.Event) {
-		if e.Type == journal.IterationStart {
+		if e.Kind == event.KindIterationStart {
 			l.Begin(e.Iteration)
 		}
 	}))

@@ -21,7 +21,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -122,8 +122,8 @@ type LoopConfig struct {
 	Flow   Flow
 	// Events receives the loop's events (iteration.start, prompt.resolved,
 	// query.start, query.result, iteration.end, error); their payloads
-	// carry the run's position (event.Positioner). nil = journal.Discard.
-	Events  journal.Emitter
+	// carry the run's position (event.Positioner). nil = event.Discard.
+	Events  event.Emitter
 	Budgets Budgets
 	// Cost estimates the USD cost of usage on the bridge's model; nil
 	// counts cost only from what the bridge reports.
@@ -156,7 +156,7 @@ func NewLoop(cfg LoopConfig) (*Loop, error) {
 		return nil, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLoop, false, "loop needs a bridge and a flow")
 	}
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -322,7 +322,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, 
 		// counted, but the iteration is not.
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
-		l.cfg.Events.Emit(journal.IterationEnd, event.IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD})
+		l.cfg.Events.Emit(event.IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD})
 		rc.Iteration--
 		return &runEnd{reason: reasonForError(ctx, outcome.Err), msg: outcome.Reason, err: outcome.Err}
 	}
@@ -335,7 +335,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, 
 		l.end = new(event.IterationEvent)
 	}
 	*l.end = event.IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
-	l.cfg.Events.Emit(journal.IterationEnd, l.end)
+	l.cfg.Events.Emit(l.end)
 	switch {
 	case outcome.Complete:
 		return &runEnd{reason: ReasonCompleted, success: true, msg: outcome.Reason}
@@ -478,7 +478,7 @@ func (l *Loop) reconnect(it *iterationState, err error) bool {
 	if err == nil || !errors.Is(err, agenterr.ErrSdkSessionNotFound) || it.opts.SessionID == "" {
 		return false
 	}
-	l.cfg.Events.Emit(journal.Warning, map[string]string{"message": "session disconnected; starting a new session", "session_id": it.opts.SessionID})
+	l.cfg.Events.Emit(event.WarningEvent{Message: "session disconnected; starting a new session", SessionID: it.opts.SessionID})
 	it.opts.SessionID = ""
 	return true
 }
@@ -529,7 +529,7 @@ func (l *Loop) fail(it *iterationState, err error) {
 	s := it.s
 	s.Errors = append(s.Errors, err.Error())
 	s.DurationMs = l.cfg.Now().Sub(it.began).Milliseconds()
-	l.cfg.Events.Emit(journal.Error, errorEvent(err))
+	l.cfg.Events.Emit(errorEvent(err))
 	it.out = Outcome{Stop: true, Reason: err.Error(), Err: err}
 }
 
@@ -544,7 +544,7 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 	it.s = &event.IterationSummary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: it.began,
 		AssistantResponses: []string{}, ToolsUsed: []event.ToolUsage{}, DetectedActions: []event.DetectedAction{}, Errors: []string{}}
 	l.start.Iteration = rc.Iteration
-	l.cfg.Events.Emit(journal.IterationStart, &l.start)
+	l.cfg.Events.Emit(&l.start)
 	turn, err := l.cfg.Flow.Next(ctx, rc)
 	if err != nil {
 		l.fail(it, err)
@@ -553,7 +553,7 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 	}
 	it.s.StepID, it.s.Prompt = turn.StepID, turn.Prompt
 	l.prompt = event.PromptEvent{Source: turn.Source, Text: turn.Prompt, Iteration: rc.Iteration, Step: turn.StepID}
-	l.cfg.Events.Emit(journal.PromptResolved, &l.prompt)
+	l.cfg.Events.Emit(&l.prompt)
 	model := ""
 	it.bridge, it.own, it.cost = l.cfg.Bridge, true, l.cfg.Cost
 	it.opts = turn.Options
@@ -564,7 +564,7 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 			it.cost = turn.Cost
 		}
 	}
-	l.cfg.Events.Emit(journal.QueryStart, event.QueryStartEvent{SessionID: it.opts.SessionID, Source: turn.Source, Model: model})
+	l.cfg.Events.Emit(event.QueryStartEvent{SessionID: it.opts.SessionID, Source: turn.Source, Model: model})
 	return it
 }
 
@@ -610,7 +610,7 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 		s.DetectedActions = append(s.DetectedActions, event.DetectedAction{Type: "tool:" + t.Name})
 		s.ActionResults = append(s.ActionResults, event.ActionResult{Action: t.Name, Success: !t.IsError, Output: t.Output})
 	}
-	l.cfg.Events.Emit(journal.QueryResult, qr)
+	l.cfg.Events.Emit(qr)
 	out, err := l.cfg.Flow.After(ctx, rc, s)
 	s.DurationMs = l.cfg.Now().Sub(it.began).Milliseconds()
 	if err != nil {

@@ -55,7 +55,7 @@ func (f untilFlow) After(_ context.Context, _ *RuntimeContext, s *event.Iteratio
 	return Outcome{}, nil
 }
 
-func newLoop(t *testing.T, m llm.Model, f Flow, b Budgets, ev journal.Emitter) *Loop {
+func newLoop(t *testing.T, m llm.Model, f Flow, b Budgets, ev event.Emitter) *Loop {
 	t.Helper()
 	l, err := NewLoop(LoopConfig{Bridge: llm.NewToolLoop(m, llm.Config{}), Flow: f, Budgets: b, Events: ev})
 	if err != nil {
@@ -173,7 +173,7 @@ func TestCancelStopsCleanlyWithJournalIntact(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(30 * time.Millisecond); cancel() }()
 	rc := &RuntimeContext{}
-	res := newLoop(t, echoModel{block: true}, untilFlow{}, Budgets{}, w).Run(ctx, rc)
+	res := newLoop(t, echoModel{block: true}, untilFlow{}, Budgets{}, event.Journal{Writer: w}).Run(ctx, rc)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

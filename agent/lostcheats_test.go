@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -136,7 +137,7 @@ func comparisons(t *testing.T, res *Result) []verify.TestComparison {
 	}
 	var out []verify.TestComparison
 	for _, ev := range events {
-		if ev.Type != verify.EventCompare {
+		if ev.Type != string(event.KindTestCompare) {
 			continue
 		}
 		var c verify.TestComparison
@@ -190,7 +191,7 @@ func TestResumeKeepsTheTestBaseline(t *testing.T) {
 	events, _ := journal.ReadFile(res.Journal)
 	n := 0
 	for _, ev := range events {
-		if ev.Type == verify.EventBaseline {
+		if ev.Type == string(event.KindTestBaseline) {
 			n++
 		}
 	}

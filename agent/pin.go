@@ -38,9 +38,19 @@ func (a *Agent) pinDefinition() error {
 		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "store the agent definition with run %s", a.runID)
 	}
 	a.definition = snap
-	a.snapshotRecord = snap.Record()
-	a.snapshotRecord.Resume = a.opts.DefinitionResume
 	return nil
+}
+
+// definitionRecord is what run.start says about the pinned definition
+// (nil when none). It is made when run.start is written, so an agent does
+// not keep a list of the definition's files while it runs.
+func (a *Agent) definitionRecord() *agentdir.SnapshotRecord {
+	if a.definition == nil {
+		return nil
+	}
+	r := a.definition.Record()
+	r.Resume = a.opts.DefinitionResume
+	return r
 }
 
 // definitionDigest is the digest of the pinned definition, "" when none.

@@ -3,17 +3,11 @@ package agent
 import (
 	"slices"
 
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
-
-// ProtectBaseline is the journal type of the protect.baseline event: the
-// digests (and texts) of protected files (payload verify.FilesBaseline). The
-// run's (runner.verification.protect) is journaled when the run starts; a
-// step's (its protect globs) when the step is entered. A resumed run
-// checks against the journaled ones.
-const ProtectBaseline = "protect.baseline"
 
 // protection holds runner.verification.protect and the steps' protect
 // globs at run time.
@@ -125,8 +119,8 @@ func (a *Agent) protectBaseline(r *RunRecord) (*verify.FilesBaseline, error) {
 		return nil, err
 	}
 	if r != nil {
-		a.emit.Emit(journal.Warning, map[string]string{"message": "the resumed run's journal has no baseline of its protected files; " +
-			"they are checked against their state now, so a change made before this resume is not detected"})
+		a.emit.Emit(event.Warning("the resumed run's journal has no baseline of its protected files; " +
+			"they are checked against their state now, so a change made before this resume is not detected"))
 	}
 	p.guard.Baseline = b
 	return b, nil
@@ -155,6 +149,6 @@ func (a *Agent) enterStep(id string) error {
 	}
 	b.Step = id
 	p.guard.Step = b
-	a.emit.Emit(ProtectBaseline, b)
+	a.emit.Emit(b)
 	return nil
 }

@@ -237,7 +237,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			_ = decode(&w)
 			rec.Warnings = append(rec.Warnings, w.Message)
-		case ProtectBaseline:
+		case string(event.KindProtectBaseline):
 			var b verify.FilesBaseline
 			if err := decode(&b); err != nil {
 				return nil, err
@@ -248,7 +248,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			case rec.ProtectBaseline == nil:
 				rec.ProtectBaseline = &b
 			}
-		case verify.EventBaseline:
+		case string(event.KindTestBaseline):
 			var b verify.TestBaseline
 			if err := decode(&b); err != nil {
 				return nil, err
@@ -259,7 +259,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			if rec.TestBaselines[b.Validator] == nil {
 				rec.TestBaselines[b.Validator] = &b
 			}
-		case hidden.EventHidden:
+		case string(event.KindHiddenTests):
 			var h hidden.Result
 			if err := decode(&h); err != nil {
 				return nil, err
@@ -275,13 +275,13 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				it := at(ev.Iteration)
 				it.Events = append(it.Events, ev)
 			}
-		case verify.EventTestChangeRequested:
+		case string(event.KindTestChangeRequested):
 			var r verify.TestChangeRequest
 			if err := decode(&r); err != nil {
 				return nil, err
 			}
 			rec.TestChange = &TestChangeRecord{Request: &r}
-		case verify.EventTestChangeDecided:
+		case string(event.KindTestChangeDecided):
 			var d verify.TestChangeDecision
 			if err := decode(&d); err != nil {
 				return nil, err
@@ -295,13 +295,13 @@ func LoadRun(id, path string) (*RunRecord, error) {
 					rec.StepBaseline.Accept(d.Files)
 				}
 			}
-		case StepState:
+		case string(event.KindStepState):
 			var st StepStateEvent
 			if err := decode(&st); err != nil {
 				return nil, err
 			}
 			tentative = &st // committed when the iteration ends
-		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, verify.EventCompare:
+		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, string(event.KindTestCompare):
 			if ev.Iteration > 0 {
 				it := at(ev.Iteration)
 				it.Events = append(it.Events, ev)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -82,6 +83,9 @@ type Result struct {
 	// is false and Warnings say what failed.
 	GitHub *GitHubOutcome `json:"github,omitempty"`
 }
+
+// EventKind implements event.Payload.
+func (*Result) EventKind() event.Kind { return event.KindRunEnd }
 
 // Err returns the error the run ended with, with its chain (errors.Is
 // and errors.As see the validator failure, the provider error, …), or nil
@@ -182,6 +186,9 @@ type RunStartEvent struct {
 	// capstan recorded them.
 	Options *RunOptions `json:"options,omitempty"`
 }
+
+// EventKind implements event.Payload.
+func (RunStartEvent) EventKind() event.Kind { return event.KindRunStart }
 
 // TemporalRun is where a run on Temporal lives: the server a worker that
 // ran it was connected to, its namespace and the shared task queue, and

@@ -9,7 +9,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
 )
 
 // textTurnsAgent is the basic agent with a script of n text turns.
@@ -27,7 +26,7 @@ func textTurnsAgent(b *testing.B, n int) *agentdir.Agent {
 type allocAtStart struct{ total []uint64 }
 
 func (o *allocAtStart) Consume(e event.Event) {
-	if e.Type != journal.IterationStart {
+	if e.Kind != event.KindIterationStart {
 		return
 	}
 	var ms runtime.MemStats

@@ -14,14 +14,13 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/cpuclock"
-	"github.com/capstan-dev/capstan/journal"
 )
 
 // cpuAtStart records the process's CPU time (cpuclock.Process) when each iteration starts.
 type cpuAtStart struct{ at []time.Duration }
 
 func (o *cpuAtStart) Consume(e event.Event) {
-	if e.Type == journal.IterationStart {
+	if e.Kind == event.KindIterationStart {
 		o.at = append(o.at, cpuclock.Process())
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -21,7 +22,7 @@ type DirRunner struct {
 	// Model overrides each agent's runner.model when set.
 	Model string
 	// Events, when set, receives a pointer to each agent run's journal.
-	Events journal.Emitter
+	Events event.Emitter
 	// PipelineRun, when set, is the id of the pipeline run whose stages
 	// these agents are: each agent run records it (Config.PipelineRun).
 	PipelineRun string
@@ -43,6 +44,9 @@ type AgentRunEvent struct {
 	Dir    string  `json:"dir"`
 	Result *Result `json:"result"`
 }
+
+// EventKind implements event.Payload.
+func (AgentRunEvent) EventKind() event.Kind { return event.KindAgentRun }
 
 // RunAgent loads, validates, builds and runs the agent in dir with params,
 // and returns the structured output of its last iteration that had one.
@@ -71,7 +75,7 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 	a.Run(ctx)
 	res := a.Stop()
 	if r.Events != nil {
-		r.Events.Emit(journal.AgentRun, AgentRunEvent{Dir: dir, Result: res})
+		r.Events.Emit(AgentRunEvent{Dir: dir, Result: res})
 	}
 	if !res.Success {
 		code, recoverable, msg := agenterr.CodeCompletion, false, res.Reason

@@ -7,8 +7,9 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/hostcmd"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -27,7 +28,7 @@ type compiled struct {
 type runtimeEnv struct {
 	workDir string
 	vars    map[string]string // parameter values, for ${param} in options
-	emit    journal.Emitter
+	emit    event.Emitter
 	runID   string
 	schemas verify.SchemaSource
 	// sandbox confines command validators (runner.boundaries.sandbox);

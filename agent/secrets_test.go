@@ -111,13 +111,13 @@ func TestStreamedModelOutputIsRedacted(t *testing.T) {
 	}
 	var texts, all strings.Builder
 	for _, e := range rec.events {
-		if !event.IsModelOutput(e.Type) {
+		if !event.IsModelOutput(e.Kind) {
 			continue
 		}
-		if e.Type == event.TextDelta {
-			texts.WriteString(e.Data.(string))
+		if e.Kind == event.KindTextDelta {
+			texts.WriteString(e.Payload.(event.TextDeltaEvent).Text)
 		}
-		b, _ := json.Marshal(e.Data)
+		b, _ := json.Marshal(e.Payload)
 		all.Write(b)
 	}
 	if strings.Contains(all.String(), key) {

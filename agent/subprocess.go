@@ -12,7 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -41,7 +41,7 @@ type subprocessBridge struct {
 	workDir string
 	env     []string // runner.boundaries.env (see procenv.ForCommands)
 	timeout time.Duration
-	emit    journal.Emitter // receives the run as a tool.call event
+	emit    event.Emitter // receives the run as a tool.call event
 	// sandbox runs the command when runner.boundaries.sandbox is enabled
 	// (nil: unsandboxed, like validator commands).
 	sandbox *sandbox.CommandRunner
@@ -134,7 +134,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 	input, _ := json.Marshal(subprocessInput{Command: b.argv[0], Args: b.argv[1:], TimeoutMs: b.timeout.Milliseconds()})
 	use := llm.ToolUse{ID: "subprocess", Name: SubprocessTool, Input: input, DurationMs: out.DurationMs,
 		Output: subprocessReport(out), IsError: out.ExitCode != 0 || out.TimedOut}
-	b.emit.Emit(journal.ToolCall, use)
+	b.emit.Emit(use)
 	res := &llm.QueryResult{Responses: []string{}, ToolUses: []llm.ToolUse{use}, StopReason: fmt.Sprintf("exit %d", out.ExitCode)}
 	if out.TimedOut {
 		res.StopReason = "timeout"

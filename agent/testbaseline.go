@@ -8,7 +8,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -76,12 +76,12 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.Test
 	var warnings []string
 	conds := a.testConditions()
 	if r == nil || len(r.TestBaselines) < len(conds) {
-		act := event.Activity{Kind: event.KindBaseline, Name: "test baseline"}
+		act := event.Activity{Kind: event.ActivityBaseline, Name: "test baseline"}
 		start := time.Now()
-		event.EmitActivity(a.emit, event.ActivityStart, act)
+		event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
 		defer func() {
 			act.Took = time.Since(start)
-			event.EmitActivity(a.emit, event.ActivityEnd, act)
+			event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
 		}()
 	}
 	for _, c := range conds {
@@ -131,10 +131,10 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.Test
 // emitTestBaselines journals the baselines and their warnings.
 func (a *Agent) emitTestBaselines(bs []*verify.TestBaseline, warnings []string) {
 	for _, w := range warnings {
-		a.emit.Emit(journal.Warning, map[string]string{"message": w})
+		a.emit.Emit(event.Warning(w))
 	}
 	for _, b := range bs {
-		a.emit.Emit(verify.EventBaseline, b)
+		a.emit.Emit(b)
 	}
 }
 

@@ -79,7 +79,7 @@ func (t *testChanges) RequestTestChange(ctx context.Context, iteration int, asks
 				"\n\nA request covers only protected files you have changed: change the file first, then end your answer with one line per file:\n\n"+
 				"    "+verify.TestChangeMarker+" <file> <reason>\n"), nil
 	}
-	a.emit.Emit(verify.EventTestChangeRequested, req)
+	a.emit.Emit(req)
 	if t.policy == agentdir.TestChangesHuman {
 		err := agenterr.New(agenterr.CodeTestChangeRequested, agenterr.LayerCompletion, false,
 			"the model asks to change protected files (%s): %s", strings.Join(req.Paths(), ", "), orNone(reason))
@@ -110,7 +110,7 @@ func (t *testChanges) RequestTestChange(ctx context.Context, iteration int, asks
 		d.Reason = fmt.Sprintf("%v of %v hidden tests do not pass", vr.Params["hiddenFailed"], vr.Params["hiddenTotal"])
 	}
 	a.applyTestChange(d)
-	a.emit.Emit(verify.EventTestChangeDecided, d)
+	a.emit.Emit(d)
 	p := TestChangePrompt(req, d)
 	return testChangeRetry(d.Decision, d.Reason, p), nil
 }

@@ -88,11 +88,11 @@ func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.SetPosition(2, "initial.work")
-	w.Emit(journal.IterationStart, nil)
-	w.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
 	// The summary request that compacted the transcript before turn 2
 	// was billed too.
-	w.Emit(journal.ContextCompacted, &llm.CompactionEvent{Window: 1000, SummarizedMessages: 3,
+	w.Append(journal.ContextCompacted, &llm.CompactionEvent{Window: 1000, SummarizedMessages: 3,
 		Usage: llm.Usage{InputTokens: 300, OutputTokens: 30, CacheReadTokens: 7}})
 	w.Close()
 	rec, err := LoadRun(first.RunID, first.Journal)

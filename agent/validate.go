@@ -11,7 +11,8 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verify"
@@ -108,7 +109,7 @@ func checkBuild(dir string, def *agentdir.Definition, reg *agentdir.Registry, cf
 		}
 	}
 	schemas := newSchemas(dir, def.Runner.SchemasDir, def.FS())
-	_, err := compile("", def, reg, cfg, runtimeEnv{workDir: dir, vars: vars, emit: journal.Discard, schemas: schemas})
+	_, err := compile("", def, reg, cfg, runtimeEnv{workDir: dir, vars: vars, emit: event.Discard, schemas: schemas})
 	if err == nil {
 		return nil
 	}

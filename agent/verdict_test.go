@@ -14,6 +14,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -258,7 +259,7 @@ func TestValidatorRunsOncePerIteration(t *testing.T) {
 		t.Fatalf("counted ran %d times in one iteration", n)
 	}
 	var ran []string
-	for _, ev := range eventsOf[verify.ValidatorEvent](t, events, journal.ValidatorResult) {
+	for _, ev := range eventsOf[event.ValidatorEvent](t, events, journal.ValidatorResult) {
 		ran = append(ran, ev.Validator)
 	}
 	if strings.Join(ran, ",") != "counted,out-exists" {

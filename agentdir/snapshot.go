@@ -27,6 +27,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -82,6 +83,14 @@ type Snapshot struct {
 	list   []SnapshotFile           // sorted by path
 	digest string
 	size   int64
+	// tar is the snapshot as the tar file Save writes, made at the first
+	// Save and shared by every run that saves it (an embedder's agents of
+	// one definition wrote the same tar, about 20 KB, each).
+	tar struct {
+		once sync.Once
+		data []byte
+		err  error
+	}
 }
 
 type entry struct {

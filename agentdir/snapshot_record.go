@@ -77,7 +77,8 @@ func (s *Snapshot) Save(runDir string) (string, error) {
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
 	}
-	data, err := s.Tar()
+	s.tar.once.Do(func() { s.tar.data, s.tar.err = s.Tar() })
+	data, err := s.tar.data, s.tar.err
 	if err != nil {
 		return "", err
 	}

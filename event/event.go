@@ -1,96 +1,86 @@
 // Package event is the one event stream of a capstan run. Every part of a
 // run reports what happens (run start, prompt, query, tool call, validator
 // result, verdict, retry prompt, step transition, model text as it
-// streams, run end) into a Stream, which stamps each event with the run's
-// position and time and hands it, in order, to its consumers: the journal
-// writer, OpenTelemetry tracing, the progress line, --stream output and an
-// embedder's own consumers.
+// streams, run end) to an Emitter, usually a Stream, which stamps each
+// event with the run's position and time and hands it, in order, to its
+// consumers: the journal writer (Journal), OpenTelemetry tracing, the
+// progress line, --stream output and an embedder's own consumers.
 //
-// The packages below the agent emit through the journal.Emitter interface
-// (Emit(type, data)), which a Stream implements; the model's streamed text
-// reaches it as an llm.StreamSink. Payloads are the typed values of the
-// package that emitted them (IterationEvent, verdict.CheckEvent,
-// verdict.RetryPromptEvent, verdict.StepMove, …); the journal's JSON is their
-// encoding.
+// An Event is a Kind and a typed Payload; every payload type is defined
+// here and has one kind (Payload.EventKind), so an event of the wrong kind
+// for its payload cannot be written. The journal's JSON is the payloads'
+// encoding (docs/journal.md).
 package event
 
 import (
-	"context"
 	"sync"
 	"time"
 
-	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/internal/jsonredact"
 )
 
 // Event is one thing that happened in a run.
 type Event struct {
-	// Type is a journal event type (journal.RunStart, journal.ToolCall, …)
-	// or one of the model-output types below.
-	Type string
+	// Kind says what happened: the kind of Payload.
+	Kind Kind
 	// Iteration is the 1-based iteration the event belongs to (0 = none).
 	Iteration int
 	// Step is the step that iteration runs ("" = not known yet).
 	Step string
 	// Time is when the Stream received the event.
 	Time time.Time
-	// Data is the typed payload (nil for some types). Emitters may reuse a
-	// payload after Consume returns: a consumer copies what it keeps.
-	Data any
+	// Payload is what the event carries. Emitters may reuse a payload
+	// after Consume returns: a consumer copies what it keeps.
+	Payload Payload
 }
 
-// Model-output event types: the model's work while a query runs. They are
-// delivered only to consumers that ask for them (ModelOutputConsumer) and
-// are not journaled (the journal has the finished turns).
+// What an Activity is (Activity.Kind).
 const (
-	TextDelta     = "model.text"      // Data: string, the next fragment of the assistant's text
-	TextDiscarded = "model.discarded" // Data: string, why the text since the turn began is void
-	ToolStart     = "model.tool.start"
-	ToolEnd       = "model.tool.end"
+	ActivityBaseline  = "baseline"  // the test validators' run before the first iteration
+	ActivityValidator = "validator" // one validator run
+	ActivityMCP       = "mcp"       // connecting to the agent's MCP servers
+	// ActivityBuildCache is preparing a run's build caches: the Go
+	// standard library's compiled packages, built once per toolchain.
+	ActivityBuildCache = "build-cache"
 )
 
-// Activity event types: work of the run that takes time outside the
-// model — the test baseline, a validator, connecting to MCP servers. They
-// are delivered only to consumers that ask for them (ActivityConsumer),
-// such as the progress line, and are not journaled (the journal has each
-// one's result).
-const (
-	ActivityStart = journal.ActivityStart // Data: Activity
-	ActivityEnd   = journal.ActivityEnd   // Data: Activity, with Took and Failed
-)
-
-// Activity kinds.
-const (
-	KindBaseline  = "baseline"  // the test validators' run before the first iteration
-	KindValidator = "validator" // one validator run
-	KindMCP       = "mcp"       // connecting to the agent's MCP servers
-	// KindBuildCache is preparing a run's build caches: the Go standard
-	// library's compiled packages, built once per toolchain.
-	KindBuildCache = "build-cache"
-)
-
-// Activity is the payload of ActivityStart and ActivityEnd.
+// Activity is work of the run that takes time outside the model — the
+// test baseline, a validator, connecting to MCP servers — as its
+// ActivityStartEvent and ActivityEndEvent carry it.
 type Activity struct {
-	// Kind is KindBaseline, KindValidator, KindMCP or KindBuildCache.
+	// Kind is ActivityBaseline, ActivityValidator, ActivityMCP or
+	// ActivityBuildCache.
 	Kind string
 	// Name names it: the validator's name, the MCP servers' names.
 	Name string
 	// Detail says what runs: a command validator's command.
 	Detail string
-	// Took is how long it ran (ActivityEnd only).
+	// Took is how long it ran (ActivityEndEvent only).
 	Took time.Duration
-	// Failed says it ended without success (ActivityEnd only): a
+	// Failed says it ended without success (ActivityEndEvent only): a
 	// validator that did not pass, a connection that failed.
 	Failed bool
 }
 
-// EmitActivity emits an activity event (typ is ActivityStart or
-// ActivityEnd) to em when em delivers them — a Stream with an
+// ActivityStartEvent says an activity started.
+type ActivityStartEvent struct{ Activity }
+
+// ActivityEndEvent says an activity ended (Took and Failed are set).
+type ActivityEndEvent struct{ Activity }
+
+// EventKind implements Payload.
+func (ActivityStartEvent) EventKind() Kind { return KindActivityStart }
+
+// EventKind implements Payload.
+func (ActivityEndEvent) EventKind() Kind { return KindActivityEnd }
+
+// EmitActivity emits an activity event (ActivityStartEvent or
+// ActivityEndEvent) to em when em delivers them — a Stream with an
 // ActivityConsumer; other emitters (a journal writer, a test's recorder)
 // never see them.
-func EmitActivity(em journal.Emitter, typ string, a Activity) {
+func EmitActivity(em Emitter, p Payload) {
 	if s, ok := em.(*Stream); ok && s.WantsActivity() {
-		s.Emit(typ, a)
+		s.Emit(p)
 	}
 }
 
@@ -101,20 +91,20 @@ func (s *Stream) WantsActivity() bool {
 	return len(s.activity) > 0
 }
 
-// IsActivity reports whether typ is an activity event type.
-func IsActivity(typ string) bool { return typ == ActivityStart || typ == ActivityEnd }
+// IsActivity reports whether k is an activity kind.
+func IsActivity(k Kind) bool { return k == KindActivityStart || k == KindActivityEnd }
 
 // ActivityConsumer is a Consumer that wants the activity events
-// (ActivityStart, ActivityEnd) too.
+// (ActivityStartEvent, ActivityEndEvent) too.
 type ActivityConsumer interface {
 	Consumer
 	WantsActivity() bool
 }
 
-// IsModelOutput reports whether typ is a model-output event type.
-func IsModelOutput(typ string) bool {
-	switch typ {
-	case TextDelta, TextDiscarded, ToolStart, ToolEnd:
+// IsModelOutput reports whether k is a model-output kind.
+func IsModelOutput(k Kind) bool {
+	switch k {
+	case KindTextDelta, KindTextDiscarded, KindToolStart, KindToolEnd:
 		return true
 	}
 	return false
@@ -133,17 +123,11 @@ type ConsumerFunc func(Event)
 func (f ConsumerFunc) Consume(e Event) { f(e) }
 
 // ModelOutputConsumer is a Consumer that wants the model-output events
-// (TextDelta, TextDiscarded, ToolStart, ToolEnd) too. Asking for them makes
+// (TextDeltaEvent, TextDiscardedEvent, ToolStartEvent, ToolEndEvent) too. Asking for them makes
 // providers stream; without such a consumer they are never produced.
 type ModelOutputConsumer interface {
 	Consumer
 	WantsModelOutput() bool
-}
-
-// Positioner is implemented by payloads that move the run's position:
-// the event carrying it and every later one are stamped with it.
-type Positioner interface {
-	Position() (iteration int, step string)
 }
 
 // Stream stamps events and hands them to its consumers. It is safe for
@@ -208,30 +192,31 @@ func (s *Stream) RedactModelOutput(r TextRedactor) {
 	s.redact = r
 }
 
-// Emit implements journal.Emitter: it delivers an event of type typ with
-// data to every consumer.
-func (s *Stream) Emit(typ string, data any) {
+// Emit implements Emitter: it delivers an event carrying p to every
+// consumer of its kind.
+func (s *Stream) Emit(p Payload) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.redact != nil {
 		var ok bool
-		if data, ok = s.redacted(typ, data); !ok {
+		if p, ok = s.redacted(p); !ok {
 			return
 		}
 	}
-	if p, ok := data.(Positioner); ok {
-		s.iteration, s.step = p.Position()
+	if pos, ok := p.(Positioner); ok {
+		s.iteration, s.step = pos.Position()
 	}
-	s.deliver(typ, data)
+	s.deliver(p)
 }
 
 // deliver hands an event to the consumers of its kind.
-func (s *Stream) deliver(typ string, data any) {
-	e := Event{Type: typ, Iteration: s.iteration, Step: s.step, Time: s.now(), Data: data}
+func (s *Stream) deliver(p Payload) {
+	k := p.EventKind()
+	e := Event{Kind: k, Iteration: s.iteration, Step: s.step, Time: s.now(), Payload: p}
 	to := s.consumers
-	if IsModelOutput(typ) {
+	if IsModelOutput(k) {
 		to = s.output
-	} else if IsActivity(typ) {
+	} else if IsActivity(k) {
 		to = s.activity
 	}
 	for _, c := range to {
@@ -239,42 +224,41 @@ func (s *Stream) deliver(typ string, data any) {
 	}
 }
 
-// redacted is data with s.redact applied, and whether there is anything
-// to deliver (a text fragment may be held back whole). Before a tool call
+// redacted is p with s.redact applied, and whether there is anything to
+// deliver (a text fragment may be held back whole). Before a tool call
 // and at the end of a turn, the held-back text is delivered first.
-func (s *Stream) redacted(typ string, data any) (any, bool) {
+func (s *Stream) redacted(p Payload) (Payload, bool) {
 	r := s.redact
-	switch typ {
-	case TextDelta:
-		text, _ := data.(string)
-		text = r.Push(text)
-		return text, text != ""
-	case TextDiscarded:
+	switch d := p.(type) {
+	case TextDeltaEvent:
+		d.Text = r.Push(d.Text)
+		return d, d.Text != ""
+	case TextDiscardedEvent:
 		r.Drop()
-		reason, _ := data.(string)
-		return r.Text(reason), true
-	case ToolStart:
+		d.Reason = r.Text(d.Reason)
+		return d, true
+	case ToolStartEvent:
 		s.flushText()
-		if call, ok := data.(llm.ToolCall); ok {
-			call.ID, call.Name, call.Input = r.Text(call.ID), r.Text(call.Name), llm.Redactor(r.Text).JSON(call.Input)
-			return call, true
-		}
-	case ToolEnd:
+		c := &d.Call
+		c.ID, c.Name, c.Input = r.Text(c.ID), r.Text(c.Name), jsonredact.JSON(r.Text, c.Input)
+		return d, true
+	case ToolEndEvent:
 		s.flushText()
-		if use, ok := data.(llm.ToolUse); ok {
-			use.ID, use.Name, use.Input, use.Output = r.Text(use.ID), r.Text(use.Name), llm.Redactor(r.Text).JSON(use.Input), r.Text(use.Output)
-			return use, true
-		}
-	case journal.ModelTurn, journal.QueryResult, journal.IterationEnd, journal.RunEnd:
+		u := &d.Use
+		u.ID, u.Name, u.Input, u.Output = r.Text(u.ID), r.Text(u.Name), jsonredact.JSON(r.Text, u.Input), r.Text(u.Output)
+		return d, true
+	}
+	switch p.EventKind() {
+	case KindModelTurn, KindQueryResult, KindIterationEnd, KindRunEnd:
 		s.flushText()
 	}
-	return data, true
+	return p, true
 }
 
 // flushText delivers the text s.redact held back, if any.
 func (s *Stream) flushText() {
 	if text := s.redact.Flush(); text != "" {
-		s.deliver(TextDelta, text)
+		s.deliver(TextDeltaEvent{Text: text})
 	}
 }
 
@@ -316,62 +300,10 @@ func without(cs []Consumer, sub *subscription) []Consumer {
 	return out
 }
 
-// ModelOutput returns an llm.StreamSink that turns the model's streamed
-// work into model-output events, or nil when no consumer wants them (so
-// that providers do not stream for nobody).
-func (s *Stream) ModelOutput() llm.StreamSink {
+// WantsModelOutput reports whether a consumer of s wants the model-output
+// events (so that providers stream only when someone reads it).
+func (s *Stream) WantsModelOutput() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.output) == 0 {
-		return nil
-	}
-	return sink{s}
+	return len(s.output) > 0
 }
-
-// Context returns ctx carrying the Stream's model-output sink
-// (ModelOutput) for a run's queries, and a function to call once they are
-// done. A sink ctx already carries (an embedder's llm.WithStreamSink) is
-// one of the model-output consumers until then: it gets the same events,
-// redacted, as every other consumer, instead of the provider's text as it
-// comes.
-func (s *Stream) Context(ctx context.Context) (context.Context, func()) {
-	done := func() {}
-	if outer := llm.StreamSinkFrom(ctx); outer != nil {
-		if own, ok := outer.(sink); !ok || own.s != s {
-			done = s.Subscribe(sinkConsumer{outer})
-		}
-	}
-	return llm.WithStreamSink(ctx, s.ModelOutput()), done
-}
-
-// sinkConsumer hands the model-output events to an llm.StreamSink.
-type sinkConsumer struct{ sink llm.StreamSink }
-
-func (sinkConsumer) WantsModelOutput() bool { return true }
-
-func (c sinkConsumer) Consume(e Event) {
-	switch d := e.Data.(type) {
-	case string:
-		switch e.Type {
-		case TextDelta:
-			c.sink.TextDelta(d)
-		case TextDiscarded:
-			c.sink.TextDiscarded(d)
-		}
-	case llm.ToolCall:
-		if e.Type == ToolStart {
-			c.sink.ToolStart(d)
-		}
-	case llm.ToolUse:
-		if e.Type == ToolEnd {
-			c.sink.ToolEnd(d)
-		}
-	}
-}
-
-type sink struct{ s *Stream }
-
-func (k sink) TextDelta(text string)       { k.s.Emit(TextDelta, text) }
-func (k sink) TextDiscarded(reason string) { k.s.Emit(TextDiscarded, reason) }
-func (k sink) ToolStart(call llm.ToolCall) { k.s.Emit(ToolStart, call) }
-func (k sink) ToolEnd(use llm.ToolUse)     { k.s.Emit(ToolEnd, use) }

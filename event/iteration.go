@@ -9,12 +9,10 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
-
-	"github.com/capstan-dev/capstan/llm"
 )
 
 // ToolUsage is one tool call of an iteration (seed 002 ToolUsage).
-type ToolUsage = llm.ToolUse
+type ToolUsage = ToolUse
 
 // DetectedAction is an action the loop detected in a response (a tool call,
 // a declared completion, a keyword).
@@ -44,7 +42,7 @@ type IterationSummary struct {
 	ActionResults      []ActionResult   `json:"actionResults,omitempty"`
 	StructuredOutput   json.RawMessage  `json:"structuredOutput,omitempty"`
 	Errors             []string         `json:"errors"`
-	Usage              llm.Usage        `json:"usage"`
+	Usage              Usage            `json:"usage"`
 	CostUSD            float64          `json:"costUsd,omitempty"`
 	Timestamp          time.Time        `json:"timestamp"`
 	DurationMs         int64            `json:"durationMs"`

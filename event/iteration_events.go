@@ -1,8 +1,6 @@
 package event
 
-import (
-	"github.com/capstan-dev/capstan/llm"
-)
+import ()
 
 // IterationStartEvent is the payload of an iteration.start event; it moves
 // the run's position to the new iteration (the step is not known yet).
@@ -19,8 +17,8 @@ type IterationEvent struct {
 	Outcome OutcomeEvent      `json:"outcome"`
 	// RunUsage and RunCostUSD are the run's totals after the iteration
 	// (resumed iterations included).
-	RunUsage   llm.Usage `json:"runUsage"`
-	RunCostUSD float64   `json:"runCost"`
+	RunUsage   Usage   `json:"runUsage"`
+	RunCostUSD float64 `json:"runCost"`
 }
 
 // OutcomeEvent is the journal form of an Outcome.
@@ -61,3 +59,18 @@ type ErrorEvent struct {
 	Message     string `json:"message"`
 	Recoverable bool   `json:"recoverable"`
 }
+
+// EventKind implements Payload.
+func (IterationStartEvent) EventKind() Kind { return KindIterationStart }
+
+// EventKind implements Payload.
+func (IterationEvent) EventKind() Kind { return KindIterationEnd }
+
+// EventKind implements Payload.
+func (QueryStartEvent) EventKind() Kind { return KindQueryStart }
+
+// EventKind implements Payload.
+func (PromptEvent) EventKind() Kind { return KindPromptResolved }
+
+// EventKind implements Payload.
+func (ErrorEvent) EventKind() Kind { return KindError }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/capstan-dev/capstan/procenv"
 )
@@ -121,17 +122,41 @@ func NewGit(environ []string, workDirs ...string) (*Git, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := slices.DeleteFunc(procenv.Minimal(environ), func(kv string) bool {
-		return strings.HasPrefix(kv, "LC_ALL=") || strings.HasPrefix(kv, "PATH=")
-	})
-	// The programs git itself starts (ssh, a remote helper) come from a
-	// PATH without the work dirs' entries.
-	env = append(env, "PATH="+PathOutside(pathOf(environ), workDirs...))
 	ssh, err := LookPath("ssh", pathOf(environ), workDirs...)
 	if err != nil {
 		ssh = "/usr/bin/ssh" // not installed, or inside a work dir: never one from PATH
 	}
-	return &Git{path: p, env: append(env, pinnedEnv...), ssh: ssh}, nil
+	// The programs git itself starts (ssh, a remote helper) come from a
+	// PATH without the work dirs' entries.
+	return &Git{path: p, env: gitEnv(environ, PathOutside(pathOf(environ), workDirs...)), ssh: ssh}, nil
+}
+
+// lastGitEnv is the environment gitEnv made last, with its inputs.
+var lastGitEnv struct {
+	mu      sync.Mutex
+	environ []string
+	path    string
+	env     []string
+}
+
+// gitEnv is the environment of capstan's git commands: the minimal base
+// of environ, PATH path and the pins. When environ and path are those of
+// the previous call (the agents one program builds, each in its own work
+// dir outside PATH), it returns the same list instead of a new copy
+// (about 0.6 KB an agent keeps). The list is shared and read-only; its
+// capacity is its length, so an append copies it.
+func gitEnv(environ []string, path string) []string {
+	lastGitEnv.mu.Lock()
+	defer lastGitEnv.mu.Unlock()
+	if lastGitEnv.env != nil && path == lastGitEnv.path && slices.Equal(environ, lastGitEnv.environ) {
+		return lastGitEnv.env
+	}
+	env := slices.DeleteFunc(procenv.Minimal(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "LC_ALL=") || strings.HasPrefix(kv, "PATH=")
+	})
+	env = slices.Clip(append(append(env, "PATH="+path), pinnedEnv...))
+	lastGitEnv.environ, lastGitEnv.path, lastGitEnv.env = slices.Clone(environ), path, env
+	return env
 }
 
 // WithUserCredentials returns a Git for commands that reach a remote
@@ -170,6 +195,12 @@ func (g *Git) WithUserCredentials(ctx context.Context, environ []string) *Git {
 // itself, whose own children (ssh, a remote helper) must not come from a
 // work dir either.
 func PathOutside(path string, workDirs ...string) string {
+	// The work dirs' candidates once, not for every PATH entry (each is
+	// an EvalSymlinks: a stat of every element of the path).
+	var dirs []string
+	for _, w := range workDirs {
+		dirs = append(dirs, candidates(w)...)
+	}
 	var keep []string
 	for _, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) {
@@ -177,10 +208,8 @@ func PathOutside(path string, workDirs ...string) string {
 		}
 		in := false
 		for _, c := range candidates(d) {
-			for _, w := range workDirs {
-				for _, wd := range candidates(w) {
-					in = in || within(c, wd)
-				}
+			for _, wd := range dirs {
+				in = in || within(c, wd)
 			}
 		}
 		if !in {

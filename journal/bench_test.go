@@ -24,7 +24,7 @@ func BenchmarkEmit(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				w.Emit(ToolCall, data)
+				w.Append(ToolCall, data)
 			}
 		})
 	}

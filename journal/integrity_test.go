@@ -19,7 +19,7 @@ func writeRun(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		w.Emit(ToolCall, map[string]any{"i": i, "output": strings.Repeat("y", 100)})
+		w.Append(ToolCall, map[string]any{"i": i, "output": strings.Repeat("y", 100)})
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestChainHoldsForWrittenAndAppendedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(RunEnd, nil)
+	w.Append(RunEnd, nil)
 	w.Close()
 	ev, in := mustRead(t, path)
 	if len(ev) != 4 || in.Err() != nil || in.Unchained != 0 || len(in.Notes()) != 0 {
@@ -93,7 +93,7 @@ func TestUnchainedEventsAreAcceptedOnlyInLegacyLocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(RunStart, nil)
+	w.Append(RunStart, nil)
 	w.Close()
 	if ev, in := mustRead(t, legacy); in.Err() != nil || len(ev) != 3 || ev[2].Prev == "" {
 		t.Fatalf("resumed legacy journal: %+v %+v", in, ev)
@@ -123,7 +123,7 @@ func TestTornTailIsReportedAndRepairedIntoSideFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(RunEnd, nil)
+	w.Append(RunEnd, nil)
 	w.Close()
 	side, err := os.ReadFile(path + TornSuffix)
 	if err != nil || !bytes.Equal(side, append(torn, '\n')) {
@@ -180,7 +180,7 @@ func TestEmptyJournalReadsAsNoEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(RunStart, nil)
+	w.Append(RunStart, nil)
 	w.Close()
 	if ev, in := mustRead(t, path); len(ev) != 1 || ev[0].Prev != Genesis || in.Err() != nil {
 		t.Fatalf("%+v %+v", ev, in)
@@ -215,8 +215,8 @@ func TestWriterNoticesItsJournalWasReplaced(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.Emit(RunStart, map[string]any{"agent": "a"})
-			w.Emit(ToolCall, map[string]any{"name": "Bash"})
+			w.Append(RunStart, map[string]any{"agent": "a"})
+			w.Append(ToolCall, map[string]any{"name": "Bash"})
 			if swap == "rename" {
 				tmp := w.Path() + ".forged"
 				if err := os.WriteFile(tmp, forge(t, RunStart, "tests.baseline", IterationStart, IterationEnd), 0o600); err != nil {
@@ -228,7 +228,7 @@ func TestWriterNoticesItsJournalWasReplaced(t *testing.T) {
 			} else if err := os.Remove(w.Path()); err != nil {
 				t.Fatal(err)
 			}
-			w.Emit(ToolCall, map[string]any{"name": "Bash", "output": "after the swap"})
+			w.Append(ToolCall, map[string]any{"name": "Bash", "output": "after the swap"})
 			err = w.Close()
 			if err == nil || !strings.Contains(err.Error(), "replaced or removed") {
 				t.Errorf("Close = %v, want the swap reported", err)
@@ -255,7 +255,7 @@ func TestWriterDoesNotFollowALinkOverItsJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(RunStart, map[string]any{"agent": "a"})
+	w.Append(RunStart, map[string]any{"agent": "a"})
 	victim := filepath.Join(t.TempDir(), "profile")
 	if err := os.WriteFile(victim, []byte("export A=1\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestWriterDoesNotFollowALinkOverItsJournal(t *testing.T) {
 	if err := os.Symlink(victim, w.Path()); err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(ToolCall, map[string]any{"name": "Bash", "output": "after the swap"})
+	w.Append(ToolCall, map[string]any{"name": "Bash", "output": "after the swap"})
 	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "replaced or removed") {
 		t.Errorf("Close = %v, want the swap reported", err)
 	}
@@ -289,7 +289,7 @@ func TestWriterNoticesItsJournalWasMovedAway(t *testing.T) {
 					t.Fatal(err)
 				}
 				w.SetPosition(1, "initial")
-				w.Emit(RunStart, map[string]any{"agent": "a"})
+				w.Append(RunStart, map[string]any{"agent": "a"})
 				kept := w.Path() + ".kept"
 				if move == "rename" {
 					err = os.Rename(w.Path(), kept)
@@ -304,7 +304,7 @@ func TestWriterNoticesItsJournalWasMovedAway(t *testing.T) {
 				}
 				if notice == "position" {
 					w.SetPosition(2, "initial")
-					w.Emit(IterationStart, nil)
+					w.Append(IterationStart, nil)
 				}
 				if err := w.Close(); err == nil || !strings.Contains(err.Error(), "replaced or removed") {
 					t.Errorf("Close = %v, want the swap reported", err)

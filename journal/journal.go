@@ -94,18 +94,6 @@ func LineHash(line []byte) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// Emitter receives events. *Writer implements it; Discard drops them.
-type Emitter interface {
-	Emit(eventType string, data any)
-}
-
-type discard struct{}
-
-func (discard) Emit(string, any) {}
-
-// Discard is an Emitter that drops every event.
-var Discard Emitter = discard{}
-
 // RunsDir is the directory, relative to a work dir, where capstan versions
 // before the state directory kept run journals (and where an explicit
 // journal dir such as `pipeline run --journal-dir` keeps them). Runs found
@@ -307,7 +295,7 @@ func Append(path string) (*Writer, error) {
 		w.seq = events[n-1].Seq
 	}
 	if repair != nil {
-		w.Emit(Repaired, repair)
+		w.Append(Repaired, repair)
 	}
 	return w, nil
 }
@@ -364,11 +352,13 @@ func (w *Writer) SetPosition(iteration int, step string) {
 	w.mu.Unlock()
 }
 
-// Emit appends one event. data is marshalled with encoding/json; a value
+// Append appends one event of type eventType. data is marshalled with
+// encoding/json (a run's events reach a journal as typed payloads through
+// event.Journal, which calls Append); a value
 // that cannot be marshalled is recorded as {"marshal_error": "..."} rather
 // than dropped. Write failures are kept and reported by Err and Close.
 // Activity events (ActivityStart, ActivityEnd) are not written.
-func (w *Writer) Emit(eventType string, data any) {
+func (w *Writer) Append(eventType string, data any) {
 	if eventType == ActivityStart || eventType == ActivityEnd {
 		return // live progress only
 	}

@@ -16,10 +16,10 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(RunStart, map[string]string{"agent": "a<b>&c"})
+	w.Append(RunStart, map[string]string{"agent": "a<b>&c"})
 	w.SetPosition(1, "initial.work")
-	w.Emit(PromptResolved, map[string]string{"text": "line1\nline2"})
-	w.Emit(Warning, func() {}) // cannot be marshalled: recorded, not dropped
+	w.Append(PromptResolved, map[string]string{"text": "line1\nline2"})
+	w.Append(Warning, func() {}) // cannot be marshalled: recorded, not dropped
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestOddStringsRoundTrip(t *testing.T) {
 	odd := []string{"quote\"back\\slash", "tab\tnew\nline", "ünïcode ✓", "bad\xffutf8", "<html>&"}
 	for _, s := range odd {
 		w.SetPosition(3, s)
-		w.Emit(s, nil)
+		w.Append(s, nil)
 	}
 	w.Close()
 	ev, err := ReadFile(w.Path())
@@ -99,14 +99,14 @@ func TestCreateRefusesExistingRun(t *testing.T) {
 func TestAppendContinuesSequence(t *testing.T) {
 	dir := t.TempDir()
 	w, _ := Create(dir, "r1")
-	w.Emit(RunStart, nil)
-	w.Emit(RunEnd, nil)
+	w.Append(RunStart, nil)
+	w.Append(RunEnd, nil)
 	w.Close()
 	w2, err := Append(w.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2.Emit(RunStart, nil)
+	w2.Append(RunStart, nil)
 	w2.Close()
 	ev, _ := ReadFile(w.Path())
 	if len(ev) != 3 || ev[2].Seq != 3 {
@@ -123,7 +123,7 @@ func TestConcurrentEmitKeepsLinesWhole(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
-				w.Emit(ToolCall, map[string]string{"output": strings.Repeat("x", 500)})
+				w.Append(ToolCall, map[string]string{"output": strings.Repeat("x", 500)})
 			}
 		}()
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -24,7 +25,8 @@ type eventRecorder struct {
 	events []journal.Event
 }
 
-func (r *eventRecorder) Emit(typ string, data any) {
+func (r *eventRecorder) Emit(p event.Payload) {
+	typ, data := string(p.EventKind()), any(p)
 	b, _ := json.Marshal(data)
 	r.mu.Lock()
 	r.events = append(r.events, journal.Event{Seq: int64(len(r.events) + 1), Type: typ, Data: b})

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -263,7 +264,7 @@ func (r *ledgerRun) record(turn int, resp *Response) {
 
 // run handles one call of turn: answered from the record of an earlier
 // attempt, reported as interrupted, or journaled as an intent and run.
-func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.Call, events journal.Emitter, next tool.Handler) tool.Outcome {
+func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.Call, events event.Emitter, next tool.Handler) tool.Outcome {
 	k := callKey{turn, call.ID}
 	idem := tool.IsIdempotent(call.Tool)
 	if replayed && r.prior != nil {
@@ -294,7 +295,7 @@ func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.
 	}
 	in := &ToolIntentEvent{ID: call.ID, Name: call.Name, InputDigest: digest(string(call.Input)), Query: r.key, Turn: turn, Idempotent: idem}
 	r.keep(k, in, nil)
-	events.Emit(journal.ToolIntent, in)
+	events.Emit(in)
 	out := next(tool.WithIdempotencyKey(ctx, r.idempotencyKey(call.ID)), call)
 	if save && r.l.AfterEffect != nil {
 		r.l.AfterEffect(ctx, r.iteration)

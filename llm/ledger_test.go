@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/llmtest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -39,7 +40,8 @@ func (t effectTool) Run(ctx context.Context, _ json.RawMessage) (tool.Result, er
 // writer does, and keeps it encoded.
 type iterationEvents struct{ events []journal.Event }
 
-func (e *iterationEvents) Emit(typ string, data any) {
+func (e *iterationEvents) Emit(p event.Payload) {
+	typ, data := string(p.EventKind()), any(p)
 	b, _ := json.Marshal(data)
 	e.events = append(e.events, journal.Event{Type: typ, Iteration: 1, Data: b})
 }

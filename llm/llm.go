@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capstan-dev/capstan/event"
 
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -49,21 +50,16 @@ type Message struct {
 	Pinned bool `json:"pinned,omitempty"`
 }
 
-// ToolCall is a model's request to run a tool.
-type ToolCall struct {
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
-}
+// ToolCall is a model's request to run a tool (defined with the run's
+// events, which carry it).
+type ToolCall = event.ToolCall
 
-// InputOrEmpty is the call's input, or an empty JSON object when the model
-// sent none (the form tools, journals and wire formats expect).
-func (c ToolCall) InputOrEmpty() json.RawMessage {
-	if len(c.Input) == 0 {
-		return json.RawMessage("{}")
-	}
-	return c.Input
-}
+// ToolUse is one tool call made during a query (defined with the run's
+// events, which carry it).
+type ToolUse = event.ToolUse
+
+// Usage counts tokens (defined with the run's events, which carry it).
+type Usage = event.Usage
 
 // ToolInput makes a model's tool-call arguments a JSON value: "{}" when
 // there are none, the arguments when they are JSON, and otherwise the
@@ -89,36 +85,6 @@ type ToolResult struct {
 	Name    string `json:"name,omitempty"`
 	Content string `json:"content"`
 	IsError bool   `json:"is_error,omitempty"`
-}
-
-// Usage counts tokens. Input is split the way the providers bill it:
-// InputTokens is the input billed at the full rate (not read from and not
-// written to the prompt cache), CacheReadTokens was read from the cache
-// (billed at a discount) and CacheWriteTokens was written to it (billed at
-// a premium where the provider charges for writes). The whole input of a
-// request is the sum of the three.
-type Usage struct {
-	InputTokens      int64 `json:"input_tokens"`
-	OutputTokens     int64 `json:"output_tokens"`
-	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
-	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
-}
-
-// Add adds o to u.
-func (u *Usage) Add(o Usage) {
-	u.InputTokens += o.InputTokens
-	u.OutputTokens += o.OutputTokens
-	u.CacheReadTokens += o.CacheReadTokens
-	u.CacheWriteTokens += o.CacheWriteTokens
-}
-
-// Input is the whole input: uncached, cache-read and cache-written
-// tokens.
-func (u Usage) Input() int64 { return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens }
-
-// Total is input + output + cache tokens.
-func (u Usage) Total() int64 {
-	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
 }
 
 // BilledError is the error of a model turn that was billed although it
@@ -207,20 +173,6 @@ type QueryOptions struct {
 	// (not a retry prompt): context compaction never removes the newest
 	// such prompt of a session.
 	Instructions bool
-}
-
-// ToolUse is one tool call made during a query, as seed 002's ToolUsage.
-type ToolUse struct {
-	ID         string          `json:"id"`
-	Name       string          `json:"name"`
-	Input      json.RawMessage `json:"input"`
-	Output     string          `json:"output"`
-	IsError    bool            `json:"is_error,omitempty"`
-	Denied     bool            `json:"denied,omitempty"`
-	DurationMs int64           `json:"duration_ms"`
-	// Replayed marks a result answered from the journal of an earlier
-	// attempt of the iteration: the tool did not run again (llm.Ledger).
-	Replayed bool `json:"replayed,omitempty"`
 }
 
 // QueryResult is what one Bridge.Query produced.

@@ -9,7 +9,8 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -36,7 +37,7 @@ type Config struct {
 	Tools []tool.Tool
 	// Events receives journal events (model turns, tool calls, denials,
 	// session transcripts). Never nil once built by Open.
-	Events journal.Emitter
+	Events event.Emitter
 	// Transcripts seeds known sessions for resume: session id → messages.
 	Transcripts map[string][]Message
 	// Ledger, when set, is the run's tool-effect ledger: capstan's tool
@@ -166,7 +167,7 @@ func lookup(spec string, cfg *Config) (provider, error) {
 	}
 	cfg.Provider, cfg.Model = name, model
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	return p, nil
 }

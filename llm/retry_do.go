@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // RetryFailure is one failed attempt of an API call, classified by its
@@ -42,7 +42,7 @@ type RetryCall struct {
 	// Provider names the provider in messages and events ("anthropic").
 	Provider string
 	// Events receives a model.retry event before each retry (nil = none).
-	Events journal.Emitter
+	Events event.Emitter
 	// Hints are the hints of the final error by code, unless the failure
 	// carries its own.
 	Hints map[string]string
@@ -124,7 +124,7 @@ func Retry[T any](ctx context.Context, p RetryPolicy, c RetryCall, attempt func(
 			return zero, f.pastDeadline(c, n, d, dl, p.now())
 		}
 		if c.Events != nil {
-			c.Events.Emit(journal.ModelRetry, RetryEvent{Provider: c.Provider, Attempt: n, DelayMs: d.Milliseconds(),
+			c.Events.Emit(RetryEvent{Provider: c.Provider, Attempt: n, DelayMs: d.Milliseconds(),
 				Code: f.Code, Status: f.Status, Message: f.Message})
 		}
 		if err := p.Wait(ctx, d); err != nil {

@@ -8,11 +8,15 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 type recorder struct{ types []string }
 
-func (r *recorder) Emit(t string, _ any) { r.types = append(r.types, t) }
+func (r *recorder) Emit(p event.Payload) {
+	t, _ := string(p.EventKind()), any(p)
+	r.types = append(r.types, t)
+}
 
 func TestDo(t *testing.T) {
 	var waits []time.Duration

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
@@ -22,7 +23,8 @@ type retries struct {
 	ev []llm.RetryEvent
 }
 
-func (r *retries) Emit(typ string, data any) {
+func (r *retries) Emit(p event.Payload) {
+	data := any(p)
 	if e, ok := data.(llm.RetryEvent); ok {
 		r.mu.Lock()
 		r.ev = append(r.ev, e)

@@ -1,6 +1,10 @@
 package llm
 
-import "context"
+import (
+	"context"
+
+	"github.com/capstan-dev/capstan/event"
+)
 
 // StreamSink receives a query's work while it happens: the assistant's text
 // as the provider receives it and each tool call as it starts and ends. A
@@ -64,3 +68,52 @@ func StreamSinkFrom(ctx context.Context) StreamSink {
 	s, _ := ctx.Value(streamSinkKey{}).(StreamSink)
 	return s
 }
+
+// StreamEvents returns ctx carrying a sink that turns the model's streamed
+// work into s's model-output events (event.TextDeltaEvent, …), or none
+// when no consumer of s wants them (so that providers do not stream for
+// nobody), and a function to call once the run's queries are done. A sink
+// ctx already carries (an embedder's WithStreamSink) is one of the
+// model-output consumers until then: it gets the same events, redacted,
+// as every other consumer, instead of the provider's text as it comes.
+func StreamEvents(ctx context.Context, s *event.Stream) (context.Context, func()) {
+	done := func() {}
+	if outer := StreamSinkFrom(ctx); outer != nil {
+		if own, ok := outer.(streamSink); !ok || own.s != s {
+			done = s.Subscribe(sinkConsumer{outer})
+		}
+	}
+	var sink StreamSink
+	if s.WantsModelOutput() {
+		sink = streamSink{s}
+	}
+	return WithStreamSink(ctx, sink), done
+}
+
+// sinkConsumer hands a Stream's model-output events to a StreamSink.
+type sinkConsumer struct{ sink StreamSink }
+
+func (sinkConsumer) WantsModelOutput() bool { return true }
+
+func (c sinkConsumer) Consume(e event.Event) {
+	switch d := e.Payload.(type) {
+	case event.TextDeltaEvent:
+		c.sink.TextDelta(d.Text)
+	case event.TextDiscardedEvent:
+		c.sink.TextDiscarded(d.Reason)
+	case event.ToolStartEvent:
+		c.sink.ToolStart(d.Call)
+	case event.ToolEndEvent:
+		c.sink.ToolEnd(d.Use)
+	}
+}
+
+// streamSink emits what a provider streams as model-output events.
+type streamSink struct{ s *event.Stream }
+
+func (k streamSink) TextDelta(text string) { k.s.Emit(event.TextDeltaEvent{Text: text}) }
+func (k streamSink) TextDiscarded(reason string) {
+	k.s.Emit(event.TextDiscardedEvent{Reason: reason})
+}
+func (k streamSink) ToolStart(call ToolCall) { k.s.Emit(event.ToolStartEvent{Call: call}) }
+func (k streamSink) ToolEnd(use ToolUse)     { k.s.Emit(event.ToolEndEvent{Use: use}) }

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -77,7 +78,7 @@ type session struct {
 type loopConfig struct {
 	Model    string
 	WorkDir  string
-	Events   journal.Emitter
+	Events   event.Emitter
 	MaxTurns int
 	// MaxToolCallsPerTurn bounds each turn's tool calls (0 = default).
 	MaxToolCallsPerTurn int
@@ -89,7 +90,7 @@ type loopConfig struct {
 // NewToolLoop wraps m in the shared tool loop.
 func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	l := &ToolLoop{model: m, tools: make(map[string]tool.Tool, len(cfg.Tools)), journal: JournalTools(cfg.Events),
 		cfg: loopConfig{Model: cfg.Model, WorkDir: cfg.WorkDir, Events: cfg.Events, MaxTurns: cfg.MaxTurns,
@@ -353,7 +354,7 @@ func (l *ToolLoop) commit(sid string, msgs []Message, bytes, prior int, res *Que
 	if prior >= 0 {
 		ev = SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]}
 	}
-	l.cfg.Events.Emit(journal.SessionMessages, ev)
+	l.cfg.Events.Emit(ev)
 }
 
 // Loop is one run of capstan's tool loop over a transcript: model turn →
@@ -396,7 +397,7 @@ type Loop struct {
 	// tool results one turn keeps are bounded too, to MaxTurnToolBytes.
 	MaxToolCallsPerTurn int
 	// Events receives a model.turn event per turn (nil = none).
-	Events journal.Emitter
+	Events event.Emitter
 	// Hooks, when set, lets a runtime steer the turns (budgets, exit
 	// decisions).
 	Hooks Hooks
@@ -538,9 +539,9 @@ func (lp *Loop) generate(ctx context.Context) (*Response, error) {
 }
 
 // events is where the Loop journals (Events, or nowhere).
-func (lp *Loop) events() journal.Emitter {
+func (lp *Loop) events() event.Emitter {
 	if lp.Events == nil {
-		return journal.Discard
+		return event.Discard
 	}
 	return lp.Events
 }
@@ -580,7 +581,7 @@ func (lp *Loop) prepare(ctx context.Context) (done bool, err error) {
 			lp.size = messagesBytes(lp.msgs)
 			lp.req.Messages = lp.msgs
 			fit.Compaction.SessionID = lp.SessionID
-			lp.events().Emit(journal.ContextCompacted, fit.Compaction)
+			lp.events().Emit(fit.Compaction)
 		}
 	}
 	res.Turns++
@@ -651,7 +652,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 			lp.led.record(res.Turns, resp)
 			mt.Query, mt.Message, mt.StructuredOutput = lp.led.key, &resp.Message, resp.StructuredOutput
 		}
-		lp.events().Emit(journal.ModelTurn, mt)
+		lp.events().Emit(mt)
 	}
 	if resp.Message.Text != "" {
 		res.Responses = append(res.Responses, resp.Message.Text)
@@ -789,15 +790,11 @@ func useOf(call tool.Call, out tool.Outcome) ToolUse {
 // JournalTools is tool middleware that journals every call as it ends: a
 // tool.denied event for a call refused without running, a tool.call event
 // (a ToolUse) for every other, unknown tools and failures included.
-func JournalTools(events journal.Emitter) tool.Middleware {
+func JournalTools(events event.Emitter) tool.Middleware {
 	return func(next tool.Handler) tool.Handler {
 		return func(ctx context.Context, call tool.Call) tool.Outcome {
 			out := next(ctx, call)
-			typ := journal.ToolCall
-			if out.Denied {
-				typ = journal.ToolDenied
-			}
-			events.Emit(typ, useOf(call, out))
+			events.Emit(useOf(call, out))
 			return out
 		}
 	}

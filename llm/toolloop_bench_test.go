@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/script"
@@ -61,14 +62,14 @@ func BenchmarkToolLoopTurn(b *testing.B) {
 			if err := os.WriteFile(filepath.Join(work, "out/result.txt"), []byte("benchmark payload\n"), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			var events journal.Emitter = journal.Discard
+			var events event.Emitter = event.Discard
 			if mode == "file" {
 				w, err := journal.Create(work, "bench")
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer w.Close()
-				events = w
+				events = event.Journal{Writer: w}
 			}
 			opts := llm.QueryOptions{PermissionMode: tool.ModeAcceptEdits}
 			ctx := context.Background()
@@ -121,7 +122,7 @@ func BenchmarkTurnOf2500Reads(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		loop := llm.NewToolLoop(script.New(s), llm.Config{WorkDir: work, Tools: tools, Events: w})
+		loop := llm.NewToolLoop(script.New(s), llm.Config{WorkDir: work, Tools: tools, Events: event.Journal{Writer: w}})
 		res, err := loop.Query(context.Background(), "read it all", llm.QueryOptions{})
 		if err != nil || res.Turns != 2 {
 			b.Fatalf("turns %v, err %v", res, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/llmtest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -20,7 +21,8 @@ type typedEvents struct {
 	events []journal.Event
 }
 
-func (e *typedEvents) Emit(typ string, data any) {
+func (e *typedEvents) Emit(p event.Payload) {
+	typ, data := string(p.EventKind()), any(p)
 	if e.types != nil && !e.types[typ] {
 		return
 	}
@@ -162,7 +164,7 @@ func TestToolLoopKeepsMalformedInputJournaled(t *testing.T) {
 	}) (string, error) {
 		return in.Text, nil
 	})
-	bridge := llm.NewToolLoop(m, llm.Config{Tools: []tool.Tool{echo}, Events: jw})
+	bridge := llm.NewToolLoop(m, llm.Config{Tools: []tool.Tool{echo}, Events: event.Journal{Writer: jw}})
 	res, err := bridge.Query(context.Background(), "go", writeAll)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/script"
@@ -73,7 +74,7 @@ func newFixture(t *testing.T, scriptYAML string, mod ...func(*llm.Config)) *fixt
 		t.Fatal(err)
 	}
 	rec := &recorder{Model: script.New(s)}
-	cfg := llm.Config{Model: "scripted", WorkDir: work, Tools: tools, Events: jw}
+	cfg := llm.Config{Model: "scripted", WorkDir: work, Tools: tools, Events: event.Journal{Writer: jw}}
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -311,7 +312,7 @@ func TestToolLoopSessions(t *testing.T) {
 	rec := &recorder{Model: script.New(s)}
 	cfg := f.cfg
 	cfg.Transcripts = rebuilt
-	cfg.Events = journal.Discard
+	cfg.Events = event.Discard
 	resumed := llm.NewToolLoop(rec, cfg)
 	opts.SessionID = r1.SessionID
 	r4, err := resumed.Query(ctx, "resumed prompt", opts)
@@ -666,7 +667,8 @@ type eventLog struct {
 	sessionMessages []json.RawMessage
 }
 
-func (e *eventLog) Emit(typ string, data any) {
+func (e *eventLog) Emit(p event.Payload) {
+	typ, data := string(p.EventKind()), any(p)
 	if typ != journal.SessionMessages {
 		return
 	}

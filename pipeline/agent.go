@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // ReasoningAgent is a stage of a reasoning pipeline, as seed 003 defines it.
@@ -135,6 +136,10 @@ type Violation struct {
 	Key     string        `json:"key"`
 	Message string        `json:"message"`
 }
+
+// EventKind implements event.Payload: a violation is journaled as a
+// pipeline.violation event.
+func (Violation) EventKind() event.Kind { return event.KindPipelineViolation }
 
 func (v Violation) err() *agenterr.Error {
 	code := agenterr.CodeContractViolation

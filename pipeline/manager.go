@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // Config configures a Manager.
@@ -20,14 +20,8 @@ type Config struct {
 	// Now is the clock for audit records (nil = time.Now).
 	Now func() time.Time
 	// Events receives one journal event per stage outcome (nil = discard).
-	Events journal.Emitter
+	Events event.Emitter
 }
-
-// Journal event types emitted by the manager.
-const (
-	EventStage     = "pipeline.stage"
-	EventViolation = "pipeline.violation"
-)
 
 // stageDef is a registered stage with its contract copied at registration.
 type stageDef struct {
@@ -67,7 +61,7 @@ func New(cfg Config) *Manager {
 		cfg.Now = time.Now
 	}
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	return &Manager{cfg: cfg, byID: map[string]int{}}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/backoff"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -559,13 +560,10 @@ func (ex *execution) record(o outcome) {
 	for _, k := range o.undeclared {
 		ex.warnings = append(ex.warnings, fmt.Sprintf("agent %s read %s, which it did not declare (add it to its preconditions or optional reads)", d.id, k))
 	}
-	ev := map[string]any{"agent_id": d.id, "status": o.status, "attempts": o.attempts, "keys_written": keys, "duration_ms": ms(o.dur)}
-	if run.Error != "" {
-		ev["error"] = run.Error
-	}
-	ex.cfg.Events.Emit(EventStage, ev)
+	ex.cfg.Events.Emit(event.PipelineStageEvent{AgentID: d.id, Status: o.status, Attempts: o.attempts, KeysWritten: keys,
+		DurationMs: ms(o.dur), Error: run.Error})
 	for _, v := range o.violations {
-		ex.cfg.Events.Emit(EventViolation, v)
+		ex.cfg.Events.Emit(v)
 	}
 }
 

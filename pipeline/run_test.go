@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 type recorder struct {
@@ -17,7 +18,8 @@ type recorder struct {
 	events []string
 }
 
-func (r *recorder) Emit(t string, data any) {
+func (r *recorder) Emit(p event.Payload) {
+	t := string(p.EventKind())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, t)
@@ -51,7 +53,7 @@ func TestStopCancelsRunningAndSkipsRest(t *testing.T) {
 	if len(runs) != 3 || st["long"] != StatusCanceled || st["bad"] != StatusViolated || st["later"] != StatusSkipped {
 		t.Fatalf("runs %+v", runs)
 	}
-	if len(rec.events) != 3 || rec.events[0] != EventStage {
+	if len(rec.events) != 3 || rec.events[0] != string(event.KindPipelineStage) {
 		t.Fatalf("events %v", rec.events)
 	}
 }

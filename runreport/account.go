@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/hidden"
@@ -439,14 +440,14 @@ func (b *builder) add(ev journal.Event) error {
 		last.Entries = append(last.Entries, Entry{Kind: KindTool, Time: ev.Time, Title: "gh " + strings.Join(s.Args, " ") + " (after completion)",
 			Detail: detail, Duration: time.Duration(s.DurationMs) * time.Millisecond, OK: s.Error == "" && s.ExitCode == 0})
 		return nil
-	case verify.EventBaseline:
+	case string(event.KindTestBaseline):
 		var bl verify.TestBaseline
 		if err := decode(&bl); err != nil {
 			return err
 		}
 		r.TestBaselines = append(r.TestBaselines, bl)
 		return nil
-	case hidden.EventHidden:
+	case string(event.KindHiddenTests):
 		var h hidden.Result
 		if err := decode(&h); err != nil {
 			return err
@@ -639,7 +640,7 @@ func (b *builder) add(ev journal.Event) error {
 		b.verdict().Validators = append(b.verdict().Validators, v)
 		b.entry(Entry{Kind: KindValidator, Time: ev.Time, Title: v.Summary(), OK: v.Valid,
 			Detail: strings.ReplaceAll(v.Output, "\r\n", "\n"), Omitted: v.OutputOmitted})
-	case verify.EventCompare:
+	case string(event.KindTestCompare):
 		var c verify.TestComparison
 		if err := decode(&c); err != nil {
 			return err

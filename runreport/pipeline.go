@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/pipeline"
 )
@@ -85,7 +86,7 @@ func (b *builder) addPipeline(ev journal.Event, decode func(any) error) (bool, e
 		return false, nil
 	}
 	switch ev.Type {
-	case pipeline.EventStage:
+	case string(event.KindPipelineStage):
 		var s struct {
 			AgentID     string   `json:"agent_id"`
 			Status      string   `json:"status"`
@@ -99,7 +100,7 @@ func (b *builder) addPipeline(ev journal.Event, decode func(any) error) (bool, e
 		}
 		p.Stages = append(p.Stages, Stage{ID: s.AgentID, Status: s.Status, Attempts: s.Attempts, KeysWritten: s.KeysWritten,
 			Duration: time.Duration(s.DurationMs * float64(time.Millisecond)), Error: s.Error})
-	case pipeline.EventViolation:
+	case string(event.KindPipelineViolation):
 		var v pipeline.Violation
 		if err := decode(&v); err != nil {
 			return true, err

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/pipeline"
 )
 
 // A pipeline run's account names the pipeline, its model and request, and
@@ -15,10 +15,10 @@ import (
 func TestPipelineRun(t *testing.T) {
 	r := build(t,
 		ev{journal.RunStart, 0, m{"command": "pipeline run", "request": "what changed", "repo": ".", "file": "p.yaml", "model": "script:s.yaml"}},
-		ev{pipeline.EventStage, 0, m{"agent_id": "collect", "status": "succeeded", "attempts": 1, "keys_written": []string{"custom.facts"}, "duration_ms": 1.5}},
+		ev{string(event.KindPipelineStage), 0, m{"agent_id": "collect", "status": "succeeded", "attempts": 1, "keys_written": []string{"custom.facts"}, "duration_ms": 1.5}},
 		ev{"agent.run", 0, m{"dir": "agents/writer", "result": m{"runId": "20261124T120000Z-abcdef", "success": false, "completionReason": "max_iterations"}}},
-		ev{pipeline.EventStage, 0, m{"agent_id": "writer", "status": "violated", "attempts": 2, "duration_ms": 30}},
-		ev{pipeline.EventViolation, 0, m{"agent_id": "writer", "kind": "postcondition", "key": "custom.headline", "message": "custom.headline is empty"}},
+		ev{string(event.KindPipelineStage), 0, m{"agent_id": "writer", "status": "violated", "attempts": 2, "duration_ms": 30}},
+		ev{string(event.KindPipelineViolation), 0, m{"agent_id": "writer", "kind": "postcondition", "key": "custom.headline", "message": "custom.headline is empty"}},
 		ev{journal.RunEnd, 0, m{"success": false, "status": "failed", "errorCode": "CONTRACT_VIOLATION",
 			"error": "CONTRACT_VIOLATION: pipeline stopped: agent writer: postcondition validation failed: custom.headline is empty"}},
 	)

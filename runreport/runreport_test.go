@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -317,10 +318,10 @@ func TestNoLostTestsInTheAccount(t *testing.T) {
 		Run: verify.TestRun{Counted: true, PerTest: true, Failed: 1, Tests: []verify.TestCase{{Name: "app.TestAdd\x1b[2J<b>", Outcome: verify.Failed}}}}
 	r := build(t,
 		ev{journal.RunStart, 0, m{"agent": "fixer"}},
-		ev{verify.EventBaseline, 0, base},
+		ev{string(event.KindTestBaseline), 0, base},
 		ev{journal.IterationStart, 1, nil},
 		ev{journal.CompletionCheck, 1, m{"complete": true, "declared": true, "reason": "declared"}},
-		ev{verify.EventCompare, 1, verify.TestComparison{Validator: "tests-pass", Parsed: true, Counted: true,
+		ev{string(event.KindTestCompare), 1, verify.TestComparison{Validator: "tests-pass", Parsed: true, Counted: true,
 			Loss: &verify.TestLoss{Pattern: "tests-none-run", BaselineRan: 1}}},
 		ev{journal.IterationEnd, 1, m{"outcome": m{"complete": false}}},
 	)

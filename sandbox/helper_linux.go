@@ -31,6 +31,9 @@ const (
 	// then starts with setupMarker.
 	setupExit   = 125
 	setupMarker = "SANDBOX_SETUP_ERROR: "
+	// ownProcEnv tells stage two that stage one mounted the sandbox's own
+	// /proc (mountOwnProc).
+	ownProcEnv = "CAPSTAN_SANDBOX_OWN_PROC"
 )
 
 // helperSpec is what the parent tells the helper, as JSON in argv.
@@ -49,6 +52,10 @@ type helperSpec struct {
 	// NoAddressSpaceLimit leaves RLIMIT_AS off: a memory cgroup bounds
 	// the run.
 	NoAddressSpaceLimit bool `json:"no_as_limit,omitempty"`
+	// OwnProc makes /proc readable: stage one mounted there a proc file
+	// system of the sandbox's own PID namespace. Stage two sets it from
+	// stage one's word (ownProcEnv), never from the spec.
+	OwnProc bool `json:"-"`
 }
 
 // helperStatus is what stage one reports on fd 3 about stage two.
@@ -112,6 +119,9 @@ func stageOne() int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{spec}
 	cmd.Env = []string{helperEnv + "=1"}
+	if mountOwnProc() == nil {
+		cmd.Env = append(cmd.Env, ownProcEnv+"=1")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var st helperStatus
 	if err := cmd.Start(); err != nil {
@@ -140,6 +150,30 @@ func stageOne() int {
 	}
 	status.Close()
 	return 0
+}
+
+// mountOwnProc mounts, on /proc, a proc file system of the sandbox's own
+// PID namespace, so that programs can read what they ask about themselves
+// (/proc/self/stat behind Node's process.memoryUsage(), which vitest's
+// and jest's workers call after every test file and hang without;
+// /proc/self/fd, /proc/cpuinfo, /proc/meminfo). It lists only the
+// sandbox's processes; this process (PID 1 there) is outside the
+// program's Landlock domain, so its memory and environment stay closed
+// to the program. It runs only as PID 1 of a new PID namespace (which
+// comes with a mount namespace of its own), never on the host's /proc.
+// Where the kernel refuses the mount (a container whose /proc is
+// partly masked), /proc stays unreadable, as the host's /proc must.
+func mountOwnProc() error {
+	if os.Getpid() != 1 {
+		return errors.New("not in a PID namespace of its own")
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
 }
 
 // waitReadable blocks until fd has data or its writer closed it.
@@ -172,6 +206,7 @@ func stageTwo() int {
 	if len(hs.Argv) == 0 {
 		return setupFail("stage two: empty argv")
 	}
+	hs.OwnProc = os.Getenv(ownProcEnv) == "1"
 	if err := closeInheritedFDs(); err != nil {
 		return setupFail("close inherited descriptors: %v", err)
 	}

@@ -77,6 +77,9 @@ func landlockRules(hs helperSpec) []landlockRule {
 	for _, p := range hs.Writable {
 		rules = append(rules, landlockRule{path: p, access: llRead | llWrite | ll.AccessFSRefer, dir: true})
 	}
+	if hs.OwnProc {
+		rules = append(rules, landlockRule{path: "/proc", access: ll.AccessFSReadFile | ll.AccessFSReadDir, dir: true})
+	}
 	rules = append(rules, landlockRule{path: "/dev/null", access: llRead | llWrite | ll.AccessFSIoctlDev})
 	for _, p := range []string{"/dev/zero", "/dev/urandom", "/dev/random"} {
 		rules = append(rules, landlockRule{path: p, access: llRead, optional: true})

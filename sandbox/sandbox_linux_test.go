@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -166,6 +167,43 @@ func TestReadOutsideRootDenied(t *testing.T) {
 		if res.Status == StatusOK || strings.Contains(string(res.Stdout), "TOPSECRET") {
 			t.Errorf("%s readable: status %s stdout %q", target, res.Status, res.Stdout)
 		}
+	}
+}
+
+// A program reads what /proc says about itself (Node's
+// process.memoryUsage() reads /proc/self/stat, and vitest's and jest's
+// workers hang without it), from a /proc of the sandbox's own PID
+// namespace: it lists the sandbox's processes only, and the sandbox's
+// PID 1 (capstan's helper) keeps its environment and memory closed.
+func TestProgramReadsItsOwnProc(t *testing.T) {
+	root, build := skillDir(t, map[string]string{})
+	host := 0
+	if ents, err := os.ReadDir("/proc"); err == nil {
+		for _, e := range ents {
+			if _, err := strconv.Atoi(e.Name()); err == nil {
+				host++
+			}
+		}
+	}
+	script := `read -r stat < /proc/self/stat || exit 11
+ls /proc/self/fd > /dev/null || exit 12
+n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo "processes $n"
+if cat /proc/1/environ 2>/dev/null; then exit 13; fi
+if cat /proc/1/mem 2>/dev/null | head -c1 | grep -q .; then exit 14; fi
+if echo 1 > /proc/sys/kernel/ns_last_pid 2>/dev/null; then exit 15; fi
+exit 0`
+	res := runIn(t, root, build, []string{"bash", "-c", script}, nil)
+	if res.Status != StatusOK {
+		t.Fatalf("status %s exit %d reason %q stderr %q", res.Status, res.ExitCode, res.Reason, res.Stderr)
+	}
+	var n int
+	if _, err := fmt.Sscanf(string(res.Stdout), "processes %d", &n); err != nil {
+		t.Fatalf("stdout %q: %v", res.Stdout, err)
+	}
+	// The helper, bash and the subshells of the script: a handful, where
+	// the host's /proc lists every process of the machine.
+	if n > 8 || (host > 20 && n >= host) {
+		t.Errorf("the sandbox's /proc lists %d processes (the host's %d)", n, host)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -26,8 +27,12 @@ const legacyStaleAge = 24 * time.Hour
 
 // markOwned writes dir's owner file: this process.
 func markOwned(dir string) error {
-	return os.WriteFile(filepath.Join(dir, ownerFile), []byte(processIdentity(os.Getpid())+"\n"), 0o600)
+	return os.WriteFile(filepath.Join(dir, ownerFile), ownIdentity(), 0o600)
 }
+
+// ownIdentity is this process's owner-file content, read from /proc once
+// (a process's pid and start time do not change).
+var ownIdentity = sync.OnceValue(func() []byte { return []byte(processIdentity(os.Getpid()) + "\n") })
 
 // processIdentity is "pid start-time" of a running process, "" when it
 // does not run.

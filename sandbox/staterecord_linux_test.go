@@ -34,8 +34,8 @@ func TestModelCannotReachTheRunRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(journal.RunStart, map[string]any{"agent": "a"})
-	w.Emit("tests.baseline", map[string]any{"validator": "tests", "marker": "BASELINE-SECRET-MARKER"})
+	w.Append(journal.RunStart, map[string]any{"agent": "a"})
+	w.Append("tests.baseline", map[string]any{"validator": "tests", "marker": "BASELINE-SECRET-MARKER"})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 	issueflow "github.com/capstan-dev/capstan/workflow"
 )
 
@@ -162,8 +163,10 @@ type issueEvents struct {
 	list []IssueEvent
 }
 
-func (e *issueEvents) Emit(t string, data any) {
-	b, err := json.Marshal(data)
+// Emit implements event.Emitter.
+func (e *issueEvents) Emit(p event.Payload) {
+	t := string(p.EventKind())
+	b, err := json.Marshal(p)
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
 	}

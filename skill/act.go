@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 	jschema "github.com/capstan-dev/capstan/schema"
@@ -84,7 +85,7 @@ type Config struct {
 	// SANDBOX_UNAVAILABLE (the rest of the tools still work).
 	Sandbox *sandbox.Runner
 	// Events receives the run's events (evidence every step).
-	Events journal.Emitter
+	Events event.Emitter
 	// Seed is the fixed sampling seed (seed 001 §15): every model turn is
 	// requested at temperature 0 with this seed; providers that support
 	// seeds (OpenAI-compatible) send it, the others ignore it. It is also
@@ -111,7 +112,7 @@ type Runtime struct {
 // New returns a Runtime.
 func New(cfg Config) *Runtime {
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = 4096
@@ -148,30 +149,12 @@ type Artifact struct {
 	Hash    string `json:"hash"`
 }
 
-// Evidence is recorded for every tool call (seed 001 §6).
-type Evidence struct {
-	Step         int      `json:"step"`
-	Seq          int      `json:"seq"`
-	Tool         string   `json:"tool"`
-	OK           bool     `json:"ok"`
-	ReasonShort  string   `json:"reason_short"`
-	InputsDigest string   `json:"inputs_digest"`
-	Cost         Cost     `json:"cost"`
-	DiffSummary  string   `json:"diff_summary,omitempty"`
-	FileIDs      []string `json:"file_ids,omitempty"`
-	Disclosure   string   `json:"disclosure,omitempty"` // L2 / L3 when the call disclosed content
-	Cached       bool     `json:"cached,omitempty"`     // answered from the read cache or AttemptMemo
-	Error        string   `json:"error,omitempty"`
-	// Stderr is a script's standard error, summarized to at most 512
-	// lines (runScript only).
-	Stderr string `json:"stderr,omitempty"`
-}
+// Evidence is one journaled tool step (defined with the run's events,
+// which carry it).
+type Evidence = event.SkillEvidence
 
 // Cost is the tokens and time one step used.
-type Cost struct {
-	Tokens int64 `json:"tokens"`
-	TimeMs int64 `json:"time_ms"`
-}
+type Cost = event.SkillCost
 
 // Disclosure counts what progressive disclosure injected, per level.
 type Disclosure struct {
@@ -243,14 +226,24 @@ type ErrorInfo struct {
 	Recoverable bool   `json:"recoverable"`
 }
 
-// Journal event types of an Act run.
-const (
-	EventActStart    = "skill.act.start"
-	EventEvidence    = "skill.evidence"
-	EventReflect     = "skill.reflect"
-	EventActEnd      = "skill.act.end"
-	EventActUpToDate = "skill.act.up_to_date"
-)
+// ActStartEvent is the payload of a skill.act.start event: what an Act
+// run sets out to do.
+type ActStartEvent struct {
+	Budgets     Budgets    `json:"budgets"`
+	Expected    []Expected `json:"expected"`
+	Goal        string     `json:"goal"`
+	Model       string     `json:"model"`
+	Seed        int64      `json:"seed"`
+	Skill       string     `json:"skill"`
+	Temperature int        `json:"temperature"`
+}
+
+// EventKind implements event.Payload.
+func (ActStartEvent) EventKind() event.Kind { return event.KindSkillActStart }
+
+// EventKind implements event.Payload: an ActResult is journaled as the
+// skill.act.end event.
+func (*ActResult) EventKind() event.Kind { return event.KindSkillActEnd }
 
 // Run drives the model through Acquire → Decide → Apply → Record →
 // Progress/Exit until the expected outputs validate or a budget, cycle or
@@ -270,18 +263,18 @@ func (rt *Runtime) Run(ctx context.Context, sk *Skill, in Input) (*ActResult, er
 	if err != nil {
 		return nil, err
 	}
-	rt.cfg.Events.Emit(EventActStart, map[string]any{"skill": sk.ID, "goal": in.Goal, "budgets": s.budgets, "expected": in.Expected, "model": rt.cfg.ModelName, "temperature": 0, "seed": rt.cfg.Seed})
+	rt.cfg.Events.Emit(ActStartEvent{Skill: sk.ID, Goal: in.Goal, Budgets: s.budgets, Expected: in.Expected, Model: rt.cfg.ModelName, Seed: rt.cfg.Seed})
 	if !in.Fresh {
 		if res := s.upToDate(); res != nil {
-			rt.cfg.Events.Emit(EventActUpToDate, map[string]any{"skill": sk.ID})
-			rt.cfg.Events.Emit(EventActEnd, res)
+			rt.cfg.Events.Emit(event.SkillActUpToDateEvent{Skill: sk.ID})
+			rt.cfg.Events.Emit(res)
 			return res, nil
 		}
 	}
 	runCtx, cancel := context.WithTimeout(ctx, time.Duration(s.budgets.TimeBudgetMs)*time.Millisecond)
 	defer cancel()
 	res, err := s.loop(runCtx, ctx)
-	rt.cfg.Events.Emit(EventActEnd, res)
+	rt.cfg.Events.Emit(res)
 	return res, err
 }
 
@@ -378,7 +371,7 @@ func (s *session) AfterTools(step int, results []llm.ToolResult) bool {
 		// result (providers need tool results to follow tool calls).
 		s.metrics.MicroReflects++
 		note := s.reflectNote()
-		s.rt.cfg.Events.Emit(EventReflect, map[string]any{"step": step, "note": note})
+		s.rt.cfg.Events.Emit(event.SkillReflectEvent{Step: step, Note: note})
 		last := &results[len(results)-1]
 		last.Content += "\n\n[micro-reflect] " + note
 		s.noProgress = 0
@@ -468,7 +461,7 @@ func (s *session) guard(offered []tool.Spec) tool.Middleware {
 // deny answers a call the runtime refuses without running it and journals
 // the refusal (it has no evidence: nothing ran).
 func (s *session) deny(call tool.Call, content string) tool.Outcome {
-	s.rt.cfg.Events.Emit(journal.ToolDenied, llm.ToolUse{ID: call.ID, Name: call.Name, Input: call.Input,
+	s.rt.cfg.Events.Emit(llm.ToolUse{ID: call.ID, Name: call.Name, Input: call.Input,
 		Output: content, IsError: true, Denied: true})
 	return tool.Denial(content)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/llmtest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -82,7 +83,10 @@ type typedEvents struct {
 	data  []any
 }
 
-func (e *typedEvents) Emit(t string, d any) { e.types, e.data = append(e.types, t), append(e.data, d) }
+func (e *typedEvents) Emit(p event.Payload) {
+	t, d := string(p.EventKind()), any(p)
+	e.types, e.data = append(e.types, t), append(e.data, d)
+}
 
 // Calls the runtime refuses without running them (over the tool-call
 // budget, after the run ended) are journaled as tool.denied, so the journal

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -28,9 +29,9 @@ func (m *streamingModel) Generate(ctx context.Context, req *llm.Request) (*llm.R
 // evidenceEvents keeps the skill.evidence events as journaled.
 type evidenceEvents struct{ evidence []Evidence }
 
-func (e *evidenceEvents) Emit(t string, payload any) {
-	if t == EventEvidence {
-		e.evidence = append(e.evidence, payload.(Evidence))
+func (e *evidenceEvents) Emit(p event.Payload) {
+	if ev, ok := p.(Evidence); ok {
+		e.evidence = append(e.evidence, ev)
 	}
 }
 

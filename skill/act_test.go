@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -143,7 +144,10 @@ func happyTurns() []playTurn {
 
 type memEvents struct{ types []string }
 
-func (m *memEvents) Emit(t string, _ any) { m.types = append(m.types, t) }
+func (m *memEvents) Emit(p event.Payload) {
+	t, _ := string(p.EventKind()), any(p)
+	m.types = append(m.types, t)
+}
 
 func TestActComponentSkillMdValidateWrite(t *testing.T) {
 	sk := exampleSkill(t)
@@ -187,11 +191,11 @@ func TestActComponentSkillMdValidateWrite(t *testing.T) {
 	}
 	evidence := 0
 	for _, ty := range ev.types {
-		if ty == EventEvidence {
+		if ty == string(event.KindSkillEvidence) {
 			evidence++
 		}
 	}
-	if evidence != 4 || ev.types[0] != EventActStart || ev.types[len(ev.types)-1] != EventActEnd {
+	if evidence != 4 || ev.types[0] != string(event.KindSkillActStart) || ev.types[len(ev.types)-1] != string(event.KindSkillActEnd) {
 		t.Errorf("events %v", ev.types)
 	}
 	if len(res.Unmet) != 0 {

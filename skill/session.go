@@ -118,7 +118,7 @@ func newSession(rt *Runtime, sk *Skill, in Input) (*session, error) {
 	}
 	s.record = func(ev Evidence) {
 		s.evidence = append(s.evidence, ev)
-		rt.cfg.Events.Emit(EventEvidence, ev)
+		rt.cfg.Events.Emit(ev)
 	}
 	s.prior = loadRecord(build)
 	s.baseline = map[string]string{}

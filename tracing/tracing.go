@@ -34,11 +34,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/skill"
-	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // ScopeName is the instrumentation scope of capstan's spans.
@@ -52,10 +49,7 @@ const (
 
 // Event types of other layers that the Emitter maps (their packages import
 // this one's dependents, so the names are repeated here).
-const (
-	pipelineStage     = "pipeline.stage"
-	pipelineViolation = "pipeline.violation"
-)
+const ()
 
 // maxWarning bounds the length of an exported warning message.
 const maxWarning = 256
@@ -67,8 +61,8 @@ type Config struct {
 	// Parent is the context the run span is a child of: a remote W3C
 	// traceparent or a caller's span (nil = a new trace).
 	Parent context.Context
-	// Next receives every event unchanged (nil = journal.Discard).
-	Next journal.Emitter
+	// Next receives every event unchanged (nil = event.Discard).
+	Next event.Emitter
 	// Secrets are values that must never be exported; they are replaced
 	// in the free text that is (warning messages). Use
 	// procenv.SecretValues, which lists them longest first.
@@ -90,11 +84,11 @@ func (o *open) end(opts ...trace.SpanEndOption) {
 	*o = open{}
 }
 
-// Emitter is a journal.Emitter that tees: every event goes to Config.Next
+// Emitter is an event.Emitter that tees: every event goes to Config.Next
 // unchanged, and the run's events become spans. It is safe for concurrent
 // use.
 type Emitter struct {
-	next   journal.Emitter
+	next   event.Emitter
 	tracer trace.Tracer
 	parent context.Context
 	redact *strings.Replacer
@@ -124,7 +118,7 @@ type Emitter struct {
 func New(cfg Config) *Emitter {
 	e := &Emitter{next: cfg.Next, parent: cfg.Parent, now: cfg.Now}
 	if e.next == nil {
-		e.next = journal.Discard
+		e.next = event.Discard
 	}
 	if e.parent == nil {
 		e.parent = context.Background()
@@ -187,10 +181,11 @@ func (e *Emitter) Close() {
 }
 
 // Emit forwards the event to Next, then maps it to spans.
-func (e *Emitter) Emit(eventType string, data any) {
-	e.next.Emit(eventType, data)
-	switch eventType {
-	case journal.PromptResolved, journal.SessionMessages, journal.LifecycleChange, "step.state":
+func (e *Emitter) Emit(p event.Payload) {
+	e.next.Emit(p)
+	kind := p.EventKind()
+	switch kind {
+	case event.KindPromptResolved, event.KindSessionMessages, event.KindLifecycle, event.KindStepState:
 		return // content or resume state: never traced
 	}
 	e.mu.Lock()
@@ -199,45 +194,45 @@ func (e *Emitter) Emit(eventType string, data any) {
 		return
 	}
 	now := e.now()
-	switch eventType {
-	case journal.RunStart:
-		e.runStart(data, now)
-	case journal.RunEnd:
-		e.runEnd(data, now)
-	case journal.IterationStart:
+	switch kind {
+	case event.KindRunStart:
+		e.runStart(p, now)
+	case event.KindRunEnd:
+		e.runEnd(p, now)
+	case event.KindIterationStart:
 		e.iterationStart(now)
-	case journal.IterationEnd:
-		e.iterationEnd(data, now)
-	case journal.QueryStart:
-		e.queryStart(data, now)
-	case journal.QueryResult:
-		e.queryResult(data, now)
-	case journal.ModelTurn:
-		e.modelTurn(data, now)
-	case journal.ModelRetry:
-		e.modelRetry(data, now)
-	case journal.ToolCall, journal.ToolDenied:
-		e.toolCall(eventType, data, now)
-	case journal.ValidatorResult:
-		e.validator(data, now)
-	case journal.RetryPrompt:
-		e.retryPrompt(data, now)
-	case journal.StepTransition:
-		e.stepTransition(data, now)
-	case journal.CompletionCheck:
-		e.completionCheck(data, now)
-	case journal.EscalationNotice:
-		e.escalation(data, now)
-	case journal.Warning:
-		e.warning(data, now)
-	case journal.Error:
-		e.error(data, now)
-	case skill.EventEvidence:
-		e.skillEvidence(data, now)
-	case pipelineStage:
-		e.pipelineStage(data, now)
-	case pipelineViolation:
-		e.pipelineViolation(data, now)
+	case event.KindIterationEnd:
+		e.iterationEnd(p, now)
+	case event.KindQueryStart:
+		e.queryStart(p, now)
+	case event.KindQueryResult:
+		e.queryResult(p, now)
+	case event.KindModelTurn:
+		e.modelTurn(p, now)
+	case event.KindModelRetry:
+		e.modelRetry(p, now)
+	case event.KindToolCall, event.KindToolDenied:
+		e.toolCall(kind, p, now)
+	case event.KindValidatorResult:
+		e.validator(p, now)
+	case event.KindRetryPrompt:
+		e.retryPrompt(p, now)
+	case event.KindStepTransition:
+		e.stepTransition(p, now)
+	case event.KindCompletionCheck:
+		e.completionCheck(p, now)
+	case event.KindEscalation:
+		e.escalation(p, now)
+	case event.KindWarning:
+		e.warning(p, now)
+	case event.KindError:
+		e.error(p, now)
+	case event.KindSkillEvidence:
+		e.skillEvidence(p, now)
+	case event.KindPipelineStage:
+		e.pipelineStage(p, now)
+	case event.KindPipelineViolation:
+		e.pipelineViolation(p, now)
 	}
 }
 
@@ -597,7 +592,7 @@ func (e *Emitter) modelTurn(data any, now time.Time) {
 	if ev.StopReason != "" {
 		attrs = append(attrs, e.finishReasons(ev.StopReason))
 	}
-	e.event(e.innermostSpan(), journal.ModelTurn, now, attrs)
+	e.event(e.innermostSpan(), string(event.KindModelTurn), now, attrs)
 }
 
 func (e *Emitter) modelRetry(data any, now time.Time) {
@@ -610,15 +605,15 @@ func (e *Emitter) modelRetry(data any, now time.Time) {
 	if ev.Status != 0 {
 		attrs = append(attrs, attribute.Int(AttrHTTPStatus, ev.Status))
 	}
-	e.event(e.innermostSpan(), journal.ModelRetry, now, attrs)
+	e.event(e.innermostSpan(), string(event.KindModelRetry), now, attrs)
 }
 
-func (e *Emitter) toolCall(eventType string, data any, now time.Time) {
+func (e *Emitter) toolCall(kind event.Kind, data any, now time.Time) {
 	use, ok := decode[llm.ToolUse](data)
 	if !ok {
 		return
 	}
-	denied := use.Denied || eventType == journal.ToolDenied
+	denied := use.Denied || kind == event.KindToolDenied
 	began := now.Add(-time.Duration(use.DurationMs) * time.Millisecond)
 	attrs := append(e.buf[:0], attribute.String(AttrGenAIOperationName, "execute_tool"),
 		attribute.String(AttrGenAIToolName, use.Name), attribute.String(AttrGenAIToolType, "function"),
@@ -640,7 +635,7 @@ func (e *Emitter) toolCall(eventType string, data any, now time.Time) {
 }
 
 func (e *Emitter) validator(data any, now time.Time) {
-	ev, ok := decode[verify.ValidatorEvent](data)
+	ev, ok := decode[event.ValidatorEvent](data)
 	if !ok {
 		return
 	}
@@ -671,7 +666,7 @@ func (e *Emitter) validator(data any, now time.Time) {
 // run) to an execute_tool span. Its reason, inputs digest, diff, files and
 // errors are not exported.
 func (e *Emitter) skillEvidence(data any, now time.Time) {
-	ev, ok := decode[skill.Evidence](data)
+	ev, ok := decode[event.SkillEvidence](data)
 	if !ok {
 		return
 	}
@@ -694,7 +689,7 @@ func (e *Emitter) skillEvidence(data any, now time.Time) {
 }
 
 func (e *Emitter) retryPrompt(data any, now time.Time) {
-	ev, ok := decode[verdict.RetryPromptEvent](data)
+	ev, ok := decode[event.RetryPromptEvent](data)
 	if !ok {
 		return
 	}
@@ -709,11 +704,11 @@ func (e *Emitter) retryPrompt(data any, now time.Time) {
 	if ev.Source != "" {
 		attrs = append(attrs, attribute.String(AttrPromptSource, ev.Source))
 	}
-	e.event(e.innermostSpan(), journal.RetryPrompt, now, attrs)
+	e.event(e.innermostSpan(), string(event.KindRetryPrompt), now, attrs)
 }
 
 func (e *Emitter) stepTransition(data any, now time.Time) {
-	mv, ok := decode[verdict.StepMove](data)
+	mv, ok := decode[event.StepMove](data)
 	if !ok {
 		return
 	}
@@ -725,45 +720,46 @@ func (e *Emitter) stepTransition(data any, now time.Time) {
 	if mv.Aborted {
 		attrs = append(attrs, attribute.Bool(AttrStepAborted, true))
 	}
-	e.event(e.innermostSpan(), journal.StepTransition, now, attrs)
+	e.event(e.innermostSpan(), string(event.KindStepTransition), now, attrs)
+}
+
+// completionCheck is what a span records of a completion.check event:
+// whether the run was complete, whether the model declared it, and the
+// validator that decided it. It is read from the event's journal form,
+// once per iteration.
+type completionCheck struct {
+	Complete   bool `json:"complete"`
+	Declared   bool `json:"declared"`
+	Validation *struct {
+		Validator string `json:"validator"`
+		Pattern   string `json:"pattern"`
+	} `json:"validation"`
 }
 
 func (e *Emitter) completionCheck(data any, now time.Time) {
-	var r verdict.CompletionResult
-	if ev, ok := data.(*verdict.CheckEvent); ok { // what the verdict stage emits
-		r = ev.CompletionResult
-	} else if r, ok = decode[verdict.CompletionResult](data); !ok {
+	r, ok := decodeJSON[completionCheck](data)
+	if !ok {
 		return
 	}
 	attrs := append(e.buf[:0], attribute.Bool(AttrOutcomeComplete, r.Complete), attribute.Bool(AttrDeclared, r.Declared))
 	if v := r.Validation; v != nil {
 		attrs = append(attrs, attribute.String(AttrValidatorName, v.Validator), attribute.String(AttrPattern, v.Pattern))
 	}
-	e.event(e.innermostSpan(), journal.CompletionCheck, now, attrs)
+	e.event(e.innermostSpan(), string(event.KindCompletionCheck), now, attrs)
 }
 
 func (e *Emitter) escalation(data any, now time.Time) {
-	ev, ok := decode[verdict.EscalationEvent](data)
+	ev, ok := decode[event.EscalationEvent](data)
 	if !ok {
 		return
 	}
-	e.event(e.innermostSpan(), journal.EscalationNotice, now, append(e.buf[:0],
+	e.event(e.innermostSpan(), string(event.KindEscalation), now, append(e.buf[:0],
 		attribute.String(AttrStep, ev.Step), attribute.String(AttrEscalateTo, ev.EscalateTo), attribute.String(AttrEscalationMethod, ev.Method)))
 }
 
-// warningMessage is the message of a warning event: capstan's layers emit
-// map[string]string, matched without a JSON round trip.
+// warningMessage is the message of a warning event.
 func warningMessage(data any) string {
-	switch d := data.(type) {
-	case map[string]string:
-		return d["message"]
-	case map[string]any:
-		msg, _ := d["message"].(string)
-		return msg
-	}
-	ev, _ := decode[struct {
-		Message string `json:"message"`
-	}](data)
+	ev, _ := decode[event.WarningEvent](data)
 	return ev.Message
 }
 
@@ -779,7 +775,7 @@ func (e *Emitter) warning(data any, now time.Time) {
 		}
 		msg = msg[:cut] + "…"
 	}
-	e.event(e.innermostSpan(), journal.Warning, now, append(e.buf[:0], attribute.String(AttrWarningMessage, msg)))
+	e.event(e.innermostSpan(), string(event.KindWarning), now, append(e.buf[:0], attribute.String(AttrWarningMessage, msg)))
 }
 
 // error marks the open query (or the iteration) failed and the iteration
@@ -836,5 +832,5 @@ func (e *Emitter) pipelineViolation(data any, now time.Time) {
 			attrs = append(attrs, attribute.String("capstan.pipeline.violation."+k, v))
 		}
 	}
-	e.event(e.innermostSpan(), pipelineViolation, now, attrs)
+	e.event(e.innermostSpan(), string(event.KindPipelineViolation), now, attrs)
 }

@@ -15,19 +15,32 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/skill"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
 
-// recorder is a journal.Emitter that keeps what it was given.
+// recorder is an event.Emitter that keeps what it was given.
 type recorder struct {
 	events    []string
 	data      []any
 	positions []string
 }
 
-func (r *recorder) Emit(t string, d any) { r.events = append(r.events, t); r.data = append(r.data, d) }
+func (r *recorder) Emit(p event.Payload) {
+	r.events = append(r.events, string(p.EventKind()))
+	r.data = append(r.data, p)
+}
+
+// raw is an event of kind typ whose payload is the journal form (JSON) of
+// data: how the tracer sees a payload it has no Go type for (a run.start
+// of another package, an event read back from a journal).
+func raw(typ string, data any) event.Raw {
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic(err)
+	}
+	return event.Raw{Kind: event.Kind(typ), Data: b}
+}
 func (r *recorder) SetPosition(i int, s string) {
 	r.positions = append(r.positions, fmt.Sprintf("%d/%s", i, s))
 }
@@ -59,34 +72,34 @@ type runStart struct {
 // emitRun plays the events of a two-tool iteration that ends the run with
 // err (nil = completed).
 func emitRun(e *Emitter, runErr map[string]any) {
-	e.Emit(journal.Warning, map[string]string{"message": "config warning before the run"})
-	e.Emit(journal.RunStart, runStart{RunID: "r1", Agent: "hello", Model: "anthropic:claude-x", Params: map[string]string{"token": secret}})
+	e.Emit(event.Warning("config warning before the run"))
+	e.Emit(raw(journal.RunStart, runStart{RunID: "r1", Agent: "hello", Model: "anthropic:claude-x", Params: map[string]string{"token": secret}}))
 	e.SetPosition(1, "")
-	e.Emit(journal.IterationStart, nil)
+	e.Emit(&event.IterationStartEvent{})
 	e.SetPosition(1, "greet")
-	e.Emit(journal.PromptResolved, event.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
-	e.Emit(journal.QueryStart, event.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
-	e.Emit(journal.ModelRetry, llm.RetryEvent{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
-	e.Emit(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
-	e.Emit(journal.ToolCall, llm.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
-	e.Emit(journal.ToolDenied, llm.ToolUse{ID: "c2", Name: "Bash", Input: json.RawMessage(`{}`), Output: "permission denied", IsError: true, Denied: true})
-	e.Emit(journal.SessionMessages, llm.SessionMessagesEvent{SessionID: "s1"})
-	e.Emit(journal.QueryResult, &llm.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
+	e.Emit(event.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
+	e.Emit(event.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
+	e.Emit(llm.RetryEvent{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
+	e.Emit(llm.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
+	e.Emit(llm.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
+	e.Emit(llm.ToolUse{ID: "c2", Name: "Bash", Input: json.RawMessage(`{}`), Output: "permission denied", IsError: true, Denied: true})
+	e.Emit(llm.SessionMessagesEvent{SessionID: "s1"})
+	e.Emit(&llm.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
 		ToolUses: []llm.ToolUse{{Name: "Write"}, {Name: "Bash"}}})
-	e.Emit(journal.ValidatorResult, verify.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
-	e.Emit(journal.CompletionCheck, verdict.CompletionResult{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}})
-	e.Emit(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}})
-	e.Emit(journal.StepTransition, verdict.StepMove{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
-	e.Emit(journal.Warning, map[string]string{"message": "undefined variable; value was " + secret})
-	e.Emit(journal.IterationEnd, event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
+	e.Emit(event.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
+	e.Emit(raw(journal.CompletionCheck, verdict.CompletionResult{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}}))
+	e.Emit(raw(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}}))
+	e.Emit(event.StepMove{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
+	e.Emit(event.Warning("undefined variable; value was " + secret))
+	e.Emit(event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
 	end := map[string]any{"success": runErr == nil, "completionReason": "completed", "iterations": 1, "runId": "r1",
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}, "cost": 0.25, "reason": "done " + secret}
 	if runErr != nil {
 		end["completionReason"] = "max_iterations"
 		end["error"] = runErr
 	}
-	e.Emit(journal.RunEnd, end)
-	e.Emit(journal.LifecycleChange, map[string]string{"state": "stopped"})
+	e.Emit(raw(journal.RunEnd, end))
+	e.Emit(event.LifecycleEvent{State: "stopped"})
 }
 
 func byName(spans []sdktrace.ReadOnlySpan) map[string]sdktrace.ReadOnlySpan {
@@ -204,11 +217,11 @@ func TestRunErrorStatus(t *testing.T) {
 
 func TestErrorEventEndsQueryWithCode(t *testing.T) {
 	e, sr, _ := newTraced(t)
-	e.Emit(journal.RunStart, runStart{RunID: "r1", Model: "script:s.yaml"})
-	e.Emit(journal.IterationStart, nil)
-	e.Emit(journal.QueryStart, event.QueryStartEvent{Model: "openai:gpt-x"})
-	e.Emit(journal.Error, event.ErrorEvent{Code: "SDK_AUTH", Message: "prompt was " + secret, Recoverable: false})
-	e.Emit(journal.IterationEnd, event.IterationEvent{Outcome: event.OutcomeEvent{Stop: true}})
+	e.Emit(raw(journal.RunStart, runStart{RunID: "r1", Model: "script:s.yaml"}))
+	e.Emit(&event.IterationStartEvent{})
+	e.Emit(event.QueryStartEvent{Model: "openai:gpt-x"})
+	e.Emit(event.ErrorEvent{Code: "SDK_AUTH", Message: "prompt was " + secret, Recoverable: false})
+	e.Emit(event.IterationEvent{Outcome: event.OutcomeEvent{Stop: true}})
 	got := byName(sr.Ended())
 	q, ok := got["chat gpt-x"]
 	if !ok {
@@ -331,11 +344,11 @@ func TestRealClockSameSpans(t *testing.T) {
 // back-dated by it.
 func TestPipelineStageSpan(t *testing.T) {
 	e, sr, _ := newTraced(t)
-	e.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "the request " + secret})
-	e.Emit("pipeline.stage", map[string]any{"agent_id": "a", "status": "succeeded", "attempts": 1, "keys_written": []string{"k.a", "k.b"}, "duration_ms": 12.5})
-	e.Emit("pipeline.stage", map[string]any{"agent_id": "b", "status": "violated", "attempts": 2, "duration_ms": 0.25, "error": "custom.x is empty: " + secret})
-	e.Emit("pipeline.violation", map[string]any{"agent_id": "b", "kind": "postcondition", "key": "custom.x", "message": secret})
-	e.Emit(journal.RunEnd, map[string]any{"success": false, "status": "stopped", "error": "CONTRACT_VIOLATION: " + secret, "errorCode": "CONTRACT_VIOLATION"})
+	e.Emit(raw(journal.RunStart, map[string]any{"command": "pipeline run", "request": "the request " + secret}))
+	e.Emit(raw("pipeline.stage", map[string]any{"agent_id": "a", "status": "succeeded", "attempts": 1, "keys_written": []string{"k.a", "k.b"}, "duration_ms": 12.5}))
+	e.Emit(raw("pipeline.stage", map[string]any{"agent_id": "b", "status": "violated", "attempts": 2, "duration_ms": 0.25, "error": "custom.x is empty: " + secret}))
+	e.Emit(raw("pipeline.violation", map[string]any{"agent_id": "b", "kind": "postcondition", "key": "custom.x", "message": secret}))
+	e.Emit(raw(journal.RunEnd, map[string]any{"success": false, "status": "stopped", "error": "CONTRACT_VIOLATION: " + secret, "errorCode": "CONTRACT_VIOLATION"}))
 	got := byName(sr.Ended())
 	if run := got[SpanRun]; run == nil || run.Status().Code != codes.Error || run.Status().Description != "CONTRACT_VIOLATION" ||
 		attrs(run)[AttrErrorType].AsString() != "CONTRACT_VIOLATION" || attrs(run)[AttrPipelineStatus].AsString() != "stopped" {
@@ -365,12 +378,12 @@ func TestPipelineStageSpan(t *testing.T) {
 // back-dated by their time, without their reasons, digests or errors.
 func TestSkillEvidenceSpans(t *testing.T) {
 	e, sr, _ := newTraced(t)
-	e.Emit(journal.RunStart, runStart{RunID: "r1", Agent: "skill:s", Model: "script:x.yaml"})
-	e.Emit(skill.EventEvidence, skill.Evidence{Step: 1, Seq: 1, Tool: "readSkillMd", OK: true, ReasonShort: "read " + secret,
-		InputsDigest: "sha256:" + secret, Cost: skill.Cost{Tokens: 120, TimeMs: 40}, Disclosure: "L2"})
-	e.Emit(skill.EventEvidence, &skill.Evidence{Step: 2, Seq: 2, Tool: "runScript", OK: false, Error: "exit 1: " + secret,
+	e.Emit(raw(journal.RunStart, runStart{RunID: "r1", Agent: "skill:s", Model: "script:x.yaml"}))
+	e.Emit(event.SkillEvidence{Step: 1, Seq: 1, Tool: "readSkillMd", OK: true, ReasonShort: "read " + secret,
+		InputsDigest: "sha256:" + secret, Cost: event.SkillCost{Tokens: 120, TimeMs: 40}, Disclosure: "L2"})
+	e.Emit(&event.SkillEvidence{Step: 2, Seq: 2, Tool: "runScript", OK: false, Error: "exit 1: " + secret,
 		Stderr: secret, DiffSummary: secret, FileIDs: []string{secret}, Cached: true})
-	e.Emit(journal.RunEnd, map[string]any{"success": true, "completionReason": "validated"})
+	e.Emit(raw(journal.RunEnd, map[string]any{"success": true, "completionReason": "validated"}))
 	got := byName(sr.Ended())
 	read, run := got["execute_tool readSkillMd"], got["execute_tool runScript"]
 	if read == nil || run == nil || read.Parent().SpanID() != got[SpanRun].SpanContext().SpanID() {

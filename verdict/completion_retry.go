@@ -13,6 +13,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -350,18 +351,5 @@ func (b *RetryBudget) Reset() { b.failures = 0 }
 // Failures is the number of failed validations recorded since the last Reset.
 func (b *RetryBudget) Failures() int { return b.failures }
 
-// RetryPromptEvent is the payload of a retry.prompt journal event: a
-// targeted retry prompt (Kind "completion": a validator failed with
-// Pattern) or a format retry (Kind "format"), as sent to the model.
-type RetryPromptEvent struct {
-	Kind      string         `json:"kind"` // "completion" or "format"
-	Step      string         `json:"step"`
-	Pattern   string         `json:"pattern,omitempty"`
-	Validator string         `json:"validator,omitempty"`
-	Params    map[string]any `json:"params,omitempty"`
-	Source    string         `json:"source"`
-	Attempt   int            `json:"attempt"`
-	Max       int            `json:"maxAttempts"`
-	Text      string         `json:"text"`
-	Warnings  []string       `json:"warnings,omitempty"`
-}
+// RetryPromptEvent is defined with the run's events, which carry it.
+type RetryPromptEvent = event.RetryPromptEvent

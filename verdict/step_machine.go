@@ -12,7 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // Step types of a step's "type".
@@ -49,7 +49,7 @@ type MachineOptions struct {
 	AgentName string
 	RunID     string
 	// Emitter receives step.transition and escalation events.
-	Emitter journal.Emitter
+	Emitter event.Emitter
 	// Notifier delivers webhook escalations (default: a WebhookNotifier).
 	Notifier Notifier
 	// File names steps_registry.json in errors.
@@ -66,18 +66,8 @@ type StepOutcome struct {
 	Iteration int
 }
 
-// Move is one transition of the machine.
-type StepMove struct {
-	From     string `json:"from"`
-	To       string `json:"to"`
-	Kind     string `json:"kind"`
-	Passed   bool   `json:"passed"`
-	Complete bool   `json:"complete,omitempty"`
-	Aborted  bool   `json:"aborted,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	// Intent is the intent a step routed by its structuredGate emitted.
-	Intent string `json:"intent,omitempty"`
-}
+// StepMove is defined with the run's events, which carry it.
+type StepMove = event.StepMove
 
 // State is the machine's full state; Snapshot and Restore move it in and
 // out (for resume). It marshals to JSON.
@@ -132,7 +122,7 @@ type Machine struct {
 // The machine keeps reg and never changes it: machines may share one.
 func NewMachine(reg *agentdir.Registry, opts MachineOptions) (*Machine, error) {
 	if opts.Emitter == nil {
-		opts.Emitter = journal.Discard
+		opts.Emitter = event.Discard
 	}
 	if opts.Notifier == nil {
 		opts.Notifier = &WebhookNotifier{}
@@ -393,9 +383,9 @@ func (m *Machine) Snapshot() StepState {
 // that the iteration stands, makes the fork's state the machine's with
 // Commit; a fork that is dropped leaves the machine untouched, so nothing
 // is ever rolled back. em nil drops the fork's events.
-func (m *Machine) Fork(f *Machine, em journal.Emitter) *Machine {
+func (m *Machine) Fork(f *Machine, em event.Emitter) *Machine {
 	if em == nil {
-		em = journal.Discard
+		em = event.Discard
 	}
 	if f == nil {
 		f = &Machine{}
@@ -497,7 +487,7 @@ func (m *Machine) Transition(ctx context.Context, o StepOutcome) (StepMove, erro
 	if mv.To == "" {
 		mv.To = m.st.Current
 	}
-	m.opts.Emitter.Emit(journal.StepTransition, mv)
+	m.opts.Emitter.Emit(mv)
 	return mv, nil
 }
 
@@ -674,16 +664,6 @@ func (m *Machine) applyReturn(flow, from string) (StepMove, error) {
 	}
 }
 
-// EscalationEvent is the data of an escalation journal event.
-type EscalationEvent struct {
-	Step       string `json:"step"`
-	EscalateTo string `json:"escalateTo"`
-	Method     string `json:"method"`
-	ReturnFlow string `json:"returnFlow"`
-	Reason     string `json:"reason,omitempty"`
-	Iteration  int    `json:"iteration,omitempty"`
-}
-
 func (m *Machine) escalate(ctx context.Context, id string, s agentdir.Step, o StepOutcome) (StepMove, error) {
 	e := s.Escalation
 	method, flow := e.NotificationMethod, e.ReturnFlow
@@ -693,7 +673,7 @@ func (m *Machine) escalate(ctx context.Context, id string, s agentdir.Step, o St
 	if flow == "" {
 		flow = "resume"
 	}
-	m.opts.Emitter.Emit(journal.EscalationNotice, EscalationEvent{Step: id, EscalateTo: e.EscalateTo, Method: method,
+	m.opts.Emitter.Emit(event.EscalationEvent{Step: id, EscalateTo: e.EscalateTo, Method: method,
 		ReturnFlow: flow, Reason: o.Reason, Iteration: o.Iteration})
 	switch method {
 	case "in_agent":
@@ -790,7 +770,7 @@ func (m *Machine) evaluateRouted(id string, s agentdir.Step, in CheckInput) (Ste
 	if mv.To == "" {
 		mv.To = m.st.Current
 	}
-	m.opts.Emitter.Emit(journal.StepTransition, mv)
+	m.opts.Emitter.Emit(mv)
 	ev.Moves = append(ev.Moves, mv)
 	return ev, nil
 }

@@ -29,7 +29,8 @@ type recorder struct {
 	events []emitted
 }
 
-func (r *recorder) Emit(typ string, data any) {
+func (r *recorder) Emit(p event.Payload) {
+	typ, data := string(p.EventKind()), any(p)
 	b, _ := json.Marshal(data)
 	r.mu.Lock()
 	r.events = append(r.events, emitted{typ, b})
@@ -410,7 +411,7 @@ func TestLogEscalation(t *testing.T) {
 	if err != nil || mv.Kind != MoveAbort || !m.Aborted() {
 		t.Fatalf("%+v %v", mv, err)
 	}
-	var ev EscalationEvent
+	var ev event.EscalationEvent
 	for _, e := range rec.events {
 		if e.typ == "escalation" {
 			json.Unmarshal(e.data, &ev)

@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -79,7 +78,7 @@ func (s *Stage) testChange(ctx context.Context, v Verdict, in Input, asks []Test
 	}
 	s.emitCheck(out)
 	if out.Action == Retry && out.Retry != nil {
-		s.cfg.Events.Emit(journal.RetryPrompt, *out.Retry)
+		s.cfg.Events.Emit(*out.Retry)
 	}
 	return out, nil
 }

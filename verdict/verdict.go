@@ -49,7 +49,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -107,7 +107,7 @@ type Config struct {
 	Retries *RetryHandler
 	// Events receives completion.check, retry.prompt and the committed
 	// step.transition and escalation events (nil = dropped).
-	Events journal.Emitter
+	Events event.Emitter
 	// CompletionType names runner.completion.type in messages.
 	CompletionType string
 	// Guards run before the validators whenever verification runs, and
@@ -220,6 +220,9 @@ type CheckEvent struct {
 	ClosureVerdict string `json:"closureVerdict,omitempty"`
 }
 
+// EventKind implements event.Payload.
+func (CheckEvent) EventKind() event.Kind { return event.KindCompletionCheck }
+
 // Stage is the verdict stage of one run. It keeps the per-step attempt
 // counts of onFailure and of format retries; it is not safe for concurrent
 // use.
@@ -245,7 +248,7 @@ func New(cfg Config) (*Stage, error) {
 			"verdict stage needs a step machine, a step checker, a completion handler and a retry handler")
 	}
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	if cfg.Format == nil {
 		cfg.Format = NewFormatValidator(FormatConfig{})
@@ -424,7 +427,7 @@ func (s *Stage) intentRetry(id string, st agentdir.Step, cause error, v Verdict)
 	v.Action = Retry
 	v.Reason = fmt.Sprintf("no readable intent (%s); attempt %d of %d failed, format retry sent", problem, d.Attempt, d.MaxAttempts)
 	s.emitCheck(v)
-	s.cfg.Events.Emit(journal.RetryPrompt, *v.Retry)
+	s.cfg.Events.Emit(*v.Retry)
 	return v, nil
 }
 
@@ -565,7 +568,7 @@ func (s *Stage) emitCheck(v Verdict) {
 			s.check.Validation = vr
 		}
 	}
-	s.cfg.Events.Emit(journal.CompletionCheck, &s.check)
+	s.cfg.Events.Emit(&s.check)
 }
 
 // format checks the structured output against the step's schema; done is
@@ -602,7 +605,7 @@ func (s *Stage) format(id string, st agentdir.Step, ref agentdir.SchemaRef, sum 
 		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{r.Error}}
 	v.Action = Retry
 	v.Reason = fmt.Sprintf("output format invalid: %s; attempt %d of %d failed, format retry sent", r.Error, d.Attempt, d.MaxAttempts)
-	s.cfg.Events.Emit(journal.RetryPrompt, *v.Retry)
+	s.cfg.Events.Emit(*v.Retry)
 	return true, nil
 }
 
@@ -654,7 +657,7 @@ func (s *Stage) retry(ctx context.Context, id string, st agentdir.Step, ver agen
 	v.Reason = fmt.Sprintf("%s, but %s failed (pattern %s); attempt %d of %d failed, retry prompt sent",
 		claim, vr.Validator, vr.Pattern, d.Attempt, d.MaxAttempts)
 	s.emitCheck(v)
-	s.cfg.Events.Emit(journal.RetryPrompt, *v.Retry)
+	s.cfg.Events.Emit(*v.Retry)
 	return v, nil
 }
 
@@ -715,24 +718,19 @@ func declarationNote(s *event.IterationSummary) string {
 
 // buffer holds a fork's events until the fork is committed.
 type buffer struct {
-	events []bufferedEvent
+	events []event.Payload
 }
 
-type bufferedEvent struct {
-	typ  string
-	data any
-}
-
-// Emit implements journal.Emitter.
-func (b *buffer) Emit(eventType string, data any) {
-	b.events = append(b.events, bufferedEvent{eventType, data})
+// Emit implements event.Emitter.
+func (b *buffer) Emit(p event.Payload) {
+	b.events = append(b.events, p)
 }
 
 func (b *buffer) reset() { b.events = b.events[:0] }
 
-func (b *buffer) flush(to journal.Emitter) {
-	for _, e := range b.events {
-		to.Emit(e.typ, e.data)
+func (b *buffer) flush(to event.Emitter) {
+	for _, p := range b.events {
+		to.Emit(p)
 	}
 	b.reset()
 }

@@ -19,7 +19,10 @@ import (
 // recorder keeps the stage's events.
 type recorder struct{ types []string }
 
-func (r *recorder) Emit(typ string, _ any) { r.types = append(r.types, typ) }
+func (r *recorder) Emit(p event.Payload) {
+	typ, _ := string(p.EventKind()), any(p)
+	r.types = append(r.types, typ)
+}
 
 // schemas serves one compiled schema.
 type schemas struct{ raw json.RawMessage }

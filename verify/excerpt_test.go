@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 // validatorEvents runs conditions and returns the validator.result events
 // they journaled, decoded, with each event's JSON.
-func validatorEvents(t *testing.T, v *CompletionValidator, names ...string) ([]ValidatorEvent, []string) {
+func validatorEvents(t *testing.T, v *CompletionValidator, names ...string) ([]event.ValidatorEvent, []string) {
 	t.Helper()
 	rec := &recorder{}
 	v.cfg.Emitter = rec
@@ -24,13 +25,13 @@ func validatorEvents(t *testing.T, v *CompletionValidator, names ...string) ([]V
 	if _, err := v.Validate(context.Background(), conds); err != nil {
 		t.Fatal(err)
 	}
-	var evs []ValidatorEvent
+	var evs []event.ValidatorEvent
 	var raw []string
 	for _, e := range rec.events {
 		if e.typ != "validator.result" {
 			continue
 		}
-		var ev ValidatorEvent
+		var ev event.ValidatorEvent
 		if err := json.Unmarshal(e.data, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestValidatorOutputExcerptIsBounded(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	raw := string(rec.events[0].data)
-	var ev ValidatorEvent
+	var ev event.ValidatorEvent
 	if err := json.Unmarshal(rec.events[0].data, &ev); err != nil {
 		t.Fatal(err)
 	}

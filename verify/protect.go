@@ -29,6 +29,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/skill"
 )
@@ -69,6 +70,11 @@ type FilesBaseline struct {
 	// Files maps a "/"-separated path relative to the work dir to the file.
 	Files map[string]ProtectedFile `json:"files"`
 }
+
+// EventKind implements event.Payload: a baseline is journaled as a
+// protect.baseline event (the run's when it starts, a step's when the
+// step is entered).
+func (*FilesBaseline) EventKind() event.Kind { return event.KindProtectBaseline }
 
 // Matcher tells whether a work-dir-relative path is protected.
 type GlobMatcher struct {

@@ -13,6 +13,8 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/event"
+
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,16 +26,15 @@ import (
 // reason follow on the same line. One line per file.
 const TestChangeMarker = "REQUEST_TEST_CHANGE:"
 
-// Journal types of a test-change request and its decision.
-const (
-	// EventTestChangeRequested (payload TestChangeRequest) is journaled by
-	// the run when the model asks to change protected files.
-	EventTestChangeRequested = "testchange.requested"
-	// EventTestChangeDecided (payload TestChangeDecision) is journaled by
-	// whoever decided: capstan approve / capstan reject outside the run,
-	// or the run itself under the hiddenTests policy.
-	EventTestChangeDecided = "testchange.decided"
-)
+// EventKind implements event.Payload: a request is journaled by the run,
+// as a testchange.requested event, when the model asks to change
+// protected files.
+func (*TestChangeRequest) EventKind() event.Kind { return event.KindTestChangeRequested }
+
+// EventKind implements event.Payload: a decision is journaled, as a
+// testchange.decided event, by whoever decided: capstan approve / capstan
+// reject outside the run, or the run itself under the hiddenTests policy.
+func (*TestChangeDecision) EventKind() event.Kind { return event.KindTestChangeDecided }
 
 // Decisions of a TestChangeDecision.
 const (

@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/event"
+
 	"context"
 	"slices"
 	"strings"
@@ -84,7 +86,10 @@ func TestCompareForgedSummary(t *testing.T) {
 
 type events struct{ types []string }
 
-func (e *events) Emit(typ string, _ any) { e.types = append(e.types, typ) }
+func (e *events) Emit(p event.Payload) {
+	typ, _ := string(p.EventKind()), any(p)
+	e.types = append(e.types, typ)
+}
 
 func TestGuardChecksRunsWithABaseline(t *testing.T) {
 	ev := &events{}
@@ -102,7 +107,7 @@ func TestGuardChecksRunsWithABaseline(t *testing.T) {
 		vr.Params["baselineCount"] != "1" || vr.Params["currentCount"] != "0" {
 		t.Fatalf("%+v %v", vr, err)
 	}
-	if !slices.Equal(ev.types, []string{EventCompare}) {
+	if !slices.Equal(ev.types, []string{string(event.KindTestCompare)}) {
 		t.Fatalf("events %v", ev.types)
 	}
 	// A timed-out run is no test run.

@@ -6,7 +6,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
@@ -14,15 +15,14 @@ import (
 // (completion.check's "verified", the retry prompt's validator).
 const LostTestsGuardName = "no-lost-tests"
 
-// Journal types of the baseline and of each comparison.
-const (
-	// EventBaseline is tests.baseline (payload Baseline), journaled once
-	// per test validator when the run starts.
-	EventBaseline = "tests.baseline"
-	// EventCompare is tests.compare (payload Comparison), journaled each
-	// time a test validator's run is compared with its baseline.
-	EventCompare = "tests.compare"
-)
+// EventKind implements event.Payload: a baseline is journaled as a
+// tests.baseline event, once per test validator when the run starts.
+func (*TestBaseline) EventKind() event.Kind { return event.KindTestBaseline }
+
+// EventKind implements event.Payload: a comparison is journaled as a
+// tests.compare event each time a test validator's run is compared with
+// its baseline.
+func (TestComparison) EventKind() event.Kind { return event.KindTestCompare }
 
 // Comparison is the payload of a tests.compare event.
 type TestComparison struct {
@@ -47,7 +47,7 @@ type LostTestsGuard struct {
 	// Baselines are the test validators' baselines by validator name.
 	Baselines map[string]*TestBaseline
 	// Events receives a tests.compare event per comparison (nil = dropped).
-	Events journal.Emitter
+	Events event.Emitter
 	// Dir is the work dir (see ParseReport).
 	Dir string
 }
@@ -76,7 +76,7 @@ func (g *LostTestsGuard) CheckOutputs(_ context.Context, runs []ValidatorRun) (V
 			c.Loss = &loss
 		}
 		if g.Events != nil {
-			g.Events.Emit(EventCompare, c)
+			g.Events.Emit(c)
 		}
 		if !lost {
 			continue

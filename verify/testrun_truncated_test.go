@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/event"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -173,7 +175,7 @@ func TestGuardOnATruncatedRun(t *testing.T) {
 	if _, has := vr.Params["disappearedTests"]; has {
 		t.Fatalf("a test in the part left out reported lost: %+v", vr.Params)
 	}
-	if !slices.Equal(ev.types, []string{EventCompare}) {
+	if !slices.Equal(ev.types, []string{string(event.KindTestCompare)}) {
 		t.Fatalf("events %v", ev.types)
 	}
 }

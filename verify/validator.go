@@ -25,7 +25,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/schema"
@@ -88,7 +88,7 @@ type ValidatorConfig struct {
 	// (default 1 MiB): the first and the last half of a longer stream.
 	OutputCap int
 	// Emitter receives a validator.result event per validator run.
-	Emitter journal.Emitter
+	Emitter event.Emitter
 	// File names steps_registry.json in errors.
 	File string
 	// Env is the allow-list of variables commands get besides the minimal
@@ -181,7 +181,7 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 		cfg.ReportCap = DefaultReportCap
 	}
 	if cfg.Emitter == nil {
-		cfg.Emitter = journal.Discard
+		cfg.Emitter = event.Discard
 	}
 	if cfg.File == "" {
 		cfg.File = agentdir.DefaultRegistryFile
@@ -345,25 +345,6 @@ func (v *CompletionValidator) Has(name string) bool {
 // MaxFileSize bounds what a file validator reads to validate content.
 const MaxFileSize = 16 << 20
 
-// ValidatorEvent is the data of a validator.result journal event.
-type ValidatorEvent struct {
-	Validator  string `json:"validator"`
-	Type       string `json:"type"`
-	Valid      bool   `json:"valid"`
-	Pattern    string `json:"pattern,omitempty"`
-	ExitCode   int    `json:"exitCode"`
-	TimedOut   bool   `json:"timedOut,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	DurationMs int64  `json:"durationMs"`
-	// Output is the end of a failing validator's output (OutputExcerpt:
-	// stdout then stderr, redacted, at most OutputExcerptBytes) and
-	// OutputOmitted the number of bytes of it before the excerpt. A
-	// passing validator's event has neither; journals written before
-	// capstan recorded them have neither either.
-	Output        string `json:"output,omitempty"`
-	OutputOmitted int    `json:"outputOmitted,omitempty"`
-}
-
 // Validate runs conditions in order and stops at the first that fails
 // (seed 004 flow). The result names that validator's failurePattern and
 // carries the params its extractParams extract from its output. A
@@ -397,13 +378,13 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdi
 		if def.Type == "command" {
 			res.Runs = append(res.Runs, ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out})
 		}
-		ev := ValidatorEvent{Validator: cond.Validator, Type: def.Type, Valid: valid, ExitCode: out.ExitCode,
+		ev := event.ValidatorEvent{Validator: cond.Validator, Type: def.Type, Valid: valid, ExitCode: out.ExitCode,
 			TimedOut: out.TimedOut, Truncated: out.Truncated, DurationMs: out.DurationMs}
 		if !valid {
 			ev.Pattern = def.FailurePattern
 			ev.Output, ev.OutputOmitted = OutputExcerpt(out)
 		}
-		v.cfg.Emitter.Emit(journal.ValidatorResult, ev)
+		v.cfg.Emitter.Emit(ev)
 		if valid {
 			continue
 		}
@@ -444,7 +425,7 @@ func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond agen
 // started emits the activity start of validator name and returns the
 // function that emits its end.
 func (v *CompletionValidator) started(name string, def agentdir.Validator, params map[string]any) func(ok bool) {
-	a := event.Activity{Kind: event.KindValidator, Name: name}
+	a := event.Activity{Kind: event.ActivityValidator, Name: name}
 	switch def.Type {
 	case "command":
 		a.Detail = Interpolate(def.Command, params)
@@ -452,10 +433,10 @@ func (v *CompletionValidator) started(name string, def agentdir.Validator, param
 		a.Detail = def.Path
 	}
 	start := time.Now()
-	event.EmitActivity(v.cfg.Emitter, event.ActivityStart, a)
+	event.EmitActivity(v.cfg.Emitter, event.ActivityStartEvent{Activity: a})
 	return func(ok bool) {
 		a.Took, a.Failed = time.Since(start), !ok
-		event.EmitActivity(v.cfg.Emitter, event.ActivityEnd, a)
+		event.EmitActivity(v.cfg.Emitter, event.ActivityEndEvent{Activity: a})
 	}
 }
 

@@ -78,8 +78,8 @@ func newAttack(t *testing.T) attack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(journal.RunStart, map[string]any{"agent": "a"})
-	w.Emit("tests.baseline", map[string]any{"validator": "tests", "marker": journalMarker})
+	w.Append(journal.RunStart, map[string]any{"agent": "a"})
+	w.Append("tests.baseline", map[string]any{"validator": "tests", "marker": journalMarker})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/schema"
 )
 
@@ -505,7 +506,7 @@ func TestCustomValidator(t *testing.T) {
 	if len(events.events) != 2 || events.events[0].typ != "validator.result" {
 		t.Fatalf("events = %+v", events.events)
 	}
-	var ev ValidatorEvent
+	var ev event.ValidatorEvent
 	json.Unmarshal(events.events[0].data, &ev)
 	if ev.Validator != "long-enough" || ev.Valid || ev.Pattern != "too-short" {
 		t.Fatalf("event = %+v", ev)
@@ -528,7 +529,8 @@ type recorder struct {
 	events []recorded
 }
 
-func (r *recorder) Emit(typ string, data any) {
+func (r *recorder) Emit(p event.Payload) {
+	typ, data := string(p.EventKind()), any(p)
 	b, _ := json.Marshal(data)
 	r.mu.Lock()
 	r.events = append(r.events, recorded{typ, b})

@@ -71,7 +71,7 @@ func (r *Runner) SyncLabels(ctx context.Context) ([]LabelSync, error) {
 		}
 		out = append(out, s)
 	}
-	r.emit(EventLabelSync, map[string]any{"labels": out, "dryRun": r.DryRun})
+	r.emit(LabelSyncEvent{Labels: out, DryRun: r.DryRun})
 	return out, nil
 }
 

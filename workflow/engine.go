@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // Statuses of an issue's run (and of a batch: the worst of its issues).
@@ -100,7 +100,7 @@ type Runner struct {
 	Issues   Issues
 	Dispatch Dispatcher
 	// Events is the workflow run's journal.
-	Events journal.Emitter
+	Events event.Emitter
 	DryRun bool
 	// Sleep waits between cycles (rules.cycleDelayMs); default a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -114,9 +114,9 @@ type Runner struct {
 	Lock func(issue int) (release func(), ok bool, err error)
 }
 
-func (r *Runner) emit(t string, data any) {
+func (r *Runner) emit(p event.Payload) {
 	if r.Events != nil {
-		r.Events.Emit(t, data)
+		r.Events.Emit(p)
 	}
 }
 
@@ -311,10 +311,10 @@ func CompensationMarker(issue, cycle int) string {
 // or a failure.
 func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 	res = IssueResult{Issue: issue, FinalPhase: unknownPhase, Status: StatusBlocked, History: []Transition{}}
-	r.emit(EventIssueStart, map[string]any{"issue": issue, "dryRun": r.DryRun})
+	r.emit(IssueStartEvent{Issue: issue, DryRun: r.DryRun})
 	defer func() {
 		res.Cycles = len(res.History)
-		r.emit(EventIssueEnd, res)
+		r.emit(res)
 	}()
 	if r.Lock != nil {
 		release, ok, err := r.Lock(issue)
@@ -340,11 +340,11 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 		if !ok {
 			res.FinalPhase, res.Status = unknownPhase, StatusBlocked
 			res.Error = "no label of the issue names a phase of the workflow"
-			r.emit(EventPhase, map[string]any{"issue": issue, "labels": labels, "phase": unknownPhase})
+			r.emit(PhaseEvent{Issue: issue, Labels: labels, Phase: unknownPhase})
 			return res
 		}
 		res.FinalPhase = ph.ID
-		r.emit(EventPhase, map[string]any{"issue": issue, "labels": labels, "phase": ph.ID, "type": ph.Type})
+		r.emit(PhaseEvent{Issue: issue, Labels: labels, Phase: ph.ID, Type: ph.Type})
 		switch ph.Type {
 		case Terminal:
 			res.Status = StatusCompleted
@@ -369,7 +369,7 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 		}
 		if r.DryRun {
 			p := r.plan(issue, ph, a, labels)
-			r.emit(EventPlan, p)
+			r.emit(p)
 			res.Status, res.Plan = StatusDryRun, &p
 			return res
 		}
@@ -378,15 +378,16 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 			params[k] = valueText(v)
 		}
 		params["issue"] = fmt.Sprint(issue)
-		r.emit(EventDispatch, map[string]any{"issue": issue, "phase": ph.ID, "agent": a.ID, "directory": a.Directory, "params": params})
+		r.emit(DispatchEvent{Issue: issue, Phase: ph.ID, Agent: a.ID, Directory: a.Directory, Params: params})
 		out, err := r.Dispatch.Dispatch(ctx, Dispatch{Agent: a, Issue: issue, Params: params})
 		if err != nil {
 			res.Status, res.Error = StatusFailed, fmt.Sprintf("dispatching agent %s: %v", a.ID, err)
-			r.emit(EventOutcome, map[string]any{"issue": issue, "agent": a.ID, "error": res.Error})
+			r.emit(OutcomeEvent{Issue: issue, Agent: a.ID, Error: &res.Error})
 			return res
 		}
 		outcome, oerr := a.OutcomeOf(out)
-		r.emit(EventOutcome, map[string]any{"issue": issue, "agent": a.ID, "outcome": outcome, "run": out, "error": errText(oerr)})
+		oerrText := errText(oerr)
+		r.emit(OutcomeEvent{Issue: issue, Agent: a.ID, Outcome: &outcome, Run: &out, Error: &oerrText})
 		if oerr != nil {
 			res.Status, res.Error = StatusFailed, oerr.Error()
 			return res
@@ -407,7 +408,7 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 			return res
 		}
 		remove, add := w.labelChanges(labels, target)
-		r.emit(EventTransition, map[string]any{"issue": issue, "from": ph.ID, "to": target, "agent": a.ID, "outcome": outcome, "remove": remove, "add": add})
+		r.emit(TransitionEvent{Issue: issue, From: ph.ID, To: target, Agent: a.ID, Outcome: outcome, Remove: remove, Add: add})
 		tph := w.Phases[target]
 		closeIt := tph.Type == Terminal && a.CloseOnComplete && (!a.HasCondition || a.CloseCondition == outcome)
 		cycle := len(res.History) + 1
@@ -527,7 +528,7 @@ func (r *Runner) apply(ctx context.Context, issue, cycle int, from, to, agent, o
 	}
 	step := func(name string, do func(context.Context) error, comp *compensation) error {
 		err := do(at(name))
-		r.emit(EventStep, map[string]any{"issue": issue, "cycle": cycle, "step": name, "ok": err == nil, "error": errText(err)})
+		r.emit(StepEvent{Issue: issue, Cycle: &cycle, Step: name, OK: err == nil, Error: errText(err)})
 		if err == nil && comp != nil {
 			undo = append(undo, *comp)
 		}
@@ -578,7 +579,7 @@ func (r *Runner) apply(ctx context.Context, issue, cycle int, from, to, agent, o
 	for i := len(undo) - 1; i >= 0; i-- {
 		c := undo[i]
 		cerr := c.run(at(c.label))
-		r.emit(EventCompensation, map[string]any{"issue": issue, "cycle": cycle, "compensation": c.label, "ok": cerr == nil, "error": errText(cerr)})
+		r.emit(CompensationEvent{Issue: issue, Cycle: cycle, Compensation: c.label, OK: cerr == nil, Error: errText(cerr)})
 		if cerr != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.label, cerr))
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakegh"
 )
 
@@ -34,7 +35,10 @@ func (s *scripted) Dispatch(_ context.Context, d Dispatch) (Outcome, error) {
 
 type recorder struct{ events []string }
 
-func (r *recorder) Emit(t string, data any) { r.events = append(r.events, t) }
+func (r *recorder) Emit(p event.Payload) {
+	t := string(p.EventKind())
+	r.events = append(r.events, t)
+}
 
 func ghFor(t *testing.T, f *fakegh.Fake) *GH {
 	return &GH{Path: filepath.Join(f.Dir, "gh"), Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir()}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/schema"
 )
 
@@ -24,7 +25,7 @@ type HandoffEmitter struct {
 	// workflow-payload.<workflow id>.json); "" keeps them in memory only.
 	StoreDir string
 	Now      func() time.Time
-	Events   func(t string, data any)
+	Events   event.Emitter // the handoffs applied (nil = none journaled)
 }
 
 // Emit runs the handoffs of agent's outcome and returns the payload to
@@ -61,7 +62,7 @@ func (h *HandoffEmitter) Emit(ctx context.Context, issue int, agent, outcome str
 			}
 		}
 		if h.Events != nil {
-			h.Events(EventHandoff, map[string]any{"issue": issue, "handoff": ho.ID, "artifact": rel, "persisted": ho.PersistPayloadTo == "subjectStore"})
+			h.Events.Emit(HandoffEvent{Issue: issue, Handoff: ho.ID, Artifact: rel, Persisted: ho.PersistPayloadTo == "subjectStore"})
 		}
 	}
 	return persisted, nil

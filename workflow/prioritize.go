@@ -79,7 +79,7 @@ func (r *Runner) Prioritize(ctx context.Context, c Criteria, storeDir string) (P
 		res.Issues = append(res.Issues, it.Number)
 		labels[it.Number] = it.Labels
 	}
-	defer func() { r.emit(EventPrioritize, res) }()
+	defer func() { r.emit(res) }()
 	if len(listed) == 0 {
 		return res, nil
 	}
@@ -92,13 +92,14 @@ func (r *Runner) Prioritize(ctx context.Context, c Criteria, storeDir string) (P
 	if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
 		return res, fmt.Errorf("remove the old %s: %w", out, err)
 	}
-	r.emit(EventDispatch, map[string]any{"issue": 0, "phase": "prioritize", "agent": a.ID, "directory": a.Directory, "params": map[string]string{}})
+	r.emit(DispatchEvent{Issue: 0, Phase: "prioritize", Agent: a.ID, Directory: a.Directory, Params: map[string]string{}})
 	o, err := r.Dispatch.Dispatch(ctx, Dispatch{Agent: a, Params: map[string]string{}})
 	if err != nil {
 		return res, fmt.Errorf("dispatching prioritizer agent %s: %w", a.ID, err)
 	}
 	res.RunID = o.RunID
-	r.emit(EventOutcome, map[string]any{"issue": 0, "agent": a.ID, "outcome": map[bool]string{true: "success", false: "failed"}[o.Success], "run": o})
+	outcome := map[bool]string{true: "success", false: "failed"}[o.Success]
+	r.emit(OutcomeEvent{Issue: 0, Agent: a.ID, Outcome: &outcome, Run: &o})
 	if !o.Success {
 		return res, fmt.Errorf("prioritizer agent %s did not complete (run %s: %s)", a.ID, o.RunID, o.Reason)
 	}
@@ -122,7 +123,7 @@ func (r *Runner) Prioritize(ctx context.Context, c Criteria, storeDir string) (P
 			continue
 		}
 		err := r.Issues.EditLabels(ctx, as.Issue, remove, add)
-		r.emit(EventStep, map[string]any{"issue": as.Issue, "step": "priority " + as.Priority, "ok": err == nil, "error": errText(err)})
+		r.emit(StepEvent{Issue: as.Issue, Step: "priority " + as.Priority, OK: err == nil, Error: errText(err)})
 		if err != nil {
 			return res, fmt.Errorf("issue %d: set priority %s: %w", as.Issue, as.Priority, err)
 		}

@@ -50,7 +50,7 @@ func TestShowRedactsARecordedBaseURLKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(journal.RunStart, agent.RunStartEvent{RunID: id, Agent: "ep", WorkDir: wd, Model: "openai:m",
+	w.Append(journal.RunStart, agent.RunStartEvent{RunID: id, Agent: "ep", WorkDir: wd, Model: "openai:m",
 		Options: &agent.RunOptions{BaseURL: "https://u:sk-show-SECRET@gw.example/v1", Endpoint: "https://gw.example/v1?key=sk-show-SECRET"}})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

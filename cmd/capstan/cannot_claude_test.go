@@ -72,6 +72,10 @@ func TestRunExitsFourOverTheClaudeCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
+	// capstan run starts the CLI in the sandbox by default.
+	if j, err := os.ReadFile(runJournals(t, wd)[0]); err != nil || !strings.Contains(string(j), `"confinement":"sandboxed: `) {
+		t.Errorf("the claude CLI did not run in the sandbox (%v)", err)
+	}
 	d := res.CannotComplete
 	if !offered.Load() || res.CompletionReason != "cannot_complete" || res.Iterations != 3 || d == nil || d.Iteration != 3 ||
 		d.Reason != "the task forbids new files but the check wants done.txt" || d.Evidence != "the prompt: do not create files" {

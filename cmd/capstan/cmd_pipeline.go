@@ -15,6 +15,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
@@ -151,7 +152,7 @@ func openPipelineModel(ctx context.Context, spec, base string) (llm.Model, error
 
 // buildPipeline builds the manager from file, or the standard pipeline;
 // continueOnViolation turns FailOnViolation off.
-func buildPipeline(ctx context.Context, file string, model llm.Model, deps pipelineDeps, continueOnViolation bool, events journal.Emitter) (*pipeline.Manager, error) {
+func buildPipeline(ctx context.Context, file string, model llm.Model, deps pipelineDeps, continueOnViolation bool, events event.Emitter) (*pipeline.Manager, error) {
 	scfg := standard.Config{Model: model}
 	if file == "" {
 		opts := pipeline.DefaultExecutionOptions()
@@ -227,7 +228,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	// The pipeline is built and compiled before its journal exists, so a
 	// pipeline that cannot run leaves no run behind (as an invalid agent
 	// folder does); the journal takes the events once it is open.
-	sink := &forwardEmitter{to: journal.Discard}
+	sink := &forwardEmitter{to: event.Discard}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
 	events := tr.emitter(ctx, sink)
@@ -263,14 +264,14 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		return withExit(exitInternal, err)
 	}
 	defer jw.Close()
-	sink.to = jw
+	sink.to = event.Journal{Writer: jw}
 	fmt.Fprintf(stderr, "journal: %s  (capstan show %s)\n", jw.Path(), id)
 	if cw != nil {
-		sink.to = teeEmitter{jw, cw}
+		sink.to = teeEmitter{event.Journal{Writer: jw}, event.Journal{Writer: cw}}
 		fmt.Fprintf(stderr, "journal copy: %s\n", cw.Path())
 	}
-	events.Emit(journal.RunStart, map[string]any{"command": runreport.PipelineCommand, "request": request, "repo": f.repo, "file": f.file,
-		"model": f.model, "workDir": workDir})
+	events.Emit(event.PipelineRunStartEvent{Command: runreport.PipelineCommand, Request: request, Repo: f.repo, File: f.file,
+		Model: f.model, WorkDir: workDir})
 	if te, ok := events.(*tracing.Emitter); ok {
 		// Agent stages run inside the pipeline's span, which run.start began.
 		ctx = te.RunContext(ctx)
@@ -281,17 +282,15 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		// too: show and runs must not call it completed.
 		runErr = validationFailure(out)
 	}
-	end := map[string]any{"success": runErr == nil}
+	end := event.PipelineRunEndEvent{Success: runErr == nil}
 	if runErr != nil {
-		end["error"] = runErr.Error()
-		if code := agenterr.CodeOf(runErr); code != "" {
-			end["errorCode"] = code // what tracing exports (never the message)
-		}
+		end.Error, end.ErrorCode = runErr.Error(), agenterr.CodeOf(runErr)
 	}
 	if out != nil {
-		end["status"] = out.String("metadata.status")
+		status := out.String("metadata.status")
+		end.Status = &status
 	}
-	events.Emit(journal.RunEnd, end)
+	events.Emit(end)
 	if out == nil { // compile error: nothing ran
 		return withExit(exitUsage, runErr)
 	}
@@ -406,17 +405,17 @@ func printPipelineDiagnostics(w io.Writer, out *pipeline.AgentContext) {
 }
 
 // forwardEmitter passes events on to the Emitter it is set to.
-type forwardEmitter struct{ to journal.Emitter }
+type forwardEmitter struct{ to event.Emitter }
 
-// Emit implements journal.Emitter.
-func (f *forwardEmitter) Emit(eventType string, data any) { f.to.Emit(eventType, data) }
+// Emit implements event.Emitter.
+func (f *forwardEmitter) Emit(p event.Payload) { f.to.Emit(p) }
 
 // teeEmitter passes each event on to every one of its Emitters.
-type teeEmitter []journal.Emitter
+type teeEmitter []event.Emitter
 
-// Emit implements journal.Emitter.
-func (t teeEmitter) Emit(eventType string, data any) {
+// Emit implements event.Emitter.
+func (t teeEmitter) Emit(p event.Payload) {
 	for _, e := range t {
-		e.Emit(eventType, data)
+		e.Emit(p)
 	}
 }

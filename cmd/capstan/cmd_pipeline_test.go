@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/pipeline"
 	"github.com/capstan-dev/capstan/pipeline/pipelinetest"
 )
 
@@ -206,7 +206,7 @@ func TestPipelineRunExitCodes(t *testing.T) {
 		t.Fatalf("journal runs %v %v", runs, err)
 	}
 	evs, err := journal.ReadFile(filepath.Join(jdir, journal.RunsDir, runs[0].ID, journal.FileName))
-	if err != nil || len(evs) != 10 || evs[0].Type != journal.RunStart || evs[1].Type != pipeline.EventStage || evs[9].Type != journal.RunEnd {
+	if err != nil || len(evs) != 10 || evs[0].Type != journal.RunStart || evs[1].Type != string(event.KindPipelineStage) || evs[9].Type != journal.RunEnd {
 		t.Fatalf("journal events %d %v", len(evs), err)
 	}
 	// The declared extra input, given with --input.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -305,11 +306,11 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	}
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
-	events := tr.emitter(ctx, jw)
+	events := tr.emitter(ctx, event.Journal{Writer: jw})
 	absWork, _ := filepath.Abs(f.workDir)
 	// run.start / run.end in the agent's shapes, so `capstan runs` and
 	// `capstan show` list skill runs too.
-	events.Emit(journal.RunStart, agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
+	events.Emit(agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
 	started := time.Now()
 	// The request carries the provider's own model name ("gpt-4o"), never
 	// the "provider:model" spec the user typed.
@@ -338,7 +339,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if res.Error != nil {
 		end.Error = &agent.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
 	}
-	events.Emit(journal.RunEnd, end)
+	events.Emit(&end)
 	printActSummary(stderr, res, len(expects) > 0, runID, jw.Path())
 	if f.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {

@@ -263,7 +263,7 @@ func followTemporalRun(ctx context.Context, cmd *cobra.Command, flags runFlags, 
 			for i, name := range o.Tools {
 				tools[i].Name = name
 			}
-			progress.Consume(event.Event{Type: journal.IterationEnd, Iteration: o.Iteration, Step: o.Step, Data: &event.IterationEvent{
+			progress.Consume(event.Event{Kind: event.KindIterationEnd, Iteration: o.Iteration, Step: o.Step, Payload: &event.IterationEvent{
 				Summary: &event.IterationSummary{Iteration: o.Iteration, StepID: o.Step, ToolsUsed: tools},
 				Outcome: event.OutcomeEvent{Complete: o.Complete, Stop: o.Stop, Reason: o.Reason}, RunUsage: o.Usage, RunCostUSD: o.CostUSD}})
 		}
@@ -350,23 +350,23 @@ func tailJournal(ctx context.Context, store journal.Store, id string, every time
 func feedJournalEvent(p *progressPrinter, ev journal.Event) {
 	switch ev.Type {
 	case journal.PromptResolved:
-		p.Consume(event.Event{Type: ev.Type, Iteration: ev.Iteration, Step: ev.Step})
+		p.Consume(event.Event{Kind: event.KindPromptResolved, Iteration: ev.Iteration, Step: ev.Step})
 	case journal.IterationEnd:
 		var it event.IterationEvent
 		if json.Unmarshal(ev.Data, &it) == nil && it.Summary != nil && !it.Outcome.Redo {
-			p.Consume(event.Event{Type: ev.Type, Iteration: ev.Iteration, Step: ev.Step, Data: &it})
+			p.Consume(event.Event{Kind: event.KindIterationEnd, Iteration: ev.Iteration, Step: ev.Step, Payload: &it})
 		}
 	case journal.ToolCall:
 		var u llm.ToolUse
 		if json.Unmarshal(ev.Data, &u) == nil {
-			p.Consume(event.Event{Type: event.ToolStart, Data: llm.ToolCall{ID: u.ID, Name: u.Name, Input: u.Input}})
-			p.Consume(event.Event{Type: event.ToolEnd, Data: u})
+			p.Consume(event.Event{Kind: event.KindToolStart, Payload: event.ToolStartEvent{Call: llm.ToolCall{ID: u.ID, Name: u.Name, Input: u.Input}}})
+			p.Consume(event.Event{Kind: event.KindToolEnd, Payload: event.ToolEndEvent{Use: u}})
 		}
 	case journal.QueryResult:
 		var q llm.QueryResult
 		if json.Unmarshal(ev.Data, &q) == nil {
 			for _, text := range q.Responses {
-				p.Consume(event.Event{Type: event.TextDelta, Data: text + "\n"})
+				p.Consume(event.Event{Kind: event.KindTextDelta, Payload: event.TextDeltaEvent{Text: text + "\n"}})
 			}
 		}
 	}

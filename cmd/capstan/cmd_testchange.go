@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -110,7 +111,7 @@ func decideTestChange(out io.Writer, workDir, id, decision, by, reason string) e
 		return withExit(exitInternal, fmt.Errorf("%s: %w; nothing was decided", verb, err))
 	}
 	w.SetPosition(t.Request.Iteration, rec.Result.StepID)
-	w.Emit(verify.EventTestChangeDecided, d)
+	event.Journal{Writer: w}.Emit(&d)
 	if err := w.Close(); err != nil {
 		return withExit(exitInternal, fmt.Errorf("%s: journal %s: %w", verb, rec.Journal, err))
 	}

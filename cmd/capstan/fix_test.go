@@ -174,51 +174,75 @@ func TestFixPytestProjectOnATerminal(t *testing.T) {
 	checkFixRun(t, code, out, "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider")
 }
 
-// jestModules returns a node_modules directory with jest: the one .ci/run
-// installs (CAPSTAN_TEST_NODE_MODULES), else one installed once per test
-// binary from the npm cache only, never the network.
-var jestModules = sync.OnceValues(func() (string, error) {
+// jsTestRunners are the JavaScript test runners capstan fix is tested
+// with, at the versions .ci/run installs.
+var jsTestRunners = map[string]string{"jest": "29.7.0", "vitest": "2.1.9"}
+
+// nodeModules returns a node_modules directory with the test runner
+// named: the one .ci/run installs (CAPSTAN_TEST_NODE_MODULES), else one
+// installed once per machine from the npm cache only, never the network.
+func nodeModules(runner string) (string, error) {
 	if root := os.Getenv("CAPSTAN_TEST_NODE_MODULES"); root != "" {
 		modules := filepath.Join(root, "node_modules")
-		if _, err := os.Stat(filepath.Join(modules, ".bin", "jest")); err != nil {
+		if _, err := os.Stat(filepath.Join(modules, ".bin", runner)); err != nil {
 			return "", err
 		}
 		return modules, nil
 	}
-	dir := filepath.Join(os.TempDir(), "capstan-test-jest-29.7.0")
-	modules := filepath.Join(dir, "node_modules")
-	if _, err := os.Stat(filepath.Join(modules, ".bin", "jest")); err == nil {
-		return modules, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	pkg := `{"name": "jest-modules", "private": true, "devDependencies": {"jest": "29.7.0"}}`
-	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(pkg), 0o644); err != nil {
-		return "", err
-	}
-	cmd := exec.Command("npm", "install", "--offline", "--no-audit", "--no-fund", "--silent")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", errors.New("npm install --offline jest@29.7.0: " + err.Error() + "\n" + string(out))
-	}
-	return modules, nil
-})
+	return nodeModulesFromCache[runner]()
+}
 
-// The same in a JavaScript package tested with jest.
-func TestFixJestPackageOnATerminal(t *testing.T) {
+// nodeModulesFromCache installs each runner at most once per test binary.
+var nodeModulesFromCache = func() map[string]func() (string, error) {
+	m := map[string]func() (string, error){}
+	for runner, version := range jsTestRunners {
+		m[runner] = sync.OnceValues(func() (string, error) {
+			dir := filepath.Join(os.TempDir(), "capstan-test-"+runner+"-"+version)
+			modules := filepath.Join(dir, "node_modules")
+			if _, err := os.Stat(filepath.Join(modules, ".bin", runner)); err == nil {
+				return modules, nil
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return "", err
+			}
+			pkg := `{"name": "` + runner + `-modules", "private": true, "devDependencies": {"` + runner + `": "` + version + `"}}`
+			if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(pkg), 0o644); err != nil {
+				return "", err
+			}
+			cmd := exec.Command("npm", "install", "--offline", "--no-audit", "--no-fund", "--silent")
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return "", errors.New("npm install --offline " + runner + "@" + version + ": " + err.Error() + "\n" + string(out))
+			}
+			return modules, nil
+		})
+	}
+	return m
+}()
+
+// The same in a JavaScript package tested with jest, and in one tested
+// with vitest (whose workers hung in a sandbox without a readable
+// /proc/self/stat: the results printed, the command never ended).
+func TestFixJavaScriptPackageOnATerminal(t *testing.T) {
 	if testing.Short() {
-		t.Skip("installs jest from the npm cache and runs it in the sandbox three times")
+		t.Skip("runs jest and vitest in the sandbox three times each")
 	}
 	needSandbox(t)
-	modules, err := jestModules()
-	needTool(t, "jest 29.7.0 in the npm cache", err)
-	repo, script := fixRepo(t, "jest")
-	if out, err := exec.Command("cp", "-R", modules, filepath.Join(repo, "node_modules")).CombinedOutput(); err != nil {
-		t.Fatalf("copy node_modules: %v\n%s", err, out)
+	for runner, testCommand := range map[string]string{
+		"jest":   "npx --no-install jest --ci --verbose",
+		"vitest": "npx --no-install vitest run --reporter=verbose",
+	} {
+		t.Run(runner, func(t *testing.T) {
+			modules, err := nodeModules(runner)
+			needTool(t, runner+" "+jsTestRunners[runner]+" (CAPSTAN_TEST_NODE_MODULES or the npm cache)", err)
+			repo, script := fixRepo(t, runner)
+			if out, err := exec.Command("cp", "-R", modules, filepath.Join(repo, "node_modules")).CombinedOutput(); err != nil {
+				t.Fatalf("copy node_modules: %v\n%s", err, out)
+			}
+			code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+verify.ShellQuote(script))
+			checkFixRun(t, code, out, testCommand)
+		})
 	}
-	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+verify.ShellQuote(script))
-	checkFixRun(t, code, out, "npx --no-install jest --ci --verbose")
 }
 
 // --print-agent writes the agent as a folder that capstan validate

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm/script"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // BenchmarkFixFailingTestExample runs examples/fix-failing-test end to end
@@ -60,7 +60,7 @@ func BenchmarkFixFailingTestExample(b *testing.B) {
 		for _, ev := range events {
 			switch ev.Type {
 			case journal.ValidatorResult:
-				var v verify.ValidatorEvent
+				var v event.ValidatorEvent
 				_ = json.Unmarshal(ev.Data, &v)
 				validatorMs += float64(v.DurationMs)
 			case journal.RetryPrompt:

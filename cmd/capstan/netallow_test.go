@@ -24,6 +24,34 @@ func countingServer(t *testing.T, body string) (hostport string, hits *atomic.In
 	return strings.TrimPrefix(srv.URL, "http://"), hits
 }
 
+// needCurl skips t without curl, or fails it in CI (which installs it).
+func needCurl(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI needs curl")
+		}
+		t.Skip("curl is not installed")
+	}
+}
+
+// runProbe runs the agent of networkAgent in wd and returns its journal,
+// which must show the probe ran to its end ("PROBE-END").
+func runProbe(t *testing.T, dir, wd string) string {
+	t.Helper()
+	if code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	text, err := os.ReadFile(runJournals(t, wd)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), "PROBE-END") {
+		t.Fatalf("the probe did not run:\n%s", text)
+	}
+	return string(text)
+}
+
 // networkAgent is an agent whose scripted model runs command in Bash, with
 // network as runner.boundaries.sandbox.network.
 func networkAgent(t *testing.T, network, command string) string {
@@ -44,29 +72,14 @@ func networkAgent(t *testing.T, network, command string) string {
 // when it ignores the proxy variables; a bad entry is refused by validate.
 func TestSandboxNetworkAllowList(t *testing.T) {
 	needSandbox(t)
-	if _, err := exec.LookPath("curl"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI needs curl")
-		}
-		t.Skip("curl is not installed")
-	}
+	needCurl(t)
 	allowed, allowedHits := countingServer(t, "reached-the-allowed-server")
 	other, otherHits := countingServer(t, "reached-the-other-server")
 	probe := "curl -sS --max-time 10 http://" + allowed + "/; echo; curl -sS --max-time 10 --proxytunnel http://" + allowed + "/; echo; " +
 		"curl -sS --max-time 10 http://" + other + "/; curl -sS --max-time 10 --proxytunnel http://" + other + "/; " +
 		"curl -sS --max-time 5 --noproxy '*' http://" + allowed + "/ || echo DIRECT-FAILED; echo PROBE-END"
 	dir, wd := networkAgent(t, `{"allow": ["`+allowed+`"]}`, probe), t.TempDir()
-	if code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd); code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	text, err := os.ReadFile(runJournals(t, wd)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	journalText := string(text)
-	if !strings.Contains(journalText, "PROBE-END") {
-		t.Fatalf("the probe did not run:\n%s", journalText)
-	}
+	journalText := runProbe(t, dir, wd)
 	if got := strings.Count(journalText, "reached-the-allowed-server"); got < 2 || allowedHits.Load() != 2 {
 		t.Errorf("the allowed server answered %d requests (journal shows %d), want 2 (plain and tunnelled)", allowedHits.Load(), got)
 	}
@@ -93,12 +106,7 @@ func TestSandboxNetworkAllowList(t *testing.T) {
 // refuses a wildcard domain, naming the entry and the fix.
 func TestClimptTrustedDomainsBecomeTheAllowList(t *testing.T) {
 	needSandbox(t)
-	if _, err := exec.LookPath("curl"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI needs curl")
-		}
-		t.Skip("curl is not installed")
-	}
+	needCurl(t)
 	allowed, allowedHits := countingServer(t, "reached-the-trusted-server")
 	probe := "curl -sS --max-time 10 http://" + allowed + "/; echo; " +
 		"curl -sS --max-time 10 https://trusted.invalid/ 2>&1; echo; " +
@@ -107,17 +115,7 @@ func TestClimptTrustedDomainsBecomeTheAllowList(t *testing.T) {
 	if code, out, errOut := captureConfigCLI(t, "validate", dir); code != 0 {
 		t.Fatalf("validate: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if code, out, errOut := captureConfigCLI(t, "run", dir, "--workdir", wd); code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	text, err := os.ReadFile(runJournals(t, wd)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	journalText := string(text)
-	if !strings.Contains(journalText, "PROBE-END") {
-		t.Fatalf("the probe did not run:\n%s", journalText)
-	}
+	journalText := runProbe(t, dir, wd)
 	if allowedHits.Load() != 1 || !strings.Contains(journalText, "reached-the-trusted-server") {
 		t.Errorf("the trusted loopback pair answered %d requests, want 1", allowedHits.Load())
 	}

@@ -183,7 +183,7 @@ func TestProgressLineKeepsTheReason(t *testing.T) {
 	reason := "completion declared (structured.status), but tests-pass failed (pattern test-failed); attempt 1 of 4 failed, retry prompt sent"
 	var buf bytes.Buffer
 	p := newProgressPrinter(&buf)
-	p.Consume(event.Event{Type: journal.IterationEnd, Data: &event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "complete.fix"}, Outcome: event.OutcomeEvent{Reason: reason}}})
+	p.Consume(event.Event{Kind: journal.IterationEnd, Payload: &event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "complete.fix"}, Outcome: event.OutcomeEvent{Reason: reason}}})
 	if !strings.HasSuffix(strings.TrimSpace(buf.String()), "continue: "+reason) {
 		t.Fatalf("reason cut: %q", buf.String())
 	}
@@ -460,7 +460,7 @@ func TestRunsOrderWithinASecond(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Emit("run.start", agent.RunStartEvent{RunID: id, Agent: "a", WorkDir: work})
+		w.Append("run.start", agent.RunStartEvent{RunID: id, Agent: "a", WorkDir: work})
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}

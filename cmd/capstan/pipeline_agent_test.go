@@ -194,8 +194,8 @@ func TestOlderPipelineJournalStillReadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "old request", "repo": ".", "file": "", "model": ""})
-	w.Emit(journal.RunEnd, map[string]any{"success": true, "status": "completed"})
+	w.Append(journal.RunStart, map[string]any{"command": "pipeline run", "request": "old request", "repo": ".", "file": "", "model": ""})
+	w.Append(journal.RunEnd, map[string]any{"success": true, "status": "completed"})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -248,8 +248,8 @@ func TestResumeOfOlderPipelineJournalNamesAWorkingShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "old request", "repo": ".", "file": "", "model": ""})
-	w.Emit(journal.RunEnd, map[string]any{"success": true, "status": "completed"})
+	w.Append(journal.RunStart, map[string]any{"command": "pipeline run", "request": "old request", "repo": ".", "file": "", "model": ""})
+	w.Append(journal.RunEnd, map[string]any{"success": true, "status": "completed"})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +273,8 @@ func TestRunsMakesControlsOfAWorkDirJournalVisible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Emit(journal.RunStart, map[string]any{"command": "pipeline run", "request": "r", "repo": ".", "file": "", "model": ""})
-	w.Emit(journal.RunEnd, map[string]any{"success": true, "status": "ok\x1b]0;pwned\x07\x1b[2J"})
+	w.Append(journal.RunStart, map[string]any{"command": "pipeline run", "request": "r", "repo": ".", "file": "", "model": ""})
+	w.Append(journal.RunEnd, map[string]any{"success": true, "status": "ok\x1b]0;pwned\x07\x1b[2J"})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -102,37 +102,45 @@ func (p *progressPrinter) begin(runID, agentName, url, source, unsandboxed strin
 // Consume implements event.Consumer: the progress line and --stream
 // output follow the run's event stream.
 func (p *progressPrinter) Consume(e event.Event) {
-	switch e.Type {
-	case journal.PromptResolved:
+	switch e.Kind {
+	case event.KindPromptResolved:
 		p.iterationStarted(e.Iteration, e.Step)
-	case journal.IterationEnd:
-		if it, ok := e.Data.(*event.IterationEvent); ok {
+	case event.KindIterationEnd:
+		if it, ok := e.Payload.(*event.IterationEvent); ok {
 			p.iterationFinished(it)
 		}
-	case verify.EventBaseline:
-		if b, ok := e.Data.(*verify.TestBaseline); ok {
+	case event.KindTestBaseline:
+		if b, ok := e.Payload.(*verify.TestBaseline); ok {
 			p.testBaseline(b)
 		}
-	case event.ActivityStart:
-		if a, ok := e.Data.(event.Activity); ok {
-			p.activityStarted(a)
+	case event.KindActivityStart:
+		if a, ok := e.Payload.(event.ActivityStartEvent); ok {
+			p.activityStarted(a.Activity)
 		}
-	case event.ActivityEnd:
-		if a, ok := e.Data.(event.Activity); ok {
-			p.activityEnded(a)
+	case event.KindActivityEnd:
+		if a, ok := e.Payload.(event.ActivityEndEvent); ok {
+			p.activityEnded(a.Activity)
 		}
-	case journal.QueryStart:
+	case event.KindQueryStart:
 		p.queryStarted()
-	case journal.QueryResult:
+	case event.KindQueryResult:
 		p.queryEnded()
-	case event.TextDelta:
-		p.TextDelta(e.Data.(string))
-	case event.TextDiscarded:
-		p.TextDiscarded(e.Data.(string))
-	case event.ToolStart:
-		p.ToolStart(e.Data.(llm.ToolCall))
-	case event.ToolEnd:
-		p.ToolEnd(e.Data.(llm.ToolUse))
+	case event.KindTextDelta:
+		if d, ok := e.Payload.(event.TextDeltaEvent); ok {
+			p.TextDelta(d.Text)
+		}
+	case event.KindTextDiscarded:
+		if d, ok := e.Payload.(event.TextDiscardedEvent); ok {
+			p.TextDiscarded(d.Reason)
+		}
+	case event.KindToolStart:
+		if d, ok := e.Payload.(event.ToolStartEvent); ok {
+			p.ToolStart(d.Call)
+		}
+	case event.KindToolEnd:
+		if d, ok := e.Payload.(event.ToolEndEvent); ok {
+			p.ToolEnd(d.Use)
+		}
 	}
 }
 
@@ -147,11 +155,11 @@ func (p *progressPrinter) WantsActivity() bool { return p.progress }
 // activityLabel is what the status line and the log lines call a.
 func activityLabel(a event.Activity) string {
 	switch a.Kind {
-	case event.KindBaseline:
+	case event.ActivityBaseline:
 		return "test baseline"
-	case event.KindMCP:
+	case event.ActivityMCP:
 		return "MCP servers " + a.Name
-	case event.KindBuildCache:
+	case event.ActivityBuildCache:
 		return "build cache: " + a.Name
 	}
 	if a.Detail != "" {
@@ -175,14 +183,14 @@ func (p *progressPrinter) activityStarted(a event.Activity) {
 	}
 	p.endText()
 	switch a.Kind {
-	case event.KindBaseline:
+	case event.ActivityBaseline:
 		fmt.Fprintln(p.w, "test baseline: running the test validators before the first iteration…")
-	case event.KindMCP:
+	case event.ActivityMCP:
 		fmt.Fprintf(p.w, "%s: connecting…\n", label)
 		if a.Detail != "" {
 			fmt.Fprintf(p.w, "%s: %s\n", label, a.Detail)
 		}
-	case event.KindBuildCache:
+	case event.ActivityBuildCache:
 		fmt.Fprintf(p.w, "%s: preparing (compiled once per Go toolchain)…\n", label)
 	default:
 		fmt.Fprintf(p.w, "%s%s …\n", p.where(), label)
@@ -208,19 +216,19 @@ func (p *progressPrinter) activityEnded(a event.Activity) {
 	}
 	outcome := "passed"
 	switch {
-	case a.Kind == event.KindBaseline:
+	case a.Kind == event.ActivityBaseline:
 		return // the baseline's summary line follows
-	case a.Kind == event.KindMCP && a.Failed:
+	case a.Kind == event.ActivityMCP && a.Failed:
 		outcome = "failed"
-	case a.Kind == event.KindMCP:
+	case a.Kind == event.ActivityMCP:
 		outcome = "connected"
-	case a.Kind == event.KindBuildCache && !a.Failed:
+	case a.Kind == event.ActivityBuildCache && !a.Failed:
 		outcome = "ready"
 	case a.Failed:
 		outcome = "failed"
 	}
 	name := a.Name
-	if a.Kind == event.KindMCP {
+	if a.Kind == event.ActivityMCP {
 		name = label
 	}
 	fmt.Fprintf(p.w, "%s%s %s in %s\n", p.where(), name, outcome, elapsed(a.Took))

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/journal"
 )
 
 // Off a terminal, the baseline, each validator, MCP servers and the model
@@ -15,21 +14,21 @@ import (
 func TestProgressLinesForActivities(t *testing.T) {
 	var buf bytes.Buffer
 	p := &progressPrinter{w: &buf, progress: true}
-	v := event.Activity{Kind: event.KindValidator, Name: "tests-pass", Detail: "go test -v ./..."}
-	p.Consume(event.Event{Type: event.ActivityStart, Data: event.Activity{Kind: event.KindMCP, Name: "github"}})
-	p.Consume(event.Event{Type: event.ActivityEnd, Data: event.Activity{Kind: event.KindMCP, Name: "github", Took: 1500 * time.Millisecond}})
-	p.Consume(event.Event{Type: event.ActivityStart, Data: event.Activity{Kind: event.KindBaseline}})
-	p.Consume(event.Event{Type: event.ActivityStart, Data: v})
+	v := event.Activity{Kind: event.ActivityValidator, Name: "tests-pass", Detail: "go test -v ./..."}
+	p.Consume(event.Event{Kind: event.KindActivityStart, Payload: event.ActivityStartEvent{Activity: event.Activity{Kind: event.ActivityMCP, Name: "github"}}})
+	p.Consume(event.Event{Kind: event.KindActivityEnd, Payload: event.ActivityEndEvent{Activity: event.Activity{Kind: event.ActivityMCP, Name: "github", Took: 1500 * time.Millisecond}}})
+	p.Consume(event.Event{Kind: event.KindActivityStart, Payload: event.ActivityStartEvent{Activity: event.Activity{Kind: event.ActivityBaseline}}})
+	p.Consume(event.Event{Kind: event.KindActivityStart, Payload: event.ActivityStartEvent{Activity: v}})
 	v.Took, v.Failed = 12*time.Second, true
-	p.Consume(event.Event{Type: event.ActivityEnd, Data: v})
-	p.Consume(event.Event{Type: event.ActivityEnd, Data: event.Activity{Kind: event.KindBaseline, Took: 12 * time.Second}})
-	p.Consume(event.Event{Type: journal.PromptResolved, Iteration: 1, Step: "s"})
-	p.Consume(event.Event{Type: journal.QueryStart})
-	p.Consume(event.Event{Type: journal.QueryResult})
+	p.Consume(event.Event{Kind: event.KindActivityEnd, Payload: event.ActivityEndEvent{Activity: v}})
+	p.Consume(event.Event{Kind: event.KindActivityEnd, Payload: event.ActivityEndEvent{Activity: event.Activity{Kind: event.ActivityBaseline, Took: 12 * time.Second}}})
+	p.Consume(event.Event{Kind: event.KindPromptResolved, Iteration: 1, Step: "s"})
+	p.Consume(event.Event{Kind: event.KindQueryStart})
+	p.Consume(event.Event{Kind: event.KindQueryResult})
 	v.Failed = false
-	p.Consume(event.Event{Type: event.ActivityStart, Data: v})
+	p.Consume(event.Event{Kind: event.KindActivityStart, Payload: event.ActivityStartEvent{Activity: v}})
 	v.Took = 125 * time.Second
-	p.Consume(event.Event{Type: event.ActivityEnd, Data: v})
+	p.Consume(event.Event{Kind: event.KindActivityEnd, Payload: event.ActivityEndEvent{Activity: v}})
 	got := buf.String()
 	for _, want := range []string{
 		"MCP servers github: connecting…\n",
@@ -59,8 +58,8 @@ func TestStatusLineShowsElapsedTime(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := &progressPrinter{w: &buf, tty: true, progress: true, now: func() time.Time { return now }}
 	defer p.end()
-	p.Consume(event.Event{Type: event.ActivityStart, Data: event.Activity{Kind: event.KindBaseline}})
-	p.Consume(event.Event{Type: event.ActivityStart, Data: event.Activity{Kind: event.KindValidator, Name: "tests-pass", Detail: "go test -v ./..."}})
+	p.Consume(event.Event{Kind: event.KindActivityStart, Payload: event.ActivityStartEvent{Activity: event.Activity{Kind: event.ActivityBaseline}}})
+	p.Consume(event.Event{Kind: event.KindActivityStart, Payload: event.ActivityStartEvent{Activity: event.Activity{Kind: event.ActivityValidator, Name: "tests-pass", Detail: "go test -v ./..."}}})
 	now = now.Add(12 * time.Second)
 	p.mu.Lock()
 	p.redraw()
@@ -68,9 +67,9 @@ func TestStatusLineShowsElapsedTime(t *testing.T) {
 	if want := "\r\x1b[Ktest baseline: tests-pass: go test -v ./... 12s"; !strings.HasSuffix(buf.String(), want) {
 		t.Errorf("status %q, want it to end with %q", buf.String(), want)
 	}
-	p.Consume(event.Event{Type: event.ActivityEnd, Data: event.Activity{Kind: event.KindValidator, Name: "tests-pass", Detail: "go test -v ./..."}})
-	p.Consume(event.Event{Type: event.ActivityEnd, Data: event.Activity{Kind: event.KindBaseline}})
-	p.Consume(event.Event{Type: journal.PromptResolved, Iteration: 1, Step: "fix"})
+	p.Consume(event.Event{Kind: event.KindActivityEnd, Payload: event.ActivityEndEvent{Activity: event.Activity{Kind: event.ActivityValidator, Name: "tests-pass", Detail: "go test -v ./..."}}})
+	p.Consume(event.Event{Kind: event.KindActivityEnd, Payload: event.ActivityEndEvent{Activity: event.Activity{Kind: event.ActivityBaseline}}})
+	p.Consume(event.Event{Kind: event.KindPromptResolved, Iteration: 1, Step: "fix"})
 	now = now.Add(3 * time.Minute)
 	p.mu.Lock()
 	p.redraw()

@@ -16,7 +16,7 @@ func TestProgressPrintsTestBaselines(t *testing.T) {
 		{Validator: "go-plain", Command: "go test ./...", Parsed: true},
 		{Validator: "make-test", Command: "make test", ExitCode: 2},
 	} {
-		p.Consume(event.Event{Type: verify.EventBaseline, Data: b})
+		p.Consume(event.Event{Kind: event.KindTestBaseline, Payload: b})
 	}
 	want := "tests tests-pass (go test -v ./...) before the first iteration: 3 ran (1 passed, 2 failed), 1 skipped, exit 1\n" +
 		"tests go-plain (go test ./...) before the first iteration: tests ran, not counted (no per-test output), exit 0\n" +
@@ -27,7 +27,7 @@ func TestProgressPrintsTestBaselines(t *testing.T) {
 	// --quiet prints nothing.
 	buf.Reset()
 	p.progress = false
-	p.Consume(event.Event{Type: verify.EventBaseline, Data: &verify.TestBaseline{Validator: "x"}})
+	p.Consume(event.Event{Kind: event.KindTestBaseline, Payload: &verify.TestBaseline{Validator: "x"}})
 	if buf.Len() != 0 {
 		t.Fatalf("%q", buf.String())
 	}

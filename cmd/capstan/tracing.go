@@ -12,7 +12,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/tracing/otelenv"
@@ -55,7 +56,7 @@ func (c *commandTracing) provider() trace.TracerProvider {
 }
 
 // emitter puts a tracing tee in front of next when tracing is on.
-func (c *commandTracing) emitter(ctx context.Context, next journal.Emitter) journal.Emitter {
+func (c *commandTracing) emitter(ctx context.Context, next event.Emitter) event.Emitter {
 	if c.t == nil {
 		return next
 	}

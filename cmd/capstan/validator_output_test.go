@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -66,7 +67,7 @@ func TestFailingValidatorOutputEndToEnd(t *testing.T) {
 	if err != nil || integrity.Err() != nil {
 		t.Fatalf("journal: %v %v", err, integrity.Err())
 	}
-	var failing []verify.ValidatorEvent
+	var failing []event.ValidatorEvent
 	ends := 0
 	for i, ev := range events {
 		if ev.Seq != int64(i+1) {
@@ -76,7 +77,7 @@ func TestFailingValidatorOutputEndToEnd(t *testing.T) {
 		case journal.RunEnd:
 			ends++
 		case journal.ValidatorResult:
-			var v verify.ValidatorEvent
+			var v event.ValidatorEvent
 			if err := json.Unmarshal(ev.Data, &v); err != nil {
 				t.Fatal(err)
 			}

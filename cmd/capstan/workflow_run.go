@@ -20,6 +20,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/procenv"
@@ -131,17 +132,18 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 		return withExit(exitInternal, err)
 	}
 	defer jw.Close()
+	events := event.Journal{Writer: jw}
 	target := fmt.Sprintf("issue #%d", f.issue)
 	if batch {
 		target = fmt.Sprintf("%s issues labelled %s (at most %d)", f.state, strings.Join(f.labels, ", "), f.limit)
 	}
-	jw.Emit(journal.RunStart, workflow.Start{Command: workflow.Command, Workflow: f.file, WorkDir: workDir,
+	events.Emit(workflow.Start{Command: workflow.Command, Workflow: f.file, WorkDir: workDir,
 		Issues: target, Store: what, DryRun: f.dryRun, Stub: stub != nil, Temporal: f.tf.temporal.address})
 
-	r := &workflow.Runner{Workflow: wf, Issues: issues, Dispatch: disp, Events: jw, DryRun: f.dryRun,
+	r := &workflow.Runner{Workflow: wf, Issues: issues, Dispatch: disp, Events: events, DryRun: f.dryRun,
 		Lock: func(n int) (func(), bool, error) { return lockIssue(store, wf, what, n) }}
 	if len(wf.Handoffs) > 0 && !f.dryRun {
-		r.Handoffs = &workflow.HandoffEmitter{Workflow: wf, WorkDir: workDir, StoreDir: storeDir, Events: jw.Emit}
+		r.Handoffs = &workflow.HandoffEmitter{Workflow: wf, WorkDir: workDir, StoreDir: storeDir, Events: events}
 	}
 	if !f.quiet {
 		fmt.Fprintf(stderr, "workflow run %s: %s, %s\n", id, target, what)
@@ -168,9 +170,9 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 			queue, skipped = wf.Order(listed)
 		}
 		if end.Error == "" {
-			results, err := runWorkflowOnTemporal(ctx, stderr, f, wf, issues, disp, workDir, id, queue, jw)
+			results, err := runWorkflowOnTemporal(ctx, stderr, f, wf, issues, disp, workDir, id, queue, events)
 			if err != nil {
-				jw.Emit(journal.RunEnd, workflow.End{Status: workflow.StatusFailed, Issues: []workflow.IssueResult{}, Error: err.Error()})
+				events.Emit(workflow.End{Status: workflow.StatusFailed, Issues: []workflow.IssueResult{}, Error: err.Error()})
 				return err
 			}
 			end.Issues, end.Skipped = results, skipped
@@ -197,7 +199,7 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 		end = workflow.End{Status: ir.Status, Issues: []workflow.IssueResult{ir}}
 	}
 	end.Success = workflowExit(end.Status) == exitOK
-	jw.Emit(journal.RunEnd, end)
+	events.Emit(end)
 	if err := jw.Close(); err != nil {
 		return withExit(exitInternal, err)
 	}

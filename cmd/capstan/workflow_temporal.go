@@ -14,7 +14,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/scaleout"
 	"github.com/capstan-dev/capstan/workflow"
 )
@@ -75,7 +76,7 @@ type temporalIssueRun struct {
 // Temporal, at most --concurrency at once (in queue order, cycleDelayMs
 // apart), journaling each issue's events when it ends.
 func runWorkflowOnTemporal(ctx context.Context, stderr io.Writer, f workflowRunFlags, wf *workflow.Workflow, issues workflow.Issues,
-	disp workflow.Dispatcher, workDir, runID string, queue []int, jw *journal.Writer) ([]workflow.IssueResult, error) {
+	disp workflow.Dispatcher, workDir, runID string, queue []int, jw event.Emitter) ([]workflow.IssueResult, error) {
 	raw, err := os.ReadFile(f.file)
 	if err != nil {
 		return nil, withExit(exitUsage, fmt.Errorf("workflow run: %v", err))
@@ -143,7 +144,7 @@ func runWorkflowOnTemporal(ctx context.Context, stderr io.Writer, f workflowRunF
 			mu.Lock()
 			defer mu.Unlock()
 			for _, ev := range events {
-				jw.Emit(ev.Type, ev.Data)
+				jw.Emit(event.Raw{Kind: event.Kind(ev.Type), Data: ev.Data})
 			}
 			results[i] = res
 		}()

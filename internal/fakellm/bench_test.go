@@ -17,6 +17,7 @@ import (
 	osdk "github.com/openai/openai-go/v3"
 	oopt "github.com/openai/openai-go/v3/option"
 
+	"github.com/capstan-dev/capstan/internal/cpuclock"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
@@ -100,23 +101,43 @@ func BenchmarkTurn(b *testing.B) {
 			defer srv.Close()
 			call := bareCall(b, d, srv)
 			b.ReportAllocs()
+			cpu0 := cpuclock.Process()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				call()
 			}
+			reportCPU(b, cpu0)
 		})
 		b.Run(string(d)+"/capstan-toolloop", func(b *testing.B) {
 			srv := fakellm.Start(d, fakellm.Options{NoRecord: true, Respond: func(fakellm.Request) fakellm.Reply { return fakellm.Reply{Text: "hi there"} }})
 			defer srv.Close()
 			loop := llm.NewToolLoop(model(b, d, srv), llm.Config{})
 			b.ReportAllocs()
+			cpu0 := cpuclock.Process()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := loop.Query(context.Background(), "hello", llm.QueryOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu0)
 		})
+		for _, side := range []string{"bare-client", "capstan-toolloop"} {
+			b.Run(fmt.Sprintf("%s/concurrent=%d/%s", d, concurrentRuns, side), func(b *testing.B) {
+				srv := fakellm.Start(d, fakellm.Options{NoRecord: true, Respond: func(fakellm.Request) fakellm.Reply { return fakellm.Reply{Text: "hi there"} }})
+				defer srv.Close()
+				call := bareCall(b, d, srv)
+				if side == "capstan-toolloop" {
+					loop := llm.NewToolLoop(model(b, d, srv), llm.Config{})
+					call = func() {
+						if _, err := loop.Query(context.Background(), "hello", llm.QueryOptions{}); err != nil {
+							b.Error(err)
+						}
+					}
+				}
+				runConcurrently(b, call)
+			})
+		}
 		b.Run(string(d)+"/capstan-3-tool-calls", func(b *testing.B) {
 			srv := fakellm.Start(d, fakellm.Options{NoRecord: true, Stateless: 3})
 			defer srv.Close()
@@ -132,6 +153,42 @@ func BenchmarkTurn(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*4), "ns/turn")
 		})
 	}
+}
+
+// concurrentRuns is how many runs the concurrent turn benchmarks keep
+// going at once.
+const concurrentRuns = 100
+
+// runConcurrently makes b.N calls from concurrentRuns goroutines at once
+// (each turn of a run after the other, as many runs side by side) and
+// reports the throughput in turns per second and the process CPU time
+// per turn.
+func runConcurrently(b *testing.B, call func()) {
+	b.ReportAllocs()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	cpu0 := cpuclock.Process()
+	b.ResetTimer()
+	for range concurrentRuns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				call()
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
+	reportCPU(b, cpu0)
+}
+
+// reportCPU reports the process CPU time per op since cpu0 (the fake
+// server's included): other work on a shared machine stretches the wall
+// clock, much less the CPU time.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64((cpuclock.Process()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/turn")
 }
 
 // BenchmarkParkedAgents measures the memory of agents parked in a model

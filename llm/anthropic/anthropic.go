@@ -33,7 +33,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -81,7 +82,7 @@ type Config struct {
 	// DisablePromptCache drops the cache_control markers.
 	DisablePromptCache bool
 	// Events receives model.retry events (nil = discard).
-	Events journal.Emitter
+	Events event.Emitter
 }
 
 // FromLLM builds a Config from the provider config llm.Open passes:
@@ -130,7 +131,7 @@ func New(cfg Config) (*Model, error) {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	hc := cfg.Timeouts.Client(cfg.HTTPClient)
 	auth := option.WithAPIKey(cfg.APIKey)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -41,7 +42,7 @@ func (s *sleeps) all() []time.Duration {
 	return append([]time.Duration(nil), s.d...)
 }
 
-func newModel(t *testing.T, srv *fakellm.Server, sl *sleeps, ev journal.Emitter) *anthropic.Model {
+func newModel(t *testing.T, srv *fakellm.Server, sl *sleeps, ev event.Emitter) *anthropic.Model {
 	t.Helper()
 	pol := llm.RetryPolicy{Rand: func() float64 { return 0 }}
 	if sl != nil {
@@ -409,7 +410,7 @@ func TestKeyNeverLeaksIntoErrorsOrJournal(t *testing.T) {
 		}
 		return fakellm.Reply{Fault: &fakellm.Fault{Status: 500, Message: testKey}}
 	}})
-	b := llm.NewToolLoop(newModel(t, srv, &sleeps{}, w), llm.Config{Events: w})
+	b := llm.NewToolLoop(newModel(t, srv, &sleeps{}, event.Journal{Writer: w}), llm.Config{Events: event.Journal{Writer: w}})
 	var errs []string
 	for i := 0; i < 3; i++ {
 		_, err := b.Query(context.Background(), "hi", llm.QueryOptions{})
@@ -417,10 +418,10 @@ func TestKeyNeverLeaksIntoErrorsOrJournal(t *testing.T) {
 			t.Fatal("expected an error")
 		}
 		errs = append(errs, err.Error())
-		w.Emit(journal.Error, map[string]string{"error": err.Error()})
+		w.Append(journal.Error, map[string]string{"error": err.Error()})
 	}
 	// an auth failure too
-	bad, _ := anthropic.New(anthropic.Config{APIKey: testKey + "x", BaseURL: srv.URL, HTTPClient: srv.Client(), Events: w})
+	bad, _ := anthropic.New(anthropic.Config{APIKey: testKey + "x", BaseURL: srv.URL, HTTPClient: srv.Client(), Events: event.Journal{Writer: w}})
 	_, err = bad.Generate(context.Background(), userReq("x"))
 	if agenterr.CodeOf(err) != agenterr.CodeSdkAuth {
 		t.Fatalf("err = %v", err)
@@ -465,7 +466,7 @@ func TestThinkingBlocksAreEchoedBackAndSurviveResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := llm.NewToolLoop(newModel(t, srv, nil, nil), llm.Config{Tools: []tool.Tool{readTool{dir}}, Events: w})
+	loop := llm.NewToolLoop(newModel(t, srv, nil, nil), llm.Config{Tools: []tool.Tool{readTool{dir}}, Events: event.Journal{Writer: w}})
 	res, err := loop.Query(context.Background(), "read notes", llm.QueryOptions{})
 	if err != nil {
 		t.Fatal(err) // the fake answers 400 if the thinking block was dropped

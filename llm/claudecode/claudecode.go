@@ -43,8 +43,8 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/hostcmd"
-	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -60,9 +60,6 @@ const (
 	// InstallHint tells the user how to get the CLI.
 	InstallHint = "install Claude Code with `npm install -g @anthropic-ai/claude-code` (or set " + EnvBinary + " to the claude binary)"
 )
-
-// EventProcess is the journal event type of a started CLI process.
-const EventProcess = "claude_code.process"
 
 // passEnv are variables forwarded to the CLI from Config.Getenv when set
 // there (on top of the process environment).
@@ -98,7 +95,7 @@ type Config struct {
 	// Env adds KEY=VALUE entries to the CLI's environment.
 	Env []string
 	// Events receives journal events (nil = discard).
-	Events journal.Emitter
+	Events event.Emitter
 	// MaxTurns is --max-turns when QueryOptions.MaxTurns is 0.
 	MaxTurns int
 	// DisallowedTools is passed as --disallowedTools.
@@ -142,6 +139,9 @@ type Bridge struct {
 	// home is the CLI's private configuration folder (CLAUDE_CONFIG_DIR)
 	// of a sandboxed Bridge, removed by Close; "" unsandboxed.
 	home string
+	// keys is the key proxy of a sandboxed Bridge whose CLI has an API
+	// key or auth token (under mu; stopped by Close).
+	keys *keyProxy
 }
 
 // New resolves the claude binary and returns a Bridge. A missing binary is
@@ -151,7 +151,7 @@ func New(cfg Config) (*Bridge, error) {
 		cfg.Getenv = os.Getenv
 	}
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = 2 * time.Second
@@ -268,12 +268,21 @@ func (b *Bridge) SessionID() string {
 }
 
 // Close implements llm.Bridge: a sandboxed Bridge removes the CLI's
-// private configuration folder (its sessions with it).
+// private configuration folder (its sessions with it) and stops its key
+// proxy.
 func (b *Bridge) Close() error {
-	if b.home == "" {
-		return nil
+	b.mu.Lock()
+	kp := b.keys
+	b.keys = nil
+	b.mu.Unlock()
+	var err error
+	if kp != nil {
+		err = kp.Close()
 	}
-	return os.RemoveAll(b.home)
+	if b.home != "" {
+		err = errors.Join(err, os.RemoveAll(b.home))
+	}
+	return err
 }
 
 // Args returns the CLI arguments for a query (without the binary). Every
@@ -335,7 +344,7 @@ func (b *Bridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions
 	}
 	res, err := b.run(ctx, prompt, opts, opts.SessionID)
 	if err != nil && opts.SessionID != "" && errors.Is(err, agenterr.ErrSdkSessionNotFound) {
-		b.cfg.Events.Emit(journal.Warning, map[string]string{"message": "claude-code session " + opts.SessionID + " not found; starting a new session"})
+		b.cfg.Events.Emit(event.Warning("claude-code session " + opts.SessionID + " not found; starting a new session"))
 		res, err = b.run(ctx, prompt, opts, "")
 		if res != nil {
 			res.SessionRenewed = true
@@ -361,8 +370,8 @@ func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, 
 	var unsupported *partialUnsupported
 	if errors.As(err, &unsupported) {
 		b.noPartial.Store(true)
-		b.cfg.Events.Emit(journal.Warning, map[string]string{"message": "the claude CLI does not know " + partialFlag +
-			"; its text is streamed a whole message at a time (update the CLI for live text)"})
+		b.cfg.Events.Emit(event.Warning("the claude CLI does not know " + partialFlag +
+			"; its text is streamed a whole message at a time (update the CLI for live text)"))
 		res, err = b.runOnce(ctx, prompt, opts, resume, sink, false)
 	}
 	return res, err
@@ -391,7 +400,7 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 		return nil, e
 	}
 	stdin, stdout := proc.Stdin(), proc.Stdout()
-	b.cfg.Events.Emit(EventProcess, map[string]any{"resume": resume, "args": len(args), "confinement": proc.Describe()})
+	b.cfg.Events.Emit(event.ClaudeCodeProcessEvent{Resume: resume, Args: len(args), Confinement: proc.Describe()})
 
 	// Cancellation ends the CLI and everything it started: SIGTERM (or
 	// its input closed, in the sandbox), then SIGKILL.
@@ -599,7 +608,7 @@ type state struct {
 	requested string
 	result    *Frame
 	apiError  string
-	events    journal.Emitter
+	events    event.Emitter
 	redact    llm.Redactor
 	turns     int
 	// abort kills the CLI; aborted is the error that made us do it.
@@ -629,7 +638,7 @@ func (st *state) read(r io.Reader, onResult func()) error {
 		}
 		f, perr := ParseFrame(line)
 		if perr != nil {
-			st.events.Emit(journal.Warning, map[string]string{"message": "claude-code: unparseable output line skipped: " + perr.Error()})
+			st.events.Emit(event.Warning("claude-code: unparseable output line skipped: " + perr.Error()))
 			continue
 		}
 		st.frames++
@@ -658,8 +667,8 @@ func (st *state) frame(f *Frame) {
 				st.partialText = false
 				st.sink.TextDiscarded(fmt.Sprintf("claude-code is retrying the API call (attempt %d, HTTP %d)", f.Attempt, f.ErrorStatus))
 			}
-			st.events.Emit(journal.ModelRetry, map[string]any{"provider": "claude-code", "attempt": f.Attempt,
-				"max_retries": f.MaxRetries, "delay_ms": f.RetryDelayMs, "status": f.ErrorStatus})
+			st.events.Emit(event.ClaudeCodeRetryEvent{Provider: "claude-code", Attempt: f.Attempt,
+				MaxRetries: f.MaxRetries, DelayMs: f.RetryDelayMs, Status: f.ErrorStatus})
 			authFail := f.ErrorStatus == 401 || f.ErrorStatus == 403 || f.Error == "authentication_failed" || f.Error == "billing_error"
 			if authFail && f.Attempt >= authRetryLimit && st.aborted == nil && st.abort != nil {
 				e := agenterr.New(agenterr.CodeSdkAuth, agenterr.LayerSDKBridge, false,
@@ -713,7 +722,7 @@ func (st *state) frame(f *Frame) {
 			ev.Usage = llm.Usage{InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens,
 				CacheReadTokens: m.Usage.CacheReadInputTokens, CacheWriteTokens: m.Usage.CacheCreationInputTokens}
 		}
-		st.events.Emit(journal.ModelTurn, ev)
+		st.events.Emit(ev)
 	case "user":
 		m, err := parseMessage(f.Message)
 		if err != nil {
@@ -736,11 +745,7 @@ func (st *state) frame(f *Frame) {
 			if u.IsError && strings.Contains(strings.ToLower(u.Output), "permission") {
 				u.Denied = true
 			}
-			typ := journal.ToolCall
-			if u.Denied {
-				typ = journal.ToolDenied
-			}
-			st.events.Emit(typ, *u)
+			st.events.Emit(*u)
 			if st.sink != nil {
 				st.sink.ToolEnd(*u)
 			}

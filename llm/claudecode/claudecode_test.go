@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
@@ -57,7 +58,8 @@ type events struct {
 	evs []string
 }
 
-func (e *events) Emit(typ string, data any) {
+func (e *events) Emit(p event.Payload) {
+	typ, data := string(p.EventKind()), any(p)
 	b, _ := json.Marshal(data)
 	e.mu.Lock()
 	e.evs = append(e.evs, typ+" "+string(b))
@@ -78,7 +80,7 @@ type fakeLog struct {
 	Pwd        string   `json:"pwd"`
 }
 
-func newBridge(t *testing.T, scenario string, ev journal.Emitter, mut func(*claudecode.Config)) (*claudecode.Bridge, string) {
+func newBridge(t *testing.T, scenario string, ev event.Emitter, mut func(*claudecode.Config)) (*claudecode.Bridge, string) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "log.json")
 	env := map[string]string{"ANTHROPIC_API_KEY": secret}

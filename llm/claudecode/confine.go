@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/tool/mcp"
 )
 
 // defaultEndpoint is where the CLI reaches the model when
@@ -60,18 +61,9 @@ func privateHome(getenv func(string) string) (string, error) {
 // the base URL override baseURL reaches the model at: ANTHROPIC_BASE_URL's
 // (default port of its scheme when it names none), else the Anthropic API's.
 func Endpoint(baseURL string, getenv func(string) string) (string, error) {
-	if baseURL == "" {
-		baseURL = getenv("ANTHROPIC_BASE_URL")
-	}
-	if baseURL == "" {
-		baseURL = defaultEndpoint
-	}
-	u, err := url.Parse(baseURL)
-	if err != nil || u.Hostname() == "" || u.Scheme != "http" && u.Scheme != "https" {
-		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-			"the model endpoint %q is not an http(s) URL", baseURL)
-		e.Hint = "set ANTHROPIC_BASE_URL (or --base-url) to a URL such as https://gateway.example.com"
-		return "", e
+	u, err := endpointURL(baseURL, getenv)
+	if err != nil {
+		return "", err
 	}
 	port := u.Port()
 	if port == "" {
@@ -83,9 +75,29 @@ func Endpoint(baseURL string, getenv func(string) string) (string, error) {
 	return net.JoinHostPort(u.Hostname(), port), nil
 }
 
+// endpointURL is the base URL a claude CLI with the environment getenv
+// and the base URL override baseURL reaches the model at.
+func endpointURL(baseURL string, getenv func(string) string) (*url.URL, error) {
+	if baseURL == "" {
+		baseURL = getenv("ANTHROPIC_BASE_URL")
+	}
+	if baseURL == "" {
+		baseURL = defaultEndpoint
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Hostname() == "" || u.Scheme != "http" && u.Scheme != "https" {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"the model endpoint %q is not an http(s) URL", baseURL)
+		e.Hint = "set ANTHROPIC_BASE_URL (or --base-url) to a URL such as https://gateway.example.com"
+		return nil, e
+	}
+	return u, nil
+}
+
 // sandboxSpec is the confined program of argv: the work dir and the
 // private configuration folder writable, the CLI's install (and its
-// interpreter's) readable, the model's endpoint reachable.
+// interpreter's, and those of its stdio MCP servers) readable, the
+// model's endpoint reachable.
 func (b *Bridge) sandboxSpec(argv []string) (llm.ProgramSpec, error) {
 	wd := b.cfg.WorkDir
 	if wd == "" {
@@ -106,9 +118,53 @@ func (b *Bridge) sandboxSpec(argv []string) (llm.ProgramSpec, error) {
 	for _, p := range b.binary {
 		readable = append(readable, sandbox.InstallRoots(p, b.cfg.Getenv("PATH"), wd)...)
 	}
+	// The stdio MCP servers the CLI starts run in its sandbox: they read
+	// their installs as capstan's own sandboxed servers do.
+	for _, s := range b.cfg.MCPServers {
+		readable = append(readable, mcp.InstallRoots(s, wd)...)
+	}
 	env := lastWins(append(b.env(), "CLAUDE_CONFIG_DIR="+b.home))
+	if keys := credentials(env); len(keys) > 0 && !viaCloudPlatform(env) {
+		// The key stays in capstan: the CLI (and all it runs) gets a
+		// stand-in, and reaches the model only through the key proxy.
+		kp, err := b.proxyKeys(keys)
+		if err != nil {
+			return llm.ProgramSpec{}, err
+		}
+		env, endpoint = kp.standIn(env), kp.addr
+	}
 	return llm.ProgramSpec{Argv: argv, Dir: wd, Env: env, ReadOnly: readable, Writable: []string{b.home},
 		NetworkAllow: []string{endpoint}}, nil
+}
+
+// proxyKeys returns the Bridge's key proxy, started at its first
+// sandboxed query, to the model endpoint with keys.
+func (b *Bridge) proxyKeys(keys map[string]string) (*keyProxy, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.keys != nil {
+		return b.keys, nil
+	}
+	target, err := endpointURL(b.cfg.BaseURL, b.cfg.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if b.keys, err = startKeyProxy(target, keys); err != nil {
+		return nil, err
+	}
+	return b.keys, nil
+}
+
+// viaCloudPlatform reports whether env sets the CLI to reach the model
+// through Bedrock or Vertex, whose credentials are not an Anthropic key.
+func viaCloudPlatform(env []string) bool {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if (k == "CLAUDE_CODE_USE_BEDROCK" || k == "CLAUDE_CODE_USE_VERTEX") && v != "" && v != "0" {
+			return true
+		}
+	}
+	return false
 }
 
 // lastWins keeps the last entry of each variable of env, in the order of

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -81,4 +82,4 @@ func FuzzLineReader(f *testing.F) {
 
 type nopEmitter struct{}
 
-func (nopEmitter) Emit(string, any) {}
+func (nopEmitter) Emit(event.Payload) {}

@@ -18,7 +18,7 @@ import (
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
 
-func realEnv(t *testing.T, srv *fakellm.Server) func(string) string {
+func realEnv(t testing.TB, srv *fakellm.Server) func(string) string {
 	home := t.TempDir()
 	env := map[string]string{
 		"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "test-key", "CLAUDE_CONFIG_DIR": home, "HOME": home,
@@ -28,7 +28,7 @@ func realEnv(t *testing.T, srv *fakellm.Server) func(string) string {
 }
 
 // notesDir is a work dir holding notes.txt, which says the code is 4711.
-func notesDir(t *testing.T) string {
+func notesDir(t testing.TB) string {
 	t.Helper()
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("the code is 4711\n"), 0o644); err != nil {

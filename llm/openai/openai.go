@@ -30,7 +30,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -71,7 +72,7 @@ type Config struct {
 	// dropped streams.
 	Retry llm.RetryPolicy
 	// Events receives model.retry events (nil = discard).
-	Events journal.Emitter
+	Events event.Emitter
 }
 
 // FromLLM builds a Config from the provider config llm.Open passes:
@@ -117,7 +118,7 @@ func New(cfg Config) (*Model, error) {
 		cfg.Model = DefaultModel
 	}
 	if cfg.Events == nil {
-		cfg.Events = journal.Discard
+		cfg.Events = event.Discard
 	}
 	hc := cfg.Timeouts.Client(cfg.HTTPClient)
 	opts := []option.RequestOption{

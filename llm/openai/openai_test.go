@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -38,7 +39,7 @@ func (s *sleeps) n() int {
 	return len(s.d)
 }
 
-func newModel(t *testing.T, srv *fakellm.Server, key string, sl *sleeps, ev journal.Emitter) *openai.Model {
+func newModel(t *testing.T, srv *fakellm.Server, key string, sl *sleeps, ev event.Emitter) *openai.Model {
 	t.Helper()
 	pol := llm.RetryPolicy{Rand: func() float64 { return 0 }}
 	if sl != nil {
@@ -250,12 +251,12 @@ func TestKeyNeverLeaksIntoErrorsOrJournal(t *testing.T) {
 	srv := fakellm.NewOpenAI(t, fakellm.Options{Respond: func(fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Fault: &fakellm.Fault{Status: 429, Code: "rate_limit_exceeded", Message: "Rate limit reached for key " + testKey}}
 	}})
-	loop := llm.NewToolLoop(newModel(t, srv, testKey, &sleeps{}, w), llm.Config{Events: w})
+	loop := llm.NewToolLoop(newModel(t, srv, testKey, &sleeps{}, event.Journal{Writer: w}), llm.Config{Events: event.Journal{Writer: w}})
 	_, qerr := loop.Query(context.Background(), "hi", llm.QueryOptions{})
 	if qerr == nil {
 		t.Fatal("expected error")
 	}
-	w.Emit(journal.Error, map[string]string{"error": qerr.Error()})
+	w.Append(journal.Error, map[string]string{"error": qerr.Error()})
 	_ = w.Close()
 	raw, _ := os.ReadFile(w.Path())
 	if !strings.Contains(string(raw), journal.ModelRetry) {
@@ -279,7 +280,7 @@ func TestInvalidToolArgumentsBecomeAnInputErrorNotACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := llm.NewToolLoop(newModel(t, srv, testKey, nil, nil), llm.Config{Tools: []tool.Tool{echoTool{}}, Events: w})
+	loop := llm.NewToolLoop(newModel(t, srv, testKey, nil, nil), llm.Config{Tools: []tool.Tool{echoTool{}}, Events: event.Journal{Writer: w}})
 	res, err := loop.Query(context.Background(), "echo", llm.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)

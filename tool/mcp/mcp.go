@@ -30,9 +30,10 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/journal"
+
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
@@ -56,7 +57,7 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Events receives a warning event when a server stops during the run
 	// and is restarted, or cannot be (nil = none).
-	Events journal.Emitter
+	Events event.Emitter
 	// Env is the allow-list of variables stdio servers get besides the
 	// minimal base (runner.boundaries.env; see procenv.ForCommands); a
 	// server's own env entries are added on top.
@@ -271,8 +272,8 @@ func sandboxedTransport(name, prog string, args, env []string, opts Options) (sd
 	}
 	roots := installRoots(prog, args, wd)
 	if len(roots) > 0 && opts.Events != nil {
-		opts.Events.Emit(journal.Warning, map[string]string{"message": fmt.Sprintf(
-			"MCP server %q: the sandbox lets it read its install as well, read-only: %s", name, strings.Join(roots, ", "))})
+		opts.Events.Emit(event.Warning(fmt.Sprintf(
+			"MCP server %q: the sandbox lets it read its install as well, read-only: %s", name, strings.Join(roots, ", "))))
 	}
 	readable = append(readable, roots...)
 	return &boxedTransport{name: name, box: opts.Sandbox, argv: append([]string{prog}, args...), dir: wd, env: env, readable: readable}, nil
@@ -499,7 +500,7 @@ func (s *Set) recover(ctx context.Context, srv *server, failed *sdk.ClientSessio
 	}
 	s.notes = append(s.notes, note)
 	if s.opts.Events != nil {
-		s.opts.Events.Emit(journal.Warning, map[string]string{"message": note})
+		s.opts.Events.Emit(event.Warning(note))
 	}
 	if srv.cs != nil {
 		return "it was restarted; its tools can be called again"

@@ -4,18 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/event"
+
 	"github.com/capstan-dev/capstan/verify"
 )
 
 // GuardName is the name the hidden-tests check reports under
 // (completion.check's "verified", the retry prompt's validator).
 const GuardName = "hidden-tests"
-
-// EventHidden is tests.hidden (payload Result): a test validator run with
-// the hidden files placed, at the start (Phase "baseline") and at each
-// verification (Phase "check").
-const EventHidden = "tests.hidden"
 
 // Phases of a Result.
 const (
@@ -69,7 +65,7 @@ type Guard struct {
 	// Baselines are the hidden baselines by validator.
 	Baselines map[string]*Result
 	// Events receives a tests.hidden event per run (nil = dropped).
-	Events journal.Emitter
+	Events event.Emitter
 }
 
 // Name implements verdict.OutputGuard.
@@ -115,13 +111,18 @@ func (g *Guard) TakeBaseline(ctx context.Context, validator string, visible veri
 	return res, nil
 }
 
+// EventKind implements event.Payload: a Result is journaled as a
+// tests.hidden event, at the start (Phase "baseline") and at each
+// verification (Phase "check").
+func (*Result) EventKind() event.Kind { return event.KindHiddenTests }
+
 // Journal emits r as a tests.hidden event (TakeBaseline does not: the run
 // journals its baselines after run.start).
 func (g *Guard) Journal(r *Result) { g.emit(r) }
 
 func (g *Guard) emit(r *Result) {
 	if g.Events != nil {
-		g.Events.Emit(EventHidden, r)
+		g.Events.Emit(r)
 	}
 }
 

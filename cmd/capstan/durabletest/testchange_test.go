@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verify"
@@ -155,7 +156,7 @@ func TestTestChangeApproved(t *testing.T) {
 	}
 	var decided []verify.TestChangeDecision
 	for _, ev := range events {
-		if ev.Type == verify.EventTestChangeDecided {
+		if ev.Type == string(event.KindTestChangeDecided) {
 			var d verify.TestChangeDecision
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				t.Fatal(err)

@@ -1,0 +1,12 @@
+package event
+
+import "github.com/capstan-dev/capstan/journal"
+
+// Journal writes a run's events to its journal: each event is one line
+// whose type is the payload's kind and whose data is the payload's JSON.
+// Activity events are not written (the journal has each one's result).
+// It embeds the Writer for its position, path and errors.
+type Journal struct{ *journal.Writer }
+
+// Emit implements Emitter.
+func (j Journal) Emit(p Payload) { j.Append(string(p.EventKind()), p) }
