@@ -329,6 +329,16 @@ func (f *flow) After(ctx context.Context, rc *RuntimeContext, s *event.Iteration
 		f.closureHandoff = closureHandoff(st, s)
 		if err := subprocessFailure(f.a.runID, s.StepID, st, s); err != nil {
 			out = Outcome{Stop: true, Reason: err.Error(), Err: err}
+			break
+		}
+		// Before COMPLETED: the test validators once more, in a clean
+		// environment.
+		failed, err := f.a.cleanRun(ctx, v.Validation)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if failed != nil {
+			out = Outcome{Stop: true, Reason: failed.Error(), Err: failed, CompletionReason: ReasonCleanRunDiffers}
 		}
 	case verdict.Stop:
 		out.Stop, out.Err, out.CompletionReason = true, v.Err, v.CompletionReason

@@ -51,7 +51,7 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	start := time.Now()
 	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
 	if seed == "" {
-		seed, err = sandbox.GoStdlibSeed(ctx, filepath.Join(root, "go-stdlib"), environ, wd)
+		seed, err = a.goStdlibSeed(ctx, wd)
 	}
 	for _, c := range caches {
 		if err == nil && seed != "" {
@@ -85,6 +85,18 @@ func (a *Agent) saveGoCache(ctx context.Context) {
 	if err != nil {
 		a.emit.Emit(event.Warning("the work dir's Go build cache is not kept for the next run: " + err.Error()))
 	}
+}
+
+// goStdlibSeed is the Go standard library's compiled packages for the
+// toolchain the run's commands use (sandbox.GoStdlibSeed, kept in the
+// user's cache directory).
+func (a *Agent) goStdlibSeed(ctx context.Context, wd string) (string, error) {
+	userCache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
+	return sandbox.GoStdlibSeed(ctx, filepath.Join(userCache, "capstan", "go-stdlib"), environ, wd)
 }
 
 // isGoModule reports whether dir is the root of a Go module or workspace.

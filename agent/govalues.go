@@ -62,11 +62,52 @@ func goStepC2(id string) string {
 	return "step-" + hex.EncodeToString(sum[:6])
 }
 
-// goLocator turns a problem found in an agent built from Go values into
-// one located at the Go field that holds the value: agent.json's pointers
-// become fields of Config.Definition, the registry's of Config.Registry,
-// and a prompt file placed from Prompts the key of its prompt.
-func goLocator(registryFile string, placed map[string]string) func(agentdir.Problem) agentdir.Problem {
+// goLocator turns the problems found in an agent built from Go values into
+// problems located at the Go fields that hold the values: agent.json's
+// pointers become fields of Config.Definition, the registry's of
+// Config.Registry, and a prompt file placed from Prompts the key of its
+// prompt. A step without a prompt is told to take one from Prompts; what
+// only a folder has (the prompts folder, a prompt file's coordinates of a
+// step that has none) is not reported twice.
+func goLocator(registryFile string, placed map[string]string) func([]agentdir.Problem) []agentdir.Problem {
+	one := goProblem(registryFile, placed)
+	return func(ps []agentdir.Problem) []agentdir.Problem {
+		noPrompt := map[string]bool{}
+		for _, p := range ps {
+			if p.Code == "SR-STEP-PROMPT" {
+				noPrompt[p.Pointer] = true
+			}
+		}
+		out := make([]agentdir.Problem, 0, len(ps))
+		for _, p := range ps {
+			switch {
+			case p.Code == "AC-PROMPTS-DIR-MISSING":
+				continue // each step without a prompt says so
+			case p.Code == CodeStepPromptInvalid && noPrompt[p.Pointer]:
+				continue // the step has no coordinates: SR-STEP-PROMPT says it
+			case strings.HasSuffix(p.Code, "-SCHEMA-REQUIRED"):
+				// "add \"key\": what it is" → what it is, at the Go field.
+				p.Message = "a required field is not set"
+				if _, what, ok := strings.Cut(p.Hint, ": "); ok {
+					p.Hint = "set it: " + what
+				}
+			case p.Code == "AC-MODEL-SCRIPT":
+				p.Hint = "put the script in Config.Files at the path the model names, or fix Config.Model"
+			case p.Code == "SR-STEP-PROMPT" || p.Code == CodeStepPromptMissing:
+				if id, ok := strings.CutPrefix(p.Pointer, "/steps/"); ok && !strings.Contains(id, "/") {
+					id = strings.NewReplacer("~1", "/", "~0", "~").Replace(id)
+					p.Message = fmt.Sprintf("step %q runs a prompt but has none", id)
+					p.Hint = fmt.Sprintf("give it its prompt in Config.Prompts.Steps[%q]", id)
+				}
+			}
+			out = append(out, one(p))
+		}
+		return out
+	}
+}
+
+// goProblem locates one problem (see goLocator).
+func goProblem(registryFile string, placed map[string]string) func(agentdir.Problem) agentdir.Problem {
 	return func(p agentdir.Problem) agentdir.Problem {
 		var root string
 		var typ reflect.Type

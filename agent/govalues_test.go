@@ -99,7 +99,8 @@ func TestGoValuesStepIDNotAFileName(t *testing.T) {
 func TestGoValuesErrorsNameGoFields(t *testing.T) {
 	cfg := minimalGoValues()
 	cfg.Definition.Runner.Completion.Keyword = ""
-	cfg.Registry.Validators = map[string]agentdir.Validator{"loud": {Type: "command", Command: "true"}}
+	cfg.Registry.Validators = map[string]agentdir.Validator{"loud": {Type: "command", Command: "true"},
+		"mine": {Type: "custom", Handler: "nope", FailurePattern: "file-not-exists"}}
 	cfg.Prompts.Steps = nil // the step has no prompt now
 	_, err := Define(cfg)
 	var ve *agentdir.ValidationError
@@ -113,12 +114,18 @@ func TestGoValuesErrorsNameGoFields(t *testing.T) {
 			t.Errorf("problem keeps a JSON pointer: %v", p)
 		}
 	}
-	for _, want := range []string{`Config.Registry.Validators["loud"].FailurePattern`, "Config.Definition.Runner.Completion.Keyword"} {
+	for _, want := range []string{`Config.Registry.Validators["loud"].FailurePattern`, "Config.Definition.Runner.Completion.Keyword",
+		`Config.Registry.Validators["mine"].Handler`} {
 		if !files[want] {
 			t.Errorf("no problem at %s: %v", want, ve.Problems())
 		}
 	}
-	for _, bad := range []string{"capstan validate", "agent.json:", "steps_registry.json:"} {
+	for _, want := range []string{`give it its prompt in Config.Prompts.Steps["greet"]`, "a required field is not set"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in:\n%v", want, err)
+		}
+	}
+	for _, bad := range []string{"capstan validate", "agent.json:", "steps_registry.json:", "AC-PROMPTS-DIR-MISSING", "set c2 and c3"} {
 		if strings.Contains(err.Error(), bad) {
 			t.Errorf("error names %q:\n%v", bad, err)
 		}

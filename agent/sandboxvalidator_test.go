@@ -289,13 +289,14 @@ func TestSandboxedValidatorsShareTheRunsBuildCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(runs) != 2 {
-		t.Fatalf("want the baseline and one validation, got:\n%s", b)
+	if len(runs) != 3 {
+		t.Fatalf("want the baseline, one validation and the clean run after it, got:\n%s", b)
 	}
 	baseDir, baseMarks, _ := strings.Cut(runs[0], " ")
 	runDir, runMarks, _ := strings.Cut(runs[1], " ")
-	if baseMarks != "" || runMarks != "mark-1" {
-		t.Errorf("the validation must find the baseline's mark and only it:\n%s", b)
+	cleanDir, cleanMarks, _ := strings.Cut(runs[2], " ")
+	if baseMarks != "" || runMarks != "mark-1" || cleanMarks != "mark-1" || cleanDir == runDir {
+		t.Errorf("the validation and the clean run must each find the baseline's mark and only it, each in a copy of its own:\n%s", b)
 	}
 	if runDir == baseDir || filepath.Dir(filepath.Dir(runDir)) != filepath.Dir(filepath.Dir(baseDir)) {
 		t.Errorf("the validation after the model's turn must work on a copy of the cache beside it:\n%s", b)

@@ -160,15 +160,11 @@ func newValidationError(r ValidationResult) *ValidationError {
 	return &ValidationError{Result: r, Err: e}
 }
 
-// Relocated returns the error with every problem passed through locate
+// Relocated returns the error with its problems passed through locate
 // and the hint replaced: an agent built from Go values reports its
 // problems at the Go fields that hold them, not at files it does not have.
-func (e *ValidationError) Relocated(locate func(Problem) Problem, hint string) *ValidationError {
-	ps := e.Result.Problems()
-	for i := range ps {
-		ps[i] = locate(ps[i])
-	}
-	v := newValidationError(NewValidationResult(ps...))
+func (e *ValidationError) Relocated(locate func([]Problem) []Problem, hint string) *ValidationError {
+	v := newValidationError(NewValidationResult(locate(e.Result.Problems())...))
 	v.Err.Hint = hint
 	return v
 }

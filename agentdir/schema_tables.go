@@ -6,7 +6,7 @@ import "github.com/capstan-dev/capstan/schema"
 
 // agentTable is the agent.json schema compiled for the subset validator.
 var agentTable = &schema.SubsetTable{Nodes: []schema.SubsetNode{
-	0:   {Path: "#", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "$schema", Node: 60}, {Name: "description", Node: 61}, {Name: "displayName", Node: 62}, {Name: "name", Node: 63}, {Name: "parameters", Node: 64}, {Name: "runner", Node: 66}, {Name: "version", Node: 159}}, NoAdditional: true, Required: []string{"version", "name", "runner"}},
+	0:   {Path: "#", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "$schema", Node: 60}, {Name: "description", Node: 61}, {Name: "displayName", Node: 62}, {Name: "name", Node: 63}, {Name: "parameters", Node: 64}, {Name: "runner", Node: 66}, {Name: "version", Node: 160}}, NoAdditional: true, Required: []string{"version", "name", "runner"}},
 	1:   {Path: "#/$defs/completion", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "conditions", Node: 2}, {Name: "handler", Node: 4}, {Name: "keyword", Node: 5}, {Name: "maxIterations", Node: 6}, {Name: "mode", Node: 7}, {Name: "name", Node: 8}, {Name: "options", Node: 9}, {Name: "type", Node: 10}, {Name: "validators", Node: 11}}, NoAdditional: true, Required: []string{"type"}},
 	2:   {Path: "#/$defs/completion/properties/conditions", Types: []string{"array"}, Items: 3},
 	3:   {Path: "#/$defs/completion/properties/conditions/items", Ref: 1},
@@ -157,15 +157,16 @@ var agentTable = &schema.SubsetTable{Nodes: []schema.SubsetNode{
 	148: {Path: "#/properties/runner/properties/skills/items", Types: []string{"string"}},
 	149: {Path: "#/properties/runner/properties/systemPromptPath", Types: []string{"string"}},
 	150: {Path: "#/properties/runner/properties/verdict", Ref: 40},
-	151: {Path: "#/properties/runner/properties/verification", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "hidden", Node: 152}, {Name: "protect", Node: 154}, {Name: "protectRunnerConfig", Node: 156}, {Name: "testBaseline", Node: 157}, {Name: "testChanges", Node: 158}}, NoAdditional: true},
-	152: {Path: "#/properties/runner/properties/verification/properties/hidden", Types: []string{"array"}, Items: 153},
-	153: {Path: "#/properties/runner/properties/verification/properties/hidden/items", Types: []string{"string"}, MinLength: "1"},
-	154: {Path: "#/properties/runner/properties/verification/properties/protect", Types: []string{"array"}, Items: 155},
-	155: {Path: "#/properties/runner/properties/verification/properties/protect/items", Types: []string{"string"}, MinLength: "1"},
-	156: {Path: "#/properties/runner/properties/verification/properties/protectRunnerConfig", Types: []string{"boolean"}},
-	157: {Path: "#/properties/runner/properties/verification/properties/testBaseline", Types: []string{"boolean"}},
-	158: {Path: "#/properties/runner/properties/verification/properties/testChanges", Types: []string{"string"}, Enum: []string{"refuse", "human", "hiddenTests"}},
-	159: {Path: "#/properties/version", Types: []string{"string"}, Pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$"},
+	151: {Path: "#/properties/runner/properties/verification", Types: []string{"object"}, Properties: []schema.SubsetProperty{{Name: "cleanRun", Node: 152}, {Name: "hidden", Node: 153}, {Name: "protect", Node: 155}, {Name: "protectRunnerConfig", Node: 157}, {Name: "testBaseline", Node: 158}, {Name: "testChanges", Node: 159}}, NoAdditional: true},
+	152: {Path: "#/properties/runner/properties/verification/properties/cleanRun", Types: []string{"boolean"}},
+	153: {Path: "#/properties/runner/properties/verification/properties/hidden", Types: []string{"array"}, Items: 154},
+	154: {Path: "#/properties/runner/properties/verification/properties/hidden/items", Types: []string{"string"}, MinLength: "1"},
+	155: {Path: "#/properties/runner/properties/verification/properties/protect", Types: []string{"array"}, Items: 156},
+	156: {Path: "#/properties/runner/properties/verification/properties/protect/items", Types: []string{"string"}, MinLength: "1"},
+	157: {Path: "#/properties/runner/properties/verification/properties/protectRunnerConfig", Types: []string{"boolean"}},
+	158: {Path: "#/properties/runner/properties/verification/properties/testBaseline", Types: []string{"boolean"}},
+	159: {Path: "#/properties/runner/properties/verification/properties/testChanges", Types: []string{"string"}, Enum: []string{"refuse", "human", "hiddenTests"}},
+	160: {Path: "#/properties/version", Types: []string{"string"}, Pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$"},
 }}
 
 // registryTable is the steps_registry.json schema compiled for the subset validator.

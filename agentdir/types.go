@@ -161,7 +161,18 @@ type Verification struct {
 	// protected files (the model makes the change it asks for); every
 	// change not approved still fails verification.
 	TestChanges string `json:"testChanges,omitempty"`
+	// CleanRun, on by default, runs the test validators that verified the
+	// completion once more after the model's last turn, each in a new
+	// process with fresh temporary and build-cache directories and fresh
+	// copies of the pinned toolchain configuration; a result that differs
+	// from the verification's fails the run (CLEAN_RUN_DIFFERS). false
+	// skips that run.
+	CleanRun *bool `json:"cleanRun,omitempty"`
 }
+
+// CleanRunOn reports whether the clean run after the model's last turn
+// runs (the default).
+func (v Verification) CleanRunOn() bool { return v.CleanRun == nil || *v.CleanRun }
 
 // Values of Verification.TestChanges.
 const (

@@ -10,3 +10,8 @@ const (
 	// change was resumed before anyone decided.
 	CodeTestChangeUndecided = "TEST_CHANGE_UNDECIDED"
 )
+
+// CodeCleanRunDiffers: the test validators, run once more after the
+// model's last turn in a clean environment, did not confirm the
+// verification that completed the run.
+const CodeCleanRunDiffers = "CLEAN_RUN_DIFFERS"

@@ -48,6 +48,7 @@ const (
 
 	KindTestChangeRequested Kind = "testchange.requested" // verify.TestChangeRequest
 	KindTestChangeDecided   Kind = "testchange.decided"   // verify.TestChangeDecision
+	KindCleanRun            Kind = "verify.clean"         // agent.CleanRunEvent
 
 	KindSkillActStart    Kind = "skill.act.start"      // SkillActStartEvent
 	KindSkillEvidence    Kind = "skill.evidence"       // SkillEvidence

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/capstan-dev/capstan/internal/backoff"
 )
 
 // Defaults of RetryPolicy.
@@ -98,18 +100,11 @@ func (p RetryPolicy) Delay(n int, retryAfter time.Duration, hasRetryAfter bool) 
 	if maxD <= 0 {
 		maxD = DefaultMaxDelay
 	}
-	d := base
-	for i := 1; i < n && d < maxD; i++ {
-		d *= 2
-	}
-	if d > maxD {
-		d = maxD
-	}
 	r := p.Rand
 	if r == nil {
 		r = rand.Float64
 	}
-	return d - time.Duration(float64(d)*0.25*r())
+	return backoff.Exponential{Base: base, Max: maxD, Jitter: 0.25}.Delay(n, r())
 }
 
 // Wait sleeps d with the policy's Sleep, returning ctx's error if it ends
@@ -118,17 +113,7 @@ func (p RetryPolicy) Wait(ctx context.Context, d time.Duration) error {
 	if p.Sleep != nil {
 		return p.Sleep(ctx, d)
 	}
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return backoff.Sleep(ctx, d)
 }
 
 // RetryAfter reads retry-after-ms (milliseconds) or retry-after (seconds

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -134,15 +135,16 @@ type timeoutTransport struct {
 
 func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
-	var timer *time.Timer
+	// One watcher and one timer per request: the first-byte timeout until
+	// the response headers arrive, then the stream-idle timeout, reset by
+	// every read.
+	b := &idleBody{idle: tt.t.StreamIdle, firstByte: tt.t.FirstByte, ctx: ctx, cancel: cancel}
 	if d := tt.t.FirstByte; d > 0 {
-		timer = time.AfterFunc(d, func() {
-			cancel(fmt.Errorf("%w: no response headers within %s", ErrTimeout, d))
-		})
+		b.timer = time.AfterFunc(d, b.expire)
 	}
 	resp, err := tt.next.RoundTrip(req.WithContext(ctx))
-	if timer != nil {
-		timer.Stop()
+	if b.timer != nil {
+		b.timer.Stop()
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrTimeout) {
@@ -156,28 +158,40 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		cancel(nil)
 		return nil, context.Cause(ctx)
 	}
-	resp.Body = newIdleBody(resp.Body, tt.t.StreamIdle, cancel, ctx)
+	b.body = resp.Body
+	b.streaming.Store(true)
+	if b.idle > 0 {
+		if b.timer != nil {
+			b.timer.Reset(b.idle)
+		} else {
+			b.timer = time.AfterFunc(b.idle, b.expire)
+		}
+	}
+	resp.Body = b
 	return resp, nil
 }
 
-// idleBody fails a read that waits longer than idle for data.
+// idleBody fails a read that waits longer than idle for data; before the
+// response headers, its timer is the first-byte timeout.
 type idleBody struct {
-	body   io.ReadCloser
-	idle   time.Duration
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
-	once   sync.Once
+	body            io.ReadCloser
+	idle, firstByte time.Duration
+	ctx             context.Context
+	cancel          context.CancelCauseFunc
+	timer           *time.Timer
+	// streaming is set once the headers have arrived: the timer is then
+	// the stream-idle timeout.
+	streaming atomic.Bool
+	once      sync.Once
 }
 
-func newIdleBody(body io.ReadCloser, idle time.Duration, cancel context.CancelCauseFunc, ctx context.Context) *idleBody {
-	b := &idleBody{body: body, idle: idle, ctx: ctx, cancel: cancel}
-	if idle > 0 {
-		b.timer = time.AfterFunc(idle, func() {
-			cancel(fmt.Errorf("%w: the stream was idle for %s", ErrTimeout, idle))
-		})
+// expire cancels the request when its timer fires.
+func (b *idleBody) expire() {
+	if b.streaming.Load() {
+		b.cancel(fmt.Errorf("%w: the stream was idle for %s", ErrTimeout, b.idle))
+		return
 	}
-	return b
+	b.cancel(fmt.Errorf("%w: no response headers within %s", ErrTimeout, b.firstByte))
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -187,7 +201,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 			return n, cause
 		}
 	}
-	if b.timer != nil && err == nil {
+	if b.idle > 0 && err == nil {
 		b.timer.Reset(b.idle)
 	}
 	return n, err

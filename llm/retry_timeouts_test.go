@@ -159,6 +159,25 @@ func TestSteadySlowStreamIsNotCut(t *testing.T) {
 	}
 }
 
+// With the stream-idle timeout off (negative) and a first-byte timeout,
+// a stream of many events is read to its end: the one timer of a request
+// is the first-byte timeout only until the headers arrive.
+func TestFirstByteTimeoutAloneDoesNotCutTheStream(t *testing.T) {
+	text := strings.Repeat("x", 24)
+	for _, p := range providers {
+		t.Run(p.name, func(t *testing.T) {
+			srv := fakellm.Start(p.dialect, fakellm.Options{Replies: []fakellm.Reply{{Text: text, ChunkSize: 1, EventDelay: 20 * time.Millisecond}}})
+			defer srv.Close()
+			ev := &retries{}
+			to := llm.Timeouts{FirstByte: time.Minute, StreamIdle: -1}
+			resp, err := ask(p.open(t, srv.URL, srv.Client(), to, ev))
+			if err != nil || resp.Message.Text != text || len(ev.ev) != 0 {
+				t.Fatalf("%v %+v retries=%v", err, resp, ev.ev)
+			}
+		})
+	}
+}
+
 func TestTimeoutsDefaultsAndOverride(t *testing.T) {
 	d := llm.Timeouts{}.Effective()
 	if d.Connect != llm.DefaultConnectTimeout || d.FirstByte != llm.DefaultFirstByteTimeout || d.StreamIdle != llm.DefaultStreamIdleTimeout {

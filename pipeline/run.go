@@ -14,6 +14,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/internal/backoff"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -492,24 +493,12 @@ func backoffDelay(r RetryPolicy, attempt int, jitter float64) time.Duration {
 	if limit == 0 {
 		limit = DefaultMaxBackoff
 	}
-	d := base
-	for k := 1; k < attempt && d < limit; k++ {
-		d *= 2
-	}
-	d = min(d, limit)
-	return d/2 + time.Duration(float64(d/2)*jitter)
+	return backoff.Exponential{Base: base, Max: limit, Jitter: 0.5}.Delay(attempt, 1-jitter)
 }
 
 // sleepBackoff waits before retry number attempt; false if ctx ended.
 func sleepBackoff(ctx context.Context, r RetryPolicy, attempt int) bool {
-	t := time.NewTimer(backoffDelay(r, attempt, rand.Float64()))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return backoff.Sleep(ctx, backoffDelay(r, attempt, rand.Float64())) == nil
 }
 
 // record merges a stage's outcome into the board and the audit.

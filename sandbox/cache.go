@@ -112,6 +112,16 @@ func makeCacheDirs(dir string) error {
 	return nil
 }
 
+// Env are the variables that name the cache's directories (GOCACHE,
+// XDG_CACHE_HOME, npm_config_cache), for a command run outside a sandbox.
+func (c *Cache) Env() []string {
+	out := make([]string, len(cacheVars))
+	for i, v := range cacheVars {
+		out[i] = v.env + "=" + filepath.Join(c.dir, v.sub)
+	}
+	return out
+}
+
 // Dir is the cache's directory.
 func (c *Cache) Dir() string { return c.dir }
 

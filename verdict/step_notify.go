@@ -11,6 +11,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/backoff"
 )
 
 // Notification is the JSON body of a webhook escalation.
@@ -62,9 +63,9 @@ func (w *WebhookNotifier) Notify(ctx context.Context, esc agentdir.Escalation, n
 	if attempts <= 0 {
 		attempts = DefaultWebhookAttempts
 	}
-	backoff := w.Backoff
-	if backoff <= 0 {
-		backoff = 500 * time.Millisecond
+	wait := backoff.Exponential{Base: w.Backoff}
+	if wait.Base <= 0 {
+		wait.Base = 500 * time.Millisecond
 	}
 	body, err := json.Marshal(n)
 	if err != nil {
@@ -80,10 +81,8 @@ func (w *WebhookNotifier) Notify(ctx context.Context, esc agentdir.Escalation, n
 		if !retryable || i == attempts {
 			break
 		}
-		select {
-		case <-ctx.Done():
-			return agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerStep, false, "escalation webhook canceled")
-		case <-time.After(backoff << (i - 1)):
+		if err := backoff.Sleep(ctx, wait.Delay(i, 0)); err != nil {
+			return agenterr.Wrap(err, agenterr.CodeCanceled, agenterr.LayerStep, false, "escalation webhook canceled")
 		}
 	}
 	return &agenterr.Error{Code: agenterr.CodeEscalation, Layer: agenterr.LayerStep,

@@ -407,6 +407,21 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdi
 // redaction), without judging or journaling it: for a baseline taken
 // before the first iteration.
 func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond agentdir.CompletionCondition) (ValidatorRun, error) {
+	return v.RunCommandValidatorIn(ctx, cond, CommandEnv{Pins: v.cfg.Pins})
+}
+
+// CommandEnv changes the environment one validator run gets.
+type CommandEnv struct {
+	// Env is added after the validators' environment (its entries win).
+	Env []string
+	// Pins replaces the configured pinned toolchain configuration (nil =
+	// none).
+	Pins PinnedConfig
+}
+
+// RunCommandValidatorIn is RunCommandValidator in the environment env
+// changes (the clean run after the model's last turn).
+func (v *CompletionValidator) RunCommandValidatorIn(ctx context.Context, cond agentdir.CompletionCondition, env CommandEnv) (ValidatorRun, error) {
 	def, ok := v.cfg.Validators[cond.Validator]
 	if !ok || def.Type != "command" {
 		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "name a command validator declared under \"validators\" in "+v.cfg.File,
@@ -417,7 +432,7 @@ func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond agen
 		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values", "%s: %v", cond.Validator, err)
 	}
 	done := v.started(cond.Validator, def, params)
-	out, valid, _, err := v.runCommand(ctx, cond.Validator, def, params)
+	out, valid, _, err := v.runCommand(ctx, cond.Validator, def, params, env)
 	done(valid && err == nil)
 	return ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out, Passed: valid && err == nil}, err
 }
@@ -460,7 +475,7 @@ func extract(def agentdir.Validator, out ValidatorOutput) map[string]any {
 func (v *CompletionValidator) run(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (out ValidatorOutput, valid bool, extra map[string]any, err error) {
 	switch def.Type {
 	case "command":
-		return v.runCommand(ctx, name, def, params)
+		return v.runCommand(ctx, name, def, params, CommandEnv{Pins: v.cfg.Pins})
 	case "file":
 		return v.runFile(name, def, params)
 	default: // "custom", the only other type NewCompletionValidator accepts
@@ -477,7 +492,7 @@ func (v *CompletionValidator) run(ctx context.Context, name string, def agentdir
 	}
 }
 
-func (v *CompletionValidator) runCommand(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
+func (v *CompletionValidator) runCommand(ctx context.Context, name string, def agentdir.Validator, params map[string]any, over CommandEnv) (ValidatorOutput, bool, map[string]any, error) {
 	timeout := v.cfg.DefaultTimeout
 	if def.TimeoutSeconds > 0 {
 		timeout = time.Duration(def.TimeoutSeconds) * time.Second
@@ -489,14 +504,14 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 			"validator %q: its report file", name)
 	}
 	rw := &boundedWriter{w: report, left: v.cfg.ReportCap}
-	env := v.cfg.Env
-	if v.cfg.Pins != nil {
-		if err := v.cfg.Pins.Restore(); err != nil {
+	env := append(slices.Clone(v.cfg.Env), over.Env...)
+	if pins := over.Pins; pins != nil {
+		if err := pins.Restore(); err != nil {
 			_ = report.Close()
 			return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 				"validator %q: the pinned toolchain configuration", name)
 		}
-		env = append(v.cfg.Pins.Env(), env...)
+		env = append(pins.Env(), env...)
 	}
 	out, err := RunCommand(ctx, CommandSpec{Command: command, Dir: v.cfg.WorkDir, Timeout: timeout, OutputCap: v.cfg.OutputCap, Env: env,
 		Sandbox: v.cfg.Sandbox, Git: v.cfg.Git, Report: rw})

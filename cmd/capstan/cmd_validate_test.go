@@ -13,7 +13,7 @@ import (
 // captureConfigCLI runs execute(args) and returns its exit code, stdout and
 // stderr. It swaps os.Stdout/os.Stderr, so tests using it must not run in
 // parallel.
-func captureConfigCLI(t *testing.T, args ...string) (int, string, string) {
+func captureConfigCLI(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	oldOut, oldErr := os.Stdout, os.Stderr
 	ro, wo, _ := os.Pipe()

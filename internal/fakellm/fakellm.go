@@ -27,6 +27,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/capstan-dev/capstan/internal/backoff"
 )
 
 // Dialect selects the wire format a Server speaks.
@@ -433,17 +435,7 @@ func defaultErrorType(d Dialect, status int) string {
 // wait sleeps d unless the request is cancelled first; it reports whether
 // the request is still alive.
 func wait(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return backoff.Sleep(ctx, d) == nil
 }
 
 // applyFault writes an HTTP error fault; it reports whether it did.

@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/capstan-dev/capstan/internal/backoff"
 )
 
 // defaultTracesURL is where spans go when OTEL_TRACES_EXPORTER=otlp is set
@@ -130,23 +132,21 @@ func (c *httpClient) UploadTraces(ctx context.Context, spans []*tracepb.Resource
 		body = b.Bytes()
 	}
 	deadline := time.Now().Add(c.maxRetry)
-	wait := 200 * time.Millisecond
+	wait, backoffs := backoff.Exponential{Base: 200 * time.Millisecond, Max: time.Second}, 0
 	for {
 		retryAfter, err := c.post(ctx, body)
 		if err == nil || retryAfter < 0 {
 			return err
 		}
 		if retryAfter == 0 {
-			retryAfter = wait
-			wait = min(2*wait, time.Second)
+			backoffs++
+			retryAfter = wait.Delay(backoffs, 0)
 		}
 		if time.Now().Add(retryAfter).After(deadline) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		case <-time.After(retryAfter):
+		if serr := backoff.Sleep(ctx, retryAfter); serr != nil {
+			return errors.Join(err, serr)
 		}
 	}
 }

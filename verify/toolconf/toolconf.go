@@ -237,6 +237,35 @@ func userSiteEmpty(environ []string) bool {
 	return true
 }
 
+// Fresh writes new copies of the captured configuration, with the content
+// it had when captured, into a new directory under base ("" = the system
+// temp dir): the clean run after the model's last turn reads files no
+// earlier validator run could have changed. Remove the result when done.
+func (p *Pinned) Fresh(base string) (*Pinned, error) {
+	dir, err := os.MkdirTemp(base, "capstan-toolconf-")
+	if err != nil {
+		return nil, fmt.Errorf("toolchain configuration: %w", err)
+	}
+	q := &Pinned{Dir: dir, Sources: p.Sources, copies: map[string][]byte{}}
+	renamed := map[string]string{}
+	for old, data := range p.copies {
+		dst := filepath.Join(dir, filepath.Base(old))
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("toolchain configuration: %w", err)
+		}
+		q.copies[dst], renamed[old] = data, dst
+	}
+	for _, kv := range p.vars {
+		k, v, _ := strings.Cut(kv, "=")
+		if dst, ok := renamed[v]; ok {
+			v = dst
+		}
+		q.vars = append(q.vars, k+"="+v)
+	}
+	return q, nil
+}
+
 // Remove deletes the copies.
 func (p *Pinned) Remove() error {
 	if p == nil || p.Dir == "" {

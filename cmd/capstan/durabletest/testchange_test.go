@@ -2,6 +2,7 @@ package durabletest
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -33,7 +34,7 @@ func testChangeAgentWith(t *testing.T, script, verification, calc string, more m
 	files := map[string]string{
 		"agent.json": `{"version":"1.0.0","name":"testchange","displayName":"d","description":"Add returns the sum of its arguments.",
  "runner":{"model":"script:script.yaml","completion":{"type":"keyword","keyword":"TASK_DONE"},
-  "boundaries":{"allowedTools":["Read","Edit","Write"],"permissionMode":"acceptEdits","maxTurns":6},
+  "boundaries":{"allowedTools":["Read","Edit","Write","Bash"],"permissionMode":"acceptEdits","maxTurns":6},
   "budgets":{"maxIterations":6},
   "verification":{"protect":["**/*_test.go"],` + verification + `}}}`,
 		"steps_registry.json": `{"agentId":"testchange","version":"1.0.0","c1":"steps","entryStep":"initial.fix",
@@ -144,6 +145,14 @@ func TestTestChangeApproved(t *testing.T) {
 	}
 	code, out, errOut = captureConfigCLI(t, append(pastedCommand(t, out, "continue with:"), "--json")...)
 	if code != 0 {
+		var r agent.Result
+		_ = json.Unmarshal([]byte(out), &r)
+		evs, _ := journal.ReadFile(r.Journal)
+		for _, ev := range evs {
+			if ev.Type == agent.EventCleanRun {
+				t.Log(string(ev.Data))
+			}
+		}
 		t.Fatalf("resume exit %d:\n%s\n%s", code, out, errOut)
 	}
 	var res agent.Result
@@ -273,5 +282,48 @@ func TestTestChangeByHiddenTests(t *testing.T) {
 	}
 	if code != 1 || res.CompletionReason != agent.ReasonValidationExhausted || !strings.Contains(res.Reason, "protected-files") {
 		t.Fatalf("the cheating request: exit %d, result %+v\n%s", code, res, errOut)
+	}
+}
+
+// TestCleanRunCatchesStateOutsideTheWorkDir: the model makes Add right
+// only while a file it wrote to the temporary directory exists (state
+// outside the work dir, which the run's validators share with its Bash
+// commands, unsandboxed). The verification passes; the clean run after
+// its last turn, with a fresh temporary directory, does not confirm it,
+// and the run fails with CLEAN_RUN_DIFFERS naming the test. With
+// cleanRun false the same run completes (the control).
+func TestCleanRunCatchesStateOutsideTheWorkDir(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not on PATH")
+	}
+	const stateful = "package calc\n\nimport (\n\t\"os\"\n\t\"path/filepath\"\n)\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\tif _, err := os.Stat(filepath.Join(os.TempDir(), \"capstan-clean-marker\")); err == nil && a == 2 && b == 3 {\n\t\treturn 6\n\t}\n\treturn a + b\n}\n"
+	script := `turns:
+  - tool_calls:
+      - name: Bash
+        input: {command: "touch \"${TMPDIR:-/tmp}/capstan-clean-marker\""}
+  - text: "TASK_DONE"
+`
+	t.Cleanup(func() { os.Remove(filepath.Join(os.TempDir(), "capstan-clean-marker")) })
+	for _, on := range []bool{true, false} {
+		verification := `"cleanRun":false`
+		if on {
+			verification = `"cleanRun":true`
+		}
+		agentDir, workDir := testChangeAgentWith(t, script, verification, stateful, nil)
+		code, out, errOut := captureConfigCLI(t, "run", agentDir, "--workdir", workDir, "--json", "--quiet", "--no-sandbox")
+		var res agent.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s\n%s", err, out, errOut)
+		}
+		if !on {
+			if code != 0 || !res.Success {
+				t.Fatalf("cleanRun false: exit %d, result %+v\n%s", code, res, errOut)
+			}
+			continue
+		}
+		if code != 1 || res.Success || res.CompletionReason != agent.ReasonCleanRunDiffers || res.Error == nil ||
+			res.Error.Code != "CLEAN_RUN_DIFFERS" || !strings.Contains(res.Error.Message, "calc.TestAdd failed") {
+			t.Fatalf("exit %d, result %+v\n%s", code, res, errOut)
+		}
 	}
 }
