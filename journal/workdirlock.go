@@ -64,30 +64,60 @@ func (s Store) LockWorkDir(workDir string) (*WorkDirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: open the work dir's lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flockHeld(f, path); err != nil {
 		f.Close()
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, fmt.Errorf("journal: lock %s: %w", path, err)
 		}
 		abs, _ := filepath.Abs(workDir)
-		busy := &BusyError{WorkDir: abs}
-		b, _ := os.ReadFile(path)
-		for _, field := range strings.Fields(string(b)) {
-			k, v, _ := strings.Cut(field, "=")
-			switch k {
-			case "run":
-				busy.RunID = v
-			case "pid":
-				busy.PID, _ = strconv.Atoi(v)
-			case "since":
-				busy.Since = v
-			}
-		}
+		busy := holder(path)
+		busy.WorkDir = abs
 		return nil, busy
 	}
 	l := &WorkDirLock{f: f, since: time.Now().UTC().Format(time.RFC3339)}
 	l.write("")
 	return l, nil
+}
+
+// releaseWait bounds how long LockWorkDir waits for a lock whose holder
+// has ended: a process the killed holder was starting can keep the lock
+// for the moment between its fork and its exec.
+const releaseWait = 5 * time.Second
+
+// flockHeld takes f's lock without blocking. While the lock is held but
+// the process the lock file names has ended (a run killed with SIGKILL a
+// moment ago), it tries again for up to releaseWait before it gives up
+// with EWOULDBLOCK.
+func flockHeld(f *os.File, path string) error {
+	deadline := time.Now().Add(releaseWait)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		if pid := holder(path).PID; pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH {
+			return err // a live holder (or one it cannot tell): busy
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holder reads who holds the lock from the lock file at path.
+func holder(path string) *BusyError {
+	busy := &BusyError{}
+	b, _ := os.ReadFile(path)
+	for _, field := range strings.Fields(string(b)) {
+		k, v, _ := strings.Cut(field, "=")
+		switch k {
+		case "run":
+			busy.RunID = v
+		case "pid":
+			busy.PID, _ = strconv.Atoi(v)
+		case "since":
+			busy.Since = v
+		}
+	}
+	return busy
 }
 
 // SetRun records the run id of the run that holds the lock, for the run
