@@ -177,3 +177,71 @@ func TestWorkDirGoCacheWarmsTheNextRun(t *testing.T) {
 		t.Errorf("a test result came from the cache:\n%s", out)
 	}
 }
+
+// A module with a dependency builds and tests in the sandbox from the
+// user's module cache, which commands read but cannot write; without it
+// the sandbox (no network) could not get the dependency.
+func TestGoModuleCacheIsReadOnlyInTheSandbox(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	out, err := statetest.GoCommand("env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	modCache := strings.TrimSpace(string(out))
+	sum, err := os.ReadFile("../go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sysSum []string
+	for _, line := range strings.Split(string(sum), "\n") {
+		if strings.HasPrefix(line, "golang.org/x/sys v0.49.0") {
+			sysSum = append(sysSum, line)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(modCache, "golang.org", "x", "sys@v0.49.0")); err != nil || len(sysSum) != 2 {
+		t.Fatalf("golang.org/x/sys v0.49.0 (a dependency of capstan) is not in the module cache %s (run go mod download): %v", modCache, err)
+	}
+	module := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod":    "module m\n\ngo 1.26.0\n\nrequire golang.org/x/sys v0.49.0\n",
+		"go.sum":    strings.Join(sysSum, "\n") + "\n",
+		"m.go":      "package m\n\nimport \"golang.org/x/sys/unix\"\n\nfunc M() int { return unix.Getpid() }\n",
+		"m_test.go": "package m\n\nimport \"testing\"\n\nfunc TestM(t *testing.T) { if M() <= 0 { t.Fatal() } }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(module, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(procenv.ForCommands(os.Environ(), nil), "GOTOOLCHAIN=local", "GOMODCACHE="+modCache)
+	ctx := context.Background()
+	c, err := NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Remove()
+	if seed, err := GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env, module); err != nil || c.Seed(seed) != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	run := func(command string) tool.CommandResult {
+		t.Helper()
+		res, err := (&CommandRunner{Runner: sharedRunner(t)}).WithCache(c).Run(ctx, tool.CommandSpec{Command: command, Dir: module,
+			Timeout: 5 * time.Minute, Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run("go test -count=1 ./..."); res.ExitCode != 0 {
+		t.Fatalf("go test of a module with a dependency: %+v", res)
+	}
+	marker := filepath.Join(modCache, "golang.org", "x", "sys@v0.49.0", "capstan-planted")
+	if res := run("touch " + marker + "; echo touched=$?"); !strings.Contains(res.Output, "touched=1") {
+		t.Errorf("a command could write the module cache: %s", res.Output)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		os.Remove(marker)
+		t.Fatal("a command planted a file in the module cache")
+	}
+}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,6 +115,74 @@ func confineToolchainDirs(env, readable, writable []string) []string {
 	return out
 }
 
+// goModCache is the Go module cache the user's go commands read (env's
+// GOMODCACHE, else the go env file's, else the first GOPATH entry's
+// pkg/mod, else ~/go/pkg/mod), when it exists outside the work dir: the
+// sandbox lets commands read it, never write it, so a module's tests
+// build from the dependencies already downloaded (the sandbox has no
+// network to download them) and nothing the model runs can change the
+// sources the user's own builds use. "" when there is none.
+func goModCache(env []string, workDir string) string {
+	get := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	file := goEnvFile(get("GOENV"))
+	dir := get("GOMODCACHE")
+	if dir == "" {
+		dir = file["GOMODCACHE"]
+	}
+	if dir == "" {
+		gopath := get("GOPATH")
+		if gopath == "" {
+			gopath = file["GOPATH"]
+		}
+		if first, _, _ := strings.Cut(gopath, string(filepath.ListSeparator)); first != "" {
+			dir = filepath.Join(first, "pkg", "mod")
+		} else if home := get("HOME"); home != "" {
+			dir = filepath.Join(home, "go", "pkg", "mod")
+		}
+	}
+	if !filepath.IsAbs(dir) {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return ""
+	}
+	if wd, err := filepath.EvalSymlinks(workDir); err != nil || under(real, []string{wd}) {
+		return ""
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return real
+}
+
+// goEnvFile reads the KEY=VALUE lines of the go env file at path (the
+// copy pinned at the run's start that GOENV names; nil when unset or
+// unreadable).
+func goEnvFile(path string) map[string]string {
+	if path == "" || path == "off" || !filepath.IsAbs(path) {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // Run runs spec.Command with bash -c in the sandbox. The environment is
 // spec.Env as given, except HOME and TMPDIR, which point to a private
 // temporary directory, and PATH, from which directories the sandbox cannot
@@ -190,13 +259,22 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (s Spec, clea
 	if maxOut <= 0 {
 		maxOut = 1 << 20
 	}
-	readable := append(append([]string{dir}, c.Runner.cfg.SystemPaths...), c.ReadOnly...)
+	readOnly := slices.Clone(c.ReadOnly)
+	modCache := goModCache(spec.Env, dir)
+	if modCache != "" {
+		readOnly = append(readOnly, modCache)
+	}
+	readable := append(append([]string{dir}, c.Runner.cfg.SystemPaths...), readOnly...)
+	env := confineToolchainDirs(confinePATH(spec.Env, readable), readable, []string{dir})
+	if modCache != "" {
+		env = append(env, "GOMODCACHE="+modCache)
+	}
 	s = Spec{
 		Argv:       argv,
 		Dir:        dir,
 		Writable:   []string{dir},
-		ReadOnly:   slices.Clone(c.ReadOnly),
-		Env:        confineToolchainDirs(confinePATH(spec.Env, readable), readable, []string{dir}),
+		ReadOnly:   readOnly,
+		Env:        env,
 		ReplaceEnv: true,
 		Timeout:    timeout,
 		Limits:     limits,
