@@ -66,14 +66,18 @@ func Server(tb testing.TB) string {
 		if err := cmd.Start(); err != nil {
 			tb.Fatalf("start %s: %v", cli, err)
 		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		// exited is closed when the server has ended (a port another
+		// process took a moment ago ends it at once): waitReady and stop
+		// both wait on it.
+		exited := make(chan struct{})
+		var waitErr error
+		go func() { waitErr = cmd.Wait(); close(exited) }()
 		stop := func() {
 			_ = cmd.Process.Kill()
 			<-exited
 			logf.Close()
 		}
-		if last = waitReady(addr, exited); last == nil {
+		if last = waitReady(addr, exited, &waitErr); last == nil {
 			tb.Cleanup(stop)
 			return addr
 		}
@@ -83,8 +87,9 @@ func Server(tb testing.TB) string {
 	return ""
 }
 
-// waitReady waits until the frontend at addr accepts a client.
-func waitReady(addr string, exited <-chan error) error {
+// waitReady waits until the frontend at addr accepts a client, or the
+// server ends (exited closed; *waitErr then says how).
+func waitReady(addr string, exited <-chan struct{}, waitErr *error) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -95,8 +100,8 @@ func waitReady(addr string, exited <-chan error) error {
 			return nil
 		}
 		select {
-		case werr := <-exited:
-			return fmt.Errorf("server exited: %v", werr)
+		case <-exited:
+			return fmt.Errorf("server exited: %v", *waitErr)
 		default:
 		}
 		if time.Now().After(deadline) {
