@@ -86,7 +86,9 @@ const releaseWait = 5 * time.Second
 
 // flockHeld takes f's lock without blocking. While the lock is held but
 // the process the lock file names has ended (a run killed with SIGKILL a
-// moment ago), it tries again for up to releaseWait before it gives up
+// moment ago), or the file names nobody (its holder is between taking
+// the lock and writing its note, or between clearing the note and
+// letting go), it tries again for up to releaseWait before it gives up
 // with EWOULDBLOCK.
 func flockHeld(f *os.File, path string) error {
 	deadline := time.Now().Add(releaseWait)
@@ -95,7 +97,7 @@ func flockHeld(f *os.File, path string) error {
 		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
 			return err
 		}
-		if pid := holder(path).PID; pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH {
+		if pid := holder(path).PID; pid > 0 && unix.Kill(pid, 0) != unix.ESRCH {
 			return err // a live holder (or one it cannot tell): busy
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -58,4 +58,24 @@ func TestWorkDirLockOfAnEndedHolder(t *testing.T) {
 		t.Fatalf("the lock of an ended holder was not taken once let go: %v", err)
 	}
 	l.Unlock()
+
+	// A lock file that names nobody (its holder cleared the note and is
+	// letting go, or took the lock and has not written it yet) is waited
+	// for too, not refused.
+	again, err := store.LockWorkDir(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		again.Unlock()
+	}()
+	l, err = store.LockWorkDir(wd)
+	if err != nil {
+		t.Fatalf("a lock whose note is empty was not taken once let go: %v", err)
+	}
+	l.Unlock()
 }
