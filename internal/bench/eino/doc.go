@@ -6,4 +6,7 @@
 // at the repository's root does not build it; run it from this folder:
 //
 //	go test -run XXX -bench . -benchtime 200x -cpu 1
+//
+// When capstan's own go.mod changes, `go mod tidy` here brings this
+// module's requirements along.
 package eino
