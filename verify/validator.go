@@ -30,7 +30,6 @@ import (
 	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Validator defaults.
@@ -531,7 +530,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 	}
 	// The output goes to the journal and into retry prompts: no secret
 	// value in it.
-	out.Stdout, out.Stderr = builtin.RedactSecrets(out.Stdout), builtin.RedactSecrets(out.Stderr)
+	out.Stdout, out.Stderr = procenv.RedactSecrets(out.Stdout), procenv.RedactSecrets(out.Stderr)
 	return out, met, nil, nil
 }
 
