@@ -20,6 +20,9 @@
 // accepts values that marshal to the documented journal fields
 // (docs/journal.md). Events that come once per run or per pipeline stage
 // are read through JSON; none that comes every iteration is.
+//
+// Setup (otelenv.go) decides where the spans go, from the standard OTEL_*
+// environment variables: an OTLP/HTTP endpoint, the console, or nowhere.
 package tracing
 
 import (

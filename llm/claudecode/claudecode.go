@@ -336,8 +336,7 @@ func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
 }
 
 // Query implements llm.Bridge. A resume of a session the CLI does not know
-// is retried once as a new session, with SessionRenewed set (seed 002
-// reconnect).
+// is retried once as a new session, with SessionRenewed set.
 func (b *Bridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*llm.QueryResult, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
