@@ -50,7 +50,8 @@ import (
 // State is a lifecycle state.
 type State string
 
-// Lifecycle states (seed 000: Created → Started → Stopped, one way).
+// Lifecycle states: an agent goes Created → Started → Stopped, one way,
+// never back.
 const (
 	Created State = "created"
 	Started State = "started"
@@ -150,8 +151,8 @@ func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent,
 	return New(ctx, opts)
 }
 
-// New creates an agent's dependencies in seed 002's order — logger
-// (journal), prompt resolver, completion handler, SDK bridge (with its
+// New creates an agent's dependencies, each before the ones that use it —
+// logger (journal), prompt resolver, completion handler, SDK bridge (with its
 // tools), action system (step flow) — and returns it in state Created.
 // The configuration's rules are checked by the same code `capstan validate`
 // runs (see ValidateOptions), so an agent that validates also builds.

@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// Built-in failure pattern names (seed 004). They are usable in a
+// Built-in failure pattern names. They are usable in a
 // validator's failurePattern without declaring them in completionPatterns;
 // a registry pattern of the same name overrides the built-in.
 const (

@@ -133,9 +133,8 @@ type PinnedConfig interface {
 	Restore() error
 }
 
-// CompletionValidator is seed 004's CompletionValidator: it checks the
-// world (commands, files, Go validators) and names the failure pattern of
-// the first condition that does not hold.
+// CompletionValidator checks the world (commands, files, Go validators) and
+// names the failure pattern of the first condition that does not hold.
 type CompletionValidator struct {
 	cfg ValidatorConfig
 	// built holds what NewCompletionValidator made of each definition.
@@ -345,10 +344,9 @@ func (v *CompletionValidator) Has(name string) bool {
 // MaxFileSize bounds what a file validator reads to validate content.
 const MaxFileSize = 16 << 20
 
-// Validate runs conditions in order and stops at the first that fails
-// (seed 004 flow). The result names that validator's failurePattern and
-// carries the params its extractParams extract from its output. A
-// validator named twice runs once (the first condition naming it counts).
+// Validate runs conditions in order and stops at the first that fails. The
+// result names that validator's failurePattern and carries the params its
+// extractParams extract from its output. A validator named twice runs once (the first condition naming it counts).
 // An error means a validator could not be run at all (VALIDATOR_ERROR) or
 // ctx ended.
 func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (ValidationResult, error) {
