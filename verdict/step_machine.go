@@ -22,10 +22,12 @@ const (
 	TypeSubStep = "subStep"
 )
 
-// DefaultLoopLimit is seed 000's STEP_LOOP_LIMIT.
+// DefaultLoopLimit is how many times in a row one step may be entered
+// before the run stops as looping (STEP_LOOP_LIMIT), when the registry sets
+// no stepLoopLimit.
 const DefaultLoopLimit = 10
 
-// DefaultMaxRetries is a retry policy's maxRetries when unset (seed 000).
+// DefaultMaxRetries is a retry policy's maxRetries when unset.
 const DefaultMaxRetries = 3
 
 // Move kinds.
@@ -107,7 +109,8 @@ type ReturnState struct {
 	Target string `json:"target"` // the escalation step
 }
 
-// Machine is seed 002's StepMachine over steps_registry.json.
+// Machine walks the steps of steps_registry.json: it knows the current
+// step, applies each step's transitions, and counts entries and retries.
 type Machine struct {
 	reg   *agentdir.Registry // read-only
 	opts  MachineOptions
@@ -457,7 +460,7 @@ func (m *Machine) enterStep(id string) {
 }
 
 // Transition applies the outcome of running the current step once and
-// returns the move taken (seed 000 transition contract):
+// returns the move taken:
 //   - a check's onPass/onFail with "complete" completes the step flow;
 //     with "next" goes there (loops A→B→A are allowed and counted);
 //     with "retry" runs the same step again with the same prompt, under its
