@@ -22,9 +22,9 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
+	"github.com/capstan-dev/capstan/procenv"
 
 	"github.com/capstan-dev/capstan/schema"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Validator defaults.
@@ -523,7 +523,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 	}
 	// The output goes to the journal and into retry prompts: no secret
 	// value in it.
-	out.Stdout, out.Stderr = builtin.RedactSecrets(out.Stdout), builtin.RedactSecrets(out.Stderr)
+	out.Stdout, out.Stderr = procenv.RedactSecrets(out.Stdout), procenv.RedactSecrets(out.Stderr)
 	return out, met, nil, nil
 }
 
