@@ -120,53 +120,6 @@ printed after "continue with:" resumes it.`,
 	return cmd
 }
 
-// agentDirArg finds DIR among raw args and returns it with the other
-// args. Flags may come before DIR: capstan's own value flags take their
-// value, and of the remaining words the first that is an agent folder (it
-// holds agent.json) is DIR, so "run --name bob examples/hello" reads DIR
-// as examples/hello. Without such a folder, the first word is DIR (and
-// loading it reports what is wrong). Put DIR first when a parameter's
-// value is itself an agent folder.
-func agentDirArg(args []string) (string, []string) {
-	without := func(i, n int) []string { return append(append([]string{}, args[:i]...), args[i+n:]...) }
-	first := -1
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			if i+1 < len(args) {
-				return args[i+1], without(i, 2)
-			}
-			return "", args
-		case isValueFlag(a):
-			i++ // skip the flag's value
-		case !strings.HasPrefix(a, "-"):
-			if isAgentDir(a) {
-				return a, without(i, 1)
-			}
-			if first < 0 {
-				first = i
-			}
-		}
-	}
-	if first >= 0 {
-		return args[first], without(first, 1)
-	}
-	return "", args
-}
-
-// isValueFlag reports whether a is one of capstan's own flags of run that
-// takes its value as the next argument.
-func isValueFlag(a string) bool {
-	switch a {
-	case "--model", "--base-url", "--workdir", "--max-iterations",
-		"--connect-timeout", "--first-byte-timeout", "--stream-idle-timeout", "--max-retry-after",
-		"--temporal", "--namespace", "--task-queue", "--repo", "--worker-timeout", "--continue-every":
-		return true
-	}
-	return false
-}
-
 // checkBaseURL refuses a --base-url that carries a credential, naming the
 // flag, before anything is announced or recorded (the run would refuse it
 // too, naming it for Go callers).
@@ -194,6 +147,9 @@ func runAgent(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		}
 		return withExit(exitUsage, errors.New("run: missing agent directory (usage: capstan run DIR [--<parameter> VALUE ...])"))
+	}
+	if err := mistypedFlagBeforeDir(args, dir); err != nil {
+		return withExit(exitUsage, fmt.Errorf("run: %w", err))
 	}
 	def, err := loadPinnedWithDefaults(dir, modelArg(rest))
 	if err != nil {

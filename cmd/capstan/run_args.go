@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -18,6 +19,99 @@ import (
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
+
+// agentDirArg finds DIR among raw args and returns it with the other
+// args. Flags may come before DIR: capstan's own value flags take their
+// value, and of the remaining words the first that is an agent folder (it
+// holds agent.json) is DIR, so "run --name bob examples/hello" reads DIR
+// as examples/hello. Without such a folder, the first word is DIR (and
+// loading it reports what is wrong). Put DIR first when a parameter's
+// value is itself an agent folder.
+func agentDirArg(args []string) (string, []string) {
+	without := func(i, n int) []string { return append(append([]string{}, args[:i]...), args[i+n:]...) }
+	first := -1
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1], without(i, 2)
+			}
+			return "", args
+		case isValueFlag(a):
+			i++ // skip the flag's value
+		case !strings.HasPrefix(a, "-"):
+			if isAgentDir(a) {
+				return a, without(i, 1)
+			}
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if first >= 0 {
+		return args[first], without(first, 1)
+	}
+	return "", args
+}
+
+// runOwnFlags is the flag set of run as runFlags registers it, read by
+// isValueFlag so that the words it skips are exactly run's own value
+// flags.
+var runOwnFlags = sync.OnceValue(func() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	var f runFlags
+	f.registerRun(fs)
+	registerAccept(fs, &f.acceptChanged)
+	return fs
+})
+
+// runOwnFlag is run's own flag that the word a names (--name, or -x for
+// a shorthand), nil when a is not one (an agent parameter, a value, or
+// --name=value, whose value is in the word).
+func runOwnFlag(a string) *pflag.Flag {
+	if name, ok := strings.CutPrefix(a, "--"); ok {
+		if name == "" || strings.Contains(name, "=") {
+			return nil
+		}
+		return runOwnFlags().Lookup(name)
+	}
+	if len(a) == 2 && a[0] == '-' {
+		return runOwnFlags().ShorthandLookup(a[1:])
+	}
+	return nil
+}
+
+// isValueFlag reports whether a is one of capstan's own flags of run that
+// takes its value as the next argument.
+func isValueFlag(a string) bool {
+	f := runOwnFlag(a)
+	return f != nil && f.NoOptDefVal == ""
+}
+
+// mistypedFlagBeforeDir reports a flag before dir that is neither one of
+// run's own nor can be the agent's (dir is no agent folder, so the agent's
+// parameters are not known) but is close to one of run's: "run --modle x"
+// reads x as DIR, and the user meant --model.
+func mistypedFlagBeforeDir(args []string, dir string) error {
+	if isAgentDir(dir) {
+		return nil
+	}
+	for _, a := range args {
+		if a == dir || a == "--" {
+			return nil
+		}
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok || runOwnFlag(a) != nil {
+			continue
+		}
+		name, _, _ = strings.Cut(name, "=")
+		if near := nearestFlag(runOwnFlags(), name); near != "" {
+			return fmt.Errorf("unknown flag: --%s; did you mean --%s? (and %q is no agent folder)", name, near, dir)
+		}
+	}
+	return nil
+}
 
 // isAgentDir reports whether dir holds an agent definition.
 func isAgentDir(dir string) bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/spf13/pflag"
 )
 
 // Flags may come before DIR: a parameter flag's value is not taken for
@@ -154,5 +155,56 @@ func TestContinueWithRaisesIterationBudget(t *testing.T) {
 	code, out, errOut := captureConfigCLI(t, append(args, "--json")...)
 	if code != 0 || !strings.Contains(out, `"completionReason": "completed"`) {
 		t.Fatalf("pasted %q: exit %d\n%s\n%s", line, code, out, errOut)
+	}
+}
+
+// Every flag of run that takes a value takes the next word as that value
+// when DIR is looked for, whichever flag it is (the set is read from run's
+// own flags, so a flag added later is covered), and a bool flag does not.
+func TestRunValueFlagsSkipTheirValue(t *testing.T) {
+	hello := "../../examples/hello"
+	runOwnFlags().VisitAll(func(f *pflag.Flag) {
+		dir, _ := agentDirArg([]string{"--" + f.Name, "some-value", hello})
+		takesValue := f.NoOptDefVal == ""
+		if takesValue && dir != hello {
+			t.Errorf("--%s some-value %s: DIR = %q", f.Name, hello, dir)
+		}
+		if !takesValue && isValueFlag("--"+f.Name) {
+			t.Errorf("--%s takes no value but is read as taking one", f.Name)
+		}
+	})
+	if dir, _ := agentDirArg([]string{"-q", hello}); dir != hello {
+		t.Errorf("-q %s: DIR = %q", hello, dir)
+	}
+}
+
+// A mistyped flag of run before a word that is no agent folder is named
+// with the flag meant, not reported as a missing folder named after the
+// flag's value; pasted with the suggestion, the command runs.
+func TestRunMistypedFlagBeforeDir(t *testing.T) {
+	wd := t.TempDir()
+	// With an agent folder among the words, the agent's flags are known,
+	// and --modle is reported as unknown for it.
+	code, _, errOut := captureConfigCLI(t, "run", "--modle", "script", "../../examples/hello", "--workdir", wd, "-q")
+	if code != exitUsage || !strings.Contains(errOut, "unknown flag: --modle; did you mean --model?") {
+		t.Fatalf("run --modle script DIR: exit %d: %s", code, errOut)
+	}
+	// Pasted as suggested, it runs.
+	if code, _, errOut = captureConfigCLI(t, "run", "--model", "script", "../../examples/hello", "--workdir", wd, "-q"); code != 0 {
+		t.Fatalf("run --model script DIR: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = captureConfigCLI(t, "run", "--modle", "x")
+	if code != exitUsage || !strings.Contains(errOut, "unknown flag: --modle; did you mean --model?") || strings.Contains(errOut, "CONFIG_NOT_FOUND") {
+		t.Fatalf("run --modle x: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = captureConfigCLI(t, "run", "--workdirr", wd, "missing-folder")
+	if code != exitUsage || !strings.Contains(errOut, "did you mean --workdir?") {
+		t.Fatalf("run --workdirr: exit %d: %s", code, errOut)
+	}
+	// A parameter-like flag far from every flag of run is left for the
+	// folder's error, which names the folder.
+	code, _, errOut = captureConfigCLI(t, "run", "--issue", "7", "missing-folder")
+	if code != exitUsage || !strings.Contains(errOut, "CONFIG_NOT_FOUND") {
+		t.Fatalf("run --issue 7 missing-folder: exit %d: %s", code, errOut)
 	}
 }

@@ -1,12 +1,10 @@
 package durabletest
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
 )
 
 // effectAgent's one iteration makes one Bash call that appends a line to
@@ -38,85 +35,11 @@ func effectAgent(t *testing.T) string {
 	})
 }
 
-// ledgerTrials is how many kills TestToolLedgerKilledMidCall lands
-// (CAPSTAN_LEDGER_TRIALS overrides the 50).
-func ledgerTrials(t *testing.T) int {
-	if v := os.Getenv("CAPSTAN_LEDGER_TRIALS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("CAPSTAN_LEDGER_TRIALS=%q is not a positive number", v)
-		}
-		return n
-	}
-	return 50
-}
-
 // ledgerTrial is what one kill left in the journal and what the resume
 // made of it.
 type ledgerTrial struct {
 	intent, recorded, told bool
 	starts, lines          int
-}
-
-// bashCallState reads iteration 1 of a journal: whether the Bash call was
-// journaled as an intent, whether its result was recorded, and whether
-// the model was told that it was interrupted (a result saying so).
-func bashCallState(t *testing.T, path string) (intent, recorded, told bool) {
-	t.Helper()
-	events, _, err := journal.ReadChecked(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range events {
-		if ev.Iteration != 1 {
-			continue
-		}
-		switch ev.Type {
-		case journal.ToolIntent:
-			intent = true
-		case journal.ToolCall:
-			var u llm.ToolUse
-			if json.Unmarshal(ev.Data, &u) == nil && u.Name == "Bash" {
-				if strings.HasPrefix(u.Output, "not run again: an earlier attempt of this Bash call") {
-					told = true
-				} else if !u.Replayed {
-					recorded = true
-				}
-			}
-		}
-	}
-	return intent, recorded, told
-}
-
-// interruptedLine is the line ("line-N") that the Bash call the ledger
-// reported as interrupted in the journal at path was to append, or "".
-func interruptedLine(t *testing.T, path string) string {
-	t.Helper()
-	events, _, err := journal.ReadChecked(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range events {
-		var u llm.ToolUse
-		if ev.Type == journal.ToolCall && json.Unmarshal(ev.Data, &u) == nil && strings.HasPrefix(u.Output, "not run again: an earlier attempt of this ") {
-			if m := regexp.MustCompile(`line-[0-9]+`).FindString(string(u.Input)); m != "" {
-				return m
-			}
-			t.Fatalf("the interrupted call's input names no line: %s", u.Input)
-		}
-	}
-	return ""
-}
-
-func countLines(t *testing.T, p string) int {
-	data, err := os.ReadFile(p)
-	if os.IsNotExist(err) {
-		return 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(string(data), "\n")
 }
 
 // TestToolLedgerKilledMidCall is the tool-effect ledger's acceptance test
@@ -133,7 +56,7 @@ func TestToolLedgerKilledMidCall(t *testing.T) {
 	}
 	agentDir := effectAgent(t)
 	store := testStore(t)
-	trials := ledgerTrials(t)
+	trials := clitest.LedgerTrials(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d, %d trials", seed, trials)
 	var mu sync.Mutex
@@ -187,7 +110,7 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 	// next 0.45 s (the command runs 0.3 s; its result is journaled after).
 	starts := filepath.Join(wd, "starts.txt")
 	deadline := time.Now().Add(30 * time.Second)
-	for countLines(t, starts) == 0 {
+	for clitest.CountLines(t, starts) == 0 {
 		select {
 		case err := <-done:
 			t.Fatalf("run ended before its Bash call started: %v", err)
@@ -215,15 +138,15 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 	}
 	id, path := list[0].ID, list[0].Path
 	var r ledgerTrial
-	r.intent, r.recorded, _ = bashCallState(t, path)
-	linesAtKill := countLines(t, filepath.Join(wd, "effect.txt"))
+	r.intent, r.recorded, _ = clitest.BashCallState(t, path)
+	linesAtKill := clitest.CountLines(t, filepath.Join(wd, "effect.txt"))
 	code, stdout, stderr := captureConfigCLI(t, "resume", id, "--quiet")
 	if code != 0 && !strings.Contains(stderr, "already completed") {
 		t.Fatalf("resume %s: exit %d\nstdout:\n%s\nstderr:\n%s", id, code, stdout, stderr)
 	}
-	_, _, r.told = bashCallState(t, path)
-	r.starts = countLines(t, starts)
-	r.lines = countLines(t, filepath.Join(wd, "effect.txt"))
+	_, _, r.told = clitest.BashCallState(t, path)
+	r.starts = clitest.CountLines(t, starts)
+	r.lines = clitest.CountLines(t, filepath.Join(wd, "effect.txt"))
 	switch {
 	case r.recorded:
 		if r.lines != 1 || r.starts != 1 || r.told {
@@ -263,7 +186,7 @@ func TestEmptyJournalNamesItsAgent(t *testing.T) {
 	}
 	_ = w.Close()
 	code, stdout, _ := captureConfigCLI(t, "runs", "--workdir", wd)
-	if code != 0 || !regexpLine(stdout, `^20261206T000000Z-e0e0e0\s+effect\s+empty`) {
+	if code != 0 || !clitest.HasLine(stdout, `^20261206T000000Z-e0e0e0\s+effect\s+empty`) {
 		t.Fatalf("runs: exit %d\n%s", code, stdout)
 	}
 	code, _, stderr := captureConfigCLI(t, "resume", "20261206T000000Z-e0e0e0")
@@ -277,7 +200,7 @@ func TestEmptyJournalNamesItsAgent(t *testing.T) {
 	if out, err := sh.CombinedOutput(); err != nil {
 		t.Fatalf("the pasted hint %q: %v\n%s", hint, err, out)
 	}
-	if got := countLines(t, filepath.Join(wd, "effect.txt")); got != 1 {
+	if got := clitest.CountLines(t, filepath.Join(wd, "effect.txt")); got != 1 {
 		t.Fatalf("the run started by the hint appended %d lines", got)
 	}
 }

@@ -1,4 +1,4 @@
-package durabletest
+package clustertest
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package durabletest
+package clustertest
 
 import (
 	"bufio"
@@ -179,7 +179,7 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 		if bytes.Contains(hist, []byte(fakeKey)) || bytes.Contains(hist, []byte("capstanTemporalSecret")) {
 			t.Errorf("run %s: the API key is in the workflow history", id)
 		}
-		if cut := interruptedLine(t, found.Path); cut != "" {
+		if cut := clitest.InterruptedLine(t, found.Path); cut != "" {
 			// The kill cut a Bash call that the journal had not recorded
 			// as finished (nor the worker's checkpoint): the tool-effect
 			// ledger did not run it again but told the model, which this
@@ -260,7 +260,7 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 		t.Fatalf("capstan runs --temporal: %v", err)
 	}
 	for _, id := range ids {
-		if !told[id] && !regexpLine(string(lout), id+`\s+completed\s+completed\s+4\s+counter`) {
+		if !told[id] && !clitest.HasLine(string(lout), id+`\s+completed\s+completed\s+4\s+counter`) {
 			t.Errorf("capstan runs --temporal does not list %s as completed:\n%s", id, lout)
 		}
 	}
@@ -307,7 +307,7 @@ func TestTemporalCancel(t *testing.T) {
 	if jerr := json.Unmarshal(stdout.Bytes(), &res); jerr != nil {
 		t.Fatalf("--json after Ctrl-C: %v (%v)\n%s", jerr, err, strings.Join(lines, "\n"))
 	}
-	if code := exitCode(err); code != 130 || res.CompletionReason != "canceled" || res.Iterations != 1 {
+	if code := clitest.ExitCode(err); code != 130 || res.CompletionReason != "canceled" || res.Iterations != 1 {
 		t.Fatalf("Ctrl-C: exit %d, result %+v", code, res)
 	}
 
@@ -329,8 +329,8 @@ func TestTemporalCancel(t *testing.T) {
 	// A run that has ended cannot be canceled: the server would accept
 	// the request and ignore it, so capstan says so instead.
 	out, err := cliCommand("cancel", id, "--temporal", addr).CombinedOutput()
-	if exitCode(err) != exitUsage || !strings.Contains(string(out), "already ended") || !strings.Contains(string(out), "capstan show "+id) {
-		t.Fatalf("cancel of an ended run: exit %d\n%s", exitCode(err), out)
+	if clitest.ExitCode(err) != exitUsage || !strings.Contains(string(out), "already ended") || !strings.Contains(string(out), "capstan show "+id) {
+		t.Fatalf("cancel of an ended run: exit %d\n%s", clitest.ExitCode(err), out)
 	}
 }
 
@@ -446,25 +446,6 @@ func historySize(t *testing.T, c client.Client, id string) int {
 		n += proto.Size(ev)
 	}
 	return n
-}
-
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	return -1
-}
-
-func regexpLine(s, pattern string) bool {
-	for _, line := range strings.Split(s, "\n") {
-		if ok, _ := regexp.MatchString(pattern, line); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // historyJSON returns the run's workflow history (every run of it, when it

@@ -1,4 +1,4 @@
-package durabletest
+package clustertest
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
 	"github.com/capstan-dev/capstan/scaleout"
 )
@@ -59,7 +60,7 @@ func TestTemporalToolLedgerKilledWorker(t *testing.T) {
 	store := testStore(t)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 29))
-	rounds := max(1, (ledgerTrials(t)+7)/8)
+	rounds := max(1, (clitest.LedgerTrials(t)+7)/8)
 	t.Logf("seed %d, %d rounds of 8 runs", seed, rounds)
 	victim := startWorker(t, addr, filepath.Join(roots, "w0"))
 	var trials, recorded, told int
@@ -78,7 +79,7 @@ func TestTemporalToolLedgerKilledWorker(t *testing.T) {
 		// the next 0.35 s, before, during or after their appends.
 		deadline := time.Now().Add(2 * time.Minute)
 		for _, id := range ids {
-			for countLines(t, filepath.Join(out, id+".starts")) == 0 {
+			for clitest.CountLines(t, filepath.Join(out, id+".starts")) == 0 {
 				if time.Now().After(deadline) {
 					t.Fatalf("round %d: run %s did not start its Bash call:\n%s", round, id, victim.Stderr.String())
 				}
@@ -109,8 +110,8 @@ func TestTemporalToolLedgerKilledWorker(t *testing.T) {
 				t.Fatalf("round %d: journal of %s: %v", round, id, err)
 			}
 			var s atKill
-			s.intent, s.recorded, _ = bashCallState(t, found.Path)
-			s.lines = countLines(t, filepath.Join(out, id+".effect"))
+			s.intent, s.recorded, _ = clitest.BashCallState(t, found.Path)
+			s.lines = clitest.CountLines(t, filepath.Join(out, id+".effect"))
 			state[id] = s
 		}
 		victim = startWorker(t, addr, filepath.Join(roots, "w"+strconv.Itoa(round+1)))
@@ -123,10 +124,10 @@ func TestTemporalToolLedgerKilledWorker(t *testing.T) {
 				t.Fatalf("round %d: run %s did not complete: %v %+v\n%s", round, id, err, res, victim.Stderr.String())
 			}
 			found, _ := store.Find("", id)
-			_, _, isTold := bashCallState(t, found.Path)
+			_, _, isTold := clitest.BashCallState(t, found.Path)
 			s := state[id]
-			starts := countLines(t, filepath.Join(out, id+".starts"))
-			lines := countLines(t, filepath.Join(out, id+".effect"))
+			starts := clitest.CountLines(t, filepath.Join(out, id+".starts"))
+			lines := clitest.CountLines(t, filepath.Join(out, id+".effect"))
 			trials++
 			switch {
 			case s.recorded:

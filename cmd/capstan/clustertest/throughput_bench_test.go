@@ -1,4 +1,4 @@
-package durabletest
+package clustertest
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // three one after another, so they see the same load; it reports each
 // one's runs/min and the Temporal figures over local's.
 //
-//	go test ./cmd/capstan -run '^$' -bench TemporalThroughput -benchtime 3x
+//	go test ./cmd/capstan/clustertest -run '^$' -bench TemporalThroughput -benchtime 3x
 //
 // CAPSTAN_BENCH_RUNS sets the runs per mode and round (default 40);
 // CAPSTAN_BENCH_CONCURRENT passes --max-concurrent to the workers.
