@@ -255,8 +255,7 @@ func paramFlagNames(def *agentdir.Agent) []string {
 // and the result, and maps the outcome to an exit code.
 func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *agentdir.SnapshotResume) error {
 	stderr := cmd.ErrOrStderr()
-	// Seed 002 loadAndValidate: configuration warnings are logged, not
-	// swallowed (they are also in the journal).
+	// Configuration warnings are printed, not swallowed (they are also in the journal).
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, problemLine(def.Dir(), w))
 	}
