@@ -39,7 +39,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
-	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/verify"
@@ -50,7 +49,8 @@ import (
 // State is a lifecycle state.
 type State string
 
-// Lifecycle states (seed 000: Created → Started → Stopped, one way).
+// Lifecycle states: an agent goes Created → Started → Stopped, one way,
+// never back.
 const (
 	Created State = "created"
 	Started State = "started"
@@ -150,8 +150,8 @@ func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent,
 	return New(ctx, opts)
 }
 
-// New creates an agent's dependencies in seed 002's order — logger
-// (journal), prompt resolver, completion handler, SDK bridge (with its
+// New creates an agent's dependencies, each before the ones that use it —
+// logger (journal), prompt resolver, completion handler, SDK bridge (with its
 // tools), action system (step flow) — and returns it in state Created.
 // The configuration's rules are checked by the same code `capstan validate`
 // runs (see ValidateOptions), so an agent that validates also builds.
@@ -279,7 +279,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
 	// The model's streamed text reaches every consumer, an embedder's
 	// too, with secret values replaced, as the journal has it.
-	a.emit.RedactModelOutput(builtin.NewStreamRedactor(environ))
+	a.emit.RedactModelOutput(procenv.NewStreamRedactor(environ))
 	a.buildLedger()
 	a.built++ // logger
 	// 2. prompt resolver

@@ -119,7 +119,7 @@ type Config struct {
 	ValidatorCache *sandbox.Cache
 	// Params are raw parameter values keyed by parameter name, as given on
 	// the command line; they are type-checked and defaulted by the
-	// definition (seed 000 variable mapping) and become {uv-<name>} prompt
+	// definition's parameters and become {uv-<name>} prompt
 	// variables. A resumed run reuses the recorded values when Params is nil.
 	Params map[string]string
 	// Resume continues the run recorded in this journal instead of starting

@@ -28,7 +28,7 @@ const (
 // step's prompt (or the pending retry prompt); afterwards the verdict stage
 // decides what the iteration means (format, step check, completion,
 // verification), and the flow keeps the retry prompt it chose for the next
-// iteration (seed 004).
+// iteration.
 type flow struct {
 	a       *Agent
 	system  string

@@ -25,8 +25,8 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 )
 
-// HardLimit is the absolute iteration cap of seed 002, independent of any
-// configuration.
+// HardLimit is the most iterations any run may start, whatever its
+// configuration says; a run that reaches it stops with HARD_LIMIT.
 const HardLimit = 100
 
 // Completion reasons reported in Result.CompletionReason.
@@ -42,7 +42,9 @@ const (
 	ReasonError         = "error"          // an error ended the run
 )
 
-// RuntimeContext is seed 000's RuntimeContext.
+// RuntimeContext is the state a run carries from iteration to iteration:
+// the session, the iteration count, the summaries so far and the carry. A
+// resumed run starts from the one its journal restores.
 type RuntimeContext struct {
 	// SessionID is the session to continue; "" means a new session.
 	SessionID string
@@ -138,7 +140,10 @@ type LoopConfig struct {
 	Continuable bool
 }
 
-// Loop is seed 000's Loop.
+// Loop runs iterations: each one asks the flow for a prompt, queries the
+// model, records the iteration, and lets the flow decide whether the run
+// goes on, until the flow reports completion or a limit, a budget, an
+// error or the caller stops it.
 type Loop struct {
 	cfg LoopConfig
 	// Event payloads, reused from iteration to iteration so that emitting
@@ -164,8 +169,8 @@ func NewLoop(cfg LoopConfig) (*Loop, error) {
 	return &Loop{cfg: cfg}, nil
 }
 
-// Result is seed 000's AgentResult as the loop knows it; the agent layer
-// adds run identity.
+// LoopResult is how a run of the loop ended, as the loop knows it; the
+// agent adds the run's identity to make a Result.
 type LoopResult struct {
 	Success          bool
 	CompletionReason string
@@ -182,8 +187,7 @@ type LoopResult struct {
 // Run drives iterations until completion or a limit. rc.Iteration must be
 // 0 for a new run; a resumed run passes the restored context. Run always
 // returns a Result; its Success is true only when the flow reported
-// completion, and otherwise its Err is set (seed 000 Loop.run
-// postcondition).
+// completion, and otherwise its Err is set.
 func (l *Loop) Run(ctx context.Context, rc *RuntimeContext) *LoopResult {
 	s := l.Begin(rc, l.cfg.Now())
 	for {
@@ -347,7 +351,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, 
 			outcome.Err = stopError(reasonForError(ctx, ctx.Err()))
 		}
 		if outcome.Err == nil {
-			// Seed 000 Loop.run: success, or an error is set.
+			// A run that did not succeed always says why in an error.
 			outcome.Err = agenterr.New(agenterr.CodeAborted, agenterr.LayerLoop, false, "%s", outcome.Reason)
 		}
 		reason := outcome.CompletionReason
@@ -470,8 +474,8 @@ func (it *iterationState) queryBridge(ctx context.Context) (*llm.QueryResult, er
 }
 
 // reconnect reports whether a query that failed because the backend lost
-// its session is to be asked again, once, in a new session (seed 002
-// reconnect); it journals the warning and forgets the session.
+// its session is to be asked again, once, in a new session (a reconnect);
+// it journals the warning and forgets the session.
 //
 //go:noinline
 func (l *Loop) reconnect(it *iterationState, err error) bool {

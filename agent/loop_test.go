@@ -74,7 +74,7 @@ func checkInvariant(t *testing.T, rc *RuntimeContext, res *LoopResult) {
 			t.Fatalf("summary %d has iteration %d", i, s.Iteration)
 		}
 	}
-	// Seed 000 Loop.run: success, or an error is set.
+	// A run succeeds, or an error says why it did not.
 	if res.Success == (res.Err != nil) {
 		t.Fatalf("success=%v with err=%v", res.Success, res.Err)
 	}

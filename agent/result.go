@@ -13,7 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/verify"
 )
 
-// Result is seed 000's AgentResult: how a run ended. It is what `capstan run
+// Result is how a run ended (climpt calls it AgentResult). It is what `capstan run
 // --json` prints and what the run.end journal event carries.
 type Result struct {
 	Success bool `json:"success"`

@@ -290,26 +290,7 @@ func verdictCompletion(v Verdict, params map[string]Parameter, ptr, vptr string,
 	case VerdictDetectGraph:
 		return Completion{Type: "stepFlow"}
 	case VerdictPollState:
-		param := cfg.IssueParam
-		if param == "" {
-			param = "issue"
-		}
-		opts := map[string]json.RawMessage{}
-		opts["resource"], _ = json.Marshal("issue")
-		if _, ok := params[param]; ok {
-			opts["number"], _ = json.Marshal("${" + param + "}")
-		}
-		if _, ok := params[RepositoryParam]; ok {
-			opts["repo"], _ = json.Marshal("${" + RepositoryParam + "}")
-		}
-		var state string
-		if json.Unmarshal(cfg.TargetState, &state) == nil && state != "" {
-			opts["state"], _ = json.Marshal(strings.ToUpper(state))
-		}
-		al.set(ptr+"/options/number", cp+"/issueParam")
-		al.set(ptr+"/options/state", cp+"/targetState")
-		al.set(ptr+"/options", cp)
-		return Completion{Type: "externalState", Options: opts}
+		return pollStateCompletion(cfg, params, ptr, cp, al)
 	case VerdictMetaComposite:
 		mode := ""
 		switch cfg.Operator {
@@ -331,6 +312,31 @@ func verdictCompletion(v Verdict, params map[string]Parameter, ptr, vptr string,
 		return Completion{Type: "custom", Handler: cfg.HandlerPath}
 	}
 	return Completion{Type: v.Type}
+}
+
+// pollStateCompletion is the externalState completion of a poll:state
+// verdict: the issue its parameter names, in the state it waits for.
+func pollStateCompletion(cfg VerdictConfig, params map[string]Parameter, ptr, cp string, al aliases) Completion {
+	param := cfg.IssueParam
+	if param == "" {
+		param = "issue"
+	}
+	opts := map[string]json.RawMessage{}
+	opts["resource"], _ = json.Marshal("issue")
+	if _, ok := params[param]; ok {
+		opts["number"], _ = json.Marshal("${" + param + "}")
+	}
+	if _, ok := params[RepositoryParam]; ok {
+		opts["repo"], _ = json.Marshal("${" + RepositoryParam + "}")
+	}
+	var state string
+	if json.Unmarshal(cfg.TargetState, &state) == nil && state != "" {
+		opts["state"], _ = json.Marshal(strings.ToUpper(state))
+	}
+	al.set(ptr+"/options/number", cp+"/issueParam")
+	al.set(ptr+"/options/state", cp+"/targetState")
+	al.set(ptr+"/options", cp)
+	return Completion{Type: "externalState", Options: opts}
 }
 
 // normalizeRegistry fills capstan's fields of reg from climpt's spellings:

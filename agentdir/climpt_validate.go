@@ -172,9 +172,51 @@ func (c *checker) verdict(ptr string, v Verdict) {
 	a := c.agentSrc
 	cp := ptr + "/config"
 	cfg := v.Config
-	unsupported := func(p, hint, format string, args ...any) {
-		c.report(a, "AC-VERDICT-UNSUPPORTED", SeverityError, p, hint, format, args...)
+	c.inertVerdictFields(cp, v)
+	switch v.Type {
+	case VerdictPollState:
+		c.pollStateVerdict(ptr, cp, cfg)
+	case VerdictDetectStructured:
+		if cfg.SignalType == "" {
+			c.report(a, "AC-VERDICT-FIELD", SeverityError, cp+"/signalType",
+				"set signalType to the fence tag the model writes, e.g. \"task-complete\" for a ```task-complete block",
+				"detect:structured needs signalType")
+		}
+	case VerdictDetectGraph:
+		if p := cfg.RegistryPath; p != "" && filepath.Clean(p) != filepath.Clean(c.def.Runner.Prompts.Registry) {
+			c.report(a, "AC-VERDICT-FIELD", SeverityError, cp+"/registryPath",
+				"remove registryPath: the graph is the agent's steps registry (runner.flow.prompts.registry)",
+				"registryPath %q is not the agent's steps registry %q", p, c.def.Runner.Prompts.Registry)
+		}
+	case VerdictMetaComposite:
+		for i, sub := range cfg.Conditions {
+			sp := fmt.Sprintf("%s/conditions/%d", cp, i)
+			if strings.HasPrefix(sub.Type, "meta:") {
+				c.verdictUnsupported(sp+"/type", "list the conditions of the inner composite in this one",
+					"a meta:composite condition cannot be %s", sub.Type)
+				continue
+			}
+			if sub.Config.MaxIterations > 0 && sub.Type != VerdictCountIteration {
+				c.report(a, "AC-CLIMPT-INERT", SeverityWarning, sp+"/config/maxIterations",
+					"set the iteration budget on the composite (config.maxIterations) or in runner.budgets.maxIterations",
+					"a composite condition's maxIterations has no effect unless its type is %s", VerdictCountIteration)
+			}
+			c.verdict(sp, sub)
+		}
+	case VerdictMetaCustom:
+		if cfg.HandlerPath != "" {
+			c.verdictUnsupported(cp+"/handlerPath",
+				"write the handler in Go, give it to the agent (agent.Config.CompletionHandlers) and use \"completion\": {\"type\": \"custom\", \"handler\": \"NAME\"}",
+				"meta:custom loads climpt's handler module %q, which capstan cannot run", cfg.HandlerPath)
+		}
 	}
+}
+
+// inertVerdictFields warns of verdict config fields its type does not
+// read, and of the iteration and counter parameters nothing reads.
+func (c *checker) inertVerdictFields(cp string, v Verdict) {
+	a := c.agentSrc
+	cfg := v.Config
 	uses := map[string][]string{
 		VerdictPollState:        {"maxIterations", "resourceType", "targetState", "issueParam", "type"},
 		VerdictCountIteration:   {"maxIterations", "iterationParam"},
@@ -203,65 +245,35 @@ func (c *checker) verdict(ptr string, v Verdict) {
 		c.report(a, "AC-CLIMPT-INERT", SeverityWarning, cp+"/"+k, "remove it",
 			"%s is read by nothing (neither climpt nor capstan); the iteration count is the {uv-iteration} variable", k)
 	}
-	switch v.Type {
-	case VerdictPollState:
-		if rt := cfg.ResourceType; rt != "" && rt != "github-issue" {
-			unsupported(cp+"/resourceType", "poll a GitHub issue (resourceType \"github-issue\"), or check the state with a command validator",
-				"poll:state resource %q cannot be polled by capstan; only github-issue is", rt)
+}
+
+// pollStateVerdict checks a poll:state verdict: a GitHub issue, its state
+// as a string, and the parameter that holds its number.
+func (c *checker) pollStateVerdict(ptr, cp string, cfg VerdictConfig) {
+	a := c.agentSrc
+	if rt := cfg.ResourceType; rt != "" && rt != "github-issue" {
+		c.verdictUnsupported(cp+"/resourceType", "poll a GitHub issue (resourceType \"github-issue\"), or check the state with a command validator",
+			"poll:state resource %q cannot be polled by capstan; only github-issue is", rt)
+	}
+	if t := cfg.Type; t != "" && t != "issueClose" {
+		c.verdictUnsupported(cp+"/type", "use \"issueClose\" or remove it", "poll:state sub-type %q is not known; only issueClose (wait until the issue is closed) is", t)
+	}
+	var state string
+	if len(cfg.TargetState) > 0 && (json.Unmarshal(cfg.TargetState, &state) != nil || state == "") {
+		c.verdictUnsupported(cp+"/targetState", "write the issue state as a string, e.g. \"closed\"", "targetState must be a non-empty string naming the issue's state")
+	}
+	param := cfg.IssueParam
+	if param == "" {
+		param = "issue"
+	}
+	if _, ok := c.def.Parameters[param]; !ok {
+		p := cp + "/issueParam"
+		if cfg.IssueParam == "" {
+			p = ptr
 		}
-		if t := cfg.Type; t != "" && t != "issueClose" {
-			unsupported(cp+"/type", "use \"issueClose\" or remove it", "poll:state sub-type %q is not known; only issueClose (wait until the issue is closed) is", t)
-		}
-		var state string
-		if len(cfg.TargetState) > 0 && (json.Unmarshal(cfg.TargetState, &state) != nil || state == "") {
-			unsupported(cp+"/targetState", "write the issue state as a string, e.g. \"closed\"", "targetState must be a non-empty string naming the issue's state")
-		}
-		param := cfg.IssueParam
-		if param == "" {
-			param = "issue"
-		}
-		if _, ok := c.def.Parameters[param]; !ok {
-			p := cp + "/issueParam"
-			if cfg.IssueParam == "" {
-				p = ptr
-			}
-			c.report(a, "AC-VERDICT-ISSUE-PARAM", SeverityError, p,
-				fmt.Sprintf("add a number parameter %q to agent.json (\"parameters\": {\"%s\": {\"type\": \"number\", \"required\": true, \"cli\": \"--%s\"}}), or name yours in config.issueParam", param, param, kebab(param)),
-				"poll:state polls the issue whose number is parameter %q, which does not exist", param)
-		}
-	case VerdictDetectStructured:
-		if cfg.SignalType == "" {
-			c.report(a, "AC-VERDICT-FIELD", SeverityError, cp+"/signalType",
-				"set signalType to the fence tag the model writes, e.g. \"task-complete\" for a ```task-complete block",
-				"detect:structured needs signalType")
-		}
-	case VerdictDetectGraph:
-		if p := cfg.RegistryPath; p != "" && filepath.Clean(p) != filepath.Clean(c.def.Runner.Prompts.Registry) {
-			c.report(a, "AC-VERDICT-FIELD", SeverityError, cp+"/registryPath",
-				"remove registryPath: the graph is the agent's steps registry (runner.flow.prompts.registry)",
-				"registryPath %q is not the agent's steps registry %q", p, c.def.Runner.Prompts.Registry)
-		}
-	case VerdictMetaComposite:
-		for i, sub := range cfg.Conditions {
-			sp := fmt.Sprintf("%s/conditions/%d", cp, i)
-			if strings.HasPrefix(sub.Type, "meta:") {
-				unsupported(sp+"/type", "list the conditions of the inner composite in this one",
-					"a meta:composite condition cannot be %s", sub.Type)
-				continue
-			}
-			if sub.Config.MaxIterations > 0 && sub.Type != VerdictCountIteration {
-				c.report(a, "AC-CLIMPT-INERT", SeverityWarning, sp+"/config/maxIterations",
-					"set the iteration budget on the composite (config.maxIterations) or in runner.budgets.maxIterations",
-					"a composite condition's maxIterations has no effect unless its type is %s", VerdictCountIteration)
-			}
-			c.verdict(sp, sub)
-		}
-	case VerdictMetaCustom:
-		if cfg.HandlerPath != "" {
-			unsupported(cp+"/handlerPath",
-				"write the handler in Go, give it to the agent (agent.Config.CompletionHandlers) and use \"completion\": {\"type\": \"custom\", \"handler\": \"NAME\"}",
-				"meta:custom loads climpt's handler module %q, which capstan cannot run", cfg.HandlerPath)
-		}
+		c.report(a, "AC-VERDICT-ISSUE-PARAM", SeverityError, p,
+			fmt.Sprintf("add a number parameter %q to agent.json (\"parameters\": {\"%s\": {\"type\": \"number\", \"required\": true, \"cli\": \"--%s\"}}), or name yours in config.issueParam", param, param, kebab(param)),
+			"poll:state polls the issue whose number is parameter %q, which does not exist", param)
 	}
 }
 
@@ -327,4 +339,9 @@ func (c *checker) climptRegistry() {
 				"entryStep %q is not used: entryStepMapping[%q] %q comes first", written, vt, r.EntryStepMapping[vt])
 		}
 	}
+}
+
+// verdictUnsupported reports a verdict setting capstan cannot act on.
+func (c *checker) verdictUnsupported(p, hint, format string, args ...any) {
+	c.report(c.agentSrc, "AC-VERDICT-UNSUPPORTED", SeverityError, p, hint, format, args...)
 }

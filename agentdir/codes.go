@@ -15,14 +15,29 @@ type CodeInfo struct {
 // load failures reported by `capstan validate` as problems. Codes are
 // stable: their meaning never changes.
 func Codes() []CodeInfo {
-	e, w := SeverityError, SeverityWarning
+	var codes []CodeInfo
+	for _, group := range [][]CodeInfo{loadCodes(), agentCodes(), parameterCodes(), registryCodes(), registryFileCodes()} {
+		codes = append(codes, group...)
+	}
+	return codes
+}
+
+// loadCodes are the load failures `capstan validate` reports as problems.
+func loadCodes() []CodeInfo {
+	e := SeverityError
 	return []CodeInfo{
 		{agenterr.CodeConfigurationNotFound, e, "agent.json or the steps registry does not exist"},
 		{agenterr.CodeConfigurationParse, e, "a file is not valid JSON (or not a readable regular file)"},
 		{agenterr.CodeConfigurationValidation, e, "runner.prompts.registry leaves the agent folder"},
 		{agenterr.CodeDefinitionTooLarge, e, "the agent definition exceeds the bounds of a snapshot (file size, total size, file count)"},
 		{agenterr.CodePathEscape, e, "a file of the agent definition leads out of its folder through a symbolic link"},
+	}
+}
 
+// agentCodes are the problems of agent.json.
+func agentCodes() []CodeInfo {
+	e, w := SeverityError, SeverityWarning
+	return []CodeInfo{
 		{"AC-SCHEMA-TYPE", e, "agent.json: a value has the wrong JSON type"},
 		{"AC-SCHEMA-REQUIRED", e, "agent.json: a required key is missing"},
 		{"AC-SCHEMA-ENUM", e, "agent.json: a value is not one of the allowed values"},
@@ -69,7 +84,14 @@ func Codes() []CodeInfo {
 		{"AC-SANDBOX-NETWORK", e, "a runner.boundaries.sandbox.network allow entry is not host:port, a trustedDomains entry is a wildcard or not a host, or either contradicts \"mode\": \"none\""},
 		{"AC-SANDBOX-NETWORK-INERT", w, "runner.boundaries.sandbox.network is set while the sandbox is off (\"enabled\": false): it does nothing"},
 		{"AC-VERDICT-FIELD", e, "a climpt verdict lacks a field its type needs, or detect:graph names another registry"},
+	}
+}
 
+// parameterCodes are the problems of parameters and the {uv-x} variables
+// they supply.
+func parameterCodes() []CodeInfo {
+	e, w := SeverityError, SeverityWarning
+	return []CodeInfo{
 		{"PA-NAME", e, "a parameter name is not lowercase letters, digits, _ and -"},
 		{"PA-CLI-SYNTAX", e, "an explicit cli flag is not --lowercase-name"},
 		{"PA-CLI-DUPLICATE", e, "two parameters use the same flag"},
@@ -80,7 +102,13 @@ func Codes() []CodeInfo {
 		{"PA-VALIDATION", e, "a validation rule is malformed or does not fit the type"},
 		{"PA-UV-UNSUPPLIED", e, "a step's uvVariables names a variable no parameter supplies"},
 		{"PA-UV-OPTIONAL", w, "a step needs a variable whose parameter is optional without default (the run requires the flag)"},
+	}
+}
 
+// registryCodes are the problems of the steps registry.
+func registryCodes() []CodeInfo {
+	e, w := SeverityError, SeverityWarning
+	return []CodeInfo{
 		{"SR-SCHEMA-TYPE", e, "steps registry: a value has the wrong JSON type"},
 		{"SR-SCHEMA-REQUIRED", e, "steps registry: a required key is missing"},
 		{"SR-SCHEMA-ENUM", e, "steps registry: a value is not one of the allowed values"},
@@ -145,7 +173,14 @@ func Codes() []CodeInfo {
 		{"SR-INPUT-FROM", e, "a step input's from is not <stepId>.<key> of a step routed by a structuredGate"},
 		{"SR-VALIDATION-STEP", w, "a validationSteps entry verifies no closure step, so its conditions never run"},
 		{"SR-VALIDATION-DUPLICATE", e, "a step has completionConditions and a validationSteps entry"},
+	}
+}
 
+// registryFileCodes are the problems of the files the steps registry
+// names: prompts, retry prompts and schemas.
+func registryFileCodes() []CodeInfo {
+	e, w := SeverityError, SeverityWarning
+	return []CodeInfo{
 		// Contributed by the layers above (ValidateOptions.Checks, see
 		// agent.ValidateOptions); tested there.
 		{"SR-STEP-PROMPT-MISSING", e, "a step's prompt file is not found through the fallback chain"},

@@ -95,6 +95,31 @@ func (c *checker) gate(id, ptr string, st Step, kind string) {
 		c.report(s, "SR-GATE-FIELD", SeverityError, gp+"/allowedIntents", "list the intents the step may emit",
 			"allowedIntents is empty")
 	}
+	c.gateIntents(gp, g, kind)
+	if g.TargetMode != "" {
+		c.report(s, "SR-INERT-FIELD", SeverityWarning, gp+"/targetMode", "remove it; jump targets come from targetField",
+			"targetMode has no effect")
+	}
+	jump := slices.Contains(g.AllowedIntents, IntentJump)
+	switch {
+	case jump && g.TargetField == "":
+		c.report(s, "SR-GATE-FIELD", SeverityError, gp+"/targetField", `set targetField, e.g. "next_action.details.target"`,
+			"jump is allowed but targetField is not set: a jump would have no target")
+	case !jump && g.TargetField != "":
+		c.report(s, "SR-INERT-FIELD", SeverityWarning, gp+"/targetField", "allow jump, or remove targetField",
+			"targetField has no effect: jump is not in allowedIntents")
+	}
+	handoffKeys := map[string]bool{}
+	for _, f := range g.HandoffFields {
+		handoffKeys[f[strings.LastIndex(f, ".")+1:]] = true
+	}
+	c.transitions(id, ptr, st, handoffKeys)
+}
+
+// gateIntents checks that a gate's allowed intents and its fallback
+// intent suit the kind of step it routes.
+func (c *checker) gateIntents(gp string, g *StructuredGate, kind string) {
+	s := c.regSrc
 	allowedForKind := func(intent string) bool {
 		if intent == IntentAbort {
 			return true
@@ -132,48 +157,12 @@ func (c *checker) gate(id, ptr string, st Step, kind string) {
 				"fallbackIntent has no effect while failFast is true (the default): an answer without a readable allowed intent gets a format retry prompt, up to the step's onFailure attempts (default 3), and then the run stops with STEP_INTENT")
 		}
 	}
-	if g.TargetMode != "" {
-		c.report(s, "SR-INERT-FIELD", SeverityWarning, gp+"/targetMode", "remove it; jump targets come from targetField",
-			"targetMode has no effect")
-	}
-	jump := slices.Contains(g.AllowedIntents, IntentJump)
-	switch {
-	case jump && g.TargetField == "":
-		c.report(s, "SR-GATE-FIELD", SeverityError, gp+"/targetField", `set targetField, e.g. "next_action.details.target"`,
-			"jump is allowed but targetField is not set: a jump would have no target")
-	case !jump && g.TargetField != "":
-		c.report(s, "SR-INERT-FIELD", SeverityWarning, gp+"/targetField", "allow jump, or remove targetField",
-			"targetField has no effect: jump is not in allowedIntents")
-	}
-	handoffKeys := map[string]bool{}
-	for _, f := range g.HandoffFields {
-		handoffKeys[f[strings.LastIndex(f, ".")+1:]] = true
-	}
-	c.transitions(id, ptr, st, handoffKeys)
 }
 
 // transitions checks a routed step's transitions against its gate.
 func (c *checker) transitions(id, ptr string, st Step, handoffKeys map[string]bool) {
 	s := c.regSrc
 	g := st.StructuredGate
-	target := func(p, intent string, t *string) {
-		if t == nil {
-			if intent != IntentClosing {
-				c.report(s, "SR-TRANSITION-TERMINAL", SeverityError, p,
-					"name the next step; only closing (from a closure step) ends the flow",
-					"transitions.%s is null (terminal), which only closing may be", intent)
-			}
-			return
-		}
-		if intent == IntentClosing {
-			c.report(s, "SR-TRANSITION-TERMINAL", SeverityError, p, `closing ends the flow: write "closing": {"target": null}`,
-				"transitions.closing names step %q; closing is terminal", *t)
-			return
-		}
-		if _, ok := c.reg.Steps[*t]; !ok {
-			c.report(s, "SR-TRANSITION-TARGET", SeverityError, p, c.stepHint, "transitions.%s: %q is not a step", intent, *t)
-		}
-	}
 	for _, intent := range sortedKeys(st.Transitions) {
 		t := st.Transitions[intent]
 		p := JoinPointer("steps", id, "transitions", intent)
@@ -209,7 +198,7 @@ func (c *checker) transitions(id, ptr string, st Step, handoffKeys map[string]bo
 					"a conditional transition needs targets")
 			}
 			for _, k := range sortedKeys(t.Targets) {
-				target(JoinPointer("steps", id, "transitions", intent, "targets", k), intent, t.Targets[k])
+				c.transitionTarget(JoinPointer("steps", id, "transitions", intent, "targets", k), intent, t.Targets[k])
 			}
 			if t.Target != nil || t.Terminal {
 				c.report(s, "SR-TRANSITION-CONDITION", SeverityError, p+"/target",
@@ -227,8 +216,38 @@ func (c *checker) transitions(id, ptr string, st Step, handoffKeys map[string]bo
 				"transitions.%s has no target", intent)
 			continue
 		}
-		target(p+"/target", intent, t.Target)
+		c.transitionTarget(p+"/target", intent, t.Target)
 	}
+	c.missingTransitions(id, ptr, st)
+}
+
+// transitionTarget checks one transition target: a step that exists, or
+// null (terminal) for closing alone.
+func (c *checker) transitionTarget(p, intent string, t *string) {
+	s := c.regSrc
+	if t == nil {
+		if intent != IntentClosing {
+			c.report(s, "SR-TRANSITION-TERMINAL", SeverityError, p,
+				"name the next step; only closing (from a closure step) ends the flow",
+				"transitions.%s is null (terminal), which only closing may be", intent)
+		}
+		return
+	}
+	if intent == IntentClosing {
+		c.report(s, "SR-TRANSITION-TERMINAL", SeverityError, p, `closing ends the flow: write "closing": {"target": null}`,
+			"transitions.closing names step %q; closing is terminal", *t)
+		return
+	}
+	if _, ok := c.reg.Steps[*t]; !ok {
+		c.report(s, "SR-TRANSITION-TARGET", SeverityError, p, c.stepHint, "transitions.%s: %q is not a step", intent, *t)
+	}
+}
+
+// missingTransitions reports allowed intents that need a transition and
+// have none (next without a default next step, handoff, escalate).
+func (c *checker) missingTransitions(id, ptr string, st Step) {
+	s := c.regSrc
+	g := st.StructuredGate
 	for i, intent := range g.AllowedIntents {
 		if _, has := st.Transitions[intent]; has {
 			continue

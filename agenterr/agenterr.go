@@ -1,10 +1,11 @@
-// Package agenterr defines the single error type used across capstan's layers.
+// Package agenterr defines the single error type used across capstan.
 //
-// Seed 000 describes an error hierarchy (ConfigurationError, LifecycleError,
-// LoopError, SdkBridgeError, CompletionError, PromptError, each an AgentError
-// with a code and a recoverable flag). capstan models that hierarchy as one
-// type, [Error], whose Layer field says which branch of the hierarchy an error
-// belongs to and whose Code is a stable, machine-readable identifier.
+// Every error carries a stable, machine-readable Code, a Layer that says
+// which part of capstan it comes from (configuration, lifecycle, loop, model
+// backend, completion, step, prompt, ...), and whether it is recoverable.
+// climpt has one error class per part (ConfigurationError, LifecycleError,
+// LoopError, SdkBridgeError, CompletionError, PromptError); capstan models
+// them as one type, [Error], told apart by Layer.
 //
 // Errors compare by code: errors.Is(err, agenterr.ErrPromptNotFound) is true
 // for any *Error in err's chain whose Code equals that sentinel's code, so
@@ -19,18 +20,19 @@ import (
 	"time"
 )
 
-// Layer names the seed-000 layer an error belongs to.
+// Layer names the part of capstan an error comes from; it is printed with
+// the error and recorded in the journal.
 type Layer string
 
-// The layers of seed 000, plus the cross-cutting parts of capstan.
+// The parts of capstan an error can come from.
 const (
-	LayerConfiguration Layer = "configuration" // layer -1
-	LayerLifecycle     Layer = "lifecycle"     // layer 0
-	LayerLoop          Layer = "loop"          // layer 1
-	LayerSDKBridge     Layer = "sdk_bridge"    // layer 2
-	LayerCompletion    Layer = "completion"    // layer 3
-	LayerStep          Layer = "step"          // layer 3.5
-	LayerPrompt        Layer = "prompt"        // layer 4
+	LayerConfiguration Layer = "configuration" // loading and checking an agent's definition
+	LayerLifecycle     Layer = "lifecycle"     // starting and stopping an agent
+	LayerLoop          Layer = "loop"          // the iteration loop
+	LayerSDKBridge     Layer = "sdk_bridge"    // talking to the model backend
+	LayerCompletion    Layer = "completion"    // checking a declared completion
+	LayerStep          Layer = "step"          // steps and their transitions
+	LayerPrompt        Layer = "prompt"        // resolving prompt templates
 	LayerTool          Layer = "tool"
 	LayerSkill         Layer = "skill"
 	LayerSandbox       Layer = "sandbox"
@@ -152,7 +154,7 @@ func sentinel(code string, layer Layer, recoverable bool) *Error {
 	return &Error{Code: code, Layer: layer, Recoverable: recoverable}
 }
 
-// Sentinels for errors.Is. Each names one branch of the seed-000 hierarchy.
+// Sentinels for errors.Is. Each names one kind of error by its code.
 // Create real errors with New or Wrap and the matching Code* constant.
 var (
 	ErrConfigurationNotFound   = sentinel(CodeConfigurationNotFound, LayerConfiguration, false)

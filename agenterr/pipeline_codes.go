@@ -1,8 +1,8 @@
 package agenterr
 
-// Codes of the contract-checked reasoning pipeline (seed 003, package
-// pipeline). They live in their own file so that additions by other layers
-// do not collide with them.
+// Codes of the contract-checked reasoning pipeline (package pipeline). They
+// live in their own file so that additions by other parts do not collide
+// with them.
 const (
 	// CodePipelineCompile: the pipeline cannot run as declared (unknown
 	// dependency, cycle, precondition produced by no earlier stage or input,

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// ToolUsage is one tool call of an iteration (seed 002 ToolUsage).
+// ToolUsage is one tool call of an iteration, by the name climpt gives it.
 type ToolUsage = ToolUse
 
 // DetectedAction is an action the loop detected in a response (a tool call,
@@ -21,16 +21,18 @@ type DetectedAction struct {
 	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
-// ActionResult is the outcome of a detected action (seed 000
-// StepCheckContext.actionResults).
+// ActionResult is the outcome of a detected action, as the step checks of
+// the next iteration see it.
 type ActionResult struct {
 	Action  string `json:"action"`
 	Success bool   `json:"success"`
 	Output  string `json:"output,omitempty"`
 }
 
-// Summary is seed 002's IterationSummary, plus the structured output and
-// step of seed 004's completion integration.
+// IterationSummary records one iteration: the prompt sent, what the model
+// answered, the tools it used, the actions detected, errors and usage, and
+// the step it ran with that step's structured output, which completion checks
+// read.
 type IterationSummary struct {
 	Iteration          int              `json:"iteration"`
 	SessionID          string           `json:"sessionId,omitempty"`
@@ -51,13 +53,14 @@ type IterationSummary struct {
 // Text joins the assistant responses with newlines.
 func (s *IterationSummary) Text() string { return strings.Join(s.AssistantResponses, "\n") }
 
-// Carry is seed 000's ContextCarry: what one iteration hands to the next.
+// ContextCarry is what one iteration hands to the next: the previous
+// response and the context accumulated so far.
 type ContextCarry struct {
 	PreviousResponse   string         `json:"previousResponse,omitempty"`
 	AccumulatedContext map[string]any `json:"accumulatedContext,omitempty"`
 }
 
-// UpdateCarry applies seed 002's carry update rule: the previous response is
+// UpdateCarry computes the carry for the next iteration: the previous response is
 // the iteration's responses joined by newlines; the accumulated context keeps
 // what it had and records the last tools used and actions detected.
 func UpdateCarry(c ContextCarry, s *IterationSummary) ContextCarry {

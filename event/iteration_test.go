@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Seed 002's carry update rule: the previous response is the iteration's
+// The carry update rule: the previous response is the iteration's
 // responses joined by newlines; the accumulated context keeps what it had
 // and records the last tools used and actions detected.
 func TestUpdateCarry(t *testing.T) {

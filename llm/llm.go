@@ -121,8 +121,8 @@ type Request struct {
 	OutputSchema     json.RawMessage
 	OutputSchemaName string
 	MaxTokens        int
-	// Temperature, when set, is the sampling temperature (seed 001 asks
-	// for 0 for skills). nil leaves the provider's default.
+	// Temperature, when set, is the sampling temperature (skill runs ask
+	// for 0 so their answers repeat). nil leaves the provider's default.
 	Temperature *float64
 	// Seed, when set, asks for deterministic sampling where the provider
 	// supports it (OpenAI-compatible servers); providers without seeds
@@ -151,10 +151,10 @@ type Model interface {
 	Generate(ctx context.Context, req *Request) (*Response, error)
 }
 
-// QueryOptions are the per-query options of seed 000's SdkBridge.query.
+// QueryOptions are the options of one Bridge.Query.
 type QueryOptions struct {
-	// SessionID continues that session; "" starts a new one (seed 000
-	// session contract).
+	// SessionID continues that session; "" starts a new one. The result
+	// names the session the query ran in.
 	SessionID    string
 	SystemPrompt string
 	AllowedTools []string // allowedTools patterns, e.g. "Read", "Bash(git log:*)"
@@ -186,11 +186,12 @@ type QueryResult struct {
 	Turns            int             `json:"turns"`
 	StopReason       string          `json:"stop_reason,omitempty"`
 	// SessionRenewed is true when the requested session was unknown to the
-	// backend and a new one was started (seed 002 reconnect).
+	// backend and a new one was started in its place (a reconnect).
 	SessionRenewed bool `json:"session_renewed,omitempty"`
 }
 
-// Bridge is seed 000's SdkBridge.
+// Bridge sends one prompt to a model backend and returns its answer, tool
+// calls, usage and session (climpt calls it SdkBridge).
 //
 // Query sends prompt within the session named by opts.SessionID (or a new
 // one) and returns the session id to pass next time. SessionID returns the

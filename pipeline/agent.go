@@ -9,7 +9,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 )
 
-// ReasoningAgent is a stage of a reasoning pipeline, as seed 003 defines it.
+// ReasoningAgent is a stage of a reasoning pipeline.
 //
 // Preconditions are the keys that must hold a value before Execute runs;
 // Postconditions are the keys Execute promises to fill, and the only keys
@@ -30,7 +30,7 @@ type OptionalReader interface {
 	OptionalReads() []string
 }
 
-// AgentExecutionOptions are seed 003's execution options.
+// AgentExecutionOptions say how a pipeline runs its stages.
 type AgentExecutionOptions struct {
 	// ValidateContract checks preconditions before and postconditions after
 	// each stage. Namespace isolation is enforced whatever its value.
@@ -127,7 +127,7 @@ const (
 )
 
 // Violation is one broken contract, recorded in diagnostics.violations.
-// Message uses seed 003's wording ("postcondition validation failed:
+// Message uses climpt's wording ("postcondition validation failed:
 // reasoning.intents not found", "namespace violation: agent wrote to
 // unauthorized key ...").
 type Violation struct {

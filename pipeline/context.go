@@ -89,7 +89,7 @@ type scope struct {
 	usage      llm.Usage
 }
 
-// AgentContext is the shared context of a reasoning pipeline (seed 003):
+// AgentContext is the shared context of a reasoning pipeline:
 // values under "namespace.key" names, stored as JSON.
 //
 // A stage receives its own AgentContext: an immutable snapshot of the keys
@@ -338,7 +338,7 @@ func (c *AgentContext) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// namespaceMessage words a namespace violation as seed 003 does; the
+// namespaceMessage words a namespace violation as climpt does; the
 // violation's AgentID (and the error's "agent <id>:" prefix) name the agent.
 func namespaceMessage(key string) string {
 	return "namespace violation: agent wrote to unauthorized key " + key

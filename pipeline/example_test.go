@@ -7,7 +7,8 @@ import (
 	"github.com/capstan-dev/capstan/pipeline"
 )
 
-// MyCustomAgent follows seed 003's "Writing Custom Agents".
+// MyCustomAgent is a minimal custom stage: it reads the intents and writes
+// a count of them into the key it promises.
 type MyCustomAgent struct{}
 
 func (MyCustomAgent) AgentID() string          { return "my_custom_agent" }

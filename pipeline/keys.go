@@ -37,7 +37,7 @@ const (
 // writes combine, and an optional JSON Schema the value must match.
 //
 // A key that nobody declares is TypeAny, must be non-empty, and has no
-// reducer (seed 003's rule: a promised key must be present and non-empty).
+// reducer: a promised key must be present and non-empty.
 type KeySpec struct {
 	Name        string          `json:"name" yaml:"name"`
 	Type        ValueType       `json:"type,omitempty" yaml:"type"`

@@ -66,11 +66,10 @@ func New(cfg Config) *Manager {
 	return &Manager{cfg: cfg, byID: map[string]int{}}
 }
 
-// NewReasoningManager is New under seed 003's name.
+// NewReasoningManager is New under the name climpt gives it.
 func NewReasoningManager(cfg Config) *Manager { return New(cfg) }
 
-// RegisterAgent adds an agent with default stage settings (seed 003's
-// RegisterAgent).
+// RegisterAgent adds an agent with default stage settings.
 func (m *Manager) RegisterAgent(agent ReasoningAgent) error {
 	return m.RegisterStage(agent, StageConfig{})
 }

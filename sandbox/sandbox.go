@@ -202,7 +202,8 @@ type Result struct {
 	Isolation []string `json:"isolation"`
 }
 
-// MaxStderrLines is the most stderr lines a Result keeps (seed 001 §8).
+// MaxStderrLines is the most stderr lines a Result keeps; longer output keeps
+// its first and last lines with a marker for what was left out.
 const MaxStderrLines = 512
 
 // summarizeLines keeps at most max lines of s: all of them, or the first and

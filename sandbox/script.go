@@ -38,7 +38,8 @@ func Interpreters() map[string]string {
 // default RLIMIT_AS of a run that no memory cgroup bounds.
 const nodeAddressSpaceMB = 16384
 
-// ScriptSpec describes one skill script run (seed 001 §8).
+// ScriptSpec describes one run of a skill's script: where it runs, what it
+// may write and read, and the limits it runs under.
 type ScriptSpec struct {
 	// Root is the skill root: the working directory, readable, not writable.
 	Root string

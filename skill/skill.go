@@ -379,49 +379,16 @@ func load(root, id string, files skillFiles) (*Skill, []Warning, error) {
 	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = r
 	}
-	file := ""
-	for _, name := range []string{"SKILL.md", "skill.md"} {
-		if fi, err := files.stat(filepath.Join(abs, name)); err == nil && fi.Mode().IsRegular() {
-			file = name
-			break
-		}
-	}
-	if file == "" {
-		e := agenterr.New(agenterr.CodeSkillNotFound, agenterr.LayerSkill, false, "no SKILL.md in %s", root)
-		e.File = root
-		e.Hint = "a skill is a folder with a SKILL.md file"
-		return nil, nil, e
+	file, err := findSkillFile(root, abs, files)
+	if err != nil {
+		return nil, nil, err
 	}
 	if id == "" {
 		id = filepath.Base(abs)
 	}
-	data, err := files.read(filepath.Join(abs, file), MaxSkillFileBytes)
+	fm, body, err := parseSkillFile(id, filepath.Join(abs, file), path.Join(id, file), files)
 	if err != nil {
-		e := agenterr.Wrap(err, agenterr.CodeSkillParse, agenterr.LayerSkill, false, "read %s", file)
-		e.File = path.Join(id, file)
-		if errors.Is(err, errTooLarge) {
-			e.Hint = fmt.Sprintf("keep SKILL.md under %d MiB: move long reference text into files the skill links to", MaxSkillFileBytes>>20)
-		}
-		return nil, nil, e
-	}
-	fm, body, perr := Parse(data)
-	fileRel := path.Join(id, file)
-	if perr != nil {
-		e := agenterr.Wrap(perr, agenterr.CodeSkillParse, agenterr.LayerSkill, false, "skill %q cannot be loaded", id)
-		e.File = fileRel
-		var pe *ParseError
-		if errors.As(perr, &pe) {
-			e.Line, e.Column = pe.Line, pe.Column
-		}
-		e.Hint = "start SKILL.md with '---', YAML with name and description, and '---'; quote values that contain ': '"
-		return nil, nil, e
-	}
-	if strings.TrimSpace(fm.Description) == "" {
-		e := agenterr.New(agenterr.CodeSkillParse, agenterr.LayerSkill, false, "skill %q has no description", id)
-		e.File = fileRel
-		e.Pointer = "/description"
-		e.Hint = "add a description saying what the skill does and when to use it"
-		return nil, nil, e
+		return nil, nil, err
 	}
 	sk := &Skill{
 		ID: id, Name: fm.Name, Description: strings.TrimSpace(fm.Description),
@@ -432,14 +399,71 @@ func load(root, id string, files skillFiles) (*Skill, []Warning, error) {
 	if len(fm.Extra) > 0 {
 		sk.Extra = fm.Extra
 	}
+	warns := frontmatterWarnings(sk, fm, path.Join(id, file))
+	sk.References, warns = resolveReferences(sk, warns)
+	return sk, warns, nil
+}
+
+// findSkillFile names the skill file of the folder abs (SKILL.md, or
+// skill.md), or fails with a coded error naming root.
+func findSkillFile(root, abs string, files skillFiles) (string, error) {
+	for _, name := range []string{"SKILL.md", "skill.md"} {
+		if fi, err := files.stat(filepath.Join(abs, name)); err == nil && fi.Mode().IsRegular() {
+			return name, nil
+		}
+	}
+	e := agenterr.New(agenterr.CodeSkillNotFound, agenterr.LayerSkill, false, "no SKILL.md in %s", root)
+	e.File = root
+	e.Hint = "a skill is a folder with a SKILL.md file"
+	return "", e
+}
+
+// parseSkillFile reads the skill file at full and splits it into frontmatter
+// and body; a file too large, without valid frontmatter or without a
+// description is a coded error at fileRel.
+func parseSkillFile(id, full, fileRel string, files skillFiles) (Frontmatter, string, error) {
+	data, err := files.read(full, MaxSkillFileBytes)
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeSkillParse, agenterr.LayerSkill, false, "read %s", path.Base(fileRel))
+		e.File = fileRel
+		if errors.Is(err, errTooLarge) {
+			e.Hint = fmt.Sprintf("keep SKILL.md under %d MiB: move long reference text into files the skill links to", MaxSkillFileBytes>>20)
+		}
+		return Frontmatter{}, "", e
+	}
+	fm, body, perr := Parse(data)
+	if perr != nil {
+		e := agenterr.Wrap(perr, agenterr.CodeSkillParse, agenterr.LayerSkill, false, "skill %q cannot be loaded", id)
+		e.File = fileRel
+		var pe *ParseError
+		if errors.As(perr, &pe) {
+			e.Line, e.Column = pe.Line, pe.Column
+		}
+		e.Hint = "start SKILL.md with '---', YAML with name and description, and '---'; quote values that contain ': '"
+		return Frontmatter{}, "", e
+	}
+	if strings.TrimSpace(fm.Description) == "" {
+		e := agenterr.New(agenterr.CodeSkillParse, agenterr.LayerSkill, false, "skill %q has no description", id)
+		e.File = fileRel
+		e.Pointer = "/description"
+		e.Hint = "add a description saying what the skill does and when to use it"
+		return Frontmatter{}, "", e
+	}
+	return fm, body, nil
+}
+
+// frontmatterWarnings checks a loaded skill against the Agent Skills format's
+// recommendations (name, lengths, known keys); a skill without a name takes
+// its folder's name.
+func frontmatterWarnings(sk *Skill, fm Frontmatter, fileRel string) []Warning {
 	var warns []Warning
 	warn := func(code, format string, args ...any) {
-		warns = append(warns, Warning{SkillID: id, File: fileRel, Code: code, Message: fmt.Sprintf(format, args...)})
+		warns = append(warns, Warning{SkillID: sk.ID, File: fileRel, Code: code, Message: fmt.Sprintf(format, args...)})
 	}
 	if fm.Quoted {
 		warn(WarnQuotedRetry, "the frontmatter only parsed after quoting values that contain ': '; quote them in the file")
 	}
-	base := filepath.Base(abs)
+	base := filepath.Base(sk.Root)
 	switch {
 	case sk.Name == "":
 		sk.Name = base
@@ -467,8 +491,7 @@ func load(root, id string, files skillFiles) (*Skill, []Warning, error) {
 	for _, k := range keys {
 		warn(WarnUnknownField, "frontmatter key %q is not part of the Agent Skills format; kept in extra", k)
 	}
-	sk.References, warns = resolveReferences(sk, warns)
-	return sk, warns, nil
+	return warns
 }
 
 // Discover finds every folder under dir that holds a SKILL.md and loads it.

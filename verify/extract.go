@@ -11,7 +11,8 @@ import (
 )
 
 // Extractor turns a validator's output into one retry-prompt param
-// (extractParams of seed 004). Extractors are pure functions.
+// (a validator's extractParams names one per param). Extractors are pure
+// functions.
 type Extractor func(ValidatorOutput) any
 
 var extractors = map[string]Extractor{

@@ -1,11 +1,12 @@
 package verify
 
 import (
-	"github.com/capstan-dev/capstan/agentdir"
 	"sort"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
-// Built-in failure pattern names (seed 004). They are usable in a
+// Built-in failure pattern names. They are usable in a
 // validator's failurePattern without declaring them in completionPatterns;
 // a registry pattern of the same name overrides the built-in.
 const (

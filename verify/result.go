@@ -1,8 +1,9 @@
 package verify
 
-// ValidationResult is seed 004's CompletionValidationResult: whether the
-// conditions hold and, when one does not, the failure pattern of its
-// validator and the params extracted from the validator's output.
+// ValidationResult says whether the completion conditions hold and, when
+// one does not, the failure pattern of its validator and the params
+// extracted from the validator's output (climpt calls it
+// CompletionValidationResult).
 type ValidationResult struct {
 	Valid bool `json:"valid"`
 	// Pattern is the failing validator's failurePattern.

@@ -9,12 +9,9 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,12 +22,9 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
-
 	"github.com/capstan-dev/capstan/procenv"
-	"github.com/capstan-dev/capstan/procguard"
+
 	"github.com/capstan-dev/capstan/schema"
-	"github.com/capstan-dev/capstan/tool"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Validator defaults.
@@ -133,9 +127,8 @@ type PinnedConfig interface {
 	Restore() error
 }
 
-// CompletionValidator is seed 004's CompletionValidator: it checks the
-// world (commands, files, Go validators) and names the failure pattern of
-// the first condition that does not hold.
+// CompletionValidator checks the world (commands, files, Go validators) and
+// names the failure pattern of the first condition that does not hold.
 type CompletionValidator struct {
 	cfg ValidatorConfig
 	// built holds what NewCompletionValidator made of each definition.
@@ -345,10 +338,9 @@ func (v *CompletionValidator) Has(name string) bool {
 // MaxFileSize bounds what a file validator reads to validate content.
 const MaxFileSize = 16 << 20
 
-// Validate runs conditions in order and stops at the first that fails
-// (seed 004 flow). The result names that validator's failurePattern and
-// carries the params its extractParams extract from its output. A
-// validator named twice runs once (the first condition naming it counts).
+// Validate runs conditions in order and stops at the first that fails. The
+// result names that validator's failurePattern and carries the params its
+// extractParams extract from its output. A validator named twice runs once (the first condition naming it counts).
 // An error means a validator could not be run at all (VALIDATOR_ERROR) or
 // ctx ended.
 func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (ValidationResult, error) {
@@ -531,7 +523,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 	}
 	// The output goes to the journal and into retry prompts: no secret
 	// value in it.
-	out.Stdout, out.Stderr = builtin.RedactSecrets(out.Stdout), builtin.RedactSecrets(out.Stderr)
+	out.Stdout, out.Stderr = procenv.RedactSecrets(out.Stdout), procenv.RedactSecrets(out.Stderr)
 	return out, met, nil, nil
 }
 
@@ -666,363 +658,4 @@ func confine(dir, rel string) (string, error) {
 	return full, nil
 }
 
-func decodeParams(raw map[string]json.RawMessage) (map[string]any, error) {
-	out := make(map[string]any, len(raw))
-	for k, r := range raw {
-		var v any
-		if err := json.Unmarshal(r, &v); err != nil {
-			return nil, fmt.Errorf("param %q: %v", k, err)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
-// paramText renders a param value for a command or path: strings as they
-// are, other values as compact JSON.
-func paramText(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	default:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
-}
-
 var placeholder = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}`)
-
-// Interpolate replaces ${key} in a shell command with the shell-quoted
-// value of params[key], so a value is always one literal word however it
-// is written ("$(rm -rf ~)" stays text). Placeholders without a param are
-// left for the shell (environment variables such as ${HOME}).
-func Interpolate(command string, params map[string]any) string {
-	return placeholder().ReplaceAllStringFunc(command, func(m string) string {
-		key := m[2 : len(m)-1]
-		v, ok := params[key]
-		if !ok {
-			return m
-		}
-		return ShellQuote(paramText(v))
-	})
-}
-
-// InterpolatePlain replaces ${key} with the param's text, unquoted (for
-// paths, which never reach a shell).
-func InterpolatePlain(s string, params map[string]any) string {
-	return placeholder().ReplaceAllStringFunc(s, func(m string) string {
-		v, ok := params[m[2:len(m)-1]]
-		if !ok {
-			return m
-		}
-		return paramText(v)
-	})
-}
-
-// ShellQuote quotes s as one POSIX shell word.
-func ShellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// SuccessWhen is a parsed successWhen rule.
-type SuccessWhen struct {
-	// Kind is "empty", "exitCode", "contains" or "matches".
-	Kind     string
-	ExitCode int
-	Text     string
-	Regexp   *regexp.Regexp
-}
-
-// ParseSuccessWhen parses a validator's successWhen: "empty" (trimmed
-// stdout is empty and the exit code is 0), "exitCode:N" (N in 0..255),
-// "contains:TEXT" (stdout contains TEXT), "matches:REGEXP" (stdout
-// matches, Go RE2 syntax). "" means "exitCode:0". NewCompletionValidator
-// parses every validator's successWhen with it (SR-SUCCESS-WHEN).
-func ParseSuccessWhen(s string) (SuccessWhen, error) {
-	if s == "" {
-		return SuccessWhen{Kind: "exitCode"}, nil
-	}
-	if s == "empty" {
-		return SuccessWhen{Kind: "empty"}, nil
-	}
-	kind, arg, ok := strings.Cut(s, ":")
-	if !ok {
-		return SuccessWhen{}, fmt.Errorf("successWhen %q: want empty, exitCode:N, contains:TEXT or matches:REGEXP", s)
-	}
-	switch kind {
-	case "exitCode":
-		n, err := strconv.Atoi(strings.TrimSpace(arg))
-		if err != nil || n < 0 || n > 255 {
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: exit code must be an integer 0..255", s)
-		}
-		return SuccessWhen{Kind: kind, ExitCode: n}, nil
-	case "contains":
-		if arg == "" {
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: contains needs text", s)
-		}
-		return SuccessWhen{Kind: kind, Text: arg}, nil
-	case "matches":
-		re, err := regexp.Compile(arg)
-		if err != nil || arg == "" {
-			if err == nil {
-				err = errors.New("empty expression")
-			}
-			return SuccessWhen{}, fmt.Errorf("successWhen %q: %v", s, err)
-		}
-		return SuccessWhen{Kind: kind, Text: arg, Regexp: re}, nil
-	}
-	return SuccessWhen{}, fmt.Errorf("successWhen %q: unknown condition %q; want empty, exitCode:N, contains:TEXT or matches:REGEXP", s, kind)
-}
-
-// Met reports whether out satisfies the rule. A timed-out command never
-// does.
-func (w SuccessWhen) Met(out ValidatorOutput) bool {
-	if out.TimedOut {
-		return false
-	}
-	switch w.Kind {
-	case "empty":
-		return out.ExitCode == 0 && strings.TrimSpace(out.Stdout) == ""
-	case "exitCode":
-		return out.ExitCode == w.ExitCode
-	case "contains":
-		return strings.Contains(out.Stdout, w.Text)
-	case "matches":
-		return w.Regexp != nil && w.Regexp.MatchString(out.Stdout)
-	}
-	return false
-}
-
-// noWriteEnv are the variables a validator's command gets, unless its
-// environment sets them, that keep test tools from writing caches into
-// the work dir: Python's __pycache__ bytecode and pytest's .pytest_cache.
-// Without them the first verification of a repository with no
-// .gitignore finds files that capstan's own test run created, and
-// git-clean fails for what the model never did.
-func noWriteEnv() []string {
-	return []string{"PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider"}
-}
-
-// withoutWorkTreeWrites is env with noWriteEnv added where env does not
-// set the variable.
-func withoutWorkTreeWrites(env []string) []string {
-	for _, kv := range noWriteEnv() {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") }) {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// withPathOutside drops from env's PATH the relative entries and those
-// inside dir (the work dir): a program the command names (pytest, jest) is
-// found outside what the model can write, never as a wrapper it put in a
-// work-dir folder the user's PATH lists (./node_modules/.bin, bin/). A
-// command that starts a program by its path (./node_modules/.bin/jest)
-// still runs it; the runner defaults of the protected files cover those.
-// dropped are the entries left out.
-func withPathOutside(env []string, dir string) (_ []string, dropped []string) {
-	if dir == "" {
-		return env, nil
-	}
-	for i, kv := range env {
-		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
-			kept := hostcmd.PathOutside(path, dir)
-			env[i] = "PATH=" + kept
-			keep := filepath.SplitList(kept)
-			for _, d := range filepath.SplitList(path) {
-				if d != "" && !slices.Contains(keep, d) {
-					dropped = append(dropped, d)
-				}
-			}
-		}
-	}
-	return env, dropped
-}
-
-// CommandSpec is one shell command to run for a validator.
-type CommandSpec struct {
-	Command   string
-	Dir       string
-	Timeout   time.Duration
-	OutputCap int
-	// Env is the allow-list on top of the minimal base environment (see
-	// procenv.ForCommands); commands never get capstan's whole environment.
-	Env []string
-	// Sandbox, when set, runs the command confined; nil runs it with the
-	// user's rights.
-	Sandbox CommandSandbox
-	// Git, when set, reads the repository configuration of Dir whose
-	// programs the command's git is kept from running; the fixed pins of
-	// hostcmd.GitConfigEnv apply either way.
-	Git *hostcmd.Git
-	// Report, when set, receives the whole standard output as it comes
-	// (the output cap does not apply to it), and a command that runs
-	// pytest is asked for its JUnit XML report there (PYTEST_ADDOPTS).
-	Report io.Writer
-}
-
-// CommandSandbox runs a command confined. *sandbox.CommandRunner
-// implements it: built from the agent's runner.boundaries.sandbox, it
-// gives a command what the Bash tool gets (the work dir writable, the
-// system directories readable, nothing else; the run's network setting;
-// every process ended when it returns).
-type CommandSandbox interface {
-	// RunStreams runs argv in spec.Dir with spec.Env, writing its standard
-	// output and error to stdout and stderr as they come. A timeout is a
-	// result (TimedOut); an error means nothing could be run or ctx ended.
-	RunStreams(ctx context.Context, argv []string, spec tool.CommandSpec, stdout, stderr io.Writer) (tool.CommandResult, error)
-}
-
-// RunCommand runs spec.Command with sh -c in spec.Dir — in spec.Sandbox
-// when one is set, else in its own process group — keeping at most
-// OutputCap bytes of each stream: its first and its last half, joined by
-// a line that says how many bytes were left out between them. At the timeout every process it started
-// is killed and TimedOut is set; that is a result, not an error. Errors
-// are a command that could not start (a sandbox that cannot be set up
-// included: a command never falls back to running unconfined) or a
-// canceled ctx.
-func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) {
-	if spec.Timeout <= 0 {
-		spec.Timeout = DefaultValidatorTimeout
-	}
-	if spec.OutputCap <= 0 {
-		spec.OutputCap = DefaultOutputCap
-	}
-	secrets := procenv.SecretValues(os.Environ())
-	stdout, stderr := newCapture(spec.OutputCap, secrets), newCapture(spec.OutputCap, secrets)
-	// The command's git runs nothing the repository's configuration
-	// names (a model-written core.fsmonitor or filter in .git/config);
-	// the pins come after the allow-list, so it cannot unset them.
-	env := append(withoutWorkTreeWrites(procenv.ForCommands(os.Environ(), spec.Env)), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
-	env, droppedPath := withPathOutside(env, spec.Dir)
-	var stdoutW io.Writer = stdout
-	if spec.Report != nil {
-		stdoutW = io.MultiWriter(stdout, spec.Report)
-		if runsPytest(spec.Command) {
-			env = withPytestReport(env)
-		}
-	}
-	start := time.Now()
-	run := runUnconfined
-	if spec.Sandbox != nil {
-		run = runConfined
-	}
-	exitCode, timedOut, err := run(ctx, spec, env, stdoutW, stderr)
-	out := ValidatorOutput{
-		Stdout:     stdout.String(),
-		Stderr:     stderr.String(),
-		Truncated:  stdout.truncated() || stderr.truncated(),
-		DurationMs: time.Since(start).Milliseconds(),
-		ExitCode:   exitCode,
-	}
-	if ctx.Err() != nil {
-		return out, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerCompletion, false, "validator command canceled")
-	}
-	if err != nil {
-		return out, err
-	}
-	if timedOut {
-		out.TimedOut = true
-		out.Stderr += fmt.Sprintf("\n[capstan: command killed after timeout of %s]", spec.Timeout)
-	}
-	if exitCode == 127 && len(droppedPath) > 0 {
-		// sh's "not found": perhaps the program is only in a work-dir
-		// folder of the PATH.
-		out.Stderr += fmt.Sprintf("\n[capstan: validators do not search the PATH entries inside the work dir or relative ones (%s): "+
-			"start a program there by its path, e.g. ./node_modules/.bin/jest or .venv/bin/pytest]", strings.Join(droppedPath, ", "))
-	}
-	return out, nil
-}
-
-// runUnconfined runs the command as the user under a procguard
-// supervisor, which kills everything the command started — also what left
-// its process group, and also when capstan itself is killed — at the
-// timeout, on cancel and when the command ends; in a process without the
-// supervisor (procguard.Init not called), in a new process group killed
-// at the timeout.
-func runUnconfined(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
-	if !procguard.Available() {
-		return runInProcessGroup(ctx, spec, env, stdout, stderr)
-	}
-	sup, err := procguard.Command(procguard.Spec{Argv: []string{"sh", "-c", spec.Command}, Env: env, Dir: spec.Dir})
-	if err != nil {
-		return 0, false, err
-	}
-	sup.Cmd.Stdout, sup.Cmd.Stderr = stdout, stderr
-	sup.Cmd.WaitDelay = 2 * time.Second
-	if err := sup.Start(); err != nil {
-		return 0, false, err
-	}
-	waited := make(chan struct{})
-	go func() {
-		_ = sup.Cmd.Wait()
-		close(waited)
-	}()
-	stop := func() {
-		sup.Stop()
-		select {
-		case <-waited:
-		case <-time.After(2 * time.Second):
-			_ = killProcessGroup(sup.Cmd)
-			<-waited
-		}
-	}
-	timer := time.NewTimer(spec.Timeout)
-	defer timer.Stop()
-	select {
-	case <-waited:
-	case <-timer.C:
-		timedOut = true
-		stop()
-	case <-ctx.Done():
-		stop()
-	}
-	st := sup.Status()
-	switch {
-	case !st.Started && st.Error != "":
-		return -1, timedOut, errors.New(st.Error)
-	case st.Signal != 0:
-		return -1, timedOut, nil
-	}
-	return st.ExitCode, timedOut, nil
-}
-
-// runInProcessGroup runs the command as the user, in a new process group
-// killed at the timeout.
-func runInProcessGroup(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
-	tctx, cancel := context.WithTimeout(ctx, spec.Timeout)
-	defer cancel()
-	cmd := exec.CommandContext(tctx, "sh", "-c", spec.Command)
-	cmd.Dir = spec.Dir
-	cmd.Env = env
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return killProcessGroup(cmd) }
-	cmd.WaitDelay = 2 * time.Second
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err = cmd.Run()
-	if cmd.ProcessState != nil {
-		exitCode = cmd.ProcessState.ExitCode()
-	}
-	if tctx.Err() != nil && ctx.Err() == nil {
-		return exitCode, true, nil
-	}
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
-		return exitCode, false, err
-	}
-	return exitCode, false, nil
-}
-
-// runConfined runs the command in spec.Sandbox.
-func runConfined(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
-	res, err := spec.Sandbox.RunStreams(ctx, []string{"sh", "-c", spec.Command},
-		tool.CommandSpec{Dir: spec.Dir, Env: env, Timeout: spec.Timeout}, stdout, stderr)
-	if err != nil {
-		return -1, false, err
-	}
-	return res.ExitCode, res.TimedOut, nil
-}

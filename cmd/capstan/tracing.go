@@ -16,13 +16,12 @@ import (
 
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tracing"
-	"github.com/capstan-dev/capstan/tracing/otelenv"
 )
 
 // commandTracing is a command's OpenTelemetry tracing, set up from the
 // OTEL_* environment (docs/observability.md); the zero value is off.
 type commandTracing struct {
-	t      *otelenv.Tracing
+	t      *tracing.Exporter
 	stderr io.Writer
 	// tees are the emitters made by emitter; stop closes them, so a run
 	// that ends before journaling run.end still exports ended spans.
@@ -35,7 +34,7 @@ type commandTracing struct {
 // a run.
 func startTracing(ctx context.Context, stderr io.Writer) (context.Context, *commandTracing) {
 	otelLogOnce.Do(func() { otel.SetLogger(logr.New(&otelLogSink{w: os.Stderr})) })
-	t, err := otelenv.Setup(ctx, otelenv.Options{Getenv: os.Getenv, Console: stderr,
+	t, err := tracing.Setup(ctx, tracing.ExportOptions{Getenv: os.Getenv, Console: stderr,
 		Warn: func(msg string) { fmt.Fprintln(stderr, "capstan: warning: tracing:", msg) }})
 	if err != nil {
 		fmt.Fprintln(stderr, "capstan: warning: tracing off:", err)
@@ -66,7 +65,7 @@ func (c *commandTracing) emitter(ctx context.Context, next event.Emitter) event.
 	return tee
 }
 
-// stop flushes the spans (bounded by otelenv.DefaultShutdownTimeout) and
+// stop flushes the spans (bounded by tracing.DefaultShutdownTimeout) and
 // warns once if they could not be exported.
 func (c *commandTracing) stop(ctx context.Context) {
 	if c.t == nil {
@@ -88,7 +87,7 @@ var otelLogOnce sync.Once
 // one warning line each, without the key/value pairs the SDK attaches
 // (they can hold the raw OTEL_EXPORTER_OTLP_HEADERS entry, an API key).
 // The SDK's complaints about the endpoint and header variables are dropped:
-// otelenv parses those itself and has already warned.
+// tracing.Setup parses those itself and has already warned.
 type otelLogSink struct {
 	mu sync.Mutex
 	w  io.Writer

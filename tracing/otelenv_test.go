@@ -1,4 +1,4 @@
-package otelenv
+package tracing
 
 import (
 	"bytes"
@@ -21,10 +21,10 @@ func envOf(m map[string]string) func(string) string {
 }
 
 // setup runs Setup over env and collects the warnings.
-func setup(t *testing.T, env map[string]string, console *bytes.Buffer) (*Tracing, []string, error) {
+func setup(t *testing.T, env map[string]string, console *bytes.Buffer) (*Exporter, []string, error) {
 	t.Helper()
 	var warnings []string
-	opts := Options{Getenv: envOf(env), ShutdownTimeout: 2 * time.Second,
+	opts := ExportOptions{Getenv: envOf(env), ShutdownTimeout: 2 * time.Second,
 		Warn: func(s string) { warnings = append(warnings, s) }}
 	if console != nil {
 		opts.Console = console

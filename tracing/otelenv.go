@@ -1,4 +1,4 @@
-// Package otelenv sets up OpenTelemetry tracing for a capstan command from
+// Setup sets up OpenTelemetry tracing for a capstan command from
 // the standard OTEL_* environment variables, the way every OpenTelemetry
 // SDK reads them:
 //
@@ -25,7 +25,8 @@
 // Exporting never fails or stalls a run: spans are exported in the
 // background, Shutdown waits a bounded time, and export failures are
 // reported once by Shutdown instead of being logged per batch.
-package otelenv
+
+package tracing
 
 import (
 	"bytes"
@@ -52,7 +53,7 @@ const DefaultServiceName = "capstan"
 const DefaultShutdownTimeout = 3 * time.Second
 
 // Options configure Setup.
-type Options struct {
+type ExportOptions struct {
 	// Getenv reads the environment (required; os.Getenv in a command).
 	Getenv func(string) string
 	// Console receives the spans of OTEL_TRACES_EXPORTER=console, one JSON
@@ -70,8 +71,9 @@ type Options struct {
 	Warn func(string)
 }
 
-// Tracing is tracing set up for one command.
-type Tracing struct {
+// Exporter is the span export set up for one command: its tracer provider,
+// the trace context it joins and the exports Shutdown flushes.
+type Exporter struct {
 	provider *sdktrace.TracerProvider
 	exporter *quietExporter
 	console  *deferredWriter
@@ -85,7 +87,7 @@ type Tracing struct {
 // when tracing is off. A configuration capstan cannot honour (an
 // unsupported protocol or exporter) is an error: the caller warns and runs
 // without tracing.
-func Setup(ctx context.Context, opts Options) (*Tracing, error) {
+func Setup(ctx context.Context, opts ExportOptions) (*Exporter, error) {
 	env := func(k string) string { return strings.TrimSpace(opts.Getenv(k)) }
 	if strings.EqualFold(env("OTEL_SDK_DISABLED"), "true") {
 		return nil, nil
@@ -104,7 +106,7 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 	if warn == nil {
 		warn = func(string) {}
 	}
-	t := &Tracing{timeout: opts.ShutdownTimeout}
+	t := &Exporter{timeout: opts.ShutdownTimeout}
 	if t.timeout <= 0 {
 		t.timeout = DefaultShutdownTimeout
 	}
@@ -182,11 +184,11 @@ func Setup(ctx context.Context, opts Options) (*Tracing, error) {
 }
 
 // Provider is the tracer provider spans are made with.
-func (t *Tracing) Provider() trace.TracerProvider { return t.provider }
+func (t *Exporter) Provider() trace.TracerProvider { return t.provider }
 
 // Context returns ctx joined to the TRACEPARENT trace, when a valid one
 // was given (an invalid one was reported to Options.Warn by Setup).
-func (t *Tracing) Context(ctx context.Context) context.Context {
+func (t *Exporter) Context(ctx context.Context) context.Context {
 	if !t.parent.IsValid() {
 		return ctx
 	}
@@ -197,7 +199,7 @@ func (t *Tracing) Context(ctx context.Context) context.Context {
 // shutdown timeout whatever ctx allows (it is meant to run after a
 // cancelled run too, so it does not inherit ctx's cancellation). The error
 // is the first export failure, if any; calling it again returns the same.
-func (t *Tracing) Shutdown(ctx context.Context) error {
+func (t *Exporter) Shutdown(ctx context.Context) error {
 	t.once.Do(func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.timeout)
 		defer cancel()

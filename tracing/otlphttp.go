@@ -1,4 +1,4 @@
-package otelenv
+package tracing
 
 import (
 	"bytes"
