@@ -5,20 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
-
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // The worker reads the refs it needs per iteration from the checkout's
 // files instead of a git process per ref; what it reads is what git
@@ -30,13 +18,13 @@ func TestReadRefAnswersAsGitDoes(t *testing.T) {
 		t.Fatal("git is required")
 	}
 	dir := t.TempDir()
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "commit", "-q", "--allow-empty", "-m", "one")
-	first := gitIn(t, dir, "rev-parse", "HEAD")
-	gitIn(t, dir, "update-ref", "refs/remotes/origin/packed", first)
-	gitIn(t, dir, "pack-refs", "--all")
-	gitIn(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
-	second := gitIn(t, dir, "rev-parse", "HEAD")
+	gitT(t, dir, "init", "-q", "-b", "main")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "one")
+	first := gitT(t, dir, "rev-parse", "HEAD")
+	gitT(t, dir, "update-ref", "refs/remotes/origin/packed", first)
+	gitT(t, dir, "pack-refs", "--all")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
+	second := gitT(t, dir, "rev-parse", "HEAD")
 	w := &Activities{Root: t.TempDir()}
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -82,12 +70,12 @@ func TestOutsideRepositories(t *testing.T) {
 	if !outsideRepositories(filepath.Join(root, "a", "b")) {
 		t.Fatal("a temp dir is in a repository")
 	}
-	gitIn(t, root, "init", "-q")
+	gitT(t, root, "init", "-q")
 	if outsideRepositories(filepath.Join(root, "a")) {
 		t.Error("a directory under a repository's top level is outside repositories")
 	}
 	bare := t.TempDir()
-	gitIn(t, bare, "init", "-q", "--bare", ".")
+	gitT(t, bare, "init", "-q", "--bare", ".")
 	if outsideRepositories(bare) {
 		t.Error("a bare repository is outside repositories")
 	}
