@@ -353,8 +353,9 @@ func (w *Writer) SetPosition(iteration int, step string) {
 }
 
 // Append appends one event of type eventType. data is marshalled with
-// encoding/json (a run's events reach a journal as typed payloads through
-// event.Journal, which calls Append); a value
+// encoding/json, or by its own AppendJSON when it is an AppendJSONer (a
+// run's events reach a journal as typed payloads through event.Journal,
+// which calls Append); a value
 // that cannot be marshalled is recorded as {"marshal_error": "..."} rather
 // than dropped. Write failures are kept and reported by Err and Close.
 // Activity events (ActivityStart, ActivityEnd) are not written.
@@ -389,6 +390,11 @@ func (w *Writer) Append(eventType string, data any) {
 	b = append(b, `,"prev":"`...)
 	b = append(b, w.prev[:w.prevLen]...)
 	b = append(b, '"')
+	if a, ok := data.(AppendJSONer); ok {
+		if line := a.AppendJSON(append(b, `,"data":`...)); line != nil {
+			b, data = line, nil
+		}
+	}
 	buf.Write(b)
 	if data != nil {
 		buf.WriteString(`,"data":`)
@@ -410,6 +416,15 @@ func (w *Writer) Append(eventType string, data any) {
 	}
 	sum := sha256.Sum256(line[:len(line)-1])
 	w.prevLen = hex.Encode(w.prev[:], sum[:16])
+}
+
+// AppendJSONer is a payload that encodes itself: AppendJSON appends
+// exactly the bytes encoding/json's Encoder with SetEscapeHTML(false)
+// writes for it (without the newline), or returns nil to leave the value
+// to encoding/json. The payloads of the events every iteration writes
+// have it, so the journal encodes them without reflection.
+type AppendJSONer interface {
+	AppendJSON(b []byte) []byte
 }
 
 // followPath makes sure the writer appends to the file at its path. A
