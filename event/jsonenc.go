@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/capstan-dev/capstan/journal"
 )
 
 // The payloads of the events every iteration and every tool call writes
@@ -138,7 +139,7 @@ func (o *object) key(k string) {
 
 func (o *object) string(k, v string) {
 	o.key(k)
-	o.b = AppendJSONString(o.b, v)
+	o.b = journal.AppendJSONString(o.b, v)
 }
 
 func (o *object) stringOmit(k, v string) {
@@ -164,60 +165,3 @@ func (o *object) int(k string, v int64) {
 }
 
 func (o *object) end() []byte { return append(o.b, '}') }
-
-// AppendJSONString appends s as a JSON string exactly as encoding/json's
-// Encoder with SetEscapeHTML(false) writes it: '"', '\\' and control
-// characters escaped (\b \f \n \r \t by name, the others as \u00XX),
-// invalid UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped, the rest
-// as is.
-func AppendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
