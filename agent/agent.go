@@ -39,7 +39,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
-	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/verify"
@@ -280,7 +279,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
 	// The model's streamed text reaches every consumer, an embedder's
 	// too, with secret values replaced, as the journal has it.
-	a.emit.RedactModelOutput(builtin.NewStreamRedactor(environ))
+	a.emit.RedactModelOutput(procenv.NewStreamRedactor(environ))
 	a.buildLedger()
 	a.built++ // logger
 	// 2. prompt resolver

@@ -16,7 +16,6 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 
 	"github.com/capstan-dev/capstan/procenv"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // issueNumber is what the issue parameter must look like before it
@@ -231,7 +230,7 @@ func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool 
 	start := time.Now()
 	err := cmd.Run()
 	ev := GitHubCallEvent{Args: args, DurationMs: time.Since(start).Milliseconds(),
-		Output: builtin.RedactSecrets(strings.TrimSpace(strings.TrimSpace(stdout.String()) + "\n" + strings.TrimSpace(stderr.String())))}
+		Output: procenv.RedactSecrets(strings.TrimSpace(strings.TrimSpace(stdout.String()) + "\n" + strings.TrimSpace(stderr.String())))}
 	if cmd.ProcessState != nil {
 		ev.ExitCode = cmd.ProcessState.ExitCode()
 	}

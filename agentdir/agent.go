@@ -13,8 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 )
 
-// Agent is a loaded, defaulted and validated agent folder (seed 002
-// ValidatedDefinition). Only LoadAndValidate makes one, so an *Agent is
+// Agent is a loaded, defaulted and validated agent folder. Only LoadAndValidate makes one, so an *Agent is
 // valid by construction; its accessors return copies, so it stays valid.
 type Agent struct {
 	dir      string
@@ -28,8 +27,8 @@ type Agent struct {
 	sharedReg  *Registry
 }
 
-// LoadAndValidate is seed 002's loadAndValidate: Load, ApplyDefaults,
-// Validate. Load errors are returned as they are (CONFIG_NOT_FOUND,
+// LoadAndValidate loads an agent folder, applies its defaults and validates
+// it (Load, ApplyDefaults, Validate). Load errors are returned as they are (CONFIG_NOT_FOUND,
 // CONFIG_PARSE); validation errors as a *ValidationError (errors.Is
 // agenterr.ErrConfigurationValidation) listing every problem. Warnings are
 // kept on the Agent (Warnings) for the caller to log.
@@ -270,7 +269,7 @@ func (a *Agent) Params() []Param {
 	return out
 }
 
-// ResolveParams implements seed 000's variable mapping: values (keyed by
+// ResolveParams maps parameter values to prompt variables: values (keyed by
 // parameter name, as given on the command line) become prompt variables
 // keyed by parameter name without the "uv-" prefix ({uv-origin} ← "origin").
 // Defaults fill parameters not given; number and boolean values are

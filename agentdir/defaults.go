@@ -1,6 +1,6 @@
 package agentdir
 
-// Defaults applied by ApplyDefaults (seed 000 / seed 002 values).
+// Defaults applied by ApplyDefaults to what an agent folder leaves unset.
 const (
 	DefaultC1      = "steps"
 	DefaultEdition = "default"

@@ -24,7 +24,7 @@ const maxFileSize = 8 << 20
 
 // Load reads dir/agent.json and the steps registry it names
 // (runner.prompts.registry, default steps_registry.json) and checks syntax
-// only (seed 002: load is syntactic, validate is semantic). Values of the
+// only (loading checks syntax, Validate checks meaning). Values of the
 // wrong type are left at their zero value here and reported by Validate.
 //
 // Errors: CONFIG_NOT_FOUND when a file is missing (hint: capstan init),

@@ -54,7 +54,8 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-// ValidationResult is seed 000's ValidationResult. It holds problems only;
+// ValidationResult is what validating an agent folder found. It holds
+// problems only;
 // Valid, Errors and Warnings are derived from them, so the invariant
 // Valid() == (len(Errors()) == 0) cannot be broken.
 type ValidationResult struct {

@@ -26,7 +26,7 @@ var benchVars = map[string]string{
 }
 
 // BenchmarkResolve measures a cached resolution of a 2 KB prompt with 5
-// variables: the per-iteration cost of layer 4.
+// variables: what resolving a step's prompt costs each iteration.
 func BenchmarkResolve(b *testing.B) {
 	dir := b.TempDir()
 	writePrompt(b, dir, "prompts/steps/initial/issue/f_default.md", benchPrompt())

@@ -41,8 +41,8 @@ type PromptConfig struct {
 	// C1 is the C3L category used when a Ref leaves C1 empty (default
 	// "steps").
 	C1 string
-	// FallbackDir is the global fallback directory of seed 002's fallback
-	// chain; empty disables that link of the chain.
+	// FallbackDir is the global fallback directory, the last link of the
+	// fallback chain; empty disables that link of the chain.
 	FallbackDir string
 	// SystemPath is the system prompt file (agent.json systemPromptPath).
 	SystemPath string
@@ -269,7 +269,8 @@ func (r *PromptResolver) explicitPath(ref PromptRef, p, what string) (string, er
 	return p, nil
 }
 
-// chain returns the seed-002 fallback chain of ref: the primary file,
+// chain returns the fallback chain of ref, the files tried in order: the
+// primary file,
 // ref.Fallback, then {FallbackDir}/<primary file name>.
 func (r *PromptResolver) chain(ref PromptRef) ([]candidate, error) {
 	if r.cfgErr != nil {
@@ -485,7 +486,7 @@ type RetryTemplateRef struct {
 	Warnings []string
 }
 
-// ResolveRetry finds the retry prompt of seed 004 for a failure pattern:
+// ResolveRetry finds the retry prompt for a failure pattern:
 // {base}/{c1}/{c2}/{c3}/f_{edition}_{adaptation}.md, then
 // {base}/{c1}/{c2}/{c3}/f_{edition}.md. When neither exists the result has
 // Found false and a nil error. An empty c1 or edition takes the defaults

@@ -43,8 +43,7 @@ type Definition struct {
 }
 
 // Parameter declares one agent parameter. Each becomes a CLI flag (Cli, by
-// default "--<name>") and the prompt variable {uv-<name>} (seed 000
-// "variable mapping").
+// default "--<name>") and the prompt variable {uv-<name>}.
 type Parameter struct {
 	Type        string           `json:"type"` // string | number | boolean
 	Description string           `json:"description,omitempty"`
@@ -75,7 +74,7 @@ type Runner struct {
 	// Requests bound each model request of the HTTP providers.
 	Requests Requests `json:"requests"`
 	// Skills lists skill folders (relative to the agent dir) whose L1
-	// metadata goes into the system prompt (seed 001).
+	// metadata (name and description) goes into the system prompt.
 	Skills []string `json:"skills,omitempty"`
 	// MCPServers declares MCP servers whose tools the model may call as
 	// mcp__<server>__<tool>.
@@ -205,12 +204,13 @@ type Prompts struct {
 	Registry string `json:"registry,omitempty"`
 	// Base is the C3L root directory (default "prompts").
 	Base string `json:"base,omitempty"`
-	// FallbackDir is the global fallback directory of seed 002's fallback
-	// chain; "" disables that link of the chain.
+	// FallbackDir is the global fallback directory, the last link of the
+	// fallback chain; "" disables that link of the chain.
 	FallbackDir string `json:"fallbackDir,omitempty"`
 }
 
-// Completion configures the agent-level CompletionHandler (layer 3).
+// Completion configures the agent-level completion handler: what makes a
+// run complete.
 type Completion struct {
 	// Type is one of: iterationBudget, keyword, composite, stepFlow,
 	// structured, externalState, custom.
@@ -223,7 +223,7 @@ type Completion struct {
 	Mode       string       `json:"mode,omitempty"`
 	Conditions []Completion `json:"conditions,omitempty"`
 	// Validators names registry validators that must pass before a declared
-	// completion is accepted (external verification, seed 004).
+	// completion is accepted (external verification).
 	Validators []string `json:"validators,omitempty"`
 	// Handler names a custom handler registered in Go (type "custom").
 	Handler string `json:"handler,omitempty"`
@@ -383,8 +383,8 @@ type Registry struct {
 	// C1 is the C3L category of step prompts (default "steps").
 	C1        string `json:"c1,omitempty"`
 	EntryStep string `json:"entryStep"`
-	// StepLoopLimit bounds consecutive runs of one step (seed 000
-	// STEP_LOOP_LIMIT, default 10).
+	// StepLoopLimit bounds consecutive runs of one step (default 10); a
+	// run that exceeds it stops with STEP_LOOP_LIMIT.
 	StepLoopLimit      int                          `json:"stepLoopLimit,omitempty"`
 	Steps              map[string]Step              `json:"steps"`
 	CompletionPatterns map[string]CompletionPattern `json:"completionPatterns,omitempty"`
@@ -426,7 +426,7 @@ type Step struct {
 	Edition    string `json:"edition,omitempty"`
 	Adaptation string `json:"adaptation,omitempty"`
 	// Fallback is a prompt path (relative to the prompts base) tried when
-	// the C3L file is missing (seed 002 fallback chain).
+	// the C3L file is missing (the second link of the fallback chain).
 	Fallback string `json:"fallback,omitempty"`
 	// UVVariables lists the {uv-x} variables the prompt needs.
 	UVVariables []string `json:"uvVariables,omitempty"`
@@ -439,7 +439,7 @@ type Step struct {
 	Sequential *bool    `json:"sequential,omitempty"`
 
 	// CompletionConditions must all hold for a declared completion of this
-	// step to be accepted (seed 004).
+	// step to be accepted.
 	CompletionConditions []CompletionCondition `json:"completionConditions,omitempty"`
 	OnFailure            *OnFailure            `json:"onFailure,omitempty"`
 	OutputSchemaRef      *SchemaRef            `json:"outputSchemaRef,omitempty"`
@@ -469,7 +469,8 @@ type Step struct {
 	UsesStdin *bool `json:"usesStdin,omitempty"`
 }
 
-// StepCheck decides a step's transition (seed 000 StepChecker).
+// StepCheck decides a step's transition: which of its onPass and onFail
+// moves is taken.
 type StepCheck struct {
 	// Type is keyword | action | prompt.
 	Type string `json:"type"`
@@ -494,14 +495,17 @@ type Transition struct {
 	Escalate bool `json:"escalate,omitempty"`
 }
 
-// RetryPolicy is seed 000's RetryPolicy.
+// RetryPolicy says how often a failing step is run again and what happens
+// when those retries are used up (an error, a fallback step, or a skip).
 type RetryPolicy struct {
 	MaxRetries   *int   `json:"maxRetries,omitempty"`  // default 3
 	OnExhausted  string `json:"onExhausted,omitempty"` // error | fallback | skip
 	FallbackStep string `json:"fallbackStep,omitempty"`
 }
 
-// Escalation is seed 000's EscalationConfig.
+// Escalation says where a step that cannot go on hands over, how that is
+// announced, and how the flow goes on afterwards (climpt calls it
+// EscalationConfig).
 type Escalation struct {
 	EscalateTo         string `json:"escalateTo"`
 	NotificationMethod string `json:"notificationMethod,omitempty"` // in_agent | webhook | log
@@ -529,7 +533,7 @@ type SchemaRef struct {
 	Schema string `json:"schema"`
 }
 
-// CompletionPattern is a failure pattern of seed 004: which retry prompt to
+// CompletionPattern is a failure pattern: which retry prompt to
 // send and which params it needs.
 type CompletionPattern struct {
 	Description string   `json:"description,omitempty"`
@@ -538,7 +542,9 @@ type CompletionPattern struct {
 	Params      []string `json:"params,omitempty"`
 }
 
-// Validator is seed 004's ValidatorDefinition.
+// Validator defines a check of the world that a declared completion must
+// pass: a command to run, a file to look at, or a check registered in Go,
+// and the failure pattern it names when it fails.
 type Validator struct {
 	Type           string            `json:"type"` // command | file | custom
 	Command        string            `json:"command,omitempty"`

@@ -59,8 +59,8 @@ var (
 )
 
 // Validate checks def and reg against the JSON Schemas and for semantics
-// and cross-references, and reports every problem at once (seed 000
-// ConfigurationLoader.validate; it has no side effects). def and reg are
+// and cross-references, and reports every problem at once; it has no side
+// effects. def and reg are
 // normally Load's results after ApplyDefaults; definitions built in Go are
 // validated too, without line:col.
 func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationResult {
@@ -261,7 +261,8 @@ func (c *checker) schema(kindName, prefix string, src *source) {
 
 // ---- agent.json ----
 
-// hardLimit is the loop's HARD_LIMIT (seed 002).
+// hardLimit is the most iterations any run may start (the loop's
+// HARD_LIMIT); a budget above it is reported as never reached.
 const hardLimit = 100
 
 func known(names []string) string {

@@ -147,7 +147,7 @@ type Stream struct {
 }
 
 // TextRedactor replaces secret values in the model output a Stream
-// delivers (builtin.StreamRedactor is one). Push takes the next fragment
+// delivers (procenv.StreamRedactor is one). Push takes the next fragment
 // of streamed text and returns what may be delivered now, holding back a
 // tail that could begin a secret; Flush returns that tail once the text
 // has ended; Drop forgets it (the text was discarded); Text redacts a

@@ -6,7 +6,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/jsonredact"
 )
 
-// Redactor replaces secret values in a text (see builtin.SecretRedactor).
+// Redactor replaces secret values in a text (see procenv.SecretRedactor).
 // A nil Redactor means there is nothing to redact, so the tool loop pays
 // nothing for it.
 type Redactor func(string) string

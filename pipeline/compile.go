@@ -46,85 +46,113 @@ func (m *Manager) Compile(inputKeys ...string) (*Plan, error) {
 }
 
 func compile(defs []*stageDef, declared []KeySpec, inputKeys []string) (*Plan, error) {
-	var probs []Problem
-	n := len(defs)
-	byID := make(map[string]int, n)
-	for i, d := range defs {
-		byID[d.id] = i
-	}
-
+	c := &planCompiler{defs: defs, specs: map[string]KeySpec{}, owner: map[string]string{}, rules: map[string]keyRule{}, producers: map[string][]int{}}
 	// Key rules: config declarations, then the agents' own.
-	specs := map[string]KeySpec{}
-	owner := map[string]string{}
-	addSpec := func(ks KeySpec, who string) {
-		if !ks.Type.valid() {
-			probs = append(probs, Problem{Stages: stagesOf(who), Keys: []string{ks.Name}, Message: fmt.Sprintf("key %s: unknown type %q (want array, object, string, number, boolean or empty for any)", ks.Name, ks.Type)})
-			return
-		}
-		if !ks.Reducer.valid() {
-			probs = append(probs, Problem{Stages: stagesOf(who), Keys: []string{ks.Name}, Message: fmt.Sprintf("key %s: unknown reducer %q (want append or merge)", ks.Name, ks.Reducer)})
-			return
-		}
-		if (ks.Reducer == ReduceAppend && ks.Type != TypeArray && ks.Type != TypeAny) ||
-			(ks.Reducer == ReduceMerge && ks.Type != TypeObject && ks.Type != TypeAny) {
-			probs = append(probs, Problem{Stages: stagesOf(who), Keys: []string{ks.Name}, Message: fmt.Sprintf("key %s: reducer %s does not fit type %s", ks.Name, ks.Reducer, ks.Type)})
-			return
-		}
-		if prev, ok := specs[ks.Name]; ok {
-			if !sameSpec(prev, ks) {
-				probs = append(probs, Problem{Stages: append(stagesOf(owner[ks.Name]), stagesOf(who)...), Keys: []string{ks.Name},
-					Message: fmt.Sprintf("key %s is declared differently by %s and %s", ks.Name, describeOwner(owner[ks.Name]), describeOwner(who))})
-			}
-			return
-		}
-		specs[ks.Name] = ks
-		owner[ks.Name] = who
-	}
 	for _, ks := range declared {
 		if err := CheckKey(ks.Name); err != nil {
-			probs = append(probs, Problem{Keys: []string{ks.Name}, Message: fmt.Sprintf("declared key: %v", err)})
+			c.probs = append(c.probs, Problem{Keys: []string{ks.Name}, Message: fmt.Sprintf("declared key: %v", err)})
 			continue
 		}
-		addSpec(ks, "")
+		c.addSpec(ks, "")
 	}
 	for _, d := range defs {
 		for _, ks := range d.keys {
-			addSpec(ks, d.id)
+			c.addSpec(ks, d.id)
 		}
 	}
-	rules := map[string]keyRule{}
-	ruleFor := func(k string) keyRule {
-		if r, ok := rules[k]; ok {
-			return r
+	for i, d := range defs {
+		for _, k := range d.post {
+			c.producers[k] = append(c.producers[k], i)
+			c.ruleFor(k)
 		}
-		spec, ok := specs[k]
-		if !ok {
-			spec = KeySpec{Name: k}
+	}
+	deps := c.edges(inputKeys)
+	p := &Plan{defs: defs, rules: c.rules}
+	depth, indeg := p.sortStages(deps)
+	if len(p.order) < len(defs) {
+		c.probs = append(c.probs, cycleProblem(defs, deps, indeg))
+		return nil, compileErr(c.probs...)
+	}
+	c.concurrentWriters(p)
+	if len(c.probs) > 0 {
+		return nil, compileErr(c.probs...)
+	}
+	p.levels(depth)
+	return p, nil
+}
+
+// planCompiler holds what compile gathers about the stages: the key rules,
+// who declared each key, which stages write each key, and the problems found.
+type planCompiler struct {
+	defs      []*stageDef
+	probs     []Problem
+	specs     map[string]KeySpec
+	owner     map[string]string
+	rules     map[string]keyRule
+	producers map[string][]int
+}
+
+// addSpec adds a key's declaration by who (a stage id, or "" for the
+// config): a declaration with an unknown type or reducer, or one that
+// differs from an earlier one, is a problem.
+func (c *planCompiler) addSpec(ks KeySpec, who string) {
+	if !ks.Type.valid() {
+		c.probs = append(c.probs, Problem{Stages: stagesOf(who), Keys: []string{ks.Name}, Message: fmt.Sprintf("key %s: unknown type %q (want array, object, string, number, boolean or empty for any)", ks.Name, ks.Type)})
+		return
+	}
+	if !ks.Reducer.valid() {
+		c.probs = append(c.probs, Problem{Stages: stagesOf(who), Keys: []string{ks.Name}, Message: fmt.Sprintf("key %s: unknown reducer %q (want append or merge)", ks.Name, ks.Reducer)})
+		return
+	}
+	if (ks.Reducer == ReduceAppend && ks.Type != TypeArray && ks.Type != TypeAny) ||
+		(ks.Reducer == ReduceMerge && ks.Type != TypeObject && ks.Type != TypeAny) {
+		c.probs = append(c.probs, Problem{Stages: stagesOf(who), Keys: []string{ks.Name}, Message: fmt.Sprintf("key %s: reducer %s does not fit type %s", ks.Name, ks.Reducer, ks.Type)})
+		return
+	}
+	if prev, ok := c.specs[ks.Name]; ok {
+		if !sameSpec(prev, ks) {
+			c.probs = append(c.probs, Problem{Stages: append(stagesOf(c.owner[ks.Name]), stagesOf(who)...), Keys: []string{ks.Name},
+				Message: fmt.Sprintf("key %s is declared differently by %s and %s", ks.Name, describeOwner(c.owner[ks.Name]), describeOwner(who))})
 		}
-		r := keyRule{spec: spec}
-		if s, err := compileKeySchema(spec); err != nil {
-			probs = append(probs, Problem{Stages: stagesOf(owner[k]), Keys: []string{k}, Message: fmt.Sprintf("key %s: %v", k, err)})
-		} else {
-			r.schema = s
-		}
-		rules[k] = r
+		return
+	}
+	c.specs[ks.Name] = ks
+	c.owner[ks.Name] = who
+}
+
+// ruleFor is the rule of key k (its declaration and compiled schema),
+// compiled on first use.
+func (c *planCompiler) ruleFor(k string) keyRule {
+	if r, ok := c.rules[k]; ok {
 		return r
 	}
+	spec, ok := c.specs[k]
+	if !ok {
+		spec = KeySpec{Name: k}
+	}
+	r := keyRule{spec: spec}
+	if s, err := compileKeySchema(spec); err != nil {
+		c.probs = append(c.probs, Problem{Stages: stagesOf(c.owner[k]), Keys: []string{k}, Message: fmt.Sprintf("key %s: %v", k, err)})
+	} else {
+		r.schema = s
+	}
+	c.rules[k] = r
+	return r
+}
 
+// edges are the dependencies between stages, each with its reasons (for
+// cycle messages): depends_on, and the keys a stage reads that others write.
+func (c *planCompiler) edges(inputKeys []string) []map[int][]string {
+	defs := c.defs
+	byID := make(map[string]int, len(defs))
+	for i, d := range defs {
+		byID[d.id] = i
+	}
 	inputs := map[string]bool{}
 	for _, k := range inputKeys {
 		inputs[k] = true
 	}
-	producers := map[string][]int{}
-	for i, d := range defs {
-		for _, k := range d.post {
-			producers[k] = append(producers[k], i)
-			ruleFor(k)
-		}
-	}
-
-	// Edges with the reason for each (for cycle messages).
-	deps := make([]map[int][]string, n)
+	deps := make([]map[int][]string, len(defs))
 	for i := range deps {
 		deps[i] = map[int][]string{}
 	}
@@ -133,37 +161,44 @@ func compile(defs []*stageDef, declared []KeySpec, inputKeys []string) (*Plan, e
 			j, ok := byID[dep]
 			switch {
 			case !ok:
-				probs = append(probs, Problem{Stages: []string{d.id}, Message: fmt.Sprintf("stage %s depends on unknown stage %q", d.id, dep)})
+				c.probs = append(c.probs, Problem{Stages: []string{d.id}, Message: fmt.Sprintf("stage %s depends on unknown stage %q", d.id, dep)})
 			case j == i:
-				probs = append(probs, Problem{Stages: []string{d.id}, Message: fmt.Sprintf("stage %s depends on itself", d.id)})
+				c.probs = append(c.probs, Problem{Stages: []string{d.id}, Message: fmt.Sprintf("stage %s depends on itself", d.id)})
 			default:
 				deps[i][j] = append(deps[i][j], "depends_on")
 			}
 		}
 		for _, k := range d.pre {
-			ruleFor(k)
+			c.ruleFor(k)
 			found := false
-			for _, p := range producers[k] {
+			for _, p := range c.producers[k] {
 				if p != i {
 					deps[i][p] = append(deps[i][p], k)
 					found = true
 				}
 			}
 			if !found && !inputs[k] {
-				probs = append(probs, Problem{Stages: []string{d.id}, Keys: []string{k},
+				c.probs = append(c.probs, Problem{Stages: []string{d.id}, Keys: []string{k},
 					Message: fmt.Sprintf("stage %s: precondition %s is produced by no earlier stage or input", d.id, k)})
 			}
 		}
 		for _, k := range d.opt {
-			for _, p := range producers[k] {
+			for _, p := range c.producers[k] {
 				if p != i {
 					deps[i][p] = append(deps[i][p], k)
 				}
 			}
 		}
 	}
+	return deps
+}
 
-	p := &Plan{defs: defs, rules: rules, deps: make([][]int, n), dependents: make([][]int, n), pos: make([]int, n)}
+// sortStages sets the plan's dependencies and its run order (Kahn's algorithm,
+// stable by registration order); it returns each stage's depth and, for a
+// cycle, the stages left with unmet dependencies.
+func (p *Plan) sortStages(deps []map[int][]string) (depth, indeg []int) {
+	n := len(deps)
+	p.deps, p.dependents, p.pos = make([][]int, n), make([][]int, n), make([]int, n)
 	for i := range deps {
 		for j := range deps[i] {
 			p.deps[i] = append(p.deps[i], j)
@@ -174,13 +209,11 @@ func compile(defs []*stageDef, declared []KeySpec, inputKeys []string) (*Plan, e
 	for i := range p.dependents {
 		sort.Ints(p.dependents[i])
 	}
-
-	// Kahn's algorithm, stable by registration order.
-	indeg := make([]int, n)
+	indeg = make([]int, n)
 	for i := range p.deps {
 		indeg[i] = len(p.deps[i])
 	}
-	depth := make([]int, n)
+	depth = make([]int, n)
 	var ready []int
 	for i := 0; i < n; i++ {
 		if indeg[i] == 0 {
@@ -203,12 +236,13 @@ func compile(defs []*stageDef, declared []KeySpec, inputKeys []string) (*Plan, e
 			}
 		}
 	}
-	if len(p.order) < n {
-		probs = append(probs, cycleProblem(defs, deps, indeg))
-		return nil, compileErr(probs...)
-	}
+	return depth, indeg
+}
 
-	// Reachability, to find writers that may run concurrently.
+// concurrentWriters reports two stages that may run at the same time and
+// both write a key without a reducer.
+func (c *planCompiler) concurrentWriters(p *Plan) {
+	n, defs := len(c.defs), c.defs
 	reach := make([][]bool, n) // reach[a][b]: a runs before b
 	for i := range reach {
 		reach[i] = make([]bool, n)
@@ -223,46 +257,45 @@ func compile(defs []*stageDef, declared []KeySpec, inputKeys []string) (*Plan, e
 			}
 		}
 	}
-	keys := make([]string, 0, len(producers))
-	for k := range producers {
+	keys := make([]string, 0, len(c.producers))
+	for k := range c.producers {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		ps := producers[k]
-		if len(ps) < 2 || ruleFor(k).spec.Reducer != ReduceNone {
+		ps := c.producers[k]
+		if len(ps) < 2 || c.ruleFor(k).spec.Reducer != ReduceNone {
 			continue
 		}
 		for x := 0; x < len(ps); x++ {
 			for y := x + 1; y < len(ps); y++ {
 				a, b := ps[x], ps[y]
 				if !reach[a][b] && !reach[b][a] {
-					probs = append(probs, Problem{Stages: []string{defs[a].id, defs[b].id}, Keys: []string{k},
+					c.probs = append(c.probs, Problem{Stages: []string{defs[a].id, defs[b].id}, Keys: []string{k},
 						Message: fmt.Sprintf("stages %s and %s may run concurrently and both write %s (order them with depends_on, or declare the key with a reducer)", defs[a].id, defs[b].id, k)})
 				}
 			}
 		}
 	}
-	if len(probs) > 0 {
-		return nil, compileErr(probs...)
-	}
+}
 
+// levels sets the plan's stages in run order and groups them by depth.
+func (p *Plan) levels(depth []int) {
 	maxDepth := 0
 	for _, d := range depth {
 		maxDepth = max(maxDepth, d)
 	}
-	if n > 0 {
+	if len(p.defs) > 0 {
 		p.Levels = make([][]string, maxDepth+1)
 	}
 	for _, i := range p.order {
-		ps := PlanStage{ID: defs[i].id}
+		ps := PlanStage{ID: p.defs[i].id}
 		for _, d := range p.deps[i] {
-			ps.DependsOn = append(ps.DependsOn, defs[d].id)
+			ps.DependsOn = append(ps.DependsOn, p.defs[d].id)
 		}
 		p.Stages = append(p.Stages, ps)
-		p.Levels[depth[i]] = append(p.Levels[depth[i]], defs[i].id)
+		p.Levels[depth[i]] = append(p.Levels[depth[i]], p.defs[i].id)
 	}
-	return p, nil
 }
 
 func stagesOf(id string) []string {

@@ -164,36 +164,13 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 		}
 		return nil, specErr(file, line, col, "see docs/pipeline.md for the pipeline file format", "%s", firstLine(ye, err))
 	}
-	pos := func(path string) (l, c int) {
-		if astFile == nil {
-			return 0, 0
-		}
-		defer func() {
-			if recover() != nil {
-				l, c = 0, 0
-			}
-		}()
-		p, err := yaml.PathString(path)
-		if err != nil {
-			return 0, 0
-		}
-		n, err := p.FilterFile(astFile)
-		if err != nil || n == nil || n.GetToken() == nil {
-			return 0, 0
-		}
-		return n.GetToken().Position.Line, n.GetToken().Position.Column
-	}
-	fail := func(path, hint, format string, args ...any) error {
-		l, c := pos(path)
-		return specErr(file, l, c, hint, format, args...)
-	}
-
+	p := &specParser{file: file, ast: astFile}
 	s := &Spec{File: file, Version: raw.Version, MaxParallel: raw.MaxParallel, Inputs: raw.Inputs}
 	if raw.Version != SpecVersion {
-		return nil, fail("$.version", "start the file with \"version: 1\"", "unsupported pipeline version %d", raw.Version)
+		return nil, p.fail("$.version", "start the file with \"version: 1\"", "unsupported pipeline version %d", raw.Version)
 	}
 	if raw.MaxParallel < 0 || raw.MaxParallel > 64 {
-		return nil, fail("$.max_parallel", "", "max_parallel %d is outside 0..64", raw.MaxParallel)
+		return nil, p.fail("$.max_parallel", "", "max_parallel %d is outside 0..64", raw.MaxParallel)
 	}
 	s.Options = DefaultExecutionOptions()
 	if o := raw.Options.ValidateContract; o != nil {
@@ -210,129 +187,191 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 	}
 	for i, in := range s.Inputs {
 		if err := CheckKey(NamespaceInput + "." + in); err != nil {
-			return nil, fail(fmt.Sprintf("$.inputs[%d]", i), "", "input %q: %v", in, err)
+			return nil, p.fail(fmt.Sprintf("$.inputs[%d]", i), "", "input %q: %v", in, err)
 		}
 	}
-	for i, k := range raw.Keys {
-		at := fmt.Sprintf("$.keys[%d]", i)
-		if err := CheckKey(k.Name); err != nil {
-			return nil, fail(at, "", "%v", err)
-		}
-		ks := KeySpec{Name: k.Name, Type: ValueType(k.Type), AllowEmpty: k.AllowEmpty, Reducer: Reducer(k.Reducer), Description: k.Description}
-		if !ks.Type.valid() {
-			return nil, fail(at+".type", "use array, object, string, number or boolean", "key %s: unknown type %q", k.Name, k.Type)
-		}
-		if !ks.Reducer.valid() {
-			return nil, fail(at+".reducer", "use append or merge", "key %s: unknown reducer %q", k.Name, k.Reducer)
-		}
-		if k.Schema != nil {
-			b, err := json.Marshal(k.Schema)
-			if err != nil {
-				return nil, fail(at+".schema", "", "key %s: schema is not JSON-compatible: %v", k.Name, err)
-			}
-			if _, err := compileSchema("key", b); err != nil {
-				return nil, fail(at+".schema", "", "key %s: %v", k.Name, err)
-			}
-			ks.Schema = b
-		}
-		s.Keys = append(s.Keys, ks)
+	keys, err := p.keys(raw.Keys)
+	if err != nil {
+		return nil, err
 	}
+	s.Keys = keys
 	if len(raw.Stages) == 0 {
-		return nil, fail("$", "add a stages: list", "pipeline has no stages")
+		return nil, p.fail("$", "add a stages: list", "pipeline has no stages")
 	}
 	seen := map[string]bool{}
 	for i, r := range raw.Stages {
 		at := fmt.Sprintf("$.stages[%d]", i)
-		st := StageSpec{ID: r.ID, Kind: r.Kind, Use: r.Use, Pre: r.Pre, Post: r.Post, Optional: r.Optional,
-			DependsOn: r.DependsOn, Model: r.Model, System: r.System, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
-			Dir: r.Dir, Params: r.Params}
-		st.Line, st.Column = pos(at + ".id")
 		if err := CheckID(r.ID); err != nil {
-			return nil, fail(at+".id", "", "stage %d: %v", i+1, err)
+			return nil, p.fail(at+".id", "", "stage %d: %v", i+1, err)
 		}
 		if seen[r.ID] {
-			return nil, fail(at+".id", "stage ids must be unique", "stage %s is declared twice", r.ID)
+			return nil, p.fail(at+".id", "stage ids must be unique", "stage %s is declared twice", r.ID)
 		}
 		seen[r.ID] = true
-		if st.Kind == "" {
-			st.Kind = KindStandard
-		}
-		switch st.Kind {
-		case KindStandard:
-			if len(r.Pre)+len(r.Post)+len(r.Optional) > 0 || r.Use != "" {
-				return nil, fail(at, "standard agents have fixed contracts; use kind: func or model for your own", "stage %s: a standard stage takes no preconditions, postconditions, optional_reads or use", r.ID)
-			}
-		case KindFunc:
-			if r.Use == "" {
-				st.Use = r.ID
-			}
-		case KindModel, KindAgent:
-		default:
-			return nil, fail(at+".kind", "use standard, func, model or agent", "stage %s: unknown kind %q", r.ID, r.Kind)
-		}
-		if st.Kind != KindModel && (r.Model != "" || r.System != "" || r.Prompt != "" || r.MaxTokens != 0) {
-			return nil, fail(at, "model, system, prompt and max_tokens belong to kind: model", "stage %s: model settings on a %s stage", r.ID, st.Kind)
-		}
-		if st.Kind != KindAgent && (r.Dir != "" || r.Params != nil) {
-			return nil, fail(at, "dir and params belong to kind: agent", "stage %s: agent settings on a %s stage", r.ID, st.Kind)
-		}
-		if st.Kind == KindAgent && r.Dir == "" {
-			return nil, fail(at, "give the agent's folder as dir:", "stage %s: agent stage without dir", r.ID)
-		}
-		if (st.Kind == KindModel || st.Kind == KindAgent || st.Kind == KindFunc) && len(r.Post) == 0 {
-			return nil, fail(at, "list the keys the stage fills under postconditions:", "stage %s has no postconditions", r.ID)
-		}
-		if r.Schema != nil {
-			if st.Kind != KindModel && st.Kind != KindAgent {
-				return nil, fail(at+".schema", "", "stage %s: schema belongs to model and agent stages", r.ID)
-			}
-			b, err := json.Marshal(r.Schema)
-			if err != nil {
-				return nil, fail(at+".schema", "", "stage %s: schema is not JSON-compatible: %v", r.ID, err)
-			}
-			st.Schema = b
-		}
-		if r.MaxTokens < 0 {
-			return nil, fail(at+".max_tokens", "", "stage %s: max_tokens is negative", r.ID)
-		}
-		if r.Timeout != nil {
-			d, err := duration(r.Timeout)
-			if err != nil || d <= 0 {
-				return nil, fail(at+".timeout", `write a Go duration with a unit, e.g. "30s" or "2m"`, "stage %s: timeout %v is not a positive duration", r.ID, r.Timeout)
-			}
-			st.Timeout = d
-		}
-		if r.Retry != nil {
-			st.Retry.MaxRetries = r.Retry.MaxRetries
-			if r.Retry.MaxRetries < 0 || r.Retry.MaxRetries > MaxRetriesLimit {
-				return nil, fail(at+".retry.max_retries", "", "stage %s: max_retries %d is outside 0..%d", r.ID, r.Retry.MaxRetries, MaxRetriesLimit)
-			}
-			for name, v := range map[string]string{"backoff": r.Retry.Backoff, "max_backoff": r.Retry.MaxBackoff} {
-				if v == "" {
-					continue
-				}
-				d, err := time.ParseDuration(v)
-				if err != nil || d <= 0 {
-					return nil, fail(at+".retry."+name, `write a Go duration, e.g. "200ms"`, "stage %s: retry %s %q is not a positive duration", r.ID, name, v)
-				}
-				if name == "backoff" {
-					st.Retry.Backoff = d
-				} else {
-					st.Retry.MaxBackoff = d
-				}
-			}
-		}
-		for li, l := range [][]string{r.Pre, r.Post, r.Optional} {
-			field := []string{"preconditions", "postconditions", "optional_reads"}[li]
-			for j, k := range l {
-				if err := CheckKey(k); err != nil {
-					return nil, fail(fmt.Sprintf("%s.%s[%d]", at, field, j), "", "stage %s: %v", r.ID, err)
-				}
-			}
+		st, err := p.stage(at, r)
+		if err != nil {
+			return nil, err
 		}
 		s.Stages = append(s.Stages, st)
 	}
 	return s, nil
+}
+
+// specParser places the problems of one pipeline file.
+type specParser struct {
+	file string
+	ast  *ast.File
+}
+
+// pos is the line and column of the YAML path in the file, 0, 0 when unknown.
+func (p *specParser) pos(path string) (l, c int) {
+	if p.ast == nil {
+		return 0, 0
+	}
+	defer func() {
+		if recover() != nil {
+			l, c = 0, 0
+		}
+	}()
+	yp, err := yaml.PathString(path)
+	if err != nil {
+		return 0, 0
+	}
+	n, err := yp.FilterFile(p.ast)
+	if err != nil || n == nil || n.GetToken() == nil {
+		return 0, 0
+	}
+	return n.GetToken().Position.Line, n.GetToken().Position.Column
+}
+
+// fail is a coded problem of the file at the YAML path.
+func (p *specParser) fail(path, hint, format string, args ...any) error {
+	l, c := p.pos(path)
+	return specErr(p.file, l, c, hint, format, args...)
+}
+
+// keys reads the key declarations of the file.
+func (p *specParser) keys(raw []rawKey) ([]KeySpec, error) {
+	var out []KeySpec
+	for i, k := range raw {
+		at := fmt.Sprintf("$.keys[%d]", i)
+		if err := CheckKey(k.Name); err != nil {
+			return nil, p.fail(at, "", "%v", err)
+		}
+		ks := KeySpec{Name: k.Name, Type: ValueType(k.Type), AllowEmpty: k.AllowEmpty, Reducer: Reducer(k.Reducer), Description: k.Description}
+		if !ks.Type.valid() {
+			return nil, p.fail(at+".type", "use array, object, string, number or boolean", "key %s: unknown type %q", k.Name, k.Type)
+		}
+		if !ks.Reducer.valid() {
+			return nil, p.fail(at+".reducer", "use append or merge", "key %s: unknown reducer %q", k.Name, k.Reducer)
+		}
+		if k.Schema != nil {
+			b, err := json.Marshal(k.Schema)
+			if err != nil {
+				return nil, p.fail(at+".schema", "", "key %s: schema is not JSON-compatible: %v", k.Name, err)
+			}
+			if _, err := compileSchema("key", b); err != nil {
+				return nil, p.fail(at+".schema", "", "key %s: %v", k.Name, err)
+			}
+			ks.Schema = b
+		}
+		out = append(out, ks)
+	}
+	return out, nil
+}
+
+// stage reads one stage of the file at the YAML path at.
+func (p *specParser) stage(at string, r rawStage) (StageSpec, error) {
+	st := StageSpec{ID: r.ID, Kind: r.Kind, Use: r.Use, Pre: r.Pre, Post: r.Post, Optional: r.Optional,
+		DependsOn: r.DependsOn, Model: r.Model, System: r.System, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
+		Dir: r.Dir, Params: r.Params}
+	st.Line, st.Column = p.pos(at + ".id")
+	if st.Kind == "" {
+		st.Kind = KindStandard
+	}
+	switch st.Kind {
+	case KindStandard:
+		if len(r.Pre)+len(r.Post)+len(r.Optional) > 0 || r.Use != "" {
+			return StageSpec{}, p.fail(at, "standard agents have fixed contracts; use kind: func or model for your own", "stage %s: a standard stage takes no preconditions, postconditions, optional_reads or use", r.ID)
+		}
+	case KindFunc:
+		if r.Use == "" {
+			st.Use = r.ID
+		}
+	case KindModel, KindAgent:
+	default:
+		return StageSpec{}, p.fail(at+".kind", "use standard, func, model or agent", "stage %s: unknown kind %q", r.ID, r.Kind)
+	}
+	if st.Kind != KindModel && (r.Model != "" || r.System != "" || r.Prompt != "" || r.MaxTokens != 0) {
+		return StageSpec{}, p.fail(at, "model, system, prompt and max_tokens belong to kind: model", "stage %s: model settings on a %s stage", r.ID, st.Kind)
+	}
+	if st.Kind != KindAgent && (r.Dir != "" || r.Params != nil) {
+		return StageSpec{}, p.fail(at, "dir and params belong to kind: agent", "stage %s: agent settings on a %s stage", r.ID, st.Kind)
+	}
+	if st.Kind == KindAgent && r.Dir == "" {
+		return StageSpec{}, p.fail(at, "give the agent's folder as dir:", "stage %s: agent stage without dir", r.ID)
+	}
+	if (st.Kind == KindModel || st.Kind == KindAgent || st.Kind == KindFunc) && len(r.Post) == 0 {
+		return StageSpec{}, p.fail(at, "list the keys the stage fills under postconditions:", "stage %s has no postconditions", r.ID)
+	}
+	if r.Schema != nil {
+		if st.Kind != KindModel && st.Kind != KindAgent {
+			return StageSpec{}, p.fail(at+".schema", "", "stage %s: schema belongs to model and agent stages", r.ID)
+		}
+		b, err := json.Marshal(r.Schema)
+		if err != nil {
+			return StageSpec{}, p.fail(at+".schema", "", "stage %s: schema is not JSON-compatible: %v", r.ID, err)
+		}
+		st.Schema = b
+	}
+	if r.MaxTokens < 0 {
+		return StageSpec{}, p.fail(at+".max_tokens", "", "stage %s: max_tokens is negative", r.ID)
+	}
+	if r.Timeout != nil {
+		d, err := duration(r.Timeout)
+		if err != nil || d <= 0 {
+			return StageSpec{}, p.fail(at+".timeout", `write a Go duration with a unit, e.g. "30s" or "2m"`, "stage %s: timeout %v is not a positive duration", r.ID, r.Timeout)
+		}
+		st.Timeout = d
+	}
+	if err := p.stageRetry(at, r, &st); err != nil {
+		return StageSpec{}, err
+	}
+	for li, l := range [][]string{r.Pre, r.Post, r.Optional} {
+		field := []string{"preconditions", "postconditions", "optional_reads"}[li]
+		for j, k := range l {
+			if err := CheckKey(k); err != nil {
+				return StageSpec{}, p.fail(fmt.Sprintf("%s.%s[%d]", at, field, j), "", "stage %s: %v", r.ID, err)
+			}
+		}
+	}
+	return st, nil
+}
+
+// stageRetry reads a stage's retry settings into st.
+func (p *specParser) stageRetry(at string, r rawStage, st *StageSpec) error {
+	if r.Retry == nil {
+		return nil
+	}
+	st.Retry.MaxRetries = r.Retry.MaxRetries
+	if r.Retry.MaxRetries < 0 || r.Retry.MaxRetries > MaxRetriesLimit {
+		return p.fail(at+".retry.max_retries", "", "stage %s: max_retries %d is outside 0..%d", r.ID, r.Retry.MaxRetries, MaxRetriesLimit)
+	}
+	for name, v := range map[string]string{"backoff": r.Retry.Backoff, "max_backoff": r.Retry.MaxBackoff} {
+		if v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return p.fail(at+".retry."+name, `write a Go duration, e.g. "200ms"`, "stage %s: retry %s %q is not a positive duration", r.ID, name, v)
+		}
+		if name == "backoff" {
+			st.Retry.Backoff = d
+		} else {
+			st.Retry.MaxBackoff = d
+		}
+	}
+	return nil
 }
 
 // MaxSpecNodes bounds the YAML nodes of a pipeline file once its aliases

@@ -13,8 +13,8 @@ import (
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/schema"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Contract is the part of a stage's definition shared by the model and
@@ -262,7 +262,7 @@ type ModelStage struct {
 	cfg ModelStageConfig
 	tpl *handlebars.Template
 	// redact replaces the values of capstan's secret variables in the
-	// model's answers (builtin.SecretRedactor).
+	// model's answers (procenv.SecretRedactor).
 	redact llm.Redactor
 }
 
@@ -276,7 +276,7 @@ func NewModelStage(cfg ModelStageConfig) (*ModelStage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ModelStage{outputStage: base, cfg: cfg, redact: builtin.SecretRedactor(os.Environ())}
+	s := &ModelStage{outputStage: base, cfg: cfg, redact: procenv.SecretRedactor(os.Environ())}
 	if cfg.Prompt != "" {
 		if s.tpl, err = parseTemplate(cfg.ID, "prompt", cfg.Prompt); err != nil {
 			return nil, err

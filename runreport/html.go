@@ -120,46 +120,56 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 	start, end := timeAxis(r)
 	total := end.Sub(start)
 	for _, it := range its {
-		rw := row{Iteration: it, PromptIsRetry: r.retryBefore(it) != nil, Meta: metaText(it)}
-		if total > 0 && !it.Started.IsZero() {
-			rw.Left = pct(it.Started.Sub(start), total)
-			stop := it.Ended
-			if stop.IsZero() {
-				stop = lastTime(it, it.Started)
-			}
-			rw.Width = max(pct(stop.Sub(it.Started), total), 0.6)
-			rw.Left = min(rw.Left, 100-rw.Width)
-		}
-		if v := it.Verdict; v != nil {
-			rw.VerdictTone = map[string]string{"complete": "ok", "continue": "warn", "stop": "bad"}[v.Result]
-		}
-		for _, e := range it.Entries {
-			in := item{Entry: e, Mark: htmlMark(e), Tone: "ok"}
-			if !e.OK && e.Kind != KindText && e.Kind != KindTransition {
-				in.Tone = "bad"
-			}
-			if e.Kind == KindRetry {
-				in.Tone = "warn"
-			}
-			if !e.Time.IsZero() && !it.Started.IsZero() {
-				in.At = "+" + FormatDuration(e.Time.Sub(it.Started))
-			}
-			if e.Duration > 0 {
-				in.Dur = FormatDuration(e.Duration)
-			}
-			in.Summary = map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindText: "text", KindValidator: "output"}[e.Kind]
-			if e.Kind == KindValidator && e.Detail != "" {
-				in.Detail = tail(e.Detail, e.Omitted, true)
-			}
-			if in.Summary == "" {
-				in.Summary = "details"
-			}
-			rw.Items = append(rw.Items, in)
-		}
-		p.Rows = append(p.Rows, rw)
+		p.Rows = append(p.Rows, newRow(r, it, start, total))
 	}
 	p.Chart = newChart(its)
 	return p
+}
+
+// newRow is one iteration of the page, placed on the run's time axis.
+func newRow(r *Run, it Iteration, start time.Time, total time.Duration) row {
+	rw := row{Iteration: it, PromptIsRetry: r.retryBefore(it) != nil, Meta: metaText(it)}
+	if total > 0 && !it.Started.IsZero() {
+		rw.Left = pct(it.Started.Sub(start), total)
+		stop := it.Ended
+		if stop.IsZero() {
+			stop = lastTime(it, it.Started)
+		}
+		rw.Width = max(pct(stop.Sub(it.Started), total), 0.6)
+		rw.Left = min(rw.Left, 100-rw.Width)
+	}
+	if v := it.Verdict; v != nil {
+		rw.VerdictTone = map[string]string{"complete": "ok", "continue": "warn", "stop": "bad"}[v.Result]
+	}
+	for _, e := range it.Entries {
+		rw.Items = append(rw.Items, newItem(it, e))
+	}
+	return rw
+}
+
+// newItem is one entry of an iteration on the page.
+func newItem(it Iteration, e Entry) item {
+	in := item{Entry: e, Mark: htmlMark(e), Tone: "ok"}
+	if !e.OK && e.Kind != KindText && e.Kind != KindTransition {
+		in.Tone = "bad"
+	}
+	if e.Kind == KindRetry {
+		in.Tone = "warn"
+	}
+	if !e.Time.IsZero() && !it.Started.IsZero() {
+		in.At = "+" + FormatDuration(e.Time.Sub(it.Started))
+	}
+	if e.Duration > 0 {
+		in.Dur = FormatDuration(e.Duration)
+	}
+	in.Summary = map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindText: "text", KindValidator: "output"}[e.Kind]
+	if e.Kind == KindValidator && e.Detail != "" {
+		in.Detail = tail(e.Detail, e.Omitted, true)
+	}
+	if in.Summary == "" {
+		in.Summary = "details"
+	}
+	return in
 }
 
 func metaText(it Iteration) string {
@@ -339,7 +349,7 @@ footer{margin-top:28px;color:var(--mute);font-size:12px}
 // a page written to a terminal (report -o -) must not drive it.
 func writePage(w io.Writer, p page) error {
 	var b strings.Builder
-	e := func(s string) string { return html.EscapeString(VisibleControls(s)) }
+	e := escapeHTML
 	b.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	b.WriteString("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n")
 	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"capstan report\">\n")
@@ -360,77 +370,11 @@ func writePage(w io.Writer, p page) error {
 	}
 	b.WriteString("</dl>\n")
 
-	unit := "iteration"
-	if p.Run.Skill != "" {
-		unit = "turn"
-	}
-	c := p.Chart
-	fmt.Fprintf(&b, "\n<h2>Tokens and cost per %s</h2>\n", unit)
-	fmt.Fprintf(&b, "<svg class=\"chart\" role=\"img\" aria-label=\"tokens and cost per %s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", unit, c.Width, c.Height, c.Width, c.Height)
-	fmt.Fprintf(&b, "<line x1=\"0\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#d0d7de\"/>\n", c.Width, c.BaseY, c.BaseY)
-	for _, br := range c.Bars {
-		fmt.Fprintf(&b, "<g><title>%s</title><rect class=\"in\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/><rect class=\"out\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/><text x=\"%d\" y=\"%d\" dy=\"-6\" text-anchor=\"middle\">%s</text></g>\n",
-			e(br.Title), br.X, br.InY, br.W, br.InH, br.X, br.OutY, br.W, br.OutH, br.LabelX, c.Height, e(br.Label))
-	}
-	if c.CostLine != "" {
-		fmt.Fprintf(&b, "<polyline class=\"cost\" points=\"%s\"/>", e(c.CostLine))
-		for _, br := range c.Bars {
-			fmt.Fprintf(&b, "<circle class=\"dot\" cx=\"%d\" cy=\"%d\" r=\"3\"/>", br.CostX, br.CostY)
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("</svg>\n")
-	fmt.Fprintf(&b, "<div class=\"legend\"><span><i style=\"background:#8cb4e8\"></i>input tokens</span><span><i style=\"background:#0969da\"></i>output tokens</span><span><i style=\"background:#9a6700\"></i>cost (max %s)</span><span>tallest bar: %d tokens</span></div>\n", e(c.MaxCost), c.MaxTokens)
+	writeChart(&b, p)
 
 	b.WriteString("\n<h2>Timeline</h2>\n<ol class=\"timeline\">\n")
 	for _, rw := range p.Rows {
-		fmt.Fprintf(&b, "<li class=\"timeline-row\" id=\"iteration-%d\" data-iteration=\"%d\">\n<div class=\"row-head\">\n", rw.N, rw.N)
-		fmt.Fprintf(&b, "<div><span class=\"n\">%s %d</span>", e(p.Label), rw.N)
-		if rw.Step != "" {
-			fmt.Fprintf(&b, "<span class=\"step\">%s</span>", e(rw.Step))
-		}
-		b.WriteString("</div>\n")
-		fmt.Fprintf(&b, "<div class=\"track\"><div class=\"bar\" style=\"left:%g%%;width:%g%%\"></div></div>\n", rw.Left, rw.Width)
-		verdict := ""
-		switch {
-		case rw.Verdict != nil:
-			verdict = rw.Verdict.Result
-		case !rw.Finished:
-			verdict = "cut short"
-		}
-		fmt.Fprintf(&b, "<div class=\"verdict %s\">%s</div>\n<div class=\"meta\">%s</div>\n</div>\n", rw.VerdictTone, e(verdict), e(rw.Meta))
-		if rw.Prompt != "" || rw.PromptSource != "" {
-			note := ""
-			if rw.PromptIsRetry {
-				note = " (the retry prompt of the iteration before)"
-			}
-			fmt.Fprintf(&b, "<details class=\"prompt\"><summary>prompt: %s%s</summary><pre>%s</pre></details>\n", e(rw.PromptSource), note, e(rw.Prompt))
-		}
-		b.WriteString("<ol class=\"steps\">\n")
-		for _, in := range rw.Items {
-			fmt.Fprintf(&b, "<li class=\"entry kind-%s\"><span class=\"at\">%s</span><span class=\"mark tone-%s\">%s</span>", e(in.Kind), e(in.At), in.Tone, e(in.Mark))
-			if in.Kind == KindText {
-				fmt.Fprintf(&b, "<span class=\"text\">%s</span>", e(in.Detail))
-			} else {
-				fmt.Fprintf(&b, "<span class=\"title\">%s</span>", e(in.Title))
-				if in.Dur != "" {
-					fmt.Fprintf(&b, "<span class=\"dur\">%s</span>", e(in.Dur))
-				}
-				if in.Detail != "" {
-					fmt.Fprintf(&b, "<details><summary>%s</summary><pre>%s</pre></details>", e(in.Summary), e(in.Detail))
-				}
-			}
-			b.WriteString("</li>\n")
-		}
-		b.WriteString("</ol>\n")
-		if v := rw.Verdict; v != nil && v.Result != "" {
-			fmt.Fprintf(&b, "<p class=\"verdict-line\">Verdict: <b>%s</b>", e(v.Result))
-			if v.Reason != "" {
-				fmt.Fprintf(&b, " — %s", e(v.Reason))
-			}
-			b.WriteString("</p>\n")
-		}
-		b.WriteString("</li>\n")
+		writeTimelineRow(&b, p.Label, rw)
 	}
 	b.WriteString("</ol>\n")
 	if len(p.Artifacts) > 0 {
@@ -464,4 +408,86 @@ func writePage(w io.Writer, p page) error {
 	fmt.Fprintf(&b, "<footer>capstan run %s · generated by <code>capstan report</code> from the run journal</footer>\n</main>\n</body>\n</html>\n", e(p.Run.ID))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// escapeHTML is s for an HTML page, its control characters made visible.
+func escapeHTML(s string) string { return html.EscapeString(VisibleControls(s)) }
+
+// writeChart writes the chart of tokens and cost per iteration.
+func writeChart(b *strings.Builder, p page) {
+	e := escapeHTML
+	unit := "iteration"
+	if p.Run.Skill != "" {
+		unit = "turn"
+	}
+	c := p.Chart
+	fmt.Fprintf(b, "\n<h2>Tokens and cost per %s</h2>\n", unit)
+	fmt.Fprintf(b, "<svg class=\"chart\" role=\"img\" aria-label=\"tokens and cost per %s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", unit, c.Width, c.Height, c.Width, c.Height)
+	fmt.Fprintf(b, "<line x1=\"0\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#d0d7de\"/>\n", c.Width, c.BaseY, c.BaseY)
+	for _, br := range c.Bars {
+		fmt.Fprintf(b, "<g><title>%s</title><rect class=\"in\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/><rect class=\"out\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/><text x=\"%d\" y=\"%d\" dy=\"-6\" text-anchor=\"middle\">%s</text></g>\n",
+			e(br.Title), br.X, br.InY, br.W, br.InH, br.X, br.OutY, br.W, br.OutH, br.LabelX, c.Height, e(br.Label))
+	}
+	if c.CostLine != "" {
+		fmt.Fprintf(b, "<polyline class=\"cost\" points=\"%s\"/>", e(c.CostLine))
+		for _, br := range c.Bars {
+			fmt.Fprintf(b, "<circle class=\"dot\" cx=\"%d\" cy=\"%d\" r=\"3\"/>", br.CostX, br.CostY)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("</svg>\n")
+	fmt.Fprintf(b, "<div class=\"legend\"><span><i style=\"background:#8cb4e8\"></i>input tokens</span><span><i style=\"background:#0969da\"></i>output tokens</span><span><i style=\"background:#9a6700\"></i>cost (max %s)</span><span>tallest bar: %d tokens</span></div>\n", e(c.MaxCost), c.MaxTokens)
+}
+
+// writeTimelineRow writes one iteration of the timeline: its bar, verdict,
+// prompt and entries.
+func writeTimelineRow(b *strings.Builder, label string, rw row) {
+	e := escapeHTML
+	fmt.Fprintf(b, "<li class=\"timeline-row\" id=\"iteration-%d\" data-iteration=\"%d\">\n<div class=\"row-head\">\n", rw.N, rw.N)
+	fmt.Fprintf(b, "<div><span class=\"n\">%s %d</span>", e(label), rw.N)
+	if rw.Step != "" {
+		fmt.Fprintf(b, "<span class=\"step\">%s</span>", e(rw.Step))
+	}
+	b.WriteString("</div>\n")
+	fmt.Fprintf(b, "<div class=\"track\"><div class=\"bar\" style=\"left:%g%%;width:%g%%\"></div></div>\n", rw.Left, rw.Width)
+	verdict := ""
+	switch {
+	case rw.Verdict != nil:
+		verdict = rw.Verdict.Result
+	case !rw.Finished:
+		verdict = "cut short"
+	}
+	fmt.Fprintf(b, "<div class=\"verdict %s\">%s</div>\n<div class=\"meta\">%s</div>\n</div>\n", rw.VerdictTone, e(verdict), e(rw.Meta))
+	if rw.Prompt != "" || rw.PromptSource != "" {
+		note := ""
+		if rw.PromptIsRetry {
+			note = " (the retry prompt of the iteration before)"
+		}
+		fmt.Fprintf(b, "<details class=\"prompt\"><summary>prompt: %s%s</summary><pre>%s</pre></details>\n", e(rw.PromptSource), note, e(rw.Prompt))
+	}
+	b.WriteString("<ol class=\"steps\">\n")
+	for _, in := range rw.Items {
+		fmt.Fprintf(b, "<li class=\"entry kind-%s\"><span class=\"at\">%s</span><span class=\"mark tone-%s\">%s</span>", e(in.Kind), e(in.At), in.Tone, e(in.Mark))
+		if in.Kind == KindText {
+			fmt.Fprintf(b, "<span class=\"text\">%s</span>", e(in.Detail))
+		} else {
+			fmt.Fprintf(b, "<span class=\"title\">%s</span>", e(in.Title))
+			if in.Dur != "" {
+				fmt.Fprintf(b, "<span class=\"dur\">%s</span>", e(in.Dur))
+			}
+			if in.Detail != "" {
+				fmt.Fprintf(b, "<details><summary>%s</summary><pre>%s</pre></details>", e(in.Summary), e(in.Detail))
+			}
+		}
+		b.WriteString("</li>\n")
+	}
+	b.WriteString("</ol>\n")
+	if v := rw.Verdict; v != nil && v.Result != "" {
+		fmt.Fprintf(b, "<p class=\"verdict-line\">Verdict: <b>%s</b>", e(v.Result))
+		if v.Reason != "" {
+			fmt.Fprintf(b, " — %s", e(v.Reason))
+		}
+		b.WriteString("</p>\n")
+	}
+	b.WriteString("</li>\n")
 }

@@ -53,70 +53,7 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 		label = "Turn"
 	}
 	for _, it := range its {
-		p.f("#### %s %d", label, it.N)
-		if it.Step != "" {
-			p.f(" · step `%s`", mdCode(it.Step))
-		}
-		if v := it.Verdict; v != nil && v.Result != "" {
-			p.f(" · %s", v.Result)
-		}
-		p.f("\n\n")
-		if it.PromptSource != "" || it.Prompt != "" {
-			if r.retryBefore(it) != nil {
-				p.f("- prompt: `%s` (the retry prompt of iteration %d)\n", mdCode(it.PromptSource), it.N-1)
-			} else {
-				p.f("- prompt: `%s`", mdCode(it.PromptSource))
-				p.details("prompt", clip(it.Prompt, opts.Full))
-			}
-		}
-		for _, e := range it.Entries {
-			at := ""
-			if !e.Time.IsZero() && !it.Started.IsZero() {
-				at = "`+" + FormatDuration(e.Time.Sub(it.Started)) + "` "
-			}
-			switch e.Kind {
-			case KindText:
-				p.f("- %s**model:** %s\n", at, strings.ReplaceAll(mdText(strings.TrimSpace(e.Detail)), "\n", "<br>"))
-			default:
-				title := mdText(e.Title)
-				if e.Kind == KindTool || e.Kind == KindDenied {
-					title = "`" + mdCode(e.Title) + "`"
-				}
-				p.f("- %s%s %s%s", at, mdMark(e), title, durationSuffix(e.Duration))
-				if d := strings.TrimSpace(e.Detail); e.Kind != KindTool && len(d) <= 200 && !strings.Contains(d, "\n") {
-					if d != "" {
-						p.f(" — %s", mdText(d))
-					}
-					p.f("\n")
-					continue
-				}
-				summary := map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindValidator: "output"}[e.Kind]
-				if summary == "" {
-					summary = "details"
-				}
-				detail := e.Detail
-				switch e.Kind {
-				case KindValidator:
-					detail = tail(detail, e.Omitted, opts.Full)
-				case KindRetry:
-				default:
-					detail = clip(detail, opts.Full) // a PR comment has a size limit
-				}
-				p.details(summary, detail)
-			}
-		}
-		if v := it.Verdict; v != nil && v.Result != "" {
-			p.f("\n**Verdict:** %s", v.Result)
-			if v.Reason != "" {
-				p.f(" — %s", mdText(v.Reason))
-			}
-			p.f("\n")
-		}
-		p.f("\n%s", metaLine(it))
-		if !it.Finished {
-			p.f(" · cut short")
-		}
-		p.f("\n\n")
+		p.markdownIteration(r, it, label, opts)
 	}
 	if len(r.Artifacts) > 0 {
 		p.f("**Artifacts:** ")
@@ -138,6 +75,75 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 		p.f("> warning: %s\n", mdText(warn))
 	}
 	return p.err
+}
+
+// markdownIteration writes one iteration (or skill turn): its heading,
+// prompt, entries, verdict and usage.
+func (p *printer) markdownIteration(r *Run, it Iteration, label string, opts Options) {
+	p.f("#### %s %d", label, it.N)
+	if it.Step != "" {
+		p.f(" · step `%s`", mdCode(it.Step))
+	}
+	if v := it.Verdict; v != nil && v.Result != "" {
+		p.f(" · %s", v.Result)
+	}
+	p.f("\n\n")
+	if it.PromptSource != "" || it.Prompt != "" {
+		if r.retryBefore(it) != nil {
+			p.f("- prompt: `%s` (the retry prompt of iteration %d)\n", mdCode(it.PromptSource), it.N-1)
+		} else {
+			p.f("- prompt: `%s`", mdCode(it.PromptSource))
+			p.details("prompt", clip(it.Prompt, opts.Full))
+		}
+	}
+	for _, e := range it.Entries {
+		at := ""
+		if !e.Time.IsZero() && !it.Started.IsZero() {
+			at = "`+" + FormatDuration(e.Time.Sub(it.Started)) + "` "
+		}
+		switch e.Kind {
+		case KindText:
+			p.f("- %s**model:** %s\n", at, strings.ReplaceAll(mdText(strings.TrimSpace(e.Detail)), "\n", "<br>"))
+		default:
+			title := mdText(e.Title)
+			if e.Kind == KindTool || e.Kind == KindDenied {
+				title = "`" + mdCode(e.Title) + "`"
+			}
+			p.f("- %s%s %s%s", at, mdMark(e), title, durationSuffix(e.Duration))
+			if d := strings.TrimSpace(e.Detail); e.Kind != KindTool && len(d) <= 200 && !strings.Contains(d, "\n") {
+				if d != "" {
+					p.f(" — %s", mdText(d))
+				}
+				p.f("\n")
+				continue
+			}
+			summary := map[string]string{KindTool: "output", KindRetry: "retry prompt", KindDenied: "reason", KindValidator: "output"}[e.Kind]
+			if summary == "" {
+				summary = "details"
+			}
+			detail := e.Detail
+			switch e.Kind {
+			case KindValidator:
+				detail = tail(detail, e.Omitted, opts.Full)
+			case KindRetry:
+			default:
+				detail = clip(detail, opts.Full) // a PR comment has a size limit
+			}
+			p.details(summary, detail)
+		}
+	}
+	if v := it.Verdict; v != nil && v.Result != "" {
+		p.f("\n**Verdict:** %s", v.Result)
+		if v.Reason != "" {
+			p.f(" — %s", mdText(v.Reason))
+		}
+		p.f("\n")
+	}
+	p.f("\n%s", metaLine(it))
+	if !it.Finished {
+		p.f(" · cut short")
+	}
+	p.f("\n\n")
 }
 
 func metaLine(it Iteration) string { return "<sub>" + metaText(it) + "</sub>" }

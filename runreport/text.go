@@ -81,6 +81,19 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 		return err
 	}
 	p := &printer{w: w}
+	p.textHeader(r)
+	for _, it := range its {
+		p.textIteration(r, it, opts)
+	}
+	if pl := r.Pipeline; pl != nil {
+		writeStagesText(p, pl)
+	}
+	p.textFooter(r)
+	return p.err
+}
+
+// textHeader prints what ran, where and with what.
+func (p *printer) textHeader(r *Run) {
 	if r.Unverified {
 		p.f("%s\n", Unverified)
 	}
@@ -115,54 +128,57 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 	if r.Params != nil {
 		p.f("params %s\n", paramsText(r.Params))
 	}
-	for _, it := range its {
-		p.f("\n── %s\n", iterationHeading(r, it))
-		if it.Prompt != "" || it.PromptSource != "" {
-			if rt := r.retryBefore(it); rt != nil {
-				p.f("  prompt   %s (the retry prompt of iteration %d)\n", it.PromptSource, it.N-1)
-			} else {
-				p.f("  prompt   %s\n", it.PromptSource)
-				p.block(clip(it.Prompt, opts.Full), "           ")
-			}
-		}
-		for _, e := range it.Entries {
-			at := ""
-			if !e.Time.IsZero() && !it.Started.IsZero() {
-				at = "+" + FormatDuration(e.Time.Sub(it.Started))
-			}
-			if e.Kind == KindText {
-				first, rest, _ := strings.Cut(strings.TrimRight(e.Detail, "\n"), "\n")
-				p.f("  %-8s model: %s\n", at, first)
-				p.block(rest, "           ")
-				continue
-			}
-			p.f("  %-8s %s %s%s\n", at, mark(e), e.Title, durationSuffix(e.Duration))
-			if e.Detail != "" {
-				detail := e.Detail
-				switch e.Kind {
-				case KindValidator:
-					detail = tail(detail, e.Omitted, opts.Full)
-				case KindRetry:
-				default:
-					detail = clip(detail, opts.Full)
-				}
-				p.block(detail, "           ")
-			}
-		}
-		if v := it.Verdict; v != nil && v.Result != "" {
-			p.f("  verdict  %s", v.Result)
-			if v.Reason != "" {
-				p.f(" — %s", v.Reason)
-			}
-			p.f("\n")
-		}
-		if !it.Finished {
-			p.f("  (cut short: the run stopped during this iteration)\n")
+}
+
+// textIteration prints one iteration: its prompt, entries and verdict.
+func (p *printer) textIteration(r *Run, it Iteration, opts Options) {
+	p.f("\n── %s\n", iterationHeading(r, it))
+	if it.Prompt != "" || it.PromptSource != "" {
+		if rt := r.retryBefore(it); rt != nil {
+			p.f("  prompt   %s (the retry prompt of iteration %d)\n", it.PromptSource, it.N-1)
+		} else {
+			p.f("  prompt   %s\n", it.PromptSource)
+			p.block(clip(it.Prompt, opts.Full), "           ")
 		}
 	}
-	if pl := r.Pipeline; pl != nil {
-		writeStagesText(p, pl)
+	for _, e := range it.Entries {
+		at := ""
+		if !e.Time.IsZero() && !it.Started.IsZero() {
+			at = "+" + FormatDuration(e.Time.Sub(it.Started))
+		}
+		if e.Kind == KindText {
+			first, rest, _ := strings.Cut(strings.TrimRight(e.Detail, "\n"), "\n")
+			p.f("  %-8s model: %s\n", at, first)
+			p.block(rest, "           ")
+			continue
+		}
+		p.f("  %-8s %s %s%s\n", at, mark(e), e.Title, durationSuffix(e.Duration))
+		if e.Detail != "" {
+			detail := e.Detail
+			switch e.Kind {
+			case KindValidator:
+				detail = tail(detail, e.Omitted, opts.Full)
+			case KindRetry:
+			default:
+				detail = clip(detail, opts.Full)
+			}
+			p.block(detail, "           ")
+		}
 	}
+	if v := it.Verdict; v != nil && v.Result != "" {
+		p.f("  verdict  %s", v.Result)
+		if v.Reason != "" {
+			p.f(" — %s", v.Reason)
+		}
+		p.f("\n")
+	}
+	if !it.Finished {
+		p.f("  (cut short: the run stopped during this iteration)\n")
+	}
+}
+
+// textFooter prints the test baselines, warnings, artifacts and outcome.
+func (p *printer) textFooter(r *Run) {
 	p.f("\n")
 	for _, b := range r.TestBaselines {
 		p.f("tests %s\n", BaselineSummary(b))
@@ -192,7 +208,7 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 			if o.ErrorMessage != "" {
 				p.f("  error %s\n", o.ErrorMessage)
 			}
-			return p.err
+			return
 		}
 		p.f("\n  iterations %d  %s  cost $%.4f  %s\n", o.Iterations, usageText(o.Usage), o.CostUSD, DurationText(o.Duration, o.TestBaseline))
 		if o.ErrorCode != "" || o.ErrorMessage != "" {
@@ -203,7 +219,6 @@ func WriteText(w io.Writer, r *Run, opts Options) error {
 	} else {
 		p.f("UNFINISHED: the journal has no end (the run was killed or is still running); %d iterations finished\n", finished(r))
 	}
-	return p.err
 }
 
 // modelName is the run's model, "none" when it has none (a pipeline run

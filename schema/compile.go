@@ -103,16 +103,9 @@ func CompileSource(src Source) (*Schema, error) {
 	if u == "" {
 		u = schemaURL
 	}
-	raw := src.Raw
-	if raw == nil {
-		if src.Loader == nil {
-			return nil, &SourceError{Stage: "load", URL: u, Err: errors.New("no document and no loader")}
-		}
-		b, err := src.Loader(u)
-		if err != nil {
-			return nil, &SourceError{Stage: "load", URL: u, Err: err}
-		}
-		raw = b
+	raw, err := sourceDocument(src, u)
+	if err != nil {
+		return nil, err
 	}
 	sch := &Schema{raw: raw}
 	if sub, err := subsetEngine(src); err != nil {
@@ -121,27 +114,9 @@ func CompileSource(src Source) (*Schema, error) {
 		sch.sub = sub
 		return sch, nil
 	}
-	var d *draft
-	if src.Builtin {
-		// Tested JSON: read only as far as $schema.
-		var err error
-		if d, err = headerDraft(raw); err != nil {
-			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
-		}
-	} else {
-		doc, err := sch.document()
-		if err != nil {
-			return nil, &SourceError{Stage: "json", URL: u, Err: err}
-		}
-		if d, err = draftOf(doc); err != nil {
-			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
-		}
-		if err := checkNumbers(doc); err != nil {
-			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
-		}
-		if err := checkSchema(d, doc); err != nil {
-			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
-		}
+	d, err := sch.checkedDraft(src.Builtin, u)
+	if err != nil {
+		return nil, err
 	}
 	assertFormat := d.assertsFormat || src.assertFormat
 	c := newCompiler(assertFormat)
@@ -157,31 +132,9 @@ func CompileSource(src Source) (*Schema, error) {
 	var loadErr error // the first document a reference could not have
 	if src.Loader != nil {
 		compileURL = withLocalhost(u)
-		// The library keeps a document once compiled and asks for it
-		// again only while still compiling it: documents that refer to
-		// each other in a cycle, which it would follow without end.
-		requested := map[string]bool{withoutLocalhost(u): true}
-		c.RegisterLoader("file", func(ref string) (io.ReadCloser, error) {
-			name := withoutLocalhost(stripFragment(ref))
-			var b []byte
-			var err error
-			if requested[name] {
-				err = fmt.Errorf("%s is referred to again while it is being compiled (documents that refer to each other in a cycle); put the schemas that refer to each other in one document under $defs", name)
-			} else {
-				requested[name] = true
-				b, err = loadChecked(src, name, assertFormat, formats)
-			}
-			if err != nil {
-				if loadErr == nil {
-					loadErr = err
-				}
-				return nil, err
-			}
-			return io.NopCloser(bytes.NewReader(b)), nil
-		})
+		registerFileLoader(c, src, u, assertFormat, formats, &loadErr)
 	}
 	var compiled *jsonschema.Schema
-	var err error
 	if src.Builtin {
 		// The batch compiler resolves references once for the whole
 		// document and skips the library's check of every pattern's
@@ -218,6 +171,79 @@ func CompileSource(src Source) (*Schema, error) {
 		return nil, &SourceError{Stage: "compile", URL: u, Err: fmt.Errorf("a reference cannot be resolved: %w", loadErr)}
 	}
 	return sch, nil
+}
+
+// sourceDocument is the schema document of src: its Raw bytes, or what its
+// Loader reads at u.
+func sourceDocument(src Source, u string) ([]byte, error) {
+	raw := src.Raw
+	if raw == nil {
+		if src.Loader == nil {
+			return nil, &SourceError{Stage: "load", URL: u, Err: errors.New("no document and no loader")}
+		}
+		b, err := src.Loader(u)
+		if err != nil {
+			return nil, &SourceError{Stage: "load", URL: u, Err: err}
+		}
+		return b, nil
+	}
+	return raw, nil
+}
+
+// checkedDraft is the draft of the document; a document that is not
+// builtin (tested) JSON is checked first: JSON, numbers, its meta-schema.
+func (sch *Schema) checkedDraft(builtin bool, u string) (*draft, error) {
+	var d *draft
+	if builtin {
+		// Tested JSON: read only as far as $schema.
+		var err error
+		if d, err = headerDraft(sch.raw); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
+	} else {
+		doc, err := sch.document()
+		if err != nil {
+			return nil, &SourceError{Stage: "json", URL: u, Err: err}
+		}
+		if d, err = draftOf(doc); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
+		if err := checkNumbers(doc); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
+		if err := checkSchema(d, doc); err != nil {
+			return nil, &SourceError{Stage: "compile", URL: u, Err: err}
+		}
+	}
+	return d, nil
+}
+
+// registerFileLoader lets the compiler read the documents references name
+// through src's Loader, refusing a document asked for again while it is
+// being compiled; the first document that cannot be read is kept in loadErr.
+func registerFileLoader(c *jsonschema.Compiler, src Source, u string, assertFormat bool, formats unknownFormats, loadErr *error) {
+	// The library keeps a document once compiled and asks for it
+	// again only while still compiling it: documents that refer to
+	// each other in a cycle, which it would follow without end.
+	requested := map[string]bool{withoutLocalhost(u): true}
+	c.RegisterLoader("file", func(ref string) (io.ReadCloser, error) {
+		name := withoutLocalhost(stripFragment(ref))
+		var b []byte
+		var err error
+		if requested[name] {
+			err = fmt.Errorf("%s is referred to again while it is being compiled (documents that refer to each other in a cycle); put the schemas that refer to each other in one document under $defs", name)
+		} else {
+			requested[name] = true
+			b, err = loadChecked(src, name, assertFormat, formats)
+		}
+		if err != nil {
+			if *loadErr == nil {
+				*loadErr = err
+			}
+			return nil, err
+		}
+		return io.NopCloser(bytes.NewReader(b)), nil
+	})
 }
 
 // subsetEngine returns the subset validator for src, or nil when the

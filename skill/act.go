@@ -13,12 +13,12 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/procenv"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 	jschema "github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Budgets bound one Act run (seed 001 §5, §15).
@@ -101,7 +101,7 @@ type Config struct {
 type Runtime struct {
 	cfg Config
 	// redact replaces the values of capstan's secret variables in the
-	// model's answers (builtin.SecretRedactor).
+	// model's answers (procenv.SecretRedactor).
 	redact llm.Redactor
 	// schemas compiles the skills' schemas, each distinct one once (a
 	// schema file is read again on every check, so a changed one is
@@ -120,7 +120,7 @@ func New(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runtime{cfg: cfg, redact: builtin.SecretRedactor(os.Environ()), schemas: jschema.NewCache(0)}
+	return &Runtime{cfg: cfg, redact: procenv.SecretRedactor(os.Environ()), schemas: jschema.NewCache(0)}
 }
 
 // Exit reasons of an Act run.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/textdiff"
 )
 
 func (s *session) summarize(_ context.Context, input json.RawMessage) toolOutput {
@@ -130,7 +131,7 @@ func (s *session) diffTool(_ context.Context, input json.RawMessage) toolOutput 
 		texts[i] = string(b)
 		files = append(files, rel)
 	}
-	sum, hunks := LineDiff(texts[0], texts[1], 40)
+	sum, hunks := textdiff.Lines(texts[0], texts[1], 40)
 	res := success(map[string]any{"summary": sum, "hunks": hunks, "identical": texts[0] == texts[1]})
 	res.files = files
 	res.diff = sum
@@ -138,60 +139,6 @@ func (s *session) diffTool(_ context.Context, input json.RawMessage) toolOutput 
 }
 
 func lineDiffSummary(a, b string) string {
-	sum, _ := LineDiff(a, b, 0)
+	sum, _ := textdiff.Lines(a, b, 0)
 	return sum
-}
-
-// LineDiff compares two texts line by line (longest common subsequence,
-// bounded to 2000 lines each) and returns a "+N -M lines" summary and up to
-// maxLines changed lines prefixed with "+" or "-".
-func LineDiff(a, b string, maxLines int) (string, []string) {
-	al, bl := splitLines(a), splitLines(b)
-	if len(al) > 2000 || len(bl) > 2000 {
-		return fmt.Sprintf("%d → %d lines (too long for a line diff)", len(al), len(bl)), nil
-	}
-	n, m := len(al), len(bl)
-	lcs := make([][]int32, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if al[i] == bl[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var out []string
-	add, del := 0, 0
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && al[i] == bl[j]:
-			i++
-			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			add++
-			if len(out) < maxLines {
-				out = append(out, "+"+truncate(bl[j], 200))
-			}
-			j++
-		default:
-			del++
-			if len(out) < maxLines {
-				out = append(out, "-"+truncate(al[i], 200))
-			}
-			i++
-		}
-	}
-	return fmt.Sprintf("+%d -%d lines", add, del), out
-}
-
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }

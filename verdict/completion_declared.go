@@ -16,8 +16,7 @@ type Verifier interface {
 	Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (verify.ValidationResult, error)
 }
 
-// Declaration is what the model said about being done (seed 004 "AI
-// declaration").
+// CompletionDeclaration is what the model said about being done.
 type CompletionDeclaration struct {
 	// Declared is true when the model declared completion.
 	Declared bool `json:"declared"`
@@ -108,8 +107,8 @@ type Declared struct {
 	Fields DeclarationFields
 	// AcceptUndeclared asks the verdict stage to verify the run's
 	// validators on every iteration and to complete when they hold even
-	// without a declaration (seed 004's IssueCompletionHandler rule:
-	// "return externalConditionsMet"). It costs a validator run per
+	// without a declaration: the world's state decides, not the model's
+	// word. It costs a validator run per
 	// iteration; FromConfig accepts it only together with validators.
 	AcceptUndeclared bool
 	handlerState

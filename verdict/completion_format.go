@@ -10,7 +10,8 @@ import (
 	"github.com/capstan-dev/capstan/verify"
 )
 
-// FormatResult is seed 004's FormatValidationResult.
+// FormatResult says whether the model's output has the step's expected
+// format and, when it does not, what is wrong with it.
 type FormatResult struct {
 	Valid bool `json:"valid"`
 	// Error says what is wrong with the format when not Valid.
@@ -34,9 +35,9 @@ type FormatConfig struct {
 	Problems func(err error) []string
 }
 
-// FormatValidator is seed 004's FormatValidator: it checks that the model's
-// output has the step's expected format (its outputSchemaRef), separately
-// from CompletionValidator, which checks the world. It has no side effects.
+// FormatValidator checks that the model's output has the step's expected
+// format (its outputSchemaRef), separately from CompletionValidator, which
+// checks the world. It has no side effects.
 type FormatValidator struct {
 	cfg FormatConfig
 }
@@ -145,8 +146,8 @@ func FormatDeclaration(s *event.IterationSummary) string {
 	return b.String()
 }
 
-// FormatIterationSummary renders seed 004's summary of the previous
-// iteration for the next prompt: the model's reported status and declared
+// FormatIterationSummary renders the summary of the previous iteration for
+// the next prompt: the model's reported status and declared
 // next action (so it sees its own declaration), then what was done.
 func FormatIterationSummary(s *event.IterationSummary) string {
 	if s == nil {

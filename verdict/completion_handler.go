@@ -14,7 +14,7 @@ import (
 	"github.com/capstan-dev/capstan/verify"
 )
 
-// Context is what a handler sees when checking (seed 000 CompletionContext).
+// CompletionContext is what a handler sees when checking.
 type CompletionContext struct {
 	// Iteration is the 1-based iteration just finished (> 0).
 	Iteration int
@@ -42,7 +42,7 @@ type CompletionResult struct {
 	Validation *verify.ValidationResult `json:"validation,omitempty"`
 }
 
-// Handler is seed 000's CompletionHandler. Check evaluates the context and
+// CompletionHandler decides whether a run is complete. Check evaluates the context and
 // updates the handler's state; IsComplete and Reason only read that state
 // and reflect the last Check. When IsComplete is true, Reason is non-empty.
 type CompletionHandler interface {

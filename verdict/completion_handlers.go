@@ -49,8 +49,8 @@ func (s *handlerState) ForceComplete(data any) {
 	}
 }
 
-// checkContext enforces the preconditions shared by every handler
-// (seed 000: context.iteration > 0).
+// checkContext enforces the preconditions shared by every handler: an
+// iteration has finished (Iteration > 0).
 func checkContext(c CompletionContext, needSummary bool) error {
 	if c.Iteration <= 0 {
 		return agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
@@ -157,7 +157,7 @@ func (h *StepFlow) Check(_ context.Context, c CompletionContext) (CompletionResu
 // Mode is how a Composite combines its conditions.
 type CompositeMode string
 
-// Composite modes (seed 000 CompositeCompletionConfig).
+// Composite modes: how a composite handler combines its conditions.
 const (
 	CompositeAny CompositeMode = "any" // complete when one condition is complete (OR)
 	CompositeAll CompositeMode = "all" // complete when every condition is complete (AND)
@@ -228,8 +228,8 @@ func (h *Composite) Check(ctx context.Context, c CompletionContext) (CompletionR
 	return h.set(result), nil
 }
 
-// ConditionStates returns each condition's state after the last Check
-// (seed 000 getConditionStates). Conditions skipped by ModeAny's short
+// ConditionStates returns each condition's state after the last Check.
+// Conditions skipped by ModeAny's short
 // circuit are false. The map is a copy.
 func (h *Composite) ConditionStates() map[string]bool {
 	out := make(map[string]bool, len(h.states))

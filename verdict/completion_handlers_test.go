@@ -20,7 +20,7 @@ func ctxAt(i int, responses ...string) CompletionContext {
 	return CompletionContext{Iteration: i, Summary: s, Summaries: []event.IterationSummary{*s}}
 }
 
-// checkInvariants asserts the seed 000 contract after a Check: IsComplete
+// checkInvariants asserts every handler's contract after a Check: IsComplete
 // reflects the result, Reason is non-empty exactly when complete.
 func checkInvariants(t *testing.T, h CompletionHandler, r CompletionResult) {
 	t.Helper()

@@ -37,7 +37,7 @@ type RetryConfig struct {
 	Templates RetryTemplateSource
 }
 
-// RetryHandler is seed 004's RetryHandler: it turns a failed validation
+// RetryHandler turns a failed validation
 // into the prompt for that failure pattern.
 type RetryHandler struct {
 	cfg RetryConfig
@@ -289,7 +289,7 @@ type RetryDecision struct {
 	MaxAttempts int `json:"maxAttempts"`
 }
 
-// RetryBudget applies a step's onFailure (seed 004): after each failed
+// RetryBudget applies a step's onFailure: after each failed
 // validation, Next says whether to retry, abort or skip. With action retry
 // and maxAttempts N, a step gets N completion attempts in all: failures 1 …
 // N-1 retry, failure N exhausts the budget (VALIDATION_EXHAUSTED).

@@ -207,7 +207,7 @@ func TestBuiltinPatterns(t *testing.T) {
 	}
 }
 
-// The seed 004 flow end to end: real go test fails → pattern test-failed →
+// From a failed validation to the retry prompt, end to end: real go test fails → pattern test-failed →
 // C3L template → prompt with the failing test's message.
 func TestValidationToRetryPromptEndToEnd(t *testing.T) {
 	if testing.Short() {

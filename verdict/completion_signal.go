@@ -5,7 +5,8 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 )
 
-// Signal types of seed 002's CompletionSignal.
+// Signal types: a completion signal either moves the run to its next phase
+// or completes it.
 const (
 	SignalPhaseAdvance = "phase-advance"
 	SignalComplete     = "complete"

@@ -26,7 +26,7 @@ const (
 	CheckPrompt  = "prompt"
 )
 
-// CheckInput is seed 000's StepCheckContext: what a check may look at.
+// CheckInput is what a step check may look at.
 type CheckInput struct {
 	// Responses are the assistant texts of the iteration. Keyword checks
 	// read only these (not tool output).
@@ -56,7 +56,7 @@ func InputFromSummary(s *event.IterationSummary) CheckInput {
 	return in
 }
 
-// CheckResult is seed 000's StepCheckResult.
+// CheckResult is the outcome of one step check: whether it passed, and why.
 type CheckResult struct {
 	Type   string `json:"type"`
 	Passed bool   `json:"passed"`
@@ -78,7 +78,8 @@ type CheckerConfig struct {
 	ResolvePrompt func(ctx context.Context, ref string) (string, error)
 }
 
-// Checker is seed 000's StepChecker.
+// Checker runs a step's check (keyword, action or prompt) to decide which
+// of its moves the step takes.
 type Checker struct {
 	cfg CheckerConfig
 }
@@ -86,8 +87,8 @@ type Checker struct {
 // NewChecker returns a Checker.
 func NewChecker(cfg CheckerConfig) *Checker { return &Checker{cfg: cfg} }
 
-// Check evaluates check against in. Each type reads only its own input
-// (seed 000): keyword the response text, action the action results, prompt
+// Check evaluates check against in. Each type reads only its own input:
+// keyword the response text, action the action results, prompt
 // the response text through the Judge (a model call).
 func (c *Checker) Check(ctx context.Context, check *agentdir.StepCheck, in CheckInput) (CheckResult, error) {
 	if check == nil {

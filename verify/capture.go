@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/capstan-dev/capstan/tool/builtin"
+	"github.com/capstan-dev/capstan/procenv"
 )
 
 // capture keeps what a command prints to one stream within limit bytes:
@@ -96,8 +96,8 @@ func (w *capture) String() string {
 		return notCapstan(string(w.head) + string(tail))
 	}
 	head := w.head
-	head = head[:len(head)-builtin.SecretPieceAtEnd(string(head), w.secrets)]
-	tail = tail[builtin.SecretPieceAtStart(string(tail), w.secrets):]
+	head = head[:len(head)-procenv.SecretPieceAtEnd(string(head), w.secrets)]
+	tail = tail[procenv.SecretPieceAtStart(string(tail), w.secrets):]
 	if cut := len(head) < len(w.head) || !w.lineAfterHead; cut {
 		if i := bytes.LastIndexByte(head, '\n'); i >= 0 {
 			head = head[:i+1]

@@ -2,11 +2,12 @@ package verify
 
 import (
 	"context"
-	"github.com/capstan-dev/capstan/agentdir"
 	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // bigSuite prints about 2 MiB of passing go test -v lines, then a failing

@@ -3,13 +3,14 @@ package verify
 import (
 	"context"
 	"encoding/json"
-	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/event"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // validatorEvents runs conditions and returns the validator.result events

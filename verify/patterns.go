@@ -1,8 +1,9 @@
 package verify
 
 import (
-	"github.com/capstan-dev/capstan/agentdir"
 	"sort"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // Built-in failure pattern names. They are usable in a

@@ -30,8 +30,8 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/internal/textdiff"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/skill"
 )
 
 // Bounds of a baseline. A baseline holds file contents in memory and in the
@@ -299,7 +299,7 @@ const maxDiffLines = 60
 // lineDiff is the changed lines of before → after ("-" removed, "+"
 // added), with a summary line first.
 func lineDiff(before, after string) string {
-	sum, lines := skill.LineDiff(before, after, maxDiffLines)
+	sum, lines := textdiff.Lines(before, after, maxDiffLines)
 	var b strings.Builder
 	b.WriteString(sum)
 	for _, l := range lines {

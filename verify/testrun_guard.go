@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/event"
-
-	"github.com/capstan-dev/capstan/tool/builtin"
+	"github.com/capstan-dev/capstan/procenv"
 )
 
 // GuardName is the name the no-lost-tests check reports under
@@ -176,7 +175,7 @@ func ParseTestRunOutput(o ValidatorOutput, dir string) (TestRun, bool) {
 				r.Truncated = o.ReportTruncated
 				for i := range r.Tests {
 					// names go to the journal and into prompts
-					r.Tests[i].Name = builtin.RedactSecrets(r.Tests[i].Name)
+					r.Tests[i].Name = procenv.RedactSecrets(r.Tests[i].Name)
 				}
 				return r, true
 			}

@@ -3,12 +3,13 @@ package verify
 import (
 	"context"
 	"fmt"
-	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // writeFiles lays files out under dir.

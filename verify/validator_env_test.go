@@ -2,12 +2,13 @@ package verify
 
 import (
 	"context"
-	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // TestValidatorEnvironmentPolicy: a validator command gets the minimal

@@ -10,10 +10,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/procenv"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
-	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -38,7 +38,7 @@ type progressPrinter struct {
 	// is true when streamed text left the cursor mid-line.
 	status  string
 	midText bool
-	redact  *builtin.StreamRedactor
+	redact  *procenv.StreamRedactor
 
 	// what is the wait the status line shows when no activity runs (the
 	// model, a tool), acts the activities running now, innermost last.

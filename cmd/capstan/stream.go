@@ -14,8 +14,8 @@ import (
 
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/runreport"
-	"github.com/capstan-dev/capstan/tool/builtin"
 )
 
 // Limits of the one-line tool summaries.
@@ -62,7 +62,7 @@ func (p *progressPrinter) streamTo(ctx context.Context) context.Context {
 // everything printed.
 func (p *progressPrinter) enableStream(environ []string) {
 	p.stream = true
-	p.redact = builtin.NewStreamRedactor(environ)
+	p.redact = procenv.NewStreamRedactor(environ)
 }
 
 // TextDelta implements llm.StreamSink.

@@ -188,8 +188,13 @@ func (m *Model) call() llm.RetryCall {
 // once runs one streamed attempt, passing text deltas to sink (nil = none).
 // A failed attempt adds the usage its stream reported to billed.
 func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink, billed *llm.Usage) (resp *llm.Response, fail *llm.RetryFailure) {
-	stream := m.stream(ctx, params,
-		option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
+	// The SDK sends X-Stainless-Retry-Count: 0 itself; a retry says
+	// which one it is (the SDK's own retries are off).
+	var opts []option.RequestOption
+	if attempt > 1 {
+		opts = append(opts, option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
+	}
+	stream := m.stream(ctx, params, opts...)
 	defer stream.Close()
 	streamed := false
 	var acc sdk.Message

@@ -272,7 +272,7 @@ func TestRateLimitHonoursRetryAfterThenSucceeds(t *testing.T) {
 	}
 	reqs := srv.Requests()
 	for i, r := range reqs {
-		if got := r.Header.Get("X-Stainless-Retry-Count"); got != []string{"0", "1", "2"}[i] {
+		if got := r.Header.Values("X-Stainless-Retry-Count"); len(got) != 1 || got[0] != []string{"0", "1", "2"}[i] {
 			t.Errorf("request %d retry count = %q", i, got)
 		}
 	}

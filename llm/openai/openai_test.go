@@ -205,6 +205,12 @@ func TestRetryAfterMsHonoured(t *testing.T) {
 	if len(sl.d) != 1 || sl.d[0] != 250*time.Millisecond {
 		t.Fatalf("delays = %v", sl.d)
 	}
+	// The first attempt carries the SDK's own 0, the retry its number.
+	for i, r := range srv.Requests() {
+		if got := r.Header.Values("X-Stainless-Retry-Count"); len(got) != 1 || got[0] != []string{"0", "1"}[i] {
+			t.Errorf("request %d retry count = %q", i, got)
+		}
+	}
 }
 
 func TestCancelMidStream(t *testing.T) {
