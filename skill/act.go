@@ -21,7 +21,8 @@ import (
 	"github.com/capstan-dev/capstan/tool"
 )
 
-// Budgets bound one Act run (seed 001 §5, §15).
+// Budgets bound one Act run: tool calls, wall time, tokens, the time of one
+// script and what scripts may write to disk.
 type Budgets struct {
 	MaxToolCalls     int   `json:"max_tool_calls"`
 	TimeBudgetMs     int64 `json:"time_budget_ms"`
@@ -30,10 +31,10 @@ type Budgets struct {
 	DiskWriteLimitMB int   `json:"disk_write_limit_mb"`
 }
 
-// defaultBudgets are the defaults of seed 001 §15.
+// defaultBudgets are the budgets of a run that sets none.
 var defaultBudgets = Budgets{MaxToolCalls: 24, TimeBudgetMs: 120000, TokenBudget: 60000, ScriptTimeoutS: 20, DiskWriteLimitMB: 50}
 
-// DefaultBudgets are the defaults of seed 001 §15.
+// DefaultBudgets are the budgets of a run that sets none.
 // It returns a copy: changing it changes nothing else.
 func DefaultBudgets() Budgets {
 	return defaultBudgets
@@ -59,7 +60,8 @@ func (b Budgets) withDefaults() Budgets {
 	return b
 }
 
-// Input is what the Workflow hands the SkillRuntime (seed 001 §12).
+// Input is what the caller (a workflow or `capstan skills run`) asks of a
+// skill run: the goal, constraints, inputs and the outputs it expects.
 type Input struct {
 	Goal        string         `json:"goal"`
 	Constraints []string       `json:"constraints,omitempty"`
@@ -86,7 +88,7 @@ type Config struct {
 	Sandbox *sandbox.Runner
 	// Events receives the run's events (evidence every step).
 	Events event.Emitter
-	// Seed is the fixed sampling seed (seed 001 §15): every model turn is
+	// Seed is the fixed sampling seed: every model turn is
 	// requested at temperature 0 with this seed; providers that support
 	// seeds (OpenAI-compatible) send it, the others ignore it. It is also
 	// recorded in the metrics.
@@ -97,7 +99,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Runtime runs skills (seed 001 SkillRuntime, Pure Act).
+// Runtime runs skills: the model reads SKILL.md and its references, runs
+// its scripts in the sandbox and writes the expected outputs, and the run
+// checks them (climpt calls it SkillRuntime).
 type Runtime struct {
 	cfg Config
 	// redact replaces the values of capstan's secret variables in the
@@ -171,7 +175,8 @@ type Disclosure struct {
 	Degraded int `json:"degraded"`
 }
 
-// Metrics of an Act run (seed 001 §6).
+// Metrics of an Act run: tokens, tool calls, script runs, time, and what
+// was reused from an earlier run.
 type Metrics struct {
 	// Tokens is every token the model was billed for: uncached input,
 	// output, cache reads and cache writes (what token_budget counts).
@@ -195,7 +200,7 @@ type Metrics struct {
 }
 
 // Unmet is an expectation the run could not satisfy, with a proposal for
-// the Workflow (seed 001 §11, §12).
+// the caller: what it could do to get it met.
 type Unmet struct {
 	Kind     string `json:"kind"` // missing_output | invalid_output | missing_reference | budget | script_failure | sandbox_violation | stalled
 	Path     string `json:"path,omitempty"`
@@ -203,7 +208,9 @@ type Unmet struct {
 	Proposal string `json:"proposal"`
 }
 
-// ActResult is the SkillRuntime's answer (seed 001 §12).
+// ActResult is the answer of a skill run: whether it completed, why it
+// stopped, the outputs it wrote and their checks, the evidence, metrics,
+// the budgets left, and what was left unmet.
 type ActResult struct {
 	Skill            string     `json:"skill"`
 	Completed        bool       `json:"completed"`
@@ -299,7 +306,7 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 	lp := llm.Loop{
 		Model: s.rt.cfg.Model,
 		Request: llm.Request{Model: s.rt.cfg.ModelName, System: system, Tools: specs, MaxTokens: s.rt.cfg.MaxTokens,
-			Temperature: &temperature, Seed: &seed}, // seed 001 §15
+			Temperature: &temperature, Seed: &seed}, // answers repeat
 		Tools: byName, Events: s.rt.cfg.Events,
 		Middleware: []tool.Middleware{s.guard(specs)},
 		Redact:     s.rt.redact,

@@ -152,8 +152,7 @@ func TestActComponentSkillMdValidateWrite(t *testing.T) {
 	ev := &memEvents{}
 	m := &playModel{turns: happyTurns()}
 	res, err := New(Config{Model: m, Events: ev, Seed: 7}).Run(context.Background(), sk, Input{Goal: "sprint report", Expected: expectReport})
-	// Seed 001 §15: every model turn is sampled at temperature 0 with the
-	// fixed seed.
+	// Every model turn is sampled at temperature 0 with the fixed seed.
 	for i, smp := range m.sampling {
 		if smp != "t=0 seed=7" {
 			t.Fatalf("turn %d sampled with %s", i+1, smp)
@@ -415,7 +414,7 @@ func TestActTemplateErrors(t *testing.T) {
 	}
 }
 
-// TestActSecondRunCheaper is the seed 001 §16 E2E test: a second run of the
+// TestActSecondRunCheaper is an end-to-end test: a second run of the
 // same skill with the same request uses fewer tokens and tool calls.
 func TestActSecondRunCheaper(t *testing.T) {
 	sk := exampleSkill(t)

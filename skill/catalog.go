@@ -30,7 +30,7 @@ type CatalogConfig struct {
 	// Sandbox runs skill scripts; nil disables run_skill_script's effect
 	// (it answers SANDBOX_UNAVAILABLE).
 	Sandbox *sandbox.Runner
-	// ScriptTimeout bounds one script (default 20s, seed 001 §15).
+	// ScriptTimeout bounds one script (default 20s).
 	ScriptTimeout time.Duration
 }
 

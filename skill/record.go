@@ -10,8 +10,8 @@ import (
 // recordFile is where a run leaves what a later identical run may reuse.
 const recordFile = ".capstan-act.json"
 
-// runRecord is the cross-run memory of a build directory (seed 001 §10,
-// idempotence): the outputs a completed run produced, keyed by the skill's
+// runRecord is the cross-run memory of a build directory, which makes a
+// repeated run cheap and its result the same: the outputs a completed run produced, keyed by the skill's
 // content hash and the run's inputs, and the results of side-effect-free
 // script runs keyed by script content and arguments.
 type runRecord struct {

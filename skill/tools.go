@@ -93,7 +93,9 @@ func decode[T any](input json.RawMessage) (T, error) {
 	return v, nil
 }
 
-// tools returns the tools of seed 001 §7.
+// tools returns the tools the model may call in a skill run: read SKILL.md
+// and its files, expand templates, validate, run scripts in the sandbox,
+// write outputs under build/, summarize, diff, use the blackboard, finalize.
 func (s *session) tools() []*actTool {
 	return []*actTool{
 		{spec: tool.Spec{Name: "readSkillMd", Description: "Load the skill's SKILL.md instructions (L2). Call once; a second call only confirms it is unchanged.", InputSchema: schema(``)}, kind: tool.KindRead, run: (*session).readSkillMd},

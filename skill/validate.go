@@ -48,8 +48,9 @@ type Rules struct {
 	MaxBytes int `json:"max_bytes,omitempty"`
 }
 
-// OutputCheck is the verdict on one expected output, along the three gates
-// of seed 001 §9.
+// OutputCheck is the verdict on one expected output, along three gates:
+// completeness (it exists), compliance (schema, placement, naming) and
+// quality (content).
 type OutputCheck struct {
 	Path         string   `json:"path"`
 	Completeness bool     `json:"completeness"` // the file exists

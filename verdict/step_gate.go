@@ -56,33 +56,7 @@ func InterpretIntent(id string, g *agentdir.StructuredGate, output json.RawMessa
 		_ = json.Unmarshal(output, &doc)
 	}
 	var in IntentInterpretation
-	raw, found := lookup(doc, g.IntentField)
-	problem := ""
-	switch {
-	case doc == nil:
-		problem = "the step gave no structured output (a JSON object)"
-	case !found || raw == nil:
-		problem = fmt.Sprintf("no value at %s", g.IntentField)
-	default:
-		s, ok := raw.(string)
-		if !ok {
-			problem = fmt.Sprintf("%s is %s, not a string", g.IntentField, jsonText(raw))
-			break
-		}
-		in.Raw = s
-		intent := strings.ToLower(strings.TrimSpace(s))
-		if a, ok := intentAliases[intent]; ok {
-			intent = a
-		}
-		switch {
-		case !slices.Contains(agentdir.Intents(), intent):
-			problem = fmt.Sprintf("unknown intent %q at %s", s, g.IntentField)
-		case !slices.Contains(g.AllowedIntents, intent):
-			problem = fmt.Sprintf("intent %q is not one of allowedIntents %v", intent, g.AllowedIntents)
-		default:
-			in.Intent = intent
-		}
-	}
+	problem := readIntent(doc, g, &in)
 	if problem != "" {
 		if g.IsFailFast() {
 			e := agenterr.New(agenterr.CodeStepIntent, agenterr.LayerStep, false,
@@ -131,6 +105,37 @@ func InterpretIntent(id string, g *agentdir.StructuredGate, output json.RawMessa
 		}
 	}
 	return in, nil
+}
+
+// readIntent sets in.Raw and in.Intent from the intent field of doc; it
+// returns what is wrong when the field holds no allowed intent.
+func readIntent(doc map[string]any, g *agentdir.StructuredGate, in *IntentInterpretation) string {
+	raw, found := lookup(doc, g.IntentField)
+	switch {
+	case doc == nil:
+		return "the step gave no structured output (a JSON object)"
+	case !found || raw == nil:
+		return fmt.Sprintf("no value at %s", g.IntentField)
+	default:
+		s, ok := raw.(string)
+		if !ok {
+			return fmt.Sprintf("%s is %s, not a string", g.IntentField, jsonText(raw))
+		}
+		in.Raw = s
+		intent := strings.ToLower(strings.TrimSpace(s))
+		if a, ok := intentAliases[intent]; ok {
+			intent = a
+		}
+		switch {
+		case !slices.Contains(agentdir.Intents(), intent):
+			return fmt.Sprintf("unknown intent %q at %s", s, g.IntentField)
+		case !slices.Contains(g.AllowedIntents, intent):
+			return fmt.Sprintf("intent %q is not one of allowedIntents %v", intent, g.AllowedIntents)
+		default:
+			in.Intent = intent
+		}
+	}
+	return ""
 }
 
 // lookup returns the value at a dot path ("a.b", "items.0").

@@ -283,8 +283,29 @@ func (v *CompletionValidator) build(name string, def agentdir.Validator) (builtV
 		errs = append(errs, configErr(v.cfg.File, ptr+"/type", `use "command", "file" or "custom"`,
 			"validator %q: unknown type %q", name, def.Type))
 	}
-	// A field the type does not read would be silently ignored. (A custom
-	// validator is given its whole definition, so it may read any.)
+	ignoredFields(def, rule)
+	if w, err := ParseSuccessWhen(def.SuccessWhen); err != nil {
+		rule("SR-SUCCESS-WHEN", "successWhen", `write "empty", "exitCode:N", "contains:TEXT" or "matches:REGEXP"`, "%v", err)
+	} else {
+		b.when = w
+	}
+	if _, ok := LookupPattern(v.cfg.Patterns, def.FailurePattern); !ok {
+		known := make([]string, 0, len(v.cfg.Patterns))
+		for n := range v.cfg.Patterns {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		rule("SR-PATTERN-UNKNOWN", "failurePattern", "define it under completionPatterns (known: "+strings.Join(append(known, BuiltinPatternNames()...), ", ")+")",
+			"failure pattern %q does not exist", def.FailurePattern)
+	}
+	errs = append(errs, v.unknownExtractors(name, def)...)
+	return b, errs
+}
+
+// ignoredFields reports the fields of a validator its type does not read,
+// which would be silently ignored. (A custom validator is given its whole
+// definition, so it may read any.)
+func ignoredFields(def agentdir.Validator, rule func(code, field, hint, format string, args ...any)) {
 	ignored := func(set bool, field, usedBy string) {
 		if set {
 			rule("SR-IGNORED-FIELD", field, "remove it, or change type to "+usedBy, "%s has no effect on a %s validator", field, def.Type)
@@ -301,20 +322,12 @@ func (v *CompletionValidator) build(name string, def agentdir.Validator) (builtV
 		ignored(def.TimeoutSeconds != 0, "timeoutSeconds", "command")
 		ignored(def.Handler != "", "handler", "custom")
 	}
-	if w, err := ParseSuccessWhen(def.SuccessWhen); err != nil {
-		rule("SR-SUCCESS-WHEN", "successWhen", `write "empty", "exitCode:N", "contains:TEXT" or "matches:REGEXP"`, "%v", err)
-	} else {
-		b.when = w
-	}
-	if _, ok := LookupPattern(v.cfg.Patterns, def.FailurePattern); !ok {
-		known := make([]string, 0, len(v.cfg.Patterns))
-		for n := range v.cfg.Patterns {
-			known = append(known, n)
-		}
-		sort.Strings(known)
-		rule("SR-PATTERN-UNKNOWN", "failurePattern", "define it under completionPatterns (known: "+strings.Join(append(known, BuiltinPatternNames()...), ", ")+")",
-			"failure pattern %q does not exist", def.FailurePattern)
-	}
+}
+
+// unknownExtractors reports the extractParams of a validator that name no
+// extractor.
+func (v *CompletionValidator) unknownExtractors(name string, def agentdir.Validator) []error {
+	var errs []error
 	params := make([]string, 0, len(def.ExtractParams))
 	for param := range def.ExtractParams {
 		params = append(params, param)
@@ -326,7 +339,7 @@ func (v *CompletionValidator) build(name string, def agentdir.Validator) (builtV
 				"use one of: "+strings.Join(Extractors(), ", "), "unknown extractor %q", ex))
 		}
 	}
-	return b, errs
+	return errs
 }
 
 // Has reports whether the registry declares a validator called name.

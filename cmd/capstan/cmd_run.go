@@ -255,8 +255,7 @@ func paramFlagNames(def *agentdir.Agent) []string {
 // and the result, and maps the outcome to an exit code.
 func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord, pin *agentdir.SnapshotResume) error {
 	stderr := cmd.ErrOrStderr()
-	// Seed 002 loadAndValidate: configuration warnings are logged, not
-	// swallowed (they are also in the journal).
+	// Configuration warnings are printed, not swallowed (they are also in the journal).
 	for _, w := range def.Warnings() {
 		fmt.Fprintln(stderr, problemLine(def.Dir(), w))
 	}
@@ -631,26 +630,8 @@ Both choices are journaled. A run whose recorded definition is missing
 				fmt.Fprintf(cmd.ErrOrStderr(), "capstan: %s: run %s's journal is %s, under the work dir; what it says of the run so far is not verified\n",
 					runreport.Unverified, rec.ID, rec.Journal)
 			}
-			if t := rec.Temporal; t != nil {
-				// Continued here it would leave its workflow and branch
-				// behind: the journal, the branch and show would disagree.
-				tf := temporalFlags{address: t.Address, namespace: t.Namespace, taskQueue: t.TaskQueue}
-				return withExit(exitUsage, fmt.Errorf("resume: run %s runs on Temporal (%s, namespace %s, branch %s): it is not resumed here, outside its workflow and its branch; continue it on Temporal with: capstan resume %s%s",
-					rec.ID, t.Address, t.Namespace, t.Branch, rec.ID, tf.resumeArgs()))
-			}
-			if err := journalProblem(rec); err != nil {
-				return withExit(exitInternal, fmt.Errorf("resume: %w; it is not resumed (start a new run with capstan run)", err))
-			}
-			if rec.Start == nil {
-				return withExit(exitUsage, fmt.Errorf("resume: %w", errNotStarted(rec)))
-			}
-			if t := rec.TestChange; t.Pending() {
-				return withExit(exitUsage, fmt.Errorf("resume: run %s waits for a decision on the model's request to change %s (see it with: capstan show %s); decide with: capstan approve %s  or  capstan reject %s --reason TEXT",
-					rec.ID, strings.Join(t.Request.Paths(), ", "), rec.ID, rec.ID, rec.ID))
-			}
-			if rec.Result != nil && rec.Result.Success {
-				return withExit(exitUsage, fmt.Errorf("resume: run %s already completed; there is nothing to resume (run the agent again with: capstan run %s --workdir %s)",
-					rec.ID, shellQuote(rec.Start.AgentDir), shellQuote(rec.Start.WorkDir)))
+			if err := checkResumable(rec); err != nil {
+				return err
 			}
 			def, pin, err := resumeDefinition(cmd.ErrOrStderr(), rec, reload, flags.model)
 			if err != nil {
@@ -677,6 +658,34 @@ Both choices are journaled. A run whose recorded definition is missing
 	cmd.Flags().BoolVar(&reload, "reload-definition", false, "continue with the agent folder's current files instead of the definition recorded with the run (journaled with both digests)")
 	cmd.Flags().Lookup("workdir").Usage = "also find runs an older capstan kept under <workdir>/.capstan/runs (the run continues in its own work dir)"
 	return cmd
+}
+
+// checkResumable refuses a run that is not resumed here: one on Temporal,
+// one with a damaged journal, one that never started, one waiting for a
+// decision on a test change, and one that completed.
+func checkResumable(rec *agent.RunRecord) error {
+	if t := rec.Temporal; t != nil {
+		// Continued here it would leave its workflow and branch
+		// behind: the journal, the branch and show would disagree.
+		tf := temporalFlags{address: t.Address, namespace: t.Namespace, taskQueue: t.TaskQueue}
+		return withExit(exitUsage, fmt.Errorf("resume: run %s runs on Temporal (%s, namespace %s, branch %s): it is not resumed here, outside its workflow and its branch; continue it on Temporal with: capstan resume %s%s",
+			rec.ID, t.Address, t.Namespace, t.Branch, rec.ID, tf.resumeArgs()))
+	}
+	if err := journalProblem(rec); err != nil {
+		return withExit(exitInternal, fmt.Errorf("resume: %w; it is not resumed (start a new run with capstan run)", err))
+	}
+	if rec.Start == nil {
+		return withExit(exitUsage, fmt.Errorf("resume: %w", errNotStarted(rec)))
+	}
+	if t := rec.TestChange; t.Pending() {
+		return withExit(exitUsage, fmt.Errorf("resume: run %s waits for a decision on the model's request to change %s (see it with: capstan show %s); decide with: capstan approve %s  or  capstan reject %s --reason TEXT",
+			rec.ID, strings.Join(t.Request.Paths(), ", "), rec.ID, rec.ID, rec.ID))
+	}
+	if rec.Result != nil && rec.Result.Success {
+		return withExit(exitUsage, fmt.Errorf("resume: run %s already completed; there is nothing to resume (run the agent again with: capstan run %s --workdir %s)",
+			rec.ID, shellQuote(rec.Start.AgentDir), shellQuote(rec.Start.WorkDir)))
+	}
+	return nil
 }
 
 // resumeOptions fills the flags not given on the command line from the

@@ -186,23 +186,7 @@ its journal says when the workers' state directory is this one.`,
 				}
 				return nil
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			header := "RUN\tAGENT\tSTATUS\tREASON\tITER\tTOKENS\tCOST"
-			if all {
-				header += "\tWORKDIR"
-			}
-			fmt.Fprintln(tw, header)
-			for _, r := range rows {
-				// A journal under a work dir is the agent's to write:
-				// its words are printed with controls made visible.
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f", runreport.VisibleControls(r.RunID), runreport.VisibleControls(r.Agent),
-					r.Status, runreport.VisibleControls(r.Reason), r.Iterations, r.Tokens, r.Cost)
-				if all {
-					fmt.Fprintf(tw, "\t%s", runreport.VisibleControls(r.WorkDir))
-				}
-				fmt.Fprintln(tw)
-			}
-			if err := tw.Flush(); err != nil {
+			if err := writeRunsTable(out, rows, all); err != nil {
 				return err
 			}
 			if slices.ContainsFunc(rows, func(r runSummary) bool { return r.Unverified }) {
@@ -217,6 +201,28 @@ its journal says when the workers' state directory is this one.`,
 	tf.register(cmd.Flags(), temporalClient)
 	cmd.Flags().IntVar(&limit, "limit", 100, "most runs to list (with --temporal)")
 	return cmd
+}
+
+// writeRunsTable prints the runs as a table, with the work dir of each
+// when all lists every work dir's runs.
+func writeRunsTable(out io.Writer, rows []runSummary, all bool) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	header := "RUN\tAGENT\tSTATUS\tREASON\tITER\tTOKENS\tCOST"
+	if all {
+		header += "\tWORKDIR"
+	}
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		// A journal under a work dir is the agent's to write:
+		// its words are printed with controls made visible.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t$%.4f", runreport.VisibleControls(r.RunID), runreport.VisibleControls(r.Agent),
+			r.Status, runreport.VisibleControls(r.Reason), r.Iterations, r.Tokens, r.Cost)
+		if all {
+			fmt.Fprintf(tw, "\t%s", runreport.VisibleControls(r.WorkDir))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }
 
 // newestFirst summarizes runs, the latest started first. Run ids order

@@ -84,7 +84,7 @@ func TestFixFailingTestExampleVerifiesAndRetriesByPattern(t *testing.T) {
 	if strings.Contains(retryTexts[0], "The tests of this Go module fail") || !strings.Contains(retryTexts[1], "- calc.go") {
 		t.Fatalf("retry prompts:\n%s\n---\n%s", retryTexts[0], retryTexts[1])
 	}
-	// The declaration is carried into the retry prompt (seed 004).
+	// The model's declaration is carried into the retry prompt.
 	if !strings.Contains(retryTexts[0], "**Reported Status**: completed") {
 		t.Fatalf("no previous declaration in retry prompt:\n%s", retryTexts[0])
 	}

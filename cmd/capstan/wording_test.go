@@ -16,9 +16,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// specWords are references to sections of the design specification:
-// fine in code comments, meaningless to a user.
-var specWords = regexp.MustCompile(`(?i)\bseed ?0\d\d\b|\blayer -?\d(\.5)?\b|§ ?\d`)
+// specWords are references to sections of the design specification
+// ("seed 004", "layer 3", "§15"), which a user or a reader of the code
+// cannot look up.
+var specWords = regexp.MustCompile(`(?i)\bseed[ -]?0\d\d\b|\blayer -?\d(\.5)?\b|§ ?\d`)
 
 // walkCommands calls f for root and every command under it.
 func walkCommands(root *cobra.Command, f func(*cobra.Command)) {
@@ -30,7 +31,8 @@ func walkCommands(root *cobra.Command, f func(*cobra.Command)) {
 
 // User-facing text names what things do, not which specification section
 // they came from: README, docs, examples, every command's help, and every
-// string literal in the code (errors, hints, messages).
+// string literal and comment in the code (errors, hints, messages, package
+// and doc comments) outside tests.
 func TestNoSpecificationReferencesInUserText(t *testing.T) {
 	repo := filepath.Join("..", "..")
 	var docs []string
@@ -75,10 +77,17 @@ func TestNoSpecificationReferencesInUserText(t *testing.T) {
 		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			t.Errorf("%s: %v", p, err)
 			return nil
+		}
+		for _, g := range f.Comments {
+			for _, c := range g.List {
+				if m := specWords.FindString(c.Text); m != "" {
+					t.Errorf("%s: comment %q says %q: say what the code does instead", fset.Position(c.Pos()), truncateString(c.Text, 80), m)
+				}
+			}
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)

@@ -60,32 +60,7 @@ func Facts(cur []Commit, w Window, prev []Commit, pw Window) []Fact {
 	add(KindCommits, fmt.Sprintf("%s (no merges) from %s", Plural(len(cur), "commit"), span), len(cur), all)
 	facts[0].Window = &w
 
-	type group struct {
-		name    string
-		commits []string
-	}
-	groupBy := func(key func(Commit) (string, string)) []group {
-		idx := map[string]int{}
-		var gs []group
-		for _, c := range cur {
-			k, name := key(c)
-			i, ok := idx[k]
-			if !ok {
-				i = len(gs)
-				idx[k] = i
-				gs = append(gs, group{name: name})
-			}
-			gs[i].commits = append(gs[i].commits, c.Hash)
-		}
-		sort.SliceStable(gs, func(a, b int) bool {
-			if len(gs[a].commits) != len(gs[b].commits) {
-				return len(gs[a].commits) > len(gs[b].commits)
-			}
-			return gs[a].name < gs[b].name
-		})
-		return gs
-	}
-	authors := groupBy(func(c Commit) (string, string) {
+	authors := groupCommits(cur, func(c Commit) (string, string) {
 		return strings.ToLower(c.Email), c.Author + " <" + c.Email + ">"
 	})
 	add(KindAuthors, Plural(len(authors), "author"), len(authors), all)
@@ -116,7 +91,7 @@ func Facts(cur []Commit, w Window, prev []Commit, pw Window) []Fact {
 	for _, g := range authors {
 		add(KindAuthorCommits, g.name+": "+Plural(len(g.commits), "commit"), len(g.commits), g.commits)
 	}
-	for _, g := range groupBy(func(c Commit) (string, string) { return c.Type, c.Type }) {
+	for _, g := range groupCommits(cur, func(c Commit) (string, string) { return c.Type, c.Type }) {
 		add(KindTypeCommits, "type "+g.name+": "+Plural(len(g.commits), "commit"), len(g.commits), g.commits)
 	}
 	for _, a := range areas(cur) {
@@ -126,6 +101,36 @@ func Facts(cur []Commit, w Window, prev []Commit, pw Window) []Fact {
 	add(KindPreviousCommits, Plural(len(prev), "commit")+" (no merges) in the previous window, "+pspan, len(prev), hashes(prev))
 	facts[len(facts)-1].Window = &pw
 	return facts
+}
+
+// commitGroup is the commits that share a key (an author, a type).
+type commitGroup struct {
+	name    string
+	commits []string
+}
+
+// groupCommits groups cur by key (which gives a group's key and name), the
+// largest group first, then by name.
+func groupCommits(cur []Commit, key func(Commit) (string, string)) []commitGroup {
+	idx := map[string]int{}
+	var gs []commitGroup
+	for _, c := range cur {
+		k, name := key(c)
+		i, ok := idx[k]
+		if !ok {
+			i = len(gs)
+			idx[k] = i
+			gs = append(gs, commitGroup{name: name})
+		}
+		gs[i].commits = append(gs[i].commits, c.Hash)
+	}
+	sort.SliceStable(gs, func(a, b int) bool {
+		if len(gs[a].commits) != len(gs[b].commits) {
+			return len(gs[a].commits) > len(gs[b].commits)
+		}
+		return gs[a].name < gs[b].name
+	})
+	return gs
 }
 
 // Plural renders "1 commit" or "2 commits".

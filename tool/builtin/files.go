@@ -93,32 +93,9 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if st.Size() == 0 {
 		return tool.Result{Content: fmt.Sprintf("%s exists and is empty.", in.FilePath)}, nil
 	}
-	var out []byte
-	var buf []byte
-	line := 0
-	more := false
-	for {
-		var err error
-		buf, err = readLine(br, MaxLineLength, buf[:0])
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return failure(osErr(in.FilePath, err)), nil
-		}
-		line++
-		if line < offset {
-			continue
-		}
-		if line >= offset+limit {
-			more = true
-			break
-		}
-		out = appendNumbered(out, line, buf)
-		if len(out) > t.ws.maxOut {
-			more = true
-			break
-		}
+	out, line, more, err := readNumberedLines(br, offset, limit, t.ws.maxOut)
+	if err != nil {
+		return failure(osErr(in.FilePath, err)), nil
 	}
 	if line < offset {
 		return failure(inputErr(NameRead, "%s has %d lines; offset %d is past the end", in.FilePath, line, offset)), nil
@@ -131,6 +108,37 @@ func (t *readTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		s += fmt.Sprintf("[more lines follow; continue with offset %d]\n", offset+strings.Count(s, "\n"))
 	}
 	return tool.Result{Content: s}, nil
+}
+
+// readNumberedLines reads limit lines from line offset on, numbered, until
+// the output passes maxOut bytes; more says whether lines follow; line is
+// the number of the last line read.
+func readNumberedLines(br *bufio.Reader, offset, limit, maxOut int) (out []byte, line int, more bool, err error) {
+	var buf []byte
+	for {
+		var err error
+		buf, err = readLine(br, MaxLineLength, buf[:0])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, line, false, err
+		}
+		line++
+		if line < offset {
+			continue
+		}
+		if line >= offset+limit {
+			more = true
+			break
+		}
+		out = appendNumbered(out, line, buf)
+		if len(out) > maxOut {
+			more = true
+			break
+		}
+	}
+	return out, line, more, nil
 }
 
 // readLine appends one line to dst without its newline (and a trailing
@@ -352,16 +360,9 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	if err := t.ws.refuseProtected(NameEdit, rel, in.FilePath); err != nil {
 		return failure(err), nil
 	}
-	st, err := root.Stat(rel)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return failure(osErr(in.FilePath, err)), nil
-	}
-	if exists && st.IsDir() {
-		return failure(inputErr(NameEdit, "%s is a directory", in.FilePath)), nil
-	}
-	if exists && !st.Mode().IsRegular() {
-		return failure(inputErr(NameEdit, "%s is not a regular file (%s)", in.FilePath, st.Mode().Type())), nil
+	st, exists, err := editTarget(root, rel, in.FilePath)
+	if err != nil {
+		return failure(err), nil
 	}
 	if oldS == "" {
 		if exists && st.Size() > 0 {
@@ -387,13 +388,8 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 	}
 	content := string(data)
 	n := strings.Count(content, oldS)
-	if n == 0 && strings.Contains(content, "\r\n") && strings.Contains(oldS, "\n") && !strings.Contains(oldS, "\r") {
-		// Read shows CRLF lines without their "\r"; match the text as the
-		// file stores it and keep its line endings.
-		crOld := strings.ReplaceAll(oldS, "\n", "\r\n")
-		if c := strings.Count(content, crOld); c > 0 {
-			oldS, newS, n = crOld, strings.ReplaceAll(strings.ReplaceAll(newS, "\r\n", "\n"), "\n", "\r\n"), c
-		}
+	if n == 0 {
+		oldS, newS, n = matchCRLF(content, oldS, newS)
 	}
 	switch {
 	case n == 0:
@@ -419,4 +415,34 @@ func (t *editTool) Run(_ context.Context, input json.RawMessage) (tool.Result, e
 		plural += "s"
 	}
 	return tool.Result{Content: fmt.Sprintf("Edited %s: %d %s (first at line %d).", displayPath(rel), n, plural, firstLine)}, nil
+}
+
+// editTarget is the file Edit changes, if it exists: a directory or another
+// file that is not regular is refused.
+func editTarget(root *os.Root, rel, path string) (fs.FileInfo, bool, error) {
+	st, err := root.Stat(rel)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, false, osErr(path, err)
+	}
+	if exists && st.IsDir() {
+		return nil, false, inputErr(NameEdit, "%s is a directory", path)
+	}
+	if exists && !st.Mode().IsRegular() {
+		return nil, false, inputErr(NameEdit, "%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	return st, exists, nil
+}
+
+// matchCRLF finds oldS in a file with CRLF lines: Read shows CRLF lines
+// without their "\r", so the text is matched as the file stores it and the
+// replacement keeps the file's line endings. n is how often it occurs.
+func matchCRLF(content, oldS, newS string) (string, string, int) {
+	if strings.Contains(content, "\r\n") && strings.Contains(oldS, "\n") && !strings.Contains(oldS, "\r") {
+		crOld := strings.ReplaceAll(oldS, "\n", "\r\n")
+		if c := strings.Count(content, crOld); c > 0 {
+			return crOld, strings.ReplaceAll(strings.ReplaceAll(newS, "\r\n", "\n"), "\n", "\r\n"), c
+		}
+	}
+	return oldS, newS, 0
 }
