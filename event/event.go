@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/capstan-dev/capstan/internal/jsonredact"
+	"github.com/capstan-dev/capstan/procenv"
 )
 
 // Event is one thing that happened in a run.
@@ -243,12 +243,12 @@ func (s *Stream) redacted(p Payload) (Payload, bool) {
 	case ToolStartEvent:
 		s.flushText()
 		c := &d.Call
-		c.ID, c.Name, c.Input = r.Text(c.ID), r.Text(c.Name), jsonredact.JSON(r.Text, c.Input)
+		c.ID, c.Name, c.Input = r.Text(c.ID), r.Text(c.Name), procenv.RedactJSON(r.Text, c.Input)
 		return d, true
 	case ToolEndEvent:
 		s.flushText()
 		u := &d.Use
-		u.ID, u.Name, u.Input, u.Output = r.Text(u.ID), r.Text(u.Name), jsonredact.JSON(r.Text, u.Input), r.Text(u.Output)
+		u.ID, u.Name, u.Input, u.Output = r.Text(u.ID), r.Text(u.Name), procenv.RedactJSON(r.Text, u.Input), r.Text(u.Output)
 		return d, true
 	}
 	switch p.EventKind() {

@@ -3,7 +3,7 @@ package llm
 import (
 	"encoding/json"
 
-	"github.com/capstan-dev/capstan/internal/jsonredact"
+	"github.com/capstan-dev/capstan/procenv"
 )
 
 // Redactor replaces secret values in a text (see procenv.SecretRedactor).
@@ -29,12 +29,12 @@ func (r Redactor) Response(resp *Response) {
 }
 
 // JSON redacts the string values, numbers and keys of a JSON document
-// (jsonredact.JSON); input that is not JSON is redacted as text.
+// (procenv.RedactJSON); input that is not JSON is redacted as text.
 func (r Redactor) JSON(raw json.RawMessage) json.RawMessage {
 	if r == nil {
 		return raw
 	}
-	return jsonredact.JSON(r, raw)
+	return procenv.RedactJSON(r, raw)
 }
 
 // Text redacts s; a nil Redactor returns s unchanged.

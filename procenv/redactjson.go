@@ -1,19 +1,17 @@
-// Package jsonredact replaces secret values inside a JSON document: its
-// strings, numbers and keys, compared decoded.
-package jsonredact
+package procenv
 
 import (
 	"bytes"
 	"encoding/json"
 )
 
-// JSON redacts, with r, the string values, numbers and keys of a JSON document. A
+// RedactJSON redacts, with r, the string values, numbers and keys of a JSON document. A
 // secret the model wrote with JSON escapes ("\u0073k-…") is found too,
 // since strings are compared decoded; a number that holds a secret (a PIN,
 // an account number) becomes the redacted string. The document is
 // re-encoded only when something was replaced. Input that is not JSON is
 // redacted as text.
-func JSON(r func(string) string, raw json.RawMessage) json.RawMessage {
+func RedactJSON(r func(string) string, raw json.RawMessage) json.RawMessage {
 	if r == nil || len(raw) == 0 {
 		return raw
 	}
