@@ -20,7 +20,7 @@ import (
 	"github.com/capstan-dev/capstan/tool/mcp"
 )
 
-// newPromptResolver builds the layer-4 resolver of the agent in dir from
+// newPromptResolver builds the prompt resolver of the agent in dir from
 // runner.prompts and the registry's c1.
 func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Registry) *agentdir.PromptResolver {
 	r := def.Runner

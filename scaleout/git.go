@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -111,7 +112,7 @@ func (w *Activities) dropCheckpoint(ctx context.Context, run *RunInput, dir stri
 	pushed := w.checkpointed[run.RunID]
 	w.mu.Unlock()
 	if !pushed {
-		if _, err := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wipFetched); err != nil {
+		if _, found, err := w.readRef(ctx, dir, wipFetched); err != nil || !found {
 			return // neither pushed nor fetched here: there is none
 		}
 	}
@@ -130,8 +131,8 @@ const wipFetched = "refs/remotes/origin/capstan-wip"
 // earlier attempt pushed one and workDir fetched it, into the checkout dir
 // (HEAD stays at st.Commit); it reports whether there was one.
 func (w *Activities) resumeCheckpoint(ctx context.Context, dir string, run *RunInput, st RunState) bool {
-	wip, err := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wipFetched)
-	if err != nil {
+	wip, found, err := w.readRef(ctx, dir, wipFetched)
+	if err != nil || !found {
 		return false
 	}
 	parent, _ := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", wip+"^")
@@ -208,7 +209,10 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 			return checkout{}, workDirError("fetch branch "+run.Branch+" of "+run.Repo, err)
 		}
 	}
-	tip, err := w.checkoutGit(ctx, dir, "rev-parse", ref)
+	tip, found, err := w.readRef(ctx, dir, ref)
+	if err == nil && !found {
+		err = fmt.Errorf("%s is not in the clone", ref)
+	}
 	if err != nil {
 		return checkout{}, workDirError("read branch "+run.Branch, err)
 	}
@@ -224,7 +228,7 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 	}
 	head := ""
 	if !fresh {
-		head, _ = w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", "HEAD")
+		head, _, _ = w.readRef(ctx, dir, "HEAD")
 	}
 	if head == st.Commit {
 		if status, err := w.checkoutGit(ctx, dir, "status", "--porcelain"); err == nil && status == "" {
@@ -294,7 +298,10 @@ func (w *Activities) commit(ctx context.Context, run *RunInput, dir string, st R
 		"commit", "-q", "--no-verify", "--allow-empty", "-m", msg); err != nil {
 		return "", workDirError("commit the work dir", err)
 	}
-	sha, err := w.checkoutGit(ctx, dir, "rev-parse", "HEAD")
+	sha, found, err := w.readRef(ctx, dir, "HEAD")
+	if err == nil && !found {
+		err = errors.New("HEAD names no commit")
+	}
 	if err != nil {
 		return "", workDirError("read the commit", err)
 	}
@@ -329,7 +336,14 @@ func short(sha string) string {
 // monitor; guardRepo puts back the configuration the worker cloned with
 // (filter drivers, receive-pack and upload-pack commands, credential
 // helpers, includes), so nothing the model wrote there runs either.
-var checkoutHardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+//
+// Nor does a checkout get automatic maintenance (commit and fetch start
+// `git maintenance run --auto`, which may start `git gc`): a checkout
+// lives for one run and is cloned afresh when another worker takes the
+// run, so it has nothing to gain from it, and each of those is a process
+// per iteration. The run's repository, where the pushes go, keeps its own
+// settings (a push does not pass these on to receive-pack).
+var checkoutHardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "maintenance.auto=false", "-c", "gc.auto=0"}
 
 // checkoutGit runs git in dir — a run's checkout, or Root for a clone —
 // hardened (checkoutHardening), and returns its trimmed output. The
@@ -348,6 +362,11 @@ func (w *Activities) checkoutGit(ctx context.Context, dir string, args ...string
 	w.mu.Lock()
 	pins := w.repoPins[dir]
 	w.mu.Unlock()
+	if pins == nil && dir == w.Root && outsideRepositories(dir) {
+		// Clones run in Root, which is in no repository: its pins (the
+		// user's global configuration's drivers) were read once.
+		pins = w.rootPins
+	}
 	if pins != nil {
 		g = g.WithRepoPins(pins)
 	}
@@ -365,9 +384,37 @@ func (w *Activities) gits(ctx context.Context) (local, remote *hostcmd.Git, err 
 		w.localGit, w.gitErr = hostcmd.NewGit(os.Environ(), w.Root)
 		if w.gitErr == nil {
 			w.remoteGit = w.localGit.WithUserCredentials(context.WithoutCancel(ctx), os.Environ())
+			if outsideRepositories(w.Root) {
+				w.rootPins = w.remoteGit.ReadRepoPins(context.WithoutCancel(ctx), w.Root)
+			}
 		}
 	})
 	return w.localGit, w.remoteGit, w.gitErr
+}
+
+// outsideRepositories reports that dir is in no git repository: neither
+// it nor a directory above it holds a .git or is a repository itself (a
+// HEAD file next to an objects directory, as in a bare one). It is
+// checked before each use of pins read once for dir, so a repository made
+// there since (by a run's tool with no sandbox) is read again.
+func outsideRepositories(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+		if _, err := os.Lstat(filepath.Join(d, "HEAD")); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(filepath.Join(d, "objects")); !errors.Is(err, fs.ErrNotExist) {
+				return false
+			}
+		}
+		if filepath.Dir(d) == d {
+			return true
+		}
+	}
 }
 
 // trustRepo records the repository configuration of a checkout this

@@ -61,6 +61,9 @@ type Activities struct {
 	gitOnce             sync.Once
 	localGit, remoteGit *hostcmd.Git
 	gitErr              error
+	// rootPins are the pins of the clones' directory, Root, read once
+	// (see checkoutGit).
+	rootPins *hostcmd.RepoPins
 }
 
 // liveRun is a run's agent kept between iterations on this worker.

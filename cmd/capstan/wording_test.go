@@ -19,7 +19,7 @@ import (
 // specWords are references to sections of the design specification
 // ("seed 004", "layer 3", "§15"), which a user or a reader of the code
 // cannot look up.
-var specWords = regexp.MustCompile(`(?i)\bseed[ -]?0\d\d\b|\blayer -?\d(\.5)?\b|§ ?\d`)
+var specWords = regexp.MustCompile(`(?i)\bseed[ -]?0\d\d\b|\blayer[ -]-?\d(\.5)?\b|§ ?\d`)
 
 // walkCommands calls f for root and every command under it.
 func walkCommands(root *cobra.Command, f func(*cobra.Command)) {
