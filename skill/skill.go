@@ -23,8 +23,8 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/frontmatter"
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/internal/markdown"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
@@ -163,7 +163,7 @@ func Parse(data []byte) (Frontmatter, string, error) {
 	if !utf8.ValidString(text) {
 		return fm, "", &ParseError{Msg: "SKILL.md is not valid UTF-8"}
 	}
-	block, err := frontmatter.Split(text)
+	block, err := markdown.SplitFrontmatter(text)
 	if err != nil {
 		return fm, "", &ParseError{Line: 1, Column: 1, Msg: "frontmatter is not closed by a '---' line"}
 	}

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/mdfence"
+	"github.com/capstan-dev/capstan/internal/markdown"
 )
 
 // FenceSignal completes when the model's own text of the iteration holds a
@@ -37,7 +37,7 @@ func (h *FenceSignal) Check(_ context.Context, c CompletionContext) (CompletionR
 	}
 	r := CompletionResult{}
 	for _, text := range c.Summary.AssistantResponses {
-		for _, block := range mdfence.Blocks(text) {
+		for _, block := range markdown.CodeBlocks(text) {
 			if !block.Closed || block.Info != h.SignalType {
 				continue
 			}

@@ -1,4 +1,4 @@
-// Package frontmatter splits a leading YAML frontmatter block from the
+// SplitFrontmatter splits a leading YAML frontmatter block from the
 // text after it: the one splitter of prompt files, retry prompts and
 // SKILL.md files.
 //
@@ -8,23 +8,24 @@
 // which may also be the last line of the text without a line ending. The
 // YAML is the text between the two fences; the body is the text after the
 // closing fence's line ending, unchanged (its line endings are kept). An
-// opening fence with no closing fence is ErrUnclosed; what it means is the
+// opening fence with no closing fence is ErrUnclosedFrontmatter; what it means is the
 // caller's to say: prompt files and SKILL.md refuse it (sending YAML to a
 // model hides the mistake), a retry prompt takes the whole text as its
 // body (its first line may be a Markdown rule).
-package frontmatter
+
+package markdown
 
 import (
 	"errors"
 	"strings"
 )
 
-// ErrUnclosed is returned by Split when the text opens a frontmatter block
+// ErrUnclosedFrontmatter is returned by Split when the text opens a frontmatter block
 // that no fence line closes.
-var ErrUnclosed = errors.New(`frontmatter opened by a "---" line is not closed by a "---" line`)
+var ErrUnclosedFrontmatter = errors.New(`frontmatter opened by a "---" line is not closed by a "---" line`)
 
-// Block is a text split by Split.
-type Block struct {
+// Frontmatter is a text split by Split.
+type Frontmatter struct {
 	// Present is whether the text starts with frontmatter.
 	Present bool
 	// YAML is the frontmatter between the fences ("" when absent).
@@ -38,26 +39,26 @@ type Block struct {
 }
 
 // Split separates src into its frontmatter and body by the package's rule.
-func Split(src string) (Block, error) {
+func SplitFrontmatter(src string) (Frontmatter, error) {
 	s := strings.TrimPrefix(src, "\ufeff")
-	first, i, ended := line(s, 0)
-	if !fence(first) || !ended {
-		return Block{Body: s, BodyLine: 1}, nil
+	first, i, ended := frontmatterLine(s, 0)
+	if !frontmatterFence(first) || !ended {
+		return Frontmatter{Body: s, BodyLine: 1}, nil
 	}
 	start, n := i, 2
 	for i < len(s) {
-		l, next, _ := line(s, i)
-		if fence(l) {
-			return Block{Present: true, YAML: s[start:i], Body: s[next:], BodyLine: n + 1}, nil
+		l, next, _ := frontmatterLine(s, i)
+		if frontmatterFence(l) {
+			return Frontmatter{Present: true, YAML: s[start:i], Body: s[next:], BodyLine: n + 1}, nil
 		}
 		i, n = next, n+1
 	}
-	return Block{}, ErrUnclosed
+	return Frontmatter{}, ErrUnclosedFrontmatter
 }
 
 // line returns the line of s that starts at i without its line ending,
 // the index after it, and whether a "\n" ended it.
-func line(s string, i int) (string, int, bool) {
+func frontmatterLine(s string, i int) (string, int, bool) {
 	j := strings.IndexByte(s[i:], '\n')
 	if j < 0 {
 		return s[i:], len(s), false
@@ -66,4 +67,4 @@ func line(s string, i int) (string, int, bool) {
 }
 
 // fence reports whether l is a fence line: "---" and trailing blanks.
-func fence(l string) bool { return strings.TrimRight(l, " \t") == "---" }
+func frontmatterFence(l string) bool { return strings.TrimRight(l, " \t") == "---" }

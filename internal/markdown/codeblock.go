@@ -1,14 +1,15 @@
-// Package mdfence finds the fenced code blocks of a Markdown text, the
+// CodeBlocks finds the fenced code blocks of a Markdown text, the
 // way models write them in their answers: a run of three or more ` or ~
 // (indented or not) opens a block, an info string may follow it ("json",
 // "done"), and a line holding only a run of the same character at least as
 // long closes it.
-package mdfence
+
+package markdown
 
 import "strings"
 
-// Block is one fenced code block.
-type Block struct {
+// CodeBlock is one fenced code block.
+type CodeBlock struct {
 	// Fence is the run of ` or ~ that opens the block ("```", "~~~~").
 	Fence string
 	// Info is the info string after the opening fence, trimmed and as
@@ -26,12 +27,12 @@ type Block struct {
 // with backticks whose info string holds a backtick is inline code
 // (```a``` on one line), not a fence. Blocks do not nest: a fence line
 // inside a block either closes it or is part of its body.
-func Blocks(text string) []Block {
-	var out []Block
+func CodeBlocks(text string) []CodeBlock {
+	var out []CodeBlock
 	lines := strings.SplitAfter(text, "\n")
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimLeft(lines[i], " \t")
-		fence := fenceOf(l)
+		fence := codeFenceOf(l)
 		if fence == "" {
 			continue
 		}
@@ -39,11 +40,11 @@ func Blocks(text string) []Block {
 		if fence[0] == '`' && strings.Contains(info, "`") {
 			continue
 		}
-		b := Block{Fence: fence, Info: info}
+		b := CodeBlock{Fence: fence, Info: info}
 		var body strings.Builder
 		j := i + 1
 		for ; j < len(lines); j++ {
-			if closes(lines[j], fence) {
+			if codeFenceCloses(lines[j], fence) {
 				b.Closed = true
 				break
 			}
@@ -57,7 +58,7 @@ func Blocks(text string) []Block {
 }
 
 // fenceOf returns the fence (three or more ` or ~) that opens line l, or "".
-func fenceOf(l string) string {
+func codeFenceOf(l string) string {
 	if len(l) < 3 || (l[0] != '`' && l[0] != '~') {
 		return ""
 	}
@@ -73,7 +74,7 @@ func fenceOf(l string) string {
 
 // closes reports whether line closes a block opened by fence: it holds,
 // besides white space, only a run of fence's character at least as long.
-func closes(line, fence string) bool {
+func codeFenceCloses(line, fence string) bool {
 	c := strings.TrimSpace(line)
 	return strings.HasPrefix(c, fence) && strings.Trim(c, fence[:1]) == ""
 }

@@ -1,4 +1,4 @@
-package frontmatter
+package markdown
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 // TestSplit covers the rules prompt files, retry prompts and SKILL.md
 // files need.
-func TestSplit(t *testing.T) {
+func TestSplitFrontmatter(t *testing.T) {
 	for _, c := range []struct {
 		name, src  string
 		present    bool
@@ -32,10 +32,10 @@ func TestSplit(t *testing.T) {
 		{name: "body keeps a later fence", src: "---\na: 1\n---\nx\n---\ny", present: true, yaml: "a: 1\n", body: "x\n---\ny", bodyLine: 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := Split(c.src)
+			b, err := SplitFrontmatter(c.src)
 			if c.unclosed {
-				if !errors.Is(err, ErrUnclosed) {
-					t.Fatalf("err = %v, want ErrUnclosed", err)
+				if !errors.Is(err, ErrUnclosedFrontmatter) {
+					t.Fatalf("err = %v, want ErrUnclosedFrontmatter", err)
 				}
 				return
 			}
@@ -50,12 +50,12 @@ func TestSplit(t *testing.T) {
 }
 
 // FuzzSplit: Split never panics, and a split text is its parts.
-func FuzzSplit(f *testing.F) {
+func FuzzSplitFrontmatter(f *testing.F) {
 	for _, s := range []string{"---\na: 1\n---\nbody", "\ufeff---\r\n---\r\n", "---", "x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		b, err := Split(src)
+		b, err := SplitFrontmatter(src)
 		if err != nil {
 			return
 		}
