@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/internal/clitest"
@@ -45,17 +44,7 @@ func TestUsageOfAResponseReadBeforeAKillCounts(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- run.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for clitest.CountLines(t, filepath.Join(wd, "starts.txt")) == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("run ended before its Bash call started: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Bash call did not start within 60 s")
-		}
-	}
+	waitForLine(t, filepath.Join(wd, "starts.txt"), done)
 	// The machine dies: the run and the command it started.
 	_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
 	<-done
