@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Event types written by capstan. Consumers must ignore types they do not
@@ -353,8 +354,9 @@ func (w *Writer) SetPosition(iteration int, step string) {
 }
 
 // Append appends one event of type eventType. data is marshalled with
-// encoding/json (a run's events reach a journal as typed payloads through
-// event.Journal, which calls Append); a value
+// encoding/json, or by its own AppendJSON when it is an AppendJSONer (a
+// run's events reach a journal as typed payloads through event.Journal,
+// which calls Append); a value
 // that cannot be marshalled is recorded as {"marshal_error": "..."} rather
 // than dropped. Write failures are kept and reported by Err and Close.
 // Activity events (ActivityStart, ActivityEnd) are not written.
@@ -377,18 +379,23 @@ func (w *Writer) Append(eventType string, data any) {
 	b = append(b, `,"time":"`...)
 	b = w.now().UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","type":`...)
-	b = appendJSONString(b, eventType)
+	b = AppendJSONString(b, eventType)
 	if w.iteration != 0 {
 		b = append(b, `,"iteration":`...)
 		b = strconv.AppendInt(b, int64(w.iteration), 10)
 	}
 	if w.step != "" {
 		b = append(b, `,"step":`...)
-		b = appendJSONString(b, w.step)
+		b = AppendJSONString(b, w.step)
 	}
 	b = append(b, `,"prev":"`...)
 	b = append(b, w.prev[:w.prevLen]...)
 	b = append(b, '"')
+	if a, ok := data.(AppendJSONer); ok {
+		if line := a.AppendJSON(append(b, `,"data":`...)); line != nil {
+			b, data = line, nil
+		}
+	}
 	buf.Write(b)
 	if data != nil {
 		buf.WriteString(`,"data":`)
@@ -410,6 +417,15 @@ func (w *Writer) Append(eventType string, data any) {
 	}
 	sum := sha256.Sum256(line[:len(line)-1])
 	w.prevLen = hex.Encode(w.prev[:], sum[:16])
+}
+
+// AppendJSONer is a payload that encodes itself: AppendJSON appends
+// exactly the bytes encoding/json's Encoder with SetEscapeHTML(false)
+// writes for it (without the newline), or returns nil to leave the value
+// to encoding/json. The payloads of the events every iteration writes
+// have it, so the journal encodes them without reflection.
+type AppendJSONer interface {
+	AppendJSON(b []byte) []byte
 }
 
 // followPath makes sure the writer appends to the file at its path. A
@@ -529,17 +545,59 @@ func (w *Writer) Close() error {
 	return errors.Join(w.err, syncErr, closeErr)
 }
 
-// appendJSONString appends s as a JSON string. Plain ASCII (the common
-// case for event types and step ids) is copied as is; anything else goes
-// through encoding/json, which also replaces invalid UTF-8.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
+// AppendJSONString appends s as a JSON string exactly as encoding/json's
+// Encoder with SetEscapeHTML(false) writes it: '"', '\\' and control
+// characters escaped (\b \f \n \r \t by name, the others as \u00XX),
+// invalid UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped, the rest
+// as is.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
 	b = append(b, '"')
-	b = append(b, s...)
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }

@@ -163,15 +163,18 @@ func removeTree(dir string) error {
 
 // apply adds the cache to a run: its variables to env (replacing what env
 // had for them) and, until the cache is sealed, its directory to the
-// writable ones. Once sealed the run gets a fresh copy of the cache
-// instead; the returned function removes it.
+// writable ones. Once sealed the run gets a private copy of the cache
+// instead (a cacheLayer, which the helper puts in place); the returned
+// function removes it.
 func (c *Cache) apply(s *Spec) (cleanup func(), err error) {
 	dir, cleanup := c.dir, func() {}
 	if c.Sealed() {
-		if dir, err = c.copy(); err != nil {
+		layer, err := c.newLayer()
+		if err != nil {
 			return nil, err
 		}
-		cleanup = func() { _ = removeTree(dir) }
+		s.cacheLayer, dir = layer, layer.Merged
+		cleanup = func() { _ = removeTree(layer.Root) }
 	}
 	env := make([]string, 0, len(s.Env)+len(cacheVars)+1)
 	goflags := ""
@@ -198,25 +201,50 @@ func (c *Cache) apply(s *Spec) (cleanup func(), err error) {
 	return cleanup, nil
 }
 
-// copy copies the cache's directories and regular files (nothing else)
-// into a new directory beside it and returns its path.
-func (c *Cache) copy() (string, error) {
-	fail := func(err error) (string, error) {
-		return "", agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "copy the validators' build cache")
-	}
-	dst, err := os.MkdirTemp(filepath.Dir(c.dir), "capstan-cache-run-")
+// cacheLayer is a run's private copy of a sealed cache: Merged, the
+// directory the run's cache variables name, shows Lower (the sealed cache,
+// which nothing the run does can change) with the run's own changes,
+// which go to Upper. Where the kernel allows, the helper mounts an overlay
+// file system there (Work is its work directory), so that nothing is
+// copied; elsewhere it copies Lower into Merged. Root holds the three and
+// is removed after the run.
+type cacheLayer struct {
+	Root   string `json:"root"`
+	Lower  string `json:"lower"`
+	Upper  string `json:"upper"`
+	Work   string `json:"work"`
+	Merged string `json:"merged"`
+}
+
+// newLayer creates the empty directories of a run's cacheLayer beside the
+// cache.
+func (c *Cache) newLayer() (*cacheLayer, error) {
+	root, err := os.MkdirTemp(filepath.Dir(c.dir), "capstan-cache-run-")
 	if err != nil {
-		return fail(err)
+		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the run's copy of the validators' build cache")
 	}
-	err = copyTree(c.dir, dst)
-	if err == nil {
-		err = makeCacheDirs(dst)
+	// A run killed before it could remove its copy leaves it behind: the
+	// owner file lets a later run tell, and remove, such leftovers.
+	if err := markOwned(root); err != nil {
+		_ = removeTree(root)
+		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "mark the run's copy of the validators' build cache")
 	}
-	if err != nil {
-		_ = removeTree(dst)
-		return fail(err)
+	l := &cacheLayer{Root: root, Lower: c.dir, Upper: filepath.Join(root, "upper"), Work: filepath.Join(root, "work"), Merged: filepath.Join(root, "cache")}
+	for _, d := range []string{l.Upper, l.Work, l.Merged} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			_ = removeTree(root)
+			return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the run's copy of the validators' build cache")
+		}
 	}
-	return dst, nil
+	return l, nil
+}
+
+// copyInto is the layer without an overlay: Lower copied into Merged.
+func (l *cacheLayer) copyInto() error {
+	if err := copyTree(l.Lower, l.Merged); err != nil {
+		return fmt.Errorf("copy the validators' build cache: %w", err)
+	}
+	return makeCacheDirs(l.Merged)
 }
 
 // copyTree copies the directories and regular files (nothing else) under

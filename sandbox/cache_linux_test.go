@@ -245,3 +245,61 @@ func TestGoModuleCacheIsReadOnlyInTheSandbox(t *testing.T) {
 		t.Fatal("a command planted a file in the module cache")
 	}
 }
+
+// TestSealedCacheCopyOfARun: a run's private copy of a sealed cache is an
+// overlay on the sealed cache where the helper has a mount namespace and
+// the kernel mounts one there (nothing is copied), and a copy of it
+// everywhere else (here: placed by a process that is not the PID 1 of a
+// namespace of its own). Either way the run reads what was sealed and
+// its writes never reach the sealed cache (TestCacheIsWritableUntilSealed
+// runs both through the sandbox).
+func TestSealedCacheCopyOfARun(t *testing.T) {
+	cache, err := NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := filepath.Join(cache.Dir(), "go-build", "00", "entry")
+	if err := os.MkdirAll(filepath.Dir(entry), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(entry, []byte("warm\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache.Seal()
+
+	// The fallback: copied.
+	l, err := cache.newLayer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.place(); err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(l.Merged, "go-build", "00", "entry")
+	if b, err := os.ReadFile(copied); err != nil || string(b) != "warm\n" {
+		t.Fatalf("the copy of the sealed cache: %q %v", b, err)
+	}
+	if err := os.WriteFile(copied, []byte("planted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(entry); string(b) != "warm\n" {
+		t.Fatalf("a write to the copy reached the sealed cache: %q", b)
+	}
+	if err := removeTree(l.Root); err != nil {
+		t.Fatal(err)
+	}
+
+	// Through the sandbox: an overlay where the machine allows.
+	r := sharedRunner(t)
+	res, err := (&CommandRunner{Runner: r}).WithCache(cache).Run(context.Background(), tool.CommandSpec{
+		Command: `cat "$GOCACHE/00/entry" && grep -c " $(dirname "$GOCACHE") .* - overlay " /proc/self/mountinfo || true`,
+		Dir:     t.TempDir(), Timeout: 20 * time.Second, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil || !strings.HasPrefix(res.Output, "warm\n") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if strings.HasSuffix(res.Output, "\n1\n") {
+		t.Log("the run's copy of the sealed cache is an overlay")
+	} else {
+		t.Logf("the run's copy of the sealed cache is copied (no overlay on this machine): %q", res.Output)
+	}
+}

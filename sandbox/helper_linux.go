@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -34,6 +35,9 @@ const (
 	// ownProcEnv tells stage two that stage one mounted the sandbox's own
 	// /proc (mountOwnProc).
 	ownProcEnv = "CAPSTAN_SANDBOX_OWN_PROC"
+	// cacheLayerEnv gives stage one the run's cacheLayer (JSON) to put in
+	// place before stage two starts.
+	cacheLayerEnv = "CAPSTAN_SANDBOX_CACHE_LAYER"
 )
 
 // helperSpec is what the parent tells the helper, as JSON in argv.
@@ -122,6 +126,15 @@ func stageOne() int {
 	if mountOwnProc() == nil {
 		cmd.Env = append(cmd.Env, ownProcEnv+"=1")
 	}
+	if v := os.Getenv(cacheLayerEnv); v != "" {
+		var layer cacheLayer
+		if err := json.Unmarshal([]byte(v), &layer); err != nil {
+			return setupFail("stage one: the build cache's copy: %v", err)
+		}
+		if err := layer.place(); err != nil {
+			return setupFail("stage one: %v", err)
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var st helperStatus
 	if err := cmd.Start(); err != nil {
@@ -174,6 +187,26 @@ func mountOwnProc() error {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	return nil
+}
+
+// place puts the layer in place for the run: an overlay file system on
+// Merged (Lower read-only below, the run's writes going to Upper) where
+// this process has a private mount namespace and the kernel mounts one
+// there, so that a run copies nothing; otherwise Lower copied into Merged.
+// Either way no write through Merged reaches Lower.
+func (l *cacheLayer) place() error {
+	if os.Getpid() == 1 && !strings.ContainsAny(l.Lower+l.Upper+l.Work, ",:\\") &&
+		unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "") == nil {
+		opts := "lowerdir=" + l.Lower + ",upperdir=" + l.Upper + ",workdir=" + l.Work
+		// userxattr: the overlay's own attributes in the user.* namespace,
+		// which a user namespace may set (trusted.* it may not).
+		for _, o := range []string{opts + ",userxattr", opts} {
+			if unix.Mount("overlay", l.Merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, o) == nil {
+				return nil
+			}
+		}
+	}
+	return l.copyInto()
 }
 
 // waitReadable blocks until fd has data or its writer closed it.

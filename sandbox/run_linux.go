@@ -217,6 +217,13 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, "/proc/self/exe", helperArg, "init")
 	cmd.Env = []string{helperEnv + "=1"}
+	if spec.cacheLayer != nil {
+		b, err := json.Marshal(spec.cacheLayer)
+		if err != nil {
+			return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "the build cache's copy")
+		}
+		cmd.Env = append(cmd.Env, cacheLayerEnv+"="+string(b))
+	}
 	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.Network)
 	cmd.Stdin = bytes.NewReader(spec.Stdin)
 	if spec.StdinStream != nil {

@@ -154,6 +154,11 @@ type Spec struct {
 	// CombinedOutput.
 	Stdout io.Writer
 	Stderr io.Writer
+
+	// cacheLayer, when set, is the private copy of a sealed Cache the run
+	// gets (Cache.apply); the helper puts it in place before the program
+	// starts.
+	cacheLayer *cacheLayer
 }
 
 // Status classifies how a run ended.
