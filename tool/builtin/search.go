@@ -106,29 +106,9 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	if strings.TrimSpace(in.Pattern) == "" {
 		return failure(inputErr(NameGlob, "pattern is empty")), nil
 	}
-	base := in.Path
-	if base == "" {
-		base = "."
-	}
-	pattern := in.Pattern
-	if filepath.IsAbs(pattern) {
-		// An absolute pattern must lie inside the work dir; search from
-		// there.
-		dir, rest := doublestar.SplitPattern(filepath.ToSlash(pattern))
-		rel, err := t.ws.rel(dir)
-		if err != nil {
-			return failure(err), nil
-		}
-		base, pattern = rel, rest
-	}
-	pattern = strings.TrimPrefix(path.Clean("/"+filepath.ToSlash(pattern)), "/")
-	for _, seg := range strings.Split(filepath.ToSlash(in.Pattern), "/") {
-		if seg == ".." {
-			return failure(escapeErr(in.Pattern, "pattern leaves the working directory")), nil
-		}
-	}
-	if !doublestar.ValidatePattern(pattern) {
-		return failure(inputErr(NameGlob, "bad glob pattern %q", in.Pattern)), nil
+	base, pattern, err := t.globBase(in)
+	if err != nil {
+		return failure(err), nil
 	}
 	baseRel, err := t.ws.rel(base)
 	if err != nil {
@@ -180,6 +160,43 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	if len(matches) == 0 {
 		return tool.Result{Content: "No files found"}, nil
 	}
+	return tool.Result{Content: capOutput(globListing(matches), t.ws.maxOut, "use a narrower pattern")}, nil
+}
+
+// globBase is the folder Glob searches from and the pattern below it: an
+// absolute pattern must lie inside the work dir, and no pattern may climb
+// out of it with "..".
+func (t *globTool) globBase(in globInput) (base, pattern string, err error) {
+	base = in.Path
+	if base == "" {
+		base = "."
+	}
+	pattern = in.Pattern
+	if filepath.IsAbs(pattern) {
+		// An absolute pattern must lie inside the work dir; search from
+		// there.
+		dir, rest := doublestar.SplitPattern(filepath.ToSlash(pattern))
+		rel, err := t.ws.rel(dir)
+		if err != nil {
+			return "", "", err
+		}
+		base, pattern = rel, rest
+	}
+	pattern = strings.TrimPrefix(path.Clean("/"+filepath.ToSlash(pattern)), "/")
+	for _, seg := range strings.Split(filepath.ToSlash(in.Pattern), "/") {
+		if seg == ".." {
+			return "", "", escapeErr(in.Pattern, "pattern leaves the working directory")
+		}
+	}
+	if !doublestar.ValidatePattern(pattern) {
+		return "", "", inputErr(NameGlob, "bad glob pattern %q", in.Pattern)
+	}
+	return base, pattern, nil
+}
+
+// globListing lists the matches, newest first (then by path), up to
+// MaxGlobResults.
+func globListing(matches []globMatch) string {
 	sort.Slice(matches, func(i, j int) bool {
 		if !matches[i].mtime.Equal(matches[j].mtime) {
 			return matches[i].mtime.After(matches[j].mtime)
@@ -195,7 +212,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 		b.WriteString(displayPath(m.path))
 		b.WriteByte('\n')
 	}
-	return tool.Result{Content: capOutput(strings.TrimSuffix(b.String(), "\n"), t.ws.maxOut, "use a narrower pattern")}, nil
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // ---- Grep ----
