@@ -113,43 +113,9 @@ func Setup(ctx context.Context, opts ExportOptions) (*Exporter, error) {
 	var exp sdktrace.SpanExporter
 	switch kind {
 	case "otlp":
-		proto := env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-		if proto == "" {
-			proto = env("OTEL_EXPORTER_OTLP_PROTOCOL")
-		}
-		if proto != "" && proto != "http/protobuf" {
-			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported: capstan exports OTLP over http/protobuf only (unset it, and point the endpoint at the collector's HTTP port, usually 4318)", proto)
-		}
-		// Every setting is read through Getenv. Retries are bounded so
-		// that an unreachable endpoint costs at most the shutdown timeout.
-		u, note, err := tracesURL(env)
+		e, err := otlpExporter(ctx, env, warn, t.timeout)
 		if err != nil {
 			return nil, err
-		}
-		if note != "" {
-			warn(note)
-		}
-		var headers map[string]string
-		name := "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
-		hv := env(name)
-		if hv == "" {
-			name = "OTEL_EXPORTER_OTLP_HEADERS"
-			hv = env(name)
-		}
-		if hv != "" {
-			h, problems := parseKeyValues(name, hv)
-			for _, p := range problems {
-				warn(p)
-			}
-			headers = h
-		}
-		client, err := newHTTPClient(env, u, headers, t.timeout)
-		if err != nil {
-			return nil, fmt.Errorf("OTLP exporter: %w", err)
-		}
-		e, err := otlptrace.New(ctx, client)
-		if err != nil {
-			return nil, fmt.Errorf("OTLP exporter: %w", err)
 		}
 		exp = e
 	case "console":
@@ -181,6 +147,50 @@ func Setup(ctx context.Context, opts ExportOptions) (*Exporter, error) {
 		t.parent = sc
 	}
 	return t, nil
+}
+
+// otlpExporter is the OTLP over HTTP exporter the OTEL_EXPORTER_OTLP_*
+// variables describe: the protocol, the endpoint and the headers.
+func otlpExporter(ctx context.Context, env func(string) string, warn func(string), timeout time.Duration) (sdktrace.SpanExporter, error) {
+	proto := env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if proto == "" {
+		proto = env("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	if proto != "" && proto != "http/protobuf" {
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported: capstan exports OTLP over http/protobuf only (unset it, and point the endpoint at the collector's HTTP port, usually 4318)", proto)
+	}
+	// Every setting is read through Getenv. Retries are bounded so
+	// that an unreachable endpoint costs at most the shutdown timeout.
+	u, note, err := tracesURL(env)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		warn(note)
+	}
+	var headers map[string]string
+	name := "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+	hv := env(name)
+	if hv == "" {
+		name = "OTEL_EXPORTER_OTLP_HEADERS"
+		hv = env(name)
+	}
+	if hv != "" {
+		h, problems := parseKeyValues(name, hv)
+		for _, p := range problems {
+			warn(p)
+		}
+		headers = h
+	}
+	client, err := newHTTPClient(env, u, headers, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("OTLP exporter: %w", err)
+	}
+	e, err := otlptrace.New(ctx, client)
+	if err != nil {
+		return nil, fmt.Errorf("OTLP exporter: %w", err)
+	}
+	return e, nil
 }
 
 // Provider is the tracer provider spans are made with.

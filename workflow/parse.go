@@ -179,15 +179,7 @@ func (p *parser) parse(raw []byte) *Workflow {
 		p.phases(w, v)
 	}
 	if v, ok := top["labelMapping"]; ok {
-		kept, _ := p.strMap(v, "/labelMapping", "labelMapping")
-		for _, m := range kept {
-			var s string
-			_ = json.Unmarshal(m.Value, &s)
-			w.LabelMapping = append(w.LabelMapping, LabelPhase{Label: m.Name, Phase: s})
-		}
-		if kept != nil && len(kept) == 0 {
-			p.errorf(CodeEmpty, "/labelMapping", "labelMapping is empty: no label names a phase, so no issue can be run")
-		}
+		p.labelMapping(w, v)
 	}
 	if v, ok := top["labels"]; ok {
 		p.labels(w, v)
@@ -199,23 +191,10 @@ func (p *parser) parse(raw []byte) *Workflow {
 		p.rules(w, v)
 	}
 	if v, ok := top["handoff"]; ok {
-		if hm, ok := p.object(v, "/handoff", "handoff"); ok {
-			w.HandoffSection = true
-			h := p.fields(hm, "/handoff", "commentTemplates")
-			if t, ok := h["commentTemplates"]; ok {
-				_, w.CommentTemplates = p.strMap(t, "/handoff/commentTemplates", "handoff.commentTemplates")
-			}
-		}
+		p.handoffSection(w, v)
 	}
 	if v, ok := top["subjectStore"]; ok {
-		if sm, ok := p.object(v, "/subjectStore", "subjectStore"); ok {
-			s := p.fields(sm, "/subjectStore", "path")
-			if pv, ok := s["path"]; ok {
-				if path, ok := p.str(pv, "/subjectStore/path"); ok {
-					w.SubjectStorePath = path
-				}
-			}
-		}
+		p.subjectStore(w, v)
 	}
 	if v, ok := top["prioritizer"]; ok {
 		p.prioritizer(w, v)
@@ -224,16 +203,57 @@ func (p *parser) parse(raw []byte) *Workflow {
 		p.handoffs(w, v)
 	}
 	if v, ok := top["payloadSchema"]; ok {
-		if pm, ok := p.object(v, "/payloadSchema", "payloadSchema"); ok {
-			f := p.fields(pm, "/payloadSchema", "$ref")
-			if r, ok := f["$ref"]; ok {
-				w.PayloadSchemaRef, _ = p.str(r, "/payloadSchema/$ref")
-			} else {
-				p.errorf(CodeRequired, "/payloadSchema", "payloadSchema has no \"$ref\" (the schema file, relative to the work dir)")
+		p.payloadSchema(w, v)
+	}
+	return w
+}
+
+// labelMapping reads which label names which phase.
+func (p *parser) labelMapping(w *Workflow, v json.RawMessage) {
+	kept, _ := p.strMap(v, "/labelMapping", "labelMapping")
+	for _, m := range kept {
+		var s string
+		_ = json.Unmarshal(m.Value, &s)
+		w.LabelMapping = append(w.LabelMapping, LabelPhase{Label: m.Name, Phase: s})
+	}
+	if kept != nil && len(kept) == 0 {
+		p.errorf(CodeEmpty, "/labelMapping", "labelMapping is empty: no label names a phase, so no issue can be run")
+	}
+}
+
+// handoffSection reads the handoff section: the comment templates.
+func (p *parser) handoffSection(w *Workflow, v json.RawMessage) {
+	if hm, ok := p.object(v, "/handoff", "handoff"); ok {
+		w.HandoffSection = true
+		h := p.fields(hm, "/handoff", "commentTemplates")
+		if t, ok := h["commentTemplates"]; ok {
+			_, w.CommentTemplates = p.strMap(t, "/handoff/commentTemplates", "handoff.commentTemplates")
+		}
+	}
+}
+
+// subjectStore reads where the subject store is kept.
+func (p *parser) subjectStore(w *Workflow, v json.RawMessage) {
+	if sm, ok := p.object(v, "/subjectStore", "subjectStore"); ok {
+		s := p.fields(sm, "/subjectStore", "path")
+		if pv, ok := s["path"]; ok {
+			if path, ok := p.str(pv, "/subjectStore/path"); ok {
+				w.SubjectStorePath = path
 			}
 		}
 	}
-	return w
+}
+
+// payloadSchema reads the schema that handoff payloads must match.
+func (p *parser) payloadSchema(w *Workflow, v json.RawMessage) {
+	if pm, ok := p.object(v, "/payloadSchema", "payloadSchema"); ok {
+		f := p.fields(pm, "/payloadSchema", "$ref")
+		if r, ok := f["$ref"]; ok {
+			w.PayloadSchemaRef, _ = p.str(r, "/payloadSchema/$ref")
+		} else {
+			p.errorf(CodeRequired, "/payloadSchema", "payloadSchema has no \"$ref\" (the schema file, relative to the work dir)")
+		}
+	}
 }
 
 func (p *parser) phases(w *Workflow, raw json.RawMessage) {
@@ -485,40 +505,8 @@ func (p *parser) handoffs(w *Workflow, raw json.RawMessage) {
 				seen[s] = true
 			}
 		}
-		if v, ok := f["when"]; ok {
-			if wm, ok := p.object(v, ptr+"/when", "when"); ok {
-				wf := p.fields(wm, ptr+"/when", "fromAgent", "outcome")
-				if x, ok := wf["fromAgent"]; ok {
-					h.FromAgent, _ = p.str(x, ptr+"/when/fromAgent")
-				} else {
-					p.errorf(CodeRequired, ptr+"/when", "when has no \"fromAgent\"")
-				}
-				if x, ok := wf["outcome"]; ok {
-					h.Outcome, _ = p.str(x, ptr+"/when/outcome")
-				} else {
-					p.errorf(CodeRequired, ptr+"/when", "when has no \"outcome\"")
-				}
-			}
-		}
-		if v, ok := f["emit"]; ok {
-			if em, ok := p.object(v, ptr+"/emit", "emit"); ok {
-				ef := p.fields(em, ptr+"/emit", "type", "schemaRef", "path")
-				for _, req := range []string{"type", "schemaRef", "path"} {
-					if _, ok := ef[req]; !ok {
-						p.errorf(CodeRequired, ptr+"/emit", "emit has no %q", req)
-					}
-				}
-				if x, ok := ef["type"]; ok {
-					h.EmitType, _ = p.str(x, ptr+"/emit/type")
-				}
-				if x, ok := ef["schemaRef"]; ok {
-					h.SchemaRef, _ = p.str(x, ptr+"/emit/schemaRef")
-				}
-				if x, ok := ef["path"]; ok {
-					h.EmitPath, _ = p.str(x, ptr+"/emit/path")
-				}
-			}
-		}
+		p.handoffWhen(f, ptr, &h)
+		p.handoffEmit(f, ptr, &h)
 		if v, ok := f["payloadFrom"]; ok {
 			kept, _ := p.strMap(v, ptr+"/payloadFrom", "payloadFrom")
 			for _, m := range kept {
@@ -539,6 +527,48 @@ func (p *parser) handoffs(w *Workflow, raw json.RawMessage) {
 			}
 		}
 		w.Handoffs = append(w.Handoffs, h)
+	}
+}
+
+// handoffWhen reads a handoff's when: the agent and outcome it follows.
+func (p *parser) handoffWhen(f map[string]json.RawMessage, ptr string, h *Handoff) {
+	if v, ok := f["when"]; ok {
+		if wm, ok := p.object(v, ptr+"/when", "when"); ok {
+			wf := p.fields(wm, ptr+"/when", "fromAgent", "outcome")
+			if x, ok := wf["fromAgent"]; ok {
+				h.FromAgent, _ = p.str(x, ptr+"/when/fromAgent")
+			} else {
+				p.errorf(CodeRequired, ptr+"/when", "when has no \"fromAgent\"")
+			}
+			if x, ok := wf["outcome"]; ok {
+				h.Outcome, _ = p.str(x, ptr+"/when/outcome")
+			} else {
+				p.errorf(CodeRequired, ptr+"/when", "when has no \"outcome\"")
+			}
+		}
+	}
+}
+
+// handoffEmit reads what a handoff emits: its type, schema and path.
+func (p *parser) handoffEmit(f map[string]json.RawMessage, ptr string, h *Handoff) {
+	if v, ok := f["emit"]; ok {
+		if em, ok := p.object(v, ptr+"/emit", "emit"); ok {
+			ef := p.fields(em, ptr+"/emit", "type", "schemaRef", "path")
+			for _, req := range []string{"type", "schemaRef", "path"} {
+				if _, ok := ef[req]; !ok {
+					p.errorf(CodeRequired, ptr+"/emit", "emit has no %q", req)
+				}
+			}
+			if x, ok := ef["type"]; ok {
+				h.EmitType, _ = p.str(x, ptr+"/emit/type")
+			}
+			if x, ok := ef["schemaRef"]; ok {
+				h.SchemaRef, _ = p.str(x, ptr+"/emit/schemaRef")
+			}
+			if x, ok := ef["path"]; ok {
+				h.EmitPath, _ = p.str(x, ptr+"/emit/path")
+			}
+		}
 	}
 }
 

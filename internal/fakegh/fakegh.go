@@ -227,29 +227,7 @@ func handle(st *State, args []string) (string, int) {
 		if !ok {
 			return "", 1
 		}
-		switch flagValue(args, "--json") {
-		case "labels":
-			var b strings.Builder
-			for _, l := range is.Labels {
-				b.WriteString(l + "\n")
-			}
-			return b.String(), 0
-		case "comments":
-			type c struct {
-				Body      string `json:"body"`
-				CreatedAt string `json:"createdAt"`
-			}
-			var cs []c
-			for i := len(is.Comments) - 1; i >= 0; i-- {
-				cs = append(cs, c{Body: is.Comments[i], CreatedAt: fmt.Sprintf("2026-01-01T00:00:%02dZ", i%60)})
-			}
-			b, _ := json.Marshal(cs)
-			return string(b) + "\n", 0
-		case "state":
-			b, _ := json.Marshal(map[string]string{"state": strings.ToUpper(is.State)})
-			return string(b) + "\n", 0
-		}
-		return "", 1
+		return viewIssue(is, args)
 	case "issue edit":
 		is, ok := issue()
 		if !ok {
@@ -279,49 +257,7 @@ func handle(st *State, args []string) (string, int) {
 		is.State = "closed"
 		return "", 0
 	case "issue list":
-		type item struct {
-			Number int                 `json:"number"`
-			Title  string              `json:"title"`
-			Labels []map[string]string `json:"labels"`
-			State  string              `json:"state"`
-		}
-		want := flagValues(args, "--label")
-		state := flagValue(args, "--state")
-		if state == "" {
-			state = "open"
-		}
-		limit, _ := strconv.Atoi(flagValue(args, "--limit"))
-		var nums []int
-		for k := range st.Issues {
-			n, _ := strconv.Atoi(k)
-			nums = append(nums, n)
-		}
-		slices.Sort(nums)
-		slices.Reverse(nums) // gh lists the newest first
-		var items []item
-		for _, n := range nums {
-			is := st.Issues[strconv.Itoa(n)]
-			if state != "all" && is.State != state {
-				continue
-			}
-			ok := true
-			for _, l := range want {
-				ok = ok && slices.Contains(is.Labels, l)
-			}
-			if !ok {
-				continue
-			}
-			it := item{Number: n, Title: is.Title, State: strings.ToUpper(is.State), Labels: []map[string]string{}}
-			for _, l := range is.Labels {
-				it.Labels = append(it.Labels, map[string]string{"name": l})
-			}
-			items = append(items, it)
-			if limit > 0 && len(items) == limit {
-				break
-			}
-		}
-		b, _ := json.Marshal(items)
-		return string(b) + "\n", 0
+		return listIssues(st, args)
 	case "label list":
 		type l struct {
 			Name        string `json:"name"`
@@ -350,4 +286,79 @@ func handle(st *State, args []string) (string, int) {
 		return "", 0
 	}
 	return "", 2
+}
+
+// viewIssue answers gh issue view --json labels, comments or state.
+func viewIssue(is *Issue, args []string) (string, int) {
+	switch flagValue(args, "--json") {
+	case "labels":
+		var b strings.Builder
+		for _, l := range is.Labels {
+			b.WriteString(l + "\n")
+		}
+		return b.String(), 0
+	case "comments":
+		type c struct {
+			Body      string `json:"body"`
+			CreatedAt string `json:"createdAt"`
+		}
+		var cs []c
+		for i := len(is.Comments) - 1; i >= 0; i-- {
+			cs = append(cs, c{Body: is.Comments[i], CreatedAt: fmt.Sprintf("2026-01-01T00:00:%02dZ", i%60)})
+		}
+		b, _ := json.Marshal(cs)
+		return string(b) + "\n", 0
+	case "state":
+		b, _ := json.Marshal(map[string]string{"state": strings.ToUpper(is.State)})
+		return string(b) + "\n", 0
+	}
+	return "", 1
+}
+
+// listIssues answers gh issue list: the issues in a state with every label
+// asked for, newest first, up to --limit.
+func listIssues(st *State, args []string) (string, int) {
+	type item struct {
+		Number int                 `json:"number"`
+		Title  string              `json:"title"`
+		Labels []map[string]string `json:"labels"`
+		State  string              `json:"state"`
+	}
+	want := flagValues(args, "--label")
+	state := flagValue(args, "--state")
+	if state == "" {
+		state = "open"
+	}
+	limit, _ := strconv.Atoi(flagValue(args, "--limit"))
+	var nums []int
+	for k := range st.Issues {
+		n, _ := strconv.Atoi(k)
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	slices.Reverse(nums) // gh lists the newest first
+	var items []item
+	for _, n := range nums {
+		is := st.Issues[strconv.Itoa(n)]
+		if state != "all" && is.State != state {
+			continue
+		}
+		ok := true
+		for _, l := range want {
+			ok = ok && slices.Contains(is.Labels, l)
+		}
+		if !ok {
+			continue
+		}
+		it := item{Number: n, Title: is.Title, State: strings.ToUpper(is.State), Labels: []map[string]string{}}
+		for _, l := range is.Labels {
+			it.Labels = append(it.Labels, map[string]string{"name": l})
+		}
+		items = append(items, it)
+		if limit > 0 && len(items) == limit {
+			break
+		}
+	}
+	b, _ := json.Marshal(items)
+	return string(b) + "\n", 0
 }

@@ -288,33 +288,7 @@ func (s *Server) checkThinking(body []byte) error {
 }
 
 func writeAnthropicReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, cu cacheUsage) {
-	var content []map[string]any
-	sig := ""
-	if rp.Thinking != "" {
-		sig = s.nextID("sig_")
-		content = append(content, map[string]any{"type": "thinking", "thinking": rp.Thinking, "signature": sig})
-	}
-	if t := rp.replyText(); t != "" {
-		content = append(content, map[string]any{"type": "text", "text": t})
-	}
-	for _, c := range rp.ToolCalls {
-		id := c.ID
-		if id == "" {
-			id = s.nextID("toolu_")
-		}
-		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": inputOrEmpty(c.Input)})
-		if sig != "" {
-			s.mu.Lock()
-			if s.thinking == nil {
-				s.thinking = map[string]string{}
-			}
-			s.thinking[id] = sig
-			s.mu.Unlock()
-		}
-	}
-	if content == nil {
-		content = []map[string]any{}
-	}
+	content := s.anthropicContent(rp)
 	stop := rp.StopReason
 	if stop == "" {
 		stop = "end_turn"
@@ -375,4 +349,37 @@ func writeAnthropicReply(r *http.Request, w http.ResponseWriter, s *Server, req 
 			return
 		}
 	}
+}
+
+// anthropicContent is the content blocks of a reply: thinking (whose
+// signature the server keeps for each tool call), text and tool calls.
+func (s *Server) anthropicContent(rp Reply) []map[string]any {
+	var content []map[string]any
+	sig := ""
+	if rp.Thinking != "" {
+		sig = s.nextID("sig_")
+		content = append(content, map[string]any{"type": "thinking", "thinking": rp.Thinking, "signature": sig})
+	}
+	if t := rp.replyText(); t != "" {
+		content = append(content, map[string]any{"type": "text", "text": t})
+	}
+	for _, c := range rp.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = s.nextID("toolu_")
+		}
+		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": inputOrEmpty(c.Input)})
+		if sig != "" {
+			s.mu.Lock()
+			if s.thinking == nil {
+				s.thinking = map[string]string{}
+			}
+			s.thinking[id] = sig
+			s.mu.Unlock()
+		}
+	}
+	if content == nil {
+		content = []map[string]any{}
+	}
+	return content
 }

@@ -87,40 +87,7 @@ func (c *promptCache) anthropic(body []byte, minTokens int64) (u cacheUsage, com
 		limits, _ := llm.ModelLimitsOf(p.Model) // the providers' published minimums
 		minTokens = limits.MinCacheable
 	}
-	h := sha256.New()
-	h.Write([]byte(p.Model))
-	var cum int64
-	var sums [][sha256.Size]byte
-	var tokensAt []int64
-	var breakpoints []int
-	add := func(block json.RawMessage, marker string) {
-		canon, marked := canonicalBlock(block)
-		h.Write([]byte(marker))
-		h.Write(canon)
-		cum += int64(len(canon))
-		var sum [sha256.Size]byte
-		h.Sum(sum[:0])
-		sums = append(sums, sum)
-		tokensAt = append(tokensAt, cum/4)
-		if marked {
-			breakpoints = append(breakpoints, len(sums)-1)
-		}
-	}
-	for _, t := range p.Tools {
-		add(t, "\x00tool")
-	}
-	for _, b := range contentBlocks(p.System) {
-		add(b, "\x00system")
-	}
-	for _, m := range p.Messages {
-		for i, b := range contentBlocks(m.Content) {
-			marker := "\x00"
-			if i == 0 {
-				marker = "\x00" + m.Role
-			}
-			add(b, marker)
-		}
-	}
+	sums, tokensAt, breakpoints, cum := anthropicPrefixes(p)
 	u = cacheUsage{Total: max(1, cum/4)}
 	if len(breakpoints) > MaxCacheBreakpoints {
 		return u, commit, fmt.Errorf("A maximum of %d blocks with cache_control may be provided. Found %d.", MaxCacheBreakpoints, len(breakpoints))
@@ -159,6 +126,43 @@ func (c *promptCache) anthropic(body []byte, minTokens int64) (u cacheUsage, com
 		}
 	}
 	return u, commit, nil
+}
+
+// anthropicPrefixes hashes each prefix of the prompt (tools, system,
+// messages, block by block): the hash and estimated tokens of each, which
+// blocks carry cache_control, and the prompt's canonical length.
+func anthropicPrefixes(p anthropicPrompt) (sums [][sha256.Size]byte, tokensAt []int64, breakpoints []int, cum int64) {
+	h := sha256.New()
+	h.Write([]byte(p.Model))
+	add := func(block json.RawMessage, marker string) {
+		canon, marked := canonicalBlock(block)
+		h.Write([]byte(marker))
+		h.Write(canon)
+		cum += int64(len(canon))
+		var sum [sha256.Size]byte
+		h.Sum(sum[:0])
+		sums = append(sums, sum)
+		tokensAt = append(tokensAt, cum/4)
+		if marked {
+			breakpoints = append(breakpoints, len(sums)-1)
+		}
+	}
+	for _, t := range p.Tools {
+		add(t, "\x00tool")
+	}
+	for _, b := range contentBlocks(p.System) {
+		add(b, "\x00system")
+	}
+	for _, m := range p.Messages {
+		for i, b := range contentBlocks(m.Content) {
+			marker := "\x00"
+			if i == 0 {
+				marker = "\x00" + m.Role
+			}
+			add(b, marker)
+		}
+	}
+	return sums, tokensAt, breakpoints, cum
 }
 
 // canonicalBlock is a block's bytes with cache_control removed (a marker

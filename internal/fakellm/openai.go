@@ -169,27 +169,8 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, body []byte
 }
 
 func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Request, rp Reply, cu cacheUsage, includeUsage bool) {
-	u := rp.Usage
-	if u.InputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
-		u.InputTokens, u.CacheReadTokens = cu.Uncached(), cu.Read
-	}
 	text := rp.replyText()
-	if u.OutputTokens == 0 {
-		n := len(text)
-		for _, c := range rp.ToolCalls {
-			n += len(c.Name) + len(c.Input)
-		}
-		u.OutputTokens = estimate(n)
-	}
-	// prompt_tokens includes the cached tokens and, on models that bill
-	// cache writes, the tokens written.
-	prompt := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	details := map[string]int64{"cached_tokens": u.CacheReadTokens}
-	if u.CacheWriteTokens > 0 {
-		details["cache_write_tokens"] = u.CacheWriteTokens
-	}
-	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": u.OutputTokens,
-		"total_tokens": prompt + u.OutputTokens, "prompt_tokens_details": details}
+	usage := openAIUsage(rp, cu, text)
 	type call struct{ id, name, args string }
 	var calls []call
 	for _, c := range rp.ToolCalls {
@@ -261,4 +242,29 @@ func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Req
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	e.f.Flush()
+}
+
+// openAIUsage is the usage object of a reply: the tokens it gives, or
+// the cache's counts and an estimate of the output.
+func openAIUsage(rp Reply, cu cacheUsage, text string) map[string]any {
+	u := rp.Usage
+	if u.InputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0 {
+		u.InputTokens, u.CacheReadTokens = cu.Uncached(), cu.Read
+	}
+	if u.OutputTokens == 0 {
+		n := len(text)
+		for _, c := range rp.ToolCalls {
+			n += len(c.Name) + len(c.Input)
+		}
+		u.OutputTokens = estimate(n)
+	}
+	// prompt_tokens includes the cached tokens and, on models that bill
+	// cache writes, the tokens written.
+	prompt := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+	details := map[string]int64{"cached_tokens": u.CacheReadTokens}
+	if u.CacheWriteTokens > 0 {
+		details["cache_write_tokens"] = u.CacheWriteTokens
+	}
+	return map[string]any{"prompt_tokens": prompt, "completion_tokens": u.OutputTokens,
+		"total_tokens": prompt + u.OutputTokens, "prompt_tokens_details": details}
 }

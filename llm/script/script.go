@@ -200,88 +200,110 @@ func Parse(name string, data []byte) (*Script, error) {
 	}
 	s := &Script{File: name, Turns: make([]Turn, 0, len(raw.Turns))}
 	for i, rt := range raw.Turns {
-		line, col := pos("$.turns[%d]", i)
-		t := Turn{Line: line, Column: col}
-		n := i + 1
-		if rt.Text != nil {
-			t.Text = *rt.Text
-		}
-		if rt.Usage != nil {
-			u := *rt.Usage
-			if u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 {
-				l, c := pos("$.turns[%d].usage", i)
-				return nil, parseErr(name, l, c, "turn %d: usage token counts must not be negative", n)
-			}
-			t.Usage = &u
-		}
-		if rt.Expect != nil {
-			for _, want := range rt.Expect.PromptContains {
-				if want == "" {
-					l, c := pos("$.turns[%d].expect", i)
-					return nil, parseErr(name, l, c, "turn %d: expect.prompt_contains has an empty string", n)
-				}
-			}
-			for _, want := range rt.Expect.SystemContains {
-				if want == "" {
-					l, c := pos("$.turns[%d].expect", i)
-					return nil, parseErr(name, l, c, "turn %d: expect.system_contains has an empty string", n)
-				}
-			}
-			t.PromptContains = rt.Expect.PromptContains
-			t.SystemContains = rt.Expect.SystemContains
-		}
-		if rt.Error != nil {
-			l, c := pos("$.turns[%d].error", i)
-			if rt.Text != nil || len(rt.ToolCalls) > 0 || rt.Structured != nil || rt.Usage != nil {
-				return nil, parseErr(name, l, c, "turn %d: a turn with error cannot also reply (text, tool_calls, structured, usage)", n)
-			}
-			if !contains(errorTypes, rt.Error.Type) {
-				return nil, parseErr(name, l, c, "turn %d: unknown error type %q; expected one of %s", n, rt.Error.Type, strings.Join(errorTypes, ", "))
-			}
-			if rt.Error.RetryAfterSeconds < 0 {
-				return nil, parseErr(name, l, c, "turn %d: error.retry_after_seconds must not be negative", n)
-			}
-			e := *rt.Error
-			t.Error = &e
-			s.Turns = append(s.Turns, t)
-			continue
-		}
-		if rt.Text == nil && len(rt.ToolCalls) == 0 && rt.Structured == nil {
-			return nil, parseErr(name, line, col, "turn %d has no reply; give it text, tool_calls, structured or error", n)
-		}
-		if rt.Structured != nil {
-			if len(rt.ToolCalls) > 0 {
-				l, c := pos("$.turns[%d].structured", i)
-				return nil, parseErr(name, l, c, "turn %d: structured output is a final answer and cannot be combined with tool_calls", n)
-			}
-			js, err := toJSON(rt.Structured)
-			if err != nil {
-				l, c := pos("$.turns[%d].structured", i)
-				return nil, parseErr(name, l, c, "turn %d: structured is not representable as JSON: %v", n, err)
-			}
-			t.Structured = js
-		}
-		for j, rc := range rt.ToolCalls {
-			l, c := pos("$.turns[%d].tool_calls[%d]", i, j)
-			if strings.TrimSpace(rc.Name) == "" {
-				return nil, parseErr(name, l, c, "turn %d: tool call %d has no name", n, j+1)
-			}
-			input := json.RawMessage("{}")
-			if rc.Input != nil {
-				if _, ok := normalize(rc.Input).(map[string]any); !ok {
-					return nil, parseErr(name, l, c, "turn %d: tool call %d (%s): input must be a mapping", n, j+1, rc.Name)
-				}
-				js, err := toJSON(rc.Input)
-				if err != nil {
-					return nil, parseErr(name, l, c, "turn %d: tool call %d (%s): input is not representable as JSON: %v", n, j+1, rc.Name, err)
-				}
-				input = js
-			}
-			t.ToolCalls = append(t.ToolCalls, ToolCall{Name: rc.Name, Input: input})
+		t, err := parseTurn(name, pos, i, rt)
+		if err != nil {
+			return nil, err
 		}
 		s.Turns = append(s.Turns, t)
 	}
 	return s, nil
+}
+
+// parseTurn checks and reads turn i of a script: its reply (text, tool
+// calls, structured output) or the error it makes the model return.
+func parseTurn(name string, pos func(p string, args ...any) (int, int), i int, rt rawTurn) (Turn, error) {
+	line, col := pos("$.turns[%d]", i)
+	t := Turn{Line: line, Column: col}
+	n := i + 1
+	if rt.Text != nil {
+		t.Text = *rt.Text
+	}
+	if rt.Usage != nil {
+		u := *rt.Usage
+		if u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 {
+			l, c := pos("$.turns[%d].usage", i)
+			return Turn{}, parseErr(name, l, c, "turn %d: usage token counts must not be negative", n)
+		}
+		t.Usage = &u
+	}
+	if rt.Expect != nil {
+		for _, want := range rt.Expect.PromptContains {
+			if want == "" {
+				l, c := pos("$.turns[%d].expect", i)
+				return Turn{}, parseErr(name, l, c, "turn %d: expect.prompt_contains has an empty string", n)
+			}
+		}
+		for _, want := range rt.Expect.SystemContains {
+			if want == "" {
+				l, c := pos("$.turns[%d].expect", i)
+				return Turn{}, parseErr(name, l, c, "turn %d: expect.system_contains has an empty string", n)
+			}
+		}
+		t.PromptContains = rt.Expect.PromptContains
+		t.SystemContains = rt.Expect.SystemContains
+	}
+	if rt.Error != nil {
+		l, c := pos("$.turns[%d].error", i)
+		if rt.Text != nil || len(rt.ToolCalls) > 0 || rt.Structured != nil || rt.Usage != nil {
+			return Turn{}, parseErr(name, l, c, "turn %d: a turn with error cannot also reply (text, tool_calls, structured, usage)", n)
+		}
+		if !contains(errorTypes, rt.Error.Type) {
+			return Turn{}, parseErr(name, l, c, "turn %d: unknown error type %q; expected one of %s", n, rt.Error.Type, strings.Join(errorTypes, ", "))
+		}
+		if rt.Error.RetryAfterSeconds < 0 {
+			return Turn{}, parseErr(name, l, c, "turn %d: error.retry_after_seconds must not be negative", n)
+		}
+		e := *rt.Error
+		t.Error = &e
+		return t, nil
+	}
+	if rt.Text == nil && len(rt.ToolCalls) == 0 && rt.Structured == nil {
+		return Turn{}, parseErr(name, line, col, "turn %d has no reply; give it text, tool_calls, structured or error", n)
+	}
+	if rt.Structured != nil {
+		if len(rt.ToolCalls) > 0 {
+			l, c := pos("$.turns[%d].structured", i)
+			return Turn{}, parseErr(name, l, c, "turn %d: structured output is a final answer and cannot be combined with tool_calls", n)
+		}
+		js, err := toJSON(rt.Structured)
+		if err != nil {
+			l, c := pos("$.turns[%d].structured", i)
+			return Turn{}, parseErr(name, l, c, "turn %d: structured is not representable as JSON: %v", n, err)
+		}
+		t.Structured = js
+	}
+	calls, err := parseToolCalls(name, pos, i, rt.ToolCalls)
+	if err != nil {
+		return Turn{}, err
+	}
+	t.ToolCalls = calls
+	return t, nil
+}
+
+// parseToolCalls reads the tool calls of turn i: each has a name, and its
+// input is a mapping.
+func parseToolCalls(name string, pos func(p string, args ...any) (int, int), i int, raw []rawToolCall) ([]ToolCall, error) {
+	n := i + 1
+	var calls []ToolCall
+	for j, rc := range raw {
+		l, c := pos("$.turns[%d].tool_calls[%d]", i, j)
+		if strings.TrimSpace(rc.Name) == "" {
+			return nil, parseErr(name, l, c, "turn %d: tool call %d has no name", n, j+1)
+		}
+		input := json.RawMessage("{}")
+		if rc.Input != nil {
+			if _, ok := normalize(rc.Input).(map[string]any); !ok {
+				return nil, parseErr(name, l, c, "turn %d: tool call %d (%s): input must be a mapping", n, j+1, rc.Name)
+			}
+			js, err := toJSON(rc.Input)
+			if err != nil {
+				return nil, parseErr(name, l, c, "turn %d: tool call %d (%s): input is not representable as JSON: %v", n, j+1, rc.Name, err)
+			}
+			input = js
+		}
+		calls = append(calls, ToolCall{Name: rc.Name, Input: input})
+	}
+	return calls, nil
 }
 
 func contains(list []string, s string) bool {

@@ -106,29 +106,9 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	if strings.TrimSpace(in.Pattern) == "" {
 		return failure(inputErr(NameGlob, "pattern is empty")), nil
 	}
-	base := in.Path
-	if base == "" {
-		base = "."
-	}
-	pattern := in.Pattern
-	if filepath.IsAbs(pattern) {
-		// An absolute pattern must lie inside the work dir; search from
-		// there.
-		dir, rest := doublestar.SplitPattern(filepath.ToSlash(pattern))
-		rel, err := t.ws.rel(dir)
-		if err != nil {
-			return failure(err), nil
-		}
-		base, pattern = rel, rest
-	}
-	pattern = strings.TrimPrefix(path.Clean("/"+filepath.ToSlash(pattern)), "/")
-	for _, seg := range strings.Split(filepath.ToSlash(in.Pattern), "/") {
-		if seg == ".." {
-			return failure(escapeErr(in.Pattern, "pattern leaves the working directory")), nil
-		}
-	}
-	if !doublestar.ValidatePattern(pattern) {
-		return failure(inputErr(NameGlob, "bad glob pattern %q", in.Pattern)), nil
+	base, pattern, err := t.globBase(in)
+	if err != nil {
+		return failure(err), nil
 	}
 	baseRel, err := t.ws.rel(base)
 	if err != nil {
@@ -180,6 +160,43 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	if len(matches) == 0 {
 		return tool.Result{Content: "No files found"}, nil
 	}
+	return tool.Result{Content: capOutput(globListing(matches), t.ws.maxOut, "use a narrower pattern")}, nil
+}
+
+// globBase is the folder Glob searches from and the pattern below it: an
+// absolute pattern must lie inside the work dir, and no pattern may climb
+// out of it with "..".
+func (t *globTool) globBase(in globInput) (base, pattern string, err error) {
+	base = in.Path
+	if base == "" {
+		base = "."
+	}
+	pattern = in.Pattern
+	if filepath.IsAbs(pattern) {
+		// An absolute pattern must lie inside the work dir; search from
+		// there.
+		dir, rest := doublestar.SplitPattern(filepath.ToSlash(pattern))
+		rel, err := t.ws.rel(dir)
+		if err != nil {
+			return "", "", err
+		}
+		base, pattern = rel, rest
+	}
+	pattern = strings.TrimPrefix(path.Clean("/"+filepath.ToSlash(pattern)), "/")
+	for _, seg := range strings.Split(filepath.ToSlash(in.Pattern), "/") {
+		if seg == ".." {
+			return "", "", escapeErr(in.Pattern, "pattern leaves the working directory")
+		}
+	}
+	if !doublestar.ValidatePattern(pattern) {
+		return "", "", inputErr(NameGlob, "bad glob pattern %q", in.Pattern)
+	}
+	return base, pattern, nil
+}
+
+// globListing lists the matches, newest first (then by path), up to
+// MaxGlobResults.
+func globListing(matches []globMatch) string {
 	sort.Slice(matches, func(i, j int) bool {
 		if !matches[i].mtime.Equal(matches[j].mtime) {
 			return matches[i].mtime.After(matches[j].mtime)
@@ -195,7 +212,7 @@ func (t *globTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 		b.WriteString(displayPath(m.path))
 		b.WriteByte('\n')
 	}
-	return tool.Result{Content: capOutput(strings.TrimSuffix(b.String(), "\n"), t.ws.maxOut, "use a narrower pattern")}, nil
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // ---- Grep ----
@@ -252,33 +269,9 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	if err := decode(NameGrep, input, &in, "pattern", "path", "glob", "output_mode", "-i", "-n", "-A", "-B", "-C", "head_limit"); err != nil {
 		return failure(err), nil
 	}
-	if in.Pattern == "" {
-		return failure(inputErr(NameGrep, "pattern is empty")), nil
-	}
-	mode := in.OutputMode
-	if mode == "" {
-		mode = grepFiles
-	}
-	if mode != grepContent && mode != grepFiles && mode != grepCount {
-		return failure(inputErr(NameGrep, "output_mode %q is not one of content, files_with_matches, count", in.OutputMode)), nil
-	}
-	limit := 0
-	if in.HeadLimit != nil {
-		if *in.HeadLimit <= 0 {
-			return failure(inputErr(NameGrep, "head_limit must be positive, got %d", *in.HeadLimit)), nil
-		}
-		limit = *in.HeadLimit
-	}
-	expr := in.Pattern
-	if in.CaseInsensitive {
-		expr = "(?i)" + expr
-	}
-	re, err := regexp.Compile(expr)
+	mode, limit, re, err := checkGrepInput(in)
 	if err != nil {
-		return failure(inputErr(NameGrep, "bad regular expression: %v", err)), nil
-	}
-	if in.Glob != "" && !doublestar.ValidatePattern(in.Glob) {
-		return failure(inputErr(NameGrep, "bad glob %q", in.Glob)), nil
+		return failure(err), nil
 	}
 	numbers := in.LineNumbers == nil || *in.LineNumbers
 	base := in.Path
@@ -300,20 +293,8 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	}
 	fsys := root.FS()
 	out := &grepOutput{mode: mode, limit: limit, numbers: numbers, max: t.ws.maxOut}
-	for _, c := range []struct {
-		name string
-		v    *int
-		dst  []*int
-	}{{"-C", in.Context, []*int{&out.before, &out.after}}, {"-A", in.After, []*int{&out.after}}, {"-B", in.Before, []*int{&out.before}}} {
-		if c.v == nil {
-			continue
-		}
-		if *c.v < 0 || *c.v > MaxGrepContext {
-			return failure(inputErr(NameGrep, "%s must be between 0 and %d, got %d", c.name, MaxGrepContext, *c.v)), nil
-		}
-		for _, d := range c.dst {
-			*d = *c.v
-		}
+	if err := out.setContext(in); err != nil {
+		return failure(err), nil
 	}
 	out.contextGap = out.before > 0 || out.after > 0
 	bufs := &grepBuffers{reader: bufio.NewReaderSize(nil, 16<<10), line: make([]byte, 0, 16<<10)}
@@ -353,6 +334,60 @@ func (t *grepTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 		return failure(osErr(base, err)), nil
 	}
 	return tool.Result{Content: out.String()}, nil
+}
+
+// setContext sets the lines of context Grep prints around a match (-C,
+// then -A and -B, which override it).
+func (out *grepOutput) setContext(in grepInput) error {
+	for _, c := range []struct {
+		name string
+		v    *int
+		dst  []*int
+	}{{"-C", in.Context, []*int{&out.before, &out.after}}, {"-A", in.After, []*int{&out.after}}, {"-B", in.Before, []*int{&out.before}}} {
+		if c.v == nil {
+			continue
+		}
+		if *c.v < 0 || *c.v > MaxGrepContext {
+			return inputErr(NameGrep, "%s must be between 0 and %d, got %d", c.name, MaxGrepContext, *c.v)
+		}
+		for _, d := range c.dst {
+			*d = *c.v
+		}
+	}
+	return nil
+}
+
+// checkGrepInput checks Grep's pattern, output mode, head limit and glob,
+// and compiles the pattern.
+func checkGrepInput(in grepInput) (mode string, limit int, re *regexp.Regexp, err error) {
+	if in.Pattern == "" {
+		return "", 0, nil, inputErr(NameGrep, "pattern is empty")
+	}
+	mode = in.OutputMode
+	if mode == "" {
+		mode = grepFiles
+	}
+	if mode != grepContent && mode != grepFiles && mode != grepCount {
+		return "", 0, nil, inputErr(NameGrep, "output_mode %q is not one of content, files_with_matches, count", in.OutputMode)
+	}
+	if in.HeadLimit != nil {
+		if *in.HeadLimit <= 0 {
+			return "", 0, nil, inputErr(NameGrep, "head_limit must be positive, got %d", *in.HeadLimit)
+		}
+		limit = *in.HeadLimit
+	}
+	expr := in.Pattern
+	if in.CaseInsensitive {
+		expr = "(?i)" + expr
+	}
+	re, cerr := regexp.Compile(expr)
+	if cerr != nil {
+		return "", 0, nil, inputErr(NameGrep, "bad regular expression: %v", cerr)
+	}
+	if in.Glob != "" && !doublestar.ValidatePattern(in.Glob) {
+		return "", 0, nil, inputErr(NameGrep, "bad glob %q", in.Glob)
+	}
+	return mode, limit, re, nil
 }
 
 // grepOutput collects Grep results up to head_limit and the output cap.
@@ -411,24 +446,22 @@ type grepBuffers struct {
 	line   []byte
 }
 
+// heldLine is a line Grep keeps to print as context before a match.
+type heldLine struct {
+	n    int
+	text string
+}
+
 // grepFile searches one file and adds its results to out.
 func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *regexp.Regexp, out *grepOutput, bufs *grepBuffers) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Check the kind before opening: opening a FIFO would block.
-	if st, err := fs.Stat(fsys, realPath); err != nil || !st.Mode().IsRegular() {
-		return nil // unreadable, special, or a link leading outside: skip
-	}
-	f, err := fsys.Open(realPath)
-	if err != nil {
-		return nil
+	f, ok := openForGrep(fsys, realPath)
+	if !ok {
+		return nil // unreadable, special, too large, or a link leading outside: skip
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxGrepFileSize {
-		return nil
-	}
 	br := bufs.reader
 	br.Reset(f)
 	defer br.Reset(nil)
@@ -438,20 +471,7 @@ func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *r
 	sc := bufio.NewScanner(br)
 	sc.Buffer(bufs.line[:0], 1<<20)
 	shown := displayPath(shownPath)
-	format := func(n int, sep string, text string) string {
-		if len(text) > MaxLineLength {
-			text = text[:runeStart(text, MaxLineLength)] + " … [line cut]"
-		}
-		if out.numbers {
-			return shown + sep + strconv.Itoa(n) + sep + text
-		}
-		return shown + sep + text
-	}
-	type held struct {
-		n    int
-		text string
-	}
-	var before []held // the last out.before lines not yet printed
+	var before []heldLine // the last out.before lines not yet printed
 	count, line, printed, afterLeft := 0, 0, 0, 0
 	emit := func(n int, sep, text string) bool {
 		if printed > 0 && n > printed+1 && (out.before > 0 || out.after > 0) {
@@ -460,7 +480,7 @@ func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *r
 			}
 		}
 		printed = n
-		return out.add(format(n, sep, text))
+		return out.add(out.format(shown, n, sep, text))
 	}
 	for sc.Scan() {
 		line++
@@ -478,7 +498,7 @@ func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *r
 				if len(before) == out.before {
 					before = before[1:]
 				}
-				before = append(before, held{line, string(raw)})
+				before = append(before, heldLine{line, string(raw)})
 			}
 			continue
 		}
@@ -510,4 +530,35 @@ func grepFile(ctx context.Context, fsys fs.FS, realPath, shownPath string, re *r
 		out.add(fmt.Sprintf("%s:%d", displayPath(shownPath), count))
 	}
 	return nil
+}
+
+// openForGrep opens the regular file at realPath for Grep; a file that is
+// not regular (checked before opening: opening a FIFO would block), cannot
+// be read or is over MaxGrepFileSize is skipped.
+func openForGrep(fsys fs.FS, realPath string) (fs.File, bool) {
+	if st, err := fs.Stat(fsys, realPath); err != nil || !st.Mode().IsRegular() {
+		return nil, false
+	}
+	f, err := fsys.Open(realPath)
+	if err != nil {
+		return nil, false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxGrepFileSize {
+		f.Close()
+		return nil, false
+	}
+	return f, true
+}
+
+// format is one output line of Grep: the file, the line number when asked
+// for, and the line, cut at MaxLineLength.
+func (out *grepOutput) format(shown string, n int, sep, text string) string {
+	if len(text) > MaxLineLength {
+		text = text[:runeStart(text, MaxLineLength)] + " … [line cut]"
+	}
+	if out.numbers {
+		return shown + sep + strconv.Itoa(n) + sep + text
+	}
+	return shown + sep + text
 }

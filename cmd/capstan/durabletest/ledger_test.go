@@ -109,17 +109,7 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 	// Wait for the command to start, then kill at a random moment of the
 	// next 0.45 s (the command runs 0.3 s; its result is journaled after).
 	starts := filepath.Join(wd, "starts.txt")
-	deadline := time.Now().Add(30 * time.Second)
-	for clitest.CountLines(t, starts) == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("run ended before its Bash call started: %v", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Bash call did not start within 30 s")
-		}
-	}
+	waitForLine(t, starts, done)
 	time.Sleep(time.Duration(rng.IntN(450)) * time.Millisecond)
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	machine := rng.IntN(2) == 0
@@ -163,6 +153,24 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 		t.Errorf("run %s: the Bash command started without a tool.intent in the journal", id)
 	}
 	return r
+}
+
+// waitForLine waits until the file starts has a line (a Bash call of the
+// run started), failing the test when the run ends first (done) or after
+// a minute.
+func waitForLine(t *testing.T, starts string, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for clitest.CountLines(t, starts) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended before its Bash call started: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Bash call did not start within a minute")
+		}
+	}
 }
 
 func readFileT(t testing.TB, p string) string { return clitest.ReadFile(t, p) }
