@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,4 +95,22 @@ func HasLine(s, pattern string) bool {
 		}
 	}
 	return false
+}
+
+// RunWithCapstan runs a test package's tests with a capstan binary built
+// for them into a temporary directory (removed afterwards), stored in
+// *bin first, and the test binary's own state directory (statetest.Run).
+// Call it from TestMain: os.Exit(clitest.RunWithCapstan(m, raceEnabled, &capstanBin)).
+func RunWithCapstan(m *testing.M, race bool, bin *Binary) int {
+	dir, err := os.MkdirTemp("", "capstan-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = BuildCapstan(dir, race); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return statetest.Run(m)
 }

@@ -8,13 +8,11 @@
 package durabletest
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/capstan-dev/capstan/internal/clitest"
-	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -22,21 +20,7 @@ import (
 var capstanBin clitest.Binary
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "capstan-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if capstanBin, err = clitest.BuildCapstan(dir, raceEnabled); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return statetest.Run(m)
+	os.Exit(clitest.RunWithCapstan(m, raceEnabled, &capstanBin))
 }
 
 // cliCommand is the capstan command with args, in a process group of its
