@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/capstan-dev/capstan/journal"
@@ -115,4 +116,19 @@ func FuzzAppendJSON(f *testing.F) {
 			checkSame(t, v)
 		}
 	})
+}
+
+// selfEncoded sets every field of every payload type it builds, so a field
+// added to one of them later is compared with encoding/json too (and an
+// AppendJSON that leaves it out fails TestAppendJSONMatchesEncodingJSON)
+// instead of going unnoticed.
+func TestSelfEncodedSetsEveryField(t *testing.T) {
+	for _, v := range selfEncoded(func() string { return "x" }, func() bool { return true }, func() int64 { return 1 }, json.RawMessage(`{}`)) {
+		rv := reflect.ValueOf(v)
+		for i := range rv.NumField() {
+			if f := rv.Type().Field(i); f.IsExported() && rv.Field(i).IsZero() {
+				t.Errorf("%T.%s is not set by selfEncoded: set it there so its encoding is checked", v, f.Name)
+			}
+		}
+	}
 }
