@@ -25,8 +25,11 @@ func TestGlob(t *testing.T) {
 	touch(t, e.write("src/b.go", "package b\n"), 1*time.Hour)
 	touch(t, e.write("src/deep/c.go", "package c\n"), 2*time.Hour)
 	touch(t, e.write("src/deep/c_test.go", "package c\n"), 2*time.Hour)
-	e.write("src/x.ts", "")
-	e.write("src/y.tsx", "")
+	// Equal mtimes, so the two are listed by name: written back to back,
+	// the second is a few nanoseconds newer on most file systems and sorts
+	// first, except when the clock's granularity hides the gap.
+	touch(t, e.write("src/x.ts", ""), 4*time.Hour)
+	touch(t, e.write("src/y.tsx", ""), 4*time.Hour)
 	e.write(".git/HEAD", "ref\n")
 	e.write(".capstan/runs/r/events.jsonl", "{}\n")
 	os.MkdirAll(filepath.Join(e.work, "emptydir"), 0o755)
