@@ -77,7 +77,7 @@ type IterationRecord struct {
 	Step         string                  `json:"step,omitempty"`
 	PromptSource string                  `json:"promptSource,omitempty"`
 	Prompt       string                  `json:"prompt,omitempty"`
-	Query        *llm.QueryResult        `json:"query,omitempty"`
+	Query        *event.QueryResult      `json:"query,omitempty"`
 	Denied       []llm.ToolUse           `json:"denied,omitempty"`
 	Events       []journal.Event         `json:"events,omitempty"` // validator, retry, step, completion events
 	Outcome      *event.OutcomeEvent     `json:"outcome,omitempty"`
@@ -123,7 +123,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 		}
 		switch ev.Type {
 		case journal.ModelTurn:
-			var mt llm.ModelTurnEvent
+			var mt event.ModelTurnEvent
 			if ev.Iteration > 0 && decode(&mt) == nil {
 				pending.Add(mt.Usage)
 			}
@@ -131,7 +131,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			// The summary request of a compaction was billed like a turn
 			// (the query's usage, so the summary, counts it).
 			if ev.Iteration > 0 {
-				var c llm.CompactionEvent
+				var c event.CompactionEvent
 				if decode(&c) == nil {
 					pending.Add(c.Usage)
 				}
@@ -190,7 +190,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			it := at(ev.Iteration)
 			it.Prompt, it.PromptSource, it.Step = p.Text, p.Source, ev.Step
 		case journal.QueryResult:
-			var q llm.QueryResult
+			var q event.QueryResult
 			if err := decode(&q); err != nil {
 				return nil, err
 			}
