@@ -64,7 +64,7 @@ type RunRecord struct {
 	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
-	stepState *StepStateEvent
+	stepState *event.StepStateEvent
 	// events are the journal's events (for Rewind).
 	events []journal.Event
 	// rewound is set by Rewind: the resumed run's run.start says so.
@@ -86,7 +86,7 @@ type IterationRecord struct {
 	// Finished is false for an iteration cut short (killed run).
 	Finished bool `json:"finished"`
 	// stepState is the step machine's state after this iteration.
-	stepState *StepStateEvent
+	stepState *event.StepStateEvent
 }
 
 // LoadRun reads a run journal into a RunRecord. It tolerates a journal cut
@@ -98,7 +98,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	}
 	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(committedMessages(events, -1)), Integrity: integrity, events: events}
 	var cur *IterationRecord
-	var tentative *StepStateEvent
+	var tentative *event.StepStateEvent
 	var pending llm.Usage // model turns of the iteration attempt under way
 	at := func(n int) *IterationRecord {
 		if cur == nil || cur.Iteration != n {
@@ -296,7 +296,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				}
 			}
 		case string(event.KindStepState):
-			var st StepStateEvent
+			var st event.StepStateEvent
 			if err := decode(&st); err != nil {
 				return nil, err
 			}

@@ -42,7 +42,8 @@ type ToolResult struct {
 	IsError bool   `json:"is_error,omitempty"`
 }
 
-// QueryResult is what one Bridge.Query produced.
+// QueryResult is what one llm.Bridge.Query produced: the payload of a
+// query.result journal event.
 type QueryResult struct {
 	SessionID        string          `json:"session_id"`
 	Responses        []string        `json:"responses"` // assistant texts, in order
