@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
@@ -291,7 +292,7 @@ func (f *flow) queryOptions(st agentdir.Step) (llm.QueryOptions, error) {
 	// The read-only GitHub tool comes with the integration, whatever
 	// allowedTools lists (as the model cannot change GitHub with it).
 	if len(o.AllowedTools) > 0 && f.a.spec.Runner.Integrations.GitHub.On() {
-		o.AllowedTools = append(slices.Clone(o.AllowedTools), GitHubReadTool)
+		o.AllowedTools = append(slices.Clone(o.AllowedTools), github.ReadToolName)
 	}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c, err := f.a.schemas.get(*ref)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
@@ -61,7 +62,7 @@ type RunRecord struct {
 	Temporal *TemporalRun `json:"temporal,omitempty"`
 	// GitHubRepo is the repository the run's first run.start pinned for
 	// capstan's own gh calls; resume keeps it.
-	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
+	GitHubRepo *github.Repo `json:"githubRepo,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
 	stepState *StepStateEvent
