@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
 	"github.com/capstan-dev/capstan/event"
 
 	"github.com/capstan-dev/capstan/tool"
