@@ -34,6 +34,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -109,7 +110,7 @@ type Agent struct {
 	// ghRepo is the repository capstan's own gh calls name and ghPath the
 	// gh they run, both fixed before the model runs (nil and "" when
 	// capstan makes none).
-	ghRepo *GitHubRepo
+	ghRepo *github.Repo
 	ghPath string
 	// git runs capstan's own git commands (repository discovery, the
 	// validators' pinned configuration), resolved outside the work dir
@@ -136,6 +137,9 @@ type Agent struct {
 	// goWorkDirCache is where this run keeps the work dir's Go build
 	// cache for the next run ("" when it keeps none).
 	goWorkDirCache string
+	// cacheSeed is what fills the build caches when a command first
+	// makes one (seedGoCaches; empty when nothing does).
+	cacheSeed cacheSeed
 	// begun is when Start was called, started when it returned (the time
 	// budget counts from there); between them the test baselines ran,
 	// which took testBaselineMs.
@@ -307,9 +311,14 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// agent its files decide (the same code validate runs)
 	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
 	if a.sandbox != nil {
-		if a.bashCache, err = sandbox.NewCache(""); err != nil {
+		// The build caches are made by the first command that needs one
+		// (a run that runs none makes none); the temporary directory they
+		// go in is checked now.
+		tmpOutside, err := tempOutside(wd)
+		if err != nil {
 			return fail(err)
 		}
+		a.bashCache = sandbox.NewLazyCache("", a.seedCache)
 		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits())
 		// A resumed run's work dir holds the model's code: nothing it
 		// runs may fill a cache that later validations trust.
@@ -318,19 +327,13 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 				env.sandbox, a.sharedCache = env.sandbox.WithCache(c), c
 			}
 		} else if opts.Resume == nil {
-			if a.validatorCache, err = sandbox.NewCache(""); err != nil {
-				return fail(err)
-			}
 			// In a temporary directory inside the work dir, the model's
 			// Bash could write the cache the validations trust.
-			if realWD, err := filepath.EvalSymlinks(wd); err != nil || pathInside(realWD, a.validatorCache.Dir()) {
-				if err := a.validatorCache.Remove(); err != nil {
-					return fail(err)
-				}
-				a.validatorCache = nil
+			if !tmpOutside {
 				a.warnings = append(a.warnings, "the temporary directory "+os.TempDir()+" is inside the work dir: the validators get no shared build cache "+
 					"(set TMPDIR to a directory outside "+wd+")")
 			} else {
+				a.validatorCache = sandbox.NewLazyCache("", a.seedCache)
 				env.sandbox = env.sandbox.WithCache(a.validatorCache)
 			}
 		}
@@ -609,7 +612,7 @@ func (a *Agent) beginRun() *Result {
 	// one an embedder gave, does not.
 	continuable := a.opts.Bridge == nil && !runsOwnToolLoop(a.model)
 	l, err := NewLoop(LoopConfig{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
-		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable})
+		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable, Broken: a.cacheFailed})
 	if err != nil {
 		return a.finish(&LoopResult{CompletionReason: ReasonError, Err: err})
 	}
