@@ -317,7 +317,10 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 			if opts.Resume == nil || c.Sealed() {
 				env.sandbox, a.sharedCache = env.sandbox.WithCache(c), c
 			}
-		} else if opts.Resume == nil {
+		} else {
+			// A resumed run's cache holds only the seed (sealed before
+			// any command runs, see seedGoCaches): without it every
+			// validation compiles Go's standard library again.
 			if a.validatorCache, err = sandbox.NewCache(""); err != nil {
 				return fail(err)
 			}
@@ -336,6 +339,11 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	a.seedGoCaches(ctx, wd)
+	if opts.Resume != nil && a.validatorCache != nil {
+		// The work dir holds the model's code: the validators of a
+		// resumed run read the seed and never write it.
+		a.validatorCache.Seal()
+	}
 	// Unconfined validators keep the user's HOME: the toolchain
 	// configuration there (go env -w, ~/.npmrc) is pinned as it is now,
 	// before the model can write it.
