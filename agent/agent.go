@@ -34,6 +34,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -109,7 +110,7 @@ type Agent struct {
 	// ghRepo is the repository capstan's own gh calls name and ghPath the
 	// gh they run, both fixed before the model runs (nil and "" when
 	// capstan makes none).
-	ghRepo *GitHubRepo
+	ghRepo *github.Repo
 	ghPath string
 	// git runs capstan's own git commands (repository discovery, the
 	// validators' pinned configuration), resolved outside the work dir
@@ -136,6 +137,9 @@ type Agent struct {
 	// goWorkDirCache is where this run keeps the work dir's Go build
 	// cache for the next run ("" when it keeps none).
 	goWorkDirCache string
+	// cacheSeed is what fills the build caches when a command first
+	// makes one (seedGoCaches; empty when nothing does).
+	cacheSeed cacheSeed
 	// begun is when Start was called, started when it returned (the time
 	// budget counts from there); between them the test baselines ran,
 	// which took testBaselineMs.
@@ -307,9 +311,14 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	// agent its files decide (the same code validate runs)
 	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
 	if a.sandbox != nil {
-		if a.bashCache, err = sandbox.NewCache(""); err != nil {
+		// The build caches are made by the first command that needs one
+		// (a run that runs none makes none); the temporary directory they
+		// go in is checked now.
+		tmpOutside, err := tempOutside(wd)
+		if err != nil {
 			return fail(err)
 		}
+		a.bashCache = sandbox.NewLazyCache("", a.seedCache)
 		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits())
 		// A resumed run's work dir holds the model's code: nothing it
 		// runs may fill a cache that later validations trust.
@@ -317,33 +326,25 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 			if opts.Resume == nil || c.Sealed() {
 				env.sandbox, a.sharedCache = env.sandbox.WithCache(c), c
 			}
-		} else {
-			// A resumed run's cache holds only the seed (sealed before
-			// any command runs, see seedGoCaches): without it every
-			// validation compiles Go's standard library again.
-			if a.validatorCache, err = sandbox.NewCache(""); err != nil {
-				return fail(err)
-			}
+		} else if !tmpOutside {
 			// In a temporary directory inside the work dir, the model's
 			// Bash could write the cache the validations trust.
-			if realWD, err := filepath.EvalSymlinks(wd); err != nil || pathInside(realWD, a.validatorCache.Dir()) {
-				if err := a.validatorCache.Remove(); err != nil {
-					return fail(err)
-				}
-				a.validatorCache = nil
+			if opts.Resume == nil {
 				a.warnings = append(a.warnings, "the temporary directory "+os.TempDir()+" is inside the work dir: the validators get no shared build cache "+
 					"(set TMPDIR to a directory outside "+wd+")")
-			} else {
-				env.sandbox = env.sandbox.WithCache(a.validatorCache)
+			}
+		} else {
+			a.validatorCache = sandbox.NewLazyCache("", a.seedCache)
+			env.sandbox = env.sandbox.WithCache(a.validatorCache)
+			if opts.Resume != nil {
+				// The resumed run's cache holds only the seed, sealed
+				// before any command: without it every validation
+				// compiles Go's standard library again.
+				a.validatorCache.Seal()
 			}
 		}
 	}
 	a.seedGoCaches(ctx, wd)
-	if opts.Resume != nil && a.validatorCache != nil {
-		// The work dir holds the model's code: the validators of a
-		// resumed run read the seed and never write it.
-		a.validatorCache.Seal()
-	}
 	// Unconfined validators keep the user's HOME: the toolchain
 	// configuration there (go env -w, ~/.npmrc) is pinned as it is now,
 	// before the model can write it.
@@ -617,7 +618,7 @@ func (a *Agent) beginRun() *Result {
 	// one an embedder gave, does not.
 	continuable := a.opts.Bridge == nil && !runsOwnToolLoop(a.model)
 	l, err := NewLoop(LoopConfig{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
-		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable})
+		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable, Broken: a.cacheFailed})
 	if err != nil {
 		return a.finish(&LoopResult{CompletionReason: ReasonError, Err: err})
 	}

@@ -138,6 +138,11 @@ type LoopConfig struct {
 	// after the model had answered is then a redo too, run again from
 	// where it failed instead of counted with its work half done.
 	Continuable bool
+	// Broken, when set, says why the run's own machinery failed while a
+	// query ran (nil while it has not): a build cache that the first
+	// command needing it could not make. It is asked before each model
+	// turn and after each query, and the run ends with its error.
+	Broken func() error
 }
 
 // Loop runs iterations: each one asks the flow for a prompt, queries the
@@ -232,6 +237,18 @@ func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 	s := &Session{l: l, rc: rc, res: res, start: started}
 	if b := l.cfg.Budgets; b.MaxTokens > 0 || b.MaxCostUSD > 0 {
 		s.guard = l.turnGuard(res)
+	}
+	if broken := l.cfg.Broken; broken != nil {
+		budgets := s.guard
+		s.guard = func(used llm.Usage) error {
+			if err := broken(); err != nil {
+				return err
+			}
+			if budgets != nil {
+				return budgets(used)
+			}
+			return nil
+		}
 	}
 	if t := l.cfg.Budgets.Timeout; t > 0 {
 		// The budget left, measured on the loop's clock, runs out on the
@@ -459,7 +476,7 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext, guard llm.TurnGu
 // options by pointer: Bridge.Query takes them by value, and a call of it
 // holds two copies of them (about 340 bytes) in its caller's frame, which
 // is part of a parked run's stack; other bridges are asked out of line.
-func (it *iterationState) query(ctx context.Context) (*llm.QueryResult, error) {
+func (it *iterationState) query(ctx context.Context) (*event.QueryResult, error) {
 	if tl, ok := it.bridge.(*llm.ToolLoop); ok {
 		return tl.QueryWith(ctx, it.s.Prompt, &it.opts)
 	}
@@ -469,7 +486,7 @@ func (it *iterationState) query(ctx context.Context) (*llm.QueryResult, error) {
 // queryBridge asks a bridge other than the shared tool loop.
 //
 //go:noinline
-func (it *iterationState) queryBridge(ctx context.Context) (*llm.QueryResult, error) {
+func (it *iterationState) queryBridge(ctx context.Context) (*event.QueryResult, error) {
 	return it.bridge.Query(ctx, it.s.Prompt, it.opts)
 }
 
@@ -490,14 +507,14 @@ func (l *Loop) reconnect(it *iterationState, err error) bool {
 // withLost counts into qr, the query asked again in a new session, what
 // the attempt that found its session lost had done: its billed turns (and
 // their cost) and its tool calls.
-func (it *iterationState) withLost(qr, lost *llm.QueryResult) *llm.QueryResult {
+func (it *iterationState) withLost(qr, lost *event.QueryResult) *event.QueryResult {
 	if !answered(lost) {
 		return qr
 	}
 	if qr == nil {
-		qr = &llm.QueryResult{}
+		qr = &event.QueryResult{}
 	}
-	costOf := func(q *llm.QueryResult) float64 {
+	costOf := func(q *event.QueryResult) float64 {
 		if q.CostUSD == 0 && it.cost != nil {
 			return it.cost(q.Usage)
 		}
@@ -576,8 +593,13 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 // asks the flow what the iteration means (it.out).
 //
 //go:noinline
-func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterationState, qr *llm.QueryResult, err error) {
+func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterationState, qr *event.QueryResult, err error) {
 	s, cost := it.s, it.cost
+	if broken := l.cfg.Broken; broken != nil {
+		if berr := broken(); berr != nil {
+			err = berr
+		}
+	}
 	if err != nil {
 		interrupted := ctx.Err() != nil
 		if interrupted {
@@ -627,7 +649,7 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 // takeSession records the session the iteration's query ran in (the one
 // asked for, unless the bridge names another) in the summary, and, for
 // the run's own bridge, as the session to continue.
-func (it *iterationState) takeSession(rc *RuntimeContext, qr *llm.QueryResult) {
+func (it *iterationState) takeSession(rc *RuntimeContext, qr *event.QueryResult) {
 	s := it.s
 	s.SessionID = it.opts.SessionID
 	if qr.SessionID != "" {
@@ -648,7 +670,7 @@ func providerOutage(err error) bool {
 	return e != nil && e.Recoverable && (e.Code == agenterr.CodeSdkRateLimit || e.Code == agenterr.CodeSdkConnection)
 }
 
-func answered(qr *llm.QueryResult) bool {
+func answered(qr *event.QueryResult) bool {
 	return qr != nil && (qr.Usage != llm.Usage{} || len(qr.Responses) > 0 || len(qr.ToolUses) > 0)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
@@ -61,10 +62,10 @@ type RunRecord struct {
 	Temporal *TemporalRun `json:"temporal,omitempty"`
 	// GitHubRepo is the repository the run's first run.start pinned for
 	// capstan's own gh calls; resume keeps it.
-	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
+	GitHubRepo *github.Repo `json:"githubRepo,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
-	stepState *StepStateEvent
+	stepState *event.StepStateEvent
 	// events are the journal's events (for Rewind).
 	events []journal.Event
 	// rewound is set by Rewind: the resumed run's run.start says so.
@@ -77,7 +78,7 @@ type IterationRecord struct {
 	Step         string                  `json:"step,omitempty"`
 	PromptSource string                  `json:"promptSource,omitempty"`
 	Prompt       string                  `json:"prompt,omitempty"`
-	Query        *llm.QueryResult        `json:"query,omitempty"`
+	Query        *event.QueryResult      `json:"query,omitempty"`
 	Denied       []llm.ToolUse           `json:"denied,omitempty"`
 	Events       []journal.Event         `json:"events,omitempty"` // validator, retry, step, completion events
 	Outcome      *event.OutcomeEvent     `json:"outcome,omitempty"`
@@ -86,7 +87,7 @@ type IterationRecord struct {
 	// Finished is false for an iteration cut short (killed run).
 	Finished bool `json:"finished"`
 	// stepState is the step machine's state after this iteration.
-	stepState *StepStateEvent
+	stepState *event.StepStateEvent
 }
 
 // LoadRun reads a run journal into a RunRecord. It tolerates a journal cut
@@ -98,7 +99,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	}
 	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(committedMessages(events, -1)), Integrity: integrity, events: events}
 	var cur *IterationRecord
-	var tentative *StepStateEvent
+	var tentative *event.StepStateEvent
 	var pending llm.Usage // model turns of the iteration attempt under way
 	at := func(n int) *IterationRecord {
 		if cur == nil || cur.Iteration != n {
@@ -123,7 +124,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 		}
 		switch ev.Type {
 		case journal.ModelTurn:
-			var mt llm.ModelTurnEvent
+			var mt event.ModelTurnEvent
 			if ev.Iteration > 0 && decode(&mt) == nil {
 				pending.Add(mt.Usage)
 			}
@@ -131,7 +132,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			// The summary request of a compaction was billed like a turn
 			// (the query's usage, so the summary, counts it).
 			if ev.Iteration > 0 {
-				var c llm.CompactionEvent
+				var c event.CompactionEvent
 				if decode(&c) == nil {
 					pending.Add(c.Usage)
 				}
@@ -190,7 +191,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			it := at(ev.Iteration)
 			it.Prompt, it.PromptSource, it.Step = p.Text, p.Source, ev.Step
 		case journal.QueryResult:
-			var q llm.QueryResult
+			var q event.QueryResult
 			if err := decode(&q); err != nil {
 				return nil, err
 			}
@@ -296,7 +297,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				}
 			}
 		case string(event.KindStepState):
-			var st StepStateEvent
+			var st event.StepStateEvent
 			if err := decode(&st); err != nil {
 				return nil, err
 			}
