@@ -122,3 +122,42 @@ func TestStateDirInsideTheWorkDirIsWarned(t *testing.T) {
 		t.Fatalf("warned with the state dir elsewhere: %q", res.Warnings)
 	}
 }
+
+// A response's usage journaled as it began to stream (model.usage) counts
+// once when the kill cut the response, in the attempt's unrecorded usage,
+// even when a second kill came before the iteration ran again to its end;
+// a turn that finished carries it in its own usage, so it is not counted
+// twice.
+func TestUsageOfAResponseInFlightCountsOnce(t *testing.T) {
+	dir := basicAgent(t, `turns:
+  - text: "one"
+    usage: {input_tokens: 10, output_tokens: 1}
+  - text: "two ALL_DONE"
+    usage: {input_tokens: 10, output_tokens: 1}
+`, "")
+	wd := t.TempDir()
+	first := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
+	w, err := journal.Append(first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetPosition(2, "initial.work")
+	// Iteration 2: a turn that finished (its usage includes what its
+	// start reported), then a response the kill cut while it streamed.
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: llm.Usage{InputTokens: 400, OutputTokens: 1}})
+	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 400, OutputTokens: 40}})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 2, Usage: llm.Usage{InputTokens: 500, OutputTokens: 1}})
+	// A resume that was killed too, while its first response streamed.
+	w.Append(journal.RunStart, RunStartEvent{Resumed: true, Iteration: 1})
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: llm.Usage{InputTokens: 600, OutputTokens: 2}})
+	w.Close()
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (llm.Usage{InputTokens: 1500, OutputTokens: 43}); rec.UnrecordedUsage != want {
+		t.Fatalf("unrecorded %+v, want %+v", rec.UnrecordedUsage, want)
+	}
+}
