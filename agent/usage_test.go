@@ -75,20 +75,8 @@ func TestIterationThatNeverReachedTheModelIsNotCounted(t *testing.T) {
 // requests that compacted its transcript, are in no summary; the resumed
 // run still counts them.
 func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
-	dir := basicAgent(t, `turns:
-  - text: "one"
-    usage: {input_tokens: 10, output_tokens: 1}
-  - text: "two ALL_DONE"
-    usage: {input_tokens: 10, output_tokens: 1}
-`, "")
-	wd := t.TempDir()
-	first := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
+	dir, wd, first, w := killedInIterationTwo(t)
 	// What a kill inside iteration 2 leaves: its start and a billed turn.
-	w, err := journal.Append(first.Journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetPosition(2, "initial.work")
 	w.Append(journal.IterationStart, nil)
 	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
 	// The summary request that compacted the transcript before turn 2
@@ -129,19 +117,7 @@ func TestStateDirInsideTheWorkDirIsWarned(t *testing.T) {
 // a turn that finished carries it in its own usage, so it is not counted
 // twice.
 func TestUsageOfAResponseInFlightCountsOnce(t *testing.T) {
-	dir := basicAgent(t, `turns:
-  - text: "one"
-    usage: {input_tokens: 10, output_tokens: 1}
-  - text: "two ALL_DONE"
-    usage: {input_tokens: 10, output_tokens: 1}
-`, "")
-	wd := t.TempDir()
-	first := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
-	w, err := journal.Append(first.Journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetPosition(2, "initial.work")
+	_, _, first, w := killedInIterationTwo(t)
 	// Iteration 2: a turn that finished (its usage includes what its
 	// start reported), then a response the kill cut while it streamed.
 	w.Append(journal.IterationStart, nil)
@@ -160,4 +136,25 @@ func TestUsageOfAResponseInFlightCountsOnce(t *testing.T) {
 	if want := (llm.Usage{InputTokens: 1500, OutputTokens: 43}); rec.UnrecordedUsage != want {
 		t.Fatalf("unrecorded %+v, want %+v", rec.UnrecordedUsage, want)
 	}
+}
+
+// killedInIterationTwo runs a two-turn agent's first iteration to its end
+// (in the work dir wd) and returns its journal opened for appending what
+// a kill in iteration 2 leaves, positioned there.
+func killedInIterationTwo(t *testing.T) (dir, wd string, first *Result, w *journal.Writer) {
+	t.Helper()
+	dir = basicAgent(t, `turns:
+  - text: "one"
+    usage: {input_tokens: 10, output_tokens: 1}
+  - text: "two ALL_DONE"
+    usage: {input_tokens: 10, output_tokens: 1}
+`, "")
+	wd = t.TempDir()
+	first = runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
+	w, err := journal.Append(first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetPosition(2, "initial.work")
+	return dir, wd, first, w
 }
