@@ -326,15 +326,21 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 			if opts.Resume == nil || c.Sealed() {
 				env.sandbox, a.sharedCache = env.sandbox.WithCache(c), c
 			}
-		} else if opts.Resume == nil {
+		} else if !tmpOutside {
 			// In a temporary directory inside the work dir, the model's
 			// Bash could write the cache the validations trust.
-			if !tmpOutside {
+			if opts.Resume == nil {
 				a.warnings = append(a.warnings, "the temporary directory "+os.TempDir()+" is inside the work dir: the validators get no shared build cache "+
 					"(set TMPDIR to a directory outside "+wd+")")
-			} else {
-				a.validatorCache = sandbox.NewLazyCache("", a.seedCache)
-				env.sandbox = env.sandbox.WithCache(a.validatorCache)
+			}
+		} else {
+			a.validatorCache = sandbox.NewLazyCache("", a.seedCache)
+			env.sandbox = env.sandbox.WithCache(a.validatorCache)
+			if opts.Resume != nil {
+				// The resumed run's cache holds only the seed, sealed
+				// before any command: without it every validation
+				// compiles Go's standard library again.
+				a.validatorCache.Seal()
 			}
 		}
 	}

@@ -101,6 +101,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	var cur *IterationRecord
 	var tentative *event.StepStateEvent
 	var pending llm.Usage // model turns of the iteration attempt under way
+	// inFlight is the usage of a response that began streaming and has no
+	// model.turn yet (model.usage): a kill that cut it leaves it billed.
+	var inFlight llm.Usage
 	at := func(n int) *IterationRecord {
 		if cur == nil || cur.Iteration != n {
 			// A resumed run repeats an unfinished iteration number: replace it.
@@ -128,6 +131,12 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			if ev.Iteration > 0 && decode(&mt) == nil {
 				pending.Add(mt.Usage)
 			}
+			inFlight = llm.Usage{} // in the turn's usage
+		case journal.ModelUsage:
+			var mu event.ModelUsageEvent
+			if ev.Iteration > 0 && decode(&mu) == nil {
+				inFlight = mu.Usage
+			}
 		case journal.ContextCompacted:
 			// The summary request of a compaction was billed like a turn
 			// (the query's usage, so the summary, counts it).
@@ -140,8 +149,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				it.Events = append(it.Events, ev)
 			}
 		case journal.RunStart:
+			pending.Add(inFlight)
 			rec.UnrecordedUsage.Add(pending)
-			pending = llm.Usage{}
+			pending, inFlight = llm.Usage{}, llm.Usage{}
 			var s RunStartEvent
 			if err := decode(&s); err != nil {
 				return nil, err
@@ -176,8 +186,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 			rec.Result, rec.Ended = &r, true
 		case journal.IterationStart:
+			pending.Add(inFlight)
 			rec.UnrecordedUsage.Add(pending)
-			pending = llm.Usage{}
+			pending, inFlight = llm.Usage{}, llm.Usage{}
 			cur = nil
 			at(ev.Iteration)
 			if rec.TestChange != nil && rec.TestChange.Decision != nil {
@@ -219,7 +230,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				tentative = e.StepState // format 2: the state travels with the end
 			}
 			if it.Finished {
-				pending = llm.Usage{} // in the summary
+				pending, inFlight = llm.Usage{}, llm.Usage{} // in the summary
 			}
 			if tentative != nil && it.Finished {
 				rec.stepState, it.stepState, tentative = tentative, tentative, nil
@@ -312,6 +323,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			}
 		}
 	}
+	pending.Add(inFlight)
 	rec.UnrecordedUsage.Add(pending)
 	return rec, nil
 }
