@@ -7,7 +7,6 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // TestRunDurationCountsTheTestBaseline: a run whose test command is slow
@@ -32,7 +31,7 @@ func TestRunDurationCountsTheTestBaseline(t *testing.T) {
 	var journaled int64
 	for _, ev := range events {
 		if ev.Type == string(event.KindTestBaseline) {
-			var b verify.TestBaseline
+			var b event.TestBaseline
 			if err := json.Unmarshal(ev.Data, &b); err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // Completion reasons the verdict stage adds to the loop's.
@@ -52,7 +51,7 @@ type flow struct {
 	cannotComplete *verdict.CannotComplete
 	// testChange is the request to change protected files that stopped
 	// the run for a human.
-	testChange *verify.TestChangeRequest
+	testChange *event.TestChangeRequest
 	// closureVerdict is the closure step's verdict of a run completed by
 	// closing.
 	closureVerdict string

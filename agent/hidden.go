@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/hidden"
 )
@@ -69,7 +70,7 @@ func (a *Agent) hiddenBaselines(ctx context.Context, r *RunRecord) ([]*hidden.Re
 			g.Baselines[c.Validator] = r.HiddenBaselines[c.Validator]
 			continue
 		}
-		var visible verify.TestRun
+		var visible event.TestRun
 		var parsed bool
 		if a.testGuard != nil && a.testGuard.Baselines[c.Validator] != nil {
 			b := a.testGuard.Baselines[c.Validator]

@@ -129,18 +129,18 @@ func runLostCorpus(t *testing.T, cheats []lostCheat) {
 	}
 }
 
-func comparisons(t *testing.T, res *Result) []verify.TestComparison {
+func comparisons(t *testing.T, res *Result) []event.TestComparison {
 	t.Helper()
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []verify.TestComparison
+	var out []event.TestComparison
 	for _, ev := range events {
 		if ev.Type != string(event.KindTestCompare) {
 			continue
 		}
-		var c verify.TestComparison
+		var c event.TestComparison
 		if err := json.Unmarshal(ev.Data, &c); err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,7 @@ type RunRecord struct {
 	// TestBaselines are the test validators' runs before the first
 	// iteration (tests.baseline), by validator: what no-lost-tests
 	// compares with, kept for resume.
-	TestBaselines map[string]*verify.TestBaseline `json:"testBaselines,omitempty"`
+	TestBaselines map[string]*event.TestBaseline `json:"testBaselines,omitempty"`
 	// HiddenBaselines are the test validators' runs with the hidden test
 	// files placed, before the first iteration (tests.hidden of phase
 	// baseline), by validator: the hidden tests, kept for resume.
@@ -264,12 +264,12 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				rec.ProtectBaseline = &b
 			}
 		case string(event.KindTestBaseline):
-			var b verify.TestBaseline
+			var b event.TestBaseline
 			if err := decode(&b); err != nil {
 				return nil, err
 			}
 			if rec.TestBaselines == nil {
-				rec.TestBaselines = map[string]*verify.TestBaseline{}
+				rec.TestBaselines = map[string]*event.TestBaseline{}
 			}
 			if rec.TestBaselines[b.Validator] == nil {
 				rec.TestBaselines[b.Validator] = &b
@@ -291,13 +291,13 @@ func LoadRun(id, path string) (*RunRecord, error) {
 				it.Events = append(it.Events, ev)
 			}
 		case string(event.KindTestChangeRequested):
-			var r verify.TestChangeRequest
+			var r event.TestChangeRequest
 			if err := decode(&r); err != nil {
 				return nil, err
 			}
 			rec.TestChange = &TestChangeRecord{Request: &r}
 		case string(event.KindTestChangeDecided):
-			var d verify.TestChangeDecision
+			var d event.TestChangeDecision
 			if err := decode(&d); err != nil {
 				return nil, err
 			}

@@ -12,7 +12,6 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // Result is how a run ended (climpt calls it AgentResult). It is what `capstan run
@@ -61,7 +60,7 @@ type Result struct {
 	// the diff, when the run stopped for a human to decide it
 	// (CompletionReason test_change_requested; runner.verification.testChanges
 	// human).
-	TestChange *verify.TestChangeRequest `json:"testChange,omitempty"`
+	TestChange *event.TestChangeRequest `json:"testChange,omitempty"`
 	// Verdict is the "verdict" string of the closure step's final answer
 	// when a flow routed by intent completed by that step's verified
 	// closing (e.g. "approved"); "" otherwise.

@@ -51,7 +51,7 @@ func (a *Agent) testConditions() []agentdir.CompletionCondition {
 func (a *Agent) outputGuards() []verdict.OutputGuard {
 	var guards []verdict.OutputGuard
 	if a.spec.Runner.Verification.TestBaselineOn() && len(a.testConditions()) > 0 {
-		a.testGuard = &verify.LostTestsGuard{Baselines: map[string]*verify.TestBaseline{}, Events: a.emit, Dir: a.workDir}
+		a.testGuard = &verify.LostTestsGuard{Baselines: map[string]*event.TestBaseline{}, Events: a.emit, Dir: a.workDir}
 		guards = append(guards, a.testGuard)
 	}
 	if g := a.hiddenGuard(); g != nil {
@@ -67,12 +67,12 @@ func (a *Agent) outputGuards() []verdict.OutputGuard {
 // warnings to journal with them. Interrupted (ctx canceled) while they
 // run, it returns none and no error: Start journals run.start all the
 // same, and Run ends the run as canceled, resumable.
-func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.TestBaseline, []string, error) {
+func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*event.TestBaseline, []string, error) {
 	g := a.testGuard
 	if g == nil {
 		return nil, nil, nil
 	}
-	var taken []*verify.TestBaseline
+	var taken []*event.TestBaseline
 	var warnings []string
 	conds := a.testConditions()
 	if r == nil || len(r.TestBaselines) < len(conds) {
@@ -100,7 +100,7 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.Test
 		if err != nil {
 			return nil, nil, err
 		}
-		b := &verify.TestBaseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
+		b := &event.TestBaseline{Validator: c.Validator, Command: run.Command, ExitCode: run.Output.ExitCode,
 			Truncated: run.Output.Truncated, DurationMs: run.Output.DurationMs}
 		a.testBaselineMs += run.Output.DurationMs
 		b.Run, b.Parsed = verify.ParseTestRunOutput(run.Output, a.workDir)
@@ -129,7 +129,7 @@ func (a *Agent) testBaselines(ctx context.Context, r *RunRecord) ([]*verify.Test
 }
 
 // emitTestBaselines journals the baselines and their warnings.
-func (a *Agent) emitTestBaselines(bs []*verify.TestBaseline, warnings []string) {
+func (a *Agent) emitTestBaselines(bs []*event.TestBaseline, warnings []string) {
 	for _, w := range warnings {
 		a.emit.Emit(event.Warning(w))
 	}

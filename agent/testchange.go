@@ -19,8 +19,8 @@ const ReasonTestChangeRequested = verdict.ReasonTestChangeRequested
 // TestChangeRecord is a run's latest request to change protected files and
 // what was decided, as its journal says.
 type TestChangeRecord struct {
-	Request  *verify.TestChangeRequest  `json:"request"`
-	Decision *verify.TestChangeDecision `json:"decision,omitempty"`
+	Request  *event.TestChangeRequest  `json:"request"`
+	Decision *event.TestChangeDecision `json:"decision,omitempty"`
 	// Delivered is true once a run continued after the decision (the model
 	// was told).
 	Delivered bool `json:"delivered,omitempty"`
@@ -103,7 +103,7 @@ func (t *testChanges) RequestTestChange(ctx context.Context, iteration int, asks
 	if err != nil {
 		return verdict.Verdict{}, err
 	}
-	d := &verify.TestChangeDecision{Iteration: iteration, By: "hidden tests", Files: req.Files}
+	d := &event.TestChangeDecision{Iteration: iteration, By: "hidden tests", Files: req.Files}
 	if vr.Valid {
 		d.Decision, d.Reason = verify.TestChangeApproved, "the hidden tests pass with the change"
 	} else {
@@ -117,7 +117,7 @@ func (t *testChanges) RequestTestChange(ctx context.Context, iteration int, asks
 }
 
 // applyTestChange makes an approved decision's files the guard's baseline.
-func (a *Agent) applyTestChange(d *verify.TestChangeDecision) {
+func (a *Agent) applyTestChange(d *event.TestChangeDecision) {
 	if d == nil || d.Decision != verify.TestChangeApproved || a.protection.guard == nil {
 		return
 	}
@@ -137,7 +137,7 @@ func testChangeRetry(outcome, reason, text string) verdict.Verdict {
 }
 
 // TestChangePrompt is what the model is told of a decision on its request.
-func TestChangePrompt(req *verify.TestChangeRequest, d *verify.TestChangeDecision) string {
+func TestChangePrompt(req *event.TestChangeRequest, d *event.TestChangeDecision) string {
 	files := strings.Join(req.Paths(), ", ")
 	if d.Decision == verify.TestChangeApproved {
 		return "Your request to change " + files + " was approved by " + d.By + orEmpty(d.Reason, " (", ")") + ". " +

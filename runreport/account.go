@@ -17,7 +17,6 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/hidden"
 )
 
@@ -43,7 +42,7 @@ type Run struct {
 	Warnings   []string    `json:"warnings,omitempty"`
 	// TestBaselines are the test validators' runs before the first
 	// iteration (tests.baseline), what no-lost-tests compares with.
-	TestBaselines []verify.TestBaseline `json:"testBaselines,omitempty"`
+	TestBaselines []event.TestBaseline `json:"testBaselines,omitempty"`
 	// HiddenBaselines are the test validators' runs with the hidden test
 	// files placed, before the first iteration (tests.hidden of phase
 	// baseline): the hidden tests by name, never their contents.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify"
 	"github.com/capstan-dev/capstan/verify/hidden"
 )
 
@@ -141,7 +141,7 @@ func (b *builder) onGitHubCall(ev journal.Event, decode func(any) error) error {
 // onTestBaseline records the test baseline taken before the run.
 func (b *builder) onTestBaseline(ev journal.Event, decode func(any) error) error {
 	r := b.run
-	var bl verify.TestBaseline
+	var bl event.TestBaseline
 	if err := decode(&bl); err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ func (b *builder) onValidatorResult(ev journal.Event, decode func(any) error) er
 
 // onTestCompare records the comparison of the tests with the baseline.
 func (b *builder) onTestCompare(ev journal.Event, decode func(any) error) error {
-	var c verify.TestComparison
+	var c event.TestComparison
 	if err := decode(&c); err != nil {
 		return err
 	}

@@ -295,17 +295,17 @@ func FuzzBuild(f *testing.F) {
 }
 
 func TestCompareSummary(t *testing.T) {
-	for want, c := range map[string]verify.TestComparison{
+	for want, c := range map[string]event.TestComparison{
 		"no lost tests in tests-pass: 2 ran (1 passed, 1 failed), 1 skipped":       {Validator: "tests-pass", Parsed: true, Counted: true, Passed: 1, Failed: 1, Skipped: 1},
 		"no lost tests in tests-pass: tests ran, not counted (no per-test output)": {Validator: "tests-pass", Parsed: true},
 		"no lost tests in tests-pass: no test run in its output; lost: pattern tests-none-run (2 ran before the first iteration)": {Validator: "tests-pass",
-			Loss: &verify.TestLoss{Pattern: "tests-none-run", BaselineRan: 2}},
+			Loss: &event.TestLoss{Pattern: "tests-none-run", BaselineRan: 2}},
 	} {
 		if got := CompareSummary(c); got != want {
 			t.Errorf("%q, want %q", got, want)
 		}
 	}
-	d := compareDetail(verify.TestComparison{Loss: &verify.TestLoss{Disappeared: []string{"a.TestX"}, Skipped: []string{"a.TestY"}}})
+	d := compareDetail(event.TestComparison{Loss: &event.TestLoss{Disappeared: []string{"a.TestX"}, Skipped: []string{"a.TestY"}}})
 	if d != "disappeared: a.TestX\nskipped now: a.TestY" {
 		t.Fatalf("%q", d)
 	}
@@ -314,15 +314,15 @@ func TestCompareSummary(t *testing.T) {
 // The test baselines and comparisons of no-lost-tests are in the account
 // in every format; test names the model's code printed stay inert.
 func TestNoLostTestsInTheAccount(t *testing.T) {
-	base := verify.TestBaseline{Validator: "tests-pass", Command: "go test -v ./...", ExitCode: 1, Parsed: true,
-		Run: verify.TestRun{Counted: true, PerTest: true, Failed: 1, Tests: []verify.TestCase{{Name: "app.TestAdd\x1b[2J<b>", Outcome: verify.Failed}}}}
+	base := event.TestBaseline{Validator: "tests-pass", Command: "go test -v ./...", ExitCode: 1, Parsed: true,
+		Run: event.TestRun{Counted: true, PerTest: true, Failed: 1, Tests: []event.TestCase{{Name: "app.TestAdd\x1b[2J<b>", Outcome: verify.Failed}}}}
 	r := build(t,
 		ev{journal.RunStart, 0, m{"agent": "fixer"}},
 		ev{string(event.KindTestBaseline), 0, base},
 		ev{journal.IterationStart, 1, nil},
 		ev{journal.CompletionCheck, 1, m{"complete": true, "declared": true, "reason": "declared"}},
-		ev{string(event.KindTestCompare), 1, verify.TestComparison{Validator: "tests-pass", Parsed: true, Counted: true,
-			Loss: &verify.TestLoss{Pattern: "tests-none-run", BaselineRan: 1}}},
+		ev{string(event.KindTestCompare), 1, event.TestComparison{Validator: "tests-pass", Parsed: true, Counted: true,
+			Loss: &event.TestLoss{Pattern: "tests-none-run", BaselineRan: 1}}},
 		ev{journal.IterationEnd, 1, m{"outcome": m{"complete": false}}},
 	)
 	if len(r.TestBaselines) != 1 || r.TestBaselines[0].Run.Tests[0].Outcome != verify.Failed {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capstan-dev/capstan/verify"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verify/hidden"
 )
 
@@ -36,7 +36,7 @@ func (v ValidatorResult) Summary() string {
 
 // BaselineSummary is one line: "tests-pass (go test -v ./...) before the
 // first iteration: 2 ran (0 passed, 2 failed), 0 skipped, exit 1".
-func BaselineSummary(b verify.TestBaseline) string {
+func BaselineSummary(b event.TestBaseline) string {
 	s := fmt.Sprintf("%s (%s) before the first iteration: ", b.Validator, b.Command)
 	switch {
 	case !b.Parsed:
@@ -51,7 +51,7 @@ func BaselineSummary(b verify.TestBaseline) string {
 
 // baselineTime is " in 19.7s", or "" for a baseline journaled without
 // its duration.
-func baselineTime(b verify.TestBaseline) string {
+func baselineTime(b event.TestBaseline) string {
 	if b.DurationMs <= 0 {
 		return ""
 	}
@@ -60,7 +60,7 @@ func baselineTime(b verify.TestBaseline) string {
 
 // CompareSummary is one line: "no lost tests in tests-pass: 2 ran (1
 // passed, 1 failed), 0 skipped" or "… lost: pattern tests-disappeared".
-func CompareSummary(c verify.TestComparison) string {
+func CompareSummary(c event.TestComparison) string {
 	s := fmt.Sprintf("no lost tests in %s: ", c.Validator)
 	switch {
 	case !c.Parsed:
@@ -118,7 +118,7 @@ func hiddenDetail(h hidden.Result) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func compareDetail(c verify.TestComparison) string {
+func compareDetail(c event.TestComparison) string {
 	if c.Loss == nil {
 		return ""
 	}

@@ -47,17 +47,6 @@ const (
 	MaxFiles = 10000
 )
 
-// File is one protected file of a Baseline.
-type ProtectedFile struct {
-	// Digest is "sha256:" and the hex digest of the content.
-	Digest string `json:"digest"`
-	// Content is the file's text when it is valid UTF-8 and small enough
-	// (see MaxContentBytes); "" otherwise.
-	Content string `json:"content,omitempty"`
-	// HasContent says whether Content was kept (an empty file keeps "").
-	HasContent bool `json:"hasContent,omitempty"`
-}
-
 // Baseline is the state of the protected files at the start of a run. It
 // is the payload of the journal's protect.baseline event.
 type FilesBaseline struct {
@@ -68,7 +57,7 @@ type FilesBaseline struct {
 	// Globs are the protect globs the baseline was taken with.
 	Globs []string `json:"globs"`
 	// Files maps a "/"-separated path relative to the work dir to the file.
-	Files map[string]ProtectedFile `json:"files"`
+	Files map[string]event.ProtectedFile `json:"files"`
 }
 
 // EventKind implements event.Payload: a baseline is journaled as a
@@ -123,10 +112,10 @@ func TakeFilesBaseline(dir string, m *GlobMatcher) (*FilesBaseline, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &FilesBaseline{Globs: m.Globs(), Files: make(map[string]ProtectedFile, len(files))}
+	b := &FilesBaseline{Globs: m.Globs(), Files: make(map[string]event.ProtectedFile, len(files))}
 	total := 0
 	for p, e := range files {
-		f := ProtectedFile{Digest: e.digest}
+		f := event.ProtectedFile{Digest: e.digest}
 		if e.text() && total+len(e.data) <= MaxTotalContentBytes {
 			f.Content, f.HasContent = string(e.data), true
 			total += len(e.data)
@@ -143,20 +132,9 @@ const (
 	Added    = "added"
 )
 
-// Change is one protected file that differs from the baseline.
-type FileChange struct {
-	Path string `json:"path"`
-	Kind string `json:"kind"`
-	// Diff is a line diff (baseline → now) when both texts are known.
-	Diff string `json:"diff,omitempty"`
-}
-
-// String is "modified: calc_test.go".
-func (c FileChange) String() string { return c.Kind + ": " + c.Path }
-
 // Check compares the protected files under dir with the baseline and
 // returns the changes, sorted by path.
-func (b *FilesBaseline) Check(dir string) ([]FileChange, error) {
+func (b *FilesBaseline) Check(dir string) ([]event.FileChange, error) {
 	m, err := NewGlobMatcher(b.Globs)
 	if err != nil {
 		return nil, err
@@ -165,18 +143,18 @@ func (b *FilesBaseline) Check(dir string) ([]FileChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []FileChange
+	var out []event.FileChange
 	for p, f := range b.Files {
 		e, ok := now[p]
 		switch {
 		case !ok:
-			c := FileChange{Path: p, Kind: Deleted}
+			c := event.FileChange{Path: p, Kind: Deleted}
 			if f.HasContent {
 				c.Diff = lineDiff(f.Content, "")
 			}
 			out = append(out, c)
 		case e.digest != f.Digest:
-			c := FileChange{Path: p, Kind: Modified}
+			c := event.FileChange{Path: p, Kind: Modified}
 			if f.HasContent && e.text() {
 				c.Diff = lineDiff(f.Content, string(e.data))
 			}
@@ -185,14 +163,14 @@ func (b *FilesBaseline) Check(dir string) ([]FileChange, error) {
 	}
 	for p, e := range now {
 		if _, ok := b.Files[p]; !ok {
-			c := FileChange{Path: p, Kind: Added}
+			c := event.FileChange{Path: p, Kind: Added}
 			if e.text() {
 				c.Diff = lineDiff("", string(e.data))
 			}
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(x, y FileChange) int { return strings.Compare(x.Path, y.Path) })
+	slices.SortFunc(out, func(x, y event.FileChange) int { return strings.Compare(x.Path, y.Path) })
 	return out, nil
 }
 

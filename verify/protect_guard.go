@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"github.com/capstan-dev/capstan/event"
 	"slices"
 	"strings"
 )
@@ -34,7 +35,7 @@ func (g *ProtectedFilesGuard) Name() string { return ProtectedFilesGuardName }
 // protected-changed and the params protectedFiles (["modified: x", …]),
 // diff and restore when a protected file changed.
 func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
-	var changes []FileChange
+	var changes []event.FileChange
 	var globs []string
 	seen := map[string]bool{}
 	for _, b := range []*FilesBaseline{g.Baseline, g.Step} {
@@ -56,7 +57,7 @@ func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
 	if len(changes) == 0 {
 		return ValidationResult{Valid: true, Validator: ProtectedFilesGuardName}, nil
 	}
-	slices.SortFunc(changes, func(x, y FileChange) int { return strings.Compare(x.Path, y.Path) })
+	slices.SortFunc(changes, func(x, y event.FileChange) int { return strings.Compare(x.Path, y.Path) })
 	files := make([]string, len(changes))
 	var diff strings.Builder
 	for i, c := range changes {

@@ -14,11 +14,9 @@ package verify
 
 import (
 	"github.com/capstan-dev/capstan/event"
-
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 )
 
 // TestChangeMarker starts the line with which the model asks to change a
@@ -26,89 +24,15 @@ import (
 // reason follow on the same line. One line per file.
 const TestChangeMarker = "REQUEST_TEST_CHANGE:"
 
-// EventKind implements event.Payload: a request is journaled by the run,
-// as a testchange.requested event, when the model asks to change
-// protected files.
-func (*TestChangeRequest) EventKind() event.Kind { return event.KindTestChangeRequested }
-
-// EventKind implements event.Payload: a decision is journaled, as a
-// testchange.decided event, by whoever decided: capstan approve / capstan
-// reject outside the run, or the run itself under the hiddenTests policy.
-func (*TestChangeDecision) EventKind() event.Kind { return event.KindTestChangeDecided }
-
 // Decisions of a TestChangeDecision.
 const (
 	TestChangeApproved = "approved"
 	TestChangeRejected = "rejected"
 )
 
-// RequestedFile is one protected file a request asks to change: its change
-// against the baseline, and the content that becomes its baseline when the
-// request is approved.
-type RequestedFile struct {
-	FileChange
-	// File is the new state: its digest and (when small text) content.
-	// Zero for a deleted file.
-	File ProtectedFile `json:"file,omitzero"`
-}
-
-// TestChangeRequest is the payload of testchange.requested.
-type TestChangeRequest struct {
-	// Iteration is the iteration the request was made in.
-	Iteration int `json:"iteration"`
-	// Reason is the model's reason for each file, joined ("; ").
-	Reason string `json:"reason"`
-	// Files are the files the request names, with their diffs.
-	Files []RequestedFile `json:"files"`
-	// Unrequested are other protected files that differ from the baseline
-	// ("modified: x"): not part of the request, never approved by it.
-	Unrequested []string `json:"unrequested,omitempty"`
-}
-
-// Paths are the requested files' paths.
-func (r *TestChangeRequest) Paths() []string {
-	out := make([]string, len(r.Files))
-	for i, f := range r.Files {
-		out[i] = f.Path
-	}
-	return out
-}
-
-// Diff is the requested changes as one text, file by file.
-func (r *TestChangeRequest) Diff() string {
-	var b strings.Builder
-	for _, f := range r.Files {
-		b.WriteString("--- " + f.Path + " (" + f.Kind + ")\n")
-		if f.Diff != "" {
-			b.WriteString(f.Diff + "\n")
-		} else {
-			b.WriteString("(binary or too large to show)\n")
-		}
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
-// TestChangeDecision is the payload of testchange.decided.
-type TestChangeDecision struct {
-	// Iteration is the request's iteration.
-	Iteration int `json:"iteration"`
-	// Decision is TestChangeApproved or TestChangeRejected.
-	Decision string `json:"decision"`
-	// By says who decided: a user name for capstan approve/reject,
-	// "hidden tests" for the hiddenTests policy.
-	By string `json:"by"`
-	// At is when a human decided (zero for the hidden tests' decision,
-	// made during the run; the journal event has the time).
-	At time.Time `json:"at,omitzero"`
-	// Reason is why (a rejection's --reason, the hidden tests' verdict).
-	Reason string `json:"reason,omitempty"`
-	// Files are the files decided on (the request's, with their diffs).
-	Files []RequestedFile `json:"files"`
-}
-
 // Accept makes the requested files' new states the baseline's, for the
 // files its globs cover; other files are left as they are.
-func (b *FilesBaseline) Accept(files []RequestedFile) {
+func (b *FilesBaseline) Accept(files []event.RequestedFile) {
 	if b == nil {
 		return
 	}
@@ -125,7 +49,7 @@ func (b *FilesBaseline) Accept(files []RequestedFile) {
 			continue
 		}
 		if b.Files == nil {
-			b.Files = map[string]ProtectedFile{}
+			b.Files = map[string]event.ProtectedFile{}
 		}
 		b.Files[f.Path] = f.File
 	}
@@ -135,8 +59,8 @@ func (b *FilesBaseline) Accept(files []RequestedFile) {
 // dir): each must be protected and changed against the baseline. It
 // returns the paths that are not (with why), which make the request
 // invalid.
-func (g *ProtectedFilesGuard) Request(iteration int, paths []string, reason string) (*TestChangeRequest, []string, error) {
-	req := &TestChangeRequest{Iteration: iteration, Reason: reason}
+func (g *ProtectedFilesGuard) Request(iteration int, paths []string, reason string) (*event.TestChangeRequest, []string, error) {
+	req := &event.TestChangeRequest{Iteration: iteration, Reason: reason}
 	var invalid []string
 	named := map[string]bool{}
 	for _, p := range paths {
@@ -178,28 +102,28 @@ func (g *ProtectedFilesGuard) Request(iteration int, paths []string, reason stri
 // requested is the change of one file against the first baseline that
 // protects it: ok is false when it is unchanged, protected false when no
 // baseline's globs cover it.
-func (g *ProtectedFilesGuard) requested(rel string) (RequestedFile, bool, bool, error) {
+func (g *ProtectedFilesGuard) requested(rel string) (event.RequestedFile, bool, bool, error) {
 	for _, b := range []*FilesBaseline{g.Baseline, g.Step} {
 		if b == nil {
 			continue
 		}
 		m, err := NewGlobMatcher(b.Globs)
 		if err != nil {
-			return RequestedFile{}, false, false, err
+			return event.RequestedFile{}, false, false, err
 		}
 		if !m.Match(rel) {
 			continue
 		}
 		all, err := scan(g.Dir, m)
 		if err != nil {
-			return RequestedFile{}, false, true, err
+			return event.RequestedFile{}, false, true, err
 		}
 		var now *entry
 		if e, ok := all[rel]; ok {
 			now = &e
 		}
 		old, had := b.Files[rel]
-		f := RequestedFile{FileChange: FileChange{Path: rel}}
+		f := event.RequestedFile{FileChange: event.FileChange{Path: rel}}
 		switch {
 		case now == nil && !had:
 			return f, false, true, nil
@@ -222,12 +146,12 @@ func (g *ProtectedFilesGuard) requested(rel string) (RequestedFile, bool, bool, 
 			}
 		}
 		if now != nil {
-			f.File = ProtectedFile{Digest: now.digest}
+			f.File = event.ProtectedFile{Digest: now.digest}
 			if now.text() {
 				f.File.Content, f.File.HasContent = string(now.data), true
 			}
 		}
 		return f, true, true, nil
 	}
-	return RequestedFile{}, false, false, nil
+	return event.RequestedFile{}, false, false, nil
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"github.com/capstan-dev/capstan/event"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,7 @@ func goVerbose(n int) string {
 func BenchmarkCompare(b *testing.B) {
 	out := goVerbose(2000)
 	base, _ := ParseTestRun(out)
-	bl := &TestBaseline{Parsed: true, Run: base}
+	bl := &event.TestBaseline{Parsed: true, Run: base}
 	b.SetBytes(int64(len(out)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,47 +1,6 @@
 package verify
 
-// Baseline is one test validator's run before the model's first
-// iteration: the payload of the journal's tests.baseline event.
-type TestBaseline struct {
-	// Validator is the validator's name; Command the command it ran.
-	Validator string `json:"validator"`
-	Command   string `json:"command"`
-	ExitCode  int    `json:"exitCode"`
-	// Parsed says whether the output is a test run Parse reads; when it is
-	// not, the validator's later runs are not compared.
-	Parsed bool `json:"parsed"`
-	// Truncated: the output exceeded the validator's output cap, so the
-	// list of tests may be incomplete and only the zero-tests rule applies.
-	Truncated bool `json:"truncated,omitempty"`
-	// DurationMs is how long the run took (journals written before it
-	// was recorded have 0).
-	DurationMs int64   `json:"durationMs,omitempty"`
-	Run        TestRun `json:"run"`
-}
-
-// Loss is what a run lost against its baseline.
-type TestLoss struct {
-	// Pattern is the failure pattern of the first rule broken, in this
-	// order: PatternTestsNoneRun, PatternTestsDisappeared,
-	// PatternTestsSkipped, PatternTestsCountDropped.
-	Pattern string `json:"pattern"`
-	// Disappeared are tests that ran in the baseline and are not in this
-	// run; Skipped those that ran then and are skipped now.
-	Disappeared []string `json:"disappeared,omitempty"`
-	Skipped     []string `json:"skipped,omitempty"`
-	// Unseen are tests that ran in the baseline and are not in what was
-	// kept of a run whose output was cut at the output cap: whether they
-	// still run is not known (PatternTestsOutputTruncated).
-	Unseen []string `json:"unseen,omitempty"`
-	// BaselineRan and Ran are the numbers of tests that ran (passed or
-	// failed); -1 when not known (Ran of a run whose output was cut).
-	BaselineRan int `json:"baselineRan"`
-	Ran         int `json:"ran"`
-	// ReportMissing: the baseline was read from the command's
-	// machine-readable report and this run printed none, so none of the
-	// baseline's tests is known to run (each is in Disappeared).
-	ReportMissing bool `json:"reportMissing,omitempty"`
-}
+import "github.com/capstan-dev/capstan/event"
 
 // Compare checks a later run of a validator against its baseline. ok is
 // false when the run is no test run Parse reads (it then ran no test).
@@ -64,8 +23,8 @@ type TestLoss struct {
 // test files close the easy routes to that (TestMain, conftest.py), not
 // the package under test: held-out tests the model never sees are the
 // answer for tasks where that matters.
-func CompareTestRuns(b *TestBaseline, now TestRun, ok bool) (TestLoss, bool) {
-	l := TestLoss{BaselineRan: -1, Ran: -1}
+func CompareTestRuns(b *event.TestBaseline, now event.TestRun, ok bool) (event.TestLoss, bool) {
+	l := event.TestLoss{BaselineRan: -1, Ran: -1}
 	if b.Run.Counted {
 		l.BaselineRan = b.Run.Ran()
 	}
@@ -132,7 +91,7 @@ func CompareTestRuns(b *TestBaseline, now TestRun, ok bool) (TestLoss, bool) {
 }
 
 // compareTruncated is Compare of a run whose output was cut (see Compare).
-func compareTruncated(b *TestBaseline, baseCut bool, now TestRun, ok bool, l TestLoss) (TestLoss, bool) {
+func compareTruncated(b *event.TestBaseline, baseCut bool, now event.TestRun, ok bool, l event.TestLoss) (event.TestLoss, bool) {
 	// shown is a lower bound of the tests that ran: those listed as run,
 	// or the kept summaries' count when that is more.
 	shown := 0

@@ -13,13 +13,13 @@ func goV(lines ...string) string {
 	return "=== RUN   TestX\n" + strings.Join(lines, "\n") + "\nok  \texample.com/app\t0.001s\n"
 }
 
-func baselineOf(t *testing.T, out string) *TestBaseline {
+func baselineOf(t *testing.T, out string) *event.TestBaseline {
 	t.Helper()
 	r, ok := ParseTestRun(out)
 	if !ok {
 		t.Fatalf("baseline %q not parsed", out)
 	}
-	return &TestBaseline{Validator: "tests", Command: "go test -v ./...", Parsed: true, Run: r}
+	return &event.TestBaseline{Validator: "tests", Command: "go test -v ./...", Parsed: true, Run: r}
 }
 
 func TestCompareRules(t *testing.T) {
@@ -93,7 +93,7 @@ func (e *events) Emit(p event.Payload) {
 
 func TestGuardChecksRunsWithABaseline(t *testing.T) {
 	ev := &events{}
-	g := &LostTestsGuard{Baselines: map[string]*TestBaseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)"))}, Events: ev}
+	g := &LostTestsGuard{Baselines: map[string]*event.TestBaseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)"))}, Events: ev}
 	out := func(s string) ValidatorOutput { return ValidatorOutput{Stdout: s} }
 	// Runs of validators without a baseline are not compared.
 	vr, err := g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "lint", Command: "golangci-lint run", Output: out("")}})

@@ -14,37 +14,11 @@ import (
 // (completion.check's "verified", the retry prompt's validator).
 const LostTestsGuardName = "no-lost-tests"
 
-// EventKind implements event.Payload: a baseline is journaled as a
-// tests.baseline event, once per test validator when the run starts.
-func (*TestBaseline) EventKind() event.Kind { return event.KindTestBaseline }
-
-// EventKind implements event.Payload: a comparison is journaled as a
-// tests.compare event each time a test validator's run is compared with
-// its baseline.
-func (TestComparison) EventKind() event.Kind { return event.KindTestCompare }
-
-// Comparison is the payload of a tests.compare event.
-type TestComparison struct {
-	Validator string `json:"validator"`
-	// Parsed is false when the run's output is no test run (no test ran).
-	Parsed bool `json:"parsed"`
-	// Counted says whether the counts are known (see Run.Counted).
-	Counted bool `json:"counted"`
-	Passed  int  `json:"passed"`
-	Failed  int  `json:"failed"`
-	Skipped int  `json:"skipped"`
-	// Truncated: the run's output was cut at the output cap; the counts
-	// are those of the kept start and end, at most the run's.
-	Truncated bool `json:"truncated,omitempty"`
-	// Loss is what the run lost; nil when it lost nothing.
-	Loss *TestLoss `json:"loss,omitempty"`
-}
-
 // Guard compares the runs of test validators with their baselines in the
 // verdict stage, after the validators passed.
 type LostTestsGuard struct {
 	// Baselines are the test validators' baselines by validator name.
-	Baselines map[string]*TestBaseline
+	Baselines map[string]*event.TestBaseline
 	// Events receives a tests.compare event per comparison (nil = dropped).
 	Events event.Emitter
 	// Dir is the work dir (see ParseReport).
@@ -69,7 +43,7 @@ func (g *LostTestsGuard) CheckOutputs(_ context.Context, runs []ValidatorRun) (V
 		compared = true
 		now, ok := ParseTestRunOutput(r.Output, g.Dir)
 		loss, lost := CompareTestRuns(b, now, ok)
-		c := TestComparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped,
+		c := event.TestComparison{Validator: r.Validator, Parsed: ok, Counted: now.Counted, Passed: now.Passed, Failed: now.Failed, Skipped: now.Skipped,
 			Truncated: now.Truncated}
 		if lost {
 			c.Loss = &loss
@@ -88,7 +62,7 @@ func (g *LostTestsGuard) CheckOutputs(_ context.Context, runs []ValidatorRun) (V
 	return ValidationResult{Valid: true, Validator: LostTestsGuardName}, nil
 }
 
-func params(l TestLoss, b *TestBaseline, r ValidatorRun) map[string]any {
+func params(l event.TestLoss, b *event.TestBaseline, r ValidatorRun) map[string]any {
 	p := map[string]any{
 		"testCommand":   r.Command,
 		"baselineCount": count(l.BaselineRan),
@@ -165,9 +139,9 @@ func tests(n int) string {
 // Run.Truncated set when the report was longer than its bound; otherwise
 // Parse of its stdout and stderr together, with Run.Truncated set when
 // the output was cut at the output cap. A timed-out run is no test run.
-func ParseTestRunOutput(o ValidatorOutput, dir string) (TestRun, bool) {
+func ParseTestRunOutput(o ValidatorOutput, dir string) (event.TestRun, bool) {
 	if o.TimedOut {
-		return TestRun{Truncated: o.Truncated}, false
+		return event.TestRun{Truncated: o.Truncated}, false
 	}
 	if o.Report != "" {
 		if data, err := os.ReadFile(o.Report); err == nil {

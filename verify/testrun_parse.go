@@ -18,78 +18,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
-// Outcome is what became of one test.
-type TestOutcome string
-
 // Outcomes of a Test.
 const (
-	Passed  TestOutcome = "passed"
-	Failed  TestOutcome = "failed"
-	Skipped TestOutcome = "skipped"
+	Passed  event.TestOutcome = "passed"
+	Failed  event.TestOutcome = "failed"
+	Skipped event.TestOutcome = "skipped"
 )
-
-// Test is one test of a Run.
-type TestCase struct {
-	// Name identifies the test across runs: "example.com/app.TestAdd/case"
-	// (go), "tests/test_calc.py::test_add" (pytest), "tests.test_calc.T.test_add"
-	// (unittest), "src/sum.test.js › sum › adds" (jest, vitest),
-	// "tests::adds" (cargo).
-	Name    string      `json:"name"`
-	Outcome TestOutcome `json:"outcome"`
-}
-
-// Run is one test run as its output tells it.
-type TestRun struct {
-	// Runners are the test runners whose output was found ("go",
-	// "pytest", "unittest", "jest", "vitest", "cargo").
-	Runners []string `json:"runners"`
-	// PerTest says whether every runner listed its tests one by one; when
-	// false, Tests holds only those that were listed (often the failures)
-	// and the counts come from the runners' summaries.
-	PerTest bool `json:"perTest"`
-	// Counted says whether the number of tests that ran is known (per test
-	// or from a summary line). go test without -v tells only whether any
-	// test ran at all.
-	Counted bool `json:"counted"`
-	// Passed, Failed and Skipped count the tests.
-	Passed  int `json:"passed"`
-	Failed  int `json:"failed"`
-	Skipped int `json:"skipped"`
-	// Tests are the listed tests, in order of their results. A test
-	// reported more than once keeps its worst outcome (failed, then
-	// skipped, then passed).
-	Tests []TestCase `json:"tests,omitempty"`
-	// Truncated: the output was longer than the validator's output cap and
-	// only its start and its end were kept (set by ParseOutput). Tests
-	// printed in the part left out are not listed, and the counts are of
-	// the kept parts: at most the run's. For a run read from its report
-	// (Source), it means that the report was longer than its own bound:
-	// the tests it holds are listed.
-	Truncated bool `json:"-"`
-	// Source says where the run was read from: SourceReport (a
-	// machine-readable report) or SourceOutput (the printed text).
-	Source string `json:"source,omitempty"`
-}
-
-// Ran is the number of tests that ran (passed or failed).
-func (r TestRun) Ran() int { return r.Passed + r.Failed }
-
-// Outcomes maps each listed test to its outcome.
-func (r TestRun) Outcomes() map[string]TestOutcome {
-	m := make(map[string]TestOutcome, len(r.Tests))
-	for _, t := range r.Tests {
-		m[t.Name] = t.Outcome
-	}
-	return m
-}
 
 // part is what one runner's parser found.
 type part struct {
 	runner  string
-	tests   []TestCase
+	tests   []event.TestCase
 	perTest bool
 	// counted, with the counts, when the runner printed a summary (or
 	// listed its tests).
@@ -102,7 +45,7 @@ type part struct {
 
 // Parse reads a test run from a validator's output (stdout and stderr
 // together). ok is false when no known test runner's output is in it.
-func ParseTestRun(output string) (TestRun, bool) {
+func ParseTestRun(output string) (event.TestRun, bool) {
 	ls := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")
 	var parts []part
 	for _, p := range []func([]string) (part, bool){parseGoJSONRun, parseGoTextRun, parsePytestRun, parseUnittest, parseJestRun, parseVitest, parseCargo} {
@@ -111,14 +54,14 @@ func ParseTestRun(output string) (TestRun, bool) {
 		}
 	}
 	if len(parts) == 0 {
-		return TestRun{}, false
+		return event.TestRun{}, false
 	}
 	return combine(parts), true
 }
 
 // combine makes one Run of what each runner's parser found.
-func combine(parts []part) TestRun {
-	r := TestRun{PerTest: true, Counted: true}
+func combine(parts []part) event.TestRun {
+	r := event.TestRun{PerTest: true, Counted: true}
 	seen := map[string]int{}
 	for _, p := range parts {
 		r.Runners = append(r.Runners, p.runner)
@@ -177,9 +120,9 @@ func combine(parts []part) TestRun {
 	return r
 }
 
-var rank = map[TestOutcome]int{Passed: 0, Skipped: 1, Failed: 2}
+var rank = map[event.TestOutcome]int{Passed: 0, Skipped: 1, Failed: 2}
 
-func worse(a, b TestOutcome) bool { return rank[a] > rank[b] }
+func worse(a, b event.TestOutcome) bool { return rank[a] > rank[b] }
 
 // --- go test -json ---
 
@@ -191,7 +134,7 @@ type goRunEvent struct {
 }
 
 // goJSONOutcome maps the Action of a test's last go test -json event.
-var goJSONOutcome = map[string]TestOutcome{"pass": Passed, "fail": Failed, "skip": Skipped}
+var goJSONOutcome = map[string]event.TestOutcome{"pass": Passed, "fail": Failed, "skip": Skipped}
 
 func parseGoJSONRun(ls []string) (part, bool) {
 	p := part{runner: "go", perTest: true, counted: true}
@@ -210,7 +153,7 @@ func parseGoJSONRun(ls []string) (part, bool) {
 			continue
 		}
 		if o, ok := goJSONOutcome[e.Action]; ok {
-			p.tests = append(p.tests, TestCase{Name: e.Package + "." + e.Test, Outcome: o})
+			p.tests = append(p.tests, event.TestCase{Name: e.Package + "." + e.Test, Outcome: o})
 		}
 	}
 	return p, found
@@ -226,11 +169,11 @@ var (
 	goPackage = lazyre.New(`^(ok  |FAIL|\?   )\t(\S+)(?:[\t ](.*))?$`)
 )
 
-var goTextOutcome = map[string]TestOutcome{"PASS": Passed, "FAIL": Failed, "SKIP": Skipped}
+var goTextOutcome = map[string]event.TestOutcome{"PASS": Passed, "FAIL": Failed, "SKIP": Skipped}
 
 func parseGoTextRun(ls []string) (part, bool) {
 	p := part{runner: "go", perTest: false}
-	var pending []TestCase // results since the last package line
+	var pending []event.TestCase // results since the last package line
 	verbose, packages, empty := false, 0, 0
 	for _, l := range ls {
 		if strings.HasPrefix(strings.TrimSpace(l), `{"`) {
@@ -248,7 +191,7 @@ func parseGoTextRun(ls []string) (part, bool) {
 			if o == Passed {
 				verbose = true
 			}
-			pending = append(pending, TestCase{Name: m[2], Outcome: o})
+			pending = append(pending, event.TestCase{Name: m[2], Outcome: o})
 			continue
 		}
 		m := goPackage().FindStringSubmatch(l)
@@ -261,7 +204,7 @@ func parseGoTextRun(ls []string) (part, bool) {
 			empty++
 		}
 		for _, t := range pending {
-			p.tests = append(p.tests, TestCase{Name: m[2] + "." + t.Name, Outcome: t.Outcome})
+			p.tests = append(p.tests, event.TestCase{Name: m[2] + "." + t.Name, Outcome: t.Outcome})
 		}
 		pending = pending[:0]
 	}
@@ -287,7 +230,7 @@ var (
 	pytestCount      = lazyre.New(`(\d+) (\w+)`)
 )
 
-var pytestOutcome = map[string]TestOutcome{"PASSED": Passed, "XPASS": Passed, "FAILED": Failed, "ERROR": Failed, "SKIPPED": Skipped, "XFAIL": Skipped}
+var pytestOutcome = map[string]event.TestOutcome{"PASSED": Passed, "XPASS": Passed, "FAILED": Failed, "ERROR": Failed, "SKIPPED": Skipped, "XFAIL": Skipped}
 
 func parsePytestRun(ls []string) (part, bool) {
 	p := part{runner: "pytest"}
@@ -300,11 +243,11 @@ func parsePytestRun(ls []string) (part, bool) {
 		}
 		if m := pytestVerbose().FindStringSubmatch(t); m != nil {
 			listed = true
-			p.tests = append(p.tests, TestCase{Name: m[1], Outcome: pytestOutcome[m[2]]})
+			p.tests = append(p.tests, event.TestCase{Name: m[1], Outcome: pytestOutcome[m[2]]})
 			continue
 		}
 		if m := pytestShort().FindStringSubmatch(t); m != nil {
-			p.tests = append(p.tests, TestCase{Name: m[2], Outcome: pytestOutcome[m[1]]})
+			p.tests = append(p.tests, event.TestCase{Name: m[2], Outcome: pytestOutcome[m[1]]})
 			if m[1] == "PASSED" || strings.HasPrefix(t, "[gw") {
 				listed = true // -rA and xdist list the passing tests too
 			}
@@ -340,7 +283,7 @@ func parsePytestRun(ls []string) (part, bool) {
 	return p, true
 }
 
-func countOf(ts []TestCase) int {
+func countOf(ts []event.TestCase) int {
 	seen := map[string]bool{}
 	for _, t := range ts {
 		seen[t.Name] = true
@@ -360,7 +303,7 @@ var (
 	unittestStatus = lazyre.New(`^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?$`)
 )
 
-func unittestOutcome(s string) TestOutcome {
+func unittestOutcome(s string) event.TestOutcome {
 	switch {
 	case s == "ok" || s == "unexpected success":
 		return Passed
@@ -387,7 +330,7 @@ func parseUnittest(ls []string) (part, bool) {
 			continue
 		}
 		if m := unittestLine().FindStringSubmatch(t); m != nil {
-			p.tests = append(p.tests, TestCase{Name: unittestName(m[1], m[2]), Outcome: unittestOutcome(m[3])})
+			p.tests = append(p.tests, event.TestCase{Name: unittestName(m[1], m[2]), Outcome: unittestOutcome(m[3])})
 			head = ""
 			continue
 		}
@@ -396,7 +339,7 @@ func parseUnittest(ls []string) (part, bool) {
 			continue
 		}
 		if m := unittestResult().FindStringSubmatch(t); m != nil && head != "" {
-			p.tests = append(p.tests, TestCase{Name: head, Outcome: unittestOutcome(m[1])})
+			p.tests = append(p.tests, event.TestCase{Name: head, Outcome: unittestOutcome(m[1])})
 			head = ""
 			continue
 		}
@@ -448,7 +391,7 @@ var (
 
 // markOutcome maps the mark before a test's name in jest's and vitest's
 // verbose reporters (each reporter's pattern admits its own marks).
-var markOutcome = map[string]TestOutcome{
+var markOutcome = map[string]event.TestOutcome{
 	"✓": Passed, "√": Passed,
 	"✕": Failed, "×": Failed, "✗": Failed,
 	"○": Skipped, "✎": Skipped, "↓": Skipped,
@@ -506,7 +449,7 @@ func parseJestRun(ls []string) (part, bool) {
 			for _, d := range describe {
 				name += " › " + d.name
 			}
-			p.tests = append(p.tests, TestCase{Name: name + " › " + m[3], Outcome: markOutcome[m[2]]})
+			p.tests = append(p.tests, event.TestCase{Name: name + " › " + m[3], Outcome: markOutcome[m[2]]})
 			continue
 		}
 		if indent > 0 && !strings.HasPrefix(strings.TrimSpace(l), "●") {
@@ -547,7 +490,7 @@ func parseVitest(ls []string) (part, bool) {
 			continue
 		}
 		if m := vitestTest().FindStringSubmatch(l); m != nil {
-			p.tests = append(p.tests, TestCase{Name: strings.ReplaceAll(m[2], " > ", " › "), Outcome: markOutcome[m[1]]})
+			p.tests = append(p.tests, event.TestCase{Name: strings.ReplaceAll(m[2], " > ", " › "), Outcome: markOutcome[m[1]]})
 		}
 	}
 	if !summary {
@@ -574,7 +517,7 @@ var (
 	cargoResult  = lazyre.New(`^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored`)
 )
 
-var cargoOutcome = map[string]TestOutcome{"ok": Passed, "FAILED": Failed, "ignored": Skipped}
+var cargoOutcome = map[string]event.TestOutcome{"ok": Passed, "FAILED": Failed, "ignored": Skipped}
 
 func parseCargo(ls []string) (part, bool) {
 	p := part{runner: "cargo"}
@@ -594,7 +537,7 @@ func parseCargo(ls []string) (part, bool) {
 			if target != "" {
 				name = target + " " + name
 			}
-			p.tests = append(p.tests, TestCase{Name: name, Outcome: cargoOutcome[m[2]]})
+			p.tests = append(p.tests, event.TestCase{Name: name, Outcome: cargoOutcome[m[2]]})
 			continue
 		}
 		if m := cargoResult().FindStringSubmatch(l); m != nil {

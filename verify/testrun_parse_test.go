@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/event"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,25 +15,25 @@ func TestParseRunnersOutput(t *testing.T) {
 		perTest, counted        bool
 		passed, failed, skipped int
 		// some listed tests and their outcomes
-		tests map[string]TestOutcome
+		tests map[string]event.TestOutcome
 	}{
-		{"go-v.txt", "go", true, true, 2, 1, 2, map[string]TestOutcome{"example.com/app.TestA/x": Passed, "example.com/app.TestA/y_z": Skipped,
+		{"go-v.txt", "go", true, true, 2, 1, 2, map[string]event.TestOutcome{"example.com/app.TestA/x": Passed, "example.com/app.TestA/y_z": Skipped,
 			"example.com/app.TestB": Failed, "example.com/app.TestC": Skipped}},
-		{"go-json.txt", "go", true, true, 2, 1, 2, map[string]TestOutcome{"example.com/app.TestA": Passed, "example.com/app.TestA/y_z": Skipped,
+		{"go-json.txt", "go", true, true, 2, 1, 2, map[string]event.TestOutcome{"example.com/app.TestA": Passed, "example.com/app.TestA/y_z": Skipped,
 			"example.com/app.TestB": Failed}},
-		{"go-plain.txt", "go", false, false, 0, 0, 0, map[string]TestOutcome{"example.com/app.TestB": Failed}},
-		{"pytest-v.txt", "pytest", true, true, 5, 1, 3, map[string]TestOutcome{"tests/test_x.py::test_a": Passed, "tests/test_x.py::test_b": Failed,
+		{"go-plain.txt", "go", false, false, 0, 0, 0, map[string]event.TestOutcome{"example.com/app.TestB": Failed}},
+		{"pytest-v.txt", "pytest", true, true, 5, 1, 3, map[string]event.TestOutcome{"tests/test_x.py::test_a": Passed, "tests/test_x.py::test_b": Failed,
 			"tests/test_x.py::test_c": Skipped, "tests/test_x.py::test_d": Skipped, "tests/test_x.py::test_e[2]": Passed, "tests/test_x.py::U::test_v": Skipped}},
-		{"pytest-q.txt", "pytest", false, true, 5, 1, 3, map[string]TestOutcome{"tests/test_x.py::test_b": Failed}},
-		{"unittest-v.txt", "unittest", true, true, 1, 0, 1, map[string]TestOutcome{"tests.test_x.U.test_u": Passed, "tests.test_x.U.test_v": Skipped}},
+		{"pytest-q.txt", "pytest", false, true, 5, 1, 3, map[string]event.TestOutcome{"tests/test_x.py::test_b": Failed}},
+		{"unittest-v.txt", "unittest", true, true, 1, 0, 1, map[string]event.TestOutcome{"tests.test_x.U.test_u": Passed, "tests.test_x.U.test_v": Skipped}},
 		{"unittest.txt", "unittest", false, true, 1, 0, 1, nil},
-		{"jest-verbose.txt", "jest", true, true, 3, 1, 1, map[string]TestOutcome{"src/sum.test.js › top level": Passed,
+		{"jest-verbose.txt", "jest", true, true, 3, 1, 1, map[string]event.TestOutcome{"src/sum.test.js › top level": Passed,
 			"src/sum.test.js › sum › adds 1 + 2": Passed, "src/sum.test.js › sum › skips later": Skipped,
 			"src/sum.test.js › sum › nested › deep": Passed, "src/sub.test.js › sub › subtracts": Failed}},
-		{"vitest-verbose.txt", "vitest", true, true, 3, 1, 1, map[string]TestOutcome{"src/sum.test.js › sum › adds 1 + 2": Passed,
+		{"vitest-verbose.txt", "vitest", true, true, 3, 1, 1, map[string]event.TestOutcome{"src/sum.test.js › sum › adds 1 + 2": Passed,
 			"src/sum.test.js › sum › nested › deep": Passed, "src/sum.test.js › top level": Passed, "src/sub.test.js › sub › subtracts": Failed}},
 		{"vitest-default.txt", "vitest", false, true, 3, 1, 1, nil},
-		{"cargo.txt", "cargo", true, true, 4, 0, 1, map[string]TestOutcome{"src/lib.rs tests::adds": Passed, "src/lib.rs tests::later": Skipped,
+		{"cargo.txt", "cargo", true, true, 4, 0, 1, map[string]event.TestOutcome{"src/lib.rs tests::adds": Passed, "src/lib.rs tests::later": Skipped,
 			"tests/it.rs integration": Passed, "rs src/lib.rs - add (line 3)": Passed}},
 	} {
 		t.Run(c.file, func(t *testing.T) {

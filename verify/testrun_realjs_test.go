@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/event"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +76,7 @@ func checkJSDuplicates(t *testing.T, dir, command string) {
 	if !ok || base.Source != SourceReport || len(base.Tests) != 3 || base.Failed != 1 {
 		t.Fatalf("baseline %+v %v\n%s\n%s", base, ok, out.Stdout, out.Stderr)
 	}
-	b := &TestBaseline{Parsed: true, Run: base}
+	b := &event.TestBaseline{Parsed: true, Run: base}
 	// The cheat: the failing row goes, and one of the two equal rows.
 	writeFiles(t, dir, map[string]string{"cases.js": "module.exports = [[1, 2]];\n"})
 	cheat, ok, _ := runValidator(t, dir, command)
@@ -129,7 +130,7 @@ func TestPytestIDsWithSpacesAndBrackets(t *testing.T) {
 	if base.Outcomes()[want] != Failed {
 		t.Fatalf("no %q in %+v", want, base.Tests)
 	}
-	b := &TestBaseline{Parsed: true, Run: base}
+	b := &event.TestBaseline{Parsed: true, Run: base}
 	writeFiles(t, dir, map[string]string{"tests/cases.py": "CASES = ['a[b] c', 'ünï', 'another']\n"})
 	cheat, ok, _ := runValidator(t, dir, command)
 	if l, lost := CompareTestRuns(b, cheat, ok); !lost || l.Pattern != PatternTestsDisappeared || !slices.Equal(l.Disappeared, []string{want}) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // writeFiles lays files out under dir.
@@ -28,7 +29,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 
 // runValidator runs command as the command validator "tests-pass" in dir,
 // with env as its runner.boundaries.env, and reads the run.
-func runValidator(t *testing.T, dir, command string, env ...string) (TestRun, bool, ValidatorOutput) {
+func runValidator(t *testing.T, dir, command string, env ...string) (event.TestRun, bool, ValidatorOutput) {
 	t.Helper()
 	v, err := NewCompletionValidator(ValidatorConfig{WorkDir: dir, Env: env,
 		Validators: map[string]agentdir.Validator{"tests-pass": {Type: "command", Command: command, FailurePattern: "test-failed"}}})
@@ -89,7 +90,7 @@ func TestGoJSONSuiteOverTheOutputCap(t *testing.T) {
 	if !ok || base.Source != SourceReport || base.Truncated || len(base.Tests) != n || base.Failed != 1 {
 		t.Fatalf("baseline: ok %v source %q truncated %v, %d tests, %d failed", ok, base.Source, base.Truncated, len(base.Tests), base.Failed)
 	}
-	b := &TestBaseline{Validator: "tests-pass", Parsed: true, Truncated: base.Truncated, Run: base}
+	b := &event.TestBaseline{Validator: "tests-pass", Parsed: true, Truncated: base.Truncated, Run: base}
 
 	// The cheat: skip the failing test through GOFLAGS (what `go env -w
 	// GOFLAGS=-skip=...` does to every later go command).

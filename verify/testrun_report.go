@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"github.com/capstan-dev/capstan/event"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ const (
 // vitest "file › describe › … › title", with " [#2]", " [#3]", … after
 // the second and later tests of one file that have the same title path
 // (describe.each, a copied test), so that losing one of them is seen.
-func ParseReport(data []byte, dir string) (TestRun, bool) {
+func ParseReport(data []byte, dir string) (event.TestRun, bool) {
 	var parts []part
 	if bytes.Contains(data, []byte(`"Action"`)) {
 		if p, ok := parseGoJSONRun(strings.Split(string(data), "\n")); ok {
@@ -50,7 +51,7 @@ func ParseReport(data []byte, dir string) (TestRun, bool) {
 		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
-		return TestRun{}, false
+		return event.TestRun{}, false
 	}
 	r := combine(parts)
 	r.Source = SourceReport
@@ -75,7 +76,7 @@ type jestReport struct {
 
 // jestOutcome maps an assertion result's status; any other status (todo,
 // pending, disabled, focused's siblings) is a test that did not run.
-var jestOutcome = map[string]TestOutcome{"passed": Passed, "failed": Failed}
+var jestOutcome = map[string]event.TestOutcome{"passed": Passed, "failed": Failed}
 
 // parseJestJSON finds the JSON result lines in data (each printed on a
 // line of its own) and reads every one.
@@ -128,7 +129,7 @@ func parseJestJSON(data []byte, dir string) (part, bool) {
 				if !ok {
 					o = Skipped
 				}
-				p.tests = append(p.tests, TestCase{Name: name, Outcome: o})
+				p.tests = append(p.tests, event.TestCase{Name: name, Outcome: o})
 			}
 		}
 	}
@@ -184,7 +185,7 @@ func parseJUnit(data []byte) (part, bool) {
 		d := xml.NewDecoder(bytes.NewReader(doc))
 		d.Strict = true
 		depth, suite := 0, false
-		var cases []TestCase
+		var cases []event.TestCase
 	read:
 		for {
 			// A document cut short (a report past its bound) or broken
@@ -213,7 +214,7 @@ func parseJUnit(data []byte) (part, bool) {
 					case c.Skipped != nil:
 						o = Skipped
 					}
-					cases = append(cases, TestCase{Name: name, Outcome: o})
+					cases = append(cases, event.TestCase{Name: name, Outcome: o})
 				}
 			case xml.EndElement:
 				depth--

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/event"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,7 @@ func readReport(t *testing.T, name string) []byte {
 	return b
 }
 
-func outcomes(r TestRun) map[string]TestOutcome { return r.Outcomes() }
+func outcomes(r event.TestRun) map[string]event.TestOutcome { return r.Outcomes() }
 
 // TestParseReportPytestJUnit: pytest's JUnit XML, printed after its -v
 // text, names every test exactly — spaces, brackets and escaped unicode
@@ -27,7 +28,7 @@ func TestParseReportPytestJUnit(t *testing.T) {
 	if !ok || r.Source != SourceReport || !r.PerTest {
 		t.Fatalf("%+v %v", r, ok)
 	}
-	want := map[string]TestOutcome{
+	want := map[string]event.TestOutcome{
 		"tests/test_x.py::test_x[select verrrylongcolumn from foo]": Passed,
 		"tests/test_x.py::test_x[a[b]]":                             Passed,
 		`tests/test_x.py::test_x[\xfcn\xef]`:                        Passed,
@@ -52,7 +53,7 @@ func TestParseReportJestDuplicateTitles(t *testing.T) {
 	if !ok || r.Runners[0] != "jest" {
 		t.Fatalf("%+v %v", r, ok)
 	}
-	want := map[string]TestOutcome{
+	want := map[string]event.TestOutcome{
 		"src/a.test.js › sum 1 › adds":      Passed,
 		"src/a.test.js › sum 1 › adds [#2]": Passed,
 		"src/a.test.js › fails":             Failed,
@@ -63,9 +64,9 @@ func TestParseReportJestDuplicateTitles(t *testing.T) {
 	}
 	// One of the pair gone is a lost test.
 	lost := r
-	lost.Tests = slices.DeleteFunc(slices.Clone(r.Tests), func(x TestCase) bool { return strings.HasSuffix(x.Name, "[#2]") })
+	lost.Tests = slices.DeleteFunc(slices.Clone(r.Tests), func(x event.TestCase) bool { return strings.HasSuffix(x.Name, "[#2]") })
 	lost.Passed--
-	b := &TestBaseline{Parsed: true, Run: r}
+	b := &event.TestBaseline{Parsed: true, Run: r}
 	l, bad := CompareTestRuns(b, lost, true)
 	if !bad || l.Pattern != PatternTestsDisappeared || !slices.Equal(l.Disappeared, []string{"src/a.test.js › sum 1 › adds [#2]"}) {
 		t.Fatalf("loss %+v %v", l, bad)
@@ -79,7 +80,7 @@ func TestParseReportVitest(t *testing.T) {
 	if !ok || r.Runners[0] != "vitest" {
 		t.Fatalf("%+v %v", r, ok)
 	}
-	want := map[string]TestOutcome{
+	want := map[string]event.TestOutcome{
 		"v/b.test.mjs › sum 1 › adds [x] ünï":      Passed,
 		"v/b.test.mjs › sum 1 › adds [x] ünï [#2]": Passed,
 		"v/b.test.mjs › fails":                     Failed,
@@ -130,13 +131,13 @@ func TestCompareReportMissing(t *testing.T) {
 	if !ok {
 		t.Fatal("text not parsed")
 	}
-	l, bad := CompareTestRuns(&TestBaseline{Parsed: true, Run: base}, now, ok)
+	l, bad := CompareTestRuns(&event.TestBaseline{Parsed: true, Run: base}, now, ok)
 	if !bad || !l.ReportMissing || l.Pattern != PatternTestsDisappeared || len(l.Disappeared) != 5 {
 		t.Fatalf("%+v %v", l, bad)
 	}
 }
 
-func mapsEqual(a, b map[string]TestOutcome) bool {
+func mapsEqual(a, b map[string]event.TestOutcome) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -103,7 +103,7 @@ func TestCompareTruncated(t *testing.T) {
 		return ls
 	}
 	base := baselineOf(t, goV(pass("TestA", "TestB", "TestC")...))
-	cut := func(s string) (TestRun, bool) {
+	cut := func(s string) (event.TestRun, bool) {
 		r, ok := ParseTestRun(s)
 		r.Truncated = true
 		return r, ok
@@ -164,7 +164,7 @@ func TestCompareTruncated(t *testing.T) {
 // its retry params say what is not known and why.
 func TestGuardOnATruncatedRun(t *testing.T) {
 	ev := &events{}
-	g := &LostTestsGuard{Baselines: map[string]*TestBaseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"))}, Events: ev}
+	g := &LostTestsGuard{Baselines: map[string]*event.TestBaseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"))}, Events: ev}
 	vr, err := g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
 		Output: ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), Truncated: true}}})
 	if err != nil || vr.Valid || vr.Pattern != PatternTestsOutputTruncated ||

@@ -105,7 +105,7 @@ func decideTestChange(out io.Writer, workDir, id, decision, by, reason string) e
 	if by == "" {
 		by = currentUser()
 	}
-	d := verify.TestChangeDecision{Iteration: t.Request.Iteration, Decision: decision, By: by, At: time.Now().UTC(), Reason: reason, Files: t.Request.Files}
+	d := event.TestChangeDecision{Iteration: t.Request.Iteration, Decision: decision, By: by, At: time.Now().UTC(), Reason: reason, Files: t.Request.Files}
 	w, err := journal.Append(rec.Journal)
 	if err != nil {
 		return withExit(exitInternal, fmt.Errorf("%s: %w; nothing was decided", verb, err))
@@ -128,8 +128,8 @@ func decideTestChange(out io.Writer, workDir, id, decision, by, reason string) e
 
 // staleApproved are the approved files whose content in the work dir is
 // no longer the approved one.
-func staleApproved(workDir string, req *verify.TestChangeRequest) []string {
-	b := &verify.FilesBaseline{Globs: req.Paths(), Files: map[string]verify.ProtectedFile{}}
+func staleApproved(workDir string, req *event.TestChangeRequest) []string {
+	b := &verify.FilesBaseline{Globs: req.Paths(), Files: map[string]event.ProtectedFile{}}
 	for _, f := range req.Files {
 		if f.Kind != verify.Deleted {
 			b.Files[f.Path] = f.File
@@ -182,7 +182,7 @@ func printTestChange(w io.Writer, runID string, t *agent.TestChangeRecord) {
 	}
 }
 
-func decidedAt(d *verify.TestChangeDecision) string {
+func decidedAt(d *event.TestChangeDecision) string {
 	if d.At.IsZero() {
 		return ""
 	}

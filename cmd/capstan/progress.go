@@ -14,7 +14,6 @@ import (
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // progressPrinter shows run progress on stderr: a live status line on a
@@ -110,7 +109,7 @@ func (p *progressPrinter) Consume(e event.Event) {
 			p.iterationFinished(it)
 		}
 	case event.KindTestBaseline:
-		if b, ok := e.Payload.(*verify.TestBaseline); ok {
+		if b, ok := e.Payload.(*event.TestBaseline); ok {
 			p.testBaseline(b)
 		}
 	case event.KindActivityStart:
@@ -319,7 +318,7 @@ func (p *progressPrinter) iterationFinished(it *event.IterationEvent) {
 
 // testBaseline prints what a test validator ran before the first
 // iteration.
-func (p *progressPrinter) testBaseline(b *verify.TestBaseline) {
+func (p *progressPrinter) testBaseline(b *event.TestBaseline) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.progress {

@@ -5,14 +5,13 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 func TestProgressPrintsTestBaselines(t *testing.T) {
 	var buf bytes.Buffer
 	p := newProgressPrinter(&buf)
-	for _, b := range []*verify.TestBaseline{
-		{Validator: "tests-pass", Command: "go test -v ./...", ExitCode: 1, Parsed: true, Run: verify.TestRun{Counted: true, Passed: 1, Failed: 2, Skipped: 1}},
+	for _, b := range []*event.TestBaseline{
+		{Validator: "tests-pass", Command: "go test -v ./...", ExitCode: 1, Parsed: true, Run: event.TestRun{Counted: true, Passed: 1, Failed: 2, Skipped: 1}},
 		{Validator: "go-plain", Command: "go test ./...", Parsed: true},
 		{Validator: "make-test", Command: "make test", ExitCode: 2},
 	} {
@@ -27,7 +26,7 @@ func TestProgressPrintsTestBaselines(t *testing.T) {
 	// --quiet prints nothing.
 	buf.Reset()
 	p.progress = false
-	p.Consume(event.Event{Kind: event.KindTestBaseline, Payload: &verify.TestBaseline{Validator: "x"}})
+	p.Consume(event.Event{Kind: event.KindTestBaseline, Payload: &event.TestBaseline{Validator: "x"}})
 	if buf.Len() != 0 {
 		t.Fatalf("%q", buf.String())
 	}

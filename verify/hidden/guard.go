@@ -21,7 +21,7 @@ const (
 
 // NotRun is the outcome of a hidden test of the baseline that a check's
 // run did not list.
-const NotRun verify.TestOutcome = "not run"
+const NotRun event.TestOutcome = "not run"
 
 // Result is one run of a test validator with the hidden files placed: the
 // hidden tests (by name, never their contents or output) and their
@@ -34,8 +34,8 @@ type Result struct {
 	// whether the command passed is known, and Tests is empty.
 	PerTest bool `json:"perTest"`
 	// Passed says whether the validator's command passed (its successWhen).
-	Passed bool              `json:"passed"`
-	Tests  []verify.TestCase `json:"tests,omitempty"`
+	Passed bool             `json:"passed"`
+	Tests  []event.TestCase `json:"tests,omitempty"`
 }
 
 // Failed are the hidden tests that did not pass.
@@ -88,7 +88,7 @@ func (g *Guard) runPlaced(ctx context.Context, validator string) (verify.Validat
 // TakeBaseline runs validator with the hidden files placed; visible is its
 // run without them (the no-lost-tests baseline, or a run taken for this),
 // and the hidden tests are those this run lists that visible does not.
-func (g *Guard) TakeBaseline(ctx context.Context, validator string, visible verify.TestRun, visibleParsed bool) (*Result, error) {
+func (g *Guard) TakeBaseline(ctx context.Context, validator string, visible event.TestRun, visibleParsed bool) (*Result, error) {
 	run, ok, err := g.runPlaced(ctx, validator)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (g *Guard) CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (v
 				if !listed {
 					o = NotRun
 				}
-				res.Tests = append(res.Tests, verify.TestCase{Name: t.Name, Outcome: o})
+				res.Tests = append(res.Tests, event.TestCase{Name: t.Name, Outcome: o})
 			}
 		}
 		g.emit(res)

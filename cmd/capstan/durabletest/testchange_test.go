@@ -13,7 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // testChangeAgent writes an agent (testChanges "human", protected
@@ -163,10 +162,10 @@ func TestTestChangeApproved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var decided []verify.TestChangeDecision
+	var decided []event.TestChangeDecision
 	for _, ev := range events {
 		if ev.Type == string(event.KindTestChangeDecided) {
-			var d verify.TestChangeDecision
+			var d event.TestChangeDecision
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				t.Fatal(err)
 			}
