@@ -33,6 +33,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -107,7 +108,7 @@ type Agent struct {
 	// ghRepo is the repository capstan's own gh calls name and ghPath the
 	// gh they run, both fixed before the model runs (nil and "" when
 	// capstan makes none).
-	ghRepo *GitHubRepo
+	ghRepo *github.Repo
 	ghPath string
 	// git runs capstan's own git commands (repository discovery, the
 	// validators' pinned configuration), resolved outside the work dir

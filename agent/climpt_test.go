@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -16,7 +17,7 @@ type systemRecorder struct {
 	systems []string
 }
 
-func (b *systemRecorder) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*llm.QueryResult, error) {
+func (b *systemRecorder) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*event.QueryResult, error) {
 	b.systems = append(b.systems, opts.SystemPrompt)
 	return b.Bridge.Query(ctx, prompt, opts)
 }

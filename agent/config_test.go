@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/verify"
@@ -20,7 +21,7 @@ type closeCounter struct {
 	queries, closes int
 }
 
-func (b *closeCounter) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*llm.QueryResult, error) {
+func (b *closeCounter) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*event.QueryResult, error) {
 	b.queries++
 	return b.Bridge.Query(ctx, prompt, opts)
 }

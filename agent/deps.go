@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/procenv"
 
 	"github.com/capstan-dev/capstan/llm"
@@ -56,7 +57,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		return nil, err
 	}
 	if a.spec.Runner.Integrations.GitHub.On() {
-		tools = append(tools, builtin.RedactTools([]tool.Tool{githubReadTool(a.workDir, a.ghPath, a.ghRepo)})...)
+		tools = append(tools, builtin.RedactTools([]tool.Tool{github.ReadTool(a.ghCLI(a.ghRepo.Repo))})...)
 	}
 	for _, t := range a.opts.Tools {
 		name := t.Spec().Name

@@ -59,7 +59,7 @@ func TestEventsConsumerSeesWhatTheJournalRecords(t *testing.T) {
 		var checks, ends int
 		for _, e := range streamed {
 			switch d := e.Payload.(type) {
-			case *verdict.CheckEvent:
+			case *event.CheckEvent:
 				checks++
 				if d.Verdict != verdict.Retry && d.Verdict != verdict.Stop {
 					t.Errorf("check verdict %s", d.Verdict)

@@ -63,8 +63,8 @@ func (stepFlow) After(context.Context, *RuntimeContext, *event.IterationSummary)
 // failingBridge fails every query after one billed turn.
 type failingBridge struct{}
 
-func (failingBridge) Query(context.Context, string, llm.QueryOptions) (*llm.QueryResult, error) {
-	return &llm.QueryResult{Turns: 2, Usage: llm.Usage{InputTokens: 3}},
+func (failingBridge) Query(context.Context, string, llm.QueryOptions) (*event.QueryResult, error) {
+	return &event.QueryResult{Turns: 2, Usage: llm.Usage{InputTokens: 3}},
 		agenterr.New(agenterr.CodeSdkRateLimit, agenterr.LayerSDKBridge, true, "slow down")
 }
 func (failingBridge) SessionID() string { return "" }
@@ -97,10 +97,10 @@ type lostSessionBridge struct {
 	failed bool
 }
 
-func (b *lostSessionBridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*llm.QueryResult, error) {
+func (b *lostSessionBridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*event.QueryResult, error) {
 	if opts.SessionID != "" && !b.failed {
 		b.failed = true
-		return &llm.QueryResult{Turns: 2, Usage: llm.Usage{InputTokens: 1000, OutputTokens: 100},
+		return &event.QueryResult{Turns: 2, Usage: llm.Usage{InputTokens: 1000, OutputTokens: 100},
 				ToolUses: []llm.ToolUse{{ID: "c1", Name: "Bash", Output: "ran"}}},
 			agenterr.New(agenterr.CodeSdkSessionNotFound, agenterr.LayerSDKBridge, true, "no session %s", opts.SessionID)
 	}

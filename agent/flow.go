@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/schema"
@@ -40,7 +41,7 @@ type flow struct {
 	guards       []verdict.Guard
 	outputGuards []verdict.OutputGuard
 	// pending is the retry prompt for the next iteration ("" = step prompt).
-	pending *pendingPrompt
+	pending *event.PendingPrompt
 	// sessions are the sessions of steps' own models, by model spec (the
 	// run's model keeps its session in the loop's RuntimeContext).
 	sessions map[string]string
@@ -57,37 +58,13 @@ type flow struct {
 	closureHandoff map[string]any
 	// retrying is the retry prompt of the current iteration (nil when it
 	// runs the step's prompt).
-	retrying *pendingPrompt
-}
-
-// pendingPrompt is a retry prompt waiting for the next iteration, with
-// the failure it answers (absent in journals of older runs).
-type pendingPrompt struct {
-	Text   string `json:"text"`
-	Source string `json:"source"`
-	// Kind ("completion" or "format"), Validator, Pattern, Attempt and Max
-	// are those of the retry.prompt event that scheduled it.
-	Kind      string `json:"kind,omitempty"`
-	Validator string `json:"validator,omitempty"`
-	Pattern   string `json:"pattern,omitempty"`
-	Attempt   int    `json:"attempt,omitempty"`
-	Max       int    `json:"maxAttempts,omitempty"`
+	retrying *event.PendingPrompt
 }
 
 // RetryPromptEvent is the payload of a retry.prompt journal event; the type
 // lives in completion so that journal consumers below the agent layer
 // (tracing) can match it without a JSON round trip.
 type RetryPromptEvent = verdict.RetryPromptEvent
-
-// StepStateEvent is the payload of a step.state journal event: the step
-// machine's state after an iteration, for resume.
-type StepStateEvent struct {
-	State   verdict.StepState `json:"state"`
-	Pending *pendingPrompt    `json:"pending,omitempty"`
-}
-
-// EventKind implements event.Payload.
-func (StepStateEvent) EventKind() event.Kind { return event.KindStepState }
 
 func newFlow(a *Agent) (*flow, error) {
 	m := a.rt.machine
@@ -291,7 +268,7 @@ func (f *flow) queryOptions(st agentdir.Step) (llm.QueryOptions, error) {
 	// The read-only GitHub tool comes with the integration, whatever
 	// allowedTools lists (as the model cannot change GitHub with it).
 	if len(o.AllowedTools) > 0 && f.a.spec.Runner.Integrations.GitHub.On() {
-		o.AllowedTools = append(slices.Clone(o.AllowedTools), GitHubReadTool)
+		o.AllowedTools = append(slices.Clone(o.AllowedTools), github.ReadToolName)
 	}
 	if ref := st.OutputSchemaRef; ref != nil {
 		c, err := f.a.schemas.get(*ref)
@@ -345,7 +322,7 @@ func (f *flow) After(ctx context.Context, rc *RuntimeContext, s *event.Iteration
 		f.cannotComplete = v.CannotComplete
 	case verdict.Retry:
 		r := v.Retry
-		f.pending = &pendingPrompt{Text: r.Text, Source: v.PromptSource(), Kind: r.Kind, Validator: r.Validator,
+		f.pending = &event.PendingPrompt{Text: r.Text, Source: v.PromptSource(), Kind: r.Kind, Validator: r.Validator,
 			Pattern: r.Pattern, Attempt: r.Attempt, Max: r.Max}
 	}
 	return out, nil
@@ -377,7 +354,7 @@ func (f *flow) noReplyForRetry(lr *LoopResult) *LoopResult {
 }
 
 func (f *flow) journalState() {
-	f.a.emit.Emit(StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
+	f.a.emit.Emit(event.StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
 }
 
 // setSession records the session of a step's own model (the map is made

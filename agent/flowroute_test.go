@@ -12,6 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/verdict"
 )
@@ -215,10 +216,10 @@ func TestClimptIteratorFlow(t *testing.T) {
 	}
 	// The completion check names the closing and what verified it.
 	events, _ := journal.ReadFile(res.Journal)
-	var last verdict.CheckEvent
+	var last event.CheckEvent
 	for _, ev := range events {
 		if ev.Type == journal.CompletionCheck {
-			last = verdict.CheckEvent{}
+			last = event.CheckEvent{}
 			_ = json.Unmarshal(ev.Data, &last)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -114,45 +113,6 @@ func TestGitHubRepoUnresolvedFailsBeforeTheModel(t *testing.T) {
 	}
 	if calls := ghCalls(t, log); len(calls) != 0 {
 		t.Fatalf("gh called: %q", calls)
-	}
-}
-
-// gh's choice among remotes: the one `gh repo set-default` marked, else
-// upstream, github, origin, then the others; only GitHub hosts count.
-func TestRemoteRepoChoosesAsGHDoes(t *testing.T) {
-	ctx := context.Background()
-	cases := []struct {
-		remotes []string
-		ghHost  string
-		want    string
-	}{
-		{[]string{"origin", "https://github.com/o/r.git"}, "", "o/r (from git remote origin)"},
-		{[]string{"origin", "git@github.com:o/fork.git", "upstream", "ssh://git@ssh.github.com:443/up/r"}, "", "up/r (from git remote upstream)"},
-		{[]string{"a", "https://gitlab.com/x/y", "b", "https://www.github.com/b/r/"}, "", "b/r (from git remote b)"},
-		{[]string{"origin", "https://ghe.example.com/o/r.git"}, "ghe.example.com", "ghe.example.com/o/r (from git remote origin)"},
-		{[]string{"origin", "https://ghe.example.com/o/r.git"}, "", "<nil>"},
-		{[]string{"origin", "https://github.com/o/r.git"}, "ghe.example.com", "github.com/o/r (from git remote origin)"},
-		{[]string{"origin", "/srv/git/r.git"}, "", "<nil>"},
-	}
-	git, err := hostcmd.NewGit(os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range cases {
-		got := "<nil>"
-		if r := remoteRepo(ctx, git, gitWorkDir(t, tc.remotes...), tc.ghHost); r != nil {
-			got = r.Repo + " (from " + r.Source + ")"
-		}
-		if got != tc.want {
-			t.Errorf("%v (GH_HOST %q): %s, want %s", tc.remotes, tc.ghHost, got, tc.want)
-		}
-	}
-	wd := gitWorkDir(t, "origin", "https://github.com/o/fork", "upstream", "https://github.com/up/r")
-	if out, err := exec.Command("git", "-C", wd, "config", "remote.origin.gh-resolved", "base").CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if r := remoteRepo(ctx, git, wd, ""); r == nil || r.Repo != "o/fork" {
-		t.Fatalf("gh-resolved: %+v", r)
 	}
 }
 

@@ -1,18 +1,16 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 
 	"github.com/capstan-dev/capstan/procenv"
@@ -182,7 +180,6 @@ func (a *Agent) applyGitHub(ctx context.Context, last *event.IterationSummary) *
 			out.RemoveLabels = union(out.RemoveLabels, so.Issue.Labels.Remove)
 		}
 	}
-	withRepo := a.ghRepo.withRepo
 	out.OK = true
 	if len(out.AddLabels) > 0 || len(out.RemoveLabels) > 0 {
 		args := []string{"issue", "edit", out.Issue}
@@ -192,11 +189,11 @@ func (a *Agent) applyGitHub(ctx context.Context, last *event.IterationSummary) *
 		if len(out.RemoveLabels) > 0 {
 			args = append(args, "--remove-label", strings.Join(out.RemoveLabels, ","))
 		}
-		out.OK = a.gh(ctx, out, withRepo(args...))
+		out.OK = a.gh(ctx, out, args)
 	}
 	if out.Action != agentdir.ClosureLabelOnly {
 		if out.OK {
-			out.OK = a.gh(ctx, out, withRepo("issue", "close", out.Issue))
+			out.OK = a.gh(ctx, out, []string{"issue", "close", out.Issue})
 		} else {
 			a.warnings = append(a.warnings, "GitHub: issue "+out.Issue+" was not closed because its labels could not be changed")
 		}
@@ -216,41 +213,33 @@ func (a *Agent) noteGitHub(out *GitHubOutcome) *GitHubOutcome {
 	return out
 }
 
+// ghCLI is the gh capstan runs for this agent: the one pinned before the
+// model ran, in the work dir, naming repo in every call.
+func (a *Agent) ghCLI(repo string) *github.CLI {
+	return &github.CLI{Path: a.ghPath, Dir: a.workDir, Repo: repo, Timeout: ghTimeout}
+}
+
 // gh runs one gh call in the work dir (its arguments name the pinned
 // repository, so the work dir's remotes do not matter), journals it and records it in out;
 // a failure becomes a warning of the result.
 func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ghTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, a.ghPath, args...)
-	cmd.Dir = a.workDir
-	cmd.Env = procenv.ForGitHubCLI(os.Environ())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	ev := GitHubCallEvent{Args: args, DurationMs: time.Since(start).Milliseconds(),
-		Output: procenv.RedactSecrets(strings.TrimSpace(strings.TrimSpace(stdout.String()) + "\n" + strings.TrimSpace(stderr.String())))}
-	if cmd.ProcessState != nil {
-		ev.ExitCode = cmd.ProcessState.ExitCode()
-	}
-	if err != nil {
-		ev.Error = err.Error()
-		if ctx.Err() != nil {
+	call := a.ghCLI(a.ghRepo.Repo).Run(context.WithoutCancel(ctx), args...)
+	ev := GitHubCallEvent{Args: call.Args, ExitCode: call.ExitCode, DurationMs: call.Duration.Milliseconds(),
+		Output: procenv.RedactSecrets(strings.TrimSpace(strings.TrimSpace(string(call.Stdout)) + "\n" + strings.TrimSpace(string(call.Stderr))))}
+	if call.Err != nil {
+		ev.Error = call.Err.Error()
+		if call.TimedOut {
 			ev.Error = fmt.Sprintf("gh did not answer within %s", ghTimeout)
-		}
-		if ev.ExitCode == 0 {
-			ev.ExitCode = -1
 		}
 	}
 	out.Calls = append(out.Calls, ev)
 	a.emit.Emit(ev)
-	if err != nil {
+	if call.Err != nil {
 		msg := ev.Error
 		if ev.Output != "" {
 			msg += ": " + ev.Output
 		}
-		a.warnings = append(a.warnings, "GitHub: gh "+strings.Join(args, " ")+" failed ("+msg+
+		a.warnings = append(a.warnings, "GitHub: gh "+strings.Join(call.Args, " ")+" failed ("+msg+
 			"); install the GitHub CLI and run `gh auth login`, or fix the issue number")
 		return false
 	}

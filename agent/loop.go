@@ -459,7 +459,7 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext, guard llm.TurnGu
 // options by pointer: Bridge.Query takes them by value, and a call of it
 // holds two copies of them (about 340 bytes) in its caller's frame, which
 // is part of a parked run's stack; other bridges are asked out of line.
-func (it *iterationState) query(ctx context.Context) (*llm.QueryResult, error) {
+func (it *iterationState) query(ctx context.Context) (*event.QueryResult, error) {
 	if tl, ok := it.bridge.(*llm.ToolLoop); ok {
 		return tl.QueryWith(ctx, it.s.Prompt, &it.opts)
 	}
@@ -469,7 +469,7 @@ func (it *iterationState) query(ctx context.Context) (*llm.QueryResult, error) {
 // queryBridge asks a bridge other than the shared tool loop.
 //
 //go:noinline
-func (it *iterationState) queryBridge(ctx context.Context) (*llm.QueryResult, error) {
+func (it *iterationState) queryBridge(ctx context.Context) (*event.QueryResult, error) {
 	return it.bridge.Query(ctx, it.s.Prompt, it.opts)
 }
 
@@ -490,14 +490,14 @@ func (l *Loop) reconnect(it *iterationState, err error) bool {
 // withLost counts into qr, the query asked again in a new session, what
 // the attempt that found its session lost had done: its billed turns (and
 // their cost) and its tool calls.
-func (it *iterationState) withLost(qr, lost *llm.QueryResult) *llm.QueryResult {
+func (it *iterationState) withLost(qr, lost *event.QueryResult) *event.QueryResult {
 	if !answered(lost) {
 		return qr
 	}
 	if qr == nil {
-		qr = &llm.QueryResult{}
+		qr = &event.QueryResult{}
 	}
-	costOf := func(q *llm.QueryResult) float64 {
+	costOf := func(q *event.QueryResult) float64 {
 		if q.CostUSD == 0 && it.cost != nil {
 			return it.cost(q.Usage)
 		}
@@ -576,7 +576,7 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 // asks the flow what the iteration means (it.out).
 //
 //go:noinline
-func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterationState, qr *llm.QueryResult, err error) {
+func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterationState, qr *event.QueryResult, err error) {
 	s, cost := it.s, it.cost
 	if err != nil {
 		interrupted := ctx.Err() != nil
@@ -627,7 +627,7 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 // takeSession records the session the iteration's query ran in (the one
 // asked for, unless the bridge names another) in the summary, and, for
 // the run's own bridge, as the session to continue.
-func (it *iterationState) takeSession(rc *RuntimeContext, qr *llm.QueryResult) {
+func (it *iterationState) takeSession(rc *RuntimeContext, qr *event.QueryResult) {
 	s := it.s
 	s.SessionID = it.opts.SessionID
 	if qr.SessionID != "" {
@@ -648,7 +648,7 @@ func providerOutage(err error) bool {
 	return e != nil && e.Recoverable && (e.Code == agenterr.CodeSdkRateLimit || e.Code == agenterr.CodeSdkConnection)
 }
 
-func answered(qr *llm.QueryResult) bool {
+func answered(qr *event.QueryResult) bool {
 	return qr != nil && (qr.Usage != llm.Usage{} || len(qr.Responses) > 0 || len(qr.ToolUses) > 0)
 }
 

@@ -204,7 +204,7 @@ type forgetfulBridge struct {
 	calls []string
 }
 
-func (b *forgetfulBridge) Query(_ context.Context, prompt string, o llm.QueryOptions) (*llm.QueryResult, error) {
+func (b *forgetfulBridge) Query(_ context.Context, prompt string, o llm.QueryOptions) (*event.QueryResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, o.SessionID)
@@ -212,7 +212,7 @@ func (b *forgetfulBridge) Query(_ context.Context, prompt string, o llm.QueryOpt
 		return nil, agenterr.New(agenterr.CodeSdkSessionNotFound, agenterr.LayerSDKBridge, true, "no session %s", o.SessionID)
 	}
 	b.n++
-	return &llm.QueryResult{SessionID: fmt.Sprintf("s%d", b.n), Responses: []string{"echo: " + prompt}}, nil
+	return &event.QueryResult{SessionID: fmt.Sprintf("s%d", b.n), Responses: []string{"echo: " + prompt}}, nil
 }
 func (b *forgetfulBridge) SessionID() string { return "" }
 func (b *forgetfulBridge) Close() error      { return nil }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
@@ -61,10 +62,10 @@ type RunRecord struct {
 	Temporal *TemporalRun `json:"temporal,omitempty"`
 	// GitHubRepo is the repository the run's first run.start pinned for
 	// capstan's own gh calls; resume keeps it.
-	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
+	GitHubRepo *github.Repo `json:"githubRepo,omitempty"`
 	// stepState is the step machine's state after the last finished
 	// iteration (for resume).
-	stepState *StepStateEvent
+	stepState *event.StepStateEvent
 	// events are the journal's events (for Rewind).
 	events []journal.Event
 	// rewound is set by Rewind: the resumed run's run.start says so.
@@ -77,7 +78,7 @@ type IterationRecord struct {
 	Step         string                  `json:"step,omitempty"`
 	PromptSource string                  `json:"promptSource,omitempty"`
 	Prompt       string                  `json:"prompt,omitempty"`
-	Query        *llm.QueryResult        `json:"query,omitempty"`
+	Query        *event.QueryResult      `json:"query,omitempty"`
 	Denied       []llm.ToolUse           `json:"denied,omitempty"`
 	Events       []journal.Event         `json:"events,omitempty"` // validator, retry, step, completion events
 	Outcome      *event.OutcomeEvent     `json:"outcome,omitempty"`
@@ -86,7 +87,7 @@ type IterationRecord struct {
 	// Finished is false for an iteration cut short (killed run).
 	Finished bool `json:"finished"`
 	// stepState is the step machine's state after this iteration.
-	stepState *StepStateEvent
+	stepState *event.StepStateEvent
 }
 
 // LoadRun reads a run journal into a RunRecord. It tolerates a journal cut
@@ -116,7 +117,7 @@ type runReader struct {
 	cur *IterationRecord
 	// tentative is the step state journaled in the iteration under way,
 	// committed when that iteration ends finished.
-	tentative *StepStateEvent
+	tentative *event.StepStateEvent
 	// pending is the usage of the model turns of the iteration attempt
 	// under way: in its summary when it ends, unrecorded when it never does.
 	pending llm.Usage
@@ -151,7 +152,7 @@ func (r *runReader) read(ev journal.Event) error {
 	case string(event.KindTestChangeRequested), string(event.KindTestChangeDecided):
 		return r.testChange(ev)
 	case string(event.KindStepState):
-		var st StepStateEvent
+		var st event.StepStateEvent
 		if err := r.decode(ev, &st); err != nil {
 			return err
 		}
@@ -209,7 +210,7 @@ func (r *runReader) billed(ev journal.Event) {
 		return
 	}
 	if ev.Type == journal.ModelTurn {
-		var mt llm.ModelTurnEvent
+		var mt event.ModelTurnEvent
 		if r.decode(ev, &mt) == nil {
 			r.pending.Add(mt.Usage)
 		}
@@ -217,7 +218,7 @@ func (r *runReader) billed(ev journal.Event) {
 	}
 	// The summary request of a compaction was billed like a turn (the
 	// query's usage, so the summary, counts it).
-	var c llm.CompactionEvent
+	var c event.CompactionEvent
 	if r.decode(ev, &c) == nil {
 		r.pending.Add(c.Usage)
 	}
@@ -269,7 +270,7 @@ func (r *runReader) iterationInput(ev journal.Event) error {
 		it := r.at(ev.Iteration)
 		it.Prompt, it.PromptSource, it.Step = p.Text, p.Source, ev.Step
 	case journal.QueryResult:
-		var q llm.QueryResult
+		var q event.QueryResult
 		if err := r.decode(ev, &q); err != nil {
 			return err
 		}

@@ -19,8 +19,8 @@ func TestResumeSessionLeavesOutMessagesOfUnfinishedIterations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := func(text string) llm.SessionMessagesEvent {
-		return llm.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{
+	msgs := func(text string) event.SessionMessagesEvent {
+		return event.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{
 			{Role: llm.RoleUser, Text: "prompt " + text}, {Role: llm.RoleAssistant, Text: text}}}
 	}
 	w.Append(journal.RunStart, RunStartEvent{RunID: "r"})

@@ -8,6 +8,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
@@ -168,7 +169,7 @@ type RunStartEvent struct {
 	Definition *agentdir.SnapshotRecord `json:"definition,omitempty"`
 	// GitHubRepo is the repository capstan's own gh calls name, resolved
 	// before the model ran (absent when capstan makes none).
-	GitHubRepo *GitHubRepo `json:"githubRepo,omitempty"`
+	GitHubRepo *github.Repo `json:"githubRepo,omitempty"`
 	// PipelineRun is the id of the pipeline run this run is an agent stage
 	// of (absent for a run of its own).
 	PipelineRun string `json:"pipelineRun,omitempty"`

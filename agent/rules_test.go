@@ -3,12 +3,13 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // ruleAgent and ruleRegistry are a valid two-step agent (a check with a

@@ -1,11 +1,12 @@
 package agent
 
 import (
-	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"path/filepath"
 	"testing"
 	"testing/fstest"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // A schemas makes its resolver at the first reference, then resolves and

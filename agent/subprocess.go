@@ -107,7 +107,7 @@ var plainWord = lazyre.New(`^[A-Za-z0-9_./:=@%+,-]+$`)
 // Query implements llm.Bridge: it runs the command (no shell; in the
 // sandbox when the agent enables it) and reports its outcome. Only a canceled ctx is an error; a failing command is a
 // result whose tool use is an error.
-func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptions) (*llm.QueryResult, error) {
+func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptions) (*event.QueryResult, error) {
 	q := make([]string, len(b.argv))
 	for i, a := range b.argv {
 		q[i] = verify.ShellQuote(a)
@@ -135,7 +135,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 	use := llm.ToolUse{ID: "subprocess", Name: SubprocessTool, Input: input, DurationMs: out.DurationMs,
 		Output: subprocessReport(out), IsError: out.ExitCode != 0 || out.TimedOut}
 	b.emit.Emit(use)
-	res := &llm.QueryResult{Responses: []string{}, ToolUses: []llm.ToolUse{use}, StopReason: fmt.Sprintf("exit %d", out.ExitCode)}
+	res := &event.QueryResult{Responses: []string{}, ToolUses: []llm.ToolUse{use}, StopReason: fmt.Sprintf("exit %d", out.ExitCode)}
 	if out.TimedOut {
 		res.StopReason = "timeout"
 	}
@@ -230,7 +230,7 @@ func subprocessOnly(reg *agentdir.Registry) bool {
 type noModel struct{}
 
 // Query implements llm.Bridge.
-func (noModel) Query(context.Context, string, llm.QueryOptions) (*llm.QueryResult, error) {
+func (noModel) Query(context.Context, string, llm.QueryOptions) (*event.QueryResult, error) {
 	e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
 		"this agent's steps all run commands, so it has no model, but a model call was asked for (a prompt check?)")
 	e.Hint = "set runner.model in agent.json or pass --model provider:model"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -186,7 +187,7 @@ func (a *Agent) resumeTestChange(r *RunRecord) error {
 		return nil
 	}
 	d := t.Decision
-	a.flow.pending = &pendingPrompt{Text: TestChangePrompt(t.Request, d), Source: "test-change:" + d.Decision,
+	a.flow.pending = &event.PendingPrompt{Text: TestChangePrompt(t.Request, d), Source: "test-change:" + d.Decision,
 		Kind: "test-change", Pattern: "test-change-" + d.Decision, Attempt: 1, Max: 1}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -89,10 +90,10 @@ func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
 	}
 	w.SetPosition(2, "initial.work")
 	w.Append(journal.IterationStart, nil)
-	w.Append(journal.ModelTurn, llm.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
+	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
 	// The summary request that compacted the transcript before turn 2
 	// was billed too.
-	w.Append(journal.ContextCompacted, &llm.CompactionEvent{Window: 1000, SummarizedMessages: 3,
+	w.Append(journal.ContextCompacted, &event.CompactionEvent{Window: 1000, SummarizedMessages: 3,
 		Usage: llm.Usage{InputTokens: 300, OutputTokens: 30, CacheReadTokens: 7}})
 	w.Close()
 	rec, err := LoadRun(first.RunID, first.Journal)

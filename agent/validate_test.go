@@ -1,11 +1,12 @@
 package agent
 
 import (
-	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // crossLayerAgent has a step prompt, a declared pattern and a schema

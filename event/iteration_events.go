@@ -1,7 +1,5 @@
 package event
 
-import ()
-
 // IterationStartEvent is the payload of an iteration.start event; it moves
 // the run's position to the new iteration (the step is not known yet).
 type IterationStartEvent struct {

@@ -29,6 +29,7 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // Defaults of CompactionOptions.
@@ -181,7 +182,7 @@ func (m *Compactor) fitSized(ctx context.Context, req *Request, query int, trans
 		return Fitted{}, m.overflow(before, "compaction is off (runner.compaction.enabled is false)")
 	}
 	goal := int64(m.target * float64(m.window))
-	ev := &CompactionEvent{Window: m.window, TokensBefore: before}
+	ev := &event.CompactionEvent{Window: m.window, TokensBefore: before}
 
 	out := compactStub(msgs, m.keep, func(saved int) bool {
 		size -= saved
@@ -221,7 +222,7 @@ func (m *Compactor) overflow(tokens int64, why string) error {
 // true, keeping the newest keep results verbatim, and always the results
 // the model has not seen yet (a tool message at the end). msgs is not
 // modified: changed messages are copies.
-func compactStub(msgs []Message, keep int, enough func(saved int) bool, ev *CompactionEvent) []Message {
+func compactStub(msgs []Message, keep int, enough func(saved int) bool, ev *event.CompactionEvent) []Message {
 	seen := len(msgs)
 	if seen > 0 && msgs[seen-1].Role == RoleTool {
 		seen--
@@ -272,7 +273,7 @@ func compactStubText(r ToolResult) string {
 
 // summarize replaces msgs[:query] by the newest pinned prompt among them
 // and one carry message summarizing the rest.
-func (m *Compactor) summarize(ctx context.Context, req *Request, msgs []Message, query int, ev *CompactionEvent) ([]Message, Usage, error) {
+func (m *Compactor) summarize(ctx context.Context, req *Request, msgs []Message, query int, ev *event.CompactionEvent) ([]Message, Usage, error) {
 	pinned := -1
 	for i := query - 1; i >= 0; i-- {
 		if msgs[i].Pinned && msgs[i].Role == RoleUser {

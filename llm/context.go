@@ -1,6 +1,10 @@
 package llm
 
-import "context"
+import (
+	"context"
+
+	"github.com/capstan-dev/capstan/event"
+)
 
 // ContextManager keeps the requests of a tool loop within the model's
 // context window. The tool loop calls Fit before every model turn and
@@ -28,31 +32,7 @@ type Fitted struct {
 	Messages []Message
 	// Compaction describes what was compacted; nil when Messages is the
 	// transcript unchanged.
-	Compaction *CompactionEvent
+	Compaction *event.CompactionEvent
 	// Usage is what compaction itself cost (a summary request).
 	Usage Usage
-}
-
-// CompactionEvent is the payload of a context.compacted journal event: a
-// session's transcript was shortened before a request so that it fits the
-// model's context window. The run journal keeps every original message and
-// tool output (session.messages and tool.call events).
-type CompactionEvent struct {
-	SessionID string `json:"session_id,omitempty"`
-	// Window is the context window in tokens; TokensBefore and
-	// TokensAfter are the estimated input of the request before and after.
-	Window       int64 `json:"window"`
-	TokensBefore int64 `json:"tokens_before"`
-	TokensAfter  int64 `json:"tokens_after"`
-	// StubbedCalls are the tool calls whose results were replaced by
-	// stubs; StubbedBytes is the size of the removed outputs.
-	StubbedCalls []string `json:"stubbed_calls,omitempty"`
-	StubbedBytes int      `json:"stubbed_bytes,omitempty"`
-	// SummarizedMessages older messages were replaced by one carry
-	// message holding Summary, written by SummaryModel.
-	SummarizedMessages int    `json:"summarized_messages,omitempty"`
-	SummaryModel       string `json:"summary_model,omitempty"`
-	Summary            string `json:"summary,omitempty"`
-	// Usage is what the summary request cost.
-	Usage Usage `json:"usage"`
 }

@@ -79,19 +79,6 @@ type TurnReplayer interface {
 	TurnReplayed(resp *Response)
 }
 
-// ToolIntentEvent is the payload of a tool.intent journal event: a tool
-// call about to run.
-type ToolIntentEvent struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	InputDigest string `json:"input_digest"`
-	// Query is the ledger key of the query the call belongs to (the
-	// digest of its prompt), Turn the model turn that made it.
-	Query      string `json:"query"`
-	Turn       int    `json:"turn"`
-	Idempotent bool   `json:"idempotent,omitempty"`
-}
-
 // ledgerQuery is the record of one query of an iteration attempt.
 type ledgerQuery struct {
 	turns map[int]*Response
@@ -104,7 +91,7 @@ type callKey struct {
 }
 
 type ledgerCall struct {
-	intent *ToolIntentEvent
+	intent *event.ToolIntentEvent
 	at     time.Time
 	result *ToolUse
 }
@@ -187,14 +174,14 @@ func (l *Ledger) Seed(n int, events []journal.Event) {
 		}
 		switch ev.Type {
 		case journal.ModelTurn:
-			var mt ModelTurnEvent
+			var mt event.ModelTurnEvent
 			if json.Unmarshal(ev.Data, &mt) != nil || mt.Query == "" || mt.Message == nil {
 				continue
 			}
 			query(mt.Query).turns[mt.Turn] = &Response{Message: *mt.Message, StopReason: mt.StopReason,
 				StructuredOutput: mt.StructuredOutput}
 		case journal.ToolIntent:
-			var in ToolIntentEvent
+			var in event.ToolIntentEvent
 			if json.Unmarshal(ev.Data, &in) != nil || in.Query == "" {
 				continue
 			}
@@ -293,7 +280,7 @@ func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.
 		r.beforeEffect(ctx)
 		save = r.saves(call)
 	}
-	in := &ToolIntentEvent{ID: call.ID, Name: call.Name, InputDigest: digest(string(call.Input)), Query: r.key, Turn: turn, Idempotent: idem}
+	in := &event.ToolIntentEvent{ID: call.ID, Name: call.Name, InputDigest: digest(string(call.Input)), Query: r.key, Turn: turn, Idempotent: idem}
 	r.keep(k, in, nil)
 	events.Emit(in)
 	out := next(tool.WithIdempotencyKey(ctx, r.idempotencyKey(call.ID)), call)
@@ -305,7 +292,7 @@ func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.
 }
 
 // keep records an intent or a result of this attempt.
-func (r *ledgerRun) keep(k callKey, in *ToolIntentEvent, res *ToolUse) {
+func (r *ledgerRun) keep(k callKey, in *event.ToolIntentEvent, res *ToolUse) {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	c := r.cur.call(k)

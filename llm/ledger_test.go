@@ -51,7 +51,7 @@ func (e *iterationEvents) Emit(p event.Payload) {
 func cutAfterIntent(t *testing.T, events []journal.Event, name string) []journal.Event {
 	t.Helper()
 	for i, ev := range events {
-		var in llm.ToolIntentEvent
+		var in event.ToolIntentEvent
 		if ev.Type == journal.ToolIntent && json.Unmarshal(ev.Data, &in) == nil && in.Name == name {
 			return events[:i+1]
 		}

@@ -15,40 +15,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
 	"github.com/capstan-dev/capstan/event"
 
 	"github.com/capstan-dev/capstan/tool"
 )
-
-// Role is the author of a transcript message.
-type Role string
-
-// Transcript roles. Tool results travel in RoleTool messages; providers map
-// them to their wire format (Anthropic: a user message of tool_result
-// blocks; OpenAI: one "tool" message per result).
-const (
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	RoleTool      Role = "tool"
-)
-
-// Message is one transcript entry.
-type Message struct {
-	Role        Role         `json:"role"`
-	Text        string       `json:"text,omitempty"`
-	ToolCalls   []ToolCall   `json:"tool_calls,omitempty"`
-	ToolResults []ToolResult `json:"tool_results,omitempty"`
-	// Reasoning holds an assistant message's reasoning blocks that must be
-	// sent back verbatim in later turns (Anthropic thinking and
-	// redacted_thinking blocks with their signatures). It is opaque to
-	// everything but the provider that produced it; other providers ignore
-	// it.
-	Reasoning json.RawMessage `json:"reasoning,omitempty"`
-	// Pinned marks a user prompt that holds the current step's
-	// instructions (QueryOptions.Instructions): context compaction keeps
-	// the newest pinned message verbatim.
-	Pinned bool `json:"pinned,omitempty"`
-}
 
 // ToolCall is a model's request to run a tool (defined with the run's
 // events, which carry it).
@@ -77,14 +48,6 @@ func ToolInput(args json.RawMessage) json.RawMessage {
 	}
 	b, _ := json.Marshal(string(args))
 	return b
-}
-
-// ToolResult answers one ToolCall.
-type ToolResult struct {
-	CallID  string `json:"call_id"`
-	Name    string `json:"name,omitempty"`
-	Content string `json:"content"`
-	IsError bool   `json:"is_error,omitempty"`
 }
 
 // BilledError is the error of a model turn that was billed although it
@@ -175,21 +138,6 @@ type QueryOptions struct {
 	Instructions bool
 }
 
-// QueryResult is what one Bridge.Query produced.
-type QueryResult struct {
-	SessionID        string          `json:"session_id"`
-	Responses        []string        `json:"responses"` // assistant texts, in order
-	ToolUses         []ToolUse       `json:"tool_uses,omitempty"`
-	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
-	Usage            Usage           `json:"usage"`
-	CostUSD          float64         `json:"cost_usd,omitempty"`
-	Turns            int             `json:"turns"`
-	StopReason       string          `json:"stop_reason,omitempty"`
-	// SessionRenewed is true when the requested session was unknown to the
-	// backend and a new one was started in its place (a reconnect).
-	SessionRenewed bool `json:"session_renewed,omitempty"`
-}
-
 // Bridge sends one prompt to a model backend and returns its answer, tool
 // calls, usage and session (climpt calls it SdkBridge).
 //
@@ -199,7 +147,27 @@ type QueryResult struct {
 // with codes SDK_CONNECTION, SDK_RATE_LIMIT (both recoverable), SDK_AUTH,
 // SDK_REQUEST, MAX_TURNS or SCRIPT_EXHAUSTED.
 type Bridge interface {
-	Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error)
+	Query(ctx context.Context, prompt string, opts QueryOptions) (*event.QueryResult, error)
 	SessionID() string
 	Close() error
 }
+
+// Message is one transcript entry (defined with the run's events, which
+// carry it in session.messages and model.turn).
+type Message = event.Message
+
+// Role is the author of a transcript message.
+type Role = event.Role
+
+// Transcript roles. Tool results travel in RoleTool messages; providers map
+// them to their wire format (Anthropic: a user message of tool_result
+// blocks; OpenAI: one "tool" message per result).
+const (
+	RoleUser      = event.RoleUser
+	RoleAssistant = event.RoleAssistant
+	RoleTool      = event.RoleTool
+)
+
+// ToolResult is the result of one tool call as it goes back to the model
+// (defined with the run's events, which carry it).
+type ToolResult = event.ToolResult

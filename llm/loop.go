@@ -82,7 +82,7 @@ type Loop struct {
 	// first tool call). They live here rather than in Run's stack frame,
 	// which is what a run parked in a model call keeps.
 	msgs     []Message
-	res      *QueryResult
+	res      *event.QueryResult
 	req      *Request
 	maxTurns int
 	start    time.Time
@@ -134,7 +134,7 @@ type Hooks interface {
 // Run itself only issues the model calls: the work before a turn
 // (prepare) and after it (answer) is kept out of line, so that a run
 // parked in a model call keeps a small frame here.
-func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResult, error) {
+func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *event.QueryResult, error) {
 	lp.begin(msgs)
 	for {
 		if done, err := lp.prepare(ctx); done {
@@ -154,7 +154,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *QueryResul
 //go:noinline
 func (lp *Loop) begin(msgs []Message) {
 	req := lp.Request
-	lp.msgs, lp.res, lp.req, lp.handle = msgs, &QueryResult{}, &req, nil
+	lp.msgs, lp.res, lp.req, lp.handle = msgs, &event.QueryResult{}, &req, nil
 	lp.Compacted, lp.Guarded = false, false
 	lp.led, lp.replayed = nil, false
 	if lp.Ledger != nil && len(msgs) > 0 {
@@ -171,7 +171,7 @@ func (lp *Loop) begin(msgs []Message) {
 }
 
 // ended returns what Run returns and lets go of the Run's state.
-func (lp *Loop) ended(err error) ([]Message, *QueryResult, error) {
+func (lp *Loop) ended(err error) ([]Message, *event.QueryResult, error) {
 	msgs, res := lp.msgs, lp.res
 	lp.msgs, lp.res, lp.req, lp.handle, lp.led = nil, nil, nil, nil, nil
 	return msgs, res, err
@@ -303,7 +303,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	lp.msgs = append(lp.msgs, resp.Message)
 	lp.size += resp.Message.Size()
 	if !lp.replayed {
-		mt := ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
+		mt := event.ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
 			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(lp.start).Milliseconds()}
 		if lp.led != nil {
 			lp.led.record(res.Turns, resp)

@@ -29,17 +29,6 @@ const (
 	DefaultMaxRetryAfter = 5 * time.Minute
 )
 
-// RetryEvent is the payload of a model.retry journal event, emitted before
-// each retry.
-type RetryEvent struct {
-	Provider string `json:"provider"`
-	Attempt  int    `json:"attempt"` // the attempt that failed, 1-based
-	DelayMs  int64  `json:"delay_ms"`
-	Code     string `json:"code"`
-	Status   int    `json:"status,omitempty"`
-	Message  string `json:"message"`
-}
-
 // RetryPolicy bounds retries. The zero RetryPolicy uses the defaults.
 type RetryPolicy struct {
 	// MaxAttempts is the total number of attempts, the first included

@@ -124,7 +124,7 @@ func Retry[T any](ctx context.Context, p RetryPolicy, c RetryCall, attempt func(
 			return zero, f.pastDeadline(c, n, d, dl, p.now())
 		}
 		if c.Events != nil {
-			c.Events.Emit(RetryEvent{Provider: c.Provider, Attempt: n, DelayMs: d.Milliseconds(),
+			c.Events.Emit(event.RetryEvent{Provider: c.Provider, Attempt: n, DelayMs: d.Milliseconds(),
 				Code: f.Code, Status: f.Status, Message: f.Message})
 		}
 		if err := p.Wait(ctx, d); err != nil {

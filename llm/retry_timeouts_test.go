@@ -20,12 +20,12 @@ import (
 // retries records model.retry events.
 type retries struct {
 	mu sync.Mutex
-	ev []llm.RetryEvent
+	ev []event.RetryEvent
 }
 
 func (r *retries) Emit(p event.Payload) {
 	data := any(p)
-	if e, ok := data.(llm.RetryEvent); ok {
+	if e, ok := data.(event.RetryEvent); ok {
 		r.mu.Lock()
 		r.ev = append(r.ev, e)
 		r.mu.Unlock()

@@ -82,7 +82,7 @@ func TestModelOutputIsRedacted(t *testing.T) {
 	if got := text(output.got); strings.Contains(got, "sk-st") || got != "the key is [REDACTED], and it ends " {
 		t.Fatalf("text so far %q", got)
 	}
-	s.Emit(ModelTurnEvent{Turn: 1})
+	s.Emit(event.ModelTurnEvent{Turn: 1})
 	if got := text(output.got); got != "the key is [REDACTED], and it ends sk-st" {
 		t.Fatalf("text at the turn's end %q", got)
 	}
@@ -98,7 +98,7 @@ func TestModelOutputIsRedacted(t *testing.T) {
 	k.TextDelta("retrying sk-stream-0")
 	k.TextDiscarded("stream failed: bad key " + key)
 	k.TextDelta("done")
-	s.Emit(&QueryResult{})
+	s.Emit(&event.QueryResult{})
 	var all strings.Builder
 	for _, e := range output.got {
 		b, _ := json.Marshal(e.Payload)

@@ -10,19 +10,6 @@ const BytesPerToken = 4
 // EstimateTokens estimates the tokens of n prompt bytes.
 func EstimateTokens(n int) int64 { return int64((n + BytesPerToken - 1) / BytesPerToken) }
 
-// Size is the number of bytes m puts into a request: its text, reasoning,
-// tool calls and tool results (wire framing aside).
-func (m Message) Size() int {
-	n := len(m.Text) + len(m.Reasoning)
-	for _, c := range m.ToolCalls {
-		n += len(c.ID) + len(c.Name) + len(c.Input)
-	}
-	for _, r := range m.ToolResults {
-		n += len(r.CallID) + len(r.Content)
-	}
-	return n
-}
-
 // SpecSize is the number of bytes a tool definition puts into a request.
 func SpecSize(s tool.Spec) int { return len(s.Name) + len(s.Description) + len(s.InputSchema) }
 

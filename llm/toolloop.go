@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"slices"
 	"sort"
 	"strings"
@@ -133,32 +132,6 @@ func (l *ToolLoop) Close() error {
 	return nil
 }
 
-// SessionMessagesEvent is the payload of a session.messages journal event:
-// the messages one query appended to a session, or, when Replace is set,
-// the session's whole transcript after the query compacted it.
-type SessionMessagesEvent struct {
-	SessionID string    `json:"session_id"`
-	Messages  []Message `json:"messages"`
-	Replace   bool      `json:"replace,omitempty"`
-}
-
-// ModelTurnEvent is the payload of a model.turn journal event.
-type ModelTurnEvent struct {
-	Turn       int    `json:"turn"`
-	StopReason string `json:"stop_reason,omitempty"`
-	ToolCalls  int    `json:"tool_calls"`
-	Usage      Usage  `json:"usage"`
-	DurationMs int64  `json:"duration_ms"`
-	// Query, Message and StructuredOutput are written by a tool loop with
-	// a Ledger: the query's ledger key (the digest of its prompt) and the
-	// answer as it entered the transcript, so that an iteration run again
-	// after a kill continues from this turn instead of asking the model
-	// again. Older journals have none.
-	Query            string          `json:"query,omitempty"`
-	Message          *Message        `json:"message,omitempty"`
-	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
-}
-
 // Query implements Bridge. When it fails after the model has been called,
 // the returned result is non-nil and holds what happened before the failure
 // (turns, usage, tool uses) so that budgets can count it; the session is
@@ -168,7 +141,7 @@ type ModelTurnEvent struct {
 // A StreamSink in ctx (WithStreamSink) is told about every tool call the
 // loop handles, denied and unknown ones included: ToolStart before the
 // policy check, ToolEnd with the outcome.
-func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*QueryResult, error) {
+func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) (*event.QueryResult, error) {
 	return l.QueryWith(ctx, prompt, &opts)
 }
 
@@ -176,7 +149,7 @@ func (l *ToolLoop) Query(ctx context.Context, prompt string, opts QueryOptions) 
 // keeps them. A caller that asks many queries (an agent's iterations)
 // passes its options without copying them into its stack frame, which is
 // part of what a run parked in a model call keeps.
-func (l *ToolLoop) QueryWith(ctx context.Context, prompt string, opts *QueryOptions) (*QueryResult, error) {
+func (l *ToolLoop) QueryWith(ctx context.Context, prompt string, opts *QueryOptions) (*event.QueryResult, error) {
 	q, msgs, err := l.begin(prompt, opts)
 	if err != nil {
 		return nil, err
@@ -190,7 +163,7 @@ func (l *ToolLoop) QueryWith(ctx context.Context, prompt string, opts *QueryOpti
 // settle takes a finished query's transcript into its session when the
 // query succeeded, ran out of turns or was stopped by a TurnGuard (a
 // failed query leaves the session as it was).
-func (l *ToolLoop) settle(q *query, msgs []Message, res *QueryResult, err error) {
+func (l *ToolLoop) settle(q *query, msgs []Message, res *event.QueryResult, err error) {
 	if res != nil {
 		res.SessionRenewed = q.renewed
 	}
@@ -342,15 +315,15 @@ func (l *ToolLoop) setSession(id string, msgs []Message, bytes int) {
 // commit makes msgs (of bytes bytes) the session's transcript and journals
 // what changed: the messages after the first prior ones, or (prior < 0,
 // after compaction) the whole transcript.
-func (l *ToolLoop) commit(sid string, msgs []Message, bytes, prior int, res *QueryResult) {
+func (l *ToolLoop) commit(sid string, msgs []Message, bytes, prior int, res *event.QueryResult) {
 	l.mu.Lock()
 	l.setSession(sid, msgs, bytes)
 	l.last = sid
 	l.mu.Unlock()
 	res.SessionID = sid
-	ev := SessionMessagesEvent{SessionID: sid, Messages: msgs, Replace: true}
+	ev := event.SessionMessagesEvent{SessionID: sid, Messages: msgs, Replace: true}
 	if prior >= 0 {
-		ev = SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]}
+		ev = event.SessionMessagesEvent{SessionID: sid, Messages: msgs[prior:]}
 	}
 	l.cfg.Events.Emit(ev)
 }

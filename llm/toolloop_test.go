@@ -325,8 +325,8 @@ func TestToolLoopSessions(t *testing.T) {
 }
 
 func TestTranscriptsFromEventsIgnoresNoise(t *testing.T) {
-	good, _ := json.Marshal(llm.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{{Role: llm.RoleUser, Text: "a"}}})
-	more, _ := json.Marshal(llm.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{{Role: llm.RoleAssistant, Text: "b"}}})
+	good, _ := json.Marshal(event.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{{Role: llm.RoleUser, Text: "a"}}})
+	more, _ := json.Marshal(event.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{{Role: llm.RoleAssistant, Text: "b"}}})
 	evs := []journal.Event{
 		{Type: journal.SessionMessages, Data: good},
 		{Type: journal.ToolCall, Data: good},
@@ -478,7 +478,7 @@ func TestToolLoopConcurrentSessions(t *testing.T) {
 	// tool-call and text turns; every query must still end with its own
 	// session and a consistent transcript.
 	var wg sync.WaitGroup
-	results := make([]*llm.QueryResult, 8)
+	results := make([]*event.QueryResult, 8)
 	errs := make([]error, 8)
 	for i := range results {
 		wg.Add(1)
@@ -647,7 +647,7 @@ func TestToolLoopConcurrentQueriesOfOneSession(t *testing.T) {
 	// Every query journaled its own prompt and answer, once.
 	seen := map[string]bool{}
 	for _, raw := range events.sessionMessages[1:] {
-		var ev llm.SessionMessagesEvent
+		var ev event.SessionMessagesEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -19,7 +20,7 @@ func TranscriptsFromEvents(events []journal.Event) map[string][]Message {
 		if ev.Type != journal.SessionMessages || len(ev.Data) == 0 {
 			continue
 		}
-		var sm SessionMessagesEvent
+		var sm event.SessionMessagesEvent
 		if err := json.Unmarshal(ev.Data, &sm); err != nil || sm.SessionID == "" {
 			continue
 		}

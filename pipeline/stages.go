@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/llm"
@@ -307,7 +308,7 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 	msgs := []llm.Message{{Role: llm.RoleUser, Text: prompt}}
 	var last error
 	for attempt := 0; attempt <= retries; attempt++ {
-		var res *llm.QueryResult
+		var res *event.QueryResult
 		msgs, res, err = lp.Run(ctx, msgs)
 		if res != nil {
 			ac.AddUsage(res.Usage)

@@ -190,7 +190,7 @@ func (e *Emitter) queryResult(data any, now time.Time) {
 	if e.query.span == nil {
 		return
 	}
-	if qr, ok := decode[llm.QueryResult](data); ok {
+	if qr, ok := decode[event.QueryResult](data); ok {
 		n := 0
 		for _, r := range qr.Responses {
 			n += len(r)
@@ -222,7 +222,7 @@ func (e *Emitter) queryResult(data any, now time.Time) {
 }
 
 func (e *Emitter) modelTurn(data any, now time.Time) {
-	ev, ok := decode[llm.ModelTurnEvent](data)
+	ev, ok := decode[event.ModelTurnEvent](data)
 	if !ok {
 		return
 	}
@@ -236,7 +236,7 @@ func (e *Emitter) modelTurn(data any, now time.Time) {
 }
 
 func (e *Emitter) modelRetry(data any, now time.Time) {
-	ev, ok := decode[llm.RetryEvent](data)
+	ev, ok := decode[event.RetryEvent](data)
 	if !ok {
 		return
 	}

@@ -79,12 +79,12 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.SetPosition(1, "greet")
 	e.Emit(event.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
 	e.Emit(event.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
-	e.Emit(llm.RetryEvent{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
-	e.Emit(llm.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
+	e.Emit(event.RetryEvent{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
+	e.Emit(event.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
 	e.Emit(llm.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
 	e.Emit(llm.ToolUse{ID: "c2", Name: "Bash", Input: json.RawMessage(`{}`), Output: "permission denied", IsError: true, Denied: true})
-	e.Emit(llm.SessionMessagesEvent{SessionID: "s1"})
-	e.Emit(&llm.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
+	e.Emit(event.SessionMessagesEvent{SessionID: "s1"})
+	e.Emit(&event.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
 		ToolUses: []llm.ToolUse{{Name: "Write"}, {Name: "Bash"}}})
 	e.Emit(event.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
 	e.Emit(raw(journal.CompletionCheck, verdict.CompletionResult{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}}))
@@ -248,7 +248,7 @@ func TestForwardsUnchanged(t *testing.T) {
 	if len(next.events) != 19 || next.events[0] != journal.Warning || next.events[18] != journal.LifecycleChange {
 		t.Fatalf("forwarded %d events: %v", len(next.events), next.events)
 	}
-	if _, ok := next.data[10].(*llm.QueryResult); !ok {
+	if _, ok := next.data[10].(*event.QueryResult); !ok {
 		t.Errorf("query.result forwarded as %T", next.data[10])
 	}
 	if strings.Join(next.positions, " ") != "1/ 1/greet" {

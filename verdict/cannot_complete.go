@@ -32,17 +32,6 @@ const (
 	maxEvidence = 8000
 )
 
-// Declaration is the model's statement that the task cannot be done as
-// specified.
-type CannotComplete struct {
-	// Iteration is the iteration it was made in.
-	Iteration int `json:"iteration"`
-	// Reason is why, in the model's words ("" when it gave none).
-	Reason string `json:"reason"`
-	// Evidence is what supports it (test names, contradicting lines, …).
-	Evidence string `json:"evidence,omitempty"`
-}
-
 // Find returns the declaration of an iteration, if the model made one.
 // The structured output wins over text; of several textual declarations
 // the last counts.
@@ -113,3 +102,7 @@ func clip(s string, n int) string {
 	}
 	return s[:cut] + "… (cut)"
 }
+
+// CannotComplete is the model's statement that the task cannot be done as
+// specified (defined with the run's events, which carry it).
+type CannotComplete = event.CannotComplete

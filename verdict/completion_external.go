@@ -1,18 +1,15 @@
 package verdict
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/github"
 )
 
 // ExternalState completes when a GitHub issue or pull request is in the
@@ -86,29 +83,21 @@ func (h *ExternalState) query(ctx context.Context, resource string) (string, err
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	args := []string{resource, "view", strconv.Itoa(h.Number), "--json", "state"}
-	if h.Repo != "" {
-		args = append(args, "--repo", h.Repo)
-	}
-	cmd := exec.CommandContext(ctx, gh, args...)
-	cmd.Dir = h.WorkDir
-	cmd.Env = procenv.ForGitHubCLI(os.Environ())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	cli := &github.CLI{Path: gh, Dir: h.WorkDir, Repo: h.Repo, Timeout: timeout}
+	call := cli.Run(ctx, resource, "view", strconv.Itoa(h.Number), "--json", "state")
+	args := call.Args
+	if err := call.Err; err != nil {
 		return "", &agenterr.Error{Code: agenterr.CodeExternalState, Layer: agenterr.LayerCompletion, Recoverable: true,
-			Message: fmt.Sprintf("%s %s failed: %s", gh, strings.Join(args, " "), strings.TrimSpace(stderr.String())),
+			Message: fmt.Sprintf("%s %s failed: %s", gh, strings.Join(args, " "), strings.TrimSpace(string(call.Stderr))),
 			Hint:    "install the GitHub CLI and run `gh auth login`, or check the issue number and repo",
 			Err:     err}
 	}
 	var out struct {
 		State string `json:"state"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.State == "" {
+	if err := json.Unmarshal(call.Stdout, &out); err != nil || out.State == "" {
 		return "", &agenterr.Error{Code: agenterr.CodeExternalState, Layer: agenterr.LayerCompletion, Recoverable: true,
-			Message: fmt.Sprintf("%s %s printed no state: %q", gh, strings.Join(args, " "), truncateState(stdout.String(), 200)),
+			Message: fmt.Sprintf("%s %s printed no state: %q", gh, strings.Join(args, " "), truncateState(string(call.Stdout), 200)),
 			Err:     err}
 	}
 	return out.State, nil

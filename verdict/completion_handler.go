@@ -11,7 +11,6 @@ import (
 	"context"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // CompletionContext is what a handler sees when checking.
@@ -27,21 +26,6 @@ type CompletionContext struct {
 	StepComplete bool
 }
 
-// Result is the outcome of one check.
-type CompletionResult struct {
-	Complete bool   `json:"complete"`
-	Reason   string `json:"reason,omitempty"`
-	// Declared is true when the model declared completion this iteration
-	// (structured output or completion keyword), whether or not the
-	// declaration was accepted.
-	Declared bool `json:"declared,omitempty"`
-	// Validation is set by the verdict stage when the run's validators
-	// checked a completion against the world and one failed (handlers
-	// themselves never verify). Journals written before the verdict stage
-	// carry it from the structured handler.
-	Validation *verify.ValidationResult `json:"validation,omitempty"`
-}
-
 // CompletionHandler decides whether a run is complete. Check evaluates the context and
 // updates the handler's state; IsComplete and Reason only read that state
 // and reflect the last Check. When IsComplete is true, Reason is non-empty.
@@ -50,3 +34,7 @@ type CompletionHandler interface {
 	IsComplete() bool
 	Reason() string
 }
+
+// CompletionResult is the outcome of one check (defined with the run's
+// events: completion.check carries it).
+type CompletionResult = event.CompletionResult

@@ -68,44 +68,6 @@ type StepOutcome struct {
 // StepMove is defined with the run's events, which carry it.
 type StepMove = event.StepMove
 
-// State is the machine's full state; Snapshot and Restore move it in and
-// out (for resume). It marshals to JSON.
-type StepState struct {
-	Current string         `json:"current"`
-	Visits  map[string]int `json:"visits"`
-	// LastEntered is the step last entered through a transition (the
-	// parent, while sub-steps run); Consecutive counts how many times in a
-	// row it was entered (retries and sub-step moves excluded).
-	LastEntered string `json:"lastEntered"`
-	Consecutive int    `json:"consecutive"`
-	Retries     int    `json:"retries"`
-	Completed   bool   `json:"completed,omitempty"`
-	Aborted     bool   `json:"aborted,omitempty"`
-	// Parent is set while the sub-steps of a parent step run.
-	Parent *ParentState `json:"parent,omitempty"`
-	// Return is set while an in_agent escalation's target step runs.
-	Return *ReturnState `json:"return,omitempty"`
-	// Outputs are, per step routed by intent, the top-level values of its
-	// last structured output and its handoff values (step inputs read
-	// them).
-	Outputs map[string]map[string]any `json:"outputs,omitempty"`
-}
-
-// ParentState tracks a parent step's sub-steps.
-type ParentState struct {
-	Step  string `json:"step"`
-	Index int    `json:"index"`
-	// Retries counts the parent's own retries (re-runs of all sub-steps).
-	Retries int `json:"retries,omitempty"`
-}
-
-// ReturnState says where an in_agent escalation goes afterwards.
-type ReturnState struct {
-	Flow   string `json:"flow"`   // resume | abort | restart
-	From   string `json:"from"`   // the escalating step
-	Target string `json:"target"` // the escalation step
-}
-
 // Machine walks the steps of steps_registry.json: it knows the current
 // step, applies each step's transitions, and counts entries and retries.
 type Machine struct {
@@ -529,3 +491,14 @@ func (m *Machine) escalate(ctx context.Context, id string, s agentdir.Step, o St
 	// webhook and log: the notification is out; continue per returnFlow.
 	return m.applyReturn(flow, id)
 }
+
+// StepState is the machine's full state; Snapshot and Restore move it in
+// and out (for resume). It is defined with the run's events: step.state
+// carries it.
+type StepState = event.StepState
+
+// ParentState tracks a parent step's sub-steps.
+type ParentState = event.ParentState
+
+// ReturnState says where an in_agent escalation goes afterwards.
+type ReturnState = event.ReturnState

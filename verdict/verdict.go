@@ -53,9 +53,6 @@ import (
 	"github.com/capstan-dev/capstan/verify"
 )
 
-// Action is what a verdict tells the loop to do next.
-type Action string
-
 // Actions of a Verdict.
 const (
 	// Continue runs the next iteration with the (possibly new) current
@@ -207,22 +204,6 @@ func (v Verdict) PromptSource() string {
 	return v.Retry.Source
 }
 
-// CheckEvent is the payload of the completion.check journal event: the
-// completion handler's claim and what verification made of it. Its JSON is
-// a superset of CompletionResult's (older journals decode into it).
-type CheckEvent struct {
-	CompletionResult
-	// Verdict is the iteration's Action.
-	Verdict Action `json:"verdict,omitempty"`
-	// Verified lists the validators that ran this iteration, in order.
-	Verified []string `json:"verified,omitempty"`
-	// ClosureVerdict is the closure step's "verdict" (see Verdict).
-	ClosureVerdict string `json:"closureVerdict,omitempty"`
-}
-
-// EventKind implements event.Payload.
-func (CheckEvent) EventKind() event.Kind { return event.KindCompletionCheck }
-
 // Stage is the verdict stage of one run. It keeps the per-step attempt
 // counts of onFailure and of format retries; it is not safe for concurrent
 // use.
@@ -234,8 +215,8 @@ type Stage struct {
 	// intent (routed steps).
 	intents map[string]*RetryBudget
 	buf     buffer
-	fork    *Machine   // reused by every Decide
-	check   CheckEvent // the completion.check payload, reused
+	fork    *Machine         // reused by every Decide
+	check   event.CheckEvent // the completion.check payload, reused
 	// lastPattern is, per step, the failure pattern of the last retry.
 	lastPattern map[string]string
 }
@@ -616,7 +597,7 @@ func (s *Stage) emitCheck(v Verdict) {
 	r := v.Completion
 	r.Complete = v.Action == Complete
 	r.Reason = v.Reason
-	s.check = CheckEvent{CompletionResult: r, Verdict: v.Action, ClosureVerdict: v.ClosureVerdict}
+	s.check = event.CheckEvent{CompletionResult: r, Verdict: v.Action, ClosureVerdict: v.ClosureVerdict}
 	if vr := v.Validation; vr != nil {
 		s.check.Verified = vr.Checked
 		if !vr.Valid {
@@ -789,3 +770,7 @@ func (b *buffer) flush(to event.Emitter) {
 	}
 	b.reset()
 }
+
+// Action is what a verdict tells the loop to do next (defined with the
+// run's events: completion.check carries it).
+type Action = event.VerdictAction

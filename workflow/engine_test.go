@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/internal/fakegh"
 )
 
@@ -40,8 +41,8 @@ func (r *recorder) Emit(p event.Payload) {
 	r.events = append(r.events, t)
 }
 
-func ghFor(t *testing.T, f *fakegh.Fake) *GH {
-	return &GH{Path: filepath.Join(f.Dir, "gh"), Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir()}
+func ghFor(t *testing.T, f *fakegh.Fake) *github.CLI {
+	return &github.CLI{Path: filepath.Join(f.Dir, "gh"), Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir()}
 }
 
 func loadIssues(t *testing.T) *Workflow {

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/capstan-dev/capstan/github"
 )
 
 // Phase types.
@@ -88,12 +90,8 @@ type LabelPhase struct {
 	Phase string
 }
 
-// LabelSpec is one entry of labels.
-type LabelSpec struct {
-	Name        string
-	Color       string
-	Description string
-}
+// LabelSpec is one entry of labels: a repository label.
+type LabelSpec = github.Label
 
 // Agent is one entry of agents.
 type Agent struct {

@@ -1,21 +1,21 @@
 package workflow
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/capstan-dev/capstan/github"
 )
 
-// Issues is where a workflow reads and changes issues: GitHub through gh,
-// or a local directory (Local) with the same operations.
+// Issues is where a workflow reads and changes issues: GitHub through gh
+// (*github.CLI), or a local directory (Local) with the same operations.
 type Issues interface {
 	// Labels are the issue's labels, in the order the store keeps them.
 	Labels(ctx context.Context, issue int) ([]string, error)
@@ -34,198 +34,14 @@ type Issues interface {
 	UpdateLabel(ctx context.Context, l LabelSpec) error
 }
 
+// GitHub's issues are an Issues store.
+var _ Issues = (*github.CLI)(nil)
+
 // Criteria select the issues of a batch.
-type Criteria struct {
-	Labels []string
-	// State is open (default), closed or all.
-	State string
-	Limit int
-}
+type Criteria = github.ListFilter
 
 // Listed is one issue of a List.
-type Listed struct {
-	Number int
-	Labels []string
-}
-
-// GH is Issues on GitHub through the gh CLI. capstan runs gh with its
-// own credentials: Path must be a gh the model cannot have written (not
-// under the work dir) and Env holds only what gh needs.
-type GH struct {
-	// Path is the gh executable.
-	Path string
-	// Env is gh's whole environment.
-	Env []string
-	// Dir is where gh runs (its repository, unless Repo is set).
-	Dir string
-	// Repo is OWNER/NAME passed as --repo; "" lets gh use Dir's.
-	Repo string
-	// Timeout bounds one call (default 60 s).
-	Timeout time.Duration
-}
-
-func (g *GH) run(ctx context.Context, args ...string) ([]byte, error) {
-	if g.Repo != "" {
-		args = append(args, "--repo", g.Repo)
-	}
-	d := g.Timeout
-	if d <= 0 {
-		d = time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, g.Path, args...)
-	cmd.Env, cmd.Dir = g.Env, g.Dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("gh %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return out.Bytes(), nil
-}
-
-// Labels implements Issues.
-func (g *GH) Labels(ctx context.Context, issue int) ([]string, error) {
-	out, err := g.run(ctx, "issue", "view", strconv.Itoa(issue), "--json", "labels", "--jq", ".labels[].name")
-	if err != nil {
-		return nil, err
-	}
-	var labels []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if l != "" {
-			labels = append(labels, l)
-		}
-	}
-	return labels, nil
-}
-
-// EditLabels implements Issues.
-func (g *GH) EditLabels(ctx context.Context, issue int, remove, add []string) error {
-	if len(remove) == 0 && len(add) == 0 {
-		return nil
-	}
-	args := []string{"issue", "edit", strconv.Itoa(issue)}
-	for _, l := range remove {
-		args = append(args, "--remove-label", l)
-	}
-	for _, l := range add {
-		args = append(args, "--add-label", l)
-	}
-	_, err := g.run(ctx, args...)
-	return err
-}
-
-// Comment implements Issues.
-func (g *GH) Comment(ctx context.Context, issue int, body string) error {
-	_, err := g.run(ctx, "issue", "comment", strconv.Itoa(issue), "--body", body)
-	return err
-}
-
-// Close implements Issues.
-func (g *GH) Close(ctx context.Context, issue int) error {
-	_, err := g.run(ctx, "issue", "close", strconv.Itoa(issue))
-	return err
-}
-
-// Closed implements Issues.
-func (g *GH) Closed(ctx context.Context, issue int) (bool, error) {
-	out, err := g.run(ctx, "issue", "view", strconv.Itoa(issue), "--json", "state")
-	if err != nil {
-		return false, err
-	}
-	var st struct{ State string }
-	if err := json.Unmarshal(out, &st); err != nil {
-		return false, fmt.Errorf("gh issue view %d --json state: %w", issue, err)
-	}
-	return strings.EqualFold(st.State, "closed"), nil
-}
-
-// RecentComments implements Issues.
-func (g *GH) RecentComments(ctx context.Context, issue int, limit int) ([]string, error) {
-	out, err := g.run(ctx, "issue", "view", strconv.Itoa(issue), "--json", "comments", "--jq",
-		fmt.Sprintf(".comments | sort_by(.createdAt) | reverse | .[0:%d] | map({body, createdAt})", limit))
-	if err != nil {
-		return nil, err
-	}
-	var cs []struct{ Body string }
-	if len(bytes.TrimSpace(out)) > 0 {
-		if err := json.Unmarshal(out, &cs); err != nil {
-			return nil, fmt.Errorf("gh issue view %d --json comments: %w", issue, err)
-		}
-	}
-	var bodies []string
-	for _, c := range cs {
-		bodies = append(bodies, c.Body)
-	}
-	return bodies, nil
-}
-
-// List implements Issues.
-func (g *GH) List(ctx context.Context, c Criteria) ([]Listed, error) {
-	args := []string{"issue", "list", "--json", "number,title,labels,state"}
-	if c.State != "" {
-		args = append(args, "--state", c.State)
-	}
-	if c.Limit > 0 {
-		args = append(args, "--limit", strconv.Itoa(c.Limit))
-	}
-	for _, l := range c.Labels {
-		args = append(args, "--label", l)
-	}
-	out, err := g.run(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	var raw []struct {
-		Number int
-		Labels []struct{ Name string }
-	}
-	if len(bytes.TrimSpace(out)) > 0 {
-		if err := json.Unmarshal(out, &raw); err != nil {
-			return nil, fmt.Errorf("gh issue list: %w", err)
-		}
-	}
-	var items []Listed
-	for _, r := range raw {
-		it := Listed{Number: r.Number}
-		for _, l := range r.Labels {
-			it.Labels = append(it.Labels, l.Name)
-		}
-		items = append(items, it)
-	}
-	return items, nil
-}
-
-// ListLabels implements Issues.
-func (g *GH) ListLabels(ctx context.Context) ([]LabelSpec, error) {
-	out, err := g.run(ctx, "label", "list", "--json", "name,color,description", "--limit", "1000")
-	if err != nil {
-		return nil, err
-	}
-	var raw []struct{ Name, Color, Description string }
-	if len(bytes.TrimSpace(out)) > 0 {
-		if err := json.Unmarshal(out, &raw); err != nil {
-			return nil, fmt.Errorf("gh label list: %w", err)
-		}
-	}
-	var ls []LabelSpec
-	for _, r := range raw {
-		ls = append(ls, LabelSpec{Name: r.Name, Color: strings.ToLower(strings.TrimPrefix(r.Color, "#")), Description: r.Description})
-	}
-	return ls, nil
-}
-
-// CreateLabel implements Issues.
-func (g *GH) CreateLabel(ctx context.Context, l LabelSpec) error {
-	_, err := g.run(ctx, "label", "create", l.Name, "--color", l.Color, "--description", l.Description)
-	return err
-}
-
-// UpdateLabel implements Issues.
-func (g *GH) UpdateLabel(ctx context.Context, l LabelSpec) error {
-	_, err := g.run(ctx, "label", "edit", l.Name, "--color", l.Color, "--description", l.Description)
-	return err
-}
+type Listed = github.ListedIssue
 
 // Local is Issues kept in a directory, in climpt's subject-store layout:
 // <dir>/<number>/meta.json ({number, title, labels, state, assignees,

@@ -363,7 +363,7 @@ func feedJournalEvent(p *progressPrinter, ev journal.Event) {
 			p.Consume(event.Event{Kind: event.KindToolEnd, Payload: event.ToolEndEvent{Use: u}})
 		}
 	case journal.QueryResult:
-		var q llm.QueryResult
+		var q event.QueryResult
 		if json.Unmarshal(ev.Data, &q) == nil {
 			for _, text := range q.Responses {
 				p.Consume(event.Event{Kind: event.KindTextDelta, Payload: event.TextDeltaEvent{Text: text + "\n"}})

@@ -21,6 +21,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/procenv"
@@ -266,7 +267,7 @@ func workflowIssues(ctx context.Context, f workflowRunFlags, wf *workflow.Workfl
 	if err != nil {
 		return nil, "", "", withExit(exitUsage, err)
 	}
-	g := &workflow.GH{Path: gh, Env: ghEnv(os.Environ(), workDir), Dir: os.TempDir(), Repo: f.repo}
+	g := &github.CLI{Path: gh, Env: ghEnv(os.Environ(), workDir), Dir: os.TempDir(), Repo: f.repo}
 	if g.Repo == "" {
 		g.Repo = os.Getenv("GH_REPO")
 	}

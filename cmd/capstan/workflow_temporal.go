@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/github"
 
 	"github.com/capstan-dev/capstan/scaleout"
 	"github.com/capstan-dev/capstan/workflow"
@@ -87,7 +88,7 @@ func runWorkflowOnTemporal(ctx context.Context, stderr io.Writer, f workflowRunF
 	switch s := issues.(type) {
 	case *workflow.Local:
 		in.Store.Local = s.Dir
-	case *workflow.GH:
+	case *github.CLI:
 		in.Store.Repo = s.Repo
 	}
 	if ad, ok := disp.(*agentDispatcher); ok {
@@ -210,7 +211,7 @@ func workerIssues(root string) scaleout.OpenIssues {
 		if err != nil {
 			return nil, err
 		}
-		return &workflow.GH{Path: gh, Env: ghEnv(os.Environ(), root), Dir: os.TempDir(), Repo: s.Repo}, nil
+		return &github.CLI{Path: gh, Env: ghEnv(os.Environ(), root), Dir: os.TempDir(), Repo: s.Repo}, nil
 	}
 }
 

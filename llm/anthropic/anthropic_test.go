@@ -491,7 +491,7 @@ func TestThinkingBlocksAreEchoedBackAndSurviveResume(t *testing.T) {
 		if ev.Type != journal.SessionMessages {
 			continue
 		}
-		var sm llm.SessionMessagesEvent
+		var sm event.SessionMessagesEvent
 		if err := json.Unmarshal(ev.Data, &sm); err != nil {
 			t.Fatal(err)
 		}

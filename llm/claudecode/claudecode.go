@@ -336,7 +336,7 @@ func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
 
 // Query implements llm.Bridge. A resume of a session the CLI does not know
 // is retried once as a new session, with SessionRenewed set.
-func (b *Bridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*llm.QueryResult, error) {
+func (b *Bridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*event.QueryResult, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
 	}
@@ -361,7 +361,7 @@ const partialFlag = "--include-partial-messages"
 
 // run runs the query in one CLI process, or in two when the CLI turns out
 // not to know partialFlag: it then runs again without it.
-func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, resume string) (*llm.QueryResult, error) {
+func (b *Bridge) run(ctx context.Context, prompt string, opts llm.QueryOptions, resume string) (*event.QueryResult, error) {
 	sink := llm.StreamSinkFrom(ctx)
 	partial := sink != nil && !b.noPartial.Load()
 	res, err := b.runOnce(ctx, prompt, opts, resume, sink, partial)
@@ -383,7 +383,7 @@ func (e *partialUnsupported) Error() string { return e.err.Error() }
 func (e *partialUnsupported) Unwrap() error { return e.err }
 
 // runOnce is one CLI process; partial adds partialFlag.
-func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptions, resume string, sink llm.StreamSink, partial bool) (*llm.QueryResult, error) {
+func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptions, resume string, sink llm.StreamSink, partial bool) (*event.QueryResult, error) {
 	args := b.Args(opts, resume)
 	if partial {
 		args = append(args, partialFlag)
@@ -418,7 +418,7 @@ func (b *Bridge) runOnce(ctx context.Context, prompt string, opts llm.QueryOptio
 		"message": map[string]any{"role": "user", "content": prompt}, "parent_tool_use_id": nil})
 	_, werr := stdin.Write(append(msg, '\n'))
 
-	st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events,
+	st := &state{res: &event.QueryResult{}, uses: map[string]int{}, requested: resume, events: b.cfg.Events,
 		redact: b.cfg.Redact, abort: func() { proc.Stop(true) }, sink: sink}
 	readErr := st.read(stdout, func() { _ = stdin.Close() })
 	if st.partialText {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/llm"
 )
 
 func FuzzParseFrame(f *testing.F) {
@@ -35,7 +34,7 @@ func FuzzParseFrame(f *testing.F) {
 		if json.Unmarshal(line, &all) != nil {
 			t.Fatal("accepted a non-object")
 		}
-		st := &state{res: &llm.QueryResult{}, uses: map[string]int{}, started: map[string]time.Time{}, requested: "r", events: nopEmitter{}}
+		st := &state{res: &event.QueryResult{}, uses: map[string]int{}, started: map[string]time.Time{}, requested: "r", events: nopEmitter{}}
 		st.frame(&fr) // must not panic on any shape
 		_, _ = parseMessage(fr.Message)
 	})

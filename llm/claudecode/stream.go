@@ -16,7 +16,7 @@ import (
 
 // state accumulates one query's frames.
 type state struct {
-	res       *llm.QueryResult
+	res       *event.QueryResult
 	uses      map[string]int // tool_use id → index in res.ToolUses
 	started   map[string]time.Time
 	requested string
@@ -126,7 +126,7 @@ func (st *state) frame(f *Frame) {
 				calls++
 			}
 		}
-		ev := llm.ModelTurnEvent{Turn: st.turns, ToolCalls: calls}
+		ev := event.ModelTurnEvent{Turn: st.turns, ToolCalls: calls}
 		if m.Usage != nil {
 			ev.Usage = llm.Usage{InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens,
 				CacheReadTokens: m.Usage.CacheReadInputTokens, CacheWriteTokens: m.Usage.CacheCreationInputTokens}

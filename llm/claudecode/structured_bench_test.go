@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/schema"
 )
 
@@ -26,7 +26,7 @@ func BenchmarkStructured(b *testing.B) {
 				if !tc.cached {
 					br.schemas = schema.NewCache(0)
 				}
-				st := &state{res: &llm.QueryResult{StructuredOutput: answer}}
+				st := &state{res: &event.QueryResult{StructuredOutput: answer}}
 				if err := br.structured(st, outputSchema); err != nil {
 					b.Fatal(err)
 				}

@@ -318,18 +318,18 @@ func handLoop(ctx context.Context, b *testing.B, f *os.File) {
 			b.Fatal(err)
 		}
 		msgs = append(msgs, res.Message)
-		write(i, "work", llm.ModelTurnEvent{Turn: 1, Message: &res.Message, StopReason: res.StopReason, Usage: res.Usage,
+		write(i, "work", event.ModelTurnEvent{Turn: 1, Message: &res.Message, StopReason: res.StopReason, Usage: res.Usage,
 			DurationMs: time.Since(began).Milliseconds(), Query: "c9ace2cd4d2d7115fa398751500f5eb3"})
-		write(i, "work", llm.SessionMessagesEvent{SessionID: "session-1", Messages: msgs[before:]})
-		qr := &llm.QueryResult{Responses: []string{res.Message.Text}, SessionID: "session-1", StopReason: res.StopReason, Turns: 1, Usage: res.Usage}
+		write(i, "work", event.SessionMessagesEvent{SessionID: "session-1", Messages: msgs[before:]})
+		qr := &event.QueryResult{Responses: []string{res.Message.Text}, SessionID: "session-1", StopReason: res.StopReason, Turns: 1, Usage: res.Usage}
 		write(i, "work", qr)
 		runUsage.Add(res.Usage)
 		summary := &event.IterationSummary{Iteration: i, SessionID: "session-1", StepID: "work", Prompt: prompt,
 			AssistantResponses: qr.Responses, ToolsUsed: []event.ToolUse{}, DetectedActions: []event.DetectedAction{},
 			Errors: []string{}, Usage: res.Usage, Timestamp: began.UTC(), DurationMs: time.Since(began).Milliseconds()}
 		write(i, "work", event.StepMove{From: "work", To: "work", Kind: "stay", Passed: true, Reason: "step has no check"})
-		write(i, "work", verdict.CheckEvent{Verdict: verdict.Continue})
-		write(i, "work", agent.StepStateEvent{State: verdict.StepState{Current: "work", Visits: map[string]int{"work": 1},
+		write(i, "work", event.CheckEvent{Verdict: verdict.Continue})
+		write(i, "work", event.StepStateEvent{State: verdict.StepState{Current: "work", Visits: map[string]int{"work": 1},
 			LastEntered: "work", Consecutive: 1}})
 		write(i, "work", event.IterationEvent{Summary: summary, RunUsage: runUsage})
 	}
@@ -411,7 +411,7 @@ func BenchmarkToolTurn(b *testing.B) {
 				}
 				usage.Add(res.Usage)
 				msgs = append(msgs, res.Message)
-				write(llm.ModelTurnEvent{Turn: turn, StopReason: res.StopReason, ToolCalls: len(res.Message.ToolCalls), Usage: res.Usage,
+				write(event.ModelTurnEvent{Turn: turn, StopReason: res.StopReason, ToolCalls: len(res.Message.ToolCalls), Usage: res.Usage,
 					DurationMs: time.Since(began).Milliseconds()})
 				if len(res.Message.ToolCalls) == 0 {
 					break
@@ -430,8 +430,8 @@ func BenchmarkToolTurn(b *testing.B) {
 				}
 				msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolResults: results})
 			}
-			write(llm.SessionMessagesEvent{SessionID: "session-1", Messages: msgs})
-			write(&llm.QueryResult{SessionID: "session-1", Responses: []string{replyText}, ToolUses: uses, Usage: usage, Turns: 2, StopReason: "end_turn"})
+			write(event.SessionMessagesEvent{SessionID: "session-1", Messages: msgs})
+			write(&event.QueryResult{SessionID: "session-1", Responses: []string{replyText}, ToolUses: uses, Usage: usage, Turns: 2, StopReason: "end_turn"})
 		})
 	})
 }

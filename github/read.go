@@ -1,23 +1,19 @@
-package agent
+package github
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool"
 )
 
-// GitHubReadTool is the name of the read-only GitHub tool an agent with
+// ReadToolName is the name of the read-only GitHub tool an agent with
 // runner.integrations.github enabled gets (when capstan runs the tool loop).
-const GitHubReadTool = "github_read"
+const ReadToolName = "github_read"
 
 // githubReadInput is github_read's input.
 type githubReadInput struct {
@@ -78,12 +74,13 @@ func githubReadArgs(in githubReadInput) ([]string, error) {
 	return args, nil
 }
 
-// githubReadTool is the read-only GitHub tool: it runs gh (capstan's own
+// ReadTool is the read-only GitHub tool: it runs gh (capstan's own
 // process, with its credentials; outside the sandbox, which has no
-// network) for reading issues and pull requests of the run's pinned
-// repository only. Nothing it can be asked changes GitHub.
-func githubReadTool(workDir, ghPath string, repo *GitHubRepo) tool.Tool {
-	return tool.Func(GitHubReadTool, "Read GitHub issues and pull requests of this repository (read only): "+
+// network) for reading issues and pull requests of the repository gh
+// names (gh.Repo, the run's pinned repository) only. Nothing it can be
+// asked changes GitHub.
+func ReadTool(gh *CLI) tool.Tool {
+	return tool.Func(ReadToolName, "Read GitHub issues and pull requests of this repository (read only): "+
 		"issue_view, issue_list, pr_view, pr_list, pr_diff, pr_checks. Changing issues is not possible; "+
 		"the run's closure does that after the run completes.",
 		func(ctx context.Context, in githubReadInput) (string, error) {
@@ -91,24 +88,16 @@ func githubReadTool(workDir, ghPath string, repo *GitHubRepo) tool.Tool {
 			if err != nil {
 				return "", err
 			}
-			args = repo.withRepo(args...)
-			ctx, cancel := context.WithTimeout(ctx, ghTimeout)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, ghPath, args...)
-			cmd.Dir = workDir
-			cmd.Env = procenv.ForGitHubCLI(os.Environ())
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			start := time.Now()
-			if err := cmd.Run(); err != nil {
-				if ctx.Err() != nil {
-					return "", fmt.Errorf("gh did not answer within %s", time.Since(start).Round(time.Second))
+			call := gh.Run(ctx, args...)
+			if call.Err != nil {
+				if call.TimedOut {
+					return "", fmt.Errorf("gh did not answer within %s", call.Duration.Round(time.Second))
 				}
-				return "", fmt.Errorf("gh %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+				return "", fmt.Errorf("gh %s: %v: %s", strings.Join(call.Args, " "), call.Err, strings.TrimSpace(string(call.Stderr)))
 			}
-			if stdout.Len() == 0 {
+			if len(call.Stdout) == 0 {
 				return "(no output)", nil
 			}
-			return stdout.String(), nil
+			return string(call.Stdout), nil
 		}).WithKind(tool.KindRead)
 }
