@@ -227,6 +227,27 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	return a, nil
 }
 
+// Run builds the agent of cfg and runs it to its end: New, Start, Run and
+// Stop in one call, for a program that neither steps the run nor reads
+// its events as they happen (Config.Events still consume them). When the
+// agent cannot be built or started, the Result's completion reason is
+// "error" and Err() is what New or Start returned — for Go values, every
+// problem at its Go field. (A run that could not start is journaled as
+// stopped before running.)
+func Run(ctx context.Context, cfg Config) *Result {
+	a, err := New(ctx, cfg)
+	if err != nil {
+		return &Result{CompletionReason: ReasonError, Reason: err.Error(), Error: NewResultError(err)}
+	}
+	if err := a.Start(ctx); err != nil {
+		res := *a.Stop()
+		res.CompletionReason, res.Reason, res.Error = ReasonError, err.Error(), NewResultError(err)
+		return &res
+	}
+	a.Run(ctx)
+	return a.Stop()
+}
+
 // BuildOrder returns the order in which dependencies were built.
 func (a *Agent) BuildOrder() []string { return slices.Clone(buildOrder[:a.built]) }
 

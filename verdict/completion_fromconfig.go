@@ -210,15 +210,23 @@ func (b *handlerBuilder) composite(cfg agentdir.Completion, at func(string) stri
 	return c
 }
 
+// options are cfg's options, with parameters substituted; an option not
+// in known is reported as a broken rule of completion type typ.
+func (b *handlerBuilder) options(cfg agentdir.Completion, at func(string) string, typ string, known ...string) handlerOptions {
+	opts := handlerOptions{raw: cfg.Options, params: b.deps.Params}
+	if k := opts.unknown(known...); k != "" {
+		last := len(known) - 1
+		b.bad(at("options/"+k), "use "+strings.Join(known[:last], ", ")+" or "+known[last], "%s completion has no option %q", typ, k)
+	}
+	return opts
+}
+
 // structured builds a structured (declared) handler from its options;
 // nil when a rule is broken.
 func (b *handlerBuilder) structured(cfg agentdir.Completion, at func(string) string) CompletionHandler {
 	n := len(b.errs)
-	opts := handlerOptions{raw: cfg.Options, params: b.deps.Params}
+	opts := b.options(cfg, at, "structured", "statusField", "nextActionField", "acceptUndeclared")
 	h := &Declared{Keyword: cfg.Keyword}
-	if k := opts.unknown("statusField", "nextActionField", "acceptUndeclared"); k != "" {
-		b.bad(at("options/"+k), "use statusField, nextActionField or acceptUndeclared", "structured completion has no option %q", k)
-	}
 	var err error
 	if h.Fields.Status, err = opts.str("statusField"); err != nil {
 		b.bad(at("options/statusField"), "use a dot path such as \"status\"", "%v", err)
@@ -239,11 +247,8 @@ func (b *handlerBuilder) structured(cfg agentdir.Completion, at func(string) str
 // request reaches a state; nil when a rule is broken.
 func (b *handlerBuilder) externalState(cfg agentdir.Completion, at func(string) string) CompletionHandler {
 	n := len(b.errs)
-	opts := handlerOptions{raw: cfg.Options, params: b.deps.Params}
+	opts := b.options(cfg, at, "externalState", "resource", "number", "repo", "state")
 	h := &ExternalState{WorkDir: b.deps.WorkDir}
-	if k := opts.unknown("resource", "number", "repo", "state"); k != "" {
-		b.bad(at("options/"+k), "use resource, number, repo or state", "externalState completion has no option %q", k)
-	}
 	var err error
 	if h.Resource, err = opts.str("resource"); err != nil {
 		b.bad(at("options/resource"), `use "issue" or "pr"`, "%v", err)
@@ -272,10 +277,7 @@ func (b *handlerBuilder) externalState(cfg agentdir.Completion, at func(string) 
 // when a rule is broken.
 func (b *handlerBuilder) signal(cfg agentdir.Completion, at func(string) string) CompletionHandler {
 	n := len(b.errs)
-	opts := handlerOptions{raw: cfg.Options, params: b.deps.Params}
-	if k := opts.unknown("signalType", "requiredFields"); k != "" {
-		b.bad(at("options/"+k), "use signalType or requiredFields", "signal completion has no option %q", k)
-	}
+	opts := b.options(cfg, at, "signal", "signalType", "requiredFields")
 	h := &FenceSignal{}
 	var err error
 	if h.SignalType, err = opts.str("signalType"); err != nil || h.SignalType == "" {
