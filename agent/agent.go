@@ -135,6 +135,9 @@ type Agent struct {
 	// goWorkDirCache is where this run keeps the work dir's Go build
 	// cache for the next run ("" when it keeps none).
 	goWorkDirCache string
+	// cacheSeed is what fills the build caches when a command first
+	// makes one (seedGoCaches; empty when nothing does).
+	cacheSeed cacheSeed
 	// begun is when Start was called, started when it returned (the time
 	// budget counts from there); between them the test baselines ran,
 	// which took testBaselineMs.
@@ -448,7 +451,7 @@ func (a *Agent) beginRun() *Result {
 	// one an embedder gave, does not.
 	continuable := a.opts.Bridge == nil && !runsOwnToolLoop(a.model)
 	l, err := NewLoop(LoopConfig{Bridge: a.bridge, Flow: a.flow, Events: a.emit,
-		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable})
+		Budgets: budgets, Cost: a.costFunc(a.model), Now: a.opts.Now, Continuable: continuable, Broken: a.cacheFailed})
 	if err != nil {
 		return a.finish(&LoopResult{CompletionReason: ReasonError, Err: err})
 	}

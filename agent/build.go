@@ -258,14 +258,18 @@ func (a *Agent) buildCompletion(ctx context.Context) error {
 // tool's own, and the one the validators share (Config.ValidatorCache, or
 // a new one that the test baseline fills and Start seals). It sets env's
 // sandbox to the validators' one. Without the sandbox it does nothing.
+// The caches are made by the first command that needs one (a run that
+// runs none makes none); the temporary directory they go in is checked
+// now.
 func (a *Agent) buildSandboxCaches(env *runtimeEnv) error {
 	if a.sandbox == nil {
 		return nil
 	}
-	var err error
-	if a.bashCache, err = sandbox.NewCache(""); err != nil {
+	tmpOutside, err := tempOutside(a.workDir)
+	if err != nil {
 		return err
 	}
+	a.bashCache = sandbox.NewLazyCache("", a.seedCache)
 	env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits())
 	// A resumed run's work dir holds the model's code: nothing it
 	// runs may fill a cache that later validations trust.
@@ -278,20 +282,14 @@ func (a *Agent) buildSandboxCaches(env *runtimeEnv) error {
 	if a.opts.Resume != nil {
 		return nil
 	}
-	if a.validatorCache, err = sandbox.NewCache(""); err != nil {
-		return err
-	}
 	// In a temporary directory inside the work dir, the model's
 	// Bash could write the cache the validations trust.
-	if realWD, err := filepath.EvalSymlinks(a.workDir); err != nil || pathInside(realWD, a.validatorCache.Dir()) {
-		if err := a.validatorCache.Remove(); err != nil {
-			return err
-		}
-		a.validatorCache = nil
+	if !tmpOutside {
 		a.warnings = append(a.warnings, "the temporary directory "+os.TempDir()+" is inside the work dir: the validators get no shared build cache "+
 			"(set TMPDIR to a directory outside "+a.workDir+")")
 		return nil
 	}
+	a.validatorCache = sandbox.NewLazyCache("", a.seedCache)
 	env.sandbox = env.sandbox.WithCache(a.validatorCache)
 	return nil
 }

@@ -6,28 +6,26 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
-// seedGoCaches fills the run's new build caches (the validators' and the
-// Bash tool's) when the work dir is a Go module, so the test baseline
-// does not spend its first minutes compiling: from the work dir's own
-// build cache that an earlier run's baseline left (sandbox.GoWorkDirCache,
-// see saveGoCache), else from the Go standard library's compiled packages,
-// built once per toolchain from no repository's code
-// (sandbox.GoStdlibSeed). Both are only ever copied into a run, so
-// nothing a run executes changes them in place. A seed that cannot be had
-// costs time, not safety: it becomes a warning.
+// seedGoCaches chooses what fills the run's build caches (the
+// validators' and the Bash tool's) when the work dir is a Go module, so
+// the test baseline does not spend its first minutes compiling: the work
+// dir's own build cache that an earlier run's baseline left
+// (sandbox.GoWorkDirCache, see saveGoCache), else the Go standard
+// library's compiled packages, built once per toolchain from no
+// repository's code (sandbox.GoStdlibSeed). It is chosen now, before the
+// model can touch the work dir (the go commands it runs read the work
+// dir's go.mod); seedCache copies it into a cache when a command first
+// makes one. Both are only ever copied into a run, so nothing a run
+// executes changes them in place. A seed that cannot be had costs time,
+// not safety: it becomes a warning.
 func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
-	caches := make([]*sandbox.Cache, 0, 2)
-	for _, c := range []*sandbox.Cache{a.validatorCache, a.bashCache} {
-		if c != nil {
-			caches = append(caches, c)
-		}
-	}
-	if len(caches) == 0 || !isGoModule(wd) {
+	if a.validatorCache == nil && a.bashCache == nil || !isGoModule(wd) {
 		return
 	}
 	userCache, err := os.UserCacheDir()
@@ -43,26 +41,74 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 			a.warnings = append(a.warnings, "the work dir's Go build cache is not kept for the next run: "+err.Error())
 		}
 	}
-	act := event.Activity{Kind: event.ActivityBuildCache, Name: "Go standard library", Detail: "preparing (compiled once per Go toolchain)"}
-	var seed string
 	if dir := a.goWorkDirCache; dir != "" && sandbox.HasGoBuild(dir) {
-		act.Name, act.Detail, seed = "the work dir's Go packages", "copying what the last run's test baseline compiled", dir
+		a.cacheSeed = cacheSeed{dir: dir, name: "the work dir's Go packages", detail: "copying what the last run's test baseline compiled"}
+		return
 	}
+	act := event.Activity{Kind: event.ActivityBuildCache, Name: "Go standard library", Detail: "preparing (compiled once per Go toolchain)"}
 	start := time.Now()
 	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
-	if seed == "" {
-		seed, err = a.goStdlibSeed(ctx, wd)
-	}
-	for _, c := range caches {
-		if err == nil && seed != "" {
-			err = c.Seed(seed)
-		}
-	}
+	seed, err := a.goStdlibSeed(ctx, wd)
 	act.Took, act.Failed = time.Since(start), err != nil
 	event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
 	if err != nil {
 		a.warnings = append(a.warnings, "the build caches start empty (the test baseline compiles Go's standard library): "+err.Error())
+		return
 	}
+	a.cacheSeed = cacheSeed{dir: seed, name: "Go standard library", detail: "copying the compiled packages into the run's build cache"}
+}
+
+// cacheSeed is what seedGoCaches chose to fill the run's build caches
+// with: a directory of Go build cache files (dir; "" for none) and how
+// the activity of copying it is shown.
+type cacheSeed struct{ dir, name, detail string }
+
+// seedCache is the prepare function of the run's build caches
+// (sandbox.NewLazyCache): it copies the seed seedGoCaches chose into c
+// when a command first makes it. It may run on several goroutines at
+// once, one per cache. A copy that fails costs time: a warning.
+func (a *Agent) seedCache(ctx context.Context, c *sandbox.Cache) {
+	seed := a.cacheSeed
+	if seed.dir == "" {
+		return
+	}
+	act := event.Activity{Kind: event.ActivityBuildCache, Name: seed.name, Detail: seed.detail}
+	start := time.Now()
+	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
+	err := c.Seed(seed.dir)
+	act.Took, act.Failed = time.Since(start), err != nil
+	event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
+	if err != nil {
+		a.emit.Emit(event.Warning("a build cache starts empty (its first go command compiles Go's standard library): " + err.Error()))
+	}
+}
+
+// cacheFailed is why one of the run's build caches could not be made by
+// the command that first needed it (nil when none failed): the run ends
+// with that SANDBOX_SETUP error (LoopConfig.Broken), as it did when the
+// caches were made before the model's first turn.
+func (a *Agent) cacheFailed() error {
+	for _, c := range []*sandbox.Cache{a.bashCache, a.validatorCache} {
+		if c != nil {
+			if err := c.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// tempOutside reports whether the system temporary directory, where the
+// run's build caches are made, lies outside the work dir wd (false when
+// wd's real path cannot be had). A temporary directory that does not
+// resolve is SANDBOX_SETUP: no cache could be made in it.
+func tempOutside(wd string) (bool, error) {
+	tmp, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		return false, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
+	}
+	realWD, err := filepath.EvalSymlinks(wd)
+	return err == nil && !pathInside(realWD, tmp), nil
 }
 
 // saveGoCache keeps what the test baseline compiled for the next run in
@@ -73,7 +119,7 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 // (sandbox.Cache.Seal), which are never saved. A cache that cannot be
 // saved costs the next run time: a warning.
 func (a *Agent) saveGoCache(ctx context.Context) {
-	if a.goWorkDirCache == "" || a.validatorCache == nil || ctx.Err() != nil {
+	if a.goWorkDirCache == "" || a.validatorCache == nil || a.validatorCache.Dir() == "" || ctx.Err() != nil {
 		return
 	}
 	act := event.Activity{Kind: event.ActivityBuildCache, Name: "the work dir's Go packages", Detail: "keeping what the test baseline compiled for the next run"}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -137,4 +138,34 @@ func normalizeGolden(t *testing.T, data json.RawMessage) any {
 		return v
 	}
 	return walk(v)
+}
+
+// TestIterationEventsEncodeThemselves runs the golden journal's agent and
+// requires every payload it journals, but the run's first and last
+// (run.start, run.end, written once per run), to encode itself
+// (journal.AppendJSONer), so that no event of an iteration goes through
+// encoding/json's reflection.
+func TestIterationEventsEncodeThemselves(t *testing.T) {
+	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", goldenScript)
+	cfg, err := Load(dir, goValues(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir, cfg.NoSandbox = t.TempDir(), true
+	kinds := map[event.Kind]bool{}
+	cfg.Events = append(cfg.Events, event.ConsumerFunc(func(e event.Event) {
+		if _, ok := e.Payload.(journal.AppendJSONer); !ok && e.Kind != event.KindRunStart && e.Kind != event.KindRunEnd {
+			t.Errorf("%s (%T) is journaled through encoding/json", e.Kind, e.Payload)
+		}
+		kinds[e.Kind] = true
+	}))
+	if res := runToEnd(t, cfg.Agent, cfg); res.CompletionReason != ReasonCompleted {
+		t.Fatalf("run ended %s (%s), want completed", res.CompletionReason, res.Reason)
+	}
+	for _, k := range []event.Kind{event.KindModelTurn, event.KindSessionMessages, event.KindQueryResult, event.KindCompletionCheck,
+		event.KindRetryPrompt, event.KindStepState, event.KindIterationEnd, event.KindToolCall, event.KindToolIntent} {
+		if !kinds[k] {
+			t.Errorf("the run journaled no %s event", k)
+		}
+	}
 }

@@ -138,6 +138,11 @@ type LoopConfig struct {
 	// after the model had answered is then a redo too, run again from
 	// where it failed instead of counted with its work half done.
 	Continuable bool
+	// Broken, when set, says why the run's own machinery failed while a
+	// query ran (nil while it has not): a build cache that the first
+	// command needing it could not make. It is asked before each model
+	// turn and after each query, and the run ends with its error.
+	Broken func() error
 }
 
 // Loop runs iterations: each one asks the flow for a prompt, queries the
@@ -232,6 +237,18 @@ func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 	s := &Session{l: l, rc: rc, res: res, start: started}
 	if b := l.cfg.Budgets; b.MaxTokens > 0 || b.MaxCostUSD > 0 {
 		s.guard = l.turnGuard(res)
+	}
+	if broken := l.cfg.Broken; broken != nil {
+		budgets := s.guard
+		s.guard = func(used llm.Usage) error {
+			if err := broken(); err != nil {
+				return err
+			}
+			if budgets != nil {
+				return budgets(used)
+			}
+			return nil
+		}
 	}
 	if t := l.cfg.Budgets.Timeout; t > 0 {
 		// The budget left, measured on the loop's clock, runs out on the
@@ -578,6 +595,11 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 //go:noinline
 func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterationState, qr *event.QueryResult, err error) {
 	s, cost := it.s, it.cost
+	if broken := l.cfg.Broken; broken != nil {
+		if berr := broken(); berr != nil {
+			err = berr
+		}
+	}
 	if err != nil {
 		interrupted := ctx.Err() != nil
 		if interrupted {

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,10 +31,24 @@ import (
 // validation passes without the cheating code being there. (Tools need
 // their cache writable: go fails on a read-only GOCACHE; hence the copy.)
 //
+// A cache made by [NewLazyCache] has no directory until the first command
+// that runs with it (or [Cache.Create]): a run that never runs a command
+// makes none.
+//
 // A Cache is safe for concurrent use. Remove deletes it.
 type Cache struct {
-	dir    string
+	// parent is where the directory is made ("" = the system temporary
+	// directory); prepare, when set, fills it before any command sees it.
+	parent  string
+	prepare func(context.Context, *Cache)
+	// create guards tried and err: whether the directory was made (or
+	// tried, or the cache removed first) and why it could not be.
+	create sync.Mutex
+	tried  bool
+	err    error
+	// mu guards dir ("" until made) and sealed.
 	mu     sync.Mutex
+	dir    string
 	sealed bool
 }
 
@@ -47,33 +63,88 @@ var cacheVars = []struct{ env, sub string }{
 // NewCache creates an empty cache in a new private directory under parent
 // (the system temporary directory when parent is "").
 func NewCache(parent string) (*Cache, error) {
-	fail := func(err error) (*Cache, error) {
-		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
+	c := &Cache{parent: parent}
+	if err := c.Create(context.Background()); err != nil {
+		return nil, err
 	}
+	return c, nil
+}
+
+// NewLazyCache returns a cache whose private directory under parent (the
+// system temporary directory when parent is "") is made by the first
+// command that runs with it, or by [Cache.Create]: once, however many
+// commands start at the same time. prepare, when not nil, is then called
+// once with the new cache, before any command sees it (to [Cache.Seed]
+// it); what it cannot do it reports itself. A directory that cannot be
+// made fails that command, and every later one, with SANDBOX_SETUP (see
+// [Cache.Err]).
+func NewLazyCache(parent string, prepare func(ctx context.Context, c *Cache)) *Cache {
+	return &Cache{parent: parent, prepare: prepare}
+}
+
+// errCacheRemoved is why a cache removed before any command made its
+// directory makes none afterwards.
+var errCacheRemoved = errors.New("the build cache was removed before its first command")
+
+// Create makes the cache's directory if it does not exist yet (see
+// [NewLazyCache]) and returns why it could not, the same error every
+// time. Commands that need the cache wait here until it is prepared.
+func (c *Cache) Create(ctx context.Context) error {
+	c.create.Lock()
+	defer c.create.Unlock()
+	if c.tried {
+		return c.err
+	}
+	c.tried = true
+	dir, err := makeCache(c.parent)
+	if err != nil {
+		c.err = agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
+		return c.err
+	}
+	c.mu.Lock()
+	c.dir = dir
+	c.mu.Unlock()
+	if c.prepare != nil {
+		c.prepare(ctx, c)
+	}
+	return nil
+}
+
+// Err is why the cache's directory could not be made: nil when it was, or
+// when nothing has needed it yet.
+func (c *Cache) Err() error {
+	c.create.Lock()
+	defer c.create.Unlock()
+	return c.err
+}
+
+// makeCache makes a cache's directory under parent: its subdirectories
+// and its owner file. It returns the directory's real path.
+func makeCache(parent string) (string, error) {
 	dir, err := os.MkdirTemp(parent, "capstan-cache-")
 	if err != nil {
-		return fail(err)
+		return "", err
 	}
-	c := &Cache{dir: dir}
 	// The sandbox's writable directories are matched by their real path.
-	if c.dir, err = filepath.EvalSymlinks(dir); err != nil {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
 		_ = os.RemoveAll(dir)
-		return fail(err)
+		return "", err
 	}
-	if err := makeCacheDirs(c.dir); err != nil {
-		_ = c.Remove()
-		return fail(err)
+	if err := makeCacheDirs(real); err != nil {
+		_ = removeTree(real)
+		return "", err
 	}
 	// A run killed before it could remove its cache leaves it behind:
 	// the owner file lets a later run tell, and remove, such leftovers.
-	if err := markOwned(c.dir); err != nil {
-		_ = c.Remove()
-		return fail(err)
+	if err := markOwned(real); err != nil {
+		_ = removeTree(real)
+		return "", err
 	}
 	if parent == "" {
 		sweepStale()
 	}
-	return c, nil
+	return real, nil
 }
 
 // lastStaleSweep is when this process last removed what killed runs left
@@ -115,15 +186,21 @@ func makeCacheDirs(dir string) error {
 // Env are the variables that name the cache's directories (GOCACHE,
 // XDG_CACHE_HOME, npm_config_cache), for a command run outside a sandbox.
 func (c *Cache) Env() []string {
+	dir := c.Dir()
 	out := make([]string, len(cacheVars))
 	for i, v := range cacheVars {
-		out[i] = v.env + "=" + filepath.Join(c.dir, v.sub)
+		out[i] = v.env + "=" + filepath.Join(dir, v.sub)
 	}
 	return out
 }
 
-// Dir is the cache's directory.
-func (c *Cache) Dir() string { return c.dir }
+// Dir is the cache's directory: "" while a lazy cache has not made it
+// (see [NewLazyCache]).
+func (c *Cache) Dir() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dir
+}
 
 // Seal makes every run that starts afterwards work on a private copy of
 // the cache. A run already going keeps the access it started with.
@@ -140,9 +217,20 @@ func (c *Cache) Sealed() bool {
 	return c.sealed
 }
 
-// Remove deletes the cache and everything in it.
+// Remove deletes the cache and everything in it. A lazy cache removed
+// before any command made its directory makes none afterwards.
 func (c *Cache) Remove() error {
-	if err := removeTree(c.dir); err != nil {
+	c.create.Lock()
+	if !c.tried {
+		c.tried = true
+		c.err = agenterr.Wrap(errCacheRemoved, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
+	}
+	c.create.Unlock()
+	dir := c.Dir()
+	if dir == "" {
+		return nil
+	}
+	if err := removeTree(dir); err != nil {
 		return fmt.Errorf("remove the validators' build cache: %w", err)
 	}
 	return nil
@@ -166,8 +254,11 @@ func removeTree(dir string) error {
 // writable ones. Once sealed the run gets a private copy of the cache
 // instead (a cacheLayer, which the helper puts in place); the returned
 // function removes it.
-func (c *Cache) apply(s *Spec) (cleanup func(), err error) {
-	dir, cleanup := c.dir, func() {}
+func (c *Cache) apply(ctx context.Context, s *Spec) (cleanup func(), err error) {
+	if err := c.Create(ctx); err != nil {
+		return nil, err
+	}
+	dir, cleanup := c.Dir(), func() {}
 	if c.Sealed() {
 		layer, err := c.newLayer()
 		if err != nil {
@@ -219,7 +310,8 @@ type cacheLayer struct {
 // newLayer creates the empty directories of a run's cacheLayer beside the
 // cache.
 func (c *Cache) newLayer() (*cacheLayer, error) {
-	root, err := os.MkdirTemp(filepath.Dir(c.dir), "capstan-cache-run-")
+	lower := c.Dir()
+	root, err := os.MkdirTemp(filepath.Dir(lower), "capstan-cache-run-")
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the run's copy of the validators' build cache")
 	}
@@ -229,7 +321,7 @@ func (c *Cache) newLayer() (*cacheLayer, error) {
 		_ = removeTree(root)
 		return nil, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "mark the run's copy of the validators' build cache")
 	}
-	l := &cacheLayer{Root: root, Lower: c.dir, Upper: filepath.Join(root, "upper"), Work: filepath.Join(root, "work"), Merged: filepath.Join(root, "cache")}
+	l := &cacheLayer{Root: root, Lower: lower, Upper: filepath.Join(root, "upper"), Work: filepath.Join(root, "work"), Merged: filepath.Join(root, "cache")}
 	for _, d := range []string{l.Upper, l.Work, l.Merged} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			_ = removeTree(root)

@@ -208,7 +208,7 @@ func (c *CommandRunner) RunArgv(ctx context.Context, argv []string, spec tool.Co
 // timeout is reported on stderr ("[sandbox: …]"). Command validators run
 // with it.
 func (c *CommandRunner) RunStreams(ctx context.Context, argv []string, spec tool.CommandSpec, stdout, stderr io.Writer) (tool.CommandResult, error) {
-	s, cleanup, err := c.spec(argv, spec)
+	s, cleanup, err := c.spec(ctx, argv, spec)
 	if err != nil {
 		return tool.CommandResult{}, err
 	}
@@ -230,10 +230,11 @@ func (c *CommandRunner) RunStreams(ctx context.Context, argv []string, spec tool
 
 // spec is the sandbox Spec of argv run for a command spec: the working
 // directory (symbolic links resolved) is the only writable directory
-// besides the cache (c.Cache), the environment is spec.Env with PATH
+// besides the cache (c.Cache, made here when it is lazy and this is its
+// first command), the environment is spec.Env with PATH
 // confined, and the CPU limit follows the timeout unless c.Limits sets
 // one. cleanup, to call after the run, removes what spec made for it.
-func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (s Spec, cleanup func(), err error) {
+func (c *CommandRunner) spec(ctx context.Context, argv []string, spec tool.CommandSpec) (s Spec, cleanup func(), err error) {
 	if c.Runner == nil {
 		return Spec{}, nil, agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "CommandRunner has no Runner")
 	}
@@ -282,7 +283,7 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (s Spec, clea
 	}
 	cleanup = func() {}
 	if c.Cache != nil {
-		if cleanup, err = c.Cache.apply(&s); err != nil {
+		if cleanup, err = c.Cache.apply(ctx, &s); err != nil {
 			return Spec{}, nil, err
 		}
 	}
@@ -290,7 +291,7 @@ func (c *CommandRunner) spec(argv []string, spec tool.CommandSpec) (s Spec, clea
 }
 
 func (c *CommandRunner) run(ctx context.Context, argv []string, spec tool.CommandSpec, combined bool) (tool.CommandResult, string, error) {
-	s, cleanup, err := c.spec(argv, spec)
+	s, cleanup, err := c.spec(ctx, argv, spec)
 	if err != nil {
 		return tool.CommandResult{}, "", err
 	}

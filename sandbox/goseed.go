@@ -119,10 +119,15 @@ func HasGoBuild(dir string) bool {
 // no copying, and [Cache.Seed] later copies them, never links. The copy is
 // written beside dst and renamed into place, so a run that starts
 // meanwhile seeds from the old cache or the new one, never from half of
-// one.
+// one. A lazy cache that no command made (see [NewLazyCache]) holds
+// nothing to save: dst is left as it is.
 func (c *Cache) SaveGoBuild(dst string) error {
 	fail := func(err error) error {
 		return agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "save the work dir's Go build cache")
+	}
+	src := c.Dir()
+	if src == "" {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return fail(err)
@@ -132,7 +137,7 @@ func (c *Cache) SaveGoBuild(dst string) error {
 		return fail(err)
 	}
 	defer removeTree(tmp)
-	if err := linkTree(filepath.Join(c.dir, "go-build"), tmp); err != nil {
+	if err := linkTree(filepath.Join(src, "go-build"), tmp); err != nil {
 		return fail(err)
 	}
 	old := tmp + ".old"
@@ -197,9 +202,14 @@ func pathValue(environ []string) string {
 }
 
 // Seed copies the files of a seed made by [GoStdlibSeed] into the cache's
-// Go build cache. It must be called before the cache's first run.
+// Go build cache. It must be called before the cache's first run: on a
+// lazy cache, by the prepare function of [NewLazyCache].
 func (c *Cache) Seed(seed string) error {
-	if err := copyTree(seed, filepath.Join(c.dir, "go-build")); err != nil {
+	dir := c.Dir()
+	if dir == "" {
+		return agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "seed the validators' build cache: it has no directory yet")
+	}
+	if err := copyTree(seed, filepath.Join(dir, "go-build")); err != nil {
 		return agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "seed the validators' build cache")
 	}
 	return nil

@@ -72,7 +72,7 @@ func (c *CommandRunner) start(ctx context.Context, p llm.ProgramSpec) (*Server, 
 		r.cfg.NetworkAllow = append(slices.Clone(c.Runner.cfg.NetworkAllow), p.NetworkAllow...)
 		box.Runner = &r
 	}
-	spec, cleanup, err := box.spec(p.Argv, tool.CommandSpec{Dir: p.Dir, Env: p.Env, Timeout: serverLifetime})
+	spec, cleanup, err := box.spec(ctx, p.Argv, tool.CommandSpec{Dir: p.Dir, Env: p.Env, Timeout: serverLifetime})
 	if err != nil {
 		return nil, err
 	}

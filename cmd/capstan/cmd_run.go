@@ -474,6 +474,11 @@ func exitForCode(code string, before bool) int {
 	case agenterr.CodeSdkConnection, agenterr.CodeSdkRateLimit, agenterr.CodeSdkSessionNotFound,
 		agenterr.CodeSdkRequest, agenterr.CodeScriptExhausted, "", "INTERNAL":
 		return exitInternal
+	case agenterr.CodeSandboxSetup:
+		// The sandbox could not prepare what a command needs (its build
+		// cache, made by the first command that uses it): internal,
+		// whether the agent was being built or a run was under way.
+		return exitInternal
 	}
 	return exitOK
 }

@@ -34,6 +34,7 @@ func TestExitCodeBeforeAndDuringARun(t *testing.T) {
 		{agenterr.New(agenterr.CodeSandboxUnavailable, agenterr.LayerConfiguration, false, "bad"), false, exitUsage},
 		{agenterr.New(agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false, "no namespaces"), true, exitUsage},
 		{agenterr.New(agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false, "no namespaces"), false, exitInternal},
+		{agenterr.New(agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache"), true, exitInternal},
 		{os.ErrPermission, true, exitInternal},
 	} {
 		if got := exitCodeFor(tc.err, tc.before); got != tc.want {
@@ -45,6 +46,12 @@ func TestExitCodeBeforeAndDuringARun(t *testing.T) {
 	res := &agent.Result{CompletionReason: "error", Error: &agent.ResultError{Code: agenterr.CodeSdkAuth, Message: "401"}}
 	if got := resultExitCode(res); got != exitInternal {
 		t.Errorf("a run ended by SDK_AUTH: exit %d, want %d", got, exitInternal)
+	}
+	// A build cache that the run's first command could not make ends the
+	// run as the same error did when the agent was built: 3.
+	res = &agent.Result{CompletionReason: "error", Error: &agent.ResultError{Code: agenterr.CodeSandboxSetup, Message: "create the validators' build cache"}}
+	if got := resultExitCode(res); got != exitInternal {
+		t.Errorf("a run ended by SANDBOX_SETUP: exit %d, want %d", got, exitInternal)
 	}
 }
 
