@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -299,7 +300,7 @@ func (a *Agent) EndpointOf() (endpoint, source string) {
 // provider and its value read through getenv ("" when the provider has
 // none or getenv is nil).
 func endpointFromEnv(spec string, getenv func(string) string) (env, value string) {
-	provider, _ := llm.ParseSpec(spec)
+	provider, _ := modelspec.Parse(spec)
 	env = endpointEnv[provider]
 	if env == "" || getenv == nil {
 		return env, ""

@@ -15,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -103,7 +104,7 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 	// The model the user would run by default, to know which key is required.
 	userConfig, defaultModel := userConfigChecks(env)
 	checks = append(checks, userConfig...)
-	defaultProvider, _ := llm.ParseSpec(defaultModel)
+	defaultProvider, _ := modelspec.Parse(defaultModel)
 	checks = append(checks, keyChecks(env, defaultModel)...)
 	checks = append(checks, claudeCheck(ctx, env, defaultProvider == "claude-code"), cgroupCheck(), memoryCgroupCheck())
 	return append(checks, toolChecks(ctx, env)...)
@@ -154,7 +155,7 @@ func userConfigChecks(env doctorEnv) (checks []doctorCheck, defaultModel string)
 	if defaultModel == "" {
 		return checks, ""
 	}
-	defaultProvider, _ := llm.ParseSpec(defaultModel)
+	defaultProvider, _ := modelspec.Parse(defaultModel)
 	c := doctorCheck{Name: "default model", Status: checkOK, Detail: defaultModel}
 	if !slices.Contains(llm.Providers(), defaultProvider) {
 		// Every run without --model would stop with UNKNOWN_PROVIDER.
@@ -169,7 +170,7 @@ func userConfigChecks(env doctorEnv) (checks []doctorCheck, defaultModel string)
 // keyChecks say whether each provider's API key is set (a failure when
 // the default model needs it) and check its base URL variable.
 func keyChecks(env doctorEnv, defaultModel string) []doctorCheck {
-	defaultProvider, _ := llm.ParseSpec(defaultModel)
+	defaultProvider, _ := modelspec.Parse(defaultModel)
 	var checks []doctorCheck
 	for _, k := range []struct{ provider, vars, hint string }{
 		{"anthropic", "ANTHROPIC_API_KEY", "export ANTHROPIC_API_KEY=... (from console.anthropic.com) to use anthropic:<model>"},

@@ -18,6 +18,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 )
@@ -229,7 +230,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		f.build = filepath.Join(f.workDir, "build")
 	}
 	absDir, _ := filepath.Abs(dir)
-	provider, modelName := llm.ParseSpec(f.model)
+	provider, modelName := modelspec.Parse(f.model)
 	model, err := llm.OpenModel(ctx, f.model, llm.Config{Provider: provider, Model: modelName, AgentDir: absDir, BaseURL: f.baseURL})
 	if err != nil {
 		return withExit(exitCodeFor(err, true), fmt.Errorf("skills run: %w", err))
