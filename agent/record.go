@@ -156,7 +156,7 @@ func (r *runReader) read(ev journal.Event) error {
 		if err := r.decode(ev, &st); err != nil {
 			return err
 		}
-		r.tentative = &st // committed when the iteration ends
+		r.tentative = &st // format 1: committed when the iteration ends
 	case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, string(event.KindTestCompare), EventCleanRun:
 		r.keep(ev)
 	}
@@ -298,6 +298,9 @@ func (r *runReader) iterationEnd(ev journal.Event) error {
 	}
 	it := r.at(ev.Iteration)
 	it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, !e.Outcome.Redo
+	if e.StepState != nil {
+		r.tentative = e.StepState // format 2: the state travels with the end
+	}
 	if it.Finished {
 		r.pending = llm.Usage{} // in the summary
 	}

@@ -151,6 +151,9 @@ func NewResultError(err error) *ResultError {
 
 // RunStartEvent is the payload of the run.start journal event.
 type RunStartEvent struct {
+	// Format is the journal format the run writes (journal.Format); 0 in
+	// journals of format 1, which did not record it.
+	Format   int               `json:"format,omitempty"`
 	RunID    string            `json:"runId"`
 	Agent    string            `json:"agent"`
 	AgentDir string            `json:"agentDir"`

@@ -36,7 +36,7 @@ func BenchmarkJournalSmallEvents(b *testing.B) {
 	}
 }
 
-// iterationEvents are the ten events an iteration of a one-step agent
+// iterationEvents are the nine events an iteration of a one-step agent
 // without tools journals, with the values such an iteration has: the
 // model's answer (100 input, 10 output tokens) in model.turn,
 // session.messages, query.result and the iteration summary.
@@ -57,13 +57,13 @@ func iterationEvents(i int) []Payload {
 		&QueryResult{Responses: summary.AssistantResponses, SessionID: "session-1", StopReason: "end_turn", Turns: 1, Usage: usage},
 		StepMove{From: "work", To: "work", Kind: "stay", Passed: true, Reason: "step has no check"},
 		&CheckEvent{Verdict: "continue"},
-		StepStateEvent{State: StepState{Current: "work", Visits: map[string]int{"work": i}, LastEntered: "work", Consecutive: i}},
-		IterationEvent{Summary: summary, RunUsage: Usage{InputTokens: 100 * int64(i), OutputTokens: 10 * int64(i)}},
+		IterationEvent{Summary: summary, RunUsage: Usage{InputTokens: 100 * int64(i), OutputTokens: 10 * int64(i)},
+			StepState: &StepStateEvent{State: StepState{Current: "work", Visits: map[string]int{"work": i}, LastEntered: "work", Consecutive: i}}},
 	}
 }
 
-// BenchmarkJournalIterationEvents writes the ten events of an iteration
-// (iterationEvents) to a real journal through Journal: one op is the ten
+// BenchmarkJournalIterationEvents writes the nine events of an iteration
+// (iterationEvents) to a real journal through Journal: one op is the nine
 // events.
 func BenchmarkJournalIterationEvents(b *testing.B) {
 	w, err := journal.Create(b.TempDir(), "bench")
@@ -81,9 +81,9 @@ func BenchmarkJournalIterationEvents(b *testing.B) {
 	}
 }
 
-// BenchmarkEncodeIterationEvents is the encoding alone of the ten events
+// BenchmarkEncodeIterationEvents is the encoding alone of the nine events
 // of an iteration, by AppendJSON (self) and by encoding/json's Encoder
-// as the journal used it before (reflection): one op is the ten payloads.
+// as the journal used it before (reflection): one op is the nine payloads.
 func BenchmarkEncodeIterationEvents(b *testing.B) {
 	events := iterationEvents(3)
 	b.Run("encoder=self", func(b *testing.B) {

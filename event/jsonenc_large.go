@@ -143,7 +143,9 @@ func (e RetryPromptEvent) AppendJSON(b []byte) []byte {
 }
 
 // AppendJSON appends the payload's JSON to b.
-func (e StepStateEvent) AppendJSON(b []byte) []byte {
+func (e StepStateEvent) AppendJSON(b []byte) []byte { return e.appendJSON(b) }
+
+func (e *StepStateEvent) appendJSON(b []byte) []byte {
 	o := object{b: append(b, '{')}
 	o.key("state")
 	o.put(e.State.appendJSON(o.b))
@@ -182,6 +184,10 @@ func (e IterationEvent) AppendJSON(b []byte) []byte {
 	o.key("runUsage")
 	o.put(e.RunUsage.appendJSON(o.b))
 	o.float("runCost", e.RunCostUSD)
+	if e.StepState != nil {
+		o.key("stepState")
+		o.put(e.StepState.appendJSON(o.b))
+	}
 	return o.end()
 }
 

@@ -101,7 +101,11 @@ func selfEncoded(g gen) []journal.AppendJSONer {
 		RetryPromptEvent{Kind: strs(), Step: strs(), Pattern: strs(), Validator: strs(), Params: anyMap(), Source: strs(),
 			Attempt: int(num()), Max: int(num()), Text: strs(), Warnings: strList()},
 		IterationEvent{Summary: summary, Outcome: OutcomeEvent{Complete: flag(), Stop: flag(), Reason: strs(), Error: strs(), Redo: flag()},
-			RunUsage: usage(), RunCostUSD: g.float()},
+			RunUsage: usage(), RunCostUSD: g.float(), StepState: &StepStateEvent{State: StepState{Current: strs(), Visits: map[string]int{strs(): int(num())},
+				LastEntered: strs(), Consecutive: int(num()), Retries: int(num()), Completed: flag(), Aborted: flag(),
+				Parent: &ParentState{Step: strs(), Index: int(num()), Retries: int(num())}, Return: &ReturnState{Flow: strs(), From: strs(), Target: strs()},
+				Outputs: map[string]map[string]any{strs(): anyMap()}}, Pending: &PendingPrompt{Text: strs(), Source: strs(), Kind: strs(), Validator: strs(),
+				Pattern: strs(), Attempt: int(num()), Max: int(num())}}},
 	}
 }
 

@@ -262,7 +262,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	absWork, _ := filepath.Abs(f.workDir)
 	// run.start / run.end in the agent's shapes, so `capstan runs` and
 	// `capstan show` list skill runs too.
-	events.Emit(agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
+	events.Emit(agent.RunStartEvent{Format: journal.Format, RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
 	started := time.Now()
 	// The request carries the provider's own model name ("gpt-4o"), never
 	// the "provider:model" spec the user typed.
