@@ -256,7 +256,8 @@ func (a *Agent) buildCompletion(ctx context.Context) error {
 
 // buildSandboxCaches gives a sandboxed run its build caches: the Bash
 // tool's own, and the one the validators share (Config.ValidatorCache, or
-// a new one that the test baseline fills and Start seals). It sets env's
+// a new one that the test baseline fills and Start seals, or, for a
+// resumed run, one that holds only the seed, sealed). It sets env's
 // sandbox to the validators' one. Without the sandbox it does nothing.
 // The caches are made by the first command that needs one (a run that
 // runs none makes none); the temporary directory they go in is checked
@@ -279,18 +280,23 @@ func (a *Agent) buildSandboxCaches(env *runtimeEnv) error {
 		}
 		return nil
 	}
-	if a.opts.Resume != nil {
-		return nil
-	}
 	// In a temporary directory inside the work dir, the model's
 	// Bash could write the cache the validations trust.
 	if !tmpOutside {
-		a.warnings = append(a.warnings, "the temporary directory "+os.TempDir()+" is inside the work dir: the validators get no shared build cache "+
-			"(set TMPDIR to a directory outside "+a.workDir+")")
+		if a.opts.Resume == nil {
+			a.warnings = append(a.warnings, "the temporary directory "+os.TempDir()+" is inside the work dir: the validators get no shared build cache "+
+				"(set TMPDIR to a directory outside "+a.workDir+")")
+		}
 		return nil
 	}
 	a.validatorCache = sandbox.NewLazyCache("", a.seedCache)
 	env.sandbox = env.sandbox.WithCache(a.validatorCache)
+	if a.opts.Resume != nil {
+		// The resumed run's cache holds only the seed, sealed before any
+		// command: without it every validation compiles Go's standard
+		// library again.
+		a.validatorCache.Seal()
+	}
 	return nil
 }
 

@@ -104,7 +104,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			return nil, err
 		}
 	}
-	r.rec.UnrecordedUsage.Add(r.pending)
+	r.settlePending()
 	return r.rec, nil
 }
 
@@ -121,12 +121,15 @@ type runReader struct {
 	// pending is the usage of the model turns of the iteration attempt
 	// under way: in its summary when it ends, unrecorded when it never does.
 	pending llm.Usage
+	// inFlight is the usage of a response that began streaming and has no
+	// model.turn yet (model.usage): a kill that cut it leaves it billed.
+	inFlight llm.Usage
 }
 
 // read folds one event into the record.
 func (r *runReader) read(ev journal.Event) error {
 	switch ev.Type {
-	case journal.ModelTurn, journal.ContextCompacted:
+	case journal.ModelTurn, journal.ModelUsage, journal.ContextCompacted:
 		r.billed(ev)
 	case journal.RunStart:
 		return r.runStart(ev)
@@ -197,23 +200,34 @@ func (r *runReader) keep(ev journal.Event) {
 }
 
 // settlePending counts the billed usage of an iteration attempt that did
-// not end as unrecorded: a new attempt or run starts.
+// not end (its response cut in flight included) as unrecorded: a new
+// attempt or run starts, or the journal ends.
 func (r *runReader) settlePending() {
+	r.pending.Add(r.inFlight)
 	r.rec.UnrecordedUsage.Add(r.pending)
-	r.pending = llm.Usage{}
+	r.pending, r.inFlight = llm.Usage{}, llm.Usage{}
 }
 
 // billed adds a model turn's usage, or a compaction's, to the attempt
-// under way; a compaction is also kept with its iteration.
+// under way, and notes the usage of a response still streaming
+// (model.usage); a compaction is also kept with its iteration.
 func (r *runReader) billed(ev journal.Event) {
-	if ev.Iteration <= 0 {
-		return
-	}
-	if ev.Type == journal.ModelTurn {
+	switch ev.Type {
+	case journal.ModelTurn:
 		var mt event.ModelTurnEvent
-		if r.decode(ev, &mt) == nil {
+		if ev.Iteration > 0 && r.decode(ev, &mt) == nil {
 			r.pending.Add(mt.Usage)
 		}
+		r.inFlight = llm.Usage{} // in the turn's usage
+		return
+	case journal.ModelUsage:
+		var mu event.ModelUsageEvent
+		if ev.Iteration > 0 && r.decode(ev, &mu) == nil {
+			r.inFlight = mu.Usage
+		}
+		return
+	}
+	if ev.Iteration <= 0 {
 		return
 	}
 	// The summary request of a compaction was billed like a turn (the
@@ -302,7 +316,7 @@ func (r *runReader) iterationEnd(ev journal.Event) error {
 		r.tentative = e.StepState // format 2: the state travels with the end
 	}
 	if it.Finished {
-		r.pending = llm.Usage{} // in the summary
+		r.pending, r.inFlight = llm.Usage{}, llm.Usage{} // in the summary
 	}
 	if r.tentative != nil && it.Finished {
 		r.rec.stepState, it.stepState, r.tentative = r.tentative, r.tentative, nil
