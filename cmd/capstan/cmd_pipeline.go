@@ -19,7 +19,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
-	"github.com/capstan-dev/capstan/pipeline/gitactivity"
 	"github.com/capstan-dev/capstan/pipeline/standard"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tracing"
@@ -267,7 +266,7 @@ func pipelineInput(ctx context.Context, f pipelineRunFlags, request string) (*pi
 		}
 		now = t.UTC()
 	}
-	if err := gitactivity.CheckRepo(ctx, f.repo); err != nil {
+	if err := standard.CheckRepo(ctx, f.repo); err != nil {
 		return nil, withExit(exitUsage, err)
 	}
 	in, err := standard.Input(request, f.repo, f.since, now)
@@ -396,7 +395,7 @@ func printPipelineResult(w io.Writer, out *pipeline.AgentContext) {
 	} else {
 		fmt.Fprintln(w, "(no summary: the pipeline did not produce reasoning.summary)")
 	}
-	var facts []gitactivity.Fact
+	var facts []standard.Fact
 	if out.Decode(standard.KeyFacts, &facts) == nil && len(facts) > 0 {
 		fmt.Fprintln(w, "\nFacts:")
 		for _, f := range facts {
