@@ -455,7 +455,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.rc = &RuntimeContext{}
 	why := a.unsandboxed()
 	sandboxed := why == ""
-	start := RunStartEvent{RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
+	start := RunStartEvent{Format: journal.Format, RunID: a.runID, Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir, Model: a.model, Params: a.params,
 		Definition: a.definitionRecord(), GitHubRepo: a.ghRepo, PipelineRun: a.opts.PipelineRun, Temporal: a.opts.Temporal,
 		Sandboxed: &sandboxed, Unsandboxed: why,
 		Options: &RunOptions{BaseURL: a.baseURL, Endpoint: Endpoint(a.model, a.baseURL, a.opts.Getenv), EndpointSource: a.endpointSource(),

@@ -11,6 +11,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/procenv"
 
 	"github.com/capstan-dev/capstan/llm"
@@ -19,6 +20,7 @@ import (
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 	"github.com/capstan-dev/capstan/tool/mcp"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 // newPromptResolver builds the prompt resolver of the agent in dir from
@@ -226,7 +228,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 // mcpInstallRoots says what the sandbox lets the stdio servers read of
 // their installs ("" when nothing beyond the work dir and the system
 // directories): "v: /opt/v; w: /home/u/.venvs/w".
-func mcpInstallRoots(servers map[string]tool.MCPServer, workDir string) string {
+func mcpInstallRoots(servers map[string]tooldecl.MCPServer, workDir string) string {
 	var parts []string
 	for _, id := range sortedIDs(servers) {
 		if roots := mcp.InstallRoots(servers[id], workDir); len(roots) > 0 {
@@ -315,7 +317,7 @@ func claudeCodeOnlyTools(allowed []string) []string {
 // runsOwnToolLoop reports whether spec's provider runs its own tool loop
 // (a Bridge provider such as claude-code) rather than capstan's.
 func runsOwnToolLoop(spec string) bool {
-	provider, _ := llm.ParseSpec(spec)
+	provider, _ := modelspec.Parse(spec)
 	return !slices.Contains(llm.ModelProviders(), provider)
 }
 
@@ -323,7 +325,7 @@ func runsOwnToolLoop(spec string) bool {
 // table and the agent's runner.pricing overrides. A model with no known
 // price costs 0 (the provider's own figure, when it reports one, counts).
 func (a *Agent) costFunc(spec string) func(llm.Usage) float64 {
-	_, model := llm.ParseSpec(spec)
+	_, model := modelspec.Parse(spec)
 	table := llm.NewPriceTable(a.spec.Runner.Pricing)
 	if _, ok := table.Lookup(model); !ok {
 		return nil

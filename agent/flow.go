@@ -284,8 +284,8 @@ func (f *flow) rel(p string) string { return f.a.prompts.Rel(p) }
 
 // After implements Flow: the verdict stage decides what the
 // iteration means, and the flow schedules its retry prompt.
-func (f *flow) After(ctx context.Context, rc *RuntimeContext, s *event.IterationSummary) (Outcome, error) {
-	defer f.journalState()
+func (f *flow) After(ctx context.Context, rc *RuntimeContext, s *event.IterationSummary) (o Outcome, err error) {
+	defer func() { o.StepState = f.stepState() }()
 	_, st := f.machine.Current()
 	if st.Model != "" && st.Model != f.a.model {
 		f.setSession(st.Model, s.SessionID)
@@ -353,8 +353,10 @@ func (f *flow) noReplyForRetry(lr *LoopResult) *LoopResult {
 	return &out
 }
 
-func (f *flow) journalState() {
-	f.a.emit.Emit(event.StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending})
+// stepState is the step machine's state and the pending retry prompt
+// after an iteration, as its iteration.end event carries them.
+func (f *flow) stepState() *event.StepStateEvent {
+	return &event.StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending}
 }
 
 // setSession records the session of a step's own model (the map is made

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -137,4 +139,93 @@ func normalizeGolden(t *testing.T, data json.RawMessage) any {
 		return v
 	}
 	return walk(v)
+}
+
+// TestIterationEventsEncodeThemselves runs the golden journal's agent and
+// requires every payload it journals, but the run's first and last
+// (run.start, run.end, written once per run), to encode itself
+// (journal.AppendJSONer), so that no event of an iteration goes through
+// encoding/json's reflection.
+func TestIterationEventsEncodeThemselves(t *testing.T) {
+	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", goldenScript)
+	cfg, err := Load(dir, goValues(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir, cfg.NoSandbox = t.TempDir(), true
+	kinds := map[event.Kind]bool{}
+	cfg.Events = append(cfg.Events, event.ConsumerFunc(func(e event.Event) {
+		if _, ok := e.Payload.(journal.AppendJSONer); !ok && e.Kind != event.KindRunStart && e.Kind != event.KindRunEnd {
+			t.Errorf("%s (%T) is journaled through encoding/json", e.Kind, e.Payload)
+		}
+		kinds[e.Kind] = true
+	}))
+	if res := runToEnd(t, cfg.Agent, cfg); res.CompletionReason != ReasonCompleted {
+		t.Fatalf("run ended %s (%s), want completed", res.CompletionReason, res.Reason)
+	}
+	for _, k := range []event.Kind{event.KindModelTurn, event.KindSessionMessages, event.KindQueryResult, event.KindCompletionCheck,
+		event.KindRetryPrompt, event.KindIterationEnd, event.KindToolCall, event.KindToolIntent} {
+		if !kinds[k] {
+			t.Errorf("the run journaled no %s event", k)
+		}
+	}
+}
+
+// TestJournalOfFormat1Reads reads a journal written before format 2
+// (testdata/journal_format1.jsonl: the golden journal's run, whose step
+// machine state after each iteration is a step.state event of its own)
+// and a journal of this capstan's format for the same run (the state in
+// iteration.end's stepState), and requires both to be intact and to give
+// resume the same step state after every iteration.
+func TestJournalOfFormat1Reads(t *testing.T) {
+	old, err := LoadRun("20260102T030405Z-format1", filepath.Join("testdata", "journal_format1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := verdictAgent(t, `{"type": "keyword", "keyword": "DONE", "validators": ["out-exists"]}`, "", goldenScript)
+	cfg, err := Load(dir, goValues(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir, cfg.NoSandbox = t.TempDir(), true
+	res := runToEnd(t, cfg.Agent, cfg)
+	cur, err := LoadRun(res.RunID, res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []*RunRecord{old, cur} {
+		if err := rec.Integrity.Err(); err != nil {
+			t.Fatalf("%s: %v", rec.Journal, err)
+		}
+		if len(rec.Iterations) != 2 || rec.stepState == nil {
+			t.Fatalf("%s: %d iterations, step state %v; want 2 and a state", rec.Journal, len(rec.Iterations), rec.stepState)
+		}
+	}
+	for i := range old.Iterations {
+		o, c := old.Iterations[i].stepState, cur.Iterations[i].stepState
+		if o == nil || c == nil || !reflect.DeepEqual(o, c) {
+			t.Errorf("iteration %d: step state of format 1 %+v, of format %d %+v", i+1, o, journal.Format, c)
+		}
+	}
+	if p := old.Iterations[0].stepState.Pending; p == nil || p.Pattern != "out-missing" {
+		t.Errorf("iteration 1 of format 1: pending retry prompt %+v, want the out-missing one", p)
+	}
+	if got := countType(t, res.Journal, string(event.KindStepState)); got != 0 {
+		t.Errorf("format %d journal has %d step.state events, want none", journal.Format, got)
+	}
+}
+
+func countType(t *testing.T, path, typ string) int {
+	t.Helper()
+	events, err := journal.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range events {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
 }

@@ -98,6 +98,10 @@ type Outcome struct {
 	// runs it again under its number; the usage of its completed turns
 	// still counts.
 	Redo bool
+	// StepState is the step machine's state after the iteration, which
+	// the iteration.end event carries for resume (nil: a Flow without a
+	// step machine).
+	StepState *event.StepStateEvent
 }
 
 // Flow decides what each iteration sends and what it means.
@@ -343,7 +347,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, 
 		// counted, but the iteration is not.
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
-		l.cfg.Events.Emit(event.IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD})
+		l.cfg.Events.Emit(event.IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD, StepState: outcome.StepState})
 		rc.Iteration--
 		return &runEnd{reason: reasonForError(ctx, outcome.Err), msg: outcome.Reason, err: outcome.Err}
 	}
@@ -355,7 +359,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, 
 	if l.end == nil {
 		l.end = new(event.IterationEvent)
 	}
-	*l.end = event.IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD}
+	*l.end = event.IterationEvent{Summary: summary, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD, StepState: outcome.StepState}
 	l.cfg.Events.Emit(l.end)
 	switch {
 	case outcome.Complete:
@@ -641,6 +645,7 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 	s.DurationMs = l.cfg.Now().Sub(it.began).Milliseconds()
 	if err != nil {
 		l.fail(it, err)
+		it.out.StepState = out.StepState // the state a failed verdict left, for resume
 		return
 	}
 	it.out = out

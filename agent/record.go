@@ -215,6 +215,9 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			// resume runs it again under its number; its billed turns stay
 			// pending like a killed iteration's.
 			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, !e.Outcome.Redo
+			if e.StepState != nil {
+				tentative = e.StepState // format 2: the state travels with the end
+			}
 			if it.Finished {
 				pending = llm.Usage{} // in the summary
 			}
@@ -301,7 +304,7 @@ func LoadRun(id, path string) (*RunRecord, error) {
 			if err := decode(&st); err != nil {
 				return nil, err
 			}
-			tentative = &st // committed when the iteration ends
+			tentative = &st // format 1: committed when the iteration ends
 		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, string(event.KindTestCompare), EventCleanRun:
 			if ev.Iteration > 0 {
 				it := at(ev.Iteration)

@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -150,6 +151,9 @@ func NewResultError(err error) *ResultError {
 
 // RunStartEvent is the payload of the run.start journal event.
 type RunStartEvent struct {
+	// Format is the journal format the run writes (journal.Format); 0 in
+	// journals of format 1, which did not record it.
+	Format   int               `json:"format,omitempty"`
 	RunID    string            `json:"runId"`
 	Agent    string            `json:"agent"`
 	AgentDir string            `json:"agentDir"`
@@ -299,7 +303,7 @@ func (a *Agent) EndpointOf() (endpoint, source string) {
 // provider and its value read through getenv ("" when the provider has
 // none or getenv is nil).
 func endpointFromEnv(spec string, getenv func(string) string) (env, value string) {
-	provider, _ := llm.ParseSpec(spec)
+	provider, _ := modelspec.Parse(spec)
 	env = endpointEnv[provider]
 	if env == "" || getenv == nil {
 		return env, ""

@@ -10,7 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/streamtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/tool"
@@ -91,7 +91,7 @@ func TestStreamedModelOutputIsRedacted(t *testing.T) {
 	// A sink in the run's context, with no consumer of the model output
 	// or next to one, gets the same.
 	for _, events := range [][]event.Consumer{nil, {&recorder{output: true}}} {
-		sink := &streamtest.Recorder{}
+		sink := &fakellm.SinkRecorder{}
 		cfg.WorkDir, cfg.Events = t.TempDir(), events
 		a, err := New(context.Background(), cfg)
 		if err != nil {

@@ -3,6 +3,7 @@ package agentdir_test
 import (
 	"context"
 	"fmt"
+
 	"github.com/capstan-dev/capstan/agentdir"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/regularfile"
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 )
 
 // Options configure Take.
@@ -131,7 +131,7 @@ func TakeConfigSnapshot(dir string, opts SnapshotOptions) (snap *Snapshot, def *
 // (script.yaml, the script provider's default, when <file> is empty) and
 // whether spec names the script provider.
 func scriptFile(spec string) (string, bool) {
-	provider, model := llm.ParseSpec(spec)
+	provider, model := modelspec.Parse(spec)
 	if provider != "script" {
 		return "", false
 	}

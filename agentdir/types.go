@@ -14,8 +14,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/llm/modelspec"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 // AgentFile is the agent definition's file name inside an agent folder.
@@ -78,9 +78,9 @@ type Runner struct {
 	Skills []string `json:"skills,omitempty"`
 	// MCPServers declares MCP servers whose tools the model may call as
 	// mcp__<server>__<tool>.
-	MCPServers map[string]tool.MCPServer `json:"mcpServers,omitempty"`
+	MCPServers map[string]tooldecl.MCPServer `json:"mcpServers,omitempty"`
 	// Pricing overrides the per-model price table (USD per million tokens).
-	Pricing map[string]llm.Price `json:"pricing,omitempty"`
+	Pricing map[string]modelspec.Price `json:"pricing,omitempty"`
 	// ContextWindow overrides the model's context window in tokens (the
 	// built-in table knows the Anthropic and OpenAI models; local servers
 	// need it set).

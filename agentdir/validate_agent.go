@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 func (c *checker) agent() {
@@ -56,7 +56,7 @@ func (c *checker) toolPatterns() {
 		patterns []string
 	}{{"allowedTools", r.Boundaries.AllowedTools}, {"disallowedTools", r.Boundaries.DisallowedTools}} {
 		for i, p := range list.patterns {
-			if err := tool.ValidatePattern(p); err != nil {
+			if err := tooldecl.ValidatePattern(p); err != nil {
 				c.report(a, "AC-TOOL-PATTERN", SeverityError, JoinPointer("runner", "boundaries", list.key, fmt.Sprint(i)),
 					"write a tool name (\"Read\"), a glob (\"mcp__github__*\") or a name with a rule (\"Bash(git log:*)\")",
 					"%v", err)

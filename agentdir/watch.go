@@ -19,7 +19,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 // Watched is what capstan records, when a run starts, of the files a later
@@ -76,7 +76,7 @@ type WatchedChange struct {
 // the files of the stdio MCP servers that are inside workDir (a bare
 // server command is looked up on capstan's PATH). A result with nothing
 // the model could write has Empty true.
-func Watch(snap *Snapshot, workDir string, servers map[string]tool.MCPServer) (*Watched, error) {
+func Watch(snap *Snapshot, workDir string, servers map[string]tooldecl.MCPServer) (*Watched, error) {
 	work, err := realAbs(workDir)
 	if err != nil {
 		return nil, fmt.Errorf("definition: work dir: %w", err)
@@ -121,7 +121,7 @@ func (w *Watched) Empty() bool { return w.Definition == nil && len(w.Servers) ==
 // (a bare name is looked up on PATH, a relative path is relative to the
 // work dir, where servers start) and every argument naming an existing
 // file there (a script the interpreter runs).
-func serverFiles(s tool.MCPServer, work string) []string {
+func serverFiles(s tooldecl.MCPServer, work string) []string {
 	var files []string
 	add := func(p string) {
 		if !filepath.IsAbs(p) {

@@ -17,6 +17,11 @@ type IterationEvent struct {
 	// (resumed iterations included).
 	RunUsage   Usage   `json:"runUsage"`
 	RunCostUSD float64 `json:"runCost"`
+	// StepState is the step machine's state after the iteration and the
+	// retry prompt it scheduled, what resume restores (absent for a redo
+	// and for a loop without a step machine). Journals of format 1 carry
+	// it in a step.state event before iteration.end instead.
+	StepState *StepStateEvent `json:"stepState,omitempty"`
 }
 
 // OutcomeEvent is the journal form of an Outcome.

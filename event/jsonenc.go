@@ -1,8 +1,6 @@
 package event
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 
 	"github.com/capstan-dev/capstan/journal"
@@ -103,16 +101,7 @@ func (u ToolUse) AppendJSON(b []byte) []byte {
 	o := object{b: append(b, '{')}
 	o.string("id", u.ID)
 	o.string("name", u.Name)
-	o.key("input")
-	if u.Input == nil {
-		o.b = append(o.b, "null"...)
-	} else {
-		buf := bytes.NewBuffer(o.b)
-		if json.Compact(buf, u.Input) != nil {
-			return nil
-		}
-		o.b = buf.Bytes()
-	}
+	o.raw("input", u.Input)
 	o.string("output", u.Output)
 	o.boolOmit("is_error", u.IsError)
 	o.boolOmit("denied", u.Denied)
@@ -122,9 +111,12 @@ func (u ToolUse) AppendJSON(b []byte) []byte {
 }
 
 // object appends the fields of one JSON object, commas included.
+// An object whose field encoding/json could not encode is bad: its end is
+// nil.
 type object struct {
 	b    []byte
 	more bool
+	bad  bool
 }
 
 func (o *object) key(k string) {
@@ -164,4 +156,19 @@ func (o *object) int(k string, v int64) {
 	o.b = strconv.AppendInt(o.b, v, 10)
 }
 
-func (o *object) end() []byte { return append(o.b, '}') }
+func (o *object) end() []byte {
+	if o.bad {
+		return nil
+	}
+	return append(o.b, '}')
+}
+
+// put takes b, a nested value's encoding appended to o.b, or marks o bad
+// when that encoding failed (b is nil).
+func (o *object) put(b []byte) {
+	if b == nil {
+		o.bad = true
+		return
+	}
+	o.b = b
+}

@@ -3,9 +3,12 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/capstan-dev/capstan/journal"
 )
@@ -20,9 +23,47 @@ var awkward = []string{
 	"\xed\xa0\x80", "tail\\", "\u00e9\u0301", "a\x00b\"c\\d\ne\u2028f\xffg",
 }
 
+// gen draws the field values of the payloads selfEncoded builds.
+type gen struct {
+	str   func() string
+	flag  func() bool
+	num   func() int64
+	float func() float64
+	when  func() time.Time
+	input func() json.RawMessage
+}
+
 // selfEncoded builds one value of every payload type that encodes itself,
-// with field values drawn from strs, flags and nums.
-func selfEncoded(strs func() string, flag func() bool, num func() int64, input json.RawMessage) []journal.AppendJSONer {
+// with field values drawn from g.
+func selfEncoded(g gen) []journal.AppendJSONer {
+	strs, flag, num, input := g.str, g.flag, g.num, g.input
+	strList := func() []string {
+		if !flag() {
+			return nil
+		}
+		return []string{strs(), strs()}
+	}
+	usage := func() Usage {
+		return Usage{InputTokens: num(), OutputTokens: num(), CacheReadTokens: num(), CacheWriteTokens: num()}
+	}
+	use := func() ToolUse {
+		return ToolUse{ID: strs(), Name: strs(), Input: input(), Output: strs(), IsError: flag(), Denied: flag(), DurationMs: num(), Replayed: flag()}
+	}
+	msg := func() Message {
+		return Message{Role: Role(strs()), Text: strs(), ToolCalls: []ToolCall{{ID: strs(), Name: strs(), Input: input()}},
+			ToolResults: []ToolResult{{CallID: strs(), Name: strs(), Content: strs(), IsError: flag()}}, Reasoning: input(), Pinned: flag()}
+	}
+	anyMap := func() map[string]any {
+		if !flag() {
+			return nil
+		}
+		return map[string]any{strs(): strs(), "n": num(), "list": []any{strs(), flag()}}
+	}
+	m := msg()
+	summary := &IterationSummary{Iteration: int(num()), SessionID: strs(), StepID: strs(), Prompt: strs(),
+		AssistantResponses: strList(), ToolsUsed: []ToolUse{use(), use()}, DetectedActions: []DetectedAction{{Type: strs(), Detail: input()}},
+		ActionResults: []ActionResult{{Action: strs(), Success: flag(), Output: strs()}}, StructuredOutput: input(), Errors: strList(),
+		Usage: usage(), CostUSD: g.float(), Timestamp: g.when(), DurationMs: num()}
 	return []journal.AppendJSONer{
 		IterationStartEvent{Iteration: int(num())},
 		PromptEvent{Source: strs(), Text: strs(), Iteration: int(num()), Step: strs()},
@@ -33,8 +74,56 @@ func selfEncoded(strs func() string, flag func() bool, num func() int64, input j
 		ErrorEvent{Code: strs(), Message: strs(), Recoverable: flag()},
 		ValidatorEvent{Validator: strs(), Type: strs(), Valid: flag(), Pattern: strs(), ExitCode: int(num()), TimedOut: flag(),
 			Truncated: flag(), DurationMs: num(), Output: strs(), OutputOmitted: int(num())},
-		ToolUse{ID: strs(), Name: strs(), Input: input, Output: strs(), IsError: flag(), Denied: flag(), DurationMs: num(), Replayed: flag()},
+		use(),
+		ModelTurnEvent{Turn: int(num()), StopReason: strs(), ToolCalls: int(num()), Usage: usage(), DurationMs: num(), Query: strs(),
+			Message: &m, StructuredOutput: input()},
+		SessionMessagesEvent{SessionID: strs(), Messages: []Message{msg(), msg()}, Replace: flag()},
+		QueryResult{SessionID: strs(), Responses: strList(), ToolUses: []ToolUse{use()}, StructuredOutput: input(), Usage: usage(),
+			CostUSD: g.float(), Turns: int(num()), StopReason: strs(), SessionRenewed: flag()},
+		CompactionEvent{SessionID: strs(), Window: num(), TokensBefore: num(), TokensAfter: num(), StubbedCalls: strList(),
+			StubbedBytes: int(num()), SummarizedMessages: int(num()), SummaryModel: strs(), Summary: strs(), Usage: usage()},
+		RetryEvent{Provider: strs(), Attempt: int(num()), DelayMs: num(), Code: strs(), Status: int(num()), Message: strs()},
+		ToolIntentEvent{ID: strs(), Name: strs(), InputDigest: strs(), Query: strs(), Turn: int(num()), Idempotent: flag()},
+		CheckEvent{CompletionResult: CompletionResult{Complete: flag(), Reason: strs(), Declared: flag(),
+			Validation: &ValidationResult{Valid: flag(), Pattern: strs(), Params: anyMap(), Validator: strs(),
+				Output: &ValidatorOutput{Stdout: strs(), Stderr: strs(), ExitCode: int(num()), Truncated: flag(), TimedOut: flag(),
+					DurationMs: num(), Report: strs(), ReportTruncated: flag()},
+				Checked: strList(), Runs: []ValidatorRun{{Validator: strs(), Command: strs(), Passed: flag(),
+					Output: ValidatorOutput{Stdout: strs(), Stderr: strs(), ExitCode: int(num()), Truncated: flag(), TimedOut: flag(),
+						DurationMs: num(), Report: strs(), ReportTruncated: flag()}}}}},
+			Verdict: VerdictAction(strs()), Verified: strList(), ClosureVerdict: strs()},
+		StepStateEvent{State: StepState{Current: strs(), Visits: map[string]int{strs(): int(num()), strs(): int(num())},
+			LastEntered: strs(), Consecutive: int(num()), Retries: int(num()), Completed: flag(), Aborted: flag(),
+			Parent:  &ParentState{Step: strs(), Index: int(num()), Retries: int(num())},
+			Return:  &ReturnState{Flow: strs(), From: strs(), Target: strs()},
+			Outputs: map[string]map[string]any{strs(): anyMap()}},
+			Pending: &PendingPrompt{Text: strs(), Source: strs(), Kind: strs(), Validator: strs(), Pattern: strs(), Attempt: int(num()), Max: int(num())}},
+		RetryPromptEvent{Kind: strs(), Step: strs(), Pattern: strs(), Validator: strs(), Params: anyMap(), Source: strs(),
+			Attempt: int(num()), Max: int(num()), Text: strs(), Warnings: strList()},
+		IterationEvent{Summary: summary, Outcome: OutcomeEvent{Complete: flag(), Stop: flag(), Reason: strs(), Error: strs(), Redo: flag()},
+			RunUsage: usage(), RunCostUSD: g.float(), StepState: &StepStateEvent{State: StepState{Current: strs(), Visits: map[string]int{strs(): int(num())},
+				LastEntered: strs(), Consecutive: int(num()), Retries: int(num()), Completed: flag(), Aborted: flag(),
+				Parent: &ParentState{Step: strs(), Index: int(num()), Retries: int(num())}, Return: &ReturnState{Flow: strs(), From: strs(), Target: strs()},
+				Outputs: map[string]map[string]any{strs(): anyMap()}}, Pending: &PendingPrompt{Text: strs(), Source: strs(), Kind: strs(), Validator: strs(),
+				Pattern: strs(), Attempt: int(num()), Max: int(num())}}},
 	}
+}
+
+// awkwardFloats are floats at encoding/json's edges: the switch to
+// exponent form, exponents of one and two digits, negative zero, the
+// largest and smallest, and the values it refuses.
+var awkwardFloats = []float64{0, math.Copysign(0, -1), 1, -1.5, 0.1, 1e-6, 9.99999e-7, 1e-7, 1.5e-10, 1e20, 1e21, 1.2345e21, 123456789.125,
+	math.MaxFloat64, math.SmallestNonzeroFloat64, -1e-300, 0.000123, math.NaN(), math.Inf(1), math.Inf(-1)}
+
+// awkwardTimes are times MarshalJSON writes in every form (UTC, zone
+// offsets, nanoseconds or none) and those it refuses (years outside
+// 0–9999, offsets with seconds or of 24 hours or more).
+var awkwardTimes = []time.Time{
+	{}, time.Date(2026, 11, 21, 9, 45, 0, 123000000, time.UTC), time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("X", -(5*3600+30*60))),
+	time.Date(1, 1, 1, 0, 0, 0, 0, time.FixedZone("Y", 14*3600)), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+	time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+	time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("S", 3600+17)), time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("H", 24*3600)),
+	time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("M", -23*3600-59*60)), time.Now(),
 }
 
 // encodingJSON is what the journal wrote for v before payloads encoded
@@ -71,12 +160,17 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	zero := func() string { return "" }
 	no := func() bool { return false }
 	nought := func() int64 { return 0 }
-	for _, v := range selfEncoded(zero, no, nought, nil) {
+	for _, v := range selfEncoded(gen{zero, no, nought, func() float64 { return 0 }, func() time.Time { return time.Time{} }, func() json.RawMessage { return nil }}) {
 		checkSame(t, v)
 	}
 	for _, s := range awkward {
-		for _, v := range selfEncoded(func() string { return s }, func() bool { return true }, func() int64 { return -1 }, json.RawMessage(`{"a": [1, "x"]}`)) {
-			checkSame(t, v)
+		for i := range awkwardFloats {
+			g := gen{func() string { return s }, func() bool { return true }, func() int64 { return -1 },
+				func() float64 { return awkwardFloats[i] }, func() time.Time { return awkwardTimes[i%len(awkwardTimes)] },
+				func() json.RawMessage { return json.RawMessage(`{"a": [1, "x"]}`) }}
+			for _, v := range selfEncoded(g) {
+				checkSame(t, v)
+			}
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -91,7 +185,20 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			return string(b)
 		}
 		num := func() int64 { return r.Int64N(1<<40) - 1<<39 }
-		for _, v := range selfEncoded(strs, func() bool { return r.IntN(2) == 0 }, num, inputs[r.IntN(len(inputs))]) {
+		float := func() float64 {
+			if r.IntN(4) == 0 {
+				return awkwardFloats[r.IntN(len(awkwardFloats))]
+			}
+			return r.NormFloat64() * math.Pow(10, float64(r.IntN(60)-30))
+		}
+		when := func() time.Time {
+			if r.IntN(3) == 0 {
+				return awkwardTimes[r.IntN(len(awkwardTimes))]
+			}
+			return time.Unix(0, r.Int64()).In(time.FixedZone("R", r.IntN(48*3600)-24*3600))
+		}
+		g := gen{strs, func() bool { return r.IntN(2) == 0 }, num, float, when, func() json.RawMessage { return inputs[r.IntN(len(inputs))] }}
+		for _, v := range selfEncoded(g) {
 			checkSame(t, v)
 		}
 	}
@@ -100,10 +207,10 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 // FuzzAppendJSON checks every self-encoding payload against encoding/json
 // on field values the fuzzer chooses.
 func FuzzAppendJSON(f *testing.F) {
-	for _, s := range awkward {
-		f.Add(s, s+"x", true, int64(7), []byte(`{"k": "v"}`))
+	for i, s := range awkward {
+		f.Add(s, s+"x", true, int64(7), awkwardFloats[i%len(awkwardFloats)], int64(1764000000123456789), 3600, []byte(`{"k": "v"}`))
 	}
-	f.Fuzz(func(t *testing.T, s1, s2 string, flag bool, n int64, input []byte) {
+	f.Fuzz(func(t *testing.T, s1, s2 string, flag bool, n int64, x float64, unixNano int64, zone int, input []byte) {
 		i := 0
 		strs := func() string {
 			i++
@@ -112,23 +219,53 @@ func FuzzAppendJSON(f *testing.F) {
 			}
 			return s1
 		}
-		for _, v := range selfEncoded(strs, func() bool { flag = !flag; return flag }, func() int64 { return n }, input) {
+		when := time.Unix(0, unixNano).In(time.FixedZone("F", zone))
+		g := gen{strs, func() bool { flag = !flag; return flag }, func() int64 { return n }, func() float64 { return x },
+			func() time.Time { return when }, func() json.RawMessage { return input }}
+		for _, v := range selfEncoded(g) {
 			checkSame(t, v)
 		}
 	})
 }
 
-// selfEncoded sets every field of every payload type it builds, so a field
-// added to one of them later is compared with encoding/json too (and an
-// AppendJSON that leaves it out fails TestAppendJSONMatchesEncodingJSON)
-// instead of going unnoticed.
+// selfEncoded sets every field of every payload type it builds, and of
+// the values they carry (recursively: structs, pointers, the elements of
+// slices), so a field added to one of them later is compared with
+// encoding/json too (and an AppendJSON that leaves it out fails
+// TestAppendJSONMatchesEncodingJSON) instead of going unnoticed.
 func TestSelfEncodedSetsEveryField(t *testing.T) {
-	for _, v := range selfEncoded(func() string { return "x" }, func() bool { return true }, func() int64 { return 1 }, json.RawMessage(`{}`)) {
-		rv := reflect.ValueOf(v)
-		for i := range rv.NumField() {
-			if f := rv.Type().Field(i); f.IsExported() && rv.Field(i).IsZero() {
-				t.Errorf("%T.%s is not set by selfEncoded: set it there so its encoding is checked", v, f.Name)
+	g := gen{func() string { return "x" }, func() bool { return true }, func() int64 { return 1 }, func() float64 { return 1.5 },
+		time.Now, func() json.RawMessage { return json.RawMessage(`{}`) }}
+	for _, v := range selfEncoded(g) {
+		checkEveryField(t, fmt.Sprintf("%T", v), reflect.ValueOf(v))
+	}
+}
+
+func checkEveryField(t *testing.T, path string, v reflect.Value) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Pointer:
+		checkEveryField(t, path, v.Elem())
+	case reflect.Slice:
+		if v.Type().Elem().Kind() != reflect.Uint8 {
+			for i := range v.Len() {
+				checkEveryField(t, fmt.Sprintf("%s[%d]", path, i), v.Index(i))
 			}
+		}
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			return
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			if v.Field(i).IsZero() {
+				t.Errorf("%s.%s is not set by selfEncoded: set it there so its encoding is checked", path, f.Name)
+				continue
+			}
+			checkEveryField(t, path+"."+f.Name, v.Field(i))
 		}
 	}
 }

@@ -147,8 +147,10 @@ type PendingPrompt struct {
 	Max       int    `json:"maxAttempts,omitempty"`
 }
 
-// StepStateEvent is the payload of a step.state journal event: the step
-// machine's state after an iteration, for resume.
+// StepStateEvent is the step machine's state after an iteration and the
+// retry prompt it scheduled, for resume: the stepState of an iteration.end
+// event, and in journals of format 1 the payload of a step.state event of
+// its own, written just before iteration.end.
 type StepStateEvent struct {
 	State   StepState      `json:"state"`
 	Pending *PendingPrompt `json:"pending,omitempty"`

@@ -45,7 +45,29 @@ type RepoPins struct {
 // ReadRepoPins reads the configuration of the repository at dir once, for
 // WithRepoPins.
 func (g *Git) ReadRepoPins(ctx context.Context, dir string) *RepoPins {
+	if slices.Contains(g.env, "GIT_CONFIG_GLOBAL=/dev/null") && slices.Contains(g.env, "GIT_CONFIG_NOSYSTEM=1") {
+		// g reads no global or system configuration: the keys driverPins
+		// reads are the repository's own, which repoKeys lists, so one
+		// git process answers both (a config.worktree only adds keys,
+		// which pins more off and checks more).
+		out, err := g.configList(ctx, dir, slices.Clone(g.env))
+		if err != nil {
+			return &RepoPins{dir: dir}
+		}
+		return &RepoPins{dir: dir, pins: pinsOf(out), keys: configKeys(out)}
+	}
 	return &RepoPins{dir: dir, pins: g.driverPins(ctx, dir), keys: g.repoKeys(ctx, dir)}
+}
+
+// configList lists the configuration keys git reads in dir with the
+// environment env (NUL-separated, as config --name-only --list -z prints
+// them); extra are options of git config (--local).
+func (g *Git) configList(ctx context.Context, dir string, env []string, extra ...string) (string, error) {
+	args := append([]string{"--no-pager", "-C", dir, "config"}, extra...)
+	cmd := exec.CommandContext(ctx, g.path, append(args, "--includes", "--name-only", "--list", "-z")...)
+	cmd.Env = env
+	out, err := cmd.Output()
+	return string(out), err
 }
 
 // WithRepoPins returns g for a caller that keeps the configuration of the
@@ -309,14 +331,17 @@ func (g *Git) keysOf(ctx context.Context, dir string) []string {
 // (.git/config and the files it includes; never the user's or the
 // system's), lower-cased section and name. Reading it runs nothing.
 func (g *Git) repoKeys(ctx context.Context, dir string) []string {
-	cmd := exec.CommandContext(ctx, g.path, "--no-pager", "-C", dir, "config", "--local", "--includes", "--name-only", "--list", "-z")
-	cmd.Env = append(slices.Clone(g.env), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.Output()
+	out, err := g.configList(ctx, dir, append(slices.Clone(g.env), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"), "--local")
 	if err != nil {
 		return nil
 	}
+	return configKeys(out)
+}
+
+// configKeys are the keys of a configList output, trimmed.
+func configKeys(out string) []string {
 	var keys []string
-	for k := range strings.SplitSeq(string(out), "\x00") {
+	for k := range strings.SplitSeq(out, "\x00") {
 		if k = strings.TrimSpace(k); k != "" {
 			keys = append(keys, k)
 		}
@@ -401,12 +426,16 @@ func (g *Git) config(ctx context.Context, dir string) [][2]string {
 // PATH has no entry inside a work dir.) Reading
 // the configuration runs nothing.
 func (g *Git) driverPins(ctx context.Context, dir string) [][2]string {
-	cmd := exec.CommandContext(ctx, g.path, "--no-pager", "-C", dir, "config", "--includes", "--name-only", "--list", "-z")
-	cmd.Env = slices.Clone(g.env)
-	out, err := cmd.Output()
+	out, err := g.configList(ctx, dir, slices.Clone(g.env))
 	if err != nil {
 		return nil // not a repository, or no local configuration
 	}
+	return pinsOf(out)
+}
+
+// pinsOf are the driver pins of the keys of a configList output (see
+// driverPins).
+func pinsOf(out string) [][2]string {
 	var pins [][2]string
 	seen := map[string]bool{}
 	add := func(k, v string) {
@@ -415,7 +444,7 @@ func (g *Git) driverPins(ctx context.Context, dir string) [][2]string {
 			pins = append(pins, [2]string{k, v})
 		}
 	}
-	for key := range strings.SplitSeq(string(out), "\x00") {
+	for key := range strings.SplitSeq(out, "\x00") {
 		key = strings.ToLower(strings.TrimSpace(key))
 		section, rest, ok := strings.Cut(key, ".")
 		if !ok {
@@ -428,7 +457,7 @@ func (g *Git) driverPins(ctx context.Context, dir string) [][2]string {
 		sub, name := rest[:dot], rest[dot+1:]
 		// The subsection keeps the case it was written in; git compares
 		// it case-sensitively, so it is read back from the original key.
-		orig := originalSubsection(string(out), section, sub, name)
+		orig := originalSubsection(out, section, sub, name)
 		prefix := section + "." + orig + "."
 		switch section {
 		case "filter":

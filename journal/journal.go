@@ -85,6 +85,12 @@ type Event struct {
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
+// Format is the version of the journal's event set that this capstan
+// writes, recorded in every run.start (its "format"; absent means 1).
+// Format 2: the step machine's state after an iteration is iteration.end's
+// stepState, not a step.state event of its own. Readers read both.
+const Format = 2
+
 // Genesis is the prev of a journal's first event.
 const Genesis = "0"
 

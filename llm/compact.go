@@ -30,6 +30,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 )
 
 // Defaults of CompactionOptions.
@@ -81,14 +82,14 @@ func CompactionFactory(o CompactionOptions) func(ctx context.Context, cfg Config
 		if o.SummaryModel != "" && !o.Disabled {
 			sc := cfg
 			sc.Context, sc.NewContext = nil, nil
-			if provider, _ := ParseSpec(o.SummaryModel); provider != cfg.Provider {
+			if provider, _ := modelspec.Parse(o.SummaryModel); provider != cfg.Provider {
 				sc.BaseURL = "" // the run's base URL belongs to the run's provider
 			}
 			s, err := OpenModel(ctx, o.SummaryModel, sc)
 			if err != nil {
 				return nil, fmt.Errorf("open runner.compaction.summaryModel %q: %w", o.SummaryModel, err)
 			}
-			_, model = ParseSpec(o.SummaryModel)
+			_, model = modelspec.Parse(o.SummaryModel)
 			summarizer = s
 		}
 		mgr := NewCompactor(window, summarizer, model, o)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/llmtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
@@ -73,7 +73,7 @@ func TestLedgerContinuesACutQuery(t *testing.T) {
 		var a, b, c atomic.Int64
 		var keyA, keyB atomic.Value
 		tools := []tool.Tool{effectTool{name: "A", runs: &a, key: &keyA}, effectTool{name: "B", idempotent: idempotent, runs: &b, key: &keyB}, effectTool{name: "C", runs: &c}}
-		first := &llmtest.Replay{Replies: []*llm.Response{
+		first := &fakellm.Replay{Replies: []*llm.Response{
 			{Message: llm.Message{Text: "three calls", ToolCalls: calls("A", "B", "C")}, StopReason: "tool_use", Usage: llm.Usage{InputTokens: 100}},
 			{Message: llm.Message{Text: "done"}, StopReason: "end_turn"},
 		}}
@@ -88,7 +88,7 @@ func TestLedgerContinuesACutQuery(t *testing.T) {
 		b.Store(0)
 		c.Store(0)
 
-		second := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "checked, done"}, StopReason: "end_turn"}}}
+		second := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "checked, done"}, StopReason: "end_turn"}}}
 		l2 := &llm.Ledger{RunID: "r1", Describe: func(context.Context, int) string { return "work dir: B.txt added" }}
 		l2.Seed(1, journaled)
 		l2.Begin(1)
@@ -129,7 +129,7 @@ func TestLedgerContinuesACutQuery(t *testing.T) {
 		// A third attempt killed now continues from both attempts' records.
 		l3 := &llm.Ledger{RunID: "r1"}
 		l3.Seed(1, append(journaled, ev2.events...))
-		third := &llmtest.Replay{}
+		third := &fakellm.Replay{}
 		if _, err := llm.NewToolLoop(third, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l3}).Query(context.Background(), "go", llm.QueryOptions{AllowedTools: []string{"A", "B", "C"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestLedgerContinuesACutQuery(t *testing.T) {
 func TestLedgerStartsAfreshElsewhere(t *testing.T) {
 	var a atomic.Int64
 	tools := []tool.Tool{effectTool{name: "A", runs: &a}}
-	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A")}, StopReason: "tool_use"}}}
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A")}, StopReason: "tool_use"}}}
 	ev := &iterationEvents{}
 	l := &llm.Ledger{}
 	l.Begin(1)
@@ -158,7 +158,7 @@ func TestLedgerStartsAfreshElsewhere(t *testing.T) {
 		l := &llm.Ledger{}
 		l.Seed(1, ev.events)
 		l.Begin(c.iteration)
-		m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A")}, StopReason: "tool_use"}}}
+		m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A")}, StopReason: "tool_use"}}}
 		before := a.Load()
 		if _, err := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l}).Query(context.Background(), c.prompt, llm.QueryOptions{AllowedTools: []string{"A", "B", "C"}}); err != nil {
 			t.Fatal(err)
@@ -199,7 +199,7 @@ func TestLedgerSavesFromTheFirstEffectEditsCannotRedo(t *testing.T) {
 	allowed := llm.QueryOptions{AllowedTools: []string{"E1", "E2", "X", "E3", "R"}}
 	var saved []string
 	save := func(context.Context, int) { saved = append(saved, ran) }
-	m := &llmtest.Replay{Replies: []*llm.Response{
+	m := &fakellm.Replay{Replies: []*llm.Response{
 		{Message: llm.Message{ToolCalls: calls("R", "E1", "E2", "X", "E3")}, StopReason: "tool_use"},
 		{Message: llm.Message{Text: "done"}, StopReason: "end_turn"},
 	}}
@@ -220,7 +220,7 @@ func TestLedgerSavesFromTheFirstEffectEditsCannotRedo(t *testing.T) {
 	l2 := &llm.Ledger{RunID: "r", AfterEffect: save, Restored: true}
 	l2.Seed(1, cutAfterIntent(t, ev.events, "X"))
 	l2.Begin(1)
-	m2 := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "done"}, StopReason: "end_turn"}}}
+	m2 := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "done"}, StopReason: "end_turn"}}}
 	if _, err := llm.NewToolLoop(m2, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l2}).Query(context.Background(), "go", allowed); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestLedgerSavesFromTheFirstEffectEditsCannotRedo(t *testing.T) {
 	// The next iteration starts without saving again.
 	ran, saved = "", nil
 	l2.Begin(2)
-	m3 := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("E1")}, StopReason: "tool_use"}, {Message: llm.Message{Text: "done"}, StopReason: "end_turn"}}}
+	m3 := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("E1")}, StopReason: "tool_use"}, {Message: llm.Message{Text: "done"}, StopReason: "end_turn"}}}
 	if _, err := llm.NewToolLoop(m3, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l2}).Query(context.Background(), "go", allowed); err != nil {
 		t.Fatal(err)
 	}

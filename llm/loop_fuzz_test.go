@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/llmtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -27,7 +27,7 @@ func FuzzLoopCallIDs(f *testing.F) {
 		for _, id := range parts {
 			calls = append(calls, llm.ToolCall{ID: id, Name: "Nothing"})
 		}
-		m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls}}}}
+		m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls}}}}
 		lp := llm.Loop{Model: m}
 		msgs, res, err := lp.Run(context.Background(), []llm.Message{{Role: llm.RoleUser, Text: "go"}})
 		if err != nil || res.Turns != 2 || len(msgs) != 4 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 )
 
 // PriceTableDate is when the built-in prices were checked against the
@@ -25,7 +26,7 @@ const PriceTableDate = "2026-11-21"
 // OpenAI's pricing page and model pages as reported on 2026-09-22 (GPT-6
 // Sol/Luna) and 2026-10-01 (GPT-6.1 Sol); older OpenAI models from their
 // long-standing list prices.
-var builtinPrices = map[string]Price{
+var builtinPrices = map[string]modelspec.Price{
 	// Anthropic
 	"claude-fable-5-1":  {Input: 10, Output: 50, CacheRead: 0.25, CacheWrite: 12.50},
 	"claude-mythos-5-1": {Input: 10, Output: 50, CacheRead: 0.25, CacheWrite: 12.50},
@@ -64,7 +65,7 @@ var builtinPrices = map[string]Price{
 
 // PriceTable is a price table keyed by model id.
 type PriceTable struct {
-	prices map[string]Price
+	prices map[string]modelspec.Price
 }
 
 // DefaultPrices returns the built-in table.
@@ -74,11 +75,11 @@ func DefaultPrices() PriceTable { return NewPriceTable(nil) }
 // top: an override replaces the built-in entry of the same model. Without
 // overrides it is the built-in table itself, shared (a PriceTable is
 // read-only): every run prices with it.
-func NewPriceTable(overrides map[string]Price) PriceTable {
+func NewPriceTable(overrides map[string]modelspec.Price) PriceTable {
 	if len(overrides) == 0 {
 		return PriceTable{prices: builtinPrices}
 	}
-	t := PriceTable{prices: make(map[string]Price, len(builtinPrices)+len(overrides))}
+	t := PriceTable{prices: make(map[string]modelspec.Price, len(builtinPrices)+len(overrides))}
 	for k, v := range builtinPrices {
 		t.prices[k] = v
 	}
@@ -117,7 +118,7 @@ func NormalizeModel(model string) string {
 
 // Lookup finds the price of a model: the exact id first, then its
 // normalized form.
-func (t PriceTable) Lookup(model string) (Price, bool) {
+func (t PriceTable) Lookup(model string) (modelspec.Price, bool) {
 	if p, ok := t.prices[model]; ok {
 		return p, true
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
@@ -38,7 +39,7 @@ func TestUnknownModelIsZeroNotError(t *testing.T) {
 }
 
 func TestOverridesReplaceAndExtend(t *testing.T) {
-	tab := llm.NewPriceTable(map[string]llm.Price{
+	tab := llm.NewPriceTable(map[string]modelspec.Price{
 		"llama3.1:8b":                 {Input: 0, Output: 0},
 		"claude-sonnet-5":             {Input: 1, Output: 1},
 		"My-Gateway/Model-X-20250101": {Input: 10, Output: 20},
@@ -101,10 +102,10 @@ func TestLimitsOfKnownAndUnknownModels(t *testing.T) {
 func TestTableWithoutOverridesIsSharedAndUnchanged(t *testing.T) {
 	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
 	plain := llm.NewPriceTable(nil)
-	if n := testing.AllocsPerRun(10, func() { _ = llm.NewPriceTable(map[string]llm.Price{}) }); n != 0 {
+	if n := testing.AllocsPerRun(10, func() { _ = llm.NewPriceTable(map[string]modelspec.Price{}) }); n != 0 {
 		t.Errorf("a table without overrides allocates %.0f times", n)
 	}
-	over := llm.NewPriceTable(map[string]llm.Price{"claude-sonnet-5": {Input: 1, Output: 1}, "new-model": {Input: 1}})
+	over := llm.NewPriceTable(map[string]modelspec.Price{"claude-sonnet-5": {Input: 1, Output: 1}, "new-model": {Input: 1}})
 	if got, _ := plain.Cost("claude-sonnet-5", u); got != 12 {
 		t.Errorf("built-in table after an override: %v", got)
 	}

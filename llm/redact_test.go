@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/llmtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/procenv"
@@ -105,7 +105,7 @@ func TestRedactorJSON(t *testing.T) {
 // let the model choose it); a key in them reaches neither the journal,
 // the result nor the next request.
 func TestToolLoopRedactsCallNamesAndIDs(t *testing.T) {
-	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
 		{ID: "id-" + loopSecret, Name: "fetch_" + loopSecret, Input: json.RawMessage(`{}`)},
 		{ID: "id-" + loopSecret, Name: "Other", Input: json.RawMessage(`{}`)},
 	}}}}}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/llm/modelspec"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -69,12 +71,12 @@ type Config struct {
 	// MCPServers are the agent's MCP servers (runner.mcpServers). Providers
 	// that run their own tool loop (claude-code) hand them to the backend;
 	// for the others their tools arrive in Tools (see tool/mcp).
-	MCPServers map[string]tool.MCPServer
+	MCPServers map[string]tooldecl.MCPServer
 	// Sandbox, when set, confines the programs a provider that runs its
 	// own tool loop starts (the claude CLI and every tool it runs) in the
 	// agent's sandbox; nil runs them with the caller's rights (the run
 	// opted out of the sandbox).
-	Sandbox ProgramSandbox
+	Sandbox tool.ProgramSandbox
 	// Context, when set, keeps the tool loop's requests within the model's
 	// context window (NewToolLoop); nil sends transcripts as they are.
 	Context ContextManager
@@ -146,16 +148,8 @@ func Providers() []string {
 	return names
 }
 
-// ParseSpec splits "provider:model" into its parts. The model part may
-// itself contain colons (e.g. "openai:llama3.1:8b"); a bare "provider" has
-// an empty model.
-func ParseSpec(spec string) (provider, model string) {
-	provider, model, _ = strings.Cut(strings.TrimSpace(spec), ":")
-	return provider, model
-}
-
 func lookup(spec string, cfg *Config) (provider, error) {
-	name, model := ParseSpec(spec)
+	name, model := modelspec.Parse(spec)
 	registryMu.RLock()
 	p, ok := registry[name]
 	registryMu.RUnlock()

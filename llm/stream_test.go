@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/streamtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/script"
 	"github.com/capstan-dev/capstan/tool"
@@ -19,7 +19,7 @@ func TestStreamSinkContext(t *testing.T) {
 	if got := llm.WithStreamSink(ctx, nil); got != ctx {
 		t.Fatal("a nil sink changed the context")
 	}
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	if llm.StreamSinkFrom(llm.WithStreamSink(ctx, rec)) != rec {
 		t.Fatal("sink not found")
 	}
@@ -30,7 +30,7 @@ func TestStreamSinkContext(t *testing.T) {
 // call — run, denied by the policy, or unknown — is bracketed by ToolStart
 // and ToolEnd, with the tool running in between.
 func TestToolLoopStreamsTextAndBracketsTools(t *testing.T) {
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	var seenWhileRunning []string
 	probe := testTool{"Probe", func(context.Context) (tool.Result, error) {
 		seenWhileRunning = rec.Outline()
@@ -98,7 +98,7 @@ func TestWithoutStreamSink(t *testing.T) {
 	if llm.WithoutStreamSink(ctx) != ctx {
 		t.Fatal("a context without a sink changed")
 	}
-	ctx = llm.WithStreamSink(ctx, &streamtest.Recorder{})
+	ctx = llm.WithStreamSink(ctx, &fakellm.SinkRecorder{})
 	if llm.StreamSinkFrom(llm.WithoutStreamSink(ctx)) != nil {
 		t.Fatal("sink still found")
 	}

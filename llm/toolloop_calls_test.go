@@ -9,7 +9,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/llmtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
@@ -66,7 +66,7 @@ func TestToolLoopRunsNoCallAfterCancel(t *testing.T) {
 		testTool{"Stop", func(context.Context) (tool.Result, error) { cancel(); return tool.Result{Content: "ok"}, nil }},
 		counting("Write", &after),
 	}
-	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("Stop", "Write", "Write")}}}}
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("Stop", "Write", "Write")}}}}
 	m.Replies[0].Message.ToolCalls[2].ID = "cWrite2"
 	events := &typedEvents{}
 	bridge := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: events})
@@ -121,7 +121,7 @@ func TestToolLoopCutOffCallNotRun(t *testing.T) {
 	for _, stop := range []string{"max_tokens", "model_context_window_exceeded"} {
 		var first, last atomic.Int64
 		tools := []tool.Tool{counting("A", &first), counting("B", &last)}
-		m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A", "B")}, StopReason: stop}}}
+		m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A", "B")}, StopReason: stop}}}
 		events := &typedEvents{}
 		bridge := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: events})
 		res, err := bridge.Query(context.Background(), "go", llm.QueryOptions{})
@@ -156,7 +156,7 @@ func TestToolLoopKeepsMalformedInputJournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jw.Close()
-	m := &llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
 		{ID: "c1", Name: "Echo", Input: json.RawMessage(`{"text": "cut`)},
 	}}}}}
 	echo := tool.Func("Echo", "Echoes.", func(_ context.Context, in struct {
@@ -196,8 +196,8 @@ func TestToolLoopsSeededAlikeDoNotShareMessages(t *testing.T) {
 	history := make([]llm.Message, 1, 8) // room to grow in place
 	history[0] = llm.Message{Role: llm.RoleUser, Text: "earlier"}
 	seed := map[string][]llm.Message{"s1": history}
-	a := llm.NewToolLoop(&llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from A"}}}}, llm.Config{Transcripts: seed})
-	b := llm.NewToolLoop(&llmtest.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from B"}}}}, llm.Config{Transcripts: seed})
+	a := llm.NewToolLoop(&fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from A"}}}}, llm.Config{Transcripts: seed})
+	b := llm.NewToolLoop(&fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from B"}}}}, llm.Config{Transcripts: seed})
 	if _, err := a.Query(context.Background(), "to A", llm.QueryOptions{SessionID: "s1"}); err != nil {
 		t.Fatal(err)
 	}

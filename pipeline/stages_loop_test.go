@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/llmtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -18,7 +18,7 @@ import (
 // transcript, that there is none, and then answers.
 func TestModelStageAnswersUnofferedToolCall(t *testing.T) {
 	valid := text(`{"intents":[{"type":"activity","confidence":0.5}],"entities":{}}`)
-	m := &llmtest.Replay{Replies: []*llm.Response{
+	m := &fakellm.Replay{Replies: []*llm.Response{
 		{Message: llm.Message{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "Bash", Input: json.RawMessage(`{"command":"env"}`)}}},
 			Usage: llm.Usage{InputTokens: 3}, StopReason: "tool_use"},
 		&valid,
@@ -45,7 +45,7 @@ func TestModelStageAnswersUnofferedToolCall(t *testing.T) {
 // with a coded error rather than looping.
 func TestModelStageTurnBound(t *testing.T) {
 	call := &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{{ID: "c", Name: "Read"}}}, StopReason: "tool_use"}
-	m := &llmtest.Replay{Replies: []*llm.Response{call, call, call, call, call}}
+	m := &fakellm.Replay{Replies: []*llm.Response{call, call, call, call, call}}
 	_, err := intentStage(t, m, "").Execute(context.Background(), input(t, "request", "x"))
 	if agenterr.CodeOf(err) != agenterr.CodeMaxTurns || len(m.Seen) != 2 {
 		t.Fatalf("err %v after %d turns", err, len(m.Seen))
@@ -55,7 +55,7 @@ func TestModelStageTurnBound(t *testing.T) {
 // A model that returns neither a response nor an error fails the stage
 // with a coded error instead of crashing the process.
 func TestModelStageNilResponse(t *testing.T) {
-	m := &llmtest.Replay{Replies: []*llm.Response{nil}}
+	m := &fakellm.Replay{Replies: []*llm.Response{nil}}
 	_, err := intentStage(t, m, "").Execute(context.Background(), input(t, "request", "x"))
 	if agenterr.CodeOf(err) != agenterr.CodeSdkRequest {
 		t.Fatalf("err %v", err)
@@ -68,7 +68,7 @@ func TestModelStageRedactsSecretsInTheAnswer(t *testing.T) {
 	const key = "sk-stage-0123456789"
 	t.Setenv("STAGE_TEST_API_KEY", key)
 	answer := text(`{"intents":[{"type":"` + key + `","confidence":0.5}],"entities":{"k":"` + key + `"}}`)
-	m := &llmtest.Replay{Replies: []*llm.Response{&answer}}
+	m := &fakellm.Replay{Replies: []*llm.Response{&answer}}
 	out, err := intentStage(t, m, "").Execute(context.Background(), input(t, "request", "x"))
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -50,12 +49,12 @@ type Server struct {
 // reaches the network only as the runner's Config allows. It ends when
 // Close is called or ctx is done.
 func (c *CommandRunner) StartServer(ctx context.Context, argv []string, dir string, env []string, readOnly []string) (*Server, error) {
-	return c.start(ctx, llm.ProgramSpec{Argv: argv, Dir: dir, Env: env, ReadOnly: readOnly})
+	return c.start(ctx, tool.ProgramSpec{Argv: argv, Dir: dir, Env: env, ReadOnly: readOnly})
 }
 
 // start is StartServer with further writable directories and network
 // pairs (StartProgram).
-func (c *CommandRunner) start(ctx context.Context, p llm.ProgramSpec) (*Server, error) {
+func (c *CommandRunner) start(ctx context.Context, p tool.ProgramSpec) (*Server, error) {
 	for _, path := range append(slices.Clone(p.ReadOnly), p.Writable...) {
 		if !filepath.IsAbs(path) {
 			return nil, agenterr.New(agenterr.CodeToolInput, agenterr.LayerSandbox, false, "path %q is not absolute", path)
@@ -115,13 +114,13 @@ func (c *CommandRunner) start(ctx context.Context, p llm.ProgramSpec) (*Server, 
 	return srv, nil
 }
 
-// StartProgram implements llm.ProgramSandbox: spec.Argv runs like a
+// StartProgram implements tool.ProgramSandbox: spec.Argv runs like a
 // server of StartServer (the work dir spec.Dir writable, the system
 // directories, spec.Dir and spec.ReadOnly readable), and may also write
 // spec.Writable and reach spec.NetworkAllow through the sandbox's
 // allow-list proxy. The claude CLI runs in it, and every tool it runs
 // with it.
-func (c *CommandRunner) StartProgram(ctx context.Context, spec llm.ProgramSpec) (llm.Program, error) {
+func (c *CommandRunner) StartProgram(ctx context.Context, spec tool.ProgramSpec) (tool.Program, error) {
 	srv, err := c.start(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -151,7 +150,7 @@ func (c *CommandRunner) describe(allow []string) string {
 	return strings.Join(parts, ", ")
 }
 
-// program is a Server as an llm.Program.
+// program is a Server as a tool.Program.
 type program struct {
 	srv       *Server
 	isolation string

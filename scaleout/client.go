@@ -101,15 +101,32 @@ func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
 	acts := &Activities{Queue: own, Root: cfg.Root, Store: cfg.Store, Getenv: cfg.Getenv, TracerProvider: cfg.TracerProvider,
 		Server: agent.TemporalRun{Address: cfg.Address, Namespace: cfg.Namespace, TaskQueue: cfg.TaskQueue}}
 	defer acts.Close()
-	shared := worker.New(c, cfg.TaskQueue, worker.Options{DisableRegistrationAliasing: true})
+	// The iterations of runs this worker holds come on its own queue, the
+	// first iteration of a run (and of one that moved) on the shared one:
+	// both draw from one budget of MaxConcurrentRuns activity slots, so a
+	// worker takes a new run only when it has room for it.
+	slots, err := worker.NewFixedSizeSlotSupplier(cfg.MaxConcurrentRuns)
+	if err != nil {
+		return err
+	}
+	sharedTuner, err := runSlotsTuner(slots)
+	if err != nil {
+		return err
+	}
+	pinnedTuner, err := runSlotsTuner(slots)
+	if err != nil {
+		return err
+	}
+	shared := worker.New(c, cfg.TaskQueue, worker.Options{DisableRegistrationAliasing: true, Tuner: sharedTuner})
 	shared.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
 	shared.RegisterActivityWithOptions(acts.Acquire, activity.RegisterOptions{Name: ActivityAcquire})
+	shared.RegisterActivityWithOptions(acts.Iterate, activity.RegisterOptions{Name: ActivityIterate})
 	ia := &IssueActivities{Open: cfg.Issues}
 	shared.RegisterWorkflowWithOptions(IssueWorkflow, workflow.RegisterOptions{Name: IssueWorkflowName})
 	shared.RegisterActivityWithOptions(ia.Read, activity.RegisterOptions{Name: ActivityIssueRead})
 	shared.RegisterActivityWithOptions(ia.Change, activity.RegisterOptions{Name: ActivityIssueChange})
 	shared.RegisterActivityWithOptions(ia.BranchTip, activity.RegisterOptions{Name: ActivityBranchTip})
-	pinned := worker.New(c, own, worker.Options{DisableRegistrationAliasing: true, MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentRuns})
+	pinned := worker.New(c, own, worker.Options{DisableRegistrationAliasing: true, Tuner: pinnedTuner})
 	pinned.RegisterActivityWithOptions(acts.Iterate, activity.RegisterOptions{Name: ActivityIterate})
 	if err := pinned.Start(); err != nil {
 		return fmt.Errorf("start the worker of queue %s: %w", own, err)
@@ -125,6 +142,30 @@ func RunWorker(ctx context.Context, c client.Client, cfg WorkerConfig) error {
 	<-ctx.Done()
 	return nil
 }
+
+// runSlotsTuner is the slot tuner of one of a worker's two Temporal
+// workers: activities take their slots from runs, shared by both; the
+// other kinds of task have the SDK's default fixed sizes of their own.
+func runSlotsTuner(runs worker.SlotSupplier) (worker.WorkerTuner, error) {
+	sizes := make([]worker.SlotSupplier, 4)
+	for i, n := range []int{defaultWorkflowSlots, defaultLocalActivitySlots, defaultWorkflowSlots, runs.MaxSlots()} {
+		s, err := worker.NewFixedSizeSlotSupplier(n)
+		if err != nil {
+			return nil, err
+		}
+		sizes[i] = s
+	}
+	return worker.NewCompositeTuner(worker.CompositeTunerOptions{WorkflowSlotSupplier: sizes[0], LocalActivitySlotSupplier: sizes[1],
+		NexusSlotSupplier: sizes[2], SessionActivitySlotSupplier: sizes[3], ActivitySlotSupplier: runs})
+}
+
+// The SDK's default slot counts of the tasks that are not activities
+// (worker.Options MaxConcurrentWorkflowTaskExecutionSize and
+// MaxConcurrentLocalActivityExecutionSize).
+const (
+	defaultWorkflowSlots      = 1000
+	defaultLocalActivitySlots = 1000
+)
 
 // DefaultMaxConcurrentRuns is how many runs a worker runs at once unless
 // told otherwise: four per core of the machine, since an iteration mostly

@@ -183,7 +183,7 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		// Only the run's branch: a repository that holds the branches of
 		// many runs is not fetched whole for each of them. The clone has
 		// the branch's tip: no fetch of it follows.
-		if _, err := w.checkoutGit(ctx, w.Root, "clone", "-q", "--no-checkout", "--single-branch", "--no-tags", "--branch", run.Branch, run.Repo, dir); err != nil {
+		if _, err := w.checkoutGit(ctx, w.Root, "clone", "-q", "--template=", "--no-checkout", "--single-branch", "--no-tags", "--branch", run.Branch, run.Repo, dir); err != nil {
 			return checkout{}, workDirError("clone "+run.Repo, err)
 		}
 		if err := w.trustRepo(ctx, dir); err != nil {
@@ -342,8 +342,13 @@ func short(sha string) string {
 // lives for one run and is cloned afresh when another worker takes the
 // run, so it has nothing to gain from it, and each of those is a process
 // per iteration. The run's repository, where the pushes go, keeps its own
-// settings (a push does not pass these on to receive-pack).
-var checkoutHardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "maintenance.auto=false", "-c", "gc.auto=0"}
+// settings (a push does not pass these on to receive-pack). Nor does a
+// checkout keep reflogs (the worker never reads them, and every ref
+// update appended to one or two of them), and it is cloned without the
+// template directory (sample hooks, which never run here, and the
+// description: a dozen files written for nothing on every clone).
+var checkoutHardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "maintenance.auto=false", "-c", "gc.auto=0",
+	"-c", "core.logAllRefUpdates=false"}
 
 // checkoutGit runs git in dir — a run's checkout, or Root for a clone —
 // hardened (checkoutHardening), and returns its trimmed output. The

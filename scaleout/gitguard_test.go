@@ -27,6 +27,7 @@ func TestTheWorkersGitRunsNoCodeTheModelPutInTheCheckout(t *testing.T) {
 		return `printf '#!/bin/sh\ntouch ` + mark(name) + `\n' > .git/hooks/` + name + ` && chmod +x .git/hooks/` + name
 	}
 	attack := strings.Join([]string{
+		"mkdir -p .git/hooks", // a checkout is cloned without the sample hooks
 		hook("post-commit"), hook("pre-push"), hook("reference-transaction"), hook("post-checkout"), hook("pre-auto-gc"),
 		`git config core.fsmonitor "touch ` + mark("fsmonitor") + `"`,
 		`git config filter.x.clean "touch ` + mark("filter") + `; cat" && echo '* filter=x' > .gitattributes`,

@@ -10,7 +10,9 @@ import (
 )
 
 // Histories recorded from a dev server (temporal workflow show -o json):
-// a completed run, a run whose worker was killed (it moved), the two
+// a completed run pinned by capstan.AcquireWorker (runs started before
+// the first iteration pinned the run), a completed run pinned by its
+// first iteration, a run whose worker was killed (it moved), the two
 // executions of a run that continued as new, and an issue workflow
 // (capstan workflow run --temporal) whose third agent's worker was killed
 // (re-recorded by TestWorkflowTemporalKilledWorker with
@@ -19,7 +21,7 @@ import (
 // change needs workflow.GetVersion, or running workflows break.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
-	if err != nil || len(files) < 5 {
+	if err != nil || len(files) < 6 {
 		t.Fatalf("recorded histories: %v %v", files, err)
 	}
 	for _, f := range files {

@@ -181,6 +181,9 @@ type IterationResult struct {
 	Outcome *IterationOutcome `json:"outcome,omitempty"`
 	// Result is the run's result when the run ended.
 	Result *agent.Result `json:"result,omitempty"`
+	// Queue is the task queue of the worker that ran the iteration (its
+	// own): a run no worker held goes on there.
+	Queue string `json:"queue,omitempty"`
 }
 
 // Progress is what the progress query returns.

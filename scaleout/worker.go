@@ -29,7 +29,8 @@ import (
 // in memory, and one that lands elsewhere rebuilds the agent from the
 // journal and the run's branch.
 type Activities struct {
-	// Queue is this worker's own task queue (what ActivityAcquire returns).
+	// Queue is this worker's own task queue (what ActivityAcquire returns,
+	// and IterationResult.Queue names).
 	Queue string
 	// Root is where the worker checks out runs' work dirs
 	// (<Root>/<run id>).
@@ -162,6 +163,9 @@ func (w *Activities) keep(id string, lr *liveRun) {
 // process would, commits nothing, and fails.
 func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*IterationResult, error) {
 	res, err := w.iterate(ctx, in)
+	if res != nil {
+		res.Queue = w.Queue // not in the commit's record: set after it
+	}
 	var ae *temporal.ApplicationError
 	if err != nil && !outage(err) && activity.GetInfo(ctx).Attempt >= iterationAttempts && errors.As(err, &ae) && !ae.NonRetryable() {
 		// The retry policy allows outageAttempts for provider outages;

@@ -57,8 +57,13 @@ func Run(ctx workflow.Context, in RunInput) (*agent.Result, error) {
 		return nil, err
 	}
 	began := st.Iteration
+	// A run no worker holds yet gives its next iteration to any worker
+	// of the shared task queue with a free slot, which then holds it (the
+	// result names its queue); runs recorded before asked a worker to pin
+	// them first (acquire), an activity more per run.
+	unpinned := workflow.GetVersion(ctx, versionUnpinnedIteration, workflow.DefaultVersion, 1) == 1
 	for {
-		if st.Queue == "" {
+		if st.Queue == "" && !unpinned {
 			q, err := acquire(ctx)
 			if err != nil {
 				return canceledOr(ctx, &in, st, err)
@@ -83,6 +88,9 @@ func Run(ctx workflow.Context, in RunInput) (*agent.Result, error) {
 			return canceledOr(ctx, &in, st, err)
 		}
 		st.Iteration, st.Commit, st.Step, st.Usage, st.CostUSD = res.Iteration, res.Commit, res.Step, res.Usage, res.CostUSD
+		if unpinned && res.Queue != "" {
+			st.Queue = res.Queue
+		}
 		if res.Outcome != nil {
 			st.Last = res.Outcome
 			if recent = append(recent, *res.Outcome); len(recent) > recentOutcomes {
@@ -122,11 +130,21 @@ func acquire(ctx workflow.Context) (string, error) {
 	return q, err
 }
 
-// iterate runs one iteration on the run's worker.
+// versionUnpinnedIteration marks histories whose runs are pinned by their
+// first iteration's worker (workflow.GetVersion).
+const versionUnpinnedIteration = "unpinned-iteration"
+
+// iterate runs one iteration on the run's worker, or, with queue "", on
+// any worker of the workflow's task queue (waiting for one as long as it
+// takes), whose queue the result names.
 func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunInput, st RunState) (*IterationResult, error) {
+	scheduleToStart := opts.ScheduleToStart
+	if queue == "" {
+		scheduleToStart = 0
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              queue,
-		ScheduleToStartTimeout: opts.ScheduleToStart,
+		ScheduleToStartTimeout: scheduleToStart,
 		StartToCloseTimeout:    opts.IterationTimeout,
 		HeartbeatTimeout:       opts.Heartbeat,
 		WaitForCancellation:    true,

@@ -86,7 +86,9 @@ func testStore(t testing.TB) journal.Store {
 // chose. kill, when set, is called after a worker's iteration returns and
 // may turn its answer into the failure a dead worker causes.
 type pool struct {
-	w        [2]*Activities
+	w [2]*Activities
+	// acquired counts the runs pinned to a worker (by ActivityAcquire in
+	// histories recorded before, by an iteration on the shared queue now).
 	acquired atomic.Int32
 	dead     [2]atomic.Bool
 	kill     func(w *Activities, in IterationInput, res *IterationResult) error
@@ -112,11 +114,15 @@ func (p *pool) register(env *testsuite.TestWorkflowEnvironment) {
 		return p.w[int(p.acquired.Add(1)-1)%2].Acquire(ctx)
 	}, activity.RegisterOptions{Name: ActivityAcquire})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in IterationInput) (*IterationResult, error) {
-		i := 0
-		if activity.GetInfo(ctx).TaskQueue == p.w[1].Queue {
-			i = 1
-		}
-		if p.dead[i].Load() {
+		i := slices.IndexFunc(p.w[:], func(w *Activities) bool { return w.Queue == activity.GetInfo(ctx).TaskQueue })
+		if i < 0 {
+			// The iteration of a run no worker holds, on the shared
+			// queue: workers take turns at it (a dead one polls
+			// nothing), and the one that runs it holds the run.
+			if i = int(p.acquired.Add(1)-1) % 2; p.dead[i].Load() {
+				i = 1 - i
+			}
+		} else if p.dead[i].Load() {
 			// Nobody polls a dead worker's queue: the retry of its
 			// iteration is never picked up.
 			return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)

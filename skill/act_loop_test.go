@@ -8,7 +8,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/llmtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -25,7 +25,7 @@ func toolTurn(calls ...llm.ToolCall) *llm.Response {
 // transcript whose results do not pair up with the calls.
 func TestActCallIDsAreUnique(t *testing.T) {
 	sk := exampleSkill(t)
-	m := &llmtest.Replay{Replies: []*llm.Response{toolTurn(
+	m := &fakellm.Replay{Replies: []*llm.Response{toolTurn(
 		llm.ToolCall{ID: "same", Name: "blackboardPut", Input: json.RawMessage(`{"key":"a","value":1}`)},
 		llm.ToolCall{ID: "same", Name: "blackboardPut", Input: json.RawMessage(`{"key":"b","value":2}`)},
 		llm.ToolCall{Name: "blackboardGet", Input: json.RawMessage(`{"key":"a"}`)},
@@ -56,7 +56,7 @@ func TestActLargeResultTruncated(t *testing.T) {
 	sk := exampleSkill(t)
 	key := strings.Repeat("k", llm.MaxToolOutput+1000) // blackboardPut echoes its key
 	in, _ := json.Marshal(map[string]any{"key": key, "value": 1})
-	m := &llmtest.Replay{Replies: []*llm.Response{toolTurn(llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: in})}}
+	m := &fakellm.Replay{Replies: []*llm.Response{toolTurn(llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: in})}}
 	if _, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g"}); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestActLargeResultTruncated(t *testing.T) {
 // A model that returns no response and no error ends the run with a coded
 // model error instead of crashing the process.
 func TestActNilResponseIsModelError(t *testing.T) {
-	res, err := New(Config{Model: &llmtest.Replay{Replies: []*llm.Response{nil}}}).Run(context.Background(), exampleSkill(t), Input{Goal: "g"})
+	res, err := New(Config{Model: &fakellm.Replay{Replies: []*llm.Response{nil}}}).Run(context.Background(), exampleSkill(t), Input{Goal: "g"})
 	if agenterr.CodeOf(err) != agenterr.CodeSdkRequest || res == nil || res.ExitReason != ExitModelError ||
 		res.Error == nil || res.Error.Code != agenterr.CodeSdkRequest {
 		t.Fatalf("err %v, result %+v", err, res)
@@ -93,7 +93,7 @@ func (e *typedEvents) Emit(p event.Payload) {
 // accounts for every call the model made.
 func TestActRefusedCallsJournaled(t *testing.T) {
 	sk := exampleSkill(t)
-	m := &llmtest.Replay{Replies: []*llm.Response{toolTurn(
+	m := &fakellm.Replay{Replies: []*llm.Response{toolTurn(
 		llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: json.RawMessage(`{"key":"a","value":1}`)},
 		llm.ToolCall{ID: "c2", Name: "blackboardPut", Input: json.RawMessage(`{"key":"b","value":2}`)},
 	), toolTurn(
@@ -116,7 +116,7 @@ func TestActRefusedCallsJournaled(t *testing.T) {
 	}
 
 	// After finalize, the rest of the turn is skipped, and journaled so.
-	m = &llmtest.Replay{Replies: []*llm.Response{toolTurn(
+	m = &fakellm.Replay{Replies: []*llm.Response{toolTurn(
 		llm.ToolCall{ID: "c1", Name: "finalize", Input: json.RawMessage(`{}`)},
 		llm.ToolCall{ID: "c2", Name: "blackboardGet", Input: json.RawMessage(`{}`)},
 	)}}
@@ -146,7 +146,7 @@ func TestActRedactsSecretsTheModelWrites(t *testing.T) {
 	t.Setenv("SKILL_TEST_API_KEY", key)
 	turn := toolTurn(llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: json.RawMessage(`{"key":"` + key + `","value":"` + key + `"}`)})
 	turn.Message.Text = "the key is " + key
-	m := &llmtest.Replay{Replies: []*llm.Response{turn}}
+	m := &fakellm.Replay{Replies: []*llm.Response{turn}}
 	ev := &typedEvents{}
 	if _, err := New(Config{Model: m, Events: ev}).Run(context.Background(), exampleSkill(t), Input{Goal: "g"}); err != nil {
 		t.Fatal(err)

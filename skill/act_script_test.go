@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/streamtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -56,7 +56,7 @@ func TestActScriptsInSandbox(t *testing.T) {
 		{text: "retry with params", calls: [][2]string{call("runScript", `{"path":"scripts/fail.sh","args":{"argv":["x"]}}`)}},
 		{text: "third", calls: [][2]string{call("runScript", `{"path":"scripts/stats.py","args":{"argv":["c=done"]}}`)}},
 	}}
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	res, err := New(Config{Model: m, Sandbox: r}).Run(llm.WithStreamSink(context.Background(), rec), sk, Input{Goal: "g", Expected: expectReport})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/streamtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -43,7 +43,7 @@ func TestActStreamsToolCalls(t *testing.T) {
 		// third call of the turn is over the tool-call budget.
 		{text: "b", calls: [][2]string{call("readFile", `{"path":"nope.md"}`), call("blackboardPut", `{"key":"k","value":1}`), call("blackboardPut", `{"key":"k2","value":2}`)}},
 	}}}
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	events := &evidenceEvents{}
 	ctx := llm.WithStreamSink(context.Background(), rec)
 	res, err := New(Config{Model: m, Events: events}).Run(ctx, sk,
@@ -136,7 +136,7 @@ func TestActStreamsSkippedCalls(t *testing.T) {
 	m := &playModel{turns: []playTurn{
 		{text: "done", calls: [][2]string{call("finalize", `{"summary":"nothing to do"}`), call("blackboardPut", `{"key":"k","value":1}`)}},
 	}}
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	res, err := New(Config{Model: m}).Run(llm.WithStreamSink(context.Background(), rec), sk, Input{Goal: "g"})
 	if err != nil {
 		t.Fatal(err)

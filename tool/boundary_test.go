@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 func TestBoundaryCommand(t *testing.T) {
@@ -113,7 +115,7 @@ func TestPolicyBoundary(t *testing.T) {
 		t.Fatalf("without Boundary: %s", d.Reason)
 	}
 	for _, pat := range BoundaryDenyPatterns("github") {
-		if err := ValidatePattern(pat); err != nil {
+		if err := tooldecl.ValidatePattern(pat); err != nil {
 			t.Errorf("%s: %v", pat, err)
 		}
 	}

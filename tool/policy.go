@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 // Permission modes, named as Claude Code names them.
@@ -90,48 +91,12 @@ func ValidateMode(m string) error {
 	return fmt.Errorf("permissionMode %q is not one of %s", m, strings.Join(permissionModes, ", "))
 }
 
-// ValidatePattern reports whether p is a well-formed tool pattern.
-func ValidatePattern(p string) error {
-	name, rule, hasRule, err := splitPattern(p)
-	if err != nil {
-		return err
-	}
-	if name == "" {
-		return fmt.Errorf("tool pattern %q has no tool name", p)
-	}
-	if _, err := path.Match(name, ""); err != nil {
-		return fmt.Errorf("tool pattern %q: bad glob: %v", p, err)
-	}
-	if hasRule && rule == "" {
-		return fmt.Errorf("tool pattern %q has an empty argument rule", p)
-	}
-	if hasRule && name != "Bash" && rule != "*" && !doublestar.ValidatePattern(strings.TrimPrefix(rule, "./")) {
-		return fmt.Errorf("tool pattern %q: bad path glob %q", p, rule)
-	}
-	return nil
-}
-
-func splitPattern(p string) (name, rule string, hasRule bool, err error) {
-	p = strings.TrimSpace(p)
-	i := strings.IndexByte(p, '(')
-	if i < 0 {
-		if strings.ContainsRune(p, ')') {
-			return "", "", false, fmt.Errorf("tool pattern %q has ')' without '('", p)
-		}
-		return p, "", false, nil
-	}
-	if !strings.HasSuffix(p, ")") {
-		return "", "", false, fmt.Errorf("tool pattern %q: argument rule must end with ')'", p)
-	}
-	return p[:i], p[i+1 : len(p)-1], true, nil
-}
-
 // MayUse reports whether some call of t could be allowed. Tools for which it
 // is false are not offered to the model at all.
 func (p Policy) MayUse(t Tool) bool {
 	name := t.Spec().Name
 	for _, pat := range p.Disallowed {
-		n, _, hasRule, err := splitPattern(pat)
+		n, _, hasRule, err := tooldecl.SplitPattern(pat)
 		if err != nil {
 			if nameMatches(malformedName(pat), name) {
 				return false
@@ -146,7 +111,7 @@ func (p Policy) MayUse(t Tool) bool {
 	if len(p.Allowed) > 0 {
 		any := false
 		for _, pat := range p.Allowed {
-			if n, _, _, err := splitPattern(pat); err == nil && nameMatches(n, name) {
+			if n, _, _, err := tooldecl.SplitPattern(pat); err == nil && nameMatches(n, name) {
 				any = true
 				explicit = true
 			}
@@ -163,7 +128,7 @@ func (p Policy) Decide(t Tool, input json.RawMessage) Decision {
 	name := t.Spec().Name
 	arg := &callArgument{p: p, name: name, input: input}
 	for _, pat := range p.Disallowed {
-		if _, _, _, err := splitPattern(pat); err != nil {
+		if _, _, _, err := tooldecl.SplitPattern(pat); err != nil {
 			if nameMatches(malformedName(pat), name) {
 				return Decision{Reason: fmt.Sprintf("%s is denied by malformed disallowedTools pattern %q", name, pat)}
 			}
@@ -461,7 +426,7 @@ func nameMatches(pattern, name string) bool {
 // The argument is read only when the pattern has a rule for a tool of
 // that name.
 func patternMatches(pattern, name string, argument *callArgument, deny bool) bool {
-	n, rule, hasRule, err := splitPattern(pattern)
+	n, rule, hasRule, err := tooldecl.SplitPattern(pattern)
 	if err != nil || !nameMatches(n, name) {
 		return false
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 type fakeTool struct {
@@ -221,12 +223,12 @@ func TestValidatePatternAndMode(t *testing.T) {
 	good := []string{"Read", "*", "mcp__srv__*", "Bash(git log:*)", "Bash(go test ./...)", "Edit(src/**)", "Edit(**/*.{ts,tsx})", "Bash(*)"}
 	bad := []string{"", "()", "Bash(", "Bash(x", "Bash)", "Bash()", "Read[", "Edit(src/[)"}
 	for _, p := range good {
-		if err := ValidatePattern(p); err != nil {
+		if err := tooldecl.ValidatePattern(p); err != nil {
 			t.Errorf("ValidatePattern(%q) = %v", p, err)
 		}
 	}
 	for _, p := range bad {
-		if err := ValidatePattern(p); err == nil {
+		if err := tooldecl.ValidatePattern(p); err == nil {
 			t.Errorf("ValidatePattern(%q) accepted", p)
 		}
 	}
@@ -251,7 +253,7 @@ func FuzzPolicyPattern(f *testing.F) {
 	f.Add("*", "", "")
 	f.Add("Bash(", "ls", "a")
 	f.Fuzz(func(t *testing.T, pattern, command, filePath string) {
-		_ = ValidatePattern(pattern)
+		_ = tooldecl.ValidatePattern(pattern)
 		tools := []Tool{tRead, tWrite, tEdit, tBash, tMCP, tGlob, tGrep}
 		inputs := []json.RawMessage{bash(command), file(filePath), in("pattern", command, "path", filePath)}
 		for _, mode := range permissionModes {

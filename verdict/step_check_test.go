@@ -10,7 +10,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/streamtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -194,7 +194,7 @@ func (s *sinkSpy) Generate(ctx context.Context, req *llm.Request) (*llm.Response
 func TestJudgeIsNotStreamed(t *testing.T) {
 	spy := &sinkSpy{}
 	j := &BridgeJudge{Bridge: llm.NewToolLoop(spy, llm.Config{})}
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	if pass, _, err := j.Judge(llm.WithStreamSink(ctx, rec), "c", "r"); err != nil || !pass {
 		t.Fatalf("%v %v", pass, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -139,7 +140,7 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 			}
 		}
 	}
-	defaultProvider, _ := llm.ParseSpec(defaultModel)
+	defaultProvider, _ := modelspec.Parse(defaultModel)
 	if defaultModel != "" {
 		c := doctorCheck{Name: "default model", Status: checkOK, Detail: defaultModel}
 		if !slices.Contains(llm.Providers(), defaultProvider) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/testfix"
 )
 
@@ -100,7 +100,7 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 	if model == "" {
 		model = os.Getenv("CAPSTAN_MODEL")
 	}
-	if provider, file := llm.ParseSpec(model); provider == "script" && file != "" {
+	if provider, file := modelspec.Parse(model); provider == "script" && file != "" {
 		// A script model's file is read from where the user named it and
 		// becomes one of the agent's files.
 		b, err := os.ReadFile(file)

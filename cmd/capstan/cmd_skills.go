@@ -18,6 +18,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/skill"
 )
@@ -271,7 +272,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 		f.build = filepath.Join(f.workDir, "build")
 	}
 	absDir, _ := filepath.Abs(dir)
-	provider, modelName := llm.ParseSpec(f.model)
+	provider, modelName := modelspec.Parse(f.model)
 	model, err := llm.OpenModel(ctx, f.model, llm.Config{Provider: provider, Model: modelName, AgentDir: absDir, BaseURL: f.baseURL})
 	if err != nil {
 		return withExit(exitCodeFor(err, true), fmt.Errorf("skills run: %w", err))
@@ -310,7 +311,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	absWork, _ := filepath.Abs(f.workDir)
 	// run.start / run.end in the agent's shapes, so `capstan runs` and
 	// `capstan show` list skill runs too.
-	events.Emit(agent.RunStartEvent{RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
+	events.Emit(agent.RunStartEvent{Format: journal.Format, RunID: runID, Agent: "skill:" + sk.ID, AgentDir: absDir, WorkDir: absWork, Model: f.model})
 	started := time.Now()
 	// The request carries the provider's own model name ("gpt-4o"), never
 	// the "provider:model" spec the user typed.

@@ -21,6 +21,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/llm/modelspec"
 )
 
 // userConfig is the user's own defaults, from
@@ -44,7 +45,7 @@ type userConfig struct {
 	BaseURLs map[string]string `yaml:"base_urls"`
 	// Pricing adds or replaces model prices (USD per million tokens) for
 	// every agent; an agent's runner.pricing entry for the same model wins.
-	Pricing map[string]llm.Price `yaml:"pricing"`
+	Pricing map[string]modelspec.Price `yaml:"pricing"`
 
 	path string
 	// problems are the errors of bad values by key (problemKeys in the
@@ -124,7 +125,7 @@ func loadUserConfig() (*userConfig, error) {
 	}
 	uc.warnUnknown(data, raw)
 	if uc.DefaultModel != "" {
-		if provider, _ := llm.ParseSpec(uc.DefaultModel); !slices.Contains(llm.Providers(), provider) {
+		if provider, _ := modelspec.Parse(uc.DefaultModel); !slices.Contains(llm.Providers(), provider) {
 			e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 				"user config default_model %q: unknown provider %q", uc.DefaultModel, provider)
 			e.Hint = "write provider:model with one of: " + strings.Join(llm.Providers(), ", ")
@@ -268,7 +269,7 @@ func withUserPricing(def *agentdir.Agent, model string) (*agentdir.Agent, error)
 	if model == "" {
 		model = def.Definition().Runner.Model
 	}
-	if _, name := llm.ParseSpec(model); name != "" {
+	if _, name := modelspec.Parse(model); name != "" {
 		if _, own := def.Definition().Runner.Pricing[name]; !own {
 			if err := uc.need("pricing." + name); err != nil {
 				return def, err
@@ -280,7 +281,7 @@ func withUserPricing(def *agentdir.Agent, model string) (*agentdir.Agent, error)
 	}
 	d := def.Definition()
 	if d.Runner.Pricing == nil {
-		d.Runner.Pricing = map[string]llm.Price{}
+		d.Runner.Pricing = map[string]modelspec.Price{}
 	}
 	for model, p := range uc.Pricing {
 		if _, ok := d.Runner.Pricing[model]; !ok {
@@ -353,7 +354,7 @@ func applyUserDefaults(flags *runFlags, def *agentdir.Agent, rerun func(extra ..
 
 // provider is the provider of a model spec.
 func provider(model string) string {
-	p, _ := llm.ParseSpec(model)
+	p, _ := modelspec.Parse(model)
 	return p
 }
 

@@ -12,6 +12,12 @@
 // the invariants the real APIs enforce (a fake that accepts invalid requests
 // hides bridge bugs) and recorded, with credentials redacted, for
 // assertions.
+//
+// Beside the servers, the package holds the other fakes of a model for
+// tests: Replay, an llm.Model that answers with given responses;
+// SinkRecorder, which records what an llm.StreamSink is told; and the
+// streaming checks every provider passes against a Server
+// (CheckToolTurn, CheckCutThenRetry).
 package fakellm
 
 import (

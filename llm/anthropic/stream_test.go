@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/internal/fakellm"
-	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 )
 
 func TestStreamSinkGetsTextDeltasAndToolCalls(t *testing.T) {
-	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: testKey, Replies: streamtest.ToolTurnReplies("Echo")})
-	streamtest.CheckToolTurn(t, newModel(t, srv, nil, nil), "Echo")
+	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: testKey, Replies: fakellm.ToolTurnReplies("Echo")})
+	fakellm.CheckToolTurn(t, newModel(t, srv, nil, nil), "Echo")
 }
 
 // TestStreamCutMidMessageIsMarkedBeforeRetry: a stream dropped after some
@@ -23,15 +22,15 @@ func TestStreamSinkGetsTextDeltasAndToolCalls(t *testing.T) {
 func TestStreamCutMidMessageIsMarkedBeforeRetry(t *testing.T) {
 	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: testKey, Replies: []fakellm.Reply{
 		// message_start, content_block_start, ping, then two deltas: cut.
-		{Text: streamtest.CutText, ChunkSize: 5, Fault: &fakellm.Fault{CutAfter: 5}},
-		{Text: streamtest.CutText, ChunkSize: 5},
+		{Text: fakellm.CutText, ChunkSize: 5, Fault: &fakellm.Fault{CutAfter: 5}},
+		{Text: fakellm.CutText, ChunkSize: 5},
 	}})
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	resp, err := newModel(t, srv, &sleeps{}, nil).Generate(llm.WithStreamSink(context.Background(), rec), userReq("hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamtest.CheckCutThenRetry(t, rec, resp)
+	fakellm.CheckCutThenRetry(t, rec, resp)
 	if strings.Contains(strings.Join(rec.Texts(), ""), testKey) {
 		t.Error("key in streamed text")
 	}
@@ -44,7 +43,7 @@ func TestStreamFailureWithoutTextIsNotMarked(t *testing.T) {
 		{Fault: &fakellm.Fault{Status: 529}},
 		{Text: "fine now"},
 	}})
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	if _, err := newModel(t, srv, &sleeps{}, nil).Generate(llm.WithStreamSink(context.Background(), rec), userReq("hi")); err != nil {
 		t.Fatal(err)
 	}

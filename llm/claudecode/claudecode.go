@@ -49,6 +49,7 @@ import (
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 // Environment variables the driver reads through Config.Getenv.
@@ -100,7 +101,7 @@ type Config struct {
 	// DisallowedTools is passed as --disallowedTools.
 	DisallowedTools []string
 	// MCPServers are handed to the CLI with --mcp-config.
-	MCPServers map[string]tool.MCPServer
+	MCPServers map[string]tooldecl.MCPServer
 	// Redact replaces secret values in everything the CLI reports before
 	// the result, the journal or the stream sink sees it: the model's text,
 	// the tool inputs it wrote, the results of the tools the CLI ran and the
@@ -109,7 +110,7 @@ type Config struct {
 	// Sandbox, when set, is where the CLI runs (see the package
 	// documentation): every tool it runs is confined with it. nil runs
 	// the CLI with the caller's rights.
-	Sandbox llm.ProgramSandbox
+	Sandbox tool.ProgramSandbox
 	// KillGrace is how long a cancelled CLI gets between SIGTERM and
 	// SIGKILL (0 = 2s).
 	KillGrace time.Duration
@@ -228,7 +229,7 @@ func envInterpreter(p string) (string, bool) {
 }
 
 // MCPConfigJSON renders MCP servers in the CLI's --mcp-config format.
-func MCPConfigJSON(servers map[string]tool.MCPServer) (string, error) {
+func MCPConfigJSON(servers map[string]tooldecl.MCPServer) (string, error) {
 	out := map[string]any{}
 	for name, s := range servers {
 		switch {

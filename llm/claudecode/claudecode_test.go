@@ -25,6 +25,7 @@ import (
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 var fakeBin string
@@ -127,7 +128,7 @@ func TestQueryCollectsTextToolsUsageAndSession(t *testing.T) {
 	ev := &events{}
 	b, logPath := newBridge(t, "", ev, func(c *claudecode.Config) {
 		c.Model = "claude-opus-x"
-		c.MCPServers = map[string]tool.MCPServer{"gh": {Command: "gh-mcp", Args: []string{"--ro"}}, "web": {URL: "http://127.0.0.1:1/mcp"}}
+		c.MCPServers = map[string]tooldecl.MCPServer{"gh": {Command: "gh-mcp", Args: []string{"--ro"}}, "web": {URL: "http://127.0.0.1:1/mcp"}}
 		c.DisallowedTools = []string{"WebFetch"}
 	})
 	res, err := b.Query(context.Background(), "fix the bug", llm.QueryOptions{SystemPrompt: "Be careful.",
@@ -463,7 +464,7 @@ func TestEmptyPromptRejected(t *testing.T) {
 }
 
 func TestMCPConfigRejectsEmptyServer(t *testing.T) {
-	_, err := claudecode.MCPConfigJSON(map[string]tool.MCPServer{"x": {}})
+	_, err := claudecode.MCPConfigJSON(map[string]tooldecl.MCPServer{"x": {}})
 	e := agenterr.From(err)
 	if e == nil || e.Pointer != "/runner/mcpServers/x" {
 		t.Fatalf("err = %v", err)
@@ -526,7 +527,7 @@ func TestRedactsSecretsTheCLIReports(t *testing.T) {
 func TestArgsBoundaryDeniesGitHubCommands(t *testing.T) {
 	b, _ := newBridge(t, "ok", nil, func(c *claudecode.Config) {
 		c.DisallowedTools = []string{"WebFetch"}
-		c.MCPServers = map[string]tool.MCPServer{"web": {URL: "http://127.0.0.1:1/mcp"}, "github": {Command: "gh-mcp"}}
+		c.MCPServers = map[string]tooldecl.MCPServer{"web": {URL: "http://127.0.0.1:1/mcp"}, "github": {Command: "gh-mcp"}}
 	})
 	args := b.Args(llm.QueryOptions{Boundary: "a work step may not", DisallowedTools: []string{"Bash(rm:*)"}}, "")
 	got, _ := flagValue(args, "--disallowedTools")

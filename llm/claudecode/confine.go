@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
+	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/mcp"
 )
 
@@ -98,21 +98,21 @@ func endpointURL(baseURL string, getenv func(string) string) (*url.URL, error) {
 // private configuration folder writable, the CLI's install (and its
 // interpreter's, and those of its stdio MCP servers) readable, the
 // model's endpoint reachable.
-func (b *Bridge) sandboxSpec(argv []string) (llm.ProgramSpec, error) {
+func (b *Bridge) sandboxSpec(argv []string) (tool.ProgramSpec, error) {
 	wd := b.cfg.WorkDir
 	if wd == "" {
 		var err error
 		if wd, err = os.Getwd(); err != nil {
-			return llm.ProgramSpec{}, err
+			return tool.ProgramSpec{}, err
 		}
 	}
 	wd, err := filepath.Abs(wd)
 	if err != nil {
-		return llm.ProgramSpec{}, err
+		return tool.ProgramSpec{}, err
 	}
 	endpoint, err := Endpoint(b.cfg.BaseURL, b.cfg.Getenv)
 	if err != nil {
-		return llm.ProgramSpec{}, err
+		return tool.ProgramSpec{}, err
 	}
 	var readable []string
 	for _, p := range b.binary {
@@ -129,11 +129,11 @@ func (b *Bridge) sandboxSpec(argv []string) (llm.ProgramSpec, error) {
 		// stand-in, and reaches the model only through the key proxy.
 		kp, err := b.proxyKeys(keys)
 		if err != nil {
-			return llm.ProgramSpec{}, err
+			return tool.ProgramSpec{}, err
 		}
 		env, endpoint = kp.standIn(env), kp.addr
 	}
-	return llm.ProgramSpec{Argv: argv, Dir: wd, Env: env, ReadOnly: readable, Writable: []string{b.home},
+	return tool.ProgramSpec{Argv: argv, Dir: wd, Env: env, ReadOnly: readable, Writable: []string{b.home},
 		NetworkAllow: []string{endpoint}}, nil
 }
 

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/tool"
 )
 
 // hostProgram is the claude CLI started with the caller's rights (the run
-// opted out of the sandbox), as an llm.Program: its process group is
+// opted out of the sandbox), as a tool.Program: its process group is
 // ended on Stop.
 type hostProgram struct {
 	cmd    *exec.Cmd
@@ -77,7 +77,7 @@ func (p *hostProgram) Wait() error {
 
 // start starts the CLI with args: in the agent's sandbox when the Bridge
 // has one, else with the caller's rights.
-func (b *Bridge) start(ctx context.Context, args []string) (llm.Program, error) {
+func (b *Bridge) start(ctx context.Context, args []string) (tool.Program, error) {
 	argv := append(append([]string(nil), b.binary...), args...)
 	if b.cfg.Sandbox == nil {
 		return startHost(argv, b.cfg.WorkDir, b.env(), b.cfg.KillGrace)

@@ -13,7 +13,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/claudetest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
-	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
@@ -202,7 +201,7 @@ func TestRealCLIStreamsTextAndTools(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	res, err := b.Query(llm.WithStreamSink(ctx, rec), "READ-NOTES: what is the code?",
 		llm.QueryOptions{MaxTurns: 4, AllowedTools: []string{"Read"}, PermissionMode: "default"})
 	dumpOnError(t, srv, err)
@@ -252,7 +251,7 @@ func TestRealCLISyntheticErrorTextWhole(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	_, err = b.Query(llm.WithStreamSink(ctx, rec), "hi", llm.QueryOptions{MaxTurns: 1})
 	if agenterr.CodeOf(err) != agenterr.CodeSdkRateLimit {
 		t.Fatalf("err = %v", err)

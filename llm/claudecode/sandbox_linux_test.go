@@ -22,6 +22,7 @@ import (
 	"github.com/capstan-dev/capstan/llm/claudecode"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 // boxedRunner is the agent's default sandbox (no network but the
@@ -153,7 +154,7 @@ func BenchmarkRealCLIQuery(b *testing.B) {
 	}})
 	for _, tc := range []struct {
 		name string
-		box  llm.ProgramSandbox
+		box  tool.ProgramSandbox
 	}{{"unsandboxed", nil}, {"sandboxed", boxedRunner(b)}} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := claudecode.Config{Binary: bin, WorkDir: work, Model: "claude-sonnet-5", Getenv: realEnv(b, srv)}
@@ -209,7 +210,7 @@ func TestRealCLIStartsAnMCPServerInstalledOutsideTheWorkDir(t *testing.T) {
 	b, err := claudecode.New(claudecode.Config{Binary: bin, WorkDir: work, Model: "claude-sonnet-5", Getenv: realEnv(t, srv), Sandbox: box,
 		// The CLI offers MCP tools behind its tool search unless told not to.
 		Env:        []string{"ENABLE_TOOL_SEARCH=false"},
-		MCPServers: map[string]tool.MCPServer{"v": {Command: filepath.Join(venv, "bin", "server"), Env: map[string]string{"GREETING": "Hej"}}}})
+		MCPServers: map[string]tooldecl.MCPServer{"v": {Command: filepath.Join(venv, "bin", "server"), Env: map[string]string{"GREETING": "Hej"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/streamtest"
+	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
@@ -26,7 +26,7 @@ import (
 // calls are bracketed by their tool_use and tool_result frames.
 func TestStreamPartialMessages(t *testing.T) {
 	b, logPath := newBridge(t, "stream", nil, nil)
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	res, err := b.Query(llm.WithStreamSink(context.Background(), rec), "run the tests", llm.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestStreamOldCLIWithoutPartialMessages(t *testing.T) {
 	mut, calls := callsLog(t)
 	ev := &events{}
 	b, _ := newBridge(t, "old-cli", ev, mut)
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	ctx := llm.WithStreamSink(context.Background(), rec)
 	res, err := b.Query(ctx, "run the tests", llm.QueryOptions{})
 	if err != nil {
@@ -132,7 +132,7 @@ func TestStreamOldCLIWithoutPartialMessages(t *testing.T) {
 	}
 
 	// The bridge remembers: the next query runs once, without the flag.
-	rec2 := &streamtest.Recorder{}
+	rec2 := &fakellm.SinkRecorder{}
 	if _, err := b.Query(llm.WithStreamSink(context.Background(), rec2), "again", llm.QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestStreamOldCLIConcurrentQueries(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = b.Query(llm.WithStreamSink(context.Background(), &streamtest.Recorder{}), "run the tests", llm.QueryOptions{})
+			_, errs[i] = b.Query(llm.WithStreamSink(context.Background(), &fakellm.SinkRecorder{}), "run the tests", llm.QueryOptions{})
 		}()
 	}
 	wg.Wait()
@@ -165,7 +165,7 @@ func TestStreamOldCLIConcurrentQueries(t *testing.T) {
 			t.Errorf("query %d: %v", i, err)
 		}
 	}
-	if _, err := b.Query(llm.WithStreamSink(context.Background(), &streamtest.Recorder{}), "later", llm.QueryOptions{}); err != nil {
+	if _, err := b.Query(llm.WithStreamSink(context.Background(), &fakellm.SinkRecorder{}), "later", llm.QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	all := partialFlags(calls())
@@ -183,7 +183,7 @@ func TestStreamOtherFailuresNotRetried(t *testing.T) {
 		t.Run(scenario, func(t *testing.T) {
 			mut, calls := callsLog(t)
 			b, _ := newBridge(t, scenario, nil, mut)
-			ctx := llm.WithStreamSink(context.Background(), &streamtest.Recorder{})
+			ctx := llm.WithStreamSink(context.Background(), &fakellm.SinkRecorder{})
 			_, err := b.Query(ctx, "hi", llm.QueryOptions{})
 			if agenterr.CodeOf(err) != agenterr.CodeSdkConnection {
 				t.Fatalf("err = %v, want %s", err, agenterr.CodeSdkConnection)
@@ -205,7 +205,7 @@ func TestStreamOtherFailuresNotRetried(t *testing.T) {
 // of a failed API call. Their text reaches the sink whole.
 func TestStreamSyntheticAssistantFrameWhole(t *testing.T) {
 	b, logPath := newBridge(t, "rate-limit", nil, nil)
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	_, err := b.Query(llm.WithStreamSink(context.Background(), rec), "hi", llm.QueryOptions{})
 	if agenterr.CodeOf(err) != agenterr.CodeSdkRateLimit {
 		t.Fatalf("err = %v", err)

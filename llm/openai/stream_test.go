@@ -5,13 +5,12 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/internal/fakellm"
-	"github.com/capstan-dev/capstan/internal/streamtest"
 	"github.com/capstan-dev/capstan/llm"
 )
 
 func TestStreamSinkGetsContentDeltasAndToolCalls(t *testing.T) {
-	srv := fakellm.NewOpenAI(t, fakellm.Options{APIKey: testKey, Replies: streamtest.ToolTurnReplies("Probe")})
-	streamtest.CheckToolTurn(t, newModel(t, srv, testKey, nil, nil), "Probe")
+	srv := fakellm.NewOpenAI(t, fakellm.Options{APIKey: testKey, Replies: fakellm.ToolTurnReplies("Probe")})
+	fakellm.CheckToolTurn(t, newModel(t, srv, testKey, nil, nil), "Probe")
 }
 
 // TestStreamCutMidMessageIsMarkedBeforeRetry: see the anthropic test of the
@@ -19,13 +18,13 @@ func TestStreamSinkGetsContentDeltasAndToolCalls(t *testing.T) {
 func TestStreamCutMidMessageIsMarkedBeforeRetry(t *testing.T) {
 	srv := fakellm.NewOpenAI(t, fakellm.Options{APIKey: testKey, Replies: []fakellm.Reply{
 		// the role chunk, then two content chunks: cut.
-		{Text: streamtest.CutText, ChunkSize: 5, Fault: &fakellm.Fault{CutAfter: 3}},
-		{Text: streamtest.CutText, ChunkSize: 5},
+		{Text: fakellm.CutText, ChunkSize: 5, Fault: &fakellm.Fault{CutAfter: 3}},
+		{Text: fakellm.CutText, ChunkSize: 5},
 	}})
-	rec := &streamtest.Recorder{}
+	rec := &fakellm.SinkRecorder{}
 	resp, err := newModel(t, srv, testKey, &sleeps{}, nil).Generate(llm.WithStreamSink(context.Background(), rec), userReq("hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamtest.CheckCutThenRetry(t, rec, resp)
+	fakellm.CheckCutThenRetry(t, rec, resp)
 }

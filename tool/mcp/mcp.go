@@ -38,6 +38,7 @@ import (
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 // Prefix starts every MCP tool name.
@@ -87,7 +88,7 @@ type Set struct {
 // that stopped during the run is restarted (once).
 type server struct {
 	name      string
-	cfg       tool.MCPServer
+	cfg       tooldecl.MCPServer
 	cs        *sdk.ClientSession // nil once it stopped and could not be restarted
 	restarted bool
 }
@@ -95,12 +96,12 @@ type server struct {
 // Connect connects to every server and lists its tools. On any failure
 // the servers already started are shut down and the error names the
 // server (File agent.json, Pointer /runner/mcpServers/<name>).
-func Connect(ctx context.Context, servers map[string]tool.MCPServer) (*Set, error) {
+func Connect(ctx context.Context, servers map[string]tooldecl.MCPServer) (*Set, error) {
 	return ConnectWith(ctx, servers, Options{})
 }
 
 // ConnectWith is Connect with options.
-func ConnectWith(ctx context.Context, servers map[string]tool.MCPServer, opts Options) (*Set, error) {
+func ConnectWith(ctx context.Context, servers map[string]tooldecl.MCPServer, opts Options) (*Set, error) {
 	s := &Set{sessions: map[string]*sdk.ClientSession{}, servers: map[string]*server{}, opts: opts}
 	names := make([]string, 0, len(servers)+len(opts.Transports))
 	seen := map[string]bool{}
@@ -137,7 +138,7 @@ func serverError(name, format string, args ...any) *agenterr.Error {
 	return e
 }
 
-func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg tool.MCPServer, opts Options, timeout time.Duration) error {
+func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg tooldecl.MCPServer, opts Options, timeout time.Duration) error {
 	if !validName().MatchString(name) || strings.Contains(name, "__") {
 		e := serverError(name, "invalid server name")
 		e.Hint = "use letters, digits, '-' and single '_' (tools are named mcp__<server>__<tool>)"
@@ -186,7 +187,7 @@ func (s *Set) connect(ctx context.Context, client *sdk.Client, name string, cfg 
 	return nil
 }
 
-func transport(name string, cfg tool.MCPServer, opts Options) (sdk.Transport, error) {
+func transport(name string, cfg tooldecl.MCPServer, opts Options) (sdk.Transport, error) {
 	if t, ok := opts.Transports[name]; ok {
 		return t, nil
 	}
@@ -283,7 +284,7 @@ func sandboxedTransport(name, prog string, args, env []string, opts Options) (sd
 // besides the system directories and the work dir workDir (the rule of
 // sandbox.InstallRoots, for its resolved program and for the absolute
 // paths among its arguments), read-only. nil for a server named by url.
-func InstallRoots(cfg tool.MCPServer, workDir string) []string {
+func InstallRoots(cfg tooldecl.MCPServer, workDir string) []string {
 	if cfg.Command == "" {
 		return nil
 	}

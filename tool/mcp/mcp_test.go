@@ -23,6 +23,7 @@ import (
 	"github.com/capstan-dev/capstan/llm/anthropic"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/mcp"
+	"github.com/capstan-dev/capstan/tool/tooldecl"
 )
 
 type addIn struct {
@@ -186,7 +187,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	set, err := mcp.ConnectWith(context.Background(), map[string]tool.MCPServer{
+	set, err := mcp.ConnectWith(context.Background(), map[string]tooldecl.MCPServer{
 		"web": {URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer tok"}},
 	}, mcp.Options{HTTPClient: ts.Client()})
 	if err != nil {
@@ -203,7 +204,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 		t.Fatalf("%d requests without the configured header", badAuth.Load())
 	}
 	// Without the header the connection fails with a coded, located error.
-	_, err = mcp.ConnectWith(context.Background(), map[string]tool.MCPServer{"web": {URL: ts.URL}}, mcp.Options{HTTPClient: ts.Client()})
+	_, err = mcp.ConnectWith(context.Background(), map[string]tooldecl.MCPServer{"web": {URL: ts.URL}}, mcp.Options{HTTPClient: ts.Client()})
 	e := agenterr.From(err)
 	if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/web" || e.Hint == "" {
 		t.Fatalf("err = %v", err)
@@ -221,7 +222,7 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 	}
 	t.Setenv("MCP_TEST_API_KEY", "sk-mcp-secret-0123456789")
 	t.Setenv("MCP_UNLISTED", "not-for-servers")
-	set, err := mcp.ConnectWith(context.Background(), map[string]tool.MCPServer{
+	set, err := mcp.ConnectWith(context.Background(), map[string]tooldecl.MCPServer{
 		"greeter": {Command: bin, Env: map[string]string{"GREETING": "Hej"}},
 	}, mcp.Options{WorkDir: work, Env: []string{"MCP_TEST_API_KEY"}})
 	if err != nil {
@@ -284,13 +285,13 @@ func TestStdioServerBuiltByTheTest(t *testing.T) {
 }
 
 func TestBadServerConfigs(t *testing.T) {
-	for name, cfg := range map[string]tool.MCPServer{
+	for name, cfg := range map[string]tooldecl.MCPServer{
 		"empty":     {},
 		"both":      {Command: "x", URL: "http://127.0.0.1:1"},
 		"bad__name": {Command: "x"},
 		"missing":   {Command: filepath.Join(t.TempDir(), "no-such-server")},
 	} {
-		_, err := mcp.Connect(context.Background(), map[string]tool.MCPServer{name: cfg})
+		_, err := mcp.Connect(context.Background(), map[string]tooldecl.MCPServer{name: cfg})
 		e := agenterr.From(err)
 		if e == nil || e.Code != agenterr.CodeDependencyResolution || e.Pointer != "/runner/mcpServers/"+name || e.File != agentdir.AgentFile {
 			t.Errorf("%s: err = %v", name, err)

@@ -329,9 +329,8 @@ func handLoop(ctx context.Context, b *testing.B, f *os.File) {
 			Errors: []string{}, Usage: res.Usage, Timestamp: began.UTC(), DurationMs: time.Since(began).Milliseconds()}
 		write(i, "work", event.StepMove{From: "work", To: "work", Kind: "stay", Passed: true, Reason: "step has no check"})
 		write(i, "work", event.CheckEvent{Verdict: verdict.Continue})
-		write(i, "work", event.StepStateEvent{State: verdict.StepState{Current: "work", Visits: map[string]int{"work": 1},
-			LastEntered: "work", Consecutive: 1}})
-		write(i, "work", event.IterationEvent{Summary: summary, RunUsage: runUsage})
+		write(i, "work", event.IterationEvent{Summary: summary, RunUsage: runUsage, StepState: &event.StepStateEvent{State: verdict.StepState{Current: "work",
+			Visits: map[string]int{"work": 1}, LastEntered: "work", Consecutive: 1}}})
 	}
 }
 

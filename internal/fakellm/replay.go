@@ -1,5 +1,4 @@
-// Package llmtest holds test helpers for code that drives an llm.Model.
-package llmtest
+package fakellm
 
 import (
 	"context"

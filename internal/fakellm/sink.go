@@ -1,6 +1,4 @@
-// Package streamtest records what an llm.StreamSink is told, for tests of
-// the providers, the tool loop and the CLI.
-package streamtest
+package fakellm
 
 import (
 	"strings"
@@ -9,8 +7,8 @@ import (
 	"github.com/capstan-dev/capstan/llm"
 )
 
-// Event is one sink call.
-type Event struct {
+// SinkEvent is one sink call.
+type SinkEvent struct {
 	// Kind is "text", "discard", "start" or "end".
 	Kind string
 	// Text is the delta (text) or the reason (discard).
@@ -20,40 +18,40 @@ type Event struct {
 	Use  llm.ToolUse
 }
 
-// Recorder is an llm.StreamSink that keeps every call in order. It is safe
+// SinkRecorder is an llm.StreamSink that keeps every call in order. It is safe
 // for concurrent use.
-type Recorder struct {
+type SinkRecorder struct {
 	mu     sync.Mutex
-	events []Event
+	events []SinkEvent
 }
 
 // TextDelta implements llm.StreamSink.
-func (r *Recorder) TextDelta(text string) { r.add(Event{Kind: "text", Text: text}) }
+func (r *SinkRecorder) TextDelta(text string) { r.add(SinkEvent{Kind: "text", Text: text}) }
 
 // TextDiscarded implements llm.StreamSink.
-func (r *Recorder) TextDiscarded(reason string) { r.add(Event{Kind: "discard", Text: reason}) }
+func (r *SinkRecorder) TextDiscarded(reason string) { r.add(SinkEvent{Kind: "discard", Text: reason}) }
 
 // ToolStart implements llm.StreamSink.
-func (r *Recorder) ToolStart(call llm.ToolCall) { r.add(Event{Kind: "start", Call: call}) }
+func (r *SinkRecorder) ToolStart(call llm.ToolCall) { r.add(SinkEvent{Kind: "start", Call: call}) }
 
 // ToolEnd implements llm.StreamSink.
-func (r *Recorder) ToolEnd(use llm.ToolUse) { r.add(Event{Kind: "end", Use: use}) }
+func (r *SinkRecorder) ToolEnd(use llm.ToolUse) { r.add(SinkEvent{Kind: "end", Use: use}) }
 
-func (r *Recorder) add(e Event) {
+func (r *SinkRecorder) add(e SinkEvent) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
 }
 
 // Events returns a copy of the calls so far.
-func (r *Recorder) Events() []Event {
+func (r *SinkRecorder) Events() []SinkEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
+	return append([]SinkEvent(nil), r.events...)
 }
 
 // Texts returns the text deltas in order.
-func (r *Recorder) Texts() []string {
+func (r *SinkRecorder) Texts() []string {
 	var out []string
 	for _, e := range r.Events() {
 		if e.Kind == "text" {
@@ -67,7 +65,7 @@ func (r *Recorder) Texts() []string {
 // "discard", "start:<tool>" or "end:<tool>" (with "!denied" or "!error"
 // appended when the use says so). Consecutive text deltas are joined, so
 // the outline does not depend on how a provider fragments its text.
-func (r *Recorder) Outline() []string {
+func (r *SinkRecorder) Outline() []string {
 	var out []string
 	for _, e := range r.Events() {
 		switch e.Kind {

@@ -1,4 +1,4 @@
-package tool
+package tooldecl
 
 // MCPServer declares one MCP server.
 type MCPServer struct {

@@ -1,4 +1,4 @@
-package streamtest
+package fakellm
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -17,7 +16,7 @@ import (
 // tool runs.
 type echoTool struct {
 	t    testing.TB
-	rec  *Recorder
+	rec  *SinkRecorder
 	name string
 }
 
@@ -42,9 +41,9 @@ const (
 // ToolTurnReplies are a fake server's replies for CheckToolTurn: toolTurnFirst
 // in 5-byte fragments with a call of the tool named toolName, then
 // toolTurnFinal in 3-byte fragments.
-func ToolTurnReplies(toolName string) []fakellm.Reply {
-	return []fakellm.Reply{
-		{Text: toolTurnFirst, ChunkSize: 5, ToolCalls: []fakellm.ToolCall{{Name: toolName, Input: json.RawMessage(`{"say":"hi"}`)}}},
+func ToolTurnReplies(toolName string) []Reply {
+	return []Reply{
+		{Text: toolTurnFirst, ChunkSize: 5, ToolCalls: []ToolCall{{Name: toolName, Input: json.RawMessage(`{"say":"hi"}`)}}},
 		{Text: toolTurnFinal, ChunkSize: 3},
 	}
 }
@@ -56,7 +55,7 @@ func ToolTurnReplies(toolName string) []fakellm.Reply {
 // bracketed by ToolStart and ToolEnd, in order.
 func CheckToolTurn(t *testing.T, model llm.Model, toolName string) {
 	t.Helper()
-	rec := &Recorder{}
+	rec := &SinkRecorder{}
 	loop := llm.NewToolLoop(model, llm.Config{Tools: []tool.Tool{echoTool{t, rec, toolName}}})
 	res, err := loop.Query(llm.WithStreamSink(context.Background(), rec), "echo hi", llm.QueryOptions{})
 	if err != nil {
@@ -87,7 +86,7 @@ const CutText = "Hello streaming world"
 // the fragment "Hello stre" and retried: the sink hears the broken text,
 // one TextDiscarded that says why, and then the retry's text alone, which
 // is the final text.
-func CheckCutThenRetry(t *testing.T, rec *Recorder, resp *llm.Response) {
+func CheckCutThenRetry(t *testing.T, rec *SinkRecorder, resp *llm.Response) {
 	t.Helper()
 	if resp.Message.Text != CutText {
 		t.Fatalf("text = %q", resp.Message.Text)

@@ -1,4 +1,4 @@
-package llm
+package modelspec
 
 // Price is USD per million tokens (agent.json's runner.pricing entries).
 type Price struct {

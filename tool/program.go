@@ -1,14 +1,15 @@
-package llm
+package tool
 
 import (
 	"context"
 	"io"
 )
 
-// ProgramSandbox confines a program a provider starts for itself that runs
-// the model's tools on its own (the claude CLI runs its own Bash, file and
-// MCP tools): every process the program starts inherits the confinement.
-// The agent's sandbox (package sandbox) implements it.
+// ProgramSandbox confines a program that runs the model's tools on its
+// own, as a model provider may start one (llm.Config.Sandbox: the claude
+// CLI runs its own Bash, file and MCP tools): every process the program
+// starts inherits the confinement. The agent's sandbox (package sandbox)
+// implements it.
 type ProgramSandbox interface {
 	// StartProgram starts spec.Argv confined: it reads the system
 	// directories, spec.Dir and spec.ReadOnly, writes spec.Dir and
