@@ -22,7 +22,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -38,7 +37,6 @@ import (
 	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
@@ -161,95 +159,29 @@ func Build(ctx context.Context, def *agentdir.Agent, opts BuildOptions) (*Agent,
 // when it was loaded from an agentdir.Snapshot, the run keeps that
 // snapshot with its journal and records its digests in run.start.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
-	if cfg.Agent == nil && cfg.Definition != nil {
-		var err error
-		if cfg, err = Define(cfg); err != nil {
-			return nil, err
-		}
+	opts, err := checkConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
-	opts := cfg
-	def := cfg.Agent
-	if def == nil {
-		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "agent definition is nil")
-		e.Hint = "load an agent folder with agent.Load, or set Config.Definition and Config.Registry"
-		return nil, e
-	}
-	if cfg.Definition != nil {
-		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-			"Config.Agent and Config.Definition are both set")
-		e.Hint = "build the agent from a folder (Load) or from Go values (Definition, Registry, Prompts), not both"
-		return nil, e
-	}
-	if opts.Bridge != nil && len(opts.Tools) > 0 {
-		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
-			"Config.Tools cannot be given with Config.Bridge: a bridge brings its own tools")
-		e.Hint = "give the tools to the bridge you build, or set Config.Model instead of Config.Bridge"
-		return nil, e
-	}
+	spanClock := opts.Now // nil lets the tracing SDK stamp spans itself
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
 	}
-	spanClock := opts.Now // nil lets the tracing SDK stamp spans itself
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	wd := opts.WorkDir
-	if wd == "" {
-		wd = "."
-	}
-	wd, err := filepath.Abs(wd)
-	if err != nil {
-		return nil, agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "work dir")
-	}
-	if st, err := os.Stat(wd); err != nil || !st.IsDir() {
-		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "work dir %s is not a directory", wd)
-		e.Hint = "create it or pass an existing --workdir"
-		return nil, e
-	}
-	a := &Agent{def: def, opts: opts, state: Created, workDir: wd}
-	// Agents of one definition share one read-only copy of it; agents
-	// whose Config overrides limits share one copy per set of limits.
-	a.spec, a.reg = def.Shared()
-	if writesLimits(opts) {
-		a.spec, a.reg, err = sharedFor(def).withLimits(a.spec, a.reg, opts)
-	} else {
-		err = applyLimits(a.spec, a.reg, opts) // only checks: it writes nothing
-	}
+	wd, err := absWorkDir(opts.WorkDir)
 	if err != nil {
 		return nil, err
 	}
-	a.model = opts.Model
-	if a.model == "" {
-		a.model = a.spec.Runner.Model
-	}
-	if a.model == "" && opts.Bridge != nil {
-		a.model = "custom"
-	}
-	if a.model != "" && opts.Bridge == nil && !runsOwnToolLoop(a.model) {
-		if names := claudeCodeOnlyTools(a.spec.Runner.Boundaries.AllowedTools); len(names) > 0 {
-			a.warnings = append(a.warnings, fmt.Sprintf("allowedTools names %s, which only the Claude Code backend (claude-code:…) provides: "+
-				"with %s capstan runs the tools itself and the model gets no such tool", strings.Join(names, ", "), a.model))
-		}
-	}
-	if (a.model == "" || a.model == SubprocessTool && opts.Bridge == nil) && subprocessOnly(a.reg) {
-		// Every step runs a command: the run needs no model. A resumed
-		// run names the model it recorded, which is SubprocessTool.
-		a.model, a.opts.Bridge = SubprocessTool, noModel{}
-	}
-	if a.model == "" {
-		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerLifecycle, false, "no model: runner.model is empty and --model was not given")
-		e.Hint = "pass --model provider:model, set runner.model in agent.json, or set CAPSTAN_MODEL or default_model in the user config (providers: " + strings.Join(llm.Providers(), ", ") + ")"
-		return nil, e
-	}
-	if err := CheckBaseURLs(a.model, opts.BaseURL, a.spec.Runner.BaseURL, def.Dir(), opts.Getenv); err != nil {
+	a := &Agent{def: opts.Agent, opts: opts, state: Created, workDir: wd}
+	if err := a.shareDefinition(); err != nil {
 		return nil, err
 	}
-	params := opts.Params
-	if r := opts.Resume; r != nil && r.Start != nil && params == nil {
-		params = r.Start.Params
+	if err := a.chooseModel(); err != nil {
+		return nil, err
 	}
-	a.params = params
-	if a.vars, err = def.ResolveParams(params); err != nil {
+	if err := a.resolveParams(); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Agent, error) {
@@ -262,99 +194,24 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 		return nil, err
 	}
-	// 1. logger
-	if err := a.buildJournal(); err != nil {
-		return fail(err)
-	}
-	if err := a.pinDefinition(); err != nil {
-		return fail(err)
-	}
 	// One copy of the environment for the secret lists of the tracer,
-	// the stream and the model's answers.
+	// the stream and the model's answers, and for finding git.
 	environ := os.Environ()
-	consumers := []event.Consumer{&emitterConsumer{e: event.Journal{Writer: a.events}}}
-	if opts.TracerProvider != nil {
-		a.tracer = tracing.New(tracing.Config{Provider: opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: event.Discard, Secrets: procenv.SecretValues(environ), Now: spanClock})
-		consumers = append(consumers, &emitterConsumer{e: a.tracer})
+	// 1. logger
+	if err := a.buildLogger(ctx, environ, spanClock); err != nil {
+		return fail(err)
 	}
-	a.emit = event.NewStream(opts.Now, append(consumers, opts.Events...)...)
-	// The model's streamed text reaches every consumer, an embedder's
-	// too, with secret values replaced, as the journal has it.
-	a.emit.RedactModelOutput(procenv.NewStreamRedactor(environ))
-	a.buildLedger()
 	a.built++ // logger
 	// 2. prompt resolver
-	a.prompts = sharedFor(def).prompts
-	a.schemas = newSchemas(def.Dir(), a.spec.Runner.SchemasDir, def.FS())
+	a.prompts = sharedFor(a.def).prompts
+	a.schemas = newSchemas(a.def.Dir(), a.spec.Runner.SchemasDir, a.def.FS())
 	a.built++ // promptResolver
-	// git, resolved once, before anything runs: a git that a PATH entry
-	// inside the work dir provides (one the model could have written)
-	// fails the build; no git at all is for the validators to find out.
-	if a.git, err = hostcmd.NewGit(environ, wd); err != nil {
-		if !hostcmd.IsNotFound(err) {
-			return fail(err)
-		}
-		a.git = nil
-	}
-	// The sandbox, before anything that runs a command: the tools, the
-	// subprocess steps and the validators all run in it.
-	if a.sandbox, err = a.buildSandbox(ctx); err != nil {
+	if err := a.buildCommandRunners(ctx, environ); err != nil {
 		return fail(err)
-	}
-	if why := a.unsandboxed(); why != "" {
-		a.warnings = append(a.warnings, why)
 	}
 	// 3. completion handler, validators and step machine: the part of the
 	// agent its files decide (the same code validate runs)
-	env := runtimeEnv{workDir: wd, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
-	if a.sandbox != nil {
-		// The build caches are made by the first command that needs one
-		// (a run that runs none makes none); the temporary directory they
-		// go in is checked now.
-		tmpOutside, err := tempOutside(wd)
-		if err != nil {
-			return fail(err)
-		}
-		a.bashCache = sandbox.NewLazyCache("", a.seedCache)
-		env.sandbox = a.sandbox.WithLimits(sandbox.ValidatorLimits())
-		// A resumed run's work dir holds the model's code: nothing it
-		// runs may fill a cache that later validations trust.
-		if c := opts.ValidatorCache; c != nil {
-			if opts.Resume == nil || c.Sealed() {
-				env.sandbox, a.sharedCache = env.sandbox.WithCache(c), c
-			}
-		} else if opts.Resume == nil {
-			// In a temporary directory inside the work dir, the model's
-			// Bash could write the cache the validations trust.
-			if !tmpOutside {
-				a.warnings = append(a.warnings, "the temporary directory "+os.TempDir()+" is inside the work dir: the validators get no shared build cache "+
-					"(set TMPDIR to a directory outside "+wd+")")
-			} else {
-				a.validatorCache = sandbox.NewLazyCache("", a.seedCache)
-				env.sandbox = env.sandbox.WithCache(a.validatorCache)
-			}
-		}
-	}
-	a.seedGoCaches(ctx, wd)
-	// Unconfined validators keep the user's HOME: the toolchain
-	// configuration there (go env -w, ~/.npmrc) is pinned as it is now,
-	// before the model can write it.
-	if a.sandbox == nil && hasCommandValidator(a.reg) {
-		if a.toolconf, err = toolconf.Capture(ctx, "", procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
-			return fail(err)
-		}
-		env.pins = a.toolconf
-	}
-	if a.hidden, err = a.loadHidden(); err != nil {
-		return fail(agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false, "hidden tests"))
-	}
-	if a.rt, err = compile(def.Dir(), a.spec, a.reg, a.opts, env); err != nil {
-		return fail(err)
-	}
-	// The repository capstan's gh calls name is fixed before the model
-	// can touch the work dir's remotes.
-	if err := a.pinGitHubRepo(ctx); err != nil {
+	if err := a.buildCompletion(ctx); err != nil {
 		return fail(err)
 	}
 	a.built++ // completionHandler
@@ -371,43 +228,25 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-func (a *Agent) buildJournal() error {
-	if r := a.opts.Resume; r != nil {
-		if r.Result != nil && r.Result.Success {
-			e := agenterr.New(agenterr.CodeAlreadyStopped, agenterr.LayerLifecycle, false, "run %s already completed", r.ID)
-			e.Hint = "start a new run with capstan run"
-			return e
-		}
-		w, err := journal.Append(r.Journal)
-		if err != nil {
-			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "reopen journal of run %s", r.ID)
-		}
-		a.events, a.runID = w, r.ID
-		return nil
-	}
-	store := a.opts.Store
-	if store.Dir == "" {
-		var err error
-		if store, err = journal.OpenStore(a.opts.Getenv); err != nil {
-			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
-		}
-	}
-	if pathInside(a.workDir, store.Dir) {
-		a.warnings = append(a.warnings, "the state directory "+store.Dir+" is inside the work dir: the agent's file tools can reach its run journals; set "+
-			journal.EnvStateDir+" to a directory outside "+a.workDir)
-	}
-	a.runID = a.opts.RunID
-	if a.runID == "" {
-		a.runID = journal.NewRunID(a.opts.Now())
-	}
-	w, err := store.Create(a.workDir, a.runID)
+// Run builds the agent of cfg and runs it to its end: New, Start, Run and
+// Stop in one call, for a program that neither steps the run nor reads
+// its events as they happen (Config.Events still consume them). When the
+// agent cannot be built or started, the Result's completion reason is
+// "error" and Err() is what New or Start returned — for Go values, every
+// problem at its Go field. (A run that could not start is journaled as
+// stopped before running.)
+func Run(ctx context.Context, cfg Config) *Result {
+	a, err := New(ctx, cfg)
 	if err != nil {
-		return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "create run journal")
+		return &Result{CompletionReason: ReasonError, Reason: err.Error(), Error: NewResultError(err)}
 	}
-	a.events = w
-	// Names the agent of a run killed before its run.start (runs, resume).
-	_ = journal.WriteStarted(w.Path(), journal.Started{Agent: a.spec.Name, AgentDir: a.def.Dir(), WorkDir: a.workDir})
-	return nil
+	if err := a.Start(ctx); err != nil {
+		res := *a.Stop()
+		res.CompletionReason, res.Reason, res.Error = ReasonError, err.Error(), NewResultError(err)
+		return &res
+	}
+	a.Run(ctx)
+	return a.Stop()
 }
 
 // BuildOrder returns the order in which dependencies were built.

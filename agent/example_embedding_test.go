@@ -20,11 +20,11 @@ type shoutInput struct {
 	Text string `json:"text" jsonschema:"the text to shout"`
 }
 
-// An agent built from Go values, without an agent folder: one step with an
-// inline prompt, a custom Go tool, and a command validator that checks the
-// world. The scripted model replies (an offline stand-in for a real model)
-// are an in-memory file. The model says DONE; capstan completes the run
-// only when the command agrees.
+// An agent built from Go values, without an agent folder: one step (its
+// inline prompt), a custom Go tool, and a command validator that checks
+// the world. The scripted model replies (an offline stand-in for a real
+// model) are an in-memory file. The model says DONE; capstan completes the
+// run only when the command agrees.
 func Example_embedding() {
 	sandbox.Init() // first in main: sandboxed commands re-execute the program
 	ctx := context.Background()
@@ -34,14 +34,13 @@ func Example_embedding() {
 	work, _ := os.MkdirTemp("", "greeter-work")
 	defer os.RemoveAll(work)
 
-	a, err := agent.New(ctx, agent.Config{
+	res := agent.Run(ctx, agent.Config{
 		Definition: &agentdir.Definition{Name: "greeter", Runner: agentdir.Runner{
 			Completion: agentdir.Completion{Type: "keyword", Keyword: "DONE", Validators: []string{"loud"}},
 			Boundaries: agentdir.Boundaries{AllowedTools: []string{"shout", "Write"}, PermissionMode: "acceptEdits"},
 		}},
-		Registry: &agentdir.Registry{EntryStep: "greet", Steps: map[string]agentdir.Step{"greet": {}},
-			Validators: map[string]agentdir.Validator{"loud": {Type: "command",
-				Command: "grep -qx 'HELLO ADA' greeting.txt", FailurePattern: "file-not-exists"}}},
+		Registry: &agentdir.Registry{Validators: map[string]agentdir.Validator{"loud": {Type: "command",
+			Command: "grep -qx 'HELLO ADA' greeting.txt", FailurePattern: "file-not-exists"}}},
 		Prompts: agent.Prompts{Steps: map[string]string{
 			"greet": "Shout a greeting to Ada with the shout tool, write it to greeting.txt, then say DONE."}},
 		Tools: []tool.Tool{shout},
@@ -53,15 +52,7 @@ func Example_embedding() {
 `)}},
 		WorkDir: work,
 	})
-	if err == nil { // else: every problem of the Go values, at its Go field
-		err = a.Start(ctx)
-	}
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	a.Run(ctx)
-	res := a.Stop()
+	// A Config that does not build says every problem, at its Go field.
 	fmt.Println(res.Success, res.CompletionReason, res.Reason)
 	// Output:
 	// true completed completion keyword "DONE" found in the response; verified by loud

@@ -42,6 +42,9 @@ type flow struct {
 	outputGuards []verdict.OutputGuard
 	// pending is the retry prompt for the next iteration ("" = step prompt).
 	pending *event.PendingPrompt
+	// state is the step state the last iteration's end carries
+	// (stepState).
+	state event.StepStateEvent
 	// sessions are the sessions of steps' own models, by model spec (the
 	// run's model keeps its session in the loop's RuntimeContext).
 	sessions map[string]string
@@ -355,8 +358,11 @@ func (f *flow) noReplyForRetry(lr *LoopResult) *LoopResult {
 
 // stepState is the step machine's state and the pending retry prompt
 // after an iteration, as its iteration.end event carries them.
+// It is the flow's own value, overwritten by the next iteration, after
+// the loop has journaled this one's end.
 func (f *flow) stepState() *event.StepStateEvent {
-	return &event.StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending}
+	f.state = event.StepStateEvent{State: f.machine.Snapshot(), Pending: f.pending}
+	return &f.state
 }
 
 // setSession records the session of a step's own model (the map is made

@@ -38,7 +38,8 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	root := filepath.Join(userCache, "capstan")
 	if a.validatorCache != nil {
 		// Only a run whose validators fill a cache of their own (a new
-		// run's baseline) saves it for the next one.
+		// run's baseline) saves it for the next one (saveGoCache); a
+		// resumed run only seeds from it.
 		if g.workDir, err = sandbox.GoWorkDirCache(ctx, filepath.Join(root, "go-workdir"), environ, wd); err != nil {
 			a.warnings = append(a.warnings, "the work dir's Go build cache is not kept for the next run: "+err.Error())
 		}
@@ -125,7 +126,7 @@ func tempOutside(wd string) (bool, error) {
 // (sandbox.Cache.Seal), which are never saved. A cache that cannot be
 // saved costs the next run time: a warning.
 func (a *Agent) saveGoCache(ctx context.Context) {
-	if a.goCaches == nil || a.goCaches.workDir == "" || a.validatorCache == nil || a.validatorCache.Dir() == "" || ctx.Err() != nil {
+	if a.goCaches == nil || a.goCaches.workDir == "" || a.validatorCache == nil || a.validatorCache.Dir() == "" || a.opts.Resume != nil || ctx.Err() != nil {
 		return
 	}
 	act := event.Activity{Kind: event.ActivityBuildCache, Name: "the work dir's Go packages", Detail: "keeping what the test baseline compiled for the next run"}

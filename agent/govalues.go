@@ -24,10 +24,12 @@ const goStepPromptC3 = "main"
 
 // goDefaults fills what only a file needs, for an agent built from Go
 // values: the definition's version (GoValuesVersion), the registry's
-// agentId (the definition's name) and the prompt coordinates C2 and C3 of
-// each step that names neither and has a prompt in p (C2 = the step id
-// when it is a file name, C3 = "main"). def and reg are the caller's
-// copies; reg's Steps map is copied before it is changed.
+// agentId (the definition's name), its steps when it declares none (one
+// normal step per step prompt of p), its entry step when it has one step
+// and no entry step, and the prompt coordinates C2 and C3 of each step
+// that names neither and has a prompt in p (C2 = the step id when it is a
+// file name, C3 = "main"). def and reg are the caller's copies; reg's
+// Steps map is copied before it is changed.
 func goDefaults(def *agentdir.Definition, reg *agentdir.Registry, p Prompts) {
 	if def.Version == "" {
 		def.Version = GoValuesVersion
@@ -43,6 +45,19 @@ func goDefaults(def *agentdir.Definition, reg *agentdir.Registry, p Prompts) {
 		prompted[k.Step] = true
 	}
 	reg.Steps = maps.Clone(reg.Steps)
+	if len(reg.Steps) == 0 && len(p.Steps) > 0 {
+		// A registry with steps keeps them as they are: a prompt of a
+		// step it does not declare is then a mistyped key (place says so).
+		reg.Steps = make(map[string]agentdir.Step, len(p.Steps))
+		for id := range p.Steps {
+			reg.Steps[id] = agentdir.Step{}
+		}
+	}
+	if reg.EntryStep == "" && len(reg.EntryStepMapping) == 0 && len(reg.Steps) == 1 {
+		for id := range reg.Steps {
+			reg.EntryStep = id
+		}
+	}
 	for id, st := range reg.Steps {
 		if !prompted[id] || st.C2 != "" || st.C3 != "" {
 			continue

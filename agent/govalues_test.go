@@ -76,6 +76,55 @@ func TestGoValuesNeedNoFileCoordinates(t *testing.T) {
 	}
 }
 
+// TestGoValuesStepsFromPrompts: a registry that declares no steps gets one
+// normal step per step prompt, and a registry with one step starts at it;
+// the result is the registry spelled out. A registry that declares steps
+// keeps them: a prompt of another step is still a mistyped key.
+func TestGoValuesStepsFromPrompts(t *testing.T) {
+	replies := fstest.MapFS{"replies.yaml": {Data: []byte("turns:\n  - text: DONE\n")}}
+	spelled := minimalGoValues()
+	spelled.Files = replies
+	want, err := Define(spelled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	implied := minimalGoValues()
+	implied.Registry.EntryStep, implied.Registry.Steps = "", nil
+	implied.Files = replies
+	got, err := Define(implied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got.Agent.Registry())
+	w, _ := json.Marshal(want.Agent.Registry())
+	if string(g) != string(w) {
+		t.Errorf("registry from the prompts:\n%s\nspelled out:\n%s", g, w)
+	}
+	if implied.Registry.Steps != nil || implied.Registry.EntryStep != "" {
+		t.Error("Define changed the caller's registry")
+	}
+
+	typo := minimalGoValues()
+	typo.Prompts.Steps = map[string]string{"greet": "Say DONE.", "gret": "Say DONE."}
+	typo.Files = replies
+	if _, err := Define(typo); err == nil || !strings.Contains(err.Error(), `no step "gret"`) {
+		t.Errorf("a prompt of an undeclared step next to declared ones: %v", err)
+	}
+}
+
+// TestRunReportsBuildProblems: agent.Run of a Config that does not build
+// returns an error Result whose Err is New's error, at the Go field.
+func TestRunReportsBuildProblems(t *testing.T) {
+	cfg := minimalGoValues()
+	cfg.Definition.Runner.Completion.Keyword = ""
+	res := Run(t.Context(), cfg)
+	var ve *agentdir.ValidationError
+	if res.Success || res.CompletionReason != ReasonError || !errors.As(res.Err(), &ve) ||
+		!strings.Contains(res.Reason, "Config.Definition.Runner.Completion.Keyword") {
+		t.Fatalf("result %+v, err %v", res, res.Err())
+	}
+}
+
 // TestGoValuesStepIDNotAFileName: a step id that is no file name still
 // gets its Go prompt (under a digest of the id).
 func TestGoValuesStepIDNotAFileName(t *testing.T) {

@@ -97,223 +97,329 @@ func LoadRun(id, path string) (*RunRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(committedMessages(events, -1)), Integrity: integrity, events: events}
-	var cur *IterationRecord
-	var tentative *event.StepStateEvent
-	var pending llm.Usage // model turns of the iteration attempt under way
-	at := func(n int) *IterationRecord {
-		if cur == nil || cur.Iteration != n {
-			// A resumed run repeats an unfinished iteration number: replace it.
-			if k := len(rec.Iterations); k > 0 && rec.Iterations[k-1].Iteration == n && !rec.Iterations[k-1].Finished {
-				rec.Iterations = rec.Iterations[:k-1]
-			}
-			rec.Iterations = append(rec.Iterations, IterationRecord{Iteration: n})
-			cur = &rec.Iterations[len(rec.Iterations)-1]
-		}
-		return cur
-	}
+	r := &runReader{path: path, rec: &RunRecord{ID: id, Journal: path, Sessions: llm.TranscriptsFromEvents(committedMessages(events, -1)),
+		Integrity: integrity, events: events}}
 	for _, ev := range events {
-		decode := func(v any) error {
-			if len(ev.Data) == 0 {
-				return nil
-			}
-			if err := json.Unmarshal(ev.Data, v); err != nil {
-				return fmt.Errorf("journal %s: event %d (%s): %w", path, ev.Seq, ev.Type, err)
-			}
-			return nil
-		}
-		switch ev.Type {
-		case journal.ModelTurn:
-			var mt event.ModelTurnEvent
-			if ev.Iteration > 0 && decode(&mt) == nil {
-				pending.Add(mt.Usage)
-			}
-		case journal.ContextCompacted:
-			// The summary request of a compaction was billed like a turn
-			// (the query's usage, so the summary, counts it).
-			if ev.Iteration > 0 {
-				var c event.CompactionEvent
-				if decode(&c) == nil {
-					pending.Add(c.Usage)
-				}
-				it := at(ev.Iteration)
-				it.Events = append(it.Events, ev)
-			}
-		case journal.RunStart:
-			rec.UnrecordedUsage.Add(pending)
-			pending = llm.Usage{}
-			var s RunStartEvent
-			if err := decode(&s); err != nil {
-				return nil, err
-			}
-			if rec.Start == nil {
-				rec.Start = &s
-			}
-			if rec.GitHubRepo == nil {
-				rec.GitHubRepo = s.GitHubRepo
-			}
-			if s.Temporal != nil {
-				rec.Temporal = s.Temporal
-			}
-			if s.Definition != nil {
-				rec.Definitions = append(rec.Definitions, s.Definition)
-			}
-			if s.Resumed && s.Rewound && s.Iteration < rec.FinishedIterations() {
-				// The run continued from an earlier iteration than its last
-				// finished one (a driver that redid an iteration whose work
-				// was lost): the later ones no longer count.
-				rec.rewind(s.Iteration)
-			}
-			cur = nil
-			rec.Ended, rec.Result = false, nil
-			if rec.TestChange != nil && rec.TestChange.Decision != nil {
-				rec.TestChange.Delivered = true
-			}
-		case journal.RunEnd:
-			var r Result
-			if err := decode(&r); err != nil {
-				return nil, err
-			}
-			rec.Result, rec.Ended = &r, true
-		case journal.IterationStart:
-			rec.UnrecordedUsage.Add(pending)
-			pending = llm.Usage{}
-			cur = nil
-			at(ev.Iteration)
-			if rec.TestChange != nil && rec.TestChange.Decision != nil {
-				rec.TestChange.Delivered = true
-			}
-		case journal.PromptResolved:
-			var p event.PromptEvent
-			if err := decode(&p); err != nil {
-				return nil, err
-			}
-			it := at(ev.Iteration)
-			it.Prompt, it.PromptSource, it.Step = p.Text, p.Source, ev.Step
-		case journal.QueryResult:
-			var q event.QueryResult
-			if err := decode(&q); err != nil {
-				return nil, err
-			}
-			at(ev.Iteration).Query = &q
-		case journal.ToolDenied:
-			var u llm.ToolUse
-			if err := decode(&u); err != nil {
-				return nil, err
-			}
-			if ev.Iteration > 0 {
-				it := at(ev.Iteration)
-				it.Denied = append(it.Denied, u)
-			}
-		case journal.IterationEnd:
-			var e event.IterationEvent
-			if err := decode(&e); err != nil {
-				return nil, err
-			}
-			it := at(ev.Iteration)
-			// An iteration whose query did not finish is not counted, and
-			// resume runs it again under its number; its billed turns stay
-			// pending like a killed iteration's.
-			it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, !e.Outcome.Redo
-			if e.StepState != nil {
-				tentative = e.StepState // format 2: the state travels with the end
-			}
-			if it.Finished {
-				pending = llm.Usage{} // in the summary
-			}
-			if tentative != nil && it.Finished {
-				rec.stepState, it.stepState, tentative = tentative, tentative, nil
-			}
-		case journal.Error:
-			var e event.ErrorEvent
-			if err := decode(&e); err != nil {
-				return nil, err
-			}
-			if ev.Iteration > 0 {
-				it := at(ev.Iteration)
-				it.Errors = append(it.Errors, e)
-			} else {
-				rec.Errors = append(rec.Errors, e)
-			}
-		case journal.Warning:
-			var w struct {
-				Message string `json:"message"`
-			}
-			_ = decode(&w)
-			rec.Warnings = append(rec.Warnings, w.Message)
-		case string(event.KindProtectBaseline):
-			var b verify.FilesBaseline
-			if err := decode(&b); err != nil {
-				return nil, err
-			}
-			switch {
-			case b.Step != "":
-				rec.StepBaseline = &b
-			case rec.ProtectBaseline == nil:
-				rec.ProtectBaseline = &b
-			}
-		case string(event.KindTestBaseline):
-			var b verify.TestBaseline
-			if err := decode(&b); err != nil {
-				return nil, err
-			}
-			if rec.TestBaselines == nil {
-				rec.TestBaselines = map[string]*verify.TestBaseline{}
-			}
-			if rec.TestBaselines[b.Validator] == nil {
-				rec.TestBaselines[b.Validator] = &b
-			}
-		case string(event.KindHiddenTests):
-			var h hidden.Result
-			if err := decode(&h); err != nil {
-				return nil, err
-			}
-			if h.Phase == hidden.PhaseBaseline && ev.Iteration == 0 {
-				if rec.HiddenBaselines == nil {
-					rec.HiddenBaselines = map[string]*hidden.Result{}
-				}
-				if rec.HiddenBaselines[h.Validator] == nil {
-					rec.HiddenBaselines[h.Validator] = &h
-				}
-			} else if ev.Iteration > 0 {
-				it := at(ev.Iteration)
-				it.Events = append(it.Events, ev)
-			}
-		case string(event.KindTestChangeRequested):
-			var r verify.TestChangeRequest
-			if err := decode(&r); err != nil {
-				return nil, err
-			}
-			rec.TestChange = &TestChangeRecord{Request: &r}
-		case string(event.KindTestChangeDecided):
-			var d verify.TestChangeDecision
-			if err := decode(&d); err != nil {
-				return nil, err
-			}
-			if t := rec.TestChange; t.Pending() && t.Request.Iteration == d.Iteration {
-				// Only the files of the request, whatever the decision lists.
-				d.Files = t.Request.Files
-				t.Decision = &d
-				if d.Decision == verify.TestChangeApproved {
-					rec.ProtectBaseline.Accept(d.Files)
-					rec.StepBaseline.Accept(d.Files)
-				}
-			}
-		case string(event.KindStepState):
-			var st event.StepStateEvent
-			if err := decode(&st); err != nil {
-				return nil, err
-			}
-			tentative = &st // format 1: committed when the iteration ends
-		case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, string(event.KindTestCompare), EventCleanRun:
-			if ev.Iteration > 0 {
-				it := at(ev.Iteration)
-				it.Events = append(it.Events, ev)
-			}
+		if err := r.read(ev); err != nil {
+			return nil, err
 		}
 	}
-	rec.UnrecordedUsage.Add(pending)
-	return rec, nil
+	r.settlePending()
+	return r.rec, nil
+}
+
+// runReader rebuilds a RunRecord from its journal's events, read in order.
+type runReader struct {
+	rec  *RunRecord
+	path string
+	// cur is the iteration the events being read belong to (nil after a
+	// run.start or before an iteration.start).
+	cur *IterationRecord
+	// tentative is the step state journaled in the iteration under way,
+	// committed when that iteration ends finished.
+	tentative *event.StepStateEvent
+	// pending is the usage of the model turns of the iteration attempt
+	// under way: in its summary when it ends, unrecorded when it never does.
+	pending llm.Usage
+	// inFlight is the usage of a response that began streaming and has no
+	// model.turn yet (model.usage): a kill that cut it leaves it billed.
+	inFlight llm.Usage
+}
+
+// read folds one event into the record.
+func (r *runReader) read(ev journal.Event) error {
+	switch ev.Type {
+	case journal.ModelTurn, journal.ModelUsage, journal.ContextCompacted:
+		r.billed(ev)
+	case journal.RunStart:
+		return r.runStart(ev)
+	case journal.RunEnd:
+		var res Result
+		if err := r.decode(ev, &res); err != nil {
+			return err
+		}
+		r.rec.Result, r.rec.Ended = &res, true
+	case journal.IterationStart:
+		r.settlePending()
+		r.cur = nil
+		r.at(ev.Iteration)
+		r.rec.TestChange.markDelivered()
+	case journal.PromptResolved, journal.QueryResult, journal.ToolDenied:
+		return r.iterationInput(ev)
+	case journal.IterationEnd:
+		return r.iterationEnd(ev)
+	case journal.Error, journal.Warning:
+		return r.problem(ev)
+	case string(event.KindProtectBaseline), string(event.KindTestBaseline), string(event.KindHiddenTests):
+		return r.baseline(ev)
+	case string(event.KindTestChangeRequested), string(event.KindTestChangeDecided):
+		return r.testChange(ev)
+	case string(event.KindStepState):
+		var st event.StepStateEvent
+		if err := r.decode(ev, &st); err != nil {
+			return err
+		}
+		r.tentative = &st // format 1: committed when the iteration ends
+	case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, string(event.KindTestCompare), EventCleanRun:
+		r.keep(ev)
+	}
+	return nil
+}
+
+// decode reads ev's payload into v (nothing when it has none).
+func (r *runReader) decode(ev journal.Event, v any) error {
+	if len(ev.Data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		return fmt.Errorf("journal %s: event %d (%s): %w", r.path, ev.Seq, ev.Type, err)
+	}
+	return nil
+}
+
+// at is the record of iteration n, started when the events move to it.
+func (r *runReader) at(n int) *IterationRecord {
+	rec := r.rec
+	if r.cur == nil || r.cur.Iteration != n {
+		// A resumed run repeats an unfinished iteration number: replace it.
+		if k := len(rec.Iterations); k > 0 && rec.Iterations[k-1].Iteration == n && !rec.Iterations[k-1].Finished {
+			rec.Iterations = rec.Iterations[:k-1]
+		}
+		rec.Iterations = append(rec.Iterations, IterationRecord{Iteration: n})
+		r.cur = &rec.Iterations[len(rec.Iterations)-1]
+	}
+	return r.cur
+}
+
+// keep adds an event of an iteration to that iteration's events.
+func (r *runReader) keep(ev journal.Event) {
+	if ev.Iteration > 0 {
+		it := r.at(ev.Iteration)
+		it.Events = append(it.Events, ev)
+	}
+}
+
+// settlePending counts the billed usage of an iteration attempt that did
+// not end (its response cut in flight included) as unrecorded: a new
+// attempt or run starts, or the journal ends.
+func (r *runReader) settlePending() {
+	r.pending.Add(r.inFlight)
+	r.rec.UnrecordedUsage.Add(r.pending)
+	r.pending, r.inFlight = llm.Usage{}, llm.Usage{}
+}
+
+// billed adds a model turn's usage, or a compaction's, to the attempt
+// under way, and notes the usage of a response still streaming
+// (model.usage); a compaction is also kept with its iteration.
+func (r *runReader) billed(ev journal.Event) {
+	switch ev.Type {
+	case journal.ModelTurn:
+		var mt event.ModelTurnEvent
+		if ev.Iteration > 0 && r.decode(ev, &mt) == nil {
+			r.pending.Add(mt.Usage)
+		}
+		r.inFlight = llm.Usage{} // in the turn's usage
+		return
+	case journal.ModelUsage:
+		var mu event.ModelUsageEvent
+		if ev.Iteration > 0 && r.decode(ev, &mu) == nil {
+			r.inFlight = mu.Usage
+		}
+		return
+	}
+	if ev.Iteration <= 0 {
+		return
+	}
+	// The summary request of a compaction was billed like a turn (the
+	// query's usage, so the summary, counts it).
+	var c event.CompactionEvent
+	if r.decode(ev, &c) == nil {
+		r.pending.Add(c.Usage)
+	}
+	r.keep(ev)
+}
+
+// runStart reads a run.start: the run's first one says how it started,
+// each later one a resume (which may have rewound the run).
+func (r *runReader) runStart(ev journal.Event) error {
+	rec := r.rec
+	r.settlePending()
+	var s RunStartEvent
+	if err := r.decode(ev, &s); err != nil {
+		return err
+	}
+	if rec.Start == nil {
+		rec.Start = &s
+	}
+	if rec.GitHubRepo == nil {
+		rec.GitHubRepo = s.GitHubRepo
+	}
+	if s.Temporal != nil {
+		rec.Temporal = s.Temporal
+	}
+	if s.Definition != nil {
+		rec.Definitions = append(rec.Definitions, s.Definition)
+	}
+	if s.Resumed && s.Rewound && s.Iteration < rec.FinishedIterations() {
+		// The run continued from an earlier iteration than its last
+		// finished one (a driver that redid an iteration whose work
+		// was lost): the later ones no longer count.
+		rec.rewind(s.Iteration)
+	}
+	r.cur = nil
+	rec.Ended, rec.Result = false, nil
+	rec.TestChange.markDelivered()
+	return nil
+}
+
+// iterationInput reads what an iteration sent and got: its prompt, its
+// query's result, the tool calls capstan denied.
+func (r *runReader) iterationInput(ev journal.Event) error {
+	switch ev.Type {
+	case journal.PromptResolved:
+		var p event.PromptEvent
+		if err := r.decode(ev, &p); err != nil {
+			return err
+		}
+		it := r.at(ev.Iteration)
+		it.Prompt, it.PromptSource, it.Step = p.Text, p.Source, ev.Step
+	case journal.QueryResult:
+		var q event.QueryResult
+		if err := r.decode(ev, &q); err != nil {
+			return err
+		}
+		r.at(ev.Iteration).Query = &q
+	case journal.ToolDenied:
+		var u llm.ToolUse
+		if err := r.decode(ev, &u); err != nil {
+			return err
+		}
+		if ev.Iteration > 0 {
+			it := r.at(ev.Iteration)
+			it.Denied = append(it.Denied, u)
+		}
+	}
+	return nil
+}
+
+// iterationEnd reads an iteration's verdict. An iteration whose query did
+// not finish is not counted, and resume runs it again under its number;
+// its billed turns stay pending like a killed iteration's.
+func (r *runReader) iterationEnd(ev journal.Event) error {
+	var e event.IterationEvent
+	if err := r.decode(ev, &e); err != nil {
+		return err
+	}
+	it := r.at(ev.Iteration)
+	it.Outcome, it.Summary, it.Finished = &e.Outcome, e.Summary, !e.Outcome.Redo
+	if e.StepState != nil {
+		r.tentative = e.StepState // format 2: the state travels with the end
+	}
+	if it.Finished {
+		r.pending, r.inFlight = llm.Usage{}, llm.Usage{} // in the summary
+	}
+	if r.tentative != nil && it.Finished {
+		r.rec.stepState, it.stepState, r.tentative = r.tentative, r.tentative, nil
+	}
+	return nil
+}
+
+// problem reads an error (the run's or an iteration's) or a warning.
+func (r *runReader) problem(ev journal.Event) error {
+	if ev.Type == journal.Warning {
+		var w struct {
+			Message string `json:"message"`
+		}
+		_ = r.decode(ev, &w)
+		r.rec.Warnings = append(r.rec.Warnings, w.Message)
+		return nil
+	}
+	var e event.ErrorEvent
+	if err := r.decode(ev, &e); err != nil {
+		return err
+	}
+	if ev.Iteration > 0 {
+		it := r.at(ev.Iteration)
+		it.Errors = append(it.Errors, e)
+	} else {
+		r.rec.Errors = append(r.rec.Errors, e)
+	}
+	return nil
+}
+
+// baseline reads what the run compares with: the protected files (the
+// first, and each step's), the test validators' first runs, and the
+// hidden tests' baselines (their later runs are kept with the iteration).
+func (r *runReader) baseline(ev journal.Event) error {
+	rec := r.rec
+	switch ev.Type {
+	case string(event.KindProtectBaseline):
+		var b verify.FilesBaseline
+		if err := r.decode(ev, &b); err != nil {
+			return err
+		}
+		switch {
+		case b.Step != "":
+			rec.StepBaseline = &b
+		case rec.ProtectBaseline == nil:
+			rec.ProtectBaseline = &b
+		}
+	case string(event.KindTestBaseline):
+		var b verify.TestBaseline
+		if err := r.decode(ev, &b); err != nil {
+			return err
+		}
+		if rec.TestBaselines == nil {
+			rec.TestBaselines = map[string]*verify.TestBaseline{}
+		}
+		if rec.TestBaselines[b.Validator] == nil {
+			rec.TestBaselines[b.Validator] = &b
+		}
+	case string(event.KindHiddenTests):
+		var h hidden.Result
+		if err := r.decode(ev, &h); err != nil {
+			return err
+		}
+		if h.Phase == hidden.PhaseBaseline && ev.Iteration == 0 {
+			if rec.HiddenBaselines == nil {
+				rec.HiddenBaselines = map[string]*hidden.Result{}
+			}
+			if rec.HiddenBaselines[h.Validator] == nil {
+				rec.HiddenBaselines[h.Validator] = &h
+			}
+		} else {
+			r.keep(ev)
+		}
+	}
+	return nil
+}
+
+// testChange reads a request to change protected files and its decision;
+// an approval applies to the protected files' baselines.
+func (r *runReader) testChange(ev journal.Event) error {
+	rec := r.rec
+	if ev.Type == string(event.KindTestChangeRequested) {
+		var req verify.TestChangeRequest
+		if err := r.decode(ev, &req); err != nil {
+			return err
+		}
+		rec.TestChange = &TestChangeRecord{Request: &req}
+		return nil
+	}
+	var d verify.TestChangeDecision
+	if err := r.decode(ev, &d); err != nil {
+		return err
+	}
+	if t := rec.TestChange; t.Pending() && t.Request.Iteration == d.Iteration {
+		// Only the files of the request, whatever the decision lists.
+		d.Files = t.Request.Files
+		t.Decision = &d
+		if d.Decision == verify.TestChangeApproved {
+			rec.ProtectBaseline.Accept(d.Files)
+			rec.StepBaseline.Accept(d.Files)
+		}
+	}
+	return nil
 }
 
 // Rewind drops the iterations after the k-th finished one, as a resume

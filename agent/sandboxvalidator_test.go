@@ -378,3 +378,47 @@ class TestCache(unittest.TestCase):
 		t.Errorf("the run must say why its validators have no cache: %q", res.Warnings)
 	}
 }
+
+// TestResumedRunValidatorsReadTheSeedAndNeverWriteIt: a resumed run's
+// work dir holds the model's code, so its validators get a build cache
+// that holds only Go's standard library seed, sealed before any of them
+// runs (a validation without it compiled the standard library again, for
+// tens of CPU seconds each). One validator finds the seed and plants a
+// file in its cache; the next validator of the same verification does
+// not see it.
+func TestResumedRunValidatorsReadTheSeedAndNeverWriteIt(t *testing.T) {
+	needSandbox(t)
+	needTools(t, "git", "go")
+	dir := writeAgent(t, map[string]string{
+		"agent.json": `{
+  "version": "1.0.0", "name": "resumecache", "description": "validators of a resumed run",
+  "runner": {
+    "model": "script:script.yaml",
+    "completion": {"type": "keyword", "keyword": "DONE", "validators": ["seeded", "unplanted"]},
+    "boundaries": {"allowedTools": ["Bash"], "permissionMode": "acceptEdits"},
+    "budgets": {"maxIterations": 2}
+  }
+}`,
+		"steps_registry.json": `{"agentId": "resumecache", "c1": "steps", "entryStep": "initial.work",
+  "validators": {
+    "seeded": {"type": "command", "command": "test -f \"$GOCACHE/README\" && test \"$(find \"$GOCACHE\" -type f | wc -l)\" -gt 100 && echo planted > \"$GOCACHE/planted\"", "failurePattern": "format-error"},
+    "unplanted": {"type": "command", "command": "test -d \"$GOCACHE\" && test ! -e \"$GOCACHE/planted\"", "failurePattern": "lint-error"}},
+  "steps": {"initial.work": {"stepId": "initial.work", "c2": "initial", "c3": "work"}}}`,
+		"prompts/steps/initial/work/f_default.md": "Work.",
+		"script.yaml": `turns:
+  - text: "Working on it."
+  - text: "Done. DONE"
+`,
+	})
+	def, wd := load(t, dir), gitFixture(t, goFixture)
+	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil || first.CompletionReason != "max_iterations" {
+		t.Fatalf("%+v %v", first, err)
+	}
+	res := runToEnd(t, def, BuildOptions{WorkDir: wd, Resume: rec})
+	if !res.Success {
+		patterns, _ := retryPatterns(t, res)
+		t.Fatalf("the resumed run's validators (want the seed, and no file a validator planted): %+v %+v, retry patterns %v", res, res.Error, patterns)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
@@ -36,6 +37,20 @@ func withSharedCache(t testing.TB, opts BuildOptions) BuildOptions {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// From the standard library's seed that every test binary of this
+		// user shares, as a run seeds its own cache: otherwise the warm-up
+		// compiles the standard library again (about 20 CPU seconds) in
+		// every run of this package.
+		env := procenv.ForCommands(os.Environ(), nil)
+		seed, err := sandbox.GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seed != "" {
+			if err := c.Seed(seed); err != nil {
+				t.Fatal(err)
+			}
+		}
 		mod, err := os.MkdirTemp("", "capstan-warm-")
 		if err != nil {
 			t.Fatal(err)
@@ -52,7 +67,7 @@ func withSharedCache(t testing.TB, opts BuildOptions) BuildOptions {
 			t.Fatal(err)
 		}
 		res, err := r.WithLimits(sandbox.ValidatorLimits()).WithCache(c).Run(ctx, tool.CommandSpec{Command: "go test ./...", Dir: mod,
-			Env: procenv.ForCommands(os.Environ(), nil), Timeout: 10 * time.Minute})
+			Env: env, Timeout: 10 * time.Minute})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("warm the shared cache: %v %+v", err, res)
 		}

@@ -29,6 +29,14 @@ type TestChangeRecord struct {
 // Pending reports whether the request waits for a decision.
 func (t *TestChangeRecord) Pending() bool { return t != nil && t.Request != nil && t.Decision == nil }
 
+// markDelivered notes that a run continued after the decision, if there
+// is one: the model was told.
+func (t *TestChangeRecord) markDelivered() {
+	if t != nil && t.Decision != nil {
+		t.Delivered = true
+	}
+}
+
 // testChanges is the verdict stage's handler of test-change requests under
 // the agent's runner.verification.testChanges policy.
 type testChanges struct {

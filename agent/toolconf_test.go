@@ -23,6 +23,9 @@ func TestGoEnvExecWrapperWrittenDuringTheRunIsNotUsed(t *testing.T) {
 	// Commands get HOME, not XDG_CONFIG_HOME (which the test binary sets):
 	// the go env file is the one under HOME, for this test's go too.
 	t.Setenv("XDG_CONFIG_HOME", "")
+	// A GOFLAGS the developer exported would win over the go env file
+	// this case is about (go reads the file only for unset variables).
+	t.Setenv("GOFLAGS", "")
 	goenv := func(args ...string) string {
 		cmd := exec.Command("go", args...)
 		cmd.Env = append(os.Environ(), "HOME="+home)

@@ -75,20 +75,8 @@ func TestIterationThatNeverReachedTheModelIsNotCounted(t *testing.T) {
 // requests that compacted its transcript, are in no summary; the resumed
 // run still counts them.
 func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
-	dir := basicAgent(t, `turns:
-  - text: "one"
-    usage: {input_tokens: 10, output_tokens: 1}
-  - text: "two ALL_DONE"
-    usage: {input_tokens: 10, output_tokens: 1}
-`, "")
-	wd := t.TempDir()
-	first := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
+	dir, wd, first, w := killedInIterationTwo(t)
 	// What a kill inside iteration 2 leaves: its start and a billed turn.
-	w, err := journal.Append(first.Journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.SetPosition(2, "initial.work")
 	w.Append(journal.IterationStart, nil)
 	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
 	// The summary request that compacted the transcript before turn 2
@@ -121,4 +109,52 @@ func TestStateDirInsideTheWorkDirIsWarned(t *testing.T) {
 	if res := runToEnd(t, load(t, basicAgent(t, "turns:\n  - text: ALL_DONE\n", "")), BuildOptions{WorkDir: t.TempDir()}); len(res.Warnings) != 0 {
 		t.Fatalf("warned with the state dir elsewhere: %q", res.Warnings)
 	}
+}
+
+// A response's usage journaled as it began to stream (model.usage) counts
+// once when the kill cut the response, in the attempt's unrecorded usage,
+// even when a second kill came before the iteration ran again to its end;
+// a turn that finished carries it in its own usage, so it is not counted
+// twice.
+func TestUsageOfAResponseInFlightCountsOnce(t *testing.T) {
+	_, _, first, w := killedInIterationTwo(t)
+	// Iteration 2: a turn that finished (its usage includes what its
+	// start reported), then a response the kill cut while it streamed.
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: llm.Usage{InputTokens: 400, OutputTokens: 1}})
+	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 400, OutputTokens: 40}})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 2, Usage: llm.Usage{InputTokens: 500, OutputTokens: 1}})
+	// A resume that was killed too, while its first response streamed.
+	w.Append(journal.RunStart, RunStartEvent{Resumed: true, Iteration: 1})
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: llm.Usage{InputTokens: 600, OutputTokens: 2}})
+	w.Close()
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (llm.Usage{InputTokens: 1500, OutputTokens: 43}); rec.UnrecordedUsage != want {
+		t.Fatalf("unrecorded %+v, want %+v", rec.UnrecordedUsage, want)
+	}
+}
+
+// killedInIterationTwo runs a two-turn agent's first iteration to its end
+// (in the work dir wd) and returns its journal opened for appending what
+// a kill in iteration 2 leaves, positioned there.
+func killedInIterationTwo(t *testing.T) (dir, wd string, first *Result, w *journal.Writer) {
+	t.Helper()
+	dir = basicAgent(t, `turns:
+  - text: "one"
+    usage: {input_tokens: 10, output_tokens: 1}
+  - text: "two ALL_DONE"
+    usage: {input_tokens: 10, output_tokens: 1}
+`, "")
+	wd = t.TempDir()
+	first = runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
+	w, err := journal.Append(first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetPosition(2, "initial.work")
+	return dir, wd, first, w
 }

@@ -130,107 +130,135 @@ func checkPrompts(dir string, def *agentdir.Definition, reg *agentdir.Registry) 
 	if (dir == "" && def.FS() == nil) || reg == nil {
 		return nil
 	}
-	r := newPromptResolver(dir, def, reg)
-	regFile := registryFile(def)
-	var out []agentdir.Problem
+	c := &promptChecker{def: def, reg: reg, prompts: newPromptResolver(dir, def, reg), regFile: registryFile(def),
+		schemas: newSchemas(dir, def.Runner.SchemasDir, def.FS()), reach: agentdir.Reachable(reg)}
 	ids := make([]string, 0, len(reg.Steps))
 	for id := range reg.Steps {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	ctx := context.Background()
-	schemas := newSchemas(dir, def.Runner.SchemasDir, def.FS())
-	checkSchema := func(ref *agentdir.SchemaRef, ptr, what string) {
-		if ref == nil || ref.File == "" {
-			return
-		}
-		if _, err := schemas.get(*ref); err != nil {
-			if ps := invalidSchemaProblems(err, what, *ref); len(ps) > 0 {
-				out = append(out, ps...)
-				return
-			}
-			msg, hint := withOwnHint(err, "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)")
-			out = append(out, agentdir.Problem{Code: CodeSchemaUnresolved, Severity: agentdir.SeverityError, File: regFile,
-				Pointer: ptr, Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + msg, Hint: hint})
-		}
-	}
-	reach := agentdir.Reachable(reg)
 	for _, id := range ids {
 		st := reg.Steps[id]
 		ptr := agentdir.JoinPointer("steps", id)
-		checkSchema(st.OutputSchemaRef, ptr+"/outputSchemaRef", "step "+id)
-		if p, bad := checkIntentEnum(schemas, id, st); bad {
-			p.File = regFile
-			out = append(out, p)
+		c.checkSchema(st.OutputSchemaRef, ptr+"/outputSchemaRef", "step "+id)
+		if p, bad := checkIntentEnum(c.schemas, id, st); bad {
+			p.File = c.regFile
+			c.out = append(c.out, p)
 		}
 		if st.Type != "gateway" && st.Runner == nil {
-			ref := agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
-			if _, err := r.Resolve(ctx, ref, nil); err != nil {
-				code, hint := CodeStepPromptInvalid, "fix the prompt file"
-				if errors.Is(err, agenterr.ErrPromptNotFound) {
-					code, hint = CodeStepPromptMissing, "create the prompt file, or set the step's fallback"
-				}
-				msg, hint := withOwnHint(err, hint)
-				out = append(out, agentdir.Problem{Code: code, Severity: agentdir.SeverityError, File: regFile,
-					Pointer: ptr, Message: "step " + id + ": " + msg, Hint: hint})
-			}
+			c.checkStepPrompt(ctx, id, ptr, st)
 		}
-		// Every validator that can fail in this step needs its pattern's
-		// retry prompt: the step's completionConditions and the run's
-		// runner.completion.validators (which verify every step).
-		type use struct {
-			validator, file, ptr string
-			// generic: a missing retry prompt falls back to the built-in
-			// generic one (validation steps, as in climpt's format).
-			generic bool
-		}
-		var uses []use
 		ver := reg.VerificationOf(id, st)
-		condPtr, generic := ptr+"/completionConditions/", false
-		if len(st.CompletionConditions) == 0 && len(ver.Conditions) > 0 {
-			condPtr, generic = agentdir.JoinPointer("validationSteps", id, "validationConditions")+"/", true
-		}
-		for i, cond := range ver.Conditions {
-			uses = append(uses, use{cond.Validator, regFile, condPtr + strconv.Itoa(i), generic})
-		}
-		// A step no run enters needs no retry prompt for the run's
-		// validators (its own problems are warnings that say it is dead).
-		if st.Type != "gateway" && (reach == nil || reach[id]) {
-			for i, name := range def.Runner.Completion.Validators {
-				uses = append(uses, use{name, agentdir.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i), false})
-			}
-		}
-		for _, u := range uses {
-			v, ok := reg.Validators[u.validator]
-			if !ok {
-				continue // reported by config
-			}
-			pat, declared := reg.CompletionPatterns[v.FailurePattern]
-			if !declared {
-				continue // built-in patterns fall back to the generic retry prompt
-			}
-			rt, err := r.ResolveRetry(ctx, reg.C1, ver.C2, ver.C3, pat.Edition, pat.Adaptation)
-			if err == nil && rt.Found {
-				continue
-			}
-			msg := "step " + id + ": no retry prompt for failure pattern " + v.FailurePattern
-			if err != nil {
-				msg += ": " + err.Error()
-			} else {
-				msg += " (tried " + strings.Join(rt.Tried, ", ") + ")"
-			}
-			if u.generic && err == nil && len(rt.Tried) > 0 {
-				out = append(out, agentdir.Problem{Code: CodeRetryPromptGeneric, Severity: agentdir.SeverityWarning, File: u.file,
-					Pointer: u.ptr, Message: msg + "; the built-in generic retry prompt (pattern, validator and every param) is sent instead",
-					Hint: "create " + rt.Tried[0] + " to send your own retry prompt"})
-				continue
-			}
-			out = append(out, agentdir.Problem{Code: CodeRetryPromptMissing, Severity: agentdir.SeverityError, File: u.file,
-				Pointer: u.ptr, Message: msg,
-				Hint: "create the retry prompt file, or use a built-in pattern (" + strings.Join(builtinPatternNames(), ", ") + ") whose generic prompt needs no file"})
+		for _, u := range c.retryPromptUses(id, ptr, st, ver) {
+			c.checkRetryPrompt(ctx, id, ver, u)
 		}
 	}
-	return out
+	return c.out
+}
+
+// promptChecker collects the problems checkPrompts finds.
+type promptChecker struct {
+	def     *agentdir.Definition
+	reg     *agentdir.Registry
+	prompts *agentdir.PromptResolver
+	schemas *schemas
+	regFile string          // the steps registry's file name, for problems
+	reach   map[string]bool // the steps a run can enter (nil: all)
+	out     []agentdir.Problem
+}
+
+// checkSchema checks that a schema reference resolves to a valid schema.
+func (c *promptChecker) checkSchema(ref *agentdir.SchemaRef, ptr, what string) {
+	if ref == nil || ref.File == "" {
+		return
+	}
+	if _, err := c.schemas.get(*ref); err != nil {
+		if ps := invalidSchemaProblems(err, what, *ref); len(ps) > 0 {
+			c.out = append(c.out, ps...)
+			return
+		}
+		msg, hint := withOwnHint(err, "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)")
+		c.out = append(c.out, agentdir.Problem{Code: CodeSchemaUnresolved, Severity: agentdir.SeverityError, File: c.regFile,
+			Pointer: ptr, Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + msg, Hint: hint})
+	}
+}
+
+// checkStepPrompt checks that a step's prompt resolves and parses.
+func (c *promptChecker) checkStepPrompt(ctx context.Context, id, ptr string, st agentdir.Step) {
+	ref := agentdir.PromptRef{C2: st.C2, C3: st.C3, Edition: st.Edition, Adaptation: st.Adaptation, Fallback: st.Fallback}
+	if _, err := c.prompts.Resolve(ctx, ref, nil); err != nil {
+		code, hint := CodeStepPromptInvalid, "fix the prompt file"
+		if errors.Is(err, agenterr.ErrPromptNotFound) {
+			code, hint = CodeStepPromptMissing, "create the prompt file, or set the step's fallback"
+		}
+		msg, hint := withOwnHint(err, hint)
+		c.out = append(c.out, agentdir.Problem{Code: code, Severity: agentdir.SeverityError, File: c.regFile,
+			Pointer: ptr, Message: "step " + id + ": " + msg, Hint: hint})
+	}
+}
+
+// retryPromptUse is a validator that can fail in a step, and where it is
+// named (file and JSON pointer).
+type retryPromptUse struct {
+	validator, file, ptr string
+	// generic: a missing retry prompt falls back to the built-in
+	// generic one (validation steps, as in climpt's format).
+	generic bool
+}
+
+// retryPromptUses lists the validators that can fail in step id, each of
+// which needs its pattern's retry prompt: the step's completionConditions
+// and the run's runner.completion.validators (which verify every step).
+func (c *promptChecker) retryPromptUses(id, ptr string, st agentdir.Step, ver agentdir.StepVerification) []retryPromptUse {
+	var uses []retryPromptUse
+	condPtr, generic := ptr+"/completionConditions/", false
+	if len(st.CompletionConditions) == 0 && len(ver.Conditions) > 0 {
+		condPtr, generic = agentdir.JoinPointer("validationSteps", id, "validationConditions")+"/", true
+	}
+	for i, cond := range ver.Conditions {
+		uses = append(uses, retryPromptUse{cond.Validator, c.regFile, condPtr + strconv.Itoa(i), generic})
+	}
+	// A step no run enters needs no retry prompt for the run's
+	// validators (its own problems are warnings that say it is dead).
+	if st.Type != "gateway" && (c.reach == nil || c.reach[id]) {
+		for i, name := range c.def.Runner.Completion.Validators {
+			uses = append(uses, retryPromptUse{name, agentdir.AgentFile, "/runner/completion/validators/" + strconv.Itoa(i), false})
+		}
+	}
+	return uses
+}
+
+// checkRetryPrompt checks that the retry prompt of a validator's declared
+// failure pattern resolves in step id (built-in patterns need none).
+func (c *promptChecker) checkRetryPrompt(ctx context.Context, id string, ver agentdir.StepVerification, u retryPromptUse) {
+	v, ok := c.reg.Validators[u.validator]
+	if !ok {
+		return // reported by config
+	}
+	pat, declared := c.reg.CompletionPatterns[v.FailurePattern]
+	if !declared {
+		return // built-in patterns fall back to the generic retry prompt
+	}
+	rt, err := c.prompts.ResolveRetry(ctx, c.reg.C1, ver.C2, ver.C3, pat.Edition, pat.Adaptation)
+	if err == nil && rt.Found {
+		return
+	}
+	msg := "step " + id + ": no retry prompt for failure pattern " + v.FailurePattern
+	if err != nil {
+		msg += ": " + err.Error()
+	} else {
+		msg += " (tried " + strings.Join(rt.Tried, ", ") + ")"
+	}
+	if u.generic && err == nil && len(rt.Tried) > 0 {
+		c.out = append(c.out, agentdir.Problem{Code: CodeRetryPromptGeneric, Severity: agentdir.SeverityWarning, File: u.file,
+			Pointer: u.ptr, Message: msg + "; the built-in generic retry prompt (pattern, validator and every param) is sent instead",
+			Hint: "create " + rt.Tried[0] + " to send your own retry prompt"})
+		return
+	}
+	c.out = append(c.out, agentdir.Problem{Code: CodeRetryPromptMissing, Severity: agentdir.SeverityError, File: u.file,
+		Pointer: u.ptr, Message: msg,
+		Hint: "create the retry prompt file, or use a built-in pattern (" + strings.Join(builtinPatternNames(), ", ") + ") whose generic prompt needs no file"})
 }
 
 func builtinPatternNames() []string {

@@ -85,6 +85,15 @@ func (e CompactionEvent) AppendJSON(b []byte) []byte {
 }
 
 // AppendJSON appends the payload's JSON to b.
+func (e ModelUsageEvent) AppendJSON(b []byte) []byte {
+	o := object{b: append(b, '{')}
+	o.int("turn", int64(e.Turn))
+	o.key("usage")
+	o.put(e.Usage.appendJSON(o.b))
+	return o.end()
+}
+
+// AppendJSON appends the payload's JSON to b.
 func (e RetryEvent) AppendJSON(b []byte) []byte {
 	o := object{b: append(b, '{')}
 	o.string("provider", e.Provider)

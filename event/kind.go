@@ -23,6 +23,7 @@ const (
 	KindQueryStart       Kind = journal.QueryStart
 	KindQueryResult      Kind = journal.QueryResult
 	KindModelTurn        Kind = journal.ModelTurn
+	KindModelUsage       Kind = journal.ModelUsage
 	KindModelRetry       Kind = journal.ModelRetry
 	KindSessionMessages  Kind = journal.SessionMessages
 	KindContextCompacted Kind = journal.ContextCompacted

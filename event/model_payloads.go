@@ -128,6 +128,20 @@ type SessionMessagesEvent struct {
 	Replace   bool      `json:"replace,omitempty"`
 }
 
+// ModelUsageEvent is the payload of a model.usage journal event: the
+// usage a response of turn Turn reported as it began to stream (its input
+// tokens and the output so far), with that of the turn's earlier attempts
+// whose streams failed. The turn's model.turn, when it is written,
+// carries the whole of it; until then it is what the provider billed for
+// the response in flight.
+type ModelUsageEvent struct {
+	Turn  int   `json:"turn"`
+	Usage Usage `json:"usage"`
+}
+
+// EventKind implements event.Payload.
+func (ModelUsageEvent) EventKind() Kind { return KindModelUsage }
+
 // ModelTurnEvent is the payload of a model.turn journal event.
 type ModelTurnEvent struct {
 	Turn       int    `json:"turn"`

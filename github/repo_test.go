@@ -6,16 +6,16 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/hostcmd"
-	"github.com/capstan-dev/capstan/hostcmd/hostcmdtest"
+	"github.com/capstan-dev/capstan/internal/gittest"
 )
 
 // gitWorkDir makes a git repository whose remotes are name=url pairs.
 func gitWorkDir(t *testing.T, remotes ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	hostcmdtest.Git(t, dir, "init", "-q")
+	gittest.Git(t, dir, "init", "-q")
 	for i := 0; i+1 < len(remotes); i += 2 {
-		hostcmdtest.Git(t, dir, "remote", "add", remotes[i], remotes[i+1])
+		gittest.Git(t, dir, "remote", "add", remotes[i], remotes[i+1])
 	}
 	return dir
 }
@@ -51,7 +51,7 @@ func TestRemoteRepoChoosesAsGHDoes(t *testing.T) {
 		}
 	}
 	wd := gitWorkDir(t, "origin", "https://github.com/o/fork", "upstream", "https://github.com/up/r")
-	hostcmdtest.Git(t, wd, "config", "remote.origin.gh-resolved", "base")
+	gittest.Git(t, wd, "config", "remote.origin.gh-resolved", "base")
 	if r := RemoteRepo(ctx, git, wd, ""); r == nil || r.Repo != "o/fork" {
 		t.Fatalf("gh-resolved: %+v", r)
 	}

@@ -29,14 +29,18 @@ import (
 // Event types written by capstan. Consumers must ignore types they do not
 // know: new types are added over time.
 const (
-	RunStart         = "run.start"
-	RunEnd           = "run.end"
-	IterationStart   = "iteration.start"
-	IterationEnd     = "iteration.end"
-	PromptResolved   = "prompt.resolved"
-	QueryStart       = "query.start"
-	QueryResult      = "query.result"
-	ModelTurn        = "model.turn"
+	RunStart       = "run.start"
+	RunEnd         = "run.end"
+	IterationStart = "iteration.start"
+	IterationEnd   = "iteration.end"
+	PromptResolved = "prompt.resolved"
+	QueryStart     = "query.start"
+	QueryResult    = "query.result"
+	ModelTurn      = "model.turn"
+	// ModelUsage is the usage a model response reported at its start,
+	// before its model.turn: a response a kill cut while it streamed was
+	// billed for it all the same.
+	ModelUsage       = "model.usage"
 	ModelRetry       = "model.retry" // a provider retries a failed API call
 	SessionMessages  = "session.messages"
 	ContextCompacted = "context.compacted" // older turns were stubbed or summarized to fit the context window

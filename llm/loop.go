@@ -192,6 +192,12 @@ func (lp *Loop) generate(ctx context.Context) (*Response, error) {
 		return &c, nil
 	}
 	lp.replayed = false
+	if lp.Events != nil {
+		// The usage of a response that a kill cuts while it streams
+		// reaches the journal before the turn does.
+		turn := lp.res.Turns
+		ctx = WithUsageObserver(ctx, func(u Usage) { lp.events().Emit(event.ModelUsageEvent{Turn: turn, Usage: u}) })
+	}
 	return lp.Model.Generate(ctx, lp.req)
 }
 

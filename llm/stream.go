@@ -44,6 +44,26 @@ type StreamSink interface {
 
 type streamSinkKey struct{}
 
+type usageObserverKey struct{}
+
+// WithUsageObserver returns a context whose model calls report to observe
+// the usage a response reported as it began to stream (with that of the
+// turn's earlier attempts whose streams failed), before it has finished:
+// the tool loop journals it, so that a run killed while the response
+// streams still counts what the provider billed for it. Providers whose
+// streams report usage only at their end report nothing.
+func WithUsageObserver(ctx context.Context, observe func(Usage)) context.Context {
+	return context.WithValue(ctx, usageObserverKey{}, observe)
+}
+
+// ObserveUsage reports u, the usage of the response in flight so far, to
+// the observer ctx carries (WithUsageObserver), if any.
+func ObserveUsage(ctx context.Context, u Usage) {
+	if observe, _ := ctx.Value(usageObserverKey{}).(func(Usage)); observe != nil {
+		observe(u)
+	}
+}
+
 // WithStreamSink returns a context that carries sink to the providers and
 // the tool loop of queries made with it. A nil sink returns ctx unchanged.
 func WithStreamSink(ctx context.Context, sink StreamSink) context.Context {

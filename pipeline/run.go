@@ -266,34 +266,12 @@ func (ex *execution) runStage(ctx context.Context, i int, snap board) (o outcome
 	opts := ex.cfg.Options
 
 	if opts.ValidateContract {
-		for _, k := range d.pre {
-			if msg := ex.plan.rules[k].check("precondition", snap[k]); msg != "" {
-				o.violations = append(o.violations, Violation{AgentID: d.id, Kind: ViolationPrecondition, Key: k, Message: msg})
-			}
-		}
-		if len(o.violations) > 0 {
+		if o.violations = ex.broken(d, ViolationPrecondition, d.pre, snap, nil); len(o.violations) > 0 {
 			o.status = StatusSkipped
 			return o
 		}
 	}
-
-	readable := make(map[string]bool, len(d.pre)+len(d.opt))
-	for _, k := range d.pre {
-		readable[k] = true
-	}
-	for _, k := range d.opt {
-		readable[k] = true
-	}
-	writable := make(map[string]bool, len(d.post))
-	for _, k := range d.post {
-		writable[k] = true
-	}
-	view := make(board, len(readable)+4)
-	for k, e := range snap {
-		if ns := Namespace(k); ns == NamespaceInput || ns == NamespaceMetadata || readable[k] {
-			view[k] = e
-		}
-	}
+	view, readable, writable := d.view(snap)
 
 	timeout := d.cfg.Timeout
 	if timeout == 0 {
@@ -332,15 +310,7 @@ func (ex *execution) runStage(ctx context.Context, i int, snap board) (o outcome
 		if err != nil {
 			o.err = stageErr(d.id, err)
 		} else if opts.ValidateContract {
-			for _, k := range d.post {
-				e, ok := o.writes[k]
-				if !ok {
-					e = view[k]
-				}
-				if msg := ex.plan.rules[k].check("postcondition", e); msg != "" {
-					o.violations = append(o.violations, Violation{AgentID: d.id, Kind: ViolationPostcondition, Key: k, Message: msg})
-				}
-			}
+			o.violations = ex.broken(d, ViolationPostcondition, d.post, view, o.writes)
 		}
 		if o.err == nil && len(o.violations) == 0 {
 			o.status = StatusSucceeded
@@ -352,17 +322,7 @@ func (ex *execution) runStage(ctx context.Context, i int, snap board) (o outcome
 			o.errs = append(o.errs, StageError{AgentID: d.id, Attempt: attempt, Code: o.err.Code, Message: o.err.Error(), Final: final})
 		}
 		if final {
-			switch {
-			case canceled:
-				o.status = StatusCanceled
-			case o.err == nil: // postconditions broken: keep what it wrote, report the rest
-				o.status = StatusViolated
-			default:
-				o.status = StatusFailed
-			}
-			if o.status != StatusViolated {
-				o.writes = nil // a failed or canceled stage leaves nothing behind
-			}
+			o.end(canceled)
 			return o
 		}
 		if !sleepBackoff(ctx, retry, attempt) {
@@ -370,6 +330,65 @@ func (ex *execution) runStage(ctx context.Context, i int, snap board) (o outcome
 			return o
 		}
 	}
+}
+
+// end sets the status of a stage whose last attempt did not succeed:
+// canceled, violated (its postconditions are broken: it keeps what it
+// wrote, and the rest is reported) or failed. A failed or canceled stage
+// leaves nothing behind.
+func (o *outcome) end(canceled bool) {
+	switch {
+	case canceled:
+		o.status = StatusCanceled
+	case o.err == nil:
+		o.status = StatusViolated
+	default:
+		o.status = StatusFailed
+	}
+	if o.status != StatusViolated {
+		o.writes = nil
+	}
+}
+
+// broken checks the contract rules of keys (the stage's preconditions or
+// postconditions, by kind) on their entries — in writes when the stage
+// wrote them, else on the board — and returns the violations.
+func (ex *execution) broken(d *stageDef, kind ViolationKind, keys []string, board board, writes map[string]*entry) []Violation {
+	var out []Violation
+	for _, k := range keys {
+		e, ok := writes[k]
+		if !ok {
+			e = board[k]
+		}
+		if msg := ex.plan.rules[k].check(string(kind), e); msg != "" {
+			out = append(out, Violation{AgentID: d.id, Kind: kind, Key: k, Message: msg})
+		}
+	}
+	return out
+}
+
+// view is what stage d sees of the board snap — the input and metadata
+// namespaces and the keys it reads (its preconditions and optional keys)
+// — and the keys it may read and write.
+func (d *stageDef) view(snap board) (view board, readable, writable map[string]bool) {
+	readable = make(map[string]bool, len(d.pre)+len(d.opt))
+	for _, k := range d.pre {
+		readable[k] = true
+	}
+	for _, k := range d.opt {
+		readable[k] = true
+	}
+	writable = make(map[string]bool, len(d.post))
+	for _, k := range d.post {
+		writable[k] = true
+	}
+	view = make(board, len(readable)+4)
+	for k, e := range snap {
+		if ns := Namespace(k); ns == NamespaceInput || ns == NamespaceMetadata || readable[k] {
+			view[k] = e
+		}
+	}
+	return view, readable, writable
 }
 
 // attempt1 runs Execute once under timeout, turning a panic into an error.

@@ -508,9 +508,6 @@ func (s *Spec) Build(ctx context.Context, opts BuildOptions) (*Manager, error) {
 	if base == "" {
 		base = filepath.Dir(s.File)
 	}
-	at := func(st StageSpec, hint, format string, args ...any) error {
-		return specErr(s.File, st.Line, st.Column, hint, format, args...)
-	}
 	models := map[string]llm.Model{}
 	for _, st := range s.Stages {
 		var a ReasoningAgent
@@ -518,59 +515,29 @@ func (s *Spec) Build(ctx context.Context, opts BuildOptions) (*Manager, error) {
 		switch st.Kind {
 		case KindStandard:
 			if opts.Standard == nil {
-				return nil, at(st, "", "stage %s: no standard agents are available here", st.ID)
+				return nil, s.at(st, "", "stage %s: no standard agents are available here", st.ID)
 			}
 			std, err := opts.Standard(st.ID)
 			if err != nil {
-				return nil, at(st, "use one of the standard agent ids, or kind: func/model/agent", "stage %s: %v", st.ID, err)
+				return nil, s.at(st, "use one of the standard agent ids, or kind: func/model/agent", "stage %s: %v", st.ID, err)
 			}
 			a = std
 		case KindFunc:
 			f, ok := opts.Funcs[st.Use]
 			if !ok {
-				return nil, at(st, "register the function in BuildOptions.Funcs", "stage %s: unknown function %q", st.ID, st.Use)
+				return nil, s.at(st, "register the function in BuildOptions.Funcs", "stage %s: unknown function %q", st.ID, st.Use)
 			}
 			a = &FuncAgent{ID: st.ID, Pre: st.Pre, Post: st.Post, Optional: st.Optional, Fn: f}
 		case KindModel:
-			model := opts.DefaultModel
-			if st.Model != "" {
-				if models[st.Model] == nil {
-					open := opts.OpenModel
-					if open == nil {
-						open = func(ctx context.Context, spec string) (llm.Model, error) {
-							return llm.OpenModel(ctx, spec, llm.Config{AgentDir: base})
-						}
-					}
-					mm, err := open(ctx, st.Model)
-					if err != nil {
-						return nil, at(st, "", "stage %s: model %s: %v", st.ID, st.Model, err)
-					}
-					models[st.Model] = mm
-				}
-				model = models[st.Model]
-			}
-			if model == nil {
-				return nil, at(st, "pass --model provider:model, or set model: on the stage", "stage %s is a model stage but no model is configured", st.ID)
-			}
-			ms, err := NewModelStage(ModelStageConfig{Contract: c, Model: model, System: st.System, Prompt: st.Prompt, Schema: st.Schema, MaxTokens: st.MaxTokens})
+			ms, err := s.modelStage(ctx, st, c, opts, base, models)
 			if err != nil {
-				return nil, at(st, "", "%v", err)
+				return nil, err
 			}
 			a = ms
 		case KindAgent:
-			if opts.Runner == nil {
-				return nil, at(st, "this build of capstan cannot run agents inside a pipeline; use a model or func stage", "stage %s: no agent runner", st.ID)
-			}
-			dir := st.Dir
-			if !filepath.IsAbs(dir) {
-				dir = filepath.Join(base, dir)
-			}
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return nil, at(st, "dir is relative to the pipeline file", "stage %s: agent dir %s is not a folder", st.ID, dir)
-			}
-			as, err := NewAgentStage(AgentStageConfig{Contract: c, Runner: opts.Runner, Dir: dir, Params: st.Params, Schema: st.Schema})
+			as, err := s.agentStage(st, c, opts, base)
 			if err != nil {
-				return nil, at(st, "", "%v", err)
+				return nil, err
 			}
 			a = as
 		}
@@ -586,6 +553,61 @@ func (s *Spec) Build(ctx context.Context, opts BuildOptions) (*Manager, error) {
 		return nil, s.locate(err)
 	}
 	return m, nil
+}
+
+// at is an error of the pipeline file at stage st.
+func (s *Spec) at(st StageSpec, hint, format string, args ...any) error {
+	return specErr(s.File, st.Line, st.Column, hint, format, args...)
+}
+
+// modelStage builds model stage st: its own model (opened once per spec
+// for all the stages that name it, in models) or the default one.
+func (s *Spec) modelStage(ctx context.Context, st StageSpec, c Contract, opts BuildOptions, base string, models map[string]llm.Model) (ReasoningAgent, error) {
+	model := opts.DefaultModel
+	if st.Model != "" {
+		if models[st.Model] == nil {
+			open := opts.OpenModel
+			if open == nil {
+				open = func(ctx context.Context, spec string) (llm.Model, error) {
+					return llm.OpenModel(ctx, spec, llm.Config{AgentDir: base})
+				}
+			}
+			mm, err := open(ctx, st.Model)
+			if err != nil {
+				return nil, s.at(st, "", "stage %s: model %s: %v", st.ID, st.Model, err)
+			}
+			models[st.Model] = mm
+		}
+		model = models[st.Model]
+	}
+	if model == nil {
+		return nil, s.at(st, "pass --model provider:model, or set model: on the stage", "stage %s is a model stage but no model is configured", st.ID)
+	}
+	ms, err := NewModelStage(ModelStageConfig{Contract: c, Model: model, System: st.System, Prompt: st.Prompt, Schema: st.Schema, MaxTokens: st.MaxTokens})
+	if err != nil {
+		return nil, s.at(st, "", "%v", err)
+	}
+	return ms, nil
+}
+
+// agentStage builds agent stage st, whose agent folder is relative to
+// the pipeline file (base).
+func (s *Spec) agentStage(st StageSpec, c Contract, opts BuildOptions, base string) (ReasoningAgent, error) {
+	if opts.Runner == nil {
+		return nil, s.at(st, "this build of capstan cannot run agents inside a pipeline; use a model or func stage", "stage %s: no agent runner", st.ID)
+	}
+	dir := st.Dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(base, dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, s.at(st, "dir is relative to the pipeline file", "stage %s: agent dir %s is not a folder", st.ID, dir)
+	}
+	as, err := NewAgentStage(AgentStageConfig{Contract: c, Runner: opts.Runner, Dir: dir, Params: st.Params, Schema: st.Schema})
+	if err != nil {
+		return nil, s.at(st, "", "%v", err)
+	}
+	return as, nil
 }
 
 // locate adds the file and the line of the first stage each problem names.

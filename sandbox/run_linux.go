@@ -8,13 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -166,255 +164,134 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	var allow allowList
-	if len(r.cfg.NetworkAllow) > 0 && !r.cfg.Network && sandboxed {
-		if allow, err = newAllowList(r.cfg.NetworkAllow); err != nil {
-			e := agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, false, "network allow-list")
-			e.Pointer = "/runner/boundaries/sandbox/network/allow"
-			return Result{}, e
-		}
-		hs.ProxyPort = ProxyPort
-		hs.Env = withProxyEnv(hs.Env)
-	}
-	limits := hs.Limits
-	timeout := spec.Timeout
-	if timeout <= 0 {
-		timeout = time.Duration(limits.CPUSeconds)*time.Second + 5*time.Second
-	}
-	maxOut, maxErr := spec.MaxStdout, spec.MaxStderr
-	if maxOut <= 0 {
-		maxOut = 1 << 20
-	}
-	if maxErr <= 0 {
-		maxErr = 256 << 10
-	}
-	if !sandboxed {
-		if r.caps.LandlockABI == 0 {
-			hs.LandlockABI = 0
-		}
-	}
-	// A private, writable HOME and TMPDIR for this run only.
-	tmp, err := os.MkdirTemp("", "capstan-sbx-")
+	allow, err := r.allowNetwork(&hs, sandboxed)
 	if err != nil {
-		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the run's temporary directory")
+		return Result{}, err
+	}
+	limits := hs.Limits // as the caller set them, for the verdict
+	timeout, maxOut, maxErr := runBounds(spec, limits)
+	if !sandboxed && r.caps.LandlockABI == 0 {
+		hs.LandlockABI = 0
+	}
+	tmp, err := privateHome(&hs)
+	if err != nil {
+		return Result{}, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := markOwned(tmp); err != nil {
-		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "mark the run's temporary directory")
-	}
-	hs.Writable = append(hs.Writable, tmp)
-	hs.Env = append(hs.Env, "HOME="+tmp, "TMPDIR="+tmp)
-	writeLimit := int64(spec.WriteLimitMB) << 20
-	if spec.WriteLimitMB > 0 && spec.WriteLimitMB < hs.Limits.FileSizeMB {
-		hs.Limits.FileSizeMB = spec.WriteLimitMB
-	}
-	var writeBase int64
-	if writeLimit > 0 {
-		writeBase = dirsSize(hs.Writable)
-	}
+	writeLimit, writeBase := applyWriteLimit(&hs, spec.WriteLimitMB)
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, "/proc/self/exe", helperArg, "init")
-	cmd.Env = []string{helperEnv + "=1"}
-	if spec.cacheLayer != nil {
-		b, err := json.Marshal(spec.cacheLayer)
-		if err != nil {
-			return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "the build cache's copy")
-		}
-		cmd.Env = append(cmd.Env, cacheLayerEnv+"="+string(b))
-	}
-	cmd.SysProcAttr = procAttr(sandboxed, r.cfg.Network)
-	cmd.Stdin = bytes.NewReader(spec.Stdin)
-	if spec.StdinStream != nil {
-		cmd.Stdin = spec.StdinStream
-	}
-	statusR, statusW, err := os.Pipe()
+	h, err := newHelperProcess(runCtx, spec, sandboxed, r.cfg.Network, allow)
 	if err != nil {
-		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "status pipe")
+		return Result{}, err
 	}
-	defer statusR.Close()
-	// The spec travels on a pipe, not in argv, so that its size is bound
-	// only by the target's own execve limits (checked in prepare).
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		statusW.Close()
-		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "spec pipe")
+	defer h.close()
+	out := h.captureOutput(spec, maxOut, maxErr)
+	if err := h.start(limits); err != nil {
+		return Result{}, err
 	}
-	defer specW.Close()
-	cmd.ExtraFiles = []*os.File{statusW, specR}
-	var rel *relay
-	if allow != nil {
-		if rel, err = newRelay(allow); err != nil {
-			statusW.Close()
-			specR.Close()
-			return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "network allow-list")
-		}
-		defer rel.close()
-		cmd.ExtraFiles = append(cmd.ExtraFiles, rel.child)
-		cmd.Env = append(cmd.Env, relayEnv+"=1")
-	}
-
-	var (
-		pidv          atomic.Int64
-		killRequested atomic.Bool
-	)
-	killGroup := func() {
-		killRequested.Store(true)
-		if pid := int(pidv.Load()); pid > 0 {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-	}
-	stdout := &cappedBuffer{max: maxOut, onOverflow: killGroup}
-	stderr := &cappedBuffer{max: maxErr}
-	var combined *middleBuffer
-	if spec.CombinedOutput {
-		combined = &middleBuffer{max: maxOut, ceiling: combinedCeiling, onOverflow: killGroup}
-		cmd.Stdout, cmd.Stderr = combined, combined
-	} else {
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		if spec.Stdout != nil {
-			cmd.Stdout = spec.Stdout
-		}
-		if spec.Stderr != nil {
-			// Its head is kept here too: the helper's setup errors and the
-			// shell's limit messages on it classify the run.
-			cmd.Stderr = io.MultiWriter(spec.Stderr, stderr)
-		}
-	}
-	cmd.Cancel = func() error { killGroup(); return nil }
-	cmd.WaitDelay = 2 * time.Second
-
-	// The whole tree goes into a pids cgroup when one can be made: the
-	// kernel then refuses the fork past the limit whatever the uid. And
-	// into a memory cgroup when one can be made: the kernel then bounds
-	// the tree's memory, and the address-space rlimit, which toolchains
-	// that reserve much (the Go race detector, V8) cannot live with, is
-	// left off unless the caller set one.
-	cg, _ := newPidsCgroup(limits.Processes + helperTasks)
-	mcg, _ := newMemoryCgroup(int64(limits.MemoryMB)<<20, cg)
-	start := time.Now()
-	err = startHelper(cmd)
-	specR.Close()
-	if rel != nil {
-		rel.child.Close()
-	}
-	if err != nil {
-		if cg != nil {
-			cg.remove()
-		}
-		if mcg != nil {
-			mcg.remove()
-		}
-		statusW.Close()
-		reason, hint := explainStartError(err)
-		e := agenterr.Wrap(err, agenterr.CodeSandboxUnavailable, agenterr.LayerSandbox, false, "%s", reason)
-		e.Hint = hint
-		return Result{}, e
-	}
-	pid := cmd.Process.Pid
-	pidv.Store(int64(pid))
-	if killRequested.Load() { // overflowed before the pid was known
-		killGroup()
-	}
-	statusW.Close()
-	// The helper starts nothing before the spec arrives, so joining it
-	// here, before the spec is written, leaves no fork outside the cgroup.
-	if cg != nil {
-		if err := cg.join(pid); err != nil {
-			cg.remove()
-			cg = nil
-		}
-	}
-	if mcg != nil {
-		if err := mcg.join(pid); err != nil {
-			mcg.remove()
-			mcg = nil
-		}
-	}
-	hs.NoAddressSpaceLimit = mcg != nil && spec.Limits.AddressSpaceMB <= 0
+	hs.NoAddressSpaceLimit = h.mcg != nil && spec.Limits.AddressSpaceMB <= 0
 	specJSON, err := json.Marshal(hs)
 	if err != nil {
-		killGroup()
-		_ = cmd.Wait()
-		if cg != nil {
-			cg.remove()
-		}
-		if mcg != nil {
-			mcg.remove()
-		}
+		h.abort()
 		return Result{}, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "encode helper spec")
 	}
 	// Without a cgroup, only the watchdog bounds a root caller's tree
 	// (the kernel exempts uid 0 from RLIMIT_NPROC): it counts often.
-	fastProcs := cg == nil && os.Geteuid() == 0
-	wd := startWatchdog(pid, limits.Processes, int64(limits.MemoryMB)<<20, writeLimit, hs.Writable, writeBase, killGroup, cg, mcg, fastProcs)
-	go func() {
-		// A helper that dies before reading closes the pipe; the write then
-		// fails with EPIPE and the exit status tells the story.
-		_, _ = specW.Write(specJSON)
-		specW.Close()
-	}()
-	statusCh := make(chan []byte, 1)
-	go func() { b, _ := io.ReadAll(statusR); statusCh <- b }()
-	waitErr := cmd.Wait()
-	wd.stop()
-	// The group may hold orphans when there is no PID namespace.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	if cg != nil {
-		cg.remove()
-	}
-	if mcg != nil {
-		mcg.remove()
-	}
+	fastProcs := h.cg == nil && os.Geteuid() == 0
+	wd := startWatchdog(h.pidNow(), limits.Processes, int64(limits.MemoryMB)<<20, writeLimit, hs.Writable, writeBase, h.killGroup, h.cg, h.mcg, fastProcs)
+	waitErr := h.wait(specJSON, wd)
 	if wd.diskExceeded.Load() {
-		removeWrittenSince(hs.Writable, start)
+		removeWrittenSince(hs.Writable, h.started)
 	}
-	dur := time.Since(start)
-	var st helperStatus
-	statusBytes := <-statusCh
-	haveStatus := json.Unmarshal(statusBytes, &st) == nil && st.Started
-
-	res := Result{
-		Duration:        dur,
-		Stdout:          stdout.buf.Bytes(),
-		StdoutTruncated: stdout.overflow,
-		Sandboxed:       sandboxed,
-		Isolation:       isolation(sandboxed, hs.LandlockABI, r.cfg.Network, allow != nil),
-	}
-	if combined != nil {
-		res.Stdout = []byte(combined.String())
-		res.StdoutTruncated = combined.dropped > 0
-		res.OutputBytes = combined.total
-		stdout.overflow = combined.total > combined.ceiling
-		maxOut = combinedCeiling
-	} else {
-		res.OutputBytes = int64(stdout.buf.Len())
-	}
-	res.Stderr, res.StderrLines = summarizeLines(stderr.buf.String(), MaxStderrLines)
-	if stderr.overflow {
-		res.Stderr += "\n[stderr truncated]"
-	}
-	classify(&res, classifyInput{
+	res := Result{Duration: time.Since(h.started), Sandboxed: sandboxed,
+		Isolation: isolation(sandboxed, hs.LandlockABI, r.cfg.Network, allow != nil)}
+	overflow, maxOut := out.fill(&res, maxOut)
+	st, haveStatus := h.status()
+	in := classifyInput{
 		timedOut:   runCtx.Err() != nil && ctx.Err() == nil,
 		canceled:   ctx.Err() != nil,
-		overflow:   stdout.overflow,
+		overflow:   overflow,
 		haveStatus: haveStatus,
 		status:     st,
 		waitErr:    waitErr,
 		limits:     limits,
 		timeout:    timeout,
 		maxStdout:  maxOut,
-		stderr:     stderr.buf.String(),
-		memory:     wd.memExceeded.Load(),
-		disk:       wd.diskExceeded.Load(),
-		treeCPU:    wd.cpu(),
-		busy:       wd.busy.Load(),
-		busyOver:   time.Duration(wd.busyOver.Load()),
-		processes:  wd.procsExceeded.Load(),
+		stderr:     out.stderr.buf.String(),
 		writeLimit: spec.WriteLimitMB,
-	})
+	}
+	wd.observed(&in)
+	classify(&res, in)
 	return res, nil
+}
+
+// allowNetwork sets up a network allow-list (Config.NetworkAllow, for a
+// sandboxed run without full network): the program reaches the listed
+// hosts through capstan's proxy, whose port and environment go into hs.
+// It returns nil when the run has no allow-list.
+func (r *Runner) allowNetwork(hs *helperSpec, sandboxed bool) (allowList, error) {
+	if len(r.cfg.NetworkAllow) == 0 || r.cfg.Network || !sandboxed {
+		return nil, nil
+	}
+	allow, err := newAllowList(r.cfg.NetworkAllow)
+	if err != nil {
+		e := agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSandbox, false, "network allow-list")
+		e.Pointer = "/runner/boundaries/sandbox/network/allow"
+		return nil, e
+	}
+	hs.ProxyPort = ProxyPort
+	hs.Env = withProxyEnv(hs.Env)
+	return allow, nil
+}
+
+// runBounds are a run's wall-clock timeout (by default its CPU limit and
+// 5 s) and the bytes kept from stdout and stderr (by default 1 MiB and
+// 256 KiB).
+func runBounds(spec Spec, limits Limits) (timeout time.Duration, maxOut, maxErr int) {
+	timeout = spec.Timeout
+	if timeout <= 0 {
+		timeout = time.Duration(limits.CPUSeconds)*time.Second + 5*time.Second
+	}
+	maxOut, maxErr = spec.MaxStdout, spec.MaxStderr
+	if maxOut <= 0 {
+		maxOut = 1 << 20
+	}
+	if maxErr <= 0 {
+		maxErr = 256 << 10
+	}
+	return timeout, maxOut, maxErr
+}
+
+// privateHome makes a private, writable HOME and TMPDIR for this run only
+// and gives it to hs; the caller removes the directory it returns.
+func privateHome(hs *helperSpec) (string, error) {
+	tmp, err := os.MkdirTemp("", "capstan-sbx-")
+	if err != nil {
+		return "", agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the run's temporary directory")
+	}
+	if err := markOwned(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "mark the run's temporary directory")
+	}
+	hs.Writable = append(hs.Writable, tmp)
+	hs.Env = append(hs.Env, "HOME="+tmp, "TMPDIR="+tmp)
+	return tmp, nil
+}
+
+// applyWriteLimit bounds a single file at the run's write limit (when that
+// is lower) and returns the limit in bytes and, when there is one, the
+// bytes the writable directories hold now (what the watchdog counts from).
+func applyWriteLimit(hs *helperSpec, writeLimitMB int) (limit, base int64) {
+	limit = int64(writeLimitMB) << 20
+	if writeLimitMB > 0 && writeLimitMB < hs.Limits.FileSizeMB {
+		hs.Limits.FileSizeMB = writeLimitMB
+	}
+	if limit > 0 {
+		base = dirsSize(hs.Writable)
+	}
+	return limit, base
 }
 
 // prepare validates spec and turns it into the helper's spec.

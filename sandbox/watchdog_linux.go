@@ -267,3 +267,15 @@ func removeWrittenSince(dirs []string, since time.Time) {
 		})
 	}
 }
+
+// observed puts what the watchdog saw of the tree into the run's
+// verdict: the limits it killed the tree for, its CPU time and how busy it
+// kept the machine.
+func (w *watchdog) observed(in *classifyInput) {
+	in.memory = w.memExceeded.Load()
+	in.disk = w.diskExceeded.Load()
+	in.processes = w.procsExceeded.Load()
+	in.treeCPU = w.cpu()
+	in.busy = w.busy.Load()
+	in.busyOver = time.Duration(w.busyOver.Load())
+}

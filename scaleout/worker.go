@@ -20,6 +20,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/internal/backoff"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -345,9 +346,10 @@ func lockWait(ctx context.Context) time.Duration {
 const outageAttempts = 30
 
 // outageBackoff is the wait Temporal puts before attempt n+1 of an
-// iteration (the activity's retry policy), unless the failure names one.
+// iteration (the activity's retry policy: 1 s, doubled, at most a
+// minute), unless the failure names one.
 func outageBackoff(n int32) time.Duration {
-	return min(time.Second<<(n-1), time.Minute)
+	return backoff.Exponential{Base: time.Second, Max: time.Minute}.Delay(int(n), 0)
 }
 
 // retryFits reports whether the iteration may be retried after the

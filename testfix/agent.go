@@ -89,36 +89,7 @@ func Config(o Options) (agent.Config, error) {
 		lang = "this " + e.Language + " project"
 		protect, bash = e.Protect, e.Bash
 	}
-	validators := map[string]agentdir.Validator{
-		"git-clean": {Type: "command", Command: "git status --porcelain", SuccessWhen: "empty", FailurePattern: verify.PatternGitDirty,
-			ExtractParams: map[string]string{"changedFiles": "parseChangedFiles", "untrackedFiles": "parseUntrackedFiles"}},
-	}
-	var conditions []agentdir.CompletionCondition
-	var testCommand string
-	for _, c := range checks {
-		v := agentdir.Validator{Type: "command", Command: c.Command, SuccessWhen: "exitCode:0", TimeoutSeconds: 600}
-		name := c.Name
-		if c.Name == TestsCheck {
-			name, testCommand = "tests-pass", c.Command
-			v.FailurePattern = verify.PatternTestFailed
-			v.ExtractParams = map[string]string{"failedTests": "parseTestOutput", "errorOutput": "output"}
-		} else {
-			v.FailurePattern = PatternCheckFailed
-			v.ExtractParams = map[string]string{"errorOutput": "output"}
-		}
-		validators[name] = v
-		conditions = append(conditions, agentdir.CompletionCondition{Validator: name})
-	}
-	conditions = append(conditions, agentdir.CompletionCondition{Validator: "git-clean"})
-	for _, c := range checks {
-		bash = append(bash, c.Command)
-	}
-	allowed := []string{"Read", "Edit", "Write", "Glob", "Grep"}
-	for _, b := range dedupe(bash) {
-		allowed = append(allowed, "Bash("+b+":*)")
-	}
-	allowed = append(allowed, "Bash(git status:*)", "Bash(git diff:*)", "Bash(git add:*)", "Bash(git commit:*)", "Bash(git log:*)")
-
+	validators, conditions, testCommand := checkValidators(checks)
 	def := &agentdir.Definition{
 		Version: "1.0.0", Name: AgentName, DisplayName: "Fix",
 		Description: "Does a task in " + lang + " and commits; done only when its checks pass, no test was lost and git is clean.",
@@ -130,7 +101,7 @@ func Config(o Options) (agent.Config, error) {
 			SystemPromptPath: "prompts/system.md",
 			Completion:       agentdir.Completion{Type: "structured"},
 			Boundaries: agentdir.Boundaries{
-				AllowedTools: allowed, PermissionMode: "acceptEdits", MaxTurns: 30,
+				AllowedTools: allowedTools(checks, bash), PermissionMode: "acceptEdits", MaxTurns: 30,
 				// Sandboxed: the default.
 			},
 			Budgets:      agentdir.Budgets{MaxIterations: 8, TimeoutSeconds: 1800},
@@ -160,21 +131,9 @@ func Config(o Options) (agent.Config, error) {
 			files[file] = &fstest.MapFile{Data: o.Script}
 		}
 	}
-	retries := map[agent.RetryPrompt]string{
-		{Step: StepID, Pattern: verify.PatternGitDirty}:         gitDirtyRetry,
-		{Step: StepID, Pattern: verify.PatternProtectedChanged}: protectedRetry,
-	}
 	if slices.ContainsFunc(checks, func(c Check) bool { return c.Name != TestsCheck }) {
 		reg.CompletionPatterns = map[string]agentdir.CompletionPattern{
 			PatternCheckFailed: {Description: "a check command fails", Edition: "failed", Adaptation: PatternCheckFailed, Params: []string{"errorOutput"}},
-		}
-		retries[agent.RetryPrompt{Step: StepID, Pattern: PatternCheckFailed}] = checkFailedRetry
-	}
-	if testCommand != "" {
-		retries[agent.RetryPrompt{Step: StepID, Pattern: verify.PatternTestFailed}] = strings.ReplaceAll(testFailedRetry, "TEST_COMMAND", testCommand)
-		for _, p := range []string{verify.PatternTestsNoneRun, verify.PatternTestsDisappeared, verify.PatternTestsSkipped,
-			verify.PatternTestsCountDropped, verify.PatternTestsOutputTruncated} {
-			retries[agent.RetryPrompt{Step: StepID, Pattern: p}] = lostTestsRetry
 		}
 	}
 	var run []string
@@ -186,9 +145,72 @@ func Config(o Options) (agent.Config, error) {
 		Prompts: agent.Prompts{
 			System:  strings.ReplaceAll(systemPrompt, "LANG", lang),
 			Steps:   map[string]string{StepID: strings.ReplaceAll(stepPrompt, "CHECKS", strings.Join(run, ", "))},
-			Retries: retries,
+			Retries: retryPrompts(checks, testCommand),
 		},
 	}, nil
+}
+
+// checkValidators are the fix agent's validators — one per check (the
+// tests' named tests-pass), then git-clean — and the completion
+// conditions that run them in that order; testCommand is the tests'
+// command ("" without a tests check).
+func checkValidators(checks []Check) (validators map[string]agentdir.Validator, conditions []agentdir.CompletionCondition, testCommand string) {
+	validators = map[string]agentdir.Validator{
+		"git-clean": {Type: "command", Command: "git status --porcelain", SuccessWhen: "empty", FailurePattern: verify.PatternGitDirty,
+			ExtractParams: map[string]string{"changedFiles": "parseChangedFiles", "untrackedFiles": "parseUntrackedFiles"}},
+	}
+	for _, c := range checks {
+		v := agentdir.Validator{Type: "command", Command: c.Command, SuccessWhen: "exitCode:0", TimeoutSeconds: 600}
+		name := c.Name
+		if c.Name == TestsCheck {
+			name, testCommand = "tests-pass", c.Command
+			v.FailurePattern = verify.PatternTestFailed
+			v.ExtractParams = map[string]string{"failedTests": "parseTestOutput", "errorOutput": "output"}
+		} else {
+			v.FailurePattern = PatternCheckFailed
+			v.ExtractParams = map[string]string{"errorOutput": "output"}
+		}
+		validators[name] = v
+		conditions = append(conditions, agentdir.CompletionCondition{Validator: name})
+	}
+	conditions = append(conditions, agentdir.CompletionCondition{Validator: "git-clean"})
+	return validators, conditions, testCommand
+}
+
+// allowedTools are the fix agent's tools: the file tools, Bash for the
+// ecosystem's commands (bash) and the checks' own, and the git commands
+// it commits with.
+func allowedTools(checks []Check, bash []string) []string {
+	bash = slices.Clone(bash) // the caller's (an Ecosystem's) stays as it is
+	for _, c := range checks {
+		bash = append(bash, c.Command)
+	}
+	allowed := []string{"Read", "Edit", "Write", "Glob", "Grep"}
+	for _, b := range dedupe(bash) {
+		allowed = append(allowed, "Bash("+b+":*)")
+	}
+	return append(allowed, "Bash(git status:*)", "Bash(git diff:*)", "Bash(git add:*)", "Bash(git commit:*)", "Bash(git log:*)")
+}
+
+// retryPrompts are the fix agent's retry prompts: git dirty, protected
+// files changed, a failed check when there are checks other than the
+// tests, and failed or lost tests when it runs the tests (testCommand).
+func retryPrompts(checks []Check, testCommand string) map[agent.RetryPrompt]string {
+	retries := map[agent.RetryPrompt]string{
+		{Step: StepID, Pattern: verify.PatternGitDirty}:         gitDirtyRetry,
+		{Step: StepID, Pattern: verify.PatternProtectedChanged}: protectedRetry,
+	}
+	if slices.ContainsFunc(checks, func(c Check) bool { return c.Name != TestsCheck }) {
+		retries[agent.RetryPrompt{Step: StepID, Pattern: PatternCheckFailed}] = checkFailedRetry
+	}
+	if testCommand != "" {
+		retries[agent.RetryPrompt{Step: StepID, Pattern: verify.PatternTestFailed}] = strings.ReplaceAll(testFailedRetry, "TEST_COMMAND", testCommand)
+		for _, p := range []string{verify.PatternTestsNoneRun, verify.PatternTestsDisappeared, verify.PatternTestsSkipped,
+			verify.PatternTestsCountDropped, verify.PatternTestsOutputTruncated} {
+			retries[agent.RetryPrompt{Step: StepID, Pattern: p}] = lostTestsRetry
+		}
+	}
+	return retries
 }
 
 // checksOf is the ecosystem's test command with o.Checks applied.

@@ -130,8 +130,6 @@ func (b *handlerBuilder) build(cfg agentdir.Completion, ptr string) CompletionHa
 		}
 		return ptr + "/" + field
 	}
-	n := len(b.errs)
-	opts := handlerOptions{raw: cfg.Options, params: b.deps.Params}
 	switch cfg.Type {
 	case TypeIterationBudget:
 		if cfg.MaxIterations <= 0 {
@@ -152,118 +150,13 @@ func (b *handlerBuilder) build(cfg agentdir.Completion, ptr string) CompletionHa
 	case TypeStepFlow:
 		return &StepFlow{}
 	case TypeComposite:
-		mode := CompositeMode(cfg.Mode)
-		if mode != CompositeAny && mode != CompositeAll {
-			b.rule("AC-COMPLETION-MODE", at("mode"), `set mode to "any" (one condition suffices) or "all" (every condition)`,
-				"completion type composite needs mode any or all, got %q", cfg.Mode)
-		}
-		if len(cfg.Conditions) == 0 {
-			b.rule("AC-COMPLETION-CONDITIONS", at("conditions"), `list at least one condition, e.g. [{"type":"keyword","keyword":"DONE"}]`,
-				"completion type composite needs at least one condition")
-		}
-		c := &Composite{Mode: mode}
-		seen := map[string]int{}
-		for i, sub := range cfg.Conditions {
-			sp := fmt.Sprintf("conditions/%d", i)
-			if len(sub.Validators) > 0 {
-				b.bad(at(sp+"/validators"), "list the validators on the composite itself (runner.completion.validators): they verify whatever completes the run",
-					"a composite condition cannot have validators of its own")
-			}
-			if _, set := sub.Options["acceptUndeclared"]; set {
-				b.bad(at(sp+"/options/acceptUndeclared"), "set acceptUndeclared on a top-level structured completion",
-					"acceptUndeclared is not supported inside a composite")
-			}
-			h := b.build(sub, at(sp))
-			name := sub.Name
-			if name == "" {
-				name = fmt.Sprintf("%s#%d", sub.Type, i)
-			}
-			if j, dup := seen[name]; dup {
-				b.rule("AC-COMPLETION-NAME", at(sp+"/name"), "give every condition of a composite its own name",
-					"condition name %q is already used by condition %d of this composite", name, j)
-			}
-			seen[name] = i
-			c.Conditions = append(c.Conditions, CompositeCondition{Name: name, Handler: h})
-		}
-		if len(b.errs) > n {
-			return nil
-		}
-		return c
+		return b.composite(cfg, at)
 	case TypeStructured:
-		h := &Declared{Keyword: cfg.Keyword}
-		if k := opts.unknown("statusField", "nextActionField", "acceptUndeclared"); k != "" {
-			b.bad(at("options/"+k), "use statusField, nextActionField or acceptUndeclared", "structured completion has no option %q", k)
-		}
-		var err error
-		if h.Fields.Status, err = opts.str("statusField"); err != nil {
-			b.bad(at("options/statusField"), "use a dot path such as \"status\"", "%v", err)
-		}
-		if h.Fields.NextAction, err = opts.str("nextActionField"); err != nil {
-			b.bad(at("options/nextActionField"), "use a dot path such as \"next_action\"", "%v", err)
-		}
-		if h.AcceptUndeclared, err = opts.boolean("acceptUndeclared"); err != nil {
-			b.bad(at("options/acceptUndeclared"), "use true or false", "%v", err)
-		}
-		if len(b.errs) > n {
-			return nil
-		}
-		return h
+		return b.structured(cfg, at)
 	case TypeExternalState:
-		h := &ExternalState{WorkDir: b.deps.WorkDir}
-		if k := opts.unknown("resource", "number", "repo", "state"); k != "" {
-			b.bad(at("options/"+k), "use resource, number, repo or state", "externalState completion has no option %q", k)
-		}
-		var err error
-		if h.Resource, err = opts.str("resource"); err != nil {
-			b.bad(at("options/resource"), `use "issue" or "pr"`, "%v", err)
-		} else if h.Resource != "" && h.Resource != "issue" && h.Resource != "pr" {
-			b.bad(at("options/resource"), `use "issue" or "pr"`, "unknown resource %q", h.Resource)
-		}
-		if h.Number, err = opts.integer("number"); err != nil || h.Number <= 0 {
-			if err == nil {
-				err = fmt.Errorf("number must be > 0, got %d", h.Number)
-			}
-			b.bad(at("options/number"), `set "number" to the issue number or "${param}" naming a parameter`, "%v", err)
-		}
-		if h.Repo, err = opts.str("repo"); err != nil {
-			b.bad(at("options/repo"), `use "OWNER/REPO"`, "%v", err)
-		}
-		if h.State, err = opts.str("state"); err != nil {
-			b.bad(at("options/state"), `use a gh state such as "CLOSED"`, "%v", err)
-		}
-		if len(b.errs) > n {
-			return nil
-		}
-		return h
+		return b.externalState(cfg, at)
 	case TypeSignal:
-		if k := opts.unknown("signalType", "requiredFields"); k != "" {
-			b.bad(at("options/"+k), "use signalType or requiredFields", "signal completion has no option %q", k)
-		}
-		h := &FenceSignal{}
-		var err error
-		if h.SignalType, err = opts.str("signalType"); err != nil || h.SignalType == "" {
-			if err == nil {
-				err = fmt.Errorf("option \"signalType\" is missing")
-			}
-			b.bad(at("options/signalType"), "set signalType to the fence tag the model writes, e.g. \"task-complete\"", "%v", err)
-		}
-		if raw, ok := cfg.Options["requiredFields"]; ok {
-			var names []string
-			var values map[string]any
-			switch {
-			case json.Unmarshal(raw, &names) == nil:
-				h.Names = names
-			case json.Unmarshal(raw, &values) == nil:
-				h.Values = values
-			default:
-				b.bad(at("options/requiredFields"), `list field names (["summary"]) or give values to match ({"result": "complete"})`,
-					"requiredFields must be an array of names or an object")
-			}
-		}
-		if len(b.errs) > n {
-			return nil
-		}
-		return h
+		return b.signal(cfg, at)
 	case TypeCustom:
 		return b.custom(cfg, at)
 	case "":
@@ -272,6 +165,144 @@ func (b *handlerBuilder) build(cfg agentdir.Completion, ptr string) CompletionHa
 		b.bad(at("type"), "use one of: "+strings.Join(CompletionTypes(), ", "), "unknown completion type %q", cfg.Type)
 	}
 	return nil
+}
+
+// composite builds a composite handler and its conditions' handlers; nil
+// when a rule is broken.
+func (b *handlerBuilder) composite(cfg agentdir.Completion, at func(string) string) CompletionHandler {
+	n := len(b.errs)
+	mode := CompositeMode(cfg.Mode)
+	if mode != CompositeAny && mode != CompositeAll {
+		b.rule("AC-COMPLETION-MODE", at("mode"), `set mode to "any" (one condition suffices) or "all" (every condition)`,
+			"completion type composite needs mode any or all, got %q", cfg.Mode)
+	}
+	if len(cfg.Conditions) == 0 {
+		b.rule("AC-COMPLETION-CONDITIONS", at("conditions"), `list at least one condition, e.g. [{"type":"keyword","keyword":"DONE"}]`,
+			"completion type composite needs at least one condition")
+	}
+	c := &Composite{Mode: mode}
+	seen := map[string]int{}
+	for i, sub := range cfg.Conditions {
+		sp := fmt.Sprintf("conditions/%d", i)
+		if len(sub.Validators) > 0 {
+			b.bad(at(sp+"/validators"), "list the validators on the composite itself (runner.completion.validators): they verify whatever completes the run",
+				"a composite condition cannot have validators of its own")
+		}
+		if _, set := sub.Options["acceptUndeclared"]; set {
+			b.bad(at(sp+"/options/acceptUndeclared"), "set acceptUndeclared on a top-level structured completion",
+				"acceptUndeclared is not supported inside a composite")
+		}
+		h := b.build(sub, at(sp))
+		name := sub.Name
+		if name == "" {
+			name = fmt.Sprintf("%s#%d", sub.Type, i)
+		}
+		if j, dup := seen[name]; dup {
+			b.rule("AC-COMPLETION-NAME", at(sp+"/name"), "give every condition of a composite its own name",
+				"condition name %q is already used by condition %d of this composite", name, j)
+		}
+		seen[name] = i
+		c.Conditions = append(c.Conditions, CompositeCondition{Name: name, Handler: h})
+	}
+	if len(b.errs) > n {
+		return nil
+	}
+	return c
+}
+
+// options are cfg's options, with parameters substituted; an option not
+// in known is reported as a broken rule of completion type typ.
+func (b *handlerBuilder) options(cfg agentdir.Completion, at func(string) string, typ string, known ...string) handlerOptions {
+	opts := handlerOptions{raw: cfg.Options, params: b.deps.Params}
+	if k := opts.unknown(known...); k != "" {
+		last := len(known) - 1
+		b.bad(at("options/"+k), "use "+strings.Join(known[:last], ", ")+" or "+known[last], "%s completion has no option %q", typ, k)
+	}
+	return opts
+}
+
+// structured builds a structured (declared) handler from its options;
+// nil when a rule is broken.
+func (b *handlerBuilder) structured(cfg agentdir.Completion, at func(string) string) CompletionHandler {
+	n := len(b.errs)
+	opts := b.options(cfg, at, "structured", "statusField", "nextActionField", "acceptUndeclared")
+	h := &Declared{Keyword: cfg.Keyword}
+	var err error
+	if h.Fields.Status, err = opts.str("statusField"); err != nil {
+		b.bad(at("options/statusField"), "use a dot path such as \"status\"", "%v", err)
+	}
+	if h.Fields.NextAction, err = opts.str("nextActionField"); err != nil {
+		b.bad(at("options/nextActionField"), "use a dot path such as \"next_action\"", "%v", err)
+	}
+	if h.AcceptUndeclared, err = opts.boolean("acceptUndeclared"); err != nil {
+		b.bad(at("options/acceptUndeclared"), "use true or false", "%v", err)
+	}
+	if len(b.errs) > n {
+		return nil
+	}
+	return h
+}
+
+// externalState builds a handler that completes when an issue or pull
+// request reaches a state; nil when a rule is broken.
+func (b *handlerBuilder) externalState(cfg agentdir.Completion, at func(string) string) CompletionHandler {
+	n := len(b.errs)
+	opts := b.options(cfg, at, "externalState", "resource", "number", "repo", "state")
+	h := &ExternalState{WorkDir: b.deps.WorkDir}
+	var err error
+	if h.Resource, err = opts.str("resource"); err != nil {
+		b.bad(at("options/resource"), `use "issue" or "pr"`, "%v", err)
+	} else if h.Resource != "" && h.Resource != "issue" && h.Resource != "pr" {
+		b.bad(at("options/resource"), `use "issue" or "pr"`, "unknown resource %q", h.Resource)
+	}
+	if h.Number, err = opts.integer("number"); err != nil || h.Number <= 0 {
+		if err == nil {
+			err = fmt.Errorf("number must be > 0, got %d", h.Number)
+		}
+		b.bad(at("options/number"), `set "number" to the issue number or "${param}" naming a parameter`, "%v", err)
+	}
+	if h.Repo, err = opts.str("repo"); err != nil {
+		b.bad(at("options/repo"), `use "OWNER/REPO"`, "%v", err)
+	}
+	if h.State, err = opts.str("state"); err != nil {
+		b.bad(at("options/state"), `use a gh state such as "CLOSED"`, "%v", err)
+	}
+	if len(b.errs) > n {
+		return nil
+	}
+	return h
+}
+
+// signal builds a handler that completes on a fenced signal block; nil
+// when a rule is broken.
+func (b *handlerBuilder) signal(cfg agentdir.Completion, at func(string) string) CompletionHandler {
+	n := len(b.errs)
+	opts := b.options(cfg, at, "signal", "signalType", "requiredFields")
+	h := &FenceSignal{}
+	var err error
+	if h.SignalType, err = opts.str("signalType"); err != nil || h.SignalType == "" {
+		if err == nil {
+			err = fmt.Errorf("option \"signalType\" is missing")
+		}
+		b.bad(at("options/signalType"), "set signalType to the fence tag the model writes, e.g. \"task-complete\"", "%v", err)
+	}
+	if raw, ok := cfg.Options["requiredFields"]; ok {
+		var names []string
+		var values map[string]any
+		switch {
+		case json.Unmarshal(raw, &names) == nil:
+			h.Names = names
+		case json.Unmarshal(raw, &values) == nil:
+			h.Values = values
+		default:
+			b.bad(at("options/requiredFields"), `list field names (["summary"]) or give values to match ({"result": "complete"})`,
+				"requiredFields must be an array of names or an object")
+		}
+	}
+	if len(b.errs) > n {
+		return nil
+	}
+	return h
 }
 
 // custom builds a custom handler: the agent's Go value when cfg names no

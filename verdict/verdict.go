@@ -268,34 +268,10 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 		}
 	}
 
-	// 2. Step check and transition, on a fork of the machine.
-	s.buf.reset()
-	s.fork = s.cfg.Machine.Fork(s.fork, &s.buf)
-	fork := s.fork
-	ev, err := fork.Evaluate(ctx, s.cfg.Checker, InputFromSummary(in.Summary), StepOutcome{Iteration: in.Iteration})
-	v.Check, v.Moves = ev.Check, ev.Moves
-	if err != nil && errors.Is(err, agenterr.ErrStepIntent) && st.StructuredGate != nil {
-		return s.intentRetry(id, st, err, v)
-	}
-	if err != nil {
-		s.buf.flush(s.cfg.Events)
-		return stepError(v, err)
-	}
-	if st.StructuredGate != nil {
-		s.budget(&s.intents, id, st.OnFailure).Reset()
-	}
-	routed := ev.Intent != nil
-	if routed && ev.Intent.Intent == agentdir.IntentAbort {
-		s.commit(fork)
-		return s.cannotComplete(v, CannotComplete{Iteration: in.Iteration, Reason: ev.Intent.Reason,
-			Evidence: fmt.Sprintf("step %s emitted intent abort", id)}), nil
-	}
-	if fork.Aborted() {
-		s.commit(fork)
-		err := fork.AbortError()
-		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonAborted
-		s.emitCheck(v)
-		return v, nil
+	// 2. Step check and transition, on a fork of the machine (s.fork).
+	ev, done, err := s.checkStep(ctx, id, st, in, &v)
+	if done || err != nil {
+		return v, err
 	}
 	stepDone := ev.StepComplete()
 
@@ -308,64 +284,145 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	}
 	v.Completion = cr
 
-	// 4. Verification of whatever claims completion. In a flow routed by
-	// intent only a closure step's closing claims it.
-	claimed := cr.Complete || cr.Declared || stepDone
-	everyIteration := false
-	if e, ok := s.cfg.Handler.(EveryIterationVerifier); ok {
-		everyIteration = e.VerifyEveryIteration()
-	}
-	if routed {
-		claimed, everyIteration = stepDone, false
-	}
-	ver := (&agentdir.Registry{ValidationSteps: s.cfg.ValidationSteps}).VerificationOf(id, st)
-	conds := s.conditions(ver.Conditions)
-	if (len(conds) > 0 || len(s.cfg.Guards) > 0) && (claimed || everyIteration) {
-		vr, err := s.verify(ctx, conds)
-		if err != nil {
-			return v, err
-		}
-		v.Validation = &vr
-		if !vr.Valid {
-			if !claimed {
-				// Verified on every iteration, nothing declared, not done:
-				// nothing to retry.
-				s.commit(fork)
-				v.Action, v.Reason = Continue, describeMoves(ev, cr)
-				s.emitCheck(v)
-				return v, nil
-			}
-			claim := cr.Reason
-			if routed {
-				claim = fmt.Sprintf("closure step %s emitted closing", id)
-			}
-			return s.retry(ctx, id, st, ver, claim, in.Summary, vr, v, fork)
-		}
-		s.budget(&s.attempts, id, ver.OnFailure).Reset()
+	// 4. Verification of whatever claims completion.
+	c := s.claimOf(ev, cr)
+	if done, err := s.verifyClaim(ctx, id, st, in, ev, c, &v); done || err != nil {
+		return v, err
 	}
 
-	s.commit(fork)
+	// 5. The iteration stands: its step moves, and the run completes,
+	// stops or continues.
+	s.commit(s.fork)
+	s.conclude(id, in, ev, c, &v)
+	s.emitCheck(v)
+	return v, nil
+}
+
+// checkStep evaluates the iteration's step check and transition on a
+// fork of the machine (s.fork), and records them in v. done is true when
+// the step decides the verdict itself (v is then final): an intent that
+// needs a retry or aborts, a step error, a flow that aborted.
+func (s *Stage) checkStep(ctx context.Context, id string, st agentdir.Step, in Input, v *Verdict) (ev StepEvaluation, done bool, err error) {
+	s.buf.reset()
+	s.fork = s.cfg.Machine.Fork(s.fork, &s.buf)
+	fork := s.fork
+	ev, err = fork.Evaluate(ctx, s.cfg.Checker, InputFromSummary(in.Summary), StepOutcome{Iteration: in.Iteration})
+	v.Check, v.Moves = ev.Check, ev.Moves
+	if err != nil && errors.Is(err, agenterr.ErrStepIntent) && st.StructuredGate != nil {
+		*v, err = s.intentRetry(id, st, err, *v)
+		return ev, true, err
+	}
+	if err != nil {
+		s.buf.flush(s.cfg.Events)
+		*v, err = stepError(*v, err)
+		return ev, true, err
+	}
+	if st.StructuredGate != nil {
+		s.budget(&s.intents, id, st.OnFailure).Reset()
+	}
+	if ev.Intent != nil && ev.Intent.Intent == agentdir.IntentAbort {
+		s.commit(fork)
+		*v = s.cannotComplete(*v, CannotComplete{Iteration: in.Iteration, Reason: ev.Intent.Reason,
+			Evidence: fmt.Sprintf("step %s emitted intent abort", id)})
+		return ev, true, nil
+	}
+	if fork.Aborted() {
+		s.commit(fork)
+		err := fork.AbortError()
+		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonAborted
+		s.emitCheck(*v)
+		return ev, true, nil
+	}
+	return ev, false, nil
+}
+
+// claim is what an iteration claims, and so what gets verified.
+type claim struct {
+	// routed: the flow is routed by intent, where only a closure step's
+	// closing claims completion.
+	routed bool
+	// claimed: the iteration claims completion (declared, complete, or
+	// its step done); a failed verification then sends a retry.
+	claimed bool
+	// everyIteration: the completion handler verifies every iteration,
+	// claimed or not.
+	everyIteration bool
+}
+
+// claimOf is the claim of an iteration whose step evaluated to ev and
+// whose completion check said cr.
+func (s *Stage) claimOf(ev StepEvaluation, cr CompletionResult) claim {
+	if ev.Intent != nil {
+		return claim{routed: true, claimed: ev.StepComplete()}
+	}
+	c := claim{claimed: cr.Complete || cr.Declared || ev.StepComplete()}
+	if e, ok := s.cfg.Handler.(EveryIterationVerifier); ok {
+		c.everyIteration = e.VerifyEveryIteration()
+	}
+	return c
+}
+
+// verifyClaim runs the guards and the step's validators when the
+// iteration claims completion (or every iteration is verified), and
+// records the result in v. done is true when a failure decides the
+// verdict (v is then final): a retry of a claim, or a continue when
+// nothing was claimed.
+func (s *Stage) verifyClaim(ctx context.Context, id string, st agentdir.Step, in Input, ev StepEvaluation, c claim, v *Verdict) (done bool, err error) {
+	ver := (&agentdir.Registry{ValidationSteps: s.cfg.ValidationSteps}).VerificationOf(id, st)
+	conds := s.conditions(ver.Conditions)
+	if (len(conds) == 0 && len(s.cfg.Guards) == 0) || !(c.claimed || c.everyIteration) {
+		return false, nil
+	}
+	vr, err := s.verify(ctx, conds)
+	if err != nil {
+		return true, err
+	}
+	v.Validation = &vr
+	if vr.Valid {
+		s.budget(&s.attempts, id, ver.OnFailure).Reset()
+		return false, nil
+	}
+	if !c.claimed {
+		// Verified on every iteration, nothing declared, not done:
+		// nothing to retry.
+		s.commit(s.fork)
+		v.Action, v.Reason = Continue, describeMoves(ev, v.Completion)
+		s.emitCheck(*v)
+		return true, nil
+	}
+	said := v.Completion.Reason
+	if c.routed {
+		said = fmt.Sprintf("closure step %s emitted closing", id)
+	}
+	*v, err = s.retry(ctx, id, st, ver, said, in.Summary, vr, *v, s.fork)
+	return true, err
+}
+
+// conclude sets the action of an iteration that stands: complete, stop
+// (a flow that ended without satisfying its completion) or continue.
+func (s *Stage) conclude(id string, in Input, ev StepEvaluation, c claim, v *Verdict) {
+	cr, fork := v.Completion, s.fork
 	verified := ""
 	if v.Validation != nil {
 		verified = "; verified by " + strings.Join(v.Validation.Checked, ", ")
 	}
 	switch {
-	case routed && fork.Completed():
+	case c.routed && fork.Completed():
 		v.Action, v.Reason = Complete, fmt.Sprintf("closure step %s emitted closing%s", id, verified)
 		v.ClosureVerdict = closureVerdict(in.Summary)
-	case routed && cr.Complete && !cr.Declared:
+	case c.routed && cr.Complete && !cr.Declared:
 		err := agenterr.New(agenterr.CodeAborted, agenterr.LayerCompletion, false,
 			"%s ended the run at step %q before a closure step emitted closing", s.handlerName(cr), id)
 		err.Hint = "a flow routed by intent completes only when its closure step emits closing; hand off to the closure step before the budget ends"
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Message, ReasonAborted
-	case routed:
+	case c.routed:
 		v.Action, v.Reason = Continue, describeMoves(ev, cr)
 		if cr.Complete || cr.Declared {
 			v.Reason += "; the declared completion does not count: only a closure step's closing completes this flow"
 		}
 	case cr.Complete:
 		v.Action, v.Reason = Complete, cr.Reason+verified
-	case everyIteration && v.Validation != nil:
+	case c.everyIteration && v.Validation != nil:
 		v.Action, v.Reason = Complete, "completion conditions hold (not declared)"+verified
 	case fork.Completed():
 		err := agenterr.New(agenterr.CodeAborted, agenterr.LayerCompletion, false,
@@ -375,8 +432,6 @@ func (s *Stage) Decide(ctx context.Context, in Input) (Verdict, error) {
 	default:
 		v.Action, v.Reason = Continue, describeMoves(ev, cr)
 	}
-	s.emitCheck(v)
-	return v, nil
 }
 
 // intentRetry answers a routed step's answer without a readable intent

@@ -99,13 +99,23 @@ func printDoctor(w io.Writer, checks []doctorCheck) {
 
 // runDoctor runs every check.
 func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
-	var checks []doctorCheck
-	add := func(c doctorCheck) { checks = append(checks, c) }
-
 	// The sandbox first: every run needs it unless it opts out.
-	caps := env.probe(ctx)
+	checks := sandboxChecks(env.probe(ctx))
+	// The model the user would run by default, to know which key is required.
+	userConfig, defaultModel := userConfigChecks(env)
+	checks = append(checks, userConfig...)
+	defaultProvider, _ := modelspec.Parse(defaultModel)
+	checks = append(checks, keyChecks(env, defaultModel)...)
+	checks = append(checks, claudeCheck(ctx, env, defaultProvider == "claude-code"), cgroupCheck(), memoryCgroupCheck())
+	return append(checks, toolChecks(ctx, env)...)
+}
+
+// sandboxChecks say whether this machine can sandbox, and what it has of
+// namespaces and Landlock.
+func sandboxChecks(caps sandbox.Capabilities) []doctorCheck {
+	var checks []doctorCheck
 	if err := agenterr.From(caps.Unavailable()); err != nil {
-		add(doctorCheck{Name: "sandbox", Status: checkFail,
+		checks = append(checks, doctorCheck{Name: "sandbox", Status: checkFail,
 			Detail: "this machine cannot sandbox: " + caps.Missing() + "; every run stops with SANDBOX_UNAVAILABLE (exit 2) before it starts",
 			Hint:   strings.TrimPrefix(err.Hint+"; ", "; ") + "or run unsandboxed on purpose (Bash, validators and subprocess steps then run with your rights): capstan run DIR --no-sandbox, or \"sandbox\": {\"enabled\": false} under runner.boundaries in agent.json"})
 	}
@@ -116,43 +126,52 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 			ns.Hint = "run on Linux with unprivileged user namespaces"
 		}
 	}
-	add(ns)
 	ll := doctorCheck{Name: "landlock", Status: checkOK, Detail: fmt.Sprintf("ABI %d", caps.LandlockABI)}
 	if caps.LandlockABI == 0 {
 		ll.Status, ll.Detail, ll.Hint = checkWarn, "unavailable", "a Linux kernel ≥ 5.13 with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list"
 	}
-	add(ll)
-	// The model the user would run by default, to know which key is required.
-	defaultModel := env.getenv("CAPSTAN_MODEL")
+	return append(checks, ns, ll)
+}
+
+// userConfigChecks check the user config and the default model (from
+// CAPSTAN_MODEL, else the user config's default_model), which they
+// return.
+func userConfigChecks(env doctorEnv) (checks []doctorCheck, defaultModel string) {
+	defaultModel = env.getenv("CAPSTAN_MODEL")
 	ucLine, ucWarnings, ucErr := describeUserConfig()
 	switch {
 	case ucErr != nil:
-		add(doctorCheck{Name: "user config", Status: checkFail, Detail: ucErr.Error(), Hint: "fix or remove the file"})
+		checks = append(checks, doctorCheck{Name: "user config", Status: checkFail, Detail: ucErr.Error(), Hint: "fix or remove the file"})
 	case len(ucWarnings) > 0:
-		add(doctorCheck{Name: "user config", Status: checkWarn, Detail: ucLine + "; " + strings.Join(ucWarnings, "; "), Hint: "fix the keys named (the rest of the file is used)"})
+		checks = append(checks, doctorCheck{Name: "user config", Status: checkWarn, Detail: ucLine + "; " + strings.Join(ucWarnings, "; "), Hint: "fix the keys named (the rest of the file is used)"})
 	default:
-		add(doctorCheck{Name: "user config", Status: checkOK, Detail: ucLine})
+		checks = append(checks, doctorCheck{Name: "user config", Status: checkOK, Detail: ucLine})
 	}
-	if ucErr == nil {
-		if defaultModel == "" {
-			if uc, err := loadUserConfig(); err == nil {
-				defaultModel = uc.DefaultModel
-			}
+	if ucErr == nil && defaultModel == "" {
+		if uc, err := loadUserConfig(); err == nil {
+			defaultModel = uc.DefaultModel
 		}
+	}
+	if defaultModel == "" {
+		return checks, ""
 	}
 	defaultProvider, _ := modelspec.Parse(defaultModel)
-	if defaultModel != "" {
-		c := doctorCheck{Name: "default model", Status: checkOK, Detail: defaultModel}
-		if !slices.Contains(llm.Providers(), defaultProvider) {
-			// Every run without --model would stop with UNKNOWN_PROVIDER.
-			// (The user config's default_model is checked when it is read.)
-			c.Status = checkFail
-			c.Detail += fmt.Sprintf(" (from CAPSTAN_MODEL): unknown model provider %q", defaultProvider)
-			c.Hint = "set CAPSTAN_MODEL to provider:model, with a provider among " + strings.Join(llm.Providers(), ", ")
-		}
-		add(c)
+	c := doctorCheck{Name: "default model", Status: checkOK, Detail: defaultModel}
+	if !slices.Contains(llm.Providers(), defaultProvider) {
+		// Every run without --model would stop with UNKNOWN_PROVIDER.
+		// (The user config's default_model is checked when it is read.)
+		c.Status = checkFail
+		c.Detail += fmt.Sprintf(" (from CAPSTAN_MODEL): unknown model provider %q", defaultProvider)
+		c.Hint = "set CAPSTAN_MODEL to provider:model, with a provider among " + strings.Join(llm.Providers(), ", ")
 	}
+	return append(checks, c), defaultModel
+}
 
+// keyChecks say whether each provider's API key is set (a failure when
+// the default model needs it) and check its base URL variable.
+func keyChecks(env doctorEnv, defaultModel string) []doctorCheck {
+	defaultProvider, _ := modelspec.Parse(defaultModel)
+	var checks []doctorCheck
 	for _, k := range []struct{ provider, vars, hint string }{
 		{"anthropic", "ANTHROPIC_API_KEY", "export ANTHROPIC_API_KEY=... (from console.anthropic.com) to use anthropic:<model>"},
 		{"openai", "OPENAI_API_KEY", "export OPENAI_API_KEY=... to use openai:<model> (a local OpenAI-compatible server may not need one)"},
@@ -175,18 +194,19 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 				c.Status, c.Detail, c.Hint = checkFail, c.Detail+" ("+e.Message+")", e.Hint
 			}
 		}
-		add(c)
+		checks = append(checks, c)
 	}
+	return checks
+}
 
-	add(claudeCheck(ctx, env, defaultProvider == "claude-code"))
-
-	add(cgroupCheck())
-	add(memoryCgroupCheck())
-
+// toolChecks say which of the programs runs use are on PATH: git (a
+// failure without it), and the interpreters of skill scripts.
+func toolChecks(ctx context.Context, env doctorEnv) []doctorCheck {
+	var checks []doctorCheck
 	if p, err := env.lookPath("git"); err == nil {
-		add(doctorCheck{Name: "git", Status: checkOK, Detail: firstLine(commandOutput(ctx, p, "--version"), 120) + " (" + p + ")"})
+		checks = append(checks, doctorCheck{Name: "git", Status: checkOK, Detail: firstLine(commandOutput(ctx, p, "--version"), 120) + " (" + p + ")"})
 	} else {
-		add(doctorCheck{Name: "git", Status: checkFail, Detail: "not found on PATH (git validators, the pipeline and the examples need it)", Hint: "install git (Debian/Ubuntu: apt-get install git; macOS: xcode-select --install)"})
+		checks = append(checks, doctorCheck{Name: "git", Status: checkFail, Detail: "not found on PATH (git validators, the pipeline and the examples need it)", Hint: "install git (Debian/Ubuntu: apt-get install git; macOS: xcode-select --install)"})
 	}
 	for _, in := range []struct{ name, pkg string }{{"python3", "python3"}, {"node", "nodejs"}, {"bash", "bash"}} {
 		c := doctorCheck{Name: in.name}
@@ -196,7 +216,7 @@ func runDoctor(ctx context.Context, env doctorEnv) []doctorCheck {
 			c.Status, c.Detail = checkWarn, "not found on PATH (skill scripts written in it cannot run)"
 			c.Hint = "install " + in.pkg
 		}
-		add(c)
+		checks = append(checks, c)
 	}
 	return checks
 }

@@ -122,11 +122,27 @@ func scaffoldAgent(parent, name string) (string, error) {
 type scaffoldFile struct{ path, content string }
 
 // scaffoldFiles returns the files of a new agent called name (already
-// checked against agentNameRE, so it needs no JSON or YAML escaping).
+// checked against agentNameRE, so it needs no JSON or YAML escaping): the
+// templates below with {{name}} and the schemas' URLs filled in.
 func scaffoldFiles(name string) []scaffoldFile {
 	r := strings.NewReplacer("{{name}}", name, "{{agentSchema}}", schemas.AgentURL, "{{registrySchema}}", schemas.StepsRegistryURL)
 	files := []scaffoldFile{
-		{"agent.json", `{
+		{"agent.json", scaffoldAgentJSON},
+		{"steps_registry.json", scaffoldRegistryJSON},
+		{"prompts/system.md", scaffoldSystemPrompt},
+		{"prompts/steps/initial/main/f_default.md", scaffoldStepPrompt},
+		{"prompts/steps/initial/main/f_failed_file-missing.md", scaffoldRetryPrompt},
+		{"script.yaml", scaffoldScript},
+		{"README.md", scaffoldReadme},
+	}
+	for i := range files {
+		files[i].content = r.Replace(files[i].content)
+	}
+	return files
+}
+
+// scaffoldAgentJSON is the new agent's agent.json (see scaffoldFiles).
+const scaffoldAgentJSON = `{
   "$schema": "{{agentSchema}}",
   "version": "0.1.0",
   "name": "{{name}}",
@@ -163,8 +179,10 @@ func scaffoldFiles(name string) []scaffoldFile {
     }
   }
 }
-`},
-		{"steps_registry.json", `{
+`
+
+// scaffoldRegistryJSON is its steps registry: one step, one file validator and its failure pattern (see scaffoldFiles).
+const scaffoldRegistryJSON = `{
   "$schema": "{{registrySchema}}",
   "agentId": "{{name}}",
   "version": "0.1.0",
@@ -196,20 +214,28 @@ func scaffoldFiles(name string) []scaffoldFile {
     }
   }
 }
-`},
-		{"prompts/system.md", `You are {{name}}, an agent run by capstan.
+`
+
+// scaffoldSystemPrompt is its system prompt (see scaffoldFiles).
+const scaffoldSystemPrompt = `You are {{name}}, an agent run by capstan.
 Work only inside the working directory. When the task is done, say TASK_COMPLETE;
 capstan then checks the result before accepting it.
-`},
-		{"prompts/steps/initial/main/f_default.md", `Write a file named hello.txt in the working directory containing one line:
+`
+
+// scaffoldStepPrompt is the prompt of its one step (see scaffoldFiles).
+const scaffoldStepPrompt = `Write a file named hello.txt in the working directory containing one line:
 a short greeting about {uv-topic}.
 
 When the file is written, reply with TASK_COMPLETE.
-`},
-		{"prompts/steps/initial/main/f_failed_file-missing.md", `You said the task was complete, but hello.txt does not exist in the working
+`
+
+// scaffoldRetryPrompt is the retry prompt sent when hello.txt is missing after the model said it was done (see scaffoldFiles).
+const scaffoldRetryPrompt = `You said the task was complete, but hello.txt does not exist in the working
 directory. Write it now (one line: a greeting), then reply with TASK_COMPLETE.
-`},
-		{"script.yaml", `# Scripted model replies: run this agent offline, deterministically, with
+`
+
+// scaffoldScript is the scripted model replies that run it offline (see scaffoldFiles).
+const scaffoldScript = `# Scripted model replies: run this agent offline, deterministically, with
 #   capstan run <this folder> --workdir <dir>
 # (runner.model is script:script.yaml). Turns are consumed in order, one per
 # model call. Switch runner.model (or pass --model) to a real provider, e.g.
@@ -220,8 +246,10 @@ turns:
       - name: Write
         input: {file_path: hello.txt, content: "Hello from {{name}}!\n"}
   - text: "hello.txt is written. TASK_COMPLETE"
-`},
-		{"README.md", `# {{name}}
+`
+
+// scaffoldReadme is its README: what each file is for and how to run it (see scaffoldFiles).
+const scaffoldReadme = `# {{name}}
 
 A capstan agent scaffolded by ` + "`capstan init {{name}}`" + `.
 
@@ -253,10 +281,4 @@ a test validator pass by editing the tests. Adjust the globs to your project.
 
 The schemas referenced by ` + "`$schema`" + ` give editors autocomplete; field reference:
 docs/configuration.md in the capstan repository.
-`},
-	}
-	for i := range files {
-		files[i].content = r.Replace(files[i].content)
-	}
-	return files
-}
+`

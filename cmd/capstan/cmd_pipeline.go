@@ -19,7 +19,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
-	"github.com/capstan-dev/capstan/pipeline/gitactivity"
 	"github.com/capstan-dev/capstan/pipeline/standard"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/tracing"
@@ -175,38 +174,9 @@ func buildPipeline(ctx context.Context, file string, model llm.Model, deps pipel
 }
 
 func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDeps, f pipelineRunFlags, request string) error {
-	if strings.TrimSpace(request) == "" {
-		return withExit(exitUsage, errors.New("pipeline run: the request is empty"))
-	}
-	if f.noSandbox && !f.allowKeyInAncestors {
-		// Refused before anything runs; an agent stage that opts out on
-		// its own is checked when it starts.
-		if err := checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint); err != nil {
-			return withExit(exitUsage, err)
-		}
-	}
-	now := time.Now().UTC()
-	if f.now != "" {
-		t, err := time.Parse(time.RFC3339, f.now)
-		if err != nil {
-			return withExit(exitUsage, fmt.Errorf("--now %q: want an RFC 3339 time like 2026-11-21T12:00:00Z", f.now))
-		}
-		now = t.UTC()
-	}
-	if err := gitactivity.CheckRepo(ctx, f.repo); err != nil {
-		return withExit(exitUsage, err)
-	}
-	in, err := standard.Input(request, f.repo, f.since, now)
+	in, err := pipelineInput(ctx, f, request)
 	if err != nil {
-		return withExit(exitUsage, err)
-	}
-	for name, v := range f.inputs {
-		if in.Has(pipeline.NamespaceInput + "." + name) {
-			return withExit(exitUsage, fmt.Errorf("--input %s: set by the command itself; use its own flag", name))
-		}
-		if err := in.SetInput(name, v); err != nil {
-			return withExit(exitUsage, fmt.Errorf("--input %s: %w", name, err))
-		}
+		return err
 	}
 	var model llm.Model
 	if f.model != "" {
@@ -232,17 +202,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
 	events := tr.emitter(ctx, sink)
-	if r, ok := deps.Runner.(agent.DirRunner); ok {
-		// Each agent stage's run, with its own journal, is named in the
-		// pipeline's journal, and names the pipeline run in its own.
-		r.Events, r.PipelineRun = events, id
-		r.TracerProvider = tr.provider()
-		r.NoSandbox = f.noSandbox
-		if !f.allowKeyInAncestors {
-			r.BeforeUnsandboxed = func() error { return checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint) }
-		}
-		deps.Runner = r
-	}
+	deps.Runner = withStageRuns(deps.Runner, f, events, id, tr)
 	mgr, err := buildPipeline(ctx, f.file, model, deps, f.continueOnViolation, events)
 	if err != nil {
 		return withExit(exitUsage, err)
@@ -250,26 +210,11 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 	if _, err := mgr.Compile(in.Keys()...); err != nil {
 		return withExit(exitUsage, err)
 	}
-	var cw *journal.Writer
-	if f.journalDir != "" {
-		// A copy where it was asked for; show, report and runs read the
-		// state directory's journal, which the agent cannot reach.
-		if cw, err = journal.Create(f.journalDir, id); err != nil {
-			return withExit(exitUsage, err)
-		}
-		defer cw.Close()
-	}
-	jw, err := store.Create(workDir, id)
+	closeJournals, err := openPipelineJournals(stderr, store, workDir, id, f.journalDir, sink)
 	if err != nil {
-		return withExit(exitInternal, err)
+		return err
 	}
-	defer jw.Close()
-	sink.to = event.Journal{Writer: jw}
-	fmt.Fprintf(stderr, "journal: %s  (capstan show %s)\n", jw.Path(), id)
-	if cw != nil {
-		sink.to = teeEmitter{event.Journal{Writer: jw}, event.Journal{Writer: cw}}
-		fmt.Fprintf(stderr, "journal copy: %s\n", cw.Path())
-	}
+	defer closeJournals()
 	events.Emit(event.PipelineRunStartEvent{Command: runreport.PipelineCommand, Request: request, Repo: f.repo, File: f.file,
 		Model: f.model, WorkDir: workDir})
 	if te, ok := events.(*tracing.Emitter); ok {
@@ -282,15 +227,7 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		// too: show and runs must not call it completed.
 		runErr = validationFailure(out)
 	}
-	end := event.PipelineRunEndEvent{Success: runErr == nil}
-	if runErr != nil {
-		end.Error, end.ErrorCode = runErr.Error(), agenterr.CodeOf(runErr)
-	}
-	if out != nil {
-		status := out.String("metadata.status")
-		end.Status = &status
-	}
-	events.Emit(end)
+	events.Emit(pipelineRunEnd(out, runErr))
 	if out == nil { // compile error: nothing ran
 		return withExit(exitUsage, runErr)
 	}
@@ -304,20 +241,128 @@ func runPipeline(ctx context.Context, stdout, stderr io.Writer, deps pipelineDep
 		printPipelineResult(stdout, out)
 	}
 	printPipelineDiagnostics(stderr, out)
-	if runErr != nil {
-		switch agenterr.CodeOf(runErr) {
-		case agenterr.CodeContractViolation, agenterr.CodeNamespaceViolation, agenterr.CodeStageFailed,
-			agenterr.CodeStageTimeout, agenterr.CodeStagePanic, agenterr.CodeStageOutput, agenterr.CodeCanceled, agenterr.CodeGit,
-			agenterr.CodePipelineValidation:
-			return withExit(exitNotCompleted, runErr)
-		case agenterr.CodeKeyInAncestor:
-			// An agent stage that opts out of the sandbox, refused
-			// before it ran: the user's setup, as for capstan run.
-			return withExit(exitUsage, runErr)
-		}
-		return withExit(exitInternal, runErr)
+	return pipelineExit(runErr)
+}
+
+// pipelineInput checks the request and the flags of `pipeline run` and
+// builds the pipeline's input: the request, the repository's activity
+// since --since (as of --now), and each --input.
+func pipelineInput(ctx context.Context, f pipelineRunFlags, request string) (*pipeline.AgentContext, error) {
+	if strings.TrimSpace(request) == "" {
+		return nil, withExit(exitUsage, errors.New("pipeline run: the request is empty"))
 	}
-	return nil
+	if f.noSandbox && !f.allowKeyInAncestors {
+		// Refused before anything runs; an agent stage that opts out on
+		// its own is checked when it starts.
+		if err := checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint); err != nil {
+			return nil, withExit(exitUsage, err)
+		}
+	}
+	now := time.Now().UTC()
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339, f.now)
+		if err != nil {
+			return nil, withExit(exitUsage, fmt.Errorf("--now %q: want an RFC 3339 time like 2026-11-21T12:00:00Z", f.now))
+		}
+		now = t.UTC()
+	}
+	if err := standard.CheckRepo(ctx, f.repo); err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	in, err := standard.Input(request, f.repo, f.since, now)
+	if err != nil {
+		return nil, withExit(exitUsage, err)
+	}
+	for name, v := range f.inputs {
+		if in.Has(pipeline.NamespaceInput + "." + name) {
+			return nil, withExit(exitUsage, fmt.Errorf("--input %s: set by the command itself; use its own flag", name))
+		}
+		if err := in.SetInput(name, v); err != nil {
+			return nil, withExit(exitUsage, fmt.Errorf("--input %s: %w", name, err))
+		}
+	}
+	return in, nil
+}
+
+// withStageRuns sets up the agent stages' runs: each, with its own
+// journal, is named in the pipeline's journal and names the pipeline run
+// id in its own, is traced under the pipeline's span, and keeps the
+// sandbox unless --no-sandbox.
+func withStageRuns(runner pipeline.AgentRunner, f pipelineRunFlags, events event.Emitter, id string, tr *commandTracing) pipeline.AgentRunner {
+	r, ok := runner.(agent.DirRunner)
+	if !ok {
+		return runner
+	}
+	r.Events, r.PipelineRun = events, id
+	r.TracerProvider = tr.provider()
+	r.NoSandbox = f.noSandbox
+	if !f.allowKeyInAncestors {
+		r.BeforeUnsandboxed = func() error { return checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint) }
+	}
+	return r
+}
+
+// openPipelineJournals opens the pipeline run's journal in the state
+// directory, and a copy in journalDir when one is asked for (show, report
+// and runs read the state directory's, which the agent cannot reach), and
+// points sink at them. The caller closes them with the returned func.
+func openPipelineJournals(stderr io.Writer, store journal.Store, workDir, id, journalDir string, sink *forwardEmitter) (func(), error) {
+	var cw *journal.Writer
+	if journalDir != "" {
+		var err error
+		if cw, err = journal.Create(journalDir, id); err != nil {
+			return nil, withExit(exitUsage, err)
+		}
+	}
+	jw, err := store.Create(workDir, id)
+	if err != nil {
+		if cw != nil {
+			cw.Close()
+		}
+		return nil, withExit(exitInternal, err)
+	}
+	sink.to = event.Journal{Writer: jw}
+	fmt.Fprintf(stderr, "journal: %s  (capstan show %s)\n", jw.Path(), id)
+	if cw == nil {
+		return func() { jw.Close() }, nil
+	}
+	sink.to = teeEmitter{event.Journal{Writer: jw}, event.Journal{Writer: cw}}
+	fmt.Fprintf(stderr, "journal copy: %s\n", cw.Path())
+	return func() { jw.Close(); cw.Close() }, nil
+}
+
+// pipelineRunEnd is the pipeline run's end event: success, the error that
+// ended it, the summary's status.
+func pipelineRunEnd(out *pipeline.AgentContext, runErr error) event.PipelineRunEndEvent {
+	end := event.PipelineRunEndEvent{Success: runErr == nil}
+	if runErr != nil {
+		end.Error, end.ErrorCode = runErr.Error(), agenterr.CodeOf(runErr)
+	}
+	if out != nil {
+		status := out.String("metadata.status")
+		end.Status = &status
+	}
+	return end
+}
+
+// pipelineExit is the exit of a pipeline run that ran: not completed for
+// a stage or contract failure, usage for an agent stage refused before it
+// ran, internal for anything else.
+func pipelineExit(runErr error) error {
+	if runErr == nil {
+		return nil
+	}
+	switch agenterr.CodeOf(runErr) {
+	case agenterr.CodeContractViolation, agenterr.CodeNamespaceViolation, agenterr.CodeStageFailed,
+		agenterr.CodeStageTimeout, agenterr.CodeStagePanic, agenterr.CodeStageOutput, agenterr.CodeCanceled, agenterr.CodeGit,
+		agenterr.CodePipelineValidation:
+		return withExit(exitNotCompleted, runErr)
+	case agenterr.CodeKeyInAncestor:
+		// An agent stage that opts out of the sandbox, refused
+		// before it ran: the user's setup, as for capstan run.
+		return withExit(exitUsage, runErr)
+	}
+	return withExit(exitInternal, runErr)
 }
 
 // validationFailure turns a failed validation report into an error: the
@@ -350,7 +395,7 @@ func printPipelineResult(w io.Writer, out *pipeline.AgentContext) {
 	} else {
 		fmt.Fprintln(w, "(no summary: the pipeline did not produce reasoning.summary)")
 	}
-	var facts []gitactivity.Fact
+	var facts []standard.Fact
 	if out.Decode(standard.KeyFacts, &facts) == nil && len(facts) > 0 {
 		fmt.Fprintln(w, "\nFacts:")
 		for _, f := range facts {

@@ -272,32 +272,10 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 	if err != nil {
 		return withExit(exitUsage, err)
 	}
-	if resume == nil {
-		// Usage errors come before the run is announced.
-		if _, err := def.ResolveParams(params); err != nil {
-			return withExit(exitUsage, inFolder(err, fromWorkingDir(def.Dir())))
-		}
-		if err := checkWorkDirExists(flags.workDir); err != nil {
-			return withExit(exitUsage, err)
-		}
+	if err := checkRunUsage(ctx, def, flags, params, resume); err != nil {
+		return err
 	}
-	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
-		return withExit(exitUsage, err)
-	}
-	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(ctx, def)) {
-		if err := checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint); err != nil {
-			return withExit(exitUsage, err)
-		}
-	}
-	streaming := flags.stream.enabled(stderr, flags.quiet)
-	var progress *progressPrinter
-	if !flags.quiet || streaming {
-		progress = newProgressPrinter(stderr)
-		progress.progress = !flags.quiet
-	}
-	if streaming {
-		progress.enableStream(processEnviron())
-	}
+	progress := runProgress(stderr, flags)
 	ctx, tr := startTracing(ctx, stderr)
 	defer tr.stop(ctx)
 	source := flags.baseURLSource
@@ -351,6 +329,46 @@ func executeRun(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fl
 		}
 	}
 	return withExit(resultExitCode(res), nil)
+}
+
+// checkRunUsage refuses, as usage errors and before the run is announced,
+// what the run cannot start with: parameters that do not resolve and a
+// missing work dir (for a new run), a work dir git cannot serve, and an
+// unsandboxed run started by a process that holds an API key.
+func checkRunUsage(ctx context.Context, def *agentdir.Agent, flags runFlags, params map[string]string, resume *agent.RunRecord) error {
+	if resume == nil {
+		if _, err := def.ResolveParams(params); err != nil {
+			return withExit(exitUsage, inFolder(err, fromWorkingDir(def.Dir())))
+		}
+		if err := checkWorkDirExists(flags.workDir); err != nil {
+			return withExit(exitUsage, err)
+		}
+	}
+	if err := checkGitWorkDir(ctx, def, flags.workDir); err != nil {
+		return withExit(exitUsage, err)
+	}
+	if !flags.allowKeyInAncestors && (flags.noSandbox || !toolsSandboxed(ctx, def)) {
+		if err := checkAncestorKeys(os.Args, os.Getenv, agentSandboxHint); err != nil {
+			return withExit(exitUsage, err)
+		}
+	}
+	return nil
+}
+
+// runProgress is the progress printer of a run on stderr — the progress
+// line unless --quiet, the model's output with --stream — or nil when it
+// prints neither.
+func runProgress(stderr io.Writer, flags runFlags) *progressPrinter {
+	streaming := flags.stream.enabled(stderr, flags.quiet)
+	if flags.quiet && !streaming {
+		return nil
+	}
+	progress := newProgressPrinter(stderr)
+	progress.progress = !flags.quiet
+	if streaming {
+		progress.enableStream(processEnviron())
+	}
+	return progress
 }
 
 // lockWorkDir takes the work dir for this run, or refuses it (exit 2)

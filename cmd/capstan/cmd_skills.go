@@ -211,58 +211,16 @@ func checkExpectSchemas(sk *skill.Skill, expects []skill.Expected) error {
 
 func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFlags) error {
 	stderr := cmd.ErrOrStderr()
-	uc, err := loadUserConfig()
+	if err := skillModel(stderr, &f); err != nil {
+		return err
+	}
+	inputs, expects, err := skillRequest(f)
 	if err != nil {
-		return withExit(exitUsage, err)
+		return err
 	}
-	printUserConfigWarnings(stderr, uc)
-	if f.model == "" {
-		if err := uc.need("default_model"); err != nil {
-			return withExit(exitUsage, err)
-		}
-		f.model = uc.DefaultModel
-	}
-	if f.baseURL == "" {
-		if f.baseURL, err = uc.baseURLFor(f.model); err != nil {
-			return withExit(exitUsage, err)
-		}
-	} else if err := llm.CheckBaseURL("--base-url", f.baseURL); err != nil {
-		// The same rule as for runs: a key goes in the environment.
-		return withExit(exitUsage, err)
-	}
-	switch {
-	case f.skillID == "":
-		return withExit(exitUsage, errors.New("skills run: --skill is required"))
-	case strings.TrimSpace(f.goal) == "":
-		return withExit(exitUsage, errors.New("skills run: --goal is required"))
-	case f.model == "":
-		return withExit(exitUsage, errors.New("skills run: --model is required (e.g. script:run.yaml, anthropic:claude-sonnet-4-5); or set CAPSTAN_MODEL, or default_model in the user config"))
-	}
-	inputs, err := parseInputs(f.inputs)
+	sk, err := findSkill(stderr, dir, f.skillID)
 	if err != nil {
-		return withExit(exitUsage, fmt.Errorf("skills run: %w", err))
-	}
-	expects, err := parseExpects(f.expects)
-	if err != nil {
-		return withExit(exitUsage, fmt.Errorf("skills run: %w", err))
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return withExit(exitUsage, fmt.Errorf("skills run: %s is not a directory", dir))
-	}
-	skills, warns := skill.Discover(dir)
-	sk, err := skill.Find(skills, f.skillID)
-	if err != nil {
-		for _, w := range warns {
-			if w.SkillID == f.skillID && w.Skipped {
-				err = fmt.Errorf("%w (%s)", err, w.String())
-			}
-		}
-		return withExit(exitUsage, fmt.Errorf("skills run: %w", err))
-	}
-	for _, w := range warns {
-		if w.SkillID == sk.ID {
-			fmt.Fprintln(stderr, "warning:", w.String())
-		}
+		return err
 	}
 	if err := checkExpectSchemas(sk, expects); err != nil {
 		return withExit(exitUsage, fmt.Errorf("skills run: %w", err))
@@ -277,16 +235,9 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if err != nil {
 		return withExit(exitCodeFor(err, true), fmt.Errorf("skills run: %w", err))
 	}
-	sb := sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: f.allowUnsandboxed})
-	if err := sb.Capabilities().Unavailable(); err != nil {
-		if f.allowUnsandboxed && !f.allowKeyInAncestors {
-			// The scripts run without namespaces: they see the processes
-			// that started capstan, and their environment blocks.
-			if err := checkAncestorKeys(os.Args, os.Getenv, "run the scripts in the sandbox (drop --allow-unsandboxed on a machine that can sandbox: see capstan doctor)"); err != nil {
-				return withExit(exitUsage, err)
-			}
-		}
-		fmt.Fprintln(stderr, "warning: scripts cannot run:", err)
+	sb, err := skillSandbox(ctx, stderr, f)
+	if err != nil {
+		return err
 	}
 	store, err := runStore()
 	if err != nil {
@@ -326,20 +277,7 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 	if res == nil {
 		return withExit(exitCodeFor(runErr, false), fmt.Errorf("skills run: %w", runErr))
 	}
-	end := agent.Result{
-		Success: res.Completed && len(expects) > 0, CompletionReason: res.ExitReason, Iterations: res.Metrics.ModelTurns,
-		RunID: runID, Agent: "skill:" + sk.ID, Model: f.model, DurationMs: time.Since(started).Milliseconds(), Journal: jw.Path(),
-		Usage: llm.Usage{InputTokens: res.Metrics.InputTokens, OutputTokens: res.Metrics.OutputTokens},
-	}
-	if !end.Success {
-		end.Reason = "expected outputs not all produced and valid"
-		if len(expects) == 0 {
-			end.Reason = "no expected outputs to verify"
-		}
-	}
-	if res.Error != nil {
-		end.Error = &agent.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
-	}
+	end := skillRunResult(res, len(expects) > 0, runID, "skill:"+sk.ID, f.model, time.Since(started), jw.Path())
 	events.Emit(&end)
 	printActSummary(stderr, res, len(expects) > 0, runID, jw.Path())
 	if f.asJSON {
@@ -347,8 +285,125 @@ func runSkill(ctx context.Context, cmd *cobra.Command, dir string, f skillsRunFl
 			return withExit(exitInternal, err)
 		}
 	}
+	return skillExit(stderr, res, len(expects) > 0, runErr)
+}
+
+// skillModel settles the model of `skills run` and its base URL from the
+// flags and the user config (default_model, base_urls).
+func skillModel(stderr io.Writer, f *skillsRunFlags) error {
+	uc, err := loadUserConfig()
+	if err != nil {
+		return withExit(exitUsage, err)
+	}
+	printUserConfigWarnings(stderr, uc)
+	if f.model == "" {
+		if err := uc.need("default_model"); err != nil {
+			return withExit(exitUsage, err)
+		}
+		f.model = uc.DefaultModel
+	}
+	if f.baseURL == "" {
+		if f.baseURL, err = uc.baseURLFor(f.model); err != nil {
+			return withExit(exitUsage, err)
+		}
+	} else if err := llm.CheckBaseURL("--base-url", f.baseURL); err != nil {
+		// The same rule as for runs: a key goes in the environment.
+		return withExit(exitUsage, err)
+	}
+	return nil
+}
+
+// skillRequest checks the flags `skills run` requires and parses its
+// inputs and expected outputs.
+func skillRequest(f skillsRunFlags) (map[string]any, []skill.Expected, error) {
 	switch {
-	case res.Completed && len(expects) > 0:
+	case f.skillID == "":
+		return nil, nil, withExit(exitUsage, errors.New("skills run: --skill is required"))
+	case strings.TrimSpace(f.goal) == "":
+		return nil, nil, withExit(exitUsage, errors.New("skills run: --goal is required"))
+	case f.model == "":
+		return nil, nil, withExit(exitUsage, errors.New("skills run: --model is required (e.g. script:run.yaml, anthropic:claude-sonnet-4-5); or set CAPSTAN_MODEL, or default_model in the user config"))
+	}
+	inputs, err := parseInputs(f.inputs)
+	if err != nil {
+		return nil, nil, withExit(exitUsage, fmt.Errorf("skills run: %w", err))
+	}
+	expects, err := parseExpects(f.expects)
+	if err != nil {
+		return nil, nil, withExit(exitUsage, fmt.Errorf("skills run: %w", err))
+	}
+	return inputs, expects, nil
+}
+
+// findSkill finds skill id under dir, printing the warnings about it; a
+// skill that was skipped says why in the error.
+func findSkill(stderr io.Writer, dir, id string) (*skill.Skill, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, withExit(exitUsage, fmt.Errorf("skills run: %s is not a directory", dir))
+	}
+	skills, warns := skill.Discover(dir)
+	sk, err := skill.Find(skills, id)
+	if err != nil {
+		for _, w := range warns {
+			if w.SkillID == id && w.Skipped {
+				err = fmt.Errorf("%w (%s)", err, w.String())
+			}
+		}
+		return nil, withExit(exitUsage, fmt.Errorf("skills run: %w", err))
+	}
+	for _, w := range warns {
+		if w.SkillID == sk.ID {
+			fmt.Fprintln(stderr, "warning:", w.String())
+		}
+	}
+	return sk, nil
+}
+
+// skillSandbox is the sandbox the skill's scripts run in. Where it is
+// unavailable the scripts cannot run (a warning says so), and with
+// --allow-unsandboxed they would run without namespaces: then no API key
+// may be in the environment of the processes that started capstan.
+func skillSandbox(ctx context.Context, stderr io.Writer, f skillsRunFlags) (*sandbox.Runner, error) {
+	sb := sandbox.New(ctx, sandbox.Config{AllowUnsandboxed: f.allowUnsandboxed})
+	if err := sb.Capabilities().Unavailable(); err != nil {
+		if f.allowUnsandboxed && !f.allowKeyInAncestors {
+			// The scripts run without namespaces: they see the processes
+			// that started capstan, and their environment blocks.
+			if err := checkAncestorKeys(os.Args, os.Getenv, "run the scripts in the sandbox (drop --allow-unsandboxed on a machine that can sandbox: see capstan doctor)"); err != nil {
+				return nil, withExit(exitUsage, err)
+			}
+		}
+		fmt.Fprintln(stderr, "warning: scripts cannot run:", err)
+	}
+	return sb, nil
+}
+
+// skillRunResult is a skill run's run.end, in the agent's Result shape: a
+// success only when expected outputs were given and all exist and
+// validate.
+func skillRunResult(res *skill.ActResult, verified bool, runID, agentName, model string, took time.Duration, journalPath string) agent.Result {
+	end := agent.Result{
+		Success: res.Completed && verified, CompletionReason: res.ExitReason, Iterations: res.Metrics.ModelTurns,
+		RunID: runID, Agent: agentName, Model: model, DurationMs: took.Milliseconds(), Journal: journalPath,
+		Usage: llm.Usage{InputTokens: res.Metrics.InputTokens, OutputTokens: res.Metrics.OutputTokens},
+	}
+	if !end.Success {
+		end.Reason = "expected outputs not all produced and valid"
+		if !verified {
+			end.Reason = "no expected outputs to verify"
+		}
+	}
+	if res.Error != nil {
+		end.Error = &agent.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
+	}
+	return end
+}
+
+// skillExit is the exit of `skills run`: 0 when the expected outputs were
+// verified, else not completed (or internal, for a run that failed).
+func skillExit(stderr io.Writer, res *skill.ActResult, verified bool, runErr error) error {
+	switch {
+	case res.Completed && verified:
 		return nil
 	case runErr != nil:
 		return withExit(exitInternal, nil)

@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/gittest"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/pipeline/pipelinetest"
 )
 
 // `pipeline run --journal-dir W` where W/.capstan/runs is a link planted
 // to a folder outside W: no file is created through the link (capstan
 // refuses it, naming it); without the link the copy is written in W.
 func TestJournalDirDoesNotFollowAPlantedLink(t *testing.T) {
-	repo := pipelinetest.MakeGitRepo(t, t.TempDir(), pipelinetest.GitSteps())
+	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
 	w, outside := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(w, ".capstan"), 0o755); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
@@ -45,69 +46,26 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 	stderr := cmd.ErrOrStderr()
 	fs := cmd.Flags()
 	batch := fs.Changed("label")
-	switch {
-	case f.issue != 0 && batch:
-		return withExit(exitUsage, errors.New("workflow run: give --issue N or --label L, not both"))
-	case f.issue == 0 && !batch:
-		return withExit(exitUsage, errors.New("workflow run: give --issue N (one issue) or --label L (a batch of the issues with that label)"))
-	case f.issue < 0:
-		return withExit(exitUsage, fmt.Errorf("workflow run: --issue %d: an issue number is a positive integer", f.issue))
-	case !batch && (fs.Changed("state") || fs.Changed("limit")):
-		return withExit(exitUsage, errors.New("workflow run: --state and --limit select a batch and need --label"))
-	case !slices.Contains([]string{"open", "closed", "all"}, f.state):
-		return withExit(exitUsage, fmt.Errorf("workflow run: --state %q: want open, closed or all", f.state))
-	case f.limit < 1:
-		return withExit(exitUsage, fmt.Errorf("workflow run: --limit %d: want at least 1", f.limit))
-	case f.repo != "" && f.local != "":
-		return withExit(exitUsage, errors.New("workflow run: --repo names a GitHub repository; --local uses a directory instead"))
+	if err := checkWorkflowSelection(fs, f); err != nil {
+		return err
 	}
-	if err := checkWorkDirExists(f.workDir); err != nil {
-		return withExit(exitUsage, err)
-	}
-	workDir, err := filepath.Abs(f.workDir)
+	workDir, err := workflowPaths(&f)
 	if err != nil {
-		return withExit(exitUsage, err)
+		return err
 	}
-	if f.file == "" {
-		f.file = filepath.Join(workDir, ".agent", "workflow.json")
+	wf, err := loadWorkflow(stderr, f)
+	if err != nil {
+		return err
 	}
-	if f.agentsDir == "" {
-		f.agentsDir = filepath.Join(workDir, ".agent")
-	}
-	wf, res := workflow.Load(f.file)
-	for _, p := range res.Problems() {
-		if p.Severity != "warning" || !f.quiet {
-			fmt.Fprintln(stderr, problemLine("", p))
-		}
-	}
-	if !res.Valid() {
-		return withExit(exitUsage, fmt.Errorf("workflow run: %s is invalid; see the errors above (capstan workflow validate %s)", f.file, shellQuote(f.file)))
-	}
-	var stub map[string]string
-	if f.stub != "" {
-		if err := json.Unmarshal([]byte(f.stub), &stub); err != nil {
-			return withExit(exitUsage, fmt.Errorf(`workflow run: --stub-dispatch %q: want a JSON object of agent → outcome, e.g. '{"iterator":"success"}': %v`, f.stub, err))
-		}
-		for id := range stub {
-			if _, ok := wf.Agents[id]; !ok {
-				return withExit(exitUsage, fmt.Errorf("workflow run: --stub-dispatch names agent %q, which %s does not define", id, f.file))
-			}
-		}
+	stub, err := stubOutcomes(f, wf)
+	if err != nil {
+		return err
 	}
 	if err := checkWorkflowTemporalFlags(fs, f, wf); err != nil {
 		return err
 	}
-	if f.prioritize {
-		switch {
-		case !batch:
-			return withExit(exitUsage, errors.New("workflow run: --prioritize orders a batch: give --label L instead of --issue"))
-		case wf.PrioritizerAgent() == nil:
-			return withExit(exitUsage, fmt.Errorf("workflow run: --prioritize: %s has no prioritizer.agent", f.file))
-		case stub != nil:
-			return withExit(exitUsage, errors.New("workflow run: --prioritize runs the prioritizer agent, whose priorities.json --stub-dispatch cannot give: drop one of them"))
-		case f.tf.temporal.address != "":
-			return withExit(exitUsage, errors.New("workflow run: --prioritize runs the prioritizer agent here, once: drop --temporal"))
-		}
+	if err := checkPrioritize(f, wf, batch, stub != nil); err != nil {
+		return err
 	}
 	// Every agent folder is read once, before any agent runs: a run cannot
 	// change the agents the next dispatches use.
@@ -134,13 +92,9 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 	}
 	defer jw.Close()
 	events := event.Journal{Writer: jw}
-	target := fmt.Sprintf("issue #%d", f.issue)
-	if batch {
-		target = fmt.Sprintf("%s issues labelled %s (at most %d)", f.state, strings.Join(f.labels, ", "), f.limit)
-	}
+	target := workflowTarget(f, batch)
 	events.Emit(workflow.Start{Command: workflow.Command, Workflow: f.file, WorkDir: workDir,
 		Issues: target, Store: what, DryRun: f.dryRun, Stub: stub != nil, Temporal: f.tf.temporal.address})
-
 	r := &workflow.Runner{Workflow: wf, Issues: issues, Dispatch: disp, Events: events, DryRun: f.dryRun,
 		Lock: func(n int) (func(), bool, error) { return lockIssue(store, wf, what, n) }}
 	if len(wf.Handoffs) > 0 && !f.dryRun {
@@ -149,71 +103,206 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 	if !f.quiet {
 		fmt.Fprintf(stderr, "workflow run %s: %s, %s\n", id, target, what)
 	}
-	if syncs, err := r.SyncLabels(ctx); err != nil {
-		fmt.Fprintf(stderr, "warning: label sync: %v\n", err)
-	} else {
-		for _, s := range syncs {
-			if s.Action == "failed" {
-				fmt.Fprintf(stderr, "warning: label %s: %s\n", s.Name, s.Error)
-			}
-		}
-	}
+	syncLabels(ctx, stderr, r)
 	var end workflow.End
 	if f.prioritize {
 		end = prioritizeBatch(ctx, stderr, f, wf, r, storeDir)
 	} else if f.tf.temporal.address != "" {
-		queue, skipped := []int{f.issue}, []int(nil)
-		if batch {
-			listed, err := issues.List(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
-			if err != nil {
-				end.Error = fmt.Sprintf("list issues: %v", err)
-			}
-			queue, skipped = wf.Order(listed)
-		}
-		if end.Error == "" {
-			results, err := runWorkflowOnTemporal(ctx, stderr, f, wf, issues, disp, workDir, id, queue, events)
-			if err != nil {
-				events.Emit(workflow.End{Status: workflow.StatusFailed, Issues: []workflow.IssueResult{}, Error: err.Error()})
-				return err
-			}
-			end.Issues, end.Skipped = results, skipped
-			var st []string
-			for _, ir := range results {
-				st = append(st, ir.Status)
-			}
-			end.Status = workflow.Worst(st...)
-		}
-		if end.Status == "" {
-			end.Status = workflow.StatusCompleted
-		}
-		if end.Error != "" {
-			end.Status = workflow.StatusFailed
-		}
-	} else if batch {
-		b, err := r.RunBatch(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
-		end = workflow.End{Status: b.Status, Issues: b.Issues, Skipped: b.Skipped}
-		if err != nil {
-			end.Status, end.Error = workflow.StatusFailed, err.Error()
+		if end, err = temporalWorkflow(ctx, stderr, f, wf, issues, disp, workDir, id, events, batch); err != nil {
+			return err
 		}
 	} else {
-		ir := r.RunIssue(ctx, f.issue)
-		end = workflow.End{Status: ir.Status, Issues: []workflow.IssueResult{ir}}
+		end = localWorkflow(ctx, r, f, batch)
 	}
 	end.Success = workflowExit(end.Status) == exitOK
 	events.Emit(end)
 	if err := jw.Close(); err != nil {
 		return withExit(exitInternal, err)
 	}
+	return reportWorkflowEnd(cmd, f, id, jw.Path(), end)
+}
+
+// workflowPaths resolves the work dir of `workflow run` (which must
+// exist) and, below it by default, the workflow file and the agents'
+// folder.
+func workflowPaths(f *workflowRunFlags) (workDir string, err error) {
+	if err := checkWorkDirExists(f.workDir); err != nil {
+		return "", withExit(exitUsage, err)
+	}
+	if workDir, err = filepath.Abs(f.workDir); err != nil {
+		return "", withExit(exitUsage, err)
+	}
+	if f.file == "" {
+		f.file = filepath.Join(workDir, ".agent", "workflow.json")
+	}
+	if f.agentsDir == "" {
+		f.agentsDir = filepath.Join(workDir, ".agent")
+	}
+	return workDir, nil
+}
+
+// workflowTarget says which issues the run takes.
+func workflowTarget(f workflowRunFlags, batch bool) string {
+	if batch {
+		return fmt.Sprintf("%s issues labelled %s (at most %d)", f.state, strings.Join(f.labels, ", "), f.limit)
+	}
+	return fmt.Sprintf("issue #%d", f.issue)
+}
+
+// localWorkflow runs the issue, or the batch, here and returns the end.
+func localWorkflow(ctx context.Context, r *workflow.Runner, f workflowRunFlags, batch bool) workflow.End {
+	if !batch {
+		ir := r.RunIssue(ctx, f.issue)
+		return workflow.End{Status: ir.Status, Issues: []workflow.IssueResult{ir}}
+	}
+	b, err := r.RunBatch(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
+	end := workflow.End{Status: b.Status, Issues: b.Issues, Skipped: b.Skipped}
+	if err != nil {
+		end.Status, end.Error = workflow.StatusFailed, err.Error()
+	}
+	return end
+}
+
+// reportWorkflowEnd prints how the workflow run ended (and its JSON with
+// --json) and returns its exit.
+func reportWorkflowEnd(cmd *cobra.Command, f workflowRunFlags, id, journalPath string, end workflow.End) error {
 	if !f.quiet {
-		printWorkflowEnd(stderr, id, end)
+		printWorkflowEnd(cmd.ErrOrStderr(), id, end)
 	}
 	if f.asJSON {
-		if err := writeJSON(cmd.OutOrStdout(), map[string]any{"runId": id, "journal": jw.Path(), "status": end.Status,
+		if err := writeJSON(cmd.OutOrStdout(), map[string]any{"runId": id, "journal": journalPath, "status": end.Status,
 			"issues": end.Issues, "skipped": end.Skipped, "error": end.Error, "prioritized": end.Prioritized}); err != nil {
 			return withExit(exitInternal, err)
 		}
 	}
 	return withExit(workflowExit(end.Status), nil)
+}
+
+// checkWorkflowSelection checks the flags that select the issues of
+// `workflow run`: one issue or a batch by label, not both, and a batch's
+// state and limit.
+func checkWorkflowSelection(fs *pflag.FlagSet, f workflowRunFlags) error {
+	batch := fs.Changed("label")
+	switch {
+	case f.issue != 0 && batch:
+		return withExit(exitUsage, errors.New("workflow run: give --issue N or --label L, not both"))
+	case f.issue == 0 && !batch:
+		return withExit(exitUsage, errors.New("workflow run: give --issue N (one issue) or --label L (a batch of the issues with that label)"))
+	case f.issue < 0:
+		return withExit(exitUsage, fmt.Errorf("workflow run: --issue %d: an issue number is a positive integer", f.issue))
+	case !batch && (fs.Changed("state") || fs.Changed("limit")):
+		return withExit(exitUsage, errors.New("workflow run: --state and --limit select a batch and need --label"))
+	case !slices.Contains([]string{"open", "closed", "all"}, f.state):
+		return withExit(exitUsage, fmt.Errorf("workflow run: --state %q: want open, closed or all", f.state))
+	case f.limit < 1:
+		return withExit(exitUsage, fmt.Errorf("workflow run: --limit %d: want at least 1", f.limit))
+	case f.repo != "" && f.local != "":
+		return withExit(exitUsage, errors.New("workflow run: --repo names a GitHub repository; --local uses a directory instead"))
+	}
+	return nil
+}
+
+// loadWorkflow reads the workflow file, printing its problems (warnings
+// unless --quiet); an invalid one is a usage error.
+func loadWorkflow(stderr io.Writer, f workflowRunFlags) (*workflow.Workflow, error) {
+	wf, res := workflow.Load(f.file)
+	for _, p := range res.Problems() {
+		if p.Severity != "warning" || !f.quiet {
+			fmt.Fprintln(stderr, problemLine("", p))
+		}
+	}
+	if !res.Valid() {
+		return nil, withExit(exitUsage, fmt.Errorf("workflow run: %s is invalid; see the errors above (capstan workflow validate %s)", f.file, shellQuote(f.file)))
+	}
+	return wf, nil
+}
+
+// stubOutcomes are --stub-dispatch's outcomes by agent (nil without it),
+// each agent one the workflow defines.
+func stubOutcomes(f workflowRunFlags, wf *workflow.Workflow) (map[string]string, error) {
+	if f.stub == "" {
+		return nil, nil
+	}
+	var stub map[string]string
+	if err := json.Unmarshal([]byte(f.stub), &stub); err != nil {
+		return nil, withExit(exitUsage, fmt.Errorf(`workflow run: --stub-dispatch %q: want a JSON object of agent → outcome, e.g. '{"iterator":"success"}': %v`, f.stub, err))
+	}
+	for id := range stub {
+		if _, ok := wf.Agents[id]; !ok {
+			return nil, withExit(exitUsage, fmt.Errorf("workflow run: --stub-dispatch names agent %q, which %s does not define", id, f.file))
+		}
+	}
+	return stub, nil
+}
+
+// checkPrioritize checks --prioritize: it orders a batch, with the
+// workflow's prioritizer agent, run here and for real.
+func checkPrioritize(f workflowRunFlags, wf *workflow.Workflow, batch, stubbed bool) error {
+	if !f.prioritize {
+		return nil
+	}
+	switch {
+	case !batch:
+		return withExit(exitUsage, errors.New("workflow run: --prioritize orders a batch: give --label L instead of --issue"))
+	case wf.PrioritizerAgent() == nil:
+		return withExit(exitUsage, fmt.Errorf("workflow run: --prioritize: %s has no prioritizer.agent", f.file))
+	case stubbed:
+		return withExit(exitUsage, errors.New("workflow run: --prioritize runs the prioritizer agent, whose priorities.json --stub-dispatch cannot give: drop one of them"))
+	case f.tf.temporal.address != "":
+		return withExit(exitUsage, errors.New("workflow run: --prioritize runs the prioritizer agent here, once: drop --temporal"))
+	}
+	return nil
+}
+
+// syncLabels creates or updates the workflow's labels in the repository;
+// what fails is a warning.
+func syncLabels(ctx context.Context, stderr io.Writer, r *workflow.Runner) {
+	syncs, err := r.SyncLabels(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: label sync: %v\n", err)
+		return
+	}
+	for _, s := range syncs {
+		if s.Action == "failed" {
+			fmt.Fprintf(stderr, "warning: label %s: %s\n", s.Name, s.Error)
+		}
+	}
+}
+
+// temporalWorkflow runs the workflow's issues — --issue, or the batch in
+// the workflow's order — as Temporal workflows and returns its end; an
+// error is one the caller returns after journaling it.
+func temporalWorkflow(ctx context.Context, stderr io.Writer, f workflowRunFlags, wf *workflow.Workflow, issues workflow.Issues,
+	disp workflow.Dispatcher, workDir, id string, events event.Emitter, batch bool) (workflow.End, error) {
+	var end workflow.End
+	queue, skipped := []int{f.issue}, []int(nil)
+	if batch {
+		listed, err := issues.List(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
+		if err != nil {
+			end.Error = fmt.Sprintf("list issues: %v", err)
+		}
+		queue, skipped = wf.Order(listed)
+	}
+	if end.Error == "" {
+		results, err := runWorkflowOnTemporal(ctx, stderr, f, wf, issues, disp, workDir, id, queue, events)
+		if err != nil {
+			events.Emit(workflow.End{Status: workflow.StatusFailed, Issues: []workflow.IssueResult{}, Error: err.Error()})
+			return end, err
+		}
+		end.Issues, end.Skipped = results, skipped
+		var st []string
+		for _, ir := range results {
+			st = append(st, ir.Status)
+		}
+		end.Status = workflow.Worst(st...)
+	}
+	if end.Status == "" {
+		end.Status = workflow.StatusCompleted
+	}
+	if end.Error != "" {
+		end.Status = workflow.StatusFailed
+	}
+	return end, nil
 }
 
 func printWorkflowEnd(w io.Writer, id string, end workflow.End) {

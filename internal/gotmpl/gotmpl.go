@@ -463,53 +463,24 @@ func kind(v any) string {
 }
 
 func (s *state) call(name string, args []any) (any, error) {
-	need := func(n int) error {
-		if len(args) != n {
-			return s.errorf("%s takes %d argument(s), got %d", name, n, len(args))
-		}
-		return nil
+	if n, fixed := fixedArity(name); fixed && len(args) != n {
+		return nil, s.errorf("%s takes %d argument(s), got %d", name, n, len(args))
 	}
 	switch name {
 	case "upper", "lower":
-		if err := need(1); err != nil {
-			return nil, err
-		}
 		if name == "upper" {
 			return s.capped(strings.ToUpper(printValue(args[0])))
 		}
 		return s.capped(strings.ToLower(printValue(args[0])))
 	case "join":
-		if err := need(2); err != nil {
-			return nil, err
-		}
-		list, ok := args[1].([]any)
-		if !ok {
-			return nil, s.errorf("join: the second argument is %s, not a list", kind(args[1]))
-		}
-		sep := printValue(args[0])
-		size := 0
-		parts := make([]string, len(list))
-		for i, x := range list {
-			parts[i] = printValue(x)
-			size += len(parts[i]) + len(sep)
-			if size > s.lim.MaxOutput {
-				return s.capped(strings.Repeat(" ", size))
-			}
-		}
-		return strings.Join(parts, sep), nil
+		return s.join(args[0], args[1])
 	case "json":
-		if err := need(1); err != nil {
-			return nil, err
-		}
 		b, err := json.Marshal(args[0])
 		if err != nil {
 			return nil, s.errorf("json: %v", err)
 		}
 		return s.capped(string(b))
 	case "default":
-		if err := need(2); err != nil {
-			return nil, err
-		}
 		if args[1] == nil || args[1] == "" {
 			return args[0], nil
 		}
@@ -525,9 +496,6 @@ func (s *state) call(name string, args []any) (any, error) {
 		}
 		return args[len(args)-1], nil
 	case "not":
-		if err := need(1); err != nil {
-			return nil, err
-		}
 		return !jsonvalue.Truthy(args[0]), nil
 	case "eq":
 		if len(args) < 2 {
@@ -540,106 +508,150 @@ func (s *state) call(name string, args []any) (any, error) {
 		}
 		return false, nil
 	case "ne":
-		if err := need(2); err != nil {
-			return nil, err
-		}
 		eq, err := s.equal(args[0], args[1])
 		return !eq, err
 	case "lt", "le", "gt", "ge":
-		if err := need(2); err != nil {
-			return nil, err
-		}
 		c, err := s.compare(args[0], args[1])
 		if err != nil {
 			return nil, err
 		}
 		return map[string]bool{"lt": c < 0, "le": c <= 0, "gt": c > 0, "ge": c >= 0}[name], nil
 	case "len":
-		if err := need(1); err != nil {
-			return nil, err
-		}
-		switch x := args[0].(type) {
-		case string:
-			return float64(len(x)), nil
-		case []any:
-			return float64(len(x)), nil
-		case map[string]any:
-			return float64(len(x)), nil
-		}
-		return nil, s.errorf("len of %s", kind(args[0]))
+		return s.length(args[0])
 	case "index":
 		if len(args) == 0 {
 			return nil, s.errorf("index takes a value and keys")
 		}
-		v := args[0]
-		for _, k := range args[1:] {
-			switch c := v.(type) {
-			case map[string]any:
-				key, ok := k.(string)
-				if !ok {
-					return nil, s.errorf("index of an object with %s", kind(k))
-				}
-				v = c[key]
-			case []any:
-				f, ok := k.(float64)
-				if !ok || f != float64(int(f)) || f < 0 || int(f) >= len(c) {
-					return nil, s.errorf("index %s out of range for a list of %d", printValue(k), len(c))
-				}
-				v = c[int(f)]
-			default:
-				return nil, s.errorf("can't index %s", kind(v))
-			}
-		}
-		return v, nil
+		return s.index(args[0], args[1:])
 	case "print", "println":
-		parts := make([]string, len(args))
-		for i, a := range args {
-			parts[i] = printValue(a)
-		}
-		sep := ""
-		if name == "println" {
-			sep = " "
-		}
-		out := strings.Join(parts, sep)
-		if name == "println" {
-			out += "\n"
-		}
-		return s.capped(out)
+		return s.print(args, name == "println")
 	case "printf":
 		if len(args) == 0 {
 			return nil, s.errorf("printf takes a format")
 		}
-		format, ok := args[0].(string)
-		if !ok {
-			return nil, s.errorf("printf: the format is %s, not a string", kind(args[0]))
-		}
-		size := len(format)
-		for _, a := range args[1:] {
-			size += len(printValue(a))
-		}
-		// Widths and precisions ({{printf "%900000000d" 1}}) count too.
-		for _, m := range widthPattern().FindAllString(format, -1) {
-			digits := strings.TrimLeft(m, "%-+# 0.")
-			n, err := strconv.Atoi(digits)
-			if digits != "" && err != nil || n > s.lim.MaxOutput {
-				return nil, fmt.Errorf("%w: printf width %s", ErrLimit, m)
-			}
-			size += n
-		}
+		return s.printf(args[0], args[1:])
+	}
+	return nil, s.errorf("function %q not defined", name)
+}
+
+// fixedArity is the number of arguments function name takes, when that is
+// fixed (ok is false for the variadic ones and for names that are no
+// function).
+func fixedArity(name string) (n int, ok bool) {
+	switch name {
+	case "upper", "lower", "json", "not", "len":
+		return 1, true
+	case "join", "default", "ne", "lt", "le", "gt", "ge":
+		return 2, true
+	}
+	return 0, false
+}
+
+// join is {{join SEP LIST}}: the list's items printed, SEP between them.
+func (s *state) join(sepArg, listArg any) (any, error) {
+	list, ok := listArg.([]any)
+	if !ok {
+		return nil, s.errorf("join: the second argument is %s, not a list", kind(listArg))
+	}
+	sep := printValue(sepArg)
+	size := 0
+	parts := make([]string, len(list))
+	for i, x := range list {
+		parts[i] = printValue(x)
+		size += len(parts[i]) + len(sep)
 		if size > s.lim.MaxOutput {
 			return s.capped(strings.Repeat(" ", size))
 		}
-		fargs := make([]any, len(args)-1)
-		for i, a := range args[1:] {
-			if f, ok := a.(float64); ok {
-				a = number(f)
-			}
-			fargs[i] = a
-		}
-		out := fmt.Sprintf(format, fargs...)
-		return s.capped(out)
 	}
-	return nil, s.errorf("function %q not defined", name)
+	return strings.Join(parts, sep), nil
+}
+
+// length is {{len X}}: the length of a string, list or object.
+func (s *state) length(x any) (any, error) {
+	switch x := x.(type) {
+	case string:
+		return float64(len(x)), nil
+	case []any:
+		return float64(len(x)), nil
+	case map[string]any:
+		return float64(len(x)), nil
+	}
+	return nil, s.errorf("len of %s", kind(x))
+}
+
+// index is {{index X KEY...}}: X's member or item at each key in turn.
+func (s *state) index(v any, keys []any) (any, error) {
+	for _, k := range keys {
+		switch c := v.(type) {
+		case map[string]any:
+			key, ok := k.(string)
+			if !ok {
+				return nil, s.errorf("index of an object with %s", kind(k))
+			}
+			v = c[key]
+		case []any:
+			f, ok := k.(float64)
+			if !ok || f != float64(int(f)) || f < 0 || int(f) >= len(c) {
+				return nil, s.errorf("index %s out of range for a list of %d", printValue(k), len(c))
+			}
+			v = c[int(f)]
+		default:
+			return nil, s.errorf("can't index %s", kind(v))
+		}
+	}
+	return v, nil
+}
+
+// print is {{print X...}} (the values side by side) and, with line,
+// {{println X...}} (spaces between them, and a newline).
+func (s *state) print(args []any, line bool) (any, error) {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = printValue(a)
+	}
+	sep := ""
+	if line {
+		sep = " "
+	}
+	out := strings.Join(parts, sep)
+	if line {
+		out += "\n"
+	}
+	return s.capped(out)
+}
+
+// printf is {{printf FORMAT X...}}, refused before it formats when its
+// output, widths and precisions counted, would pass the output limit.
+func (s *state) printf(formatArg any, args []any) (any, error) {
+	format, ok := formatArg.(string)
+	if !ok {
+		return nil, s.errorf("printf: the format is %s, not a string", kind(formatArg))
+	}
+	size := len(format)
+	for _, a := range args {
+		size += len(printValue(a))
+	}
+	// Widths and precisions ({{printf "%900000000d" 1}}) count too.
+	for _, m := range widthPattern().FindAllString(format, -1) {
+		digits := strings.TrimLeft(m, "%-+# 0.")
+		n, err := strconv.Atoi(digits)
+		if digits != "" && err != nil || n > s.lim.MaxOutput {
+			return nil, fmt.Errorf("%w: printf width %s", ErrLimit, m)
+		}
+		size += n
+	}
+	if size > s.lim.MaxOutput {
+		return s.capped(strings.Repeat(" ", size))
+	}
+	fargs := make([]any, len(args))
+	for i, a := range args {
+		if f, ok := a.(float64); ok {
+			a = number(f)
+		}
+		fargs[i] = a
+	}
+	out := fmt.Sprintf(format, fargs...)
+	return s.capped(out)
 }
 
 func (s *state) equal(a, b any) (bool, error) {

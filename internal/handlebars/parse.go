@@ -167,80 +167,93 @@ func lex(src string) ([]token, error) {
 		text.WriteString(src[:i])
 		advance(src[:i])
 		src = src[i:]
-		tl, tc := line, col
-		fail := func(msg string) error { return &SyntaxError{tl, tc, msg} }
-		if strings.HasPrefix(src, "{{{{") {
-			return nil, fail("raw blocks ({{{{…}}}}) are not supported")
+		t := token{line: line, col: col}
+		inner, n, triple, problem := tagExtent(src)
+		if problem == "" {
+			problem = t.classify(inner, triple)
 		}
-		open, closeTag := "{{", "}}"
-		triple := strings.HasPrefix(src, "{{{")
-		if triple {
-			open, closeTag = "{{{", "}}}"
+		if problem != "" {
+			return nil, &SyntaxError{t.line, t.col, problem}
 		}
-		rest := src[len(open):]
-		var inner string
-		var n int
-		if !triple && (strings.HasPrefix(rest, "!--") || strings.HasPrefix(rest, "~!--")) {
-			j := strings.Index(rest, "--")
-			k := strings.Index(rest[j+2:], "--}}")
-			if k < 0 {
-				k = strings.Index(rest[j+2:], "--~}}")
-			}
-			if k < 0 {
-				return nil, fail("comment {{!-- is never closed with --}}")
-			}
-			end := j + 2 + k
-			m := strings.Index(rest[end:], "}}") + 2
-			inner, n = rest[:end+m-2], len(open)+end+m
-		} else {
-			k := strings.Index(rest, closeTag)
-			if k < 0 {
-				return nil, fail("tag is never closed with " + closeTag)
-			}
-			inner, n = rest[:k], len(open)+k+len(closeTag)
-		}
-		tag := src[:n]
-		advance(tag)
+		advance(src[:n])
 		src = src[n:]
-		t := token{line: tl, col: tc}
-		if strings.HasPrefix(inner, "~") {
-			t.stripLeft, inner = true, inner[1:]
-		}
-		if strings.HasSuffix(inner, "~") {
-			t.stripRight, inner = true, inner[:len(inner)-1]
-		}
-		if strings.Contains(inner, "{{") {
-			return nil, fail("a tag contains {{ (a tag is not closed?)")
-		}
-		switch {
-		case triple:
-			t.kind, t.text = tagMustache, strings.TrimSpace(inner)
-		case strings.HasPrefix(inner, "!"):
-			t.kind = tagComment
-		case strings.HasPrefix(inner, "#"), strings.HasPrefix(inner, "^") && strings.TrimSpace(inner[1:]) != "":
-			t.kind, t.text, t.inverted = tagOpen, strings.TrimSpace(inner[1:]), inner[0] == '^'
-			if strings.HasPrefix(t.text, ">") || strings.HasPrefix(t.text, "*") {
-				return nil, fail("partial blocks and decorators are not supported")
-			}
-		case strings.HasPrefix(inner, "/"):
-			t.kind, t.text = tagClose, strings.TrimSpace(inner[1:])
-		case strings.TrimSpace(inner) == "^":
-			t.kind = tagElse
-		case strings.HasPrefix(strings.TrimSpace(inner), ">"):
-			return nil, fail("partials ({{> name}}) are not supported")
-		default:
-			s := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(inner), "&"))
-			if s == "else" || strings.HasPrefix(s, "else ") {
-				t.kind, t.text = tagElse, strings.TrimSpace(strings.TrimPrefix(s, "else"))
-			} else {
-				t.kind, t.text = tagMustache, s
-			}
-		}
 		flush()
 		toks = append(toks, t)
 	}
 	flush()
 	return toks, nil
+}
+
+// tagExtent finds the tag src starts with ("{{…}}", "{{{…}}}" or a
+// "{{!--…--}}" comment): the text between its delimiters, its length and
+// whether it is triple; problem says why it is no tag ("" when it is).
+func tagExtent(src string) (inner string, n int, triple bool, problem string) {
+	if strings.HasPrefix(src, "{{{{") {
+		return "", 0, false, "raw blocks ({{{{…}}}}) are not supported"
+	}
+	open, closeTag := "{{", "}}"
+	triple = strings.HasPrefix(src, "{{{")
+	if triple {
+		open, closeTag = "{{{", "}}}"
+	}
+	rest := src[len(open):]
+	if !triple && (strings.HasPrefix(rest, "!--") || strings.HasPrefix(rest, "~!--")) {
+		j := strings.Index(rest, "--")
+		k := strings.Index(rest[j+2:], "--}}")
+		if k < 0 {
+			k = strings.Index(rest[j+2:], "--~}}")
+		}
+		if k < 0 {
+			return "", 0, false, "comment {{!-- is never closed with --}}"
+		}
+		end := j + 2 + k
+		m := strings.Index(rest[end:], "}}") + 2
+		return rest[:end+m-2], len(open) + end + m, false, ""
+	}
+	k := strings.Index(rest, closeTag)
+	if k < 0 {
+		return "", 0, triple, "tag is never closed with " + closeTag
+	}
+	return rest[:k], len(open) + k + len(closeTag), triple, ""
+}
+
+// classify sets the token's kind, text and whitespace control from the
+// tag's inner text; it returns why the tag is refused ("" when it is not).
+func (t *token) classify(inner string, triple bool) string {
+	if strings.HasPrefix(inner, "~") {
+		t.stripLeft, inner = true, inner[1:]
+	}
+	if strings.HasSuffix(inner, "~") {
+		t.stripRight, inner = true, inner[:len(inner)-1]
+	}
+	if strings.Contains(inner, "{{") {
+		return "a tag contains {{ (a tag is not closed?)"
+	}
+	switch {
+	case triple:
+		t.kind, t.text = tagMustache, strings.TrimSpace(inner)
+	case strings.HasPrefix(inner, "!"):
+		t.kind = tagComment
+	case strings.HasPrefix(inner, "#"), strings.HasPrefix(inner, "^") && strings.TrimSpace(inner[1:]) != "":
+		t.kind, t.text, t.inverted = tagOpen, strings.TrimSpace(inner[1:]), inner[0] == '^'
+		if strings.HasPrefix(t.text, ">") || strings.HasPrefix(t.text, "*") {
+			return "partial blocks and decorators are not supported"
+		}
+	case strings.HasPrefix(inner, "/"):
+		t.kind, t.text = tagClose, strings.TrimSpace(inner[1:])
+	case strings.TrimSpace(inner) == "^":
+		t.kind = tagElse
+	case strings.HasPrefix(strings.TrimSpace(inner), ">"):
+		return "partials ({{> name}}) are not supported"
+	default:
+		s := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(inner), "&"))
+		if s == "else" || strings.HasPrefix(s, "else ") {
+			t.kind, t.text = tagElse, strings.TrimSpace(strings.TrimPrefix(s, "else"))
+		} else {
+			t.kind, t.text = tagMustache, s
+		}
+	}
+	return ""
 }
 
 // stripWhitespace applies "~" and removes the line of a block tag, else or

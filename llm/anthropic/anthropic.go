@@ -218,6 +218,12 @@ func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt i
 			return nil, &llm.RetryFailure{Code: agenterr.CodeSdkConnection, Message: "malformed stream: " + m.redact(err.Error()), Retryable: true}
 		}
 		switch ev.Type {
+		case "message_start":
+			// The response is billed from here on, whatever becomes of
+			// its stream.
+			inFlight := *billed
+			inFlight.Add(usageOf(&acc.Usage))
+			llm.ObserveUsage(ctx, inFlight)
 		case "message_stop":
 			stopped = true
 		case "content_block_delta":

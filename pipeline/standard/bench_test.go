@@ -4,19 +4,19 @@ import (
 	"context"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/gittest"
 	"github.com/capstan-dev/capstan/pipeline"
-	"github.com/capstan-dev/capstan/pipeline/pipelinetest"
 )
 
 // BenchmarkStandardPipeline runs the whole offline pipeline (two git log
 // calls included) on the fixture repository.
 func BenchmarkStandardPipeline(b *testing.B) {
-	dir := pipelinetest.MakeGitRepo(b, b.TempDir(), pipelinetest.GitSteps())
+	dir := gittest.MakeGitRepo(b, b.TempDir(), gittest.GitSteps())
 	m, err := NewManager(pipeline.Config{Options: pipeline.DefaultExecutionOptions()}, Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	in, err := Input("summarize development activity", dir, "7d", pipelinetest.Now())
+	in, err := Input("summarize development activity", dir, "7d", gittest.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

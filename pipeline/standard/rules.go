@@ -9,7 +9,6 @@ import (
 
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/pipeline"
-	"github.com/capstan-dev/capstan/pipeline/gitactivity"
 )
 
 // Intent types the rule-based detector knows.
@@ -160,7 +159,7 @@ func planRetrieval(_ context.Context, ac *pipeline.AgentContext) error {
 	if since == "" {
 		since = "7d"
 	}
-	w, err := gitactivity.ParseSince(since, t)
+	w, err := ParseSince(since, t)
 	if err != nil {
 		return err
 	}
@@ -176,9 +175,9 @@ func planRetrieval(_ context.Context, ac *pipeline.AgentContext) error {
 	for i, h := range hs {
 		hids[i] = h.ID
 	}
-	q := func(id, role string, w gitactivity.Window) Query {
+	q := func(id, role string, w Window) Query {
 		return Query{ID: id, Source: "git", Repo: repo, Role: role, Window: w,
-			QueryString: "git " + strings.Join(gitactivity.LogArgs(repo, w), " ")}
+			QueryString: "git " + strings.Join(LogArgs(repo, w), " ")}
 	}
 	queries := []Query{q("q1", "current", w), q("q2", "previous", w.Previous())}
 	plans := []RetrievalPlan{{ID: "plan-1", Description: "Read the commit history of " + repo + " for " + w.String() + " and the window before it",
@@ -200,12 +199,12 @@ func executeRetrieval(ctx context.Context, ac *pipeline.AgentContext) error {
 		if q.Source != "git" {
 			return fmt.Errorf("query %s: unknown source %q (this executor reads git)", q.ID, q.Source)
 		}
-		cs, err := gitactivity.Log(ctx, q.Repo, q.Window)
+		cs, err := Log(ctx, q.Repo, q.Window)
 		if err != nil {
 			return err
 		}
 		if cs == nil {
-			cs = []gitactivity.Commit{}
+			cs = []Commit{}
 		}
 		arts = append(arts, Artifact{ID: "a" + strconv.Itoa(len(arts)+1), QueryID: q.ID, Type: "git_log", Source: "git",
 			Role: q.Role, Window: q.Window, Commits: cs})
@@ -234,15 +233,15 @@ func synthesize(_ context.Context, ac *pipeline.AgentContext) error {
 	if prev == nil {
 		prev = &Artifact{Window: cur.Window.Previous()}
 	}
-	facts := gitactivity.Facts(cur.Commits, cur.Window, prev.Commits, prev.Window)
+	facts := Facts(cur.Commits, cur.Window, prev.Commits, prev.Window)
 	if err := ac.Set(KeyFacts, facts); err != nil {
 		return err
 	}
 	return ac.Set(KeyDerived, derive(facts))
 }
 
-func byKind(facts []gitactivity.Fact) map[string][]gitactivity.Fact {
-	m := map[string][]gitactivity.Fact{}
+func byKind(facts []Fact) map[string][]Fact {
+	m := map[string][]Fact{}
 	for _, f := range facts {
 		m[f.Kind] = append(m[f.Kind], f)
 	}
@@ -260,16 +259,16 @@ func pl(v float64, noun string) string {
 }
 
 // label is the subject of a per-author, per-type or per-area fact.
-func label(f gitactivity.Fact) string {
+func label(f Fact) string {
 	s := f.Content
 	switch f.Kind {
-	case gitactivity.KindAuthorCommits:
+	case KindAuthorCommits:
 		if i := strings.Index(s, " <"); i >= 0 {
 			return s[:i]
 		}
-	case gitactivity.KindTypeCommits:
+	case KindTypeCommits:
 		s = strings.TrimPrefix(s, "type ")
-	case gitactivity.KindAreaChanges:
+	case KindAreaChanges:
 		s = strings.TrimPrefix(s, "area ")
 	}
 	if i := strings.LastIndex(s, ": "); i >= 0 {
@@ -279,11 +278,11 @@ func label(f gitactivity.Fact) string {
 }
 
 // leaders returns the facts of kind sharing the highest value.
-func leaders(fs []gitactivity.Fact) []gitactivity.Fact {
+func leaders(fs []Fact) []Fact {
 	if len(fs) == 0 || fs[0].Value == 0 {
 		return nil
 	}
-	var out []gitactivity.Fact
+	var out []Fact
 	for _, f := range fs {
 		if f.Value == fs[0].Value {
 			out = append(out, f)
@@ -292,14 +291,14 @@ func leaders(fs []gitactivity.Fact) []gitactivity.Fact {
 	return out
 }
 
-func each(fs []gitactivity.Fact) string {
+func each(fs []Fact) string {
 	if len(fs) > 1 {
 		return " each"
 	}
 	return ""
 }
 
-func ids(fs ...gitactivity.Fact) []string {
+func ids(fs ...Fact) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = f.ID
@@ -307,7 +306,7 @@ func ids(fs ...gitactivity.Fact) []string {
 	return out
 }
 
-func labels(fs []gitactivity.Fact) string {
+func labels(fs []Fact) string {
 	ls := make([]string, len(fs))
 	for i, f := range fs {
 		ls[i] = label(f)
@@ -315,23 +314,23 @@ func labels(fs []gitactivity.Fact) string {
 	return strings.Join(ls, " and ")
 }
 
-func derive(facts []gitactivity.Fact) []Derived {
+func derive(facts []Fact) []Derived {
 	k := byKind(facts)
 	out := []Derived{}
-	add := func(content string, based ...gitactivity.Fact) {
+	add := func(content string, based ...Fact) {
 		out = append(out, Derived{ID: "D" + strconv.Itoa(len(out)+1), Content: content, BasedOn: ids(based...)})
 	}
-	total := k[gitactivity.KindCommits][0]
+	total := k[KindCommits][0]
 	if total.Value == 0 {
 		return out
 	}
-	if l := leaders(k[gitactivity.KindTypeCommits]); len(l) > 0 {
+	if l := leaders(k[KindTypeCommits]); len(l) > 0 {
 		add(fmt.Sprintf("most common change type: %s (%s of %s commits)", labels(l), num(l[0].Value), num(total.Value)), append(l, total)...)
 	}
-	if l := leaders(k[gitactivity.KindAuthorCommits]); len(l) > 0 {
+	if l := leaders(k[KindAuthorCommits]); len(l) > 0 {
 		add(fmt.Sprintf("most active: %s (%s of %s commits)", labels(l), num(l[0].Value), num(total.Value)), append(l, total)...)
 	}
-	if a := k[gitactivity.KindAreaChanges]; len(a) > 0 {
+	if a := k[KindAreaChanges]; len(a) > 0 {
 		add(fmt.Sprintf("busiest area: %s (%s file changes)", label(a[0]), num(a[0].Value)), a[0])
 	}
 	return out
@@ -339,7 +338,7 @@ func derive(facts []gitactivity.Fact) []Derived {
 
 // infer draws conclusions from the facts, each citing its evidence.
 func infer(_ context.Context, ac *pipeline.AgentContext) error {
-	var facts []gitactivity.Fact
+	var facts []Fact
 	if err := ac.Decode(KeyFacts, &facts); err != nil {
 		return err
 	}
@@ -348,13 +347,13 @@ func infer(_ context.Context, ac *pipeline.AgentContext) error {
 		return err
 	}
 	k := byKind(facts)
-	if len(k[gitactivity.KindCommits]) == 0 || len(k[gitactivity.KindPreviousCommits]) == 0 {
+	if len(k[KindCommits]) == 0 || len(k[KindPreviousCommits]) == 0 {
 		return fmt.Errorf("facts lack the commit counts")
 	}
-	total, prev := k[gitactivity.KindCommits][0], k[gitactivity.KindPreviousCommits][0]
+	total, prev := k[KindCommits][0], k[KindPreviousCommits][0]
 	var cs []Conclusion
 	var chain []InferenceStep
-	add := func(text, rule string, hyp string, ev ...gitactivity.Fact) {
+	add := func(text, rule string, hyp string, ev ...Fact) {
 		c := Conclusion{ID: "c" + strconv.Itoa(len(cs)+1), Description: text, Confidence: 1, Evidence: ids(ev...)}
 		cs = append(cs, c)
 		chain = append(chain, InferenceStep{Step: len(chain) + 1, From: append([]string{hyp}, c.Evidence...), Conclusion: c.ID, Rule: rule})
@@ -363,19 +362,19 @@ func infer(_ context.Context, ac *pipeline.AgentContext) error {
 	if total.Value == 0 {
 		add("No commits were made in the window", "count", h1, total)
 	} else {
-		authors := k[gitactivity.KindAuthors][0]
+		authors := k[KindAuthors][0]
 		add(fmt.Sprintf("%s by %s %s made in the window", pl(total.Value, "commit"), pl(authors.Value, "author"), map[bool]string{true: "was", false: "were"}[total.Value == 1]), "count", h1, total, authors)
-		if l := leaders(k[gitactivity.KindTypeCommits]); len(l) > 0 {
+		if l := leaders(k[KindTypeCommits]); len(l) > 0 {
 			verb := "was the most common change type"
 			if len(l) > 1 {
 				verb = "were the most common change types"
 			}
 			add(fmt.Sprintf("%s %s, with %s of %s commits%s", labels(l), verb, num(l[0].Value), num(total.Value), each(l)), "plurality", h1, append(l, total)...)
 		}
-		if l := leaders(k[gitactivity.KindAuthorCommits]); len(l) > 0 && len(k[gitactivity.KindAuthorCommits]) > 1 {
+		if l := leaders(k[KindAuthorCommits]); len(l) > 0 && len(k[KindAuthorCommits]) > 1 {
 			add(fmt.Sprintf("%s led with %s of %s commits%s", labels(l), num(l[0].Value), num(total.Value), each(l)), "plurality", h1, append(l, total)...)
 		}
-		if a := k[gitactivity.KindAreaChanges]; len(a) > 0 {
+		if a := k[KindAreaChanges]; len(a) > 0 {
 			add(fmt.Sprintf("Most file changes were in %s (%s)", label(a[0]), num(a[0].Value)), "plurality", h1, a[0])
 		}
 	}
@@ -396,7 +395,7 @@ func infer(_ context.Context, ac *pipeline.AgentContext) error {
 // summarize renders the facts and conclusions as a short report whose
 // every number cites a fact.
 func summarize(_ context.Context, ac *pipeline.AgentContext) error {
-	var facts []gitactivity.Fact
+	var facts []Fact
 	if err := ac.Decode(KeyFacts, &facts); err != nil {
 		return err
 	}
@@ -408,23 +407,23 @@ func summarize(_ context.Context, ac *pipeline.AgentContext) error {
 }
 
 // RenderSummary is the rule-based summary of facts and conclusions.
-func RenderSummary(facts []gitactivity.Fact, cs []Conclusion) string {
+func RenderSummary(facts []Fact, cs []Conclusion) string {
 	k := byKind(facts)
-	cite := func(fs ...gitactivity.Fact) string { return " [" + strings.Join(ids(fs...), ", ") + "]" }
+	cite := func(fs ...Fact) string { return " [" + strings.Join(ids(fs...), ", ") + "]" }
 	var b strings.Builder
-	total := k[gitactivity.KindCommits][0]
+	total := k[KindCommits][0]
 	if total.Window != nil {
 		fmt.Fprintf(&b, "Development activity from %s to %s UTC\n",
 			total.Window.Since.UTC().Format("2006-01-02 15:04"), total.Window.Until.UTC().Format("2006-01-02 15:04"))
 	} else {
 		b.WriteString("Development activity\n")
 	}
-	authors := k[gitactivity.KindAuthors][0]
+	authors := k[KindAuthors][0]
 	fmt.Fprintf(&b, "- %s by %s%s\n", pl(total.Value, "commit"), pl(authors.Value, "author"), cite(total, authors))
 	if total.Value > 0 {
-		files, add, del := k[gitactivity.KindFiles][0], k[gitactivity.KindLinesAdded][0], k[gitactivity.KindLinesDeleted][0]
+		files, add, del := k[KindFiles][0], k[KindLinesAdded][0], k[KindLinesDeleted][0]
 		fmt.Fprintf(&b, "- %s changed, %s added, %s deleted%s\n", pl(files.Value, "file"), pl(add.Value, "line"), num(del.Value), cite(files, add, del))
-		list := func(title string, fs []gitactivity.Fact) {
+		list := func(title string, fs []Fact) {
 			if len(fs) == 0 {
 				return
 			}
@@ -434,11 +433,11 @@ func RenderSummary(facts []gitactivity.Fact, cs []Conclusion) string {
 			}
 			fmt.Fprintf(&b, "- %s: %s%s\n", title, strings.Join(parts, ", "), cite(fs...))
 		}
-		list("By type", k[gitactivity.KindTypeCommits])
-		list("By author", k[gitactivity.KindAuthorCommits])
-		list("Busiest areas (file changes)", k[gitactivity.KindAreaChanges])
+		list("By type", k[KindTypeCommits])
+		list("By author", k[KindAuthorCommits])
+		list("Busiest areas (file changes)", k[KindAreaChanges])
 	}
-	prev := k[gitactivity.KindPreviousCommits][0]
+	prev := k[KindPreviousCommits][0]
 	fmt.Fprintf(&b, "- Previous window: %s%s\n", pl(prev.Value, "commit"), cite(prev))
 	if len(cs) > 0 {
 		b.WriteString("Conclusions:\n")
@@ -470,9 +469,9 @@ func validate(_ context.Context, ac *pipeline.AgentContext) error {
 	if err := ac.Decode(KeyConclusions, &cs); err != nil {
 		return err
 	}
-	var facts []gitactivity.Fact
+	var facts []Fact
 	haveFacts := ac.Decode(KeyFacts, &facts) == nil
-	byID := map[string]gitactivity.Fact{}
+	byID := map[string]Fact{}
 	var all []float64
 	for _, f := range facts {
 		byID[f.ID] = f
@@ -495,8 +494,8 @@ func validate(_ context.Context, ac *pipeline.AgentContext) error {
 			}
 			vals = append(vals, f.Value)
 		}
-		for _, n := range gitactivity.Numbers(c.Description) {
-			if !gitactivity.Backed(n, vals) {
+		for _, n := range Numbers(c.Description) {
+			if !Backed(n, vals) {
 				rep.UnbackedNumbers = append(rep.UnbackedNumbers, fmt.Sprintf("conclusion %s: %s", c.ID, n.Text))
 			}
 		}
@@ -505,8 +504,8 @@ func validate(_ context.Context, ac *pipeline.AgentContext) error {
 		rep.Checks = append(rep.Checks, "numbers backed by facts")
 		if summary := ac.String(KeySummary); summary != "" {
 			rep.Checks = append(rep.Checks, "summary numbers")
-			for _, n := range gitactivity.Numbers(summary) {
-				if !gitactivity.Backed(n, all) {
+			for _, n := range Numbers(summary) {
+				if !Backed(n, all) {
 					rep.UnbackedNumbers = append(rep.UnbackedNumbers, "summary: "+n.Text)
 				}
 			}

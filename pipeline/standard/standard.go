@@ -8,6 +8,23 @@
 // Without a model every agent is rule-based and deterministic. With a model
 // (Config.Model), intent detection, inference and summarization ask it,
 // through schema-checked pipeline.ModelStage calls.
+//
+// The retrieval reads the commit history of a local git repository
+// with the git command line and turns it into facts that cite commit
+// hashes: commits, authors, files and lines changed in a time window, by
+// type of change.
+//
+// The type of a commit is its conventional-commit type ("feat(api): ..." →
+// feat) when the subject starts with one of feat, fix, docs, style,
+// refactor, perf, test, build, ci, chore, revert. Otherwise a heuristic
+// looks at the first word of the subject (after an "area:" prefix):
+// fix/fixes/bug/hotfix/correct/repair/resolve → fix; add/implement/
+// introduce/create/support/enable/feature/new → feat; doc/docs/document/
+// readme → docs; test/tests → test; refactor/rename/move/clean/cleanup/
+// simplify/extract/reorganize/remove/delete/drop → refactor; perf/optimize/
+// speed → perf; bump/upgrade/release/update/chore/ci/build → chore;
+// revert → revert. If no word matches, a subject containing "fix" or "bug"
+// is fix, else "other".
 package standard
 
 import (
@@ -18,7 +35,6 @@ import (
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
-	"github.com/capstan-dev/capstan/pipeline/gitactivity"
 )
 
 // Agent ids.
@@ -110,23 +126,23 @@ type RetrievalPlan struct {
 
 // Query is one retrieval: git log of Repo over a window.
 type Query struct {
-	ID          string             `json:"id"`
-	Source      string             `json:"source"`
-	Repo        string             `json:"repo"`
-	Role        string             `json:"role"` // "current" or "previous"
-	Window      gitactivity.Window `json:"window"`
-	QueryString string             `json:"query_string"`
+	ID          string `json:"id"`
+	Source      string `json:"source"`
+	Repo        string `json:"repo"`
+	Role        string `json:"role"` // "current" or "previous"
+	Window      Window `json:"window"`
+	QueryString string `json:"query_string"`
 }
 
 // Artifact is the result of one query.
 type Artifact struct {
-	ID      string               `json:"id"`
-	QueryID string               `json:"query_id"`
-	Type    string               `json:"type"`
-	Source  string               `json:"source"`
-	Role    string               `json:"role"`
-	Window  gitactivity.Window   `json:"window"`
-	Commits []gitactivity.Commit `json:"commits"`
+	ID      string   `json:"id"`
+	QueryID string   `json:"query_id"`
+	Type    string   `json:"type"`
+	Source  string   `json:"source"`
+	Role    string   `json:"role"`
+	Window  Window   `json:"window"`
+	Commits []Commit `json:"commits"`
 }
 
 // Derived is a piece of derived knowledge with the facts it rests on.
@@ -181,7 +197,7 @@ type Config struct {
 func Input(request, repo, since string, now time.Time) (*pipeline.AgentContext, error) {
 	ac := pipeline.NewAgentContext("", "")
 	if since != "" {
-		if _, err := gitactivity.ParseSince(since, now); err != nil {
+		if _, err := ParseSince(since, now); err != nil {
 			return nil, fmt.Errorf("--since: %w", err)
 		}
 	} else if _, err := WindowFromText(request); err != nil {

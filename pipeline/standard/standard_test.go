@@ -11,22 +11,21 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/gittest"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
-	"github.com/capstan-dev/capstan/pipeline/gitactivity"
-	"github.com/capstan-dev/capstan/pipeline/pipelinetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func run(t *testing.T, cfg Config, request, since string, steps []pipelinetest.Step) (*pipeline.AgentContext, error) {
+func run(t *testing.T, cfg Config, request, since string, steps []gittest.Step) (*pipeline.AgentContext, error) {
 	t.Helper()
-	dir := pipelinetest.MakeGitRepo(t, t.TempDir(), steps)
+	dir := gittest.MakeGitRepo(t, t.TempDir(), steps)
 	m, err := NewManager(pipeline.Config{Options: pipeline.DefaultExecutionOptions()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := Input(request, dir, since, pipelinetest.Now())
+	in, err := Input(request, dir, since, gittest.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +76,12 @@ func TestSeedContracts(t *testing.T) {
 
 // The whole offline pipeline on a generated repository with fixed dates.
 func TestGoldenActivitySummary(t *testing.T) {
-	out, err := run(t, Config{}, "summarize development activity", "7d", pipelinetest.GitSteps())
+	out, err := run(t, Config{}, "summarize development activity", "7d", gittest.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "summary.golden", out.String(KeySummary)+"\n")
-	var facts []gitactivity.Fact
+	var facts []Fact
 	_ = out.Decode(KeyFacts, &facts)
 	b, _ := json.MarshalIndent(facts, "", "  ")
 	golden(t, "facts.golden.json", string(b)+"\n")
@@ -106,7 +105,7 @@ func TestGoldenActivitySummary(t *testing.T) {
 }
 
 func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
-	out, err := run(t, Config{}, "what happened in the last 2 days?", "", pipelinetest.GitSteps())
+	out, err := run(t, Config{}, "what happened in the last 2 days?", "", gittest.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +115,7 @@ func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
 		t.Fatalf("window %v hours", got)
 	}
 	// A window with no commits still yields facts, conclusions and a summary.
-	out, err = run(t, Config{}, "summary", "2026-11-21", pipelinetest.GitSteps())
+	out, err = run(t, Config{}, "summary", "2026-11-21", gittest.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +127,7 @@ func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
 
 func TestNotARepository(t *testing.T) {
 	m, _ := NewManager(pipeline.Config{Options: pipeline.DefaultExecutionOptions()}, Config{})
-	in, _ := Input("summarize", t.TempDir(), "7d", pipelinetest.Now())
+	in, _ := Input("summarize", t.TempDir(), "7d", gittest.Now())
 	out, err := m.Execute(context.Background(), in)
 	if err == nil || !strings.Contains(err.Error(), "not a git repository") || out.String("metadata.status") != pipeline.PipelineStopped {
 		t.Fatalf("err = %v", err)
@@ -163,7 +162,7 @@ func TestModelNumbersCheckedAgainstFacts(t *testing.T) {
 			`{"id":"c3","description":"Bugs dominate","confidence":0.5,"evidence":["F99"]}],"inference_chain":[]}`,
 		Summarization: `{"summary":"6 commits by 4 authors [F1, F2]; 30 lines added [F4]; about 42 reviews."}`,
 	}}
-	out, err := run(t, Config{Model: m}, "summarize development activity", "7d", pipelinetest.GitSteps())
+	out, err := run(t, Config{Model: m}, "summarize development activity", "7d", gittest.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +191,7 @@ func TestModelOutputRejected(t *testing.T) {
 	m := &replyModel{answers: map[string]string{
 		IntentDetection: `{"intents":[{"type":"activity_summary","confidence":1.5}],"entities":{}}`,
 	}}
-	out, err := run(t, Config{Model: m}, "summarize", "7d", pipelinetest.GitSteps())
+	out, err := run(t, Config{Model: m}, "summarize", "7d", gittest.GitSteps())
 	if err == nil || !strings.Contains(err.Error(), "STAGE_OUTPUT") || out.Has(KeyIntents) {
 		t.Fatalf("err = %v", err)
 	}
@@ -229,10 +228,10 @@ func TestWindowFromText(t *testing.T) {
 // The command's input refuses an unreadable time phrase before running,
 // unless --since decides the window.
 func TestInputRefusesUnknownTimePhrase(t *testing.T) {
-	if _, err := Input("summarize the last two fortnights", ".", "", pipelinetest.Now()); err == nil || !strings.Contains(err.Error(), "pass --since") {
+	if _, err := Input("summarize the last two fortnights", ".", "", gittest.Now()); err == nil || !strings.Contains(err.Error(), "pass --since") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := Input("summarize the last two fortnights", ".", "1y", pipelinetest.Now()); err != nil {
+	if _, err := Input("summarize the last two fortnights", ".", "1y", gittest.Now()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -241,14 +240,14 @@ func FuzzWindowFromText(f *testing.F) {
 	for _, s := range []string{"last 3 days", "since 2026-11-01", "past week", "yesterday"} {
 		f.Add(s)
 	}
-	now := pipelinetest.Now()
+	now := gittest.Now()
 	f.Fuzz(func(t *testing.T, s string) {
 		w, err := WindowFromText(s)
 		if w == "" || err != nil {
 			return
 		}
 		// Whatever the request says, the result is a --since value or a date ParseSince judges.
-		if _, err := gitactivity.ParseSince(w, now); err != nil && !strings.Contains(w, "-") && w[0] != '0' {
+		if _, err := ParseSince(w, now); err != nil && !strings.Contains(w, "-") && w[0] != '0' {
 			t.Fatalf("%q -> %q: %v", s, w, err)
 		}
 	})

@@ -57,26 +57,10 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot create output pipe")
 	}
 	defer pr.Close()
-	env := spec.Env
-	if env == nil {
-		env = []string{}
-	}
-	var (
-		cmd *exec.Cmd
-		sup *procguard.Supervised
-	)
-	if procguard.Available() {
-		sup, err = procguard.Command(procguard.Spec{Argv: []string{Shell(), "-c", spec.Command}, Env: env, Dir: spec.Dir})
-		if err != nil {
-			pw.Close()
-			return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot prepare command")
-		}
-		cmd = sup.Cmd
-	} else {
-		cmd = exec.Command(Shell(), "-c", spec.Command)
-		cmd.Dir = spec.Dir
-		cmd.Env = env
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd, sup, err := shellCommand(spec)
+	if err != nil {
+		pw.Close()
+		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot prepare command")
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	start := time.Now()
@@ -85,11 +69,10 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 	} else {
 		err = cmd.Start()
 	}
+	pw.Close()
 	if err != nil {
-		pw.Close()
 		return tool.CommandResult{}, agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "cannot start command")
 	}
-	pw.Close()
 	pgid := cmd.Process.Pid
 
 	out := newHeadTail(max)
@@ -98,6 +81,29 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 		_, _ = io.Copy(out, pr)
 		close(copied)
 	}()
+	res := tool.CommandResult{}
+	var runErr error
+	res.TimedOut, runErr = waitCommand(ctx, cmd, sup, spec.Timeout)
+	// Background processes the command left behind share its group.
+	killGroup(pgid)
+	select {
+	case <-copied:
+	case <-time.After(drainGrace):
+		// A descendant escaped the group (setsid) and holds the pipe.
+		_ = pr.SetReadDeadline(time.Now())
+		<-copied
+	}
+	res.Duration = time.Since(start)
+	res.Output, res.Truncated, res.TotalBytes = out.result()
+	exitStatus(&res, cmd, sup)
+	return res, runErr
+}
+
+// waitCommand waits for the started command to end, for at most timeout
+// (0: no limit) and while ctx lasts; it stops the command and everything
+// it started when either ends first (timedOut, or a CANCELED error).
+func waitCommand(ctx context.Context, cmd *exec.Cmd, sup *procguard.Supervised, timeout time.Duration) (timedOut bool, err error) {
+	pgid := cmd.Process.Pid
 	waited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
@@ -117,51 +123,67 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 		killGroup(pgid)
 		<-waited
 	}
-
 	var expired <-chan time.Time
-	if spec.Timeout > 0 {
-		t := time.NewTimer(spec.Timeout)
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
 		defer t.Stop()
 		expired = t.C
 	}
-	res := tool.CommandResult{}
-	var runErr error
 	select {
 	case <-waited:
 	case <-expired:
-		res.TimedOut = true
 		stop()
+		return true, nil
 	case <-ctx.Done():
 		stop()
-		runErr = agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerTool, false, "command canceled")
+		return false, agenterr.Wrap(ctx.Err(), agenterr.CodeCanceled, agenterr.LayerTool, false, "command canceled")
 	}
-	// Background processes the command left behind share its group.
-	killGroup(pgid)
-	select {
-	case <-copied:
-	case <-time.After(drainGrace):
-		// A descendant escaped the group (setsid) and holds the pipe.
-		_ = pr.SetReadDeadline(time.Now())
-		<-copied
+	return false, nil
+}
+
+// shellCommand is spec's command line run by the shell in spec's
+// directory and environment (an empty one when spec has none): under the
+// process supervisor where it is available (it kills the whole tree),
+// else in a process group of its own.
+func shellCommand(spec tool.CommandSpec) (*exec.Cmd, *procguard.Supervised, error) {
+	env := spec.Env
+	if env == nil {
+		env = []string{}
 	}
-	res.Duration = time.Since(start)
-	res.Output, res.Truncated, res.TotalBytes = out.result()
+	if procguard.Available() {
+		sup, err := procguard.Command(procguard.Spec{Argv: []string{Shell(), "-c", spec.Command}, Env: env, Dir: spec.Dir})
+		if err != nil {
+			return nil, nil, err
+		}
+		return sup.Cmd, sup, nil
+	}
+	cmd := exec.Command(Shell(), "-c", spec.Command)
+	cmd.Dir = spec.Dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil, nil
+}
+
+// exitStatus sets res's exit code and signal from the ended command: the
+// supervisor's report of the command when there is one (the supervisor's
+// own exit says nothing about it), else the process state.
+func exitStatus(res *tool.CommandResult, cmd *exec.Cmd, sup *procguard.Supervised) {
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.Signal = ws.Signal().String()
 	}
-	if sup != nil {
-		if st := sup.Status(); st.Started {
-			res.ExitCode = st.ExitCode
-			res.Signal = ""
-			if st.Signal != 0 {
-				res.Signal = syscall.Signal(st.Signal).String()
-			}
-		} else if st.Error != "" {
-			res.Output += "\n[" + st.Error + "]"
-		}
+	if sup == nil {
+		return
 	}
-	return res, runErr
+	if st := sup.Status(); st.Started {
+		res.ExitCode = st.ExitCode
+		res.Signal = ""
+		if st.Signal != 0 {
+			res.Signal = syscall.Signal(st.Signal).String()
+		}
+	} else if st.Error != "" {
+		res.Output += "\n[" + st.Error + "]"
+	}
 }
 
 func killGroup(pgid int) {

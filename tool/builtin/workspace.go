@@ -181,40 +181,48 @@ func (w *workspace) resolve(p string) (string, error) {
 			return "", agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerTool, true, "%s", p)
 		}
 		linkName := displayPath(filepath.Join(append(append([]string(nil), done...), part)...))
-		if filepath.IsAbs(target) {
-			inside := false
-			for _, base := range []string{w.root, w.alias} {
-				if r, ok := within(base, filepath.Clean(target)); ok {
-					done, inside = nil, true
-					pending = append(splitPath(r), pending...)
-					break
-				}
-			}
-			if !inside {
-				return "", escapeErr(p, "symbolic link %s points outside the working directory", linkName)
-			}
-			continue
+		fromRoot, parts, err := w.linkTarget(p, linkName, target, len(done))
+		if err != nil {
+			return "", err
 		}
-		// A relative target is resolved from the link's directory; a ".."
-		// past the root is caught above.
-		t := splitPath(filepath.Clean(target))
-		depth := len(done)
-		for _, c := range t {
-			if c == ".." {
-				depth--
-			} else if c != "." {
-				depth++
-			}
-			if depth < 0 {
-				return "", escapeErr(p, "symbolic link %s points outside the working directory", linkName)
-			}
+		if fromRoot {
+			done = nil
 		}
-		pending = append(t, pending...)
+		pending = append(parts, pending...)
 	}
 	if len(done) == 0 {
 		return ".", nil
 	}
 	return filepath.Join(done...), nil
+}
+
+// linkTarget is where the walk of path p goes on after the symbolic link
+// linkName, depth components below the root, whose target is target: an
+// absolute target inside the working directory (under its real path or
+// its alias) goes on from the root (fromRoot) with the parts below it; a
+// relative one from the link's directory, where no ".." may climb past the
+// root. A target outside the working directory is an error.
+func (w *workspace) linkTarget(p, linkName, target string, depth int) (fromRoot bool, parts []string, err error) {
+	if filepath.IsAbs(target) {
+		for _, base := range []string{w.root, w.alias} {
+			if r, ok := within(base, filepath.Clean(target)); ok {
+				return true, splitPath(r), nil
+			}
+		}
+		return false, nil, escapeErr(p, "symbolic link %s points outside the working directory", linkName)
+	}
+	t := splitPath(filepath.Clean(target))
+	for _, c := range t {
+		if c == ".." {
+			depth--
+		} else if c != "." {
+			depth++
+		}
+		if depth < 0 {
+			return false, nil, escapeErr(p, "symbolic link %s points outside the working directory", linkName)
+		}
+	}
+	return false, t, nil
 }
 
 func splitPath(p string) []string {

@@ -160,15 +160,22 @@ func ledgerKillTrial(t *testing.T, agentDir string, store journal.Store, rng *ra
 // a minute.
 func waitForLine(t *testing.T, starts string, done <-chan error) {
 	t.Helper()
+	waitUntil(t, done, "its Bash call started", func() bool { return clitest.CountLines(t, starts) > 0 })
+}
+
+// waitUntil waits until cond holds — what it says, for the failure — for
+// up to a minute, failing when the run ends first (done).
+func waitUntil(t *testing.T, done <-chan error, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for clitest.CountLines(t, starts) == 0 {
+	for !cond() {
 		select {
 		case err := <-done:
-			t.Fatalf("run ended before its Bash call started: %v", err)
+			t.Fatalf("run ended before %s: %v", what, err)
 		case <-time.After(5 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the Bash call did not start within a minute")
+			t.Fatalf("not within a minute: %s", what)
 		}
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/journal"
 )
 
 // TestUsageOfAResponseReadBeforeAKillCounts: the model API (a fake on
@@ -37,32 +40,8 @@ func TestUsageOfAResponseReadBeforeAKillCounts(t *testing.T) {
 		"prompts/steps/work/main/f_default.md": "Run the command.",
 	})
 	wd := t.TempDir()
-	run := cliCommand("run", dir, "--workdir", wd, "--base-url", srv.URL, "--quiet")
-	run.Env = append(run.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey)
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- run.Wait() }()
-	waitForLine(t, filepath.Join(wd, "starts.txt"), done)
-	// The machine dies: the run and the command it started.
-	_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
-	<-done
-	list, err := testStore(t).List(wd)
-	if err != nil || len(list) != 1 {
-		t.Fatalf("runs of %s: %v %v", wd, list, err)
-	}
-	resume := cliCommand("resume", list[0].ID, "--json")
-	resume.Env = append(resume.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey)
-	var stdout, stderr bytes.Buffer
-	resume.Stdout, resume.Stderr = &stdout, &stderr
-	if err := resume.Run(); err != nil {
-		t.Fatalf("resume: %v\n%s\n%s", err, stdout.String(), stderr.String())
-	}
-	var res agent.Result
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || !res.Success {
-		t.Fatalf("the resumed run did not complete: %v\n%s\n%s", err, stdout.String(), stderr.String())
-	}
+	run := killedRun(t, dir, wd, srv.URL, func(done <-chan error) { waitForLine(t, filepath.Join(wd, "starts.txt"), done) })
+	res := resumeToEnd(t, run.ID)
 	answered := map[int]int{}
 	for _, r := range srv.Requests() {
 		if r.Status == 200 {
@@ -78,4 +57,93 @@ func TestUsageOfAResponseReadBeforeAKillCounts(t *testing.T) {
 	if n := clitest.CountLines(t, filepath.Join(wd, "starts.txt")); n != 1 {
 		t.Errorf("the cut Bash call started %d times, want once", n)
 	}
+}
+
+// TestUsageOfAResponseCutMidStreamCounts: the model API (a fake on
+// loopback) begins a response — its message_start, which reports the
+// input billed, reaches the client — and then stalls; the run is killed
+// (SIGKILL) while the response streams, before its turn was journaled.
+// The usage the stream had reported is in the journal all the same
+// (model.usage), so the resumed run's usage is what the server billed for
+// both responses, the cut one's included.
+func TestUsageOfAResponseCutMidStreamCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a run: skipped with -short")
+	}
+	var requests atomic.Int32
+	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		if requests.Add(1) == 1 {
+			// message_start (1,000 input tokens, 1 output token), then
+			// silence until the client is gone.
+			return fakellm.Reply{Usage: fakellm.Usage{InputTokens: 1000, OutputTokens: 100}, Text: "never finished",
+				Fault: &fakellm.Fault{StallAfter: 1}}
+		}
+		return fakellm.Reply{Usage: fakellm.Usage{InputTokens: 1000, OutputTokens: 50}, Text: "ALL_DONE"}
+	}})
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "streamed", "description": "a response the run is killed in while it streams",
+  "runner": {"model": "anthropic:claude-sonnet-4-5", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": [], "permissionMode": "acceptEdits"}, "budgets": {"maxIterations": 3}}}`,
+		"steps_registry.json":                  `{"agentId": "streamed", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Say the keyword.",
+	})
+	wd := t.TempDir()
+	// The client has read message_start when its usage is journaled.
+	run := killedRun(t, dir, wd, srv.URL, func(done <-chan error) {
+		waitUntil(t, done, "its response's usage was journaled", func() bool {
+			list, err := testStore(t).List(wd)
+			return err == nil && len(list) == 1 && strings.Contains(readFileT(t, list[0].Path), `"type":"model.usage"`)
+		})
+	})
+	if strings.Contains(readFileT(t, run.Path), `"type":"model.turn"`) {
+		t.Fatal("the cut response's turn was journaled: the kill came after the stream, not in it")
+	}
+	res := resumeToEnd(t, run.ID)
+	if n := requests.Load(); n != 2 {
+		t.Fatalf("the server got %d requests, want 2 (the cut one, asked again once)", n)
+	}
+	if got := res.Usage; got.Input() != 2000 || got.OutputTokens != 51 {
+		t.Errorf("resumed run's usage %+v (input %d), want what the server billed: 2000 input tokens, 1 + 50 output tokens", got, got.Input())
+	}
+}
+
+// killedRun starts the agent in dir on the work dir wd against the fake
+// Anthropic API at url, waits until until returns, kills the run and
+// every process it started (SIGKILL: the machine dies) and returns its
+// journal.
+func killedRun(t *testing.T, dir, wd, url string, until func(done <-chan error)) journal.Run {
+	t.Helper()
+	run := cliCommand("run", dir, "--workdir", wd, "--base-url", url, "--quiet")
+	run.Env = append(run.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey)
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	until(done)
+	_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
+	<-done
+	list, err := testStore(t).List(wd)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("runs of %s: %v %v", wd, list, err)
+	}
+	return list[0]
+}
+
+// resumeToEnd resumes run id and returns its result, which must be a
+// completed run.
+func resumeToEnd(t *testing.T, id string) agent.Result {
+	t.Helper()
+	resume := cliCommand("resume", id, "--json")
+	resume.Env = append(resume.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey)
+	var stdout, stderr bytes.Buffer
+	resume.Stdout, resume.Stderr = &stdout, &stderr
+	if err := resume.Run(); err != nil {
+		t.Fatalf("resume: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var res agent.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || !res.Success {
+		t.Fatalf("the resumed run did not complete: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	return res
 }

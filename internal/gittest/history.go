@@ -1,7 +1,9 @@
-// Package pipelinetest builds git repositories with fixed authors and
-// timestamps, for tests of pipelines that read git history (as
-// net/http/httptest does for HTTP).
-package pipelinetest
+// Package gittest builds git repositories for tests (as net/http/httptest
+// builds HTTP servers): repositories with fixed authors and timestamps,
+// for tests of pipelines that read git history (MakeGitRepo, GitSteps),
+// and repositories whose configuration a model poisoned, for tests that
+// check capstan's own git runs none of it (PoisonRepo, Poison).
+package gittest
 
 import (
 	"os"

@@ -1,20 +1,4 @@
-// Package gitactivity reads the commit history of a local git repository
-// with the git command line and turns it into facts that cite commit
-// hashes: commits, authors, files and lines changed in a time window, by
-// type of change.
-//
-// The type of a commit is its conventional-commit type ("feat(api): ..." →
-// feat) when the subject starts with one of feat, fix, docs, style,
-// refactor, perf, test, build, ci, chore, revert. Otherwise a heuristic
-// looks at the first word of the subject (after an "area:" prefix):
-// fix/fixes/bug/hotfix/correct/repair/resolve → fix; add/implement/
-// introduce/create/support/enable/feature/new → feat; doc/docs/document/
-// readme → docs; test/tests → test; refactor/rename/move/clean/cleanup/
-// simplify/extract/reorganize/remove/delete/drop → refactor; perf/optimize/
-// speed → perf; bump/upgrade/release/update/chore/ci/build → chore;
-// revert → revert. If no word matches, a subject containing "fix" or "bug"
-// is fix, else "other".
-package gitactivity
+package standard
 
 import (
 	"context"
@@ -149,7 +133,7 @@ func LogArgs(repo string, w Window) []string {
 // CheckRepo fails with a GIT error unless repo is inside a git work tree
 // (or is a bare repository).
 func CheckRepo(ctx context.Context, repo string) error {
-	if _, err := run(ctx, repo, "rev-parse", "--git-dir"); err != nil {
+	if _, err := runGit(ctx, repo, "rev-parse", "--git-dir"); err != nil {
 		if agenterr.CodeOf(err) == agenterr.CodeDependencyResolution {
 			return err // git itself is refused (inside the repository) or missing
 		}
@@ -170,13 +154,13 @@ func Log(ctx context.Context, repo string, w Window) ([]Commit, error) {
 	if err := CheckRepo(ctx, repo); err != nil {
 		return nil, err
 	}
-	if _, err := run(ctx, repo, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
+	if _, err := runGit(ctx, repo, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
 		return nil, nil // no commits yet
 	}
 	if err := checkShallow(ctx, repo, w); err != nil {
 		return nil, err
 	}
-	out, err := run(ctx, repo, withoutDir(LogArgs(repo, w))...)
+	out, err := runGit(ctx, repo, withoutDir(LogArgs(repo, w))...)
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, true, "git log in %s", repo)
 	}
@@ -187,11 +171,11 @@ func Log(ctx context.Context, repo string, w Window) ([]Commit, error) {
 // clone: the boundary commits (those whose parents were not fetched) must
 // all be older than the window's start.
 func checkShallow(ctx context.Context, repo string, w Window) error {
-	out, err := run(ctx, repo, "rev-parse", "--is-shallow-repository")
+	out, err := runGit(ctx, repo, "rev-parse", "--is-shallow-repository")
 	if err != nil || strings.TrimSpace(string(out)) != "true" {
 		return nil
 	}
-	path, err := run(ctx, repo, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
+	path, err := runGit(ctx, repo, "rev-parse", "--path-format=absolute", "--git-path", "shallow")
 	if err != nil {
 		return agenterr.Wrap(err, agenterr.CodeGit, agenterr.LayerPipeline, false, "%s is a shallow clone whose history cut cannot be read", repo)
 	}
@@ -203,7 +187,7 @@ func checkShallow(ctx context.Context, repo string, w Window) error {
 		if !hashRe().MatchString(h) {
 			continue
 		}
-		ct, err := run(ctx, repo, "show", "-s", "--format=%cI", h)
+		ct, err := runGit(ctx, repo, "show", "-s", "--format=%cI", h)
 		if err != nil {
 			continue // a boundary commit no longer reachable
 		}
@@ -223,7 +207,7 @@ func checkShallow(ctx context.Context, repo string, w Window) error {
 // a PATH entry outside repo provides, with a minimal environment and no
 // program the repository's configuration names (a gpg.program,
 // core.fsmonitor or hook planted in its .git/config runs nowhere).
-func run(ctx context.Context, repo string, args ...string) ([]byte, error) {
+func runGit(ctx context.Context, repo string, args ...string) ([]byte, error) {
 	g, err := hostcmd.NewGit(os.Environ(), repo)
 	if err != nil {
 		return nil, err

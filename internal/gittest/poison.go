@@ -1,6 +1,4 @@
-// Package hostcmdtest makes git repositories whose configuration a model
-// poisoned, for tests that check capstan's own git runs none of it.
-package hostcmdtest
+package gittest
 
 import (
 	"os"

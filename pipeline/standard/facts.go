@@ -1,4 +1,4 @@
-package gitactivity
+package standard
 
 import (
 	"fmt"
@@ -215,7 +215,7 @@ var (
 func Numbers(text string) []Number {
 	blank := func(s string) string { return strings.Repeat(" ", len(s)) }
 	clean := ignoreRe().ReplaceAllStringFunc(text, blank)
-	clean = wordRe().ReplaceAllStringFunc(clean, func(w string) string {
+	clean = nonSpaceRe().ReplaceAllStringFunc(clean, func(w string) string {
 		if isIdentifier(strings.Trim(w, identifierTrim)) {
 			return blank(w)
 		}
@@ -237,8 +237,8 @@ func Numbers(text string) []Number {
 	return out
 }
 
-// wordRe splits text into whitespace-separated words.
-var wordRe = lazyre.New(`\S+`)
+// nonSpaceRe splits text into whitespace-separated words.
+var nonSpaceRe = lazyre.New(`\S+`)
 
 // identifierTrim is the punctuation around a word that is not part of it.
 const identifierTrim = ".,;:!?()[]{}<>\"'`*"
