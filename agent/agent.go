@@ -132,12 +132,10 @@ type Agent struct {
 	// sharedCache is Config.ValidatorCache when the validators use it
 	// (sealed after the test baseline; the caller removes it).
 	sharedCache *sandbox.Cache
-	// goWorkDirCache is where this run keeps the work dir's Go build
-	// cache for the next run ("" when it keeps none).
-	goWorkDirCache string
-	// cacheSeed is what fills the build caches when a command first
-	// makes one (seedGoCaches; empty when nothing does).
-	cacheSeed cacheSeed
+	// goCaches is what a run in a Go module fills its build caches with
+	// and where it keeps the work dir's for the next run (nil outside
+	// one; see seedGoCaches).
+	goCaches *goCaches
 	// begun is when Start was called, started when it returned (the time
 	// budget counts from there); between them the test baselines ran,
 	// which took testBaselineMs.

@@ -32,18 +32,20 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	if err != nil {
 		return
 	}
+	g := &goCaches{}
+	a.goCaches = g
 	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
 	root := filepath.Join(userCache, "capstan")
 	if a.validatorCache != nil {
 		// Only a run whose validators fill a cache of their own (a new
 		// run's baseline) saves it for the next one (saveGoCache); a
 		// resumed run only seeds from it.
-		if a.goWorkDirCache, err = sandbox.GoWorkDirCache(ctx, filepath.Join(root, "go-workdir"), environ, wd); err != nil {
+		if g.workDir, err = sandbox.GoWorkDirCache(ctx, filepath.Join(root, "go-workdir"), environ, wd); err != nil {
 			a.warnings = append(a.warnings, "the work dir's Go build cache is not kept for the next run: "+err.Error())
 		}
 	}
-	if dir := a.goWorkDirCache; dir != "" && sandbox.HasGoBuild(dir) {
-		a.cacheSeed = cacheSeed{dir: dir, name: "the work dir's Go packages", detail: "copying what the last run's test baseline compiled"}
+	if dir := g.workDir; dir != "" && sandbox.HasGoBuild(dir) {
+		g.seed, g.name, g.detail = dir, "the work dir's Go packages", "copying what the last run's test baseline compiled"
 		return
 	}
 	act := event.Activity{Kind: event.ActivityBuildCache, Name: "Go standard library", Detail: "preparing (compiled once per Go toolchain)"}
@@ -56,27 +58,31 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 		a.warnings = append(a.warnings, "the build caches start empty (the test baseline compiles Go's standard library): "+err.Error())
 		return
 	}
-	a.cacheSeed = cacheSeed{dir: seed, name: "Go standard library", detail: "copying the compiled packages into the run's build cache"}
+	g.seed, g.name, g.detail = seed, "Go standard library", "copying the compiled packages into the run's build cache"
 }
 
-// cacheSeed is what seedGoCaches chose to fill the run's build caches
-// with: a directory of Go build cache files (dir; "" for none) and how
-// the activity of copying it is shown.
-type cacheSeed struct{ dir, name, detail string }
+// goCaches is what seedGoCaches chose for a run in a Go module: the
+// directory of Go build cache files its build caches start from (seed;
+// "" for none) and how copying it is shown (name, detail), and workDir,
+// where the run keeps the work dir's Go build cache for the next run
+// ("" when it keeps none). An Agent keeps a pointer to it (nil outside a
+// Go module), not the strings, so that an agent stays within its
+// allocation size class.
+type goCaches struct{ seed, name, detail, workDir string }
 
 // seedCache is the prepare function of the run's build caches
 // (sandbox.NewLazyCache): it copies the seed seedGoCaches chose into c
 // when a command first makes it. It may run on several goroutines at
 // once, one per cache. A copy that fails costs time: a warning.
 func (a *Agent) seedCache(ctx context.Context, c *sandbox.Cache) {
-	seed := a.cacheSeed
-	if seed.dir == "" {
+	g := a.goCaches
+	if g == nil || g.seed == "" {
 		return
 	}
-	act := event.Activity{Kind: event.ActivityBuildCache, Name: seed.name, Detail: seed.detail}
+	act := event.Activity{Kind: event.ActivityBuildCache, Name: g.name, Detail: g.detail}
 	start := time.Now()
 	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
-	err := c.Seed(seed.dir)
+	err := c.Seed(g.seed)
 	act.Took, act.Failed = time.Since(start), err != nil
 	event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
 	if err != nil {
@@ -120,13 +126,13 @@ func tempOutside(wd string) (bool, error) {
 // (sandbox.Cache.Seal), which are never saved. A cache that cannot be
 // saved costs the next run time: a warning.
 func (a *Agent) saveGoCache(ctx context.Context) {
-	if a.goWorkDirCache == "" || a.validatorCache == nil || a.validatorCache.Dir() == "" || a.opts.Resume != nil || ctx.Err() != nil {
+	if a.goCaches == nil || a.goCaches.workDir == "" || a.validatorCache == nil || a.validatorCache.Dir() == "" || a.opts.Resume != nil || ctx.Err() != nil {
 		return
 	}
 	act := event.Activity{Kind: event.ActivityBuildCache, Name: "the work dir's Go packages", Detail: "keeping what the test baseline compiled for the next run"}
 	start := time.Now()
 	event.EmitActivity(a.emit, event.ActivityStartEvent{Activity: act})
-	err := a.validatorCache.SaveGoBuild(a.goWorkDirCache)
+	err := a.validatorCache.SaveGoBuild(a.goCaches.workDir)
 	act.Took, act.Failed = time.Since(start), err != nil
 	event.EmitActivity(a.emit, event.ActivityEndEvent{Activity: act})
 	if err != nil {

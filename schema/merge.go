@@ -155,46 +155,11 @@ func mergeKeyword(k string, av, bv any, file, loc string) (any, error) {
 	case annotationKeywords[k]:
 		return bv, nil
 	case lowerBoundKeywords[k], upperBoundKeywords[k]:
-		an, aok := av.(json.Number)
-		bn, bok := bv.(json.Number)
-		if !aok || !bok {
-			return nil, conflict(file, loc, k, av, bv)
-		}
-		af, err1 := an.Float64()
-		bf, err2 := bn.Float64()
-		if err1 != nil || err2 != nil {
-			return nil, conflict(file, loc, k, av, bv)
-		}
-		if lowerBoundKeywords[k] == (bf > af) {
-			return bv, nil
-		}
-		return av, nil
+		return tighterBound(k, av, bv, file, loc)
 	}
 	switch k {
 	case "properties", "patternProperties", "dependentSchemas":
-		am, aok := av.(*object)
-		bm, bok := bv.(*object)
-		if !aok || !bok {
-			return nil, conflict(file, loc, k, av, bv)
-		}
-		out := newObject(am.len() + bm.len())
-		for _, pk := range am.keys {
-			out.set(pk, am.vals[pk])
-		}
-		for _, pk := range bm.keys {
-			pb := bm.vals[pk]
-			pa, ok := out.get(pk)
-			if !ok || equalJSON(pa, pb) {
-				out.set(pk, pb)
-				continue
-			}
-			merged, err := mergeAll([]any{pa, pb}, file, loc+"/"+k+"/"+escapeToken(pk))
-			if err != nil {
-				return nil, err
-			}
-			out.set(pk, merged)
-		}
-		return out, nil
+		return mergeProperties(k, av, bv, file, loc)
 	case "required":
 		aa, aok := av.([]any)
 		ba, bok := bv.([]any)
@@ -209,33 +174,7 @@ func mergeKeyword(k string, av, bv any, file, loc string) (any, error) {
 		}
 		return out, nil
 	case "type":
-		at, aok := typeSet(av)
-		bt, bok := typeSet(bv)
-		if !aok || !bok {
-			return nil, conflict(file, loc, k, av, bv)
-		}
-		var both []any
-		for _, t := range at {
-			switch {
-			case containsJSON(bt, t):
-			case t == "integer" && containsJSON(bt, "number"), t == "number" && containsJSON(bt, "integer"):
-				t = "integer" // integers are the numbers both allow
-			default:
-				continue
-			}
-			if !containsJSON(both, t) {
-				both = append(both, t)
-			}
-		}
-		switch len(both) {
-		case 0:
-			return nil, hint(resErr(file, loc, "allOf members have conflicting types %s and %s", short(av), short(bv)),
-				"an instance cannot be of both types; fix the members' \"type\"")
-		case 1:
-			return both[0], nil
-		default:
-			return both, nil
-		}
+		return mergeTypes(av, bv, file, loc)
 	case "enum":
 		aa, aok := av.([]any)
 		ba, bok := bv.([]any)
@@ -262,6 +201,87 @@ func mergeKeyword(k string, av, bv any, file, loc string) (any, error) {
 		return nil, conflict(file, loc, k, av, bv)
 	}
 	return nil, conflict(file, loc, k, av, bv)
+}
+
+// tighterBound is the tighter of two bounds of keyword k: the larger
+// lower bound, the smaller upper bound.
+func tighterBound(k string, av, bv any, file, loc string) (any, error) {
+	an, aok := av.(json.Number)
+	bn, bok := bv.(json.Number)
+	if !aok || !bok {
+		return nil, conflict(file, loc, k, av, bv)
+	}
+	af, err1 := an.Float64()
+	bf, err2 := bn.Float64()
+	if err1 != nil || err2 != nil {
+		return nil, conflict(file, loc, k, av, bv)
+	}
+	if lowerBoundKeywords[k] == (bf > af) {
+		return bv, nil
+	}
+	return av, nil
+}
+
+// mergeProperties merges two maps of subschemas (properties,
+// patternProperties, dependentSchemas): a name both have gets the merge of
+// its two schemas.
+func mergeProperties(k string, av, bv any, file, loc string) (any, error) {
+	am, aok := av.(*object)
+	bm, bok := bv.(*object)
+	if !aok || !bok {
+		return nil, conflict(file, loc, k, av, bv)
+	}
+	out := newObject(am.len() + bm.len())
+	for _, pk := range am.keys {
+		out.set(pk, am.vals[pk])
+	}
+	for _, pk := range bm.keys {
+		pb := bm.vals[pk]
+		pa, ok := out.get(pk)
+		if !ok || equalJSON(pa, pb) {
+			out.set(pk, pb)
+			continue
+		}
+		merged, err := mergeAll([]any{pa, pb}, file, loc+"/"+k+"/"+escapeToken(pk))
+		if err != nil {
+			return nil, err
+		}
+		out.set(pk, merged)
+	}
+	return out, nil
+}
+
+// mergeTypes is the types both members allow (integer where one allows
+// number and the other integer); none is an error.
+func mergeTypes(av, bv any, file, loc string) (any, error) {
+	const k = "type"
+	at, aok := typeSet(av)
+	bt, bok := typeSet(bv)
+	if !aok || !bok {
+		return nil, conflict(file, loc, k, av, bv)
+	}
+	var both []any
+	for _, t := range at {
+		switch {
+		case containsJSON(bt, t):
+		case t == "integer" && containsJSON(bt, "number"), t == "number" && containsJSON(bt, "integer"):
+			t = "integer" // integers are the numbers both allow
+		default:
+			continue
+		}
+		if !containsJSON(both, t) {
+			both = append(both, t)
+		}
+	}
+	switch len(both) {
+	case 0:
+		return nil, hint(resErr(file, loc, "allOf members have conflicting types %s and %s", short(av), short(bv)),
+			"an instance cannot be of both types; fix the members' \"type\"")
+	case 1:
+		return both[0], nil
+	default:
+		return both, nil
+	}
 }
 
 // typeSet returns a "type" value as a list of type names.

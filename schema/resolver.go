@@ -444,30 +444,7 @@ func (st *state) resolve(file string, node any, loc string, depth int) (any, err
 
 func (st *state) resolveObject(file string, o *object, loc string, depth int) (any, error) {
 	if refv, ok := o.get("$ref"); ok {
-		ref, isStr := refv.(string)
-		if !isStr {
-			return nil, resErr(file, loc+"/$ref", "$ref must be a string")
-		}
-		target, err := st.resolveRef(file, ref, loc, depth)
-		if err != nil {
-			return nil, err
-		}
-		rest := newObject(o.len())
-		for _, k := range o.keys {
-			if k != "$ref" {
-				rest.set(k, o.vals[k])
-			}
-		}
-		if !hasSchemaContent(rest) {
-			return target, nil
-		}
-		// Keywords next to $ref apply too: treat them as one more allOf
-		// member after the referenced schema.
-		siblings, err := st.resolveObject(file, rest, loc, depth)
-		if err != nil {
-			return nil, err
-		}
-		return mergeAll([]any{target, siblings}, file, loc)
+		return st.resolveWithRef(file, o, refv, loc, depth)
 	}
 	for _, k := range [...]string{"$dynamicRef", "$recursiveRef"} {
 		if _, ok := o.get(k); ok {
@@ -476,92 +453,115 @@ func (st *state) resolveObject(file string, o *object, loc string, depth int) (a
 	}
 	out := newObject(o.len())
 	for _, k := range o.keys {
-		v := o.vals[k]
 		if droppedKeywords[k] {
 			continue
 		}
-		kloc := loc + "/" + escapeToken(k)
-		switch {
-		case schemaKeywords[k]:
-			if _, isArr := v.([]any); isArr && (k == "items" || k == "additionalItems") {
-				rv, err := st.resolveArray(file, v.([]any), kloc, depth)
-				if err != nil {
-					return nil, err
-				}
-				out.set(k, rv)
-				continue
-			}
-			rv, err := st.resolve(file, v, kloc, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out.set(k, rv)
-		case schemaMapKeywords[k]:
-			m, ok := v.(*object)
-			if !ok {
-				return nil, resErr(file, kloc, "%s must be an object", k)
-			}
-			rm := newObject(m.len())
-			for _, pk := range m.keys {
-				rv, err := st.resolve(file, m.vals[pk], kloc+"/"+escapeToken(pk), depth+1)
-				if err != nil {
-					return nil, err
-				}
-				rm.set(pk, rv)
-			}
-			out.set(k, rm)
-		case schemaArrayKeywords[k]:
-			a, ok := v.([]any)
-			if !ok {
-				return nil, resErr(file, kloc, "%s must be an array", k)
-			}
-			ra, err := st.resolveArray(file, a, kloc, depth)
-			if err != nil {
-				return nil, err
-			}
-			out.set(k, ra)
-		case k == "dependencies":
-			// draft-07: values are schemas or arrays of property names.
-			m, ok := v.(*object)
-			if !ok {
-				return nil, resErr(file, kloc, "dependencies must be an object")
-			}
-			rm := newObject(m.len())
-			for _, pk := range m.keys {
-				pv := m.vals[pk]
-				if _, isArr := pv.([]any); isArr {
-					rm.set(pk, pv)
-					continue
-				}
-				rv, err := st.resolve(file, pv, kloc+"/"+escapeToken(pk), depth+1)
-				if err != nil {
-					return nil, err
-				}
-				rm.set(pk, rv)
-			}
-			out.set(k, rm)
-		default:
-			if err := st.spend(kloc, file); err != nil {
-				return nil, err
-			}
-			out.set(k, v) // data (enum, const, default, ...): shared, never modified
+		rv, err := st.resolveKeyword(file, k, o.vals[k], loc+"/"+escapeToken(k), depth)
+		if err != nil {
+			return nil, err
 		}
+		out.set(k, rv)
 	}
 	if d := st.older[file]; d != nil {
 		out = modernize(out, d)
 	}
 	if all, ok := out.get("allOf"); ok {
+		// The object's own keywords are one more allOf member.
 		members := append([]any(nil), all.([]any)...)
-		rest := newObject(out.len())
-		for _, k := range out.keys {
-			if k != "allOf" {
-				rest.set(k, out.vals[k])
-			}
-		}
-		members = append(members, rest)
-		return mergeAll(members, file, loc)
+		return mergeAll(append(members, without(out, "allOf")), file, loc)
 	}
 	return out, nil
+}
+
+// resolveWithRef resolves a schema object with a $ref: the referenced
+// schema, and the keywords next to $ref, which apply too (as one more
+// allOf member after the referenced schema).
+func (st *state) resolveWithRef(file string, o *object, refv any, loc string, depth int) (any, error) {
+	ref, isStr := refv.(string)
+	if !isStr {
+		return nil, resErr(file, loc+"/$ref", "$ref must be a string")
+	}
+	target, err := st.resolveRef(file, ref, loc, depth)
+	if err != nil {
+		return nil, err
+	}
+	rest := without(o, "$ref")
+	if !hasSchemaContent(rest) {
+		return target, nil
+	}
+	siblings, err := st.resolveObject(file, rest, loc, depth)
+	if err != nil {
+		return nil, err
+	}
+	return mergeAll([]any{target, siblings}, file, loc)
+}
+
+// without is a copy of o without the keyword k.
+func without(o *object, k string) *object {
+	rest := newObject(o.len())
+	for _, key := range o.keys {
+		if key != k {
+			rest.set(key, o.vals[key])
+		}
+	}
+	return rest
+}
+
+// resolveKeyword resolves the value v of keyword k at kloc: a schema, a
+// map or an array of schemas, draft-07's dependencies, or data (enum,
+// const, default, ...), which is shared, never modified.
+func (st *state) resolveKeyword(file, k string, v any, kloc string, depth int) (any, error) {
+	switch {
+	case schemaKeywords[k]:
+		if arr, isArr := v.([]any); isArr && (k == "items" || k == "additionalItems") {
+			return st.resolveArray(file, arr, kloc, depth)
+		}
+		return st.resolve(file, v, kloc, depth+1)
+	case schemaMapKeywords[k]:
+		m, ok := v.(*object)
+		if !ok {
+			return nil, resErr(file, kloc, "%s must be an object", k)
+		}
+		rm := newObject(m.len())
+		for _, pk := range m.keys {
+			rv, err := st.resolve(file, m.vals[pk], kloc+"/"+escapeToken(pk), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			rm.set(pk, rv)
+		}
+		return rm, nil
+	case schemaArrayKeywords[k]:
+		a, ok := v.([]any)
+		if !ok {
+			return nil, resErr(file, kloc, "%s must be an array", k)
+		}
+		return st.resolveArray(file, a, kloc, depth)
+	case k == "dependencies":
+		// draft-07: values are schemas or arrays of property names.
+		m, ok := v.(*object)
+		if !ok {
+			return nil, resErr(file, kloc, "dependencies must be an object")
+		}
+		rm := newObject(m.len())
+		for _, pk := range m.keys {
+			pv := m.vals[pk]
+			if _, isArr := pv.([]any); isArr {
+				rm.set(pk, pv)
+				continue
+			}
+			rv, err := st.resolve(file, pv, kloc+"/"+escapeToken(pk), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			rm.set(pk, rv)
+		}
+		return rm, nil
+	}
+	if err := st.spend(kloc, file); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 func (st *state) resolveArray(file string, a []any, loc string, depth int) ([]any, error) {

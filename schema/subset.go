@@ -150,165 +150,207 @@ func (c *subsetCompiler) node(v any, path string, depth int) (int, error) {
 	i := len(c.t.Nodes)
 	c.index[path] = i
 	c.t.Nodes = append(c.t.Nodes, SubsetNode{Path: path})
-	var n SubsetNode // filled here, stored at the end (c.t.Nodes grows meanwhile)
-	n.Path = path
-	fail := func(kw, what string) error {
-		return fmt.Errorf("at %s: %s %s", keywordPath(path, kw), kw, what)
-	}
-	sub := func(p string, v any) (int, error) { return c.node(v, p, depth+1) }
-	number := func(kw string, x any) (string, error) {
-		num, ok := x.(json.Number)
-		if !ok || oversized(num) {
-			return "", fail(kw, "must be a number of ordinary size")
-		}
-		return string(num), nil
-	}
-	count := func(kw string, x any) (string, error) {
-		num, ok := x.(json.Number)
-		if _, err := strconv.ParseUint(string(num), 10, 31); !ok || err != nil {
-			return "", fail(kw, "must be a non-negative integer written without fraction or exponent")
-		}
-		return string(num), nil
-	}
+	b := nodeBuilder{c: c, at: i, path: path, depth: depth}
+	n := SubsetNode{Path: path} // filled here, stored at the end (c.t.Nodes grows meanwhile)
 	for _, kw := range slices.Sorted(maps.Keys(m)) {
-		x := m[kw]
-		var err error
-		switch kw {
-		case "$schema":
-			if path != "#" {
-				err = fail(kw, "is only allowed at the root")
-			}
-		case "$id":
-			if path != "#" {
-				err = fail(kw, "is only allowed at the root (it would change the base of references)")
-			}
-		case "$defs":
-			defs, ok := x.(map[string]any)
-			if !ok {
-				return 0, fail(kw, "must be an object")
-			}
-			for _, name := range slices.Sorted(maps.Keys(defs)) {
-				if _, err := sub(keywordPath(path, kw)+"/"+escapeToken(name), defs[name]); err != nil {
-					return 0, err
-				}
-			}
-		case "$ref":
-			ref, ok := x.(string)
-			if !ok || !strings.HasPrefix(ref, "#/") {
-				return 0, fail(kw, "must be a JSON pointer into the document, below its root")
-			}
-			c.refs = append(c.refs, pendingRef{from: i, ref: ref})
-		case "type":
-			switch t := x.(type) {
-			case string:
-				n.Types = []string{t}
-			case []any:
-				for _, e := range t {
-					s, ok := e.(string)
-					if !ok {
-						return 0, fail(kw, "must list type names")
-					}
-					n.Types = append(n.Types, s)
-				}
-			default:
-				return 0, fail(kw, "must be a type name or a list of them")
-			}
-			for _, t := range n.Types {
-				if !jsonTypes[t] {
-					return 0, fail(kw, fmt.Sprintf("names an unknown type %q", t))
-				}
-			}
-		case "enum":
-			list, ok := x.([]any)
-			if !ok || len(list) == 0 {
-				return 0, fail(kw, "must be a non-empty list")
-			}
-			for _, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					return 0, fail(kw, "must list strings only")
-				}
-				n.Enum = append(n.Enum, s)
-			}
-		case "anyOf":
-			list, ok := x.([]any)
-			if !ok || len(list) == 0 {
-				return 0, fail(kw, "must be a non-empty list of schemas")
-			}
-			for j, e := range list {
-				b, err := sub(keywordPath(path, kw)+"/"+strconv.Itoa(j), e)
-				if err != nil {
-					return 0, err
-				}
-				n.AnyOf = append(n.AnyOf, b)
-			}
-		case "items":
-			n.Items, err = sub(keywordPath(path, kw), x)
-		case "additionalProperties":
-			if b, ok := x.(bool); ok {
-				n.NoAdditional = !b
-			} else {
-				n.Additional, err = sub(keywordPath(path, kw), x)
-			}
-		case "properties":
-			props, ok := x.(map[string]any)
-			if !ok {
-				return 0, fail(kw, "must be an object")
-			}
-			for _, name := range slices.Sorted(maps.Keys(props)) {
-				p, err := sub(keywordPath(path, kw)+"/"+escapeToken(name), props[name])
-				if err != nil {
-					return 0, err
-				}
-				n.Properties = append(n.Properties, SubsetProperty{Name: name, Node: p})
-			}
-		case "required":
-			list, ok := x.([]any)
-			if !ok {
-				return 0, fail(kw, "must be a list of names")
-			}
-			n.Required = make([]string, 0, len(list))
-			for _, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					return 0, fail(kw, "must be a list of names")
-				}
-				n.Required = append(n.Required, s)
-			}
-		case "minimum":
-			n.Minimum, err = number(kw, x)
-		case "maximum":
-			n.Maximum, err = number(kw, x)
-		case "exclusiveMinimum":
-			n.ExclusiveMinimum, err = number(kw, x)
-		case "exclusiveMaximum":
-			n.ExclusiveMaximum, err = number(kw, x)
-		case "minLength":
-			n.MinLength, err = count(kw, x)
-		case "maxLength":
-			n.MaxLength, err = count(kw, x)
-		case "minProperties":
-			n.MinProperties, err = count(kw, x)
-		case "pattern":
-			s, ok := x.(string)
-			if !ok {
-				return 0, fail(kw, "must be a string")
-			}
-			if _, err := regexp.Compile(s); err != nil {
-				return 0, fail(kw, "is not a regular expression Go compiles: "+err.Error())
-			}
-			n.Pattern = s
-		default:
-			if !annotations[kw] {
-				return 0, fail(kw, "is not implemented by the subset validator")
-			}
-		}
-		if err != nil {
+		if err := b.keyword(&n, kw, m[kw]); err != nil {
 			return 0, err
 		}
 	}
 	c.t.Nodes[i] = n
 	return i, nil
+}
+
+// nodeBuilder compiles the keywords of one schema object, node at, found
+// at path, depth levels below the root.
+type nodeBuilder struct {
+	c     *subsetCompiler
+	at    int
+	path  string
+	depth int
+}
+
+// fail is the error of keyword kw of the node.
+func (b nodeBuilder) fail(kw, what string) error {
+	return fmt.Errorf("at %s: %s %s", keywordPath(b.path, kw), kw, what)
+}
+
+// sub compiles the subschema v at path p.
+func (b nodeBuilder) sub(p string, v any) (int, error) { return b.c.node(v, p, b.depth+1) }
+
+// number is a number keyword's value, of ordinary size.
+func (b nodeBuilder) number(kw string, x any) (string, error) {
+	num, ok := x.(json.Number)
+	if !ok || oversized(num) {
+		return "", b.fail(kw, "must be a number of ordinary size")
+	}
+	return string(num), nil
+}
+
+// count is a count keyword's value: a non-negative integer.
+func (b nodeBuilder) count(kw string, x any) (string, error) {
+	num, ok := x.(json.Number)
+	if _, err := strconv.ParseUint(string(num), 10, 31); !ok || err != nil {
+		return "", b.fail(kw, "must be a non-negative integer written without fraction or exponent")
+	}
+	return string(num), nil
+}
+
+// strings is a keyword's list of strings (what: the error when it is not
+// one).
+func (b nodeBuilder) strings(kw string, x any, what string) ([]string, error) {
+	list, ok := x.([]any)
+	if !ok {
+		return nil, b.fail(kw, what)
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return nil, b.fail(kw, what)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// keyword compiles keyword kw, of value x, into n; a keyword the subset
+// validator does not implement is refused.
+func (b nodeBuilder) keyword(n *SubsetNode, kw string, x any) error {
+	var err error
+	switch kw {
+	case "$schema":
+		if b.path != "#" {
+			err = b.fail(kw, "is only allowed at the root")
+		}
+	case "$id":
+		if b.path != "#" {
+			err = b.fail(kw, "is only allowed at the root (it would change the base of references)")
+		}
+	case "$defs", "$ref", "anyOf", "items", "additionalProperties", "properties":
+		err = b.subschemas(n, kw, x)
+	case "type":
+		n.Types, err = b.types(x)
+	case "enum":
+		if list, ok := x.([]any); !ok || len(list) == 0 {
+			return b.fail(kw, "must be a non-empty list")
+		}
+		n.Enum, err = b.strings(kw, x, "must list strings only")
+	case "required":
+		n.Required, err = b.strings(kw, x, "must be a list of names")
+	case "minimum":
+		n.Minimum, err = b.number(kw, x)
+	case "maximum":
+		n.Maximum, err = b.number(kw, x)
+	case "exclusiveMinimum":
+		n.ExclusiveMinimum, err = b.number(kw, x)
+	case "exclusiveMaximum":
+		n.ExclusiveMaximum, err = b.number(kw, x)
+	case "minLength":
+		n.MinLength, err = b.count(kw, x)
+	case "maxLength":
+		n.MaxLength, err = b.count(kw, x)
+	case "minProperties":
+		n.MinProperties, err = b.count(kw, x)
+	case "pattern":
+		s, ok := x.(string)
+		if !ok {
+			return b.fail(kw, "must be a string")
+		}
+		if _, err := regexp.Compile(s); err != nil {
+			return b.fail(kw, "is not a regular expression Go compiles: "+err.Error())
+		}
+		n.Pattern = s
+	default:
+		if !annotations[kw] {
+			return b.fail(kw, "is not implemented by the subset validator")
+		}
+	}
+	return err
+}
+
+// types is the type keyword's value: a type name or a list of them.
+func (b nodeBuilder) types(x any) ([]string, error) {
+	const kw = "type"
+	var types []string
+	switch t := x.(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return nil, b.fail(kw, "must list type names")
+			}
+			types = append(types, s)
+		}
+	default:
+		return nil, b.fail(kw, "must be a type name or a list of them")
+	}
+	for _, t := range types {
+		if !jsonTypes[t] {
+			return nil, b.fail(kw, fmt.Sprintf("names an unknown type %q", t))
+		}
+	}
+	return types, nil
+}
+
+// subschemas compiles the keywords whose values are or hold schemas:
+// $defs, $ref (resolved when the whole document is compiled), anyOf,
+// items, additionalProperties and properties.
+func (b nodeBuilder) subschemas(n *SubsetNode, kw string, x any) error {
+	var err error
+	switch kw {
+	case "$defs":
+		defs, ok := x.(map[string]any)
+		if !ok {
+			return b.fail(kw, "must be an object")
+		}
+		for _, name := range slices.Sorted(maps.Keys(defs)) {
+			if _, err := b.sub(keywordPath(b.path, kw)+"/"+escapeToken(name), defs[name]); err != nil {
+				return err
+			}
+		}
+	case "$ref":
+		ref, ok := x.(string)
+		if !ok || !strings.HasPrefix(ref, "#/") {
+			return b.fail(kw, "must be a JSON pointer into the document, below its root")
+		}
+		b.c.refs = append(b.c.refs, pendingRef{from: b.at, ref: ref})
+	case "anyOf":
+		list, ok := x.([]any)
+		if !ok || len(list) == 0 {
+			return b.fail(kw, "must be a non-empty list of schemas")
+		}
+		for j, e := range list {
+			s, err := b.sub(keywordPath(b.path, kw)+"/"+strconv.Itoa(j), e)
+			if err != nil {
+				return err
+			}
+			n.AnyOf = append(n.AnyOf, s)
+		}
+	case "items":
+		n.Items, err = b.sub(keywordPath(b.path, kw), x)
+	case "additionalProperties":
+		if v, ok := x.(bool); ok {
+			n.NoAdditional = !v
+		} else {
+			n.Additional, err = b.sub(keywordPath(b.path, kw), x)
+		}
+	case "properties":
+		props, ok := x.(map[string]any)
+		if !ok {
+			return b.fail(kw, "must be an object")
+		}
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			p, err := b.sub(keywordPath(b.path, kw)+"/"+escapeToken(name), props[name])
+			if err != nil {
+				return err
+			}
+			n.Properties = append(n.Properties, SubsetProperty{Name: name, Node: p})
+		}
+	}
+	return err
 }
 
 // check refuses a table whose node indexes are out of range, whose

@@ -112,6 +112,9 @@ type Model struct {
 
 	// schemas remembers converted tool input schemas.
 	schemas llm.SchemaCache[sdk.ToolInputSchemaParam]
+	// limits are the limits of cfg.Model, looked up once: a request for
+	// it (nearly every one) does not normalize its name again.
+	limits llm.ModelLimits
 }
 
 // New builds a Model. A missing API key is an SDK_AUTH error.
@@ -145,7 +148,8 @@ func New(cfg Config) (*Model, error) {
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0), // capstan owns the retry policy
 	)
-	return &Model{cfg: cfg, stream: client.Messages.NewStreaming}, nil
+	limits, _ := llm.ModelLimitsOf(cfg.Model)
+	return &Model{cfg: cfg, stream: client.Messages.NewStreaming, limits: limits}, nil
 }
 
 // Generate implements llm.Model: one streamed turn, retried per
@@ -398,7 +402,10 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if maxTokens <= 0 {
 		maxTokens = m.cfg.MaxTokens
 	}
-	limits, _ := llm.ModelLimitsOf(model)
+	limits := m.limits
+	if model != m.cfg.Model {
+		limits, _ = llm.ModelLimitsOf(model)
+	}
 	cacheable := func(prefixBytes int) bool {
 		return !m.cfg.DisablePromptCache && llm.EstimateTokens(prefixBytes) >= limits.MinCacheable
 	}

@@ -126,17 +126,37 @@ func New(cfg Config) (*Model, error) {
 		option.WithAPIKey(cfg.APIKey), // overrides a process OPENAI_API_KEY: keys come only from Config
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0), // capstan owns the retry policy
-		// The SDK also reads OPENAI_ORG_ID / OPENAI_PROJECT_ID / custom
-		// headers from the process environment; drop them so a request
-		// carries only what Config says.
-		option.WithHeaderDel("OpenAI-Organization"),
-		option.WithHeaderDel("OpenAI-Project"),
 	}
 	if cfg.APIKey == "" {
 		opts = append(opts, option.WithHeaderDel("Authorization"))
 	}
+	opts = append(opts, envHeaderDrops(os.LookupEnv)...)
 	client := sdk.NewClient(opts...)
 	return &Model{cfg: cfg, stream: client.Chat.Completions.NewStreaming}, nil
+}
+
+// envHeaderDrops are the options that drop the headers the SDK's client
+// takes from the process environment when it is made
+// (sdk.DefaultClientOptions: OPENAI_ORG_ID, OPENAI_PROJECT_ID and the
+// "Name: value" lines of OPENAI_CUSTOM_HEADERS), so that a request
+// carries only what Config says. Every request applies every option of
+// its client, so a header the environment does not set gets no option.
+func envHeaderDrops(lookup func(string) (string, bool)) []option.RequestOption {
+	var drops []option.RequestOption
+	if _, ok := lookup("OPENAI_ORG_ID"); ok {
+		drops = append(drops, option.WithHeaderDel("OpenAI-Organization"))
+	}
+	if _, ok := lookup("OPENAI_PROJECT_ID"); ok {
+		drops = append(drops, option.WithHeaderDel("OpenAI-Project"))
+	}
+	if custom, ok := lookup("OPENAI_CUSTOM_HEADERS"); ok {
+		for _, line := range strings.Split(custom, "\n") {
+			if name, _, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) != "" {
+				drops = append(drops, option.WithHeaderDel(strings.TrimSpace(name)))
+			}
+		}
+	}
+	return drops
 }
 
 // Generate implements llm.Model: one streamed turn, retried per

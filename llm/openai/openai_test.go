@@ -249,6 +249,28 @@ func TestProcessEnvKeyIsNotSent(t *testing.T) {
 	}
 }
 
+// TestProcessEnvHeadersAreNotSent: the headers the SDK takes from the
+// process environment (organization, project, OPENAI_CUSTOM_HEADERS) are
+// not sent: a request carries only what Config says.
+func TestProcessEnvHeadersAreNotSent(t *testing.T) {
+	t.Setenv("OPENAI_ORG_ID", "org-env")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-env")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Env-One: 1\nX-Env-Two: 2")
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "ok"}}})
+	if _, err := newModel(t, srv, testKey, nil, nil).Generate(context.Background(), userReq("hi")); err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Requests()[0].Header
+	for _, name := range []string{"OpenAI-Organization", "OpenAI-Project", "X-Env-One", "X-Env-Two"} {
+		if v := h.Get(name); v != "" {
+			t.Errorf("%s from the process environment was sent: %q", name, v)
+		}
+	}
+	if h.Get("Authorization") == "" { // the fake server records it redacted
+		t.Errorf("the request lost its key: %v", h)
+	}
+}
+
 func TestKeyNeverLeaksIntoErrorsOrJournal(t *testing.T) {
 	w, err := journal.Create(t.TempDir(), "leak")
 	if err != nil {
