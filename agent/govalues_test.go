@@ -39,22 +39,14 @@ func TestGoValuesNeedNoFileCoordinates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	write := func(rel, text string) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(agentdir.AgentFile, `{"version": "1.0.0", "name": "greeter", "runner": {"model": "script:replies.yaml",
-		"completion": {"type": "keyword", "keyword": "DONE", "validators": ["loud"]}}}`)
-	write(agentdir.DefaultRegistryFile, `{"agentId": "greeter", "entryStep": "greet", "steps": {"greet": {"c2": "greet", "c3": "main"}},
-		"validators": {"loud": {"type": "command", "command": "true", "failurePattern": "file-not-exists"}}}`)
-	write("prompts/steps/greet/main/f_default.md", "Say DONE.")
-	write("replies.yaml", "turns:\n  - text: DONE\n")
+	dir := writeFolder(t, map[string]string{
+		agentdir.AgentFile: `{"version": "1.0.0", "name": "greeter", "runner": {"model": "script:replies.yaml",
+		"completion": {"type": "keyword", "keyword": "DONE", "validators": ["loud"]}}}`,
+		agentdir.DefaultRegistryFile: `{"agentId": "greeter", "entryStep": "greet", "steps": {"greet": {"c2": "greet", "c3": "main"}},
+		"validators": {"loud": {"type": "command", "command": "true", "failurePattern": "file-not-exists"}}}`,
+		"prompts/steps/greet/main/f_default.md": "Say DONE.",
+		"replies.yaml":                          "turns:\n  - text: DONE\n",
+	})
 	fromFolder, err := Load(dir, Config{})
 	if err != nil {
 		t.Fatal(err)
