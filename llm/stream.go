@@ -34,12 +34,12 @@ type StreamSink interface {
 	// rather than let the two attempts run together.
 	TextDiscarded(reason string)
 	// ToolStart reports a tool call about to run (or about to be denied).
-	ToolStart(call ToolCall)
+	ToolStart(call event.ToolCall)
 	// ToolEnd reports how the call ended; use.Denied marks a call the
 	// tool policy refused (use.Output then holds the reason), use.IsError
 	// a call that ran and failed. Every ToolStart is followed by exactly
 	// one ToolEnd for the same call ID, unless the query is cut short.
-	ToolEnd(use ToolUse)
+	ToolEnd(use event.ToolUse)
 }
 
 type streamSinkKey struct{}
@@ -52,14 +52,14 @@ type usageObserverKey struct{}
 // the tool loop journals it, so that a run killed while the response
 // streams still counts what the provider billed for it. Providers whose
 // streams report usage only at their end report nothing.
-func WithUsageObserver(ctx context.Context, observe func(Usage)) context.Context {
+func WithUsageObserver(ctx context.Context, observe func(event.Usage)) context.Context {
 	return context.WithValue(ctx, usageObserverKey{}, observe)
 }
 
 // ObserveUsage reports u, the usage of the response in flight so far, to
 // the observer ctx carries (WithUsageObserver), if any.
-func ObserveUsage(ctx context.Context, u Usage) {
-	if observe, _ := ctx.Value(usageObserverKey{}).(func(Usage)); observe != nil {
+func ObserveUsage(ctx context.Context, u event.Usage) {
+	if observe, _ := ctx.Value(usageObserverKey{}).(func(event.Usage)); observe != nil {
 		observe(u)
 	}
 }
@@ -135,5 +135,5 @@ func (k streamSink) TextDelta(text string) { k.s.Emit(event.TextDeltaEvent{Text:
 func (k streamSink) TextDiscarded(reason string) {
 	k.s.Emit(event.TextDiscardedEvent{Reason: reason})
 }
-func (k streamSink) ToolStart(call ToolCall) { k.s.Emit(event.ToolStartEvent{Call: call}) }
-func (k streamSink) ToolEnd(use ToolUse)     { k.s.Emit(event.ToolEndEvent{Use: use}) }
+func (k streamSink) ToolStart(call event.ToolCall) { k.s.Emit(event.ToolStartEvent{Call: call}) }
+func (k streamSink) ToolEnd(use event.ToolUse)     { k.s.Emit(event.ToolEndEvent{Use: use}) }

@@ -311,15 +311,15 @@ var stopReasons = map[string]string{"stop": "end_turn", "tool_calls": "tool_use"
 // usage splits prompt_tokens, which includes the cached tokens and the
 // tokens written to the cache (models with explicit cache writes), into
 // capstan's uncached / cache-read / cache-write figures.
-func usage(u sdk.CompletionUsage) llm.Usage {
+func usage(u sdk.CompletionUsage) event.Usage {
 	read, write := u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens
-	return llm.Usage{InputTokens: max(0, u.PromptTokens-read-write), OutputTokens: u.CompletionTokens,
+	return event.Usage{InputTokens: max(0, u.PromptTokens-read-write), OutputTokens: u.CompletionTokens,
 		CacheReadTokens: read, CacheWriteTokens: write}
 }
 
 func toResponse(c *sdk.ChatCompletion, structured bool) *llm.Response {
 	resp := &llm.Response{Model: c.Model}
-	resp.Message.Role = llm.RoleAssistant
+	resp.Message.Role = event.RoleAssistant
 	resp.Usage = usage(c.Usage)
 	if len(c.Choices) == 0 {
 		resp.StopReason = "end_turn"
@@ -336,7 +336,7 @@ func toResponse(c *sdk.ChatCompletion, structured bool) *llm.Response {
 		resp.StopReason = "refusal"
 	}
 	for _, tc := range ch.Message.ToolCalls {
-		resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
+		resp.Message.ToolCalls = append(resp.Message.ToolCalls, event.ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
 	}
 	if structured && len(resp.Message.ToolCalls) == 0 && ch.Message.Refusal == "" {
 		if s := strings.TrimSpace(ch.Message.Content); s != "" && json.Valid([]byte(s)) {
@@ -391,7 +391,7 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 	}
 	for _, msg := range req.Messages {
 		switch msg.Role {
-		case llm.RoleUser, llm.RoleTool:
+		case event.RoleUser, event.RoleTool:
 			for _, r := range msg.ToolResults {
 				content := r.Content
 				if r.IsError && !strings.HasPrefix(content, "Error") {
@@ -402,7 +402,7 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 			if msg.Text != "" {
 				p.Messages = append(p.Messages, sdk.UserMessage(msg.Text))
 			}
-		case llm.RoleAssistant:
+		case event.RoleAssistant:
 			if msg.Text == "" && len(msg.ToolCalls) == 0 {
 				continue
 			}
