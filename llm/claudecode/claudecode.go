@@ -289,7 +289,14 @@ func (b *Bridge) Close() error {
 // "--flag=value" form, so a value starting with "-" (a hostile model name
 // or system prompt) can never be read as a flag of its own.
 func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
-	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}
+	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+		// The work dir's .claude/settings.json and settings.local.json
+		// (the CLI's project and local settings) and .mcp.json are files
+		// the model can write: read, their permission rules would allow
+		// tools the agent does not, their env would set the CLI's
+		// environment, their MCP servers would start. Only the user's
+		// settings and capstan's own flags count.
+		"--setting-sources=user", "--strict-mcp-config"}
 	add := func(flag, value string) { args = append(args, flag+"="+value) }
 	if resume != "" {
 		add("--resume", resume)
