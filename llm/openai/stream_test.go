@@ -28,3 +28,39 @@ func TestStreamCutMidMessageIsMarkedBeforeRetry(t *testing.T) {
 	}
 	fakellm.CheckCutThenRetry(t, rec, resp)
 }
+
+// The usage of a response in flight reaches the usage observer as the
+// stream tells it: unreported from its first chunk, exact from the chunk
+// that carries it (the last one); a dropped attempt whose stream had
+// reported its usage is billed on top of the answer that follows.
+func TestUsageObserverIsToldWhatTheStreamReported(t *testing.T) {
+	srv := fakellm.NewOpenAI(t, fakellm.Options{APIKey: testKey, Replies: []fakellm.Reply{
+		// role chunk, two halves of the text, finish, usage: then dropped.
+		{Text: "first try", Usage: fakellm.Usage{InputTokens: 300, OutputTokens: 30}, Fault: &fakellm.Fault{CutAfter: 5}},
+		{Text: "second try", Usage: fakellm.Usage{InputTokens: 300, OutputTokens: 20}},
+	}})
+	type seen struct {
+		u          llm.Usage
+		unreported bool
+	}
+	var got []seen
+	ctx := llm.WithUsageObserver(context.Background(), func(u llm.Usage, unreported bool) { got = append(got, seen{u, unreported}) })
+	resp, err := newModel(t, srv, testKey, &sleeps{}, nil).Generate(ctx, userReq("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := llm.Usage{InputTokens: 300, OutputTokens: 30}
+	both := llm.Usage{InputTokens: 600, OutputTokens: 50}
+	want := []seen{{unreported: true}, {u: first}, {u: first, unreported: true}, {u: both}}
+	if len(got) != len(want) {
+		t.Fatalf("observed %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("observed %+v, want %+v", got, want)
+		}
+	}
+	if resp.Usage != both {
+		t.Fatalf("answer's usage %+v, want both attempts' %+v", resp.Usage, both)
+	}
+}
