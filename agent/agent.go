@@ -79,7 +79,7 @@ type Agent struct {
 	baseURL     string                // the model's base URL ("" = the provider's)
 	stepCfg     *llm.Config           // how steps' own models' bridges are opened (nil: no step has one)
 	stepBridges map[string]llm.Bridge // bridges of steps' own models, by spec
-	stepCosts   map[string]func(llm.Usage) float64
+	stepCosts   map[string]func(event.Usage) float64
 	mcp         *mcp.Set    // MCP servers capstan connected (nil when none)
 	ledger      *llm.Ledger // the tool-effect ledger of capstan's tool loop
 	flow        *flow
@@ -506,8 +506,8 @@ type Progress struct {
 	// Step is the current step ("" without steps).
 	Step string `json:"step,omitempty"`
 	// Usage and CostUSD are the run's totals so far.
-	Usage   llm.Usage `json:"usage"`
-	CostUSD float64   `json:"cost"`
+	Usage   event.Usage `json:"usage"`
+	CostUSD float64     `json:"cost"`
 	// Summary is the last finished iteration's summary (nil before the first).
 	Summary *event.IterationSummary `json:"-"`
 	// Outcome is the verdict on the last iteration Step ran.

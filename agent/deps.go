@@ -278,7 +278,7 @@ func (a *Agent) stepBridge(ctx context.Context, spec string) (llm.Bridge, error)
 		return nil, err
 	}
 	if a.stepBridges == nil {
-		a.stepBridges, a.stepCosts = map[string]llm.Bridge{}, map[string]func(llm.Usage) float64{}
+		a.stepBridges, a.stepCosts = map[string]llm.Bridge{}, map[string]func(event.Usage) float64{}
 	}
 	a.stepBridges[spec], a.stepCosts[spec] = b, a.costFunc(spec)
 	return b, nil
@@ -324,13 +324,13 @@ func runsOwnToolLoop(spec string) bool {
 // costFunc prices usage for the model of spec with the built-in price
 // table and the agent's runner.pricing overrides. A model with no known
 // price costs 0 (the provider's own figure, when it reports one, counts).
-func (a *Agent) costFunc(spec string) func(llm.Usage) float64 {
+func (a *Agent) costFunc(spec string) func(event.Usage) float64 {
 	_, model := modelspec.Parse(spec)
 	table := llm.NewPriceTable(a.spec.Runner.Pricing)
 	if _, ok := table.Lookup(model); !ok {
 		return nil
 	}
-	return func(u llm.Usage) float64 {
+	return func(u event.Usage) float64 {
 		usd, _ := table.Cost(model, u)
 		return usd
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -105,7 +106,7 @@ func TestRedactorJSON(t *testing.T) {
 // let the model choose it); a key in them reaches neither the journal,
 // the result nor the next request.
 func TestToolLoopRedactsCallNamesAndIDs(t *testing.T) {
-	m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: []event.ToolCall{
 		{ID: "id-" + loopSecret, Name: "fetch_" + loopSecret, Input: json.RawMessage(`{}`)},
 		{ID: "id-" + loopSecret, Name: "Other", Input: json.RawMessage(`{}`)},
 	}}}}}

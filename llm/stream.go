@@ -34,12 +34,12 @@ type StreamSink interface {
 	// rather than let the two attempts run together.
 	TextDiscarded(reason string)
 	// ToolStart reports a tool call about to run (or about to be denied).
-	ToolStart(call ToolCall)
+	ToolStart(call event.ToolCall)
 	// ToolEnd reports how the call ended; use.Denied marks a call the
 	// tool policy refused (use.Output then holds the reason), use.IsError
 	// a call that ran and failed. Every ToolStart is followed by exactly
 	// one ToolEnd for the same call ID, unless the query is cut short.
-	ToolEnd(use ToolUse)
+	ToolEnd(use event.ToolUse)
 }
 
 type streamSinkKey struct{}
@@ -55,15 +55,15 @@ type usageObserverKey struct{}
 // its usage yet (OpenAI-compatible servers report it in the stream's
 // last chunk): u then holds only the usage reported before the response
 // began, and the response's own input and output tokens are not in it.
-func WithUsageObserver(ctx context.Context, observe func(u Usage, unreported bool)) context.Context {
+func WithUsageObserver(ctx context.Context, observe func(u event.Usage, unreported bool)) context.Context {
 	return context.WithValue(ctx, usageObserverKey{}, observe)
 }
 
 // ObserveUsage reports u, the usage of the response in flight so far as
 // its provider reported it, to the observer ctx carries
 // (WithUsageObserver), if any.
-func ObserveUsage(ctx context.Context, u Usage) {
-	if observe, _ := ctx.Value(usageObserverKey{}).(func(Usage, bool)); observe != nil {
+func ObserveUsage(ctx context.Context, u event.Usage) {
+	if observe, _ := ctx.Value(usageObserverKey{}).(func(event.Usage, bool)); observe != nil {
 		observe(u, false)
 	}
 }
@@ -72,8 +72,8 @@ func ObserveUsage(ctx context.Context, u Usage) {
 // response has begun to stream whose usage its provider has not
 // reported: known is the usage reported before it (the turn's earlier
 // attempts'), which does not include the response's own.
-func ObserveUnreportedUsage(ctx context.Context, known Usage) {
-	if observe, _ := ctx.Value(usageObserverKey{}).(func(Usage, bool)); observe != nil {
+func ObserveUnreportedUsage(ctx context.Context, known event.Usage) {
+	if observe, _ := ctx.Value(usageObserverKey{}).(func(event.Usage, bool)); observe != nil {
 		observe(known, true)
 	}
 }
@@ -149,5 +149,5 @@ func (k streamSink) TextDelta(text string) { k.s.Emit(event.TextDeltaEvent{Text:
 func (k streamSink) TextDiscarded(reason string) {
 	k.s.Emit(event.TextDiscardedEvent{Reason: reason})
 }
-func (k streamSink) ToolStart(call ToolCall) { k.s.Emit(event.ToolStartEvent{Call: call}) }
-func (k streamSink) ToolEnd(use ToolUse)     { k.s.Emit(event.ToolEndEvent{Use: use}) }
+func (k streamSink) ToolStart(call event.ToolCall) { k.s.Emit(event.ToolStartEvent{Call: call}) }
+func (k streamSink) ToolEnd(use event.ToolUse)     { k.s.Emit(event.ToolEndEvent{Use: use}) }

@@ -305,7 +305,7 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 	// by the tool loop and gets one more turn to answer.
 	lp := llm.Loop{Model: s.cfg.Model, MaxTurns: 2, Redact: s.redact, Request: llm.Request{Model: s.cfg.ModelName, System: s.cfg.System,
 		OutputSchema: s.raw, OutputSchemaName: s.c.ID, MaxTokens: s.cfg.MaxTokens}}
-	msgs := []llm.Message{{Role: llm.RoleUser, Text: prompt}}
+	msgs := []event.Message{{Role: event.RoleUser, Text: prompt}}
 	var last error
 	for attempt := 0; attempt <= retries; attempt++ {
 		var res *event.QueryResult
@@ -332,7 +332,7 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 			// still say what was answered.
 			answer.Text = string(out)
 		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: "Your answer was rejected: " + last.Error() +
+		msgs = append(msgs, event.Message{Role: event.RoleUser, Text: "Your answer was rejected: " + last.Error() +
 			"\nReply again with one JSON object matching the schema, and nothing else."})
 	}
 	e := agenterr.Wrap(last, agenterr.CodeStageOutput, agenterr.LayerPipeline, true, "stage %s: model output rejected", s.c.ID)

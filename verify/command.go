@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/hostcmd"
 
 	"github.com/capstan-dev/capstan/procenv"
@@ -110,7 +111,7 @@ type CommandSandbox interface {
 // are a command that could not start (a sandbox that cannot be set up
 // included: a command never falls back to running unconfined) or a
 // canceled ctx.
-func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) {
+func RunCommand(ctx context.Context, spec CommandSpec) (event.ValidatorOutput, error) {
 	if spec.Timeout <= 0 {
 		spec.Timeout = DefaultValidatorTimeout
 	}
@@ -137,7 +138,7 @@ func RunCommand(ctx context.Context, spec CommandSpec) (ValidatorOutput, error) 
 		run = runConfined
 	}
 	exitCode, timedOut, err := run(ctx, spec, env, stdoutW, stderr)
-	out := ValidatorOutput{
+	out := event.ValidatorOutput{
 		Stdout:     stdout.String(),
 		Stderr:     stderr.String(),
 		Truncated:  stdout.truncated() || stderr.truncated(),

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/procenv"
 )
 
@@ -19,7 +20,7 @@ const OutputExcerptBytes = 4 << 10
 // OutputExcerptBytes bytes; when the output is longer it starts at a line
 // if one begins in its first quarter. omitted is the number of bytes of
 // the (redacted) output before the excerpt.
-func OutputExcerpt(out ValidatorOutput) (excerpt string, omitted int) {
+func OutputExcerpt(out event.ValidatorOutput) (excerpt string, omitted int) {
 	text := procenv.RedactSecrets(JoinedOutput(out))
 	if len(text) <= OutputExcerptBytes && utf8.ValidString(text) {
 		return text, 0

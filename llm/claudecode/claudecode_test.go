@@ -151,7 +151,7 @@ func TestQueryCollectsTextToolsUsageAndSession(t *testing.T) {
 	if u := res.ToolUses[1]; u.Name != "Bash" || !u.Denied || !u.IsError {
 		t.Errorf("denied use = %+v", u)
 	}
-	want := llm.Usage{InputTokens: 40, OutputTokens: 55, CacheWriteTokens: 7, CacheReadTokens: 100}
+	want := event.Usage{InputTokens: 40, OutputTokens: 55, CacheWriteTokens: 7, CacheReadTokens: 100}
 	if res.Usage != want || res.CostUSD != 0.0123 || res.Turns != 2 || res.StopReason != "end_turn" {
 		t.Fatalf("result = %+v", res)
 	}

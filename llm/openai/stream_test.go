@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -40,17 +41,17 @@ func TestUsageObserverIsToldWhatTheStreamReported(t *testing.T) {
 		{Text: "second try", Usage: fakellm.Usage{InputTokens: 300, OutputTokens: 20}},
 	}})
 	type seen struct {
-		u          llm.Usage
+		u          event.Usage
 		unreported bool
 	}
 	var got []seen
-	ctx := llm.WithUsageObserver(context.Background(), func(u llm.Usage, unreported bool) { got = append(got, seen{u, unreported}) })
+	ctx := llm.WithUsageObserver(context.Background(), func(u event.Usage, unreported bool) { got = append(got, seen{u, unreported}) })
 	resp, err := newModel(t, srv, testKey, &sleeps{}, nil).Generate(ctx, userReq("hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := llm.Usage{InputTokens: 300, OutputTokens: 30}
-	both := llm.Usage{InputTokens: 600, OutputTokens: 50}
+	first := event.Usage{InputTokens: 300, OutputTokens: 30}
+	both := event.Usage{InputTokens: 600, OutputTokens: 50}
 	want := []seen{{unreported: true}, {u: first}, {u: first, unreported: true}, {u: both}}
 	if len(got) != len(want) {
 		t.Fatalf("observed %+v, want %+v", got, want)
