@@ -34,9 +34,9 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
@@ -113,7 +113,7 @@ type Agent struct {
 	// git runs capstan's own git commands (repository discovery, the
 	// validators' pinned configuration), resolved outside the work dir
 	// when the agent is built; nil when git is not installed.
-	git *hostcmd.Git
+	git *proc.Git
 	// sandbox confines the Bash tool, subprocess steps and command
 	// validators when runner.boundaries.sandbox is enabled; nil when not.
 	sandbox *sandbox.CommandRunner

@@ -12,7 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/llm/modelspec"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -40,7 +40,7 @@ func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Regis
 // buildTools makes the tools the model may call: the built-in file and
 // shell tools confined to the work dir (Bash sandboxed when
 // runner.boundaries.sandbox is enabled), the Go tools of Config.Tools and
-// the tools of runner.skills. Every result passes procenv.RedactSecrets.
+// the tools of runner.skills. Every result passes proc.RedactSecrets.
 func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
 	protected, err := a.protectedFunc()
@@ -74,7 +74,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		// A Go tool's results, errors and panics pass the redaction of
 		// the built-in, MCP and skill tools: a tool that hands back a
 		// secret variable's value does not carry it to the model.
-		tools = append(tools, tool.Redacting(t, procenv.RedactSecrets))
+		tools = append(tools, tool.Redacting(t, proc.RedactSecrets))
 	}
 	if len(a.spec.Runner.Skills) == 0 {
 		return tools, nil
@@ -199,7 +199,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		// The model's answers carry no secret value into the transcript,
 		// the journal or the next request (the same list the tool results
 		// are redacted with).
-		Redact: procenv.SecretRedactor(environ),
+		Redact: proc.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
 		NewContext: llm.CompactionFactory(compactionOptions(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts).WithinBudget(a.timeBudget()),
