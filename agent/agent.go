@@ -549,13 +549,14 @@ func (a *Agent) finish(lr *LoopResult) *Result {
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.begun).Milliseconds(), TestBaselineMs: a.testBaselineMs,
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
-		Warnings:       append([]string(nil), a.warnings...),
-		CannotComplete: a.flow.cannotComplete,
-		TestChange:     a.flow.testChange,
-		Verdict:        a.flow.closureVerdict,
-		Handoff:        a.flow.closureHandoff,
-		GitHub:         a.github,
-		Sandboxed:      a.unsandboxed() == "",
+		UsageUnreported: a.rc.UnreportedResponses,
+		Warnings:        append([]string(nil), a.warnings...),
+		CannotComplete:  a.flow.cannotComplete,
+		TestChange:      a.flow.testChange,
+		Verdict:         a.flow.closureVerdict,
+		Handoff:         a.flow.closureHandoff,
+		GitHub:          a.github,
+		Sandboxed:       a.unsandboxed() == "",
 	}
 	a.mu.Lock()
 	a.result = res

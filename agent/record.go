@@ -38,6 +38,13 @@ type RunRecord struct {
 	// iteration summary. Resume counts
 	// it in the run's usage and budgets.
 	UnrecordedUsage event.Usage `json:"unrecordedUsage,omitzero"`
+	// UnreportedResponses counts the responses of those iterations that a
+	// kill cut while they streamed before their provider reported their
+	// usage (a model.usage marked unreported with no model.turn after
+	// it: OpenAI-compatible servers report usage in a stream's last
+	// chunk). They were billed, but their tokens are in no figure:
+	// UnrecordedUsage, and a resumed run's usage, are lower bounds.
+	UnreportedResponses int `json:"unreportedResponses,omitempty"`
 	// ProtectBaseline is the run's first protect.baseline: the protected
 	// files as they were when the run started (nil when none are).
 	ProtectBaseline *verify.FilesBaseline `json:"protectBaseline,omitempty"`
@@ -122,7 +129,10 @@ type runReader struct {
 	pending event.Usage
 	// inFlight is the usage of a response that began streaming and has no
 	// model.turn yet (model.usage): a kill that cut it leaves it billed.
-	inFlight event.Usage
+	// inFlightUnreported says that its provider had not reported the
+	// response's own usage yet (inFlight misses it).
+	inFlight           event.Usage
+	inFlightUnreported bool
 }
 
 // read folds one event into the record.
@@ -204,7 +214,10 @@ func (r *runReader) keep(ev journal.Event) {
 func (r *runReader) settlePending() {
 	r.pending.Add(r.inFlight)
 	r.rec.UnrecordedUsage.Add(r.pending)
-	r.pending, r.inFlight = event.Usage{}, event.Usage{}
+	if r.inFlightUnreported {
+		r.rec.UnreportedResponses++
+	}
+	r.pending, r.inFlight, r.inFlightUnreported = event.Usage{}, event.Usage{}, false
 }
 
 // billed adds a model turn's usage, or a compaction's, to the attempt
@@ -217,12 +230,12 @@ func (r *runReader) billed(ev journal.Event) {
 		if ev.Iteration > 0 && r.decode(ev, &mt) == nil {
 			r.pending.Add(mt.Usage)
 		}
-		r.inFlight = event.Usage{} // in the turn's usage
+		r.inFlight, r.inFlightUnreported = event.Usage{}, false // in the turn's usage
 		return
 	case journal.ModelUsage:
 		var mu event.ModelUsageEvent
 		if ev.Iteration > 0 && r.decode(ev, &mu) == nil {
-			r.inFlight = mu.Usage
+			r.inFlight, r.inFlightUnreported = mu.Usage, mu.Unreported
 		}
 		return
 	}
@@ -315,7 +328,7 @@ func (r *runReader) iterationEnd(ev journal.Event) error {
 		r.tentative = e.StepState // format 2: the state travels with the end
 	}
 	if it.Finished {
-		r.pending, r.inFlight = event.Usage{}, event.Usage{} // in the summary
+		r.pending, r.inFlight, r.inFlightUnreported = event.Usage{}, event.Usage{}, false // in the summary
 	}
 	if r.tentative != nil && it.Finished {
 		r.rec.stepState, it.stepState, r.tentative = r.tentative, r.tentative, nil
