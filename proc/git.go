@@ -1,4 +1,4 @@
-package hostcmd
+package proc
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/capstan-dev/capstan/procenv"
 )
 
 // Git runs git for capstan itself (the git-clean validator's repository
@@ -116,10 +114,10 @@ var pinnedConfig = [][2]string{
 	{"trace2.eventTarget", ""},
 }
 
-// PinnedKeys returns the configuration keys every git capstan runs is
+// GitPinnedKeys returns the configuration keys every git capstan runs is
 // given (the driver keys a repository names — filter.<name>.clean and the
 // like — besides).
-func PinnedKeys() []string {
+func GitPinnedKeys() []string {
 	out := make([]string, len(pinnedConfig))
 	for i, kv := range pinnedConfig {
 		out[i] = kv[0]
@@ -173,7 +171,7 @@ func gitEnv(environ []string, path string) []string {
 	if lastGitEnv.env != nil && path == lastGitEnv.path && slices.Equal(environ, lastGitEnv.environ) {
 		return lastGitEnv.env
 	}
-	env := slices.DeleteFunc(procenv.Minimal(environ), func(kv string) bool {
+	env := slices.DeleteFunc(Minimal(environ), func(kv string) bool {
 		return strings.HasPrefix(kv, "LC_ALL=") || strings.HasPrefix(kv, "PATH=")
 	})
 	env = slices.Clip(append(append(env, "PATH="+path), pinnedEnv...))
@@ -284,7 +282,7 @@ func (g *Git) Command(ctx context.Context, dir string, args ...string) *exec.Cmd
 // line, and it would send the push — and the user's credentials — where
 // the model points it. The user's global rewrites still apply.
 func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	if ReachesRemote(args) {
+	if GitReachesRemote(args) {
 		if keys := g.urlRewrites(ctx, dir); len(keys) > 0 {
 			return nil, fmt.Errorf("git %s: refused: the repository's configuration rewrites remote URLs (%s in %s), which capstan's git does not follow: remove it with git -C %s config --local --unset-all %s (put a rewrite you want in your global configuration, ~/.gitconfig)",
 				strings.Join(args, " "), strings.Join(keys, ", "), filepath.Join(dir, ".git", "config"), shellWord(dir), keys[0])
@@ -307,8 +305,8 @@ func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, e
 	return out, nil
 }
 
-// ReachesRemote reports whether a git command line contacts a remote.
-func ReachesRemote(args []string) bool {
+// GitReachesRemote reports whether a git command line contacts a remote.
+func GitReachesRemote(args []string) bool {
 	for _, a := range args {
 		switch a {
 		case "clone", "fetch", "push", "pull", "ls-remote", "remote-https", "archive":

@@ -1,22 +1,4 @@
-// Package hostcmd runs the programs capstan runs for itself — git, gh,
-// the claude CLI and its interpreter — so that nothing the model could
-// have written is executed or obeyed:
-//
-//   - [LookPath] resolves a program to an absolute path once, before the
-//     model runs, and refuses one that a PATH entry inside the work dir
-//     provides (a model that writes .venv/bin/git must not have it run by
-//     the next capstan run, outside the sandbox);
-//   - [Git] runs git with a minimal environment (no key) and a
-//     configuration the model cannot steer: no hooks, fsmonitor, filters,
-//     textconv, external diff or merge drivers, signing or verification
-//     programs, pager, editor, credential helper, ssh command or trace
-//     output, whatever the repository's .git/config says, and no system or
-//     global configuration file;
-//   - [GitConfigEnv] gives the same pins to the git commands of a command
-//     validator (git status in a git-clean validator).
-//
-// The environments themselves come from package procenv.
-package hostcmd
+package proc
 
 import (
 	"errors"
@@ -112,5 +94,5 @@ func executable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// IsNotFound reports whether err is LookPath's "not on PATH".
-func IsNotFound(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+// IsProgramNotFound reports whether err is LookPath's "not on PATH".
+func IsProgramNotFound(err error) bool { return errors.Is(err, fs.ErrNotExist) }
