@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -50,6 +51,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env, Protected: protected}
 	var boxed *sandbox.Runner
 	if a.sandbox != nil {
+		cfg.Env = a.withGitIdentity(ctx, b.Env)
 		// Bash's commands share a cache of their own; subprocess steps
 		// and validators never see it.
 		cfg.Runner, boxed = a.sandbox.WithCache(a.bashCache), a.sandbox.Runner
@@ -334,4 +336,25 @@ func (a *Agent) costFunc(spec string) func(event.Usage) float64 {
 		usd, _ := table.Cost(model, u)
 		return usd
 	}
+}
+
+// withGitIdentity is env (runner.boundaries.env) with the user's git
+// identity (GIT_AUTHOR_NAME, …; proc.Git.UserIdentity) for sandboxed Bash,
+// whose HOME is private: without it the model's git commit fails there
+// ("Author identity unknown") for a user whose identity is in
+// ~/.gitconfig. Nothing is added when env sets an identity variable, when
+// the work dir's repository has an identity of its own, or when none is
+// known.
+func (a *Agent) withGitIdentity(ctx context.Context, env []string) []string {
+	if a.git == nil || slices.ContainsFunc(env, func(e string) bool {
+		name, _, _ := strings.Cut(e, "=")
+		return proc.IsGitIdentityVar(name)
+	}) {
+		return env
+	}
+	ident, local := a.git.CommitIdentity(ctx, a.workDir, os.Environ())
+	if local || ident == nil {
+		return env
+	}
+	return append(slices.Clone(env), ident...)
 }

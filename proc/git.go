@@ -240,14 +240,7 @@ func PathOutside(path string, workDirs ...string) string {
 }
 
 // pathOf is the PATH entry of environ.
-func pathOf(environ []string) string {
-	for i := len(environ) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(environ[i], "PATH="); ok {
-			return v
-		}
-	}
-	return ""
-}
+func pathOf(environ []string) string { return valueOf(environ, "PATH") }
 
 // Path is the git program this Git runs.
 func (g *Git) Path() string { return g.path }
