@@ -286,6 +286,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	// The run's duration counts from here: the test baselines below can
 	// take longer than the iterations.
 	begun := a.opts.Now()
+	a.seedGoCaches(ctx, a.workDir)
 	if err := a.flow.start(ctx); err != nil {
 		return err
 	}

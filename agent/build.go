@@ -231,15 +231,15 @@ func (a *Agent) buildCommandRunners(ctx context.Context, environ []string) error
 // buildCompletion builds the part of the agent its files decide — the
 // completion handler, validators and step machine, by the same code
 // validate runs — with what the validators need first: the sandbox's build
-// caches, the Go caches, the pinned toolchain configuration and the hidden
-// tests. Then it fixes the repository capstan's gh calls name, before the
+// caches, the pinned toolchain configuration and the hidden tests (the Go
+// caches, which can take a minute to compile, are seeded by Start, after
+// everything that can refuse the run: a missing API key is told at once). Then it fixes the repository capstan's gh calls name, before the
 // model can touch the work dir's remotes.
 func (a *Agent) buildCompletion(ctx context.Context) error {
 	env := runtimeEnv{workDir: a.workDir, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
 	if err := a.buildSandboxCaches(&env); err != nil {
 		return err
 	}
-	a.seedGoCaches(ctx, a.workDir)
 	if err := a.pinToolchainConfig(ctx, &env); err != nil {
 		return err
 	}

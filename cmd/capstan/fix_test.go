@@ -325,3 +325,20 @@ func TestFixCommitsAsTheUsersGlobalIdentity(t *testing.T) {
 		t.Errorf("the fix was committed as %q", got)
 	}
 }
+
+// capstan fix without an API key says so before anything slow: the Go
+// build cache (which compiles Go's standard library on a new machine, a
+// minute) is seeded only once the run can start.
+func TestFixWithoutAKeyFailsBeforeTheBuildCache(t *testing.T) {
+	needSandbox(t)
+	repo, _ := fixRepo(t, "go")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
+	code, out := pasteShell(t, repo)("capstan fix 'make the failing tests pass' --model anthropic:claude-sonnet-4-5")
+	if code != exitInternal && code != exitUsage || !strings.Contains(out, "SDK_AUTH") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, "Go standard library") || strings.Contains(out, "build cache") {
+		t.Errorf("the build cache was prepared before the missing key was told:\n%s", out)
+	}
+}
