@@ -34,9 +34,9 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
@@ -79,7 +79,7 @@ type Agent struct {
 	baseURL     string                // the model's base URL ("" = the provider's)
 	stepCfg     *llm.Config           // how steps' own models' bridges are opened (nil: no step has one)
 	stepBridges map[string]llm.Bridge // bridges of steps' own models, by spec
-	stepCosts   map[string]func(llm.Usage) float64
+	stepCosts   map[string]func(event.Usage) float64
 	mcp         *mcp.Set    // MCP servers capstan connected (nil when none)
 	ledger      *llm.Ledger // the tool-effect ledger of capstan's tool loop
 	flow        *flow
@@ -113,7 +113,7 @@ type Agent struct {
 	// git runs capstan's own git commands (repository discovery, the
 	// validators' pinned configuration), resolved outside the work dir
 	// when the agent is built; nil when git is not installed.
-	git *hostcmd.Git
+	git *proc.Git
 	// sandbox confines the Bash tool, subprocess steps and command
 	// validators when runner.boundaries.sandbox is enabled; nil when not.
 	sandbox *sandbox.CommandRunner
@@ -288,6 +288,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	// The run's duration counts from here: the test baselines below can
 	// take longer than the iterations.
 	begun := a.opts.Now()
+	a.seedGoCaches(ctx, a.workDir)
 	if err := a.flow.start(ctx); err != nil {
 		return err
 	}
@@ -506,8 +507,8 @@ type Progress struct {
 	// Step is the current step ("" without steps).
 	Step string `json:"step,omitempty"`
 	// Usage and CostUSD are the run's totals so far.
-	Usage   llm.Usage `json:"usage"`
-	CostUSD float64   `json:"cost"`
+	Usage   event.Usage `json:"usage"`
+	CostUSD float64     `json:"cost"`
 	// Summary is the last finished iteration's summary (nil before the first).
 	Summary *event.IterationSummary `json:"-"`
 	// Outcome is the verdict on the last iteration Step ran.
@@ -551,13 +552,14 @@ func (a *Agent) finish(lr *LoopResult) *Result {
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.begun).Milliseconds(), TestBaselineMs: a.testBaselineMs,
 		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
-		Warnings:       append([]string(nil), a.warnings...),
-		CannotComplete: a.flow.cannotComplete,
-		TestChange:     a.flow.testChange,
-		Verdict:        a.flow.closureVerdict,
-		Handoff:        a.flow.closureHandoff,
-		GitHub:         a.github,
-		Sandboxed:      a.unsandboxed() == "",
+		UsageUnreported: a.rc.UnreportedResponses,
+		Warnings:        append([]string(nil), a.warnings...),
+		CannotComplete:  a.flow.cannotComplete,
+		TestChange:      a.flow.testChange,
+		Verdict:         a.flow.closureVerdict,
+		Handoff:         a.flow.closureHandoff,
+		GitHub:          a.github,
+		Sandboxed:       a.unsandboxed() == "",
 	}
 	a.mu.Lock()
 	a.result = res

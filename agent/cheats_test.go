@@ -171,7 +171,7 @@ func retryPatterns(t *testing.T, res *Result) (patterns []string, texts []string
 		if ev.Type != journal.RetryPrompt {
 			continue
 		}
-		var rp RetryPromptEvent
+		var rp event.RetryPromptEvent
 		if err := json.Unmarshal(ev.Data, &rp); err != nil {
 			t.Fatal(err)
 		}

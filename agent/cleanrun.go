@@ -50,7 +50,7 @@ func (*CleanRunEvent) EventKind() event.Kind { return event.KindCleanRun }
 // result, a planted temp file, a rewritten config copy) takes part. It
 // returns the coded error that fails the run when a result differs, and
 // an error of its own when it could not run.
-func (a *Agent) cleanRun(ctx context.Context, vr *verify.ValidationResult) (failed, err error) {
+func (a *Agent) cleanRun(ctx context.Context, vr *event.ValidationResult) (failed, err error) {
 	if vr == nil || !a.spec.Runner.Verification.CleanRunOn() {
 		return nil, nil
 	}
@@ -88,7 +88,7 @@ const maxCleanDifferences = 20
 
 // cleanRunOne runs one test validator in the clean environment and
 // compares it with run, its run in the verification.
-func (a *Agent) cleanRunOne(ctx context.Context, run verify.ValidatorRun) (CleanRunEvent, error) {
+func (a *Agent) cleanRunOne(ctx context.Context, run event.ValidatorRun) (CleanRunEvent, error) {
 	// What the verification saw, read before the clean run writes the
 	// validator's report file anew.
 	before, parsedBefore := verify.ParseTestRunOutput(run.Output, a.workDir)

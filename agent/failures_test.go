@@ -16,8 +16,8 @@ import (
 type callingModel struct{}
 
 func (callingModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
-	return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{{Name: "Nothing"}}}, StopReason: "tool_use",
-		Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+	return &llm.Response{Message: event.Message{ToolCalls: []event.ToolCall{{Name: "Nothing"}}}, StopReason: "tool_use",
+		Usage: event.Usage{InputTokens: 10, OutputTokens: 5}}, nil
 }
 
 // TestMaxTurnsKeepsTheSession: a query that runs out of turns keeps its
@@ -64,7 +64,7 @@ func (stepFlow) After(context.Context, *RuntimeContext, *event.IterationSummary)
 type failingBridge struct{}
 
 func (failingBridge) Query(context.Context, string, llm.QueryOptions) (*event.QueryResult, error) {
-	return &event.QueryResult{Turns: 2, Usage: llm.Usage{InputTokens: 3}},
+	return &event.QueryResult{Turns: 2, Usage: event.Usage{InputTokens: 3}},
 		agenterr.New(agenterr.CodeSdkRateLimit, agenterr.LayerSDKBridge, true, "slow down")
 }
 func (failingBridge) SessionID() string { return "" }
@@ -100,8 +100,8 @@ type lostSessionBridge struct {
 func (b *lostSessionBridge) Query(ctx context.Context, prompt string, opts llm.QueryOptions) (*event.QueryResult, error) {
 	if opts.SessionID != "" && !b.failed {
 		b.failed = true
-		return &event.QueryResult{Turns: 2, Usage: llm.Usage{InputTokens: 1000, OutputTokens: 100},
-				ToolUses: []llm.ToolUse{{ID: "c1", Name: "Bash", Output: "ran"}}},
+		return &event.QueryResult{Turns: 2, Usage: event.Usage{InputTokens: 1000, OutputTokens: 100},
+				ToolUses: []event.ToolUse{{ID: "c1", Name: "Bash", Output: "ran"}}},
 			agenterr.New(agenterr.CodeSdkSessionNotFound, agenterr.LayerSDKBridge, true, "no session %s", opts.SessionID)
 	}
 	return b.Bridge.Query(ctx, prompt, opts)
@@ -112,7 +112,7 @@ func (b *lostSessionBridge) Query(ctx context.Context, prompt string, opts llm.Q
 // attempt's billed turns and tool calls disappear.
 func TestReconnectCountsTheLostAttempt(t *testing.T) {
 	bridge := &lostSessionBridge{Bridge: llm.NewToolLoop(echoModel{}, llm.Config{})}
-	l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{doneAt: 2}, Cost: func(u llm.Usage) float64 { return float64(u.InputTokens) / 1000 }})
+	l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{doneAt: 2}, Cost: func(u event.Usage) float64 { return float64(u.InputTokens) / 1000 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestTokenBudgetStopsWithinAnIteration(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			bridge := llm.NewToolLoop(callingModel{}, llm.Config{MaxTurns: 25})
 			l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{}, Budgets: c.budgets,
-				Cost: func(u llm.Usage) float64 { return float64(u.Total()) / 1000 }})
+				Cost: func(u event.Usage) float64 { return float64(u.Total()) / 1000 }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestRedoIterationEndCarriesRunTotals(t *testing.T) {
 	stop := testStopTool{cancel: cancel}
 	bridge := llm.NewToolLoop(callingModel{}, llm.Config{Tools: []tool.Tool{stop}})
 	events := &endEvents{}
-	l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{}, Events: events, Cost: func(u llm.Usage) float64 { return float64(u.Total()) / 1000 }})
+	l, err := NewLoop(LoopConfig{Bridge: bridge, Flow: untilFlow{}, Events: events, Cost: func(u event.Usage) float64 { return float64(u.Total()) / 1000 }})
 	if err != nil {
 		t.Fatal(err)
 	}

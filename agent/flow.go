@@ -48,7 +48,7 @@ type flow struct {
 	// run's model keeps its session in the loop's RuntimeContext).
 	sessions map[string]string
 	// cannotComplete is the model's declaration that ended the run.
-	cannotComplete *verdict.CannotComplete
+	cannotComplete *event.CannotComplete
 	// testChange is the request to change protected files that stopped
 	// the run for a human.
 	testChange *event.TestChangeRequest
@@ -62,11 +62,6 @@ type flow struct {
 	// runs the step's prompt).
 	retrying *event.PendingPrompt
 }
-
-// RetryPromptEvent is the payload of a retry.prompt journal event; the type
-// lives in completion so that journal consumers below the agent layer
-// (tracing) can match it without a JSON round trip.
-type RetryPromptEvent = verdict.RetryPromptEvent
 
 func newFlow(a *Agent) (*flow, error) {
 	m := a.rt.machine
@@ -226,7 +221,7 @@ func (f *flow) Next(ctx context.Context, rc *RuntimeContext) (Turn, error) {
 			return Turn{}, err
 		}
 		f.pending = nil // a retry prompt means nothing to a command: it runs again as it is
-		turn.Bridge, turn.Model, turn.Cost = b, SubprocessTool, func(llm.Usage) float64 { return 0 }
+		turn.Bridge, turn.Model, turn.Cost = b, SubprocessTool, func(event.Usage) float64 { return 0 }
 		turn.Prompt, turn.Source = b.display(), SubprocessTool
 		return turn, nil
 	}

@@ -85,7 +85,7 @@ func transitionsOf(t *testing.T, res *Result) []string {
 	var path []string
 	for _, ev := range events {
 		if ev.Type == journal.StepTransition {
-			var mv verdict.StepMove
+			var mv event.StepMove
 			if err := json.Unmarshal(ev.Data, &mv); err != nil {
 				t.Fatal(err)
 			}

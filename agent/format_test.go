@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -40,7 +41,7 @@ func TestFormatRetryAndRecovery(t *testing.T) {
 	for _, ev := range events {
 		switch ev.Type {
 		case journal.RetryPrompt:
-			var rp RetryPromptEvent
+			var rp event.RetryPromptEvent
 			_ = json.Unmarshal(ev.Data, &rp)
 			kinds = append(kinds, rp.Kind)
 		case journal.IterationEnd:

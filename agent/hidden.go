@@ -40,14 +40,14 @@ func (a *Agent) hiddenGuard() *hidden.Guard {
 
 // runTestValidator runs the test validator name with the params of its
 // condition, as the verdict stage does.
-func (a *Agent) runTestValidator(ctx context.Context, name string) (verify.ValidatorRun, bool, error) {
+func (a *Agent) runTestValidator(ctx context.Context, name string) (event.ValidatorRun, bool, error) {
 	for _, c := range a.testConditions() {
 		if c.Validator == name {
 			run, err := a.rt.verifier.RunCommandValidator(ctx, c)
 			return run, run.Passed, err
 		}
 	}
-	return verify.ValidatorRun{}, false, fmt.Errorf("hidden tests: %q is not a test validator of the run", name)
+	return event.ValidatorRun{}, false, fmt.Errorf("hidden tests: %q is not a test validator of the run", name)
 }
 
 // hiddenBaselines gives the hidden-tests guard its baselines: a resumed

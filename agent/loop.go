@@ -57,8 +57,12 @@ type RuntimeContext struct {
 	// Unrecorded is the usage (and its cost) of model turns of iterations
 	// that never ended — a resumed run's killed iterations — which no
 	// summary holds; it counts in the result and the budgets.
-	Unrecorded        llm.Usage
+	Unrecorded        event.Usage
 	UnrecordedCostUSD float64
+	// UnreportedResponses counts the responses of those iterations whose
+	// usage their provider never reported (RunRecord.UnreportedResponses):
+	// Unrecorded misses their tokens.
+	UnreportedResponses int
 }
 
 // Turn is what the flow wants sent in one iteration.
@@ -73,7 +77,7 @@ type Turn struct {
 	Bridge    llm.Bridge
 	SessionID string
 	// Cost prices this turn's usage when Bridge is set (nil = Config.Cost).
-	Cost func(llm.Usage) float64
+	Cost func(event.Usage) float64
 	// Model names Bridge's model ("provider:model") for the journal; ""
 	// when the turn uses the run's own model.
 	Model string
@@ -133,7 +137,7 @@ type LoopConfig struct {
 	Budgets Budgets
 	// Cost estimates the USD cost of usage on the bridge's model; nil
 	// counts cost only from what the bridge reports.
-	Cost func(llm.Usage) float64
+	Cost func(event.Usage) float64
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 	// Continuable says that the bridge continues a cut query from its
@@ -186,7 +190,7 @@ type LoopResult struct {
 	Reason           string
 	Iterations       int
 	SessionID        string
-	Usage            llm.Usage
+	Usage            event.Usage
 	CostUSD          float64
 	Duration         time.Duration
 	Err              error
@@ -244,7 +248,7 @@ func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 	}
 	if broken := l.cfg.Broken; broken != nil {
 		budgets := s.guard
-		s.guard = func(used llm.Usage) error {
+		s.guard = func(used event.Usage) error {
 			if err := broken(); err != nil {
 				return err
 			}
@@ -263,7 +267,7 @@ func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
 }
 
 // Usage returns the run's usage and cost so far.
-func (s *Session) Usage() (llm.Usage, float64) { return s.res.Usage, s.res.CostUSD }
+func (s *Session) Usage() (event.Usage, float64) { return s.res.Usage, s.res.CostUSD }
 
 // Step checks the limits and, when none stops the run, runs one
 // iteration. It returns nil when the run goes on, or the run's final
@@ -410,7 +414,7 @@ func (l *Loop) stopBeforeIteration(ctx context.Context, rc *RuntimeContext, res 
 
 // overBudget returns how the run ends when usage (costing cost) reached
 // the token or cost budget, or nil.
-func (l *Loop) overBudget(usage llm.Usage, cost float64) *LoopResult {
+func (l *Loop) overBudget(usage event.Usage, cost float64) *LoopResult {
 	b := l.cfg.Budgets
 	switch {
 	case b.MaxTokens > 0 && usage.Total() >= b.MaxTokens:
@@ -428,7 +432,7 @@ func (l *Loop) overBudget(usage llm.Usage, cost float64) *LoopResult {
 // turns together. When a budget is reached it notes how the run ends in
 // the iteration (over) and stops the query with that error.
 func (l *Loop) turnGuard(res *LoopResult) llm.TurnGuard {
-	return func(used llm.Usage) error {
+	return func(used event.Usage) error {
 		it := &l.it
 		usage, cost := res.Usage, res.CostUSD
 		usage.Add(used)
@@ -464,7 +468,7 @@ func (l *Loop) iterate(ctx context.Context, rc *RuntimeContext, guard llm.TurnGu
 		lost := qr
 		if guard != nil && answered(lost) {
 			// The budgets count the lost attempt's turns too.
-			qctx = llm.WithTurnGuard(ctx, func(used llm.Usage) error {
+			qctx = llm.WithTurnGuard(ctx, func(used event.Usage) error {
 				used.Add(lost.Usage)
 				return guard(used)
 			})
@@ -539,7 +543,7 @@ type iterationState struct {
 	opts   llm.QueryOptions
 	bridge llm.Bridge
 	own    bool // the query runs in the run's own session
-	cost   func(llm.Usage) float64
+	cost   func(event.Usage) float64
 	// out is the iteration's outcome; ended says it is known before any
 	// query (the flow failed).
 	out   Outcome
@@ -567,7 +571,7 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 	it := &l.it
 	*it = iterationState{began: l.cfg.Now()}
 	it.s = &event.IterationSummary{Iteration: rc.Iteration, SessionID: rc.SessionID, Timestamp: it.began,
-		AssistantResponses: []string{}, ToolsUsed: []event.ToolUsage{}, DetectedActions: []event.DetectedAction{}, Errors: []string{}}
+		AssistantResponses: []string{}, ToolsUsed: []event.ToolUse{}, DetectedActions: []event.DetectedAction{}, Errors: []string{}}
 	l.start.Iteration = rc.Iteration
 	l.cfg.Events.Emit(&l.start)
 	turn, err := l.cfg.Flow.Next(ctx, rc)
@@ -676,7 +680,7 @@ func providerOutage(err error) bool {
 }
 
 func answered(qr *event.QueryResult) bool {
-	return qr != nil && (qr.Usage != llm.Usage{} || len(qr.Responses) > 0 || len(qr.ToolUses) > 0)
+	return qr != nil && (qr.Usage != event.Usage{} || len(qr.Responses) > 0 || len(qr.ToolUses) > 0)
 }
 
 func outcomeEvent(o Outcome) event.OutcomeEvent {

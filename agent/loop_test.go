@@ -31,8 +31,8 @@ func (m echoModel) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 	for _, msg := range req.Messages {
 		words += len(strings.Fields(msg.Text))
 	}
-	return &llm.Response{Message: llm.Message{Text: "echo: " + last.Text}, StopReason: "end_turn",
-		Usage: llm.Usage{InputTokens: int64(words), OutputTokens: 2}}, nil
+	return &llm.Response{Message: event.Message{Text: "echo: " + last.Text}, StopReason: "end_turn",
+		Usage: event.Usage{InputTokens: int64(words), OutputTokens: 2}}, nil
 }
 
 // untilFlow completes once an iteration's response contains done.

@@ -244,7 +244,7 @@ func TestLostTestsRetryTemplate(t *testing.T) {
 		if ev.Type != journal.RetryPrompt {
 			continue
 		}
-		var rp RetryPromptEvent
+		var rp event.RetryPromptEvent
 		if err := json.Unmarshal(ev.Data, &rp); err != nil {
 			t.Fatal(err)
 		}

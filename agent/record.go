@@ -16,14 +16,14 @@ import (
 // RunRecord is one run as reconstructed from its journal. It is what
 // `capstan show` prints and what `capstan resume` continues from.
 type RunRecord struct {
-	ID         string                   `json:"runId"`
-	Journal    string                   `json:"journal"`
-	Start      *RunStartEvent           `json:"start,omitempty"`
-	Iterations []IterationRecord        `json:"iterations"`
-	Result     *Result                  `json:"result,omitempty"`
-	Warnings   []string                 `json:"warnings,omitempty"`
-	Errors     []event.ErrorEvent       `json:"errors,omitempty"`
-	Sessions   map[string][]llm.Message `json:"-"`
+	ID         string                     `json:"runId"`
+	Journal    string                     `json:"journal"`
+	Start      *RunStartEvent             `json:"start,omitempty"`
+	Iterations []IterationRecord          `json:"iterations"`
+	Result     *Result                    `json:"result,omitempty"`
+	Warnings   []string                   `json:"warnings,omitempty"`
+	Errors     []event.ErrorEvent         `json:"errors,omitempty"`
+	Sessions   map[string][]event.Message `json:"-"`
 	// Ended is false when the journal has no run.end event: the run was
 	// killed or is still running.
 	Ended bool `json:"ended"`
@@ -38,7 +38,14 @@ type RunRecord struct {
 	// requests in iterations that never ended (killed): billed, but in no
 	// iteration summary. Resume counts
 	// it in the run's usage and budgets.
-	UnrecordedUsage llm.Usage `json:"unrecordedUsage,omitzero"`
+	UnrecordedUsage event.Usage `json:"unrecordedUsage,omitzero"`
+	// UnreportedResponses counts the responses of those iterations that a
+	// kill cut while they streamed before their provider reported their
+	// usage (a model.usage marked unreported with no model.turn after
+	// it: OpenAI-compatible servers report usage in a stream's last
+	// chunk). They were billed, but their tokens are in no figure:
+	// UnrecordedUsage, and a resumed run's usage, are lower bounds.
+	UnreportedResponses int `json:"unreportedResponses,omitempty"`
 	// ProtectBaseline is the run's first protect.baseline: the protected
 	// files as they were when the run started (nil when none are).
 	ProtectBaseline *verify.FilesBaseline `json:"protectBaseline,omitempty"`
@@ -79,7 +86,7 @@ type IterationRecord struct {
 	PromptSource string                  `json:"promptSource,omitempty"`
 	Prompt       string                  `json:"prompt,omitempty"`
 	Query        *event.QueryResult      `json:"query,omitempty"`
-	Denied       []llm.ToolUse           `json:"denied,omitempty"`
+	Denied       []event.ToolUse         `json:"denied,omitempty"`
 	Events       []journal.Event         `json:"events,omitempty"` // validator, retry, step, completion events
 	Outcome      *event.OutcomeEvent     `json:"outcome,omitempty"`
 	Summary      *event.IterationSummary `json:"summary,omitempty"`
@@ -120,10 +127,13 @@ type runReader struct {
 	tentative *event.StepStateEvent
 	// pending is the usage of the model turns of the iteration attempt
 	// under way: in its summary when it ends, unrecorded when it never does.
-	pending llm.Usage
+	pending event.Usage
 	// inFlight is the usage of a response that began streaming and has no
 	// model.turn yet (model.usage): a kill that cut it leaves it billed.
-	inFlight llm.Usage
+	// inFlightUnreported says that its provider had not reported the
+	// response's own usage yet (inFlight misses it).
+	inFlight           event.Usage
+	inFlightUnreported bool
 }
 
 // read folds one event into the record.
@@ -205,7 +215,10 @@ func (r *runReader) keep(ev journal.Event) {
 func (r *runReader) settlePending() {
 	r.pending.Add(r.inFlight)
 	r.rec.UnrecordedUsage.Add(r.pending)
-	r.pending, r.inFlight = llm.Usage{}, llm.Usage{}
+	if r.inFlightUnreported {
+		r.rec.UnreportedResponses++
+	}
+	r.pending, r.inFlight, r.inFlightUnreported = event.Usage{}, event.Usage{}, false
 }
 
 // billed adds a model turn's usage, or a compaction's, to the attempt
@@ -218,12 +231,12 @@ func (r *runReader) billed(ev journal.Event) {
 		if ev.Iteration > 0 && r.decode(ev, &mt) == nil {
 			r.pending.Add(mt.Usage)
 		}
-		r.inFlight = llm.Usage{} // in the turn's usage
+		r.inFlight, r.inFlightUnreported = event.Usage{}, false // in the turn's usage
 		return
 	case journal.ModelUsage:
 		var mu event.ModelUsageEvent
 		if ev.Iteration > 0 && r.decode(ev, &mu) == nil {
-			r.inFlight = mu.Usage
+			r.inFlight, r.inFlightUnreported = mu.Usage, mu.Unreported
 		}
 		return
 	}
@@ -290,7 +303,7 @@ func (r *runReader) iterationInput(ev journal.Event) error {
 		}
 		r.at(ev.Iteration).Query = &q
 	case journal.ToolDenied:
-		var u llm.ToolUse
+		var u event.ToolUse
 		if err := r.decode(ev, &u); err != nil {
 			return err
 		}
@@ -316,7 +329,7 @@ func (r *runReader) iterationEnd(ev journal.Event) error {
 		r.tentative = e.StepState // format 2: the state travels with the end
 	}
 	if it.Finished {
-		r.pending, r.inFlight = llm.Usage{}, llm.Usage{} // in the summary
+		r.pending, r.inFlight, r.inFlightUnreported = event.Usage{}, event.Usage{}, false // in the summary
 	}
 	if r.tentative != nil && it.Finished {
 		r.rec.stepState, it.stepState, r.tentative = r.tentative, r.tentative, nil

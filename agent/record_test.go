@@ -6,7 +6,6 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
 )
 
 // An iteration killed after its query journaled the session's new
@@ -20,8 +19,8 @@ func TestResumeSessionLeavesOutMessagesOfUnfinishedIterations(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := func(text string) event.SessionMessagesEvent {
-		return event.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{
-			{Role: llm.RoleUser, Text: "prompt " + text}, {Role: llm.RoleAssistant, Text: text}}}
+		return event.SessionMessagesEvent{SessionID: "s1", Messages: []event.Message{
+			{Role: event.RoleUser, Text: "prompt " + text}, {Role: event.RoleAssistant, Text: text}}}
 	}
 	w.Append(journal.RunStart, RunStartEvent{RunID: "r"})
 	w.SetPosition(1, "s")

@@ -11,7 +11,6 @@ import (
 	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/modelspec"
-	"github.com/capstan-dev/capstan/verdict"
 )
 
 // Result is how a run ended (climpt calls it AgentResult). It is what `capstan run
@@ -26,15 +25,21 @@ type Result struct {
 	CompletionReason string `json:"completionReason"`
 	// Reason is the human explanation (the completion handler's reason, or
 	// what stopped the run).
-	Reason     string    `json:"reason,omitempty"`
-	Iterations int       `json:"iterations"`
-	SessionID  string    `json:"sessionId,omitempty"`
-	RunID      string    `json:"runId"`
-	Agent      string    `json:"agent"`
-	Model      string    `json:"model"`
-	StepID     string    `json:"stepId,omitempty"`
-	Usage      llm.Usage `json:"usage"`
-	CostUSD    float64   `json:"cost"`
+	Reason     string      `json:"reason,omitempty"`
+	Iterations int         `json:"iterations"`
+	SessionID  string      `json:"sessionId,omitempty"`
+	RunID      string      `json:"runId"`
+	Agent      string      `json:"agent"`
+	Model      string      `json:"model"`
+	StepID     string      `json:"stepId,omitempty"`
+	Usage      event.Usage `json:"usage"`
+	CostUSD    float64     `json:"cost"`
+	// UsageUnreported counts model responses the run was billed for whose
+	// usage is in neither Usage nor CostUSD, which are then lower bounds:
+	// responses a kill cut while they streamed, before their provider
+	// reported their usage (OpenAI-compatible servers report it in the
+	// last chunk of a stream), in iterations the resumed run ran again.
+	UsageUnreported int `json:"usageUnreported,omitempty"`
 	// DurationMs is the run's wall time in this process, from Start to
 	// the end, the test baselines included.
 	DurationMs int64 `json:"durationMs"`
@@ -55,7 +60,7 @@ type Result struct {
 	// CannotComplete is the model's declaration that the task cannot be
 	// done as specified, with its reason and evidence (CompletionReason
 	// cannot_complete).
-	CannotComplete *verdict.CannotComplete `json:"cannotComplete,omitempty"`
+	CannotComplete *event.CannotComplete `json:"cannotComplete,omitempty"`
 	// TestChange is the model's request to change protected files, with
 	// the diff, when the run stopped for a human to decide it
 	// (CompletionReason test_change_requested; runner.verification.testChanges

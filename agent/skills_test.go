@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -21,16 +21,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func toolCalls(t *testing.T, path string) []llm.ToolUse {
+func toolCalls(t *testing.T, path string) []event.ToolUse {
 	t.Helper()
 	events, err := journal.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []llm.ToolUse
+	var out []event.ToolUse
 	for _, ev := range events {
 		if ev.Type == journal.ToolCall || ev.Type == journal.ToolDenied {
-			var u llm.ToolUse
+			var u event.ToolUse
 			_ = json.Unmarshal(ev.Data, &u)
 			out = append(out, u)
 		}

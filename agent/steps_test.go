@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verdict"
 )
 
 // TestMultiStepAgent drives a plan → gateway → sub-steps flow with a
@@ -74,7 +74,7 @@ func TestMultiStepAgent(t *testing.T) {
 	var path []string
 	for _, ev := range events {
 		if ev.Type == journal.StepTransition {
-			var mv verdict.StepMove
+			var mv event.StepMove
 			_ = json.Unmarshal(ev.Data, &mv)
 			path = append(path, mv.From+">"+mv.To+":"+mv.Kind)
 		}

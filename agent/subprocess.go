@@ -14,7 +14,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/verify"
@@ -39,7 +39,7 @@ const defaultSubprocessTimeout = 30 * time.Second
 type subprocessBridge struct {
 	argv    []string
 	workDir string
-	env     []string // runner.boundaries.env (see procenv.ForCommands)
+	env     []string // runner.boundaries.env (see proc.ForCommands)
 	timeout time.Duration
 	emit    event.Emitter // receives the run as a tool.call event
 	// sandbox runs the command when runner.boundaries.sandbox is enabled
@@ -115,14 +115,14 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 	// verify.RunCommand is the one implementation of running a command
 	// for capstan (environment policy, process group, timeout, output
 	// caps); the arguments are quoted so the shell passes them unchanged.
-	var out verify.ValidatorOutput
+	var out event.ValidatorOutput
 	if b.sandbox != nil {
 		res, stderr, err := b.sandbox.RunArgv(ctx, b.argv, tool.CommandSpec{Dir: b.workDir, Timeout: b.timeout,
-			Env: procenv.ForCommands(os.Environ(), b.env)})
+			Env: proc.ForCommands(os.Environ(), b.env)})
 		if err != nil {
 			return nil, err
 		}
-		out = verify.ValidatorOutput{Stdout: res.Output, Stderr: stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+		out = event.ValidatorOutput{Stdout: res.Output, Stderr: stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
 			Truncated: res.Truncated, DurationMs: res.Duration.Milliseconds()}
 	} else {
 		var err error
@@ -132,10 +132,10 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 		}
 	}
 	input, _ := json.Marshal(subprocessInput{Command: b.argv[0], Args: b.argv[1:], TimeoutMs: b.timeout.Milliseconds()})
-	use := llm.ToolUse{ID: "subprocess", Name: SubprocessTool, Input: input, DurationMs: out.DurationMs,
+	use := event.ToolUse{ID: "subprocess", Name: SubprocessTool, Input: input, DurationMs: out.DurationMs,
 		Output: subprocessReport(out), IsError: out.ExitCode != 0 || out.TimedOut}
 	b.emit.Emit(use)
-	res := &event.QueryResult{Responses: []string{}, ToolUses: []llm.ToolUse{use}, StopReason: fmt.Sprintf("exit %d", out.ExitCode)}
+	res := &event.QueryResult{Responses: []string{}, ToolUses: []event.ToolUse{use}, StopReason: fmt.Sprintf("exit %d", out.ExitCode)}
 	if out.TimedOut {
 		res.StopReason = "timeout"
 	}
@@ -150,7 +150,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 
 // subprocessReport is the tool-use output: stdout, stderr and how the
 // command ended.
-func subprocessReport(o verify.ValidatorOutput) string {
+func subprocessReport(o event.ValidatorOutput) string {
 	var b strings.Builder
 	b.WriteString(o.Stdout)
 	if o.Stderr != "" {

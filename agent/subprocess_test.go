@@ -11,7 +11,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -60,7 +59,7 @@ func runMerger(t *testing.T, verdict string) (*Result, []journal.Event) {
 // out of its environment.
 func TestSubprocessStepCompletes(t *testing.T) {
 	res, events := runMerger(t, "approved")
-	if !res.Success || res.Iterations != 1 || res.Model != SubprocessTool || res.Usage != (llm.Usage{}) {
+	if !res.Success || res.Iterations != 1 || res.Model != SubprocessTool || res.Usage != (event.Usage{}) {
 		t.Fatalf("result: success=%v iterations=%d model=%q usage=%+v err=%+v", res.Success, res.Iterations, res.Model, res.Usage, res.Error)
 	}
 	var prompt, start string

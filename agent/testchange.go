@@ -103,9 +103,9 @@ func (t *testChanges) RequestTestChange(ctx context.Context, iteration int, asks
 		return verdict.Verdict{}, agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
 			"runner.verification.testChanges is hiddenTests but the run has no hidden tests to decide with")
 	}
-	var runs []verify.ValidatorRun
+	var runs []event.ValidatorRun
 	for _, c := range a.testConditions() {
-		runs = append(runs, verify.ValidatorRun{Validator: c.Validator})
+		runs = append(runs, event.ValidatorRun{Validator: c.Validator})
 	}
 	vr, err := g.CheckOutputs(ctx, runs)
 	if err != nil {
@@ -140,7 +140,7 @@ func (a *Agent) applyTestChange(d *event.TestChangeDecision) {
 // request (pattern test-change-<outcome>).
 func testChangeRetry(outcome, reason, text string) verdict.Verdict {
 	return verdict.Verdict{Action: verdict.Retry, Reason: "test change request " + outcome + ": " + reason,
-		Retry: &verdict.RetryPromptEvent{Kind: "test-change", Pattern: "test-change-" + outcome,
+		Retry: &event.RetryPromptEvent{Kind: "test-change", Pattern: "test-change-" + outcome,
 			Source: "test-change:" + outcome, Attempt: 1, Max: 1, Text: text}}
 }
 

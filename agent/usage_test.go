@@ -9,7 +9,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
 )
 
 // resumeOnce resumes the run res from its journal.
@@ -78,17 +77,17 @@ func TestUsageOfAKilledIterationCountsAfterResume(t *testing.T) {
 	dir, wd, first, w := killedInIterationTwo(t)
 	// What a kill inside iteration 2 leaves: its start and a billed turn.
 	w.Append(journal.IterationStart, nil)
-	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 500, OutputTokens: 50}})
+	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: event.Usage{InputTokens: 500, OutputTokens: 50}})
 	// The summary request that compacted the transcript before turn 2
 	// was billed too.
 	w.Append(journal.ContextCompacted, &event.CompactionEvent{Window: 1000, SummarizedMessages: 3,
-		Usage: llm.Usage{InputTokens: 300, OutputTokens: 30, CacheReadTokens: 7}})
+		Usage: event.Usage{InputTokens: 300, OutputTokens: 30, CacheReadTokens: 7}})
 	w.Close()
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (llm.Usage{InputTokens: 800, OutputTokens: 80, CacheReadTokens: 7}); rec.UnrecordedUsage != want {
+	if want := (event.Usage{InputTokens: 800, OutputTokens: 80, CacheReadTokens: 7}); rec.UnrecordedUsage != want {
 		t.Fatalf("unrecorded %+v, want %+v", rec.UnrecordedUsage, want)
 	}
 	res := resumeOnce(t, dir, first, BuildOptions{WorkDir: wd, MaxIterations: 2})
@@ -121,20 +120,54 @@ func TestUsageOfAResponseInFlightCountsOnce(t *testing.T) {
 	// Iteration 2: a turn that finished (its usage includes what its
 	// start reported), then a response the kill cut while it streamed.
 	w.Append(journal.IterationStart, nil)
-	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: llm.Usage{InputTokens: 400, OutputTokens: 1}})
-	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: llm.Usage{InputTokens: 400, OutputTokens: 40}})
-	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 2, Usage: llm.Usage{InputTokens: 500, OutputTokens: 1}})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: event.Usage{InputTokens: 400, OutputTokens: 1}})
+	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: event.Usage{InputTokens: 400, OutputTokens: 40}})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 2, Usage: event.Usage{InputTokens: 500, OutputTokens: 1}})
 	// A resume that was killed too, while its first response streamed.
 	w.Append(journal.RunStart, RunStartEvent{Resumed: true, Iteration: 1})
 	w.Append(journal.IterationStart, nil)
-	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: llm.Usage{InputTokens: 600, OutputTokens: 2}})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: event.Usage{InputTokens: 600, OutputTokens: 2}})
 	w.Close()
 	rec, err := LoadRun(first.RunID, first.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (llm.Usage{InputTokens: 1500, OutputTokens: 43}); rec.UnrecordedUsage != want {
+	if want := (event.Usage{InputTokens: 1500, OutputTokens: 43}); rec.UnrecordedUsage != want {
 		t.Fatalf("unrecorded %+v, want %+v", rec.UnrecordedUsage, want)
+	}
+}
+
+// A response that began to stream before its provider reported its usage
+// (model.usage unreported: OpenAI-compatible servers report it in the
+// last chunk) and that a kill cut is counted as unreported, once per
+// response: the usage figures miss it, and the record says how many
+// responses they miss. A response whose usage the stream then reported,
+// or whose turn finished, is not.
+func TestUsageOfAResponseCutBeforeItsUsageIsCountedUnreported(t *testing.T) {
+	_, _, first, w := killedInIterationTwo(t)
+	w.Append(journal.IterationStart, nil)
+	// Reported in its last chunk, then its turn: counted in the turn.
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Unreported: true})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: event.Usage{InputTokens: 400, OutputTokens: 40}})
+	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: event.Usage{InputTokens: 400, OutputTokens: 40}})
+	// Reported in its last chunk, then the kill: counted exactly.
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 2, Unreported: true})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 2, Usage: event.Usage{InputTokens: 500, OutputTokens: 50}})
+	// A resume killed while its first response streamed, unreported.
+	w.Append(journal.RunStart, RunStartEvent{Resumed: true, Iteration: 1})
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Unreported: true})
+	// And another.
+	w.Append(journal.RunStart, RunStartEvent{Resumed: true, Iteration: 1})
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Unreported: true})
+	w.Close()
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (event.Usage{InputTokens: 900, OutputTokens: 90}); rec.UnrecordedUsage != want || rec.UnreportedResponses != 2 {
+		t.Fatalf("unrecorded %+v, unreported responses %d; want %+v and 2", rec.UnrecordedUsage, rec.UnreportedResponses, want)
 	}
 }
 

@@ -84,7 +84,7 @@ type countingValidator struct{ runs atomic.Int32 }
 func (v *countingValidator) Validate(_ context.Context, req verify.CustomRequest) (verify.CustomResult, error) {
 	v.runs.Add(1)
 	_, err := os.Stat(filepath.Join(req.WorkDir, "out.txt"))
-	return verify.CustomResult{Valid: err == nil, Output: verify.ValidatorOutput{Stderr: fmt.Sprint(err)}}, nil
+	return verify.CustomResult{Valid: err == nil, Output: event.ValidatorOutput{Stderr: fmt.Sprint(err)}}, nil
 }
 
 // runVerdict validates, builds and runs the agent in dir, returning the
@@ -146,7 +146,7 @@ func TestValidatorsVerifyEveryCompletionType(t *testing.T) {
 			if res.Success || res.CompletionReason != ReasonValidationExhausted || !errors.Is(res.Err(), agenterr.ErrValidationExhausted) {
 				t.Fatalf("liar: %+v", res)
 			}
-			retries := eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)
+			retries := eventsOf[event.RetryPromptEvent](t, events, journal.RetryPrompt)
 			if len(retries) != 1 || retries[0].Pattern != "out-missing" || retries[0].Attempt != 1 || retries[0].Max != 2 ||
 				!strings.Contains(retries[0].Text, "out.txt is missing") {
 				t.Fatalf("liar retry prompts: %+v", retries)
@@ -238,7 +238,7 @@ func TestStepCompletionSettings(t *testing.T) {
 			if res.Success != c.success || res.CompletionReason != c.reason {
 				t.Fatalf("%+v", res)
 			}
-			if n := len(eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)); n != c.retries {
+			if n := len(eventsOf[event.RetryPromptEvent](t, events, journal.RetryPrompt)); n != c.retries {
 				t.Fatalf("%d retry prompts, want %d", n, c.retries)
 			}
 		})
@@ -282,7 +282,7 @@ func TestVerdictFactsAgree(t *testing.T) {
 		Verdict  string   `json:"verdict"`
 		Verified []string `json:"verified"`
 	}](t, events, journal.CompletionCheck)
-	retries := eventsOf[verdict.RetryPromptEvent](t, events, journal.RetryPrompt)
+	retries := eventsOf[event.RetryPromptEvent](t, events, journal.RetryPrompt)
 	if len(checks) != 3 || len(retries) != 2 {
 		t.Fatalf("%d checks, %d retries", len(checks), len(retries))
 	}

@@ -11,9 +11,6 @@ import (
 	"time"
 )
 
-// ToolUsage is one tool call of an iteration, by the name climpt gives it.
-type ToolUsage = ToolUse
-
 // DetectedAction is an action the loop detected in a response (a tool call,
 // a declared completion, a keyword).
 type DetectedAction struct {
@@ -39,7 +36,7 @@ type IterationSummary struct {
 	StepID             string           `json:"stepId,omitempty"`
 	Prompt             string           `json:"prompt,omitempty"`
 	AssistantResponses []string         `json:"assistantResponses"`
-	ToolsUsed          []ToolUsage      `json:"toolsUsed"`
+	ToolsUsed          []ToolUse        `json:"toolsUsed"`
 	DetectedActions    []DetectedAction `json:"detectedActions"`
 	ActionResults      []ActionResult   `json:"actionResults,omitempty"`
 	StructuredOutput   json.RawMessage  `json:"structuredOutput,omitempty"`

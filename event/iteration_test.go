@@ -12,7 +12,7 @@ func TestUpdateCarry(t *testing.T) {
 	prev := ContextCarry{AccumulatedContext: map[string]any{"ticket": "T-1", "lastToolsUsed": []string{"Old"}}}
 	s := &IterationSummary{
 		AssistantResponses: []string{"first", "second"},
-		ToolsUsed:          []ToolUsage{{Name: "Read"}, {Name: "Edit"}},
+		ToolsUsed:          []ToolUse{{Name: "Read"}, {Name: "Edit"}},
 		DetectedActions:    []DetectedAction{{Type: "tool:Read"}},
 	}
 	got := UpdateCarry(prev, s)

@@ -114,7 +114,7 @@ type CompletionResult struct {
 }
 
 // VerdictAction is what an iteration's verdict tells the loop to do next:
-// "continue", "retry", "complete" or "stop" (verdict.Action).
+// "continue", "retry", "complete" or "stop".
 type VerdictAction string
 
 // CheckEvent is the payload of the completion.check journal event: the

@@ -16,7 +16,7 @@
 //     CompactionOptions.SummaryModel) into one carry message.
 //
 // The current query's prompt (the retry prompt or the step's prompt) and
-// the newest prompt marked as the step's instructions (llm.Message.Pinned)
+// the newest prompt marked as the step's instructions (event.Message.Pinned)
 // are never removed. When the request still does not fit, or compaction is
 // off, Fit fails with CONTEXT_OVERFLOW before anything is sent.
 
@@ -189,7 +189,7 @@ func (m *Compactor) fitSized(ctx context.Context, req *Request, query int, trans
 		size -= saved
 		return m.tokens(size) <= goal
 	}, ev)
-	var usage Usage
+	var usage event.Usage
 	if m.tokens(size) > goal && query > 0 {
 		var err error
 		out, usage, err = m.summarize(ctx, req, out, query, ev)
@@ -223,9 +223,9 @@ func (m *Compactor) overflow(tokens int64, why string) error {
 // true, keeping the newest keep results verbatim, and always the results
 // the model has not seen yet (a tool message at the end). msgs is not
 // modified: changed messages are copies.
-func compactStub(msgs []Message, keep int, enough func(saved int) bool, ev *event.CompactionEvent) []Message {
+func compactStub(msgs []event.Message, keep int, enough func(saved int) bool, ev *event.CompactionEvent) []event.Message {
 	seen := len(msgs)
-	if seen > 0 && msgs[seen-1].Role == RoleTool {
+	if seen > 0 && msgs[seen-1].Role == event.RoleTool {
 		seen--
 	}
 	total := 0
@@ -246,10 +246,10 @@ func compactStub(msgs []Message, keep int, enough func(saved int) bool, ev *even
 				continue
 			}
 			if !copied {
-				out, copied = append([]Message(nil), msgs...), true
+				out, copied = append([]event.Message(nil), msgs...), true
 			}
 			if &out[i].ToolResults[0] == &msgs[i].ToolResults[0] {
-				out[i].ToolResults = append([]ToolResult(nil), msgs[i].ToolResults...)
+				out[i].ToolResults = append([]event.ToolResult(nil), msgs[i].ToolResults...)
 			}
 			out[i].ToolResults[j].Content = text
 			ev.StubbedCalls = append(ev.StubbedCalls, r.CallID)
@@ -263,7 +263,7 @@ func compactStub(msgs []Message, keep int, enough func(saved int) bool, ev *even
 }
 
 // stubText is the deterministic stand-in of a tool result.
-func compactStubText(r ToolResult) string {
+func compactStubText(r event.ToolResult) string {
 	name := r.Name
 	if name == "" {
 		name = "a tool"
@@ -274,25 +274,25 @@ func compactStubText(r ToolResult) string {
 
 // summarize replaces msgs[:query] by the newest pinned prompt among them
 // and one carry message summarizing the rest.
-func (m *Compactor) summarize(ctx context.Context, req *Request, msgs []Message, query int, ev *event.CompactionEvent) ([]Message, Usage, error) {
+func (m *Compactor) summarize(ctx context.Context, req *Request, msgs []event.Message, query int, ev *event.CompactionEvent) ([]event.Message, event.Usage, error) {
 	pinned := -1
 	for i := query - 1; i >= 0; i-- {
-		if msgs[i].Pinned && msgs[i].Role == RoleUser {
+		if msgs[i].Pinned && msgs[i].Role == event.RoleUser {
 			pinned = i
 			break
 		}
 	}
-	older := make([]Message, 0, query)
+	older := make([]event.Message, 0, query)
 	for i, msg := range msgs[:query] {
 		if i != pinned {
 			older = append(older, msg)
 		}
 	}
 	if len(older) == 0 {
-		return msgs, Usage{}, nil
+		return msgs, event.Usage{}, nil
 	}
 	sreq := &Request{Model: m.summaryModel, System: compactSummarySystem, MaxTokens: compactSummaryMaxTokens, Summary: true,
-		Messages: []Message{{Role: RoleUser, Text: renderCompacted(older, int(m.window/2)*BytesPerToken)}}}
+		Messages: []event.Message{{Role: event.RoleUser, Text: renderCompacted(older, int(m.window/2)*BytesPerToken)}}}
 	resp, err := m.summarizer.Generate(ctx, sreq)
 	if err != nil {
 		// A request that failed after it was billed still costs its usage.
@@ -303,11 +303,11 @@ func (m *Compactor) summarize(ctx context.Context, req *Request, msgs []Message,
 		return nil, resp.Usage, agenterr.New(agenterr.CodeContextOverflow, agenterr.LayerSDKBridge, false,
 			"the summary model returned no text, so older turns could not be compacted; nothing was sent")
 	}
-	out := make([]Message, 0, len(msgs)-query+2)
+	out := make([]event.Message, 0, len(msgs)-query+2)
 	if pinned >= 0 {
 		out = append(out, msgs[pinned])
 	}
-	out = append(out, Message{Role: RoleUser, Text: compactCarryHeader + summary})
+	out = append(out, event.Message{Role: event.RoleUser, Text: compactCarryHeader + summary})
 	out = append(out, msgs[query:]...)
 	ev.SummarizedMessages = len(older)
 	ev.SummaryModel = m.summaryModel
@@ -326,14 +326,14 @@ const compactCarryHeader = "Summary of the earlier part of this session (older t
 // render writes messages as plain text for the summarizer, each tool
 // result and text cut to a few KB, the whole to at most limit bytes (the
 // newest part kept).
-func renderCompacted(msgs []Message, limit int) string {
+func renderCompacted(msgs []event.Message, limit int) string {
 	const perPart = 4 << 10
 	var b strings.Builder
 	for _, msg := range msgs {
 		switch msg.Role {
-		case RoleUser:
+		case event.RoleUser:
 			fmt.Fprintf(&b, "USER:\n%s\n\n", cut(msg.Text, perPart))
-		case RoleAssistant:
+		case event.RoleAssistant:
 			if msg.Text != "" {
 				fmt.Fprintf(&b, "ASSISTANT:\n%s\n", cut(msg.Text, perPart))
 			}
@@ -375,7 +375,7 @@ type sizedContext interface {
 
 var _ sizedContext = (*Compactor)(nil)
 
-func messagesBytes(msgs []Message) int {
+func messagesBytes(msgs []event.Message) int {
 	n := 0
 	for _, msg := range msgs {
 		n += msg.Size()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -60,27 +61,27 @@ func (m *randomModel) text(n int) string {
 
 func (m *randomModel) Generate(_ context.Context, req *Request) (*Response, error) {
 	if req.Summary {
-		return &Response{Message: Message{Role: RoleAssistant, Text: "summary " + m.text(300)}}, nil
+		return &Response{Message: event.Message{Role: event.RoleAssistant, Text: "summary " + m.text(300)}}, nil
 	}
 	// The provider's count: the estimate, give or take (it calibrates
 	// the compactor's later estimates).
-	usage := Usage{InputTokens: EstimateTokens(RequestSize(req)) * int64(90+m.rnd.IntN(40)) / 100, OutputTokens: 10}
+	usage := event.Usage{InputTokens: EstimateTokens(RequestSize(req)) * int64(90+m.rnd.IntN(40)) / 100, OutputTokens: 10}
 	switch r := m.rnd.IntN(10); {
 	case r == 0:
 		return nil, errors.New("the model's server failed")
 	case r < 6:
-		msg := Message{Role: RoleAssistant, Text: m.text(80)}
+		msg := event.Message{Role: event.RoleAssistant, Text: m.text(80)}
 		for i := range 1 + m.rnd.IntN(3) {
 			id := fmt.Sprintf("c%d", m.rnd.IntN(4)) // repeated ids are renamed
 			if i == 0 && m.rnd.IntN(3) == 0 {
 				id = ""
 			}
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: id, Name: "Out",
+			msg.ToolCalls = append(msg.ToolCalls, event.ToolCall{ID: id, Name: "Out",
 				Input: json.RawMessage(fmt.Sprintf(`{"n":%d,"note":%q}`, m.rnd.IntN(6000), m.text(40)))})
 		}
 		return &Response{Message: msg, StopReason: "tool_use", Usage: usage}, nil
 	}
-	return &Response{Message: Message{Role: RoleAssistant, Text: m.text(400)}, StopReason: "end_turn", Usage: usage}, nil
+	return &Response{Message: event.Message{Role: event.RoleAssistant, Text: m.text(400)}, StopReason: "end_turn", Usage: usage}, nil
 }
 
 // outTool prints as many bytes as its call asks for.
@@ -109,10 +110,10 @@ func TestKeptTranscriptSizeMatchesAFullMeasure(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 31))
 			model := &randomModel{rnd: rnd}
 			checker := &sizeChecker{t: t, Compactor: NewCompactor(6_000, model, "m", CompactionOptions{KeepToolResults: 1 + rnd.IntN(3)})}
-			seeded := []Message{{Role: RoleUser, Text: "an earlier prompt", Pinned: true}, {Role: RoleAssistant, Text: model.text(500)}}
+			seeded := []event.Message{{Role: event.RoleUser, Text: "an earlier prompt", Pinned: true}, {Role: event.RoleAssistant, Text: model.text(500)}}
 			loop := NewToolLoop(model, Config{Tools: []tool.Tool{outTool{}}, Context: checker, MaxTurns: 4,
 				Redact:      func(s string) string { return strings.ReplaceAll(s, "SECRET-VALUE", "[redacted]") },
-				Transcripts: map[string][]Message{"resumed": seeded}})
+				Transcripts: map[string][]event.Message{"resumed": seeded}})
 			sessions := []string{"", "resumed"}
 			for q := range 60 {
 				sid := sessions[rnd.IntN(len(sessions))]

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -20,31 +21,31 @@ type summarizer struct {
 
 func (s *summarizer) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
 	s.reqs = append(s.reqs, req)
-	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: s.text},
-		Usage: llm.Usage{InputTokens: 100, OutputTokens: 20}}, nil
+	return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: s.text},
+		Usage: event.Usage{InputTokens: 100, OutputTokens: 20}}, nil
 }
 
 // transcript is a session of n finished queries, each a prompt, one tool
 // call with an out-byte result and a final answer; the first prompt is
 // the step's instructions.
-func transcript(n, out int) []llm.Message {
-	var msgs []llm.Message
+func transcript(n, out int) []event.Message {
+	var msgs []event.Message
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("call_%d", i)
 		msgs = append(msgs,
-			llm.Message{Role: llm.RoleUser, Text: fmt.Sprintf("prompt %d", i), Pinned: i == 0},
-			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: "Bash", Input: []byte(`{"command":"go test"}`)}}},
-			llm.Message{Role: llm.RoleTool, ToolResults: []llm.ToolResult{{CallID: id, Name: "Bash", Content: strings.Repeat("x", out)}}},
-			llm.Message{Role: llm.RoleAssistant, Text: "done"})
+			event.Message{Role: event.RoleUser, Text: fmt.Sprintf("prompt %d", i), Pinned: i == 0},
+			event.Message{Role: event.RoleAssistant, ToolCalls: []event.ToolCall{{ID: id, Name: "Bash", Input: []byte(`{"command":"go test"}`)}}},
+			event.Message{Role: event.RoleTool, ToolResults: []event.ToolResult{{CallID: id, Name: "Bash", Content: strings.Repeat("x", out)}}},
+			event.Message{Role: event.RoleAssistant, Text: "done"})
 	}
 	return msgs
 }
 
 // withPrompt appends the current query's prompt and returns the request
 // and the prompt's index.
-func withPrompt(msgs []llm.Message, prompt string) (*llm.Request, int) {
+func withPrompt(msgs []event.Message, prompt string) (*llm.Request, int) {
 	q := len(msgs)
-	return &llm.Request{System: "sys", Messages: append(msgs, llm.Message{Role: llm.RoleUser, Text: prompt})}, q
+	return &llm.Request{System: "sys", Messages: append(msgs, event.Message{Role: event.RoleUser, Text: prompt})}, q
 }
 
 func TestBelowThresholdNothingChanges(t *testing.T) {
@@ -60,7 +61,7 @@ func TestOldToolResultsBecomeStubsNamingTheCall(t *testing.T) {
 	// 10 results of 4,000 bytes ≈ 10,000 tokens; window 10,000: over
 	// 0.75, compacted to 0.5 by stubs alone.
 	msgs := transcript(10, 4000)
-	orig := append([]llm.Message(nil), msgs...)
+	orig := append([]event.Message(nil), msgs...)
 	s := &summarizer{}
 	m := llm.NewCompactor(10_000, s, "m", llm.CompactionOptions{})
 	req, q := withPrompt(msgs, "retry prompt")
@@ -101,13 +102,13 @@ func TestOldToolResultsBecomeStubsNamingTheCall(t *testing.T) {
 
 func TestOlderTurnsAreSummarizedKeepingInstructionsAndRetryPrompt(t *testing.T) {
 	// Many small turns: stubs cannot help, a summary must.
-	var msgs []llm.Message
-	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: "STEP INSTRUCTIONS " + strings.Repeat("i", 2000), Pinned: true})
+	var msgs []event.Message
+	msgs = append(msgs, event.Message{Role: event.RoleUser, Text: "STEP INSTRUCTIONS " + strings.Repeat("i", 2000), Pinned: true})
 	for i := 0; i < 200; i++ {
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: strings.Repeat("thinking aloud ", 10)},
-			llm.Message{Role: llm.RoleUser, Text: fmt.Sprintf("retry %d %s", i, strings.Repeat("r", 100))})
+		msgs = append(msgs, event.Message{Role: event.RoleAssistant, Text: strings.Repeat("thinking aloud ", 10)},
+			event.Message{Role: event.RoleUser, Text: fmt.Sprintf("retry %d %s", i, strings.Repeat("r", 100))})
 	}
-	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: "ok"})
+	msgs = append(msgs, event.Message{Role: event.RoleAssistant, Text: "ok"})
 	s := &summarizer{text: "the task so far"}
 	m := llm.NewCompactor(15_000, s, "cheap-model", llm.CompactionOptions{})
 	req, q := withPrompt(msgs, "CURRENT RETRY PROMPT")
@@ -126,7 +127,7 @@ func TestOlderTurnsAreSummarizedKeepingInstructionsAndRetryPrompt(t *testing.T) 
 		t.Fatalf("compacted transcript has %d messages", len(fit.Messages))
 	}
 	for i, w := range want {
-		if !strings.Contains(fit.Messages[i].Text, w) || fit.Messages[i].Role != llm.RoleUser {
+		if !strings.Contains(fit.Messages[i].Text, w) || fit.Messages[i].Role != event.RoleUser {
 			t.Errorf("message %d = %q, want it to contain %q", i, fit.Messages[i].Text, w)
 		}
 	}
@@ -140,19 +141,19 @@ type failingSummarizer struct{}
 
 func (failingSummarizer) Generate(context.Context, *llm.Request) (*llm.Response, error) {
 	return nil, &llm.BilledError{Err: agenterr.New(agenterr.CodeSdkConnection, agenterr.LayerSDKBridge, true, "stream dropped"),
-		Usage: llm.Usage{InputTokens: 700, OutputTokens: 3}}
+		Usage: event.Usage{InputTokens: 700, OutputTokens: 3}}
 }
 
 // TestFailedSummaryRequestIsCounted: a summary request that failed after
 // it was billed (llm.BilledError) still costs the query its usage.
 func TestFailedSummaryRequestIsCounted(t *testing.T) {
-	var msgs []llm.Message
+	var msgs []event.Message
 	for i := 0; i < 200; i++ {
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: strings.Repeat("r", 100)}, llm.Message{Role: llm.RoleAssistant, Text: "ok"})
+		msgs = append(msgs, event.Message{Role: event.RoleUser, Text: strings.Repeat("r", 100)}, event.Message{Role: event.RoleAssistant, Text: "ok"})
 	}
 	req, q := withPrompt(msgs, "now")
 	fit, err := llm.NewCompactor(5_000, failingSummarizer{}, "m", llm.CompactionOptions{}).Fit(context.Background(), req, q)
-	if agenterr.CodeOf(err) != agenterr.CodeSdkConnection || fit.Usage != (llm.Usage{InputTokens: 700, OutputTokens: 3}) {
+	if agenterr.CodeOf(err) != agenterr.CodeSdkConnection || fit.Usage != (event.Usage{InputTokens: 700, OutputTokens: 3}) {
 		t.Fatalf("fit usage %+v, err %v", fit.Usage, err)
 	}
 }
@@ -237,10 +238,10 @@ func TestResultsTheModelHasNotSeenAreNeverStubbed(t *testing.T) {
 // transcript or the journaled compaction event.
 func TestSummaryIsRedacted(t *testing.T) {
 	const key = "sk-summary-0123456789"
-	var msgs []llm.Message
+	var msgs []event.Message
 	for i := 0; i < 200; i++ {
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: strings.Repeat("thinking aloud ", 10)},
-			llm.Message{Role: llm.RoleUser, Text: fmt.Sprintf("retry %d %s", i, strings.Repeat("r", 100))})
+		msgs = append(msgs, event.Message{Role: event.RoleAssistant, Text: strings.Repeat("thinking aloud ", 10)},
+			event.Message{Role: event.RoleUser, Text: fmt.Sprintf("retry %d %s", i, strings.Repeat("r", 100))})
 	}
 	s := &summarizer{text: "the key is " + key}
 	cm, err := llm.CompactionFactory(llm.CompactionOptions{Window: 15_000})(context.Background(),

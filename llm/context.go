@@ -29,10 +29,10 @@ type ContextManager interface {
 // Fitted is what ContextManager.Fit decided.
 type Fitted struct {
 	// Messages is the transcript to send.
-	Messages []Message
+	Messages []event.Message
 	// Compaction describes what was compacted; nil when Messages is the
 	// transcript unchanged.
 	Compaction *event.CompactionEvent
 	// Usage is what compaction itself cost (a summary request).
-	Usage Usage
+	Usage event.Usage
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/cpuclock"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
@@ -19,12 +20,12 @@ import (
 type echoModel struct{}
 
 func (echoModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
-	usage := llm.Usage{InputTokens: 900, OutputTokens: 12}
-	if last := req.Messages[len(req.Messages)-1]; last.Role != llm.RoleTool {
-		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: "running the tests",
-			ToolCalls: []llm.ToolCall{{Name: "RunTests", Input: json.RawMessage(`{}`)}}}, StopReason: "tool_use", Usage: usage}, nil
+	usage := event.Usage{InputTokens: 900, OutputTokens: 12}
+	if last := req.Messages[len(req.Messages)-1]; last.Role != event.RoleTool {
+		return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: "running the tests",
+			ToolCalls: []event.ToolCall{{Name: "RunTests", Input: json.RawMessage(`{}`)}}}, StopReason: "tool_use", Usage: usage}, nil
 	}
-	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: "the tests ran; the next part follows"},
+	return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: "the tests ran; the next part follows"},
 		StopReason: "end_turn", Usage: usage}, nil
 }
 

@@ -1,6 +1,9 @@
 package llm
 
-import "context"
+import (
+	"context"
+	"github.com/capstan-dev/capstan/event"
+)
 
 // TurnGuard is asked before each model turn of a query whether the query
 // may go on; used is what the query's turns so far used (compaction
@@ -8,7 +11,7 @@ import "context"
 // turn is sent; the transcript so far is kept in the session, as after
 // MAX_TURNS. A run's token and cost budgets travel this way, so that one
 // query cannot spend past them.
-type TurnGuard func(used Usage) error
+type TurnGuard func(used event.Usage) error
 
 type turnGuardKey struct{}
 

@@ -93,7 +93,7 @@ type callKey struct {
 type ledgerCall struct {
 	intent *event.ToolIntentEvent
 	at     time.Time
-	result *ToolUse
+	result *event.ToolUse
 }
 
 func newLedgerQuery() *ledgerQuery {
@@ -191,7 +191,7 @@ func (l *Ledger) Seed(n int, events []journal.Event) {
 			l.saving = l.saving || !in.Idempotent
 			byID[in.ID] = place{in.Query, in.Turn}
 		case journal.ToolCall:
-			var u ToolUse
+			var u event.ToolUse
 			if json.Unmarshal(ev.Data, &u) != nil {
 				continue
 			}
@@ -270,7 +270,7 @@ func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.
 				return tool.Outcome{Result: tool.Result{Content: out, IsError: c.result.IsError}, Replayed: true}
 			case c.intent != nil && !idem:
 				out := tool.Outcome{Result: tool.Result{Content: r.interrupted(ctx, call, c.at), IsError: true}}
-				r.keep(k, nil, &ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content, IsError: true})
+				r.keep(k, nil, &event.ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content, IsError: true})
 				return out
 			}
 		}
@@ -287,12 +287,12 @@ func (r *ledgerRun) run(ctx context.Context, turn int, replayed bool, call tool.
 	if save && r.l.AfterEffect != nil {
 		r.l.AfterEffect(ctx, r.iteration)
 	}
-	r.keep(k, nil, &ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content, IsError: out.IsError})
+	r.keep(k, nil, &event.ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content, IsError: out.IsError})
 	return out
 }
 
 // keep records an intent or a result of this attempt.
-func (r *ledgerRun) keep(k callKey, in *event.ToolIntentEvent, res *ToolUse) {
+func (r *ledgerRun) keep(k callKey, in *event.ToolIntentEvent, res *event.ToolUse) {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	c := r.cur.call(k)

@@ -74,8 +74,8 @@ func TestLedgerContinuesACutQuery(t *testing.T) {
 		var keyA, keyB atomic.Value
 		tools := []tool.Tool{effectTool{name: "A", runs: &a, key: &keyA}, effectTool{name: "B", idempotent: idempotent, runs: &b, key: &keyB}, effectTool{name: "C", runs: &c}}
 		first := &fakellm.Replay{Replies: []*llm.Response{
-			{Message: llm.Message{Text: "three calls", ToolCalls: calls("A", "B", "C")}, StopReason: "tool_use", Usage: llm.Usage{InputTokens: 100}},
-			{Message: llm.Message{Text: "done"}, StopReason: "end_turn"},
+			{Message: event.Message{Text: "three calls", ToolCalls: calls("A", "B", "C")}, StopReason: "tool_use", Usage: event.Usage{InputTokens: 100}},
+			{Message: event.Message{Text: "done"}, StopReason: "end_turn"},
 		}}
 		ev1 := &iterationEvents{}
 		l1 := &llm.Ledger{RunID: "r1"}
@@ -88,7 +88,7 @@ func TestLedgerContinuesACutQuery(t *testing.T) {
 		b.Store(0)
 		c.Store(0)
 
-		second := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "checked, done"}, StopReason: "end_turn"}}}
+		second := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{Text: "checked, done"}, StopReason: "end_turn"}}}
 		l2 := &llm.Ledger{RunID: "r1", Describe: func(context.Context, int) string { return "work dir: B.txt added" }}
 		l2.Seed(1, journaled)
 		l2.Begin(1)
@@ -144,7 +144,7 @@ func TestLedgerContinuesACutQuery(t *testing.T) {
 func TestLedgerStartsAfreshElsewhere(t *testing.T) {
 	var a atomic.Int64
 	tools := []tool.Tool{effectTool{name: "A", runs: &a}}
-	m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A")}, StopReason: "tool_use"}}}
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: calls("A")}, StopReason: "tool_use"}}}
 	ev := &iterationEvents{}
 	l := &llm.Ledger{}
 	l.Begin(1)
@@ -158,7 +158,7 @@ func TestLedgerStartsAfreshElsewhere(t *testing.T) {
 		l := &llm.Ledger{}
 		l.Seed(1, ev.events)
 		l.Begin(c.iteration)
-		m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A")}, StopReason: "tool_use"}}}
+		m := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: calls("A")}, StopReason: "tool_use"}}}
 		before := a.Load()
 		if _, err := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l}).Query(context.Background(), c.prompt, llm.QueryOptions{AllowedTools: []string{"A", "B", "C"}}); err != nil {
 			t.Fatal(err)
@@ -200,8 +200,8 @@ func TestLedgerSavesFromTheFirstEffectEditsCannotRedo(t *testing.T) {
 	var saved []string
 	save := func(context.Context, int) { saved = append(saved, ran) }
 	m := &fakellm.Replay{Replies: []*llm.Response{
-		{Message: llm.Message{ToolCalls: calls("R", "E1", "E2", "X", "E3")}, StopReason: "tool_use"},
-		{Message: llm.Message{Text: "done"}, StopReason: "end_turn"},
+		{Message: event.Message{ToolCalls: calls("R", "E1", "E2", "X", "E3")}, StopReason: "tool_use"},
+		{Message: event.Message{Text: "done"}, StopReason: "end_turn"},
 	}}
 	ev := &iterationEvents{}
 	l := &llm.Ledger{RunID: "r", AfterEffect: save}
@@ -220,7 +220,7 @@ func TestLedgerSavesFromTheFirstEffectEditsCannotRedo(t *testing.T) {
 	l2 := &llm.Ledger{RunID: "r", AfterEffect: save, Restored: true}
 	l2.Seed(1, cutAfterIntent(t, ev.events, "X"))
 	l2.Begin(1)
-	m2 := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "done"}, StopReason: "end_turn"}}}
+	m2 := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{Text: "done"}, StopReason: "end_turn"}}}
 	if _, err := llm.NewToolLoop(m2, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l2}).Query(context.Background(), "go", allowed); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestLedgerSavesFromTheFirstEffectEditsCannotRedo(t *testing.T) {
 	// The next iteration starts without saving again.
 	ran, saved = "", nil
 	l2.Begin(2)
-	m3 := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("E1")}, StopReason: "tool_use"}, {Message: llm.Message{Text: "done"}, StopReason: "end_turn"}}}
+	m3 := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: calls("E1")}, StopReason: "tool_use"}, {Message: event.Message{Text: "done"}, StopReason: "end_turn"}}}
 	if _, err := llm.NewToolLoop(m3, llm.Config{Tools: tools, Events: &iterationEvents{}, Ledger: l2}).Query(context.Background(), "go", allowed); err != nil {
 		t.Fatal(err)
 	}

@@ -21,17 +21,6 @@ import (
 	"github.com/capstan-dev/capstan/tool"
 )
 
-// ToolCall is a model's request to run a tool (defined with the run's
-// events, which carry it).
-type ToolCall = event.ToolCall
-
-// ToolUse is one tool call made during a query (defined with the run's
-// events, which carry it).
-type ToolUse = event.ToolUse
-
-// Usage counts tokens (defined with the run's events, which carry it).
-type Usage = event.Usage
-
 // ToolInput makes a model's tool-call arguments a JSON value: "{}" when
 // there are none, the arguments when they are JSON, and otherwise the
 // arguments as a JSON string. Models (local ones especially, or one cut
@@ -57,27 +46,41 @@ func ToolInput(args json.RawMessage) json.RawMessage {
 // unwraps to Err, whose code and message it keeps.
 type BilledError struct {
 	Err   error
-	Usage Usage
+	Usage event.Usage
 }
 
 func (e *BilledError) Error() string { return e.Err.Error() }
 func (e *BilledError) Unwrap() error { return e.Err }
 
+// WithBilled adds billed, the usage of a turn's failed attempts, to the
+// outcome of the turn: to the answer's usage, or, when every attempt
+// failed, to the error (a BilledError), so that what the provider billed
+// is counted either way.
+func WithBilled(resp *Response, err error, billed event.Usage) (*Response, error) {
+	switch {
+	case err == nil:
+		resp.Usage.Add(billed)
+	case billed != (event.Usage{}):
+		err = &BilledError{Err: err, Usage: billed}
+	}
+	return resp, err
+}
+
 // BilledUsage returns the usage err carries (a BilledError in its chain),
 // or zero.
-func BilledUsage(err error) Usage {
+func BilledUsage(err error) event.Usage {
 	var b *BilledError
 	if errors.As(err, &b) {
 		return b.Usage
 	}
-	return Usage{}
+	return event.Usage{}
 }
 
 // Request is one model turn.
 type Request struct {
 	Model    string
 	System   string
-	Messages []Message
+	Messages []event.Message
 	Tools    []tool.Spec
 	// OutputSchema, when set, asks the model for a final answer that is JSON
 	// matching this (self-contained) schema.
@@ -100,10 +103,10 @@ type Request struct {
 
 // Response is the model's answer to one Request.
 type Response struct {
-	Message          Message         // RoleAssistant: text and/or tool calls
+	Message          event.Message   // RoleAssistant: text and/or tool calls
 	StructuredOutput json.RawMessage // set when the provider returned schema-constrained JSON
 	StopReason       string          // "end_turn", "tool_use", "max_tokens", ...
-	Usage            Usage
+	Usage            event.Usage
 	Model            string
 }
 
@@ -151,23 +154,3 @@ type Bridge interface {
 	SessionID() string
 	Close() error
 }
-
-// Message is one transcript entry (defined with the run's events, which
-// carry it in session.messages and model.turn).
-type Message = event.Message
-
-// Role is the author of a transcript message.
-type Role = event.Role
-
-// Transcript roles. Tool results travel in RoleTool messages; providers map
-// them to their wire format (Anthropic: a user message of tool_result
-// blocks; OpenAI: one "tool" message per result).
-const (
-	RoleUser      = event.RoleUser
-	RoleAssistant = event.RoleAssistant
-	RoleTool      = event.RoleTool
-)
-
-// ToolResult is the result of one tool call as it goes back to the model
-// (defined with the run's events, which carry it).
-type ToolResult = event.ToolResult

@@ -81,7 +81,7 @@ type Loop struct {
 	// bound, when the turn began and the tool-call handler (built at the
 	// first tool call). They live here rather than in Run's stack frame,
 	// which is what a run parked in a model call keeps.
-	msgs     []Message
+	msgs     []event.Message
 	res      *event.QueryResult
 	req      *Request
 	maxTurns int
@@ -122,7 +122,7 @@ type Hooks interface {
 	// transcript and may change their content; returning true ends the Run
 	// without error (the results are still appended, so the transcript
 	// stays well formed).
-	AfterTools(turn int, results []ToolResult) bool
+	AfterTools(turn int, results []event.ToolResult) bool
 }
 
 // Run continues the conversation msgs (which ends with a user message) and
@@ -134,7 +134,7 @@ type Hooks interface {
 // Run itself only issues the model calls: the work before a turn
 // (prepare) and after it (answer) is kept out of line, so that a run
 // parked in a model call keeps a small frame here.
-func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *event.QueryResult, error) {
+func (lp *Loop) Run(ctx context.Context, msgs []event.Message) ([]event.Message, *event.QueryResult, error) {
 	lp.begin(msgs)
 	for {
 		if done, err := lp.prepare(ctx); done {
@@ -152,7 +152,7 @@ func (lp *Loop) Run(ctx context.Context, msgs []Message) ([]Message, *event.Quer
 // frame.
 //
 //go:noinline
-func (lp *Loop) begin(msgs []Message) {
+func (lp *Loop) begin(msgs []event.Message) {
 	req := lp.Request
 	lp.msgs, lp.res, lp.req, lp.handle = msgs, &event.QueryResult{}, &req, nil
 	lp.Compacted, lp.Guarded = false, false
@@ -171,7 +171,7 @@ func (lp *Loop) begin(msgs []Message) {
 }
 
 // ended returns what Run returns and lets go of the Run's state.
-func (lp *Loop) ended(err error) ([]Message, *event.QueryResult, error) {
+func (lp *Loop) ended(err error) ([]event.Message, *event.QueryResult, error) {
 	msgs, res := lp.msgs, lp.res
 	lp.msgs, lp.res, lp.req, lp.handle, lp.led = nil, nil, nil, nil, nil
 	return msgs, res, err
@@ -196,7 +196,9 @@ func (lp *Loop) generate(ctx context.Context) (*Response, error) {
 		// The usage of a response that a kill cuts while it streams
 		// reaches the journal before the turn does.
 		turn := lp.res.Turns
-		ctx = WithUsageObserver(ctx, func(u Usage) { lp.events().Emit(event.ModelUsageEvent{Turn: turn, Usage: u}) })
+		ctx = WithUsageObserver(ctx, func(u event.Usage, unreported bool) {
+			lp.events().Emit(event.ModelUsageEvent{Turn: turn, Usage: u, Unreported: unreported})
+		})
 	}
 	return lp.Model.Generate(ctx, lp.req)
 }
@@ -285,7 +287,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	}
 	res := lp.res
 	res.Usage.Add(resp.Usage)
-	resp.Message.Role = RoleAssistant
+	resp.Message.Role = event.RoleAssistant
 	lp.Redact.Response(resp)
 	// Every call needs an id its result can answer; give calls that
 	// lack one (or repeat one) a unique id before they enter the
@@ -340,17 +342,17 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	if by := cutOffReasons[resp.StopReason]; by != "" {
 		lp.cut = &cutOffCall{id: resp.Message.ToolCalls[len(resp.Message.ToolCalls)-1].ID, by: by}
 	}
-	results := make([]ToolResult, 0, len(resp.Message.ToolCalls))
+	results := make([]event.ToolResult, 0, len(resp.Message.ToolCalls))
 	lp.calls, lp.kept = 0, 0
 	for _, c := range resp.Message.ToolCalls {
 		lp.calls++
 		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
 		use := useOf(call, h(ctx, call))
 		res.ToolUses = append(res.ToolUses, use)
-		results = append(results, ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
+		results = append(results, event.ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})
 	}
 	stop := lp.Hooks != nil && lp.Hooks.AfterTools(res.Turns, results)
-	lp.msgs = append(lp.msgs, Message{Role: RoleTool, ToolResults: results})
+	lp.msgs = append(lp.msgs, event.Message{Role: event.RoleTool, ToolResults: results})
 	lp.size += lp.msgs[len(lp.msgs)-1].Size()
 	if stop {
 		return true, nil
@@ -434,8 +436,8 @@ func (lp *Loop) keep(out tool.Outcome) tool.Outcome {
 }
 
 // useOf is the record of a handled call.
-func useOf(call tool.Call, out tool.Outcome) ToolUse {
-	return ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content,
+func useOf(call tool.Call, out tool.Outcome) event.ToolUse {
+	return event.ToolUse{ID: call.ID, Name: call.Name, Input: call.Input, Output: out.Content,
 		IsError: out.IsError, Denied: out.Denied, DurationMs: out.Duration.Milliseconds(), Replayed: out.Replayed}
 }
 
@@ -458,7 +460,7 @@ func JournalTools(events event.Emitter) tool.Middleware {
 func StreamTools(sink StreamSink) tool.Middleware {
 	return func(next tool.Handler) tool.Handler {
 		return func(ctx context.Context, call tool.Call) tool.Outcome {
-			sink.ToolStart(ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
+			sink.ToolStart(event.ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
 			out := next(ctx, call)
 			sink.ToolEnd(useOf(call, out))
 			return out

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -23,13 +24,13 @@ func FuzzLoopCallIDs(f *testing.F) {
 		if len(parts) > 64 {
 			parts = parts[:64]
 		}
-		var calls []llm.ToolCall
+		var calls []event.ToolCall
 		for _, id := range parts {
-			calls = append(calls, llm.ToolCall{ID: id, Name: "Nothing"})
+			calls = append(calls, event.ToolCall{ID: id, Name: "Nothing"})
 		}
-		m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls}}}}
+		m := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: calls}}}}
 		lp := llm.Loop{Model: m}
-		msgs, res, err := lp.Run(context.Background(), []llm.Message{{Role: llm.RoleUser, Text: "go"}})
+		msgs, res, err := lp.Run(context.Background(), []event.Message{{Role: event.RoleUser, Text: "go"}})
 		if err != nil || res.Turns != 2 || len(msgs) != 4 {
 			t.Fatalf("err %v, %d turns, %d messages", err, res.Turns, len(msgs))
 		}

@@ -10,6 +10,7 @@ package llm
 import (
 	"strings"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/llm/modelspec"
 )
@@ -131,7 +132,7 @@ func (t PriceTable) Lookup(model string) (modelspec.Price, bool) {
 // rate bills written tokens as plain input (providers that charge nothing
 // extra for writes report them inside the input). known is false (and usd
 // 0) when the table has no price for the model.
-func (t PriceTable) Cost(model string, u Usage) (usd float64, known bool) {
+func (t PriceTable) Cost(model string, u event.Usage) (usd float64, known bool) {
 	p, ok := t.Lookup(model)
 	if !ok {
 		return 0, false
@@ -145,6 +146,6 @@ func (t PriceTable) Cost(model string, u Usage) (usd float64, known bool) {
 }
 
 // Cost prices u on model with the built-in table.
-func Cost(model string, u Usage) (usd float64, known bool) {
+func Cost(model string, u event.Usage) (usd float64, known bool) {
 	return DefaultPrices().Cost(model, u)
 }

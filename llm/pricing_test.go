@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/modelspec"
 )
@@ -11,7 +12,7 @@ import (
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 
 func TestCostOfKnownModels(t *testing.T) {
-	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 2_000_000, CacheWriteTokens: 400_000}
+	u := event.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 2_000_000, CacheWriteTokens: 400_000}
 	for model, want := range map[string]float64{
 		// 1M in ×2 + 0.1M out ×10 + 2M read ×0.20 + 0.4M write ×2.50
 		"claude-sonnet-5":            2 + 1 + 0.4 + 1,
@@ -29,11 +30,11 @@ func TestCostOfKnownModels(t *testing.T) {
 }
 
 func TestUnknownModelIsZeroNotError(t *testing.T) {
-	got, ok := llm.Cost("llama3.1:8b", llm.Usage{InputTokens: 5000, OutputTokens: 5000})
+	got, ok := llm.Cost("llama3.1:8b", event.Usage{InputTokens: 5000, OutputTokens: 5000})
 	if ok || got != 0 {
 		t.Fatalf("cost = %v, %v", got, ok)
 	}
-	if got, ok := llm.Cost("", llm.Usage{}); ok || got != 0 {
+	if got, ok := llm.Cost("", event.Usage{}); ok || got != 0 {
 		t.Fatalf("empty model: %v %v", got, ok)
 	}
 }
@@ -44,7 +45,7 @@ func TestOverridesReplaceAndExtend(t *testing.T) {
 		"claude-sonnet-5":             {Input: 1, Output: 1},
 		"My-Gateway/Model-X-20250101": {Input: 10, Output: 20},
 	})
-	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
+	u := event.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
 	if got, ok := tab.Cost("llama3.1:8b", u); !ok || got != 0 {
 		t.Errorf("local model: %v %v", got, ok)
 	}
@@ -78,7 +79,7 @@ func FuzzCost(f *testing.F) {
 	f.Add("claude-sonnet-5", int64(10), int64(5))
 	f.Add("x:y/z[1m]-20250101", int64(-1), int64(1<<40))
 	f.Fuzz(func(t *testing.T, model string, in, out int64) {
-		usd, ok := llm.Cost(model, llm.Usage{InputTokens: in, OutputTokens: out})
+		usd, ok := llm.Cost(model, event.Usage{InputTokens: in, OutputTokens: out})
 		if !ok && usd != 0 {
 			t.Fatalf("unknown model with cost %v", usd)
 		}
@@ -100,7 +101,7 @@ func TestLimitsOfKnownAndUnknownModels(t *testing.T) {
 // overrides made after it does not change it, nor does it change the
 // table with overrides.
 func TestTableWithoutOverridesIsSharedAndUnchanged(t *testing.T) {
-	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
+	u := event.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
 	plain := llm.NewPriceTable(nil)
 	if n := testing.AllocsPerRun(10, func() { _ = llm.NewPriceTable(map[string]modelspec.Price{}) }); n != 0 {
 		t.Errorf("a table without overrides allocates %.0f times", n)

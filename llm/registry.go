@@ -41,7 +41,7 @@ type Config struct {
 	// session transcripts). Never nil once built by Open.
 	Events event.Emitter
 	// Transcripts seeds known sessions for resume: session id → messages.
-	Transcripts map[string][]Message
+	Transcripts map[string][]event.Message
 	// Ledger, when set, is the run's tool-effect ledger: capstan's tool
 	// loop journals every turn's answer and every call's intent, and an
 	// iteration run again after a kill continues from the record (see

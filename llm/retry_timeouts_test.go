@@ -64,7 +64,7 @@ var providers = []struct {
 }
 
 func ask(m llm.Model) (*llm.Response, error) {
-	return m.Generate(context.Background(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+	return m.Generate(context.Background(), &llm.Request{Messages: []event.Message{{Role: event.RoleUser, Text: "hi"}}})
 }
 
 // A server that stalls before the headers, or after the first stream

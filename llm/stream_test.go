@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/script"
@@ -63,7 +64,7 @@ func TestToolLoopStreamsTextAndBracketsTools(t *testing.T) {
 		t.Errorf("while Probe ran the sink had seen %q, want %q", seenWhileRunning, want)
 	}
 	// The sink's view agrees with the record.
-	var ends []llm.ToolUse
+	var ends []event.ToolUse
 	for _, e := range rec.Events() {
 		if e.Kind == "end" {
 			ends = append(ends, e.Use)

@@ -67,7 +67,7 @@ type ToolLoop struct {
 // session is a session's transcript and its size (Message.Size summed),
 // kept as the transcript grows so that no query has to measure it again.
 type session struct {
-	msgs  []Message
+	msgs  []event.Message
 	bytes int
 }
 
@@ -118,10 +118,10 @@ func (l *ToolLoop) SessionID() string {
 }
 
 // Transcript returns a copy of a session's messages.
-func (l *ToolLoop) Transcript(sessionID string) []Message {
+func (l *ToolLoop) Transcript(sessionID string) []event.Message {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Message(nil), l.sessions[sessionID].msgs...)
+	return append([]event.Message(nil), l.sessions[sessionID].msgs...)
 }
 
 // Close releases the model if it holds resources.
@@ -163,7 +163,7 @@ func (l *ToolLoop) QueryWith(ctx context.Context, prompt string, opts *QueryOpti
 // settle takes a finished query's transcript into its session when the
 // query succeeded, ran out of turns or was stopped by a TurnGuard (a
 // failed query leaves the session as it was).
-func (l *ToolLoop) settle(q *query, msgs []Message, res *event.QueryResult, err error) {
+func (l *ToolLoop) settle(q *query, msgs []event.Message, res *event.QueryResult, err error) {
 	if res != nil {
 		res.SessionRenewed = q.renewed
 	}
@@ -197,7 +197,7 @@ var queries = sync.Pool{New: func() any { return new(query) }}
 // call. end releases it.
 //
 //go:noinline
-func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []Message, _ error) {
+func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []event.Message, _ error) {
 	if strings.TrimSpace(prompt) == "" {
 		return nil, nil, agenterr.New(agenterr.CodeSdkRequest, agenterr.LayerSDKBridge, false, "query prompt is empty")
 	}
@@ -233,7 +233,7 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []Me
 	}
 
 	query := len(msgs) // index of this query's prompt
-	msgs = append(msgs, Message{Role: RoleUser, Text: prompt, Pinned: opts.Instructions})
+	msgs = append(msgs, event.Message{Role: event.RoleUser, Text: prompt, Pinned: opts.Instructions})
 	size := held.bytes + msgs[query].Size()
 	q.lp = Loop{
 		Model: l.model,
@@ -305,7 +305,7 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 // setSession makes msgs the transcript of session id (the map is made by
 // the first session that ends a query, so an agent parked in its first
 // query holds none). Called with l.mu held, or before l is shared.
-func (l *ToolLoop) setSession(id string, msgs []Message, bytes int) {
+func (l *ToolLoop) setSession(id string, msgs []event.Message, bytes int) {
 	if l.sessions == nil {
 		l.sessions = map[string]session{}
 	}
@@ -315,7 +315,7 @@ func (l *ToolLoop) setSession(id string, msgs []Message, bytes int) {
 // commit makes msgs (of bytes bytes) the session's transcript and journals
 // what changed: the messages after the first prior ones, or (prior < 0,
 // after compaction) the whole transcript.
-func (l *ToolLoop) commit(sid string, msgs []Message, bytes, prior int, res *event.QueryResult) {
+func (l *ToolLoop) commit(sid string, msgs []event.Message, bytes, prior int, res *event.QueryResult) {
 	l.mu.Lock()
 	l.setSession(sid, msgs, bytes)
 	l.last = sid

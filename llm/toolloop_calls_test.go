@@ -46,10 +46,10 @@ func counting(name string, n *atomic.Int64) tool.Tool {
 	return testTool{name, func(context.Context) (tool.Result, error) { n.Add(1); return tool.Result{Content: "ran"}, nil }}
 }
 
-func calls(names ...string) []llm.ToolCall {
-	out := make([]llm.ToolCall, len(names))
+func calls(names ...string) []event.ToolCall {
+	out := make([]event.ToolCall, len(names))
 	for i, n := range names {
-		out[i] = llm.ToolCall{ID: "c" + n, Name: n, Input: json.RawMessage(`{}`)}
+		out[i] = event.ToolCall{ID: "c" + n, Name: n, Input: json.RawMessage(`{}`)}
 	}
 	return out
 }
@@ -66,7 +66,7 @@ func TestToolLoopRunsNoCallAfterCancel(t *testing.T) {
 		testTool{"Stop", func(context.Context) (tool.Result, error) { cancel(); return tool.Result{Content: "ok"}, nil }},
 		counting("Write", &after),
 	}
-	m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("Stop", "Write", "Write")}}}}
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: calls("Stop", "Write", "Write")}}}}
 	m.Replies[0].Message.ToolCalls[2].ID = "cWrite2"
 	events := &typedEvents{}
 	bridge := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: events})
@@ -91,14 +91,14 @@ func TestToolLoopRunsNoCallAfterCancel(t *testing.T) {
 func TestLoopCanceledBeforeCallsRunsNone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran atomic.Int64
-	m := &cancelingModel{cancel: cancel, resp: &llm.Response{Message: llm.Message{ToolCalls: calls("Write")}}}
+	m := &cancelingModel{cancel: cancel, resp: &llm.Response{Message: event.Message{ToolCalls: calls("Write")}}}
 	lp := llm.Loop{Model: m, Tools: map[string]tool.Tool{"Write": counting("Write", &ran)}}
-	msgs, _, err := lp.Run(ctx, []llm.Message{{Role: llm.RoleUser, Text: "go"}})
+	msgs, _, err := lp.Run(ctx, []event.Message{{Role: event.RoleUser, Text: "go"}})
 	if agenterr.CodeOf(err) != agenterr.CodeCanceled || ran.Load() != 0 {
 		t.Fatalf("err %v, %d runs", err, ran.Load())
 	}
 	// The transcript stays well formed: the call is answered.
-	if last := msgs[len(msgs)-1]; last.Role != llm.RoleTool || len(last.ToolResults) != 1 || !last.ToolResults[0].IsError {
+	if last := msgs[len(msgs)-1]; last.Role != event.RoleTool || len(last.ToolResults) != 1 || !last.ToolResults[0].IsError {
 		t.Fatalf("transcript ends with %+v", last)
 	}
 }
@@ -121,7 +121,7 @@ func TestToolLoopCutOffCallNotRun(t *testing.T) {
 	for _, stop := range []string{"max_tokens", "model_context_window_exceeded"} {
 		var first, last atomic.Int64
 		tools := []tool.Tool{counting("A", &first), counting("B", &last)}
-		m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: calls("A", "B")}, StopReason: stop}}}
+		m := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: calls("A", "B")}, StopReason: stop}}}
 		events := &typedEvents{}
 		bridge := llm.NewToolLoop(m, llm.Config{Tools: tools, Events: events})
 		res, err := bridge.Query(context.Background(), "go", llm.QueryOptions{})
@@ -156,7 +156,7 @@ func TestToolLoopKeepsMalformedInputJournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jw.Close()
-	m := &fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{ToolCalls: []llm.ToolCall{
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: []event.ToolCall{
 		{ID: "c1", Name: "Echo", Input: json.RawMessage(`{"text": "cut`)},
 	}}}}}
 	echo := tool.Func("Echo", "Echoes.", func(_ context.Context, in struct {
@@ -193,11 +193,11 @@ func TestToolLoopKeepsMalformedInputJournaled(t *testing.T) {
 // overwrites the messages a query on the other committed, even in the
 // same session.
 func TestToolLoopsSeededAlikeDoNotShareMessages(t *testing.T) {
-	history := make([]llm.Message, 1, 8) // room to grow in place
-	history[0] = llm.Message{Role: llm.RoleUser, Text: "earlier"}
-	seed := map[string][]llm.Message{"s1": history}
-	a := llm.NewToolLoop(&fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from A"}}}}, llm.Config{Transcripts: seed})
-	b := llm.NewToolLoop(&fakellm.Replay{Replies: []*llm.Response{{Message: llm.Message{Text: "from B"}}}}, llm.Config{Transcripts: seed})
+	history := make([]event.Message, 1, 8) // room to grow in place
+	history[0] = event.Message{Role: event.RoleUser, Text: "earlier"}
+	seed := map[string][]event.Message{"s1": history}
+	a := llm.NewToolLoop(&fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{Text: "from A"}}}}, llm.Config{Transcripts: seed})
+	b := llm.NewToolLoop(&fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{Text: "from B"}}}}, llm.Config{Transcripts: seed})
 	if _, err := a.Query(context.Background(), "to A", llm.QueryOptions{SessionID: "s1"}); err != nil {
 		t.Fatal(err)
 	}

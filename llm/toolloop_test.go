@@ -32,7 +32,7 @@ type recorder struct {
 
 func (r *recorder) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	cp := *req
-	cp.Messages = append([]llm.Message(nil), req.Messages...)
+	cp.Messages = append([]event.Message(nil), req.Messages...)
 	cp.Tools = append([]tool.Spec(nil), req.Tools...)
 	r.mu.Lock()
 	r.reqs = append(r.reqs, cp)
@@ -131,7 +131,7 @@ func TestToolLoopWritesThenReadsBack(t *testing.T) {
 	// The model saw the tool results, in order, answering its call ids.
 	reqs := f.rec.requests()
 	last := reqs[2].Messages
-	if len(last) != 5 || last[0].Role != llm.RoleUser || last[4].Role != llm.RoleTool {
+	if len(last) != 5 || last[0].Role != event.RoleUser || last[4].Role != event.RoleTool {
 		t.Fatalf("third request transcript: %+v", last)
 	}
 	tr := last[4].ToolResults[0]
@@ -173,7 +173,7 @@ func TestToolLoopDeniedCallIsJournaledNotRun(t *testing.T) {
 	if len(denied) != 1 || len(f.events(journal.ToolCall)) != 0 {
 		t.Fatalf("journal: %d denied, %d calls", len(denied), len(f.events(journal.ToolCall)))
 	}
-	var ev llm.ToolUse
+	var ev event.ToolUse
 	if err := json.Unmarshal(denied[0].Data, &ev); err != nil || ev.Name != "Write" || !ev.Denied {
 		t.Errorf("denied event %s", denied[0].Data)
 	}
@@ -325,8 +325,8 @@ func TestToolLoopSessions(t *testing.T) {
 }
 
 func TestTranscriptsFromEventsIgnoresNoise(t *testing.T) {
-	good, _ := json.Marshal(event.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{{Role: llm.RoleUser, Text: "a"}}})
-	more, _ := json.Marshal(event.SessionMessagesEvent{SessionID: "s1", Messages: []llm.Message{{Role: llm.RoleAssistant, Text: "b"}}})
+	good, _ := json.Marshal(event.SessionMessagesEvent{SessionID: "s1", Messages: []event.Message{{Role: event.RoleUser, Text: "a"}}})
+	more, _ := json.Marshal(event.SessionMessagesEvent{SessionID: "s1", Messages: []event.Message{{Role: event.RoleAssistant, Text: "b"}}})
 	evs := []journal.Event{
 		{Type: journal.SessionMessages, Data: good},
 		{Type: journal.ToolCall, Data: good},
@@ -498,7 +498,7 @@ func TestToolLoopConcurrentSessions(t *testing.T) {
 		}
 		seen[r.SessionID] = true
 		tr := f.loop.Transcript(r.SessionID)
-		if tr[0].Text != "concurrent" || tr[len(tr)-1].Role != llm.RoleAssistant || len(tr[len(tr)-1].ToolCalls) != 0 {
+		if tr[0].Text != "concurrent" || tr[len(tr)-1].Role != event.RoleAssistant || len(tr[len(tr)-1].ToolCalls) != 0 {
 			t.Errorf("query %d transcript %+v", i, tr)
 		}
 	}
@@ -516,14 +516,14 @@ func (m *sloppyModel) Generate(context.Context, *llm.Request) (*llm.Response, er
 	m.n++
 	switch m.n {
 	case 1:
-		return &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{
+		return &llm.Response{Message: event.Message{ToolCalls: []event.ToolCall{
 			{ID: "call_t1_2", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{ID: "dup", Name: "Glob", Input: json.RawMessage(`{"pattern":"*"}`)},
 			{ID: "dup", Name: "Glob"},
 		}}}, nil
 	case 2:
-		return &llm.Response{Message: llm.Message{Text: "done"}}, nil
+		return &llm.Response{Message: event.Message{Text: "done"}}, nil
 	}
 	return nil, nil
 }

@@ -14,8 +14,8 @@ import (
 // Config.Transcripts so that a resumed run continues its sessions. Events of
 // other types are ignored, as are session.messages events whose data does
 // not decode (a journal written by capstan always decodes).
-func TranscriptsFromEvents(events []journal.Event) map[string][]Message {
-	out := map[string][]Message{}
+func TranscriptsFromEvents(events []journal.Event) map[string][]event.Message {
+	out := map[string][]event.Message{}
 	for _, ev := range events {
 		if ev.Type != journal.SessionMessages || len(ev.Data) == 0 {
 			continue

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // ContextVersion is the version of the AgentContext JSON layout.
@@ -86,7 +86,7 @@ type scope struct {
 	readable   map[string]bool
 	rejected   []Violation
 	undeclared map[string]bool
-	usage      llm.Usage
+	usage      event.Usage
 }
 
 // AgentContext is the shared context of a reasoning pipeline:
@@ -293,7 +293,7 @@ func (c *AgentContext) AgentID() string {
 
 // AddUsage records model tokens a stage spent; the runtime adds them to the
 // stage's audit record.
-func (c *AgentContext) AddUsage(u llm.Usage) {
+func (c *AgentContext) AddUsage(u event.Usage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sc != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/backoff"
-	"github.com/capstan-dev/capstan/llm"
 )
 
 // Stage statuses recorded in audit.agent_runs.
@@ -37,15 +36,15 @@ const (
 // AgentRun is one stage's record in audit.agent_runs, computed by the
 // runtime (never reported by the stage itself): one record per stage.
 type AgentRun struct {
-	AgentID     string     `json:"agent_id"`
-	Status      string     `json:"status"`
-	Attempts    int        `json:"attempts"`
-	StartedAt   time.Time  `json:"started_at,omitzero"`
-	DurationMs  float64    `json:"duration_ms"`
-	KeysWritten []string   `json:"keys_written"`
-	Code        string     `json:"code,omitempty"`
-	Error       string     `json:"error,omitempty"`
-	Usage       *llm.Usage `json:"usage,omitempty"`
+	AgentID     string       `json:"agent_id"`
+	Status      string       `json:"status"`
+	Attempts    int          `json:"attempts"`
+	StartedAt   time.Time    `json:"started_at,omitzero"`
+	DurationMs  float64      `json:"duration_ms"`
+	KeysWritten []string     `json:"keys_written"`
+	Code        string       `json:"code,omitempty"`
+	Error       string       `json:"error,omitempty"`
+	Usage       *event.Usage `json:"usage,omitempty"`
 }
 
 // WriteRecord is one key a stage wrote, in audit.writes: which stage, when,
@@ -72,7 +71,7 @@ type Performance struct {
 	TotalMs     float64     `json:"total_ms"`
 	MaxParallel int         `json:"max_parallel"` // most stages seen running at once
 	Stages      []StagePerf `json:"stages"`
-	Usage       llm.Usage   `json:"usage"`
+	Usage       event.Usage `json:"usage"`
 	Plan        [][]string  `json:"levels"`
 }
 
@@ -95,7 +94,7 @@ type outcome struct {
 	attempts   int
 	started    time.Time
 	dur        time.Duration
-	usage      llm.Usage
+	usage      event.Usage
 	undeclared []string
 }
 
@@ -114,7 +113,7 @@ type execution struct {
 	errs       []StageError
 	warnings   []string
 	perf       []StagePerf
-	usage      llm.Usage
+	usage      event.Usage
 	stopErr    error
 	violated   bool
 	maxRunning int

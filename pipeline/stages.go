@@ -14,7 +14,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/schema"
 )
 
@@ -263,7 +263,7 @@ type ModelStage struct {
 	cfg ModelStageConfig
 	tpl *handlebars.Template
 	// redact replaces the values of capstan's secret variables in the
-	// model's answers (procenv.SecretRedactor).
+	// model's answers (proc.SecretRedactor).
 	redact llm.Redactor
 }
 
@@ -277,7 +277,7 @@ func NewModelStage(cfg ModelStageConfig) (*ModelStage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ModelStage{outputStage: base, cfg: cfg, redact: procenv.SecretRedactor(os.Environ())}
+	s := &ModelStage{outputStage: base, cfg: cfg, redact: proc.SecretRedactor(os.Environ())}
 	if cfg.Prompt != "" {
 		if s.tpl, err = parseTemplate(cfg.ID, "prompt", cfg.Prompt); err != nil {
 			return nil, err
@@ -305,7 +305,7 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 	// by the tool loop and gets one more turn to answer.
 	lp := llm.Loop{Model: s.cfg.Model, MaxTurns: 2, Redact: s.redact, Request: llm.Request{Model: s.cfg.ModelName, System: s.cfg.System,
 		OutputSchema: s.raw, OutputSchemaName: s.c.ID, MaxTokens: s.cfg.MaxTokens}}
-	msgs := []llm.Message{{Role: llm.RoleUser, Text: prompt}}
+	msgs := []event.Message{{Role: event.RoleUser, Text: prompt}}
 	var last error
 	for attempt := 0; attempt <= retries; attempt++ {
 		var res *event.QueryResult
@@ -332,7 +332,7 @@ func (s *ModelStage) Execute(ctx context.Context, ac *AgentContext) (*AgentConte
 			// still say what was answered.
 			answer.Text = string(out)
 		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: "Your answer was rejected: " + last.Error() +
+		msgs = append(msgs, event.Message{Role: event.RoleUser, Text: "Your answer was rejected: " + last.Error() +
 			"\nReply again with one JSON object matching the schema, and nothing else."})
 	}
 	e := agenterr.Wrap(last, agenterr.CodeStageOutput, agenterr.LayerPipeline, true, "stage %s: model output rejected", s.c.ID)

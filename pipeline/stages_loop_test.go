@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -19,8 +20,8 @@ import (
 func TestModelStageAnswersUnofferedToolCall(t *testing.T) {
 	valid := text(`{"intents":[{"type":"activity","confidence":0.5}],"entities":{}}`)
 	m := &fakellm.Replay{Replies: []*llm.Response{
-		{Message: llm.Message{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "Bash", Input: json.RawMessage(`{"command":"env"}`)}}},
-			Usage: llm.Usage{InputTokens: 3}, StopReason: "tool_use"},
+		{Message: event.Message{ToolCalls: []event.ToolCall{{ID: "c1", Name: "Bash", Input: json.RawMessage(`{"command":"env"}`)}}},
+			Usage: event.Usage{InputTokens: 3}, StopReason: "tool_use"},
 		&valid,
 	}}
 	mgr := newM(t, DefaultExecutionOptions(), intentStage(t, m, ""))
@@ -32,7 +33,7 @@ func TestModelStageAnswersUnofferedToolCall(t *testing.T) {
 		t.Fatalf("%d model turns", len(m.Seen))
 	}
 	last := m.Seen[1][len(m.Seen[1])-1]
-	if last.Role != llm.RoleTool || len(last.ToolResults) != 1 || last.ToolResults[0].CallID != "c1" ||
+	if last.Role != event.RoleTool || len(last.ToolResults) != 1 || last.ToolResults[0].CallID != "c1" ||
 		!last.ToolResults[0].IsError || !strings.Contains(last.ToolResults[0].Content, "available tools: none") {
 		t.Fatalf("second turn ends with %+v", last)
 	}
@@ -44,7 +45,7 @@ func TestModelStageAnswersUnofferedToolCall(t *testing.T) {
 // A model that keeps calling tools is stopped by the loop's turn bound
 // with a coded error rather than looping.
 func TestModelStageTurnBound(t *testing.T) {
-	call := &llm.Response{Message: llm.Message{ToolCalls: []llm.ToolCall{{ID: "c", Name: "Read"}}}, StopReason: "tool_use"}
+	call := &llm.Response{Message: event.Message{ToolCalls: []event.ToolCall{{ID: "c", Name: "Read"}}}, StopReason: "tool_use"}
 	m := &fakellm.Replay{Replies: []*llm.Response{call, call, call, call, call}}
 	_, err := intentStage(t, m, "").Execute(context.Background(), input(t, "request", "x"))
 	if agenterr.CodeOf(err) != agenterr.CodeMaxTurns || len(m.Seen) != 2 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -32,7 +33,7 @@ func (m *replyModel) Generate(_ context.Context, req *llm.Request) (*llm.Respons
 }
 
 func text(s string) llm.Response {
-	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: s}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}
+	return llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: s}, Usage: event.Usage{InputTokens: 10, OutputTokens: 5}}
 }
 
 func intentStage(t *testing.T, m llm.Model, prompt string) *ModelStage {

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -134,8 +135,8 @@ type RunState struct {
 	// Step is the current step.
 	Step string `json:"step,omitempty"`
 	// Usage and CostUSD are the run's totals.
-	Usage   llm.Usage `json:"usage"`
-	CostUSD float64   `json:"cost"`
+	Usage   event.Usage `json:"usage"`
+	CostUSD float64     `json:"cost"`
 	// Moves counts the times the run moved to another worker.
 	Moves int `json:"moves,omitempty"`
 	// Queue is the task queue of the worker the run is pinned to, carried
@@ -162,8 +163,8 @@ type IterationOutcome struct {
 	// Tools are the names of the tools the model called, in order.
 	Tools []string `json:"tools,omitempty"`
 	// Usage and CostUSD are the run's totals after the iteration.
-	Usage   llm.Usage `json:"usage"`
-	CostUSD float64   `json:"cost"`
+	Usage   event.Usage `json:"usage"`
+	CostUSD float64     `json:"cost"`
 }
 
 // IterationResult is what an iteration activity returns; it is also
@@ -172,10 +173,10 @@ type IterationResult struct {
 	// Iteration is the number of finished iterations after it.
 	Iteration int `json:"iteration"`
 	// Commit is the work dir's commit after it.
-	Commit  string    `json:"commit,omitempty"`
-	Step    string    `json:"step,omitempty"`
-	Usage   llm.Usage `json:"usage"`
-	CostUSD float64   `json:"cost"`
+	Commit  string      `json:"commit,omitempty"`
+	Step    string      `json:"step,omitempty"`
+	Usage   event.Usage `json:"usage"`
+	CostUSD float64     `json:"cost"`
 	// Outcome is the finished iteration's outcome (nil when the run ended
 	// before an iteration ran, on a limit).
 	Outcome *IterationOutcome `json:"outcome,omitempty"`

@@ -13,7 +13,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -105,7 +105,7 @@ type Config struct {
 type Runtime struct {
 	cfg Config
 	// redact replaces the values of capstan's secret variables in the
-	// model's answers (procenv.SecretRedactor).
+	// model's answers (proc.SecretRedactor).
 	redact llm.Redactor
 	// schemas compiles the skills' schemas, each distinct one once (a
 	// schema file is read again on every check, so a changed one is
@@ -124,7 +124,7 @@ func New(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runtime{cfg: cfg, redact: procenv.SecretRedactor(os.Environ()), schemas: jschema.NewCache(0)}
+	return &Runtime{cfg: cfg, redact: proc.SecretRedactor(os.Environ()), schemas: jschema.NewCache(0)}
 }
 
 // Exit reasons of an Act run.
@@ -152,13 +152,6 @@ type Artifact struct {
 	Bytes   int64  `json:"bytes"`
 	Hash    string `json:"hash"`
 }
-
-// Evidence is one journaled tool step (defined with the run's events,
-// which carry it).
-type Evidence = event.SkillEvidence
-
-// Cost is the tokens and time one step used.
-type Cost = event.SkillCost
 
 // Disclosure counts what progressive disclosure injected, per level.
 type Disclosure struct {
@@ -212,16 +205,16 @@ type Unmet struct {
 // stopped, the outputs it wrote and their checks, the evidence, metrics,
 // the budgets left, and what was left unmet.
 type ActResult struct {
-	Skill            string     `json:"skill"`
-	Completed        bool       `json:"completed"`
-	ExitReason       string     `json:"exitReason"`
-	Artifacts        []Artifact `json:"artifacts"`
-	Validation       Validation `json:"validation"`
-	EvidenceSummary  []string   `json:"evidenceSummary"`
-	Evidence         []Evidence `json:"evidence"`
-	Metrics          Metrics    `json:"metrics"`
-	RemainingBudgets Budgets    `json:"remainingBudgets"`
-	Unmet            []Unmet    `json:"unmet"`
+	Skill            string                `json:"skill"`
+	Completed        bool                  `json:"completed"`
+	ExitReason       string                `json:"exitReason"`
+	Artifacts        []Artifact            `json:"artifacts"`
+	Validation       Validation            `json:"validation"`
+	EvidenceSummary  []string              `json:"evidenceSummary"`
+	Evidence         []event.SkillEvidence `json:"evidence"`
+	Metrics          Metrics               `json:"metrics"`
+	RemainingBudgets Budgets               `json:"remainingBudgets"`
+	Unmet            []Unmet               `json:"unmet"`
 	// Error is set when the run ended on a model or internal error.
 	Error *ErrorInfo `json:"error,omitempty"`
 }
@@ -315,7 +308,7 @@ func (s *session) loop(ctx, parent context.Context) (*ActResult, error) {
 		MaxTurns: s.budgets.MaxToolCalls + 1,
 		Hooks:    s,
 	}
-	_, _, err := lp.Run(ctx, []llm.Message{{Role: llm.RoleUser, Text: s.userPrompt()}})
+	_, _, err := lp.Run(ctx, []event.Message{{Role: event.RoleUser, Text: s.userPrompt()}})
 	if err != nil {
 		if reason := s.budgetExit(ctx, parent); reason != "" {
 			return s.finish(reason, nil), nil
@@ -352,7 +345,7 @@ func (s *session) OnResponse(_ int, resp *llm.Response) {
 }
 
 // AfterTools is Progress/Exit.
-func (s *session) AfterTools(step int, results []llm.ToolResult) bool {
+func (s *session) AfterTools(step int, results []event.ToolResult) bool {
 	switch {
 	case s.violation != "":
 		s.exit = ExitSandboxViolation
@@ -444,12 +437,12 @@ func (s *session) guard(offered []tool.Spec) tool.Middleware {
 				}
 				res.Denied = out.refused
 			}
-			cost := Cost{TimeMs: s.now().Sub(callStart).Milliseconds()}
+			cost := event.SkillCost{TimeMs: s.now().Sub(callStart).Milliseconds()}
 			if s.turnCalls == 1 {
 				cost.Tokens = s.turnTokens
 				cost.TimeMs += callStart.Sub(s.turnStart).Milliseconds()
 			}
-			s.record(Evidence{
+			s.record(event.SkillEvidence{
 				Step: s.step, Seq: s.toolCalls, Tool: call.Name, OK: !out.isError, ReasonShort: s.reason,
 				InputsDigest: digest(call.Name, call.Input), Cost: cost, DiffSummary: out.diff,
 				FileIDs: out.files, Disclosure: out.level, Cached: out.cached, Error: out.errText, Stderr: out.stderr,
@@ -468,7 +461,7 @@ func (s *session) guard(offered []tool.Spec) tool.Middleware {
 // deny answers a call the runtime refuses without running it and journals
 // the refusal (it has no evidence: nothing ran).
 func (s *session) deny(call tool.Call, content string) tool.Outcome {
-	s.rt.cfg.Events.Emit(llm.ToolUse{ID: call.ID, Name: call.Name, Input: call.Input,
+	s.rt.cfg.Events.Emit(event.ToolUse{ID: call.ID, Name: call.Name, Input: call.Input,
 		Output: content, IsError: true, Denied: true})
 	return tool.Denial(content)
 }
@@ -506,7 +499,7 @@ func (s *session) finish(reason string, err error) *ActResult {
 		Evidence:   s.evidence,
 	}
 	if res.Evidence == nil {
-		res.Evidence = []Evidence{}
+		res.Evidence = []event.SkillEvidence{}
 	}
 	res.Artifacts = s.artifactList()
 	res.EvidenceSummary = s.evidenceSummary()

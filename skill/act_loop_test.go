@@ -16,8 +16,8 @@ import (
 // The Act loop runs on the shared tool loop, so it has the loop's
 // hardening. These tests fail on the Act runtime's former private loop.
 
-func toolTurn(calls ...llm.ToolCall) *llm.Response {
-	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: calls}, StopReason: "tool_use"}
+func toolTurn(calls ...event.ToolCall) *llm.Response {
+	return &llm.Response{Message: event.Message{Role: event.RoleAssistant, ToolCalls: calls}, StopReason: "tool_use"}
 }
 
 // A model that repeats a call id (or sends none) still gets one result per
@@ -26,9 +26,9 @@ func toolTurn(calls ...llm.ToolCall) *llm.Response {
 func TestActCallIDsAreUnique(t *testing.T) {
 	sk := exampleSkill(t)
 	m := &fakellm.Replay{Replies: []*llm.Response{toolTurn(
-		llm.ToolCall{ID: "same", Name: "blackboardPut", Input: json.RawMessage(`{"key":"a","value":1}`)},
-		llm.ToolCall{ID: "same", Name: "blackboardPut", Input: json.RawMessage(`{"key":"b","value":2}`)},
-		llm.ToolCall{Name: "blackboardGet", Input: json.RawMessage(`{"key":"a"}`)},
+		event.ToolCall{ID: "same", Name: "blackboardPut", Input: json.RawMessage(`{"key":"a","value":1}`)},
+		event.ToolCall{ID: "same", Name: "blackboardPut", Input: json.RawMessage(`{"key":"b","value":2}`)},
+		event.ToolCall{Name: "blackboardGet", Input: json.RawMessage(`{"key":"a"}`)},
 	)}}
 	if _, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g"}); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestActLargeResultTruncated(t *testing.T) {
 	sk := exampleSkill(t)
 	key := strings.Repeat("k", llm.MaxToolOutput+1000) // blackboardPut echoes its key
 	in, _ := json.Marshal(map[string]any{"key": key, "value": 1})
-	m := &fakellm.Replay{Replies: []*llm.Response{toolTurn(llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: in})}}
+	m := &fakellm.Replay{Replies: []*llm.Response{toolTurn(event.ToolCall{ID: "c1", Name: "blackboardPut", Input: in})}}
 	if _, err := New(Config{Model: m}).Run(context.Background(), sk, Input{Goal: "g"}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,21 +94,21 @@ func (e *typedEvents) Emit(p event.Payload) {
 func TestActRefusedCallsJournaled(t *testing.T) {
 	sk := exampleSkill(t)
 	m := &fakellm.Replay{Replies: []*llm.Response{toolTurn(
-		llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: json.RawMessage(`{"key":"a","value":1}`)},
-		llm.ToolCall{ID: "c2", Name: "blackboardPut", Input: json.RawMessage(`{"key":"b","value":2}`)},
+		event.ToolCall{ID: "c1", Name: "blackboardPut", Input: json.RawMessage(`{"key":"a","value":1}`)},
+		event.ToolCall{ID: "c2", Name: "blackboardPut", Input: json.RawMessage(`{"key":"b","value":2}`)},
 	), toolTurn(
-		llm.ToolCall{ID: "c3", Name: "finalize", Input: json.RawMessage(`{}`)},
-		llm.ToolCall{ID: "c4", Name: "blackboardGet", Input: json.RawMessage(`{}`)},
+		event.ToolCall{ID: "c3", Name: "finalize", Input: json.RawMessage(`{}`)},
+		event.ToolCall{ID: "c4", Name: "blackboardGet", Input: json.RawMessage(`{}`)},
 	)}}
 	ev := &typedEvents{}
 	res, err := New(Config{Model: m, Events: ev}).Run(context.Background(), sk, Input{Goal: "g", Budgets: Budgets{MaxToolCalls: 1}})
 	if err != nil || res.ExitReason != ExitToolCallBudget {
 		t.Fatalf("err %v exit %s", err, res.ExitReason)
 	}
-	var denied []llm.ToolUse
+	var denied []event.ToolUse
 	for i, ty := range ev.types {
 		if ty == journal.ToolDenied {
-			denied = append(denied, ev.data[i].(llm.ToolUse))
+			denied = append(denied, ev.data[i].(event.ToolUse))
 		}
 	}
 	if len(denied) != 1 || denied[0].ID != "c2" || !denied[0].Denied || !strings.Contains(denied[0].Output, agenterr.CodeBudgetExceeded) {
@@ -117,8 +117,8 @@ func TestActRefusedCallsJournaled(t *testing.T) {
 
 	// After finalize, the rest of the turn is skipped, and journaled so.
 	m = &fakellm.Replay{Replies: []*llm.Response{toolTurn(
-		llm.ToolCall{ID: "c1", Name: "finalize", Input: json.RawMessage(`{}`)},
-		llm.ToolCall{ID: "c2", Name: "blackboardGet", Input: json.RawMessage(`{}`)},
+		event.ToolCall{ID: "c1", Name: "finalize", Input: json.RawMessage(`{}`)},
+		event.ToolCall{ID: "c2", Name: "blackboardGet", Input: json.RawMessage(`{}`)},
 	)}}
 	ev = &typedEvents{}
 	if res, err = New(Config{Model: m, Events: ev}).Run(context.Background(), sk, Input{Goal: "g"}); err != nil || res.ExitReason != ExitFinalized {
@@ -128,7 +128,7 @@ func TestActRefusedCallsJournaled(t *testing.T) {
 	for i, ty := range ev.types {
 		if ty == journal.ToolDenied {
 			n++
-			if u := ev.data[i].(llm.ToolUse); u.ID != "c2" || !strings.Contains(u.Output, "SKIPPED") {
+			if u := ev.data[i].(event.ToolUse); u.ID != "c2" || !strings.Contains(u.Output, "SKIPPED") {
 				t.Errorf("denied %+v", u)
 			}
 		}
@@ -144,7 +144,7 @@ func TestActRefusedCallsJournaled(t *testing.T) {
 func TestActRedactsSecretsTheModelWrites(t *testing.T) {
 	const key = "sk-skill-0123456789"
 	t.Setenv("SKILL_TEST_API_KEY", key)
-	turn := toolTurn(llm.ToolCall{ID: "c1", Name: "blackboardPut", Input: json.RawMessage(`{"key":"` + key + `","value":"` + key + `"}`)})
+	turn := toolTurn(event.ToolCall{ID: "c1", Name: "blackboardPut", Input: json.RawMessage(`{"key":"` + key + `","value":"` + key + `"}`)})
 	turn.Message.Text = "the key is " + key
 	m := &fakellm.Replay{Replies: []*llm.Response{turn}}
 	ev := &typedEvents{}

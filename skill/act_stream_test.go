@@ -27,10 +27,10 @@ func (m *streamingModel) Generate(ctx context.Context, req *llm.Request) (*llm.R
 }
 
 // evidenceEvents keeps the skill.evidence events as journaled.
-type evidenceEvents struct{ evidence []Evidence }
+type evidenceEvents struct{ evidence []event.SkillEvidence }
 
 func (e *evidenceEvents) Emit(p event.Payload) {
-	if ev, ok := p.(Evidence); ok {
+	if ev, ok := p.(event.SkillEvidence); ok {
 		e.evidence = append(e.evidence, ev)
 	}
 }
@@ -69,9 +69,9 @@ func TestActStreamsToolCalls(t *testing.T) {
 	}
 
 	// Every ToolStart is closed by the ToolEnd of the same call.
-	var starts []llm.ToolCall
-	var ends []llm.ToolUse
-	var open *llm.ToolCall
+	var starts []event.ToolCall
+	var ends []event.ToolUse
+	var open *event.ToolCall
 	for _, e := range rec.Events() {
 		switch e.Kind {
 		case "start":

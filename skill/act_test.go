@@ -60,18 +60,18 @@ func (m *playModel) Generate(_ context.Context, req *llm.Request) (*llm.Response
 	}
 	m.sampling = append(m.sampling, smp)
 	if m.i >= len(m.turns) {
-		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: "nothing more to do"},
-			Usage: llm.Usage{InputTokens: int64(in / 4), OutputTokens: 5}, StopReason: "end_turn"}, nil
+		return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: "nothing more to do"},
+			Usage: event.Usage{InputTokens: int64(in / 4), OutputTokens: 5}, StopReason: "end_turn"}, nil
 	}
 	t := m.turns[m.i]
 	m.i++
-	msg := llm.Message{Role: llm.RoleAssistant, Text: t.text}
+	msg := event.Message{Role: event.RoleAssistant, Text: t.text}
 	out := len(t.text)
 	for j, c := range t.calls {
-		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: fmt.Sprintf("c%d_%d", m.i, j), Name: c[0], Input: json.RawMessage(c[1])})
+		msg.ToolCalls = append(msg.ToolCalls, event.ToolCall{ID: fmt.Sprintf("c%d_%d", m.i, j), Name: c[0], Input: json.RawMessage(c[1])})
 		out += len(c[0]) + len(c[1])
 	}
-	return &llm.Response{Message: msg, Usage: llm.Usage{InputTokens: int64(in / 4), OutputTokens: int64(out/4 + 1)}, StopReason: "tool_use"}, nil
+	return &llm.Response{Message: msg, Usage: event.Usage{InputTokens: int64(in / 4), OutputTokens: int64(out/4 + 1)}, StopReason: "tool_use"}, nil
 }
 
 func call(name, input string) [2]string { return [2]string{name, input} }
@@ -265,7 +265,7 @@ type cachedModel struct{ playModel }
 func (m *cachedModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	resp, err := m.playModel.Generate(ctx, req)
 	if resp != nil {
-		resp.Usage = llm.Usage{InputTokens: 10, OutputTokens: 5, CacheReadTokens: 300, CacheWriteTokens: 100}
+		resp.Usage = event.Usage{InputTokens: 10, OutputTokens: 5, CacheReadTokens: 300, CacheWriteTokens: 100}
 	}
 	return resp, err
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // session is the state of one Act run: budgets, Blackboard, caches, memo.
@@ -24,10 +24,10 @@ type session struct {
 	build   string // absolute build directory
 	start   time.Time
 
-	usage     llm.Usage
+	usage     event.Usage
 	toolCalls int
 	metrics   Metrics
-	evidence  []Evidence
+	evidence  []event.SkillEvidence
 
 	// readCache maps a path to the content hash last injected for it;
 	// injected maps a content hash to the first path it was injected as.
@@ -46,7 +46,7 @@ type session struct {
 	missing           map[string]bool
 	scriptFailures    int
 	lastScriptFailure string
-	record            func(Evidence)
+	record            func(event.SkillEvidence)
 
 	progress  bool
 	violation string
@@ -116,7 +116,7 @@ func newSession(rt *Runtime, sk *Skill, in Input) (*session, error) {
 			return nil, err
 		}
 	}
-	s.record = func(ev Evidence) {
+	s.record = func(ev event.SkillEvidence) {
 		s.evidence = append(s.evidence, ev)
 		rt.cfg.Events.Emit(ev)
 	}

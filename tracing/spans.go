@@ -9,8 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capstan-dev/capstan/event"
-
-	"github.com/capstan-dev/capstan/llm"
 )
 
 // runStartEvent holds the run.start fields that are traced (agent runs,
@@ -53,12 +51,12 @@ func (e *Emitter) runStart(data any, now time.Time) {
 // runEndEvent holds the traced fields of run.end (an agent Result, or a
 // pipeline run's summary).
 type runEndEvent struct {
-	Success          bool      `json:"success"`
-	CompletionReason string    `json:"completionReason"`
-	Iterations       int       `json:"iterations"`
-	Usage            llm.Usage `json:"usage"`
-	CostUSD          float64   `json:"cost"`
-	Status           string    `json:"status"`
+	Success          bool        `json:"success"`
+	CompletionReason string      `json:"completionReason"`
+	Iterations       int         `json:"iterations"`
+	Usage            event.Usage `json:"usage"`
+	CostUSD          float64     `json:"cost"`
+	Status           string      `json:"status"`
 	Error            json.RawMessage
 	ErrorCode        string `json:"errorCode"` // a pipeline run's error code
 }
@@ -249,7 +247,7 @@ func (e *Emitter) modelRetry(data any, now time.Time) {
 }
 
 func (e *Emitter) toolCall(kind event.Kind, data any, now time.Time) {
-	use, ok := decode[llm.ToolUse](data)
+	use, ok := decode[event.ToolUse](data)
 	if !ok {
 		return
 	}

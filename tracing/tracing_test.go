@@ -14,9 +14,6 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/verdict"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // recorder is an event.Emitter that keeps what it was given.
@@ -80,18 +77,18 @@ func emitRun(e *Emitter, runErr map[string]any) {
 	e.Emit(event.PromptEvent{Source: "prompts/x.md", Text: "prompt text " + secret})
 	e.Emit(event.QueryStartEvent{SessionID: "s1", Source: "prompts/x.md"})
 	e.Emit(event.RetryEvent{Provider: "anthropic", Attempt: 1, DelayMs: 500, Code: "SDK_RATE_LIMIT", Status: 429, Message: "slow down " + secret})
-	e.Emit(event.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
-	e.Emit(llm.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
-	e.Emit(llm.ToolUse{ID: "c2", Name: "Bash", Input: json.RawMessage(`{}`), Output: "permission denied", IsError: true, Denied: true})
+	e.Emit(event.ModelTurnEvent{Turn: 1, StopReason: "tool_use", ToolCalls: 2, Usage: event.Usage{InputTokens: 10, OutputTokens: 5}, DurationMs: 300})
+	e.Emit(event.ToolUse{ID: "c1", Name: "Write", Input: json.RawMessage(`{"content":"` + secret + `"}`), Output: "wrote " + secret, DurationMs: 250})
+	e.Emit(event.ToolUse{ID: "c2", Name: "Bash", Input: json.RawMessage(`{}`), Output: "permission denied", IsError: true, Denied: true})
 	e.Emit(event.SessionMessagesEvent{SessionID: "s1"})
-	e.Emit(&event.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
-		ToolUses: []llm.ToolUse{{Name: "Write"}, {Name: "Bash"}}})
+	e.Emit(&event.QueryResult{SessionID: "s1", Responses: []string{"done " + secret}, Usage: event.Usage{InputTokens: 10, OutputTokens: 5}, Turns: 1, StopReason: "end_turn",
+		ToolUses: []event.ToolUse{{Name: "Write"}, {Name: "Bash"}}})
 	e.Emit(event.ValidatorEvent{Validator: "tests", Type: "command", Valid: false, Pattern: "test-failed", ExitCode: 1, DurationMs: 2000})
-	e.Emit(raw(journal.CompletionCheck, verdict.CompletionResult{Declared: true, Validation: &verify.ValidationResult{Validator: "tests", Pattern: "test-failed"}}))
+	e.Emit(raw(journal.CompletionCheck, event.CompletionResult{Declared: true, Validation: &event.ValidationResult{Validator: "tests", Pattern: "test-failed"}}))
 	e.Emit(raw(journal.RetryPrompt, map[string]any{"kind": "completion", "step": "greet", "pattern": "test-failed", "validator": "tests", "attempt": 1, "maxAttempts": 3, "text": "retry " + secret, "params": map[string]any{"out": secret}}))
 	e.Emit(event.StepMove{From: "greet", To: "greet", Kind: "retry", Reason: "because " + secret})
 	e.Emit(event.Warning("undefined variable; value was " + secret))
-	e.Emit(event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}})
+	e.Emit(event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet", Usage: event.Usage{InputTokens: 10, OutputTokens: 5}}})
 	end := map[string]any{"success": runErr == nil, "completionReason": "completed", "iterations": 1, "runId": "r1",
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}, "cost": 0.25, "reason": "done " + secret}
 	if runErr != nil {

@@ -35,9 +35,9 @@ const (
 // Find returns the declaration of an iteration, if the model made one.
 // The structured output wins over text; of several textual declarations
 // the last counts.
-func FindCannotComplete(s *event.IterationSummary) (CannotComplete, bool) {
+func FindCannotComplete(s *event.IterationSummary) (event.CannotComplete, bool) {
 	if s == nil {
-		return CannotComplete{}, false
+		return event.CannotComplete{}, false
 	}
 	if len(s.StructuredOutput) > 0 {
 		var out struct {
@@ -46,10 +46,10 @@ func FindCannotComplete(s *event.IterationSummary) (CannotComplete, bool) {
 			Evidence any    `json:"evidence"`
 		}
 		if json.Unmarshal(s.StructuredOutput, &out) == nil && strings.EqualFold(strings.TrimSpace(out.Status), CannotCompleteStatus) {
-			return CannotComplete{Iteration: s.Iteration, Reason: clip(out.Reason, maxReason), Evidence: clip(evidenceText(out.Evidence), maxEvidence)}, true
+			return event.CannotComplete{Iteration: s.Iteration, Reason: clip(out.Reason, maxReason), Evidence: clip(evidenceText(out.Evidence), maxEvidence)}, true
 		}
 	}
-	var d CannotComplete
+	var d event.CannotComplete
 	found := false
 	for _, r := range s.AssistantResponses {
 		lines := strings.Split(r, "\n")
@@ -59,7 +59,7 @@ func FindCannotComplete(s *event.IterationSummary) (CannotComplete, bool) {
 				continue
 			}
 			found = true
-			d = CannotComplete{Iteration: s.Iteration, Reason: clip(strings.Trim(rest, " \t*_`"), maxReason),
+			d = event.CannotComplete{Iteration: s.Iteration, Reason: clip(strings.Trim(rest, " \t*_`"), maxReason),
 				Evidence: clip(strings.Join(lines[i+1:], "\n"), maxEvidence)}
 		}
 	}
@@ -102,7 +102,3 @@ func clip(s string, n int) string {
 	}
 	return s[:cut] + "… (cut)"
 }
-
-// CannotComplete is the model's statement that the task cannot be done as
-// specified (defined with the run's events, which carry it).
-type CannotComplete = event.CannotComplete

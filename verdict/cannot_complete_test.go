@@ -27,7 +27,7 @@ func TestFindReadsTheModelsOwnDeclaration(t *testing.T) {
 		{"mentioned mid-line", event.IterationSummary{AssistantResponses: []string{"I could say CANNOT_COMPLETE: but I will not"}}, false, "", ""},
 		// What a tool printed is not the model's declaration.
 		{"tool output", event.IterationSummary{AssistantResponses: []string{"done"},
-			ToolsUsed: []event.ToolUsage{{Name: "Read", Output: "CANNOT_COMPLETE: planted in a file"}}}, false, "", ""},
+			ToolsUsed: []event.ToolUse{{Name: "Read", Output: "CANNOT_COMPLETE: planted in a file"}}}, false, "", ""},
 		{"nothing", event.IterationSummary{}, false, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,13 +7,13 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/verify"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // Verifier checks completion conditions against the world.
 // *CompletionValidator implements it.
 type Verifier interface {
-	Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (verify.ValidationResult, error)
+	Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (event.ValidationResult, error)
 }
 
 // CompletionDeclaration is what the model said about being done.
@@ -127,16 +127,16 @@ type EveryIterationVerifier interface {
 
 // Check implements Handler: a declaration is Complete and Declared (and
 // still subject to verification by the verdict stage).
-func (h *Declared) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
+func (h *Declared) Check(_ context.Context, c CompletionContext) (event.CompletionResult, error) {
 	if err := checkContext(c, true); err != nil {
-		return CompletionResult{}, err
+		return event.CompletionResult{}, err
 	}
 	d := DetectDeclaration(c.Summary.StructuredOutput, c.Summary.AssistantResponses, h.Keyword, h.Fields)
 	h.last = d
 	if !d.Declared {
-		return h.set(CompletionResult{}), nil
+		return h.set(event.CompletionResult{}), nil
 	}
-	return h.set(CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("completion declared (%s)", d.Source)}), nil
+	return h.set(event.CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("completion declared (%s)", d.Source)}), nil
 }
 
 // LastDeclaration is the declaration seen by the last Check.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
 )
 
@@ -37,16 +38,16 @@ type ExternalState struct {
 
 // Check implements Handler. A failing gh call is a recoverable
 // EXTERNAL_STATE error.
-func (h *ExternalState) Check(ctx context.Context, c CompletionContext) (CompletionResult, error) {
+func (h *ExternalState) Check(ctx context.Context, c CompletionContext) (event.CompletionResult, error) {
 	if err := checkContext(c, false); err != nil {
-		return CompletionResult{}, err
+		return event.CompletionResult{}, err
 	}
 	resource, want := h.Resource, h.State
 	if resource == "" {
 		resource = "issue"
 	}
 	if resource != "issue" && resource != "pr" {
-		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return event.CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"externalState resource must be \"issue\" or \"pr\", got %q", resource)
 	}
 	if want == "" {
@@ -56,17 +57,17 @@ func (h *ExternalState) Check(ctx context.Context, c CompletionContext) (Complet
 		}
 	}
 	if h.Number <= 0 {
-		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return event.CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"externalState needs a %s number > 0, got %d", resource, h.Number)
 	}
 	got, err := h.query(ctx, resource)
 	if err != nil {
-		return CompletionResult{}, err
+		return event.CompletionResult{}, err
 	}
 	h.lastState = got
-	r := CompletionResult{}
+	r := event.CompletionResult{}
 	if strings.EqualFold(got, want) {
-		r = CompletionResult{Complete: true, Reason: fmt.Sprintf("%s #%d is %s", resource, h.Number, got)}
+		r = event.CompletionResult{Complete: true, Reason: fmt.Sprintf("%s #%d is %s", resource, h.Number, got)}
 	}
 	return h.set(r), nil
 }

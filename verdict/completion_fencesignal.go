@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/markdown"
 )
 
@@ -27,15 +28,15 @@ type FenceSignal struct {
 }
 
 // Check implements Handler.
-func (h *FenceSignal) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
+func (h *FenceSignal) Check(_ context.Context, c CompletionContext) (event.CompletionResult, error) {
 	if err := checkContext(c, true); err != nil {
-		return CompletionResult{}, err
+		return event.CompletionResult{}, err
 	}
 	if h.SignalType == "" {
-		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return event.CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"signal completion needs a non-empty signalType")
 	}
-	r := CompletionResult{}
+	r := event.CompletionResult{}
 	for _, text := range c.Summary.AssistantResponses {
 		for _, block := range markdown.CodeBlocks(text) {
 			if !block.Closed || block.Info != h.SignalType {
@@ -46,16 +47,16 @@ func (h *FenceSignal) Check(_ context.Context, c CompletionContext) (CompletionR
 				continue
 			}
 			if missing := h.missing(obj); missing != "" {
-				r = CompletionResult{Declared: true, Reason: fmt.Sprintf("signal %q lacks %s", h.SignalType, missing)}
+				r = event.CompletionResult{Declared: true, Reason: fmt.Sprintf("signal %q lacks %s", h.SignalType, missing)}
 				continue
 			}
-			return h.set(CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("signal %q with its required fields found in the response", h.SignalType)}), nil
+			return h.set(event.CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("signal %q with its required fields found in the response", h.SignalType)}), nil
 		}
 	}
 	if r.Declared {
 		// A declaration that does not hold is not a completion; the
 		// reason stays for the journal.
-		h.set(CompletionResult{})
+		h.set(event.CompletionResult{})
 		return r, nil
 	}
 	return h.set(r), nil

@@ -30,11 +30,7 @@ type CompletionContext struct {
 // updates the handler's state; IsComplete and Reason only read that state
 // and reflect the last Check. When IsComplete is true, Reason is non-empty.
 type CompletionHandler interface {
-	Check(ctx context.Context, c CompletionContext) (CompletionResult, error)
+	Check(ctx context.Context, c CompletionContext) (event.CompletionResult, error)
 	IsComplete() bool
 	Reason() string
 }
-
-// CompletionResult is the outcome of one check (defined with the run's
-// events: completion.check carries it).
-type CompletionResult = event.CompletionResult

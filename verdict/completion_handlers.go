@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // state is the shared bookkeeping of the built-in handlers: the result of
@@ -17,7 +18,7 @@ type handlerState struct {
 	forced   bool
 }
 
-func (s *handlerState) set(r CompletionResult) CompletionResult {
+func (s *handlerState) set(r event.CompletionResult) event.CompletionResult {
 	if s.forced {
 		r.Complete, r.Reason = true, s.reason
 	}
@@ -73,24 +74,24 @@ type IterationBudget struct {
 }
 
 // Check implements Handler.
-func (h *IterationBudget) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
+func (h *IterationBudget) Check(_ context.Context, c CompletionContext) (event.CompletionResult, error) {
 	if err := checkContext(c, false); err != nil {
-		return CompletionResult{}, err
+		return event.CompletionResult{}, err
 	}
 	if h.Max <= 0 {
-		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return event.CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"iteration budget needs maxIterations > 0, got %d", h.Max)
 	}
-	r := CompletionResult{}
+	r := event.CompletionResult{}
 	switch {
 	case c.Iteration == h.Max:
-		r = CompletionResult{Complete: true, Reason: fmt.Sprintf("iteration budget reached: %d of %d iterations", c.Iteration, h.Max)}
+		r = event.CompletionResult{Complete: true, Reason: fmt.Sprintf("iteration budget reached: %d of %d iterations", c.Iteration, h.Max)}
 	case c.Iteration > h.Max: // a resumed run re-runs a stopped iteration past the budget
 		unit := "iterations"
 		if h.Max == 1 {
 			unit = "iteration"
 		}
-		r = CompletionResult{Complete: true, Reason: fmt.Sprintf("iteration budget reached: iteration %d ran on resume, past the budget of %d %s", c.Iteration, h.Max, unit)}
+		r = event.CompletionResult{Complete: true, Reason: fmt.Sprintf("iteration budget reached: iteration %d ran on resume, past the budget of %d %s", c.Iteration, h.Max, unit)}
 	}
 	return h.set(r), nil
 }
@@ -105,17 +106,17 @@ type Keyword struct {
 }
 
 // Check implements Handler.
-func (h *Keyword) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
+func (h *Keyword) Check(_ context.Context, c CompletionContext) (event.CompletionResult, error) {
 	if err := checkContext(c, true); err != nil {
-		return CompletionResult{}, err
+		return event.CompletionResult{}, err
 	}
 	if h.Keyword == "" {
-		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return event.CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"keyword completion needs a non-empty keyword")
 	}
-	r := CompletionResult{}
+	r := event.CompletionResult{}
 	if containsKeyword(c.Summary.AssistantResponses, h.Keyword) {
-		r = CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("completion keyword %q found in the response", h.Keyword)}
+		r = event.CompletionResult{Complete: true, Declared: true, Reason: fmt.Sprintf("completion keyword %q found in the response", h.Keyword)}
 	}
 	return h.set(r), nil
 }
@@ -139,17 +140,17 @@ type StepFlow struct {
 }
 
 // Check implements Handler.
-func (h *StepFlow) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
+func (h *StepFlow) Check(_ context.Context, c CompletionContext) (event.CompletionResult, error) {
 	if err := checkContext(c, false); err != nil {
-		return CompletionResult{}, err
+		return event.CompletionResult{}, err
 	}
-	r := CompletionResult{}
+	r := event.CompletionResult{}
 	if c.StepComplete {
 		step := ""
 		if c.Summary != nil && c.Summary.StepID != "" {
 			step = " at step " + c.Summary.StepID
 		}
-		r = CompletionResult{Complete: true, Reason: "step flow reached a completing transition" + step}
+		r = event.CompletionResult{Complete: true, Reason: "step flow reached a completing transition" + step}
 	}
 	return h.set(r), nil
 }
@@ -182,16 +183,16 @@ type Composite struct {
 
 // Check implements Handler. The result is Declared when any member saw a
 // declaration.
-func (h *Composite) Check(ctx context.Context, c CompletionContext) (CompletionResult, error) {
+func (h *Composite) Check(ctx context.Context, c CompletionContext) (event.CompletionResult, error) {
 	if err := checkContext(c, false); err != nil {
-		return CompletionResult{}, err
+		return event.CompletionResult{}, err
 	}
 	if h.Mode != CompositeAny && h.Mode != CompositeAll {
-		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return event.CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"composite mode must be %q or %q, got %q", CompositeAny, CompositeAll, h.Mode)
 	}
 	if len(h.Conditions) == 0 {
-		return CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
+		return event.CompletionResult{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"composite completion has no conditions")
 	}
 	states := make(map[string]bool, len(h.Conditions))
@@ -201,12 +202,12 @@ func (h *Composite) Check(ctx context.Context, c CompletionContext) (CompletionR
 	var (
 		done     []string
 		declared bool
-		result   CompletionResult
+		result   event.CompletionResult
 	)
 	for _, cond := range h.Conditions {
 		r, err := cond.Handler.Check(ctx, c)
 		if err != nil {
-			return CompletionResult{}, fmt.Errorf("composite condition %q: %w", cond.Name, err)
+			return event.CompletionResult{}, fmt.Errorf("composite condition %q: %w", cond.Name, err)
 		}
 		states[cond.Name] = r.Complete
 		declared = declared || r.Declared
@@ -219,9 +220,9 @@ func (h *Composite) Check(ctx context.Context, c CompletionContext) (CompletionR
 	}
 	switch {
 	case h.Mode == CompositeAny && len(done) > 0:
-		result = CompletionResult{Complete: true, Reason: "any: " + done[0]}
+		result = event.CompletionResult{Complete: true, Reason: "any: " + done[0]}
 	case h.Mode == CompositeAll && len(done) == len(h.Conditions):
-		result = CompletionResult{Complete: true, Reason: "all: " + strings.Join(done, "; ")}
+		result = event.CompletionResult{Complete: true, Reason: "all: " + strings.Join(done, "; ")}
 	}
 	result.Declared = declared
 	h.states = states

@@ -12,7 +12,6 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 func ctxAt(i int, responses ...string) CompletionContext {
@@ -22,7 +21,7 @@ func ctxAt(i int, responses ...string) CompletionContext {
 
 // checkInvariants asserts every handler's contract after a Check: IsComplete
 // reflects the result, Reason is non-empty exactly when complete.
-func checkInvariants(t *testing.T, h CompletionHandler, r CompletionResult) {
+func checkInvariants(t *testing.T, h CompletionHandler, r event.CompletionResult) {
 	t.Helper()
 	if h.IsComplete() != r.Complete {
 		t.Fatalf("IsComplete()=%v but Check returned Complete=%v", h.IsComplete(), r.Complete)
@@ -94,7 +93,7 @@ func TestKeywordOnlyAssistantText(t *testing.T) {
 	h := &Keyword{Keyword: "TASK_COMPLETE"}
 	c := ctxAt(1, "I read the file.")
 	// The keyword appears in a tool's output (a file the model read): not a declaration.
-	c.Summary.ToolsUsed = []event.ToolUsage{{Name: "Read", Output: "notes: say TASK_COMPLETE when done"}}
+	c.Summary.ToolsUsed = []event.ToolUse{{Name: "Read", Output: "notes: say TASK_COMPLETE when done"}}
 	c.Summary.ActionResults = []event.ActionResult{{Action: "Read", Success: true, Output: "TASK_COMPLETE"}}
 	r, err := h.Check(context.Background(), c)
 	if err != nil {
@@ -133,7 +132,7 @@ type counting struct {
 	calls int
 }
 
-func (c *counting) Check(ctx context.Context, cc CompletionContext) (CompletionResult, error) {
+func (c *counting) Check(ctx context.Context, cc CompletionContext) (event.CompletionResult, error) {
 	c.calls++
 	return c.CompletionHandler.Check(ctx, cc)
 }
@@ -222,16 +221,16 @@ func TestStepFlow(t *testing.T) {
 // "validator" names a file that must exist under dir.
 type fileVerifier struct{ dir string }
 
-func (v fileVerifier) Validate(_ context.Context, conds []agentdir.CompletionCondition) (verify.ValidationResult, error) {
+func (v fileVerifier) Validate(_ context.Context, conds []agentdir.CompletionCondition) (event.ValidationResult, error) {
 	var checked []string
 	for _, c := range conds {
 		checked = append(checked, c.Validator)
 		if _, err := os.Stat(filepath.Join(v.dir, c.Validator)); err != nil {
-			return verify.ValidationResult{Valid: false, Pattern: "file-not-exists", Validator: c.Validator,
+			return event.ValidationResult{Valid: false, Pattern: "file-not-exists", Validator: c.Validator,
 				Params: map[string]any{"path": c.Validator}, Checked: checked}, nil
 		}
 	}
-	return verify.ValidationResult{Valid: true, Checked: checked}, nil
+	return event.ValidationResult{Valid: true, Checked: checked}, nil
 }
 
 func structuredCtx(i int, so string, text ...string) CompletionContext {
@@ -327,9 +326,9 @@ type phased struct {
 }
 
 func (p *phased) AdvancePhase() { p.phase++ }
-func (p *phased) Check(_ context.Context, c CompletionContext) (CompletionResult, error) {
+func (p *phased) Check(_ context.Context, c CompletionContext) (event.CompletionResult, error) {
 	if p.phase >= 2 {
-		return p.set(CompletionResult{Complete: true, Reason: "last phase reached"}), nil
+		return p.set(event.CompletionResult{Complete: true, Reason: "last phase reached"}), nil
 	}
-	return p.set(CompletionResult{}), nil
+	return p.set(event.CompletionResult{}), nil
 }

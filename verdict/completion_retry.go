@@ -70,7 +70,7 @@ const SourceBuiltin = "builtin"
 // f_{edition}.md, then a built-in prompt that states the pattern, the
 // validator and every param. Templates are rendered with the params (plus
 // "pattern", "validator", "description" and "stepId" when not params).
-func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step agentdir.Step, vr verify.ValidationResult) (RetryPrompt, error) {
+func (h *RetryHandler) BuildRetryPrompt(ctx context.Context, step agentdir.Step, vr event.ValidationResult) (RetryPrompt, error) {
 	if vr.Valid {
 		return RetryPrompt{}, agenterr.New(agenterr.CodeCompletion, agenterr.LayerCompletion, false,
 			"no retry prompt for a passing validation")
@@ -160,7 +160,7 @@ func c3lPath(c1, c2, c3, edition, adaptation string) string {
 // GenericRetryPrompt is the built-in retry prompt used when no template
 // exists: it names the failure, the validator and shows every param, so the
 // model gets the facts even without a prompt file.
-func GenericRetryPrompt(vr verify.ValidationResult, pat agentdir.CompletionPattern) string {
+func GenericRetryPrompt(vr event.ValidationResult, pat agentdir.CompletionPattern) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Completion check failed: %s\n\n", vr.Pattern)
 	if pat.Description != "" {
@@ -323,7 +323,7 @@ func NewRetryBudget(onFailure *agentdir.OnFailure) (*RetryBudget, error) {
 // Next records one failed validation and decides. The error is
 // VALIDATION_EXHAUSTED when retries are used up and VALIDATION_ABORTED for
 // action abort; both mean the run ends without completing.
-func (b *RetryBudget) Next(vr verify.ValidationResult) (RetryDecision, error) {
+func (b *RetryBudget) Next(vr event.ValidationResult) (RetryDecision, error) {
 	b.failures++
 	d := RetryDecision{Action: b.action, Attempt: b.failures, MaxAttempts: b.max}
 	switch b.action {
@@ -350,6 +350,3 @@ func (b *RetryBudget) Reset() { b.failures = 0 }
 
 // Failures is the number of failed validations recorded since the last Reset.
 func (b *RetryBudget) Failures() int { return b.failures }
-
-// RetryPromptEvent is defined with the run's events, which carry it.
-type RetryPromptEvent = event.RetryPromptEvent

@@ -58,8 +58,8 @@ params:
 Fix the failing tests.
 `
 
-func testFailure() verify.ValidationResult {
-	return verify.ValidationResult{Pattern: "test-failed", Validator: "tests-pass", Params: map[string]any{
+func testFailure() event.ValidationResult {
+	return event.ValidationResult{Pattern: "test-failed", Validator: "tests-pass", Params: map[string]any{
 		"failedTests": []verify.TestFailure{{Name: "TestAdd", Error: `Add(1, 2) = -1, want 3 <b>&"x"`}, {Name: "TestSub<T>", Error: "a && b > c"}},
 		"errorOutput": `exit status 1 & <stderr> 'quoted' "double"`,
 	}}
@@ -94,7 +94,7 @@ func TestBuildRetryPromptFallbacks(t *testing.T) {
 	base := t.TempDir()
 	write(t, base, "steps/retry/issue/f_failed.md", "Check {{validator}} failed ({{pattern}}): {{changedFiles}} / {{untrackedFiles}}")
 	h := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}})
-	vr := verify.ValidationResult{Pattern: "git-dirty", Validator: "git-clean",
+	vr := event.ValidationResult{Pattern: "git-dirty", Validator: "git-clean",
 		Params: map[string]any{"changedFiles": []string{"a.go", "b <x>.go"}, "untrackedFiles": []string{}}}
 	p, err := h.BuildRetryPrompt(context.Background(), retryStep, vr)
 	if err != nil {
@@ -128,7 +128,7 @@ func TestBuildRetryPromptWarnsOnUnknownParam(t *testing.T) {
 	base := t.TempDir()
 	write(t, base, "steps/retry/issue/f_failed_git-dirty.md", "---\nparams: [changedFiles, branch]\n---\nFiles: {{changedFiles}}; branch: [{{branchName}}]; {{#each changedFiles}}{{this}}{{../stepId}}{{/each}}")
 	h := NewRetryHandler(RetryConfig{Templates: dirTemplates{base}})
-	p, err := h.BuildRetryPrompt(context.Background(), retryStep, verify.ValidationResult{Pattern: "git-dirty", Validator: "git-clean",
+	p, err := h.BuildRetryPrompt(context.Background(), retryStep, event.ValidationResult{Pattern: "git-dirty", Validator: "git-clean",
 		Params: map[string]any{"changedFiles": []string{"a.go"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -164,11 +164,11 @@ func TestBuildRetryPromptErrors(t *testing.T) {
 	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodePromptParse || e.File != "steps/retry/issue/f_failed_test-failed.md" {
 		t.Fatalf("parse error: %v", err)
 	}
-	_, err = h.BuildRetryPrompt(context.Background(), retryStep, verify.ValidationResult{Pattern: "weird", Validator: "v"})
+	_, err = h.BuildRetryPrompt(context.Background(), retryStep, event.ValidationResult{Pattern: "weird", Validator: "v"})
 	if e := agenterr.From(err); e == nil || e.Pointer != "/completionPatterns/weird" || e.Hint == "" {
 		t.Fatalf("unknown pattern: %v", err)
 	}
-	if _, err := h.BuildRetryPrompt(context.Background(), retryStep, verify.ValidationResult{Valid: true}); err == nil {
+	if _, err := h.BuildRetryPrompt(context.Background(), retryStep, event.ValidationResult{Valid: true}); err == nil {
 		t.Fatal("retry prompt for a passing validation")
 	}
 	bad := dirTemplates{filepath.Join(base, "file")}
@@ -241,7 +241,7 @@ func TestValidationToRetryPromptEndToEnd(t *testing.T) {
 }
 
 func TestRetryBudget(t *testing.T) {
-	vr := verify.ValidationResult{Pattern: "test-failed", Validator: "tests-pass"}
+	vr := event.ValidationResult{Pattern: "test-failed", Validator: "tests-pass"}
 	b, err := NewRetryBudget(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +409,7 @@ func TestFormatIterationSummary(t *testing.T) {
 	s := &event.IterationSummary{Iteration: 3,
 		StructuredOutput:   json.RawMessage(`{"status":"completed","next_action":{"action":"complete","reason":"All requirements satisfied"},"summary":"Wrote hello.txt"}`),
 		AssistantResponses: []string{"Done.\nTASK_COMPLETE"},
-		ToolsUsed:          []event.ToolUsage{{Name: "Write"}, {Name: "Bash", IsError: true}},
+		ToolsUsed:          []event.ToolUse{{Name: "Write"}, {Name: "Bash", IsError: true}},
 		Errors:             []string{"tool Bash exited 1"},
 	}
 	got := FormatIterationSummary(s)
@@ -460,23 +460,23 @@ func TestGenericPromptForEveryBuiltinPattern(t *testing.T) {
 	tsc := verify.ParseTypeErrors(readOut(t, "tsc.txt"))
 	lint := verify.ParseLintErrors(readOut(t, "golangci.txt"))
 	cases := []struct {
-		vr   verify.ValidationResult
+		vr   event.ValidationResult
 		want []string
 	}{
-		{verify.ValidationResult{Pattern: verify.PatternTypeError, Validator: "typecheck", Params: map[string]any{"typeErrors": tsc, "errorOutput": ""}},
+		{event.ValidationResult{Pattern: verify.PatternTypeError, Validator: "typecheck", Params: map[string]any{"typeErrors": tsc, "errorOutput": ""}},
 			[]string{"src/index.ts:3:7: TS2322: Type 'string' is not assignable", "src/util.ts:10:15", "errorOutput\n\n(empty)"}},
-		{verify.ValidationResult{Pattern: verify.PatternLintError, Validator: "lint", Params: map[string]any{"lintErrors": lint}},
+		{event.ValidationResult{Pattern: verify.PatternLintError, Validator: "lint", Params: map[string]any{"lintErrors": lint}},
 			[]string{"main.go:10:2: ineffectual assignment to err (ineffassign)", "Error return value of `f.Close` is not checked (errcheck)"}},
-		{verify.ValidationResult{Pattern: verify.PatternFormatError, Validator: "fmt", Params: map[string]any{"unformattedFiles": []string{"a.go", "b.go"}, "errorOutput": "diff <a> & b\nline 2"}},
+		{event.ValidationResult{Pattern: verify.PatternFormatError, Validator: "fmt", Params: map[string]any{"unformattedFiles": []string{"a.go", "b.go"}, "errorOutput": "diff <a> & b\nline 2"}},
 			[]string{"- a.go\n- b.go", "```\ndiff <a> & b\nline 2\n```"}},
-		{verify.ValidationResult{Pattern: verify.PatternFileNotExists, Validator: "report", Params: map[string]any{"path": "out/r.json", "error": "out/r.json does not exist"}},
+		{event.ValidationResult{Pattern: verify.PatternFileNotExists, Validator: "report", Params: map[string]any{"path": "out/r.json", "error": "out/r.json does not exist"}},
 			[]string{"out/r.json does not exist", "A required file is missing or invalid."}},
-		{verify.ValidationResult{Pattern: verify.PatternGitDirty, Validator: "git-clean", Params: map[string]any{"changedFiles": []string{}, "untrackedFiles": []string{"x"}, "exit": 1, "meta": map[string]any{"k": []int{1, 2}}}},
+		{event.ValidationResult{Pattern: verify.PatternGitDirty, Validator: "git-clean", Params: map[string]any{"changedFiles": []string{}, "untrackedFiles": []string{"x"}, "exit": 1, "meta": map[string]any{"k": []int{1, 2}}}},
 			[]string{"changedFiles\n\n(none)", "untrackedFiles\n\n- x", "exit\n\n1", "\"k\": ["}},
-		{verify.ValidationResult{Pattern: verify.PatternTestFailed, Validator: "tests", Params: map[string]any{"failedTests": []verify.TestFailure{}},
-			Output: &verify.ValidatorOutput{Stdout: "FAIL <pkg>"}},
+		{event.ValidationResult{Pattern: verify.PatternTestFailed, Validator: "tests", Params: map[string]any{"failedTests": []verify.TestFailure{}},
+			Output: &event.ValidatorOutput{Stdout: "FAIL <pkg>"}},
 			[]string{"failedTests\n\n(none)"}},
-		{verify.ValidationResult{Pattern: verify.PatternTestFailed, Validator: "tests", Output: &verify.ValidatorOutput{Stdout: "FAIL <pkg>", Stderr: "exit 2"}},
+		{event.ValidationResult{Pattern: verify.PatternTestFailed, Validator: "tests", Output: &event.ValidatorOutput{Stdout: "FAIL <pkg>", Stderr: "exit 2"}},
 			[]string{"### output\n\n```\nFAIL <pkg>\nexit 2\n```"}},
 	}
 	h := NewRetryHandler(RetryConfig{})
@@ -538,7 +538,7 @@ func TestRetryTemplateBounded(t *testing.T) {
 // retry prompt upper-cases a whole first rune, never half of one, and adds
 // no period after one that ends in punctuation.
 func TestGenericRetryPromptNonASCIIDescription(t *testing.T) {
-	vr := verify.ValidationResult{Validator: "branch-pushed", Pattern: "branch-not-pushed", Params: map[string]any{"branchName": "review-42"}}
+	vr := event.ValidationResult{Validator: "branch-pushed", Pattern: "branch-not-pushed", Params: map[string]any{"branchName": "review-42"}}
 	got := GenericRetryPrompt(vr, agentdir.CompletionPattern{Description: "ブランチがリモートにプッシュされていない"})
 	if !utf8.ValidString(got) || !strings.Contains(got, "\n\nブランチがリモートにプッシュされていない.\n\n") {
 		t.Errorf("description mangled:\n%s", got)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -16,12 +17,12 @@ type flag struct{ broken bool }
 
 func (f *flag) Name() string { return "flag" }
 
-func (f *flag) Check(context.Context) (verify.ValidationResult, error) {
+func (f *flag) Check(context.Context) (event.ValidationResult, error) {
 	if f.broken {
-		return verify.ValidationResult{Validator: "flag", Pattern: verify.PatternProtectedChanged,
+		return event.ValidationResult{Validator: "flag", Pattern: verify.PatternProtectedChanged,
 			Params: map[string]any{"protectedFiles": []string{"modified: a_test.go"}}}, nil
 	}
-	return verify.ValidationResult{Valid: true, Validator: "flag"}, nil
+	return event.ValidationResult{Valid: true, Validator: "flag"}, nil
 }
 
 // A guard verifies a claim even when no validator is configured, and
@@ -79,24 +80,24 @@ func TestCannotCompleteStopsBeforeTheFormatCheck(t *testing.T) {
 // runs is a verifier whose validator passes and prints out.
 type runs struct{ out string }
 
-func (r *runs) Validate(_ context.Context, conds []agentdir.CompletionCondition) (verify.ValidationResult, error) {
-	return verify.ValidationResult{Valid: true, Checked: []string{conds[0].Validator},
-		Runs: []verify.ValidatorRun{{Validator: conds[0].Validator, Command: "go test -v ./...", Output: verify.ValidatorOutput{Stdout: r.out}}}}, nil
+func (r *runs) Validate(_ context.Context, conds []agentdir.CompletionCondition) (event.ValidationResult, error) {
+	return event.ValidationResult{Valid: true, Checked: []string{conds[0].Validator},
+		Runs: []event.ValidatorRun{{Validator: conds[0].Validator, Command: "go test -v ./...", Output: event.ValidatorOutput{Stdout: r.out}}}}, nil
 }
 
 // lost fails when the test validator printed no test result.
-type lost struct{ seen []verify.ValidatorRun }
+type lost struct{ seen []event.ValidatorRun }
 
 func (l *lost) Name() string { return "lost" }
 
-func (l *lost) CheckOutputs(_ context.Context, rs []verify.ValidatorRun) (verify.ValidationResult, error) {
+func (l *lost) CheckOutputs(_ context.Context, rs []event.ValidatorRun) (event.ValidationResult, error) {
 	l.seen = rs
 	for _, r := range rs {
 		if !strings.Contains(r.Output.Stdout, "--- PASS") {
-			return verify.ValidationResult{Validator: "lost", Pattern: verify.PatternTestsNoneRun}, nil
+			return event.ValidationResult{Validator: "lost", Pattern: verify.PatternTestsNoneRun}, nil
 		}
 	}
-	return verify.ValidationResult{Valid: true, Validator: "lost"}, nil
+	return event.ValidationResult{Valid: true, Validator: "lost"}, nil
 }
 
 // An output guard reads what the validators printed once they passed, and
@@ -135,8 +136,8 @@ type idle struct{}
 
 func (idle) Name() string { return "idle" }
 
-func (idle) CheckOutputs(context.Context, []verify.ValidatorRun) (verify.ValidationResult, error) {
-	return verify.ValidationResult{Valid: true}, nil
+func (idle) CheckOutputs(context.Context, []event.ValidatorRun) (event.ValidationResult, error) {
+	return event.ValidationResult{Valid: true}, nil
 }
 
 // An output guard that had nothing to check is not listed as verified.

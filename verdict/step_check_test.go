@@ -18,7 +18,7 @@ func TestKeywordCheckReadsOnlyResponses(t *testing.T) {
 	c := NewChecker(CheckerConfig{})
 	check := &agentdir.StepCheck{Type: CheckKeyword, Keywords: []string{"PLAN_READY", "PLAN_DONE"}}
 	s := &event.IterationSummary{AssistantResponses: []string{"reading the notes"},
-		ToolsUsed: []event.ToolUsage{{Name: "Read", Output: "write PLAN_READY when the plan is ready"}}}
+		ToolsUsed: []event.ToolUse{{Name: "Read", Output: "write PLAN_READY when the plan is ready"}}}
 	r, err := c.Check(ctx, check, InputFromSummary(s))
 	if err != nil || r.Passed {
 		t.Fatalf("keyword in tool output passed the check: %+v %v", r, err)
@@ -52,7 +52,7 @@ func TestActionCheckReadsOnlyActionResults(t *testing.T) {
 		}
 	}
 	// Tool uses stand in for missing action results; denied or failed tools do not pass.
-	s := &event.IterationSummary{ToolsUsed: []event.ToolUsage{{Name: "Write"}, {Name: "Bash", Denied: true}}}
+	s := &event.IterationSummary{ToolsUsed: []event.ToolUse{{Name: "Write"}, {Name: "Bash", Denied: true}}}
 	if r, _ := c.Check(ctx, check, InputFromSummary(s)); r.Passed {
 		t.Fatal("denied Bash passed")
 	}
@@ -86,11 +86,11 @@ func (m *reviewer) Generate(_ context.Context, req *llm.Request) (*llm.Response,
 	verdict, _ := json.Marshal(map[string]any{"pass": pass, "reason": map[bool]string{true: "tests pass", false: "no evidence the tests pass"}[pass]})
 	switch m.mode {
 	case "structured":
-		return &llm.Response{Message: llm.Message{Text: string(verdict)}, StructuredOutput: verdict, StopReason: "end_turn"}, nil
+		return &llm.Response{Message: event.Message{Text: string(verdict)}, StructuredOutput: verdict, StopReason: "end_turn"}, nil
 	case "prose":
-		return &llm.Response{Message: llm.Message{Text: "Looking at {this}, my verdict:\n```json\n" + string(verdict) + "\n```"}, StopReason: "end_turn"}, nil
+		return &llm.Response{Message: event.Message{Text: "Looking at {this}, my verdict:\n```json\n" + string(verdict) + "\n```"}, StopReason: "end_turn"}, nil
 	default:
-		return &llm.Response{Message: llm.Message{Text: "It looks fine to me."}, StopReason: "end_turn"}, nil
+		return &llm.Response{Message: event.Message{Text: "It looks fine to me."}, StopReason: "end_turn"}, nil
 	}
 }
 
@@ -186,7 +186,7 @@ type sinkSpy struct{ sawSink bool }
 
 func (s *sinkSpy) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	s.sawSink = s.sawSink || llm.StreamSinkFrom(ctx) != nil
-	return &llm.Response{Message: llm.Message{Text: `{"pass": true, "reason": "ok"}`}, StopReason: "end_turn"}, nil
+	return &llm.Response{Message: event.Message{Text: `{"pass": true, "reason": "ok"}`}, StopReason: "end_turn"}, nil
 }
 
 // TestJudgeIsNotStreamed: the judge's verdict is not the agent's answer, so

@@ -5,14 +5,15 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // StepEvaluation is the result of Evaluate: the step check and the
 // transitions it caused (the step's own, then any gateway hops), in that
 // order.
 type StepEvaluation struct {
-	Check CheckResult `json:"check"`
-	Moves []StepMove  `json:"moves"`
+	Check CheckResult      `json:"check"`
+	Moves []event.StepMove `json:"moves"`
 	// Intent is what the step's structuredGate read (routed steps only).
 	Intent *IntentInterpretation `json:"intent,omitempty"`
 }
@@ -94,8 +95,8 @@ func (m *Machine) evaluateRouted(id string, s agentdir.Step, in CheckInput) (Ste
 // previous iteration's response and actions) and its transition taken.
 // More hops than there are steps means gateways route in a cycle, which is
 // STEP_LOOP_LIMIT.
-func (m *Machine) RouteGateways(ctx context.Context, checker *Checker, in CheckInput, iteration int) ([]StepMove, error) {
-	var moves []StepMove
+func (m *Machine) RouteGateways(ctx context.Context, checker *Checker, in CheckInput, iteration int) ([]event.StepMove, error) {
+	var moves []event.StepMove
 	for hops := 0; m.IsGateway(); hops++ {
 		if hops > len(m.reg.Steps) {
 			return moves, agenterr.New(agenterr.CodeStepLoopLimit, agenterr.LayerLoop, false,

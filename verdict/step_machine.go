@@ -65,16 +65,13 @@ type StepOutcome struct {
 	Iteration int
 }
 
-// StepMove is defined with the run's events, which carry it.
-type StepMove = event.StepMove
-
 // Machine walks the steps of steps_registry.json: it knows the current
 // step, applies each step's transitions, and counts entries and retries.
 type Machine struct {
 	reg   *agentdir.Registry // read-only
 	opts  MachineOptions
 	limit int
-	st    StepState
+	st    event.StepState
 }
 
 // NewMachine validates the registry's step graph and returns a machine at
@@ -99,7 +96,7 @@ func NewMachine(reg *agentdir.Registry, opts MachineOptions) (*Machine, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	m.st = StepState{Visits: map[string]int{}}
+	m.st = event.StepState{Visits: map[string]int{}}
 	m.enterStep(reg.EntryStep)
 	return m, nil
 }
@@ -156,7 +153,7 @@ func (m *Machine) AbortError() error {
 func (m *Machine) Visits() map[string]int { return maps.Clone(m.st.Visits) }
 
 // Snapshot returns a copy of the machine's state.
-func (m *Machine) Snapshot() StepState {
+func (m *Machine) Snapshot() event.StepState {
 	s := m.st
 	s.Visits = maps.Clone(m.st.Visits)
 	if s.Parent != nil {
@@ -202,7 +199,7 @@ func (m *Machine) Commit(f *Machine) {
 
 // Restore replaces the machine's state with s (from Snapshot, possibly
 // through JSON). Steps s names must exist in the registry.
-func (m *Machine) Restore(s StepState) error {
+func (m *Machine) Restore(s event.StepState) error {
 	check := func(what, id string) error {
 		if _, ok := m.reg.Steps[id]; !ok {
 			return agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerStep, false,
@@ -249,7 +246,7 @@ func (m *Machine) enterStep(id string) {
 	m.st.Visits[id]++
 	m.st.Parent = nil
 	if subs := m.reg.Steps[id].SubSteps; len(subs) > 0 {
-		m.st.Parent = &ParentState{Step: id}
+		m.st.Parent = &event.ParentState{Step: id}
 		m.st.Current = subs[0]
 		m.st.Visits[subs[0]]++
 	}
@@ -269,18 +266,18 @@ func (m *Machine) enterStep(id string) {
 //   - a sub-step that passes moves to the next sub-step; when all passed
 //     the parent passes, when one fails the parent fails, and the parent's
 //     check transitions apply.
-func (m *Machine) Transition(ctx context.Context, o StepOutcome) (StepMove, error) {
+func (m *Machine) Transition(ctx context.Context, o StepOutcome) (event.StepMove, error) {
 	if m.st.Aborted {
-		return StepMove{}, m.AbortError()
+		return event.StepMove{}, m.AbortError()
 	}
 	if m.st.Completed {
-		return StepMove{}, agenterr.New(agenterr.CodeStepFlowEnded, agenterr.LayerStep, false,
+		return event.StepMove{}, agenterr.New(agenterr.CodeStepFlowEnded, agenterr.LayerStep, false,
 			"step flow already completed at %q", m.st.Current)
 	}
 	from := m.st.Current
 	mv, err := m.transition(ctx, o)
 	if err != nil {
-		return StepMove{}, err
+		return event.StepMove{}, err
 	}
 	mv.From, mv.Passed, mv.Reason = from, o.Passed, o.Reason
 	if mv.To == "" {
@@ -290,7 +287,7 @@ func (m *Machine) Transition(ctx context.Context, o StepOutcome) (StepMove, erro
 	return mv, nil
 }
 
-func (m *Machine) transition(ctx context.Context, o StepOutcome) (StepMove, error) {
+func (m *Machine) transition(ctx context.Context, o StepOutcome) (event.StepMove, error) {
 	cur := m.st.Current
 	step := m.reg.Steps[cur]
 	if p := m.st.Parent; p != nil {
@@ -310,7 +307,7 @@ func (m *Machine) transition(ctx context.Context, o StepOutcome) (StepMove, erro
 				m.st.Current = parent.SubSteps[p.Index]
 				m.st.Retries = 0
 				m.st.Visits[m.st.Current]++
-				return StepMove{Kind: MoveSubStep}, nil
+				return event.StepMove{Kind: MoveSubStep}, nil
 			}
 		}
 		// The parent passes (all sub-steps passed) or fails (this one failed).
@@ -320,7 +317,7 @@ func (m *Machine) transition(ctx context.Context, o StepOutcome) (StepMove, erro
 		mv, err := m.resolve(ctx, p.Step, parent, o)
 		if err == nil && !m.IsTerminal() && m.st.Current == p.Step && m.st.Parent == nil {
 			// The parent stays or retries: it runs its sub-steps again.
-			m.st.Parent = &ParentState{Step: p.Step, Retries: m.st.Retries}
+			m.st.Parent = &event.ParentState{Step: p.Step, Retries: m.st.Retries}
 			m.st.Retries = 0
 			m.st.Current = parent.SubSteps[0]
 			m.st.Visits[m.st.Current]++
@@ -342,16 +339,16 @@ func pick(s agentdir.Step, passed bool) (agentdir.Transition, bool) {
 	return s.Check.OnFail, true
 }
 
-func (m *Machine) resolve(ctx context.Context, id string, s agentdir.Step, o StepOutcome) (StepMove, error) {
+func (m *Machine) resolve(ctx context.Context, id string, s agentdir.Step, o StepOutcome) (event.StepMove, error) {
 	t, has := pick(s, o.Passed)
 	if !has {
 		if len(s.SubSteps) > 0 {
 			// A parent without check runs its sub-steps again.
 			if err := m.enter(id); err != nil {
-				return StepMove{}, err
+				return event.StepMove{}, err
 			}
 		}
-		return StepMove{Kind: MoveStay}, nil
+		return event.StepMove{Kind: MoveStay}, nil
 	}
 	if t.Retry {
 		mv, handled, err := m.retry(id, s)
@@ -361,7 +358,7 @@ func (m *Machine) resolve(ctx context.Context, id string, s agentdir.Step, o Ste
 		// onExhausted skip: take onPass.
 		t = s.Check.OnPass
 		if t.Retry {
-			return StepMove{}, m.bad("/steps/"+id+"/check/onPass", "onExhausted skip takes onPass, which must not retry",
+			return event.StepMove{}, m.bad("/steps/"+id+"/check/onPass", "onExhausted skip takes onPass, which must not retry",
 				"step %q: retries exhausted, skip would retry again", id)
 		}
 		mv, err = m.follow(ctx, id, s, t, o)
@@ -374,11 +371,11 @@ func (m *Machine) resolve(ctx context.Context, id string, s agentdir.Step, o Ste
 }
 
 // follow takes a non-retry transition t out of step id.
-func (m *Machine) follow(ctx context.Context, id string, s agentdir.Step, t agentdir.Transition, o StepOutcome) (StepMove, error) {
+func (m *Machine) follow(ctx context.Context, id string, s agentdir.Step, t agentdir.Transition, o StepOutcome) (event.StepMove, error) {
 	if t.Complete {
 		m.st.Completed = true
 		m.st.Return = nil
-		return StepMove{Kind: MoveComplete, Complete: true}, nil
+		return event.StepMove{Kind: MoveComplete, Complete: true}, nil
 	}
 	if r := m.st.Return; r != nil && r.Target == id && !t.Escalate {
 		// The in_agent escalation step has run: apply its return flow.
@@ -390,11 +387,11 @@ func (m *Machine) follow(ctx context.Context, id string, s agentdir.Step, t agen
 	}
 	if t.Next != "" {
 		if err := m.enter(t.Next); err != nil {
-			return StepMove{}, err
+			return event.StepMove{}, err
 		}
-		return StepMove{Kind: MoveNext}, nil
+		return event.StepMove{Kind: MoveNext}, nil
 	}
-	return StepMove{Kind: MoveStay}, nil
+	return event.StepMove{Kind: MoveStay}, nil
 }
 
 // enter moves to id through a transition, enforcing STEP_LOOP_LIMIT.
@@ -412,7 +409,7 @@ func (m *Machine) enter(id string) error {
 
 // retry handles a retry transition. handled is false only when retries are
 // exhausted and onExhausted is skip (the caller takes onPass).
-func (m *Machine) retry(id string, s agentdir.Step) (mv StepMove, handled bool, err error) {
+func (m *Machine) retry(id string, s agentdir.Step) (mv event.StepMove, handled bool, err error) {
 	max := DefaultMaxRetries
 	onExhausted, fallback := "error", ""
 	if r := s.Retry; r != nil {
@@ -426,44 +423,44 @@ func (m *Machine) retry(id string, s agentdir.Step) (mv StepMove, handled bool, 
 	}
 	if m.st.Retries < max {
 		m.st.Retries++
-		return StepMove{Kind: MoveRetry, To: id}, true, nil
+		return event.StepMove{Kind: MoveRetry, To: id}, true, nil
 	}
 	switch onExhausted {
 	case "fallback":
 		m.st.Parent = nil
 		if err := m.enter(fallback); err != nil {
-			return StepMove{}, true, err
+			return event.StepMove{}, true, err
 		}
-		return StepMove{Kind: MoveFallback}, true, nil
+		return event.StepMove{Kind: MoveFallback}, true, nil
 	case "skip":
 		m.st.Retries = 0
-		return StepMove{}, false, nil
+		return event.StepMove{}, false, nil
 	default:
-		return StepMove{}, true, &agenterr.Error{Code: agenterr.CodeStepRetryExhausted, Layer: agenterr.LayerStep,
+		return event.StepMove{}, true, &agenterr.Error{Code: agenterr.CodeStepRetryExhausted, Layer: agenterr.LayerStep,
 			Message: fmt.Sprintf("step %q still fails after %d retries", id, max),
 			Hint:    "raise retry.maxRetries or set retry.onExhausted to fallback or skip"}
 	}
 }
 
-func (m *Machine) applyReturn(flow, from string) (StepMove, error) {
+func (m *Machine) applyReturn(flow, from string) (event.StepMove, error) {
 	switch flow {
 	case "abort":
 		m.st.Aborted = true
-		return StepMove{Kind: MoveAbort, Aborted: true}, nil
+		return event.StepMove{Kind: MoveAbort, Aborted: true}, nil
 	case "restart":
 		if err := m.enter(m.reg.EntryStep); err != nil {
-			return StepMove{}, err
+			return event.StepMove{}, err
 		}
-		return StepMove{Kind: MoveRestart}, nil
+		return event.StepMove{Kind: MoveRestart}, nil
 	default: // resume
 		if err := m.enter(from); err != nil {
-			return StepMove{}, err
+			return event.StepMove{}, err
 		}
-		return StepMove{Kind: MoveResume}, nil
+		return event.StepMove{Kind: MoveResume}, nil
 	}
 }
 
-func (m *Machine) escalate(ctx context.Context, id string, s agentdir.Step, o StepOutcome) (StepMove, error) {
+func (m *Machine) escalate(ctx context.Context, id string, s agentdir.Step, o StepOutcome) (event.StepMove, error) {
 	e := s.Escalation
 	method, flow := e.NotificationMethod, e.ReturnFlow
 	if method == "" {
@@ -476,29 +473,18 @@ func (m *Machine) escalate(ctx context.Context, id string, s agentdir.Step, o St
 		ReturnFlow: flow, Reason: o.Reason, Iteration: o.Iteration})
 	switch method {
 	case "in_agent":
-		m.st.Return = &ReturnState{Flow: flow, From: id, Target: e.EscalateTo}
+		m.st.Return = &event.ReturnState{Flow: flow, From: id, Target: e.EscalateTo}
 		if err := m.enter(e.EscalateTo); err != nil {
-			return StepMove{}, err
+			return event.StepMove{}, err
 		}
-		return StepMove{Kind: MoveEscalate}, nil
+		return event.StepMove{Kind: MoveEscalate}, nil
 	case "webhook":
 		n := Notification{Agent: m.opts.AgentName, RunID: m.opts.RunID, Step: id, EscalateTo: e.EscalateTo,
 			Reason: o.Reason, Iteration: o.Iteration}
 		if err := m.opts.Notifier.Notify(ctx, *e, n); err != nil {
-			return StepMove{}, err
+			return event.StepMove{}, err
 		}
 	}
 	// webhook and log: the notification is out; continue per returnFlow.
 	return m.applyReturn(flow, id)
 }
-
-// StepState is the machine's full state; Snapshot and Restore move it in
-// and out (for resume). It is defined with the run's events: step.state
-// carries it.
-type StepState = event.StepState
-
-// ParentState tracks a parent step's sub-steps.
-type ParentState = event.ParentState
-
-// ReturnState says where an in_agent escalation goes afterwards.
-type ReturnState = event.ReturnState

@@ -67,7 +67,7 @@ func machine(t *testing.T, js string, opts MachineOptions) *Machine {
 
 var ctx = context.Background()
 
-func step(t *testing.T, m *Machine, passed bool) StepMove {
+func step(t *testing.T, m *Machine, passed bool) event.StepMove {
 	t.Helper()
 	mv, err := m.Transition(ctx, StepOutcome{Passed: passed, Iteration: 1})
 	if err != nil {
@@ -111,7 +111,7 @@ func TestLinearFlowAndLoops(t *testing.T) {
 	if got := strings.Join(rec.types(), ","); got != "step.transition,step.transition,step.transition,step.transition" {
 		t.Fatalf("events = %s", got)
 	}
-	var first StepMove
+	var first event.StepMove
 	json.Unmarshal(rec.events[0].data, &first)
 	if first.From != "plan" || first.To != "build" || !first.Passed {
 		t.Fatalf("event = %+v", first)
@@ -431,7 +431,7 @@ func TestSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back StepState
+	var back event.StepState
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -450,10 +450,10 @@ func TestSnapshotRestore(t *testing.T) {
 	if m.Visits()["start"] == 99 {
 		t.Fatal("snapshot shares visits")
 	}
-	if err := m2.Restore(StepState{Current: "gone"}); err == nil {
+	if err := m2.Restore(event.StepState{Current: "gone"}); err == nil {
 		t.Fatal("restored an unknown step")
 	}
-	if err := m2.Restore(StepState{Current: "prep", Parent: &ParentState{Step: "cook", Index: 7}}); err == nil {
+	if err := m2.Restore(event.StepState{Current: "prep", Parent: &event.ParentState{Step: "cook", Index: 7}}); err == nil {
 		t.Fatal("restored an out-of-range sub-step")
 	}
 }
@@ -498,7 +498,7 @@ type phaseRecorder struct {
 	inner   CompletionHandler
 }
 
-func (p *phaseRecorder) Check(ctx context.Context, c CompletionContext) (CompletionResult, error) {
+func (p *phaseRecorder) Check(ctx context.Context, c CompletionContext) (event.CompletionResult, error) {
 	p.sawDone = c.StepComplete
 	return p.inner.Check(ctx, c)
 }

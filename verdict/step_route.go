@@ -9,6 +9,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // Move kinds of intent routing (next, escalate and abort are shared with
@@ -39,21 +40,21 @@ func (m *Machine) routeErr(id, hint, format string, args ...any) error {
 //     any other value); next without a transition goes from initial.X to
 //     continuation.X.
 //   - a transition to null is terminal, which only closing may be.
-func (m *Machine) route(id string, s agentdir.Step, in IntentInterpretation) (StepMove, error) {
+func (m *Machine) route(id string, s agentdir.Step, in IntentInterpretation) (event.StepMove, error) {
 	kind := s.Kind()
 	if kind != "" && in.Intent != agentdir.IntentAbort && !slices.Contains(agentdir.KindIntents()[kind], in.Intent) {
-		return StepMove{}, m.routeErr(id, fmt.Sprintf("a %s step emits one of %v", kind, agentdir.KindIntents()[kind]),
+		return event.StepMove{}, m.routeErr(id, fmt.Sprintf("a %s step emits one of %v", kind, agentdir.KindIntents()[kind]),
 			"intent %q is not allowed for a %s step", in.Intent, kind)
 	}
-	mv := StepMove{Intent: in.Intent}
+	mv := event.StepMove{Intent: in.Intent}
 	switch in.Intent {
 	case agentdir.IntentClosing:
 		if kind != agentdir.KindClosure {
-			return StepMove{}, m.routeErr(id, `only a step with "stepKind": "closure" (or c2 "closure") may emit closing; work steps hand off to one`,
+			return event.StepMove{}, m.routeErr(id, `only a step with "stepKind": "closure" (or c2 "closure") may emit closing; work steps hand off to one`,
 				"closing from a %s step", kindName(kind))
 		}
 		if t, ok := s.Transitions[agentdir.IntentClosing]; ok && !t.Terminal && t.Target != nil {
-			return StepMove{}, m.routeErr(id, `closing ends the flow: write "closing": {"target": null}`,
+			return event.StepMove{}, m.routeErr(id, `closing ends the flow: write "closing": {"target": null}`,
 				"transitions.closing names step %q; closing is terminal", *t.Target)
 		}
 		m.st.Completed = true
@@ -69,44 +70,44 @@ func (m *Machine) route(id string, s agentdir.Step, in IntentInterpretation) (St
 		if _, ok := s.Transitions[agentdir.IntentRepeat]; ok {
 			t, terminal, err := m.transitionTarget(id, s, in)
 			if err != nil {
-				return StepMove{}, err
+				return event.StepMove{}, err
 			}
 			if terminal {
-				return StepMove{}, m.routeErr(id, "only closing may end the flow; name the step to repeat with",
+				return event.StepMove{}, m.routeErr(id, "only closing may end the flow; name the step to repeat with",
 					"transitions.repeat is null (terminal), which only closing may be")
 			}
 			target = t
 		}
 		if err := m.enterRouted(target); err != nil {
-			return StepMove{}, err
+			return event.StepMove{}, err
 		}
 		mv.Kind = MoveRepeat
 		return mv, nil
 	case agentdir.IntentJump:
 		t := in.Target
 		if t == "" {
-			return StepMove{}, m.routeErr(id, "the answer must name the target step at structuredGate.targetField",
+			return event.StepMove{}, m.routeErr(id, "the answer must name the target step at structuredGate.targetField",
 				"jump without a target")
 		}
 		if err := m.jumpable(id, t); err != nil {
-			return StepMove{}, err
+			return event.StepMove{}, err
 		}
 		if err := m.enterRouted(t); err != nil {
-			return StepMove{}, err
+			return event.StepMove{}, err
 		}
 		mv.Kind = MoveJump
 		return mv, nil
 	}
 	target, terminal, err := m.transitionTarget(id, s, in)
 	if err != nil {
-		return StepMove{}, err
+		return event.StepMove{}, err
 	}
 	if terminal {
-		return StepMove{}, m.routeErr(id, "only closing may end the flow; name the next step",
+		return event.StepMove{}, m.routeErr(id, "only closing may end the flow; name the next step",
 			"transitions.%s is null (terminal), which only closing may be", in.Intent)
 	}
 	if err := m.enterRouted(target); err != nil {
-		return StepMove{}, err
+		return event.StepMove{}, err
 	}
 	switch in.Intent {
 	case agentdir.IntentHandoff:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 func gate(intents ...string) *agentdir.StructuredGate {
@@ -220,7 +221,7 @@ func TestInputsFromOutputs(t *testing.T) {
 		t.Fatalf("%v %v", got, err)
 	}
 	b, _ := json.Marshal(m.Snapshot())
-	var st StepState
+	var st event.StepState
 	_ = json.Unmarshal(b, &st)
 	m2, _ := NewMachine(new(routedRegistry()), MachineOptions{})
 	if err := m2.Restore(st); err != nil {

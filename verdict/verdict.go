@@ -57,13 +57,13 @@ import (
 const (
 	// Continue runs the next iteration with the (possibly new) current
 	// step's prompt.
-	Continue Action = "continue"
+	Continue event.VerdictAction = "continue"
 	// Retry runs the next iteration with Verdict.Retry's prompt.
-	Retry Action = "retry"
+	Retry event.VerdictAction = "retry"
 	// Complete ends the run successfully.
-	Complete Action = "complete"
+	Complete event.VerdictAction = "complete"
 	// Stop ends the run without completion.
-	Stop Action = "stop"
+	Stop event.VerdictAction = "stop"
 )
 
 // Completion reasons a verdict adds to the loop's.
@@ -133,7 +133,7 @@ type Guard interface {
 	Name() string
 	// Check reports a failing result (with a failure pattern and its
 	// params) when the guarded state does not hold.
-	Check(ctx context.Context) (verify.ValidationResult, error)
+	Check(ctx context.Context) (event.ValidationResult, error)
 }
 
 // OutputGuard is a check of what the validators printed: verification
@@ -145,7 +145,7 @@ type OutputGuard interface {
 	// its params) when the runs break the guard's rule. A passing result
 	// with no Validator means it had nothing to check in these runs (it is
 	// then not listed in "verified").
-	CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (verify.ValidationResult, error)
+	CheckOutputs(ctx context.Context, runs []event.ValidatorRun) (event.ValidationResult, error)
 }
 
 // Input is what the stage decides on: the finished iteration.
@@ -161,7 +161,7 @@ type Input struct {
 
 // Verdict is the stage's decision on one iteration.
 type Verdict struct {
-	Action Action `json:"action"`
+	Action event.VerdictAction `json:"action"`
 	// Reason says why, in words (progress line, iteration.end, Result).
 	Reason string `json:"reason,omitempty"`
 	// CompletionReason is the run's reason token for Stop; "" lets the
@@ -172,18 +172,18 @@ type Verdict struct {
 	// Step is the step that ran in the iteration.
 	Step string `json:"step"`
 	// Retry is the prompt of the next iteration when Action is Retry.
-	Retry *RetryPromptEvent `json:"retry,omitempty"`
+	Retry *event.RetryPromptEvent `json:"retry,omitempty"`
 	// Check and Moves are the step check and the transitions it caused
 	// (committed unless Action is Retry).
-	Check CheckResult `json:"check"`
-	Moves []StepMove  `json:"moves,omitempty"`
+	Check CheckResult      `json:"check"`
+	Moves []event.StepMove `json:"moves,omitempty"`
 	// Completion is the completion handler's result.
-	Completion CompletionResult `json:"completion"`
+	Completion event.CompletionResult `json:"completion"`
 	// Validation is the verification, when validators ran.
-	Validation *verify.ValidationResult `json:"validation,omitempty"`
+	Validation *event.ValidationResult `json:"validation,omitempty"`
 	// CannotComplete is the model's declaration that the task cannot be
 	// done as specified (Action is Stop).
-	CannotComplete *CannotComplete `json:"cannotComplete,omitempty"`
+	CannotComplete *event.CannotComplete `json:"cannotComplete,omitempty"`
 	// ClosureVerdict is the "verdict" string of the closure step's answer
 	// when its verified closing completed the run (e.g. "approved"), for a
 	// caller that routes by it.
@@ -322,7 +322,7 @@ func (s *Stage) checkStep(ctx context.Context, id string, st agentdir.Step, in I
 	}
 	if ev.Intent != nil && ev.Intent.Intent == agentdir.IntentAbort {
 		s.commit(fork)
-		*v = s.cannotComplete(*v, CannotComplete{Iteration: in.Iteration, Reason: ev.Intent.Reason,
+		*v = s.cannotComplete(*v, event.CannotComplete{Iteration: in.Iteration, Reason: ev.Intent.Reason,
 			Evidence: fmt.Sprintf("step %s emitted intent abort", id)})
 		return ev, true, nil
 	}
@@ -351,7 +351,7 @@ type claim struct {
 
 // claimOf is the claim of an iteration whose step evaluated to ev and
 // whose completion check said cr.
-func (s *Stage) claimOf(ev StepEvaluation, cr CompletionResult) claim {
+func (s *Stage) claimOf(ev StepEvaluation, cr event.CompletionResult) claim {
 	if ev.Intent != nil {
 		return claim{routed: true, claimed: ev.StepComplete()}
 	}
@@ -440,7 +440,7 @@ func (s *Stage) conclude(id string, in Input, ev StepEvaluation, c claim, v *Ver
 // run stops with STEP_INTENT. The fork is dropped.
 func (s *Stage) intentRetry(id string, st agentdir.Step, cause error, v Verdict) (Verdict, error) {
 	s.buf.reset()
-	d, err := s.budget(&s.intents, id, st.OnFailure).Next(verify.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
+	d, err := s.budget(&s.intents, id, st.OnFailure).Next(event.ValidationResult{Validator: "intent", Pattern: "intent-missing"})
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, cause, cause.Error(), ReasonValidationExhausted
 		s.emitCheck(v)
@@ -458,7 +458,7 @@ func (s *Stage) intentRetry(id string, st agentdir.Step, cause error, v Verdict)
 		}
 	}
 	text := FormatRetryPrompt(FormatResult{Error: problem}, raw)
-	v.Retry = &RetryPromptEvent{Kind: "format", Step: id, Source: "intent-retry:" + id,
+	v.Retry = &event.RetryPromptEvent{Kind: "format", Step: id, Source: "intent-retry:" + id,
 		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{problem}}
 	v.Action = Retry
 	v.Reason = fmt.Sprintf("no readable intent (%s); attempt %d of %d failed, format retry sent", problem, d.Attempt, d.MaxAttempts)
@@ -468,7 +468,7 @@ func (s *Stage) intentRetry(id string, st agentdir.Step, cause error, v Verdict)
 }
 
 // cannotComplete stops the run on the model's declaration.
-func (s *Stage) cannotComplete(v Verdict, d CannotComplete) Verdict {
+func (s *Stage) cannotComplete(v Verdict, d event.CannotComplete) Verdict {
 	reason := d.Reason
 	if reason == "" {
 		reason = "(the model gave no reason)"
@@ -482,7 +482,7 @@ func (s *Stage) cannotComplete(v Verdict, d CannotComplete) Verdict {
 }
 
 // verify runs the guards, then the validators; the first failure ends it.
-func (s *Stage) verify(ctx context.Context, conds []agentdir.CompletionCondition) (verify.ValidationResult, error) {
+func (s *Stage) verify(ctx context.Context, conds []agentdir.CompletionCondition) (event.ValidationResult, error) {
 	var checked []string
 	for _, g := range s.cfg.Guards {
 		vr, err := g.Check(ctx)
@@ -496,10 +496,10 @@ func (s *Stage) verify(ctx context.Context, conds []agentdir.CompletionCondition
 		}
 	}
 	if len(conds) == 0 {
-		return verify.ValidationResult{Valid: true, Checked: checked}, nil
+		return event.ValidationResult{Valid: true, Checked: checked}, nil
 	}
 	if s.cfg.Verifier == nil {
-		return verify.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
+		return event.ValidationResult{}, agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerCompletion, false,
 			"validators are configured but the verdict stage has no verifier")
 	}
 	vr, err := s.cfg.Verifier.Validate(ctx, conds)
@@ -524,7 +524,7 @@ func (s *Stage) verify(ctx context.Context, conds []agentdir.CompletionCondition
 }
 
 // guarded reports whether a failed verification came from a guard.
-func (s *Stage) guarded(vr verify.ValidationResult) bool {
+func (s *Stage) guarded(vr event.ValidationResult) bool {
 	for _, g := range s.cfg.Guards {
 		if g.Name() == vr.Validator {
 			return true
@@ -556,7 +556,7 @@ func closureVerdict(sum *event.IterationSummary) string {
 }
 
 // handlerName names the completion handler in messages.
-func (s *Stage) handlerName(cr CompletionResult) string {
+func (s *Stage) handlerName(cr event.CompletionResult) string {
 	if s.cfg.CompletionType != "" {
 		return fmt.Sprintf("the %s completion (%s)", s.cfg.CompletionType, cr.Reason)
 	}
@@ -629,7 +629,7 @@ func (s *Stage) format(id string, st agentdir.Step, ref agentdir.SchemaRef, sum 
 		}
 		return false, nil
 	}
-	d, err := s.budget(&s.fmtBudget, id, st.OnFailure).Next(verify.ValidationResult{Validator: "format", Pattern: "format-invalid"})
+	d, err := s.budget(&s.fmtBudget, id, st.OnFailure).Next(event.ValidationResult{Validator: "format", Pattern: "format-invalid"})
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeSchemaValidation, agenterr.LayerCompletion, false,
 			"step %q: the model's output still does not match schema %s#%s", id, ref.File, ref.Schema)
@@ -637,7 +637,7 @@ func (s *Stage) format(id string, st agentdir.Step, ref agentdir.SchemaRef, sum 
 		return true, nil
 	}
 	text := FormatRetryPrompt(r, raw)
-	v.Retry = &RetryPromptEvent{Kind: "format", Step: id, Source: "format-retry:" + ref.File + "#" + ref.Schema,
+	v.Retry = &event.RetryPromptEvent{Kind: "format", Step: id, Source: "format-retry:" + ref.File + "#" + ref.Schema,
 		Attempt: d.Attempt, Max: d.MaxAttempts, Text: text, Warnings: []string{r.Error}}
 	v.Action = Retry
 	v.Reason = fmt.Sprintf("output format invalid: %s; attempt %d of %d failed, format retry sent", r.Error, d.Attempt, d.MaxAttempts)
@@ -648,7 +648,7 @@ func (s *Stage) format(id string, st agentdir.Step, ref agentdir.SchemaRef, sum 
 // retry applies the step's onFailure after a failed verification. The
 // fork is dropped — the step stays where it was — unless onFailure is skip,
 // which lets the iteration stand.
-func (s *Stage) retry(ctx context.Context, id string, st agentdir.Step, ver agentdir.StepVerification, claim string, sum *event.IterationSummary, vr verify.ValidationResult, v Verdict, fork *Machine) (Verdict, error) {
+func (s *Stage) retry(ctx context.Context, id string, st agentdir.Step, ver agentdir.StepVerification, claim string, sum *event.IterationSummary, vr event.ValidationResult, v Verdict, fork *Machine) (Verdict, error) {
 	d, err := s.budget(&s.attempts, id, ver.OnFailure).Next(vr)
 	if err != nil {
 		v.Action, v.Err, v.Reason, v.CompletionReason = Stop, err, err.Error(), ReasonValidationExhausted
@@ -684,7 +684,7 @@ func (s *Stage) retry(ctx context.Context, id string, st agentdir.Step, ver agen
 	}
 	s.lastPattern[id] = vr.Pattern
 	v.Action = Retry
-	v.Retry = &RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
+	v.Retry = &event.RetryPromptEvent{Kind: "completion", Step: id, Pattern: vr.Pattern, Validator: vr.Validator,
 		Params: vr.Params, Source: rp.Source, Attempt: d.Attempt, Max: d.MaxAttempts,
 		Text: text, Warnings: rp.Warnings}
 	if claim == "" {
@@ -726,7 +726,7 @@ func stepError(v Verdict, err error) (Verdict, error) {
 	return v, err
 }
 
-func describeMoves(ev StepEvaluation, cr CompletionResult) string {
+func describeMoves(ev StepEvaluation, cr event.CompletionResult) string {
 	if len(ev.Moves) == 0 {
 		return cr.Reason
 	}
@@ -770,7 +770,3 @@ func (b *buffer) flush(to event.Emitter) {
 	}
 	b.reset()
 }
-
-// Action is what a verdict tells the loop to do next (defined with the
-// run's events: completion.check carries it).
-type Action = event.VerdictAction

@@ -131,7 +131,7 @@ type echoFile struct{}
 
 func (echoFile) Validate(_ context.Context, req CustomRequest) (CustomResult, error) {
 	b, err := os.ReadFile(filepath.Join(req.WorkDir, "report.txt"))
-	return CustomResult{Output: ValidatorOutput{Stdout: string(b), ExitCode: 1}}, err
+	return CustomResult{Output: event.ValidatorOutput{Stdout: string(b), ExitCode: 1}}, err
 }
 
 // TestValidatorOutputExcerptRedactsSecrets: a key a command validator is

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
@@ -13,27 +14,27 @@ import (
 // Extractor turns a validator's output into one retry-prompt param
 // (a validator's extractParams names one per param). Extractors are pure
 // functions.
-type Extractor func(ValidatorOutput) any
+type Extractor func(event.ValidatorOutput) any
 
 var extractors = map[string]Extractor{
-	"parseChangedFiles":   func(o ValidatorOutput) any { return ParseChangedFiles(o.Stdout) },
-	"parseUntrackedFiles": func(o ValidatorOutput) any { return ParseUntrackedFiles(o.Stdout) },
-	"parseTestOutput":     func(o ValidatorOutput) any { return ParseTestOutput(JoinedOutput(o)) },
-	"parseTypeErrors":     func(o ValidatorOutput) any { return ParseTypeErrors(JoinedOutput(o)) },
-	"parseLintErrors":     func(o ValidatorOutput) any { return ParseLintErrors(JoinedOutput(o)) },
-	"parseFormatOutput":   func(o ValidatorOutput) any { return ParseFormatOutput(JoinedOutput(o)) },
-	"parseStagedFiles":    func(o ValidatorOutput) any { return ParseStagedFiles(o.Stdout) },
-	"parseUnstagedFiles":  func(o ValidatorOutput) any { return ParseUnstagedFiles(o.Stdout) },
-	"extractFiles":        func(o ValidatorOutput) any { return ExtractFiles(JoinedOutput(o)) },
-	"generateDiff":        func(o ValidatorOutput) any { return GenerateDiff(JoinedOutput(o)) },
-	"parseBranchName":     func(o ValidatorOutput) any { return ParseBranchName(JoinedOutput(o)) },
-	"parseRemoteStatus":   func(o ValidatorOutput) any { return ParseRemoteStatus(o) },
-	"parseMergeStatus":    func(o ValidatorOutput) any { return ParseMergeStatus(o) },
-	"errorOutput":         func(o ValidatorOutput) any { return ErrorOutput(o) },
-	"stdout":              func(o ValidatorOutput) any { return o.Stdout },
-	"stderr":              func(o ValidatorOutput) any { return o.Stderr },
-	"output":              func(o ValidatorOutput) any { return JoinedOutput(o) },
-	"exitCode":            func(o ValidatorOutput) any { return o.ExitCode },
+	"parseChangedFiles":   func(o event.ValidatorOutput) any { return ParseChangedFiles(o.Stdout) },
+	"parseUntrackedFiles": func(o event.ValidatorOutput) any { return ParseUntrackedFiles(o.Stdout) },
+	"parseTestOutput":     func(o event.ValidatorOutput) any { return ParseTestOutput(JoinedOutput(o)) },
+	"parseTypeErrors":     func(o event.ValidatorOutput) any { return ParseTypeErrors(JoinedOutput(o)) },
+	"parseLintErrors":     func(o event.ValidatorOutput) any { return ParseLintErrors(JoinedOutput(o)) },
+	"parseFormatOutput":   func(o event.ValidatorOutput) any { return ParseFormatOutput(JoinedOutput(o)) },
+	"parseStagedFiles":    func(o event.ValidatorOutput) any { return ParseStagedFiles(o.Stdout) },
+	"parseUnstagedFiles":  func(o event.ValidatorOutput) any { return ParseUnstagedFiles(o.Stdout) },
+	"extractFiles":        func(o event.ValidatorOutput) any { return ExtractFiles(JoinedOutput(o)) },
+	"generateDiff":        func(o event.ValidatorOutput) any { return GenerateDiff(JoinedOutput(o)) },
+	"parseBranchName":     func(o event.ValidatorOutput) any { return ParseBranchName(JoinedOutput(o)) },
+	"parseRemoteStatus":   func(o event.ValidatorOutput) any { return ParseRemoteStatus(o) },
+	"parseMergeStatus":    func(o event.ValidatorOutput) any { return ParseMergeStatus(o) },
+	"errorOutput":         func(o event.ValidatorOutput) any { return ErrorOutput(o) },
+	"stdout":              func(o event.ValidatorOutput) any { return o.Stdout },
+	"stderr":              func(o event.ValidatorOutput) any { return o.Stderr },
+	"output":              func(o event.ValidatorOutput) any { return JoinedOutput(o) },
+	"exitCode":            func(o event.ValidatorOutput) any { return o.ExitCode },
 }
 
 // extractorAliases are the other names climpt agents use for extractors:
@@ -71,7 +72,7 @@ func ExtractorAlias(name string) (target string, ok bool) {
 
 // Extract applies the named extractor (or alias); ok is false for an
 // unknown name.
-func Extract(name string, out ValidatorOutput) (v any, ok bool) {
+func Extract(name string, out event.ValidatorOutput) (v any, ok bool) {
 	if target, alias := extractorAliases[name]; alias {
 		name = target
 	}
@@ -84,7 +85,7 @@ func Extract(name string, out ValidatorOutput) (v any, ok bool) {
 
 // JoinedOutput is a validator's stdout then its stderr, one newline between
 // them when both are set.
-func JoinedOutput(o ValidatorOutput) string {
+func JoinedOutput(o event.ValidatorOutput) string {
 	switch {
 	case o.Stderr == "":
 		return o.Stdout

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
@@ -113,7 +114,7 @@ func ParseBranchName(s string) string {
 // --porcelain output: "no upstream", "upstream gone", "tracking
 // origin/X", "tracking origin/X, ahead 2, behind 1", "not a git
 // repository", or the command's first error line.
-func ParseRemoteStatus(o ValidatorOutput) string {
+func ParseRemoteStatus(o event.ValidatorOutput) string {
 	all := JoinedOutput(o)
 	if strings.Contains(all, gitNotARepo) {
 		return "not a git repository"
@@ -151,7 +152,7 @@ func ParseRemoteStatus(o ValidatorOutput) string {
 // of the branch its base does not have): "merged" when there are none,
 // else "N commit(s) not merged" followed by the commits, one per line;
 // a failed command gives its first error line.
-func ParseMergeStatus(o ValidatorOutput) string {
+func ParseMergeStatus(o event.ValidatorOutput) string {
 	if o.ExitCode != 0 {
 		for _, l := range lines(o.Stderr) {
 			if t := strings.TrimSpace(l); t != "" {
@@ -180,7 +181,7 @@ func ParseMergeStatus(o ValidatorOutput) string {
 // failure: its stderr when it wrote any, else its stdout from the first
 // line that reports a failure (FAIL, FAILED, error:, Error:, panic:),
 // else its whole stdout, trimmed.
-func ErrorOutput(o ValidatorOutput) string {
+func ErrorOutput(o event.ValidatorOutput) string {
 	if t := strings.TrimSpace(o.Stderr); t != "" {
 		return t
 	}

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/event"
 	"reflect"
 	"strings"
 	"testing"
@@ -48,56 +49,56 @@ func TestGenerateDiff(t *testing.T) {
 }
 
 func TestBranchRemoteMergeStatus(t *testing.T) {
-	noUp := ValidatorOutput{Stderr: "fatal: no upstream configured for branch 'feat/x'\n", ExitCode: 128}
+	noUp := event.ValidatorOutput{Stderr: "fatal: no upstream configured for branch 'feat/x'\n", ExitCode: 128}
 	if got := ParseBranchName(JoinedOutput(noUp)); got != "feat/x" {
 		t.Errorf("branch = %q", got)
 	}
 	if got := ParseRemoteStatus(noUp); got != "no upstream" {
 		t.Errorf("remote = %q", got)
 	}
-	up := ValidatorOutput{Stdout: "origin/feat/x\n"}
+	up := event.ValidatorOutput{Stdout: "origin/feat/x\n"}
 	if got := ParseBranchName(up.Stdout); got != "origin/feat/x" {
 		t.Errorf("branch = %q", got)
 	}
 	if got := ParseRemoteStatus(up); got != "tracking origin/feat/x" {
 		t.Errorf("remote = %q", got)
 	}
-	st := ValidatorOutput{Stdout: "## main...origin/main [ahead 2, behind 1]\n M a.go\n"}
+	st := event.ValidatorOutput{Stdout: "## main...origin/main [ahead 2, behind 1]\n M a.go\n"}
 	if got := ParseBranchName(st.Stdout); got != "main" {
 		t.Errorf("branch = %q", got)
 	}
 	if got := ParseRemoteStatus(st); got != "tracking origin/main, ahead 2, behind 1" {
 		t.Errorf("remote = %q", got)
 	}
-	if got := ParseRemoteStatus(ValidatorOutput{Stdout: "## main...origin/main [gone]\n"}); got != "upstream gone" {
+	if got := ParseRemoteStatus(event.ValidatorOutput{Stdout: "## main...origin/main [gone]\n"}); got != "upstream gone" {
 		t.Errorf("gone = %q", got)
 	}
-	if got := ParseRemoteStatus(ValidatorOutput{Stderr: "fatal: not a git repository (or any of the parent directories): .git\n", ExitCode: 128}); got != "not a git repository" {
+	if got := ParseRemoteStatus(event.ValidatorOutput{Stderr: "fatal: not a git repository (or any of the parent directories): .git\n", ExitCode: 128}); got != "not a git repository" {
 		t.Errorf("no repo = %q", got)
 	}
-	if got := ParseMergeStatus(ValidatorOutput{}); got != "merged" {
+	if got := ParseMergeStatus(event.ValidatorOutput{}); got != "merged" {
 		t.Errorf("merged = %q", got)
 	}
-	if got := ParseMergeStatus(ValidatorOutput{Stdout: "abc123 fix\ndef456 feat\n"}); got != "2 commits not merged:\nabc123 fix\ndef456 feat" {
+	if got := ParseMergeStatus(event.ValidatorOutput{Stdout: "abc123 fix\ndef456 feat\n"}); got != "2 commits not merged:\nabc123 fix\ndef456 feat" {
 		t.Errorf("unmerged = %q", got)
 	}
-	if got := ParseMergeStatus(ValidatorOutput{Stderr: "fatal: bad revision 'origin/develop..HEAD'\n", ExitCode: 128}); got != "fatal: bad revision 'origin/develop..HEAD'" {
+	if got := ParseMergeStatus(event.ValidatorOutput{Stderr: "fatal: bad revision 'origin/develop..HEAD'\n", ExitCode: 128}); got != "fatal: bad revision 'origin/develop..HEAD'" {
 		t.Errorf("failed = %q", got)
 	}
 }
 
 func TestErrorOutput(t *testing.T) {
-	if got := ErrorOutput(ValidatorOutput{Stdout: "ok", Stderr: " boom \n"}); got != "boom" {
+	if got := ErrorOutput(event.ValidatorOutput{Stdout: "ok", Stderr: " boom \n"}); got != "boom" {
 		t.Errorf("stderr: %q", got)
 	}
-	if got := ErrorOutput(ValidatorOutput{Stdout: "=== RUN TestA\n--- FAIL: TestA\n    a_test.go:3: nope\nFAIL\n"}); got != "--- FAIL: TestA\n    a_test.go:3: nope\nFAIL" {
+	if got := ErrorOutput(event.ValidatorOutput{Stdout: "=== RUN TestA\n--- FAIL: TestA\n    a_test.go:3: nope\nFAIL\n"}); got != "--- FAIL: TestA\n    a_test.go:3: nope\nFAIL" {
 		t.Errorf("stdout: %q", got)
 	}
 }
 
 // Every alias is accepted and answers as the extractor it names.
 func TestExtractorAliases(t *testing.T) {
-	out := ValidatorOutput{Stdout: "--- FAIL: TestX (0.00s)\n    x_test.go:9: bad\nFAIL\na.go:1:2: lint msg (errcheck)\n", ExitCode: 1}
+	out := event.ValidatorOutput{Stdout: "--- FAIL: TestX (0.00s)\n    x_test.go:9: bad\nFAIL\na.go:1:2: lint msg (errcheck)\n", ExitCode: 1}
 	names := Extractors()
 	for alias, target := range extractorAliases {
 		if !contains(names, alias) {
@@ -144,7 +145,7 @@ func FuzzGitStatusExtractors(f *testing.F) {
 	f.Add("## main...origin/main [ahead 1]\nMM a\nR  b -> c\n", "fatal: no upstream configured for branch 'x'", 1)
 	f.Add("origin/x\n", "", 0)
 	f.Fuzz(func(t *testing.T, stdout, stderr string, code int) {
-		o := ValidatorOutput{Stdout: stdout, Stderr: stderr, ExitCode: code}
+		o := event.ValidatorOutput{Stdout: stdout, Stderr: stderr, ExitCode: code}
 		for _, p := range append(ParseStagedFiles(stdout), ParseUnstagedFiles(stdout)...) {
 			if p == "" && !strings.Contains(stdout, "->") {
 				t.Fatalf("empty path from %q", stdout)

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/capstan-dev/capstan/event"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -152,7 +153,7 @@ func TestExtractorsListed(t *testing.T) {
 	names := Extractors()
 	for _, n := range []string{"parseChangedFiles", "parseUntrackedFiles", "parseTestOutput", "parseTypeErrors",
 		"parseLintErrors", "stdout", "stderr", "exitCode"} {
-		if _, ok := Extract(n, ValidatorOutput{}); !ok {
+		if _, ok := Extract(n, event.ValidatorOutput{}); !ok {
 			t.Errorf("extractor %s missing", n)
 		}
 		found := false
@@ -163,10 +164,10 @@ func TestExtractorsListed(t *testing.T) {
 			t.Errorf("Extractors() lacks %s", n)
 		}
 	}
-	if _, ok := Extract("parseMagic", ValidatorOutput{}); ok {
+	if _, ok := Extract("parseMagic", event.ValidatorOutput{}); ok {
 		t.Error("unknown extractor accepted")
 	}
-	v, _ := Extract("exitCode", ValidatorOutput{ExitCode: 3})
+	v, _ := Extract("exitCode", event.ValidatorOutput{ExitCode: 3})
 	if v != 3 {
 		t.Errorf("exitCode = %v", v)
 	}

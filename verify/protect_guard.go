@@ -34,7 +34,7 @@ func (g *ProtectedFilesGuard) Name() string { return ProtectedFilesGuardName }
 // Check implements verdict.Guard: a failing result with pattern
 // protected-changed and the params protectedFiles (["modified: x", …]),
 // diff and restore when a protected file changed.
-func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
+func (g *ProtectedFilesGuard) Check(context.Context) (event.ValidationResult, error) {
 	var changes []event.FileChange
 	var globs []string
 	seen := map[string]bool{}
@@ -44,7 +44,7 @@ func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
 		}
 		ch, err := b.Check(g.Dir)
 		if err != nil {
-			return ValidationResult{}, err
+			return event.ValidationResult{}, err
 		}
 		for _, c := range ch {
 			if !seen[c.Path] {
@@ -55,7 +55,7 @@ func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
 		globs = append(globs, b.Globs...)
 	}
 	if len(changes) == 0 {
-		return ValidationResult{Valid: true, Validator: ProtectedFilesGuardName}, nil
+		return event.ValidationResult{Valid: true, Validator: ProtectedFilesGuardName}, nil
 	}
 	slices.SortFunc(changes, func(x, y event.FileChange) int { return strings.Compare(x.Path, y.Path) })
 	files := make([]string, len(changes))
@@ -74,7 +74,7 @@ func (g *ProtectedFilesGuard) Check(context.Context) (ValidationResult, error) {
 		ask = "If a test itself contradicts the task's specification, you may instead keep your change to that file and ask for it: end your answer with one line per file, " +
 			TestChangeMarker + " <file> <reason>; the change counts only once it is approved, and only for the files you name. " + ask
 	}
-	return ValidationResult{Validator: ProtectedFilesGuardName, Pattern: PatternProtectedChanged,
+	return event.ValidationResult{Validator: ProtectedFilesGuardName, Pattern: PatternProtectedChanged,
 		Params: map[string]any{
 			"protectedFiles": files,
 			"diff":           strings.TrimRight(diff.String(), "\n"),

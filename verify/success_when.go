@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"github.com/capstan-dev/capstan/event"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,7 +61,7 @@ func ParseSuccessWhen(s string) (SuccessWhen, error) {
 
 // Met reports whether out satisfies the rule. A timed-out command never
 // does.
-func (w SuccessWhen) Met(out ValidatorOutput) bool {
+func (w SuccessWhen) Met(out event.ValidatorOutput) bool {
 	if out.TimedOut {
 		return false
 	}

@@ -94,13 +94,13 @@ func (e *events) Emit(p event.Payload) {
 func TestGuardChecksRunsWithABaseline(t *testing.T) {
 	ev := &events{}
 	g := &LostTestsGuard{Baselines: map[string]*event.TestBaseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)"))}, Events: ev}
-	out := func(s string) ValidatorOutput { return ValidatorOutput{Stdout: s} }
+	out := func(s string) event.ValidatorOutput { return event.ValidatorOutput{Stdout: s} }
 	// Runs of validators without a baseline are not compared.
-	vr, err := g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "lint", Command: "golangci-lint run", Output: out("")}})
+	vr, err := g.CheckOutputs(context.Background(), []event.ValidatorRun{{Validator: "lint", Command: "golangci-lint run", Output: out("")}})
 	if err != nil || !vr.Valid || vr.Validator != "" || len(ev.types) != 0 {
 		t.Fatalf("%+v %v %v", vr, err, ev.types)
 	}
-	vr, err = g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
+	vr, err = g.CheckOutputs(context.Background(), []event.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
 		Output: out("?   \texample.com/app\t[no test files]\n")}})
 	if err != nil || vr.Valid || vr.Validator != LostTestsGuardName || vr.Pattern != PatternTestsNoneRun ||
 		!strings.Contains(vr.Params["restore"].(string), CannotCompleteMarker) || vr.Params["testCommand"] != "go test -v ./..." ||
@@ -111,8 +111,8 @@ func TestGuardChecksRunsWithABaseline(t *testing.T) {
 		t.Fatalf("events %v", ev.types)
 	}
 	// A timed-out run is no test run.
-	vr, _ = g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "tests",
-		Output: ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), TimedOut: true}}})
+	vr, _ = g.CheckOutputs(context.Background(), []event.ValidatorRun{{Validator: "tests",
+		Output: event.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), TimedOut: true}}})
 	if vr.Valid || vr.Pattern != PatternTestsNoneRun {
 		t.Fatalf("%+v", vr)
 	}

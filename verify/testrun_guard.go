@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // GuardName is the name the no-lost-tests check reports under
@@ -33,7 +33,7 @@ func (g *LostTestsGuard) Name() string { return LostTestsGuardName }
 // and the params disappearedTests, skippedTests, baselineCount,
 // currentCount, testCommand and restore. When no run has a baseline the
 // result passes with no Validator (nothing was checked).
-func (g *LostTestsGuard) CheckOutputs(_ context.Context, runs []ValidatorRun) (ValidationResult, error) {
+func (g *LostTestsGuard) CheckOutputs(_ context.Context, runs []event.ValidatorRun) (event.ValidationResult, error) {
 	compared := false
 	for _, r := range runs {
 		b := g.Baselines[r.Validator]
@@ -54,15 +54,15 @@ func (g *LostTestsGuard) CheckOutputs(_ context.Context, runs []ValidatorRun) (V
 		if !lost {
 			continue
 		}
-		return ValidationResult{Validator: LostTestsGuardName, Pattern: loss.Pattern, Params: params(loss, b, r)}, nil
+		return event.ValidationResult{Validator: LostTestsGuardName, Pattern: loss.Pattern, Params: params(loss, b, r)}, nil
 	}
 	if !compared {
-		return ValidationResult{Valid: true}, nil
+		return event.ValidationResult{Valid: true}, nil
 	}
-	return ValidationResult{Valid: true, Validator: LostTestsGuardName}, nil
+	return event.ValidationResult{Valid: true, Validator: LostTestsGuardName}, nil
 }
 
-func params(l event.TestLoss, b *event.TestBaseline, r ValidatorRun) map[string]any {
+func params(l event.TestLoss, b *event.TestBaseline, r event.ValidatorRun) map[string]any {
 	p := map[string]any{
 		"testCommand":   r.Command,
 		"baselineCount": count(l.BaselineRan),
@@ -139,7 +139,7 @@ func tests(n int) string {
 // Run.Truncated set when the report was longer than its bound; otherwise
 // Parse of its stdout and stderr together, with Run.Truncated set when
 // the output was cut at the output cap. A timed-out run is no test run.
-func ParseTestRunOutput(o ValidatorOutput, dir string) (event.TestRun, bool) {
+func ParseTestRunOutput(o event.ValidatorOutput, dir string) (event.TestRun, bool) {
 	if o.TimedOut {
 		return event.TestRun{Truncated: o.Truncated}, false
 	}
@@ -149,7 +149,7 @@ func ParseTestRunOutput(o ValidatorOutput, dir string) (event.TestRun, bool) {
 				r.Truncated = o.ReportTruncated
 				for i := range r.Tests {
 					// names go to the journal and into prompts
-					r.Tests[i].Name = procenv.RedactSecrets(r.Tests[i].Name)
+					r.Tests[i].Name = proc.RedactSecrets(r.Tests[i].Name)
 				}
 				return r, true
 			}

@@ -29,7 +29,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 
 // runValidator runs command as the command validator "tests-pass" in dir,
 // with env as its runner.boundaries.env, and reads the run.
-func runValidator(t *testing.T, dir, command string, env ...string) (event.TestRun, bool, ValidatorOutput) {
+func runValidator(t *testing.T, dir, command string, env ...string) (event.TestRun, bool, event.ValidatorOutput) {
 	t.Helper()
 	v, err := NewCompletionValidator(ValidatorConfig{WorkDir: dir, Env: env,
 		Validators: map[string]agentdir.Validator{"tests-pass": {Type: "command", Command: command, FailurePattern: "test-failed"}}})

@@ -165,8 +165,8 @@ func TestCompareTruncated(t *testing.T) {
 func TestGuardOnATruncatedRun(t *testing.T) {
 	ev := &events{}
 	g := &LostTestsGuard{Baselines: map[string]*event.TestBaseline{"tests": baselineOf(t, goV("--- FAIL: TestAdd (0.00s)", "--- PASS: TestSub (0.00s)"))}, Events: ev}
-	vr, err := g.CheckOutputs(context.Background(), []ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
-		Output: ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), Truncated: true}}})
+	vr, err := g.CheckOutputs(context.Background(), []event.ValidatorRun{{Validator: "tests", Command: "go test -v ./...",
+		Output: event.ValidatorOutput{Stdout: goV("--- PASS: TestAdd (0.00s)"), Truncated: true}}})
 	if err != nil || vr.Valid || vr.Pattern != PatternTestsOutputTruncated ||
 		!slices.Equal(vr.Params["unseenTests"].([]string), []string{"example.com/app.TestSub"}) ||
 		!strings.Contains(vr.Params["currentCount"].(string), "output cap") || !strings.Contains(vr.Params["restore"].(string), "example.com/app.TestSub") {

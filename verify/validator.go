@@ -18,11 +18,10 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 
 	"github.com/capstan-dev/capstan/schema"
 )
@@ -57,7 +56,7 @@ type CustomRequest struct {
 // extractors named in extractParams; Params are added to theirs.
 type CustomResult struct {
 	Valid  bool
-	Output ValidatorOutput
+	Output event.ValidatorOutput
 	Params map[string]any
 }
 
@@ -86,7 +85,7 @@ type ValidatorConfig struct {
 	// File names steps_registry.json in errors.
 	File string
 	// Env is the allow-list of variables commands get besides the minimal
-	// base (runner.boundaries.env; see procenv.ForCommands).
+	// base (runner.boundaries.env; see proc.ForCommands).
 	Env []string
 	// Sandbox, when set, confines every command validator (the agent's
 	// runner.boundaries.sandbox, with sandbox.ValidatorLimits() and the
@@ -95,9 +94,9 @@ type ValidatorConfig struct {
 	Sandbox CommandSandbox
 	// Git reads the work dir's repository configuration so that the git
 	// commands of a command validator (git status) run none of the
-	// programs it names (see hostcmd.GitConfigEnv); nil gives them the
+	// programs it names (see proc.GitConfigEnv); nil gives them the
 	// fixed pins only.
-	Git *hostcmd.Git
+	Git *proc.Git
 	// Custom are this agent's Go validators by handler name (validator
 	// type "custom"; agent.Config.Validators).
 	Custom map[string]CustomValidator
@@ -184,7 +183,7 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	cfg.Validators = maps.Clone(cfg.Validators)
 	v := &CompletionValidator{cfg: cfg, reports: &reportFiles{base: cfg.ReportDir}}
 	if cfg.Git != nil && cfg.WorkDir != "" {
-		v.infoExclude = hostcmd.InfoExclude(cfg.WorkDir)
+		v.infoExclude = proc.GitInfoExclude(cfg.WorkDir)
 	}
 	if len(cfg.Validators) > 0 { // most agents have none: no empty map then
 		v.built = make(map[string]builtValidator, len(cfg.Validators))
@@ -356,21 +355,21 @@ const MaxFileSize = 16 << 20
 // extractParams extract from its output. A validator named twice runs once (the first condition naming it counts).
 // An error means a validator could not be run at all (VALIDATOR_ERROR) or
 // ctx ended.
-func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (ValidationResult, error) {
-	res := ValidationResult{Valid: true}
+func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdir.CompletionCondition) (event.ValidationResult, error) {
+	res := event.ValidationResult{Valid: true}
 	for i, cond := range conditions {
 		if slices.Contains(res.Checked, cond.Validator) {
 			continue
 		}
 		def, ok := v.cfg.Validators[cond.Validator]
 		if !ok {
-			return ValidationResult{}, v.configErr("/validators/"+cond.Validator,
+			return event.ValidationResult{}, v.configErr("/validators/"+cond.Validator,
 				"declare it under \"validators\" in "+v.cfg.File,
 				"completion condition %d names unknown validator %q", i, cond.Validator)
 		}
 		params, err := decodeParams(cond.Params)
 		if err != nil {
-			return ValidationResult{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values",
+			return event.ValidationResult{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values",
 				"completion condition %d (%s): %v", i, cond.Validator, err)
 		}
 		res.Checked = append(res.Checked, cond.Validator)
@@ -378,10 +377,10 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdi
 		out, valid, extra, err := v.run(ctx, cond.Validator, def, params)
 		done(valid && err == nil)
 		if err != nil {
-			return ValidationResult{}, err
+			return event.ValidationResult{}, err
 		}
 		if def.Type == "command" {
-			res.Runs = append(res.Runs, ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out})
+			res.Runs = append(res.Runs, event.ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out})
 		}
 		ev := event.ValidatorEvent{Validator: cond.Validator, Type: def.Type, Valid: valid, ExitCode: out.ExitCode,
 			TimedOut: out.TimedOut, Truncated: out.Truncated, DurationMs: out.DurationMs}
@@ -411,7 +410,7 @@ func (v *CompletionValidator) Validate(ctx context.Context, conditions []agentdi
 // Validate would (same work dir, environment, timeout, output cap and
 // redaction), without judging or journaling it: for a baseline taken
 // before the first iteration.
-func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond agentdir.CompletionCondition) (ValidatorRun, error) {
+func (v *CompletionValidator) RunCommandValidator(ctx context.Context, cond agentdir.CompletionCondition) (event.ValidatorRun, error) {
 	return v.RunCommandValidatorIn(ctx, cond, CommandEnv{Pins: v.cfg.Pins})
 }
 
@@ -426,20 +425,20 @@ type CommandEnv struct {
 
 // RunCommandValidatorIn is RunCommandValidator in the environment env
 // changes (the clean run after the model's last turn).
-func (v *CompletionValidator) RunCommandValidatorIn(ctx context.Context, cond agentdir.CompletionCondition, env CommandEnv) (ValidatorRun, error) {
+func (v *CompletionValidator) RunCommandValidatorIn(ctx context.Context, cond agentdir.CompletionCondition, env CommandEnv) (event.ValidatorRun, error) {
 	def, ok := v.cfg.Validators[cond.Validator]
 	if !ok || def.Type != "command" {
-		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "name a command validator declared under \"validators\" in "+v.cfg.File,
+		return event.ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "name a command validator declared under \"validators\" in "+v.cfg.File,
 			"%q is not a command validator", cond.Validator)
 	}
 	params, err := decodeParams(cond.Params)
 	if err != nil {
-		return ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values", "%s: %v", cond.Validator, err)
+		return event.ValidatorRun{}, v.configErr("/validators/"+cond.Validator, "condition params must be JSON values", "%s: %v", cond.Validator, err)
 	}
 	done := v.started(cond.Validator, def, params)
 	out, valid, _, err := v.runCommand(ctx, cond.Validator, def, params, env)
 	done(valid && err == nil)
-	return ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out, Passed: valid && err == nil}, err
+	return event.ValidatorRun{Validator: cond.Validator, Command: Interpolate(def.Command, params), Output: out, Passed: valid && err == nil}, err
 }
 
 // started emits the activity start of validator name and returns the
@@ -467,7 +466,7 @@ func (v *CompletionValidator) configErr(ptr, hint, format string, args ...any) e
 
 // extract runs the validator's extractors (NewCompletionValidator checked
 // that each exists).
-func extract(def agentdir.Validator, out ValidatorOutput) map[string]any {
+func extract(def agentdir.Validator, out event.ValidatorOutput) map[string]any {
 	p := make(map[string]any, len(def.ExtractParams))
 	for param, ex := range def.ExtractParams {
 		p[param] = extractors[ex](out)
@@ -477,7 +476,7 @@ func extract(def agentdir.Validator, out ValidatorOutput) map[string]any {
 
 // run executes one validator. extra are params the validator type adds
 // on its own (file: path; custom: whatever it returns).
-func (v *CompletionValidator) run(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (out ValidatorOutput, valid bool, extra map[string]any, err error) {
+func (v *CompletionValidator) run(ctx context.Context, name string, def agentdir.Validator, params map[string]any) (out event.ValidatorOutput, valid bool, extra map[string]any, err error) {
 	switch def.Type {
 	case "command":
 		return v.runCommand(ctx, name, def, params, CommandEnv{Pins: v.cfg.Pins})
@@ -497,7 +496,7 @@ func (v *CompletionValidator) run(ctx context.Context, name string, def agentdir
 	}
 }
 
-func (v *CompletionValidator) runCommand(ctx context.Context, name string, def agentdir.Validator, params map[string]any, over CommandEnv) (ValidatorOutput, bool, map[string]any, error) {
+func (v *CompletionValidator) runCommand(ctx context.Context, name string, def agentdir.Validator, params map[string]any, over CommandEnv) (event.ValidatorOutput, bool, map[string]any, error) {
 	timeout := v.cfg.DefaultTimeout
 	if def.TimeoutSeconds > 0 {
 		timeout = time.Duration(def.TimeoutSeconds) * time.Second
@@ -505,7 +504,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 	command := Interpolate(def.Command, params)
 	report, err := v.reports.open(name)
 	if err != nil {
-		return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+		return event.ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 			"validator %q: its report file", name)
 	}
 	rw := &boundedWriter{w: report, left: v.cfg.ReportCap}
@@ -513,7 +512,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 	if pins := over.Pins; pins != nil {
 		if err := pins.Restore(); err != nil {
 			_ = report.Close()
-			return ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
+			return event.ValidatorOutput{}, false, nil, agenterr.Wrap(err, agenterr.CodeValidator, agenterr.LayerCompletion, false,
 				"validator %q: the pinned toolchain configuration", name)
 		}
 		env = append(pins.Env(), env...)
@@ -536,7 +535,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 	}
 	// The output goes to the journal and into retry prompts: no secret
 	// value in it.
-	out.Stdout, out.Stderr = procenv.RedactSecrets(out.Stdout), procenv.RedactSecrets(out.Stderr)
+	out.Stdout, out.Stderr = proc.RedactSecrets(out.Stdout), proc.RedactSecrets(out.Stderr)
 	return out, met, nil, nil
 }
 
@@ -551,7 +550,7 @@ var gitStatusCommand = lazyre.New(`^\s*git\s+status\b`)
 // would have printed (so the git-dirty retry prompt names the paths), with
 // a note of what hid each; it reports whether the validator still passes
 // (nothing hidden).
-func (v *CompletionValidator) revealHidden(ctx context.Context, out *ValidatorOutput) bool {
+func (v *CompletionValidator) revealHidden(ctx context.Context, out *event.ValidatorOutput) bool {
 	hidden, err := v.cfg.Git.HiddenChanges(ctx, v.cfg.WorkDir, v.infoExclude)
 	if err != nil || len(hidden) == 0 {
 		return true
@@ -573,24 +572,24 @@ func (v *CompletionValidator) revealHidden(ctx context.Context, out *ValidatorOu
 	return false
 }
 
-func (v *CompletionValidator) runFile(name string, def agentdir.Validator, params map[string]any) (ValidatorOutput, bool, map[string]any, error) {
+func (v *CompletionValidator) runFile(name string, def agentdir.Validator, params map[string]any) (event.ValidatorOutput, bool, map[string]any, error) {
 	start := time.Now()
 	rel := InterpolatePlain(def.Path, params)
-	fail := func(format string, args ...any) (ValidatorOutput, bool, map[string]any, error) {
+	fail := func(format string, args ...any) (event.ValidatorOutput, bool, map[string]any, error) {
 		msg := fmt.Sprintf(format, args...)
-		return ValidatorOutput{Stderr: msg, ExitCode: 1, DurationMs: time.Since(start).Milliseconds()},
+		return event.ValidatorOutput{Stderr: msg, ExitCode: 1, DurationMs: time.Since(start).Milliseconds()},
 			false, map[string]any{"path": rel, "error": msg}, nil
 	}
 	// The path as written is checked by NewCompletionValidator; what its
 	// {param} values make of it can only be checked here: not empty, and
 	// inside the work dir (confine, which also follows symbolic links).
 	if rel == "" {
-		return ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/path", "set the file path, relative to the work dir",
+		return event.ValidatorOutput{}, false, nil, v.configErr("/validators/"+name+"/path", "set the file path, relative to the work dir",
 			"validator %q has no path", name)
 	}
 	full, err := confine(v.cfg.WorkDir, rel)
 	if err != nil {
-		return ValidatorOutput{}, false, nil, &agenterr.Error{Code: agenterr.CodePathEscape, Layer: agenterr.LayerCompletion,
+		return event.ValidatorOutput{}, false, nil, &agenterr.Error{Code: agenterr.CodePathEscape, Layer: agenterr.LayerCompletion,
 			Message: fmt.Sprintf("validator %q: path %q: %v", name, rel, err), File: v.cfg.File,
 			Pointer: "/validators/" + name + "/path", Hint: "file validators check files inside the work dir only"}
 	}
@@ -598,7 +597,7 @@ func (v *CompletionValidator) runFile(name string, def agentdir.Validator, param
 		if _, err := os.Stat(full); err != nil {
 			return fail("%s does not exist", rel)
 		}
-		return ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
+		return event.ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
 	}
 	// The model writes the work dir: the file is opened without blocking
 	// (a FIFO put there must not hang the run) and checked and read through
@@ -640,7 +639,7 @@ func (v *CompletionValidator) runFile(name string, def agentdir.Validator, param
 	if err := sv.Validate(doc); err != nil {
 		return fail("%s does not match schema %s#%s: %v", rel, def.Schema.File, def.Schema.Schema, err)
 	}
-	return ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
+	return event.ValidatorOutput{Stdout: rel, DurationMs: time.Since(start).Milliseconds()}, true, map[string]any{"path": rel}, nil
 }
 
 // confine resolves rel inside dir, refusing absolute paths, ".." and

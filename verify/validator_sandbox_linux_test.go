@@ -17,6 +17,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -100,7 +101,7 @@ func newAttack(t *testing.T) attack {
 }
 
 // run runs the suite as a command validator, confined by sb (nil: not).
-func (a attack) run(t *testing.T, sb CommandSandbox) ValidatorRun {
+func (a attack) run(t *testing.T, sb CommandSandbox) event.ValidatorRun {
 	t.Helper()
 	v := newValidator(t, ValidatorConfig{
 		Validators: map[string]agentdir.Validator{"tests": {Type: "command", Command: "sh leak_test.sh", FailurePattern: "failed"}},
@@ -273,7 +274,7 @@ func TestValidatorNeverRunsUnconfinedWhenTheSandboxFails(t *testing.T) {
 	noNamespaces := sandbox.Capabilities{LandlockABI: real.LandlockABI, Reason: "test: no namespaces", Hint: "none"}
 	secret := filepath.Join(t.TempDir(), "secret.txt")
 	write(t, filepath.Dir(secret), "secret.txt", "SECRET-MARKER")
-	validate := func(allow bool) (string, ValidationResult, error) {
+	validate := func(allow bool) (string, event.ValidationResult, error) {
 		work := t.TempDir()
 		r := sandbox.New(context.Background(), sandbox.Config{Capabilities: &noNamespaces, AllowUnsandboxed: allow})
 		v := newValidator(t, ValidatorConfig{
@@ -366,7 +367,7 @@ func TestSandboxedValidatorsShareASealedBuildCache(t *testing.T) {
 		WorkDir:    work,
 		Sandbox:    sb.WithCache(cache),
 	})
-	validate := func() ValidatorOutput {
+	validate := func() event.ValidatorOutput {
 		t.Helper()
 		r, err := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "tests"}})
 		if err != nil || !r.Valid || len(r.Runs) != 1 {
@@ -385,7 +386,7 @@ func TestSandboxedValidatorsShareASealedBuildCache(t *testing.T) {
 		"func TestAdd(t *testing.T) {\n\tp := filepath.Join(os.Getenv(\"GOCACHE\"), \"ff\", \"planted-a\")\n"+
 		"\t_, err := os.Stat(p)\n\tt.Logf(\"earlier plant found: %v\", err == nil)\n"+
 		"\tt.Logf(\"plant: %v\", os.WriteFile(p, []byte(\"x\"), 0o644))\n}\n")
-	var o ValidatorOutput
+	var o event.ValidatorOutput
 	for range 2 {
 		o = validate()
 		if strings.Contains(o.Stderr, compilesRuntime) {

@@ -193,21 +193,21 @@ func TestParamsAreShellQuoted(t *testing.T) {
 func TestSuccessWhen(t *testing.T) {
 	cases := []struct {
 		rule string
-		out  ValidatorOutput
+		out  event.ValidatorOutput
 		want bool
 	}{
-		{"", ValidatorOutput{ExitCode: 0}, true},
-		{"", ValidatorOutput{ExitCode: 1}, false},
-		{"exitCode:2", ValidatorOutput{ExitCode: 2}, true},
-		{"exitCode:2", ValidatorOutput{ExitCode: 0}, false},
-		{"empty", ValidatorOutput{Stdout: " \n\t"}, true},
-		{"empty", ValidatorOutput{Stdout: "?? x"}, false},
-		{"empty", ValidatorOutput{Stdout: "", ExitCode: 128}, false},
-		{"contains:ok", ValidatorOutput{Stdout: "all ok"}, true},
-		{"contains:ok", ValidatorOutput{Stderr: "ok"}, false},
-		{"matches:^v\\d+$", ValidatorOutput{Stdout: "v12"}, true},
-		{"matches:^v\\d+$", ValidatorOutput{Stdout: "v12x"}, false},
-		{"", ValidatorOutput{ExitCode: 0, TimedOut: true}, false},
+		{"", event.ValidatorOutput{ExitCode: 0}, true},
+		{"", event.ValidatorOutput{ExitCode: 1}, false},
+		{"exitCode:2", event.ValidatorOutput{ExitCode: 2}, true},
+		{"exitCode:2", event.ValidatorOutput{ExitCode: 0}, false},
+		{"empty", event.ValidatorOutput{Stdout: " \n\t"}, true},
+		{"empty", event.ValidatorOutput{Stdout: "?? x"}, false},
+		{"empty", event.ValidatorOutput{Stdout: "", ExitCode: 128}, false},
+		{"contains:ok", event.ValidatorOutput{Stdout: "all ok"}, true},
+		{"contains:ok", event.ValidatorOutput{Stderr: "ok"}, false},
+		{"matches:^v\\d+$", event.ValidatorOutput{Stdout: "v12"}, true},
+		{"matches:^v\\d+$", event.ValidatorOutput{Stdout: "v12x"}, false},
+		{"", event.ValidatorOutput{ExitCode: 0, TimedOut: true}, false},
 	}
 	for _, c := range cases {
 		w, err := ParseSuccessWhen(c.rule)
@@ -237,7 +237,7 @@ func FuzzSuccessWhen(f *testing.F) {
 		if w.Kind == "matches" && w.Regexp == nil {
 			t.Fatal("matches without regexp")
 		}
-		out := ValidatorOutput{Stdout: stdout, ExitCode: code}
+		out := event.ValidatorOutput{Stdout: stdout, ExitCode: code}
 		got := w.Met(out)
 		out.TimedOut = true
 		if w.Met(out) {
@@ -483,7 +483,7 @@ func (wordCount) Validate(_ context.Context, req CustomRequest) (CustomResult, e
 	}
 	n := len(strings.Fields(string(b)))
 	min := int(req.Params["min"].(float64))
-	return CustomResult{Valid: n >= min, Output: ValidatorOutput{Stdout: string(b)}, Params: map[string]any{"words": n}}, nil
+	return CustomResult{Valid: n >= min, Output: event.ValidatorOutput{Stdout: string(b)}, Params: map[string]any{"words": n}}, nil
 }
 
 func TestCustomValidator(t *testing.T) {
@@ -563,7 +563,7 @@ func TestFileValidatorRefusesSpecialFiles(t *testing.T) {
 	v := newValidator(t, ValidatorConfig{WorkDir: dir, Schemas: jsonSchemas{filepath.Join(dir, "schemas")},
 		Validators: map[string]agentdir.Validator{"f": {Type: "file", Path: "pipe.json", FailurePattern: "file-not-exists",
 			Schema: &agentdir.SchemaRef{File: "s.json", Schema: "any"}}}})
-	done := make(chan ValidationResult, 1)
+	done := make(chan event.ValidationResult, 1)
 	go func() {
 		r, _ := v.Validate(context.Background(), []agentdir.CompletionCondition{{Validator: "f"}})
 		done <- r

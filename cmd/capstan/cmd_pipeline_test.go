@@ -33,7 +33,7 @@ func (pipelineTestModel) Generate(_ context.Context, req *llm.Request) (*llm.Res
 	if !ok {
 		return nil, errors.New("no answer for " + req.OutputSchemaName)
 	}
-	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: a}}, nil
+	return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: a}}, nil
 }
 
 func init() {

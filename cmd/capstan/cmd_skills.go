@@ -385,7 +385,7 @@ func skillRunResult(res *skill.ActResult, verified bool, runID, agentName, model
 	end := agent.Result{
 		Success: res.Completed && verified, CompletionReason: res.ExitReason, Iterations: res.Metrics.ModelTurns,
 		RunID: runID, Agent: agentName, Model: model, DurationMs: took.Milliseconds(), Journal: journalPath,
-		Usage: llm.Usage{InputTokens: res.Metrics.InputTokens, OutputTokens: res.Metrics.OutputTokens},
+		Usage: event.Usage{InputTokens: res.Metrics.InputTokens, OutputTokens: res.Metrics.OutputTokens},
 	}
 	if !end.Success {
 		end.Reason = "expected outputs not all produced and valid"

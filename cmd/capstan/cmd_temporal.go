@@ -23,7 +23,6 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/scaleout"
 )
 
@@ -259,7 +258,7 @@ func followTemporalRun(ctx context.Context, cmd *cobra.Command, flags runFlags, 
 				continue
 			}
 			printed = o.Iteration
-			tools := make([]event.ToolUsage, len(o.Tools))
+			tools := make([]event.ToolUse, len(o.Tools))
 			for i, name := range o.Tools {
 				tools[i].Name = name
 			}
@@ -357,9 +356,9 @@ func feedJournalEvent(p *progressPrinter, ev journal.Event) {
 			p.Consume(event.Event{Kind: event.KindIterationEnd, Iteration: ev.Iteration, Step: ev.Step, Payload: &it})
 		}
 	case journal.ToolCall:
-		var u llm.ToolUse
+		var u event.ToolUse
 		if json.Unmarshal(ev.Data, &u) == nil {
-			p.Consume(event.Event{Kind: event.KindToolStart, Payload: event.ToolStartEvent{Call: llm.ToolCall{ID: u.ID, Name: u.Name, Input: u.Input}}})
+			p.Consume(event.Event{Kind: event.KindToolStart, Payload: event.ToolStartEvent{Call: event.ToolCall{ID: u.ID, Name: u.Name, Input: u.Input}}})
 			p.Consume(event.Event{Kind: event.KindToolEnd, Payload: event.ToolEndEvent{Use: u}})
 		}
 	case journal.QueryResult:

@@ -64,7 +64,7 @@ func BenchmarkFixFailingTestExample(b *testing.B) {
 				_ = json.Unmarshal(ev.Data, &v)
 				validatorMs += float64(v.DurationMs)
 			case journal.RetryPrompt:
-				var rp agent.RetryPromptEvent
+				var rp event.RetryPromptEvent
 				_ = json.Unmarshal(ev.Data, &rp)
 				retries = append(retries, rp.Text)
 				for _, p := range rp.Params {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -112,7 +113,7 @@ func retryEvents(t *testing.T, path string) (patterns, sources, texts []string) 
 		if ev.Type != journal.RetryPrompt {
 			continue
 		}
-		var rp agent.RetryPromptEvent
+		var rp event.RetryPromptEvent
 		if err := json.Unmarshal(ev.Data, &rp); err != nil {
 			t.Fatal(err)
 		}

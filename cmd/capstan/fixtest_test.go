@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 )
@@ -61,7 +62,7 @@ func TestFixFailingTestExampleVerifiesAndRetriesByPattern(t *testing.T) {
 		if ev.Type != journal.RetryPrompt {
 			continue
 		}
-		var rp agent.RetryPromptEvent
+		var rp event.RetryPromptEvent
 		if err := json.Unmarshal(ev.Data, &rp); err != nil {
 			t.Fatal(err)
 		}

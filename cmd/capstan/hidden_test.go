@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -62,7 +63,7 @@ func TestHiddenTestsExample(t *testing.T) {
 	for _, ev := range events {
 		data := string(ev.Data)
 		if ev.Type == journal.RetryPrompt {
-			var rp agent.RetryPromptEvent
+			var rp event.RetryPromptEvent
 			if err := json.Unmarshal(ev.Data, &rp); err != nil {
 				t.Fatal(err)
 			}

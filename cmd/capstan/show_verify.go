@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/capstan-dev/capstan/verdict"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -33,7 +33,7 @@ func printProtected(w io.Writer, b *verify.FilesBaseline) {
 
 // printCannotComplete prints the model's declaration that the task cannot
 // be done as specified.
-func printCannotComplete(w io.Writer, d *verdict.CannotComplete) {
+func printCannotComplete(w io.Writer, d *event.CannotComplete) {
 	if d == nil {
 		return
 	}

@@ -12,9 +12,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/runreport"
 )
 
@@ -58,11 +59,11 @@ func (p *progressPrinter) streamTo(ctx context.Context) context.Context {
 
 // enableStream makes p the run's stream sink: text is printed as it
 // arrives, and every value of a secret-looking variable of environ (API
-// keys, tokens; see procenv.IsSecretName) is replaced by [REDACTED] in
+// keys, tokens; see proc.IsSecretName) is replaced by [REDACTED] in
 // everything printed.
 func (p *progressPrinter) enableStream(environ []string) {
 	p.stream = true
-	p.redact = procenv.NewStreamRedactor(environ)
+	p.redact = proc.NewStreamRedactor(environ)
 }
 
 // TextDelta implements llm.StreamSink.
@@ -86,7 +87,7 @@ func (p *progressPrinter) TextDiscarded(reason string) {
 }
 
 // ToolStart implements llm.StreamSink: "  → Bash  go test ./...".
-func (p *progressPrinter) ToolStart(call llm.ToolCall) {
+func (p *progressPrinter) ToolStart(call event.ToolCall) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.endText()
@@ -102,7 +103,7 @@ func (p *progressPrinter) ToolStart(call llm.ToolCall) {
 // ToolEnd implements llm.StreamSink: "  ← Bash  exit 1 (0.8s)", or
 // "  ✗ Write  denied: …" for a call the policy refused. Tool output is never
 // printed, only a short status.
-func (p *progressPrinter) ToolEnd(use llm.ToolUse) {
+func (p *progressPrinter) ToolEnd(use event.ToolUse) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.endText()
@@ -144,7 +145,7 @@ var bashMarker = lazyre.New(`\[(exit status \d+|command timed out[^\]]*|command 
 
 // toolStatus is the short outcome of a tool call: "ok", "exit 1",
 // "denied: …", or the first line of an error.
-func toolStatus(use llm.ToolUse) string {
+func toolStatus(use event.ToolUse) string {
 	msg := ""
 	if use.IsError {
 		msg = errorMessage(use.Output)

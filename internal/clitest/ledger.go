@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/llm"
 )
 
 // LedgerTrials is how many kills a tool-effect ledger test lands
@@ -42,7 +42,7 @@ func BashCallState(t testing.TB, path string) (intent, recorded, told bool) {
 		case journal.ToolIntent:
 			intent = true
 		case journal.ToolCall:
-			var u llm.ToolUse
+			var u event.ToolUse
 			if json.Unmarshal(ev.Data, &u) == nil && u.Name == "Bash" {
 				if strings.HasPrefix(u.Output, "not run again: an earlier attempt of this Bash call") {
 					told = true
@@ -64,7 +64,7 @@ func InterruptedLine(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	for _, ev := range events {
-		var u llm.ToolUse
+		var u event.ToolUse
 		if ev.Type == journal.ToolCall && json.Unmarshal(ev.Data, &u) == nil && strings.HasPrefix(u.Output, "not run again: an earlier attempt of this ") {
 			if m := regexp.MustCompile(`line-[0-9]+`).FindString(string(u.Input)); m != "" {
 				return m

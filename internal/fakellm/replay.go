@@ -3,6 +3,7 @@ package fakellm
 import (
 	"context"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -12,14 +13,14 @@ import (
 // answers "done" without tool calls.
 type Replay struct {
 	Replies []*llm.Response
-	Seen    [][]llm.Message
+	Seen    [][]event.Message
 }
 
 // Generate implements llm.Model.
 func (m *Replay) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
-	m.Seen = append(m.Seen, append([]llm.Message(nil), req.Messages...))
+	m.Seen = append(m.Seen, append([]event.Message(nil), req.Messages...))
 	if len(m.Replies) == 0 {
-		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: "done"}, StopReason: "end_turn"}, nil
+		return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: "done"}, StopReason: "end_turn"}, nil
 	}
 	r := m.Replies[0]
 	m.Replies = m.Replies[1:]

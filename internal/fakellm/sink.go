@@ -4,7 +4,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // SinkEvent is one sink call.
@@ -14,8 +14,8 @@ type SinkEvent struct {
 	// Text is the delta (text) or the reason (discard).
 	Text string
 	// Call is set for start events, Use for end events.
-	Call llm.ToolCall
-	Use  llm.ToolUse
+	Call event.ToolCall
+	Use  event.ToolUse
 }
 
 // SinkRecorder is an llm.StreamSink that keeps every call in order. It is safe
@@ -32,10 +32,10 @@ func (r *SinkRecorder) TextDelta(text string) { r.add(SinkEvent{Kind: "text", Te
 func (r *SinkRecorder) TextDiscarded(reason string) { r.add(SinkEvent{Kind: "discard", Text: reason}) }
 
 // ToolStart implements llm.StreamSink.
-func (r *SinkRecorder) ToolStart(call llm.ToolCall) { r.add(SinkEvent{Kind: "start", Call: call}) }
+func (r *SinkRecorder) ToolStart(call event.ToolCall) { r.add(SinkEvent{Kind: "start", Call: call}) }
 
 // ToolEnd implements llm.StreamSink.
-func (r *SinkRecorder) ToolEnd(use llm.ToolUse) { r.add(SinkEvent{Kind: "end", Use: use}) }
+func (r *SinkRecorder) ToolEnd(use event.ToolUse) { r.add(SinkEvent{Kind: "end", Use: use}) }
 
 func (r *SinkRecorder) add(e SinkEvent) {
 	r.mu.Lock()

@@ -167,17 +167,11 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, err
 	}
 	sink := llm.StreamSinkFrom(ctx)
-	var billed llm.Usage // of the failed attempts
+	var billed event.Usage // of the failed attempts
 	resp, err := llm.Retry(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *llm.RetryFailure) {
 		return m.once(ctx, params, attempt, sink, &billed)
 	})
-	switch {
-	case err == nil:
-		resp.Usage.Add(billed)
-	case billed != llm.Usage{}:
-		err = &llm.BilledError{Err: err, Usage: billed}
-	}
-	return resp, err
+	return llm.WithBilled(resp, err, billed)
 }
 
 // call describes this provider's API calls for llm.Retry.
@@ -191,7 +185,7 @@ func (m *Model) call() llm.RetryCall {
 
 // once runs one streamed attempt, passing text deltas to sink (nil = none).
 // A failed attempt adds the usage its stream reported to billed.
-func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink, billed *llm.Usage) (resp *llm.Response, fail *llm.RetryFailure) {
+func (m *Model) once(ctx context.Context, params sdk.MessageNewParams, attempt int, sink llm.StreamSink, billed *event.Usage) (resp *llm.Response, fail *llm.RetryFailure) {
 	// The SDK sends X-Stainless-Retry-Count: 0 itself; a retry says
 	// which one it is (the SDK's own retries are off).
 	var opts []option.RequestOption
@@ -339,14 +333,14 @@ func apiErrorBody(raw string) (typ, msg string) {
 }
 
 // usageOf converts the API's usage.
-func usageOf(u *sdk.Usage) llm.Usage {
-	return llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+func usageOf(u *sdk.Usage) event.Usage {
+	return event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
 }
 
 func toResponse(msg *sdk.Message, structured bool) *llm.Response {
 	resp := &llm.Response{StopReason: string(msg.StopReason), Model: string(msg.Model), Usage: usageOf(&msg.Usage)}
-	resp.Message.Role = llm.RoleAssistant
+	resp.Message.Role = event.RoleAssistant
 	var text strings.Builder
 	var reasoning []reasoningBlock
 	firstText := ""
@@ -363,7 +357,7 @@ func toResponse(msg *sdk.Message, structured bool) *llm.Response {
 			if len(in) == 0 {
 				in = json.RawMessage(`{}`)
 			}
-			resp.Message.ToolCalls = append(resp.Message.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)})
+			resp.Message.ToolCalls = append(resp.Message.ToolCalls, event.ToolCall{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), in...)})
 		case "thinking":
 			reasoning = append(reasoning, reasoningBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
 		case "redacted_thinking":
@@ -514,8 +508,8 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 // messages of the same wire role are merged (tool results first), so a
 // transcript that stopped after tool results and continues with a new
 // prompt is still a valid request. sizes[i] is the content size in bytes
-// of out[i] (llm.Message.Size of the messages it holds).
-func wireMessages(msgs []llm.Message) (out []sdk.MessageParam, sizes []int, err error) {
+// of out[i] (event.Message.Size of the messages it holds).
+func wireMessages(msgs []event.Message) (out []sdk.MessageParam, sizes []int, err error) {
 	out = make([]sdk.MessageParam, 0, len(msgs))
 	sizes = make([]int, 0, len(msgs))
 	size := 0
@@ -534,7 +528,7 @@ func wireMessages(msgs []llm.Message) (out []sdk.MessageParam, sizes []int, err 
 	for _, msg := range msgs {
 		size = msg.Size()
 		switch msg.Role {
-		case llm.RoleUser:
+		case event.RoleUser:
 			var bs []sdk.ContentBlockParamUnion
 			for _, r := range msg.ToolResults {
 				bs = append(bs, sdk.NewToolResultBlock(r.CallID, r.Content, r.IsError))
@@ -543,13 +537,13 @@ func wireMessages(msgs []llm.Message) (out []sdk.MessageParam, sizes []int, err 
 				bs = append(bs, sdk.NewTextBlock(msg.Text))
 			}
 			push(sdk.MessageParamRoleUser, bs)
-		case llm.RoleTool:
+		case event.RoleTool:
 			var bs []sdk.ContentBlockParamUnion
 			for _, r := range msg.ToolResults {
 				bs = append(bs, sdk.NewToolResultBlock(r.CallID, r.Content, r.IsError))
 			}
 			push(sdk.MessageParamRoleUser, bs)
-		case llm.RoleAssistant:
+		case event.RoleAssistant:
 			// Thinking blocks go back first and verbatim: the API rejects
 			// a tool-use continuation whose thinking was dropped.
 			bs := reasoningParams(msg.Reasoning)
@@ -579,7 +573,7 @@ func wireMessages(msgs []llm.Message) (out []sdk.MessageParam, sizes []int, err 
 func envGetter() func(string) string { return os.Getenv }
 
 // reasoningBlock is one thinking or redacted_thinking block as kept in
-// llm.Message.Reasoning.
+// event.Message.Reasoning.
 type reasoningBlock struct {
 	Type      string `json:"type"`
 	Thinking  string `json:"thinking,omitempty"`

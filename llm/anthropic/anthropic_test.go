@@ -57,7 +57,7 @@ func newModel(t *testing.T, srv *fakellm.Server, sl *sleeps, ev event.Emitter) *
 }
 
 func userReq(text string) *llm.Request {
-	return &llm.Request{System: "You are terse.", Messages: []llm.Message{{Role: llm.RoleUser, Text: text}}}
+	return &llm.Request{System: "You are terse.", Messages: []event.Message{{Role: event.RoleUser, Text: text}}}
 }
 
 func TestTextTurnStreamsAndCachesPrefix(t *testing.T) {
@@ -78,7 +78,7 @@ func TestTextTurnStreamsAndCachesPrefix(t *testing.T) {
 	if resp.Message.Text != "Hello there, 世界!" || resp.StopReason != "end_turn" {
 		t.Fatalf("resp = %+v", resp)
 	}
-	want := llm.Usage{InputTokens: 50, OutputTokens: 7, CacheReadTokens: 40, CacheWriteTokens: 3}
+	want := event.Usage{InputTokens: 50, OutputTokens: 7, CacheReadTokens: 40, CacheWriteTokens: 3}
 	if resp.Usage != want {
 		t.Fatalf("usage = %+v, want %+v", resp.Usage, want)
 	}
@@ -142,7 +142,7 @@ func TestToolCallsAndStructuredOutput(t *testing.T) {
 	}
 	req := userReq("go")
 	req.Messages = append(req.Messages, resp.Message,
-		llm.Message{Role: llm.RoleTool, ToolResults: []llm.ToolResult{{CallID: "toolu_1", Content: "contents"}}})
+		event.Message{Role: event.RoleTool, ToolResults: []event.ToolResult{{CallID: "toolu_1", Content: "contents"}}})
 	req.OutputSchema = json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"],"additionalProperties":false}`)
 	resp, err = m.Generate(context.Background(), req)
 	if err != nil {
@@ -164,11 +164,11 @@ func TestTranscriptAfterToolResultsThenNewPromptIsValid(t *testing.T) {
 	// consecutive user messages, so they must be merged.
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Replies: []fakellm.Reply{{Text: "ok"}}})
 	m := newModel(t, srv, nil, nil)
-	req := &llm.Request{Messages: []llm.Message{
-		{Role: llm.RoleUser, Text: "first"},
-		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "t1", Name: "X", Input: json.RawMessage(`{}`)}}},
-		{Role: llm.RoleTool, ToolResults: []llm.ToolResult{{CallID: "t1", Content: "r", IsError: true}}},
-		{Role: llm.RoleUser, Text: "second"},
+	req := &llm.Request{Messages: []event.Message{
+		{Role: event.RoleUser, Text: "first"},
+		{Role: event.RoleAssistant, ToolCalls: []event.ToolCall{{ID: "t1", Name: "X", Input: json.RawMessage(`{}`)}}},
+		{Role: event.RoleTool, ToolResults: []event.ToolResult{{CallID: "t1", Content: "r", IsError: true}}},
+		{Role: event.RoleUser, Text: "second"},
 	}}
 	if _, err := m.Generate(context.Background(), req); err != nil {
 		t.Fatal(err)
@@ -486,7 +486,7 @@ func TestThinkingBlocksAreEchoedBackAndSurviveResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transcripts := map[string][]llm.Message{}
+	transcripts := map[string][]event.Message{}
 	for _, ev := range evs {
 		if ev.Type != journal.SessionMessages {
 			continue
@@ -627,9 +627,9 @@ func TestCacheReadSurvivesATurnOfManyParallelToolCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := llm.Message{Role: llm.RoleTool}
+	results := event.Message{Role: event.RoleTool}
 	for _, c := range first.Message.ToolCalls {
-		results.ToolResults = append(results.ToolResults, llm.ToolResult{CallID: c.ID, Name: c.Name, Content: "file contents"})
+		results.ToolResults = append(results.ToolResults, event.ToolResult{CallID: c.ID, Name: c.Name, Content: "file contents"})
 	}
 	req.Messages = append(req.Messages, first.Message, results)
 	second, err := m.Generate(context.Background(), req)
@@ -669,7 +669,7 @@ func TestUsageOfFailedAttemptsCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each failed attempt: its message_start's usage (output 1).
-	if want := (llm.Usage{InputTokens: 3000, CacheReadTokens: 1500, OutputTokens: 9}); resp.Usage != want || resp.Message.Text != "whole" {
+	if want := (event.Usage{InputTokens: 3000, CacheReadTokens: 1500, OutputTokens: 9}); resp.Usage != want || resp.Message.Text != "whole" {
 		t.Fatalf("usage %+v, want %+v (text %q)", resp.Usage, want, resp.Message.Text)
 	}
 
@@ -684,7 +684,7 @@ func TestUsageOfFailedAttemptsCounts(t *testing.T) {
 	if agenterr.CodeOf(err) != agenterr.CodeSdkConnection {
 		t.Fatalf("error %v", err)
 	}
-	want := llm.Usage{InputTokens: 2000, CacheReadTokens: 1000, OutputTokens: 2}
+	want := event.Usage{InputTokens: 2000, CacheReadTokens: 1000, OutputTokens: 2}
 	if got := llm.BilledUsage(err); got != want {
 		t.Errorf("billed usage of the error %+v, want %+v", got, want)
 	}

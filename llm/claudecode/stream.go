@@ -118,17 +118,17 @@ func (st *state) frame(f *Frame) {
 				}
 				st.uses[b.ID] = len(st.res.ToolUses)
 				st.started[b.ID] = time.Now()
-				use := llm.ToolUse{ID: b.ID, Name: b.Name, Input: st.redact.JSON(append(json.RawMessage(nil), in...))}
+				use := event.ToolUse{ID: b.ID, Name: b.Name, Input: st.redact.JSON(append(json.RawMessage(nil), in...))}
 				st.res.ToolUses = append(st.res.ToolUses, use)
 				if st.sink != nil {
-					st.sink.ToolStart(llm.ToolCall{ID: use.ID, Name: use.Name, Input: use.Input})
+					st.sink.ToolStart(event.ToolCall{ID: use.ID, Name: use.Name, Input: use.Input})
 				}
 				calls++
 			}
 		}
 		ev := event.ModelTurnEvent{Turn: st.turns, ToolCalls: calls}
 		if m.Usage != nil {
-			ev.Usage = llm.Usage{InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens,
+			ev.Usage = event.Usage{InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens,
 				CacheReadTokens: m.Usage.CacheReadInputTokens, CacheWriteTokens: m.Usage.CacheCreationInputTokens}
 		}
 		st.events.Emit(ev)
@@ -174,7 +174,7 @@ func (st *state) frame(f *Frame) {
 		st.res.CostUSD = f.TotalCostUSD
 		st.res.StopReason = f.StopReason
 		if f.Usage != nil {
-			st.res.Usage = llm.Usage{InputTokens: f.Usage.InputTokens, OutputTokens: f.Usage.OutputTokens,
+			st.res.Usage = event.Usage{InputTokens: f.Usage.InputTokens, OutputTokens: f.Usage.OutputTokens,
 				CacheReadTokens: f.Usage.CacheReadInputTokens, CacheWriteTokens: f.Usage.CacheCreationInputTokens}
 		}
 		for _, d := range f.PermissionDenials {

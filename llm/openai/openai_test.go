@@ -53,7 +53,7 @@ func newModel(t *testing.T, srv *fakellm.Server, key string, sl *sleeps, ev even
 }
 
 func userReq(text string) *llm.Request {
-	return &llm.Request{System: "be brief", Messages: []llm.Message{{Role: llm.RoleUser, Text: text}}}
+	return &llm.Request{System: "be brief", Messages: []event.Message{{Role: event.RoleUser, Text: text}}}
 }
 
 func TestTextTurnWithCachedUsage(t *testing.T) {
@@ -69,7 +69,7 @@ func TestTextTurnWithCachedUsage(t *testing.T) {
 	}
 	// prompt_tokens (120) includes the cached and the written tokens; only
 	// the rest is billed at the full input rate.
-	if want := (llm.Usage{InputTokens: 30, OutputTokens: 4, CacheReadTokens: 70, CacheWriteTokens: 20}); resp.Usage != want {
+	if want := (event.Usage{InputTokens: 30, OutputTokens: 4, CacheReadTokens: 70, CacheWriteTokens: 20}); resp.Usage != want {
 		t.Fatalf("usage = %+v, want %+v", resp.Usage, want)
 	}
 	r := srv.Requests()[0]

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -46,7 +47,7 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 	// replayed, like the iteration they belonged to.)
 	for _, msgs := range cfg.Transcripts {
 		for _, msg := range msgs {
-			if msg.Role == llm.RoleAssistant {
+			if msg.Role == event.RoleAssistant {
 				m.next++
 				m.calls += len(msg.ToolCalls)
 			}
@@ -147,9 +148,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, simulate(t.Error, where)
 	}
 
-	msg := llm.Message{Role: llm.RoleAssistant, Text: t.Text}
+	msg := event.Message{Role: event.RoleAssistant, Text: t.Text}
 	for i, c := range t.ToolCalls {
-		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{
+		msg.ToolCalls = append(msg.ToolCalls, event.ToolCall{
 			ID:    "call_" + strconv.Itoa(firstID+i),
 			Name:  c.Name,
 			Input: append([]byte(nil), c.Input...),
@@ -173,10 +174,10 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		sink.TextDelta(resp.Message.Text)
 	}
 	if t.Usage != nil {
-		resp.Usage = llm.Usage{InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
+		resp.Usage = event.Usage{InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
 			CacheReadTokens: t.Usage.CacheReadTokens, CacheWriteTokens: t.Usage.CacheWriteTokens}
 	} else {
-		resp.Usage = llm.Usage{InputTokens: EstimateTokens(llm.RequestSize(req)), OutputTokens: EstimateTokens(resp.Message.Size())}
+		resp.Usage = event.Usage{InputTokens: EstimateTokens(llm.RequestSize(req)), OutputTokens: EstimateTokens(resp.Message.Size())}
 	}
 	return resp, nil
 }
@@ -187,9 +188,9 @@ func summary(req *llm.Request) *llm.Response {
 	in := lastUserText(req)
 	text := fmt.Sprintf("Summary written by the script provider of %d bytes of earlier turns. They ended with: %s",
 		len(in), excerpt(in[max(0, len(in)-300):], 300))
-	msg := llm.Message{Role: llm.RoleAssistant, Text: text}
+	msg := event.Message{Role: event.RoleAssistant, Text: text}
 	return &llm.Response{Message: msg, Model: "script", StopReason: "end_turn",
-		Usage: llm.Usage{InputTokens: EstimateTokens(llm.RequestSize(req)), OutputTokens: EstimateTokens(msg.Size())}}
+		Usage: event.Usage{InputTokens: EstimateTokens(llm.RequestSize(req)), OutputTokens: EstimateTokens(msg.Size())}}
 }
 
 // simulate maps a scripted error onto the agenterr code a real provider
@@ -224,7 +225,7 @@ func simulate(se *SimulatedError, where string) error {
 // lastUserText returns the text of the last user message in req.
 func lastUserText(req *llm.Request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == llm.RoleUser {
+		if req.Messages[i].Role == event.RoleUser {
 			return req.Messages[i].Text
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
 
@@ -39,7 +40,7 @@ func mustParse(t *testing.T, src string) *Script {
 }
 
 func userReq(prompt string) *llm.Request {
-	return &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Text: prompt}}}
+	return &llm.Request{Messages: []event.Message{{Role: event.RoleUser, Text: prompt}}}
 }
 
 func TestParseExample(t *testing.T) {
@@ -149,7 +150,7 @@ func TestGenerateReplaysTurnsInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
 		}
-		if resp.Message.Role != llm.RoleAssistant {
+		if resp.Message.Role != event.RoleAssistant {
 			t.Errorf("role = %q", resp.Message.Role)
 		}
 		for _, c := range resp.Message.ToolCalls {
@@ -210,12 +211,12 @@ func TestGenerateUsage(t *testing.T) {
 	s := mustParse(t, "turns:\n  - text: hi\n    usage: {input_tokens: 120, output_tokens: 8, cache_read_tokens: 3}\n  - text: the reply text here\n  - text: the reply text here\n")
 	m := New(s)
 	r1, _ := m.Generate(context.Background(), userReq("x"))
-	if r1.Usage != (llm.Usage{InputTokens: 120, OutputTokens: 8, CacheReadTokens: 3}) {
+	if r1.Usage != (event.Usage{InputTokens: 120, OutputTokens: 8, CacheReadTokens: 3}) {
 		t.Errorf("given usage = %+v", r1.Usage)
 	}
 	small, _ := m.Generate(context.Background(), userReq("short"))
 	big, _ := m.Generate(context.Background(), &llm.Request{System: strings.Repeat("s", 400),
-		Messages: []llm.Message{{Role: llm.RoleUser, Text: strings.Repeat("p", 4000)}}})
+		Messages: []event.Message{{Role: event.RoleUser, Text: strings.Repeat("p", 4000)}}})
 	if small.Usage.InputTokens <= 0 || small.Usage.OutputTokens <= 0 {
 		t.Fatalf("estimate = %+v", small.Usage)
 	}
@@ -229,11 +230,11 @@ func TestGenerateUsage(t *testing.T) {
 
 func TestExpectPromptContains(t *testing.T) {
 	src := "turns:\n  - expect: {prompt_contains: [test-failed, \"exit 1\"]}\n    text: fixing\n"
-	req := &llm.Request{Messages: []llm.Message{
-		{Role: llm.RoleUser, Text: "first prompt mentions test-failed and exit 1"},
-		{Role: llm.RoleAssistant, Text: "ok"},
-		{Role: llm.RoleUser, Text: "retry: test-failed in pkg/foo"},
-		{Role: llm.RoleTool, ToolResults: []llm.ToolResult{{CallID: "c", Content: "exit 1"}}},
+	req := &llm.Request{Messages: []event.Message{
+		{Role: event.RoleUser, Text: "first prompt mentions test-failed and exit 1"},
+		{Role: event.RoleAssistant, Text: "ok"},
+		{Role: event.RoleUser, Text: "retry: test-failed in pkg/foo"},
+		{Role: event.RoleTool, ToolResults: []event.ToolResult{{CallID: "c", Content: "exit 1"}}},
 	}}
 	_, err := New(mustParse(t, src)).Generate(context.Background(), req)
 	e := agenterr.From(err)
@@ -477,7 +478,7 @@ func FuzzScript(f *testing.F) {
 
 func TestExpectSystemContains(t *testing.T) {
 	src := "turns:\n  - expect: {system_contains: [\"You are the reviewer\"], prompt_contains: [review]}\n    text: ok\n"
-	req := &llm.Request{System: "You are the planner.", Messages: []llm.Message{{Role: llm.RoleUser, Text: "review issue 7"}}}
+	req := &llm.Request{System: "You are the planner.", Messages: []event.Message{{Role: event.RoleUser, Text: "review issue 7"}}}
 	_, err := New(mustParse(t, src)).Generate(context.Background(), req)
 	e := agenterr.From(err)
 	if e == nil || e.Code != agenterr.CodeSdkRequest || e.Line != 2 {

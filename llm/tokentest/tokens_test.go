@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
@@ -121,7 +122,7 @@ func replies() []fakellm.Reply {
 // iteration whose prompt is the step prompt plus the failure (the
 // re-prompting baseline); otherwise iterations continue one session with
 // only the retry prompt.
-func run(t *testing.T, dialect fakellm.Dialect, fresh bool) []llm.Usage {
+func run(t *testing.T, dialect fakellm.Dialect, fresh bool) []event.Usage {
 	t.Helper()
 	var model llm.Model
 	var err error
@@ -138,7 +139,7 @@ func run(t *testing.T, dialect fakellm.Dialect, fresh bool) []llm.Usage {
 	}
 	loop := llm.NewToolLoop(model, llm.Config{Tools: scenarioTools()})
 	ctx := context.Background()
-	var out []llm.Usage
+	var out []event.Usage
 	session := ""
 	for i, it := range iterations {
 		prompt := it.prompt
@@ -160,7 +161,7 @@ func run(t *testing.T, dialect fakellm.Dialect, fresh bool) []llm.Usage {
 
 // billed is input in full-price-token equivalents: cache writes and reads
 // at their rates relative to the input price of model.
-func billed(model string, u llm.Usage) float64 {
+func billed(model string, u event.Usage) float64 {
 	p, ok := llm.DefaultPrices().Lookup(model)
 	if !ok {
 		panic("no price for " + model)
@@ -172,7 +173,7 @@ func billed(model string, u llm.Usage) float64 {
 	return float64(u.InputTokens) + float64(u.CacheWriteTokens)*write/p.Input + float64(u.CacheReadTokens)*p.CacheRead/p.Input
 }
 
-func input(u llm.Usage) int64 { return u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens }
+func input(u event.Usage) int64 { return u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens }
 
 // anthropicUncachedBefore is the uncached input of this scenario with the
 // Anthropic provider as it was before rolling cache breakpoints (markers on
@@ -195,7 +196,7 @@ func TestRetryScenarioTokens(t *testing.T) {
 		t.Run(string(c.dialect), func(t *testing.T) {
 			same := run(t, c.dialect, false)
 			fresh := run(t, c.dialect, true)
-			var total, base llm.Usage
+			var total, base event.Usage
 			var billedSame float64
 			t.Logf("%s (%s): input tokens per iteration, same session vs fresh session per iteration", c.dialect, c.model)
 			t.Logf("%-4s %9s %9s %9s %9s | %9s", "iter", "uncached", "write", "read", "billed", "fresh")

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/gittest"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
@@ -149,7 +150,7 @@ func (m *replyModel) Generate(_ context.Context, req *llm.Request) (*llm.Respons
 	if !ok {
 		return nil, errors.New("no answer for " + req.OutputSchemaName)
 	}
-	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: a}, Usage: llm.Usage{InputTokens: 100, OutputTokens: 20}}, nil
+	return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: a}, Usage: event.Usage{InputTokens: 100, OutputTokens: 20}}, nil
 }
 
 // With a model, its numbers are checked against the facts: a number no

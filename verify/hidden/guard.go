@@ -51,7 +51,7 @@ func (r *Result) Failed() []string {
 
 // RunFunc runs a test validator (by name) as the verdict stage does and
 // reports whether it passed.
-type RunFunc func(ctx context.Context, validator string) (verify.ValidatorRun, bool, error)
+type RunFunc func(ctx context.Context, validator string) (event.ValidatorRun, bool, error)
 
 // Guard is the hidden-tests check of the verdict stage (a
 // verdict.OutputGuard): after the validators passed, each test validator
@@ -73,10 +73,10 @@ func (g *Guard) Name() string { return GuardName }
 
 // runPlaced runs validator with the hidden files in the work dir and
 // removes them before it returns.
-func (g *Guard) runPlaced(ctx context.Context, validator string) (verify.ValidatorRun, bool, error) {
+func (g *Guard) runPlaced(ctx context.Context, validator string) (event.ValidatorRun, bool, error) {
 	undo, err := g.Set.Place(g.Dir)
 	if err != nil {
-		return verify.ValidatorRun{}, false, err
+		return event.ValidatorRun{}, false, err
 	}
 	run, ok, err := g.Run(ctx, validator)
 	if uerr := undo(); uerr != nil && err == nil {
@@ -132,7 +132,7 @@ func (g *Guard) emit(r *Result) {
 // listing, whose command fails) fails with verify.PatternHiddenTestsFailed
 // and the params hiddenFailed, hiddenTotal and restore, which say how many
 // failed and nothing of which or why.
-func (g *Guard) CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (verify.ValidationResult, error) {
+func (g *Guard) CheckOutputs(ctx context.Context, runs []event.ValidatorRun) (event.ValidationResult, error) {
 	checked := false
 	for _, r := range runs {
 		b := g.Baselines[r.Validator]
@@ -142,7 +142,7 @@ func (g *Guard) CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (v
 		checked = true
 		run, ok, err := g.runPlaced(ctx, r.Validator)
 		if err != nil {
-			return verify.ValidationResult{}, err
+			return event.ValidationResult{}, err
 		}
 		res := &Result{Validator: r.Validator, Phase: PhaseCheck, Passed: ok, PerTest: b.PerTest}
 		if b.PerTest {
@@ -166,7 +166,7 @@ func (g *Guard) CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (v
 			// visible run passed): count the run as one failure
 			failed, total = 1, max(total, 1)
 		}
-		return verify.ValidationResult{Validator: GuardName, Pattern: verify.PatternHiddenTestsFailed, Params: map[string]any{
+		return event.ValidationResult{Validator: GuardName, Pattern: verify.PatternHiddenTestsFailed, Params: map[string]any{
 			"hiddenFailed": failed,
 			"hiddenTotal":  total,
 			"restore": fmt.Sprintf("Besides the tests you can see, `%s` is also checked against tests kept from you, and %d of those %d do not pass. "+
@@ -177,7 +177,7 @@ func (g *Guard) CheckOutputs(ctx context.Context, runs []verify.ValidatorRun) (v
 		}}, nil
 	}
 	if !checked {
-		return verify.ValidationResult{Valid: true}, nil
+		return event.ValidationResult{Valid: true}, nil
 	}
-	return verify.ValidationResult{Valid: true, Validator: GuardName}, nil
+	return event.ValidationResult{Valid: true, Validator: GuardName}, nil
 }

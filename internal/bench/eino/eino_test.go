@@ -49,15 +49,15 @@ func stepPrompt(i int) string {
 type instantModel struct{ toolCall bool }
 
 func (m instantModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
-	usage := llm.Usage{InputTokens: 100, OutputTokens: 10}
+	usage := event.Usage{InputTokens: 100, OutputTokens: 10}
 	if m.toolCall {
 		if last := req.Messages[len(req.Messages)-1]; len(last.ToolResults) == 0 {
-			return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+			return &llm.Response{Message: event.Message{Role: event.RoleAssistant, ToolCalls: []event.ToolCall{
 				{ID: "call_1", Name: "shout", Input: json.RawMessage(`{"text":"hello ada"}`)}}},
 				StopReason: "tool_use", Usage: usage}, nil
 		}
 	}
-	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Text: replyText}, StopReason: "end_turn", Usage: usage}, nil
+	return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: replyText}, StopReason: "end_turn", Usage: usage}, nil
 }
 
 // The capstan agent's model is "instant:bench", registered once.
@@ -303,8 +303,8 @@ func handLoop(ctx context.Context, b *testing.B, f *os.File) {
 		}
 	}
 	m := instantModel{}
-	var msgs []llm.Message
-	var runUsage llm.Usage
+	var msgs []event.Message
+	var runUsage event.Usage
 	for i := 1; i <= iterationsPerRun; i++ {
 		began := time.Now()
 		write(i, "", event.IterationStartEvent{Iteration: i})
@@ -312,7 +312,7 @@ func handLoop(ctx context.Context, b *testing.B, f *os.File) {
 		write(i, "work", event.PromptEvent{Source: "prompts/steps/work/main/f_default.md", Text: prompt})
 		write(i, "work", event.QueryStartEvent{SessionID: "session-1", Source: "prompts/steps/work/main/f_default.md"})
 		before := len(msgs)
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: prompt, Pinned: true})
+		msgs = append(msgs, event.Message{Role: event.RoleUser, Text: prompt, Pinned: true})
 		res, err := m.Generate(ctx, &llm.Request{System: systemPrompt, Messages: msgs})
 		if err != nil {
 			b.Fatal(err)
@@ -329,7 +329,7 @@ func handLoop(ctx context.Context, b *testing.B, f *os.File) {
 			Errors: []string{}, Usage: res.Usage, Timestamp: began.UTC(), DurationMs: time.Since(began).Milliseconds()}
 		write(i, "work", event.StepMove{From: "work", To: "work", Kind: "stay", Passed: true, Reason: "step has no check"})
 		write(i, "work", event.CheckEvent{Verdict: verdict.Continue})
-		write(i, "work", event.IterationEvent{Summary: summary, RunUsage: runUsage, StepState: &event.StepStateEvent{State: verdict.StepState{Current: "work",
+		write(i, "work", event.IterationEvent{Summary: summary, RunUsage: runUsage, StepState: &event.StepStateEvent{State: event.StepState{Current: "work",
 			Visits: map[string]int{"work": 1}, LastEntered: "work", Consecutive: 1}}})
 	}
 }
@@ -399,9 +399,9 @@ func BenchmarkToolTurn(b *testing.B) {
 		}
 		m := instantModel{toolCall: true}
 		perOp(b, func() {
-			msgs := []llm.Message{{Role: llm.RoleUser, Text: prompt}}
-			var usage llm.Usage
-			var uses []llm.ToolUse
+			msgs := []event.Message{{Role: event.RoleUser, Text: prompt}}
+			var usage event.Usage
+			var uses []event.ToolUse
 			for turn := 1; ; turn++ {
 				began := time.Now()
 				res, err := m.Generate(ctx, &llm.Request{System: systemPrompt, Messages: msgs})
@@ -415,19 +415,19 @@ func BenchmarkToolTurn(b *testing.B) {
 				if len(res.Message.ToolCalls) == 0 {
 					break
 				}
-				var results []llm.ToolResult
+				var results []event.ToolResult
 				for _, c := range res.Message.ToolCalls {
 					var in shoutInput
 					if err := json.Unmarshal(c.Input, &in); err != nil {
 						b.Fatal(err)
 					}
 					out, _ := shout(ctx, in)
-					use := llm.ToolUse{ID: c.ID, Name: c.Name, Input: c.Input, Output: out, DurationMs: time.Since(began).Milliseconds()}
+					use := event.ToolUse{ID: c.ID, Name: c.Name, Input: c.Input, Output: out, DurationMs: time.Since(began).Milliseconds()}
 					write(use)
 					uses = append(uses, use)
-					results = append(results, llm.ToolResult{CallID: c.ID, Name: c.Name, Content: out})
+					results = append(results, event.ToolResult{CallID: c.ID, Name: c.Name, Content: out})
 				}
-				msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolResults: results})
+				msgs = append(msgs, event.Message{Role: event.RoleTool, ToolResults: results})
 			}
 			write(event.SessionMessagesEvent{SessionID: "session-1", Messages: msgs})
 			write(&event.QueryResult{SessionID: "session-1", Responses: []string{replyText}, ToolUses: uses, Usage: usage, Turns: 2, StopReason: "end_turn"})

@@ -1,6 +1,6 @@
 //go:build linux
 
-package procguard
+package proc
 
 import (
 	"os"
@@ -27,7 +27,7 @@ func BenchmarkDirectTrue(b *testing.B) {
 func BenchmarkSupervisedTrue(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		sup, err := Command(Spec{Argv: []string{"/bin/true"}, Env: []string{"PATH=" + os.Getenv("PATH")}})
+		sup, err := Supervise(SupervisedSpec{Argv: []string{"/bin/true"}, Env: []string{"PATH=" + os.Getenv("PATH")}})
 		if err != nil {
 			b.Fatal(err)
 		}

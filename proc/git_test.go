@@ -1,4 +1,4 @@
-package hostcmd
+package proc
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/gittest"
-	"github.com/capstan-dev/capstan/procenv"
 )
 
 // TestGitRunsNothingTheRepositoryNames: capstan's git reads, diffs,
@@ -71,7 +70,7 @@ func TestGitConfigEnvPinsAValidatorsGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(procenv.ForCommands(os.Environ(), nil), GitConfigEnv(ctx, g, dir)...)
+	env := append(ForCommands(os.Environ(), nil), GitConfigEnv(ctx, g, dir)...)
 	cmd := exec.Command("sh", "-c", "git status --porcelain && git log -1 --format=%G? && git add -A && git commit -q -m v")
 	cmd.Dir, cmd.Env = dir, env
 	out, err := cmd.CombinedOutput()
@@ -124,7 +123,7 @@ func TestLookPathRefusesTheWorkDir(t *testing.T) {
 	if _, err := NewGit([]string{"PATH=" + path}, w); err == nil {
 		t.Error("NewGit accepted the planted git")
 	}
-	if _, err := LookPath("no-such-program-capstan", path, w); !IsNotFound(err) {
+	if _, err := LookPath("no-such-program-capstan", path, w); !IsProgramNotFound(err) {
 		t.Errorf("missing program: %v", err)
 	}
 }

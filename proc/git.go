@@ -1,4 +1,4 @@
-package hostcmd
+package proc
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/capstan-dev/capstan/procenv"
 )
 
 // Git runs git for capstan itself (the git-clean validator's repository
@@ -116,10 +114,10 @@ var pinnedConfig = [][2]string{
 	{"trace2.eventTarget", ""},
 }
 
-// PinnedKeys returns the configuration keys every git capstan runs is
+// GitPinnedKeys returns the configuration keys every git capstan runs is
 // given (the driver keys a repository names — filter.<name>.clean and the
 // like — besides).
-func PinnedKeys() []string {
+func GitPinnedKeys() []string {
 	out := make([]string, len(pinnedConfig))
 	for i, kv := range pinnedConfig {
 		out[i] = kv[0]
@@ -140,7 +138,7 @@ var pinnedEnv = []string{
 // one of workDirs) and returns the runner of capstan's own git commands,
 // whose environment is the minimal base of environ and the pins.
 func NewGit(environ []string, workDirs ...string) (*Git, error) {
-	g, path := newGuard(workDirs), pathOf(environ)
+	g, path := newWorkDirGuard(workDirs), pathOf(environ)
 	p, err := g.lookPath("git", path)
 	if err != nil {
 		return nil, err
@@ -174,7 +172,7 @@ func gitEnv(environ []string, path string) []string {
 	if lastGitEnv.env != nil && path == lastGitEnv.path && slices.Equal(environ, lastGitEnv.environ) {
 		return lastGitEnv.env
 	}
-	env := slices.DeleteFunc(procenv.Minimal(environ), func(kv string) bool {
+	env := slices.DeleteFunc(Minimal(environ), func(kv string) bool {
 		return strings.HasPrefix(kv, "LC_ALL=") || strings.HasPrefix(kv, "PATH=")
 	})
 	env = slices.Clip(append(append(env, "PATH="+path), pinnedEnv...))
@@ -219,18 +217,11 @@ func (g *Git) WithUserCredentials(ctx context.Context, environ []string) *Git {
 // work dir either. An entry given twice is kept once, where it first
 // appears (the later one would find nothing new).
 func PathOutside(path string, workDirs ...string) string {
-	return newGuard(workDirs).pathOutside(path)
+	return newWorkDirGuard(workDirs).pathOutside(path)
 }
 
 // pathOf is the PATH entry of environ.
-func pathOf(environ []string) string {
-	for i := len(environ) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(environ[i], "PATH="); ok {
-			return v
-		}
-	}
-	return ""
-}
+func pathOf(environ []string) string { return valueOf(environ, "PATH") }
 
 // Path is the git program this Git runs.
 func (g *Git) Path() string { return g.path }
@@ -265,7 +256,7 @@ func (g *Git) Command(ctx context.Context, dir string, args ...string) *exec.Cmd
 // line, and it would send the push — and the user's credentials — where
 // the model points it. The user's global rewrites still apply.
 func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	if ReachesRemote(args) {
+	if GitReachesRemote(args) {
 		if keys := g.urlRewrites(ctx, dir); len(keys) > 0 {
 			return nil, fmt.Errorf("git %s: refused: the repository's configuration rewrites remote URLs (%s in %s), which capstan's git does not follow: remove it with git -C %s config --local --unset-all %s (put a rewrite you want in your global configuration, ~/.gitconfig)",
 				strings.Join(args, " "), strings.Join(keys, ", "), filepath.Join(dir, ".git", "config"), shellWord(dir), keys[0])
@@ -288,8 +279,8 @@ func (g *Git) Output(ctx context.Context, dir string, args ...string) ([]byte, e
 	return out, nil
 }
 
-// ReachesRemote reports whether a git command line contacts a remote.
-func ReachesRemote(args []string) bool {
+// GitReachesRemote reports whether a git command line contacts a remote.
+func GitReachesRemote(args []string) bool {
 	for _, a := range args {
 		switch a {
 		case "clone", "fetch", "push", "pull", "ls-remote", "remote-https", "archive":

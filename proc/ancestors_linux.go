@@ -1,6 +1,6 @@
 //go:build linux
 
-package procguard
+package proc
 
 import (
 	"bytes"

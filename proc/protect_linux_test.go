@@ -1,6 +1,6 @@
 //go:build linux
 
-package procguard
+package proc
 
 import (
 	"os"
@@ -18,7 +18,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	Init()
+	InitSupervisor()
 	if os.Getenv(childEnv) != "" {
 		os.Exit(protectedChild(os.Getenv(childEnv)))
 	}
@@ -65,7 +65,7 @@ echo "== done"
 // outputs.
 func protectedChild(mode string) int {
 	if mode == "protect" {
-		rep, err := Protect(func(name, _ string) bool { return strings.HasSuffix(name, "_API_KEY") })
+		rep, err := ProtectSelf(func(name, _ string) bool { return strings.HasSuffix(name, "_API_KEY") })
 		if err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			return 2
@@ -87,7 +87,7 @@ func protectedChild(mode string) int {
 	direct.Env = []string{"PATH=" + os.Getenv("PATH")}
 	direct.Stdout, direct.Stderr = os.Stdout, os.Stdout
 	_ = direct.Run()
-	sup, err := Command(Spec{Argv: []string{"bash", "-c", probeScript, "probe", pid, needle}, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	sup, err := Supervise(SupervisedSpec{Argv: []string{"bash", "-c", probeScript, "probe", pid, needle}, Env: []string{"PATH=" + os.Getenv("PATH")}})
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 2
@@ -155,7 +155,7 @@ func TestProtectKeepsSecretsFromChildren(t *testing.T) {
 	}
 }
 
-// TestUnprotectedProcessLeaks shows what Protect prevents: the same probe
+// TestUnprotectedProcessLeaks shows what ProtectSelf prevents: the same probe
 // against an unprotected process finds the secret and the descriptor.
 func TestUnprotectedProcessLeaks(t *testing.T) {
 	out, _ := runChild(t, "plain")
@@ -168,7 +168,7 @@ func TestUnprotectedProcessLeaks(t *testing.T) {
 // descendants are gone when Wait returns.
 func TestSupervisorReapsEverything(t *testing.T) {
 	dir := t.TempDir()
-	sup, err := Command(Spec{Argv: []string{"bash", "-c", "setsid -f sh -c 'echo $$ > p; exec sleep 300'; while [ ! -s p ]; do sleep 0.01; done"},
+	sup, err := Supervise(SupervisedSpec{Argv: []string{"bash", "-c", "setsid -f sh -c 'echo $$ > p; exec sleep 300'; while [ ! -s p ]; do sleep 0.01; done"},
 		Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package procguard
+package proc
 
 import (
 	"encoding/json"
@@ -29,36 +29,36 @@ const (
 
 var initialized atomic.Bool
 
-// Init must run first thing in main (sandbox.Init calls it). In a normal
+// InitSupervisor must run first thing in main (sandbox.Init calls it). In a normal
 // process it records that the supervisor is available and returns; in a
-// supervisor (this binary re-executed by Command) it supervises and exits.
-func Init() {
+// supervisor (this binary re-executed by Supervise) it supervises and exits.
+func InitSupervisor() {
 	if len(os.Args) >= 2 && os.Args[1] == supervisorArg && os.Getenv(supervisorEnv) == "1" {
 		os.Exit(supervise())
 	}
 	initialized.Store(true)
 }
 
-// Available reports whether Init ran in this process, so Command can
+// SupervisorAvailable reports whether InitSupervisor ran in this process, so Supervise can
 // re-execute the binary as the supervisor.
-func Available() bool { return initialized.Load() }
+func SupervisorAvailable() bool { return initialized.Load() }
 
-// Spec is a program to run under the supervisor.
-type Spec struct {
+// SupervisedSpec is a program to run under the supervisor.
+type SupervisedSpec struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
 	Dir  string   `json:"dir"`
 }
 
-// Status is how the supervised program ended.
-type Status struct {
+// SupervisedStatus is how the supervised program ended.
+type SupervisedStatus struct {
 	Started  bool   `json:"started"`
 	ExitCode int    `json:"exit_code"`
 	Signal   int    `json:"signal,omitempty"`
 	Error    string `json:"error,omitempty"`
 }
 
-// Supervised is a command prepared by Command.
+// Supervised is a command prepared by Supervise.
 type Supervised struct {
 	// Cmd starts the supervisor. Set Stdin, Stdout and Stderr before
 	// Start; leave Args, Env, ExtraFiles and SysProcAttr alone.
@@ -66,19 +66,19 @@ type Supervised struct {
 	specW  *os.File
 	statR  *os.File
 	spec   []byte
-	status chan Status
+	status chan SupervisedStatus
 }
 
-// Command prepares spec to run under a supervisor: a child subreaper that
+// Supervise prepares spec to run under a supervisor: a child subreaper that
 // starts spec.Argv, and when it exits (or on Stop) kills every process it
 // left behind, whatever its process group or session, before exiting
 // itself. The supervisor and the program share one process group.
-func Command(spec Spec) (*Supervised, error) {
-	if !Available() {
-		return nil, errors.New("procguard: Init was not called in main")
+func Supervise(spec SupervisedSpec) (*Supervised, error) {
+	if !SupervisorAvailable() {
+		return nil, errors.New("proc: InitSupervisor was not called in main")
 	}
 	if len(spec.Argv) == 0 {
-		return nil, errors.New("procguard: empty command")
+		return nil, errors.New("proc: empty command")
 	}
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -102,7 +102,7 @@ func Command(spec Spec) (*Supervised, error) {
 	// started, as on Stop. (SIGKILL would end the supervisor alone and
 	// leave the program's processes running, re-parented to init.)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	return &Supervised{Cmd: cmd, specW: specW, statR: statR, spec: b, status: make(chan Status, 1)}, nil
+	return &Supervised{Cmd: cmd, specW: specW, statR: statR, spec: b, status: make(chan SupervisedStatus, 1)}, nil
 }
 
 // Start starts the supervisor and hands it the spec.
@@ -123,9 +123,9 @@ func (s *Supervised) Start() error {
 	go func() {
 		b, _ := io.ReadAll(s.statR)
 		s.statR.Close()
-		var st Status
+		var st SupervisedStatus
 		if json.Unmarshal(b, &st) != nil {
-			st = Status{Error: "the supervisor ended without a report"}
+			st = SupervisedStatus{Error: "the supervisor ended without a report"}
 		}
 		s.status <- st
 	}()
@@ -141,13 +141,13 @@ func (s *Supervised) Stop() {
 }
 
 // Status returns how the program ended; call it after Cmd.Wait.
-func (s *Supervised) Status() Status { return <-s.status }
+func (s *Supervised) Status() SupervisedStatus { return <-s.status }
 
 // supervise is the supervisor process.
 func supervise() int {
 	report := os.NewFile(4, "status")
 	fail := func(format string, args ...any) int {
-		b, _ := json.Marshal(Status{Error: fmt.Sprintf(format, args...)})
+		b, _ := json.Marshal(SupervisedStatus{Error: fmt.Sprintf(format, args...)})
 		if report != nil {
 			_, _ = report.Write(b)
 		}
@@ -163,7 +163,7 @@ func supervise() int {
 	if err != nil {
 		return fail("supervisor: read spec: %v", err)
 	}
-	var spec Spec
+	var spec SupervisedSpec
 	if err := json.Unmarshal(raw, &spec); err != nil || len(spec.Argv) == 0 {
 		return fail("supervisor: bad spec: %v", err)
 	}
@@ -197,7 +197,7 @@ func supervise() int {
 		killChildren()
 		<-done
 	}
-	st := Status{Started: true, ExitCode: cmd.ProcessState.ExitCode()}
+	st := SupervisedStatus{Started: true, ExitCode: cmd.ProcessState.ExitCode()}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		st.Signal = int(ws.Signal())
 	}
@@ -231,14 +231,14 @@ func reapAll() {
 
 // killChildren sends SIGKILL to every child of this process.
 func killChildren() {
-	for _, pid := range Children(os.Getpid()) {
+	for _, pid := range ChildPIDs(os.Getpid()) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
-// Children lists the pids whose parent is pid: from the children files
+// ChildPIDs lists the pids whose parent is pid: from the children files
 // of its threads, or a scan of /proc on kernels without them.
-func Children(pid int) []int {
+func ChildPIDs(pid int) []int {
 	base := "/proc/" + strconv.Itoa(pid) + "/task"
 	if tasks, err := os.ReadDir(base); err == nil {
 		var out []int

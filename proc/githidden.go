@@ -1,4 +1,4 @@
-package hostcmd
+package proc
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// Hidden is uncommitted work git status does not show.
-type Hidden struct {
+// HiddenChange is uncommitted work git status does not show.
+type HiddenChange struct {
 	// Path is relative to the repository's top level, "/"-separated.
 	Path string
 	// How says what hides it: "skip-worktree", "assume-unchanged" or
@@ -21,7 +21,7 @@ type Hidden struct {
 // Porcelain is h as a line of git status --porcelain would show it were
 // it not hidden: " M path" for a changed tracked file (" D" when it is
 // gone), "?? path" for an untracked one.
-func (h Hidden) Porcelain(dir string) string {
+func (h HiddenChange) Porcelain(dir string) string {
 	if h.How == "info/exclude" {
 		return "?? " + h.Path
 	}
@@ -43,8 +43,8 @@ func (h Hidden) Porcelain(dir string) string {
 //     ran; nil: none) and not in a .gitignore.
 //
 // A repository without such marks and patterns yields nothing.
-func (g *Git) HiddenChanges(ctx context.Context, dir string, baseExclude []byte) ([]Hidden, error) {
-	var out []Hidden
+func (g *Git) HiddenChanges(ctx context.Context, dir string, baseExclude []byte) ([]HiddenChange, error) {
+	var out []HiddenChange
 	flagged, err := g.Output(ctx, dir, "ls-files", "-v", "-z")
 	if err != nil {
 		return nil, err
@@ -79,12 +79,12 @@ func (g *Git) HiddenChanges(ctx context.Context, dir string, baseExclude []byte)
 			}
 			full := filepath.Join(dir, filepath.FromSlash(p))
 			if fi, err := os.Lstat(full); err != nil || !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
-				out = append(out, Hidden{Path: p, How: how[p]})
+				out = append(out, HiddenChange{Path: p, How: how[p]})
 				continue
 			}
 			now, err := g.Output(ctx, dir, "hash-object", "--no-filters", "--", p)
 			if err != nil || strings.TrimSpace(string(now)) != f[1] {
-				out = append(out, Hidden{Path: p, How: how[p]})
+				out = append(out, HiddenChange{Path: p, How: how[p]})
 			}
 		}
 	}
@@ -118,16 +118,16 @@ func (g *Git) HiddenChanges(ctx context.Context, dir string, baseExclude []byte)
 	already := strings.Split(string(before), "\x00")
 	for p := range strings.SplitSeq(string(byExclude), "\x00") {
 		if p != "" && !slices.Contains(already, p) {
-			out = append(out, Hidden{Path: p, How: "info/exclude"})
+			out = append(out, HiddenChange{Path: p, How: "info/exclude"})
 		}
 	}
 	return out, nil
 }
 
-// InfoExclude reads dir's .git/info/exclude as it is now (nil when the
+// GitInfoExclude reads dir's .git/info/exclude as it is now (nil when the
 // work dir has no .git directory or the file does not exist): the
 // baseline HiddenChanges compares with, read before the model runs.
-func InfoExclude(dir string) []byte {
+func GitInfoExclude(dir string) []byte {
 	b, err := os.ReadFile(filepath.Join(dir, ".git", "info", "exclude"))
 	if err != nil {
 		return nil

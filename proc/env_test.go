@@ -1,4 +1,4 @@
-package procenv
+package proc
 
 import (
 	"os"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package procguard
+package proc
 
 import (
 	"errors"
@@ -9,42 +9,44 @@ import (
 	"strconv"
 )
 
-// Report says what Protect did.
-type Report struct {
+// ProtectReport says what ProtectSelf did.
+type ProtectReport struct {
 	Wiped                                   []string
 	NonDumpable, PtraceDropped, CloseOnExec bool
 }
 
-// Protect does nothing on systems other than Linux.
-func Protect(secret func(name, value string) bool) (Report, error) { return Report{}, nil }
+// ProtectSelf does nothing on systems other than Linux.
+func ProtectSelf(secret func(name, value string) bool) (ProtectReport, error) {
+	return ProtectReport{}, nil
+}
 
-// Init does nothing on systems other than Linux.
-func Init() {}
+// InitSupervisor does nothing on systems other than Linux.
+func InitSupervisor() {}
 
-// Available is false: the supervisor needs Linux.
-func Available() bool { return false }
+// SupervisorAvailable is false: the supervisor needs Linux.
+func SupervisorAvailable() bool { return false }
 
-// Spec is a program to run under the supervisor.
-type Spec struct {
+// SupervisedSpec is a program to run under the supervisor.
+type SupervisedSpec struct {
 	Argv []string
 	Env  []string
 	Dir  string
 }
 
-// Status is how the supervised program ended.
-type Status struct {
+// SupervisedStatus is how the supervised program ended.
+type SupervisedStatus struct {
 	Started  bool
 	ExitCode int
 	Signal   int
 	Error    string
 }
 
-// Supervised is a command prepared by Command.
+// Supervised is a command prepared by Supervise.
 type Supervised struct{ Cmd *exec.Cmd }
 
-// Command is unavailable on systems other than Linux.
-func Command(spec Spec) (*Supervised, error) {
-	return nil, errors.New("procguard: the supervisor needs Linux")
+// Supervise is unavailable on systems other than Linux.
+func Supervise(spec SupervisedSpec) (*Supervised, error) {
+	return nil, errors.New("proc: the supervisor needs Linux")
 }
 
 // Start is unavailable on systems other than Linux.
@@ -54,7 +56,7 @@ func (s *Supervised) Start() error { return os.ErrInvalid }
 func (s *Supervised) Stop() {}
 
 // Status is empty on systems other than Linux.
-func (s *Supervised) Status() Status { return Status{} }
+func (s *Supervised) Status() SupervisedStatus { return SupervisedStatus{} }
 
 // AdoptOrphans does nothing on systems other than Linux.
 func AdoptOrphans() error { return nil }

@@ -1,22 +1,4 @@
-// Package hostcmd runs the programs capstan runs for itself — git, gh,
-// the claude CLI and its interpreter — so that nothing the model could
-// have written is executed or obeyed:
-//
-//   - [LookPath] resolves a program to an absolute path once, before the
-//     model runs, and refuses one that a PATH entry inside the work dir
-//     provides (a model that writes .venv/bin/git must not have it run by
-//     the next capstan run, outside the sandbox);
-//   - [Git] runs git with a minimal environment (no key) and a
-//     configuration the model cannot steer: no hooks, fsmonitor, filters,
-//     textconv, external diff or merge drivers, signing or verification
-//     programs, pager, editor, credential helper, ssh command or trace
-//     output, whatever the repository's .git/config says, and no system or
-//     global configuration file;
-//   - [GitConfigEnv] gives the same pins to the git commands of a command
-//     validator (git status in a git-clean validator).
-//
-// The environments themselves come from package procenv.
-package hostcmd
+package proc
 
 import (
 	"errors"
@@ -37,17 +19,17 @@ import (
 // nowhere. Relative PATH entries ("", ".", "bin") are skipped: they
 // would name a directory relative to wherever the program is started.
 func LookPath(name, path string, workDirs ...string) (string, error) {
-	return newGuard(workDirs).lookPath(name, path)
+	return newWorkDirGuard(workDirs).lookPath(name, path)
 }
 
-// guard answers whether a path lies inside one of the work dirs, each
+// workDirGuard answers whether a path lies inside one of the work dirs, each
 // with its symbolic links resolved once (an EvalSymlinks is an lstat of
 // every element of the path): the lookups and the PATH filter that
 // NewGit makes for one agent share it.
-type guard struct{ work []string }
+type workDirGuard struct{ work []string }
 
-func newGuard(workDirs []string) guard {
-	var g guard
+func newWorkDirGuard(workDirs []string) workDirGuard {
+	var g workDirGuard
 	for _, w := range workDirs {
 		g.work = append(g.work, candidates(w)...)
 	}
@@ -56,7 +38,7 @@ func newGuard(workDirs []string) guard {
 
 // inside returns the form of p (as given, or resolved) that lies inside a
 // work dir.
-func (g guard) inside(p string) (string, bool) {
+func (g workDirGuard) inside(p string) (string, bool) {
 	for _, c := range candidates(p) {
 		for _, wd := range g.work {
 			if within(c, wd) {
@@ -67,7 +49,7 @@ func (g guard) inside(p string) (string, bool) {
 	return "", false
 }
 
-func (g guard) lookPath(name, path string) (string, error) {
+func (g workDirGuard) lookPath(name, path string) (string, error) {
 	refuse := func(p, how string) error {
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
 			"%s %s is %s, inside the work dir: the model could have written the program capstan would run there outside the sandbox", name, how, p)
@@ -110,7 +92,7 @@ func (g guard) lookPath(name, path string) (string, error) {
 
 // pathOutside is path without its relative entries and those inside a
 // work dir (see PathOutside).
-func (g guard) pathOutside(path string) string {
+func (g workDirGuard) pathOutside(path string) string {
 	var keep []string
 	for _, d := range filepath.SplitList(path) {
 		if d == "" || !filepath.IsAbs(d) || slices.Contains(keep, d) {
@@ -147,5 +129,5 @@ func executable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// IsNotFound reports whether err is LookPath's "not on PATH".
-func IsNotFound(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+// IsProgramNotFound reports whether err is LookPath's "not on PATH".
+func IsProgramNotFound(err error) bool { return errors.Is(err, fs.ErrNotExist) }

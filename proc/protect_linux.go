@@ -1,6 +1,6 @@
 //go:build linux
 
-package procguard
+package proc
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
-// Report says what Protect did.
-type Report struct {
+// ProtectReport says what ProtectSelf did.
+type ProtectReport struct {
 	// Wiped lists the variables whose values were wiped from the initial
 	// environment block.
 	Wiped []string
@@ -28,12 +28,12 @@ type Report struct {
 	CloseOnExec bool
 }
 
-// Protect hardens the calling process against its children; see the
+// ProtectSelf hardens the calling process against its children; see the
 // package comment. secret decides which variables are wiped. Each step is
 // independent: a failure is reported in the error and the other steps
 // still run.
-func Protect(secret func(name, value string) bool) (Report, error) {
-	var rep Report
+func ProtectSelf(secret func(name, value string) bool) (ProtectReport, error) {
+	var rep ProtectReport
 	var errs []string
 	wiped, err := wipeEnvironBlock(secret)
 	rep.Wiped = wiped
@@ -56,7 +56,7 @@ func Protect(secret func(name, value string) bool) (Report, error) {
 		rep.CloseOnExec = true
 	}
 	if len(errs) > 0 {
-		return rep, fmt.Errorf("procguard: %s", strings.Join(errs, "; "))
+		return rep, fmt.Errorf("proc: %s", strings.Join(errs, "; "))
 	}
 	return rep, nil
 }

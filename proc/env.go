@@ -1,25 +1,4 @@
-// Package procenv decides the environment of every process capstan
-// starts. None of them gets capstan's own environment: each gets an
-// allow-list, so a credential no rule knows by name (PGPASSWORD,
-// MYSQL_PWD, a DSN, a webhook URL, a password manager's session) is not
-// passed rather than leaked.
-//
-//   - The model's commands — Bash, command validators, subprocess steps,
-//     MCP servers — get [ForCommands]: the minimal base, the documented
-//     toolchain variables of Go, Python, Node and Rust ([Toolchains]),
-//     and the agent's runner.boundaries.env.
-//   - git, run by capstan for itself, gets [Minimal] (plus what the git
-//     helper pins).
-//   - gh gets [ForGitHubCLI]: the minimal base, gh's own token and host
-//     variables and the network settings.
-//   - The claude CLI gets [ForClaudeCLI]: what commands get (its Bash runs
-//     the model's commands), plus its provider settings and key.
-//
-// Secret values are never passed by a pattern, only by name (see
-// [IsSecret]). capstan's own environment block — what
-// /proc/<pid>/environ shows of it — keeps only what its children may get
-// ([KeptInOwnBlock]).
-package procenv
+package proc
 
 import (
 	"slices"
@@ -37,27 +16,27 @@ var base = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAG
 // starts gets from capstan's environment, LC_* besides.
 func BaseNames() []string { return slices.Clone(base) }
 
-// Kind says what a toolchain variable's value is, which decides what a
+// VarKind says what a toolchain variable's value is, which decides what a
 // sandbox keeps of it.
-type Kind int
+type VarKind int
 
 const (
-	// Value is a setting (GOFLAGS, RUSTFLAGS).
-	Value Kind = iota
-	// Dir names a directory the toolchain reads (VIRTUAL_ENV, GOROOT).
-	Dir
-	// DirList is a list of directories, separated as PATH is
+	// VarSetting is a setting (GOFLAGS, RUSTFLAGS).
+	VarSetting VarKind = iota
+	// VarDir names a directory the toolchain reads (VIRTUAL_ENV, GOROOT).
+	VarDir
+	// VarDirList is a list of directories, separated as PATH is
 	// (PYTHONPATH, NODE_PATH).
-	DirList
-	// CacheDir names a directory the toolchain writes (GOCACHE,
+	VarDirList
+	// VarCacheDir names a directory the toolchain writes (GOCACHE,
 	// CARGO_HOME).
-	CacheDir
+	VarCacheDir
 )
 
-// Var is a toolchain variable.
-type Var struct {
+// ToolchainVar is a toolchain variable.
+type ToolchainVar struct {
 	Name string
-	Kind Kind
+	Kind VarKind
 }
 
 // Toolchain is the variables of one ecosystem that the model's commands
@@ -66,13 +45,13 @@ type Toolchain struct {
 	// Ecosystem names it ("Go", "Python", …).
 	Ecosystem string
 	// Vars are its variables.
-	Vars []Var
+	Vars []ToolchainVar
 }
 
-func values(names ...string) []Var {
-	out := make([]Var, len(names))
+func values(names ...string) []ToolchainVar {
+	out := make([]ToolchainVar, len(names))
 	for i, n := range names {
-		out[i] = Var{Name: n}
+		out[i] = ToolchainVar{Name: n}
 	}
 	return out
 }
@@ -87,21 +66,21 @@ var toolchains = []Toolchain{
 		"GOINSECURE", "GOTOOLCHAIN", "GOEXPERIMENT", "GODEBUG", "GOOS", "GOARCH", "GOAMD64", "GOARM", "GOARM64",
 		"GO386", "GOWORK", "GOTELEMETRY", "GOFIPS140", "GOGC", "GOMAXPROCS", "GOMEMLIMIT", "CGO_ENABLED",
 		"CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_LDFLAGS", "CC", "CXX", "PKG_CONFIG_PATH"),
-		Var{"GOROOT", Dir}, Var{"GOPATH", CacheDir}, Var{"GOCACHE", CacheDir}, Var{"GOMODCACHE", CacheDir}, Var{"GOTMPDIR", CacheDir})},
+		ToolchainVar{"GOROOT", VarDir}, ToolchainVar{"GOPATH", VarCacheDir}, ToolchainVar{"GOCACHE", VarCacheDir}, ToolchainVar{"GOMODCACHE", VarCacheDir}, ToolchainVar{"GOTMPDIR", VarCacheDir})},
 	{"Python", append(values("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONWARNINGS",
 		"PYTHONIOENCODING", "PYTHONUTF8", "PYTHONNOUSERSITE", "PYTHONSAFEPATH", "PYTEST_ADDOPTS", "PIP_INDEX_URL",
 		"PIP_EXTRA_INDEX_URL", "PIP_NO_CACHE_DIR", "PIP_DISABLE_PIP_VERSION_CHECK", "UV_INDEX_URL", "UV_PYTHON",
 		"CONDA_DEFAULT_ENV"),
-		Var{"VIRTUAL_ENV", Dir}, Var{"CONDA_PREFIX", Dir}, Var{"PYTHONHOME", Dir}, Var{"PYTHONPATH", DirList},
-		Var{"PIP_CACHE_DIR", CacheDir}, Var{"UV_CACHE_DIR", CacheDir})},
+		ToolchainVar{"VIRTUAL_ENV", VarDir}, ToolchainVar{"CONDA_PREFIX", VarDir}, ToolchainVar{"PYTHONHOME", VarDir}, ToolchainVar{"PYTHONPATH", VarDirList},
+		ToolchainVar{"PIP_CACHE_DIR", VarCacheDir}, ToolchainVar{"UV_CACHE_DIR", VarCacheDir})},
 	{"Node", append(values("NODE_OPTIONS", "NODE_ENV", "NODE_EXTRA_CA_CERTS", "npm_config_registry",
 		"npm_config_strict_ssl", "npm_config_cafile", "npm_config_fund", "npm_config_audit",
 		"npm_config_update_notifier", "npm_config_loglevel", "npm_config_offline", "npm_config_prefer_offline"),
-		Var{"NODE_PATH", DirList}, Var{"npm_config_prefix", Dir}, Var{"PNPM_HOME", Dir},
-		Var{"npm_config_cache", CacheDir}, Var{"YARN_CACHE_FOLDER", CacheDir})},
+		ToolchainVar{"NODE_PATH", VarDirList}, ToolchainVar{"npm_config_prefix", VarDir}, ToolchainVar{"PNPM_HOME", VarDir},
+		ToolchainVar{"npm_config_cache", VarCacheDir}, ToolchainVar{"YARN_CACHE_FOLDER", VarCacheDir})},
 	{"Rust", append(values("RUSTFLAGS", "RUSTDOCFLAGS", "RUSTUP_TOOLCHAIN", "CARGO_BUILD_JOBS", "CARGO_INCREMENTAL",
 		"CARGO_TERM_COLOR", "CARGO_NET_OFFLINE", "RUST_BACKTRACE"),
-		Var{"RUSTUP_HOME", Dir}, Var{"CARGO_HOME", CacheDir}, Var{"CARGO_TARGET_DIR", CacheDir})},
+		ToolchainVar{"RUSTUP_HOME", VarDir}, ToolchainVar{"CARGO_HOME", VarCacheDir}, ToolchainVar{"CARGO_TARGET_DIR", VarCacheDir})},
 	{"Network", values("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy",
 		"all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")},
 }
@@ -116,8 +95,8 @@ func Toolchains() []Toolchain {
 	return out
 }
 
-// ToolchainVar returns the toolchain variable called name.
-func ToolchainVar(name string) (Var, bool) {
+// LookupToolchainVar returns the toolchain variable called name.
+func LookupToolchainVar(name string) (ToolchainVar, bool) {
 	for _, t := range toolchains {
 		for _, v := range t.Vars {
 			if v.Name == name {
@@ -125,7 +104,7 @@ func ToolchainVar(name string) (Var, bool) {
 			}
 		}
 	}
-	return Var{}, false
+	return ToolchainVar{}, false
 }
 
 func inBase(name string) bool {
@@ -153,7 +132,7 @@ func Minimal(environ []string) []string {
 // Nothing else of environ is passed. The result is sorted by name.
 func ForCommands(environ, allow []string) []string {
 	return build(environ, func(k string) bool {
-		_, tc := ToolchainVar(k)
+		_, tc := LookupToolchainVar(k)
 		return tc || inBase(k)
 	}, allow)
 }
@@ -166,7 +145,7 @@ func KeptInOwnBlock(name, value string) bool {
 	if IsSecret(name, value) {
 		return false
 	}
-	_, tc := ToolchainVar(name)
+	_, tc := LookupToolchainVar(name)
 	return tc || inBase(name)
 }
 
@@ -230,7 +209,7 @@ func ForClaudeCLI(environ, allow []string) []string {
 func isNetwork(name string) bool {
 	for _, t := range toolchains {
 		if t.Ecosystem == "Network" {
-			return slices.ContainsFunc(t.Vars, func(v Var) bool { return v.Name == name })
+			return slices.ContainsFunc(t.Vars, func(v ToolchainVar) bool { return v.Name == name })
 		}
 	}
 	return false
