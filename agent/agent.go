@@ -41,8 +41,6 @@ import (
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/hidden"
-	"github.com/capstan-dev/capstan/verify/toolconf"
 )
 
 // State is a lifecycle state.
@@ -88,8 +86,8 @@ type Agent struct {
 	testGuard   *verify.LostTestsGuard // no lost tests; nil when no validator runs tests
 	// hidden are the hidden test files (runner.verification.hidden) and
 	// hiddenCheck their guard; nil without them.
-	hidden      *hidden.Set
-	hiddenCheck *hidden.Guard
+	hidden      *verify.HiddenSet
+	hiddenCheck *verify.HiddenGuard
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
@@ -124,7 +122,7 @@ type Agent struct {
 	validatorCache *sandbox.Cache
 	// toolconf is the toolchain configuration pinned for unconfined
 	// validators (nil when they run in the sandbox or there are none).
-	toolconf *toolconf.Pinned
+	toolconf *verify.PinnedToolchain
 	// bashCache is the sandboxed Bash tool's own build cache, shared by
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
@@ -316,7 +314,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	testBaselines, testWarnings, err := a.testBaselines(ctx, a.opts.Resume)
-	var hiddenBaselines []*hidden.Result
+	var hiddenBaselines []*verify.HiddenResult
 	var hiddenWarnings []string
 	if err == nil {
 		hiddenBaselines, hiddenWarnings, err = a.hiddenBaselines(ctx, a.opts.Resume)

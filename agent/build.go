@@ -15,7 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tracing"
-	"github.com/capstan-dev/capstan/verify/toolconf"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // This file holds the steps of New, in the order it takes them.
@@ -314,7 +314,7 @@ func (a *Agent) pinToolchainConfig(ctx context.Context, env *runtimeEnv) error {
 		return nil
 	}
 	var err error
-	if a.toolconf, err = toolconf.Capture(ctx, "", proc.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
+	if a.toolconf, err = verify.CaptureToolchain(ctx, "", proc.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
 		return err
 	}
 	env.pins = a.toolconf

@@ -10,7 +10,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/hidden"
 )
 
 // RunRecord is one run as reconstructed from its journal. It is what
@@ -59,7 +58,7 @@ type RunRecord struct {
 	// HiddenBaselines are the test validators' runs with the hidden test
 	// files placed, before the first iteration (tests.hidden of phase
 	// baseline), by validator: the hidden tests, kept for resume.
-	HiddenBaselines map[string]*hidden.Result `json:"hiddenBaselines,omitempty"`
+	HiddenBaselines map[string]*verify.HiddenResult `json:"hiddenBaselines,omitempty"`
 	// TestChange is the run's latest request to change protected files
 	// and its decision (nil when it made none). An approved decision is
 	// already applied to ProtectBaseline and StepBaseline.
@@ -389,13 +388,13 @@ func (r *runReader) baseline(ev journal.Event) error {
 			rec.TestBaselines[b.Validator] = &b
 		}
 	case string(event.KindHiddenTests):
-		var h hidden.Result
+		var h verify.HiddenResult
 		if err := r.decode(ev, &h); err != nil {
 			return err
 		}
-		if h.Phase == hidden.PhaseBaseline && ev.Iteration == 0 {
+		if h.Phase == verify.HiddenPhaseBaseline && ev.Iteration == 0 {
 			if rec.HiddenBaselines == nil {
-				rec.HiddenBaselines = map[string]*hidden.Result{}
+				rec.HiddenBaselines = map[string]*verify.HiddenResult{}
 			}
 			if rec.HiddenBaselines[h.Validator] == nil {
 				rec.HiddenBaselines[h.Validator] = &h

@@ -45,7 +45,7 @@ const (
 	KindProtectBaseline Kind = "protect.baseline" // ProtectBaselineEvent
 	KindTestBaseline    Kind = "tests.baseline"   // TestBaselineEvent
 	KindTestCompare     Kind = "tests.compare"    // TestCompareEvent
-	KindHiddenTests     Kind = "tests.hidden"     // hidden.Result
+	KindHiddenTests     Kind = "tests.hidden"     // verify.HiddenResult
 
 	KindTestChangeRequested Kind = "testchange.requested" // verify.TestChangeRequest
 	KindTestChangeDecided   Kind = "testchange.decided"   // verify.TestChangeDecision

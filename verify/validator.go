@@ -112,7 +112,7 @@ type ValidatorConfig struct {
 	// ReportCap bounds each report (default DefaultReportCap).
 	ReportCap int64
 	// Pins, when set, is the toolchain configuration captured when the
-	// run started (toolconf.Pinned): its variables come first in every
+	// run started (PinnedToolchain): its variables come first in every
 	// command's environment (Env wins over them), and its files are
 	// restored before each command runs.
 	Pins PinnedConfig

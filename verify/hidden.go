@@ -1,20 +1,4 @@
-// Package hidden runs tests the model never sees. The agent lists them in
-// runner.verification.hidden: globs of files in its own folder, which the
-// run pins with the rest of the definition (outside the work dir). They are
-// never in the work dir while the model acts: Place writes them there only
-// for the run of a test validator and its undo removes them (and puts back
-// whatever the model had at those paths) before anything else happens.
-//
-// A test validator is run once with the files placed when the run starts,
-// next to its ordinary baseline; the tests that run then and not without
-// the files are the hidden tests (Baseline). After every verification
-// whose validators passed, Guard runs each such validator again with the
-// files placed and fails verification (pattern hidden-tests-failed) unless
-// every hidden test ran and passed. What the model is told is how many of
-// them failed, never their names, output or contents; the journal's
-// tests.hidden events name each hidden test and its outcome, so `capstan
-// show` can list them.
-package hidden
+package verify
 
 import (
 	"errors"
@@ -29,8 +13,8 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// Set is the hidden test files of an agent.
-type Set struct {
+// HiddenSet is the hidden test files of an agent.
+type HiddenSet struct {
 	// Globs are runner.verification.hidden as written.
 	Globs []string
 	// files maps a slash path (where it is placed, relative to the work
@@ -38,14 +22,14 @@ type Set struct {
 	files map[string][]byte
 }
 
-// Load reads the files of fsys (the pinned agent folder) that globs match.
+// LoadHidden reads the files of fsys (the pinned agent folder) that globs match.
 // Each file goes to its path below the glob's folder: with "hidden/**",
 // hidden/calc/more_test.go is placed at calc/more_test.go in the work dir
 // (a glob without a folder, "*_test.go", keeps the path as it is). A glob
 // that matches no file is an error: a hidden test that is not there
 // verifies nothing; so are two files that go to one path.
-func Load(fsys fs.FS, globs []string) (*Set, error) {
-	s := &Set{Globs: slices.Clone(globs), files: map[string][]byte{}}
+func LoadHidden(fsys fs.FS, globs []string) (*HiddenSet, error) {
+	s := &HiddenSet{Globs: slices.Clone(globs), files: map[string][]byte{}}
 	for _, g := range globs {
 		matches, err := doublestar.Glob(fsys, g, doublestar.WithFilesOnly(), doublestar.WithFailOnPatternNotExist())
 		if err != nil && !errors.Is(err, doublestar.ErrPatternNotExist) {
@@ -74,7 +58,7 @@ func Load(fsys fs.FS, globs []string) (*Set, error) {
 }
 
 // Paths are the hidden files, sorted.
-func (s *Set) Paths() []string {
+func (s *HiddenSet) Paths() []string {
 	out := make([]string, 0, len(s.files))
 	for p := range s.files {
 		out = append(out, p)
@@ -85,14 +69,14 @@ func (s *Set) Paths() []string {
 
 // Has reports whether p (a slash path relative to the work dir) is a
 // hidden file.
-func (s *Set) Has(p string) bool { _, ok := s.files[p]; return ok }
+func (s *HiddenSet) Has(p string) bool { _, ok := s.files[p]; return ok }
 
 // Place writes the hidden files into workDir, each at its path, creating
 // the folders it needs. undo removes them and the folders Place made, and
 // puts back what was at those paths before (a file the model wrote there);
 // call it whatever happened. A path that leaves workDir through a
 // symbolic link the model made is refused (os.Root).
-func (s *Set) Place(workDir string) (undo func() error, err error) {
+func (s *HiddenSet) Place(workDir string) (undo func() error, err error) {
 	root, err := os.OpenRoot(workDir)
 	if err != nil {
 		return nil, fmt.Errorf("hidden tests: %w", err)

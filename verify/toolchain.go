@@ -1,19 +1,4 @@
-// Package toolconf pins the toolchain configuration that command
-// validators run with. A validator that runs unconfined keeps the user's
-// HOME, and with it the files there that steer the toolchain: go's
-// environment file (what `go env -w` writes: GOFLAGS=-exec=wrapper makes
-// every test pass), npm's user config, pip's user config, and Python's
-// user site-packages directory (where `pip install --user` puts a pytest
-// plugin, and a .pth file runs code at every start of Python). The model's
-// Bash can write those during the run. Capture copies the files when the
-// run starts into a directory of capstan's outside the work dir, and Env
-// names the copies to the validators (GOENV, npm_config_userconfig,
-// PIP_CONFIG_FILE), so what is written to the originals later does not
-// reach the tests. The copies are rewritten from memory before every
-// validator run (Restore), so a write to a copy does not last either. A
-// user site-packages directory that held nothing at the start is turned
-// off (PYTHONNOUSERSITE=1), so one made during the run is not read.
-package toolconf
+package verify
 
 import (
 	"bytes"
@@ -29,8 +14,8 @@ import (
 	"time"
 )
 
-// Pinned is the configuration captured when a run started.
-type Pinned struct {
+// PinnedToolchain is the configuration captured when a run started.
+type PinnedToolchain struct {
 	// Dir holds the copies (mode 0700); Remove deletes it.
 	Dir string
 	// Sources are the files copied, by variable ("GOENV" → the user's go
@@ -42,10 +27,10 @@ type Pinned struct {
 
 // Env returns the variables that name the copies ("GOENV=…"), for the
 // validators' environment.
-func (p *Pinned) Env() []string { return append([]string(nil), p.vars...) }
+func (p *PinnedToolchain) Env() []string { return append([]string(nil), p.vars...) }
 
 // Restore rewrites every copy with its content at capture.
-func (p *Pinned) Restore() error {
+func (p *PinnedToolchain) Restore() error {
 	for path, data := range p.copies {
 		// A copy replaced by a link or a directory goes first.
 		if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
@@ -63,17 +48,17 @@ func (p *Pinned) Restore() error {
 // maxConfigBytes bounds one copied file.
 const maxConfigBytes = 1 << 20
 
-// Capture copies the toolchain configuration that environ (the
+// CaptureToolchain copies the toolchain configuration that environ (the
 // environment validators get) makes go and npm read, into a new directory
 // under base ("" = the system temp dir). A tool that is not installed is
 // left out. A variable environ already sets to "off" (GOENV=off) stays.
-func Capture(ctx context.Context, base string, environ []string) (*Pinned, error) {
+func CaptureToolchain(ctx context.Context, base string, environ []string) (*PinnedToolchain, error) {
 	dir, err := os.MkdirTemp(base, "capstan-toolconf-")
 	if err != nil {
 		return nil, fmt.Errorf("toolchain configuration: %w", err)
 	}
-	p := &Pinned{Dir: dir, Sources: map[string]string{}, copies: map[string][]byte{}}
-	fail := func(err error) (*Pinned, error) {
+	p := &PinnedToolchain{Dir: dir, Sources: map[string]string{}, copies: map[string][]byte{}}
+	fail := func(err error) (*PinnedToolchain, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
@@ -105,7 +90,7 @@ func Capture(ctx context.Context, base string, environ []string) (*Pinned, error
 // (a later file's keys win). pip reads no user file when PIP_CONFIG_FILE
 // names an existing one, so the copy stands for all of them; with no file
 // at all the copy is empty. Without HOME nothing is pinned.
-func (p *Pinned) pinPip(environ []string) error {
+func (p *PinnedToolchain) pinPip(environ []string) error {
 	if v, ok := lookup(environ, "PIP_CONFIG_FILE"); ok && v != "" {
 		if v == os.DevNull {
 			return nil // pip reads no configuration at all
@@ -241,12 +226,12 @@ func userSiteEmpty(environ []string) bool {
 // it had when captured, into a new directory under base ("" = the system
 // temp dir): the clean run after the model's last turn reads files no
 // earlier validator run could have changed. Remove the result when done.
-func (p *Pinned) Fresh(base string) (*Pinned, error) {
+func (p *PinnedToolchain) Fresh(base string) (*PinnedToolchain, error) {
 	dir, err := os.MkdirTemp(base, "capstan-toolconf-")
 	if err != nil {
 		return nil, fmt.Errorf("toolchain configuration: %w", err)
 	}
-	q := &Pinned{Dir: dir, Sources: p.Sources, copies: map[string][]byte{}}
+	q := &PinnedToolchain{Dir: dir, Sources: p.Sources, copies: map[string][]byte{}}
 	renamed := map[string]string{}
 	for old, data := range p.copies {
 		dst := filepath.Join(dir, filepath.Base(old))
@@ -267,7 +252,7 @@ func (p *Pinned) Fresh(base string) (*Pinned, error) {
 }
 
 // Remove deletes the copies.
-func (p *Pinned) Remove() error {
+func (p *PinnedToolchain) Remove() error {
 	if p == nil || p.Dir == "" {
 		return nil
 	}
@@ -276,7 +261,7 @@ func (p *Pinned) Remove() error {
 
 // pin copies src (an empty file when it does not exist) to name in p.Dir
 // and names the copy with variable key.
-func (p *Pinned) pin(key, src, name string) error {
+func (p *PinnedToolchain) pin(key, src, name string) error {
 	data, err := readBounded(src)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("toolchain configuration %s (%s): %w", key, src, err)

@@ -1,4 +1,4 @@
-package toolconf
+package verify
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestCaptureRestoresTheCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	environ := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
-	p, err := Capture(context.Background(), t.TempDir(), environ)
+	p, err := CaptureToolchain(context.Background(), t.TempDir(), environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestCaptureWithoutConfig(t *testing.T) {
 		t.Skip("no go")
 	}
 	home := t.TempDir()
-	p, err := Capture(context.Background(), "", []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")})
+	p, err := CaptureToolchain(context.Background(), "", []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestCaptureWithoutConfig(t *testing.T) {
 			t.Fatalf("%s not pinned: %v", k, p.Env())
 		}
 	}
-	off, err := Capture(context.Background(), "", []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GOENV=off"})
+	off, err := CaptureToolchain(context.Background(), "", []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GOENV=off"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestPipConfigIsPinned(t *testing.T) {
 	write(".pip/pip.conf", "[global]\ntimeout = 10\nindex-url = https://old.example/simple\n[install]\nno-compile = yes\n")
 	write(".config/pip/pip.conf", "# mine\n[global]\nindex-url: https://new.example/simple\n  https://extra.example/simple\n")
 	environ := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
-	p, err := Capture(context.Background(), t.TempDir(), environ)
+	p, err := CaptureToolchain(context.Background(), t.TempDir(), environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestPipConfigIsPinned(t *testing.T) {
 func TestEmptyUserSiteIsTurnedOff(t *testing.T) {
 	home := t.TempDir()
 	environ := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
-	p, err := Capture(context.Background(), t.TempDir(), environ)
+	p, err := CaptureToolchain(context.Background(), t.TempDir(), environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestEmptyUserSiteIsTurnedOff(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(site, "mine.pth"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	q, err := Capture(context.Background(), t.TempDir(), environ)
+	q, err := CaptureToolchain(context.Background(), t.TempDir(), environ)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,32 +1,30 @@
-package hidden
+package verify
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/capstan-dev/capstan/event"
-
-	"github.com/capstan-dev/capstan/verify"
 )
 
-// GuardName is the name the hidden-tests check reports under
+// HiddenGuardName is the name the hidden-tests check reports under
 // (completion.check's "verified", the retry prompt's validator).
-const GuardName = "hidden-tests"
+const HiddenGuardName = "hidden-tests"
 
-// Phases of a Result.
+// Phases of a HiddenResult.
 const (
-	PhaseBaseline = "baseline"
-	PhaseCheck    = "check"
+	HiddenPhaseBaseline = "baseline"
+	HiddenPhaseCheck    = "check"
 )
 
-// NotRun is the outcome of a hidden test of the baseline that a check's
+// HiddenNotRun is the outcome of a hidden test of the baseline that a check's
 // run did not list.
-const NotRun event.TestOutcome = "not run"
+const HiddenNotRun event.TestOutcome = "not run"
 
-// Result is one run of a test validator with the hidden files placed: the
+// HiddenResult is one run of a test validator with the hidden files placed: the
 // hidden tests (by name, never their contents or output) and their
 // outcomes.
-type Result struct {
+type HiddenResult struct {
 	Validator string `json:"validator"`
 	Phase     string `json:"phase"`
 	// PerTest: the hidden tests are known one by one (the tests of this
@@ -39,41 +37,41 @@ type Result struct {
 }
 
 // Failed are the hidden tests that did not pass.
-func (r *Result) Failed() []string {
+func (r *HiddenResult) Failed() []string {
 	var out []string
 	for _, t := range r.Tests {
-		if t.Outcome != verify.Passed {
+		if t.Outcome != Passed {
 			out = append(out, t.Name)
 		}
 	}
 	return out
 }
 
-// RunFunc runs a test validator (by name) as the verdict stage does and
+// HiddenRunFunc runs a test validator (by name) as the verdict stage does and
 // reports whether it passed.
-type RunFunc func(ctx context.Context, validator string) (event.ValidatorRun, bool, error)
+type HiddenRunFunc func(ctx context.Context, validator string) (event.ValidatorRun, bool, error)
 
-// Guard is the hidden-tests check of the verdict stage (a
+// HiddenGuard is the hidden-tests check of the verdict stage (a
 // verdict.OutputGuard): after the validators passed, each test validator
 // with a baseline runs again with the hidden files placed.
-type Guard struct {
-	Set *Set
+type HiddenGuard struct {
+	Set *HiddenSet
 	// Dir is the work dir.
 	Dir string
 	// Run runs a validator (the files are placed around it).
-	Run RunFunc
+	Run HiddenRunFunc
 	// Baselines are the hidden baselines by validator.
-	Baselines map[string]*Result
+	Baselines map[string]*HiddenResult
 	// Events receives a tests.hidden event per run (nil = dropped).
 	Events event.Emitter
 }
 
 // Name implements verdict.OutputGuard.
-func (g *Guard) Name() string { return GuardName }
+func (g *HiddenGuard) Name() string { return HiddenGuardName }
 
 // runPlaced runs validator with the hidden files in the work dir and
 // removes them before it returns.
-func (g *Guard) runPlaced(ctx context.Context, validator string) (event.ValidatorRun, bool, error) {
+func (g *HiddenGuard) runPlaced(ctx context.Context, validator string) (event.ValidatorRun, bool, error) {
 	undo, err := g.Set.Place(g.Dir)
 	if err != nil {
 		return event.ValidatorRun{}, false, err
@@ -88,13 +86,13 @@ func (g *Guard) runPlaced(ctx context.Context, validator string) (event.Validato
 // TakeBaseline runs validator with the hidden files placed; visible is its
 // run without them (the no-lost-tests baseline, or a run taken for this),
 // and the hidden tests are those this run lists that visible does not.
-func (g *Guard) TakeBaseline(ctx context.Context, validator string, visible event.TestRun, visibleParsed bool) (*Result, error) {
+func (g *HiddenGuard) TakeBaseline(ctx context.Context, validator string, visible event.TestRun, visibleParsed bool) (*HiddenResult, error) {
 	run, ok, err := g.runPlaced(ctx, validator)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Validator: validator, Phase: PhaseBaseline, Passed: ok}
-	now, parsed := verify.ParseTestRunOutput(run.Output, g.Dir)
+	res := &HiddenResult{Validator: validator, Phase: HiddenPhaseBaseline, Passed: ok}
+	now, parsed := ParseTestRunOutput(run.Output, g.Dir)
 	if parsed && visibleParsed && now.PerTest && visible.PerTest {
 		res.PerTest = true
 		seen := visible.Outcomes()
@@ -105,22 +103,22 @@ func (g *Guard) TakeBaseline(ctx context.Context, validator string, visible even
 		}
 	}
 	if g.Baselines == nil {
-		g.Baselines = map[string]*Result{}
+		g.Baselines = map[string]*HiddenResult{}
 	}
 	g.Baselines[validator] = res
 	return res, nil
 }
 
-// EventKind implements event.Payload: a Result is journaled as a
+// EventKind implements event.Payload: a HiddenResult is journaled as a
 // tests.hidden event, at the start (Phase "baseline") and at each
 // verification (Phase "check").
-func (*Result) EventKind() event.Kind { return event.KindHiddenTests }
+func (*HiddenResult) EventKind() event.Kind { return event.KindHiddenTests }
 
 // Journal emits r as a tests.hidden event (TakeBaseline does not: the run
 // journals its baselines after run.start).
-func (g *Guard) Journal(r *Result) { g.emit(r) }
+func (g *HiddenGuard) Journal(r *HiddenResult) { g.emit(r) }
 
-func (g *Guard) emit(r *Result) {
+func (g *HiddenGuard) emit(r *HiddenResult) {
 	if g.Events != nil {
 		g.Events.Emit(r)
 	}
@@ -129,10 +127,10 @@ func (g *Guard) emit(r *Result) {
 // CheckOutputs implements verdict.OutputGuard: each run of a validator
 // with a hidden baseline is repeated with the hidden files placed; the
 // first whose hidden tests do not all run and pass (or, without a per-test
-// listing, whose command fails) fails with verify.PatternHiddenTestsFailed
+// listing, whose command fails) fails with PatternHiddenTestsFailed
 // and the params hiddenFailed, hiddenTotal and restore, which say how many
 // failed and nothing of which or why.
-func (g *Guard) CheckOutputs(ctx context.Context, runs []event.ValidatorRun) (event.ValidationResult, error) {
+func (g *HiddenGuard) CheckOutputs(ctx context.Context, runs []event.ValidatorRun) (event.ValidationResult, error) {
 	checked := false
 	for _, r := range runs {
 		b := g.Baselines[r.Validator]
@@ -144,14 +142,14 @@ func (g *Guard) CheckOutputs(ctx context.Context, runs []event.ValidatorRun) (ev
 		if err != nil {
 			return event.ValidationResult{}, err
 		}
-		res := &Result{Validator: r.Validator, Phase: PhaseCheck, Passed: ok, PerTest: b.PerTest}
+		res := &HiddenResult{Validator: r.Validator, Phase: HiddenPhaseCheck, Passed: ok, PerTest: b.PerTest}
 		if b.PerTest {
-			now, _ := verify.ParseTestRunOutput(run.Output, g.Dir)
+			now, _ := ParseTestRunOutput(run.Output, g.Dir)
 			outcomes := now.Outcomes()
 			for _, t := range b.Tests {
 				o, listed := outcomes[t.Name]
 				if !listed {
-					o = NotRun
+					o = HiddenNotRun
 				}
 				res.Tests = append(res.Tests, event.TestCase{Name: t.Name, Outcome: o})
 			}
@@ -166,18 +164,18 @@ func (g *Guard) CheckOutputs(ctx context.Context, runs []event.ValidatorRun) (ev
 			// visible run passed): count the run as one failure
 			failed, total = 1, max(total, 1)
 		}
-		return event.ValidationResult{Validator: GuardName, Pattern: verify.PatternHiddenTestsFailed, Params: map[string]any{
+		return event.ValidationResult{Validator: HiddenGuardName, Pattern: PatternHiddenTestsFailed, Params: map[string]any{
 			"hiddenFailed": failed,
 			"hiddenTotal":  total,
 			"restore": fmt.Sprintf("Besides the tests you can see, `%s` is also checked against tests kept from you, and %d of those %d do not pass. "+
 				"They test the task as specified, with other inputs than the visible tests: make the code correct in general, "+
 				"not only for the cases the visible tests use. "+
 				"If the task cannot be done as specified, say so: end your answer with a line starting %s and your reason, then your evidence.",
-				r.Command, failed, total, verify.CannotCompleteMarker),
+				r.Command, failed, total, CannotCompleteMarker),
 		}}, nil
 	}
 	if !checked {
 		return event.ValidationResult{Valid: true}, nil
 	}
-	return event.ValidationResult{Valid: true, Validator: GuardName}, nil
+	return event.ValidationResult{Valid: true, Validator: HiddenGuardName}, nil
 }

@@ -1,4 +1,4 @@
-package hidden
+package verify
 
 import (
 	"os"
@@ -19,18 +19,18 @@ func TestLoadPlacesBelowTheGlobsFolder(t *testing.T) {
 		"extra_test.go":             {Data: []byte("package x\n")},
 		"agent.json":                {Data: []byte("{}")},
 	}
-	s, err := Load(fsys, []string{"_hidden/**", "*_test.go"})
+	s, err := LoadHidden(fsys, []string{"_hidden/**", "*_test.go"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(s.Paths(), ","); got != "calc/more_test.go,extra_test.go,top_test.go" {
 		t.Fatalf("paths %s", got)
 	}
-	if _, err := Load(fsys, []string{"_hidden/**", "dup/**"}); err == nil || !strings.Contains(err.Error(), "no file of the agent folder matches") {
+	if _, err := LoadHidden(fsys, []string{"_hidden/**", "dup/**"}); err == nil || !strings.Contains(err.Error(), "no file of the agent folder matches") {
 		t.Fatalf("a glob matching nothing: %v", err)
 	}
 	fsys["other/top_test.go"] = &fstest.MapFile{Data: []byte("package y\n")}
-	if _, err := Load(fsys, []string{"_hidden/**", "other/**"}); err == nil || !strings.Contains(err.Error(), "two hidden files go to top_test.go") {
+	if _, err := LoadHidden(fsys, []string{"_hidden/**", "other/**"}); err == nil || !strings.Contains(err.Error(), "two hidden files go to top_test.go") {
 		t.Fatalf("two files for one path: %v", err)
 	}
 }
@@ -43,7 +43,7 @@ func TestPlaceAndUndo(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(wd, "top_test.go"), []byte("model's\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Load(fstest.MapFS{
+	s, err := LoadHidden(fstest.MapFS{
 		"h/deep/er/x_test.go": {Data: []byte("hidden x\n")},
 		"h/top_test.go":       {Data: []byte("hidden top\n")},
 	}, []string{"h/**"})
@@ -79,7 +79,7 @@ func TestPlaceRefusesALinkOut(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(wd, "deep")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Load(fstest.MapFS{"h/deep/x_test.go": {Data: []byte("hidden\n")}}, []string{"h/**"})
+	s, err := LoadHidden(fstest.MapFS{"h/deep/x_test.go": {Data: []byte("hidden\n")}}, []string{"h/**"})
 	if err != nil {
 		t.Fatal(err)
 	}
