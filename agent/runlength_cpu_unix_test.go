@@ -16,7 +16,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
-// cpuAtStart records the process's CPU time (testenv.Process) when each iteration starts.
+// cpuAtStart records the process's CPU time (testenv.ProcessCPUTime) when each iteration starts.
 type cpuAtStart struct{ at []time.Duration }
 
 func (o *cpuAtStart) Consume(e event.Event) {

@@ -15,7 +15,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Init()           // sandboxed commands re-execute the test binary as their helper
+	sandbox.Init()         // sandboxed commands re-execute the test binary as their helper
 	code := testenv.Run(m) // run journals go to a temporary state dir
 	removeSharedCache()
 	os.Exit(code)

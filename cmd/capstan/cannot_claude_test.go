@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
 

@@ -22,8 +22,8 @@ import (
 // TestMain lets a test re-execute the test binary as the capstan CLI: with
 // CAPSTAN_TEST_CLI=1 the process runs execute(os.Args after "--") and exits.
 func TestMain(m *testing.M) {
-	sandbox.Init() // the sandbox re-executes this binary as its helper
-	testenv.FakeGHMain()  // so do the workflow tests, as a fake gh
+	sandbox.Init()       // the sandbox re-executes this binary as its helper
+	testenv.FakeGHMain() // so do the workflow tests, as a fake gh
 	if os.Getenv("CAPSTAN_TEST_CLI") != "1" {
 		// Run journals go to a temporary state dir, never the user's
 		// home; CLI subprocesses inherit it.

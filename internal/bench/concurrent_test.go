@@ -17,8 +17,8 @@ import (
 	oopt "github.com/openai/openai-go/v3/option"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 	_ "github.com/capstan-dev/capstan/llm/anthropic" // the providers the runs talk to
 	_ "github.com/capstan-dev/capstan/llm/openai"

@@ -17,8 +17,8 @@ import (
 	osdk "github.com/openai/openai-go/v3"
 	oopt "github.com/openai/openai-go/v3/option"
 
-	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
 	"github.com/capstan-dev/capstan/llm/openai"

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 	"github.com/capstan-dev/capstan/sandbox"

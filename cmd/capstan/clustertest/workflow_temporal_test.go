@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/capstan-dev/capstan/internal/clitest"
-	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/scaleout"
 )
 
