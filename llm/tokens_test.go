@@ -1,8 +1,9 @@
-// Package tokentest measures what capstan's API providers send and what
-// the prompt caches of the APIs make of it, through the loopback fake
-// (internal/fakellm), which accounts cache writes and reads the way the
-// real APIs do.
-package tokentest
+package llm_test
+
+// The tests of this file measure what capstan's API providers send and
+// what the prompt caches of the APIs make of it, through the loopback
+// fake (internal/fakellm), which accounts cache writes and reads the way
+// the real APIs do.
 
 import (
 	"context"
