@@ -34,15 +34,13 @@ import (
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool/mcp"
 	"github.com/capstan-dev/capstan/tracing"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/hidden"
-	"github.com/capstan-dev/capstan/verify/toolconf"
 )
 
 // State is a lifecycle state.
@@ -88,8 +86,8 @@ type Agent struct {
 	testGuard   *verify.LostTestsGuard // no lost tests; nil when no validator runs tests
 	// hidden are the hidden test files (runner.verification.hidden) and
 	// hiddenCheck their guard; nil without them.
-	hidden      *hidden.Set
-	hiddenCheck *hidden.Guard
+	hidden      *verify.HiddenSet
+	hiddenCheck *verify.HiddenGuard
 
 	params map[string]string
 	// definition is the pinned snapshot def was loaded from (nil when it
@@ -113,7 +111,7 @@ type Agent struct {
 	// git runs capstan's own git commands (repository discovery, the
 	// validators' pinned configuration), resolved outside the work dir
 	// when the agent is built; nil when git is not installed.
-	git *hostcmd.Git
+	git *proc.Git
 	// sandbox confines the Bash tool, subprocess steps and command
 	// validators when runner.boundaries.sandbox is enabled; nil when not.
 	sandbox *sandbox.CommandRunner
@@ -124,7 +122,7 @@ type Agent struct {
 	validatorCache *sandbox.Cache
 	// toolconf is the toolchain configuration pinned for unconfined
 	// validators (nil when they run in the sandbox or there are none).
-	toolconf *toolconf.Pinned
+	toolconf *verify.PinnedToolchain
 	// bashCache is the sandboxed Bash tool's own build cache, shared by
 	// its commands for the whole run (never sealed: only the model's
 	// commands write and read it); removed when the agent is released.
@@ -288,6 +286,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	// The run's duration counts from here: the test baselines below can
 	// take longer than the iterations.
 	begun := a.opts.Now()
+	a.seedGoCaches(ctx, a.workDir)
 	if err := a.flow.start(ctx); err != nil {
 		return err
 	}
@@ -315,7 +314,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	testBaselines, testWarnings, err := a.testBaselines(ctx, a.opts.Resume)
-	var hiddenBaselines []*hidden.Result
+	var hiddenBaselines []*verify.HiddenResult
 	var hiddenWarnings []string
 	if err == nil {
 		hiddenBaselines, hiddenWarnings, err = a.hiddenBaselines(ctx, a.opts.Resume)
@@ -551,13 +550,14 @@ func (a *Agent) finish(lr *LoopResult) *event.RunResult {
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.begun).Milliseconds(), TestBaselineMs: a.testBaselineMs,
 		Journal: a.events.Path(), Error: event.NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
-		Warnings:       append([]string(nil), a.warnings...),
-		CannotComplete: a.flow.cannotComplete,
-		TestChange:     a.flow.testChange,
-		Verdict:        a.flow.closureVerdict,
-		Handoff:        a.flow.closureHandoff,
-		GitHub:         a.github,
-		Sandboxed:      a.unsandboxed() == "",
+		UsageUnreported: a.rc.UnreportedResponses,
+		Warnings:        append([]string(nil), a.warnings...),
+		CannotComplete:  a.flow.cannotComplete,
+		TestChange:      a.flow.testChange,
+		Verdict:         a.flow.closureVerdict,
+		Handoff:         a.flow.closureHandoff,
+		GitHub:          a.github,
+		Sandboxed:       a.unsandboxed() == "",
 	}
 	a.mu.Lock()
 	a.result = res

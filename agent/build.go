@@ -10,13 +10,12 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tracing"
-	"github.com/capstan-dev/capstan/verify/toolconf"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // This file holds the steps of New, in the order it takes them.
@@ -188,13 +187,13 @@ func (a *Agent) buildStream(ctx context.Context, environ []string, spanClock fun
 	consumers := []event.Consumer{&emitterConsumer{e: event.Journal{Writer: a.events}}}
 	if a.opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: a.opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: event.Discard, Secrets: procenv.SecretValues(environ), Now: spanClock})
+			Next: event.Discard, Secrets: proc.SecretValues(environ), Now: spanClock})
 		consumers = append(consumers, &emitterConsumer{e: a.tracer})
 	}
 	a.emit = event.NewStream(a.opts.Now, append(consumers, a.opts.Events...)...)
 	// The model's streamed text reaches every consumer, an embedder's
 	// too, with secret values replaced, as the journal has it.
-	a.emit.RedactModelOutput(procenv.NewStreamRedactor(environ))
+	a.emit.RedactModelOutput(proc.NewStreamRedactor(environ))
 }
 
 // findGit resolves capstan's own git once, before anything runs: a git
@@ -203,8 +202,8 @@ func (a *Agent) buildStream(ctx context.Context, environ []string, spanClock fun
 // out (a.git stays nil).
 func (a *Agent) findGit(environ []string) error {
 	var err error
-	if a.git, err = hostcmd.NewGit(environ, a.workDir); err != nil {
-		if !hostcmd.IsNotFound(err) {
+	if a.git, err = proc.NewGit(environ, a.workDir); err != nil {
+		if !proc.IsProgramNotFound(err) {
 			return err
 		}
 		a.git = nil
@@ -232,15 +231,15 @@ func (a *Agent) buildCommandRunners(ctx context.Context, environ []string) error
 // buildCompletion builds the part of the agent its files decide — the
 // completion handler, validators and step machine, by the same code
 // validate runs — with what the validators need first: the sandbox's build
-// caches, the Go caches, the pinned toolchain configuration and the hidden
-// tests. Then it fixes the repository capstan's gh calls name, before the
+// caches, the pinned toolchain configuration and the hidden tests (the Go
+// caches, which can take a minute to compile, are seeded by Start, after
+// everything that can refuse the run: a missing API key is told at once). Then it fixes the repository capstan's gh calls name, before the
 // model can touch the work dir's remotes.
 func (a *Agent) buildCompletion(ctx context.Context) error {
 	env := runtimeEnv{workDir: a.workDir, vars: a.vars, emit: a.emit, runID: a.runID, schemas: a.schemas, git: a.git}
 	if err := a.buildSandboxCaches(&env); err != nil {
 		return err
 	}
-	a.seedGoCaches(ctx, a.workDir)
 	if err := a.pinToolchainConfig(ctx, &env); err != nil {
 		return err
 	}
@@ -308,7 +307,7 @@ func (a *Agent) pinToolchainConfig(ctx context.Context, env *runtimeEnv) error {
 		return nil
 	}
 	var err error
-	if a.toolconf, err = toolconf.Capture(ctx, "", procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
+	if a.toolconf, err = verify.CaptureToolchain(ctx, "", proc.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)); err != nil {
 		return err
 	}
 	env.pins = a.toolconf

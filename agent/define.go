@@ -67,7 +67,7 @@ func Define(cfg Config) (Config, error) {
 		return cfg, e
 	}
 	def, reg := *cfg.Definition, *cfg.Registry
-	goDefaults(&def, &reg, cfg.Prompts)
+	goDefaults(&reg, cfg.Prompts)
 	files, err := readFiles(cfg.Files)
 	if err != nil {
 		return cfg, err

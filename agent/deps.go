@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/llm/modelspec"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -40,7 +41,7 @@ func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Regis
 // buildTools makes the tools the model may call: the built-in file and
 // shell tools confined to the work dir (Bash sandboxed when
 // runner.boundaries.sandbox is enabled), the Go tools of Config.Tools and
-// the tools of runner.skills. Every result passes procenv.RedactSecrets.
+// the tools of runner.skills. Every result passes proc.RedactSecrets.
 func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
 	protected, err := a.protectedFunc()
@@ -50,6 +51,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env, Protected: protected}
 	var boxed *sandbox.Runner
 	if a.sandbox != nil {
+		cfg.Env = a.withGitIdentity(ctx, b.Env)
 		// Bash's commands share a cache of their own; subprocess steps
 		// and validators never see it.
 		cfg.Runner, boxed = a.sandbox.WithCache(a.bashCache), a.sandbox.Runner
@@ -74,7 +76,7 @@ func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
 		// A Go tool's results, errors and panics pass the redaction of
 		// the built-in, MCP and skill tools: a tool that hands back a
 		// secret variable's value does not carry it to the model.
-		tools = append(tools, tool.Redacting(t, procenv.RedactSecrets))
+		tools = append(tools, tool.Redacting(t, proc.RedactSecrets))
 	}
 	if len(a.spec.Runner.Skills) == 0 {
 		return tools, nil
@@ -199,7 +201,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 		// The model's answers carry no secret value into the transcript,
 		// the journal or the next request (the same list the tool results
 		// are redacted with).
-		Redact: procenv.SecretRedactor(environ),
+		Redact: proc.SecretRedactor(environ),
 		// Keeps long sessions within the model's context window.
 		NewContext: llm.CompactionFactory(compactionOptions(r.ContextWindow, r.Compaction)),
 		Timeouts:   requestTimeouts(r.Requests).Override(a.opts.Timeouts).WithinBudget(a.timeBudget()),
@@ -334,4 +336,25 @@ func (a *Agent) costFunc(spec string) func(event.Usage) float64 {
 		usd, _ := table.Cost(model, u)
 		return usd
 	}
+}
+
+// withGitIdentity is env (runner.boundaries.env) with the user's git
+// identity (GIT_AUTHOR_NAME, …; proc.Git.UserIdentity) for sandboxed Bash,
+// whose HOME is private: without it the model's git commit fails there
+// ("Author identity unknown") for a user whose identity is in
+// ~/.gitconfig. Nothing is added when env sets an identity variable, when
+// the work dir's repository has an identity of its own, or when none is
+// known.
+func (a *Agent) withGitIdentity(ctx context.Context, env []string) []string {
+	if a.git == nil || slices.ContainsFunc(env, func(e string) bool {
+		name, _, _ := strings.Cut(e, "=")
+		return proc.IsGitIdentityVar(name)
+	}) {
+		return env
+	}
+	ident, local := a.git.CommitIdentity(ctx, a.workDir, os.Environ())
+	if local || ident == nil {
+		return env
+	}
+	return append(slices.Clone(env), ident...)
 }

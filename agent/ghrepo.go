@@ -7,7 +7,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/github"
-	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/verdict"
 )
 
@@ -51,8 +51,8 @@ func (a *Agent) pinGitHubRepo(ctx context.Context) error {
 // could have written — inside the work dir, where a PATH entry may point —
 // is refused.
 func (a *Agent) findGH() error {
-	p, err := hostcmd.LookPath("gh", a.opts.Getenv("PATH"), a.workDir)
-	if hostcmd.IsNotFound(err) {
+	p, err := proc.LookPath("gh", a.opts.Getenv("PATH"), a.workDir)
+	if proc.IsProgramNotFound(err) {
 		e := agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
 			"capstan calls gh for this agent (runner.integrations.github or an externalState completion), but gh is not on PATH")
 		e.Hint = "install the GitHub CLI (https://cli.github.com) and run `gh auth login`"

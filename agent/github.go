@@ -13,7 +13,7 @@ import (
 	"github.com/capstan-dev/capstan/github"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // issueNumber is what the issue parameter must look like before it
@@ -191,7 +191,7 @@ func (a *Agent) ghCLI(repo string) *github.CLI {
 func (a *Agent) gh(ctx context.Context, out *event.GitHubOutcome, args []string) bool {
 	call := a.ghCLI(a.ghRepo.Repo).Run(context.WithoutCancel(ctx), args...)
 	ev := event.GitHubCallEvent{Args: call.Args, ExitCode: call.ExitCode, DurationMs: call.Duration.Milliseconds(),
-		Output: procenv.RedactSecrets(strings.TrimSpace(strings.TrimSpace(string(call.Stdout)) + "\n" + strings.TrimSpace(string(call.Stderr))))}
+		Output: proc.RedactSecrets(strings.TrimSpace(strings.TrimSpace(string(call.Stdout)) + "\n" + strings.TrimSpace(string(call.Stderr))))}
 	if call.Err != nil {
 		ev.Error = call.Err.Error()
 		if call.TimedOut {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -34,7 +34,7 @@ func (a *Agent) seedGoCaches(ctx context.Context, wd string) {
 	}
 	g := &goCaches{}
 	a.goCaches = g
-	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
+	environ := proc.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
 	root := filepath.Join(userCache, "capstan")
 	if a.validatorCache != nil {
 		// Only a run whose validators fill a cache of their own (a new
@@ -148,7 +148,7 @@ func (a *Agent) goStdlibSeed(ctx context.Context, wd string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	environ := procenv.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
+	environ := proc.ForCommands(os.Environ(), a.spec.Runner.Boundaries.Env)
 	return sandbox.GoStdlibSeed(ctx, filepath.Join(userCache, "capstan", "go-stdlib"), environ, wd)
 }
 

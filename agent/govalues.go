@@ -14,29 +14,23 @@ import (
 )
 
 // GoValuesVersion is the definition version of an agent built from Go
-// values that sets none: agent.json must name its version, Go values need
-// not.
-const GoValuesVersion = "1.0.0"
+// values that sets none: agentdir.DefaultVersion, as for a folder's
+// agent.json.
+const GoValuesVersion = agentdir.DefaultVersion
 
 // goStepPromptC3 is the C3 coordinate of a step prompt given as Go text
 // (Prompts.Steps) whose step names no C2 and C3.
 const goStepPromptC3 = "main"
 
-// goDefaults fills what only a file needs, for an agent built from Go
-// values: the definition's version (GoValuesVersion), the registry's
-// agentId (the definition's name), its steps when it declares none (one
-// normal step per step prompt of p), its entry step when it has one step
-// and no entry step, and the prompt coordinates C2 and C3 of each step
+// goDefaults fills what only Go values can leave out, for an agent built
+// from them: the registry's steps when it declares none (one normal step
+// per step prompt of p), and the prompt coordinates C2 and C3 of each step
 // that names neither and has a prompt in p (C2 = the step id when it is a
-// file name, C3 = "main"). def and reg are the caller's copies; reg's
-// Steps map is copied before it is changed.
-func goDefaults(def *agentdir.Definition, reg *agentdir.Registry, p Prompts) {
-	if def.Version == "" {
-		def.Version = GoValuesVersion
-	}
-	if reg.AgentID == "" {
-		reg.AgentID = def.Name
-	}
+// file name, C3 = "main"). What a folder may leave out too (the version,
+// agentId, the entry step of a one-step registry) agentdir.ApplyDefaults
+// fills for both. reg is the caller's copy; its Steps map is copied before
+// it is changed.
+func goDefaults(reg *agentdir.Registry, p Prompts) {
 	prompted := map[string]bool{}
 	for id := range p.Steps {
 		prompted[id] = true
@@ -51,11 +45,6 @@ func goDefaults(def *agentdir.Definition, reg *agentdir.Registry, p Prompts) {
 		reg.Steps = make(map[string]agentdir.Step, len(p.Steps))
 		for id := range p.Steps {
 			reg.Steps[id] = agentdir.Step{}
-		}
-	}
-	if reg.EntryStep == "" && len(reg.EntryStepMapping) == 0 && len(reg.Steps) == 1 {
-		for id := range reg.Steps {
-			reg.EntryStep = id
 		}
 	}
 	for id, st := range reg.Steps {
@@ -105,6 +94,12 @@ func goLocator(registryFile string, placed map[string]string) func([]agentdir.Pr
 				p.Message = "a required field is not set"
 				if _, what, ok := strings.Cut(p.Hint, ": "); ok {
 					p.Hint = "set it: " + what
+				} else {
+					p.Hint = "set it"
+				}
+				if p.Code == "SR-SCHEMA-REQUIRED" && p.Pointer == "/steps" {
+					p.Message = "the agent has no steps"
+					p.Hint = "give each step its prompt in Config.Prompts.Steps (one step per prompt), or declare the steps in Config.Registry.Steps"
 				}
 			case p.Code == "AC-MODEL-SCRIPT":
 				p.Hint = "put the script in Config.Files at the path the model names, or fix Config.Model"

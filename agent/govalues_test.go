@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,22 +39,14 @@ func TestGoValuesNeedNoFileCoordinates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	write := func(rel, text string) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(agentdir.AgentFile, `{"version": "1.0.0", "name": "greeter", "runner": {"model": "script:replies.yaml",
-		"completion": {"type": "keyword", "keyword": "DONE", "validators": ["loud"]}}}`)
-	write(agentdir.DefaultRegistryFile, `{"agentId": "greeter", "entryStep": "greet", "steps": {"greet": {"c2": "greet", "c3": "main"}},
-		"validators": {"loud": {"type": "command", "command": "true", "failurePattern": "file-not-exists"}}}`)
-	write("prompts/steps/greet/main/f_default.md", "Say DONE.")
-	write("replies.yaml", "turns:\n  - text: DONE\n")
+	dir := writeFolder(t, map[string]string{
+		agentdir.AgentFile: `{"version": "1.0.0", "name": "greeter", "runner": {"model": "script:replies.yaml",
+		"completion": {"type": "keyword", "keyword": "DONE", "validators": ["loud"]}}}`,
+		agentdir.DefaultRegistryFile: `{"agentId": "greeter", "entryStep": "greet", "steps": {"greet": {"c2": "greet", "c3": "main"}},
+		"validators": {"loud": {"type": "command", "command": "true", "failurePattern": "file-not-exists"}}}`,
+		"prompts/steps/greet/main/f_default.md": "Say DONE.",
+		"replies.yaml":                          "turns:\n  - text: DONE\n",
+	})
 	fromFolder, err := Load(dir, Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -196,5 +189,122 @@ func TestGoFieldPath(t *testing.T) {
 		if got := goFieldPath(reflect.TypeFor[agentdir.Definition](), ptr); got != want {
 			t.Errorf("%q → %q, want %q", ptr, got, want)
 		}
+	}
+}
+
+// writeFolder writes files (path → text) into a new agent folder.
+func writeFolder(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, text := range files {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestFolderAndGoValuesAgreeOnDefaults: what Go values may leave out — the
+// version, agentId, the entry step of a one-step registry (also when
+// climpt's detect:graph names it) — a folder may leave out too, with the
+// same values; and both refuse the same things: two steps and no entry
+// step, a detect:graph entry step that is no step.
+func TestFolderAndGoValuesAgreeOnDefaults(t *testing.T) {
+	replies := "turns:\n  - text: DONE\n"
+	asJSON := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	goValues := minimalGoValues()
+	goValues.Registry.EntryStep = ""
+	goValues.Files = fstest.MapFS{"replies.yaml": {Data: []byte(replies)}}
+	fromGo, err := Define(goValues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := map[string]string{
+		agentdir.AgentFile: `{"name": "greeter", "runner": {"model": "script:replies.yaml",
+			"completion": {"type": "keyword", "keyword": "DONE", "validators": ["loud"]}}}`,
+		agentdir.DefaultRegistryFile: `{"steps": {"greet": {"c2": "greet", "c3": "main"}},
+			"validators": {"loud": {"type": "command", "command": "true", "failurePattern": "file-not-exists"}}}`,
+		"prompts/steps/greet/main/f_default.md": "Say DONE.",
+		"replies.yaml":                          replies,
+	}
+	fromFolder, err := Load(writeFolder(t, folder), Config{})
+	if err != nil {
+		t.Fatalf("a folder without version, agentId and the entry step of its one step: %v", err)
+	}
+	if g, f := asJSON(fromGo.Agent.Definition()), asJSON(fromFolder.Agent.Definition()); g != f {
+		t.Errorf("definitions differ:\nGo:     %s\nfolder: %s", g, f)
+	}
+	if g, f := asJSON(fromGo.Agent.Registry()), asJSON(fromFolder.Agent.Registry()); g != f {
+		t.Errorf("registries differ:\nGo:     %s\nfolder: %s", g, f)
+	}
+	if d, r := fromFolder.Agent.Definition(), fromFolder.Agent.Registry(); d.Version != "1.0.0" || r.AgentID != "greeter" || r.EntryStep != "greet" {
+		t.Errorf("folder defaults: version %q, agentId %q, entryStep %q", d.Version, r.AgentID, r.EntryStep)
+	}
+
+	// Two steps and no entry step: both refuse, with the same code.
+	twoGo := minimalGoValues()
+	twoGo.Registry.EntryStep, twoGo.Registry.Steps = "", nil
+	twoGo.Prompts.Steps = map[string]string{"greet": "Say DONE.", "wave": "Say DONE."}
+	twoGo.Files = goValues.Files
+	_, goErr := Define(twoGo)
+	two := maps.Clone(folder)
+	two[agentdir.DefaultRegistryFile] = `{"steps": {"greet": {"c2": "greet", "c3": "main"}, "wave": {"c2": "greet", "c3": "main"}},
+		"validators": {"loud": {"type": "command", "command": "true", "failurePattern": "file-not-exists"}}}`
+	_, folderErr := Load(writeFolder(t, two), Config{})
+	for name, err := range map[string]error{"Go": goErr, "folder": folderErr} {
+		if err == nil || !strings.Contains(err.Error(), "SR-ENTRY-STEP entryStep is not set and the registry has 2 steps") {
+			t.Errorf("%s: two steps without an entry step: %v", name, err)
+		}
+	}
+	if goErr != nil && !strings.Contains(goErr.Error(), "Config.Registry.EntryStep: error SR-ENTRY-STEP") {
+		t.Errorf("Go values' problem is not at the Go field: %v", goErr)
+	}
+
+	// climpt's detect:graph names the entry step in the verdict's config.
+	for entry, ok := range map[string]bool{"greet": true, "zz": false} {
+		graphGo := minimalGoValues()
+		graphGo.Registry.EntryStep = ""
+		graphGo.Definition.Runner.Completion = agentdir.Completion{}
+		graphGo.Definition.Runner.Verdict = &agentdir.Verdict{Type: agentdir.VerdictDetectGraph, Config: agentdir.VerdictConfig{EntryStep: entry}}
+		graphGo.Files = goValues.Files
+		_, goErr := Define(graphGo)
+		graph := maps.Clone(folder)
+		graph[agentdir.AgentFile] = `{"name": "greeter", "runner": {"model": "script:replies.yaml",
+			"verdict": {"type": "detect:graph", "config": {"entryStep": "` + entry + `"}}}}`
+		_, folderErr := Load(writeFolder(t, graph), Config{})
+		for name, err := range map[string]error{"Go": goErr, "folder": folderErr} {
+			if ok && err != nil {
+				t.Errorf("%s: detect:graph entry step %q: %v", name, entry, err)
+			}
+			if !ok && (err == nil || !strings.Contains(err.Error(), `SR-ENTRY-STEP entryStep "zz" is not a step`)) {
+				t.Errorf("%s: detect:graph entry step %q that is no step: %v", name, entry, err)
+			}
+		}
+	}
+}
+
+// TestGoValuesWithoutStepsSayHowToGiveThem: a registry without steps and
+// no step prompts is told, at the Go field, how to give the steps — not
+// that a JSON value is null.
+func TestGoValuesWithoutStepsSayHowToGiveThem(t *testing.T) {
+	cfg := minimalGoValues()
+	cfg.Registry.EntryStep, cfg.Registry.Steps, cfg.Prompts = "", nil, Prompts{}
+	cfg.Files = fstest.MapFS{"replies.yaml": {Data: []byte("turns:\n  - text: DONE\n")}}
+	_, err := Define(cfg)
+	if err == nil || !strings.Contains(err.Error(), "Config.Registry.Steps: error SR-SCHEMA-REQUIRED the agent has no steps — give each step its prompt in Config.Prompts.Steps") {
+		t.Fatalf("no steps: %v", err)
+	}
+	if strings.Contains(err.Error(), "null") || strings.Contains(err.Error(), "EntryStepMapping") {
+		t.Errorf("no steps: %v", err)
 	}
 }

@@ -7,13 +7,12 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/hidden"
 )
 
 // loadHidden reads the hidden test files (runner.verification.hidden) from
 // the pinned definition, or from the agent folder when the definition was
 // built in Go; nil when there are none.
-func (a *Agent) loadHidden() (*hidden.Set, error) {
+func (a *Agent) loadHidden() (*verify.HiddenSet, error) {
 	globs := a.spec.Runner.Verification.Hidden
 	if len(globs) == 0 {
 		return nil, nil
@@ -25,16 +24,16 @@ func (a *Agent) loadHidden() (*hidden.Set, error) {
 		}
 		fsys = os.DirFS(a.def.Dir())
 	}
-	return hidden.Load(fsys, globs)
+	return verify.LoadHidden(fsys, globs)
 }
 
 // hiddenGuard is the hidden-tests guard of the verdict stage; nil when the
 // agent has no hidden tests or no validator runs tests.
-func (a *Agent) hiddenGuard() *hidden.Guard {
+func (a *Agent) hiddenGuard() *verify.HiddenGuard {
 	if a.hidden == nil || len(a.testConditions()) == 0 {
 		return nil
 	}
-	a.hiddenCheck = &hidden.Guard{Set: a.hidden, Dir: a.workDir, Events: a.emit, Run: a.runTestValidator}
+	a.hiddenCheck = &verify.HiddenGuard{Set: a.hidden, Dir: a.workDir, Events: a.emit, Run: a.runTestValidator}
 	return a.hiddenCheck
 }
 
@@ -55,15 +54,15 @@ func (a *Agent) runTestValidator(ctx context.Context, name string) (event.Valida
 // hidden files placed, now, before the first iteration (the hidden tests
 // are the tests of that run that its run without them does not list). It
 // returns the baselines to journal and the warnings to journal with them.
-func (a *Agent) hiddenBaselines(ctx context.Context, r *RunRecord) ([]*hidden.Result, []string, error) {
+func (a *Agent) hiddenBaselines(ctx context.Context, r *RunRecord) ([]*verify.HiddenResult, []string, error) {
 	g := a.hiddenCheck
 	if g == nil {
 		return nil, nil, nil
 	}
 	if g.Baselines == nil {
-		g.Baselines = map[string]*hidden.Result{}
+		g.Baselines = map[string]*verify.HiddenResult{}
 	}
-	var taken []*hidden.Result
+	var taken []*verify.HiddenResult
 	var warnings []string
 	for _, c := range a.testConditions() {
 		if r != nil && r.HiddenBaselines[c.Validator] != nil {

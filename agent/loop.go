@@ -59,6 +59,10 @@ type RuntimeContext struct {
 	// summary holds; it counts in the result and the budgets.
 	Unrecorded        event.Usage
 	UnrecordedCostUSD float64
+	// UnreportedResponses counts the responses of those iterations whose
+	// usage their provider never reported (RunRecord.UnreportedResponses):
+	// Unrecorded misses their tokens.
+	UnreportedResponses int
 }
 
 // Turn is what the flow wants sent in one iteration.

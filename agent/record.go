@@ -10,7 +10,6 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
-	"github.com/capstan-dev/capstan/verify/hidden"
 )
 
 // RunRecord is one run as reconstructed from its journal. It is what
@@ -39,6 +38,13 @@ type RunRecord struct {
 	// iteration summary. Resume counts
 	// it in the run's usage and budgets.
 	UnrecordedUsage event.Usage `json:"unrecordedUsage,omitzero"`
+	// UnreportedResponses counts the responses of those iterations that a
+	// kill cut while they streamed before their provider reported their
+	// usage (a model.usage marked unreported with no model.turn after
+	// it: OpenAI-compatible servers report usage in a stream's last
+	// chunk). They were billed, but their tokens are in no figure:
+	// UnrecordedUsage, and a resumed run's usage, are lower bounds.
+	UnreportedResponses int `json:"unreportedResponses,omitempty"`
 	// ProtectBaseline is the run's first protect.baseline: the protected
 	// files as they were when the run started (nil when none are).
 	ProtectBaseline *event.ProtectBaseline `json:"protectBaseline,omitempty"`
@@ -52,7 +58,7 @@ type RunRecord struct {
 	// HiddenBaselines are the test validators' runs with the hidden test
 	// files placed, before the first iteration (tests.hidden of phase
 	// baseline), by validator: the hidden tests, kept for resume.
-	HiddenBaselines map[string]*hidden.Result `json:"hiddenBaselines,omitempty"`
+	HiddenBaselines map[string]*verify.HiddenResult `json:"hiddenBaselines,omitempty"`
 	// TestChange is the run's latest request to change protected files
 	// and its decision (nil when it made none). An approved decision is
 	// already applied to ProtectBaseline and StepBaseline.
@@ -123,7 +129,10 @@ type runReader struct {
 	pending event.Usage
 	// inFlight is the usage of a response that began streaming and has no
 	// model.turn yet (model.usage): a kill that cut it leaves it billed.
-	inFlight event.Usage
+	// inFlightUnreported says that its provider had not reported the
+	// response's own usage yet (inFlight misses it).
+	inFlight           event.Usage
+	inFlightUnreported bool
 }
 
 // read folds one event into the record.
@@ -205,7 +214,10 @@ func (r *runReader) keep(ev journal.Event) {
 func (r *runReader) settlePending() {
 	r.pending.Add(r.inFlight)
 	r.rec.UnrecordedUsage.Add(r.pending)
-	r.pending, r.inFlight = event.Usage{}, event.Usage{}
+	if r.inFlightUnreported {
+		r.rec.UnreportedResponses++
+	}
+	r.pending, r.inFlight, r.inFlightUnreported = event.Usage{}, event.Usage{}, false
 }
 
 // billed adds a model turn's usage, or a compaction's, to the attempt
@@ -218,12 +230,12 @@ func (r *runReader) billed(ev journal.Event) {
 		if ev.Iteration > 0 && r.decode(ev, &mt) == nil {
 			r.pending.Add(mt.Usage)
 		}
-		r.inFlight = event.Usage{} // in the turn's usage
+		r.inFlight, r.inFlightUnreported = event.Usage{}, false // in the turn's usage
 		return
 	case journal.ModelUsage:
 		var mu event.ModelUsageEvent
 		if ev.Iteration > 0 && r.decode(ev, &mu) == nil {
-			r.inFlight = mu.Usage
+			r.inFlight, r.inFlightUnreported = mu.Usage, mu.Unreported
 		}
 		return
 	}
@@ -316,7 +328,7 @@ func (r *runReader) iterationEnd(ev journal.Event) error {
 		r.tentative = e.StepState // format 2: the state travels with the end
 	}
 	if it.Finished {
-		r.pending, r.inFlight = event.Usage{}, event.Usage{} // in the summary
+		r.pending, r.inFlight, r.inFlightUnreported = event.Usage{}, event.Usage{}, false // in the summary
 	}
 	if r.tentative != nil && it.Finished {
 		r.rec.stepState, it.stepState, r.tentative = r.tentative, r.tentative, nil
@@ -376,13 +388,13 @@ func (r *runReader) baseline(ev journal.Event) error {
 			rec.TestBaselines[b.Validator] = &b
 		}
 	case string(event.KindHiddenTests):
-		var h hidden.Result
+		var h verify.HiddenResult
 		if err := r.decode(ev, &h); err != nil {
 			return err
 		}
-		if h.Phase == hidden.PhaseBaseline && ev.Iteration == 0 {
+		if h.Phase == verify.HiddenPhaseBaseline && ev.Iteration == 0 {
 			if rec.HiddenBaselines == nil {
-				rec.HiddenBaselines = map[string]*hidden.Result{}
+				rec.HiddenBaselines = map[string]*verify.HiddenResult{}
 			}
 			if rec.HiddenBaselines[h.Validator] == nil {
 				rec.HiddenBaselines[h.Validator] = &h

@@ -14,7 +14,7 @@ func (a *Agent) restore(r *RunRecord) error {
 		a.rc.Carry = event.UpdateCarry(a.rc.Carry, it.Summary)
 	}
 	a.rc.Iteration = len(a.rc.Summaries)
-	a.rc.Unrecorded = r.UnrecordedUsage
+	a.rc.Unrecorded, a.rc.UnreportedResponses = r.UnrecordedUsage, r.UnreportedResponses
 	if cost := a.costFunc(a.model); cost != nil {
 		a.rc.UnrecordedCostUSD = cost(r.UnrecordedUsage)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/proc"
 
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/verdict"
@@ -40,7 +40,7 @@ type runtimeEnv struct {
 	// git reads the repository configuration whose programs the
 	// validators' git commands are kept from running (nil: the fixed pins
 	// only).
-	git *hostcmd.Git
+	git *proc.Git
 }
 
 // compile turns a definition into its runtime objects. Every problem it

@@ -12,7 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -62,7 +62,7 @@ func TestCustomToolResultsAreRedacted(t *testing.T) {
 	if strings.Contains(string(b), key) {
 		t.Errorf("the journal holds the key")
 	}
-	if !strings.Contains(string(b), "value: "+procenv.Redacted) || !strings.Contains(string(b), "probe "+procenv.Redacted+" unreachable") {
+	if !strings.Contains(string(b), "value: "+proc.Redacted) || !strings.Contains(string(b), "probe "+proc.Redacted+" unreachable") {
 		t.Errorf("the journal lacks the redacted result or error:\n%s", b)
 	}
 }
@@ -105,7 +105,7 @@ func TestStreamedModelOutputIsRedacted(t *testing.T) {
 			t.Fatalf("%+v %+v", res, res.Error)
 		}
 		a.Stop()
-		if got, want := strings.Join(sink.Outline(), " | "), "text:the key is "+procenv.Redacted+" | start:Write | end:Write | text:DONE "+procenv.Redacted; got != want {
+		if got, want := strings.Join(sink.Outline(), " | "), "text:the key is "+proc.Redacted+" | start:Write | end:Write | text:DONE "+proc.Redacted; got != want {
 			t.Errorf("with %d consumers, the context's sink got %q, want %q", len(events), got, want)
 		}
 	}
@@ -123,7 +123,7 @@ func TestStreamedModelOutputIsRedacted(t *testing.T) {
 	if strings.Contains(all.String(), key) {
 		t.Errorf("the model output events hold the key: %s", all.String())
 	}
-	if want := "the key is " + procenv.Redacted + "DONE " + procenv.Redacted; texts.String() != want {
+	if want := "the key is " + proc.Redacted + "DONE " + proc.Redacted; texts.String() != want {
 		t.Errorf("streamed text %q, want %q", texts.String(), want)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/internal/statetest"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -41,7 +41,7 @@ func withSharedCache(t testing.TB, opts BuildOptions) BuildOptions {
 		// user shares, as a run seeds its own cache: otherwise the warm-up
 		// compiles the standard library again (about 20 CPU seconds) in
 		// every run of this package.
-		env := procenv.ForCommands(os.Environ(), nil)
+		env := proc.ForCommands(os.Environ(), nil)
 		seed, err := sandbox.GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env)
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/verify"
@@ -39,7 +39,7 @@ const defaultSubprocessTimeout = 30 * time.Second
 type subprocessBridge struct {
 	argv    []string
 	workDir string
-	env     []string // runner.boundaries.env (see procenv.ForCommands)
+	env     []string // runner.boundaries.env (see proc.ForCommands)
 	timeout time.Duration
 	emit    event.Emitter // receives the run as a tool.call event
 	// sandbox runs the command when runner.boundaries.sandbox is enabled
@@ -118,7 +118,7 @@ func (b *subprocessBridge) Query(ctx context.Context, _ string, _ llm.QueryOptio
 	var out event.ValidatorOutput
 	if b.sandbox != nil {
 		res, stderr, err := b.sandbox.RunArgv(ctx, b.argv, tool.CommandSpec{Dir: b.workDir, Timeout: b.timeout,
-			Env: procenv.ForCommands(os.Environ(), b.env)})
+			Env: proc.ForCommands(os.Environ(), b.env)})
 		if err != nil {
 			return nil, err
 		}

@@ -137,6 +137,40 @@ func TestUsageOfAResponseInFlightCountsOnce(t *testing.T) {
 	}
 }
 
+// A response that began to stream before its provider reported its usage
+// (model.usage unreported: OpenAI-compatible servers report it in the
+// last chunk) and that a kill cut is counted as unreported, once per
+// response: the usage figures miss it, and the record says how many
+// responses they miss. A response whose usage the stream then reported,
+// or whose turn finished, is not.
+func TestUsageOfAResponseCutBeforeItsUsageIsCountedUnreported(t *testing.T) {
+	_, _, first, w := killedInIterationTwo(t)
+	w.Append(journal.IterationStart, nil)
+	// Reported in its last chunk, then its turn: counted in the turn.
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Unreported: true})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: event.Usage{InputTokens: 400, OutputTokens: 40}})
+	w.Append(journal.ModelTurn, event.ModelTurnEvent{Turn: 1, Usage: event.Usage{InputTokens: 400, OutputTokens: 40}})
+	// Reported in its last chunk, then the kill: counted exactly.
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 2, Unreported: true})
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 2, Usage: event.Usage{InputTokens: 500, OutputTokens: 50}})
+	// A resume killed while its first response streamed, unreported.
+	w.Append(journal.RunStart, RunStartEvent{Resumed: true, Iteration: 1})
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Unreported: true})
+	// And another.
+	w.Append(journal.RunStart, RunStartEvent{Resumed: true, Iteration: 1})
+	w.Append(journal.IterationStart, nil)
+	w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Unreported: true})
+	w.Close()
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (event.Usage{InputTokens: 900, OutputTokens: 90}); rec.UnrecordedUsage != want || rec.UnreportedResponses != 2 {
+		t.Fatalf("unrecorded %+v, unreported responses %d; want %+v and 2", rec.UnrecordedUsage, rec.UnreportedResponses, want)
+	}
+}
+
 // killedInIterationTwo runs a two-turn agent's first iteration to its end
 // (in the work dir wd) and returns its journal opened for appending what
 // a kill in iteration 2 leaves, positioned there.

@@ -13,10 +13,14 @@ const (
 	DefaultSchemasDir     = "schemas"
 	DefaultStepType       = "normal"
 	DefaultOnExhausted    = "error"
+	// DefaultVersion is the version of an agent definition that sets none.
+	DefaultVersion = "1.0.0"
 )
 
-// ApplyDefaults fills unset fields of def and reg in place: registry file
-// steps_registry.json, c1 "steps", step edition "default",
+// ApplyDefaults fills unset fields of def and reg in place: version
+// "1.0.0", registry file steps_registry.json, the registry's agentId (the
+// definition's name), its entryStep (the only step, when it has one step
+// and no entryStepMapping), c1 "steps", step edition "default",
 // retry maxRetries 3 and onExhausted "error" (when retry is set without
 // them), permissionMode
 // "default", prompts base "prompts", step type "normal", stepId = the
@@ -30,8 +34,14 @@ func ApplyDefaults(def *Definition, reg *Registry) {
 	}
 	if def != nil && reg != nil {
 		normalizeRegistry(def, reg)
+		if reg.AgentID == "" {
+			reg.AgentID = def.Name
+		}
 	}
 	if def != nil {
+		if def.Version == "" {
+			def.Version = DefaultVersion
+		}
 		p := &def.Runner.Prompts
 		if p.Registry == "" {
 			p.Registry = DefaultRegistryFile
@@ -51,6 +61,13 @@ func ApplyDefaults(def *Definition, reg *Registry) {
 	}
 	if reg.C1 == "" {
 		reg.C1 = DefaultC1
+	}
+	// After the climpt spellings, which may name the entry step
+	// (entryStepMapping, detect:graph's config.entryStep).
+	if reg.EntryStep == "" && len(reg.EntryStepMapping) == 0 && len(reg.Steps) == 1 {
+		for id := range reg.Steps {
+			reg.EntryStep = id
+		}
 	}
 	// stepLoopLimit stays unset when the registry does not set it: the
 	// step machine applies DefaultStepLoopLimit to moves by check, and no

@@ -103,7 +103,7 @@ func describe(f schema.Failure) []schemaProblem {
 				code:    "SCHEMA-REQUIRED",
 				pointer: ptr + "/" + escapePointer(name),
 				message: fmt.Sprintf("missing required key %q", name),
-				hint:    fmt.Sprintf("add %q: %s", name, h),
+				hint:    requiredHint(name, h),
 			})
 		}
 		return out
@@ -271,4 +271,13 @@ func levenshtein(a, b string) int {
 		}
 	}
 	return d[len(ra)][len(rb)]
+}
+
+// requiredHint is the hint of a missing required key name whose schema
+// describes it as what ("" when it has no description).
+func requiredHint(name, what string) string {
+	if what == "" {
+		return fmt.Sprintf("add %q", name)
+	}
+	return fmt.Sprintf("add %q: %s", name, what)
 }

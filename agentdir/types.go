@@ -148,7 +148,7 @@ type Verification struct {
 	// Hidden lists globs (relative to the agent folder) of test files the
 	// model never sees: pinned with the definition, placed at the same
 	// path in the work dir only while the test validators run for the
-	// hidden-tests check, and removed after (package verify/hidden).
+	// hidden-tests check, and removed after (verify.HiddenSet).
 	Hidden []string `json:"hidden,omitempty"`
 	// TestChanges is the policy for the model's requests to change a
 	// protected file (a line REQUEST_TEST_CHANGE: <file> <reason>):

@@ -287,6 +287,9 @@ func pruneZero(v any) any {
 	case map[string]any:
 		for k, e := range x {
 			switch e := e.(type) {
+			case nil: // a nil map, slice or pointer of a Go value: unset
+				delete(x, k)
+				continue
 			case string:
 				if e == "" {
 					delete(x, k)

@@ -10,6 +10,10 @@ import (
 func (c *checker) registry() {
 	r := c.reg
 	s := c.regSrc
+	if r.EntryStep == "" && len(r.EntryStepMapping) == 0 && len(r.Steps) > 1 {
+		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep", "set entryStep to one of the step ids"+known(c.stepIDs),
+			"entryStep is not set and the registry has %d steps: capstan cannot tell which one runs first", len(r.Steps))
+	}
 	if vt := VerdictType(c.def); r.EntryStep == "" && len(r.EntryStepMapping) > 0 {
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStepMapping",
 			fmt.Sprintf("add \"%s\": \"<step id>\" to entryStepMapping, or set entryStep", vt),

@@ -80,8 +80,8 @@ func TestValidateProblems(t *testing.T) {
 		}, "SR-UNKNOWN-KEY", SeverityWarning, "steps_registry.json", "/steps/initial.main/uvVariable"},
 		{"wrong type", func(a, r map[string]any, _ map[string]string) { at(a, "runner", "budgets")["maxIterations"] = "five" },
 			"AC-SCHEMA-TYPE", SeverityError, "agent.json", "/runner/budgets/maxIterations"},
-		{"missing required", func(a, r map[string]any, _ map[string]string) { delete(a, "version") },
-			"AC-SCHEMA-REQUIRED", SeverityError, "agent.json", "/version"},
+		{"missing required", func(a, r map[string]any, _ map[string]string) { delete(a, "name") },
+			"AC-SCHEMA-REQUIRED", SeverityError, "agent.json", "/name"},
 		{"bad enum", func(a, r map[string]any, _ map[string]string) {
 			at(a, "runner", "boundaries")["permissionMode"] = "yolo"
 		},
@@ -319,8 +319,10 @@ func TestValidateProblems(t *testing.T) {
 			at(r, "steps", "review.main")["model"] = "script:none.yaml"
 		},
 			"SR-MODEL-SCRIPT", SeverityError, "steps_registry.json", "/steps/review.main/model"},
-		{"registry missing required", func(a, r map[string]any, _ map[string]string) { delete(r, "entryStep") },
-			"SR-SCHEMA-REQUIRED", SeverityError, "steps_registry.json", "/entryStep"},
+		{"registry missing required", func(a, r map[string]any, _ map[string]string) { delete(r, "steps") },
+			"SR-SCHEMA-REQUIRED", SeverityError, "steps_registry.json", "/steps"},
+		{"two steps and no entry step", func(a, r map[string]any, _ map[string]string) { delete(r, "entryStep") },
+			"SR-ENTRY-STEP", SeverityError, "steps_registry.json", "/entryStep"},
 		{"stepLoopLimit zero", func(a, r map[string]any, _ map[string]string) { r["stepLoopLimit"] = 0 },
 			"SR-SCHEMA-VALUE", SeverityError, "steps_registry.json", "/stepLoopLimit"},
 		{"github disabled with a closure action", func(a, r map[string]any, _ map[string]string) {
@@ -605,10 +607,10 @@ func TestPositionsOfSchemaErrors(t *testing.T) {
 		t.Fatalf("got %s", p)
 	}
 	// A missing required key points at the object that lacks it.
-	reg = "{\n  \"steps\": {\"a\": {\"c2\": \"x\", \"c3\": \"y\"}}\n}"
+	reg = "{\n  \"entryStep\": \"a\"\n}"
 	dir = writeAgent(t, baseAgent(), reg, nil)
 	p = findProblem(t, Check(dir, testOpts), "SR-SCHEMA-REQUIRED")
-	if p.Line != 1 || p.Column != 1 || p.Pointer != "/entryStep" {
+	if p.Line != 1 || p.Column != 1 || p.Pointer != "/steps" {
 		t.Fatalf("got %s", p)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // Event is one thing that happened in a run.
@@ -147,7 +147,7 @@ type Stream struct {
 }
 
 // TextRedactor replaces secret values in the model output a Stream
-// delivers (procenv.StreamRedactor is one). Push takes the next fragment
+// delivers (proc.StreamRedactor is one). Push takes the next fragment
 // of streamed text and returns what may be delivered now, holding back a
 // tail that could begin a secret; Flush returns that tail once the text
 // has ended; Drop forgets it (the text was discarded); Text redacts a
@@ -243,12 +243,12 @@ func (s *Stream) redacted(p Payload) (Payload, bool) {
 	case ToolStartEvent:
 		s.flushText()
 		c := &d.Call
-		c.ID, c.Name, c.Input = r.Text(c.ID), r.Text(c.Name), procenv.RedactJSON(r.Text, c.Input)
+		c.ID, c.Name, c.Input = r.Text(c.ID), r.Text(c.Name), proc.RedactJSON(r.Text, c.Input)
 		return d, true
 	case ToolEndEvent:
 		s.flushText()
 		u := &d.Use
-		u.ID, u.Name, u.Input, u.Output = r.Text(u.ID), r.Text(u.Name), procenv.RedactJSON(r.Text, u.Input), r.Text(u.Output)
+		u.ID, u.Name, u.Input, u.Output = r.Text(u.ID), r.Text(u.Name), proc.RedactJSON(r.Text, u.Input), r.Text(u.Output)
 		return d, true
 	}
 	switch p.EventKind() {

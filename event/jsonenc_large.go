@@ -90,6 +90,7 @@ func (e ModelUsageEvent) AppendJSON(b []byte) []byte {
 	o.int("turn", int64(e.Turn))
 	o.key("usage")
 	o.put(e.Usage.appendJSON(o.b))
+	o.boolOmit("unreported", e.Unreported)
 	return o.end()
 }
 

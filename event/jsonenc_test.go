@@ -82,7 +82,7 @@ func selfEncoded(g gen) []journal.AppendJSONer {
 			CostUSD: g.float(), Turns: int(num()), StopReason: strs(), SessionRenewed: flag()},
 		CompactionEvent{SessionID: strs(), Window: num(), TokensBefore: num(), TokensAfter: num(), StubbedCalls: strList(),
 			StubbedBytes: int(num()), SummarizedMessages: int(num()), SummaryModel: strs(), Summary: strs(), Usage: usage()},
-		ModelUsageEvent{Turn: int(num()), Usage: usage()},
+		ModelUsageEvent{Turn: int(num()), Usage: usage(), Unreported: flag()},
 		RetryEvent{Provider: strs(), Attempt: int(num()), DelayMs: num(), Code: strs(), Status: int(num()), Message: strs()},
 		ToolIntentEvent{ID: strs(), Name: strs(), InputDigest: strs(), Query: strs(), Turn: int(num()), Idempotent: flag()},
 		CheckEvent{CompletionResult: CompletionResult{Complete: flag(), Reason: strs(), Declared: flag(),

@@ -129,14 +129,22 @@ type SessionMessagesEvent struct {
 }
 
 // ModelUsageEvent is the payload of a model.usage journal event: the
-// usage a response of turn Turn reported as it began to stream (its input
+// usage a response of turn Turn reported while it streamed (its input
 // tokens and the output so far), with that of the turn's earlier attempts
 // whose streams failed. The turn's model.turn, when it is written,
 // carries the whole of it; until then it is what the provider billed for
 // the response in flight.
+//
+// Unreported marks a response that began to stream before its provider
+// reported its usage (OpenAI-compatible servers report it in the last
+// chunk of the stream): Usage then holds only the turn's earlier
+// attempts', and the response's own tokens are not known. A later
+// model.usage of the same turn without it replaces it once the server
+// reports them.
 type ModelUsageEvent struct {
-	Turn  int   `json:"turn"`
-	Usage Usage `json:"usage"`
+	Turn       int   `json:"turn"`
+	Usage      Usage `json:"usage"`
+	Unreported bool  `json:"unreported,omitempty"`
 }
 
 // EventKind implements event.Payload.

@@ -34,6 +34,12 @@ type RunResult struct {
 	StepID     string  `json:"stepId,omitempty"`
 	Usage      Usage   `json:"usage"`
 	CostUSD    float64 `json:"cost"`
+	// UsageUnreported counts model responses the run was billed for whose
+	// usage is in neither Usage nor CostUSD, which are then lower bounds:
+	// responses a kill cut while they streamed, before their provider
+	// reported their usage (OpenAI-compatible servers report it in the
+	// last chunk of a stream), in iterations the resumed run ran again.
+	UsageUnreported int `json:"usageUnreported,omitempty"`
 	// DurationMs is the run's wall time in this process, from Start to
 	// the end, the test baselines included.
 	DurationMs int64 `json:"durationMs"`

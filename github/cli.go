@@ -17,17 +17,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // CLI runs gh as capstan's own process. Path must be a gh the model
-// cannot have written (not under the work dir: hostcmd.LookPath finds
-// one); Env is its whole environment (nil: procenv.ForGitHubCLI of
+// cannot have written (not under the work dir: proc.LookPath finds
+// one); Env is its whole environment (nil: proc.ForGitHubCLI of
 // capstan's, which holds gh's token and host settings and no model keys).
 type CLI struct {
 	// Path is the gh executable.
 	Path string
-	// Env is gh's whole environment; nil is procenv.ForGitHubCLI of
+	// Env is gh's whole environment; nil is proc.ForGitHubCLI of
 	// capstan's environment.
 	Env []string
 	// Dir is where gh runs (its repository, unless Repo is set).
@@ -69,7 +69,7 @@ func (c *CLI) Run(ctx context.Context, args ...string) Call {
 	cmd := exec.CommandContext(ctx, c.Path, args...)
 	cmd.Env, cmd.Dir = c.Env, c.Dir
 	if cmd.Env == nil {
-		cmd.Env = procenv.ForGitHubCLI(os.Environ())
+		cmd.Env = proc.ForGitHubCLI(os.Environ())
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

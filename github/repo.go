@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // Repo is the repository every gh call capstan itself makes names with
@@ -49,7 +49,7 @@ const gitTimeout = 30 * time.Second
 // origin, then the others by name. Remotes on hosts other than github.com,
 // *.ghe.com and $GH_HOST are not GitHub repositories. nil when there is
 // none (or dir is not a git work tree).
-func RemoteRepo(ctx context.Context, git *hostcmd.Git, dir, ghHost string) *Repo {
+func RemoteRepo(ctx context.Context, git *proc.Git, dir, ghHost string) *Repo {
 	if git == nil {
 		return nil
 	}
@@ -102,8 +102,8 @@ func RemoteRepo(ctx context.Context, git *hostcmd.Git, dir, ghHost string) *Repo
 }
 
 // gitOutput runs git in dir, with the configuration the model cannot
-// steer (hostcmd.Git), and returns its standard output.
-func gitOutput(ctx context.Context, git *hostcmd.Git, dir string, args ...string) ([]byte, error) {
+// steer (proc.Git), and returns its standard output.
+func gitOutput(ctx context.Context, git *proc.Git, dir string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	return git.Output(ctx, dir, args...)

@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/gittest"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // gitWorkDir makes a git repository whose remotes are name=url pairs.
@@ -37,7 +37,7 @@ func TestRemoteRepoChoosesAsGHDoes(t *testing.T) {
 		{[]string{"origin", "https://github.com/o/r.git"}, "ghe.example.com", "github.com/o/r (from git remote origin)"},
 		{[]string{"origin", "/srv/git/r.git"}, "", "<nil>"},
 	}
-	git, err := hostcmd.NewGit(os.Environ())
+	git, err := proc.NewGit(os.Environ())
 	if err != nil {
 		t.Fatal(err)
 	}

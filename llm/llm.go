@@ -52,6 +52,20 @@ type BilledError struct {
 func (e *BilledError) Error() string { return e.Err.Error() }
 func (e *BilledError) Unwrap() error { return e.Err }
 
+// WithBilled adds billed, the usage of a turn's failed attempts, to the
+// outcome of the turn: to the answer's usage, or, when every attempt
+// failed, to the error (a BilledError), so that what the provider billed
+// is counted either way.
+func WithBilled(resp *Response, err error, billed event.Usage) (*Response, error) {
+	switch {
+	case err == nil:
+		resp.Usage.Add(billed)
+	case billed != (event.Usage{}):
+		err = &BilledError{Err: err, Usage: billed}
+	}
+	return resp, err
+}
+
 // BilledUsage returns the usage err carries (a BilledError in its chain),
 // or zero.
 func BilledUsage(err error) event.Usage {

@@ -196,7 +196,9 @@ func (lp *Loop) generate(ctx context.Context) (*Response, error) {
 		// The usage of a response that a kill cuts while it streams
 		// reaches the journal before the turn does.
 		turn := lp.res.Turns
-		ctx = WithUsageObserver(ctx, func(u event.Usage) { lp.events().Emit(event.ModelUsageEvent{Turn: turn, Usage: u}) })
+		ctx = WithUsageObserver(ctx, func(u event.Usage, unreported bool) {
+			lp.events().Emit(event.ModelUsageEvent{Turn: turn, Usage: u, Unreported: unreported})
+		})
 	}
 	return lp.Model.Generate(ctx, lp.req)
 }

@@ -3,10 +3,10 @@ package llm
 import (
 	"encoding/json"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
-// Redactor replaces secret values in a text (see procenv.SecretRedactor).
+// Redactor replaces secret values in a text (see proc.SecretRedactor).
 // A nil Redactor means there is nothing to redact, so the tool loop pays
 // nothing for it.
 type Redactor func(string) string
@@ -29,12 +29,12 @@ func (r Redactor) Response(resp *Response) {
 }
 
 // JSON redacts the string values, numbers and keys of a JSON document
-// (procenv.RedactJSON); input that is not JSON is redacted as text.
+// (proc.RedactJSON); input that is not JSON is redacted as text.
 func (r Redactor) JSON(raw json.RawMessage) json.RawMessage {
 	if r == nil {
 		return raw
 	}
-	return procenv.RedactJSON(r, raw)
+	return proc.RedactJSON(r, raw)
 }
 
 // Text redacts s; a nil Redactor returns s unchanged.

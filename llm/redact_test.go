@@ -11,7 +11,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 const loopSecret = "sk-loop-secret-0123456789"
@@ -31,7 +31,7 @@ func TestToolLoopRedactsSecretsTheModelWrites(t *testing.T) {
         input: {file_path: leak2.txt, content: "`+escaped+`"}
   - text: "done, key `+loopSecret+`"
 `, func(c *llm.Config) {
-		c.Redact = procenv.SecretRedactor([]string{"LOOP_API_KEY=" + loopSecret})
+		c.Redact = proc.SecretRedactor([]string{"LOOP_API_KEY=" + loopSecret})
 	})
 	res, err := f.loop.Query(t.Context(), "write the key", writeAll)
 	if err != nil {
@@ -44,7 +44,7 @@ func TestToolLoopRedactsSecretsTheModelWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), loopSecret) || !strings.Contains(string(b), procenv.Redacted) {
+	if strings.Contains(string(b), loopSecret) || !strings.Contains(string(b), proc.Redacted) {
 		t.Errorf("journal holds the key or no redaction:\n%s", b)
 	}
 	out, _ := json.Marshal(res)
@@ -52,8 +52,8 @@ func TestToolLoopRedactsSecretsTheModelWrites(t *testing.T) {
 		t.Errorf("result holds the key: %s", out)
 	}
 	for _, name := range []string{"leak.txt", "leak2.txt"} {
-		if got, err := os.ReadFile(filepath.Join(f.work, name)); err != nil || string(got) != procenv.Redacted {
-			t.Errorf("%s = %q, %v; want %q", name, got, err, procenv.Redacted)
+		if got, err := os.ReadFile(filepath.Join(f.work, name)); err != nil || string(got) != proc.Redacted {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, proc.Redacted)
 		}
 	}
 	reqs := f.rec.requests()
@@ -72,7 +72,7 @@ func TestToolLoopRedactsSecretsTheModelWrites(t *testing.T) {
 }
 
 func TestRedactorJSON(t *testing.T) {
-	r := llm.Redactor(procenv.SecretRedactor([]string{"X_TOKEN=tok-12345678", `Q_SECRET=a"b\c-12345678`, "PIN_SECRET=1234567890123"}))
+	r := llm.Redactor(proc.SecretRedactor([]string{"X_TOKEN=tok-12345678", `Q_SECRET=a"b\c-12345678`, "PIN_SECRET=1234567890123"}))
 	for _, c := range []struct{ in, want string }{
 		{`{"a":"tok-12345678"}`, `{"a":"[REDACTED]"}`},
 		{`{"a":"tok-\u0031\u0032345678 and more"}`, `{"a":"[REDACTED] and more"}`},
@@ -96,7 +96,7 @@ func TestRedactorJSON(t *testing.T) {
 	if got := string(none.JSON(json.RawMessage(`{"a":"tok-12345678"}`))); got != `{"a":"tok-12345678"}` {
 		t.Errorf("nil redactor changed input: %s", got)
 	}
-	if procenv.SecretRedactor([]string{"PATH=/usr/bin", "SHORT_TOKEN=abc"}) != nil {
+	if proc.SecretRedactor([]string{"PATH=/usr/bin", "SHORT_TOKEN=abc"}) != nil {
 		t.Error("SecretRedactor without secret values is not nil")
 	}
 }
@@ -111,7 +111,7 @@ func TestToolLoopRedactsCallNamesAndIDs(t *testing.T) {
 		{ID: "id-" + loopSecret, Name: "Other", Input: json.RawMessage(`{}`)},
 	}}}}}
 	events := &typedEvents{}
-	bridge := llm.NewToolLoop(m, llm.Config{Events: events, Redact: procenv.SecretRedactor([]string{"LOOP_API_KEY=" + loopSecret})})
+	bridge := llm.NewToolLoop(m, llm.Config{Events: events, Redact: proc.SecretRedactor([]string{"LOOP_API_KEY=" + loopSecret})})
 	res, err := bridge.Query(t.Context(), "go", llm.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -47,20 +47,34 @@ type streamSinkKey struct{}
 type usageObserverKey struct{}
 
 // WithUsageObserver returns a context whose model calls report to observe
-// the usage a response reported as it began to stream (with that of the
-// turn's earlier attempts whose streams failed), before it has finished:
-// the tool loop journals it, so that a run killed while the response
-// streams still counts what the provider billed for it. Providers whose
-// streams report usage only at their end report nothing.
-func WithUsageObserver(ctx context.Context, observe func(event.Usage)) context.Context {
+// the usage of a response while it streams, before it has finished (with
+// that of the turn's earlier attempts whose streams failed): the tool
+// loop journals it, so that a run killed while the response streams
+// still counts what the provider billed for it. unreported is true when
+// the response has begun to stream but its provider has not reported
+// its usage yet (OpenAI-compatible servers report it in the stream's
+// last chunk): u then holds only the usage reported before the response
+// began, and the response's own input and output tokens are not in it.
+func WithUsageObserver(ctx context.Context, observe func(u event.Usage, unreported bool)) context.Context {
 	return context.WithValue(ctx, usageObserverKey{}, observe)
 }
 
-// ObserveUsage reports u, the usage of the response in flight so far, to
-// the observer ctx carries (WithUsageObserver), if any.
+// ObserveUsage reports u, the usage of the response in flight so far as
+// its provider reported it, to the observer ctx carries
+// (WithUsageObserver), if any.
 func ObserveUsage(ctx context.Context, u event.Usage) {
-	if observe, _ := ctx.Value(usageObserverKey{}).(func(event.Usage)); observe != nil {
-		observe(u)
+	if observe, _ := ctx.Value(usageObserverKey{}).(func(event.Usage, bool)); observe != nil {
+		observe(u, false)
+	}
+}
+
+// ObserveUnreportedUsage tells the observer ctx carries, if any, that a
+// response has begun to stream whose usage its provider has not
+// reported: known is the usage reported before it (the turn's earlier
+// attempts'), which does not include the response's own.
+func ObserveUnreportedUsage(ctx context.Context, known event.Usage) {
+	if observe, _ := ctx.Value(usageObserverKey{}).(func(event.Usage, bool)); observe != nil {
+		observe(known, true)
 	}
 }
 

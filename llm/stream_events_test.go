@@ -8,7 +8,7 @@ import (
 	"context"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // text is what a model-output consumer would show: the text deltas
@@ -74,7 +74,7 @@ func TestModelOutputIsRedacted(t *testing.T) {
 	const key = "sk-stream-0123456789abcdef"
 	output, plain := &wants{want: true}, &wants{}
 	s := event.NewStream(nil, plain, output)
-	s.RedactModelOutput(procenv.NewStreamRedactor([]string{"STREAM_API_KEY=" + key}))
+	s.RedactModelOutput(proc.NewStreamRedactor([]string{"STREAM_API_KEY=" + key}))
 	k := streamSinkOf(t, s)
 	for _, d := range []string{"the key is sk-str", "eam-0123", "456789abcdef, and", " it ends sk-st"} {
 		k.TextDelta(d)

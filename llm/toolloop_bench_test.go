@@ -12,7 +12,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/script"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
 )
@@ -48,7 +48,7 @@ func BenchmarkToolLoopTurn(b *testing.B) {
 		mode := c.journal
 		var redact llm.Redactor
 		if c.secrets {
-			redact = procenv.SecretRedactor([]string{"A_API_KEY=sk-bench-0123456789", "GH_TOKEN=ghp_bench0123456789",
+			redact = proc.SecretRedactor([]string{"A_API_KEY=sk-bench-0123456789", "GH_TOKEN=ghp_bench0123456789",
 				"DATABASE_URL=postgres://u:bench-password@db/x"})
 		}
 		b.Run(c.name, func(b *testing.B) {

@@ -14,7 +14,7 @@ import (
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/schema"
 )
 
@@ -263,7 +263,7 @@ type ModelStage struct {
 	cfg ModelStageConfig
 	tpl *handlebars.Template
 	// redact replaces the values of capstan's secret variables in the
-	// model's answers (procenv.SecretRedactor).
+	// model's answers (proc.SecretRedactor).
 	redact llm.Redactor
 }
 
@@ -277,7 +277,7 @@ func NewModelStage(cfg ModelStageConfig) (*ModelStage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &ModelStage{outputStage: base, cfg: cfg, redact: procenv.SecretRedactor(os.Environ())}
+	s := &ModelStage{outputStage: base, cfg: cfg, redact: proc.SecretRedactor(os.Environ())}
 	if cfg.Prompt != "" {
 		if s.tpl, err = parseTemplate(cfg.ID, "prompt", cfg.Prompt); err != nil {
 			return nil, err

@@ -17,7 +17,7 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify/hidden"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // Run is the account of one run.
@@ -46,7 +46,7 @@ type Run struct {
 	// HiddenBaselines are the test validators' runs with the hidden test
 	// files placed, before the first iteration (tests.hidden of phase
 	// baseline): the hidden tests by name, never their contents.
-	HiddenBaselines []hidden.Result `json:"hiddenBaselines,omitempty"`
+	HiddenBaselines []verify.HiddenResult `json:"hiddenBaselines,omitempty"`
 	// Outcome is how the run ended; nil when the journal has no run.end
 	// event (the run was killed or is still running).
 	Outcome *Outcome `json:"outcome,omitempty"`
@@ -179,8 +179,12 @@ type Outcome struct {
 	Reason           string           `json:"reason,omitempty"`
 	Iterations       int              `json:"iterations"`
 	Usage            map[string]int64 `json:"usage,omitempty"`
-	CostUSD          float64          `json:"cost"`
-	Duration         time.Duration    `json:"durationNs"`
+	// UsageUnreported counts the responses the run was billed for whose
+	// tokens are in neither Usage nor CostUSD (agent.Result's): see
+	// UsageNote.
+	UsageUnreported int           `json:"usageUnreported,omitempty"`
+	CostUSD         float64       `json:"cost"`
+	Duration        time.Duration `json:"durationNs"`
 	// TestBaseline is the part of Duration spent taking the test
 	// baselines before the first iteration (0 in journals of runs that
 	// took none, or of capstan versions that did not count it).
@@ -188,6 +192,20 @@ type Outcome struct {
 	ErrorCode    string        `json:"errorCode,omitempty"`
 	ErrorMessage string        `json:"errorMessage,omitempty"`
 	Recoverable  bool          `json:"recoverable,omitempty"`
+}
+
+// UsageNote says what the outcome's usage and cost miss, "" when they
+// miss nothing capstan knows of: the responses a kill cut while they
+// streamed, before their provider reported their usage.
+func (o *Outcome) UsageNote() string {
+	if o == nil || o.UsageUnreported <= 0 {
+		return ""
+	}
+	what := "1 response"
+	if o.UsageUnreported > 1 {
+		what = fmt.Sprintf("%d responses", o.UsageUnreported)
+	}
+	return fmt.Sprintf("usage and cost are lower bounds: they miss the input and output tokens of %s that a kill cut while streaming, before the provider reported its usage (it reports usage only at the end of a stream)", what)
 }
 
 // Artifact is a file a skill run wrote.
@@ -228,6 +246,11 @@ type builder struct {
 	texts     []string
 	haveTexts bool
 	responses []string // query.result responses, for providers without one
+	// unreported is the entry for a response that began to stream before
+	// its provider reported its usage (model.usage unreported), until the
+	// usage or the turn is journaled; an iteration that ends with it
+	// shows it.
+	unreported *Entry
 }
 
 func (b *builder) iteration(n int, at time.Time) *Iteration {
@@ -284,6 +307,10 @@ func (b *builder) closeIteration() {
 	it := b.cur
 	if it == nil {
 		return
+	}
+	if b.unreported != nil {
+		it.Entries = append(it.Entries, *b.unreported)
+		b.unreported = nil
 	}
 	byTurn := b.haveTexts && b.turns > 0
 	texts := b.responses
@@ -374,7 +401,10 @@ func (b *builder) addIterationEvent(ev journal.Event, decode func(any) error) er
 	case journal.PromptResolved:
 		return b.onPromptResolved(ev, decode)
 	case journal.ModelTurn:
+		b.unreported = nil
 		return b.onModelTurn(ev, decode)
+	case journal.ModelUsage:
+		return b.onModelUsage(ev, decode)
 	case journal.ToolCall:
 		return b.onToolCall(ev, decode)
 	case journal.ToolDenied:

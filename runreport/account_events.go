@@ -8,7 +8,7 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify/hidden"
+	"github.com/capstan-dev/capstan/verify"
 )
 
 // onRunStart records a run (or its resume) starting: who runs, where, and whether sandboxed.
@@ -78,6 +78,7 @@ func (b *builder) onRunEnd(ev journal.Event, decode func(any) error) error {
 		Reason           string           `json:"reason"`
 		Iterations       int              `json:"iterations"`
 		Usage            map[string]int64 `json:"usage"`
+		UsageUnreported  int              `json:"usageUnreported"`
 		Cost             float64          `json:"cost"`
 		DurationMs       int64            `json:"durationMs"`
 		TestBaselineMs   int64            `json:"testBaselineMs"`
@@ -89,7 +90,7 @@ func (b *builder) onRunEnd(ev journal.Event, decode func(any) error) error {
 		return err
 	}
 	o := &Outcome{Success: s.Success, CompletionReason: s.CompletionReason, Reason: s.Reason, Iterations: s.Iterations,
-		Usage: s.Usage, CostUSD: s.Cost, Duration: time.Duration(s.DurationMs) * time.Millisecond,
+		Usage: s.Usage, UsageUnreported: s.UsageUnreported, CostUSD: s.Cost, Duration: time.Duration(s.DurationMs) * time.Millisecond,
 		TestBaseline: time.Duration(s.TestBaselineMs) * time.Millisecond}
 	runEndError(o, s.Error, s.ErrorCode)
 	if r.Pipeline != nil {
@@ -99,6 +100,22 @@ func (b *builder) onRunEnd(ev journal.Event, decode func(any) error) error {
 		}
 	}
 	r.Outcome = o
+	return nil
+}
+
+// onModelUsage notes a response that began to stream before its
+// provider reported its usage: when no usage and no turn of it follow in
+// the iteration, the account says that its tokens are in no figure.
+func (b *builder) onModelUsage(ev journal.Event, decode func(any) error) error {
+	var s event.ModelUsageEvent
+	if err := decode(&s); err != nil {
+		return err
+	}
+	b.unreported = nil
+	if s.Unreported {
+		b.unreported = &Entry{Kind: KindWarning, Time: ev.Time, Title: "response cut before its usage was reported",
+			Detail: "the response began to stream, and its provider reports usage only at the end of a stream: its tokens are in no usage figure of the run, which is a lower bound"}
+	}
 	return nil
 }
 
@@ -152,11 +169,11 @@ func (b *builder) onTestBaseline(ev journal.Event, decode func(any) error) error
 // onHiddenTests records a hidden test run: the baseline, or a check of the iteration.
 func (b *builder) onHiddenTests(ev journal.Event, decode func(any) error) error {
 	r := b.run
-	var h hidden.Result
+	var h verify.HiddenResult
 	if err := decode(&h); err != nil {
 		return err
 	}
-	if h.Phase == hidden.PhaseBaseline {
+	if h.Phase == verify.HiddenPhaseBaseline {
 		r.HiddenBaselines = append(r.HiddenBaselines, h)
 		return nil
 	}

@@ -110,6 +110,9 @@ func newPage(r *Run, its []Iteration, opts Options) page {
 	} else if o != nil {
 		add("iterations", fmt.Sprint(o.Iterations))
 		add("tokens", strings.TrimPrefix(usageText(o.Usage), "tokens "))
+		if note := o.UsageNote(); note != "" {
+			add("usage", note)
+		}
 		add("cost", fmt.Sprintf("$%.4f", o.CostUSD))
 		add("duration", DurationText(o.Duration, o.TestBaseline))
 		p.Reason = strings.TrimSpace(o.CompletionReason + " — " + o.Reason)

@@ -39,6 +39,9 @@ func WriteMarkdown(w io.Writer, r *Run, opts Options) error {
 	p.f("| run | model | iterations | tokens | cost | duration |\n|---|---|---|---|---|---|\n")
 	if o := r.Outcome; o != nil {
 		p.f("| `%s` | `%s` | %d | %s | $%.4f | %s |\n\n", mdCode(r.ID), mdCode(r.Model), o.Iterations, usageText(o.Usage), o.CostUSD, DurationText(o.Duration, o.TestBaseline))
+		if note := o.UsageNote(); note != "" {
+			p.f("*%s*\n\n", mdText(note))
+		}
 		if o.Reason != "" {
 			p.f("**%s** — %s\n\n", mdText(o.CompletionReason), mdText(o.Reason))
 		}

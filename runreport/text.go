@@ -211,6 +211,9 @@ func (p *printer) textFooter(r *Run) {
 			return
 		}
 		p.f("\n  iterations %d  %s  cost $%.4f  %s\n", o.Iterations, usageText(o.Usage), o.CostUSD, DurationText(o.Duration, o.TestBaseline))
+		if note := o.UsageNote(); note != "" {
+			p.f("  %s\n", note)
+		}
 		if o.ErrorCode != "" || o.ErrorMessage != "" {
 			p.f("  error %s: %s (recoverable: %v)\n", o.ErrorCode, o.ErrorMessage, o.Recoverable)
 		}

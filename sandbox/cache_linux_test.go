@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/internal/statetest"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -96,7 +96,7 @@ func TestWorkDirGoCacheWarmsTheNextRun(t *testing.T) {
 		t.Skip("no go on PATH")
 	}
 	ctx := context.Background()
-	env := append(procenv.ForCommands(os.Environ(), nil), "GOTOOLCHAIN=local", "GOPROXY=off")
+	env := append(proc.ForCommands(os.Environ(), nil), "GOTOOLCHAIN=local", "GOPROXY=off")
 	module := t.TempDir()
 	for name, content := range map[string]string{
 		"go.mod":    "module m\n\ngo 1.21\n",
@@ -214,7 +214,7 @@ func TestGoModuleCacheIsReadOnlyInTheSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env := append(procenv.ForCommands(os.Environ(), nil), "GOTOOLCHAIN=local", "GOMODCACHE="+modCache)
+	env := append(proc.ForCommands(os.Environ(), nil), "GOTOOLCHAIN=local", "GOMODCACHE="+modCache)
 	ctx := context.Background()
 	c, err := NewCache(t.TempDir())
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -78,7 +78,7 @@ func confinePATH(env, readable []string) []string {
 	return out
 }
 
-// confineToolchainDirs drops the toolchain variables (procenv.Toolchains)
+// confineToolchainDirs drops the toolchain variables (proc.Toolchains)
 // that name a directory the sandbox cannot use — a VIRTUAL_ENV or GOROOT
 // it cannot read, a GOCACHE or CARGO_HOME it cannot write (only the work
 // dir is writable) — and the entries of a PYTHONPATH or NODE_PATH it
@@ -88,19 +88,19 @@ func confineToolchainDirs(env, readable, writable []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
-		tv, ok := procenv.ToolchainVar(k)
+		tv, ok := proc.LookupToolchainVar(k)
 		switch {
-		case !ok || tv.Kind == procenv.Value:
+		case !ok || tv.Kind == proc.VarSetting:
 			out = append(out, kv)
-		case tv.Kind == procenv.Dir:
+		case tv.Kind == proc.VarDir:
 			if filepath.IsAbs(v) && under(filepath.Clean(v), readable) {
 				out = append(out, kv)
 			}
-		case tv.Kind == procenv.CacheDir:
+		case tv.Kind == proc.VarCacheDir:
 			if filepath.IsAbs(v) && under(filepath.Clean(v), writable) {
 				out = append(out, kv)
 			}
-		case tv.Kind == procenv.DirList:
+		case tv.Kind == proc.VarDirList:
 			var keep []string
 			for _, d := range filepath.SplitList(v) {
 				if filepath.IsAbs(d) && under(filepath.Clean(d), readable) {

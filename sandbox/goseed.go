@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // The standard library's part of Go's build cache is the same for every
@@ -69,9 +69,9 @@ func GoStdlibSeed(ctx context.Context, root string, environ []string, workDirs .
 // key naming the toolchain and the settings that change build actions.
 // goBin is "" (and err nil) when there is no go.
 func goToolchain(ctx context.Context, environ, workDirs []string) (goBin string, env []string, key string, err error) {
-	goBin, err = hostcmd.LookPath("go", pathValue(environ), workDirs...)
+	goBin, err = proc.LookPath("go", pathValue(environ), workDirs...)
 	if err != nil {
-		if hostcmd.IsNotFound(err) {
+		if proc.IsProgramNotFound(err) {
 			return "", nil, "", nil
 		}
 		return "", nil, "", err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/statetest"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // TestGoStdlibSeedWarmsANewCache: a cache seeded from GoStdlibSeed runs a
@@ -23,7 +23,7 @@ func TestGoStdlibSeedWarmsANewCache(t *testing.T) {
 		t.Skip("no go on PATH")
 	}
 	ctx := context.Background()
-	env := procenv.ForCommands(os.Environ(), nil)
+	env := proc.ForCommands(os.Environ(), nil)
 	seed, err := GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env, t.TempDir())
 	if err != nil || seed == "" {
 		t.Fatalf("seed %q: %v", seed, err)

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // The helper is this same binary started as
@@ -75,7 +75,7 @@ type helperStatus struct {
 // sandbox helper (the same binary re-executed by a Runner) it runs the
 // helper and exits, never returning.
 func Init() {
-	procguard.Init() // the supervisor of unsandboxed commands, same binary
+	proc.InitSupervisor() // the supervisor of unsandboxed commands, same binary
 	if len(os.Args) < 3 || os.Args[1] != helperArg || os.Getenv(helperEnv) != "1" {
 		return
 	}

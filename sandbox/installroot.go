@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // keyDirs are folders of a home directory that hold keys and credentials:
@@ -80,7 +80,7 @@ func (f *rootFinder) add(prog string, depth int) {
 	switch interp, env := shebang(real); {
 	case interp == "":
 	case env:
-		if p, err := hostcmd.LookPath(interp, f.pathEnv, f.workDir); err == nil {
+		if p, err := proc.LookPath(interp, f.pathEnv, f.workDir); err == nil {
 			f.add(p, depth+1)
 		}
 	default:

@@ -6,11 +6,11 @@ import (
 	"context"
 	"runtime"
 
-	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // Init is a no-op on systems other than Linux.
-func Init() { procguard.Init() }
+func Init() { proc.InitSupervisor() }
 
 // Probe reports that the sandbox needs Linux.
 func Probe(ctx context.Context) Capabilities {

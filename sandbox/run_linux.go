@@ -86,7 +86,7 @@ func Probe(ctx context.Context) Capabilities {
 
 // startHelper starts a helper in its namespaces. The parent writes the
 // child's uid_map and gid_map, files the kernel gives to root when the
-// process is not dumpable — and capstan makes itself so (procguard.Protect)
+// process is not dumpable — and capstan makes itself so (proc.ProtectSelf)
 // to keep its memory and environment from other processes of its user. A
 // non-root caller would then be refused (EACCES) and could not sandbox at
 // all, so it is dumpable while the child is created and its maps written:

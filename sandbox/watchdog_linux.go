@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // watchInterval is how often the watchdog samples the process tree and the
@@ -205,7 +205,7 @@ func runnableNanos(pid int) int64 {
 func processTree(pid int) []int {
 	out := []int{pid}
 	for i := 0; i < len(out); i++ {
-		out = append(out, procguard.Children(out[i])...)
+		out = append(out, proc.ChildPIDs(out[i])...)
 	}
 	return out
 }

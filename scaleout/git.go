@@ -17,7 +17,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // Commit message trailers that make a commit an iteration's record.
@@ -361,7 +361,7 @@ func (w *Activities) checkoutGit(ctx context.Context, dir string, args ...string
 	if err != nil {
 		return "", err
 	}
-	if hostcmd.ReachesRemote(args) {
+	if proc.GitReachesRemote(args) {
 		g = remote
 	}
 	w.mu.Lock()
@@ -384,9 +384,9 @@ func (w *Activities) checkoutGit(ctx context.Context, dir string, args ...string
 
 // gits returns the worker's git for commands in its checkouts and the one
 // for commands that reach a remote, resolved once.
-func (w *Activities) gits(ctx context.Context) (local, remote *hostcmd.Git, err error) {
+func (w *Activities) gits(ctx context.Context) (local, remote *proc.Git, err error) {
 	w.gitOnce.Do(func() {
-		w.localGit, w.gitErr = hostcmd.NewGit(os.Environ(), w.Root)
+		w.localGit, w.gitErr = proc.NewGit(os.Environ(), w.Root)
 		if w.gitErr == nil {
 			w.remoteGit = w.localGit.WithUserCredentials(context.WithoutCancel(ctx), os.Environ())
 			if outsideRepositories(w.Root) {
@@ -437,7 +437,7 @@ func (w *Activities) trustRepo(ctx context.Context, dir string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.repoConfigs == nil {
-		w.repoConfigs, w.repoPins = map[string][]byte{}, map[string]*hostcmd.RepoPins{}
+		w.repoConfigs, w.repoPins = map[string][]byte{}, map[string]*proc.RepoPins{}
 	}
 	w.repoConfigs[dir], w.repoPins[dir] = b, pins
 	return nil
@@ -489,17 +489,17 @@ func (w *Activities) guardRepo(dir string) error {
 	return os.WriteFile(config, want, 0o644)
 }
 
-// git runs git in dir as capstan's own git (hostcmd.Git: resolved
+// git runs git in dir as capstan's own git (proc.Git: resolved
 // outside dir, a minimal environment without the worker's keys, nothing
 // the repository's configuration names run) and returns its trimmed
 // output. A command that reaches a remote (clone, fetch, push) also gets
 // the user's credential helpers and ssh agent.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	g, err := hostcmd.NewGit(os.Environ(), dir)
+	g, err := proc.NewGit(os.Environ(), dir)
 	if err != nil {
 		return "", err
 	}
-	if hostcmd.ReachesRemote(args) {
+	if proc.GitReachesRemote(args) {
 		g = g.WithUserCredentials(ctx, os.Environ())
 	}
 	out, err := g.Output(ctx, dir, args...)

@@ -20,9 +20,9 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/backoff"
 	"github.com/capstan-dev/capstan/journal"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // Activities are a worker's activities. One value serves every run the
@@ -56,17 +56,17 @@ type Activities struct {
 	// worker cloned, by checkout dir (see guardRepo), and repoPins their
 	// driver pins.
 	repoConfigs map[string][]byte
-	repoPins    map[string]*hostcmd.RepoPins
+	repoPins    map[string]*proc.RepoPins
 	// checkpointed are the runs whose checkpoint this worker pushed.
 	checkpointed map[string]bool
 
 	// The worker's git, resolved once (checkoutGit).
 	gitOnce             sync.Once
-	localGit, remoteGit *hostcmd.Git
+	localGit, remoteGit *proc.Git
 	gitErr              error
 	// rootPins are the pins of the clones' directory, Root, read once
 	// (see checkoutGit).
-	rootPins *hostcmd.RepoPins
+	rootPins *proc.RepoPins
 }
 
 // liveRun is a run's agent kept between iterations on this worker.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -105,7 +105,7 @@ type Config struct {
 type Runtime struct {
 	cfg Config
 	// redact replaces the values of capstan's secret variables in the
-	// model's answers (procenv.SecretRedactor).
+	// model's answers (proc.SecretRedactor).
 	redact llm.Redactor
 	// schemas compiles the skills' schemas, each distinct one once (a
 	// schema file is read again on every check, so a changed one is
@@ -124,7 +124,7 @@ func New(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runtime{cfg: cfg, redact: procenv.SecretRedactor(os.Environ()), schemas: jschema.NewCache(0)}
+	return &Runtime{cfg: cfg, redact: proc.SecretRedactor(os.Environ()), schemas: jschema.NewCache(0)}
 }
 
 // Exit reasons of an Act run.

@@ -66,7 +66,7 @@ type Config struct {
 	Next event.Emitter
 	// Secrets are values that must never be exported; they are replaced
 	// in the free text that is (warning messages). Use
-	// procenv.SecretValues, which lists them longest first.
+	// proc.SecretValues, which lists them longest first.
 	Secrets []string
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time

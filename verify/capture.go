@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // capture keeps what a command prints to one stream within limit bytes:
@@ -26,7 +26,7 @@ type capture struct {
 	// kept byte of tail is (tail starts with a whole line).
 	lineAfterHead, lineBeforeTail bool
 	pastHead                      bool // a byte was written past the head
-	// secrets are the secret values (procenv.SecretValues) whose pieces
+	// secrets are the secret values (proc.SecretValues) whose pieces
 	// must not survive where the kept parts are cut.
 	secrets []string
 }
@@ -96,8 +96,8 @@ func (w *capture) String() string {
 		return notCapstan(string(w.head) + string(tail))
 	}
 	head := w.head
-	head = head[:len(head)-procenv.SecretPieceAtEnd(string(head), w.secrets)]
-	tail = tail[procenv.SecretPieceAtStart(string(tail), w.secrets):]
+	head = head[:len(head)-proc.SecretPieceAtEnd(string(head), w.secrets)]
+	tail = tail[proc.SecretPieceAtStart(string(tail), w.secrets):]
 	if cut := len(head) < len(w.head) || !w.lineAfterHead; cut {
 		if i := bytes.LastIndexByte(head, '\n'); i >= 0 {
 			head = head[:i+1]

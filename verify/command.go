@@ -14,10 +14,8 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/proc"
 
-	"github.com/capstan-dev/capstan/procenv"
-	"github.com/capstan-dev/capstan/procguard"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -56,7 +54,7 @@ func withPathOutside(env []string, dir string) (_ []string, dropped []string) {
 	}
 	for i, kv := range env {
 		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
-			kept := hostcmd.PathOutside(path, dir)
+			kept := proc.PathOutside(path, dir)
 			env[i] = "PATH=" + kept
 			keep := filepath.SplitList(kept)
 			for _, d := range filepath.SplitList(path) {
@@ -76,15 +74,15 @@ type CommandSpec struct {
 	Timeout   time.Duration
 	OutputCap int
 	// Env is the allow-list on top of the minimal base environment (see
-	// procenv.ForCommands); commands never get capstan's whole environment.
+	// proc.ForCommands); commands never get capstan's whole environment.
 	Env []string
 	// Sandbox, when set, runs the command confined; nil runs it with the
 	// user's rights.
 	Sandbox CommandSandbox
 	// Git, when set, reads the repository configuration of Dir whose
 	// programs the command's git is kept from running; the fixed pins of
-	// hostcmd.GitConfigEnv apply either way.
-	Git *hostcmd.Git
+	// proc.GitConfigEnv apply either way.
+	Git *proc.Git
 	// Report, when set, receives the whole standard output as it comes
 	// (the output cap does not apply to it), and a command that runs
 	// pytest is asked for its JUnit XML report there (PYTEST_ADDOPTS).
@@ -118,12 +116,12 @@ func RunCommand(ctx context.Context, spec CommandSpec) (event.ValidatorOutput, e
 	if spec.OutputCap <= 0 {
 		spec.OutputCap = DefaultOutputCap
 	}
-	secrets := procenv.SecretValues(os.Environ())
+	secrets := proc.SecretValues(os.Environ())
 	stdout, stderr := newCapture(spec.OutputCap, secrets), newCapture(spec.OutputCap, secrets)
 	// The command's git runs nothing the repository's configuration
 	// names (a model-written core.fsmonitor or filter in .git/config);
 	// the pins come after the allow-list, so it cannot unset them.
-	env := append(withoutWorkTreeWrites(procenv.ForCommands(os.Environ(), spec.Env)), hostcmd.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
+	env := append(withoutWorkTreeWrites(proc.ForCommands(os.Environ(), spec.Env)), proc.GitConfigEnv(ctx, spec.Git, spec.Dir)...)
 	env, droppedPath := withPathOutside(env, spec.Dir)
 	var stdoutW io.Writer = stdout
 	if spec.Report != nil {
@@ -164,17 +162,17 @@ func RunCommand(ctx context.Context, spec CommandSpec) (event.ValidatorOutput, e
 	return out, nil
 }
 
-// runUnconfined runs the command as the user under a procguard
+// runUnconfined runs the command as the user under the
 // supervisor, which kills everything the command started — also what left
 // its process group, and also when capstan itself is killed — at the
 // timeout, on cancel and when the command ends; in a process without the
-// supervisor (procguard.Init not called), in a new process group killed
+// supervisor (proc.InitSupervisor not called), in a new process group killed
 // at the timeout.
 func runUnconfined(ctx context.Context, spec CommandSpec, env []string, stdout, stderr io.Writer) (exitCode int, timedOut bool, err error) {
-	if !procguard.Available() {
+	if !proc.SupervisorAvailable() {
 		return runInProcessGroup(ctx, spec, env, stdout, stderr)
 	}
-	sup, err := procguard.Command(procguard.Spec{Argv: []string{"sh", "-c", spec.Command}, Env: env, Dir: spec.Dir})
+	sup, err := proc.Supervise(proc.SupervisedSpec{Argv: []string{"sh", "-c", spec.Command}, Env: env, Dir: spec.Dir})
 	if err != nil {
 		return 0, false, err
 	}

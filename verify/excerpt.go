@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // OutputExcerptBytes bounds the excerpt of a failing validator's output
@@ -15,13 +15,13 @@ const OutputExcerptBytes = 4 << 10
 
 // OutputExcerpt returns the end of a validator's output for the journal:
 // stdout then stderr, joined as the extractors join them, with secret
-// values redacted (procenv.RedactSecrets) before it is cut, so no part of
+// values redacted (proc.RedactSecrets) before it is cut, so no part of
 // a secret survives at the cut. The excerpt is valid UTF-8 of at most
 // OutputExcerptBytes bytes; when the output is longer it starts at a line
 // if one begins in its first quarter. omitted is the number of bytes of
 // the (redacted) output before the excerpt.
 func OutputExcerpt(out event.ValidatorOutput) (excerpt string, omitted int) {
-	text := procenv.RedactSecrets(JoinedOutput(out))
+	text := proc.RedactSecrets(JoinedOutput(out))
 	if len(text) <= OutputExcerptBytes && utf8.ValidString(text) {
 		return text, 0
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/hostcmd"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // TestGitCleanSeesHiddenWork: work the model hid from git status — a
@@ -27,7 +27,7 @@ func TestGitCleanSeesHiddenWork(t *testing.T) {
 	run(t, dir, "git", "commit", "-qm", "more")
 	write(t, filepath.Join(dir, ".git", "info"), "exclude", "# mine\n*.local\n")
 	write(t, dir, "editor.local", "the user's own ignored file\n")
-	g, err := hostcmd.NewGit(os.Environ())
+	g, err := proc.NewGit(os.Environ())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // GuardName is the name the no-lost-tests check reports under
@@ -149,7 +149,7 @@ func ParseTestRunOutput(o event.ValidatorOutput, dir string) (event.TestRun, boo
 				r.Truncated = o.ReportTruncated
 				for i := range r.Tests {
 					// names go to the journal and into prompts
-					r.Tests[i].Name = procenv.RedactSecrets(r.Tests[i].Name)
+					r.Tests[i].Name = proc.RedactSecrets(r.Tests[i].Name)
 				}
 				return r, true
 			}

@@ -18,11 +18,10 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 
 	"github.com/capstan-dev/capstan/schema"
 )
@@ -86,7 +85,7 @@ type ValidatorConfig struct {
 	// File names steps_registry.json in errors.
 	File string
 	// Env is the allow-list of variables commands get besides the minimal
-	// base (runner.boundaries.env; see procenv.ForCommands).
+	// base (runner.boundaries.env; see proc.ForCommands).
 	Env []string
 	// Sandbox, when set, confines every command validator (the agent's
 	// runner.boundaries.sandbox, with sandbox.ValidatorLimits() and the
@@ -95,9 +94,9 @@ type ValidatorConfig struct {
 	Sandbox CommandSandbox
 	// Git reads the work dir's repository configuration so that the git
 	// commands of a command validator (git status) run none of the
-	// programs it names (see hostcmd.GitConfigEnv); nil gives them the
+	// programs it names (see proc.GitConfigEnv); nil gives them the
 	// fixed pins only.
-	Git *hostcmd.Git
+	Git *proc.Git
 	// Custom are this agent's Go validators by handler name (validator
 	// type "custom"; agent.Config.Validators).
 	Custom map[string]CustomValidator
@@ -113,7 +112,7 @@ type ValidatorConfig struct {
 	// ReportCap bounds each report (default DefaultReportCap).
 	ReportCap int64
 	// Pins, when set, is the toolchain configuration captured when the
-	// run started (toolconf.Pinned): its variables come first in every
+	// run started (PinnedToolchain): its variables come first in every
 	// command's environment (Env wins over them), and its files are
 	// restored before each command runs.
 	Pins PinnedConfig
@@ -184,7 +183,7 @@ func NewCompletionValidator(cfg ValidatorConfig) (*CompletionValidator, error) {
 	cfg.Validators = maps.Clone(cfg.Validators)
 	v := &CompletionValidator{cfg: cfg, reports: &reportFiles{base: cfg.ReportDir}}
 	if cfg.Git != nil && cfg.WorkDir != "" {
-		v.infoExclude = hostcmd.InfoExclude(cfg.WorkDir)
+		v.infoExclude = proc.GitInfoExclude(cfg.WorkDir)
 	}
 	if len(cfg.Validators) > 0 { // most agents have none: no empty map then
 		v.built = make(map[string]builtValidator, len(cfg.Validators))
@@ -536,7 +535,7 @@ func (v *CompletionValidator) runCommand(ctx context.Context, name string, def a
 	}
 	// The output goes to the journal and into retry prompts: no secret
 	// value in it.
-	out.Stdout, out.Stderr = procenv.RedactSecrets(out.Stdout), procenv.RedactSecrets(out.Stderr)
+	out.Stdout, out.Stderr = proc.RedactSecrets(out.Stdout), proc.RedactSecrets(out.Stderr)
 	return out, met, nil, nil
 }
 

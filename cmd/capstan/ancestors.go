@@ -9,8 +9,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/procenv"
-	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -45,12 +44,12 @@ const agentSandboxHint = `run the agent in the sandbox (the default: drop --no-s
 // says how to run sandboxed instead.
 func checkAncestorKeys(args []string, getenv func(string) string, safer string) error {
 	var values []string
-	for _, n := range procenv.ProviderKeyNames() {
-		if v := getenv(n); len(v) >= procenv.MinSecretLen {
+	for _, n := range proc.ProviderKeyNames() {
+		if v := getenv(n); len(v) >= proc.MinSecretLen {
 			values = append(values, v)
 		}
 	}
-	found := procguard.AncestorsHolding(procenv.ProviderKeyNames(), values)
+	found := proc.AncestorsHolding(proc.ProviderKeyNames(), values)
 	if len(found) == 0 {
 		return nil
 	}

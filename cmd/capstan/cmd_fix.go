@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm/modelspec"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/testfix"
 )
 
@@ -110,6 +112,11 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 		model, opts.Script = "script:"+filepath.Base(file), b
 	}
 	opts.Model, flags.model = model, model
+	if printAgent == "" {
+		if err := checkCommitIdentity(cmd.Context(), flags.workDir); err != nil {
+			return withExit(exitUsage, err)
+		}
+	}
 	cfg, err := testfix.Config(opts)
 	if err != nil {
 		return withExit(exitUsage, fmt.Errorf("fix: %w", err))
@@ -205,4 +212,25 @@ func describeFix(w interface{ Write([]byte) (int, error) }, o testfix.Options) {
 		}
 	}
 	fmt.Fprintf(w, "  git-clean: git status --porcelain\n")
+}
+
+// checkCommitIdentity refuses, before anything runs, a work dir where
+// git does not know who commits (no user.name and user.email in the
+// repository, the user's configuration or GIT_AUTHOR_NAME, …): the fix
+// agent completes only when its fix is committed, which the model's git
+// commit could then never do.
+func checkCommitIdentity(ctx context.Context, workDir string) error {
+	dir, err := filepath.Abs(workDir)
+	if err != nil {
+		return fmt.Errorf("fix: %w", err)
+	}
+	git, err := proc.NewGit(os.Environ(), dir)
+	if err != nil {
+		return nil // the agent's own check reports a missing or unsafe git
+	}
+	if ident, local := git.CommitIdentity(ctx, dir, os.Environ()); local || ident != nil {
+		return nil
+	}
+	return errors.New("fix: git does not know who you are (user.name and user.email are not set), and capstan fix completes only when the fix is committed; " +
+		"set them (once, for every repository) with: git config --global user.name 'Your Name' && git config --global user.email 'you@example.com'")
 }

@@ -18,7 +18,7 @@ import (
 
 func newResumeCmd() *cobra.Command {
 	var flags runFlags
-	var reload bool
+	var reload, trustWorkDirJournal bool
 	cmd := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run that stopped without completing (killed, budget, recoverable error) in the same session",
@@ -28,7 +28,9 @@ options it was started with — model, base URL (the endpoint), parameters,
 --max-iterations, request timeouts — unless a flag given here overrides one.
 The transcript is never sent to a different endpoint without --base-url or
 --model saying so. A journal whose hash chain is broken, or that has an
-unreadable line, is not resumed.
+unreadable line, is not resumed; nor is a journal an older capstan kept
+under <workdir>/.capstan/runs, which the agent can write, unless
+--trust-workdir-journal is given.
 
 The run continues with the agent definition it recorded when it started
 (agent.json, registry, prompts, schemas, script, SKILL.md files), checked
@@ -50,8 +52,14 @@ Both choices are journaled. A run whose recorded definition is missing
 			}
 			if legacy {
 				// Everything resume takes from this record (iterations,
-				// verdicts, baselines) is what the agent could have written.
-				fmt.Fprintf(cmd.ErrOrStderr(), "capstan: %s: run %s's journal is %s, under the work dir; what it says of the run so far is not verified\n",
+				// verdicts, step state, baselines, the pinned definition
+				// next to it) is what the agent could have written.
+				if !trustWorkDirJournal {
+					return withExit(exitUsage, fmt.Errorf("resume: %s: run %s's journal is %s, under the work dir: its iterations, step state, verdicts and pinned definition are files the agent could have written or planted, so it is not resumed; "+
+						"start the agent anew with capstan run, or, if you trust everything in the work dir, resume it with: capstan resume %s --workdir %s --trust-workdir-journal",
+						runreport.Unverified, rec.ID, rec.Journal, shellQuote(rec.ID), shellQuote(flags.workDir)))
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "capstan: %s: run %s's journal is %s, under the work dir; what it says of the run so far is not verified (--trust-workdir-journal)\n",
 					runreport.Unverified, rec.ID, rec.Journal)
 			}
 			if err := checkResumable(rec); err != nil {
@@ -79,6 +87,7 @@ Both choices are journaled. A run whose recorded definition is missing
 	flags.register(cmd.Flags())
 	flags.temporal.registerResume(cmd.Flags())
 	registerAccept(cmd.Flags(), &flags.acceptChanged)
+	cmd.Flags().BoolVar(&trustWorkDirJournal, "trust-workdir-journal", false, "resume a run whose journal an older capstan kept under <workdir>/.capstan/runs, trusting what it records (the agent could have written it)")
 	cmd.Flags().BoolVar(&reload, "reload-definition", false, "continue with the agent folder's current files instead of the definition recorded with the run (journaled with both digests)")
 	cmd.Flags().Lookup("workdir").Usage = "also find runs an older capstan kept under <workdir>/.capstan/runs (the run continues in its own work dir)"
 	return cmd

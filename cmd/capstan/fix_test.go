@@ -30,9 +30,8 @@ func needTool(t *testing.T, what string, err error) {
 
 // fixRepo copies testdata/fix/<name> (without its script.yaml; a file
 // named gitignore becomes .gitignore; for "go", the fix-failing-test
-// example's module) into a new git repository with a local identity (the
-// model's commits run in the sandbox, which sees no global git config)
-// and returns its path and the script's.
+// example's module) into a new git repository with an identity of its
+// own and returns its path and the script's.
 func fixRepo(t *testing.T, name string) (repo, script string) {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("testdata", "fix", name))
@@ -277,5 +276,69 @@ func TestFixPrintAgentRunsTheSame(t *testing.T) {
 	// The folder is not written over.
 	if code, out := sh("capstan fix 'x' --print-agent " + verify.ShellQuote(folder)); code != exitUsage || !strings.Contains(out, "is not empty") {
 		t.Fatalf("--print-agent into a full folder: exit %d\n%s", code, out)
+	}
+}
+
+// capstan fix for a user whose git identity is in ~/.gitconfig only (the
+// repository sets none): the model's git commit runs in the sandbox,
+// whose HOME is private, and is made as that user. A user with no
+// identity at all is refused before anything runs, and the printed hint,
+// pasted, sets one: the same command then completes.
+func TestFixCommitsAsTheUsersGlobalIdentity(t *testing.T) {
+	needSandbox(t)
+	repo, script := fixRepo(t, "go")
+	git(t, repo, "config", "--unset", "user.name")
+	git(t, repo, "config", "--unset", "user.email")
+	for _, name := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", name).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(name, strings.TrimSpace(string(out))) // not under the new HOME
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	os.Unsetenv("GIT_CONFIG_GLOBAL") // the test identity (statetest.Git): git reads HOME/.gitconfig
+	t.Setenv("XDG_CONFIG_HOME", "")
+	sh := pasteShell(t, repo)
+	fix := "capstan fix 'make the failing tests pass' --model script:" + verify.ShellQuote(script)
+	code, out := sh(fix)
+	if code != exitUsage || !strings.Contains(out, "git does not know who you are") || strings.Contains(out, "test baseline") {
+		t.Fatalf("no identity: exit %d, want %d before anything runs\n%s", code, exitUsage, out)
+	}
+	if code, out := sh(pastedCommand(t, out, "with: ")); code != 0 {
+		t.Fatalf("the pasted hint: exit %d\n%s", code, out)
+	}
+	if testing.Short() {
+		return // the run compiles and runs go test in the sandbox three times
+	}
+	code, out = sh(fix)
+	if code != exitOK || !strings.Contains(out, "COMPLETED") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	author, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%an <%ae> / %cn <%ce>").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(author)); got != "Your Name <you@example.com> / Your Name <you@example.com>" {
+		t.Errorf("the fix was committed as %q", got)
+	}
+}
+
+// capstan fix without an API key says so before anything slow: the Go
+// build cache (which compiles Go's standard library on a new machine, a
+// minute) is seeded only once the run can start.
+func TestFixWithoutAKeyFailsBeforeTheBuildCache(t *testing.T) {
+	needSandbox(t)
+	repo, _ := fixRepo(t, "go")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
+	code, out := pasteShell(t, repo)("capstan fix 'make the failing tests pass' --model anthropic:claude-sonnet-4-5")
+	if code != exitInternal && code != exitUsage || !strings.Contains(out, "SDK_AUTH") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, "Go standard library") || strings.Contains(out, "build cache") {
+		t.Errorf("the build cache was prepared before the missing key was told:\n%s", out)
 	}
 }

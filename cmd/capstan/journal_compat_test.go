@@ -42,7 +42,7 @@ func TestRunsRecordedBeforeTheVerdictStageShowAndResume(t *testing.T) {
 	if code != 0 || !strings.Contains(out+errOut, "out-missing") || !strings.Contains(out+errOut, "max_iterations") {
 		t.Fatalf("show: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, errOut = captureConfigCLI(t, "resume", runID, "--workdir", work, "--reload-definition", "--max-iterations", "3", "--json", "--quiet")
+	code, out, errOut = captureConfigCLI(t, "resume", runID, "--workdir", work, "--trust-workdir-journal", "--reload-definition", "--max-iterations", "3", "--json", "--quiet")
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
 	}

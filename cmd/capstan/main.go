@@ -12,8 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/capstan-dev/capstan/procenv"
-	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -93,31 +92,31 @@ func main() {
 // was adopted by capstan and is killed before it exits.
 func runProcess(args []string) int {
 	protectProcess()
-	if err := procguard.AdoptOrphans(); err != nil {
+	if err := proc.AdoptOrphans(); err != nil {
 		fmt.Fprintln(os.Stderr, "capstan: warning: cannot adopt orphaned processes:", err)
 	}
 	code := runMain(args)
-	procguard.KillChildren()
+	proc.KillChildren()
 	return code
 }
 
 // protectProcess keeps capstan's secrets and descriptors away from the
 // commands it runs for the model: the environment block that
 // /proc/<pid>/environ shows keeps only what those commands get by default
-// (procenv.KeptInOwnBlock) — every other value is wiped, a credential
+// (proc.KeptInOwnBlock) — every other value is wiped, a credential
 // under a name no rule knows included (capstan keeps its own copy) —, the
 // process becomes non-dumpable (its /proc/<pid>/mem closes to
 // children of the same user), CAP_SYS_PTRACE leaves the bounding set, and
 // inherited descriptors above 2 become close-on-exec.
 func protectProcess() {
-	if _, err := procguard.Protect(wipedFromOwnBlock); err != nil {
+	if _, err := proc.ProtectSelf(wipedFromOwnBlock); err != nil {
 		fmt.Fprintln(os.Stderr, "capstan: warning: process protection incomplete:", err)
 	}
 }
 
 // wipedFromOwnBlock says which values protectProcess wipes from
 // capstan's environment block: all but those it keeps.
-func wipedFromOwnBlock(name, value string) bool { return !procenv.KeptInOwnBlock(name, value) }
+func wipedFromOwnBlock(name, value string) bool { return !proc.KeptInOwnBlock(name, value) }
 
 // runMain runs the CLI as a process does: the first Ctrl-C (SIGINT) or
 // SIGTERM cancels the run, which stops cleanly with its journal intact

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/internal/statetest"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // buildStdioServer builds tool/mcp's test server into a directory outside
@@ -119,11 +119,11 @@ func TestMCPServerRunsInTheSandbox(t *testing.T) {
 	// of the allow-list: nothing else.
 	minimal := map[string]bool{"HTTP_PROXY": true, "HTTPS_PROXY": true, "ALL_PROXY": true,
 		"NO_PROXY": true, "http_proxy": true, "https_proxy": true, "all_proxy": true, "no_proxy": true}
-	for _, k := range procenv.BaseNames() {
+	for _, k := range proc.BaseNames() {
 		minimal[k] = true
 	}
 	for _, k := range envFromJournal(t, text) {
-		if _, toolchain := procenv.ToolchainVar(k); !minimal[k] && !toolchain && !strings.HasPrefix(k, "LC_") {
+		if _, toolchain := proc.LookupToolchainVar(k); !minimal[k] && !toolchain && !strings.HasPrefix(k, "LC_") {
 			t.Errorf("the server's environment holds %s, which is not in the minimal base", k)
 		}
 	}

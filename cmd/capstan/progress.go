@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
@@ -37,7 +37,7 @@ type progressPrinter struct {
 	// is true when streamed text left the cursor mid-line.
 	status  string
 	midText bool
-	redact  *procenv.StreamRedactor
+	redact  *proc.StreamRedactor
 
 	// what is the wait the status line shows when no activity runs (the
 	// model, a tool), acts the activities running now, innermost last.

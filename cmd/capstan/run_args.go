@@ -16,8 +16,8 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // agentDirArg finds DIR among raw args and returns it with the other
@@ -161,7 +161,7 @@ var gitCommand = lazyre.New(`(^|[;&|(]\s*)git(\s|$)`)
 // work dir that is not inside a git work tree: git would fail there, and
 // every verdict that reads it would be wrong. git is the one a PATH entry
 // outside the work dir provides, run with the configuration the model
-// cannot steer (hostcmd.Git): a git planted in the work dir is refused.
+// cannot steer (proc.Git): a git planted in the work dir is refused.
 func checkGitWorkDir(ctx context.Context, def *agentdir.Agent, workDir string) error {
 	var names []string
 	for name, v := range def.Registry().Validators {
@@ -174,8 +174,8 @@ func checkGitWorkDir(ctx context.Context, def *agentdir.Agent, workDir string) e
 	}
 	sort.Strings(names)
 	abs, _ := filepath.Abs(workDir)
-	git, err := hostcmd.NewGit(os.Environ(), abs)
-	if err != nil && !hostcmd.IsNotFound(err) {
+	git, err := proc.NewGit(os.Environ(), abs)
+	if err != nil && !proc.IsProgramNotFound(err) {
 		return err
 	}
 	if git != nil {

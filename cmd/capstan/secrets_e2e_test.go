@@ -12,7 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // TestRunKeepsKeysFromBash reproduces the attack through the real
@@ -166,8 +166,8 @@ func TestRunRedactsSecretsTheModelEchoes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.RunID == "" {
 		t.Fatalf("no run id (%v):\n%s", err, out)
 	}
-	if b, err := os.ReadFile(filepath.Join(wd, "key.txt")); err != nil || string(b) != procenv.Redacted {
-		t.Errorf("key.txt = %q, %v; want %q", b, err, procenv.Redacted)
+	if b, err := os.ReadFile(filepath.Join(wd, "key.txt")); err != nil || string(b) != proc.Redacted {
+		t.Errorf("key.txt = %q, %v; want %q", b, err, proc.Redacted)
 	}
 	journals := runJournals(t, wd)
 	if len(journals) != 1 {
@@ -177,7 +177,7 @@ func TestRunRedactsSecretsTheModelEchoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), key) || !strings.Contains(string(b), "the key is "+procenv.Redacted) {
+	if strings.Contains(string(b), key) || !strings.Contains(string(b), "the key is "+proc.Redacted) {
 		t.Errorf("journal holds the key or lacks the redacted text:\n%s", b)
 	}
 	events, err := journal.ReadFile(journals[0])
@@ -186,12 +186,12 @@ func TestRunRedactsSecretsTheModelEchoes(t *testing.T) {
 	}
 	for id, msgs := range llm.TranscriptsFromEvents(events) {
 		m, _ := json.Marshal(msgs)
-		if strings.Contains(string(m), key) || !strings.Contains(string(m), procenv.Redacted) {
+		if strings.Contains(string(m), key) || !strings.Contains(string(m), proc.Redacted) {
 			t.Errorf("session %s transcript holds the key or no redaction: %s", id, m)
 		}
 	}
 	code, out, _ = captureConfigCLI(t, "show", res.RunID, "--workdir", wd)
-	if code != 0 || strings.Contains(out, key) || !strings.Contains(out, procenv.Redacted) {
+	if code != 0 || strings.Contains(out, key) || !strings.Contains(out, proc.Redacted) {
 		t.Errorf("show (exit %d) holds the key or no redaction:\n%s", code, out)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/lazyre"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/runreport"
 )
 
@@ -59,11 +59,11 @@ func (p *progressPrinter) streamTo(ctx context.Context) context.Context {
 
 // enableStream makes p the run's stream sink: text is printed as it
 // arrives, and every value of a secret-looking variable of environ (API
-// keys, tokens; see procenv.IsSecretName) is replaced by [REDACTED] in
+// keys, tokens; see proc.IsSecretName) is replaced by [REDACTED] in
 // everything printed.
 func (p *progressPrinter) enableStream(environ []string) {
 	p.stream = true
-	p.redact = procenv.NewStreamRedactor(environ)
+	p.redact = proc.NewStreamRedactor(environ)
 }
 
 // TextDelta implements llm.StreamSink.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tracing"
 )
 
@@ -60,7 +60,7 @@ func (c *commandTracing) emitter(ctx context.Context, next event.Emitter) event.
 		return next
 	}
 	tee := tracing.New(tracing.Config{Provider: c.t.Provider(), Parent: context.WithoutCancel(ctx), Next: next,
-		Secrets: procenv.SecretValues(os.Environ())})
+		Secrets: proc.SecretValues(os.Environ())})
 	c.tees = append(c.tees, tee)
 	return tee
 }

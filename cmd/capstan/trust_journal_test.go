@@ -42,7 +42,10 @@ func TestJournalDirDoesNotFollowAPlantedLink(t *testing.T) {
 	}
 }
 
-// Resuming a run an older capstan kept under the work dir says first that
+// A run an older capstan kept under the work dir is not resumed: its
+// journal, step state and pinned definition are files the agent could
+// have written (or planted, as a run that never was). The refusal's hint,
+// pasted, resumes it with --trust-workdir-journal, which says first that
 // its record is unverified; a run kept in the state directory does not.
 func TestResumeOfAWorkDirJournalShowsTheBanner(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
@@ -75,9 +78,21 @@ func TestResumeOfAWorkDirJournalShowsTheBanner(t *testing.T) {
 	if err := os.Rename(runDir, legacy); err != nil {
 		t.Fatal(err)
 	}
-	_, _, errOut = captureConfigCLI(t, "resume", id, "--max-iterations", "3", "--workdir", work)
-	if !strings.HasPrefix(errOut, "capstan: "+banner+": run "+id+"'s journal is ") {
-		t.Fatalf("resume of a work-dir journal does not open with the banner:\n%s", errOut)
+	journalPath := filepath.Join(legacy, journal.FileName)
+	before, err := os.ReadFile(journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := captureConfigCLI(t, "resume", id, "--max-iterations", "3", "--workdir", work)
+	if code != exitUsage || !strings.Contains(errOut, "resume: "+banner+": run "+id+"'s journal is ") || !strings.Contains(errOut, "so it is not resumed") {
+		t.Fatalf("resume of a work-dir journal: exit %d, want %d refusing it\n%s", code, exitUsage, errOut)
+	}
+	if after, _ := os.ReadFile(journalPath); string(after) != string(before) {
+		t.Fatal("the refused resume wrote to the work-dir journal")
+	}
+	code, out := pasteShell(t, t.TempDir())(pastedCommand(t, errOut, "resume it with: "))
+	if !strings.Contains(out, "capstan: "+banner+": run "+id+"'s journal is ") || strings.Contains(out, "so it is not resumed") {
+		t.Fatalf("the pasted hint: exit %d\n%s", code, out)
 	}
 }
 

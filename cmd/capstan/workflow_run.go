@@ -23,9 +23,8 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/workflow"
 )
@@ -390,11 +389,11 @@ func ghRepoName(s string) bool {
 
 // trustedGH is gh on PATH, refused when a PATH entry inside the work dir
 // provides it (the model could have written it; capstan runs it with its
-// credentials): hostcmd.LookPath, as for every program capstan runs for
+// credentials): proc.LookPath, as for every program capstan runs for
 // itself.
 func trustedGH(workDir string) (string, error) {
-	p, err := hostcmd.LookPath("gh", os.Getenv("PATH"), workDir)
-	if hostcmd.IsNotFound(err) {
+	p, err := proc.LookPath("gh", os.Getenv("PATH"), workDir)
+	if proc.IsProgramNotFound(err) {
 		return "", fmt.Errorf("workflow run: gh is not on PATH: install the GitHub CLI (https://cli.github.com) and run `gh auth login`, or use --local DIR")
 	}
 	if err != nil {
@@ -404,17 +403,17 @@ func trustedGH(workDir string) (string, error) {
 }
 
 // ghEnv is gh's environment: what capstan's own gh calls get
-// (procenv.ForGitHubCLI: the minimal base, network settings, gh's token
+// (proc.ForGitHubCLI: the minimal base, network settings, gh's token
 // and host variables; no model API keys, no GIT_* settings), with PATH
 // stripped of the work dir's entries and gh's prompts and update notices
 // off.
 func ghEnv(environ []string, workDir string) []string {
 	var out []string
-	for _, kv := range procenv.ForGitHubCLI(environ) {
+	for _, kv := range proc.ForGitHubCLI(environ) {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "PATH":
-			kv = "PATH=" + hostcmd.PathOutside(v, workDir)
+			kv = "PATH=" + proc.PathOutside(v, workDir)
 		case "GH_PROMPT_DISABLED", "GH_NO_UPDATE_NOTIFIER":
 			continue
 		}

@@ -95,7 +95,9 @@ type Fault struct {
 	MalformedAfter int
 	// StallAfter, when > 0, stops sending after that many stream events
 	// and holds the connection open, silent, until the client gives up (a
-	// server that stalls mid-stream). A server that stalls before the
+	// server that stalls mid-stream; in the OpenAI dialect, StallAfter
+	// equal to the number of chunks stalls after the last one, the usage
+	// chunk, before "data: [DONE]"). A server that stalls before the
 	// response headers is Reply.Delay.
 	StallAfter int
 }

@@ -240,6 +240,12 @@ func writeOpenAIReply(r *http.Request, w http.ResponseWriter, s *Server, req Req
 		e.f.Flush()
 		panic(http.ErrAbortHandler)
 	}
+	if e.fault != nil && e.fault.StallAfter > 0 && e.n >= e.fault.StallAfter {
+		// After the usage chunk, before the stream's end.
+		e.f.Flush()
+		<-e.ctx.Done()
+		return
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	e.f.Flush()
 }

@@ -171,13 +171,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	resp, err := llm.Retry(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *llm.RetryFailure) {
 		return m.once(ctx, params, attempt, sink, &billed)
 	})
-	switch {
-	case err == nil:
-		resp.Usage.Add(billed)
-	case billed != event.Usage{}:
-		err = &llm.BilledError{Err: err, Usage: billed}
-	}
-	return resp, err
+	return llm.WithBilled(resp, err, billed)
 }
 
 // call describes this provider's API calls for llm.Retry.

@@ -43,9 +43,8 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/llm"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/schema"
 	"github.com/capstan-dev/capstan/tool"
@@ -197,8 +196,8 @@ func findBinary(cfg Config) ([]string, error) {
 	} else if wd, err := os.Getwd(); err == nil {
 		workDirs = append(workDirs, wd)
 	}
-	p, err := hostcmd.LookPath(name, cfg.Getenv("PATH"), workDirs...)
-	if hostcmd.IsNotFound(err) || agenterr.CodeOf(err) == agenterr.CodeDependencyResolution && !strings.Contains(err.Error(), "inside the work dir") {
+	p, err := proc.LookPath(name, cfg.Getenv("PATH"), workDirs...)
+	if proc.IsProgramNotFound(err) || agenterr.CodeOf(err) == agenterr.CodeDependencyResolution && !strings.Contains(err.Error(), "inside the work dir") {
 		return nil, missing(err)
 	}
 	if err != nil {
@@ -206,8 +205,8 @@ func findBinary(cfg Config) ([]string, error) {
 	}
 	argv := []string{p}
 	if interp, ok := envInterpreter(p); ok {
-		ip, err := hostcmd.LookPath(interp, cfg.Getenv("PATH"), workDirs...)
-		if err != nil && !hostcmd.IsNotFound(err) {
+		ip, err := proc.LookPath(interp, cfg.Getenv("PATH"), workDirs...)
+		if err != nil && !proc.IsProgramNotFound(err) {
 			return nil, err
 		}
 		if err == nil {
@@ -290,7 +289,14 @@ func (b *Bridge) Close() error {
 // "--flag=value" form, so a value starting with "-" (a hostile model name
 // or system prompt) can never be read as a flag of its own.
 func (b *Bridge) Args(opts llm.QueryOptions, resume string) []string {
-	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}
+	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+		// The work dir's .claude/settings.json and settings.local.json
+		// (the CLI's project and local settings) and .mcp.json are files
+		// the model can write: read, their permission rules would allow
+		// tools the agent does not, their env would set the CLI's
+		// environment, their MCP servers would start. Only the user's
+		// settings and capstan's own flags count.
+		"--setting-sources=user", "--strict-mcp-config"}
 	add := func(flag, value string) { args = append(args, flag+"="+value) }
 	if resume != "" {
 		add("--resume", resume)
@@ -467,7 +473,7 @@ func (b *Bridge) env() []string {
 	}
 	// The CLI's own settings and key, and what the model's commands get
 	// (its Bash runs them) — not the rest of capstan's environment.
-	env := procenv.ForClaudeCLI(environ, nil)
+	env := proc.ForClaudeCLI(environ, nil)
 	if b.cfg.BaseURL != "" {
 		// The last of a duplicated variable wins.
 		env = append(env, "ANTHROPIC_BASE_URL="+b.cfg.BaseURL)

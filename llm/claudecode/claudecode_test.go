@@ -22,7 +22,7 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/tooldecl"
@@ -505,7 +505,7 @@ func TestRedactsSecretsTheCLIReports(t *testing.T) {
 	ev := &events{}
 	b, _ := newBridge(t, "echo-secret", ev, func(c *claudecode.Config) {
 		c.Env = append(c.Env, "FAKE_CLAUDE_ECHO="+key)
-		c.Redact = procenv.SecretRedactor([]string{"ECHO_API_KEY=" + key})
+		c.Redact = proc.SecretRedactor([]string{"ECHO_API_KEY=" + key})
 	})
 	res, err := b.Query(context.Background(), "say the key", llm.QueryOptions{OutputSchema: json.RawMessage(`{"type":"object"}`)})
 	if err != nil {

@@ -171,9 +171,11 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	}
 	structured := len(req.OutputSchema) > 0
 	sink := llm.StreamSinkFrom(ctx)
-	return llm.Retry(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *llm.RetryFailure) {
-		return m.once(ctx, params, structured, attempt, sink)
+	var billed event.Usage // of the failed attempts whose usage the server reported
+	resp, err := llm.Retry(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *llm.RetryFailure) {
+		return m.once(ctx, params, structured, attempt, sink, &billed)
 	})
+	return llm.WithBilled(resp, err, billed)
 }
 
 // call describes this provider's API calls for llm.Retry.
@@ -186,7 +188,15 @@ func (m *Model) call() llm.RetryCall {
 }
 
 // once runs one streamed attempt, passing text deltas to sink (nil = none).
-func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int, sink llm.StreamSink) (resp *llm.Response, fail *llm.RetryFailure) {
+//
+// The usage of the response in flight goes to the context's usage
+// observer (llm.WithUsageObserver) as the stream tells it: when the
+// first chunk arrives, that the response's usage is not reported yet
+// (these servers send it in the stream's last chunk, after the
+// finish_reason; some, such as vLLM with continuous usage stats, in
+// every chunk), and the usage of every chunk that carries one. A failed
+// attempt whose stream had reported its usage adds it to billed.
+func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int, sink llm.StreamSink, billed *event.Usage) (resp *llm.Response, fail *llm.RetryFailure) {
 	// The SDK sends X-Stainless-Retry-Count: 0 itself; a retry says
 	// which one it is (the SDK's own retries are off).
 	var opts []option.RequestOption
@@ -206,10 +216,28 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 	var acc sdk.ChatCompletionAccumulator
 	finished := false
 	var cacheWrites int64 // the accumulator drops prompt_tokens_details.cache_write_tokens
+	began := false
+	var reported event.Usage // the usage the stream last reported
+	defer func() {
+		if fail != nil {
+			billed.Add(reported)
+		}
+	}()
 	for stream.Next() {
 		chunk := stream.Current()
 		acc.AddChunk(chunk)
 		cacheWrites += chunk.Usage.PromptTokensDetails.CacheWriteTokens
+		if chunk.JSON.Usage.Valid() {
+			// What the server bills for the response, whatever becomes
+			// of the rest of its stream.
+			reported = usage(chunk.Usage)
+			inFlight := *billed
+			inFlight.Add(reported)
+			llm.ObserveUsage(ctx, inFlight)
+		} else if !began {
+			llm.ObserveUnreportedUsage(ctx, *billed)
+		}
+		began = true
 		for _, c := range chunk.Choices {
 			if c.FinishReason != "" {
 				finished = true

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // Window is a time range [Since, Until] on committer time, in UTC.
@@ -203,12 +203,12 @@ func checkShallow(ctx context.Context, repo string, w Window) error {
 	return nil
 }
 
-// run runs git args in repo as capstan's own git (hostcmd.Git): the git
+// run runs git args in repo as capstan's own git (proc.Git): the git
 // a PATH entry outside repo provides, with a minimal environment and no
 // program the repository's configuration names (a gpg.program,
 // core.fsmonitor or hook planted in its .git/config runs nowhere).
 func runGit(ctx context.Context, repo string, args ...string) ([]byte, error) {
-	g, err := hostcmd.NewGit(os.Environ(), repo)
+	g, err := proc.NewGit(os.Environ(), repo)
 	if err != nil {
 		return nil, err
 	}

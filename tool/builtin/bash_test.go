@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/procenv"
-	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -187,7 +186,7 @@ func TestBashEnvironmentIsScrubbed(t *testing.T) {
 	}
 	// A secret passed on purpose reaches the command, but its value is
 	// redacted in the result like every secret value.
-	for _, want := range []string{"PASSED_TOKEN=" + procenv.Redacted, "EXTRA=1", "CAPSTAN_HARMLESS=visible", "PATH="} {
+	for _, want := range []string{"PASSED_TOKEN=" + proc.Redacted, "EXTRA=1", "CAPSTAN_HARMLESS=visible", "PATH="} {
 		if !strings.Contains(out, want) {
 			t.Errorf("env lacks %s", want)
 		}
@@ -387,8 +386,8 @@ func TestExecRunnerFloodIsBounded(t *testing.T) {
 // process group and session (setsid) is gone when the command returns and
 // when the command times out.
 func TestExecRunnerKillsSetsidDescendants(t *testing.T) {
-	if !procguard.Available() {
-		t.Fatal("procguard.Init was not called in TestMain")
+	if !proc.SupervisorAvailable() {
+		t.Fatal("proc.InitSupervisor was not called in TestMain")
 	}
 	for _, tc := range []struct {
 		name    string
@@ -446,7 +445,7 @@ func TestToolResultsAreRedactedByValue(t *testing.T) {
 		if strings.Contains(out, "dt-0123456789-secret") || strings.Contains(out, "db-pass-98765") {
 			t.Errorf("%s leaked a secret value: %q", call.tool, out)
 		}
-		if !strings.Contains(out, procenv.Redacted) {
+		if !strings.Contains(out, proc.Redacted) {
 			t.Errorf("%s: no redaction marker in %q", call.tool, out)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -14,7 +14,7 @@ var lastEnv struct {
 	environ, allow, env []string
 }
 
-// commandEnv is procenv.ForCommands for the Bash tool of a new tool set: when the
+// commandEnv is proc.ForCommands for the Bash tool of a new tool set: when the
 // process environment and the allow list are those of the previous call
 // (every agent a process builds from one definition), it returns the same
 // list instead of a new copy. The list is shared and read-only; its
@@ -25,17 +25,17 @@ func commandEnv(environ, allow []string) []string {
 	if lastEnv.env != nil && slices.Equal(environ, lastEnv.environ) && slices.Equal(allow, lastEnv.allow) {
 		return lastEnv.env
 	}
-	env := slices.Clip(procenv.ForCommands(environ, allow))
+	env := slices.Clip(proc.ForCommands(environ, allow))
 	lastEnv.environ, lastEnv.allow, lastEnv.env = environ, slices.Clone(allow), env
 	return env
 }
 
 // RedactTools wraps each tool so that its results pass through
-// procenv.RedactSecrets.
+// proc.RedactSecrets.
 func RedactTools(tools []tool.Tool) []tool.Tool {
 	out := make([]tool.Tool, len(tools))
 	for i, t := range tools {
-		out[i] = tool.Redacting(t, procenv.RedactSecrets)
+		out[i] = tool.Redacting(t, proc.RedactSecrets)
 	}
 	return out
 }

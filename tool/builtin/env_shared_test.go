@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // Tool sets built with the same environment and allow list share one
@@ -17,7 +17,7 @@ func TestCommandEnvIsSharedWhileItsInputsRepeat(t *testing.T) {
 	if &a[0] != &b[0] {
 		t.Error("the same inputs built a second list")
 	}
-	if !slices.Equal(a, procenv.ForCommands(environ, []string{"FOO_*"})) {
+	if !slices.Equal(a, proc.ForCommands(environ, []string{"FOO_*"})) {
 		t.Errorf("shared list %v differs from BuildEnv's", a)
 	}
 	c := commandEnv(environ, []string{"LANG"})

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/procenv"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -172,7 +172,7 @@ func FuzzToolInput(f *testing.F) {
 		}
 		for _, s := range ran {
 			for _, kv := range s.Env {
-				if k, _, _ := strings.Cut(kv, "="); procenv.IsSecretName(k) {
+				if k, _, _ := strings.Cut(kv, "="); proc.IsSecretName(k) {
 					t.Fatalf("secret %s passed to the runner", k)
 				}
 			}

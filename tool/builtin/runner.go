@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/procguard"
+	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 )
 
@@ -23,7 +23,7 @@ const drainGrace = 500 * time.Millisecond
 // ExecRunner is the default tool.CommandRunner: it runs the command with
 // "bash -c" (or "sh -c" when bash is not installed) in a new process group,
 // with no stdin, stdout and stderr combined. When the program called
-// sandbox.Init (or procguard.Init) in main, the command runs under a
+// sandbox.Init (or proc.InitSupervisor) in main, the command runs under a
 // supervisor that is its child subreaper: when the command returns, times
 // out or ctx is canceled, every process it started is killed, even one that
 // left the process group with setsid. Without Init, the process group is
@@ -102,7 +102,7 @@ func (ExecRunner) Run(ctx context.Context, spec tool.CommandSpec) (tool.CommandR
 // waitCommand waits for the started command to end, for at most timeout
 // (0: no limit) and while ctx lasts; it stops the command and everything
 // it started when either ends first (timedOut, or a CANCELED error).
-func waitCommand(ctx context.Context, cmd *exec.Cmd, sup *procguard.Supervised, timeout time.Duration) (timedOut bool, err error) {
+func waitCommand(ctx context.Context, cmd *exec.Cmd, sup *proc.Supervised, timeout time.Duration) (timedOut bool, err error) {
 	pgid := cmd.Process.Pid
 	waited := make(chan struct{})
 	go func() {
@@ -145,13 +145,13 @@ func waitCommand(ctx context.Context, cmd *exec.Cmd, sup *procguard.Supervised, 
 // directory and environment (an empty one when spec has none): under the
 // process supervisor where it is available (it kills the whole tree),
 // else in a process group of its own.
-func shellCommand(spec tool.CommandSpec) (*exec.Cmd, *procguard.Supervised, error) {
+func shellCommand(spec tool.CommandSpec) (*exec.Cmd, *proc.Supervised, error) {
 	env := spec.Env
 	if env == nil {
 		env = []string{}
 	}
-	if procguard.Available() {
-		sup, err := procguard.Command(procguard.Spec{Argv: []string{Shell(), "-c", spec.Command}, Env: env, Dir: spec.Dir})
+	if proc.SupervisorAvailable() {
+		sup, err := proc.Supervise(proc.SupervisedSpec{Argv: []string{Shell(), "-c", spec.Command}, Env: env, Dir: spec.Dir})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -167,7 +167,7 @@ func shellCommand(spec tool.CommandSpec) (*exec.Cmd, *procguard.Supervised, erro
 // exitStatus sets res's exit code and signal from the ended command: the
 // supervisor's report of the command when there is one (the supervisor's
 // own exit says nothing about it), else the process state.
-func exitStatus(res *tool.CommandResult, cmd *exec.Cmd, sup *procguard.Supervised) {
+func exitStatus(res *tool.CommandResult, cmd *exec.Cmd, sup *proc.Supervised) {
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.Signal = ws.Signal().String()

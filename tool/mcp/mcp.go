@@ -31,10 +31,9 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/hostcmd"
 	"github.com/capstan-dev/capstan/internal/lazyre"
+	"github.com/capstan-dev/capstan/proc"
 
-	"github.com/capstan-dev/capstan/procenv"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
 	"github.com/capstan-dev/capstan/tool/builtin"
@@ -60,7 +59,7 @@ type Options struct {
 	// and is restarted, or cannot be (nil = none).
 	Events event.Emitter
 	// Env is the allow-list of variables stdio servers get besides the
-	// minimal base (runner.boundaries.env; see procenv.ForCommands); a
+	// minimal base (runner.boundaries.env; see proc.ForCommands); a
 	// server's own env entries are added on top.
 	Env []string
 	// Sandbox, when set, is the sandbox stdio servers run in (the agent's
@@ -206,8 +205,8 @@ func transport(name string, cfg tooldecl.MCPServer, opts Options) (sdk.Transport
 			if wd == "" {
 				wd, _ = os.Getwd()
 			}
-			p, err := hostcmd.LookPath(prog, os.Getenv("PATH"), wd)
-			if err != nil && !hostcmd.IsNotFound(err) {
+			p, err := proc.LookPath(prog, os.Getenv("PATH"), wd)
+			if err != nil && !proc.IsProgramNotFound(err) {
 				e := serverError(name, "cannot be started: "+err.Error())
 				e.Hint = "remove the work dir's directories from PATH, or name the server's program by its absolute path"
 				return nil, e
@@ -216,7 +215,7 @@ func transport(name string, cfg tooldecl.MCPServer, opts Options) (sdk.Transport
 				prog = p
 			}
 		}
-		env := procenv.ForCommands(os.Environ(), opts.Env)
+		env := proc.ForCommands(os.Environ(), opts.Env)
 		for k, v := range cfg.Env {
 			env = append(env, k+"="+v)
 		}
@@ -295,7 +294,7 @@ func InstallRoots(cfg tooldecl.MCPServer, workDir string) []string {
 	prog := cfg.Command
 	switch {
 	case !strings.Contains(prog, "/"):
-		p, err := hostcmd.LookPath(prog, os.Getenv("PATH"), wd)
+		p, err := proc.LookPath(prog, os.Getenv("PATH"), wd)
 		if err != nil {
 			return nil
 		}

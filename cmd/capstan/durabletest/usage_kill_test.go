@@ -107,6 +107,85 @@ func TestUsageOfAResponseCutMidStreamCounts(t *testing.T) {
 	}
 }
 
+// TestUsageOfAnOpenAIResponseCutMidStream: the OpenAI-compatible model
+// API (a fake on loopback) begins a response and stalls; the run is
+// killed (SIGKILL) while the response streams. Such a server reports a
+// response's usage only in the stream's last chunk, after the
+// finish_reason: when the kill comes after that chunk, the usage it told
+// is in the journal and the resumed run's usage is exact; when it comes
+// before, the cut response's tokens are known to nobody, and the resumed
+// run says so — its result's usageUnreported counts the response, and
+// capstan show says the usage and cost are lower bounds and what they
+// miss.
+func TestUsageOfAnOpenAIResponseCutMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a run: skipped with -short")
+	}
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "streamed", "description": "a response the run is killed in while it streams",
+  "runner": {"model": "openai:gpt-4.1", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": [], "permissionMode": "acceptEdits"}, "budgets": {"maxIterations": 3}}}`,
+		"steps_registry.json":                  `{"agentId": "streamed", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Say the keyword.",
+	})
+	for _, tc := range []struct {
+		name string
+		// stallAfter is the stream event the fake server stalls after: the
+		// first chunk, or the usage chunk (the role chunk, the text in two
+		// halves, the finish_reason, the usage).
+		stallAfter int
+		// usageEvents are the model.usage events of the cut response the
+		// kill waits for.
+		usageEvents       int
+		input, output     int64
+		unreported        int
+		showSays, showNot string
+	}{
+		{name: "before its usage", stallAfter: 1, usageEvents: 1, input: 1000, output: 50, unreported: 1,
+			showSays: "usage and cost are lower bounds: they miss the input and output tokens of 1 response that a kill cut while streaming"},
+		{name: "after its usage", stallAfter: 5, usageEvents: 2, input: 2000, output: 150, showNot: "lower bound"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var requests atomic.Int32
+			srv := fakellm.NewOpenAI(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+				if requests.Add(1) == 1 {
+					return fakellm.Reply{Usage: fakellm.Usage{InputTokens: 1000, OutputTokens: 100}, Text: "never finished",
+						Fault: &fakellm.Fault{StallAfter: tc.stallAfter}}
+				}
+				return fakellm.Reply{Usage: fakellm.Usage{InputTokens: 1000, OutputTokens: 50}, Text: "ALL_DONE"}
+			}})
+			wd := t.TempDir()
+			run := killedRun(t, dir, wd, srv.URL, func(done <-chan error) {
+				waitUntil(t, done, "the cut response's usage events were journaled", func() bool {
+					list, err := testStore(t).List(wd)
+					return err == nil && len(list) == 1 && strings.Count(readFileT(t, list[0].Path), `"type":"model.usage"`) >= tc.usageEvents
+				})
+			})
+			if strings.Contains(readFileT(t, run.Path), `"type":"model.turn"`) {
+				t.Fatal("the cut response's turn was journaled: the kill came after the stream, not in it")
+			}
+			res := resumeToEnd(t, run.ID)
+			if n := requests.Load(); n != 2 {
+				t.Fatalf("the server got %d requests, want 2 (the cut one, asked again once)", n)
+			}
+			if got := res.Usage; got.Input() != tc.input || got.OutputTokens != tc.output || res.UsageUnreported != tc.unreported {
+				t.Errorf("resumed run's usage %+v (input %d), unreported responses %d; want %d input, %d output tokens, %d unreported",
+					got, got.Input(), res.UsageUnreported, tc.input, tc.output, tc.unreported)
+			}
+			out, err := cliCommand("show", run.ID).CombinedOutput()
+			if err != nil {
+				t.Fatalf("show: %v\n%s", err, out)
+			}
+			if tc.showSays != "" && !strings.Contains(string(out), tc.showSays) {
+				t.Errorf("show does not say %q:\n%s", tc.showSays, out)
+			}
+			if tc.showNot != "" && strings.Contains(string(out), tc.showNot) {
+				t.Errorf("show says %q of a usage the server reported:\n%s", tc.showNot, out)
+			}
+		})
+	}
+}
+
 // killedRun starts the agent in dir on the work dir wd against the fake
 // Anthropic API at url, waits until until returns, kills the run and
 // every process it started (SIGKILL: the machine dies) and returns its
@@ -114,7 +193,7 @@ func TestUsageOfAResponseCutMidStreamCounts(t *testing.T) {
 func killedRun(t *testing.T, dir, wd, url string, until func(done <-chan error)) journal.Run {
 	t.Helper()
 	run := cliCommand("run", dir, "--workdir", wd, "--base-url", url, "--quiet")
-	run.Env = append(run.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey)
+	run.Env = append(run.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey, "OPENAI_API_KEY="+clitest.FakeKey)
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +214,7 @@ func killedRun(t *testing.T, dir, wd, url string, until func(done <-chan error))
 func resumeToEnd(t *testing.T, id string) event.RunResult {
 	t.Helper()
 	resume := cliCommand("resume", id, "--json")
-	resume.Env = append(resume.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey)
+	resume.Env = append(resume.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey, "OPENAI_API_KEY="+clitest.FakeKey)
 	var stdout, stderr bytes.Buffer
 	resume.Stdout, resume.Stderr = &stdout, &stderr
 	if err := resume.Run(); err != nil {
