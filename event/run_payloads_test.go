@@ -15,7 +15,7 @@ func TestOncePerRunPayloadsJSON(t *testing.T) {
 	cycle := 2
 	outcome, msg := "success", "boom"
 	res := &RunResult{Success: false, CompletionReason: "error", Reason: "r", Iterations: 2, SessionID: "s", RunID: "run-1",
-		Agent: "a", Model: "m", StepID: "work", Usage: Usage{InputTokens: 3, OutputTokens: 4}, CostUSD: 0.5, DurationMs: 9,
+		Agent: "a", Model: "m", StepID: "work", Usage: Usage{InputTokens: 3, OutputTokens: 4}, CostUSD: 0.5, UsageUnreported: 1, DurationMs: 9,
 		TestBaselineMs: 1, Journal: "j.jsonl", Error: &ResultError{Code: "X", Message: "m", Recoverable: true, Hint: "h"},
 		Warnings: []string{"w"}, DefinitionDigest: "d", Verdict: "approved", Sandboxed: true, Handoff: map[string]any{"k": "v"},
 		GitHub: &GitHubOutcome{Issue: "12", Action: "close", ActionSource: "config", AddLabels: []string{"done"},
@@ -25,7 +25,7 @@ func TestOncePerRunPayloadsJSON(t *testing.T) {
 		kind Kind
 		want string
 	}{
-		{res, KindRunEnd, `{"success":false,"completionReason":"error","reason":"r","iterations":2,"sessionId":"s","runId":"run-1","agent":"a","model":"m","stepId":"work","usage":{"input_tokens":3,"output_tokens":4},"cost":0.5,"durationMs":9,"testBaselineMs":1,"journal":"j.jsonl","error":{"code":"X","message":"m","recoverable":true,"hint":"h"},"warnings":["w"],"definitionDigest":"d","verdict":"approved","sandboxed":true,"handoff":{"k":"v"},"github":{"issue":"12","action":"close","actionSource":"config","addLabels":["done"],"removeLabels":["wip"],"calls":[{"args":["issue","close","12"],"exitCode":1,"output":"no","error":"exit status 1","durationMs":7}],"ok":false,"skipped":"s"}}`},
+		{res, KindRunEnd, `{"success":false,"completionReason":"error","reason":"r","iterations":2,"sessionId":"s","runId":"run-1","agent":"a","model":"m","stepId":"work","usage":{"input_tokens":3,"output_tokens":4},"cost":0.5,"usageUnreported":1,"durationMs":9,"testBaselineMs":1,"journal":"j.jsonl","error":{"code":"X","message":"m","recoverable":true,"hint":"h"},"warnings":["w"],"definitionDigest":"d","verdict":"approved","sandboxed":true,"handoff":{"k":"v"},"github":{"issue":"12","action":"close","actionSource":"config","addLabels":["done"],"removeLabels":["wip"],"calls":[{"args":["issue","close","12"],"exitCode":1,"output":"no","error":"exit status 1","durationMs":7}],"ok":false,"skipped":"s"}}`},
 		{call, KindGitHubCall, `{"args":["issue","close","12"],"exitCode":1,"output":"no","error":"exit status 1","durationMs":7}`},
 		{&CleanRunEvent{Validator: "tests", Command: "go test", Passed: false, Differences: []string{"d"}, Output: "o", DurationMs: 3}, KindCleanRun,
 			`{"validator":"tests","command":"go test","passed":false,"differences":["d"],"output":"o","durationMs":3}`},
