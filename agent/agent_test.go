@@ -281,6 +281,45 @@ func TestResumeContinuesTheSessionAndTheScript(t *testing.T) {
 	}
 }
 
+// A run whose journal was edited after it was written (its hash chain
+// broken: here an iteration's usage lowered and its step state changed)
+// is not resumed by agent.New either — not only by the CLI — so an
+// embedder or a Temporal worker never continues from a forged record.
+func TestResumeRefusesAnEditedJournal(t *testing.T) {
+	dir := basicAgent(t, `turns:
+  - text: "part one"
+    usage: {input_tokens: 1000, output_tokens: 10}
+  - text: "part two, ALL_DONE"
+`, "")
+	def, wd := load(t, dir), t.TempDir()
+	first := runToEnd(t, def, BuildOptions{WorkDir: wd, MaxIterations: 1})
+	if first.Success {
+		t.Fatalf("%+v", first)
+	}
+	b, err := os.ReadFile(first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), `"input_tokens":1000`, `"input_tokens":1`, 1)
+	if edited == string(b) {
+		t.Fatal("the journal has no usage to edit")
+	}
+	if err := os.WriteFile(first.Journal, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := LoadRun(first.RunID, first.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(context.Background(), def, BuildOptions{WorkDir: wd, Resume: rec})
+	if !errors.Is(err, journal.ErrBrokenChain) || !strings.Contains(err.Error(), "is not resumed") {
+		t.Fatalf("resuming an edited journal: %v", err)
+	}
+	if after, _ := os.ReadFile(first.Journal); string(after) != edited {
+		t.Fatal("the refused resume wrote to the journal")
+	}
+}
+
 func TestPricingAndCostBudget(t *testing.T) {
 	dir := basicAgent(t, `turns:
   - text: "one"

@@ -132,6 +132,13 @@ func (a *Agent) buildJournal() error {
 			e.Hint = "start a new run with capstan run"
 			return e
 		}
+		if err := r.Integrity.Err(); err != nil {
+			// A broken hash chain or a damaged line: what the record says
+			// of the run (step state, verdicts, usage) cannot be trusted.
+			e := agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "run %s is not resumed: journal %s", r.ID, r.Journal)
+			e.Hint = "start a new run with capstan run"
+			return e
+		}
 		w, err := journal.Append(r.Journal)
 		if err != nil {
 			return agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "reopen journal of run %s", r.ID)

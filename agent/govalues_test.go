@@ -290,6 +290,13 @@ func TestFolderAndGoValuesAgreeOnDefaults(t *testing.T) {
 				t.Errorf("%s: detect:graph entry step %q that is no step: %v", name, entry, err)
 			}
 		}
+		// The problem is located where the entry step is written.
+		if !ok && goErr != nil && !strings.Contains(goErr.Error(), "Config.Definition.Runner.Verdict.Config.EntryStep: error SR-ENTRY-STEP") {
+			t.Errorf("Go values: the detect:graph entry step's problem is not at its field: %v", goErr)
+		}
+		if !ok && folderErr != nil && !strings.Contains(folderErr.Error(), "agent.json:2:64: error SR-ENTRY-STEP") {
+			t.Errorf("folder: the detect:graph entry step's problem is not at its line in agent.json: %v", folderErr)
+		}
 	}
 }
 

@@ -363,8 +363,8 @@ func normalizeRegistry(def *Definition, reg *Registry) {
 		reg.EntryStep = target
 		al.set("/entryStep", JoinPointer("entryStepMapping", vt))
 	}
-	if v := def.Runner.Verdict; v != nil && v.Type == VerdictDetectGraph {
-		fillString(al, &reg.EntryStep, v.Config.EntryStep, "/entryStep", "")
+	if v := def.Runner.Verdict; v != nil && v.Type == VerdictDetectGraph && reg.EntryStep == "" && v.Config.EntryStep != "" {
+		reg.EntryStep, reg.entryFromVerdict = v.Config.EntryStep, true
 	}
 	for id, st := range reg.Steps {
 		if st.Type == "prompt" {

@@ -409,6 +409,10 @@ type Registry struct {
 
 	// src is the file this registry was loaded from (nil when built in Go).
 	src *source
+	// entryFromVerdict is set when EntryStep was taken from agent.json's
+	// runner.verdict.config.entryStep (climpt's detect:graph), so that a
+	// problem with it is located there.
+	entryFromVerdict bool
 }
 
 // Step is one step of the step machine.

@@ -104,6 +104,8 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 			}
 			if p.File == AgentFile {
 				p.Pointer = c.agentSrc.aliases.actual(p.Pointer)
+			} else if p.Pointer == "/entryStep" && reg.entryFromVerdict {
+				p.File, p.Pointer = AgentFile, "/runner/verdict/config/entryStep"
 			} else {
 				p.Pointer = c.regSrc.aliases.actual(p.Pointer)
 			}
