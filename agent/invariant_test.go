@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 // checkResultInvariant: success implies no error; a run that did not
@@ -78,7 +78,7 @@ func TestSuccessImpliesNoErrorOnEveryEnding(t *testing.T) {
 // completes, with no error, and its result says what happened.
 func TestCrashedMCPServerIsRestartedAndTheResultSaysSo(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "stdioserver")
-	if out, err := statetest.GoCommand("build", "-o", bin, "../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
+	if out, err := testenv.GoCommand("build", "-o", bin, "../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	dir := writeAgent(t, map[string]string{

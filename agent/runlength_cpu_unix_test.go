@@ -13,15 +13,15 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/cpuclock"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
-// cpuAtStart records the process's CPU time (cpuclock.Process) when each iteration starts.
+// cpuAtStart records the process's CPU time (testenv.ProcessCPUTime) when each iteration starts.
 type cpuAtStart struct{ at []time.Duration }
 
 func (o *cpuAtStart) Consume(e event.Event) {
 	if e.Kind == event.KindIterationStart {
-		o.at = append(o.at, cpuclock.Process())
+		o.at = append(o.at, testenv.ProcessCPUTime())
 	}
 }
 
@@ -87,7 +87,7 @@ func BenchmarkIterationCostByRunLength(b *testing.B) {
 			b.Fatal(err)
 		}
 		a.Run(ctx)
-		end := cpuclock.Process()
+		end := testenv.ProcessCPUTime()
 		if res := a.Stop(); res.Iterations != iterationsPerRun {
 			b.Fatalf("%+v", res)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/tool"
@@ -42,7 +42,7 @@ func withSharedCache(t testing.TB, opts BuildOptions) BuildOptions {
 		// compiles the standard library again (about 20 CPU seconds) in
 		// every run of this package.
 		env := proc.ForCommands(os.Environ(), nil)
-		seed, err := sandbox.GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env)
+		seed, err := sandbox.GoStdlibSeed(ctx, testenv.GoStdlibSeeds(), env)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.Init()           // sandboxed commands re-execute the test binary as their helper
-	code := statetest.Run(m) // run journals go to a temporary state dir
+	sandbox.Init()         // sandboxed commands re-execute the test binary as their helper
+	code := testenv.Run(m) // run journals go to a temporary state dir
 	removeSharedCache()
 	os.Exit(code)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 // TestGoEnvExecWrapperWrittenDuringTheRunIsNotUsed is the measured cheat:
@@ -38,7 +38,7 @@ func TestGoEnvExecWrapperWrittenDuringTheRunIsNotUsed(t *testing.T) {
 	// The user's go env file: the caches this test binary's build warmed.
 	var set []string
 	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-		out, err := statetest.GoCommand("env", k).Output()
+		out, err := testenv.GoCommand("env", k).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestGoEnvExecWrapperWrittenDuringTheRunIsNotUsed(t *testing.T) {
 	if got := goenv("env", "GOFLAGS"); !strings.Contains(got, filepath.Join(home, "w.sh")) {
 		t.Fatalf("the cheat did not write the go env file: GOFLAGS=%q", got)
 	}
-	cmd := statetest.GoCommand("test", "-v", "./...")
+	cmd := testenv.GoCommand("test", "-v", "./...")
 	cmd.Dir = wd
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestAdd") {
 		t.Fatalf("the wrapper does not make the test pass, so the case proves nothing: %v\n%s", err, out)

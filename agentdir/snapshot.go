@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -90,6 +91,13 @@ type Snapshot struct {
 		once sync.Once
 		data []byte
 		err  error
+	}
+	// saved is the last file Save wrote: the next run's Save links it
+	// (see Save) instead of writing and syncing the same bytes again.
+	saved struct {
+		mu   sync.Mutex
+		path string
+		info os.FileInfo
 	}
 }
 

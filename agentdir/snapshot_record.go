@@ -82,6 +82,9 @@ func (s *Snapshot) Save(runDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if s.linkSaved(dst) {
+		return dst, nil
+	}
 	tmp, err := os.CreateTemp(runDir, ".definition-*.tmp")
 	if err != nil {
 		return "", fmt.Errorf("definition: write snapshot: %w", err)
@@ -103,7 +106,37 @@ func (s *Snapshot) Save(runDir string) (string, error) {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("definition: write snapshot %s: %w", dst, err)
 	}
+	if fi, err := os.Lstat(dst); err == nil {
+		s.saved.mu.Lock()
+		s.saved.path, s.saved.info = dst, fi
+		s.saved.mu.Unlock()
+	}
 	return dst, nil
+}
+
+// linkSaved makes dst a hard link to the snapshot file this Snapshot
+// wrote last, when that file is still the one it wrote (same file, size,
+// modification time and read-only mode): one link(2) instead of a new
+// file written, synced and renamed for every run of an embedder that
+// builds many agents from one Load. The linked file was synced when it
+// was written; a file altered since (which the checks above would miss
+// only if its size and time were kept) is still refused when the run is
+// resumed, since OpenSnapshot checks its content against the digest the
+// journal recorded. It reports false, leaving dst alone, when there is no
+// such file or the link fails (another file system, a removed run).
+func (s *Snapshot) linkSaved(dst string) bool {
+	s.saved.mu.Lock()
+	path, info := s.saved.path, s.saved.info
+	s.saved.mu.Unlock()
+	if path == "" {
+		return false
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || !os.SameFile(fi, info) || fi.Size() != info.Size() || !fi.ModTime().Equal(info.ModTime()) ||
+		fi.Mode() != info.Mode() || fi.Mode()&0o222 != 0 {
+		return false
+	}
+	return os.Link(path, dst) == nil
 }
 
 // Tar returns s as the tar file Save writes: the way to move a pinned

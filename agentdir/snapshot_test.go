@@ -344,3 +344,59 @@ func TestSaveRemovesTheTemporaryFileOfAKilledSave(t *testing.T) {
 		}
 	}
 }
+
+// TestSaveLinksTheFileItWroteForTheNextRun: the runs of one Snapshot (an
+// embedder's agents of one Load) share the file the first Save wrote by a
+// hard link, and a Save whose last file was altered or removed writes a
+// new one; every run's copy opens against the recorded digest.
+func TestSaveLinksTheFileItWroteForTheNextRun(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, agentFiles)
+	s, err := TakeSnapshot(dir, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func() (string, os.FileInfo) {
+		t.Helper()
+		runDir := t.TempDir()
+		p, err := s.Save(runDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenSnapshot(runDir, s.Record(), dir); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, fi
+	}
+	first, firstInfo := save()
+	_, second := save()
+	if !os.SameFile(firstInfo, second) {
+		t.Fatal("the second run's snapshot is a new file, want a link to the first run's")
+	}
+	// The first run's file altered (made writable, written, its time
+	// moved): the next run gets a file of its own, which opens.
+	if err := os.Chmod(first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(first, []byte("not a tar"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	thirdPath, third := save()
+	if os.SameFile(firstInfo, third) {
+		t.Fatal("the third run's snapshot links the altered file")
+	}
+	if third.Mode().Perm() != 0o444 {
+		t.Fatalf("the third run's snapshot has mode %v, want read-only", third.Mode())
+	}
+	// The file the links come from removed: the next Save writes again.
+	if err := os.Remove(thirdPath); err != nil {
+		t.Fatal(err)
+	}
+	if _, fourth := save(); fourth.Sys().(*syscall.Stat_t).Nlink != 1 {
+		t.Fatalf("the fourth run's snapshot has %d names, want a file of its own", fourth.Sys().(*syscall.Stat_t).Nlink)
+	}
+}

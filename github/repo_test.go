@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/gittest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/proc"
 )
 
@@ -13,9 +13,9 @@ import (
 func gitWorkDir(t *testing.T, remotes ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	gittest.Git(t, dir, "init", "-q")
+	testenv.Git(t, dir, "init", "-q")
 	for i := 0; i+1 < len(remotes); i += 2 {
-		gittest.Git(t, dir, "remote", "add", remotes[i], remotes[i+1])
+		testenv.Git(t, dir, "remote", "add", remotes[i], remotes[i+1])
 	}
 	return dir
 }
@@ -51,7 +51,7 @@ func TestRemoteRepoChoosesAsGHDoes(t *testing.T) {
 		}
 	}
 	wd := gitWorkDir(t, "origin", "https://github.com/o/fork", "upstream", "https://github.com/up/r")
-	gittest.Git(t, wd, "config", "remote.origin.gh-resolved", "base")
+	testenv.Git(t, wd, "config", "remote.origin.gh-resolved", "base")
 	if r := RemoteRepo(ctx, git, wd, ""); r == nil || r.Repo != "o/fork" {
 		t.Fatalf("gh-resolved: %+v", r)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/cpuclock"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -58,14 +58,14 @@ func BenchmarkQueryCostBySessionLength(b *testing.B) {
 		session := ""
 		at := make([]time.Duration, 0, queries+1)
 		for q := 0; q < queries; q++ {
-			at = append(at, cpuclock.Process())
+			at = append(at, testenv.ProcessCPUTime())
 			res, err := loop.Query(ctx, "RETRY: the tests still fail; fix the code.", llm.QueryOptions{SessionID: session, SystemPrompt: "act"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			session = res.SessionID
 		}
-		at = append(at, cpuclock.Process())
+		at = append(at, testenv.ProcessCPUTime())
 		early += at[5] - at[0]
 		late += at[100] - at[95]
 	}

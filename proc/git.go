@@ -138,17 +138,18 @@ var pinnedEnv = []string{
 // one of workDirs) and returns the runner of capstan's own git commands,
 // whose environment is the minimal base of environ and the pins.
 func NewGit(environ []string, workDirs ...string) (*Git, error) {
-	p, err := LookPath("git", pathOf(environ), workDirs...)
+	g, path := newWorkDirGuard(workDirs), pathOf(environ)
+	p, err := g.lookPath("git", path)
 	if err != nil {
 		return nil, err
 	}
-	ssh, err := LookPath("ssh", pathOf(environ), workDirs...)
+	ssh, err := g.lookPath("ssh", path)
 	if err != nil {
 		ssh = "/usr/bin/ssh" // not installed, or inside a work dir: never one from PATH
 	}
 	// The programs git itself starts (ssh, a remote helper) come from a
 	// PATH without the work dirs' entries.
-	return &Git{path: p, env: gitEnv(environ, PathOutside(pathOf(environ), workDirs...)), ssh: ssh}, nil
+	return &Git{path: p, env: gitEnv(environ, g.pathOutside(path)), ssh: ssh}, nil
 }
 
 // lastGitEnv is the environment gitEnv made last, with its inputs.
@@ -213,30 +214,10 @@ func (g *Git) WithUserCredentials(ctx context.Context, environ []string) *Git {
 // PathOutside is path (a PATH value) without its relative entries and
 // those inside one of workDirs: the PATH of a program capstan runs for
 // itself, whose own children (ssh, a remote helper) must not come from a
-// work dir either.
+// work dir either. An entry given twice is kept once, where it first
+// appears (the later one would find nothing new).
 func PathOutside(path string, workDirs ...string) string {
-	// The work dirs' candidates once, not for every PATH entry (each is
-	// an EvalSymlinks: a stat of every element of the path).
-	var dirs []string
-	for _, w := range workDirs {
-		dirs = append(dirs, candidates(w)...)
-	}
-	var keep []string
-	for _, d := range filepath.SplitList(path) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue
-		}
-		in := false
-		for _, c := range candidates(d) {
-			for _, wd := range dirs {
-				in = in || within(c, wd)
-			}
-		}
-		if !in {
-			keep = append(keep, d)
-		}
-	}
-	return strings.Join(keep, string(filepath.ListSeparator))
+	return newWorkDirGuard(workDirs).pathOutside(path)
 }
 
 // pathOf is the PATH entry of environ.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/gittest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 // TestGitRunsNothingTheRepositoryNames: capstan's git reads, diffs,
@@ -19,7 +19,7 @@ import (
 // program everywhere it can, and none of them runs; the same commands
 // without the pins run them (the control).
 func TestGitRunsNothingTheRepositoryNames(t *testing.T) {
-	dir, marker := gittest.PoisonRepo(t)
+	dir, marker := testenv.PoisonRepo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	g, err := NewGit(os.Environ(), t.TempDir())
@@ -46,7 +46,7 @@ func TestGitRunsNothingTheRepositoryNames(t *testing.T) {
 	}
 	// A diff that would need a driver fails rather than run it.
 	_, _ = g.Output(ctx, dir, "diff", "HEAD~1")
-	if m := gittest.Marker(marker); m != "" {
+	if m := testenv.PoisonMarker(marker); m != "" {
 		t.Fatalf("capstan's git ran what the repository names:\n%s", m)
 	}
 	if out, err := g.Output(ctx, dir, "log", "--format=%s"); err != nil || strings.TrimSpace(string(out)) != "two\none" {
@@ -56,7 +56,7 @@ func TestGitRunsNothingTheRepositoryNames(t *testing.T) {
 	cmd := exec.Command("git", "-C", dir, "-c", "filter.evil.process=", "status", "--porcelain")
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
 	_ = cmd.Run()
-	if gittest.Marker(marker) == "" {
+	if testenv.PoisonMarker(marker) == "" {
 		t.Fatal("control: plain git ran none of the repository's programs; the test proves nothing")
 	}
 }
@@ -64,7 +64,7 @@ func TestGitRunsNothingTheRepositoryNames(t *testing.T) {
 // TestGitConfigEnvPinsAValidatorsGit: a command validator's own git
 // status and log, given GitConfigEnv, run nothing the repository names.
 func TestGitConfigEnvPinsAValidatorsGit(t *testing.T) {
-	dir, marker := gittest.PoisonRepo(t)
+	dir, marker := testenv.PoisonRepo(t)
 	ctx := context.Background()
 	g, err := NewGit(os.Environ())
 	if err != nil {
@@ -80,7 +80,7 @@ func TestGitConfigEnvPinsAValidatorsGit(t *testing.T) {
 	if !strings.Contains(string(out), "M a.txt") {
 		t.Errorf("git status missed the change:\n%s", out)
 	}
-	if m := gittest.Marker(marker); m != "" {
+	if m := testenv.PoisonMarker(marker); m != "" {
 		t.Fatalf("the validator's git ran what the repository names:\n%s", m)
 	}
 }
@@ -213,7 +213,7 @@ func TestGitIgnoresAPlantedWorktreeAndURLRewrite(t *testing.T) {
 // nothing the repository names; in another directory it reads that one's
 // configuration as usual.
 func TestGitWithRepoPinsReadsTheConfigurationOnce(t *testing.T) {
-	dir, marker := gittest.PoisonRepo(t)
+	dir, marker := testenv.PoisonRepo(t)
 	ctx := context.Background()
 	g, err := NewGit(os.Environ(), t.TempDir())
 	if err != nil {
@@ -232,10 +232,10 @@ func TestGitWithRepoPinsReadsTheConfigurationOnce(t *testing.T) {
 			t.Errorf("git %v: %v", args, err)
 		}
 	}
-	if m := gittest.Marker(marker); m != "" {
+	if m := testenv.PoisonMarker(marker); m != "" {
 		t.Fatalf("capstan's git ran what the repository names:\n%s", m)
 	}
-	other, _ := gittest.PoisonRepo(t)
+	other, _ := testenv.PoisonRepo(t)
 	if got := pinned.config(ctx, other); !slices.Equal(got, g.config(ctx, other)) {
 		t.Fatalf("another repository's pins: %v", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -18,18 +19,37 @@ import (
 // nowhere. Relative PATH entries ("", ".", "bin") are skipped: they
 // would name a directory relative to wherever the program is started.
 func LookPath(name, path string, workDirs ...string) (string, error) {
-	inside := func(p string) (string, bool) {
-		for _, c := range candidates(p) {
-			for _, w := range workDirs {
-				for _, wd := range candidates(w) {
-					if within(c, wd) {
-						return c, true
-					}
-				}
+	return newWorkDirGuard(workDirs).lookPath(name, path)
+}
+
+// workDirGuard answers whether a path lies inside one of the work dirs, each
+// with its symbolic links resolved once (an EvalSymlinks is an lstat of
+// every element of the path): the lookups and the PATH filter that
+// NewGit makes for one agent share it.
+type workDirGuard struct{ work []string }
+
+func newWorkDirGuard(workDirs []string) workDirGuard {
+	var g workDirGuard
+	for _, w := range workDirs {
+		g.work = append(g.work, candidates(w)...)
+	}
+	return g
+}
+
+// inside returns the form of p (as given, or resolved) that lies inside a
+// work dir.
+func (g workDirGuard) inside(p string) (string, bool) {
+	for _, c := range candidates(p) {
+		for _, wd := range g.work {
+			if within(c, wd) {
+				return c, true
 			}
 		}
-		return "", false
 	}
+	return "", false
+}
+
+func (g workDirGuard) lookPath(name, path string) (string, error) {
 	refuse := func(p, how string) error {
 		e := agenterr.New(agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false,
 			"%s %s is %s, inside the work dir: the model could have written the program capstan would run there outside the sandbox", name, how, p)
@@ -41,7 +61,7 @@ func LookPath(name, path string, workDirs ...string) (string, error) {
 		if err != nil {
 			return "", agenterr.Wrap(err, agenterr.CodeDependencyResolution, agenterr.LayerLifecycle, false, "locate %s", name)
 		}
-		if p, ok := inside(abs); ok {
+		if p, ok := g.inside(abs); ok {
 			return "", refuse(p, "named")
 		}
 		if !executable(abs) {
@@ -59,7 +79,7 @@ func LookPath(name, path string, workDirs ...string) (string, error) {
 		if !executable(p) {
 			continue
 		}
-		if in, ok := inside(p); ok {
+		if in, ok := g.inside(p); ok {
 			return "", refuse(in, "on PATH")
 		}
 		return p, nil
@@ -68,6 +88,21 @@ func LookPath(name, path string, workDirs ...string) (string, error) {
 		agenterr.LayerLifecycle, false, "%s is not on PATH", name)
 	e.Hint = "install " + name + " or add its directory to PATH"
 	return "", e
+}
+
+// pathOutside is path without its relative entries and those inside a
+// work dir (see PathOutside).
+func (g workDirGuard) pathOutside(path string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) || slices.Contains(keep, d) {
+			continue // an entry kept already says nothing new
+		}
+		if _, in := g.inside(d); !in {
+			keep = append(keep, d)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 // candidates are p and p with its symbolic links resolved.

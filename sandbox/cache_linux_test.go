@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -122,7 +122,7 @@ func TestWorkDirGoCacheWarmsTheNextRun(t *testing.T) {
 	if other, err := GoWorkDirCache(ctx, root, env, t.TempDir()); err != nil || other == dir {
 		t.Errorf("another work dir: %q, %v", other, err)
 	}
-	seed, err := GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env, module)
+	seed, err := GoStdlibSeed(ctx, testenv.GoStdlibSeeds(), env, module)
 	if err != nil || seed == "" {
 		t.Fatalf("seed %q: %v", seed, err)
 	}
@@ -185,7 +185,7 @@ func TestGoModuleCacheIsReadOnlyInTheSandbox(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go on PATH")
 	}
-	out, err := statetest.GoCommand("env", "GOMODCACHE").Output()
+	out, err := testenv.GoCommand("env", "GOMODCACHE").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestGoModuleCacheIsReadOnlyInTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Remove()
-	if seed, err := GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env, module); err != nil || c.Seed(seed) != nil {
+	if seed, err := GoStdlibSeed(ctx, testenv.GoStdlibSeeds(), env, module); err != nil || c.Seed(seed) != nil {
 		t.Fatalf("seed: %v", err)
 	}
 	run := func(command string) tool.CommandResult {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/proc"
 )
 
@@ -24,11 +24,11 @@ func TestGoStdlibSeedWarmsANewCache(t *testing.T) {
 	}
 	ctx := context.Background()
 	env := proc.ForCommands(os.Environ(), nil)
-	seed, err := GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env, t.TempDir())
+	seed, err := GoStdlibSeed(ctx, testenv.GoStdlibSeeds(), env, t.TempDir())
 	if err != nil || seed == "" {
 		t.Fatalf("seed %q: %v", seed, err)
 	}
-	if again, err := GoStdlibSeed(ctx, statetest.GoStdlibSeeds(), env, t.TempDir()); err != nil || again != seed {
+	if again, err := GoStdlibSeed(ctx, testenv.GoStdlibSeeds(), env, t.TempDir()); err != nil || again != seed {
 		t.Fatalf("second call: %q, %v (want %q)", again, err, seed)
 	}
 	cache, err := NewCache(t.TempDir())

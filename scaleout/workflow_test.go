@@ -27,7 +27,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/clitest"
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -36,7 +36,7 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.Init() // sandboxed commands re-execute the test binary as their helper
-	os.Exit(statetest.Run(m))
+	os.Exit(testenv.Run(m))
 }
 
 var quietLogger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -10,11 +10,11 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/github"
-	"github.com/capstan-dev/capstan/internal/fakegh"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	fakegh.Main() // the fake gh is this test binary
+	testenv.FakeGHMain() // the fake gh is this test binary
 	os.Exit(m.Run())
 }
 
@@ -41,7 +41,7 @@ func (r *recorder) Emit(p event.Payload) {
 	r.events = append(r.events, t)
 }
 
-func ghFor(t *testing.T, f *fakegh.Fake) *github.CLI {
+func ghFor(t *testing.T, f *testenv.FakeGH) *github.CLI {
 	return &github.CLI{Path: filepath.Join(f.Dir, "gh"), Env: []string{"PATH=/usr/bin:/bin"}, Dir: t.TempDir()}
 }
 
@@ -69,7 +69,7 @@ func loadIssues(t *testing.T) *Workflow {
 //   - orchestrator.ts:546-551, 646-682: close when the target is
 //     terminal and closeOnComplete (and closeCondition) hold.
 func TestIssueDrivenFromConsiderToDone(t *testing.T) {
-	f := fakegh.Install(t, fakegh.State{Issues: map[string]*fakegh.Issue{
+	f := testenv.InstallFakeGH(t, testenv.GHState{Issues: map[string]*testenv.GHIssue{
 		"7": {Title: "t", Labels: []string{"kind:consider", "order:1"}, State: "open"},
 	}})
 	d := &scripted{runs: map[string][]Outcome{
@@ -126,7 +126,7 @@ func TestClimptSpelledTemplatesPostNothing(t *testing.T) {
 	if !res.Valid() {
 		t.Fatal(res.Errors())
 	}
-	f := fakegh.Install(t, fakegh.State{Issues: map[string]*fakegh.Issue{"3": {Labels: []string{"kind:consider"}, State: "open"}}})
+	f := testenv.InstallFakeGH(t, testenv.GHState{Issues: map[string]*testenv.GHIssue{"3": {Labels: []string{"kind:consider"}, State: "open"}}})
 	d := &scripted{runs: map[string][]Outcome{
 		"considerer": {{Success: true, Verdict: "handoff-detail"}},
 		"detailer":   {{Success: true, Verdict: "blocked"}},
@@ -148,8 +148,8 @@ func TestClimptSpelledTemplatesPostNothing(t *testing.T) {
 // transaction-scope.ts:116-169): a second failed attempt finds the
 // marker and posts no second one.
 func TestFailedCloseIsCompensatedOnce(t *testing.T) {
-	f := fakegh.Install(t, fakegh.State{
-		Issues: map[string]*fakegh.Issue{"5": {Labels: []string{"kind:impl", "order:2"}, State: "open"}},
+	f := testenv.InstallFakeGH(t, testenv.GHState{
+		Issues: map[string]*testenv.GHIssue{"5": {Labels: []string{"kind:impl", "order:2"}, State: "open"}},
 		Fail:   []string{"issue close 5", "issue close 5"},
 	})
 	w := loadIssues(t)

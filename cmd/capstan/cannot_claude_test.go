@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/internal/claudetest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
 
@@ -20,7 +20,7 @@ import (
 // way out, and the model takes it. The run ends cannot_complete with exit
 // code 4, its explanation in the Result and in show.
 func TestRunExitsFourOverTheClaudeCLI(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	var offered atomic.Bool
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		switch {

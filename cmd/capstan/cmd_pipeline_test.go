@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/gittest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -73,7 +73,7 @@ const fixedNow = "2026-11-21T12:00:00Z"
 var pipelineJournalLine = regexp.MustCompile(`^journal: /\S+/runs/[^/]+/(\S+)/events\.jsonl  \(capstan show (\S+)\)\n$`)
 
 func TestPipelineRunSummary(t *testing.T) {
-	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	repo := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--repo", repo, "--since", "7d", "--now", fixedNow, "summarize development activity")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -108,7 +108,7 @@ func TestPipelineRunSummary(t *testing.T) {
 }
 
 func TestPipelineRunJSON(t *testing.T) {
-	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	repo := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--json", "--repo", repo, "--now", fixedNow, "what happened in the last 2 weeks?")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -153,7 +153,7 @@ func TestPipelineRunJSON(t *testing.T) {
 }
 
 func TestPipelineRunExitCodes(t *testing.T) {
-	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	repo := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	dir := t.TempDir()
 	write := func(name, src string) string {
 		p := filepath.Join(dir, name)
@@ -226,7 +226,7 @@ func TestPipelineRunExitCodes(t *testing.T) {
 }
 
 func TestPipelineExamples(t *testing.T) {
-	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	repo := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	code, out, errOut := runPipelineCLI(t, "pipeline", "check", "../../examples/pipeline/activity.yaml")
 	if code != exitOK || !strings.Contains(out, "ok, 8 stages") {
 		t.Fatalf("check: exit %d %s %s", code, out, errOut)
@@ -252,7 +252,7 @@ func TestPipelineScriptedModel(t *testing.T) {
 	if !slices.Contains(llm.ModelProviders(), "script") {
 		t.Skip("script provider not linked into this build")
 	}
-	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	repo := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	wd, _ := os.Getwd()
 	script := filepath.Join(wd, "../../examples/pipeline/standard.script.yaml")
 	code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--now", fixedNow, "--repo", repo, "--model", "script:"+script, "summarize development activity")
@@ -267,7 +267,7 @@ func TestPipelineExampleWithModelStage(t *testing.T) {
 	if !slices.Contains(llm.ModelProviders(), "script") {
 		t.Skip("script provider not linked into this build")
 	}
-	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	repo := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	code, out, errOut := runPipelineCLI(t, "pipeline", "run", "--json", "--now", fixedNow, "--repo", repo,
 		"--file", "../../examples/pipeline/with-model-stage.yaml", "--model", "script:with-model-stage.script.yaml", "summarize development activity")
 	if code != exitNotCompleted || !strings.Contains(out, `"text": "Commits in the window"`) || !strings.Contains(errOut, "summary: 12345") {
@@ -282,7 +282,7 @@ func TestPipelineValidationFailureJournaled(t *testing.T) {
 		t.Skip("script provider not linked into this build")
 	}
 	t.Setenv("CAPSTAN_STATE_DIR", t.TempDir())
-	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	repo := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	wd, _ := os.Getwd()
 	script := filepath.Join(wd, "../../examples/pipeline/standard.script.yaml")
 	if code, _, errOut := runPipelineCLI(t, "pipeline", "run", "--now", fixedNow, "--repo", repo, "--model", "script:"+script, "x"); code != exitNotCompleted {

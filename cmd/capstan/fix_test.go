@@ -299,7 +299,7 @@ func TestFixCommitsAsTheUsersGlobalIdentity(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	t.Setenv("GIT_CONFIG_GLOBAL", "")
-	os.Unsetenv("GIT_CONFIG_GLOBAL") // the test identity (statetest.Git): git reads HOME/.gitconfig
+	os.Unsetenv("GIT_CONFIG_GLOBAL") // the test identity (testenv.IsolateGitConfig): git reads HOME/.gitconfig
 	t.Setenv("XDG_CONFIG_HOME", "")
 	sh := pasteShell(t, repo)
 	fix := "capstan fix 'make the failing tests pass' --model script:" + verify.ShellQuote(script)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -44,7 +44,7 @@ func TestFixFailingTestExampleVerifiesAndRetriesByPattern(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	// The world agrees: tests pass and git is clean.
-	if out, err := statetest.GoCommand("-C", wd, "test", "./...").CombinedOutput(); err != nil {
+	if out, err := testenv.GoCommand("-C", wd, "test", "./...").CombinedOutput(); err != nil {
 		t.Fatalf("go test in the work dir: %v\n%s", err, out)
 	}
 	if st, _ := exec.Command("git", "-C", wd, "status", "--porcelain").Output(); len(st) != 0 {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/gittest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 // gitCleanAgent is an unsandboxed agent whose completion is verified by a
@@ -70,7 +70,7 @@ func TestCapstansOwnProgramsGetNoProviderKeys(t *testing.T) {
 	dir := gitCleanAgent(t, `, "integrations": {"github": {"enabled": true, "defaultClosureAction": "close"}}`,
 		` "parameters": {"issue": {"type": "number", "required": true}},`)
 	wd := t.TempDir()
-	gittest.Git(t, wd, "init", "-q", ".")
+	testenv.Git(t, wd, "init", "-q", ".")
 	state := t.TempDir()
 	cmd := cliCommand("run", dir, "--workdir", wd, "--issue", "7")
 	cmd.Env = append(cmd.Env, "PATH="+gitBin+string(os.PathListSeparator)+ghBin+string(os.PathListSeparator)+os.Getenv("PATH"),
@@ -113,7 +113,7 @@ func TestAGitPlantedOnPATHInTheWorkDirIsNeverRun(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	wd := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	wd := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	venv := filepath.Join(wd, ".venv", "bin")
 	if err := os.MkdirAll(venv, 0o755); err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestAGitPlantedOnPATHInTheWorkDirIsNeverRun(t *testing.T) {
 		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "DEPENDENCY_RESOLUTION") || !strings.Contains(string(out), "inside the work dir") {
 			t.Errorf("capstan %s: exit %d, want 2 with DEPENDENCY_RESOLUTION:\n%s", args[0], code, out)
 		}
-		if m := gittest.Marker(marker); m != "" {
+		if m := testenv.PoisonMarker(marker); m != "" {
 			t.Fatalf("capstan %s ran the planted git: %s", args[0], m)
 		}
 	}
@@ -141,11 +141,11 @@ func TestAGitPlantedOnPATHInTheWorkDirIsNeverRun(t *testing.T) {
 
 // TestNothingTheWorkDirsGitConfigNamesRuns: a work dir whose .git/config
 // names a program for gpg, fsmonitor, a hook, a filter, an external diff
-// (and more, see gittest.Poison). capstan run with a git-clean
+// (and more, see testenv.Poison). capstan run with a git-clean
 // validator and capstan pipeline run --repo W — over a shallow clone, so
 // the shallow-clone check reads its commits — run none of them.
 func TestNothingTheWorkDirsGitConfigNamesRuns(t *testing.T) {
-	wd, marker := gittest.PoisonRepo(t)
+	wd, marker := testenv.PoisonRepo(t)
 	state := t.TempDir()
 	cmd := cliCommand("run", gitCleanAgent(t, "", ""), "--workdir", wd)
 	cmd.Env = append(cmd.Env, "HOME="+state, "CAPSTAN_STATE_DIR="+filepath.Join(state, "state"))
@@ -153,16 +153,16 @@ func TestNothingTheWorkDirsGitConfigNamesRuns(t *testing.T) {
 	if !strings.Contains(string(out), "git-dirty") && !strings.Contains(string(out), "validation_exhausted") {
 		t.Errorf("the git-clean validator did not see the modified file:\n%s", out)
 	}
-	if m := gittest.Marker(marker); m != "" {
+	if m := testenv.PoisonMarker(marker); m != "" {
 		t.Fatalf("capstan run ran what .git/config names:\n%s\n%s", m, out)
 	}
 
-	src := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	src := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	shallow := filepath.Join(t.TempDir(), "shallow")
-	gittest.Git(t, t.TempDir(), "clone", "-q", "--depth", "2", "file://"+src, shallow)
-	marker = gittest.Poison(t, shallow)
+	testenv.Git(t, t.TempDir(), "clone", "-q", "--depth", "2", "file://"+src, shallow)
+	marker = testenv.Poison(t, shallow)
 	code, pout, perr := runPipelineCLI(t, "pipeline", "run", "--repo", shallow, "--since", "3650d", "--now", fixedNow, "summarize development activity")
-	if m := gittest.Marker(marker); m != "" {
+	if m := testenv.PoisonMarker(marker); m != "" {
 		t.Fatalf("capstan pipeline run (exit %d) ran what .git/config names:\n%s\n%s%s", code, m, pout, perr)
 	}
 	if !strings.Contains(perr+pout, "shallow clone") {
@@ -176,12 +176,12 @@ func TestNothingTheWorkDirsGitConfigNamesRuns(t *testing.T) {
 // naming the file, and the run does not complete.
 func TestGitCleanReportsWorkTheModelHid(t *testing.T) {
 	wd := t.TempDir()
-	gittest.Git(t, wd, "init", "-q", ".")
+	testenv.Git(t, wd, "init", "-q", ".")
 	if err := os.WriteFile(filepath.Join(wd, "a.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gittest.Git(t, wd, "add", "-A")
-	gittest.Git(t, wd, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+	testenv.Git(t, wd, "add", "-A")
+	testenv.Git(t, wd, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
 	hide := "echo cheat >> a.txt && git update-index --skip-worktree a.txt && git status --porcelain && echo HIDDEN"
 	dir := writeFiles(t, map[string]string{
 		"agent.json": `{"version": "1.0.0", "name": "hide", "description": "hides its work",

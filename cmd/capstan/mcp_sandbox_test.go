@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/proc"
 )
 
@@ -17,7 +17,7 @@ import (
 func buildStdioServer(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "stdioserver")
-	if out, err := statetest.GoCommand("build", "-o", bin, "../../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
+	if out, err := testenv.GoCommand("build", "-o", bin, "../../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
 		t.Fatalf("build the MCP server: %v\n%s", err, out)
 	}
 	return bin

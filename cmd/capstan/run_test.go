@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/internal/fakegh"
+	"github.com/capstan-dev/capstan/internal/testenv"
 
 	"github.com/capstan-dev/capstan/internal/clitest"
-	"github.com/capstan-dev/capstan/internal/statetest"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -23,12 +22,12 @@ import (
 // TestMain lets a test re-execute the test binary as the capstan CLI: with
 // CAPSTAN_TEST_CLI=1 the process runs execute(os.Args after "--") and exits.
 func TestMain(m *testing.M) {
-	sandbox.Init() // the sandbox re-executes this binary as its helper
-	fakegh.Main()  // so do the workflow tests, as a fake gh
+	sandbox.Init()       // the sandbox re-executes this binary as its helper
+	testenv.FakeGHMain() // so do the workflow tests, as a fake gh
 	if os.Getenv("CAPSTAN_TEST_CLI") != "1" {
 		// Run journals go to a temporary state dir, never the user's
 		// home; CLI subprocesses inherit it.
-		os.Exit(statetest.Run(m))
+		os.Exit(testenv.Run(m))
 	}
 	if os.Getenv("CAPSTAN_TEST_NO_LANDLOCK") == "1" {
 		denyLandlock() // a machine without Landlock, for real

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/internal/fakellm"
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 // poisonedAgentJSON is the agent.json the model writes into its own agent
@@ -148,7 +148,7 @@ func TestChangedMCPServerScriptInsideTheWorkDirIsRefused(t *testing.T) {
 func TestResumeRefusesAChangedMCPServerProgram(t *testing.T) {
 	work := t.TempDir()
 	bin := filepath.Join(work, "stdioserver")
-	if out, err := statetest.GoCommand("build", "-o", bin, "../../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
+	if out, err := testenv.GoCommand("build", "-o", bin, "../../tool/mcp/testdata/stdioserver").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	dir := writeFiles(t, map[string]string{

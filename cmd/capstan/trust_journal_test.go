@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/internal/gittest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -14,7 +14,7 @@ import (
 // to a folder outside W: no file is created through the link (capstan
 // refuses it, naming it); without the link the copy is written in W.
 func TestJournalDirDoesNotFollowAPlantedLink(t *testing.T) {
-	repo := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
+	repo := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
 	w, outside := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(w, ".capstan"), 0o755); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/internal/clitest"
-	"github.com/capstan-dev/capstan/internal/fakegh"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 func closureAgent(t testing.TB, agentsDir, name string, withIssue bool, handoff []string, script string) {
@@ -46,7 +46,7 @@ func writeLocalIssue(t testing.TB, store string, n int, labels string) {
 //     move to the terminal phase also removes order:1 and closes.
 func TestWorkflowRunDrivesAnIssueThroughScriptedAgents(t *testing.T) {
 	wd := workflowProject(t)
-	gh := fakegh.Install(t, fakegh.State{Issues: map[string]*fakegh.Issue{
+	gh := testenv.InstallFakeGH(t, testenv.GHState{Issues: map[string]*testenv.GHIssue{
 		"7": {Title: "Add a flag", Labels: []string{"kind:consider", "order:1"}, State: "open"},
 	}})
 	t.Setenv("PATH", gh.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))

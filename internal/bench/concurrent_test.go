@@ -17,8 +17,8 @@ import (
 	oopt "github.com/openai/openai-go/v3/option"
 
 	"github.com/capstan-dev/capstan/agent"
-	"github.com/capstan-dev/capstan/internal/cpuclock"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 	_ "github.com/capstan-dev/capstan/llm/anthropic" // the providers the runs talk to
 	_ "github.com/capstan-dev/capstan/llm/openai"
@@ -177,7 +177,7 @@ func runConcurrently(b *testing.B, turns int, run func()) {
 	b.ReportAllocs()
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	cpu0 := cpuclock.Process()
+	cpu0 := testenv.ProcessCPUTime()
 	start := time.Now()
 	b.ResetTimer()
 	for range concurrentRuns {
@@ -194,5 +194,5 @@ func runConcurrently(b *testing.B, turns int, run func()) {
 	secs := time.Since(start).Seconds()
 	b.ReportMetric(float64(b.N)/secs, "runs/s")
 	b.ReportMetric(float64(b.N*turns)/secs, "turns/s")
-	b.ReportMetric(float64((cpuclock.Process()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/run")
+	b.ReportMetric(float64((testenv.ProcessCPUTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/run")
 }

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/internal/statetest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 // Binary is the path of a capstan binary built for a test package, which
@@ -75,7 +75,7 @@ func BuildCapstan(race bool) (Binary, error) {
 	if race {
 		args = append(args, "-race")
 	}
-	build := statetest.GoCommand(append(args, capstanPkg)...)
+	build := testenv.GoCommand(append(args, capstanPkg)...)
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", errors.New("build capstan: " + err.Error() + "\n" + string(out))
 	}
@@ -96,7 +96,7 @@ func capstanKey(race bool) (string, error) {
 	if race {
 		args = append(args, "-race")
 	}
-	out, err := statetest.GoCommand(append(args, capstanPkg)...).Output()
+	out, err := testenv.GoCommand(append(args, capstanPkg)...).Output()
 	if err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
@@ -104,7 +104,7 @@ func capstanKey(race bool) (string, error) {
 		}
 		return "", fmt.Errorf("build capstan: go list: %w", err)
 	}
-	goflags, err := statetest.GoCommand("env", "GOFLAGS", "GOVERSION").Output()
+	goflags, err := testenv.GoCommand("env", "GOFLAGS", "GOVERSION").Output()
 	if err != nil {
 		return "", fmt.Errorf("build capstan: go env: %w", err)
 	}
@@ -190,7 +190,7 @@ func HasLine(s, pattern string) bool {
 
 // RunWithCapstan runs a test package's tests with the capstan binary of
 // this source tree (BuildCapstan), stored in *bin first, and the test
-// binary's own state directory (statetest.Run).
+// binary's own state directory (testenv.Run).
 // Call it from TestMain: os.Exit(clitest.RunWithCapstan(m, raceEnabled, &capstanBin)).
 func RunWithCapstan(m *testing.M, race bool, bin *Binary) int {
 	var err error
@@ -198,5 +198,5 @@ func RunWithCapstan(m *testing.M, race bool, bin *Binary) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return statetest.Run(m)
+	return testenv.Run(m)
 }

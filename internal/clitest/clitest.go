@@ -1,7 +1,7 @@
 // Package clitest holds the fixtures that capstan's command-line tests
 // share across test packages: agent folders written into temporary
 // directories and the journal store of the test binary's state directory
-// (see package statetest).
+// (see package testenv).
 package clitest
 
 import (
@@ -39,7 +39,7 @@ func WriteFiles(t testing.TB, files map[string]string) string {
 }
 
 // Store opens the journal store of the state directory the environment
-// names (statetest.Run sets it for a test binary).
+// names (testenv.Run sets it for a test binary).
 func Store(t testing.TB) journal.Store {
 	t.Helper()
 	store, err := journal.OpenStore(os.Getenv)

@@ -17,8 +17,8 @@ import (
 	osdk "github.com/openai/openai-go/v3"
 	oopt "github.com/openai/openai-go/v3/option"
 
-	"github.com/capstan-dev/capstan/internal/cpuclock"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/anthropic"
 	"github.com/capstan-dev/capstan/llm/openai"
@@ -101,7 +101,7 @@ func BenchmarkTurn(b *testing.B) {
 			defer srv.Close()
 			call := bareCall(b, d, srv)
 			b.ReportAllocs()
-			cpu0 := cpuclock.Process()
+			cpu0 := testenv.ProcessCPUTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				call()
@@ -113,7 +113,7 @@ func BenchmarkTurn(b *testing.B) {
 			defer srv.Close()
 			loop := llm.NewToolLoop(model(b, d, srv), llm.Config{})
 			b.ReportAllocs()
-			cpu0 := cpuclock.Process()
+			cpu0 := testenv.ProcessCPUTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := loop.Query(context.Background(), "hello", llm.QueryOptions{}); err != nil {
@@ -167,7 +167,7 @@ func runConcurrently(b *testing.B, call func()) {
 	b.ReportAllocs()
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	cpu0 := cpuclock.Process()
+	cpu0 := testenv.ProcessCPUTime()
 	b.ResetTimer()
 	for range concurrentRuns {
 		wg.Add(1)
@@ -188,7 +188,7 @@ func runConcurrently(b *testing.B, call func()) {
 // server's included): other work on a shared machine stretches the wall
 // clock, much less the CPU time.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
-	b.ReportMetric(float64((cpuclock.Process()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/turn")
+	b.ReportMetric(float64((testenv.ProcessCPUTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/turn")
 }
 
 // BenchmarkParkedAgents measures the memory of agents parked in a model

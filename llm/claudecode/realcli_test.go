@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/claudetest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 )
@@ -58,7 +58,7 @@ func dumpOnError(t *testing.T, srv *fakellm.Server, err error) {
 // call (its own Read tool on a file of the work dir) and a --json-schema
 // answer, against fakellm.
 func TestRealCLIToolUseAndStructuredOutput(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	work := notesDir(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		structuredTool := ""
@@ -116,7 +116,7 @@ func TestRealCLIToolUseAndStructuredOutput(t *testing.T) {
 // installed, against fakellm's Anthropic server over loopback: no network
 // and no real key.
 func TestRealCLIAgainstFakeAnthropic(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		if strings.Contains(r.LastUserText, "PING-7") {
 			return fakellm.Reply{Text: "PONG-7"}
@@ -150,7 +150,7 @@ func TestRealCLIAgainstFakeAnthropic(t *testing.T) {
 // TestRealCLIErrorsAreCoded checks the driver's error mapping on the real
 // CLI's error frames: a rejected key and a rate limit.
 func TestRealCLIErrorsAreCoded(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{APIKey: "another-key"})
 	b, err := claudecode.New(claudecode.Config{Binary: bin, WorkDir: t.TempDir(), Getenv: realEnv(t, srv)})
 	if err != nil {
@@ -183,7 +183,7 @@ func TestRealCLIErrorsAreCoded(t *testing.T) {
 // CLI's stream_event frames arrive as text fragments that join to the
 // answer, with its Read tool call bracketed by ToolStart/ToolEnd.
 func TestRealCLIStreamsTextAndTools(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	work := notesDir(t)
 	const answer = "The notes say the code is 4711, and nothing else of interest."
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
@@ -240,7 +240,7 @@ func TestRealCLIStreamsTextAndTools(t *testing.T) {
 // failed API call ("API Error: ...") comes as an assistant frame with no
 // stream_event deltas, and reaches the sink whole.
 func TestRealCLISyntheticErrorTextWhole(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	srv := fakellm.NewAnthropic(t, fakellm.Options{Respond: func(fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Fault: &fakellm.Fault{Status: 429, RetryAfter: "0", Message: "slow down"}}
 	}})
@@ -276,7 +276,7 @@ func TestRealCLISyntheticErrorTextWhole(t *testing.T) {
 // start the model's MCP server. capstan's CLI reads only the user's
 // settings and capstan's MCP configuration, so none takes effect.
 func TestRealCLIIgnoresTheWorkDirsSettings(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	work := t.TempDir()
 	planted := `{"permissions": {"allow": ["Bash", "Bash(*)", "Write"]}, "env": {"ANTHROPIC_CUSTOM_HEADERS": "X-Planted: yes"},
 		"enableAllProjectMcpServers": true}`
@@ -320,5 +320,12 @@ func TestRealCLIIgnoresTheWorkDirsSettings(t *testing.T) {
 		if r.Header.Get("X-Planted") != "" {
 			t.Errorf("request %d carries the header the work dir's .claude/settings.json set", i)
 		}
+	}
+}
+
+// The tests find the real CLI by the variable claudecode reads.
+func TestTestenvNamesTheBinaryVariable(t *testing.T) {
+	if testenv.ClaudeBinaryEnv != claudecode.EnvBinary {
+		t.Fatalf("testenv.ClaudeBinaryEnv is %q, claudecode.EnvBinary %q", testenv.ClaudeBinaryEnv, claudecode.EnvBinary)
 	}
 }

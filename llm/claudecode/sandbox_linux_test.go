@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/internal/claudetest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/claudecode"
 	"github.com/capstan-dev/capstan/sandbox"
@@ -46,7 +46,7 @@ func boxedRunner(t testing.TB) *sandbox.CommandRunner {
 // honest command in the work dir works and the model's turns still reach
 // the API through the allow-list.
 func TestRealCLIRunsInTheSandbox(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	box := boxedRunner(t)
 	work := notesDir(t)
 	outside := t.TempDir()
@@ -141,7 +141,7 @@ func TestRealCLIRunsInTheSandbox(t *testing.T) {
 // notes.txt`): started with the caller's rights, and in the agent's
 // sandbox (namespaces, Landlock, the allow-list proxy to the API).
 func BenchmarkRealCLIQuery(b *testing.B) {
-	bin := claudetest.CLI(b)
+	bin := testenv.ClaudeCLI(b)
 	work := notesDir(b)
 	srv := fakellm.NewAnthropic(b, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
 		switch {
@@ -182,7 +182,7 @@ func BenchmarkRealCLIQuery(b *testing.B) {
 // sandboxed CLI and answers: the CLI's sandbox reads the server's install
 // root too.
 func TestRealCLIStartsAnMCPServerInstalledOutsideTheWorkDir(t *testing.T) {
-	bin := claudetest.CLI(t)
+	bin := testenv.ClaudeCLI(t)
 	box := boxedRunner(t)
 	venv := filepath.Join(t.TempDir(), "venv")
 	if err := os.MkdirAll(filepath.Join(venv, "bin"), 0o755); err != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/gittest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 func TestParseSince(t *testing.T) {
@@ -160,8 +160,8 @@ func FuzzNumbers(f *testing.F) {
 
 // The facts of the fixture repository, checked against git's own counts.
 func TestLogAndFactsAgainstGit(t *testing.T) {
-	dir := gittest.MakeGitRepo(t, t.TempDir(), gittest.GitSteps())
-	now := gittest.Now()
+	dir := testenv.MakeGitRepo(t, t.TempDir(), testenv.GitSteps())
+	now := testenv.GitHistoryNow()
 	w, _ := ParseSince("7d", now)
 	ctx := context.Background()
 	cur, err := Log(ctx, dir, w)
@@ -244,13 +244,13 @@ func TestLogErrors(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	w, _ := ParseSince("7d", gittest.Now())
+	w, _ := ParseSince("7d", testenv.GitHistoryNow())
 	_, err := Log(context.Background(), t.TempDir(), w)
 	if !errors.Is(err, agenterr.ErrGit) || !strings.Contains(err.Error(), "not a git repository") {
 		t.Fatalf("err = %v", err)
 	}
 	// Empty repository: no commits, no error.
-	dir := gittest.MakeGitRepo(t, t.TempDir(), nil)
+	dir := testenv.MakeGitRepo(t, t.TempDir(), nil)
 	cs, err := Log(context.Background(), dir, w)
 	if err != nil || len(cs) != 0 {
 		t.Fatalf("empty repo: %v %v", cs, err)
@@ -264,10 +264,10 @@ func TestLogErrors(t *testing.T) {
 // Hostile names, subjects and paths from a real repository parse exactly.
 func TestLogHostileContent(t *testing.T) {
 	when := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	steps := []gittest.Step{{When: when, Author: "Eve \x1f|Tab <eve@example.com>", Message: "feat: \x1e sep\tand tab --format=%H $(rm -rf /)",
+	steps := []testenv.GitStep{{When: when, Author: "Eve \x1f|Tab <eve@example.com>", Message: "feat: \x1e sep\tand tab --format=%H $(rm -rf /)",
 		Files: map[string]string{"we\"ird\nname.txt": "a\n", "-rf": "b\nc\n", "dir/émoji 🎉.md": "d\n"}}}
-	dir := gittest.MakeGitRepo(t, t.TempDir(), steps)
-	w, _ := ParseSince("7d", gittest.Now())
+	dir := testenv.MakeGitRepo(t, t.TempDir(), steps)
+	w, _ := ParseSince("7d", testenv.GitHistoryNow())
 	cs, err := Log(context.Background(), dir, w)
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func FuzzParseSince(f *testing.F) {
 	for _, s := range []string{"7d", "2w", "36h", "2026-11-01", "2026-11-20T10:00:00Z", "9999d", "x"} {
 		f.Add(s)
 	}
-	now := gittest.Now()
+	now := testenv.GitHistoryNow()
 	f.Fuzz(func(t *testing.T, s string) {
 		w, err := ParseSince(s, now)
 		if err != nil {
@@ -305,12 +305,12 @@ func FuzzParseSince(f *testing.F) {
 // .mailmap maps two identities of one person to one author.
 func TestLogHonoursMailmap(t *testing.T) {
 	d := func(day int) time.Time { return time.Date(2026, 11, day, 10, 0, 0, 0, time.UTC) }
-	dir := gittest.MakeGitRepo(t, t.TempDir(), []gittest.Step{
+	dir := testenv.MakeGitRepo(t, t.TempDir(), []testenv.GitStep{
 		{When: d(1), Author: "A <a@example.com>", Message: "init", Files: map[string]string{".mailmap": "Bob Marley <bob@example.com> <bob@old.example.com>\n"}},
 		{When: d(18), Author: "Bob Marley <bob@example.com>", Message: "one", Files: map[string]string{"a": "1\n"}},
 		{When: d(19), Author: "bobby <bob@old.example.com>", Message: "two", Files: map[string]string{"a": "2\n"}},
 	})
-	w, _ := ParseSince("7d", gittest.Now())
+	w, _ := ParseSince("7d", testenv.GitHistoryNow())
 	cur, err := Log(context.Background(), dir, w)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestLogHonoursMailmap(t *testing.T) {
 // window after the cut is counted.
 func TestLogShallowClone(t *testing.T) {
 	d := func(day int) time.Time { return time.Date(2026, 11, day, 10, 0, 0, 0, time.UTC) }
-	src := gittest.MakeGitRepo(t, t.TempDir(), []gittest.Step{
+	src := testenv.MakeGitRepo(t, t.TempDir(), []testenv.GitStep{
 		{When: d(1), Author: "A <a@example.com>", Message: "big tree", Files: map[string]string{"big": strings.Repeat("x\n", 500)}},
 		{When: d(10), Author: "A <a@example.com>", Message: "two", Files: map[string]string{"a": "1\n"}},
 		{When: d(19), Author: "A <a@example.com>", Message: "three", Files: map[string]string{"a": "2\n"}},
@@ -339,7 +339,7 @@ func TestLogShallowClone(t *testing.T) {
 	if out, err := exec.Command("git", "clone", "-q", "--depth=2", "file://"+src, clone).CombinedOutput(); err != nil {
 		t.Fatalf("clone: %v\n%s", err, out)
 	}
-	now := gittest.Now()
+	now := testenv.GitHistoryNow()
 	w, _ := ParseSince("14d", now) // reaches the cut at day 10
 	_, err := Log(context.Background(), clone, w)
 	if !errors.Is(err, agenterr.ErrGit) || !strings.Contains(err.Error(), "shallow clone") || !strings.Contains(err.Error(), "git fetch --unshallow") {

@@ -12,21 +12,21 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/gittest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/pipeline"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func run(t *testing.T, cfg Config, request, since string, steps []gittest.Step) (*pipeline.AgentContext, error) {
+func run(t *testing.T, cfg Config, request, since string, steps []testenv.GitStep) (*pipeline.AgentContext, error) {
 	t.Helper()
-	dir := gittest.MakeGitRepo(t, t.TempDir(), steps)
+	dir := testenv.MakeGitRepo(t, t.TempDir(), steps)
 	m, err := NewManager(pipeline.Config{Options: pipeline.DefaultExecutionOptions()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := Input(request, dir, since, gittest.Now())
+	in, err := Input(request, dir, since, testenv.GitHistoryNow())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestSeedContracts(t *testing.T) {
 
 // The whole offline pipeline on a generated repository with fixed dates.
 func TestGoldenActivitySummary(t *testing.T) {
-	out, err := run(t, Config{}, "summarize development activity", "7d", gittest.GitSteps())
+	out, err := run(t, Config{}, "summarize development activity", "7d", testenv.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestGoldenActivitySummary(t *testing.T) {
 }
 
 func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
-	out, err := run(t, Config{}, "what happened in the last 2 days?", "", gittest.GitSteps())
+	out, err := run(t, Config{}, "what happened in the last 2 days?", "", testenv.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
 		t.Fatalf("window %v hours", got)
 	}
 	// A window with no commits still yields facts, conclusions and a summary.
-	out, err = run(t, Config{}, "summary", "2026-11-21", gittest.GitSteps())
+	out, err = run(t, Config{}, "summary", "2026-11-21", testenv.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestWindowFromRequestAndEmptyWindow(t *testing.T) {
 
 func TestNotARepository(t *testing.T) {
 	m, _ := NewManager(pipeline.Config{Options: pipeline.DefaultExecutionOptions()}, Config{})
-	in, _ := Input("summarize", t.TempDir(), "7d", gittest.Now())
+	in, _ := Input("summarize", t.TempDir(), "7d", testenv.GitHistoryNow())
 	out, err := m.Execute(context.Background(), in)
 	if err == nil || !strings.Contains(err.Error(), "not a git repository") || out.String("metadata.status") != pipeline.PipelineStopped {
 		t.Fatalf("err = %v", err)
@@ -163,7 +163,7 @@ func TestModelNumbersCheckedAgainstFacts(t *testing.T) {
 			`{"id":"c3","description":"Bugs dominate","confidence":0.5,"evidence":["F99"]}],"inference_chain":[]}`,
 		Summarization: `{"summary":"6 commits by 4 authors [F1, F2]; 30 lines added [F4]; about 42 reviews."}`,
 	}}
-	out, err := run(t, Config{Model: m}, "summarize development activity", "7d", gittest.GitSteps())
+	out, err := run(t, Config{Model: m}, "summarize development activity", "7d", testenv.GitSteps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestModelOutputRejected(t *testing.T) {
 	m := &replyModel{answers: map[string]string{
 		IntentDetection: `{"intents":[{"type":"activity_summary","confidence":1.5}],"entities":{}}`,
 	}}
-	out, err := run(t, Config{Model: m}, "summarize", "7d", gittest.GitSteps())
+	out, err := run(t, Config{Model: m}, "summarize", "7d", testenv.GitSteps())
 	if err == nil || !strings.Contains(err.Error(), "STAGE_OUTPUT") || out.Has(KeyIntents) {
 		t.Fatalf("err = %v", err)
 	}
@@ -229,10 +229,10 @@ func TestWindowFromText(t *testing.T) {
 // The command's input refuses an unreadable time phrase before running,
 // unless --since decides the window.
 func TestInputRefusesUnknownTimePhrase(t *testing.T) {
-	if _, err := Input("summarize the last two fortnights", ".", "", gittest.Now()); err == nil || !strings.Contains(err.Error(), "pass --since") {
+	if _, err := Input("summarize the last two fortnights", ".", "", testenv.GitHistoryNow()); err == nil || !strings.Contains(err.Error(), "pass --since") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := Input("summarize the last two fortnights", ".", "1y", gittest.Now()); err != nil {
+	if _, err := Input("summarize the last two fortnights", ".", "1y", testenv.GitHistoryNow()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -241,7 +241,7 @@ func FuzzWindowFromText(f *testing.F) {
 	for _, s := range []string{"last 3 days", "since 2026-11-01", "past week", "yesterday"} {
 		f.Add(s)
 	}
-	now := gittest.Now()
+	now := testenv.GitHistoryNow()
 	f.Fuzz(func(t *testing.T, s string) {
 		w, err := WindowFromText(s)
 		if w == "" || err != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/internal/clitest"
-	"github.com/capstan-dev/capstan/internal/fakegh"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -21,7 +21,7 @@ import (
 var capstanBin clitest.Binary
 
 func TestMain(m *testing.M) {
-	fakegh.Main() // the workflow tests re-execute this binary as a fake gh
+	testenv.FakeGHMain() // the workflow tests re-execute this binary as a fake gh
 	os.Exit(clitest.RunWithCapstan(m, raceEnabled, &capstanBin))
 }
 

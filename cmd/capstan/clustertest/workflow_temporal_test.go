@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/capstan-dev/capstan/internal/clitest"
-	"github.com/capstan-dev/capstan/internal/fakegh"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/scaleout"
 )
 
@@ -67,7 +67,7 @@ func TestWorkflowTemporalKilledWorker(t *testing.T) {
 	bare := filepath.Join(base, "origin.git")
 	gitT(t, wd, "init", "-q", "--bare", bare)
 	remote := serveGit(t, base) + "origin.git"
-	gh := fakegh.Install(t, fakegh.State{Issues: map[string]*fakegh.Issue{
+	gh := testenv.InstallFakeGH(t, testenv.GHState{Issues: map[string]*testenv.GHIssue{
 		"7": {Title: "Add a flag", Labels: []string{"kind:consider", "order:1"}, State: "open"},
 	}})
 	// The workers and the submitter find the fake gh first on PATH.

@@ -14,7 +14,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/cpuclock"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/tool"
@@ -130,11 +130,11 @@ func newEinoAgent(b *testing.B, toolCall bool) *react.Agent {
 // CPU time much less.
 func perOp(b *testing.B, op func()) {
 	b.ReportAllocs()
-	c0 := cpuclock.Process()
+	c0 := testenv.ProcessCPUTime()
 	for b.Loop() {
 		op()
 	}
-	b.ReportMetric(float64((cpuclock.Process()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((testenv.ProcessCPUTime()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // perIteration runs b.N runs of run (which does iterationsPerRun
@@ -148,13 +148,13 @@ func perIteration(b *testing.B, run func(b *testing.B, start, stop func())) {
 	var c0 time.Duration
 	start := func() {
 		runtime.ReadMemStats(&ms0)
-		t0, c0 = time.Now(), cpuclock.Process()
+		t0, c0 = time.Now(), testenv.ProcessCPUTime()
 		b.StartTimer()
 	}
 	stop := func() {
 		b.StopTimer()
 		elapsed += time.Since(t0)
-		cpu += cpuclock.Process() - c0
+		cpu += testenv.ProcessCPUTime() - c0
 		runtime.ReadMemStats(&ms1)
 		bytes += ms1.TotalAlloc - ms0.TotalAlloc
 		mallocs += ms1.Mallocs - ms0.Mallocs

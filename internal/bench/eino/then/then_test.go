@@ -58,7 +58,7 @@ var files = map[string]string{
 }
 
 // processCPU is the CPU time the process has used (user and system,
-// all threads), as the eino module's cpuclock reads it.
+// all threads), as testenv.ProcessCPUTime in the eino module reads it.
 func processCPU() time.Duration {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {

@@ -1,9 +1,4 @@
-// Package gittest builds git repositories for tests (as net/http/httptest
-// builds HTTP servers): repositories with fixed authors and timestamps,
-// for tests of pipelines that read git history (MakeGitRepo, GitSteps),
-// and repositories whose configuration a model poisoned, for tests that
-// check capstan's own git runs none of it (PoisonRepo, Poison).
-package gittest
+package testenv
 
 import (
 	"os"
@@ -14,11 +9,11 @@ import (
 	"time"
 )
 
-// Now is the fixed "now" the fixture's windows are measured from.
-func Now() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) }
+// GitHistoryNow is the fixed "now" the fixture's windows are measured from.
+func GitHistoryNow() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) }
 
-// Step is one commit of the fixture.
-type Step struct {
+// GitStep is one commit of the fixture.
+type GitStep struct {
 	When    time.Time
 	Author  string // "Name <email>"
 	Message string
@@ -32,9 +27,9 @@ type Step struct {
 
 // GitSteps is the standard history: one old commit, two in the previous
 // 7-day window, six non-merge commits and one merge in the current one.
-func GitSteps() []Step {
+func GitSteps() []GitStep {
 	d := func(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, time.UTC) }
-	return []Step{
+	return []GitStep{
 		{When: d(1, 9), Author: "Alice Liddell <alice@example.com>", Message: "chore: init module", Files: map[string]string{"go.mod": "module example.com/x\n"}},
 		{When: d(8, 10), Author: "Bob Marley <bob@example.com>", Message: "feat: first parser", Files: map[string]string{"parser/parse.go": lines("p", 6)}},
 		{When: d(12, 15), Author: "Alice Liddell <alice@example.com>", Message: "fix: typo in parse", Files: map[string]string{"parser/parse.go": lines("q", 1)}},
@@ -59,7 +54,7 @@ func lines(prefix string, n int) string {
 
 // MakeGitRepo creates a repository in dir from steps and returns dir. It
 // skips the test when git is not installed.
-func MakeGitRepo(t testing.TB, dir string, steps []Step) string {
+func MakeGitRepo(t testing.TB, dir string, steps []GitStep) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -79,7 +74,7 @@ func MakeGitRepo(t testing.TB, dir string, steps []Step) string {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	git(Now(), "T <t@example.com>", "init", "-q")
+	git(GitHistoryNow(), "T <t@example.com>", "init", "-q")
 	for _, s := range steps {
 		if s.Merge != "" {
 			git(s.When, s.Author, "merge", "-q", "--no-ff", "-m", "Merge branch "+s.Merge, s.Merge)

@@ -1,4 +1,4 @@
-package claudetest
+package testenv
 
 import (
 	"os"
@@ -17,7 +17,7 @@ func TestVersionIsTheOneCIInstalls(t *testing.T) {
 	if m == nil {
 		t.Fatal(".ci/run sets no CLAUDE_CODE_VERSION")
 	}
-	if string(m[1]) != Version {
-		t.Fatalf(".ci/run installs claude %s, claudetest.Version is %s", m[1], Version)
+	if string(m[1]) != ClaudeVersion {
+		t.Fatalf(".ci/run installs claude %s, testenv.ClaudeVersion is %s", m[1], ClaudeVersion)
 	}
 }

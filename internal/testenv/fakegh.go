@@ -1,10 +1,4 @@
-// Package fakegh is a stand-in for the GitHub CLI in tests: a `gh` on
-// PATH that keeps issues, labels and comments in a state file, answers
-// the gh commands workflows use as gh does (same arguments, same output
-// shapes), appends every call to a log, and fails the calls a test asks
-// it to. It is the test binary itself, re-executed by a small script, so
-// a test package calls Main first in its TestMain.
-package fakegh
+package testenv
 
 import (
 	"encoding/json"
@@ -21,38 +15,38 @@ import (
 // dirEnv names the fake's state directory in the script's environment.
 const dirEnv = "CAPSTAN_FAKE_GH_DIR"
 
-// Issue is one issue of the fake's state.
-type Issue struct {
+// GHIssue is one issue of the fake's state.
+type GHIssue struct {
 	Title    string   `json:"title"`
 	Labels   []string `json:"labels"`
 	State    string   `json:"state"`
 	Comments []string `json:"comments"`
 }
 
-// Label is one repository label.
-type Label struct {
+// GHLabel is one repository label.
+type GHLabel struct {
 	Color       string `json:"color"`
 	Description string `json:"description"`
 }
 
-// State is what the fake holds.
-type State struct {
-	Issues map[string]*Issue `json:"issues"`
-	Labels map[string]Label  `json:"labels"`
+// GHState is what the fake holds.
+type GHState struct {
+	Issues map[string]*GHIssue `json:"issues"`
+	Labels map[string]GHLabel  `json:"labels"`
 	// Fail lists call prefixes ("issue close 7") that fail once each.
 	Fail []string `json:"fail,omitempty"`
 }
 
-// Fake is an installed fake gh.
-type Fake struct {
+// FakeGH is an installed fake gh.
+type FakeGH struct {
 	// Dir holds the gh script (put it first on PATH), state.json and
 	// calls.log.
 	Dir string
 }
 
-// Main runs the fake when the test binary was started as gh; it returns
+// FakeGHMain runs the fake when the test binary was started as gh; it returns
 // at once otherwise.
-func Main() {
+func FakeGHMain() {
 	dir := os.Getenv(dirEnv)
 	if dir == "" {
 		return
@@ -61,9 +55,9 @@ func Main() {
 	os.Exit(code)
 }
 
-// Install writes a gh script into a temporary directory that re-executes
+// InstallFakeGH writes a gh script into a temporary directory that re-executes
 // the test binary as the fake, with st as its state.
-func Install(t testing.TB, st State) *Fake {
+func InstallFakeGH(t testing.TB, st GHState) *FakeGH {
 	t.Helper()
 	dir := t.TempDir()
 	exe, err := os.Executable()
@@ -74,18 +68,18 @@ func Install(t testing.TB, st State) *Fake {
 	if err := os.WriteFile(filepath.Join(dir, "gh"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := &Fake{Dir: dir}
+	f := &FakeGH{Dir: dir}
 	if st.Issues == nil {
-		st.Issues = map[string]*Issue{}
+		st.Issues = map[string]*GHIssue{}
 	}
 	if st.Labels == nil {
-		st.Labels = map[string]Label{}
+		st.Labels = map[string]GHLabel{}
 	}
 	f.write(t, st)
 	return f
 }
 
-func (f *Fake) write(t testing.TB, st State) {
+func (f *FakeGH) write(t testing.TB, st GHState) {
 	b, _ := json.MarshalIndent(st, "", "  ")
 	if err := os.WriteFile(filepath.Join(f.Dir, "state.json"), b, 0o644); err != nil {
 		t.Fatal(err)
@@ -93,9 +87,9 @@ func (f *Fake) write(t testing.TB, st State) {
 }
 
 // State reads the fake's current state.
-func (f *Fake) State(t testing.TB) State {
+func (f *FakeGH) State(t testing.TB) GHState {
 	t.Helper()
-	var st State
+	var st GHState
 	b, err := os.ReadFile(filepath.Join(f.Dir, "state.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &st)
@@ -107,7 +101,7 @@ func (f *Fake) State(t testing.TB) State {
 }
 
 // Calls are the recorded calls, each as its arguments joined by spaces.
-func (f *Fake) Calls(t testing.TB) []string {
+func (f *FakeGH) Calls(t testing.TB) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(f.Dir, "calls.log"))
 	if os.IsNotExist(err) {
@@ -129,7 +123,7 @@ func (f *Fake) Calls(t testing.TB) []string {
 
 // Writes are the calls that change something (edit, comment, close,
 // label create/edit), in order.
-func (f *Fake) Writes(t testing.TB) []string {
+func (f *FakeGH) Writes(t testing.TB) []string {
 	var out []string
 	for _, c := range f.Calls(t) {
 		if strings.HasPrefix(c, "issue edit") || strings.HasPrefix(c, "issue comment") || strings.HasPrefix(c, "issue close") ||
@@ -158,7 +152,7 @@ func run(dir string, args []string) int {
 		lf.Write(append(line, '\n'))
 		lf.Close()
 	}
-	var st State
+	var st GHState
 	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &st)
@@ -182,7 +176,7 @@ func run(dir string, args []string) int {
 	return code
 }
 
-func save(dir string, st State) {
+func save(dir string, st GHState) {
 	b, _ := json.MarshalIndent(st, "", "  ")
 	tmp := filepath.Join(dir, "state.json.tmp")
 	if os.WriteFile(tmp, b, 0o644) == nil {
@@ -210,11 +204,11 @@ func flagValue(args []string, name string) string {
 	return v[len(v)-1]
 }
 
-func handle(st *State, args []string) (string, int) {
+func handle(st *GHState, args []string) (string, int) {
 	if len(args) < 2 {
 		return "", 2
 	}
-	issue := func() (*Issue, bool) {
+	issue := func() (*GHIssue, bool) {
 		if len(args) < 3 {
 			return nil, false
 		}
@@ -282,14 +276,14 @@ func handle(st *State, args []string) (string, int) {
 		if _, exists := st.Labels[args[2]]; exists == (args[1] == "create") {
 			return "", 1
 		}
-		st.Labels[args[2]] = Label{Color: flagValue(args, "--color"), Description: flagValue(args, "--description")}
+		st.Labels[args[2]] = GHLabel{Color: flagValue(args, "--color"), Description: flagValue(args, "--description")}
 		return "", 0
 	}
 	return "", 2
 }
 
 // viewIssue answers gh issue view --json labels, comments or state.
-func viewIssue(is *Issue, args []string) (string, int) {
+func viewIssue(is *GHIssue, args []string) (string, int) {
 	switch flagValue(args, "--json") {
 	case "labels":
 		var b strings.Builder
@@ -317,7 +311,7 @@ func viewIssue(is *Issue, args []string) (string, int) {
 
 // listIssues answers gh issue list: the issues in a state with every label
 // asked for, newest first, up to --limit.
-func listIssues(st *State, args []string) (string, int) {
+func listIssues(st *GHState, args []string) (string, int) {
 	type item struct {
 		Number int                 `json:"number"`
 		Title  string              `json:"title"`

@@ -1,4 +1,4 @@
-package gittest
+package testenv
 
 import (
 	"os"
@@ -84,9 +84,9 @@ func Git(t testing.TB, dir string, args ...string) {
 	}
 }
 
-// Marker is what the poisoned programs wrote to marker ("" when none
+// PoisonMarker is what the poisoned programs wrote to marker ("" when none
 // ran).
-func Marker(marker string) string {
+func PoisonMarker(marker string) string {
 	b, _ := os.ReadFile(marker)
 	return string(b)
 }

@@ -1,10 +1,4 @@
-// Package statetest points capstan's state directory (where run journals
-// are kept), the user config directory and the user cache directory at
-// temporary directories for a test binary, so tests never write into the user's home nor read the
-// user's own defaults, and gives git a fixed identity and no global
-// configuration, so tests pass the same on a fresh machine (no
-// ~/.gitconfig) as on a developer's.
-package statetest
+package testenv
 
 import (
 	"fmt"
@@ -21,7 +15,7 @@ import (
 // XDG_CONFIG_HOME to an empty one, XDG_CACHE_HOME to another and git's
 // global configuration with Git (all inherited by subprocesses the tests
 // start), runs the tests and removes the directories; it returns m.Run's
-// exit code. Call it from TestMain: os.Exit(statetest.Run(m)).
+// exit code. Call it from TestMain: os.Exit(Run(m)).
 //
 // The Go standard library's build cache seed (capstan/go-stdlib in the
 // cache directory) is the one thing test binaries share: it is the same
@@ -55,7 +49,7 @@ func Run(m *testing.M) int {
 	os.Setenv(journal.EnvStateDir, state)
 	os.Setenv("XDG_CONFIG_HOME", cfg)
 	os.Setenv("XDG_CACHE_HOME", cache)
-	if err := Git(dir); err != nil {
+	if err := IsolateGitConfig(dir); err != nil {
 		panic(err)
 	}
 	return m.Run()
@@ -79,14 +73,14 @@ func GoCommand(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// Git gives git, for this process and the subprocesses it starts, a
+// IsolateGitConfig gives git, for this process and the subprocesses it starts, a
 // global configuration of its own — dir/gitconfig, with an author and
 // committer identity and no commit signing — in place of ~/.gitconfig and
 // the system's, so a test that commits needs no identity of the machine
 // and a developer's settings (signing, hooks) cannot
 // change its verdict. A test's own "git -c user.name=…" or repository
 // config still wins. Call it from TestMain (Run calls it).
-func Git(dir string) error {
+func IsolateGitConfig(dir string) error {
 	file := filepath.Join(dir, "gitconfig")
 	conf := "[user]\n\tname = capstan test\n\temail = test@capstan.invalid\n[commit]\n\tgpgsign = false\n"
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
