@@ -100,9 +100,9 @@ type Agent struct {
 	vars         map[string]string
 	rc           *RuntimeContext
 	session      *Session // the loop stepped by Step (nil before the first)
-	result       *Result
+	result       *event.RunResult
 	// github is what runner.integrations.github did after completion.
-	github *GitHubOutcome
+	github *event.GitHubOutcome
 	// ghRepo is the repository capstan's own gh calls name and ghPath the
 	// gh they run, both fixed before the model runs (nil and "" when
 	// capstan makes none).
@@ -233,14 +233,14 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 // "error" and Err() is what New or Start returned — for Go values, every
 // problem at its Go field. (A run that could not start is journaled as
 // stopped before running.)
-func Run(ctx context.Context, cfg Config) *Result {
+func Run(ctx context.Context, cfg Config) *event.RunResult {
 	a, err := New(ctx, cfg)
 	if err != nil {
-		return &Result{CompletionReason: ReasonError, Reason: err.Error(), Error: NewResultError(err)}
+		return &event.RunResult{CompletionReason: ReasonError, Reason: err.Error(), Error: event.NewResultError(err)}
 	}
 	if err := a.Start(ctx); err != nil {
 		res := *a.Stop()
-		res.CompletionReason, res.Reason, res.Error = ReasonError, err.Error(), NewResultError(err)
+		res.CompletionReason, res.Reason, res.Error = ReasonError, err.Error(), event.NewResultError(err)
 		return &res
 	}
 	a.Run(ctx)
@@ -369,7 +369,7 @@ func (a *Agent) Events(ctx context.Context) iter.Seq2[event.Event, error] {
 			events <- e
 			<-ack
 		}))
-		done := make(chan *Result, 1)
+		done := make(chan *event.RunResult, 1)
 		go func() {
 			defer close(events)
 			defer unsubscribe()
@@ -391,7 +391,7 @@ func (a *Agent) Events(ctx context.Context) iter.Seq2[event.Event, error] {
 
 // Run drives the loop to its end and returns the result. It requires
 // Started; call Stop afterwards to release resources.
-func (a *Agent) Run(ctx context.Context) *Result {
+func (a *Agent) Run(ctx context.Context) *event.RunResult {
 	for {
 		if res := a.Step(ctx); res != nil {
 			return res
@@ -409,7 +409,7 @@ func (a *Agent) Run(ctx context.Context) *Result {
 // The work before the first iteration and after the last is kept out of
 // line (beginRun, endRun), so that Step's stack frame — part of what a
 // run parked in a model call keeps — stays small.
-func (a *Agent) Step(ctx context.Context) *Result {
+func (a *Agent) Step(ctx context.Context) *event.RunResult {
 	if res := a.beginRun(); res != nil {
 		return res
 	}
@@ -429,12 +429,12 @@ func (a *Agent) Step(ctx context.Context) *Result {
 // run (or refuses the Step).
 //
 //go:noinline
-func (a *Agent) beginRun() *Result {
+func (a *Agent) beginRun() *event.RunResult {
 	a.mu.Lock()
 	if a.state != Started || a.result != nil {
 		a.mu.Unlock()
 		err := agenterr.New(agenterr.CodeNotStarted, agenterr.LayerLifecycle, false, "Run needs a started agent that has not run yet")
-		return &Result{CompletionReason: ReasonError, RunID: a.runID, Error: NewResultError(err)}
+		return &event.RunResult{CompletionReason: ReasonError, RunID: a.runID, Error: event.NewResultError(err)}
 	}
 	a.mu.Unlock()
 	if a.session != nil {
@@ -486,7 +486,7 @@ func (a *Agent) Deadline() time.Time {
 // endRun turns the loop's final result into the run's.
 //
 //go:noinline
-func (a *Agent) endRun(ctx context.Context, lr *LoopResult) *Result {
+func (a *Agent) endRun(ctx context.Context, lr *LoopResult) *event.RunResult {
 	lr = a.flow.noReplyForRetry(lr)
 	if lr.Success {
 		var last *event.IterationSummary
@@ -543,13 +543,13 @@ func (a *Agent) Abandon() {
 	a.state = Stopped
 }
 
-func (a *Agent) finish(lr *LoopResult) *Result {
-	res := &Result{
+func (a *Agent) finish(lr *LoopResult) *event.RunResult {
+	res := &event.RunResult{
 		Success: lr.Success, CompletionReason: lr.CompletionReason, Reason: lr.Reason,
 		Iterations: lr.Iterations, SessionID: lr.SessionID, RunID: a.runID,
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.begun).Milliseconds(), TestBaselineMs: a.testBaselineMs,
-		Journal: a.events.Path(), Error: NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
+		Journal: a.events.Path(), Error: event.NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
 		UsageUnreported: a.rc.UnreportedResponses,
 		Warnings:        append([]string(nil), a.warnings...),
 		CannotComplete:  a.flow.cannotComplete,
@@ -568,16 +568,16 @@ func (a *Agent) finish(lr *LoopResult) *Result {
 // Stop releases every resource, journals run.end and flushes the journal,
 // and returns the result. It is safe to call in any state and more than
 // once; an agent that never ran reports completionReason "aborted".
-func (a *Agent) Stop() *Result {
+func (a *Agent) Stop() *event.RunResult {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.state == Stopped {
 		return a.result
 	}
 	if a.result == nil {
-		a.result = &Result{CompletionReason: ReasonAborted, Reason: "stopped before running", RunID: a.runID,
+		a.result = &event.RunResult{CompletionReason: ReasonAborted, Reason: "stopped before running", RunID: a.runID,
 			Agent: a.spec.Name, Model: a.model, Journal: a.events.Path(), DefinitionDigest: a.definitionDigest(), Sandboxed: a.unsandboxed() == "",
-			Error: NewResultError(agenterr.New(agenterr.CodeAborted, agenterr.LayerLifecycle, false, "stopped before running"))}
+			Error: event.NewResultError(agenterr.New(agenterr.CodeAborted, agenterr.LayerLifecycle, false, "stopped before running"))}
 	}
 	// MCP servers that stopped during the run: restarted, or their tools
 	// failed (the model saw the errors).
@@ -602,7 +602,7 @@ func (a *Agent) noteStopError(err error) {
 	case a.result.Success:
 		a.result.Warnings = append(a.result.Warnings, "after the run completed: "+err.Error())
 	case a.result.Error == nil:
-		a.result.Error = NewResultError(err)
+		a.result.Error = event.NewResultError(err)
 	default:
 		// The run already ended with an error (a budget, a failed
 		// verdict): what went wrong while stopping — a journal another

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/journal"
 	_ "github.com/capstan-dev/capstan/llm/script"
@@ -61,7 +62,7 @@ const twoIterationScript = `turns:
 `
 
 // runToEnd builds, starts, runs and stops an agent and returns its result.
-func runToEnd(t testing.TB, def *agentdir.Agent, opts BuildOptions) *Result {
+func runToEnd(t testing.TB, def *agentdir.Agent, opts BuildOptions) *event.RunResult {
 	t.Helper()
 	if opts.Store.Dir == "" && opts.Getenv != nil {
 		// A test's own Getenv (API keys from a map) has no state dir and

@@ -126,7 +126,7 @@ func cheatAgent(t *testing.T, testCmd string, globs []string, script string) str
 // assertProtectedCaught fails unless the run ended without completing and
 // its first retry was for a changed protected file, naming each of files;
 // it returns the retry prompts' texts.
-func assertProtectedCaught(t *testing.T, res *Result, files []string) []string {
+func assertProtectedCaught(t *testing.T, res *event.RunResult, files []string) []string {
 	t.Helper()
 	if res.Success || res.CompletionReason != ReasonValidationExhausted {
 		t.Fatalf("cheat not caught: %+v %+v", res, res.Error)
@@ -161,7 +161,7 @@ func cheatScript(bash string) string {
 }
 
 // retryPatterns returns the patterns and texts of a run's retry prompts.
-func retryPatterns(t *testing.T, res *Result) (patterns []string, texts []string) {
+func retryPatterns(t *testing.T, res *event.RunResult) (patterns []string, texts []string) {
 	t.Helper()
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {
@@ -208,7 +208,7 @@ func runCorpus(t *testing.T, fixture map[string]string, testCmd string, globs []
 
 // validatorPassed reports whether validator name passed in any
 // verification of the run.
-func validatorPassed(t *testing.T, res *Result, name string) bool {
+func validatorPassed(t *testing.T, res *event.RunResult, name string) bool {
 	t.Helper()
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {

@@ -20,28 +20,6 @@ import (
 // model's last turn did not confirm the verification that completed it.
 const ReasonCleanRunDiffers = "clean_run_differs"
 
-// EventCleanRun is the journal type of the clean run of one test
-// validator (payload CleanRunEvent).
-const EventCleanRun = string(event.KindCleanRun)
-
-// CleanRunEvent is the payload of verify.clean.
-type CleanRunEvent struct {
-	Validator string `json:"validator"`
-	Command   string `json:"command"`
-	// Passed says whether the command met its successWhen.
-	Passed bool `json:"passed"`
-	// Differences are what the clean run did not confirm ("" when none):
-	// the command's verdict, each test that passed in the verification
-	// and did not here (with its outcome).
-	Differences []string `json:"differences,omitempty"`
-	// Output is the end of the clean run's output when it differs.
-	Output     string `json:"output,omitempty"`
-	DurationMs int64  `json:"durationMs"`
-}
-
-// EventKind implements event.Payload.
-func (*CleanRunEvent) EventKind() event.Kind { return event.KindCleanRun }
-
 // cleanRun runs each test validator of vr, the verification that
 // completed the run, once more in a clean environment: a new process
 // with a fresh temporary directory, fresh build caches (the Go standard
@@ -88,7 +66,7 @@ const maxCleanDifferences = 20
 
 // cleanRunOne runs one test validator in the clean environment and
 // compares it with run, its run in the verification.
-func (a *Agent) cleanRunOne(ctx context.Context, run event.ValidatorRun) (CleanRunEvent, error) {
+func (a *Agent) cleanRunOne(ctx context.Context, run event.ValidatorRun) (event.CleanRunEvent, error) {
 	// What the verification saw, read before the clean run writes the
 	// validator's report file anew.
 	before, parsedBefore := verify.ParseTestRunOutput(run.Output, a.workDir)
@@ -100,16 +78,16 @@ func (a *Agent) cleanRunOne(ctx context.Context, run event.ValidatorRun) (CleanR
 	}
 	env, cleanup, err := a.cleanEnv(ctx)
 	if err != nil {
-		return CleanRunEvent{}, err
+		return event.CleanRunEvent{}, err
 	}
 	defer cleanup()
 	cond := conditionOf(a, run.Validator)
 	start := time.Now()
 	again, err := a.rt.verifier.RunCommandValidatorIn(ctx, cond, env)
 	if err != nil {
-		return CleanRunEvent{}, err
+		return event.CleanRunEvent{}, err
 	}
-	ev := CleanRunEvent{Validator: run.Validator, Command: again.Command, Passed: again.Passed, DurationMs: time.Since(start).Milliseconds()}
+	ev := event.CleanRunEvent{Validator: run.Validator, Command: again.Command, Passed: again.Passed, DurationMs: time.Since(start).Milliseconds()}
 	if !again.Passed {
 		ev.Differences = append(ev.Differences, fmt.Sprintf("the command passed in the verification and fails here (exit %d)", again.Output.ExitCode))
 		ev.Output, _ = verify.OutputExcerpt(again.Output)

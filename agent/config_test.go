@@ -113,7 +113,7 @@ func TestResultErrorKeepsItsChain(t *testing.T) {
 		t.Fatalf("error %v (%T)", res.Err(), res.Err())
 	}
 	// After a JSON round trip the code still matches.
-	var back Result
+	var back event.RunResult
 	b, _ := json.Marshal(res)
 	if err := json.Unmarshal(b, &back); err != nil || !errors.Is(back.Err(), agenterr.ErrValidator) {
 		t.Fatalf("round trip: %v %v", back.Err(), err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -66,7 +67,7 @@ func TestGoValuesRunLikeTheFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	rewrite(t, dir, "prompts/steps/s/main/f_default.md", "Write out.txt", "Iteration {uv-iteration}: write out.txt")
-	story := func(res *Result) []string {
+	story := func(res *event.RunResult) []string {
 		events, err := journal.ReadFile(res.Journal)
 		if err != nil {
 			t.Fatal(err)

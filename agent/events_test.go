@@ -77,7 +77,7 @@ func TestEventsConsumerSeesWhatTheJournalRecords(t *testing.T) {
 	}
 }
 
-func runJournal(t *testing.T, res *Result) ([]journal.Event, error) {
+func runJournal(t *testing.T, res *event.RunResult) ([]journal.Event, error) {
 	t.Helper()
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {

@@ -76,7 +76,7 @@ func mustJSON(v any) string {
 
 // transitionsOf returns the run's committed step transitions as
 // "from>to:kind".
-func transitionsOf(t *testing.T, res *Result) []string {
+func transitionsOf(t *testing.T, res *event.RunResult) []string {
 	t.Helper()
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {

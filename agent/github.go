@@ -24,40 +24,6 @@ var issueNumber = lazyre.New(`^[1-9][0-9]{0,9}$`)
 // ghTimeout bounds one gh call.
 const ghTimeout = 30 * time.Second
 
-// GitHubCallEvent is the payload of a github.call event and one entry of
-// GitHubOutcome.Calls.
-type GitHubCallEvent struct {
-	// Args are gh's arguments ("issue", "edit", "12", "--add-label", …).
-	Args     []string `json:"args"`
-	ExitCode int      `json:"exitCode"`
-	// Output is what gh printed (stdout, then stderr), trimmed.
-	Output     string `json:"output,omitempty"`
-	Error      string `json:"error,omitempty"`
-	DurationMs int64  `json:"durationMs"`
-}
-
-// EventKind implements event.Payload.
-func (GitHubCallEvent) EventKind() event.Kind { return event.KindGitHubCall }
-
-// GitHubOutcome is what runner.integrations.github did after the run
-// completed: the closure action applied to the issue, where the action
-// came from, the labels changed and every gh call with its result.
-type GitHubOutcome struct {
-	Issue string `json:"issue,omitempty"`
-	// Action is close | label-only | label-and-close, or "" when nothing
-	// was to be done (Skipped says why).
-	Action string `json:"action,omitempty"`
-	// ActionSource is output (the closing step's closure_action), config
-	// (defaultClosureAction) or default.
-	ActionSource string            `json:"actionSource,omitempty"`
-	AddLabels    []string          `json:"addLabels,omitempty"`
-	RemoveLabels []string          `json:"removeLabels,omitempty"`
-	Calls        []GitHubCallEvent `json:"calls,omitempty"`
-	// OK is true when every call succeeded (and at least one was made).
-	OK      bool   `json:"ok"`
-	Skipped string `json:"skipped,omitempty"`
-}
-
 // boundaryRule is the tool-policy text (llm.QueryOptions.Boundary) of a
 // step: why it may not run GitHub boundary commands. No step may, as in
 // climpt: work and verification steps because closing belongs to the
@@ -131,12 +97,12 @@ type closureOutput struct {
 // labels.completion together with the output's issue.labels; close and
 // label-and-close close the issue, after the labels and only when they
 // were applied.
-func (a *Agent) applyGitHub(ctx context.Context, last *event.IterationSummary) *GitHubOutcome {
+func (a *Agent) applyGitHub(ctx context.Context, last *event.IterationSummary) *event.GitHubOutcome {
 	g := a.spec.Runner.Integrations.GitHub
 	if !g.On() {
 		return nil
 	}
-	out := &GitHubOutcome{Issue: strings.TrimPrefix(strings.TrimSpace(a.vars[agentdir.IssueParam]), "#")}
+	out := &event.GitHubOutcome{Issue: strings.TrimPrefix(strings.TrimSpace(a.vars[agentdir.IssueParam]), "#")}
 	switch {
 	case out.Issue == "":
 		out.Skipped = "the run has no issue parameter value"
@@ -206,7 +172,7 @@ func (a *Agent) applyGitHub(ctx context.Context, last *event.IterationSummary) *
 }
 
 // noteGitHub journals a skipped integration as a warning.
-func (a *Agent) noteGitHub(out *GitHubOutcome) *GitHubOutcome {
+func (a *Agent) noteGitHub(out *event.GitHubOutcome) *event.GitHubOutcome {
 	if out.Skipped != "" {
 		a.warnings = append(a.warnings, "GitHub: nothing done to the issue: "+out.Skipped)
 	}
@@ -222,9 +188,9 @@ func (a *Agent) ghCLI(repo string) *github.CLI {
 // gh runs one gh call in the work dir (its arguments name the pinned
 // repository, so the work dir's remotes do not matter), journals it and records it in out;
 // a failure becomes a warning of the result.
-func (a *Agent) gh(ctx context.Context, out *GitHubOutcome, args []string) bool {
+func (a *Agent) gh(ctx context.Context, out *event.GitHubOutcome, args []string) bool {
 	call := a.ghCLI(a.ghRepo.Repo).Run(context.WithoutCancel(ctx), args...)
-	ev := GitHubCallEvent{Args: call.Args, ExitCode: call.ExitCode, DurationMs: call.Duration.Milliseconds(),
+	ev := event.GitHubCallEvent{Args: call.Args, ExitCode: call.ExitCode, DurationMs: call.Duration.Milliseconds(),
 		Output: proc.RedactSecrets(strings.TrimSpace(strings.TrimSpace(string(call.Stdout)) + "\n" + strings.TrimSpace(string(call.Stderr))))}
 	if call.Err != nil {
 		ev.Error = call.Err.Error()

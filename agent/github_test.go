@@ -118,7 +118,7 @@ func githubAgent(t *testing.T, github, closure string) string {
 	})
 }
 
-func runGitHub(t *testing.T, dir string) (*Result, []journal.Event) {
+func runGitHub(t *testing.T, dir string) (*event.RunResult, []journal.Event) {
 	t.Helper()
 	res := runToEnd(t, load(t, dir), BuildOptions{WorkDir: t.TempDir(), Params: map[string]string{"issue": "7"}})
 	events, err := journal.ReadFile(res.Journal)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/verdict"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -69,7 +70,7 @@ func TestPerAgentValuesShareNames(t *testing.T) {
 		"prompts/steps/s/main/f_default.md": "Say DONE.",
 		"script.yaml":                       "turns:\n  - text: DONE\n",
 	})
-	run := func(want string) *Result {
+	run := func(want string) *event.RunResult {
 		cfg, err := Load(dir, Config{
 			Validators: map[string]verify.CustomValidator{"shared-name-test": namedValidator{want: want}},
 			CompletionHandlers: map[string]verdict.HandlerFactory{"shared-handler-test": func(agentdir.Completion, verdict.HandlerDeps) (verdict.CompletionHandler, error) {

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/testenv"
 )
 
 // checkResultInvariant: success implies no error; a run that did not
 // succeed says why with a coded error.
-func checkResultInvariant(t *testing.T, name string, res *Result) {
+func checkResultInvariant(t *testing.T, name string, res *event.RunResult) {
 	t.Helper()
 	if res.Success && res.Error != nil {
 		t.Errorf("%s: success with error %+v", name, res.Error)

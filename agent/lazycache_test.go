@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -47,7 +48,7 @@ func buildCaches(t *testing.T, dir string) []string {
 // runUntilStop builds, starts and runs the agent in dir, calls during
 // before Stop (while the agent holds what it made), and returns the
 // result of Stop.
-func runUntilStop(t *testing.T, dir, work string, during func()) *Result {
+func runUntilStop(t *testing.T, dir, work string, during func()) *event.RunResult {
 	t.Helper()
 	ctx := context.Background()
 	a, err := Build(ctx, load(t, dir), BuildOptions{WorkDir: work, Store: journal.Store{Dir: t.TempDir()}})

@@ -24,8 +24,8 @@ const workDirBaselineFile = "workdir-baseline.json"
 
 // workDirBaseline is the content of workDirBaselineFile.
 type workDirBaseline struct {
-	Iteration int                   `json:"iteration"`
-	Baseline  *verify.FilesBaseline `json:"baseline,omitempty"`
+	Iteration int                    `json:"iteration"`
+	Baseline  *event.ProtectBaseline `json:"baseline,omitempty"`
 	// Problem says why the work dir could not be recorded.
 	Problem string `json:"problem,omitempty"`
 }
@@ -136,7 +136,7 @@ func (a *Agent) describeWorkDir(_ context.Context, n int) string {
 	case b.Baseline == nil:
 		return "The work dir could not be recorded when this iteration began (" + b.Problem + "); look at it before you decide."
 	}
-	changes, err := b.Baseline.Check(a.workDir)
+	changes, err := verify.CheckProtected(b.Baseline, a.workDir)
 	if err != nil {
 		return "The work dir could not be compared with the start of this iteration (" + err.Error() + "); look at it before you decide."
 	}

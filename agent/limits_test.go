@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/tool"
 )
@@ -100,7 +101,7 @@ func TestConfigLimitsActLikeTheFiles(t *testing.T) {
 				}
 				return dir
 			}
-			run := func(dir string, cfg Config) (*Result, []string) {
+			run := func(dir string, cfg Config) (*event.RunResult, []string) {
 				cfg.WorkDir = t.TempDir()
 				cfg.Tools = []tool.Tool{waitTool}
 				res := runToEnd(t, load(t, dir), cfg)
@@ -116,7 +117,7 @@ func TestConfigLimitsActLikeTheFiles(t *testing.T) {
 				}
 				return res, types
 			}
-			story := func(r *Result) string {
+			story := func(r *event.RunResult) string {
 				return fmt.Sprintf("%s %q iterations=%d error=%s", r.CompletionReason, r.Reason, r.Iterations, agenterr.CodeOf(r.Err()))
 			}
 			base := agentDir(tc.budgets, tc.runner, tc.registry, tc.check)

@@ -129,7 +129,7 @@ func runLostCorpus(t *testing.T, cheats []lostCheat) {
 	}
 }
 
-func comparisons(t *testing.T, res *Result) []event.TestComparison {
+func comparisons(t *testing.T, res *event.RunResult) []event.TestComparison {
 	t.Helper()
 	events, err := journal.ReadFile(res.Journal)
 	if err != nil {

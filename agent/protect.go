@@ -20,7 +20,7 @@ type protection struct {
 	step string
 	// resumed holds a resumed run's step baseline until the step it was
 	// taken for is entered again.
-	resumed *verify.FilesBaseline
+	resumed *event.ProtectBaseline
 }
 
 // buildProtection compiles the protect globs of the run and its steps.
@@ -102,7 +102,7 @@ func (a *Agent) guards() ([]verdict.Guard, error) {
 // protectBaseline sets the guard's run baseline: the resumed run's
 // journaled one, otherwise a new one taken now. It returns the baseline to
 // journal (nil when it came from the journal or the run protects nothing).
-func (a *Agent) protectBaseline(r *RunRecord) (*verify.FilesBaseline, error) {
+func (a *Agent) protectBaseline(r *RunRecord) (*event.ProtectBaseline, error) {
 	p := &a.protection
 	if r != nil && r.StepBaseline != nil {
 		p.resumed = r.StepBaseline

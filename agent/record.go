@@ -19,7 +19,7 @@ type RunRecord struct {
 	Journal    string                     `json:"journal"`
 	Start      *RunStartEvent             `json:"start,omitempty"`
 	Iterations []IterationRecord          `json:"iterations"`
-	Result     *Result                    `json:"result,omitempty"`
+	Result     *event.RunResult           `json:"result,omitempty"`
 	Warnings   []string                   `json:"warnings,omitempty"`
 	Errors     []event.ErrorEvent         `json:"errors,omitempty"`
 	Sessions   map[string][]event.Message `json:"-"`
@@ -47,10 +47,10 @@ type RunRecord struct {
 	UnreportedResponses int `json:"unreportedResponses,omitempty"`
 	// ProtectBaseline is the run's first protect.baseline: the protected
 	// files as they were when the run started (nil when none are).
-	ProtectBaseline *verify.FilesBaseline `json:"protectBaseline,omitempty"`
+	ProtectBaseline *event.ProtectBaseline `json:"protectBaseline,omitempty"`
 	// StepBaseline is the last step baseline (protect.baseline with a
 	// step), kept for resume.
-	StepBaseline *verify.FilesBaseline `json:"stepBaseline,omitempty"`
+	StepBaseline *event.ProtectBaseline `json:"stepBaseline,omitempty"`
 	// TestBaselines are the test validators' runs before the first
 	// iteration (tests.baseline), by validator: what no-lost-tests
 	// compares with, kept for resume.
@@ -143,7 +143,7 @@ func (r *runReader) read(ev journal.Event) error {
 	case journal.RunStart:
 		return r.runStart(ev)
 	case journal.RunEnd:
-		var res Result
+		var res event.RunResult
 		if err := r.decode(ev, &res); err != nil {
 			return err
 		}
@@ -169,7 +169,7 @@ func (r *runReader) read(ev journal.Event) error {
 			return err
 		}
 		r.tentative = &st // format 1: committed when the iteration ends
-	case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, string(event.KindTestCompare), EventCleanRun:
+	case journal.ValidatorResult, journal.RetryPrompt, journal.StepTransition, journal.CompletionCheck, journal.EscalationNotice, string(event.KindTestCompare), string(event.KindCleanRun):
 		r.keep(ev)
 	}
 	return nil
@@ -366,7 +366,7 @@ func (r *runReader) baseline(ev journal.Event) error {
 	rec := r.rec
 	switch ev.Type {
 	case string(event.KindProtectBaseline):
-		var b verify.FilesBaseline
+		var b event.ProtectBaseline
 		if err := r.decode(ev, &b); err != nil {
 			return err
 		}
@@ -427,8 +427,8 @@ func (r *runReader) testChange(ev journal.Event) error {
 		d.Files = t.Request.Files
 		t.Decision = &d
 		if d.Decision == verify.TestChangeApproved {
-			rec.ProtectBaseline.Accept(d.Files)
-			rec.StepBaseline.Accept(d.Files)
+			verify.AcceptChanges(rec.ProtectBaseline, d.Files)
+			verify.AcceptChanges(rec.StepBaseline, d.Files)
 		}
 	}
 	return nil

@@ -39,15 +39,6 @@ type DirRunner struct {
 	BeforeUnsandboxed func() error
 }
 
-// AgentRunEvent is what DirRunner emits for each agent it ran.
-type AgentRunEvent struct {
-	Dir    string  `json:"dir"`
-	Result *Result `json:"result"`
-}
-
-// EventKind implements event.Payload.
-func (AgentRunEvent) EventKind() event.Kind { return event.KindAgentRun }
-
 // RunAgent loads, validates, builds and runs the agent in dir with params,
 // and returns the structured output of its last iteration that had one.
 // A run that does not complete is an error carrying its result's code; a
@@ -75,7 +66,7 @@ func (r DirRunner) RunAgent(ctx context.Context, dir string, params map[string]s
 	a.Run(ctx)
 	res := a.Stop()
 	if r.Events != nil {
-		r.Events.Emit(AgentRunEvent{Dir: dir, Result: res})
+		r.Events.Emit(event.AgentRunEvent{Dir: dir, Result: res})
 	}
 	if !res.Success {
 		code, recoverable, msg := agenterr.CodeCompletion, false, res.Reason

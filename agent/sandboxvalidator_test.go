@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -82,7 +83,7 @@ func TestModelWrittenTestCannotEscapeTheSandboxedValidator(t *testing.T) {
 	needTools(t, "python3")
 	needSystemPython(t)
 	const marker = "gho_HOSTS-MARKER-0123456789"
-	run := func(t *testing.T, sandboxJS string) (res *Result, work, outside string) {
+	run := func(t *testing.T, sandboxJS string) (res *event.RunResult, work, outside string) {
 		base := t.TempDir()
 		hosts := filepath.Join(base, "home", ".config", "gh", "hosts.yml")
 		if err := os.MkdirAll(filepath.Dir(hosts), 0o700); err != nil {

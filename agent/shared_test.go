@@ -9,6 +9,7 @@ import (
 	"weak"
 
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // The agents of one definition share its prompt resolver (and so its
@@ -72,7 +73,7 @@ func TestAgentsOfOneDefinitionRunConcurrently(t *testing.T) {
 	def := load(t, basicAgent(t, twoIterationScript, ""))
 	ctx := context.Background()
 	const n = 4
-	results := make([]*Result, n)
+	results := make([]*event.RunResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {

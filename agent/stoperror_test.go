@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"github.com/capstan-dev/capstan/event"
 	"strings"
 	"testing"
 )
@@ -23,10 +24,10 @@ func TestStopErrorsAreNeverDropped(t *testing.T) {
 		{"run that already ended with an error", false, errors.New("iteration budget exhausted"), "iteration budget", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &Agent{result: &Result{}}
+			a := &Agent{result: &event.RunResult{}}
 			a.result.Success = tc.success
 			if tc.earlier != nil {
-				a.result.Error = NewResultError(tc.earlier)
+				a.result.Error = event.NewResultError(tc.earlier)
 			}
 			a.noteStopError(swap)
 			got := ""

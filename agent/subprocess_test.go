@@ -40,7 +40,7 @@ func mergerAgent(t *testing.T) string {
 	})
 }
 
-func runMerger(t *testing.T, verdict string) (*Result, []journal.Event) {
+func runMerger(t *testing.T, verdict string) (*event.RunResult, []journal.Event) {
 	t.Helper()
 	t.Setenv("MERGE_SECRET_TOKEN", "s3cret-value")
 	work := writeAgent(t, map[string]string{"merge.sh": mergeScript, "verdict.txt": verdict})

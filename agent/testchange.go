@@ -129,10 +129,10 @@ func (a *Agent) applyTestChange(d *event.TestChangeDecision) {
 	if d == nil || d.Decision != verify.TestChangeApproved || a.protection.guard == nil {
 		return
 	}
-	a.protection.guard.Baseline.Accept(d.Files)
-	a.protection.guard.Step.Accept(d.Files)
+	verify.AcceptChanges(a.protection.guard.Baseline, d.Files)
+	verify.AcceptChanges(a.protection.guard.Step, d.Files)
 	if a.protection.resumed != nil {
-		a.protection.resumed.Accept(d.Files)
+		verify.AcceptChanges(a.protection.resumed, d.Files)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // resumeOnce resumes the run res from its journal.
-func resumeOnce(t *testing.T, dir string, res *Result, opts BuildOptions) *Result {
+func resumeOnce(t *testing.T, dir string, res *event.RunResult, opts BuildOptions) *event.RunResult {
 	t.Helper()
 	rec, err := LoadRun(res.RunID, res.Journal)
 	if err != nil {
@@ -174,7 +174,7 @@ func TestUsageOfAResponseCutBeforeItsUsageIsCountedUnreported(t *testing.T) {
 // killedInIterationTwo runs a two-turn agent's first iteration to its end
 // (in the work dir wd) and returns its journal opened for appending what
 // a kill in iteration 2 leaves, positioned there.
-func killedInIterationTwo(t *testing.T) (dir, wd string, first *Result, w *journal.Writer) {
+func killedInIterationTwo(t *testing.T) (dir, wd string, first *event.RunResult, w *journal.Writer) {
 	t.Helper()
 	dir = basicAgent(t, `turns:
   - text: "one"

@@ -89,7 +89,7 @@ func (v *countingValidator) Validate(_ context.Context, req verify.CustomRequest
 
 // runVerdict validates, builds and runs the agent in dir, returning the
 // result and the journal.
-func runVerdict(t *testing.T, dir string, cv *countingValidator) (*Result, []journal.Event) {
+func runVerdict(t *testing.T, dir string, cv *countingValidator) (*event.RunResult, []journal.Event) {
 	t.Helper()
 	if cv == nil {
 		cv = &countingValidator{}

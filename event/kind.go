@@ -38,27 +38,27 @@ const (
 	KindError            Kind = journal.Error
 	KindLifecycle        Kind = journal.LifecycleChange
 	KindEscalation       Kind = journal.EscalationNotice
-	KindGitHubCall       Kind = journal.GitHubCall
-	KindAgentRun         Kind = journal.AgentRun
+	KindGitHubCall       Kind = journal.GitHubCall // GitHubCallEvent
+	KindAgentRun         Kind = journal.AgentRun   // AgentRunEvent
 
 	KindStepState       Kind = "step.state"       // StepStateEvent
-	KindProtectBaseline Kind = "protect.baseline" // ProtectBaselineEvent
+	KindProtectBaseline Kind = "protect.baseline" // ProtectBaseline
 	KindTestBaseline    Kind = "tests.baseline"   // TestBaselineEvent
 	KindTestCompare     Kind = "tests.compare"    // TestCompareEvent
 	KindHiddenTests     Kind = "tests.hidden"     // verify.HiddenResult
 
-	KindTestChangeRequested Kind = "testchange.requested" // verify.TestChangeRequest
-	KindTestChangeDecided   Kind = "testchange.decided"   // verify.TestChangeDecision
-	KindCleanRun            Kind = "verify.clean"         // agent.CleanRunEvent
+	KindTestChangeRequested Kind = "testchange.requested" // TestChangeRequest
+	KindTestChangeDecided   Kind = "testchange.decided"   // TestChangeDecision
+	KindCleanRun            Kind = "verify.clean"         // CleanRunEvent
 
-	KindSkillActStart    Kind = "skill.act.start"      // SkillActStartEvent
+	KindSkillActStart    Kind = "skill.act.start"      // skill.ActStartEvent
 	KindSkillEvidence    Kind = "skill.evidence"       // SkillEvidence
 	KindSkillReflect     Kind = "skill.reflect"        // SkillReflectEvent
-	KindSkillActEnd      Kind = "skill.act.end"        // SkillActEndEvent
+	KindSkillActEnd      Kind = "skill.act.end"        // skill.ActResult
 	KindSkillActUpToDate Kind = "skill.act.up_to_date" // SkillActUpToDateEvent
 
 	KindPipelineStage     Kind = "pipeline.stage"     // PipelineStageEvent
-	KindPipelineViolation Kind = "pipeline.violation" // PipelineViolationEvent
+	KindPipelineViolation Kind = "pipeline.violation" // PipelineViolation
 
 	KindClaudeCodeProcess Kind = "claude_code.process" // ClaudeCodeProcessEvent
 

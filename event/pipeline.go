@@ -37,3 +37,28 @@ func (PipelineRunStartEvent) EventKind() Kind { return KindRunStart }
 
 // EventKind implements Payload.
 func (PipelineRunEndEvent) EventKind() Kind { return KindRunEnd }
+
+// PipelineViolationKind classifies a contract violation.
+type PipelineViolationKind string
+
+// The kinds of a PipelineViolation.
+const (
+	ViolationPrecondition  PipelineViolationKind = "precondition"
+	ViolationPostcondition PipelineViolationKind = "postcondition"
+	ViolationNamespace     PipelineViolationKind = "namespace"
+)
+
+// PipelineViolation is one broken contract of a pipeline stage,
+// recorded in diagnostics.violations. Message uses climpt's wording ("postcondition validation failed:
+// reasoning.intents not found", "namespace violation: agent wrote to
+// unauthorized key ...").
+type PipelineViolation struct {
+	AgentID string                `json:"agent_id"`
+	Kind    PipelineViolationKind `json:"kind"`
+	Key     string                `json:"key"`
+	Message string                `json:"message"`
+}
+
+// EventKind implements Payload: a violation is journaled as a
+// pipeline.violation event.
+func (PipelineViolation) EventKind() Kind { return KindPipelineViolation }

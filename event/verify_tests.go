@@ -207,7 +207,7 @@ type TestChangeDecision struct {
 	Files []RequestedFile `json:"files"`
 }
 
-// ProtectedFile is one protected file of a protect.baseline (verify.FilesBaseline).
+// ProtectedFile is one protected file of a protect.baseline (ProtectBaseline).
 type ProtectedFile struct {
 	// Digest is "sha256:" and the hex digest of the content.
 	Digest string `json:"digest"`
@@ -228,3 +228,22 @@ type FileChange struct {
 
 // String is "modified: calc_test.go".
 func (c FileChange) String() string { return c.Kind + ": " + c.Path }
+
+// ProtectBaseline is the state of the protected files (their protect
+// globs) when a run started or a step was entered: the payload of a
+// protect.baseline event.
+type ProtectBaseline struct {
+	// Step is the step whose protect globs these are, taken when the step
+	// was entered; "" for runner.verification.protect, taken when the run
+	// started.
+	Step string `json:"step,omitempty"`
+	// Globs are the protect globs the baseline was taken with.
+	Globs []string `json:"globs"`
+	// Files maps a "/"-separated path relative to the work dir to the file.
+	Files map[string]ProtectedFile `json:"files"`
+}
+
+// EventKind implements Payload: a baseline is journaled as a
+// protect.baseline event (the run's when it starts, a step's when the
+// step is entered).
+func (*ProtectBaseline) EventKind() Kind { return KindProtectBaseline }

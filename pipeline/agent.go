@@ -116,34 +116,10 @@ func (f *FuncAgent) Execute(ctx context.Context, ac *AgentContext) (*AgentContex
 	return ac, nil
 }
 
-// ViolationKind classifies a contract violation.
-type ViolationKind string
-
-// Violation kinds.
-const (
-	ViolationPrecondition  ViolationKind = "precondition"
-	ViolationPostcondition ViolationKind = "postcondition"
-	ViolationNamespace     ViolationKind = "namespace"
-)
-
-// Violation is one broken contract, recorded in diagnostics.violations.
-// Message uses climpt's wording ("postcondition validation failed:
-// reasoning.intents not found", "namespace violation: agent wrote to
-// unauthorized key ...").
-type Violation struct {
-	AgentID string        `json:"agent_id"`
-	Kind    ViolationKind `json:"kind"`
-	Key     string        `json:"key"`
-	Message string        `json:"message"`
-}
-
-// EventKind implements event.Payload: a violation is journaled as a
-// pipeline.violation event.
-func (Violation) EventKind() event.Kind { return event.KindPipelineViolation }
-
-func (v Violation) err() *agenterr.Error {
+// violationError is the coded error of a broken contract.
+func violationError(v event.PipelineViolation) *agenterr.Error {
 	code := agenterr.CodeContractViolation
-	if v.Kind == ViolationNamespace {
+	if v.Kind == event.ViolationNamespace {
 		code = agenterr.CodeNamespaceViolation
 	}
 	e := agenterr.New(code, agenterr.LayerPipeline, false, "agent %s: %s", v.AgentID, v.Message)

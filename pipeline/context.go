@@ -84,7 +84,7 @@ type scope struct {
 	agentID    string
 	writable   map[string]bool
 	readable   map[string]bool
-	rejected   []Violation
+	rejected   []event.PipelineViolation
 	undeclared map[string]bool
 	usage      event.Usage
 }
@@ -172,10 +172,10 @@ func (c *AgentContext) Set(key string, v any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sc != nil && !c.sc.writable[key] {
-		v := Violation{AgentID: c.sc.agentID, Kind: ViolationNamespace, Key: key,
+		v := event.PipelineViolation{AgentID: c.sc.agentID, Kind: event.ViolationNamespace, Key: key,
 			Message: namespaceMessage(key)}
 		c.sc.rejected = append(c.sc.rejected, v)
-		return v.err()
+		return violationError(v)
 	}
 	if c.sc == nil && runtimeOwned(key) && Namespace(key) != NamespaceInput {
 		return agenterr.New(agenterr.CodeNamespaceViolation, agenterr.LayerPipeline, false,

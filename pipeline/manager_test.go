@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 func fn(id string, pre, post []string, f func(ctx context.Context, ac *AgentContext) error) *FuncAgent {
@@ -102,7 +103,7 @@ func TestSeedViolationMessages(t *testing.T) {
 				if out == nil {
 					t.Fatalf("no context returned (err %v)", err)
 				}
-				vs := decode[[]Violation](t, out, KeyViolations)
+				vs := decode[[]event.PipelineViolation](t, out, KeyViolations)
 				if len(vs) == 0 || !strings.Contains(vs[0].Message, tc.want) || vs[0].AgentID != "intent_detection" {
 					t.Fatalf("violations = %+v, want message containing %q", vs, tc.want)
 				}
@@ -200,7 +201,7 @@ func TestCustomKeyAndRuntimeNamespaces(t *testing.T) {
 	if out.String("input.request") != "original" || out.Has("custom.other") {
 		t.Fatal("input was overwritten, or the intruder's writes were kept")
 	}
-	if vs := decode[[]Violation](t, out, KeyViolations); len(vs) != 1 || vs[0].Key != "input.request" || vs[0].AgentID != "intruder" {
+	if vs := decode[[]event.PipelineViolation](t, out, KeyViolations); len(vs) != 1 || vs[0].Key != "input.request" || vs[0].AgentID != "intruder" {
 		t.Fatalf("violations %+v", vs)
 	}
 	// Declaring a runtime key as a postcondition is refused at registration.
@@ -498,7 +499,7 @@ func TestWarnModeSkipsDependents(t *testing.T) {
 	if st["a"] != StatusFailed || st["b"] != StatusSkipped || st["c"] != StatusSucceeded {
 		t.Fatalf("statuses %v", st)
 	}
-	vs := decode[[]Violation](t, out, KeyViolations)
+	vs := decode[[]event.PipelineViolation](t, out, KeyViolations)
 	if len(vs) != 1 || vs[0].Message != "precondition validation failed: k.a not found" || vs[0].AgentID != "b" {
 		t.Fatalf("violations %+v", vs)
 	}

@@ -88,7 +88,7 @@ type outcome struct {
 	idx        int
 	status     string
 	writes     map[string]*entry
-	violations []Violation
+	violations []event.PipelineViolation
 	errs       []StageError
 	err        *agenterr.Error // the stage's final error, if any
 	attempts   int
@@ -109,7 +109,7 @@ type execution struct {
 
 	runs       []AgentRun
 	writes     []WriteRecord
-	violations []Violation
+	violations []event.PipelineViolation
 	errs       []StageError
 	warnings   []string
 	perf       []StagePerf
@@ -239,7 +239,7 @@ func insertByPos(ready []int, i int, pos []int) []int {
 func stopError(id string, o outcome) error {
 	if len(o.violations) > 0 {
 		v := o.violations[0]
-		e := v.err()
+		e := violationError(v)
 		e.Message = "pipeline stopped: " + e.Message
 		if len(o.violations) > 1 {
 			e.Message += fmt.Sprintf(" (and %d more violations)", len(o.violations)-1)
@@ -265,7 +265,7 @@ func (ex *execution) runStage(ctx context.Context, i int, snap board) (o outcome
 	opts := ex.cfg.Options
 
 	if opts.ValidateContract {
-		if o.violations = ex.broken(d, ViolationPrecondition, d.pre, snap, nil); len(o.violations) > 0 {
+		if o.violations = ex.broken(d, event.ViolationPrecondition, d.pre, snap, nil); len(o.violations) > 0 {
 			o.status = StatusSkipped
 			return o
 		}
@@ -309,7 +309,7 @@ func (ex *execution) runStage(ctx context.Context, i int, snap board) (o outcome
 		if err != nil {
 			o.err = stageErr(d.id, err)
 		} else if opts.ValidateContract {
-			o.violations = ex.broken(d, ViolationPostcondition, d.post, view, o.writes)
+			o.violations = ex.broken(d, event.ViolationPostcondition, d.post, view, o.writes)
 		}
 		if o.err == nil && len(o.violations) == 0 {
 			o.status = StatusSucceeded
@@ -352,15 +352,15 @@ func (o *outcome) end(canceled bool) {
 // broken checks the contract rules of keys (the stage's preconditions or
 // postconditions, by kind) on their entries — in writes when the stage
 // wrote them, else on the board — and returns the violations.
-func (ex *execution) broken(d *stageDef, kind ViolationKind, keys []string, board board, writes map[string]*entry) []Violation {
-	var out []Violation
+func (ex *execution) broken(d *stageDef, kind event.PipelineViolationKind, keys []string, board board, writes map[string]*entry) []event.PipelineViolation {
+	var out []event.PipelineViolation
 	for _, k := range keys {
 		e, ok := writes[k]
 		if !ok {
 			e = board[k]
 		}
 		if msg := ex.plan.rules[k].check(string(kind), e); msg != "" {
-			out = append(out, Violation{AgentID: d.id, Kind: kind, Key: k, Message: msg})
+			out = append(out, event.PipelineViolation{AgentID: d.id, Kind: kind, Key: k, Message: msg})
 		}
 	}
 	return out
@@ -450,9 +450,9 @@ func stageErr(id string, err error) *agenterr.Error {
 // collectWrites returns what the stage wrote: its own context's writes, or,
 // when it returned a different context, every value that differs from what
 // it was given. Writes outside writable are dropped and reported.
-func collectWrites(id string, actx, res *AgentContext, view board, writable map[string]bool) (map[string]*entry, []Violation) {
+func collectWrites(id string, actx, res *AgentContext, view board, writable map[string]bool) (map[string]*entry, []event.PipelineViolation) {
 	writes := map[string]*entry{}
-	var viol []Violation
+	var viol []event.PipelineViolation
 	actx.mu.Lock()
 	for k, e := range actx.delta {
 		writes[k] = e
@@ -481,14 +481,14 @@ func collectWrites(id string, actx, res *AgentContext, view board, writable map[
 	for _, k := range keys {
 		if !writable[k] {
 			delete(writes, k)
-			viol = append(viol, Violation{AgentID: id, Kind: ViolationNamespace, Key: k, Message: namespaceMessage(k)})
+			viol = append(viol, event.PipelineViolation{AgentID: id, Kind: event.ViolationNamespace, Key: k, Message: namespaceMessage(k)})
 		}
 	}
 	return writes, dedupViolations(viol)
 }
 
-func dedupViolations(vs []Violation) []Violation {
-	seen := map[Violation]bool{}
+func dedupViolations(vs []event.PipelineViolation) []event.PipelineViolation {
+	seen := map[event.PipelineViolation]bool{}
 	out := vs[:0:0]
 	for _, v := range vs {
 		if !seen[v] {
@@ -565,7 +565,7 @@ func (ex *execution) record(o outcome) {
 	if o.err != nil {
 		run.Code, run.Error = o.err.Code, o.err.Error()
 	} else if len(o.violations) > 0 {
-		run.Code = o.violations[0].err().Code
+		run.Code = violationError(o.violations[0]).Code
 		run.Error = o.violations[0].Message
 	}
 	ex.runs = append(ex.runs, run)

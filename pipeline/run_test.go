@@ -72,7 +72,7 @@ func TestPostconditionRetried(t *testing.T) {
 	if err != nil || calls.Load() != 2 {
 		t.Fatalf("err %v calls %d", err, calls.Load())
 	}
-	if vs := decode[[]Violation](t, out, KeyViolations); len(vs) != 0 {
+	if vs := decode[[]event.PipelineViolation](t, out, KeyViolations); len(vs) != 0 {
 		t.Fatalf("violations of a retried attempt leaked: %v", vs)
 	}
 }

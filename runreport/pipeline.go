@@ -101,7 +101,7 @@ func (b *builder) addPipeline(ev journal.Event, decode func(any) error) (bool, e
 		p.Stages = append(p.Stages, Stage{ID: s.AgentID, Status: s.Status, Attempts: s.Attempts, KeysWritten: s.KeysWritten,
 			Duration: time.Duration(s.DurationMs * float64(time.Millisecond)), Error: s.Error})
 	case string(event.KindPipelineViolation):
-		var v pipeline.Violation
+		var v event.PipelineViolation
 		if err := decode(&v); err != nil {
 			return true, err
 		}

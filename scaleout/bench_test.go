@@ -16,6 +16,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
 )
 
@@ -160,7 +161,7 @@ func BenchmarkRun(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var res agent.Result
+			var res event.RunResult
 			if err := wr.Get(context.Background(), &res); err != nil || !res.Success {
 				b.Fatalf("%v %+v", err, res)
 			}
@@ -247,7 +248,7 @@ func BenchmarkThroughput(b *testing.B) {
 				}
 			}
 			for _, wr := range wrs {
-				var res agent.Result
+				var res event.RunResult
 				if err := wr.Get(context.Background(), &res); err != nil || !res.Success || res.Iterations != benchIterations {
 					b.Fatalf("%v %+v", err, res)
 				}

@@ -32,6 +32,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/verify"
@@ -414,10 +415,10 @@ func StartRuns(ctx context.Context, c client.Client, taskQueue string, runs []*R
 // polling every interval, until the run ends, and returns its Result. A
 // run whose workflow failed (not a run that did not complete: a workflow
 // that could not run) is an error.
-func Follow(ctx context.Context, c client.Client, runID string, interval time.Duration, onProgress func(Progress)) (*agent.Result, error) {
+func Follow(ctx context.Context, c client.Client, runID string, interval time.Duration, onProgress func(Progress)) (*event.RunResult, error) {
 	wr := c.GetWorkflow(ctx, runID, "")
 	done := make(chan error, 1)
-	var res *agent.Result
+	var res *event.RunResult
 	go func() { done <- wr.Get(ctx, &res) }()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -601,7 +602,7 @@ func Continue(ctx context.Context, c client.Client, runID string) (*RunInput, er
 	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return nil, fmt.Errorf("run %s is still running on Temporal: there is nothing to resume", runID)
 	}
-	var res *agent.Result
+	var res *event.RunResult
 	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &res); err != nil {
 		return nil, fmt.Errorf("run %s: its workflow failed (%w); reset it instead: temporal workflow reset --workflow-id %s --type LastWorkflowTask", runID, runFailed(runID, err), runID)
 	}

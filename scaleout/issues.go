@@ -115,7 +115,7 @@ type IssueEvent struct {
 
 // IssueOutput is what an issue workflow returns.
 type IssueOutput struct {
-	Result issueflow.IssueResult `json:"result"`
+	Result event.WorkflowIssueResult `json:"result"`
 	// Events are the issue's journal events in order (workflow.phase,
 	// workflow.dispatch, …), written to the workflow run's journal by
 	// the submitter.
@@ -165,7 +165,8 @@ type issueEvents struct {
 
 // Emit implements event.Emitter.
 func (e *issueEvents) Emit(p event.Payload) {
-	t := string(p.EventKind())
+	k := p.EventKind()
+	t := string(k)
 	b, err := json.Marshal(p)
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
@@ -179,13 +180,13 @@ func (e *issueEvents) Emit(p event.Payload) {
 		Final  string `json:"finalPhase"`
 	}
 	_ = json.Unmarshal(b, &d)
-	switch t {
-	case issueflow.EventPhase:
+	switch k {
+	case event.KindWorkflowPhase:
 		workflow.SetCurrentDetails(e.ctx, fmt.Sprintf("issue #%d: phase **%s**", d.Issue, d.Phase))
 		_ = workflow.UpsertMemo(e.ctx, map[string]any{MemoPhase: d.Phase})
-	case issueflow.EventDispatch:
+	case event.KindWorkflowDispatch:
 		workflow.SetCurrentDetails(e.ctx, fmt.Sprintf("issue #%d: phase **%s**, agent `%s` running", d.Issue, d.Phase, d.Agent))
-	case issueflow.EventIssueEnd:
+	case event.KindWorkflowIssueEnd:
 		workflow.SetCurrentDetails(e.ctx, fmt.Sprintf("issue #%d: %s at phase **%s**", d.Issue, d.Status, d.Final))
 		_ = workflow.UpsertMemo(e.ctx, map[string]any{MemoPhase: d.Final, MemoStatus: d.Status})
 	}
@@ -325,13 +326,13 @@ func ChildRunID(runID string, issue, n int) string {
 	return fmt.Sprintf("%s-%d-%d", runID, issue, n)
 }
 
-func (d *childDispatcher) Dispatch(_ context.Context, x issueflow.Dispatch) (issueflow.Outcome, error) {
+func (d *childDispatcher) Dispatch(_ context.Context, x issueflow.Dispatch) (event.WorkflowOutcome, error) {
 	if d.in.Stub != nil {
 		return issueflow.StubOutcome(x.Agent, d.in.Stub), nil
 	}
 	a, ok := d.in.Agents[x.Agent.ID]
 	if !ok {
-		return issueflow.Outcome{}, fmt.Errorf("agent %s was not pinned by the submitter", x.Agent.ID)
+		return event.WorkflowOutcome{}, fmt.Errorf("agent %s was not pinned by the submitter", x.Agent.ID)
 	}
 	d.n++
 	run := RunInput{RunID: ChildRunID(d.in.RunID, d.in.Issue, d.n), Agent: a.Name, AgentDir: a.Dir, Definition: a.Definition,
@@ -354,7 +355,7 @@ func (d *childDispatcher) Dispatch(_ context.Context, x issueflow.Dispatch) (iss
 		})
 		var tip string
 		if err := workflow.ExecuteActivity(actx, ActivityBranchTip, d.in.Repo, d.in.Branch).Get(d.ctx, &tip); err != nil {
-			return issueflow.Outcome{}, activityError(err)
+			return event.WorkflowOutcome{}, activityError(err)
 		}
 		run.Repo, run.Branch, run.BaseCommit, run.WorkDir = d.in.Repo, d.in.Branch, tip, ""
 	}
@@ -367,14 +368,14 @@ func (d *childDispatcher) Dispatch(_ context.Context, x issueflow.Dispatch) (iss
 		StaticSummary: fmt.Sprintf("capstan %s · issue #%d", a.Name, d.in.Issue),
 		StaticDetails: fmt.Sprintf("agent `%s` · issue #%d · phase agent `%s` · branch `%s`", a.Name, d.in.Issue, x.Agent.ID, run.Branch),
 	})
-	var res *agent.Result
+	var res *event.RunResult
 	if err := workflow.ExecuteChildWorkflow(cctx, WorkflowName, run).Get(d.ctx, &res); err != nil {
-		return issueflow.Outcome{RunID: run.RunID}, runFailed(run.RunID, err)
+		return event.WorkflowOutcome{RunID: run.RunID}, runFailed(run.RunID, err)
 	}
 	if res == nil {
-		return issueflow.Outcome{RunID: run.RunID}, fmt.Errorf("run %s ended without a result", run.RunID)
+		return event.WorkflowOutcome{RunID: run.RunID}, fmt.Errorf("run %s ended without a result", run.RunID)
 	}
-	out := issueflow.Outcome{RunID: res.RunID, Journal: res.Journal, Success: res.Success, Reason: res.CompletionReason,
+	out := event.WorkflowOutcome{RunID: res.RunID, Journal: res.Journal, Success: res.Success, Reason: res.CompletionReason,
 		Verdict: res.Verdict, Handoff: res.Handoff}
 	if res.Error != nil {
 		out.Error = res.Error.Message

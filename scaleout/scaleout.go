@@ -28,7 +28,6 @@ package scaleout
 import (
 	"time"
 
-	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/llm"
 )
@@ -181,7 +180,7 @@ type IterationResult struct {
 	// before an iteration ran, on a limit).
 	Outcome *IterationOutcome `json:"outcome,omitempty"`
 	// Result is the run's result when the run ended.
-	Result *agent.Result `json:"result,omitempty"`
+	Result *event.RunResult `json:"result,omitempty"`
 	// Queue is the task queue of the worker that ran the iteration (its
 	// own): a run no worker held goes on there.
 	Queue string `json:"queue,omitempty"`
@@ -197,5 +196,5 @@ type Progress struct {
 	// first.
 	Recent []IterationOutcome `json:"recent,omitempty"`
 	// Result is set once the run ended.
-	Result *agent.Result `json:"result,omitempty"`
+	Result *event.RunResult `json:"result,omitempty"`
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/backoff"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/proc"
@@ -380,7 +381,7 @@ func outage(err error) bool {
 // retryable maps a run that ended on a recoverable provider failure
 // before its iteration finished (rate limit, connection) to a retryable
 // activity failure that honours the server's retry-after; nil otherwise.
-func retryable(res *agent.Result, before int) error {
+func retryable(res *event.RunResult, before int) error {
 	if res.Success || res.Error == nil || res.Iterations != before || !res.Error.Recoverable {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // Error types of the iteration activity's failures (temporal
@@ -43,13 +44,13 @@ var nonRetryable = []string{ErrTypeConflict, ErrTypeBuild, ErrTypeNoWorkDir, age
 // moves the run to another worker when its worker is lost. It returns the
 // run's Result; a canceled workflow returns the Result of the canceled
 // run (completionReason canceled).
-func Run(ctx workflow.Context, in RunInput) (*agent.Result, error) {
+func Run(ctx workflow.Context, in RunInput) (*event.RunResult, error) {
 	opts := in.Options.withDefaults()
 	st := RunState{Commit: in.BaseCommit}
 	if in.State != nil {
 		st = *in.State
 	}
-	var final *agent.Result
+	var final *event.RunResult
 	var recent []IterationOutcome
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) {
 		return Progress{RunID: in.RunID, Agent: in.Agent, State: st, Result: final, Recent: recent}, nil
@@ -170,17 +171,17 @@ func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunIn
 // canceledOr turns a failure of a canceled workflow into the canceled
 // run's Result (its worker journaled run.end when it could; a run canceled
 // while waiting for a worker has none); other failures fail the workflow.
-func canceledOr(ctx workflow.Context, in *RunInput, st RunState, err error) (*agent.Result, error) {
+func canceledOr(ctx workflow.Context, in *RunInput, st RunState, err error) (*event.RunResult, error) {
 	if ctx.Err() == nil {
 		return nil, err
 	}
-	var res *agent.Result
+	var res *event.RunResult
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&res) == nil && res != nil {
 		return res, nil
 	}
 	cerr := agenterr.New(agenterr.CodeCanceled, agenterr.LayerLoop, true, "run canceled")
-	return &agent.Result{CompletionReason: agent.ReasonCanceled, Reason: "canceled", RunID: in.RunID, Agent: in.Agent,
+	return &event.RunResult{CompletionReason: agent.ReasonCanceled, Reason: "canceled", RunID: in.RunID, Agent: in.Agent,
 		Model: in.Model, Iterations: st.Iteration, StepID: st.Step, Usage: st.Usage, CostUSD: st.CostUSD,
-		Error: agent.NewResultError(cerr)}, nil
+		Error: event.NewResultError(cerr)}, nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/journal"
@@ -146,7 +147,7 @@ func (p *pool) register(env *testsuite.TestWorkflowEnvironment) {
 
 // run executes the run's workflow on the pool's workers in a test
 // environment and returns the run's result.
-func (p *pool) run(t *testing.T, in *RunInput) agent.Result {
+func (p *pool) run(t *testing.T, in *RunInput) event.RunResult {
 	t.Helper()
 	env := newEnv(t)
 	p.register(env)
@@ -154,7 +155,7 @@ func (p *pool) run(t *testing.T, in *RunInput) agent.Result {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func checkRun(t *testing.T, bare string, in *RunInput, res *agent.Result) {
+func checkRun(t *testing.T, bare string, in *RunInput, res *event.RunResult) {
 	t.Helper()
 	if !res.Success || res.Iterations != 4 || res.CompletionReason != "completed" {
 		t.Fatalf("result: %+v", res)
@@ -291,7 +292,7 @@ func TestWorkflowContinuesAsNew(t *testing.T) {
 	in, bare := counterRun(t, WorkflowOptions{ContinueEvery: 2})
 	p := newPool(t)
 	next := *in
-	var res agent.Result
+	var res event.RunResult
 	for round := 0; ; round++ {
 		if round > 3 {
 			t.Fatal("the workflow did not end")
@@ -339,7 +340,7 @@ func TestRetryableFollowsCapstanClassification(t *testing.T) {
 		{"SDK_AUTH", false, false},
 		{"SDK_REQUEST", false, false},
 	} {
-		res := &agent.Result{Iterations: 2, Error: &agent.ResultError{Code: tc.code, Message: "m", Recoverable: tc.recoverable}}
+		res := &event.RunResult{Iterations: 2, Error: &event.ResultError{Code: tc.code, Message: "m", Recoverable: tc.recoverable}}
 		err := retryable(res, 2)
 		if (err != nil) != tc.retry {
 			t.Errorf("%s: retryable = %v", tc.code, err)
@@ -350,7 +351,7 @@ func TestRetryableFollowsCapstanClassification(t *testing.T) {
 		}
 	}
 	// A finished iteration is never redone, whatever ended the run after it.
-	if err := retryable(&agent.Result{Iterations: 3, Error: &agent.ResultError{Code: "SDK_RATE_LIMIT", Recoverable: true}}, 2); err != nil {
+	if err := retryable(&event.RunResult{Iterations: 3, Error: &event.ResultError{Code: "SDK_RATE_LIMIT", Recoverable: true}}, 2); err != nil {
 		t.Errorf("retryable after a finished iteration: %v", err)
 	}
 }

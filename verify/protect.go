@@ -47,24 +47,6 @@ const (
 	MaxFiles = 10000
 )
 
-// Baseline is the state of the protected files at the start of a run. It
-// is the payload of the journal's protect.baseline event.
-type FilesBaseline struct {
-	// Step is the step whose protect globs these are, taken when the step
-	// was entered; "" for runner.verification.protect, taken when the run
-	// started.
-	Step string `json:"step,omitempty"`
-	// Globs are the protect globs the baseline was taken with.
-	Globs []string `json:"globs"`
-	// Files maps a "/"-separated path relative to the work dir to the file.
-	Files map[string]event.ProtectedFile `json:"files"`
-}
-
-// EventKind implements event.Payload: a baseline is journaled as a
-// protect.baseline event (the run's when it starts, a step's when the
-// step is entered).
-func (*FilesBaseline) EventKind() event.Kind { return event.KindProtectBaseline }
-
 // Matcher tells whether a work-dir-relative path is protected.
 type GlobMatcher struct {
 	globs []string
@@ -107,12 +89,12 @@ var journalRoot = path.Dir(journal.RunsDir)
 // Take records the protected files under dir. The .git directories and the
 // run journals (.capstan) are not walked; symbolic links are recorded by their target path text, not
 // followed.
-func TakeFilesBaseline(dir string, m *GlobMatcher) (*FilesBaseline, error) {
+func TakeFilesBaseline(dir string, m *GlobMatcher) (*event.ProtectBaseline, error) {
 	files, err := scan(dir, m)
 	if err != nil {
 		return nil, err
 	}
-	b := &FilesBaseline{Globs: m.Globs(), Files: make(map[string]event.ProtectedFile, len(files))}
+	b := &event.ProtectBaseline{Globs: m.Globs(), Files: make(map[string]event.ProtectedFile, len(files))}
 	total := 0
 	for p, e := range files {
 		f := event.ProtectedFile{Digest: e.digest}
@@ -132,9 +114,9 @@ const (
 	Added    = "added"
 )
 
-// Check compares the protected files under dir with the baseline and
-// returns the changes, sorted by path.
-func (b *FilesBaseline) Check(dir string) ([]event.FileChange, error) {
+// CheckProtected compares the protected files under dir with the
+// baseline b and returns the changes, sorted by path.
+func CheckProtected(b *event.ProtectBaseline, dir string) ([]event.FileChange, error) {
 	m, err := NewGlobMatcher(b.Globs)
 	if err != nil {
 		return nil, err

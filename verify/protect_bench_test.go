@@ -26,7 +26,7 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if ch, err := base.Check(dir); err != nil || len(ch) != 0 {
+		if ch, err := CheckProtected(base, dir); err != nil || len(ch) != 0 {
 			b.Fatal(ch, err)
 		}
 	}

@@ -16,10 +16,10 @@ const ProtectedFilesGuardName = "protected-files"
 type ProtectedFilesGuard struct {
 	// Baseline is the run's baseline (runner.verification.protect, taken
 	// at its start or journaled); nil when the run protects nothing.
-	Baseline *FilesBaseline
+	Baseline *event.ProtectBaseline
 	// Step is the current step's baseline (its protect globs, taken when it
 	// was entered); nil when the step protects nothing.
-	Step *FilesBaseline
+	Step *event.ProtectBaseline
 	// Dir is the work dir.
 	Dir string
 	// Requests says whether the agent takes requests to change protected
@@ -38,11 +38,11 @@ func (g *ProtectedFilesGuard) Check(context.Context) (event.ValidationResult, er
 	var changes []event.FileChange
 	var globs []string
 	seen := map[string]bool{}
-	for _, b := range []*FilesBaseline{g.Baseline, g.Step} {
+	for _, b := range []*event.ProtectBaseline{g.Baseline, g.Step} {
 		if b == nil {
 			continue
 		}
-		ch, err := b.Check(g.Dir)
+		ch, err := CheckProtected(b, g.Dir)
 		if err != nil {
 			return event.ValidationResult{}, err
 		}

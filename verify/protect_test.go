@@ -31,21 +31,21 @@ func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
 	if len(b.Files) != 3 || !b.Files["a_test.go"].HasContent || b.Files["bin_test.go"].HasContent || !strings.HasPrefix(b.Files["sub/b_test.go"].Digest, "sha256:") {
 		t.Fatalf("baseline %+v", b.Files)
 	}
-	if ch, err := b.Check(dir); err != nil || len(ch) != 0 {
+	if ch, err := CheckProtected(b, dir); err != nil || len(ch) != 0 {
 		t.Fatalf("unchanged tree: %v %v", ch, err)
 	}
 	// Unprotected files, .git and the journals may change freely.
 	write(t, dir, "a.go", "package a // fixed\n")
 	write(t, dir, ".git/x_test.go", "changed")
 	write(t, dir, ".capstan/runs/r/y_test.go", "new")
-	if ch, _ := b.Check(dir); len(ch) != 0 {
+	if ch, _ := CheckProtected(b, dir); len(ch) != 0 {
 		t.Fatalf("unprotected changes reported: %v", ch)
 	}
 	write(t, dir, "a_test.go", "package a\n\nfunc TestA() { want(-1) }\n")
 	os.Remove(filepath.Join(dir, "sub/b_test.go"))
 	write(t, dir, "go.mod", "module x\n")
 	write(t, dir, "bin_test.go", "\xff\xfd")
-	ch, err := b.Check(dir)
+	ch, err := CheckProtected(b, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestSymlinkIsRecordedNotFollowed(t *testing.T) {
 	}
 	os.Remove(filepath.Join(dir, "link_test.go"))
 	os.Symlink("a.go", filepath.Join(dir, "link_test.go"))
-	if ch, _ := b.Check(dir); len(ch) != 1 || ch[0].Kind != Modified {
+	if ch, _ := CheckProtected(b, dir); len(ch) != 1 || ch[0].Kind != Modified {
 		t.Fatalf("retargeted link: %v", ch)
 	}
 }
@@ -139,7 +139,7 @@ func TestLargeFilesAreHashedNotKept(t *testing.T) {
 		t.Fatalf("%+v", f)
 	}
 	write(t, dir, "big_test.go", big[:len(big)-1]+"y")
-	if ch, err := b.Check(dir); err != nil || len(ch) != 1 || ch[0].Kind != Modified || ch[0].Diff != "" {
+	if ch, err := CheckProtected(b, dir); err != nil || len(ch) != 1 || ch[0].Kind != Modified || ch[0].Diff != "" {
 		t.Fatalf("%+v %v", ch, err)
 	}
 }

@@ -30,9 +30,9 @@ const (
 	TestChangeRejected = "rejected"
 )
 
-// Accept makes the requested files' new states the baseline's, for the
-// files its globs cover; other files are left as they are.
-func (b *FilesBaseline) Accept(files []event.RequestedFile) {
+// AcceptChanges makes the requested files' new states the baseline b's,
+// for the files its globs cover; other files are left as they are.
+func AcceptChanges(b *event.ProtectBaseline, files []event.RequestedFile) {
 	if b == nil {
 		return
 	}
@@ -81,11 +81,11 @@ func (g *ProtectedFilesGuard) Request(iteration int, paths []string, reason stri
 			req.Files = append(req.Files, f)
 		}
 	}
-	for _, b := range []*FilesBaseline{g.Baseline, g.Step} {
+	for _, b := range []*event.ProtectBaseline{g.Baseline, g.Step} {
 		if b == nil {
 			continue
 		}
-		ch, err := b.Check(g.Dir)
+		ch, err := CheckProtected(b, g.Dir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -103,7 +103,7 @@ func (g *ProtectedFilesGuard) Request(iteration int, paths []string, reason stri
 // protects it: ok is false when it is unchanged, protected false when no
 // baseline's globs cover it.
 func (g *ProtectedFilesGuard) requested(rel string) (event.RequestedFile, bool, bool, error) {
-	for _, b := range []*FilesBaseline{g.Baseline, g.Step} {
+	for _, b := range []*event.ProtectBaseline{g.Baseline, g.Step} {
 		if b == nil {
 			continue
 		}

@@ -45,14 +45,14 @@ func TestTestChangeRequestCoversOnlyNamedFiles(t *testing.T) {
 	if len(req.Unrequested) != 1 || req.Unrequested[0] != "modified: b_test.go" {
 		t.Fatalf("unrequested %v", req.Unrequested)
 	}
-	b.Accept(req.Files)
-	ch, err := b.Check(dir)
+	AcceptChanges(b, req.Files)
+	ch, err := CheckProtected(b, dir)
 	if err != nil || len(ch) != 1 || ch[0].Path != "b_test.go" {
 		t.Fatalf("after accepting, changes %v %v", ch, err)
 	}
 	// A change after the approval to an approved file fails again.
 	write(t, dir, "a_test.go", "want(7)\n")
-	if ch, _ := b.Check(dir); len(ch) != 2 || ch[0].Path != "a_test.go" {
+	if ch, _ := CheckProtected(b, dir); len(ch) != 2 || ch[0].Path != "a_test.go" {
 		t.Fatalf("a later change: %v", ch)
 	}
 

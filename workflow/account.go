@@ -7,48 +7,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
-
-// Start is the data of a workflow run's run.start event.
-type Start struct {
-	Command  string `json:"command"`
-	Workflow string `json:"workflow"`
-	WorkDir  string `json:"workDir,omitempty"`
-	Issues   string `json:"issues"`
-	Store    string `json:"store"`
-	DryRun   bool   `json:"dryRun,omitempty"`
-	Stub     bool   `json:"stubDispatch,omitempty"`
-	// Temporal is the Temporal frontend the issues ran on ("" = here).
-	Temporal string `json:"temporal,omitempty"`
-}
-
-// End is the data of a workflow run's run.end event.
-type End struct {
-	Success bool          `json:"success"`
-	Status  string        `json:"status"`
-	Issues  []IssueResult `json:"issues"`
-	Skipped []int         `json:"skipped,omitempty"`
-	Error   string        `json:"error,omitempty"`
-	// Prioritized is what --prioritize did.
-	Prioritized *PrioritizeResult `json:"prioritized,omitempty"`
-}
 
 // IsStart reports whether ev is the run.start event of a workflow run.
 func IsStart(ev journal.Event) bool {
 	if ev.Type != journal.RunStart {
 		return false
 	}
-	var s Start
+	var s event.WorkflowStart
 	return json.Unmarshal(ev.Data, &s) == nil && s.Command == Command
 }
 
 // Account is what a workflow run's journal says, line by line.
 type Account struct {
-	ID    string  `json:"id"`
-	Start *Start  `json:"start,omitempty"`
-	End   *End    `json:"end,omitempty"`
-	Lines []Entry `json:"entries"`
+	ID    string               `json:"id"`
+	Start *event.WorkflowStart `json:"start,omitempty"`
+	End   *event.WorkflowEnd   `json:"end,omitempty"`
+	Lines []Entry              `json:"entries"`
 }
 
 // Entry is one journaled event of a workflow run, in words.
@@ -68,44 +45,44 @@ func BuildAccount(id string, events []journal.Event) *Account {
 		_ = json.Unmarshal(ev.Data, &d)
 		issue, _ := d["issue"].(float64)
 		e := Entry{Time: ev.Time, Type: ev.Type, Data: ev.Data, Issue: int(issue)}
-		switch ev.Type {
-		case journal.RunStart:
-			var s Start
+		switch event.Kind(ev.Type) {
+		case event.KindRunStart:
+			var s event.WorkflowStart
 			if json.Unmarshal(ev.Data, &s) == nil {
 				a.Start = &s
 			}
 			continue
-		case journal.RunEnd:
-			var end End
+		case event.KindRunEnd:
+			var end event.WorkflowEnd
 			if json.Unmarshal(ev.Data, &end) == nil {
 				a.End = &end
 			}
 			continue
-		case EventIssueStart:
+		case event.KindWorkflowIssueStart:
 			e.Text = fmt.Sprintf("issue #%d", e.Issue)
-		case EventLabelSync:
+		case event.KindWorkflowLabelSync:
 			e.Text = "labels: " + labelSyncText(d["labels"])
-		case EventPhase:
+		case event.KindWorkflowPhase:
 			e.Text = fmt.Sprintf("  labels [%s] → phase %v", joinAny(d["labels"]), d["phase"])
-		case EventPlan:
+		case event.KindWorkflowPlan:
 			e.Text = "  plan (dry run): " + planText(ev.Data)
-		case EventDispatch:
+		case event.KindWorkflowDispatch:
 			e.Text = fmt.Sprintf("  dispatch %v (%v) with %s", d["agent"], d["directory"], paramText(d["params"]))
-		case EventOutcome:
+		case event.KindWorkflowOutcome:
 			e.Text = outcomeText(d)
-		case EventHandoff:
+		case event.KindWorkflowHandoff:
 			e.Text = fmt.Sprintf("  handoff %v → %v", d["handoff"], d["artifact"])
-		case EventTransition:
+		case event.KindWorkflowTransition:
 			e.Text = fmt.Sprintf("  move %v → %v (outcome %v): remove [%s], add [%s]", d["from"], d["to"], d["outcome"], joinAny(d["remove"]), joinAny(d["add"]))
-		case EventStep:
+		case event.KindWorkflowStep:
 			e.Text = fmt.Sprintf("    %v: %s", d["step"], okText(d))
-		case EventCompensation:
+		case event.KindWorkflowCompensation:
 			e.Text = fmt.Sprintf("    undo %v: %s", d["compensation"], okText(d))
-		case EventPrioritize:
-			var pr PrioritizeResult
+		case event.KindWorkflowPrioritize:
+			var pr event.WorkflowPrioritizeResult
 			_ = json.Unmarshal(ev.Data, &pr)
 			e.Text = fmt.Sprintf("prioritize %d issues: %s", len(pr.Issues), assignmentText(pr.Assignments))
-		case EventIssueEnd:
+		case event.KindWorkflowIssueEnd:
 			e.Text = fmt.Sprintf("  → %v at phase %v after %v moves", d["status"], d["finalPhase"], d["cycles"])
 			if s, _ := d["error"].(string); s != "" {
 				e.Text += ": " + s
@@ -118,7 +95,7 @@ func BuildAccount(id string, events []journal.Event) *Account {
 	return a
 }
 
-func assignmentText(as []Assignment) string {
+func assignmentText(as []event.WorkflowAssignment) string {
 	if len(as) == 0 {
 		return "no priorities"
 	}
@@ -195,11 +172,11 @@ func labelSyncText(v any) string {
 }
 
 func planText(raw json.RawMessage) string {
-	var p Plan
+	var p event.WorkflowPlan
 	if json.Unmarshal(raw, &p) != nil {
 		return ""
 	}
-	return strings.Join(p.Text(), "\n  ")
+	return strings.Join(PlanText(p), "\n  ")
 }
 
 // WriteText writes the account as text, one event a line, terminal

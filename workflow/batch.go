@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/capstan-dev/capstan/event"
 )
 
 // statusRank orders statuses from best to worst: a batch's status is its
@@ -22,19 +24,10 @@ func Worst(statuses ...string) string {
 	return worst
 }
 
-// LabelSync is what the label preflight did to one label.
-type LabelSync struct {
-	Name string `json:"name"`
-	// Action is created, updated, unchanged or failed (dry runs report
-	// what they would do).
-	Action string `json:"action"`
-	Error  string `json:"error,omitempty"`
-}
-
 // SyncLabels creates the workflow's declared labels the repository lacks
 // and updates those whose color or description differ; a dry run only
 // reports. Per-label failures are reported, not returned.
-func (r *Runner) SyncLabels(ctx context.Context) ([]LabelSync, error) {
+func (r *Runner) SyncLabels(ctx context.Context) ([]event.WorkflowLabelSync, error) {
 	if len(r.Workflow.Labels) == 0 {
 		return nil, nil
 	}
@@ -46,10 +39,10 @@ func (r *Runner) SyncLabels(ctx context.Context) ([]LabelSync, error) {
 	for _, l := range have {
 		byName[l.Name] = l
 	}
-	var out []LabelSync
+	var out []event.WorkflowLabelSync
 	for _, spec := range r.Workflow.Labels {
 		cur, ok := byName[spec.Name]
-		s := LabelSync{Name: spec.Name}
+		s := event.WorkflowLabelSync{Name: spec.Name}
 		switch {
 		case !ok:
 			s.Action = "created"
@@ -71,7 +64,7 @@ func (r *Runner) SyncLabels(ctx context.Context) ([]LabelSync, error) {
 		}
 		out = append(out, s)
 	}
-	r.emit(LabelSyncEvent{Labels: out, DryRun: r.DryRun})
+	r.emit(event.WorkflowLabelSyncEvent{Labels: out, DryRun: r.DryRun})
 	return out, nil
 }
 
@@ -117,9 +110,9 @@ func (w *Workflow) priorityRank(labels []string) int {
 
 // BatchResult is how a batch ended.
 type BatchResult struct {
-	Status  string        `json:"status"`
-	Issues  []IssueResult `json:"issues"`
-	Skipped []int         `json:"skipped,omitempty"`
+	Status  string                      `json:"status"`
+	Issues  []event.WorkflowIssueResult `json:"issues"`
+	Skipped []int                       `json:"skipped,omitempty"`
 }
 
 // RunBatch runs the listed issues one after another in priority order.
@@ -129,7 +122,7 @@ func (r *Runner) RunBatch(ctx context.Context, c Criteria) (BatchResult, error) 
 		return BatchResult{Status: StatusFailed}, fmt.Errorf("list issues: %w", err)
 	}
 	queue, skipped := r.Workflow.Order(listed)
-	res := BatchResult{Skipped: skipped, Issues: []IssueResult{}}
+	res := BatchResult{Skipped: skipped, Issues: []event.WorkflowIssueResult{}}
 	for i, n := range queue {
 		if i > 0 {
 			if err := r.sleep(ctx, r.Workflow.Rules.CycleDelayMs); err != nil {

@@ -25,21 +25,6 @@ const (
 	compensationCommentScan = 20
 )
 
-// Journal event types of a workflow run.
-const (
-	EventIssueStart   = "workflow.issue.start"
-	EventPhase        = "workflow.phase"
-	EventDispatch     = "workflow.dispatch"
-	EventOutcome      = "workflow.outcome"
-	EventTransition   = "workflow.transition"
-	EventStep         = "workflow.step"
-	EventCompensation = "workflow.compensation"
-	EventHandoff      = "workflow.handoff"
-	EventLabelSync    = "workflow.labels"
-	EventIssueEnd     = "workflow.issue.end"
-	EventPlan         = "workflow.plan"
-)
-
 // Command is the command a workflow journal's run.start names.
 const Command = "workflow run"
 
@@ -52,46 +37,9 @@ type Dispatch struct {
 	Params map[string]string
 }
 
-// Outcome is what a dispatched run ended with.
-type Outcome struct {
-	RunID   string `json:"runId,omitempty"`
-	Journal string `json:"journal,omitempty"`
-	Success bool   `json:"success"`
-	// Reason is the run's completion reason (completed, max_iterations, …).
-	Reason  string `json:"completionReason,omitempty"`
-	Verdict string `json:"verdict,omitempty"`
-	// Handoff are the closure step's handoff values (Result.handoff).
-	Handoff map[string]any `json:"handoff,omitempty"`
-	// Error is why the run did not complete.
-	Error string `json:"error,omitempty"`
-}
-
 // Dispatcher runs agents.
 type Dispatcher interface {
-	Dispatch(ctx context.Context, d Dispatch) (Outcome, error)
-}
-
-// Transition is one move of an issue.
-type Transition struct {
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Agent   string `json:"agent"`
-	Outcome string `json:"outcome"`
-	RunID   string `json:"runId,omitempty"`
-}
-
-// IssueResult is how an issue's run ended.
-type IssueResult struct {
-	Issue      int          `json:"issue"`
-	Status     string       `json:"status"`
-	FinalPhase string       `json:"finalPhase"`
-	Cycles     int          `json:"cycles"`
-	History    []Transition `json:"history"`
-	Closed     bool         `json:"closed,omitempty"`
-	// Error says what failed (status failed, or a compensated move).
-	Error string `json:"error,omitempty"`
-	// Plan is what a dry run would do next.
-	Plan *Plan `json:"plan,omitempty"`
+	Dispatch(ctx context.Context, d Dispatch) (event.WorkflowOutcome, error)
 }
 
 // Runner drives issues through a workflow.
@@ -162,7 +110,7 @@ func (w *Workflow) resolve(labels []string) (*Phase, bool) {
 // OutcomeOf is the agent's outcome for a run: a transformer's success or
 // failed (its verdict, when it has fallbackPhases and one), a
 // validator's verdict.
-func (a *Agent) OutcomeOf(o Outcome) (string, error) {
+func (a *Agent) OutcomeOf(o event.WorkflowOutcome) (string, error) {
 	binary := "failed"
 	if o.Success {
 		binary = "success"
@@ -309,9 +257,9 @@ func CompensationMarker(issue, cycle int) string {
 
 // RunIssue drives one issue until a terminal or blocking phase, a limit,
 // or a failure.
-func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
-	res = IssueResult{Issue: issue, FinalPhase: unknownPhase, Status: StatusBlocked, History: []Transition{}}
-	r.emit(IssueStartEvent{Issue: issue, DryRun: r.DryRun})
+func (r *Runner) RunIssue(ctx context.Context, issue int) (res event.WorkflowIssueResult) {
+	res = event.WorkflowIssueResult{Issue: issue, FinalPhase: unknownPhase, Status: StatusBlocked, History: []event.WorkflowTransition{}}
+	r.emit(event.WorkflowIssueStartEvent{Issue: issue, DryRun: r.DryRun})
 	defer func() {
 		res.Cycles = len(res.History)
 		r.emit(res)
@@ -340,11 +288,11 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 		if !ok {
 			res.FinalPhase, res.Status = unknownPhase, StatusBlocked
 			res.Error = "no label of the issue names a phase of the workflow"
-			r.emit(PhaseEvent{Issue: issue, Labels: labels, Phase: unknownPhase})
+			r.emit(event.WorkflowPhaseEvent{Issue: issue, Labels: labels, Phase: unknownPhase})
 			return res
 		}
 		res.FinalPhase = ph.ID
-		r.emit(PhaseEvent{Issue: issue, Labels: labels, Phase: ph.ID, Type: ph.Type})
+		r.emit(event.WorkflowPhaseEvent{Issue: issue, Labels: labels, Phase: ph.ID, Type: ph.Type})
 		switch ph.Type {
 		case Terminal:
 			res.Status = StatusCompleted
@@ -356,7 +304,7 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 		a := w.Agents[ph.Agent]
 		if n := w.Rules.MaxConsecutivePhases; n > 0 && len(res.History) >= n {
 			tail := res.History[len(res.History)-n:]
-			if !slices.ContainsFunc(tail, func(t Transition) bool { return t.To != tail[len(tail)-1].To }) {
+			if !slices.ContainsFunc(tail, func(t event.WorkflowTransition) bool { return t.To != tail[len(tail)-1].To }) {
 				res.Status = StatusPhaseRepetition
 				res.Error = fmt.Sprintf("the last %d moves all went to phase %s (rules.maxConsecutivePhases)", n, tail[0].To)
 				return res
@@ -378,16 +326,16 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 			params[k] = valueText(v)
 		}
 		params["issue"] = fmt.Sprint(issue)
-		r.emit(DispatchEvent{Issue: issue, Phase: ph.ID, Agent: a.ID, Directory: a.Directory, Params: params})
+		r.emit(event.WorkflowDispatchEvent{Issue: issue, Phase: ph.ID, Agent: a.ID, Directory: a.Directory, Params: params})
 		out, err := r.Dispatch.Dispatch(ctx, Dispatch{Agent: a, Issue: issue, Params: params})
 		if err != nil {
 			res.Status, res.Error = StatusFailed, fmt.Sprintf("dispatching agent %s: %v", a.ID, err)
-			r.emit(OutcomeEvent{Issue: issue, Agent: a.ID, Error: &res.Error})
+			r.emit(event.WorkflowOutcomeEvent{Issue: issue, Agent: a.ID, Error: &res.Error})
 			return res
 		}
 		outcome, oerr := a.OutcomeOf(out)
 		oerrText := errText(oerr)
-		r.emit(OutcomeEvent{Issue: issue, Agent: a.ID, Outcome: &outcome, Run: &out, Error: &oerrText})
+		r.emit(event.WorkflowOutcomeEvent{Issue: issue, Agent: a.ID, Outcome: &outcome, Run: &out, Error: &oerrText})
 		if oerr != nil {
 			res.Status, res.Error = StatusFailed, oerr.Error()
 			return res
@@ -408,7 +356,7 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 			return res
 		}
 		remove, add := w.labelChanges(labels, target)
-		r.emit(TransitionEvent{Issue: issue, From: ph.ID, To: target, Agent: a.ID, Outcome: outcome, Remove: remove, Add: add})
+		r.emit(event.WorkflowTransitionEvent{Issue: issue, From: ph.ID, To: target, Agent: a.ID, Outcome: outcome, Remove: remove, Add: add})
 		tph := w.Phases[target]
 		closeIt := tph.Type == Terminal && a.CloseOnComplete && (!a.HasCondition || a.CloseCondition == outcome)
 		cycle := len(res.History) + 1
@@ -417,7 +365,7 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res IssueResult) {
 			return res
 		}
 		res.Closed = res.Closed || closeIt
-		res.History = append(res.History, Transition{From: ph.ID, To: target, Agent: a.ID, Outcome: outcome, RunID: out.RunID})
+		res.History = append(res.History, event.WorkflowTransition{From: ph.ID, To: target, Agent: a.ID, Outcome: outcome, RunID: out.RunID})
 		res.FinalPhase = target
 		switch tph.Type {
 		case Terminal:
@@ -441,28 +389,8 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// Plan is what a dry run prints for an issue: its phase, the agent that
-// would run, and for each outcome the agent's phases route, the move.
-type Plan struct {
-	Issue  int        `json:"issue"`
-	Phase  string     `json:"phase"`
-	Agent  string     `json:"agent"`
-	Labels []string   `json:"labels"`
-	Moves  []PlanMove `json:"moves"`
-}
-
-// PlanMove is one outcome's move in a Plan.
-type PlanMove struct {
-	Outcome  string   `json:"outcome"`
-	To       string   `json:"to"`
-	Remove   []string `json:"remove,omitempty"`
-	Add      []string `json:"add,omitempty"`
-	Template string   `json:"comment,omitempty"`
-	Close    bool     `json:"close,omitempty"`
-}
-
-// Text is the plan in words, one line per outcome.
-func (p Plan) Text() []string {
+// PlanText is a dry run's plan in words, one line per outcome.
+func PlanText(p event.WorkflowPlan) []string {
 	out := []string{fmt.Sprintf("phase %s: would dispatch agent %s", p.Phase, p.Agent)}
 	for _, m := range p.Moves {
 		what := "outcome " + m.Outcome
@@ -481,8 +409,8 @@ func (p Plan) Text() []string {
 	return out
 }
 
-func (r *Runner) plan(issue int, ph *Phase, a *Agent, labels []string) Plan {
-	p := Plan{Issue: issue, Phase: ph.ID, Agent: a.ID, Labels: labels}
+func (r *Runner) plan(issue int, ph *Phase, a *Agent, labels []string) event.WorkflowPlan {
+	p := event.WorkflowPlan{Issue: issue, Phase: ph.ID, Agent: a.ID, Labels: labels}
 	outcomes := map[string]string{}
 	for phase, os := range targets(a) {
 		for _, o := range os {
@@ -504,7 +432,7 @@ func (r *Runner) plan(issue int, ph *Phase, a *Agent, labels []string) Plan {
 		rm, add := r.Workflow.labelChanges(labels, to)
 		key, _ := r.Workflow.Template(a.ID, o)
 		tph := r.Workflow.Phases[to]
-		p.Moves = append(p.Moves, PlanMove{Outcome: o, To: to, Remove: rm, Add: add, Template: key,
+		p.Moves = append(p.Moves, event.WorkflowPlanMove{Outcome: o, To: to, Remove: rm, Add: add, Template: key,
 			Close: tph != nil && tph.Type == Terminal && a.CloseOnComplete && (!a.HasCondition || a.CloseCondition == o)})
 	}
 	return p
@@ -528,7 +456,7 @@ func (r *Runner) apply(ctx context.Context, issue, cycle int, from, to, agent, o
 	}
 	step := func(name string, do func(context.Context) error, comp *compensation) error {
 		err := do(at(name))
-		r.emit(StepEvent{Issue: issue, Cycle: &cycle, Step: name, OK: err == nil, Error: errText(err)})
+		r.emit(event.WorkflowStepEvent{Issue: issue, Cycle: &cycle, Step: name, OK: err == nil, Error: errText(err)})
 		if err == nil && comp != nil {
 			undo = append(undo, *comp)
 		}
@@ -579,7 +507,7 @@ func (r *Runner) apply(ctx context.Context, issue, cycle int, from, to, agent, o
 	for i := len(undo) - 1; i >= 0; i-- {
 		c := undo[i]
 		cerr := c.run(at(c.label))
-		r.emit(CompensationEvent{Issue: issue, Cycle: cycle, Compensation: c.label, OK: cerr == nil, Error: errText(cerr)})
+		r.emit(event.WorkflowCompensationEvent{Issue: issue, Cycle: cycle, Compensation: c.label, OK: cerr == nil, Error: errText(cerr)})
 		if cerr != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.label, cerr))
 		}

@@ -20,15 +20,15 @@ func TestMain(m *testing.M) {
 
 // scripted answers each agent's dispatches with the next of its outcomes.
 type scripted struct {
-	runs  map[string][]Outcome
+	runs  map[string][]event.WorkflowOutcome
 	calls []Dispatch
 }
 
-func (s *scripted) Dispatch(_ context.Context, d Dispatch) (Outcome, error) {
+func (s *scripted) Dispatch(_ context.Context, d Dispatch) (event.WorkflowOutcome, error) {
 	s.calls = append(s.calls, d)
 	q := s.runs[d.Agent.ID]
 	if len(q) == 0 {
-		return Outcome{}, fmt.Errorf("no run scripted for %s", d.Agent.ID)
+		return event.WorkflowOutcome{}, fmt.Errorf("no run scripted for %s", d.Agent.ID)
 	}
 	s.runs[d.Agent.ID] = q[1:]
 	return q[0], nil
@@ -72,7 +72,7 @@ func TestIssueDrivenFromConsiderToDone(t *testing.T) {
 	f := testenv.InstallFakeGH(t, testenv.GHState{Issues: map[string]*testenv.GHIssue{
 		"7": {Title: "t", Labels: []string{"kind:consider", "order:1"}, State: "open"},
 	}})
-	d := &scripted{runs: map[string][]Outcome{
+	d := &scripted{runs: map[string][]event.WorkflowOutcome{
 		"considerer": {{Success: true, Verdict: "handoff-detail", Handoff: map[string]any{"final_summary": "needs a spec", "verdict": "handoff-detail"}}},
 		"detailer":   {{Success: true, Verdict: "handoff-impl", Handoff: map[string]any{"detail_summary": "do X then Y"}}},
 		"iterator":   {{Success: true}},
@@ -127,7 +127,7 @@ func TestClimptSpelledTemplatesPostNothing(t *testing.T) {
 		t.Fatal(res.Errors())
 	}
 	f := testenv.InstallFakeGH(t, testenv.GHState{Issues: map[string]*testenv.GHIssue{"3": {Labels: []string{"kind:consider"}, State: "open"}}})
-	d := &scripted{runs: map[string][]Outcome{
+	d := &scripted{runs: map[string][]event.WorkflowOutcome{
 		"considerer": {{Success: true, Verdict: "handoff-detail"}},
 		"detailer":   {{Success: true, Verdict: "blocked"}},
 	}}
@@ -154,14 +154,14 @@ func TestFailedCloseIsCompensatedOnce(t *testing.T) {
 	})
 	w := loadIssues(t)
 	for attempt := 1; attempt <= 2; attempt++ {
-		d := &scripted{runs: map[string][]Outcome{"iterator": {{Success: true}}}}
+		d := &scripted{runs: map[string][]event.WorkflowOutcome{"iterator": {{Success: true}}}}
 		rec := &recorder{}
 		r := &Runner{Workflow: w, Issues: ghFor(t, f), Dispatch: d, Events: rec}
 		res := r.RunIssue(context.Background(), 5)
 		if res.Status != StatusBlocked || res.FinalPhase != "impl-pending" || res.Closed || !strings.Contains(res.Error, "undone") {
 			t.Fatalf("attempt %d: %+v", attempt, res)
 		}
-		if !contains(rec.events, EventCompensation) {
+		if !contains(rec.events, string(event.KindWorkflowCompensation)) {
 			t.Fatalf("no compensation journaled: %v", rec.events)
 		}
 	}
@@ -222,8 +222,8 @@ func TestLimitsStopTheLoop(t *testing.T) {
 		}
 		l := &Local{Dir: t.TempDir()}
 		writeLocalIssue(t, l, 1, "review")
-		again := Outcome{Success: true, Verdict: "again"}
-		d := &scripted{runs: map[string][]Outcome{"rev": {again, again, again, again, again}}}
+		again := event.WorkflowOutcome{Success: true, Verdict: "again"}
+		d := &scripted{runs: map[string][]event.WorkflowOutcome{"rev": {again, again, again, again, again}}}
 		out := (&Runner{Workflow: w, Issues: l, Dispatch: d}).RunIssue(context.Background(), 1)
 		if out.Status != c.status || out.Cycles != c.moves || len(d.calls) != c.moves {
 			t.Fatalf("%+v: %+v (%d dispatches)", c, out, len(d.calls))
@@ -251,17 +251,17 @@ func TestDryRunPlansWithoutChanges(t *testing.T) {
 	l := &Local{Dir: t.TempDir()}
 	writeLocalIssue(t, l, 4, "kind:consider", "order:1")
 	rec := &recorder{}
-	d := &scripted{runs: map[string][]Outcome{}}
+	d := &scripted{runs: map[string][]event.WorkflowOutcome{}}
 	r := &Runner{Workflow: loadIssues(t), Issues: l, Dispatch: d, Events: rec, DryRun: true}
 	if _, err := r.SyncLabels(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	out := r.RunIssue(context.Background(), 4)
-	if out.Status != StatusDryRun || len(d.calls) != 0 || !contains(rec.events, EventPlan) {
+	if out.Status != StatusDryRun || len(d.calls) != 0 || !contains(rec.events, string(event.KindWorkflowPlan)) {
 		t.Fatalf("%+v %v", out, rec.events)
 	}
 	plan := r.plan(4, r.Workflow.Phases["consider-pending"], r.Workflow.Agents["considerer"], []string{"kind:consider", "order:1"})
-	var done PlanMove
+	var done event.WorkflowPlanMove
 	for _, m := range plan.Moves {
 		if m.Outcome == "done" {
 			done = m
@@ -281,7 +281,7 @@ func TestDryRunPlansWithoutChanges(t *testing.T) {
 func TestValidatorWithoutVerdictFails(t *testing.T) {
 	l := &Local{Dir: t.TempDir()}
 	writeLocalIssue(t, l, 2, "kind:detail")
-	d := &scripted{runs: map[string][]Outcome{"detailer": {{Success: false, Reason: "max_iterations", RunID: "r1"}}}}
+	d := &scripted{runs: map[string][]event.WorkflowOutcome{"detailer": {{Success: false, Reason: "max_iterations", RunID: "r1"}}}}
 	out := (&Runner{Workflow: loadIssues(t), Issues: l, Dispatch: d}).RunIssue(context.Background(), 2)
 	if out.Status != StatusFailed || !strings.Contains(out.Error, "must end with a verdict") {
 		t.Fatalf("%+v", out)
@@ -294,7 +294,7 @@ func TestBatchOrderAndLabelSync(t *testing.T) {
 	writeLocalIssue(t, l, 2, "kind:impl", "order:1")
 	writeLocalIssue(t, l, 3, "done")
 	writeLocalIssue(t, l, 4, "kind:impl")
-	d := &scripted{runs: map[string][]Outcome{"iterator": {{Success: true}, {Success: true}, {Success: true}}}}
+	d := &scripted{runs: map[string][]event.WorkflowOutcome{"iterator": {{Success: true}, {Success: true}, {Success: true}}}}
 	r := &Runner{Workflow: loadIssues(t), Issues: l, Dispatch: d}
 	syncs, err := r.SyncLabels(context.Background())
 	if err != nil || len(syncs) != 7 || syncs[0].Action != "created" {
@@ -331,7 +331,7 @@ func TestHandoffPayloadReachesLaterDispatches(t *testing.T) {
 	wd := t.TempDir()
 	l := &Local{Dir: t.TempDir()}
 	writeLocalIssue(t, l, 9, "rev")
-	d := &scripted{runs: map[string][]Outcome{
+	d := &scripted{runs: map[string][]event.WorkflowOutcome{
 		"reviewer": {{Success: true, Verdict: "approved", Handoff: map[string]any{"pr_number": 17}}},
 		"merger":   {{Success: true, Verdict: "merged"}},
 	}}

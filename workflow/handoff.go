@@ -62,7 +62,7 @@ func (h *HandoffEmitter) Emit(ctx context.Context, issue int, agent, outcome str
 			}
 		}
 		if h.Events != nil {
-			h.Events.Emit(HandoffEvent{Issue: issue, Handoff: ho.ID, Artifact: rel, Persisted: ho.PersistPayloadTo == "subjectStore"})
+			h.Events.Emit(event.WorkflowHandoffEvent{Issue: issue, Handoff: ho.ID, Artifact: rel, Persisted: ho.PersistPayloadTo == "subjectStore"})
 		}
 	}
 	return persisted, nil

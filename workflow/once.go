@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/capstan-dev/capstan/event"
 	"slices"
 	"strings"
 )
@@ -126,15 +127,15 @@ func ApplyOnce(ctx context.Context, issues Issues, c Change) (bool, error) {
 // (outcomes: agent id → outcome, default success): a validator's verdict,
 // a transformer's success or failure (another word is its verdict, for
 // fallbackPhases).
-func StubOutcome(a *Agent, outcomes map[string]string) Outcome {
+func StubOutcome(a *Agent, outcomes map[string]string) event.WorkflowOutcome {
 	o, ok := outcomes[a.ID]
 	if !ok {
 		o = "success"
 	}
 	if a.Role == Validator {
-		return Outcome{Success: true, Verdict: o, Reason: "stub"}
+		return event.WorkflowOutcome{Success: true, Verdict: o, Reason: "stub"}
 	}
-	out := Outcome{Success: o == "success", Reason: "stub"}
+	out := event.WorkflowOutcome{Success: o == "success", Reason: "stub"}
 	if o != "success" && o != "failed" {
 		out.Verdict = o
 	}

@@ -1,10 +1,11 @@
 package workflow
 
 import (
-	"github.com/capstan-dev/capstan/agentdir"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 func codes(ps []agentdir.Problem) []string {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 )
 
@@ -21,18 +22,9 @@ import (
 const (
 	IssueListFile  = "issue-list.json"
 	PrioritiesFile = "priorities.json"
-	// EventPrioritize is the journal event of a prioritizer run.
-	EventPrioritize = "workflow.prioritize"
 	// maxPrioritiesBytes bounds the agent's priorities.json.
 	maxPrioritiesBytes = 1 << 20
 )
-
-// Assignment is one entry of priorities.json: the priority label the
-// prioritizer agent gives an issue.
-type Assignment struct {
-	Issue    int    `json:"issue"`
-	Priority string `json:"priority"`
-}
 
 // PrioritizerAgent is the agent prioritizer.agent names: the agents entry
 // of that id when there is one, else the folder of that name.
@@ -46,15 +38,6 @@ func (w *Workflow) PrioritizerAgent() *Agent {
 	return &Agent{ID: w.Prioritizer.Agent, Role: Transformer, Directory: w.Prioritizer.Agent}
 }
 
-// PrioritizeResult is what a prioritizer run did.
-type PrioritizeResult struct {
-	Issues      []int        `json:"issues"`
-	RunID       string       `json:"runId,omitempty"`
-	Assignments []Assignment `json:"assignments"`
-	// Changed are the issues whose labels were changed.
-	Changed []int `json:"changed"`
-}
-
 // Prioritize runs the prioritizer over a batch, as climpt's --prioritize
 // does: the batch's issue numbers go to storeDir/issue-list.json, the
 // prioritizer agent runs once, and its storeDir/priorities.json — a JSON
@@ -64,8 +47,8 @@ type PrioritizeResult struct {
 // the new one. The agent's file is the model's: it may name only issues
 // of the batch, and is refused whole when any entry is wrong, before any
 // label changes. The batch is not run.
-func (r *Runner) Prioritize(ctx context.Context, c Criteria, storeDir string) (PrioritizeResult, error) {
-	res := PrioritizeResult{Issues: []int{}, Assignments: []Assignment{}, Changed: []int{}}
+func (r *Runner) Prioritize(ctx context.Context, c Criteria, storeDir string) (event.WorkflowPrioritizeResult, error) {
+	res := event.WorkflowPrioritizeResult{Issues: []int{}, Assignments: []event.WorkflowAssignment{}, Changed: []int{}}
 	pr, a := r.Workflow.Prioritizer, r.Workflow.PrioritizerAgent()
 	if a == nil {
 		return res, errors.New("the workflow has no prioritizer.agent")
@@ -92,14 +75,14 @@ func (r *Runner) Prioritize(ctx context.Context, c Criteria, storeDir string) (P
 	if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
 		return res, fmt.Errorf("remove the old %s: %w", out, err)
 	}
-	r.emit(DispatchEvent{Issue: 0, Phase: "prioritize", Agent: a.ID, Directory: a.Directory, Params: map[string]string{}})
+	r.emit(event.WorkflowDispatchEvent{Issue: 0, Phase: "prioritize", Agent: a.ID, Directory: a.Directory, Params: map[string]string{}})
 	o, err := r.Dispatch.Dispatch(ctx, Dispatch{Agent: a, Params: map[string]string{}})
 	if err != nil {
 		return res, fmt.Errorf("dispatching prioritizer agent %s: %w", a.ID, err)
 	}
 	res.RunID = o.RunID
 	outcome := map[bool]string{true: "success", false: "failed"}[o.Success]
-	r.emit(OutcomeEvent{Issue: 0, Agent: a.ID, Outcome: &outcome, Run: &o})
+	r.emit(event.WorkflowOutcomeEvent{Issue: 0, Agent: a.ID, Outcome: &outcome, Run: &o})
 	if !o.Success {
 		return res, fmt.Errorf("prioritizer agent %s did not complete (run %s: %s)", a.ID, o.RunID, o.Reason)
 	}
@@ -123,7 +106,7 @@ func (r *Runner) Prioritize(ctx context.Context, c Criteria, storeDir string) (P
 			continue
 		}
 		err := r.Issues.EditLabels(ctx, as.Issue, remove, add)
-		r.emit(StepEvent{Issue: as.Issue, Step: "priority " + as.Priority, OK: err == nil, Error: errText(err)})
+		r.emit(event.WorkflowStepEvent{Issue: as.Issue, Step: "priority " + as.Priority, OK: err == nil, Error: errText(err)})
 		if err != nil {
 			return res, fmt.Errorf("issue %d: set priority %s: %w", as.Issue, as.Priority, err)
 		}
@@ -133,7 +116,7 @@ func (r *Runner) Prioritize(ctx context.Context, c Criteria, storeDir string) (P
 }
 
 // readPriorities reads and checks the agent's priorities.json.
-func readPriorities(path string, pr *Prioritizer, batch map[int][]string) ([]Assignment, error) {
+func readPriorities(path string, pr *Prioritizer, batch map[int][]string) ([]event.WorkflowAssignment, error) {
 	f, _, err := regularfile.Open(os.OpenFile, path)
 	if os.IsNotExist(err) {
 		return nil, fmt.Errorf("the prioritizer agent %s did not write %s: it must write there a JSON array of {\"issue\": N, \"priority\": LABEL} entries for the issues of %s",
@@ -152,7 +135,7 @@ func readPriorities(path string, pr *Prioritizer, batch map[int][]string) ([]Ass
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var as []Assignment
+	var as []event.WorkflowAssignment
 	if err := dec.Decode(&as); err != nil {
 		return nil, fmt.Errorf("%s: want a JSON array of {\"issue\": N, \"priority\": LABEL}: %w", path, err)
 	}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"github.com/capstan-dev/capstan/event"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,14 +17,14 @@ type writingAgent struct {
 	dispatched   []string
 }
 
-func (w *writingAgent) Dispatch(_ context.Context, d Dispatch) (Outcome, error) {
+func (w *writingAgent) Dispatch(_ context.Context, d Dispatch) (event.WorkflowOutcome, error) {
 	w.dispatched = append(w.dispatched, d.Agent.ID)
 	if w.answer != "" {
 		if err := os.WriteFile(w.path, []byte(w.answer), 0o644); err != nil {
-			return Outcome{}, err
+			return event.WorkflowOutcome{}, err
 		}
 	}
-	return Outcome{Success: true, RunID: "r1"}, nil
+	return event.WorkflowOutcome{Success: true, RunID: "r1"}, nil
 }
 
 // The prioritizer's answer is the model's: an issue outside the batch, a

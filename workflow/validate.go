@@ -2,11 +2,12 @@ package workflow
 
 import (
 	"fmt"
-	"github.com/capstan-dev/capstan/agentdir"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/capstan-dev/capstan/agentdir"
 )
 
 // Problem codes of a workflow file. Errors stop `workflow run`; warnings

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/llm/claudecode"
@@ -68,7 +68,7 @@ func TestRunExitsFourOverTheClaudeCLI(t *testing.T) {
 		}
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -51,15 +51,15 @@ func BenchmarkCleanRun(b *testing.B) {
 					if code != 0 {
 						b.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 					}
-					var res agent.Result
+					var res event.RunResult
 					if err := json.Unmarshal([]byte(out), &res); err != nil {
 						b.Fatal(err)
 					}
 					runMs += float64(res.DurationMs)
 					events, _ := journal.ReadFile(res.Journal)
 					for _, ev := range events {
-						if ev.Type == agent.EventCleanRun {
-							var c agent.CleanRunEvent
+						if ev.Type == string(event.KindCleanRun) {
+							var c event.CleanRunEvent
 							_ = json.Unmarshal(ev.Data, &c)
 							cleanMs += float64(c.DurationMs)
 						}

@@ -419,7 +419,7 @@ func printPipelineResult(w io.Writer, out *pipeline.AgentContext) {
 // printPipelineDiagnostics reports violations, stage errors, warnings and
 // failed validation checks on stderr.
 func printPipelineDiagnostics(w io.Writer, out *pipeline.AgentContext) {
-	var vs []pipeline.Violation
+	var vs []event.PipelineViolation
 	if out.Decode(pipeline.KeyViolations, &vs) == nil {
 		for _, v := range vs {
 			fmt.Fprintf(w, "violation: agent %s: %s\n", v.AgentID, v.Message)

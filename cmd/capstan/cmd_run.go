@@ -404,7 +404,7 @@ func lockWorkDir(workDir string) (*journal.WorkDirLock, error) {
 // provider error ends a run too), 4 when the model declared that the task
 // cannot be done as specified, and 1 for every other way a run can end
 // without completing.
-func resultExitCode(res *agent.Result) int {
+func resultExitCode(res *event.RunResult) int {
 	if res.Success {
 		return exitOK
 	}
@@ -487,7 +487,7 @@ func exitForCode(code string, before bool) int {
 // recoverable error ("" when it cannot be continued). A run that used its
 // iteration budget gets a larger one (twice the iterations, at most the
 // hard limit): resumed as it is, it would stop again at once.
-func resumeCommand(r *agent.Result) string {
+func resumeCommand(r *event.RunResult) string {
 	if r.Error == nil || !r.Error.Recoverable {
 		return ""
 	}
@@ -508,11 +508,11 @@ func useColor(w io.Writer) bool {
 	return isTerminal(w) && os.Getenv("NO_COLOR") == ""
 }
 
-func printSummary(w io.Writer, r *agent.Result) { printSummaryOn(w, r, "") }
+func printSummary(w io.Writer, r *event.RunResult) { printSummaryOn(w, r, "") }
 
 // printSummaryOn is printSummary for a run whose `continue with:` command
 // takes resumeArgs (the Temporal server a run on Temporal continues on).
-func printSummaryOn(w io.Writer, r *agent.Result, resumeArgs string) {
+func printSummaryOn(w io.Writer, r *event.RunResult, resumeArgs string) {
 	status := "NOT COMPLETED"
 	if r.Success {
 		status = "COMPLETED"

@@ -381,8 +381,8 @@ func skillSandbox(ctx context.Context, stderr io.Writer, f skillsRunFlags) (*san
 // skillRunResult is a skill run's run.end, in the agent's Result shape: a
 // success only when expected outputs were given and all exist and
 // validate.
-func skillRunResult(res *skill.ActResult, verified bool, runID, agentName, model string, took time.Duration, journalPath string) agent.Result {
-	end := agent.Result{
+func skillRunResult(res *skill.ActResult, verified bool, runID, agentName, model string, took time.Duration, journalPath string) event.RunResult {
+	end := event.RunResult{
 		Success: res.Completed && verified, CompletionReason: res.ExitReason, Iterations: res.Metrics.ModelTurns,
 		RunID: runID, Agent: agentName, Model: model, DurationMs: took.Milliseconds(), Journal: journalPath,
 		Usage: event.Usage{InputTokens: res.Metrics.InputTokens, OutputTokens: res.Metrics.OutputTokens},
@@ -394,7 +394,7 @@ func skillRunResult(res *skill.ActResult, verified bool, runID, agentName, model
 		}
 	}
 	if res.Error != nil {
-		end.Error = &agent.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
+		end.Error = &event.ResultError{Code: res.Error.Code, Message: res.Error.Message, Recoverable: res.Error.Recoverable}
 	}
 	return end
 }

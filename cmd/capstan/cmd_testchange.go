@@ -129,13 +129,13 @@ func decideTestChange(out io.Writer, workDir, id, decision, by, reason string) e
 // staleApproved are the approved files whose content in the work dir is
 // no longer the approved one.
 func staleApproved(workDir string, req *event.TestChangeRequest) []string {
-	b := &verify.FilesBaseline{Globs: req.Paths(), Files: map[string]event.ProtectedFile{}}
+	b := &event.ProtectBaseline{Globs: req.Paths(), Files: map[string]event.ProtectedFile{}}
 	for _, f := range req.Files {
 		if f.Kind != verify.Deleted {
 			b.Files[f.Path] = f.File
 		}
 	}
-	changes, err := b.Check(workDir)
+	changes, err := verify.CheckProtected(b, workDir)
 	if err != nil {
 		return nil
 	}

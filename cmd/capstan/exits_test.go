@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/spf13/cobra"
 )
 
@@ -43,13 +43,13 @@ func TestExitCodeBeforeAndDuringARun(t *testing.T) {
 	}
 	// A run that ended on a provider's authentication failure made
 	// requests: 3.
-	res := &agent.Result{CompletionReason: "error", Error: &agent.ResultError{Code: agenterr.CodeSdkAuth, Message: "401"}}
+	res := &event.RunResult{CompletionReason: "error", Error: &event.ResultError{Code: agenterr.CodeSdkAuth, Message: "401"}}
 	if got := resultExitCode(res); got != exitInternal {
 		t.Errorf("a run ended by SDK_AUTH: exit %d, want %d", got, exitInternal)
 	}
 	// A build cache that the run's first command could not make ends the
 	// run as the same error did when the agent was built: 3.
-	res = &agent.Result{CompletionReason: "error", Error: &agent.ResultError{Code: agenterr.CodeSandboxSetup, Message: "create the validators' build cache"}}
+	res = &event.RunResult{CompletionReason: "error", Error: &event.ResultError{Code: agenterr.CodeSandboxSetup, Message: "create the validators' build cache"}}
 	if got := resultExitCode(res); got != exitInternal {
 		t.Errorf("a run ended by SANDBOX_SETUP: exit %d, want %d", got, exitInternal)
 	}

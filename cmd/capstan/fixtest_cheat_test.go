@@ -76,7 +76,7 @@ func TestFixFailingTestExampleCatchesTestsEditedThroughBash(t *testing.T) {
 	if code != exitNotCompleted {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestRunExitsFourWhenTheModelCannotComplete(t *testing.T) {
 	if code != exitCannotComplete {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestFixFailingTestExampleVerifiesAndRetriesByPattern(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestFixFailingTestExhaustsItsRetryBudget(t *testing.T) {
 	if code != exitNotCompleted {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestHiddenTestsExample(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("the special-casing model completed:\n%s\n%s", out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

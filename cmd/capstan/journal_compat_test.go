@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 )
 
@@ -46,7 +46,7 @@ func TestRunsRecordedBeforeTheVerdictStageShowAndResume(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // chromiumPath finds headless Chromium (CI installs Debian's chromium). It
@@ -61,7 +61,7 @@ func TestHTMLReportRendersInChromium(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}

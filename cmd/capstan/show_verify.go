@@ -7,12 +7,11 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // printProtected prints a baseline of protected files: the globs and each
 // file's digest when the run started (or the step was entered).
-func printProtected(w io.Writer, b *verify.FilesBaseline) {
+func printProtected(w io.Writer, b *event.ProtectBaseline) {
 	if b == nil {
 		return
 	}

@@ -92,7 +92,7 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 	defer jw.Close()
 	events := event.Journal{Writer: jw}
 	target := workflowTarget(f, batch)
-	events.Emit(workflow.Start{Command: workflow.Command, Workflow: f.file, WorkDir: workDir,
+	events.Emit(event.WorkflowStart{Command: workflow.Command, Workflow: f.file, WorkDir: workDir,
 		Issues: target, Store: what, DryRun: f.dryRun, Stub: stub != nil, Temporal: f.tf.temporal.address})
 	r := &workflow.Runner{Workflow: wf, Issues: issues, Dispatch: disp, Events: events, DryRun: f.dryRun,
 		Lock: func(n int) (func(), bool, error) { return lockIssue(store, wf, what, n) }}
@@ -103,7 +103,7 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 		fmt.Fprintf(stderr, "workflow run %s: %s, %s\n", id, target, what)
 	}
 	syncLabels(ctx, stderr, r)
-	var end workflow.End
+	var end event.WorkflowEnd
 	if f.prioritize {
 		end = prioritizeBatch(ctx, stderr, f, wf, r, storeDir)
 	} else if f.tf.temporal.address != "" {
@@ -149,13 +149,13 @@ func workflowTarget(f workflowRunFlags, batch bool) string {
 }
 
 // localWorkflow runs the issue, or the batch, here and returns the end.
-func localWorkflow(ctx context.Context, r *workflow.Runner, f workflowRunFlags, batch bool) workflow.End {
+func localWorkflow(ctx context.Context, r *workflow.Runner, f workflowRunFlags, batch bool) event.WorkflowEnd {
 	if !batch {
 		ir := r.RunIssue(ctx, f.issue)
-		return workflow.End{Status: ir.Status, Issues: []workflow.IssueResult{ir}}
+		return event.WorkflowEnd{Status: ir.Status, Issues: []event.WorkflowIssueResult{ir}}
 	}
 	b, err := r.RunBatch(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
-	end := workflow.End{Status: b.Status, Issues: b.Issues, Skipped: b.Skipped}
+	end := event.WorkflowEnd{Status: b.Status, Issues: b.Issues, Skipped: b.Skipped}
 	if err != nil {
 		end.Status, end.Error = workflow.StatusFailed, err.Error()
 	}
@@ -164,7 +164,7 @@ func localWorkflow(ctx context.Context, r *workflow.Runner, f workflowRunFlags, 
 
 // reportWorkflowEnd prints how the workflow run ended (and its JSON with
 // --json) and returns its exit.
-func reportWorkflowEnd(cmd *cobra.Command, f workflowRunFlags, id, journalPath string, end workflow.End) error {
+func reportWorkflowEnd(cmd *cobra.Command, f workflowRunFlags, id, journalPath string, end event.WorkflowEnd) error {
 	if !f.quiet {
 		printWorkflowEnd(cmd.ErrOrStderr(), id, end)
 	}
@@ -272,8 +272,8 @@ func syncLabels(ctx context.Context, stderr io.Writer, r *workflow.Runner) {
 // the workflow's order — as Temporal workflows and returns its end; an
 // error is one the caller returns after journaling it.
 func temporalWorkflow(ctx context.Context, stderr io.Writer, f workflowRunFlags, wf *workflow.Workflow, issues workflow.Issues,
-	disp workflow.Dispatcher, workDir, id string, events event.Emitter, batch bool) (workflow.End, error) {
-	var end workflow.End
+	disp workflow.Dispatcher, workDir, id string, events event.Emitter, batch bool) (event.WorkflowEnd, error) {
+	var end event.WorkflowEnd
 	queue, skipped := []int{f.issue}, []int(nil)
 	if batch {
 		listed, err := issues.List(ctx, workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit})
@@ -285,7 +285,7 @@ func temporalWorkflow(ctx context.Context, stderr io.Writer, f workflowRunFlags,
 	if end.Error == "" {
 		results, err := runWorkflowOnTemporal(ctx, stderr, f, wf, issues, disp, workDir, id, queue, events)
 		if err != nil {
-			events.Emit(workflow.End{Status: workflow.StatusFailed, Issues: []workflow.IssueResult{}, Error: err.Error()})
+			events.Emit(event.WorkflowEnd{Status: workflow.StatusFailed, Issues: []event.WorkflowIssueResult{}, Error: err.Error()})
 			return end, err
 		}
 		end.Issues, end.Skipped = results, skipped
@@ -304,7 +304,7 @@ func temporalWorkflow(ctx context.Context, stderr io.Writer, f workflowRunFlags,
 	return end, nil
 }
 
-func printWorkflowEnd(w io.Writer, id string, end workflow.End) {
+func printWorkflowEnd(w io.Writer, id string, end event.WorkflowEnd) {
 	for _, ir := range end.Issues {
 		var moves []string
 		for _, h := range ir.History {
@@ -322,7 +322,7 @@ func printWorkflowEnd(w io.Writer, id string, end workflow.End) {
 		}
 		fmt.Fprintln(w, runreport.VisibleControls(line))
 		if ir.Plan != nil {
-			for _, l := range ir.Plan.Text() {
+			for _, l := range workflow.PlanText(*ir.Plan) {
 				fmt.Fprintln(w, "  "+runreport.VisibleControls(l))
 			}
 		}
@@ -458,7 +458,7 @@ func fnv32(s string) uint32 {
 // validator's verdict, a transformer's success or failure.
 type stubDispatcher struct{ outcomes map[string]string }
 
-func (s *stubDispatcher) Dispatch(_ context.Context, d workflow.Dispatch) (workflow.Outcome, error) {
+func (s *stubDispatcher) Dispatch(_ context.Context, d workflow.Dispatch) (event.WorkflowOutcome, error) {
 	return workflow.StubOutcome(d.Agent, s.outcomes), nil
 }
 
@@ -514,10 +514,10 @@ func pinAgents(w io.Writer, wf *workflow.Workflow, f workflowRunFlags, workDir s
 	return d, nil
 }
 
-func (a *agentDispatcher) Dispatch(ctx context.Context, d workflow.Dispatch) (workflow.Outcome, error) {
+func (a *agentDispatcher) Dispatch(ctx context.Context, d workflow.Dispatch) (event.WorkflowOutcome, error) {
 	def := a.defs[d.Agent.ID]
 	if def == nil {
-		return workflow.Outcome{}, fmt.Errorf("agent %s was not read before the run", d.Agent.ID)
+		return event.WorkflowOutcome{}, fmt.Errorf("agent %s was not read before the run", d.Agent.ID)
 	}
 	// The orchestrator's values (issue, payload keys) reach the agent as
 	// the parameters it declares; the others are not its parameters.
@@ -529,18 +529,18 @@ func (a *agentDispatcher) Dispatch(ctx context.Context, d workflow.Dispatch) (wo
 	}
 	ag, err := agent.Build(ctx, def, agent.BuildOptions{WorkDir: a.workDir, Model: a.model, Params: params})
 	if err != nil {
-		return workflow.Outcome{}, err
+		return event.WorkflowOutcome{}, err
 	}
 	if !a.quiet {
 		fmt.Fprintf(a.stderr, "  agent %s: run %s\n", d.Agent.ID, ag.RunID())
 	}
 	if err := ag.Start(ctx); err != nil {
 		ag.Stop()
-		return workflow.Outcome{}, err
+		return event.WorkflowOutcome{}, err
 	}
 	ag.Run(ctx)
 	res := ag.Stop()
-	out := workflow.Outcome{RunID: res.RunID, Journal: res.Journal, Success: res.Success, Reason: res.CompletionReason,
+	out := event.WorkflowOutcome{RunID: res.RunID, Journal: res.Journal, Success: res.Success, Reason: res.CompletionReason,
 		Verdict: res.Verdict, Handoff: res.Handoff}
 	if res.Error != nil {
 		out.Error = res.Error.Error()
@@ -623,10 +623,10 @@ func summarizeWorkflowRun(r journal.Run, s runSummary) runSummary {
 
 // prioritizeBatch runs the prioritizer over the batch (--prioritize), or
 // with --dry-run says what it would do.
-func prioritizeBatch(ctx context.Context, w io.Writer, f workflowRunFlags, wf *workflow.Workflow, r *workflow.Runner, storeDir string) workflow.End {
+func prioritizeBatch(ctx context.Context, w io.Writer, f workflowRunFlags, wf *workflow.Workflow, r *workflow.Runner, storeDir string) event.WorkflowEnd {
 	a := wf.PrioritizerAgent()
 	c := workflow.Criteria{Labels: f.labels, State: f.state, Limit: f.limit}
-	end := workflow.End{Issues: []workflow.IssueResult{}}
+	end := event.WorkflowEnd{Issues: []event.WorkflowIssueResult{}}
 	if f.dryRun {
 		listed, err := r.Issues.List(ctx, c)
 		if err != nil {

@@ -77,7 +77,7 @@ type temporalIssueRun struct {
 // Temporal, at most --concurrency at once (in queue order, cycleDelayMs
 // apart), journaling each issue's events when it ends.
 func runWorkflowOnTemporal(ctx context.Context, stderr io.Writer, f workflowRunFlags, wf *workflow.Workflow, issues workflow.Issues,
-	disp workflow.Dispatcher, workDir, runID string, queue []int, jw event.Emitter) ([]workflow.IssueResult, error) {
+	disp workflow.Dispatcher, workDir, runID string, queue []int, jw event.Emitter) ([]event.WorkflowIssueResult, error) {
 	raw, err := os.ReadFile(f.file)
 	if err != nil {
 		return nil, withExit(exitUsage, fmt.Errorf("workflow run: %v", err))
@@ -118,7 +118,7 @@ func runWorkflowOnTemporal(ctx context.Context, stderr io.Writer, f workflowRunF
 	}
 	defer tr.c.Close()
 
-	results := make([]workflow.IssueResult, len(queue))
+	results := make([]event.WorkflowIssueResult, len(queue))
 	var mu sync.Mutex // one issue's events stay together in the journal
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, f.tf.concurrency)
@@ -134,7 +134,7 @@ func runWorkflowOnTemporal(ctx context.Context, stderr io.Writer, f workflowRunF
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			results[i] = workflow.IssueResult{Issue: n, Status: workflow.StatusFailed, History: []workflow.Transition{}, Error: "not started: interrupted"}
+			results[i] = event.WorkflowIssueResult{Issue: n, Status: workflow.StatusFailed, History: []event.WorkflowTransition{}, Error: "not started: interrupted"}
 			continue
 		}
 		wg.Add(1)
@@ -156,16 +156,16 @@ func runWorkflowOnTemporal(ctx context.Context, stderr io.Writer, f workflowRunF
 
 // run starts issue n's workflow and waits for it; it returns the issue's
 // result and its journal events.
-func (tr *temporalIssueRun) run(ctx context.Context, stderr io.Writer, quiet bool, n int) (workflow.IssueResult, []scaleout.IssueEvent) {
+func (tr *temporalIssueRun) run(ctx context.Context, stderr io.Writer, quiet bool, n int) (event.WorkflowIssueResult, []scaleout.IssueEvent) {
 	in := tr.base
 	in.Issue = n
 	if in.Repo != "" {
 		in.Branch = tr.branches[n]
 	}
 	id := scaleout.IssueWorkflowID(in.Store, tr.workflowID, n)
-	failed := func(status, msg string) (workflow.IssueResult, []scaleout.IssueEvent) {
-		res := workflow.IssueResult{Issue: n, Status: status, FinalPhase: "unknown", History: []workflow.Transition{}, Error: msg}
-		return res, []scaleout.IssueEvent{issueEvent(workflow.EventIssueStart, map[string]any{"issue": n}), issueEvent(workflow.EventIssueEnd, res)}
+	failed := func(status, msg string) (event.WorkflowIssueResult, []scaleout.IssueEvent) {
+		res := event.WorkflowIssueResult{Issue: n, Status: status, FinalPhase: "unknown", History: []event.WorkflowTransition{}, Error: msg}
+		return res, []scaleout.IssueEvent{issueEvent(string(event.KindWorkflowIssueStart), map[string]any{"issue": n}), issueEvent(string(event.KindWorkflowIssueEnd), res)}
 	}
 	wr, err := scaleout.StartIssue(ctx, tr.c, tr.taskQueue, tr.workflowID, &in)
 	if errors.Is(err, scaleout.ErrIssueRunning) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
 	"github.com/capstan-dev/capstan/scaleout"
@@ -117,7 +117,7 @@ func TestTemporalToolLedgerKilledWorker(t *testing.T) {
 		victim = startWorker(t, addr, filepath.Join(roots, "w"+strconv.Itoa(round+1)))
 		for _, id := range ids {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			var res agent.Result
+			var res event.RunResult
 			err := c.GetWorkflow(ctx, id, "").Get(ctx, &res)
 			cancel()
 			if err != nil || !res.Success {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
@@ -71,7 +72,7 @@ func TestTemporalRidesOutAnOutageMidIteration(t *testing.T) {
 	if err := run.Run(); err != nil {
 		t.Fatalf("capstan run --temporal: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || !res.Success {
 		t.Fatalf("the run did not complete: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
@@ -178,7 +179,7 @@ func TestTemporalResumeKnowsWhereTheRunLives(t *testing.T) {
 	if err := sh.Run(); err != nil {
 		t.Fatalf("the pasted hint %q: %v\n%s", hint, err, errOut.String())
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.Success || res.RunID != id {
 		t.Fatalf("resumed on Temporal: %v %+v\n%s", err, res, errOut.String())
 	}

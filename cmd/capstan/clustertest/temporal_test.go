@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
 	"github.com/capstan-dev/capstan/journal"
@@ -99,7 +100,7 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 	if err := run.Run(); err != nil {
 		t.Fatalf("capstan run --temporal: %v\n%s", err, stderr.String())
 	}
-	var followed agent.Result
+	var followed event.RunResult
 	if err := json.Unmarshal(stdout.Bytes(), &followed); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout.String())
 	}
@@ -166,7 +167,7 @@ func TestTemporalRunsSurviveAKilledWorker(t *testing.T) {
 	defer cancel()
 	moved, historyBytes, iterations, told := 0, 0, 0, map[string]bool{}
 	for _, id := range ids {
-		var res agent.Result
+		var res event.RunResult
 		if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 			t.Fatalf("run %s: %v", id, err)
 		}
@@ -312,7 +313,7 @@ func TestTemporalCancel(t *testing.T) {
 	}
 	err := run.Wait()
 	pw.Close()
-	var res agent.Result
+	var res event.RunResult
 	if jerr := json.Unmarshal(stdout.Bytes(), &res); jerr != nil {
 		t.Fatalf("--json after Ctrl-C: %v (%v)\n%s", jerr, err, strings.Join(lines, "\n"))
 	}
@@ -327,7 +328,7 @@ func TestTemporalCancel(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res = agent.Result{}
+	res = event.RunResult{}
 	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func TestTemporalStoppedWorkerMovesItsRuns(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var res agent.Result
+	var res event.RunResult
 	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/temporaltest"
 	"github.com/capstan-dev/capstan/scaleout"
 )
@@ -85,7 +85,7 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 				b.Fatalf("submit printed %d run ids, want %d", len(ids), runs)
 			}
 			for _, id := range ids {
-				var res agent.Result
+				var res event.RunResult
 				if err := c.GetWorkflow(context.Background(), id, "").Get(context.Background(), &res); err != nil || !res.Success {
 					b.Fatalf("run %s: %v %+v", id, err, res)
 				}

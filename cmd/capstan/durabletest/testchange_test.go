@@ -88,7 +88,7 @@ func requestRun(t *testing.T, agentDir, workDir string) string {
 	if code != 5 {
 		t.Fatalf("run exit %d, want 5 (test change requested):\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -144,17 +144,17 @@ func TestTestChangeApproved(t *testing.T) {
 	}
 	code, out, errOut = captureConfigCLI(t, append(pastedCommand(t, out, "continue with:"), "--json")...)
 	if code != 0 {
-		var r agent.Result
+		var r event.RunResult
 		_ = json.Unmarshal([]byte(out), &r)
 		evs, _ := journal.ReadFile(r.Journal)
 		for _, ev := range evs {
-			if ev.Type == agent.EventCleanRun {
+			if ev.Type == string(event.KindCleanRun) {
 				t.Log(string(ev.Data))
 			}
 		}
 		t.Fatalf("resume exit %d:\n%s\n%s", code, out, errOut)
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.Success {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -200,7 +200,7 @@ func TestTestChangeApprovedThenOtherFile(t *testing.T) {
 		t.Fatalf("approve exit %d\n%s", code, errOut)
 	}
 	code, out, errOut := captureConfigCLI(t, "resume", id, "--json")
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, errOut)
 	}
@@ -227,7 +227,7 @@ func TestTestChangeRejected(t *testing.T) {
 		t.Fatalf("reject exit %d:\n%s\n%s", code, out, errOut)
 	}
 	code, out, errOut = captureConfigCLI(t, append(pastedCommand(t, out, "continue with:"), "--json")...)
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, errOut)
 	}
@@ -275,7 +275,7 @@ func TestTestChangeByHiddenTests(t *testing.T) {
   - text: "TASK_DONE"
 `, verification, wrongAdd, hiddenFiles)
 	code, out, errOut = captureConfigCLI(t, "run", agentDir, "--workdir", workDir, "--json", "--quiet", "--no-sandbox")
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, errOut)
 	}
@@ -310,7 +310,7 @@ func TestCleanRunCatchesStateOutsideTheWorkDir(t *testing.T) {
 		}
 		agentDir, workDir := testChangeAgentWith(t, script, verification, stateful, nil)
 		code, out, errOut := captureConfigCLI(t, "run", agentDir, "--workdir", workDir, "--json", "--quiet", "--no-sandbox")
-		var res agent.Result
+		var res event.RunResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("%v\n%s\n%s", err, out, errOut)
 		}

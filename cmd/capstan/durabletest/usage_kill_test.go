@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/internal/clitest"
 	"github.com/capstan-dev/capstan/internal/fakellm"
 	"github.com/capstan-dev/capstan/journal"
@@ -211,7 +211,7 @@ func killedRun(t *testing.T, dir, wd, url string, until func(done <-chan error))
 
 // resumeToEnd resumes run id and returns its result, which must be a
 // completed run.
-func resumeToEnd(t *testing.T, id string) agent.Result {
+func resumeToEnd(t *testing.T, id string) event.RunResult {
 	t.Helper()
 	resume := cliCommand("resume", id, "--json")
 	resume.Env = append(resume.Env, "ANTHROPIC_API_KEY="+clitest.FakeKey, "OPENAI_API_KEY="+clitest.FakeKey)
@@ -220,7 +220,7 @@ func resumeToEnd(t *testing.T, id string) agent.Result {
 	if err := resume.Run(); err != nil {
 		t.Fatalf("resume: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
-	var res agent.Result
+	var res event.RunResult
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || !res.Success {
 		t.Fatalf("the resumed run did not complete: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
