@@ -42,16 +42,16 @@ func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Regis
 // shell tools confined to the work dir (Bash sandboxed when
 // runner.boundaries.sandbox is enabled), the Go tools of Config.Tools and
 // the tools of runner.skills. Every result passes proc.RedactSecrets.
-func (a *Agent) buildTools(ctx context.Context) ([]tool.Tool, error) {
+// commandEnv is the allow list of Bash's environment (see buildBridge).
+func (a *Agent) buildTools(ctx context.Context, commandEnv []string) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
 	protected, err := a.protectedFunc()
 	if err != nil {
 		return nil, err
 	}
-	cfg := builtin.Config{WorkDir: a.workDir, Env: b.Env, Protected: protected}
+	cfg := builtin.Config{WorkDir: a.workDir, Env: commandEnv, Protected: protected}
 	var boxed *sandbox.Runner
 	if a.sandbox != nil {
-		cfg.Env = a.withGitIdentity(ctx, b.Env)
 		// Bash's commands share a cache of their own; subprocess steps
 		// and validators never see it.
 		cfg.Runner, boxed = a.sandbox.WithCache(a.bashCache), a.sandbox.Runner
@@ -153,7 +153,14 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 	if a.opts.Bridge != nil {
 		return a.opts.Bridge, nil
 	}
-	tools, err := a.buildTools(ctx)
+	// What the model's commands get besides the minimal base: the
+	// agent's runner.boundaries.env and, in the sandbox (whose HOME is
+	// private), the user's git identity.
+	commandEnv := a.spec.Runner.Boundaries.Env
+	if a.sandbox != nil {
+		commandEnv = a.withGitIdentity(ctx, commandEnv)
+	}
+	tools, err := a.buildTools(ctx, commandEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +195,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 	}
 	a.baseURL = baseURL
 	cfg := llm.Config{
+		CommandEnv:          commandEnv,
 		BaseURL:             baseURL,
 		AgentDir:            a.def.Dir(),
 		AgentFS:             a.def.FS(),

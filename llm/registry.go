@@ -72,6 +72,11 @@ type Config struct {
 	// that run their own tool loop (claude-code) hand them to the backend;
 	// for the others their tools arrive in Tools (see tool/mcp).
 	MCPServers map[string]tooldecl.MCPServer
+	// CommandEnv is what the model's commands get besides the minimal
+	// base (the allow list of proc.ForCommands: runner.boundaries.env,
+	// and, in a sandbox, the user's git identity), for a provider whose
+	// backend runs the commands itself (the claude CLI's Bash).
+	CommandEnv []string
 	// Sandbox, when set, confines the programs a provider that runs its
 	// own tool loop starts (the claude CLI and every tool it runs) in the
 	// agent's sandbox; nil runs them with the caller's rights (the run

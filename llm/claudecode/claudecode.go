@@ -72,7 +72,7 @@ var secretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
 func init() {
 	llm.Register("claude-code", func(ctx context.Context, c llm.Config) (llm.Bridge, error) {
 		return New(Config{Model: c.Model, BaseURL: c.BaseURL, WorkDir: c.WorkDir, Getenv: c.Getenv, Events: c.Events,
-			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers, Redact: c.Redact, Sandbox: c.Sandbox})
+			MaxTurns: c.MaxTurns, MCPServers: c.MCPServers, Redact: c.Redact, Sandbox: c.Sandbox, CommandEnv: c.CommandEnv})
 	})
 }
 
@@ -93,6 +93,10 @@ type Config struct {
 	Getenv func(string) string
 	// Env adds KEY=VALUE entries to the CLI's environment.
 	Env []string
+	// CommandEnv is what the model's commands (the CLI's Bash) get
+	// besides the minimal base, in proc.ForCommands' allow-list form
+	// ("NAME", "PREFIX*", "NAME=value"): runner.boundaries.env.
+	CommandEnv []string
 	// Events receives journal events (nil = discard).
 	Events event.Emitter
 	// MaxTurns is --max-turns when QueryOptions.MaxTurns is 0.
@@ -473,7 +477,7 @@ func (b *Bridge) env() []string {
 	}
 	// The CLI's own settings and key, and what the model's commands get
 	// (its Bash runs them) — not the rest of capstan's environment.
-	env := proc.ForClaudeCLI(environ, nil)
+	env := proc.ForClaudeCLI(environ, b.cfg.CommandEnv)
 	if b.cfg.BaseURL != "" {
 		// The last of a duplicated variable wins.
 		env = append(env, "ANTHROPIC_BASE_URL="+b.cfg.BaseURL)

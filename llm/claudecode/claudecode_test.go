@@ -79,6 +79,7 @@ type fakeLog struct {
 	EnvKey     string   `json:"env_key"`
 	EnvBaseURL string   `json:"env_base_url"`
 	Pwd        string   `json:"pwd"`
+	Env        []string `json:"env"`
 }
 
 func newBridge(t *testing.T, scenario string, ev event.Emitter, mut func(*claudecode.Config)) (*claudecode.Bridge, string) {
@@ -540,5 +541,31 @@ func TestArgsBoundaryDeniesGitHubCommands(t *testing.T) {
 	}
 	if got, _ := flagValue(b.Args(llm.QueryOptions{}, ""), "--disallowedTools"); got != "WebFetch" {
 		t.Fatalf("without a boundary: %q", got)
+	}
+}
+
+// The model's commands run by the CLI's Bash get what capstan's own Bash
+// tool gets: Config.CommandEnv (runner.boundaries.env, and in a sandbox
+// the user's git identity) in proc.ForCommands' form; nothing else of
+// capstan's environment.
+func TestCommandEnvReachesTheCLI(t *testing.T) {
+	t.Setenv("CAPSTAN_TEST_FROM_HOST", "host")
+	t.Setenv("CAPSTAN_TEST_UNLISTED", "unlisted")
+	b, logPath := newBridge(t, "", &events{}, func(c *claudecode.Config) {
+		c.CommandEnv = []string{"CAPSTAN_TEST_SET=set", "CAPSTAN_TEST_FROM_HOST", "GIT_AUTHOR_NAME=Ada Lovelace"}
+	})
+	if _, err := b.Query(context.Background(), "hello", llm.QueryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env := readLog(t, logPath).Env
+	for _, want := range []string{"CAPSTAN_TEST_SET=set", "CAPSTAN_TEST_FROM_HOST=host", "GIT_AUTHOR_NAME=Ada Lovelace"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("the CLI's environment has no %s: %q", want, env)
+		}
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "CAPSTAN_TEST_UNLISTED=") {
+			t.Errorf("the CLI got %s, which CommandEnv does not name", kv)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func main() {
 	in := bufio.NewReader(os.Stdin)
 	line, _ := in.ReadString('\n')
 	if p := os.Getenv("FAKE_CLAUDE_LOG"); p != "" {
-		b, _ := json.Marshal(map[string]any{"args": os.Args[1:], "stdin": line, "env_key": os.Getenv("ANTHROPIC_API_KEY"), "env_base_url": os.Getenv("ANTHROPIC_BASE_URL"), "pwd": must(os.Getwd())})
+		b, _ := json.Marshal(map[string]any{"args": os.Args[1:], "stdin": line, "env_key": os.Getenv("ANTHROPIC_API_KEY"), "env_base_url": os.Getenv("ANTHROPIC_BASE_URL"), "pwd": must(os.Getwd()), "env": os.Environ()})
 		_ = os.WriteFile(p, b, 0o644)
 	}
 	var msg struct {
