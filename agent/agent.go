@@ -666,27 +666,6 @@ func (a *Agent) release() error {
 	return first
 }
 
-// emitterConsumer feeds an emitter that stamps the run's position itself
-// — the journal writer, the OpenTelemetry tracer — from the event stream,
-// moving its position only when the stream's moves. (Model-output events
-// never reach it: the journal has the finished turns.)
-type emitterConsumer struct {
-	e interface {
-		event.Emitter
-		SetPosition(iteration int, step string)
-	}
-	iteration int
-	step      string
-}
-
-func (c *emitterConsumer) Consume(e event.Event) {
-	if e.Iteration != c.iteration || e.Step != c.step {
-		c.iteration, c.step = e.Iteration, e.Step
-		c.e.SetPosition(e.Iteration, e.Step)
-	}
-	c.e.Emit(e.Payload)
-}
-
 // pathInside reports whether p is dir or lies below it (lexically).
 func pathInside(dir, p string) bool {
 	rel, err := filepath.Rel(dir, p)

@@ -191,11 +191,11 @@ func (a *Agent) buildLogger(ctx context.Context, environ []string, spanClock fun
 // embedder's consumers, each seeing the model's output with the secret
 // values of environ replaced. spanClock stamps spans (nil: the SDK does).
 func (a *Agent) buildStream(ctx context.Context, environ []string, spanClock func() time.Time) {
-	consumers := []event.Consumer{&emitterConsumer{e: event.Journal{Writer: a.events}}}
+	consumers := []event.Consumer{event.Journal{Writer: a.events}}
 	if a.opts.TracerProvider != nil {
 		a.tracer = tracing.New(tracing.Config{Provider: a.opts.TracerProvider, Parent: context.WithoutCancel(ctx),
-			Next: event.Discard, Secrets: proc.SecretValues(environ), Now: spanClock})
-		consumers = append(consumers, &emitterConsumer{e: a.tracer})
+			Secrets: proc.SecretValues(environ), Now: spanClock})
+		consumers = append(consumers, a.tracer)
 	}
 	a.emit = event.NewStream(a.opts.Now, append(consumers, a.opts.Events...)...)
 	// The model's streamed text reaches every consumer, an embedder's

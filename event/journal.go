@@ -10,3 +10,10 @@ type Journal struct{ *journal.Writer }
 
 // Emit implements Emitter.
 func (j Journal) Emit(p Payload) { j.Append(string(p.EventKind()), p) }
+
+// Consume implements Consumer: it writes e at e's position (the Stream's
+// iteration and step), as Emit writes a payload at the Writer's.
+func (j Journal) Consume(e Event) {
+	j.SetPosition(e.Iteration, e.Step)
+	j.Append(string(e.Kind), e.Payload)
+}

@@ -180,7 +180,7 @@ type Outcome struct {
 	Iterations       int              `json:"iterations"`
 	Usage            map[string]int64 `json:"usage,omitempty"`
 	// UsageUnreported counts the responses the run was billed for whose
-	// tokens are in neither Usage nor CostUSD (agent.Result's): see
+	// tokens are in neither Usage nor CostUSD (event.RunResult's): see
 	// UsageNote.
 	UsageUnreported int           `json:"usageUnreported,omitempty"`
 	CostUSD         float64       `json:"cost"`

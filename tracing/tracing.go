@@ -148,11 +148,17 @@ func (e *Emitter) SetPosition(iteration int, stepID string) {
 		w.SetPosition(iteration, stepID)
 	}
 	e.mu.Lock()
+	e.position(iteration, stepID)
+	e.mu.Unlock()
+}
+
+// position moves the run position and labels the open iteration span with
+// the step; e.mu is held.
+func (e *Emitter) position(iteration int, stepID string) {
 	e.iteration, e.step = iteration, stepID
 	if e.iter.span != nil && stepID != "" {
 		e.setAttrs(e.iter.span, append(e.buf[:0], attribute.String(AttrStep, stepID)))
 	}
-	e.mu.Unlock()
 }
 
 // RunContext returns ctx carrying the open run span (ctx itself when no
@@ -181,9 +187,28 @@ func (e *Emitter) Close() {
 	e.closed = true
 }
 
-// Emit forwards the event to Next, then maps it to spans.
+// Emit forwards the event to Next, then maps it to spans: the Emitter in
+// front of a journal writer (the pipeline, workflow and skills commands).
 func (e *Emitter) Emit(p event.Payload) {
 	e.next.Emit(p)
+	e.trace(p)
+}
+
+// Consume implements event.Consumer: the Emitter as one of a Stream's
+// consumers (an agent run's), beside the journal. It maps the event to
+// spans at the event's position (the iteration span is labelled with its
+// step) and forwards nothing to Next.
+func (e *Emitter) Consume(ev event.Event) {
+	e.mu.Lock()
+	if ev.Iteration != e.iteration || ev.Step != e.step {
+		e.position(ev.Iteration, ev.Step)
+	}
+	e.mu.Unlock()
+	e.trace(ev.Payload)
+}
+
+// trace maps one event to spans.
+func (e *Emitter) trace(p event.Payload) {
 	kind := p.EventKind()
 	switch kind {
 	case event.KindPromptResolved, event.KindSessionMessages, event.KindLifecycle, event.KindStepState:

@@ -253,6 +253,34 @@ func TestForwardsUnchanged(t *testing.T) {
 	}
 }
 
+// TestConsumesAStream: as one of a Stream's consumers the Emitter traces
+// each event at the Stream's position (the iteration span carries the
+// step the Stream stamped) and forwards nothing to Next.
+func TestConsumesAStream(t *testing.T) {
+	e, sr, next := newTraced(t)
+	s := event.NewStream(clock(), e)
+	s.Emit(raw(journal.RunStart, runStart{RunID: "r1", Agent: "hello", Model: "anthropic:claude-x"}))
+	s.Emit(&event.IterationStartEvent{Iteration: 1})
+	s.Emit(event.PromptEvent{Iteration: 1, Step: "greet", Source: "prompts/x.md"})
+	s.Emit(event.QueryStartEvent{SessionID: "s1"})
+	s.Emit(&event.QueryResult{SessionID: "s1", Turns: 1, StopReason: "end_turn"})
+	s.Emit(event.IterationEvent{Summary: &event.IterationSummary{Iteration: 1, StepID: "greet"}})
+	s.Emit(&event.RunResult{Success: true, CompletionReason: "completed", Iterations: 1, RunID: "r1"})
+	got := byName(sr.Ended())
+	if len(got) != 3 || got[SpanRun] == nil || got["chat claude-x"] == nil {
+		t.Fatalf("spans %v", got)
+	}
+	if it := attrs(got[SpanIteration]); it[AttrIteration].AsInt64() != 1 || it[AttrStep].AsString() != "greet" {
+		t.Errorf("iteration attrs %v", it)
+	}
+	if run := attrs(got[SpanRun]); !run[AttrSuccess].AsBool() || run[AttrCompletionReason].AsString() != "completed" {
+		t.Errorf("run attrs %v", run)
+	}
+	if len(next.events) != 0 || len(next.positions) != 0 {
+		t.Errorf("a Stream's consumer forwarded %v at %v", next.events, next.positions)
+	}
+}
+
 // TestNothingSensitiveExported: prompts, responses, tool input and output,
 // params, error messages and retry texts stay out of spans; the one free
 // text exported (warnings) has secrets redacted.
