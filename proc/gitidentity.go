@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -21,15 +22,18 @@ func IsGitIdentityVar(name string) bool {
 	return slices.ContainsFunc(gitIdentityVars, func(v [2]string) bool { return v[0] == name })
 }
 
+// identityKeys matches the configuration keys of a commit's identity,
+// for git config --get-regexp.
+const identityKeys = `^user\.(name|email)$`
+
 // CommitIdentity says who git commits in dir are made by, for the
 // model's commands there. local is true when dir's repository sets
 // user.name and user.email itself: git reads them there, sandboxed or
 // not. Otherwise env is the user's identity (UserIdentity of environ),
 // nil when it is unknown.
 func (g *Git) CommitIdentity(ctx context.Context, dir string, environ []string) (env []string, local bool) {
-	name, _ := g.Output(ctx, dir, "config", "--local", "--get", "user.name")
-	email, _ := g.Output(ctx, dir, "config", "--local", "--get", "user.email")
-	if strings.TrimSpace(string(name)) != "" && strings.TrimSpace(string(email)) != "" {
+	out, _ := g.Output(ctx, dir, "config", "--local", "-z", "--get-regexp", identityKeys)
+	if own := parseIdentity(out); own["user.name"] != "" && own["user.email"] != "" {
 		return nil, true
 	}
 	return g.UserIdentity(ctx, environ), false
@@ -51,22 +55,19 @@ func (g *Git) UserIdentity(ctx context.Context, environ []string) []string {
 			env = append(env, kv)
 		}
 	}
-	fromConfig := map[string]string{}
+	var fromConfig map[string]string // read once, when environ lacks a value
 	lookup := func(key string) string {
-		if v, ok := fromConfig[key]; ok {
-			return v
-		}
-		var v string
-		for _, scope := range []string{"--global", "--system"} {
-			cmd := exec.CommandContext(ctx, g.path, "config", scope, "--get", key)
-			cmd.Env, cmd.Dir = env, "/"
-			if out, err := cmd.Output(); err == nil && strings.TrimSpace(string(out)) != "" {
-				v = strings.TrimSpace(string(out))
-				break
+		if fromConfig == nil {
+			fromConfig = map[string]string{}
+			// The global scope wins over the system one, as in git.
+			for _, scope := range []string{"--system", "--global"} {
+				cmd := exec.CommandContext(ctx, g.path, "config", scope, "-z", "--get-regexp", identityKeys)
+				cmd.Env, cmd.Dir = env, "/"
+				out, _ := cmd.Output()
+				maps.Copy(fromConfig, parseIdentity(out))
 			}
 		}
-		fromConfig[key] = v
-		return v
+		return fromConfig[key]
 	}
 	out := make([]string, 0, len(gitIdentityVars))
 	for _, v := range gitIdentityVars {
@@ -80,6 +81,21 @@ func (g *Git) UserIdentity(ctx context.Context, environ []string) []string {
 		out = append(out, v[0]+"="+val)
 	}
 	return out
+}
+
+// parseIdentity reads the output of git config -z --get-regexp (entries
+// "key\nvalue" ended by NUL): the last non-empty value of each key, as git
+// config --get returns it, trimmed. A value that spans lines is kept as
+// it is, for UserIdentity to refuse.
+func parseIdentity(out []byte) map[string]string {
+	vals := map[string]string{}
+	for _, entry := range strings.Split(string(out), "\x00") {
+		key, val, _ := strings.Cut(entry, "\n")
+		if val = strings.TrimSpace(val); key != "" && val != "" {
+			vals[strings.ToLower(key)] = val
+		}
+	}
+	return vals
 }
 
 // valueOf is the value of name in environ ("" when unset).

@@ -44,9 +44,10 @@ func TestCommitIdentity(t *testing.T) {
 		"global configuration": {userEnv(t, global), want},
 		"environment first": {userEnv(t, global, "GIT_AUTHOR_NAME=Grace", "GIT_COMMITTER_NAME=Grace"), []string{"GIT_AUTHOR_NAME=Grace",
 			"GIT_AUTHOR_EMAIL=ada@example.invalid", "GIT_COMMITTER_NAME=Grace", "GIT_COMMITTER_EMAIL=ada@example.invalid"}},
-		"no identity":     {userEnv(t, ""), nil},
-		"only a name":     {userEnv(t, "[user]\n\tname = Ada\n"), nil},
-		"only in the env": {userEnv(t, "", "GIT_AUTHOR_NAME=G", "GIT_AUTHOR_EMAIL=g@x", "GIT_COMMITTER_NAME=G", "GIT_COMMITTER_EMAIL=g@x"), []string{"GIT_AUTHOR_NAME=G", "GIT_AUTHOR_EMAIL=g@x", "GIT_COMMITTER_NAME=G", "GIT_COMMITTER_EMAIL=g@x"}},
+		"no identity":         {userEnv(t, ""), nil},
+		"only a name":         {userEnv(t, "[user]\n\tname = Ada\n"), nil},
+		"a name of two lines": {userEnv(t, "[user]\n\tname = \"Ada\\nGIT_DIR=/x\"\n\temail = ada@example.invalid\n"), nil},
+		"only in the env":     {userEnv(t, "", "GIT_AUTHOR_NAME=G", "GIT_AUTHOR_EMAIL=g@x", "GIT_COMMITTER_NAME=G", "GIT_COMMITTER_EMAIL=g@x"), []string{"GIT_AUTHOR_NAME=G", "GIT_AUTHOR_EMAIL=g@x", "GIT_COMMITTER_NAME=G", "GIT_COMMITTER_EMAIL=g@x"}},
 	} {
 		g, err := NewGit(c.env, repo)
 		if err != nil {
