@@ -146,10 +146,17 @@ func checkPrompts(dir string, def *agentdir.Definition, reg *agentdir.Registry) 
 			p.File = c.regFile
 			c.out = append(c.out, p)
 		}
-		if st.Type != "gateway" && st.Runner == nil {
+		// A step without c2 or c3 is SR-STEP-PROMPT: its prompt, and its
+		// retry prompts unless its validation step names their c2 and c3,
+		// cannot be named, which saying again would only bury.
+		noCoords := st.LacksPromptCoordinates()
+		if st.Type != "gateway" && st.Runner == nil && !noCoords {
 			c.checkStepPrompt(ctx, id, ptr, st)
 		}
 		ver := reg.VerificationOf(id, st)
+		if noCoords && (ver.C2 == "" || ver.C3 == "") {
+			continue
+		}
 		for _, u := range c.retryPromptUses(id, ptr, st, ver) {
 			c.checkRetryPrompt(ctx, id, ver, u)
 		}

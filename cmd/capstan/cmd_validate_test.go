@@ -148,3 +148,48 @@ func TestValidateChecksOutputSchemasAgainstTheirDraft(t *testing.T) {
 		t.Fatalf("run: exit %d:\n%s%s", code, out, errOut)
 	}
 }
+
+// A step without c2 is one problem, said once: SR-STEP-PROMPT, not also
+// its prompt file and the retry prompt of its validator's pattern, which
+// without c2 cannot be named either. A step whose c2 cannot be a path
+// segment is told with the c1 its prompt is looked up under.
+func TestValidateSaysAStepWithoutC2Once(t *testing.T) {
+	parent := t.TempDir()
+	if code, _, stderr := captureConfigCLI(t, "init", "demo", "--dir", parent); code != 0 {
+		t.Fatalf("init exit %d: %s", code, stderr)
+	}
+	dir := filepath.Join(parent, "demo")
+	regPath := filepath.Join(dir, "steps_registry.json")
+	orig, err := os.ReadFile(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setC2 := func(value string) {
+		t.Helper()
+		var reg map[string]any
+		if err := json.Unmarshal(orig, &reg); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range reg["steps"].(map[string]any) {
+			if value == "" {
+				delete(st.(map[string]any), "c2")
+			} else {
+				st.(map[string]any)["c2"] = value
+			}
+		}
+		b, _ := json.MarshalIndent(reg, "", "  ")
+		if err := os.WriteFile(regPath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setC2("")
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, "invalid (1 error, 0 warnings)") || !strings.Contains(out, "error SR-STEP-PROMPT step") {
+		t.Fatalf("exit %d, want one SR-STEP-PROMPT:\n%s", code, out)
+	}
+	setC2("in/itial")
+	code, out, _ = captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, `SR-STEP-PROMPT-INVALID`) || !strings.Contains(out, `(c1="steps" c2="in/itial"`) {
+		t.Fatalf("exit %d, want SR-STEP-PROMPT-INVALID naming c1:\n%s", code, out)
+	}
+}
