@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -183,6 +184,15 @@ func (c *promptChecker) checkSchema(ref *agentdir.SchemaRef, ptr, what string) {
 	if _, err := c.schemas.get(*ref); err != nil {
 		if ps := invalidSchemaProblems(err, what, *ref); len(ps) > 0 {
 			c.out = append(c.out, ps...)
+			return
+		}
+		if e := agenterr.From(err); e != nil && e.Code == agenterr.CodeSchemaResolution && e.File != "" && e.Line > 0 {
+			// The schema file itself is broken (its JSON syntax): the
+			// problem is located there, at the line and column.
+			msg, hint := withOwnHint(err, "fix the JSON syntax")
+			c.out = append(c.out, agentdir.Problem{Code: CodeSchemaUnresolved, Severity: agentdir.SeverityError,
+				File: path.Join(c.schemas.rel, e.File), Line: e.Line, Column: e.Column,
+				Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + msg, Hint: hint})
 			return
 		}
 		msg, hint := withOwnHint(err, "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)")

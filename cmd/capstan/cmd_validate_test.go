@@ -193,3 +193,48 @@ func TestValidateSaysAStepWithoutC2Once(t *testing.T) {
 		t.Fatalf("exit %d, want SR-STEP-PROMPT-INVALID naming c1:\n%s", code, out)
 	}
 }
+
+// A schema file that is not valid JSON (cut short, or with a stray
+// character) is reported in that file, at the line and column where its
+// syntax breaks, not only at the step that refers to it.
+func TestValidateLocatesABrokenSchemaFile(t *testing.T) {
+	parent := t.TempDir()
+	if code, _, stderr := captureConfigCLI(t, "init", "demo", "--dir", parent); code != 0 {
+		t.Fatalf("init exit %d: %s", code, stderr)
+	}
+	dir := filepath.Join(parent, "demo")
+	regPath := filepath.Join(dir, "steps_registry.json")
+	b, err := os.ReadFile(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg map[string]any
+	if err := json.Unmarshal(b, &reg); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range reg["steps"].(map[string]any) {
+		st.(map[string]any)["outputSchemaRef"] = map[string]any{"file": "out.schema.json", "schema": "out"}
+	}
+	if b, err = json.MarshalIndent(reg, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(regPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ text, at string }{
+		{"{\"$defs\": {\"out\": {\"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": \"strin", ":2:"},
+		{"{\"$defs\": {\"out\":\n  {\"type\": \"object\" \"x\"}}}", ":2:"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "schemas", "out.schema.json"), []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ := captureConfigCLI(t, "validate", dir)
+		want := filepath.Join(dir, "schemas", "out.schema.json") + c.at
+		if code != exitUsage || !strings.Contains(out, want) || !strings.Contains(out, "error SR-SCHEMA-UNRESOLVED") || !strings.Contains(out, "— fix the JSON syntax") {
+			t.Errorf("exit %d, want the problem at %s…:\n%s", code, want, out)
+		}
+	}
+}
