@@ -1,6 +1,8 @@
-// Package jsonvalue turns Go values into the JSON-shaped values
-// (map[string]any, []any, string, float64, bool, nil) that capstan's
-// template evaluators walk without reflection.
+// Package jsonvalue is capstan's one place for JSON values: where each
+// value of a JSON text is, by JSON pointer (Index, for problems reported
+// as file:line:col), and Go values as the JSON-shaped values
+// (map[string]any, []any, string, float64, bool, nil) that the template
+// evaluators walk without reflection (Normalize, Truthy).
 package jsonvalue
 
 import "encoding/json"

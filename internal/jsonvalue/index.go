@@ -1,8 +1,9 @@
-// Package jsonpos locates the values of a JSON text by JSON pointer, so
-// that a problem found in a decoded value can be reported as
-// file:line:col. The configuration loader and the schema resolver share
+// An Index locates the values of a JSON text by JSON pointer, so that a
+// problem found in a decoded value can be reported as file:line:col. The
+// configuration loader, the workflow loader and the schema resolver share
 // it.
-package jsonpos
+
+package jsonvalue
 
 import (
 	"encoding/json"
@@ -43,10 +44,10 @@ type Duplicate struct {
 	Offset int
 }
 
-// New indexes raw, which should be syntactically valid JSON (json.Valid);
+// NewIndex indexes raw, which should be syntactically valid JSON (json.Valid);
 // on anything else the index is partial, but indexing never fails or
 // panics.
-func New(raw []byte) *Index {
+func NewIndex(raw []byte) *Index {
 	x := &Index{raw: raw, spans: map[string]Span{}}
 	x.lines = append(x.lines, 0)
 	for i, b := range raw {
