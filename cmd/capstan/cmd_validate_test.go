@@ -149,45 +149,51 @@ func TestValidateChecksOutputSchemasAgainstTheirDraft(t *testing.T) {
 	}
 }
 
-// A step without c2 is one problem, said once: SR-STEP-PROMPT, not also
-// its prompt file and the retry prompt of its validator's pattern, which
-// without c2 cannot be named either. A step whose c2 cannot be a path
-// segment is told with the c1 its prompt is looked up under.
-func TestValidateSaysAStepWithoutC2Once(t *testing.T) {
+// scaffoldWithSteps makes an agent folder with capstan init and returns
+// it with a function that rewrites its registry's steps with edit.
+func scaffoldWithSteps(t *testing.T) (dir string, editSteps func(edit func(step map[string]any))) {
+	t.Helper()
 	parent := t.TempDir()
 	if code, _, stderr := captureConfigCLI(t, "init", "demo", "--dir", parent); code != 0 {
 		t.Fatalf("init exit %d: %s", code, stderr)
 	}
-	dir := filepath.Join(parent, "demo")
+	dir = filepath.Join(parent, "demo")
 	regPath := filepath.Join(dir, "steps_registry.json")
 	orig, err := os.ReadFile(regPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	setC2 := func(value string) {
+	return dir, func(edit func(step map[string]any)) {
 		t.Helper()
 		var reg map[string]any
 		if err := json.Unmarshal(orig, &reg); err != nil {
 			t.Fatal(err)
 		}
 		for _, st := range reg["steps"].(map[string]any) {
-			if value == "" {
-				delete(st.(map[string]any), "c2")
-			} else {
-				st.(map[string]any)["c2"] = value
-			}
+			edit(st.(map[string]any))
 		}
-		b, _ := json.MarshalIndent(reg, "", "  ")
+		b, err := json.MarshalIndent(reg, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(regPath, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	setC2("")
+}
+
+// A step without c2 is one problem, said once: SR-STEP-PROMPT, not also
+// its prompt file and the retry prompt of its validator's pattern, which
+// without c2 cannot be named either. A step whose c2 cannot be a path
+// segment is told with the c1 its prompt is looked up under.
+func TestValidateSaysAStepWithoutC2Once(t *testing.T) {
+	dir, editSteps := scaffoldWithSteps(t)
+	editSteps(func(st map[string]any) { delete(st, "c2") })
 	code, out, _ := captureConfigCLI(t, "validate", dir)
 	if code != exitUsage || !strings.Contains(out, "invalid (1 error, 0 warnings)") || !strings.Contains(out, "error SR-STEP-PROMPT step") {
 		t.Fatalf("exit %d, want one SR-STEP-PROMPT:\n%s", code, out)
 	}
-	setC2("in/itial")
+	editSteps(func(st map[string]any) { st["c2"] = "in/itial" })
 	code, out, _ = captureConfigCLI(t, "validate", dir)
 	if code != exitUsage || !strings.Contains(out, `SR-STEP-PROMPT-INVALID`) || !strings.Contains(out, `(c1="steps" c2="in/itial"`) {
 		t.Fatalf("exit %d, want SR-STEP-PROMPT-INVALID naming c1:\n%s", code, out)
@@ -198,29 +204,10 @@ func TestValidateSaysAStepWithoutC2Once(t *testing.T) {
 // character) is reported in that file, at the line and column where its
 // syntax breaks, not only at the step that refers to it.
 func TestValidateLocatesABrokenSchemaFile(t *testing.T) {
-	parent := t.TempDir()
-	if code, _, stderr := captureConfigCLI(t, "init", "demo", "--dir", parent); code != 0 {
-		t.Fatalf("init exit %d: %s", code, stderr)
-	}
-	dir := filepath.Join(parent, "demo")
-	regPath := filepath.Join(dir, "steps_registry.json")
-	b, err := os.ReadFile(regPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reg map[string]any
-	if err := json.Unmarshal(b, &reg); err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range reg["steps"].(map[string]any) {
-		st.(map[string]any)["outputSchemaRef"] = map[string]any{"file": "out.schema.json", "schema": "out"}
-	}
-	if b, err = json.MarshalIndent(reg, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(regPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, editSteps := scaffoldWithSteps(t)
+	editSteps(func(st map[string]any) {
+		st["outputSchemaRef"] = map[string]any{"file": "out.schema.json", "schema": "out"}
+	})
 	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
 		t.Fatal(err)
 	}
