@@ -31,18 +31,13 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
-// errTemplateLimit is returned (wrapped) when expansion exceeds its budget.
-var errTemplateLimit = errors.New("template exceeds its budget")
+// errTemplateLimit is returned (wrapped) when expansion exceeds its budget:
+// the one sentinel of both template evaluators, jsonvalue.ErrBudget.
+var errTemplateLimit = jsonvalue.ErrBudget
 
-// templateLimits bound one expandTemplate call; zero fields take the defaults.
-type templateLimits struct {
-	// MaxOutput caps the expanded text and every string built on the way
-	// (bytes; default 1 MiB).
-	MaxOutput int
-	// MaxSteps caps the work: one step per node and per loop item
-	// (default 1,000,000).
-	MaxSteps int
-}
+// templateLimits bound one expandTemplate call; zero fields take the defaults
+// (1 MiB of output, 1,000,000 steps).
+type templateLimits = jsonvalue.Limits
 
 // printfWidthPattern finds the widths and precisions of printf verbs.
 var printfWidthPattern = lazyre.New(`%[-+# 0]*[0-9]+|\.[0-9]+`)
@@ -87,7 +82,7 @@ func expandTemplate(ctx context.Context, name, text string, data any, lim templa
 	if root == nil || root.Root == nil {
 		return "", nil
 	}
-	st := &tmplState{ctx: ctx, trees: trees, root: root, lim: lim, vars: []tmplVariable{{"$", data}}}
+	st := &tmplState{budget: jsonvalue.NewBudget(ctx, lim), trees: trees, root: root, lim: lim, vars: []tmplVariable{{"$", data}}}
 	if err := st.walk(data, root.Root); err != nil {
 		var c tmplControl
 		if errors.As(err, &c) {
@@ -95,7 +90,7 @@ func expandTemplate(ctx context.Context, name, text string, data any, lim templa
 		}
 		return "", err
 	}
-	return st.out.String(), nil
+	return st.budget.Text(), nil
 }
 
 type tmplVariable struct {
@@ -104,15 +99,13 @@ type tmplVariable struct {
 }
 
 type tmplState struct {
-	ctx   context.Context
-	trees map[string]*parse.Tree
-	root  *parse.Tree
-	lim   templateLimits
-	out   strings.Builder
-	vars  []tmplVariable
-	steps int
-	depth int
-	node  parse.Node
+	budget jsonvalue.Budget
+	trees  map[string]*parse.Tree
+	root   *parse.Tree
+	lim    templateLimits
+	vars   []tmplVariable
+	depth  int
+	node   parse.Node
 }
 
 // tmplControl carries {{break}} and {{continue}} up to their range.
@@ -129,24 +122,9 @@ func (s *tmplState) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s%s", loc, fmt.Sprintf(format, args...))
 }
 
-func (s *tmplState) step() error {
-	s.steps++
-	if s.steps > s.lim.MaxSteps {
-		return fmt.Errorf("%w: more than %d steps", errTemplateLimit, s.lim.MaxSteps)
-	}
-	if s.steps&1023 == 0 {
-		return s.ctx.Err()
-	}
-	return nil
-}
+func (s *tmplState) step() error { return s.budget.Step() }
 
-func (s *tmplState) write(str string) error {
-	if s.out.Len()+len(str) > s.lim.MaxOutput {
-		return fmt.Errorf("%w: output larger than %d bytes", errTemplateLimit, s.lim.MaxOutput)
-	}
-	s.out.WriteString(str)
-	return nil
-}
+func (s *tmplState) write(str string) error { return s.budget.Write(str) }
 
 // capped fails when a string built by a function is over the output cap.
 func (s *tmplState) capped(str string) (any, error) {

@@ -231,18 +231,8 @@ func (w *walker) object(pointer string, depth int) bool {
 		if !w.value(child, keyOff, depth+1) {
 			return false
 		}
-		w.skipSpace()
-		if w.pos >= len(w.data) {
-			return false
-		}
-		switch w.data[w.pos] {
-		case ',':
-			w.pos++
-		case '}':
-			w.pos++
-			return true
-		default:
-			return false
+		if more, ok := w.separator('}'); !more {
+			return ok
 		}
 	}
 }
@@ -258,20 +248,29 @@ func (w *walker) array(pointer string, depth int) bool {
 		if !w.value(pointer+"/"+strconv.Itoa(i), -1, depth+1) {
 			return false
 		}
-		w.skipSpace()
-		if w.pos >= len(w.data) {
-			return false
-		}
-		switch w.data[w.pos] {
-		case ',':
-			w.pos++
-		case ']':
-			w.pos++
-			return true
-		default:
-			return false
+		if more, ok := w.separator(']'); !more {
+			return ok
 		}
 	}
+}
+
+// separator reads what follows a member or an element: ',' (another
+// follows) or close (the object or array ends, ok); anything else, or the
+// end of the text, is malformed (not ok).
+func (w *walker) separator(close byte) (more, ok bool) {
+	w.skipSpace()
+	if w.pos >= len(w.data) {
+		return false, false
+	}
+	switch w.data[w.pos] {
+	case ',':
+		w.pos++
+		return true, true
+	case close:
+		w.pos++
+		return false, true
+	}
+	return false, false
 }
 
 // str scans a JSON string at w.pos and returns its decoded value.
