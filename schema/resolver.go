@@ -197,8 +197,11 @@ func (r *Resolver) load(rel string) (any, error) {
 	if err != nil {
 		e := hint(wrap(resErr(rel, "", "invalid JSON"), err), "fix the JSON syntax")
 		var se *json.SyntaxError
-		if errors.As(err, &se) {
+		switch {
+		case errors.As(err, &se):
 			e.Line, e.Column = jsonvalue.NewIndex(data).Position(int(se.Offset))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			e.Line, e.Column = jsonvalue.NewIndex(data).Position(len(data)) // the text ends too early
 		}
 		return nil, e
 	}
