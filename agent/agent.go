@@ -550,7 +550,7 @@ func (a *Agent) finish(lr *LoopResult) *event.RunResult {
 		Agent: a.spec.Name, Model: a.model, StepID: a.flow.currentStep(),
 		Usage: lr.Usage, CostUSD: lr.CostUSD, DurationMs: a.opts.Now().Sub(a.begun).Milliseconds(), TestBaselineMs: a.testBaselineMs,
 		Journal: a.events.Path(), Error: event.NewResultError(lr.Err), DefinitionDigest: a.definitionDigest(),
-		UsageUnreported: a.rc.UnreportedResponses,
+		UsageUnreported: lr.UsageUnreported,
 		Warnings:        append([]string(nil), a.warnings...),
 		CannotComplete:  a.flow.cannotComplete,
 		TestChange:      a.flow.testChange,

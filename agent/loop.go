@@ -61,7 +61,8 @@ type RuntimeContext struct {
 	UnrecordedCostUSD float64
 	// UnreportedResponses counts the responses of those iterations whose
 	// usage their provider never reported (RunRecord.UnreportedResponses):
-	// Unrecorded misses their tokens.
+	// Unrecorded misses their tokens. (Those of the iterations that ended
+	// are in their summaries, UsageUnreported.)
 	UnreportedResponses int
 }
 
@@ -192,9 +193,12 @@ type LoopResult struct {
 	SessionID        string
 	Usage            event.Usage
 	CostUSD          float64
-	Duration         time.Duration
-	Err              error
-	Summaries        []event.IterationSummary
+	// UsageUnreported counts the responses the run was billed for that
+	// Usage and CostUSD miss (event.RunResult.UsageUnreported).
+	UsageUnreported int
+	Duration        time.Duration
+	Err             error
+	Summaries       []event.IterationSummary
 }
 
 // Run drives iterations until completion or a limit. rc.Iteration must be
@@ -237,10 +241,11 @@ func (s *Session) Last() event.OutcomeEvent { return s.last }
 // time budget counts from it; a run continued elsewhere passes its
 // original start).
 func (l *Loop) Begin(rc *RuntimeContext, started time.Time) *Session {
-	res := &LoopResult{Usage: rc.Unrecorded, CostUSD: rc.UnrecordedCostUSD}
+	res := &LoopResult{Usage: rc.Unrecorded, CostUSD: rc.UnrecordedCostUSD, UsageUnreported: rc.UnreportedResponses}
 	for _, s := range rc.Summaries {
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
+		res.UsageUnreported += s.UsageUnreported
 	}
 	s := &Session{l: l, rc: rc, res: res, start: started}
 	if b := l.cfg.Budgets; b.MaxTokens > 0 || b.MaxCostUSD > 0 {
@@ -351,6 +356,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, 
 		// counted, but the iteration is not.
 		res.Usage.Add(s.Usage)
 		res.CostUSD += s.CostUSD
+		res.UsageUnreported += s.UsageUnreported
 		l.cfg.Events.Emit(event.IterationEvent{Summary: s, Outcome: outcomeEvent(*outcome), RunUsage: res.Usage, RunCostUSD: res.CostUSD, StepState: outcome.StepState})
 		rc.Iteration--
 		return &runEnd{reason: reasonForError(ctx, outcome.Err), msg: outcome.Reason, err: outcome.Err}
@@ -360,6 +366,7 @@ func (l *Loop) settle(ctx context.Context, rc *RuntimeContext, res *LoopResult, 
 	rc.Carry = event.UpdateCarry(rc.Carry, summary)
 	res.Usage.Add(s.Usage)
 	res.CostUSD += s.CostUSD
+	res.UsageUnreported += s.UsageUnreported
 	if l.end == nil {
 		l.end = new(event.IterationEvent)
 	}
@@ -530,6 +537,7 @@ func (it *iterationState) withLost(qr, lost *event.QueryResult) *event.QueryResu
 	}
 	qr.CostUSD = costOf(lost) + costOf(qr)
 	qr.Usage.Add(lost.Usage)
+	qr.UnreportedAttempts += lost.UnreportedAttempts
 	qr.Turns += lost.Turns
 	qr.ToolUses = append(slices.Clip(lost.ToolUses), qr.ToolUses...)
 	return qr
@@ -618,7 +626,7 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 			// session, to be continued.
 			it.takeSession(rc, qr)
 			// Turns that completed before the failure were billed: count them.
-			s.Usage, s.CostUSD = qr.Usage, qr.CostUSD
+			s.Usage, s.CostUSD, s.UsageUnreported = qr.Usage, qr.CostUSD, qr.UnreportedAttempts
 			if s.CostUSD == 0 && cost != nil {
 				s.CostUSD = cost(qr.Usage)
 			}
@@ -637,6 +645,7 @@ func (l *Loop) endIteration(ctx context.Context, rc *RuntimeContext, it *iterati
 	s.StructuredOutput = qr.StructuredOutput
 	s.Usage = qr.Usage
 	s.CostUSD = qr.CostUSD
+	s.UsageUnreported = qr.UnreportedAttempts
 	if s.CostUSD == 0 && cost != nil {
 		s.CostUSD = cost(qr.Usage)
 	}

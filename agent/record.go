@@ -38,11 +38,13 @@ type RunRecord struct {
 	// iteration summary. Resume counts
 	// it in the run's usage and budgets.
 	UnrecordedUsage event.Usage `json:"unrecordedUsage,omitzero"`
-	// UnreportedResponses counts the responses of those iterations that a
-	// kill cut while they streamed before their provider reported their
-	// usage (a model.usage marked unreported with no model.turn after
-	// it: OpenAI-compatible servers report usage in a stream's last
-	// chunk). They were billed, but their tokens are in no figure:
+	// UnreportedResponses counts the responses of those iterations that
+	// were billed without a usage report: cut by a kill while they
+	// streamed, before their provider reported their usage (a model.usage
+	// marked unreported with no model.turn after it: OpenAI-compatible
+	// servers report usage in a stream's last chunk), or dropped that way
+	// and retried (model.turn unreported_attempts); with those of the
+	// finished iterations a rewind dropped. Their tokens are in no figure:
 	// UnrecordedUsage, and a resumed run's usage, are lower bounds.
 	UnreportedResponses int `json:"unreportedResponses,omitempty"`
 	// ProtectBaseline is the run's first protect.baseline: the protected
@@ -133,6 +135,9 @@ type runReader struct {
 	// response's own usage yet (inFlight misses it).
 	inFlight           event.Usage
 	inFlightUnreported bool
+	// pendingUnreported counts the attempt's responses billed without a
+	// usage report (model.turn unreported_attempts).
+	pendingUnreported int
 }
 
 // read folds one event into the record.
@@ -217,7 +222,8 @@ func (r *runReader) settlePending() {
 	if r.inFlightUnreported {
 		r.rec.UnreportedResponses++
 	}
-	r.pending, r.inFlight, r.inFlightUnreported = event.Usage{}, event.Usage{}, false
+	r.rec.UnreportedResponses += r.pendingUnreported
+	r.pending, r.inFlight, r.inFlightUnreported, r.pendingUnreported = event.Usage{}, event.Usage{}, false, 0
 }
 
 // billed adds a model turn's usage, or a compaction's, to the attempt
@@ -229,6 +235,7 @@ func (r *runReader) billed(ev journal.Event) {
 		var mt event.ModelTurnEvent
 		if ev.Iteration > 0 && r.decode(ev, &mt) == nil {
 			r.pending.Add(mt.Usage)
+			r.pendingUnreported += mt.UnreportedAttempts
 		}
 		r.inFlight, r.inFlightUnreported = event.Usage{}, false // in the turn's usage
 		return
@@ -328,7 +335,7 @@ func (r *runReader) iterationEnd(ev journal.Event) error {
 		r.tentative = e.StepState // format 2: the state travels with the end
 	}
 	if it.Finished {
-		r.pending, r.inFlight, r.inFlightUnreported = event.Usage{}, event.Usage{}, false // in the summary
+		r.pending, r.inFlight, r.inFlightUnreported, r.pendingUnreported = event.Usage{}, event.Usage{}, false, 0 // in the summary
 	}
 	if r.tentative != nil && it.Finished {
 		r.rec.stepState, it.stepState, r.tentative = r.tentative, r.tentative, nil
@@ -466,6 +473,7 @@ func (r *RunRecord) rewind(k int) {
 	for _, it := range r.Iterations[cut:] {
 		if it.Summary != nil && it.Finished {
 			r.UnrecordedUsage.Add(it.Summary.Usage)
+			r.UnreportedResponses += it.Summary.UsageUnreported
 		}
 	}
 	r.Iterations = r.Iterations[:cut]

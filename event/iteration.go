@@ -43,8 +43,12 @@ type IterationSummary struct {
 	Errors             []string         `json:"errors"`
 	Usage              Usage            `json:"usage"`
 	CostUSD            float64          `json:"costUsd,omitempty"`
-	Timestamp          time.Time        `json:"timestamp"`
-	DurationMs         int64            `json:"durationMs"`
+	// UsageUnreported counts the model responses of the iteration that
+	// the provider billed without reporting their usage (streams dropped
+	// before their usage and retried): Usage and CostUSD miss them.
+	UsageUnreported int       `json:"usageUnreported,omitempty"`
+	Timestamp       time.Time `json:"timestamp"`
+	DurationMs      int64     `json:"durationMs"`
 }
 
 // Text joins the assistant responses with newlines.

@@ -29,6 +29,7 @@ func (e ModelTurnEvent) AppendJSON(b []byte) []byte {
 	o.key("usage")
 	o.put(e.Usage.appendJSON(o.b))
 	o.int("duration_ms", e.DurationMs)
+	o.intOmit("unreported_attempts", int64(e.UnreportedAttempts))
 	o.stringOmit("query", e.Query)
 	if e.Message != nil {
 		o.key("message")
@@ -64,6 +65,7 @@ func (r QueryResult) AppendJSON(b []byte) []byte {
 	o.int("turns", int64(r.Turns))
 	o.stringOmit("stop_reason", r.StopReason)
 	o.boolOmit("session_renewed", r.SessionRenewed)
+	o.intOmit("unreported_attempts", int64(r.UnreportedAttempts))
 	return o.end()
 }
 
@@ -232,6 +234,7 @@ func (s *IterationSummary) appendJSON(b []byte) []byte {
 	o.key("usage")
 	o.put(s.Usage.appendJSON(o.b))
 	o.floatOmit("costUsd", s.CostUSD)
+	o.intOmit("usageUnreported", int64(s.UsageUnreported))
 	o.time("timestamp", s.Timestamp)
 	o.int("durationMs", s.DurationMs)
 	return o.end()

@@ -63,7 +63,7 @@ func selfEncoded(g gen) []journal.AppendJSONer {
 	summary := &IterationSummary{Iteration: int(num()), SessionID: strs(), StepID: strs(), Prompt: strs(),
 		AssistantResponses: strList(), ToolsUsed: []ToolUse{use(), use()}, DetectedActions: []DetectedAction{{Type: strs(), Detail: input()}},
 		ActionResults: []ActionResult{{Action: strs(), Success: flag(), Output: strs()}}, StructuredOutput: input(), Errors: strList(),
-		Usage: usage(), CostUSD: g.float(), Timestamp: g.when(), DurationMs: num()}
+		Usage: usage(), CostUSD: g.float(), UsageUnreported: int(num()), Timestamp: g.when(), DurationMs: num()}
 	return []journal.AppendJSONer{
 		IterationStartEvent{Iteration: int(num())},
 		PromptEvent{Source: strs(), Text: strs(), Iteration: int(num()), Step: strs()},
@@ -76,10 +76,11 @@ func selfEncoded(g gen) []journal.AppendJSONer {
 			Truncated: flag(), DurationMs: num(), Output: strs(), OutputOmitted: int(num())},
 		use(),
 		ModelTurnEvent{Turn: int(num()), StopReason: strs(), ToolCalls: int(num()), Usage: usage(), DurationMs: num(), Query: strs(),
-			Message: &m, StructuredOutput: input()},
+			Message: &m, StructuredOutput: input(), UnreportedAttempts: int(num())},
 		SessionMessagesEvent{SessionID: strs(), Messages: []Message{msg(), msg()}, Replace: flag()},
 		QueryResult{SessionID: strs(), Responses: strList(), ToolUses: []ToolUse{use()}, StructuredOutput: input(), Usage: usage(),
-			CostUSD: g.float(), Turns: int(num()), StopReason: strs(), SessionRenewed: flag()},
+			CostUSD: g.float(), Turns: int(num()), StopReason: strs(), SessionRenewed: flag(),
+			UnreportedAttempts: int(num())},
 		CompactionEvent{SessionID: strs(), Window: num(), TokensBefore: num(), TokensAfter: num(), StubbedCalls: strList(),
 			StubbedBytes: int(num()), SummarizedMessages: int(num()), SummaryModel: strs(), Summary: strs(), Usage: usage()},
 		ModelUsageEvent{Turn: int(num()), Usage: usage(), Unreported: flag()},

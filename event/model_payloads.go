@@ -56,6 +56,10 @@ type QueryResult struct {
 	// SessionRenewed is true when the requested session was unknown to the
 	// backend and a new one was started in its place (a reconnect).
 	SessionRenewed bool `json:"session_renewed,omitempty"`
+	// UnreportedAttempts counts the failed attempts of the query's turns
+	// that the provider billed without reporting their usage (see
+	// ModelTurnEvent.UnreportedAttempts): Usage misses their tokens.
+	UnreportedAttempts int `json:"unreported_attempts,omitempty"`
 }
 
 // Size is the number of bytes m puts into a request: its text, reasoning,
@@ -157,6 +161,12 @@ type ModelTurnEvent struct {
 	ToolCalls  int    `json:"tool_calls"`
 	Usage      Usage  `json:"usage"`
 	DurationMs int64  `json:"duration_ms"`
+	// UnreportedAttempts counts the turn's attempts before the one that
+	// answered whose streams broke after the provider had begun to answer
+	// but before it reported their usage (an OpenAI-compatible stream
+	// dropped before its last chunk, then retried): the provider billed
+	// them, and Usage misses their input and output tokens.
+	UnreportedAttempts int `json:"unreported_attempts,omitempty"`
 	// Query, Message and StructuredOutput are written by a tool loop with
 	// a Ledger: the query's ledger key (the digest of its prompt) and the
 	// answer as it entered the transcript, so that an iteration run again

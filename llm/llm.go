@@ -47,23 +47,38 @@ func ToolInput(args json.RawMessage) json.RawMessage {
 type BilledError struct {
 	Err   error
 	Usage event.Usage
+	// Unreported counts the attempts the provider billed without
+	// reporting their usage (Response.UnreportedAttempts).
+	Unreported int
 }
 
 func (e *BilledError) Error() string { return e.Err.Error() }
 func (e *BilledError) Unwrap() error { return e.Err }
 
-// WithBilled adds billed, the usage of a turn's failed attempts, to the
-// outcome of the turn: to the answer's usage, or, when every attempt
-// failed, to the error (a BilledError), so that what the provider billed
-// is counted either way.
-func WithBilled(resp *Response, err error, billed event.Usage) (*Response, error) {
+// WithBilled adds billed, the usage of a turn's failed attempts, and
+// unreported, how many of them were billed without a usage report, to
+// the outcome of the turn: to the answer, or, when every attempt failed,
+// to the error (a BilledError), so that what the provider billed is
+// counted either way.
+func WithBilled(resp *Response, err error, billed event.Usage, unreported int) (*Response, error) {
 	switch {
 	case err == nil:
 		resp.Usage.Add(billed)
-	case billed != (event.Usage{}):
-		err = &BilledError{Err: err, Usage: billed}
+		resp.UnreportedAttempts += unreported
+	case billed != (event.Usage{}) || unreported > 0:
+		err = &BilledError{Err: err, Usage: billed, Unreported: unreported}
 	}
 	return resp, err
+}
+
+// BilledUnreported returns how many billed attempts without a usage
+// report err carries (a BilledError in its chain), or zero.
+func BilledUnreported(err error) int {
+	var b *BilledError
+	if errors.As(err, &b) {
+		return b.Unreported
+	}
+	return 0
 }
 
 // BilledUsage returns the usage err carries (a BilledError in its chain),
@@ -108,6 +123,12 @@ type Response struct {
 	StopReason       string          // "end_turn", "tool_use", "max_tokens", ...
 	Usage            event.Usage
 	Model            string
+	// UnreportedAttempts counts the turn's failed attempts before this
+	// answer that the provider billed without reporting their usage: an
+	// OpenAI-compatible stream that broke after its first chunk and
+	// before its usage chunk (the server reports a response's usage only
+	// there). Usage misses their input and output tokens.
+	UnreportedAttempts int
 }
 
 // Model is one chat turn against a model API. Providers that speak an HTTP

@@ -289,6 +289,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	if err != nil {
 		// A failed turn may have been billed all the same.
 		lp.res.Usage.Add(BilledUsage(err))
+		lp.res.UnreportedAttempts += BilledUnreported(err)
 		return true, err
 	}
 	if resp == nil {
@@ -303,6 +304,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	}
 	res := lp.res
 	res.Usage.Add(resp.Usage)
+	res.UnreportedAttempts += resp.UnreportedAttempts
 	resp.Message.Role = event.RoleAssistant
 	lp.Redact.Response(resp)
 	// Every call needs an id its result can answer; give calls that
@@ -328,7 +330,8 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	lp.size += resp.Message.Size()
 	if !lp.replayed {
 		mt := event.ModelTurnEvent{Turn: res.Turns, StopReason: resp.StopReason,
-			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(lp.start).Milliseconds()}
+			ToolCalls: len(resp.Message.ToolCalls), Usage: resp.Usage, DurationMs: time.Since(lp.start).Milliseconds(),
+			UnreportedAttempts: resp.UnreportedAttempts}
 		if lp.led != nil {
 			lp.led.record(res.Turns, resp)
 			mt.Query, mt.Message, mt.StructuredOutput = lp.led.key, &resp.Message, resp.StructuredOutput

@@ -195,8 +195,8 @@ type Outcome struct {
 }
 
 // UsageNote says what the outcome's usage and cost miss, "" when they
-// miss nothing capstan knows of: the responses a kill cut while they
-// streamed, before their provider reported their usage.
+// miss nothing capstan knows of: the responses whose stream a kill or a
+// dropped connection cut before their provider reported their usage.
 func (o *Outcome) UsageNote() string {
 	if o == nil || o.UsageUnreported <= 0 {
 		return ""
@@ -205,7 +205,7 @@ func (o *Outcome) UsageNote() string {
 	if o.UsageUnreported > 1 {
 		what = fmt.Sprintf("%d responses", o.UsageUnreported)
 	}
-	return fmt.Sprintf("usage and cost are lower bounds: they miss the input and output tokens of %s that a kill cut while streaming, before the provider reported its usage (it reports usage only at the end of a stream)", what)
+	return fmt.Sprintf("usage and cost are lower bounds: they miss the input and output tokens of %s cut while streaming (by a kill, or a dropped connection the request was retried after), before the provider reported its usage (it reports usage only at the end of a stream)", what)
 }
 
 // Artifact is a file a skill run wrote.

@@ -171,7 +171,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	resp, err := llm.Retry(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *llm.RetryFailure) {
 		return m.once(ctx, params, attempt, sink, &billed)
 	})
-	return llm.WithBilled(resp, err, billed)
+	return llm.WithBilled(resp, err, billed, 0) // message_start reports the usage of every attempt that began
 }
 
 // call describes this provider's API calls for llm.Retry.

@@ -172,10 +172,11 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	structured := len(req.OutputSchema) > 0
 	sink := llm.StreamSinkFrom(ctx)
 	var billed event.Usage // of the failed attempts whose usage the server reported
+	unreported := 0        // failed attempts that began to answer and never reported it
 	resp, err := llm.Retry(ctx, m.cfg.Retry, m.call(), func(attempt int) (*llm.Response, *llm.RetryFailure) {
-		return m.once(ctx, params, structured, attempt, sink, &billed)
+		return m.once(ctx, params, structured, attempt, sink, &billed, &unreported)
 	})
-	return llm.WithBilled(resp, err, billed)
+	return llm.WithBilled(resp, err, billed, unreported)
 }
 
 // call describes this provider's API calls for llm.Retry.
@@ -199,8 +200,10 @@ var retryHints = map[string]string{
 // (these servers send it in the stream's last chunk, after the
 // finish_reason; some, such as vLLM with continuous usage stats, in
 // every chunk), and the usage of every chunk that carries one. A failed
-// attempt whose stream had reported its usage adds it to billed.
-func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int, sink llm.StreamSink, billed *event.Usage) (resp *llm.Response, fail *llm.RetryFailure) {
+// attempt whose stream had reported its usage adds it to billed; one
+// whose stream had begun (the server was answering, so it billed the
+// request) and had not reported it counts in unreported.
+func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, structured bool, attempt int, sink llm.StreamSink, billed *event.Usage, unreported *int) (resp *llm.Response, fail *llm.RetryFailure) {
 	// The SDK sends X-Stainless-Retry-Count: 0 itself; a retry says
 	// which one it is (the SDK's own retries are off).
 	var opts []option.RequestOption
@@ -222,9 +225,14 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 	var cacheWrites int64 // the accumulator drops prompt_tokens_details.cache_write_tokens
 	began := false
 	var reported event.Usage // the usage the stream last reported
+	usageSeen := false
 	defer func() {
-		if fail != nil {
+		switch {
+		case fail == nil:
+		case usageSeen:
 			billed.Add(reported)
+		case began:
+			*unreported++
 		}
 	}()
 	for stream.Next() {
@@ -234,7 +242,7 @@ func (m *Model) once(ctx context.Context, params sdk.ChatCompletionNewParams, st
 		if chunk.JSON.Usage.Valid() {
 			// What the server bills for the response, whatever becomes
 			// of the rest of its stream.
-			reported = usage(chunk.Usage)
+			reported, usageSeen = usage(chunk.Usage), true
 			inFlight := *billed
 			inFlight.Add(reported)
 			llm.ObserveUsage(ctx, inFlight)

@@ -142,7 +142,7 @@ func TestUsageOfAnOpenAIResponseCutMidStream(t *testing.T) {
 		showSays, showNot string
 	}{
 		{name: "before its usage", stallAfter: 1, usageEvents: 1, input: 1000, output: 50, unreported: 1,
-			showSays: "usage and cost are lower bounds: they miss the input and output tokens of 1 response that a kill cut while streaming"},
+			showSays: "usage and cost are lower bounds: they miss the input and output tokens of 1 response cut while streaming (by a kill"},
 		{name: "after its usage", stallAfter: 5, usageEvents: 2, input: 2000, output: 150, showNot: "lower bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +183,66 @@ func TestUsageOfAnOpenAIResponseCutMidStream(t *testing.T) {
 				t.Errorf("show says %q of a usage the server reported:\n%s", tc.showNot, out)
 			}
 		})
+	}
+}
+
+// TestUsageOfADroppedOpenAIStreamThatWasRetried: the OpenAI-compatible
+// model API (a fake on loopback) drops the stream of the first iteration's
+// response after its first chunk, before its usage; capstan retries and
+// the retry answers. The server billed the dropped request and never says
+// how much, so the run counts it in usageUnreported, and the count
+// survives a kill in the second iteration (its response stalled before
+// its usage: a second unreported response) and the resume: the resumed
+// run's usage is the two answers' exactly, with 2 unreported responses,
+// and capstan show says what the figures miss.
+func TestUsageOfADroppedOpenAIStreamThatWasRetried(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a run: skipped with -short")
+	}
+	dir := writeFiles(t, map[string]string{
+		"agent.json": `{"version": "1.0.0", "name": "dropped", "description": "a stream dropped and retried, then a kill",
+  "runner": {"model": "openai:gpt-4.1", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "boundaries": {"allowedTools": [], "permissionMode": "acceptEdits"}, "budgets": {"maxIterations": 3}}}`,
+		"steps_registry.json":                  `{"agentId": "dropped", "entryStep": "s", "steps": {"s": {"stepId": "s", "c2": "work", "c3": "main"}}}`,
+		"prompts/steps/work/main/f_default.md": "Say the keyword.",
+	})
+	var requests atomic.Int32
+	srv := fakellm.NewOpenAI(t, fakellm.Options{Respond: func(r fakellm.Request) fakellm.Reply {
+		u := fakellm.Usage{InputTokens: 1000, OutputTokens: 50}
+		switch requests.Add(1) {
+		case 1: // dropped after the role chunk: retried at once
+			return fakellm.Reply{Usage: u, Text: "never finished", Fault: &fakellm.Fault{CutAfter: 1}}
+		case 2:
+			return fakellm.Reply{Usage: u, Text: "not yet"}
+		case 3: // the second iteration's: stalls, and the run is killed
+			return fakellm.Reply{Usage: u, Text: "never finished", Fault: &fakellm.Fault{StallAfter: 1}}
+		}
+		return fakellm.Reply{Usage: u, Text: "ALL_DONE"}
+	}})
+	wd := t.TempDir()
+	run := killedRun(t, dir, wd, srv.URL, func(done <-chan error) {
+		waitUntil(t, done, "the second iteration's response began", func() bool {
+			list, err := testStore(t).List(wd)
+			return err == nil && len(list) == 1 && strings.Count(readFileT(t, list[0].Path), `"type":"model.usage"`) >= 3
+		})
+	})
+	if j := readFileT(t, run.Path); !strings.Contains(j, `"unreported_attempts":1`) || !strings.Contains(j, `"usageUnreported":1`) {
+		t.Fatalf("the journal does not count the dropped attempt in the turn and the iteration:\n%s", j)
+	}
+	res := resumeToEnd(t, run.ID)
+	if n := requests.Load(); n != 4 {
+		t.Fatalf("the server got %d requests, want 4 (dropped, answered, cut by the kill, answered)", n)
+	}
+	if got := res.Usage; got.Input() != 2000 || got.OutputTokens != 100 || res.UsageUnreported != 2 {
+		t.Errorf("resumed run's usage %+v (input %d), unreported responses %d; want the two answers' 2000 input and 100 output tokens, and 2 unreported",
+			got, got.Input(), res.UsageUnreported)
+	}
+	out, err := cliCommand("show", run.ID).CombinedOutput()
+	if err != nil {
+		t.Fatalf("show: %v\n%s", err, out)
+	}
+	if want := "they miss the input and output tokens of 2 responses cut while streaming (by a kill, or a dropped connection"; !strings.Contains(string(out), want) {
+		t.Errorf("show does not say %q:\n%s", want, out)
 	}
 }
 
