@@ -239,12 +239,10 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []ev
 	// The query appends to the session's slice in place (amortized growth,
 	// no copy of the transcript per query); the session keeps its old
 	// length until commit, so a failed query leaves it as it was.
-	// Room for the prompt and the answer: a query adds at least both, so
-	// a new session's transcript is allocated once, not grown twice.
+	msgs = history
 	if slices.Contains(l.busy, q.sid) {
-		msgs = append(make([]event.Message, 0, len(history)+2), history...)
+		msgs = slices.Clone(history)
 	} else {
-		msgs = slices.Grow(history, 2)
 		l.busy = append(l.busy, q.sid)
 		q.owned = true
 	}
