@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -303,7 +304,7 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	}
 	// The policy keeps its own copy of the patterns: a caller that reuses
 	// its slices cannot change a cached policy.
-	p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
+	p.Allowed, p.Disallowed = sharedPatterns(0, p.Allowed), sharedPatterns(1, p.Disallowed)
 	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)}}
 	// The list is made to the size of the tools offered (an agent's
 	// policy usually leaves some out; it is kept while the agent runs).
@@ -315,15 +316,70 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 			offered = append(offered, t)
 		}
 	}
-	c.specs = make([]tool.Spec, len(offered))
-	for i, t := range offered {
-		c.specs[i] = t.spec
-	}
 	// Queries share the list; its capacity is its length, so an append
 	// to one query's Request.Tools copies instead of writing into the
 	// others'.
+	c.specs = sharedSpecs(offered)
 	l.chain = c
 	return c
+}
+
+// lastLists are the list of offered tool specs and the policy's patterns
+// (allowed, disallowed) the tool loops of this program made last, read
+// only: the agents of one definition offer the same tools under the same
+// policy, and share one copy of each instead of keeping one each.
+var lastLists struct {
+	mu       sync.Mutex
+	specs    []tool.Spec
+	patterns [2][]string
+}
+
+// sharedSpecs returns the specs of offered: the last list made when it
+// holds the same specs, else a new one (capacity its length).
+func sharedSpecs(offered []*specCached) []tool.Spec {
+	lastLists.mu.Lock()
+	defer lastLists.mu.Unlock()
+	if sameSpecs(lastLists.specs, offered) {
+		return lastLists.specs
+	}
+	specs := make([]tool.Spec, len(offered))
+	for i, t := range offered {
+		specs[i] = t.spec
+	}
+	lastLists.specs = specs
+	return specs
+}
+
+// sameSpecs reports whether list holds the specs of offered, the same in
+// every field.
+func sameSpecs(list []tool.Spec, offered []*specCached) bool {
+	if list == nil || len(list) != len(offered) {
+		return false
+	}
+	for i, t := range offered {
+		a, b := list[i], t.spec
+		if a.Name != b.Name || a.Description != b.Description || !bytes.Equal(a.InputSchema, b.InputSchema) {
+			return false
+		}
+	}
+	return true
+}
+
+// sharedPatterns returns a read-only copy of patterns (nil for none): the
+// last copy made for the same kind (0 allowed, 1 disallowed) when it holds
+// the same patterns.
+func sharedPatterns(kind int, patterns []string) []string {
+	if patterns == nil {
+		return nil
+	}
+	lastLists.mu.Lock()
+	defer lastLists.mu.Unlock()
+	if last := lastLists.patterns[kind]; last != nil && slices.Equal(last, patterns) {
+		return last
+	}
+	own := slices.Clip(slices.Clone(patterns))
+	lastLists.patterns[kind] = own
+	return own
 }
 
 // setSession makes msgs the transcript of session id, used at used (0 for

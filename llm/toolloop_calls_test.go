@@ -285,3 +285,37 @@ func TestToolLoopToolOfTheSameNameGivenLastCounts(t *testing.T) {
 		t.Fatalf("tool uses: %+v", res.ToolUses)
 	}
 }
+
+// toolsSeen records the offered tools of every request.
+type toolsSeen struct{ tools [][]tool.Spec }
+
+func (m *toolsSeen) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	m.tools = append(m.tools, req.Tools)
+	return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: "done"}, StopReason: "end_turn"}, nil
+}
+
+// TestToolLoopsOfferingTheSameToolsShareTheList: tool loops that offer
+// the same tools under the same policy (the agents of one definition)
+// share one list of them; a loop offering others gets its own, and the
+// first loops' list stays as it was.
+func TestToolLoopsOfferingTheSameToolsShareTheList(t *testing.T) {
+	var n atomic.Int64
+	offered := func(tools []tool.Tool, allowed ...string) []tool.Spec {
+		t.Helper()
+		m := &toolsSeen{}
+		loop := llm.NewToolLoop(m, llm.Config{Tools: tools})
+		if _, err := loop.Query(context.Background(), "go", llm.QueryOptions{AllowedTools: allowed, PermissionMode: "bypassPermissions"}); err != nil {
+			t.Fatal(err)
+		}
+		return m.tools[0]
+	}
+	a := offered([]tool.Tool{counting("Write", &n), counting("Read", &n)}, "Read", "Write")
+	b := offered([]tool.Tool{counting("Read", &n), counting("Write", &n)}, "Read", "Write")
+	if len(a) != 2 || &a[0] != &b[0] {
+		t.Fatalf("two loops with the same tools: %v and %v, shared %v", a, b, len(a) > 0 && len(b) > 0 && &a[0] == &b[0])
+	}
+	c := offered([]tool.Tool{counting("Read", &n), counting("Grep", &n)}, "Read", "Grep")
+	if len(c) != 2 || c[0].Name != "Grep" || &c[0] == &a[0] || a[0].Name != "Read" || a[1].Name != "Write" {
+		t.Fatalf("a loop with other tools: %v (the first loops' %v)", c, a)
+	}
+}
