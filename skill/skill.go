@@ -24,7 +24,6 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/internal/markdown"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -164,7 +163,7 @@ func Parse(data []byte) (Frontmatter, string, error) {
 	if !utf8.ValidString(text) {
 		return fm, "", &ParseError{Msg: "SKILL.md is not valid UTF-8"}
 	}
-	block, err := markdown.SplitFrontmatter(text)
+	block, err := yamlsafe.SplitFrontmatter(text)
 	if err != nil {
 		return fm, "", &ParseError{Line: 1, Column: 1, Msg: "frontmatter is not closed by a '---' line"}
 	}
