@@ -250,25 +250,43 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 	return checkout{dir: dir, reset: true}, nil
 }
 
-// committedIteration reads the iteration a previous attempt committed on
-// top of st.Commit: the branch's tip must be its only child and record the
-// next iteration of this run.
+// committedIteration reads the iterations a previous attempt committed on
+// top of st.Commit (one, or several in a row: Iterate): the branch's tip
+// must record an iteration n of this run after st, and each commit
+// between it and st.Commit, first parent after first parent, the
+// iteration before. It returns the tip's record.
 func (w *Activities) committedIteration(ctx context.Context, dir, tip string, run *RunInput, st RunState) (*IterationResult, error) {
-	parent, _ := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", tip+"^")
-	msg, err := w.checkoutGit(ctx, dir, "log", "-1", "--format=%B", tip)
-	if err != nil {
-		return nil, workDirError("read commit "+tip, err)
-	}
 	var res *IterationResult
-	if parent == st.Commit && trailer(msg, trailerRun) == run.RunID && trailer(msg, trailerIteration) == strconv.Itoa(st.Iteration+1) {
-		res = &IterationResult{}
-		if err := json.Unmarshal([]byte(trailer(msg, trailerResult)), res); err != nil {
-			res = nil
+	want := 0 // the iteration the commit c must record (0: any after st)
+	for c := tip; ; {
+		parent, _ := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", c+"^")
+		msg, err := w.checkoutGit(ctx, dir, "log", "-1", "--format=%B", c)
+		if err != nil {
+			return nil, workDirError("read commit "+c, err)
 		}
+		n, err := strconv.Atoi(trailer(msg, trailerIteration))
+		if err != nil || trailer(msg, trailerRun) != run.RunID || n <= st.Iteration || (want != 0 && n != want) {
+			res = nil
+			break
+		}
+		if res == nil {
+			res = &IterationResult{}
+			if err := json.Unmarshal([]byte(trailer(msg, trailerResult)), res); err != nil {
+				res = nil
+				break
+			}
+		}
+		if n == st.Iteration+1 {
+			if parent != st.Commit {
+				res = nil
+			}
+			break
+		}
+		c, want = parent, n-1
 	}
 	if res == nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"branch %s of %s is at %s, not at the run's last iteration %s nor one iteration after it: something else pushed to the run's branch",
+			"branch %s of %s is at %s, not at the run's last iteration %s nor at iterations of this run after it: something else pushed to the run's branch",
 			run.Branch, run.Repo, short(tip), short(st.Commit)), ErrTypeConflict, nil)
 	}
 	res.Commit = tip

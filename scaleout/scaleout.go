@@ -103,6 +103,11 @@ type WorkflowOptions struct {
 	// MaxMoves bounds how many times a run moves to another worker
 	// (default 20).
 	MaxMoves int `json:"maxMoves,omitempty"`
+	// ChainFor is how long an attempt of the iteration activity goes on
+	// from a finished iteration to the next (default 2s): short
+	// iterations share an activity and a workflow task. Negative: one
+	// iteration per activity.
+	ChainFor time.Duration `json:"chainFor,omitempty"`
 }
 
 func (o WorkflowOptions) withDefaults() WorkflowOptions {
@@ -120,6 +125,9 @@ func (o WorkflowOptions) withDefaults() WorkflowOptions {
 	}
 	if o.MaxMoves <= 0 {
 		o.MaxMoves = 20
+	}
+	if o.ChainFor == 0 {
+		o.ChainFor = 2 * time.Second
 	}
 	return o
 }
@@ -150,6 +158,12 @@ type IterationInput struct {
 	Run *RunInput `json:"run"`
 	// State is where the run stands before the iteration.
 	State RunState `json:"state"`
+	// ChainUntil, when more than State.Iteration+1, lets the attempt go
+	// on from one finished iteration to the next, for ChainFor, until
+	// that many have finished (the workflow's next continue-as-new);
+	// zero = one iteration.
+	ChainUntil int           `json:"chainUntil,omitempty"`
+	ChainFor   time.Duration `json:"chainFor,omitempty"`
 }
 
 // IterationOutcome is what one iteration decided, in a few words.
@@ -184,6 +198,9 @@ type IterationResult struct {
 	// Queue is the task queue of the worker that ran the iteration (its
 	// own): a run no worker held goes on there.
 	Queue string `json:"queue,omitempty"`
+	// Earlier are the outcomes of the iterations the same attempt ran
+	// before this one (IterationInput.ChainUntil), oldest first.
+	Earlier []IterationOutcome `json:"earlier,omitempty"`
 }
 
 // Progress is what the progress query returns.
