@@ -27,7 +27,8 @@ const (
 	trailerResult    = "Capstan-Result: "
 )
 
-// localBranch is the branch a worker's checkout of a run works on.
+// localBranch is the branch a worker's checkout of a run works on once
+// it was reset to a commit (a fresh clone works on the run's branch).
 const localBranch = "capstan-run"
 
 // checkout is a run's work dir on this worker, ready for an iteration.
@@ -182,8 +183,11 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		}
 		// Only the run's branch: a repository that holds the branches of
 		// many runs is not fetched whole for each of them. The clone has
-		// the branch's tip: no fetch of it follows.
-		if _, err := w.checkoutGit(ctx, w.Root, "clone", "-q", "--template=", "--no-checkout", "--single-branch", "--no-tags", "--branch", run.Branch, run.Repo, dir); err != nil {
+		// the branch's tip, checked out (with the same pins as every
+		// command in the checkout: no driver of the configuration runs):
+		// no fetch or checkout of it follows unless the tip is not the
+		// run's last commit.
+		if _, err := w.checkoutGit(ctx, w.Root, "clone", "-q", "--template=", "--single-branch", "--no-tags", "--branch", run.Branch, run.Repo, dir); err != nil {
 			return checkout{}, workDirError("clone "+run.Repo, err)
 		}
 		if err := w.trustRepo(ctx, dir); err != nil {
@@ -202,7 +206,9 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		// The checkpoint, when there is one, in the same fetch (a pattern
 		// that matches no ref is not an error).
 		fetch = append(fetch, "+"+wipRef(run.RunID)+"*:"+wipFetched+"*")
-		_, _ = w.checkoutGit(ctx, dir, "update-ref", "-d", wipFetched)
+		if !fresh {
+			_, _ = w.checkoutGit(ctx, dir, "update-ref", "-d", wipFetched)
+		}
 	}
 	if len(fetch) > 0 {
 		if _, err := w.checkoutGit(ctx, dir, append([]string{"fetch", "-q", "--no-tags", "origin"}, fetch...)...); err != nil {
@@ -226,11 +232,11 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 	if mayResume && w.resumeCheckpoint(ctx, dir, run, st) {
 		return checkout{dir: dir, reset: true, resumed: true}, nil
 	}
-	head := ""
-	if !fresh {
-		head, _, _ = w.readRef(ctx, dir, "HEAD")
+	if fresh {
+		// The clone checked out the tip, the run's last commit.
+		return checkout{dir: dir, reset: true}, nil
 	}
-	if head == st.Commit {
+	if head, _, _ := w.readRef(ctx, dir, "HEAD"); head == st.Commit {
 		if status, err := w.checkoutGit(ctx, dir, "status", "--porcelain"); err == nil && status == "" {
 			return checkout{dir: dir}, nil
 		}
@@ -240,9 +246,6 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 	// the iteration that made them runs again.
 	if _, err := w.checkoutGit(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, st.Commit); err != nil {
 		return checkout{}, workDirError("check out "+st.Commit, err)
-	}
-	if fresh {
-		return checkout{dir: dir, reset: true}, nil // nothing to clean
 	}
 	if _, err := w.checkoutGit(ctx, dir, "clean", "-q", "-f", "-d"); err != nil {
 		return checkout{}, workDirError("clean "+dir, err)
