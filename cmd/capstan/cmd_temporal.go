@@ -386,7 +386,7 @@ func submitOne(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fla
 }
 
 func startRun(ctx context.Context, c client.Client, def *agentdir.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
-	ins, err := prepareRuns(ctx, def, flags, []map[string]string{params})
+	ins, err := prepareRuns(ctx, def, flags, []map[string]string{params}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -397,8 +397,12 @@ func startRun(ctx context.Context, c client.Client, def *agentdir.Agent, flags r
 }
 
 // prepareRuns checks the runs' parameters and work dir and makes their
-// workflow inputs, creating every run's branch with one push.
-func prepareRuns(ctx context.Context, def *agentdir.Agent, flags runFlags, params []map[string]string) ([]*scaleout.RunInput, error) {
+// workflow inputs, creating every run's branch with one push. A followed
+// run (capstan run --temporal) has each iteration in an activity of its
+// own, so that its progress line comes as the iteration ends; submitted
+// runs let short iterations share one (WorkflowOptions.ChainFor), whose
+// progress shows when that activity ends.
+func prepareRuns(ctx context.Context, def *agentdir.Agent, flags runFlags, params []map[string]string, followed bool) ([]*scaleout.RunInput, error) {
 	for _, p := range params {
 		if _, err := def.ResolveParams(p); err != nil {
 			return nil, withExit(exitUsage, err)
@@ -411,11 +415,19 @@ func prepareRuns(ctx context.Context, def *agentdir.Agent, flags runFlags, param
 		Model: flags.model, BaseURL: flags.baseURL, MaxIterations: flags.maxIterations,
 		Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter, NoSandbox: flags.noSandbox,
 		Options: scaleout.WorkflowOptions{Heartbeat: flags.temporal.workerTimeout, ScheduleToStart: flags.temporal.workerTimeout,
-			ContinueEvery: flags.temporal.continueEvery}}, params)
+			ContinueEvery: flags.temporal.continueEvery, ChainFor: chainFor(followed)}}, params)
 	if err != nil {
 		return nil, withExit(exitCodeFor(err, true), err)
 	}
 	return ins, nil
+}
+
+// chainFor is WorkflowOptions.ChainFor of a run that is followed or not.
+func chainFor(followed bool) time.Duration {
+	if followed {
+		return -1
+	}
+	return 0 // the default
 }
 
 func newSubmitCmd() *cobra.Command {
@@ -514,7 +526,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer c.Close()
-	ins, err := prepareRuns(ctx, def, flags, runs)
+	ins, err := prepareRuns(ctx, def, flags, runs, false)
 	if err != nil {
 		return err
 	}
