@@ -77,7 +77,7 @@ func TestALostAttemptNeitherEndsNorCommitsTheRun(t *testing.T) {
 		{"worker shutting down", context.Canceled},
 	} {
 		t.Run(cause.name, func(t *testing.T) {
-			in, bare := counterRun(t, WorkflowOptions{ChainFor: -1})
+			in, bare := counterRun(t, WorkflowOptions{})
 			p := newPool(t)
 			var lost atomic.Bool
 			p.iterate = func(ctx context.Context, w *Activities, it IterationInput) (*IterationResult, error) {
@@ -118,7 +118,7 @@ func TestALostAttemptNeitherEndsNorCommitsTheRun(t *testing.T) {
 func TestAZombieAttemptAndItsRetryNeverWriteAtOnce(t *testing.T) {
 	for _, cut := range []string{journal.ToolIntent, journal.ToolCall} {
 		t.Run("cut after "+cut, func(t *testing.T) {
-			in, bare := counterRun(t, WorkflowOptions{ChainFor: -1})
+			in, bare := counterRun(t, WorkflowOptions{})
 			p := newPool(t)
 			var played atomic.Bool
 			p.iterate = func(ctx context.Context, w *Activities, it IterationInput) (*IterationResult, error) {
@@ -184,7 +184,7 @@ func TestAZombieAttemptAndItsRetryNeverWriteAtOnce(t *testing.T) {
 // is no longer the last, and its iteration would repeat one the journal
 // already holds. The worker rebuilds the agent from the journal instead.
 func TestAKeptAgentIsNotReusedAfterAnotherWorkerWroteTheJournal(t *testing.T) {
-	in, bare := counterRun(t, WorkflowOptions{ChainFor: -1})
+	in, bare := counterRun(t, WorkflowOptions{})
 	p := newPool(t)
 	var step atomic.Int32
 	p.kill = func(w *Activities, it IterationInput, res *IterationResult) error {
@@ -213,7 +213,7 @@ func TestAKeptAgentIsNotReusedAfterAnotherWorkerWroteTheJournal(t *testing.T) {
 // notes the repair, rewinds the iteration the workflow did not count and
 // redoes it: the chain holds and the account reads as the run happened.
 func TestARunContinuesAfterAWorkerTornItsJournal(t *testing.T) {
-	in, bare := counterRun(t, WorkflowOptions{ChainFor: -1})
+	in, bare := counterRun(t, WorkflowOptions{})
 	p := newPool(t)
 	torn := `{"seq":999,"time":"2026-11-25T00:00:00Z","type":"tool.call","iteration":3,"prev":"`
 	var killed atomic.Bool
@@ -255,7 +255,7 @@ func TestARunContinuesAfterAWorkerTornItsJournal(t *testing.T) {
 // environment names, as a local run does — for every iteration, not just
 // the first one (which agent.New journals there by itself).
 func TestActivitiesWithoutAStoreUseTheStateDirectory(t *testing.T) {
-	in, bare := counterRun(t, WorkflowOptions{ChainFor: -1})
+	in, bare := counterRun(t, WorkflowOptions{})
 	p := newPool(t)
 	for _, w := range p.w {
 		w.Store = journal.Store{}

@@ -103,10 +103,11 @@ type WorkflowOptions struct {
 	// MaxMoves bounds how many times a run moves to another worker
 	// (default 20).
 	MaxMoves int `json:"maxMoves,omitempty"`
-	// ChainFor is how long an attempt of the iteration activity goes on
-	// from a finished iteration to the next (default 2s): short
-	// iterations share an activity and a workflow task. Negative: one
-	// iteration per activity.
+	// ChainFor, when positive, is how long an attempt of the iteration
+	// activity goes on from a finished iteration to the next: short
+	// iterations share an activity and a workflow task, and the workflow
+	// (its progress query) learns of them when the activity returns.
+	// Zero: one iteration per activity.
 	ChainFor time.Duration `json:"chainFor,omitempty"`
 }
 
@@ -125,9 +126,6 @@ func (o WorkflowOptions) withDefaults() WorkflowOptions {
 	}
 	if o.MaxMoves <= 0 {
 		o.MaxMoves = 20
-	}
-	if o.ChainFor == 0 {
-		o.ChainFor = 2 * time.Second
 	}
 	return o
 }

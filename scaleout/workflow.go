@@ -156,7 +156,7 @@ func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunIn
 			MaximumInterval: time.Minute, MaximumAttempts: outageAttempts, NonRetryableErrorTypes: nonRetryable},
 		Summary: fmt.Sprintf("iteration %d", st.Iteration+1),
 	})
-	if opts.ChainFor < 0 {
+	if opts.ChainFor <= 0 {
 		chainUntil = 0
 	}
 	run := *in

@@ -262,7 +262,7 @@ func TestWorkflowMovesARunWhoseWorkerDied(t *testing.T) {
 		committed bool // the worker died after pushing the iteration's commit
 	}{{"before its commit", false}, {"after its commit", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, bare := counterRun(t, WorkflowOptions{ChainFor: -1}) // one iteration per activity
+			in, bare := counterRun(t, WorkflowOptions{})
 			p := newPool(t)
 			var killed atomic.Bool
 			p.kill = func(w *Activities, it IterationInput, res *IterationResult) error {

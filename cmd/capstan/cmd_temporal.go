@@ -36,13 +36,15 @@ type temporalFlags struct {
 	workerTimeout time.Duration
 	// continueEvery is WorkflowOptions.ContinueEvery.
 	continueEvery int
+	// chainFor is WorkflowOptions.ChainFor.
+	chainFor time.Duration
 }
 
 // Which temporalFlags a command takes.
 const (
 	temporalClient = iota // --temporal, --namespace
 	temporalWorker        // and --task-queue
-	temporalRun           // and --repo, --worker-timeout, --continue-every
+	temporalRun           // and --repo, --worker-timeout, --continue-every, --chain-for
 )
 
 // resumeArgs are the flags of `capstan resume` that continue a run on this
@@ -99,6 +101,7 @@ func (f *temporalFlags) register(fs *pflag.FlagSet, kind int) {
 		fs.StringVar(&f.repo, "repo", "", "git repository every worker reaches, for the run's branch (with --temporal; default: the work dir's own repository)")
 		fs.DurationVar(&f.workerTimeout, "worker-timeout", 20*time.Second, "how long a silent or unreachable worker keeps a run before it moves to another worker (with --temporal)")
 		fs.IntVar(&f.continueEvery, "continue-every", 25, "iterations per workflow execution before the run continues as new, keeping its history short (with --temporal)")
+		fs.DurationVar(&f.chainFor, "chain-for", 0, "let the run's short iterations share one activity for up to this long, each still committed as it ends: fewer activities and workflow tasks on the server, but the run's progress shows them only when that activity ends (with --temporal; 0 = an activity per iteration)")
 	}
 }
 
@@ -386,7 +389,7 @@ func submitOne(ctx context.Context, cmd *cobra.Command, def *agentdir.Agent, fla
 }
 
 func startRun(ctx context.Context, c client.Client, def *agentdir.Agent, flags runFlags, params map[string]string) (*scaleout.RunInput, error) {
-	ins, err := prepareRuns(ctx, def, flags, []map[string]string{params}, true)
+	ins, err := prepareRuns(ctx, def, flags, []map[string]string{params})
 	if err != nil {
 		return nil, err
 	}
@@ -397,12 +400,8 @@ func startRun(ctx context.Context, c client.Client, def *agentdir.Agent, flags r
 }
 
 // prepareRuns checks the runs' parameters and work dir and makes their
-// workflow inputs, creating every run's branch with one push. A followed
-// run (capstan run --temporal) has each iteration in an activity of its
-// own, so that its progress line comes as the iteration ends; submitted
-// runs let short iterations share one (WorkflowOptions.ChainFor), whose
-// progress shows when that activity ends.
-func prepareRuns(ctx context.Context, def *agentdir.Agent, flags runFlags, params []map[string]string, followed bool) ([]*scaleout.RunInput, error) {
+// workflow inputs, creating every run's branch with one push.
+func prepareRuns(ctx context.Context, def *agentdir.Agent, flags runFlags, params []map[string]string) ([]*scaleout.RunInput, error) {
 	for _, p := range params {
 		if _, err := def.ResolveParams(p); err != nil {
 			return nil, withExit(exitUsage, err)
@@ -415,19 +414,11 @@ func prepareRuns(ctx context.Context, def *agentdir.Agent, flags runFlags, param
 		Model: flags.model, BaseURL: flags.baseURL, MaxIterations: flags.maxIterations,
 		Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter, NoSandbox: flags.noSandbox,
 		Options: scaleout.WorkflowOptions{Heartbeat: flags.temporal.workerTimeout, ScheduleToStart: flags.temporal.workerTimeout,
-			ContinueEvery: flags.temporal.continueEvery, ChainFor: chainFor(followed)}}, params)
+			ContinueEvery: flags.temporal.continueEvery, ChainFor: flags.temporal.chainFor}}, params)
 	if err != nil {
 		return nil, withExit(exitCodeFor(err, true), err)
 	}
 	return ins, nil
-}
-
-// chainFor is WorkflowOptions.ChainFor of a run that is followed or not.
-func chainFor(followed bool) time.Duration {
-	if followed {
-		return -1
-	}
-	return 0 // the default
 }
 
 func newSubmitCmd() *cobra.Command {
@@ -526,7 +517,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer c.Close()
-	ins, err := prepareRuns(ctx, def, flags, runs, false)
+	ins, err := prepareRuns(ctx, def, flags, runs)
 	if err != nil {
 		return err
 	}

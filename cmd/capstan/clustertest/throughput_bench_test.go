@@ -28,7 +28,8 @@ import (
 //
 // CAPSTAN_BENCH_RUNS sets the runs per mode and round (default 40);
 // CAPSTAN_BENCH_WORKERS the most workers (default 2: one, then two);
-// CAPSTAN_BENCH_CONCURRENT passes --max-concurrent to the workers.
+// CAPSTAN_BENCH_CONCURRENT passes --max-concurrent to the workers,
+// CAPSTAN_BENCH_CHAIN_FOR --chain-for to the submit.
 func BenchmarkTemporalThroughput(b *testing.B) {
 	runs := 40
 	if v, err := strconv.Atoi(os.Getenv("CAPSTAN_BENCH_RUNS")); err == nil && v > 0 {
@@ -80,7 +81,11 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 				ws[i] = startWorker(b, addr, filepath.Join(roots, strconv.Itoa(i)), workerArgs...)
 			}
 			start, cpu0, server0 := time.Now(), childrenCPU(), serverProcessCPU(b)
-			submit := cliCommand("submit", "../../../examples/hello", "--temporal", addr, "--workdir", wd, "--each", "name")
+			args := []string{"submit", "../../../examples/hello", "--temporal", addr, "--workdir", wd, "--each", "name"}
+			if v := os.Getenv("CAPSTAN_BENCH_CHAIN_FOR"); v != "" {
+				args = append(args, "--chain-for", v)
+			}
+			submit := cliCommand(args...)
 			submit.Stdin = strings.NewReader(stdin)
 			out, err := submit.Output()
 			if err != nil {
