@@ -76,19 +76,11 @@ func goStepC2(id string) string {
 func goLocator(registryFile string, placed map[string]string) func([]agentdir.Problem) []agentdir.Problem {
 	one := goProblem(registryFile, placed)
 	return func(ps []agentdir.Problem) []agentdir.Problem {
-		noPrompt := map[string]bool{}
-		for _, p := range ps {
-			if p.Code == "SR-STEP-PROMPT" {
-				noPrompt[p.Pointer] = true
-			}
-		}
 		out := make([]agentdir.Problem, 0, len(ps))
 		for _, p := range ps {
 			switch {
 			case p.Code == "AC-PROMPTS-DIR-MISSING":
 				continue // each step without a prompt says so
-			case p.Code == CodeStepPromptInvalid && noPrompt[p.Pointer]:
-				continue // the step has no coordinates: SR-STEP-PROMPT says it
 			case strings.HasSuffix(p.Code, "-SCHEMA-REQUIRED"):
 				// "add \"key\": what it is" → what it is, at the Go field.
 				p.Message = "a required field is not set"

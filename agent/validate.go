@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -146,10 +147,17 @@ func checkPrompts(dir string, def *agentdir.Definition, reg *agentdir.Registry) 
 			p.File = c.regFile
 			c.out = append(c.out, p)
 		}
-		if st.Type != "gateway" && st.Runner == nil {
+		// A step without c2 or c3 is SR-STEP-PROMPT: its prompt, and its
+		// retry prompts unless its validation step names their c2 and c3,
+		// cannot be named, which saying again would only bury.
+		noCoords := st.LacksPromptCoordinates()
+		if st.Type != "gateway" && st.Runner == nil && !noCoords {
 			c.checkStepPrompt(ctx, id, ptr, st)
 		}
 		ver := reg.VerificationOf(id, st)
+		if noCoords && (ver.C2 == "" || ver.C3 == "") {
+			continue
+		}
 		for _, u := range c.retryPromptUses(id, ptr, st, ver) {
 			c.checkRetryPrompt(ctx, id, ver, u)
 		}
@@ -176,6 +184,15 @@ func (c *promptChecker) checkSchema(ref *agentdir.SchemaRef, ptr, what string) {
 	if _, err := c.schemas.get(*ref); err != nil {
 		if ps := invalidSchemaProblems(err, what, *ref); len(ps) > 0 {
 			c.out = append(c.out, ps...)
+			return
+		}
+		if e := agenterr.From(err); e != nil && e.Code == agenterr.CodeSchemaResolution && e.File != "" && e.Line > 0 {
+			// The schema file itself is broken (its JSON syntax): the
+			// problem is located there, at the line and column.
+			msg, hint := withOwnHint(err, "fix the JSON syntax")
+			c.out = append(c.out, agentdir.Problem{Code: CodeSchemaUnresolved, Severity: agentdir.SeverityError,
+				File: path.Join(c.schemas.rel, e.File), Line: e.Line, Column: e.Column,
+				Message: what + ": schema " + ref.File + "#" + ref.Schema + " does not resolve: " + msg, Hint: hint})
 			return
 		}
 		msg, hint := withOwnHint(err, "fix the schema file or the reference (file under schemas/, schema a top-level or $defs name or a #/ pointer)")

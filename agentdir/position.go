@@ -4,7 +4,7 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/capstan-dev/capstan/internal/jsonpos"
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 )
 
 // source is the raw text of one configuration file with an index from JSON
@@ -14,7 +14,7 @@ type source struct {
 	dir  string // the agent folder it was loaded from ("" when built in Go)
 	fsys fs.FS  // the files it was loaded from (LoadFS), nil for the disk
 	raw  []byte
-	pos  *jsonpos.Index
+	pos  *jsonvalue.Index
 	// aliases maps capstan's pointers to the climpt spelling the value
 	// was taken from (set by ApplyDefaults).
 	aliases aliases
@@ -23,11 +23,11 @@ type source struct {
 // newSource indexes raw, which must be syntactically valid JSON (json.Valid);
 // on anything else the index is partial but indexing never fails or panics.
 func newSource(file string, raw []byte) *source {
-	return &source{file: file, raw: raw, pos: jsonpos.New(raw)}
+	return &source{file: file, raw: raw, pos: jsonvalue.NewIndex(raw)}
 }
 
 // position returns the 1-based line and column of byte offset off
-// (jsonpos.Index.Position).
+// (jsonvalue.Index.Position).
 func (s *source) position(off int) (line, col int) { return s.pos.Position(off) }
 
 // locate returns the line and column for pointer: the member name when the
@@ -39,7 +39,7 @@ func (s *source) locate(pointer string, preferKey bool) (line, col int) {
 }
 
 // escapePointer escapes one JSON pointer token (RFC 6901).
-func escapePointer(tok string) string { return jsonpos.EscapeToken(tok) }
+func escapePointer(tok string) string { return jsonvalue.EscapeToken(tok) }
 
 // JoinPointer builds a JSON pointer (RFC 6901) from unescaped tokens, as
 // Problem.Pointer holds it: JoinPointer("steps", "a/b") is "/steps/a~1b".

@@ -226,6 +226,7 @@ func C3LFile(c1 string, ref PromptRef) (string, error) {
 // c3lName checks the segments of a C3L reference (c1 resolved) and
 // returns its file name.
 func c3lName(c1 string, ref PromptRef) (string, error) {
+	ref.C1 = c1 // errors show the c1 the file is looked up under
 	edition := ref.Edition
 	if edition == "" {
 		edition = "default"

@@ -10,7 +10,6 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/markdown"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
@@ -194,11 +193,11 @@ func parsePromptTemplate(data []byte, file string) (*promptTemplate, error) {
 }
 
 // splitPromptFrontmatter separates YAML frontmatter from the body by the
-// rule of markdown.SplitFrontmatter. A file that opens frontmatter but never
+// rule of yamlsafe.SplitFrontmatter. A file that opens frontmatter but never
 // closes it is an error, not a body: silently sending YAML to a model
 // hides the mistake.
 func splitPromptFrontmatter(data []byte, file string) (map[string]any, string, error) {
-	b, err := markdown.SplitFrontmatter(string(data))
+	b, err := yamlsafe.SplitFrontmatter(string(data))
 	if err != nil {
 		return nil, "", &agenterr.Error{
 			Code: agenterr.CodePromptParse, Layer: agenterr.LayerPrompt,

@@ -11,7 +11,7 @@ import (
 	"github.com/capstan-dev/capstan/schemas"
 )
 
-//go:generate go run ./internal/gentables
+//go:generate go test -run ^TestTablesFileCurrent$ -update .
 
 // compiledSchemas returns each embedded schema ready to check a
 // configuration file of its kind (AgentFile or DefaultRegistryFile). They

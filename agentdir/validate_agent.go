@@ -370,12 +370,16 @@ func (c *checker) parameters() {
 					"remove the default, or set required to false",
 					"parameter %q is required, so its default is never used", name)
 			}
-			if v, msg := defaultString(p); msg != "" {
-				c.report(a, "PA-DEFAULT-TYPE", SeverityError, ptr+"/default",
-					fmt.Sprintf("write a %s value", p.Type), "default of %q %s", name, msg)
-			} else if msg := checkParamValue(p, v); msg != "" {
-				c.report(a, "PA-DEFAULT-INVALID", SeverityError, ptr+"/default",
-					"change the default or the validation", "default of %q: %s", name, msg)
+			// A missing or unknown type is the schema's error; a default
+			// is checked against a known one only.
+			if slices.Contains([]string{"string", "number", "boolean"}, p.Type) {
+				if v, msg := defaultString(p); msg != "" {
+					c.report(a, "PA-DEFAULT-TYPE", SeverityError, ptr+"/default",
+						fmt.Sprintf("write a %s value", p.Type), "default of %q %s", name, msg)
+				} else if msg := checkParamValue(p, v); msg != "" {
+					c.report(a, "PA-DEFAULT-INVALID", SeverityError, ptr+"/default",
+						"change the default or the validation", "default of %q: %s", name, msg)
+				}
 			}
 		}
 	}

@@ -72,6 +72,13 @@ func (c *checker) completionRefs(comp Completion, refs map[string]bool) {
 	}
 }
 
+// LacksPromptCoordinates reports whether the step runs a prompt of its
+// own (it is no gateway, has no runner and no sub-steps) but lacks c2 or
+// c3, so that no prompt file can be named for it (SR-STEP-PROMPT).
+func (st Step) LacksPromptCoordinates() bool {
+	return st.Type != "gateway" && st.Runner == nil && len(st.SubSteps) == 0 && (st.C2 == "" || st.C3 == "")
+}
+
 func (c *checker) step(id, ptr string, st Step) {
 	s := c.regSrc
 	c.protectGlobs(s, "SR-PROTECT-GLOB", ptr+"/protect", st.Protect)
@@ -81,7 +88,7 @@ func (c *checker) step(id, ptr string, st Step) {
 			"stepId %q differs from the step's key %q", st.StepID, id)
 	}
 	c.stepRunner(id, ptr, st)
-	if st.Type != "gateway" && st.Runner == nil && len(st.SubSteps) == 0 && (st.C2 == "" || st.C3 == "") {
+	if st.LacksPromptCoordinates() {
 		c.report(s, "SR-STEP-PROMPT", SeverityError, ptr,
 			"set c2 and c3: the prompt is {base}/{c1}/{c2}/{c3}/f_{edition}.md",
 			"step %q runs a prompt but has no c2/c3", id)

@@ -751,3 +751,31 @@ func TestBaseURLProblemDoesNotQuoteTheValue(t *testing.T) {
 		}
 	}
 }
+
+// A parameter whose type is missing or unknown is the schema's error, said
+// once with the types to choose from: its default is not also reported as
+// uncheckable, with a hint ("write a  value") that names no type.
+func TestValidateParameterWithoutAKnownTypeSaysItOnce(t *testing.T) {
+	for _, typ := range []any{nil, "strin", 5} {
+		a, r := baseAgent(), baseRegistry()
+		p := map[string]any{"description": "x", "default": "v"}
+		if typ != nil {
+			p["type"] = typ
+		}
+		at(a, "parameters")["mode"] = p
+		dir := writeAgent(t, a, r, nil)
+		res := Check(dir, testOpts)
+		var codes []string
+		for _, p := range res.Errors() {
+			if strings.HasPrefix(p.Pointer, "/parameters/mode") {
+				codes = append(codes, p.Code)
+				if p.Code == "PA-DEFAULT-TYPE" {
+					t.Errorf("type %v: %s", typ, p)
+				}
+			}
+		}
+		if len(codes) == 0 {
+			t.Errorf("type %v: no error for the parameter:\n%s", typ, dump(res))
+		}
+	}
+}

@@ -53,31 +53,42 @@ var (
 // cgroup v1 pids hierarchy. It returns nil and the reason when neither
 // is possible.
 func newPidsCgroup(max int) (*pidsCgroup, error) {
-	v2, v1, err := ownCgroups("pids")
+	create := func(parent string) (*pidsCgroup, error) { return makePidsCgroup(parent, max) }
+	return placeCgroup("pids", cgroupV1Root, create, create)
+}
+
+// placeCgroup makes a run's cgroup of controller below capstan's own
+// cgroup: with makeV2 on capstan's cgroup v2 directory when it delegates
+// controller to its children, else with makeV1 on capstan's directory of
+// the cgroup v1 hierarchy mounted at v1Root. It returns the zero T and
+// every reason when neither is possible.
+func placeCgroup[T any](controller, v1Root string, makeV2, makeV1 func(parent string) (T, error)) (T, error) {
+	var none T
+	v2, v1, err := ownCgroups(controller)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	var reasons []string
-	if parent, err := delegatingV2Parent(v2, "pids"); err != nil {
+	if parent, err := delegatingV2Parent(v2, controller); err != nil {
 		reasons = append(reasons, err.Error())
 	} else if parent != "" {
-		cg, err := makePidsCgroup(parent, max)
+		cg, err := makeV2(parent)
 		if err == nil {
 			return cg, nil
 		}
 		reasons = append(reasons, "cgroup v2: "+err.Error())
 	}
-	if v1 != "" && isFS(cgroupV1Root, unix.CGROUP_SUPER_MAGIC) {
-		cg, err := makePidsCgroup(filepath.Join(cgroupV1Root, v1), max)
+	if v1 != "" && isFS(v1Root, unix.CGROUP_SUPER_MAGIC) {
+		cg, err := makeV1(filepath.Join(v1Root, v1))
 		if err == nil {
 			return cg, nil
 		}
 		reasons = append(reasons, "cgroup v1: "+err.Error())
 	}
 	if len(reasons) == 0 {
-		reasons = append(reasons, "no pids cgroup hierarchy is mounted")
+		reasons = append(reasons, "no "+controller+" cgroup hierarchy is mounted")
 	}
-	return nil, errors.New(strings.Join(reasons, "; "))
+	return none, errors.New(strings.Join(reasons, "; "))
 }
 
 // delegatingV2Parent returns capstan's own cgroup v2 directory, own

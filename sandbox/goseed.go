@@ -24,6 +24,10 @@ import (
 // copy, so nothing a validator or the model runs can change what the next
 // run starts from.
 
+// seedBuildPrefix names the directories under the seeds' root in which a
+// seed is built before it is renamed into place.
+const seedBuildPrefix = "build-"
+
 // seedEnvKeys are the go env settings that change the standard library's
 // build actions; the seed is kept per distinct combination.
 var seedEnvKeys = []string{"GOVERSION", "GOOS", "GOARCH", "GOFLAGS", "GOEXPERIMENT", "CGO_ENABLED", "GOAMD64", "GOARM64", "CC", "CGO_CFLAGS"}
@@ -46,11 +50,15 @@ func GoStdlibSeed(ctx context.Context, root string, environ []string, workDirs .
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", fmt.Errorf("create the go build cache seed: %w", err)
 	}
-	work, err := os.MkdirTemp(root, "build-")
+	removeStaleSeedBuilds(root)
+	work, err := os.MkdirTemp(root, seedBuildPrefix)
 	if err != nil {
 		return "", fmt.Errorf("create the go build cache seed: %w", err)
 	}
 	defer removeTree(work)
+	if err := markOwned(work); err != nil {
+		return "", fmt.Errorf("create the go build cache seed: %w", err)
+	}
 	if err := buildSeed(ctx, goBin, env, work); err != nil {
 		return "", err
 	}
@@ -168,6 +176,7 @@ func buildSeed(ctx context.Context, goBin string, env []string, work string) err
 		}
 	}
 	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "./...")
+	endsWithCapstan(cmd) // a killed run leaves no build of the seed going on
 	cmd.Dir = module
 	cmd.Env = append(env, "GOCACHE="+cache, "GOTOOLCHAIN=local", "GOPROXY=off")
 	if out, err := cmd.CombinedOutput(); err != nil {

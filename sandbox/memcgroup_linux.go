@@ -8,9 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // memoryCgroup is the memory cgroup that holds one run's whole process
@@ -37,37 +34,15 @@ var cgroupV1MemoryRoot = "/sys/fs/cgroup/memory"
 // cgroup only: joining a second one below the same parent would take the
 // tree out of its pids cgroup, so there the limit is set in pids itself.
 func newMemoryCgroup(limit int64, pids *pidsCgroup) (*memoryCgroup, error) {
-	v2, v1, err := ownCgroups("memory")
-	if err != nil {
-		return nil, err
-	}
-	var reasons []string
-	if parent, err := delegatingV2Parent(v2, "memory"); err != nil {
-		reasons = append(reasons, err.Error())
-	} else if parent != "" {
-		var cg *memoryCgroup
+	v2 := func(parent string) (*memoryCgroup, error) {
 		if pids != nil && filepath.Dir(pids.dir) == parent {
-			cg = &memoryCgroup{cgroup: pids.cgroup, v2: true}
-			err = cg.setLimit(limit)
-		} else {
-			cg, err = makeMemoryCgroup(parent, true, limit)
+			cg := &memoryCgroup{cgroup: pids.cgroup, v2: true}
+			return cg, cg.setLimit(limit)
 		}
-		if err == nil {
-			return cg, nil
-		}
-		reasons = append(reasons, "cgroup v2: "+err.Error())
+		return makeMemoryCgroup(parent, true, limit)
 	}
-	if v1 != "" && isFS(cgroupV1MemoryRoot, unix.CGROUP_SUPER_MAGIC) {
-		cg, err := makeMemoryCgroup(filepath.Join(cgroupV1MemoryRoot, v1), false, limit)
-		if err == nil {
-			return cg, nil
-		}
-		reasons = append(reasons, "cgroup v1: "+err.Error())
-	}
-	if len(reasons) == 0 {
-		reasons = append(reasons, "no memory cgroup hierarchy is mounted")
-	}
-	return nil, errors.New(strings.Join(reasons, "; "))
+	v1 := func(dir string) (*memoryCgroup, error) { return makeMemoryCgroup(dir, false, limit) }
+	return placeCgroup("memory", cgroupV1MemoryRoot, v2, v1)
 }
 
 // makeMemoryCgroup creates a uniquely named child of parent limited to

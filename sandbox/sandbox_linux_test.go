@@ -20,6 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	seedHelperIfAsked()
 	hideProcIfAsked()
 	Init()
 	os.Exit(m.Run())

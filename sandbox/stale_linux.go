@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,13 +66,19 @@ func RemoveStale(tmp string) int {
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
+	return removeStaleIn(tmp, staleTempPrefixes)
+}
+
+// removeStaleIn removes the directories of dir whose names start with one
+// of prefixes and that RemoveStale counts as left over.
+func removeStaleIn(tmp string, prefixes []string) int {
 	entries, err := os.ReadDir(tmp)
 	if err != nil {
 		return 0
 	}
 	removed := 0
 	for _, e := range entries {
-		if !e.IsDir() || !hasStalePrefix(e.Name()) {
+		if !e.IsDir() || !hasPrefix(e.Name(), prefixes) {
 			continue
 		}
 		dir := filepath.Join(tmp, e.Name())
@@ -92,8 +99,8 @@ func RemoveStale(tmp string) int {
 	return removed
 }
 
-func hasStalePrefix(name string) bool {
-	for _, p := range staleTempPrefixes {
+func hasPrefix(name string, prefixes []string) bool {
+	for _, p := range prefixes {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
@@ -116,4 +123,15 @@ func staleDir(dir string, fi os.FileInfo) bool {
 		return false // not a file capstan wrote: leave the directory alone
 	}
 	return processIdentity(pid) != owner
+}
+
+// removeStaleSeedBuilds removes the directories in which a killed capstan
+// was building the Go standard library's seed under root (see
+// GoStdlibSeed): their owner does not run any more.
+func removeStaleSeedBuilds(root string) { removeStaleIn(root, []string{seedBuildPrefix}) }
+
+// endsWithCapstan makes cmd's process get SIGKILL when capstan dies, even
+// by SIGKILL, so that a killed run does not leave it working.
+func endsWithCapstan(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -3,8 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"strings"
-
-	"github.com/capstan-dev/capstan/internal/markdown"
 )
 
 // maxCandidates bounds the "{" positions ExtractJSON tries as the start of
@@ -61,7 +59,7 @@ func candidates(text string, yield func(json.RawMessage) bool) {
 	}
 	// The first block tagged json that parses, then the first of any tag;
 	// an unclosed block runs to the end of the text.
-	blocks := markdown.CodeBlocks(text)
+	blocks := CodeBlocks(text)
 	for _, tagged := range []bool{true, false} {
 		for _, b := range blocks {
 			body := strings.TrimSpace(b.Body)

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/capstan-dev/capstan/internal/jsonpos"
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 )
 
 // Compile resolves the schema called name in file ([Resolver.Resolve])
@@ -131,17 +131,17 @@ func (r *Resolver) locate(file, name string, d *draft) *InvalidSchemaError {
 	seen := map[string]bool{}
 	// The files' positions are indexed here, once a problem is found, not
 	// when every file is loaded.
-	indexes := map[string]*jsonpos.Index{}
-	index := func(file string) *jsonpos.Index {
+	indexes := map[string]*jsonvalue.Index{}
+	index := func(file string) *jsonvalue.Index {
 		if x, ok := indexes[file]; ok {
 			return x
 		}
 		r.mu.Lock()
 		text := r.texts[file]
 		r.mu.Unlock()
-		var x *jsonpos.Index
+		var x *jsonvalue.Index
 		if text != nil {
-			x = jsonpos.New(text)
+			x = jsonvalue.NewIndex(text)
 		}
 		indexes[file] = x
 		return x

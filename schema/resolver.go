@@ -9,7 +9,9 @@
 // that does not set it, and $defs/definitions dropped. [Compile] and
 // [Validator.Validate] check values against a schema and report each
 // problem in a form that can be fed back to a model. [ExtractJSON] recovers
-// JSON from a model's prose answer.
+// JSON from a model's prose answer, through the fenced code blocks
+// [CodeBlocks] finds in it (which the completion signals of verdict read
+// too).
 package schema
 
 import (
@@ -28,7 +30,7 @@ import (
 	"sync"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/jsonpos"
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	"github.com/capstan-dev/capstan/internal/regularfile"
 )
 
@@ -195,8 +197,11 @@ func (r *Resolver) load(rel string) (any, error) {
 	if err != nil {
 		e := hint(wrap(resErr(rel, "", "invalid JSON"), err), "fix the JSON syntax")
 		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			e.Line, e.Column = jsonpos.New(data).Position(int(se.Offset))
+		switch {
+		case errors.As(err, &se):
+			e.Line, e.Column = jsonvalue.NewIndex(data).Position(int(se.Offset))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			e.Line, e.Column = jsonvalue.NewIndex(data).Position(len(data)) // the text ends too early
 		}
 		return nil, e
 	}

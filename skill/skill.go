@@ -24,8 +24,8 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/internal/lazyre"
-	"github.com/capstan-dev/capstan/internal/markdown"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
+	"github.com/capstan-dev/capstan/sandbox"
 )
 
 // Limits of the format (agentskills.io specification) that produce warnings.
@@ -163,7 +163,7 @@ func Parse(data []byte) (Frontmatter, string, error) {
 	if !utf8.ValidString(text) {
 		return fm, "", &ParseError{Msg: "SKILL.md is not valid UTF-8"}
 	}
-	block, err := markdown.SplitFrontmatter(text)
+	block, err := yamlsafe.SplitFrontmatter(text)
 	if err != nil {
 		return fm, "", &ParseError{Line: 1, Column: 1, Msg: "frontmatter is not closed by a '---' line"}
 	}
@@ -405,10 +405,22 @@ func load(root, id string, files skillFiles) (*Skill, []Warning, error) {
 }
 
 // findSkillFile names the skill file of the folder abs (SKILL.md, or
-// skill.md), or fails with a coded error naming root.
+// skill.md), or fails with a coded error naming root. A skill file that
+// is a symbolic link leading out of the folder is refused (PATH_ESCAPE),
+// as the skill's other files are: its description and instructions go to
+// the model.
 func findSkillFile(root, abs string, files skillFiles) (string, error) {
 	for _, name := range []string{"SKILL.md", "skill.md"} {
 		if fi, err := files.stat(filepath.Join(abs, name)); err == nil && fi.Mode().IsRegular() {
+			if files.fsys == nil {
+				if _, err := sandbox.ResolveInside(abs, name); err != nil {
+					e := agenterr.New(agenterr.CodePathEscape, agenterr.LayerSkill, false,
+						"%s is a symbolic link that leads outside the skill folder %s", name, root)
+					e.File = filepath.Join(root, name)
+					e.Hint = "replace the link with the file itself, or point it at a file inside the skill folder"
+					return "", e
+				}
+			}
 			return name, nil
 		}
 	}

@@ -191,6 +191,49 @@ func TestLoadErrorsAreCoded(t *testing.T) {
 	}
 }
 
+// TestSkillFileLinkedOutsideIsRefused: a SKILL.md that is a symbolic link
+// to a file outside the skill folder is not read (its description and
+// body would go to the model), as the skill's other files are not: Load
+// fails with PATH_ESCAPE naming the file, and the catalog skips the skill.
+func TestSkillFileLinkedOutsideIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"outside/SKILL.md":   "---\nname: s\ndescription: SECRET-OUTSIDE\n---\nSECRET BODY\n",
+		"skills/in/SKILL.md": "---\nname: in\ndescription: d\n---\nbody\n",
+		"skills/in/other.md": "---\nname: in\ndescription: d\n---\nbody\n",
+	})
+	if err := os.MkdirAll(filepath.Join(dir, "skills", "s"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "outside", "SKILL.md"), filepath.Join(dir, "skills", "s", "SKILL.md")); err != nil {
+		t.Fatal(err)
+	}
+	sk, _, err := Load(filepath.Join(dir, "skills", "s"), "s")
+	e := agenterr.From(err)
+	if e == nil || e.Code != agenterr.CodePathEscape || !strings.HasSuffix(e.File, filepath.Join("s", "SKILL.md")) || e.Hint == "" {
+		t.Fatalf("Load of a SKILL.md linked outside: %+v, %#v", sk, err)
+	}
+	skills, warns := Discover(filepath.Join(dir, "skills"))
+	for _, s := range skills {
+		if s.ID == "s" || strings.Contains(s.Description, "SECRET") {
+			t.Fatalf("the linked skill is in the catalog: %+v", s)
+		}
+	}
+	if !hasWarning(warns, WarnSkippedParse) {
+		t.Fatalf("no skip warning: %v", warns)
+	}
+	// A link that stays inside the folder is a skill file like any other.
+	if err := os.Remove(filepath.Join(dir, "skills", "in", "SKILL.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("other.md", filepath.Join(dir, "skills", "in", "SKILL.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(filepath.Join(dir, "skills", "in"), "in"); err != nil {
+		t.Fatalf("a link inside the folder: %v", err)
+	}
+}
+
 func TestBodyTooLongWarns(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"big/SKILL.md": "---\nname: big\ndescription: d\n---\n" + strings.Repeat("line\n", 600)})

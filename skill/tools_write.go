@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
-	"github.com/capstan-dev/capstan/internal/gotmpl"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
 	jschema "github.com/capstan-dev/capstan/schema"
 )
@@ -23,7 +22,7 @@ import (
 // 1 MiB, on more than a million evaluation steps and when ctx ends. It runs
 // in the caller's goroutine: when it returns, the expansion has stopped.
 func ExpandTemplate(ctx context.Context, name, text string, data any) (string, error) {
-	return gotmpl.Expand(ctx, name, text, jsonvalue.Normalize(data), gotmpl.Limits{MaxOutput: maxTemplateBytes, MaxSteps: templateSteps})
+	return expandTemplate(ctx, name, text, jsonvalue.Normalize(data), templateLimits{MaxOutput: maxTemplateBytes, MaxSteps: templateSteps})
 }
 
 func (s *session) templateExpand(ctx context.Context, input json.RawMessage) toolOutput {
@@ -55,7 +54,7 @@ func (s *session) templateExpand(ctx context.Context, input json.RawMessage) too
 	if err != nil {
 		e := agenterr.Wrap(err, agenterr.CodeToolInput, agenterr.LayerSkill, true, "template %q", rel)
 		switch {
-		case errors.Is(err, gotmpl.ErrLimit):
+		case errors.Is(err, errTemplateLimit):
 			e.Hint = "the template produces too much: expand less (fewer nested ranges, no growing strings), at most 1 MiB"
 		case tctx.Err() != nil:
 			e.Hint = "the template took longer than 5 s: expand less"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/internal/markdown"
+	"github.com/capstan-dev/capstan/schema"
 )
 
 // FenceSignal completes when the model's own text of the iteration holds a
@@ -38,7 +38,7 @@ func (h *FenceSignal) Check(_ context.Context, c CompletionContext) (event.Compl
 	}
 	r := event.CompletionResult{}
 	for _, text := range c.Summary.AssistantResponses {
-		for _, block := range markdown.CodeBlocks(text) {
+		for _, block := range schema.CodeBlocks(text) {
 			if !block.Closed || block.Info != h.SignalType {
 				continue
 			}

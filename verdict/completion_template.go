@@ -9,7 +9,6 @@ import (
 
 	"github.com/capstan-dev/capstan/internal/handlebars"
 	"github.com/capstan-dev/capstan/internal/jsonvalue"
-	"github.com/capstan-dev/capstan/internal/markdown"
 	"github.com/capstan-dev/capstan/internal/yamlsafe"
 )
 
@@ -89,8 +88,8 @@ func renderRetryTemplate(ctx context.Context, src string, params map[string]any)
 // is text of the prompt (a Markdown rule), not an error: the retry prompt
 // is sent as written.
 func splitFrontmatter(src string) (body string, params []string, skippedLines int, err error) {
-	b, err := markdown.SplitFrontmatter(src)
-	if errors.Is(err, markdown.ErrUnclosedFrontmatter) {
+	b, err := yamlsafe.SplitFrontmatter(src)
+	if errors.Is(err, yamlsafe.ErrUnclosedFrontmatter) {
 		return src, nil, 0, nil
 	}
 	if !b.Present {

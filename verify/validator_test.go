@@ -16,45 +16,18 @@ import (
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
+	"github.com/capstan-dev/capstan/internal/testenv"
 	"github.com/capstan-dev/capstan/schema"
 )
 
-// run runs a command in dir and fails the test on error.
-func run(t testing.TB, dir string, name string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-	}
-}
-
-func write(t testing.TB, dir, name, content string) {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// gitRepo makes a temp git repo with one commit.
-func gitRepo(t testing.TB) string {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	dir := t.TempDir()
-	run(t, dir, "git", "init", "-q")
-	write(t, dir, "main.go", "package main\n")
-	write(t, dir, "old name.txt", "x\n")
-	run(t, dir, "git", "add", ".")
-	run(t, dir, "git", "commit", "-qm", "init")
-	return dir
-}
+// The work dirs of the validator tests, the same in verify's and
+// verdict's tests.
+var (
+	run      = testenv.MustRun
+	write    = testenv.WriteFile
+	gitRepo  = testenv.TinyGitRepo
+	goModule = testenv.TinyGoModule
+)
 
 func registryValidators() map[string]agentdir.Validator {
 	return map[string]agentdir.Validator{
@@ -110,16 +83,6 @@ func TestEmptyNeedsExitZero(t *testing.T) {
 	if r.Valid {
 		t.Fatalf("git status failing with empty stdout passed: %+v", r.Output)
 	}
-}
-
-// goModule makes a tiny Go module whose test fails until Add is fixed.
-func goModule(t testing.TB) string {
-	t.Helper()
-	dir := gitRepo(t)
-	write(t, dir, "go.mod", "module example.com/tiny\n\ngo 1.21\n")
-	write(t, dir, "main.go", "package main\n\nfunc Add(a, b int) int { return a - b }\n\nfunc main() {}\n")
-	write(t, dir, "main_test.go", "package main\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 2); got != 4 {\n\t\tt.Errorf(\"Add(2, 2) = %d, want 4 <&>\", got)\n\t}\n}\n")
-	return dir
 }
 
 func TestTestsPassValidatorRunsRealGoTest(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agentdir"
-	"github.com/capstan-dev/capstan/internal/jsonpos"
+	"github.com/capstan-dev/capstan/internal/jsonvalue"
 )
 
 // Load reads and validates the workflow file at path. The result holds
@@ -28,7 +28,7 @@ func Load(path string) (*Workflow, agentdir.ValidationResult) {
 // Parse reads a workflow file's bytes (name is the file named in
 // problems) and validates it.
 func Parse(name string, raw []byte) (*Workflow, agentdir.ValidationResult) {
-	p := &parser{file: name, pos: jsonpos.New(raw)}
+	p := &parser{file: name, pos: jsonvalue.NewIndex(raw)}
 	w := p.parse(raw)
 	if w != nil {
 		p.validate(w)
@@ -50,7 +50,7 @@ func Parse(name string, raw []byte) (*Workflow, agentdir.ValidationResult) {
 
 type parser struct {
 	file     string
-	pos      *jsonpos.Index
+	pos      *jsonvalue.Index
 	problems []agentdir.Problem
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm/modelspec"
 	"github.com/capstan-dev/capstan/proc"
@@ -107,7 +108,11 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 		// becomes one of the agent's files.
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return withExit(exitUsage, fmt.Errorf("fix: --model %s: %w", model, err))
+			e := agenterr.Wrap(err, agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
+				"fix: --model %s: cannot read the script file", model)
+			e.File = file
+			e.Hint = "name an existing script file, relative to the current directory or absolute (see docs/script-provider.md)"
+			return withExit(exitUsage, e)
 		}
 		model, opts.Script = "script:"+filepath.Base(file), b
 	}
@@ -231,6 +236,8 @@ func checkCommitIdentity(ctx context.Context, workDir string) error {
 	if ident, local := git.CommitIdentity(ctx, dir, os.Environ()); local || ident != nil {
 		return nil
 	}
-	return errors.New("fix: git does not know who you are (user.name and user.email are not set), and capstan fix completes only when the fix is committed; " +
-		"set them (once, for every repository) with: git config --global user.name 'Your Name' && git config --global user.email 'you@example.com'")
+	e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+		"fix: git does not know who you are (user.name and user.email are not set), and capstan fix completes only when the fix is committed")
+	e.Hint = "set them (once, for every repository) with: git config --global user.name 'Your Name' && git config --global user.email 'you@example.com'"
+	return e
 }

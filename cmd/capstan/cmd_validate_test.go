@@ -148,3 +148,80 @@ func TestValidateChecksOutputSchemasAgainstTheirDraft(t *testing.T) {
 		t.Fatalf("run: exit %d:\n%s%s", code, out, errOut)
 	}
 }
+
+// scaffoldWithSteps makes an agent folder with capstan init and returns
+// it with a function that rewrites its registry's steps with edit.
+func scaffoldWithSteps(t *testing.T) (dir string, editSteps func(edit func(step map[string]any))) {
+	t.Helper()
+	parent := t.TempDir()
+	if code, _, stderr := captureConfigCLI(t, "init", "demo", "--dir", parent); code != 0 {
+		t.Fatalf("init exit %d: %s", code, stderr)
+	}
+	dir = filepath.Join(parent, "demo")
+	regPath := filepath.Join(dir, "steps_registry.json")
+	orig, err := os.ReadFile(regPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, func(edit func(step map[string]any)) {
+		t.Helper()
+		var reg map[string]any
+		if err := json.Unmarshal(orig, &reg); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range reg["steps"].(map[string]any) {
+			edit(st.(map[string]any))
+		}
+		b, err := json.MarshalIndent(reg, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(regPath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A step without c2 is one problem, said once: SR-STEP-PROMPT, not also
+// its prompt file and the retry prompt of its validator's pattern, which
+// without c2 cannot be named either. A step whose c2 cannot be a path
+// segment is told with the c1 its prompt is looked up under.
+func TestValidateSaysAStepWithoutC2Once(t *testing.T) {
+	dir, editSteps := scaffoldWithSteps(t)
+	editSteps(func(st map[string]any) { delete(st, "c2") })
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, "invalid (1 error, 0 warnings)") || !strings.Contains(out, "error SR-STEP-PROMPT step") {
+		t.Fatalf("exit %d, want one SR-STEP-PROMPT:\n%s", code, out)
+	}
+	editSteps(func(st map[string]any) { st["c2"] = "in/itial" })
+	code, out, _ = captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, `SR-STEP-PROMPT-INVALID`) || !strings.Contains(out, `(c1="steps" c2="in/itial"`) {
+		t.Fatalf("exit %d, want SR-STEP-PROMPT-INVALID naming c1:\n%s", code, out)
+	}
+}
+
+// A schema file that is not valid JSON (cut short, or with a stray
+// character) is reported in that file, at the line and column where its
+// syntax breaks, not only at the step that refers to it.
+func TestValidateLocatesABrokenSchemaFile(t *testing.T) {
+	dir, editSteps := scaffoldWithSteps(t)
+	editSteps(func(st map[string]any) {
+		st["outputSchemaRef"] = map[string]any{"file": "out.schema.json", "schema": "out"}
+	})
+	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ text, at string }{
+		{"{\"$defs\": {\"out\": {\"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": \"strin", ":2:"},
+		{"{\"$defs\": {\"out\":\n  {\"type\": \"object\" \"x\"}}}", ":2:"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "schemas", "out.schema.json"), []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ := captureConfigCLI(t, "validate", dir)
+		want := filepath.Join(dir, "schemas", "out.schema.json") + c.at
+		if code != exitUsage || !strings.Contains(out, want) || !strings.Contains(out, "error SR-SCHEMA-UNRESOLVED") || !strings.Contains(out, "— fix the JSON syntax") {
+			t.Errorf("exit %d, want the problem at %s…:\n%s", code, want, out)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/sandbox"
 	"github.com/capstan-dev/capstan/verify"
 )
@@ -304,7 +306,8 @@ func TestFixCommitsAsTheUsersGlobalIdentity(t *testing.T) {
 	sh := pasteShell(t, repo)
 	fix := "capstan fix 'make the failing tests pass' --model script:" + verify.ShellQuote(script)
 	code, out := sh(fix)
-	if code != exitUsage || !strings.Contains(out, "git does not know who you are") || strings.Contains(out, "test baseline") {
+	if code != exitUsage || !strings.Contains(out, "capstan: CONFIG_INVALID: fix: git does not know who you are") ||
+		!strings.Contains(out, "; hint: set them") || strings.Contains(out, "test baseline") {
 		t.Fatalf("no identity: exit %d, want %d before anything runs\n%s", code, exitUsage, out)
 	}
 	if code, out := sh(pastedCommand(t, out, "with: ")); code != 0 {
@@ -340,5 +343,24 @@ func TestFixWithoutAKeyFailsBeforeTheBuildCache(t *testing.T) {
 	}
 	if strings.Contains(out, "Go standard library") || strings.Contains(out, "build cache") {
 		t.Errorf("the build cache was prepared before the missing key was told:\n%s", out)
+	}
+}
+
+// capstan fix with a script model whose file does not exist is refused
+// before anything runs, with the code, the file and what to do, in text
+// and as the --json error object.
+func TestFixWithAMissingScriptNamesTheFile(t *testing.T) {
+	repo, _ := fixRepo(t, "go")
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	code, out, errOut := captureConfigCLI(t, "fix", "make the failing tests pass", "--workdir", repo, "--model", "script:"+missing, "--json")
+	if code != exitUsage || !strings.Contains(errOut, "capstan: CONFIG_NOT_FOUND: fix: --model script:"+missing+": cannot read the script file") ||
+		!strings.Contains(errOut, "hint: name an existing script file") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var got struct {
+		Error struct{ Code, File, Hint string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Error.Code != agenterr.CodeConfigurationNotFound || got.Error.File == "" || got.Error.Hint == "" {
+		t.Fatalf("--json error %v:\n%s", err, out)
 	}
 }

@@ -3,7 +3,6 @@ package handlebars
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -22,14 +21,11 @@ const (
 )
 
 // ErrLimit is returned (wrapped) when rendering exceeds its step or output
-// budget.
-var ErrLimit = errors.New("template exceeds its budget")
+// budget: the one sentinel of both template evaluators, jsonvalue.ErrBudget.
+var ErrLimit = jsonvalue.ErrBudget
 
 // Limits bound one Render call; zero fields take the defaults.
-type Limits struct {
-	MaxOutput int
-	MaxSteps  int
-}
+type Limits = jsonvalue.Limits
 
 // frame is one context level: the value and the loop's data variables.
 type frame struct {
@@ -43,12 +39,9 @@ type frame struct {
 }
 
 type renderer struct {
-	ctx    context.Context
 	t      *Template
-	out    strings.Builder
 	stack  []frame
-	steps  int
-	limits Limits
+	budget jsonvalue.Budget
 }
 
 // Render renders the template with data, which must be JSON-shaped
@@ -62,34 +55,17 @@ func (t *Template) Render(ctx context.Context, data any, lim Limits) (string, er
 	if lim.MaxSteps <= 0 {
 		lim.MaxSteps = DefaultMaxSteps
 	}
-	r := &renderer{ctx: ctx, t: t, limits: lim, stack: []frame{{v: data}}}
+	r := &renderer{t: t, budget: jsonvalue.NewBudget(ctx, lim), stack: []frame{{v: data}}}
 	if err := r.nodes(t.body); err != nil {
 		return "", err
 	}
-	return r.out.String(), nil
+	return r.budget.Text(), nil
 }
 
 // step counts one unit of work and checks the context every 1024 steps.
-func (r *renderer) step() error {
-	r.steps++
-	if r.steps > r.limits.MaxSteps {
-		return fmt.Errorf("%w: more than %d steps", ErrLimit, r.limits.MaxSteps)
-	}
-	if r.steps&1023 == 0 {
-		if err := r.ctx.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (r *renderer) step() error { return r.budget.Step() }
 
-func (r *renderer) write(s string) error {
-	if r.out.Len()+len(s) > r.limits.MaxOutput {
-		return fmt.Errorf("%w: output larger than %d bytes", ErrLimit, r.limits.MaxOutput)
-	}
-	r.out.WriteString(s)
-	return nil
-}
+func (r *renderer) write(s string) error { return r.budget.Write(s) }
 
 func (r *renderer) nodes(ns []node) error {
 	for _, n := range ns {

@@ -1,6 +1,9 @@
-// Package jsonvalue turns Go values into the JSON-shaped values
-// (map[string]any, []any, string, float64, bool, nil) that capstan's
-// template evaluators walk without reflection.
+// Package jsonvalue is capstan's one place for JSON values: where each
+// value of a JSON text is, by JSON pointer (Index, for problems reported
+// as file:line:col), and Go values as the JSON-shaped values
+// (map[string]any, []any, string, float64, bool, nil) that the two
+// template evaluators walk without reflection: Normalize, the truth they
+// share (Truthy) and the budget they walk under (Budget, ErrBudget).
 package jsonvalue
 
 import "encoding/json"

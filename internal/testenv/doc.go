@@ -15,7 +15,9 @@
 //     timestamps (as net/http/httptest builds HTTP servers) for tests of
 //     pipelines that read git history ([GitSteps]); [PoisonRepo] and
 //     [Poison] build repositories whose configuration a model poisoned,
-//     for tests that check capstan's own git runs none of it.
+//     for tests that check capstan's own git runs none of it;
+//     [TinyGitRepo] and [TinyGoModule] are the small work dirs of the
+//     validator tests of verify and verdict ([MustRun], [WriteFile]).
 //   - [ClaudeCLI] finds the real Claude Code CLI for the tests that drive
 //     it against a loopback fake of the Anthropic API; CI installs
 //     [ClaudeVersion], the version the skip message names.

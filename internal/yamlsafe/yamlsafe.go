@@ -4,6 +4,10 @@
 // anything is decoded, so a kilobyte of nested merges cannot make the
 // decoder run for hours or exhaust memory. Every YAML parse in capstan goes
 // through Unmarshal or CheckTree.
+//
+// The YAML frontmatter at the head of a Markdown file (prompt files, retry
+// prompts, SKILL.md) is split from its body by SplitFrontmatter, the one
+// splitter of them, before its YAML goes through Unmarshal.
 package yamlsafe
 
 import (

@@ -2,6 +2,7 @@ package script
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -36,6 +37,17 @@ func open(_ context.Context, cfg llm.Config) (llm.Model, error) {
 			p = filepath.Join(cfg.AgentDir, p)
 		}
 		s, err = Load(p, name)
+		if err != nil && p != name && errors.Is(err, fs.ErrNotExist) {
+			// The file was looked for where name leads from the folder
+			// the spec is relative to, which the name alone does not say.
+			if e := agenterr.From(err); e != nil {
+				moved := *e
+				moved.Message = fmt.Sprintf("%s: script:%s is read relative to %s", e.Message, name, cfg.AgentDir)
+				moved.File = p
+				moved.Hint = fmt.Sprintf("create %s, or name the script file relative to %s, or by an absolute path", p, cfg.AgentDir)
+				err = &moved
+			}
+		}
 	}
 	if err != nil {
 		return nil, err

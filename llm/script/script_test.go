@@ -389,8 +389,12 @@ func TestProviderRegistration(t *testing.T) {
 			t.Errorf("%s: %v %v", spec, resp, err)
 		}
 	}
+	// A missing file is named where it was looked for, with the folder
+	// the name is relative to: the name alone may be a file that exists
+	// relative to the current directory.
 	_, err := llm.OpenModel(ctx, "script:missing.yaml", llm.Config{AgentDir: dir})
-	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationNotFound || e.File != "missing.yaml" {
+	if e := agenterr.From(err); e == nil || e.Code != agenterr.CodeConfigurationNotFound || e.File != filepath.Join(dir, "missing.yaml") ||
+		!strings.Contains(e.Message, "script:missing.yaml is read relative to "+dir) || !strings.Contains(e.Hint, "create "+filepath.Join(dir, "missing.yaml")) {
 		t.Errorf("missing file: %v", err)
 	}
 	_, err = llm.OpenModel(ctx, "script:scripts", llm.Config{AgentDir: dir})

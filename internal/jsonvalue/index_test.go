@@ -1,4 +1,4 @@
-package jsonpos
+package jsonvalue
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ func TestPositionMatchesRuneCount(t *testing.T) {
 		}
 	}
 	raw := []byte(b.String())
-	s := New(raw)
+	s := NewIndex(raw)
 	for off := 0; off <= len(raw); off += 7 {
 		line := strings.Count(string(raw[:off]), "\n") + 1
 		start := strings.LastIndexByte(string(raw[:off]), '\n') + 1
@@ -41,7 +41,7 @@ func FuzzSourceIndex(f *testing.F) {
 	f.Add([]byte(`[[[]],{}]`))
 	f.Add([]byte(`"\ud83d\ude00"`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		s := New(raw)
+		s := NewIndex(raw)
 		for off := range []int{-1, 0, len(raw), len(raw) + 5} {
 			s.Position(off)
 		}
@@ -103,7 +103,7 @@ func resolvePointer(v any, ptr string) (any, bool) {
 // to the nearest existing ancestor.
 func TestLocate(t *testing.T) {
 	raw := []byte("{\n  \"a\": {\"b~/c\": [1, 2]},\n  \"é\": true\n}")
-	x := New(raw)
+	x := NewIndex(raw)
 	for _, c := range []struct {
 		ptr       string
 		key       bool
@@ -122,7 +122,7 @@ func TestLocate(t *testing.T) {
 			t.Errorf("Locate(%q, %v) = %d:%d, want %d:%d", c.ptr, c.key, l, col, c.line, c.col)
 		}
 	}
-	if l, c := New(nil).Locate("/x", true); l != 0 || c != 0 {
+	if l, c := NewIndex(nil).Locate("/x", true); l != 0 || c != 0 {
 		t.Errorf("empty text: %d:%d", l, c)
 	}
 }

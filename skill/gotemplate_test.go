@@ -1,4 +1,4 @@
-package gotmpl
+package skill
 
 import (
 	"context"
@@ -10,19 +10,19 @@ import (
 	"time"
 )
 
-func expand(t *testing.T, src, data string) (string, error) {
+func expandTestTemplate(t *testing.T, src, data string) (string, error) {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal([]byte(data), &v); err != nil {
 		t.Fatal(err)
 	}
-	return Expand(context.Background(), "t", src, v, Limits{})
+	return expandTemplate(context.Background(), "t", src, v, templateLimits{})
 }
 
-func TestExpand(t *testing.T) {
+func TestGoTemplate(t *testing.T) {
 	data := `{"title":"Report <1>","total":3,"by_state":{"open":2,"closed":1},"items":[{"n":"a","ok":true},{"n":"b","ok":false}],"empty":[],"none":null,"tags":["x","y"],"ratio":0.5}`
 	cases := []struct{ src, want string }{
-		{"# {{.title}}\n{{.total}} items: {{range $state, $n := .by_state}}{{$n}} {{$state}}, {{end}}ratio {{.ratio}}.", "# Report <1>\n3 items: 1 closed, 2 open, ratio 0.5."},
+		{"# {{.title}}\n{{.total}} items: {{range $tmplState, $n := .by_state}}{{$n}} {{$tmplState}}, {{end}}ratio {{.ratio}}.", "# Report <1>\n3 items: 1 closed, 2 open, ratio 0.5."},
 		{"{{range $i, $it := .items}}{{$i}}:{{.n}}{{if .ok}}+{{else}}-{{end}} {{end}}", "0:a+ 1:b- "},
 		{"{{range .empty}}x{{else}}none{{end}}|{{with .none}}x{{else}}null{{end}}|{{with .items}}{{len .}}{{end}}", "none|null|2"},
 		{"{{range .tags}}{{if eq . \"x\"}}{{continue}}{{end}}{{.}}{{end}}{{range .tags}}{{.}}{{break}}{{end}}", "yx"},
@@ -34,14 +34,14 @@ func TestExpand(t *testing.T) {
 		{"{{range 3}}{{.}}{{end}}", "012"},
 	}
 	for _, c := range cases {
-		got, err := expand(t, c.src, data)
+		got, err := expandTestTemplate(t, c.src, data)
 		if err != nil || got != c.want {
 			t.Errorf("%q:\n got  %q, %v\n want %q", c.src, got, err, c.want)
 		}
 	}
 }
 
-func TestExpandErrors(t *testing.T) {
+func TestGoTemplateErrors(t *testing.T) {
 	cases := []struct{ src, want string }{
 		{"{{.missing}}", `t:1:2: at <{{.missing}}>: map has no entry for key "missing"`},
 		{"line\n{{.title.x}}", `can't evaluate field x in a string`},
@@ -53,7 +53,7 @@ func TestExpandErrors(t *testing.T) {
 		{`{{template "nope"}}`, `no template "nope"`},
 	}
 	for _, c := range cases {
-		_, err := expand(t, c.src, `{"title":"s","tags":["a"]}`)
+		_, err := expandTestTemplate(t, c.src, `{"title":"s","tags":["a"]}`)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
 		}
@@ -62,8 +62,8 @@ func TestExpandErrors(t *testing.T) {
 
 // A template written by the model cannot exhaust memory: strings that
 // double on each iteration, huge printf widths and recursion stop at the
-// budget with ErrLimit.
-func TestExpandBounded(t *testing.T) {
+// budget with errTemplateLimit.
+func TestGoTemplateBounded(t *testing.T) {
 	for _, src := range []string{
 		`{{$s := "xxxxxxxxxxxxxxxx"}}{{range 64}}{{$s = printf "%s%s" $s $s}}{{end}}{{$s}}`,
 		`{{$s := "xxxxxxxxxxxxxxxx"}}{{range 64}}{{$s = print $s $s}}{{end}}`,
@@ -73,20 +73,20 @@ func TestExpandBounded(t *testing.T) {
 		`{{range 100000}}{{range 100000}}{{end}}{{end}}`,
 		`{{range 2000}}{{range 2000}}xxxxxxxxxxxxxxxxxxxx{{end}}{{end}}`,
 	} {
-		_, err := expand(t, src, `{}`)
-		if !errors.Is(err, ErrLimit) {
+		_, err := expandTestTemplate(t, src, `{}`)
+		if !errors.Is(err, errTemplateLimit) {
 			t.Errorf("%s: got %v, want the budget error", src, err)
 		}
 	}
 }
 
 // Cancellation stops the expansion inside its loops, in the caller's
-// goroutine: nothing keeps running after Expand returns.
-func TestExpandStopsOnCancel(t *testing.T) {
+// goroutine: nothing keeps running after expandTemplate returns.
+func TestGoTemplateStopsOnCancel(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := Expand(ctx, "t", `{{range 100000}}{{range 100000}}{{range 100000}}{{end}}{{end}}{{end}}`, map[string]any{}, Limits{MaxSteps: 1 << 50})
+	_, err := expandTemplate(ctx, "t", `{{range 100000}}{{range 100000}}{{range 100000}}{{end}}{{end}}{{end}}`, map[string]any{}, templateLimits{MaxSteps: 1 << 50})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
@@ -95,11 +95,11 @@ func TestExpandStopsOnCancel(t *testing.T) {
 	}
 }
 
-func FuzzExpand(f *testing.F) {
+func FuzzGoTemplate(f *testing.F) {
 	for _, s := range []string{"{{range .a}}{{.}}{{end}}", "{{with $x := .a}}{{$x}}{{end}}", `{{printf "%d" .a}}`, "{{index .a 0 1}}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		_, _ = Expand(context.Background(), "t", src, map[string]any{"a": []any{1.0, "s", map[string]any{"k": nil}}}, Limits{MaxSteps: 10000, MaxOutput: 1 << 16})
+		_, _ = expandTemplate(context.Background(), "t", src, map[string]any{"a": []any{1.0, "s", map[string]any{"k": nil}}}, templateLimits{MaxSteps: 10000, MaxOutput: 1 << 16})
 	})
 }

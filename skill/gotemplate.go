@@ -1,8 +1,8 @@
-// Package gotmpl expands Go text/template syntax over JSON data with a
-// bounded evaluator. Templates are parsed by text/template/parse (the
+// The templateExpand tool expands Go text/template syntax over JSON data
+// with a bounded evaluator. Templates are parsed by text/template/parse (the
 // standard grammar: actions, pipelines, variables, if/else, range with
 // else/break/continue, with, define/template/block, comments, trim
-// markers); evaluation is this package's own and walks only JSON-shaped
+// markers); evaluation is this file's own and walks only JSON-shaped
 // values (map[string]any, []any, string, float64, bool, nil).
 //
 // The evaluator exists because the templates come from the model (a skill
@@ -14,14 +14,14 @@
 // memory or spinning on after a timeout. It also never looks a method up
 // by name through reflection, which keeps the linker's dead-method
 // elimination on.
-package gotmpl
+
+package skill
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,24 +31,19 @@ import (
 	"github.com/capstan-dev/capstan/internal/lazyre"
 )
 
-// ErrLimit is returned (wrapped) when expansion exceeds its budget.
-var ErrLimit = errors.New("template exceeds its budget")
+// errTemplateLimit is returned (wrapped) when expansion exceeds its budget:
+// the one sentinel of both template evaluators, jsonvalue.ErrBudget.
+var errTemplateLimit = jsonvalue.ErrBudget
 
-// Limits bound one Expand call; zero fields take the defaults.
-type Limits struct {
-	// MaxOutput caps the expanded text and every string built on the way
-	// (bytes; default 1 MiB).
-	MaxOutput int
-	// MaxSteps caps the work: one step per node and per loop item
-	// (default 1,000,000).
-	MaxSteps int
-}
+// templateLimits bound one expandTemplate call; zero fields take the defaults
+// (1 MiB of output, 1,000,000 steps).
+type templateLimits = jsonvalue.Limits
 
-// widthPattern finds the widths and precisions of printf verbs.
-var widthPattern = lazyre.New(`%[-+# 0]*[0-9]+|\.[0-9]+`)
+// printfWidthPattern finds the widths and precisions of printf verbs.
+var printfWidthPattern = lazyre.New(`%[-+# 0]*[0-9]+|\.[0-9]+`)
 
-// maxDepth bounds nested {{template}} calls.
-const maxDepth = 100
+// maxTemplateDepth bounds nested {{template}} calls.
+const maxTemplateDepth = 100
 
 // templateFunctions are the functions templates may call: upper lower join json
 // default, and text/template's and or not eq ne lt le gt ge len index
@@ -56,17 +51,9 @@ const maxDepth = 100
 var templateFunctions = []string{"upper", "lower", "join", "json", "default",
 	"and", "or", "not", "eq", "ne", "lt", "le", "gt", "ge", "len", "index", "print", "printf", "println"}
 
-// Functions are the functions templates may call: upper lower join json
-// default, and text/template's and or not eq ne lt le gt ge len index
-// print printf println.
-// It returns a copy: changing it changes nothing else.
-func Functions() []string {
-	return slices.Clone(templateFunctions)
-}
-
-// Parse parses a template; errors carry text/template's "name:line:col"
+// parseTemplate parses a template; errors carry text/template's "name:line:col"
 // position.
-func Parse(name, text string) (map[string]*parse.Tree, error) {
+func parseTemplate(name, text string) (map[string]*parse.Tree, error) {
 	funcs := map[string]any{}
 	for _, f := range templateFunctions {
 		funcs[f] = true
@@ -78,10 +65,10 @@ func Parse(name, text string) (map[string]*parse.Tree, error) {
 	return trees, nil
 }
 
-// Expand parses text and expands it with data (JSON-shaped). A missing
+// expandTemplate parses text and expands it with data (JSON-shaped). A missing
 // map key is an error, as with text/template's missingkey=error.
-func Expand(ctx context.Context, name, text string, data any, lim Limits) (string, error) {
-	trees, err := Parse(name, text)
+func expandTemplate(ctx context.Context, name, text string, data any, lim templateLimits) (string, error) {
+	trees, err := parseTemplate(name, text)
 	if err != nil {
 		return "", err
 	}
@@ -95,40 +82,38 @@ func Expand(ctx context.Context, name, text string, data any, lim Limits) (strin
 	if root == nil || root.Root == nil {
 		return "", nil
 	}
-	st := &state{ctx: ctx, trees: trees, root: root, lim: lim, vars: []variable{{"$", data}}}
+	st := &tmplState{budget: jsonvalue.NewBudget(ctx, lim), trees: trees, root: root, lim: lim, vars: []tmplVariable{{"$", data}}}
 	if err := st.walk(data, root.Root); err != nil {
-		var c control
+		var c tmplControl
 		if errors.As(err, &c) {
 			return "", fmt.Errorf("%s: {{break}} or {{continue}} outside {{range}}", name)
 		}
 		return "", err
 	}
-	return st.out.String(), nil
+	return st.budget.Text(), nil
 }
 
-type variable struct {
+type tmplVariable struct {
 	name  string
 	value any
 }
 
-type state struct {
-	ctx   context.Context
-	trees map[string]*parse.Tree
-	root  *parse.Tree
-	lim   Limits
-	out   strings.Builder
-	vars  []variable
-	steps int
-	depth int
-	node  parse.Node
+type tmplState struct {
+	budget jsonvalue.Budget
+	trees  map[string]*parse.Tree
+	root   *parse.Tree
+	lim    templateLimits
+	vars   []tmplVariable
+	depth  int
+	node   parse.Node
 }
 
-// control carries {{break}} and {{continue}} up to their range.
-type control struct{ brk bool }
+// tmplControl carries {{break}} and {{continue}} up to their range.
+type tmplControl struct{ brk bool }
 
-func (control) Error() string { return "break/continue" }
+func (tmplControl) Error() string { return "break/continue" }
 
-func (s *state) errorf(format string, args ...any) error {
+func (s *tmplState) errorf(format string, args ...any) error {
 	loc := ""
 	if s.node != nil {
 		l, c := s.root.ErrorContext(s.node)
@@ -137,34 +122,19 @@ func (s *state) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s%s", loc, fmt.Sprintf(format, args...))
 }
 
-func (s *state) step() error {
-	s.steps++
-	if s.steps > s.lim.MaxSteps {
-		return fmt.Errorf("%w: more than %d steps", ErrLimit, s.lim.MaxSteps)
-	}
-	if s.steps&1023 == 0 {
-		return s.ctx.Err()
-	}
-	return nil
-}
+func (s *tmplState) step() error { return s.budget.Step() }
 
-func (s *state) write(str string) error {
-	if s.out.Len()+len(str) > s.lim.MaxOutput {
-		return fmt.Errorf("%w: output larger than %d bytes", ErrLimit, s.lim.MaxOutput)
-	}
-	s.out.WriteString(str)
-	return nil
-}
+func (s *tmplState) write(str string) error { return s.budget.Write(str) }
 
 // capped fails when a string built by a function is over the output cap.
-func (s *state) capped(str string) (any, error) {
+func (s *tmplState) capped(str string) (any, error) {
 	if len(str) > s.lim.MaxOutput {
-		return nil, fmt.Errorf("%w: a value larger than %d bytes", ErrLimit, s.lim.MaxOutput)
+		return nil, fmt.Errorf("%w: a value larger than %d bytes", errTemplateLimit, s.lim.MaxOutput)
 	}
 	return str, nil
 }
 
-func (s *state) walk(dot any, n parse.Node) error {
+func (s *tmplState) walk(dot any, n parse.Node) error {
 	if err := s.step(); err != nil {
 		return err
 	}
@@ -185,7 +155,7 @@ func (s *state) walk(dot any, n parse.Node) error {
 			return err
 		}
 		if len(n.Pipe.Decl) == 0 {
-			return s.write(printValue(v))
+			return s.write(printTemplateValue(v))
 		}
 	case *parse.IfNode:
 		return s.conditional(dot, &n.BranchNode, false)
@@ -205,27 +175,27 @@ func (s *state) walk(dot any, n parse.Node) error {
 				return err
 			}
 		}
-		if s.depth >= maxDepth {
-			return fmt.Errorf("%w: {{template}} nested more than %d deep", ErrLimit, maxDepth)
+		if s.depth >= maxTemplateDepth {
+			return fmt.Errorf("%w: {{template}} nested more than %d deep", errTemplateLimit, maxTemplateDepth)
 		}
 		s.depth++
 		saved := s.vars
-		s.vars = []variable{{"$", v}}
+		s.vars = []tmplVariable{{"$", v}}
 		err := s.walk(v, t.Root)
 		s.vars = saved
 		s.depth--
 		return err
 	case *parse.BreakNode:
-		return control{brk: true}
+		return tmplControl{brk: true}
 	case *parse.ContinueNode:
-		return control{}
+		return tmplControl{}
 	default:
 		return s.errorf("unsupported template node %s", n)
 	}
 	return nil
 }
 
-func (s *state) conditional(dot any, b *parse.BranchNode, with bool) error {
+func (s *tmplState) conditional(dot any, b *parse.BranchNode, with bool) error {
 	mark := len(s.vars)
 	defer func() { s.vars = s.vars[:mark] }()
 	v, err := s.pipeline(dot, b.Pipe)
@@ -244,7 +214,7 @@ func (s *state) conditional(dot any, b *parse.BranchNode, with bool) error {
 	return nil
 }
 
-func (s *state) rangeNode(dot any, r *parse.RangeNode) error {
+func (s *tmplState) rangeNode(dot any, r *parse.RangeNode) error {
 	mark := len(s.vars)
 	defer func() { s.vars = s.vars[:mark] }()
 	v, err := s.pipeline(dot, r.Pipe)
@@ -265,7 +235,7 @@ func (s *state) rangeNode(dot any, r *parse.RangeNode) error {
 		inner := len(s.vars)
 		err := s.walk(elem, r.List)
 		s.vars = s.vars[:inner]
-		var c control
+		var c tmplControl
 		if errors.As(err, &c) && !c.brk {
 			return nil // {{continue}}
 		}
@@ -305,9 +275,9 @@ func (s *state) rangeNode(dot any, r *parse.RangeNode) error {
 		}
 	case nil:
 	default:
-		return s.errorf("range can't iterate over %s", printValue(v))
+		return s.errorf("range can't iterate over %s", printTemplateValue(v))
 	}
-	var c control
+	var c tmplControl
 	if loopErr != nil && !(errors.As(loopErr, &c) && c.brk) {
 		return loopErr
 	}
@@ -317,7 +287,7 @@ func (s *state) rangeNode(dot any, r *parse.RangeNode) error {
 	return nil
 }
 
-func (s *state) pipeline(dot any, p *parse.PipeNode) (any, error) {
+func (s *tmplState) pipeline(dot any, p *parse.PipeNode) (any, error) {
 	if p == nil {
 		return nil, nil
 	}
@@ -340,32 +310,32 @@ func (s *state) pipeline(dot any, p *parse.PipeNode) (any, error) {
 				return nil, err
 			}
 		} else {
-			s.vars = append(s.vars, variable{d.Ident[0], v})
+			s.vars = append(s.vars, tmplVariable{d.Ident[0], v})
 		}
 	}
 	return v, nil
 }
 
-func (s *state) setVar(name string, v any) error {
+func (s *tmplState) setVar(name string, v any) error {
 	for i := len(s.vars) - 1; i >= 0; i-- {
 		if s.vars[i].name == name {
 			s.vars[i].value = v
 			return nil
 		}
 	}
-	return s.errorf("undefined variable %s", name)
+	return s.errorf("undefined tmplVariable %s", name)
 }
 
-func (s *state) varValue(name string) (any, error) {
+func (s *tmplState) varValue(name string) (any, error) {
 	for i := len(s.vars) - 1; i >= 0; i-- {
 		if s.vars[i].name == name {
 			return s.vars[i].value, nil
 		}
 	}
-	return nil, s.errorf("undefined variable %s", name)
+	return nil, s.errorf("undefined tmplVariable %s", name)
 }
 
-func (s *state) command(dot any, c *parse.CommandNode, final []any) (any, error) {
+func (s *tmplState) command(dot any, c *parse.CommandNode, final []any) (any, error) {
 	if err := s.step(); err != nil {
 		return nil, err
 	}
@@ -387,7 +357,7 @@ func (s *state) command(dot any, c *parse.CommandNode, final []any) (any, error)
 	return s.arg(dot, first)
 }
 
-func (s *state) arg(dot any, n parse.Node) (any, error) {
+func (s *tmplState) arg(dot any, n parse.Node) (any, error) {
 	switch n := n.(type) {
 	case *parse.DotNode:
 		return dot, nil
@@ -433,11 +403,11 @@ func (s *state) arg(dot any, n parse.Node) (any, error) {
 }
 
 // fields walks .a.b.c; a missing key is an error (missingkey=error).
-func (s *state) fields(v any, names []string) (any, error) {
+func (s *tmplState) fields(v any, names []string) (any, error) {
 	for _, name := range names {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, s.errorf("can't evaluate field %s in %s", name, kind(v))
+			return nil, s.errorf("can't evaluate field %s in %s", name, jsonKind(v))
 		}
 		if v, ok = m[name]; !ok {
 			return nil, s.errorf("map has no entry for key %q", name)
@@ -446,7 +416,7 @@ func (s *state) fields(v any, names []string) (any, error) {
 	return v, nil
 }
 
-func kind(v any) string {
+func jsonKind(v any) string {
 	switch v.(type) {
 	case nil:
 		return "a null value"
@@ -462,16 +432,16 @@ func kind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-func (s *state) call(name string, args []any) (any, error) {
-	if n, fixed := fixedArity(name); fixed && len(args) != n {
+func (s *tmplState) call(name string, args []any) (any, error) {
+	if n, fixed := templateArity(name); fixed && len(args) != n {
 		return nil, s.errorf("%s takes %d argument(s), got %d", name, n, len(args))
 	}
 	switch name {
 	case "upper", "lower":
 		if name == "upper" {
-			return s.capped(strings.ToUpper(printValue(args[0])))
+			return s.capped(strings.ToUpper(printTemplateValue(args[0])))
 		}
-		return s.capped(strings.ToLower(printValue(args[0])))
+		return s.capped(strings.ToLower(printTemplateValue(args[0])))
 	case "join":
 		return s.join(args[0], args[1])
 	case "json":
@@ -534,10 +504,10 @@ func (s *state) call(name string, args []any) (any, error) {
 	return nil, s.errorf("function %q not defined", name)
 }
 
-// fixedArity is the number of arguments function name takes, when that is
+// templateArity is the number of arguments function name takes, when that is
 // fixed (ok is false for the variadic ones and for names that are no
 // function).
-func fixedArity(name string) (n int, ok bool) {
+func templateArity(name string) (n int, ok bool) {
 	switch name {
 	case "upper", "lower", "json", "not", "len":
 		return 1, true
@@ -548,16 +518,16 @@ func fixedArity(name string) (n int, ok bool) {
 }
 
 // join is {{join SEP LIST}}: the list's items printed, SEP between them.
-func (s *state) join(sepArg, listArg any) (any, error) {
+func (s *tmplState) join(sepArg, listArg any) (any, error) {
 	list, ok := listArg.([]any)
 	if !ok {
-		return nil, s.errorf("join: the second argument is %s, not a list", kind(listArg))
+		return nil, s.errorf("join: the second argument is %s, not a list", jsonKind(listArg))
 	}
-	sep := printValue(sepArg)
+	sep := printTemplateValue(sepArg)
 	size := 0
 	parts := make([]string, len(list))
 	for i, x := range list {
-		parts[i] = printValue(x)
+		parts[i] = printTemplateValue(x)
 		size += len(parts[i]) + len(sep)
 		if size > s.lim.MaxOutput {
 			return s.capped(strings.Repeat(" ", size))
@@ -567,7 +537,7 @@ func (s *state) join(sepArg, listArg any) (any, error) {
 }
 
 // length is {{len X}}: the length of a string, list or object.
-func (s *state) length(x any) (any, error) {
+func (s *tmplState) length(x any) (any, error) {
 	switch x := x.(type) {
 	case string:
 		return float64(len(x)), nil
@@ -576,27 +546,27 @@ func (s *state) length(x any) (any, error) {
 	case map[string]any:
 		return float64(len(x)), nil
 	}
-	return nil, s.errorf("len of %s", kind(x))
+	return nil, s.errorf("len of %s", jsonKind(x))
 }
 
 // index is {{index X KEY...}}: X's member or item at each key in turn.
-func (s *state) index(v any, keys []any) (any, error) {
+func (s *tmplState) index(v any, keys []any) (any, error) {
 	for _, k := range keys {
 		switch c := v.(type) {
 		case map[string]any:
 			key, ok := k.(string)
 			if !ok {
-				return nil, s.errorf("index of an object with %s", kind(k))
+				return nil, s.errorf("index of an object with %s", jsonKind(k))
 			}
 			v = c[key]
 		case []any:
 			f, ok := k.(float64)
 			if !ok || f != float64(int(f)) || f < 0 || int(f) >= len(c) {
-				return nil, s.errorf("index %s out of range for a list of %d", printValue(k), len(c))
+				return nil, s.errorf("index %s out of range for a list of %d", printTemplateValue(k), len(c))
 			}
 			v = c[int(f)]
 		default:
-			return nil, s.errorf("can't index %s", kind(v))
+			return nil, s.errorf("can't index %s", jsonKind(v))
 		}
 	}
 	return v, nil
@@ -604,10 +574,10 @@ func (s *state) index(v any, keys []any) (any, error) {
 
 // print is {{print X...}} (the values side by side) and, with line,
 // {{println X...}} (spaces between them, and a newline).
-func (s *state) print(args []any, line bool) (any, error) {
+func (s *tmplState) print(args []any, line bool) (any, error) {
 	parts := make([]string, len(args))
 	for i, a := range args {
-		parts[i] = printValue(a)
+		parts[i] = printTemplateValue(a)
 	}
 	sep := ""
 	if line {
@@ -622,21 +592,21 @@ func (s *state) print(args []any, line bool) (any, error) {
 
 // printf is {{printf FORMAT X...}}, refused before it formats when its
 // output, widths and precisions counted, would pass the output limit.
-func (s *state) printf(formatArg any, args []any) (any, error) {
+func (s *tmplState) printf(formatArg any, args []any) (any, error) {
 	format, ok := formatArg.(string)
 	if !ok {
-		return nil, s.errorf("printf: the format is %s, not a string", kind(formatArg))
+		return nil, s.errorf("printf: the format is %s, not a string", jsonKind(formatArg))
 	}
 	size := len(format)
 	for _, a := range args {
-		size += len(printValue(a))
+		size += len(printTemplateValue(a))
 	}
 	// Widths and precisions ({{printf "%900000000d" 1}}) count too.
-	for _, m := range widthPattern().FindAllString(format, -1) {
+	for _, m := range printfWidthPattern().FindAllString(format, -1) {
 		digits := strings.TrimLeft(m, "%-+# 0.")
 		n, err := strconv.Atoi(digits)
 		if digits != "" && err != nil || n > s.lim.MaxOutput {
-			return nil, fmt.Errorf("%w: printf width %s", ErrLimit, m)
+			return nil, fmt.Errorf("%w: printf width %s", errTemplateLimit, m)
 		}
 		size += n
 	}
@@ -646,7 +616,7 @@ func (s *state) printf(formatArg any, args []any) (any, error) {
 	fargs := make([]any, len(args))
 	for i, a := range args {
 		if f, ok := a.(float64); ok {
-			a = number(f)
+			a = printfNumber(f)
 		}
 		fargs[i] = a
 	}
@@ -654,7 +624,7 @@ func (s *state) printf(formatArg any, args []any) (any, error) {
 	return s.capped(out)
 }
 
-func (s *state) equal(a, b any) (bool, error) {
+func (s *tmplState) equal(a, b any) (bool, error) {
 	switch a.(type) {
 	case nil:
 		return b == nil, nil
@@ -664,10 +634,10 @@ func (s *state) equal(a, b any) (bool, error) {
 			return a == b, nil
 		}
 	}
-	return false, s.errorf("can't compare %s with %s", kind(a), kind(b))
+	return false, s.errorf("can't compare %s with %s", jsonKind(a), jsonKind(b))
 }
 
-func (s *state) compare(a, b any) (int, error) {
+func (s *tmplState) compare(a, b any) (int, error) {
 	switch x := a.(type) {
 	case float64:
 		if y, ok := b.(float64); ok {
@@ -684,12 +654,12 @@ func (s *state) compare(a, b any) (int, error) {
 			return strings.Compare(x, y), nil
 		}
 	}
-	return 0, s.errorf("can't order %s and %s", kind(a), kind(b))
+	return 0, s.errorf("can't order %s and %s", jsonKind(a), jsonKind(b))
 }
 
-// printValue prints like text/template: nil is "<no value>", numbers in
+// printTemplateValue prints like text/template: nil is "<no value>", numbers in
 // their shortest form, lists and objects in fmt's notation.
-func printValue(v any) string {
+func printTemplateValue(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "<no value>"
@@ -705,10 +675,10 @@ func printValue(v any) string {
 
 // number is a JSON number in printf: whole numbers print with integer
 // verbs (%d, %x, %c …), every number with float verbs.
-type number float64
+type printfNumber float64
 
 // Format implements fmt.Formatter.
-func (n number) Format(f fmt.State, verb rune) {
+func (n printfNumber) Format(f fmt.State, verb rune) {
 	switch verb {
 	case 'd', 'b', 'o', 'O', 'x', 'X', 'c', 'q', 'U':
 		if float64(n) == float64(int64(n)) {
@@ -716,7 +686,7 @@ func (n number) Format(f fmt.State, verb rune) {
 			return
 		}
 	case 'v', 's':
-		fmt.Fprint(f, printValue(float64(n)))
+		fmt.Fprint(f, printTemplateValue(float64(n)))
 		return
 	}
 	fmt.Fprintf(f, fmt.FormatString(f, verb), float64(n))

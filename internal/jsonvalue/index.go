@@ -1,8 +1,9 @@
-// Package jsonpos locates the values of a JSON text by JSON pointer, so
-// that a problem found in a decoded value can be reported as
-// file:line:col. The configuration loader and the schema resolver share
+// An Index locates the values of a JSON text by JSON pointer, so that a
+// problem found in a decoded value can be reported as file:line:col. The
+// configuration loader, the workflow loader and the schema resolver share
 // it.
-package jsonpos
+
+package jsonvalue
 
 import (
 	"encoding/json"
@@ -43,10 +44,10 @@ type Duplicate struct {
 	Offset int
 }
 
-// New indexes raw, which should be syntactically valid JSON (json.Valid);
+// NewIndex indexes raw, which should be syntactically valid JSON (json.Valid);
 // on anything else the index is partial, but indexing never fails or
 // panics.
-func New(raw []byte) *Index {
+func NewIndex(raw []byte) *Index {
 	x := &Index{raw: raw, spans: map[string]Span{}}
 	x.lines = append(x.lines, 0)
 	for i, b := range raw {
@@ -230,18 +231,8 @@ func (w *walker) object(pointer string, depth int) bool {
 		if !w.value(child, keyOff, depth+1) {
 			return false
 		}
-		w.skipSpace()
-		if w.pos >= len(w.data) {
-			return false
-		}
-		switch w.data[w.pos] {
-		case ',':
-			w.pos++
-		case '}':
-			w.pos++
-			return true
-		default:
-			return false
+		if more, ok := w.separator('}'); !more {
+			return ok
 		}
 	}
 }
@@ -257,20 +248,29 @@ func (w *walker) array(pointer string, depth int) bool {
 		if !w.value(pointer+"/"+strconv.Itoa(i), -1, depth+1) {
 			return false
 		}
-		w.skipSpace()
-		if w.pos >= len(w.data) {
-			return false
-		}
-		switch w.data[w.pos] {
-		case ',':
-			w.pos++
-		case ']':
-			w.pos++
-			return true
-		default:
-			return false
+		if more, ok := w.separator(']'); !more {
+			return ok
 		}
 	}
+}
+
+// separator reads what follows a member or an element: ',' (another
+// follows) or close (the object or array ends, ok); anything else, or the
+// end of the text, is malformed (not ok).
+func (w *walker) separator(close byte) (more, ok bool) {
+	w.skipSpace()
+	if w.pos >= len(w.data) {
+		return false, false
+	}
+	switch w.data[w.pos] {
+	case ',':
+		w.pos++
+		return true, true
+	case close:
+		w.pos++
+		return false, true
+	}
+	return false, false
 }
 
 // str scans a JSON string at w.pos and returns its decoded value.

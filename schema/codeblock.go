@@ -4,7 +4,7 @@
 // "done"), and a line holding only a run of the same character at least as
 // long closes it.
 
-package markdown
+package schema
 
 import "strings"
 
@@ -23,7 +23,7 @@ type CodeBlock struct {
 	Closed bool
 }
 
-// Blocks returns the fenced code blocks of text in order. A line opening
+// CodeBlocks returns the fenced code blocks of text in order. A line opening
 // with backticks whose info string holds a backtick is inline code
 // (```a``` on one line), not a fence. Blocks do not nest: a fence line
 // inside a block either closes it or is part of its body.

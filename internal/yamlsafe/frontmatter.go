@@ -13,18 +13,18 @@
 // model hides the mistake), a retry prompt takes the whole text as its
 // body (its first line may be a Markdown rule).
 
-package markdown
+package yamlsafe
 
 import (
 	"errors"
 	"strings"
 )
 
-// ErrUnclosedFrontmatter is returned by Split when the text opens a frontmatter block
+// ErrUnclosedFrontmatter is returned by SplitFrontmatter when the text opens a frontmatter block
 // that no fence line closes.
 var ErrUnclosedFrontmatter = errors.New(`frontmatter opened by a "---" line is not closed by a "---" line`)
 
-// Frontmatter is a text split by Split.
+// Frontmatter is a text split by SplitFrontmatter.
 type Frontmatter struct {
 	// Present is whether the text starts with frontmatter.
 	Present bool
@@ -38,7 +38,8 @@ type Frontmatter struct {
 	BodyLine int
 }
 
-// Split separates src into its frontmatter and body by the package's rule.
+// SplitFrontmatter separates src into its frontmatter and body by the rule
+// above.
 func SplitFrontmatter(src string) (Frontmatter, error) {
 	s := strings.TrimPrefix(src, "\ufeff")
 	first, i, ended := frontmatterLine(s, 0)
