@@ -148,7 +148,7 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		{"capstan run", "capstan run bad --workdir w --json", "CONFIG_INVALID", "", exitUsage},
 		{"capstan run", "env -u OPENAI_API_KEY capstan run keyed --json --workdir w --model openai:gpt-5", "SDK_AUTH", "", exitUsage},
 		{"capstan resume", "capstan resume no-such-run --json", "USAGE", "", exitUsage},
-		{"capstan fix", "capstan fix 'make the failing tests pass' --workdir w --json", "USAGE", "", exitUsage},
+		{"capstan fix", "capstan fix 'make the failing tests pass' --workdir w --json", "CONFIG_INVALID", "", exitUsage},
 		{"capstan validate", "capstan validate --json", "USAGE", "", exitUsage},
 		{"capstan runs", "capstan runs --json --bogus", "USAGE", "", exitUsage},
 		{"capstan show", "capstan show no-such-run --json", "USAGE", "", exitUsage},
@@ -172,7 +172,7 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		if tc.file != "" && (got.Error.Line == 0 || got.Error.Hint == "") {
 			t.Errorf("%s: no line or hint:\n%s", tc.line, out)
 		}
-		if tc.code == "CONFIG_INVALID" && (len(got.Error.Problems) == 0 || got.Error.Problems[0].File != "bad/agent.json" || got.Error.Problems[0].Line == 0) {
+		if strings.Contains(tc.line, " bad ") && (len(got.Error.Problems) == 0 || got.Error.Problems[0].File != "bad/agent.json" || got.Error.Problems[0].Line == 0) {
 			t.Errorf("%s: the problems are not listed with their files and lines:\n%s", tc.line, out)
 		}
 	}
