@@ -120,9 +120,14 @@ func (a *Agent) resolveParams() error {
 		params = r.Start.Params
 	}
 	a.params = params
-	var err error
-	a.vars, err = a.def.ResolveParams(params)
-	return err
+	vars, err := a.def.ResolveParams(params)
+	if err != nil {
+		return err
+	}
+	// Read-only from here on: shared with the agents of the definition
+	// given the same parameters.
+	a.vars = sharedFor(a.def).sharedVars(vars)
+	return nil
 }
 
 func (a *Agent) buildJournal() error {

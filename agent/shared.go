@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"runtime"
 	"sync"
 	"weak"
@@ -21,6 +22,22 @@ type perDefinition struct {
 
 	mu      sync.Mutex
 	limited map[limits]limitedCopy
+	// vars are the prompt variables of the parameters the last agent
+	// resolved (read-only): agents given the same parameters (a program's
+	// agents of one definition with its defaults) share one map.
+	vars map[string]string
+}
+
+// sharedVars returns the vars the last agent resolved when they equal
+// vars, else makes vars the ones to share.
+func (p *perDefinition) sharedVars(vars map[string]string) map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.vars != nil && maps.Equal(p.vars, vars) {
+		return p.vars
+	}
+	p.vars = vars
+	return vars
 }
 
 // limits are the limits a Config writes over its definition (applyLimits).

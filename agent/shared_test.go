@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"path/filepath"
+	"reflect"
 	"runtime"
 	"sync"
 	"testing"
@@ -102,4 +104,32 @@ func TestAgentsOfOneDefinitionRunConcurrently(t *testing.T) {
 		}
 	}
 	assertSharedUnchanged(t, def)
+}
+
+// Agents of one definition given the same parameters share one map of
+// prompt variables; other values get their own, and the shared one is
+// not changed by them.
+func TestAgentsGivenTheSameParametersShareTheirVariables(t *testing.T) {
+	def := load(t, filepath.Join("..", "examples", "hello"))
+	ctx := context.Background()
+	build := func(params map[string]string) *Agent {
+		t.Helper()
+		a, err := Build(ctx, def, BuildOptions{WorkDir: t.TempDir(), Params: params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Stop() })
+		return a
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	a1, a2 := build(nil), build(nil)
+	if !same(a1.vars, a2.vars) || a1.vars["name"] != "world" {
+		t.Fatalf("two agents with the default parameters: %v and %v, shared %v", a1.vars, a2.vars, same(a1.vars, a2.vars))
+	}
+	a3 := build(map[string]string{"name": "moon"})
+	if same(a3.vars, a1.vars) || a3.vars["name"] != "moon" || a1.vars["name"] != "world" {
+		t.Fatalf("an agent with its own parameters: %v (the first agent's %v)", a3.vars, a1.vars)
+	}
 }

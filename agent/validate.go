@@ -133,6 +133,12 @@ func checkPrompts(dir string, def *agentdir.Definition, reg *agentdir.Registry) 
 	}
 	c := &promptChecker{def: def, reg: reg, prompts: newPromptResolver(dir, def, reg), regFile: registryFile(def),
 		schemas: newSchemas(dir, def.Runner.SchemasDir, def.FS()), reach: agentdir.Reachable(reg)}
+	if c.prompts.ConfigErr() != nil {
+		// A prompt base, fallback directory or system prompt path outside
+		// the agent folder is AC-PATH-OUTSIDE; every prompt of every step
+		// would fail with it alike.
+		return nil
+	}
 	ids := make([]string, 0, len(reg.Steps))
 	for id := range reg.Steps {
 		ids = append(ids, id)

@@ -147,6 +147,11 @@ func NewPromptResolver(cfg PromptConfig) *PromptResolver {
 	return r
 }
 
+// ConfigErr is the configuration problem every resolution reports (a
+// prompt base, fallback directory or system prompt path outside the agent
+// directory), or nil.
+func (r *PromptResolver) ConfigErr() error { return r.cfgErr }
+
 // configPath makes a configured path absolute and checks that it lies in
 // the agent directory.
 func (r *PromptResolver) configPath(p, what string) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -39,6 +40,11 @@ type promptTemplate struct {
 	segs        []promptSegment
 	vars        []string // distinct variable names, in order of first use
 	litLen      int      // total length of the literal segments
+	// last is the text the template rendered last with every variable
+	// defined: the agents of one definition render its prompts alike, and
+	// a render that comes out the same returns it instead of a new copy
+	// that each agent would keep.
+	last atomic.Pointer[string]
 }
 
 // isVarNameByte reports whether c may appear in a variable name
@@ -133,7 +139,7 @@ func (t *promptTemplate) render(vars map[string]string) (string, []string) {
 	if len(t.segs) == 1 && t.segs[0].name == "" {
 		return t.segs[0].lit, nil
 	}
-	size := t.litLen
+	size, defined := t.litLen, true
 	for _, s := range t.segs {
 		if s.name == "" {
 			continue
@@ -142,7 +148,11 @@ func (t *promptTemplate) render(vars map[string]string) (string, []string) {
 			size += len(v)
 		} else {
 			size += len(s.lit)
+			defined = false
 		}
+	}
+	if last := t.last.Load(); defined && last != nil && len(*last) == size && t.rendersAs(*last, vars) {
+		return *last, nil
 	}
 	var b strings.Builder
 	b.Grow(size)
@@ -161,7 +171,27 @@ func (t *promptTemplate) render(vars map[string]string) (string, []string) {
 			undefined = append(undefined, s.name)
 		}
 	}
-	return b.String(), undefined
+	out := b.String()
+	if defined {
+		t.last.Store(&out)
+	}
+	return out, undefined
+}
+
+// rendersAs reports whether the template renders as text with vars, every
+// one of which is defined.
+func (t *promptTemplate) rendersAs(text string, vars map[string]string) bool {
+	for _, s := range t.segs {
+		v := s.lit
+		if s.name != "" {
+			v = vars[s.name]
+		}
+		if !strings.HasPrefix(text, v) {
+			return false
+		}
+		text = text[len(v):]
+	}
+	return text == ""
 }
 
 // parseTemplate parses a prompt file's content: optional YAML frontmatter

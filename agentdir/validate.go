@@ -44,7 +44,7 @@ type ValidateOptions struct {
 // docs/configuration.md lists it).
 func DefaultReservedFlags() []string {
 	return []string{
-		"--accept-changed-definition", "--allow-key-in-ancestors", "--base-url", "--connect-timeout", "--continue-every",
+		"--accept-changed-definition", "--allow-key-in-ancestors", "--base-url", "--chain-for", "--connect-timeout", "--continue-every",
 		"--first-byte-timeout", "--help", "--json", "--max-iterations", "--max-retry-after", "--model", "--namespace", "--no-sandbox",
 		"--quiet", "--repo", "--stream", "--stream-idle-timeout", "--task-queue", "--temporal", "--workdir", "--worker-timeout",
 	}

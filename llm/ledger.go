@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -63,7 +64,7 @@ type Ledger struct {
 	mu        sync.Mutex
 	iteration int
 	prior     map[string]*ledgerQuery // what earlier attempts of the iteration recorded, by query
-	cur       map[string]*ledgerQuery // what this attempt recorded
+	cur       []keyedQuery            // what this attempt recorded, by query (an attempt asks a few)
 	effect    bool                    // BeforeEffect ran in this attempt
 	// saving: a call of a tool that is not idempotent and not KindEdit was
 	// started in this iteration (by any attempt), or a call whose kind the
@@ -85,6 +86,12 @@ type ledgerQuery struct {
 	calls map[callKey]*ledgerCall
 }
 
+// keyedQuery is a query's record with its key (the digest of its prompt).
+type keyedQuery struct {
+	key string
+	q   *ledgerQuery
+}
+
 type callKey struct {
 	turn int
 	id   string
@@ -97,22 +104,35 @@ type ledgerCall struct {
 }
 
 func newLedgerQuery() *ledgerQuery {
-	return &ledgerQuery{turns: map[int]*Response{}, calls: map[callKey]*ledgerCall{}}
+	// The maps are made by the first turn and the first call recorded: a
+	// query parked in its first model call has neither.
+	return &ledgerQuery{}
 }
 
 func (q *ledgerQuery) call(k callKey) *ledgerCall {
 	c := q.calls[k]
 	if c == nil {
 		c = &ledgerCall{}
+		if q.calls == nil {
+			q.calls = map[callKey]*ledgerCall{}
+		}
 		q.calls[k] = c
 	}
 	return c
 }
 
+// setTurn records r as the answer of turn.
+func (q *ledgerQuery) setTurn(turn int, r *Response) {
+	if q.turns == nil {
+		q.turns = map[int]*Response{}
+	}
+	q.turns[turn] = r
+}
+
 // merge takes what a later attempt recorded into q.
 func (q *ledgerQuery) merge(o *ledgerQuery) {
 	for t, r := range o.turns {
-		q.turns[t] = r
+		q.setTurn(t, r)
 	}
 	for k, c := range o.calls {
 		d := q.call(k)
@@ -135,11 +155,11 @@ func (l *Ledger) Begin(n int) {
 		if l.prior == nil {
 			l.prior = map[string]*ledgerQuery{}
 		}
-		for k, q := range l.cur {
-			if p := l.prior[k]; p != nil {
-				p.merge(q)
+		for _, c := range l.cur {
+			if p := l.prior[c.key]; p != nil {
+				p.merge(c.q)
 			} else {
-				l.prior[k] = q
+				l.prior[c.key] = c.q
 			}
 		}
 	} else {
@@ -178,8 +198,8 @@ func (l *Ledger) Seed(n int, events []journal.Event) {
 			if json.Unmarshal(ev.Data, &mt) != nil || mt.Query == "" || mt.Message == nil {
 				continue
 			}
-			query(mt.Query).turns[mt.Turn] = &Response{Message: *mt.Message, StopReason: mt.StopReason,
-				StructuredOutput: mt.StructuredOutput}
+			query(mt.Query).setTurn(mt.Turn, &Response{Message: *mt.Message, StopReason: mt.StopReason,
+				StructuredOutput: mt.StructuredOutput})
 		case journal.ToolIntent:
 			var in event.ToolIntentEvent
 			if json.Unmarshal(ev.Data, &in) != nil || in.Query == "" {
@@ -211,13 +231,12 @@ func (l *Ledger) open(prompt string) *ledgerRun {
 	defer l.mu.Unlock()
 	r := &ledgerRun{l: l, key: key, iteration: l.iteration, prior: l.prior[key]}
 	delete(l.prior, key)
-	if l.cur == nil {
-		l.cur = map[string]*ledgerQuery{}
+	i := slices.IndexFunc(l.cur, func(c keyedQuery) bool { return c.key == key })
+	if i < 0 {
+		i = len(l.cur)
+		l.cur = append(l.cur, keyedQuery{key, newLedgerQuery()})
 	}
-	if l.cur[key] == nil {
-		l.cur[key] = newLedgerQuery()
-	}
-	r.cur = l.cur[key]
+	r.cur = l.cur[i].q
 	if r.prior != nil {
 		// What this attempt does not redo stays known to a later one.
 		r.cur.merge(r.prior)
@@ -245,7 +264,7 @@ func (r *ledgerRun) recorded(turn int) *Response {
 // record keeps this attempt's answer of turn.
 func (r *ledgerRun) record(turn int, resp *Response) {
 	r.l.mu.Lock()
-	r.cur.turns[turn] = &Response{Message: resp.Message, StopReason: resp.StopReason, StructuredOutput: resp.StructuredOutput}
+	r.cur.setTurn(turn, &Response{Message: resp.Message, StopReason: resp.StopReason, StructuredOutput: resp.StructuredOutput})
 	r.l.mu.Unlock()
 }
 

@@ -75,6 +75,11 @@ type Loop struct {
 	// Guarded reports, after Run, that a TurnGuard in the context ended
 	// it (its error is Run's).
 	Guarded bool
+	// replayed says that the current turn's answer came from led (the
+	// Run's record in Ledger); known that size was set before Run (see
+	// size). Next to the bools above, so that the struct has no padding
+	// for them.
+	replayed, known bool
 
 	// The Run under way: the transcript, the result, the request of its
 	// turns (a copy of Request per Run, which a model may keep), the turn
@@ -87,16 +92,15 @@ type Loop struct {
 	maxTurns int
 	start    time.Time
 	handle   tool.Handler
-	// led is the Run's record in Ledger (nil without one); replayed says
-	// that the current turn's answer came from it.
-	led      *ledgerRun
-	replayed bool
+	// led is the Run's record in Ledger (nil without one).
+	led *ledgerRun
 	// size is the transcript's size (Message.Size summed), kept as it
 	// grows, so that fitting a request into the context window costs the
 	// same on the hundredth turn as on the first. A ToolLoop sets it to
 	// its session's size before Run (known); other Runs measure msgs once.
-	size  int
-	known bool
+	size int
+	// named are a ToolLoop's tools, sorted by name, when Tools is nil.
+	named *[]specCached
 	// cut is the turn's call the answer was cut off in (max_tokens),
 	// which is not run; nil when there is none. A pointer, made when an
 	// answer is cut off: a parked query's Loop stays in a smaller size
@@ -105,6 +109,18 @@ type Loop struct {
 	// The turn's calls so far (the one being handled is call number
 	// calls) and the bytes of their results kept; reset every turn.
 	calls, kept int
+}
+
+// tool is the tool called name, nil when there is none.
+func (lp *Loop) tool(name string) tool.Tool {
+	if lp.named == nil {
+		return lp.Tools[name]
+	}
+	tools := *lp.named
+	if i, ok := slices.BinarySearchFunc(tools, name, func(t specCached, name string) int { return strings.Compare(t.spec.Name, name) }); ok {
+		return &tools[i]
+	}
+	return nil
 }
 
 // cutOffCall is the call an answer was cut off in: its id, and what cut
@@ -349,7 +365,7 @@ func (lp *Loop) answer(ctx context.Context, resp *Response, err error) (done boo
 	lp.calls, lp.kept = 0, 0
 	for _, c := range resp.Message.ToolCalls {
 		lp.calls++
-		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.Tools[c.Name]}
+		call := tool.Call{ID: c.ID, Name: c.Name, Input: c.InputOrEmpty(), Tool: lp.tool(c.Name)}
 		use := useOf(call, h(ctx, call))
 		res.ToolUses = append(res.ToolUses, use)
 		results = append(results, event.ToolResult{CallID: call.ID, Name: call.Name, Content: use.Output, IsError: use.IsError})

@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -40,13 +42,17 @@ const MaxTurnToolBytes = 4 << 20
 // max turns) with the query's tool policy (tool.Enforce) and journaling
 // (JournalTools) as tool-call middleware. Sessions are transcripts kept in memory and written to the
 // journal (session.messages events), so a run can be resumed from its
-// journal on every backend.
+// journal on every backend. Of the sessions its queries have ended, a
+// ToolLoop keeps at least the KeptSessions used last (and at most twice
+// as many): a query that names a session no longer kept starts a new one
+// and says so (QueryResult.SessionRenewed). The sessions of
+// Config.Transcripts are kept until a query continues them.
 type ToolLoop struct {
 	model Model
 	cfg   loopConfig
-	tools map[string]tool.Tool
-	// byName holds the tools with their specs, sorted by name; tools
-	// points into it.
+	// byName holds the tools with their specs, sorted by name, one per
+	// name; a call finds its tool in it by binary search (a map of them
+	// would be a few hundred bytes more that every agent keeps).
 	byName []specCached
 	// journal is the tool-call journaling middleware of every query.
 	journal tool.Middleware
@@ -62,13 +68,27 @@ type ToolLoop struct {
 	// once.)
 	busy []string
 	last string
+	// used counts the queries that ended in a session: a session's used
+	// is the count when a query last ended in it (0 for the sessions of
+	// Config.Transcripts no query has continued yet).
+	used uint64
+	// ended is how many of the sessions have a used above 0.
+	ended int
 }
+
+// KeptSessions is how many of the sessions its queries ended a ToolLoop
+// keeps at least (the ones used last): an agent continues one session
+// per model and asks a few one-off queries (prompt checks) per iteration,
+// and a loop that keeps every session it ever ran would hold all their
+// transcripts for as long as it lives.
+const KeptSessions = 32
 
 // session is a session's transcript and its size (Message.Size summed),
 // kept as the transcript grows so that no query has to measure it again.
 type session struct {
 	msgs  []event.Message
 	bytes int
+	used  uint64
 }
 
 // loopConfig is the part of its Config a ToolLoop keeps.
@@ -89,7 +109,7 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	if cfg.Events == nil {
 		cfg.Events = event.Discard
 	}
-	l := &ToolLoop{model: m, tools: make(map[string]tool.Tool, len(cfg.Tools)), journal: JournalTools(cfg.Events),
+	l := &ToolLoop{model: m, journal: JournalTools(cfg.Events),
 		cfg: loopConfig{Model: cfg.Model, WorkDir: cfg.WorkDir, Events: cfg.Events, MaxTurns: cfg.MaxTurns,
 			MaxToolCallsPerTurn: cfg.MaxToolCallsPerTurn, Redact: cfg.Redact, Context: cfg.Context, Ledger: cfg.Ledger}}
 	l.byName = make([]specCached, len(cfg.Tools))
@@ -98,14 +118,19 @@ func NewToolLoop(m Model, cfg Config) *ToolLoop {
 	}
 	// Of tools with the same name, the last one given counts.
 	sort.SliceStable(l.byName, func(i, j int) bool { return l.byName[i].spec.Name < l.byName[j].spec.Name })
-	for i := range l.byName {
-		l.tools[l.byName[i].spec.Name] = &l.byName[i]
+	kept := l.byName[:0]
+	for i, t := range l.byName {
+		if i+1 < len(l.byName) && l.byName[i+1].spec.Name == t.spec.Name {
+			continue // a later one of the same name counts
+		}
+		kept = append(kept, t)
 	}
+	l.byName = kept
 	for id, msgs := range cfg.Transcripts {
 		// Clipped: queries extend a session in place, which must not
 		// write into the caller's array (another loop may be seeded
 		// with it too).
-		l.setSession(id, slices.Clip(msgs), messagesBytes(msgs))
+		l.setSession(id, slices.Clip(msgs), messagesBytes(msgs), 0)
 	}
 	return l
 }
@@ -239,9 +264,9 @@ func (l *ToolLoop) begin(prompt string, opts *QueryOptions) (_ *query, msgs []ev
 		Model: l.model,
 		Request: Request{Model: l.cfg.Model, System: opts.SystemPrompt, Tools: chain.specs,
 			OutputSchema: opts.OutputSchema, OutputSchemaName: opts.OutputName},
-		Tools: l.tools, MaxTurns: maxTurns, MaxToolCallsPerTurn: l.cfg.MaxToolCallsPerTurn, Events: l.cfg.Events,
+		MaxTurns: maxTurns, MaxToolCallsPerTurn: l.cfg.MaxToolCallsPerTurn, Events: l.cfg.Events,
 		Middleware: chain.mw, Redact: l.cfg.Redact,
-		Context: l.cfg.Context, Query: query, SessionID: q.sid, Ledger: l.cfg.Ledger, size: size, known: true,
+		Context: l.cfg.Context, Query: query, SessionID: q.sid, Ledger: l.cfg.Ledger, size: size, known: true, named: &l.byName,
 	}
 	return q, msgs, nil
 }
@@ -279,7 +304,7 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	}
 	// The policy keeps its own copy of the patterns: a caller that reuses
 	// its slices cannot change a cached policy.
-	p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
+	p.Allowed, p.Disallowed = sharedPatterns(0, p.Allowed), sharedPatterns(1, p.Disallowed)
 	c := policyChain{policy: p, mw: []tool.Middleware{l.journal, tool.Enforce(p)}}
 	// The list is made to the size of the tools offered (an agent's
 	// policy usually leaves some out; it is kept while the agent runs).
@@ -287,29 +312,114 @@ func (l *ToolLoop) chainFor(p tool.Policy) policyChain {
 	offered := buf[:0]
 	for i := range l.byName {
 		t := &l.byName[i]
-		if l.tools[t.spec.Name] == tool.Tool(t) && p.MayUse(t) {
+		if p.MayUse(t) {
 			offered = append(offered, t)
 		}
-	}
-	c.specs = make([]tool.Spec, len(offered))
-	for i, t := range offered {
-		c.specs[i] = t.spec
 	}
 	// Queries share the list; its capacity is its length, so an append
 	// to one query's Request.Tools copies instead of writing into the
 	// others'.
+	c.specs = sharedSpecs(offered)
 	l.chain = c
 	return c
 }
 
-// setSession makes msgs the transcript of session id (the map is made by
-// the first session that ends a query, so an agent parked in its first
-// query holds none). Called with l.mu held, or before l is shared.
-func (l *ToolLoop) setSession(id string, msgs []event.Message, bytes int) {
+// lastLists are the list of offered tool specs and the policy's patterns
+// (allowed, disallowed) the tool loops of this program made last, read
+// only: the agents of one definition offer the same tools under the same
+// policy, and share one copy of each instead of keeping one each.
+var lastLists struct {
+	mu       sync.Mutex
+	specs    []tool.Spec
+	patterns [2][]string
+}
+
+// sharedSpecs returns the specs of offered: the last list made when it
+// holds the same specs, else a new one (capacity its length).
+func sharedSpecs(offered []*specCached) []tool.Spec {
+	lastLists.mu.Lock()
+	defer lastLists.mu.Unlock()
+	if sameSpecs(lastLists.specs, offered) {
+		return lastLists.specs
+	}
+	specs := make([]tool.Spec, len(offered))
+	for i, t := range offered {
+		specs[i] = t.spec
+	}
+	lastLists.specs = specs
+	return specs
+}
+
+// sameSpecs reports whether list holds the specs of offered, the same in
+// every field.
+func sameSpecs(list []tool.Spec, offered []*specCached) bool {
+	if list == nil || len(list) != len(offered) {
+		return false
+	}
+	for i, t := range offered {
+		a, b := list[i], t.spec
+		if a.Name != b.Name || a.Description != b.Description || !bytes.Equal(a.InputSchema, b.InputSchema) {
+			return false
+		}
+	}
+	return true
+}
+
+// sharedPatterns returns a read-only copy of patterns (nil for none): the
+// last copy made for the same kind (0 allowed, 1 disallowed) when it holds
+// the same patterns.
+func sharedPatterns(kind int, patterns []string) []string {
+	if patterns == nil {
+		return nil
+	}
+	lastLists.mu.Lock()
+	defer lastLists.mu.Unlock()
+	if last := lastLists.patterns[kind]; last != nil && slices.Equal(last, patterns) {
+		return last
+	}
+	own := slices.Clip(slices.Clone(patterns))
+	lastLists.patterns[kind] = own
+	return own
+}
+
+// setSession makes msgs the transcript of session id, used at used (0 for
+// a seeded session). The map is made by the first session that ends a
+// query, so an agent parked in its first query holds none. Called with
+// l.mu held, or before l is shared.
+func (l *ToolLoop) setSession(id string, msgs []event.Message, bytes int, used uint64) {
 	if l.sessions == nil {
 		l.sessions = map[string]session{}
 	}
-	l.sessions[id] = session{msgs: msgs, bytes: bytes}
+	if used > 0 && l.sessions[id].used == 0 {
+		l.ended++
+	}
+	l.sessions[id] = session{msgs: msgs, bytes: bytes, used: used}
+	if l.ended > 2*KeptSessions {
+		l.forgetOldSessions()
+	}
+}
+
+// forgetOldSessions drops the sessions queries ended in, but for the
+// KeptSessions used last and those a query is extending. It runs once
+// per KeptSessions queries ending in new sessions, not per query.
+func (l *ToolLoop) forgetOldSessions() {
+	type ended struct {
+		used uint64
+		id   string
+	}
+	all := make([]ended, 0, l.ended)
+	for id, s := range l.sessions {
+		if s.used > 0 {
+			all = append(all, ended{s.used, id})
+		}
+	}
+	slices.SortFunc(all, func(a, b ended) int { return cmp.Compare(a.used, b.used) })
+	for _, s := range all[:len(all)-KeptSessions] {
+		if !slices.Contains(l.busy, s.id) {
+			delete(l.sessions, s.id)
+			l.ended--
+		}
+	}
 }
 
 // commit makes msgs (of bytes bytes) the session's transcript and journals
@@ -317,7 +427,8 @@ func (l *ToolLoop) setSession(id string, msgs []event.Message, bytes int) {
 // after compaction) the whole transcript.
 func (l *ToolLoop) commit(sid string, msgs []event.Message, bytes, prior int, res *event.QueryResult) {
 	l.mu.Lock()
-	l.setSession(sid, msgs, bytes)
+	l.used++
+	l.setSession(sid, msgs, bytes, l.used)
 	l.last = sid
 	l.mu.Unlock()
 	res.SessionID = sid

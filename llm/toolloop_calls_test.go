@@ -211,3 +211,111 @@ func TestToolLoopsSeededAlikeDoNotShareMessages(t *testing.T) {
 		t.Fatalf("the caller's transcript was written to: %+v", history[:2])
 	}
 }
+
+// TestToolLoopKeepsTheSessionsUsedLast: a loop asked for many one-off
+// sessions (an agent's prompt checks, a caller that never continues a
+// session) keeps the KeptSessions used last and at most twice as many;
+// the session continued all along and a seeded one no query continued
+// are kept, and a query naming a forgotten session starts a new one and
+// says so.
+func TestToolLoopKeepsTheSessionsUsedLast(t *testing.T) {
+	ctx := context.Background()
+	seed := map[string][]event.Message{"resumed": {{Role: event.RoleUser, Text: "earlier"}}}
+	loop := llm.NewToolLoop(&fakellm.Replay{}, llm.Config{Transcripts: seed})
+	query := func(sid string) *event.QueryResult {
+		t.Helper()
+		res, err := loop.Query(ctx, "hello", llm.QueryOptions{SessionID: sid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	main := query("").SessionID
+	var oneOff []string
+	continued := 1
+	for i := range 5 * llm.KeptSessions {
+		oneOff = append(oneOff, query("").SessionID)
+		if i%10 == 9 {
+			if res := query(main); res.SessionID != main || res.SessionRenewed {
+				t.Fatalf("continuing the main session after %d one-off queries: %+v", i+1, res)
+			}
+			continued++
+		}
+	}
+	if got := len(loop.Transcript(main)); got != 2*continued {
+		t.Fatalf("the main session kept %d messages, want %d", got, 2*continued)
+	}
+	if got := loop.Transcript("resumed"); len(got) != 1 || got[0].Text != "earlier" {
+		t.Fatalf("the seeded session: %+v", got)
+	}
+	kept := 0
+	for i, sid := range oneOff {
+		n := len(loop.Transcript(sid))
+		if n > 0 {
+			kept++
+		}
+		if i >= len(oneOff)-llm.KeptSessions+1 && n != 2 { // the main session was used after one of the last
+			t.Fatalf("one-off session %d of %d (%s) kept %d messages, want 2", i+1, len(oneOff), sid, n)
+		}
+	}
+	if kept > 2*llm.KeptSessions {
+		t.Fatalf("the loop kept %d one-off sessions, want at most %d", kept, 2*llm.KeptSessions)
+	}
+	res := query(oneOff[0])
+	if !res.SessionRenewed || res.SessionID == oneOff[0] || len(loop.Transcript(res.SessionID)) != 2 {
+		t.Fatalf("continuing a forgotten session: %+v", res)
+	}
+}
+
+// TestToolLoopToolOfTheSameNameGivenLastCounts: of two tools with the same
+// name, the one given last is offered (once) and called; a call of a name
+// no tool has is answered as unknown.
+func TestToolLoopToolOfTheSameNameGivenLastCounts(t *testing.T) {
+	var first, last, other atomic.Int64
+	m := &fakellm.Replay{Replies: []*llm.Response{{Message: event.Message{ToolCalls: calls("Write", "Read", "Missing")}}}}
+	loop := llm.NewToolLoop(m, llm.Config{Tools: []tool.Tool{counting("Write", &first), counting("Read", &other), counting("Write", &last)}})
+	res, err := loop.Query(context.Background(), "go", llm.QueryOptions{PermissionMode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Load() != 0 || last.Load() != 1 || other.Load() != 1 {
+		t.Fatalf("runs: first Write %d, last Write %d, Read %d", first.Load(), last.Load(), other.Load())
+	}
+	if len(res.ToolUses) != 3 || !res.ToolUses[2].IsError || !strings.Contains(res.ToolUses[2].Output, "Read") {
+		t.Fatalf("tool uses: %+v", res.ToolUses)
+	}
+}
+
+// toolsSeen records the offered tools of every request.
+type toolsSeen struct{ tools [][]tool.Spec }
+
+func (m *toolsSeen) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	m.tools = append(m.tools, req.Tools)
+	return &llm.Response{Message: event.Message{Role: event.RoleAssistant, Text: "done"}, StopReason: "end_turn"}, nil
+}
+
+// TestToolLoopsOfferingTheSameToolsShareTheList: tool loops that offer
+// the same tools under the same policy (the agents of one definition)
+// share one list of them; a loop offering others gets its own, and the
+// first loops' list stays as it was.
+func TestToolLoopsOfferingTheSameToolsShareTheList(t *testing.T) {
+	var n atomic.Int64
+	offered := func(tools []tool.Tool, allowed ...string) []tool.Spec {
+		t.Helper()
+		m := &toolsSeen{}
+		loop := llm.NewToolLoop(m, llm.Config{Tools: tools})
+		if _, err := loop.Query(context.Background(), "go", llm.QueryOptions{AllowedTools: allowed, PermissionMode: "bypassPermissions"}); err != nil {
+			t.Fatal(err)
+		}
+		return m.tools[0]
+	}
+	a := offered([]tool.Tool{counting("Write", &n), counting("Read", &n)}, "Read", "Write")
+	b := offered([]tool.Tool{counting("Read", &n), counting("Write", &n)}, "Read", "Write")
+	if len(a) != 2 || &a[0] != &b[0] {
+		t.Fatalf("two loops with the same tools: %v and %v, shared %v", a, b, len(a) > 0 && len(b) > 0 && &a[0] == &b[0])
+	}
+	c := offered([]tool.Tool{counting("Read", &n), counting("Grep", &n)}, "Read", "Grep")
+	if len(c) != 2 || c[0].Name != "Grep" || &c[0] == &a[0] || a[0].Name != "Read" || a[1].Name != "Write" {
+		t.Fatalf("a loop with other tools: %v (the first loops' %v)", c, a)
+	}
+}

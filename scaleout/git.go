@@ -27,7 +27,8 @@ const (
 	trailerResult    = "Capstan-Result: "
 )
 
-// localBranch is the branch a worker's checkout of a run works on.
+// localBranch is the branch a worker's checkout of a run works on once
+// it was reset to a commit (a fresh clone works on the run's branch).
 const localBranch = "capstan-run"
 
 // checkout is a run's work dir on this worker, ready for an iteration.
@@ -182,8 +183,11 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		}
 		// Only the run's branch: a repository that holds the branches of
 		// many runs is not fetched whole for each of them. The clone has
-		// the branch's tip: no fetch of it follows.
-		if _, err := w.checkoutGit(ctx, w.Root, "clone", "-q", "--template=", "--no-checkout", "--single-branch", "--no-tags", "--branch", run.Branch, run.Repo, dir); err != nil {
+		// the branch's tip, checked out (with the same pins as every
+		// command in the checkout: no driver of the configuration runs):
+		// no fetch or checkout of it follows unless the tip is not the
+		// run's last commit.
+		if _, err := w.checkoutGit(ctx, w.Root, "clone", "-q", "--template=", "--single-branch", "--no-tags", "--branch", run.Branch, run.Repo, dir); err != nil {
 			return checkout{}, workDirError("clone "+run.Repo, err)
 		}
 		if err := w.trustRepo(ctx, dir); err != nil {
@@ -202,7 +206,9 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 		// The checkpoint, when there is one, in the same fetch (a pattern
 		// that matches no ref is not an error).
 		fetch = append(fetch, "+"+wipRef(run.RunID)+"*:"+wipFetched+"*")
-		_, _ = w.checkoutGit(ctx, dir, "update-ref", "-d", wipFetched)
+		if !fresh {
+			_, _ = w.checkoutGit(ctx, dir, "update-ref", "-d", wipFetched)
+		}
 	}
 	if len(fetch) > 0 {
 		if _, err := w.checkoutGit(ctx, dir, append([]string{"fetch", "-q", "--no-tags", "origin"}, fetch...)...); err != nil {
@@ -226,11 +232,11 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 	if mayResume && w.resumeCheckpoint(ctx, dir, run, st) {
 		return checkout{dir: dir, reset: true, resumed: true}, nil
 	}
-	head := ""
-	if !fresh {
-		head, _, _ = w.readRef(ctx, dir, "HEAD")
+	if fresh {
+		// The clone checked out the tip, the run's last commit.
+		return checkout{dir: dir, reset: true}, nil
 	}
-	if head == st.Commit {
+	if head, _, _ := w.readRef(ctx, dir, "HEAD"); head == st.Commit {
 		if status, err := w.checkoutGit(ctx, dir, "status", "--porcelain"); err == nil && status == "" {
 			return checkout{dir: dir}, nil
 		}
@@ -241,34 +247,49 @@ func (w *Activities) workDir(ctx context.Context, run *RunInput, st RunState) (c
 	if _, err := w.checkoutGit(ctx, dir, "checkout", "-q", "-f", "-B", localBranch, st.Commit); err != nil {
 		return checkout{}, workDirError("check out "+st.Commit, err)
 	}
-	if fresh {
-		return checkout{dir: dir, reset: true}, nil // nothing to clean
-	}
 	if _, err := w.checkoutGit(ctx, dir, "clean", "-q", "-f", "-d"); err != nil {
 		return checkout{}, workDirError("clean "+dir, err)
 	}
 	return checkout{dir: dir, reset: true}, nil
 }
 
-// committedIteration reads the iteration a previous attempt committed on
-// top of st.Commit: the branch's tip must be its only child and record the
-// next iteration of this run.
+// committedIteration reads the iterations a previous attempt committed on
+// top of st.Commit (one, or several in a row: Iterate): the branch's tip
+// must record an iteration n of this run after st, and each commit
+// between it and st.Commit, first parent after first parent, the
+// iteration before. It returns the tip's record.
 func (w *Activities) committedIteration(ctx context.Context, dir, tip string, run *RunInput, st RunState) (*IterationResult, error) {
-	parent, _ := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", tip+"^")
-	msg, err := w.checkoutGit(ctx, dir, "log", "-1", "--format=%B", tip)
-	if err != nil {
-		return nil, workDirError("read commit "+tip, err)
-	}
 	var res *IterationResult
-	if parent == st.Commit && trailer(msg, trailerRun) == run.RunID && trailer(msg, trailerIteration) == strconv.Itoa(st.Iteration+1) {
-		res = &IterationResult{}
-		if err := json.Unmarshal([]byte(trailer(msg, trailerResult)), res); err != nil {
-			res = nil
+	want := 0 // the iteration the commit c must record (0: any after st)
+	for c := tip; ; {
+		parent, _ := w.checkoutGit(ctx, dir, "rev-parse", "-q", "--verify", c+"^")
+		msg, err := w.checkoutGit(ctx, dir, "log", "-1", "--format=%B", c)
+		if err != nil {
+			return nil, workDirError("read commit "+c, err)
 		}
+		n, err := strconv.Atoi(trailer(msg, trailerIteration))
+		if err != nil || trailer(msg, trailerRun) != run.RunID || n <= st.Iteration || (want != 0 && n != want) {
+			res = nil
+			break
+		}
+		if res == nil {
+			res = &IterationResult{}
+			if err := json.Unmarshal([]byte(trailer(msg, trailerResult)), res); err != nil {
+				res = nil
+				break
+			}
+		}
+		if n == st.Iteration+1 {
+			if parent != st.Commit {
+				res = nil
+			}
+			break
+		}
+		c, want = parent, n-1
 	}
 	if res == nil {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"branch %s of %s is at %s, not at the run's last iteration %s nor one iteration after it: something else pushed to the run's branch",
+			"branch %s of %s is at %s, not at the run's last iteration %s nor at iterations of this run after it: something else pushed to the run's branch",
 			run.Branch, run.Repo, short(tip), short(st.Commit)), ErrTypeConflict, nil)
 	}
 	res.Commit = tip

@@ -103,6 +103,12 @@ type WorkflowOptions struct {
 	// MaxMoves bounds how many times a run moves to another worker
 	// (default 20).
 	MaxMoves int `json:"maxMoves,omitempty"`
+	// ChainFor, when positive, is how long an attempt of the iteration
+	// activity goes on from a finished iteration to the next: short
+	// iterations share an activity and a workflow task, and the workflow
+	// (its progress query) learns of them when the activity returns.
+	// Zero: one iteration per activity.
+	ChainFor time.Duration `json:"chainFor,omitempty"`
 }
 
 func (o WorkflowOptions) withDefaults() WorkflowOptions {
@@ -150,6 +156,12 @@ type IterationInput struct {
 	Run *RunInput `json:"run"`
 	// State is where the run stands before the iteration.
 	State RunState `json:"state"`
+	// ChainUntil, when more than State.Iteration+1, lets the attempt go
+	// on from one finished iteration to the next, for ChainFor, until
+	// that many have finished (the workflow's next continue-as-new);
+	// zero = one iteration.
+	ChainUntil int           `json:"chainUntil,omitempty"`
+	ChainFor   time.Duration `json:"chainFor,omitempty"`
 }
 
 // IterationOutcome is what one iteration decided, in a few words.
@@ -184,6 +196,9 @@ type IterationResult struct {
 	// Queue is the task queue of the worker that ran the iteration (its
 	// own): a run no worker held goes on there.
 	Queue string `json:"queue,omitempty"`
+	// Earlier are the outcomes of the iterations the same attempt ran
+	// before this one (IterationInput.ChainUntil), oldest first.
+	Earlier []IterationOutcome `json:"earlier,omitempty"`
 }
 
 // Progress is what the progress query returns.

@@ -163,10 +163,36 @@ func (w *Activities) keep(id string, lr *liveRun) {
 // than the workflow's cancellation (Temporal timed it out, the worker is
 // shutting down) has lost the run: it leaves the journal as a killed
 // process would, commits nothing, and fails.
+//
+// A short iteration is followed by the next in the same attempt, up to
+// in.ChainUntil finished iterations and while the attempt has run less
+// than in.ChainFor (each iteration committed and pushed as it ends, as
+// alone): a run of short iterations costs the server one activity and one
+// workflow task per ChainFor instead of per iteration. An iteration after
+// the first that fails leaves the failure to the next activity: this
+// attempt returns what the iterations before it committed. A retry of an
+// attempt that committed several finds them all on the run's branch
+// (committedIteration).
 func (w *Activities) Iterate(ctx context.Context, in IterationInput) (*IterationResult, error) {
+	began := time.Now()
 	res, err := w.iterate(ctx, in)
+	var earlier []IterationOutcome
+	for err == nil && res.Result == nil && res.Iteration > in.State.Iteration && res.Iteration < in.ChainUntil &&
+		ctx.Err() == nil && time.Since(began) < in.ChainFor {
+		if res.Outcome != nil {
+			earlier = append(earlier, *res.Outcome)
+		}
+		in.State = RunState{Iteration: res.Iteration, Commit: res.Commit, Step: res.Step, Usage: res.Usage, CostUSD: res.CostUSD,
+			Moves: in.State.Moves, Queue: w.Queue, Last: res.Outcome}
+		next, nerr := w.iterate(ctx, in)
+		if nerr != nil {
+			break
+		}
+		res = next
+	}
 	if res != nil {
 		res.Queue = w.Queue // not in the commit's record: set after it
+		res.Earlier = earlier
 	}
 	var ae *temporal.ApplicationError
 	if err != nil && !outage(err) && activity.GetInfo(ctx).Attempt >= iterationAttempts && errors.As(err, &ae) && !ae.NonRetryable() {

@@ -71,7 +71,7 @@ func Run(ctx workflow.Context, in RunInput) (*event.RunResult, error) {
 			}
 			st.Queue = q
 		}
-		res, err := iterate(ctx, st.Queue, opts, &in, st)
+		res, err := iterate(ctx, st.Queue, opts, &in, st, began+opts.ContinueEvery)
 		if err != nil {
 			var te *temporal.TimeoutError
 			if errors.As(err, &te) && ctx.Err() == nil {
@@ -92,11 +92,13 @@ func Run(ctx workflow.Context, in RunInput) (*event.RunResult, error) {
 		if unpinned && res.Queue != "" {
 			st.Queue = res.Queue
 		}
+		recent = append(recent, res.Earlier...)
 		if res.Outcome != nil {
 			st.Last = res.Outcome
-			if recent = append(recent, *res.Outcome); len(recent) > recentOutcomes {
-				recent = recent[1:]
-			}
+			recent = append(recent, *res.Outcome)
+		}
+		if len(recent) > recentOutcomes {
+			recent = recent[len(recent)-recentOutcomes:]
 		}
 		if res.Result != nil {
 			final = res.Result
@@ -137,8 +139,9 @@ const versionUnpinnedIteration = "unpinned-iteration"
 
 // iterate runs one iteration on the run's worker, or, with queue "", on
 // any worker of the workflow's task queue (waiting for one as long as it
-// takes), whose queue the result names.
-func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunInput, st RunState) (*IterationResult, error) {
+// takes), whose queue the result names; short iterations after it run in
+// the same activity until chainUntil iterations have finished (Iterate).
+func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunInput, st RunState, chainUntil int) (*IterationResult, error) {
 	scheduleToStart := opts.ScheduleToStart
 	if queue == "" {
 		scheduleToStart = 0
@@ -153,6 +156,9 @@ func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunIn
 			MaximumInterval: time.Minute, MaximumAttempts: outageAttempts, NonRetryableErrorTypes: nonRetryable},
 		Summary: fmt.Sprintf("iteration %d", st.Iteration+1),
 	})
+	if opts.ChainFor <= 0 {
+		chainUntil = 0
+	}
 	run := *in
 	if st.Iteration > 0 {
 		// The first iteration pinned the definition with the run's journal;
@@ -161,7 +167,7 @@ func iterate(ctx workflow.Context, queue string, opts WorkflowOptions, in *RunIn
 	}
 	run.State = nil
 	var res IterationResult
-	err := workflow.ExecuteActivity(actx, ActivityIterate, IterationInput{Run: &run, State: st}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(actx, ActivityIterate, IterationInput{Run: &run, State: st, ChainUntil: chainUntil, ChainFor: opts.ChainFor}).Get(ctx, &res)
 	if err != nil {
 		return nil, err
 	}

@@ -286,6 +286,43 @@ func TestWorkflowMovesARunWhoseWorkerDied(t *testing.T) {
 	}
 }
 
+// Short iterations run one after another in one activity, each committed
+// and pushed as it ends: a worker that dies after the run's four
+// iterations, before its answer reached the server, leaves the branch
+// four iterations ahead of the workflow. The other worker reads them from
+// the branch (each commit recording the iteration before the next one's)
+// and ends the run with the result the last commit records — each
+// iteration counted once, its Bash side effect applied once.
+func TestWorkflowMovesAChainedRunWhoseWorkerDied(t *testing.T) {
+	// However slow the machine, the four iterations share the activity.
+	in, bare := counterRun(t, WorkflowOptions{ChainFor: time.Hour})
+	p := newPool(t)
+	var killed atomic.Bool
+	activities := 0
+	p.iterate = func(ctx context.Context, w *Activities, it IterationInput) (*IterationResult, error) {
+		activities++
+		return w.Iterate(ctx, it)
+	}
+	p.kill = func(w *Activities, it IterationInput, res *IterationResult) error {
+		if it.State.Iteration != 0 || res.Iteration < 4 || !killed.CompareAndSwap(false, true) {
+			return nil
+		}
+		if len(res.Earlier) != 3 {
+			t.Errorf("the first activity ran iterations to %d with earlier outcomes %+v: not chained", res.Iteration, res.Earlier)
+		}
+		w.Close() // the process is gone, and its agents with it
+		return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+	}
+	res := p.run(t, in)
+	if !killed.Load() {
+		t.Fatal("the first activity did not run the four iterations: nothing was tested")
+	}
+	checkRun(t, bare, in, &res)
+	if activities != 2 {
+		t.Errorf("%d iteration activities, want 2: the four iterations, and the other worker's reading of them", activities)
+	}
+}
+
 // Every ContinueEvery iterations the workflow continues as new with the
 // run's state; the continued workflow picks the run up where it was.
 func TestWorkflowContinuesAsNew(t *testing.T) {

@@ -52,6 +52,7 @@ type HandlerDeps struct {
 	WorkDir string
 	// Params are the agent's parameter values; "${name}" in string options
 	// (e.g. externalState "number": "${issue}") is replaced by them.
+	// Read-only: the agents of one definition may share the map.
 	Params map[string]string
 	// File names agent.json in errors (default "agent.json").
 	File string

@@ -85,7 +85,7 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 	for i, a := range checkArgs {
 		c, err := testfix.ParseCheck(a, i+1)
 		if err != nil {
-			return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+			return fixUsageError(err)
 		}
 		opts.Checks = append(opts.Checks, c)
 	}
@@ -96,7 +96,7 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 	case errors.Is(err, testfix.ErrNoEcosystem):
 	default:
 		if !hasTestsCheck(opts.Checks) {
-			return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+			return fixUsageError(err)
 		}
 	}
 	model := flags.model
@@ -124,15 +124,15 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 	}
 	cfg, err := testfix.Config(opts)
 	if err != nil {
-		return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+		return fixUsageError(err)
 	}
 	if printAgent != "" {
 		if err := testfix.WriteFolder(cfg, printAgent); err != nil {
-			return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+			return fixUsageError(err)
 		}
 		wd, err := filepath.Abs(flags.workDir)
 		if err != nil {
-			return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+			return fixUsageError(err)
 		}
 		fmt.Fprintf(stderr, "wrote the agent to %s\n\nnext:\n  capstan validate %s\n  capstan run %s --workdir %s\n",
 			printAgent, shellQuote(printAgent), shellQuote(printAgent), shellQuote(wd))
@@ -142,7 +142,7 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 	// run is journaled, shown and resumed like a run of any agent folder.
 	stateDir, err := journal.StateDir(os.Getenv)
 	if err != nil {
-		return withExit(exitUsage, fmt.Errorf("fix: %w", err))
+		return fixUsageError(err)
 	}
 	dir, err := testfix.StoreFolder(cfg, filepath.Join(stateDir, "agents"))
 	if err != nil {
@@ -217,6 +217,18 @@ func describeFix(w interface{ Write([]byte) (int, error) }, o testfix.Options) {
 		}
 	}
 	fmt.Fprintf(w, "  git-clean: git status --porcelain\n")
+}
+
+// fixUsageError is err, a problem of the fix command's flags, work dir or
+// state directory found before anything runs, as a usage error (exit 2)
+// with a code: err's own, else CONFIG_INVALID.
+func fixUsageError(err error) error {
+	if agenterr.From(err) == nil {
+		err = agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false, "fix")
+	} else {
+		err = fmt.Errorf("fix: %w", err)
+	}
+	return withExit(exitUsage, err)
 }
 
 // checkCommitIdentity refuses, before anything runs, a work dir where

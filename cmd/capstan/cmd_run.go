@@ -77,7 +77,7 @@ func (f *runFlags) registerOptions(fs *pflag.FlagSet) {
 
 // temporalOnlyFlags are the flags of run that act only with --temporal:
 // given without it, run refuses them rather than ignore them.
-var temporalOnlyFlags = []string{"namespace", "task-queue", "repo", "worker-timeout", "continue-every"}
+var temporalOnlyFlags = []string{"namespace", "task-queue", "repo", "worker-timeout", "continue-every", "chain-for"}
 
 // registerRun adds the flags of run (and submit): register's and those
 // that send the run to Temporal.

@@ -36,13 +36,15 @@ type temporalFlags struct {
 	workerTimeout time.Duration
 	// continueEvery is WorkflowOptions.ContinueEvery.
 	continueEvery int
+	// chainFor is WorkflowOptions.ChainFor.
+	chainFor time.Duration
 }
 
 // Which temporalFlags a command takes.
 const (
 	temporalClient = iota // --temporal, --namespace
 	temporalWorker        // and --task-queue
-	temporalRun           // and --repo, --worker-timeout, --continue-every
+	temporalRun           // and --repo, --worker-timeout, --continue-every, --chain-for
 )
 
 // resumeArgs are the flags of `capstan resume` that continue a run on this
@@ -99,6 +101,7 @@ func (f *temporalFlags) register(fs *pflag.FlagSet, kind int) {
 		fs.StringVar(&f.repo, "repo", "", "git repository every worker reaches, for the run's branch (with --temporal; default: the work dir's own repository)")
 		fs.DurationVar(&f.workerTimeout, "worker-timeout", 20*time.Second, "how long a silent or unreachable worker keeps a run before it moves to another worker (with --temporal)")
 		fs.IntVar(&f.continueEvery, "continue-every", 25, "iterations per workflow execution before the run continues as new, keeping its history short (with --temporal)")
+		fs.DurationVar(&f.chainFor, "chain-for", 0, "let the run's short iterations share one activity for up to this long, each still committed as it ends: fewer activities and workflow tasks on the server, but the run's progress shows them only when that activity ends (with --temporal; 0 = an activity per iteration)")
 	}
 }
 
@@ -411,7 +414,7 @@ func prepareRuns(ctx context.Context, def *agentdir.Agent, flags runFlags, param
 		Model: flags.model, BaseURL: flags.baseURL, MaxIterations: flags.maxIterations,
 		Timeouts: flags.timeouts, MaxRetryAfter: flags.maxRetryAfter, NoSandbox: flags.noSandbox,
 		Options: scaleout.WorkflowOptions{Heartbeat: flags.temporal.workerTimeout, ScheduleToStart: flags.temporal.workerTimeout,
-			ContinueEvery: flags.temporal.continueEvery}}, params)
+			ContinueEvery: flags.temporal.continueEvery, ChainFor: flags.temporal.chainFor}}, params)
 	if err != nil {
 		return nil, withExit(exitCodeFor(err, true), err)
 	}

@@ -225,3 +225,36 @@ func TestValidateLocatesABrokenSchemaFile(t *testing.T) {
 		}
 	}
 }
+
+// A prompt base, fallback directory or system prompt path outside the
+// agent folder is one problem (AC-PATH-OUTSIDE at its field), not also one
+// unusable prompt and one missing retry prompt per step.
+func TestValidateSaysAPromptPathOutsideOnce(t *testing.T) {
+	dir, _ := scaffoldWithSteps(t)
+	orig, err := os.ReadFile(filepath.Join(dir, "agent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		set     func(runner map[string]any)
+		pointer string
+	}{
+		{func(r map[string]any) { r["systemPromptPath"] = "/etc/passwd" }, "/runner/systemPromptPath"},
+		{func(r map[string]any) { r["prompts"].(map[string]any)["base"] = "../elsewhere" }, "/runner/prompts/base"},
+		{func(r map[string]any) { r["prompts"].(map[string]any)["fallbackDir"] = "/etc" }, "/runner/prompts/fallbackDir"},
+	} {
+		var def map[string]any
+		if err := json.Unmarshal(orig, &def); err != nil {
+			t.Fatal(err)
+		}
+		c.set(def["runner"].(map[string]any))
+		b, _ := json.MarshalIndent(def, "", "  ")
+		if err := os.WriteFile(filepath.Join(dir, "agent.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ := captureConfigCLI(t, "validate", dir)
+		if code != exitUsage || !strings.Contains(out, "invalid (1 error, 0 warnings)") || !strings.Contains(out, "error AC-PATH-OUTSIDE") || !strings.Contains(out, "("+c.pointer+")") {
+			t.Errorf("exit %d, want one AC-PATH-OUTSIDE at %s:\n%s", code, c.pointer, out)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -310,5 +311,27 @@ func TestDoctorFailsAnUnknownDefaultProvider(t *testing.T) {
 	c = findCheck(t, runDoctor(context.Background(), fakeDoctorEnv(map[string]string{"CAPSTAN_MODEL": "script:s.yaml"})), "default model")
 	if c.Status != checkOK {
 		t.Fatalf("CAPSTAN_MODEL=script:s.yaml: %+v", c)
+	}
+}
+
+// A user config that is not YAML of the known shape stops the run with
+// CONFIG_PARSE, the message and the file:line:col, and prints none of the
+// file's bytes: not a terminal escape it holds, not binary garbage. A file
+// whose aliases expand past the YAML node budget is refused like every
+// other YAML capstan reads, before it is decoded.
+func TestUserConfigThatIsNotYAMLIsReportedWithoutItsBytes(t *testing.T) {
+	for _, c := range []struct{ content, want string }{
+		{"default_model: [a\n\x1b]0;TITLE\x07\x1b[31mRED\n", ":2:"},
+		{"\xff\xfe\x1b[2Jgarbage\x00\x01", "is not UTF-8 text"},
+		{yamlsafe.MergeBomb(40), "YAML expands to more than"},
+	} {
+		p := writeUserConfig(t, c.content)
+		code, _, errOut := captureConfigCLI(t, "run", "../../examples/hello", "--workdir", t.TempDir(), "-q")
+		if code != exitUsage || !strings.Contains(errOut, "capstan: CONFIG_PARSE: user config") || !strings.Contains(errOut, p) || !strings.Contains(errOut, c.want) {
+			t.Errorf("exit %d, want CONFIG_PARSE naming %s and %q:\n%q", code, p, c.want, errOut)
+		}
+		if strings.ContainsAny(errOut, "\x1b\x00\xff") || strings.Contains(errOut, "RED") || strings.Contains(errOut, "garbage") {
+			t.Errorf("the error prints the file's bytes:\n%q", errOut)
+		}
 	}
 }

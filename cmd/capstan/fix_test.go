@@ -364,3 +364,29 @@ func TestFixWithAMissingScriptNamesTheFile(t *testing.T) {
 		t.Fatalf("--json error %v:\n%s", err, out)
 	}
 }
+
+// What capstan fix refuses before anything runs is a coded usage error:
+// a repository with no project file and no --check tests=…, and a
+// --check without a command; the message says what to pass.
+func TestFixRefusalsAreCoded(t *testing.T) {
+	repo := t.TempDir()
+	git(t, repo, "init", "-q")
+	script := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(script, []byte("turns:\n  - text: done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "capstan: CONFIG_INVALID: fix: no test command: "},
+		{[]string{"--check", "tests="}, `capstan: CONFIG_INVALID: fix: --check "tests=" names check tests without a command`},
+	} {
+		args := append([]string{"fix", "make the failing tests pass", "--workdir", repo, "--model", "script:" + script}, c.args...)
+		code, out, errOut := captureConfigCLI(t, append(args, "--json")...)
+		var got struct{ Error struct{ Code string } }
+		if code != exitUsage || !strings.Contains(errOut, c.want) || json.Unmarshal([]byte(out), &got) != nil || got.Error.Code != agenterr.CodeConfigurationValidation {
+			t.Errorf("%v: exit %d, want %q and code CONFIG_INVALID:\n%s\n%s", c.args, code, c.want, errOut, out)
+		}
+	}
+}

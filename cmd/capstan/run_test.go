@@ -161,8 +161,8 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 	// The flags that tune a run on Temporal act on no local run: refused,
 	// not ignored.
-	for _, flag := range []string{"--namespace", "--task-queue", "--repo", "--worker-timeout", "--continue-every"} {
-		value := map[string]string{"--worker-timeout": "5s", "--continue-every": "3"}[flag]
+	for _, flag := range []string{"--namespace", "--task-queue", "--repo", "--worker-timeout", "--continue-every", "--chain-for"} {
+		value := map[string]string{"--worker-timeout": "5s", "--continue-every": "3", "--chain-for": "2s"}[flag]
 		if value == "" {
 			value = "x"
 		}

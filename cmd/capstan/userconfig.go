@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
@@ -20,6 +21,7 @@ import (
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/internal/yamlsafe"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/llm/modelspec"
 )
@@ -102,12 +104,23 @@ func loadUserConfig() (*userConfig, error) {
 		return nil, agenterr.Wrap(err, agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "user config %s", path)
 	}
 	var raw map[string]any
-	err = yaml.Unmarshal(data, &raw)
-	if err == nil {
-		err = yaml.Unmarshal(data, uc)
+	if !utf8.Valid(data) {
+		err = errors.New("the file is not UTF-8 text")
+	} else if err = yamlsafe.Unmarshal(data, &raw); err == nil {
+		err = yamlsafe.Unmarshal(data, uc)
 	}
 	if err != nil {
-		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "user config %s: %s", path, yaml.FormatError(err, false, true))
+		// The message and its position, as for every other YAML file:
+		// not the decoder's rendering of the file's lines, which would
+		// print whatever bytes the file holds on the terminal.
+		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "user config %s: %s", path, err.Error())
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			e.Message = "user config: " + ye.GetMessage()
+			if tk := ye.GetToken(); tk != nil {
+				e.File, e.Line, e.Column = path, tk.Position.Line, tk.Position.Column
+			}
+		}
 		e.Hint = "known keys: " + strings.Join(userConfigKeys, ", ") + " (see docs/cli.md#user-config)"
 		return nil, e
 	}

@@ -181,11 +181,15 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 
 // call describes this provider's API calls for llm.Retry.
 func (m *Model) call() llm.RetryCall {
-	return llm.RetryCall{Provider: "openai", Events: m.cfg.Events, Hints: map[string]string{
-		agenterr.CodeSdkAuth:       "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway or local server)",
-		agenterr.CodeSdkRateLimit:  "the API is rate limiting this key; wait and resume the run, or lower concurrency",
-		agenterr.CodeSdkConnection: "the API or the network is failing (is the local server running?); resume the run later",
-	}}
+	return llm.RetryCall{Provider: "openai", Events: m.cfg.Events, Hints: retryHints}
+}
+
+// retryHints are the hints of a failed call's final error, by code (read
+// only: every call shares them).
+var retryHints = map[string]string{
+	agenterr.CodeSdkAuth:       "check " + EnvAPIKey + " (and " + EnvBaseURL + " if you use a gateway or local server)",
+	agenterr.CodeSdkRateLimit:  "the API is rate limiting this key; wait and resume the run, or lower concurrency",
+	agenterr.CodeSdkConnection: "the API or the network is failing (is the local server running?); resume the run later",
 }
 
 // once runs one streamed attempt, passing text deltas to sink (nil = none).

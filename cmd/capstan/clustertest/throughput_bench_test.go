@@ -21,17 +21,23 @@ import (
 // many: locally one `capstan run` after another, and on Temporal with one
 // `capstan submit --each` of all the runs and one or two `capstan worker`
 // processes, all on this machine and a dev server. Each round runs the
-// three one after another, so they see the same load; it reports each
+// modes one after another, so they see the same load; it reports each
 // one's runs/min and the Temporal figures over local's.
 //
 //	go test ./cmd/capstan/clustertest -run '^$' -bench TemporalThroughput -benchtime 3x
 //
 // CAPSTAN_BENCH_RUNS sets the runs per mode and round (default 40);
-// CAPSTAN_BENCH_CONCURRENT passes --max-concurrent to the workers.
+// CAPSTAN_BENCH_WORKERS the most workers (default 2: one, then two);
+// CAPSTAN_BENCH_CONCURRENT passes --max-concurrent to the workers,
+// CAPSTAN_BENCH_CHAIN_FOR --chain-for to the submit.
 func BenchmarkTemporalThroughput(b *testing.B) {
 	runs := 40
 	if v, err := strconv.Atoi(os.Getenv("CAPSTAN_BENCH_RUNS")); err == nil && v > 0 {
 		runs = v
+	}
+	most := 2
+	if v, err := strconv.Atoi(os.Getenv("CAPSTAN_BENCH_WORKERS")); err == nil && v > 0 {
+		most = v
 	}
 	var workerArgs []string
 	if v := os.Getenv("CAPSTAN_BENCH_CONCURRENT"); v != "" {
@@ -48,8 +54,9 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 		names[i] = fmt.Sprintf("n%d", i)
 	}
 	stdin := strings.Join(names, "\n") + "\n"
-	var local, temporal [3]time.Duration // by workers; [0] = local
-	var cpu, serverCPU [3]time.Duration
+	// By workers; [0] = local.
+	local, temporal := make([]time.Duration, 1), make([]time.Duration, most+1)
+	cpu, serverCPU := make([]time.Duration, most+1), make([]time.Duration, most+1)
 	for b.Loop() {
 		// Local: one run after another, each in a work dir of its own.
 		wds := make([]string, runs)
@@ -66,7 +73,7 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 		}
 		local[0] += time.Since(start)
 		cpu[0] += childrenCPU() - cpu0
-		for workers := 1; workers <= 2; workers++ {
+		for workers := 1; workers <= most; workers++ {
 			_, wd := sharedRepo(b)
 			roots := b.TempDir()
 			ws := make([]*tworker, workers)
@@ -74,7 +81,11 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 				ws[i] = startWorker(b, addr, filepath.Join(roots, strconv.Itoa(i)), workerArgs...)
 			}
 			start, cpu0, server0 := time.Now(), childrenCPU(), serverProcessCPU(b)
-			submit := cliCommand("submit", "../../../examples/hello", "--temporal", addr, "--workdir", wd, "--each", "name")
+			args := []string{"submit", "../../../examples/hello", "--temporal", addr, "--workdir", wd, "--each", "name"}
+			if v := os.Getenv("CAPSTAN_BENCH_CHAIN_FOR"); v != "" {
+				args = append(args, "--chain-for", v)
+			}
+			submit := cliCommand(args...)
 			submit.Stdin = strings.NewReader(stdin)
 			out, err := submit.Output()
 			if err != nil {
@@ -101,16 +112,21 @@ func BenchmarkTemporalThroughput(b *testing.B) {
 		}
 	}
 	perMin := func(d time.Duration) float64 { return float64(runs*b.N) / d.Minutes() }
-	b.ReportMetric(perMin(local[0]), "local-runs/min")
-	b.ReportMetric(perMin(temporal[1]), "1worker-runs/min")
-	b.ReportMetric(perMin(temporal[2]), "2workers-runs/min")
-	b.ReportMetric(perMin(temporal[1])/perMin(local[0]), "1worker/local")
-	b.ReportMetric(perMin(temporal[2])/perMin(local[0]), "2workers/local")
 	perRun := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(runs*b.N) }
+	b.ReportMetric(perMin(local[0]), "local-runs/min")
 	b.ReportMetric(perRun(cpu[0]), "local-cpu-ms/run")
-	b.ReportMetric(perRun(cpu[1]), "1worker-cpu-ms/run")
-	b.ReportMetric(perRun(cpu[2]), "2workers-cpu-ms/run")
-	b.ReportMetric(perRun(serverCPU[1]+serverCPU[2])/2, "server-cpu-ms/run")
+	var server time.Duration
+	for n := 1; n <= most; n++ {
+		name := fmt.Sprintf("%dworkers", n)
+		if n == 1 {
+			name = "1worker"
+		}
+		b.ReportMetric(perMin(temporal[n]), name+"-runs/min")
+		b.ReportMetric(perMin(temporal[n])/perMin(local[0]), name+"/local")
+		b.ReportMetric(perRun(cpu[n]), name+"-cpu-ms/run")
+		server += serverCPU[n]
+	}
+	b.ReportMetric(perRun(server)/float64(most), "server-cpu-ms/run")
 	b.ReportMetric(0, "ns/op")
 }
 
