@@ -10,6 +10,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/agenterr"
 )
 
 // oneShotGCPercent is the collector's target while validate runs. The
@@ -76,7 +77,11 @@ in docs/configuration.md.`,
 func validateAgentDir(dir string) (agentdir.ValidationResult, string, error) {
 	snap, def, reg, err := agentdir.TakeConfigSnapshot(dir, agentdir.SnapshotOptions{})
 	if err != nil {
-		return agentdir.NewValidationResult(agentdir.ProblemFromError(err)), "", nil
+		p := agentdir.ProblemFromError(err)
+		if p.Code == agenterr.CodeConfigurationNotFound && p.File == agentdir.AgentFile && holdsSkills(dir) {
+			p.Hint = "this folder holds Agent Skills, not an agent: list them with: capstan skills list " + shellQuote(dir)
+		}
+		return agentdir.NewValidationResult(p), "", nil
 	}
 	return agentdir.CheckLoaded(snap, dir, def, reg, agent.ValidateOptions()), snap.Digest(), nil
 }
@@ -113,4 +118,15 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// holdsSkills reports whether dir is a skill (it holds SKILL.md) or a
+// folder of skills (a folder in it does), looking no deeper.
+func holdsSkills(dir string) bool {
+	for _, pattern := range []string{"SKILL.md", "*/SKILL.md"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
+			return true
+		}
+	}
+	return false
 }

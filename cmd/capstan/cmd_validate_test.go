@@ -258,3 +258,20 @@ func TestValidateSaysAPromptPathOutsideOnce(t *testing.T) {
 		}
 	}
 }
+
+// capstan validate of a folder of Agent Skills (no agent.json) says what
+// the folder holds, and the command it prints, run as printed, lists them.
+func TestValidateOfASkillsFolderPointsToSkillsList(t *testing.T) {
+	for _, dir := range []string{"../../examples/skills", "../../examples/skills/status-report"} {
+		code, out, _ := captureConfigCLI(t, "validate", dir)
+		cmd, ok := strings.CutPrefix(out[strings.Index(out, "list them with: ")+len("list them with: "):], "capstan ")
+		if code != exitUsage || !strings.Contains(out, "CONFIG_NOT_FOUND") || !strings.Contains(out, "holds Agent Skills") || !ok {
+			t.Fatalf("%s: exit %d:\n%s", dir, code, out)
+		}
+		cmd, _, _ = strings.Cut(cmd, "\n")
+		code, out, errOut := captureConfigCLI(t, strings.Fields(cmd)...) // the paths need no quotes
+		if code != 0 || !strings.Contains(out, "status-report") {
+			t.Errorf("the printed %q: exit %d\n%s%s", cmd, code, out, errOut)
+		}
+	}
+}
