@@ -314,7 +314,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	testBaselines, testWarnings, err := a.testBaselines(ctx, a.opts.Resume)
-	var hiddenBaselines []*verify.HiddenResult
+	var hiddenBaselines []*event.HiddenResult
 	var hiddenWarnings []string
 	if err == nil {
 		hiddenBaselines, hiddenWarnings, err = a.hiddenBaselines(ctx, a.opts.Resume)

@@ -54,15 +54,15 @@ func (a *Agent) runTestValidator(ctx context.Context, name string) (event.Valida
 // hidden files placed, now, before the first iteration (the hidden tests
 // are the tests of that run that its run without them does not list). It
 // returns the baselines to journal and the warnings to journal with them.
-func (a *Agent) hiddenBaselines(ctx context.Context, r *RunRecord) ([]*verify.HiddenResult, []string, error) {
+func (a *Agent) hiddenBaselines(ctx context.Context, r *RunRecord) ([]*event.HiddenResult, []string, error) {
 	g := a.hiddenCheck
 	if g == nil {
 		return nil, nil, nil
 	}
 	if g.Baselines == nil {
-		g.Baselines = map[string]*verify.HiddenResult{}
+		g.Baselines = map[string]*event.HiddenResult{}
 	}
-	var taken []*verify.HiddenResult
+	var taken []*event.HiddenResult
 	var warnings []string
 	for _, c := range a.testConditions() {
 		if r != nil && r.HiddenBaselines[c.Validator] != nil {

@@ -60,7 +60,7 @@ type RunRecord struct {
 	// HiddenBaselines are the test validators' runs with the hidden test
 	// files placed, before the first iteration (tests.hidden of phase
 	// baseline), by validator: the hidden tests, kept for resume.
-	HiddenBaselines map[string]*verify.HiddenResult `json:"hiddenBaselines,omitempty"`
+	HiddenBaselines map[string]*event.HiddenResult `json:"hiddenBaselines,omitempty"`
 	// TestChange is the run's latest request to change protected files
 	// and its decision (nil when it made none). An approved decision is
 	// already applied to ProtectBaseline and StepBaseline.
@@ -395,13 +395,13 @@ func (r *runReader) baseline(ev journal.Event) error {
 			rec.TestBaselines[b.Validator] = &b
 		}
 	case string(event.KindHiddenTests):
-		var h verify.HiddenResult
+		var h event.HiddenResult
 		if err := r.decode(ev, &h); err != nil {
 			return err
 		}
-		if h.Phase == verify.HiddenPhaseBaseline && ev.Iteration == 0 {
+		if h.Phase == event.HiddenPhaseBaseline && ev.Iteration == 0 {
 			if rec.HiddenBaselines == nil {
-				rec.HiddenBaselines = map[string]*verify.HiddenResult{}
+				rec.HiddenBaselines = map[string]*event.HiddenResult{}
 			}
 			if rec.HiddenBaselines[h.Validator] == nil {
 				rec.HiddenBaselines[h.Validator] = &h

@@ -45,7 +45,7 @@ const (
 	KindProtectBaseline Kind = "protect.baseline" // ProtectBaseline
 	KindTestBaseline    Kind = "tests.baseline"   // TestBaselineEvent
 	KindTestCompare     Kind = "tests.compare"    // TestCompareEvent
-	KindHiddenTests     Kind = "tests.hidden"     // verify.HiddenResult
+	KindHiddenTests     Kind = "tests.hidden"     // event.HiddenResult
 
 	KindTestChangeRequested Kind = "testchange.requested" // TestChangeRequest
 	KindTestChangeDecided   Kind = "testchange.decided"   // TestChangeDecision

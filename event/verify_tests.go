@@ -78,6 +78,9 @@ type TestComparison struct {
 // verify.Skipped).
 type TestOutcome string
 
+// TestPassed is the outcome of a test that passed (verify.Passed).
+const TestPassed TestOutcome = "passed"
+
 // TestCase is one test of a TestRun.
 type TestCase struct {
 	// Name identifies the test across runs: "example.com/app.TestAdd/case"

@@ -17,7 +17,6 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // Run is the account of one run.
@@ -46,7 +45,7 @@ type Run struct {
 	// HiddenBaselines are the test validators' runs with the hidden test
 	// files placed, before the first iteration (tests.hidden of phase
 	// baseline): the hidden tests by name, never their contents.
-	HiddenBaselines []verify.HiddenResult `json:"hiddenBaselines,omitempty"`
+	HiddenBaselines []event.HiddenResult `json:"hiddenBaselines,omitempty"`
 	// Outcome is how the run ended; nil when the journal has no run.end
 	// event (the run was killed or is still running).
 	Outcome *Outcome `json:"outcome,omitempty"`

@@ -8,7 +8,6 @@ import (
 
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // onRunStart records a run (or its resume) starting: who runs, where, and whether sandboxed.
@@ -169,11 +168,11 @@ func (b *builder) onTestBaseline(ev journal.Event, decode func(any) error) error
 // onHiddenTests records a hidden test run: the baseline, or a check of the iteration.
 func (b *builder) onHiddenTests(ev journal.Event, decode func(any) error) error {
 	r := b.run
-	var h verify.HiddenResult
+	var h event.HiddenResult
 	if err := decode(&h); err != nil {
 		return err
 	}
-	if h.Phase == verify.HiddenPhaseBaseline {
+	if h.Phase == event.HiddenPhaseBaseline {
 		r.HiddenBaselines = append(r.HiddenBaselines, h)
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/event"
-	"github.com/capstan-dev/capstan/verify"
 )
 
 // Summary is one line: "tests-pass (command) passed in 464ms".
@@ -83,9 +82,9 @@ func CompareSummary(c event.TestComparison) string {
 // (a check) or "hidden tests of tests-pass before the first iteration: 2
 // (0 passed, 2 failed)" (the baseline). It names no test and shows no
 // content.
-func HiddenSummary(h verify.HiddenResult) string {
+func HiddenSummary(h event.HiddenResult) string {
 	failed := len(h.Failed())
-	if h.Phase == verify.HiddenPhaseBaseline {
+	if h.Phase == event.HiddenPhaseBaseline {
 		s := fmt.Sprintf("hidden tests of %s before the first iteration: ", h.Validator)
 		if !h.PerTest {
 			return s + fmt.Sprintf("not listed one by one (the command %s with them)", passWord(h.Passed))
@@ -110,7 +109,7 @@ func passWord(ok bool) string {
 }
 
 // hiddenDetail lists each hidden test and its outcome, by name.
-func hiddenDetail(h verify.HiddenResult) string {
+func hiddenDetail(h event.HiddenResult) string {
 	var b strings.Builder
 	for _, t := range h.Tests {
 		fmt.Fprintf(&b, "%s: %s\n", t.Outcome, t.Name)

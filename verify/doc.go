@@ -23,7 +23,7 @@
 // validator again with the files placed and fails verification (pattern
 // hidden-tests-failed) unless every hidden test ran and passed. What the
 // model is told is how many of them failed, never their names, output or
-// contents; the journal's tests.hidden events ([HiddenResult]) name each
+// contents; the journal's tests.hidden events ([event.HiddenResult]) name each
 // hidden test and its outcome, so `capstan show` can list them.
 //
 // # The toolchain configuration validators run with

@@ -11,41 +11,9 @@ import (
 // (completion.check's "verified", the retry prompt's validator).
 const HiddenGuardName = "hidden-tests"
 
-// Phases of a HiddenResult.
-const (
-	HiddenPhaseBaseline = "baseline"
-	HiddenPhaseCheck    = "check"
-)
-
 // HiddenNotRun is the outcome of a hidden test of the baseline that a check's
 // run did not list.
 const HiddenNotRun event.TestOutcome = "not run"
-
-// HiddenResult is one run of a test validator with the hidden files placed: the
-// hidden tests (by name, never their contents or output) and their
-// outcomes.
-type HiddenResult struct {
-	Validator string `json:"validator"`
-	Phase     string `json:"phase"`
-	// PerTest: the hidden tests are known one by one (the tests of this
-	// run that did not run without the hidden files). When false only
-	// whether the command passed is known, and Tests is empty.
-	PerTest bool `json:"perTest"`
-	// Passed says whether the validator's command passed (its successWhen).
-	Passed bool             `json:"passed"`
-	Tests  []event.TestCase `json:"tests,omitempty"`
-}
-
-// Failed are the hidden tests that did not pass.
-func (r *HiddenResult) Failed() []string {
-	var out []string
-	for _, t := range r.Tests {
-		if t.Outcome != Passed {
-			out = append(out, t.Name)
-		}
-	}
-	return out
-}
 
 // HiddenRunFunc runs a test validator (by name) as the verdict stage does and
 // reports whether it passed.
@@ -61,7 +29,7 @@ type HiddenGuard struct {
 	// Run runs a validator (the files are placed around it).
 	Run HiddenRunFunc
 	// Baselines are the hidden baselines by validator.
-	Baselines map[string]*HiddenResult
+	Baselines map[string]*event.HiddenResult
 	// Events receives a tests.hidden event per run (nil = dropped).
 	Events event.Emitter
 }
@@ -86,12 +54,12 @@ func (g *HiddenGuard) runPlaced(ctx context.Context, validator string) (event.Va
 // TakeBaseline runs validator with the hidden files placed; visible is its
 // run without them (the no-lost-tests baseline, or a run taken for this),
 // and the hidden tests are those this run lists that visible does not.
-func (g *HiddenGuard) TakeBaseline(ctx context.Context, validator string, visible event.TestRun, visibleParsed bool) (*HiddenResult, error) {
+func (g *HiddenGuard) TakeBaseline(ctx context.Context, validator string, visible event.TestRun, visibleParsed bool) (*event.HiddenResult, error) {
 	run, ok, err := g.runPlaced(ctx, validator)
 	if err != nil {
 		return nil, err
 	}
-	res := &HiddenResult{Validator: validator, Phase: HiddenPhaseBaseline, Passed: ok}
+	res := &event.HiddenResult{Validator: validator, Phase: event.HiddenPhaseBaseline, Passed: ok}
 	now, parsed := ParseTestRunOutput(run.Output, g.Dir)
 	if parsed && visibleParsed && now.PerTest && visible.PerTest {
 		res.PerTest = true
@@ -103,22 +71,17 @@ func (g *HiddenGuard) TakeBaseline(ctx context.Context, validator string, visibl
 		}
 	}
 	if g.Baselines == nil {
-		g.Baselines = map[string]*HiddenResult{}
+		g.Baselines = map[string]*event.HiddenResult{}
 	}
 	g.Baselines[validator] = res
 	return res, nil
 }
 
-// EventKind implements event.Payload: a HiddenResult is journaled as a
-// tests.hidden event, at the start (Phase "baseline") and at each
-// verification (Phase "check").
-func (*HiddenResult) EventKind() event.Kind { return event.KindHiddenTests }
-
 // Journal emits r as a tests.hidden event (TakeBaseline does not: the run
 // journals its baselines after run.start).
-func (g *HiddenGuard) Journal(r *HiddenResult) { g.emit(r) }
+func (g *HiddenGuard) Journal(r *event.HiddenResult) { g.emit(r) }
 
-func (g *HiddenGuard) emit(r *HiddenResult) {
+func (g *HiddenGuard) emit(r *event.HiddenResult) {
 	if g.Events != nil {
 		g.Events.Emit(r)
 	}
@@ -142,7 +105,7 @@ func (g *HiddenGuard) CheckOutputs(ctx context.Context, runs []event.ValidatorRu
 		if err != nil {
 			return event.ValidationResult{}, err
 		}
-		res := &HiddenResult{Validator: r.Validator, Phase: HiddenPhaseCheck, Passed: ok, PerTest: b.PerTest}
+		res := &event.HiddenResult{Validator: r.Validator, Phase: event.HiddenPhaseCheck, Passed: ok, PerTest: b.PerTest}
 		if b.PerTest {
 			now, _ := ParseTestRunOutput(run.Output, g.Dir)
 			outcomes := now.Outcomes()

@@ -24,7 +24,7 @@ import (
 
 // Outcomes of a Test.
 const (
-	Passed  event.TestOutcome = "passed"
+	Passed  event.TestOutcome = event.TestPassed
 	Failed  event.TestOutcome = "failed"
 	Skipped event.TestOutcome = "skipped"
 )
