@@ -43,13 +43,13 @@ func newPromptResolver(dir string, def *agentdir.Definition, reg *agentdir.Regis
 // runner.boundaries.sandbox is enabled), the Go tools of Config.Tools and
 // the tools of runner.skills. Every result passes proc.RedactSecrets.
 // commandEnv is the allow list of Bash's environment (see buildBridge).
-func (a *Agent) buildTools(ctx context.Context, commandEnv []string) ([]tool.Tool, error) {
+func (a *Agent) buildTools(ctx context.Context, commandEnv []string, identity func() []string) ([]tool.Tool, error) {
 	b := a.spec.Runner.Boundaries
 	protected, err := a.protectedFunc()
 	if err != nil {
 		return nil, err
 	}
-	cfg := builtin.Config{WorkDir: a.workDir, Env: commandEnv, Protected: protected}
+	cfg := builtin.Config{WorkDir: a.workDir, Env: commandEnv, EnvLater: identity, Protected: protected}
 	var boxed *sandbox.Runner
 	if a.sandbox != nil {
 		// Bash's commands share a cache of their own; subprocess steps
@@ -155,20 +155,28 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 	}
 	// What the model's commands get besides the minimal base: the
 	// agent's runner.boundaries.env and, in the sandbox (whose HOME is
-	// private), the user's git identity.
+	// private), the user's git identity. Reading the identity takes git
+	// processes, so Bash reads it at its first command; the Claude Code
+	// CLI, which runs its own Bash, gets it when it starts.
 	commandEnv := a.spec.Runner.Boundaries.Env
+	var identity func() []string
 	if a.sandbox != nil {
-		commandEnv = a.withGitIdentity(ctx, commandEnv)
+		identity = a.commandIdentity
 	}
-	tools, err := a.buildTools(ctx, commandEnv)
+	tools, err := a.buildTools(ctx, commandEnv, identity)
 	if err != nil {
 		return nil, err
 	}
 	r := a.spec.Runner
-	needMCP := false
+	needMCP, needCLI := false, false
 	models := a.models()
 	for _, spec := range models {
 		needMCP = needMCP || !runsOwnToolLoop(spec)
+		needCLI = needCLI || runsOwnToolLoop(spec)
+	}
+	cliEnv := commandEnv
+	if needCLI && identity != nil {
+		cliEnv = append(slices.Clone(commandEnv), identity()...)
 	}
 	if len(r.MCPServers) > 0 && needMCP {
 		act := event.Activity{Kind: event.ActivityMCP, Name: strings.Join(sortedIDs(r.MCPServers), ", ")}
@@ -195,7 +203,7 @@ func (a *Agent) buildBridge(ctx context.Context, environ []string) (llm.Bridge, 
 	}
 	a.baseURL = baseURL
 	cfg := llm.Config{
-		CommandEnv:          commandEnv,
+		CommandEnv:          cliEnv,
 		BaseURL:             baseURL,
 		AgentDir:            a.def.Dir(),
 		AgentFS:             a.def.FS(),
@@ -346,23 +354,29 @@ func (a *Agent) costFunc(spec string) func(event.Usage) float64 {
 	}
 }
 
-// withGitIdentity is env (runner.boundaries.env) with the user's git
-// identity (GIT_AUTHOR_NAME, …; proc.Git.UserIdentity) for sandboxed Bash,
-// whose HOME is private: without it the model's git commit fails there
-// ("Author identity unknown") for a user whose identity is in
-// ~/.gitconfig. Nothing is added when env sets an identity variable, when
-// the work dir's repository has an identity of its own, or when none is
-// known.
-func (a *Agent) withGitIdentity(ctx context.Context, env []string) []string {
+// commandIdentity is gitIdentity for the model's commands: runner.boundaries.env
+// decides, and it is read when the first command runs, after New's
+// context may be done (a few quick git config reads).
+func (a *Agent) commandIdentity() []string {
+	return a.gitIdentity(context.Background(), a.spec.Runner.Boundaries.Env)
+}
+
+// gitIdentity is the user's git identity (GIT_AUTHOR_NAME, …;
+// proc.Git.UserIdentity) for sandboxed Bash, whose HOME is private:
+// without it the model's git commit fails there ("Author identity
+// unknown") for a user whose identity is in ~/.gitconfig. nil when env
+// (runner.boundaries.env) sets an identity variable, when the work dir's
+// repository has an identity of its own, or when none is known.
+func (a *Agent) gitIdentity(ctx context.Context, env []string) []string {
 	if a.git == nil || slices.ContainsFunc(env, func(e string) bool {
 		name, _, _ := strings.Cut(e, "=")
 		return proc.IsGitIdentityVar(name)
 	}) {
-		return env
+		return nil
 	}
 	ident, local := a.git.CommitIdentity(ctx, a.workDir, os.Environ())
-	if local || ident == nil {
-		return env
+	if local {
+		return nil
 	}
-	return append(slices.Clone(env), ident...)
+	return ident
 }

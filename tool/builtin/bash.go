@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capstan-dev/capstan/tool"
@@ -16,6 +18,45 @@ type bashTool struct {
 	runner  tool.CommandRunner
 	timeout time.Duration
 	env     []string
+	// envLater is Config.EnvLater, called by the first command (under
+	// envOnce) and then dropped.
+	envLater func() []string
+	envOnce  sync.Once
+}
+
+// commandEnv is the environment of a command: env, with envLater's
+// entries set the first time.
+func (t *bashTool) commandEnv() []string {
+	t.envOnce.Do(func() {
+		if t.envLater != nil {
+			t.env = withEntries(t.env, t.envLater())
+			t.envLater = nil
+		}
+	})
+	return t.env
+}
+
+// withEntries is env with each "KEY=value" entry of set in place of env's
+// entry of that name, sorted by name like proc.ForCommands' result; env
+// itself is not changed (agents may share it).
+func withEntries(env, set []string) []string {
+	if len(set) == 0 {
+		return env
+	}
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.ContainsFunc(set, func(e string) bool {
+			k, _, _ := strings.Cut(e, "=")
+			return k == name
+		})
+	})
+	out = append(out, set...)
+	slices.SortStableFunc(out, func(a, b string) int {
+		an, _, _ := strings.Cut(a, "=")
+		bn, _, _ := strings.Cut(b, "=")
+		return strings.Compare(an, bn)
+	})
+	return slices.Clip(out)
 }
 
 type bashInput struct {
@@ -68,7 +109,7 @@ func (t *bashTool) Run(ctx context.Context, input json.RawMessage) (tool.Result,
 	res, err := t.runner.Run(ctx, tool.CommandSpec{
 		Command:   in.Command,
 		Dir:       t.ws.root,
-		Env:       t.env,
+		Env:       t.commandEnv(),
 		Timeout:   timeout,
 		MaxOutput: t.ws.maxOut,
 	})

@@ -450,3 +450,32 @@ func TestToolResultsAreRedactedByValue(t *testing.T) {
 		}
 	}
 }
+
+// Config.EnvLater is read by Bash's first command, once, and its entries
+// are set in that command's environment and every later one's (replacing
+// an entry of the same name); a tool whose model runs no command never
+// calls it (an agent reads the user's git identity there, with git
+// processes).
+func TestBashEnvLaterIsReadByTheFirstCommandOnce(t *testing.T) {
+	calls := 0
+	e := newEnv(t, func(c *Config) {
+		c.Env = []string{"GIT_AUTHOR_NAME=from-env", "EXTRA=1"}
+		c.EnvLater = func() []string {
+			calls++
+			return []string{"GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com"}
+		}
+	})
+	mustOK(t, e.call("Glob", m{"pattern": "*"}))
+	if calls != 0 {
+		t.Fatalf("EnvLater called %d times before any command", calls)
+	}
+	for range 2 {
+		out := mustOK(t, e.call("Bash", m{"command": "env | grep -E '^(GIT_AUTHOR_|EXTRA=)' | sort"}))
+		if want := "EXTRA=1\nGIT_AUTHOR_EMAIL=ada@example.com\nGIT_AUTHOR_NAME=Ada"; out != want {
+			t.Errorf("command env:\n%s\nwant:\n%s", out, want)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("EnvLater called %d times, want 1", calls)
+	}
+}

@@ -91,6 +91,12 @@ type Config struct {
 	// passes the non-secret variables starting with PREFIX. Secrets (see
 	// IsSecretName) reach commands only by name.
 	Env []string
+	// EnvLater, when set, is called once, before Bash's first command:
+	// the "KEY=value" entries it returns are set in that command's
+	// environment and every later one's (the user's git identity, which
+	// takes git processes to read that an agent whose model runs no
+	// command never needs).
+	EnvLater func() []string
 	// Protected reports whether a file (its resolved path relative to the
 	// work dir, "/"-separated) is protected: Write and Edit refuse it with
 	// a TOOL_INPUT error that names the file. nil protects nothing.
@@ -119,7 +125,7 @@ func New(cfg Config) ([]tool.Tool, error) {
 	if timeout > MaxBashTimeout {
 		timeout = MaxBashTimeout
 	}
-	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, env: commandEnv(os.Environ(), cfg.Env)}
+	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, env: commandEnv(os.Environ(), cfg.Env), envLater: cfg.EnvLater}
 	// A secret value a tool reads (a .env file, a command's output) is
 	// replaced before the model or the journal sees it.
 	return RedactTools([]tool.Tool{&readTool{ws}, &writeTool{ws}, &editTool{ws}, bash, &globTool{ws}, &grepTool{ws}}), nil
