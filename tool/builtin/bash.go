@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,45 +19,27 @@ type bashTool struct {
 	runner  tool.CommandRunner
 	timeout time.Duration
 	env     []string
-	// envLater is Config.EnvLater, called by the first command (under
-	// envOnce) and then dropped.
+	// allow is Config.Env and envLater Config.EnvLater: the first command
+	// (under envOnce) builds env again with envLater's entries added to
+	// allow, then drops envLater.
+	allow    []string
 	envLater func() []string
 	envOnce  sync.Once
 }
 
-// commandEnv is the environment of a command: env, with envLater's
-// entries set the first time.
+// commandEnv is the environment of a command: env, built again with
+// envLater's entries the first time.
 func (t *bashTool) commandEnv() []string {
 	t.envOnce.Do(func() {
-		if t.envLater != nil {
-			t.env = withEntries(t.env, t.envLater())
-			t.envLater = nil
+		if t.envLater == nil {
+			return
 		}
+		if extra := t.envLater(); len(extra) > 0 {
+			t.env = commandEnv(os.Environ(), append(slices.Clone(t.allow), extra...))
+		}
+		t.envLater = nil
 	})
 	return t.env
-}
-
-// withEntries is env with each "KEY=value" entry of set in place of env's
-// entry of that name, sorted by name like proc.ForCommands' result; env
-// itself is not changed (agents may share it).
-func withEntries(env, set []string) []string {
-	if len(set) == 0 {
-		return env
-	}
-	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.ContainsFunc(set, func(e string) bool {
-			k, _, _ := strings.Cut(e, "=")
-			return k == name
-		})
-	})
-	out = append(out, set...)
-	slices.SortStableFunc(out, func(a, b string) int {
-		an, _, _ := strings.Cut(a, "=")
-		bn, _, _ := strings.Cut(b, "=")
-		return strings.Compare(an, bn)
-	})
-	return slices.Clip(out)
 }
 
 type bashInput struct {

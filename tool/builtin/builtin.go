@@ -125,7 +125,7 @@ func New(cfg Config) ([]tool.Tool, error) {
 	if timeout > MaxBashTimeout {
 		timeout = MaxBashTimeout
 	}
-	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, env: commandEnv(os.Environ(), cfg.Env), envLater: cfg.EnvLater}
+	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, env: commandEnv(os.Environ(), cfg.Env), allow: cfg.Env, envLater: cfg.EnvLater}
 	// A secret value a tool reads (a .env file, a command's output) is
 	// replaced before the model or the journal sees it.
 	return RedactTools([]tool.Tool{&readTool{ws}, &writeTool{ws}, &editTool{ws}, bash, &globTool{ws}, &grepTool{ws}}), nil
