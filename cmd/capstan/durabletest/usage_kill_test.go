@@ -221,9 +221,12 @@ func TestUsageOfADroppedOpenAIStreamThatWasRetried(t *testing.T) {
 	}})
 	wd := t.TempDir()
 	run := killedRun(t, dir, wd, srv.URL, func(done <-chan error) {
+		// The first iteration journals three model.usage events (the
+		// dropped attempt's and the answer's start, the answer's end):
+		// the kill waits for the second iteration's own.
 		waitUntil(t, done, "the second iteration's response began", func() bool {
 			list, err := testStore(t).List(wd)
-			return err == nil && len(list) == 1 && strings.Count(readFileT(t, list[0].Path), `"type":"model.usage"`) >= 3
+			return err == nil && len(list) == 1 && strings.Contains(readFileT(t, list[0].Path), `"type":"model.usage","iteration":2,`)
 		})
 	})
 	if j := readFileT(t, run.Path); !strings.Contains(j, `"unreported_attempts":1`) || !strings.Contains(j, `"usageUnreported":1`) {
