@@ -125,6 +125,31 @@ func TestMatcher(t *testing.T) {
 
 // A file larger than MaxContentBytes is hashed as a stream: its digest is
 // the whole file's, its content is not kept, and a change is still found.
+// The files of an installed package keep their digest only (a change is
+// still found), those of node_modules/.bin and the rest their content.
+func TestInstalledPackagesAreHashedNotKept(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "node_modules/expect/build/matchers.js", "const pass = Object.is(received, expected);\n")
+	write(t, dir, "web/node_modules/@jest/core/index.js", "module.exports = {};\n")
+	write(t, dir, "node_modules/.bin/jest", "#!/bin/sh\n")
+	write(t, dir, "sum.test.js", "test('adds', () => {});\n")
+	m, _ := NewGlobMatcher([]string{"**/node_modules/**", "node_modules/.bin/**", "*.test.js"})
+	b, err := TakeFilesBaseline(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, kept := range map[string]bool{"node_modules/expect/build/matchers.js": false, "web/node_modules/@jest/core/index.js": false,
+		"node_modules/.bin/jest": true, "sum.test.js": true} {
+		if f, ok := b.Files[p]; !ok || f.HasContent != kept || !strings.HasPrefix(f.Digest, "sha256:") {
+			t.Errorf("%s: %+v (content kept: want %v)", p, f, kept)
+		}
+	}
+	write(t, dir, "node_modules/expect/build/matchers.js", "const pass = true;\n")
+	if ch, err := CheckProtected(b, dir); err != nil || len(ch) != 1 || ch[0].Path != "node_modules/expect/build/matchers.js" || ch[0].Kind != Modified {
+		t.Fatalf("%+v %v", ch, err)
+	}
+}
+
 func TestLargeFilesAreHashedNotKept(t *testing.T) {
 	dir := t.TempDir()
 	big := strings.Repeat("x", MaxContentBytes+10)
