@@ -24,12 +24,7 @@ func TestFixRefusesAnEditedTestRunnerInNodeModules(t *testing.T) {
 		"vitest": {"node_modules/@vitest/expect/dist/index.js", "const pass = Object.is(actual, expected);", "npx --no-install vitest run"},
 	} {
 		t.Run(runner, func(t *testing.T) {
-			modules, err := nodeModules(runner)
-			needTool(t, runner+" "+jsTestRunners[runner]+" (CAPSTAN_TEST_NODE_MODULES or the npm cache)", err)
-			repo, _ := fixRepo(t, runner)
-			if out, err := exec.Command("cp", "-R", modules, filepath.Join(repo, "node_modules")).CombinedOutput(); err != nil {
-				t.Fatalf("copy node_modules: %v\n%s", err, out)
-			}
+			repo, _ := jsFixRepo(t, runner)
 			script := filepath.Join(t.TempDir(), "script.yaml")
 			if err := os.WriteFile(script, []byte(`turns:
   - tool_calls:
@@ -63,4 +58,17 @@ func TestFixRefusesAnEditedTestRunnerInNodeModules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsFixRepo is fixRepo of runner's fixture with a node_modules that holds
+// the runner; it skips (fails in CI) when none can be had.
+func jsFixRepo(t *testing.T, runner string) (repo, script string) {
+	t.Helper()
+	modules, err := nodeModules(runner)
+	needTool(t, runner+" "+jsTestRunners[runner]+" (CAPSTAN_TEST_NODE_MODULES or the npm cache)", err)
+	repo, script = fixRepo(t, runner)
+	if out, err := exec.Command("cp", "-R", modules, filepath.Join(repo, "node_modules")).CombinedOutput(); err != nil {
+		t.Fatalf("copy node_modules: %v\n%s", err, out)
+	}
+	return repo, script
 }
