@@ -12,12 +12,7 @@ import (
 // .pytest_cache into the work dir: git-clean after it sees only what the
 // model did.
 func TestValidatorLeavesNoPythonCaches(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("python3 is missing (CI installs it)")
-		}
-		t.Skip("no python3")
-	}
+	needPython3(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "calc.py"), []byte("def add(a, b):\n    return a + b\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -43,12 +38,7 @@ func TestValidatorLeavesNoPythonCaches(t *testing.T) {
 // beside the broken source put back with the time stamp the .pyc
 // records, is not run (without a build cache, as on a resumed run).
 func TestValidatorDoesNotRunStaleBytecode(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("python3 is missing (CI installs it)")
-		}
-		t.Skip("no python3")
-	}
+	needPython3(t)
 	dir := t.TempDir()
 	plant := exec.Command("sh", "-c", `printf 'def add(a, b):\n    return a + b\n' > calc.py && `+
 		`python3 -c "import py_compile, importlib.util; py_compile.compile('calc.py', cfile=importlib.util.cache_from_source('calc.py'))" && `+
@@ -61,5 +51,16 @@ func TestValidatorDoesNotRunStaleBytecode(t *testing.T) {
 	out, err := RunCommand(context.Background(), CommandSpec{Command: `python3 -c 'import calc; print(calc.add(2, 3))'`, Dir: dir})
 	if err != nil || out.Stdout != "-1\n" {
 		t.Fatalf("the validator ran %q (%v), want the source's -1", out.Stdout, err)
+	}
+}
+
+// needPython3 skips the test when python3 is missing, and fails it in CI.
+func needPython3(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 is missing (CI installs it)")
+		}
+		t.Skip("no python3")
 	}
 }
