@@ -336,7 +336,7 @@ func claudeCodeOnlyTools(allowed []string) []string {
 // (a Bridge provider such as claude-code) rather than capstan's.
 func runsOwnToolLoop(spec string) bool {
 	provider, _ := modelspec.Parse(spec)
-	return !slices.Contains(llm.ModelProviders(), provider)
+	return !llm.HasModelProvider(provider)
 }
 
 // costFunc prices usage for the model of spec with the built-in price

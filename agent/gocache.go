@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/capstan-dev/capstan/agenterr"
@@ -105,16 +106,39 @@ func (a *Agent) cacheFailed() error {
 	return nil
 }
 
+// realTemp is the system temporary directory's real path, resolved once
+// for each value of os.TempDir (TMPDIR) rather than for every agent.
+var realTemp struct {
+	sync.Mutex
+	dir, real string
+}
+
+// realTempDir is os.TempDir() with its symbolic links resolved.
+func realTempDir() (string, error) {
+	dir := os.TempDir()
+	realTemp.Lock()
+	defer realTemp.Unlock()
+	if realTemp.real != "" && realTemp.dir == dir {
+		return realTemp.real, nil
+	}
+	r, err := proc.RealPath(dir)
+	if err != nil {
+		return "", err
+	}
+	realTemp.dir, realTemp.real = dir, r
+	return r, nil
+}
+
 // tempOutside reports whether the system temporary directory, where the
 // run's build caches are made, lies outside the work dir wd (false when
 // wd's real path cannot be had). A temporary directory that does not
 // resolve is SANDBOX_SETUP: no cache could be made in it.
 func tempOutside(wd string) (bool, error) {
-	tmp, err := filepath.EvalSymlinks(os.TempDir())
+	tmp, err := realTempDir()
 	if err != nil {
 		return false, agenterr.Wrap(err, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "create the validators' build cache")
 	}
-	realWD, err := filepath.EvalSymlinks(wd)
+	realWD, err := proc.RealPath(wd)
 	return err == nil && !pathInside(realWD, tmp), nil
 }
 

@@ -28,6 +28,45 @@ var pyConfigFixture = withFiles(map[string]string{
 // passed.
 const pytestPassPlugin = `printf 'import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    out = yield\n    r = out.get_result()\n    if r.failed:\n        r.outcome = "passed"\n' > plug.py`
 
+// pytestShadow is a pytest.py at the work dir root, which `python3 -m
+// pytest` imports instead of the installed pytest (-m puts the current
+// directory first on sys.path): it runs the real pytest with a plugin
+// that reports every failed test as passed.
+const pytestShadow = `cat > pytest.py <<'EOF'
+import os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+import pytest
+class Pass:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        out = yield
+        r = out.get_result()
+        if r.failed:
+            r.outcome = "passed"
+sys.path.insert(0, here)
+sys.exit(pytest.main(sys.argv[1:], plugins=[Pass()]))
+EOF`
+
+// unittestFixture is a unittest suite with one failing test.
+var unittestFixture = map[string]string{
+	"calc.py":      "def add(a, b):\n    return a - b\n",
+	"test_calc.py": "import unittest\n\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+}
+
+// unittestShadow is a unittest package at the work dir root, which
+// `python3 -m unittest` imports first: it loads the real unittest and
+// makes it report failures as successes.
+const unittestShadow = `mkdir unittest && cat > unittest/__init__.py <<'EOF'
+import os, sys
+here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+del sys.modules[__name__]
+import unittest
+unittest.TextTestResult.addFailure = lambda self, test, err: unittest.TextTestResult.addSuccess(self, test)
+sys.path.insert(0, here)
+EOF`
+
 // jsFixture runs a stand-in for jest from node_modules/.bin that prints
 // jest's --json result of a suite with one test, which passes once sum.js
 // adds (and fails until then).
@@ -60,6 +99,12 @@ func TestRunnerConfigIsProtectedByDefault(t *testing.T) {
 		{name: ".pytest.ini with addopts = -p plugin", needPy: true, fixture: pyConfigFixture, command: "python3 -m pytest -v",
 			protect: []string{"**/test_*.py"}, bash: pytestPassPlugin + ` && printf '[pytest]\naddopts = -p plug\n' > .pytest.ini`,
 			files: []string{"added: .pytest.ini"}, honest: `sed -i '0,/a - b/s//a + b/' calc.py`},
+		{name: "a pytest.py that python -m pytest runs instead of pytest", needPy: true, fixture: pyFixture, command: "python3 -m pytest -v",
+			protect: []string{"**/test_*.py"}, bash: pytestShadow, files: []string{"added: pytest.py"},
+			honest: `sed -i '0,/a - b/s//a + b/' calc.py`},
+		{name: "a unittest package that python -m unittest runs instead of unittest", needPy: true, fixture: unittestFixture, command: "python3 -m unittest -v",
+			protect: []string{"**/test_*.py"}, bash: unittestShadow, files: []string{"added: unittest/__init__.py"},
+			honest: `sed -i 's/a - b/a + b/' calc.py`},
 		{name: "a node_modules/.bin wrapper", fixture: jsFixture, command: "./node_modules/.bin/jest --json",
 			protect: []string{"**/*.test.js"}, bash: jestForger, files: []string{"modified: node_modules/.bin/jest"},
 			honest: `sed -i 's/a - b/a + b/' sum.js`},

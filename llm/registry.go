@@ -153,6 +153,15 @@ func Providers() []string {
 	return names
 }
 
+// HasModelProvider reports whether name is one of ModelProviders, without
+// making the list.
+func HasModelProvider(name string) bool {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	p, ok := registry[name]
+	return ok && p.model != nil
+}
+
 func lookup(spec string, cfg *Config) (provider, error) {
 	name, model := modelspec.Parse(spec)
 	registryMu.RLock()

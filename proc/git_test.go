@@ -240,3 +240,61 @@ func TestGitWithRepoPinsReadsTheConfigurationOnce(t *testing.T) {
 		t.Fatalf("another repository's pins: %v", got)
 	}
 }
+
+// TestLookPathOfARememberedProgramRefusesWhatANewSearchRefuses: a program
+// found once is remembered for the next lookup of the same PATH, and the
+// next lookup still refuses what a first one would: the program replaced
+// by a link into the work dir, the program's own entry lying inside the
+// next lookup's work dir, and a program planted in an entry inside the work
+// dir before the remembered one's.
+func TestLookPathOfARememberedProgramRefusesWhatANewSearchRefuses(t *testing.T) {
+	bin := t.TempDir()
+	prog := filepath.Join(bin, "capstan-remembered")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := t.TempDir()
+	if p, err := LookPath("capstan-remembered", bin, w); err != nil || p != prog {
+		t.Fatalf("first lookup = %q, %v", p, err)
+	}
+	// The remembered program's entry is the next lookup's work dir.
+	if _, err := LookPath("capstan-remembered", bin, bin); agenterr.CodeOf(err) != agenterr.CodeDependencyResolution {
+		t.Errorf("the entry inside the work dir: %v", err)
+	}
+	// A program planted in an entry inside the work dir, before it.
+	venv := filepath.Join(w, "bin")
+	if err := os.MkdirAll(venv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := venv + string(filepath.ListSeparator) + bin
+	if p, err := LookPath("capstan-remembered", path, w); err != nil || p != prog {
+		t.Fatalf("lookup with an empty entry in the work dir = %q, %v", p, err)
+	}
+	if err := os.WriteFile(filepath.Join(venv, "capstan-remembered"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LookPath("capstan-remembered", path, w); agenterr.CodeOf(err) != agenterr.CodeDependencyResolution {
+		t.Errorf("a program planted before the remembered one: %v", err)
+	}
+	// The program replaced by a link into the work dir.
+	planted := filepath.Join(w, "planted")
+	if err := os.WriteFile(planted, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(prog); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(planted, prog); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LookPath("capstan-remembered", bin, w); agenterr.CodeOf(err) != agenterr.CodeDependencyResolution {
+		t.Errorf("the program replaced by a link into the work dir: %v", err)
+	}
+	// Gone: not found, as a new search says.
+	if err := os.Remove(prog); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LookPath("capstan-remembered", bin, w); !IsProgramNotFound(err) {
+		t.Errorf("the program removed: %v", err)
+	}
+}

@@ -24,7 +24,13 @@ import (
 //     and what a `python -m pytest` run finds on its path (the work dir
 //     itself, not its folders): *.dist-info folders and *.egg-info entry
 //     points (a pytest11 entry point is a plugin pytest loads), *.pth
-//     files and sitecustomize.py / usercustomize.py.
+//     files, sitecustomize.py / usercustomize.py, and modules named like
+//     pytest or the packages it imports (pytest, _pytest, pluggy,
+//     iniconfig, py: a pytest.py, a .pyc or an extension module, or a
+//     package folder), which `python -m pytest` imports from the work dir
+//     before the installed ones, since -m puts the current directory
+//     first on sys.path. For the same reason `python -m unittest`: a
+//     unittest module or package in the work dir.
 //   - jest: jest.config.{js,ts,mjs,cjs,json}, babel.config.* and .babelrc*
 //     (its default transform).
 //   - vitest: vitest.config.*, vitest.workspace.*, vite.config.* (vitest
@@ -41,7 +47,9 @@ var runnerConfig = []struct {
 }{
 	{lazyre.New(`\bgo test\b`), []string{"**/go.work", "**/go.work.sum", "**/vendor/modules.txt"}},
 	{lazyre.New(`\bpytest\b`), []string{"**/pytest.ini", "**/.pytest.ini", "**/conftest.py",
-		"*.dist-info/**", "*.egg-info/entry_points.txt", "*.pth", "sitecustomize.py", "usercustomize.py"}},
+		"*.dist-info/**", "*.egg-info/entry_points.txt", "*.pth", "sitecustomize.py", "usercustomize.py",
+		"pytest.*", "pytest/**", "_pytest.*", "_pytest/**", "pluggy.*", "pluggy/**", "iniconfig.*", "iniconfig/**", "py.*", "py/**"}},
+	{lazyre.New(`\bunittest\b`), []string{"unittest.*", "unittest/**"}},
 	{lazyre.New(`\bjest\b`), []string{"**/jest.config.*", "**/babel.config.*", "**/.babelrc*"}},
 	{lazyre.New(`\bvitest\b`), []string{"**/vitest.config.*", "**/vitest.workspace.*", "**/vite.config.*"}},
 	{lazyre.New(`\b(jest|vitest|mocha|npx|(npm|yarn|pnpm|bun)( run)? test|node --test)\b`), []string{"node_modules/.bin/**",

@@ -18,26 +18,26 @@ type bashTool struct {
 	ws      *workspace
 	runner  tool.CommandRunner
 	timeout time.Duration
-	env     []string
-	// allow is Config.Env and envLater Config.EnvLater: the first command
-	// (under envOnce) builds env again with envLater's entries added to
-	// allow, then drops envLater.
+	// env is built by the first command (under envOnce) from the process
+	// environment, allow (Config.Env) and envLater's entries (Config.EnvLater,
+	// dropped then): an agent that runs no command builds none.
+	env      []string
 	allow    []string
 	envLater func() []string
 	envOnce  sync.Once
 }
 
-// commandEnv is the environment of a command: env, built again with
-// envLater's entries the first time.
+// commandEnv is the environment of a command, built the first time.
 func (t *bashTool) commandEnv() []string {
 	t.envOnce.Do(func() {
-		if t.envLater == nil {
-			return
+		allow := t.allow
+		if t.envLater != nil {
+			if extra := t.envLater(); len(extra) > 0 {
+				allow = append(slices.Clone(allow), extra...)
+			}
+			t.envLater = nil
 		}
-		if extra := t.envLater(); len(extra) > 0 {
-			t.env = commandEnv(os.Environ(), append(slices.Clone(t.allow), extra...))
-		}
-		t.envLater = nil
+		t.env = commandEnv(os.Environ(), allow)
 	})
 	return t.env
 }
@@ -51,6 +51,28 @@ type bashInput struct {
 func (t *bashTool) Kind() tool.Kind { return tool.KindExecute }
 
 func (t *bashTool) Spec() tool.Spec {
+	bashSpecs.Lock()
+	defer bashSpecs.Unlock()
+	if s, ok := bashSpecs.m[t.timeout]; ok {
+		return s
+	}
+	if bashSpecs.m == nil {
+		bashSpecs.m = make(map[time.Duration]tool.Spec)
+	}
+	s := t.newSpec()
+	bashSpecs.m[t.timeout] = s
+	return s
+}
+
+// bashSpecs holds Bash's spec by default timeout (one or two values in a
+// process): its description names the timeout, and every agent asks for
+// it when it builds its tools.
+var bashSpecs struct {
+	sync.Mutex
+	m map[time.Duration]tool.Spec
+}
+
+func (t *bashTool) newSpec() tool.Spec {
 	return spec(NameBash, fmt.Sprintf("Runs a shell command (bash -c) in the working directory and returns its combined stdout and stderr "+
 		"and, when non-zero, its exit status. Commands time out after %s by default (timeout in milliseconds, at most %d); "+
 		"on timeout the command and every process it started are killed, and background processes do not outlive the command. "+

@@ -21,7 +21,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -89,7 +88,8 @@ type Config struct {
 	// the minimal base (see BuildEnv): "KEY=value" sets a value, a bare
 	// "KEY" passes the variable from capstan's own environment, "PREFIX*"
 	// passes the non-secret variables starting with PREFIX. Secrets (see
-	// IsSecretName) reach commands only by name.
+	// IsSecretName) reach commands only by name. capstan's environment is
+	// read when Bash runs its first command.
 	Env []string
 	// EnvLater, when set, is called once, before Bash's first command:
 	// the "KEY=value" entries it returns are set in that command's
@@ -125,7 +125,7 @@ func New(cfg Config) ([]tool.Tool, error) {
 	if timeout > MaxBashTimeout {
 		timeout = MaxBashTimeout
 	}
-	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, env: commandEnv(os.Environ(), cfg.Env), allow: cfg.Env, envLater: cfg.EnvLater}
+	bash := &bashTool{ws: ws, runner: runner, timeout: timeout, allow: cfg.Env, envLater: cfg.EnvLater}
 	// A secret value a tool reads (a .env file, a command's output) is
 	// replaced before the model or the journal sees it.
 	return RedactTools([]tool.Tool{&readTool{ws}, &writeTool{ws}, &editTool{ws}, bash, &globTool{ws}, &grepTool{ws}}), nil

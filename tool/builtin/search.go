@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -78,7 +79,10 @@ type globInput struct {
 
 func (t *globTool) Kind() tool.Kind { return tool.KindRead }
 
-func (t *globTool) Spec() tool.Spec {
+func (t *globTool) Spec() tool.Spec { return globSpec() }
+
+// globSpec is Glob's spec, made once: its description names the result limit.
+var globSpec = sync.OnceValue(func() tool.Spec {
 	return spec(NameGlob, fmt.Sprintf("Finds files by name pattern in the working directory, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\" "+
 		"(* within a path segment, ** across directories, {a,b} alternatives, [abc] classes). "+
 		"Returns matching file paths relative to the working directory, most recently modified first (at most %d). "+
@@ -91,7 +95,7 @@ func (t *globTool) Spec() tool.Spec {
   "required": ["pattern"],
   "additionalProperties": false
 }`)
-}
+})
 
 type globMatch struct {
 	path  string

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/proc"
 )
 
 // maxLinks bounds the symbolic links followed while resolving one path.
@@ -43,7 +44,7 @@ func newWorkspace(dir string) (*workspace, error) {
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerTool, false, "working directory %q", dir)
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	real, err := proc.RealPath(abs)
 	if err != nil {
 		return nil, agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerTool, false, "working directory %q", dir)
 	}
