@@ -19,8 +19,9 @@ import (
 // so that a test suite does not recompile its toolchain's libraries on
 // every validation: a directory outside the work dir, which the Bash
 // tool's commands cannot reach, named to the commands by GOCACHE,
-// XDG_CACHE_HOME (pip and other tools that follow it) and
-// npm_config_cache.
+// XDG_CACHE_HOME (pip and other tools that follow it), npm_config_cache
+// and PYTHONPYCACHEPREFIX (where Python reads and writes the bytecode of
+// every module, instead of the __pycache__ folders beside the sources).
 //
 // Commands write it only until [Cache.Seal]. The runs before the model's
 // first turn (the test baseline) fill it with what the unchanged work dir
@@ -58,6 +59,7 @@ var cacheVars = []struct{ env, sub string }{
 	{"GOCACHE", "go-build"},
 	{"XDG_CACHE_HOME", "xdg"},
 	{"npm_config_cache", "npm"},
+	{"PYTHONPYCACHEPREFIX", "pycache"},
 }
 
 // NewCache creates an empty cache in a new private directory under parent
@@ -184,7 +186,8 @@ func makeCacheDirs(dir string) error {
 }
 
 // Env are the variables that name the cache's directories (GOCACHE,
-// XDG_CACHE_HOME, npm_config_cache), for a command run outside a sandbox.
+// XDG_CACHE_HOME, npm_config_cache, PYTHONPYCACHEPREFIX), for a command
+// run outside a sandbox.
 func (c *Cache) Env() []string {
 	dir := c.Dir()
 	out := make([]string, len(cacheVars))

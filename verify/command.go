@@ -25,9 +25,21 @@ import (
 // Without them the first verification of a repository with no
 // .gitignore finds files that capstan's own test run created, and
 // git-clean fails for what the model never did.
+//
+// Nor does Python read the work dir's __pycache__: PYTHONPYCACHEPREFIX
+// names a folder that cannot exist (a build cache, when the command has
+// one, names its own instead). Python trusts a cached .pyc whose recorded
+// source size and modification time match, so a model could compile a
+// fix, put the broken source back with its old time stamp and have the
+// tests run the fix from a git-ignored __pycache__ while git shows the
+// source unchanged.
 func noWriteEnv() []string {
-	return []string{"PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider"}
+	return []string{"PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONPYCACHEPREFIX=" + noBytecodeDir}
 }
+
+// noBytecodeDir is a path below a device, where no folder can be made or
+// read.
+const noBytecodeDir = "/dev/null/capstan-no-bytecode"
 
 // withoutWorkTreeWrites is env with noWriteEnv added where env does not
 // set the variable.

@@ -98,13 +98,29 @@ func TakeFilesBaseline(dir string, m *GlobMatcher) (*event.ProtectBaseline, erro
 	total := 0
 	for p, e := range files {
 		f := event.ProtectedFile{Digest: e.digest}
-		if e.text() && total+len(e.data) <= MaxTotalContentBytes {
+		if e.text() && !inInstalledPackage(p) && total+len(e.data) <= MaxTotalContentBytes {
 			f.Content, f.HasContent = string(e.data), true
 			total += len(e.data)
 		}
 		b.Files[p] = f
 	}
 	return b, nil
+}
+
+// inInstalledPackage reports whether the work-dir-relative path p is a
+// file of a package installed in a node_modules folder (its .bin folder
+// excepted). The baseline keeps only its digest: the test runners'
+// packages are protected, and their sources would fill the content budget
+// of every baseline (3 MB of a 3.6 MB journal for jest) for a diff no
+// retry prompt needs; a change to one is named without it.
+func inInstalledPackage(p string) bool {
+	segs := strings.Split(p, "/")
+	for i, s := range segs[:len(segs)-1] {
+		if s == "node_modules" {
+			return i+1 >= len(segs)-1 || segs[i+1] != ".bin"
+		}
+	}
+	return false
 }
 
 // Kinds of Change.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 func TestCheckFindsChangedDeletedAndAddedFiles(t *testing.T) {
@@ -123,17 +124,34 @@ func TestMatcher(t *testing.T) {
 	}
 }
 
+// The files of an installed package keep their digest only (a change is
+// still found), those of node_modules/.bin and the rest their content.
+func TestInstalledPackagesAreHashedNotKept(t *testing.T) {
+	dir := t.TempDir()
+	for p, body := range map[string]string{"node_modules/expect/build/matchers.js": "const pass = Object.is(received, expected);\n",
+		"web/node_modules/@jest/core/index.js": "module.exports = {};\n", "node_modules/.bin/jest": "#!/bin/sh\n", "sum.test.js": "test('adds', () => {});\n"} {
+		write(t, dir, p, body)
+	}
+	b := takeBaseline(t, dir, "**/node_modules/**", "node_modules/.bin/**", "*.test.js")
+	for p, kept := range map[string]bool{"node_modules/expect/build/matchers.js": false, "web/node_modules/@jest/core/index.js": false,
+		"node_modules/.bin/jest": true, "sum.test.js": true} {
+		if f, ok := b.Files[p]; !ok || f.HasContent != kept || !strings.HasPrefix(f.Digest, "sha256:") {
+			t.Errorf("%s: %+v (content kept: want %v)", p, f, kept)
+		}
+	}
+	write(t, dir, "node_modules/expect/build/matchers.js", "const pass = true;\n")
+	if ch, err := CheckProtected(b, dir); err != nil || len(ch) != 1 || ch[0].Path != "node_modules/expect/build/matchers.js" || ch[0].Kind != Modified {
+		t.Fatalf("%+v %v", ch, err)
+	}
+}
+
 // A file larger than MaxContentBytes is hashed as a stream: its digest is
 // the whole file's, its content is not kept, and a change is still found.
 func TestLargeFilesAreHashedNotKept(t *testing.T) {
 	dir := t.TempDir()
 	big := strings.Repeat("x", MaxContentBytes+10)
 	write(t, dir, "big_test.go", big)
-	m, _ := NewGlobMatcher([]string{"*_test.go"})
-	b, err := TakeFilesBaseline(dir, m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := takeBaseline(t, dir, "*_test.go")
 	sum := sha256.Sum256([]byte(big))
 	if f := b.Files["big_test.go"]; f.HasContent || f.Digest != "sha256:"+hex.EncodeToString(sum[:]) {
 		t.Fatalf("%+v", f)
@@ -142,4 +160,19 @@ func TestLargeFilesAreHashedNotKept(t *testing.T) {
 	if ch, err := CheckProtected(b, dir); err != nil || len(ch) != 1 || ch[0].Kind != Modified || ch[0].Diff != "" {
 		t.Fatalf("%+v %v", ch, err)
 	}
+}
+
+// takeBaseline is TakeFilesBaseline of dir with globs, failing the test on
+// an error.
+func takeBaseline(t *testing.T, dir string, globs ...string) *event.ProtectBaseline {
+	t.Helper()
+	m, err := NewGlobMatcher(globs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := TakeFilesBaseline(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

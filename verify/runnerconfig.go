@@ -37,8 +37,12 @@ import (
 //     reads the vite config when it has none of its own).
 //   - jest, vitest and every npm-started runner: node_modules/.bin (the
 //     runner that npx, npm test and a ./node_modules/.bin/… command start),
-//     the lockfiles that decide what npx and npm ci install, and the
-//     project .npmrc (node-options, script-shell).
+//     the test runners' own packages in node_modules (jest, jest-*,
+//     @jest/*, babel-jest and expect, its assertions; vitest, @vitest/*,
+//     vite, and chai, which vitest's expect is built on; mocha), which git
+//     does not see when node_modules is ignored, the lockfiles that decide
+//     what npx and npm ci install, and the project .npmrc (node-options,
+//     script-shell).
 //   - cargo: .cargo/config and .cargo/config.toml (runner, rustflags),
 //     rust-toolchain and rust-toolchain.toml, Cargo.lock.
 var runnerConfig = []struct {
@@ -53,6 +57,8 @@ var runnerConfig = []struct {
 	{lazyre.New(`\bjest\b`), []string{"**/jest.config.*", "**/babel.config.*", "**/.babelrc*"}},
 	{lazyre.New(`\bvitest\b`), []string{"**/vitest.config.*", "**/vitest.workspace.*", "**/vite.config.*"}},
 	{lazyre.New(`\b(jest|vitest|mocha|npx|(npm|yarn|pnpm|bun)( run)? test|node --test)\b`), []string{"node_modules/.bin/**",
+		"**/node_modules/jest/**", "**/node_modules/jest-*/**", "**/node_modules/@jest/**", "**/node_modules/babel-jest/**", "**/node_modules/expect/**",
+		"**/node_modules/vitest/**", "**/node_modules/@vitest/**", "**/node_modules/vite/**", "**/node_modules/chai/**", "**/node_modules/mocha/**",
 		"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", ".npmrc"}},
 	{lazyre.New(`\bcargo (test|nextest)\b`), []string{".cargo/config", ".cargo/config.toml", "rust-toolchain", "rust-toolchain.toml", "Cargo.lock"}},
 }

@@ -234,12 +234,7 @@ func TestFixJavaScriptPackageOnATerminal(t *testing.T) {
 		"vitest": "npx --no-install vitest run --reporter=verbose",
 	} {
 		t.Run(runner, func(t *testing.T) {
-			modules, err := nodeModules(runner)
-			needTool(t, runner+" "+jsTestRunners[runner]+" (CAPSTAN_TEST_NODE_MODULES or the npm cache)", err)
-			repo, script := fixRepo(t, runner)
-			if out, err := exec.Command("cp", "-R", modules, filepath.Join(repo, "node_modules")).CombinedOutput(); err != nil {
-				t.Fatalf("copy node_modules: %v\n%s", err, out)
-			}
+			repo, script := jsFixRepo(t, runner)
 			code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+verify.ShellQuote(script))
 			checkFixRun(t, code, out, testCommand)
 		})

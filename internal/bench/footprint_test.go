@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/capstan-dev/capstan/internal/fakellm"
+	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/sandbox"
 )
 
@@ -196,10 +197,22 @@ func build(tb testing.TB, b binary, ldflags string) string {
 
 func TestMain(m *testing.M) {
 	sandbox.Init() // sandboxed tools re-execute the test binary as their helper, as a user's main does
+	// The agents these benchmarks build journal their runs in a state
+	// directory of their own, removed at the end: the user's would gain a
+	// work dir entry per agent (tens of thousands per run of the parked
+	// benchmarks), and each new run's directory would be made in a folder
+	// that keeps growing, which is not what a user's run pays.
+	state, err := os.MkdirTemp("", "capstan-bench-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: state directory:", err)
+		os.Exit(2)
+	}
+	os.Setenv(journal.EnvStateDir, state)
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
+	os.RemoveAll(state)
 	os.Exit(code)
 }
 
