@@ -596,10 +596,10 @@ func (l *Loop) beginIteration(ctx context.Context, rc *RuntimeContext) *iteratio
 	it.opts = turn.Options
 	it.opts.SessionID = rc.SessionID
 	if turn.Bridge != nil {
-		it.bridge, it.own, it.opts.SessionID, model = turn.Bridge, false, turn.SessionID, turn.Model
-		if turn.Cost != nil {
-			it.cost = turn.Cost
-		}
+		// The step's own model prices its usage; one with no known price
+		// costs 0 (the provider's own figure, when it reports one,
+		// counts), never the run's model's price.
+		it.bridge, it.own, it.opts.SessionID, model, it.cost = turn.Bridge, false, turn.SessionID, turn.Model, turn.Cost
 	}
 	l.cfg.Events.Emit(event.QueryStartEvent{SessionID: it.opts.SessionID, Source: turn.Source, Model: model})
 	return it

@@ -78,6 +78,13 @@ type RunRecord struct {
 	events []journal.Event
 	// rewound is set by Rewind: the resumed run's run.start says so.
 	rewound bool
+	// unrecordedByModel is UnrecordedUsage of the iterations that never
+	// ended by the model that was billed for it (query.start's model, ""
+	// for the run's), so that resume prices it at that model's price.
+	unrecordedByModel map[string]event.Usage
+	// rewoundCostUSD is the cost the summaries of the finished iterations
+	// a rewind dropped had (their usage is in UnrecordedUsage too).
+	rewoundCostUSD float64
 }
 
 // IterationRecord is one iteration of a RunRecord.
@@ -138,6 +145,9 @@ type runReader struct {
 	// pendingUnreported counts the attempt's responses billed without a
 	// usage report (model.turn unreported_attempts).
 	pendingUnreported int
+	// model is the model the attempt under way queries (query.start's;
+	// "" for the run's model), the one its pending usage was billed by.
+	model string
 }
 
 // read folds one event into the record.
@@ -145,6 +155,12 @@ func (r *runReader) read(ev journal.Event) error {
 	switch ev.Type {
 	case journal.ModelTurn, journal.ModelUsage, journal.ContextCompacted:
 		r.billed(ev)
+	case journal.QueryStart:
+		var q event.QueryStartEvent
+		if err := r.decode(ev, &q); err != nil {
+			return err
+		}
+		r.model = q.Model
 	case journal.RunStart:
 		return r.runStart(ev)
 	case journal.RunEnd:
@@ -219,11 +235,19 @@ func (r *runReader) keep(ev journal.Event) {
 func (r *runReader) settlePending() {
 	r.pending.Add(r.inFlight)
 	r.rec.UnrecordedUsage.Add(r.pending)
+	if r.pending != (event.Usage{}) {
+		if r.rec.unrecordedByModel == nil {
+			r.rec.unrecordedByModel = map[string]event.Usage{}
+		}
+		u := r.rec.unrecordedByModel[r.model]
+		u.Add(r.pending)
+		r.rec.unrecordedByModel[r.model] = u
+	}
 	if r.inFlightUnreported {
 		r.rec.UnreportedResponses++
 	}
 	r.rec.UnreportedResponses += r.pendingUnreported
-	r.pending, r.inFlight, r.inFlightUnreported, r.pendingUnreported = event.Usage{}, event.Usage{}, false, 0
+	r.pending, r.inFlight, r.inFlightUnreported, r.pendingUnreported, r.model = event.Usage{}, event.Usage{}, false, 0, ""
 }
 
 // billed adds a model turn's usage, or a compaction's, to the attempt
@@ -473,6 +497,7 @@ func (r *RunRecord) rewind(k int) {
 	for _, it := range r.Iterations[cut:] {
 		if it.Summary != nil && it.Finished {
 			r.UnrecordedUsage.Add(it.Summary.Usage)
+			r.rewoundCostUSD += it.Summary.CostUSD
 			r.UnreportedResponses += it.Summary.UsageUnreported
 		}
 	}

@@ -15,8 +15,16 @@ func (a *Agent) restore(r *RunRecord) error {
 	}
 	a.rc.Iteration = len(a.rc.Summaries)
 	a.rc.Unrecorded, a.rc.UnreportedResponses = r.UnrecordedUsage, r.UnreportedResponses
-	if cost := a.costFunc(a.model); cost != nil {
-		a.rc.UnrecordedCostUSD = cost(r.UnrecordedUsage)
+	a.rc.UnrecordedCostUSD = r.rewoundCostUSD
+	for model, u := range r.unrecordedByModel {
+		// Each killed iteration's usage is priced at the model that billed
+		// it: a step's own model, or the run's ("").
+		if model == "" {
+			model = a.model
+		}
+		if cost := a.costFunc(model); cost != nil {
+			a.rc.UnrecordedCostUSD += cost(u)
+		}
 	}
 	// Each model continues its own session: the run's model in the loop's
 	// context, steps' own models in the flow.

@@ -191,3 +191,56 @@ func killedInIterationTwo(t *testing.T) (dir, wd string, first *event.RunResult,
 	w.SetPosition(2, "initial.work")
 	return dir, wd, first, w
 }
+
+// A step with a model of its own is priced at that model's price, also
+// for what a kill left unrecorded: the response the kill cut while it
+// streamed (model.usage after the step's query.start) counts at the
+// step's price when the run is resumed, not the run's model's. A step
+// model with no known price costs 0, never the run's model's price.
+func TestUsageOfAKilledStepIsPricedAtTheStepsModel(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		stepPrice string // runner.pricing entry of the step's model
+		want      float64
+	}{
+		// $1 a token: iteration 1 (1 token), the cut response (5), iteration 2 (1).
+		{"priced", `, "step.yaml": {"input": 1000000, "output": 0}`, 7},
+		{"unpriced", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeAgent(t, map[string]string{
+				"agent.json": `{"version": "1.0.0", "name": "step-model", "description": "a step with its own model",
+  "runner": {"model": "script:run.yaml", "completion": {"type": "keyword", "keyword": "ALL_DONE"},
+    "pricing": {"run.yaml": {"input": 1, "output": 0}` + c.stepPrice + `}}}`,
+				"steps_registry.json": `{"agentId": "step-model", "entryStep": "initial.work", "steps": {
+    "initial.work": {"stepId": "initial.work", "c2": "initial", "c3": "work", "model": "script:step.yaml"}}}`,
+				"prompts/steps/initial/work/f_default.md": "Work.",
+				"run.yaml": "turns:\n  - text: ALL_DONE\n",
+				"step.yaml": `turns:
+  - text: "one"
+    usage: {input_tokens: 1, output_tokens: 0}
+  - text: "two ALL_DONE"
+    usage: {input_tokens: 1, output_tokens: 0}
+`,
+			})
+			wd := t.TempDir()
+			first := runToEnd(t, load(t, dir), BuildOptions{WorkDir: wd, MaxIterations: 1})
+			if first.CostUSD != c.want/7 {
+				t.Fatalf("iteration 1 cost %v, want %v (the step's price)", first.CostUSD, c.want/7)
+			}
+			w, err := journal.Append(first.Journal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.SetPosition(2, "initial.work")
+			w.Append(journal.IterationStart, nil)
+			w.Append(journal.QueryStart, event.QueryStartEvent{Model: "script:step.yaml"})
+			w.Append(journal.ModelUsage, event.ModelUsageEvent{Turn: 1, Usage: event.Usage{InputTokens: 5}})
+			w.Close()
+			res := resumeOnce(t, dir, first, BuildOptions{WorkDir: wd, MaxIterations: 2})
+			if !res.Success || res.Usage.InputTokens != 7 || res.CostUSD != c.want {
+				t.Fatalf("resumed: success %v, %d input tokens, cost %v; want 7 tokens and %v: %+v", res.Success, res.Usage.InputTokens, res.CostUSD, c.want, res.Error)
+			}
+		})
+	}
+}

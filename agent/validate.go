@@ -275,12 +275,12 @@ func (c *promptChecker) checkRetryPrompt(ctx context.Context, id string, ver age
 	}
 	if u.generic && err == nil && len(rt.Tried) > 0 {
 		c.out = append(c.out, agentdir.Problem{Code: CodeRetryPromptGeneric, Severity: agentdir.SeverityWarning, File: u.file,
-			Pointer: u.ptr, Message: msg + "; the built-in generic retry prompt (pattern, validator and every param) is sent instead",
+			Pointer: u.ptr, FollowsFrom: []string{agentdir.JoinPointer("completionPatterns", v.FailurePattern)}, Message: msg + "; the built-in generic retry prompt (pattern, validator and every param) is sent instead",
 			Hint: "create " + rt.Tried[0] + " to send your own retry prompt"})
 		return
 	}
 	c.out = append(c.out, agentdir.Problem{Code: CodeRetryPromptMissing, Severity: agentdir.SeverityError, File: u.file,
-		Pointer: u.ptr, Message: msg,
+		Pointer: u.ptr, Message: msg, FollowsFrom: []string{agentdir.JoinPointer("completionPatterns", v.FailurePattern)},
 		Hint: "create the retry prompt file, or use a built-in pattern (" + strings.Join(builtinPatternNames(), ", ") + ") whose generic prompt needs no file"})
 }
 
@@ -326,7 +326,8 @@ func checkIntentEnum(schemas *schemas, id string, st agentdir.Step) (agentdir.Pr
 		return agentdir.Problem{}, false // SR-SCHEMA-UNRESOLVED
 	}
 	p := agentdir.Problem{Code: CodeGateEnum, Severity: agentdir.SeverityError,
-		Pointer: agentdir.JoinPointer("steps", id, "structuredGate", "intentSchemaRef")}
+		Pointer:     agentdir.JoinPointer("steps", id, "structuredGate", "intentSchemaRef"),
+		FollowsFrom: []string{agentdir.JoinPointer("steps", id, "outputSchemaRef"), agentdir.JoinPointer("steps", id, "structuredGate", "allowedIntents")}}
 	enum, found := schema.EnumAt(c.raw, g.IntentSchemaRef)
 	if !found {
 		p.Message = fmt.Sprintf("step %s: intentSchemaRef %s reaches no enum in schema %s#%s", id, g.IntentSchemaRef, ref.File, ref.Schema)

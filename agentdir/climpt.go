@@ -239,6 +239,12 @@ func normalizeDefinition(d *Definition) {
 			}
 		}
 	}
+	if v := r.Verdict; v != nil && v.Type == "" && r.Completion.Type == "" {
+		// A verdict without a type (missing, or not a string) is still
+		// where the completion is written: a problem of the completion
+		// is located there, under the verdict's own schema error.
+		al.set("/runner/completion", "/runner/verdict")
+	}
 	if d.src != nil {
 		d.src.aliases = al
 	}

@@ -125,7 +125,7 @@ type IntentTransition struct {
 func (t *IntentTransition) UnmarshalJSON(b []byte) error {
 	type plain IntentTransition
 	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := typeMismatchTolerated(json.Unmarshal(b, &p)); err != nil {
 		return err
 	}
 	var keys map[string]json.RawMessage

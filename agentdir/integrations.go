@@ -68,11 +68,11 @@ type LabelChange struct {
 func (l GitHubLabels) IsZero() bool { return l.Completion == nil && len(l.Named) == 0 }
 
 // UnmarshalJSON reads "completion" as a LabelChange and every other key as
-// a label name; a value of the wrong type is an error naming the key, and
-// leaves l without any label (whichever key is met first).
+// a label name; a value of the wrong type is left out (the schema reports
+// it, and Validate refuses the file).
 func (l *GitHubLabels) UnmarshalJSON(b []byte) error {
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	if err := typeMismatchTolerated(json.Unmarshal(b, &raw)); err != nil {
 		return err
 	}
 	*l = GitHubLabels{}
@@ -81,14 +81,20 @@ func (l *GitHubLabels) UnmarshalJSON(b []byte) error {
 		if k == "completion" {
 			var c LabelChange
 			if err := json.Unmarshal(v, &c); err != nil {
-				return fmt.Errorf("labels.completion: %w", err)
+				if err := typeMismatchTolerated(err); err != nil {
+					return fmt.Errorf("labels.completion: %w", err)
+				}
+				continue
 			}
 			out.Completion = &c
 			continue
 		}
 		var name string
 		if err := json.Unmarshal(v, &name); err != nil {
-			return fmt.Errorf("labels.%s: want a label name (string): %w", k, err)
+			if err := typeMismatchTolerated(err); err != nil {
+				return fmt.Errorf("labels.%s: %w", k, err)
+			}
+			continue
 		}
 		if out.Named == nil {
 			out.Named = map[string]string{}

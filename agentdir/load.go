@@ -259,6 +259,19 @@ func decodeStd(src *source, v any) error {
 	return nil
 }
 
+// typeMismatchTolerated is err, an error of json.Unmarshal inside an
+// UnmarshalJSON method, with a type mismatch dropped: encoding/json
+// decodes everything else before it reports one, but stops decoding the
+// whole file at any error an UnmarshalJSON method returns, so a method
+// that passed it on would leave every later value of the file at zero.
+// The schema reports the mismatch.
+func typeMismatchTolerated(err error) error {
+	if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) {
+		return nil
+	}
+	return err
+}
+
 // integralNumbers rewrites json.Numbers with an integral value written as a
 // fraction or exponent ("5.0", "1e2") as plain integers.
 func integralNumbers(v any) any {

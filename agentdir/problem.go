@@ -33,6 +33,13 @@ type Problem struct {
 	Column   int      `json:"column,omitempty"`
 	Message  string   `json:"message"`
 	Hint     string   `json:"hint,omitempty"`
+	// FollowsFrom are, for a problem a check of ValidateOptions.Checks
+	// found, the JSON Pointers of the steps registry's values it follows
+	// from besides Pointer (a retry prompt that does not resolve follows
+	// from its completion pattern). Validate drops the problem when one of
+	// them, or a member of one, has the wrong type: the schema error says
+	// so once.
+	FollowsFrom []string `json:"-"`
 }
 
 // String renders the problem as "file:line:col: severity CODE message

@@ -43,7 +43,8 @@ type schemaProblem struct {
 	pointer string
 	message string
 	hint    string
-	keyPos  bool // locate the member name rather than the value
+	keyPos  bool   // locate the member name rather than the value
+	allowed string // an enum's allowed values, listed ("a", "b")
 }
 
 // checkSchema validates src against the schema for kindName (AgentFile or
@@ -62,7 +63,45 @@ func checkSchema(kindName string, src *source) []schemaProblem {
 	for _, f := range sch.Failures(inst) {
 		out = append(out, describe(f)...)
 	}
+	return oncePerValue(out)
+}
+
+// oncePerValue keeps one problem for a value of the wrong type: its
+// SCHEMA-TYPE, whose hint takes the allowed values of an enum that failed
+// there too (7 where "retry", "abort" or "skip" is wanted is one mistake,
+// not two).
+func oncePerValue(problems []schemaProblem) []schemaProblem {
+	wrongType := map[string]*schemaProblem{}
+	for i := range problems {
+		if problems[i].code == "SCHEMA-TYPE" {
+			wrongType[problems[i].pointer] = &problems[i]
+		}
+	}
+	for _, p := range problems {
+		if t := wrongType[p.pointer]; t != nil && p.code == "SCHEMA-ENUM" && p.allowed != "" {
+			t.hint = "write one of " + p.allowed + withDesc(p.hint)
+		}
+	}
+	out := problems[:0:0]
+	for _, p := range problems {
+		switch p.code {
+		case "SCHEMA-TYPE", "UNKNOWN-KEY", "SCHEMA-REQUIRED":
+		default:
+			if wrongType[p.pointer] != nil {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
 	return out
+}
+
+// withDesc is "; desc" for a field's description, "" when it has none.
+func withDesc(desc string) string {
+	if desc == "" {
+		return ""
+	}
+	return "; " + strings.TrimSuffix(desc, ".")
 }
 
 // describe maps one failing keyword to problems.
@@ -115,19 +154,21 @@ func describe(f schema.Failure) []schemaProblem {
 			hint:    typeHint(node, f.Value, hint),
 		}}
 	case "enum":
-		msg := f.Message
+		msg, allowed := f.Message, ""
 		if opts, ok := node["enum"].([]any); ok {
 			list := make([]string, len(opts))
 			for i, o := range opts {
 				list[i] = display(o)
 			}
-			msg = fmt.Sprintf("%s is not allowed: use one of %s", display(f.Value), strings.Join(list, ", "))
+			allowed = strings.Join(list, ", ")
+			msg = fmt.Sprintf("%s is not allowed: use one of %s", display(f.Value), allowed)
 		}
 		return []schemaProblem{{
 			code:    "SCHEMA-ENUM",
 			pointer: ptr,
 			message: msg,
 			hint:    hint,
+			allowed: allowed,
 		}}
 	}
 	return []schemaProblem{{
@@ -170,11 +211,7 @@ func typeHint(node map[string]any, value any, desc string) string {
 	if len(ways) == 0 {
 		return desc
 	}
-	h := "write " + strings.Join(ways, ", or ")
-	if desc != "" {
-		h += "; " + strings.TrimSuffix(desc, ".")
-	}
-	return h
+	return "write " + strings.Join(ways, ", or ") + withDesc(desc)
 }
 
 // quotedValueFits reports whether the string s, unquoted, is a JSON value

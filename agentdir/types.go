@@ -296,7 +296,7 @@ func (n *SandboxNetwork) UnmarshalJSON(b []byte) error {
 	}
 	type object SandboxNetwork
 	var o object
-	if err := json.Unmarshal(b, &o); err != nil {
+	if err := typeMismatchTolerated(json.Unmarshal(b, &o)); err != nil {
 		return err
 	}
 	*n = SandboxNetwork(o)

@@ -70,7 +70,7 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	if reg == nil {
 		reg = &Registry{}
 	}
-	c := &checker{opts: opts, def: def, reg: reg, schemaErr: map[*source][]string{}, synthetic: map[*source]bool{}}
+	c := &checker{opts: opts, def: def, reg: reg, schemaErr: map[*source][]string{}, typeErr: map[*source][]string{}, synthetic: map[*source]bool{}}
 	c.dir = opts.Dir
 	c.agentSrc = def.src
 	if c.agentSrc == nil {
@@ -112,6 +112,9 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 			if (p.Code == agenterr.CodeConfigurationValidation || c.hasCode(p.Code)) && c.reported(p) || p.Code == "SR-ENTRY-STEP" && c.hasCode(p.Code) {
 				continue // a builder's error where a rule above already reported one: one cause, one report
 			}
+			if p.Code == "SR-ENTRY-STEP" && len(reg.EntryStepMapping) > 0 && (c.schemaCovers(c.regSrc, "/entryStepMapping") || c.completionTypeMistyped()) {
+				continue // the entry step is looked up with a value of the wrong type: its schema error says so
+			}
 			if p.Code == "SR-SCHEMA-UNRESOLVED" && c.errorAt(p.File, p.Pointer+"/file") {
 				continue // the schema file is missing or outside its folder: SR-SCHEMA-FILE or SR-PATH-OUTSIDE says so
 			}
@@ -119,7 +122,7 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 			if p.File == AgentFile {
 				src = c.agentSrc
 			}
-			if c.schemaCovers(src, p.Pointer) {
+			if c.schemaCovers(src, p.Pointer) || slices.ContainsFunc(p.FollowsFrom, func(ptr string) bool { return c.schemaCovers(c.regSrc, ptr) }) {
 				continue // the value has the wrong type: the schema error says so
 			}
 			c.add(src, p, false)
@@ -127,6 +130,13 @@ func Validate(def *Definition, reg *Registry, opts ValidateOptions) ValidationRe
 	}
 	c.demoteUnreachable()
 	return NewValidationResult(c.problems...)
+}
+
+// completionTypeMistyped reports whether agent.json's verdict or
+// completion (whose type picks the entryStepMapping entry) has a member of
+// the wrong type.
+func (c *checker) completionTypeMistyped() bool {
+	return c.schemaCovers(c.agentSrc, "/runner/verdict") || c.schemaCovers(c.agentSrc, "/runner/completion")
 }
 
 // hasCode reports whether an error with this code is already reported.
@@ -172,6 +182,7 @@ type checker struct {
 	agentSrc, regSrc *source
 	synthetic        map[*source]bool
 	schemaErr        map[*source][]string // pointers with schema errors
+	typeErr          map[*source][]string // pointers with SCHEMA-TYPE errors (values decoded as zero)
 	problems         []Problem
 	stepIDs          []string        // sorted keys of reg.Steps
 	stepHint         string          // "use one of the step ids (known: …)"
@@ -215,10 +226,17 @@ func (c *checker) report(src *source, code string, sev Severity, ptr string, hin
 }
 
 // schemaCovers reports whether a schema error of src is at ptr or above
-// it.
+// it, or a type error at a member of it: a member of the wrong type is
+// decoded as its zero value, so a problem about the object (a step whose
+// c2 is 7 "has no c2") is that type error again.
 func (c *checker) schemaCovers(src *source, ptr string) bool {
 	for _, s := range c.schemaErr[src] {
 		if ptr == s || strings.HasPrefix(ptr, s+"/") {
+			return true
+		}
+	}
+	for _, s := range c.typeErr[src] {
+		if member, ok := strings.CutPrefix(s, ptr+"/"); ok && !strings.Contains(member, "/") {
 			return true
 		}
 	}
@@ -246,6 +264,9 @@ func (c *checker) schema(kindName, prefix string, src *source) {
 			sev = SeverityWarning
 		} else {
 			c.schemaErr[src] = append(c.schemaErr[src], sp.pointer)
+			if sp.code == "SCHEMA-TYPE" {
+				c.typeErr[src] = append(c.typeErr[src], sp.pointer)
+			}
 		}
 		c.add(src, Problem{Code: prefix + "-" + sp.code, Severity: sev, Pointer: sp.pointer, Message: sp.message, Hint: sp.hint}, sp.keyPos)
 	}

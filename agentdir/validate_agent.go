@@ -477,11 +477,12 @@ func (c *checker) hiddenGlobs(src *source, globs []string) {
 				"hidden glob %q matches no file of the agent folder", g)
 		}
 	}
-	runsTests := false
-	for _, v := range c.reg.Validators {
+	runsTests, mistyped := false, false
+	for name, v := range c.reg.Validators {
 		runsTests = runsTests || v.Type == "command" && RunsTests(v.Command)
+		mistyped = mistyped || c.schemaCovers(c.regSrc, JoinPointer("validators", name))
 	}
-	if !runsTests {
+	if !runsTests && !mistyped { // a validator of the wrong type or command is its schema error
 		c.report(src, "AC-HIDDEN-INERT", SeverityError, "/runner/verification/hidden",
 			"add a command validator that runs the tests (e.g. \"command\": \"go test -v ./...\") to a completion condition, or remove hidden",
 			"hidden tests are run by the command validators that run tests, and the registry declares none")

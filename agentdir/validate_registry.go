@@ -14,7 +14,7 @@ func (c *checker) registry() {
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStep", "set entryStep to one of the step ids"+known(c.stepIDs),
 			"entryStep is not set and the registry has %d steps: capstan cannot tell which one runs first", len(r.Steps))
 	}
-	if vt := VerdictType(c.def); r.EntryStep == "" && len(r.EntryStepMapping) > 0 {
+	if vt := VerdictType(c.def); r.EntryStep == "" && len(r.EntryStepMapping) > 0 && (vt != "" || !c.completionTypeMistyped()) {
 		c.report(s, "SR-ENTRY-STEP", SeverityError, "/entryStepMapping",
 			fmt.Sprintf("add \"%s\": \"<step id>\" to entryStepMapping, or set entryStep", vt),
 			"entryStepMapping has no entry for the agent's verdict type %q and entryStep is not set", vt)

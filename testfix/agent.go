@@ -11,6 +11,7 @@ import (
 
 	"github.com/capstan-dev/capstan/agent"
 	"github.com/capstan-dev/capstan/agentdir"
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/verify"
 )
 
@@ -40,17 +41,30 @@ type Check struct {
 // ParseCheck reads the value of a --check flag: "NAME=COMMAND" when it
 // starts with a lower-case name (letters, digits, dashes) and "=", else a
 // COMMAND added as check-N (n is its place among the added checks).
+//
+// A check whose command passes whatever the work dir holds (X=1, true,
+// "go test || true": verify.WhyCannotFail) is refused: it would let any
+// fix count.
 func ParseCheck(s string, n int) (Check, error) {
+	c := Check{Name: fmt.Sprintf("check-%d", n), Command: s}
 	if m := checkName.FindStringSubmatch(s); m != nil {
 		if strings.TrimSpace(m[2]) == "" {
 			return Check{}, fmt.Errorf("--check %q names check %s without a command (use NAME=COMMAND)", s, m[1])
 		}
-		return Check{Name: m[1], Command: m[2]}, nil
+		c = Check{Name: m[1], Command: m[2]}
 	}
 	if strings.TrimSpace(s) == "" {
 		return Check{}, fmt.Errorf("--check needs a command (COMMAND, or NAME=COMMAND; %s=COMMAND replaces the test command)", TestsCheck)
 	}
-	return Check{Name: fmt.Sprintf("check-%d", n), Command: s}, nil
+	if why := verify.WhyCannotFail(c.Command); why != "" {
+		e := agenterr.New(agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false,
+			"--check %q always passes, so any fix would count: %s", s, why)
+		e.Hint = "give a command that exits non-zero while the work is not done, e.g. --check 'go vet ./...' " +
+			"or, named (a lower-case name), --check 'vet=go vet ./...'; " +
+			"to set a variable for a check, put it before the command: --check 'GOFLAGS=-mod=mod go vet ./...'"
+		return Check{}, e
+	}
+	return c, nil
 }
 
 var checkName = regexp.MustCompile(`^([a-z][a-z0-9-]*)=(.*)$`)

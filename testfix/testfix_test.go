@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
 )
 
 func write(t *testing.T, dir string, files map[string]string) {
@@ -74,6 +75,15 @@ func TestParseCheck(t *testing.T) {
 	for _, bad := range []string{"", "  ", "lint="} {
 		if _, err := ParseCheck(bad, 1); err == nil {
 			t.Errorf("ParseCheck(%q): no error", bad)
+		}
+	}
+	// Checks that pass whatever the work dir holds are refused, with the
+	// code of a configuration error and a hint.
+	for _, always := range []string{"X=1", "FOO=bar BAZ=1", "true", "lint=:", "tests=X=1", "vet=go vet ./... || true", "# later"} {
+		_, err := ParseCheck(always, 1)
+		e := agenterr.From(err)
+		if e == nil || e.Code != agenterr.CodeConfigurationValidation || !strings.Contains(e.Message, "always passes") || e.Hint == "" {
+			t.Errorf("ParseCheck(%q) = %v, want a CONFIG_INVALID error saying it always passes, with a hint", always, err)
 		}
 	}
 }

@@ -223,9 +223,12 @@ func describeFix(w interface{ Write([]byte) (int, error) }, o testfix.Options) {
 // state directory found before anything runs, as a usage error (exit 2)
 // with a code: err's own, else CONFIG_INVALID.
 func fixUsageError(err error) error {
-	if agenterr.From(err) == nil {
+	switch e := agenterr.From(err); {
+	case e == nil:
 		err = agenterr.Wrap(err, agenterr.CodeConfigurationValidation, agenterr.LayerConfiguration, false, "fix")
-	} else {
+	case error(e) == err:
+		e.Message = "fix: " + e.Message // the code stays first, as in every other error
+	default:
 		err = fmt.Errorf("fix: %w", err)
 	}
 	return withExit(exitUsage, err)

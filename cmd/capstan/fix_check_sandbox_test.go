@@ -21,7 +21,7 @@ func TestFixCheckRunsSandboxed(t *testing.T) {
 			if err := os.WriteFile(script, []byte("turns:\n  - structured: {status: completed, summary: done, next_action: {action: complete, reason: done}}\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			args := []string{"fix", "x", "--workdir", repo, "--check", "tests=true", "--check", "escape=touch " + verify.ShellQuote(outside), "--model", "script:" + script, "--quiet"}
+			args := []string{"fix", "x", "--workdir", repo, "--check", "tests=test -d .", "--check", "escape=touch " + verify.ShellQuote(outside), "--model", "script:" + script, "--quiet"}
 			if mode == "no-sandbox" {
 				args = append(args, "--no-sandbox")
 			}

@@ -361,8 +361,9 @@ func TestFixWithAMissingScriptNamesTheFile(t *testing.T) {
 }
 
 // What capstan fix refuses before anything runs is a coded usage error:
-// a repository with no project file and no --check tests=…, and a
-// --check without a command; the message says what to pass.
+// a repository with no project file and no --check tests=…, a --check
+// without a command and one that passes whatever the work dir holds; the
+// message says what to pass.
 func TestFixRefusalsAreCoded(t *testing.T) {
 	repo := t.TempDir()
 	git(t, repo, "init", "-q")
@@ -376,6 +377,8 @@ func TestFixRefusalsAreCoded(t *testing.T) {
 	}{
 		{nil, "capstan: CONFIG_INVALID: fix: no test command: "},
 		{[]string{"--check", "tests="}, `capstan: CONFIG_INVALID: fix: --check "tests=" names check tests without a command`},
+		{[]string{"--check", "X=1"}, `capstan: CONFIG_INVALID: fix: --check "X=1" always passes, so any fix would count: it only sets the shell variable X`},
+		{[]string{"--check", "tests=go test ./... || true"}, `capstan: CONFIG_INVALID: fix: --check "tests=go test ./... || true" always passes`},
 	} {
 		args := append([]string{"fix", "make the failing tests pass", "--workdir", repo, "--model", "script:" + script}, c.args...)
 		code, out, errOut := captureConfigCLI(t, append(args, "--json")...)

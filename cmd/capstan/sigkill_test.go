@@ -68,7 +68,7 @@ func TestKilledCapstanLeavesNoToolProcess(t *testing.T) {
 				if err := os.WriteFile(script, []byte("turns:\n  - structured: {status: completed, summary: done, next_action: {action: complete, reason: done}}\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				args = []string{"fix", "x", "--workdir", repo, "--check", "tests=true", "--check", "slow=" + lingering, "--model", "script:" + script, "--quiet"}
+				args = []string{"fix", "x", "--workdir", repo, "--check", "tests=test -d .", "--check", "slow=" + lingering, "--model", "script:" + script, "--quiet"}
 			}
 			if !c.sandbox {
 				args = append(args, "--no-sandbox")
