@@ -30,10 +30,7 @@ func snapshotTree(dir string) (map[string]treeEntry, error) {
 	out := map[string]treeEntry{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrPermission) && p != dir {
-				return nil
-			}
-			return err
+			return unreadableBelow(dir, p, err)
 		}
 		if p == dir {
 			return nil
