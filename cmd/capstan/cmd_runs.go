@@ -82,7 +82,24 @@ func loadRun(workDir, id string) (rec *agent.RunRecord, legacy bool, err error) 
 	if err != nil {
 		return nil, false, withExit(exitInternal, err)
 	}
+	if err := newerJournal(rec); err != nil {
+		return nil, false, err
+	}
 	return rec, run.Legacy, nil
+}
+
+// newerJournal refuses to continue or decide a run whose journal a newer
+// capstan wrote (a run.start of a format above journal.Format): what
+// this capstan does not know of it would be lost or misread.
+func newerJournal(rec *agent.RunRecord) error {
+	if rec.Start == nil || rec.Start.Format <= journal.Format {
+		return nil
+	}
+	e := agenterr.New(agenterr.CodeUsage, agenterr.LayerLifecycle, false,
+		"run %s was written by a newer capstan (journal format %d; this one reads formats 1 to %d)", rec.ID, rec.Start.Format, journal.Format)
+	e.File = rec.Journal
+	e.Hint = "continue it with the capstan that wrote it, or a newer one; see what it did with: capstan show " + rec.ID
+	return withExit(exitUsage, e)
 }
 
 // lookUpRun is store.Find with a run id that finds no run, or more than

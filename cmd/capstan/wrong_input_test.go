@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/capstan-dev/capstan/journal"
 )
 
 // A run id that names no run is RUN_NOT_FOUND for every command that
@@ -129,6 +133,51 @@ func TestRunRefusesWhatNoRunCanUse(t *testing.T) {
 		code, out := sh(line)
 		if code != exitUsage || !strings.Contains(out, "is a file, not a folder") || !strings.Contains(out, "pass the folder that holds it: "+hello) || strings.Contains(out, "open .") {
 			t.Errorf("%s: exit %d\n%s", line, code, out)
+		}
+	}
+}
+
+// A journal a newer capstan wrote (its run.start names a format above
+// journal.Format) is shown with a warning that says so, and not resumed
+// or decided: the refusal is coded, and its hint's command, pasted, shows
+// the run.
+func TestNewerJournalIsShownNotResumed(t *testing.T) {
+	dir := t.TempDir()
+	sh := pasteShell(t, dir)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --max-iterations 1 --json")
+	var res struct{ RunID, Journal string }
+	if code != exitNotCompleted || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(res.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run.start of a newer format, the hash chain made again over it.
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	lines[0] = strings.Replace(lines[0], fmt.Sprintf(`"format":%d`, journal.Format), fmt.Sprintf(`"format":%d`, journal.Format+1), 1)
+	prevField := regexp.MustCompile(`"prev":"[0-9a-f]+"`)
+	for i := 1; i < len(lines); i++ {
+		lines[i] = prevField.ReplaceAllLiteralString(lines[i], `"prev":"`+journal.LineHash([]byte(lines[i-1]))+`"`)
+	}
+	if err := os.WriteFile(res.Journal, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := sh("capstan show " + res.RunID); code != 0 || !strings.Contains(out, "written by a newer capstan") || strings.Contains(out, "hash chain") {
+		t.Fatalf("show: exit %d\n%s", code, out)
+	}
+	for _, command := range []string{"resume", "approve"} {
+		code, out := sh("capstan " + command + " " + res.RunID)
+		if code != exitUsage || !strings.Contains(out, "capstan: USAGE: run "+res.RunID+" was written by a newer capstan") {
+			t.Errorf("%s: exit %d\n%s", command, code, out)
+			continue
+		}
+		if code, shown := sh(pastedCommand(t, out, "see what it did with: ")); code != 0 {
+			t.Errorf("%s: the pasted hint exited %d\n%s", command, code, shown)
 		}
 	}
 }
