@@ -114,8 +114,12 @@ func lookUpRun(store journal.Store, workDir, id string) (journal.Run, error) {
 	case !errors.As(err, &nr):
 		return run, withExit(exitUsage, err)
 	case len(nr.Matches) > 0:
+		some := nr.Matches
+		if len(some) > 5 {
+			some = append(some[:5:5], fmt.Sprintf("and %d more", len(nr.Matches)-5))
+		}
 		e := agenterr.New(agenterr.CodeRunAmbiguous, agenterr.LayerLifecycle, false,
-			"run id %q starts %d runs' ids: %s", id, len(nr.Matches), strings.Join(nr.Matches, ", "))
+			"run id %q starts %d runs' ids: %s", id, len(nr.Matches), strings.Join(some, ", "))
 		e.Hint = "give the whole id; list the runs with: capstan runs --all"
 		return run, withExit(exitUsage, e)
 	}

@@ -38,13 +38,15 @@ func TestUnknownRunIDIsCoded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two runs in a state directory of their own: both ids start with
+	// the year.
+	own := "CAPSTAN_STATE_DIR=" + shellQuote(t.TempDir()) + " "
 	for range 2 {
-		if code, out := sh("mkdir -p w && capstan run " + shellQuote(hello) + " --workdir w -q"); code != 0 {
+		if code, out := sh("mkdir -p w && " + own + "capstan run " + shellQuote(hello) + " --workdir w -q"); code != 0 {
 			t.Fatalf("run: exit %d\n%s", code, out)
 		}
 	}
-	// Both runs' ids start with the year.
-	code, out = sh("capstan show 2")
+	code, out = sh(own + "capstan show 2")
 	if code != exitUsage || !strings.Contains(out, `capstan: RUN_AMBIGUOUS: run id "2" starts 2 runs' ids: `) {
 		t.Errorf("ambiguous id: exit %d\n%s", code, out)
 	}
