@@ -426,7 +426,13 @@ func (r *Runner) plan(issue int, ph *Phase, a *Agent, labels []string) event.Wor
 	for k := range outcomes {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	// The named outcomes in order, then the fallback for all the others.
+	sort.Slice(keys, func(i, j int) bool {
+		if (keys[i] == anyOtherOutcome) != (keys[j] == anyOtherOutcome) {
+			return keys[j] == anyOtherOutcome
+		}
+		return keys[i] < keys[j]
+	})
 	for _, o := range keys {
 		to := outcomes[o]
 		rm, add := r.Workflow.labelChanges(labels, to)

@@ -270,6 +270,18 @@ func TestDryRunPlansWithoutChanges(t *testing.T) {
 	if !done.Close || strings.Join(done.Remove, ",") != "kind:consider,order:1" || strings.Join(done.Add, ",") != "done" {
 		t.Fatalf("plan %+v", plan)
 	}
+	// The named outcomes first, in order; the fallback's line, which
+	// takes every other outcome, last.
+	var order []string
+	for _, m := range plan.Moves {
+		order = append(order, m.Outcome)
+	}
+	if got := strings.Join(order, "|"); got != "done|handoff-detail|"+anyOtherOutcome {
+		t.Fatalf("plan's outcomes in the order %s", got)
+	}
+	if text := PlanText(plan); !strings.HasPrefix(text[len(text)-1], "  any other outcome → blocked:") {
+		t.Fatalf("plan text:\n%s", strings.Join(text, "\n"))
+	}
 	if labels, _ := l.Labels(context.Background(), 4); strings.Join(labels, ",") != "kind:consider,order:1" {
 		t.Fatalf("labels changed: %v", labels)
 	}
