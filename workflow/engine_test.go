@@ -360,3 +360,32 @@ func TestHandoffPayloadReachesLaterDispatches(t *testing.T) {
 		t.Fatalf("merger params %v", p)
 	}
 }
+
+// An issue the local store does not hold fails with the path it looked
+// for and the issues the store has; an issue none of whose labels names
+// a phase is blocked with its labels and the labels that would start it.
+func TestIssueMissingOrInNoPhaseSaysWhatToDo(t *testing.T) {
+	l := &Local{Dir: t.TempDir()}
+	writeLocalIssue(t, l, 4, "bug")
+	writeLocalIssue(t, l, 9)
+	r := &Runner{Workflow: loadIssues(t), Issues: l, Dispatch: &scripted{}, Events: &recorder{}}
+	out := r.RunIssue(context.Background(), 2)
+	want := "no issue 2 in " + l.Dir + ": " + filepath.Join(l.Dir, "2", "meta.json") + " does not exist (the store holds #4 #9)"
+	if out.Status != StatusFailed || out.Error != want {
+		t.Fatalf("missing issue: %s: %s\nwant %s", out.Status, out.Error, want)
+	}
+	starts := "give it the label of the phase to start in: kind:impl (phase impl-pending), kind:detail (phase detail-pending), kind:consider (phase consider-pending)"
+	for n, has := range map[int]string{4: "its labels are bug", 9: "it has no labels"} {
+		out := r.RunIssue(context.Background(), n)
+		if want := "no label of the issue names a phase of the workflow (" + has + "); " + starts; out.Status != StatusBlocked || out.Error != want {
+			t.Fatalf("issue %d: %s: %s\nwant %s", n, out.Status, out.Error, want)
+		}
+	}
+	if out := r.RunIssue(context.Background(), 1); !strings.Contains(out.Error, "(the store holds #4 #9)") {
+		t.Fatal(out.Error)
+	}
+	empty := &Runner{Workflow: r.Workflow, Issues: &Local{Dir: t.TempDir()}, Dispatch: &scripted{}, Events: &recorder{}}
+	if out := empty.RunIssue(context.Background(), 1); !strings.HasSuffix(out.Error, "(the store holds no issues)") {
+		t.Fatal(out.Error)
+	}
+}
