@@ -389,3 +389,22 @@ func TestIssueMissingOrInNoPhaseSaysWhatToDo(t *testing.T) {
 		t.Fatal(out.Error)
 	}
 }
+
+// The local store's files are text files: each ends with a newline, as
+// the ones a person writes do.
+func TestLocalStoreFilesEndWithANewline(t *testing.T) {
+	l := &Local{Dir: t.TempDir()}
+	writeLocalIssue(t, l, 3, "kind:impl")
+	ctx := context.Background()
+	if err := l.EditLabels(ctx, 3, []string{"kind:impl"}, []string{"done"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateLabel(ctx, LabelSpec{Name: "done", Color: "0e8a16"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{l.metaPath(3), l.labelsPath()} {
+		if b, err := os.ReadFile(p); err != nil || !strings.HasSuffix(string(b), "}\n") {
+			t.Errorf("%s: %q %v", p, b, err)
+		}
+	}
+}

@@ -121,7 +121,7 @@ func (l *Local) save(issue int, m *localMeta) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(l.metaPath(issue), b)
+	return writeAtomic(l.metaPath(issue), append(b, '\n'))
 }
 
 // writeAtomic replaces path with data through a temporary file.
@@ -337,7 +337,7 @@ func (l *Local) putLabel(spec LabelSpec, create bool) error {
 	}
 	m[spec.Name] = Label{Color: strings.ToLower(spec.Color), Description: spec.Description}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	return writeAtomic(l.labelsPath(), b)
+	return writeAtomic(l.labelsPath(), append(b, '\n'))
 }
 
 // CreateLabel implements Issues.
