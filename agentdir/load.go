@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -80,7 +81,13 @@ func loadDefinition(fsys fs.FS, dir string) (*Definition, error) {
 			"agent folder %q does not exist or is not a directory", dir)
 		e.Hint = "pass the folder that contains agent.json, or create one with `capstan init NAME`"
 		e.File = "."
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if file, serr := os.Stat(dir); serr == nil && !file.IsDir() {
+			// A file (often agent.json itself) is named, not its folder.
+			e.Message = fmt.Sprintf("agent folder %q is a file, not a folder", dir)
+			if filepath.Base(dir) == AgentFile {
+				e.Hint = "pass the folder that holds it: " + filepath.Dir(dir)
+			}
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			e.Err = err // why it cannot be read (permissions…); "not exist" is the message already
 		}
 		return nil, e

@@ -251,6 +251,14 @@ const (
 	// CodeAborted: the flow ended the run without completion and without a
 	// more specific error.
 	CodeAborted = "ABORTED"
+	// CodeUsage: a command was given wrong arguments or flags (exit 2).
+	CodeUsage = "USAGE"
+	// CodeRunNotFound: no run has the id a command was given, nor starts
+	// with it.
+	CodeRunNotFound = "RUN_NOT_FOUND"
+	// CodeRunAmbiguous: the id a command was given starts more than one
+	// run's id.
+	CodeRunAmbiguous = "RUN_AMBIGUOUS"
 	// Parameter values given to a run (usage errors, exit 2).
 	CodeParamMissing = "PARAM_MISSING" // a required parameter's flag was not given
 	CodeParamInvalid = "PARAM_INVALID" // a value fails its type or validation

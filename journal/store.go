@@ -271,18 +271,38 @@ func (s Store) Find(workDir, id string) (Run, error) {
 	case 1:
 		return match[0], nil
 	case 0:
-		where := s.runsRoot()
+		e := &NoRunError{ID: id, Searched: []string{s.runsRoot()}}
 		if workDir != "" {
-			where += " or " + filepath.Join(workDir, RunsDir)
+			abs, _ := filepath.Abs(workDir) // made absolute above
+			e.Searched = append(e.Searched, filepath.Join(abs, RunsDir))
 		}
-		return Run{}, fmt.Errorf("journal: no run %q in %s (a run an older capstan kept under DIR/%s is found with --workdir DIR; list the others with: capstan runs --all)", id, where, RunsDir)
+		return Run{}, e
 	default:
-		ids := make([]string, 0, len(match))
+		e := &NoRunError{ID: id, Searched: []string{s.runsRoot()}}
 		for _, r := range match {
-			ids = append(ids, r.ID)
+			e.Matches = append(e.Matches, r.ID)
 		}
-		return Run{}, fmt.Errorf("journal: run id %q is ambiguous: %s", id, strings.Join(ids, ", "))
+		return Run{}, e
 	}
+}
+
+// NoRunError is Find's error when no run, or more than one, has the id
+// or starts with it.
+type NoRunError struct {
+	// ID is the id that was looked for.
+	ID string
+	// Searched are the folders of runs looked in.
+	Searched []string
+	// Matches are the ids that start with ID when there is more than
+	// one; empty when no run does.
+	Matches []string
+}
+
+func (e *NoRunError) Error() string {
+	if len(e.Matches) > 0 {
+		return fmt.Sprintf("run id %q is ambiguous: %s", e.ID, strings.Join(e.Matches, ", "))
+	}
+	return fmt.Sprintf("no run %q in %s", e.ID, strings.Join(e.Searched, " or "))
 }
 
 // listDir lists the run folders in dir (missing = none). Under a work dir

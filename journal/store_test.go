@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,8 +70,9 @@ func TestStoreKeepsRunsOutsideTheWorkDirAndFindsThemFromAnywhere(t *testing.T) {
 	if _, err := s.Find("", "2026"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
 		t.Fatalf("ambiguous prefix: %v", err)
 	}
-	if _, err := s.Find(t.TempDir(), "20251231"); err == nil || !strings.Contains(err.Error(), "capstan runs") {
-		t.Fatalf("legacy run found outside its work dir, or no hint: %v", err)
+	var nr *NoRunError
+	if _, err := s.Find(t.TempDir(), "20251231"); !errors.As(err, &nr) || nr.ID != "20251231" || len(nr.Searched) != 2 || len(nr.Matches) != 0 {
+		t.Fatalf("legacy run found outside its work dir, or not said where capstan looked: %v", err)
 	}
 	if r, err := s.Find(wdA, "20251231"); err != nil || !r.Legacy {
 		t.Fatalf("legacy run: %v %+v", err, r)

@@ -18,12 +18,15 @@ func (b *builder) onRunStart(ev journal.Event, decode func(any) error) error {
 		PipelineRun                     string
 		Params                          any
 		Resumed, Rewound                bool
-		Iteration                       int
+		Iteration, Format               int
 		Sandboxed                       *bool
 		Unsandboxed                     string
 	}
 	if err := decode(&s); err != nil {
 		return err
+	}
+	if s.Format > journal.Format {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("this journal was written by a newer capstan (journal format %d; this one reads formats 1 to %d): events it does not know are left out of this account", s.Format, journal.Format))
 	}
 	if r.Started.IsZero() {
 		r.Agent, r.AgentDir, r.WorkDir, r.Model, r.Params, r.Started = s.Agent, s.AgentDir, s.WorkDir, s.Model, s.Params, ev.Time

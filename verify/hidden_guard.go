@@ -38,8 +38,13 @@ type HiddenGuard struct {
 func (g *HiddenGuard) Name() string { return HiddenGuardName }
 
 // runPlaced runs validator with the hidden files in the work dir and
-// removes them before it returns.
+// removes them before it returns, with whatever else the run wrote there
+// (see undoRunWrites).
 func (g *HiddenGuard) runPlaced(ctx context.Context, validator string) (event.ValidatorRun, bool, error) {
+	before, err := snapshotTree(g.Dir)
+	if err != nil {
+		return event.ValidatorRun{}, false, fmt.Errorf("hidden tests: the work dir before their run: %w", err)
+	}
 	undo, err := g.Set.Place(g.Dir)
 	if err != nil {
 		return event.ValidatorRun{}, false, err
@@ -47,6 +52,9 @@ func (g *HiddenGuard) runPlaced(ctx context.Context, validator string) (event.Va
 	run, ok, err := g.Run(ctx, validator)
 	if uerr := undo(); uerr != nil && err == nil {
 		err = uerr
+	}
+	if werr := undoRunWrites(g.Dir, before, g.Set.Paths()); werr != nil && err == nil {
+		err = werr
 	}
 	return run, ok, err
 }

@@ -1,11 +1,16 @@
 package verify
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/capstan-dev/capstan/agenterr"
+	"github.com/capstan-dev/capstan/event"
 )
 
 // TestLoadPlacesBelowTheGlobsFolder: a file matched by "_hidden/**" goes
@@ -89,5 +94,56 @@ func TestPlaceRefusesALinkOut(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Fatalf("written outside the work dir: %v", entries)
+	}
+}
+
+// What the run with the hidden files placed writes into the work dir goes
+// with them: the code under test ran with the hidden tests in reach and
+// could have copied them for the model to read. A new file or folder is
+// removed; a changed file stops the run, named, and stays for the human.
+func TestRunPlacedRemovesWhatTheRunWrote(t *testing.T) {
+	wd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wd, "calc.go"), []byte("package calc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadHidden(fstest.MapFS{"h/calc_hidden_test.go": {Data: []byte("hidden\n")}}, []string{"h/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyOut := func(write func(hidden []byte) error) HiddenRunFunc {
+		return func(context.Context, string) (event.ValidatorRun, bool, error) {
+			b, err := os.ReadFile(filepath.Join(wd, "calc_hidden_test.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return event.ValidatorRun{}, true, write(b)
+		}
+	}
+	g := &HiddenGuard{Set: s, Dir: wd, Run: copyOut(func(b []byte) error {
+		if err := os.MkdirAll(filepath.Join(wd, ".cache/deep"), 0o755); err != nil {
+			return err
+		}
+		return errors.Join(os.WriteFile(filepath.Join(wd, ".leak"), b, 0o644), os.WriteFile(filepath.Join(wd, ".cache/deep/leak"), b, 0o644))
+	})}
+	if _, ok, err := g.runPlaced(context.Background(), "tests"); err != nil || !ok {
+		t.Fatalf("run: %v %v", ok, err)
+	}
+	entries, _ := os.ReadDir(wd)
+	if len(entries) != 1 || entries[0].Name() != "calc.go" {
+		t.Fatalf("the work dir after the run holds %v, want calc.go alone", entries)
+	}
+	// The same size and modification time put back: the change time
+	// still tells.
+	g.Run = copyOut(func(b []byte) error {
+		p := filepath.Join(wd, "calc.go")
+		info, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		return errors.Join(os.WriteFile(p, append(b, "//xyz\n"...), 0o644), os.Chtimes(p, info.ModTime(), info.ModTime()))
+	})
+	_, _, err = g.runPlaced(context.Background(), "tests")
+	if agenterr.CodeOf(err) != agenterr.CodeValidator || !strings.Contains(err.Error(), "changed calc.go") {
+		t.Fatalf("a changed file: %v", err)
 	}
 }

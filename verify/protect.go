@@ -183,15 +183,22 @@ type entry struct {
 // text reports whether the file's content can be kept and diffed.
 func (e entry) text() bool { return e.data != nil && utf8.Valid(e.data) }
 
+// unreadableBelow is what a walk of dir does with err at p: an entry
+// below dir that cannot be read is passed over (nil), any other error
+// ends the walk.
+func unreadableBelow(dir, p string, err error) error {
+	if errors.Is(err, fs.ErrPermission) && p != dir {
+		return nil
+	}
+	return err
+}
+
 // scan reads every protected file under dir.
 func scan(dir string, m *GlobMatcher) (map[string]entry, error) {
 	out := map[string]entry{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrPermission) && p != dir {
-				return nil
-			}
-			return err
+			return unreadableBelow(dir, p, err)
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {

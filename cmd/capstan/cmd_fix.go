@@ -75,7 +75,7 @@ Ctrl-C (the run is resumable: capstan resume RUN).`,
 // as a folder with --print-agent.
 func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string, printAgent string) error {
 	stderr := cmd.ErrOrStderr()
-	if err := flags.checkBaseURL(); err != nil {
+	if err := flags.checkValues(); err != nil {
 		return withExit(exitUsage, err)
 	}
 	if err := checkWorkDirExists(flags.workDir); err != nil {

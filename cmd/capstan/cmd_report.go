@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/runreport"
 	"github.com/capstan-dev/capstan/workflow"
@@ -103,20 +105,25 @@ the current directory; -o - writes to stdout.`,
 				}
 				return nil
 			}
+			ext := map[string]string{"html": ".html", "md": ".md", "markdown": ".md"}[view.format]
+			if ext == "" {
+				ext = ".txt"
+			}
+			name := "report-" + rec.ID + ext
 			if output == "" {
-				ext := map[string]string{"html": ".html", "md": ".md", "markdown": ".md"}[view.format]
-				if ext == "" {
-					ext = ".txt"
-				}
-				output = "report-" + rec.ID + ext
+				output = name
 				if err := checkDefaultOutput(output); err != nil {
 					return withExit(exitUsage, err)
 				}
 			}
-			if err := checkOutputPath(output); err != nil {
+			to := outputTo{path: output, name: name, rerun: reportRerun(cmd, rec.ID)}
+			if err := to.check(); err != nil {
 				return withExit(exitUsage, err)
 			}
 			if err := writeFileAtomic(output, buf.Bytes()); err != nil {
+				if errors.Is(err, errCannotCreate) {
+					return withExit(exitUsage, to.error("write it elsewhere: "+to.rerun(name), "%s", err))
+				}
 				return withExit(exitInternal, err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", output)
@@ -134,24 +141,58 @@ the current directory; -o - writes to stdout.`,
 	return cmd
 }
 
-// checkOutputPath refuses, before anything is written, an -o FILE whose
-// folder does not exist or that is a folder, with what to do.
-func checkOutputPath(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("-o %s is a directory; hint: name the file to write, e.g. -o %s", path, shellQuote(filepath.Join(path, "report.html")))
+// outputTo is where report writes: path (-o), the name it would pick
+// (name) and the command that writes the report to another path (rerun).
+type outputTo struct {
+	path, name string
+	rerun      func(output string) string
+}
+
+// check refuses, before anything is written, an -o FILE whose folder does
+// not exist or is a file, or that is a folder, with the command that
+// writes the report.
+func (o outputTo) check() error {
+	if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
+		return o.error("write it into that directory: "+o.rerun(filepath.Join(o.path, o.name)), "it is a directory")
 	}
-	dir := filepath.Dir(path)
+	dir := filepath.Dir(o.path)
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("-o %s: the directory %s does not exist; hint: create it first (mkdir -p %s) or write elsewhere", path, dir, shellQuote(dir))
+		return o.error("create the directory first: mkdir -p "+shellQuote(dir)+" && "+o.rerun(o.path), "the directory %s does not exist", dir)
 	case err != nil:
-		return fmt.Errorf("-o %s: %w", path, err)
+		return o.error("write it elsewhere: "+o.rerun(o.name), "cannot read the directory %s: %v", dir, err)
 	case !fi.IsDir():
-		return fmt.Errorf("-o %s: %s is not a directory", path, dir)
+		return o.error("write it elsewhere: "+o.rerun(o.name), "%s is a file, not a directory", dir)
 	}
 	return nil
 }
+
+// error is a coded usage error about -o: what is wrong and what to do.
+func (o outputTo) error(hint, format string, args ...any) error {
+	e := agenterr.New(agenterr.CodeUsage, agenterr.LayerLifecycle, false, "-o %s: "+format, append([]any{o.path}, args...)...)
+	e.Hint = hint
+	return e
+}
+
+// reportRerun returns the command that runs this capstan report of run id
+// again with -o output and its other flags as given.
+func reportRerun(cmd *cobra.Command, id string) func(output string) string {
+	return func(output string) string {
+		parts := []string{"capstan", "report", shellQuote(id)}
+		cmd.Flags().Visit(func(f *pflag.Flag) {
+			if f.Name != "output" {
+				parts = append(parts, "--"+f.Name+"="+shellQuote(f.Value.String()))
+			}
+		})
+		return strings.Join(append(parts, "-o", shellQuote(output)), " ")
+	}
+}
+
+// errCannotCreate is in writeFileAtomic's error when the file cannot be
+// created where it is to be (a read-only or special file system, no
+// permission).
+var errCannotCreate = errors.New("cannot create a file there")
 
 // checkDefaultOutput refuses the name report picked itself when it is
 // already there as anything but a regular file: the folder may be the
@@ -185,7 +226,10 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the temporary file's name is no concern of the user's
+		}
+		return fmt.Errorf("%w: %w", errCannotCreate, err)
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {

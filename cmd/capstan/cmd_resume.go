@@ -126,7 +126,7 @@ func checkResumable(rec *agent.RunRecord) error {
 // the run was talking unless a flag says otherwise.
 func resumeOptions(fs *pflag.FlagSet, flags *runFlags, rec *agent.RunRecord, def *agentdir.Agent, stderr io.Writer) error {
 	start := rec.Start
-	if err := flags.checkBaseURL(); err != nil {
+	if err := flags.checkValues(); err != nil {
 		return withExit(exitUsage, err)
 	}
 	if fs.Changed("workdir") {

@@ -120,10 +120,28 @@ printed after "continue with:" resumes it.`,
 	return cmd
 }
 
-// checkBaseURL refuses a --base-url that carries a credential, naming the
-// flag, before anything is announced or recorded (the run would refuse it
-// too, naming it for Go callers).
-func (f *runFlags) checkBaseURL() error {
+// checkValues refuses, before anything is announced or recorded, flag
+// values no run can use, naming the flag: a --base-url that carries a
+// credential (the run would refuse it too, naming it for Go callers), and
+// a negative --max-iterations or duration.
+func (f *runFlags) checkValues() error {
+	for _, v := range []struct {
+		flag     string
+		value    any
+		negative bool
+	}{
+		{"--max-iterations", f.maxIterations, f.maxIterations < 0},
+		{"--connect-timeout", f.timeouts.Connect, f.timeouts.Connect < 0},
+		{"--first-byte-timeout", f.timeouts.FirstByte, f.timeouts.FirstByte < 0},
+		{"--stream-idle-timeout", f.timeouts.StreamIdle, f.timeouts.StreamIdle < 0},
+		{"--max-retry-after", f.maxRetryAfter, f.maxRetryAfter < 0},
+	} {
+		if v.negative {
+			e := agenterr.New(agenterr.CodeUsage, agenterr.LayerConfiguration, false, "%s %v is negative", v.flag, v.value)
+			e.Hint = "give a positive value, or 0 (or leave the flag out) for the default"
+			return e
+		}
+	}
 	if f.baseURL == "" {
 		return nil
 	}
@@ -172,7 +190,7 @@ func runAgent(cmd *cobra.Command, args []string) error {
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("run: unexpected arguments %q", fs.Args()))
 	}
-	if err := flags.checkBaseURL(); err != nil {
+	if err := flags.checkValues(); err != nil {
 		return withExit(exitUsage, err)
 	}
 	if flags.temporal.address == "" {

@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
 	"github.com/capstan-dev/capstan/runreport"
@@ -60,9 +62,9 @@ func loadRun(workDir, id string) (rec *agent.RunRecord, legacy bool, err error) 
 	if err != nil {
 		return nil, false, err
 	}
-	run, err := store.Find(workDir, id)
+	run, err := lookUpRun(store, workDir, id)
 	if err != nil {
-		return nil, false, withExit(exitUsage, err)
+		return nil, false, err
 	}
 	if ev, ok := firstEvent(run.Path); ok && (runreport.IsPipelineStart(ev) || workflow.IsStart(ev)) {
 		what := "a pipeline run"
@@ -80,7 +82,51 @@ func loadRun(workDir, id string) (rec *agent.RunRecord, legacy bool, err error) 
 	if err != nil {
 		return nil, false, withExit(exitInternal, err)
 	}
+	if err := newerJournal(rec); err != nil {
+		return nil, false, err
+	}
 	return rec, run.Legacy, nil
+}
+
+// newerJournal refuses to continue or decide a run whose journal a newer
+// capstan wrote (a run.start of a format above journal.Format): what
+// this capstan does not know of it would be lost or misread.
+func newerJournal(rec *agent.RunRecord) error {
+	if rec.Start == nil || rec.Start.Format <= journal.Format {
+		return nil
+	}
+	e := agenterr.New(agenterr.CodeUsage, agenterr.LayerLifecycle, false,
+		"run %s was written by a newer capstan (journal format %d; this one reads formats 1 to %d)", rec.ID, rec.Start.Format, journal.Format)
+	e.File = rec.Journal
+	e.Hint = "continue it with the capstan that wrote it, or a newer one; see what it did with: capstan show " + rec.ID
+	return withExit(exitUsage, e)
+}
+
+// lookUpRun is store.Find with a run id that finds no run, or more than
+// one, as a coded usage error that says which id, where capstan looked and
+// the command that lists the runs.
+func lookUpRun(store journal.Store, workDir, id string) (journal.Run, error) {
+	run, err := store.Find(workDir, id)
+	var nr *journal.NoRunError
+	switch {
+	case err == nil:
+		return run, nil
+	case !errors.As(err, &nr):
+		return run, withExit(exitUsage, err)
+	case len(nr.Matches) > 0:
+		some := nr.Matches
+		if len(some) > 5 {
+			some = append(some[:5:5], fmt.Sprintf("and %d more", len(nr.Matches)-5))
+		}
+		e := agenterr.New(agenterr.CodeRunAmbiguous, agenterr.LayerLifecycle, false,
+			"run id %q starts %d runs' ids: %s", id, len(nr.Matches), strings.Join(some, ", "))
+		e.Hint = "give the whole id; list the runs with: capstan runs --all"
+		return run, withExit(exitUsage, e)
+	}
+	e := agenterr.New(agenterr.CodeRunNotFound, agenterr.LayerLifecycle, false,
+		"no run %q in %s", id, strings.Join(nr.Searched, " or "))
+	e.Hint = "a run an older capstan kept under DIR/" + journal.RunsDir + " is found with --workdir DIR; list the runs with: capstan runs --all"
+	return run, withExit(exitUsage, e)
 }
 
 // loadShownRun is loadRun for show and report, which also show pipeline
@@ -94,9 +140,9 @@ func loadShownRun(workDir, id string) (rec *agent.RunRecord, pipeline, legacy bo
 	if err != nil {
 		return nil, false, false, err
 	}
-	run, err := store.Find(workDir, id)
+	run, err := lookUpRun(store, workDir, id)
 	if err != nil {
-		return nil, false, false, withExit(exitUsage, err)
+		return nil, false, false, err
 	}
 	if ev, ok := firstEvent(run.Path); ok && (runreport.IsPipelineStart(ev) || workflow.IsStart(ev)) {
 		_, integrity, err := journal.ReadChecked(run.Path)

@@ -482,7 +482,7 @@ func submitRuns(cmd *cobra.Command, args []string) error {
 	if fs.NArg() > 0 {
 		return withExit(exitUsage, fmt.Errorf("submit: unexpected arguments %q", fs.Args()))
 	}
-	if err := flags.checkBaseURL(); err != nil {
+	if err := flags.checkValues(); err != nil {
 		return withExit(exitUsage, err)
 	}
 	if flags.temporal.address == "" {

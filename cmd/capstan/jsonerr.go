@@ -100,7 +100,7 @@ func describeError(err error, code int) errorDetail {
 // fallbackCode is the code of an error that has none, by its exit code.
 func fallbackCode(exit int) string {
 	if exit == exitUsage {
-		return "USAGE"
+		return agenterr.CodeUsage
 	}
 	return "INTERNAL"
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/proc"
 	"github.com/capstan-dev/capstan/sandbox"
 )
@@ -29,6 +30,16 @@ const (
 	exitInternal       = 3
 	exitCannotComplete = 4
 )
+
+// withCode is err as printed: with the code of its exit (USAGE,
+// INTERNAL) in front when it carries no code of its own, as --json names
+// it.
+func withCode(err error, exit int) string {
+	if agenterr.From(err) != nil || (exit != exitUsage && exit != exitInternal) {
+		return err.Error()
+	}
+	return fallbackCode(exit) + ": " + err.Error()
+}
 
 // exitError carries a process exit code out of a command.
 type exitError struct {
@@ -175,16 +186,18 @@ func execute(ctx context.Context, args []string) int {
 	case errors.As(err, &ee):
 		code, err = ee.code, ee.err
 		if err != nil && !errors.As(err, &pe) {
-			fmt.Fprintln(os.Stderr, "capstan:", err)
+			fmt.Fprintln(os.Stderr, "capstan:", withCode(err, code))
 		}
 	case cmd != nil && cmd != root:
 		// cobra's own errors (unknown command, bad flag, wrong number of
 		// arguments) are usage errors; the command's usage line says what
-		// it takes.
-		err = fmt.Errorf("%w (usage: %s)", err, cmd.UseLine())
+		// it takes, and its help every flag.
+		e := agenterr.New(agenterr.CodeUsage, agenterr.LayerLifecycle, false, "%s (usage: %s)", err, cmd.UseLine())
+		e.Hint = "see its arguments and flags with: " + cmd.CommandPath() + " --help"
+		err = e
 		fmt.Fprintln(os.Stderr, "capstan:", err)
 	default:
-		fmt.Fprintln(os.Stderr, "capstan:", err)
+		fmt.Fprintln(os.Stderr, "capstan:", withCode(err, code))
 	}
 	if !stdout.written && wantsJSON(cmd, args) {
 		writeErrorJSON(os.Stdout, err, code)

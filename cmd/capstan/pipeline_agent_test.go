@@ -210,7 +210,7 @@ func TestOlderPipelineJournalStillReadable(t *testing.T) {
 	if code != exitUsage || !strings.Contains(out, "found with --workdir DIR") {
 		t.Fatalf("show without --workdir: exit %d\n%s", code, out)
 	}
-	list := pastedCommand(t, out, "list the others with: ")
+	list := pastedCommand(t, out, "list the runs with: ")
 	if code, lout := sh(list); list != "capstan runs --all" || code != 0 {
 		t.Fatalf("%s: exit %d\n%s", list, code, lout)
 	}
