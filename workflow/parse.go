@@ -20,7 +20,7 @@ func Load(path string) (*Workflow, agentdir.ValidationResult) {
 	if err != nil {
 		return nil, agentdir.NewValidationResult(agentdir.Problem{Code: CodeRead, File: path,
 			Message: fmt.Sprintf("cannot read the workflow file: %v", err),
-			Hint:    "pass the workflow file with --workflow FILE (climpt keeps it at .agent/workflow.json)"})
+			Hint:    "check the path: climpt keeps the workflow file at .agent/workflow.json in the project"})
 	}
 	return Parse(path, raw)
 }

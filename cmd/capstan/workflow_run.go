@@ -52,6 +52,9 @@ func runWorkflow(cmd *cobra.Command, f workflowRunFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkWorkflowFile(fs, f, workDir); err != nil {
+		return err
+	}
 	wf, err := loadWorkflow(stderr, f)
 	if err != nil {
 		return err
@@ -138,6 +141,26 @@ func workflowPaths(f *workflowRunFlags) (workDir string, err error) {
 		f.agentsDir = filepath.Join(workDir, ".agent")
 	}
 	return workDir, nil
+}
+
+// checkWorkflowFile refuses a workflow file that does not exist, saying
+// what to do. The default is <workdir>/.agent/workflow.json: run in the
+// wrong directory, the error names the command for the one project below
+// it that has one.
+func checkWorkflowFile(fs *pflag.FlagSet, f workflowRunFlags, workDir string) error {
+	if _, err := os.Stat(f.file); !os.IsNotExist(err) {
+		return nil // any other problem is workflow.Load's to report
+	}
+	if fs.Changed("workflow") {
+		return withExit(exitUsage, fmt.Errorf("workflow run: --workflow %s: no such file", f.file))
+	}
+	msg := fmt.Sprintf("workflow run: no workflow file %s: run in the project whose .agent/workflow.json to use, or name the project with --workdir DIR or the file with --workflow FILE", f.file)
+	if found, _ := filepath.Glob(filepath.Join(workDir, "*", ".agent", "workflow.json")); len(found) == 1 && !fs.Changed("workdir") {
+		if rel, err := filepath.Rel(workDir, filepath.Dir(filepath.Dir(found[0]))); err == nil {
+			msg += "; for the project in " + rel + ": " + commandLine("workflow run", append(givenFlags(fs), "--workdir="+rel))
+		}
+	}
+	return withExit(exitUsage, errors.New(msg))
 }
 
 // workflowTarget says which issues the run takes.

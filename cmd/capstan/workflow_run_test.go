@@ -276,3 +276,29 @@ func TestWorkflowBatchSaysWhatItSkippedAndWhenNothingMatched(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
+
+// workflow run in the directory above the project: the missing default
+// workflow file is a usage error that names the command for the project
+// below, and that command, pasted, runs.
+func TestWorkflowRunMissingWorkflowFileHintWorks(t *testing.T) {
+	parent := t.TempDir()
+	if err := os.Rename(workflowProject(t), filepath.Join(parent, "proj")); err != nil {
+		t.Fatal(err)
+	}
+	writeLocalIssue(t, filepath.Join(parent, "issues"), 7, `["kind:impl"]`)
+	sh := pasteShell(t, parent)
+	code, out := sh("capstan workflow run --issue 7 --local issues --dry-run")
+	if code != exitUsage || !strings.Contains(out, "no workflow file "+filepath.Join(parent, ".agent", "workflow.json")) {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if code, out := sh(pastedCommand(t, out, "for the project in proj: ")); code != exitOK || !strings.Contains(out, "issue #7: dry-run at impl-pending") {
+		t.Fatalf("pasted: exit %d\n%s", code, out)
+	}
+	if code, out := sh("capstan workflow run --issue 7 --local issues --workflow nope.json"); code != exitUsage || !strings.Contains(out, "--workflow nope.json: no such file") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	// validate takes the file as its argument: its hint names no flag.
+	if code, out := sh("capstan workflow validate nope.json"); code != exitUsage || strings.Contains(out, "--workflow") || !strings.Contains(out, "WF-READ") {
+		t.Fatalf("validate: exit %d\n%s", code, out)
+	}
+}
