@@ -183,3 +183,33 @@ func TestNewerJournalIsShownNotResumed(t *testing.T) {
 		}
 	}
 }
+
+// capstan fix refuses an empty task before anything else (it was told of
+// git's identity first), and --print-agent onto a file, a folder that is
+// not empty or a place no folder can be created is a coded usage error
+// (it named a temporary folder) whose hint, pasted, writes the agent.
+func TestFixRefusesAnEmptyTaskAndABadPrintAgent(t *testing.T) {
+	repo, _ := fixRepo(t, "go")
+	sh := pasteShell(t, repo)
+	if code, out := sh("capstan fix '' --workdir ."); code != exitUsage || !strings.Contains(out, "capstan: USAGE: fix: the task is empty") {
+		t.Errorf("empty task: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "afile"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ to, says string }{
+		{"afile", "afile is a file"},
+		{".", ". is not empty"},
+		{"/proc/agent", "cannot create a folder in /proc"},
+	} {
+		code, out := sh("capstan fix 'make the failing tests pass' --print-agent " + c.to)
+		if code != exitUsage || !strings.Contains(out, "capstan: USAGE: fix: --print-agent "+c.to+": write agent folder: "+c.says) || strings.Contains(out, ".tmp-") {
+			t.Errorf("--print-agent %s: exit %d\n%s", c.to, code, out)
+			continue
+		}
+		if code, wrote := sh(pastedCommand(t, out, "name a new directory: ")); code != 0 || !strings.Contains(wrote, "wrote the agent to fix-agent") {
+			t.Errorf("--print-agent %s: the pasted hint exited %d\n%s", c.to, code, wrote)
+		}
+		os.RemoveAll(filepath.Join(repo, "fix-agent"))
+	}
+}
