@@ -213,3 +213,26 @@ func TestFixRefusesAnEmptyTaskAndABadPrintAgent(t *testing.T) {
 		os.RemoveAll(filepath.Join(repo, "fix-agent"))
 	}
 }
+
+// capstan init into a --dir that does not exist, or that is a file, says
+// which, and the command in its hint, pasted, creates the agent.
+func TestInitDirHintsWork(t *testing.T) {
+	dir := t.TempDir()
+	sh := pasteShell(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "afile"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, says, hint, created string }{
+		{"'no such/dir'", `--dir "no such/dir" is not an existing folder`, "create it first: ", "created no such/dir/demo"},
+		{"afile", `--dir "afile" is a file, not a folder`, "create the agent here instead: ", "created demo"},
+	} {
+		code, out := sh("capstan init demo --dir " + c.dir)
+		if code != exitUsage || !strings.Contains(out, c.says) {
+			t.Errorf("--dir %s: exit %d\n%s", c.dir, code, out)
+			continue
+		}
+		if code, made := sh(pastedCommand(t, out, c.hint)); code != 0 || !strings.Contains(made, c.created) {
+			t.Errorf("--dir %s: the pasted hint exited %d\n%s", c.dir, code, made)
+		}
+	}
+}
