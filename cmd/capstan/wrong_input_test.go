@@ -236,3 +236,20 @@ func TestInitDirHintsWork(t *testing.T) {
 		}
 	}
 }
+
+// An agent.json or steps registry that is a directory is said to be one
+// (it was "not a regular file of at most 8388608 bytes").
+func TestConfigFileThatIsADirectory(t *testing.T) {
+	dir := scaffold(t)
+	reg := filepath.Join(dir, "steps_registry.json")
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(reg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, "CONFIG_PARSE steps_registry.json is a directory, not a file") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
