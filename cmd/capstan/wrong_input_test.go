@@ -253,3 +253,32 @@ func TestConfigFileThatIsADirectory(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
+
+// A run whose journal has a damaged line is not resumed, and the command
+// its refusal prints, pasted, starts the agent anew in the same work dir.
+func TestDamagedJournalNamesTheRunToStart(t *testing.T) {
+	dir := t.TempDir()
+	sh := pasteShell(t, dir)
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --max-iterations 1 --json")
+	var res struct{ RunID, Journal string }
+	if code != exitNotCompleted || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	f, err := os.OpenFile(res.Journal, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("garbage{\n")
+	f.Close()
+	code, out = sh("capstan resume " + res.RunID)
+	if code != exitInternal || !strings.Contains(out, "unreadable line") {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	if code, again := sh(pastedCommand(t, out, "start a new run with: ")); code != 0 {
+		t.Errorf("the pasted command exited %d\n%s", code, again)
+	}
+}
