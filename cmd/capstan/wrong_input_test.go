@@ -12,6 +12,29 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 )
 
+// helloPath is the hello example's folder, absolute.
+func helloPath(t *testing.T) string {
+	t.Helper()
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hello
+}
+
+// runHello runs the hello example in the new work dir w with flags added
+// (through sh, in its directory) and returns the run's id and journal,
+// failing the test unless it exits with want.
+func runHello(t *testing.T, sh func(string) (int, string), flags string, want int) (id, journalPath string) {
+	t.Helper()
+	code, out := sh("mkdir w && capstan run " + shellQuote(helloPath(t)) + " --workdir w -q --json " + flags)
+	var res struct{ RunID, Journal string }
+	if code != want || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("run: exit %d, want %d\n%s", code, want, out)
+	}
+	return res.RunID, res.Journal
+}
+
 // A run id that names no run is RUN_NOT_FOUND for every command that
 // takes one: the message says which id and where capstan looked, and the
 // hint's command, pasted, lists the runs. A prefix of several runs' ids
@@ -34,10 +57,7 @@ func TestUnknownRunIDIsCoded(t *testing.T) {
 	if code != exitUsage || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &got) != nil || got.Error.Code != "RUN_NOT_FOUND" || got.Error.Hint == "" {
 		t.Errorf("--json: exit %d\n%s", code, out)
 	}
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hello := helloPath(t)
 	// Two runs in a state directory of their own: both ids start with
 	// the year.
 	own := "CAPSTAN_STATE_DIR=" + shellQuote(t.TempDir()) + " "
@@ -59,15 +79,8 @@ func TestUnknownRunIDIsCoded(t *testing.T) {
 func TestReportOutputErrorsHaveWorkingHints(t *testing.T) {
 	dir := t.TempDir()
 	sh := pasteShell(t, dir)
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --json")
 	var res struct{ RunID string }
-	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
-		t.Fatalf("run: exit %d\n%s", code, out)
-	}
+	res.RunID, _ = runHello(t, sh, "", 0)
 	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +130,7 @@ func TestUsageErrorsPrintTheirCode(t *testing.T) {
 func TestRunRefusesWhatNoRunCanUse(t *testing.T) {
 	dir := t.TempDir()
 	sh := pasteShell(t, dir)
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hello := helloPath(t)
 	for _, c := range []struct{ flags, says string }{
 		{"--max-iterations -1", "capstan: USAGE: --max-iterations -1 is negative"},
 		{"--connect-timeout -5s", "capstan: USAGE: --connect-timeout -5s is negative"},
@@ -146,15 +156,8 @@ func TestRunRefusesWhatNoRunCanUse(t *testing.T) {
 func TestNewerJournalIsShownNotResumed(t *testing.T) {
 	dir := t.TempDir()
 	sh := pasteShell(t, dir)
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --max-iterations 1 --json")
 	var res struct{ RunID, Journal string }
-	if code != exitNotCompleted || json.Unmarshal([]byte(out), &res) != nil {
-		t.Fatalf("run: exit %d\n%s", code, out)
-	}
+	res.RunID, res.Journal = runHello(t, sh, "--max-iterations 1", exitNotCompleted)
 	b, err := os.ReadFile(res.Journal)
 	if err != nil {
 		t.Fatal(err)
@@ -259,22 +262,15 @@ func TestConfigFileThatIsADirectory(t *testing.T) {
 func TestDamagedJournalNamesTheRunToStart(t *testing.T) {
 	dir := t.TempDir()
 	sh := pasteShell(t, dir)
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --max-iterations 1 --json")
 	var res struct{ RunID, Journal string }
-	if code != exitNotCompleted || json.Unmarshal([]byte(out), &res) != nil {
-		t.Fatalf("run: exit %d\n%s", code, out)
-	}
+	res.RunID, res.Journal = runHello(t, sh, "--max-iterations 1", exitNotCompleted)
 	f, err := os.OpenFile(res.Journal, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString("garbage{\n")
 	f.Close()
-	code, out = sh("capstan resume " + res.RunID)
+	code, out := sh("capstan resume " + res.RunID)
 	if code != exitInternal || !strings.Contains(out, "unreadable line") {
 		t.Fatalf("resume: exit %d\n%s", code, out)
 	}
