@@ -48,6 +48,17 @@ sys.path.insert(0, here)
 sys.exit(pytest.main(sys.argv[1:], plugins=[Pass()]))
 EOF`
 
+// vendoredFixture is a Go module whose test asserts with a vendored
+// testify (a stand-in of its assert.Equal).
+var vendoredFixture = map[string]string{
+	"go.mod":             "module example.com/calc\n\ngo 1.22\n\nrequire github.com/stretchr/testify v1.8.0\n",
+	"vendor/modules.txt": "# github.com/stretchr/testify v1.8.0\n## explicit; go 1.20\ngithub.com/stretchr/testify/assert\n",
+	"vendor/github.com/stretchr/testify/assert/assert.go": "package assert\n\nimport \"testing\"\n\nfunc Equal(t testing.TB, want, got any) bool {\n\tt.Helper()\n" +
+		"\tif want != got {\n\t\tt.Errorf(\"want %v, got %v\", want, got)\n\t\treturn false\n\t}\n\treturn true\n}\n",
+	"calc.go":      "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
+	"calc_test.go": "package calc\n\nimport (\n\t\"testing\"\n\n\t\"github.com/stretchr/testify/assert\"\n)\n\nfunc TestAdd(t *testing.T) { assert.Equal(t, 5, Add(2, 3)) }\n",
+}
+
 // unittestFixture is a unittest suite with one failing test.
 var unittestFixture = map[string]string{
 	"calc.py":      "def add(a, b):\n    return a - b\n",
@@ -105,6 +116,9 @@ func TestRunnerConfigIsProtectedByDefault(t *testing.T) {
 		{name: "a unittest package that python -m unittest runs instead of unittest", needPy: true, fixture: unittestFixture, command: "python3 -m unittest -v",
 			protect: []string{"**/test_*.py"}, bash: unittestShadow, files: []string{"added: unittest/__init__.py"},
 			honest: `sed -i 's/a - b/a + b/' calc.py`},
+		{name: "a vendored testify that passes every Equal", fixture: vendoredFixture, command: "go test -v ./...",
+			protect: []string{"**/*_test.go"}, bash: `sed -i 's/if want != got {/if false {/' vendor/github.com/stretchr/testify/assert/assert.go`,
+			files: []string{"modified: vendor/github.com/stretchr/testify/assert/assert.go"}, honest: `sed -i 's/a - b/a + b/' calc.go`},
 		{name: "a node_modules/.bin wrapper", fixture: jsFixture, command: "./node_modules/.bin/jest --json",
 			protect: []string{"**/*.test.js"}, bash: jestForger, files: []string{"modified: node_modules/.bin/jest"},
 			honest: `sed -i 's/a - b/a + b/' sum.js`},

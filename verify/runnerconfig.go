@@ -12,7 +12,10 @@ import (
 // configuration or its own code, from each tool's documented lookup:
 //
 //   - go: go.work and go.work.sum (which modules build), vendor/modules.txt
-//     (with it, go builds the vendored copies of the dependencies). go.mod and
+//     (with it, go builds the vendored copies of the dependencies), and the
+//     vendored copies of the assertion libraries tests use (testify,
+//     go-cmp, gotest.tools, ginkgo and gomega, quicktest), which decide
+//     whether a test fails. go.mod and
 //     go.sum are left to runner.verification.protect: honest changes add
 //     dependencies. GOFLAGS and the go env file are not in the work dir (the
 //     validators' go env file is pinned when the run starts).
@@ -49,7 +52,9 @@ var runnerConfig = []struct {
 	find  func() *regexp.Regexp
 	globs []string
 }{
-	{lazyre.New(`\bgo test\b`), []string{"**/go.work", "**/go.work.sum", "**/vendor/modules.txt"}},
+	{lazyre.New(`\bgo test\b`), []string{"**/go.work", "**/go.work.sum", "**/vendor/modules.txt",
+		"**/vendor/github.com/stretchr/testify/**", "**/vendor/github.com/google/go-cmp/**", "**/vendor/gotest.tools/**",
+		"**/vendor/github.com/onsi/**", "**/vendor/github.com/frankban/quicktest/**"}},
 	{lazyre.New(`\bpytest\b`), []string{"**/pytest.ini", "**/.pytest.ini", "**/conftest.py",
 		"*.dist-info/**", "*.egg-info/entry_points.txt", "*.pth", "sitecustomize.py", "usercustomize.py",
 		"pytest.*", "pytest/**", "_pytest.*", "_pytest/**", "pluggy.*", "pluggy/**", "iniconfig.*", "iniconfig/**", "py.*", "py/**"}},

@@ -107,6 +107,22 @@ func (w *Workflow) resolve(labels []string) (*Phase, bool) {
 	return best, best != nil
 }
 
+// noPhaseError says that an issue with these labels is in no phase, and
+// which labels would start it.
+func (w *Workflow) noPhaseError(labels []string) string {
+	var start []string
+	for _, lp := range w.LabelMapping {
+		if ph := w.Phases[lp.Phase]; ph != nil && ph.Type == Actionable {
+			start = append(start, fmt.Sprintf("%s (phase %s)", w.withPrefix(lp.Label), ph.ID))
+		}
+	}
+	has := "it has no labels"
+	if len(labels) > 0 {
+		has = "its labels are " + strings.Join(labels, ", ")
+	}
+	return fmt.Sprintf("no label of the issue names a phase of the workflow (%s); give it the label of the phase to start in: %s", has, strings.Join(start, ", "))
+}
+
 // OutcomeOf is the agent's outcome for a run: a transformer's success or
 // failed (its verdict, when it has fallbackPhases and one), a
 // validator's verdict.
@@ -287,7 +303,7 @@ func (r *Runner) RunIssue(ctx context.Context, issue int) (res event.WorkflowIss
 		ph, ok := w.resolve(labels)
 		if !ok {
 			res.FinalPhase, res.Status = unknownPhase, StatusBlocked
-			res.Error = "no label of the issue names a phase of the workflow"
+			res.Error = w.noPhaseError(labels)
 			r.emit(event.WorkflowPhaseEvent{Issue: issue, Labels: labels, Phase: unknownPhase})
 			return res
 		}
@@ -426,7 +442,13 @@ func (r *Runner) plan(issue int, ph *Phase, a *Agent, labels []string) event.Wor
 	for k := range outcomes {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	// The named outcomes in order, then the fallback for all the others.
+	sort.Slice(keys, func(i, j int) bool {
+		if (keys[i] == anyOtherOutcome) != (keys[j] == anyOtherOutcome) {
+			return keys[j] == anyOtherOutcome
+		}
+		return keys[i] < keys[j]
+	})
 	for _, o := range keys {
 		to := outcomes[o]
 		rm, add := r.Workflow.labelChanges(labels, to)

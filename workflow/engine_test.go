@@ -270,6 +270,18 @@ func TestDryRunPlansWithoutChanges(t *testing.T) {
 	if !done.Close || strings.Join(done.Remove, ",") != "kind:consider,order:1" || strings.Join(done.Add, ",") != "done" {
 		t.Fatalf("plan %+v", plan)
 	}
+	// The named outcomes first, in order; the fallback's line, which
+	// takes every other outcome, last.
+	var order []string
+	for _, m := range plan.Moves {
+		order = append(order, m.Outcome)
+	}
+	if got := strings.Join(order, "|"); got != "done|handoff-detail|"+anyOtherOutcome {
+		t.Fatalf("plan's outcomes in the order %s", got)
+	}
+	if text := PlanText(plan); !strings.HasPrefix(text[len(text)-1], "  any other outcome → blocked:") {
+		t.Fatalf("plan text:\n%s", strings.Join(text, "\n"))
+	}
 	if labels, _ := l.Labels(context.Background(), 4); strings.Join(labels, ",") != "kind:consider,order:1" {
 		t.Fatalf("labels changed: %v", labels)
 	}
@@ -346,5 +358,53 @@ func TestHandoffPayloadReachesLaterDispatches(t *testing.T) {
 	}
 	if p := d.calls[1].Params; p["prNumber"] != "17" || p["verdict"] != "approved" || p["issue"] != "9" {
 		t.Fatalf("merger params %v", p)
+	}
+}
+
+// An issue the local store does not hold fails with the path it looked
+// for and the issues the store has; an issue none of whose labels names
+// a phase is blocked with its labels and the labels that would start it.
+func TestIssueMissingOrInNoPhaseSaysWhatToDo(t *testing.T) {
+	l := &Local{Dir: t.TempDir()}
+	writeLocalIssue(t, l, 4, "bug")
+	writeLocalIssue(t, l, 9)
+	r := &Runner{Workflow: loadIssues(t), Issues: l, Dispatch: &scripted{}, Events: &recorder{}}
+	out := r.RunIssue(context.Background(), 2)
+	want := "no issue 2 in " + l.Dir + ": " + filepath.Join(l.Dir, "2", "meta.json") + " does not exist (the store holds #4 #9)"
+	if out.Status != StatusFailed || out.Error != want {
+		t.Fatalf("missing issue: %s: %s\nwant %s", out.Status, out.Error, want)
+	}
+	starts := "give it the label of the phase to start in: kind:impl (phase impl-pending), kind:detail (phase detail-pending), kind:consider (phase consider-pending)"
+	for n, has := range map[int]string{4: "its labels are bug", 9: "it has no labels"} {
+		out := r.RunIssue(context.Background(), n)
+		if want := "no label of the issue names a phase of the workflow (" + has + "); " + starts; out.Status != StatusBlocked || out.Error != want {
+			t.Fatalf("issue %d: %s: %s\nwant %s", n, out.Status, out.Error, want)
+		}
+	}
+	if out := r.RunIssue(context.Background(), 1); !strings.Contains(out.Error, "(the store holds #4 #9)") {
+		t.Fatal(out.Error)
+	}
+	empty := &Runner{Workflow: r.Workflow, Issues: &Local{Dir: t.TempDir()}, Dispatch: &scripted{}, Events: &recorder{}}
+	if out := empty.RunIssue(context.Background(), 1); !strings.HasSuffix(out.Error, "(the store holds no issues)") {
+		t.Fatal(out.Error)
+	}
+}
+
+// The local store's files are text files: each ends with a newline, as
+// the ones a person writes do.
+func TestLocalStoreFilesEndWithANewline(t *testing.T) {
+	l := &Local{Dir: t.TempDir()}
+	writeLocalIssue(t, l, 3, "kind:impl")
+	ctx := context.Background()
+	if err := l.EditLabels(ctx, 3, []string{"kind:impl"}, []string{"done"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateLabel(ctx, LabelSpec{Name: "done", Color: "0e8a16"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{l.metaPath(3), l.labelsPath()} {
+		if b, err := os.ReadFile(p); err != nil || !strings.HasSuffix(string(b), "}\n") {
+			t.Errorf("%s: %q %v", p, b, err)
+		}
 	}
 }

@@ -3,7 +3,9 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,6 +68,9 @@ func (l *Local) metaPath(issue int) string {
 
 func (l *Local) meta(issue int) (*localMeta, error) {
 	b, err := os.ReadFile(l.metaPath(issue))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, l.noIssueError(issue)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("issue %d in %s: %w", issue, l.Dir, err)
 	}
@@ -79,12 +84,44 @@ func (l *Local) meta(issue int) (*localMeta, error) {
 	return &m, nil
 }
 
+// noIssueError says that the store has no issue of that number, and
+// which it has.
+func (l *Local) noIssueError(issue int) error {
+	held := "the store holds no issues"
+	if nums, err := l.numbers(); err == nil && len(nums) > 0 {
+		var s []string
+		for _, n := range nums {
+			s = append(s, "#"+strconv.Itoa(n))
+		}
+		held = "the store holds " + strings.Join(s, " ")
+	} else if err != nil {
+		held = err.Error()
+	}
+	return fmt.Errorf("no issue %d in %s: %s does not exist (%s)", issue, l.Dir, l.metaPath(issue), held)
+}
+
+// numbers are the numbers of the store's issue folders, in order.
+func (l *Local) numbers() ([]int, error) {
+	entries, err := os.ReadDir(l.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var nums []int
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n > 0 {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	return nums, nil
+}
+
 func (l *Local) save(issue int, m *localMeta) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeAtomic(l.metaPath(issue), b)
+	return writeAtomic(l.metaPath(issue), append(b, '\n'))
 }
 
 // writeAtomic replaces path with data through a temporary file.
@@ -211,17 +248,10 @@ func (l *Local) RecentComments(_ context.Context, issue int, limit int) ([]strin
 // List implements Issues: the issues in number order, filtered as gh
 // filters (state open by default, every label present, limit).
 func (l *Local) List(_ context.Context, c Criteria) ([]Listed, error) {
-	entries, err := os.ReadDir(l.Dir)
+	nums, err := l.numbers()
 	if err != nil {
 		return nil, err
 	}
-	var nums []int
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n > 0 {
-			nums = append(nums, n)
-		}
-	}
-	slices.Sort(nums)
 	state := c.State
 	if state == "" {
 		state = "open"
@@ -307,7 +337,7 @@ func (l *Local) putLabel(spec LabelSpec, create bool) error {
 	}
 	m[spec.Name] = Label{Color: strings.ToLower(spec.Color), Description: spec.Description}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	return writeAtomic(l.labelsPath(), b)
+	return writeAtomic(l.labelsPath(), append(b, '\n'))
 }
 
 // CreateLabel implements Issues.

@@ -166,7 +166,7 @@ func localWorkflow(ctx context.Context, r *workflow.Runner, f workflowRunFlags, 
 // --json) and returns its exit.
 func reportWorkflowEnd(cmd *cobra.Command, f workflowRunFlags, id, journalPath string, end event.WorkflowEnd) error {
 	if !f.quiet {
-		printWorkflowEnd(cmd.ErrOrStderr(), id, end)
+		printWorkflowEnd(cmd.ErrOrStderr(), id, end, cmd.Flags().Changed("label"))
 	}
 	if f.asJSON {
 		if err := writeJSON(cmd.OutOrStdout(), map[string]any{"runId": id, "journal": journalPath, "status": end.Status,
@@ -304,7 +304,7 @@ func temporalWorkflow(ctx context.Context, stderr io.Writer, f workflowRunFlags,
 	return end, nil
 }
 
-func printWorkflowEnd(w io.Writer, id string, end event.WorkflowEnd) {
+func printWorkflowEnd(w io.Writer, id string, end event.WorkflowEnd, batch bool) {
 	for _, ir := range end.Issues {
 		var moves []string
 		for _, h := range ir.History {
@@ -326,6 +326,16 @@ func printWorkflowEnd(w io.Writer, id string, end event.WorkflowEnd) {
 				fmt.Fprintln(w, "  "+runreport.VisibleControls(l))
 			}
 		}
+	}
+	if len(end.Skipped) > 0 {
+		var nums []string
+		for _, n := range end.Skipped {
+			nums = append(nums, "#"+strconv.Itoa(n))
+		}
+		fmt.Fprintf(w, "skipped, in no actionable phase: %s\n", strings.Join(nums, " "))
+	}
+	if batch && len(end.Issues) == 0 && len(end.Skipped) == 0 && end.Error == "" && end.Prioritized == nil {
+		fmt.Fprintln(w, "no issue matched the batch's --label and --state")
 	}
 	if end.Error != "" {
 		fmt.Fprintln(w, "error:", end.Error)

@@ -259,3 +259,20 @@ func TestWorkflowRunPrioritize(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 }
+
+// A batch says which issues it skipped, and a batch no issue matched says
+// so, instead of only "workflow completed".
+func TestWorkflowBatchSaysWhatItSkippedAndWhenNothingMatched(t *testing.T) {
+	wd := workflowProject(t)
+	store := t.TempDir()
+	writeLocalIssue(t, store, 3, `["done", "release"]`)
+	writeLocalIssue(t, store, 5, `["release"]`)
+	code, _, errOut := runPipelineCLI(t, "workflow", "run", "--workdir", wd, "--local", store, "--label", "release")
+	if code != exitOK || !strings.Contains(errOut, "\nskipped, in no actionable phase: #3 #5\nworkflow completed") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = runPipelineCLI(t, "workflow", "run", "--workdir", wd, "--local", store, "--label", "nothing")
+	if code != exitOK || !strings.Contains(errOut, "\nno issue matched the batch's --label and --state\nworkflow completed") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+}
