@@ -169,14 +169,19 @@ func readConfigFile(fsys fs.FS, dir, rel string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tooBig := func() error {
-		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false,
-			"%s is not a regular file of at most %d bytes", rel, maxFileSize)
+	refuse := func(format string, args ...any) error {
+		e := agenterr.New(agenterr.CodeConfigurationParse, agenterr.LayerConfiguration, false, "%s "+format, append([]any{rel}, args...)...)
 		e.File = rel
-		e.Hint = "it must be a JSON file"
+		e.Hint = fmt.Sprintf("it must be a JSON file of at most %d MB", maxFileSize>>20)
 		return e
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
+	tooBig := func() error { return refuse("is larger than %d MB", maxFileSize>>20) }
+	switch {
+	case fi.IsDir():
+		return nil, refuse("is a directory, not a file")
+	case !fi.Mode().IsRegular():
+		return nil, refuse("is not a regular file (%s)", fi.Mode().Type())
+	case fi.Size() > maxFileSize:
 		return nil, tooBig()
 	}
 	f, err := fsys.Open(rel)

@@ -24,7 +24,9 @@ func WriteFolder(cfg agent.Config, dir string) error {
 		return errors.New("write agent folder: the config has no Definition and Registry (build it with testfix.Config)")
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("write agent folder: %s is not empty; name a new directory", dir)
+		return fmt.Errorf("write agent folder: %s is not empty", dir)
+	} else if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
+		return fmt.Errorf("write agent folder: %s is a file", dir)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("write agent folder: %w", err)
 	}
@@ -46,7 +48,10 @@ func WriteFolder(cfg agent.Config, dir string) error {
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
-		return fmt.Errorf("write agent folder: %w", err)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the temporary folder's name is no concern of the user's
+		}
+		return fmt.Errorf("write agent folder: cannot create a folder in %s: %w", parent, err)
 	}
 	defer os.RemoveAll(tmp) // gone after the rename; what is left on failure
 	write := func(name string, b []byte) error {

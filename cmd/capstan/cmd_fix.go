@@ -81,6 +81,11 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 	if err := checkWorkDirExists(flags.workDir); err != nil {
 		return withExit(exitUsage, err)
 	}
+	if strings.TrimSpace(task) == "" {
+		e := agenterr.New(agenterr.CodeUsage, agenterr.LayerConfiguration, false, "fix: the task is empty")
+		e.Hint = `say what to do, e.g.: capstan fix "make the failing tests pass"`
+		return withExit(exitUsage, e)
+	}
 	opts := testfix.Options{Task: task}
 	for i, a := range checkArgs {
 		c, err := testfix.ParseCheck(a, i+1)
@@ -128,7 +133,9 @@ func runFix(cmd *cobra.Command, task string, flags runFlags, checkArgs []string,
 	}
 	if printAgent != "" {
 		if err := testfix.WriteFolder(cfg, printAgent); err != nil {
-			return fixUsageError(err)
+			e := agenterr.Wrap(err, agenterr.CodeUsage, agenterr.LayerConfiguration, false, "fix: --print-agent %s", printAgent)
+			e.Hint = "name a new directory: " + fixRerun(cmd, task)("--print-agent", "fix-agent")
+			return withExit(exitUsage, e)
 		}
 		wd, err := filepath.Abs(flags.workDir)
 		if err != nil {

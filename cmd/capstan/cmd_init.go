@@ -72,7 +72,11 @@ func scaffoldAgent(parent, name string) (string, error) {
 	if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
 		e := agenterr.New(agenterr.CodeConfigurationNotFound, agenterr.LayerConfiguration, false,
 			"--dir %q is not an existing folder", parent)
-		e.Hint = "create it first or pass another --dir"
+		e.Hint = "create it first: mkdir -p " + verify.ShellQuote(parent) + " && capstan init " + verify.ShellQuote(name) + " --dir " + verify.ShellQuote(parent)
+		if err == nil {
+			e.Message = fmt.Sprintf("--dir %q is a file, not a folder", parent)
+			e.Hint = "create the agent here instead: capstan init " + verify.ShellQuote(name)
+		}
 		return "", e
 	}
 	target := filepath.Join(parent, name)

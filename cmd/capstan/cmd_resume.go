@@ -105,7 +105,11 @@ func checkResumable(rec *agent.RunRecord) error {
 			rec.ID, t.Address, t.Namespace, t.Branch, rec.ID, tf.resumeArgs()))
 	}
 	if err := journalProblem(rec); err != nil {
-		return withExit(exitInternal, fmt.Errorf("resume: %w; it is not resumed (start a new run with capstan run)", err))
+		again := "start a new run with capstan run"
+		if s := rec.Start; s != nil && s.AgentDir != "" && s.WorkDir != "" {
+			again = "start a new run with: capstan run " + shellQuote(s.AgentDir) + " --workdir " + shellQuote(s.WorkDir)
+		}
+		return withExit(exitInternal, fmt.Errorf("resume: %w; it is not resumed (%s)", err, again))
 	}
 	if rec.Start == nil {
 		return withExit(exitUsage, fmt.Errorf("resume: %w", errNotStarted(rec)))

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capstan-dev/capstan/agent"
+	"github.com/capstan-dev/capstan/agenterr"
 	"github.com/capstan-dev/capstan/event"
 	"github.com/capstan-dev/capstan/journal"
 	"github.com/capstan-dev/capstan/llm"
@@ -42,7 +43,9 @@ func newSkillsListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return withExit(exitUsage, fmt.Errorf("skills list: %s is not a directory", dir))
+				e := agenterr.New(agenterr.CodeConfigurationNotFound, agenterr.LayerSkill, false, "skills list: %s is not a directory", dir)
+				e.Hint = "pass the folder that holds the skills (folders with a SKILL.md), e.g.: capstan skills list ."
+				return withExit(exitUsage, e)
 			}
 			skills, warns := skill.Discover(dir)
 			if asJSON {

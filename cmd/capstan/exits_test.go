@@ -152,7 +152,7 @@ func TestJSONErrorsOnStdout(t *testing.T) {
 		{"capstan validate", "capstan validate --json", "USAGE", "", exitUsage},
 		{"capstan runs", "capstan runs --json --bogus", "USAGE", "", exitUsage},
 		{"capstan show", "capstan show no-such-run --json", "RUN_NOT_FOUND", "", exitUsage},
-		{"capstan skills list", "capstan skills list nope --json", "USAGE", "", exitUsage},
+		{"capstan skills list", "capstan skills list nope --json", "CONFIG_NOT_FOUND", "", exitUsage},
 		{"capstan skills run", "capstan skills run nope --skill a --goal b --model script:x.yaml --json", "USAGE", "", exitUsage},
 		{"capstan pipeline run", "capstan pipeline run --json --repo nope 'what happened'", "GIT", "", exitUsage},
 		{"capstan mcp list", "capstan mcp list bad --json", "CONFIG_INVALID", "", exitUsage},

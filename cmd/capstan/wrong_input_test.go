@@ -12,6 +12,29 @@ import (
 	"github.com/capstan-dev/capstan/journal"
 )
 
+// helloPath is the hello example's folder, absolute.
+func helloPath(t *testing.T) string {
+	t.Helper()
+	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hello
+}
+
+// runHello runs the hello example in the new work dir w with flags added
+// (through sh, in its directory) and returns the run's id and journal,
+// failing the test unless it exits with want.
+func runHello(t *testing.T, sh func(string) (int, string), flags string, want int) (id, journalPath string) {
+	t.Helper()
+	code, out := sh("mkdir w && capstan run " + shellQuote(helloPath(t)) + " --workdir w -q --json " + flags)
+	var res struct{ RunID, Journal string }
+	if code != want || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("run: exit %d, want %d\n%s", code, want, out)
+	}
+	return res.RunID, res.Journal
+}
+
 // A run id that names no run is RUN_NOT_FOUND for every command that
 // takes one: the message says which id and where capstan looked, and the
 // hint's command, pasted, lists the runs. A prefix of several runs' ids
@@ -34,10 +57,7 @@ func TestUnknownRunIDIsCoded(t *testing.T) {
 	if code != exitUsage || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &got) != nil || got.Error.Code != "RUN_NOT_FOUND" || got.Error.Hint == "" {
 		t.Errorf("--json: exit %d\n%s", code, out)
 	}
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hello := helloPath(t)
 	// Two runs in a state directory of their own: both ids start with
 	// the year.
 	own := "CAPSTAN_STATE_DIR=" + shellQuote(t.TempDir()) + " "
@@ -59,15 +79,8 @@ func TestUnknownRunIDIsCoded(t *testing.T) {
 func TestReportOutputErrorsHaveWorkingHints(t *testing.T) {
 	dir := t.TempDir()
 	sh := pasteShell(t, dir)
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --json")
 	var res struct{ RunID string }
-	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
-		t.Fatalf("run: exit %d\n%s", code, out)
-	}
+	res.RunID, _ = runHello(t, sh, "", 0)
 	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +130,7 @@ func TestUsageErrorsPrintTheirCode(t *testing.T) {
 func TestRunRefusesWhatNoRunCanUse(t *testing.T) {
 	dir := t.TempDir()
 	sh := pasteShell(t, dir)
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hello := helloPath(t)
 	for _, c := range []struct{ flags, says string }{
 		{"--max-iterations -1", "capstan: USAGE: --max-iterations -1 is negative"},
 		{"--connect-timeout -5s", "capstan: USAGE: --connect-timeout -5s is negative"},
@@ -146,15 +156,8 @@ func TestRunRefusesWhatNoRunCanUse(t *testing.T) {
 func TestNewerJournalIsShownNotResumed(t *testing.T) {
 	dir := t.TempDir()
 	sh := pasteShell(t, dir)
-	hello, err := filepath.Abs(filepath.Join("..", "..", "examples", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, out := sh("mkdir w && capstan run " + shellQuote(hello) + " --workdir w -q --max-iterations 1 --json")
 	var res struct{ RunID, Journal string }
-	if code != exitNotCompleted || json.Unmarshal([]byte(out), &res) != nil {
-		t.Fatalf("run: exit %d\n%s", code, out)
-	}
+	res.RunID, res.Journal = runHello(t, sh, "--max-iterations 1", exitNotCompleted)
 	b, err := os.ReadFile(res.Journal)
 	if err != nil {
 		t.Fatal(err)
@@ -181,5 +184,97 @@ func TestNewerJournalIsShownNotResumed(t *testing.T) {
 		if code, shown := sh(pastedCommand(t, out, "see what it did with: ")); code != 0 {
 			t.Errorf("%s: the pasted hint exited %d\n%s", command, code, shown)
 		}
+	}
+}
+
+// capstan fix refuses an empty task before anything else (it was told of
+// git's identity first), and --print-agent onto a file, a folder that is
+// not empty or a place no folder can be created is a coded usage error
+// (it named a temporary folder) whose hint, pasted, writes the agent.
+func TestFixRefusesAnEmptyTaskAndABadPrintAgent(t *testing.T) {
+	repo, _ := fixRepo(t, "go")
+	sh := pasteShell(t, repo)
+	if code, out := sh("capstan fix '' --workdir ."); code != exitUsage || !strings.Contains(out, "capstan: USAGE: fix: the task is empty") {
+		t.Errorf("empty task: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "afile"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ to, says string }{
+		{"afile", "afile is a file"},
+		{".", ". is not empty"},
+		{"/proc/agent", "cannot create a folder in /proc"},
+	} {
+		code, out := sh("capstan fix 'make the failing tests pass' --print-agent " + c.to)
+		if code != exitUsage || !strings.Contains(out, "capstan: USAGE: fix: --print-agent "+c.to+": write agent folder: "+c.says) || strings.Contains(out, ".tmp-") {
+			t.Errorf("--print-agent %s: exit %d\n%s", c.to, code, out)
+			continue
+		}
+		if code, wrote := sh(pastedCommand(t, out, "name a new directory: ")); code != 0 || !strings.Contains(wrote, "wrote the agent to fix-agent") {
+			t.Errorf("--print-agent %s: the pasted hint exited %d\n%s", c.to, code, wrote)
+		}
+		os.RemoveAll(filepath.Join(repo, "fix-agent"))
+	}
+}
+
+// capstan init into a --dir that does not exist, or that is a file, says
+// which, and the command in its hint, pasted, creates the agent.
+func TestInitDirHintsWork(t *testing.T) {
+	dir := t.TempDir()
+	sh := pasteShell(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "afile"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, says, hint, created string }{
+		{"'no such/dir'", `--dir "no such/dir" is not an existing folder`, "create it first: ", "created no such/dir/demo"},
+		{"afile", `--dir "afile" is a file, not a folder`, "create the agent here instead: ", "created demo"},
+	} {
+		code, out := sh("capstan init demo --dir " + c.dir)
+		if code != exitUsage || !strings.Contains(out, c.says) {
+			t.Errorf("--dir %s: exit %d\n%s", c.dir, code, out)
+			continue
+		}
+		if code, made := sh(pastedCommand(t, out, c.hint)); code != 0 || !strings.Contains(made, c.created) {
+			t.Errorf("--dir %s: the pasted hint exited %d\n%s", c.dir, code, made)
+		}
+	}
+}
+
+// An agent.json or steps registry that is a directory is said to be one
+// (it was "not a regular file of at most 8388608 bytes").
+func TestConfigFileThatIsADirectory(t *testing.T) {
+	dir := scaffold(t)
+	reg := filepath.Join(dir, "steps_registry.json")
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(reg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := captureConfigCLI(t, "validate", dir)
+	if code != exitUsage || !strings.Contains(out, "CONFIG_PARSE steps_registry.json is a directory, not a file") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+// A run whose journal has a damaged line is not resumed, and the command
+// its refusal prints, pasted, starts the agent anew in the same work dir.
+func TestDamagedJournalNamesTheRunToStart(t *testing.T) {
+	dir := t.TempDir()
+	sh := pasteShell(t, dir)
+	var res struct{ RunID, Journal string }
+	res.RunID, res.Journal = runHello(t, sh, "--max-iterations 1", exitNotCompleted)
+	f, err := os.OpenFile(res.Journal, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("garbage{\n")
+	f.Close()
+	code, out := sh("capstan resume " + res.RunID)
+	if code != exitInternal || !strings.Contains(out, "unreadable line") {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	if code, again := sh(pastedCommand(t, out, "start a new run with: ")); code != 0 {
+		t.Errorf("the pasted command exited %d\n%s", code, again)
 	}
 }
