@@ -320,8 +320,12 @@ func (a *Agent) Start(ctx context.Context) error {
 		hiddenBaselines, hiddenWarnings, err = a.hiddenBaselines(ctx, a.opts.Resume)
 	}
 	// From here on validators may run the model's code: they read the
-	// cache the baseline filled, and write it no more.
+	// cache the baseline filled, and write it no more; the bytecode of the
+	// work dir's own modules is not kept for them (see DropBytecodeUnder).
 	if a.validatorCache != nil {
+		if derr := a.validatorCache.DropBytecodeUnder(a.workDir); derr != nil && err == nil {
+			err = agenterr.Wrap(derr, agenterr.CodeSandboxSetup, agenterr.LayerSandbox, false, "prepare the validators' build cache")
+		}
 		a.validatorCache.Seal()
 	}
 	if a.sharedCache != nil {

@@ -303,3 +303,73 @@ func TestSealedCacheCopyOfARun(t *testing.T) {
 		t.Logf("the run's copy of the sealed cache is copied (no overlay on this machine): %q", res.Output)
 	}
 }
+
+// TestPythonBytecodeOfTheBaselineServesLaterRuns: a validator's Python
+// writes its bytecode into the cache (not the work dir, even when its
+// environment says PYTHONDONTWRITEBYTECODE=1, as capstan's own validators'
+// does); DropBytecodeUnder keeps what was compiled for modules outside the
+// work dir and drops the work dir's own, so a sealed run reuses the
+// standard library's bytecode and compiles the work dir's modules from
+// their source.
+func TestPythonBytecodeOfTheBaselineServesLaterRuns(t *testing.T) {
+	needPython(t)
+	r := sharedRunner(t)
+	cache, err := NewCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	validators := (&CommandRunner{Runner: r}).WithCache(cache)
+	wd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wd, "calc.py"), []byte("import json\nX = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(command string) tool.CommandResult {
+		t.Helper()
+		res, err := validators.Run(context.Background(), tool.CommandSpec{Command: command, Dir: wd, Timeout: 30 * time.Second,
+			Env: []string{"PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run(`python3 -S -c 'import calc; print(calc.X)'`); res.ExitCode != 0 || res.Output != "1\n" {
+		t.Fatalf("baseline: %+v", res)
+	}
+	pyc := func(under string) []string {
+		var found []string
+		_ = filepath.WalkDir(filepath.Join(cache.Dir(), "pycache", under), func(p string, e os.DirEntry, err error) error {
+			if err == nil && strings.HasSuffix(p, ".pyc") {
+				found = append(found, p)
+			}
+			return nil
+		})
+		return found
+	}
+	if len(pyc(wd)) == 0 || len(pyc("")) <= len(pyc(wd)) {
+		t.Fatalf("the baseline wrote no bytecode into the cache: work dir %v, in all %d", pyc(wd), len(pyc("")))
+	}
+	if entries, _ := os.ReadDir(wd); len(entries) != 1 {
+		t.Errorf("bytecode reached the work dir: %v", entries)
+	}
+	if err := cache.DropBytecodeUnder(wd); err != nil {
+		t.Fatal(err)
+	}
+	if got := pyc(wd); len(got) != 0 {
+		t.Errorf("the work dir's bytecode was kept: %v", got)
+	}
+	stdlib := len(pyc(""))
+	if stdlib == 0 {
+		t.Fatal("DropBytecodeUnder removed the other modules' bytecode")
+	}
+	cache.Seal()
+	// Same size, same second: only the source can tell the new X.
+	if err := os.WriteFile(filepath.Join(wd, "calc.py"), []byte("import json\nX = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(`python3 -S -c 'import calc; print(calc.X)'`); res.ExitCode != 0 || res.Output != "2\n" {
+		t.Errorf("a sealed run after the edit: %+v", res)
+	}
+	if len(pyc("")) != stdlib {
+		t.Errorf("a sealed run changed the cache's bytecode: %d files, was %d", len(pyc("")), stdlib)
+	}
+}

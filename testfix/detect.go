@@ -148,9 +148,10 @@ func jsProtect(runner string) []string {
 }
 
 // python is the ecosystem of a Python project tested with runner
-// ("pytest" or "unittest"). The test command writes no bytecode and, for
-// pytest, no .pytest_cache: a validator's run leaves the work tree as it
-// found it, so git-clean judges only the model's changes.
+// ("pytest" or "unittest"). A validator runs the test command with
+// Python's bytecode kept out of the work dir (in the validators' build
+// cache, or nowhere) and, for pytest, no .pytest_cache: it leaves the work
+// tree as it found it, so git-clean judges only the model's changes.
 func python(runner, evidence string) Ecosystem {
 	e := Ecosystem{
 		Runner: runner, Language: "Python", Evidence: evidence,
@@ -158,10 +159,10 @@ func python(runner, evidence string) Ecosystem {
 			"**/pytest.ini", "**/setup.cfg", "**/tox.ini", "**/setup.py", "**/requirements*.txt"},
 	}
 	if runner == "pytest" {
-		e.TestCommand = "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider"
+		e.TestCommand = "python3 -m pytest -v -p no:cacheprovider"
 		e.Bash = []string{"python3 -m pytest", "pytest", "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest"}
 	} else {
-		e.TestCommand = "PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -v"
+		e.TestCommand = "python3 -m unittest discover -v"
 		e.Bash = []string{"python3 -m unittest", "PYTHONDONTWRITEBYTECODE=1 python3 -m unittest"}
 	}
 	return e

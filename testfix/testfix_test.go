@@ -35,11 +35,11 @@ func TestDetect(t *testing.T) {
 		{"cargo", map[string]string{"Cargo.toml": "[package]\n"}, "cargo", "cargo test --no-fail-fast"},
 		{"vitest", map[string]string{"package.json": `{"devDependencies": {"vitest": "^3"}}`}, "vitest", "npx --no-install vitest run --reporter=verbose"},
 		{"jest", map[string]string{"package.json": `{"scripts": {"test": "jest"}, "devDependencies": {"jest": "29"}}`}, "jest", "npx --no-install jest --ci --verbose"},
-		{"pytest configured", map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\n"}, "pytest", "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider"},
-		{"pytest required", map[string]string{"setup.py": "", "requirements-dev.txt": "pytest==8\n"}, "pytest", "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider"},
-		{"conftest", map[string]string{"conftest.py": ""}, "pytest", "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider"},
-		{"unittest project", map[string]string{"pyproject.toml": "[project]\nname = \"x\"\n"}, "unittest", "PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -v"},
-		{"unittest files", map[string]string{"tests/test_calc.py": "import unittest\n"}, "unittest", "PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -v"},
+		{"pytest configured", map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\n"}, "pytest", "python3 -m pytest -v -p no:cacheprovider"},
+		{"pytest required", map[string]string{"setup.py": "", "requirements-dev.txt": "pytest==8\n"}, "pytest", "python3 -m pytest -v -p no:cacheprovider"},
+		{"conftest", map[string]string{"conftest.py": ""}, "pytest", "python3 -m pytest -v -p no:cacheprovider"},
+		{"unittest project", map[string]string{"pyproject.toml": "[project]\nname = \"x\"\n"}, "unittest", "python3 -m unittest discover -v"},
+		{"unittest files", map[string]string{"tests/test_calc.py": "import unittest\n"}, "unittest", "python3 -m unittest discover -v"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

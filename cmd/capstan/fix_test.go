@@ -172,7 +172,7 @@ func TestFixPytestProjectOnATerminal(t *testing.T) {
 	needSystemPytest(t)
 	repo, script := fixRepo(t, "pytest")
 	code, out := onTerminal(t, repo, "capstan fix 'make the failing tests pass' --model script:"+verify.ShellQuote(script))
-	checkFixRun(t, code, out, "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider")
+	checkFixRun(t, code, out, "python3 -m pytest -v -p no:cacheprovider")
 }
 
 // jsTestRunners are the JavaScript test runners capstan fix is tested

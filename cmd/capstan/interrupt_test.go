@@ -23,7 +23,7 @@ func TestInterruptDuringTheBaselineIsResumable(t *testing.T) {
 	// The baseline waits until the test lets it go: the first run is
 	// interrupted while it waits, the resumed one finds the file.
 	release := filepath.Join(t.TempDir(), "release")
-	tests := "tests=while ! test -e " + verify.ShellQuote(release) + "; do sleep 0.1; done; PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -v -p no:cacheprovider"
+	tests := "tests=while ! test -e " + verify.ShellQuote(release) + "; do sleep 0.1; done; python3 -m pytest -v -p no:cacheprovider"
 	cmd := cliCommand("fix", "make the failing tests pass", "--check", tests, "--model", "script:"+script)
 	cmd.Dir = repo
 	pr, pw, err := os.Pipe()
