@@ -146,4 +146,25 @@ func TestRunPlacedRemovesWhatTheRunWrote(t *testing.T) {
 	if agenterr.CodeOf(err) != agenterr.CodeValidator || !strings.Contains(err.Error(), "changed calc.go") {
 		t.Fatalf("a changed file: %v", err)
 	}
+	// A file a test tool rewrites at every run, in its cache folder
+	// (vitest's results in node_modules/.vite): removed, the run goes on.
+	if err := os.WriteFile(filepath.Join(wd, "calc.go"), []byte("package calc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(wd, "node_modules", ".vite", "vitest", "results.json")
+	if err := os.MkdirAll(filepath.Dir(results), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(results, []byte(`{"results":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.Run = copyOut(func(b []byte) error {
+		return os.WriteFile(results, append([]byte(`{"results":{"calc_hidden_test.go":`), b...), 0o644)
+	})
+	if _, ok, err := g.runPlaced(context.Background(), "tests"); err != nil || !ok {
+		t.Fatalf("a changed file in a tool's cache: %v %v", ok, err)
+	}
+	if _, err := os.Stat(results); !os.IsNotExist(err) {
+		t.Errorf("the tool's cache file the run changed was kept: %v", err)
+	}
 }

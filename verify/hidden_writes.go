@@ -61,6 +61,24 @@ func (e treeEntry) same(f treeEntry) bool {
 	return e.mode == f.mode && e.size == f.size && e.mtime.Equal(f.mtime) && e.ctime == f.ctime
 }
 
+// toolCaches are the folders where test tools keep what they learn from a
+// run (vitest its results and timings in node_modules/.vite, babel and
+// others in node_modules/.cache): a file a test run changed there is
+// removed after the hidden tests' run rather than stopping the run, since
+// the tool writes it at every run and makes it again when it is missing.
+var toolCaches = []string{"node_modules/.vite/", "node_modules/.vitest/", "node_modules/.cache/"}
+
+// inToolCache reports whether the slash path p lies in a toolCaches folder,
+// of the work dir or of a package below it.
+func inToolCache(p string) bool {
+	for _, c := range toolCaches {
+		if strings.HasPrefix(p, c) || strings.Contains(p, "/"+c) {
+			return true
+		}
+	}
+	return false
+}
+
 // undoRunWrites compares the work dir dir with before, its snapshot from
 // before the hidden files were placed, once the run with them has ended
 // and they are removed: what the run added is removed, and a file it
@@ -82,6 +100,8 @@ func undoRunWrites(dir string, before map[string]treeEntry, skip []string) error
 		switch {
 		case !ok:
 			added = append(added, p)
+		case !b.same(e) && inToolCache(p):
+			added = append(added, p) // a cache: removed, and written again by the next run
 		case !b.same(e):
 			changed = append(changed, p)
 		}

@@ -1,13 +1,17 @@
 package verify
 
 import (
-	"github.com/capstan-dev/capstan/event"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
+
+	"github.com/capstan-dev/capstan/event"
 )
 
 // needTool returns the path of a test runner a test needs: a CI run must
@@ -141,5 +145,52 @@ func TestPytestIDsWithSpacesAndBrackets(t *testing.T) {
 	fixed, ok, _ := runValidator(t, dir, command)
 	if l, lost := CompareTestRuns(b, fixed, ok); lost || fixed.Failed != 0 || !strings.Contains(fixed.Tests[0].Name, "[") {
 		t.Fatalf("the honest fix fails: %+v %v %+v", l, lost, fixed)
+	}
+}
+
+// TestHiddenTestsRunOfTheRealVitestGoesOn: the real vitest rewrites its
+// results (node_modules/.vite/vitest/results.json, which names every test
+// file it ran) at each run; after a run with the hidden tests placed that
+// file is removed, not a reason to stop the run, and the hidden test file
+// is gone from the work dir.
+func TestHiddenTestsRunOfTheRealVitestGoesOn(t *testing.T) {
+	vitest := needTool(t, "vitest (npm)", nodeBin("vitest"))
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"package.json": `{"name": "h", "private": true}` + "\n",
+		"sum.js":       "module.exports = (a, b) => a + b;\n",
+		"sum.test.js":  "const sum = require('./sum');\ntest('adds', () => { expect(sum(1, 2)).toBe(3); });\n",
+	})
+	vitestIn := func() error {
+		cmd := exec.Command(vitest, "run", "--globals")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("vitest: %v\n%s", err, out)
+		}
+		return nil
+	}
+	if err := vitestIn(); err != nil { // the baseline: vitest writes its results
+		t.Fatal(err)
+	}
+	results := filepath.Join(dir, "node_modules", ".vite", "vitest", "results.json")
+	if _, err := os.Stat(results); err != nil {
+		t.Fatalf("vitest kept no results where this test expects them: %v", err)
+	}
+	s, err := LoadHidden(fstest.MapFS{"h/sum.hidden.test.js": {Data: []byte("const sum = require('./sum');\ntest('adds negatives', () => { expect(sum(-1, -2)).toBe(-3); });\n")}}, []string{"h/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &HiddenGuard{Set: s, Dir: dir, Run: func(context.Context, string) (event.ValidatorRun, bool, error) {
+		return event.ValidatorRun{}, true, vitestIn()
+	}}
+	if _, ok, err := g.runPlaced(context.Background(), "tests"); err != nil || !ok {
+		t.Fatalf("the hidden tests' run: %v %v", ok, err)
+	}
+	if _, err := os.Stat(results); !os.IsNotExist(err) {
+		t.Errorf("vitest's results of the hidden tests' run were kept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sum.hidden.test.js")); !os.IsNotExist(err) {
+		t.Errorf("the hidden test file stayed: %v", err)
 	}
 }
