@@ -39,7 +39,9 @@ func TestWhatValidatesBuilds(t *testing.T) {
 	}
 	fakeGH(t)
 	// Values of required parameters without default.
-	params := map[string]map[string]string{"climpt-work": {"issueNumber": "1"}}
+	params := map[string]map[string]string{"climpt-work": {"issueNumber": "1"},
+		filepath.Join("..", "examples", "workflow", ".agent", "writer"):   {"issue": "1"},
+		filepath.Join("..", "examples", "workflow", ".agent", "reviewer"): {"issue": "1"}}
 	ctx := context.Background()
 	built := 0
 	for name, dir := range dirs {
