@@ -90,8 +90,15 @@ func TestGoTemplateStopsOnCancel(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
+	// The evaluation's goroutine ends after the error is returned, and a
+	// goroutine an earlier test left may still be ending: wait for the
+	// count to come back rather than reading it once.
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if after := runtime.NumGoroutine(); after > before {
-		t.Fatalf("goroutines %d → %d", before, after)
+		t.Fatalf("goroutines %d → %d: the canceled evaluation did not end", before, after)
 	}
 }
 
