@@ -254,7 +254,7 @@ func isExecutable(fi fs.FileInfo) bool { return fi.Mode().IsRegular() && fi.Mode
 // agents one program builds resolve each entry's symbolic links once, not
 // once per agent: resolving is an lstat of every element of the path, and
 // it made a third of what building an agent allocated. An entry that did
-// not resolve (it does not exist yet) is resolved again every time. What
+// not resolve (it does not exist yet) is resolved again once it exists. What
 // an entry resolves to changes only if somebody who may write its parent
 // directory replaces a directory of it with a link; a model that can do
 // that can put a program in the entry itself, which the guard does not

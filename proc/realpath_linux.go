@@ -24,7 +24,7 @@ func RealPath(p string) (string, error) {
 		return filepath.EvalSymlinks(p)
 	}
 	defer unix.Close(fd)
-	var buf [unix.PathMax]byte
+	var buf [1024]byte // a longer answer is EvalSymlinks'; this one stays on the stack
 	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
 	if err != nil || n == 0 || n == len(buf) || buf[0] != '/' || strings.HasSuffix(string(buf[:n]), " (deleted)") {
 		return filepath.EvalSymlinks(p)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,7 @@ func TestRealPathAnswersAsEvalSymlinks(t *testing.T) {
 		return name
 	}
 	dir := mk("a/b/c")
+	long := mk(strings.Repeat(strings.Repeat("l", 100)+"/", 11)) // an answer longer than RealPath's buffer
 	file := filepath.Join(dir, "f")
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -38,7 +40,7 @@ func TestRealPathAnswersAsEvalSymlinks(t *testing.T) {
 	chain := ln(toDir, "chain")
 	ln("a/b", "relb")
 	cases := []string{
-		root, dir, file, toDir, chain,
+		root, dir, file, toDir, chain, long,
 		filepath.Join(root, "toa", "b", "c", "f"),
 		filepath.Join(root, "relb", "c"),
 		filepath.Join(root, "toa", "b", "..", "b", "c"),

@@ -125,8 +125,8 @@ func undoRunWrites(dir string, before map[string]treeEntry, skip []string) error
 	if len(changed) > 0 {
 		slices.Sort(changed)
 		return agenterr.New(agenterr.CodeValidator, agenterr.LayerCompletion, false,
-			"hidden tests: their run changed %s in the work dir %s; the change may hold the hidden tests, which the model must not read, so the run stops here: look at the change (git -C %s diff) and restore the files before the run goes on",
-			strings.Join(changed, ", "), dir, ShellQuote(dir))
+			"hidden tests: their run changed %s in the work dir %s; the change may hold the hidden tests, which the model must not read, so the run stops here: look at the change (git -C %s diff; a file git ignores is listed by git -C %s status --ignored) and restore the files before the run goes on",
+			strings.Join(changed, ", "), dir, ShellQuote(dir), ShellQuote(dir))
 	}
 	return nil
 }
